@@ -1,0 +1,3 @@
+from mail_imap_mcp.cli import main
+
+main()

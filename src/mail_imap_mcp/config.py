@@ -1,0 +1,292 @@
+"""Configuration: a TOML file plus env-only accounts, validated by pydantic.
+
+Lookup order for the file: ``--config``, ``$MAIL_IMAP_MCP_CONFIG``, then
+``~/.config/mail-imap-mcp/config.toml`` (optional when env accounts exist). Errors name the key
+and the reason and never echo a value, so a misplaced secret cannot leak through them.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import subprocess
+import tomllib
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+
+ACCOUNT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+DEFAULT_CONFIG_PATH = Path("~/.config/mail-imap-mcp/config.toml")
+CONFIG_ENV = "MAIL_IMAP_MCP_CONFIG"
+PASSWORD_COMMAND_TIMEOUT_S = 30.0
+
+_ENV_ACCOUNT = re.compile(r"^MAIL_IMAP_([A-Z0-9_]+?)_HOST$")
+
+
+class ConfigError(Exception):
+    """The configuration is invalid; the message names the key and the reason."""
+
+
+class Security(StrEnum):
+    TLS = "tls"
+    STARTTLS = "starttls"
+    PLAIN = "plain"
+
+
+DEFAULT_PORTS = {Security.TLS: 993, Security.STARTTLS: 143, Security.PLAIN: 143}
+
+
+def is_loopback_host(host: str) -> bool:
+    """True for ``localhost`` and literal loopback addresses (no DNS lookups)."""
+    if host.lower() in {"localhost", "localhost.localdomain"}:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class AccountConfig(BaseModel):
+    """One IMAP account (``[accounts.<account_id>]``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = Field(min_length=1, max_length=253, description="IMAP server host name or address.")
+    port: int | None = Field(
+        default=None, ge=1, le=65535, description="Port; default 993 for tls, 143 otherwise."
+    )
+    security: Security = Field(
+        default=Security.TLS,
+        description="tls (implicit TLS), starttls (upgrade required), or plain (loopback only).",
+    )
+    username: str = Field(min_length=1, description="Login name.")
+    password_env: str | None = Field(
+        default=None, min_length=1, description="Name of an environment variable holding the password."
+    )
+    password_command: list[str] | None = Field(
+        default=None, min_length=1, description="Command (argv list) whose stdout is the password."
+    )
+    password: SecretStr | None = Field(
+        default=None, description="The password itself (discouraged; `check` warns)."
+    )
+    ca_file: Path | None = Field(
+        default=None, description="Extra trust anchors (PEM) for a self-signed server certificate."
+    )
+    connect_timeout_s: float = Field(
+        default=10.0, gt=0, le=300, description="Budget for TCP connect, TLS handshake and greeting."
+    )
+    command_timeout_s: float = Field(
+        default=30.0, gt=0, le=600, description="Budget for each IMAP command (login included)."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> AccountConfig:
+        sources = [
+            name
+            for name in ("password_env", "password_command", "password")
+            if getattr(self, name) is not None
+        ]
+        if len(sources) != 1:
+            found = ", ".join(sources) if sources else "none"
+            raise ValueError(f"set exactly one of password_env, password_command, password (found: {found})")
+        if self.security is Security.PLAIN and not is_loopback_host(self.host):
+            raise ValueError(
+                "security = 'plain' sends the password unencrypted and is only allowed for loopback "
+                "hosts; use 'tls' or 'starttls'"
+            )
+        if self.ca_file is not None and not self.ca_file.expanduser().is_file():
+            raise ValueError("ca_file does not exist or is not a file")
+        return self
+
+    @property
+    def effective_port(self) -> int:
+        return self.port if self.port is not None else DEFAULT_PORTS[self.security]
+
+    @property
+    def password_source(self) -> str:
+        if self.password_env is not None:
+            return f"env:{self.password_env}"
+        if self.password_command is not None:
+            return "command"
+        return "inline"
+
+    def resolve_password(self, env: Mapping[str, str] | None = None) -> str:
+        """Return the password from its source; raise :class:`ConfigError` without echoing it."""
+        env = os.environ if env is None else env
+        if self.password is not None:
+            return self.password.get_secret_value()
+        if self.password_env is not None:
+            value = env.get(self.password_env)
+            if not value:
+                raise ConfigError(
+                    f"password_env: environment variable {self.password_env} is not set or empty"
+                )
+            return value
+        assert self.password_command is not None
+        try:
+            done = subprocess.run(
+                self.password_command,
+                capture_output=True,
+                timeout=PASSWORD_COMMAND_TIMEOUT_S,
+                check=False,
+                stdin=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise ConfigError(f"password_command could not run: {type(exc).__name__}") from None
+        if done.returncode != 0:
+            raise ConfigError(f"password_command exited with status {done.returncode}")
+        value = done.stdout.decode("utf-8", "replace").rstrip("\r\n")
+        if not value:
+            raise ConfigError("password_command printed an empty password")
+        return value
+
+
+class ServerSettings(BaseModel):
+    """``[server]``: switches and the limits that bound every response."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    write_enabled: bool = Field(
+        default=False, description="Reserved for write tools; no write tool exists yet."
+    )
+    max_mailboxes: int = Field(
+        default=1000, ge=1, le=100_000, description="Most mailboxes one imap_list_mailboxes call returns."
+    )
+    max_search_limit: int = Field(
+        default=100, ge=1, le=1000, description="Upper bound for imap_search_messages `limit`."
+    )
+    max_snippet_chars: int = Field(default=500, ge=0, le=5000, description="Upper bound for `snippet_chars`.")
+    max_body_chars: int = Field(
+        default=100_000, ge=100, le=2_000_000, description="Upper bound for `body_max_chars`."
+    )
+    max_raw_bytes: int = Field(
+        default=65_536, ge=1024, le=1_048_576, description="Upper bound for imap_get_message_raw `max_bytes`."
+    )
+    max_text_part_bytes: int = Field(
+        default=2_000_000,
+        ge=10_000,
+        le=50_000_000,
+        description="Most bytes fetched from one text part; larger parts are read in part and flagged.",
+    )
+
+
+class Config(BaseModel):
+    """The whole configuration: accounts by id, and server settings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    accounts: dict[str, AccountConfig] = Field(default_factory=dict)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+
+    @model_validator(mode="after")
+    def _check_ids(self) -> Config:
+        for account_id in self.accounts:
+            if not re.match(ACCOUNT_ID_PATTERN, account_id):
+                raise ValueError(
+                    f"account id {account_id!r} must match {ACCOUNT_ID_PATTERN} (letters, digits, _ and -)"
+                )
+        return self
+
+
+def _format_validation_error(exc: ValidationError, prefix: str = "") -> str:
+    lines = []
+    for err in exc.errors(include_url=False, include_input=False):
+        key = ".".join(str(p) for p in err["loc"])
+        key = f"{prefix}{key}" if key else prefix.rstrip(".") or "config"
+        reason = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        lines.append(f"{key}: {reason.removeprefix('Value error, ')}")
+    return "invalid configuration: " + "; ".join(lines)
+
+
+def _truthy(value: str) -> bool:
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_accounts(env: Mapping[str, str]) -> tuple[dict[str, dict[str, Any]], bool | None]:
+    """Accounts from ``MAIL_IMAP_<ID>_*`` variables (seed-server compatible) and the write switch.
+
+    The password is referenced by variable name, never copied, so it cannot end up in a dump.
+    """
+    accounts: dict[str, dict[str, Any]] = {}
+    for name in sorted(env):
+        match = _ENV_ACCOUNT.match(name)
+        if not match:
+            continue
+        prefix = f"MAIL_IMAP_{match.group(1)}_"
+        raw: dict[str, Any] = {"host": env[name]}
+        if f"{prefix}PORT" in env:
+            raw["port"] = env[f"{prefix}PORT"]
+        if f"{prefix}USER" in env:
+            raw["username"] = env[f"{prefix}USER"]
+        if f"{prefix}PASS" in env:
+            raw["password_env"] = f"{prefix}PASS"
+        if f"{prefix}SECURITY" in env:
+            raw["security"] = env[f"{prefix}SECURITY"].strip().lower()
+        elif f"{prefix}SECURE" in env:
+            # The seed server only spoke implicit TLS; "false" here means upgrade, never plaintext.
+            raw["security"] = "tls" if _truthy(env[f"{prefix}SECURE"]) else "starttls"
+        if f"{prefix}CA_FILE" in env:
+            raw["ca_file"] = env[f"{prefix}CA_FILE"]
+        accounts[match.group(1).lower()] = raw
+    write = env.get("MAIL_IMAP_WRITE_ENABLED")
+    return accounts, (None if write is None else _truthy(write))
+
+
+def resolve_config_path(explicit: Path | None, env: Mapping[str, str]) -> tuple[Path, bool]:
+    """Which file to read, and whether it must exist (explicitly named)."""
+    if explicit is not None:
+        return explicit.expanduser(), True
+    if env.get(CONFIG_ENV):
+        return Path(env[CONFIG_ENV]).expanduser(), True
+    return DEFAULT_CONFIG_PATH.expanduser(), False
+
+
+def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) -> Config:
+    """Load, merge and validate the file and env accounts; raise :class:`ConfigError` on any problem."""
+    env = os.environ if env is None else env
+    file_path, required = resolve_config_path(path, env)
+    raw: dict[str, Any] = {}
+    if file_path.is_file():
+        try:
+            raw = tomllib.loads(file_path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{file_path}: not valid TOML ({exc})") from None
+        except OSError as exc:
+            raise ConfigError(f"{file_path}: cannot read ({exc.strerror})") from None
+    elif required:
+        raise ConfigError(f"config file {file_path} does not exist")
+
+    from_env, write_enabled = env_accounts(env)
+    file_accounts = raw.get("accounts", {})
+    if not isinstance(file_accounts, dict):
+        raise ConfigError("accounts: must be a table of [accounts.<account_id>] sections")
+    for account_id in from_env:
+        if account_id in file_accounts:
+            raise ConfigError(
+                f"account {account_id!r} is defined twice: [accounts.{account_id}] in {file_path} "
+                f"and MAIL_IMAP_{account_id.upper()}_HOST in the environment; remove one"
+            )
+    for account_id, account in from_env.items():
+        try:
+            AccountConfig.model_validate(account)
+        except ValidationError as exc:
+            raise ConfigError(
+                _format_validation_error(exc, prefix=f"env MAIL_IMAP_{account_id.upper()}_* ")
+            ) from None
+    merged = {**raw, "accounts": {**file_accounts, **from_env}}
+    if write_enabled is not None:
+        merged["server"] = {**raw.get("server", {}), "write_enabled": write_enabled}
+    try:
+        config = Config.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation_error(exc)) from None
+    if not config.accounts:
+        raise ConfigError(
+            f"no accounts configured: create {file_path} (see config.example.toml) "
+            "or set MAIL_IMAP_<ID>_HOST/_USER/_PASS environment variables"
+        )
+    return config

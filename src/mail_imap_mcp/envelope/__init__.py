@@ -1,0 +1,36 @@
+"""A generic MCP response envelope: ``success``, ``summary``, ``data``, ``error``, ``meta``.
+
+Reusable by any MCP server; see docs/envelope.md.
+"""
+
+from mail_imap_mcp.envelope.model import (
+    ENVELOPE_VERSION,
+    ERROR_REGISTRY,
+    ErrorCode,
+    ErrorInfo,
+    FailureData,
+    FailureEnvelope,
+    Issue,
+    Meta,
+    MultiItemData,
+    NextAction,
+    Payload,
+    SuccessEnvelope,
+    ToolFailure,
+)
+
+__all__ = [
+    "ENVELOPE_VERSION",
+    "ERROR_REGISTRY",
+    "ErrorCode",
+    "ErrorInfo",
+    "FailureData",
+    "FailureEnvelope",
+    "Issue",
+    "Meta",
+    "MultiItemData",
+    "NextAction",
+    "Payload",
+    "SuccessEnvelope",
+    "ToolFailure",
+]

@@ -1,0 +1,284 @@
+"""Envelope tools for the MCP SDK's ``MCPServer``.
+
+An :class:`EnvelopeTool` publishes a flat ``inputSchema`` generated from a pydantic input model
+and an ``outputSchema`` that both its success and failure envelopes validate against. Every
+call, including one whose arguments fail validation, returns a ``CallToolResult`` whose
+``structuredContent`` is the envelope, whose single text block is the same envelope as compact
+JSON, and whose ``isError`` is ``not success``. Knows nothing about mail.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Generic, TypeVar, Union
+
+import anyio.to_thread
+from mcp.server.mcpserver.tools.base import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+
+from mail_imap_mcp.envelope.model import (
+    ErrorCode,
+    FailureData,
+    FailureEnvelope,
+    Meta,
+    MultiItemData,
+    NextAction,
+    SuccessEnvelope,
+    ToolFailure,
+    new_request_id,
+    utc_now_rfc3339,
+)
+
+log = logging.getLogger("mail_imap_mcp.calls")
+
+InputT = TypeVar("InputT", bound=BaseModel)
+DataT = TypeVar("DataT", bound=BaseModel)
+
+
+@dataclass
+class ToolResult(Generic[DataT]):
+    """What a tool handler returns on success; the adapter wraps it in the envelope."""
+
+    summary: str
+    data: DataT
+    warnings: list[str] = field(default_factory=list)
+
+
+Handler = Callable[[InputT], ToolResult[Any]]
+
+
+def flat_input_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """JSON schema of ``model`` with no unions: ``X | None`` becomes ``X`` (omit = null).
+
+    Some MCP clients reject ``anyOf``/``oneOf`` in an ``inputSchema``; our inputs are flat
+    optional scalars, so the nullable branch carries no information a client needs.
+    """
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    for name, prop in schema.get("properties", {}).items():
+        branches = prop.pop("anyOf", None)
+        if branches is not None:
+            concrete = [b for b in branches if b.get("type") != "null"]
+            if len(concrete) != 1:
+                raise TypeError(f"input field {name!r} must be a single type, got {branches}")
+            prop.update(concrete[0])
+            if prop.get("default", ...) is None:
+                del prop["default"]
+        prop.pop("title", None)
+    if "$defs" in schema:
+        raise TypeError(f"input model {model.__name__} must be flat (no nested models)")
+    return schema
+
+
+def envelope_output_schema(data_model: type[BaseModel]) -> dict[str, Any]:
+    """``outputSchema``: an object whose ``success`` selects the success or the failure shape."""
+    union = Annotated[
+        Union[SuccessEnvelope[data_model], FailureEnvelope],  # type: ignore[valid-type]  # noqa: UP007
+        Field(discriminator="success"),
+    ]
+    schema = TypeAdapter(union).json_schema(mode="serialization")
+    schema.pop("discriminator", None)
+    return {"type": "object", **schema}
+
+
+def _allowed(prop: dict[str, Any]) -> str:
+    """Describe what a schema property accepts, for an actionable validation message."""
+    if "enum" in prop:
+        return "one of " + ", ".join(json.dumps(v) for v in prop["enum"])
+    kind = str(prop.get("type", "value"))
+    bounds = []
+    for key, word in (
+        ("minimum", ">="),
+        ("maximum", "<="),
+        ("minLength", "length >="),
+        ("maxLength", "length <="),
+    ):
+        if key in prop:
+            bounds.append(f"{word} {prop[key]}")
+    if "pattern" in prop:
+        bounds.append(f"matching {prop['pattern']}")
+    if "format" in prop:
+        bounds.append(f"format {prop['format']}")
+    return kind + (" " + ", ".join(bounds) if bounds else "")
+
+
+def validation_failure(exc: ValidationError, schema: dict[str, Any]) -> ToolFailure:
+    """Turn pydantic's errors into one ``invalid_input`` failure that names each parameter."""
+    properties: dict[str, Any] = schema.get("properties", {})
+    problems: list[dict[str, Any]] = []
+    for err in exc.errors(include_url=False, include_input=False):
+        loc = [str(part) for part in err["loc"]]
+        parameter = loc[0] if loc else ""
+        if err["type"] == "extra_forbidden":
+            problems.append(
+                {
+                    "parameter": parameter,
+                    "problem": "unknown parameter",
+                    "allowed": "one of " + ", ".join(sorted(properties)),
+                }
+            )
+        elif parameter in properties:
+            problems.append(
+                {"parameter": parameter, "problem": err["msg"], "allowed": _allowed(properties[parameter])}
+            )
+        else:
+            # Model-level validators report cross-field problems; they name the fields themselves.
+            problems.append({"parameter": err.get("ctx", {}).get("parameter", ""), "problem": err["msg"]})
+    first = problems[0]
+    parameter = first["parameter"]
+    subject = f"'{parameter}'" if parameter else "arguments"
+    message = f"Invalid {subject}: {first['problem']}"
+    if "allowed" in first:
+        message += f"; allowed: {first['allowed']}"
+    if len(problems) > 1:
+        message += f" (and {len(problems) - 1} more problem(s), see error.details.problems)"
+    return ToolFailure(
+        ErrorCode.INVALID_INPUT,
+        message + ". Fix the argument and call again.",
+        details={"parameter": parameter, "problems": problems},
+    )
+
+
+def _to_result(envelope: BaseModel) -> CallToolResult:
+    payload = envelope.model_dump(mode="json")
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=payload,
+        is_error=not payload["success"],
+    )
+
+
+class EnvelopeTool(Tool):
+    """An ``MCPServer`` tool whose every result is an envelope.
+
+    The SDK's own argument validation is bypassed (it would answer with plain text); the tool
+    validates against its input model and answers with an ``invalid_input`` envelope instead.
+    Handlers are synchronous and run on a worker thread, so blocking IMAP I/O never stalls the
+    event loop and calls to different accounts proceed in parallel.
+    """
+
+    input_model: type[BaseModel] = Field(exclude=True)
+    output_schema_doc: dict[str, Any] = Field(exclude=True)
+    handler: Callable[[Any], ToolResult[Any]] = Field(exclude=True)
+    multi_item: bool = Field(default=False, exclude=True)
+
+    @functools.cached_property
+    def output_schema(self) -> dict[str, Any] | None:
+        return self.output_schema_doc
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        return await self.invoke(arguments)
+
+    async def invoke(self, arguments: dict[str, Any]) -> CallToolResult:
+        """Run the tool on raw arguments and return the envelope as a ``CallToolResult``."""
+        envelope = await self.envelope(arguments)
+        return _to_result(envelope)
+
+    async def envelope(self, arguments: dict[str, Any]) -> SuccessEnvelope[Any] | FailureEnvelope:
+        """Run the tool on raw arguments and return the envelope model."""
+        request_id = new_request_id()
+        started = time.perf_counter()
+        try:
+            try:
+                args = self.input_model.model_validate(arguments)
+            except ValidationError as exc:
+                raise validation_failure(exc, self.parameters) from None
+            result = await anyio.to_thread.run_sync(self.handler, args)
+        except ToolFailure as failure:
+            return self._failure(request_id, started, failure)
+        except Exception:
+            log.exception("tool=%s request_id=%s unexpected failure", self.name, request_id)
+            internal = ToolFailure(
+                ErrorCode.INTERNAL,
+                f"Unexpected internal error; the server log has the details under request id {request_id}.",
+                details={"request_id": request_id},
+            )
+            return self._failure(request_id, started, internal)
+        meta = _meta(request_id, started, result.warnings)
+        log.info("tool=%s request_id=%s success=true duration_ms=%d", self.name, request_id, meta.duration_ms)
+        return SuccessEnvelope[Any](summary=result.summary, data=result.data, meta=meta)
+
+    def _failure(self, request_id: str, started: float, failure: ToolFailure) -> FailureEnvelope:
+        meta = _meta(request_id, started, [])
+        log.info(
+            "tool=%s request_id=%s success=false code=%s duration_ms=%d",
+            self.name,
+            request_id,
+            failure.code,
+            meta.duration_ms,
+        )
+        data = FailureData(next_action=failure.next_action)
+        if self.multi_item:
+            data.status = "failed"
+            data.issues = []
+        summary = _one_line(f"{self.title or self.name} failed ({failure.code}): {failure.message}")
+        return FailureEnvelope(summary=summary, data=data, error=failure.to_error(), meta=meta)
+
+
+def _one_line(text: str, limit: int = 240) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _meta(request_id: str, started: float, warnings: list[str]) -> Meta:
+    return Meta(
+        request_id=request_id,
+        now_utc=utc_now_rfc3339(),
+        duration_ms=int((time.perf_counter() - started) * 1000),
+        warnings=warnings,
+    )
+
+
+def envelope_tool(
+    *,
+    name: str,
+    title: str,
+    description: str,
+    input_model: type[InputT],
+    data_model: type[BaseModel],
+    handler: Callable[[InputT], ToolResult[Any]],
+    read_only: bool = True,
+    idempotent: bool = True,
+    open_world: bool = True,
+) -> EnvelopeTool:
+    """Build an :class:`EnvelopeTool` ready for ``MCPServer(tools=[...])``."""
+    return EnvelopeTool(
+        fn=handler,
+        name=name,
+        title=title,
+        description=description,
+        parameters=flat_input_schema(input_model),
+        fn_metadata=FuncMetadata(arg_model=ArgModelBase),
+        is_async=False,
+        context_kwarg=None,
+        annotations=ToolAnnotations(
+            title=title,
+            read_only_hint=read_only,
+            destructive_hint=False if read_only else None,
+            idempotent_hint=idempotent,
+            open_world_hint=open_world,
+        ),
+        input_model=input_model,
+        output_schema_doc=envelope_output_schema(data_model),
+        handler=handler,
+        multi_item=issubclass(data_model, MultiItemData),
+    )
+
+
+__all__ = [
+    "EnvelopeTool",
+    "NextAction",
+    "ToolResult",
+    "envelope_output_schema",
+    "envelope_tool",
+    "flat_input_schema",
+    "validation_failure",
+]

@@ -1,0 +1,74 @@
+"""Mailbox listing: LIST with decoded names and special-use roles, optional STATUS counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from imapclient.exceptions import IMAPClientError
+
+from mail_imap_mcp.imap.connection import ImapSession
+
+SPECIAL_USE = frozenset(
+    {"\\All", "\\Archive", "\\Drafts", "\\Flagged", "\\Important", "\\Junk", "\\Sent", "\\Trash"}
+)
+
+
+@dataclass
+class MailboxCounts:
+    messages: int | None
+    unseen: int | None
+    uidvalidity: int | None
+    uidnext: int | None
+
+
+@dataclass
+class MailboxInfo:
+    name: str
+    delimiter: str | None
+    attributes: list[str]
+    special_use: str | None
+    selectable: bool
+    counts: MailboxCounts | None = None
+
+
+def _text(value: bytes | str | None) -> str | None:
+    if value is None:
+        return None
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def _sort_key(box: MailboxInfo) -> tuple[int, str]:
+    return (0 if box.name.upper() == "INBOX" else 1, box.name.casefold())
+
+
+def list_mailboxes(session: ImapSession) -> list[MailboxInfo]:
+    """All mailboxes, INBOX first then by name, names decoded from modified UTF-7."""
+    boxes = []
+    for flags, delimiter, name in session.client.list_folders():
+        attributes = [_text(f) or "" for f in flags]
+        special = next((a for a in attributes if a.capitalize() in SPECIAL_USE), None)
+        boxes.append(
+            MailboxInfo(
+                name=_text(name) or "",
+                delimiter=_text(delimiter),
+                attributes=attributes,
+                special_use=special.capitalize() if special else None,
+                selectable=not any(a.lower() in {"\\noselect", "\\nonexistent"} for a in attributes),
+            )
+        )
+    boxes.sort(key=_sort_key)
+    return boxes
+
+
+def mailbox_counts(session: ImapSession, name: str) -> MailboxCounts:
+    """STATUS of one mailbox (does not select it, so nothing is marked or changed)."""
+    try:
+        status = session.client.folder_status(name, [b"MESSAGES", b"UNSEEN", b"UIDVALIDITY", b"UIDNEXT"])
+    except IMAPClientError:
+        return MailboxCounts(None, None, None, None)
+
+    def get(key: bytes) -> int | None:
+        value = status.get(key)
+        return int(value) if value is not None else None
+
+    return MailboxCounts(get(b"MESSAGES"), get(b"UNSEEN"), get(b"UIDVALIDITY"), get(b"UIDNEXT"))

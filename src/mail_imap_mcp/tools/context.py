@@ -1,0 +1,51 @@
+"""What every tool handler gets: the configuration and the account connections."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from pydantic import Field
+
+from mail_imap_mcp.config import ACCOUNT_ID_PATTERN, Config
+from mail_imap_mcp.imap.connection import AccountConnection, ConnectionPool
+
+DEFAULT_ACCOUNT = "default"
+
+AccountId = Annotated[
+    str,
+    Field(
+        pattern=ACCOUNT_ID_PATTERN,
+        description=(
+            "Account to use (see imap_list_accounts). 'default' means the account named default, "
+            "or the only account when exactly one is configured."
+        ),
+    ),
+]
+
+
+@dataclass
+class AppContext:
+    """Shared state of a running server."""
+
+    config: Config
+    pool: ConnectionPool
+
+    @classmethod
+    def from_config(cls, config: Config) -> AppContext:
+        return cls(config=config, pool=ConnectionPool(dict(config.accounts)))
+
+    def resolve_account(self, account_id: str) -> str:
+        if (
+            account_id == DEFAULT_ACCOUNT
+            and account_id not in self.config.accounts
+            and len(self.config.accounts) == 1
+        ):
+            return next(iter(self.config.accounts))
+        return account_id
+
+    def connection(self, account_id: str) -> AccountConnection:
+        return self.pool.get(self.resolve_account(account_id))
+
+    def close(self) -> None:
+        self.pool.close_all()

@@ -1,0 +1,64 @@
+"""imap_list_accounts: which accounts are configured (never a secret)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mail_imap_mcp.envelope import NextAction, Payload
+from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.tools.context import AppContext
+
+NAME = "imap_list_accounts"
+TITLE = "List IMAP accounts"
+DESCRIPTION = (
+    "List the configured IMAP accounts (id, host, port, security, username; never passwords). "
+    "Start here: pass an account_id from the result to imap_list_mailboxes or imap_search_messages."
+)
+
+
+class ListAccountsInput(BaseModel):
+    """No arguments."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class AccountSummary(Payload):
+    account_id: str = Field(description="Id to pass as account_id to the other tools.")
+    host: str
+    port: int
+    security: str = Field(description="tls, starttls or plain.")
+    secure: bool = Field(description="True when the connection is encrypted (tls or starttls).")
+    username: str
+
+
+class ListAccountsData(Payload):
+    accounts: list[AccountSummary]
+    next_action: NextAction | None = Field(default=None, description="The obvious next call.")
+
+
+def handle(app: AppContext, args: ListAccountsInput) -> ToolResult[ListAccountsData]:
+    accounts = [
+        AccountSummary(
+            account_id=account_id,
+            host=cfg.host,
+            port=cfg.effective_port,
+            security=cfg.security.value,
+            secure=cfg.security.value != "plain",
+            username=cfg.username,
+        )
+        for account_id, cfg in sorted(app.config.accounts.items())
+    ]
+    first = accounts[0].account_id if accounts else None
+    next_action = (
+        NextAction(
+            instruction="List the mailboxes of an account",
+            tool="imap_list_mailboxes",
+            arguments={"account_id": first},
+        )
+        if first
+        else None
+    )
+    return ToolResult(
+        summary=f"{len(accounts)} account(s) configured",
+        data=ListAccountsData(accounts=accounts, next_action=next_action),
+    )

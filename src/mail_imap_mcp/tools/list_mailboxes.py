@@ -1,0 +1,104 @@
+"""imap_list_mailboxes: the folders of an account, with roles and optional counts."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload
+from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.imap.connection import ImapSession
+from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes, mailbox_counts
+from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
+
+NAME = "imap_list_mailboxes"
+TITLE = "List mailboxes"
+DESCRIPTION = (
+    "List the mailboxes (folders) of an account, INBOX first, with special-use roles such as "
+    "\\Sent or \\Trash when the server reports them. Set include_counts for message, unseen, "
+    "UIDVALIDITY and UIDNEXT counts (one STATUS per mailbox, slower). Use a returned name as "
+    "`mailbox` in imap_search_messages."
+)
+
+
+class ListMailboxesInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    account_id: AccountId = DEFAULT_ACCOUNT
+    include_counts: bool = Field(
+        default=False, description="Add messages/unseen/uidvalidity/uidnext from STATUS (slower)."
+    )
+
+
+class Mailbox(Payload):
+    name: str = Field(description="Decoded mailbox name; pass it as `mailbox` to other tools.")
+    delimiter: str | None = Field(description="Hierarchy delimiter, e.g. '/' or '.'.")
+    attributes: list[str] = Field(description="LIST attributes, e.g. \\HasNoChildren.")
+    special_use: str | None = Field(description="Role reported by the server: \\Sent, \\Trash, ...")
+    messages: int | None = Field(default=None, description="Message count (include_counts).")
+    unseen: int | None = Field(default=None, description="Unseen count (include_counts).")
+    uidvalidity: int | None = Field(default=None, description="UIDVALIDITY (include_counts).")
+    uidnext: int | None = Field(default=None, description="UIDNEXT (include_counts).")
+
+
+class ListMailboxesData(MultiItemData):
+    account_id: str
+    total: int = Field(description="Mailboxes the server listed.")
+    returned: int = Field(description="Mailboxes in this response (bounded by server.max_mailboxes).")
+    mailboxes: list[Mailbox]
+
+
+def handle(app: AppContext, args: ListMailboxesInput) -> ToolResult[ListMailboxesData]:
+    connection = app.connection(args.account_id)
+    limit = app.config.server.max_mailboxes
+
+    def work(session: ImapSession) -> tuple[list[MailboxInfo], list[Mailbox], list[Issue]]:
+        boxes = list_mailboxes(session)
+        shown = []
+        issues = []
+        for box in boxes[:limit]:
+            item = Mailbox(
+                name=box.name, delimiter=box.delimiter, attributes=box.attributes, special_use=box.special_use
+            )
+            if args.include_counts and box.selectable:
+                counts = mailbox_counts(session, box.name)
+                if counts.messages is None:
+                    issues.append(
+                        Issue(
+                            code="status_failed",
+                            stage="status",
+                            message=f"STATUS failed for mailbox {box.name!r}; counts omitted.",
+                            retryable=True,
+                        )
+                    )
+                item.messages, item.unseen = counts.messages, counts.unseen
+                item.uidvalidity, item.uidnext = counts.uidvalidity, counts.uidnext
+            shown.append(item)
+        return boxes, shown, issues
+
+    boxes, shown, issues = connection.run(work)
+    warnings = []
+    if len(boxes) > len(shown):
+        warnings.append(
+            f"Mailbox list cut to {len(shown)} of {len(boxes)} (server.max_mailboxes); raise the limit to see all."
+        )
+    inbox = next((m.name for m in shown if m.name.upper() == "INBOX"), shown[0].name if shown else None)
+    data = ListMailboxesData(
+        account_id=connection.account_id,
+        total=len(boxes),
+        returned=len(shown),
+        mailboxes=shown,
+        status="partial" if issues else "ok",
+        issues=issues,
+        next_action=(
+            NextAction(
+                instruction="Show the newest messages of a mailbox",
+                tool="imap_search_messages",
+                arguments={"account_id": connection.account_id, "mailbox": inbox},
+            )
+            if inbox
+            else None
+        ),
+    )
+    return ToolResult(
+        summary=f"{len(shown)} mailbox(es) in account {connection.account_id!r}", data=data, warnings=warnings
+    )
