@@ -19,6 +19,7 @@ from mail_imap_mcp.server import build_server, package_version
 from mail_imap_mcp.tools.context import AppContext
 
 LOG_LEVEL_ENV = "MAIL_IMAP_MCP_LOG_LEVEL"
+SHUTDOWN_GRACE_S = 0.8
 
 
 def _configure_logging() -> None:
@@ -40,6 +41,12 @@ def _load(path: Path | None) -> Config:
         raise SystemExit(2) from None
 
 
+async def _close(app: AppContext) -> None:
+    # Bounded: a call in flight may hold an account's connection; shutdown must not wait for it.
+    with anyio.move_on_after(SHUTDOWN_GRACE_S):
+        await anyio.to_thread.run_sync(app.close, abandon_on_cancel=True)
+
+
 async def _serve(config: Config) -> None:
     app = AppContext.from_config(config)
     server = build_server(config, app)
@@ -47,15 +54,17 @@ async def _serve(config: Config) -> None:
 
         async def stop_on_signal() -> None:
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-                async for _ in signals:
-                    logging.getLogger("mail_imap_mcp").info("signal received; shutting down")
-                    group.cancel_scope.cancel()
-                    return
+                async for signum in signals:
+                    logging.getLogger("mail_imap_mcp").info("signal %s received; shutting down", signum)
+                    await _close(app)
+                    logging.shutdown()
+                    # The stdin reader thread cannot be cancelled; exit without waiting for it.
+                    os._exit(0)
 
         group.start_soon(stop_on_signal)
         await server.run_stdio_async()
         group.cancel_scope.cancel()
-    await anyio.to_thread.run_sync(app.close)
+    await _close(app)
 
 
 def serve(config_path: Path | None) -> None:

@@ -147,7 +147,7 @@ def validation_failure(exc: ValidationError, schema: dict[str, Any]) -> ToolFail
 
 
 def _to_result(envelope: BaseModel) -> CallToolResult:
-    payload = envelope.model_dump(mode="json")
+    payload = envelope.model_dump(mode="json", by_alias=True)
     text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
     return CallToolResult(
         content=[TextContent(type="text", text=text)],

@@ -8,9 +8,11 @@ from imapclient.exceptions import IMAPClientError
 
 from mail_imap_mcp.imap.connection import ImapSession
 
-SPECIAL_USE = frozenset(
-    {"\\All", "\\Archive", "\\Drafts", "\\Flagged", "\\Important", "\\Junk", "\\Sent", "\\Trash"}
-)
+# RFC 6154 roles (plus \\Important, RFC 8457), keyed case-insensitively as servers vary.
+SPECIAL_USE = {
+    role.lower(): role
+    for role in ("\\All", "\\Archive", "\\Drafts", "\\Flagged", "\\Important", "\\Junk", "\\Sent", "\\Trash")
+}
 
 
 @dataclass
@@ -46,13 +48,13 @@ def list_mailboxes(session: ImapSession) -> list[MailboxInfo]:
     boxes = []
     for flags, delimiter, name in session.client.list_folders():
         attributes = [_text(f) or "" for f in flags]
-        special = next((a for a in attributes if a.capitalize() in SPECIAL_USE), None)
+        special = next((SPECIAL_USE[a.lower()] for a in attributes if a.lower() in SPECIAL_USE), None)
         boxes.append(
             MailboxInfo(
                 name=_text(name) or "",
                 delimiter=_text(delimiter),
                 attributes=attributes,
-                special_use=special.capitalize() if special else None,
+                special_use=special,
                 selectable=not any(a.lower() in {"\\noselect", "\\nonexistent"} for a in attributes),
             )
         )

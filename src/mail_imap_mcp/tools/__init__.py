@@ -6,7 +6,10 @@ import functools
 from types import ModuleType
 
 from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
-from mail_imap_mcp.tools import list_accounts, list_mailboxes
+from mail_imap_mcp.tools import (
+    list_accounts,
+    list_mailboxes,
+)
 from mail_imap_mcp.tools.context import AppContext
 
 # (module, input model, data model) in the order clients list them.

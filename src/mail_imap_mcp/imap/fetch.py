@@ -1,0 +1,393 @@
+"""Bounded fetches: message summaries for a page, one message's readable body, raw byte windows.
+
+Everything uses ``BODY.PEEK`` (never sets ``\\Seen``) and partial fetches: a summary reads the
+header fields plus the first few KiB of the body; a message read looks at BODYSTRUCTURE first
+and fetches only the text part it needs, capped, so a 30 MB attachment costs nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from imapclient.exceptions import IMAPClientError
+
+from mail_imap_mcp.envelope import Issue
+from mail_imap_mcp.imap import html as html_convert
+from mail_imap_mcp.imap import mime
+from mail_imap_mcp.imap.connection import ImapSession
+from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.models import AttachmentInfo, BodyFormat, MessageDetail, MessageSummary
+
+log = logging.getLogger("mail_imap_mcp.imap")
+
+SUMMARY_HEADERS = "DATE FROM TO CC SUBJECT MESSAGE-ID"
+DEFAULT_HEADER_ALLOWLIST = (
+    "date",
+    "from",
+    "to",
+    "cc",
+    "reply-to",
+    "subject",
+    "message-id",
+    "in-reply-to",
+    "references",
+    "list-id",
+    "list-unsubscribe",
+)
+MAX_LISTED_ADDRESSES = 20
+MAX_HEADER_BYTES = 256 * 1024
+MAX_HEADER_VALUE_CHARS = 4000
+SNIPPET_PREFIX_BYTES = 6144
+
+
+def _find(response: dict[bytes, Any], prefix: bytes) -> Any:
+    """Fetch data by key prefix: servers echo section names with varying spacing and origins."""
+    for key, value in response.items():
+        if isinstance(key, bytes) and key.upper().startswith(prefix):
+            return value
+    return None
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _iso_utc(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # imapclient gives local naive time when the server's zone is unknown
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _addresses(values: list[str]) -> str | None:
+    addresses = [a for v in values for a in mime.parse_address_list(v)]
+    if not addresses:
+        joined = ", ".join(v for v in values if v)
+        return joined or None
+    shown = [mime.format_address(a) for a in addresses[:MAX_LISTED_ADDRESSES]]
+    extra = len(addresses) - len(shown)
+    return ", ".join(shown) + (f" (+{extra} more)" if extra > 0 else "")
+
+
+def _first(headers: dict[str, list[str]], name: str) -> str | None:
+    values = headers.get(name)
+    return values[0] if values else None
+
+
+def _summary(
+    ref: MessageRef, response: dict[bytes, Any], parts: list[mime.Part] | None, snippet: str | None
+) -> MessageSummary:
+    headers = mime.parse_header_block(_find(response, b"BODY[HEADER") or b"")
+    date = mime.parse_date(_first(headers, "date"))
+    return MessageSummary(
+        message_id=ref.message_id,
+        message_uri=ref.message_uri,
+        message_raw_uri=ref.message_raw_uri,
+        mailbox=ref.mailbox,
+        uidvalidity=ref.uidvalidity,
+        uid=ref.uid,
+        date=_iso_utc(date or response.get(b"INTERNALDATE")),
+        from_=_addresses(headers.get("from", [])),
+        to=_addresses(headers.get("to", [])),
+        cc=_addresses(headers.get("cc", [])),
+        subject=_first(headers, "subject"),
+        flags=[_text(f) for f in response.get(b"FLAGS", ())],
+        size_bytes=int(response.get(b"RFC822.SIZE") or 0),
+        has_attachments=mime.has_attachments(parts) if parts else False,
+        snippet=snippet,
+    )
+
+
+@dataclass
+class SummaryBatch:
+    messages: list[MessageSummary] = field(default_factory=list)
+    issues: list[Issue] = field(default_factory=list)
+
+
+def _bodystructure(response: dict[bytes, Any]) -> list[mime.Part] | None:
+    structure = response.get(b"BODYSTRUCTURE")
+    if structure is None:
+        return None
+    try:
+        return mime.parse_bodystructure(structure)
+    except ValueError:
+        return None
+
+
+def fetch_summaries(
+    session: ImapSession,
+    *,
+    account_id: str,
+    mailbox: str,
+    uidvalidity: int,
+    uids: list[int],
+    snippet_chars: int,
+) -> SummaryBatch:
+    """Summaries for ``uids`` in the given order; a message that fails becomes an issue, not an error."""
+    items = [
+        "FLAGS",
+        "INTERNALDATE",
+        "RFC822.SIZE",
+        "BODYSTRUCTURE",
+        f"BODY.PEEK[HEADER.FIELDS ({SUMMARY_HEADERS})]",
+    ]
+    if snippet_chars > 0:
+        items.append(f"BODY.PEEK[TEXT]<0.{SNIPPET_PREFIX_BYTES}>")
+    batch = SummaryBatch()
+    try:
+        responses = session.fetch(uids, items)
+    except IMAPClientError:
+        # One broken message can fail the whole command; fetch one by one to isolate it.
+        responses = {}
+        for uid in uids:
+            try:
+                responses.update(session.fetch([uid], items))
+            except IMAPClientError as exc:
+                ref = MessageRef(account_id, mailbox, uidvalidity, uid)
+                batch.issues.append(
+                    Issue(
+                        code="fetch_failed",
+                        stage="fetch_headers",
+                        message=f"UID {uid}: the server could not fetch this message ({_short(exc)})",
+                        retryable=True,
+                        uid=uid,
+                        message_id=ref.message_id,
+                    )
+                )
+    failed = {issue.uid for issue in batch.issues}
+    for uid in uids:
+        ref = MessageRef(account_id, mailbox, uidvalidity, uid)
+        response = responses.get(uid)
+        if response is None:
+            if uid not in failed:
+                batch.issues.append(
+                    Issue(
+                        code="not_found",
+                        stage="fetch_headers",
+                        message=f"UID {uid} was expunged while the page was being read",
+                        retryable=False,
+                        uid=uid,
+                        message_id=ref.message_id,
+                    )
+                )
+            continue
+        try:
+            parts = _bodystructure(response)
+            snippet = None
+            if snippet_chars > 0:
+                snippet = _snippet(response, parts, snippet_chars)
+            batch.messages.append(_summary(ref, response, parts, snippet))
+        except Exception as exc:  # a hostile message must not sink the page
+            log.warning("uid=%s summary failed", uid, exc_info=True)
+            batch.issues.append(
+                Issue(
+                    code="parse_failed",
+                    stage="parse_headers",
+                    message=f"UID {uid}: could not parse this message ({type(exc).__name__})",
+                    retryable=False,
+                    uid=uid,
+                    message_id=ref.message_id,
+                )
+            )
+    return batch
+
+
+def _short(exc: Exception) -> str:
+    text = " ".join(str(exc).split())
+    return text[:160]
+
+
+def _snippet(response: dict[bytes, Any], parts: list[mime.Part] | None, snippet_chars: int) -> str | None:
+    prefix = _find(response, b"BODY[TEXT]")
+    if not prefix or not parts:
+        return None
+    text = mime.snippet_from_prefix(prefix, parts, boundary=_boundary(response))
+    if not text:
+        return None
+    snippet, _ = mime.truncate(mime.collapse_whitespace(text), snippet_chars)
+    return snippet
+
+
+def _boundary(response: dict[bytes, Any]) -> str | None:
+    structure = response.get(b"BODYSTRUCTURE")
+    return mime.top_level_boundary(structure) if structure is not None else None
+
+
+# -- one message ------------------------------------------------------------------------------
+
+
+class MessageGone(Exception):
+    """The UID does not exist (any more) in the mailbox."""
+
+
+@dataclass
+class ReadOptions:
+    body_max_chars: int
+    body_format: BodyFormat
+    include_headers: bool
+    include_all_headers: bool
+    max_text_part_bytes: int
+
+
+def _select_headers(headers: dict[str, list[str]], options: ReadOptions) -> dict[str, str]:
+    if not (options.include_headers or options.include_all_headers):
+        return {}
+    names = headers if options.include_all_headers else [n for n in DEFAULT_HEADER_ALLOWLIST if n in headers]
+    out = {}
+    for name in names:
+        value = "\n".join(headers[name])
+        out[_canonical(name)] = value[:MAX_HEADER_VALUE_CHARS]
+    return out
+
+
+def _canonical(name: str) -> str:
+    special = {"message-id": "Message-ID", "list-id": "List-ID", "mime-version": "MIME-Version"}
+    return special.get(name, "-".join(p.capitalize() for p in name.split("-")))
+
+
+def _render(text: str | None, html: str | None, options: ReadOptions) -> tuple[str, str | None]:
+    """The body in the requested format, and which part type it came from."""
+    if options.body_format == "html":
+        if html is not None:
+            return html_convert.sanitize_html(html), "text/html"
+        return (html_convert.sanitize_html(_escape(text)) if text else ""), ("text/plain" if text else None)
+    if options.body_format == "markdown" and html is not None:
+        return html_convert.html_to_markdown(html), "text/html"
+    if text is not None and (text.strip() or html is None):
+        return text, "text/plain"
+    if html is not None:
+        return html_convert.html_to_text(html), "text/html"
+    return "", None
+
+
+def _escape(text: str) -> str:
+    import html
+
+    return "<pre>" + html.escape(text) + "</pre>"
+
+
+def read_message(
+    session: ImapSession, ref: MessageRef, options: ReadOptions
+) -> tuple[MessageDetail, list[str]]:
+    """Headers, readable body and attachment list of one message, with bounded fetches."""
+    warnings: list[str] = []
+    items = [
+        "FLAGS",
+        "INTERNALDATE",
+        "RFC822.SIZE",
+        "BODYSTRUCTURE",
+        f"BODY.PEEK[HEADER]<0.{MAX_HEADER_BYTES}>",
+    ]
+    response = session.fetch([ref.uid], items).get(ref.uid)
+    if response is None:
+        raise MessageGone()
+    header_bytes = _find(response, b"BODY[HEADER]") or b""
+    if len(header_bytes) >= MAX_HEADER_BYTES:
+        warnings.append(f"Header block larger than {MAX_HEADER_BYTES} bytes; only its start was read.")
+    headers = mime.parse_header_block(header_bytes)
+    parts = _bodystructure(response)
+
+    text: str | None = None
+    html: str | None = None
+    fetch_truncated = False
+    if parts is not None:
+        plain_part, html_part = mime.choose_body_parts(parts)
+        wanted = []
+        if options.body_format == "text":
+            wanted = [plain_part] if plain_part else [html_part]
+            # A plain part that is empty or a stub still yields readable text from the HTML part.
+            if plain_part and html_part and plain_part.size_bytes < 16:
+                wanted.append(html_part)
+        else:
+            wanted = [html_part] if html_part else [plain_part]
+        budget = _fetch_budget(options)
+        sections = {p.section: p for p in wanted if p is not None}
+        if sections:
+            fetched = session.fetch(
+                [ref.uid], [f"BODY.PEEK[{section}]<0.{budget}>" for section in sections]
+            ).get(ref.uid, {})
+            for section, part in sections.items():
+                raw = _find(fetched, f"BODY[{section}]".encode()) or b""
+                if part.size_bytes > len(raw) and len(raw) >= budget:
+                    fetch_truncated = True
+                decoded = mime.decode_text(mime.decode_transfer(raw, part.encoding), part.charset)
+                if part.content_type == "text/html":
+                    html = decoded
+                else:
+                    text = decoded
+        attachments = mime.attachment_parts(parts)
+    else:
+        warnings.append(
+            "BODYSTRUCTURE was unusable; parsed the first "
+            f"{options.max_text_part_bytes} bytes of the raw message instead."
+        )
+        raw_response = session.fetch([ref.uid], [f"BODY.PEEK[]<0.{options.max_text_part_bytes}>"]).get(
+            ref.uid, {}
+        )
+        raw_message = _find(raw_response, b"BODY[]") or b""
+        fetch_truncated = int(response.get(b"RFC822.SIZE") or 0) > len(raw_message)
+        parsed = mime.parse_full_message(raw_message)
+        text, html, attachments = parsed.text, parsed.html, parsed.attachments
+
+    body, source = _render(text, html, options)
+    body, cut = mime.truncate(body, options.body_max_chars)
+    if cut:
+        warnings.append(
+            f"Body truncated to {options.body_max_chars} characters; call again with a larger body_max_chars "
+            "or read imap_get_message_raw for the source."
+        )
+    if fetch_truncated:
+        warnings.append("The text part is larger than the fetch cap; only its beginning was read.")
+    summary = _summary(ref, response, parts, snippet=None)
+    detail = MessageDetail(
+        **summary.model_dump(by_alias=False),
+        headers=_select_headers(headers, options),
+        body_format=options.body_format,
+        body_truncated=cut or fetch_truncated,
+        body_source=source,
+        attachments=[
+            AttachmentInfo(
+                part_id=p.section,
+                filename=p.filename,
+                content_type=p.content_type,
+                size_bytes=p.size_bytes,
+                disposition=p.disposition,
+                content_id=p.content_id,
+            )
+            for p in attachments
+        ],
+    )
+    detail.has_attachments = bool(detail.attachments)
+    setattr(
+        detail,
+        {"text": "body_text", "markdown": "body_markdown", "html": "body_html"}[options.body_format],
+        body,
+    )
+    return detail, warnings
+
+
+def _fetch_budget(options: ReadOptions) -> int:
+    # Encoded bytes per visible character: base64 (4/3) x UTF-8 (up to 4) x markup for HTML.
+    return min(options.max_text_part_bytes, max(64 * 1024, options.body_max_chars * 16))
+
+
+# -- raw window --------------------------------------------------------------------------------
+
+
+@dataclass
+class RawWindow:
+    total_size_bytes: int
+    data: bytes
+
+
+def read_raw(session: ImapSession, ref: MessageRef, offset: int, max_bytes: int) -> RawWindow:
+    """Bytes ``offset .. offset+max_bytes`` of the message source (a partial ``BODY.PEEK[]``)."""
+    response = session.fetch([ref.uid], ["RFC822.SIZE", f"BODY.PEEK[]<{offset}.{max_bytes}>"]).get(ref.uid)
+    if response is None:
+        raise MessageGone()
+    data = _find(response, b"BODY[]") or b""
+    return RawWindow(total_size_bytes=int(response.get(b"RFC822.SIZE") or 0), data=bytes(data))

@@ -1,0 +1,239 @@
+"""Search with stateless cursors over UID windows: bounded work per page, no cap on matches.
+
+Results are newest first (UID descending, i.e. arrival order). A page searches downward from
+its anchor in UID windows that grow until it has ``limit + 1`` matches, so a page of a
+100,000-message mailbox costs about what a page of a small one does. The cursor is an opaque,
+checksummed token carrying everything the next page needs (mailbox, UIDVALIDITY, a digest of
+the filters, the snapshot's upper UID and the anchor), so it survives a server restart.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from datetime import date
+from typing import Any
+
+from imapclient.exceptions import IMAPClientError
+from imapclient.imapclient import format_criteria_date
+
+from mail_imap_mcp.imap.connection import ImapSession, MailboxState
+
+CURSOR_VERSION = 1
+MIN_FILTERED_WINDOW = 2000
+WINDOW_GROWTH = 4
+
+
+class CursorError(ValueError):
+    """The cursor is garbled, from another version, or does not fit the request."""
+
+
+class UidValidityChanged(Exception):
+    """The mailbox's UIDVALIDITY differs from the one the cursor or id was made for."""
+
+    def __init__(self, expected: int, actual: int) -> None:
+        super().__init__(f"UIDVALIDITY changed from {expected} to {actual}")
+        self.expected = expected
+        self.actual = actual
+
+
+class CharsetRejected(Exception):
+    """The server refused ``CHARSET UTF-8`` for a non-ASCII search."""
+
+
+@dataclass(frozen=True)
+class SearchFilter:
+    """What to match. Every field is optional; none means all messages."""
+
+    text: str | None = None
+    from_: str | None = None
+    to: str | None = None
+    cc: str | None = None
+    subject: str | None = None
+    body: str | None = None
+    since: date | None = None
+    before: date | None = None
+    unread_only: bool = False
+    flagged: bool | None = None
+    keyword: str | None = None
+    larger_than: int | None = None
+    smaller_than: int | None = None
+
+    def criteria(self) -> list[bytes | str | int]:
+        """IMAP SEARCH keys; user strings stay ``str`` so the session quotes them."""
+        keys: list[bytes | str | int] = []
+        for keyword, value in (
+            (b"TEXT", self.text),
+            (b"FROM", self.from_),
+            (b"TO", self.to),
+            (b"CC", self.cc),
+            (b"SUBJECT", self.subject),
+            (b"BODY", self.body),
+        ):
+            if value:
+                keys += [keyword, value]
+        if self.since:
+            keys += [b"SINCE", format_criteria_date(self.since)]
+        if self.before:
+            keys += [b"BEFORE", format_criteria_date(self.before)]
+        if self.unread_only:
+            keys.append(b"UNSEEN")
+        if self.flagged is not None:
+            keys.append(b"FLAGGED" if self.flagged else b"UNFLAGGED")
+        if self.keyword:
+            # Validated as an IMAP atom by the tool layer; an atom cannot be quoted.
+            keys += [b"KEYWORD", self.keyword.encode("ascii")]
+        if self.larger_than is not None:
+            keys += [b"LARGER", self.larger_than]
+        if self.smaller_than is not None:
+            keys += [b"SMALLER", self.smaller_than]
+        return keys
+
+    @property
+    def is_all(self) -> bool:
+        return not self.criteria()
+
+    @property
+    def needs_utf8(self) -> bool:
+        strings = (self.text, self.from_, self.to, self.cc, self.subject, self.body)
+        return any(s is not None and not s.isascii() for s in strings)
+
+
+@dataclass
+class CursorState:
+    """Everything the next page needs; serialised into the opaque cursor string."""
+
+    account_id: str
+    mailbox: str
+    uidvalidity: int
+    filter_digest: str
+    upper_uid: int
+    anchor_uid: int
+    total: int
+    returned: int
+    v: int = field(default=CURSOR_VERSION)
+
+    def encode(self) -> str:
+        body = json.dumps(asdict(self), separators=(",", ":"), ensure_ascii=False).encode()
+        check = hashlib.sha256(body).digest()[:6]
+        return base64.urlsafe_b64encode(check + body).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, token: str) -> CursorState:
+        try:
+            raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        except (binascii.Error, ValueError):
+            raise CursorError("cursor is not valid base64") from None
+        check, body = raw[:6], raw[6:]
+        if len(raw) < 8 or hashlib.sha256(body).digest()[:6] != check:
+            raise CursorError("cursor is garbled or truncated")
+        try:
+            fields: dict[str, Any] = json.loads(body)
+            state = cls(**fields)
+        except (ValueError, TypeError):
+            raise CursorError("cursor has an unknown format") from None
+        if state.v != CURSOR_VERSION:
+            raise CursorError("cursor comes from another version of this server")
+        return state
+
+
+@dataclass
+class SearchPage:
+    """One page of UIDs, newest first, plus what is needed to describe and continue it."""
+
+    mailbox: MailboxState
+    uids: list[int]
+    total: int
+    has_more: bool
+    next_cursor: CursorState | None
+
+
+def _unfiltered_window(state: MailboxState, wanted: int) -> int:
+    # UIDs have gaps where messages were expunged; scale the window by the mailbox's density.
+    density = state.exists / max(1, state.uidnext - 1) if state.uidnext > 1 else 1.0
+    return math.ceil(wanted / max(density, 0.01) * 1.25) + 8
+
+
+def search_page(
+    session: ImapSession,
+    *,
+    account_id: str,
+    mailbox: str,
+    search: SearchFilter,
+    limit: int,
+    cursor: CursorState | None,
+    filter_digest: str,
+) -> SearchPage:
+    """Return the next ``limit`` matching UIDs, newest first, continuing from ``cursor``."""
+    state = session.examine(mailbox)
+    if cursor is not None and cursor.uidvalidity != state.uidvalidity:
+        raise UidValidityChanged(cursor.uidvalidity, state.uidvalidity)
+    charset = "UTF-8" if search.needs_utf8 else None
+    criteria = search.criteria()
+
+    def run(keys: list[bytes | str | int]) -> list[int]:
+        try:
+            return session.uid_search(keys, charset=charset)
+        except IMAPClientError as exc:
+            if charset and "BADCHARSET" in str(exc).upper():
+                raise CharsetRejected() from None
+            raise
+
+    total = cursor.total if cursor else None
+    if total is None and not search.is_all:
+        try:
+            total = session.uid_search_count(criteria, charset=charset)
+        except IMAPClientError as exc:
+            if charset and "BADCHARSET" in str(exc).upper():
+                raise CharsetRejected() from None
+            raise
+        if total == 0:
+            return SearchPage(state, [], 0, False, None)
+
+    wanted = limit + 1
+    window = _unfiltered_window(state, wanted)
+    if not search.is_all:
+        window = max(window, MIN_FILTERED_WINDOW)
+    # The first page reads up to '*' so messages that arrived after EXAMINE are included.
+    hi: int | None = None if cursor is None else cursor.anchor_uid - 1
+    upper = cursor.upper_uid if cursor else None
+    matches: list[int] = []
+    lo = 1
+    while True:
+        top = hi if hi is not None else max(state.uidnext - 1, 1)
+        if hi is not None and hi < 1:
+            break
+        lo = max(1, top - window + 1)
+        found = run([b"UID", f"{lo}:{hi if hi is not None else '*'}".encode(), *criteria])
+        # 'n:*' also matches the highest UID when it is below n; keep only the window.
+        found = [u for u in found if u >= lo and (hi is None or u <= hi) and (upper is None or u <= upper)]
+        matches.extend(sorted(found, reverse=True))
+        if upper is None:
+            upper = max([top, *found])
+        if len(matches) >= wanted or lo <= 1:
+            break
+        hi = lo - 1
+        window *= WINDOW_GROWTH
+
+    if total is None:
+        total = session.refresh_counts(state).exists
+    page = matches[:limit]
+    returned = (cursor.returned if cursor else 0) + len(page)
+    has_more = len(matches) > limit
+    next_cursor = None
+    if has_more and page:
+        next_cursor = CursorState(
+            account_id=account_id,
+            mailbox=mailbox,
+            uidvalidity=state.uidvalidity,
+            filter_digest=filter_digest,
+            upper_uid=upper or 0,
+            anchor_uid=page[-1],
+            total=total,
+            returned=returned,
+        )
+    return SearchPage(state, page, total, bool(next_cursor), next_cursor)

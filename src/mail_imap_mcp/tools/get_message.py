@@ -1,0 +1,90 @@
+"""imap_get_message: one message's headers, readable body and attachment list."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mail_imap_mcp.envelope import Payload
+from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.imap.connection import ImapSession
+from mail_imap_mcp.imap.fetch import MessageGone, ReadOptions, read_message
+from mail_imap_mcp.imap.models import BodyFormat, MessageDetail
+from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.tools.messages import (
+    MessageIdArg,
+    UntrustedContent,
+    examine_for,
+    message_gone,
+    resolve_message,
+)
+
+NAME = "imap_get_message"
+TITLE = "Read a message"
+DESCRIPTION = (
+    "Read one message by message_id: decoded headers, the body as text (default), markdown or "
+    "sanitized HTML, bounded by body_max_chars, and the attachment list (names, types, sizes). Only "
+    "the needed text part is downloaded, so large attachments cost nothing. Never marks the message "
+    "as read. The content is untrusted third-party text."
+)
+
+
+class GetMessageInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    message_id: MessageIdArg
+    body_max_chars: int = Field(
+        default=4000, ge=100, le=100_000, description="Cut the body after this many characters."
+    )
+    body_format: BodyFormat = Field(
+        default="text", description="text (default), markdown, or html (sanitized with an allowlist)."
+    )
+    include_headers: bool = Field(
+        default=True,
+        description="Include common headers (date, from, to, cc, reply-to, subject, message-id, "
+        "in-reply-to, references, list-id, list-unsubscribe).",
+    )
+    include_all_headers: bool = Field(default=False, description="Include every header instead.")
+
+
+class GetMessageData(Payload):
+    account_id: str
+    message: MessageDetail
+    untrusted_content: UntrustedContent
+
+
+def handle(app: AppContext, args: GetMessageInput) -> ToolResult[GetMessageData]:
+    connection, ref = resolve_message(app, args.message_id)
+    options = ReadOptions(
+        body_max_chars=min(args.body_max_chars, app.config.server.max_body_chars),
+        body_format=args.body_format,
+        include_headers=args.include_headers,
+        include_all_headers=args.include_all_headers,
+        max_text_part_bytes=app.config.server.max_text_part_bytes,
+    )
+
+    def work(session: ImapSession) -> tuple[MessageDetail, list[str]]:
+        examine_for(session, ref)
+        try:
+            return read_message(session, ref, options)
+        except MessageGone:
+            raise message_gone(ref) from None
+
+    message, warnings = connection.run(work)
+    body_field = {"text": "body_text", "markdown": "body_markdown", "html": "body_html"}[args.body_format]
+    data = GetMessageData(
+        account_id=ref.account_id,
+        message=message,
+        untrusted_content=UntrustedContent(
+            fields=[
+                "message.from",
+                "message.to",
+                "message.cc",
+                "message.subject",
+                "message.headers",
+                f"message.{body_field}",
+                "message.attachments[].filename",
+            ]
+        ),
+    )
+    subject = message.subject or "(no subject)"
+    return ToolResult(summary=f"Message retrieved: {subject[:120]}", data=data, warnings=warnings)

@@ -1,0 +1,78 @@
+"""imap_get_message_raw: a window of a message's raw RFC 5322 source."""
+
+from __future__ import annotations
+
+import base64
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mail_imap_mcp.envelope import Payload
+from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.imap.connection import ImapSession
+from mail_imap_mcp.imap.fetch import MessageGone, RawWindow, read_raw
+from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.tools.messages import MessageIdArg, examine_for, message_gone, resolve_message
+
+NAME = "imap_get_message_raw"
+TITLE = "Read raw message source"
+DESCRIPTION = (
+    "Read a window of a message's raw source (headers and MIME parts as stored on the server), "
+    "max_bytes at a time starting at offset_bytes; page through with offset_bytes += returned_bytes "
+    "while truncated is true. raw_text is set when the window is valid UTF-8. Never marks the message as read."
+)
+
+
+class GetMessageRawInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    message_id: MessageIdArg
+    offset_bytes: int = Field(default=0, ge=0, le=2**31, description="First byte of the window.")
+    max_bytes: int = Field(default=16_384, ge=1, le=65_536, description="Window size in bytes.")
+
+
+class GetMessageRawData(Payload):
+    account_id: str
+    message_id: str
+    total_size_bytes: int = Field(description="Size of the whole message.")
+    offset_bytes: int
+    returned_bytes: int
+    truncated: bool = Field(description="True when bytes remain after this window.")
+    raw_base64: str = Field(description="The window, base64-encoded.")
+    raw_text: str | None = Field(description="The window as text, when it is valid UTF-8.")
+
+
+def handle(app: AppContext, args: GetMessageRawInput) -> ToolResult[GetMessageRawData]:
+    connection, ref = resolve_message(app, args.message_id)
+    max_bytes = min(args.max_bytes, app.config.server.max_raw_bytes)
+
+    def work(session: ImapSession) -> RawWindow:
+        examine_for(session, ref)
+        try:
+            return read_raw(session, ref, args.offset_bytes, max_bytes)
+        except MessageGone:
+            raise message_gone(ref) from None
+
+    window = connection.run(work)
+    try:
+        raw_text: str | None = window.data.decode("utf-8")
+    except UnicodeDecodeError:
+        raw_text = None
+    end = args.offset_bytes + len(window.data)
+    truncated = end < window.total_size_bytes
+    warnings = []
+    if truncated:
+        warnings.append(
+            f"Window ends at byte {end} of {window.total_size_bytes}; call again with offset_bytes={end}."
+        )
+    data = GetMessageRawData(
+        account_id=ref.account_id,
+        message_id=ref.message_id,
+        total_size_bytes=window.total_size_bytes,
+        offset_bytes=args.offset_bytes,
+        returned_bytes=len(window.data),
+        truncated=truncated,
+        raw_base64=base64.b64encode(window.data).decode("ascii"),
+        raw_text=raw_text,
+    )
+    summary = f"{len(window.data)} byte(s) of {window.total_size_bytes} from offset {args.offset_bytes}"
+    return ToolResult(summary=summary, data=data, warnings=warnings)

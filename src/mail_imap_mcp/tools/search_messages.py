@@ -1,0 +1,291 @@
+"""imap_search_messages: filtered, paged message summaries, newest first."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, ToolFailure
+from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.imap.connection import ImapSession
+from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
+from mail_imap_mcp.imap.models import MessageSummary
+from mail_imap_mcp.imap.search import (
+    CharsetRejected,
+    CursorError,
+    CursorState,
+    SearchFilter,
+    SearchPage,
+    UidValidityChanged,
+    search_page,
+)
+from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
+from mail_imap_mcp.tools.messages import SearchText, UntrustedContent, conflict
+
+NAME = "imap_search_messages"
+TITLE = "Search messages"
+DESCRIPTION = (
+    "Search one mailbox and return message summaries, newest first (arrival order), with sender, "
+    "subject, date, flags and a snippet of the body. All filters are optional and combine with AND; "
+    "no filter lists the newest messages. Non-ASCII search text works. Page with `cursor` "
+    "(from data.next_cursor, same filters). Read a message with imap_get_message and its message_id. "
+    "Never marks anything as read."
+)
+
+FILTER_FIELDS = (
+    "query",
+    "from",
+    "to",
+    "cc",
+    "subject",
+    "body",
+    "since",
+    "before",
+    "last_days",
+    "unread_only",
+    "flagged",
+    "has_keyword",
+    "larger_than_bytes",
+    "smaller_than_bytes",
+)
+
+
+class SearchMessagesInput(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    account_id: AccountId = DEFAULT_ACCOUNT
+    mailbox: str = Field(
+        default="INBOX", min_length=1, max_length=1000, description="Mailbox name from imap_list_mailboxes."
+    )
+    query: SearchText | None = Field(default=None, description="Full-text search in headers and body.")
+    from_: SearchText | None = Field(default=None, alias="from", description="Sender contains this text.")
+    to: SearchText | None = Field(default=None, description="To contains this text.")
+    cc: SearchText | None = Field(default=None, description="Cc contains this text.")
+    subject: SearchText | None = Field(default=None, description="Subject contains this text.")
+    body: SearchText | None = Field(default=None, description="Body contains this text.")
+    since: date | None = Field(default=None, description="On or after this date (YYYY-MM-DD, server's date).")
+    before: date | None = Field(default=None, description="Before this date (YYYY-MM-DD).")
+    last_days: int | None = Field(
+        default=None, ge=1, le=36500, description="Received in the last N days (not with since)."
+    )
+    unread_only: bool = Field(default=False, description="Only messages without \\Seen.")
+    flagged: bool | None = Field(default=None, description="true: only flagged; false: only unflagged.")
+    has_keyword: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        pattern=r"^[A-Za-z0-9$_.\-]+$",
+        description="Only messages carrying this IMAP keyword, e.g. $Important.",
+    )
+    larger_than_bytes: int | None = Field(default=None, ge=0, le=2**31, description="Size above N bytes.")
+    smaller_than_bytes: int | None = Field(default=None, ge=1, le=2**31, description="Size below N bytes.")
+    limit: int = Field(default=10, ge=1, le=100, description="Messages per page.")
+    snippet_chars: int = Field(
+        default=200, ge=0, le=500, description="Length of each body snippet; 0 disables snippets."
+    )
+    cursor: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4096,
+        description="data.next_cursor of the previous page; pass the same filters with it.",
+    )
+
+
+class SearchMessagesData(MultiItemData):
+    account_id: str
+    mailbox: str
+    total: int = Field(description="Messages matching the filters when the search started.")
+    attempted: int = Field(description="Messages this page tried to read.")
+    returned: int = Field(description="Messages in `messages`.")
+    failed: int = Field(description="Messages that could not be read (see issues).")
+    messages: list[MessageSummary]
+    next_cursor: str | None = Field(description="Pass as `cursor` (with the same filters) for the next page.")
+    has_more: bool
+    untrusted_content: UntrustedContent
+
+
+def _filter(args: SearchMessagesInput) -> SearchFilter:
+    if args.last_days is not None and args.since is not None:
+        raise ToolFailure(
+            ErrorCode.INVALID_INPUT,
+            "Invalid 'last_days': it cannot be combined with 'since'; use one of them.",
+            details={"parameter": "last_days", "conflicts_with": "since"},
+        )
+    since = args.since
+    if args.last_days is not None:
+        since = datetime.now(UTC).date() - timedelta(days=args.last_days)
+    if since and args.before and since >= args.before:
+        raise ToolFailure(
+            ErrorCode.INVALID_INPUT,
+            "Invalid 'before': it must be later than 'since' (or last_days), otherwise nothing can match.",
+            details={"parameter": "before", "conflicts_with": "since"},
+        )
+    low, high = args.larger_than_bytes, args.smaller_than_bytes
+    if low is not None and high is not None and high <= low + 1:
+        raise ToolFailure(
+            ErrorCode.INVALID_INPUT,
+            "Invalid 'smaller_than_bytes': it must exceed larger_than_bytes by more than 1.",
+            details={"parameter": "smaller_than_bytes", "conflicts_with": "larger_than_bytes"},
+        )
+    return SearchFilter(
+        text=args.query,
+        from_=args.from_,
+        to=args.to,
+        cc=args.cc,
+        subject=args.subject,
+        body=args.body,
+        since=since,
+        before=args.before,
+        unread_only=args.unread_only,
+        flagged=args.flagged,
+        keyword=args.has_keyword,
+        larger_than=low,
+        smaller_than=high,
+    )
+
+
+def _digest(args: SearchMessagesInput) -> str:
+    """Fingerprint of the filters as given (last_days stays relative), bound into the cursor."""
+    filters = args.model_dump(by_alias=True, include={"from_"} | set(FILTER_FIELDS) - {"from"}, mode="json")
+    payload = json.dumps(filters, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def _decode_cursor(args: SearchMessagesInput, account_id: str, digest: str) -> CursorState | None:
+    if args.cursor is None:
+        return None
+    try:
+        state = CursorState.decode(args.cursor)
+    except CursorError as exc:
+        raise ToolFailure(
+            ErrorCode.INVALID_INPUT,
+            f"Invalid 'cursor': {exc}. Rerun the search without a cursor to start again.",
+            details={"parameter": "cursor"},
+        ) from None
+    if (state.account_id, state.mailbox) != (account_id, args.mailbox) or state.filter_digest != digest:
+        raise ToolFailure(
+            ErrorCode.INVALID_INPUT,
+            "Invalid 'cursor': it belongs to a search with a different account, mailbox or filters. "
+            "Pass exactly the filters of the first page with this cursor, or drop the cursor to start a new search.",
+            details={"parameter": "cursor"},
+        )
+    return state
+
+
+def _same_search(args: SearchMessagesInput, account_id: str) -> dict[str, Any]:
+    arguments = args.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True)
+    arguments.pop("cursor", None)
+    arguments["account_id"] = account_id
+    arguments["mailbox"] = args.mailbox
+    return arguments
+
+
+def handle(app: AppContext, args: SearchMessagesInput) -> ToolResult[SearchMessagesData]:
+    connection = app.connection(args.account_id)
+    account_id = connection.account_id
+    search = _filter(args)
+    digest = _digest(args)
+    cursor = _decode_cursor(args, account_id, digest)
+    limit = min(args.limit, app.config.server.max_search_limit)
+    snippet_chars = min(args.snippet_chars, app.config.server.max_snippet_chars)
+
+    def work(session: ImapSession) -> tuple[SearchPage, SummaryBatch]:
+        page = search_page(
+            session,
+            account_id=account_id,
+            mailbox=args.mailbox,
+            search=search,
+            limit=limit,
+            cursor=cursor,
+            filter_digest=digest,
+        )
+        batch = fetch_summaries(
+            session,
+            account_id=account_id,
+            mailbox=args.mailbox,
+            uidvalidity=page.mailbox.uidvalidity,
+            uids=page.uids,
+            snippet_chars=snippet_chars,
+        )
+        return page, batch
+
+    warnings: list[str] = []
+    try:
+        page, batch = connection.run(work)
+    except UidValidityChanged as exc:
+        raise conflict(
+            account_id, args.mailbox, exc.expected, exc.actual, _same_search(args, account_id)
+        ) from None
+    except CharsetRejected:
+        message = (
+            "The server refused CHARSET UTF-8, so non-ASCII search text cannot be matched on this server; "
+            "retry with ASCII-only terms."
+        )
+        warnings.append(message)
+        data = SearchMessagesData(
+            account_id=account_id,
+            mailbox=args.mailbox,
+            total=0,
+            attempted=0,
+            returned=0,
+            failed=0,
+            messages=[],
+            next_cursor=None,
+            has_more=False,
+            status="partial",
+            issues=[Issue(code="charset_unsupported", stage="search", message=message, retryable=False)],
+            untrusted_content=UntrustedContent(fields=[]),
+        )
+        return ToolResult(
+            summary="Search not run: server refused UTF-8 search text", data=data, warnings=warnings
+        )
+
+    next_cursor = page.next_cursor.encode() if page.next_cursor else None
+    messages = batch.messages
+    if next_cursor:
+        next_action: NextAction | None = NextAction(
+            instruction="Fetch the next page of results",
+            tool=NAME,
+            arguments={**_same_search(args, account_id), "cursor": next_cursor},
+        )
+    elif messages:
+        next_action = NextAction(
+            instruction="Read the newest matching message",
+            tool="imap_get_message",
+            arguments={"message_id": messages[0].message_id},
+        )
+    else:
+        next_action = None
+    start = (cursor.returned if cursor else 0) + 1
+    shown = f"{start}-{start + len(page.uids) - 1} of {page.total}" if page.uids else f"0 of {page.total}"
+    data = SearchMessagesData(
+        account_id=account_id,
+        mailbox=args.mailbox,
+        total=page.total,
+        attempted=len(page.uids),
+        returned=len(messages),
+        failed=len(page.uids) - len(messages),
+        messages=messages,
+        next_cursor=next_cursor,
+        has_more=page.has_more,
+        status="partial" if batch.issues else "ok",
+        issues=batch.issues,
+        next_action=next_action,
+        untrusted_content=UntrustedContent(
+            fields=[
+                "messages[].from",
+                "messages[].to",
+                "messages[].cc",
+                "messages[].subject",
+                "messages[].snippet",
+            ]
+        ),
+    )
+    if batch.issues:
+        warnings.append(f"{len(batch.issues)} message(s) could not be read; see data.issues.")
+    summary = f"{len(messages)} message(s) returned ({shown} in {args.mailbox}, newest first)"
+    return ToolResult(summary=summary, data=data, warnings=warnings)

@@ -1,0 +1,82 @@
+"""Shared fixtures: one real Dovecot per test session, fresh users, and MCP clients."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from mail_imap_mcp.config import Config
+from mail_imap_mcp.server import build_server
+from mail_imap_mcp.tools.context import AppContext
+from tests.support.dovecot import Dovecot
+from tests.support.envelope_client import EnvelopeClient
+
+PASSWORD_ENV = "MIM_TEST_IMAP_PASSWORD"
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def dovecot() -> Iterator[Dovecot]:
+    with Dovecot(strict_listener=True) as server:
+        os.environ[PASSWORD_ENV] = server.password
+        yield server
+
+
+@pytest.fixture
+def user(dovecot: Dovecot) -> str:
+    """A fresh user with an empty mailbox."""
+    return dovecot.new_user()
+
+
+AccountFactory = Callable[..., dict[str, Any]]
+
+
+@pytest.fixture
+def account(dovecot: Dovecot) -> AccountFactory:
+    """Raw account settings for a user over verified TLS; override any key."""
+
+    def make(user: str, **overrides: Any) -> dict[str, Any]:
+        settings: dict[str, Any] = {
+            "host": dovecot.host,
+            "port": dovecot.tls_port,
+            "security": "tls",
+            "username": user,
+            "password_env": PASSWORD_ENV,
+            "ca_file": str(dovecot.ca_file),
+            "connect_timeout_s": 5,
+            "command_timeout_s": 10,
+        }
+        settings.update(overrides)
+        return {k: v for k, v in settings.items() if v is not None}
+
+    return make
+
+
+def make_config(accounts: dict[str, dict[str, Any]], **server: Any) -> Config:
+    return Config.model_validate({"accounts": accounts, "server": server})
+
+
+@pytest.fixture
+def config(user: str, account: AccountFactory) -> Config:
+    """A config with one account, ``default``, for the fresh ``user``."""
+    return make_config({"default": account(user)})
+
+
+async def open_client(config: Config, app: AppContext | None = None) -> AsyncIterator[EnvelopeClient]:
+    async with Client(build_server(config, app)) as client:
+        yield EnvelopeClient(client)
+
+
+@pytest.fixture
+async def mcp(config: Config) -> AsyncIterator[EnvelopeClient]:
+    """An in-process MCP client session on a server for ``config``."""
+    async for client in open_client(config):
+        yield client

@@ -1,0 +1,754 @@
+"""A throwaway, loopback-only Dovecot IMAP server for integration tests.
+
+``Dovecot`` runs ``dovecot -F -c <generated config>`` as a child process in its own session, with all
+configuration, TLS material, sockets, logs and mail kept in one short temporary directory under ``/tmp``
+(unix socket paths are limited to 108 bytes, so deep pytest ``tmp_path`` directories are unusable).
+
+What an instance offers:
+
+* ``tls_port`` (implicit TLS, "imaps") and ``plain_port`` (plaintext, STARTTLS available) on ``127.0.0.1``;
+  optionally ``strict_port`` on ``127.0.0.2`` where plaintext authentication is refused until STARTTLS
+  (Dovecot treats a connection whose local and remote addresses are equal as secure, so only a second
+  loopback address can exercise "STARTTLS required"; connect to it from the default source ``127.0.0.1``).
+* A certificate authority made at start with ``trustme``; ``ca_file`` is its PEM for client verification.
+* Any username matching ``user_patterns`` logs in with the per-instance random ``password``; each user gets
+  a fresh, empty Maildir under ``<root>/mail/<user>``. ``new_user()`` hands out unique names.
+* ``seed()`` writes Maildir files directly (orders of magnitude faster than APPEND), with flags, keywords
+  and INTERNALDATE, before the first SELECT of the folder.
+* ``doveadm()`` / ``kick()`` / ``set_uidvalidity()`` for server-side fault and state manipulation, and
+  ``restart()`` which keeps ports, password and data.
+
+Folder names: the IMAP hierarchy separator is ``/``; on disk Dovecot's Maildir++ layout uses ``.`` and the
+``listescape`` plugin is enabled, so names containing ``.``, ``~`` or ``\\`` work too. ``:`` needs nothing.
+
+Running as root (what CI does) the server drops privileges to ``nobody``/``nogroup``; running as an
+ordinary user everything runs as that user.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import datetime as dt
+import email.utils
+import fnmatch
+import grp
+import itertools
+import os
+import pwd
+import re
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+
+import imapclient
+import trustme
+from imapclient import imap_utf7
+
+__all__ = [
+    "FFDHE2048_PEM",
+    "Dovecot",
+    "FlagSpec",
+    "ensure_dovecot",
+    "maildir_folder_name",
+]
+
+#: RFC 7919 ``ffdhe2048`` group, used as ``ssl_dh`` (generating DH parameters takes tens of seconds).
+FFDHE2048_PEM = """\
+-----BEGIN DH PARAMETERS-----
+MIIBCAKCAQEA//////////+t+FRYortKmq/cViAnPTzx2LnFg84tNpWp4TZBFGQz
++8yTnc4kmz75fS/jY2MMddj2gbICrsRhetPfHtXV/WVhJDP1H18GbtCFY2VVPe0a
+87VXE15/V8k1mE8McODmi3fipona8+/och3xWKE2rec1MKzKT0g6eXq8CrGCsyT7
+YdEIqUuyyOP7uWrat2DX9GgdT0Kj3jlN9K5W7edjcrsZCwenyO4KbXCeAvzhzffi
+7MA0BM0oNC9hkXL+nOmFg/+OTxIy7vKBg8P+OxtMb61zO7X8vC7CIAXFjvGDfRaD
+ssbzSibBsu/6iGtCOGEoXJf//////////wIBAg==
+-----END DH PARAMETERS-----
+"""
+
+#: Flags for one message: a single flag string (``"\\Seen"``; whitespace separates several) or an
+#: iterable of flag strings. Names without a leading backslash are keywords (at most 26 per folder).
+FlagSpec = str | Iterable[str]
+
+_SYSTEM_FLAG_LETTERS = {
+    "\\draft": "D",
+    "\\flagged": "F",
+    "\\answered": "R",
+    "\\seen": "S",
+    "\\deleted": "T",
+}
+_USERNAME_RE = re.compile(r"[a-z0-9][a-z0-9._@-]*")
+_LISTESCAPE_CHAR = "\\"
+_READY_TIMEOUT = 10.0
+_STOP_GRACE = 2.0
+
+
+def ensure_dovecot() -> str:
+    """Return the path of the ``dovecot`` binary, installing ``dovecot-imapd`` if possible.
+
+    Installation happens only as root on Debian/Ubuntu (``apt-get``); otherwise a ``RuntimeError`` names
+    the packages to install. Services are kept from auto-starting during the install.
+    """
+    found = _which("dovecot")
+    if found and _which("doveadm"):
+        return found
+    apt = shutil.which("apt-get")
+    if os.geteuid() != 0 or apt is None or not Path("/etc/debian_version").exists():
+        raise RuntimeError(
+            "Dovecot is required for these tests: install the 'dovecot-imapd' package "
+            "(Debian/Ubuntu: `sudo apt-get install -y dovecot-imapd`; it pulls in dovecot-core, "
+            "which provides the `dovecot` and `doveadm` binaries)."
+        )
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    policy = Path("/usr/sbin/policy-rc.d")
+    added_policy = False
+    if not policy.exists():
+        # Keep the package's system-wide dovecot service (listening on all interfaces) from starting.
+        policy.write_text("#!/bin/sh\nexit 101\n")
+        policy.chmod(0o755)
+        added_policy = True
+    try:
+        subprocess.run([apt, "update"], env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [apt, "install", "-y", "dovecot-imapd"], env=env, check=True, stdout=subprocess.DEVNULL
+        )
+    finally:
+        if added_policy:
+            policy.unlink(missing_ok=True)
+    found = _which("dovecot")
+    if not found:
+        raise RuntimeError("apt-get installed dovecot-imapd but no `dovecot` binary was found")
+    return found
+
+
+def _which(name: str) -> str | None:
+    """``shutil.which`` that also looks in the sbin directories missing from non-root PATHs."""
+    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/sbin")
+
+
+def maildir_folder_name(mailbox: str) -> str:
+    """Map an IMAP mailbox name (separator ``/``) to its Maildir++ directory name (``""`` for INBOX).
+
+    Each level is encoded in modified UTF-7, then ``.``, ``~`` (leading) and ``\\`` are escaped the way
+    Dovecot's ``listescape`` plugin does (``\\2e``), and the levels are joined with ``.``:
+    ``"Archiv/2024.Q1"`` -> ``".Archiv.2024\\2eQ1"``, ``"Entwürfe"`` -> ``".Entw&APw-rfe"``.
+    """
+    if mailbox.upper() == "INBOX":
+        return ""
+    parts = mailbox.split("/")
+    if any(not part for part in parts):
+        raise ValueError(f"invalid mailbox name {mailbox!r}: empty hierarchy level")
+    if parts[0].upper() == "INBOX":
+        parts[0] = "INBOX"
+    encoded: list[str] = []
+    for part in parts:
+        text = imap_utf7.encode(part).decode("ascii")
+        out = []
+        for pos, char in enumerate(text):
+            if char in "." + _LISTESCAPE_CHAR or (char == "~" and pos == 0):
+                out.append(f"{_LISTESCAPE_CHAR}{ord(char):02x}")
+            else:
+                out.append(char)
+        encoded.append("".join(out))
+    return "." + ".".join(encoded)
+
+
+def _flag_letters(spec: FlagSpec, keywords: dict[str, int]) -> str:
+    """Maildir info letters (ASCII-sorted) for one message; new keywords are added to ``keywords``."""
+    flags = spec.split() if isinstance(spec, str) else list(spec)
+    letters: set[str] = set()
+    for flag in flags:
+        if flag.startswith("\\"):
+            letter = _SYSTEM_FLAG_LETTERS.get(flag.lower())
+            if letter is None:
+                raise ValueError(f"cannot seed system flag {flag!r}")
+            letters.add(letter)
+            continue
+        if not flag or any(c in flag for c in ' ()[]{}%*"\\') or not flag.isascii():
+            raise ValueError(f"invalid keyword {flag!r}")
+        index = keywords.get(flag)
+        if index is None:
+            index = max(keywords.values(), default=-1) + 1
+            if index >= 26:
+                raise ValueError("Maildir supports at most 26 keywords per folder")
+            keywords[flag] = index
+        letters.add(chr(ord("a") + index))
+    return "".join(sorted(letters))
+
+
+def _header_date(message: bytes) -> float | None:
+    """POSIX time of the message's Date header, or None if absent/unparseable (cheap, no MIME parsing)."""
+    ends = [pos for pos in (message.find(b"\n\n"), message.find(b"\n\r\n")) if pos >= 0]
+    limit = min(ends) if ends else len(message)
+    if message.startswith(b"Date:"):
+        start = 0
+    else:
+        start = message.find(b"\nDate:", 0, limit)
+        if start < 0:
+            return None
+        start += 1
+    end = message.find(b"\n", start)
+    value = message[start + 5 : end if end >= 0 else len(message)].decode("ascii", "replace").strip()
+    parsed = email.utils.parsedate_tz(value)
+    if parsed is None:
+        return None
+    try:
+        return float(email.utils.mktime_tz(parsed))
+    except (OverflowError, ValueError):
+        return None
+
+
+def _to_ns(value: dt.datetime | float) -> int:
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.UTC)
+        return int(value.timestamp() * 1_000_000_000)
+    return int(value * 1_000_000_000)
+
+
+def _free_ports(*hosts: str) -> list[int]:
+    """One currently free TCP port per host (sockets held open together so the ports differ)."""
+    socks = []
+    try:
+        for host in hosts:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            socks.append(sock)
+            sock.bind((host, 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+class Dovecot:
+    """A private Dovecot instance on loopback; see the module docstring. Use as a context manager."""
+
+    host = "127.0.0.1"
+    strict_host = "127.0.0.2"
+
+    def __init__(
+        self,
+        *,
+        strict_listener: bool = False,
+        user_patterns: Sequence[str] = ("u*", "t*"),
+        default_user: str = "user",
+        max_userip_connections: int = 100,
+        extra_config: str = "",
+    ) -> None:
+        """Configure (but do not start) an instance.
+
+        ``strict_listener`` adds ``strict_port`` on 127.0.0.2 with ``disable_plaintext_auth = yes``.
+        ``user_patterns`` are Dovecot wildcards for accepted usernames (Dovecot lowercases usernames).
+        ``extra_config`` is appended verbatim to the generated ``dovecot.conf``.
+        """
+        if not user_patterns:
+            raise ValueError("user_patterns must not be empty")
+        self.user_patterns = tuple(user_patterns)
+        self.default_user = self._check_user(default_user)
+        self.strict_listener = strict_listener
+        self.max_userip_connections = max_userip_connections
+        self.extra_config = extra_config
+        self.password = secrets.token_hex(12)
+        self.binary = ensure_dovecot()
+        self.doveadm_binary = _which("doveadm") or "doveadm"
+        self._root: Path | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._ports: tuple[int, int, int | None] | None = None
+        self._user_seq = itertools.count(1)
+        self._file_seq = itertools.count(1)
+        self._name_ts = int(time.time())
+        if os.geteuid() == 0:
+            nobody = pwd.getpwnam("nobody")
+            self.mail_uid, self.mail_gid = nobody.pw_uid, nobody.pw_gid
+            self._run_user = "nobody"
+        else:
+            self.mail_uid, self.mail_gid = os.geteuid(), os.getegid()
+            self._run_user = pwd.getpwuid(self.mail_uid).pw_name
+        self._run_group = grp.getgrgid(self.mail_gid).gr_name
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def root(self) -> Path:
+        """The instance's temporary directory (config, TLS files, sockets, log, mail)."""
+        if self._root is None:
+            raise RuntimeError("Dovecot instance not started")
+        return self._root
+
+    @property
+    def conf_path(self) -> Path:
+        """The generated ``dovecot.conf``."""
+        return self.root / "dovecot.conf"
+
+    @property
+    def log_path(self) -> Path:
+        """Dovecot's log file (all services)."""
+        return self.root / "dovecot.log"
+
+    @property
+    def ca_file(self) -> Path:
+        """PEM of the CA that signed the server certificate (for ``localhost``, 127.0.0.1, 127.0.0.2)."""
+        return self.root / "tls" / "ca.pem"
+
+    @property
+    def plain_port(self) -> int:
+        """Plaintext IMAP port on 127.0.0.1 (STARTTLS offered, plaintext LOGIN allowed)."""
+        return self._port(0)
+
+    @property
+    def tls_port(self) -> int:
+        """Implicit-TLS IMAP port on 127.0.0.1."""
+        return self._port(1)
+
+    @property
+    def strict_port(self) -> int:
+        """Plaintext port on 127.0.0.2 where login requires STARTTLS (needs ``strict_listener=True``)."""
+        if not self.strict_listener:
+            raise RuntimeError("instance was created without strict_listener=True")
+        return self._port(2)
+
+    @property
+    def running(self) -> bool:
+        """Whether the master process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def _port(self, index: int) -> int:
+        if self._ports is None:
+            raise RuntimeError("Dovecot instance not started")
+        port = self._ports[index]
+        assert port is not None
+        return port
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> Dovecot:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Create the instance directory (first time), start the server and wait for its greeting."""
+        if self.running:
+            return
+        if self._root is None:
+            self._prepare()
+        atexit.register(self.stop)
+        self._spawn()
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL of its process group) and delete its directory.
+
+        Idempotent. After ``stop()`` a new ``start()`` creates a fresh, empty instance.
+        """
+        self._terminate()
+        if self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)
+            self._root = None
+            self._ports = None
+        atexit.unregister(self.stop)
+
+    def restart(self) -> None:
+        """Stop and start the server again with the same ports, password, CA and mail data."""
+        self._terminate()
+        self._spawn()
+
+    def _prepare(self) -> None:
+        root = Path(tempfile.mkdtemp(prefix="mim-", dir="/tmp"))
+        self._root = root
+        root.chmod(0o755)  # mail processes (nobody) must traverse into mail/
+        for sub in ("run", "state", "tls"):
+            (root / sub).mkdir()
+        mail = root / "mail"
+        mail.mkdir(mode=0o700)
+        os.chown(mail, self.mail_uid, self.mail_gid)
+        hosts = [self.host, self.host] + ([self.strict_host] if self.strict_listener else [])
+        ports = _free_ports(*hosts)
+        self._ports = (ports[0], ports[1], ports[2] if self.strict_listener else None)
+
+        ca = trustme.CA(organization_name="mail-imap-mcp tests")
+        leaf = ca.issue_cert("localhost", "127.0.0.1", "127.0.0.2")
+        ca.cert_pem.write_to_path(str(self.ca_file))
+        tls = root / "tls"
+        (tls / "server.pem").write_bytes(b"".join(blob.bytes() for blob in leaf.cert_chain_pems))
+        key = tls / "server.key"
+        key.touch(mode=0o600)
+        leaf.private_key_pem.write_to_path(str(key))
+        (tls / "dh.pem").write_text(FFDHE2048_PEM)
+        (root / "no-users.passwd").touch(mode=0o644)
+        self.conf_path.write_text(self._config())
+
+    def _config(self) -> str:
+        root = self.root
+        is_root = os.geteuid() == 0
+        chroot = "" if is_root else "  chroot =\n"
+        strict = ""
+        if self.strict_listener:
+            strict = (
+                f"  inet_listener imap_strict {{\n    address = {self.strict_host}\n"
+                f"    port = {self._ports[2] if self._ports else 0}\n  }}\n"
+            )
+        specials = "".join(
+            f"  mailbox {name} {{\n    special_use = \\{use}\n  }}\n"
+            for name, use in (
+                ("Drafts", "Drafts"),
+                ("Sent", "Sent"),
+                ("Trash", "Trash"),
+                ("Junk", "Junk"),
+                ("Archive", "Archive"),
+            )
+        )
+        return f"""\
+# Generated by tests/support/dovecot.py -- throwaway test instance, loopback only.
+instance_name = {root.name}
+base_dir = {root}/run
+state_dir = {root}/state
+log_path = {root}/dovecot.log
+info_log_path = {root}/dovecot.log
+protocols = imap
+listen = {self.host}
+shutdown_clients = yes
+
+default_internal_user = {self._run_user}
+default_internal_group = {self._run_group}
+default_login_user = {self._run_user}
+first_valid_uid = 1
+first_valid_gid = 1
+mail_uid = {self.mail_uid}
+mail_gid = {self.mail_gid}
+default_process_limit = 256
+
+ssl = yes
+ssl_cert = <{root}/tls/server.pem
+ssl_key = <{root}/tls/server.key
+ssl_dh = <{root}/tls/dh.pem
+ssl_min_protocol = TLSv1.2
+
+disable_plaintext_auth = no
+auth_mechanisms = plain login
+auth_failure_delay = 0
+auth_verbose = yes
+
+passdb {{
+  driver = static
+  args = password={self.password}
+  username_filter = {" ".join(self.user_patterns)}
+}}
+# Everyone else is an unknown user (an empty passwd-file), i.e. a normal authentication failure.
+passdb {{
+  driver = passwd-file
+  args = {root}/no-users.passwd
+}}
+userdb {{
+  driver = static
+  args = uid={self.mail_uid} gid={self.mail_gid} home={root}/mail/%u
+}}
+
+mail_location = maildir:~/Maildir
+mail_fsync = never
+mail_plugins = $mail_plugins listescape
+namespace inbox {{
+  inbox = yes
+  separator = /
+{specials}}}
+
+protocol imap {{
+  mail_max_userip_connections = {self.max_userip_connections}
+}}
+
+service anvil {{
+{chroot}  unix_listener anvil-auth-penalty {{
+    mode = 0
+  }}
+}}
+service imap-login {{
+{chroot}  inet_listener imap {{
+    address = {self.host}
+    port = {self.plain_port}
+  }}
+  inet_listener imaps {{
+    address = {self.host}
+    port = {self.tls_port}
+    ssl = yes
+  }}
+{strict}}}
+
+local {self.strict_host} {{
+  disable_plaintext_auth = yes
+}}
+{self.extra_config}
+"""
+
+    def _spawn(self) -> None:
+        root = self.root
+        (root / "run" / "master.pid").unlink(missing_ok=True)
+        with open(root / "dovecot.stdout", "ab") as out:
+            self._proc = subprocess.Popen(
+                [self.binary, "-F", "-c", str(self.conf_path)],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+            )
+        deadline = time.monotonic() + _READY_TIMEOUT
+        last_error = "no attempt"
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                last_error = f"dovecot exited with status {self._proc.returncode}"
+                break
+            try:
+                with socket.create_connection((self.host, self.plain_port), timeout=1.0) as sock:
+                    greeting = sock.recv(256)
+                if greeting.startswith(b"* OK"):
+                    return
+                last_error = f"unexpected greeting {greeting!r}"
+            except OSError as exc:
+                last_error = repr(exc)
+            time.sleep(0.01)
+        self._terminate()
+        raise RuntimeError(f"Dovecot did not become ready ({last_error}).\n{self.log_tail()}")
+
+    def _terminate(self) -> None:
+        """SIGTERM the whole process group, wait up to 2 s for the master, then SIGKILL the group."""
+        proc = self._proc
+        if proc is None:
+            return
+        self._proc = None
+        if proc.returncode is None:
+            pgid = proc.pid  # session leader: its pid is the group id
+            # While the master is an unreaped zombie its pid (and so the group id) cannot be reused,
+            # so signalling the group below can never hit an unrelated process.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGTERM)
+            deadline = time.monotonic() + _STOP_GRACE
+            while time.monotonic() < deadline:
+                info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                if info is not None:
+                    break
+                time.sleep(0.01)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+        proc.wait()
+
+    # ------------------------------------------------------------------ users and clients
+
+    def _check_user(self, user: str) -> str:
+        user = user.lower()
+        if not _USERNAME_RE.fullmatch(user):
+            raise ValueError(f"invalid username {user!r}")
+        if not any(fnmatch.fnmatchcase(user, pattern) for pattern in self.user_patterns):
+            raise ValueError(f"username {user!r} matches none of {self.user_patterns}")
+        return user
+
+    def new_user(self, prefix: str = "t") -> str:
+        """A fresh username (``<prefix>-<n>``) with an empty mailbox; it must match ``user_patterns``."""
+        return self._check_user(f"{prefix}-{next(self._user_seq):03d}")
+
+    def client_ssl_context(self) -> ssl.SSLContext:
+        """An ``SSLContext`` that trusts only this instance's CA (hostname checking on)."""
+        return ssl.create_default_context(cafile=str(self.ca_file))
+
+    def connect(
+        self,
+        user: str | None = None,
+        *,
+        tls: bool = True,
+        starttls: bool = True,
+        password: str | None = None,
+        timeout: float = 10.0,
+    ) -> imapclient.IMAPClient:
+        """A logged-in ``IMAPClient`` for ``user`` (default ``default_user``), TLS verified against the CA.
+
+        ``tls=True`` uses ``tls_port``; ``tls=False`` uses ``plain_port`` and upgrades with STARTTLS
+        unless ``starttls=False`` (plaintext LOGIN).
+        """
+        user = self.default_user if user is None else user
+        if tls:
+            client = imapclient.IMAPClient(
+                self.host,
+                port=self.tls_port,
+                ssl=True,
+                ssl_context=self.client_ssl_context(),
+                timeout=timeout,
+            )
+        else:
+            client = imapclient.IMAPClient(self.host, port=self.plain_port, ssl=False, timeout=timeout)
+            if starttls:
+                client.starttls(self.client_ssl_context())
+        try:
+            client.login(user, self.password if password is None else password)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                client.shutdown()
+            raise
+        return client
+
+    # ------------------------------------------------------------------ server-side control
+
+    def doveadm(
+        self, *args: str, check: bool = True, timeout: float = 60.0
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``doveadm -c <conf> <args>``; with ``check`` a non-zero exit raises ``RuntimeError``."""
+        result = subprocess.run(
+            [self.doveadm_binary, "-c", str(self.conf_path), *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        if check and result.returncode != 0:
+            raise RuntimeError(
+                f"doveadm {' '.join(args)} failed ({result.returncode}): {result.stderr.strip()}\n"
+                f"{self.log_tail(20)}"
+            )
+        return result
+
+    def kick(self, user: str) -> None:
+        """Disconnect all IMAP sessions of ``user`` (clients see EOF)."""
+        self.doveadm("kick", user.lower())
+
+    def set_uidvalidity(self, user: str, mailbox: str, value: int) -> None:
+        """Change UIDVALIDITY of an existing mailbox (works for INBOX; selecting clients get dropped)."""
+        self.doveadm("mailbox", "update", "-u", user.lower(), "--uid-validity", str(value), mailbox)
+
+    def log_tail(self, lines: int = 40) -> str:
+        """Last ``lines`` lines of the Dovecot log and of its stdout/stderr (for error messages)."""
+        chunks = []
+        for path in (self.log_path, self.root / "dovecot.stdout") if self._root else ():
+            with contextlib.suppress(OSError):
+                text = path.read_text(errors="replace").splitlines()[-lines:]
+                if text:
+                    chunks.append(f"--- {path.name} ---\n" + "\n".join(text))
+        return "\n".join(chunks) or "(no log output)"
+
+    # ------------------------------------------------------------------ seeding
+
+    def maildir(self, user: str) -> Path:
+        """The user's Maildir root (INBOX); it may not exist yet."""
+        return self.root / "mail" / self._check_user(user) / "Maildir"
+
+    def _mkdir_owned(self, path: Path) -> None:
+        """``mkdir -p`` below ``<root>/mail``, giving new directories to the mail user."""
+        if path.is_dir():
+            return
+        mail_root = self.root / "mail"
+        missing = []
+        current = path
+        while not current.is_dir():
+            if current == mail_root or mail_root not in current.parents:
+                raise ValueError(f"{path} is outside {mail_root}")
+            missing.append(current)
+            current = current.parent
+        for directory in reversed(missing):
+            with contextlib.suppress(FileExistsError):
+                directory.mkdir(mode=0o700)
+            self._chown(directory)
+
+    def _chown(self, path: Path) -> None:
+        if os.geteuid() == 0:
+            os.chown(path, self.mail_uid, self.mail_gid)
+
+    def folder_path(self, user: str, mailbox: str) -> Path:
+        """Directory of ``mailbox`` (IMAP name, ``/`` separated) in the user's Maildir."""
+        return self.maildir(user) / maildir_folder_name(mailbox)
+
+    def ensure_folder(self, user: str, mailbox: str) -> Path:
+        """Create ``mailbox`` on disk (with ``cur``/``new``/``tmp`` and ``maildirfolder``); return its path."""
+        folder = self.folder_path(user, mailbox)
+        for sub in ("cur", "new", "tmp"):
+            self._mkdir_owned(folder / sub)
+        if folder != self.maildir(user):
+            marker = folder / "maildirfolder"
+            if not marker.exists():
+                marker.touch(mode=0o600)
+                self._chown(marker)
+        return folder
+
+    def seed(
+        self,
+        user: str,
+        mailbox: str,
+        messages: Iterable[bytes],
+        *,
+        flags: Sequence[FlagSpec] | Callable[[int], FlagSpec] | None = None,
+        internaldates: Sequence[dt.datetime | float] | Callable[[int], dt.datetime | float] | None = None,
+    ) -> None:
+        """Write ``messages`` into ``mailbox`` of ``user`` as Maildir files, creating the folder if needed.
+
+        Call this before any session SELECTs the folder: UIDs are then assigned in ``messages`` order.
+        ``flags[i]`` / ``internaldates[i]`` (or callables of the index) apply to the i-th message.
+        INTERNALDATE defaults to the Date header (else now); naive datetimes are taken as UTC.
+        Messages are stored byte-for-byte (CRLF or LF line endings both work).
+        """
+        folder = self.ensure_folder(user, mailbox)
+        cur = str(folder / "cur")
+        keywords_path = folder / "dovecot-keywords"
+        keywords = self._read_keywords(keywords_path)
+        known_keywords = len(keywords)
+        is_root = os.geteuid() == 0
+        uid, gid = self.mail_uid, self.mail_gid
+        now_ns = time.time_ns()
+        open_flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        prefix = f"{cur}/{self._name_ts}."
+        letters_cache: dict[str, str] = {}
+        for index, message in enumerate(messages):
+            if flags is None:
+                letters = ""
+            else:
+                spec = flags(index) if callable(flags) else flags[index]
+                if isinstance(spec, str):
+                    if spec not in letters_cache:
+                        letters_cache[spec] = _flag_letters(spec, keywords)
+                    letters = letters_cache[spec]
+                else:
+                    letters = _flag_letters(spec, keywords)
+            if internaldates is None:
+                stamp = _header_date(message)
+                mtime_ns = now_ns if stamp is None else int(stamp * 1_000_000_000)
+            else:
+                mtime_ns = _to_ns(internaldates(index) if callable(internaldates) else internaldates[index])
+            size = len(message)
+            vsize = size + message.count(b"\n") - message.count(b"\r\n")
+            name = f"{prefix}mim{next(self._file_seq):010d}.seed,S={size},W={vsize}:2,{letters}"
+            fd = os.open(name, open_flags, 0o600)
+            try:
+                view = memoryview(message)
+                while view:
+                    view = view[os.write(fd, view) :]
+                if is_root:
+                    os.fchown(fd, uid, gid)
+                os.utime(fd, ns=(mtime_ns, mtime_ns))
+            finally:
+                os.close(fd)
+        if len(keywords) != known_keywords:
+            keywords_path.write_text("".join(f"{i} {name}\n" for name, i in keywords.items()))
+            self._chown(keywords_path)
+        # Dovecot rescans cur/ on every SELECT while its mtime is within the last couple of seconds;
+        # back-date it (to a value never used before, so a folder already indexed still notices).
+        past_ns = time.time_ns() - 3_000_000_000
+        for sub in ("cur", "new"):
+            os.utime(folder / sub, ns=(past_ns, past_ns))
+
+    @staticmethod
+    def _read_keywords(path: Path) -> dict[str, int]:
+        keywords: dict[str, int] = {}
+        with contextlib.suppress(FileNotFoundError):
+            for line in path.read_text().splitlines():
+                number, _, name = line.partition(" ")
+                if number.isdigit() and name:
+                    keywords[name] = int(number)
+        return keywords

@@ -1,0 +1,79 @@
+"""An MCP client wrapper for tests: every envelope it sees is checked against the contract.
+
+Each call asserts that the result is a valid envelope: exactly the five root keys, the
+published ``outputSchema`` validates it (success and failure alike), the single text block is
+the same JSON as ``structuredContent``, and ``isError == not success``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+from mcp import Client
+from mcp_types import CallToolResult, TextContent
+
+ROOT_KEYS = {"success", "summary", "data", "error", "meta"}
+
+#: Every envelope any test has seen, for suite-wide checks (e.g. no secret anywhere).
+SEEN: list[dict[str, Any]] = []
+
+
+def check_envelope(result: CallToolResult, output_schema: dict[str, Any]) -> dict[str, Any]:
+    """Assert the envelope contract on one ``CallToolResult`` and return the envelope."""
+    envelope = result.structured_content
+    assert isinstance(envelope, dict), "structuredContent must be the envelope object"
+    assert set(envelope) == ROOT_KEYS, f"root keys must be exactly {sorted(ROOT_KEYS)}: {sorted(envelope)}"
+    jsonschema.validate(envelope, output_schema)
+    assert len(result.content) == 1
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    assert json.loads(block.text) == envelope, "text block must equal structuredContent"
+    assert result.is_error is (not envelope["success"])
+    assert envelope["meta"]["version"] == "envelope-v1"
+    if envelope["success"]:
+        assert envelope["error"] is None
+    else:
+        assert envelope["error"]["code"]
+        if "status" in envelope["data"]:
+            assert envelope["data"]["status"] == "failed"
+    data = envelope["data"]
+    if envelope["success"] and "status" in data:
+        assert data["status"] in {"ok", "partial"}
+        assert (data["status"] == "partial") == bool(data["issues"])
+    SEEN.append(envelope)
+    return envelope
+
+
+class EnvelopeClient:
+    """Calls tools through a real MCP ``Client`` session and checks each envelope."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self._schemas: dict[str, dict[str, Any]] = {}
+
+    async def schemas(self) -> dict[str, dict[str, Any]]:
+        if not self._schemas:
+            listed = await self.client.list_tools()
+            self._schemas = {tool.name: tool.output_schema or {} for tool in listed.tools}
+        return self._schemas
+
+    async def call(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        schemas = await self.schemas()
+        result = await self.client.call_tool(tool, arguments or {})
+        return check_envelope(result, schemas[tool])
+
+    async def ok(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Call and assert success; return ``data``."""
+        envelope = await self.call(tool, arguments)
+        assert envelope["success"], envelope
+        data: dict[str, Any] = envelope["data"]
+        return data
+
+    async def fail(self, tool: str, arguments: dict[str, Any] | None, code: str) -> dict[str, Any]:
+        """Call and assert failure with ``code``; return the whole envelope."""
+        envelope = await self.call(tool, arguments)
+        assert not envelope["success"], envelope
+        assert envelope["error"]["code"] == code, envelope["error"]
+        return envelope

@@ -1,0 +1,175 @@
+"""Configuration loading: file + env accounts, validation messages that name the key, no secrets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mail_imap_mcp.config import ConfigError, Security, load_config
+
+GOOD = """
+[accounts.work]
+host = "imap.example.com"
+username = "me@example.com"
+password_env = "WORK_PW"
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    return path
+
+
+def test_minimal_account_gets_tls_and_port_993(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, GOOD), env={})
+    work = config.accounts["work"]
+    assert work.security is Security.TLS
+    assert work.effective_port == 993
+    assert config.server.write_enabled is False
+
+
+def test_starttls_defaults_to_port_143(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, GOOD + 'security = "starttls"\n'), env={})
+    assert config.accounts["work"].effective_port == 143
+
+
+def test_config_path_from_env_variable(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD)
+    assert "work" in load_config(None, env={"MAIL_IMAP_MCP_CONFIG": str(path)}).accounts
+
+
+def test_missing_explicit_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.toml", env={})
+
+
+def test_unknown_key_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"accounts\.work\.pasword_env: unknown key"):
+        load_config(
+            write(tmp_path, GOOD.replace("password_env", "pasword_env") + 'password_env = "X"\n'), env={}
+        )
+
+
+def test_bad_port_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"accounts\.work\.port"):
+        load_config(write(tmp_path, GOOD + "port = 70000\n"), env={})
+
+
+def test_two_password_sources_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="exactly one of password_env, password_command, password"):
+        load_config(write(tmp_path, GOOD + 'password = "s3cret-value"\n'), env={})
+
+
+def test_error_messages_never_echo_the_secret(tmp_path: Path) -> None:
+    text = GOOD.replace('password_env = "WORK_PW"', 'password = "hunter2-secret"\nport = "not-a-port"')
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, text), env={})
+    assert "hunter2-secret" not in str(caught.value)
+
+
+def test_plain_is_refused_off_loopback(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="only allowed for loopback"):
+        load_config(write(tmp_path, GOOD + 'security = "plain"\n'), env={})
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "127.0.0.2"])
+def test_plain_is_allowed_on_loopback(tmp_path: Path, host: str) -> None:
+    text = GOOD.replace("imap.example.com", host) + 'security = "plain"\n'
+    assert load_config(write(tmp_path, text), env={}).accounts["work"].security is Security.PLAIN
+
+
+def test_bad_account_id_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="must match"):
+        load_config(write(tmp_path, GOOD.replace("accounts.work", 'accounts."my account"')), env={})
+
+
+def test_invalid_toml_names_the_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(write(tmp_path, "[accounts.work\n"), env={})
+
+
+def test_env_only_account_compatible_with_the_seed_server() -> None:
+    env = {
+        "MAIL_IMAP_DEFAULT_HOST": "imap.example.com",
+        "MAIL_IMAP_DEFAULT_USER": "me",
+        "MAIL_IMAP_DEFAULT_PASS": "pw",
+        "MAIL_IMAP_DEFAULT_PORT": "1993",
+        "MAIL_IMAP_DEFAULT_SECURE": "true",
+        "MAIL_IMAP_WRITE_ENABLED": "true",
+        "HOME": "/nonexistent",
+    }
+    config = load_config(None, env)
+    default = config.accounts["default"]
+    assert (default.host, default.effective_port, default.security) == (
+        "imap.example.com",
+        1993,
+        Security.TLS,
+    )
+    assert default.password_env == "MAIL_IMAP_DEFAULT_PASS"
+    assert default.resolve_password(env) == "pw"
+    assert config.server.write_enabled is True
+
+
+def test_env_secure_false_means_starttls_not_plaintext() -> None:
+    env = {
+        "MAIL_IMAP_X_HOST": "h",
+        "MAIL_IMAP_X_USER": "u",
+        "MAIL_IMAP_X_PASS": "p",
+        "MAIL_IMAP_X_SECURE": "false",
+    }
+    assert load_config(None, env).accounts["x"].security is Security.STARTTLS
+
+
+def test_file_and_env_accounts_merge_and_clash_names_both(tmp_path: Path) -> None:
+    env = {"MAIL_IMAP_HOME_HOST": "h", "MAIL_IMAP_HOME_USER": "u", "MAIL_IMAP_HOME_PASS": "p"}
+    config = load_config(write(tmp_path, GOOD), env)
+    assert sorted(config.accounts) == ["home", "work"]
+    clash = {"MAIL_IMAP_WORK_HOST": "h", "MAIL_IMAP_WORK_USER": "u", "MAIL_IMAP_WORK_PASS": "p"}
+    with pytest.raises(ConfigError, match=r"\[accounts\.work\].*MAIL_IMAP_WORK_HOST"):
+        load_config(write(tmp_path, GOOD), clash)
+
+
+def test_env_account_missing_user_is_reported() -> None:
+    with pytest.raises(ConfigError, match=r"MAIL_IMAP_X_\* username"):
+        load_config(None, {"MAIL_IMAP_X_HOST": "h", "MAIL_IMAP_X_PASS": "p"})
+
+
+def test_no_accounts_explains_what_to_do() -> None:
+    with pytest.raises(ConfigError, match="no accounts configured"):
+        load_config(None, {"HOME": "/nonexistent"})
+
+
+def test_password_command_is_run_and_trimmed(tmp_path: Path) -> None:
+    text = GOOD.replace('password_env = "WORK_PW"', 'password_command = ["printf", "from-cmd\\\\n"]')
+    account = load_config(write(tmp_path, text), env={}).accounts["work"]
+    assert account.resolve_password() == "from-cmd"
+
+
+def test_failing_password_command_reports_status_without_output(tmp_path: Path) -> None:
+    text = GOOD.replace('password_env = "WORK_PW"', 'password_command = ["sh", "-c", "echo leaked; exit 3"]')
+    account = load_config(write(tmp_path, text), env={}).accounts["work"]
+    with pytest.raises(ConfigError, match="status 3") as caught:
+        account.resolve_password()
+    assert "leaked" not in str(caught.value)
+
+
+def test_ca_file_must_exist(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="ca_file"):
+        load_config(write(tmp_path, GOOD + 'ca_file = "/nonexistent.pem"\n'), env={})
+
+
+def test_example_config_is_valid() -> None:
+    example = Path(__file__).parent.parent / "config.example.toml"
+    config = load_config(example, env={})
+    assert config.accounts
+
+
+def test_example_config_documents_every_key() -> None:
+    from mail_imap_mcp.config import AccountConfig, ServerSettings
+
+    text = (Path(__file__).parent.parent / "config.example.toml").read_text()
+    for model in (AccountConfig, ServerSettings):
+        for name in model.model_fields:
+            assert f"{name} =" in text or f"# {name} =" in text, f"config.example.toml lacks {name}"
