@@ -1,0 +1,145 @@
+"""The envelope contract in isolation: schemas, validation messages, failure mapping."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import pytest
+from pydantic import BaseModel, ConfigDict, Field
+
+from mail_imap_mcp.envelope import ERROR_REGISTRY, ErrorCode, MultiItemData, Payload, ToolFailure
+from mail_imap_mcp.envelope.mcp import ToolResult, envelope_tool, flat_input_schema
+
+pytestmark = pytest.mark.anyio
+
+
+class EchoInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    word: str = Field(min_length=1, max_length=5)
+    times: int = Field(default=1, ge=1, le=3)
+    mode: str | None = Field(default=None, pattern="^(loud|quiet)$")
+
+
+class EchoData(Payload):
+    text: str
+
+
+class ItemsData(MultiItemData):
+    items: list[str]
+
+
+def echo(args: EchoInput) -> ToolResult[EchoData]:
+    if args.word == "boom":
+        raise RuntimeError("secret internal detail /etc/passwd")
+    if args.word == "nope":
+        raise ToolFailure(ErrorCode.NOT_FOUND, "No such word.", details={"parameter": "word"})
+    return ToolResult(summary="echoed", data=EchoData(text=args.word * args.times), warnings=["note"])
+
+
+TOOL = envelope_tool(
+    name="echo", title="Echo", description="d", input_model=EchoInput, data_model=EchoData, handler=echo
+)
+
+
+async def run(arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await TOOL.invoke(arguments)
+    envelope = result.structured_content
+    assert isinstance(envelope, dict)
+    jsonschema.validate(envelope, TOOL.output_schema_doc)
+    assert result.is_error is (not envelope["success"])
+    return envelope
+
+
+def test_input_schema_is_flat_without_unions() -> None:
+    schema = flat_input_schema(EchoInput)
+    assert "anyOf" not in str(schema)
+    assert schema["properties"]["mode"] == {"pattern": "^(loud|quiet)$", "type": "string"}
+    assert schema["additionalProperties"] is False
+    assert schema["required"] == ["word"]
+
+
+def test_output_schema_has_an_object_root_and_requires_every_envelope_key() -> None:
+    schema = TOOL.output_schema_doc
+    assert schema["type"] == "object"
+    for branch in schema["oneOf"]:
+        target = schema["$defs"][branch["$ref"].split("/")[-1]]
+        assert set(target["required"]) == {"success", "summary", "data", "error", "meta"}
+
+
+async def test_success_envelope_carries_meta_and_warnings() -> None:
+    envelope = await run({"word": "hi", "times": 2})
+    assert envelope["success"] is True
+    assert envelope["data"] == {"text": "hihi"}
+    assert envelope["error"] is None
+    meta = envelope["meta"]
+    assert meta["version"] == "envelope-v1"
+    assert meta["request_id"].startswith("req_")
+    assert meta["now_utc"].endswith("Z")
+    assert len(meta["now_utc"]) == len("2026-11-21T10:30:45.123Z")
+    assert meta["warnings"] == ["note"]
+
+
+async def test_request_ids_are_unique_per_call() -> None:
+    ids = {(await run({"word": "a"}))["meta"]["request_id"] for _ in range(20)}
+    assert len(ids) == 20
+
+
+@pytest.mark.parametrize(
+    ("arguments", "parameter", "fragment"),
+    [
+        ({}, "word", "Field required"),
+        ({"word": 5}, "word", "string"),
+        ({"word": "toolongword"}, "word", "length <= 5"),
+        ({"word": "a", "times": 9}, "times", "<= 3"),
+        ({"word": "a", "mode": "shout"}, "mode", "matching ^(loud|quiet)$"),
+        ({"word": "a", "colour": "red"}, "colour", "one of mode, times, word"),
+    ],
+)
+async def test_bad_arguments_become_invalid_input_naming_the_parameter(
+    arguments: dict[str, Any], parameter: str, fragment: str
+) -> None:
+    envelope = await run(arguments)
+    assert envelope["success"] is False
+    error = envelope["error"]
+    assert error["code"] == "invalid_input"
+    assert error["details"]["parameter"] == parameter
+    assert fragment in error["message"]
+    assert error["retryable"] is False
+
+
+async def test_tool_failure_keeps_code_details_and_registry_retryability() -> None:
+    envelope = await run({"word": "nope"})
+    assert envelope["error"] == {
+        "code": "not_found",
+        "message": "No such word.",
+        "retryable": ERROR_REGISTRY[ErrorCode.NOT_FOUND].retryable,
+        "details": {"parameter": "word"},
+    }
+    assert "No such word." in envelope["summary"]
+
+
+async def test_unexpected_exception_is_internal_without_leaking_its_text() -> None:
+    envelope = await run({"word": "boom"})
+    assert envelope["error"]["code"] == "internal"
+    assert envelope["error"]["details"]["request_id"] == envelope["meta"]["request_id"]
+    assert "passwd" not in str(envelope)
+    assert "Traceback" not in str(envelope)
+
+
+async def test_multi_item_failure_data_says_failed() -> None:
+    def failing(args: EchoInput) -> ToolResult[ItemsData]:
+        raise ToolFailure(ErrorCode.UNAVAILABLE, "down")
+
+    tool = envelope_tool(
+        name="items", title="Items", description="d", input_model=EchoInput, data_model=ItemsData, handler=failing
+    )
+    envelope = (await tool.invoke({"word": "a"})).structured_content
+    jsonschema.validate(envelope, tool.output_schema_doc)
+    assert envelope["data"]["status"] == "failed"
+    assert envelope["error"]["retryable"] is True
+
+
+def test_every_error_code_has_a_registry_entry() -> None:
+    assert set(ERROR_REGISTRY) == set(ErrorCode)
