@@ -133,7 +133,12 @@ async def test_multi_item_failure_data_says_failed() -> None:
         raise ToolFailure(ErrorCode.UNAVAILABLE, "down")
 
     tool = envelope_tool(
-        name="items", title="Items", description="d", input_model=EchoInput, data_model=ItemsData, handler=failing
+        name="items",
+        title="Items",
+        description="d",
+        input_model=EchoInput,
+        data_model=ItemsData,
+        handler=failing,
     )
     envelope = (await tool.invoke({"word": "a"})).structured_content
     jsonschema.validate(envelope, tool.output_schema_doc)

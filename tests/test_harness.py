@@ -121,7 +121,7 @@ def test_seed_count_order_flags_and_internaldate(server: Dovecot) -> None:
         # UIDs follow the seeding order.
         assert _message_ids(client, uids) == [mailgen.message_id(i, 3) for i in range(n)]
         fetched = client.fetch(uids[:5], ["FLAGS", "INTERNALDATE"])
-        got = [set(fetched[uid][b"FLAGS"]) for uid in uids[:5]]
+        got = [set(fetched[uid][b"FLAGS"]) - {b"\\Recent"} for uid in uids[:5]]
         assert got == [
             {b"\\Seen"},
             {b"\\Seen", b"\\Flagged"},
@@ -262,8 +262,12 @@ def test_corpus_is_deterministic_varied_and_well_formed() -> None:
     assert first == list(mailgen.corpus(n, seed=7))
     assert first != list(mailgen.corpus(n, seed=8))
     assert mailgen.make_message(12) == mailgen.make_message(12)
-    senders, subjects, lines, types, filenames = set(), set(), set(), set(), set()
-    previous_date = None
+    senders: set[str] = set()
+    subjects: set[str] = set()
+    lines: set[str] = set()
+    types: set[str] = set()
+    filenames: set[str] = set()
+    previous_date: dt.datetime | None = None
     for i, raw in enumerate(first):
         assert b"\r\n\r\n" in raw
         assert raw.isascii() or b"\x00" not in raw

@@ -87,7 +87,8 @@ _SYSTEM_FLAG_LETTERS = {
 _USERNAME_RE = re.compile(r"[a-z0-9][a-z0-9._@-]*")
 _LISTESCAPE_CHAR = "\\"
 _READY_TIMEOUT = 10.0
-_STOP_GRACE = 2.0
+_STOP_GRACE = 2.0  # restart(): let Dovecot shut down cleanly
+_DISCARD_GRACE = 0.3  # stop(): the data is about to be deleted
 
 
 def ensure_dovecot() -> str:
@@ -352,9 +353,10 @@ class Dovecot:
     def stop(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL of its process group) and delete its directory.
 
-        Idempotent. After ``stop()`` a new ``start()`` creates a fresh, empty instance.
+        Idempotent. After ``stop()`` a new ``start()`` creates a fresh, empty instance. The data is
+        deleted anyway, so the grace period is short (Dovecot's master sometimes lingers for 1 s).
         """
-        self._terminate()
+        self._terminate(grace=_DISCARD_GRACE)
         if self._root is not None:
             shutil.rmtree(self._root, ignore_errors=True)
             self._root = None
@@ -363,7 +365,7 @@ class Dovecot:
 
     def restart(self) -> None:
         """Stop and start the server again with the same ports, password, CA and mail data."""
-        self._terminate()
+        self._terminate(grace=_STOP_GRACE)
         self._spawn()
 
     def _prepare(self) -> None:
@@ -519,11 +521,15 @@ local {self.strict_host} {{
             except OSError as exc:
                 last_error = repr(exc)
             time.sleep(0.01)
-        self._terminate()
+        self._terminate(grace=_DISCARD_GRACE)
         raise RuntimeError(f"Dovecot did not become ready ({last_error}).\n{self.log_tail()}")
 
-    def _terminate(self) -> None:
-        """SIGTERM the whole process group, wait up to 2 s for the master, then SIGKILL the group."""
+    def _terminate(self, grace: float = _STOP_GRACE) -> None:
+        """SIGTERM the whole process group, wait up to ``grace`` s for the master, then SIGKILL the group.
+
+        Signalling the group (not only the master) makes shutdown take ~10 ms instead of ~1.1 s, and
+        SIGKILL afterwards also ends ``imap`` processes of clients that outlive the master.
+        """
         proc = self._proc
         if proc is None:
             return
@@ -534,7 +540,7 @@ local {self.strict_host} {{
             # so signalling the group below can never hit an unrelated process.
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, signal.SIGTERM)
-            deadline = time.monotonic() + _STOP_GRACE
+            deadline = time.monotonic() + grace
             while time.monotonic() < deadline:
                 info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
                 if info is not None:
@@ -684,13 +690,15 @@ local {self.strict_host} {{
         mailbox: str,
         messages: Iterable[bytes],
         *,
-        flags: Sequence[FlagSpec] | Callable[[int], FlagSpec] | None = None,
+        flags: str | Sequence[FlagSpec] | Callable[[int], FlagSpec] | None = None,
         internaldates: Sequence[dt.datetime | float] | Callable[[int], dt.datetime | float] | None = None,
     ) -> None:
         """Write ``messages`` into ``mailbox`` of ``user`` as Maildir files, creating the folder if needed.
 
-        Call this before any session SELECTs the folder: UIDs are then assigned in ``messages`` order.
-        ``flags[i]`` / ``internaldates[i]`` (or callables of the index) apply to the i-th message.
+        Preferably call this before any session SELECTs the folder: UIDs are then assigned in
+        ``messages`` order (seeding an already indexed folder works too; new messages get new UIDs).
+        ``flags[i]`` / ``internaldates[i]`` (or callables of the index) apply to the i-th message; a
+        plain string ``flags`` (e.g. ``"\\Seen"``) applies to every message.
         INTERNALDATE defaults to the Date header (else now); naive datetimes are taken as UTC.
         Messages are stored byte-for-byte (CRLF or LF line endings both work).
         """
@@ -709,7 +717,12 @@ local {self.strict_host} {{
             if flags is None:
                 letters = ""
             else:
-                spec = flags(index) if callable(flags) else flags[index]
+                if isinstance(flags, str):
+                    spec: FlagSpec = flags
+                elif callable(flags):
+                    spec = flags(index)
+                else:
+                    spec = flags[index]
                 if isinstance(spec, str):
                     if spec not in letters_cache:
                         letters_cache[spec] = _flag_letters(spec, keywords)

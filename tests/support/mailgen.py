@@ -266,7 +266,8 @@ def _ref(i: int) -> str:
 @functools.cache
 def _fold(name: str, value: str) -> bytes:
     """One header, RFC 2047-encoded and folded by the email package (cached: folding is slow)."""
-    return _POLICY.header_factory(name, value).fold(policy=_POLICY).encode("ascii")
+    folded: str = _POLICY.header_factory(name, value).fold(policy=_POLICY)
+    return folded.encode("ascii")
 
 
 @functools.cache

@@ -113,7 +113,8 @@ def _bodystructure(response: dict[bytes, Any]) -> list[mime.Part] | None:
     if structure is None:
         return None
     try:
-        return mime.parse_bodystructure(structure)
+        parts: list[mime.Part] = mime.parse_bodystructure(structure)
+        return parts
     except ValueError:
         return None
 
@@ -214,7 +215,10 @@ def _snippet(response: dict[bytes, Any], parts: list[mime.Part] | None, snippet_
 
 def _boundary(response: dict[bytes, Any]) -> str | None:
     structure = response.get(b"BODYSTRUCTURE")
-    return mime.top_level_boundary(structure) if structure is not None else None
+    if structure is None:
+        return None
+    boundary: str | None = mime.top_level_boundary(structure)
+    return boundary
 
 
 # -- one message ------------------------------------------------------------------------------
@@ -296,7 +300,7 @@ def read_message(
     fetch_truncated = False
     if parts is not None:
         plain_part, html_part = mime.choose_body_parts(parts)
-        wanted = []
+        wanted: list[mime.Part | None]
         if options.body_format == "text":
             wanted = [plain_part] if plain_part else [html_part]
             # A plain part that is empty or a stub still yields readable text from the HTML part.
@@ -314,7 +318,9 @@ def read_message(
                 raw = _find(fetched, f"BODY[{section}]".encode()) or b""
                 if part.size_bytes > len(raw) and len(raw) >= budget:
                     fetch_truncated = True
-                decoded = mime.decode_text(mime.decode_transfer(raw, part.encoding), part.charset)
+                decoded = mime.decode_text(
+                    mime.decode_transfer(raw, part.encoding), part.charset, partial=True
+                )
                 if part.content_type == "text/html":
                     html = decoded
                 else:
@@ -334,6 +340,7 @@ def read_message(
         text, html, attachments = parsed.text, parsed.html, parsed.attachments
 
     body, source = _render(text, html, options)
+    body = body.replace("\r\n", "\n")
     body, cut = mime.truncate(body, options.body_max_chars)
     if cut:
         warnings.append(
@@ -342,7 +349,10 @@ def read_message(
         )
     if fetch_truncated:
         warnings.append("The text part is larger than the fetch cap; only its beginning was read.")
-    summary = _summary(ref, response, parts, snippet=None)
+    snippet, _ = (
+        mime.truncate(mime.collapse_whitespace(body), 200) if options.body_format == "text" else ("", False)
+    )
+    summary = _summary(ref, response, parts, snippet=snippet or None)
     detail = MessageDetail(
         **summary.model_dump(by_alias=False),
         headers=_select_headers(headers, options),

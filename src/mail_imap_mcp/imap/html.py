@@ -12,6 +12,7 @@ hidden text is a classic vehicle for prompt injection aimed at the agent reading
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from html import escape
 from html.parser import HTMLParser
@@ -165,11 +166,22 @@ _ZERO_LENGTHS = frozenset({"0", "0px", "0pt", "0em", "0rem", "0%"})
 # because they are meaningful inside words in some scripts and in emoji sequences.
 _INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u2060\ufeff"))
 _LINK_SCHEMES = ("http:", "https:", "mailto:")
+_MAX_CAPTURE_PIECES = 2000
+_MAX_SANITIZE_DEPTH = 256
 
 _SANITIZE_TAGS = frozenset(
     {
         "a",
         "abbr",
+        "address",
+        "article",
+        "aside",
+        "center",
+        "figcaption",
+        "figure",
+        "footer",
+        "header",
+        "section",
         "b",
         "blockquote",
         "br",
@@ -223,9 +235,7 @@ _SANITIZE_TAGS = frozenset(
 _SANITIZE_CLEAN_CONTENT = frozenset(
     {
         "applet",
-        "button",
         "embed",
-        "form",
         "frame",
         "frameset",
         "head",
@@ -260,10 +270,11 @@ _SANITIZE_ATTRIBUTES: dict[str, set[str]] = {
 def sanitize_html(html: str) -> str:
     """Return ``html`` reduced to safe formatting markup.
 
-    Scripts, styles, forms, frames, event handlers, inline styles and every remote
-    resource are removed; ``<a href>`` survives only with an http/https/mailto URL and
-    gets ``rel="noopener noreferrer nofollow"``. Elements hidden from the reader are
-    dropped together with their content.
+    Scripts, styles, frames, objects, event handlers, ``style``/``class``/``id``
+    attributes and every remote resource (``img src`` included) are removed with their
+    content; form controls are removed but their text is kept. ``<a href>`` survives
+    only with an http/https/mailto URL and gets ``rel="noopener noreferrer nofollow"``.
+    Elements hidden from the reader are dropped together with their content.
     """
     text = _clean_input(html)
     if not text:
@@ -271,7 +282,7 @@ def sanitize_html(html: str) -> str:
     serializer = _Serializer()
     serializer.run(text)
     try:
-        return nh3.clean(
+        cleaned = nh3.clean(
             "".join(serializer.out),
             tags=set(_SANITIZE_TAGS),
             clean_content_tags=set(_SANITIZE_CLEAN_CONTENT),
@@ -284,17 +295,27 @@ def sanitize_html(html: str) -> str:
     except Exception:
         # nh3 should not fail on any str; if it ever does, fall back to inert text.
         return escape(html_to_text(text))
+    return cleaned.strip()
 
 
 def html_to_text(html: str) -> str:
-    """Render ``html`` as readable plain text (paragraphs, ``- `` list items, ``a | b`` table rows,
-    ``text (url)`` links, ``> `` quotes); invisible content is skipped."""
+    """Render ``html`` as readable plain text.
+
+    Blocks become lines/paragraphs, ``<br>`` a newline, list items ``- `` (``1. `` in
+    ordered lists), table rows ``a | b``, links ``text (url)`` when the URL differs from
+    the text (http/https/mailto only), quotes ``> ``, images their alt text. Invisible
+    content is skipped, entities are decoded, blank-line runs are collapsed.
+    """
     return _Renderer(markdown=False).render(_clean_input(html))
 
 
 def html_to_markdown(html: str) -> str:
-    """Render ``html`` as Markdown (``#`` headings, ``**bold**``, ``_italic_``, ``[text](url)``
-    links for http/https/mailto only, lists, ``> `` quotes, code); invisible content is skipped."""
+    """Render ``html`` as Markdown.
+
+    ``#`` headings, ``**bold**``, ``_italic_``, ``~~strike~~``, `` `code` ``, fenced
+    ``<pre>``, ``[text](url)`` links (http/https/mailto only, others become plain text),
+    lists, ``> `` quotes; tables as ``a | b`` rows. Invisible content is skipped.
+    """
     return _Renderer(markdown=True).render(_clean_input(html))
 
 
@@ -312,9 +333,7 @@ def _clean_input(html: object) -> str:
 
 
 def _filter_attribute(tag: str, attr: str, value: str) -> str | None:
-    if attr == "href":
-        return value if _safe_url(value) else None
-    return value
+    return _safe_url(value) if attr == "href" else value
 
 
 def _safe_url(url: str) -> str | None:
@@ -369,9 +388,13 @@ class _Walker(HTMLParser):
     Subclasses receive only visible content through the ``visible_*`` hooks.
     """
 
+    skip_content: frozenset[str] = _SKIP_CONTENT
+
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.stack: list[_Open] = []
+        # Open elements per tag: lets most stack searches be skipped (deep or hostile markup).
+        self.open_counts: Counter[str] = Counter()
 
     def run(self, html: str) -> None:
         try:
@@ -405,13 +428,14 @@ class _Walker(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self._implicit_close(tag)
-        hidden = self.hidden or tag in _SKIP_CONTENT or _is_hidden(attrs)
+        hidden = self.hidden or tag in self.skip_content or _is_hidden(attrs)
         if tag in _VOID:
             if not hidden:
                 self.visible_void(tag, attrs)
             return
         element = _Open(tag, hidden)
         self.stack.append(element)
+        self.open_counts[tag] += 1
         if not hidden:
             self.visible_start(tag, attrs, element)
 
@@ -441,22 +465,24 @@ class _Walker(HTMLParser):
             self.visible_data(data)
 
     # -- stack helpers ---------------------------------------------------------
-    def _find(self, tag: str, stop: frozenset[str] = frozenset()) -> int | None:
+    def _find(self, tag: str) -> int | None:
+        if not self.open_counts[tag]:
+            return None
         for index in range(len(self.stack) - 1, -1, -1):
-            current = self.stack[index].tag
-            if current == tag:
+            if self.stack[index].tag == tag:
                 return index
-            if current in stop:
-                return None
         return None
 
     def _pop_to(self, index: int) -> None:
         while len(self.stack) > index:
             element = self.stack.pop()
+            self.open_counts[element.tag] -= 1
             if not element.hidden:
                 self.visible_end(element)
 
     def _close_if_open(self, tags: frozenset[str], stop: frozenset[str]) -> None:
+        if not any(self.open_counts[tag] for tag in tags):
+            return
         for index in range(len(self.stack) - 1, -1, -1):
             current = self.stack[index].tag
             if current in tags:
@@ -470,7 +496,7 @@ class _Walker(HTMLParser):
             head = self._find("head")
             if head is not None:
                 self._pop_to(head)
-        if tag in _CLOSES_P:
+        if tag in _CLOSES_P and self.open_counts["p"]:
             for index in range(len(self.stack) - 1, -1, -1):
                 current = self.stack[index].tag
                 if current == "p":
@@ -495,28 +521,40 @@ class _Walker(HTMLParser):
 
 
 class _Serializer(_Walker):
-    """Re-serialises the visible part of a document (input for nh3)."""
+    """Re-serialises the visible part of a document (input for nh3).
+
+    Only allowlisted tags are emitted, so nh3 never sees raw-text elements such as
+    ``<xmp>``/``<plaintext>``. Nesting deeper than ``_MAX_SANITIZE_DEPTH`` is flattened
+    (content kept, tags dropped): the sanitizer's tree builder is quadratic in depth.
+    """
+
+    skip_content = _SKIP_CONTENT | _SANITIZE_CLEAN_CONTENT
 
     def __init__(self) -> None:
         super().__init__()
         self.out: list[str] = []
+        self.depth = 0
 
-    def _tag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if not tag.isalnum():
-            return
+    def _tag(self, tag: str, attrs: list[tuple[str, str | None]]) -> bool:
+        if tag not in _SANITIZE_TAGS or self.depth >= _MAX_SANITIZE_DEPTH:
+            return False
         rendered = "".join(
             f' {name}="{escape(value, quote=True)}"' if value is not None else f" {name}"
             for name, value in attrs
             if name and name.replace("-", "").replace("_", "").isalnum()
         )
         self.out.append(f"<{tag}{rendered}>")
+        return True
 
     def visible_start(self, tag: str, attrs: list[tuple[str, str | None]], element: _Open) -> None:
-        self._tag(tag, attrs)
+        if self._tag(tag, attrs):
+            element.state = True
+            self.depth += 1
 
     def visible_end(self, element: _Open) -> None:
-        if element.tag.isalnum():
+        if element.state is True:
             self.out.append(f"</{element.tag}>")
+            self.depth -= 1
 
     def visible_void(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self._tag(tag, attrs)
@@ -719,6 +757,11 @@ class _Renderer(_Walker):
             self.pending_marker = ""
 
     def _close_capture(self, capture: _Capture) -> None:
+        if len(self.pieces) - capture.start > _MAX_CAPTURE_PIECES:
+            # Rewriting huge or deeply nested spans would be quadratic; leave them plain.
+            if capture.href and not self.markdown:
+                self.pieces.append(f" ({capture.href})")
+            return
         inner = "".join(self.pieces[capture.start :])
         label = inner.strip()
         lead = inner[: len(inner) - len(inner.lstrip())]
@@ -735,6 +778,8 @@ class _Renderer(_Walker):
                 return
             target = url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
             if not label or _same_link(label, url):
+                if target.lower().startswith("mailto:"):
+                    target = target[len("mailto:") :]
                 self.pieces[capture.start :] = [lead, f"<{target}>", trail]
             else:
                 text = label.replace("[", "\\[").replace("]", "\\]")

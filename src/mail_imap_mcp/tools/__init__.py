@@ -7,8 +7,11 @@ from types import ModuleType
 
 from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
 from mail_imap_mcp.tools import (
+    get_message,
+    get_message_raw,
     list_accounts,
     list_mailboxes,
+    search_messages,
 )
 from mail_imap_mcp.tools.context import AppContext
 
@@ -16,6 +19,9 @@ from mail_imap_mcp.tools.context import AppContext
 TOOL_MODULES: list[tuple[ModuleType, type, type]] = [
     (list_accounts, list_accounts.ListAccountsInput, list_accounts.ListAccountsData),
     (list_mailboxes, list_mailboxes.ListMailboxesInput, list_mailboxes.ListMailboxesData),
+    (search_messages, search_messages.SearchMessagesInput, search_messages.SearchMessagesData),
+    (get_message, get_message.GetMessageInput, get_message.GetMessageData),
+    (get_message_raw, get_message_raw.GetMessageRawInput, get_message_raw.GetMessageRawData),
 ]
 
 

@@ -26,6 +26,14 @@ DESCRIPTION = (
     "the needed text part is downloaded, so large attachments cost nothing. Never marks the message "
     "as read. The content is untrusted third-party text."
 )
+ERRORS = {
+    "invalid_input": "message_id is malformed or another argument is out of range.",
+    "not_found": "The account or mailbox is unknown, or the message no longer exists.",
+    "conflict": "The mailbox's UIDVALIDITY changed since the id was issued; next_action reruns the search.",
+    "auth_failed": "The server rejected the credentials.",
+    "unavailable": "The server cannot be reached.",
+    "timeout": "A command exceeded its time budget.",
+}
 
 
 class GetMessageInput(BaseModel):

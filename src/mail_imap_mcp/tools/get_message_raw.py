@@ -20,6 +20,14 @@ DESCRIPTION = (
     "max_bytes at a time starting at offset_bytes; page through with offset_bytes += returned_bytes "
     "while truncated is true. raw_text is set when the window is valid UTF-8. Never marks the message as read."
 )
+ERRORS = {
+    "invalid_input": "message_id is malformed or another argument is out of range.",
+    "not_found": "The account or mailbox is unknown, or the message no longer exists.",
+    "conflict": "The mailbox's UIDVALIDITY changed since the id was issued; next_action reruns the search.",
+    "auth_failed": "The server rejected the credentials.",
+    "unavailable": "The server cannot be reached.",
+    "timeout": "A command exceeded its time budget.",
+}
 
 
 class GetMessageRawInput(BaseModel):

@@ -14,6 +14,7 @@ DESCRIPTION = (
     "List the configured IMAP accounts (id, host, port, security, username; never passwords). "
     "Start here: pass an account_id from the result to imap_list_mailboxes or imap_search_messages."
 )
+ERRORS: dict[str, str] = {"invalid_input": "Any argument was given (the tool takes none)."}
 
 
 class ListAccountsInput(BaseModel):

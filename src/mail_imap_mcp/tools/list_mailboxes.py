@@ -18,6 +18,13 @@ DESCRIPTION = (
     "UIDVALIDITY and UIDNEXT counts (one STATUS per mailbox, slower). Use a returned name as "
     "`mailbox` in imap_search_messages."
 )
+ERRORS = {
+    "invalid_input": "An argument is malformed or unknown.",
+    "not_found": "The account_id is not configured.",
+    "auth_failed": "The server rejected the credentials, or the password source is unavailable.",
+    "unavailable": "The server cannot be reached, refused TLS verification, or lacks STARTTLS.",
+    "timeout": "Connecting or a command exceeded its time budget.",
+}
 
 
 class ListMailboxesInput(BaseModel):

@@ -52,6 +52,14 @@ FILTER_FIELDS = (
     "larger_than_bytes",
     "smaller_than_bytes",
 )
+ERRORS = {
+    "invalid_input": "An argument is malformed, filters contradict each other, or the cursor is garbled or belongs to other filters.",
+    "not_found": "The account_id is not configured or the mailbox does not exist.",
+    "conflict": "The mailbox's UIDVALIDITY changed since the cursor was issued; next_action reruns the search.",
+    "auth_failed": "The server rejected the credentials.",
+    "unavailable": "The server cannot be reached.",
+    "timeout": "A command exceeded its time budget.",
+}
 
 
 class SearchMessagesInput(BaseModel):

@@ -1,0 +1,1311 @@
+"""MIME decoding for the IMAP layer: headers, addresses, dates, BODYSTRUCTURE, bodies.
+
+Pure functions over bytes and imapclient response atoms; no network, no MCP. Real-world
+mail is full of broken charsets, bad encodings, truncated data and 8-bit headers, so
+every function here degrades gracefully instead of raising. The single exception is
+:func:`parse_bodystructure`, which raises ``ValueError`` when the structure is unusable so
+that the caller can fall back to fetching and parsing the whole message
+(:func:`parse_full_message`).
+
+Conventions:
+
+* Text returned is always a valid ``str`` without NUL (headers: without any control
+  character except tab).
+* 8-bit header bytes are read as UTF-8, falling back to windows-1252 (the superset
+  browsers use for "latin-1"), then latin-1.
+* Section numbers follow IMAP (RFC 3501 §6.4.5): leaves of a multipart are numbered
+  ``1``, ``1.2``...; a non-multipart message has the single section ``1``;
+  ``message/rfc822`` parts are leaves (not descended into).
+"""
+
+from __future__ import annotations
+
+import binascii
+import codecs
+import email
+import email.policy
+import email.utils
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.errors import MissingHeaderBodySeparatorDefect
+from email.message import Message
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+from .html import html_to_text
+
+__all__ = [
+    "Address",
+    "ParsedMessage",
+    "Part",
+    "attachment_parts",
+    "choose_body_parts",
+    "collapse_whitespace",
+    "decode_header_value",
+    "decode_text",
+    "decode_transfer",
+    "format_address",
+    "has_attachments",
+    "parse_address_list",
+    "parse_bodystructure",
+    "parse_date",
+    "parse_full_message",
+    "parse_header_block",
+    "snippet_from_prefix",
+    "top_level_boundary",
+    "truncate",
+]
+
+# --------------------------------------------------------------------------------------
+# Data types
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Address:
+    """One mailbox from an address header; either field may be missing in broken mail."""
+
+    name: str | None
+    email: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """A leaf MIME part as described by BODYSTRUCTURE (or by the parsed message).
+
+    ``size_bytes`` is the *encoded* size (base64 is ~4/3 of the decoded size).
+    ``content_id`` is stored without the surrounding ``<>``. ``disposition`` is
+    normalised: leaves that are not ``text/plain``/``text/html`` and carry no
+    disposition get ``"inline"`` when they have a Content-ID (embedded images) and
+    ``"attachment"`` otherwise; unknown dispositions become ``"attachment"``.
+    ``filename`` has any directory components removed.
+    """
+
+    section: str
+    content_type: str
+    params: dict[str, str] = field(hash=False)
+    encoding: str
+    size_bytes: int
+    disposition: str | None
+    filename: str | None
+    content_id: str | None
+    charset: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedMessage:
+    """Result of :func:`parse_full_message`.
+
+    ``text``/``html`` are the decoded bodies of the parts chosen by
+    :func:`choose_body_parts`; ``html`` is *not* sanitised.
+    """
+
+    headers: dict[str, list[str]] = field(hash=False)
+    text: str | None
+    html: str | None
+    attachments: list[Part] = field(hash=False)
+
+
+# --------------------------------------------------------------------------------------
+# Charsets and transfer encodings
+# --------------------------------------------------------------------------------------
+
+# Labels seen in the wild that Python does not know, and labels that are better served
+# by a superset codec (what mail clients and browsers actually do).
+_CHARSET_ALIASES = {
+    "utf8": "utf-8",
+    "unicode-1-1-utf-8": "utf-8",
+    "unicode-1-1-utf-7": "utf-7",
+    "x-utf-7": "utf-7",
+    "latin1": "cp1252",
+    "latin-1": "cp1252",
+    "l1": "cp1252",
+    "iso-8859-1": "cp1252",
+    "iso8859-1": "cp1252",
+    "iso_8859-1": "cp1252",
+    "iso-ir-100": "cp1252",
+    "8859-1": "cp1252",
+    "cp819": "cp1252",
+    "x-ansi": "cp1252",
+    "ansi": "cp1252",
+    "latin-2": "iso-8859-2",
+    "latin2": "iso-8859-2",
+    "iso-8859-6-i": "iso-8859-6",
+    "iso-8859-6-e": "iso-8859-6",
+    "iso-8859-8-i": "iso-8859-8",
+    "iso-8859-8-e": "iso-8859-8",
+    "iso-8859-9": "cp1254",
+    "iso-8859-11": "cp874",
+    "tis-620": "cp874",
+    "windows-874": "cp874",
+    "x-windows-874": "cp874",
+    "gb2312": "gb18030",
+    "gb_2312": "gb18030",
+    "gb_2312-80": "gb18030",
+    "csgb2312": "gb18030",
+    "euc-cn": "gb18030",
+    "x-euc-cn": "gb18030",
+    "gbk": "gb18030",
+    "x-gbk": "gb18030",
+    "cp936": "gb18030",
+    "chinese": "gb18030",
+    "hz-gb-2312": "hz",
+    "big5": "cp950",
+    "x-big5": "cp950",
+    "ks_c_5601-1987": "cp949",
+    "ks_c_5601-1989": "cp949",
+    "ks_c_5601": "cp949",
+    "ksc5601": "cp949",
+    "ksc_5601": "cp949",
+    "korean": "cp949",
+    "euc-kr": "cp949",
+    "x-euc-kr": "cp949",
+    "windows-949": "cp949",
+    "shift_jis": "cp932",
+    "shift-jis": "cp932",
+    "sjis": "cp932",
+    "x-sjis": "cp932",
+    "ms_kanji": "cp932",
+    "windows-31j": "cp932",
+    "csshiftjis": "cp932",
+    "x-euc-jp": "euc-jp",
+    "x-mac-roman": "mac-roman",
+    "macintosh": "mac-roman",
+    "mac": "mac-roman",
+    "x-mac-cyrillic": "mac-cyrillic",
+    "x-mac-ukrainian": "mac-cyrillic",
+    "x-mac-greek": "mac-greek",
+    "x-mac-turkish": "mac-turkish",
+    "x-mac-ce": "mac-latin2",
+    "x-cp1250": "cp1250",
+    "x-cp1251": "cp1251",
+    "x-cp1252": "cp1252",
+}
+# Labels that carry no information: decode as UTF-8 (with replacement).
+_UNKNOWN_CHARSETS = frozenset(
+    {"x-unknown", "unknown", "unknown-8bit", "x-user-defined", "default", "charset", "none", "binary"}
+)
+# "Guess" labels: mail declared ASCII (or nothing) but often carries UTF-8 or cp1252.
+_GUESS_CHARSETS = frozenset({"us-ascii", "ascii", "us_ascii", "ansi_x3.4-1968", "iso-646-us", "7bit", "8bit"})
+# Text codecs that are not character sets (or always fail); never used for mail data.
+_BAD_CODECS = frozenset(
+    {"undefined", "idna", "punycode", "unicode-escape", "raw-unicode-escape", "charmap", "mbcs", "oem"}
+)
+_CODEC_CACHE: dict[str, str | None] = {}
+
+
+def _codec_for(charset: str | None) -> str | None:
+    """Python codec name for a MIME charset label, or None for "guess" (ASCII/absent)."""
+    if not charset:
+        return None
+    key = charset.strip().strip("\"'").strip().lower()
+    cached = _CODEC_CACHE.get(key, "")
+    if cached != "":
+        return cached
+    # Labels like "utf-8; format=flowed" or "utf-8*en" come from sloppy parameter parsing.
+    words = key.split(";")[0].split("*")[0].split()
+    label = words[0] if words else ""
+    result: str | None
+    if not label or label in _GUESS_CHARSETS:
+        result = None
+    elif label in _UNKNOWN_CHARSETS:
+        result = "utf-8"
+    else:
+        name = _CHARSET_ALIASES.get(label, label)
+        try:
+            info = codecs.lookup(name)
+        except (LookupError, ValueError):
+            info = None
+        if info is None or info.name in _BAD_CODECS or not getattr(info, "_is_text_encoding", True):
+            result = "utf-8"
+        else:
+            result = info.name
+    if len(_CODEC_CACHE) < 1024:
+        _CODEC_CACHE[key] = result
+    return result
+
+
+def _decode_bytes(data: bytes, charset: str | None, *, final: bool = True) -> str:
+    """Decode with the charset (errors replaced); ``final=False`` drops a cut-off trailing char."""
+    try:
+        codec = _codec_for(charset)
+        if codec is None:
+            try:
+                return codecs.getincrementaldecoder("utf-8")("strict").decode(data, final)
+            except UnicodeDecodeError:
+                codec = "cp1252"
+        return codecs.getincrementaldecoder(codec)("replace").decode(data, final)
+    except Exception:
+        # Some CJK/stateful codecs can still raise on pathological input.
+        return data.decode("utf-8", "replace")
+
+
+def decode_text(data: bytes, charset: str | None, *, partial: bool = False) -> str:
+    """Decode body bytes using ``charset`` (aliases and supersets applied, unknown -> UTF-8).
+
+    Invalid sequences are replaced; NUL characters are removed. Absent or ASCII charsets
+    accept UTF-8 and fall back to windows-1252. With ``partial=True`` (data cut by a
+    partial fetch) an incomplete multi-byte character at the end is dropped instead of
+    becoming U+FFFD.
+    """
+    if not data:
+        return ""
+    return _decode_bytes(bytes(data), charset, final=not partial).replace("\x00", "")
+
+
+_B64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+_B64_DELETE = bytes(sorted(set(range(256)) - set(_B64_ALPHABET) - {ord("=")}))
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+
+
+def _decode_base64(raw: bytes) -> bytes:
+    # Padding inside the data means concatenated chunks (seen from some mailers); each
+    # chunk is decoded on its own, and a final partial group yields its complete bytes.
+    out = bytearray()
+    for chunk in raw.translate(None, _B64_DELETE).split(b"="):
+        whole = len(chunk) - len(chunk) % 4
+        try:
+            out += binascii.a2b_base64(chunk[:whole])
+            rest = chunk[whole:]
+            if len(rest) >= 2:
+                out += binascii.a2b_base64(rest + b"=" * (4 - len(rest)))
+        except (binascii.Error, ValueError):
+            continue
+    return bytes(out)
+
+
+def _decode_qp(raw: bytes, *, header: bool = False) -> bytes:
+    # A body cut by a partial fetch can end inside an escape ("=", "=C", "=\r").
+    if raw.endswith(b"="):
+        raw = raw[:-1]
+    elif len(raw) >= 2 and raw[-2] == ord("=") and (raw[-1] in _HEX or raw[-1] == ord("\r")):
+        raw = raw[:-2]
+    try:
+        return binascii.a2b_qp(raw, header=header)
+    except (binascii.Error, ValueError):
+        return raw
+
+
+def _decode_uu(raw: bytes) -> bytes:
+    out = bytearray()
+    for line in raw.splitlines():
+        if not line.strip() or line.startswith((b"begin ", b"end")):
+            continue
+        try:
+            out += binascii.a2b_uu(line)
+        except binascii.Error:
+            # Buggy encoders pad lines with garbage; decode only the declared length.
+            length = (((line[0] - 32) & 63) * 4 + 5) // 3
+            try:
+                out += binascii.a2b_uu(line[:length])
+            except binascii.Error:
+                continue
+    return bytes(out)
+
+
+def decode_transfer(raw: bytes, encoding: str) -> bytes:
+    """Undo a Content-Transfer-Encoding, tolerating garbage and truncation.
+
+    base64 ignores non-alphabet bytes and missing padding and decodes as much as is
+    present; quoted-printable drops a dangling escape at the end; uuencode is decoded
+    line by line; 7bit/8bit/binary and unknown encodings are returned unchanged.
+    """
+    if not raw:
+        return b""
+    data = bytes(raw)
+    enc = (encoding or "").strip().strip("\"'").lower()
+    try:
+        if enc in ("base64", "base-64", "b64"):
+            return _decode_base64(data)
+        if enc in ("quoted-printable", "quoted_printable", "qp"):
+            return _decode_qp(data)
+        if enc in ("x-uuencode", "uuencode", "x-uue", "uue"):
+            return _decode_uu(data)
+    except Exception:
+        return data
+    return data
+
+
+# --------------------------------------------------------------------------------------
+# Headers
+# --------------------------------------------------------------------------------------
+
+# Control characters are dropped from header values; CR/LF become spaces; tab is kept.
+_HEADER_CONTROL: dict[int, str | None] = {
+    **dict.fromkeys([*range(0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0)]),
+    0x0A: " ",
+    0x0D: " ",
+}
+# The payload excludes "?" so a scan stops at the next "?" (linear time on hostile input).
+_ENCODED_WORD = re.compile(r"=\?([^?\s]{1,75})\?([bBqQ])\?([^?]*)\?=")
+
+
+def _bytes_to_str(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    try:
+        return raw.decode("cp1252")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
+def _to_str(value: object) -> str | None:
+    """A response atom or header value as ``str`` (8-bit tolerant), or None."""
+    if value is None:
+        return None
+    if isinstance(value, bytes | bytearray | memoryview):
+        return _bytes_to_str(bytes(value))
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            # Surrogate-escaped 8-bit data (email package) or lone surrogates.
+            try:
+                return _bytes_to_str(value.encode("utf-8", "surrogateescape"))
+            except UnicodeEncodeError:
+                return value.encode("utf-8", "replace").decode("utf-8")
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _unfold(value: str) -> str:
+    if "\n" not in value and "\r" not in value:
+        return value
+    lines = value.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    out = [lines[0]]
+    for line in lines[1:]:
+        # A fold is CRLF + WSP; a tab used for folding reads better as a space.
+        if line.startswith("\t"):
+            line = " " + line[1:]
+        elif not line.startswith(" "):
+            line = " " + line
+        out.append(line)
+    return "".join(out)
+
+
+def _decode_encoded_words(value: str) -> str:
+    if "=?" not in value:
+        return value
+    out: list[str] = []
+    run: list[tuple[str, bytes]] = []  # adjacent encoded words, decoded to bytes
+
+    def flush() -> None:
+        # Join same-charset neighbours first: encoders split multi-byte characters.
+        index = 0
+        while index < len(run):
+            charset, data = run[index]
+            index += 1
+            while index < len(run) and run[index][0] == charset:
+                data += run[index][1]
+                index += 1
+            out.append(_decode_bytes(data, charset or "utf-8"))
+        run.clear()
+
+    position = 0
+    for match in _ENCODED_WORD.finditer(value):
+        gap = value[position : match.start()]
+        if gap and not (run and gap.isspace()):
+            flush()
+            out.append(gap)
+        charset = match.group(1).split("*", 1)[0].lower()
+        payload = match.group(3).encode("utf-8", "replace")
+        is_base64 = match.group(2) in "bB"
+        data = _decode_base64(payload) if is_base64 else _decode_qp(payload.replace(b"_", b" "))
+        run.append((charset, data))
+        position = match.end()
+    flush()
+    out.append(value[position:])
+    return "".join(out)
+
+
+def _clean_header(value: str) -> str:
+    return value.translate(_HEADER_CONTROL).strip()
+
+
+def decode_header_value(raw: bytes | str | None) -> str:
+    """Decode a header value: 8-bit bytes, RFC 2047 encoded-words, folding, control chars.
+
+    Whitespace between adjacent encoded-words is dropped (RFC 2047 §6.2), adjacent
+    same-charset words are joined before decoding, unknown charsets decode as UTF-8 with
+    replacement. The result has no control characters except tab and is stripped.
+    """
+    try:
+        text = _to_str(raw)
+        if not text:
+            return ""
+        return _clean_header(_decode_encoded_words(_unfold(text)))
+    except Exception:
+        return _clean_header(str(raw)) if isinstance(raw, str) else ""
+
+
+_ADDRESS_HEADERS = frozenset(
+    {
+        "from",
+        "sender",
+        "reply-to",
+        "to",
+        "cc",
+        "bcc",
+        "resent-from",
+        "resent-sender",
+        "resent-to",
+        "resent-cc",
+        "resent-bcc",
+        "mail-followup-to",
+        "mail-reply-to",
+        "disposition-notification-to",
+    }
+)
+
+
+def parse_header_block(raw: bytes) -> dict[str, list[str]]:
+    """Parse raw header bytes into ``{lower-case name: [decoded values in order]}``.
+
+    Accepts the output of ``BODY.PEEK[HEADER]`` / ``BODY.PEEK[HEADER.FIELDS (...)]`` or a
+    whole message (parsing stops at the first empty line). Folded lines are joined,
+    garbage lines (no colon, invalid name, mbox ``From`` line) are skipped. Address
+    headers (From, To, Cc, ...) are re-serialised from :func:`parse_address_list` with
+    display names quoted where needed, so feeding a value back to
+    :func:`parse_address_list` is safe even when a decoded name contains a comma.
+    """
+    if not raw:
+        return {}
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogateescape")
+    fields: list[tuple[str, list[bytes]]] = []
+    current: list[bytes] | None = None
+    for line in bytes(raw).split(b"\n"):
+        line = line.rstrip(b"\r")
+        if not line:
+            if fields:
+                break
+            continue
+        if line[:1] in (b" ", b"\t"):
+            if current is not None:
+                current.append(line)
+            continue
+        name, sep, value = line.partition(b":")
+        name = name.rstrip(b" \t")
+        if not sep or not name or any(byte < 33 or byte > 126 for byte in name):
+            current = None
+            continue
+        current = [value]
+        fields.append((name.decode("ascii").lower(), current))
+
+    headers: dict[str, list[str]] = {}
+    for field_name, lines in fields:
+        raw_value = b"\r\n".join(lines)
+        decoded = ""
+        if field_name in _ADDRESS_HEADERS:
+            decoded = ", ".join(_format_address_quoted(a) for a in parse_address_list(raw_value))
+        headers.setdefault(field_name, []).append(decoded or decode_header_value(raw_value))
+    return headers
+
+
+# --------------------------------------------------------------------------------------
+# Addresses and dates
+# --------------------------------------------------------------------------------------
+
+
+def format_address(a: Address) -> str:
+    """``"Name <email>"``, or just the email (or name) when the other part is missing."""
+    if a.name and a.email:
+        return f"{a.name} <{a.email}>"
+    return a.email or a.name or ""
+
+
+_SPECIALS = frozenset('()<>[]:;@\\,."')
+
+
+def _format_address_quoted(a: Address) -> str:
+    name = a.name
+    if name and any(ch in _SPECIALS for ch in name):
+        name = '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return format_address(Address(name, a.email))
+
+
+def _split_top_level(text: str) -> Iterator[str]:
+    """Split an address list on top-level "," and ";" (outside quotes, <> and comments)."""
+    start = 0
+    quoted = False
+    angle = comment = 0
+    index = 0
+    while index < len(text):
+        ch = text[index]
+        if ch == "\\":
+            index += 2
+            continue
+        if quoted:
+            quoted = ch != '"'
+        elif ch == '"':
+            quoted = True
+        elif ch == "(":
+            comment += 1
+        elif ch == ")" and comment:
+            comment -= 1
+        elif not comment:
+            if ch == "<":
+                angle += 1
+            elif ch == ">" and angle:
+                angle -= 1
+            elif ch in ",;" and not angle:
+                yield text[start:index]
+                start = index + 1
+        index += 1
+    yield text[start:]
+
+
+def _strip_comments(text: str) -> tuple[str, str]:
+    """Remove top-level (comments) outside quotes; return (text, first comment)."""
+    out: list[str] = []
+    comment: list[str] = []
+    first = ""
+    depth = 0
+    quoted = False
+    index = 0
+    while index < len(text):
+        ch = text[index]
+        if ch == "\\" and index + 1 < len(text):
+            (comment if depth else out).append(text[index : index + 2])
+            index += 2
+            continue
+        if depth:
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+                if not depth:
+                    first = first or "".join(comment).strip()
+                    comment.clear()
+                    index += 1
+                    continue
+            comment.append(ch)
+        elif ch == "(" and not quoted:
+            depth = 1
+        else:
+            if ch == '"':
+                quoted = not quoted
+            out.append(ch)
+        index += 1
+    return "".join(out), first
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == '"' and text[-1] == '"':
+        text = text[1:-1]
+    elif text.startswith('"'):
+        text = text[1:]
+    elif text.endswith('"'):
+        text = text[:-1]
+    out: list[str] = []
+    index = 0
+    while index < len(text):
+        if text[index] == "\\" and index + 1 < len(text):
+            index += 1
+        out.append(text[index])
+        index += 1
+    return "".join(out)
+
+
+def _parse_mailbox(chunk: str) -> Address | None:
+    # Group syntax "Friends: a@x, b@y;" — the display name of a group is dropped.
+    text, comment = _strip_comments(chunk)
+    colon = _top_level_colon(text)
+    if colon is not None:
+        text = text[colon + 1 :]
+    text = text.strip()
+    if not text:
+        return None
+    open_at = _top_level_index(text, "<")
+    if open_at is not None:
+        close_at = text.find(">", open_at)
+        addr = text[open_at + 1 : close_at if close_at != -1 else len(text)]
+        addr = addr.rsplit(":", 1)[-1]  # obsolete source route "<@a,@b:user@host>"
+        name = _unquote(text[:open_at]) or comment
+    elif "@" in text:
+        addr, name = text, comment
+    elif " " in text.strip() or text.strip().startswith('"'):
+        addr, name = "", _unquote(text)
+    else:
+        addr, name = text, comment
+    email_addr = "".join(_unquote(addr).split()) or None
+    display = decode_header_value(name) or None
+    if email_addr is None and display is None:
+        return None
+    return Address(display, email_addr)
+
+
+def _top_level_index(text: str, target: str) -> int | None:
+    quoted = False
+    index = 0
+    while index < len(text):
+        ch = text[index]
+        if ch == "\\":
+            index += 2
+            continue
+        if ch == '"':
+            quoted = not quoted
+        elif ch == target and not quoted:
+            return index
+        index += 1
+    return None
+
+
+def _top_level_colon(text: str) -> int | None:
+    colon = _top_level_index(text, ":")
+    angle = _top_level_index(text, "<")
+    if colon is None or (angle is not None and angle < colon):
+        return None
+    return colon
+
+
+def parse_address_list(raw: bytes | str | None) -> list[Address]:
+    """Parse an address header (From/To/Cc...) into :class:`Address` entries.
+
+    Display names are unquoted and RFC 2047-decoded (also when the encoded-words sit
+    inside quotes, which is common). Groups are flattened, empty groups such as
+    ``undisclosed-recipients:;`` yield nothing, a bare phrase becomes a name without an
+    email, ``a@b (Name)`` uses the comment as the name.
+    """
+    try:
+        text = _to_str(raw)
+        if not text:
+            return []
+        text = _unfold(text).translate(_HEADER_CONTROL)
+        result: list[Address] = []
+        for chunk in _split_top_level(text):
+            address = _parse_mailbox(chunk)
+            if address is not None:
+                result.append(address)
+        return result
+    except Exception:
+        return []
+
+
+def parse_date(raw: str | bytes | None) -> datetime | None:
+    """Parse an RFC 5322 (or ISO 8601) date into an aware UTC datetime, else None.
+
+    Dates without a usable zone (including ``-0000``) are taken as UTC.
+    """
+    try:
+        text = _to_str(raw)
+        if not text:
+            return None
+        text = _unfold(text).translate(_HEADER_CONTROL).strip()
+        if not text:
+            return None
+        candidates = [text]
+        stripped, _ = _strip_comments(text)
+        stripped = " ".join(stripped.split())
+        if stripped != text:
+            candidates.append(stripped)
+        for candidate in candidates:
+            parsed = _try_parse_date(candidate)
+            if parsed is not None:
+                return parsed
+        return None
+    except Exception:
+        return None
+
+
+def _try_parse_date(text: str) -> datetime | None:
+    parsed: datetime | None = None
+    try:
+        parsed = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            return None
+    if parsed is None:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except (OverflowError, ValueError):
+        return None
+
+
+# --------------------------------------------------------------------------------------
+# Content-Type style parameters (RFC 2045 / RFC 2231)
+# --------------------------------------------------------------------------------------
+
+
+def _decode_params(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Lower-case names; RFC 2231 continuations/charsets joined and decoded.
+
+    An extended ``name*`` value wins over a plain ``name`` (RFC 2231 §4); RFC 2047
+    encoded-words inside values (not allowed, but common in filenames) are decoded too.
+    """
+    simple: dict[str, str] = {}
+    extended: dict[str, list[tuple[int, bool, str]]] = {}
+    for raw_name, value in pairs:
+        name = raw_name.strip().lower()
+        if not name:
+            continue
+        base, star, rest = name.partition("*")
+        if star and base:
+            encoded = rest == "" or rest.endswith("*")
+            digits = rest.rstrip("*")
+            if digits == "" or digits.isdigit():
+                extended.setdefault(base, []).append((int(digits or 0), encoded, value))
+                continue
+        simple.setdefault(name, value)
+
+    result = {name: _param_value(name, value) for name, value in simple.items()}
+    for name, sections in extended.items():
+        sections.sort(key=lambda item: item[0])
+        charset = "utf-8"
+        chunks: list[bytes] = []
+        for index, (number, encoded, text) in enumerate(sections):
+            if encoded:
+                if index == 0 and number == 0 and text.count("'") >= 2:
+                    label, _language, text = text.split("'", 2)
+                    charset = label or charset
+                chunks.append(unquote_to_bytes(text))
+            else:
+                chunks.append(text.encode("utf-8", "replace"))
+        decoded = _param_value(name, _decode_bytes(b"".join(chunks), charset))
+        if decoded or name not in result:
+            result[name] = decoded
+    return result
+
+
+def _param_value(name: str, value: str) -> str:
+    if name in ("name", "filename"):
+        return decode_header_value(value)
+    return _clean_header(_unfold(value))
+
+
+def _split_header_params(value: str) -> tuple[str, list[tuple[str, str]]]:
+    """Split ``type/subtype; a=b; c="d;e"`` into the main value and raw parameter pairs."""
+    items: list[str] = []
+    current: list[str] = []
+    quoted = False
+    index = 0
+    while index < len(value):
+        ch = value[index]
+        if quoted and ch == "\\" and index + 1 < len(value):
+            current.append(value[index + 1])
+            index += 2
+            continue
+        if ch == '"':
+            quoted = not quoted
+        elif ch == ";" and not quoted:
+            items.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+        index += 1
+    items.append("".join(current))
+    main = items[0].strip()
+    pairs: list[tuple[str, str]] = []
+    for item in items[1:]:
+        name, sep, param_value = item.partition("=")
+        if sep and name.strip():
+            pairs.append((name.strip(), param_value.strip()))
+    return main, pairs
+
+
+# --------------------------------------------------------------------------------------
+# Parts, BODYSTRUCTURE
+# --------------------------------------------------------------------------------------
+
+_BODY_TYPES = frozenset({"text/plain", "text/html"})
+_MESSAGE_TYPES = frozenset({"message/rfc822", "message/global"})
+_MAX_DEPTH = 64
+
+
+def _clean_filename(value: str | None) -> str | None:
+    if not value:
+        return None
+    name = value.replace("\\", "/").rsplit("/", 1)[-1].strip()
+    return name if name not in ("", ".", "..") else None
+
+
+def _make_part(
+    section: str,
+    content_type: str,
+    params: dict[str, str],
+    encoding: str,
+    size: int,
+    disposition: str | None,
+    disposition_params: dict[str, str],
+    content_id: str | None,
+) -> Part:
+    filename = _clean_filename(disposition_params.get("filename") or params.get("name"))
+    if disposition is not None and disposition not in ("inline", "attachment"):
+        disposition = "attachment"
+    if content_type in _MESSAGE_TYPES:
+        filename = filename or "message.eml"
+        disposition = disposition or "attachment"
+    elif disposition is None and content_type not in _BODY_TYPES:
+        disposition = "inline" if content_id else "attachment"
+    charset = (params.get("charset") or "").strip().strip("\"'").lower() or None
+    cid = (content_id or "").strip().strip("<>").strip() or None
+    return Part(
+        section=section,
+        content_type=content_type,
+        params=params,
+        encoding=(encoding or "7bit").strip().lower() or "7bit",
+        size_bytes=max(size, 0),
+        disposition=disposition,
+        filename=filename,
+        content_id=cid,
+        charset=charset,
+    )
+
+
+def _atom(node: Any, index: int) -> Any:
+    try:
+        return node[index]
+    except (IndexError, TypeError, KeyError):
+        return None
+
+
+def _atom_int(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    text = _to_str(value)
+    return int(text) if text and text.strip().isdigit() else 0
+
+
+def _atom_pairs(value: Any) -> list[tuple[str, str]]:
+    if not isinstance(value, tuple | list):
+        return []
+    pairs: list[tuple[str, str]] = []
+    for index in range(0, len(value) - 1, 2):
+        name = _to_str(value[index])
+        if name:
+            pairs.append((name, _to_str(value[index + 1]) or ""))
+    return pairs
+
+
+def _is_disposition(value: Any) -> bool:
+    return (
+        isinstance(value, tuple | list)
+        and len(value) == 2
+        and isinstance(value[0], bytes | str)
+        and (value[1] is None or isinstance(value[1], tuple | list))
+    )
+
+
+def _split_multipart(node: Any) -> tuple[list[Any], list[Any]] | None:
+    """(children, rest) for a multipart node (BodyData or raw tuple), else None."""
+    if not isinstance(node, tuple | list) or not node:
+        return None
+    first = node[0]
+    if isinstance(first, list):
+        return list(first), list(node[1:])
+    if isinstance(first, tuple):
+        index = 0
+        while index < len(node) and isinstance(node[index], tuple | list):
+            index += 1
+        return list(node[:index]), list(node[index:])
+    return None
+
+
+def _leaf_from_bodystructure(node: Any, section: str) -> Part | None:
+    if not isinstance(node, tuple | list) or len(node) < 2:
+        return None
+    main = _to_str(node[0])
+    sub = _to_str(node[1])
+    if not isinstance(node[0], bytes | str | None) or not isinstance(node[1], bytes | str | None):
+        return None
+    if main is None and sub is None:
+        return None
+    content_type = f"{(main or 'application').strip().lower()}/{(sub or 'octet-stream').strip().lower()}"
+    if content_type.startswith("multipart/"):
+        return None
+    params = _decode_params(_atom_pairs(_atom(node, 2)))
+    content_id = _to_str(_atom(node, 3))
+    encoding = _to_str(_atom(node, 5)) or "7bit"
+    size = _atom_int(_atom(node, 6))
+
+    skip: set[int] = set()
+    if content_type.startswith("text/"):
+        extension = 8
+    elif (
+        content_type in _MESSAGE_TYPES
+        and isinstance(_atom(node, 7), tuple | list)
+        and isinstance(_atom(node, 8), tuple | list)
+    ):
+        extension, skip = 10, {7, 8}
+    else:
+        extension = 7
+    disposition_atom = _atom(node, extension + 1)
+    if not _is_disposition(disposition_atom):
+        # Servers differ on optional fields; look for anything disposition-shaped.
+        disposition_atom = next(
+            (
+                item
+                for index, item in enumerate(node)
+                if index >= 7 and index not in skip and _is_disposition(item)
+            ),
+            None,
+        )
+    disposition: str | None = None
+    disposition_params: dict[str, str] = {}
+    if disposition_atom is not None:
+        disposition = (_to_str(disposition_atom[0]) or "").strip().lower() or None
+        disposition_params = _decode_params(_atom_pairs(disposition_atom[1]))
+    return _make_part(
+        section, content_type, params, encoding, size, disposition, disposition_params, content_id
+    )
+
+
+def _walk_bodystructure(node: Any, prefix: str, depth: int, out: list[Part]) -> None:
+    split = _split_multipart(node)
+    if split is None:
+        part = _leaf_from_bodystructure(node, prefix or "1")
+        if part is not None:
+            out.append(part)
+        return
+    if depth >= _MAX_DEPTH:
+        return
+    for number, child in enumerate(split[0], start=1):
+        section = f"{prefix}.{number}" if prefix else str(number)
+        if _split_multipart(child) is not None:
+            _walk_bodystructure(child, section, depth + 1, out)
+        else:
+            part = _leaf_from_bodystructure(child, section)
+            if part is not None:
+                out.append(part)
+
+
+def parse_bodystructure(bs: Any) -> list[Part]:
+    """Return the leaf parts of an imapclient BODYSTRUCTURE with IMAP section numbers.
+
+    Accepts ``imapclient.response_types.BodyData`` or equivalent raw tuples. Malformed
+    leaves are skipped (their section numbers stay reserved). Raises ``ValueError`` when
+    nothing usable is found; the caller should then fall back to
+    :func:`parse_full_message`.
+    """
+    if not isinstance(bs, tuple | list) or not bs:
+        raise ValueError("BODYSTRUCTURE is not a non-empty sequence")
+    parts: list[Part] = []
+    try:
+        _walk_bodystructure(bs, "", 0, parts)
+    except (RecursionError, TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"unusable BODYSTRUCTURE: {exc}") from exc
+    if not parts:
+        raise ValueError("BODYSTRUCTURE has no usable parts")
+    return parts
+
+
+def top_level_boundary(bs: Any) -> str | None:
+    """The boundary parameter of a top-level multipart BODYSTRUCTURE, else None.
+
+    Pass it to :func:`snippet_from_prefix` when the Content-Type header was not fetched.
+    """
+    try:
+        split = _split_multipart(bs)
+        if split is None or not split[1]:
+            return None
+        params = _decode_params(_atom_pairs(_atom(split[1], 1)))
+        return params.get("boundary") or None
+    except Exception:
+        return None
+
+
+def _is_attachment(part: Part) -> bool:
+    if part.disposition == "attachment" or part.filename is not None:
+        return True
+    return part.disposition == "inline" and part.content_type not in _BODY_TYPES
+
+
+def _is_body_candidate(part: Part) -> bool:
+    return part.content_type in _BODY_TYPES and part.disposition != "attachment" and part.filename is None
+
+
+def choose_body_parts(parts: list[Part]) -> tuple[Part | None, Part | None]:
+    """(first text/plain, first text/html) that are body text rather than attachments."""
+    plain = next((p for p in parts if _is_body_candidate(p) and p.content_type == "text/plain"), None)
+    html = next((p for p in parts if _is_body_candidate(p) and p.content_type == "text/html"), None)
+    return plain, html
+
+
+def attachment_parts(parts: list[Part]) -> list[Part]:
+    """Parts shown as attachments: disposition attachment, a filename, or inline resources
+    such as Content-ID images (``disposition == "inline"`` on a non-body type)."""
+    return [part for part in parts if _is_attachment(part)]
+
+
+def has_attachments(parts: list[Part]) -> bool:
+    """Whether :func:`attachment_parts` would return anything."""
+    return any(_is_attachment(part) for part in parts)
+
+
+# --------------------------------------------------------------------------------------
+# Snippets and text helpers
+# --------------------------------------------------------------------------------------
+
+_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u2060\ufeff"))
+
+
+def collapse_whitespace(text: str) -> str:
+    """Collapse all whitespace runs to single spaces, drop invisible filler characters, strip."""
+    if not text:
+        return ""
+    words = text.translate(_INVISIBLE).split()
+    return " ".join(word for word in words if word.strip("\u200c\u200d"))
+
+
+def _is_cluster_continuation(ch: str) -> bool:
+    return (
+        unicodedata.combining(ch) != 0
+        or ch in "\u200d\u20e3"
+        or "\ufe00" <= ch <= "\ufe0f"
+        or "\U0001f3fb" <= ch <= "\U0001f3ff"
+        or "\U000e0020" <= ch <= "\U000e007f"
+    )
+
+
+def truncate(text: str, max_chars: int) -> tuple[str, bool]:
+    """Cut ``text`` to at most ``max_chars`` characters; returns (text, was_truncated).
+
+    Never splits a combining sequence or emoji sequence, prefers a word boundary within
+    the last third (at most 40 characters), strips trailing whitespace and adds no
+    ellipsis (the caller decides how to mark truncation).
+    """
+    if len(text) <= max_chars:
+        return text, False
+    if max_chars <= 0:
+        return "", True
+    cut = max_chars
+    while cut > 0 and (_is_cluster_continuation(text[cut]) or text[cut - 1] == "\u200d"):
+        cut -= 1
+    if cut > 0 and not text[cut].isspace() and not text[cut - 1].isspace():
+        window = min(40, max(cut // 3, 1))
+        for index in range(cut - 1, cut - 1 - window, -1):
+            if text[index].isspace():
+                cut = index
+                break
+    return text[:cut].rstrip(), True
+
+
+def _payload_bytes(message: Message) -> bytes:
+    """The still transfer-encoded payload bytes of a leaf as they were in the input."""
+    # get_payload() re-decodes 8-bit payloads with the declared charset and errors
+    # replaced, losing the original bytes; the stored payload keeps them surrogate-escaped.
+    payload = getattr(message, "_payload", None)
+    if payload is None:
+        payload = message.get_payload()
+    if isinstance(payload, str):
+        try:
+            return payload.encode("ascii", "surrogateescape")
+        except UnicodeEncodeError:
+            return payload.encode("utf-8", "surrogateescape")
+    if isinstance(payload, bytes):
+        return payload
+    if isinstance(payload, list):
+        try:
+            return b"".join(
+                item.as_bytes(policy=email.policy.compat32) for item in payload if isinstance(item, Message)
+            )
+        except Exception:
+            return b""
+    return b""
+
+
+def _header(message: Message, name: str) -> str:
+    """First raw value of a header, unfolded (``get()`` would hide 8-bit values in compat32)."""
+    wanted = name.lower()
+    for key, value in message.raw_items():
+        if key.lower() == wanted:
+            return _unfold(_to_str(value) or "")
+    return ""
+
+
+def _part_from_message(message: Message, section: str, default_type: str) -> Part:
+    main, pairs = _split_header_params(_header(message, "Content-Type"))
+    main = main.lower()
+    if main.count("/") != 1 or not all(main.split("/")) or any(ch.isspace() for ch in main):
+        main = default_type
+    if main.startswith("multipart/"):
+        # A multipart without a usable boundary is rendered as text, like servers do.
+        main = "text/plain"
+    disposition_main, disposition_pairs = _split_header_params(_header(message, "Content-Disposition"))
+    return _make_part(
+        section=section,
+        content_type=main,
+        params=_decode_params(pairs),
+        encoding=decode_header_value(_header(message, "Content-Transfer-Encoding")) or "7bit",
+        size=len(_payload_bytes(message)),
+        disposition=disposition_main.strip().lower() or None,
+        disposition_params=_decode_params(disposition_pairs),
+        content_id=decode_header_value(_header(message, "Content-ID")) or None,
+    )
+
+
+def _walk_message(message: Message) -> list[tuple[Part, Message]]:
+    """Leaves of a parsed message with IMAP section numbers (message/* not descended)."""
+    out: list[tuple[Part, Message]] = []
+
+    def visit(node: Message, section: str, default_type: str, depth: int) -> None:
+        payload = node.get_payload()
+        if node.get_content_maintype() == "multipart" and isinstance(payload, list) and depth < _MAX_DEPTH:
+            child_default = "message/rfc822" if node.get_content_subtype() == "digest" else "text/plain"
+            for number, child in enumerate(payload, start=1):
+                if isinstance(child, Message):
+                    visit(child, f"{section}.{number}" if section else str(number), child_default, depth + 1)
+            return
+        out.append((_part_from_message(node, section or "1", default_type), node))
+
+    visit(message, "", "text/plain", 0)
+    return out
+
+
+def _decode_part_text(data: bytes, part: Part, *, final: bool = True) -> str:
+    text = _decode_bytes(decode_transfer(data, part.encoding), part.charset, final=final)
+    return text.replace("\x00", "")
+
+
+def _readable(data: bytes, part: Part) -> str | None:
+    """Snippet text from the (possibly cut) encoded bytes of one part."""
+    if not part.content_type.startswith("text/"):
+        return None
+    text = _decode_part_text(data, part, final=False)
+    if part.content_type == "text/html":
+        text = html_to_text(text)
+    return collapse_whitespace(text) or None
+
+
+def snippet_from_prefix(
+    prefix: bytes,
+    parts: list[Part],
+    *,
+    header_content_type: str | None = None,
+    boundary: str | None = None,
+) -> str | None:
+    """Readable start of a body from the first bytes of ``BODY.PEEK[TEXT]``.
+
+    ``parts`` are the leaves from :func:`parse_bodystructure` (may be empty if unknown).
+    For a multipart message the boundary is taken from ``boundary`` (see
+    :func:`top_level_boundary`), else from ``header_content_type`` (the raw top-level
+    Content-Type header), else sniffed from the first ``--`` line of the prefix.
+    text/plain is preferred over text/html (converted to text). Whitespace is collapsed;
+    the result is not truncated (see :func:`truncate`). None if nothing readable fits.
+    """
+    try:
+        return _snippet(bytes(prefix or b""), parts or [], header_content_type, boundary)
+    except Exception:
+        return None
+
+
+def _snippet(
+    prefix: bytes, parts: list[Part], header_content_type: str | None, boundary: str | None
+) -> str | None:
+    if not prefix.strip():
+        return None
+    header_type, header_pairs = _split_header_params(_unfold(_to_str(header_content_type) or ""))
+    header_type = header_type.lower()
+    header_params = _decode_params(header_pairs)
+    boundary = boundary or header_params.get("boundary")
+    multipart = bool(boundary) or header_type.startswith("multipart/") or len(parts) > 1
+    if parts and parts[0].section != "1":
+        multipart = True
+    if not multipart and not header_type and _looks_multipart(prefix):
+        # A multipart with a single child looks like a single part in BODYSTRUCTURE terms.
+        multipart = True
+
+    if not multipart:
+        if parts:
+            part = parts[0]
+        else:
+            ctype = header_type if header_type.count("/") == 1 else "text/plain"
+            part = _make_part("1", ctype, header_params, "7bit", len(prefix), None, {}, None)
+        return _readable(prefix, part)
+
+    boundary = (
+        (boundary or _sniff_boundary(prefix) or "").replace('"', "").replace("\r", "").replace("\n", "")
+    )
+    if not boundary:
+        return None
+    subtype = header_type.split("/", 1)[1] if header_type.startswith("multipart/") else "mixed"
+    synthetic = f'Content-Type: multipart/{subtype}; boundary="{boundary}"\r\n\r\n'.encode()
+    message = email.message_from_bytes(synthetic + prefix, policy=email.policy.compat32)
+    if not isinstance(message.get_payload(), list):
+        return None  # no complete boundary line yet
+    leaves = _walk_message(message)
+    if leaves and any(isinstance(d, MissingHeaderBodySeparatorDefect) for d in leaves[-1][1].defects):
+        # The prefix ends inside this part's header block: its "body" is header text.
+        leaves.pop()
+    by_section = {part.section: node for part, node in leaves}
+
+    # Prefer the server's view of the parts (it saw the whole message), then the prefix.
+    plain, html = choose_body_parts(parts)
+    for chosen in (plain, html):
+        if chosen is not None and chosen.section in by_section:
+            text = _readable(_payload_bytes(by_section[chosen.section]), chosen)
+            if text:
+                return text
+    for kind in ("text/plain", "text/html"):
+        for part, node in leaves:
+            if part.content_type == kind and _is_body_candidate(part):
+                text = _readable(_payload_bytes(node), part)
+                if text:
+                    return text
+    return None
+
+
+def _looks_multipart(prefix: bytes) -> bool:
+    lines = prefix.lstrip(b"\r\n").split(b"\n", 2)
+    return (
+        len(lines) >= 2
+        and lines[0].startswith(b"--")
+        and len(lines[0].strip()) > 2
+        and lines[1].lower().startswith(b"content-")
+    )
+
+
+def _sniff_boundary(prefix: bytes) -> str | None:
+    for line in prefix.split(b"\n")[:200]:
+        line = line.rstrip(b"\r \t")
+        if line.startswith(b"--") and len(line) > 2:
+            return _bytes_to_str(line[2:])
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# Whole-message fallback
+# --------------------------------------------------------------------------------------
+
+
+def parse_full_message(raw: bytes) -> ParsedMessage:
+    """Parse a complete RFC 5322 message (fallback when BODYSTRUCTURE is unusable).
+
+    Headers as in :func:`parse_header_block`; bodies chosen with
+    :func:`choose_body_parts` and decoded; attachments with IMAP-compatible sections so
+    the caller can still fetch ``BODY[section]``.
+    """
+    data = bytes(raw or b"")
+    headers = parse_header_block(data)
+    try:
+        message = email.message_from_bytes(data, policy=email.policy.compat32)
+        leaves = _walk_message(message)
+    except Exception:
+        return ParsedMessage(headers=headers, text=_fallback_text(data), html=None, attachments=[])
+    parts = [part for part, _ in leaves]
+    nodes = {part.section: node for part, node in leaves}
+    plain, html = choose_body_parts(parts)
+    text = _decode_part_text(_payload_bytes(nodes[plain.section]), plain) if plain else None
+    html_text = _decode_part_text(_payload_bytes(nodes[html.section]), html) if html else None
+    return ParsedMessage(headers=headers, text=text, html=html_text, attachments=attachment_parts(parts))
+
+
+def _fallback_text(data: bytes) -> str | None:
+    for separator in (b"\r\n\r\n", b"\n\n"):
+        _, found, body = data.partition(separator)
+        if found:
+            return decode_text(body, None) or None
+    return None
