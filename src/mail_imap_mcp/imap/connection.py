@@ -186,6 +186,7 @@ class AccountConnection:
                 f"Account {self.account_id!r} is busy with another call; try again shortly.",
                 details={"account_id": self.account_id},
             )
+        commands_before = self.commands_sent
         try:
             attempts = 2 if retry else 1
             for attempt in Retrying(
@@ -204,6 +205,8 @@ class AccountConnection:
                 details={"account_id": self.account_id},
             ) from None
         finally:
+            # Benchmarks read this line (MAIL_IMAP_MCP_LOG_LEVEL=DEBUG) to count round trips per call.
+            log.debug("account=%s imap_commands=%d", self.account_id, self.commands_sent - commands_before)
             self._lock.release()
 
     def _run_once(self, operation: Callable[[ImapSession], T]) -> T:
