@@ -8,8 +8,10 @@ from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.resources.templates import ResourceSecurity
 
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.envelope.mcp import EnvelopeTool
 from mail_imap_mcp.tools import build_tools
 from mail_imap_mcp.tools.context import AppContext
 
@@ -41,13 +43,52 @@ def build_server(config: Config, app: AppContext | None = None) -> MCPServer[Non
         finally:
             app.close()
 
+    tools = {tool.name: tool for tool in build_tools(app)}
     server: MCPServer[None] = MCPServer(
         name="mail-imap-mcp",
         title="Mail IMAP",
         instructions=INSTRUCTIONS,
         version=package_version(),
-        tools=list(build_tools(app)),
+        tools=list(tools.values()),
         lifespan=lifespan,
         log_level="WARNING",
     )
+    _register_message_resources(server, tools["imap_get_message"], tools["imap_get_message_raw"])
     return server
+
+
+MESSAGE_URI = "imap://{account_id}/mailbox/{mailbox}/message/{uidvalidity}/{uid}"
+
+
+def _register_message_resources(server: MCPServer[None], get: EnvelopeTool, get_raw: EnvelopeTool) -> None:
+    """Serve ``message_uri`` and ``message_raw_uri`` with the same envelope the tools return."""
+    # Mailbox names are IMAP names, not file paths: '..' or a leading '/' are legitimate there.
+    security = ResourceSecurity(exempt_params={"mailbox"})
+
+    def message_id(account_id: str, mailbox: str, uidvalidity: str, uid: str) -> str:
+        # Parsed and validated by the tool, exactly like an id from a search result.
+        return f"imap:{account_id}:{mailbox}:{uidvalidity}:{uid}"
+
+    @server.resource(
+        MESSAGE_URI,
+        name="message",
+        title="Message",
+        description="One message, as imap_get_message returns it (envelope JSON).",
+        mime_type="application/json",
+        security=security,
+    )
+    async def read_message(account_id: str, mailbox: str, uidvalidity: str, uid: str) -> str:
+        envelope = await get.envelope({"message_id": message_id(account_id, mailbox, uidvalidity, uid)})
+        return envelope.model_dump_json(by_alias=True)
+
+    @server.resource(
+        MESSAGE_URI + "/raw",
+        name="message_raw",
+        title="Raw message source",
+        description="The first window of a message's raw source, as imap_get_message_raw returns it.",
+        mime_type="application/json",
+        security=security,
+    )
+    async def read_message_raw(account_id: str, mailbox: str, uidvalidity: str, uid: str) -> str:
+        envelope = await get_raw.envelope({"message_id": message_id(account_id, mailbox, uidvalidity, uid)})
+        return envelope.model_dump_json(by_alias=True)

@@ -40,6 +40,15 @@ class ConnectionLost(Exception):
     """The connection died mid-command; safe to retry a read on a fresh one."""
 
 
+class UidValidityChanged(Exception):
+    """The mailbox's UIDVALIDITY differs from the one the cursor or id was made for."""
+
+    def __init__(self, expected: int, actual: int) -> None:
+        super().__init__(f"UIDVALIDITY changed from {expected} to {actual}")
+        self.expected = expected
+        self.actual = actual
+
+
 @dataclass
 class MailboxState:
     """What EXAMINE told us about the selected mailbox."""
@@ -73,7 +82,7 @@ class ImapSession:
         try:
             response = self.client.select_folder(mailbox, readonly=True)
         except IMAPClientError as exc:
-            if _is_dead(exc):
+            if is_connection_broken(exc):
                 raise
             self._owner.selected = None
             raise ToolFailure(
@@ -90,6 +99,16 @@ class ImapSession:
         )
         self._owner.selected = state
         return state
+
+    def reopen(self, mailbox: str) -> MailboxState:
+        """Replace a connection the server closed mid-call with a fresh one, and re-select ``mailbox``.
+
+        Lets a multi-item operation skip an item that makes the server drop the connection
+        (Dovecot disconnects when it cannot read a stored message) and carry on with the rest.
+        """
+        self._owner.discard()
+        self.client = self._owner.connect()
+        return self.examine(mailbox)
 
     def refresh_counts(self, state: MailboxState) -> MailboxState:
         """Apply EXISTS/EXPUNGE updates the server sent with earlier responses."""
@@ -152,7 +171,16 @@ def _encode_search_token(item: bytes | str | int, charset: str | None) -> bytes:
     return b'"' + raw.replace(b"\\", b"\\\\").replace(b'"', b'\\"') + b'"'
 
 
-def _is_dead(exc: BaseException) -> bool:
+# Dovecot answers NO with this text once the selected mailbox changed under the session (e.g. a
+# new UIDVALIDITY or a repaired index); only a new session sees the mailbox as it now is.
+_SESSION_BROKEN_MARKERS = ("please relogin", "session state is inconsistent")
+
+
+def is_connection_broken(exc: BaseException) -> bool:
+    """True when ``exc`` means this connection can no longer be used (retry on a fresh one)."""
+    if isinstance(exc, imaplib.IMAP4.error | IMAPClientError) and not isinstance(exc, _DEAD_CONNECTION):
+        text = str(exc).lower()
+        return any(marker in text for marker in _SESSION_BROKEN_MARKERS)
     return isinstance(exc, _DEAD_CONNECTION) or (
         isinstance(exc, OSError) and not isinstance(exc, socket.timeout | TimeoutError)
     )
@@ -210,13 +238,13 @@ class AccountConnection:
             self._lock.release()
 
     def _run_once(self, operation: Callable[[ImapSession], T]) -> T:
-        client = self._ensure_connected()
+        client = self.connect()
         try:
             return operation(ImapSession(self, client))
         except ToolFailure:
             raise
         except TimeoutError:
-            self._discard()
+            self.discard()
             raise ToolFailure(
                 ErrorCode.TIMEOUT,
                 f"The IMAP server {self.config.host} did not answer within "
@@ -224,9 +252,9 @@ class AccountConnection:
                 details={"account_id": self.account_id, "timeout_s": self.config.command_timeout_s},
             ) from None
         except Exception as exc:
-            if _is_dead(exc):
+            if is_connection_broken(exc):
                 log.info("account=%s connection lost (%s); reconnecting", self.account_id, type(exc).__name__)
-                self._discard()
+                self.discard()
                 raise ConnectionLost() from exc
             raise
 
@@ -281,7 +309,8 @@ class AccountConnection:
                 details={"account_id": self.account_id},
             ) from None
 
-    def _ensure_connected(self) -> IMAPClient:
+    def connect(self) -> IMAPClient:
+        """The live client, connecting and logging in first when there is none."""
         if self._client is not None:
             return self._client
         config = self.config
@@ -326,7 +355,8 @@ class AccountConnection:
         )
         return client
 
-    def _discard(self) -> None:
+    def discard(self) -> None:
+        """Drop the current connection without logging out (it is dead or unusable)."""
         if self._client is not None:
             self._commands_before += int(self._client._imap.tagnum)
             _close_quietly(self._client)
@@ -343,7 +373,7 @@ class AccountConnection:
                     self._client.logout()
                 except Exception:
                     log.debug("account=%s logout failed", self.account_id, exc_info=True)
-            self._discard()
+            self.discard()
 
 
 def _close_quietly(client: IMAPClient) -> None:

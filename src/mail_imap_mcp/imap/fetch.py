@@ -17,7 +17,7 @@ from imapclient.exceptions import IMAPClientError
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap import html as html_convert
 from mail_imap_mcp.imap import mime
-from mail_imap_mcp.imap.connection import ImapSession
+from mail_imap_mcp.imap.connection import ImapSession, UidValidityChanged, is_connection_broken
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.models import AttachmentInfo, BodyFormat, MessageDetail, MessageSummary
 
@@ -41,6 +41,8 @@ MAX_LISTED_ADDRESSES = 20
 MAX_HEADER_BYTES = 256 * 1024
 MAX_HEADER_VALUE_CHARS = 4000
 SNIPPET_PREFIX_BYTES = 6144
+# A page gives up isolating broken messages after this many server hang-ups.
+MAX_RECONNECTS_PER_PAGE = 3
 
 
 def _find(response: dict[bytes, Any], prefix: bytes) -> Any:
@@ -141,24 +143,12 @@ def fetch_summaries(
     batch = SummaryBatch()
     try:
         responses = session.fetch(uids, items)
-    except IMAPClientError:
-        # One broken message can fail the whole command; fetch one by one to isolate it.
-        responses = {}
-        for uid in uids:
-            try:
-                responses.update(session.fetch([uid], items))
-            except IMAPClientError as exc:
-                ref = MessageRef(account_id, mailbox, uidvalidity, uid)
-                batch.issues.append(
-                    Issue(
-                        code="fetch_failed",
-                        stage="fetch_headers",
-                        message=f"UID {uid}: the server could not fetch this message ({_short(exc)})",
-                        retryable=True,
-                        uid=uid,
-                        message_id=ref.message_id,
-                    )
-                )
+    except Exception as exc:
+        if not (isinstance(exc, IMAPClientError) or is_connection_broken(exc)):
+            raise
+        # One unreadable message can fail the whole command, or make the server hang up;
+        # fetch one by one to isolate it and keep the rest of the page.
+        responses = _fetch_one_by_one(session, batch, mailbox, uidvalidity, uids, items, account_id, exc)
     failed = {issue.uid for issue in batch.issues}
     for uid in uids:
         ref = MessageRef(account_id, mailbox, uidvalidity, uid)
@@ -195,6 +185,54 @@ def fetch_summaries(
                 )
             )
     return batch
+
+
+def _fetch_one_by_one(
+    session: ImapSession,
+    batch: SummaryBatch,
+    mailbox: str,
+    uidvalidity: int,
+    uids: list[int],
+    items: list[str],
+    account_id: str,
+    first_error: Exception,
+) -> dict[int, dict[bytes, Any]]:
+    responses: dict[int, dict[bytes, Any]] = {}
+    reconnects = 0
+    if is_connection_broken(first_error):
+        _reopen(session, mailbox, uidvalidity)
+    for uid in uids:
+        try:
+            responses.update(session.fetch([uid], items))
+            continue
+        except Exception as exc:
+            broken = is_connection_broken(exc)
+            if not (broken or isinstance(exc, IMAPClientError)):
+                raise
+            error = exc
+        ref = MessageRef(account_id, mailbox, uidvalidity, uid)
+        batch.issues.append(
+            Issue(
+                code="fetch_failed",
+                stage="fetch_headers",
+                message=f"UID {uid}: the server could not fetch this message ({_short(error)})",
+                retryable=not broken,
+                uid=uid,
+                message_id=ref.message_id,
+            )
+        )
+        if broken:
+            reconnects += 1
+            if reconnects > MAX_RECONNECTS_PER_PAGE:
+                raise error
+            _reopen(session, mailbox, uidvalidity)
+    return responses
+
+
+def _reopen(session: ImapSession, mailbox: str, uidvalidity: int) -> None:
+    state = session.reopen(mailbox)
+    if state.uidvalidity != uidvalidity:
+        raise UidValidityChanged(uidvalidity, state.uidvalidity)
 
 
 def _short(exc: Exception) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 from imapclient.exceptions import IMAPClientError
 from imapclient.imapclient import format_criteria_date
 
-from mail_imap_mcp.imap.connection import ImapSession, MailboxState
+from mail_imap_mcp.imap.connection import ImapSession, MailboxState, UidValidityChanged
 
 CURSOR_VERSION = 1
 MIN_FILTERED_WINDOW = 2000
@@ -30,15 +30,6 @@ WINDOW_GROWTH = 4
 
 class CursorError(ValueError):
     """The cursor is garbled, from another version, or does not fit the request."""
-
-
-class UidValidityChanged(Exception):
-    """The mailbox's UIDVALIDITY differs from the one the cursor or id was made for."""
-
-    def __init__(self, expected: int, actual: int) -> None:
-        super().__init__(f"UIDVALIDITY changed from {expected} to {actual}")
-        self.expected = expected
-        self.actual = actual
 
 
 class CharsetRejected(Exception):

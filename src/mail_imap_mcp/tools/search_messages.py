@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
-from mail_imap_mcp.imap.connection import ImapSession
+from mail_imap_mcp.imap.connection import ImapSession, UidValidityChanged
 from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
 from mail_imap_mcp.imap.models import MessageSummary
 from mail_imap_mcp.imap.search import (
@@ -20,7 +20,6 @@ from mail_imap_mcp.imap.search import (
     CursorState,
     SearchFilter,
     SearchPage,
-    UidValidityChanged,
     search_page,
 )
 from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext

@@ -1,0 +1,386 @@
+"""imap_search_messages end to end: filters, paging with cursors, conflicts, partial pages."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from mail_imap_mcp.config import Config
+from tests.conftest import AccountFactory, make_config, open_client
+from tests.support import mailgen
+from tests.support.dovecot import Dovecot
+from tests.support.envelope_client import EnvelopeClient
+
+pytestmark = pytest.mark.anyio
+
+UTC = dt.UTC
+
+
+def dated(i: int, subject: str, body: str, **kw: Any) -> bytes:
+    date = dt.datetime(2025, 1, 1, 12, tzinfo=UTC) + dt.timedelta(days=i)
+    return mailgen.plain_message(subject=subject, body=body, date=date, **kw)
+
+
+async def page_all(mcp: EnvelopeClient, arguments: dict[str, Any]) -> list[dict[str, Any]]:
+    """Follow next_cursor to the end; return every message summary in order."""
+    messages: list[dict[str, Any]] = []
+    data = await mcp.ok("imap_search_messages", arguments)
+    messages += data["messages"]
+    while data["has_more"]:
+        assert data["next_action"]["tool"] == "imap_search_messages"
+        data = await mcp.ok("imap_search_messages", data["next_action"]["arguments"])
+        messages += data["messages"]
+    return messages
+
+
+async def test_newest_first_with_decoded_fields_and_a_body_snippet(
+    dovecot: Dovecot, user: str, mcp: EnvelopeClient
+) -> None:
+    dovecot.seed(
+        user,
+        "INBOX",
+        [
+            dated(0, "First", "Body of the first message."),
+            mailgen.non_ascii_message(
+                subject="Grüße – 東京", from_name="Jürgen Müller", body="Hallo Welt, schön."
+            ),
+        ],
+    )
+    envelope = await mcp.call("imap_search_messages", {"limit": 10})
+    data = envelope["data"]
+    assert envelope["summary"] == "2 message(s) returned (1-2 of 2 in INBOX, newest first)"
+    assert (data["total"], data["attempted"], data["returned"], data["failed"]) == (2, 2, 2, 0)
+    newest, oldest = data["messages"]
+    assert (newest["uid"], oldest["uid"]) == (2, 1)
+    assert newest["subject"] == "Grüße – 東京"
+    assert newest["from"].startswith("Jürgen Müller <")
+    assert newest["snippet"] == "Hallo Welt, schön."
+    assert oldest["snippet"] == "Body of the first message."
+    assert oldest["date"] == "2025-01-01T12:00:00Z"
+    assert newest["message_id"] == f"imap:default:INBOX:{newest['uidvalidity']}:2"
+    assert newest["message_uri"] == f"imap://default/mailbox/INBOX/message/{newest['uidvalidity']}/2"
+    assert newest["message_raw_uri"] == newest["message_uri"] + "/raw"
+    assert data["has_more"] is False
+    assert data["next_cursor"] is None
+    assert data["next_action"] == {
+        "instruction": "Read the newest matching message",
+        "tool": "imap_get_message",
+        "arguments": {"message_id": newest["message_id"]},
+    }
+    assert "messages[].snippet" in data["untrusted_content"]["fields"]
+
+
+async def test_snippet_comes_from_html_when_there_is_no_text_part(
+    dovecot: Dovecot, user: str, mcp: EnvelopeClient
+) -> None:
+    dovecot.seed(
+        user,
+        "INBOX",
+        [mailgen.html_only_message(subject="News", html_body="<p>Hi <b>there</b></p><script>x()</script>")],
+    )
+    (message,) = (await mcp.ok("imap_search_messages"))["messages"]
+    assert message["snippet"] == "Hi there"
+
+
+async def test_snippet_chars_bounds_and_zero_disables(
+    dovecot: Dovecot, user: str, mcp: EnvelopeClient
+) -> None:
+    dovecot.seed(user, "INBOX", [dated(0, "Long", "word " * 500)])
+    (short,) = (await mcp.ok("imap_search_messages", {"snippet_chars": 20}))["messages"]
+    assert 0 < len(short["snippet"]) <= 20
+    (none,) = (await mcp.ok("imap_search_messages", {"snippet_chars": 0}))["messages"]
+    assert none["snippet"] is None
+
+
+async def test_paging_with_cursors_returns_every_message_once(
+    dovecot: Dovecot, user: str, mcp: EnvelopeClient
+) -> None:
+    dovecot.seed(user, "INBOX", list(mailgen.corpus(57)))
+    messages = await page_all(mcp, {"limit": 10, "snippet_chars": 0})
+    uids = [m["uid"] for m in messages]
+    assert uids == list(range(57, 0, -1))
+
+
+async def test_paging_does_not_skip_or_repeat_when_mail_arrives_and_is_deleted_meanwhile(
+    dovecot: Dovecot, user: str, mcp: EnvelopeClient
+) -> None:
+    dovecot.seed(user, "INBOX", list(mailgen.corpus(30)))
+    first = await mcp.ok("imap_search_messages", {"limit": 10, "snippet_chars": 0})
+    assert [m["uid"] for m in first["messages"]] == list(range(30, 20, -1))
+    # New mail arrives and an already-listed plus a not-yet-listed message are deleted.
+    writer = dovecot.connect(user)
+    try:
+        writer.append("INBOX", dated(99, "Late arrival", "new"))
+        writer.select_folder("INBOX")
+        writer.delete_messages([25, 15])
+        writer.expunge()
+    finally:
+        writer.logout()
+    rest = await page_all(mcp, first["next_action"]["arguments"])
+    uids = [m["uid"] for m in rest]
+    # Strictly newest-first and below the first page: nothing repeated, nothing that arrived later.
+    assert uids == sorted(set(uids), reverse=True)
+    assert max(uids) == 20
+    # Every message that still exists is listed; the one deleted meanwhile may still show (the
+    # session's snapshot can lag the expunge), which is neither a skip nor a repeat.
+    assert set(range(20, 0, -1)) - {15} <= set(uids)
+
+
+async def test_cursor_survives_a_server_restart(dovecot: Dovecot, user: str, config: Config) -> None:
+    dovecot.seed(user, "INBOX", list(mailgen.corpus(25)))
+    async for mcp in open_client(config):
+        first = await mcp.ok("imap_search_messages", {"limit": 10, "query": "ref"})
+    # A brand-new server process state (new app, new connection) continues the same search.
+    async for mcp in open_client(config):
+        second = await mcp.ok("imap_search_messages", first["next_action"]["arguments"])
+    assert [m["uid"] for m in second["messages"]] == list(range(15, 5, -1))
+    assert second["total"] == 25
+
+
+async def test_garbled_cursor_is_invalid_input(mcp: EnvelopeClient) -> None:
+    envelope = await mcp.fail("imap_search_messages", {"cursor": "not-a-cursor"}, "invalid_input")
+    assert envelope["error"]["details"]["parameter"] == "cursor"
+    assert "without a cursor" in envelope["error"]["message"]
+
+
+async def test_tampered_cursor_is_invalid_input(dovecot: Dovecot, user: str, mcp: EnvelopeClient) -> None:
+    dovecot.seed(user, "INBOX", list(mailgen.corpus(5)))
+    cursor = (await mcp.ok("imap_search_messages", {"limit": 2}))["next_cursor"]
+    tampered = cursor[:-3] + ("A" if cursor[-3] != "A" else "B") + cursor[-2:]
+    await mcp.fail("imap_search_messages", {"limit": 2, "cursor": tampered}, "invalid_input")
+
+
+async def test_cursor_with_changed_filters_or_mailbox_is_invalid_input(
+    dovecot: Dovecot, user: str, mcp: EnvelopeClient
+) -> None:
+    dovecot.seed(user, "INBOX", list(mailgen.corpus(5)))
+    dovecot.seed(user, "Other", list(mailgen.corpus(5)))
+    cursor = (await mcp.ok("imap_search_messages", {"limit": 2, "query": "ref"}))["next_cursor"]
+    changed = await mcp.fail(
+        "imap_search_messages", {"limit": 2, "subject": "other", "cursor": cursor}, "invalid_input"
+    )
+    assert "different account, mailbox or filters" in changed["error"]["message"]
+    await mcp.fail("imap_search_messages", {"limit": 2, "cursor": cursor}, "invalid_input")
+    await mcp.fail(
+        "imap_search_messages",
+        {"limit": 2, "query": "ref", "mailbox": "Other", "cursor": cursor},
+        "invalid_input",
+    )
+    # A different page size with the same filters is fine.
+    await mcp.ok("imap_search_messages", {"limit": 3, "query": "ref", "cursor": cursor})
+
+
+async def test_cursor_after_uidvalidity_change_is_conflict_with_a_rerun(
+    dovecot: Dovecot, user: str, mcp: EnvelopeClient
+) -> None:
+    dovecot.seed(user, "INBOX", list(mailgen.corpus(5)))
+    first = await mcp.ok("imap_search_messages", {"limit": 2, "from": "example"})
+    old = first["messages"][0]["uidvalidity"]
+    dovecot.set_uidvalidity(user, "INBOX", old + 1000)
+    envelope = await mcp.fail("imap_search_messages", first["next_action"]["arguments"], "conflict")
+    assert envelope["error"]["details"] == {
+        "mailbox": "INBOX",
+        "expected_uidvalidity": old,
+        "actual_uidvalidity": old + 1000,
+    }
+    assert "rerun search" in envelope["error"]["message"]
+    rerun = envelope["data"]["next_action"]
+    assert rerun["tool"] == "imap_search_messages"
+    assert "cursor" not in rerun["arguments"]
+    assert rerun["arguments"]["from"] == "example"
+    await mcp.ok("imap_search_messages", rerun["arguments"])
+
+
+async def test_filters_match_what_they_say(dovecot: Dovecot, user: str, mcp: EnvelopeClient) -> None:
+    messages = [
+        dated(0, "Invoice 1", "pay now", from_="Billing <billing@shop.example>"),
+        dated(10, "Lunch?", "tomorrow at noon", from_="Ann <ann@friends.example>", to="me@example.org"),
+        dated(20, "Report", "quarterly numbers " + "x" * 5000, from_="Boss <boss@work.example>"),
+        mailgen.non_ascii_message(subject="Grüße aus Köln", from_name="Zoë Ångström", body="Danke schön"),
+    ]
+    dovecot.seed(user, "INBOX", messages, flags=["\\Seen", "\\Seen \\Flagged", "", "\\Seen $Important"])
+
+    async def uids(**arguments: Any) -> list[int]:
+        data = await mcp.ok("imap_search_messages", {"snippet_chars": 0, **arguments})
+        assert data["total"] == len(data["messages"])
+        return [m["uid"] for m in data["messages"]]
+
+    assert await uids(**{"from": "billing"}) == [1]
+    assert await uids(subject="lunch") == [2]
+    assert await uids(body="quarterly") == [3]
+    assert await uids(query="noon") == [2]
+    assert await uids(to="me@example.org") == [2]
+    assert await uids(unread_only=True) == [3]
+    assert await uids(flagged=True) == [2]
+    assert await uids(flagged=False) == [4, 3, 1]
+    assert await uids(has_keyword="$Important") == [4]
+    assert await uids(larger_than_bytes=4000) == [3]
+    assert await uids(smaller_than_bytes=4000) == [4, 2, 1]
+    assert await uids(since="2025-01-05", before="2025-01-15") == [2]
+    assert await uids(subject="Grüße") == [4]
+    assert await uids(**{"from": "Zoë"}) == [4]
+    assert await uids(query="schön") == [4]
+    assert await uids(subject="no such subject") == []
+
+
+async def test_last_days_filters_by_recent_date(dovecot: Dovecot, user: str, mcp: EnvelopeClient) -> None:
+    now = dt.datetime.now(UTC)
+    dovecot.seed(
+        user,
+        "INBOX",
+        [
+            mailgen.plain_message(subject="old", body="x", date=now - dt.timedelta(days=40)),
+            mailgen.plain_message(subject="new", body="x", date=now - dt.timedelta(days=2)),
+        ],
+    )
+    data = await mcp.ok("imap_search_messages", {"last_days": 7})
+    assert [m["subject"] for m in data["messages"]] == ["new"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "parameter"),
+    [
+        ({"last_days": 3, "since": "2025-01-01"}, "last_days"),
+        ({"since": "2025-02-01", "before": "2025-01-01"}, "before"),
+        ({"larger_than_bytes": 100, "smaller_than_bytes": 50}, "smaller_than_bytes"),
+        ({"limit": 0}, "limit"),
+        ({"limit": 101}, "limit"),
+        ({"since": "yesterday"}, "since"),
+        ({"subject": "a\r\nb"}, "subject"),
+        ({"query": ""}, "query"),
+        ({"has_keyword": "two words"}, "has_keyword"),
+        ({"snippet_chars": 10_000}, "snippet_chars"),
+    ],
+)
+async def test_contradictory_or_malformed_filters_are_invalid_input(
+    mcp: EnvelopeClient, arguments: dict[str, Any], parameter: str
+) -> None:
+    envelope = await mcp.fail("imap_search_messages", arguments, "invalid_input")
+    assert envelope["error"]["details"]["parameter"] == parameter
+    assert envelope["data"]["status"] == "failed"
+
+
+async def test_contradiction_message_names_both_parameters(mcp: EnvelopeClient) -> None:
+    envelope = await mcp.fail(
+        "imap_search_messages", {"last_days": 3, "since": "2025-01-01"}, "invalid_input"
+    )
+    assert "'last_days'" in envelope["error"]["message"]
+    assert "'since'" in envelope["error"]["message"]
+    assert envelope["error"]["details"]["conflicts_with"] == "since"
+
+
+async def test_unknown_mailbox_is_not_found(mcp: EnvelopeClient) -> None:
+    envelope = await mcp.fail("imap_search_messages", {"mailbox": "Nope"}, "not_found")
+    assert "imap_list_mailboxes" in envelope["error"]["message"]
+
+
+async def test_folder_with_non_ascii_name_is_searchable(
+    dovecot: Dovecot, user: str, mcp: EnvelopeClient
+) -> None:
+    dovecot.seed(user, "Entwürfe/Büro: 2025", [dated(1, "Entwurf", "Text")])
+    data = await mcp.ok("imap_search_messages", {"mailbox": "Entwürfe/Büro: 2025"})
+    (message,) = data["messages"]
+    assert message["mailbox"] == "Entwürfe/Büro: 2025"
+    assert message["message_id"].startswith("imap:default:Entwürfe/Büro: 2025:")
+    read = await mcp.ok("imap_get_message", {"message_id": message["message_id"]})
+    assert read["message"]["subject"] == "Entwurf"
+
+
+async def test_a_message_the_server_cannot_fetch_makes_the_page_partial(
+    dovecot: Dovecot, user: str, mcp: EnvelopeClient
+) -> None:
+    dovecot.seed(user, "INBOX", [dated(i, f"msg {i}", "fine") for i in range(3)])
+    # Make message 2 unreadable for the server's mail user: the server cannot fetch it.
+    cur = dovecot.folder_path(user, "INBOX") / "cur"
+    broken = sorted(cur.iterdir())[1]
+    broken.chmod(0)
+    envelope = await mcp.call("imap_search_messages", {"limit": 10})
+    data = envelope["data"]
+    assert envelope["success"] is True
+    assert data["status"] == "partial"
+    assert data["attempted"] == 3
+    assert data["returned"] + data["failed"] == 3
+    assert data["failed"] == 1
+    (issue,) = data["issues"]
+    assert issue["uid"] == 2
+    assert issue["message_id"].endswith(":2")
+    assert issue["stage"] == "fetch_headers"
+    assert envelope["meta"]["warnings"]
+    assert [m["uid"] for m in data["messages"]] == [3, 1]
+
+
+@pytest.mark.slow
+async def test_100k_mailbox_pages_to_its_end(dovecot: Dovecot, account: AccountFactory) -> None:
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", mailgen.corpus(100_000))
+    config = make_config({"default": account(user)})
+    async for mcp in open_client(config):
+        seen = 0
+        expected = 100_000
+        data = await mcp.ok("imap_search_messages", {"limit": 100, "snippet_chars": 0})
+        while True:
+            uids = [m["uid"] for m in data["messages"]]
+            assert uids == list(range(expected, expected - len(uids), -1))
+            expected -= len(uids)
+            seen += len(uids)
+            assert data["total"] == 100_000
+            if not data["has_more"]:
+                break
+            data = await mcp.ok("imap_search_messages", data["next_action"]["arguments"])
+        assert seen == 100_000
+        # A sparse filter over the whole mailbox still works (matches spread over all of it).
+        sparse = await mcp.ok("imap_search_messages", {"subject": "000007", "snippet_chars": 0})
+        assert [m["uid"] for m in sparse["messages"]] == [8]
+
+
+def _flags(dovecot: Dovecot, user: str, mailbox: str) -> dict[int, tuple[bytes, ...]]:
+    client = dovecot.connect(user)
+    try:
+        client.select_folder(mailbox, readonly=True)
+        fetched = client.fetch(client.search("ALL"), ["FLAGS"])
+        return {
+            uid: tuple(sorted(f for f in data[b"FLAGS"] if f != b"\\Recent")) for uid, data in fetched.items()
+        }
+    finally:
+        client.logout()
+
+
+async def test_reading_never_changes_flags(dovecot: Dovecot, user: str, mcp: EnvelopeClient) -> None:
+    dovecot.seed(
+        user,
+        "INBOX",
+        [*mailgen.corpus(12), mailgen.html_only_message(), mailgen.large_attachment_message(200_000)],
+        flags=lambda i: ["", "\\Seen", "\\Flagged", "\\Answered $Work"][i % 4],
+    )
+    before = _flags(dovecot, user, "INBOX")
+    messages = await page_all(mcp, {"limit": 5})
+    messages += await page_all(mcp, {"limit": 5, "unread_only": True, "query": "ref"})
+    for message in messages:
+        for body_format in ("text", "markdown", "html"):
+            await mcp.ok(
+                "imap_get_message",
+                {
+                    "message_id": message["message_id"],
+                    "body_format": body_format,
+                    "include_all_headers": True,
+                },
+            )
+        await mcp.ok("imap_get_message_raw", {"message_id": message["message_id"], "max_bytes": 65536})
+    await mcp.ok("imap_list_mailboxes", {"include_counts": True})
+    assert _flags(dovecot, user, "INBOX") == before
+    assert any(not flags for flags in before.values()), "some messages must start unread"
+
+
+def test_flag_snapshot_helper_sees_seen_flags(dovecot: Dovecot) -> None:
+    # Guards the read-only test above against a helper that could never see a change.
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", [dated(0, "a", "b")])
+    client = dovecot.connect(user)
+    try:
+        client.select_folder("INBOX")
+        client.add_flags([1], [b"\\Seen"])
+    finally:
+        client.logout()
+    assert _flags(dovecot, user, "INBOX") == {1: (b"\\Seen",)}
