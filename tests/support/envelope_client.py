@@ -36,8 +36,7 @@ def check_envelope(result: CallToolResult, output_schema: dict[str, Any]) -> dic
         assert envelope["error"] is None
     else:
         assert envelope["error"]["code"]
-        if "status" in envelope["data"]:
-            assert envelope["data"]["status"] == "failed"
+        assert envelope["data"].get("status", "failed") == "failed"
     data = envelope["data"]
     if envelope["success"] and "status" in data:
         assert data["status"] in {"ok", "partial"}

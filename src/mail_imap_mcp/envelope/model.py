@@ -183,12 +183,16 @@ class MultiItemData(Payload):
 class FailureData(BaseModel):
     """``data`` of a failed call: context that helps the caller recover."""
 
-    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+    model_config = ConfigDict(extra="allow")
 
     status: Literal["failed"] | None = Field(
-        default=None, description="'failed' for multi-item tools; absent otherwise."
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="'failed' for multi-item tools; absent otherwise.",
     )
-    issues: list[Issue] | None = Field(default=None, description="Per-item failures, if any.")
+    issues: list[Issue] | None = Field(
+        default=None, exclude_if=lambda v: v is None, description="Per-item failures (multi-item tools)."
+    )
     next_action: NextAction | None = Field(
         default=None, description="How to recover, e.g. rerun the search after a conflict."
     )

@@ -53,6 +53,14 @@ def _find(response: dict[bytes, Any], prefix: bytes) -> Any:
     return None
 
 
+def _expunged(response: dict[bytes, Any]) -> bool:
+    # A message expunged by another session stays visible to ours until the server reports the
+    # expunge; meanwhile Dovecot answers FETCH with flags only (no size, no content).
+    return not response.get(b"RFC822.SIZE") and not any(
+        isinstance(k, bytes) and k.startswith(b"BODY[") and v for k, v in response.items()
+    )
+
+
 def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
@@ -153,7 +161,7 @@ def fetch_summaries(
     for uid in uids:
         ref = MessageRef(account_id, mailbox, uidvalidity, uid)
         response = responses.get(uid)
-        if response is None:
+        if response is None or _expunged(response):
             if uid not in failed:
                 batch.issues.append(
                     Issue(
@@ -325,7 +333,7 @@ def read_message(
         f"BODY.PEEK[HEADER]<0.{MAX_HEADER_BYTES}>",
     ]
     response = session.fetch([ref.uid], items).get(ref.uid)
-    if response is None:
+    if response is None or _expunged(response):
         raise MessageGone()
     header_bytes = _find(response, b"BODY[HEADER]") or b""
     if len(header_bytes) >= MAX_HEADER_BYTES:
@@ -436,6 +444,8 @@ def read_raw(session: ImapSession, ref: MessageRef, offset: int, max_bytes: int)
     """Bytes ``offset .. offset+max_bytes`` of the message source (a partial ``BODY.PEEK[]``)."""
     response = session.fetch([ref.uid], ["RFC822.SIZE", f"BODY.PEEK[]<{offset}.{max_bytes}>"]).get(ref.uid)
     if response is None:
+        raise MessageGone()
+    if _expunged(response):
         raise MessageGone()
     data = _find(response, b"BODY[]") or b""
     return RawWindow(total_size_bytes=int(response.get(b"RFC822.SIZE") or 0), data=bytes(data))
