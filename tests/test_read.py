@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -147,7 +146,7 @@ async def test_body_is_truncated_at_body_max_chars_with_a_warning(
 
 
 @pytest.fixture
-def fetch_log(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[list[str], int]]]:
+def fetch_log(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], int]]:
     """Record each FETCH's items and the bytes it returned (the server is real; this only observes)."""
     log: list[tuple[list[str], int]] = []
     original = ImapSession.fetch
@@ -159,7 +158,7 @@ def fetch_log(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[list[str],
         return result
 
     monkeypatch.setattr(ImapSession, "fetch", recording)
-    yield log
+    return log
 
 
 async def test_message_with_25mb_attachment_fetches_only_the_text_part(
