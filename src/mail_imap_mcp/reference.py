@@ -31,7 +31,7 @@ def _type(prop: dict[str, Any], defs: dict[str, Any]) -> str:
     if "anyOf" in prop:
         return " or ".join(_type(p, defs) for p in prop["anyOf"])
     if "enum" in prop:
-        return " \\| ".join(json.dumps(v) for v in prop["enum"])
+        return " or ".join(json.dumps(v) for v in prop["enum"])
     if "const" in prop:
         return json.dumps(prop["const"])
     kind = prop.get("type", "any")

@@ -25,9 +25,9 @@ class MessageSummary(MailModel):
         description="MCP resource URI of the message (same payload as imap_get_message)."
     )
     message_raw_uri: str = Field(description="MCP resource URI of the raw RFC 5322 source.")
-    mailbox: str
-    uidvalidity: int
-    uid: int
+    mailbox: str = Field(description="Mailbox holding the message.")
+    uidvalidity: int = Field(description="UIDVALIDITY of the mailbox when the id was made.")
+    uid: int = Field(description="IMAP UID within the mailbox.")
     date: str | None = Field(
         description="ISO 8601 UTC, from the Date header, else the server's INTERNALDATE."
     )
@@ -37,7 +37,7 @@ class MessageSummary(MailModel):
     subject: str | None = Field(description="Decoded subject.")
     flags: list[str] = Field(description="IMAP flags, e.g. \\Seen, \\Flagged, keywords.")
     size_bytes: int = Field(description="Size of the whole message (RFC822.SIZE).")
-    has_attachments: bool
+    has_attachments: bool = Field(description="True when the message has attachment parts.")
     snippet: str | None = Field(
         description="Start of the body text (not the subject), whitespace-collapsed, bounded by snippet_chars."
     )
@@ -46,10 +46,10 @@ class MessageSummary(MailModel):
 class AttachmentInfo(MailModel):
     part_id: str = Field(description="IMAP section number of the part, e.g. '2' or '1.3'.")
     filename: str | None = Field(description="Decoded file name (RFC 2231/2047).")
-    content_type: str
+    content_type: str = Field(description="MIME type, e.g. application/pdf.")
     size_bytes: int = Field(description="Encoded size of the part on the server.")
     disposition: str | None = Field(description="attachment or inline, when given.")
-    content_id: str | None
+    content_id: str | None = Field(description="Content-ID (for inline images), without <>.")
 
 
 class MessageDetail(MessageSummary):
@@ -68,4 +68,4 @@ class MessageDetail(MessageSummary):
     body_source: str | None = Field(
         description="Content type of the part the body came from (text/plain or text/html), or null."
     )
-    attachments: list[AttachmentInfo]
+    attachments: list[AttachmentInfo] = Field(description="Attachment parts (not downloaded).")

@@ -55,8 +55,8 @@ class GetMessageInput(BaseModel):
 
 
 class GetMessageData(Payload):
-    account_id: str
-    message: MessageDetail
+    account_id: str = Field(description="Account of the message.")
+    message: MessageDetail = Field(description="The message.")
     untrusted_content: UntrustedContent
 
 

@@ -39,11 +39,11 @@ class GetMessageRawInput(BaseModel):
 
 
 class GetMessageRawData(Payload):
-    account_id: str
-    message_id: str
+    account_id: str = Field(description="Account of the message.")
+    message_id: str = Field(description="The message read.")
     total_size_bytes: int = Field(description="Size of the whole message.")
-    offset_bytes: int
-    returned_bytes: int
+    offset_bytes: int = Field(description="First byte of this window.")
+    returned_bytes: int = Field(description="Bytes in this window.")
     truncated: bool = Field(description="True when bytes remain after this window.")
     raw_base64: str = Field(description="The window, base64-encoded.")
     raw_text: str | None = Field(description="The window as text, when it is valid UTF-8.")

@@ -25,15 +25,15 @@ class ListAccountsInput(BaseModel):
 
 class AccountSummary(Payload):
     account_id: str = Field(description="Id to pass as account_id to the other tools.")
-    host: str
-    port: int
+    host: str = Field(description="IMAP server host.")
+    port: int = Field(description="IMAP server port.")
     security: str = Field(description="tls, starttls or plain.")
     secure: bool = Field(description="True when the connection is encrypted (tls or starttls).")
-    username: str
+    username: str = Field(description="Login name.")
 
 
 class ListAccountsData(Payload):
-    accounts: list[AccountSummary]
+    accounts: list[AccountSummary] = Field(description="Configured accounts, sorted by id.")
     next_action: NextAction | None = Field(default=None, description="The obvious next call.")
 
 

@@ -48,10 +48,10 @@ class Mailbox(Payload):
 
 
 class ListMailboxesData(MultiItemData):
-    account_id: str
+    account_id: str = Field(description="Account the mailboxes belong to.")
     total: int = Field(description="Mailboxes the server listed.")
     returned: int = Field(description="Mailboxes in this response (bounded by server.max_mailboxes).")
-    mailboxes: list[Mailbox]
+    mailboxes: list[Mailbox] = Field(description="Mailboxes, INBOX first, then by name.")
 
 
 def handle(app: AppContext, args: ListMailboxesInput) -> ToolResult[ListMailboxesData]:

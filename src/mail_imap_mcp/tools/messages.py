@@ -32,7 +32,7 @@ UNTRUSTED_NOTE = (
 class UntrustedContent(Payload):
     """Marks which fields of the payload carry third-party text, so agents can fence them."""
 
-    note: str = Field(default=UNTRUSTED_NOTE)
+    note: str = Field(default=UNTRUSTED_NOTE, description="How to treat the listed fields.")
     fields: list[str] = Field(description="JSON paths (within data) of untrusted text.")
 
 

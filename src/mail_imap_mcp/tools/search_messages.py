@@ -103,15 +103,15 @@ class SearchMessagesInput(BaseModel):
 
 
 class SearchMessagesData(MultiItemData):
-    account_id: str
-    mailbox: str
+    account_id: str = Field(description="Account searched.")
+    mailbox: str = Field(description="Mailbox searched.")
     total: int = Field(description="Messages matching the filters when the search started.")
     attempted: int = Field(description="Messages this page tried to read.")
     returned: int = Field(description="Messages in `messages`.")
     failed: int = Field(description="Messages that could not be read (see issues).")
-    messages: list[MessageSummary]
+    messages: list[MessageSummary] = Field(description="This page, newest first.")
     next_cursor: str | None = Field(description="Pass as `cursor` (with the same filters) for the next page.")
-    has_more: bool
+    has_more: bool = Field(description="True when another page exists (see next_cursor).")
     untrusted_content: UntrustedContent
 
 
