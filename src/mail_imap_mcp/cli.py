@@ -31,6 +31,9 @@ def _configure_logging() -> None:
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
         force=True,
     )
+    # imapclient's debug output is the raw protocol: message content and login lines. Keep it off
+    # even at DEBUG; our own loggers say what a call did without echoing mail or secrets.
+    logging.getLogger("imapclient").setLevel(max(logging.INFO, logging.getLogger().level))
 
 
 def _load(path: Path | None) -> Config:
