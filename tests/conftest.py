@@ -6,6 +6,7 @@ import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -71,8 +72,11 @@ def config(user: str, account: AccountFactory) -> Config:
 
 
 async def open_client(config: Config, app: AppContext | None = None) -> AsyncIterator[EnvelopeClient]:
+    """An MCP client session on a server for ``config`` (sharing ``app`` when given; closed after)."""
     async with Client(build_server(config, app)) as client:
         yield EnvelopeClient(client)
+    if app is not None:
+        await anyio.to_thread.run_sync(app.close)
 
 
 @pytest.fixture

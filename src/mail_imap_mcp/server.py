@@ -33,7 +33,11 @@ def package_version() -> str:
 
 
 def build_server(config: Config, app: AppContext | None = None) -> MCPServer[None]:
-    """An ``MCPServer`` with every tool registered against ``config``'s accounts."""
+    """An ``MCPServer`` with every tool registered against ``config``'s accounts.
+
+    Pass ``app`` to share connections between servers; its owner then closes it.
+    """
+    owns_app = app is None
     app = app or AppContext.from_config(config)
 
     @asynccontextmanager
@@ -41,7 +45,9 @@ def build_server(config: Config, app: AppContext | None = None) -> MCPServer[Non
         try:
             yield None
         finally:
-            app.close()
+            # A caller that passed its own app (several sessions sharing connections) closes it.
+            if owns_app:
+                app.close()
 
     tools = {tool.name: tool for tool in build_tools(app)}
     server: MCPServer[None] = MCPServer(

@@ -20,12 +20,25 @@ ROOT_KEYS = {"success", "summary", "data", "error", "meta"}
 SEEN: list[dict[str, Any]] = []
 
 
+_VALIDATORS: dict[str, Any] = {}
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    """One checked, reusable validator per schema (jsonschema.validate re-checks the schema each call)."""
+    key = json.dumps(schema, sort_keys=True)
+    if key not in _VALIDATORS:
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        _VALIDATORS[key] = cls(schema)
+    return _VALIDATORS[key]
+
+
 def check_envelope(result: CallToolResult, output_schema: dict[str, Any]) -> dict[str, Any]:
     """Assert the envelope contract on one ``CallToolResult`` and return the envelope."""
     envelope = result.structured_content
     assert isinstance(envelope, dict), "structuredContent must be the envelope object"
     assert set(envelope) == ROOT_KEYS, f"root keys must be exactly {sorted(ROOT_KEYS)}: {sorted(envelope)}"
-    jsonschema.validate(envelope, output_schema)
+    _validator(output_schema).validate(envelope)
     assert len(result.content) == 1
     block = result.content[0]
     assert isinstance(block, TextContent)

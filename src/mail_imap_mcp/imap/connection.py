@@ -4,6 +4,10 @@ Reads run through :meth:`AccountConnection.run`, which hands the caller a live
 :class:`ImapSession`. When the server has dropped the connection (idle logout, reset,
 restart) the read is retried once on a fresh connection, so the caller sees success. Every
 failure leaves as a :class:`~mail_imap_mcp.envelope.ToolFailure` with a registry code.
+
+Every call has one time budget, ``connect_timeout_s + command_timeout_s`` (plus the retry's pause):
+waiting for the account, connecting, each command and the retry all draw on it, and every blocking
+socket operation gets at most what is left (see :class:`CallBudget` and docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import imaplib
 import itertools
 import logging
+import math
 import socket
 import ssl
 import threading
@@ -22,8 +27,8 @@ from typing import Any, TypeVar
 
 from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientAbortError, IMAPClientError, LoginError
-from imapclient.imapclient import SocketTimeout, _literal
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
+from imapclient.imapclient import _literal
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from mail_imap_mcp.config import AccountConfig, ConfigError, Security
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
@@ -31,6 +36,11 @@ from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 log = logging.getLogger("mail_imap_mcp.imap")
 
 T = TypeVar("T")
+
+#: Pause before the one retry of a read whose connection died; added to the call's budget.
+RETRY_BACKOFF_S = 0.2
+# Large literals are read in pieces of this size, with the call's deadline checked before each.
+_READ_CHUNK = 64 * 1024
 
 # Errors that mean "this connection is dead", as raised by imaplib, imapclient and the socket layer.
 _DEAD_CONNECTION = (imaplib.IMAP4.abort, IMAPClientAbortError, ConnectionError, ssl.SSLEOFError, EOFError)
@@ -186,6 +196,139 @@ def is_connection_broken(exc: BaseException) -> bool:
     )
 
 
+class CallBudget:
+    """How long the current call may still wait on the network; read before every blocking socket operation.
+
+    A call runs until its ``deadline`` (``math.inf`` between calls). Inside it, the connect phase (TCP
+    connect, TLS handshake, greeting, STARTTLS) gets ``connect_timeout_s`` in total, and every later
+    wait for the server (login, each command's reads and sends) at most ``command_timeout_s``, never
+    past the deadline. Used only by the thread holding the account's lock.
+    """
+
+    def __init__(self, command_timeout_s: float) -> None:
+        self.command_timeout_s = command_timeout_s
+        self.deadline = math.inf
+        self._connect_deadline: float | None = None
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    @contextmanager
+    def connecting(self, until: float) -> Iterator[None]:
+        """Bound everything inside (a part of the connect phase) by the monotonic time ``until``."""
+        self._connect_deadline = until
+        try:
+            yield
+        finally:
+            self._connect_deadline = None
+
+    def timeout(self, *, strict: bool = True) -> float:
+        """Socket timeout for the next operation; with ``strict`` raise ``TimeoutError`` once spent."""
+        now = time.monotonic()
+        if self._connect_deadline is not None:
+            left = min(self.deadline, self._connect_deadline) - now
+        else:
+            left = min(self.deadline - now, self.command_timeout_s)
+        if left <= 0:
+            if strict:
+                raise TimeoutError("the call's time budget is used up")
+            return 0.001
+        return left
+
+
+class _BudgetedIMAP4(imaplib.IMAP4):
+    """imaplib's client, optionally over implicit TLS, taking every socket timeout from a :class:`CallBudget`.
+
+    Overrides imaplib's documented hooks (``read``, ``readline``, ``send``) and its socket factory,
+    so a slow or silent server cannot hold a call past its budget however many reads a response needs.
+    ``unusable`` records that the socket failed (error, timeout or EOF), even if a caller swallowed
+    the resulting exception.
+    """
+
+    def __init__(self, host: str, port: int, ssl_context: ssl.SSLContext | None, budget: CallBudget) -> None:
+        self._budget = budget
+        self._ssl_context = ssl_context
+        self.unusable = False
+        super().__init__(host, port)
+
+    def _create_socket(self, timeout: float | None = None) -> socket.socket:
+        sock = self._connect_tcp()
+        if self._ssl_context is None:
+            return sock
+        try:
+            sock.settimeout(self._budget.timeout())  # the handshake draws on the same connect budget
+            return self._ssl_context.wrap_socket(sock, server_hostname=self.host)
+        except BaseException:
+            sock.close()
+            raise
+
+    def _connect_tcp(self) -> socket.socket:
+        """``socket.create_connection``, except that each address tried gets only what is left."""
+        last_error: OSError = OSError(f"{self.host!r} resolved to no address")
+        for family, kind, proto, _, address in socket.getaddrinfo(
+            self.host, self.port, type=socket.SOCK_STREAM
+        ):
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.settimeout(self._budget.timeout())
+                sock.connect(address)
+            except OSError as exc:
+                sock.close()
+                last_error = exc
+                continue
+            return sock
+        raise last_error
+
+    def read(self, size: int) -> bytes:
+        chunks = []
+        with self._watch():
+            while size > 0:
+                self.sock.settimeout(self._budget.timeout())
+                chunk = super().read(min(size, _READ_CHUNK))
+                if not chunk:
+                    self.unusable = True  # EOF inside a literal
+                    break
+                chunks.append(chunk)
+                size -= len(chunk)
+        return b"".join(chunks)
+
+    def readline(self) -> bytes:
+        with self._watch():
+            self.sock.settimeout(self._budget.timeout())
+            line = super().readline()
+        if not line:
+            self.unusable = True  # EOF
+        return line
+
+    def send(self, data: Any) -> None:
+        with self._watch():
+            # Not strict: imaplib reports any error from send as a dead connection, while a spent
+            # budget is a timeout; the read of the answer right after raises it.
+            self.sock.settimeout(self._budget.timeout(strict=False))
+            super().send(data)
+
+    @contextmanager
+    def _watch(self) -> Iterator[None]:
+        try:
+            yield
+        except OSError:  # includes timeouts: the stream is out of step either way
+            self.unusable = True
+            raise
+
+
+class _BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no type hints
+    """IMAPClient over a :class:`_BudgetedIMAP4` (imapclient builds its connection in ``_create_IMAP4``)."""
+
+    def __init__(
+        self, host: str, port: int, *, tls: bool, ssl_context: ssl.SSLContext, budget: CallBudget
+    ) -> None:
+        self._budget = budget
+        super().__init__(host, port=port, ssl=tls, ssl_context=ssl_context if tls else None)
+
+    def _create_IMAP4(self) -> imaplib.IMAP4:
+        return _BudgetedIMAP4(self.host, self.port, self.ssl_context if self.ssl else None, self._budget)
+
+
 class AccountConnection:
     """The single reusable connection of one account. Thread-safe: calls are serialised."""
 
@@ -198,6 +341,7 @@ class AccountConnection:
         self.capabilities: frozenset[str] = frozenset()
         self.logins = 0
         self._commands_before = 0
+        self._budget = CallBudget(config.command_timeout_s)
 
     @property
     def commands_sent(self) -> int:
@@ -205,58 +349,97 @@ class AccountConnection:
         current = int(self._client._imap.tagnum) if self._client is not None else 0
         return self._commands_before + current
 
+    @property
+    def budget_s(self) -> float:
+        """What one call may take: ``connect_timeout_s + command_timeout_s`` (plus the retry's pause)."""
+        return self.config.connect_timeout_s + self.config.command_timeout_s
+
     def run(self, operation: Callable[[ImapSession], T], *, retry: bool = True) -> T:
-        """Run ``operation`` on a live session; reconnect and retry once if the connection died."""
-        budget = self.config.connect_timeout_s + self.config.command_timeout_s
-        if not self._lock.acquire(timeout=budget):
+        """Run ``operation`` on a live session within the call's budget.
+
+        If the connection turns out dead (idle logout, reset, restart) and ``retry`` is set, reconnect
+        and run it once more after :data:`RETRY_BACKOFF_S`. Only reads may retry: anything that changes
+        the mailbox must pass ``retry=False``. The wait for the account's lock, the connect, every
+        command and the retry share one deadline, so a call returns within :attr:`budget_s` plus the
+        backoff.
+        """
+        deadline = time.monotonic() + self.budget_s
+        if not self._lock.acquire(timeout=self.budget_s):
             raise ToolFailure(
                 ErrorCode.TIMEOUT,
                 f"Account {self.account_id!r} is busy with another call; try again shortly.",
                 details={"account_id": self.account_id},
             )
+        self._budget.deadline = deadline
         commands_before = self.commands_sent
         try:
-            attempts = 2 if retry else 1
             for attempt in Retrying(
-                stop=stop_after_attempt(attempts),
-                wait=wait_fixed(0.2),
-                retry=retry_if_exception_type(ConnectionLost),
+                stop=stop_after_attempt(2 if retry else 1),
+                wait=self._backoff,
+                # Retry only while time is left: a retry never gets a budget of its own.
+                retry=retry_if_exception(
+                    lambda exc: isinstance(exc, ConnectionLost) and self._budget.remaining() > 0
+                ),
                 reraise=True,
             ):
                 with attempt:
-                    return self._run_once(operation)
+                    return self._run_once(operation, retry=retry)
             raise AssertionError("unreachable")  # pragma: no cover
         except ConnectionLost:
+            if self._budget.remaining() <= 0:
+                raise self._timed_out() from None
             raise ToolFailure(
                 ErrorCode.UNAVAILABLE,
                 f"Lost the connection to {self.config.host} and could not re-establish it; retry shortly.",
                 details={"account_id": self.account_id},
             ) from None
         finally:
+            self._budget.deadline = math.inf
             # Benchmarks read this line (MAIL_IMAP_MCP_LOG_LEVEL=DEBUG) to count round trips per call.
             log.debug("account=%s imap_commands=%d", self.account_id, self.commands_sent - commands_before)
             self._lock.release()
 
-    def _run_once(self, operation: Callable[[ImapSession], T]) -> T:
+    def _backoff(self, retry_state: RetryCallState) -> float:
+        """Tenacity wait before the retry; the pause is added to the call's deadline."""
+        self._budget.deadline += RETRY_BACKOFF_S
+        return RETRY_BACKOFF_S
+
+    def _timed_out(self) -> ToolFailure:
+        return ToolFailure(
+            ErrorCode.TIMEOUT,
+            f"The IMAP server {self.config.host} did not answer in time (command timeout "
+            f"{self.config.command_timeout_s:g}s, call budget {self.budget_s:g}s); retry shortly.",
+            details={
+                "account_id": self.account_id,
+                "timeout_s": self.config.command_timeout_s,
+                "budget_s": self.budget_s,
+            },
+        )
+
+    def _run_once(self, operation: Callable[[ImapSession], T], *, retry: bool) -> T:
         client = self.connect()
         try:
-            return operation(ImapSession(self, client))
+            result = operation(ImapSession(self, client))
         except ToolFailure:
             raise
         except TimeoutError:
             self.discard()
-            raise ToolFailure(
-                ErrorCode.TIMEOUT,
-                f"The IMAP server {self.config.host} did not answer within "
-                f"{self.config.command_timeout_s:g}s; retry shortly.",
-                details={"account_id": self.account_id, "timeout_s": self.config.command_timeout_s},
-            ) from None
+            raise self._timed_out() from None
         except Exception as exc:
             if is_connection_broken(exc):
                 log.info("account=%s connection lost (%s); reconnecting", self.account_id, type(exc).__name__)
                 self.discard()
                 raise ConnectionLost() from exc
             raise
+        current = self._client
+        if current is not None and isinstance(current._imap, _BudgetedIMAP4) and current._imap.unusable:
+            # The connection died under the operation, which absorbed the error (per-item error
+            # handling, e.g. a STATUS that "failed"): the answer may be incomplete, so a read runs again.
+            log.info("account=%s connection lost during the call; dropping it", self.account_id)
+            self.discard()
+            if retry:
+                raise ConnectionLost()
+        return result
 
     @contextmanager
     def _connect_errors(self) -> Iterator[None]:
@@ -320,13 +503,16 @@ class AccountConnection:
             context = ssl.create_default_context()
             if config.ca_file is not None:
                 context.load_verify_locations(cafile=str(config.ca_file.expanduser()))
-            client = IMAPClient(
-                config.host,
-                port=config.effective_port,
-                ssl=config.security is Security.TLS,
-                ssl_context=context if config.security is Security.TLS else None,
-                timeout=SocketTimeout(connect=config.connect_timeout_s, read=config.command_timeout_s),
-            )
+            # TCP connect, TLS handshake, greeting and STARTTLS share connect_timeout_s; login is a command.
+            connect_until = time.monotonic() + config.connect_timeout_s
+            with self._budget.connecting(connect_until):
+                client = _BudgetedIMAPClient(
+                    config.host,
+                    config.effective_port,
+                    tls=config.security is Security.TLS,
+                    ssl_context=context,
+                    budget=self._budget,
+                )
             try:
                 if config.security is Security.STARTTLS:
                     if not client.has_capability("STARTTLS"):
@@ -338,7 +524,8 @@ class AccountConnection:
                             details={"account_id": self.account_id},
                             retryable=False,
                         )
-                    client.starttls(context)
+                    with self._budget.connecting(connect_until):
+                        client.starttls(context)
                 client.login(config.username, password)
             except BaseException:
                 _close_quietly(client)
@@ -367,12 +554,14 @@ class AccountConnection:
         """Log out (best effort) and forget the connection."""
         with self._lock:
             if self._client is not None:
+                # A dead or stalled server must not hold up shutdown.
+                self._budget.deadline = time.monotonic() + 1.0
                 try:
-                    # A dead or stalled server must not hold up shutdown.
-                    self._client.socket().settimeout(1.0)
                     self._client.logout()
                 except Exception:
                     log.debug("account=%s logout failed", self.account_id, exc_info=True)
+                finally:
+                    self._budget.deadline = math.inf
             self.discard()
 
 
