@@ -77,10 +77,17 @@ class AccountConfig(BaseModel):
         default=None, description="Extra trust anchors (PEM) for a self-signed server certificate."
     )
     connect_timeout_s: float = Field(
-        default=10.0, gt=0, le=300, description="Budget for TCP connect, TLS handshake and greeting."
+        default=10.0,
+        gt=0,
+        le=300,
+        description="Budget for TCP connect, TLS handshake and greeting. A whole call is bounded by "
+        "connect_timeout_s + command_timeout_s.",
     )
     command_timeout_s: float = Field(
-        default=30.0, gt=0, le=600, description="Budget for each IMAP command (login included)."
+        default=30.0,
+        gt=0,
+        le=600,
+        description="Budget for each IMAP command (login included), within the call's overall budget.",
     )
 
     @model_validator(mode="after")

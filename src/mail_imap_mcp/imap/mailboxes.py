@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from imapclient.exceptions import IMAPClientError
 
-from mail_imap_mcp.imap.connection import ImapSession
+from mail_imap_mcp.imap.connection import ImapSession, is_connection_broken
 
 # RFC 6154 roles (plus \\Important, RFC 8457), keyed case-insensitively as servers vary.
 SPECIAL_USE = {
@@ -66,7 +66,9 @@ def mailbox_counts(session: ImapSession, name: str) -> MailboxCounts:
     """STATUS of one mailbox (does not select it, so nothing is marked or changed)."""
     try:
         status = session.client.folder_status(name, [b"MESSAGES", b"UNSEEN", b"UIDVALIDITY", b"UIDNEXT"])
-    except IMAPClientError:
+    except IMAPClientError as exc:
+        if is_connection_broken(exc):
+            raise
         return MailboxCounts(None, None, None, None)
 
     def get(key: bytes) -> int | None:
