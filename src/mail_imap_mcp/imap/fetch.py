@@ -40,7 +40,11 @@ DEFAULT_HEADER_ALLOWLIST = (
 MAX_LISTED_ADDRESSES = 20
 MAX_HEADER_BYTES = 256 * 1024
 MAX_HEADER_VALUE_CHARS = 4000
+# Subject and address fields of a summary: a hostile 1 MB Subject line must not make a page huge.
+MAX_SUMMARY_FIELD_CHARS = 2000
 SNIPPET_PREFIX_BYTES = 6144
+# Summary header fields are read up to this size: a 300 KB Subject must not travel for a list view.
+SUMMARY_HEADER_BYTES = 32 * 1024
 # A page gives up isolating broken messages after this many server hang-ups.
 MAX_RECONNECTS_PER_PAGE = 3
 
@@ -83,6 +87,14 @@ def _addresses(values: list[str]) -> str | None:
     return ", ".join(shown) + (f" (+{extra} more)" if extra > 0 else "")
 
 
+def _bounded(value: str | None) -> str | None:
+    """``value`` cut to MAX_SUMMARY_FIELD_CHARS, marked with an ellipsis when cut."""
+    if value is None:
+        return None
+    cut, truncated = mime.truncate(value, MAX_SUMMARY_FIELD_CHARS)
+    return cut + "…" if truncated else cut
+
+
 def _first(headers: dict[str, list[str]], name: str) -> str | None:
     values = headers.get(name)
     return values[0] if values else None
@@ -101,10 +113,10 @@ def _summary(
         uidvalidity=ref.uidvalidity,
         uid=ref.uid,
         date=_iso_utc(date or response.get(b"INTERNALDATE")),
-        from_=_addresses(headers.get("from", [])),
-        to=_addresses(headers.get("to", [])),
-        cc=_addresses(headers.get("cc", [])),
-        subject=_first(headers, "subject"),
+        from_=_bounded(_addresses(headers.get("from", []))),
+        to=_bounded(_addresses(headers.get("to", []))),
+        cc=_bounded(_addresses(headers.get("cc", []))),
+        subject=_bounded(_first(headers, "subject")),
         flags=[_text(f) for f in response.get(b"FLAGS", ())],
         size_bytes=int(response.get(b"RFC822.SIZE") or 0),
         has_attachments=mime.has_attachments(parts) if parts else False,
@@ -144,7 +156,7 @@ def fetch_summaries(
         "INTERNALDATE",
         "RFC822.SIZE",
         "BODYSTRUCTURE",
-        f"BODY.PEEK[HEADER.FIELDS ({SUMMARY_HEADERS})]",
+        f"BODY.PEEK[HEADER.FIELDS ({SUMMARY_HEADERS})]<0.{SUMMARY_HEADER_BYTES}>",
     ]
     if snippet_chars > 0:
         items.append(f"BODY.PEEK[TEXT]<0.{SNIPPET_PREFIX_BYTES}>")

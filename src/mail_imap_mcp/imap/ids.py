@@ -12,6 +12,7 @@ from urllib.parse import quote, unquote
 
 _ACCOUNT = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _NUMBER = re.compile(r"^[0-9]{1,10}$")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 MAX_UINT32 = 2**32 - 1
 
 
@@ -62,6 +63,9 @@ def parse_message_id(text: str) -> MessageRef:
         raise InvalidMessageId("the account part of message_id is not a valid account id")
     if not mailbox:
         raise InvalidMessageId("the mailbox part of message_id is empty")
+    if _CONTROL.search(mailbox):
+        # Dovecot echoes unknown names raw in its NO reply: CR/LF would inject lines into the stream.
+        raise InvalidMessageId("the mailbox part of message_id contains control characters")
     return MessageRef(account_id, mailbox, _number(uidvalidity, "uidvalidity"), _number(uid, "uid"))
 
 

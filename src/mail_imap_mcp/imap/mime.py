@@ -9,8 +9,9 @@ that the caller can fall back to fetching and parsing the whole message
 
 Conventions:
 
-* Text returned is always a valid ``str`` without NUL (headers: without any control
-  character except tab).
+* Text returned is always a valid ``str`` without control characters: bodies keep only tab,
+  CR and LF, header-derived text only tab. (Terminal escape sequences such as ``ESC [2J`` or
+  OSC 8 hyperlinks in mail must not reach whoever displays the output.)
 * 8-bit header bytes are read as UTF-8, falling back to windows-1252 (the superset
   browsers use for "latin-1"), then latin-1.
 * Section numbers follow IMAP (RFC 3501 §6.4.5): leaves of a multipart are numbered
@@ -243,17 +244,26 @@ def _decode_bytes(data: bytes, charset: str | None, *, final: bool = True) -> st
         return data.decode("utf-8", "replace")
 
 
+# C0 controls except tab, LF and CR, plus DEL and the C1 controls (0x9b is a one-byte CSI).
+_BODY_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]+")
+
+
+def _strip_controls(text: str) -> str:
+    return _BODY_CONTROL.sub("", text)
+
+
 def decode_text(data: bytes, charset: str | None, *, partial: bool = False) -> str:
     """Decode body bytes using ``charset`` (aliases and supersets applied, unknown -> UTF-8).
 
-    Invalid sequences are replaced; NUL characters are removed. Absent or ASCII charsets
+    Invalid sequences are replaced; control characters other than tab, CR and LF (NUL,
+    ESC, BEL, C1...) are removed. Absent or ASCII charsets
     accept UTF-8 and fall back to windows-1252. With ``partial=True`` (data cut by a
     partial fetch) an incomplete multi-byte character at the end is dropped instead of
     becoming U+FFFD.
     """
     if not data:
         return ""
-    return _decode_bytes(bytes(data), charset, final=not partial).replace("\x00", "")
+    return _strip_controls(_decode_bytes(bytes(data), charset, final=not partial))
 
 
 _B64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -825,10 +835,14 @@ _MESSAGE_TYPES = frozenset({"message/rfc822", "message/global"})
 _MAX_DEPTH = 64
 
 
+# Bidi embedding/override/isolate controls: "invoice\u202egpj.exe" displays as "invoiceexe.jpg".
+_BIDI_CONTROLS = dict.fromkeys([*range(0x202A, 0x202F), *range(0x2066, 0x206A)])
+
+
 def _clean_filename(value: str | None) -> str | None:
     if not value:
         return None
-    name = value.replace("\\", "/").rsplit("/", 1)[-1].strip()
+    name = value.translate(_BIDI_CONTROLS).replace("\\", "/").rsplit("/", 1)[-1].strip()
     return name if name not in ("", ".", "..") else None
 
 
@@ -842,6 +856,9 @@ def _make_part(
     disposition_params: dict[str, str],
     content_id: str | None,
 ) -> Part:
+    # Values straight from BODYSTRUCTURE have not been through decode_header_value.
+    content_type = "".join(_clean_header(content_type).split()) or "application/octet-stream"
+    cid = _clean_header(content_id or "").strip("<>").strip() or None
     filename = _clean_filename(disposition_params.get("filename") or params.get("name"))
     if disposition is not None and disposition not in ("inline", "attachment"):
         disposition = "attachment"
@@ -849,9 +866,8 @@ def _make_part(
         filename = filename or "message.eml"
         disposition = disposition or "attachment"
     elif disposition is None and content_type not in _BODY_TYPES:
-        disposition = "inline" if content_id else "attachment"
+        disposition = "inline" if cid else "attachment"
     charset = (params.get("charset") or "").strip().strip("\"'").lower() or None
-    cid = (content_id or "").strip().strip("<>").strip() or None
     return Part(
         section=section,
         content_type=content_type,
@@ -1166,8 +1182,7 @@ def _walk_message(message: Message) -> list[tuple[Part, Message]]:
 
 
 def _decode_part_text(data: bytes, part: Part, *, final: bool = True) -> str:
-    text = _decode_bytes(decode_transfer(data, part.encoding), part.charset, final=final)
-    return text.replace("\x00", "")
+    return _strip_controls(_decode_bytes(decode_transfer(data, part.encoding), part.charset, final=final))
 
 
 def _readable(data: bytes, part: Part) -> str | None:

@@ -24,6 +24,7 @@ from imapclient.imapclient import format_criteria_date
 from mail_imap_mcp.imap.connection import ImapSession, MailboxState, UidValidityChanged
 
 CURSOR_VERSION = 1
+MAX_UINT32 = 2**32 - 1
 MIN_FILTERED_WINDOW = 2000
 WINDOW_GROWTH = 4
 
@@ -129,7 +130,17 @@ class CursorState:
             raise CursorError("cursor has an unknown format") from None
         if state.v != CURSOR_VERSION:
             raise CursorError("cursor comes from another version of this server")
+        if not state._well_typed():
+            # The checksum only detects accidents; a hand-made cursor must not reach the UID arithmetic.
+            raise CursorError("cursor is garbled")
         return state
+
+    def _well_typed(self) -> bool:
+        texts = (self.account_id, self.mailbox, self.filter_digest)
+        numbers = (self.uidvalidity, self.upper_uid, self.anchor_uid, self.total, self.returned)
+        return all(isinstance(t, str) for t in texts) and all(
+            isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_UINT32 for n in numbers
+        )
 
 
 @dataclass

@@ -23,7 +23,7 @@ from mail_imap_mcp.imap.search import (
     search_page,
 )
 from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
-from mail_imap_mcp.tools.messages import SearchText, UntrustedContent, conflict
+from mail_imap_mcp.tools.messages import MailboxName, SearchText, UntrustedContent, conflict
 
 NAME = "imap_search_messages"
 TITLE = "Search messages"
@@ -65,9 +65,7 @@ class SearchMessagesInput(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     account_id: AccountId = DEFAULT_ACCOUNT
-    mailbox: str = Field(
-        default="INBOX", min_length=1, max_length=1000, description="Mailbox name from imap_list_mailboxes."
-    )
+    mailbox: MailboxName = "INBOX"
     query: SearchText | None = Field(default=None, description="Full-text search in headers and body.")
     from_: SearchText | None = Field(default=None, alias="from", description="Sender contains this text.")
     to: SearchText | None = Field(default=None, description="To contains this text.")
@@ -116,6 +114,14 @@ class SearchMessagesData(MultiItemData):
 
 
 def _filter(args: SearchMessagesInput) -> SearchFilter:
+    for name, day in (("since", args.since), ("before", args.before)):
+        if day is not None and day.year < 1000:
+            # IMAP dates have a four-digit year; "01-Jan-1" would be a protocol error (BAD).
+            raise ToolFailure(
+                ErrorCode.INVALID_INPUT,
+                f"Invalid '{name}': the year must have four digits (1000 or later).",
+                details={"parameter": name},
+            )
     if args.last_days is not None and args.since is not None:
         raise ToolFailure(
             ErrorCode.INVALID_INPUT,

@@ -1,0 +1,1387 @@
+"""Hostile input: every tool's arguments fuzzed from its published ``inputSchema``, plus hand-written attacks.
+
+Each call goes MCP client -> server -> a recording TCP relay -> a real Dovecot (``security = "plain"`` on
+loopback, so the relay sees readable protocol bytes). What this module establishes:
+
+* Every call returns an envelope that validates against the tool's ``outputSchema`` and is never an
+  ``internal`` error; an ``invalid_input`` failure names the offending parameter.
+* Nothing reaches the IMAP server that the user did not mean. After every call the bytes the server was
+  sent are parsed as IMAP commands and checked: they parse as whole, well-formed commands (an injected
+  CRLF would show up as a stray command), only read-only commands are used (``EXAMINE``, never
+  ``SELECT``; ``BODY.PEEK``, never ``BODY[...]``), the mailbox, UID and every search string arrive exactly
+  as given, rejected input sends nothing at all, and Dovecot never answers ``BAD``.
+* Read tools never change flags: a snapshot of every message's flags in every mailbox (EXAMINE, then
+  FETCH FLAGS of all UIDs, ignoring ``\\Recent``) is the same before and after the fuzz run.
+* The password appears nowhere: not in envelopes (this module's scenarios, and at the end of the session
+  every envelope any test saw), log records (DEBUG, including imapclient's protocol log), a stdio
+  server's stderr, or ``mail-imap-mcp check`` output.
+
+Schema fuzzing uses hypothesis-jsonschema for every property of the (flat) input schema; the object
+itself is assembled with ``st.fixed_dictionaries`` because hypothesis-jsonschema 0.23's object strategy
+relies on a Hypothesis internal (``many.more()``) that current Hypothesis no longer has.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import itertools
+import json
+import logging
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis_jsonschema import from_schema
+from imapclient import imap_utf7
+from mcp import Client
+
+from mail_imap_mcp.config import Config
+from mail_imap_mcp.imap.ids import MessageRef, parse_message_id
+from mail_imap_mcp.server import build_server
+from mail_imap_mcp.tools.context import AppContext
+from tests.conftest import PASSWORD_ENV, make_config
+from tests.support.dovecot import Dovecot
+from tests.support.envelope_client import SEEN, EnvelopeClient
+from tests.support.mailgen import corpus, plain_message
+
+pytestmark = pytest.mark.anyio
+
+SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
+
+#: Examples per tool and strategy family in the fuzz run (5 tools x 3 families).
+FUZZ_EXAMPLES = {"schema": 200, "mutated": 250, "hostile": 150}
+FUZZ_SETTINGS = settings(
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+)
+
+# ---------------------------------------------------------------------------------------------------
+# A recording relay and an IMAP command parser
+# ---------------------------------------------------------------------------------------------------
+
+
+class ImapRecorder:
+    """A loopback TCP relay to Dovecot's plaintext port that records every byte in both directions.
+
+    ``take()`` returns what each connection sent (and received) since the previous ``take()``; calls are
+    sequential and a client only gets an answer after its bytes passed the relay, so after a tool call
+    returns, everything it sent has been recorded.
+    """
+
+    def __init__(self, target_port: int, host: str = "127.0.0.1") -> None:
+        self._target = (host, target_port)
+        self._listener = socket.create_server((host, 0))
+        self.port: int = self._listener.getsockname()[1]
+        self._lock = threading.Lock()
+        self.sent: list[bytearray] = []  # client -> server, one buffer per connection
+        self.received: list[bytearray] = []  # server -> client
+        self._taken: list[tuple[int, int]] = []
+        self._sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self._target)
+            sent, received = bytearray(), bytearray()
+            with self._lock:
+                self.sent.append(sent)
+                self.received.append(received)
+                self._taken.append((0, 0))
+                self._sockets += [client, upstream]
+            for src, dst, buffer in ((client, upstream, sent), (upstream, client, received)):
+                threading.Thread(target=self._pump, args=(src, dst, buffer), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, buffer: bytearray) -> None:
+        try:
+            while data := src.recv(65536):
+                with self._lock:
+                    buffer += data
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                dst.shutdown(socket.SHUT_WR)
+
+    def take(self) -> list[tuple[bytes, bytes]]:
+        """(sent, received) bytes per connection since the last call (connections with no traffic omitted)."""
+        out = []
+        with self._lock:
+            for index, (sent, received) in enumerate(zip(self.sent, self.received, strict=True)):
+                start_sent, start_received = self._taken[index]
+                if len(sent) > start_sent or len(received) > start_received:
+                    out.append((bytes(sent[start_sent:]), bytes(received[start_received:])))
+                self._taken[index] = (len(sent), len(received))
+        return out
+
+    def close(self) -> None:
+        self._listener.close()
+        with self._lock:
+            for sock in self._sockets:
+                with contextlib.suppress(OSError):
+                    sock.close()
+
+
+class ProtocolViolation(AssertionError):
+    """Bytes sent to the server that are not a sequence of well-formed IMAP commands."""
+
+
+@dataclass(frozen=True)
+class Atom:
+    text: str
+
+
+@dataclass(frozen=True)
+class String:
+    """A quoted string or a literal, as the bytes the server decodes it to."""
+
+    value: bytes
+    literal: bool
+
+
+Token = Atom | String | list[Any]
+
+
+@dataclass
+class Command:
+    tag: str
+    verb: str  # "UID FETCH", "EXAMINE", ...
+    args: list[Token]
+    raw: bytes = field(repr=False)
+
+
+_LITERAL = re.compile(rb"\{(\d+)(\+?)\}\r\n")
+
+
+def _parse_quoted(data: bytes, pos: int) -> tuple[String, int]:
+    out = bytearray()
+    pos += 1
+    while True:
+        if pos >= len(data):
+            raise ProtocolViolation("unterminated quoted string")
+        byte = data[pos]
+        if byte == 0x22:
+            return String(bytes(out), literal=False), pos + 1
+        if byte == 0x5C:
+            escaped = data[pos + 1 : pos + 2]
+            if escaped not in (b'"', b"\\"):
+                raise ProtocolViolation(f"invalid escape {escaped!r} in a quoted string")
+            out += escaped
+            pos += 2
+            continue
+        if byte in (0x00, 0x0A, 0x0D) or byte > 0x7F:
+            raise ProtocolViolation(f"byte {byte:#04x} inside a quoted string")
+        out.append(byte)
+        pos += 1
+
+
+def _parse_atom(data: bytes, pos: int) -> tuple[Atom, int]:
+    start, depth = pos, 0
+    while pos < len(data):
+        byte = data[pos]
+        if byte == 0x5B:  # [ ... ] of a fetch section may hold spaces and parentheses
+            depth += 1
+        elif byte == 0x5D:
+            depth -= 1
+        elif depth == 0 and byte in b" ()\r":
+            break
+        if byte in (0x00, 0x0A, 0x0D, 0x22, 0x7B) or byte > 0x7E or byte < 0x20:
+            raise ProtocolViolation(f"byte {byte:#04x} inside an atom")
+        pos += 1
+    if pos == start or depth != 0:
+        raise ProtocolViolation("empty atom or unbalanced [ ]")
+    return Atom(data[start:pos].decode("ascii")), pos
+
+
+def _parse_command(data: bytes, pos: int) -> tuple[list[Token], int]:
+    root: list[Token] = []
+    stack: list[list[Token]] = [root]
+    while True:
+        if pos >= len(data):
+            raise ProtocolViolation("incomplete command (no CRLF)")
+        byte = data[pos]
+        if byte == 0x0D:
+            if data[pos + 1 : pos + 2] != b"\n":
+                raise ProtocolViolation("bare CR")
+            if len(stack) != 1:
+                raise ProtocolViolation("unbalanced parentheses")
+            return root, pos + 2
+        if byte == 0x20:
+            pos += 1
+        elif byte == 0x28:
+            nested: list[Token] = []
+            stack[-1].append(nested)
+            stack.append(nested)
+            pos += 1
+        elif byte == 0x29:
+            if len(stack) == 1:
+                raise ProtocolViolation("unbalanced ')'")
+            stack.pop()
+            pos += 1
+        elif byte == 0x22:
+            token, pos = _parse_quoted(data, pos)
+            stack[-1].append(token)
+        elif byte == 0x7B:
+            match = _LITERAL.match(data, pos)
+            if not match:
+                raise ProtocolViolation("malformed literal announcement")
+            size, start = int(match.group(1)), match.end()
+            if len(data) < start + size:
+                raise ProtocolViolation("literal cut short")
+            value = data[start : start + size]
+            if b"\x00" in value:
+                raise ProtocolViolation("NUL inside a literal")
+            stack[-1].append(String(value, literal=True))
+            pos = start + size
+        else:
+            atom, pos = _parse_atom(data, pos)
+            stack[-1].append(atom)
+
+
+def parse_commands(data: bytes) -> list[Command]:
+    """Split a client's byte stream into commands; raise ProtocolViolation on anything malformed."""
+    commands: list[Command] = []
+    pos = 0
+    while pos < len(data):
+        start = pos
+        tokens, pos = _parse_command(data, pos)
+        if len(tokens) < 2 or not all(isinstance(t, Atom) for t in tokens[:2]):
+            raise ProtocolViolation(f"not a command: {data[start:pos][:200]!r}")
+        tag, verb = tokens[0], tokens[1]
+        assert isinstance(tag, Atom) and isinstance(verb, Atom)
+        name, rest = verb.text.upper(), tokens[2:]
+        if name == "UID" and rest and isinstance(rest[0], Atom):
+            name, rest = f"UID {rest[0].text.upper()}", rest[1:]
+        commands.append(Command(tag.text, name, rest, data[start:pos]))
+    return commands
+
+
+#: Everything a read-only client may say. Anything else (SELECT, STORE, COPY, MOVE, EXPUNGE, APPEND,
+#: CREATE, DELETE, RENAME, SUBSCRIBE, ...) would be a bug, or an injection.
+READ_ONLY_COMMANDS = frozenset(
+    {
+        "CAPABILITY",
+        "LOGIN",
+        "LOGOUT",
+        "NOOP",
+        "ID",
+        "ENABLE",
+        "LIST",
+        "STATUS",
+        "EXAMINE",
+        "UID SEARCH",
+        "UID FETCH",
+    }
+)
+_FETCH_ITEM = re.compile(
+    r"^(UID|FLAGS|INTERNALDATE|RFC822\.SIZE|BODYSTRUCTURE|ENVELOPE|BODY\.PEEK\[[^\]]*\](<\d+\.\d+>)?)$"
+)
+_BAD_RESPONSE = re.compile(rb"(?m)^([A-Za-z0-9]+) BAD ")
+
+
+def _flat(tokens: list[Token]) -> Iterator[Atom | String]:
+    for token in tokens:
+        if isinstance(token, list):
+            yield from _flat(token)
+        else:
+            yield token
+
+
+def _fetch_items(command: Command) -> list[str]:
+    items: list[str] = []
+    for token in command.args[1:]:
+        for item in _flat([token]):
+            assert isinstance(item, Atom), f"non-atom FETCH item {item!r}"
+            items.append(item.text)
+    return items
+
+
+def check_traffic(traffic: list[tuple[bytes, bytes]]) -> list[Command]:
+    """Parse and police everything one call sent; return its commands."""
+    commands: list[Command] = []
+    for sent, received in traffic:
+        parsed = parse_commands(sent)
+        tags = {c.tag for c in parsed}
+        assert len(tags) == len(parsed), "a tag was reused: a command line was injected"
+        for command in parsed:
+            assert command.verb in READ_ONLY_COMMANDS, f"non-read-only command sent: {command.raw[:200]!r}"
+            if command.verb == "UID FETCH":
+                for item in _fetch_items(command):
+                    assert _FETCH_ITEM.match(item), f"FETCH item {item!r} could set \\Seen or is unexpected"
+        for match in _BAD_RESPONSE.finditer(received):
+            if match.group(1).decode() in tags:
+                line = received[match.start() : received.find(b"\n", match.start())]
+                raise AssertionError(f"Dovecot answered BAD (we sent malformed syntax): {line!r}")
+        commands += parsed
+    return commands
+
+
+def _string(token: Token) -> bytes | None:
+    if isinstance(token, String):
+        return token.value
+    if isinstance(token, Atom):
+        return token.text.encode()
+    return None
+
+
+def examined(commands: list[Command]) -> list[str]:
+    """Decoded mailbox names of every EXAMINE."""
+    names = []
+    for command in commands:
+        if command.verb == "EXAMINE":
+            raw = _string(command.args[0])
+            assert raw is not None
+            names.append(imap_utf7.decode(raw))
+    return names
+
+
+# ---------------------------------------------------------------------------------------------------
+# The environment: two users, one mailbox tree each, an MCP client talking through the relay
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class FuzzEnv:
+    dovecot: Dovecot
+    user: str
+    other_user: str
+    recorder: ImapRecorder
+    app: AppContext
+    client: EnvelopeClient
+    message_ids: list[str]
+    other_message_ids: list[str]
+    mailboxes: list[str]
+    cursor: str
+    calls: int = 0
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], list[Command]]:
+        """Call a tool, check the envelope and the traffic it caused; return both."""
+        self.recorder.take()
+        envelope = await self.client.call(tool, arguments)
+        commands = check_traffic(self.recorder.take())
+        self.calls += 1
+        check_call(tool, arguments, envelope, commands)
+        return envelope, commands
+
+
+#: Mailbox names that are awkward for IMAP quoting, modified UTF-7 and message-id parsing. (Dovecot 2.3
+#: crashes on a name holding both '"' and '\\', so those two get a mailbox each.)
+MAILBOXES = [
+    "INBOX",
+    "Archive/2024",
+    "Entwürfe",
+    'Quote"d',
+    "Back\\slash",
+    "&Ampersand & Co",
+    "Colon: x:1:2",
+    "Per%cent*",
+]
+
+
+def seed_user(dovecot: Dovecot, user: str, *, marker: str, size: int = 24) -> None:
+    messages = [
+        plain_message(
+            subject=f"{marker} message {i}", body=f"{marker} body {i}\n", message_id=f"<{marker}{i}@x>"
+        )
+        for i in range(size)
+    ]
+    flags = ["\\Seen", "", "\\Flagged", "\\Seen \\Answered", "$Important", ""]
+    dovecot.seed(user, "INBOX", messages, flags=lambda i: flags[i % len(flags)])
+    for mailbox in MAILBOXES[1:]:
+        dovecot.seed(user, mailbox, list(corpus(5, seed=len(mailbox))), flags=lambda i: flags[i % len(flags)])
+
+
+def account_settings(dovecot: Dovecot, user: str, port: int) -> dict[str, Any]:
+    return {
+        "host": dovecot.host,
+        "port": port,
+        "security": "plain",
+        "username": user,
+        "password_env": PASSWORD_ENV,
+        "connect_timeout_s": 5,
+        "command_timeout_s": 10,
+    }
+
+
+@contextlib.asynccontextmanager
+async def fuzz_env(dovecot: Dovecot) -> AsyncIterator[FuzzEnv]:
+    user, other = dovecot.new_user(), dovecot.new_user()
+    seed_user(dovecot, user, marker="mine")
+    seed_user(dovecot, other, marker="theirs")
+    # Make the two INBOXes' UIDVALIDITY differ, so an id moved to the other account is a conflict.
+    imap = dovecot.connect(other)
+    imap.select_folder("INBOX", readonly=True)
+    imap.logout()
+    dovecot.set_uidvalidity(other, "INBOX", 4_000_000_000)
+    recorder = ImapRecorder(dovecot.plain_port)
+    config = make_config(
+        {
+            "default": account_settings(dovecot, user, recorder.port),
+            "other": account_settings(dovecot, other, recorder.port),
+        }
+    )
+    app = AppContext.from_config(config)
+    try:
+        async with Client(build_server(config, app)) as session:
+            client = EnvelopeClient(session)
+            for tool in (await session.list_tools()).tools:
+                PARAMETERS[tool.name] = frozenset(tool.input_schema.get("properties", {}))
+            mine = await client.ok("imap_search_messages", {"limit": 5})
+            theirs = await client.ok("imap_search_messages", {"account_id": "other", "limit": 5})
+            env = FuzzEnv(
+                dovecot=dovecot,
+                user=user,
+                other_user=other,
+                recorder=recorder,
+                app=app,
+                client=client,
+                message_ids=[m["message_id"] for m in mine["messages"]],
+                other_message_ids=[m["message_id"] for m in theirs["messages"]],
+                mailboxes=MAILBOXES,
+                cursor=mine["next_cursor"],
+            )
+            recorder.take()
+            yield env
+    finally:
+        await anyio.to_thread.run_sync(app.close)  # build_server leaves a shared app to its owner
+        recorder.close()
+
+
+def flag_snapshot(dovecot: Dovecot, user: str) -> dict[str, dict[int, frozenset[str]]]:
+    """Flags of every message in every mailbox (EXAMINE, so the snapshot itself changes nothing)."""
+    snapshot: dict[str, dict[int, frozenset[str]]] = {}
+    imap = dovecot.connect(user)
+    try:
+        for flags, _delimiter, name in imap.list_folders():
+            if {f.lower() for f in flags} & {b"\\noselect", b"\\nonexistent"}:
+                continue
+            info = imap.select_folder(name, readonly=True)
+            if not info.get(b"EXISTS"):
+                snapshot[name] = {}
+                continue
+            fetched = imap.fetch(imap.search("ALL"), ["FLAGS"])  # UID FETCH <every uid> (FLAGS)
+            snapshot[name] = {
+                uid: frozenset(f.decode() for f in data[b"FLAGS"] if f.lower() != b"\\recent")
+                for uid, data in fetched.items()
+            }
+    finally:
+        imap.logout()
+    return snapshot
+
+
+# ---------------------------------------------------------------------------------------------------
+# What every call must satisfy
+# ---------------------------------------------------------------------------------------------------
+
+#: Parameter names per tool (from the published input schemas; filled in by fuzz_env).
+PARAMETERS: dict[str, frozenset[str]] = {}
+_SEARCH_KEYS = {"query": "TEXT", "from": "FROM", "to": "TO", "cc": "CC", "subject": "SUBJECT", "body": "BODY"}
+
+
+def check_call(
+    tool: str, arguments: dict[str, Any], envelope: dict[str, Any], commands: list[Command]
+) -> None:
+    """Per-call invariants on top of the envelope contract (checked by the client) and check_traffic."""
+    context = f"{tool}({json.dumps(arguments, ensure_ascii=True)[:500]})"
+    if envelope["success"]:
+        data = envelope["data"]
+    else:
+        error = envelope["error"]
+        assert error["code"] != "internal", f"{context} -> internal error: {error['message']}"
+        if error["code"] == "invalid_input":
+            parameter = error["details"].get("parameter")
+            # (An unknown key that is literally "" is named as "".)
+            assert parameter is not None, f"{context}: invalid_input must name the parameter: {error}"
+            known = set(arguments) | set(PARAMETERS.get(tool, ()))
+            assert parameter in known, (
+                f"{context}: {parameter!r} is neither an argument given nor a parameter"
+            )
+            assert parameter in error["message"], error["message"]
+            assert not commands, f"{context}: rejected input still reached the server: {commands}"
+        if error["code"] == "not_found" and error["details"].get("parameter") == "account_id":
+            assert not commands, f"{context}: an unknown account still caused IMAP traffic"
+        return
+    if tool == "imap_search_messages":
+        mailbox = arguments.get("mailbox", "INBOX")
+        assert all(name == mailbox for name in examined(commands)), (context, examined(commands))
+        searches = [c for c in commands if c.verb == "UID SEARCH"]
+        for name, key in _SEARCH_KEYS.items():
+            if arguments.get(name) is None:
+                continue
+            wanted = arguments[name].encode("utf-8")
+            for search in searches:
+                tokens = list(_flat(search.args))
+                pairs = {
+                    (a.text.upper(), _string(b)) for a, b in itertools.pairwise(tokens) if isinstance(a, Atom)
+                }
+                assert (key, wanted) in pairs, (
+                    f"{context}: {name} did not reach the server verbatim: {search.raw!r}"
+                )
+        assert data["account_id"] in {"default", "other"}
+    elif tool in {"imap_get_message", "imap_get_message_raw"}:
+        ref = parse_message_id(arguments["message_id"])
+        assert all(name == ref.mailbox for name in examined(commands)), (context, examined(commands))
+        for fetch in (c for c in commands if c.verb == "UID FETCH"):
+            assert fetch.args[0] == Atom(str(ref.uid)), f"{context}: fetched {fetch.raw!r}"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Strategies
+# ---------------------------------------------------------------------------------------------------
+
+#: Strings that mean something to IMAP, to a shell, to JSON or to a terminal.
+HOSTILE_STRINGS = [
+    "",
+    " ",
+    "x\r\nA001 LOGOUT",
+    "INBOX\r\n",
+    "\r\n",
+    "\n",
+    "\r",
+    "\x00",
+    "a\x00b",
+    '"',
+    'a"b',
+    '" OR ALL "',
+    "\\",
+    "a\\",
+    '\\"',
+    "{5}\r\nhello",
+    "{5}",
+    "{5+}\r\nhello",
+    "~{3}\r\nabc",
+    "(",
+    ")",
+    "[",
+    "]",
+    "*",
+    "%",
+    "NIL",
+    "&",
+    "&-",
+    "&Jjo-",
+    "&AGE-",
+    "INBOX/../../etc",
+    "\x1b[2J\x07",
+    "\u202eevil",
+    "\ufeff",
+    "😀" * 3,
+    "é" * 600,
+    "x" * 5000,
+    "imap:default:INBOX:1:1",
+]
+HOSTILE_NUMBERS = [
+    -1,
+    0,
+    1,
+    2**31 - 1,
+    2**31,
+    2**31 + 1,
+    2**32,
+    2**53 + 1,
+    2**63,
+    2**64,
+    10**30,
+    -(10**30),
+    1.5,
+    1e308,
+    -0.0,
+]
+HOSTILE_OTHERS: list[Any] = [None, True, False, [], {}, [1, 2], {"a": 1}, "1", "true", "null"]
+HOSTILE_VALUES = st.sampled_from([*HOSTILE_STRINGS, *HOSTILE_NUMBERS, *HOSTILE_OTHERS])
+UNKNOWN_KEYS = st.sampled_from(
+    ["acount_id", "__proto__", "mailbox ", "MAILBOX", "", "x" * 300, "limit\x00", "messageId"]
+)
+
+
+def arguments_from_schema(schema: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
+    """Objects valid against a flat input schema: hypothesis-jsonschema draws each property's value."""
+    assert schema.get("type") == "object" and schema.get("additionalProperties") is False
+    properties: dict[str, Any] = schema.get("properties", {})
+    assert all(p.get("type") not in ("object", "array") for p in properties.values()), "schema is not flat"
+    required = set(schema.get("required", []))
+    values = {name: from_schema(prop) for name, prop in properties.items()}
+    return st.fixed_dictionaries(
+        {k: v for k, v in values.items() if k in required},
+        optional={k: v for k, v in values.items() if k not in required},
+    )
+
+
+def forge_cursor(cursor: str, changes: dict[str, Any]) -> str:
+    """Re-sign a cursor after changing its fields (the checksum is not a secret)."""
+    raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    fields = json.loads(raw[6:])
+    fields.update(changes)
+    body = json.dumps(fields).encode()
+    return base64.urlsafe_b64encode(hashlib.sha256(body).digest()[:6] + body).decode().rstrip("=")
+
+
+def mutated_arguments(env: FuzzEnv, tool: str) -> st.SearchStrategy[dict[str, Any]]:
+    """Realistic arguments (real ids, mailboxes, cursors) with one part replaced by something hostile."""
+    text = st.one_of(st.sampled_from(HOSTILE_STRINGS), st.text(max_size=40))
+    ref = st.sampled_from(env.message_ids + env.other_message_ids).map(parse_message_id)
+
+    @st.composite
+    def message_id(draw: st.DrawFn) -> str:
+        base = draw(ref)
+        parts = ["account", "mailbox", "uidvalidity", "uid", "suffix", "prefix", "none", "none", "none"]
+        part = draw(st.sampled_from(parts))
+        account, mailbox = base.account_id, base.mailbox
+        uidvalidity: Any = base.uidvalidity
+        uid: Any = base.uid
+        if part == "account":
+            account = draw(st.one_of(st.sampled_from(["default", "other", "nope", "DEFAULT", ""]), text))
+        elif part == "mailbox":
+            mailbox = draw(st.one_of(st.sampled_from(env.mailboxes), text))
+        elif part == "uidvalidity":
+            uidvalidity = draw(st.one_of(st.sampled_from(HOSTILE_NUMBERS), text))
+        elif part == "uid":
+            uid = draw(st.one_of(st.integers(-5, 2**40), st.sampled_from(HOSTILE_NUMBERS), text))
+        built = f"imap:{account}:{mailbox}:{uidvalidity}:{uid}"
+        if part == "suffix":
+            built += draw(text)
+        elif part == "prefix":
+            built = draw(text) + built
+        return built
+
+    json_values = st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+        max_leaves=5,
+    )
+    cursor_fields = st.sampled_from(
+        [
+            "account_id",
+            "mailbox",
+            "uidvalidity",
+            "filter_digest",
+            "upper_uid",
+            "anchor_uid",
+            "total",
+            "returned",
+            "v",
+        ]
+    )
+    cursor = st.one_of(
+        st.just(env.cursor),
+        st.builds(forge_cursor, st.just(env.cursor), st.dictionaries(cursor_fields, json_values, min_size=1)),
+        st.integers(1, len(env.cursor) - 1).map(lambda n: env.cursor[:n]),
+        st.sampled_from(HOSTILE_STRINGS),
+    )
+    mailbox = st.one_of(st.sampled_from(env.mailboxes), st.sampled_from(env.mailboxes), text)
+    account = st.sampled_from(["default", "default", "other", "nope"])
+    if tool == "imap_list_accounts":
+        return st.just({})
+    if tool == "imap_list_mailboxes":
+        return st.fixed_dictionaries({}, optional={"account_id": account, "include_counts": st.booleans()})
+    if tool == "imap_search_messages":
+        return st.fixed_dictionaries(
+            {},
+            optional={
+                "account_id": account,
+                "mailbox": mailbox,
+                "cursor": cursor,
+                "subject": text,
+                "from": text,
+                "body": text,
+                "has_keyword": text,
+                "limit": st.integers(1, 100),
+            },
+        )
+    if tool == "imap_get_message":
+        return st.fixed_dictionaries(
+            {"message_id": message_id()},
+            optional={"body_format": st.sampled_from(["text", "markdown", "html"])},
+        )
+    return st.fixed_dictionaries(
+        {"message_id": message_id()},
+        optional={"offset_bytes": st.integers(-1, 2**32), "max_bytes": st.integers(-1, 2**17)},
+    )
+
+
+def hostile_arguments(schema: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
+    """A valid object with one value replaced by a hostile one, or an unknown key added."""
+    names = sorted(schema.get("properties", {}))
+
+    @st.composite
+    def build(draw: st.DrawFn) -> dict[str, Any]:
+        arguments = draw(arguments_from_schema(schema))
+        if names and draw(st.booleans()):
+            arguments[draw(st.sampled_from(names))] = draw(HOSTILE_VALUES)
+        else:
+            arguments[draw(UNKNOWN_KEYS)] = draw(HOSTILE_VALUES)
+        return arguments
+
+    return build()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Tests
+# ---------------------------------------------------------------------------------------------------
+
+
+async def test_fuzzed_arguments_of_every_tool_give_valid_envelopes_and_send_only_what_was_meant(
+    dovecot: Dovecot,
+) -> None:
+    async with fuzz_env(dovecot) as env:
+        schemas = {t.name: t.input_schema for t in (await env.client.client.list_tools()).tools}
+        before = {user: flag_snapshot(dovecot, user) for user in (env.user, env.other_user)}
+        outcomes: dict[str, int] = {}
+
+        def run(tool: str, family: str, strategy: st.SearchStrategy[dict[str, Any]]) -> None:
+            @settings(FUZZ_SETTINGS, max_examples=FUZZ_EXAMPLES[family])
+            @given(strategy)
+            def one_call(arguments: dict[str, Any]) -> None:
+                envelope, _ = anyio.from_thread.run(env.call, tool, arguments)
+                key = "ok" if envelope["success"] else envelope["error"]["code"]
+                outcomes[key] = outcomes.get(key, 0) + 1
+
+            one_call()
+
+        for tool, schema in sorted(schemas.items()):
+            families: dict[str, st.SearchStrategy[dict[str, Any]]] = {
+                "schema": arguments_from_schema(schema),
+                "mutated": mutated_arguments(env, tool),
+                "hostile": hostile_arguments(schema),
+            }
+            for family, strategy in families.items():
+                await anyio.to_thread.run_sync(run, tool, family, strategy)
+
+        after = {user: flag_snapshot(dovecot, user) for user in (env.user, env.other_user)}
+        assert after == before, "a read tool changed flags"
+        # The fuzzer must have reached the server and the interesting outcomes, not only validation.
+        assert outcomes.get("ok", 0) > 200 and outcomes.get("invalid_input", 0) > 200, outcomes
+        assert outcomes.get("not_found", 0) > 20 and outcomes.get("conflict", 0) > 5, outcomes
+        assert env.calls > 2000
+        print(f"fuzz: {env.calls} calls, outcomes {outcomes}")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One hand-written call and the outcome it must have (``"ok"`` or an error code)."""
+
+    name: str
+    tool: str
+    arguments: dict[str, Any]
+    outcome: str
+    parameter: str | None = None  # the parameter an invalid_input must name
+
+
+def string_parameters(schemas: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
+    return [
+        (tool, name)
+        for tool, schema in sorted(schemas.items())
+        for name, prop in sorted(schema.get("properties", {}).items())
+        if prop.get("type") == "string"
+    ]
+
+
+async def run_cases(env: FuzzEnv, cases: list[Case]) -> None:
+    failures = []
+    for case in cases:
+        envelope, _ = await env.call(case.tool, case.arguments)
+        outcome = "ok" if envelope["success"] else envelope["error"]["code"]
+        if outcome != case.outcome:
+            failures.append(f"{case.name}: expected {case.outcome}, got {outcome}: {envelope['summary']}")
+        elif case.parameter is not None and envelope["error"]["details"].get("parameter") != case.parameter:
+            failures.append(
+                f"{case.name}: invalid_input names {envelope['error']['details']} not {case.parameter}"
+            )
+    assert not failures, "\n".join(failures)
+
+
+async def test_crlf_nul_and_imap_syntax_in_every_string_parameter(dovecot: Dovecot) -> None:
+    async with fuzz_env(dovecot) as env:
+        schemas = {t.name: t.input_schema for t in (await env.client.client.list_tools()).tools}
+        base: dict[str, dict[str, Any]] = {
+            "imap_get_message": {"message_id": env.message_ids[0]},
+            "imap_get_message_raw": {"message_id": env.message_ids[0]},
+            "imap_search_messages": {"limit": 1, "snippet_chars": 0},
+        }
+        tried = 0
+        for tool, name in string_parameters(schemas):
+            for value in HOSTILE_STRINGS:
+                arguments = {**base.get(tool, {}), name: value}
+                envelope, commands = await env.call(tool, arguments)
+                tried += 1
+                if not envelope["success"] and envelope["error"]["code"] == "invalid_input":
+                    continue
+                # Accepted: whatever was sent carried the value as one string token (check_call/traffic).
+                if name == "mailbox":
+                    assert set(examined(commands)) <= {value}, (value, examined(commands))
+        assert tried == len(string_parameters(schemas)) * len(HOSTILE_STRINGS)
+
+
+async def test_absurd_numbers_wrong_types_and_unknown_keys_are_invalid_input_naming_the_parameter(
+    dovecot: Dovecot,
+) -> None:
+    async with fuzz_env(dovecot) as env:
+        mid = env.message_ids[0]
+        cases = [
+            Case("limit zero", "imap_search_messages", {"limit": 0}, "invalid_input", "limit"),
+            Case("limit huge", "imap_search_messages", {"limit": 10**30}, "invalid_input", "limit"),
+            Case("limit float", "imap_search_messages", {"limit": 1.5}, "invalid_input", "limit"),
+            Case("limit string", "imap_search_messages", {"limit": "10; DROP"}, "invalid_input", "limit"),
+            Case("limit null", "imap_search_messages", {"limit": None}, "invalid_input", "limit"),
+            Case(
+                "last_days negative", "imap_search_messages", {"last_days": -1}, "invalid_input", "last_days"
+            ),
+            Case(
+                "larger 2^63",
+                "imap_search_messages",
+                {"larger_than_bytes": 2**63},
+                "invalid_input",
+                "larger_than_bytes",
+            ),
+            Case("since garbage", "imap_search_messages", {"since": "2024-13-45"}, "invalid_input", "since"),
+            Case("since list", "imap_search_messages", {"since": ["2024-01-01"]}, "invalid_input", "since"),
+            Case(
+                "snippet -1", "imap_search_messages", {"snippet_chars": -1}, "invalid_input", "snippet_chars"
+            ),
+            Case(
+                "mailbox object", "imap_search_messages", {"mailbox": {"$ne": 1}}, "invalid_input", "mailbox"
+            ),
+            Case("unknown key", "imap_search_messages", {"subjekt": "x"}, "invalid_input", "subjekt"),
+            Case(
+                "proto key",
+                "imap_list_mailboxes",
+                {"__proto__": {"admin": True}},
+                "invalid_input",
+                "__proto__",
+            ),
+            Case("any key to list_accounts", "imap_list_accounts", {"x": 1}, "invalid_input", "x"),
+            Case(
+                "include_counts string",
+                "imap_list_mailboxes",
+                {"include_counts": "maybe"},
+                "invalid_input",
+                "include_counts",
+            ),
+            Case(
+                "body_max_chars 0",
+                "imap_get_message",
+                {"message_id": mid, "body_max_chars": 0},
+                "invalid_input",
+                "body_max_chars",
+            ),
+            Case(
+                "body_max_chars 2^64",
+                "imap_get_message",
+                {"message_id": mid, "body_max_chars": 2**64},
+                "invalid_input",
+                "body_max_chars",
+            ),
+            Case(
+                "body_format evil",
+                "imap_get_message",
+                {"message_id": mid, "body_format": "raw"},
+                "invalid_input",
+                "body_format",
+            ),
+            Case(
+                "offset negative",
+                "imap_get_message_raw",
+                {"message_id": mid, "offset_bytes": -1},
+                "invalid_input",
+                "offset_bytes",
+            ),
+            Case(
+                "offset 2^32",
+                "imap_get_message_raw",
+                {"message_id": mid, "offset_bytes": 2**32},
+                "invalid_input",
+                "offset_bytes",
+            ),
+            Case(
+                "max_bytes 0",
+                "imap_get_message_raw",
+                {"message_id": mid, "max_bytes": 0},
+                "invalid_input",
+                "max_bytes",
+            ),
+            Case(
+                "max_bytes 1e308",
+                "imap_get_message_raw",
+                {"message_id": mid, "max_bytes": 1e308},
+                "invalid_input",
+                "max_bytes",
+            ),
+            Case(
+                "message_id number",
+                "imap_get_message",
+                {"message_id": 12345678},
+                "invalid_input",
+                "message_id",
+            ),
+            Case("message_id missing", "imap_get_message", {}, "invalid_input", "message_id"),
+            Case(
+                "offset at the end", "imap_get_message_raw", {"message_id": mid, "offset_bytes": 2**31}, "ok"
+            ),
+            Case("largest limit", "imap_search_messages", {"limit": 100, "snippet_chars": 500}, "ok"),
+            Case(
+                "size filters at their bounds",
+                "imap_search_messages",
+                {"larger_than_bytes": 0, "smaller_than_bytes": 2**31},
+                "ok",
+            ),
+            Case("last_days at its bound", "imap_search_messages", {"last_days": 36500}, "ok"),
+            Case("since year 1", "imap_search_messages", {"since": "0001-01-01"}, "invalid_input", "since"),
+            Case(
+                "before year 999", "imap_search_messages", {"before": "0999-12-31"}, "invalid_input", "before"
+            ),
+            Case("since year 1000", "imap_search_messages", {"since": "1000-01-01"}, "ok"),
+            Case("far future before", "imap_search_messages", {"before": "9999-12-31"}, "ok"),
+        ]
+        await run_cases(env, cases)
+
+
+async def test_forged_message_ids_fail_cleanly_and_touch_only_what_they_name(dovecot: Dovecot) -> None:
+    async with fuzz_env(dovecot) as env:
+        ref = parse_message_id(env.message_ids[0])
+
+        def mid(
+            account: str = "default",
+            mailbox: str = "INBOX",
+            uidvalidity: Any = ref.uidvalidity,
+            uid: Any = ref.uid,
+        ) -> str:
+            return f"imap:{account}:{mailbox}:{uidvalidity}:{uid}"
+
+        cases = []
+        for tool in ("imap_get_message", "imap_get_message_raw"):
+            cases += [
+                Case("real id", tool, {"message_id": mid()}, "ok"),
+                Case("uid 0", tool, {"message_id": mid(uid=0)}, "invalid_input", "message_id"),
+                Case("uid 2^32", tool, {"message_id": mid(uid=2**32)}, "invalid_input", "message_id"),
+                Case("uid negative", tool, {"message_id": mid(uid=-1)}, "invalid_input", "message_id"),
+                Case(
+                    "uid with CRLF",
+                    tool,
+                    {"message_id": mid(uid="1\r\nA1 STORE 1 +FLAGS (\\Deleted)")},
+                    "invalid_input",
+                    "message_id",
+                ),
+                Case("uid range", tool, {"message_id": mid(uid="1:*")}, "invalid_input", "message_id"),
+                Case("uid list", tool, {"message_id": mid(uid="1,2")}, "invalid_input", "message_id"),
+                Case(
+                    "uidvalidity text",
+                    tool,
+                    {"message_id": mid(uidvalidity="x")},
+                    "invalid_input",
+                    "message_id",
+                ),
+                Case("missing parts", tool, {"message_id": "imap:default:1"}, "invalid_input", "message_id"),
+                Case(
+                    "other scheme", tool, {"message_id": "file:///etc/passwd"}, "invalid_input", "message_id"
+                ),
+                Case(
+                    "account with spaces",
+                    tool,
+                    {"message_id": mid(account="a b")},
+                    "invalid_input",
+                    "message_id",
+                ),
+                Case("unknown account", tool, {"message_id": mid(account="nobody")}, "not_found"),
+                Case("unknown uid", tool, {"message_id": mid(uid=999_999)}, "not_found"),
+                Case(
+                    "stale uidvalidity",
+                    tool,
+                    {"message_id": mid(uidvalidity=ref.uidvalidity + 1)},
+                    "conflict",
+                ),
+                Case("unknown mailbox", tool, {"message_id": mid(mailbox="Nope")}, "not_found"),
+                Case(
+                    "mailbox with CRLF",
+                    tool,
+                    {"message_id": mid(mailbox="INBOX\r\nA1 DELETE INBOX")},
+                    "invalid_input",
+                    "message_id",
+                ),
+                Case("mailbox with quote", tool, {"message_id": mid(mailbox='INBOX" "x')}, "not_found"),
+                Case(
+                    "mailbox with literal", tool, {"message_id": mid(mailbox="{5}\r\nINBOX")}, "invalid_input"
+                ),
+                Case("mailbox literal syntax", tool, {"message_id": mid(mailbox="{5}")}, "not_found"),
+                Case("mailbox with NUL", tool, {"message_id": mid(mailbox="IN\x00BOX")}, "invalid_input"),
+                Case("mailbox wildcard", tool, {"message_id": mid(mailbox="*")}, "not_found"),
+                Case("mailbox traversal", tool, {"message_id": mid(mailbox="../INBOX")}, "not_found"),
+                Case("our id, other account", tool, {"message_id": mid(account="other")}, "conflict"),
+            ]
+        await run_cases(env, cases)
+        # Colons and odd characters in a real mailbox name survive the round trip.
+        listed = await env.client.ok("imap_search_messages", {"mailbox": 'Quote"d', "limit": 1})
+        odd = listed["messages"][0]["message_id"]
+        assert parse_message_id(odd).mailbox == 'Quote"d'
+        await run_cases(env, [Case("odd mailbox id", "imap_get_message", {"message_id": odd}, "ok")])
+
+
+async def test_mailbox_with_crlf_is_rejected_before_dovecot_can_echo_it_into_the_response_stream(
+    dovecot: Dovecot,
+) -> None:
+    """Regression: a mailbox argument (or message-id mailbox part) with CR/LF went out encoded, but
+    Dovecot's ``NO Mailbox doesn't exist: <name>`` echoed it raw, so a crafted name injected lines
+    (e.g. a forged tagged reply for the next command) into the server's answers and the next call
+    found the connection out of step."""
+    async with fuzz_env(dovecot) as env:
+        ref = parse_message_id(env.message_ids[0])
+        for mailbox in ("x\r\nA999 OK forged", "INBOX\n", "IN\x00BOX", "\x1b[2J"):
+            envelope, commands = await env.call("imap_search_messages", {"mailbox": mailbox})
+            assert envelope["error"]["code"] == "invalid_input" and not commands
+            assert envelope["error"]["details"]["parameter"] == "mailbox"
+            forged = MessageRef("default", mailbox, ref.uidvalidity, ref.uid).message_id
+            envelope, commands = await env.call("imap_get_message", {"message_id": forged})
+            assert envelope["error"]["code"] == "invalid_input" and not commands
+            assert envelope["error"]["details"]["parameter"] == "message_id"
+        # Tabs and every other character stay legal, and the session never had to reconnect.
+        envelope, _ = await env.call("imap_search_messages", {"mailbox": "Tab\tName"})
+        assert envelope["error"]["code"] == "not_found"
+        envelope, _ = await env.call("imap_get_message", {"message_id": env.message_ids[0]})
+        assert envelope["success"]
+        assert env.app.pool.get("default").logins == 1
+
+
+async def test_dates_before_year_1000_are_invalid_input_not_a_protocol_error(dovecot: Dovecot) -> None:
+    """Regression: ``since``/``before`` earlier than year 1000 were sent as ``SINCE 01-Jan-1``; IMAP
+    needs a four-digit year, Dovecot answered BAD and the call ended as an internal error."""
+    async with fuzz_env(dovecot) as env:
+        for name in ("since", "before"):
+            for day in ("0001-01-01", "0999-12-31"):
+                envelope, commands = await env.call("imap_search_messages", {name: day})
+                assert envelope["error"]["code"] == "invalid_input" and not commands
+                assert envelope["error"]["details"]["parameter"] == name
+            envelope, _ = await env.call("imap_search_messages", {name: "1000-01-01"})
+            assert envelope["success"]
+
+
+async def test_other_accounts_ids_read_exactly_that_account(dovecot: Dovecot) -> None:
+    async with fuzz_env(dovecot) as env:
+        for mid, marker in ((env.message_ids[0], "mine"), (env.other_message_ids[0], "theirs")):
+            envelope, _ = await env.call("imap_get_message", {"message_id": mid})
+            assert envelope["success"], envelope
+            subject = envelope["data"]["message"]["subject"]
+            assert subject.startswith(marker), subject
+            assert envelope["data"]["account_id"] == parse_message_id(mid).account_id
+        # An id of the other account with our UIDVALIDITY never falls back to our mailbox.
+        ref = parse_message_id(env.message_ids[0])
+        forged = MessageRef("other", ref.mailbox, ref.uidvalidity, ref.uid).message_id
+        envelope, _ = await env.call("imap_get_message", {"message_id": forged})
+        assert envelope["error"]["code"] == "conflict"
+        assert "mine" not in json.dumps(envelope)
+
+
+async def test_forged_cursors_are_rejected_as_invalid_input_or_conflict(dovecot: Dovecot) -> None:
+    """Regression: a re-signed cursor with wrong field types used to be an internal error (TypeError)."""
+    async with fuzz_env(dovecot) as env:
+        cursor = env.cursor
+        bad_fields = {
+            "anchor_uid as text": {"anchor_uid": "abc"},
+            "anchor_uid float": {"anchor_uid": 1.5},
+            "anchor_uid bool": {"anchor_uid": True},
+            "anchor_uid huge": {"anchor_uid": 10**30},
+            "anchor_uid negative": {"anchor_uid": -5},
+            "upper_uid null": {"upper_uid": None},
+            "total as text": {"total": "x"},
+            "returned null": {"returned": None},
+            "returned negative": {"returned": -(10**20)},
+            "uidvalidity as text": {"uidvalidity": "1"},
+            "mailbox as list": {"mailbox": ["INBOX"]},
+            "account null": {"account_id": None},
+            "digest as number": {"filter_digest": 5},
+            "extra field": {"admin": True},
+            "version 2": {"v": 2},
+        }
+        cases = [
+            Case(
+                name,
+                "imap_search_messages",
+                {"cursor": forge_cursor(cursor, fields)},
+                "invalid_input",
+                "cursor",
+            )
+            for name, fields in bad_fields.items()
+        ]
+        cases += [
+            Case("genuine", "imap_search_messages", {"cursor": cursor}, "ok"),
+            Case(
+                "re-signed, same fields", "imap_search_messages", {"cursor": forge_cursor(cursor, {})}, "ok"
+            ),
+            Case("truncated", "imap_search_messages", {"cursor": cursor[:-3]}, "invalid_input", "cursor"),
+            Case(
+                "bit flipped",
+                "imap_search_messages",
+                {"cursor": cursor[:10] + ("A" if cursor[10] != "A" else "B") + cursor[11:]},
+                "invalid_input",
+                "cursor",
+            ),
+            Case("not base64", "imap_search_messages", {"cursor": "!!!\r\n{5}"}, "invalid_input", "cursor"),
+            Case(
+                "other mailbox",
+                "imap_search_messages",
+                {"cursor": cursor, "mailbox": "Archive/2024"},
+                "invalid_input",
+                "cursor",
+            ),
+            Case(
+                "other filters",
+                "imap_search_messages",
+                {"cursor": cursor, "subject": "x"},
+                "invalid_input",
+                "cursor",
+            ),
+            Case(
+                "other account",
+                "imap_search_messages",
+                {"cursor": cursor, "account_id": "other"},
+                "invalid_input",
+                "cursor",
+            ),
+            Case(
+                "forged for the other account",
+                "imap_search_messages",
+                {"cursor": forge_cursor(cursor, {"account_id": "other"}), "account_id": "other"},
+                "conflict",
+            ),
+            Case(
+                "stale uidvalidity",
+                "imap_search_messages",
+                {"cursor": forge_cursor(cursor, {"uidvalidity": 7})},
+                "conflict",
+            ),
+            Case(
+                "anchor past the end",
+                "imap_search_messages",
+                {"cursor": forge_cursor(cursor, {"anchor_uid": 2**32 - 1})},
+                "ok",
+            ),
+        ]
+        await run_cases(env, cases)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Secrets
+# ---------------------------------------------------------------------------------------------------
+
+
+def _rpc(method: str, params: dict[str, Any], ident: int | None) -> bytes:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+    if ident is not None:
+        message["id"] = ident
+    return json.dumps(message).encode() + b"\n"
+
+
+def run_stdio_server(
+    config_path: Path, env: dict[str, str], calls: list[tuple[str, dict[str, Any]]]
+) -> tuple[str, str]:
+    """Drive ``mail-imap-mcp serve`` over stdio with raw JSON-RPC; return (stdout, stderr)."""
+    requests = [
+        _rpc(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+            0,
+        ),
+        _rpc("notifications/initialized", {}, None),
+    ]
+    requests += [
+        _rpc("tools/call", {"name": name, "arguments": args}, i + 1) for i, (name, args) in enumerate(calls)
+    ]
+    proc = subprocess.Popen(
+        [SERVER, "serve", "--config", str(config_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    lines = []
+    try:
+        for request in requests:
+            proc.stdin.write(request)
+            proc.stdin.flush()
+            if b'"id"' in request:
+                lines.append(proc.stdout.readline())
+        stdout, stderr = proc.communicate(timeout=30)  # closes stdin: the server exits
+    finally:
+        proc.kill()
+    answers = [json.loads(line) for line in lines]
+    assert all("result" in a for a in answers), answers
+    return b"".join(lines).decode() + stdout.decode(), stderr.decode()
+
+
+@pytest.fixture(scope="session")
+def no_password_in_any_envelope_of_the_session(dovecot: Dovecot) -> Iterator[None]:
+    """After the last test: no envelope that any test of the session saw contains the password."""
+    yield
+    leaked = [envelope for envelope in SEEN if dovecot.password in json.dumps(envelope)]
+    assert not leaked, f"{len(leaked)} envelope(s) contain the IMAP password, e.g. {leaked[0]['summary']}"
+
+
+def captured_log(caplog: pytest.LogCaptureFixture) -> str:
+    parts = [caplog.text]
+    for record in caplog.records:
+        parts.append(record.getMessage())
+        if record.exc_info:
+            parts.append(logging.Formatter().formatException(record.exc_info))
+    return "\n".join(parts)
+
+
+@pytest.mark.usefixtures("no_password_in_any_envelope_of_the_session")
+async def test_password_never_appears_in_envelopes_logs_stderr_or_check_output(
+    dovecot: Dovecot, caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    secret = dovecot.password  # random per test session
+    wrong = "wrong-" + os.urandom(12).hex()  # a unique wrong password, configured inline
+    caplog.set_level(logging.DEBUG)  # includes imapclient's protocol log
+    envelopes: list[dict[str, Any]] = []
+
+    user = dovecot.new_user()
+    seed_user(dovecot, user, marker="secret-test", size=6)
+    recorder = ImapRecorder(dovecot.plain_port)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    command = [sys.executable, "-c", f"import os, sys; sys.stdout.write(os.environ[{PASSWORD_ENV!r}])"]
+    accounts = {
+        "default": account_settings(dovecot, user, recorder.port),
+        "tls": {
+            "host": dovecot.host,
+            "port": dovecot.tls_port,
+            "username": user,
+            "password_env": PASSWORD_ENV,
+            "ca_file": str(dovecot.ca_file),
+        },
+        "cmd": {
+            "host": dovecot.host,
+            "port": dovecot.tls_port,
+            "username": user,
+            "password_command": command,
+            "ca_file": str(dovecot.ca_file),
+        },
+        "wrong": {
+            "host": dovecot.host,
+            "port": dovecot.tls_port,
+            "username": user,
+            "password": wrong,
+            "ca_file": str(dovecot.ca_file),
+        },
+        "down": {
+            "host": dovecot.host,
+            "port": closed_port,
+            "username": user,
+            "password_env": PASSWORD_ENV,
+            "security": "plain",
+        },
+        "noenv": {
+            "host": dovecot.host,
+            "port": dovecot.tls_port,
+            "username": user,
+            "password_env": "MIM_UNSET_PASSWORD_VAR",
+        },
+    }
+    config: Config = make_config(accounts)
+    app = AppContext.from_config(config)
+    try:
+        async with Client(build_server(config, app)) as session:
+            mcp = EnvelopeClient(session)
+            for account in accounts:
+                envelopes.append(
+                    await mcp.call("imap_list_mailboxes", {"account_id": account, "include_counts": True})
+                )
+            envelopes.append(await mcp.call("imap_list_accounts"))
+            page = await mcp.call("imap_search_messages", {"limit": 3, "subject": "secret-test"})
+            envelopes.append(page)
+            mid = page["data"]["messages"][0]["message_id"]
+            for fmt in ("text", "markdown", "html"):
+                envelopes.append(
+                    await mcp.call(
+                        "imap_get_message",
+                        {"message_id": mid, "body_format": fmt, "include_all_headers": True},
+                    )
+                )
+            envelopes.append(await mcp.call("imap_get_message_raw", {"message_id": mid}))
+            envelopes.append(
+                await mcp.call(
+                    "imap_search_messages", {"cursor": page["data"]["next_cursor"], "subject": "secret-test"}
+                )
+            )
+            envelopes.append(
+                await mcp.call("imap_get_message", {"message_id": mid.replace("default", "wrong")})
+            )
+            envelopes.append(await mcp.call("imap_get_message", {"message_id": "garbage"}))
+            envelopes.append(await mcp.call("imap_search_messages", {"mailbox": "Nope"}))
+            resource = await session.read_resource(page["data"]["messages"][0]["message_uri"])
+            envelopes.append({"resource": [c.model_dump() for c in resource.contents]})
+    finally:
+        await anyio.to_thread.run_sync(app.close)
+        recorder.close()
+    codes = {e["error"]["code"] for e in envelopes if isinstance(e.get("error"), dict)}
+    assert {"auth_failed", "unavailable", "invalid_input", "not_found"} <= codes, codes
+    # The secret really was used (it crossed the wire in LOGIN), so its absence elsewhere means something.
+    assert any(secret.encode() in bytes(sent) for sent in recorder.sent)
+
+    config_path = tmp_path / "config.toml"
+    config_path.write_text(
+        "\n".join(
+            f"[accounts.{name}]\n"
+            + "".join(f"{key} = {json.dumps(value)}\n" for key, value in settings.items())
+            for name, settings in accounts.items()
+            if name != "default"
+        )
+    )
+    environ = {**os.environ, PASSWORD_ENV: secret, "MAIL_IMAP_MCP_LOG_LEVEL": "DEBUG"}
+    stdio_out, stdio_err = run_stdio_server(
+        config_path,
+        environ,
+        [
+            ("imap_list_mailboxes", {"account_id": "tls"}),
+            ("imap_list_mailboxes", {"account_id": "cmd"}),
+            ("imap_list_mailboxes", {"account_id": "wrong"}),
+            ("imap_search_messages", {"account_id": "tls", "limit": 2}),
+            ("imap_list_accounts", {}),
+        ],
+    )
+    assert "auth_failed" in stdio_out and " DEBUG " in stdio_err  # the server really logged at DEBUG
+    check = subprocess.run(
+        [SERVER, "check", "--config", str(config_path)],
+        capture_output=True,
+        env=environ,
+        timeout=60,
+        check=False,
+    )
+    check_output = check.stdout.decode() + check.stderr.decode()
+    assert "ok   tls" in check_output and "FAIL wrong" in check_output, check_output
+
+    captured = {
+        "envelopes": json.dumps(envelopes),
+        "all envelopes seen by the suite": json.dumps(SEEN),
+        "log records": captured_log(caplog),
+        "stdio stdout": stdio_out,
+        "stdio stderr": stdio_err,
+        "check output": check_output,
+    }
+    for where, text in captured.items():
+        for label, value in (("password", secret), ("wrong inline password", wrong)):
+            assert value not in text, f"the {label} leaked into {where}"
