@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 
@@ -70,31 +70,36 @@ def _register_message_resources(server: MCPServer[None], get: EnvelopeTool, get_
     """Serve ``message_uri`` and ``message_raw_uri`` with the same envelope the tools return."""
     # Mailbox names are IMAP names, not file paths: '..' or a leading '/' are legitimate there.
     security = ResourceSecurity(exempt_params={"mailbox"})
+    for tool, uri, name, title, description in (
+        (
+            get,
+            MESSAGE_URI,
+            "message",
+            "Message",
+            "One message, as imap_get_message returns it (envelope JSON).",
+        ),
+        (
+            get_raw,
+            MESSAGE_URI + "/raw",
+            "message_raw",
+            "Raw message source",
+            "The first window of a message's raw source, as imap_get_message_raw returns it.",
+        ),
+    ):
+        server.resource(
+            uri,
+            name=name,
+            title=title,
+            description=description,
+            mime_type="application/json",
+            security=security,
+        )(_resource_reader(tool))
 
-    def message_id(account_id: str, mailbox: str, uidvalidity: str, uid: str) -> str:
+
+def _resource_reader(tool: EnvelopeTool) -> Callable[[str, str, str, str], Awaitable[str]]:
+    async def read(account_id: str, mailbox: str, uidvalidity: str, uid: str) -> str:
         # Parsed and validated by the tool, exactly like an id from a search result.
-        return f"imap:{account_id}:{mailbox}:{uidvalidity}:{uid}"
-
-    @server.resource(
-        MESSAGE_URI,
-        name="message",
-        title="Message",
-        description="One message, as imap_get_message returns it (envelope JSON).",
-        mime_type="application/json",
-        security=security,
-    )
-    async def read_message(account_id: str, mailbox: str, uidvalidity: str, uid: str) -> str:
-        envelope = await get.envelope({"message_id": message_id(account_id, mailbox, uidvalidity, uid)})
+        envelope = await tool.envelope({"message_id": f"imap:{account_id}:{mailbox}:{uidvalidity}:{uid}"})
         return envelope.model_dump_json(by_alias=True)
 
-    @server.resource(
-        MESSAGE_URI + "/raw",
-        name="message_raw",
-        title="Raw message source",
-        description="The first window of a message's raw source, as imap_get_message_raw returns it.",
-        mime_type="application/json",
-        security=security,
-    )
-    async def read_message_raw(account_id: str, mailbox: str, uidvalidity: str, uid: str) -> str:
-        envelope = await get_raw.envelope({"message_id": message_id(account_id, mailbox, uidvalidity, uid)})
-        return envelope.model_dump_json(by_alias=True)
+    return read
