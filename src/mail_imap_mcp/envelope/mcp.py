@@ -88,25 +88,27 @@ def envelope_output_schema(data_model: type[BaseModel]) -> dict[str, Any]:
     return {"type": "object", **schema}
 
 
+_BOUNDS = (
+    ("minimum", ">="),
+    ("maximum", "<="),
+    ("minLength", "length >="),
+    ("maxLength", "length <="),
+    ("pattern", "matching"),
+    ("format", "format"),
+)
+
+
+def schema_constraints(prop: dict[str, Any]) -> list[str]:
+    """The bounds a JSON-schema property declares, in words: ``['>= 1', '<= 100']``."""
+    return [f"{word} {prop[key]}" for key, word in _BOUNDS if key in prop]
+
+
 def _allowed(prop: dict[str, Any]) -> str:
     """Describe what a schema property accepts, for an actionable validation message."""
     if "enum" in prop:
         return "one of " + ", ".join(json.dumps(v) for v in prop["enum"])
-    kind = str(prop.get("type", "value"))
-    bounds = []
-    for key, word in (
-        ("minimum", ">="),
-        ("maximum", "<="),
-        ("minLength", "length >="),
-        ("maxLength", "length <="),
-    ):
-        if key in prop:
-            bounds.append(f"{word} {prop[key]}")
-    if "pattern" in prop:
-        bounds.append(f"matching {prop['pattern']}")
-    if "format" in prop:
-        bounds.append(f"format {prop['format']}")
-    return kind + (" " + ", ".join(bounds) if bounds else "")
+    bounds = schema_constraints(prop)
+    return str(prop.get("type", "value")) + (" " + ", ".join(bounds) if bounds else "")
 
 
 def validation_failure(exc: ValidationError, schema: dict[str, Any]) -> ToolFailure:

@@ -248,6 +248,15 @@ class ToolFailure(Exception):
         self.retryable = ERROR_REGISTRY[code].retryable if retryable is None else retryable
         self.next_action = next_action
 
+    @classmethod
+    def invalid_input(cls, parameter: str, problem: str, **details: Any) -> ToolFailure:
+        """An ``invalid_input`` failure that names the offending parameter."""
+        return cls(
+            ErrorCode.INVALID_INPUT,
+            f"Invalid '{parameter}': {problem}",
+            details={"parameter": parameter, **details},
+        )
+
     def to_error(self) -> ErrorInfo:
         return ErrorInfo(code=self.code, message=self.message, retryable=self.retryable, details=self.details)
 

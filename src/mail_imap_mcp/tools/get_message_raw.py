@@ -11,7 +11,13 @@ from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.fetch import MessageGone, RawWindow, read_raw
 from mail_imap_mcp.tools.context import AppContext
-from mail_imap_mcp.tools.messages import MessageIdArg, examine_for, message_gone, resolve_message
+from mail_imap_mcp.tools.messages import (
+    MESSAGE_TOOL_ERRORS,
+    MessageIdArg,
+    examine_for,
+    message_gone,
+    resolve_message,
+)
 
 NAME = "imap_get_message_raw"
 TITLE = "Read raw message source"
@@ -20,14 +26,7 @@ DESCRIPTION = (
     "max_bytes at a time starting at offset_bytes; page through with offset_bytes += returned_bytes "
     "while truncated is true. raw_text is set when the window is valid UTF-8. Never marks the message as read."
 )
-ERRORS = {
-    "invalid_input": "message_id is malformed or another argument is out of range.",
-    "not_found": "The account or mailbox is unknown, or the message no longer exists.",
-    "conflict": "The mailbox's UIDVALIDITY changed since the id was issued; next_action reruns the search.",
-    "auth_failed": "The server rejected the credentials.",
-    "unavailable": "The server cannot be reached.",
-    "timeout": "A command exceeded its time budget.",
-}
+ERRORS = MESSAGE_TOOL_ERRORS
 
 
 class GetMessageRawInput(BaseModel):

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, ToolFailure
+from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap.connection import ImapSession, UidValidityChanged
 from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
@@ -117,32 +117,28 @@ def _filter(args: SearchMessagesInput) -> SearchFilter:
     for name, day in (("since", args.since), ("before", args.before)):
         if day is not None and day.year < 1000:
             # IMAP dates have a four-digit year; "01-Jan-1" would be a protocol error (BAD).
-            raise ToolFailure(
-                ErrorCode.INVALID_INPUT,
-                f"Invalid '{name}': the year must have four digits (1000 or later).",
-                details={"parameter": name},
-            )
+            raise ToolFailure.invalid_input(name, "the year must have four digits (1000 or later).")
     if args.last_days is not None and args.since is not None:
-        raise ToolFailure(
-            ErrorCode.INVALID_INPUT,
-            "Invalid 'last_days': it cannot be combined with 'since'; use one of them.",
-            details={"parameter": "last_days", "conflicts_with": "since"},
+        raise ToolFailure.invalid_input(
+            "last_days",
+            "it cannot be combined with 'since'; use one of them.",
+            conflicts_with="since",
         )
     since = args.since
     if args.last_days is not None:
         since = datetime.now(UTC).date() - timedelta(days=args.last_days)
     if since and args.before and since >= args.before:
-        raise ToolFailure(
-            ErrorCode.INVALID_INPUT,
-            "Invalid 'before': it must be later than 'since' (or last_days), otherwise nothing can match.",
-            details={"parameter": "before", "conflicts_with": "since"},
+        raise ToolFailure.invalid_input(
+            "before",
+            "it must be later than 'since' (or last_days), otherwise nothing can match.",
+            conflicts_with="since",
         )
     low, high = args.larger_than_bytes, args.smaller_than_bytes
     if low is not None and high is not None and high <= low + 1:
-        raise ToolFailure(
-            ErrorCode.INVALID_INPUT,
-            "Invalid 'smaller_than_bytes': it must exceed larger_than_bytes by more than 1.",
-            details={"parameter": "smaller_than_bytes", "conflicts_with": "larger_than_bytes"},
+        raise ToolFailure.invalid_input(
+            "smaller_than_bytes",
+            "it must exceed larger_than_bytes by more than 1.",
+            conflicts_with="larger_than_bytes",
         )
     return SearchFilter(
         text=args.query,
@@ -174,17 +170,15 @@ def _decode_cursor(args: SearchMessagesInput, account_id: str, digest: str) -> C
     try:
         state = CursorState.decode(args.cursor)
     except CursorError as exc:
-        raise ToolFailure(
-            ErrorCode.INVALID_INPUT,
-            f"Invalid 'cursor': {exc}. Rerun the search without a cursor to start again.",
-            details={"parameter": "cursor"},
+        raise ToolFailure.invalid_input(
+            "cursor",
+            f"{exc}. Rerun the search without a cursor to start again.",
         ) from None
     if (state.account_id, state.mailbox) != (account_id, args.mailbox) or state.filter_digest != digest:
-        raise ToolFailure(
-            ErrorCode.INVALID_INPUT,
-            "Invalid 'cursor': it belongs to a search with a different account, mailbox or filters. "
+        raise ToolFailure.invalid_input(
+            "cursor",
+            "it belongs to a search with a different account, mailbox or filters. "
             "Pass exactly the filters of the first page with this cursor, or drop the cursor to start a new search.",
-            details={"parameter": "cursor"},
         )
     return state
 
