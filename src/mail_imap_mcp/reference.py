@@ -43,7 +43,9 @@ def _type(prop: dict[str, Any], defs: dict[str, Any]) -> str:
 
 
 def _constraints(prop: dict[str, Any]) -> str:
-    return ", ".join(schema_constraints({k: v for k, v in prop.items() if k != "format"}))
+    plain = {k: v for k, v in prop.items() if k not in {"format", "pattern"}}
+    pattern = [f"matching `{prop['pattern']}`"] if "pattern" in prop else []
+    return ", ".join(schema_constraints(plain) + pattern)
 
 
 def _input_table(schema: dict[str, Any]) -> list[str]:
