@@ -129,6 +129,18 @@ class SummaryBatch:
     messages: list[MessageSummary] = field(default_factory=list)
     issues: list[Issue] = field(default_factory=list)
 
+    def add_issue(self, ref: MessageRef, code: str, stage: str, message: str, *, retryable: bool) -> None:
+        self.issues.append(
+            Issue(
+                code=code,
+                stage=stage,
+                message=message,
+                retryable=retryable,
+                uid=ref.uid,
+                message_id=ref.message_id,
+            )
+        )
+
 
 def _bodystructure(response: dict[bytes, Any]) -> list[mime.Part] | None:
     structure = response.get(b"BODYSTRUCTURE")
@@ -141,6 +153,30 @@ def _bodystructure(response: dict[bytes, Any]) -> list[mime.Part] | None:
         return None
 
 
+def summary_items(snippet_chars: int) -> list[str]:
+    """FETCH items of one search-result summary: metadata, capped header fields, a body prefix."""
+    items = [
+        "FLAGS",
+        "INTERNALDATE",
+        "RFC822.SIZE",
+        "BODYSTRUCTURE",
+        f"BODY.PEEK[HEADER.FIELDS ({SUMMARY_HEADERS})]<0.{SUMMARY_HEADER_BYTES}>",
+    ]
+    if snippet_chars > 0:
+        items.append(f"BODY.PEEK[TEXT]<0.{SNIPPET_PREFIX_BYTES}>")
+    return items
+
+
+# FETCH items of imap_get_message's first command; the text part follows in a second one.
+MESSAGE_ITEMS = [
+    "FLAGS",
+    "INTERNALDATE",
+    "RFC822.SIZE",
+    "BODYSTRUCTURE",
+    f"BODY.PEEK[HEADER]<0.{MAX_HEADER_BYTES}>",
+]
+
+
 def fetch_summaries(
     session: ImapSession,
     *,
@@ -151,15 +187,7 @@ def fetch_summaries(
     snippet_chars: int,
 ) -> SummaryBatch:
     """Summaries for ``uids`` in the given order; a message that fails becomes an issue, not an error."""
-    items = [
-        "FLAGS",
-        "INTERNALDATE",
-        "RFC822.SIZE",
-        "BODYSTRUCTURE",
-        f"BODY.PEEK[HEADER.FIELDS ({SUMMARY_HEADERS})]<0.{SUMMARY_HEADER_BYTES}>",
-    ]
-    if snippet_chars > 0:
-        items.append(f"BODY.PEEK[TEXT]<0.{SNIPPET_PREFIX_BYTES}>")
+    items = summary_items(snippet_chars)
     batch = SummaryBatch()
     try:
         responses = session.fetch(uids, items)
@@ -175,15 +203,12 @@ def fetch_summaries(
         response = responses.get(uid)
         if response is None or _expunged(response):
             if uid not in failed:
-                batch.issues.append(
-                    Issue(
-                        code="not_found",
-                        stage="fetch_headers",
-                        message=f"UID {uid} was expunged while the page was being read",
-                        retryable=False,
-                        uid=uid,
-                        message_id=ref.message_id,
-                    )
+                batch.add_issue(
+                    ref,
+                    "not_found",
+                    "fetch_headers",
+                    f"UID {uid} was expunged while the page was being read",
+                    retryable=False,
                 )
             continue
         try:
@@ -194,15 +219,12 @@ def fetch_summaries(
             batch.messages.append(_summary(ref, response, parts, snippet))
         except Exception as exc:  # a hostile message must not sink the page
             log.warning("uid=%s summary failed", uid, exc_info=True)
-            batch.issues.append(
-                Issue(
-                    code="parse_failed",
-                    stage="parse_headers",
-                    message=f"UID {uid}: could not parse this message ({type(exc).__name__})",
-                    retryable=False,
-                    uid=uid,
-                    message_id=ref.message_id,
-                )
+            batch.add_issue(
+                ref,
+                "parse_failed",
+                "parse_headers",
+                f"UID {uid}: could not parse this message ({type(exc).__name__})",
+                retryable=False,
             )
     return batch
 
@@ -231,15 +253,12 @@ def _fetch_one_by_one(
                 raise
             error = exc
         ref = MessageRef(account_id, mailbox, uidvalidity, uid)
-        batch.issues.append(
-            Issue(
-                code="fetch_failed",
-                stage="fetch_headers",
-                message=f"UID {uid}: the server could not fetch this message ({_short(error)})",
-                retryable=not broken,
-                uid=uid,
-                message_id=ref.message_id,
-            )
+        batch.add_issue(
+            ref,
+            "fetch_failed",
+            "fetch_headers",
+            f"UID {uid}: the server could not fetch this message ({_short(error)})",
+            retryable=not broken,
         )
         if broken:
             reconnects += 1
@@ -337,14 +356,7 @@ def read_message(
 ) -> tuple[MessageDetail, list[str]]:
     """Headers, readable body and attachment list of one message, with bounded fetches."""
     warnings: list[str] = []
-    items = [
-        "FLAGS",
-        "INTERNALDATE",
-        "RFC822.SIZE",
-        "BODYSTRUCTURE",
-        f"BODY.PEEK[HEADER]<0.{MAX_HEADER_BYTES}>",
-    ]
-    response = session.fetch([ref.uid], items).get(ref.uid)
+    response = session.fetch([ref.uid], MESSAGE_ITEMS).get(ref.uid)
     if response is None or _expunged(response):
         raise MessageGone()
     header_bytes = _find(response, b"BODY[HEADER]") or b""
