@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from imapclient.response_parser import parse_fetch_response
 
+from mail_imap_mcp.imap import mime
 from mail_imap_mcp.imap.mime import (
     Address,
     Part,
@@ -877,3 +878,42 @@ def test_snippet_and_full_parse_never_raise(data: bytes, boundary: str | None) -
     assert snippet is None or isinstance(snippet, str)
     parsed = parse_full_message(data)
     assert isinstance(parsed.headers, dict)
+
+
+# -- snippet fast path: the first leaf located by BODYSTRUCTURE sizes, no MIME parse ------------
+
+
+def _nested_prefix(plain: bytes) -> bytes:
+    return (
+        b"This is a multi-part message in MIME format.\r\n\r\n--outer\r\n"
+        b'Content-Type: multipart/alternative; boundary="inner"\r\n\r\n'
+        b"--inner\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n"
+        + plain
+        + b"\r\n--inner\r\nContent-Type: text/html\r\n\r\n<p>html</p>\r\n--inner--\r\n--outer--\r\n"
+    )
+
+
+def _nested_parts(plain_size: int) -> list[mime.Part]:
+    plain = mime.Part(
+        "1.1", "text/plain", {"charset": "utf-8"}, "8bit", plain_size, None, None, None, "utf-8"
+    )
+    html = mime.Part("1.2", "text/html", {}, "7bit", 11, None, None, None, None)
+    return [plain, html]
+
+
+def test_snippet_fast_path_finds_a_nested_first_leaf_after_a_preamble() -> None:
+    body = "Grüße aus dem ersten Teil.".encode()
+    snippet = mime.snippet_from_prefix(_nested_prefix(body), _nested_parts(len(body)), boundary="outer")
+    assert snippet == "Grüße aus dem ersten Teil."
+
+
+def test_snippet_fast_path_ends_at_the_delimiter_whatever_size_the_server_reports() -> None:
+    body = b"short body"
+    snippet = mime.snippet_from_prefix(_nested_prefix(body), _nested_parts(5000), boundary="outer")
+    assert snippet == "short body"
+
+
+def test_snippet_fast_path_gives_way_when_a_boundary_does_not_match() -> None:
+    body = b"text after a wrong boundary"
+    # The top-level boundary is not in the prefix, so the fast path declines and the parser decides.
+    assert mime._first_leaf_text(_nested_prefix(body), _nested_parts(len(body)), "nomatch") is None

@@ -26,6 +26,7 @@ import codecs
 import email
 import email.policy
 import email.utils
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
@@ -687,17 +688,19 @@ def parse_address_list(raw: bytes | str | None) -> list[Address]:
     """
     try:
         text = _to_str(raw)
-        if not text:
-            return []
-        text = _unfold(text).translate(_HEADER_CONTROL)
-        result: list[Address] = []
-        for chunk in _split_top_level(text):
-            address = _parse_mailbox(chunk)
-            if address is not None:
-                result.append(address)
-        return result
     except Exception:
         return []
+    return list(_parse_address_text(text)) if text else []
+
+
+# The same senders and recipients recur on every page of a mailbox: parse each header text once.
+@functools.lru_cache(maxsize=4096)
+def _parse_address_text(text: str) -> tuple[Address, ...]:
+    try:
+        text = _unfold(text).translate(_HEADER_CONTROL)
+        return tuple(a for a in map(_parse_mailbox, _split_top_level(text)) if a is not None)
+    except Exception:
+        return ()
 
 
 def parse_date(raw: str | bytes | None) -> datetime | None:
@@ -1246,6 +1249,9 @@ def _snippet(
     )
     if not boundary:
         return None
+    fast = _first_leaf_text(prefix, parts, boundary)
+    if fast:
+        return fast
     subtype = header_type.split("/", 1)[1] if header_type.startswith("multipart/") else "mixed"
     synthetic = f'Content-Type: multipart/{subtype}; boundary="{boundary}"\r\n\r\n'.encode()
     message = email.message_from_bytes(synthetic + prefix, policy=email.policy.compat32)
@@ -1271,6 +1277,52 @@ def _snippet(
                 if text:
                     return text
     return None
+
+
+_BLANK_LINE = re.compile(rb"\r?\n\r?\n")
+
+
+def _first_leaf_text(prefix: bytes, parts: list[Part], boundary: str) -> str | None:
+    """Fast path: the body text when it is the message's first leaf (section 1, 1.1, ...).
+
+    BODYSTRUCTURE says the body is the first leaf, so its bytes are found by skipping one
+    delimiter line and header block per nesting level (checking each delimiter) and ending at the
+    next delimiter, with no MIME parse. Anything unexpected returns None and the caller parses
+    the prefix properly.
+    """
+    plain, html = choose_body_parts(parts)
+    chosen = plain or html
+    if chosen is None or not parts or chosen is not parts[0] or set(chosen.section) - {"1", "."}:
+        return None
+    position = 0
+    for _ in range(chosen.section.count(".") + 1):
+        delimiter = b"--" + boundary.encode("utf-8", "surrogateescape")
+        start = prefix.find(delimiter, position)
+        end = start + len(delimiter)
+        if (
+            start < 0
+            or (start > 0 and prefix[start - 1] != 0x0A)
+            or prefix[end : end + 1] not in (b"\r", b"\n")
+        ):
+            return None
+        blank = _BLANK_LINE.search(prefix, start)
+        if blank is None:
+            return None
+        content_type = parse_header_block(prefix[end : blank.end()].lstrip(b"\r\n")).get(
+            "content-type", [""]
+        )[0]
+        position = blank.end()
+        # A nested multipart names the delimiter of the next level.
+        ctype, params = _split_header_params(content_type)
+        if ctype.strip().lower().startswith("multipart/"):
+            boundary = _decode_params(params).get("boundary", "")
+            if not boundary:
+                return None
+    # The part ends at the next delimiter of its level (or where the prefix was cut).
+    content = prefix[position:]
+    cut = content.find(b"\n--" + boundary.encode("utf-8", "surrogateescape"))
+    # The CRLF before a delimiter belongs to the delimiter (RFC 2046).
+    return _readable(content if cut < 0 else content[:cut].removesuffix(b"\r"), chosen)
 
 
 def _looks_multipart(prefix: bytes) -> bool:
