@@ -384,3 +384,36 @@ def test_flag_snapshot_helper_sees_seen_flags(dovecot: Dovecot) -> None:
     finally:
         client.logout()
     assert _flags(dovecot, user, "INBOX") == {1: (b"\\Seen",)}
+
+
+async def test_server_refusing_utf8_search_is_reported_not_silently_empty(
+    dovecot: Dovecot, user: str, mcp: EnvelopeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Dovecot accepts CHARSET UTF-8; servers that do not answer NO [BADCHARSET]. Inject that answer.
+    from imapclient.exceptions import IMAPClientError
+
+    from mail_imap_mcp.imap.connection import ImapSession
+
+    dovecot.seed(user, "INBOX", [dated(0, "Grüße", "x")])
+    refusal = IMAPClientError("SEARCH command error: NO [b'[BADCHARSET (US-ASCII)] Unsupported charset']")
+    for name in ("uid_search", "uid_search_count"):
+        original = getattr(ImapSession, name)
+
+        def refuse_utf8(
+            self: ImapSession, criteria: list[Any], *, charset: str | None = None, original: Any = original
+        ) -> Any:
+            if charset:
+                raise refusal
+            return original(self, criteria, charset=charset)
+
+        monkeypatch.setattr(ImapSession, name, refuse_utf8)
+    envelope = await mcp.call("imap_search_messages", {"subject": "Grüße"})
+    assert envelope["success"] is True
+    data = envelope["data"]
+    assert data["status"] == "partial"
+    (issue,) = data["issues"]
+    assert issue["code"] == "charset_unsupported"
+    assert issue["stage"] == "search"
+    assert "ASCII" in envelope["meta"]["warnings"][0]
+    # ASCII searches still work on such a server.
+    assert (await mcp.ok("imap_search_messages", {"subject": "Gr"}))["total"] == 1
