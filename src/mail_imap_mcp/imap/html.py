@@ -21,144 +21,34 @@ import nh3
 
 __all__ = ["html_to_markdown", "html_to_text", "sanitize_html"]
 
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 # Elements whose content is never shown to a reader.
-_SKIP_CONTENT = frozenset(
-    {
-        "script",
-        "style",
-        "head",
-        "title",
-        "template",
-        "iframe",
-        "object",
-        "embed",
-        "applet",
-        "frameset",
-        "noembed",
-        "noframes",
-        "svg",
-        "math",
-        "select",
-        "textarea",
-    }
+_SKIP_CONTENT = _names(
+    "script style head title template iframe object embed applet frameset noembed noframes svg math "
+    "select textarea"
 )
-_VOID = frozenset(
-    {
-        "area",
-        "base",
-        "basefont",
-        "br",
-        "col",
-        "embed",
-        "hr",
-        "img",
-        "input",
-        "keygen",
-        "link",
-        "meta",
-        "param",
-        "source",
-        "track",
-        "wbr",
-    }
-)
+_VOID = _names("area base basefont br col embed hr img input keygen link meta param source track wbr")
 # Elements allowed inside <head>; anything else implicitly ends it (as browsers do).
 _HEAD_CONTENT = frozenset(
     {"head", "meta", "link", "title", "style", "script", "base", "noscript", "template"}
 )
 # Start tags that implicitly close an open <p>.
-_CLOSES_P = frozenset(
-    {
-        "address",
-        "article",
-        "aside",
-        "blockquote",
-        "center",
-        "details",
-        "div",
-        "dl",
-        "fieldset",
-        "figcaption",
-        "figure",
-        "footer",
-        "form",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "header",
-        "hr",
-        "main",
-        "nav",
-        "ol",
-        "p",
-        "pre",
-        "section",
-        "table",
-        "ul",
-    }
+_CLOSES_P = _names(
+    "address article aside blockquote center details div dl fieldset figcaption figure footer form h1 "
+    "h2 h3 h4 h5 h6 header hr main nav ol p pre section table ul"
 )
 # Inline elements an implicit </p> may be closed "through".
-_INLINE = frozenset(
-    {
-        "a",
-        "abbr",
-        "b",
-        "big",
-        "cite",
-        "code",
-        "del",
-        "em",
-        "font",
-        "i",
-        "ins",
-        "kbd",
-        "mark",
-        "q",
-        "s",
-        "samp",
-        "small",
-        "span",
-        "strike",
-        "strong",
-        "sub",
-        "sup",
-        "tt",
-        "u",
-        "var",
-    }
+_INLINE = _names(
+    "a abbr b big cite code del em font i ins kbd mark q s samp small span strike strong sub sup tt u var"
 )
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
-_BLOCK_LINE = frozenset(
-    {
-        "address",
-        "article",
-        "aside",
-        "caption",
-        "center",
-        "dd",
-        "details",
-        "div",
-        "dl",
-        "dt",
-        "fieldset",
-        "figcaption",
-        "figure",
-        "footer",
-        "form",
-        "header",
-        "main",
-        "nav",
-        "section",
-        "summary",
-        "table",
-        "tbody",
-        "tfoot",
-        "thead",
-        "tr",
-    }
+_BLOCK_LINE = _names(
+    "address article aside caption center dd details div dl dt fieldset figcaption figure footer form "
+    "header main nav section summary table tbody tfoot thead tr"
 )
 _BLOCK_PARAGRAPH = frozenset({"p", "blockquote", "pre", "h1", "h2", "h3", "h4", "h5", "h6"})
 _ZERO_LENGTHS = frozenset({"0", "0px", "0pt", "0em", "0rem", "0%"})
@@ -169,90 +59,14 @@ _LINK_SCHEMES = ("http:", "https:", "mailto:")
 _MAX_CAPTURE_PIECES = 2000
 _MAX_SANITIZE_DEPTH = 256
 
-_SANITIZE_TAGS = frozenset(
-    {
-        "a",
-        "abbr",
-        "address",
-        "article",
-        "aside",
-        "center",
-        "figcaption",
-        "figure",
-        "footer",
-        "header",
-        "section",
-        "b",
-        "blockquote",
-        "br",
-        "caption",
-        "cite",
-        "code",
-        "dd",
-        "del",
-        "div",
-        "dl",
-        "dt",
-        "em",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "hr",
-        "i",
-        "img",
-        "ins",
-        "kbd",
-        "li",
-        "mark",
-        "ol",
-        "p",
-        "pre",
-        "q",
-        "s",
-        "samp",
-        "small",
-        "span",
-        "strike",
-        "strong",
-        "sub",
-        "sup",
-        "table",
-        "tbody",
-        "td",
-        "tfoot",
-        "th",
-        "thead",
-        "tr",
-        "tt",
-        "u",
-        "ul",
-        "var",
-    }
+_SANITIZE_TAGS = _names(
+    "a abbr address article aside center figcaption figure footer header section b blockquote br "
+    "caption cite code dd del div dl dt em h1 h2 h3 h4 h5 h6 hr i img ins kbd li mark ol p pre q s "
+    "samp small span strike strong sub sup table tbody td tfoot th thead tr tt u ul var"
 )
-_SANITIZE_CLEAN_CONTENT = frozenset(
-    {
-        "applet",
-        "embed",
-        "frame",
-        "frameset",
-        "head",
-        "iframe",
-        "math",
-        "noembed",
-        "noframes",
-        "noscript",
-        "object",
-        "script",
-        "select",
-        "style",
-        "svg",
-        "template",
-        "textarea",
-        "title",
-    }
+_SANITIZE_CLEAN_CONTENT = _names(
+    "applet embed frame frameset head iframe math noembed noframes noscript object script select "
+    "style svg template textarea title"
 )
 _CELL_ATTRS = frozenset({"colspan", "rowspan", "align", "valign"})
 # No attribute that can carry a URL is allowed except <a href>, which is checked below;
