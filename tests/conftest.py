@@ -40,23 +40,28 @@ def user(dovecot: Dovecot) -> str:
 AccountFactory = Callable[..., dict[str, Any]]
 
 
+def account_settings(dovecot: Dovecot, user: str, **overrides: Any) -> dict[str, Any]:
+    """Raw account settings for ``user`` over verified TLS; a ``None`` override drops the key."""
+    settings: dict[str, Any] = {
+        "host": dovecot.host,
+        "port": dovecot.tls_port,
+        "security": "tls",
+        "username": user,
+        "password_env": PASSWORD_ENV,
+        "ca_file": str(dovecot.ca_file),
+        "connect_timeout_s": 5,
+        "command_timeout_s": 10,
+    }
+    settings.update(overrides)
+    return {k: v for k, v in settings.items() if v is not None}
+
+
 @pytest.fixture
 def account(dovecot: Dovecot) -> AccountFactory:
-    """Raw account settings for a user over verified TLS; override any key."""
+    """``account_settings`` bound to the session's Dovecot."""
 
     def make(user: str, **overrides: Any) -> dict[str, Any]:
-        settings: dict[str, Any] = {
-            "host": dovecot.host,
-            "port": dovecot.tls_port,
-            "security": "tls",
-            "username": user,
-            "password_env": PASSWORD_ENV,
-            "ca_file": str(dovecot.ca_file),
-            "connect_timeout_s": 5,
-            "command_timeout_s": 10,
-        }
-        settings.update(overrides)
-        return {k: v for k, v in settings.items() if v is not None}
+        return account_settings(dovecot, user, **overrides)
 
     return make
 

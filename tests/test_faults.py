@@ -36,7 +36,7 @@ from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.connection import RETRY_BACKOFF_S, AccountConnection, ImapSession
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.tools.context import AppContext
-from tests.conftest import PASSWORD_ENV, make_config
+from tests.conftest import account_settings, make_config
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.faultproxy import FaultProxy
@@ -145,17 +145,9 @@ def check_data(tool: str, data: dict[str, Any]) -> None:
 
 
 def account_config(dovecot: Dovecot, user: str, port: int, **overrides: Any) -> Config:
-    settings: dict[str, Any] = {
-        "host": "127.0.0.1",
-        "port": port,
-        "security": "tls",
-        "username": user,
-        "password_env": PASSWORD_ENV,
-        "ca_file": str(dovecot.ca_file),
-        "connect_timeout_s": CONNECT_S,
-        "command_timeout_s": COMMAND_S,
-        **overrides,
-    }
+    settings = account_settings(
+        dovecot, user, port=port, connect_timeout_s=CONNECT_S, command_timeout_s=COMMAND_S, **overrides
+    )
     return make_config({"default": settings})
 
 

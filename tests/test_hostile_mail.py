@@ -49,7 +49,7 @@ from mail_imap_mcp.imap.mime import (
     snippet_from_prefix,
     top_level_boundary,
 )
-from tests.conftest import PASSWORD_ENV, make_config, open_client
+from tests.conftest import account_settings, make_config, open_client
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.test_hostile_input import flag_snapshot
@@ -236,19 +236,6 @@ class MailboxRead:
     flags_unchanged: bool = False
 
 
-def account(dovecot: Dovecot, user: str) -> dict[str, Any]:
-    return {
-        "host": dovecot.host,
-        "port": dovecot.tls_port,
-        "security": "tls",
-        "username": user,
-        "password_env": PASSWORD_ENV,
-        "ca_file": str(dovecot.ca_file),
-        "connect_timeout_s": 5,
-        "command_timeout_s": 30,
-    }
-
-
 async def read_mailbox(
     dovecot: Dovecot,
     messages: list[bytes],
@@ -263,7 +250,9 @@ async def read_mailbox(
     dovecot.seed(user, "INBOX", messages, flags=lambda i: flags[i % len(flags)])
     before = flag_snapshot(dovecot, user)
     result = MailboxRead()
-    config = make_config({"default": account(dovecot, user)}, max_body_chars=BODY_MAX_CHARS)
+    config = make_config(
+        {"default": account_settings(dovecot, user, command_timeout_s=30)}, max_body_chars=BODY_MAX_CHARS
+    )
     async for mcp in open_client(config):
         await _read_all(mcp, result, len(messages), page_size, formats_for, raw_for)
     result.flags_unchanged = flag_snapshot(dovecot, user) == before
