@@ -35,9 +35,7 @@ import datetime as dt
 import json
 import math
 import os
-import platform
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -60,6 +58,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.support import mailgen  # noqa: E402
 from tests.support.dovecot import Dovecot  # noqa: E402
+from tests.support.machine import machine_info  # noqa: E402
 
 from mail_imap_mcp.imap.fetch import (  # noqa: E402  (the floor mirrors these sizes)
     MESSAGE_ITEMS,
@@ -201,55 +200,6 @@ def _round(value: float | None, digits: int) -> float | None:
 
 
 # ----------------------------------------------------------------------------------------- machine
-
-
-def machine_info() -> dict[str, Any]:
-    cpu = "unknown"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    mem_gib = None
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_gib = round(int(line.split()[1]) / 1024 / 1024, 1)
-    dovecot = "unknown"
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        binary = shutil.which("dovecot") or "/usr/sbin/dovecot"
-        dovecot = subprocess.run(
-            [binary, "--version"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    return {
-        "date_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
-        "nproc": len(os.sched_getaffinity(0)),
-        "cpu_model": cpu,
-        "mem_total_gib": mem_gib,
-        "python": platform.python_version(),
-        "kernel": platform.release(),
-        "dovecot": dovecot,
-        "git_commit": _git_commit(),
-    }
-
-
-def _git_commit() -> str | None:
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        done = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        dirty = subprocess.run(
-            ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "src"],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return done.stdout.strip() + ("+dirty src" if dirty.stdout.strip() else "")
-    return None
 
 
 # ----------------------------------------------------------------------------------------- /proc

@@ -47,9 +47,7 @@ import datetime as dt
 import json
 import math
 import os
-import platform
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -75,6 +73,7 @@ if str(ROOT) not in sys.path:
 from tests.support import mailgen  # noqa: E402
 from tests.support.dovecot import Dovecot  # noqa: E402
 from tests.support.envelope_client import SEEN, check_envelope  # noqa: E402
+from tests.support.machine import machine_info  # noqa: E402
 
 from mail_imap_mcp.config import load_config  # noqa: E402
 from mail_imap_mcp.server import build_server  # noqa: E402
@@ -670,33 +669,6 @@ def mode_report(
     if len(snapshots) == 2:
         report["tracemalloc_top_growth"] = top_allocation_growth(*snapshots)
     return report
-
-
-def machine_info(dovecot_binary: str) -> dict[str, Any]:
-    """CPU count and model, kernel, Python and Dovecot versions."""
-    cpu = "unknown"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    try:
-        dovecot = subprocess.run(
-            [dovecot_binary, "--version"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        ).stdout.strip()
-    except OSError:
-        dovecot = "unknown"
-    return {
-        "nproc": os.cpu_count(),
-        "cpu_model": cpu,
-        "kernel": platform.release(),
-        "python": platform.python_version(),
-        "dovecot": dovecot,
-    }
 
 
 def run_soak(options: SoakOptions, dovecot: Dovecot | None = None) -> dict[str, Any]:
