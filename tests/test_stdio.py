@@ -154,3 +154,29 @@ def test_python_dash_m_is_the_same_cli() -> None:
     )
     assert done.returncode == 0
     assert b"serve" in done.stdout and b"check" in done.stdout
+
+
+async def test_stdio_server_configured_only_by_the_readme_env_block(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    # The Claude Desktop snippet of the README: `serve` with MAIL_IMAP_DEFAULT_* and no config file
+    # (plus _CA_FILE, since this Dovecot's certificate is self-signed).
+    params = StdioServerParameters(
+        command=SERVER,
+        args=["serve"],
+        env={
+            "MAIL_IMAP_DEFAULT_HOST": dovecot.host,
+            "MAIL_IMAP_DEFAULT_PORT": str(dovecot.tls_port),
+            "MAIL_IMAP_DEFAULT_USER": user,
+            "MAIL_IMAP_DEFAULT_PASS": dovecot.password,
+            "MAIL_IMAP_DEFAULT_SECURE": "true",
+            "MAIL_IMAP_DEFAULT_CA_FILE": str(dovecot.ca_file),
+            "HOME": str(tmp_path),
+            "PATH": os.environ["PATH"],
+        },
+    )
+    async with Client(params) as client:
+        mcp = EnvelopeClient(client)
+        (account,) = (await mcp.ok("imap_list_accounts"))["accounts"]
+        assert (account["account_id"], account["security"]) == ("default", "tls")
+        assert (await mcp.ok("imap_search_messages"))["total"] == 0
