@@ -57,6 +57,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.support import mailgen  # noqa: E402
+from tests.support.accounts import account_settings, config_toml  # noqa: E402
 from tests.support.dovecot import Dovecot  # noqa: E402
 from tests.support.machine import machine_info  # noqa: E402
 
@@ -572,18 +573,10 @@ def our_server(config_path: Path, log_path: Path, password: str, *, debug: bool 
 
 def write_config(path: Path, dovecot: Dovecot, user: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        f"""# Written by scripts/bench for one run.
-[accounts.default]
-host = "{dovecot.host}"
-port = {dovecot.tls_port}
-security = "tls"
-username = "{user}"
-password_env = "{PASSWORD_ENV}"
-ca_file = "{dovecot.ca_file}"
-command_timeout_s = 120
-"""
+    settings = account_settings(
+        dovecot, user, password_env=PASSWORD_ENV, connect_timeout_s=None, command_timeout_s=120
     )
+    path.write_text("# Written by scripts/bench for one run.\n" + config_toml({"default": settings}))
     return path
 
 

@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.support import mailgen  # noqa: E402
+from tests.support.accounts import account_settings, config_toml  # noqa: E402
 from tests.support.dovecot import Dovecot  # noqa: E402
 
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
@@ -76,9 +77,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="mim-demo-") as tmp:
             config = Path(tmp) / "config.toml"
             config.write_text(
-                "[accounts.default]\n"
-                f'host = "{dovecot.host}"\nport = {dovecot.tls_port}\nusername = "{user}"\n'
-                f'password_env = "DEMO_IMAP_PASSWORD"\nca_file = "{dovecot.ca_file}"\n'
+                config_toml({"default": account_settings(dovecot, user, password_env="DEMO_IMAP_PASSWORD")})
             )
             print(f"{BOLD}Throwaway Dovecot on {dovecot.host}:{dovecot.tls_port} (TLS), user {user}.{RESET}")
             print(f"Launching: mail-imap-mcp serve --config {config}")

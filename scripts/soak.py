@@ -71,6 +71,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests.support import mailgen  # noqa: E402
+from tests.support.accounts import account_settings, config_toml  # noqa: E402
 from tests.support.dovecot import Dovecot  # noqa: E402
 from tests.support.envelope_client import SEEN, check_envelope  # noqa: E402
 from tests.support.machine import machine_info  # noqa: E402
@@ -474,10 +475,12 @@ def soak_environment(options: SoakOptions, dovecot: Dovecot | None = None) -> It
         second = max(options.messages // 10, 20)
         dovecot.seed(user, SECOND_MAILBOX, mailgen.corpus(second, seed=1), flags="\\Seen")
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mim-soak-")))
-        config_text = (
-            "[accounts.default]\n"
-            f'host = "{dovecot.host}"\nport = {dovecot.tls_port}\nsecurity = "tls"\n'
-            f'username = "{user}"\npassword_env = "{PASSWORD_ENV}"\nca_file = "{dovecot.ca_file}"\n'
+        config_text = config_toml(
+            {
+                "default": account_settings(
+                    dovecot, user, password_env=PASSWORD_ENV, connect_timeout_s=None, command_timeout_s=None
+                )
+            }
         )
         previous = os.environ.get(PASSWORD_ENV)
         os.environ[PASSWORD_ENV] = dovecot.password

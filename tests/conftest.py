@@ -13,10 +13,9 @@ from mcp import Client
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.tools.context import AppContext
+from tests.support.accounts import PASSWORD_ENV, account_settings
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
-
-PASSWORD_ENV = "MIM_TEST_IMAP_PASSWORD"
 
 
 @pytest.fixture(scope="session")
@@ -38,22 +37,6 @@ def user(dovecot: Dovecot) -> str:
 
 
 AccountFactory = Callable[..., dict[str, Any]]
-
-
-def account_settings(dovecot: Dovecot, user: str, **overrides: Any) -> dict[str, Any]:
-    """Raw account settings for ``user`` over verified TLS; a ``None`` override drops the key."""
-    settings: dict[str, Any] = {
-        "host": dovecot.host,
-        "port": dovecot.tls_port,
-        "security": "tls",
-        "username": user,
-        "password_env": PASSWORD_ENV,
-        "ca_file": str(dovecot.ca_file),
-        "connect_timeout_s": 5,
-        "command_timeout_s": 10,
-    }
-    settings.update(overrides)
-    return {k: v for k, v in settings.items() if v is not None}
 
 
 @pytest.fixture

@@ -54,7 +54,8 @@ from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.ids import MessageRef, parse_message_id
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.tools.context import AppContext
-from tests.conftest import PASSWORD_ENV, make_config
+from tests.conftest import make_config
+from tests.support.accounts import PASSWORD_ENV, config_toml
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import SEEN, EnvelopeClient
 from tests.support.mailgen import corpus, plain_message
@@ -1344,12 +1345,7 @@ async def test_password_never_appears_in_envelopes_logs_stderr_or_check_output(
 
     config_path = tmp_path / "config.toml"
     config_path.write_text(
-        "\n".join(
-            f"[accounts.{name}]\n"
-            + "".join(f"{key} = {json.dumps(value)}\n" for key, value in settings.items())
-            for name, settings in accounts.items()
-            if name != "default"
-        )
+        config_toml({name: settings for name, settings in accounts.items() if name != "default"})
     )
     environ = {**os.environ, PASSWORD_ENV: secret, "MAIL_IMAP_MCP_LOG_LEVEL": "DEBUG"}
     stdio_out, stdio_err = run_stdio_server(

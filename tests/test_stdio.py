@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import PASSWORD_ENV
+from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 
@@ -22,18 +22,9 @@ pytestmark = pytest.mark.anyio
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
 
 
-def write_config(tmp_path: Path, dovecot: Dovecot, user: str) -> Path:
+def write_config(tmp_path: Path, dovecot: Dovecot, user: str, **more: dict[str, object]) -> Path:
     path = tmp_path / "config.toml"
-    path.write_text(
-        f"""
-[accounts.default]
-host = "{dovecot.host}"
-port = {dovecot.tls_port}
-username = "{user}"
-password_env = "{PASSWORD_ENV}"
-ca_file = "{dovecot.ca_file}"
-"""
-    )
+    path.write_text(config_toml({"default": account_settings(dovecot, user), **more}))
     return path
 
 
@@ -124,18 +115,8 @@ def test_invalid_config_fails_at_startup_with_one_clear_line(tmp_path: Path) -> 
 def test_check_reports_each_account_and_fails_when_one_fails(
     tmp_path: Path, dovecot: Dovecot, user: str
 ) -> None:
-    path = write_config(tmp_path, dovecot, user)
-    path.write_text(
-        path.read_text()
-        + f"""
-[accounts.broken]
-host = "{dovecot.host}"
-port = {dovecot.tls_port}
-username = "{user}"
-password = "wrong-password-xyz"
-ca_file = "{dovecot.ca_file}"
-"""
-    )
+    broken = account_settings(dovecot, user, password_env=None, password="wrong-password-xyz")
+    path = write_config(tmp_path, dovecot, user, broken=broken)
     env = {**os.environ, PASSWORD_ENV: dovecot.password}
     done = subprocess.run(
         [SERVER, "check", "--config", str(path)], capture_output=True, timeout=60, env=env, check=False
