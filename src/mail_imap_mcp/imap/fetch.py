@@ -101,9 +101,15 @@ def _first(headers: dict[str, list[str]], name: str) -> str | None:
 
 
 def _summary(
-    ref: MessageRef, response: dict[bytes, Any], parts: list[mime.Part] | None, snippet: str | None
+    ref: MessageRef,
+    response: dict[bytes, Any],
+    parts: list[mime.Part] | None,
+    snippet: str | None,
+    headers: dict[str, list[str]] | None = None,
 ) -> MessageSummary:
-    headers = mime.parse_header_block(_find(response, b"BODY[HEADER") or b"")
+    """Summary fields from one FETCH response (``headers``: the header block, when already parsed)."""
+    if headers is None:
+        headers = mime.parse_header_block(_find(response, b"BODY[HEADER") or b"")
     date = mime.parse_date(_first(headers, "date"))
     return MessageSummary(
         message_id=ref.message_id,
@@ -422,7 +428,7 @@ def read_message(
     snippet, _ = (
         mime.truncate(mime.collapse_whitespace(body), 200) if options.body_format == "text" else ("", False)
     )
-    summary = _summary(ref, response, parts, snippet=snippet or None)
+    summary = _summary(ref, response, parts, snippet=snippet or None, headers=headers)
     detail = MessageDetail(
         **summary.model_dump(by_alias=False),
         headers=_select_headers(headers, options),
