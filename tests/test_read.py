@@ -304,3 +304,25 @@ async def test_resource_uri_with_slash_in_mailbox_name(dovecot: Dovecot, user: s
         read = await client.read_resource(summary["message_uri"])
         envelope = json.loads(read.contents[0].text)  # type: ignore[union-attr]
         assert envelope["data"]["message"]["subject"] == "old"
+
+
+async def test_attachment_list_is_bounded_with_a_warning(
+    dovecot: Dovecot, user: str, mcp: EnvelopeClient
+) -> None:
+    # Regression: a message with thousands of parts listed every one of them in a single response.
+    from email.message import EmailMessage
+
+    from mail_imap_mcp.imap.fetch import MAX_LISTED_ATTACHMENTS
+
+    msg = EmailMessage()
+    msg["Subject"] = "many parts"
+    msg.set_content("see attachments")
+    for i in range(MAX_LISTED_ATTACHMENTS + 20):
+        msg.add_attachment(b"x", maintype="application", subtype="octet-stream", filename=f"f{i}.bin")
+    dovecot.seed(user, "INBOX", [msg.as_bytes()])
+    envelope = await mcp.call("imap_get_message", {"message_id": await message_id(mcp, 1)})
+    message = envelope["data"]["message"]
+    assert len(message["attachments"]) == MAX_LISTED_ATTACHMENTS
+    assert message["attachments"][0]["filename"] == "f0.bin"
+    assert message["has_attachments"] is True
+    assert any(f"{MAX_LISTED_ATTACHMENTS + 20} attachment parts" in w for w in envelope["meta"]["warnings"])

@@ -38,6 +38,7 @@ DEFAULT_HEADER_ALLOWLIST = (
     "list-unsubscribe",
 )
 MAX_LISTED_ADDRESSES = 20
+MAX_LISTED_ATTACHMENTS = 100
 MAX_HEADER_BYTES = 256 * 1024
 MAX_HEADER_VALUE_CHARS = 4000
 # Subject and address fields of a summary: a hostile 1 MB Subject line must not make a page huge.
@@ -415,6 +416,10 @@ def read_message(
         parsed = mime.parse_full_message(raw_message)
         text, html, attachments = parsed.text, parsed.html, parsed.attachments
 
+    if len(attachments) > MAX_LISTED_ATTACHMENTS:
+        warnings.append(
+            f"Only the first {MAX_LISTED_ATTACHMENTS} of {len(attachments)} attachment parts are listed."
+        )
     body, source = _render(text, html, options)
     body = body.replace("\r\n", "\n")
     body, cut = mime.truncate(body, options.body_max_chars)
@@ -444,7 +449,7 @@ def read_message(
                 disposition=p.disposition,
                 content_id=p.content_id,
             )
-            for p in attachments
+            for p in attachments[:MAX_LISTED_ATTACHMENTS]
         ],
     )
     detail.has_attachments = bool(detail.attachments)

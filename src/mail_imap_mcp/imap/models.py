@@ -68,4 +68,6 @@ class MessageDetail(MessageSummary):
     body_source: str | None = Field(
         description="Content type of the part the body came from (text/plain or text/html), or null."
     )
-    attachments: list[AttachmentInfo] = Field(description="Attachment parts (not downloaded).")
+    attachments: list[AttachmentInfo] = Field(
+        description="Attachment parts (not downloaded); at most 100, with a warning when there are more."
+    )

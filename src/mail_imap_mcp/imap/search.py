@@ -22,9 +22,9 @@ from imapclient.exceptions import IMAPClientError
 from imapclient.imapclient import format_criteria_date
 
 from mail_imap_mcp.imap.connection import ImapSession, MailboxState, UidValidityChanged
+from mail_imap_mcp.imap.ids import MAX_UINT32
 
 CURSOR_VERSION = 1
-MAX_UINT32 = 2**32 - 1
 MIN_FILTERED_WINDOW = 2000
 WINDOW_GROWTH = 4
 
