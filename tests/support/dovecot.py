@@ -241,12 +241,18 @@ class Dovecot:
         user_patterns: Sequence[str] = ("u*", "t*"),
         default_user: str = "user",
         max_userip_connections: int = 100,
+        capabilities: str | None = None,
         extra_config: str = "",
     ) -> None:
         """Configure (but do not start) an instance.
 
         ``strict_listener`` adds ``strict_port`` on 127.0.0.2 with ``disable_plaintext_auth = yes``.
         ``user_patterns`` are Dovecot wildcards for accepted usernames (Dovecot lowercases usernames).
+        ``capabilities`` replaces what the server advertises (Dovecot's ``imap_capability``), e.g.
+        ``"IMAP4rev1"`` for a server with no extensions: after login CAPABILITY lists exactly these
+        (Dovecot then adds not even ``LITERAL+``); before login Dovecot appends ``STARTTLS`` (plaintext
+        ports), ``LOGINDISABLED`` (where plaintext login is refused) and ``AUTH=PLAIN AUTH=LOGIN``.
+        Dovecot still accepts unadvertised commands, so only a wire recording shows what a client used.
         ``extra_config`` is appended verbatim to the generated ``dovecot.conf``.
         """
         if not user_patterns:
@@ -255,6 +261,9 @@ class Dovecot:
         self.default_user = self._check_user(default_user)
         self.strict_listener = strict_listener
         self.max_userip_connections = max_userip_connections
+        if capabilities is not None and (not capabilities.strip() or not capabilities.isprintable()):
+            raise ValueError(f"invalid capabilities {capabilities!r}")
+        self.capabilities = capabilities
         self.extra_config = extra_config
         self.password = secrets.token_hex(12)
         self.binary = ensure_dovecot()
@@ -403,6 +412,7 @@ class Dovecot:
                 f"  inet_listener imap_strict {{\n    address = {self.strict_host}\n"
                 f"    port = {self._ports[2] if self._ports else 0}\n  }}\n"
             )
+        capability = f"imap_capability = {self.capabilities}\n" if self.capabilities else ""
         specials = "".join(
             f"  mailbox {name} {{\n    special_use = \\{use}\n  }}\n"
             for name, use in (
@@ -443,7 +453,7 @@ disable_plaintext_auth = no
 auth_mechanisms = plain login
 auth_failure_delay = 0
 auth_verbose = yes
-
+{capability}
 passdb {{
   driver = static
   args = password={self.password}
