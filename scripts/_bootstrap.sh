@@ -29,8 +29,12 @@ apt_install() {
   apt-get install -y -qq "$@" >/dev/null
 }
 
+# The `dovecot` binary alone is not enough: it comes with dovecot-core, and the IMAP service itself
+# (dovecot-imapd) can be missing, e.g. after another IMAP server package replaced it.
+DOVECOT_IMAP_SERVICE=/usr/lib/dovecot/imap
+
 ensure_dovecot() {
-  if ! command -v dovecot >/dev/null 2>&1 && [ ! -x /usr/sbin/dovecot ]; then
+  if ! command -v dovecot >/dev/null 2>&1 && [ ! -x /usr/sbin/dovecot ] || [ ! -x "$DOVECOT_IMAP_SERVICE" ]; then
     apt_install dovecot-imapd
   fi
 }

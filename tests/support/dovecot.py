@@ -87,6 +87,8 @@ _SYSTEM_FLAG_LETTERS = {
 _USERNAME_RE = re.compile(r"[a-z0-9][a-z0-9._@-]*")
 _LISTESCAPE_CHAR = "\\"
 _READY_TIMEOUT = 10.0
+#: The IMAP service of dovecot-imapd; dovecot-core (which has the `dovecot` binary) can be there without it.
+DOVECOT_IMAP_SERVICE = "/usr/lib/dovecot/imap"
 _STOP_GRACE = 2.0  # restart(): let Dovecot shut down cleanly
 _DISCARD_GRACE = 0.3  # stop(): the data is about to be deleted
 
@@ -98,7 +100,7 @@ def ensure_dovecot() -> str:
     the packages to install. Services are kept from auto-starting during the install.
     """
     found = _which("dovecot")
-    if found and _which("doveadm"):
+    if found and _which("doveadm") and Path(DOVECOT_IMAP_SERVICE).is_file():
         return found
     apt = shutil.which("apt-get")
     if os.geteuid() != 0 or apt is None or not Path("/etc/debian_version").exists():
