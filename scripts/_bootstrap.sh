@@ -59,3 +59,89 @@ ensure_venv() {
   "$PY" -m pip install -q --disable-pip-version-check --no-deps -e "$ROOT"
   printf '%s' "$want" >"$stamp"
 }
+
+# Cyrus IMAP and Courier-IMAP beside Dovecot, for tests that run against several IMAP servers
+# (tests/support/cyrus.py, tests/support/courier.py). Their server packages, like dovecot-imapd, provide
+# the virtual package imap-server and conflict with each other: `apt-get install cyrus-imapd` or
+# `courier-imap` REMOVES dovecot-imapd. So only their non-conflicting dependencies are installed (never
+# anything that removes a package: checked with a simulated install first), and the server packages
+# themselves are unpacked with `dpkg-deb -x` into $IMAP_SERVERS_DIR/<package>/, whose `.version` file
+# names the dependency version they were unpacked for. Fast (no apt) when everything is in place.
+IMAP_SERVERS_DIR="${MIM_IMAP_SERVERS_DIR:-$ROOT/.cache/imap-servers}"
+IMAP_MATRIX_DEPS=(cyrus-common sasl2-bin courier-base courier-authdaemon courier-authlib-userdb
+  libcourier-unicode4 libgamin0 libgdbm6 libidn12)
+# "<unpacked package> <installed package it must match> <file it must contain>"
+IMAP_MATRIX_UNPACKED=("cyrus-imapd cyrus-common usr/lib/cyrus/bin/imapd"
+  "courier-imap courier-base usr/bin/imapd")
+IMAP_MATRIX_TOOLS=(/usr/lib/cyrus/bin/master /usr/sbin/saslpasswd2 /usr/sbin/couriertcpd /usr/bin/couriertls
+  /usr/lib/courier/courier-authlib/authdaemond /usr/lib/courier-authlib/libauthuserdb.so /usr/sbin/makeuserdb
+  /usr/bin/unshare /bin/mount)
+
+_imap_matrix_ready() {
+  local tool entry pkg dep file
+  for tool in "${IMAP_MATRIX_TOOLS[@]}"; do
+    [ -e "$tool" ] || return 1
+  done
+  for entry in "${IMAP_MATRIX_UNPACKED[@]}"; do
+    read -r pkg dep file <<<"$entry"
+    [ -e "$IMAP_SERVERS_DIR/$pkg/$file" ] || return 1
+    [ "$(cat "$IMAP_SERVERS_DIR/$pkg/.version" 2>/dev/null)" = "$(dpkg-query -W -f='${Version}' "$dep" 2>/dev/null)" ] ||
+      return 1
+  done
+}
+
+ensure_imap_matrix() {
+  local entry pkg dep file version tmp simulated depends added_policy=""
+  _imap_matrix_ready && return 0
+  if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1 || ! command -v dpkg-deb >/dev/null 2>&1; then
+    say "Cyrus/Courier test servers missing: run scripts/test as root on Debian/Ubuntu once"
+    say "(installs ${IMAP_MATRIX_DEPS[*]} and unpacks cyrus-imapd and courier-imap into $IMAP_SERVERS_DIR)"
+    exit 1
+  fi
+  say "installing Cyrus/Courier test server dependencies (apt-get) and unpacking the servers into $IMAP_SERVERS_DIR"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  # A plain install would pull in recommended cyrus-imapd, which replaces dovecot-imapd.
+  simulated="$(apt-get install -s --no-install-recommends "${IMAP_MATRIX_DEPS[@]}")" || {
+    say "apt-get cannot install ${IMAP_MATRIX_DEPS[*]}"
+    exit 1
+  }
+  if grep '^Remv ' <<<"$simulated" >&2; then
+    say "refusing: installing ${IMAP_MATRIX_DEPS[*]} would remove the packages above"
+    exit 1
+  fi
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    # Keep the packages' system services (exim, cyrus, authdaemond) from starting.
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+    chmod 755 /usr/sbin/policy-rc.d
+    added_policy=1
+  fi
+  if ! apt-get install -y -qq --no-install-recommends "${IMAP_MATRIX_DEPS[@]}" >/dev/null; then
+    [ -z "$added_policy" ] || rm -f /usr/sbin/policy-rc.d
+    say "apt-get install ${IMAP_MATRIX_DEPS[*]} failed"
+    exit 1
+  fi
+  [ -z "$added_policy" ] || rm -f /usr/sbin/policy-rc.d
+  tmp="$(mktemp -d)"
+  chmod 755 "$tmp"
+  ! getent passwd _apt >/dev/null || chown _apt "$tmp" # apt-get download runs as _apt
+  mkdir -p "$IMAP_SERVERS_DIR"
+  for entry in "${IMAP_MATRIX_UNPACKED[@]}"; do
+    read -r pkg dep file <<<"$entry"
+    version="$(dpkg-query -W -f='${Version}' "$dep")"
+    rm -f "$tmp"/*.deb
+    # The unpacked binaries must match the installed libraries and tools: both packages depend on
+    # exactly one version of $dep, which the apt-get install above brought to the candidate version.
+    if ! (cd "$tmp" && apt-get download -qq "$pkg" >/dev/null 2>&1) ||
+      ! depends="$(dpkg-deb -f "$tmp"/"$pkg"_*.deb Depends)" || [[ "$depends" != *"$dep (= $version)"* ]]; then
+      say "could not download $pkg for the installed $dep $version"
+      rm -rf "$tmp"
+      exit 1
+    fi
+    rm -rf "$IMAP_SERVERS_DIR/$pkg"
+    dpkg-deb -x "$tmp"/"$pkg"_*.deb "$IMAP_SERVERS_DIR/$pkg"
+    printf '%s' "$version" >"$IMAP_SERVERS_DIR/$pkg/.version"
+  done
+  rm -rf "$tmp"
+  _imap_matrix_ready || { say "Cyrus/Courier test servers still incomplete after installing"; exit 1; }
+}
