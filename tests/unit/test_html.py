@@ -266,6 +266,184 @@ def test_markdown_skips_hidden_and_script_content() -> None:
     assert html_to_markdown(html) == "shown"
 
 
+# -- SVG and MathML (HTML5 "foreign content") ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "tag", ["p", "div", "b", "br", "table", "ul", "h2", "span", "blockquote", "pre", "font color=red"]
+)
+def test_html_start_tag_breaks_out_of_unclosed_svg(tag: str) -> None:
+    # Regression: everything after an unclosed <svg> was dropped ("intro" only).
+    html = f"<p>intro</p><svg><rect/><{tag}>Pay invoice 123 by Friday"
+    for render in (html_to_text, html_to_markdown, sanitize_html):
+        assert "Pay invoice 123 by Friday" in render(html), render
+        assert "intro" in render(html)
+
+
+def test_regression_unclosed_svg_rest_of_body_is_rendered() -> None:
+    html = "<p>intro</p><svg><rect/><p>Pay invoice 123 by Friday</p>"
+    assert html_to_text(html) == "intro\n\nPay invoice 123 by Friday"
+    assert html_to_markdown(html) == "intro\n\nPay invoice 123 by Friday"
+    assert sanitize_html(html) == "<p>intro</p> <p>Pay invoice 123 by Friday</p>"
+
+
+def test_html_start_tag_breaks_out_of_unclosed_math() -> None:
+    html = "<p>intro</p><math><mrow><mi>x</mi><div>Pay invoice 123 by Friday</div><p>last</p>"
+    assert html_to_text(html) == "intro\n\nx\nPay invoice 123 by Friday\n\nlast"
+
+
+def test_end_tag_p_and_br_break_out_of_svg() -> None:
+    assert html_to_text("<p>a<svg><g></p>after") == "a\n\nafter"
+    assert html_to_text("a<svg><g></br>after") == "a\nafter"
+
+
+def test_non_html_start_tags_stay_inside_svg() -> None:
+    # <font> without color/face/size and unknown names are SVG elements: no text drawn outside <text>.
+    assert html_to_text("<svg><font>inside</font><section>also inside</section></svg>after") == "after"
+    assert html_to_text("<svg><font size=3>broke out</font>") == "broke out"
+
+
+def test_svg_text_is_visible_other_svg_character_data_is_not() -> None:
+    html = (
+        "<p>Logo<svg viewBox='0 0 10 10'>stray<g>group</g><text x='1' y='2'>ACME <tspan>Corp</tspan></text>"
+        "<a href='https://x.example'><text>Link text</text></a></svg>after</p>"
+    )
+    assert html_to_text(html) == "Logo ACME Corp Link text after"
+    assert sanitize_html(html) == "<p>Logo ACME Corp Link text after</p>"
+
+
+def test_svg_cdata_in_text_is_visible() -> None:
+    assert html_to_text("<svg><text><![CDATA[a < b]]></text></svg>") == "a < b"
+    # In HTML, a CDATA section is a (bogus) comment.
+    assert html_to_text("<p><![CDATA[not text]]>text</p>") == "text"
+
+
+def test_nested_svg_with_foreign_object() -> None:
+    html = (
+        "<svg><g><svg><foreignObject width='100' height='20'><p>Inside <b>HTML</b></p>"
+        "<ul><li>item</li></ul></foreignObject><text>Label</text></svg></g></svg><p>end</p>"
+    )
+    assert html_to_text(html) == "Inside HTML\n\n- item\n\nLabel\n\nend"
+    assert html_to_markdown(html) == "Inside **HTML**\n\n- item\n\nLabel\n\nend"
+
+
+def test_html_end_tag_does_not_close_svg_through_foreign_object() -> None:
+    # </svg> while an HTML element inside <foreignObject> is open is ignored (HTML5 "any other end tag").
+    html = "<svg><foreignObject><div>one </svg>two</div></foreignObject></svg>three"
+    assert html_to_text(html) == "one two\nthree"
+
+
+def test_unclosed_svg_at_end_keeps_what_came_before() -> None:
+    assert html_to_text("<p>kept</p><svg><rect>") == "kept"
+    assert html_to_text("<p>kept</p><svg><text>drawn") == "kept\n\ndrawn"
+    assert html_to_text("<p>kept</p><svg") == "kept"
+    assert sanitize_html("<p>kept</p><svg><g><path d='M0 0'>") == "<p>kept</p>"
+
+
+def test_svg_style_and_script_are_not_raw_text() -> None:
+    # Inside SVG, <style>/<script> content is markup: an HTML tag still breaks out.
+    assert html_to_text("<svg><style>a{}<p>visible</p>") == "visible"
+    assert html_to_text("<svg><script>x()</script><style>b{}</style></svg>shown") == "shown"
+
+
+def test_math_text_is_visible_annotations_and_phantoms_are_not() -> None:
+    html = (
+        "<p>Area: <math><semantics><mrow><mi>x</mi><mo>=</mo><mn>2</mn><mphantom><mi>SECRET</mi></mphantom>"
+        "</mrow><annotation encoding='TeX'>SECRET</annotation>"
+        "<annotation-xml encoding='text/html'><p>SECRET</p></annotation-xml></semantics></math> m2</p>"
+    )
+    assert html_to_text(html) == "Area: x = 2 m2"
+    assert "SECRET" not in sanitize_html(html)
+
+
+def test_math_text_integration_point_takes_html() -> None:
+    assert html_to_text("<math><mtext><b>bold</b> text</mtext></math>") == "bold text"
+    assert html_to_markdown("<math><mtext><b>bold</b></mtext></math>") == "**bold**"
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        "<svg><rect/></svg><div style='display:none'>SECRET</div><p>shown</p>",
+        "<svg><rect/><div style='display:none'>SECRET</div><p>shown</p>",
+        "<svg><g><p hidden>SECRET</p><p>shown</p>",
+        "<svg><text><span style='visibility:hidden'>SECRET</span></text><p>shown</p>",
+        "<div style='display:none'><svg><text>SECRET</text><p>SECRET</p></svg></div><p>shown</p>",
+        "<div style='display:none'><svg><g></div><p>shown</p>",
+        "<svg><defs><text>SECRET</text></defs><text display='none'>SECRET</text></svg><p>shown</p>",
+        "<svg><g visibility='hidden'><text>SECRET</text></g><text opacity='0'>SECRET</text></svg><p>shown</p>",
+        "<svg><text style='display:none'>SECRET</text><text hidden>SECRET</text></svg><p>shown</p>",
+        "<svg width='0' height='0'><text>SECRET</text></svg><p>shown</p>",
+        "<svg><foreignObject width='0'><p>SECRET</p></foreignObject></svg><p>shown</p>",
+        "<svg><title>SECRET</title><desc><p>SECRET</p></desc><metadata>SECRET</metadata></svg><p>shown</p>",
+        "<svg><symbol><text>SECRET</text></symbol><mask><text>SECRET</text></mask></svg><p>shown</p>",
+        "<svg><desc><div>SECRET</svg>SECRET",  # </svg> inside desc's HTML <div> is ignored
+        "<math><mphantom><mi>SECRET</mi></mphantom></math><p>shown</p>",
+        "<math><mi><span style='display:none'>SECRET</span></mi></math><p>shown</p>",
+    ],
+)
+def test_hidden_text_defence_still_works_with_svg_and_math(html: str) -> None:
+    for render in (html_to_text, html_to_markdown, sanitize_html):
+        out = render(html)
+        assert "SECRET" not in out, (render, out)
+        if "shown" in html:
+            assert "shown" in out, (render, out)
+
+
+_foreign_like = st.lists(
+    st.one_of(
+        st.text(alphabet="ab <>/", max_size=6),
+        st.sampled_from(
+            [
+                "<svg>",
+                "</svg>",
+                "<svg/>",
+                "<math>",
+                "</math>",
+                "<mi>",
+                "<mtext>",
+                "</mi>",
+                "<g>",
+                "<rect/>",
+                "<rect>",
+                "<text>",
+                "</text>",
+                "<tspan>",
+                "<foreignObject>",
+                "</foreignObject>",
+                "<desc>",
+                "<title>",
+                "<style>",
+                "</style>",
+                "<script>",
+                "<font>",
+                "<p>",
+                "</p>",
+                "<div>",
+                "</div>",
+                "<b>",
+                "<br>",
+                "</br>",
+                "<table><tr><td>",
+                "<![CDATA[x]]>",
+                "<p style='display:none'>HIDDENMARK</p>",
+                "<div hidden>HIDDENMARK</div>",
+                "<span style='visibility:hidden'>HIDDENMARK <b>x</b></span>",
+                "<div style='display:none'><p>HIDDENMARK</p></div>",
+            ]
+        ),
+    ),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_foreign_like)
+def test_hidden_html_stays_hidden_around_svg_and_math(html: str) -> None:
+    for render in (html_to_text, html_to_markdown, sanitize_html):
+        assert "HIDDENMARK" not in render(html)
+
+
 # -- never raise ---------------------------------------------------------------------------
 
 _html_like = st.lists(
