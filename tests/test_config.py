@@ -8,6 +8,8 @@ import pytest
 
 from mail_imap_mcp.config import ConfigError, Security, load_config
 
+EXAMPLE = Path(__file__).parent.parent / "src" / "mail_imap_mcp" / "config.example.toml"
+
 GOOD = """
 [accounts.work]
 host = "imap.example.com"
@@ -131,14 +133,96 @@ def test_file_and_env_accounts_merge_and_clash_names_both(tmp_path: Path) -> Non
         load_config(write(tmp_path, GOOD), clash)
 
 
-def test_env_account_missing_user_is_reported() -> None:
-    with pytest.raises(ConfigError, match=r"MAIL_IMAP_X_\* username"):
+def test_env_account_missing_user_names_the_variable() -> None:
+    with pytest.raises(ConfigError, match=r"^MAIL_IMAP_X_USER is not set"):
         load_config(None, {"MAIL_IMAP_X_HOST": "h", "MAIL_IMAP_X_PASS": "p"})
 
 
-def test_no_accounts_explains_what_to_do() -> None:
-    with pytest.raises(ConfigError, match="no accounts configured"):
+ENV_ACCOUNT = {
+    "MAIL_IMAP_DEFAULT_HOST": "imap.example.com",
+    "MAIL_IMAP_DEFAULT_USER": "me@example.com",
+    "HOME": "/nonexistent",
+}
+
+
+def test_regression_misspelt_pass_variable_is_named_with_the_right_one() -> None:
+    # Issue 8: MAIL_IMAP_DEFAULT_PASSWORD gave "set exactly one of password_env, ..." and was never named.
+    with pytest.raises(ConfigError) as caught:
+        load_config(None, {**ENV_ACCOUNT, "MAIL_IMAP_DEFAULT_PASSWORD": "secret-value"})
+    message = str(caught.value)
+    assert message.startswith("MAIL_IMAP_DEFAULT_PASSWORD is not a setting of account 'default'")
+    assert "did you mean MAIL_IMAP_DEFAULT_PASS?" in message
+    assert "secret-value" not in message
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [
+        ("MAIL_IMAP_DEFAULT_POTR", "MAIL_IMAP_DEFAULT_PORT"),
+        ("MAIL_IMAP_DEFAULT_CAFILE", "MAIL_IMAP_DEFAULT_CA_FILE"),
+    ],
+)
+def test_unknown_env_suffix_suggests_the_nearest_name(typo: str, meant: str) -> None:
+    env = {**ENV_ACCOUNT, "MAIL_IMAP_DEFAULT_PASS": "p", typo: "x"}
+    with pytest.raises(ConfigError, match=f"did you mean {meant}\\?"):
+        load_config(None, env)
+
+
+def test_env_variables_of_an_account_without_host_are_reported() -> None:
+    with pytest.raises(ConfigError, match="MAIL_IMAP_WORK_USER is set but MAIL_IMAP_WORK_HOST is not"):
+        load_config(None, {"MAIL_IMAP_WORK_USER": "u", "HOME": "/nonexistent"})
+
+
+def test_env_account_ids_with_underscores_own_their_variables() -> None:
+    env = {
+        **ENV_ACCOUNT,
+        "MAIL_IMAP_DEFAULT_PASS": "p",
+        "MAIL_IMAP_DEFAULT_WORK_HOST": "h2",
+        "MAIL_IMAP_DEFAULT_WORK_USER": "u2",
+        "MAIL_IMAP_DEFAULT_WORK_PASS": "p2",
+    }
+    assert sorted(load_config(None, env).accounts) == ["default", "default_work"]
+
+
+def test_a_file_accounts_password_variable_may_look_like_an_env_account(tmp_path: Path) -> None:
+    text = GOOD.replace('"WORK_PW"', '"MAIL_IMAP_WORK_PASSWORD"')
+    config = load_config(write(tmp_path, text), {"MAIL_IMAP_WORK_PASSWORD": "p", "HOME": "/nonexistent"})
+    assert list(config.accounts) == ["work"]
+
+
+def test_invalid_env_value_names_the_variable() -> None:
+    env = {**ENV_ACCOUNT, "MAIL_IMAP_DEFAULT_PASS": "p", "MAIL_IMAP_DEFAULT_PORT": "imaps"}
+    with pytest.raises(ConfigError, match="MAIL_IMAP_DEFAULT_PORT: Input should be a valid integer"):
+        load_config(None, env)
+
+
+def test_settings_are_named_as_the_user_wrote_them(tmp_path: Path) -> None:
+    env_secure = load_config(
+        None, {**ENV_ACCOUNT, "MAIL_IMAP_DEFAULT_PASS": "p", "MAIL_IMAP_DEFAULT_SECURE": "false"}
+    )
+    account = env_secure.accounts["default"]
+    assert account.setting("ca_file") == "MAIL_IMAP_DEFAULT_CA_FILE"
+    assert account.setting("security", "tls") == "MAIL_IMAP_DEFAULT_SECURE=true"
+    assert account.setting("port", "993") == "MAIL_IMAP_DEFAULT_PORT=993"
+    env_security = load_config(
+        None, {**ENV_ACCOUNT, "MAIL_IMAP_DEFAULT_PASS": "p", "MAIL_IMAP_DEFAULT_SECURITY": "tls"}
+    )
+    assert (
+        env_security.accounts["default"].setting("security", "starttls")
+        == "MAIL_IMAP_DEFAULT_SECURITY=starttls"
+    )
+    work = load_config(write(tmp_path, GOOD), env={}).accounts["work"]
+    assert work.setting("ca_file") == "ca_file in [accounts.work]"
+    assert work.setting("security", "starttls") == 'security = "starttls" in [accounts.work]'
+    assert work.setting("port", "143") == "port = 143 in [accounts.work]"
+
+
+def test_no_accounts_explains_what_to_do_without_pointing_outside_the_package() -> None:
+    # Issue 8: the message pointed to config.example.toml, which an installed package does not contain.
+    with pytest.raises(ConfigError, match="no accounts configured") as caught:
         load_config(None, {"HOME": "/nonexistent"})
+    assert "mail-imap-mcp config-example" in str(caught.value)
+    assert "MAIL_IMAP_<ID>_HOST" in str(caught.value)
 
 
 def test_password_command_is_run_and_trimmed(tmp_path: Path) -> None:
@@ -161,15 +245,14 @@ def test_ca_file_must_exist(tmp_path: Path) -> None:
 
 
 def test_example_config_is_valid() -> None:
-    example = Path(__file__).parent.parent / "config.example.toml"
-    config = load_config(example, env={})
+    config = load_config(EXAMPLE, env={})
     assert config.accounts
 
 
 def test_example_config_documents_every_key() -> None:
     from mail_imap_mcp.config import AccountConfig, ServerSettings
 
-    text = (Path(__file__).parent.parent / "config.example.toml").read_text()
+    text = EXAMPLE.read_text()
     for model in (AccountConfig, ServerSettings):
         for name in model.model_fields:
             assert f"{name} =" in text or f"# {name} =" in text, f"config.example.toml lacks {name}"

@@ -1,4 +1,5 @@
-"""Command line: ``mail-imap-mcp serve`` (stdio MCP server) and ``mail-imap-mcp check``."""
+"""Command line: ``mail-imap-mcp serve`` (stdio MCP server, also the default), ``check`` and
+``config-example``."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import signal
 import sys
 import time
+from importlib import resources
 from pathlib import Path
 
 import anyio
@@ -22,9 +24,9 @@ LOG_LEVEL_ENV = "MAIL_IMAP_MCP_LOG_LEVEL"
 SHUTDOWN_GRACE_S = 0.8
 
 
-def _configure_logging() -> None:
+def _configure_logging(default_level: str) -> None:
     # stdout belongs to the MCP protocol; logs go to stderr (Claude Desktop keeps them in its log dir).
-    level = os.environ.get(LOG_LEVEL_ENV, "INFO").upper()
+    level = os.environ.get(LOG_LEVEL_ENV, default_level).upper()
     logging.basicConfig(
         stream=sys.stderr,
         level=getattr(logging, level, logging.INFO),
@@ -115,27 +117,44 @@ def check(config_path: Path | None) -> int:
     return 1 if failures else 0
 
 
+def config_example() -> str:
+    """The commented example configuration shipped with the package."""
+    return resources.files("mail_imap_mcp").joinpath("config.example.toml").read_text(encoding="utf-8")
+
+
+_CONFIG_HELP = "config file (default: $MAIL_IMAP_MCP_CONFIG, else ~/.config/mail-imap-mcp/config.toml)"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="mail-imap-mcp", description="MCP server for safe, structured read access to IMAP mail."
+        prog="mail-imap-mcp",
+        description="MCP server for safe, structured read access to IMAP mail. Without a command it "
+        "serves MCP over stdio, as `serve` does.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--config", type=Path, default=None, help=_CONFIG_HELP)
+    commands = parser.add_subparsers(dest="command")
     for name, help_text in (
-        ("serve", "run the MCP server over stdio"),
+        ("serve", "run the MCP server over stdio (the default)"),
         ("check", "validate the config and log in to every account"),
     ):
+        # SUPPRESS: `--config` given before the command is not reset by the subcommand's default.
         sub = commands.add_parser(name, help=help_text)
-        sub.add_argument(
-            "--config",
-            type=Path,
-            default=None,
-            help="config file (default: $MAIL_IMAP_MCP_CONFIG, else ~/.config/mail-imap-mcp/config.toml)",
-        )
+        sub.add_argument("--config", type=Path, default=argparse.SUPPRESS, help=_CONFIG_HELP)
+    commands.add_parser("config-example", help="print a commented example config file")
     args = parser.parse_args(argv)
-    _configure_logging()
-    if args.command == "serve":
-        serve(args.config)
-    else:
-        logging.getLogger().setLevel(logging.WARNING)
+    if args.command == "config-example":
+        sys.stdout.write(config_example())
+        return
+    if args.command == "check":
+        _configure_logging("WARNING")
         raise SystemExit(check(args.config))
+    _configure_logging("INFO")
+    if args.command is None and sys.stdin.isatty():
+        print(
+            "mail-imap-mcp: serving MCP over stdio (the default command, `serve`). An MCP client such as "
+            "Claude Desktop starts it this way; to test your settings run `mail-imap-mcp check`, "
+            "and Ctrl-C to stop.",
+            file=sys.stderr,
+        )
+    serve(args.config)

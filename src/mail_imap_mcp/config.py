@@ -7,17 +7,19 @@ and the reason and never echo a value, so a misplaced secret cannot leak through
 
 from __future__ import annotations
 
+import difflib
+import functools
 import ipaddress
 import os
 import re
 import subprocess
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, model_validator
 
 ACCOUNT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 DEFAULT_CONFIG_PATH = Path("~/.config/mail-imap-mcp/config.toml")
@@ -25,6 +27,21 @@ CONFIG_ENV = "MAIL_IMAP_MCP_CONFIG"
 PASSWORD_COMMAND_TIMEOUT_S = 30.0
 
 _ENV_ACCOUNT = re.compile(r"^MAIL_IMAP_([A-Z0-9_]+?)_HOST$")
+ENV_PREFIX = "MAIL_IMAP_"
+#: Variables of the ``MAIL_IMAP_`` family that are not account settings.
+GLOBAL_ENV = frozenset({CONFIG_ENV, "MAIL_IMAP_MCP_LOG_LEVEL", "MAIL_IMAP_WRITE_ENABLED"})
+#: Account key -> suffix of its ``MAIL_IMAP_<ID>_*`` variable (``_SECURE`` is the seed server's
+#: boolean spelling of ``security``).
+ENV_SUFFIXES = {
+    "host": "HOST",
+    "port": "PORT",
+    "username": "USER",
+    "password_env": "PASS",
+    "security": "SECURITY",
+    "ca_file": "CA_FILE",
+}
+_SECURE_SUFFIX = "SECURE"
+_KNOWN_SUFFIXES = (*ENV_SUFFIXES.values(), _SECURE_SUFFIX)
 
 
 class ConfigError(Exception):
@@ -109,6 +126,28 @@ class AccountConfig(BaseModel):
             raise ValueError("ca_file does not exist or is not a file")
         return self
 
+    # Where the account came from, so messages name a setting the way the user wrote it.
+    _file_section: str | None = PrivateAttr(default=None)
+    _env_prefix: str | None = PrivateAttr(default=None)
+    _env_secure: bool = PrivateAttr(default=False)
+
+    def setting(self, key: str, value: str | None = None) -> str:
+        """How the user sets ``key`` for this account, optionally to ``value``.
+
+        ``MAIL_IMAP_WORK_CA_FILE`` for an environment account, ``ca_file in [accounts.work]`` for a
+        file account; ``security`` of an account configured with ``_SECURE`` is named as ``_SECURE``
+        (``true`` for tls, ``false`` for starttls).
+        """
+        if self._env_prefix is not None:
+            suffix = ENV_SUFFIXES.get(key, key.upper())
+            if key == "security" and self._env_secure and value in {None, "tls", "starttls"}:
+                suffix = _SECURE_SUFFIX
+                value = None if value is None else str(value == "tls").lower()
+            name = self._env_prefix + suffix
+            return name if value is None else f"{name}={value}"
+        assignment = key if value is None else f"{key} = {_toml_value(value)}"
+        return assignment if self._file_section is None else f"{assignment} in [{self._file_section}]"
+
     @property
     def effective_port(self) -> int:
         return self.port if self.port is not None else DEFAULT_PORTS[self.security]
@@ -129,9 +168,7 @@ class AccountConfig(BaseModel):
         if self.password_env is not None:
             value = env.get(self.password_env)
             if not value:
-                raise ConfigError(
-                    f"password_env: environment variable {self.password_env} is not set or empty"
-                )
+                raise ConfigError(f"the environment variable {self.password_env} is not set or empty")
             return value
         assert self.password_command is not None
         try:
@@ -196,14 +233,24 @@ class Config(BaseModel):
                 raise ValueError(
                     f"account id {account_id!r} must match {ACCOUNT_ID_PATTERN} (letters, digits, _ and -)"
                 )
+        for account_id, account in self.accounts.items():
+            if account._env_prefix is None:
+                account._file_section = f"accounts.{account_id}"
         return self
 
 
-def _format_validation_error(exc: ValidationError, prefix: str = "") -> str:
+def _toml_value(value: str) -> str:
+    return value if value.isdigit() or value in {"true", "false"} else f'"{value}"'
+
+
+def _format_validation_error(
+    exc: ValidationError, name_of: Callable[[str], str] | None = None, fallback: str = "config"
+) -> str:
+    """One line per error, each naming its key; ``name_of`` turns a key into the user's spelling."""
     lines = []
     for err in exc.errors(include_url=False, include_input=False):
         key = ".".join(str(p) for p in err["loc"])
-        key = f"{prefix}{key}" if key else prefix.rstrip(".") or "config"
+        key = (name_of(key) if name_of else key) if key else fallback
         reason = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
         lines.append(f"{key}: {reason.removeprefix('Value error, ')}")
     return "invalid configuration: " + "; ".join(lines)
@@ -213,17 +260,55 @@ def _truthy(value: str) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-def env_accounts(env: Mapping[str, str]) -> tuple[dict[str, dict[str, Any]], bool | None]:
+def _env_name(prefix: str, key: str) -> str:
+    return prefix + ENV_SUFFIXES.get(key, key.upper())
+
+
+def _check_env_names(env: Mapping[str, str], prefixes: list[str], referenced: set[str]) -> None:
+    """Refuse ``MAIL_IMAP_<ID>_*`` variables that configure nothing: a misspelt suffix, or an account
+    without ``_HOST``. Variables named by a file account's ``password_env`` are left alone."""
+    by_length = sorted(prefixes, key=len, reverse=True)
+    for name in sorted(env):
+        if not name.startswith(ENV_PREFIX) or name in GLOBAL_ENV or name in referenced:
+            continue
+        owner = next((prefix for prefix in by_length if name.startswith(prefix)), None)
+        if owner is not None:
+            suffix = name.removeprefix(owner)
+            if suffix in _KNOWN_SUFFIXES:
+                continue
+            close = difflib.get_close_matches(suffix, _KNOWN_SUFFIXES, n=1, cutoff=0.5)
+            hint = f"did you mean {owner}{close[0]}? " if close else ""
+            raise ConfigError(
+                f"{name} is not a setting of account {owner.removeprefix(ENV_PREFIX)[:-1].lower()!r}: "
+                f"{hint}Known: {', '.join(owner + known for known in _KNOWN_SUFFIXES)}"
+            )
+        for suffix in _KNOWN_SUFFIXES:
+            if name.endswith(f"_{suffix}") and len(name) > len(ENV_PREFIX) + len(suffix) + 1:
+                host = name.removesuffix(suffix) + "HOST"
+                raise ConfigError(
+                    f"{name} is set but {host} is not: an environment account needs {host} "
+                    "(the IMAP server's host name); set it or remove the account's other variables"
+                )
+
+
+def env_accounts(
+    env: Mapping[str, str], referenced: set[str] | None = None
+) -> tuple[dict[str, dict[str, Any]], bool | None]:
     """Accounts from ``MAIL_IMAP_<ID>_*`` variables (seed-server compatible) and the write switch.
 
     The password is referenced by variable name, never copied, so it cannot end up in a dump.
+    Unknown suffixes and accounts without ``_HOST`` are a :class:`ConfigError` naming the variable.
     """
     accounts: dict[str, dict[str, Any]] = {}
+    prefixes = [
+        f"{ENV_PREFIX}{match.group(1)}_" for name in env if (match := _ENV_ACCOUNT.match(name)) is not None
+    ]
+    _check_env_names(env, prefixes, referenced or set())
     for name in sorted(env):
         match = _ENV_ACCOUNT.match(name)
         if not match:
             continue
-        prefix = f"MAIL_IMAP_{match.group(1)}_"
+        prefix = f"{ENV_PREFIX}{match.group(1)}_"
         raw: dict[str, Any] = {"host": env[name]}
         if f"{prefix}PORT" in env:
             raw["port"] = env[f"{prefix}PORT"]
@@ -267,10 +352,15 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
     elif required:
         raise ConfigError(f"config file {file_path} does not exist")
 
-    from_env, write_enabled = env_accounts(env)
     file_accounts = raw.get("accounts", {})
     if not isinstance(file_accounts, dict):
         raise ConfigError("accounts: must be a table of [accounts.<account_id>] sections")
+    referenced = {
+        str(account["password_env"])
+        for account in file_accounts.values()
+        if isinstance(account, dict) and "password_env" in account
+    }
+    from_env, write_enabled = env_accounts(env, referenced)
     for account_id in from_env:
         if account_id in file_accounts:
             raise ConfigError(
@@ -278,11 +368,22 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
                 f"and MAIL_IMAP_{account_id.upper()}_HOST in the environment; remove one"
             )
     for account_id, account in from_env.items():
+        prefix = f"{ENV_PREFIX}{account_id.upper()}_"
+        for key in ("username", "password_env"):
+            if key not in account:
+                raise ConfigError(
+                    f"{prefix}{ENV_SUFFIXES[key]} is not set: an environment account needs "
+                    f"{prefix}HOST, {prefix}USER and {prefix}PASS"
+                )
         try:
             AccountConfig.model_validate(account)
         except ValidationError as exc:
             raise ConfigError(
-                _format_validation_error(exc, prefix=f"env MAIL_IMAP_{account_id.upper()}_* ")
+                _format_validation_error(
+                    exc,
+                    name_of=functools.partial(_env_name, prefix),
+                    fallback=f"{prefix}*",
+                )
             ) from None
     merged = {**raw, "accounts": {**file_accounts, **from_env}}
     if write_enabled is not None:
@@ -293,7 +394,14 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
         raise ConfigError(_format_validation_error(exc)) from None
     if not config.accounts:
         raise ConfigError(
-            f"no accounts configured: create {file_path} (see config.example.toml) "
-            "or set MAIL_IMAP_<ID>_HOST/_USER/_PASS environment variables"
+            f"no accounts configured: create {file_path} with an [accounts.<id>] table "
+            "(`mail-imap-mcp config-example` prints a commented one), or set the environment "
+            "variables MAIL_IMAP_<ID>_HOST, _USER and _PASS (e.g. MAIL_IMAP_DEFAULT_HOST)"
         )
+    for account_id, settings in config.accounts.items():
+        if account_id in from_env:
+            settings._file_section = None
+            prefix = f"{ENV_PREFIX}{account_id.upper()}_"
+            settings._env_prefix = prefix
+            settings._env_secure = f"{prefix}{_SECURE_SUFFIX}" in env and f"{prefix}SECURITY" not in env
     return config

@@ -151,8 +151,9 @@ def configuration_markdown() -> str:
         "# Configuration reference",
         "",
         "A TOML file: `--config PATH`, else `$MAIL_IMAP_MCP_CONFIG`, else "
-        "`~/.config/mail-imap-mcp/config.toml`. See [config.example.toml](../config.example.toml) "
-        "for a commented example and the README for environment-only accounts.",
+        "`~/.config/mail-imap-mcp/config.toml`. `mail-imap-mcp config-example` prints a commented "
+        "example ([config.example.toml](../src/mail_imap_mcp/config.example.toml)); the README has "
+        "environment-only accounts and [providers.md](providers.md) the settings of common providers.",
         "",
     ]
     for title, model in (("`[accounts.<account_id>]`", AccountConfig), ("`[server]`", ServerSettings)):

@@ -26,12 +26,20 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from imapclient import IMAPClient
-from imapclient.exceptions import IMAPClientAbortError, IMAPClientError, LoginError
+from imapclient.exceptions import IMAPClientError
 from imapclient.imapclient import _literal
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-from mail_imap_mcp.config import AccountConfig, ConfigError, Security
+from mail_imap_mcp.config import AccountConfig, Security
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.imap.errors import (
+    ConnectionLost,
+    ConnectPhase,
+    ConnectProgress,
+    connect_failure,
+    is_connection_broken,
+    mailbox_not_found,
+)
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -41,22 +49,6 @@ T = TypeVar("T")
 RETRY_BACKOFF_S = 0.2
 # Large literals are read in pieces of this size, with the call's deadline checked before each.
 _READ_CHUNK = 64 * 1024
-
-# Errors that mean "this connection is dead", as raised by imaplib, imapclient and the socket layer.
-_DEAD_CONNECTION = (imaplib.IMAP4.abort, IMAPClientAbortError, ConnectionError, ssl.SSLEOFError, EOFError)
-
-
-class ConnectionLost(Exception):
-    """The connection died mid-command; safe to retry a read on a fresh one."""
-
-
-class UidValidityChanged(Exception):
-    """The mailbox's UIDVALIDITY differs from the one the cursor or id was made for."""
-
-    def __init__(self, expected: int, actual: int) -> None:
-        super().__init__(f"UIDVALIDITY changed from {expected} to {actual}")
-        self.expected = expected
-        self.actual = actual
 
 
 @dataclass
@@ -95,12 +87,7 @@ class ImapSession:
             if is_connection_broken(exc):
                 raise
             self._owner.selected = None
-            raise ToolFailure(
-                ErrorCode.NOT_FOUND,
-                f"Mailbox {mailbox!r} does not exist or cannot be opened; call imap_list_mailboxes "
-                "to see the available names.",
-                details={"parameter": "mailbox", "mailbox": mailbox},
-            ) from None
+            raise mailbox_not_found(mailbox) from None
         state = MailboxState(
             name=mailbox,
             uidvalidity=int(response.get(b"UIDVALIDITY", 0)),
@@ -181,21 +168,6 @@ def _encode_search_token(item: bytes | str | int, charset: str | None) -> bytes:
     return b'"' + raw.replace(b"\\", b"\\\\").replace(b'"', b'\\"') + b'"'
 
 
-# Dovecot answers NO with this text once the selected mailbox changed under the session (e.g. a
-# new UIDVALIDITY or a repaired index); only a new session sees the mailbox as it now is.
-_SESSION_BROKEN_MARKERS = ("please relogin", "session state is inconsistent")
-
-
-def is_connection_broken(exc: BaseException) -> bool:
-    """True when ``exc`` means this connection can no longer be used (retry on a fresh one)."""
-    if isinstance(exc, imaplib.IMAP4.error | IMAPClientError) and not isinstance(exc, _DEAD_CONNECTION):
-        text = str(exc).lower()
-        return any(marker in text for marker in _SESSION_BROKEN_MARKERS)
-    return isinstance(exc, _DEAD_CONNECTION) or (
-        isinstance(exc, OSError) and not isinstance(exc, socket.timeout | TimeoutError)
-    )
-
-
 class CallBudget:
     """How long the current call may still wait on the network; read before every blocking socket operation.
 
@@ -245,22 +217,36 @@ class _BudgetedIMAP4(imaplib.IMAP4):
     the resulting exception.
     """
 
-    def __init__(self, host: str, port: int, ssl_context: ssl.SSLContext | None, budget: CallBudget) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        ssl_context: ssl.SSLContext | None,
+        budget: CallBudget,
+        progress: ConnectProgress,
+    ) -> None:
         self._budget = budget
         self._ssl_context = ssl_context
+        self._progress = progress
         self.unusable = False
         super().__init__(host, port)
 
     def _create_socket(self, timeout: float | None = None) -> socket.socket:
         sock = self._connect_tcp()
+        # Nagle would hold back the second write of a command (imapclient sends some in two).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if self._ssl_context is None:
+            self._progress.phase = ConnectPhase.GREETING
             return sock
+        self._progress.phase = ConnectPhase.TLS
         try:
             sock.settimeout(self._budget.timeout())  # the handshake draws on the same connect budget
-            return self._ssl_context.wrap_socket(sock, server_hostname=self.host)
+            wrapped = self._ssl_context.wrap_socket(sock, server_hostname=self.host)
         except BaseException:
             sock.close()
             raise
+        self._progress.phase = ConnectPhase.GREETING
+        return wrapped
 
     def _connect_tcp(self) -> socket.socket:
         """``socket.create_connection``, except that each address tried gets only what is left."""
@@ -320,13 +306,23 @@ class _BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has n
     """IMAPClient over a :class:`_BudgetedIMAP4` (imapclient builds its connection in ``_create_IMAP4``)."""
 
     def __init__(
-        self, host: str, port: int, *, tls: bool, ssl_context: ssl.SSLContext, budget: CallBudget
+        self,
+        host: str,
+        port: int,
+        *,
+        tls: bool,
+        ssl_context: ssl.SSLContext,
+        budget: CallBudget,
+        progress: ConnectProgress,
     ) -> None:
         self._budget = budget
+        self._progress = progress
         super().__init__(host, port=port, ssl=tls, ssl_context=ssl_context if tls else None)
 
     def _create_IMAP4(self) -> imaplib.IMAP4:
-        return _BudgetedIMAP4(self.host, self.port, self.ssl_context if self.ssl else None, self._budget)
+        return _BudgetedIMAP4(
+            self.host, self.port, self.ssl_context if self.ssl else None, self._budget, self._progress
+        )
 
 
 class AccountConnection:
@@ -442,55 +438,13 @@ class AccountConnection:
         return result
 
     @contextmanager
-    def _connect_errors(self) -> Iterator[None]:
-        host = f"{self.config.host}:{self.config.effective_port}"
+    def _connect_errors(self, progress: ConnectProgress) -> Iterator[None]:
         try:
             yield
         except ToolFailure:
             raise
-        except ConfigError as exc:
-            raise ToolFailure(
-                ErrorCode.AUTH_FAILED,
-                f"No password for account {self.account_id!r}: {exc}. Fix the account's password "
-                "source in the configuration.",
-                details={"account_id": self.account_id},
-            ) from None
-        except LoginError:
-            raise ToolFailure(
-                ErrorCode.AUTH_FAILED,
-                f"The server {host} rejected the login for account {self.account_id!r}; check the "
-                "username and password in the configuration (mail-imap-mcp check diagnoses it).",
-                details={"account_id": self.account_id},
-            ) from None
-        except ssl.SSLCertVerificationError as exc:
-            raise ToolFailure(
-                ErrorCode.UNAVAILABLE,
-                f"The TLS certificate of {host} could not be verified ({exc.verify_message}); if the "
-                "server uses a self-signed certificate, set ca_file for this account.",
-                details={"account_id": self.account_id},
-                retryable=False,
-            ) from None
-        except TimeoutError:
-            raise ToolFailure(
-                ErrorCode.TIMEOUT,
-                f"Connecting to {host} timed out after {self.config.connect_timeout_s:g}s.",
-                details={"account_id": self.account_id, "timeout_s": self.config.connect_timeout_s},
-            ) from None
-        except socket.gaierror:
-            raise ToolFailure(
-                ErrorCode.UNAVAILABLE,
-                f"The host name {self.config.host!r} does not resolve; check `host` for account "
-                f"{self.account_id!r}.",
-                details={"account_id": self.account_id},
-                retryable=False,
-            ) from None
-        except (OSError, imaplib.IMAP4.error, IMAPClientError) as exc:
-            raise ToolFailure(
-                ErrorCode.UNAVAILABLE,
-                f"Cannot reach the IMAP server {host} ({type(exc).__name__}); check that it is running "
-                "and that host, port and security are right.",
-                details={"account_id": self.account_id},
-            ) from None
+        except Exception as exc:
+            raise connect_failure(exc, self.account_id, self.config, progress.phase) from None
 
     def connect(self) -> IMAPClient:
         """The live client, connecting and logging in first when there is none."""
@@ -498,7 +452,8 @@ class AccountConnection:
             return self._client
         config = self.config
         started = time.perf_counter()
-        with self._connect_errors():
+        progress = ConnectProgress()
+        with self._connect_errors(progress):
             password = config.resolve_password()
             context = ssl.create_default_context()
             if config.ca_file is not None:
@@ -512,6 +467,7 @@ class AccountConnection:
                     tls=config.security is Security.TLS,
                     ssl_context=context,
                     budget=self._budget,
+                    progress=progress,
                 )
             try:
                 if config.security is Security.STARTTLS:
@@ -524,8 +480,10 @@ class AccountConnection:
                             details={"account_id": self.account_id},
                             retryable=False,
                         )
+                    progress.phase = ConnectPhase.STARTTLS
                     with self._budget.connecting(connect_until):
                         client.starttls(context)
+                progress.phase = ConnectPhase.LOGIN
                 client.login(config.username, password)
             except BaseException:
                 _close_quietly(client)

@@ -17,7 +17,8 @@ from imapclient.exceptions import IMAPClientError
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap import html as html_convert
 from mail_imap_mcp.imap import mime
-from mail_imap_mcp.imap.connection import ImapSession, UidValidityChanged, is_connection_broken
+from mail_imap_mcp.imap.connection import ImapSession
+from mail_imap_mcp.imap.errors import UidValidityChanged, is_connection_broken
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.models import AttachmentInfo, BodyFormat, MessageDetail, MessageSummary
 

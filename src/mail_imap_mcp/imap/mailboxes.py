@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from imapclient.exceptions import IMAPClientError
 
-from mail_imap_mcp.imap.connection import ImapSession, is_connection_broken
+from mail_imap_mcp.imap.connection import ImapSession
+from mail_imap_mcp.imap.errors import is_connection_broken
 
 # RFC 6154 roles (plus \\Important, RFC 8457), keyed case-insensitively as servers vary.
 SPECIAL_USE = {

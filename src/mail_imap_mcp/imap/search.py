@@ -21,7 +21,8 @@ from typing import Any
 from imapclient.exceptions import IMAPClientError
 from imapclient.imapclient import format_criteria_date
 
-from mail_imap_mcp.imap.connection import ImapSession, MailboxState, UidValidityChanged
+from mail_imap_mcp.imap.connection import ImapSession, MailboxState
+from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.ids import MAX_UINT32
 
 CURSOR_VERSION = 1

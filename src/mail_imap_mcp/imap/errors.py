@@ -1,0 +1,189 @@
+"""The one place where imapclient, socket, TLS and server errors get their domain meaning.
+
+Everything below the tools raises either a :class:`~mail_imap_mcp.envelope.ToolFailure` built here,
+or one of the internal signals defined here (:class:`ConnectionLost`, :class:`UidValidityChanged`,
+:class:`MailboxGone`), which the connection layer and the tools turn into envelopes. Messages name a
+setting the way the user wrote it (``ca_file in [accounts.work]`` or ``MAIL_IMAP_WORK_CA_FILE``).
+"""
+
+from __future__ import annotations
+
+import imaplib
+import re
+import socket
+import ssl
+from dataclasses import dataclass
+from enum import StrEnum
+
+from imapclient.exceptions import IMAPClientAbortError, IMAPClientError, LoginError
+
+from mail_imap_mcp.config import AccountConfig, ConfigError, Security
+from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.imap.providers import login_hint
+
+# Errors that mean "this connection is dead", as raised by imaplib, imapclient and the socket layer.
+_DEAD_CONNECTION = (imaplib.IMAP4.abort, IMAPClientAbortError, ConnectionError, ssl.SSLEOFError, EOFError)
+
+# Dovecot answers NO with this text once the selected mailbox changed under the session (e.g. a
+# new UIDVALIDITY or a repaired index); only a new session sees the mailbox as it now is.
+_SESSION_BROKEN_MARKERS = ("please relogin", "session state is inconsistent")
+
+# How servers say that a mailbox is not there (any more): the RFC 5530 response codes, and the texts
+# of servers that send none (Cyrus: "Mailbox does not exist"; Courier: "Invalid mailbox name").
+_MAILBOX_MISSING = re.compile(
+    rb"\[(NONEXISTENT|TRYCREATE)\]|mailbox does not exist|mailbox doesn't exist|no such mailbox|"
+    rb"invalid mailbox name|unknown mailbox|mailbox not found",
+    re.IGNORECASE,
+)
+
+# What an SSL error says when the peer answered in plaintext (an IMAP greeting is not a TLS record).
+_PLAINTEXT_PEER = (
+    "WRONG_VERSION_NUMBER",
+    "RECORD_LAYER_FAILURE",
+    "PACKET_LENGTH_TOO_LONG",
+    "UNKNOWN_PROTOCOL",
+)
+
+
+class ConnectionLost(Exception):
+    """The connection died mid-command; safe to retry a read on a fresh one."""
+
+
+class UidValidityChanged(Exception):
+    """The mailbox's UIDVALIDITY differs from the one the cursor or id was made for."""
+
+    def __init__(self, expected: int, actual: int) -> None:
+        super().__init__(f"UIDVALIDITY changed from {expected} to {actual}")
+        self.expected = expected
+        self.actual = actual
+
+
+class MailboxGone(Exception):
+    """The selected mailbox was deleted (or renamed) by another session while this one had it open."""
+
+    def __init__(self, mailbox: str) -> None:
+        super().__init__(f"mailbox {mailbox!r} no longer exists")
+        self.mailbox = mailbox
+
+
+def is_connection_broken(exc: BaseException) -> bool:
+    """True when ``exc`` means this connection can no longer be used (retry on a fresh one)."""
+    if isinstance(exc, imaplib.IMAP4.error | IMAPClientError) and not isinstance(exc, _DEAD_CONNECTION):
+        text = str(exc).lower()
+        return any(marker in text for marker in _SESSION_BROKEN_MARKERS)
+    return isinstance(exc, _DEAD_CONNECTION) or (
+        isinstance(exc, OSError) and not isinstance(exc, socket.timeout | TimeoutError)
+    )
+
+
+def says_mailbox_missing(exc: BaseException) -> bool:
+    """True when a server's NO/BAD answer means the mailbox does not exist (any more)."""
+    if not isinstance(exc, imaplib.IMAP4.error | IMAPClientError) or isinstance(exc, _DEAD_CONNECTION):
+        return False
+    text = str(exc).encode("utf-8", "replace")
+    return _MAILBOX_MISSING.search(text) is not None
+
+
+def mailbox_not_found(mailbox: str) -> ToolFailure:
+    """The named mailbox cannot be opened."""
+    return ToolFailure(
+        ErrorCode.NOT_FOUND,
+        f"Mailbox {mailbox!r} does not exist or cannot be opened; call imap_list_mailboxes to see the "
+        "available names.",
+        details={"parameter": "mailbox", "mailbox": mailbox},
+    )
+
+
+class ConnectPhase(StrEnum):
+    """How far a connection attempt got; decides what a failure most likely means."""
+
+    TCP = "tcp"
+    TLS = "tls"
+    GREETING = "greeting"
+    STARTTLS = "starttls"
+    LOGIN = "login"
+
+
+@dataclass
+class ConnectProgress:
+    phase: ConnectPhase = ConnectPhase.TCP
+
+
+def connect_failure(
+    exc: BaseException, account_id: str, config: AccountConfig, phase: ConnectPhase
+) -> ToolFailure:
+    """The envelope failure for ``exc`` raised while connecting or logging in, in ``phase``."""
+    host = f"{config.host}:{config.effective_port}"
+    details: dict[str, object] = {"account_id": account_id}
+
+    def unavailable(message: str, *, retryable: bool = False) -> ToolFailure:
+        return ToolFailure(ErrorCode.UNAVAILABLE, message, details=details, retryable=retryable)
+
+    if isinstance(exc, ConfigError):
+        return ToolFailure(
+            ErrorCode.AUTH_FAILED,
+            f"No password for account {account_id!r}: {exc}. Fix the account's password source.",
+            details=details,
+        )
+    if isinstance(exc, LoginError):
+        return ToolFailure(
+            ErrorCode.AUTH_FAILED,
+            f"The server {host} refused the login of {config.username!r} (account {account_id!r}). "
+            f"Hint: {login_hint(config.host)}. Otherwise check {config.setting('username')} and "
+            f"{config.setting(_password_key(config))}.",
+            details=details,
+        )
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return unavailable(
+            f"The TLS certificate of {host} could not be verified ({exc.verify_message}). If the "
+            f"server uses a self-signed certificate (e.g. Proton Bridge), set {config.setting('ca_file')} "
+            "to the certificate (PEM); if not, the host name may be wrong or the connection intercepted."
+        )
+    if isinstance(exc, ssl.SSLError) and any(reason in str(exc) for reason in _PLAINTEXT_PEER):
+        return unavailable(
+            f"The server at {host} answered without TLS, so this port is not an implicit-TLS port. Use "
+            f"STARTTLS on it ({config.setting('security', 'starttls')}), or set the server's TLS port "
+            f"({config.setting('port', '993')} on most servers)."
+        )
+    if isinstance(exc, TimeoutError):
+        details["timeout_s"] = config.connect_timeout_s
+        if phase is ConnectPhase.GREETING and config.security is not Security.TLS:
+            return unavailable(
+                f"Connected to {host}, but no IMAP greeting came within {config.connect_timeout_s:g}s: "
+                f"the port most likely expects implicit TLS. Set {config.setting('security', 'tls')} "
+                f"for this port, or use the server's STARTTLS port ({config.setting('port', '143')} "
+                "on most servers)."
+            )
+        if phase is ConnectPhase.TCP:
+            return ToolFailure(
+                ErrorCode.TIMEOUT,
+                f"Connecting to {host} timed out after {config.connect_timeout_s:g}s; check "
+                f"{config.setting('host')} and {config.setting('port')}, and that no firewall blocks it.",
+                details=details,
+            )
+        return ToolFailure(
+            ErrorCode.TIMEOUT,
+            f"The server {host} did not answer within {config.connect_timeout_s:g}s while connecting "
+            f"({phase.value}); retry shortly.",
+            details=details,
+        )
+    if isinstance(exc, socket.gaierror):
+        return unavailable(f"The host name {config.host!r} does not resolve; check {config.setting('host')}.")
+    if isinstance(exc, ConnectionRefusedError):
+        return unavailable(
+            f"Nothing accepts connections at {host}; check {config.setting('port')} and that the "
+            "server is running.",
+            retryable=True,
+        )
+    return unavailable(
+        f"Cannot talk to the IMAP server {host} ({type(exc).__name__} during {phase.value}); check "
+        f"that it is running and that {config.setting('host')}, {config.setting('port')} and "
+        f"{config.setting('security')} are right.",
+        retryable=True,
+    )
+
+
+def _password_key(config: AccountConfig) -> str:
+    if config.password_env is not None:
+        return "password_env"
+    return "password_command" if config.password_command is not None else "password"

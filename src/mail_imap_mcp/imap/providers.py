@@ -1,0 +1,69 @@
+"""What well-known mail providers need for IMAP login, so a refused login can say what to do.
+
+Only used to word diagnoses: no behaviour depends on the provider. docs/providers.md has the settings.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Provider(NamedTuple):
+    name: str
+    #: Host names (or their suffixes after a dot) of the provider's IMAP servers.
+    hosts: tuple[str, ...]
+    #: What to do when the server refuses the login.
+    login_hint: str
+
+
+PROVIDERS = (
+    Provider(
+        "Gmail",
+        ("imap.gmail.com", "imap.googlemail.com"),
+        "Gmail refuses the account password over IMAP: turn on 2-Step Verification, create an app "
+        "password (Google Account > Security > App passwords) and use it as the password",
+    ),
+    Provider(
+        "iCloud",
+        ("imap.mail.me.com",),
+        "iCloud needs an app-specific password (account.apple.com > Sign-In and Security > "
+        "App-Specific Passwords); the username is the address without @icloud.com or the full address",
+    ),
+    Provider(
+        "Yahoo",
+        ("imap.mail.yahoo.com", "imap.aol.com"),
+        "Yahoo and AOL need an app password (Account security > Generate app password)",
+    ),
+    Provider(
+        "Fastmail",
+        ("imap.fastmail.com",),
+        "Fastmail needs an app password with IMAP access (Settings > Privacy & Security > "
+        "Manage app passwords)",
+    ),
+    Provider(
+        "Microsoft 365 / Outlook.com",
+        ("outlook.office365.com", "imap-mail.outlook.com", "outlook.office.com"),
+        "Microsoft has turned off password login for IMAP; it needs OAuth2, which this server does "
+        "not support yet, so this account cannot be used for now",
+    ),
+)
+
+GENERIC_LOGIN_HINT = (
+    "many providers (Gmail, iCloud, Yahoo, Fastmail) refuse the account password over IMAP and "
+    "need an app password"
+)
+
+
+def provider_for(host: str) -> Provider | None:
+    """The provider whose IMAP server ``host`` is, if it is a known one."""
+    host = host.lower().rstrip(".")
+    for provider in PROVIDERS:
+        if any(host == known or host.endswith("." + known) for known in provider.hosts):
+            return provider
+    return None
+
+
+def login_hint(host: str) -> str:
+    """What to try when ``host`` refuses the login."""
+    provider = provider_for(host)
+    return provider.login_hint if provider else GENERIC_LOGIN_HINT
