@@ -42,7 +42,15 @@ from tests.support import mailgen
 from tests.support.accounts import PASSWORD_ENV
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
-from tests.test_hostile_input import Atom, Command, ImapRecorder, String, Token, check_traffic
+from tests.test_hostile_input import (
+    Atom,
+    Command,
+    ImapRecorder,
+    String,
+    Token,
+    check_traffic,
+    parse_commands,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -91,6 +99,15 @@ EXTENSION_COMMANDS = {
     "STARTTLS": "STARTTLS",
 }
 STATUS_ITEMS = frozenset({"MESSAGES", "RECENT", "UIDNEXT", "UIDVALIDITY", "UNSEEN"})
+EXTENSION_STATUS_ITEMS = {
+    "SIZE": "STATUS=SIZE",
+    "HIGHESTMODSEQ": "CONDSTORE",
+    "APPENDLIMIT": "APPENDLIMIT",
+    "MAILBOXID": "OBJECTID",
+    "DELETED": "IMAP4REV2",
+}
+#: LIST-EXTENDED options (RFC 5258) that need a capability of their own.
+EXTENSION_LIST_OPTIONS = {"SPECIAL-USE": "SPECIAL-USE", "STATUS": "LIST-STATUS"}
 #: RFC 3501 search keys and how many arguments each takes (NOT and OR take search keys, counted as 0).
 SEARCH_KEYS = {
     **dict.fromkeys(
@@ -235,14 +252,15 @@ def extension_requirements(commands: list[Command]) -> list[Requirement]:
         elif verb == "LIST" and (len(args) != 2 or any(isinstance(a, list) for a in args)):
             needs.append(Requirement("LIST-EXTENDED", what))  # selection options or RETURN (...)
             texts = {t.text.upper() for t in _flatten(args) if isinstance(t, Atom)}
-            needs += [
-                Requirement(c, what) for c in ("SPECIAL-USE", "LIST-STATUS") if c.split("-")[-1] in texts
-            ]
+            needs += [Requirement(c, what) for o, c in EXTENSION_LIST_OPTIONS.items() if o in texts]
         elif verb in ("SELECT", "EXAMINE") and len(args) != 1:
             needs.append(Requirement("CONDSTORE", what))  # (CONDSTORE) or (QRESYNC ...)
         elif verb == "STATUS":
             items = {t.text.upper() for t in _flatten(args[1:]) if isinstance(t, Atom)}
-            needs += [Requirement(f"STATUS item {item}", what) for item in sorted(items - STATUS_ITEMS)]
+            needs += [
+                Requirement(EXTENSION_STATUS_ITEMS.get(item, f"unknown STATUS item {item}"), what)
+                for item in sorted(items - STATUS_ITEMS)
+            ]
         elif verb in ("SEARCH", "UID SEARCH"):
             needs += _search_requirements(args, what)
         elif verb in ("FETCH", "UID FETCH"):
@@ -496,6 +514,45 @@ def normalise(value: Any, key: str = "") -> Any:
 # ---------------------------------------------------------------------------------------------------
 # Tests
 # ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "needs"),
+    [
+        (b'a LIST "" "*"\r\n', set()),
+        (b'a EXAMINE "Entw&APw-rfe"\r\n', set()),
+        (b'a STATUS "INBOX" (MESSAGES UNSEEN UIDVALIDITY UIDNEXT)\r\n', set()),
+        (b"a UID SEARCH CHARSET UTF-8 UID 1:* FROM {2}\r\n\xc3\xbc NOT SEEN\r\n", set()),
+        (b"a UID FETCH 1,2 (FLAGS BODY.PEEK[HEADER.FIELDS (DATE FROM)]<0.100> RFC822.SIZE)\r\n", set()),
+        (b'a LIST "" "*" RETURN (SPECIAL-USE)\r\n', {"LIST-EXTENDED", "SPECIAL-USE"}),
+        (b'a LIST (SPECIAL-USE) "" "*"\r\n', {"LIST-EXTENDED", "SPECIAL-USE"}),
+        (b'a LIST "" "*" RETURN (STATUS (MESSAGES))\r\n', {"LIST-EXTENDED", "LIST-STATUS"}),
+        (b'a EXAMINE "INBOX" (CONDSTORE)\r\n', {"CONDSTORE"}),
+        (b"a EXAMINE {5}\r\nEntw\xc3\r\n", {"UTF8=ACCEPT"}),
+        (b'a STATUS "INBOX" (MESSAGES SIZE HIGHESTMODSEQ)\r\n', {"STATUS=SIZE", "CONDSTORE"}),
+        (b"a UID SEARCH RETURN (COUNT) UNSEEN\r\n", {"ESEARCH"}),
+        (b"a UID SEARCH MODSEQ 5 YOUNGER 60 $\r\n", {"CONDSTORE", "WITHIN", "SEARCHRES"}),
+        (b"a UID SEARCH CHARSET UTF-8 TEXT {2+}\r\n\xc3\xbc\r\n", {"LITERAL-"}),
+        (b"a UID SEARCH TEXT {5000+}\r\n" + b"x" * 5000 + b"\r\n", {"LITERAL+"}),
+        (b"a UID FETCH 1:* (FLAGS) (CHANGEDSINCE 5)\r\n", {"CONDSTORE"}),
+        (
+            b"a UID FETCH 1 (MODSEQ BINARY.PEEK[1] PREVIEW X-GM-LABELS)\r\n",
+            {"CONDSTORE", "BINARY", "PREVIEW", "X-GM-EXT-1"},
+        ),
+        (b'a UID MOVE 1 "Trash"\r\n', {"MOVE"}),
+        (b"a UID EXPUNGE 1\r\n", {"UIDPLUS"}),
+        (b"a UID SORT (DATE) UTF-8 ALL\r\n", {"SORT"}),
+        (b"a UID THREAD REFERENCES UTF-8 ALL\r\n", {"THREAD="}),
+        (b"a ENABLE CONDSTORE\r\n", {"ENABLE"}),
+        (b"a ID NIL\r\n", {"ID"}),
+        (b"a COMPRESS DEFLATE\r\n", {"COMPRESS=DEFLATE"}),
+        (b"a NAMESPACE\r\n", {"NAMESPACE"}),
+        (b"a AUTHENTICATE PLAIN AHUAcA==\r\n", {"AUTH=PLAIN", "SASL-IR"}),
+    ],
+)
+def test_the_checker_names_each_extension(raw: bytes, needs: set[str]) -> None:
+    assert {need.capability for need in extension_requirements(parse_commands(raw))} == needs
+    assert unadvertised(extension_requirements(parse_commands(raw)), frozenset({"IMAP4REV1", *needs})) == []
 
 
 def test_minimal_dovecot_advertises_only_imap4rev1(minimal_dovecot: Dovecot) -> None:
