@@ -376,7 +376,7 @@ async def script(run: Run) -> None:
     await run("imap_search_messages", {"limit": 5, "unread_only": True, "snippet_chars": 80})
     await run("imap_search_messages", {"flagged": True, "limit": 3})
     await run("imap_search_messages", {"has_keyword": "$Important"})
-    await run("imap_search_messages", {"subject": "report", "since": "2023-06-01", "limit": 4})
+    await run("imap_search_messages", {"subject": "meeting", "since": "2023-06-01", "limit": 2})
     await run("imap_search_messages", {"from": "Jürgen", "limit": 5})
     await run("imap_search_messages", {"query": "Grüße", "limit": 5})
     await run("imap_search_messages", {"mailbox": "Entwürfe", "subject": "für"})
@@ -385,7 +385,7 @@ async def script(run: Run) -> None:
     for mailbox in ("Archive/2024", "Sent", "Trash"):
         await run("imap_search_messages", {"mailbox": mailbox, "limit": 2})
     # Paging to the end, unfiltered and filtered.
-    for filters in ({}, {"flagged": False}):
+    for filters in ({}, {"flagged": False}, {"subject": "季度报告", "limit": 1}):
         arguments: dict[str, Any] = {"limit": 7, "snippet_chars": 0, **filters}
         page = await run("imap_search_messages", arguments)
         while page["data"]["has_more"]:
