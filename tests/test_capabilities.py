@@ -15,7 +15,7 @@ through a recording relay (``ImapRecorder`` of ``test_hostile_input``, ``securit
   capability each command, argument or literal needs beyond IMAP4rev1 (``RETURN`` -> ESEARCH, ``{n+}``
   -> LITERAL+, ``MOVE``/``SORT``/``ENABLE``/``ID`` ..., ``(CONDSTORE)``, ``RETURN (SPECIAL-USE)``,
   unknown SEARCH keys and FETCH items). It must name nothing there, while on the full server it must
-  name what we do use there (ESEARCH, LITERAL+): proof that the checker sees extensions at all.
+  name what we do use there (ESEARCH, non-synchronising literals): proof that it sees extensions.
 * The number of IMAP commands of each call is the same on both servers; the transcript is printed
   (``pytest -s``) with the commands and the synchronising literals (an extra wait for ``+``) per call.
 """
