@@ -610,13 +610,11 @@ async def test_the_same_number_of_commands_without_extensions(transcripts: dict[
         assert len(b.commands) == len(a.commands), (a.tool, a.arguments)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="AccountConnection.connect() sends LOGIN although the server advertises LOGINDISABLED "
-    "(RFC 3501 6.2.3); the check belongs before client.login in connection.py, which is being rewritten",
-)
-async def test_no_login_where_the_server_advertises_logindisabled(dovecot: Dovecot) -> None:
-    """``security = "plain"`` (loopback) to a port that refuses plaintext login must not send the password."""
+async def test_regression_no_login_where_the_server_advertises_logindisabled(dovecot: Dovecot) -> None:
+    """``security = "plain"`` (loopback) to a port that refuses plaintext login must not send the password.
+
+    Regression: LOGIN went out anyway, and Dovecot answered that the password was exposed.
+    """
     recorder = ImapRecorder(dovecot.strict_port, host=dovecot.strict_host)
     account = {
         "host": dovecot.strict_host,
@@ -635,4 +633,6 @@ async def test_no_login_where_the_server_advertises_logindisabled(dovecot: Dovec
         recorder.close()
     assert b"LOGINDISABLED" in b"".join(received for _, received in traffic)
     assert not envelope["success"]
+    assert "LOGINDISABLED" in envelope["error"]["message"]
+    assert 'security = "starttls" in [accounts.default]' in envelope["error"]["message"]
     assert "LOGIN" not in {command.verb for command in check_traffic(traffic)}

@@ -38,7 +38,9 @@ from mail_imap_mcp.imap.errors import (
     ConnectProgress,
     connect_failure,
     is_connection_broken,
+    login_disabled,
     mailbox_not_found,
+    starttls_missing,
 )
 
 log = logging.getLogger("mail_imap_mcp.imap")
@@ -472,18 +474,13 @@ class AccountConnection:
             try:
                 if config.security is Security.STARTTLS:
                     if not client.has_capability("STARTTLS"):
-                        raise ToolFailure(
-                            ErrorCode.UNAVAILABLE,
-                            f"The server {config.host}:{config.effective_port} does not offer STARTTLS; "
-                            "refusing to send the password unencrypted. Use security = 'tls' with the "
-                            "server's TLS port.",
-                            details={"account_id": self.account_id},
-                            retryable=False,
-                        )
+                        raise starttls_missing(self.account_id, config)
                     progress.phase = ConnectPhase.STARTTLS
                     with self._budget.connecting(connect_until):
                         client.starttls(context)
                 progress.phase = ConnectPhase.LOGIN
+                if client.has_capability("LOGINDISABLED"):
+                    raise login_disabled(self.account_id, config)
                 client.login(config.username, password)
             except BaseException:
                 _close_quietly(client)

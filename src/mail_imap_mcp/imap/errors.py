@@ -183,6 +183,30 @@ def connect_failure(
     )
 
 
+def starttls_missing(account_id: str, config: AccountConfig) -> ToolFailure:
+    """A STARTTLS account whose server does not offer STARTTLS: the password stays unsent."""
+    return ToolFailure(
+        ErrorCode.UNAVAILABLE,
+        f"The server {config.host}:{config.effective_port} does not offer STARTTLS; refusing to send the "
+        f"password unencrypted. Use the server's TLS port ({config.setting('security', 'tls')} and "
+        f"{config.setting('port', '993')} on most servers).",
+        details={"account_id": account_id},
+        retryable=False,
+    )
+
+
+def login_disabled(account_id: str, config: AccountConfig) -> ToolFailure:
+    """The server advertises LOGINDISABLED (RFC 3501): sending LOGIN would expose the password."""
+    return ToolFailure(
+        ErrorCode.UNAVAILABLE,
+        f"The server {config.host}:{config.effective_port} refuses LOGIN on an unencrypted connection "
+        f"(LOGINDISABLED); the password was not sent. Set {config.setting('security', 'starttls')} "
+        f"or {config.setting('security', 'tls')} with the TLS port.",
+        details={"account_id": account_id},
+        retryable=False,
+    )
+
+
 def _password_key(config: AccountConfig) -> str:
     if config.password_env is not None:
         return "password_env"
