@@ -417,3 +417,40 @@ async def test_server_refusing_utf8_search_is_reported_not_silently_empty(
     assert "ASCII" in envelope["meta"]["warnings"][0]
     # ASCII searches still work on such a server.
     assert (await mcp.ok("imap_search_messages", {"subject": "Gr"}))["total"] == 1
+
+
+async def test_decomposed_search_text_is_sent_as_nfc_and_its_cursor_fits_the_nfc_query(
+    dovecot: Dovecot, user: str, account: AccountFactory
+) -> None:
+    # Regression: search text went out as given, so NFD input ("u" + U+0308) matched differently per
+    # server. It is sent in NFC, and a cursor from the NFD query continues the NFC one (same digest).
+    import unicodedata
+
+    from tests.support.faultproxy import FaultProxy
+
+    composed = "Größe"
+    decomposed = unicodedata.normalize("NFD", composed)
+    assert decomposed != composed
+    dovecot.seed(
+        user,
+        "INBOX",
+        [dated(i, f"Rechnung {i}", "Hallo", from_=f"Jürgen Größe <juergen{i}@example.de>") for i in range(3)]
+        + [dated(3, "Other", "Hallo", from_="Jurgen Grosse <other@example.de>")],
+    )
+    with FaultProxy(dovecot.host, dovecot.plain_port) as proxy:
+        config = make_config({"default": account(user, port=proxy.port, security="plain", ca_file=None)})
+        async for mcp in open_client(config):
+            first = await mcp.ok("imap_search_messages", {"from": decomposed, "limit": 2})
+            assert first["total"] == 3
+            assert [m["uid"] for m in first["messages"]] == [3, 2]
+            assert all(m["from"].startswith("Jürgen Größe <") for m in first["messages"])
+            assert first["next_action"]["arguments"]["from"] == composed
+            second = await mcp.ok(
+                "imap_search_messages", {"from": composed, "limit": 2, "cursor": first["next_cursor"]}
+            )
+            assert [m["uid"] for m in second["messages"]] == [1]
+            assert second["has_more"] is False
+        sent = proxy.sent()
+    assert composed.encode() in sent
+    assert decomposed.encode() not in sent
+    assert "\u0308".encode() not in sent

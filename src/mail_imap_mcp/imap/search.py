@@ -14,6 +14,7 @@ import binascii
 import hashlib
 import json
 import math
+import unicodedata
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import Any
@@ -38,9 +39,17 @@ class CharsetRejected(Exception):
     """The server refused ``CHARSET UTF-8`` for a non-ASCII search."""
 
 
+_TEXT_FIELDS = ("text", "from_", "to", "cc", "subject", "body")
+
+
 @dataclass(frozen=True)
 class SearchFilter:
-    """What to match. Every field is optional; none means all messages."""
+    """What to match. Every field is optional; none means all messages.
+
+    Search strings are normalised to Unicode NFC: decomposed input ("u" + U+0308 for "ü") would
+    match differently per server, since only some normalise search strings themselves. ``keyword`` is an
+    ASCII atom and needs no normalisation.
+    """
 
     text: str | None = None
     from_: str | None = None
@@ -55,6 +64,12 @@ class SearchFilter:
     keyword: str | None = None
     larger_than: int | None = None
     smaller_than: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in _TEXT_FIELDS:
+            value = getattr(self, name)
+            if value:
+                object.__setattr__(self, name, unicodedata.normalize("NFC", value))
 
     def criteria(self) -> list[bytes | str | int]:
         """IMAP SEARCH keys; user strings stay ``str`` so the session quotes them."""

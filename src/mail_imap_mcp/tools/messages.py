@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from mail_imap_mcp.envelope import ErrorCode, NextAction, Payload, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection, ImapSession, MailboxState
@@ -20,8 +21,19 @@ MessageIdArg = Annotated[
     ),
 ]
 
+
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
 # Text typed by people: no control characters (CR/LF/NUL would be protocol syntax, not search text).
-SearchText = Annotated[str, Field(min_length=1, max_length=500, pattern=r"^[^\x00-\x08\x0a-\x1f\x7f]+$")]
+# Normalised to NFC on input, so "Gru\u0308\u00dfe" and "Grüße" are one search (same server match,
+# same cursor digest): servers differ in whether they normalise search strings themselves.
+SearchText = Annotated[
+    str,
+    Field(min_length=1, max_length=500, pattern=r"^[^\x00-\x08\x0a-\x1f\x7f]+$"),
+    AfterValidator(_nfc),
+]
 
 # Mailbox names: no control characters either. They are sent encoded, but Dovecot echoes an unknown
 # name raw in its NO response, so a CR/LF in it would inject lines into the server's answer stream.
