@@ -27,31 +27,23 @@ ordinary user everything runs as that user.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import datetime as dt
-import email.utils
 import fnmatch
 import grp
 import itertools
 import os
 import pwd
 import re
-import secrets
 import shutil
-import signal
-import socket
-import ssl
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from types import TracebackType
 
-import imapclient
-import trustme
 from imapclient import imap_utf7
+
+from tests.support.imapserver import FFDHE2048_PEM, FlagSpec, ImapServer, header_date, which
 
 __all__ = [
     "FFDHE2048_PEM",
@@ -60,22 +52,6 @@ __all__ = [
     "ensure_dovecot",
     "maildir_folder_name",
 ]
-
-#: RFC 7919 ``ffdhe2048`` group, used as ``ssl_dh`` (generating DH parameters takes tens of seconds).
-FFDHE2048_PEM = """\
------BEGIN DH PARAMETERS-----
-MIIBCAKCAQEA//////////+t+FRYortKmq/cViAnPTzx2LnFg84tNpWp4TZBFGQz
-+8yTnc4kmz75fS/jY2MMddj2gbICrsRhetPfHtXV/WVhJDP1H18GbtCFY2VVPe0a
-87VXE15/V8k1mE8McODmi3fipona8+/och3xWKE2rec1MKzKT0g6eXq8CrGCsyT7
-YdEIqUuyyOP7uWrat2DX9GgdT0Kj3jlN9K5W7edjcrsZCwenyO4KbXCeAvzhzffi
-7MA0BM0oNC9hkXL+nOmFg/+OTxIy7vKBg8P+OxtMb61zO7X8vC7CIAXFjvGDfRaD
-ssbzSibBsu/6iGtCOGEoXJf//////////wIBAg==
------END DH PARAMETERS-----
-"""
-
-#: Flags for one message: a single flag string (``"\\Seen"``; whitespace separates several) or an
-#: iterable of flag strings. Names without a leading backslash are keywords (at most 26 per folder).
-FlagSpec = str | Iterable[str]
 
 _SYSTEM_FLAG_LETTERS = {
     "\\draft": "D",
@@ -86,11 +62,8 @@ _SYSTEM_FLAG_LETTERS = {
 }
 _USERNAME_RE = re.compile(r"[a-z0-9][a-z0-9._@-]*")
 _LISTESCAPE_CHAR = "\\"
-_READY_TIMEOUT = 10.0
 #: The IMAP service of dovecot-imapd; dovecot-core (which has the `dovecot` binary) can be there without it.
 DOVECOT_IMAP_SERVICE = "/usr/lib/dovecot/imap"
-_STOP_GRACE = 2.0  # restart(): let Dovecot shut down cleanly
-_DISCARD_GRACE = 0.3  # stop(): the data is about to be deleted
 
 
 def ensure_dovecot() -> str:
@@ -99,8 +72,8 @@ def ensure_dovecot() -> str:
     Installation happens only as root on Debian/Ubuntu (``apt-get``); otherwise a ``RuntimeError`` names
     the packages to install. Services are kept from auto-starting during the install.
     """
-    found = _which("dovecot")
-    if found and _which("doveadm") and Path(DOVECOT_IMAP_SERVICE).is_file():
+    found = which("dovecot")
+    if found and which("doveadm") and Path(DOVECOT_IMAP_SERVICE).is_file():
         return found
     apt = shutil.which("apt-get")
     if os.geteuid() != 0 or apt is None or not Path("/etc/debian_version").exists():
@@ -125,15 +98,10 @@ def ensure_dovecot() -> str:
     finally:
         if added_policy:
             policy.unlink(missing_ok=True)
-    found = _which("dovecot")
+    found = which("dovecot")
     if not found:
         raise RuntimeError("apt-get installed dovecot-imapd but no `dovecot` binary was found")
     return found
-
-
-def _which(name: str) -> str | None:
-    """``shutil.which`` that also looks in the sbin directories missing from non-root PATHs."""
-    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/sbin")
 
 
 def maildir_folder_name(mailbox: str) -> str:
@@ -186,28 +154,6 @@ def _flag_letters(spec: FlagSpec, keywords: dict[str, int]) -> str:
     return "".join(sorted(letters))
 
 
-def _header_date(message: bytes) -> float | None:
-    """POSIX time of the message's Date header, or None if absent/unparseable (cheap, no MIME parsing)."""
-    ends = [pos for pos in (message.find(b"\n\n"), message.find(b"\n\r\n")) if pos >= 0]
-    limit = min(ends) if ends else len(message)
-    if message.startswith(b"Date:"):
-        start = 0
-    else:
-        start = message.find(b"\nDate:", 0, limit)
-        if start < 0:
-            return None
-        start += 1
-    end = message.find(b"\n", start)
-    value = message[start + 5 : end if end >= 0 else len(message)].decode("ascii", "replace").strip()
-    parsed = email.utils.parsedate_tz(value)
-    if parsed is None:
-        return None
-    try:
-        return float(email.utils.mktime_tz(parsed))
-    except (OverflowError, ValueError):
-        return None
-
-
 def _to_ns(value: dt.datetime | float) -> int:
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
@@ -216,24 +162,10 @@ def _to_ns(value: dt.datetime | float) -> int:
     return int(value * 1_000_000_000)
 
 
-def _free_ports(*hosts: str) -> list[int]:
-    """One currently free TCP port per host (sockets held open together so the ports differ)."""
-    socks = []
-    try:
-        for host in hosts:
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            socks.append(sock)
-            sock.bind((host, 0))
-        return [int(sock.getsockname()[1]) for sock in socks]
-    finally:
-        for sock in socks:
-            sock.close()
-
-
-class Dovecot:
+class Dovecot(ImapServer):
     """A private Dovecot instance on loopback; see the module docstring. Use as a context manager."""
 
-    host = "127.0.0.1"
+    kind = "dovecot"
     strict_host = "127.0.0.2"
 
     def __init__(
@@ -245,6 +177,7 @@ class Dovecot:
         max_userip_connections: int = 100,
         capabilities: str | None = None,
         extra_config: str = "",
+        password: str | None = None,
     ) -> None:
         """Configure (but do not start) an instance.
 
@@ -255,10 +188,12 @@ class Dovecot:
         (Dovecot then adds not even ``LITERAL+``); before login Dovecot appends ``STARTTLS`` (plaintext
         ports), ``LOGINDISABLED`` (where plaintext login is refused) and ``AUTH=PLAIN AUTH=LOGIN``.
         Dovecot still accepts unadvertised commands, so only a wire recording shows what a client used.
-        ``extra_config`` is appended verbatim to the generated ``dovecot.conf``.
+        ``extra_config`` is appended verbatim to the generated ``dovecot.conf``. ``password`` (default:
+        random) is every user's password.
         """
         if not user_patterns:
             raise ValueError("user_patterns must not be empty")
+        super().__init__(default_user=default_user, password=password)
         self.user_patterns = tuple(user_patterns)
         self.default_user = self._check_user(default_user)
         self.strict_listener = strict_listener
@@ -267,13 +202,8 @@ class Dovecot:
             raise ValueError(f"invalid capabilities {capabilities!r}")
         self.capabilities = capabilities
         self.extra_config = extra_config
-        self.password = secrets.token_hex(12)
         self.binary = ensure_dovecot()
-        self.doveadm_binary = _which("doveadm") or "doveadm"
-        self._root: Path | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._ports: tuple[int, int, int | None] | None = None
-        self._user_seq = itertools.count(1)
+        self.doveadm_binary = which("doveadm") or "doveadm"
         self._file_seq = itertools.count(1)
         self._name_ts = int(time.time())
         if os.geteuid() == 0:
@@ -288,13 +218,6 @@ class Dovecot:
     # ------------------------------------------------------------------ properties
 
     @property
-    def root(self) -> Path:
-        """The instance's temporary directory (config, TLS files, sockets, log, mail)."""
-        if self._root is None:
-            raise RuntimeError("Dovecot instance not started")
-        return self._root
-
-    @property
     def conf_path(self) -> Path:
         """The generated ``dovecot.conf``."""
         return self.root / "dovecot.conf"
@@ -305,102 +228,23 @@ class Dovecot:
         return self.root / "dovecot.log"
 
     @property
-    def ca_file(self) -> Path:
-        """PEM of the CA that signed the server certificate (for ``localhost``, 127.0.0.1, 127.0.0.2)."""
-        return self.root / "tls" / "ca.pem"
-
-    @property
-    def plain_port(self) -> int:
-        """Plaintext IMAP port on 127.0.0.1 (STARTTLS offered, plaintext LOGIN allowed)."""
-        return self._port(0)
-
-    @property
-    def tls_port(self) -> int:
-        """Implicit-TLS IMAP port on 127.0.0.1."""
-        return self._port(1)
-
-    @property
     def strict_port(self) -> int:
         """Plaintext port on 127.0.0.2 where login requires STARTTLS (needs ``strict_listener=True``)."""
         if not self.strict_listener:
             raise RuntimeError("instance was created without strict_listener=True")
         return self._port(2)
 
-    @property
-    def running(self) -> bool:
-        """Whether the master process is alive."""
-        return self._proc is not None and self._proc.poll() is None
-
-    def _port(self, index: int) -> int:
-        if self._ports is None:
-            raise RuntimeError("Dovecot instance not started")
-        port = self._ports[index]
-        assert port is not None
-        return port
-
     # ------------------------------------------------------------------ lifecycle
 
-    def __enter__(self) -> Dovecot:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    def start(self) -> None:
-        """Create the instance directory (first time), start the server and wait for its greeting."""
-        if self.running:
-            return
-        if self._root is None:
-            self._prepare()
-        atexit.register(self.stop)
-        self._spawn()
-
-    def stop(self) -> None:
-        """Stop the server (SIGTERM, then SIGKILL of its process group) and delete its directory.
-
-        Idempotent. After ``stop()`` a new ``start()`` creates a fresh, empty instance. The data is
-        deleted anyway, so the grace period is short (Dovecot's master sometimes lingers for 1 s).
-        """
-        self._terminate(grace=_DISCARD_GRACE)
-        if self._root is not None:
-            shutil.rmtree(self._root, ignore_errors=True)
-            self._root = None
-            self._ports = None
-        atexit.unregister(self.stop)
-
-    def restart(self) -> None:
-        """Stop and start the server again with the same ports, password, CA and mail data."""
-        self._terminate(grace=_STOP_GRACE)
-        self._spawn()
-
     def _prepare(self) -> None:
-        root = Path(tempfile.mkdtemp(prefix="mim-", dir="/tmp"))
-        self._root = root
-        root.chmod(0o755)  # mail processes (nobody) must traverse into mail/
-        for sub in ("run", "state", "tls"):
+        root = self.root
+        for sub in ("run", "state"):
             (root / sub).mkdir()
         mail = root / "mail"
         mail.mkdir(mode=0o700)
         os.chown(mail, self.mail_uid, self.mail_gid)
-        hosts = [self.host, self.host] + ([self.strict_host] if self.strict_listener else [])
-        ports = _free_ports(*hosts)
-        self._ports = (ports[0], ports[1], ports[2] if self.strict_listener else None)
-
-        ca = trustme.CA(organization_name="mail-imap-mcp tests")
-        leaf = ca.issue_cert("localhost", "127.0.0.1", "127.0.0.2")
-        ca.cert_pem.write_to_path(str(self.ca_file))
-        tls = root / "tls"
-        (tls / "server.pem").write_bytes(b"".join(blob.bytes() for blob in leaf.cert_chain_pems))
-        key = tls / "server.key"
-        key.touch(mode=0o600)
-        leaf.private_key_pem.write_to_path(str(key))
-        (tls / "dh.pem").write_text(FFDHE2048_PEM)
+        self._pick_ports(*([self.strict_host] if self.strict_listener else []))
+        self._write_tls(self.strict_host)
         (root / "no-users.passwd").touch(mode=0o644)
         self.conf_path.write_text(self._config())
 
@@ -412,7 +256,7 @@ class Dovecot:
         if self.strict_listener:
             strict = (
                 f"  inet_listener imap_strict {{\n    address = {self.strict_host}\n"
-                f"    port = {self._ports[2] if self._ports else 0}\n  }}\n"
+                f"    port = {self.strict_port}\n  }}\n"
             )
         capability = f"imap_capability = {self.capabilities}\n" if self.capabilities else ""
         specials = "".join(
@@ -518,49 +362,7 @@ local {self.strict_host} {{
                 start_new_session=True,
                 close_fds=True,
             )
-        deadline = time.monotonic() + _READY_TIMEOUT
-        last_error = "no attempt"
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                last_error = f"dovecot exited with status {self._proc.returncode}"
-                break
-            try:
-                with socket.create_connection((self.host, self.plain_port), timeout=1.0) as sock:
-                    greeting = sock.recv(256)
-                if greeting.startswith(b"* OK"):
-                    return
-                last_error = f"unexpected greeting {greeting!r}"
-            except OSError as exc:
-                last_error = repr(exc)
-            time.sleep(0.01)
-        self._terminate(grace=_DISCARD_GRACE)
-        raise RuntimeError(f"Dovecot did not become ready ({last_error}).\n{self.log_tail()}")
-
-    def _terminate(self, grace: float = _STOP_GRACE) -> None:
-        """SIGTERM the whole process group, wait up to ``grace`` s for the master, then SIGKILL the group.
-
-        Signalling the group (not only the master) makes shutdown take ~10 ms instead of ~1.1 s, and
-        SIGKILL afterwards also ends ``imap`` processes of clients that outlive the master.
-        """
-        proc = self._proc
-        if proc is None:
-            return
-        self._proc = None
-        if proc.returncode is None:
-            pgid = proc.pid  # session leader: its pid is the group id
-            # While the master is an unreaped zombie its pid (and so the group id) cannot be reused,
-            # so signalling the group below can never hit an unrelated process.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, signal.SIGTERM)
-            deadline = time.monotonic() + grace
-            while time.monotonic() < deadline:
-                info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-                if info is not None:
-                    break
-                time.sleep(0.01)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, signal.SIGKILL)
-        proc.wait()
+        self._wait_ready("Dovecot")
 
     # ------------------------------------------------------------------ users and clients
 
@@ -574,46 +376,7 @@ local {self.strict_host} {{
 
     def new_user(self, prefix: str = "t") -> str:
         """A fresh username (``<prefix>-<n>``) with an empty mailbox; it must match ``user_patterns``."""
-        return self._check_user(f"{prefix}-{next(self._user_seq):03d}")
-
-    def client_ssl_context(self) -> ssl.SSLContext:
-        """An ``SSLContext`` that trusts only this instance's CA (hostname checking on)."""
-        return ssl.create_default_context(cafile=str(self.ca_file))
-
-    def connect(
-        self,
-        user: str | None = None,
-        *,
-        tls: bool = True,
-        starttls: bool = True,
-        password: str | None = None,
-        timeout: float = 10.0,
-    ) -> imapclient.IMAPClient:
-        """A logged-in ``IMAPClient`` for ``user`` (default ``default_user``), TLS verified against the CA.
-
-        ``tls=True`` uses ``tls_port``; ``tls=False`` uses ``plain_port`` and upgrades with STARTTLS
-        unless ``starttls=False`` (plaintext LOGIN).
-        """
-        user = self.default_user if user is None else user
-        if tls:
-            client = imapclient.IMAPClient(
-                self.host,
-                port=self.tls_port,
-                ssl=True,
-                ssl_context=self.client_ssl_context(),
-                timeout=timeout,
-            )
-        else:
-            client = imapclient.IMAPClient(self.host, port=self.plain_port, ssl=False, timeout=timeout)
-            if starttls:
-                client.starttls(self.client_ssl_context())
-        try:
-            client.login(user, self.password if password is None else password)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                client.shutdown()
-            raise
-        return client
+        return super().new_user(prefix)
 
     # ------------------------------------------------------------------ server-side control
 
@@ -742,7 +505,7 @@ local {self.strict_host} {{
                 else:
                     letters = _flag_letters(spec, keywords)
             if internaldates is None:
-                stamp = _header_date(message)
+                stamp = header_date(message)
                 mtime_ns = now_ns if stamp is None else int(stamp * 1_000_000_000)
             else:
                 mtime_ns = _to_ns(internaldates(index) if callable(internaldates) else internaldates[index])

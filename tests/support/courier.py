@@ -1,0 +1,225 @@
+"""A throwaway, loopback-only Courier-IMAP 5.x server for integration tests.
+
+Courier finds its configuration, the authentication daemon's socket and the user database at paths
+compiled into its binaries (``/etc/courier/authdaemonrc``, ``/etc/courier/userdb.dat``,
+``/run/courier/authdaemon/socket``). To leave the machine's own files alone and let several instances
+coexist, ``Courier`` runs everything inside private mount and PID namespaces (``unshare``, so it needs
+root): the instance's ``etc/`` and ``run/`` directories are bind-mounted over ``/etc/courier`` and
+``/run/courier`` there, and killing ``unshare`` ends every process of the instance.
+
+Inside, ``authdaemond`` (package ``courier-authdaemon``) authenticates against a ``userdb`` (package
+``courier-authlib-userdb``): virtual users with numeric uid/gid, no system accounts. Two ``couriertcpd``
+listeners start ``imaplogin``/``imapd`` from the ``courier-imap`` package unpacked by
+``ensure_imap_matrix`` in scripts/_bootstrap.sh (installing it would remove Dovecot's IMAP service), with
+the variables of that package's ``imapd`` and ``imapd-ssl`` files; implicit TLS goes through
+``couriertls``. Mail is a Maildir per user, owned by ``nobody``.
+
+Folders: separator ``.``, personal folders below ``INBOX.``. No SPECIAL-USE, no MULTIAPPEND, no
+ESEARCH, no CONDSTORE; a failed LOGIN is answered after 5 seconds. All processes write their log
+(otherwise syslog) to ``courier.log`` in the instance directory, see ``log_tail()``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import pwd
+import shlex
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from tests.support.imapserver import (
+    READY_TIMEOUT,
+    STOP_GRACE,
+    AppendSeeding,
+    ensure_imap_matrix,
+    servers_dir,
+    tail_file,
+)
+
+__all__ = ["Courier", "courier_files"]
+
+AUTHDAEMOND = Path("/usr/lib/courier/courier-authlib/authdaemond")
+COURIERTCPD = Path("/usr/sbin/couriertcpd")
+COURIERTLS = Path("/usr/bin/couriertls")
+MAKEUSERDB = Path("/usr/sbin/makeuserdb")
+USERDB_MODULE = Path("/usr/lib/courier-authlib/libauthuserdb.so")
+#: Private mount and PID namespaces; killing unshare kills the namespace's init and so all its processes.
+UNSHARE_OPTIONS = ("unshare", "--mount", "--pid", "--fork", "--kill-child", "--propagation", "private")
+#: The paths compiled into Courier, covered by the instance's directories inside its mount namespace.
+ETC_COURIER = Path("/etc/courier")
+RUN_COURIER = Path("/run/courier")
+
+
+def courier_files() -> Path:
+    """The unpacked ``courier-imap`` package, installing/unpacking what Courier needs first (as root)."""
+    package = servers_dir() / "courier-imap"
+    ensure_imap_matrix(
+        [
+            AUTHDAEMOND,
+            COURIERTCPD,
+            COURIERTLS,
+            MAKEUSERDB,
+            USERDB_MODULE,
+            package / "usr" / "bin" / "imapd",
+            package / "usr" / "lib" / "courier" / "courier" / "imaplogin",
+        ]
+    )
+    return package
+
+
+class Courier(AppendSeeding):
+    """A private Courier-IMAP instance on loopback; see the module docstring. Use as a context manager."""
+
+    kind = "courier"
+    separator = "."
+    personal_prefix = "INBOX."
+
+    def __init__(self, *, default_user: str = "user", extra_env: dict[str, str] | None = None) -> None:
+        """Configure (but do not start) an instance; ``extra_env`` overrides ``imapd`` settings (variables
+        of /etc/courier/imapd, e.g. ``{"IMAP_CAPABILITY": "IMAP4rev1"}``)."""
+        super().__init__(default_user=default_user)
+        if os.geteuid() != 0:
+            raise RuntimeError("the Courier test server needs root (private mount namespace)")
+        self.package = courier_files()
+        self.extra_env = dict(extra_env or {})
+        nobody = pwd.getpwnam("nobody")
+        self.mail_uid, self.mail_gid = nobody.pw_uid, nobody.pw_gid
+        # Every user has the same password; userdb takes it hashed.
+        digest = base64.b64encode(hashlib.sha512(self.password.encode()).digest()).decode()
+        self._password_hash = "{SHA512}" + digest
+
+    @property
+    def log_path(self) -> Path:
+        """Where authdaemond, couriertcpd, couriertls and imapd write their messages."""
+        return self.root / "courier.log"
+
+    @property
+    def userdb(self) -> Path:
+        """The userdb source file (``makeuserdb`` compiles it to ``userdb.dat`` beside it)."""
+        return self.root / "etc" / "userdb"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _prepare(self) -> None:
+        root = self.root
+        self._pick_ports()
+        self._write_tls(key_first_bundle="server-bundle.pem")
+        # imaplogin runs couriertls for STARTTLS as user courier (like the package's own certificate).
+        courier = pwd.getpwnam("courier")
+        os.chown(root / "tls" / "server-bundle.pem", courier.pw_uid, courier.pw_gid)
+        (root / "etc").mkdir()
+        (root / "run" / "authdaemon").mkdir(parents=True)
+        (root / "mail").mkdir()
+        (root / "etc" / "authdaemonrc").write_text(
+            'authmodulelist="authuserdb"\ndaemons=3\nauthdaemonvar=/run/courier/authdaemon\n'
+            'DEBUG_LOGIN=0\nDEFAULTOPTIONS=""\nLOGGEROPTS=""\n'
+        )
+        self.userdb.touch(mode=0o600)
+        self._make_userdb()
+        (root / "run.sh").write_text(self._script())
+
+    def _script(self) -> str:
+        """The instance's init (PID 1 of its namespace): mounts, authdaemond and the two listeners."""
+        root, package = self.root, self.package
+        imaplogin = package / "usr" / "lib" / "courier" / "courier" / "imaplogin"
+        imapd = package / "usr" / "bin" / "imapd"
+        settings = {
+            "TLS_CERTFILE": f"{root}/tls/server-bundle.pem",
+            "TLS_DHPARAMS": f"{root}/tls/dh.pem",
+            "TLS_CACHEFILE": "",
+            "IMAP_TLS_REQUIRED": "0",
+            "IMAP_EMPTYTRASH": "",  # would purge old (seeded) messages from Trash at login
+            "IMAP_ULIMITD": "",
+            **self.extra_env,
+        }
+        tcpd = (
+            f"{COURIERTCPD} -address={self.host} -maxprocs=200 -maxperip=200 -nodnslookup "
+            f"-noidentlookup -stderr={self.log_path}"
+        )
+        login = f"{imaplogin} {imapd} Maildir"
+        q = shlex.quote
+        return "\n".join(
+            [
+                "# Generated by tests/support/courier.py -- runs inside private mount and PID namespaces.",
+                "set -e",
+                f"mount --bind {q(str(root / 'etc'))} {ETC_COURIER}",
+                f"mount --bind {q(str(root / 'run'))} {RUN_COURIER}",
+                f"{AUTHDAEMOND} &",
+                "set -a",
+                f". {q(str(package / 'etc' / 'courier' / 'imapd'))}",
+                f". {q(str(package / 'etc' / 'courier' / 'imapd-ssl'))}",
+                *(f"{name}={q(value)}" for name, value in settings.items()),
+                "set +a",
+                f"IMAP_STARTTLS=YES {tcpd} {self.plain_port} {login} &",
+                f"IMAP_TLS=1 IMAP_STARTTLS=NO {tcpd} {self.tls_port} {COURIERTLS} -server -tcpd "
+                f"-user=courier {login} &",
+                "wait",
+                "",
+            ]
+        )
+
+    def _spawn(self) -> None:
+        RUN_COURIER.mkdir(parents=True, exist_ok=True)  # mount point; /run is emptied at boot
+        if not ETC_COURIER.is_dir():
+            raise RuntimeError(f"{ETC_COURIER} is missing: is courier-base installed?")
+        with open(self.log_path, "ab") as log:
+            self._proc = subprocess.Popen(
+                [*UNSHARE_OPTIONS, "/bin/sh", str(self.root / "run.sh")],
+                env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"},
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+            )
+        socket_path = self.root / "run" / "authdaemon" / "socket"
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not socket_path.exists() and self.running and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self._wait_ready("Courier")
+
+    def _terminate(self, grace: float = STOP_GRACE) -> None:
+        """Killing ``unshare`` kills its namespace's init and so every process of the instance; wait
+        until the listeners are gone (a restart reuses the ports)."""
+        if self._proc is None:
+            return
+        super()._terminate(grace)
+        deadline = time.monotonic() + 5.0
+        for port in (self.plain_port, self.tls_port):
+            while time.monotonic() < deadline:
+                try:
+                    with socket.create_connection((self.host, port), timeout=0.2):
+                        pass
+                except OSError:
+                    break
+                time.sleep(0.01)
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last ``lines`` lines of ``courier.log``."""
+        if self._root is None:
+            return "(not started)"
+        return tail_file(self.log_path, lines) or "(no log output)"
+
+    # ------------------------------------------------------------------ users
+
+    def _make_userdb(self) -> None:
+        result = subprocess.run(
+            [str(MAKEUSERDB), "-f", str(self.userdb)], capture_output=True, text=True, check=False
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"makeuserdb failed: {result.stderr.strip()}")
+
+    def _add_user(self, user: str) -> None:
+        home = self.root / "mail" / user
+        for sub in ("", "/Maildir", "/Maildir/cur", "/Maildir/new", "/Maildir/tmp"):
+            path = Path(f"{home}{sub}")
+            path.mkdir(mode=0o700)
+            os.chown(path, self.mail_uid, self.mail_gid)
+        fields = f"uid={self.mail_uid}|gid={self.mail_gid}|home={home}|systempw={self._password_hash}"
+        with open(self.userdb, "a") as handle:
+            handle.write(f"{user}\t{fields}\n")
+        self._make_userdb()  # a new userdb.dat file: authdaemond notices and reopens it

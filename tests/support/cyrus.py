@@ -1,0 +1,224 @@
+"""A throwaway, loopback-only Cyrus IMAP 3.x server for integration tests.
+
+``Cyrus`` runs Cyrus' ``master`` (from the installed ``cyrus-common``) in the foreground with a generated
+``imapd.conf`` and ``cyrus.conf`` in a short temporary directory under ``/tmp``; the ``imapd`` it starts
+comes from the ``cyrus-imapd`` package unpacked by ``ensure_imap_matrix`` in scripts/_bootstrap.sh
+(installing that package would remove Dovecot's IMAP service). As root, master drops privileges to the
+``cyrus`` user, so the instance directory belongs to ``cyrus:mail``; running as another user is not
+supported.
+
+Namespaces (a constructor option):
+
+* default (``altnamespace=False``): separator ``.``, personal folders below ``INBOX.``
+  (``mailbox_name("Archive", "2024")`` is ``"INBOX.Archive.2024"``);
+* ``altnamespace=True`` (Cyrus' ``altnamespace`` + ``unixhierarchysep``): separator ``/``, folders beside
+  INBOX (``"Archive/2024"``).
+
+Users are SASL accounts in the instance's own sasldb (``saslpasswd2``); a user's first login creates its
+INBOX and, unless ``special_use=False``, ``Drafts``, ``Sent``, ``Trash`` and ``Junk`` with their special-use
+attributes (Cyrus reports them in lower case: ``\\drafts``). ``new_user()`` logs in once, so all of that
+exists when it returns. The administrator ``admin`` (same password) sees every user's folders.
+
+Cyrus logs only to syslog: ``log_tail()`` shows what ``SyslogSink`` collected on ``/dev/log`` (when no
+syslog daemon owns it) for this instance's ``syslog_prefix``, plus master's stdout/stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+from pathlib import Path
+
+from tests.support.imapserver import (
+    STOP_GRACE,
+    SYSLOG,
+    AppendSeeding,
+    ensure_imap_matrix,
+    servers_dir,
+    tail_file,
+    which,
+)
+
+__all__ = ["Cyrus", "cyrus_binaries"]
+
+MASTER = Path("/usr/lib/cyrus/bin/master")
+SPECIAL_FOLDERS = ("Drafts", "Sent", "Trash", "Junk")
+
+
+def cyrus_binaries() -> tuple[Path, Path, Path]:
+    """``(master, imapd, saslpasswd2)``, installing/unpacking them first if needed (as root)."""
+    imapd = servers_dir() / "cyrus-imapd" / "usr" / "lib" / "cyrus" / "bin" / "imapd"
+    saslpasswd2 = Path(which("saslpasswd2") or "/usr/sbin/saslpasswd2")
+    ensure_imap_matrix([MASTER, imapd, saslpasswd2])
+    return MASTER, imapd, saslpasswd2
+
+
+class Cyrus(AppendSeeding):
+    """A private Cyrus instance on loopback; see the module docstring. Use as a context manager."""
+
+    kind = "cyrus"
+    admin = "mimadmin"
+
+    def __init__(
+        self,
+        *,
+        altnamespace: bool = False,
+        special_use: bool = True,
+        default_user: str = "user",
+        extra_config: str = "",
+    ) -> None:
+        """Configure (but do not start) an instance.
+
+        ``altnamespace`` selects the namespace (see the module docstring); ``special_use=False`` leaves a
+        new user with INBOX only; ``extra_config`` is appended verbatim to ``imapd.conf``.
+        """
+        super().__init__(default_user=default_user)
+        if os.geteuid() != 0:
+            raise RuntimeError("the Cyrus test server needs root (its processes run as the cyrus user)")
+        self.altnamespace = altnamespace
+        self.separator = "/" if altnamespace else "."
+        self.personal_prefix = "" if altnamespace else "INBOX."
+        self.special_folders = SPECIAL_FOLDERS if special_use else ()
+        self.extra_config = extra_config
+        self.master_binary, self.imapd_binary, self.saslpasswd2 = cyrus_binaries()
+        cyrus = pwd.getpwnam("cyrus")
+        self.cyrus_uid, self.cyrus_gid = cyrus.pw_uid, cyrus.pw_gid
+        self._syslog = False
+
+    @property
+    def conf_path(self) -> Path:
+        """The generated ``imapd.conf``."""
+        return self.root / "imapd.conf"
+
+    @property
+    def tag(self) -> str:
+        """The instance's ``syslog_prefix`` (its directory name)."""
+        return self.root.name
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _prepare(self) -> None:
+        root = self.root
+        plain, tls = self._pick_ports()
+        self._write_tls()
+        for sub in ("conf/db", "conf/socket", "conf/proc", "conf/lock", "spool"):
+            (root / sub).mkdir(parents=True)
+        self.conf_path.write_text(self._imapd_conf())
+        (root / "cyrus.conf").write_text(
+            "START {\n"
+            f'  recover cmd="ctl_cyrusdb -r -C {self.conf_path}"\n'
+            "}\nSERVICES {\n"
+            f'  imap cmd="{self.imapd_binary} -C {self.conf_path}" listen="{self.host}:{plain}" prefork=1\n'
+            f'  imaps cmd="{self.imapd_binary} -s -C {self.conf_path}" listen="{self.host}:{tls}" prefork=1\n'
+            "}\nEVENTS {\n}\n"
+        )
+        self._set_password(self.admin)
+        for path in [root, *root.rglob("*")]:
+            os.chown(path, self.cyrus_uid, self.cyrus_gid, follow_symlinks=False)
+
+    def _imapd_conf(self) -> str:
+        root = self.root
+        yes_no = "yes" if self.altnamespace else "no"
+        folders = " | ".join(self.special_folders)
+        specials = "".join(f"xlist-{name.lower()}: {name}\n" for name in self.special_folders)
+        autocreate = (
+            f"autocreate_inbox_folders: {folders}\nautocreate_subscribe_folders: {folders}\n{specials}"
+            if folders
+            else ""
+        )
+        return f"""\
+# Generated by tests/support/cyrus.py -- throwaway test instance, loopback only.
+configdirectory: {root}/conf
+partition-default: {root}/spool
+proc_path: {root}/conf/proc
+mboxname_lockpath: {root}/conf/lock
+lmtpsocket: {root}/conf/socket/lmtp
+idlesocket: {root}/conf/socket/idle
+notifysocket: {root}/conf/socket/notify
+servername: localhost
+syslog_prefix: {self.tag}
+admins: {self.admin}
+allowplaintext: yes
+sasl_pwcheck_method: auxprop
+sasl_auxprop_plugin: sasldb
+sasl_sasldb_path: {root}/conf/sasldb2
+sasl_mech_list: PLAIN LOGIN
+failedloginpause: 0
+tls_server_cert: {root}/tls/server.pem
+tls_server_key: {root}/tls/server.key
+tls_versions: tls1_2 tls1_3
+altnamespace: {yes_no}
+unixhierarchysep: {yes_no}
+autocreate_quota: 0
+{autocreate}delete_mode: immediate
+imapidlepoll: 1
+{self.extra_config}
+"""
+
+    def _spawn(self) -> None:
+        root = self.root
+        (root / "conf" / "master.pid").unlink(missing_ok=True)
+        if not self._syslog:
+            self._syslog = True
+            SYSLOG.acquire()
+        self._proc = subprocess.Popen(
+            [
+                str(self.master_binary),
+                "-C",
+                str(self.conf_path),
+                "-M",
+                str(root / "cyrus.conf"),
+                "-p",
+                str(root / "conf" / "master.pid"),
+                "-L",
+                str(root / "conf" / "master.log"),
+            ],
+            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "CYRUS_SYSLOG_PREFIX": self.tag},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+        )
+        self._wait_ready("Cyrus master")
+
+    def _terminate(self, grace: float = STOP_GRACE) -> None:
+        super()._terminate(grace)
+        if self._syslog:
+            self._syslog = False
+            SYSLOG.release()
+
+    def log_tail(self, lines: int = 40) -> str:
+        """This instance's syslog messages (when ``/dev/log`` is ours) and master's own output."""
+        if self._root is None:
+            return "(not started)"
+        chunks = []
+        if SYSLOG.listening:
+            logged = SYSLOG.lines(f" {self.tag}/")[-lines:]
+            chunks.append("--- syslog ---\n" + ("\n".join(logged) or "(nothing)"))
+        else:
+            chunks.append("(Cyrus logs to syslog, and /dev/log belongs to a syslog daemon)")
+        chunks.append(tail_file(self.root / "conf" / "master.log", lines))
+        return "\n".join(chunk for chunk in chunks if chunk)
+
+    # ------------------------------------------------------------------ users
+
+    def _set_password(self, user: str) -> None:
+        sasldb = self.root / "conf" / "sasldb2"
+        result = subprocess.run(
+            [str(self.saslpasswd2), "-p", "-c", "-f", str(sasldb), "-u", "localhost", user],
+            input=self.password,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"saslpasswd2 {user} failed: {result.stderr.strip()}")
+        os.chown(sasldb, self.cyrus_uid, self.cyrus_gid)
+
+    def _add_user(self, user: str) -> None:
+        self._set_password(user)
+        # The first login creates INBOX and the special-use folders.
+        with self.connect(user, tls=False, starttls=False):
+            pass

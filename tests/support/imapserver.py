@@ -1,0 +1,620 @@
+"""What the throwaway IMAP servers of the test harness (Dovecot, Cyrus, Courier) have in common.
+
+``ImapServer`` is the base of ``Dovecot`` (tests/support/dovecot.py), ``Cyrus`` (cyrus.py) and ``Courier``
+(courier.py): one short temporary directory under ``/tmp`` per instance (unix socket paths are limited to
+108 bytes), two listeners on ``127.0.0.1`` with ports picked at start (``tls_port``: implicit TLS;
+``plain_port``: plaintext with STARTTLS), a CA made with ``trustme`` (``ca_file``), one random
+``password`` for every user, ``new_user()``, ``connect()``, ``seed()`` and a clean ``stop()`` (also at
+interpreter exit). A subclass writes its configuration in ``_prepare()``, starts its processes in
+``_spawn()`` (as one process group, or one that ends all the others when killed) and registers users in
+``_add_user()``.
+
+``AppendSeeding`` is the ``seed()`` of servers whose files the harness does not write itself: IMAP APPEND
+with flags and INTERNALDATE, as one MULTIAPPEND per batch where the server offers it.
+
+Cyrus (and any other server that only logs to syslog) can read its log through ``SyslogSink``: a listener
+on ``/dev/log`` for as long as some instance needs it, when no syslog daemon owns that socket.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import contextlib
+import datetime as dt
+import email.utils
+import errno
+import itertools
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import imapclient
+import trustme
+
+__all__ = [
+    "FFDHE2048_PEM",
+    "AppendSeeding",
+    "FlagSpec",
+    "ImapServer",
+    "SyslogSink",
+    "free_ports",
+    "header_date",
+    "which",
+]
+
+#: RFC 7919 ``ffdhe2048`` group, for servers that want DH parameters (generating them takes tens of seconds).
+FFDHE2048_PEM = """\
+-----BEGIN DH PARAMETERS-----
+MIIBCAKCAQEA//////////+t+FRYortKmq/cViAnPTzx2LnFg84tNpWp4TZBFGQz
++8yTnc4kmz75fS/jY2MMddj2gbICrsRhetPfHtXV/WVhJDP1H18GbtCFY2VVPe0a
+87VXE15/V8k1mE8McODmi3fipona8+/och3xWKE2rec1MKzKT0g6eXq8CrGCsyT7
+YdEIqUuyyOP7uWrat2DX9GgdT0Kj3jlN9K5W7edjcrsZCwenyO4KbXCeAvzhzffi
+7MA0BM0oNC9hkXL+nOmFg/+OTxIy7vKBg8P+OxtMb61zO7X8vC7CIAXFjvGDfRaD
+ssbzSibBsu/6iGtCOGEoXJf//////////wIBAg==
+-----END DH PARAMETERS-----
+"""
+
+#: Flags for one message: a single flag string (``"\\Seen"``; whitespace separates several) or an
+#: iterable of flag strings. Names without a leading backslash are keywords.
+FlagSpec = str | Iterable[str]
+#: ``seed()``'s ``flags``: one spec for every message, one per message, or a function of the index.
+FlagsArg = str | Sequence[FlagSpec] | Callable[[int], FlagSpec] | None
+#: ``seed()``'s ``internaldates``: one per message or a function of the index (POSIX time or datetime).
+DatesArg = Sequence[dt.datetime | float] | Callable[[int], dt.datetime | float] | None
+
+READY_TIMEOUT = 15.0
+STOP_GRACE = 2.0  # restart(): let the server shut down cleanly
+DISCARD_GRACE = 0.3  # stop(): the data is about to be deleted
+USERNAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]*")
+
+#: Where scripts/_bootstrap.sh (ensure_imap_matrix) unpacks the Cyrus and Courier server packages.
+SERVERS_DIR_ENV = "MIM_IMAP_SERVERS_DIR"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def which(name: str) -> str | None:
+    """``shutil.which`` that also looks in the sbin directories missing from non-root PATHs."""
+    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/sbin")
+
+
+def free_ports(*hosts: str) -> list[int]:
+    """One currently free TCP port per host (sockets held open together so the ports differ)."""
+    socks = []
+    try:
+        for host in hosts:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            socks.append(sock)
+            sock.bind((host, 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def header_date(message: bytes) -> float | None:
+    """POSIX time of the message's Date header, or None if absent/unparseable (cheap, no MIME parsing)."""
+    ends = [pos for pos in (message.find(b"\n\n"), message.find(b"\n\r\n")) if pos >= 0]
+    limit = min(ends) if ends else len(message)
+    if message.startswith(b"Date:"):
+        start = 0
+    else:
+        start = message.find(b"\nDate:", 0, limit)
+        if start < 0:
+            return None
+        start += 1
+    end = message.find(b"\n", start)
+    value = message[start + 5 : end if end >= 0 else len(message)].decode("ascii", "replace").strip()
+    parsed = email.utils.parsedate_tz(value)
+    if parsed is None:
+        return None
+    try:
+        return float(email.utils.mktime_tz(parsed))
+    except (OverflowError, ValueError):
+        return None
+
+
+def flag_spec(flags: FlagsArg, index: int) -> FlagSpec:
+    """The flags ``seed()`` gives message ``index``."""
+    if flags is None:
+        return ()
+    if isinstance(flags, str):
+        return flags
+    if callable(flags):
+        return flags(index)
+    return flags[index]
+
+
+def flag_list(spec: FlagSpec) -> list[str]:
+    return spec.split() if isinstance(spec, str) else list(spec)
+
+
+def internaldate(dates: DatesArg, index: int) -> dt.datetime | float | None:
+    """The INTERNALDATE ``seed()`` gives message ``index`` (None: the server's default)."""
+    if dates is None:
+        return None
+    return dates(index) if callable(dates) else dates[index]
+
+
+def servers_dir() -> Path:
+    """Where the unpacked Cyrus/Courier server packages live (``$MIM_IMAP_SERVERS_DIR`` overrides)."""
+    return Path(os.environ.get(SERVERS_DIR_ENV) or REPO_ROOT / ".cache" / "imap-servers")
+
+
+def ensure_imap_matrix(required: Iterable[Path]) -> Path:
+    """Make sure the ``required`` files exist, running ``ensure_imap_matrix`` of scripts/_bootstrap.sh
+    (as root on Debian/Ubuntu) when one is missing; return ``servers_dir()``."""
+    required = list(required)
+    if all(path.exists() for path in required):
+        return servers_dir()
+    bootstrap = REPO_ROOT / "scripts" / "_bootstrap.sh"
+    if os.geteuid() == 0 and shutil.which("apt-get") and bootstrap.exists():
+        env = dict(os.environ, **{SERVERS_DIR_ENV: str(servers_dir())})
+        result = subprocess.run(
+            ["bash", "-c", 'source "$1" && ensure_imap_matrix', "bash", str(bootstrap)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode == 0 and all(path.exists() for path in required):
+            return servers_dir()
+        raise RuntimeError(f"ensure_imap_matrix failed ({result.returncode}):\n{result.stderr.strip()}")
+    missing = ", ".join(str(path) for path in required if not path.exists())
+    raise RuntimeError(
+        f"Cyrus/Courier test servers are missing ({missing}): run scripts/test as root on Debian/Ubuntu "
+        "once, or `source scripts/_bootstrap.sh && ensure_imap_matrix` (see that function)."
+    )
+
+
+def terminate_group(proc: subprocess.Popen[bytes], grace: float) -> None:
+    """SIGTERM the process group led by ``proc``, wait up to ``grace`` s for ``proc``, then SIGKILL it.
+
+    Signalling the group (not only the leader) makes Dovecot's shutdown take ~10 ms instead of ~1.1 s, and
+    SIGKILL afterwards also ends session processes of clients that outlive the leader. While ``proc`` is an unreaped zombie its pid (and so the group id) cannot be reused, so signalling the
+    group can never hit an unrelated process.
+    """
+    if proc.returncode is None:
+        pgid = proc.pid  # session leader: its pid is the group id
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                break
+            time.sleep(0.01)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+    proc.wait()
+
+
+def tail_file(path: Path, lines: int) -> str:
+    """The last ``lines`` lines of a log file, headed by its name ("" if missing or empty)."""
+    with contextlib.suppress(OSError):
+        text = path.read_text(errors="replace").splitlines()[-lines:]
+        if text:
+            return f"--- {path.name} ---\n" + "\n".join(text)
+    return ""
+
+
+class SyslogSink:
+    """A ``/dev/log`` listener for servers that only log to syslog, shared by all instances in a process.
+
+    ``acquire()`` starts listening when no syslog daemon owns ``/dev/log`` (absent, or a stale socket left
+    behind) and we may create it; ``release()`` by the last user removes the socket again. ``lines(tag)``
+    are the received messages that contain ``tag`` (e.g. a per-instance syslog prefix).
+    """
+
+    path = "/dev/log"
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._sock: socket.socket | None = None
+        self._inode: int | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._lines: collections.deque[str] = collections.deque(maxlen=50_000)
+
+    @property
+    def listening(self) -> bool:
+        return self._sock is not None
+
+    def acquire(self) -> bool:
+        """Count one more user; return whether messages are being collected."""
+        with self._lock:
+            self._users += 1
+            if self._sock is None and self._users == 1:
+                self._listen()
+            return self._sock is not None
+
+    def release(self) -> None:
+        with self._lock:
+            self._users = max(0, self._users - 1)
+            if self._users or self._sock is None:
+                return
+            self._stop.set()
+            if self._thread is not None:
+                self._thread.join(timeout=2)
+            self._sock.close()
+            self._sock = None
+            with contextlib.suppress(OSError):
+                if os.lstat(self.path).st_ino == self._inode:
+                    os.unlink(self.path)
+
+    def lines(self, tag: str) -> list[str]:
+        return [line for line in list(self._lines) if tag in line]
+
+    def _listen(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            mode = os.lstat(self.path).st_mode
+            if not stat.S_ISSOCK(mode):
+                return  # e.g. a symlink to journald's socket: not ours to replace
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            try:
+                probe.connect(self.path)
+                return  # a syslog daemon is listening
+            except OSError as exc:
+                if exc.errno != errno.ECONNREFUSED:
+                    return
+                os.unlink(self.path)  # stale socket of a listener that died
+            finally:
+                probe.close()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            sock.bind(self.path)
+            os.chmod(self.path, 0o666)  # servers log after dropping privileges
+        except OSError:
+            sock.close()
+            return
+        sock.settimeout(0.2)
+        self._sock = sock
+        self._inode = os.lstat(self.path).st_ino
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, args=(sock,), name="syslog-sink", daemon=True)
+        self._thread.start()
+        atexit.register(self._remove_socket)
+
+    def _remove_socket(self) -> None:
+        with contextlib.suppress(OSError):
+            if self._sock is not None and os.lstat(self.path).st_ino == self._inode:
+                os.unlink(self.path)
+
+    def _run(self, sock: socket.socket) -> None:
+        while not self._stop.is_set():
+            try:
+                data = sock.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            text = data.decode("utf-8", "replace").rstrip("\n\x00")
+            # "<pri>Mmm dd hh:mm:ss ident[pid]: message": keep the time, drop the priority.
+            self._lines.append(re.sub(r"^<\d+>", "", text))
+
+
+#: The process-wide ``/dev/log`` listener.
+SYSLOG = SyslogSink()
+
+
+class ImapServer:
+    """A private IMAP server on loopback; see the module docstring. Use as a context manager."""
+
+    host = "127.0.0.1"
+    #: Short name used in temporary directory names and error messages.
+    kind = "imap"
+    #: Hierarchy separator and the prefix of the personal namespace (``"INBOX."`` or ``""``).
+    separator = "/"
+    personal_prefix = ""
+
+    def __init__(self, *, default_user: str = "user", password: str | None = None) -> None:
+        """``password`` (default: random) is every user's password."""
+        self.password = secrets.token_hex(12) if password is None else password
+        self.default_user = default_user
+        self._root: Path | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._ports: tuple[int, ...] | None = None
+        self._user_seq = itertools.count(1)
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def root(self) -> Path:
+        """The instance's temporary directory (config, TLS files, sockets, logs, mail)."""
+        if self._root is None:
+            raise RuntimeError(f"{self.kind} instance not started")
+        return self._root
+
+    @property
+    def ca_file(self) -> Path:
+        """PEM of the CA that signed the server certificate (for ``localhost`` and the listen addresses)."""
+        return self.root / "tls" / "ca.pem"
+
+    @property
+    def plain_port(self) -> int:
+        """Plaintext IMAP port on 127.0.0.1 (STARTTLS offered, plaintext LOGIN allowed)."""
+        return self._port(0)
+
+    @property
+    def tls_port(self) -> int:
+        """Implicit-TLS IMAP port on 127.0.0.1."""
+        return self._port(1)
+
+    @property
+    def running(self) -> bool:
+        """Whether the server's main process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def _port(self, index: int) -> int:
+        if self._ports is None:
+            raise RuntimeError(f"{self.kind} instance not started")
+        return self._ports[index]
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Create the instance directory (first time), start the server and wait until it answers."""
+        if self.running:
+            return
+        atexit.register(self.stop)
+        fresh = self._root is None
+        if fresh:
+            self._root = Path(tempfile.mkdtemp(prefix=f"mim-{self.kind[:2]}-", dir="/tmp"))
+            self._root.chmod(0o755)  # servers that drop privileges must traverse into it
+            (self._root / "tls").mkdir()
+            self._prepare()
+        self._spawn()
+        if fresh:
+            self._add_user(self._check_user(self.default_user))
+
+    def stop(self) -> None:
+        """Stop the server (all its processes) and delete its directory. Idempotent; a later ``start()``
+        creates a fresh, empty instance."""
+        self._terminate(grace=DISCARD_GRACE)
+        if self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)
+            self._root = None
+            self._ports = None
+        atexit.unregister(self.stop)
+
+    def restart(self) -> None:
+        """Stop and start the server again with the same ports, password, CA and mail data."""
+        self._terminate(grace=STOP_GRACE)
+        self._spawn()
+
+    def _prepare(self) -> None:
+        """Write the configuration into ``root`` (``_ports`` and the TLS files are set up by then)."""
+        raise NotImplementedError
+
+    def _spawn(self) -> None:
+        """Start the server processes (``self._proc`` leads them) and return once it answers."""
+        raise NotImplementedError
+
+    def _terminate(self, grace: float = STOP_GRACE) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            terminate_group(proc, grace)
+
+    def _pick_ports(self, *hosts: str) -> tuple[int, ...]:
+        """Ports for ``plain_port``, ``tls_port`` (on ``host``) and one more per extra host."""
+        self._ports = tuple(free_ports(self.host, self.host, *hosts))
+        return self._ports
+
+    def _write_tls(self, *names: str, key_first_bundle: str | None = None) -> None:
+        """CA (``ca_file``) and a server certificate for ``localhost``, ``host`` and ``names``:
+        ``tls/server.pem`` (chain), ``tls/server.key`` and ``tls/dh.pem``; ``key_first_bundle`` names one
+        more file with key and chain together (what Courier wants)."""
+        tls = self.root / "tls"
+        ca = trustme.CA(organization_name="mail-imap-mcp tests")
+        leaf = ca.issue_cert("localhost", self.host, *names)
+        ca.cert_pem.write_to_path(str(self.ca_file))
+        chain = b"".join(blob.bytes() for blob in leaf.cert_chain_pems)
+        (tls / "server.pem").write_bytes(chain)
+        secrets_files = {"server.key": leaf.private_key_pem.bytes()}
+        if key_first_bundle is not None:
+            secrets_files[key_first_bundle] = leaf.private_key_pem.bytes() + chain
+        for name, data in secrets_files.items():
+            (tls / name).touch(mode=0o600)
+            (tls / name).write_bytes(data)
+        (tls / "dh.pem").write_text(FFDHE2048_PEM)
+
+    def _wait_ready(self, what: str) -> None:
+        """Wait for a greeting on ``plain_port`` and a TLS handshake plus greeting on ``tls_port``."""
+        deadline = time.monotonic() + READY_TIMEOUT
+        last_error = "no attempt"
+        context = self.client_ssl_context()
+        while time.monotonic() < deadline:
+            if not self.running:
+                last_error = f"{what} exited with status {self._proc.returncode if self._proc else '?'}"
+                break
+            try:
+                with socket.create_connection((self.host, self.plain_port), timeout=2.0) as sock:
+                    greeting = sock.recv(256)
+                if greeting.startswith(b"* OK"):
+                    with (
+                        socket.create_connection((self.host, self.tls_port), timeout=2.0) as raw,
+                        context.wrap_socket(raw, server_hostname="localhost") as sock,
+                    ):
+                        greeting = sock.recv(256)
+                    if greeting.startswith(b"* OK"):
+                        return
+                last_error = f"unexpected greeting {greeting!r}"
+            except OSError as exc:
+                last_error = repr(exc)
+            time.sleep(0.02)
+        self._terminate(grace=DISCARD_GRACE)
+        raise RuntimeError(f"{what} did not become ready ({last_error}).\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last lines of the server's logs (for error messages)."""
+        return "(no log output)"
+
+    # ------------------------------------------------------------------ users and clients
+
+    def _check_user(self, user: str) -> str:
+        user = user.lower()
+        if not USERNAME_RE.fullmatch(user):
+            raise ValueError(f"invalid username {user!r}")
+        return user
+
+    def new_user(self, prefix: str = "t") -> str:
+        """A fresh username (``<prefix>-<n>``) with an empty INBOX that logs in with ``password``."""
+        user = self._check_user(f"{prefix}-{next(self._user_seq):03d}")
+        self._add_user(user)
+        return user
+
+    def _add_user(self, user: str) -> None:
+        """Make ``user`` able to log in with ``password``, with an empty INBOX (servers whose password
+        database accepts any user need nothing)."""
+
+    def mailbox_name(self, *parts: str) -> str:
+        """The server's name for a personal folder given by its levels: ``mailbox_name("A", "b")`` is
+        ``"INBOX.A.b"`` with prefix ``INBOX.`` and separator ``.``, ``"A/b"`` with ``/`` and no prefix."""
+        if not parts:
+            raise ValueError("no mailbox name levels")
+        if len(parts) == 1 and parts[0].upper() == "INBOX":
+            return "INBOX"
+        return self.personal_prefix + self.separator.join(parts)
+
+    def client_ssl_context(self) -> ssl.SSLContext:
+        """An ``SSLContext`` that trusts only this instance's CA (hostname checking on)."""
+        return ssl.create_default_context(cafile=str(self.ca_file))
+
+    def connect(
+        self,
+        user: str | None = None,
+        *,
+        tls: bool = True,
+        starttls: bool = True,
+        password: str | None = None,
+        timeout: float = 10.0,
+    ) -> imapclient.IMAPClient:
+        """A logged-in ``IMAPClient`` for ``user`` (default ``default_user``), TLS verified against the CA.
+
+        ``tls=True`` uses ``tls_port``; ``tls=False`` uses ``plain_port`` and upgrades with STARTTLS
+        unless ``starttls=False`` (plaintext LOGIN).
+        """
+        user = self.default_user if user is None else user
+        if tls:
+            client = imapclient.IMAPClient(
+                self.host,
+                port=self.tls_port,
+                ssl=True,
+                ssl_context=self.client_ssl_context(),
+                timeout=timeout,
+            )
+        else:
+            client = imapclient.IMAPClient(self.host, port=self.plain_port, ssl=False, timeout=timeout)
+            if starttls:
+                client.starttls(self.client_ssl_context())
+        try:
+            client.login(user, self.password if password is None else password)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                client.shutdown()
+            raise
+        return client
+
+
+class AppendSeeding(ImapServer):
+    """``seed()`` and ``recreate_mailbox()`` over IMAP, for servers whose storage the harness leaves alone."""
+
+    #: Messages per MULTIAPPEND command.
+    append_batch = 100
+
+    def seed(
+        self,
+        user: str,
+        mailbox: str,
+        messages: Iterable[bytes],
+        *,
+        flags: FlagsArg = None,
+        internaldates: DatesArg = None,
+    ) -> None:
+        """APPEND ``messages`` to ``mailbox`` (the server's own name, see ``mailbox_name()``) of ``user``,
+        creating the folder if needed; UIDs follow the order of ``messages``.
+
+        ``flags[i]`` / ``internaldates[i]`` (or callables of the index) apply to the i-th message; a plain
+        string ``flags`` (e.g. ``"\\Seen"``) applies to every message. INTERNALDATE defaults to the Date
+        header (else the server's clock); naive datetimes are taken as UTC. One MULTIAPPEND per
+        ``append_batch`` messages where the server offers it, else one APPEND each (over plaintext
+        loopback: a handful of milliseconds per message).
+        """
+        items: list[dict[str, Any]] = []
+        for index, message in enumerate(messages):
+            item: dict[str, Any] = {"msg": message, "flags": flag_list(flag_spec(flags, index))}
+            stamp = internaldate(internaldates, index)
+            if stamp is None:
+                stamp = header_date(message)
+            if stamp is not None:
+                item["date"] = _aware(stamp)
+            items.append(item)
+        with self.connect(user, tls=False, starttls=False, timeout=60.0) as client:
+            # APPEND's literal goes out in several writes: without this each costs a delayed ACK (40 ms).
+            client.socket().setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.ensure_mailbox(client, mailbox)
+            if client.has_capability("MULTIAPPEND"):
+                for start in range(0, len(items), self.append_batch):
+                    client.multiappend(mailbox, items[start : start + self.append_batch])
+            else:
+                for item in items:
+                    client.append(mailbox, item["msg"], item["flags"], item.get("date"))
+
+    @staticmethod
+    def ensure_mailbox(client: imapclient.IMAPClient, mailbox: str) -> None:
+        """CREATE ``mailbox`` unless it exists (INBOX always does)."""
+        if mailbox.upper() != "INBOX" and not client.folder_exists(mailbox):
+            client.create_folder(mailbox)
+
+    def recreate_mailbox(self, user: str, mailbox: str, *, timeout: float = 5.0) -> tuple[int, int]:
+        """DELETE and CREATE ``mailbox`` (not INBOX) of ``user`` in a session of its own, so that other
+        sessions see it empty with a new UIDVALIDITY; return ``(old, new)`` UIDVALIDITY.
+
+        Servers that derive UIDVALIDITY from the clock (Courier) could give the same value within one
+        second: the DELETE/CREATE is repeated until the value differs.
+        """
+        if mailbox.upper() == "INBOX":
+            raise ValueError("INBOX cannot be deleted")
+        deadline = time.monotonic() + timeout
+        with self.connect(user, tls=False, starttls=False) as client:
+            old = int(client.folder_status(mailbox, [b"UIDVALIDITY"])[b"UIDVALIDITY"])
+            while True:
+                client.delete_folder(mailbox)
+                client.create_folder(mailbox)
+                new = int(client.folder_status(mailbox, [b"UIDVALIDITY"])[b"UIDVALIDITY"])
+                if new != old:
+                    return old, new
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"UIDVALIDITY of {mailbox!r} stays {old}")
+                time.sleep(0.25)
+
+
+def _aware(value: dt.datetime | float) -> dt.datetime:
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+    return dt.datetime.fromtimestamp(value, dt.UTC)
