@@ -1,8 +1,13 @@
-"""Shared fixtures: one real Dovecot per test session, fresh users, and MCP clients."""
+"""Shared fixtures: one real Dovecot per test session, fresh users, and MCP clients.
+
+``cyrus``, ``cyrus_altns`` and ``courier`` are the other IMAP servers of the matrix (started on first
+use); all servers of a session share one password, so ``account_settings(server, user)`` fits each.
+"""
 
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -14,6 +19,8 @@ from mail_imap_mcp.config import Config
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.tools.context import AppContext
 from tests.support.accounts import PASSWORD_ENV, account_settings
+from tests.support.courier import Courier
+from tests.support.cyrus import Cyrus
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 
@@ -23,9 +30,37 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+#: The password of every user of every session-scoped server (the value of ``PASSWORD_ENV``).
+SESSION_PASSWORD = secrets.token_hex(12)
+
+
 @pytest.fixture(scope="session")
 def dovecot() -> Iterator[Dovecot]:
-    with Dovecot(strict_listener=True) as server:
+    with Dovecot(strict_listener=True, password=SESSION_PASSWORD) as server:
+        os.environ[PASSWORD_ENV] = server.password
+        yield server
+
+
+@pytest.fixture(scope="session")
+def cyrus() -> Iterator[Cyrus]:
+    """Cyrus IMAP in its default namespace (separator ``.``, folders below ``INBOX.``)."""
+    with Cyrus(password=SESSION_PASSWORD) as server:
+        os.environ[PASSWORD_ENV] = server.password
+        yield server
+
+
+@pytest.fixture(scope="session")
+def cyrus_altns() -> Iterator[Cyrus]:
+    """Cyrus IMAP with altnamespace + unixhierarchysep (separator ``/``, folders beside INBOX)."""
+    with Cyrus(altnamespace=True, password=SESSION_PASSWORD) as server:
+        os.environ[PASSWORD_ENV] = server.password
+        yield server
+
+
+@pytest.fixture(scope="session")
+def courier() -> Iterator[Courier]:
+    """Courier-IMAP (separator ``.``, folders below ``INBOX.``; no SPECIAL-USE, no MULTIAPPEND)."""
+    with Courier(password=SESSION_PASSWORD) as server:
         os.environ[PASSWORD_ENV] = server.password
         yield server
 

@@ -15,7 +15,17 @@ the variables of that package's ``imapd`` and ``imapd-ssl`` files; implicit TLS 
 ``couriertls``. Mail is a Maildir per user, owned by ``nobody``.
 
 Folders: separator ``.``, personal folders below ``INBOX.``. No SPECIAL-USE, no MULTIAPPEND, no
-ESEARCH, no CONDSTORE; a failed LOGIN is answered after 5 seconds. All processes write their log
+ESEARCH, no CONDSTORE, no LITERAL+; a failed LOGIN is answered after 5 seconds. Observed behaviour worth
+knowing (Courier-IMAP 5.0):
+
+* Only NOOP (or a new SELECT/EXAMINE) updates a session's view: mail appended by another session never
+  shows in SEARCH or FETCH of a session that keeps the mailbox selected.
+* A selected mailbox that another session deletes and recreates: SEARCH and FETCH keep answering with
+  the old messages; NOOP then sends ``EXPUNGE`` for each and ``EXISTS 0`` (later ``EXISTS n`` for new
+  mail) but never the new UIDVALIDITY, which only a new SELECT/EXAMINE shows. UIDVALIDITY comes from the
+  clock, so ``recreate_mailbox()`` may take a second or two.
+* A FETCH of ``BODY[HEADER.FIELDS (X)]`` is answered as ``BODY[HEADER.FIELDS ("X")]``; a message without
+  ``MIME-Version`` has a text/plain BODYSTRUCTURE whatever its Content-Type says. All processes write their log
 (otherwise syslog) to ``courier.log`` in the instance directory, see ``log_tail()``.
 """
 
@@ -78,10 +88,17 @@ class Courier(AppendSeeding):
     separator = "."
     personal_prefix = "INBOX."
 
-    def __init__(self, *, default_user: str = "user", extra_env: dict[str, str] | None = None) -> None:
-        """Configure (but do not start) an instance; ``extra_env`` overrides ``imapd`` settings (variables
-        of /etc/courier/imapd, e.g. ``{"IMAP_CAPABILITY": "IMAP4rev1"}``)."""
-        super().__init__(default_user=default_user)
+    def __init__(
+        self,
+        *,
+        default_user: str = "user",
+        password: str | None = None,
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
+        """Configure (but do not start) an instance; ``password`` (default: random) is every user's;
+        ``extra_env`` overrides ``imapd`` settings (variables of /etc/courier/imapd, e.g.
+        ``{"IMAP_CAPABILITY": "IMAP4rev1"}``)."""
+        super().__init__(default_user=default_user, password=password)
         if os.geteuid() != 0:
             raise RuntimeError("the Courier test server needs root (private mount namespace)")
         self.package = courier_files()
@@ -187,7 +204,7 @@ class Courier(AppendSeeding):
         until the listeners are gone (a restart reuses the ports)."""
         if self._proc is None:
             return
-        super()._terminate(grace)
+        super()._terminate(0)  # unshare ignores SIGTERM while it waits; nothing here needs a clean exit
         deadline = time.monotonic() + 5.0
         for port in (self.plain_port, self.tls_port):
             while time.monotonic() < deadline:

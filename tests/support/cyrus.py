@@ -19,6 +19,16 @@ INBOX and, unless ``special_use=False``, ``Drafts``, ``Sent``, ``Trash`` and ``J
 attributes (Cyrus reports them in lower case: ``\\drafts``). ``new_user()`` logs in once, so all of that
 exists when it returns. The administrator ``admin`` (same password) sees every user's folders.
 
+Observed behaviour worth knowing (Cyrus 3.6, default ``delete_mode: delayed``):
+
+* New mail appended by another session is announced (``EXISTS``/``RECENT``) with the response to any
+  command of a session that keeps the mailbox selected, SEARCH and FETCH included.
+* A selected mailbox that another session deletes and recreates: the next SEARCH sends ``EXPUNGE`` for
+  every message and finds nothing, FETCH answers ``NO Mailbox does not exist``, NOOP shows nothing; only a
+  new SELECT/EXAMINE reveals the new UIDVALIDITY. With ``delete_mode: immediate`` (``extra_config``)
+  Cyrus instead ends the sessions that have the deleted mailbox selected.
+* APPEND replaces 8-bit bytes in headers with ``X`` and rejects messages with NUL bytes.
+
 Cyrus logs only to syslog: ``log_tail()`` shows what ``SyslogSink`` collected on ``/dev/log`` (when no
 syslog daemon owns it) for this instance's ``syslog_prefix``, plus master's stdout/stderr.
 """
@@ -66,14 +76,16 @@ class Cyrus(AppendSeeding):
         altnamespace: bool = False,
         special_use: bool = True,
         default_user: str = "user",
+        password: str | None = None,
         extra_config: str = "",
     ) -> None:
         """Configure (but do not start) an instance.
 
         ``altnamespace`` selects the namespace (see the module docstring); ``special_use=False`` leaves a
-        new user with INBOX only; ``extra_config`` is appended verbatim to ``imapd.conf``.
+        new user with INBOX only; ``password`` (default: random) is every user's; ``extra_config`` is
+        appended verbatim to ``imapd.conf``.
         """
-        super().__init__(default_user=default_user)
+        super().__init__(default_user=default_user, password=password)
         if os.geteuid() != 0:
             raise RuntimeError("the Cyrus test server needs root (its processes run as the cyrus user)")
         self.altnamespace = altnamespace
@@ -151,8 +163,7 @@ tls_versions: tls1_2 tls1_3
 altnamespace: {yes_no}
 unixhierarchysep: {yes_no}
 autocreate_quota: 0
-{autocreate}delete_mode: immediate
-imapidlepoll: 1
+{autocreate}imapidlepoll: 1
 {self.extra_config}
 """
 

@@ -5,11 +5,13 @@
 108 bytes), two listeners on ``127.0.0.1`` with ports picked at start (``tls_port``: implicit TLS;
 ``plain_port``: plaintext with STARTTLS), a CA made with ``trustme`` (``ca_file``), one random
 ``password`` for every user, ``new_user()``, ``connect()``, ``seed()`` and a clean ``stop()`` (also at
-interpreter exit). A subclass writes its configuration in ``_prepare()``, starts its processes in
+interpreter exit). ``mailbox_name(*levels)`` spells a folder the server's way (prefix and separator).
+A subclass writes its configuration in ``_prepare()``, starts its processes in
 ``_spawn()`` (as one process group, or one that ends all the others when killed) and registers users in
 ``_add_user()``.
 
-``AppendSeeding`` is the ``seed()`` of servers whose files the harness does not write itself: IMAP APPEND
+``recreate_mailbox()`` deletes and recreates a folder from a session of its own (a new UIDVALIDITY for
+sessions that have it selected). ``AppendSeeding`` is the ``seed()`` of servers whose files the harness does not write itself: IMAP APPEND
 with flags and INTERNALDATE, as one MULTIAPPEND per batch where the server offers it.
 
 Cyrus (and any other server that only logs to syslog) can read its log through ``SyslogSink``: a listener
@@ -247,6 +249,8 @@ class SyslogSink:
             if self._users or self._sock is None:
                 return
             self._stop.set()
+            with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as wake:
+                wake.sendto(b"", self.path)  # end the listener's recv() now
             if self._thread is not None:
                 self._thread.join(timeout=2)
             self._sock.close()
@@ -301,6 +305,8 @@ class SyslogSink:
                 continue
             except OSError:
                 return
+            if not data:
+                continue
             text = data.decode("utf-8", "replace").rstrip("\n\x00")
             # "<pri>Mmm dd hh:mm:ss ident[pid]: message": keep the time, drop the priority.
             self._lines.append(re.sub(r"^<\d+>", "", text))
@@ -540,9 +546,37 @@ class ImapServer:
             raise
         return client
 
+    @staticmethod
+    def ensure_mailbox(client: imapclient.IMAPClient, mailbox: str) -> None:
+        """CREATE ``mailbox`` unless it exists (INBOX always does)."""
+        if mailbox.upper() != "INBOX" and not client.folder_exists(mailbox):
+            client.create_folder(mailbox)
+
+    def recreate_mailbox(self, user: str, mailbox: str, *, timeout: float = 5.0) -> tuple[int, int]:
+        """DELETE and CREATE ``mailbox`` (not INBOX) of ``user`` in a session of its own, so that other
+        sessions see it empty with a new UIDVALIDITY; return ``(old, new)`` UIDVALIDITY.
+
+        Servers that derive UIDVALIDITY from the clock (Courier) could give the same value within one
+        second: the DELETE/CREATE is repeated until the value differs.
+        """
+        if mailbox.upper() == "INBOX":
+            raise ValueError("INBOX cannot be deleted")
+        deadline = time.monotonic() + timeout
+        with self.connect(user, tls=False, starttls=False) as client:
+            old = int(client.folder_status(mailbox, [b"UIDVALIDITY"])[b"UIDVALIDITY"])
+            while True:
+                client.delete_folder(mailbox)
+                client.create_folder(mailbox)
+                new = int(client.folder_status(mailbox, [b"UIDVALIDITY"])[b"UIDVALIDITY"])
+                if new != old:
+                    return old, new
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"UIDVALIDITY of {mailbox!r} stays {old}")
+                time.sleep(0.25)
+
 
 class AppendSeeding(ImapServer):
-    """``seed()`` and ``recreate_mailbox()`` over IMAP, for servers whose storage the harness leaves alone."""
+    """``seed()`` over IMAP APPEND, for servers whose storage the harness leaves alone."""
 
     #: Messages per MULTIAPPEND command.
     append_batch = 100
@@ -584,34 +618,6 @@ class AppendSeeding(ImapServer):
             else:
                 for item in items:
                     client.append(mailbox, item["msg"], item["flags"], item.get("date"))
-
-    @staticmethod
-    def ensure_mailbox(client: imapclient.IMAPClient, mailbox: str) -> None:
-        """CREATE ``mailbox`` unless it exists (INBOX always does)."""
-        if mailbox.upper() != "INBOX" and not client.folder_exists(mailbox):
-            client.create_folder(mailbox)
-
-    def recreate_mailbox(self, user: str, mailbox: str, *, timeout: float = 5.0) -> tuple[int, int]:
-        """DELETE and CREATE ``mailbox`` (not INBOX) of ``user`` in a session of its own, so that other
-        sessions see it empty with a new UIDVALIDITY; return ``(old, new)`` UIDVALIDITY.
-
-        Servers that derive UIDVALIDITY from the clock (Courier) could give the same value within one
-        second: the DELETE/CREATE is repeated until the value differs.
-        """
-        if mailbox.upper() == "INBOX":
-            raise ValueError("INBOX cannot be deleted")
-        deadline = time.monotonic() + timeout
-        with self.connect(user, tls=False, starttls=False) as client:
-            old = int(client.folder_status(mailbox, [b"UIDVALIDITY"])[b"UIDVALIDITY"])
-            while True:
-                client.delete_folder(mailbox)
-                client.create_folder(mailbox)
-                new = int(client.folder_status(mailbox, [b"UIDVALIDITY"])[b"UIDVALIDITY"])
-                if new != old:
-                    return old, new
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"UIDVALIDITY of {mailbox!r} stays {old}")
-                time.sleep(0.25)
 
 
 def _aware(value: dt.datetime | float) -> dt.datetime:
