@@ -102,6 +102,12 @@ class Courier(AppendSeeding):
         if os.geteuid() != 0:
             raise RuntimeError("the Courier test server needs root (private mount namespace)")
         self.package = courier_files()
+        probe = subprocess.run([*UNSHARE_OPTIONS, "true"], capture_output=True, text=True, check=False)
+        if probe.returncode != 0:
+            raise RuntimeError(
+                "the Courier test server needs private mount and PID namespaces (root with CAP_SYS_ADMIN; "
+                f"in a container: --privileged or --cap-add SYS_ADMIN): {probe.stderr.strip()}"
+            )
         self.extra_env = dict(extra_env or {})
         nobody = pwd.getpwnam("nobody")
         self.mail_uid, self.mail_gid = nobody.pw_uid, nobody.pw_gid
@@ -142,8 +148,8 @@ class Courier(AppendSeeding):
     def _script(self) -> str:
         """The instance's init (PID 1 of its namespace): mounts, authdaemond and the two listeners."""
         root, package = self.root, self.package
-        imaplogin = package / "usr" / "lib" / "courier" / "courier" / "imaplogin"
-        imapd = package / "usr" / "bin" / "imapd"
+        imaplogin = self._private_copy(package / "usr" / "lib" / "courier" / "courier" / "imaplogin")
+        imapd = self._private_copy(package / "usr" / "bin" / "imapd")
         settings = {
             "TLS_CERTFILE": f"{root}/tls/server-bundle.pem",
             "TLS_DHPARAMS": f"{root}/tls/dh.pem",
@@ -183,16 +189,11 @@ class Courier(AppendSeeding):
         RUN_COURIER.mkdir(parents=True, exist_ok=True)  # mount point; /run is emptied at boot
         if not ETC_COURIER.is_dir():
             raise RuntimeError(f"{ETC_COURIER} is missing: is courier-base installed?")
-        with open(self.log_path, "ab") as log:
-            self._proc = subprocess.Popen(
-                [*UNSHARE_OPTIONS, "/bin/sh", str(self.root / "run.sh")],
-                env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"},
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                close_fds=True,
-            )
+        self._launch(
+            [*UNSHARE_OPTIONS, "/bin/sh", str(self.root / "run.sh")],
+            self.log_path,
+            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"},
+        )
         socket_path = self.root / "run" / "authdaemon" / "socket"
         deadline = time.monotonic() + READY_TIMEOUT
         while not socket_path.exists() and self.running and time.monotonic() < deadline:

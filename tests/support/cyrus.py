@@ -114,6 +114,7 @@ class Cyrus(AppendSeeding):
         root = self.root
         plain, tls = self._pick_ports()
         self._write_tls()
+        imapd = self._private_copy(self.imapd_binary)
         for sub in ("conf/db", "conf/socket", "conf/proc", "conf/lock", "spool"):
             (root / sub).mkdir(parents=True)
         self.conf_path.write_text(self._imapd_conf())
@@ -121,8 +122,8 @@ class Cyrus(AppendSeeding):
             "START {\n"
             f'  recover cmd="ctl_cyrusdb -r -C {self.conf_path}"\n'
             "}\nSERVICES {\n"
-            f'  imap cmd="{self.imapd_binary} -C {self.conf_path}" listen="{self.host}:{plain}" prefork=1\n'
-            f'  imaps cmd="{self.imapd_binary} -s -C {self.conf_path}" listen="{self.host}:{tls}" prefork=1\n'
+            f'  imap cmd="{imapd} -C {self.conf_path}" listen="{self.host}:{plain}" prefork=1\n'
+            f'  imaps cmd="{imapd} -s -C {self.conf_path}" listen="{self.host}:{tls}" prefork=1\n'
             "}\nEVENTS {\n}\n"
         )
         self._set_password(self.admin)
@@ -173,24 +174,21 @@ autocreate_quota: 0
         if not self._syslog:
             self._syslog = True
             SYSLOG.acquire()
-        self._proc = subprocess.Popen(
-            [
-                str(self.master_binary),
-                "-C",
-                str(self.conf_path),
-                "-M",
-                str(root / "cyrus.conf"),
-                "-p",
-                str(root / "conf" / "master.pid"),
-                "-L",
-                str(root / "conf" / "master.log"),
-            ],
+        conf = root / "conf"
+        # master stays in the foreground (no -d); its stdout/stderr go to master.log.
+        argv = [
+            self.master_binary,
+            "-C",
+            self.conf_path,
+            "-M",
+            root / "cyrus.conf",
+            "-p",
+            conf / "master.pid",
+        ]
+        self._launch(
+            [str(arg) for arg in argv],
+            conf / "master.log",
             env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "CYRUS_SYSLOG_PREFIX": self.tag},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            close_fds=True,
         )
         self._wait_ready("Cyrus master")
 

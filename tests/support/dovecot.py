@@ -353,15 +353,7 @@ local {self.strict_host} {{
     def _spawn(self) -> None:
         root = self.root
         (root / "run" / "master.pid").unlink(missing_ok=True)
-        with open(root / "dovecot.stdout", "ab") as out:
-            self._proc = subprocess.Popen(
-                [self.binary, "-F", "-c", str(self.conf_path)],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                close_fds=True,
-            )
+        self._launch([self.binary, "-F", "-c", str(self.conf_path)], root / "dovecot.stdout")
         self._wait_ready("Dovecot")
 
     # ------------------------------------------------------------------ users and clients

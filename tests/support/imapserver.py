@@ -449,6 +449,29 @@ class ImapServer:
             (tls / name).write_bytes(data)
         (tls / "dh.pem").write_text(FFDHE2048_PEM)
 
+    def _private_copy(self, binary: Path) -> Path:
+        """A copy of ``binary`` in the instance directory: a server that drops privileges must be able to
+        run it wherever the checkout (with the unpacked packages) lives, e.g. below a 0700 home."""
+        target = self.root / "bin" / binary.name
+        target.parent.mkdir(exist_ok=True)
+        shutil.copyfile(binary, target)
+        target.chmod(0o755)
+        return target
+
+    def _launch(self, argv: Sequence[str], output: Path, env: dict[str, str] | None = None) -> None:
+        """Start the server's main process (``self._proc``) in a session of its own, stdout and stderr
+        appended to ``output``; ``env`` replaces the environment."""
+        with open(output, "ab") as out:
+            self._proc = subprocess.Popen(
+                list(argv),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+            )
+
     def _wait_ready(self, what: str) -> None:
         """Wait for a greeting on ``plain_port`` and a TLS handshake plus greeting on ``tls_port``."""
         deadline = time.monotonic() + READY_TIMEOUT
