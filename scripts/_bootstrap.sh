@@ -69,7 +69,7 @@ ensure_venv() {
 # names the dependency version they were unpacked for. Fast (no apt) when everything is in place.
 IMAP_SERVERS_DIR="${MIM_IMAP_SERVERS_DIR:-$ROOT/.cache/imap-servers}"
 IMAP_MATRIX_DEPS=(cyrus-common sasl2-bin courier-base courier-authdaemon courier-authlib-userdb
-  libcourier-unicode4 libgamin0 libgdbm6 libidn12)
+  libcourier-unicode4 libgamin0 libgdbm6 libidn12 mount)
 # "<unpacked package> <installed package it must match> <file it must contain>"
 IMAP_MATRIX_UNPACKED=("cyrus-imapd cyrus-common usr/lib/cyrus/bin/imapd"
   "courier-imap courier-base usr/bin/imapd")

@@ -3,16 +3,16 @@
 ``ImapServer`` is the base of ``Dovecot`` (tests/support/dovecot.py), ``Cyrus`` (cyrus.py) and ``Courier``
 (courier.py): one short temporary directory under ``/tmp`` per instance (unix socket paths are limited to
 108 bytes), two listeners on ``127.0.0.1`` with ports picked at start (``tls_port``: implicit TLS;
-``plain_port``: plaintext with STARTTLS), a CA made with ``trustme`` (``ca_file``), one random
-``password`` for every user, ``new_user()``, ``connect()``, ``seed()`` and a clean ``stop()`` (also at
-interpreter exit). ``mailbox_name(*levels)`` spells a folder the server's way (prefix and separator).
-A subclass writes its configuration in ``_prepare()``, starts its processes in
-``_spawn()`` (as one process group, or one that ends all the others when killed) and registers users in
+``plain_port``: plaintext with STARTTLS), a CA made with ``trustme`` (``ca_file``), one ``password`` for
+every user, ``new_user()``, ``connect()``, ``seed()``, ``recreate_mailbox()`` (DELETE and CREATE from a
+session of its own: a new UIDVALIDITY for sessions that have the folder selected) and a clean ``stop()``
+(also at interpreter exit). ``mailbox_name(*levels)`` spells a folder the server's way (prefix and
+separator). A subclass writes its configuration in ``_prepare()``, starts its processes in ``_spawn()``
+(one process group, or one whose leader ends all the others when killed) and registers users in
 ``_add_user()``.
 
-``recreate_mailbox()`` deletes and recreates a folder from a session of its own (a new UIDVALIDITY for
-sessions that have it selected). ``AppendSeeding`` is the ``seed()`` of servers whose files the harness does not write itself: IMAP APPEND
-with flags and INTERNALDATE, as one MULTIAPPEND per batch where the server offers it.
+``AppendSeeding`` is the ``seed()`` of servers whose files the harness does not write itself: IMAP APPEND
+with flags and INTERNALDATE, one MULTIAPPEND per batch where the server offers it.
 
 Cyrus (and any other server that only logs to syslog) can read its log through ``SyslogSink``: a listener
 on ``/dev/log`` for as long as some instance needs it, when no syslog daemon owns that socket.
