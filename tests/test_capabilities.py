@@ -579,7 +579,7 @@ async def test_nothing_unadvertised_reaches_the_minimal_server(transcripts: dict
     assert unadvertised(needs, minimal.capabilities) == []
     assert needs == []  # not even an extension that happens to be implied by IMAP4rev1
     verbs = {command.verb for command in minimal.commands}
-    assert verbs <= {"CAPABILITY", "LOGIN", "LIST", "STATUS", "EXAMINE", "UID SEARCH", "UID FETCH"}
+    assert verbs <= {"CAPABILITY", "LOGIN", "LIST", "STATUS", "EXAMINE", "NOOP", "UID SEARCH", "UID FETCH"}
     # The non-ASCII searches did send literals: synchronising ones.
     assert sum(call.sync_literals for call in minimal.calls) >= 3
 

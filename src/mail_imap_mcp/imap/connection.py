@@ -16,6 +16,7 @@ import imaplib
 import itertools
 import logging
 import math
+import re
 import socket
 import ssl
 import threading
@@ -40,6 +41,8 @@ from mail_imap_mcp.imap.errors import (
     is_connection_broken,
     login_disabled,
     mailbox_not_found,
+    mailbox_vanished,
+    says_mailbox_missing,
     starttls_missing,
 )
 
@@ -73,15 +76,29 @@ class ImapSession:
     def __init__(self, owner: AccountConnection, client: IMAPClient) -> None:
         self._owner = owner
         self.client = client
+        # The mailbox this call has EXAMINEd itself; a selection left by an earlier call is stale.
+        self._examined: str | None = None
 
     @property
     def capabilities(self) -> frozenset[str]:
         return self._owner.capabilities
 
     def examine(self, mailbox: str) -> MailboxState:
-        """Select ``mailbox`` read-only (EXAMINE), reusing the selection when it is already current."""
+        """Select ``mailbox`` read-only (EXAMINE) with a view as fresh as the start of this call.
+
+        Servers differ in when they tell a session about changes: Courier only on NOOP or SELECT,
+        Dovecot a command late, Cyrus not at all when the mailbox was deleted and recreated. So a
+        selection left by an earlier call is checked once per call (:meth:`_revalidate`, one round
+        trip) and replaced by a new EXAMINE when the mailbox is no longer the one selected. Within the
+        call the selection is reused, with the EXISTS/EXPUNGE updates seen since.
+        """
         state = self._owner.selected
-        if state is not None and state.name == mailbox:
+        if (
+            state is not None
+            and state.name == mailbox
+            and (self._examined == mailbox or self._revalidate(state))
+        ):
+            self._examined = mailbox
             return self.refresh_counts(state)
         try:
             response = self.client.select_folder(mailbox, readonly=True)
@@ -89,6 +106,7 @@ class ImapSession:
             if is_connection_broken(exc):
                 raise
             self._owner.selected = None
+            self._examined = None
             raise mailbox_not_found(mailbox) from None
         state = MailboxState(
             name=mailbox,
@@ -97,7 +115,57 @@ class ImapSession:
             exists=int(response.get(b"EXISTS", 0)),
         )
         self._owner.selected = state
+        self._examined = mailbox
+        # EXAMINE answered everything the server had queued for the old view.
+        self.client._imap.untagged_responses.pop("EXPUNGE", None)
         return state
+
+    def _revalidate(self, state: MailboxState) -> bool:
+        """Bring a reused selection up to date; False when the mailbox must be examined anew.
+
+        NOOP and ``STATUS (UIDVALIDITY UIDNEXT)`` are pipelined (one round trip): NOOP makes every
+        server report new and expunged messages to this session, STATUS asks the mailbox itself, so it
+        reveals a mailbox deleted, or deleted and recreated (new UIDVALIDITY), under the session.
+        """
+        imap = self.client._imap
+        noop_tag = imap._command("NOOP")
+        status_tag = imap._command(
+            "STATUS", self.client._normalise_folder(state.name), b"(UIDVALIDITY UIDNEXT)"
+        )
+        imap._command_complete("NOOP", noop_tag)
+        typ, _ = imap._command_complete("STATUS", status_tag)
+        answer = b" ".join(
+            part for item in imap.untagged_responses.pop("STATUS", []) for part in _flatten(item)
+        )
+        if typ != "OK":
+            return False
+        uidvalidity = re.search(rb"UIDVALIDITY (\d+)", answer)
+        if uidvalidity is None or int(uidvalidity.group(1)) != state.uidvalidity:
+            return False
+        uidnext = re.search(rb"UIDNEXT (\d+)", answer)
+        if uidnext is not None:
+            state.uidnext = max(state.uidnext, int(uidnext.group(1)))
+        return True
+
+    @property
+    def selected_mailbox(self) -> str | None:
+        """The mailbox this connection has selected (by this call or an earlier one), if any."""
+        return None if self._owner.selected is None else self._owner.selected.name
+
+    def deselect(self) -> None:
+        """Leave the selected mailbox, so STATUS of it is answered from the mailbox, not a stale view.
+
+        UNSELECT where advertised, else CLOSE, which expunges nothing after EXAMINE (RFC 3501 6.4.2).
+        """
+        state = self._owner.selected
+        if state is None:
+            return
+        if "UNSELECT" in self.capabilities:
+            self.client.unselect_folder()
+        else:
+            self.client.close_folder()
+        self._owner.selected = None
+        self._examined = None
 
     def reopen(self, mailbox: str) -> MailboxState:
         """Replace a connection the server closed mid-call with a fresh one, and re-select ``mailbox``.
@@ -126,7 +194,8 @@ class ImapSession:
         if charset:
             args += [b"CHARSET", charset.encode("ascii")]
         args += [_encode_search_token(item, charset) for item in criteria]
-        data = self.client._raw_command_untagged(b"SEARCH", args)
+        with self._selected_mailbox_errors():
+            data = self.client._raw_command_untagged(b"SEARCH", args)
         uids: list[int] = []
         for line in data:
             if line:
@@ -141,7 +210,8 @@ class ImapSession:
         if charset:
             args += [b"CHARSET", charset.encode("ascii")]
         args += [_encode_search_token(item, charset) for item in criteria]
-        data = self.client._raw_command_untagged(b"SEARCH", args, response_name="ESEARCH")
+        with self._selected_mailbox_errors():
+            data = self.client._raw_command_untagged(b"SEARCH", args, response_name="ESEARCH")
         for line in data:
             tokens = (line or b"").split()
             for key, value in itertools.pairwise(tokens):
@@ -153,8 +223,31 @@ class ImapSession:
         """``UID FETCH`` of ``items`` for ``uids`` (items must be PEEK/metadata: never sets \\Seen)."""
         if not uids:
             return {}
-        result: dict[int, dict[bytes, Any]] = self.client.fetch(uids, items)
+        with self._selected_mailbox_errors():
+            result: dict[int, dict[bytes, Any]] = self.client.fetch(uids, items)
         return result
+
+    @contextmanager
+    def _selected_mailbox_errors(self) -> Iterator[None]:
+        """A command on the selected mailbox that the server answers with "mailbox does not exist"."""
+        try:
+            yield
+        except IMAPClientError as exc:
+            state = self._owner.selected
+            if state is None or not says_mailbox_missing(exc):
+                raise
+            self._owner.selected = None
+            self._examined = None
+            raise mailbox_vanished(self._owner.account_id, state.name) from None
+
+
+def _flatten(item: Any) -> Iterator[bytes]:
+    """The bytes of an untagged response, whose literals imaplib keeps as tuples."""
+    if isinstance(item, bytes):
+        yield item
+    elif isinstance(item, tuple | list):
+        for part in item:
+            yield from _flatten(part)
 
 
 def _encode_search_token(item: bytes | str | int, charset: str | None) -> bytes:

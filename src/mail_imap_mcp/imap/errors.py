@@ -1,8 +1,8 @@
 """The one place where imapclient, socket, TLS and server errors get their domain meaning.
 
 Everything below the tools raises either a :class:`~mail_imap_mcp.envelope.ToolFailure` built here,
-or one of the internal signals defined here (:class:`ConnectionLost`, :class:`UidValidityChanged`,
-:class:`MailboxGone`), which the connection layer and the tools turn into envelopes. Messages name a
+or one of the internal signals defined here (:class:`ConnectionLost`, :class:`UidValidityChanged`),
+which the connection layer and the tools turn into envelopes. Messages name a
 setting the way the user wrote it (``ca_file in [accounts.work]`` or ``MAIL_IMAP_WORK_CA_FILE``).
 """
 
@@ -18,7 +18,7 @@ from enum import StrEnum
 from imapclient.exceptions import IMAPClientAbortError, IMAPClientError, LoginError
 
 from mail_imap_mcp.config import AccountConfig, ConfigError, Security
-from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
 from mail_imap_mcp.imap.providers import login_hint
 
 # Errors that mean "this connection is dead", as raised by imaplib, imapclient and the socket layer.
@@ -58,14 +58,6 @@ class UidValidityChanged(Exception):
         self.actual = actual
 
 
-class MailboxGone(Exception):
-    """The selected mailbox was deleted (or renamed) by another session while this one had it open."""
-
-    def __init__(self, mailbox: str) -> None:
-        super().__init__(f"mailbox {mailbox!r} no longer exists")
-        self.mailbox = mailbox
-
-
 def is_connection_broken(exc: BaseException) -> bool:
     """True when ``exc`` means this connection can no longer be used (retry on a fresh one)."""
     if isinstance(exc, imaplib.IMAP4.error | IMAPClientError) and not isinstance(exc, _DEAD_CONNECTION):
@@ -91,6 +83,22 @@ def mailbox_not_found(mailbox: str) -> ToolFailure:
         f"Mailbox {mailbox!r} does not exist or cannot be opened; call imap_list_mailboxes to see the "
         "available names.",
         details={"parameter": "mailbox", "mailbox": mailbox},
+    )
+
+
+def mailbox_vanished(account_id: str, mailbox: str) -> ToolFailure:
+    """The selected mailbox was deleted or replaced by another session during this call."""
+    return ToolFailure(
+        ErrorCode.CONFLICT,
+        f"Mailbox {mailbox!r} was deleted or replaced by another session while this call read it; "
+        "earlier ids and cursors for it no longer apply. Call imap_list_mailboxes, then search again.",
+        details={"mailbox": mailbox},
+        retryable=False,
+        next_action=NextAction(
+            instruction="List the mailboxes to see whether it still exists",
+            tool="imap_list_mailboxes",
+            arguments={"account_id": account_id},
+        ),
     )
 
 

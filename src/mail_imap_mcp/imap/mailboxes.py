@@ -64,8 +64,14 @@ def list_mailboxes(session: ImapSession) -> list[MailboxInfo]:
 
 
 def mailbox_counts(session: ImapSession, name: str) -> MailboxCounts:
-    """STATUS of one mailbox (does not select it, so nothing is marked or changed)."""
+    """STATUS of one mailbox (does not select it, so nothing is marked or changed).
+
+    STATUS of the selected mailbox may answer from the session's view, stale on Courier (and RFC 3501
+    advises against it), so that mailbox is deselected first.
+    """
     try:
+        if session.selected_mailbox == name:
+            session.deselect()
         status = session.client.folder_status(name, [b"MESSAGES", b"UNSEEN", b"UIDVALIDITY", b"UIDNEXT"])
     except IMAPClientError as exc:
         if is_connection_broken(exc):
