@@ -144,7 +144,7 @@ def test_seeding_many_messages_is_quick(server: AppendSeeding) -> None:
 @pytest.mark.anyio
 async def test_mcp_server_lists_and_searches(server: AppendSeeding) -> None:
     user, sub = _seeded_user(server)
-    config = make_config({"default": account_settings(server, user)})  # type: ignore[arg-type]
+    config = make_config({"default": account_settings(server, user)})
     async for mcp in open_client(config):
         data = await mcp.ok("imap_list_mailboxes", {"include_counts": True})
         mailboxes = {mailbox["name"]: mailbox for mailbox in data["mailboxes"]}

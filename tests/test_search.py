@@ -1,4 +1,9 @@
-"""imap_search_messages end to end: filters, paging with cursors, conflicts, partial pages."""
+"""imap_search_messages end to end: filters, paging with cursors, conflicts, partial pages.
+
+Tests that talk IMAP run on every server of the matrix (``imap_server``: Dovecot, Cyrus in both
+namespaces, Courier) unless a comment says why they need Dovecot; tests that never reach a server
+(argument and cursor validation) run once, on the default Dovecot fixtures.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ from typing import Any
 import pytest
 
 from mail_imap_mcp.config import Config
-from tests.conftest import AccountFactory, make_config, open_client
+from tests.conftest import AccountFactory, MatrixServer, make_config, open_client
 from tests.support import mailgen
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
@@ -36,9 +41,9 @@ async def page_all(mcp: EnvelopeClient, arguments: dict[str, Any]) -> list[dict[
 
 
 async def test_newest_first_with_decoded_fields_and_a_body_snippet(
-    dovecot: Dovecot, user: str, mcp: EnvelopeClient
+    imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
-    dovecot.seed(
+    imap_server.seed(
         user,
         "INBOX",
         [
@@ -73,9 +78,9 @@ async def test_newest_first_with_decoded_fields_and_a_body_snippet(
 
 
 async def test_snippet_comes_from_html_when_there_is_no_text_part(
-    dovecot: Dovecot, user: str, mcp: EnvelopeClient
+    imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
-    dovecot.seed(
+    imap_server.seed(
         user,
         "INBOX",
         [mailgen.html_only_message(subject="News", html_body="<p>Hi <b>there</b></p><script>x()</script>")],
@@ -85,9 +90,9 @@ async def test_snippet_comes_from_html_when_there_is_no_text_part(
 
 
 async def test_snippet_chars_bounds_and_zero_disables(
-    dovecot: Dovecot, user: str, mcp: EnvelopeClient
+    imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
-    dovecot.seed(user, "INBOX", [dated(0, "Long", "word " * 500)])
+    imap_server.seed(user, "INBOX", [dated(0, "Long", "word " * 500)])
     (short,) = (await mcp.ok("imap_search_messages", {"snippet_chars": 20}))["messages"]
     assert 0 < len(short["snippet"]) <= 20
     (none,) = (await mcp.ok("imap_search_messages", {"snippet_chars": 0}))["messages"]
@@ -95,22 +100,22 @@ async def test_snippet_chars_bounds_and_zero_disables(
 
 
 async def test_paging_with_cursors_returns_every_message_once(
-    dovecot: Dovecot, user: str, mcp: EnvelopeClient
+    imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
-    dovecot.seed(user, "INBOX", list(mailgen.corpus(57)))
+    imap_server.seed(user, "INBOX", list(mailgen.corpus(57)))
     messages = await page_all(mcp, {"limit": 10, "snippet_chars": 0})
     uids = [m["uid"] for m in messages]
     assert uids == list(range(57, 0, -1))
 
 
 async def test_paging_does_not_skip_or_repeat_when_mail_arrives_and_is_deleted_meanwhile(
-    dovecot: Dovecot, user: str, mcp: EnvelopeClient
+    imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
-    dovecot.seed(user, "INBOX", list(mailgen.corpus(30)))
+    imap_server.seed(user, "INBOX", list(mailgen.corpus(30)))
     first = await mcp.ok("imap_search_messages", {"limit": 10, "snippet_chars": 0})
     assert [m["uid"] for m in first["messages"]] == list(range(30, 20, -1))
     # New mail arrives and an already-listed plus a not-yet-listed message are deleted.
-    writer = dovecot.connect(user)
+    writer = imap_server.connect(user)
     try:
         writer.append("INBOX", dated(99, "Late arrival", "new"))
         writer.select_folder("INBOX")
@@ -128,8 +133,8 @@ async def test_paging_does_not_skip_or_repeat_when_mail_arrives_and_is_deleted_m
     assert set(range(20, 0, -1)) - {15} <= set(uids)
 
 
-async def test_cursor_survives_a_server_restart(dovecot: Dovecot, user: str, config: Config) -> None:
-    dovecot.seed(user, "INBOX", list(mailgen.corpus(25)))
+async def test_cursor_survives_a_server_restart(imap_server: MatrixServer, user: str, config: Config) -> None:
+    imap_server.seed(user, "INBOX", list(mailgen.corpus(25)))
     async for mcp in open_client(config):
         first = await mcp.ok("imap_search_messages", {"limit": 10, "query": "ref"})
     # A brand-new server process state (new app, new connection) continues the same search.
@@ -145,18 +150,21 @@ async def test_garbled_cursor_is_invalid_input(mcp: EnvelopeClient) -> None:
     assert "without a cursor" in envelope["error"]["message"]
 
 
-async def test_tampered_cursor_is_invalid_input(dovecot: Dovecot, user: str, mcp: EnvelopeClient) -> None:
-    dovecot.seed(user, "INBOX", list(mailgen.corpus(5)))
+async def test_tampered_cursor_is_invalid_input(
+    imap_server: MatrixServer, user: str, mcp: EnvelopeClient
+) -> None:
+    imap_server.seed(user, "INBOX", list(mailgen.corpus(5)))
     cursor = (await mcp.ok("imap_search_messages", {"limit": 2}))["next_cursor"]
     tampered = cursor[:-3] + ("A" if cursor[-3] != "A" else "B") + cursor[-2:]
     await mcp.fail("imap_search_messages", {"limit": 2, "cursor": tampered}, "invalid_input")
 
 
 async def test_cursor_with_changed_filters_or_mailbox_is_invalid_input(
-    dovecot: Dovecot, user: str, mcp: EnvelopeClient
+    imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
-    dovecot.seed(user, "INBOX", list(mailgen.corpus(5)))
-    dovecot.seed(user, "Other", list(mailgen.corpus(5)))
+    other = imap_server.mailbox_name("Other")
+    imap_server.seed(user, "INBOX", list(mailgen.corpus(5)))
+    imap_server.seed(user, other, list(mailgen.corpus(5)))
     cursor = (await mcp.ok("imap_search_messages", {"limit": 2, "query": "ref"}))["next_cursor"]
     changed = await mcp.fail(
         "imap_search_messages", {"limit": 2, "subject": "other", "cursor": cursor}, "invalid_input"
@@ -165,7 +173,7 @@ async def test_cursor_with_changed_filters_or_mailbox_is_invalid_input(
     await mcp.fail("imap_search_messages", {"limit": 2, "cursor": cursor}, "invalid_input")
     await mcp.fail(
         "imap_search_messages",
-        {"limit": 2, "query": "ref", "mailbox": "Other", "cursor": cursor},
+        {"limit": 2, "query": "ref", "mailbox": other, "cursor": cursor},
         "invalid_input",
     )
     # A different page size with the same filters is fine.
@@ -175,6 +183,9 @@ async def test_cursor_with_changed_filters_or_mailbox_is_invalid_input(
 async def test_cursor_after_uidvalidity_change_is_conflict_with_a_rerun(
     dovecot: Dovecot, user: str, mcp: EnvelopeClient
 ) -> None:
+    # Dovecot only: set_uidvalidity changes INBOX's UIDVALIDITY in place (doveadm), which no other
+    # server of the harness can do; test_freshness.py covers the same conflict on every server with
+    # recreate_mailbox().
     dovecot.seed(user, "INBOX", list(mailgen.corpus(5)))
     first = await mcp.ok("imap_search_messages", {"limit": 2, "from": "example"})
     old = first["messages"][0]["uidvalidity"]
@@ -193,14 +204,14 @@ async def test_cursor_after_uidvalidity_change_is_conflict_with_a_rerun(
     await mcp.ok("imap_search_messages", rerun["arguments"])
 
 
-async def test_filters_match_what_they_say(dovecot: Dovecot, user: str, mcp: EnvelopeClient) -> None:
+async def test_filters_match_what_they_say(imap_server: MatrixServer, user: str, mcp: EnvelopeClient) -> None:
     messages = [
         dated(0, "Invoice 1", "pay now", from_="Billing <billing@shop.example>"),
         dated(10, "Lunch?", "tomorrow at noon", from_="Ann <ann@friends.example>", to="me@example.org"),
         dated(20, "Report", "quarterly numbers " + "x" * 5000, from_="Boss <boss@work.example>"),
         mailgen.non_ascii_message(subject="Grüße aus Köln", from_name="Zoë Ångström", body="Danke schön"),
     ]
-    dovecot.seed(user, "INBOX", messages, flags=["\\Seen", "\\Seen \\Flagged", "", "\\Seen $Important"])
+    imap_server.seed(user, "INBOX", messages, flags=["\\Seen", "\\Seen \\Flagged", "", "\\Seen $Important"])
 
     async def uids(**arguments: Any) -> list[int]:
         data = await mcp.ok("imap_search_messages", {"snippet_chars": 0, **arguments})
@@ -225,9 +236,11 @@ async def test_filters_match_what_they_say(dovecot: Dovecot, user: str, mcp: Env
     assert await uids(subject="no such subject") == []
 
 
-async def test_last_days_filters_by_recent_date(dovecot: Dovecot, user: str, mcp: EnvelopeClient) -> None:
+async def test_last_days_filters_by_recent_date(
+    imap_server: MatrixServer, user: str, mcp: EnvelopeClient
+) -> None:
     now = dt.datetime.now(UTC)
-    dovecot.seed(
+    imap_server.seed(
         user,
         "INBOX",
         [
@@ -271,19 +284,20 @@ async def test_contradiction_message_names_both_parameters(mcp: EnvelopeClient) 
     assert envelope["error"]["details"]["conflicts_with"] == "since"
 
 
-async def test_unknown_mailbox_is_not_found(mcp: EnvelopeClient) -> None:
+async def test_unknown_mailbox_is_not_found(imap_server: MatrixServer, mcp: EnvelopeClient) -> None:
     envelope = await mcp.fail("imap_search_messages", {"mailbox": "Nope"}, "not_found")
     assert "imap_list_mailboxes" in envelope["error"]["message"]
 
 
 async def test_folder_with_non_ascii_name_is_searchable(
-    dovecot: Dovecot, user: str, mcp: EnvelopeClient
+    imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
-    dovecot.seed(user, "Entwürfe/Büro: 2025", [dated(1, "Entwurf", "Text")])
-    data = await mcp.ok("imap_search_messages", {"mailbox": "Entwürfe/Büro: 2025"})
+    folder = imap_server.mailbox_name("Entwürfe", "Büro: 2025")
+    imap_server.seed(user, folder, [dated(1, "Entwurf", "Text")])
+    data = await mcp.ok("imap_search_messages", {"mailbox": folder})
     (message,) = data["messages"]
-    assert message["mailbox"] == "Entwürfe/Büro: 2025"
-    assert message["message_id"].startswith("imap:default:Entwürfe/Büro: 2025:")
+    assert message["mailbox"] == folder
+    assert message["message_id"].startswith(f"imap:default:{folder}:")
     read = await mcp.ok("imap_get_message", {"message_id": message["message_id"]})
     assert read["message"]["subject"] == "Entwurf"
 
@@ -291,6 +305,8 @@ async def test_folder_with_non_ascii_name_is_searchable(
 async def test_a_message_the_server_cannot_fetch_makes_the_page_partial(
     dovecot: Dovecot, user: str, mcp: EnvelopeClient
 ) -> None:
+    # Dovecot only: the fault is a Maildir file the server's mail user cannot read (the harness knows
+    # Dovecot's message files; Cyrus and Courier store theirs out of the harness's reach).
     dovecot.seed(user, "INBOX", [dated(i, f"msg {i}", "fine") for i in range(3)])
     # Make message 2 unreadable for the server's mail user: the server cannot fetch it.
     cur = dovecot.folder_path(user, "INBOX") / "cur"
@@ -313,6 +329,8 @@ async def test_a_message_the_server_cannot_fetch_makes_the_page_partial(
 
 @pytest.mark.slow
 async def test_100k_mailbox_pages_to_its_end(dovecot: Dovecot, account: AccountFactory) -> None:
+    # Dovecot only: 100k messages are written as Maildir files in seconds; APPENDing them to Cyrus or
+    # Courier would take minutes per server.
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", mailgen.corpus(100_000))
     config = make_config({"default": account(user)})
@@ -335,8 +353,8 @@ async def test_100k_mailbox_pages_to_its_end(dovecot: Dovecot, account: AccountF
         assert [m["uid"] for m in sparse["messages"]] == [8]
 
 
-def _flags(dovecot: Dovecot, user: str, mailbox: str) -> dict[int, tuple[bytes, ...]]:
-    client = dovecot.connect(user)
+def _flags(server: MatrixServer, user: str, mailbox: str) -> dict[int, tuple[bytes, ...]]:
+    client = server.connect(user)
     try:
         client.select_folder(mailbox, readonly=True)
         fetched = client.fetch(client.search("ALL"), ["FLAGS"])
@@ -347,14 +365,14 @@ def _flags(dovecot: Dovecot, user: str, mailbox: str) -> dict[int, tuple[bytes, 
         client.logout()
 
 
-async def test_reading_never_changes_flags(dovecot: Dovecot, user: str, mcp: EnvelopeClient) -> None:
-    dovecot.seed(
+async def test_reading_never_changes_flags(imap_server: MatrixServer, user: str, mcp: EnvelopeClient) -> None:
+    imap_server.seed(
         user,
         "INBOX",
         [*mailgen.corpus(12), mailgen.html_only_message(), mailgen.large_attachment_message(200_000)],
         flags=lambda i: ["", "\\Seen", "\\Flagged", "\\Answered $Work"][i % 4],
     )
-    before = _flags(dovecot, user, "INBOX")
+    before = _flags(imap_server, user, "INBOX")
     messages = await page_all(mcp, {"limit": 5})
     messages += await page_all(mcp, {"limit": 5, "unread_only": True, "query": "ref"})
     for message in messages:
@@ -369,32 +387,33 @@ async def test_reading_never_changes_flags(dovecot: Dovecot, user: str, mcp: Env
             )
         await mcp.ok("imap_get_message_raw", {"message_id": message["message_id"], "max_bytes": 65536})
     await mcp.ok("imap_list_mailboxes", {"include_counts": True})
-    assert _flags(dovecot, user, "INBOX") == before
+    assert _flags(imap_server, user, "INBOX") == before
     assert any(not flags for flags in before.values()), "some messages must start unread"
 
 
-def test_flag_snapshot_helper_sees_seen_flags(dovecot: Dovecot) -> None:
+def test_flag_snapshot_helper_sees_seen_flags(imap_server: MatrixServer) -> None:
     # Guards the read-only test above against a helper that could never see a change.
-    user = dovecot.new_user()
-    dovecot.seed(user, "INBOX", [dated(0, "a", "b")])
-    client = dovecot.connect(user)
+    user = imap_server.new_user()
+    imap_server.seed(user, "INBOX", [dated(0, "a", "b")])
+    client = imap_server.connect(user)
     try:
         client.select_folder("INBOX")
         client.add_flags([1], [b"\\Seen"])
     finally:
         client.logout()
-    assert _flags(dovecot, user, "INBOX") == {1: (b"\\Seen",)}
+    assert _flags(imap_server, user, "INBOX") == {1: (b"\\Seen",)}
 
 
 async def test_server_refusing_utf8_search_is_reported_not_silently_empty(
-    dovecot: Dovecot, user: str, mcp: EnvelopeClient, monkeypatch: pytest.MonkeyPatch
+    imap_server: MatrixServer, user: str, mcp: EnvelopeClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Dovecot accepts CHARSET UTF-8; servers that do not answer NO [BADCHARSET]. Inject that answer.
+    # The servers of the matrix accept CHARSET UTF-8; servers that do not answer NO [BADCHARSET]. Inject
+    # that answer.
     from imapclient.exceptions import IMAPClientError
 
     from mail_imap_mcp.imap.connection import ImapSession
 
-    dovecot.seed(user, "INBOX", [dated(0, "Grüße", "x")])
+    imap_server.seed(user, "INBOX", [dated(0, "Grüße", "x")])
     refusal = IMAPClientError("SEARCH command error: NO [b'[BADCHARSET (US-ASCII)] Unsupported charset']")
     for name in ("uid_search", "uid_search_count"):
         original = getattr(ImapSession, name)
@@ -420,7 +439,7 @@ async def test_server_refusing_utf8_search_is_reported_not_silently_empty(
 
 
 async def test_decomposed_search_text_is_sent_as_nfc_and_its_cursor_fits_the_nfc_query(
-    dovecot: Dovecot, user: str, account: AccountFactory
+    imap_server: MatrixServer, user: str, account: AccountFactory
 ) -> None:
     # Regression: search text went out as given, so NFD input ("u" + U+0308) matched differently per
     # server. It is sent in NFC, and a cursor from the NFD query continues the NFC one (same digest).
@@ -431,13 +450,13 @@ async def test_decomposed_search_text_is_sent_as_nfc_and_its_cursor_fits_the_nfc
     composed = "Größe"
     decomposed = unicodedata.normalize("NFD", composed)
     assert decomposed != composed
-    dovecot.seed(
+    imap_server.seed(
         user,
         "INBOX",
         [dated(i, f"Rechnung {i}", "Hallo", from_=f"Jürgen Größe <juergen{i}@example.de>") for i in range(3)]
         + [dated(3, "Other", "Hallo", from_="Jurgen Grosse <other@example.de>")],
     )
-    with FaultProxy(dovecot.host, dovecot.plain_port) as proxy:
+    with FaultProxy(imap_server.host, imap_server.plain_port) as proxy:
         config = make_config({"default": account(user, port=proxy.port, security="plain", ca_file=None)})
         async for mcp in open_client(config):
             first = await mcp.ok("imap_search_messages", {"from": decomposed, "limit": 2})

@@ -1,4 +1,5 @@
-"""Account settings and config files for a throwaway Dovecot, shared by tests, demo, bench and soak."""
+"""Account settings and config files for a throwaway IMAP server (Dovecot, Cyrus, Courier), shared by tests,
+demo, bench and soak."""
 
 from __future__ import annotations
 
@@ -6,21 +7,21 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.support.dovecot import Dovecot
+from tests.support.imapserver import ImapServer
 
-#: Environment variable that carries the Dovecot password in tests (never written to a file).
+#: Environment variable that carries the test servers' password in tests (never written to a file).
 PASSWORD_ENV = "MIM_TEST_IMAP_PASSWORD"
 
 
-def account_settings(dovecot: Dovecot, user: str, **overrides: Any) -> dict[str, Any]:
-    """Raw account settings for ``user`` over verified TLS; a ``None`` override drops the key."""
+def account_settings(server: ImapServer, user: str, **overrides: Any) -> dict[str, Any]:
+    """Raw account settings for ``user`` of ``server`` over verified TLS; a ``None`` override drops the key."""
     settings: dict[str, Any] = {
-        "host": dovecot.host,
-        "port": dovecot.tls_port,
+        "host": server.host,
+        "port": server.tls_port,
         "security": "tls",
         "username": user,
         "password_env": PASSWORD_ENV,
-        "ca_file": str(dovecot.ca_file),
+        "ca_file": str(server.ca_file),
         "connect_timeout_s": 5,
         "command_timeout_s": 10,
     }
