@@ -35,6 +35,7 @@ import socket
 import subprocess
 import sys
 import threading
+import unicodedata
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -529,14 +530,15 @@ def check_call(
         for name, key in _SEARCH_KEYS.items():
             if arguments.get(name) is None:
                 continue
-            wanted = arguments[name].encode("utf-8")
+            # Verbatim up to Unicode normalisation: search text is sent in NFC.
+            wanted = unicodedata.normalize("NFC", arguments[name]).encode("utf-8")
             for search in searches:
                 tokens = list(_flat(search.args))
                 pairs = {
                     (a.text.upper(), _string(b)) for a, b in itertools.pairwise(tokens) if isinstance(a, Atom)
                 }
                 assert (key, wanted) in pairs, (
-                    f"{context}: {name} did not reach the server verbatim: {search.raw!r}"
+                    f"{context}: {name} did not reach the server verbatim (in NFC): {search.raw!r}"
                 )
         assert data["account_id"] in {"default", "other"}
     elif tool in {"imap_get_message", "imap_get_message_raw"}:
