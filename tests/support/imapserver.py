@@ -637,7 +637,11 @@ class AppendSeeding(ImapServer):
             self.ensure_mailbox(client, mailbox)
             if client.has_capability("MULTIAPPEND"):
                 for start in range(0, len(items), self.append_batch):
-                    client.multiappend(mailbox, items[start : start + self.append_batch])
+                    # imapclient returns a NO (e.g. Cyrus: "Message contains bare newlines") instead of
+                    # raising, unlike append(): without this check the batch would be lost silently.
+                    typ, data = client.multiappend(mailbox, items[start : start + self.append_batch])
+                    if typ != "OK":
+                        raise RuntimeError(f"MULTIAPPEND to {mailbox!r} answered {typ}: {data!r}")
             else:
                 for item in items:
                     client.append(mailbox, item["msg"], item["flags"], item.get("date"))
