@@ -30,6 +30,7 @@ from mail_imap_mcp.imap.mime import (
     parse_full_message,
     parse_header_block,
     snippet_from_prefix,
+    structure_mismatch,
     top_level_boundary,
     truncate,
 )
@@ -917,3 +918,83 @@ def test_snippet_fast_path_gives_way_when_a_boundary_does_not_match() -> None:
     body = b"text after a wrong boundary"
     # The top-level boundary is not in the prefix, so the fast path declines and the parser decides.
     assert mime._first_leaf_text(_nested_prefix(body), _nested_parts(len(body)), "nomatch") is None
+
+
+# -- BODYSTRUCTURE against the message's own Content-Type header --------------------------------
+
+COURIER_TEXT = (
+    b'1 (UID 11 BODYSTRUCTURE ("text" "plain" ("charset" "us-ascii") NIL NIL "7bit" 300 9 NIL NIL NIL NIL))'
+)
+CHILDLESS_NESTED = (
+    b'1 (UID 12 BODYSTRUCTURE (("text" "plain" NIL NIL NIL "7bit" 5 1 NIL NIL NIL NIL)'
+    b'("alternative" ("boundary" "x") NIL NIL NIL) "mixed" ("boundary" "b") NIL NIL NIL))'
+)
+
+
+@pytest.mark.parametrize(
+    ("response", "content_type"),
+    [
+        # Courier: every message without MIME-Version is text/plain, whatever its header says.
+        (COURIER_TEXT, "text/html; charset=utf-8"),
+        (COURIER_TEXT, 'multipart/mixed;\r\n boundary="outer"'),
+        (COURIER_TEXT, "MULTIPART/Alternative; boundary=b1"),
+        (COURIER_TEXT, "application/pdf; name=x.pdf"),
+        # A multipart with no parts, at the top or nested.
+        (b'1 (UID 13 BODYSTRUCTURE ("mixed" ("boundary" "b") NIL NIL NIL))', "multipart/mixed; boundary=b"),
+        (b'1 (UID 13 BODYSTRUCTURE ("mixed" ("boundary" "b") NIL NIL NIL))', None),
+        (CHILDLESS_NESTED, "multipart/mixed; boundary=b"),
+        (CHILDLESS_NESTED, None),
+        (
+            b'1 (UID 14 BODYSTRUCTURE ("multipart" "mixed" ("boundary" "b") NIL NIL "7bit" 9 NIL NIL NIL NIL))',
+            None,
+        ),
+        # The header says multipart, the server a single leaf of another type.
+        (SINGLE_HTML, "multipart/alternative; boundary=b1"),
+    ],
+)
+def test_structure_mismatch_is_reported(response: bytes, content_type: str | None) -> None:
+    reason = structure_mismatch(bodystructure(response), content_type)
+    assert reason is not None
+    assert reason.startswith("it ")
+
+
+@pytest.mark.parametrize(
+    ("response", "content_type"),
+    [
+        (COURIER_TEXT, None),  # no Content-Type: text/plain by default
+        (COURIER_TEXT, "text/plain; charset=utf-8"),
+        (COURIER_TEXT, "TEXT/PLAIN"),
+        (COURIER_TEXT, "text"),  # not a media type: servers read it as text/plain too
+        (COURIER_TEXT, "garbage/ with space"),
+        (COURIER_TEXT, "multipart/mixed"),  # no boundary: cannot be split, text/plain everywhere
+        (SINGLE_HTML, "text/html; charset=windows-1252"),
+        (SINGLE_HTML, "text/plain"),  # only a text/plain structure is suspected
+        (ALTERNATIVE, "multipart/alternative; boundary=b1"),
+        (ALTERNATIVE, "text/html"),  # the server split it: it saw the boundaries
+        (NESTED, "multipart/mixed; boundary=mix"),
+        (FORWARDED, None),
+        (MIXED_WITH_ATTACHMENT, "multipart/mixed; boundary=outer"),
+    ],
+)
+def test_structure_agreeing_with_the_header_is_trusted(response: bytes, content_type: str | None) -> None:
+    assert structure_mismatch(bodystructure(response), content_type) is None
+
+
+@given(
+    st.recursive(st.none() | st.binary(max_size=8) | st.integers(), lambda c: st.lists(c) | st.tuples(c, c))
+)
+def test_structure_mismatch_never_raises(structure: Any) -> None:
+    for content_type in (None, "text/html", "multipart/mixed; boundary=b"):
+        result = structure_mismatch(structure, content_type)
+        assert result is None or isinstance(result, str)
+
+
+def test_snippet_without_parts_decodes_the_header_transfer_encoding() -> None:
+    prefix = base64.b64encode(b"<p>Hello <b>there</b></p><div hidden>secret</div>")
+    snippet = snippet_from_prefix(prefix, [], header_content_type="text/html", header_encoding="base64")
+    assert snippet == "Hello there"
+    qp = b"<p>Gr=C3=BC=C3=9Fe</p>"
+    snippet = snippet_from_prefix(
+        qp, [], header_content_type="text/html; charset=utf-8", header_encoding="Quoted-Printable"
+    )
+    assert snippet == "Grüße"

@@ -2,7 +2,9 @@
 
 Everything uses ``BODY.PEEK`` (never sets ``\\Seen``) and partial fetches: a summary reads the
 header fields plus the first few KiB of the body; a message read looks at BODYSTRUCTURE first
-and fetches only the text part it needs, capped, so a 30 MB attachment costs nothing.
+and fetches only the text part it needs, capped, so a 30 MB attachment costs nothing. A
+BODYSTRUCTURE that is unusable or contradicts the message's own Content-Type header is not
+followed: the message's first bytes are fetched (capped) and parsed locally instead.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from mail_imap_mcp.imap.models import AttachmentInfo, BodyFormat, MessageDetail,
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
-SUMMARY_HEADERS = "DATE FROM TO CC SUBJECT MESSAGE-ID"
+# Content-Type/-Transfer-Encoding: to check the server's BODYSTRUCTURE and to read the snippet without it.
+SUMMARY_HEADERS = "DATE FROM TO CC SUBJECT MESSAGE-ID CONTENT-TYPE CONTENT-TRANSFER-ENCODING"
 DEFAULT_HEADER_ALLOWLIST = (
     "date",
     "from",
@@ -161,6 +164,24 @@ def _bodystructure(response: dict[bytes, Any]) -> list[mime.Part] | None:
         return None
 
 
+def _trusted_structure(
+    response: dict[bytes, Any], headers: dict[str, list[str]]
+) -> tuple[list[mime.Part] | None, str | None]:
+    """The BODYSTRUCTURE's parts, or None with the reason when it contradicts the message's headers.
+
+    Courier describes every message without MIME-Version as text/plain, and a server may list a
+    multipart without parts: reading along such a structure would show HTML as raw markup (no
+    hidden-text removal) and miss attachments. None without a reason: the structure is unusable.
+    """
+    parts = _bodystructure(response)
+    if parts is None:
+        return None, None
+    doubt: str | None = mime.structure_mismatch(
+        response.get(b"BODYSTRUCTURE"), _first(headers, "content-type")
+    )
+    return (None, doubt) if doubt else (parts, None)
+
+
 def summary_items(snippet_chars: int) -> list[str]:
     """FETCH items of one search-result summary: metadata, capped header fields, a body prefix."""
     items = [
@@ -220,11 +241,12 @@ def fetch_summaries(
                 )
             continue
         try:
-            parts = _bodystructure(response)
+            headers = mime.parse_header_block(_find(response, b"BODY[HEADER") or b"")
+            parts, _ = _trusted_structure(response, headers)
             snippet = None
             if snippet_chars > 0:
-                snippet = _snippet(response, parts, snippet_chars)
-            batch.messages.append(_summary(ref, response, parts, snippet))
+                snippet = _snippet(response, parts, snippet_chars, headers)
+            batch.messages.append(_summary(ref, response, parts, snippet, headers))
         except Exception as exc:  # a hostile message must not sink the page
             log.warning("uid=%s summary failed", uid, exc_info=True)
             batch.add_issue(
@@ -287,11 +309,25 @@ def _short(exc: Exception) -> str:
     return text[:160]
 
 
-def _snippet(response: dict[bytes, Any], parts: list[mime.Part] | None, snippet_chars: int) -> str | None:
+def _snippet(
+    response: dict[bytes, Any],
+    parts: list[mime.Part] | None,
+    snippet_chars: int,
+    headers: dict[str, list[str]],
+) -> str | None:
     prefix = _find(response, b"BODY[TEXT]")
-    if not prefix or not parts:
+    if not prefix:
         return None
-    text = mime.snippet_from_prefix(prefix, parts, boundary=_boundary(response))
+    if parts:
+        text = mime.snippet_from_prefix(prefix, parts, boundary=_boundary(response))
+    else:
+        # No trustworthy BODYSTRUCTURE: the message's own headers say how to read the prefix.
+        text = mime.snippet_from_prefix(
+            prefix,
+            [],
+            header_content_type=_first(headers, "content-type"),
+            header_encoding=_first(headers, "content-transfer-encoding"),
+        )
     if not text:
         return None
     snippet, _ = mime.truncate(mime.collapse_whitespace(text), snippet_chars)
@@ -371,7 +407,7 @@ def read_message(
     if len(header_bytes) >= MAX_HEADER_BYTES:
         warnings.append(f"Header block larger than {MAX_HEADER_BYTES} bytes; only its start was read.")
     headers = mime.parse_header_block(header_bytes)
-    parts = _bodystructure(response)
+    parts, doubt = _trusted_structure(response, headers)
 
     text: str | None = None
     html: str | None = None
@@ -405,9 +441,11 @@ def read_message(
                     text = decoded
         attachments = mime.attachment_parts(parts)
     else:
+        problem = "BODYSTRUCTURE was unusable"
+        if doubt:
+            problem = f"The server's BODYSTRUCTURE contradicts the message ({doubt})"
         warnings.append(
-            "BODYSTRUCTURE was unusable; parsed the first "
-            f"{options.max_text_part_bytes} bytes of the raw message instead."
+            f"{problem}; parsed the first {options.max_text_part_bytes} bytes of the raw message instead."
         )
         raw_response = session.fetch([ref.uid], [f"BODY.PEEK[]<0.{options.max_text_part_bytes}>"]).get(
             ref.uid, {}

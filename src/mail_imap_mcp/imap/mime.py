@@ -57,6 +57,7 @@ __all__ = [
     "parse_full_message",
     "parse_header_block",
     "snippet_from_prefix",
+    "structure_mismatch",
     "top_level_boundary",
     "truncate",
 ]
@@ -1036,6 +1037,57 @@ def top_level_boundary(bs: Any) -> str | None:
         return None
 
 
+def _valid_media_type(value: str) -> bool:
+    return value.count("/") == 1 and all(value.split("/")) and not any(ch.isspace() for ch in value)
+
+
+def _childless_multipart(node: Any, depth: int) -> bool:
+    """Whether ``node`` is, or contains, a multipart without any part."""
+    split = _split_multipart(node)
+    if split is None:
+        # Leaf-shaped, yet a multipart: ("multipart" "mixed" ...) or, with the parts missing,
+        # the multipart's own fields ("mixed" ("boundary" "x") ...).
+        return (
+            isinstance(node, tuple | list)
+            and len(node) >= 2
+            and isinstance(node[0], bytes | str)
+            and ((_to_str(node[0]) or "").strip().lower() == "multipart" or isinstance(node[1], tuple | list))
+        )
+    if not split[0]:
+        return True
+    return depth < _MAX_DEPTH and any(_childless_multipart(child, depth + 1) for child in split[0])
+
+
+def structure_mismatch(bs: Any, content_type: str | None) -> str | None:
+    """Why the server's BODYSTRUCTURE must not be trusted for this message, else None.
+
+    Some servers describe every message without a ``MIME-Version`` header as text/plain,
+    whatever its Content-Type says (Courier), or return a multipart with no parts. Reading
+    along such a structure shows an HTML body as raw markup (skipping the hidden-text
+    defence) and loses attachments, so the caller should parse the message itself.
+    ``content_type`` is the message's top-level Content-Type header (None if absent).
+    """
+    try:
+        if _childless_multipart(bs, 0):
+            return "it lists a multipart without parts"
+        header_type, pairs = _split_header_params(_unfold(content_type or ""))
+        header_type = header_type.lower()
+        if not _valid_media_type(header_type) or _split_multipart(bs) is not None:
+            return None
+        leaf = _leaf_from_bodystructure(bs, "1")
+        server_type = leaf.content_type if leaf is not None else "an unknown type"
+        if header_type.startswith("multipart/"):
+            # Without a boundary the header's multipart cannot be split: servers and
+            # parse_full_message alike read it as text/plain.
+            if not _decode_params(pairs).get("boundary"):
+                return None
+        elif server_type != "text/plain" or header_type == "text/plain":
+            return None
+        return f"it says {server_type} where the Content-Type header says {header_type}"
+    except Exception:
+        return None
+
+
 def _is_attachment(part: Part) -> bool:
     if part.disposition == "attachment" or part.filename is not None:
         return True
@@ -1204,24 +1256,31 @@ def snippet_from_prefix(
     *,
     header_content_type: str | None = None,
     boundary: str | None = None,
+    header_encoding: str | None = None,
 ) -> str | None:
     """Readable start of a body from the first bytes of ``BODY.PEEK[TEXT]``.
 
     ``parts`` are the leaves from :func:`parse_bodystructure` (may be empty if unknown).
     For a multipart message the boundary is taken from ``boundary`` (see
     :func:`top_level_boundary`), else from ``header_content_type`` (the raw top-level
-    Content-Type header), else sniffed from the first ``--`` line of the prefix.
+    Content-Type header), else sniffed from the first ``--`` line of the prefix. Without
+    ``parts``, a single-part body is decoded as ``header_content_type`` says, with the
+    top-level Content-Transfer-Encoding ``header_encoding``.
     text/plain is preferred over text/html (converted to text). Whitespace is collapsed;
     the result is not truncated (see :func:`truncate`). None if nothing readable fits.
     """
     try:
-        return _snippet(bytes(prefix or b""), parts or [], header_content_type, boundary)
+        return _snippet(bytes(prefix or b""), parts or [], header_content_type, boundary, header_encoding)
     except Exception:
         return None
 
 
 def _snippet(
-    prefix: bytes, parts: list[Part], header_content_type: str | None, boundary: str | None
+    prefix: bytes,
+    parts: list[Part],
+    header_content_type: str | None,
+    boundary: str | None,
+    header_encoding: str | None,
 ) -> str | None:
     if not prefix.strip():
         return None
@@ -1240,8 +1299,9 @@ def _snippet(
         if parts:
             part = parts[0]
         else:
-            ctype = header_type if header_type.count("/") == 1 else "text/plain"
-            part = _make_part("1", ctype, header_params, "7bit", len(prefix), None, {}, None)
+            ctype = header_type if _valid_media_type(header_type) else "text/plain"
+            encoding = decode_header_value(header_encoding) or "7bit"
+            part = _make_part("1", ctype, header_params, encoding, len(prefix), None, {}, None)
         return _readable(prefix, part)
 
     boundary = (
