@@ -392,7 +392,8 @@ def test_hidden_text_defence_still_works_with_svg_and_math(html: str) -> None:
 
 _foreign_like = st.lists(
     st.one_of(
-        st.text(alphabet="ab <>/", max_size=6),
+        # No "<": "</" + "<p hidden>" is a bogus comment in browsers too, and the text after it shows.
+        st.text(alphabet="ab />", max_size=6),
         st.sampled_from(
             [
                 "<svg>",
