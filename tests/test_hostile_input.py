@@ -291,6 +291,10 @@ READ_ONLY_COMMANDS = frozenset(
         "LIST",
         "STATUS",
         "EXAMINE",
+        # Leave an EXAMINEd mailbox before STATUS of it; CLOSE expunges nothing when the mailbox was
+        # EXAMINEd (RFC 3501 6.4.2), and SELECT is not in this set.
+        "UNSELECT",
+        "CLOSE",
         "UID SEARCH",
         "UID FETCH",
     }

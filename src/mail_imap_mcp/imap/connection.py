@@ -12,6 +12,7 @@ socket operation gets at most what is left (see :class:`CallBudget` and docs/rel
 
 from __future__ import annotations
 
+import contextlib
 import imaplib
 import itertools
 import logging
@@ -37,6 +38,7 @@ from mail_imap_mcp.imap.errors import (
     ConnectionLost,
     ConnectPhase,
     ConnectProgress,
+    SelectionStale,
     connect_failure,
     is_connection_broken,
     login_disabled,
@@ -66,6 +68,13 @@ class MailboxState:
     exists: int
 
 
+@dataclass
+class _Revalidation:
+    noop_tag: bytes
+    status_tag: bytes
+    state: MailboxState
+
+
 class ImapSession:
     """A logged-in connection, borrowed for one call. All methods are read-only.
 
@@ -73,11 +82,20 @@ class ImapSession:
     always quoted or sent as literals, never as atoms.
     """
 
-    def __init__(self, owner: AccountConnection, client: IMAPClient) -> None:
+    def __init__(self, owner: AccountConnection, client: IMAPClient, *, pipeline: bool = True) -> None:
         self._owner = owner
-        self.client = client
-        # The mailbox this call has EXAMINEd itself; a selection left by an earlier call is stale.
+        self._client = client
+        self._pipeline = pipeline
+        # The mailbox this call has EXAMINEd or revalidated; a selection left by an earlier call is stale.
         self._examined: str | None = None
+        # A revalidation sent but not yet answered: it rides along with the call's next command.
+        self._pending: _Revalidation | None = None
+
+    @property
+    def client(self) -> IMAPClient:
+        """The imapclient connection, with any pending revalidation answered first."""
+        self.settle()
+        return self._client
 
     @property
     def capabilities(self) -> frozenset[str]:
@@ -87,26 +105,35 @@ class ImapSession:
         """Select ``mailbox`` read-only (EXAMINE) with a view as fresh as the start of this call.
 
         Servers differ in when they tell a session about changes: Courier only on NOOP or SELECT,
-        Dovecot a command late, Cyrus not at all when the mailbox was deleted and recreated. So a
-        selection left by an earlier call is checked once per call (:meth:`_revalidate`, one round
-        trip) and replaced by a new EXAMINE when the mailbox is no longer the one selected. Within the
+        Dovecot a command late, Cyrus not at all when the mailbox was deleted and recreated. A new
+        EXAMINE is fresh on all of them but costly on a large mailbox (about 100 ms for 100,000
+        messages on Dovecot), so a selection left by an earlier call is revalidated instead, once per
+        call: ``NOOP`` (every server then reports new and expunged messages to this session) and
+        ``STATUS (UIDVALIDITY UIDNEXT)``, which asks the mailbox itself and so reveals one deleted, or
+        deleted and recreated, under the session. Both are pipelined with the call's next SEARCH; if
+        their answer shows that the mailbox changed, the SEARCH may have run on the old view (Dovecot
+        runs pipelined commands in parallel), so :meth:`settle` raises :class:`SelectionStale` and the
+        connection runs the read again, this time without pipelining (``pipeline=False``). Within a
         call the selection is reused, with the EXISTS/EXPUNGE updates seen since.
         """
         state = self._owner.selected
-        if (
-            state is not None
-            and state.name == mailbox
-            and (self._examined == mailbox or self._revalidate(state))
-        ):
+        if state is not None and state.name == mailbox:
+            if self._examined == mailbox:
+                return self.refresh_counts(state)
+            self._send_revalidation(state)
             self._examined = mailbox
-            return self.refresh_counts(state)
+            if self._pipeline:
+                return state
+            with contextlib.suppress(SelectionStale):
+                self.settle()
+                return self.refresh_counts(state)
+        client = self.client
         try:
-            response = self.client.select_folder(mailbox, readonly=True)
+            response = client.select_folder(mailbox, readonly=True)
         except IMAPClientError as exc:
             if is_connection_broken(exc):
                 raise
-            self._owner.selected = None
-            self._examined = None
+            self._forget_selection()
             raise mailbox_not_found(mailbox) from None
         state = MailboxState(
             name=mailbox,
@@ -117,35 +144,66 @@ class ImapSession:
         self._owner.selected = state
         self._examined = mailbox
         # EXAMINE answered everything the server had queued for the old view.
-        self.client._imap.untagged_responses.pop("EXPUNGE", None)
+        client._imap.untagged_responses.pop("EXPUNGE", None)
         return state
 
-    def _revalidate(self, state: MailboxState) -> bool:
-        """Bring a reused selection up to date; False when the mailbox must be examined anew.
-
-        NOOP and ``STATUS (UIDVALIDITY UIDNEXT)`` are pipelined (one round trip): NOOP makes every
-        server report new and expunged messages to this session, STATUS asks the mailbox itself, so it
-        reveals a mailbox deleted, or deleted and recreated (new UIDVALIDITY), under the session.
-        """
-        imap = self.client._imap
+    def _send_revalidation(self, state: MailboxState) -> None:
+        imap = self._client._imap
         noop_tag = imap._command("NOOP")
         status_tag = imap._command(
-            "STATUS", self.client._normalise_folder(state.name), b"(UIDVALIDITY UIDNEXT)"
+            "STATUS", self._client._normalise_folder(state.name), b"(UIDVALIDITY UIDNEXT)"
         )
-        imap._command_complete("NOOP", noop_tag)
-        typ, _ = imap._command_complete("STATUS", status_tag)
+        self._pending = _Revalidation(noop_tag, status_tag, state)
+
+    def settle(self, *, pipelined: bool = False) -> None:
+        """Read the answer to a pending revalidation; raise :class:`SelectionStale` if the view is stale.
+
+        ``pipelined``: a command was sent behind the revalidation and has been answered, so reading
+        the revalidation's answer costs no round trip of its own; it also raises
+        :class:`SelectionStale` when the mailbox changed, as that command may have missed the change.
+        """
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        self._owner.pipelined_commands += 2 if pipelined else 1
+        imap = self._client._imap
+        try:
+            imap._command_complete("NOOP", pending.noop_tag)
+            typ, _ = imap._command_complete("STATUS", pending.status_tag)
+        except imaplib.IMAP4.error as exc:
+            if is_connection_broken(exc) or isinstance(exc, imaplib.IMAP4.abort):
+                raise
+            typ = "BAD"
         answer = b" ".join(
             part for item in imap.untagged_responses.pop("STATUS", []) for part in _flatten(item)
         )
-        if typ != "OK":
-            return False
+        # Flag changes reported by NOOP: nothing here tracks flags, and a later FETCH must not take them
+        # (imapclient would key one without a UID by its sequence number).
+        imap.untagged_responses.pop("FETCH", None)
+        # Dovecot answers STATUS of the selected mailbox from the session's view, old UIDVALIDITY
+        # included, but warns with an untagged NO on NOOP once the mailbox under the view is gone.
+        warned = imap.untagged_responses.pop("NO", None) or imap.untagged_responses.pop("BAD", None)
         uidvalidity = re.search(rb"UIDVALIDITY (\d+)", answer)
-        if uidvalidity is None or int(uidvalidity.group(1)) != state.uidvalidity:
-            return False
+        if (
+            warned
+            or typ != "OK"
+            or uidvalidity is None
+            or int(uidvalidity.group(1)) != pending.state.uidvalidity
+        ):
+            self._forget_selection()
+            raise SelectionStale()
         uidnext = re.search(rb"UIDNEXT (\d+)", answer)
         if uidnext is not None:
-            state.uidnext = max(state.uidnext, int(uidnext.group(1)))
-        return True
+            pending.state.uidnext = max(pending.state.uidnext, int(uidnext.group(1)))
+        if pipelined:
+            expunged = "EXPUNGE" in imap.untagged_responses
+            before = pending.state.exists
+            if expunged or self.refresh_counts(pending.state).exists != before:
+                raise SelectionStale()
+
+    def _forget_selection(self) -> None:
+        self._owner.selected = None
+        self._examined = None
 
     @property
     def selected_mailbox(self) -> str | None:
@@ -164,8 +222,7 @@ class ImapSession:
             self.client.unselect_folder()
         else:
             self.client.close_folder()
-        self._owner.selected = None
-        self._examined = None
+        self._forget_selection()
 
     def reopen(self, mailbox: str) -> MailboxState:
         """Replace a connection the server closed mid-call with a fresh one, and re-select ``mailbox``.
@@ -174,12 +231,13 @@ class ImapSession:
         (Dovecot disconnects when it cannot read a stored message) and carry on with the rest.
         """
         self._owner.discard()
-        self.client = self._owner.connect()
+        self._pending = None
+        self._client = self._owner.connect()
         return self.examine(mailbox)
 
     def refresh_counts(self, state: MailboxState) -> MailboxState:
         """Apply EXISTS/EXPUNGE updates the server sent with earlier responses."""
-        untagged = self.client._imap.untagged_responses
+        untagged = self._client._imap.untagged_responses
         expunged = untagged.pop("EXPUNGE", [])
         exists = untagged.pop("EXISTS", [])
         if exists:
@@ -195,7 +253,7 @@ class ImapSession:
             args += [b"CHARSET", charset.encode("ascii")]
         args += [_encode_search_token(item, charset) for item in criteria]
         with self._selected_mailbox_errors():
-            data = self.client._raw_command_untagged(b"SEARCH", args)
+            data = self._client._raw_command_untagged(b"SEARCH", args)
         uids: list[int] = []
         for line in data:
             if line:
@@ -211,7 +269,7 @@ class ImapSession:
             args += [b"CHARSET", charset.encode("ascii")]
         args += [_encode_search_token(item, charset) for item in criteria]
         with self._selected_mailbox_errors():
-            data = self.client._raw_command_untagged(b"SEARCH", args, response_name="ESEARCH")
+            data = self._client._raw_command_untagged(b"SEARCH", args, response_name="ESEARCH")
         for line in data:
             tokens = (line or b"").split()
             for key, value in itertools.pairwise(tokens):
@@ -223,22 +281,31 @@ class ImapSession:
         """``UID FETCH`` of ``items`` for ``uids`` (items must be PEEK/metadata: never sets \\Seen)."""
         if not uids:
             return {}
+        # Not pipelined behind a revalidation: unsolicited FETCH responses would mix with the answer.
+        client = self.client
+        client._imap.untagged_responses.pop("FETCH", None)
         with self._selected_mailbox_errors():
-            result: dict[int, dict[bytes, Any]] = self.client.fetch(uids, items)
+            result: dict[int, dict[bytes, Any]] = client.fetch(uids, items)
         return result
 
     @contextmanager
     def _selected_mailbox_errors(self) -> Iterator[None]:
-        """A command on the selected mailbox that the server answers with "mailbox does not exist"."""
+        """Run a command on the selected mailbox (possibly pipelined behind a revalidation).
+
+        Settles the revalidation after it; "mailbox does not exist" from the server is a conflict.
+        """
         try:
             yield
         except IMAPClientError as exc:
+            if is_connection_broken(exc):
+                raise
+            self.settle(pipelined=True)
             state = self._owner.selected
             if state is None or not says_mailbox_missing(exc):
                 raise
-            self._owner.selected = None
-            self._examined = None
+            self._forget_selection()
             raise mailbox_vanished(self._owner.account_id, state.name) from None
+        self.settle(pipelined=True)
 
 
 def _flatten(item: Any) -> Iterator[bytes]:
@@ -431,6 +498,8 @@ class AccountConnection:
         self.selected: MailboxState | None = None
         self.capabilities: frozenset[str] = frozenset()
         self.logins = 0
+        #: Commands whose answer came with another command's (no round trip of their own).
+        self.pipelined_commands = 0
         self._commands_before = 0
         self._budget = CallBudget(config.command_timeout_s)
 
@@ -463,6 +532,7 @@ class AccountConnection:
             )
         self._budget.deadline = deadline
         commands_before = self.commands_sent
+        pipelined_before = self.pipelined_commands
         try:
             for attempt in Retrying(
                 stop=stop_after_attempt(2 if retry else 1),
@@ -487,7 +557,13 @@ class AccountConnection:
         finally:
             self._budget.deadline = math.inf
             # Benchmarks read this line (MAIL_IMAP_MCP_LOG_LEVEL=DEBUG) to count round trips per call.
-            log.debug("account=%s imap_commands=%d", self.account_id, self.commands_sent - commands_before)
+            commands = self.commands_sent - commands_before
+            log.debug(
+                "account=%s imap_commands=%d round_trips=%d",
+                self.account_id,
+                commands,
+                commands - (self.pipelined_commands - pipelined_before),
+            )
             self._lock.release()
 
     def _backoff(self, retry_state: RetryCallState) -> float:
@@ -510,7 +586,12 @@ class AccountConnection:
     def _run_once(self, operation: Callable[[ImapSession], T], *, retry: bool) -> T:
         client = self.connect()
         try:
-            result = operation(ImapSession(self, client))
+            try:
+                result = self._on_fresh_view(operation, client, pipeline=True)
+            except SelectionStale:
+                # The selection reused from an earlier call was stale (then it is dropped, and this
+                # run examines the mailbox anew), or the mailbox changed under a pipelined command.
+                result = self._on_fresh_view(operation, client, pipeline=False)
         except ToolFailure:
             raise
         except TimeoutError:
@@ -530,6 +611,19 @@ class AccountConnection:
             self.discard()
             if retry:
                 raise ConnectionLost()
+        return result
+
+    def _on_fresh_view(
+        self, operation: Callable[[ImapSession], T], client: IMAPClient, *, pipeline: bool
+    ) -> T:
+        """Run ``operation``; :class:`SelectionStale` when it ran on a view found stale afterwards."""
+        session = ImapSession(self, client, pipeline=pipeline)
+        try:
+            result = operation(session)
+        except ToolFailure:
+            session.settle()  # a failure judged on a stale view is no answer either
+            raise
+        session.settle()
         return result
 
     @contextmanager

@@ -1,8 +1,8 @@
 """The one place where imapclient, socket, TLS and server errors get their domain meaning.
 
 Everything below the tools raises either a :class:`~mail_imap_mcp.envelope.ToolFailure` built here,
-or one of the internal signals defined here (:class:`ConnectionLost`, :class:`UidValidityChanged`),
-which the connection layer and the tools turn into envelopes. Messages name a
+or one of the internal signals defined here (:class:`ConnectionLost`, :class:`UidValidityChanged`,
+:class:`SelectionStale`), which the connection layer and the tools turn into envelopes. Messages name a
 setting the way the user wrote it (``ca_file in [accounts.work]`` or ``MAIL_IMAP_WORK_CA_FILE``).
 """
 
@@ -56,6 +56,10 @@ class UidValidityChanged(Exception):
         super().__init__(f"UIDVALIDITY changed from {expected} to {actual}")
         self.expected = expected
         self.actual = actual
+
+
+class SelectionStale(Exception):
+    """A selection reused from an earlier call turned out stale; the read runs again on a fresh one."""
 
 
 def is_connection_broken(exc: BaseException) -> bool:
