@@ -289,6 +289,21 @@ async def test_unknown_mailbox_is_not_found(imap_server: MatrixServer, mcp: Enve
     assert "imap_list_mailboxes" in envelope["error"]["message"]
 
 
+async def test_a_parent_folder_is_not_found_where_it_is_noselect_and_empty_where_it_is_a_mailbox(
+    imap_server: MatrixServer, user: str, mcp: EnvelopeClient
+) -> None:
+    parent = imap_server.mailbox_name("Archive")
+    imap_server.seed(user, imap_server.mailbox_name("Archive", "2024"), [dated(1, "Old", "Text")])
+    if imap_server.kind == "cyrus":
+        # Cyrus creates the parent as a real, empty mailbox.
+        data = await mcp.ok("imap_search_messages", {"mailbox": parent})
+        assert (data["mailbox"], data["total"], data["messages"]) == (parent, 0, [])
+    else:
+        # Dovecot and Courier only imply it (\Noselect): it cannot be opened.
+        envelope = await mcp.fail("imap_search_messages", {"mailbox": parent}, "not_found")
+        assert envelope["error"]["details"] == {"parameter": "mailbox", "mailbox": parent}
+
+
 async def test_folder_with_non_ascii_name_is_searchable(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
