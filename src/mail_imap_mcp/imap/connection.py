@@ -82,12 +82,19 @@ class ImapSession:
     always quoted or sent as literals, never as atoms.
     """
 
-    def __init__(self, owner: AccountConnection, client: IMAPClient, *, pipeline: bool = True) -> None:
+    def __init__(
+        self,
+        owner: AccountConnection,
+        client: IMAPClient,
+        *,
+        pipeline: bool = True,
+        current: str | None = None,
+    ) -> None:
         self._owner = owner
         self._client = client
         self._pipeline = pipeline
         # The mailbox this call has EXAMINEd or revalidated; a selection left by an earlier call is stale.
-        self._examined: str | None = None
+        self._examined: str | None = current
         # A revalidation sent but not yet answered: it rides along with the call's next command.
         self._pending: _Revalidation | None = None
 
@@ -589,9 +596,11 @@ class AccountConnection:
             try:
                 result = self._on_fresh_view(operation, client, pipeline=True)
             except SelectionStale:
-                # The selection reused from an earlier call was stale (then it is dropped, and this
-                # run examines the mailbox anew), or the mailbox changed under a pipelined command.
-                result = self._on_fresh_view(operation, client, pipeline=False)
+                # The selection reused from an earlier call was stale: it was dropped, and this run
+                # examines the mailbox anew. Or the mailbox changed under a pipelined command: the
+                # revalidation brought the selection up to date, and this run reads it as it is now.
+                current = None if self.selected is None else self.selected.name
+                result = self._on_fresh_view(operation, client, pipeline=False, current=current)
         except ToolFailure:
             raise
         except TimeoutError:
@@ -614,10 +623,15 @@ class AccountConnection:
         return result
 
     def _on_fresh_view(
-        self, operation: Callable[[ImapSession], T], client: IMAPClient, *, pipeline: bool
+        self,
+        operation: Callable[[ImapSession], T],
+        client: IMAPClient,
+        *,
+        pipeline: bool,
+        current: str | None = None,
     ) -> T:
         """Run ``operation``; :class:`SelectionStale` when it ran on a view found stale afterwards."""
-        session = ImapSession(self, client, pipeline=pipeline)
+        session = ImapSession(self, client, pipeline=pipeline, current=current)
         try:
             result = operation(session)
         except ToolFailure:
