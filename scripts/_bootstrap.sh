@@ -31,7 +31,7 @@ apt_install() {
 
 # The `dovecot` binary alone is not enough: it comes with dovecot-core, and the IMAP service itself
 # (dovecot-imapd) can be missing, e.g. after another IMAP server package replaced it.
-DOVECOT_IMAP_SERVICE=/usr/lib/dovecot/imap
+DOVECOT_IMAP_SERVICE="${DOVECOT_IMAP_SERVICE:-/usr/lib/dovecot/imap}"
 
 ensure_dovecot() {
   if ! command -v dovecot >/dev/null 2>&1 && [ ! -x /usr/sbin/dovecot ] || [ ! -x "$DOVECOT_IMAP_SERVICE" ]; then

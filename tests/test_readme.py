@@ -121,3 +121,25 @@ def test_readme_check_command_logs_in(installed_home: Path, dovecot: Dovecot, us
         f"ok   default: {dovecot.host}:{dovecot.tls_port} (tls) as {user}: logged in"
     )
     assert done.stderr == ""
+
+
+@pytest.mark.parametrize(("service", "installs"), [("/nonexistent/dovecot/imap", True), ("/bin/sh", False)])
+def test_regression_bootstrap_installs_dovecot_imapd_when_only_its_imap_service_is_missing(
+    service: str, installs: bool
+) -> None:
+    # Issue 8: with dovecot-core present and dovecot-imapd removed (another IMAP server package does
+    # that), scripts/demo and scripts/test checked only for `dovecot` and the demo died in Dovecot.
+    script = (
+        f"source {shlex.quote(str(ROOT / 'scripts' / '_bootstrap.sh'))}\n"
+        'apt_install() { echo "would install: $*"; }\n'
+        "ensure_dovecot\n"
+    )
+    done = subprocess.run(
+        ["bash", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "DOVECOT_IMAP_SERVICE": service},
+        check=True,
+    )
+    assert ("would install: dovecot-imapd" in done.stdout) is installs
