@@ -3,7 +3,8 @@
 Courier describes every message without a MIME-Version header as one text/plain part, whatever its
 Content-Type says; an HTML body then came back as raw markup (hidden block included) and a multipart's
 attachments went unlisted. The unit tests in tests/unit/test_read_fallback.py feed such structures;
-here the same messages go through a real server end to end.
+here the same messages go through every server of the matrix end to end (on Courier it failed: 69 of
+209 messages of a test corpus rendered differently from Dovecot).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from tests.support.envelope_client import EnvelopeClient
 pytestmark = pytest.mark.anyio
 
 
-async def test_html_message_without_mime_version_reads_as_text_without_hidden_content(
-    mail_server: MatrixServer, user: str, mcp: EnvelopeClient
+async def test_regression_html_message_without_mime_version_reads_as_text_without_hidden_content(
+    imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
     # Courier describes such messages as text/plain (raw HTML would reach the agent, hidden block and
     # all); Dovecot follows Content-Type. Either way the result must be rendered text, and a multipart
@@ -40,7 +41,7 @@ async def test_html_message_without_mime_version_reads_as_text_without_hidden_co
         b"Content-Disposition: attachment; filename=r.pdf\r\nContent-Transfer-Encoding: base64\r\n\r\n"
         b"JVBERi0=\r\n--b--\r\n"
     )
-    mail_server.seed(user, "INBOX", [html_only, mixed])
+    imap_server.seed(user, "INBOX", [html_only, mixed])
     summaries = (await mcp.ok("imap_search_messages", {"snippet_chars": 200}))["messages"]
     by_uid = {m["uid"]: m for m in summaries}
     assert by_uid[1]["snippet"] == "Read this (https://example.com/x)."
