@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import pytest
@@ -40,35 +40,37 @@ def anyio_backend() -> str:
 SESSION_PASSWORD = secrets.token_hex(12)
 
 
-@pytest.fixture(scope="session")
-def dovecot() -> Iterator[Dovecot]:
-    with Dovecot(strict_listener=True, password=SESSION_PASSWORD) as server:
+ServerT = TypeVar("ServerT", Dovecot, Cyrus, Courier)
+
+
+def _serve(server: ServerT) -> Iterator[ServerT]:
+    """Run a session-scoped server whose users log in with ``SESSION_PASSWORD`` (from ``PASSWORD_ENV``)."""
+    with server:
         os.environ[PASSWORD_ENV] = server.password
         yield server
+
+
+@pytest.fixture(scope="session")
+def dovecot() -> Iterator[Dovecot]:
+    yield from _serve(Dovecot(strict_listener=True, password=SESSION_PASSWORD))
 
 
 @pytest.fixture(scope="session")
 def cyrus() -> Iterator[Cyrus]:
     """Cyrus IMAP in its default namespace (separator ``.``, folders below ``INBOX.``)."""
-    with Cyrus(password=SESSION_PASSWORD) as server:
-        os.environ[PASSWORD_ENV] = server.password
-        yield server
+    yield from _serve(Cyrus(password=SESSION_PASSWORD))
 
 
 @pytest.fixture(scope="session")
 def cyrus_altns() -> Iterator[Cyrus]:
     """Cyrus IMAP with altnamespace + unixhierarchysep (separator ``/``, folders beside INBOX)."""
-    with Cyrus(altnamespace=True, password=SESSION_PASSWORD) as server:
-        os.environ[PASSWORD_ENV] = server.password
-        yield server
+    yield from _serve(Cyrus(altnamespace=True, password=SESSION_PASSWORD))
 
 
 @pytest.fixture(scope="session")
 def courier() -> Iterator[Courier]:
     """Courier-IMAP (separator ``.``, folders below ``INBOX.``; no SPECIAL-USE, no MULTIAPPEND)."""
-    with Courier(password=SESSION_PASSWORD) as server:
-        os.environ[PASSWORD_ENV] = server.password
-        yield server
+    yield from _serve(Courier(password=SESSION_PASSWORD))
 
 
 #: The session fixtures of the servers of the matrix, in the order tests run on them.

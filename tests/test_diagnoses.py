@@ -20,6 +20,7 @@ from mcp import Client, StdioServerParameters
 from mail_imap_mcp.config import load_config
 from mail_imap_mcp.imap.providers import GENERIC_LOGIN_HINT, login_hint, provider_for
 from tests.conftest import AccountFactory, make_config, open_client
+from tests.support import accounts
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
@@ -36,17 +37,7 @@ async def first_failure(config: Any, code: str) -> dict[str, Any]:
 
 
 def env_account(dovecot: Dovecot, user: str, **variables: str) -> dict[str, str]:
-    env = {
-        "MAIL_IMAP_DEFAULT_HOST": dovecot.host,
-        "MAIL_IMAP_DEFAULT_PORT": str(dovecot.tls_port),
-        "MAIL_IMAP_DEFAULT_USER": user,
-        "MAIL_IMAP_DEFAULT_PASS": dovecot.password,
-        "MAIL_IMAP_DEFAULT_SECURE": "true",
-        "MAIL_IMAP_DEFAULT_CA_FILE": str(dovecot.ca_file),
-        "HOME": "/nonexistent",
-        **variables,
-    }
-    return {name: value for name, value in env.items() if value}
+    return {**accounts.env_account(dovecot, user, **variables), "HOME": "/nonexistent"}
 
 
 @pytest.mark.anyio

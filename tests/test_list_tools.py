@@ -180,16 +180,9 @@ async def test_env_only_account_works_end_to_end(
     imap_server: MatrixServer, user: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from mail_imap_mcp.config import load_config
+    from tests.support.accounts import env_account
 
-    env = {
-        "MAIL_IMAP_WORK_HOST": imap_server.host,
-        "MAIL_IMAP_WORK_PORT": str(imap_server.tls_port),
-        "MAIL_IMAP_WORK_USER": user,
-        "MAIL_IMAP_WORK_PASS": imap_server.password,
-        "MAIL_IMAP_WORK_SECURE": "true",
-        "MAIL_IMAP_WORK_CA_FILE": str(imap_server.ca_file),
-        "HOME": "/nonexistent",
-    }
+    env = {**env_account(imap_server, user, "WORK"), "HOME": "/nonexistent"}
     config = load_config(None, env)
     monkeypatch.setenv("MAIL_IMAP_WORK_PASS", imap_server.password)
     async for mcp in open_client(config):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
+from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml, env_account
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 
@@ -145,16 +145,7 @@ async def test_stdio_server_configured_only_by_the_readme_env_block(
     params = StdioServerParameters(
         command=SERVER,
         args=["serve"],
-        env={
-            "MAIL_IMAP_DEFAULT_HOST": dovecot.host,
-            "MAIL_IMAP_DEFAULT_PORT": str(dovecot.tls_port),
-            "MAIL_IMAP_DEFAULT_USER": user,
-            "MAIL_IMAP_DEFAULT_PASS": dovecot.password,
-            "MAIL_IMAP_DEFAULT_SECURE": "true",
-            "MAIL_IMAP_DEFAULT_CA_FILE": str(dovecot.ca_file),
-            "HOME": str(tmp_path),
-            "PATH": os.environ["PATH"],
-        },
+        env={**env_account(dovecot, user), "HOME": str(tmp_path), "PATH": os.environ["PATH"]},
     )
     async with Client(params) as client:
         mcp = EnvelopeClient(client)

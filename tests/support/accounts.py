@@ -38,3 +38,23 @@ def config_toml(accounts: dict[str, dict[str, Any]]) -> str:
         )
         for account_id, settings in accounts.items()
     )
+
+
+def env_account(
+    server: ImapServer, user: str, account_id: str = "DEFAULT", **variables: str
+) -> dict[str, str]:
+    """``MAIL_IMAP_<ID>_*`` variables of an environment-only account for ``user`` over verified TLS.
+
+    ``variables`` add or override (an empty value drops the variable).
+    """
+    prefix = f"MAIL_IMAP_{account_id}_"
+    env = {
+        f"{prefix}HOST": server.host,
+        f"{prefix}PORT": str(server.tls_port),
+        f"{prefix}USER": user,
+        f"{prefix}PASS": server.password,
+        f"{prefix}SECURE": "true",
+        f"{prefix}CA_FILE": str(server.ca_file),
+        **variables,
+    }
+    return {name: value for name, value in env.items() if value}

@@ -175,12 +175,12 @@ class ImapSession:
         self._owner.pipelined_commands += 2 if pipelined else 1
         imap = self._client._imap
         try:
-            imap._command_complete("NOOP", pending.noop_tag)
-            typ, _ = imap._command_complete("STATUS", pending.status_tag)
+            noop, _ = imap._command_complete("NOOP", pending.noop_tag)
+            status, _ = imap._command_complete("STATUS", pending.status_tag)
         except imaplib.IMAP4.error as exc:
             if is_connection_broken(exc) or isinstance(exc, imaplib.IMAP4.abort):
                 raise
-            typ = "BAD"
+            noop = status = "BAD"
         answer = b" ".join(
             part for item in imap.untagged_responses.pop("STATUS", []) for part in _flatten(item)
         )
@@ -193,7 +193,7 @@ class ImapSession:
         uidvalidity = re.search(rb"UIDVALIDITY (\d+)", answer)
         if (
             warned
-            or typ != "OK"
+            or (noop, status) != ("OK", "OK")
             or uidvalidity is None
             or int(uidvalidity.group(1)) != pending.state.uidvalidity
         ):
