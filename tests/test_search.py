@@ -426,23 +426,19 @@ async def test_server_refusing_utf8_search_is_reported_not_silently_empty(
 ) -> None:
     # The servers of the matrix accept CHARSET UTF-8; servers that do not answer NO [BADCHARSET]. Inject
     # that answer.
+    from imapclient import IMAPClient
     from imapclient.exceptions import IMAPClientError
-
-    from mail_imap_mcp.imap.connection import ImapSession
 
     imap_server.seed(user, "INBOX", [dated(0, "Grüße", "x")])
     refusal = IMAPClientError("SEARCH command error: NO [b'[BADCHARSET (US-ASCII)] Unsupported charset']")
-    for name in ("uid_search", "uid_search_count"):
-        original = getattr(ImapSession, name)
+    original = IMAPClient._raw_command_untagged
 
-        def refuse_utf8(
-            self: ImapSession, criteria: list[Any], *, charset: str | None = None, original: Any = original
-        ) -> Any:
-            if charset:
-                raise refusal
-            return original(self, criteria, charset=charset)
+    def refuse_utf8(self: IMAPClient, command: bytes, args: list[bytes], *more: Any, **options: Any) -> Any:
+        if b"CHARSET" in args:  # what the server would answer, at the wire's edge
+            raise refusal
+        return original(self, command, args, *more, **options)
 
-        monkeypatch.setattr(ImapSession, name, refuse_utf8)
+    monkeypatch.setattr(IMAPClient, "_raw_command_untagged", refuse_utf8)
     envelope = await mcp.call("imap_search_messages", {"subject": "Grüße"})
     assert envelope["success"] is True
     data = envelope["data"]

@@ -35,17 +35,22 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from mail_imap_mcp.config import AccountConfig, Security
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.errors import (
+    CharsetRejected,
     ConnectionLost,
     ConnectPhase,
     ConnectProgress,
     SelectionStale,
+    account_busy,
     connect_failure,
+    connection_lost,
     is_connection_broken,
     login_disabled,
     mailbox_not_found,
     mailbox_vanished,
+    rejects_charset,
     says_mailbox_missing,
     starttls_missing,
+    timed_out,
 )
 
 log = logging.getLogger("mail_imap_mcp.imap")
@@ -307,6 +312,8 @@ class ImapSession:
             if is_connection_broken(exc):
                 raise
             self.settle(pipelined=True)
+            if rejects_charset(exc):
+                raise CharsetRejected() from None
             state = self._owner.selected
             if state is None or not says_mailbox_missing(exc):
                 raise
@@ -532,11 +539,7 @@ class AccountConnection:
         """
         deadline = time.monotonic() + self.budget_s
         if not self._lock.acquire(timeout=self.budget_s):
-            raise ToolFailure(
-                ErrorCode.TIMEOUT,
-                f"Account {self.account_id!r} is busy with another call; try again shortly.",
-                details={"account_id": self.account_id},
-            )
+            raise account_busy(self.account_id)
         self._budget.deadline = deadline
         commands_before = self.commands_sent
         pipelined_before = self.pipelined_commands
@@ -555,12 +558,8 @@ class AccountConnection:
             raise AssertionError("unreachable")  # pragma: no cover
         except ConnectionLost:
             if self._budget.remaining() <= 0:
-                raise self._timed_out() from None
-            raise ToolFailure(
-                ErrorCode.UNAVAILABLE,
-                f"Lost the connection to {self.config.host} and could not re-establish it; retry shortly.",
-                details={"account_id": self.account_id},
-            ) from None
+                raise timed_out(self.account_id, self.config, self.budget_s) from None
+            raise connection_lost(self.account_id, self.config) from None
         finally:
             self._budget.deadline = math.inf
             # Benchmarks read this line (MAIL_IMAP_MCP_LOG_LEVEL=DEBUG) to count round trips per call.
@@ -578,18 +577,6 @@ class AccountConnection:
         self._budget.deadline += RETRY_BACKOFF_S
         return RETRY_BACKOFF_S
 
-    def _timed_out(self) -> ToolFailure:
-        return ToolFailure(
-            ErrorCode.TIMEOUT,
-            f"The IMAP server {self.config.host} did not answer in time (command timeout "
-            f"{self.config.command_timeout_s:g}s, call budget {self.budget_s:g}s); retry shortly.",
-            details={
-                "account_id": self.account_id,
-                "timeout_s": self.config.command_timeout_s,
-                "budget_s": self.budget_s,
-            },
-        )
-
     def _run_once(self, operation: Callable[[ImapSession], T], *, retry: bool) -> T:
         client = self.connect()
         try:
@@ -605,7 +592,7 @@ class AccountConnection:
             raise
         except TimeoutError:
             self.discard()
-            raise self._timed_out() from None
+            raise timed_out(self.account_id, self.config, self.budget_s) from None
         except Exception as exc:
             if is_connection_broken(exc):
                 log.info("account=%s connection lost (%s); reconnecting", self.account_id, type(exc).__name__)

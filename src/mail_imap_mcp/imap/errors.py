@@ -2,7 +2,7 @@
 
 Everything below the tools raises either a :class:`~mail_imap_mcp.envelope.ToolFailure` built here,
 or one of the internal signals defined here (:class:`ConnectionLost`, :class:`UidValidityChanged`,
-:class:`SelectionStale`), which the connection layer and the tools turn into envelopes. Messages name a
+:class:`SelectionStale`, :class:`CharsetRejected`), which the connection layer and the tools turn into envelopes. Messages name a
 setting the way the user wrote it (``ca_file in [accounts.work]`` or ``MAIL_IMAP_WORK_CA_FILE``).
 """
 
@@ -58,6 +58,10 @@ class UidValidityChanged(Exception):
         self.actual = actual
 
 
+class CharsetRejected(Exception):
+    """The server refused ``CHARSET UTF-8`` for a non-ASCII search (``NO [BADCHARSET]``)."""
+
+
 class SelectionStale(Exception):
     """A selection reused from an earlier call turned out stale; the read runs again on a fresh one."""
 
@@ -78,6 +82,39 @@ def says_mailbox_missing(exc: BaseException) -> bool:
         return False
     text = str(exc).encode("utf-8", "replace")
     return _MAILBOX_MISSING.search(text) is not None
+
+
+def rejects_charset(exc: BaseException) -> bool:
+    """True when the server refused the search's CHARSET (RFC 3501 ``[BADCHARSET]``)."""
+    return isinstance(exc, imaplib.IMAP4.error | IMAPClientError) and "BADCHARSET" in str(exc).upper()
+
+
+def account_busy(account_id: str) -> ToolFailure:
+    """Another call held the account's connection for the whole of this call's budget."""
+    return ToolFailure(
+        ErrorCode.TIMEOUT,
+        f"Account {account_id!r} is busy with another call; try again shortly.",
+        details={"account_id": account_id},
+    )
+
+
+def timed_out(account_id: str, config: AccountConfig, budget_s: float) -> ToolFailure:
+    """The server did not answer within the call's budget."""
+    return ToolFailure(
+        ErrorCode.TIMEOUT,
+        f"The IMAP server {config.host} did not answer in time (command timeout "
+        f"{config.command_timeout_s:g}s, call budget {budget_s:g}s); retry shortly.",
+        details={"account_id": account_id, "timeout_s": config.command_timeout_s, "budget_s": budget_s},
+    )
+
+
+def connection_lost(account_id: str, config: AccountConfig) -> ToolFailure:
+    """The connection died and a new one could not be made within the call."""
+    return ToolFailure(
+        ErrorCode.UNAVAILABLE,
+        f"Lost the connection to {config.host} and could not re-establish it; retry shortly.",
+        details={"account_id": account_id},
+    )
 
 
 def mailbox_not_found(mailbox: str) -> ToolFailure:

@@ -19,7 +19,6 @@ from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import Any
 
-from imapclient.exceptions import IMAPClientError
 from imapclient.imapclient import format_criteria_date
 
 from mail_imap_mcp.imap.connection import ImapSession, MailboxState
@@ -33,10 +32,6 @@ WINDOW_GROWTH = 4
 
 class CursorError(ValueError):
     """The cursor is garbled, from another version, or does not fit the request."""
-
-
-class CharsetRejected(Exception):
-    """The server refused ``CHARSET UTF-8`` for a non-ASCII search."""
 
 
 _TEXT_FIELDS = ("text", "from_", "to", "cc", "subject", "body")
@@ -193,22 +188,9 @@ def search_page(
     charset = "UTF-8" if search.needs_utf8 else None
     criteria = search.criteria()
 
-    def run(keys: list[bytes | str | int]) -> list[int]:
-        try:
-            return session.uid_search(keys, charset=charset)
-        except IMAPClientError as exc:
-            if charset and "BADCHARSET" in str(exc).upper():
-                raise CharsetRejected() from None
-            raise
-
     total = cursor.total if cursor else None
     if total is None and not search.is_all:
-        try:
-            total = session.uid_search_count(criteria, charset=charset)
-        except IMAPClientError as exc:
-            if charset and "BADCHARSET" in str(exc).upper():
-                raise CharsetRejected() from None
-            raise
+        total = session.uid_search_count(criteria, charset=charset)
         if total == 0:
             return SearchPage(state, [], 0, False, None)
 
@@ -226,7 +208,8 @@ def search_page(
         if hi is not None and hi < 1:
             break
         lo = max(1, top - window + 1)
-        found = run([b"UID", f"{lo}:{hi if hi is not None else '*'}".encode(), *criteria])
+        window_keys: list[bytes | str | int] = [b"UID", f"{lo}:{hi if hi is not None else '*'}".encode()]
+        found = session.uid_search([*window_keys, *criteria], charset=charset)
         # 'n:*' also matches the highest UID when it is below n; keep only the window.
         found = [u for u in found if u >= lo and (hi is None or u <= hi) and (upper is None or u <= upper)]
         matches.extend(sorted(found, reverse=True))

@@ -12,11 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap.connection import ImapSession
-from mail_imap_mcp.imap.errors import UidValidityChanged
+from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged
 from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
 from mail_imap_mcp.imap.models import MessageSummary
 from mail_imap_mcp.imap.search import (
-    CharsetRejected,
     CursorError,
     CursorState,
     SearchFilter,
