@@ -248,6 +248,7 @@ def envelope_tool(
     data_model: type[BaseModel],
     handler: Callable[[InputT], ToolResult[Any]],
     read_only: bool = True,
+    destructive: bool = False,
     idempotent: bool = True,
     open_world: bool = True,
 ) -> EnvelopeTool:
@@ -264,7 +265,7 @@ def envelope_tool(
         annotations=ToolAnnotations(
             title=title,
             read_only_hint=read_only,
-            destructive_hint=False if read_only else None,
+            destructive_hint=destructive and not read_only,
             idempotent_hint=idempotent,
             open_world_hint=open_world,
         ),

@@ -1,9 +1,10 @@
-"""The tools: each module validates input, calls the IMAP layer and builds an envelope."""
+"""The tools: each module declares one :class:`~mail_imap_mcp.tools.spec.ToolSpec` (``TOOL``) and
+validates input, calls the IMAP layer and builds an envelope."""
 
 from __future__ import annotations
 
 import functools
-from types import ModuleType
+from typing import Any
 
 from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
 from mail_imap_mcp.tools import (
@@ -14,27 +15,31 @@ from mail_imap_mcp.tools import (
     search_messages,
 )
 from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.tools.spec import Effect, ToolSpec
 
-# (module, input model, data model) in the order clients list them.
-TOOL_MODULES: list[tuple[ModuleType, type, type]] = [
-    (list_accounts, list_accounts.ListAccountsInput, list_accounts.ListAccountsData),
-    (list_mailboxes, list_mailboxes.ListMailboxesInput, list_mailboxes.ListMailboxesData),
-    (search_messages, search_messages.SearchMessagesInput, search_messages.SearchMessagesData),
-    (get_message, get_message.GetMessageInput, get_message.GetMessageData),
-    (get_message_raw, get_message_raw.GetMessageRawInput, get_message_raw.GetMessageRawData),
+#: Every tool, in the order clients list them.
+TOOLS: list[ToolSpec[Any]] = [
+    list_accounts.TOOL,
+    list_mailboxes.TOOL,
+    search_messages.TOOL,
+    get_message.TOOL,
+    get_message_raw.TOOL,
 ]
 
 
 def build_tools(app: AppContext) -> list[EnvelopeTool]:
-    """One envelope tool per module, its handler bound to ``app``."""
+    """One envelope tool per declaration, its handler bound to ``app``."""
     return [
         envelope_tool(
-            name=module.NAME,
-            title=module.TITLE,
-            description=module.DESCRIPTION,
-            input_model=input_model,
-            data_model=data_model,
-            handler=functools.partial(module.handle, app),
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
+            input_model=spec.input_model,
+            data_model=spec.data_model,
+            handler=functools.partial(spec.handle, app),
+            read_only=not spec.writes,
+            destructive=spec.effect is Effect.DESTRUCTIVE,
+            idempotent=spec.idempotent,
         )
-        for module, input_model, data_model in TOOL_MODULES
+        for spec in TOOLS
     ]

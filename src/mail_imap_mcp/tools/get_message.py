@@ -18,6 +18,7 @@ from mail_imap_mcp.tools.messages import (
     message_gone,
     resolve_message,
 )
+from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_get_message"
 TITLE = "Read a message"
@@ -90,3 +91,14 @@ def handle(app: AppContext, args: GetMessageInput) -> ToolResult[GetMessageData]
     )
     subject = message.subject or "(no subject)"
     return ToolResult(summary=f"Message retrieved: {subject[:120]}", data=data, warnings=warnings)
+
+
+TOOL = ToolSpec(
+    name=NAME,
+    title=TITLE,
+    description=DESCRIPTION,
+    input_model=GetMessageInput,
+    data_model=GetMessageData,
+    handle=handle,
+    errors=ERRORS,
+)

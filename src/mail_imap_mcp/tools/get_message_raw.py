@@ -18,6 +18,7 @@ from mail_imap_mcp.tools.messages import (
     message_gone,
     resolve_message,
 )
+from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_get_message_raw"
 TITLE = "Read raw message source"
@@ -83,3 +84,14 @@ def handle(app: AppContext, args: GetMessageRawInput) -> ToolResult[GetMessageRa
     )
     summary = f"{len(window.data)} byte(s) of {window.total_size_bytes} from offset {args.offset_bytes}"
     return ToolResult(summary=summary, data=data, warnings=warnings)
+
+
+TOOL = ToolSpec(
+    name=NAME,
+    title=TITLE,
+    description=DESCRIPTION,
+    input_model=GetMessageRawInput,
+    data_model=GetMessageRawData,
+    handle=handle,
+    errors=ERRORS,
+)

@@ -7,6 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mail_imap_mcp.envelope import NextAction, Payload
 from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_list_accounts"
 TITLE = "List IMAP accounts"
@@ -63,3 +64,14 @@ def handle(app: AppContext, args: ListAccountsInput) -> ToolResult[ListAccountsD
         summary=f"{len(accounts)} account(s) configured",
         data=ListAccountsData(accounts=accounts, next_action=next_action),
     )
+
+
+TOOL = ToolSpec(
+    name=NAME,
+    title=TITLE,
+    description=DESCRIPTION,
+    input_model=ListAccountsInput,
+    data_model=ListAccountsData,
+    handle=handle,
+    errors=ERRORS,
+)

@@ -9,6 +9,7 @@ from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes, mailbox_counts
 from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
+from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_list_mailboxes"
 TITLE = "List mailboxes"
@@ -109,3 +110,14 @@ def handle(app: AppContext, args: ListMailboxesInput) -> ToolResult[ListMailboxe
     return ToolResult(
         summary=f"{len(shown)} mailbox(es) in account {connection.account_id!r}", data=data, warnings=warnings
     )
+
+
+TOOL = ToolSpec(
+    name=NAME,
+    title=TITLE,
+    description=DESCRIPTION,
+    input_model=ListMailboxesInput,
+    data_model=ListMailboxesData,
+    handle=handle,
+    errors=ERRORS,
+)

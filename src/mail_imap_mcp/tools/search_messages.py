@@ -24,6 +24,7 @@ from mail_imap_mcp.imap.search import (
 )
 from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
 from mail_imap_mcp.tools.messages import MailboxName, SearchText, UntrustedContent, conflict
+from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_search_messages"
 TITLE = "Search messages"
@@ -296,3 +297,14 @@ def handle(app: AppContext, args: SearchMessagesInput) -> ToolResult[SearchMessa
         warnings.append(f"{len(batch.issues)} message(s) could not be read; see data.issues.")
     summary = f"{len(messages)} message(s) returned ({shown} in {args.mailbox}, newest first)"
     return ToolResult(summary=summary, data=data, warnings=warnings)
+
+
+TOOL = ToolSpec(
+    name=NAME,
+    title=TITLE,
+    description=DESCRIPTION,
+    input_model=SearchMessagesInput,
+    data_model=SearchMessagesData,
+    handle=handle,
+    errors=ERRORS,
+)

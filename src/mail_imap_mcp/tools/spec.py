@@ -1,0 +1,59 @@
+"""The contract of a tool: one declaration per tool module, from which everything else is generated.
+
+Registration (:func:`mail_imap_mcp.tools.build_tools`), the ``tools/list`` snapshot and docs/tools.md
+all read :class:`ToolSpec`; a reader finds a tool's whole story (what it is for, its arguments, its
+data, its errors, whether it changes mail) in its own module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.tools.context import AppContext
+
+InputT = TypeVar("InputT", bound=BaseModel)
+
+
+class Effect(StrEnum):
+    """What a tool does to the user's mail; decides its MCP annotations and the write gate."""
+
+    READ = "read"
+    #: Changes mail, but nothing is lost (flags, copy, create a mailbox, save a draft).
+    WRITE = "write"
+    #: Moves or removes something (move, delete, rename, delete a mailbox).
+    DESTRUCTIVE = "destructive"
+
+
+@dataclass(frozen=True)
+class ToolSpec(Generic[InputT]):
+    """One tool: name, words for the model, models, handler, errors, and its effect on mail."""
+
+    name: str
+    title: str
+    description: str
+    input_model: type[InputT]
+    data_model: type[BaseModel]
+    handle: Callable[[AppContext, InputT], ToolResult[Any]]
+    errors: Mapping[str, str]
+    effect: Effect = Effect.READ
+    #: Calling it twice with the same arguments has the effect of calling it once.
+    idempotent: bool = True
+
+    @property
+    def writes(self) -> bool:
+        return self.effect is not Effect.READ
+
+    def annotations(self) -> dict[str, Any]:
+        """The MCP tool annotations (``readOnlyHint``, ``destructiveHint``, ...) of this tool."""
+        return {
+            "readOnlyHint": not self.writes,
+            "destructiveHint": self.effect is Effect.DESTRUCTIVE,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": True,
+        }
