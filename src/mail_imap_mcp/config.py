@@ -39,6 +39,7 @@ ENV_SUFFIXES = {
     "password_env": "PASS",
     "security": "SECURITY",
     "ca_file": "CA_FILE",
+    "write_enabled": "WRITE_ENABLED",
 }
 _SECURE_SUFFIX = "SECURE"
 _KNOWN_SUFFIXES = (*ENV_SUFFIXES.values(), _SECURE_SUFFIX)
@@ -105,6 +106,23 @@ class AccountConfig(BaseModel):
         gt=0,
         le=600,
         description="Budget for each IMAP command (login included), within the call's overall budget.",
+    )
+    write_enabled: bool | None = Field(
+        default=None,
+        description="Allow write tools (flags, move, copy, delete, mailboxes, drafts) on this account; "
+        "unset means [server] write_enabled.",
+    )
+    trash_mailbox: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1000,
+        description="Where deleted messages go when the server marks no mailbox as \\Trash.",
+    )
+    drafts_mailbox: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1000,
+        description="Where drafts are saved when the server marks no mailbox as \\Drafts.",
     )
 
     @model_validator(mode="after")
@@ -195,7 +213,14 @@ class ServerSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     write_enabled: bool = Field(
-        default=False, description="Reserved for write tools; no write tool exists yet."
+        default=False,
+        description="Allow write tools on every account that does not set its own write_enabled. "
+        "When no account allows writes, write tools are not even listed.",
+    )
+    allow_permanent_delete: bool = Field(
+        default=False,
+        description="Allow imap_apply_to_messages to expunge (permanent: true, after confirmation); "
+        "otherwise deleting moves messages to Trash.",
     )
     max_mailboxes: int = Field(
         default=1000, ge=1, le=100_000, description="Most mailboxes one imap_list_mailboxes call returns."
@@ -225,6 +250,11 @@ class Config(BaseModel):
 
     accounts: dict[str, AccountConfig] = Field(default_factory=dict)
     server: ServerSettings = Field(default_factory=ServerSettings)
+
+    def writes_allowed(self, account_id: str) -> bool:
+        """Whether write tools may change mail of ``account_id``."""
+        own = self.accounts[account_id].write_enabled
+        return self.server.write_enabled if own is None else own
 
     @model_validator(mode="after")
     def _check_ids(self) -> Config:
@@ -323,6 +353,8 @@ def env_accounts(
             raw["security"] = "tls" if _truthy(env[f"{prefix}SECURE"]) else "starttls"
         if f"{prefix}CA_FILE" in env:
             raw["ca_file"] = env[f"{prefix}CA_FILE"]
+        if f"{prefix}WRITE_ENABLED" in env:
+            raw["write_enabled"] = _truthy(env[f"{prefix}WRITE_ENABLED"])
         accounts[match.group(1).lower()] = raw
     write = env.get("MAIL_IMAP_WRITE_ENABLED")
     return accounts, (None if write is None else _truthy(write))

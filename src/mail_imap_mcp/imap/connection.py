@@ -22,7 +22,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -39,7 +39,9 @@ from mail_imap_mcp.imap.errors import (
     ConnectionLost,
     ConnectPhase,
     ConnectProgress,
+    OutcomeUnknown,
     SelectionStale,
+    UidValidityChanged,
     account_busy,
     connect_failure,
     connection_lost,
@@ -65,12 +67,13 @@ _READ_CHUNK = 64 * 1024
 
 @dataclass
 class MailboxState:
-    """What EXAMINE told us about the selected mailbox."""
+    """What EXAMINE (``readonly``) or SELECT told us about the selected mailbox."""
 
     name: str
     uidvalidity: int
     uidnext: int
     exists: int
+    readonly: bool = True
 
 
 @dataclass
@@ -129,7 +132,7 @@ class ImapSession:
         call the selection is reused, with the EXISTS/EXPUNGE updates seen since.
         """
         state = self._owner.selected
-        if state is not None and state.name == mailbox:
+        if state is not None and state.name == mailbox and state.readonly:
             if self._examined == mailbox:
                 return self.refresh_counts(state)
             self._send_revalidation(state)
@@ -139,9 +142,20 @@ class ImapSession:
             with contextlib.suppress(SelectionStale):
                 self.settle()
                 return self.refresh_counts(state)
+        return self._open(mailbox, readonly=True)
+
+    def select(self, mailbox: str, *, uidvalidity: int | None = None) -> MailboxState:
+        """Select ``mailbox`` read-write for a write: always a new SELECT, so the write acts on the
+        mailbox as it is; with ``uidvalidity``, :class:`UidValidityChanged` when it is not that one."""
+        state = self._open(mailbox, readonly=False)
+        if uidvalidity is not None and state.uidvalidity != uidvalidity:
+            raise UidValidityChanged(uidvalidity, state.uidvalidity)
+        return state
+
+    def _open(self, mailbox: str, *, readonly: bool) -> MailboxState:
         client = self.client
         try:
-            response = client.select_folder(mailbox, readonly=True)
+            response = client.select_folder(mailbox, readonly=readonly)
         except IMAPClientError as exc:
             if is_connection_broken(exc):
                 raise
@@ -152,12 +166,26 @@ class ImapSession:
             uidvalidity=int(response.get(b"UIDVALIDITY", 0)),
             uidnext=int(response.get(b"UIDNEXT", 0)),
             exists=int(response.get(b"EXISTS", 0)),
+            readonly=readonly,
         )
         self._owner.selected = state
         self._examined = mailbox
-        # EXAMINE answered everything the server had queued for the old view.
+        # SELECT/EXAMINE answered everything the server had queued for the old view.
         client._imap.untagged_responses.pop("EXPUNGE", None)
         return state
+
+    @contextmanager
+    def write_command(self, uids: Sequence[int] = ()) -> Iterator[None]:
+        """Send one command that changes mail. It is never retried: when the connection dies after it
+        was sent, :class:`OutcomeUnknown` (for ``uids``) says the change may or may not have happened."""
+        self._owner.writes_sent += 1
+        try:
+            yield
+        except Exception as exc:
+            if not is_connection_broken(exc) and not isinstance(exc, TimeoutError):
+                raise
+            self._owner.discard()
+            raise OutcomeUnknown(list(uids)) from exc
 
     def _send_revalidation(self, state: MailboxState) -> None:
         imap = self._client._imap
@@ -225,7 +253,8 @@ class ImapSession:
     def deselect(self) -> None:
         """Leave the selected mailbox, so STATUS of it is answered from the mailbox, not a stale view.
 
-        UNSELECT where advertised, else CLOSE, which expunges nothing after EXAMINE (RFC 3501 6.4.2).
+        UNSELECT where advertised, else CLOSE, which expunges nothing after EXAMINE (RFC 3501 6.4.2), so
+        a read-write selection is first EXAMINEd.
         """
         state = self._owner.selected
         if state is None:
@@ -233,6 +262,8 @@ class ImapSession:
         if "UNSELECT" in self.capabilities:
             self.client.unselect_folder()
         else:
+            if not state.readonly:  # CLOSE of a read-write selection would expunge
+                self.client.select_folder(state.name, readonly=True)
             self.client.close_folder()
         self._forget_selection()
 
@@ -514,6 +545,8 @@ class AccountConnection:
         self.logins = 0
         #: Commands whose answer came with another command's (no round trip of their own).
         self.pipelined_commands = 0
+        #: Commands sent that change mail (see :meth:`ImapSession.write_command`).
+        self.writes_sent = 0
         self._commands_before = 0
         self._budget = CallBudget(config.command_timeout_s)
 
@@ -528,7 +561,16 @@ class AccountConnection:
         """What one call may take: ``connect_timeout_s + command_timeout_s`` (plus the retry's pause)."""
         return self.config.connect_timeout_s + self.config.command_timeout_s
 
-    def run(self, operation: Callable[[ImapSession], T], *, retry: bool = True) -> T:
+    def run_write(self, operation: Callable[[ImapSession], T]) -> T:
+        """Run an ``operation`` that changes mail: never retried, never run twice, nothing pipelined.
+
+        The operation selects its mailbox read-write with :meth:`ImapSession.select` and sends each
+        change inside :meth:`ImapSession.write_command`. A connection lost before any change was sent
+        is ``unavailable`` (nothing changed); after, :class:`OutcomeUnknown` reaches the caller.
+        """
+        return self.run(operation, retry=False, write=True)
+
+    def run(self, operation: Callable[[ImapSession], T], *, retry: bool = True, write: bool = False) -> T:
         """Run ``operation`` on a live session within the call's budget.
 
         If the connection turns out dead (idle logout, reset, restart) and ``retry`` is set, reconnect
@@ -545,7 +587,7 @@ class AccountConnection:
         pipelined_before = self.pipelined_commands
         try:
             for attempt in Retrying(
-                stop=stop_after_attempt(2 if retry else 1),
+                stop=stop_after_attempt(2 if retry and not write else 1),
                 wait=self._backoff,
                 # Retry only while time is left: a retry never gets a budget of its own.
                 retry=retry_if_exception(
@@ -554,7 +596,7 @@ class AccountConnection:
                 reraise=True,
             ):
                 with attempt:
-                    return self._run_once(operation, retry=retry)
+                    return self._run_once(operation, retry=retry and not write, pipeline=not write)
             raise AssertionError("unreachable")  # pragma: no cover
         except ConnectionLost:
             if self._budget.remaining() <= 0:
@@ -577,11 +619,11 @@ class AccountConnection:
         self._budget.deadline += RETRY_BACKOFF_S
         return RETRY_BACKOFF_S
 
-    def _run_once(self, operation: Callable[[ImapSession], T], *, retry: bool) -> T:
+    def _run_once(self, operation: Callable[[ImapSession], T], *, retry: bool, pipeline: bool) -> T:
         client = self.connect()
         try:
             try:
-                result = self._on_fresh_view(operation, client, pipeline=True)
+                result = self._on_fresh_view(operation, client, pipeline=pipeline)
             except SelectionStale:
                 # The selection reused from an earlier call was stale: it was dropped, and this run
                 # examines the mailbox anew. Or the mailbox changed under a pipelined command: the

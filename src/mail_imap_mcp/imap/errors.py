@@ -2,7 +2,7 @@
 
 Everything below the tools raises either a :class:`~mail_imap_mcp.envelope.ToolFailure` built here,
 or one of the internal signals defined here (:class:`ConnectionLost`, :class:`UidValidityChanged`,
-:class:`SelectionStale`, :class:`CharsetRejected`), which the connection layer and the tools turn into envelopes. Messages name a
+:class:`SelectionStale`, :class:`CharsetRejected`, :class:`OutcomeUnknown`), which the connection layer and the tools turn into envelopes. Messages name a
 setting the way the user wrote it (``ca_file in [accounts.work]`` or ``MAIL_IMAP_WORK_CA_FILE``).
 """
 
@@ -60,6 +60,18 @@ class UidValidityChanged(Exception):
 
 class CharsetRejected(Exception):
     """The server refused ``CHARSET UTF-8`` for a non-ASCII search (``NO [BADCHARSET]``)."""
+
+
+class OutcomeUnknown(Exception):
+    """The connection died after a write command was sent: the change may or may not have happened.
+
+    Never retried (a second MOVE or APPEND could duplicate or lose mail); the caller reports it per
+    message and points at a way to check.
+    """
+
+    def __init__(self, uids: list[int]) -> None:
+        super().__init__(f"outcome unknown for {len(uids)} message(s)")
+        self.uids = uids
 
 
 class SelectionStale(Exception):

@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import Field
 
 from mail_imap_mcp.config import ACCOUNT_ID_PATTERN, Config
+from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection, ConnectionPool
 
 DEFAULT_ACCOUNT = "default"
@@ -46,6 +47,30 @@ class AppContext:
 
     def connection(self, account_id: str) -> AccountConnection:
         return self.pool.get(self.resolve_account(account_id))
+
+    @property
+    def writes_possible(self) -> bool:
+        """Whether any account allows writes (otherwise write tools are not listed)."""
+        return any(self.config.writes_allowed(account_id) for account_id in self.config.accounts)
+
+    def write_connection(self, account_id: str) -> AccountConnection:
+        """The connection of ``account_id`` for a write; ``permission_denied`` when writes are off."""
+        connection = self.connection(account_id)
+        if not self.config.writes_allowed(connection.account_id):
+            account = self.config.accounts[connection.account_id]
+            how = (
+                f"{account.setting('write_enabled', 'true')}"
+                if account.write_enabled is not None
+                else "write_enabled = true in [server] (or MAIL_IMAP_WRITE_ENABLED=true), or "
+                f"{account.setting('write_enabled', 'true')} for this account only"
+            )
+            raise ToolFailure(
+                ErrorCode.PERMISSION_DENIED,
+                f"Writes are turned off for account {connection.account_id!r}; nothing was changed. "
+                f"To allow them, the user sets {how}.",
+                details={"account_id": connection.account_id, "setting": "write_enabled"},
+            )
+        return connection
 
     def close(self) -> None:
         self.pool.close_all()
