@@ -14,6 +14,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Generic, TypeVar, Union
 
@@ -37,6 +38,9 @@ from mail_imap_mcp.envelope.model import (
 )
 
 log = logging.getLogger("mail_imap_mcp.calls")
+
+#: The request id of the tool call being handled (for logs written below the envelope layer).
+current_request_id: ContextVar[str | None] = ContextVar("current_request_id", default=None)
 
 InputT = TypeVar("InputT", bound=BaseModel)
 DataT = TypeVar("DataT", bound=BaseModel)
@@ -187,6 +191,7 @@ class EnvelopeTool(Tool):
     async def envelope(self, arguments: dict[str, Any]) -> SuccessEnvelope[Any] | FailureEnvelope:
         """Run the tool on raw arguments and return the envelope model."""
         request_id = new_request_id()
+        current_request_id.set(request_id)  # the handler's thread sees it (anyio copies the context)
         started = time.perf_counter()
         try:
             try:
@@ -280,6 +285,7 @@ __all__ = [
     "EnvelopeTool",
     "NextAction",
     "ToolResult",
+    "current_request_id",
     "envelope_output_schema",
     "envelope_tool",
     "flat_input_schema",

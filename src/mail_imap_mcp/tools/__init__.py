@@ -28,7 +28,10 @@ TOOLS: list[ToolSpec[Any]] = [
 
 
 def build_tools(app: AppContext) -> list[EnvelopeTool]:
-    """One envelope tool per declaration, its handler bound to ``app``."""
+    """One envelope tool per declaration, its handler bound to ``app``.
+
+    Write tools are left out when no account allows writes: a read-only user pays no tokens for them.
+    """
     return [
         envelope_tool(
             name=spec.name,
@@ -42,4 +45,5 @@ def build_tools(app: AppContext) -> list[EnvelopeTool]:
             idempotent=spec.idempotent,
         )
         for spec in TOOLS
+        if not spec.writes or app.writes_possible
     ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from pydantic import Field
@@ -10,6 +10,7 @@ from pydantic import Field
 from mail_imap_mcp.config import ACCOUNT_ID_PATTERN, Config
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection, ConnectionPool
+from mail_imap_mcp.tools.confirm import ConfirmationGate
 
 DEFAULT_ACCOUNT = "default"
 
@@ -31,6 +32,7 @@ class AppContext:
 
     config: Config
     pool: ConnectionPool
+    confirmations: ConfirmationGate = field(default_factory=ConfirmationGate)
 
     @classmethod
     def from_config(cls, config: Config) -> AppContext:

@@ -1,0 +1,91 @@
+"""Confirmation of the writes that cannot be undone or surprise most: permanent delete, mailbox
+rename and mailbox delete.
+
+The first call of such a request returns ``confirmation_required`` with a short-lived token bound to
+exactly that request (tool, account and every argument); the same call with ``confirm_token`` set
+runs it. A token works once, for that request only, and expires after :data:`TOKEN_TTL_S`. Tokens
+are signed with a per-process secret: they do not survive a restart and mean nothing to another
+instance (see docs/security.md).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+import threading
+import time
+from typing import Any
+
+from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
+
+TOKEN_TTL_S = 300.0
+#: Tokens already used are remembered until they expire (bounded: at most this many).
+_MAX_USED = 10_000
+
+
+class ConfirmationGate:
+    """Issues and checks confirmation tokens (thread-safe)."""
+
+    def __init__(self, ttl_s: float = TOKEN_TTL_S) -> None:
+        self._secret = secrets.token_bytes(32)
+        self._ttl_s = ttl_s
+        self._used: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def require(self, tool: str, arguments: dict[str, Any], what: str) -> None:
+        """Return when ``arguments`` carry a valid ``confirm_token`` for this exact request; otherwise
+        raise ``confirmation_required`` with a token and the call to make once the user agreed.
+
+        ``what`` says, for the user, what will happen (e.g. "permanently delete 3 messages").
+        """
+        request = {key: value for key, value in arguments.items() if key != "confirm_token"}
+        token = arguments.get("confirm_token")
+        if token is not None:
+            self._accept(tool, request, token)
+            return
+        fresh = self._issue(tool, request)
+        raise ToolFailure(
+            ErrorCode.CONFIRMATION_REQUIRED,
+            f"This will {what}. Ask the user to confirm; if they agree, make the same call again with "
+            f"confirm_token (valid {int(self._ttl_s)} s, for exactly this request).",
+            details={"confirm_token": fresh, "expires_in_s": int(self._ttl_s)},
+            next_action=NextAction(
+                instruction=f"Only after the user confirmed: {what}",
+                tool=tool,
+                arguments={**request, "confirm_token": fresh},
+            ),
+        )
+
+    def _digest(self, tool: str, request: dict[str, Any], expires: int) -> str:
+        canonical = json.dumps([tool, request, expires], sort_keys=True, separators=(",", ":"), default=str)
+        mac = hmac.new(self._secret, canonical.encode(), hashlib.sha256).digest()[:18]
+        return base64.urlsafe_b64encode(mac).decode()
+
+    def _issue(self, tool: str, request: dict[str, Any]) -> str:
+        expires = int(time.time() + self._ttl_s)
+        return f"{expires}.{self._digest(tool, request, expires)}"
+
+    def _accept(self, tool: str, request: dict[str, Any], token: object) -> None:
+        def refuse(problem: str) -> ToolFailure:
+            return ToolFailure.invalid_input(
+                "confirm_token", f"{problem}; call without confirm_token for a new one"
+            )
+
+        if not isinstance(token, str) or "." not in token:
+            raise refuse("not a confirmation token")
+        stamp, _, digest = token.partition(".")
+        if not stamp.isdigit() or not hmac.compare_digest(digest, self._digest(tool, request, int(stamp))):
+            raise refuse("this token was issued for a different request (or by another server process)")
+        now = time.time()
+        if int(stamp) < now:
+            raise refuse("this token has expired")
+        with self._lock:
+            self._used = {used: until for used, until in self._used.items() if until >= now}
+            if token in self._used:
+                raise refuse("this token was already used")
+            if len(self._used) >= _MAX_USED:
+                self._used.pop(next(iter(self._used)))
+            self._used[token] = int(stamp)

@@ -1,0 +1,49 @@
+"""What every write tool shares: the audit line, and the arguments and issues of a write.
+
+A write tool's handler: ``app.write_connection(account)`` (the gate), validate, with ``dry_run`` return
+the plan, else ``connection.run_write(...)`` where each change is sent inside
+``ImapSession.write_command`` (never retried), then :func:`audit` the outcome.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from mail_imap_mcp.envelope import Issue
+from mail_imap_mcp.envelope.mcp import current_request_id
+
+audit_log = logging.getLogger("mail_imap_mcp.audit")
+
+DRY_RUN_DESCRIPTION = "true: return what would change (per source and destination mailbox), change nothing."
+CONFIRM_TOKEN_DESCRIPTION = (
+    "Token from a confirmation_required answer, after the user confirmed exactly that request."
+)
+
+
+def audit(tool: str, account_id: str, action: str, count: int, outcome: str) -> None:
+    """One INFO line per write: who asked what, on how many messages, and how it ended.
+
+    Never message content, addresses, subjects or secrets: ids and counts only.
+    """
+    audit_log.info(
+        "write request_id=%s tool=%s account=%s action=%s messages=%d outcome=%s",
+        current_request_id.get(),
+        tool,
+        account_id,
+        action,
+        count,
+        outcome,
+    )
+
+
+def outcome_unknown_issue(message_id: str, uid: int) -> Issue:
+    """The connection died after the change was sent: it may or may not have happened."""
+    return Issue(
+        code="outcome_unknown",
+        stage="write",
+        message=f"UID {uid}: the connection was lost after the change was sent; it may or may not have "
+        "happened. It was not retried. Search the source and destination mailboxes to check.",
+        retryable=False,
+        message_id=message_id,
+        uid=uid,
+    )

@@ -1,0 +1,65 @@
+"""Confirmation tokens: bound to exactly one request, short-lived, used once."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from mail_imap_mcp.envelope import ToolFailure
+from mail_imap_mcp.tools.confirm import ConfirmationGate
+
+REQUEST = {"account_id": "default", "mailbox": "Old", "action": "delete"}
+
+
+def token_for(gate: ConfirmationGate, request: dict[str, object] = REQUEST) -> str:
+    with pytest.raises(ToolFailure) as caught:
+        gate.require("imap_manage_mailbox", request, "delete the mailbox 'Old'")
+    failure = caught.value
+    assert failure.code == "confirmation_required"
+    assert failure.next_action is not None
+    assert failure.next_action.arguments == {**request, "confirm_token": failure.details["confirm_token"]}
+    token: str = failure.details["confirm_token"]
+    return token
+
+
+def test_the_same_request_with_its_token_runs_once() -> None:
+    gate = ConfirmationGate()
+    token = token_for(gate)
+    gate.require("imap_manage_mailbox", {**REQUEST, "confirm_token": token}, "delete")
+    with pytest.raises(ToolFailure, match="already used") as caught:
+        gate.require("imap_manage_mailbox", {**REQUEST, "confirm_token": token}, "delete")
+    assert caught.value.details["parameter"] == "confirm_token"
+
+
+@pytest.mark.parametrize(
+    ("tool", "changed"),
+    [
+        ("imap_manage_mailbox", {"mailbox": "Other"}),
+        ("imap_manage_mailbox", {"account_id": "work"}),
+        ("imap_manage_mailbox", {"destination_mailbox": "New"}),
+        ("imap_apply_to_messages", {}),
+    ],
+)
+def test_a_token_fits_no_other_request(tool: str, changed: dict[str, str]) -> None:
+    gate = ConfirmationGate()
+    token = token_for(gate)
+    with pytest.raises(ToolFailure, match="different request"):
+        gate.require(tool, {**REQUEST, **changed, "confirm_token": token}, "delete")
+
+
+def test_tokens_expire_and_mean_nothing_to_another_process() -> None:
+    short = ConfirmationGate(ttl_s=0)
+    token = token_for(short)
+    time.sleep(1.1)
+    with pytest.raises(ToolFailure, match="expired"):
+        short.require("imap_manage_mailbox", {**REQUEST, "confirm_token": token}, "delete")
+    with pytest.raises(ToolFailure, match="different request"):
+        ConfirmationGate().require("imap_manage_mailbox", {**REQUEST, "confirm_token": token_for(short)}, "x")
+
+
+@pytest.mark.parametrize("garbage", ["", "abc", "1.2", "999999999999.x", 5])
+def test_garbage_tokens_are_invalid_input(garbage: object) -> None:
+    with pytest.raises(ToolFailure) as caught:
+        ConfirmationGate().require("imap_manage_mailbox", {**REQUEST, "confirm_token": garbage}, "delete")
+    assert caught.value.code == "invalid_input"
