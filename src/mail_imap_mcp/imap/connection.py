@@ -352,6 +352,44 @@ class ImapSession:
             raise mailbox_vanished(self._owner.account_id, state.name) from None
         self.settle(pipelined=True)
 
+    # -- imap_manage_mailbox and imap_save_draft: NAMESPACE, CREATE, RENAME, DELETE, APPEND ----------
+    # The tools send CREATE, RENAME, DELETE and APPEND inside write_command(): never retried.
+
+    def personal_namespace(self) -> tuple[str, str | None]:
+        """Prefix and separator of the personal namespace (RFC 2342): ``("INBOX.", ".")`` on Cyrus and
+        Courier, ``("", "/")`` on Dovecot; ``("", None)`` where the server does not offer NAMESPACE."""
+        if "NAMESPACE" not in self.capabilities:
+            return "", None
+        personal = self.client.namespace().personal or ()
+        if not personal:
+            return "", None
+        prefix, separator = (_as_text(part) for part in personal[0])
+        return prefix or "", separator
+
+    def create_mailbox(self, mailbox: str) -> None:
+        self.client.create_folder(mailbox)
+
+    def rename_mailbox(self, mailbox: str, new_name: str) -> None:
+        """RENAME (leave the mailbox first if this connection has it selected: :meth:`deselect`)."""
+        self.client.rename_folder(mailbox, new_name)
+
+    def delete_mailbox(self, mailbox: str) -> None:
+        """DELETE (leave the mailbox first if this connection has it selected: :meth:`deselect`)."""
+        self.client.delete_folder(mailbox)
+
+    def append(self, mailbox: str, message: bytes, flags: Sequence[str]) -> tuple[int, int] | None:
+        """APPEND ``message`` with ``flags``; ``(uidvalidity, uid)`` of the new message from APPENDUID
+        where the server advertises UIDPLUS (RFC 4315), else None."""
+        answer = self.client.append(mailbox, message, flags)
+        if "UIDPLUS" not in self.capabilities:
+            return None
+        found = re.search(rb"\[APPENDUID (\d+) (\d+)\]", answer if isinstance(answer, bytes) else b"")
+        return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def _as_text(value: bytes | str | None) -> str | None:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
 
 def _flatten(item: Any) -> Iterator[bytes]:
     """The bytes of an untagged response, whose literals imaplib keeps as tuples."""
