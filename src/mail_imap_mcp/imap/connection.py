@@ -45,6 +45,8 @@ from mail_imap_mcp.imap.errors import (
     account_busy,
     connect_failure,
     connection_lost,
+    destination_not_found,
+    extension_missing,
     is_connection_broken,
     login_disabled,
     mailbox_not_found,
@@ -53,7 +55,9 @@ from mail_imap_mcp.imap.errors import (
     says_mailbox_missing,
     starttls_missing,
     timed_out,
+    write_refused,
 )
+from mail_imap_mcp.imap.uidplus import CopyUid, MalformedUidSet, format_uid_set, parse_copyuids
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -385,6 +389,73 @@ class ImapSession:
             return None
         found = re.search(rb"\[APPENDUID (\d+) (\d+)\]", answer if isinstance(answer, bytes) else b"")
         return (int(found.group(1)), int(found.group(2))) if found else None
+
+    # -- imap_apply_to_messages: UID COPY, UID MOVE, UID EXPUNGE of exactly the given UIDs ------------
+    # The source is selected read-write (select) and the UIDs checked to exist in it; never retried.
+
+    def uid_copy(self, uids: Sequence[int], destination: str) -> CopyUid | None:
+        """``UID COPY`` to ``destination``; the COPYUID answer (UIDPLUS), ``None`` when there is none."""
+        with self.write_command(uids):
+            return self._copy_or_move("COPY", uids, destination)
+
+    def uid_move(self, uids: Sequence[int], destination: str) -> CopyUid | None:
+        """Move to ``destination``: ``UID MOVE`` (MOVE), else ``UID COPY``, ``\\Deleted`` and ``UID EXPUNGE``
+        of exactly the copied UIDs (UIDPLUS), else refused: never a mailbox-wide EXPUNGE."""
+        if "MOVE" not in self.capabilities and "UIDPLUS" not in self.capabilities:
+            raise extension_missing("MOVE or UIDPLUS", "move messages")
+        with self.write_command(uids):
+            if "MOVE" in self.capabilities:
+                return self._copy_or_move("MOVE", uids, destination)
+            copied = self._copy_or_move("COPY", uids, destination)
+            self._expunge_uids([uid for uid in uids if copied is None or uid in copied.new_uids])
+            return copied
+
+    def uid_expunge(self, uids: Sequence[int]) -> None:
+        """Remove exactly ``uids`` for good: ``UID STORE +FLAGS.SILENT (\\Deleted)``, ``UID EXPUNGE``
+        (UIDPLUS). Other messages marked ``\\Deleted`` stay."""
+        if "UIDPLUS" not in self.capabilities:
+            raise extension_missing("UIDPLUS", "remove exactly these messages (UID EXPUNGE)")
+        with self.write_command(uids):
+            self._expunge_uids(uids)
+
+    def _copy_or_move(self, command: str, uids: Sequence[int], destination: str) -> CopyUid | None:
+        client = self.client
+        untagged = client._imap.untagged_responses
+        untagged.pop("COPYUID", None)
+        try:
+            if command == "MOVE":
+                client.move(format_uid_set(uids), destination)
+            else:
+                client.copy(format_uid_set(uids), destination)
+        except IMAPClientError as exc:
+            if is_connection_broken(exc):
+                raise
+            if says_mailbox_missing(exc):
+                raise destination_not_found(destination) from None
+            raise write_refused(exc, f"UID {command}", self.selected_mailbox or "") from None
+        try:
+            copied = parse_copyuids(untagged.pop("COPYUID", []))
+        except MalformedUidSet:
+            log.warning("account=%s ignoring a malformed COPYUID answer", self._owner.account_id)
+            return None
+        if copied is None:
+            return None
+        wanted = set(uids)  # a server naming UIDs we did not send is ignored
+        return CopyUid(copied.uidvalidity, {o: n for o, n in copied.new_uids.items() if o in wanted})
+
+    def _expunge_uids(self, uids: Sequence[int]) -> None:
+        if not uids:  # never an EXPUNGE without a UID set: that one would be mailbox-wide
+            return
+        client, uid_set = self.client, format_uid_set(uids)
+        try:
+            client.add_flags(uid_set, [b"\\Deleted"], silent=True)
+            client.uid_expunge(uid_set)
+        except IMAPClientError as exc:
+            if is_connection_broken(exc):
+                raise
+            with contextlib.suppress(IMAPClientError):  # leave nothing marked for another's EXPUNGE
+                client.remove_flags(uid_set, [b"\\Deleted"], silent=True)
+            raise write_refused(exc, "UID EXPUNGE", self.selected_mailbox or "") from None
 
 
 def _as_text(value: bytes | str | None) -> str | None:

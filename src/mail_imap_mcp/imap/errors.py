@@ -272,3 +272,49 @@ def _password_key(config: AccountConfig) -> str:
     if config.password_env is not None:
         return "password_env"
     return "password_command" if config.password_command is not None else "password"
+
+
+# --- imap_apply_to_messages: answers to COPY, MOVE, STORE and UID EXPUNGE ---------------------------
+
+# RFC 5530 response codes of a refused write, and what each means here.
+_WRITE_REFUSALS = (
+    (re.compile(rb"\[OVERQUOTA\]|over ?quota|quota exceeded", re.IGNORECASE), ErrorCode.LIMIT_EXCEEDED),
+    (re.compile(rb"\[(NOPERM|READ-ONLY)\]|permission denied", re.IGNORECASE), ErrorCode.PERMISSION_DENIED),
+)
+
+
+def destination_not_found(mailbox: str, parameter: str = "destination_mailbox") -> ToolFailure:
+    """The mailbox messages should go to does not exist (LIST shows no such selectable mailbox, or the
+    server answered COPY/MOVE with ``[TRYCREATE]``); it is never created on the fly."""
+    return ToolFailure(
+        ErrorCode.NOT_FOUND,
+        f"Mailbox {mailbox!r} ({parameter}) does not exist; nothing was changed. Call imap_list_mailboxes "
+        "for the available names (a new mailbox is created with imap_manage_mailbox, never on the fly).",
+        details={"parameter": parameter, "mailbox": mailbox},
+    )
+
+
+def write_refused(exc: BaseException, command: str, mailbox: str) -> ToolFailure:
+    """The server answered NO (or BAD) to a write command: over quota, no permission, or another reason
+    given in its words (shortened: the text is the server's, not ours)."""
+    text = str(exc).encode("utf-8", "replace")
+    code = next((code for pattern, code in _WRITE_REFUSALS if pattern.search(text)), ErrorCode.UNAVAILABLE)
+    said = text.decode("utf-8", "replace").replace("\r", " ").replace("\n", " ")[:200]
+    return ToolFailure(
+        code,
+        f"The server refused {command} in {mailbox!r}: {said}",
+        details={"command": command, "mailbox": mailbox},
+        retryable=False,
+    )
+
+
+def extension_missing(capability: str, what: str) -> ToolFailure:
+    """The server lacks the extension a write needs to touch exactly the given messages (e.g. UIDPLUS
+    for ``UID EXPUNGE``): refused, as the fallback (a mailbox-wide EXPUNGE) would take others with it."""
+    return ToolFailure(
+        ErrorCode.PERMISSION_DENIED,
+        f"The server does not offer {capability}, which is needed to {what}; nothing was changed. "
+        "(Without it the only way would be a mailbox-wide EXPUNGE, which would also remove every other "
+        "message marked \\Deleted.)",
+        details={"missing_capability": capability},
+    )
