@@ -57,7 +57,13 @@ from mail_imap_mcp.imap.errors import (
     timed_out,
     write_refused,
 )
-from mail_imap_mcp.imap.uidplus import CopyUid, MalformedUidSet, format_uid_set, parse_copyuids
+from mail_imap_mcp.imap.uidplus import (
+    CopyUid,
+    MalformedUidSet,
+    format_uid_set,
+    parse_copyuids,
+    parse_uid_set,
+)
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -78,6 +84,8 @@ class MailboxState:
     uidnext: int
     exists: int
     readonly: bool = True
+    #: PERMANENTFLAGS of the SELECT answer (``\\*``: new keywords allowed); None when the server sent none.
+    permanent_flags: frozenset[str] | None = None
 
 
 @dataclass
@@ -171,6 +179,7 @@ class ImapSession:
             uidnext=int(response.get(b"UIDNEXT", 0)),
             exists=int(response.get(b"EXISTS", 0)),
             readonly=readonly,
+            permanent_flags=_permanent_flags(response.get(b"PERMANENTFLAGS")),
         )
         self._owner.selected = state
         self._examined = mailbox
@@ -407,7 +416,16 @@ class ImapSession:
             if "MOVE" in self.capabilities:
                 return self._copy_or_move("MOVE", uids, destination)
             copied = self._copy_or_move("COPY", uids, destination)
-            self._expunge_uids([uid for uid in uids if copied is None or uid in copied.new_uids])
+            try:
+                self._expunge_uids([uid for uid in uids if copied is None or uid in copied.new_uids])
+            except ToolFailure as failure:
+                raise ToolFailure(
+                    failure.code,
+                    f"{failure.message} The messages were copied to {destination!r} but are still in "
+                    f"{self.selected_mailbox!r} as well.",
+                    details=failure.details,
+                    retryable=False,
+                ) from None
             return copied
 
     def uid_expunge(self, uids: Sequence[int]) -> None:
@@ -457,9 +475,84 @@ class ImapSession:
                 client.remove_flags(uid_set, [b"\\Deleted"], silent=True)
             raise write_refused(exc, "UID EXPUNGE", self.selected_mailbox or "") from None
 
+    # -- imap_update_message_flags: FETCH FLAGS (and MODSEQ), UID STORE (CONDSTORE UNCHANGEDSINCE) ------
+    # The mailbox is selected read-write (select); store_flags is never retried.
+
+    def fetch_flags(self, uids: Sequence[int], *, modseq: bool = False) -> dict[int, FlagState]:
+        """Flags of those of ``uids`` that exist (without the session flag ``\\Recent``); with ``modseq``
+        (CONDSTORE, RFC 7162) each message's MODSEQ too."""
+        if modseq and "CONDSTORE" not in self.capabilities:
+            raise ValueError("MODSEQ needs CONDSTORE, which the server does not advertise")
+        wanted = set(uids)
+        answer = self.fetch(sorted(wanted), ["FLAGS", "MODSEQ"] if modseq else ["FLAGS"])
+        found: dict[int, FlagState] = {}
+        for uid, data in answer.items():
+            if uid not in wanted or b"FLAGS" not in data:
+                continue
+            flags = tuple(
+                text for text in (_as_text(f) for f in data[b"FLAGS"]) if text and text.lower() != "\\recent"
+            )
+            value = data.get(b"MODSEQ")
+            found[uid] = FlagState(flags, int(value[0]) if isinstance(value, tuple) and value else None)
+        return found
+
+    def store_flags(
+        self, uids: Sequence[int], mode: str, flags: Sequence[str], *, unchanged_since: int | None = None
+    ) -> set[int]:
+        """``UID STORE`` of ``flags`` (``mode``: ``+`` add, ``-`` remove, ``""`` replace; ``.SILENT``), sent
+        inside :meth:`write_command`. With ``unchanged_since`` (CONDSTORE) the server leaves alone every
+        message changed since that MODSEQ and names it in ``[MODIFIED]``: those UIDs are returned."""
+        if mode not in ("+", "-", "") or not uids or any(not _FLAG_ATOM.match(f) for f in flags):
+            raise ValueError(f"not a flag STORE: {mode!r} {list(flags)!r}")
+        if unchanged_since is not None and "CONDSTORE" not in self.capabilities:
+            raise ValueError("UNCHANGEDSINCE needs CONDSTORE, which the server does not advertise")
+        client = self.client
+        args = [format_uid_set(uids).encode("ascii")]
+        if unchanged_since is not None:
+            args.append(b"(UNCHANGEDSINCE %d)" % unchanged_since)
+        args += [f"{mode}FLAGS.SILENT".encode("ascii"), ("(" + " ".join(flags) + ")").encode("ascii")]
+        untagged = client._imap.untagged_responses
+        untagged.pop("MODIFIED", None)
+        with self.write_command(uids):
+            try:
+                typ, data = client._raw_command(b"STORE", args)
+                client._checkok("store", typ, data)  # NO; imaplib raises BAD itself
+            except IMAPClientError as exc:
+                if is_connection_broken(exc):
+                    raise
+                raise write_refused(exc, "UID STORE", self.selected_mailbox or "") from None
+        changed: set[int] = set()
+        for part in untagged.pop("MODIFIED", []):
+            try:
+                changed.update(parse_uid_set(_as_text(part) or ""))
+            except MalformedUidSet:
+                log.warning(
+                    "account=%s malformed [MODIFIED]: every UID counts as changed", self._owner.account_id
+                )
+                changed.update(uids)
+        return changed & set(uids)
+
 
 def _as_text(value: bytes | str | None) -> str | None:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+# imap_update_message_flags: a flag as it may be sent, a system flag or an atom (RFC 3501 ATOM-CHAR, ASCII).
+_FLAG_ATOM = re.compile(r"^\\?[!#$&'+,\-./0-9:;<=>?@A-Z\[^_`a-z|~]+$")
+
+
+def _permanent_flags(value: Any) -> frozenset[str] | None:
+    if not isinstance(value, tuple):
+        return None
+    return frozenset(text for text in (_as_text(v) for v in value if isinstance(v, bytes | str)) if text)
+
+
+@dataclass(frozen=True)
+class FlagState:
+    """A message's flags (``\\Recent`` left out) and, where CONDSTORE is on, its MODSEQ."""
+
+    flags: tuple[str, ...]
+    modseq: int | None = None
 
 
 def _flatten(item: Any) -> Iterator[bytes]:
