@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Generic, TypeVar, Union
+from typing import Annotated, Any, Generic, TypeGuard, TypeVar, Union
 
 import anyio.to_thread
 from mcp.server.mcpserver.tools.base import Tool
@@ -181,7 +181,37 @@ class EnvelopeTool(Tool):
         return self.output_schema_doc
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
-        return await self.invoke(arguments)
+        envelope = await self.envelope(arguments)
+        if _needs_confirmation(envelope) and _can_elicit(context):
+            envelope = await self._confirm_by_elicitation(arguments, envelope, context)
+        return _to_result(envelope)
+
+    async def _confirm_by_elicitation(
+        self, arguments: dict[str, Any], asked: FailureEnvelope, context: Any
+    ) -> SuccessEnvelope[Any] | FailureEnvelope:
+        """Ask the user through the client (MCP elicitation) instead of handing the agent a token.
+
+        Accepted: the call runs with the token it was issued. Declined or cancelled: nothing changed,
+        and the envelope says so. A client that fails to ask leaves the token path as it was.
+        """
+        details = asked.error.details
+        question = f"{details.get('confirm', 'Confirm this change')}?"
+        try:
+            answer = await context.elicit(message=question, schema=Confirmation)
+        except Exception:
+            log.warning(
+                "tool=%s elicitation failed; the confirm_token path remains", self.name, exc_info=True
+            )
+            return asked
+        if answer.action == "accept" and answer.data.confirm:
+            return await self.envelope({**arguments, "confirm_token": details["confirm_token"]})
+        declined = ToolFailure(
+            ErrorCode.CONFIRMATION_REQUIRED,
+            f"The user did not confirm ({answer.action}); nothing was changed.",
+            details={"elicitation": answer.action},
+            retryable=False,
+        )
+        return self._failure(new_request_id(), time.perf_counter(), declined)
 
     async def invoke(self, arguments: dict[str, Any]) -> CallToolResult:
         """Run the tool on raw arguments and return the envelope as a ``CallToolResult``."""
@@ -228,6 +258,25 @@ class EnvelopeTool(Tool):
             data.issues = []
         summary = _one_line(f"{self.title or self.name} failed ({failure.code}): {failure.message}")
         return FailureEnvelope(summary=summary, data=data, error=failure.to_error(), meta=meta)
+
+
+class Confirmation(BaseModel):
+    """What a client shows the user when a tool asks for confirmation."""
+
+    confirm: bool = Field(description="Yes, do it.")
+
+
+def _needs_confirmation(envelope: SuccessEnvelope[Any] | FailureEnvelope) -> TypeGuard[FailureEnvelope]:
+    return (
+        isinstance(envelope, FailureEnvelope)
+        and envelope.error.code == ErrorCode.CONFIRMATION_REQUIRED
+        and "confirm_token" in envelope.error.details
+    )
+
+
+def _can_elicit(context: Any) -> bool:
+    capabilities = getattr(context, "client_capabilities", None) if context is not None else None
+    return getattr(capabilities, "elicitation", None) is not None
 
 
 def _one_line(text: str, limit: int = 240) -> str:

@@ -1,9 +1,10 @@
 """Confirmation of the writes that cannot be undone or surprise most: permanent delete, mailbox
 rename and mailbox delete.
 
-The first call of such a request returns ``confirmation_required`` with a short-lived token bound to
-exactly that request (tool, account and every argument); the same call with ``confirm_token`` set
-runs it. A token works once, for that request only, and expires after :data:`TOKEN_TTL_S`. Tokens
+When the client supports MCP elicitation, the envelope layer asks the user directly and runs the
+call on "yes" (see ``EnvelopeTool.run``). Otherwise the first call of such a request returns
+``confirmation_required`` with a short-lived token bound to exactly that request (tool, account and
+every argument); the same call with ``confirm_token`` set runs it. A token works once, for that request only, and expires after :data:`TOKEN_TTL_S`. Tokens
 are signed with a per-process secret: they do not survive a restart and mean nothing to another
 instance (see docs/security.md).
 """
@@ -51,7 +52,11 @@ class ConfirmationGate:
             ErrorCode.CONFIRMATION_REQUIRED,
             f"This will {what}. Ask the user to confirm; if they agree, make the same call again with "
             f"confirm_token (valid {int(self._ttl_s)} s, for exactly this request).",
-            details={"confirm_token": fresh, "expires_in_s": int(self._ttl_s)},
+            details={
+                "confirm_token": fresh,
+                "expires_in_s": int(self._ttl_s),
+                "confirm": what[:1].upper() + what[1:],
+            },
             next_action=NextAction(
                 instruction=f"Only after the user confirmed: {what}",
                 tool=tool,
