@@ -18,6 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Generic, TypeGuard, TypeVar, Union
 
+import anyio.from_thread
 import anyio.to_thread
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
@@ -41,6 +42,11 @@ log = logging.getLogger("mail_imap_mcp.calls")
 
 #: The request id of the tool call being handled (for logs written below the envelope layer).
 current_request_id: ContextVar[str | None] = ContextVar("current_request_id", default=None)
+#: For the handler's thread: ``report(done, total, message)`` sends the client a progress notification
+#: for the tool call being handled (a no-op when the client asked for none).
+progress_reporter: ContextVar[Callable[[int, int, str], None] | None] = ContextVar(
+    "progress_reporter", default=None
+)
 
 InputT = TypeVar("InputT", bound=BaseModel)
 DataT = TypeVar("DataT", bound=BaseModel)
@@ -181,6 +187,8 @@ class EnvelopeTool(Tool):
         return self.output_schema_doc
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        if context is not None and hasattr(context, "report_progress"):
+            progress_reporter.set(_reporter(context))
         envelope = await self.envelope(arguments)
         if _needs_confirmation(envelope) and _can_elicit(context):
             envelope = await self._confirm_by_elicitation(arguments, envelope, context)
@@ -258,6 +266,16 @@ class EnvelopeTool(Tool):
             data.issues = []
         summary = _one_line(f"{self.title or self.name} failed ({failure.code}): {failure.message}")
         return FailureEnvelope(summary=summary, data=data, error=failure.to_error(), meta=meta)
+
+
+def _reporter(context: Any) -> Callable[[int, int, str], None]:
+    def report(done: int, total: int, message: str) -> None:
+        try:  # called from the handler's worker thread
+            anyio.from_thread.run(context.report_progress, done, total, message or None)
+        except Exception:
+            log.debug("progress notification not sent", exc_info=True)
+
+    return report
 
 
 class Confirmation(BaseModel):
@@ -338,5 +356,6 @@ __all__ = [
     "envelope_output_schema",
     "envelope_tool",
     "flat_input_schema",
+    "progress_reporter",
     "validation_failure",
 ]

@@ -10,6 +10,7 @@ from pydantic import Field
 from mail_imap_mcp.config import ACCOUNT_ID_PATTERN, Config
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection, ConnectionPool
+from mail_imap_mcp.operations import OperationRegistry
 from mail_imap_mcp.tools.confirm import ConfirmationGate
 
 DEFAULT_ACCOUNT = "default"
@@ -33,6 +34,7 @@ class AppContext:
     config: Config
     pool: ConnectionPool
     confirmations: ConfirmationGate = field(default_factory=ConfirmationGate)
+    operations: OperationRegistry = field(default_factory=OperationRegistry)
 
     @classmethod
     def from_config(cls, config: Config) -> AppContext:

@@ -44,10 +44,17 @@ class ToolSpec(Generic[InputT]):
     effect: Effect = Effect.READ
     #: Calling it twice with the same arguments has the effect of calling it once.
     idempotent: bool = True
+    #: Only useful where writes are possible (e.g. following a background write): listed only then.
+    for_writes: bool = False
 
     @property
     def writes(self) -> bool:
         return self.effect is not Effect.READ
+
+    @property
+    def needs_writes(self) -> bool:
+        """Listed only when some account allows writes."""
+        return self.writes or self.for_writes
 
     def annotations(self) -> dict[str, Any]:
         """The MCP tool annotations (``readOnlyHint``, ``destructiveHint``, ...) of this tool."""

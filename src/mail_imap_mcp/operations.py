@@ -1,0 +1,200 @@
+"""Long write operations: a bulk write answers inline when it is quick, else continues in the background.
+
+:meth:`OperationRegistry.run` starts the work on a thread of its own and waits up to
+:data:`INLINE_S`. Finished by then, the caller gets the work's result as usual. Still running, the
+caller gets an :class:`OperationRef` to poll with ``imap_get_operation`` and to stop with
+``imap_cancel_operation``; cancelling takes effect between batches (a batch already sent to the
+server is never undone or abandoned half-way). While the caller waits, progress goes to the MCP
+client as progress notifications when it asked for them. Finished operations are kept, at most
+:data:`MAX_FINISHED`, and evicted oldest first. Operations live in this process only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.envelope.mcp import progress_reporter
+
+INLINE_S = 1.5
+MAX_FINISHED = 100
+
+
+class OperationState(StrEnum):
+    ACCEPTED = "accepted"
+    RUNNING = "running"
+    OK = "ok"
+    PARTIAL = "partial"
+    FAILED = "failed"
+    CANCELED = "canceled"
+
+
+FINISHED = {OperationState.OK, OperationState.PARTIAL, OperationState.FAILED, OperationState.CANCELED}
+
+
+class OperationRef(BaseModel):
+    """A write still running in the background: poll it with imap_get_operation."""
+
+    operation_id: str = Field(description="Pass to imap_get_operation or imap_cancel_operation.")
+    state: Literal["accepted", "running", "ok", "partial", "failed", "canceled"] = Field(
+        description="accepted, running, ok, partial, failed or canceled."
+    )
+    done: int = Field(description="Items processed so far.")
+    total: int = Field(description="Items in the operation.")
+
+
+class Cancelled(Exception):
+    """Raised by :meth:`Progress.advance` once cancellation was asked for: stop before the next batch."""
+
+
+class Progress:
+    """Handed to the work: report each finished batch, and learn whether to stop."""
+
+    def __init__(self, operation: Operation) -> None:
+        self._operation = operation
+
+    def advance(self, count: int, message: str = "") -> None:
+        """``count`` more items are done; raises :class:`Cancelled` if the operation was cancelled."""
+        op = self._operation
+        op.done = min(op.total, op.done + count)
+        op.updates.put((op.done, message))
+        if op.cancel_requested.is_set():
+            raise Cancelled()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._operation.cancel_requested.is_set()
+
+
+@dataclass
+class Operation:
+    operation_id: str
+    tool: str
+    account_id: str
+    total: int
+    state: OperationState = OperationState.ACCEPTED
+    done: int = 0
+    started_utc: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="milliseconds"))
+    finished_utc: str | None = None
+    #: The work's result (a ToolResult) or the failure that ended it.
+    result: Any = None
+    failure: ToolFailure | None = None
+    cancel_requested: threading.Event = field(default_factory=threading.Event)
+    updates: queue.SimpleQueue[tuple[int, str]] = field(default_factory=queue.SimpleQueue)
+    finished: threading.Event = field(default_factory=threading.Event)
+
+    def ref(self) -> OperationRef:
+        return OperationRef(
+            operation_id=self.operation_id, state=self.state.value, done=self.done, total=self.total
+        )
+
+
+class OperationRegistry:
+    """The operations of one server process (thread-safe)."""
+
+    def __init__(self, *, inline_s: float = INLINE_S, max_finished: int = MAX_FINISHED) -> None:
+        self.inline_s = inline_s
+        self._max_finished = max_finished
+        self._operations: OrderedDict[str, Operation] = OrderedDict()
+        self._lock = threading.Lock()
+        self._numbers = itertools.count(1)
+
+    def run(
+        self,
+        tool: str,
+        account_id: str,
+        total: int,
+        work: Callable[[Progress], Any],
+        state_of: Callable[[Any], OperationState],
+    ) -> Any | Operation:
+        """Run ``work(progress)``; its result when done within :attr:`inline_s`, else the :class:`Operation`.
+
+        ``state_of(result)`` says whether a finished result is ok or partial. A :class:`ToolFailure`
+        from the work is raised to the caller when inline, kept on the operation otherwise.
+        """
+        operation = Operation(f"op_{next(self._numbers)}_{secrets.token_hex(6)}", tool, account_id, total)
+        with self._lock:
+            self._operations[operation.operation_id] = operation
+            self._evict()
+        thread = threading.Thread(
+            target=self._execute, args=(operation, work, state_of), name=operation.operation_id, daemon=True
+        )
+        thread.start()
+        report = progress_reporter.get()
+        deadline = time.monotonic() + self.inline_s
+        while not operation.finished.wait(timeout=max(0.0, min(0.05, deadline - time.monotonic()))):
+            self._forward(operation, report)
+            if time.monotonic() >= deadline:
+                return operation
+        self._forward(operation, report)
+        with self._lock:  # answered inline: nobody will poll it
+            self._operations.pop(operation.operation_id, None)
+        if operation.failure is not None:
+            raise operation.failure
+        return operation.result
+
+    @staticmethod
+    def _forward(operation: Operation, report: Callable[[int, int, str], None] | None) -> None:
+        last: tuple[int, str] | None = None
+        while True:
+            try:
+                last = operation.updates.get_nowait()
+            except queue.Empty:
+                break
+        if last is not None and report is not None:
+            report(last[0], operation.total, last[1])
+
+    def _execute(
+        self, operation: Operation, work: Callable[[Progress], Any], state_of: Callable[[Any], OperationState]
+    ) -> None:
+        operation.state = OperationState.RUNNING
+        try:
+            operation.result = work(Progress(operation))
+            operation.state = state_of(operation.result)
+        except Cancelled:
+            operation.state = OperationState.CANCELED
+        except ToolFailure as failure:
+            operation.failure = failure
+            operation.state = OperationState.FAILED
+        except Exception as exc:  # never lose an operation's end to a crash
+            operation.failure = ToolFailure(
+                ErrorCode.INTERNAL,
+                f"The operation stopped on an unexpected error ({type(exc).__name__}); the server log has details.",
+            )
+            operation.state = OperationState.FAILED
+        operation.finished_utc = datetime.now(UTC).isoformat(timespec="milliseconds")
+        operation.finished.set()
+
+    def _evict(self) -> None:
+        finished = [op_id for op_id, op in self._operations.items() if op.state in FINISHED]
+        for op_id in finished[: max(0, len(finished) - self._max_finished)]:
+            del self._operations[op_id]
+
+    def get(self, operation_id: str) -> Operation:
+        with self._lock:
+            operation = self._operations.get(operation_id)
+        if operation is None:
+            raise ToolFailure(
+                ErrorCode.NOT_FOUND,
+                f"No operation {operation_id!r} in this server process (finished operations are kept, "
+                f"{self._max_finished} at most, until the server restarts).",
+                details={"parameter": "operation_id", "operation_id": operation_id},
+            )
+        return operation
+
+    def cancel(self, operation_id: str) -> Operation:
+        operation = self.get(operation_id)
+        operation.cancel_requested.set()
+        return operation

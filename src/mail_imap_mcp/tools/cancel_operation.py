@@ -1,0 +1,41 @@
+"""imap_cancel_operation: stop a background write between two batches."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.tools.get_operation import ERRORS, OPERATION_ID, OperationDetail, describe
+from mail_imap_mcp.tools.spec import Effect, ToolSpec
+
+NAME = "imap_cancel_operation"
+TITLE = "Cancel a background write"
+DESCRIPTION = (
+    "Stop a write running in the background. It stops after the batch in progress (a batch already "
+    "sent to the server is never abandoned half-way): what was done stays done, and imap_get_operation "
+    "then reports state canceled with the progress reached. Cancelling a finished operation changes nothing."
+)
+
+
+class CancelOperationInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    operation_id: str = OPERATION_ID
+
+
+def handle(app: AppContext, args: CancelOperationInput) -> ToolResult[OperationDetail]:
+    return describe(app.operations.cancel(args.operation_id), include_result=False)
+
+
+TOOL = ToolSpec(
+    name=NAME,
+    title=TITLE,
+    description=DESCRIPTION,
+    input_model=CancelOperationInput,
+    data_model=OperationDetail,
+    handle=handle,
+    errors=ERRORS,
+    effect=Effect.WRITE,
+    for_writes=True,
+)

@@ -1,0 +1,98 @@
+"""Background writes: inline when quick, an operation to poll and cancel when not."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.envelope.mcp import progress_reporter
+from mail_imap_mcp.operations import Operation, OperationRegistry, OperationState, Progress
+
+
+def ok(result: Any) -> OperationState:
+    return OperationState.OK
+
+
+def batches(count: int, pause_s: float, done: list[int]) -> Any:
+    def work(progress: Progress) -> str:
+        for index in range(count):
+            time.sleep(pause_s)
+            done.append(index)
+            progress.advance(1, f"batch {index}")
+        return "all done"
+
+    return work
+
+
+def test_quick_work_answers_inline_and_is_not_kept() -> None:
+    registry = OperationRegistry(inline_s=2)
+    reports: list[tuple[int, int, str]] = []
+    token = progress_reporter.set(lambda done, total, message: reports.append((done, total, message)))
+    try:
+        assert registry.run("t", "a", 3, batches(3, 0.01, []), ok) == "all done"
+    finally:
+        progress_reporter.reset(token)
+    assert reports and reports[-1] == (3, 3, "batch 2")
+
+
+def test_slow_work_becomes_an_operation_that_finishes_in_the_background() -> None:
+    registry = OperationRegistry(inline_s=0.1)
+    operation = registry.run("t", "a", 4, batches(4, 0.1, []), ok)
+    assert isinstance(operation, Operation)
+    assert operation.state in {OperationState.ACCEPTED, OperationState.RUNNING}
+    assert operation.finished.wait(5)
+    polled = registry.get(operation.operation_id)
+    assert (polled.state, polled.done, polled.result) == (OperationState.OK, 4, "all done")
+
+
+def test_cancel_takes_effect_between_batches_and_keeps_what_was_done() -> None:
+    registry = OperationRegistry(inline_s=0.05)
+    done: list[int] = []
+    operation = registry.run("t", "a", 50, batches(50, 0.05, done), ok)
+    assert isinstance(operation, Operation)
+    registry.cancel(operation.operation_id)
+    assert operation.finished.wait(5)
+    assert operation.state is OperationState.CANCELED
+    assert 0 < len(done) < 50
+    assert operation.done == len(done)  # the batch in progress was finished, none started after
+
+
+def test_a_failure_inline_is_raised_and_in_the_background_is_kept() -> None:
+    def fail(progress: Progress) -> None:
+        raise ToolFailure(ErrorCode.UNAVAILABLE, "down")
+
+    with pytest.raises(ToolFailure, match="down"):
+        OperationRegistry().run("t", "a", 1, fail, ok)
+
+    release = threading.Event()
+
+    def fail_late(progress: Progress) -> None:
+        release.wait(5)
+        raise RuntimeError("bug")
+
+    registry = OperationRegistry(inline_s=0.05)
+    operation = registry.run("t", "a", 1, fail_late, ok)
+    assert isinstance(operation, Operation)
+    release.set()
+    assert operation.finished.wait(5)
+    assert operation.state is OperationState.FAILED
+    assert operation.failure is not None and operation.failure.code == ErrorCode.INTERNAL
+
+
+def test_finished_operations_are_bounded_oldest_first() -> None:
+    registry = OperationRegistry(inline_s=0, max_finished=2)
+    started = []
+    for _ in range(4):
+        operation = registry.run("t", "a", 1, batches(1, 0.02, []), ok)
+        assert isinstance(operation, Operation)
+        operation.finished.wait(5)
+        started.append(operation.operation_id)
+    registry.run("t", "a", 1, batches(1, 0.0, []), ok)  # the next start evicts
+    with pytest.raises(ToolFailure) as caught:
+        registry.get(started[0])
+    assert caught.value.code == ErrorCode.NOT_FOUND
+    assert registry.get(started[-1]).state is OperationState.OK
