@@ -13,6 +13,7 @@ from mail_imap_mcp.tools import (
     list_accounts,
     list_mailboxes,
     search_messages,
+    update_message_flags,
 )
 from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
@@ -24,6 +25,7 @@ TOOLS: list[ToolSpec[Any]] = [
     search_messages.TOOL,
     get_message.TOOL,
     get_message_raw.TOOL,
+    update_message_flags.TOOL,
 ]
 
 
