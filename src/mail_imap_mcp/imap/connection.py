@@ -451,8 +451,11 @@ class ImapSession:
             if says_mailbox_missing(exc):
                 raise destination_not_found(destination) from None
             raise write_refused(exc, f"UID {command}", self.selected_mailbox or "") from None
+        answers = untagged.pop("COPYUID", [])
+        if "UIDPLUS" not in self.capabilities:
+            return None  # Dovecot sends COPYUID even when told not to advertise UIDPLUS: not relied on
         try:
-            copied = parse_copyuids(untagged.pop("COPYUID", []))
+            copied = parse_copyuids(answers)
         except MalformedUidSet:
             log.warning("account=%s ignoring a malformed COPYUID answer", self._owner.account_id)
             return None
