@@ -318,3 +318,59 @@ def extension_missing(capability: str, what: str) -> ToolFailure:
         "message marked \\Deleted.)",
         details={"missing_capability": capability},
     )
+
+
+# --- imap_manage_mailbox and imap_save_draft: answers to CREATE, RENAME, DELETE and APPEND -----------
+
+# How servers refuse a mailbox command. RFC 5530 codes where they send them (Dovecot), else their words:
+# Cyrus "Mailbox already exists", "Permission denied", "Mailbox has inferior hierarchical names"; Courier
+# "INBOX already exists!", "RENAME failed: File exists", "Cannot create this folder.".
+_MAILBOX_REFUSALS = (
+    (re.compile(rb"\[ALREADYEXISTS\]|already exists|file exists", re.IGNORECASE), "exists"),
+    (re.compile(rb"\[HASCHILDREN\]|inferior hierarchical names", re.IGNORECASE), "children"),
+    (re.compile(rb"\[OVERQUOTA\]|over ?quota|quota exceeded", re.IGNORECASE), "quota"),
+    (re.compile(rb"\[(NOPERM|READ-ONLY)\]|permission denied", re.IGNORECASE), "permission"),
+)
+
+
+def mailbox_refused(
+    exc: BaseException, account_id: str, command: str, mailbox: str, parameter: str
+) -> ToolFailure:
+    """The server answered NO (or BAD) to CREATE, RENAME, DELETE or APPEND of ``mailbox``, the value of
+    ``parameter``: it exists already, has children, is missing, over quota, not allowed, or another reason
+    in the server's words (shortened: the text is the server's, not ours)."""
+    text = str(exc).encode("utf-8", "replace")
+    said = re.sub(r"[\x00-\x1f\x7f]+", " ", text.decode("utf-8", "replace"))[:200]
+    details = {"parameter": parameter, "mailbox": mailbox, "command": command}
+    reason = next((reason for pattern, reason in _MAILBOX_REFUSALS if pattern.search(text)), None)
+    if reason is None and says_mailbox_missing(exc):
+        return ToolFailure(
+            ErrorCode.NOT_FOUND,
+            f"Mailbox {mailbox!r} ({parameter}) does not exist; nothing was changed. Call "
+            "imap_list_mailboxes for the available names.",
+            details=details,
+            next_action=NextAction(
+                instruction="List the mailboxes",
+                tool="imap_list_mailboxes",
+                arguments={"account_id": account_id},
+            ),
+        )
+    if reason == "exists":
+        return ToolFailure.invalid_input(
+            parameter, f"mailbox {mailbox!r} already exists; choose another name."
+        )
+    if reason == "children":
+        return ToolFailure.invalid_input(
+            parameter, f"mailbox {mailbox!r} has child mailboxes; delete or move them first."
+        )
+    if reason == "quota":
+        return ToolFailure(
+            ErrorCode.LIMIT_EXCEEDED, f"The server refused {command}: over quota ({said}).", details=details
+        )
+    if reason == "permission":
+        return ToolFailure(
+            ErrorCode.PERMISSION_DENIED,
+            f"The server does not allow {command} of {mailbox!r} for this user ({said}).",
+            details=details,
+        )
+    return ToolFailure.invalid_input(parameter, f"the server refused {command} of {mailbox!r}: {said}")

@@ -12,6 +12,7 @@ from mail_imap_mcp.tools import (
     get_message_raw,
     list_accounts,
     list_mailboxes,
+    manage_mailbox,
     search_messages,
     update_message_flags,
 )
@@ -26,6 +27,7 @@ TOOLS: list[ToolSpec[Any]] = [
     get_message.TOOL,
     get_message_raw.TOOL,
     update_message_flags.TOOL,
+    manage_mailbox.TOOL,
 ]
 
 

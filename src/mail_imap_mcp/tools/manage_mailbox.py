@@ -1,0 +1,386 @@
+"""imap_manage_mailbox: create, rename or delete a mailbox (folder), in the server's own spelling.
+
+Names: the server's separator (from NAMESPACE, else LIST); where personal folders live below a prefix
+(``INBOX.`` on Cyrus in its default namespace and on Courier, which refuse or misplace a top-level
+name), a new name without it gets it added, and an existing name is looked up with it when it is not
+found as given; the result says so. Hostile names (control characters, the LIST wildcards ``*`` and
+``%``, empty levels, absurd lengths) are refused before anything is sent.
+
+Safety: INBOX and the special-use folders (and the configured trash/drafts folders) are never renamed
+or deleted; delete refuses a mailbox that holds messages (Dovecot would delete them silently), counted
+with a fresh EXAMINE right before the DELETE, and one with child mailboxes (Dovecot and Courier would leave them
+orphaned). Rename and delete need confirmation. A connection lost after the command was sent is
+``outcome_unknown``, never retried.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from imapclient.exceptions import IMAPClientError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, ToolFailure
+from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.imap.connection import ImapSession
+from mail_imap_mcp.imap.errors import OutcomeUnknown, is_connection_broken, mailbox_refused
+from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes
+from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
+from mail_imap_mcp.tools.spec import Effect, ToolSpec
+from mail_imap_mcp.tools.writes import CONFIRM_TOKEN_DESCRIPTION, DRY_RUN_DESCRIPTION, audit
+
+NAME = "imap_manage_mailbox"
+TITLE = "Create, rename or delete a mailbox"
+DESCRIPTION = (
+    "Create, rename or delete a mailbox (folder). Use the server's names and separator as "
+    "imap_list_mailboxes shows them; where personal folders live below a prefix such as 'INBOX.', a "
+    "name without it gets it added (data.mailbox says which name was used). Rename moves the mailbox "
+    "with its messages and child mailboxes. Delete only removes an empty mailbox without child "
+    "mailboxes: move or delete its messages first. INBOX and special-use folders (Sent, Drafts, Trash, "
+    "...) are never renamed or deleted. Rename and delete need the user's confirmation "
+    "(confirmation_required, then the same call with confirm_token). dry_run shows what would happen."
+)
+ERRORS = {
+    "invalid_input": "A name is malformed, names INBOX or a special-use folder, already exists (create, "
+    "rename destination), or the mailbox to delete holds messages or child mailboxes.",
+    "not_found": "The account or the mailbox to rename or delete does not exist.",
+    "confirmation_required": "Rename and delete: ask the user, then repeat the call with confirm_token.",
+    "permission_denied": "Writes are off for this account (write_enabled), or the server does not allow it.",
+    "limit_exceeded": "The server refused the mailbox: over quota.",
+    "auth_failed": "The server rejected the credentials.",
+    "unavailable": "The server cannot be reached; nothing was changed.",
+    "timeout": "A command exceeded its time budget.",
+}
+
+Action = Literal["create", "rename", "delete"]
+# Control characters (C0, DEL, C1, Unicode line/paragraph separators): protocol syntax, never a name.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _check_name(value: str) -> str:
+    if _CONTROL.search(value):
+        raise ValueError("must not contain control characters (CR, LF, NUL, TAB, ...)")
+    if "*" in value or "%" in value:
+        raise ValueError("must not contain '*' or '%' (the wildcards of IMAP LIST)")
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+MailboxArg = Annotated[str, Field(min_length=1, max_length=1000), AfterValidator(_check_name)]
+
+
+class ManageMailboxInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    account_id: AccountId = DEFAULT_ACCOUNT
+    action: Action = Field(description="create, rename (to destination_mailbox) or delete.")
+    mailbox: MailboxArg = Field(
+        description="The mailbox to create, rename or delete, as imap_list_mailboxes names it (its "
+        "separator, e.g. 'Projects/2024' or 'INBOX.Projects.2024')."
+    )
+    destination_mailbox: MailboxArg | None = Field(
+        default=None, description="rename only: the new name (must not exist yet)."
+    )
+    confirm_token: str | None = Field(default=None, max_length=200, description=CONFIRM_TOKEN_DESCRIPTION)
+    dry_run: bool = Field(default=False, description=DRY_RUN_DESCRIPTION)
+
+
+class ManageMailboxData(MultiItemData):
+    account_id: str = Field(description="Account of the mailbox.")
+    action: Action = Field(description="What was done (or, with dry_run, would be done).")
+    mailbox: str = Field(
+        description="The mailbox acted on, in the server's spelling (prefix added if needed)."
+    )
+    destination_mailbox: str | None = Field(description="rename: the new name, in the server's spelling.")
+    result_mailbox: str | None = Field(
+        description="The mailbox that exists afterwards (create: the new one; rename: the new name; "
+        "delete: null)."
+    )
+    messages: int | None = Field(
+        description="Messages in the mailbox (rename: moved with it; delete: 0), null when unknown."
+    )
+    child_mailboxes: list[str] = Field(description="rename: child mailboxes that move along with it.")
+    dry_run: bool = Field(description="True: nothing was changed; `plan` says what would happen.")
+    changed: bool = Field(description="True when the server confirmed the change.")
+    plan: str = Field(description="What was done, or would be done, in words.")
+
+
+@dataclass
+class _Plan:
+    action: Action
+    mailbox: str
+    destination: str | None = None
+    messages: int | None = None
+    children: tuple[str, ...] = ()
+    selectable: bool = True
+    notes: tuple[str, ...] = ()
+
+    def words(self) -> str:
+        if self.action == "create":
+            return f"create the mailbox {self.mailbox!r}"
+        if self.action == "delete":
+            return f"delete the empty mailbox {self.mailbox!r}"
+        moved = f"{self.messages} message(s)" if self.messages is not None else "its messages"
+        if self.children:
+            moved += f" and {len(self.children)} child mailbox(es)"
+        return f"rename the mailbox {self.mailbox!r} to {self.destination!r}, with {moved}"
+
+
+@dataclass
+class _Names:
+    """The account's mailboxes and how it spells names."""
+
+    boxes: dict[str, MailboxInfo]
+    prefix: str
+    separator: str | None
+    protected: dict[str, str]  # name -> why it is never renamed or deleted
+
+    def children(self, name: str) -> tuple[str, ...]:
+        if not self.separator:
+            return ()
+        return tuple(sorted(n for n in self.boxes if n.startswith(name + self.separator)))
+
+    def _canonical(self, name: str) -> str:
+        """INBOX is case-insensitive, and so is the INBOX of a prefix such as 'INBOX.'."""
+        if name.upper() == "INBOX":
+            return "INBOX"
+        if self.separator and name.upper().startswith("INBOX" + self.separator):
+            return "INBOX" + name[5:]
+        return name
+
+    def existing(self, name: str, parameter: str) -> tuple[str, list[str]]:
+        """The existing mailbox ``name`` means: as given, else with the personal prefix."""
+        name = self._canonical(name)
+        if name in self.boxes or name == "INBOX":
+            return name, []
+        if self.prefix and not name.startswith(self.prefix) and self.prefix + name in self.boxes:
+            return self.prefix + name, [_prefix_note(self.prefix, name)]
+        raise ToolFailure(
+            ErrorCode.NOT_FOUND,
+            f"Mailbox {name!r} ({parameter}) does not exist; nothing was changed. Call "
+            "imap_list_mailboxes for the names in the server's spelling.",
+            details={"parameter": parameter, "mailbox": name},
+        )
+
+    def new(self, name: str, parameter: str) -> tuple[str, list[str]]:
+        """The server's spelling of a mailbox to be made; refused when it exists or is malformed."""
+        name = self._canonical(name)
+        notes = []
+        sep = self.separator
+        if sep and not name.strip(sep).strip():
+            raise ToolFailure.invalid_input(
+                parameter, f"a name made only of separators ({sep!r}) names nothing."
+            )
+        if self.prefix and name != "INBOX" and not name.startswith(self.prefix):
+            notes.append(_prefix_note(self.prefix, name))
+            name = self.prefix + name
+        if sep and any(not level.strip() for level in name.split(sep)):
+            raise ToolFailure.invalid_input(
+                parameter,
+                f"{name!r} has an empty level (a leading, trailing or doubled separator {sep!r}).",
+            )
+        if name == "INBOX" or name in self.boxes:
+            raise ToolFailure.invalid_input(
+                parameter, f"mailbox {name!r} already exists; choose another name."
+            )
+        return name, notes
+
+    def refuse_protected(self, name: str, parameter: str, action: str) -> None:
+        for each in (name, *self.children(name)):
+            why = self.protected.get(each)
+            if why is not None:
+                inside = "" if each == name else f" (it contains {each!r})"
+                raise ToolFailure.invalid_input(
+                    parameter, f"{name!r} cannot be {action}d{inside}: {why} is never renamed or deleted."
+                )
+
+
+def _prefix_note(prefix: str, name: str) -> str:
+    return f"This server keeps personal mailboxes below {prefix!r}: {name!r} was taken as {prefix + name!r}."
+
+
+def _names(session: ImapSession, app: AppContext, account_id: str) -> _Names:
+    boxes = {box.name: box for box in list_mailboxes(session)}
+    prefix, separator = session.personal_namespace()
+    if separator is None:
+        separator = next((box.delimiter for box in boxes.values() if box.delimiter), None)
+    if prefix and prefix.upper() == f"INBOX{separator}":
+        prefix = f"INBOX{separator}"
+    protected = {"INBOX": "INBOX"}
+    for box in boxes.values():
+        if box.special_use:
+            protected[box.name] = f"the special-use folder {box.name!r} ({box.special_use})"
+    account = app.config.accounts[account_id]
+    for setting in ("trash_mailbox", "drafts_mailbox"):
+        configured = getattr(account, setting)
+        if configured:
+            protected.setdefault(configured, f"the {setting} {configured!r} of this account")
+    return _Names(boxes, prefix, separator or None, protected)
+
+
+def _count(session: ImapSession, mailbox: str) -> int:
+    """Messages in ``mailbox`` from a fresh EXAMINE, left again at once (UNSELECT, or CLOSE, which
+    expunges nothing after EXAMINE). Not STATUS: Dovecot answers it from its index, which misses a
+    message written into the Maildir in the same second (measured); EXAMINE syncs on every server."""
+    if session.selected_mailbox == mailbox:
+        session.deselect()
+    messages = session.examine(mailbox).exists
+    session.deselect()
+    return messages
+
+
+def _refuse_nonempty(mailbox: str, messages: int, account_id: str) -> ToolFailure:
+    return ToolFailure(
+        ErrorCode.INVALID_INPUT,
+        f"Invalid 'mailbox': {mailbox!r} holds {messages} message(s); nothing was deleted. Move or delete "
+        "them first (imap_apply_to_messages), then delete the empty mailbox.",
+        details={"parameter": "mailbox", "mailbox": mailbox, "messages": messages},
+        next_action=NextAction(
+            instruction="See the messages still in the mailbox",
+            tool="imap_search_messages",
+            arguments={"account_id": account_id, "mailbox": mailbox},
+        ),
+    )
+
+
+def _plan(session: ImapSession, app: AppContext, account_id: str, args: ManageMailboxInput) -> _Plan:
+    """Resolve the names and check every refusal (reads only)."""
+    names = _names(session, app, account_id)
+    if args.action == "create":
+        mailbox, notes = names.new(args.mailbox, "mailbox")
+        return _Plan("create", mailbox, messages=0, notes=tuple(notes))
+    mailbox, notes = names.existing(args.mailbox, "mailbox")
+    names.refuse_protected(mailbox, "mailbox", args.action)
+    box = names.boxes[mailbox]
+    children = names.children(mailbox)
+    messages = _count(session, mailbox) if box.selectable else None
+    if args.action == "delete":
+        if children:
+            shown = ", ".join(repr(c) for c in children[:5]) + (" ..." if len(children) > 5 else "")
+            raise ToolFailure.invalid_input(
+                "mailbox",
+                f"{mailbox!r} has {len(children)} child mailbox(es) ({shown}); nothing was deleted. Delete "
+                "or rename them first.",
+                children=list(children[:50]),
+            )
+        if messages:
+            raise _refuse_nonempty(mailbox, messages, account_id)
+        return _Plan("delete", mailbox, messages=messages, selectable=box.selectable, notes=tuple(notes))
+    assert args.destination_mailbox is not None
+    destination, more = names.new(args.destination_mailbox, "destination_mailbox")
+    if names.separator and destination.startswith(mailbox + names.separator):
+        raise ToolFailure.invalid_input(
+            "destination_mailbox",
+            f"{destination!r} lies inside {mailbox!r}: a mailbox cannot move into itself.",
+        )
+    return _Plan("rename", mailbox, destination, messages, children, box.selectable, tuple(notes + more))
+
+
+def _execute(session: ImapSession, plan: _Plan, account_id: str) -> None:
+    """Send the one command; delete counts the messages again right before."""
+    command = plan.action.upper()
+    if session.selected_mailbox == plan.mailbox:
+        session.deselect()
+    try:
+        if plan.action == "delete" and plan.selectable:
+            messages = _count(session, plan.mailbox)
+            if messages:
+                raise _refuse_nonempty(plan.mailbox, messages, account_id)
+        with session.write_command():
+            if plan.action == "create":
+                session.create_mailbox(plan.mailbox)
+            elif plan.action == "delete":
+                session.delete_mailbox(plan.mailbox)
+            else:
+                assert plan.destination is not None
+                session.rename_mailbox(plan.mailbox, plan.destination)
+    except IMAPClientError as exc:
+        if is_connection_broken(exc):
+            raise
+        target, parameter = (plan.mailbox, "mailbox")
+        if plan.action == "rename" and not _says_missing_source(exc):
+            target, parameter = (plan.destination or plan.mailbox, "destination_mailbox")
+        raise mailbox_refused(exc, account_id, command, target, parameter) from None
+
+
+def _says_missing_source(exc: IMAPClientError) -> bool:
+    return bool(re.search(r"NONEXISTENT|does not exist|doesn't exist", str(exc), re.IGNORECASE))
+
+
+def handle(app: AppContext, args: ManageMailboxInput) -> ToolResult[ManageMailboxData]:
+    if args.action == "rename" and args.destination_mailbox is None:
+        raise ToolFailure.invalid_input("destination_mailbox", "rename needs the new name.")
+    if args.action != "rename" and args.destination_mailbox is not None:
+        raise ToolFailure.invalid_input("destination_mailbox", f"only rename takes it, not {args.action}.")
+    connection = app.write_connection(args.account_id)
+    account_id = connection.account_id
+    action = f"dry_run:{args.action}" if args.dry_run else args.action
+    try:
+        plan = connection.run(lambda session: _plan(session, app, account_id, args))
+        if not args.dry_run and args.action != "create":
+            app.confirmations.require(NAME, args.model_dump(), f"{plan.words()} in account {account_id!r}")
+        issues: list[Issue] = []
+        if not args.dry_run:
+            try:
+                connection.run_write(lambda session: _execute(session, plan, account_id))
+            except OutcomeUnknown:
+                issues.append(
+                    Issue(
+                        code="outcome_unknown",
+                        stage="write",
+                        message=f"The connection was lost after {args.action.upper()} was sent: the "
+                        "mailbox may or may not have been changed. It was not retried; list the mailboxes "
+                        "to see.",
+                        retryable=False,
+                    )
+                )
+    except ToolFailure as failure:
+        audit(NAME, account_id, action, 0, failure.code)
+        raise
+    audit(NAME, account_id, action, plan.messages or 0, "outcome_unknown" if issues else "ok")
+    changed = not args.dry_run and not issues
+    result = {"create": plan.mailbox, "rename": plan.destination, "delete": None}[plan.action]
+    if args.dry_run:
+        summary = f"Dry run: would {plan.words()}; nothing was changed"
+    elif issues:
+        summary = f"Outcome unknown: the connection was lost after asking to {plan.words()}"
+    else:
+        summary = f"Done: {plan.words()}"
+    data = ManageMailboxData(
+        account_id=account_id,
+        action=plan.action,
+        mailbox=plan.mailbox,
+        destination_mailbox=plan.destination,
+        result_mailbox=result if not args.dry_run else None,
+        messages=plan.messages,
+        child_mailboxes=list(plan.children) if plan.action == "rename" else [],
+        dry_run=args.dry_run,
+        changed=changed,
+        plan=plan.words()[0].upper() + plan.words()[1:] + ".",
+        status="partial" if issues else "ok",
+        issues=issues,
+        next_action=NextAction(
+            instruction="List the mailboxes to see the result"
+            if not args.dry_run
+            else "List the mailboxes as they are now",
+            tool="imap_list_mailboxes",
+            arguments={"account_id": account_id},
+        ),
+    )
+    return ToolResult(summary=summary, data=data, warnings=list(plan.notes))
+
+
+TOOL = ToolSpec(
+    name=NAME,
+    title=TITLE,
+    description=DESCRIPTION,
+    input_model=ManageMailboxInput,
+    data_model=ManageMailboxData,
+    handle=handle,
+    errors=ERRORS,
+    effect=Effect.DESTRUCTIVE,
+    idempotent=False,
+)
