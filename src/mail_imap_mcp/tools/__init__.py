@@ -8,6 +8,7 @@ from typing import Any
 
 from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
 from mail_imap_mcp.tools import (
+    apply_to_messages,
     get_message,
     get_message_raw,
     list_accounts,
@@ -27,6 +28,7 @@ TOOLS: list[ToolSpec[Any]] = [
     get_message.TOOL,
     get_message_raw.TOOL,
     update_message_flags.TOOL,
+    apply_to_messages.TOOL,
     manage_mailbox.TOOL,
 ]
 

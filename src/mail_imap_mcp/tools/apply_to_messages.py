@@ -29,7 +29,7 @@ from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_i
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.uidplus import CopyUid, format_uid_set
 from mail_imap_mcp.tools.context import AppContext
-from mail_imap_mcp.tools.messages import MailboxName, MessageIdArg, conflict
+from mail_imap_mcp.tools.messages import MessageIdArg, conflict
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 from mail_imap_mcp.tools.writes import (
     CONFIRM_TOKEN_DESCRIPTION,
@@ -68,6 +68,8 @@ ERRORS = {
 }
 
 Action = Literal["move", "copy", "delete"]
+#: As in MailboxName: no control characters (Dovecot echoes unknown names raw in its NO answer).
+MAILBOX_NAME_PATTERN = r"^[^\x00-\x08\x0a-\x1f\x7f]+$"
 Outcome = Literal[
     "moved",
     "copied",
@@ -96,8 +98,13 @@ class ApplyToMessagesInput(BaseModel):
         description="move or copy to destination_mailbox; delete: to the account's Trash "
         "(or for good with permanent)."
     )
-    destination_mailbox: MailboxName | None = Field(
-        default=None, description="Existing mailbox for move and copy (not for delete)."
+    # Not MailboxName | None: the flattened schema would show MailboxName's description instead of this one.
+    destination_mailbox: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1000,
+        pattern=MAILBOX_NAME_PATTERN,
+        description="Existing mailbox (from imap_list_mailboxes) for move and copy; not for delete.",
     )
     permanent: bool = Field(
         default=False,
