@@ -19,38 +19,58 @@ pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).parent.parent
 SNAPSHOT = Path(__file__).parent / "snapshots" / "tools_list.json"
+#: tools/list where some account allows writes: the write tools (and their helpers) are listed too.
+SNAPSHOT_WRITES = Path(__file__).parent / "snapshots" / "tools_list_writes.json"
 UPDATE = os.environ.get("UPDATE_SNAPSHOTS") == "1"
 
-OFFLINE = Config.model_validate(
-    {"accounts": {"default": {"host": "127.0.0.1", "username": "u", "password_env": "UNUSED_PASSWORD"}}}
-)
+_ACCOUNTS = {"default": {"host": "127.0.0.1", "username": "u", "password_env": "UNUSED_PASSWORD"}}
+OFFLINE = Config.model_validate({"accounts": _ACCOUNTS})
+OFFLINE_WRITES = Config.model_validate({"accounts": _ACCOUNTS, "server": {"write_enabled": True}})
+
+READ_TOOLS = [
+    "imap_list_accounts",
+    "imap_list_mailboxes",
+    "imap_search_messages",
+    "imap_get_message",
+    "imap_get_message_raw",
+]
 
 
-async def tools_wire() -> list[dict[str, Any]]:
-    async with Client(build_server(OFFLINE)) as client:
+async def tools_wire(config: Config = OFFLINE) -> list[dict[str, Any]]:
+    async with Client(build_server(config)) as client:
         listed = await client.list_tools()
     return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed.tools]
 
 
-async def test_tools_list_matches_the_snapshot() -> None:
-    wire = await tools_wire()
+@pytest.mark.parametrize(
+    ("config", "snapshot"),
+    [(OFFLINE, SNAPSHOT), (OFFLINE_WRITES, SNAPSHOT_WRITES)],
+    ids=["read_only", "writes"],
+)
+async def test_tools_list_matches_the_snapshot(config: Config, snapshot: Path) -> None:
+    wire = await tools_wire(config)
     text = json.dumps(wire, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
-    if UPDATE or not SNAPSHOT.exists():
-        SNAPSHOT.write_text(text, encoding="utf-8")
-    assert text == SNAPSHOT.read_text(encoding="utf-8"), "tools/list changed: review, then UPDATE_SNAPSHOTS=1"
+    if UPDATE or not snapshot.exists():
+        snapshot.write_text(text, encoding="utf-8")
+    assert text == snapshot.read_text(encoding="utf-8"), (
+        f"tools/list changed ({snapshot.name}): review, then UPDATE_SNAPSHOTS=1"
+    )
 
 
-async def test_every_tool_is_read_only_titled_and_has_flat_input_and_object_output() -> None:
-    wire = await tools_wire()
-    assert [t["name"] for t in wire] == [
-        "imap_list_accounts",
-        "imap_list_mailboxes",
-        "imap_search_messages",
-        "imap_get_message",
-        "imap_get_message_raw",
-    ]
+async def test_write_tools_are_listed_only_when_writes_are_on_and_say_they_write() -> None:
+    assert [t["name"] for t in await tools_wire()] == READ_TOOLS
+    wire = {tool["name"]: tool for tool in await tools_wire(OFFLINE_WRITES)}
+    assert set(READ_TOOLS) < set(wire)
+    flags = wire["imap_update_message_flags"]["annotations"]
+    assert (flags["readOnlyHint"], flags["destructiveHint"], flags["idempotentHint"]) == (False, False, True)
+
+
+@pytest.mark.parametrize("config", [OFFLINE, OFFLINE_WRITES], ids=["read_only", "writes"])
+async def test_every_tool_is_titled_and_has_flat_input_and_object_output(config: Config) -> None:
+    wire = await tools_wire(config)
     for tool in wire:
-        assert tool["annotations"]["readOnlyHint"] is True
+        if tool["name"] in READ_TOOLS:
+            assert tool["annotations"]["readOnlyHint"] is True
         assert tool["annotations"]["title"] == tool["title"]
         assert len(tool["description"]) > 80
         schema = tool["inputSchema"]
