@@ -140,6 +140,19 @@ def errors_markdown() -> str:
         "| `parse_failed` | `parse_headers` | The message could not be turned into a summary. |",
         "| `charset_unsupported` | `search` | The server refused `CHARSET UTF-8` for non-ASCII search text. |",
         "| `status_failed` | `status` | STATUS failed for one mailbox; its counts are omitted. |",
+        "| `outcome_unknown` | `write` | The connection was lost after the change was sent: it may or may "
+        "not have happened. Never retried; check with a search (see `next_action`). |",
+        "| `not_attempted` | `select`, `store` | The connection was lost before this message's change was "
+        "sent: nothing changed for it; retryable. |",
+        "| `conflict` | `select` | The message's mailbox has a new UIDVALIDITY: the id is stale. |",
+        "| `mailbox_not_found` | `select` | The message's mailbox no longer exists. |",
+        "| `not_found` | `fetch_flags` | The message no longer exists; nothing changed for it. |",
+        "| `flag_not_permitted` | `select` | The mailbox's PERMANENTFLAGS do not let these flags change "
+        "(e.g. an ACL): nothing was sent for the message. |",
+        "| `modified_meanwhile` | `store` | Another client changed the message's flags during a "
+        "conditional replace (CONDSTORE): left alone; retryable. |",
+        "| `store_refused` | `store` | The server refused the STORE (e.g. too many keywords in the "
+        "mailbox): nothing changed. |",
         "",
     ]
     return "\n".join(lines)
