@@ -10,6 +10,7 @@ through the account's trash_mailbox on Courier.
 
 from __future__ import annotations
 
+import logging
 import re
 import socket
 from collections import Counter
@@ -199,11 +200,12 @@ async def test_move_copy_delete_and_undo(
 
 
 async def test_permanent_delete_is_allowed_confirmed_and_exact(
-    imap_server: MatrixServer, user: str, account: AccountFactory
+    imap_server: MatrixServer, user: str, account: AccountFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Refused unless allow_permanent_delete; then confirmation_required (nothing changed), and with the
     token exactly the given message is expunged: the \\Deleted bystander stays."""
     setup_user(imap_server, user, ["keep", "drop"])
+    caplog.set_level(logging.INFO, logger="mail_imap_mcp.audit")
     start = clean(inventory(imap_server, user))
     async for mcp in open_client(write_config(imap_server, account, user)):
         ids = await ids_by_subject(mcp)
@@ -221,9 +223,46 @@ async def test_permanent_delete_is_allowed_confirmed_and_exact(
         assert data["results"] == [{"message_id": ids["drop"], "new_message_id": None, "outcome": "deleted"}]
         assert data["next_action"] is None
         assert data["mailboxes"][0]["method"] == "UID STORE +FLAGS.SILENT (\\Deleted) + UID EXPUNGE"
+    audit = [r.getMessage() for r in caplog.records if r.name == "mail_imap_mcp.audit"]
+    assert [line.split(" action=")[1] for line in audit] == [
+        "delete_permanent messages=1 outcome=permission_denied",
+        "dry_run:delete_permanent messages=1 outcome=ok",
+        "delete_permanent messages=1 outcome=confirmation_required",
+        "delete_permanent messages=1 outcome=ok",
+    ]
     expected = {name: Counter(found) for name, found in start.items()}
     expected["INBOX"][mid_of("drop")] -= 1
     assert clean(inventory(imap_server, user)) == clean(expected)
+
+
+@pytest.mark.parametrize("imap_server", ["dovecot", "courier"], indirect=True)
+async def test_messages_of_several_mailboxes_in_one_call(
+    imap_server: MatrixServer, user: str, account: AccountFactory
+) -> None:
+    """Ids from INBOX and Archive deleted together: each mailbox selected and checked, one undo per source
+    mailbox, and undoing both restores every mailbox."""
+    setup_user(imap_server, user, ["inbox one", "inbox two"])
+    archive, trash = imap_server.mailbox_name("Archive"), trash_of(imap_server)
+    imap_server.seed(user, archive, [plain_message("archived", "a")])
+    start = clean(inventory(imap_server, user))
+    async for mcp in open_client(write_config(imap_server, account, user)):
+        inbox, archived = await ids_by_subject(mcp), await ids_by_subject(mcp, archive)
+        given = [inbox["inbox two"], archived["archived"], inbox["inbox one"], inbox["inbox two"]]
+        data = await mcp.ok(TOOL, {"message_ids": given, "action": "delete"})
+        assert (data["requested"], data["changed"], data["status"]) == (3, 3, "ok")
+        assert [r["message_id"] for r in data["results"]] == given[:3]
+        assert [(m["source_mailbox"], m["messages"]) for m in data["mailboxes"]] == [
+            ("INBOX", 2),
+            (archive, 1),
+        ]
+        after = moved(start, "INBOX", trash, [mid_of("inbox one"), mid_of("inbox two")])
+        assert clean(inventory(imap_server, user)) == moved(after, archive, trash, [mid_of("archived")])
+        assert sorted(u["arguments"]["destination_mailbox"] for u in data["undo"]) == sorted(
+            ["INBOX", archive]
+        )
+        for undo in data["undo"]:
+            await mcp.ok(TOOL, undo["arguments"])
+        assert clean(inventory(imap_server, user)) == start
 
 
 async def test_refusals_change_nothing(imap_server: MatrixServer, user: str, account: AccountFactory) -> None:
@@ -297,6 +336,19 @@ async def test_arguments_are_checked_before_anything_is_sent(user: str, account:
             ({"message_ids": [], "action": "delete"}, "message_ids"),
             ({"message_ids": [some] * 251, "action": "delete"}, "message_ids"),
             ({"message_ids": [some], "action": "archive"}, "action"),
+            (
+                {"message_ids": [some], "action": "move", "destination_mailbox": "A\r\nB"},
+                "destination_mailbox",
+            ),
+            (
+                {"message_ids": [some], "action": "copy", "destination_mailbox": "A\x00"},
+                "destination_mailbox",
+            ),
+            (
+                {"message_ids": [some], "action": "copy", "destination_mailbox": "A" * 1001},
+                "destination_mailbox",
+            ),
+            ({"message_ids": ["imap:default:IN\r\nBOX:1:1"], "action": "delete"}, "message_ids"),
         ]
         for args, parameter in cases:
             envelope = await mcp.fail(TOOL, args, "invalid_input")
