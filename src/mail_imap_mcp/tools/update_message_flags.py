@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, Payload, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
-from mail_imap_mcp.imap.connection import FlagState, ImapSession, MailboxState
+from mail_imap_mcp.imap.connection import AccountConnection, FlagState, ImapSession, MailboxState
 from mail_imap_mcp.imap.errors import OutcomeUnknown, UidValidityChanged, is_connection_broken
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.tools.context import AppContext
@@ -105,7 +105,8 @@ class MailboxPlan(Payload):
     changed: int = Field(description="Of those, messages whose flags changed (dry_run: would change).")
     conditional: bool = Field(
         description="True when the replace was conditional (CONDSTORE UNCHANGEDSINCE): messages changed "
-        "by another client meanwhile were left alone."
+        "by another client meanwhile were left alone. A server without CONDSTORE (e.g. Courier) gets a "
+        "plain replace."
     )
 
 
@@ -455,7 +456,7 @@ def handle(app: AppContext, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsDat
     account_id = refs[0].account_id
     action = f"dry_run:{args.operation}" if args.dry_run else args.operation
     try:
-        connection = app.write_connection(account_id)
+        connection = _write_connection(app, account_id)
         flags = parse_flags(args.flags)
         request = _Request(account_id, args.operation, flags, args.dry_run)
         groups = _groups(refs)
@@ -483,6 +484,20 @@ def handle(app: AppContext, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsDat
         raise
     audit(NAME, account_id, action, len(refs), data.status)
     return ToolResult(summary=_summary(data), data=data, warnings=outcome.warnings)
+
+
+def _write_connection(app: AppContext, account_id: str) -> AccountConnection:
+    try:
+        return app.write_connection(account_id)
+    except ToolFailure as failure:
+        if failure.code is not ErrorCode.NOT_FOUND:
+            raise
+        raise ToolFailure(
+            ErrorCode.NOT_FOUND,
+            f"The message ids name account {account_id!r}, which is not configured; call imap_list_accounts "
+            "and search again.",
+            details={**failure.details, "parameter": "message_ids"},
+        ) from None
 
 
 def _not_attempted(outcome: _Outcome, groups: Sequence[_Group]) -> None:
