@@ -355,6 +355,22 @@ async def test_arguments_are_checked_before_anything_is_sent(user: str, account:
             assert envelope["error"]["details"]["parameter"] == parameter, (args, envelope["error"])
 
 
+async def test_delete_without_a_trash_names_the_setting(
+    dovecot: Dovecot, user: str, account: AccountFactory
+) -> None:
+    """No mailbox marked \\Trash (this user has none) and no trash_mailbox: not_found naming the setting,
+    also when the ids say "default" for the only account, here named "work"."""
+    dovecot.seed(user, "INBOX", [plain_message("one", "1")])
+    start = clean(inventory(dovecot, user))
+    async for mcp in open_client(make_config({"work": account(user)}, write_enabled=True)):
+        (one,) = (await ids_by_subject(mcp)).values()
+        alias = one.replace("imap:work:", "imap:default:")
+        envelope = await mcp.fail(TOOL, {"message_ids": [alias], "action": "delete"}, "not_found")
+        assert envelope["error"]["details"]["setting"] == "trash_mailbox"
+        assert "trash_mailbox" in envelope["error"]["message"]
+    assert clean(inventory(dovecot, user)) == start
+
+
 # --------------------------------------------------------------------- a server without UIDPLUS/MOVE
 
 

@@ -257,7 +257,7 @@ def _trash(app: AppContext, session: ImapSession, account_id: str) -> str:
     marked = next((box.name for box in boxes if box.special_use == "\\Trash" and box.selectable), None)
     if marked is not None:
         return marked
-    account = app.config.accounts[account_id]
+    account = app.config.accounts[app.resolve_account(account_id)]
     if account.trash_mailbox is None:
         raise ToolFailure(
             ErrorCode.NOT_FOUND,
