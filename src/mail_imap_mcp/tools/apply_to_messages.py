@@ -24,6 +24,7 @@ from mail_imap_mcp.imap.errors import (
     UidValidityChanged,
     destination_not_found,
     extension_missing,
+    is_connection_broken,
 )
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
@@ -333,20 +334,7 @@ def _prepare(
             ),
         )
     for group in groups:
-        for text, ref in group.refs:
-            if ref.uid not in group.present:
-                run.outcomes[text] = ("not_found", None)
-                run.issues.append(
-                    Issue(
-                        code="not_found",
-                        stage="check",
-                        message=f"UID {ref.uid} no longer exists in {group.mailbox!r} (deleted or moved); "
-                        "it was left out.",
-                        retryable=False,
-                        message_id=text,
-                        uid=ref.uid,
-                    )
-                )
+        _record_missing(run, group)
     return run
 
 
@@ -432,39 +420,66 @@ def _execute(
             f"permanently delete {count} message(s) from {where} (account {account!r}); they cannot be "
             "recovered",
         )
-    # The last group checked is still selected: start there, re-select the others.
+    # The last group checked is still selected: start there, re-select (and re-check) the others.
     pending = [group for group in reversed(groups) if group.present]
     for position, group in enumerate(pending):
-        if position > 0:
-            try:
-                _open_group(session, account, group, write=True)
-            except ToolFailure as failure:
-                _fail_group(run, group, failure.code.value, failure.message, stage="select")
-                continue
         try:
-            _apply_group(session, args, account, group, run)
+            if position > 0:
+                _open_group(session, account, group, write=True)
+                _record_missing(run, group)
+            if group.present:
+                _apply_group(session, args, account, group, run)
         except OutcomeUnknown:
             run.unknown = group
             for text, ref in group.refs:
                 if ref.uid in group.present:
                     run.outcomes[text] = ("outcome_unknown", None)
                     run.issues.append(outcome_unknown_issue(text, ref.uid))
-            for rest in pending[position + 1 :]:
-                _fail_group(
-                    run,
-                    rest,
-                    "not_attempted",
-                    "Not attempted: the connection was lost before this mailbox's turn; nothing was "
-                    "changed here. Call again with these ids.",
-                    stage="write",
-                    retryable=True,
-                )
+            _not_attempted(run, pending[position + 1 :])
             break
         except ToolFailure as failure:
             if not any(outcome in _CHANGED for outcome, _ in run.outcomes.values()):
                 raise  # nothing changed yet: the call fails as a whole
             _fail_group(run, group, failure.code.value, failure.message, stage="write")
+        except Exception as exc:  # the connection died between two mailboxes (nothing was sent)
+            if not is_connection_broken(exc) and not isinstance(exc, TimeoutError):
+                raise
+            if not any(outcome in _CHANGED for outcome, _ in run.outcomes.values()):
+                raise
+            _not_attempted(run, pending[position:])
+            break
     return run
+
+
+def _record_missing(run: _Run, group: _Group) -> None:
+    """A ``not_found`` issue for each message of ``group`` that no longer exists."""
+    for text, ref in group.refs:
+        if ref.uid not in group.present and text not in run.outcomes:
+            run.outcomes[text] = ("not_found", None)
+            run.issues.append(
+                Issue(
+                    code="not_found",
+                    stage="check",
+                    message=f"UID {ref.uid} no longer exists in {group.mailbox!r} (deleted or moved); "
+                    "it was left out.",
+                    retryable=False,
+                    message_id=text,
+                    uid=ref.uid,
+                )
+            )
+
+
+def _not_attempted(run: _Run, groups: list[_Group]) -> None:
+    for group in groups:
+        _fail_group(
+            run,
+            group,
+            "not_attempted",
+            "Not attempted: the connection was lost before this mailbox's turn; nothing was changed here. "
+            "Call again with these ids.",
+            stage="write",
+            retryable=True,
+        )
 
 
 def _fail_group(
