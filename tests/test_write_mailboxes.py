@@ -17,12 +17,15 @@ import socket
 from typing import Any
 
 import pytest
+from imapclient import imap_utf7
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.tools import manage_mailbox
 from tests.conftest import AccountFactory, MatrixServer, make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
+from tests.support.faultproxy import FaultProxy
 from tests.support.mailgen import plain_message
+from tests.test_hostile_input import ImapRecorder, String, parse_commands
 
 pytestmark = pytest.mark.anyio
 
@@ -318,3 +321,75 @@ async def test_a_message_arriving_after_the_checks_still_stops_the_delete(
         envelope = await mcp.fail(TOOL, first["data"]["next_action"]["arguments"], "invalid_input")
         assert envelope["error"]["details"]["messages"] == 1
     assert len(inventory(dovecot, user)["Old"] or []) == 1
+
+
+async def test_quotes_braces_and_non_ascii_in_names_reach_the_server_as_one_string(
+    dovecot: MatrixServer, user: str, account: AccountFactory
+) -> None:
+    """A name with quotes, literal syntax, a backslash, parentheses and non-ASCII is sent as exactly one
+    quoted string (modified UTF-7) per CREATE/RENAME/DELETE, nothing more (wire recorder), and the server
+    shows exactly that name."""
+    recorder = ImapRecorder(dovecot.plain_port)
+    settings = account(user, host="127.0.0.1", port=recorder.port, security="plain", ca_file=None)
+    name = 'Say "hi" {5} back\\slash Ünï'
+    renamed = name + " (old)"
+    try:
+        async for mcp in open_client(make_config({"default": settings}, write_enabled=True)):
+            recorder.take()
+            assert (await mcp.ok(TOOL, {"action": "create", "mailbox": name}))["result_mailbox"] == name
+            assert name in inventory(dovecot, user)
+            await confirmed(mcp, {"action": "rename", "mailbox": name, "destination_mailbox": renamed})
+            assert renamed in inventory(dovecot, user)
+            await confirmed(mcp, {"action": "delete", "mailbox": renamed})
+        commands = [command for sent, _ in recorder.take() for command in parse_commands(sent)]
+    finally:
+        recorder.close()
+    writes = [
+        (command.verb, [arg.value if isinstance(arg, String) else arg for arg in command.args])
+        for command in commands
+        if command.verb in {"CREATE", "RENAME", "DELETE", "APPEND"}
+    ]
+    wire = [imap_utf7.encode(n) for n in (name, renamed)]
+    assert writes == [("CREATE", [wire[0]]), ("RENAME", wire), ("DELETE", [wire[1]])]
+    assert set(inventory(dovecot, user)) == {"INBOX"}
+
+
+class CutAfterSent(FaultProxy):
+    """Resets the connection instead of forwarding the server's next answer once ``marker`` was sent."""
+
+    def __init__(self, upstream_host: str, upstream_port: int, marker: bytes) -> None:
+        super().__init__(upstream_host, upstream_port)
+        self.marker = marker
+        self.cuts = 0
+
+    def _apply_reset_rule(self, conn: Any, data: bytes) -> tuple[bytes, bool]:
+        if self.cuts == 0 and self.marker in self.sent(conn.ident):
+            self.cuts += 1
+            return b"", True
+        return super()._apply_reset_rule(conn, data)
+
+
+async def test_connection_lost_after_delete_is_outcome_unknown_never_replayed(
+    dovecot: MatrixServer, user: str, account: AccountFactory
+) -> None:
+    """The reset comes after DELETE reached Dovecot, before its answer: outcome_unknown (status partial,
+    not retryable), a next_action that lists the mailboxes, and no second DELETE."""
+    dovecot.seed(user, "Old", [])
+    dovecot.seed(user, "INBOX", messages(1, "inbox"))
+    before = inventory(dovecot, user)
+    with CutAfterSent(dovecot.host, dovecot.plain_port, b" DELETE ") as proxy:
+        settings = account(user, host="127.0.0.1", port=proxy.port, security="plain", ca_file=None)
+        async for mcp in open_client(make_config({"default": settings}, write_enabled=True)):
+            first = await mcp.fail(TOOL, {"action": "delete", "mailbox": "Old"}, "confirmation_required")
+            envelope = await mcp.call(TOOL, first["data"]["next_action"]["arguments"])
+            assert envelope["success"], envelope["error"]
+            data = envelope["data"]
+            assert (data["status"], data["changed"]) == ("partial", False)
+            (issue,) = data["issues"]
+            assert (issue["code"], issue["retryable"]) == ("outcome_unknown", False)
+            assert data["next_action"]["tool"] == "imap_list_mailboxes"
+            assert proxy.cuts == 1
+            listed = await mcp.ok("imap_list_mailboxes", data["next_action"]["arguments"])
+            assert [m["name"] for m in listed["mailboxes"]] == ["INBOX"]
+            assert proxy.sent().count(b" DELETE ") == 1, "the DELETE was sent again"
+    assert inventory(dovecot, user) == {"INBOX": before["INBOX"]}

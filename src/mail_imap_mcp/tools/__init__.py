@@ -14,6 +14,7 @@ from mail_imap_mcp.tools import (
     list_accounts,
     list_mailboxes,
     manage_mailbox,
+    save_draft,
     search_messages,
     update_message_flags,
 )
@@ -30,6 +31,7 @@ TOOLS: list[ToolSpec[Any]] = [
     update_message_flags.TOOL,
     apply_to_messages.TOOL,
     manage_mailbox.TOOL,
+    save_draft.TOOL,
 ]
 
 

@@ -1,0 +1,493 @@
+"""imap_save_draft: build a plain-text message (optionally a quoted reply) and APPEND it to the Drafts
+folder with ``\\Draft \\Seen``. Nothing is ever sent: the user reviews and sends it from their client.
+
+The message is built by the stdlib email package (UTF-8, RFC 2047 headers, CRLF, quoted-printable where
+needed, a new Message-ID with the account's domain); every header value is checked for control
+characters first, so no argument can add a header line. The draft's message_id comes from APPENDUID
+where the server advertises UIDPLUS, else from one ``UID SEARCH HEADER Message-ID`` for the new id. A
+connection lost after the APPEND was sent is ``outcome_unknown`` and never retried (a second APPEND
+would make a second draft).
+"""
+
+from __future__ import annotations
+
+import email.errors
+import email.policy
+import email.utils
+import re
+from dataclasses import dataclass
+from email.headerregistry import Address, AddressHeader, HeaderRegistry
+from email.message import EmailMessage
+from typing import Annotated, Literal
+
+from imapclient.exceptions import IMAPClientError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from mail_imap_mcp.config import AccountConfig
+from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, Payload, ToolFailure
+from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.imap.connection import ImapSession
+from mail_imap_mcp.imap.errors import OutcomeUnknown, is_connection_broken, mailbox_refused
+from mail_imap_mcp.imap.fetch import MessageGone, ReadOptions, read_message
+from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
+from mail_imap_mcp.imap.mailboxes import list_mailboxes
+from mail_imap_mcp.imap.models import MessageDetail
+from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
+from mail_imap_mcp.tools.messages import UntrustedContent, examine_for, message_gone
+from mail_imap_mcp.tools.spec import Effect, ToolSpec
+from mail_imap_mcp.tools.writes import audit
+
+NAME = "imap_save_draft"
+TITLE = "Save a draft (never sends)"
+DESCRIPTION = (
+    "Save a plain-text email draft in the account's Drafts folder. Nothing is ever sent: the user "
+    "reviews and sends it from their mail client. With in_reply_to (a message_id) the draft is a reply: "
+    "'Re:' subject, In-Reply-To and References headers, the original's start quoted below body_text, "
+    "and `to` defaulting to the original's Reply-To or From. Returns the draft's message_id (read it "
+    "back with imap_get_message). dry_run returns the message that would be saved, without saving it."
+)
+ERRORS = {
+    "invalid_input": "An address, the subject or the body is malformed, contains control characters "
+    "(CR/LF would add header lines) or is too large, or in_reply_to is malformed or of another account.",
+    "not_found": "The account, the message of in_reply_to, or the Drafts folder (no \\Drafts mailbox "
+    "and no drafts_mailbox setting, or that mailbox does not exist) is missing.",
+    "conflict": "The mailbox of in_reply_to changed (UIDVALIDITY); next_action reruns the search.",
+    "permission_denied": "Writes are off for this account (write_enabled), or the server refused the APPEND.",
+    "limit_exceeded": "The server refused the draft: over quota.",
+    "auth_failed": "The server rejected the credentials.",
+    "unavailable": "The server cannot be reached; nothing was saved.",
+    "timeout": "A command exceeded its time budget.",
+}
+
+DRAFT_FLAGS = ("\\Draft", "\\Seen")
+MAX_RECIPIENTS = 100
+MAX_BODY_BYTES = 1024 * 1024
+#: How much of the original a reply quotes (characters of its text).
+QUOTE_MAX_CHARS = 20_000
+#: References kept from the original (the first and the latest, RFC 5322 3.6.4 allows trimming).
+MAX_REFERENCES = 20
+#: UTF-8, RFC 2047 encoded words, CRLF line ends.
+_POLICY = email.policy.SMTP
+# C0 controls (CR, LF, NUL, TAB...), DEL, C1 and the Unicode line separators: never inside a header.
+_HEADER_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# In the body: line ends and tabs are text; NUL and the other C0 controls are not.
+_BODY_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+_MSG_ID = re.compile(r"<[!-;=?-~]{1,250}@[!-;=?-~]{1,250}>")
+_REPLY_PREFIX = re.compile(r"^\s*re\s*:", re.IGNORECASE)
+_DOMAIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
+
+
+def _parse_address(value: str) -> Address | None:
+    """``value`` as exactly one address (no group, no defect), or None."""
+    try:
+        header = HeaderRegistry()("to", value)
+    except Exception:  # the parser raises on some malformed input (e.g. "a@")
+        return None
+    if not isinstance(header, AddressHeader) or header.defects or len(header.groups) != 1:
+        return None
+    group = header.groups[0]
+    if group.display_name is not None or len(group.addresses) != 1:
+        return None
+    address = group.addresses[0]
+    return address if address.username and address.domain else None
+
+
+def _check_address(value: str) -> str:
+    if _HEADER_CONTROL.search(value):
+        raise ValueError("must not contain control characters (CR/LF would add header lines)")
+    address = _parse_address(value)
+    if address is None:
+        raise ValueError(f"not one email address like 'Name <user@example.com>': {value[:100]!r}")
+    if not address.addr_spec.isascii():
+        raise ValueError("the address itself must be ASCII (use the punycode form of the domain)")
+    return value
+
+
+def _check_header_text(value: str) -> str:
+    if _HEADER_CONTROL.search(value):
+        raise ValueError("must not contain control characters (CR/LF would add header lines)")
+    return value
+
+
+def _check_body(value: str) -> str:
+    if _BODY_CONTROL.search(value):
+        raise ValueError("must not contain NUL or other control characters (line breaks and tabs are fine)")
+    if len(value.encode("utf-8")) > MAX_BODY_BYTES:
+        raise ValueError(f"is larger than {MAX_BODY_BYTES} bytes (UTF-8)")
+    return value
+
+
+AddressArg = Annotated[str, Field(min_length=3, max_length=500), AfterValidator(_check_address)]
+
+
+class SaveDraftInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    account_id: AccountId = DEFAULT_ACCOUNT
+    to: list[AddressArg] = Field(
+        default_factory=list,
+        max_length=MAX_RECIPIENTS,
+        description="Recipients, each 'user@example.com' or 'Name <user@example.com>'. Empty with "
+        "in_reply_to: the original's Reply-To, else its From.",
+    )
+    cc: list[AddressArg] = Field(
+        default_factory=list, max_length=MAX_RECIPIENTS, description="Cc recipients."
+    )
+    subject: Annotated[str, Field(max_length=998), AfterValidator(_check_header_text)] | None = Field(
+        default=None,
+        description="Subject. Omitted with in_reply_to: 'Re: ' and the original's subject.",
+    )
+    body_text: Annotated[str, AfterValidator(_check_body)] = Field(
+        default="", max_length=MAX_BODY_BYTES, description="The text of the draft (plain text, up to 1 MB)."
+    )
+    in_reply_to: str | None = Field(
+        default=None,
+        min_length=8,
+        max_length=2000,
+        description="message_id of the message this draft answers (from imap_search_messages).",
+    )
+    dry_run: bool = Field(
+        default=False, description="true: return the message that would be saved; save nothing."
+    )
+
+
+class DraftMessage(Payload):
+    headers: dict[str, str] = Field(description="The draft's headers, decoded (as a mail client shows them).")
+    body_text: str | None = Field(description="The whole text, quote included (dry_run only, else null).")
+    size_bytes: int = Field(description="Size of the message as saved (RFC 5322, CRLF).")
+
+
+class SaveDraftData(MultiItemData):
+    account_id: str = Field(description="Account of the draft.")
+    mailbox: str = Field(
+        description="The Drafts folder (special-use \\Drafts, else the drafts_mailbox setting)."
+    )
+    message_id: str | None = Field(
+        description="message_id of the saved draft (null on dry_run, or when it could not be located)."
+    )
+    located_by: Literal["appenduid", "search"] | None = Field(
+        description="How message_id was found: appenduid (the server's APPEND answer, UIDPLUS) or search "
+        "(one UID SEARCH for its Message-ID header, servers without UIDPLUS)."
+    )
+    header_message_id: str = Field(description="The Message-ID header of the draft.")
+    in_reply_to: str | None = Field(description="message_id of the message answered, if any.")
+    flags: list[str] = Field(description="Flags the draft was saved with.")
+    saved: bool = Field(description="True when the server confirmed the APPEND. Nothing is ever sent.")
+    dry_run: bool = Field(description="True: nothing was saved; draft.body_text shows the message.")
+    draft: DraftMessage = Field(description="The message (as saved, or as it would be saved).")
+    untrusted_content: UntrustedContent
+
+
+@dataclass
+class _Original:
+    """What a reply takes from the message it answers."""
+
+    ref: MessageRef
+    detail: MessageDetail
+    warnings: list[str]
+
+
+def _parse_reply_target(app: AppContext, account_id: str, text: str) -> MessageRef:
+    try:
+        ref = parse_message_id(text)
+    except InvalidMessageId as exc:
+        raise ToolFailure.invalid_input("in_reply_to", f"{exc}.") from None
+    if app.resolve_account(ref.account_id) != account_id:
+        raise ToolFailure.invalid_input(
+            "in_reply_to", f"the message belongs to account {ref.account_id!r}, not {account_id!r}."
+        )
+    return ref
+
+
+def _read_original(app: AppContext, ref: MessageRef) -> _Original:
+    options = ReadOptions(
+        body_max_chars=QUOTE_MAX_CHARS,
+        body_format="text",
+        include_headers=True,
+        include_all_headers=False,
+        max_text_part_bytes=app.config.server.max_text_part_bytes,
+    )
+
+    def work(session: ImapSession) -> tuple[MessageDetail, list[str]]:
+        examine_for(session, ref)
+        try:
+            return read_message(session, ref, options)
+        except MessageGone:
+            raise message_gone(ref) from None
+
+    detail, warnings = app.connection(ref.account_id).run(work)
+    return _Original(ref, detail, warnings)
+
+
+def _one_line(text: str | None) -> str:
+    return _HEADER_CONTROL.sub(" ", text or "").strip()
+
+
+def _reply_addresses(original: MessageDetail) -> list[Address]:
+    """The original's Reply-To, else its From: those that are valid addresses (at most 100)."""
+    for value in (original.headers.get("Reply-To"), original.headers.get("From") or original.from_):
+        found = []
+        for display, addr in email.utils.getaddresses([_one_line(value)]):
+            try:
+                found.append(Address(display_name=_one_line(display), addr_spec=_check_address(addr)))
+            except (ValueError, email.errors.HeaderParseError):
+                continue
+        if found:
+            return found[:MAX_RECIPIENTS]
+    return []
+
+
+def _quote(original: MessageDetail) -> str:
+    when = _one_line(original.headers.get("Date")) or original.date or "an unknown date"
+    who = _one_line(original.from_) or "the sender"
+    text = (original.body_text or "").rstrip()
+    lines = [f"> {line}" if line else ">" for line in text.split("\n")]
+    if original.body_truncated:
+        lines.append("> [...]")
+    return f"On {when}, {who} wrote:\n" + "\n".join(lines) + "\n"
+
+
+def _thread_headers(original: MessageDetail) -> tuple[str | None, str | None]:
+    """In-Reply-To and References (RFC 5322 3.6.4) from the original's Message-ID and References."""
+    own = _MSG_ID.findall(original.headers.get("Message-ID", ""))
+    if not own:
+        return None, None
+    chain = [i for i in _MSG_ID.findall(original.headers.get("References", "")) if i != own[0]]
+    if len(chain) >= MAX_REFERENCES:
+        chain = chain[:1] + chain[-(MAX_REFERENCES - 2) :]
+    return own[0], " ".join([*chain, own[0]])
+
+
+def _domain(account: AccountConfig) -> str:
+    domain = account.username.rpartition("@")[2] if "@" in account.username else account.host
+    return domain if _DOMAIN.match(domain) else "mail-imap-mcp.invalid"
+
+
+def _build(
+    args: SaveDraftInput, account: AccountConfig, original: _Original | None
+) -> tuple[EmailMessage, list[str]]:
+    warnings: list[str] = []
+    message = EmailMessage(policy=_POLICY)
+    sender = account.username
+    try:
+        message["From"] = Address(addr_spec=_check_address(sender))
+    except ValueError:
+        warnings.append("No From header (the login name is not an email address): your mail client sets it.")
+    to = [_address(value) for value in args.to]
+    if not to and original is not None:
+        to = _reply_addresses(original.detail)
+        if not to:
+            warnings.append("The original has no usable Reply-To or From address: add the recipients.")
+    if len(to) + len(args.cc) > MAX_RECIPIENTS:
+        raise ToolFailure.invalid_input("cc", f"at most {MAX_RECIPIENTS} recipients in to and cc together.")
+    if to:
+        message["To"] = to
+    if args.cc:
+        message["Cc"] = [_address(value) for value in args.cc]
+    subject = args.subject
+    if subject is None and original is not None:
+        theirs = _one_line(original.detail.subject)
+        subject = theirs if _REPLY_PREFIX.match(theirs) else f"Re: {theirs}".rstrip()
+    if subject:
+        message["Subject"] = subject
+    message["Date"] = email.utils.formatdate(localtime=True)
+    message["Message-ID"] = email.utils.make_msgid(domain=_domain(account))
+    body = args.body_text.replace("\r\n", "\n").replace("\r", "\n")
+    if original is not None:
+        parent, references = _thread_headers(original.detail)
+        if parent and references:
+            message["In-Reply-To"] = parent
+            message["References"] = references
+        else:
+            warnings.append("The original has no Message-ID: the draft is not threaded to it.")
+        body = (body.rstrip("\n") + "\n\n" if body.strip() else "") + _quote(original.detail)
+    ascii_lines = body.isascii() and all(len(line) <= 900 for line in body.split("\n"))
+    message.set_content(body, charset="utf-8", cte="7bit" if ascii_lines else "quoted-printable")
+    return message, warnings
+
+
+def _address(value: str) -> Address:
+    """A checked address argument (see :func:`_check_address`) as an ``Address``."""
+    parsed = _parse_address(value)
+    assert parsed is not None
+    return Address(display_name=parsed.display_name, addr_spec=parsed.addr_spec)
+
+
+def _drafts_mailbox(session: ImapSession, account_id: str, account: AccountConfig) -> str:
+    """The special-use \\Drafts mailbox, else the configured drafts_mailbox (which must exist)."""
+    boxes = list_mailboxes(session)
+    special = [box.name for box in boxes if box.special_use == "\\Drafts" and box.selectable]
+    if special:
+        return special[0]
+    configured = account.drafts_mailbox
+    details = {"parameter": "drafts_mailbox", "setting": "drafts_mailbox", "account_id": account_id}
+    if configured is None:
+        raise ToolFailure(
+            ErrorCode.NOT_FOUND,
+            "The server marks no mailbox as \\Drafts and no drafts_mailbox is configured, so there is "
+            f"nowhere to save the draft; nothing was saved. The user sets "
+            f"{account.setting('drafts_mailbox', '<a mailbox from imap_list_mailboxes>')}.",
+            details=details,
+        )
+    if not any(box.name == configured and box.selectable for box in boxes):
+        raise ToolFailure(
+            ErrorCode.NOT_FOUND,
+            f"The configured drafts_mailbox {configured!r} does not exist; nothing was saved. Create it "
+            f"(imap_manage_mailbox) or change {account.setting('drafts_mailbox')}.",
+            details={**details, "mailbox": configured},
+        )
+    return configured
+
+
+def _append(session: ImapSession, account_id: str, mailbox: str, raw: bytes) -> tuple[int, int] | None:
+    try:
+        with session.write_command():
+            return session.append(mailbox, raw, DRAFT_FLAGS)
+    except IMAPClientError as exc:
+        if is_connection_broken(exc):
+            raise
+        raise mailbox_refused(exc, account_id, "APPEND", mailbox, "drafts_mailbox") from None
+
+
+def _locate(session: ImapSession, mailbox: str, header_id: str) -> tuple[int, list[int]]:
+    """UIDVALIDITY of ``mailbox`` and the UIDs of messages whose Message-ID header is ``header_id``."""
+    state = session.examine(mailbox)
+    return state.uidvalidity, session.uid_search([b"HEADER", b"MESSAGE-ID", header_id])
+
+
+def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
+    connection = app.write_connection(args.account_id)
+    account_id = connection.account_id
+    account = app.config.accounts[account_id]
+    action = "dry_run:save" if args.dry_run else "save"
+    try:
+        original = None
+        if args.in_reply_to is not None:
+            original = _read_original(app, _parse_reply_target(app, account_id, args.in_reply_to))
+        message, warnings = _build(args, account, original)
+        raw = message.as_bytes()
+        header_id = str(message["Message-ID"])
+        mailbox = connection.run(lambda session: _drafts_mailbox(session, account_id, account))
+        issues: list[Issue] = []
+        found: tuple[int, int] | None = None
+        located_by: Literal["appenduid", "search"] | None = None
+        saved = False
+        if not args.dry_run:
+            try:
+                found = connection.run_write(lambda session: _append(session, account_id, mailbox, raw))
+                saved = True
+            except OutcomeUnknown:
+                issues.append(
+                    Issue(
+                        code="outcome_unknown",
+                        stage="write",
+                        message="The connection was lost after the draft was sent to the server: it may or "
+                        "may not have been saved. It was not saved again; search the Drafts folder for it "
+                        "before saving it once more.",
+                        retryable=False,
+                    )
+                )
+        if found is not None:
+            located_by = "appenduid"
+        elif saved:
+            found, issue = _search_for(app, account_id, mailbox, header_id)
+            located_by = "search" if found is not None else None
+            issues += [issue] if issue is not None else []
+    except ToolFailure as failure:
+        audit(NAME, account_id, action, 1, failure.code)
+        raise
+    audit(NAME, account_id, action, 1, "outcome_unknown" if not saved and not args.dry_run else "ok")
+    if original is not None:
+        warnings += original.warnings
+    ref = MessageRef(account_id, mailbox, *found) if found is not None else None
+    headers = {name: _one_line(str(value)) for name, value in message.items()}
+    data = SaveDraftData(
+        account_id=account_id,
+        mailbox=mailbox,
+        message_id=ref.message_id if ref else None,
+        located_by=located_by,
+        header_message_id=header_id,
+        in_reply_to=original.ref.message_id if original else None,
+        flags=list(DRAFT_FLAGS),
+        saved=saved,
+        dry_run=args.dry_run,
+        draft=DraftMessage(
+            headers=headers,
+            body_text=message.get_content() if args.dry_run else None,
+            size_bytes=len(raw),
+        ),
+        status="partial" if issues else "ok",
+        issues=issues,
+        next_action=_next_action(args, account_id, mailbox, ref, header_id, saved),
+        untrusted_content=UntrustedContent(
+            fields=["draft.body_text", "draft.headers"] if original is not None else []
+        ),
+    )
+    subject = headers.get("Subject", "(no subject)")[:120]
+    if args.dry_run:
+        summary = f"Dry run: draft for {mailbox!r} not saved: {subject}"
+    elif saved:
+        summary = f"Draft saved in {mailbox!r} (not sent): {subject}"
+    else:
+        summary = f"Outcome unknown: the connection was lost while saving the draft to {mailbox!r}"
+    return ToolResult(summary=summary, data=data, warnings=warnings)
+
+
+def _search_for(
+    app: AppContext, account_id: str, mailbox: str, header_id: str
+) -> tuple[tuple[int, int] | None, Issue | None]:
+    """Find the saved draft by its Message-ID (servers without UIDPLUS): one UID SEARCH."""
+    try:
+        uidvalidity, uids = app.connection(account_id).run(
+            lambda session: _locate(session, mailbox, header_id)
+        )
+    except ToolFailure as failure:
+        uidvalidity, uids, problem = 0, [], failure.message
+    else:
+        problem = f"{len(uids)} messages carry its Message-ID"
+    if len(uids) == 1:
+        return (uidvalidity, uids[0]), None
+    return None, Issue(
+        code="draft_not_located",
+        stage="search",
+        message=f"The draft was saved, but its message_id could not be determined ({problem}); search "
+        f"{mailbox!r} for it.",
+        retryable=False,
+    )
+
+
+def _next_action(
+    args: SaveDraftInput, account_id: str, mailbox: str, ref: MessageRef | None, header_id: str, saved: bool
+) -> NextAction:
+    if args.dry_run:
+        return NextAction(
+            instruction="Save this draft (same call without dry_run)",
+            tool=NAME,
+            arguments={**args.model_dump(exclude_defaults=True), "dry_run": False},
+        )
+    if ref is not None:
+        return NextAction(
+            instruction="Read the saved draft back",
+            tool="imap_get_message",
+            arguments={"message_id": ref.message_id},
+        )
+    return NextAction(
+        instruction="Look at the Drafts folder"
+        if saved
+        else "Look for the draft in the Drafts folder (by its Message-ID) before saving it again",
+        tool="imap_search_messages",
+        arguments={"account_id": account_id, "mailbox": mailbox, "query": header_id.strip("<>")},
+    )
+
+
+TOOL = ToolSpec(
+    name=NAME,
+    title=TITLE,
+    description=DESCRIPTION,
+    input_model=SaveDraftInput,
+    data_model=SaveDraftData,
+    handle=handle,
+    errors=ERRORS,
+    effect=Effect.WRITE,
+    idempotent=False,
+)

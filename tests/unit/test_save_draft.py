@@ -1,0 +1,105 @@
+"""imap_save_draft's message building without a server: reply subject, threading headers, quoting, addresses."""
+
+from __future__ import annotations
+
+import pytest
+
+from mail_imap_mcp.config import AccountConfig
+from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.models import MessageDetail
+from mail_imap_mcp.tools.save_draft import (
+    MAX_REFERENCES,
+    SaveDraftInput,
+    _build,
+    _check_address,
+    _Original,
+    _thread_headers,
+)
+
+ACCOUNT = AccountConfig(host="imap.example.com", username="me@example.org", password="x")
+
+
+def original(
+    subject: str | None, headers: dict[str, str], body: str = "Hi\n", truncated: bool = False
+) -> _Original:
+    ref = MessageRef("default", "INBOX", 7, 3)
+    detail = MessageDetail(
+        message_id=ref.message_id,
+        message_uri=ref.message_uri,
+        message_raw_uri=ref.message_raw_uri,
+        mailbox="INBOX",
+        uidvalidity=7,
+        uid=3,
+        date="2024-03-14T08:26:53Z",
+        from_="Alice <alice@example.com>",
+        to=None,
+        cc=None,
+        subject=subject,
+        flags=[],
+        size_bytes=100,
+        has_attachments=False,
+        snippet=None,
+        headers=headers,
+        body_format="text",
+        body_text=body,
+        body_truncated=truncated,
+        body_source="text/plain",
+        attachments=[],
+    )
+    return _Original(ref, detail, [])
+
+
+@pytest.mark.parametrize(
+    ("theirs", "ours"),
+    [
+        ("Budget", "Re: Budget"),
+        ("Re: Budget", "Re: Budget"),
+        ("RE : x", "RE : x"),
+        ("re:x", "re:x"),
+        (None, "Re:"),
+    ],
+)
+def test_reply_subject_gets_one_re(theirs: str | None, ours: str) -> None:
+    message, _ = _build(SaveDraftInput(in_reply_to="imap:default:INBOX:7:3"), ACCOUNT, original(theirs, {}))
+    assert message["Subject"] == ours
+
+
+def test_references_keep_the_first_and_the_latest() -> None:
+    chain = " ".join(f"<r{i}@example.com>" for i in range(50))
+    parent, references = _thread_headers(
+        original("s", {"Message-ID": "<m@example.com>", "References": chain + " junk <no-at-sign>"}).detail
+    )
+    assert parent == "<m@example.com>"
+    assert references is not None
+    ids = references.split()
+    assert len(ids) == MAX_REFERENCES
+    assert ids[0] == "<r0@example.com>" and ids[-2:] == ["<r49@example.com>", "<m@example.com>"]
+
+
+def test_quote_marks_a_cut_original_and_from_defaults_to_the_login() -> None:
+    message, warnings = _build(
+        SaveDraftInput(body_text="Ok.", in_reply_to="imap:default:INBOX:7:3"),
+        ACCOUNT,
+        original("s", {"Date": "Thu, 14 Mar 2024 09:26:53 +0100"}, body="a\n\nb", truncated=True),
+    )
+    assert message.get_content() == (
+        "Ok.\n\nOn Thu, 14 Mar 2024 09:26:53 +0100, Alice <alice@example.com> wrote:\n> a\n>\n> b\n> [...]\n"
+    )
+    assert str(message["From"]) == "me@example.org"
+    assert str(message["To"]) == "Alice <alice@example.com>"  # no Reply-To: From
+    assert message["In-Reply-To"] is None and any("no Message-ID" in w for w in warnings)
+    assert str(message["Message-ID"]).endswith("@example.org>")
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["a@b.c\r\nBcc: x@y.z", "a b@c.d", "a@", "@b.c", "x@y.z, z@w.v", "g: a@b.c;", "plain", "ü@exämple.de"],
+)
+def test_only_one_plain_address_passes(value: str) -> None:
+    with pytest.raises(ValueError):
+        _check_address(value)
+
+
+def test_addresses_with_names_pass() -> None:
+    for value in ("a@b.c", "Zoë <z@example.com>", '"Doe, John" <jd@example.org>', "<x@localhost>"):
+        assert _check_address(value) == value
