@@ -9,8 +9,10 @@ from typing import Any
 from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
 from mail_imap_mcp.tools import (
     apply_to_messages,
+    cancel_operation,
     get_message,
     get_message_raw,
+    get_operation,
     list_accounts,
     list_mailboxes,
     manage_mailbox,
@@ -32,14 +34,13 @@ TOOLS: list[ToolSpec[Any]] = [
     apply_to_messages.TOOL,
     manage_mailbox.TOOL,
     save_draft.TOOL,
+    get_operation.TOOL,
+    cancel_operation.TOOL,
 ]
 
 
 def build_tools(app: AppContext) -> list[EnvelopeTool]:
-    """One envelope tool per declaration, its handler bound to ``app``.
-
-    Write tools are left out when no account allows writes: a read-only user pays no tokens for them.
-    """
+    """One envelope tool per declaration, its handler bound to ``app``."""
     return [
         envelope_tool(
             name=spec.name,
@@ -53,5 +54,11 @@ def build_tools(app: AppContext) -> list[EnvelopeTool]:
             idempotent=spec.idempotent,
         )
         for spec in TOOLS
-        if not spec.writes or app.writes_possible
     ]
+
+
+def unlisted_tools(app: AppContext) -> set[str]:
+    """Tools left out of ``tools/list``: the write tools when no account allows writes, so a read-only
+    user pays no tokens for them. They still answer a call, with ``permission_denied`` naming the
+    setting."""
+    return set() if app.writes_possible else {spec.name for spec in TOOLS if spec.needs_writes}
