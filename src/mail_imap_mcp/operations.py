@@ -11,6 +11,7 @@ client as progress notifications when it asked for them. Finished operations are
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import queue
 import secrets
@@ -55,23 +56,21 @@ class OperationRef(BaseModel):
     total: int = Field(description="Items in the operation.")
 
 
-class Cancelled(Exception):
-    """Raised by :meth:`Progress.advance` once cancellation was asked for: stop before the next batch."""
-
-
 class Progress:
-    """Handed to the work: report each finished batch, and learn whether to stop."""
+    """Handed to the work: report each finished batch, and check :attr:`cancelled` before the next.
+
+    Work that stops on cancellation returns what it did (the rest reported as not attempted); the
+    operation then ends as ``canceled`` with that result.
+    """
 
     def __init__(self, operation: Operation) -> None:
         self._operation = operation
 
     def advance(self, count: int, message: str = "") -> None:
-        """``count`` more items are done; raises :class:`Cancelled` if the operation was cancelled."""
+        """``count`` more items are done."""
         op = self._operation
         op.done = min(op.total, op.done + count)
         op.updates.put((op.done, message))
-        if op.cancel_requested.is_set():
-            raise Cancelled()
 
     @property
     def cancelled(self) -> bool:
@@ -128,8 +127,13 @@ class OperationRegistry:
         with self._lock:
             self._operations[operation.operation_id] = operation
             self._evict()
+        # The work's thread sees this call's context (request id for the audit line, and so on).
+        context = contextvars.copy_context()
         thread = threading.Thread(
-            target=self._execute, args=(operation, work, state_of), name=operation.operation_id, daemon=True
+            target=context.run,
+            args=(self._execute, operation, work, state_of),
+            name=operation.operation_id,
+            daemon=True,
         )
         thread.start()
         report = progress_reporter.get()
@@ -162,9 +166,8 @@ class OperationRegistry:
         operation.state = OperationState.RUNNING
         try:
             operation.result = work(Progress(operation))
-            operation.state = state_of(operation.result)
-        except Cancelled:
-            operation.state = OperationState.CANCELED
+            stopped = operation.cancel_requested.is_set() and operation.done < operation.total
+            operation.state = OperationState.CANCELED if stopped else state_of(operation.result)
         except ToolFailure as failure:
             operation.failure = failure
             operation.state = OperationState.FAILED

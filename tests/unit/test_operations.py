@@ -20,6 +20,8 @@ def ok(result: Any) -> OperationState:
 def batches(count: int, pause_s: float, done: list[int]) -> Any:
     def work(progress: Progress) -> str:
         for index in range(count):
+            if progress.cancelled:
+                return f"stopped after {len(done)}"
             time.sleep(pause_s)
             done.append(index)
             progress.advance(1, f"batch {index}")
@@ -59,6 +61,7 @@ def test_cancel_takes_effect_between_batches_and_keeps_what_was_done() -> None:
     assert operation.state is OperationState.CANCELED
     assert 0 < len(done) < 50
     assert operation.done == len(done)  # the batch in progress was finished, none started after
+    assert operation.result == f"stopped after {len(done)}"  # what was done is reported
 
 
 def test_a_failure_inline_is_raised_and_in_the_background_is_kept() -> None:

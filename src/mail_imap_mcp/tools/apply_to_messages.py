@@ -29,13 +29,18 @@ from mail_imap_mcp.imap.errors import (
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.uidplus import CopyUid, format_uid_set
+from mail_imap_mcp.operations import Operation, OperationRef, Progress
 from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.messages import MessageIdArg, conflict
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 from mail_imap_mcp.tools.writes import (
     CONFIRM_TOKEN_DESCRIPTION,
     DRY_RUN_DESCRIPTION,
+    accepted_summary,
     audit,
+    follow_operation,
+    operation_field,
+    operation_state,
     outcome_unknown_issue,
 )
 
@@ -151,6 +156,7 @@ class ApplyToMessagesData(MultiItemData):
     undo: list[NextAction] = Field(
         description="Calls that move the messages back (one per source mailbox), for move and delete."
     )
+    operation: OperationRef | None = operation_field()
 
 
 @dataclass
@@ -402,7 +408,12 @@ def _apply_group(
 
 
 def _execute(
-    app: AppContext, session: ImapSession, args: ApplyToMessagesInput, account: str, groups: list[_Group]
+    app: AppContext,
+    session: ImapSession,
+    args: ApplyToMessagesInput,
+    account: str,
+    groups: list[_Group],
+    progress: Progress,
 ) -> _Run:
     run = _prepare(app, session, args, account, groups)
     if args.dry_run:
@@ -423,12 +434,18 @@ def _execute(
     # The last group checked is still selected: start there, re-select (and re-check) the others.
     pending = [group for group in reversed(groups) if group.present]
     for position, group in enumerate(pending):
+        if progress.cancelled:
+            _not_attempted(
+                run, pending[position:], reason="the operation was cancelled before this mailbox's turn"
+            )
+            break
         try:
             if position > 0:
                 _open_group(session, account, group, write=True)
                 _record_missing(run, group)
             if group.present:
                 _apply_group(session, args, account, group, run)
+            progress.advance(len(group.refs), f"{group.mailbox}: done")
         except OutcomeUnknown:
             run.unknown = group
             for text, ref in group.refs:
@@ -469,14 +486,15 @@ def _record_missing(run: _Run, group: _Group) -> None:
             )
 
 
-def _not_attempted(run: _Run, groups: list[_Group]) -> None:
+def _not_attempted(
+    run: _Run, groups: list[_Group], reason: str = "the connection was lost before this mailbox's turn"
+) -> None:
     for group in groups:
         _fail_group(
             run,
             group,
             "not_attempted",
-            "Not attempted: the connection was lost before this mailbox's turn; nothing was changed here. "
-            "Call again with these ids.",
+            f"Not attempted: {reason}; nothing was changed here. Call again with these ids.",
             stage="write",
             retryable=True,
         )
@@ -552,23 +570,67 @@ def handle(app: AppContext, args: ApplyToMessagesInput) -> ToolResult[ApplyToMes
     account_id = groups[0].refs[0][1].account_id
     requested = sum(len(group.refs) for group in groups)
     label = ("dry_run:" if args.dry_run else "") + args.action + ("_permanent" if args.permanent else "")
-    try:
-        if args.permanent and not app.config.server.allow_permanent_delete:
-            raise ToolFailure(
-                ErrorCode.PERMISSION_DENIED,
-                "Permanent delete is turned off; nothing was changed. delete without permanent moves the "
-                "messages to Trash (recoverable). To allow it, the user sets allow_permanent_delete = true "
-                "in [server].",
-                details={"setting": "allow_permanent_delete"},
-            )
+    if args.permanent and not app.config.server.allow_permanent_delete:
+        audit(NAME, connection.account_id, label, requested, ErrorCode.PERMISSION_DENIED.value)
+        raise ToolFailure(
+            ErrorCode.PERMISSION_DENIED,
+            "Permanent delete is turned off; nothing was changed. delete without permanent moves the "
+            "messages to Trash (recoverable). To allow it, the user sets allow_permanent_delete = true "
+            "in [server].",
+            details={"setting": "allow_permanent_delete"},
+        )
 
+    def work(progress: Progress) -> ToolResult[ApplyToMessagesData]:
         def operation(session: ImapSession) -> _Run:
-            return _execute(app, session, args, account_id, groups)
+            return _execute(app, session, args, account_id, groups, progress)
 
-        run = connection.run(operation) if args.dry_run else connection.run_write(operation)
-    except ToolFailure as failure:
-        audit(NAME, connection.account_id, label, requested, failure.code.value)
-        raise
+        try:
+            run = connection.run(operation) if args.dry_run else connection.run_write(operation)
+        except ToolFailure as failure:
+            audit(NAME, connection.account_id, label, requested, failure.code.value)
+            raise
+        result = _result(args, connection.account_id, account_id, groups, run, requested)
+        audit(NAME, connection.account_id, label, requested, result.data.status)
+        return result
+
+    outcome = app.operations.run(NAME, connection.account_id, requested, work, operation_state)
+    if isinstance(outcome, Operation):
+        return _accepted(args, connection.account_id, requested, outcome)
+    result: ToolResult[ApplyToMessagesData] = outcome
+    return result
+
+
+def _accepted(
+    args: ApplyToMessagesInput, account_id: str, requested: int, operation: Operation
+) -> ToolResult[ApplyToMessagesData]:
+    """The answer when the write continues in the background."""
+    data = ApplyToMessagesData(
+        status="ok",
+        issues=[],
+        next_action=follow_operation(operation),
+        account_id=account_id,
+        action=args.action,
+        permanent=args.permanent,
+        dry_run=args.dry_run,
+        destination_mailbox=args.destination_mailbox,
+        requested=requested,
+        changed=0,
+        mailboxes=[],
+        results=[],
+        undo=[],
+        operation=operation.ref(),
+    )
+    return ToolResult(summary=accepted_summary(operation), data=data)
+
+
+def _result(
+    args: ApplyToMessagesInput,
+    account_id: str,
+    id_account: str,
+    groups: list[_Group],
+    run: _Run,
+    requested: int,
+) -> ToolResult[ApplyToMessagesData]:
     order: dict[str, int] = {}
     for index, text in enumerate(args.message_ids):
         order.setdefault(text, index)
@@ -594,12 +656,11 @@ def handle(app: AppContext, args: ApplyToMessagesInput) -> ToolResult[ApplyToMes
         for group in groups
     ]
     status: Literal["ok", "partial"] = "partial" if run.issues else "ok"
-    audit(NAME, connection.account_id, label, requested, status)
     data = ApplyToMessagesData(
         status=status,
         issues=run.issues,
-        next_action=_next_action(args, account_id, run),
-        account_id=connection.account_id,
+        next_action=_next_action(args, id_account, run),
+        account_id=account_id,
         action=args.action,
         permanent=args.permanent,
         dry_run=args.dry_run,

@@ -8,9 +8,13 @@ the plan, else ``connection.run_write(...)`` where each change is sent inside
 from __future__ import annotations
 
 import logging
+from typing import Any
 
-from mail_imap_mcp.envelope import Issue
-from mail_imap_mcp.envelope.mcp import current_request_id
+from pydantic import Field
+
+from mail_imap_mcp.envelope import Issue, NextAction
+from mail_imap_mcp.envelope.mcp import ToolResult, current_request_id
+from mail_imap_mcp.operations import Operation, OperationState
 
 audit_log = logging.getLogger("mail_imap_mcp.audit")
 
@@ -18,6 +22,35 @@ DRY_RUN_DESCRIPTION = "true: return what would change (per source and destinatio
 CONFIRM_TOKEN_DESCRIPTION = (
     "Token from a confirmation_required answer, after the user confirmed exactly that request."
 )
+
+
+def operation_field() -> Any:
+    """The ``operation`` field of a bulk write's data: set when the write continues in the background."""
+    return Field(
+        default=None,
+        description="Set when the write continues in the background: follow it with imap_get_operation "
+        "(the other fields are then empty until it finishes).",
+    )
+
+
+def operation_state(result: ToolResult[Any]) -> OperationState:
+    """How a finished bulk write ended, from its data's ``status``."""
+    return OperationState.PARTIAL if result.data.status == "partial" else OperationState.OK
+
+
+def follow_operation(operation: Operation) -> NextAction:
+    return NextAction(
+        instruction="The write continues in the background: check it (with its result once finished)",
+        tool="imap_get_operation",
+        arguments={"operation_id": operation.operation_id},
+    )
+
+
+def accepted_summary(operation: Operation) -> str:
+    return (
+        f"Continues in the background as {operation.operation_id} ({operation.done} of {operation.total} "
+        "done so far); follow it with imap_get_operation"
+    )
 
 
 def audit(tool: str, account_id: str, action: str, count: int, outcome: str) -> None:
