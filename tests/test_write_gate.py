@@ -3,6 +3,7 @@ nothing and says which setting would allow it."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -71,3 +72,41 @@ async def test_writes_on_for_one_account_lists_them_and_gates_the_other(
             "permission_denied",
         )
         assert "write_enabled = true in [accounts.reader]" in envelope["error"]["message"]
+
+
+async def test_every_write_is_audited_to_the_json_lines_file_without_content(
+    dovecot: Dovecot, user: str, tmp_path: Path
+) -> None:
+    import json
+    import os
+    import sys
+
+    from mcp import Client, StdioServerParameters
+
+    from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
+    from tests.support.envelope_client import EnvelopeClient
+
+    audit = tmp_path / "audit.jsonl"
+    config = tmp_path / "config.toml"
+    config.write_text(
+        config_toml({"default": account_settings(dovecot, user)})
+        + f"\n[server]\nwrite_enabled = true\naudit_file = {json.dumps(str(audit))}\n"
+    )
+    server = str(Path(sys.executable).parent / "mail-imap-mcp")
+    params = StdioServerParameters(
+        command=server,
+        args=["serve", "--config", str(config)],
+        env={PASSWORD_ENV: dovecot.password, "PATH": os.environ["PATH"]},
+    )
+    async with Client(params) as client:
+        mcp = EnvelopeClient(client)
+        await mcp.ok("imap_manage_mailbox", {"action": "create", "mailbox": "Secret Project X"})
+        await mcp.fail("imap_manage_mailbox", {"action": "delete", "mailbox": "INBOX"}, "invalid_input")
+    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert [(line["tool"], line["action"]) for line in lines] == [
+        ("imap_manage_mailbox", "create"),
+        ("imap_manage_mailbox", "delete"),
+    ]
+    assert lines[0]["outcome"] == "ok" and lines[0]["request_id"].startswith("req_")
+    assert lines[0]["account"] == "default" and "time" in lines[0]
+    assert "Secret" not in audit.read_text()

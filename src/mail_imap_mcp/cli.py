@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
 import sys
 import time
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 
@@ -72,8 +74,43 @@ async def _serve(config: Config) -> None:
     await _close(app)
 
 
+class _AuditFile(logging.Handler):
+    """Writes the audit records of writes (``extra={"audit": ...}``) as JSON lines, flushed each time."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(level=logging.INFO)
+        self._file = path.expanduser().open("a", encoding="utf-8")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        fields = getattr(record, "audit", None)
+        if fields is None:
+            return
+        stamp = datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
+        self._file.write(json.dumps({"time": stamp, **fields}, ensure_ascii=False) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
+def _configure_audit(config: Config) -> None:
+    path = config.server.audit_file
+    if path is None:
+        return
+    try:
+        handler = _AuditFile(path)
+    except OSError as exc:
+        print(f"mail-imap-mcp: server.audit_file: cannot open {path} ({exc.strerror})", file=sys.stderr)
+        raise SystemExit(2) from None
+    audit_logger = logging.getLogger("mail_imap_mcp.audit")
+    audit_logger.setLevel(logging.INFO)
+    audit_logger.addHandler(handler)
+
+
 def serve(config_path: Path | None) -> None:
     config = _load(config_path)
+    _configure_audit(config)
     logging.getLogger("mail_imap_mcp").info(
         "mail-imap-mcp %s serving %d account(s) over stdio", package_version(), len(config.accounts)
     )

@@ -217,6 +217,11 @@ class ServerSettings(BaseModel):
         description="Allow write tools on every account that does not set its own write_enabled. "
         "When no account allows writes, write tools are not even listed.",
     )
+    audit_file: Path | None = Field(
+        default=None,
+        description="Append one JSON line per write (time, request id, tool, account, action, message "
+        "count, outcome; never content) to this file, besides the log line on stderr.",
+    )
     allow_permanent_delete: bool = Field(
         default=False,
         description="Allow imap_apply_to_messages to expunge (permanent: true, after confirmation); "

@@ -56,16 +56,21 @@ def accepted_summary(operation: Operation) -> str:
 def audit(tool: str, account_id: str, action: str, count: int, outcome: str) -> None:
     """One INFO line per write: who asked what, on how many messages, and how it ended.
 
-    Never message content, addresses, subjects or secrets: ids and counts only.
+    Never message content, addresses, subjects or secrets: ids and counts only. The same fields go to
+    the JSON-lines audit file when ``[server] audit_file`` is set (see ``cli``).
     """
+    fields = {
+        "request_id": current_request_id.get(),
+        "tool": tool,
+        "account": account_id,
+        "action": action,
+        "messages": count,
+        "outcome": outcome,
+    }
     audit_log.info(
         "write request_id=%s tool=%s account=%s action=%s messages=%d outcome=%s",
-        current_request_id.get(),
-        tool,
-        account_id,
-        action,
-        count,
-        outcome,
+        *fields.values(),
+        extra={"audit": fields},
     )
 
 
