@@ -124,3 +124,22 @@ async def test_an_unknown_or_evicted_operation_is_not_found(dovecot: Dovecot) ->
         assert envelope["error"]["details"]["parameter"] == "operation_id"
         await mcp.fail("imap_cancel_operation", {"operation_id": "op_9_abcdef"}, "not_found")
         await mcp.fail("imap_get_operation", {"operation_id": "nope"}, "invalid_input")
+
+
+async def test_a_slow_flag_change_continues_in_the_background_too(dovecot: Dovecot) -> None:
+    user = seed(dovecot)
+    with FaultProxy(dovecot.host, dovecot.tls_port) as proxy:
+        account = account_settings(dovecot, user, port=proxy.port, command_timeout_s=30)
+        async for mcp in open_client(make_config({"default": account}, write_enabled=True)):
+            ids = await ids_of(mcp)
+            proxy.set_latency(0.1)
+            started = await mcp.ok(
+                "imap_update_message_flags", {"message_ids": ids, "operation": "add", "flags": ["\\Flagged"]}
+            )
+            assert started["background"] is not None and started["messages"] == []
+            finished = await until_finished(mcp, started["background"]["operation_id"])
+            proxy.pass_through()
+            assert finished["operation"]["state"] == "ok"
+            assert finished["result"]["changed"] == len(ids)
+            flagged = await mcp.ok("imap_search_messages", {"mailbox": SOURCES[-1], "flagged": True})
+            assert flagged["total"] == 2

@@ -21,10 +21,20 @@ from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap.connection import AccountConnection, FlagState, ImapSession, MailboxState
 from mail_imap_mcp.imap.errors import OutcomeUnknown, UidValidityChanged, is_connection_broken
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
+from mail_imap_mcp.operations import Operation as BackgroundOperation
+from mail_imap_mcp.operations import OperationRef, Progress
 from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.messages import MessageIdArg, conflict, message_gone, rerun_search
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
-from mail_imap_mcp.tools.writes import DRY_RUN_DESCRIPTION, audit, outcome_unknown_issue
+from mail_imap_mcp.tools.writes import (
+    DRY_RUN_DESCRIPTION,
+    accepted_summary,
+    audit,
+    follow_operation,
+    operation_field,
+    operation_state,
+    outcome_unknown_issue,
+)
 
 NAME = "imap_update_message_flags"
 TITLE = "Update message flags"
@@ -119,6 +129,8 @@ class UpdateFlagsData(MultiItemData):
     changed: int = Field(description="Messages whose flags changed (dry_run: would change).")
     messages: list[FlagResult] = Field(description="Messages handled, in the order given (failures: issues).")
     mailboxes: list[MailboxPlan] = Field(description="Per mailbox: messages found and changed.")
+    # Not "operation": that name is the add/remove/replace argument, echoed above.
+    background: OperationRef | None = operation_field()
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -458,12 +470,19 @@ def handle(app: AppContext, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsDat
     try:
         connection = _write_connection(app, account_id)
         flags = parse_flags(args.flags)
-        request = _Request(account_id, args.operation, flags, args.dry_run)
-        groups = _groups(refs)
+    except ToolFailure as failure:
+        audit(NAME, account_id, action, len(refs), f"failed:{failure.code}")
+        raise
+    request = _Request(account_id, args.operation, flags, args.dry_run)
+    groups = _groups(refs)
 
-        def work(session: ImapSession) -> _Outcome:
+    def work(progress: Progress) -> ToolResult[UpdateFlagsData]:
+        def change(session: ImapSession) -> _Outcome:
             outcome = _Outcome()
             for index, group in enumerate(groups):
+                if progress.cancelled:
+                    _not_attempted(outcome, groups[index:], "the operation was cancelled before this mailbox")
+                    break
                 try:
                     _update_mailbox(session, group, request, outcome)
                 except _ConnectionGone:
@@ -475,15 +494,44 @@ def handle(app: AppContext, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsDat
                         raise
                     _not_attempted(outcome, groups[index:])
                     break
+                progress.advance(len(group.refs), f"{group.mailbox}: done")
             return outcome
 
-        outcome = connection.run(work) if args.dry_run else connection.run_write(work)
-        data = _data(request, refs, outcome)
-    except ToolFailure as failure:
-        audit(NAME, account_id, action, len(refs), f"failed:{failure.code}")
-        raise
-    audit(NAME, account_id, action, len(refs), data.status)
-    return ToolResult(summary=_summary(data), data=data, warnings=outcome.warnings)
+        try:
+            outcome = connection.run(change) if args.dry_run else connection.run_write(change)
+            data = _data(request, refs, outcome)
+        except ToolFailure as failure:
+            audit(NAME, account_id, action, len(refs), f"failed:{failure.code}")
+            raise
+        audit(NAME, account_id, action, len(refs), data.status)
+        return ToolResult(summary=_summary(data), data=data, warnings=outcome.warnings)
+
+    done = app.operations.run(NAME, connection.account_id, len(refs), work, operation_state)
+    if isinstance(done, BackgroundOperation):
+        return _accepted(request, len(refs), done)
+    result: ToolResult[UpdateFlagsData] = done
+    return result
+
+
+def _accepted(
+    request: _Request, requested: int, operation: BackgroundOperation
+) -> ToolResult[UpdateFlagsData]:
+    """The answer when the change continues in the background."""
+    data = UpdateFlagsData(
+        account_id=request.account_id,
+        operation=request.operation,
+        flags=ordered(request.flags),
+        dry_run=request.dry_run,
+        requested=requested,
+        changed=0,
+        messages=[],
+        mailboxes=[],
+        status="ok",
+        issues=[],
+        next_action=follow_operation(operation),
+        background=operation.ref(),
+    )
+    return ToolResult(summary=accepted_summary(operation), data=data)
 
 
 def _write_connection(app: AppContext, account_id: str) -> AccountConnection:
@@ -500,12 +548,14 @@ def _write_connection(app: AppContext, account_id: str) -> AccountConnection:
         ) from None
 
 
-def _not_attempted(outcome: _Outcome, groups: Sequence[_Group]) -> None:
+def _not_attempted(
+    outcome: _Outcome, groups: Sequence[_Group], reason: str = "the connection was lost before this mailbox"
+) -> None:
     outcome.fail(
         (ref for group in groups for ref in group.refs.values() if ref not in outcome.results),
         "not_attempted",
         "select",
-        "The connection was lost before this message's mailbox was reached; nothing was changed for it.",
+        f"Not attempted: {reason}; nothing was changed for this message.",
         True,
     )
 
