@@ -415,29 +415,15 @@ async def test_without_uidplus_and_move_only_copy_works(bare_dovecot: Dovecot) -
 # ------------------------------------------------------------------ a connection lost after the MOVE
 
 
-class CutAfterCommand(FaultProxy):
-    """Resets the connection instead of forwarding the server's first answer once ``marker`` was sent."""
-
-    def __init__(self, upstream_host: str, upstream_port: int, marker: bytes) -> None:
-        super().__init__(upstream_host, upstream_port)
-        self.marker = marker
-        self.cuts = 0
-
-    def _apply_reset_rule(self, conn: Any, data: bytes) -> tuple[bytes, bool]:
-        if self.cuts == 0 and self.marker in self.sent(conn.ident):
-            self.cuts += 1
-            return b"", True
-        return super()._apply_reset_rule(conn, data)
-
-
 @pytest.fixture
-async def cut_after_move(dovecot: Dovecot) -> AsyncIterator[tuple[CutAfterCommand, str]]:
-    with CutAfterCommand(dovecot.host, dovecot.plain_port, b" UID MOVE ") as proxy:
+async def cut_after_move(dovecot: Dovecot) -> AsyncIterator[tuple[FaultProxy, str]]:
+    with FaultProxy(dovecot.host, dovecot.plain_port) as proxy:
+        proxy.cut_after_sent(b" UID MOVE ")
         yield proxy, dovecot.new_user()
 
 
 async def test_connection_lost_after_move_is_outcome_unknown_never_replayed(
-    dovecot: Dovecot, cut_after_move: tuple[CutAfterCommand, str]
+    dovecot: Dovecot, cut_after_move: tuple[FaultProxy, str]
 ) -> None:
     proxy, user = cut_after_move
     setup_user(dovecot, user, ["one", "two"])

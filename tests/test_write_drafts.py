@@ -23,8 +23,9 @@ from tests.conftest import SESSION_PASSWORD, AccountFactory, MatrixServer, make_
 from tests.support.accounts import account_settings
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
+from tests.support.faultproxy import FaultProxy
 from tests.support.mailgen import plain_message
-from tests.test_write_mailboxes import CutAfterSent, Inventory, inventory
+from tests.test_write_mailboxes import Inventory, inventory
 
 pytestmark = pytest.mark.anyio
 
@@ -273,7 +274,8 @@ async def test_connection_lost_after_append_is_outcome_unknown_never_replayed(
     dovecot.seed(user, "Drafts", [])
     before = inventory(dovecot, user)
     marker = b"unmistakable end of the draft body"
-    with CutAfterSent(dovecot.host, dovecot.plain_port, marker) as proxy:
+    with FaultProxy(dovecot.host, dovecot.plain_port) as proxy:
+        proxy.cut_after_sent(marker)
         settings = account_settings(
             dovecot, user, host="127.0.0.1", port=proxy.port, security="plain", ca_file=None
         )

@@ -14,7 +14,6 @@ only \\Seen and \\Deleted. On Cyrus: a STORE the server refuses (too many keywor
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 from collections.abc import Callable, Iterator
@@ -23,8 +22,7 @@ from typing import Any
 import pytest
 
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
-from mail_imap_mcp.tools import TOOLS
+from mail_imap_mcp.tools import build_tools
 from mail_imap_mcp.tools.context import AppContext
 from tests.conftest import SESSION_PASSWORD, MatrixServer, make_config, open_client
 from tests.support.accounts import PASSWORD_ENV, account_settings
@@ -249,21 +247,6 @@ async def test_add_remove_replace_undo_dry_run_gone_and_stale_on_every_server(
 # ---------------------------------------------------------------------------------------------------
 
 
-def build_tools_for_every_spec(app: AppContext) -> list[EnvelopeTool]:
-    """Every tool, write tools too, whatever the configuration (build_tools leaves them out)."""
-    return [
-        envelope_tool(
-            name=spec.name,
-            title=spec.title,
-            description=spec.description,
-            input_model=spec.input_model,
-            data_model=spec.data_model,
-            handler=functools.partial(spec.handle, app),
-        )
-        for spec in TOOLS
-    ]
-
-
 def plain_settings(server: Dovecot, user: str, port: int) -> dict[str, Any]:
     """An account reaching ``server`` through a relay on ``port`` in plaintext (readable commands)."""
     return account_settings(server, user, host="127.0.0.1", port=port, security="plain", ca_file=None)
@@ -298,7 +281,7 @@ async def test_writes_off_is_permission_denied_and_the_tool_is_listed_only_when_
                     assert "write_enabled" in envelope["error"]["message"]
     app = AppContext.from_config(off)
     try:
-        (tool,) = [t for t in build_tools_for_every_spec(app) if t.name == TOOL]
+        (tool,) = [t for t in build_tools(app) if t.name == TOOL]
         envelope = await tool.envelope(args)
         assert envelope.error is not None and envelope.error.code == "permission_denied"
         assert "write_enabled = true in [server]" in envelope.error.message
@@ -410,22 +393,15 @@ async def test_hostile_flags_are_invalid_input_and_nothing_is_sent(dovecot: Dove
 
 
 class StoreProxy(FaultProxy):
-    """A fault proxy that acts on the server's answers: ``cut_after`` resets the connection instead of
-    forwarding the first answer that follows a client command containing those bytes; ``race`` runs
-    ``(marker, action)``'s action once, before forwarding the first server chunk containing marker."""
+    """A fault proxy that also runs ``race`` = ``(marker, action)``'s action once, before forwarding the
+    first server chunk containing marker."""
 
     def __init__(self, upstream_host: str, upstream_port: int) -> None:
         super().__init__(upstream_host, upstream_port)
-        self.cut_after: bytes | None = None
-        self.cuts = 0
         self.race: tuple[bytes, Callable[[], None]] | None = None
         self.raced = 0
 
     def _apply_reset_rule(self, conn: Any, data: bytes) -> tuple[bytes, bool]:
-        if self.cut_after is not None and self.cut_after in self.sent(conn.ident):
-            self.cut_after = None
-            self.cuts += 1
-            return b"", True
         if self.race is not None and self.race[0] in data:
             (_, action), self.race = self.race, None
             action()
@@ -491,7 +467,7 @@ async def test_connection_lost_after_the_store_is_outcome_unknown_and_never_repl
     caplog.set_level(logging.INFO, logger="mail_imap_mcp.audit")
     config = make_config({"default": plain_settings(dovecot, user, store_proxy.port)}, write_enabled=True)
     async for mcp in open_client(config):
-        store_proxy.cut_after = b" UID STORE "
+        store_proxy.cut_after_sent(b" UID STORE ")
         data = await mcp.ok(
             TOOL, {"message_ids": [inbox["a0"], inbox["a1"]], "operation": "add", "flags": ["\\Flagged"]}
         )
@@ -510,7 +486,7 @@ async def test_connection_lost_after_the_store_is_outcome_unknown_and_never_repl
 
         # Lost at the second mailbox's SELECT, after the first one's change: that one is reported
         # done (read back), the second one's message as not attempted (nothing sent for it).
-        store_proxy.cut_after = b'SELECT "Work"'
+        store_proxy.cut_after_sent(b'SELECT "Work"')
         data = await mcp.ok(
             TOOL, {"message_ids": [inbox["a2"], work["w0"]], "operation": "remove", "flags": ["\\Seen"]}
         )
@@ -523,7 +499,7 @@ async def test_connection_lost_after_the_store_is_outcome_unknown_and_never_repl
         check(dovecot, user, ["INBOX", "Work"], flags)
 
         # A single message whose outcome is unknown: next_action reads it.
-        store_proxy.cut_after = b" UID STORE "
+        store_proxy.cut_after_sent(b" UID STORE ")
         data = await mcp.ok(TOOL, {"message_ids": [work["w0"]], "operation": "add", "flags": ["$Done"]})
         assert data["next_action"]["tool"] == "imap_get_message"
         assert data["next_action"]["arguments"]["message_id"] == work["w0"]

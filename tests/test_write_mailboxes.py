@@ -354,21 +354,6 @@ async def test_quotes_braces_and_non_ascii_in_names_reach_the_server_as_one_stri
     assert set(inventory(dovecot, user)) == {"INBOX"}
 
 
-class CutAfterSent(FaultProxy):
-    """Resets the connection instead of forwarding the server's next answer once ``marker`` was sent."""
-
-    def __init__(self, upstream_host: str, upstream_port: int, marker: bytes) -> None:
-        super().__init__(upstream_host, upstream_port)
-        self.marker = marker
-        self.cuts = 0
-
-    def _apply_reset_rule(self, conn: Any, data: bytes) -> tuple[bytes, bool]:
-        if self.cuts == 0 and self.marker in self.sent(conn.ident):
-            self.cuts += 1
-            return b"", True
-        return super()._apply_reset_rule(conn, data)
-
-
 async def test_connection_lost_after_delete_is_outcome_unknown_never_replayed(
     dovecot: MatrixServer, user: str, account: AccountFactory
 ) -> None:
@@ -377,7 +362,8 @@ async def test_connection_lost_after_delete_is_outcome_unknown_never_replayed(
     dovecot.seed(user, "Old", [])
     dovecot.seed(user, "INBOX", messages(1, "inbox"))
     before = inventory(dovecot, user)
-    with CutAfterSent(dovecot.host, dovecot.plain_port, b" DELETE ") as proxy:
+    with FaultProxy(dovecot.host, dovecot.plain_port) as proxy:
+        proxy.cut_after_sent(b" DELETE ")
         settings = account(user, host="127.0.0.1", port=proxy.port, security="plain", ca_file=None)
         async for mcp in open_client(make_config({"default": settings}, write_enabled=True)):
             first = await mcp.fail(TOOL, {"action": "delete", "mailbox": "Old"}, "confirmation_required")

@@ -21,6 +21,9 @@ Actions:
 
 * ``reset_connections()`` -- send a TCP RST to every open client connection now (``shutdown(SHUT_RD)``
   wakes the forwarding threads, then a linger-0 ``close()`` makes the kernel send the RST at once).
+* ``cut_after_sent(marker)`` -- once a client has sent bytes containing ``marker`` (e.g. ``b" UID MOVE "``),
+  reset that connection instead of forwarding the server's next answer (once; ``cuts`` counts them): a
+  write command that reached the server whose answer never arrives.
 * ``reset_after(server_bytes, connections=1)`` -- the next ``connections`` connections that carry server
   data (``None``: every one, until ``pass_through()``) are reset once ``server_bytes`` more bytes from
   the server have been handed on, counted from the first server chunk each connection forwards after
@@ -132,6 +135,8 @@ class FaultProxy:
         self._changed = threading.Condition(self._lock)
         self._mode = Mode.PASS
         self._latency = 0.0
+        self._cut_marker: bytes | None = None
+        self.cuts = 0
         self._rule: _ResetRule | None = None
         self._listening = False
         self._stopping = threading.Event()
@@ -206,10 +211,12 @@ class FaultProxy:
         return self._mode
 
     def pass_through(self) -> None:
-        """Forward everything; clears latency and any ``reset_after`` rule, re-opens a refused listener."""
+        """Forward everything; clears latency, any ``reset_after`` or ``cut_after_sent`` rule, re-opens a
+        refused listener."""
         with self._lock:
             self._latency = 0.0
             self._rule = None
+            self._cut_marker = None
         self._set_mode(Mode.PASS)
 
     def set_latency(self, seconds: float) -> None:
@@ -235,6 +242,11 @@ class FaultProxy:
         for conn in connections:
             conn.closed.wait(_JOIN_TIMEOUT_S)
         return len(connections)
+
+    def cut_after_sent(self, marker: bytes) -> None:
+        """Reset the connection that sent ``marker`` instead of forwarding the server's next answer (once)."""
+        with self._lock:
+            self._cut_marker = marker
 
     def reset_after(self, server_bytes: int, *, connections: int | None = 1) -> None:
         """Reset the next ``connections`` connections (None: all) after ``server_bytes`` more server bytes."""
@@ -400,6 +412,12 @@ class FaultProxy:
 
     def _apply_reset_rule(self, conn: _Connection, data: bytes) -> tuple[bytes, bool]:
         """Count server bytes; return the part to forward and whether to reset after it."""
+        marker = self._cut_marker
+        if marker is not None and marker in self.sent(conn.ident):
+            with self._lock:
+                self._cut_marker = None
+                self.cuts += 1
+            return b"", True
         with self._lock:
             conn.server_bytes += len(data)
             rule = self._rule
