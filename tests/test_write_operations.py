@@ -143,3 +143,27 @@ async def test_a_slow_flag_change_continues_in_the_background_too(dovecot: Dovec
             assert finished["result"]["changed"] == len(ids)
             flagged = await mcp.ok("imap_search_messages", {"mailbox": SOURCES[-1], "flagged": True})
             assert flagged["total"] == 2
+
+
+async def test_a_client_that_asks_for_progress_gets_it_per_mailbox(dovecot: Dovecot) -> None:
+    user = seed(dovecot)
+    reports: list[tuple[float, float | None]] = []
+
+    async def on_progress(progress: float, total_items: float | None, message: str | None) -> None:
+        reports.append((progress, total_items))
+
+    with FaultProxy(dovecot.host, dovecot.tls_port) as proxy:
+        account = account_settings(dovecot, user, port=proxy.port)
+        async for mcp in open_client(make_config({"default": account}, write_enabled=True)):
+            ids = (await ids_of(mcp))[:4]  # Box0 and Box1: done within the inline wait
+            proxy.set_latency(0.02)
+            arguments = {"message_ids": ids, "action": "move", "destination_mailbox": "Archive"}
+            result = await mcp.client.call_tool(
+                "imap_apply_to_messages", arguments, progress_callback=on_progress
+            )
+            proxy.pass_through()
+            assert result.structured_content is not None
+            assert result.structured_content["data"]["operation"] is None  # answered inline
+    assert reports, "no progress notification"
+    assert [done for done, _ in reports] == sorted(done for done, _ in reports)
+    assert reports[-1] == (4, 4)
