@@ -364,6 +364,8 @@ def _apply_group(
 ) -> None:
     """Change one group's messages (its mailbox selected read-write); record each message's outcome."""
     done = _DONE[(args.action, args.permanent)]
+    if session.selected_mailbox != group.mailbox:  # UIDs name messages of the selected mailbox only
+        raise RuntimeError(f"{group.mailbox!r} is not the selected mailbox; nothing was sent")
     copied: CopyUid | None = None
     if args.permanent:
         session.uid_expunge(group.present)
@@ -431,7 +433,10 @@ def _execute(
             f"permanently delete {count} message(s) from {where} (account {account!r}); they cannot be "
             "recovered",
         )
-    # The last group checked is still selected: start there, re-select (and re-check) the others.
+    # The last group checked is still selected: start there, re-select (and re-check) the others. Not
+    # "the first pending one": when the last group checked has no message left, another mailbox is
+    # selected, and its UIDs would name other messages there.
+    selected = groups[-1]
     pending = [group for group in reversed(groups) if group.present]
     for position, group in enumerate(pending):
         if progress.cancelled:
@@ -440,7 +445,7 @@ def _execute(
             )
             break
         try:
-            if position > 0:
+            if group is not selected:
                 _open_group(session, account, group, write=True)
                 _record_missing(run, group)
             if group.present:

@@ -64,14 +64,19 @@ class ConfirmationGate:
             ),
         )
 
-    def _digest(self, tool: str, request: dict[str, Any], expires: int) -> str:
-        canonical = json.dumps([tool, request, expires], sort_keys=True, separators=(",", ":"), default=str)
+    def _digest(self, tool: str, request: dict[str, Any], expires: int, nonce: str) -> str:
+        canonical = json.dumps(
+            [tool, request, expires, nonce], sort_keys=True, separators=(",", ":"), default=str
+        )
         mac = hmac.new(self._secret, canonical.encode(), hashlib.sha256).digest()[:18]
         return base64.urlsafe_b64encode(mac).decode()
 
     def _issue(self, tool: str, request: dict[str, Any]) -> str:
+        # The nonce makes every token new: the same request asked twice within a second (e.g. a mailbox
+        # deleted, created again and deleted again) must not get the token already used the first time.
         expires = int(time.time() + self._ttl_s)
-        return f"{expires}.{self._digest(tool, request, expires)}"
+        nonce = secrets.token_urlsafe(6)
+        return f"{expires}.{nonce}.{self._digest(tool, request, expires, nonce)}"
 
     def _accept(self, tool: str, request: dict[str, Any], token: object) -> None:
         def refuse(problem: str) -> ToolFailure:
@@ -79,10 +84,13 @@ class ConfirmationGate:
                 "confirm_token", f"{problem}; call without confirm_token for a new one"
             )
 
-        if not isinstance(token, str) or "." not in token:
+        # ASCII only: int() takes other digits ('²') and compare_digest refuses non-ASCII text.
+        if not isinstance(token, str) or not token.isascii() or token.count(".") != 2:
             raise refuse("not a confirmation token")
-        stamp, _, digest = token.partition(".")
-        if not stamp.isdigit() or not hmac.compare_digest(digest, self._digest(tool, request, int(stamp))):
+        stamp, nonce, digest = token.split(".")
+        if not stamp.isdigit() or not hmac.compare_digest(
+            digest, self._digest(tool, request, int(stamp), nonce)
+        ):
             raise refuse("this token was issued for a different request (or by another server process)")
         now = time.time()
         if int(stamp) < now:
