@@ -38,9 +38,26 @@ mailbox and fetches each message's Message-ID, flags and a hash of BODY.PEEK[TEX
 * on the proxy's wire, no mail-changing command was sent twice in one call (never replayed), and none at
   all by a dry run, a ``confirmation_required`` answer or a failed call.
 
+A failed call changed nothing, with one server exception: Cyrus refuses a DELETE of a name it deleted in
+the same second (its delayed delete), which counts as such a refusal.
+
 Servers: Dovecot and Cyrus (UID MOVE) and Courier (no MOVE: UID COPY + STORE + UID EXPUNGE; Trash through
-trash_mailbox). Reproducible (derandomized, no example database); a run prints what it covered, e.g.
-(``-s``) ``nothing-lost[courier]: 15 sequences, 180 steps, 31 faults fired, ...``.
+trash_mailbox; its RENAME and DELETE take 2 s each, so only every third sequence confirms one). Reproducible:
+a fixed seed (``NOTHING_LOST_SEED`` overrides it) and no example database; no shrinking unless
+``NOTHING_LOST_SHRINK=1`` (minutes against a server; the failure message lists the steps anyway). With
+``-s`` each server prints what it covered and where the time went; on the 2-core development machine
+(whole file 57 s, servers started included):
+
+* dovecot: 23 sequences, 219 steps, 91 faults armed, 46 fired, 137 mail-changing commands on the wire;
+  move ok 31 / partial 6 / unavailable 5, copy 52, trash 29, purge 17, flags 32, undo 4, mailboxes 16;
+* courier: 12 sequences, 142 steps, 58 armed, 42 fired, 149 commands; move ok 12 / partial 17 /
+  unavailable 3, copy 30, trash 11, purge 18, flags 12, undo 1, mailboxes 15;
+* cyrus: 9 sequences, 104 steps, 39 armed, 21 fired, 59 commands; move 17, copy 16, rename 20, ...
+
+Found on the way (regression tests at the end): a change sent to the wrong mailbox when the last mailbox
+checked had no message left (a permanent delete removed a message nobody named), confirmation tokens
+reused within one second, non-ASCII tokens ending as ``internal``; and (strict xfail) a DELETE Cyrus refuses
+for a name deleted this second is reported as "already exists; choose another name".
 """
 
 from __future__ import annotations
@@ -75,6 +92,7 @@ from mail_imap_mcp.tools.context import AppContext
 from tests.conftest import MatrixServer, make_config
 from tests.support.accounts import account_settings
 from tests.support.courier import Courier
+from tests.support.cyrus import Cyrus
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.faultproxy import FaultProxy
@@ -97,7 +115,7 @@ MACHINE_SETTINGS = settings(
 
 #: Per server: (sequences, steps per sequence), sized for the CI budget (each step is a few tool calls
 #: plus a full read of the account; Courier takes 40 ms per body FETCH and 2 s per RENAME or DELETE).
-BUDGET = {"dovecot": (20, 12), "courier": (10, 12), "cyrus": (8, 10)}
+BUDGET = {"dovecot": (18, 12), "courier": (10, 12), "cyrus": (8, 10)}
 SEED = int(os.environ.get("NOTHING_LOST_SEED", "20240610"))
 #: Names (one level) the machine creates, renames to and deletes.
 POOL = ("Projects", "Later", "Old")
@@ -362,8 +380,9 @@ class NothingLost(RuleBasedStateMachine):
     portal: ClassVar[BlockingPortal]
     proxy: ClassVar[StepFaults]
     coverage: ClassVar[Coverage]
-    #: Confirmed mailbox renames and deletes per sequence (None: any number); Courier takes 2 s for each.
-    mailbox_changes: ClassVar[int | None] = None
+    #: Confirmed mailbox renames and deletes per sequence (None: any number), in every n-th sequence only
+    #: (others: none); Courier takes 2 s for each.
+    mailbox_changes: ClassVar[tuple[int | None, int]] = (None, 1)
 
     def __init__(self) -> None:
         super().__init__()
@@ -394,7 +413,9 @@ class NothingLost(RuleBasedStateMachine):
         self.undo_pool: list[dict[str, Any]] = []
         self.seen_ids: list[str] = []
         self.log: list[str] = []
-        self.changes_left = self.mailbox_changes
+        changes, every = self.mailbox_changes
+        self.changes_left = changes if self.coverage.sequences % every == 0 else 0
+        self.deleted_at: dict[str, float] = {}
         self.last_call: Any = None
         self.last_answer: Any = None
         extra = {"trash_mailbox": self.trash} if self.fallback else {}
@@ -691,10 +712,15 @@ class NothingLost(RuleBasedStateMachine):
             return data.draw(st.sampled_from(others), label="destination")
         return data.draw(st.sampled_from(sorted(self.pre.mailboxes)), label="destination")
 
-    def draw_mailbox(self, data: st.DataObject, *, empty: bool = False) -> str:
-        """Mostly a mailbox imap_manage_mailbox may change (not protected; ``empty``: holding nothing)."""
+    def changeable(self, *, empty: bool = False) -> list[str]:
+        """Mailboxes imap_manage_mailbox may rename or delete (not protected; ``empty``: holding nothing)."""
         boxes = sorted(self.pre.mailboxes)
-        open_ = [b for b in boxes if b not in self.protected() and not (empty and self.pre.in_mailbox(b))]
+        return [b for b in boxes if b not in self.protected() and not (empty and self.pre.in_mailbox(b))]
+
+    def draw_mailbox(self, data: st.DataObject, *, empty: bool = False) -> str:
+        """Mostly a mailbox imap_manage_mailbox may change, sometimes one it must refuse to."""
+        boxes = sorted(self.pre.mailboxes)
+        open_ = self.changeable(empty=empty)
         if open_ and data.draw(st.integers(0, 4), label="changeable"):
             return data.draw(st.sampled_from(open_), label="mailbox")
         return data.draw(st.sampled_from(boxes), label="mailbox")
@@ -840,8 +866,16 @@ class NothingLost(RuleBasedStateMachine):
         if not envelope["success"]:
             code = envelope["error"]["code"]
             allowed = ({"invalid_input"} if refused else set()) | ({"unavailable"} if fired else set())
-            self.check(code in allowed, f"{label}: failed with {code}: {envelope}")
-            self.wire(writes_allowed=False)
+            # Cyrus (delete_mode: delayed) keeps a deleted mailbox under a name with a timestamp in seconds:
+            # a second DELETE of the same name within that second is refused ("Mailbox already exists").
+            tombstone = (
+                isinstance(self.server, Cyrus)
+                and args["action"] == "delete"
+                and time.monotonic() - self.deleted_at.get(args["mailbox"], -10.0) < 2.0
+                and "already exists" in envelope["error"]["message"]
+            )
+            self.check(code in allowed or tombstone, f"{label}: failed with {code}: {envelope}")
+            self.wire(writes_allowed=tombstone)
             self.settle(unchanged(pre), label)
             return
         self.check(not refused, f"{label}: expected a refusal: {envelope}")
@@ -855,6 +889,7 @@ class NothingLost(RuleBasedStateMachine):
             done = Scenario(names | {mailbox}, counts)
         elif args["action"] == "delete":
             done = Scenario(names - {mailbox}, counts)
+            self.deleted_at[mailbox] = time.monotonic()
         else:
             target = args["destination_mailbox"]
             moved = Counter({(target if box == mailbox else box, mid): n for (box, mid), n in counts.items()})
@@ -893,7 +928,7 @@ class NothingLost(RuleBasedStateMachine):
         else:
             self.settle([done], label)
 
-    @precondition(lambda self: self.changes_left != 0)
+    @precondition(lambda self: self.changes_left != 0 and self.changeable())
     @rule(data=st.data())
     def rename_mailbox(self, data: st.DataObject) -> None:
         source = self.draw_mailbox(data)
@@ -902,7 +937,7 @@ class NothingLost(RuleBasedStateMachine):
         args = {"action": "rename", "mailbox": source, "destination_mailbox": target}
         self.manage(data, args, f"rename({source} -> {target})", refused)
 
-    @precondition(lambda self: self.changes_left != 0)
+    @precondition(lambda self: self.changes_left != 0 and self.changeable(empty=True))
     @rule(data=st.data())
     def delete_mailbox(self, data: st.DataObject) -> None:
         source = self.draw_mailbox(data, empty=True)
@@ -936,7 +971,7 @@ def test_random_writes_with_resets_lose_and_duplicate_nothing(
                 "portal": portal,
                 "proxy": proxy,
                 "coverage": coverage,
-                "mailbox_changes": 1 if isinstance(server, Courier) else None,
+                "mailbox_changes": (1, 3) if isinstance(server, Courier) else (None, 1),
             },
         )
         try:
@@ -1033,3 +1068,34 @@ def test_a_stale_id_listed_last_does_not_redirect_the_change_to_its_mailbox(
         assert after.counts()[("Trash", "<a0@stale.test>")] == (0 if permanent else 1)
     finally:
         observer.close()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="imap_manage_mailbox maps Cyrus' 'Mailbox already exists' answer to DELETE (a mailbox of that name "
+    "was deleted within the same second: delete_mode delayed keeps it under a name stamped in seconds) to "
+    "invalid_input 'already exists; choose another name', retryable false: advice that fits CREATE, not a "
+    "DELETE that would work a second later (errors.py mailbox_refused)",
+)
+def test_a_delete_cyrus_refuses_for_a_name_deleted_this_second_says_to_try_again(
+    cyrus: Cyrus, portal: BlockingPortal
+) -> None:
+    user = cyrus.new_user()
+    name = cyrus.mailbox_name("Again")
+    config = make_config({"default": account_settings(cyrus, user)}, write_enabled=True)
+    with (
+        cyrus.connect(user, tls=False, starttls=False) as other,
+        portal.wrap_async_context_manager(mcp_client(config)) as mcp,
+    ):
+        other.create_folder(name)
+        request = {"action": "delete", "mailbox": name}
+        asked = portal.call(mcp.fail, MANAGE, request, "confirmation_required")
+        while time.time() % 1 > 0.2:  # start of a second: the next steps take a few ms
+            time.sleep(0.01)
+        other.delete_folder(name)
+        other.create_folder(name)
+        envelope = portal.call(mcp.call, MANAGE, asked["data"]["next_action"]["arguments"])
+        assert other.folder_exists(name)  # refused: nothing was deleted
+    assert not envelope["success"], envelope
+    assert "choose another name" not in envelope["error"]["message"]
+    assert envelope["error"]["retryable"]
