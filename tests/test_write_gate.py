@@ -110,3 +110,18 @@ async def test_every_write_is_audited_to_the_json_lines_file_without_content(
     assert lines[0]["outcome"] == "ok" and lines[0]["request_id"].startswith("req_")
     assert lines[0]["account"] == "default" and "time" in lines[0]
     assert "Secret" not in audit.read_text()
+
+
+async def test_regression_a_write_after_the_server_dropped_the_idle_connection_reconnects(
+    dovecot: Dovecot, user: str, account: AccountFactory
+) -> None:
+    # Found by the nothing-lost machine: the first write after an idle disconnect answered unavailable
+    # ("could not re-establish it") although nothing had been sent. Nothing sent: safe to reconnect.
+    config = make_config({"default": account(user)}, write_enabled=True)
+    async for mcp in open_client(config):
+        await mcp.ok("imap_list_mailboxes")
+        dovecot.kick(user)
+        created = await mcp.ok("imap_manage_mailbox", {"action": "create", "mailbox": "After Idle"})
+        assert created["mailbox"] == "After Idle"
+        names = [box["name"] for box in (await mcp.ok("imap_list_mailboxes"))["mailboxes"]]
+        assert names.count("After Idle") == 1

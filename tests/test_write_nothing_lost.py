@@ -1070,14 +1070,7 @@ def test_a_stale_id_listed_last_does_not_redirect_the_change_to_its_mailbox(
         observer.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="imap_manage_mailbox maps Cyrus' 'Mailbox already exists' answer to DELETE (a mailbox of that name "
-    "was deleted within the same second: delete_mode delayed keeps it under a name stamped in seconds) to "
-    "invalid_input 'already exists; choose another name', retryable false: advice that fits CREATE, not a "
-    "DELETE that would work a second later (errors.py mailbox_refused)",
-)
-def test_a_delete_cyrus_refuses_for_a_name_deleted_this_second_says_to_try_again(
+def test_regression_a_delete_cyrus_refuses_for_a_name_deleted_this_second_says_to_try_again(
     cyrus: Cyrus, portal: BlockingPortal
 ) -> None:
     user = cyrus.new_user()

@@ -767,20 +767,21 @@ class AccountConnection:
         return self.config.connect_timeout_s + self.config.command_timeout_s
 
     def run_write(self, operation: Callable[[ImapSession], T]) -> T:
-        """Run an ``operation`` that changes mail: never retried, never run twice, nothing pipelined.
+        """Run an ``operation`` that changes mail: never replayed, nothing pipelined.
 
         The operation selects its mailbox read-write with :meth:`ImapSession.select` and sends each
-        change inside :meth:`ImapSession.write_command`. A connection lost before any change was sent
-        is ``unavailable`` (nothing changed); after, :class:`OutcomeUnknown` reaches the caller.
+        change inside :meth:`ImapSession.write_command`. A connection found dead before any change was
+        sent (the server dropped it while idle) is replaced and the operation runs once more; after a
+        change was sent, :class:`OutcomeUnknown` reaches the caller and nothing runs again.
         """
-        return self.run(operation, retry=False, write=True)
+        return self.run(operation, write=True)
 
     def run(self, operation: Callable[[ImapSession], T], *, retry: bool = True, write: bool = False) -> T:
         """Run ``operation`` on a live session within the call's budget.
 
         If the connection turns out dead (idle logout, reset, restart) and ``retry`` is set, reconnect
-        and run it once more after :data:`RETRY_BACKOFF_S`. Only reads may retry: anything that changes
-        the mailbox must pass ``retry=False``. The wait for the account's lock, the connect, every
+        and run it once more after :data:`RETRY_BACKOFF_S`; with ``write`` (see :meth:`run_write`) only
+        while no mail-changing command was sent. The wait for the account's lock, the connect, every
         command and the retry share one deadline, so a call returns within :attr:`budget_s` plus the
         backoff.
         """
@@ -790,13 +791,20 @@ class AccountConnection:
         self._budget.deadline = deadline
         commands_before = self.commands_sent
         pipelined_before = self.pipelined_commands
+        writes_before = self.writes_sent
         try:
             for attempt in Retrying(
-                stop=stop_after_attempt(2 if retry and not write else 1),
+                stop=stop_after_attempt(2 if retry else 1),
                 wait=self._backoff,
-                # Retry only while time is left: a retry never gets a budget of its own.
+                # Retry only while time is left: a retry never gets a budget of its own. A write is
+                # retried only when no mail-changing command was sent (e.g. the connection had died
+                # while idle): what was never sent cannot be replayed.
                 retry=retry_if_exception(
-                    lambda exc: isinstance(exc, ConnectionLost) and self._budget.remaining() > 0
+                    lambda exc: (
+                        isinstance(exc, ConnectionLost)
+                        and self._budget.remaining() > 0
+                        and self.writes_sent == writes_before
+                    )
                 ),
                 reraise=True,
             ):

@@ -355,6 +355,16 @@ def mailbox_refused(
                 arguments={"account_id": account_id},
             ),
         )
+    if reason == "exists" and command.upper() == "DELETE":
+        # Cyrus (delayed delete) answers so when a mailbox of that name was deleted in the same second.
+        return ToolFailure(
+            ErrorCode.UNAVAILABLE,
+            f"The server refused to delete {mailbox!r} for now ({said}); nothing was deleted. A mailbox of "
+            "that name was probably deleted a moment ago and is still being removed: try again in a few "
+            "seconds.",
+            details=details,
+            retryable=True,
+        )
     if reason == "exists":
         return ToolFailure.invalid_input(
             parameter, f"mailbox {mailbox!r} already exists; choose another name."
