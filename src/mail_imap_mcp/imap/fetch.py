@@ -141,16 +141,7 @@ class SummaryBatch:
     issues: list[Issue] = field(default_factory=list)
 
     def add_issue(self, ref: MessageRef, code: str, stage: str, message: str, *, retryable: bool) -> None:
-        self.issues.append(
-            Issue(
-                code=code,
-                stage=stage,
-                message=message,
-                retryable=retryable,
-                uid=ref.uid,
-                message_id=ref.message_id,
-            )
-        )
+        self.issues.append(ref.issue(code, stage, message, retryable=retryable))
 
 
 def _bodystructure(response: dict[bytes, Any]) -> list[mime.Part] | None:

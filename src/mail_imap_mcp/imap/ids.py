@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
+from mail_imap_mcp.envelope import Issue
+
 _ACCOUNT = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _NUMBER = re.compile(r"^[0-9]{1,10}$")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
@@ -39,6 +41,17 @@ class MessageRef:
     @property
     def message_raw_uri(self) -> str:
         return self.message_uri + "/raw"
+
+    def issue(self, code: str, stage: str, message: str, *, retryable: bool) -> Issue:
+        """An item-level issue about this message (in a multi-item result)."""
+        return Issue(
+            code=code,
+            stage=stage,
+            message=message,
+            retryable=retryable,
+            uid=self.uid,
+            message_id=self.message_id,
+        )
 
 
 def _number(text: str, what: str) -> int:

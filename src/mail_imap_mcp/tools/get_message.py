@@ -6,16 +6,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.envelope import Payload
 from mail_imap_mcp.envelope.mcp import ToolResult
-from mail_imap_mcp.imap.connection import ImapSession
-from mail_imap_mcp.imap.fetch import MessageGone, ReadOptions, read_message
+from mail_imap_mcp.imap.fetch import ReadOptions
 from mail_imap_mcp.imap.models import BodyFormat, MessageDetail
 from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.messages import (
     MESSAGE_TOOL_ERRORS,
     MessageIdArg,
     UntrustedContent,
-    examine_for,
-    message_gone,
+    read_checked,
     resolve_message,
 )
 from mail_imap_mcp.tools.spec import ToolSpec
@@ -65,14 +63,7 @@ def handle(app: AppContext, args: GetMessageInput) -> ToolResult[GetMessageData]
         max_text_part_bytes=app.config.server.max_text_part_bytes,
     )
 
-    def work(session: ImapSession) -> tuple[MessageDetail, list[str]]:
-        examine_for(session, ref)
-        try:
-            return read_message(session, ref, options)
-        except MessageGone:
-            raise message_gone(ref) from None
-
-    message, warnings = connection.run(work)
+    message, warnings = read_checked(connection, ref, options)
     body_field = {"text": "body_text", "markdown": "body_markdown", "html": "body_html"}[args.body_format]
     data = GetMessageData(
         account_id=ref.account_id,

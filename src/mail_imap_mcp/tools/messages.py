@@ -9,7 +9,9 @@ from pydantic import AfterValidator, Field
 
 from mail_imap_mcp.envelope import ErrorCode, NextAction, Payload, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection, ImapSession, MailboxState
+from mail_imap_mcp.imap.fetch import MessageGone, ReadOptions, read_message
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
+from mail_imap_mcp.imap.models import MessageDetail
 from mail_imap_mcp.tools.context import AppContext
 
 MessageIdArg = Annotated[
@@ -98,6 +100,21 @@ def resolve_message(app: AppContext, message_id: str) -> tuple[AccountConnection
     except InvalidMessageId as exc:
         raise ToolFailure.invalid_input("message_id", f"{exc}.") from None
     return app.connection(ref.account_id), ref
+
+
+def read_checked(
+    connection: AccountConnection, ref: MessageRef, options: ReadOptions
+) -> tuple[MessageDetail, list[str]]:
+    """Read one message by id: ``conflict`` when its mailbox changed, ``not_found`` when it is gone."""
+
+    def work(session: ImapSession) -> tuple[MessageDetail, list[str]]:
+        examine_for(session, ref)
+        try:
+            return read_message(session, ref, options)
+        except MessageGone:
+            raise message_gone(ref) from None
+
+    return connection.run(work)
 
 
 def examine_for(session: ImapSession, ref: MessageRef) -> MailboxState:

@@ -28,12 +28,12 @@ from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, 
 from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.errors import OutcomeUnknown, is_connection_broken, mailbox_refused
-from mail_imap_mcp.imap.fetch import MessageGone, ReadOptions, read_message
+from mail_imap_mcp.imap.fetch import ReadOptions
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.models import MessageDetail
 from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
-from mail_imap_mcp.tools.messages import UntrustedContent, examine_for, message_gone
+from mail_imap_mcp.tools.messages import UntrustedContent, read_checked
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 from mail_imap_mcp.tools.writes import audit
 
@@ -208,14 +208,7 @@ def _read_original(app: AppContext, ref: MessageRef) -> _Original:
         max_text_part_bytes=app.config.server.max_text_part_bytes,
     )
 
-    def work(session: ImapSession) -> tuple[MessageDetail, list[str]]:
-        examine_for(session, ref)
-        try:
-            return read_message(session, ref, options)
-        except MessageGone:
-            raise message_gone(ref) from None
-
-    detail, warnings = app.connection(ref.account_id).run(work)
+    detail, warnings = read_checked(app.connection(ref.account_id), ref, options)
     return _Original(ref, detail, warnings)
 
 

@@ -258,17 +258,7 @@ class _Outcome:
     wrote: bool = False
 
     def fail(self, refs: Iterable[MessageRef], code: str, stage: str, message: str, retryable: bool) -> None:
-        for ref in refs:
-            self.issues.append(
-                Issue(
-                    code=code,
-                    stage=stage,
-                    message=message,
-                    retryable=retryable,
-                    uid=ref.uid,
-                    message_id=ref.message_id,
-                )
-            )
+        self.issues.extend(ref.issue(code, stage, message, retryable=retryable) for ref in refs)
 
 
 def _groups(refs: Sequence[MessageRef]) -> list[_Group]:
