@@ -250,9 +250,9 @@ def test_example_config_is_valid() -> None:
 
 
 def test_example_config_documents_every_key() -> None:
-    from mail_imap_mcp.config import AccountConfig, ServerSettings
+    from mail_imap_mcp.config import AccountConfig, HttpSettings, ServerSettings
 
     text = EXAMPLE.read_text()
-    for model in (AccountConfig, ServerSettings):
+    for model in (AccountConfig, ServerSettings, HttpSettings):
         for name in model.model_fields:
             assert f"{name} =" in text or f"# {name} =" in text, f"config.example.toml lacks {name}"

@@ -15,7 +15,7 @@ from mcp import Client, StdioServerParameters
 
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml, env_account
 from tests.support.dovecot import Dovecot
-from tests.support.envelope_client import EnvelopeClient
+from tests.support.envelope_client import INITIALIZE_REQUEST, EnvelopeClient
 
 pytestmark = pytest.mark.anyio
 
@@ -59,17 +59,7 @@ def _spawn(config: Path, dovecot: Dovecot) -> subprocess.Popen[bytes]:
 
 def _initialize(proc: subprocess.Popen[bytes]) -> None:
     assert proc.stdin is not None and proc.stdout is not None
-    request = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "0"},
-        },
-    }
-    proc.stdin.write(json.dumps(request).encode() + b"\n")
+    proc.stdin.write(json.dumps(INITIALIZE_REQUEST).encode() + b"\n")
     proc.stdin.flush()
     reply = json.loads(proc.stdout.readline())
     assert reply["id"] == 1 and "result" in reply

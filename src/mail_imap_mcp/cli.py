@@ -7,23 +7,23 @@ import argparse
 import json
 import logging
 import os
-import signal
 import sys
 import time
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import anyio
 
 from mail_imap_mcp.config import Config, ConfigError, load_config
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection, ImapSession
-from mail_imap_mcp.server import build_server, package_version
-from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.server import package_version
+from mail_imap_mcp.transport.http import bind, serve_http
+from mail_imap_mcp.transport.stdio import serve_stdio
 
 LOG_LEVEL_ENV = "MAIL_IMAP_MCP_LOG_LEVEL"
-SHUTDOWN_GRACE_S = 0.8
 
 
 def _configure_logging(default_level: str) -> None:
@@ -46,32 +46,6 @@ def _load(path: Path | None) -> Config:
     except ConfigError as exc:
         print(f"mail-imap-mcp: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-
-
-async def _close(app: AppContext) -> None:
-    # Bounded: a call in flight may hold an account's connection; shutdown must not wait for it.
-    with anyio.move_on_after(SHUTDOWN_GRACE_S):
-        await anyio.to_thread.run_sync(app.close, abandon_on_cancel=True)
-
-
-async def _serve(config: Config) -> None:
-    app = AppContext.from_config(config)
-    server = build_server(config, app)
-    async with anyio.create_task_group() as group:
-
-        async def stop_on_signal() -> None:
-            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-                async for signum in signals:
-                    logging.getLogger("mail_imap_mcp").info("signal %s received; shutting down", signum)
-                    await _close(app)
-                    logging.shutdown()
-                    # The stdin reader thread cannot be cancelled; exit without waiting for it.
-                    os._exit(0)
-
-        group.start_soon(stop_on_signal)
-        await server.run_stdio_async()
-        group.cancel_scope.cancel()
-    await _close(app)
 
 
 class _AuditFile(logging.Handler):
@@ -108,13 +82,28 @@ def _configure_audit(config: Config) -> None:
     audit_logger.addHandler(handler)
 
 
-def serve(config_path: Path | None) -> None:
+def serve(config_path: Path | None, http: dict[str, Any] | None = None) -> None:
+    """Serve MCP over stdio, or over streamable HTTP when ``http`` holds the command-line overrides
+    of ``[http]`` (``host``, ``port``, ...)."""
     config = _load(config_path)
     _configure_audit(config)
-    logging.getLogger("mail_imap_mcp").info(
-        "mail-imap-mcp %s serving %d account(s) over stdio", package_version(), len(config.accounts)
-    )
-    anyio.run(_serve, config)
+    if http is None:
+        logging.getLogger("mail_imap_mcp").info(
+            "mail-imap-mcp %s serving %d account(s) over stdio", package_version(), len(config.accounts)
+        )
+        anyio.run(serve_stdio, config)
+    else:
+        try:
+            settings = config.http.with_overrides(**http)
+            token = settings.resolve_token()
+            sock = bind(settings.host, settings.port)
+        except ConfigError as exc:
+            print(f"mail-imap-mcp: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+        logging.getLogger("mail_imap_mcp").info(
+            "mail-imap-mcp %s serving %d account(s) over HTTP", package_version(), len(config.accounts)
+        )
+        anyio.run(serve_http, config, settings, token, sock)
     logging.getLogger("mail_imap_mcp").info("stopped")
     logging.shutdown()
     sys.stdout.flush()
@@ -171,13 +160,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     parser.add_argument("--config", type=Path, default=None, help=_CONFIG_HELP)
     commands = parser.add_subparsers(dest="command")
+    subs = {}
     for name, help_text in (
-        ("serve", "run the MCP server over stdio (the default)"),
+        ("serve", "run the MCP server over stdio (the default) or streamable HTTP"),
         ("check", "validate the config and log in to every account"),
     ):
         # SUPPRESS: `--config` given before the command is not reset by the subcommand's default.
-        sub = commands.add_parser(name, help=help_text)
+        subs[name] = sub = commands.add_parser(name, help=help_text)
         sub.add_argument("--config", type=Path, default=argparse.SUPPRESS, help=_CONFIG_HELP)
+    _add_http_arguments(subs["serve"])
     commands.add_parser("config-example", help="print a commented example config file")
     args = parser.parse_args(argv)
     if args.command == "config-example":
@@ -194,4 +185,41 @@ def main(argv: list[str] | None = None) -> None:
             "and Ctrl-C to stop.",
             file=sys.stderr,
         )
+    if getattr(args, "transport", "stdio") == "http":
+        serve(args.config, http={key: getattr(args, key) for key in _HTTP_FLAGS})
+        return
+    if any(getattr(args, key, None) is not None for key in _HTTP_FLAGS):
+        parser.error("--host, --port, --allowed-host and --allowed-origin need --transport http")
     serve(args.config)
+
+
+#: `serve` flags that override keys of `[http]` (argparse destinations = the keys' names).
+_HTTP_FLAGS = ("host", "port", "allowed_hosts", "allowed_origins")
+
+
+def _add_http_arguments(serve_parser: argparse.ArgumentParser) -> None:
+    serve_parser.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (default): one client that starts this process; http: streamable HTTP at /mcp "
+        "for clients that connect over the network (see [http] in the config)",
+    )
+    serve_parser.add_argument("--host", help="HTTP: address to listen on (default: [http] host, 127.0.0.1)")
+    serve_parser.add_argument(
+        "--port", type=int, help="HTTP: TCP port (default: [http] port, 8000; 0 picks a free one)"
+    )
+    serve_parser.add_argument(
+        "--allowed-host",
+        dest="allowed_hosts",
+        action="append",
+        metavar="HOST",
+        help="HTTP: accept this Host header (repeatable; replaces [http] allowed_hosts)",
+    )
+    serve_parser.add_argument(
+        "--allowed-origin",
+        dest="allowed_origins",
+        action="append",
+        metavar="ORIGIN",
+        help="HTTP: accept this Origin header (repeatable; replaces [http] allowed_origins)",
+    )

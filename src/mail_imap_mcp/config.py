@@ -24,12 +24,14 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, Valid
 ACCOUNT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 DEFAULT_CONFIG_PATH = Path("~/.config/mail-imap-mcp/config.toml")
 CONFIG_ENV = "MAIL_IMAP_MCP_CONFIG"
+#: Bearer token of the HTTP transport when ``[http]`` names no token source.
+HTTP_TOKEN_ENV = "MAIL_IMAP_MCP_HTTP_TOKEN"
 PASSWORD_COMMAND_TIMEOUT_S = 30.0
 
 _ENV_ACCOUNT = re.compile(r"^MAIL_IMAP_([A-Z0-9_]+?)_HOST$")
 ENV_PREFIX = "MAIL_IMAP_"
 #: Variables of the ``MAIL_IMAP_`` family that are not account settings.
-GLOBAL_ENV = frozenset({CONFIG_ENV, "MAIL_IMAP_MCP_LOG_LEVEL", "MAIL_IMAP_WRITE_ENABLED"})
+GLOBAL_ENV = frozenset({CONFIG_ENV, "MAIL_IMAP_MCP_LOG_LEVEL", "MAIL_IMAP_WRITE_ENABLED", HTTP_TOKEN_ENV})
 #: Account key -> suffix of its ``MAIL_IMAP_<ID>_*`` variable (``_SECURE`` is the seed server's
 #: boolean spelling of ``security``).
 ENV_SUFFIXES = {
@@ -180,31 +182,63 @@ class AccountConfig(BaseModel):
 
     def resolve_password(self, env: Mapping[str, str] | None = None) -> str:
         """Return the password from its source; raise :class:`ConfigError` without echoing it."""
-        env = os.environ if env is None else env
         if self.password is not None:
             return self.password.get_secret_value()
-        if self.password_env is not None:
-            value = env.get(self.password_env)
-            if not value:
-                raise ConfigError(f"the environment variable {self.password_env} is not set or empty")
-            return value
-        assert self.password_command is not None
-        try:
-            done = subprocess.run(
-                self.password_command,
-                capture_output=True,
-                timeout=PASSWORD_COMMAND_TIMEOUT_S,
-                check=False,
-                stdin=subprocess.DEVNULL,
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise ConfigError(f"password_command could not run: {type(exc).__name__}") from None
-        if done.returncode != 0:
-            raise ConfigError(f"password_command exited with status {done.returncode}")
-        value = done.stdout.decode("utf-8", "replace").rstrip("\r\n")
+        return resolve_secret(
+            env_var=self.password_env,
+            command=self.password_command,
+            env=env,
+            command_setting="password_command",
+            what="password",
+        )
+
+
+def resolve_secret(
+    *,
+    env_var: str | None = None,
+    command: list[str] | None = None,
+    file: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    command_setting: str = "command",
+    file_setting: str = "file",
+    what: str = "secret",
+) -> str:
+    """A secret from exactly one of an environment variable, a command's stdout or a file (trailing
+    newlines trimmed). Raises :class:`ConfigError` naming the setting, never echoing the value or the
+    command's output."""
+    env = os.environ if env is None else env
+    if env_var is not None:
+        value = env.get(env_var)
         if not value:
-            raise ConfigError("password_command printed an empty password")
+            raise ConfigError(f"the environment variable {env_var} is not set or empty")
         return value
+    if file is not None:
+        try:
+            value = file.expanduser().read_text(encoding="utf-8").rstrip("\r\n")
+        except OSError as exc:
+            raise ConfigError(f"{file_setting}: cannot read {file} ({exc.strerror})") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"{file_setting}: {file} is not UTF-8 text") from None
+        if not value:
+            raise ConfigError(f"{file_setting}: {file} is empty")
+        return value
+    assert command is not None
+    try:
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            timeout=PASSWORD_COMMAND_TIMEOUT_S,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ConfigError(f"{command_setting} could not run: {type(exc).__name__}") from None
+    if done.returncode != 0:
+        raise ConfigError(f"{command_setting} exited with status {done.returncode}")
+    value = done.stdout.decode("utf-8", "replace").rstrip("\r\n")
+    if not value:
+        raise ConfigError(f"{command_setting} printed an empty {what}")
+    return value
 
 
 class ServerSettings(BaseModel):
@@ -248,6 +282,125 @@ class ServerSettings(BaseModel):
     )
 
 
+#: Shorter tokens are refused: a bearer token is the only thing between the network and the mailboxes.
+MIN_HTTP_TOKEN_CHARS = 16
+_TOKEN_SOURCES = ("token_env", "token_file", "token_command")
+
+
+class HttpSettings(BaseModel):
+    """``[http]``: the streamable HTTP transport (``serve --transport http``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = Field(
+        default="127.0.0.1",
+        min_length=1,
+        max_length=253,
+        description="Address to listen on (`--host`). Any address but loopback needs a bearer token "
+        "and allowed_hosts.",
+    )
+    port: int = Field(
+        default=8000, ge=0, le=65535, description="TCP port (`--port`); 0 picks a free one (logged)."
+    )
+    token_env: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Name of an environment variable holding the bearer token clients must send. "
+        f"Without any token source, ${HTTP_TOKEN_ENV} is used when set.",
+    )
+    token_file: Path | None = Field(
+        default=None, description="File holding the bearer token (keep it readable by you only)."
+    )
+    token_command: list[str] | None = Field(
+        default=None, min_length=1, description="Command (argv list) whose stdout is the bearer token."
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host header values accepted besides the loopback names (`name`, `name:port`, or "
+        "`name:*` for any port), e.g. the name a reverse proxy forwards. Required when host is not "
+        "loopback (DNS-rebinding protection).",
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=list,
+        description="Origin header values accepted from browser clients (e.g. "
+        "`https://agent.example.com`); requests with another Origin get 403, requests without one "
+        "are accepted. Loopback origins are accepted when bound to loopback.",
+    )
+    shutdown_grace_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=600,
+        description="On SIGTERM, how long calls in flight may run on before they are cancelled; new "
+        "calls are refused meanwhile.",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> HttpSettings:
+        sources = [name for name in _TOKEN_SOURCES if getattr(self, name) is not None]
+        if len(sources) > 1:
+            raise ValueError(f"set at most one of {', '.join(_TOKEN_SOURCES)} (found: {', '.join(sources)})")
+        if not is_loopback_host(self.host):
+            if not sources:
+                raise ValueError(
+                    f"host {self.host} is not a loopback address, so anyone who can reach the port could "
+                    f"read the mail: set token_env, token_file or token_command in [http] (or "
+                    f"{HTTP_TOKEN_ENV}), or listen on 127.0.0.1 behind a reverse proxy"
+                )
+            if not self.allowed_hosts:
+                raise ValueError(
+                    f"host {self.host} is not a loopback address: list the host names clients use to "
+                    'reach the server in allowed_hosts in [http] (e.g. ["mail-mcp.example.com"]); '
+                    "requests with any other Host header are refused (DNS-rebinding protection)"
+                )
+        for name in ("allowed_hosts", "allowed_origins"):
+            for entry in getattr(self, name):
+                if not entry or entry != entry.strip() or "/" in entry.split("://", 1)[-1]:
+                    raise ValueError(f"{name}: {entry!r} is not a host[:port] or scheme://host[:port]")
+        return self
+
+    @property
+    def token_configured(self) -> bool:
+        return any(getattr(self, name) is not None for name in _TOKEN_SOURCES)
+
+    def with_overrides(self, **overrides: Any) -> HttpSettings:
+        """These settings with command-line values (``host``, ``port``, ...) applied and checked again;
+        a :class:`ConfigError` names the flag or key."""
+        given = {key: value for key, value in overrides.items() if value is not None}
+        try:
+            return HttpSettings.model_validate({**self.model_dump(), **given})
+        except ValidationError as exc:
+            flags = ", ".join(f"--{key.replace('_', '-')}" for key in given)
+            raise ConfigError(
+                _format_validation_error(
+                    exc,
+                    name_of=lambda key: f"--{key.replace('_', '-')}" if key in given else f"http.{key}",
+                    fallback=f"http ({flags} given)" if flags else "http",
+                )
+            ) from None
+
+    def resolve_token(self, env: Mapping[str, str] | None = None) -> str | None:
+        """The bearer token from its source (``None`` when none is configured); raise
+        :class:`ConfigError` naming the setting, never echoing the value."""
+        if not self.token_configured:
+            return None
+        token = resolve_secret(
+            env_var=self.token_env,
+            command=self.token_command,
+            file=self.token_file,
+            env=env,
+            command_setting="token_command in [http]",
+            file_setting="token_file in [http]",
+            what="token",
+        )
+        if len(token) < MIN_HTTP_TOKEN_CHARS or not token.isprintable() or " " in token:
+            raise ConfigError(
+                f"the HTTP bearer token must be at least {MIN_HTTP_TOKEN_CHARS} printable characters "
+                'without spaces; generate one with: python3 -c "import secrets; '
+                'print(secrets.token_urlsafe(32))"'
+            )
+        return token
+
+
 class Config(BaseModel):
     """The whole configuration: accounts by id, and server settings."""
 
@@ -255,6 +408,7 @@ class Config(BaseModel):
 
     accounts: dict[str, AccountConfig] = Field(default_factory=dict)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    http: HttpSettings = Field(default_factory=HttpSettings)
 
     def writes_allowed(self, account_id: str) -> bool:
         """Whether write tools may change mail of ``account_id``."""
@@ -425,6 +579,9 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
     merged = {**raw, "accounts": {**file_accounts, **from_env}}
     if write_enabled is not None:
         merged["server"] = {**raw.get("server", {}), "write_enabled": write_enabled}
+    http = raw.get("http", {})
+    if env.get(HTTP_TOKEN_ENV) and isinstance(http, dict) and not any(key in http for key in _TOKEN_SOURCES):
+        merged["http"] = {**http, "token_env": HTTP_TOKEN_ENV}
     try:
         config = Config.model_validate(merged)
     except ValidationError as exc:

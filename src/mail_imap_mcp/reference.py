@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from mail_imap_mcp.config import AccountConfig, ServerSettings
+from mail_imap_mcp.config import AccountConfig, HttpSettings, ServerSettings
 from mail_imap_mcp.envelope import ERROR_REGISTRY
 from mail_imap_mcp.envelope.mcp import flat_input_schema, schema_constraints
 from mail_imap_mcp.tools import TOOLS
@@ -170,7 +170,11 @@ def configuration_markdown() -> str:
         "environment-only accounts and [providers.md](providers.md) the settings of common providers.",
         "",
     ]
-    for title, model in (("`[accounts.<account_id>]`", AccountConfig), ("`[server]`", ServerSettings)):
+    for title, model in (
+        ("`[accounts.<account_id>]`", AccountConfig),
+        ("`[server]`", ServerSettings),
+        ("`[http]` (`serve --transport http`)", HttpSettings),
+    ):
         schema = model.model_json_schema()
         lines += [
             f"## {title}",

@@ -16,6 +16,18 @@ from mcp_types import CallToolResult, TextContent
 
 ROOT_KEYS = {"success", "summary", "data", "error", "meta"}
 
+#: The first JSON-RPC message of a handshake-era session, for tests that speak the wire themselves.
+INITIALIZE_REQUEST = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+
 #: Every envelope any test has seen, for suite-wide checks (e.g. no secret anywhere).
 SEEN: list[dict[str, Any]] = []
 

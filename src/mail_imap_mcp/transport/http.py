@@ -1,0 +1,330 @@
+"""MCP over streamable HTTP at ``/mcp``: bearer token, Host/Origin checks, graceful shutdown.
+
+The SDK serves the protocol (stateful sessions, so elicitation can reach the client). Around it, two
+ASGI layers of our own: :class:`BearerAuth` (first, so an unauthenticated caller learns nothing) and
+:class:`Drain` (refuses new calls once SIGTERM arrived and tells shutdown when none is in flight).
+Host and Origin are checked by the SDK's DNS-rebinding protection with the list built by
+:func:`transport_security`. No OAuth metadata is published: the token is a shared secret, not issued
+by an authorization server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import logging
+import signal
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
+from sse_starlette.sse import AppStatus
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from mail_imap_mcp.config import Config, ConfigError, HttpSettings, is_loopback_host
+from mail_imap_mcp.server import build_server
+from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.transport import close_app
+
+log = logging.getLogger("mail_imap_mcp.http")
+
+MCP_PATH = "/mcp"
+REALM = "mail-imap-mcp"
+#: Host header values (and ``http://`` origins) of a loopback listener.
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+#: Largest request body read while draining to tell answers (let through) from new calls (refused).
+_DRAIN_BODY_LIMIT = 4 * 1024 * 1024
+#: After the calls in flight ended (or the grace ran out): time left for open streams to close.
+_STREAMS_CLOSE_S = 2
+
+
+def transport_security(settings: HttpSettings) -> TransportSecuritySettings:
+    """DNS-rebinding protection: the Host and Origin values requests may carry.
+
+    Bound to loopback, the loopback names on any port are accepted; ``allowed_hosts`` and
+    ``allowed_origins`` add to that (and are the whole list beyond loopback). A host given without
+    a port is accepted on any port.
+    """
+    hosts: list[str] = []
+    origins: list[str] = []
+    if is_loopback_host(settings.host):
+        for name in LOOPBACK_NAMES:
+            hosts += [name, f"{name}:*"]
+            origins += [f"http://{name}", f"http://{name}:*"]
+    for entry in settings.allowed_hosts:
+        hosts.append(entry)
+        if ":" not in entry.rsplit("]", 1)[-1]:
+            hosts.append(f"{entry}:*")
+    origins += settings.allowed_origins
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+async def _send_json(
+    send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]
+) -> None:
+    payload = json.dumps(body).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
+
+
+def _client(scope: Scope) -> str:
+    client = scope.get("client")
+    return f"{client[0]}:{client[1]}" if client else "unknown client"
+
+
+class BearerAuth:
+    """Lets a request through only with ``Authorization: Bearer <token>`` (compared in constant
+    time); otherwise 401 with ``WWW-Authenticate: Bearer``. The header is removed before the request
+    goes on, so nothing downstream can log it."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self._token = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given: bytes | None = None
+        others = []
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                given = value
+            else:
+                others.append((name, value))
+        scheme, _, credentials = (given or b"").strip().partition(b" ")
+        if scheme.lower() != b"bearer":
+            # RFC 6750 section 3.1: no error code when the request carried no bearer credentials.
+            challenge = f'Bearer realm="{REALM}"'
+            error, description = "unauthorized", "Authorization: Bearer <token> is required"
+        elif hmac.compare_digest(credentials.strip(), self._token):
+            await self.app({**scope, "headers": others}, receive, send)
+            return
+        else:
+            challenge = f'Bearer realm="{REALM}", error="invalid_token"'
+            error, description = "invalid_token", "the bearer token is not valid for this server"
+        log.warning("refused %s %s from %s: %s", scope["method"], scope["path"], _client(scope), description)
+        await _send_json(
+            send,
+            401,
+            {"error": error, "error_description": description},
+            [(b"www-authenticate", challenge.encode())],
+        )
+
+
+def _is_new_call(body: bytes) -> bool:
+    """Whether a JSON-RPC body holds a request (has ``method`` and ``id``); answers to the server's
+    own requests (elicitation) and notifications (cancellation) are not new calls."""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return True
+    messages = parsed if isinstance(parsed, list) else [parsed]
+    return any(isinstance(m, dict) and "method" in m and "id" in m for m in messages)
+
+
+class Drain:
+    """Counts requests in flight; once :meth:`drain` began, refuses new calls with 503 while answers
+    and notifications for the calls still running get through."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.draining = False
+        self._in_flight = 0
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    async def drain(self, grace_s: float) -> bool:
+        """Refuse new calls and wait up to ``grace_s`` for the requests in flight; True if they ended."""
+        self.draining = True
+        with anyio.move_on_after(grace_s):
+            await self._idle.wait()
+        return self._in_flight == 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # GET is the long-lived stream of server messages: it is not a call, and not waited for.
+        if scope["type"] != "http" or scope["method"] != "POST":
+            if self.draining and scope["type"] == "http" and scope["method"] == "GET":
+                await self._refuse(send)
+                return
+            await self.app(scope, receive, send)
+            return
+        if self.draining:
+            body, more = await _read_body(receive, _DRAIN_BODY_LIMIT)
+            if more or _is_new_call(body):
+                await self._refuse(send)
+                return
+            receive = _replay(body, receive)
+        if self._in_flight == 0:
+            self._idle = anyio.Event()
+        self._in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self._in_flight -= 1
+            if self._in_flight == 0:
+                self._idle.set()
+
+    @staticmethod
+    async def _refuse(send: Send) -> None:
+        await _send_json(
+            send,
+            503,
+            {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {
+                    "code": -32000,
+                    "message": "the server is shutting down; retry on another instance",
+                },
+            },
+            [(b"retry-after", b"5"), (b"connection", b"close")],
+        )
+
+
+async def _read_body(receive: Receive, limit: int) -> tuple[bytes, bool]:
+    """The request body up to ``limit`` bytes, and whether more was left unread."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return bytes(body), False
+        body += message.get("body", b"")
+        if len(body) > limit:
+            return bytes(body), True
+        if not message.get("more_body", False):
+            return bytes(body), False
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its own signal handlers: SIGTERM first drains the calls in flight (see
+    :func:`serve_http`), which uvicorn's handler would cut short."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``; :class:`ConfigError` naming ``--host``/``--port`` if not."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise ConfigError(
+            f"--host / [http] host {host}: cannot listen there ({exc.strerror or exc})"
+        ) from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(
+            f"cannot listen on {host} port {port} ({exc.strerror or exc}); choose another with --port "
+            "or port in [http]"
+        ) from None
+    sock.setblocking(False)
+    return sock
+
+
+def _url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}{MCP_PATH}"
+
+
+async def serve_http(config: Config, settings: HttpSettings, token: str | None, sock: socket.socket) -> None:
+    """Serve MCP over streamable HTTP on ``sock`` (see :func:`bind`) until SIGTERM/SIGINT, then
+    drain and log out."""
+    app = AppContext.from_config(config)
+    server = build_server(config, app)
+    starlette = server.streamable_http_app(
+        streamable_http_path=MCP_PATH, transport_security=transport_security(settings), host=settings.host
+    )
+    drain = Drain(starlette)
+    asgi: ASGIApp = drain if token is None else BearerAuth(drain, token)
+    uvicorn_server = _Uvicorn(
+        uvicorn.Config(
+            asgi,
+            log_config=None,
+            access_log=False,
+            server_header=False,
+            lifespan="on",
+            timeout_graceful_shutdown=_STREAMS_CLOSE_S,
+        )
+    )
+    if token is None:
+        log.warning(
+            "no bearer token configured: any program on this machine can use the mailboxes through %s "
+            "(set token_env, token_file or token_command in [http])",
+            _url(sock),
+        )
+    log.info("serving MCP at %s (%s)", _url(sock), "bearer token required" if token else "no token")
+
+    async def shut_down(scope: anyio.CancelScope) -> None:
+        with scope:
+            if not await drain.drain(settings.shutdown_grace_s):
+                log.warning("%d call(s) still running after the grace period: cancelled", drain.in_flight)
+        # Ends the open SSE streams (sse-starlette's documented switch), then uvicorn stops.
+        AppStatus.should_exit = True
+        uvicorn_server.should_exit = True
+
+    async with anyio.create_task_group() as group:
+
+        async def stop_on_signal() -> None:
+            # One receiver for both signals: a second one cuts the wait for calls in flight short.
+            waiting: anyio.CancelScope | None = None
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for signum in signals:
+                    if waiting is None:
+                        log.info(
+                            "signal %s received: refusing new calls, waiting up to %g s for %d in flight",
+                            signum,
+                            settings.shutdown_grace_s,
+                            drain.in_flight,
+                        )
+                        waiting = anyio.CancelScope()
+                        group.start_soon(shut_down, waiting)
+                    else:
+                        log.warning("second signal: not waiting for the calls in flight")
+                        waiting.cancel()
+
+        group.start_soon(stop_on_signal)
+        await uvicorn_server.serve(sockets=[sock])
+        group.cancel_scope.cancel()
+    await close_app(app)

@@ -1,0 +1,101 @@
+"""`mail-imap-mcp serve --transport http` as a user runs it: a real process on 127.0.0.1 (port 0: the
+server picks a free one and logs its URL), and the SDK's streamable HTTP client with a bearer token."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from tests.support.envelope_client import EnvelopeClient
+
+SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
+#: The variable the test servers read their bearer token from (``token_env``).
+TOKEN_ENV = "MIM_TEST_HTTP_TOKEN"
+_LISTENING = re.compile(r"serving MCP at (http://127\.0\.0\.1:(\d+)/mcp)")
+_numbers = itertools.count()
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+@dataclass
+class HttpServer:
+    proc: subprocess.Popen[bytes]
+    url: str
+    port: int
+    token: str | None
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def terminate(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=10)
+
+
+def start_http_server(
+    config: Path, *args: str, token: str | None = None, env: dict[str, str] | None = None, timeout: float = 30
+) -> HttpServer:
+    """Start the server for ``config`` (``--port 0`` unless ``args`` say otherwise) and wait until it
+    listens; ``token`` is handed over in ``TOKEN_ENV`` (the config's ``[http] token_env``)."""
+    log_path = config.parent / f"http-server-{next(_numbers)}.log"
+    environ = {**os.environ, **(env or {})}
+    if token is not None:
+        environ[TOKEN_ENV] = token
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [SERVER, "serve", "--config", str(config), "--transport", "http", "--port", "0", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            env=environ,
+        )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = log_path.read_text(errors="replace")
+        found = _LISTENING.search(text)
+        if found:  # the socket listens from then on: connections queue until uvicorn accepts them
+            return HttpServer(proc, found.group(1), int(found.group(2)), token, log_path)
+        if proc.poll() is not None:
+            raise AssertionError(f"server exited with {proc.returncode}:\n{text}")
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError(f"server did not listen within {timeout} s:\n{log_path.read_text()}")
+
+
+def auth_headers(token: str | None) -> dict[str, str]:
+    return {} if token is None else {"Authorization": f"Bearer {token}"}
+
+
+@asynccontextmanager
+async def http_client(
+    url: str, token: str | None, *, headers: dict[str, str] | None = None, **options: Any
+) -> AsyncIterator[EnvelopeClient]:
+    """An SDK ``Client`` over streamable HTTP sending ``token``, wrapped to check every envelope."""
+    headers = {**auth_headers(token), **(headers or {})}
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        Client(streamable_http_client(url, http_client=http), **options) as client,
+    ):
+        yield EnvelopeClient(client)

@@ -1,0 +1,250 @@
+"""`mail-imap-mcp serve --transport http`: a real server process on 127.0.0.1, driven by the SDK's
+streamable HTTP client, with every envelope checked against its tool's outputSchema as on stdio."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import MCPError
+from mcp_types import ElicitRequestParams, ElicitResult
+
+from tests.support import mailgen
+from tests.support.accounts import account_settings, config_toml
+from tests.support.dovecot import Dovecot
+from tests.support.envelope_client import INITIALIZE_REQUEST, EnvelopeClient
+from tests.support.http_server import (
+    SERVER,
+    TOKEN_ENV,
+    HttpServer,
+    auth_headers,
+    http_client,
+    new_token,
+    start_http_server,
+)
+
+pytestmark = pytest.mark.anyio
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def write_config(tmp_path: Path, account: dict[str, Any], extra: str = "") -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        config_toml({"default": account})
+        + "[server]\nwrite_enabled = true\nallow_permanent_delete = true\n"
+        + f'[http]\ntoken_env = "{TOKEN_ENV}"\n'
+        + extra
+    )
+    return path
+
+
+@pytest.fixture
+def server(tmp_path: Path, dovecot: Dovecot, user: str) -> Any:
+    """A server with a bearer token for the fresh ``user`` (writes on), stopped after the test."""
+    account = account_settings(dovecot, user, drafts_mailbox="Drafts")
+    started = start_http_server(write_config(tmp_path, account), token=new_token())
+    yield started
+    started.stop()
+
+
+def answering_yes() -> Any:
+    asked: list[str] = []
+
+    async def callback(context: Any, params: ElicitRequestParams) -> ElicitResult:
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"confirm": True})
+
+    callback.asked = asked  # type: ignore[attr-defined]
+    return callback
+
+
+async def exercise_every_tool(mcp: EnvelopeClient) -> set[str]:
+    """Call every tool the server lists (success paths and a not_found each for the operation tools);
+    return the names called. A mailbox delete needs confirmation: elicitation when the client offers
+    it over the stateful session, else the confirm_token path."""
+    called: set[str] = set()
+
+    async def ok(tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        called.add(tool)
+        return await mcp.ok(tool, arguments)
+
+    (account,) = (await ok("imap_list_accounts"))["accounts"]
+    assert account["account_id"] == "default"
+    boxes = await ok("imap_list_mailboxes", {"include_counts": True})
+    assert boxes["mailboxes"][0]["name"] == "INBOX" and boxes["mailboxes"][0]["messages"] == 3
+    found = await ok("imap_search_messages", {"limit": 2})
+    assert found["total"] == 3 and found["has_more"]
+    more = await ok("imap_search_messages", {"limit": 2, "cursor": found["next_cursor"]})
+    ids = [m["message_id"] for m in found["messages"] + more["messages"]]
+    assert len(set(ids)) == 3
+    message = (await ok("imap_get_message", {"message_id": ids[0]}))["message"]
+    assert "\\Seen" not in message.get("flags", [])
+    raw = await ok("imap_get_message_raw", {"message_id": ids[0], "max_bytes": 1024})
+    assert raw["returned_bytes"] > 0 and b"Subject: " in base64.b64decode(raw["raw_base64"])
+    resource = await mcp.client.read_resource(found["messages"][0]["message_uri"])
+    assert '"success":true' in resource.contents[0].text.replace(" ", "")  # type: ignore[union-attr]
+    flagged = await ok(
+        "imap_update_message_flags", {"message_ids": [ids[0]], "operation": "add", "flags": ["\\Flagged"]}
+    )
+    assert flagged["status"] == "ok"
+    await ok("imap_manage_mailbox", {"action": "create", "mailbox": "Projects"})
+    await ok(
+        "imap_apply_to_messages",
+        {"message_ids": [ids[1]], "action": "move", "destination_mailbox": "Projects"},
+    )
+    await ok("imap_manage_mailbox", {"action": "create", "mailbox": "Drafts"})
+    await ok("imap_save_draft", {"to": ["bob@example.com"], "subject": "Over HTTP", "body_text": "hello"})
+    for tool in ("imap_get_operation", "imap_cancel_operation"):
+        called.add(tool)
+        await mcp.fail(tool, {"operation_id": "op_1_abc"}, "not_found")
+    await ok("imap_manage_mailbox", {"action": "create", "mailbox": "Old"})
+    delete = {"action": "delete", "mailbox": "Old"}
+    called.add("imap_manage_mailbox")
+    first = await mcp.call("imap_manage_mailbox", delete)
+    if not first["success"]:
+        assert first["error"]["code"] == "confirmation_required", first["error"]
+        await mcp.ok("imap_manage_mailbox", first["data"]["next_action"]["arguments"])
+    names = {box["name"] for box in (await mcp.ok("imap_list_mailboxes"))["mailboxes"]}
+    assert "Old" not in names and "Projects" in names
+    return called
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_every_tool_over_http_answers_a_valid_envelope(
+    server: HttpServer, dovecot: Dovecot, user: str, mode: str
+) -> None:
+    dovecot.seed(user, "INBOX", [mailgen.plain_message(f"Message {i}", f"body {i}") for i in range(3)])
+    elicit = answering_yes()
+    async with http_client(server.url, server.token, mode=mode, elicitation_callback=elicit) as mcp:
+        listed = set(await mcp.schemas())
+        assert await exercise_every_tool(mcp) == listed
+    if mode == "legacy":
+        # The handshake protocol over a stateful HTTP session: the server asked the user itself.
+        assert len(elicit.asked) == 1 and "Old" in elicit.asked[0], elicit.asked
+    else:
+        # The per-request protocol has no channel back to the client: the confirm_token path.
+        assert elicit.asked == []
+    assert server.token is not None and server.token not in server.log()
+
+
+async def test_missing_or_wrong_token_is_refused_with_a_bearer_challenge(server: HttpServer) -> None:
+    assert server.token is not None
+    async with httpx2.AsyncClient() as http:
+        missing = await http.post(server.url, json=INITIALIZE_REQUEST, headers=MCP_HEADERS)
+        assert missing.status_code == 401
+        assert missing.headers["www-authenticate"].startswith("Bearer")
+        assert "error=" not in missing.headers["www-authenticate"]  # RFC 6750: no credentials, no error
+        for header in (
+            f"Bearer {server.token[:-1]}",
+            f"Bearer {server.token}x",
+            "Bearer",
+            f"Basic {server.token}",
+        ):
+            wrong = await http.post(
+                server.url, json=INITIALIZE_REQUEST, headers={**MCP_HEADERS, "Authorization": header}
+            )
+            assert wrong.status_code == 401, header
+            assert wrong.headers["www-authenticate"].startswith("Bearer"), header
+        wrong = await http.post(
+            server.url, json=INITIALIZE_REQUEST, headers={**MCP_HEADERS, **auth_headers("x" * 43)}
+        )
+        assert 'error="invalid_token"' in wrong.headers["www-authenticate"]
+        right = await http.post(
+            server.url, json=INITIALIZE_REQUEST, headers={**MCP_HEADERS, **auth_headers(server.token)}
+        )
+        assert right.status_code == 200
+        # No OAuth discovery document points at an authorization server that does not exist.
+        for path in (
+            "/.well-known/oauth-protected-resource",
+            "/.well-known/oauth-protected-resource/mcp",
+            "/.well-known/oauth-authorization-server",
+            "/.well-known/openid-configuration",
+            "/authorize",
+            "/token",
+            "/register",
+        ):
+            answer = await http.get(
+                server.url.removesuffix("/mcp") + path, headers=auth_headers(server.token)
+            )
+            assert answer.status_code == 404, path
+            unauthenticated = await http.get(server.url.removesuffix("/mcp") + path)
+            assert unauthenticated.status_code == 401, path
+    # The SDK client cannot even initialize (its error arrives wrapped in task-group exception groups).
+    with pytest.raises(ExceptionGroup) as caught:
+        async with http_client(server.url, "y" * 43) as mcp:
+            await mcp.call("imap_list_accounts")
+    assert caught.group_contains(MCPError, match="Server returned an error response")
+    log = server.log()
+    assert "refused POST /mcp" in log and server.token not in log and "y" * 43 not in log
+
+
+async def test_several_clients_use_their_own_sessions_at_once(
+    server: HttpServer, dovecot: Dovecot, user: str
+) -> None:
+    dovecot.seed(user, "INBOX", [mailgen.plain_message(f"Note {i}", f"text {i}") for i in range(5)])
+    sessions: list[str] = []
+
+    async def one_client(index: int) -> None:
+        async with http_client(server.url, server.token, mode="legacy") as mcp:
+            for _ in range(3):
+                found = await mcp.ok("imap_search_messages", {"limit": 5})
+                assert found["total"] == 5
+                message = await mcp.ok(
+                    "imap_get_message", {"message_id": found["messages"][index]["message_id"]}
+                )
+                assert message["message"]["subject"] == f"Note {4 - index}"
+            session_id = mcp.client.session.session_id if hasattr(mcp.client.session, "session_id") else None
+            sessions.append(str(session_id or index))
+
+    async with anyio.create_task_group() as group:
+        for index in range(4):
+            group.start_soon(one_client, index)
+    assert len(sessions) == 4
+
+
+def test_a_non_loopback_bind_without_a_token_is_refused_before_listening(
+    tmp_path: Path, dovecot: Dovecot
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(config_toml({"default": account_settings(dovecot, "nobody")}))
+    for args, named in (
+        (["--host", "0.0.0.0"], "token_env, token_file or token_command"),
+        (["--host", "::"], "token_env, token_file or token_command"),
+        (["--host", "192.0.2.10"], "token_env, token_file or token_command"),
+    ):
+        done = subprocess.run(
+            [SERVER, "serve", "--config", str(config), "--transport", "http", "--port", "0", *args],
+            capture_output=True,
+            timeout=30,
+            check=False,
+            env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        )
+        assert done.returncode == 2, done.stderr
+        assert named in done.stderr.decode() and "not a loopback address" in done.stderr.decode()
+        assert b"serving MCP" not in done.stderr
+
+
+def test_a_non_loopback_bind_needs_allowed_hosts_too(tmp_path: Path, dovecot: Dovecot) -> None:
+    config = write_config(tmp_path, account_settings(dovecot, "nobody"))
+    done = subprocess.run(
+        [SERVER, "serve", "--config", str(config), "--transport", "http", "--port", "0", "--host", "0.0.0.0"],
+        capture_output=True,
+        timeout=30,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), TOKEN_ENV: new_token()},
+    )
+    assert done.returncode == 2
+    assert b"allowed_hosts" in done.stderr and b"DNS-rebinding" in done.stderr
+
+
+def test_http_flags_need_the_http_transport(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [SERVER, "serve", "--host", "127.0.0.1"], capture_output=True, timeout=30, check=False
+    )
+    assert done.returncode == 2 and b"--transport http" in done.stderr

@@ -1,0 +1,105 @@
+"""``[http]``: token sources, the non-loopback rules and the Host/Origin lists (no server needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mail_imap_mcp.config import HTTP_TOKEN_ENV, ConfigError, HttpSettings, load_config
+from mail_imap_mcp.transport.http import transport_security
+
+TOKEN = "0123456789abcdef-token"
+ACCOUNT = '[accounts.a]\nhost = "127.0.0.1"\nsecurity = "plain"\nusername = "u"\npassword_env = "PW"\n'
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(ACCOUNT + text)
+    return path
+
+
+def test_loopback_needs_no_token_and_accepts_only_loopback_names() -> None:
+    settings = HttpSettings()
+    assert settings.resolve_token() is None
+    security = transport_security(settings)
+    assert "127.0.0.1:*" in security.allowed_hosts and "localhost:*" in security.allowed_hosts
+    assert all(origin.startswith("http://") for origin in security.allowed_origins)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10", "mail.example.com"])
+def test_beyond_loopback_a_token_is_required_and_named(host: str) -> None:
+    with pytest.raises(ConfigError, match="token_env, token_file or token_command") as caught:
+        HttpSettings().with_overrides(host=host)
+    assert "--host" in str(caught.value) and "not a loopback address" in str(caught.value)
+
+
+def test_beyond_loopback_allowed_hosts_are_required_and_become_the_whole_list() -> None:
+    with pytest.raises(ConfigError, match="allowed_hosts"):
+        HttpSettings(token_env="T").with_overrides(host="0.0.0.0")
+    settings = HttpSettings(token_env="T").with_overrides(
+        host="0.0.0.0", allowed_hosts=["mail.example.com", "10.0.0.5:8443"]
+    )
+    security = transport_security(settings)
+    assert security.allowed_hosts == ["mail.example.com", "mail.example.com:*", "10.0.0.5:8443"]
+    assert security.allowed_origins == []
+
+
+def test_one_token_source_at_most(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="at most one of token_env, token_file, token_command"):
+        load_config(write(tmp_path, '[http]\ntoken_env = "X"\ntoken_file = "/x"\n'), env={})
+
+
+def test_token_from_file_command_and_env(tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    assert HttpSettings(token_file=token_file).resolve_token() == TOKEN
+    assert HttpSettings(token_command=["printf", TOKEN]).resolve_token() == TOKEN
+    assert HttpSettings(token_env="MY_TOKEN").resolve_token({"MY_TOKEN": TOKEN}) == TOKEN
+
+
+def test_the_default_variable_is_used_when_no_source_is_named(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, ""), env={"PW": "p", HTTP_TOKEN_ENV: TOKEN})
+    assert config.http.token_env == HTTP_TOKEN_ENV
+    assert config.http.resolve_token({HTTP_TOKEN_ENV: TOKEN}) == TOKEN
+    named = load_config(
+        write(tmp_path, '[http]\ntoken_env = "OTHER"\n'), env={"PW": "p", HTTP_TOKEN_ENV: TOKEN}
+    )
+    assert named.http.token_env == "OTHER"
+    assert load_config(write(tmp_path, ""), env={"PW": "p"}).http.token_env is None
+
+
+@pytest.mark.parametrize(
+    ("settings", "problem"),
+    [
+        (HttpSettings(token_env="MISSING"), "MISSING is not set or empty"),
+        (HttpSettings(token_file=Path("/nonexistent/token")), "token_file in [http]: cannot read"),
+        (HttpSettings(token_command=["sh", "-c", f"echo {TOKEN}; exit 4"]), "token_command in [http] exited"),
+        (HttpSettings(token_command=["true"]), "printed an empty token"),
+        (HttpSettings(token_command=["printf", "short"]), "at least 16 printable characters"),
+        (HttpSettings(token_command=["printf", "with space 0123456789"]), "without spaces"),
+    ],
+)
+def test_token_problems_name_the_setting_and_never_the_value(settings: HttpSettings, problem: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        settings.resolve_token({})
+    assert problem in str(caught.value)
+    assert TOKEN not in str(caught.value) and "with space" not in str(caught.value)
+
+
+def test_empty_token_file(tmp_path: Path) -> None:
+    empty = tmp_path / "token"
+    empty.write_text("\n")
+    with pytest.raises(ConfigError, match="is empty"):
+        HttpSettings(token_file=empty).resolve_token()
+
+
+def test_malformed_allowed_entries_are_refused() -> None:
+    with pytest.raises(ConfigError, match="allowed_origins"):
+        HttpSettings().with_overrides(allowed_origins=["https://agent.example.com/path"])
+
+
+def test_cli_flags_override_the_file(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, '[http]\nport = 9000\nhost = "localhost"\n'), env={"PW": "p"})
+    assert config.http.with_overrides(port=0, host=None).port == 0
+    assert config.http.with_overrides(port=None).host == "localhost"
