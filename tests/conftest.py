@@ -29,6 +29,7 @@ from tests.support.courier import Courier
 from tests.support.cyrus import Cyrus
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
+from tests.support.oauth2 import IntrospectionEndpoint
 
 
 @pytest.fixture(scope="session")
@@ -53,6 +54,19 @@ def _serve(server: ServerT) -> Iterator[ServerT]:
 @pytest.fixture(scope="session")
 def dovecot() -> Iterator[Dovecot]:
     yield from _serve(Dovecot(strict_listener=True, password=SESSION_PASSWORD))
+
+
+@pytest.fixture(scope="session")
+def introspection() -> Iterator[IntrospectionEndpoint]:
+    """The OAuth2 token introspection endpoint of ``oauth_dovecot``: ``accept(token, user)`` makes a token valid."""
+    with IntrospectionEndpoint() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture(scope="session")
+def oauth_dovecot(introspection: IntrospectionEndpoint) -> Iterator[Dovecot]:
+    """A Dovecot that also logs users in with OAuth2 tokens (XOAUTH2, OAUTHBEARER) via ``introspection``."""
+    yield from _serve(Dovecot(oauth2_introspection_url=introspection.url, password=SESSION_PASSWORD))
 
 
 @pytest.fixture(scope="session")

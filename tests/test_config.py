@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mail_imap_mcp.config import ConfigError, Security, load_config
+from mail_imap_mcp.config import AuthMethod, ConfigError, Security, load_config
 
 EXAMPLE = Path(__file__).parent.parent / "src" / "mail_imap_mcp" / "config.example.toml"
 
@@ -160,6 +160,8 @@ def test_regression_misspelt_pass_variable_is_named_with_the_right_one() -> None
     [
         ("MAIL_IMAP_DEFAULT_POTR", "MAIL_IMAP_DEFAULT_PORT"),
         ("MAIL_IMAP_DEFAULT_CAFILE", "MAIL_IMAP_DEFAULT_CA_FILE"),
+        ("MAIL_IMAP_DEFAULT_OAUTH_TOKEN_COMMAND", "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND"),
+        ("MAIL_IMAP_DEFAULT_AUTHENTICATION", "MAIL_IMAP_DEFAULT_AUTH"),
     ],
 )
 def test_unknown_env_suffix_suggests_the_nearest_name(typo: str, meant: str) -> None:
@@ -256,3 +258,105 @@ def test_example_config_documents_every_key() -> None:
     for model in (AccountConfig, ServerSettings, HttpSettings):
         for name in model.model_fields:
             assert f"{name} =" in text or f"# {name} =" in text, f"config.example.toml lacks {name}"
+
+
+# --- OAuth2 accounts (issue 14) ------------------------------------------------------------------
+
+OAUTH = """
+[accounts.work]
+host = "outlook.office365.com"
+username = "me@example.com"
+auth = "xoauth2"
+oauth2_token_command = ["pizauth", "show", "work"]
+"""
+
+
+def test_oauth2_account_loads_without_a_password(tmp_path: Path) -> None:
+    work = load_config(write(tmp_path, OAUTH), env={}).accounts["work"]
+    assert work.auth is AuthMethod.XOAUTH2 and work.auth.mechanism == "XOAUTH2"
+    assert work.oauth2_token_command == ["pizauth", "show", "work"]
+    assert work.password_source == "oauth2_token_command"
+    assert work.oauth2_token_timeout_s == 20
+
+
+def test_oauth2_needs_a_token_command(tmp_path: Path) -> None:
+    text = OAUTH.replace('oauth2_token_command = ["pizauth", "show", "work"]\n', "")
+    with pytest.raises(ConfigError, match=r"accounts\.work: auth = 'xoauth2' needs oauth2_token_command"):
+        load_config(write(tmp_path, text), env={})
+
+
+def test_oauth2_refuses_password_settings_and_names_them(tmp_path: Path) -> None:
+    text = OAUTH + 'password = "secret-value"\npassword_env = "X"\n'
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, text), env={})
+    message = str(caught.value)
+    assert "auth = 'xoauth2' logs in with oauth2_token_command; remove password_env, password" in message
+    assert "secret-value" not in message
+
+
+def test_a_token_command_without_oauth2_auth_is_refused(tmp_path: Path) -> None:
+    text = GOOD + 'oauth2_token_command = ["pizauth", "show", "work"]\n'
+    with pytest.raises(ConfigError, match="oauth2_token_command is only used with auth = 'xoauth2'"):
+        load_config(write(tmp_path, text), env={})
+
+
+def test_unknown_auth_value_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"accounts\.work\.auth: Input should be 'password', 'xoauth2'"):
+        load_config(write(tmp_path, OAUTH.replace('"xoauth2"', '"oauth2"')), env={})
+
+
+OAUTH_ENV = {**ENV_ACCOUNT, "MAIL_IMAP_DEFAULT_AUTH": "OAUTHBEARER"}
+
+
+@pytest.mark.parametrize(
+    ("value", "argv"),
+    [
+        ('["pizauth", "show", "my work"]', ["pizauth", "show", "my work"]),
+        ("pizauth show 'my work'", ["pizauth", "show", "my work"]),
+        ("  oauth2l fetch --output_format bare  ", ["oauth2l", "fetch", "--output_format", "bare"]),
+    ],
+)
+def test_env_oauth2_account_takes_a_json_array_or_shell_words(value: str, argv: list[str]) -> None:
+    env = {**OAUTH_ENV, "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND": value}
+    default = load_config(None, env).accounts["default"]
+    assert default.auth is AuthMethod.OAUTHBEARER
+    assert default.oauth2_token_command == argv
+    assert default.setting("oauth2_token_command") == "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND"
+    assert default.setting("auth", "xoauth2") == "MAIL_IMAP_DEFAULT_AUTH=xoauth2"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ('["pizauth", 3]', "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND: not a JSON array of strings"),
+        ('["pizauth", "show"', "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND: not a JSON array of strings"),
+        ("pizauth 'show", "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND: cannot split into words"),
+        ("   ", "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND: empty command"),
+        ("[]", "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND: empty command"),
+    ],
+)
+def test_env_token_command_errors_name_the_variable(value: str, expected: str) -> None:
+    with pytest.raises(ConfigError, match=expected):
+        load_config(None, {**OAUTH_ENV, "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND": value})
+
+
+def test_env_oauth2_account_needs_the_command_and_no_pass() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(None, OAUTH_ENV)
+    assert str(caught.value) == (
+        "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND is not set: an environment account needs "
+        "MAIL_IMAP_DEFAULT_HOST, MAIL_IMAP_DEFAULT_USER, MAIL_IMAP_DEFAULT_AUTH and "
+        "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND"
+    )
+    env = {
+        **OAUTH_ENV,
+        "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND": "pizauth show x",
+        "MAIL_IMAP_DEFAULT_PASS": "pw",
+    }
+    with pytest.raises(
+        ConfigError, match="MAIL_IMAP_DEFAULT_PASS is set, but MAIL_IMAP_DEFAULT_AUTH=oauthbearer"
+    ):
+        load_config(None, env)
+    env = {**ENV_ACCOUNT, "MAIL_IMAP_DEFAULT_PASS": "p", "MAIL_IMAP_DEFAULT_AUTH": "kerberos"}
+    with pytest.raises(ConfigError, match="MAIL_IMAP_DEFAULT_AUTH: Input should be 'password'"):
+        load_config(None, env)

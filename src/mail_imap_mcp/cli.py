@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from mail_imap_mcp.config import Config, ConfigError, load_config
+from mail_imap_mcp.config import AuthMethod, Config, ConfigError, load_config
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection, ImapSession
 from mail_imap_mcp.server import package_version
@@ -116,7 +116,10 @@ def check(config_path: Path | None) -> int:
     config = _load(config_path)
     failures = 0
     for account_id, account in sorted(config.accounts.items()):
-        target = f"{account.host}:{account.effective_port} ({account.security.value})"
+        how = account.security.value
+        if account.auth is not AuthMethod.PASSWORD:
+            how += f", {account.auth.value}"
+        target = f"{account.host}:{account.effective_port} ({how})"
         if account.password is not None:
             print(
                 f"warning {account_id}: password is stored inline in the config file; prefer "

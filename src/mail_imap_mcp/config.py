@@ -10,8 +10,10 @@ from __future__ import annotations
 import difflib
 import functools
 import ipaddress
+import json
 import os
 import re
+import shlex
 import subprocess
 import tomllib
 from collections.abc import Callable, Mapping
@@ -42,6 +44,8 @@ ENV_SUFFIXES = {
     "security": "SECURITY",
     "ca_file": "CA_FILE",
     "write_enabled": "WRITE_ENABLED",
+    "auth": "AUTH",
+    "oauth2_token_command": "OAUTH2_TOKEN_COMMAND",
 }
 _SECURE_SUFFIX = "SECURE"
 _KNOWN_SUFFIXES = (*ENV_SUFFIXES.values(), _SECURE_SUFFIX)
@@ -58,6 +62,22 @@ class Security(StrEnum):
 
 
 DEFAULT_PORTS = {Security.TLS: 993, Security.STARTTLS: 143, Security.PLAIN: 143}
+
+
+class AuthMethod(StrEnum):
+    """How an account logs in: LOGIN with a password, or SASL with an OAuth2 access token."""
+
+    PASSWORD = "password"
+    XOAUTH2 = "xoauth2"
+    OAUTHBEARER = "oauthbearer"
+
+    @property
+    def mechanism(self) -> str:
+        """The SASL mechanism name (``XOAUTH2``, ``OAUTHBEARER``); ``LOGIN`` for passwords."""
+        return "LOGIN" if self is AuthMethod.PASSWORD else self.value.upper()
+
+
+_PASSWORD_KEYS = ("password_env", "password_command", "password")
 
 
 def is_loopback_host(host: str) -> bool:
@@ -84,6 +104,24 @@ class AccountConfig(BaseModel):
         description="tls (implicit TLS), starttls (upgrade required), or plain (loopback only).",
     )
     username: str = Field(min_length=1, description="Login name.")
+    auth: AuthMethod = Field(
+        default=AuthMethod.PASSWORD,
+        description="password (LOGIN with one of the password settings), or xoauth2 / oauthbearer "
+        "(SASL with an OAuth2 access token from oauth2_token_command; e.g. Gmail, Microsoft 365).",
+    )
+    oauth2_token_command: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        description="Command (argv list) printing a current OAuth2 access token (e.g. from oauth2l, "
+        "pizauth or mailctl); run at each login, and once more when the server rejects the token.",
+    )
+    oauth2_token_timeout_s: float = Field(
+        default=20.0,
+        gt=0,
+        le=300,
+        description="How long oauth2_token_command may run (within the call's budget) before it is "
+        "stopped and the login fails.",
+    )
     password_env: str | None = Field(
         default=None, min_length=1, description="Name of an environment variable holding the password."
     )
@@ -129,12 +167,24 @@ class AccountConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> AccountConfig:
-        sources = [
-            name
-            for name in ("password_env", "password_command", "password")
-            if getattr(self, name) is not None
-        ]
-        if len(sources) != 1:
+        sources = [name for name in _PASSWORD_KEYS if getattr(self, name) is not None]
+        if self.auth is not AuthMethod.PASSWORD:
+            if self.oauth2_token_command is None:
+                raise ValueError(
+                    f"auth = '{self.auth.value}' needs oauth2_token_command (a command printing an access "
+                    'token, e.g. ["pizauth", "show", "work"])'
+                )
+            if sources:
+                raise ValueError(
+                    f"auth = '{self.auth.value}' logs in with oauth2_token_command; remove "
+                    f"{', '.join(sources)} (passwords are not used)"
+                )
+        elif self.oauth2_token_command is not None:
+            raise ValueError(
+                "oauth2_token_command is only used with auth = 'xoauth2' or 'oauthbearer'; set auth, "
+                "or remove oauth2_token_command"
+            )
+        elif len(sources) != 1:
             found = ", ".join(sources) if sources else "none"
             raise ValueError(f"set exactly one of password_env, password_command, password (found: {found})")
         if self.security is Security.PLAIN and not is_loopback_host(self.host):
@@ -174,6 +224,8 @@ class AccountConfig(BaseModel):
 
     @property
     def password_source(self) -> str:
+        if self.auth is not AuthMethod.PASSWORD:
+            return "oauth2_token_command"
         if self.password_env is not None:
             return f"env:{self.password_env}"
         if self.password_command is not None:
@@ -465,7 +517,9 @@ def _check_env_names(env: Mapping[str, str], prefixes: list[str], referenced: se
             suffix = name.removeprefix(owner)
             if suffix in _KNOWN_SUFFIXES:
                 continue
-            close = difflib.get_close_matches(suffix, _KNOWN_SUFFIXES, n=1, cutoff=0.5)
+            # A known name the variable starts with (AUTHENTICATION: AUTH), else the most similar one.
+            close = sorted((k for k in _KNOWN_SUFFIXES if suffix.startswith(k)), key=len, reverse=True)
+            close = close or difflib.get_close_matches(suffix, _KNOWN_SUFFIXES, n=1, cutoff=0.5)
             hint = f"did you mean {owner}{close[0]}? " if close else ""
             raise ConfigError(
                 f"{name} is not a setting of account {owner.removeprefix(ENV_PREFIX)[:-1].lower()!r}: "
@@ -514,9 +568,38 @@ def env_accounts(
             raw["ca_file"] = env[f"{prefix}CA_FILE"]
         if f"{prefix}WRITE_ENABLED" in env:
             raw["write_enabled"] = _truthy(env[f"{prefix}WRITE_ENABLED"])
+        if f"{prefix}AUTH" in env:
+            raw["auth"] = env[f"{prefix}AUTH"].strip().lower()
+        if f"{prefix}OAUTH2_TOKEN_COMMAND" in env:
+            raw["oauth2_token_command"] = parse_command(
+                env[f"{prefix}OAUTH2_TOKEN_COMMAND"], f"{prefix}OAUTH2_TOKEN_COMMAND"
+            )
         accounts[match.group(1).lower()] = raw
     write = env.get("MAIL_IMAP_WRITE_ENABLED")
     return accounts, (None if write is None else _truthy(write))
+
+
+def parse_command(value: str, name: str) -> list[str]:
+    """An argv from an environment variable: a JSON array of strings (``["pizauth", "show", "work"]``),
+    or else words split as a POSIX shell would (``pizauth show work``), without running a shell."""
+    text = value.strip()
+    argv: list[str]
+    if text.startswith("["):
+        try:
+            parsed: Any = json.loads(text)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, list) or not all(isinstance(arg, str) for arg in parsed):
+            raise ConfigError(f'{name}: not a JSON array of strings (e.g. ["pizauth", "show", "work"])')
+        argv = [str(arg) for arg in parsed]
+    else:
+        try:
+            argv = shlex.split(text)
+        except ValueError as exc:
+            raise ConfigError(f"{name}: cannot split into words ({exc})") from None
+    if not argv or not argv[0]:
+        raise ConfigError(f"{name}: empty command")
+    return argv
 
 
 def resolve_config_path(explicit: Path | None, env: Mapping[str, str]) -> tuple[Path, bool]:
@@ -560,12 +643,20 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
             )
     for account_id, account in from_env.items():
         prefix = f"{ENV_PREFIX}{account_id.upper()}_"
-        for key in ("username", "password_env"):
+        oauth2 = account.get("auth") in {AuthMethod.XOAUTH2.value, AuthMethod.OAUTHBEARER.value}
+        for key in ("username", "oauth2_token_command" if oauth2 else "password_env"):
             if key not in account:
+                needs = [f"{prefix}{suffix}" for suffix in ("HOST", "USER")]
+                needs += [f"{prefix}AUTH", f"{prefix}OAUTH2_TOKEN_COMMAND"] if oauth2 else [f"{prefix}PASS"]
                 raise ConfigError(
                     f"{prefix}{ENV_SUFFIXES[key]} is not set: an environment account needs "
-                    f"{prefix}HOST, {prefix}USER and {prefix}PASS"
+                    f"{', '.join(needs[:-1])} and {needs[-1]}"
                 )
+        if oauth2 and "password_env" in account:
+            raise ConfigError(
+                f"{prefix}PASS is set, but {prefix}AUTH={account['auth']} logs in with the token of "
+                f"{prefix}OAUTH2_TOKEN_COMMAND; unset {prefix}PASS"
+            )
         try:
             AccountConfig.model_validate(account)
         except ValidationError as exc:

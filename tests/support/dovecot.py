@@ -178,6 +178,9 @@ class Dovecot(ImapServer):
         capabilities: str | None = None,
         extra_config: str = "",
         password: str | None = None,
+        oauth2_introspection_url: str | None = None,
+        oauth2_introspection_mode: str = "post",
+        oauth2_mechanisms: Sequence[str] = ("xoauth2", "oauthbearer"),
     ) -> None:
         """Configure (but do not start) an instance.
 
@@ -190,6 +193,12 @@ class Dovecot(ImapServer):
         Dovecot still accepts unadvertised commands, so only a wire recording shows what a client used.
         ``extra_config`` is appended verbatim to the generated ``dovecot.conf``. ``password`` (default:
         random) is every user's password.
+
+        ``oauth2_introspection_url`` adds Dovecot's ``oauth2`` passdb: the SASL mechanisms
+        ``oauth2_mechanisms`` (advertised as ``AUTH=XOAUTH2``/``AUTH=OAUTHBEARER``) log a user in with an
+        access token that the URL (e.g. tests/support/oauth2.py) says is active for that user;
+        ``oauth2_introspection_mode`` is ``post`` (form field ``token``) or ``get`` (the token appended to
+        the URL). Passwords then work only with PLAIN and LOGIN.
         """
         if not user_patterns:
             raise ValueError("user_patterns must not be empty")
@@ -202,6 +211,13 @@ class Dovecot(ImapServer):
             raise ValueError(f"invalid capabilities {capabilities!r}")
         self.capabilities = capabilities
         self.extra_config = extra_config
+        if oauth2_introspection_mode not in {"post", "get"}:
+            raise ValueError(f"invalid oauth2_introspection_mode {oauth2_introspection_mode!r}")
+        if any(mech not in {"xoauth2", "oauthbearer"} for mech in oauth2_mechanisms):
+            raise ValueError(f"invalid oauth2_mechanisms {oauth2_mechanisms!r}")
+        self.oauth2_introspection_url = oauth2_introspection_url
+        self.oauth2_introspection_mode = oauth2_introspection_mode
+        self.oauth2_mechanisms = tuple(oauth2_mechanisms)
         self.binary = ensure_dovecot()
         self.doveadm_binary = which("doveadm") or "doveadm"
         self._file_seq = itertools.count(1)
@@ -246,6 +262,19 @@ class Dovecot(ImapServer):
         self._pick_ports(*([self.strict_host] if self.strict_listener else []))
         self._write_tls(self.strict_host)
         (root / "no-users.passwd").touch(mode=0o644)
+        if self.oauth2_introspection_url is not None:
+            url = self.oauth2_introspection_url
+            if self.oauth2_introspection_mode == "get":
+                url += "?token="  # Dovecot appends the token (and "&client_id=...")
+            (root / "oauth2.conf.ext").write_text(
+                f"introspection_mode = {self.oauth2_introspection_mode}\n"
+                f"introspection_url = {url}\n"
+                "force_introspection = yes\n"
+                "username_attribute = username\n"
+                "active_attribute = active\n"
+                "active_value = true\n"
+                "scope = mail\n"
+            )
         self.conf_path.write_text(self._config())
 
     def _config(self) -> str:
@@ -259,6 +288,13 @@ class Dovecot(ImapServer):
                 f"    port = {self.strict_port}\n  }}\n"
             )
         capability = f"imap_capability = {self.capabilities}\n" if self.capabilities else ""
+        mechanisms, password_only, oauth2_passdb = "plain login", "", ""
+        if self.oauth2_introspection_url is not None:
+            oauth2 = " ".join(self.oauth2_mechanisms)
+            mechanisms += " " + oauth2
+            # Otherwise the static passdb would compare the token with the password and refuse it.
+            password_only = "  mechanisms = plain login\n"
+            oauth2_passdb = f"passdb {{\n  driver = oauth2\n  mechanisms = {oauth2}\n  args = {root}/oauth2.conf.ext\n}}\n"
         specials = "".join(
             f"  mailbox {name} {{\n    special_use = \\{use}\n  }}\n"
             for name, use in (
@@ -296,7 +332,7 @@ ssl_dh = <{root}/tls/dh.pem
 ssl_min_protocol = TLSv1.2
 
 disable_plaintext_auth = no
-auth_mechanisms = plain login
+auth_mechanisms = {mechanisms}
 auth_failure_delay = 0
 auth_verbose = yes
 {capability}
@@ -304,13 +340,13 @@ passdb {{
   driver = static
   args = password={self.password}
   username_filter = {" ".join(self.user_patterns)}
-}}
+{password_only}}}
 # Everyone else is an unknown user (an empty passwd-file), i.e. a normal authentication failure.
 passdb {{
   driver = passwd-file
   args = {root}/no-users.passwd
-}}
-userdb {{
+{password_only}}}
+{oauth2_passdb}userdb {{
   driver = static
   args = uid={self.mail_uid} gid={self.mail_gid} home={root}/mail/%u
 }}

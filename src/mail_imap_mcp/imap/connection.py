@@ -34,6 +34,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from mail_imap_mcp.config import AccountConfig, Security
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.imap.auth import Login
 from mail_imap_mcp.imap.errors import (
     CharsetRejected,
     ConnectionLost,
@@ -899,7 +900,8 @@ class AccountConnection:
         started = time.perf_counter()
         progress = ConnectProgress()
         with self._connect_errors(progress):
-            password = config.resolve_password()
+            # The password, or a token from oauth2_token_command: before connecting, as that may take a while.
+            login = Login(self.account_id, config, self._budget.remaining)
             context = ssl.create_default_context()
             if config.ca_file is not None:
                 context.load_verify_locations(cafile=str(config.ca_file.expanduser()))
@@ -924,7 +926,7 @@ class AccountConnection:
                 progress.phase = ConnectPhase.LOGIN
                 if client.has_capability("LOGINDISABLED"):
                     raise login_disabled(self.account_id, config)
-                client.login(config.username, password)
+                login.perform(client)
             except BaseException:
                 _close_quietly(client)
                 raise

@@ -9,17 +9,19 @@ setting the way the user wrote it (``ca_file in [accounts.work]`` or ``MAIL_IMAP
 from __future__ import annotations
 
 import imaplib
+import json
 import re
 import socket
 import ssl
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
 from imapclient.exceptions import IMAPClientAbortError, IMAPClientError, LoginError
 
-from mail_imap_mcp.config import AccountConfig, ConfigError, Security
+from mail_imap_mcp.config import AccountConfig, AuthMethod, ConfigError, Security
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
-from mail_imap_mcp.imap.providers import login_hint
+from mail_imap_mcp.imap.providers import login_hint, oauth2_scope_hint
 
 # Errors that mean "this connection is dead", as raised by imaplib, imapclient and the socket layer.
 _DEAD_CONNECTION = (imaplib.IMAP4.abort, IMAPClientAbortError, ConnectionError, ssl.SSLEOFError, EOFError)
@@ -76,6 +78,71 @@ class OutcomeUnknown(Exception):
 
 class SelectionStale(Exception):
     """A selection reused from an earlier call turned out stale; the read runs again on a fresh one."""
+
+
+class TokenCommandFailed(Exception):
+    """``oauth2_token_command`` gave no token: it could not start, failed, hung or printed nothing.
+
+    ``reason`` says which, in words safe to show (never stdout, which may hold a token).
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class OAuthChallenge:
+    """What a server says when it refuses an OAuth2 token: the JSON of its last SASL challenge
+    (``{"status":"401","schemes":"bearer","scope":"https://mail.google.com/"}`` for XOAUTH2, RFC 7628
+    3.2.2 for OAUTHBEARER), each value shortened and stripped of control characters."""
+
+    status: str | None = None
+    scope: str | None = None
+    schemes: str | None = None
+
+    @classmethod
+    def parse(cls, decoded: bytes) -> OAuthChallenge | None:
+        """The challenge in ``decoded`` (imaplib hands over challenges base64-decoded); None if not JSON."""
+        try:
+            value = json.loads(decoded.decode("utf-8", "replace"))
+        except ValueError:
+            return None
+        if not isinstance(value, dict):
+            return None
+
+        def text(key: str) -> str | None:
+            item = value.get(key)
+            if not isinstance(item, str | int) or isinstance(item, bool):
+                return None
+            return re.sub(r"[\x00-\x1f\x7f]+", " ", str(item))[:200] or None
+
+        return cls(status=text("status"), scope=text("scope"), schemes=text("schemes"))
+
+    @property
+    def wants_scope(self) -> bool:
+        """The token was refused for its scope (RFC 7628 ``insufficient_scope``, HTTP 403)."""
+        return (self.status or "").lower() in {"403", "insufficient_scope"}
+
+    @property
+    def says_invalid(self) -> bool:
+        """The token was refused as invalid or expired (HTTP 401, RFC 7628 ``invalid_token``)."""
+        return (self.status or "").lower() in {"401", "invalid_token"}
+
+    def describe(self) -> str:
+        parts = [f"status {self.status}" if self.status else "no status"]
+        if self.scope:
+            parts.append(f"scope {self.scope!r}")
+        return ", ".join(parts)
+
+
+class OAuthRejected(Exception):
+    """The server refused the OAuth2 access token (also the fresh one of the one retry)."""
+
+    def __init__(self, challenge: OAuthChallenge | None, said: str) -> None:
+        super().__init__(said)
+        self.challenge = challenge
+        self.said = said
 
 
 def is_connection_broken(exc: BaseException) -> bool:
@@ -186,6 +253,18 @@ def connect_failure(
             f"No password for account {account_id!r}: {exc}. Fix the account's password source.",
             details=details,
         )
+    if isinstance(exc, TokenCommandFailed):
+        program = (config.oauth2_token_command or ["?"])[0]
+        return ToolFailure(
+            ErrorCode.AUTH_FAILED,
+            f"No OAuth2 access token for account {account_id!r}: {exc.reason}. Run the command yourself "
+            f"({program!r} of {config.setting('oauth2_token_command')}) to see what it needs: usually the "
+            "token helper must be authorised again (e.g. `pizauth show`, `oauth2l fetch`, `mailctl "
+            "access`), or the command is wrong.",
+            details={**details, "auth": config.auth.value},
+        )
+    if isinstance(exc, OAuthRejected):
+        return oauth_rejected(exc, account_id, config)
     if isinstance(exc, LoginError):
         return ToolFailure(
             ErrorCode.AUTH_FAILED,
@@ -268,7 +347,78 @@ def login_disabled(account_id: str, config: AccountConfig) -> ToolFailure:
     )
 
 
+def oauth_rejected(exc: OAuthRejected, account_id: str, config: AccountConfig) -> ToolFailure:
+    """The server refused the access token twice (the second one freshly from the token command): say
+    why, from the server's decoded challenge (expired or invalid token, wrong scope), and what to do."""
+    host = f"{config.host}:{config.effective_port}"
+    challenge = exc.challenge
+    mechanism = config.auth.mechanism
+    scope = oauth2_scope_hint(config.host)
+    said = f"the server said {challenge.describe()}" if challenge else f"the server said: {exc.said[:200]}"
+    if challenge is not None and challenge.wants_scope:
+        advice = (
+            f"The token lacks the permission (scope) IMAP needs; authorise the token helper again with "
+            f"{scope or 'the scope the server names'}."
+        )
+    elif challenge is not None and challenge.says_invalid:
+        advice = (
+            "The token is invalid or expired, also the fresh one: make the token helper refresh it (or "
+            f"authorise it again), and check that it is issued for {config.username!r}"
+            + (f" with {scope}" if scope else "")
+            + "."
+        )
+    else:
+        advice = (
+            f"Check that the token is issued for {config.username!r} ({config.setting('username')})"
+            + (f" with {scope}" if scope else " with the scope the server requires")
+            + ", and that it is current."
+        )
+    details: dict[str, object] = {"account_id": account_id, "auth": config.auth.value}
+    if challenge is not None:
+        details["server_status"] = challenge.status
+        details["server_scope"] = challenge.scope
+    return ToolFailure(
+        ErrorCode.AUTH_FAILED,
+        f"The server {host} refused the OAuth2 access token ({mechanism}) of {config.username!r} "
+        f"(account {account_id!r}), also a fresh one from {config.setting('oauth2_token_command')}: "
+        f"{said}. {advice}",
+        details=details,
+        retryable=False,
+    )
+
+
+def mechanism_not_offered(
+    account_id: str, config: AccountConfig, capabilities: Iterable[bytes | str]
+) -> ToolFailure:
+    """The server does not advertise ``AUTH=<mechanism>`` of an OAuth2 account: no token is sent."""
+    names = (c.decode("ascii", "replace") if isinstance(c, bytes) else c for c in capabilities)
+    offered = sorted(
+        {name.upper().removeprefix("AUTH=") for name in names if name.upper().startswith("AUTH=")}
+    )
+    others = [
+        method.value
+        for method in (AuthMethod.XOAUTH2, AuthMethod.OAUTHBEARER)
+        if method is not config.auth and method.mechanism in offered
+    ]
+    if others:
+        step = f"Set {config.setting('auth', others[0])}, which it offers."
+    else:
+        step = (
+            "It does not take OAuth2 tokens at all: use a password instead "
+            f"({config.setting('auth', 'password')} with one of the password settings)."
+        )
+    return ToolFailure(
+        ErrorCode.AUTH_FAILED,
+        f"The server {config.host}:{config.effective_port} does not offer {config.auth.mechanism} "
+        f"login (it offers: {', '.join(offered) or 'no SASL mechanism'}); the token was not sent. {step}",
+        details={"account_id": account_id, "auth": config.auth.value, "offered": offered},
+        retryable=False,
+    )
+
+
 def _password_key(config: AccountConfig) -> str:
+    if config.auth is not AuthMethod.PASSWORD:
+        return "oauth2_token_command"
     if config.password_env is not None:
         return "password_env"
     return "password_command" if config.password_command is not None else "password"

@@ -14,6 +14,8 @@ class Provider(NamedTuple):
     hosts: tuple[str, ...]
     #: What to do when the server refuses the login.
     login_hint: str
+    #: The OAuth2 scope(s) an access token needs for IMAP (``auth = "xoauth2"``), if the provider offers it.
+    oauth2_scope: str | None = None
 
 
 PROVIDERS = (
@@ -21,7 +23,9 @@ PROVIDERS = (
         "Gmail",
         ("imap.gmail.com", "imap.googlemail.com"),
         "Gmail refuses the account password over IMAP: turn on 2-Step Verification, create an app "
-        "password (Google Account > Security > App passwords) and use it as the password",
+        "password (Google Account > Security > App passwords) and use it as the password, or log in "
+        'with OAuth2 (auth = "xoauth2", see docs/providers.md)',
+        "the scope https://mail.google.com/",
     ),
     Provider(
         "iCloud",
@@ -43,8 +47,9 @@ PROVIDERS = (
     Provider(
         "Microsoft 365 / Outlook.com",
         ("outlook.office365.com", "imap-mail.outlook.com", "outlook.office.com"),
-        "Microsoft has turned off password login for IMAP; it needs OAuth2, which this server does "
-        "not support yet, so this account cannot be used for now",
+        'Microsoft has turned off password login for IMAP; it needs OAuth2: set auth = "xoauth2" and '
+        "an oauth2_token_command (docs/providers.md shows one with pizauth)",
+        "the scopes https://outlook.office.com/IMAP.AccessAsUser.All and offline_access",
     ),
 )
 
@@ -61,6 +66,12 @@ def provider_for(host: str) -> Provider | None:
         if any(host == known or host.endswith("." + known) for known in provider.hosts):
             return provider
     return None
+
+
+def oauth2_scope_hint(host: str) -> str | None:
+    """The OAuth2 scope a token for ``host`` needs, in words (``the scope https://mail.google.com/``)."""
+    provider = provider_for(host)
+    return provider.oauth2_scope if provider else None
 
 
 def login_hint(host: str) -> str:
