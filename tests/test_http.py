@@ -18,6 +18,7 @@ from tests.support import mailgen
 from tests.support.accounts import account_settings, config_toml
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import INITIALIZE_REQUEST, EnvelopeClient
+from tests.support.faultproxy import FaultProxy
 from tests.support.http_server import (
     SERVER,
     TOKEN_ENV,
@@ -248,3 +249,128 @@ def test_http_flags_need_the_http_transport(tmp_path: Path) -> None:
         [SERVER, "serve", "--host", "127.0.0.1"], capture_output=True, timeout=30, check=False
     )
     assert done.returncode == 2 and b"--transport http" in done.stderr
+
+
+async def test_dns_rebinding_protection_refuses_a_foreign_host_or_origin(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    token = new_token()
+    config = write_config(tmp_path, account_settings(dovecot, user))
+    server = start_http_server(config, "--allowed-origin", "https://agent.example.com", token=token)
+    try:
+        headers = {**MCP_HEADERS, **auth_headers(token)}
+        modern = {**headers, "MCP-Protocol-Version": "2026-07-28"}
+        async with httpx2.AsyncClient() as http:
+            for extra, status in (
+                ({"Host": "attacker.example"}, 421),
+                ({"Host": f"attacker.example:{server.port}"}, 421),
+                ({"Origin": "http://attacker.example"}, 403),
+                ({"Origin": f"http://attacker.example:{server.port}"}, 403),
+                ({"Origin": "https://agent.example.com.attacker.example"}, 403),
+                ({"Origin": "null"}, 403),
+                ({"Origin": f"http://localhost:{server.port}"}, 200),
+                ({"Origin": "https://agent.example.com"}, 200),
+                ({"Host": f"localhost:{server.port}"}, 200),
+            ):
+                answer = await http.post(server.url, json=INITIALIZE_REQUEST, headers={**headers, **extra})
+                assert answer.status_code == status, (extra, answer.status_code, answer.text)
+            # The per-request (2026) protocol takes another path through the SDK: checked there too.
+            for extra, status in (
+                ({"Host": "attacker.example"}, 421),
+                ({"Origin": "http://attacker.example"}, 403),
+            ):
+                answer = await http.post(server.url, json=INITIALIZE_REQUEST, headers={**modern, **extra})
+                assert answer.status_code == status, (extra, answer.status_code, answer.text)
+    finally:
+        server.stop()
+    assert "Invalid Host header" in server.log() and "Invalid Origin header" in server.log()
+
+
+def slow_imap_server(
+    tmp_path: Path, dovecot: Dovecot, user: str, proxy: FaultProxy, grace_s: float
+) -> HttpServer:
+    """A server whose account reaches Dovecot in plaintext through ``proxy`` (so the IMAP commands it
+    sends, LOGOUT included, can be read off the wire), with ``shutdown_grace_s`` = ``grace_s``."""
+    account = account_settings(dovecot, user, port=proxy.address[1], security="plain", ca_file=None)
+    config = write_config(tmp_path, account, f"shutdown_grace_s = {grace_s}\n")
+    return start_http_server(config, token=new_token())
+
+
+async def wait_until(predicate: Any, timeout: float = 15.0) -> None:
+    with anyio.fail_after(timeout):
+        while not predicate():
+            await anyio.sleep(0.02)
+
+
+async def test_sigterm_lets_the_call_in_flight_finish_refuses_new_ones_and_logs_out(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    dovecot.seed(user, "INBOX", [mailgen.plain_message(f"Slow {i}", f"body {i}") for i in range(3)])
+    with FaultProxy(dovecot.host, dovecot.plain_port) as proxy:
+        server = slow_imap_server(tmp_path, dovecot, user, proxy, grace_s=20)
+        try:
+            async with http_client(server.url, server.token, mode="legacy") as mcp:
+                found = await mcp.ok("imap_search_messages")
+                proxy.set_latency(0.4)
+                sent_before = len(proxy.sent())
+                result: dict[str, Any] = {}
+
+                async def read_slowly() -> None:
+                    message_id = found["messages"][0]["message_id"]
+                    result.update(await mcp.ok("imap_get_message", {"message_id": message_id}))
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(read_slowly)
+                    # The call has reached Dovecot: it is in flight on the server's side.
+                    await wait_until(lambda: len(proxy.sent()) > sent_before)
+                    started = anyio.current_time()
+                    server.terminate()
+                    await wait_until(lambda: "refusing new calls" in server.log())
+                    async with httpx2.AsyncClient() as http:
+                        late = await http.post(
+                            server.url,
+                            json=INITIALIZE_REQUEST,
+                            headers={**MCP_HEADERS, **auth_headers(server.token)},
+                        )
+                    assert late.status_code == 503 and late.headers["retry-after"]
+                    assert "shutting down" in late.json()["error"]["message"]
+                assert result["message"]["subject"] == "Slow 2"
+                proxy.pass_through()
+            await anyio.to_thread.run_sync(server.proc.wait, 15)
+            took = anyio.current_time() - started
+        finally:
+            server.stop()
+        assert server.proc.returncode == 0
+        assert took < 10, took  # the call took ~2 s at this latency; the bound (20 s) was not needed
+        log = server.log()
+        assert "still running" not in log and "stopped" in log
+        assert b"LOGOUT" in proxy.sent()
+
+
+async def test_sigterm_cancels_a_call_that_outlives_the_grace_period(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    dovecot.seed(user, "INBOX", [mailgen.plain_message("Stuck", "body")])
+    with FaultProxy(dovecot.host, dovecot.plain_port) as proxy:
+        server = slow_imap_server(tmp_path, dovecot, user, proxy, grace_s=1)
+        try:
+            with pytest.raises(ExceptionGroup):  # noqa: PT012 - the call dies with the server, as it must
+                async with http_client(server.url, server.token, mode="legacy") as mcp:
+                    found = await mcp.ok("imap_search_messages")
+                    proxy.blackhole()
+                    async with anyio.create_task_group() as group:
+                        group.start_soon(
+                            mcp.call, "imap_get_message", {"message_id": found["messages"][0]["message_id"]}
+                        )
+                        await anyio.sleep(0.5)
+                        started = anyio.current_time()
+                        server.terminate()
+                        await anyio.to_thread.run_sync(server.proc.wait, 15)
+                        took = anyio.current_time() - started
+        finally:
+            proxy.pass_through()
+            server.stop()
+        assert server.proc.returncode == 0
+        # grace (1 s) + open streams (at most 2 s) + logout (at most 0.8 s), with room for a loaded machine
+        assert took < 6, took
+        assert "1 call(s) still running after the grace period" in server.log()

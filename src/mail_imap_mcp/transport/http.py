@@ -14,6 +14,7 @@ import contextlib
 import hmac
 import json
 import logging
+import os
 import signal
 import socket
 from collections.abc import Iterator
@@ -276,6 +277,10 @@ async def serve_http(config: Config, settings: HttpSettings, token: str | None, 
     starlette = server.streamable_http_app(
         streamable_http_path=MCP_PATH, transport_security=transport_security(settings), host=settings.host
     )
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        # Their INFO lines (startup, session ids) add nothing to ours; DEBUG shows them.
+        for noisy in ("uvicorn", "mcp.server"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
     drain = Drain(starlette)
     asgi: ASGIApp = drain if token is None else BearerAuth(drain, token)
     uvicorn_server = _Uvicorn(
@@ -303,6 +308,14 @@ async def serve_http(config: Config, settings: HttpSettings, token: str | None, 
         # Ends the open SSE streams (sse-starlette's documented switch), then uvicorn stops.
         AppStatus.should_exit = True
         uvicorn_server.should_exit = True
+        # A cancelled call whose IMAP command still blocks its worker thread would hold uvicorn's
+        # shutdown until that command times out: past this bound, log out and leave.
+        await anyio.sleep(_STREAMS_CLOSE_S + 1)
+        log.warning("shutdown still waiting for a blocked IMAP command: exiting without it")
+        await close_app(app)
+        log.info("stopped")
+        logging.shutdown()
+        os._exit(0)
 
     async with anyio.create_task_group() as group:
 
