@@ -386,15 +386,16 @@ async def test_dovecot_restart_between_calls_recovers_transparently(rig: Rig, to
 
 
 async def test_calls_without_retry_are_never_retried(rig: Rig) -> None:
-    """Scenario: the live connection is reset, then an operation runs with ``retry=False`` (as writes
-    must) -> ``unavailable`` with no second attempt; a read afterwards reconnects."""
+    """Scenario: an operation runs with ``retry=False`` (as writes must) and the connection is reset
+    under it -> ``unavailable`` with no second attempt; a read afterwards reconnects."""
     await rig.warm_up()
-    rig.proxy.reset_connections()
     attempts = 0
 
     def noop(session: ImapSession) -> None:
         nonlocal attempts
         attempts += 1
+        if attempts == 1:  # after the idle check, before the command: the connection dies under it
+            rig.proxy.reset_connections()
         session.client.noop()
 
     with pytest.raises(ToolFailure) as failure:
@@ -406,6 +407,25 @@ async def test_calls_without_retry_are_never_retried(rig: Rig) -> None:
 
     await anyio.to_thread.run_sync(lambda: rig.connection.run(noop))
     assert attempts == 2
+    assert rig.connection.logins == 2
+
+
+async def test_a_connection_reset_while_idle_is_replaced_before_anything_is_sent(rig: Rig) -> None:
+    """Scenario: the idle connection is reset between calls, then an operation runs with ``retry=False``
+    -> the reset is seen on the socket before the operation sends anything, so it runs once, on a new
+    connection, and succeeds (nothing was sent on the dead one, so nothing is replayed)."""
+    await rig.warm_up()
+    rig.proxy.reset_connections()
+    attempts = 0
+
+    def noop(session: ImapSession) -> None:
+        nonlocal attempts
+        attempts += 1
+        session.client.noop()
+
+    await anyio.to_thread.run_sync(lambda: rig.connection.run(noop, retry=False))
+    assert attempts == 1
+    assert rig.connection.found_closed == 1
     assert rig.connection.logins == 2
 
 

@@ -326,6 +326,14 @@ class ServerSettings(BaseModel):
     max_raw_bytes: int = Field(
         default=65_536, ge=1024, le=1_048_576, description="Upper bound for imap_get_message_raw `max_bytes`."
     )
+    keepalive_interval_s: float = Field(
+        default=240.0,
+        ge=0,
+        le=1740,
+        description="Send NOOP on an account's connection after it sat idle this many seconds, so a "
+        "server's idle logout or a NAT router does not drop it and the next call needs no reconnect; "
+        "0 turns it off. The default stays below common NAT timeouts (5 minutes) and IMAP's 30.",
+    )
     max_text_part_bytes: int = Field(
         default=2_000_000,
         ge=10_000,

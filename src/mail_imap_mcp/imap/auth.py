@@ -18,6 +18,7 @@ import re
 import signal
 import subprocess
 from collections.abc import Callable
+from typing import Any
 
 from imapclient import IMAPClient
 
@@ -172,13 +173,13 @@ class Login:
         timeout = min(self._config.oauth2_token_timeout_s, self._time_left())
         return run_token_command(self._config.oauth2_token_command, timeout)
 
-    def perform(self, client: IMAPClient) -> None:
+    def perform(self, client: IMAPClient) -> Any:
         """Log ``client`` in: LOGIN, or AUTHENTICATE once the server advertises the mechanism, retried
-        once with a token fetched anew when the server refuses the first."""
+        once with a token fetched anew when the server refuses the first. Returns LOGIN's answer (the
+        text of its tagged OK), None after AUTHENTICATE."""
         config = self._config
         if config.auth is AuthMethod.PASSWORD:
-            client.login(config.username, self._secret)
-            return
+            return client.login(config.username, self._secret)
         if not client.has_capability(f"AUTH={config.auth.mechanism}"):
             raise mechanism_not_offered(self._account_id, config, client.capabilities())
         try:

@@ -18,6 +18,7 @@ import itertools
 import logging
 import math
 import re
+import select
 import socket
 import ssl
 import threading
@@ -29,7 +30,8 @@ from typing import Any, TypeVar
 
 from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
-from imapclient.imapclient import _literal
+from imapclient.imapclient import _literal, join_message_ids, seq_to_parenstr_upper
+from imapclient.response_parser import parse_fetch_response
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from mail_imap_mcp.config import AccountConfig, Security
@@ -335,15 +337,34 @@ class ImapSession:
         return 0
 
     def fetch(self, uids: list[int], items: list[str]) -> dict[int, dict[bytes, Any]]:
-        """``UID FETCH`` of ``items`` for ``uids`` (items must be PEEK/metadata: never sets \\Seen)."""
+        """``UID FETCH`` of ``items`` for ``uids`` (items must be PEEK/metadata: never sets \\Seen).
+
+        Pipelined behind a pending revalidation: an unsolicited FETCH that the revalidation's NOOP
+        brings (a flag change elsewhere) would mix with the answer, so the answer counts only when it
+        holds exactly one response per message returned; otherwise :class:`SelectionStale` makes the
+        call run again on the updated view, unpipelined.
+        """
         if not uids:
             return {}
-        # Not pipelined behind a revalidation: unsolicited FETCH responses would mix with the answer.
-        client = self.client
-        client._imap.untagged_responses.pop("FETCH", None)
+        if self._pending is None or not self._pipeline:
+            client = self.client
+            client._imap.untagged_responses.pop("FETCH", None)
+            with self._selected_mailbox_errors():
+                result: dict[int, dict[bytes, Any]] = client.fetch(uids, items)
+            return result
+        client = self._client
+        imap = client._imap
+        imap.untagged_responses.pop("FETCH", None)
         with self._selected_mailbox_errors():
-            result: dict[int, dict[bytes, Any]] = client.fetch(uids, items)
-        return result
+            tag = imap._command("UID", "FETCH", join_message_ids(uids), seq_to_parenstr_upper(items))
+            typ, data = imap._command_complete("FETCH", tag)
+            client._checkok("fetch", typ, data)
+            _, data = imap._untagged_response(typ, data, "FETCH")
+        parsed = parse_fetch_response(data, client.normalise_times, True)
+        answer = {uid: parsed[uid] for uid in uids if uid in parsed}
+        if sum(1 for item in data if _starts_fetch_response(item)) != len(answer):
+            raise SelectionStale()
+        return answer
 
     @contextmanager
     def _selected_mailbox_errors(self) -> Iterator[None]:
@@ -559,6 +580,15 @@ class FlagState:
     modseq: int | None = None
 
 
+def _starts_fetch_response(item: Any) -> bool:
+    """Whether an element of imaplib's FETCH data opens a response (``<seq> (``), not a literal's tail."""
+    head = item[0] if isinstance(item, tuple) else item
+    return isinstance(head, bytes) and _FETCH_START.match(head) is not None
+
+
+_FETCH_START = re.compile(rb"\d+ \(")
+
+
 def _flatten(item: Any) -> Iterator[bytes]:
     """The bytes of an untagged response, whose literals imaplib keeps as tuples."""
     if isinstance(item, bytes):
@@ -642,7 +672,29 @@ class _BudgetedIMAP4(imaplib.IMAP4):
         self._ssl_context = ssl_context
         self._progress = progress
         self.unusable = False
+        #: Times this connection waited for the server: TCP connect, TLS handshake round trips, and
+        #: every read that follows a send (pipelined commands share one). Counted on the socket, so it
+        #: is what a network's latency multiplies.
+        self.round_trips = 0
+        self._sent_since_read = True  # the greeting is awaited after the connect
+        self._greeted = False
         super().__init__(host, port)
+
+    def _get_capabilities(self) -> None:
+        """Capabilities at connect time: from the greeting's ``[CAPABILITY ...]`` code when it has one
+        (Dovecot, Cyrus and Courier send it), saving the CAPABILITY command's round trip; after STARTTLS
+        always asked anew (what was said before TLS is not trusted)."""
+        announced = None if self._greeted else self.untagged_responses.pop("CAPABILITY", None)
+        self._greeted = True
+        if announced and isinstance(announced[-1], bytes) and announced[-1].strip():
+            self.capabilities = tuple(announced[-1].decode("ascii", "replace").upper().split())
+            return
+        super()._get_capabilities()  # type: ignore[misc]  # private in typeshed, present in imaplib
+
+    def starttls(self, ssl_context: Any = None) -> Any:
+        answer = super().starttls(ssl_context)
+        self.round_trips += _handshake_round_trips(self.sock)
+        return answer
 
     def _create_socket(self, timeout: float | None = None) -> socket.socket:
         sock = self._connect_tcp()
@@ -658,6 +710,7 @@ class _BudgetedIMAP4(imaplib.IMAP4):
         except BaseException:
             sock.close()
             raise
+        self.round_trips += _handshake_round_trips(wrapped)
         self._progress.phase = ConnectPhase.GREETING
         return wrapped
 
@@ -668,6 +721,7 @@ class _BudgetedIMAP4(imaplib.IMAP4):
             self.host, self.port, type=socket.SOCK_STREAM
         ):
             sock = socket.socket(family, kind, proto)
+            self.round_trips += 1
             try:
                 sock.settimeout(self._budget.timeout())
                 sock.connect(address)
@@ -679,6 +733,7 @@ class _BudgetedIMAP4(imaplib.IMAP4):
         raise last_error
 
     def read(self, size: int) -> bytes:
+        self._count_wait()
         chunks = []
         with self._watch():
             while size > 0:
@@ -692,6 +747,7 @@ class _BudgetedIMAP4(imaplib.IMAP4):
         return b"".join(chunks)
 
     def readline(self) -> bytes:
+        self._count_wait()
         with self._watch():
             self.sock.settimeout(self._budget.timeout())
             line = super().readline()
@@ -699,7 +755,13 @@ class _BudgetedIMAP4(imaplib.IMAP4):
             self.unusable = True  # EOF
         return line
 
+    def _count_wait(self) -> None:
+        if self._sent_since_read:
+            self.round_trips += 1
+            self._sent_since_read = False
+
     def send(self, data: Any) -> None:
+        self._sent_since_read = True
         with self._watch():
             # Not strict: imaplib reports any error from send as a dead connection, while a spent
             # budget is a timeout; the read of the answer right after raises it.
@@ -713,6 +775,12 @@ class _BudgetedIMAP4(imaplib.IMAP4):
         except OSError:  # includes timeouts: the stream is out of step either way
             self.unusable = True
             raise
+
+
+def _handshake_round_trips(sock: socket.socket) -> int:
+    """Round trips of the TLS handshake just completed on ``sock``: one for TLS 1.3, two before."""
+    version = sock.version() if isinstance(sock, ssl.SSLSocket) else None
+    return 1 if version == "TLSv1.3" else 2
 
 
 class _BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no type hints
@@ -754,13 +822,25 @@ class AccountConnection:
         #: Commands sent that change mail (see :meth:`ImapSession.write_command`).
         self.writes_sent = 0
         self._commands_before = 0
+        self._round_trips_before = 0
         self._budget = CallBudget(config.command_timeout_s)
+        #: When the connection last carried a call or a keepalive (monotonic seconds).
+        self.last_used = time.monotonic()
+        #: NOOPs sent by the keepalive; connections found closed by the server before a call.
+        self.keepalives = 0
+        self.found_closed = 0
 
     @property
     def commands_sent(self) -> int:
         """IMAP commands sent over this account's lifetime (all connections)."""
         current = int(self._client._imap.tagnum) if self._client is not None else 0
         return self._commands_before + current
+
+    @property
+    def round_trips(self) -> int:
+        """Waits for the server over this account's lifetime (all connections), as the socket saw them."""
+        current = self._client._imap.round_trips if self._client is not None else 0
+        return self._round_trips_before + int(current)
 
     @property
     def budget_s(self) -> float:
@@ -791,7 +871,7 @@ class AccountConnection:
             raise account_busy(self.account_id)
         self._budget.deadline = deadline
         commands_before = self.commands_sent
-        pipelined_before = self.pipelined_commands
+        round_trips_before = self.round_trips
         writes_before = self.writes_sent
         try:
             for attempt in Retrying(
@@ -818,13 +898,13 @@ class AccountConnection:
             raise connection_lost(self.account_id, self.config) from None
         finally:
             self._budget.deadline = math.inf
+            self.last_used = time.monotonic()
             # Benchmarks read this line (MAIL_IMAP_MCP_LOG_LEVEL=DEBUG) to count round trips per call.
-            commands = self.commands_sent - commands_before
             log.debug(
                 "account=%s imap_commands=%d round_trips=%d",
                 self.account_id,
-                commands,
-                commands - (self.pipelined_commands - pipelined_before),
+                self.commands_sent - commands_before,
+                self.round_trips - round_trips_before,
             )
             self._lock.release()
 
@@ -892,9 +972,73 @@ class AccountConnection:
         except Exception as exc:
             raise connect_failure(exc, self.account_id, self.config, progress.phase) from None
 
+    def keep_alive(self, interval_s: float) -> None:
+        """Send NOOP if the connection sat idle for ``interval_s``, unless a call holds it.
+
+        NOOP changes nothing in the mailbox. What it reports (new or expunged messages, flag changes)
+        stays queued in imaplib's untagged responses, where the next call's revalidation finds it and
+        reads on an updated view (Courier updates a session's view only on NOOP or SELECT). A connection
+        that fails the NOOP is dropped, so the next call connects at once instead of failing first.
+        """
+        if self._client is None or time.monotonic() - self.last_used < interval_s:
+            return
+        if not self._lock.acquire(blocking=False):
+            return  # a call is using it: it is not idle
+        try:
+            client = self._client
+            if client is None or time.monotonic() - self.last_used < interval_s:
+                return
+            if self._closed_by_server(client):
+                return
+            self._budget.deadline = time.monotonic() + min(self.config.command_timeout_s, 10.0)
+            try:
+                self.keepalives += 1
+                typ, _ = client._imap.noop()
+                if typ != "OK":
+                    raise imaplib.IMAP4.abort(f"NOOP answered {typ}")
+            except Exception as exc:
+                log.info(
+                    "account=%s keepalive NOOP failed (%s); dropping the connection", self.account_id, exc
+                )
+                self.discard()
+            finally:
+                self._budget.deadline = math.inf
+                self.last_used = time.monotonic()
+        finally:
+            self._lock.release()
+
+    def _closed_by_server(self, client: IMAPClient) -> bool:
+        """Whether the idle connection was closed or reset by the server (or a router on the way); such
+        a connection is dropped, so the next command does not fail on it. Costs no round trip: with
+        nothing asked, the socket is readable only for an EOF, a reset, a BYE (or a TLS record)."""
+        sock = client.socket()
+        try:
+            if not select.select([sock], [], [], 0)[0]:
+                return False
+            if isinstance(sock, ssl.SSLSocket):
+                # Decrypted data read here is lost to imaplib's reader: any makes the connection unusable.
+                sock.setblocking(False)
+                try:
+                    sock.recv(4096)
+                finally:
+                    sock.settimeout(self._budget.command_timeout_s)
+            else:
+                data = sock.recv(4096, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+                if data and not data.startswith(b"* BYE"):
+                    return False  # an unsolicited response: imaplib reads it with the next command
+        except (ssl.SSLWantReadError, BlockingIOError, InterruptedError):
+            return False  # a TLS record that carried no data (a session ticket), or nothing after all
+        except (OSError, ValueError):
+            pass  # reset, or the socket is already closed
+        log.info("account=%s connection closed by the server while idle; reconnecting", self.account_id)
+        self.found_closed += 1
+        self.discard()
+        return True
+
     def connect(self) -> IMAPClient:
-        """The live client, connecting and logging in first when there is none."""
-        if self._client is not None:
+        """The live client, connecting and logging in first when there is none (or the idle one was
+        closed by the server)."""
+        if self._client is not None and not self._closed_by_server(self._client):
             return self._client
         config = self.config
         started = time.perf_counter()
@@ -924,9 +1068,11 @@ class AccountConnection:
                     with self._budget.connecting(connect_until):
                         client.starttls(context)
                 progress.phase = ConnectPhase.LOGIN
-                if client.has_capability("LOGINDISABLED"):
+                # imaplib's capabilities: after STARTTLS those asked anew over TLS (imapclient's
+                # has_capability would send one more CAPABILITY there).
+                if "LOGINDISABLED" in client._imap.capabilities:
                     raise login_disabled(self.account_id, config)
-                login.perform(client)
+                _take_login_capabilities(client, login.perform(client))
             except BaseException:
                 _close_quietly(client)
                 raise
@@ -946,6 +1092,7 @@ class AccountConnection:
         """Drop the current connection without logging out (it is dead or unusable)."""
         if self._client is not None:
             self._commands_before += int(self._client._imap.tagnum)
+            self._round_trips_before += int(self._client._imap.round_trips)
             _close_quietly(self._client)
         self._client = None
         self.selected = None
@@ -965,6 +1112,17 @@ class AccountConnection:
             self.discard()
 
 
+_CAPABILITY_CODE = re.compile(rb"^\[CAPABILITY ([^\]]*)\]")
+
+
+def _take_login_capabilities(client: IMAPClient, answer: Any) -> None:
+    """Use the ``[CAPABILITY ...]`` code of LOGIN's tagged OK (RFC 3501 7.1, sent by Dovecot and Cyrus)
+    as the session's capabilities, so no CAPABILITY command (and round trip) follows the login."""
+    found = _CAPABILITY_CODE.match(answer) if isinstance(answer, bytes) else None
+    if found is not None and found.group(1).strip():
+        client._cached_capabilities = tuple(found.group(1).upper().split())
+
+
 def _close_quietly(client: IMAPClient) -> None:
     try:
         client.shutdown()
@@ -972,13 +1130,57 @@ def _close_quietly(client: IMAPClient) -> None:
         log.debug("socket shutdown failed", exc_info=True)
 
 
-class ConnectionPool:
-    """One :class:`AccountConnection` per configured account."""
+class Keepalive:
+    """A background thread that sends NOOP on connections idle for ``interval_s`` (see
+    :meth:`AccountConnection.keep_alive`); started on first use, stopped and joined by :meth:`stop`."""
 
-    def __init__(self, accounts: dict[str, AccountConfig]) -> None:
+    THREAD_NAME = "mail-imap-mcp-keepalive"
+
+    def __init__(self, connections: Sequence[AccountConnection], interval_s: float) -> None:
+        self._connections = connections
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is not None or self._stop.is_set() or self.interval_s <= 0:
+                return
+            self._thread = threading.Thread(target=self._loop, name=self.THREAD_NAME, daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stop.set()
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join()
+
+    def _loop(self) -> None:
+        # Checked twenty times per interval (at most every 5 s): a connection gets its NOOP within 1.05
+        # intervals of idleness, so the default 240 s stays well below a 5-minute NAT timeout.
+        tick = min(max(self.interval_s / 20, 0.01), 5.0)
+        while not self._stop.wait(tick):
+            for connection in self._connections:
+                if self._stop.is_set():
+                    return
+                try:
+                    connection.keep_alive(self.interval_s)
+                except Exception:  # never let one account's trouble end the thread
+                    log.warning("account=%s keepalive failed", connection.account_id, exc_info=True)
+
+
+class ConnectionPool:
+    """One :class:`AccountConnection` per configured account, kept alive while idle (``keepalive_interval_s``,
+    0: off)."""
+
+    def __init__(self, accounts: dict[str, AccountConfig], *, keepalive_interval_s: float = 0.0) -> None:
         self._connections = {aid: AccountConnection(aid, cfg) for aid, cfg in accounts.items()}
+        self.keepalive = Keepalive(list(self._connections.values()), keepalive_interval_s)
 
     def get(self, account_id: str) -> AccountConnection:
+        self.keepalive.start()
         try:
             return self._connections[account_id]
         except KeyError:
@@ -995,5 +1197,6 @@ class ConnectionPool:
             ) from None
 
     def close_all(self) -> None:
+        self.keepalive.stop()
         for connection in self._connections.values():
             connection.close()

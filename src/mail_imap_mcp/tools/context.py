@@ -38,7 +38,8 @@ class AppContext:
 
     @classmethod
     def from_config(cls, config: Config) -> AppContext:
-        return cls(config=config, pool=ConnectionPool(dict(config.accounts)))
+        pool = ConnectionPool(dict(config.accounts), keepalive_interval_s=config.server.keepalive_interval_s)
+        return cls(config=config, pool=pool)
 
     def resolve_account(self, account_id: str) -> str:
         if (
