@@ -145,3 +145,28 @@ ensure_imap_matrix() {
   rm -rf "$tmp"
   _imap_matrix_ready || { say "Cyrus/Courier test servers still incomplete after installing"; exit 1; }
 }
+
+# The official TypeScript MCP SDK, for the test that drives the HTTP transport with it
+# (tests/test_http_node.py, tests/node/). Installed from the committed package-lock.json into
+# $NODE_CLIENT_DIR (project-local, never global), again only when the lockfile changed. Without node
+# the test skips itself; with node, a failed install stops the run (the test must not silently skip).
+NODE_CLIENT_DIR="$ROOT/.cache/node"
+
+ensure_node_client() {
+  local stamp want
+  command -v node >/dev/null 2>&1 || { say "node not found: the TypeScript client test will be skipped"; return 0; }
+  command -v npm >/dev/null 2>&1 || { say "node is installed but npm is not: install npm"; exit 1; }
+  stamp="$NODE_CLIENT_DIR/.installed"
+  want="$(cat "$ROOT/tests/node/package.json" "$ROOT/tests/node/package-lock.json" | cksum)"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -d "$NODE_CLIENT_DIR/node_modules" ]; then
+    return 0
+  fi
+  say "installing the TypeScript MCP SDK into $NODE_CLIENT_DIR (npm ci)"
+  mkdir -p "$NODE_CLIENT_DIR"
+  cp "$ROOT/tests/node/package.json" "$ROOT/tests/node/package-lock.json" "$NODE_CLIENT_DIR/"
+  if ! (cd "$NODE_CLIENT_DIR" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null); then
+    say "npm ci failed in $NODE_CLIENT_DIR"
+    exit 1
+  fi
+  printf '%s' "$want" >"$stamp"
+}

@@ -25,6 +25,7 @@ from tests.support.http_server import (
     HttpServer,
     auth_headers,
     http_client,
+    http_config,
     new_token,
     start_http_server,
 )
@@ -34,22 +35,11 @@ pytestmark = pytest.mark.anyio
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
-def write_config(tmp_path: Path, account: dict[str, Any], extra: str = "") -> Path:
-    path = tmp_path / "config.toml"
-    path.write_text(
-        config_toml({"default": account})
-        + "[server]\nwrite_enabled = true\nallow_permanent_delete = true\n"
-        + f'[http]\ntoken_env = "{TOKEN_ENV}"\n'
-        + extra
-    )
-    return path
-
-
 @pytest.fixture
 def server(tmp_path: Path, dovecot: Dovecot, user: str) -> Any:
     """A server with a bearer token for the fresh ``user`` (writes on), stopped after the test."""
     account = account_settings(dovecot, user, drafts_mailbox="Drafts")
-    started = start_http_server(write_config(tmp_path, account), token=new_token())
+    started = start_http_server(http_config(tmp_path, account), token=new_token())
     yield started
     started.stop()
 
@@ -232,7 +222,7 @@ def test_a_non_loopback_bind_without_a_token_is_refused_before_listening(
 
 
 def test_a_non_loopback_bind_needs_allowed_hosts_too(tmp_path: Path, dovecot: Dovecot) -> None:
-    config = write_config(tmp_path, account_settings(dovecot, "nobody"))
+    config = http_config(tmp_path, account_settings(dovecot, "nobody"))
     done = subprocess.run(
         [SERVER, "serve", "--config", str(config), "--transport", "http", "--port", "0", "--host", "0.0.0.0"],
         capture_output=True,
@@ -255,7 +245,7 @@ async def test_dns_rebinding_protection_refuses_a_foreign_host_or_origin(
     tmp_path: Path, dovecot: Dovecot, user: str
 ) -> None:
     token = new_token()
-    config = write_config(tmp_path, account_settings(dovecot, user))
+    config = http_config(tmp_path, account_settings(dovecot, user))
     server = start_http_server(config, "--allowed-origin", "https://agent.example.com", token=token)
     try:
         headers = {**MCP_HEADERS, **auth_headers(token)}
@@ -292,7 +282,7 @@ def slow_imap_server(
     """A server whose account reaches Dovecot in plaintext through ``proxy`` (so the IMAP commands it
     sends, LOGOUT included, can be read off the wire), with ``shutdown_grace_s`` = ``grace_s``."""
     account = account_settings(dovecot, user, port=proxy.address[1], security="plain", ca_file=None)
-    config = write_config(tmp_path, account, f"shutdown_grace_s = {grace_s}\n")
+    config = http_config(tmp_path, account, f"shutdown_grace_s = {grace_s}\n")
     return start_http_server(config, token=new_token())
 
 

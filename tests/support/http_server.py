@@ -21,6 +21,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from tests.support.accounts import config_toml
 from tests.support.envelope_client import EnvelopeClient
 
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
@@ -28,6 +29,19 @@ SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
 TOKEN_ENV = "MIM_TEST_HTTP_TOKEN"
 _LISTENING = re.compile(r"serving MCP at (http://127\.0\.0\.1:(\d+)/mcp)")
 _numbers = itertools.count()
+
+
+def http_config(tmp_path: Path, account: dict[str, Any], extra_http: str = "") -> Path:
+    """A config file with ``account`` as ``default``, writes (and permanent delete) allowed, and an
+    ``[http]`` section reading the token from ``TOKEN_ENV`` plus ``extra_http`` lines."""
+    path = tmp_path / "config.toml"
+    path.write_text(
+        config_toml({"default": account})
+        + "[server]\nwrite_enabled = true\nallow_permanent_delete = true\n"
+        + f'[http]\ntoken_env = "{TOKEN_ENV}"\n'
+        + extra_http
+    )
+    return path
 
 
 def new_token() -> str:
