@@ -23,6 +23,8 @@ from html.parser import HTMLParser
 
 import nh3
 
+from ..content.text import INVISIBLE
+
 __all__ = ["html_to_markdown", "html_to_text", "sanitize_html"]
 
 
@@ -73,9 +75,6 @@ _MATH_UNRENDERED = _names("annotation annotation-xml mphantom script style")
 _FOREIGN_GAP = _names("svg text foreignobject math mi mn mo ms mtext")
 _BLOCK_PARAGRAPH = frozenset({"p", "blockquote", "pre", "h1", "h2", "h3", "h4", "h5", "h6"})
 _ZERO_LENGTHS = frozenset({"0", "0px", "0pt", "0em", "0rem", "0%"})
-# Invisible filler characters used to pad preheaders; ZWNJ/ZWJ are handled separately
-# because they are meaningful inside words in some scripts and in emoji sequences.
-_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u2060\ufeff"))
 _LINK_SCHEMES = ("http:", "https:", "mailto:")
 _MAX_CAPTURE_PIECES = 2000
 _MAX_SANITIZE_DEPTH = 256
@@ -654,7 +653,7 @@ class _Renderer(_Walker):
         self.line_dirty = True
 
     def _inline_text(self, data: str) -> None:
-        data = data.translate(_INVISIBLE)
+        data = data.translate(INVISIBLE)
         if not data:
             return
         words = [word for word in data.split() if word.strip("\u200c\u200d")]
@@ -678,7 +677,7 @@ class _Renderer(_Walker):
             if index and self.started:
                 self.pending_breaks = min(self.pending_breaks + 1, 2)
             if line:
-                self._write(line.translate(_INVISIBLE))
+                self._write(line.translate(INVISIBLE))
 
     def _capture(self, element: _Open, capture: _Capture) -> None:
         self._flush()

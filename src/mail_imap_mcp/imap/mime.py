@@ -22,13 +22,11 @@ Conventions:
 from __future__ import annotations
 
 import binascii
-import codecs
 import email
 import email.policy
 import email.utils
 import functools
 import re
-import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -37,6 +35,8 @@ from email.message import Message
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
+from ..content.charsets import decode_bytes
+from ..content.text import BIDI_CONTROLS, collapse_whitespace, strip_controls, truncate
 from .html import html_to_text
 
 __all__ = [
@@ -116,143 +116,6 @@ class ParsedMessage:
 # Charsets and transfer encodings
 # --------------------------------------------------------------------------------------
 
-# Labels seen in the wild that Python does not know, and labels that are better served
-# by a superset codec (what mail clients and browsers actually do).
-_CHARSET_ALIASES = {
-    "utf8": "utf-8",
-    "unicode-1-1-utf-8": "utf-8",
-    "unicode-1-1-utf-7": "utf-7",
-    "x-utf-7": "utf-7",
-    "latin1": "cp1252",
-    "latin-1": "cp1252",
-    "l1": "cp1252",
-    "iso-8859-1": "cp1252",
-    "iso8859-1": "cp1252",
-    "iso_8859-1": "cp1252",
-    "iso-ir-100": "cp1252",
-    "8859-1": "cp1252",
-    "cp819": "cp1252",
-    "x-ansi": "cp1252",
-    "ansi": "cp1252",
-    "latin-2": "iso-8859-2",
-    "latin2": "iso-8859-2",
-    "iso-8859-6-i": "iso-8859-6",
-    "iso-8859-6-e": "iso-8859-6",
-    "iso-8859-8-i": "iso-8859-8",
-    "iso-8859-8-e": "iso-8859-8",
-    "iso-8859-9": "cp1254",
-    "iso-8859-11": "cp874",
-    "tis-620": "cp874",
-    "windows-874": "cp874",
-    "x-windows-874": "cp874",
-    "gb2312": "gb18030",
-    "gb_2312": "gb18030",
-    "gb_2312-80": "gb18030",
-    "csgb2312": "gb18030",
-    "euc-cn": "gb18030",
-    "x-euc-cn": "gb18030",
-    "gbk": "gb18030",
-    "x-gbk": "gb18030",
-    "cp936": "gb18030",
-    "chinese": "gb18030",
-    "hz-gb-2312": "hz",
-    "big5": "cp950",
-    "x-big5": "cp950",
-    "ks_c_5601-1987": "cp949",
-    "ks_c_5601-1989": "cp949",
-    "ks_c_5601": "cp949",
-    "ksc5601": "cp949",
-    "ksc_5601": "cp949",
-    "korean": "cp949",
-    "euc-kr": "cp949",
-    "x-euc-kr": "cp949",
-    "windows-949": "cp949",
-    "shift_jis": "cp932",
-    "shift-jis": "cp932",
-    "sjis": "cp932",
-    "x-sjis": "cp932",
-    "ms_kanji": "cp932",
-    "windows-31j": "cp932",
-    "csshiftjis": "cp932",
-    "x-euc-jp": "euc-jp",
-    "x-mac-roman": "mac-roman",
-    "macintosh": "mac-roman",
-    "mac": "mac-roman",
-    "x-mac-cyrillic": "mac-cyrillic",
-    "x-mac-ukrainian": "mac-cyrillic",
-    "x-mac-greek": "mac-greek",
-    "x-mac-turkish": "mac-turkish",
-    "x-mac-ce": "mac-latin2",
-    "x-cp1250": "cp1250",
-    "x-cp1251": "cp1251",
-    "x-cp1252": "cp1252",
-}
-# Labels that carry no information: decode as UTF-8 (with replacement).
-_UNKNOWN_CHARSETS = frozenset(
-    {"x-unknown", "unknown", "unknown-8bit", "x-user-defined", "default", "charset", "none", "binary"}
-)
-# "Guess" labels: mail declared ASCII (or nothing) but often carries UTF-8 or cp1252.
-_GUESS_CHARSETS = frozenset({"us-ascii", "ascii", "us_ascii", "ansi_x3.4-1968", "iso-646-us", "7bit", "8bit"})
-# Text codecs that are not character sets (or always fail); never used for mail data.
-_BAD_CODECS = frozenset(
-    {"undefined", "idna", "punycode", "unicode-escape", "raw-unicode-escape", "charmap", "mbcs", "oem"}
-)
-_CODEC_CACHE: dict[str, str | None] = {}
-
-
-def _codec_for(charset: str | None) -> str | None:
-    """Python codec name for a MIME charset label, or None for "guess" (ASCII/absent)."""
-    if not charset:
-        return None
-    key = charset.strip().strip("\"'").strip().lower()
-    cached = _CODEC_CACHE.get(key, "")
-    if cached != "":
-        return cached
-    # Labels like "utf-8; format=flowed" or "utf-8*en" come from sloppy parameter parsing.
-    words = key.split(";")[0].split("*")[0].split()
-    label = words[0] if words else ""
-    result: str | None
-    if not label or label in _GUESS_CHARSETS:
-        result = None
-    elif label in _UNKNOWN_CHARSETS:
-        result = "utf-8"
-    else:
-        name = _CHARSET_ALIASES.get(label, label)
-        try:
-            info = codecs.lookup(name)
-        except (LookupError, ValueError):
-            info = None
-        if info is None or info.name in _BAD_CODECS or not getattr(info, "_is_text_encoding", True):
-            result = "utf-8"
-        else:
-            result = info.name
-    if len(_CODEC_CACHE) < 1024:
-        _CODEC_CACHE[key] = result
-    return result
-
-
-def _decode_bytes(data: bytes, charset: str | None, *, final: bool = True) -> str:
-    """Decode with the charset (errors replaced); ``final=False`` drops a cut-off trailing char."""
-    try:
-        codec = _codec_for(charset)
-        if codec is None:
-            try:
-                return codecs.getincrementaldecoder("utf-8")("strict").decode(data, final)
-            except UnicodeDecodeError:
-                codec = "cp1252"
-        return codecs.getincrementaldecoder(codec)("replace").decode(data, final)
-    except Exception:
-        # Some CJK/stateful codecs can still raise on pathological input.
-        return data.decode("utf-8", "replace")
-
-
-# C0 controls except tab, LF and CR, plus DEL and the C1 controls (0x9b is a one-byte CSI).
-_BODY_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]+")
-
-
-def _strip_controls(text: str) -> str:
-    return _BODY_CONTROL.sub("", text)
-
 
 def decode_text(data: bytes, charset: str | None, *, partial: bool = False) -> str:
     """Decode body bytes using ``charset`` (aliases and supersets applied, unknown -> UTF-8).
@@ -265,7 +128,7 @@ def decode_text(data: bytes, charset: str | None, *, partial: bool = False) -> s
     """
     if not data:
         return ""
-    return _strip_controls(_decode_bytes(bytes(data), charset, final=not partial))
+    return strip_controls(decode_bytes(bytes(data), charset, final=not partial))
 
 
 _B64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -417,7 +280,7 @@ def _decode_encoded_words(value: str) -> str:
             while index < len(run) and run[index][0] == charset:
                 data += run[index][1]
                 index += 1
-            out.append(_decode_bytes(data, charset or "utf-8"))
+            out.append(decode_bytes(data, charset or "utf-8"))
         run.clear()
 
     position = 0
@@ -788,7 +651,7 @@ def _decode_params(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
                 chunks.append(unquote_to_bytes(text))
             else:
                 chunks.append(text.encode("utf-8", "replace"))
-        decoded = _param_value(name, _decode_bytes(b"".join(chunks), charset))
+        decoded = _param_value(name, decode_bytes(b"".join(chunks), charset))
         if decoded or name not in result:
             result[name] = decoded
     return result
@@ -839,14 +702,10 @@ _MESSAGE_TYPES = frozenset({"message/rfc822", "message/global"})
 _MAX_DEPTH = 64
 
 
-# Bidi embedding/override/isolate controls: "invoice\u202egpj.exe" displays as "invoiceexe.jpg".
-_BIDI_CONTROLS = dict.fromkeys([*range(0x202A, 0x202F), *range(0x2066, 0x206A)])
-
-
 def _clean_filename(value: str | None) -> str | None:
     if not value:
         return None
-    name = value.translate(_BIDI_CONTROLS).replace("\\", "/").rsplit("/", 1)[-1].strip()
+    name = value.translate(BIDI_CONTROLS).replace("\\", "/").rsplit("/", 1)[-1].strip()
     return name if name not in ("", ".", "..") else None
 
 
@@ -1120,49 +979,6 @@ def has_attachments(parts: list[Part]) -> bool:
 # Snippets and text helpers
 # --------------------------------------------------------------------------------------
 
-_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u2060\ufeff"))
-
-
-def collapse_whitespace(text: str) -> str:
-    """Collapse all whitespace runs to single spaces, drop invisible filler characters, strip."""
-    if not text:
-        return ""
-    words = text.translate(_INVISIBLE).split()
-    return " ".join(word for word in words if word.strip("\u200c\u200d"))
-
-
-def _is_cluster_continuation(ch: str) -> bool:
-    return (
-        unicodedata.combining(ch) != 0
-        or ch in "\u200d\u20e3"
-        or "\ufe00" <= ch <= "\ufe0f"
-        or "\U0001f3fb" <= ch <= "\U0001f3ff"
-        or "\U000e0020" <= ch <= "\U000e007f"
-    )
-
-
-def truncate(text: str, max_chars: int) -> tuple[str, bool]:
-    """Cut ``text`` to at most ``max_chars`` characters; returns (text, was_truncated).
-
-    Never splits a combining sequence or emoji sequence, prefers a word boundary within
-    the last third (at most 40 characters), strips trailing whitespace and adds no
-    ellipsis (the caller decides how to mark truncation).
-    """
-    if len(text) <= max_chars:
-        return text, False
-    if max_chars <= 0:
-        return "", True
-    cut = max_chars
-    while cut > 0 and (_is_cluster_continuation(text[cut]) or text[cut - 1] == "\u200d"):
-        cut -= 1
-    if cut > 0 and not text[cut].isspace() and not text[cut - 1].isspace():
-        window = min(40, max(cut // 3, 1))
-        for index in range(cut - 1, cut - 1 - window, -1):
-            if text[index].isspace():
-                cut = index
-                break
-    return text[:cut].rstrip(), True
-
 
 def _payload_bytes(message: Message) -> bytes:
     """The still transfer-encoded payload bytes of a leaf as they were in the input."""
@@ -1237,7 +1053,7 @@ def _walk_message(message: Message) -> list[tuple[Part, Message]]:
 
 
 def _decode_part_text(data: bytes, part: Part, *, final: bool = True) -> str:
-    return _strip_controls(_decode_bytes(decode_transfer(data, part.encoding), part.charset, final=final))
+    return strip_controls(decode_bytes(decode_transfer(data, part.encoding), part.charset, final=final))
 
 
 def _readable(data: bytes, part: Part) -> str | None:

@@ -1,0 +1,68 @@
+"""Entry point of the sandboxed extraction child (see sandbox.py).
+
+``python -I -B -m mail_imap_mcp.content._child CPU_SECONDS MEMORY_BYTES``: limits itself
+first, then reads one JSON request from stdin and writes one JSON answer to stdout:
+``{"result": {...}}`` or ``{"error": {"code", "message", "limit"}}``. Only the parser the
+task needs is imported, after the limits are in force.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+from typing import Any
+
+_MAX_REQUEST_BYTES = 64 * 1024
+
+
+def _apply_limits(cpu_s: int, memory_bytes: int) -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (32, 32))
+    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+
+
+def _run(task: str, params: dict[str, Any]) -> dict[str, Any]:
+    if task == "document":
+        from ._extract import extract_document
+
+        return extract_document(params)
+    raise ValueError(f"unknown task {task!r}")
+
+
+def _error(code: str, message: str, limit: str | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "limit": limit}}
+
+
+def main() -> int:
+    _apply_limits(int(sys.argv[1]), int(sys.argv[2]))
+    # Released on MemoryError so that the answer itself can still be built.
+    reserve: bytearray | None = bytearray(1 << 20)
+    from .errors import ExtractionError
+
+    try:
+        request = json.loads(sys.stdin.buffer.read(_MAX_REQUEST_BYTES))
+        answer = {"result": _run(request["task"], request["params"])}
+    except ExtractionError as exc:
+        answer = _error(exc.code, exc.message, exc.limit)
+    except MemoryError:
+        reserve = None
+        answer = _error("limit_exceeded", "out of memory", "memory")
+    except RecursionError:
+        answer = _error("extract_failed", "The document is nested too deeply to be read.")
+    except Exception as exc:
+        detail = "".join(ch for ch in str(exc) if ch.isprintable())[:200]
+        answer = _error(
+            "extract_failed",
+            f"The document is malformed and could not be read ({type(exc).__name__}: {detail}).",
+        )
+    del reserve
+    sys.stdout.buffer.write(json.dumps(answer, ensure_ascii=False).encode("utf-8", "replace"))
+    sys.stdout.buffer.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

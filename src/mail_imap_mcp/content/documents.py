@@ -1,0 +1,388 @@
+"""Attachment documents as text: format detection and bounded, sandboxed extraction.
+
+:func:`extract_text` reads a decoded attachment that is already in a file. Formats that
+need a parser (PDF, OOXML, ODF, iCalendar) are parsed only in a sandboxed child process
+(:mod:`.sandbox`): memory, CPU and wall time are limited there and nothing the parser does
+can take the server down. Plain text and CSV need no parser and are decoded here with
+bounded reads. Every result is cleaned like a message body (controls, bidi overrides and
+invisible characters removed) and windowed by ``offset``/``max_chars`` over one
+deterministic text, so consecutive windows concatenate to the whole text.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ._window import TextCollector
+from .charsets import codec_for
+from .errors import ExtractionError, ExtractionErrorCode, format_bytes
+from .sandbox import SandboxLimits, run_in_sandbox
+from .text import remove_unsafe_characters
+
+__all__ = [
+    "CalendarEvent",
+    "CalendarPerson",
+    "ExtractLimits",
+    "ExtractedText",
+    "ExtractionError",
+    "ExtractionErrorCode",
+    "detect_format",
+    "extract_text",
+]
+
+_MiB = 1 << 20
+_READ_CHUNK = 64 * 1024
+_HEAD_BYTES = 4096
+
+
+class ExtractLimits(BaseModel):
+    """Caps of one extraction (the server fills these from its ``[server]`` settings)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_input_bytes: int = Field(
+        25 * _MiB, ge=1, description="Largest attachment read (max_attachment_bytes)."
+    )
+    timeout_s: float = Field(
+        15.0, gt=0, description="Wall-clock limit of the extraction (extract_timeout_s)."
+    )
+    cpu_s: float = Field(15.0, gt=0, description="CPU-time limit of the extraction child.")
+    memory_bytes: int = Field(
+        768 * _MiB, ge=64 * _MiB, description="Address-space limit (RLIMIT_AS) of the child."
+    )
+    max_chars: int = Field(2_000_000, ge=1, description="Hard cap on the text produced from one document.")
+    max_unpacked_bytes: int = Field(
+        256 * _MiB, ge=1, description="Office/ODF: total uncompressed size of the archive members read."
+    )
+    max_archive_members: int = Field(
+        10_000, ge=1, description="Office/ODF: most entries an archive may have."
+    )
+    max_compression_ratio: int = Field(
+        200, ge=1, description="Office/ODF: largest uncompressed/compressed ratio of a member over 1 MB."
+    )
+
+
+class CalendarPerson(BaseModel):
+    """An organizer or attendee of a calendar event."""
+
+    name: str | None = None
+    address: str | None = None
+    role: str | None = None
+    partstat: str | None = None
+
+
+class CalendarEvent(BaseModel):
+    """One VEVENT of a calendar attachment (an invitation, usually)."""
+
+    summary: str | None = None
+    start: str | None = Field(None, description="ISO 8601; with UTC offset unless floating or all-day.")
+    end: str | None = Field(None, description="ISO 8601 end (exclusive date for all-day events).")
+    timezone: str | None = Field(None, description="TZID of the start, as written in the invitation.")
+    all_day: bool = False
+    location: str | None = None
+    organizer: CalendarPerson | None = None
+    attendees: list[CalendarPerson] = Field(default_factory=list)
+    recurrence: str | None = Field(None, description="The RRULE as text, e.g. FREQ=WEEKLY;BYDAY=MO.")
+    status: str | None = None
+    description: str | None = Field(None, description="Bounded description text.")
+    uid: str | None = None
+
+
+class ExtractedText(BaseModel):
+    """One window of a document's text."""
+
+    format: str
+    text: str
+    offset: int
+    truncated: bool = Field(description="More text follows this window, or the document was cut at a limit.")
+    total_chars: int | None = Field(
+        None, description="Length of the whole text, when it was read to the end."
+    )
+    next_offset: int | None = Field(
+        None, description="offset of the next window when truncated by max_chars."
+    )
+    pages: int | None = None
+    events: list[CalendarEvent] | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------------------
+# Format detection
+# --------------------------------------------------------------------------------------
+
+_ZIP_MAGIC = b"PK\x03\x04"
+_ODF_TYPES = {
+    "application/vnd.oasis.opendocument.text": "odt",
+    "application/vnd.oasis.opendocument.spreadsheet": "ods",
+    "application/vnd.oasis.opendocument.presentation": "odp",
+}
+_OOXML_TYPES = {
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx",
+    "application/vnd.ms-word.document.macroenabled.12": "docx",
+    "application/vnd.ms-excel.sheet.macroenabled.12": "xlsx",
+    "application/vnd.ms-powerpoint.presentation.macroenabled.12": "pptx",
+}
+_TYPE_FORMATS = {
+    "application/pdf": "pdf",
+    "application/x-pdf": "pdf",
+    "text/calendar": "calendar",
+    "application/ics": "calendar",
+    "text/x-vcalendar": "calendar",
+    "text/csv": "csv",
+    "application/csv": "csv",
+    "text/tab-separated-values": "csv",
+    "application/json": "text",
+    "application/xml": "text",
+    "application/x-yaml": "text",
+    "application/yaml": "text",
+    **_ODF_TYPES,
+    **_OOXML_TYPES,
+}
+_EXTENSION_FORMATS = {
+    "pdf": "pdf",
+    "docx": "docx",
+    "docm": "docx",
+    "xlsx": "xlsx",
+    "xlsm": "xlsx",
+    "pptx": "pptx",
+    "pptm": "pptx",
+    "odt": "odt",
+    "ods": "ods",
+    "odp": "odp",
+    "ics": "calendar",
+    "ical": "calendar",
+    "ifb": "calendar",
+    "vcs": "calendar",
+    "csv": "csv",
+    "tsv": "csv",
+    "txt": "text",
+    "text": "text",
+    "md": "text",
+    "log": "text",
+    "json": "text",
+    "xml": "text",
+    "yaml": "text",
+    "yml": "text",
+}
+# Handled by the caller, not here: HTML goes through the body HTML renderer, attached
+# messages through the message reader.
+_NOT_HERE = frozenset({"text/html", "application/xhtml+xml", "message/rfc822", "message/global"})
+# Magic numbers of formats that are definitely not text documents.
+_BINARY_MAGIC = (
+    b"\x89PNG",
+    b"\xff\xd8\xff",
+    b"GIF8",
+    b"RIFF",
+    b"\x1f\x8b",
+    b"7z\xbc\xaf",
+    b"Rar!",
+    b"\xd0\xcf\x11\xe0",  # legacy OLE2 (.doc/.xls/.msg): not read as text
+    b"\x7fELF",
+    b"MZ",
+)
+
+
+def _media_type(content_type: str) -> str:
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def _extension(filename: str | None) -> str:
+    if not filename or "." not in filename:
+        return ""
+    return filename.rsplit(".", 1)[-1].strip().lower()
+
+
+def _zip_format(media_type: str, extension: str, head: bytes) -> str | None:
+    # An ODF package starts with an uncompressed "mimetype" member naming its type.
+    if head[30:38] == b"mimetype":
+        declared = head[38:120].split(b"PK", 1)[0].decode("ascii", "replace")
+        for odf_type, fmt in _ODF_TYPES.items():
+            if declared.startswith(odf_type) and not declared.startswith(odf_type + "-"):
+                return fmt
+    for candidate in (_TYPE_FORMATS.get(media_type), _EXTENSION_FORMATS.get(extension)):
+        if candidate in {"docx", "xlsx", "pptx", "odt", "ods", "odp"}:
+            return candidate
+    return None
+
+
+def detect_format(content_type: str, filename: str | None, head: bytes) -> str | None:
+    """The document format to read as text, or None when this is not such a document.
+
+    Magic bytes win over the declared type, and the type over the file name extension
+    (a PDF sent as ``application/octet-stream`` is still a PDF; a PNG named ``.txt`` is
+    not text). HTML and attached messages return None: the caller renders those itself.
+    """
+    media_type = _media_type(content_type or "")
+    extension = _extension(filename)
+    start = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if b"%PDF-" in head[:1024]:
+        return "pdf"
+    if head.startswith(_ZIP_MAGIC):
+        return _zip_format(media_type, extension, head)
+    if start[:15].upper() == b"BEGIN:VCALENDAR":
+        return "calendar"
+    if head.startswith(_BINARY_MAGIC) or media_type in _NOT_HERE:
+        return None
+    by_type = _TYPE_FORMATS.get(media_type)
+    if by_type is not None:
+        return by_type if by_type in ("pdf", "calendar", "csv", "text") else None
+    if media_type.startswith("text/"):
+        return "text"
+    by_extension = _EXTENSION_FORMATS.get(extension)
+    if by_extension in ("csv", "text", "calendar") and b"\x00" in head:
+        return None
+    if by_extension in ("pdf", "docx", "xlsx", "pptx", "odt", "ods", "odp"):
+        return None  # the magic bytes above did not match: not really that format
+    return by_extension
+
+
+# --------------------------------------------------------------------------------------
+# Extraction
+# --------------------------------------------------------------------------------------
+
+_CHARSET_PARAM = re.compile(r";\s*charset\s*=\s*\"?([^\";\s]+)", re.IGNORECASE)
+
+
+def _charset(content_type: str) -> str | None:
+    match = _CHARSET_PARAM.search(content_type or "")
+    return match.group(1) if match else None
+
+
+def _read_plain(
+    path: Path, fmt: str, content_type: str, limits: ExtractLimits, offset: int, max_chars: int
+) -> dict[str, Any]:
+    """Text and CSV: stream-decode in this process (no parser involved), stop at the window."""
+    collector = TextCollector(offset=offset, max_chars=max_chars, hard_cap=limits.max_chars)
+    codec = codec_for(_charset(content_type))
+    complete = True
+    with path.open("rb") as stream:
+        head = stream.read(_READ_CHUNK)
+        if codec is None:
+            # Declared ASCII or nothing: UTF-8 when the start is valid UTF-8, else windows-1252.
+            try:
+                codecs.getincrementaldecoder("utf-8")("strict").decode(head, False)
+                codec = "utf-8"
+            except UnicodeDecodeError:
+                codec = "cp1252"
+        decoder = codecs.getincrementaldecoder(codec)("replace")
+        chunk = head
+        pending_cr = ""
+        while True:
+            final = len(chunk) < _READ_CHUNK
+            text = pending_cr + decoder.decode(chunk, final)
+            # Keep a trailing CR for the next chunk so that a split CRLF stays one line end.
+            pending_cr = "\r" if text.endswith("\r") and not final else ""
+            if pending_cr:
+                text = text[:-1]
+            if not collector.add(text):
+                complete = final and not stream.read(1)
+                break
+            if final:
+                break
+            chunk = stream.read(_READ_CHUNK)
+    window = collector.finish(complete=complete)
+    notes = []
+    if window.pop("cut_at_limit"):
+        notes.append(f"the text was cut at {limits.max_chars} characters (the extraction limit)")
+    if b"\x00" in head[:_HEAD_BYTES]:
+        notes.append("the file contains NUL bytes: it may be binary data rather than text")
+    return {"format": fmt, **window, "notes": notes}
+
+
+def _check_input(path: Path, limits: ExtractLimits) -> int:
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise ExtractionError(
+            "extract_failed", f"The attachment file cannot be read ({exc.strerror})."
+        ) from exc
+    if size > limits.max_input_bytes:
+        raise ExtractionError(
+            "limit_exceeded",
+            f"The attachment is {format_bytes(size)}, larger than max_attachment_bytes "
+            f"({format_bytes(limits.max_input_bytes)}); it is not read as text. Fetch a byte range instead, "
+            "or raise [server] max_attachment_bytes.",
+            limit="max_attachment_bytes",
+        )
+    return size
+
+
+def _read_head(path: Path) -> bytes:
+    with path.open("rb") as stream:
+        return stream.read(_HEAD_BYTES)
+
+
+def extract_text(
+    path: Path,
+    content_type: str,
+    filename: str | None,
+    limits: ExtractLimits,
+    *,
+    offset: int = 0,
+    max_chars: int,
+) -> ExtractedText:
+    """Read one window (``offset``, ``max_chars`` characters) of the attachment's text.
+
+    Raises :class:`ExtractionError`: ``unsupported_format`` (not a document read as text),
+    ``limit_exceeded`` (``limit`` names the cap: ``max_attachment_bytes``,
+    ``extract_timeout_s``, ``memory``, ...), ``encrypted`` or ``extract_failed``.
+    """
+    if offset < 0:
+        raise ValueError("offset must be >= 0")
+    if max_chars < 1:
+        raise ValueError("max_chars must be >= 1")
+    _check_input(path, limits)
+    fmt = detect_format(content_type, filename, _read_head(path))
+    if fmt is None:
+        raise ExtractionError(
+            "unsupported_format",
+            f"{_media_type(content_type) or 'This attachment'} is not a document that can be read as text "
+            "(supported: PDF, Word/Excel/PowerPoint (OOXML), OpenDocument, calendar, CSV and plain text). "
+            "Fetch its bytes instead.",
+        )
+    if fmt in ("text", "csv"):
+        result = _read_plain(path, fmt, content_type, limits, offset, max_chars)
+    else:
+        params = {
+            "format": fmt,
+            "path": str(path),
+            "offset": offset,
+            "max_chars": max_chars,
+            "hard_cap": limits.max_chars,
+            "memory_bytes": limits.memory_bytes,
+            "max_unpacked_bytes": limits.max_unpacked_bytes,
+            "max_archive_members": limits.max_archive_members,
+            "max_compression_ratio": limits.max_compression_ratio,
+        }
+        sandbox = SandboxLimits(
+            timeout_s=limits.timeout_s,
+            cpu_s=limits.cpu_s,
+            memory_bytes=limits.memory_bytes,
+            max_response_bytes=8 * (min(offset + max_chars, limits.max_chars) + 1) + 4 * _MiB,
+        )
+        result = run_in_sandbox("document", params, sandbox)
+    return _validated(result)
+
+
+def _validated(result: dict[str, Any]) -> ExtractedText:
+    """The child's answer as a model; unsafe characters are removed again here (a no-op on
+    the child's cleaned text, so offsets do not move)."""
+    try:
+        extracted = ExtractedText.model_validate(result)
+    except ValidationError as exc:
+        raise ExtractionError(
+            "extract_failed", "The extraction process returned a malformed answer."
+        ) from exc
+    return extracted.model_copy(
+        update={
+            "text": remove_unsafe_characters(extracted.text),
+            "notes": [remove_unsafe_characters(note)[:300] for note in extracted.notes[:50]],
+        }
+    )

@@ -1,0 +1,244 @@
+"""Attachment text extraction on the built corpus (pure: no IMAP server, real child processes)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from mail_imap_mcp.content.documents import (
+    ExtractedText,
+    ExtractionError,
+    ExtractLimits,
+    detect_format,
+    extract_text,
+)
+from tests.support.documents import CORPUS, Document, documents, large_payload, operator_flood_pdf
+
+LIMITS = ExtractLimits()
+IMPLEMENTED = {"pdf", "text", "csv"}
+
+
+def live_children() -> list[str]:
+    """Processes (zombies included) whose parent is this test process."""
+    me = str(os.getpid())
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[1] == me:
+            found.append(f"{entry} {stat.split(' ', 2)[1]} state={fields[0]}")
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_children():
+    yield
+    assert live_children() == []
+
+
+def write(tmp_path: Path, item: Document) -> Path:
+    path = tmp_path / item.name
+    path.write_bytes(item.data)
+    return path
+
+
+def read(path: Path, item: Document, *, limits: ExtractLimits = LIMITS, **window: int) -> ExtractedText:
+    window.setdefault("max_chars", 100_000)
+    return extract_text(path, item.content_type, item.filename, limits, **window)
+
+
+def corpus_format(item: Document) -> str | None:
+    return detect_format(item.content_type, item.filename, item.data[:4096])
+
+
+TEXT_ITEMS = [item for item in documents() if corpus_format(item) in IMPLEMENTED]
+
+
+@pytest.mark.parametrize("item", TEXT_ITEMS, ids=lambda item: item.name)
+def test_corpus_item_gives_its_text_or_its_error(tmp_path: Path, item: Document) -> None:
+    path = write(tmp_path, item)
+    started = time.monotonic()
+    if item.expect_error:
+        with pytest.raises(ExtractionError) as caught:
+            read(path, item)
+        assert caught.value.code == item.expect_error, caught.value.message
+        if item.expect_limit:
+            assert caught.value.limit == item.expect_limit
+        assert caught.value.message
+    else:
+        result = read(path, item)
+        position = 0
+        for fragment in item.expect_text:
+            found = result.text.find(fragment, position)
+            assert found >= 0, f"{fragment!r} not found in order in {result.text!r}"
+            position = found + len(fragment)
+        if item.expect_format:
+            assert result.format == item.expect_format
+        if item.expect_pages is not None:
+            assert result.pages == item.expect_pages
+        if item.expect_note:
+            assert any(item.expect_note in note for note in result.notes), result.notes
+        assert result.truncated is False
+        assert result.total_chars == len(result.text)
+    for fragment in item.expect_absent:
+        assert fragment not in (getattr(caught.value, "message", "") if item.expect_error else result.text)
+    assert time.monotonic() - started < LIMITS.timeout_s + 5
+
+
+# Windows of a parsed format cost one child each: fewer, larger ones there.
+WINDOWS = [(name, size) for name in ("text_hostile", "csv_expenses") for size in (1, 7, 50)] + [
+    ("pdf_multipage", 29),
+    ("pdf_multipage", 80),
+    ("pdf_text", 60),
+]
+
+
+@pytest.mark.parametrize(("name", "size"), WINDOWS)
+def test_windows_concatenate_to_the_whole_text(tmp_path: Path, name: str, size: int) -> None:
+    item = CORPUS[name]
+    path = write(tmp_path, item)
+    whole = read(path, item)
+    pieces: list[str] = []
+    offset = 0
+    while True:
+        window = read(path, item, offset=offset, max_chars=size)
+        assert window.offset == offset
+        assert len(window.text) <= size
+        pieces.append(window.text)
+        if not window.truncated:
+            assert window.next_offset is None
+            break
+        assert window.next_offset == offset + len(window.text)
+        offset = window.next_offset
+    assert "".join(pieces) == whole.text
+
+
+def test_offset_past_the_end_gives_an_empty_window(tmp_path: Path) -> None:
+    item = CORPUS["pdf_text"]
+    result = read(write(tmp_path, item), item, offset=10_000, max_chars=10)
+    assert (result.text, result.truncated, result.next_offset) == ("", False, None)
+    assert result.total_chars == 158
+
+
+def test_a_window_never_splits_a_combining_sequence(tmp_path: Path) -> None:
+    path = tmp_path / "accents.txt"
+    path.write_text("e\u0301" * 10)
+    first = extract_text(path, "text/plain", None, LIMITS, max_chars=3)
+    assert first.text == "e\u0301"
+    assert first.next_offset == 2
+
+
+def test_the_hard_character_cap_cuts_and_says_so(tmp_path: Path) -> None:
+    item = CORPUS["pdf_multipage"]
+    limits = ExtractLimits(max_chars=60)
+    result = read(write(tmp_path, item), item, limits=limits, max_chars=1000)
+    assert len(result.text) == 60
+    assert result.truncated is True
+    assert result.total_chars is None
+    assert any("60 characters" in note for note in result.notes)
+
+
+def test_an_attachment_over_max_attachment_bytes_is_refused_before_parsing(tmp_path: Path) -> None:
+    item = CORPUS["pdf_flate_bomb"]
+    limits = ExtractLimits(max_input_bytes=512 * 1024)
+    with pytest.raises(ExtractionError) as caught:
+        read(write(tmp_path, item), item, limits=limits)
+    assert caught.value.code == "limit_exceeded"
+    assert caught.value.limit == "max_attachment_bytes"
+    assert "max_attachment_bytes (512 KB)" in caught.value.message
+
+
+def test_a_slow_document_is_stopped_at_the_wall_limit(tmp_path: Path) -> None:
+    path = tmp_path / "flood.pdf"
+    path.write_bytes(operator_flood_pdf())
+    started = time.monotonic()
+    with pytest.raises(ExtractionError) as caught:
+        extract_text(path, "application/pdf", None, ExtractLimits(timeout_s=1.0), max_chars=100)
+    elapsed = time.monotonic() - started
+    assert caught.value.code == "limit_exceeded"
+    assert caught.value.limit == "extract_timeout_s"
+    assert "extract_timeout_s (1 s)" in caught.value.message
+    assert elapsed < 3
+    # The server process goes on: the next extraction works.
+    item = CORPUS["pdf_text"]
+    assert "Contract total" in read(write(tmp_path, item), item).text
+
+
+def test_the_cpu_limit_stops_a_busy_child(tmp_path: Path) -> None:
+    path = tmp_path / "flood.pdf"
+    path.write_bytes(operator_flood_pdf())
+    with pytest.raises(ExtractionError) as caught:
+        extract_text(path, "application/pdf", None, ExtractLimits(cpu_s=1.0, timeout_s=30), max_chars=100)
+    assert caught.value.limit == "extract_timeout_s"
+    assert "CPU time" in caught.value.message
+
+
+def test_a_30_mb_text_attachment_is_read_in_bounded_windows(tmp_path: Path) -> None:
+    path = tmp_path / "big.txt"
+    path.write_bytes(large_payload())
+    first = extract_text(
+        path, "text/plain", "big.txt", ExtractLimits(max_input_bytes=40 << 20), max_chars=1000
+    )
+    assert first.truncated is True
+    assert first.total_chars is None
+    assert first.text.startswith("00000000 the quick brown fox")
+    with pytest.raises(ExtractionError) as caught:
+        extract_text(path, "text/plain", "big.txt", ExtractLimits(max_input_bytes=25 << 20), max_chars=1000)
+    assert caught.value.limit == "max_attachment_bytes"
+
+
+@pytest.mark.parametrize(
+    ("content_type", "filename", "head", "expected"),
+    [
+        ("application/octet-stream", "x.bin", b"%PDF-1.7\n", "pdf"),
+        ("text/plain", "notes.txt", b"%PDF-1.4\n", "pdf"),
+        ("application/pdf", "x.pdf", b"\x89PNG\r\n\x1a\n", None),
+        ("text/plain", "photo.txt", b"\xff\xd8\xff\xe0", None),
+        ("text/html", "page.html", b"<html>", None),
+        ("message/rfc822", None, b"From: a@b\r\n", None),
+        ("application/octet-stream", "invite.ics", b"BEGIN:VCALENDAR\r\n", "calendar"),
+        ("text/plain", None, b"\xef\xbb\xbfBEGIN:VCALENDAR\r\n", "calendar"),
+        ("application/octet-stream", "data.csv", b"a,b\n", "csv"),
+        ("application/octet-stream", "data.bin", b"a,b\n", None),
+        ("text/csv; charset=utf-8", None, b"a,b\n", "csv"),
+        ("TEXT/PLAIN", None, b"hello", "text"),
+        ("application/json", None, b"{}", "text"),
+        ("application/octet-stream", "report.docx", b"PK\x03\x04rest", "docx"),
+        ("application/vnd.ms-excel.sheet.macroEnabled.12", None, b"PK\x03\x04", "xlsx"),
+        ("application/octet-stream", "a.zip", b"PK\x03\x04", None),
+        ("application/octet-stream", "report.docx", b"not a zip", None),
+        ("application/msword", "old.doc", b"\xd0\xcf\x11\xe0", None),
+    ],
+)
+def test_detect_format(content_type: str, filename: str | None, head: bytes, expected: str | None) -> None:
+    assert detect_format(content_type, filename, head) == expected
+
+
+def test_odf_is_recognised_by_its_mimetype_member() -> None:
+    data = CORPUS["ods_budget"].data
+    assert detect_format("application/octet-stream", None, data[:4096]) == "ods"
+
+
+def test_an_image_is_not_a_text_document(tmp_path: Path) -> None:
+    item = CORPUS["png_rgba"]
+    with pytest.raises(ExtractionError) as caught:
+        read(write(tmp_path, item), item)
+    assert caught.value.code == "unsupported_format"
+    assert "Fetch its bytes" in caught.value.message
+
+
+def test_bad_window_arguments_are_rejected(tmp_path: Path) -> None:
+    item = CORPUS["text_latin1"]
+    path = write(tmp_path, item)
+    with pytest.raises(ValueError, match="offset"):
+        read(path, item, offset=-1)
+    with pytest.raises(ValueError, match="max_chars"):
+        read(path, item, max_chars=0)
