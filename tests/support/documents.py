@@ -916,7 +916,7 @@ _ITEMS = [
         "application/vnd.oasis.opendocument.text",
         "minutes.odt",
         _odt,
-        expect_text=("Meeting minutes", "Present:   Ana, Bo\t(guest)", "Action\tOwner", "Send offer\tAna"),
+        expect_text=("Meeting minutes", "Present:  Ana, Bo\t(guest)", "Action\tOwner", "Send offer\tAna"),
         expect_format="odt",
     ),
     Document(

@@ -15,10 +15,18 @@ from mail_imap_mcp.content.documents import (
     detect_format,
     extract_text,
 )
-from tests.support.documents import CORPUS, Document, documents, large_payload, operator_flood_pdf
+from tests.support.documents import (
+    CORPUS,
+    Document,
+    documents,
+    docx_bytes,
+    large_payload,
+    operator_flood_pdf,
+    zip_bytes,
+)
 
 LIMITS = ExtractLimits()
-IMPLEMENTED = {"pdf", "text", "csv"}
+IMPLEMENTED = {"pdf", "text", "csv", "docx", "xlsx", "pptx", "odt", "ods", "odp"}
 
 
 def live_children() -> list[str]:
@@ -98,6 +106,8 @@ WINDOWS = [(name, size) for name in ("text_hostile", "csv_expenses") for size in
     ("pdf_multipage", 29),
     ("pdf_multipage", 80),
     ("pdf_text", 60),
+    ("docx_tables", 25),
+    ("xlsx_tables", 30),
 ]
 
 
@@ -242,3 +252,49 @@ def test_bad_window_arguments_are_rejected(tmp_path: Path) -> None:
         read(path, item, offset=-1)
     with pytest.raises(ValueError, match="max_chars"):
         read(path, item, max_chars=0)
+
+
+def extract_bytes(
+    tmp_path: Path, data: bytes, filename: str, limits: ExtractLimits = LIMITS
+) -> ExtractedText:
+    path = tmp_path / filename
+    path.write_bytes(data)
+    return extract_text(path, "application/octet-stream", filename, limits, max_chars=10_000)
+
+
+def test_an_archive_with_too_many_members_is_refused(tmp_path: Path) -> None:
+    members: dict[str, str | bytes] = {f"word/media/{i}.txt": "x" for i in range(30)}
+    members["word/document.xml"] = "<w:document/>"
+    with pytest.raises(ExtractionError) as caught:
+        extract_bytes(tmp_path, zip_bytes(members), "many.docx", ExtractLimits(max_archive_members=20))
+    assert (caught.value.code, caught.value.limit) == ("limit_exceeded", "archive_members")
+
+
+def test_an_extreme_compression_ratio_is_refused_before_inflating(tmp_path: Path) -> None:
+    data = docx_bytes("<w:p><w:r><w:t>" + " " * (8 << 20) + "x</w:t></w:r></w:p>")
+    with pytest.raises(ExtractionError) as caught:
+        extract_bytes(tmp_path, data, "spaces.docx")
+    assert (caught.value.code, caught.value.limit) == ("limit_exceeded", "compression_ratio")
+    # The same part is read when the ratio cap allows it.
+    result = extract_bytes(tmp_path, data, "spaces.docx", ExtractLimits(max_compression_ratio=100_000))
+    assert (result.format, result.truncated, result.next_offset) == ("docx", True, 10_000)
+
+
+def test_the_unpacked_total_is_capped_across_members(tmp_path: Path) -> None:
+    data = docx_bytes("<w:p><w:r><w:t>" + "word " * 60_000 + "</w:t></w:r></w:p>")
+    with pytest.raises(ExtractionError) as caught:
+        extract_bytes(tmp_path, data, "big.docx", ExtractLimits(max_unpacked_bytes=100_000))
+    assert (caught.value.code, caught.value.limit) == ("limit_exceeded", "archive_unpacked_bytes")
+
+
+def test_a_zip_that_is_no_office_document_is_unsupported(tmp_path: Path) -> None:
+    with pytest.raises(ExtractionError) as caught:
+        extract_bytes(tmp_path, zip_bytes({"readme.txt": "hello"}), "fake.docx")
+    assert caught.value.code == "unsupported_format"
+
+
+def test_a_truncated_office_file_fails_cleanly(tmp_path: Path) -> None:
+    data = CORPUS["docx_tables"].data
+    with pytest.raises(ExtractionError) as caught:
+        extract_bytes(tmp_path, data[: len(data) // 2], "cut.docx")
+    assert caught.value.code == "extract_failed"

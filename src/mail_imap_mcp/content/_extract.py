@@ -16,6 +16,10 @@ def _chunks(fmt: str, params: dict[str, Any], notes: list[str], meta: dict[str, 
 
         memory_bytes: int = params["memory_bytes"]
         return pdf_chunks(path, notes, meta, memory_bytes)
+    if fmt in ("docx", "xlsx", "pptx", "odt", "ods", "odp"):
+        from ._office import office_chunks
+
+        return office_chunks(path, fmt, notes, meta, params)
     raise ExtractionError("unsupported_format", f"No text extractor for format {fmt!r}.")
 
 

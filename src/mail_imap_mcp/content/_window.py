@@ -27,17 +27,13 @@ class TextCollector:
         self.pieces: list[str] = []
         self.length = 0
         self.trailing_newlines = 0
-        self.capped = False
+        self.more_text = False
         # One character past the window tells whether more text follows.
         self.wanted = min(self.offset + self.max_chars, hard_cap) + 1
 
     @property
     def full(self) -> bool:
-        if self.length < self.wanted:
-            return False
-        # Whitespace at the very end of a document is dropped; keep reading past a blank
-        # overhang so that "truncated" is only reported when real text follows.
-        return bool("".join(self.pieces)[self.wanted - 1 :].strip())
+        return self.more_text
 
     def add(self, chunk: str) -> bool:
         """Append a raw chunk (cleaned here); False when no more text is needed."""
@@ -52,8 +48,13 @@ class TextCollector:
                 text = text[excess:]
         if not text:
             return True
+        before = self.length
         self.pieces.append(text)
         self.length += len(text)
+        if self.length >= self.wanted:
+            # Whitespace at the very end of a document is dropped; keep reading past a blank
+            # overhang so that "truncated" is only reported when real text follows.
+            self.more_text = bool(text[max(self.wanted - 1 - before, 0) :].strip())
         stripped = text.rstrip("\n")
         self.trailing_newlines = len(text) - len(stripped) if stripped else self.trailing_newlines + len(text)
         return not self.full

@@ -33,7 +33,6 @@ BIDI_CONTROLS = dict.fromkeys([*range(0x202A, 0x202F), *range(0x2066, 0x206A)])
 INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u2060\ufeff"))
 
 _EXTRACTED_DROP = {**INVISIBLE, **BIDI_CONTROLS}
-_TRAILING_SPACE = re.compile(r"[ \t]+(?=\n)")
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
 
@@ -58,8 +57,10 @@ def clean_extracted_text(text: str) -> str:
     if not text:
         return ""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = remove_unsafe_characters(text)
-    return _BLANK_RUNS.sub("\n\n", _TRAILING_SPACE.sub("", text))
+    lines = remove_unsafe_characters(text).split("\n")
+    # Per line, not a regex: "[ \t]+(?=\n)" backtracks quadratically on a long run of spaces.
+    lines[:-1] = [line.rstrip(" \t") for line in lines[:-1]]
+    return _BLANK_RUNS.sub("\n\n", "\n".join(lines))
 
 
 def collapse_whitespace(text: str) -> str:
