@@ -22,6 +22,7 @@ import pytest
 from mcp import Client
 
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.tools.context import AppContext
 from tests.support.accounts import PASSWORD_ENV, account_settings
@@ -166,3 +167,19 @@ async def mcp(config: Config) -> AsyncIterator[EnvelopeClient]:
     """An in-process MCP client session on a server for ``config``."""
     async for client in open_client(config):
         yield client
+
+
+@pytest.fixture
+def fetch_log(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], int]]:
+    """Record each FETCH's items and the bytes it returned (the server is real; this only observes)."""
+    log: list[tuple[list[str], int]] = []
+    original = ImapSession.fetch
+
+    def recording(self: ImapSession, uids: list[int], items: list[str]) -> dict[int, dict[bytes, Any]]:
+        result = original(self, uids, items)
+        size = sum(len(v) for data in result.values() for v in data.values() if isinstance(v, bytes))
+        log.append((items, size))
+        return result
+
+    monkeypatch.setattr(ImapSession, "fetch", recording)
+    return log

@@ -523,7 +523,12 @@ def check_call(
                 f"{context}: {parameter!r} is neither an argument given nor a parameter"
             )
             assert parameter in error["message"], error["message"]
-            assert not commands, f"{context}: rejected input still reached the server: {commands}"
+            # Whether a part id names an attachment, and which modes fit it, only the message's structure
+            # says: imap_get_attachment reads it (one FETCH) before it can refuse those two.
+            if not (tool == "imap_get_attachment" and parameter in {"part_id", "mode"}):
+                assert not commands, f"{context}: rejected input still reached the server: {commands}"
+            else:
+                assert all(c.verb in {"NOOP", "STATUS", "EXAMINE", "UID FETCH"} for c in commands), commands
         if error["code"] == "not_found" and error["details"].get("parameter") == "account_id":
             assert not commands, f"{context}: an unknown account still caused IMAP traffic"
         return
@@ -545,7 +550,7 @@ def check_call(
                     f"{context}: {name} did not reach the server verbatim (in NFC): {search.raw!r}"
                 )
         assert data["account_id"] in {"default", "other"}
-    elif tool in {"imap_get_message", "imap_get_message_raw"}:
+    elif tool in {"imap_get_message", "imap_get_message_raw", "imap_get_attachment"}:
         ref = parse_message_id(arguments["message_id"])
         assert all(name == ref.mailbox for name in examined(commands)), (context, examined(commands))
         for fetch in (c for c in commands if c.verb == "UID FETCH"):
@@ -720,6 +725,17 @@ def mutated_arguments(env: FuzzEnv, tool: str) -> st.SearchStrategy[dict[str, An
             {"message_id": message_id()},
             optional={"body_format": st.sampled_from(["text", "markdown", "html"])},
         )
+    if tool == "imap_get_attachment":
+        return st.fixed_dictionaries(
+            {"message_id": message_id(), "part_id": st.one_of(st.sampled_from(["1", "2", "1.2", "9"]), text)},
+            optional={
+                "mode": st.sampled_from(["text", "image", "bytes"]),
+                "offset": st.integers(-1, 10**6),
+                "max_chars": st.integers(99, 10**5),
+                "offset_bytes": st.integers(-1, 2**32),
+                "max_bytes": st.integers(-1, 2**17),
+            },
+        )
     return st.fixed_dictionaries(
         {"message_id": message_id()},
         optional={"offset_bytes": st.integers(-1, 2**32), "max_bytes": st.integers(-1, 2**17)},
@@ -823,6 +839,7 @@ async def test_crlf_nul_and_imap_syntax_in_every_string_parameter(dovecot: Dovec
         base: dict[str, dict[str, Any]] = {
             "imap_get_message": {"message_id": env.message_ids[0]},
             "imap_get_message_raw": {"message_id": env.message_ids[0]},
+            "imap_get_attachment": {"message_id": env.message_ids[0], "part_id": "2"},
             "imap_search_messages": {"limit": 1, "snippet_chars": 0},
         }
         tried = 0

@@ -33,6 +33,7 @@ READ_TOOLS = [
     "imap_search_messages",
     "imap_get_message",
     "imap_get_message_raw",
+    "imap_get_attachment",
 ]
 
 

@@ -11,13 +11,11 @@ import base64
 import json
 import urllib.parse
 from email.message import EmailMessage
-from typing import Any
 
 import pytest
 from mcp import Client
 
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.server import build_server
 from tests.conftest import MatrixServer
 from tests.support import mailgen
@@ -155,22 +153,6 @@ async def test_body_is_truncated_at_body_max_chars_with_a_warning(
     assert len(message["body_text"]) <= 500
     assert message["body_truncated"] is True
     assert any("body_max_chars" in w for w in envelope["meta"]["warnings"])
-
-
-@pytest.fixture
-def fetch_log(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], int]]:
-    """Record each FETCH's items and the bytes it returned (the server is real; this only observes)."""
-    log: list[tuple[list[str], int]] = []
-    original = ImapSession.fetch
-
-    def recording(self: ImapSession, uids: list[int], items: list[str]) -> dict[int, dict[bytes, Any]]:
-        result = original(self, uids, items)
-        size = sum(len(v) for data in result.values() for v in data.values() if isinstance(v, bytes))
-        log.append((items, size))
-        return result
-
-    monkeypatch.setattr(ImapSession, "fetch", recording)
-    return log
 
 
 async def test_message_with_25mb_attachment_fetches_only_the_text_part(

@@ -340,6 +340,61 @@ class ServerSettings(BaseModel):
         le=50_000_000,
         description="Most bytes fetched from one text part; larger parts are read in part and flagged.",
     )
+    max_attachment_bytes: int = Field(
+        default=25 * 1024 * 1024,
+        ge=64 * 1024,
+        le=1024 * 1024 * 1024,
+        description="Most decoded bytes of one attachment the server reads (fetched in chunks into a "
+        "temporary file, never whole into memory); a document or image beyond it is limit_exceeded, "
+        "text beyond it is cut and flagged, bytes windows must end within it.",
+    )
+    extract_timeout_s: float = Field(
+        default=20.0,
+        gt=0,
+        le=600,
+        description="Wall-clock limit for extracting one document's text (PDF, Office, ODF, calendar) in "
+        "the sandboxed child process; its CPU time is limited to the same.",
+    )
+    extract_memory_mb: int = Field(
+        default=512,
+        ge=64,
+        le=16_384,
+        description="Address-space limit (RLIMIT_AS) of the sandboxed extraction process, in MiB.",
+    )
+    max_attachment_text_chars: int = Field(
+        default=100_000,
+        ge=1000,
+        le=2_000_000,
+        description="Upper bound for imap_get_attachment `max_chars` and imap_get_message "
+        "`attachment_text_max_chars`.",
+    )
+    max_image_pixels: int = Field(
+        default=50_000_000,
+        ge=10_000,
+        le=500_000_000,
+        description="Largest image (width x height) opened for imap_get_attachment mode=image; a bigger "
+        "one (a decompression bomb, or simply huge) is limit_exceeded.",
+    )
+    image_max_dimension: int = Field(
+        default=1568,
+        ge=64,
+        le=8192,
+        description="Images are downscaled so that neither side exceeds this many pixels.",
+    )
+    max_image_output_bytes: int = Field(
+        default=1_500_000,
+        ge=50_000,
+        le=20_000_000,
+        description="Most bytes of the image block imap_get_attachment returns (re-encoded smaller "
+        "when needed, else limit_exceeded).",
+    )
+    max_resource_bytes: int = Field(
+        default=10 * 1024 * 1024,
+        ge=64 * 1024,
+        le=1024 * 1024 * 1024,
+        description="Largest attachment served whole as an MCP resource (attachment resource_uri); "
+        "larger ones are read with imap_get_attachment windows.",
+    )
 
 
 #: Shorter tokens are refused: a bearer token is the only thing between the network and the mailboxes.

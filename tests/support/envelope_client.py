@@ -1,8 +1,9 @@
 """An MCP client wrapper for tests: every envelope it sees is checked against the contract.
 
 Each call asserts that the result is a valid envelope: exactly the five root keys, the
-published ``outputSchema`` validates it (success and failure alike), the single text block is
-the same JSON as ``structuredContent``, and ``isError == not success``.
+published ``outputSchema`` validates it (success and failure alike), the first content block is
+text with the same JSON as ``structuredContent`` (a success may add image blocks after it), and
+``isError == not success``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import jsonschema
 from mcp import Client
-from mcp_types import CallToolResult, TextContent
+from mcp_types import CallToolResult, ImageContent, TextContent
 
 ROOT_KEYS = {"success", "summary", "data", "error", "meta"}
 
@@ -51,9 +52,11 @@ def check_envelope(result: CallToolResult, output_schema: dict[str, Any]) -> dic
     assert isinstance(envelope, dict), "structuredContent must be the envelope object"
     assert set(envelope) == ROOT_KEYS, f"root keys must be exactly {sorted(ROOT_KEYS)}: {sorted(envelope)}"
     _validator(output_schema).validate(envelope)
-    assert len(result.content) == 1
-    block = result.content[0]
+    block, *media = result.content
     assert isinstance(block, TextContent)
+    # Only a success may carry media (an image attachment), and only after the envelope's text block.
+    assert all(isinstance(item, ImageContent) for item in media)
+    assert not media or envelope["success"]
     assert json.loads(block.text) == envelope, "text block must equal structuredContent"
     assert result.is_error is (not envelope["success"])
     assert envelope["meta"]["version"] == "envelope-v1"

@@ -3,12 +3,14 @@
 An :class:`EnvelopeTool` publishes a flat ``inputSchema`` generated from a pydantic input model
 and an ``outputSchema`` that both its success and failure envelopes validate against. Every
 call, including one whose arguments fail validation, returns a ``CallToolResult`` whose
-``structuredContent`` is the envelope, whose single text block is the same envelope as compact
-JSON, and whose ``isError`` is ``not success``. Knows nothing about mail.
+``structuredContent`` is the envelope, whose first text block is the same envelope as compact
+JSON, and whose ``isError`` is ``not success``. A successful result may carry media blocks (images,
+audio) after the text block. Knows nothing about mail.
 """
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import logging
@@ -22,7 +24,7 @@ import anyio.from_thread
 import anyio.to_thread
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import AudioContent, CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from mail_imap_mcp.envelope.model import (
@@ -52,13 +54,26 @@ InputT = TypeVar("InputT", bound=BaseModel)
 DataT = TypeVar("DataT", bound=BaseModel)
 
 
+@dataclass(frozen=True)
+class MediaBlock:
+    """Binary content shown to the model next to the envelope (an MCP image or audio content block)."""
+
+    data: bytes
+    mime_type: str
+
+
 @dataclass
 class ToolResult(Generic[DataT]):
-    """What a tool handler returns on success; the adapter wraps it in the envelope."""
+    """What a tool handler returns on success; the adapter wraps it in the envelope.
+
+    ``media`` become content blocks after the envelope's text block (image/* as image blocks,
+    audio/* as audio blocks).
+    """
 
     summary: str
     data: DataT
     warnings: list[str] = field(default_factory=list)
+    media: list[MediaBlock] = field(default_factory=list)
 
 
 Handler = Callable[[InputT], ToolResult[Any]]
@@ -158,11 +173,20 @@ def validation_failure(exc: ValidationError, schema: dict[str, Any]) -> ToolFail
     )
 
 
-def _to_result(envelope: BaseModel) -> CallToolResult:
+def _media_content(block: MediaBlock) -> ImageContent | AudioContent:
+    encoded = base64.b64encode(block.data).decode("ascii")
+    if block.mime_type.startswith("audio/"):
+        return AudioContent(type="audio", data=encoded, mime_type=block.mime_type)
+    if not block.mime_type.startswith("image/"):
+        raise TypeError(f"no MCP content block for {block.mime_type!r}")
+    return ImageContent(type="image", data=encoded, mime_type=block.mime_type)
+
+
+def _to_result(envelope: BaseModel, media: list[MediaBlock] | None = None) -> CallToolResult:
     payload = envelope.model_dump(mode="json", by_alias=True)
     text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
     return CallToolResult(
-        content=[TextContent(type="text", text=text)],
+        content=[TextContent(type="text", text=text), *map(_media_content, media or [])],
         structured_content=payload,
         is_error=not payload["success"],
     )
@@ -189,10 +213,10 @@ class EnvelopeTool(Tool):
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         if context is not None and hasattr(context, "report_progress"):
             progress_reporter.set(_reporter(context))
-        envelope = await self.envelope(arguments)
+        envelope, media = await self.answer(arguments)
         if _needs_confirmation(envelope) and _can_elicit(context):
             envelope = await self._confirm_by_elicitation(arguments, envelope, context)
-        return _to_result(envelope)
+        return _to_result(envelope, media)
 
     async def _confirm_by_elicitation(
         self, arguments: dict[str, Any], asked: FailureEnvelope, context: Any
@@ -223,11 +247,17 @@ class EnvelopeTool(Tool):
 
     async def invoke(self, arguments: dict[str, Any]) -> CallToolResult:
         """Run the tool on raw arguments and return the envelope as a ``CallToolResult``."""
-        envelope = await self.envelope(arguments)
-        return _to_result(envelope)
+        return _to_result(*await self.answer(arguments))
 
     async def envelope(self, arguments: dict[str, Any]) -> SuccessEnvelope[Any] | FailureEnvelope:
         """Run the tool on raw arguments and return the envelope model."""
+        envelope, _ = await self.answer(arguments)
+        return envelope
+
+    async def answer(
+        self, arguments: dict[str, Any]
+    ) -> tuple[SuccessEnvelope[Any] | FailureEnvelope, list[MediaBlock]]:
+        """Run the tool on raw arguments: the envelope model, and the media blocks of a success."""
         request_id = new_request_id()
         current_request_id.set(request_id)  # the handler's thread sees it (anyio copies the context)
         started = time.perf_counter()
@@ -238,7 +268,7 @@ class EnvelopeTool(Tool):
                 raise validation_failure(exc, self.parameters) from None
             result = await anyio.to_thread.run_sync(self.handler, args)
         except ToolFailure as failure:
-            return self._failure(request_id, started, failure)
+            return self._failure(request_id, started, failure), []
         except Exception:
             log.exception("tool=%s request_id=%s unexpected failure", self.name, request_id)
             internal = ToolFailure(
@@ -246,10 +276,10 @@ class EnvelopeTool(Tool):
                 f"Unexpected internal error; the server log has the details under request id {request_id}.",
                 details={"request_id": request_id},
             )
-            return self._failure(request_id, started, internal)
+            return self._failure(request_id, started, internal), []
         meta = _meta(request_id, started, result.warnings)
         log.info("tool=%s request_id=%s success=true duration_ms=%d", self.name, request_id, meta.duration_ms)
-        return SuccessEnvelope[Any](summary=result.summary, data=result.data, meta=meta)
+        return SuccessEnvelope[Any](summary=result.summary, data=result.data, meta=meta), result.media
 
     def _failure(self, request_id: str, started: float, failure: ToolFailure) -> FailureEnvelope:
         meta = _meta(request_id, started, [])
@@ -350,6 +380,7 @@ def envelope_tool(
 
 __all__ = [
     "EnvelopeTool",
+    "MediaBlock",
     "NextAction",
     "ToolResult",
     "current_request_id",

@@ -534,3 +534,17 @@ def mailbox_refused(
             details=details,
         )
     return ToolFailure.invalid_input(parameter, f"the server refused {command} of {mailbox!r}: {said}")
+
+
+# --- imap_get_attachment: answers to FETCH of one part ---------------------------------------------
+
+
+def part_refused(exc: BaseException, part_id: str) -> ToolFailure:
+    """The server answered NO (or BAD) to the FETCH of an existing part (in its words, shortened)."""
+    said = re.sub(r"[\x00-\x1f\x7f]+", " ", str(exc))[:200]
+    return ToolFailure(
+        ErrorCode.UNAVAILABLE,
+        f"The server refused to send part {part_id!r} of the message: {said}",
+        details={"parameter": "part_id", "part_id": part_id},
+        retryable=False,
+    )

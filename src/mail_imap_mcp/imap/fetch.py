@@ -54,7 +54,7 @@ SUMMARY_HEADER_BYTES = 32 * 1024
 MAX_RECONNECTS_PER_PAGE = 3
 
 
-def _find(response: dict[bytes, Any], prefix: bytes) -> Any:
+def find_item(response: dict[bytes, Any], prefix: bytes) -> Any:
     """Fetch data by key prefix: servers echo section names with varying spacing and origins."""
     for key, value in response.items():
         if isinstance(key, bytes) and key.upper().startswith(prefix):
@@ -114,7 +114,7 @@ def _summary(
 ) -> MessageSummary:
     """Summary fields from one FETCH response (``headers``: the header block, when already parsed)."""
     if headers is None:
-        headers = mime.parse_header_block(_find(response, b"BODY[HEADER") or b"")
+        headers = mime.parse_header_block(find_item(response, b"BODY[HEADER") or b"")
     date = mime.parse_date(_first(headers, "date"))
     return MessageSummary(
         message_id=ref.message_id,
@@ -232,7 +232,7 @@ def fetch_summaries(
                 )
             continue
         try:
-            headers = mime.parse_header_block(_find(response, b"BODY[HEADER") or b"")
+            headers = mime.parse_header_block(find_item(response, b"BODY[HEADER") or b"")
             parts, _ = _trusted_structure(response, headers)
             snippet = None
             if snippet_chars > 0:
@@ -306,7 +306,7 @@ def _snippet(
     snippet_chars: int,
     headers: dict[str, list[str]],
 ) -> str | None:
-    prefix = _find(response, b"BODY[TEXT]")
+    prefix = find_item(response, b"BODY[TEXT]")
     if not prefix:
         return None
     if parts:
@@ -394,7 +394,7 @@ def read_message(
     response = session.fetch([ref.uid], MESSAGE_ITEMS).get(ref.uid)
     if response is None or _expunged(response):
         raise MessageGone()
-    header_bytes = _find(response, b"BODY[HEADER]") or b""
+    header_bytes = find_item(response, b"BODY[HEADER]") or b""
     if len(header_bytes) >= MAX_HEADER_BYTES:
         warnings.append(f"Header block larger than {MAX_HEADER_BYTES} bytes; only its start was read.")
     headers = mime.parse_header_block(header_bytes)
@@ -420,7 +420,7 @@ def read_message(
                 [ref.uid], [f"BODY.PEEK[{section}]<0.{budget}>" for section in sections]
             ).get(ref.uid, {})
             for section, part in sections.items():
-                raw = _find(fetched, f"BODY[{section}]".encode()) or b""
+                raw = find_item(fetched, f"BODY[{section}]".encode()) or b""
                 if part.size_bytes > len(raw) and len(raw) >= budget:
                     fetch_truncated = True
                 decoded = mime.decode_text(
@@ -441,7 +441,7 @@ def read_message(
         raw_response = session.fetch([ref.uid], [f"BODY.PEEK[]<0.{options.max_text_part_bytes}>"]).get(
             ref.uid, {}
         )
-        raw_message = _find(raw_response, b"BODY[]") or b""
+        raw_message = find_item(raw_response, b"BODY[]") or b""
         fetch_truncated = int(response.get(b"RFC822.SIZE") or 0) > len(raw_message)
         parsed = mime.parse_full_message(raw_message)
         text, html, attachments = parsed.text, parsed.html, parsed.attachments
@@ -470,17 +470,7 @@ def read_message(
         body_format=options.body_format,
         body_truncated=cut or fetch_truncated,
         body_source=source,
-        attachments=[
-            AttachmentInfo(
-                part_id=p.section,
-                filename=p.filename,
-                content_type=p.content_type,
-                size_bytes=p.size_bytes,
-                disposition=p.disposition,
-                content_id=p.content_id,
-            )
-            for p in attachments[:MAX_LISTED_ATTACHMENTS]
-        ],
+        attachments=[attachment_info(ref, p) for p in attachments[:MAX_LISTED_ATTACHMENTS]],
     )
     detail.has_attachments = bool(detail.attachments)
     setattr(
@@ -489,6 +479,19 @@ def read_message(
         body,
     )
     return detail, warnings
+
+
+def attachment_info(ref: MessageRef, part: mime.Part) -> AttachmentInfo:
+    """How an attachment part of ``ref`` is listed (imap_get_message) and described (imap_get_attachment)."""
+    return AttachmentInfo(
+        part_id=part.section,
+        filename=part.filename,
+        content_type=part.content_type,
+        size_bytes=part.size_bytes,
+        disposition=part.disposition,
+        content_id=part.content_id,
+        resource_uri=ref.attachment_uri(part.section),
+    )
 
 
 def _fetch_budget(options: ReadOptions) -> int:
@@ -512,5 +515,5 @@ def read_raw(session: ImapSession, ref: MessageRef, offset: int, max_bytes: int)
         raise MessageGone()
     if _expunged(response):
         raise MessageGone()
-    data = _find(response, b"BODY[]") or b""
+    data = find_item(response, b"BODY[]") or b""
     return RawWindow(total_size_bytes=int(response.get(b"RFC822.SIZE") or 0), data=bytes(data))

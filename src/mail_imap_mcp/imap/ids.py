@@ -42,6 +42,10 @@ class MessageRef:
     def message_raw_uri(self) -> str:
         return self.message_uri + "/raw"
 
+    def attachment_uri(self, part_id: str) -> str:
+        """MCP resource URI of one attachment (its bytes) of this message."""
+        return f"{self.message_uri}/attachment/{part_id}"
+
     def issue(self, code: str, stage: str, message: str, *, retryable: bool) -> Issue:
         """An item-level issue about this message (in a multi-item result)."""
         return Issue(

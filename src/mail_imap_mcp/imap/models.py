@@ -50,6 +50,10 @@ class AttachmentInfo(MailModel):
     size_bytes: int = Field(description="Encoded size of the part on the server.")
     disposition: str | None = Field(description="attachment or inline, when given.")
     content_id: str | None = Field(description="Content-ID (for inline images), without <>.")
+    resource_uri: str = Field(
+        description="MCP resource URI of the attachment's bytes; imap_get_attachment reads it as text, "
+        "an image or a byte window."
+    )
 
 
 class MessageDetail(MessageSummary):

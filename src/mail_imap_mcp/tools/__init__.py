@@ -10,6 +10,7 @@ from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
 from mail_imap_mcp.tools import (
     apply_to_messages,
     cancel_operation,
+    get_attachment,
     get_message,
     get_message_raw,
     get_operation,
@@ -30,6 +31,7 @@ TOOLS: list[ToolSpec[Any]] = [
     search_messages.TOOL,
     get_message.TOOL,
     get_message_raw.TOOL,
+    get_attachment.TOOL,
     update_message_flags.TOOL,
     apply_to_messages.TOOL,
     manage_mailbox.TOOL,

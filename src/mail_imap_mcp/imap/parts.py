@@ -1,0 +1,248 @@
+"""One MIME part of a message, by IMAP section number, fetched as a bounded stream.
+
+The message's BODYSTRUCTURE says which part ``part_id`` is (type, transfer encoding, size, file name);
+the part itself arrives in partial fetches of a few MB (``BODY.PEEK[<section>]<offset.length>``: never
+a flag change), each decoded as it comes (:class:`~mail_imap_mcp.imap.transfer.StreamDecoder`) and
+written to the caller's sink, so a 30 MB attachment never sits in memory. The first command asks for
+the structure and the first chunk together: a part that fits in one chunk costs one round trip.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+from imapclient.exceptions import IMAPClientError
+
+from mail_imap_mcp.imap import mime
+from mail_imap_mcp.imap.connection import ImapSession
+from mail_imap_mcp.imap.errors import is_connection_broken, part_refused
+from mail_imap_mcp.imap.fetch import find_item
+from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.transfer import StreamDecoder, encoding_name
+
+#: IMAP section numbers of leaf parts: ``2``, ``1.3``, ``2.1.4`` (no ``HEADER``/``TEXT``/``MIME`` specifiers).
+PART_ID_PATTERN = r"^[1-9][0-9]{0,5}(\.[1-9][0-9]{0,5}){0,31}$"
+_PART_ID = re.compile(PART_ID_PATTERN)
+#: Encoded bytes per partial fetch.
+FETCH_CHUNK_BYTES = 4 * 1024 * 1024
+#: Decoded bytes handed to ``accept`` for content sniffing.
+HEAD_BYTES = 4096
+# A part whose encoding wastes more than this factor (base64 full of junk) stops being read.
+_MAX_ENCODED_PER_DECODED = 3
+
+
+class PartNotFound(Exception):
+    """No leaf part with this section number; ``available`` lists the attachment part ids."""
+
+    def __init__(self, part_id: str, available: list[str]) -> None:
+        super().__init__(part_id)
+        self.part_id = part_id
+        self.available = available
+
+
+class NotAnAttachment(Exception):
+    """The section is the message's body text (or another non-attachment leaf)."""
+
+    def __init__(self, part: mime.Part, available: list[str]) -> None:
+        super().__init__(part.section)
+        self.part = part
+        self.available = available
+
+
+class StructureUnusable(Exception):
+    """The server's BODYSTRUCTURE is missing, unusable or contradicts the message's headers."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class PartGone(Exception):
+    """The message no longer exists."""
+
+
+@dataclass
+class PartRead:
+    """What :func:`read_part` wrote to the sink."""
+
+    part: mime.Part
+    #: Decoded bytes written (from ``skip_bytes`` on).
+    written: int
+    #: Decoded bytes the part had before the window, plus ``written``; the part's decoded size when
+    #: ``complete`` is true.
+    decoded_end: int
+    #: True when the part ended inside the window (nothing follows ``decoded_end``).
+    complete: bool
+    #: Encoded bytes that came over the wire, and the FETCH commands that brought them.
+    fetched_bytes: int
+    fetches: int
+
+
+def valid_part_id(part_id: str) -> bool:
+    return _PART_ID.match(part_id) is not None
+
+
+def _section_data(response: dict[bytes, Any], section: str) -> bytes:
+    # The answer's key is "BODY[<section>]<origin>"; the bracket keeps "BODY[1]" from matching "BODY[1.2]".
+    value = find_item(response, f"BODY[{section}]".encode())
+    return bytes(value) if isinstance(value, bytes | bytearray) else b""
+
+
+def _expunged(response: dict[bytes, Any] | None) -> bool:
+    return response is None or (not response.get(b"BODYSTRUCTURE") and not response.get(b"RFC822.SIZE"))
+
+
+def locate(parts: list[mime.Part], part_id: str) -> mime.Part:
+    """The attachment part ``part_id`` of ``parts``; :class:`PartNotFound` or :class:`NotAnAttachment`."""
+    attachments = mime.attachment_parts(parts)
+    available = [p.section for p in attachments]
+    for part in parts:
+        if part.section == part_id:
+            if part not in attachments:
+                raise NotAnAttachment(part, available)
+            return part
+    raise PartNotFound(part_id, available)
+
+
+def _structure(response: dict[bytes, Any]) -> list[mime.Part]:
+    structure = response.get(b"BODYSTRUCTURE")
+    try:
+        parts: list[mime.Part] = mime.parse_bodystructure(structure)
+    except ValueError as exc:
+        raise StructureUnusable(f"the server's BODYSTRUCTURE is unusable ({exc})") from None
+    headers = mime.parse_header_block(find_item(response, b"BODY[HEADER") or b"")
+    content_type = next(iter(headers.get("content-type", [])), None)
+    doubt = mime.structure_mismatch(structure, content_type)
+    if doubt:
+        raise StructureUnusable(f"the server's BODYSTRUCTURE contradicts the message ({doubt})")
+    return parts
+
+
+def _first_chunk(skip_bytes: int, max_bytes: int) -> int:
+    """Encoded bytes worth asking for with the structure: enough for the window (base64 is 4/3 plus line
+    ends), at most one chunk."""
+    return min(FETCH_CHUNK_BYTES, (skip_bytes + max_bytes) * 14 // 10 + 4096)
+
+
+def read_part(
+    session: ImapSession,
+    ref: MessageRef,
+    part_id: str,
+    sink: BinaryIO,
+    *,
+    max_bytes: int,
+    skip_bytes: int = 0,
+    accept: Callable[[mime.Part, bytes], None] | None = None,
+) -> PartRead:
+    """Decode attachment ``part_id`` of ``ref`` into ``sink``: decoded bytes ``skip_bytes`` up to
+    ``skip_bytes + max_bytes``, fetched in partial chunks; stops as soon as the window is full.
+
+    ``accept(part, head)`` runs once the part and its first decoded bytes are known, before anything is
+    written or more than the first chunk is fetched (raise to refuse it, e.g. for a size limit). The mailbox must be selected. Raises :class:`PartGone`,
+    :class:`PartNotFound`, :class:`NotAnAttachment` or :class:`StructureUnusable`.
+    """
+    first = _first_chunk(skip_bytes, max_bytes)
+    items = [
+        "BODYSTRUCTURE",
+        "BODY.PEEK[HEADER.FIELDS (CONTENT-TYPE)]",
+        f"BODY.PEEK[{part_id}]<0.{first}>",
+    ]
+    try:
+        response = session.fetch([ref.uid], items).get(ref.uid)
+    except IMAPClientError as exc:
+        # Some servers refuse the whole FETCH for a section the message does not have: ask for the
+        # structure alone to say which part ids exist.
+        if is_connection_broken(exc):
+            raise
+        response = session.fetch([ref.uid], items[:2]).get(ref.uid)
+        if _expunged(response):
+            raise PartGone() from None
+        assert response is not None
+        locate(_structure(response), part_id)
+        raise part_refused(exc, part_id) from None
+    if _expunged(response):
+        raise PartGone()
+    assert response is not None
+    part = locate(_structure(response), part_id)
+    decoder = StreamDecoder(part.encoding)
+    chunk = _section_data(response, part_id)
+    decoded = decoder.feed(chunk)
+    if accept is not None:
+        accept(part, decoded[:HEAD_BYTES])
+    writer = _WindowWriter(sink, skip_bytes, max_bytes)
+    position, fetched_bytes, fetches, requested = 0, 0, 1, first
+    if decoder.encoding == "identity" and skip_bytes > len(chunk) == first:
+        # Undecoded bytes sit where they are: go straight to the window.
+        position, writer.seen, fetched_bytes = skip_bytes, skip_bytes, len(chunk)
+        chunk = decoded = b""
+        requested = 0
+    # Junk-padded encodings cannot make the loop fetch without end.
+    encoded_limit = (skip_bytes + max_bytes) * _MAX_ENCODED_PER_DECODED + FETCH_CHUNK_BYTES
+    while True:
+        position += len(chunk)
+        fetched_bytes += len(chunk)
+        ended = len(chunk) < requested
+        if writer.write(decoded):
+            return writer.result(part, complete=False, fetched=fetched_bytes, fetches=fetches)
+        if ended or position >= encoded_limit:
+            break
+        requested = FETCH_CHUNK_BYTES
+        answer = session.fetch([ref.uid], [f"BODY.PEEK[{part_id}]<{position}.{requested}>"]).get(ref.uid)
+        fetches += 1
+        chunk = _section_data(answer or {}, part_id)
+        decoded = decoder.feed(chunk)
+    full = writer.write(decoder.finish())
+    return writer.result(part, complete=ended and not full, fetched=fetched_bytes, fetches=fetches)
+
+
+class _WindowWriter:
+    """Writes the ``[skip, skip + limit)`` slice of a decoded stream to a sink."""
+
+    def __init__(self, sink: BinaryIO, skip: int, limit: int) -> None:
+        self.sink = sink
+        self.skip = skip
+        self.limit = limit
+        self.seen = 0
+        self.written = 0
+        self.overflow = False
+
+    def write(self, data: bytes) -> bool:
+        """Add decoded ``data``; True once bytes beyond the window were seen (the window is full)."""
+        start = max(0, self.skip - self.seen)
+        self.seen += len(data)
+        room = self.limit - self.written
+        piece = data[start : start + room]
+        if piece:
+            self.sink.write(piece)
+            self.written += len(piece)
+        if len(data) - start > room:
+            self.overflow = True
+        return self.overflow
+
+    def result(self, part: mime.Part, *, complete: bool, fetched: int, fetches: int) -> PartRead:
+        return PartRead(
+            part=part,
+            written=self.written,
+            decoded_end=min(self.seen, self.skip + self.written) if self.overflow else self.seen,
+            complete=complete and not self.overflow,
+            fetched_bytes=fetched,
+            fetches=fetches,
+        )
+
+
+__all__ = [
+    "FETCH_CHUNK_BYTES",
+    "PART_ID_PATTERN",
+    "NotAnAttachment",
+    "PartGone",
+    "PartNotFound",
+    "PartRead",
+    "StructureUnusable",
+    "encoding_name",
+    "locate",
+    "read_part",
+    "valid_part_id",
+]

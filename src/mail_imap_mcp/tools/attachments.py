@@ -1,0 +1,185 @@
+"""Reading one attachment for the tools: fetch it (bounded, retried once like every read), and the
+failures of a part id as envelopes. Shared by imap_get_attachment, imap_get_message's
+``attachment_mode`` and the attachment resources."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, BinaryIO
+
+from pydantic import Field
+
+from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
+from mail_imap_mcp.imap import mime
+from mail_imap_mcp.imap.connection import AccountConnection, ImapSession
+from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.parts import (
+    PART_ID_PATTERN,
+    NotAnAttachment,
+    PartGone,
+    PartNotFound,
+    PartRead,
+    StructureUnusable,
+    read_part,
+)
+from mail_imap_mcp.tools.messages import examine_for, message_gone
+
+PartIdArg = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        pattern=PART_ID_PATTERN,
+        description="The attachment's part_id from imap_get_message's attachment list (IMAP section "
+        "number, e.g. '2' or '1.3').",
+    ),
+]
+
+#: Limit errors of the attachment tools (rendered into docs/tools.md).
+ATTACHMENT_ERRORS = {
+    "limit_exceeded": "The attachment is larger than max_attachment_bytes (or the image or document "
+    "exceeds a limit of the extraction sandbox); the message names the setting.",
+}
+
+# A base64 part's decoded size from its encoded size: 3 bytes per 4 characters, 76-character lines.
+_BASE64_RATIO = 57 / 78
+
+
+def estimated_size(part: mime.Part) -> int:
+    """The decoded size of ``part`` as its encoded size suggests (exact for unencoded parts)."""
+    if part.encoding == "base64":
+        return int(part.size_bytes * _BASE64_RATIO)
+    return part.size_bytes
+
+
+def too_large(part: mime.Part, limit: int, setting: str, *, size: int | None = None) -> ToolFailure:
+    """``limit_exceeded`` for an attachment beyond ``limit`` bytes, naming the ``[server]`` setting."""
+    what = f"about {size or estimated_size(part)} bytes" if size is None else f"{size} bytes"
+    return ToolFailure(
+        ErrorCode.LIMIT_EXCEEDED,
+        f"Attachment {part.section} ({part.content_type}) is {what}, more than {setting} = {limit} "
+        f"in [server]; nothing beyond it is read. Read a window with mode='bytes', or raise {setting}.",
+        details={"setting": setting, "limit": limit, "part_id": part.section, "size_bytes": part.size_bytes},
+    )
+
+
+def part_failure(exc: Exception, ref: MessageRef) -> ToolFailure:
+    """The envelope of a part id that does not name an attachment of the message (or a gone message)."""
+    if isinstance(exc, PartGone):
+        return message_gone(ref)
+    list_them = NextAction(
+        instruction="Read the message to see its attachments and their part_id",
+        tool="imap_get_message",
+        arguments={"message_id": ref.message_id},
+    )
+    if isinstance(exc, PartNotFound):
+        available = ", ".join(exc.available) or "none"
+        return ToolFailure(
+            ErrorCode.NOT_FOUND,
+            f"Message UID {ref.uid} has no part {exc.part_id!r} (part_id); its attachments are: {available}.",
+            details={"parameter": "part_id", "part_id": exc.part_id, "available": exc.available},
+            next_action=list_them,
+        )
+    if isinstance(exc, NotAnAttachment):
+        return ToolFailure(
+            ErrorCode.INVALID_INPUT,
+            f"Invalid 'part_id': part {exc.part.section!r} is the message's {exc.part.content_type} body, "
+            "not an attachment; read it with imap_get_message. Attachments: "
+            f"{', '.join(exc.available) or 'none'}.",
+            details={"parameter": "part_id", "part_id": exc.part.section, "available": exc.available},
+            next_action=list_them,
+        )
+    if isinstance(exc, StructureUnusable):
+        return ToolFailure(
+            ErrorCode.UNAVAILABLE,
+            f"Cannot locate the attachments of message UID {ref.uid}: {exc.reason}; read the source with "
+            "imap_get_message_raw.",
+            details={"parameter": "part_id"},
+            retryable=False,
+            next_action=NextAction(
+                instruction="Read the raw message source",
+                tool="imap_get_message_raw",
+                arguments={"message_id": ref.message_id},
+            ),
+        )
+    raise exc
+
+
+Accept = Callable[[mime.Part, bytes], None]
+
+
+def fetch_part(
+    connection: AccountConnection,
+    ref: MessageRef,
+    part_id: str,
+    sink: BinaryIO,
+    *,
+    max_bytes: int,
+    skip_bytes: int = 0,
+    accept: Accept | None = None,
+) -> PartRead:
+    """Decode attachment ``part_id`` (bytes ``skip_bytes`` .. ``+max_bytes``) into ``sink``.
+
+    A read whose connection died is run again from the start (the sink is emptied first); a stale id
+    is ``conflict``, a gone message or unknown part ``not_found``, a body part ``invalid_input``.
+    """
+    start = sink.tell()
+
+    def work(session: ImapSession) -> PartRead:
+        sink.seek(start)
+        sink.truncate()
+        examine_for(session, ref)
+        try:
+            return read_part(
+                session, ref, part_id, sink, max_bytes=max_bytes, skip_bytes=skip_bytes, accept=accept
+            )
+        except (PartGone, PartNotFound, NotAnAttachment, StructureUnusable) as exc:
+            raise part_failure(exc, ref) from None
+
+    return connection.run(work)
+
+
+@dataclass
+class Spooled:
+    """An attachment decoded into a temporary file."""
+
+    path: Path
+    read: PartRead
+
+    @property
+    def part(self) -> mime.Part:
+        return self.read.part
+
+
+@contextmanager
+def spooled_part(
+    connection: AccountConnection,
+    ref: MessageRef,
+    part_id: str,
+    *,
+    max_bytes: int,
+    accept: Accept | None = None,
+) -> Iterator[Spooled]:
+    """The attachment decoded into a private temporary file (at most ``max_bytes``), removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="mim-attachment-") as directory:
+        path = Path(directory) / "part"
+        with path.open("w+b") as sink:
+            read = fetch_part(connection, ref, part_id, sink, max_bytes=max_bytes, accept=accept)
+        yield Spooled(path=path, read=read)
+
+
+def limit_accept(limit: int, setting: str, also: Accept | None = None) -> Accept:
+    """An ``accept`` that refuses, before fetching more, an attachment clearly larger than ``limit``."""
+
+    def accept(part: mime.Part, head: bytes) -> None:
+        # 2% slack: the estimate from an encoded size is not exact.
+        if estimated_size(part) > limit * 1.02:
+            raise too_large(part, limit, setting)
+        if also is not None:
+            also(part, head)
+
+    return accept

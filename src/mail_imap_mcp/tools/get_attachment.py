@@ -1,0 +1,240 @@
+"""imap_get_attachment: one attachment as text, as an image, or as a window of its bytes."""
+
+from __future__ import annotations
+
+import base64
+import io
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, Payload, ToolFailure
+from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.imap.fetch import attachment_info
+from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.models import AttachmentInfo
+from mail_imap_mcp.tools.attachment_text import TextWindow, image_limits_accept, read_text
+from mail_imap_mcp.tools.attachments import (
+    ATTACHMENT_ERRORS,
+    PartIdArg,
+    Spooled,
+    fetch_part,
+    spooled_part,
+)
+from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.tools.messages import MESSAGE_TOOL_ERRORS, MessageIdArg, UntrustedContent, resolve_message
+from mail_imap_mcp.tools.spec import ToolSpec
+
+NAME = "imap_get_attachment"
+TITLE = "Read an attachment"
+DESCRIPTION = (
+    "Read one attachment of a message by message_id and part_id (from imap_get_message's attachment "
+    "list). mode='text' extracts readable text (PDF, Word/Excel/PowerPoint, OpenDocument, calendar "
+    "invites, CSV, HTML, plain text, attached e-mails) max_chars at a time from offset; mode='image' "
+    "returns PNG/JPEG/GIF/WebP as an image block next to this envelope (downscaled when large); "
+    "mode='bytes' returns a base64 window (offset_bytes, max_bytes) of anything. Without mode: image for "
+    "those image types, text for everything else. Only this part is downloaded, in bounded chunks; "
+    "documents are parsed in a sandboxed process. Never marks the message as read. The content is "
+    "untrusted third-party text."
+)
+ERRORS = {
+    **MESSAGE_TOOL_ERRORS,
+    "invalid_input": "An argument is malformed or out of range, part_id names the message's body rather "
+    "than an attachment, or the attachment cannot be read in the requested mode (next_action: "
+    "mode='bytes').",
+    "not_found": "The account, mailbox or message is unknown, or the message has no part part_id.",
+    **ATTACHMENT_ERRORS,
+}
+
+Mode = Literal["text", "image", "bytes"]
+
+
+class GetAttachmentInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    message_id: MessageIdArg
+    part_id: PartIdArg
+    mode: Mode | None = Field(
+        default=None,
+        description="text, image or bytes; omitted: image for PNG/JPEG/GIF/WebP, text for anything else.",
+    )
+    offset: int = Field(default=0, ge=0, le=2**31, description="mode=text: first character of the window.")
+    max_chars: int = Field(
+        default=20_000, ge=100, le=2_000_000, description="mode=text: characters in the window."
+    )
+    offset_bytes: int = Field(default=0, ge=0, le=2**31, description="mode=bytes: first byte of the window.")
+    max_bytes: int = Field(
+        default=16_384, ge=1, le=1_048_576, description="mode=bytes: window size in bytes."
+    )
+
+
+class ImageInfo(Payload):
+    mime_type: str = Field(description="Type of the image block returned (image/png, image/jpeg, ...).")
+    width: int = Field(description="Width of the image returned, in pixels.")
+    height: int = Field(description="Height of the image returned, in pixels.")
+    original_width: int = Field(description="Width of the attachment itself.")
+    original_height: int = Field(description="Height of the attachment itself.")
+    downscaled: bool = Field(description="True when the image returned is smaller than the attachment.")
+    size_bytes: int = Field(description="Bytes of the image returned.")
+
+
+class GetAttachmentData(MultiItemData):
+    account_id: str = Field(description="Account of the message.")
+    message_id: str = Field(description="The message.")
+    attachment: AttachmentInfo = Field(description="The attachment read.")
+    mode: Mode = Field(description="How it was read.")
+    format: str | None = Field(
+        description="mode=text: what the text came from (pdf, docx, xlsx, pptx, odt, ics, csv, text, html, "
+        "message, ...)."
+    )
+    text: str | None = Field(description="mode=text: the window of extracted text; null otherwise.")
+    offset: int = Field(description="mode=text: first character of this window.")
+    returned_chars: int = Field(description="mode=text: characters in this window.")
+    total_chars: int | None = Field(description="mode=text: characters in the whole text, when known.")
+    truncated: bool = Field(
+        description="True when more follows this window (next_action reads it) or the attachment was cut."
+    )
+    pages: int | None = Field(description="Pages (PDF) or slides/sheets, when the format has them.")
+    notes: list[str] = Field(description="What the extraction noticed (e.g. pages without a text layer).")
+    image: ImageInfo | None = Field(description="mode=image: the image block returned after this envelope.")
+    offset_bytes: int = Field(description="mode=bytes: first byte of this window.")
+    returned_bytes: int = Field(description="mode=bytes: bytes in this window.")
+    raw_base64: str | None = Field(description="mode=bytes: the window, base64-encoded; null otherwise.")
+    decoded_size_bytes: int | None = Field(
+        description="Decoded size of the attachment, when the whole of it was read."
+    )
+    untrusted_content: UntrustedContent
+
+
+def _base(ref: MessageRef, info: AttachmentInfo, mode: Mode, args: GetAttachmentInput) -> dict[str, Any]:
+    return {
+        "account_id": ref.account_id,
+        "message_id": ref.message_id,
+        "attachment": info,
+        "mode": mode,
+        "format": None,
+        "text": None,
+        "offset": args.offset if mode == "text" else 0,
+        "returned_chars": 0,
+        "total_chars": None,
+        "truncated": False,
+        "pages": None,
+        "notes": [],
+        "image": None,
+        "offset_bytes": args.offset_bytes if mode == "bytes" else 0,
+        "returned_bytes": 0,
+        "raw_base64": None,
+        "decoded_size_bytes": None,
+        "untrusted_content": UntrustedContent(fields=["attachment.filename", "text", "notes"]),
+    }
+
+
+def _again(ref: MessageRef, part_id: str, instruction: str, **arguments: Any) -> NextAction:
+    return NextAction(
+        instruction=instruction,
+        tool=NAME,
+        arguments={"message_id": ref.message_id, "part_id": part_id, **arguments},
+    )
+
+
+def _read_bytes(app: AppContext, ref: MessageRef, args: GetAttachmentInput) -> ToolResult[GetAttachmentData]:
+    server = app.config.server
+    max_bytes = min(args.max_bytes, server.max_raw_bytes)
+    if args.offset_bytes + max_bytes > server.max_attachment_bytes:
+        raise ToolFailure(
+            ErrorCode.LIMIT_EXCEEDED,
+            f"The window ends at byte {args.offset_bytes + max_bytes}, beyond max_attachment_bytes = "
+            f"{server.max_attachment_bytes} in [server]: no attachment is read further than that.",
+            details={"setting": "max_attachment_bytes", "limit": server.max_attachment_bytes},
+        )
+    window = io.BytesIO()
+    connection = app.connection(ref.account_id)
+    read = fetch_part(
+        connection, ref, args.part_id, window, max_bytes=max_bytes, skip_bytes=args.offset_bytes
+    )
+    data = window.getvalue()
+    end = args.offset_bytes + len(data)
+    payload = _base(ref, attachment_info(ref, read.part), "bytes", args)
+    payload.update(
+        returned_bytes=len(data),
+        raw_base64=base64.b64encode(data).decode("ascii"),
+        truncated=not read.complete,
+        decoded_size_bytes=read.decoded_end if read.complete else None,
+    )
+    warnings = []
+    if not read.complete:
+        payload["next_action"] = _again(
+            ref, args.part_id, "Read the next window", mode="bytes", offset_bytes=end, max_bytes=max_bytes
+        )
+        warnings.append(f"Window ends at byte {end}; call again with offset_bytes={end}.")
+    summary = f"{len(data)} byte(s) of attachment {args.part_id} from offset {args.offset_bytes}"
+    return ToolResult(summary=summary, data=GetAttachmentData(**payload), warnings=warnings)
+
+
+def _text_result(
+    ref: MessageRef, spooled: Spooled, window: TextWindow, args: GetAttachmentInput
+) -> ToolResult[GetAttachmentData]:
+    payload = _base(ref, attachment_info(ref, spooled.part), "text", args)
+    payload.update(
+        format=window.format,
+        text=window.text,
+        returned_chars=len(window.text or ""),
+        total_chars=window.total_chars,
+        truncated=window.more or window.cut,
+        pages=window.pages,
+        notes=window.notes,
+        decoded_size_bytes=spooled.read.decoded_end if spooled.read.complete else None,
+    )
+    warnings = list(window.warnings)
+    if window.issue is not None:
+        payload["status"] = "partial"
+        payload["issues"] = [window.issue]
+        payload["next_action"] = _again(
+            ref, args.part_id, "Read the attachment's bytes instead", mode="bytes"
+        )
+    elif window.more:
+        payload["next_action"] = _again(
+            ref,
+            args.part_id,
+            "Read the next window of text",
+            mode="text",
+            offset=window.next_offset,
+            max_chars=args.max_chars,
+        )
+        warnings.append(f"Text continues after character {window.next_offset}; call again with offset.")
+    name = spooled.part.filename or spooled.part.content_type
+    if window.issue is not None:
+        summary = f"Could not extract text from {name}: {window.issue.message}"
+    else:
+        summary = f"{len(window.text or '')} character(s) of text from {name} (offset {args.offset})"
+    return ToolResult(summary=summary[:240], data=GetAttachmentData(**payload), warnings=warnings)
+
+
+def handle(app: AppContext, args: GetAttachmentInput) -> ToolResult[GetAttachmentData]:
+    connection, ref = resolve_message(app, args.message_id)
+    if args.mode == "bytes":
+        return _read_bytes(app, ref, args)
+    server = app.config.server
+    chosen: list[str] = []
+    accept = image_limits_accept(server, args.mode, chosen, ref, args.part_id)
+    with spooled_part(
+        connection, ref, args.part_id, max_bytes=server.max_attachment_bytes, accept=accept
+    ) as spooled:
+        if chosen[0] == "image":
+            raise ToolFailure.invalid_input("mode", "images are not available yet; use mode='bytes'.")
+        max_chars = min(args.max_chars, server.max_attachment_text_chars)
+        window = read_text(spooled, server, offset=args.offset, max_chars=max_chars)
+        return _text_result(ref, spooled, window, args)
+
+
+TOOL = ToolSpec(
+    name=NAME,
+    title=TITLE,
+    description=DESCRIPTION,
+    input_model=GetAttachmentInput,
+    data_model=GetAttachmentData,
+    handle=handle,
+    errors=ERRORS,
+)
+
+__all__ = ["TOOL", "GetAttachmentData", "GetAttachmentInput", "ImageInfo", "Issue"]
