@@ -60,6 +60,7 @@ from tests.support.accounts import PASSWORD_ENV, config_toml
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import SEEN, EnvelopeClient
 from tests.support.mailgen import corpus, plain_message
+from tests.support.oauth2 import IntrospectionEndpoint, TokenHelper, new_token
 
 pytestmark = pytest.mark.anyio
 
@@ -1274,10 +1275,22 @@ def captured_log(caplog: pytest.LogCaptureFixture) -> str:
 
 @pytest.mark.usefixtures("no_password_in_any_envelope_of_the_session")
 async def test_password_never_appears_in_envelopes_logs_stderr_or_check_output(
-    dovecot: Dovecot, caplog: pytest.LogCaptureFixture, tmp_path: Path
+    dovecot: Dovecot,
+    oauth_dovecot: Dovecot,
+    introspection: IntrospectionEndpoint,
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
 ) -> None:
     secret = dovecot.password  # random per test session
     wrong = "wrong-" + os.urandom(12).hex()  # a unique wrong password, configured inline
+    # OAuth2 access tokens, unique to this test: one the server accepts (after a refused, expired one),
+    # one it refuses.
+    oauth_user = oauth_dovecot.new_user()
+    expired, token, bad_token = new_token("expired"), new_token("good"), new_token("bad")
+    introspection.accept(token, oauth_user)
+    good_helper = TokenHelper(tmp_path / "good-helper", expired, token, token, token)
+    bad_helper = TokenHelper(tmp_path / "bad-helper", bad_token)
+    tokens = {"expired token": expired, "access token": token, "refused token": bad_token}
     caplog.set_level(logging.DEBUG)  # includes imapclient's protocol log
     envelopes: list[dict[str, Any]] = []
 
@@ -1323,6 +1336,22 @@ async def test_password_never_appears_in_envelopes_logs_stderr_or_check_output(
             "port": dovecot.tls_port,
             "username": user,
             "password_env": "MIM_UNSET_PASSWORD_VAR",
+        },
+        "oauth": {
+            "host": oauth_dovecot.host,
+            "port": oauth_dovecot.tls_port,
+            "username": oauth_user,
+            "auth": "xoauth2",
+            "oauth2_token_command": good_helper.command,
+            "ca_file": str(oauth_dovecot.ca_file),
+        },
+        "oauth_bad": {
+            "host": oauth_dovecot.host,
+            "port": oauth_dovecot.tls_port,
+            "username": oauth_user,
+            "auth": "oauthbearer",
+            "oauth2_token_command": bad_helper.command,
+            "ca_file": str(oauth_dovecot.ca_file),
         },
     }
     config: Config = make_config(accounts)
@@ -1378,6 +1407,8 @@ async def test_password_never_appears_in_envelopes_logs_stderr_or_check_output(
             ("imap_list_mailboxes", {"account_id": "tls"}),
             ("imap_list_mailboxes", {"account_id": "cmd"}),
             ("imap_list_mailboxes", {"account_id": "wrong"}),
+            ("imap_list_mailboxes", {"account_id": "oauth"}),
+            ("imap_list_mailboxes", {"account_id": "oauth_bad"}),
             ("imap_search_messages", {"account_id": "tls", "limit": 2}),
             ("imap_list_accounts", {}),
         ],
@@ -1392,6 +1423,11 @@ async def test_password_never_appears_in_envelopes_logs_stderr_or_check_output(
     )
     check_output = check.stdout.decode() + check.stderr.decode()
     assert "ok   tls" in check_output and "FAIL wrong" in check_output, check_output
+    assert "ok   oauth" in check_output and "FAIL oauth_bad" in check_output, check_output
+    # The tokens crossed the wire (each helper ran: the good one after a refusal, in process, over stdio
+    # and in check), and imaplib's protocol log was on: their absence below means something.
+    assert good_helper.runs >= 4 and bad_helper.runs >= 2
+    assert any(record.name == "imapclient.imaplib" for record in caplog.records)
 
     captured = {
         "envelopes": json.dumps(envelopes),
@@ -1401,6 +1437,14 @@ async def test_password_never_appears_in_envelopes_logs_stderr_or_check_output(
         "stdio stderr": stdio_err,
         "check output": check_output,
     }
+    secrets = {"password": secret, "wrong inline password": wrong, **tokens}
+    for label, value in tokens.items():  # also as sent: inside a base64 SASL message
+        for response in (
+            f"user={oauth_user}\x01auth=Bearer {value}\x01\x01",
+            f"n,a={oauth_user},\x01host={oauth_dovecot.host}\x01port={oauth_dovecot.tls_port}"
+            f"\x01auth=Bearer {value}\x01\x01",
+        ):
+            secrets[f"{label} (SASL, base64)"] = base64.b64encode(response.encode()).decode()
     for where, text in captured.items():
-        for label, value in (("password", secret), ("wrong inline password", wrong)):
+        for label, value in secrets.items():
             assert value not in text, f"the {label} leaked into {where}"
