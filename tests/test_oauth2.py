@@ -7,8 +7,10 @@ stdio, and through ``mail-imap-mcp check`` as a user runs it.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -19,9 +21,9 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from mail_imap_mcp.config import Config
+from mail_imap_mcp.config import Config, load_config
 from tests.conftest import SESSION_PASSWORD, make_config, open_client
-from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
+from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml, env_account
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.oauth2 import IntrospectionEndpoint, TokenHelper, new_token
@@ -409,3 +411,33 @@ def test_check_diagnoses_each_oauth2_failure(
     for token in (good, good_bearer, wrong):
         assert token not in done.stdout
     assert helpers["wrong"].runs == 2
+
+
+@pytest.mark.anyio
+async def test_env_only_oauth2_account(
+    oauth_dovecot: Dovecot, oauth_user: str, helper: TokenHelper, good_token: str
+) -> None:
+    env = env_account(
+        oauth_dovecot,
+        oauth_user,
+        MAIL_IMAP_DEFAULT_PASS="",
+        MAIL_IMAP_DEFAULT_AUTH="oauthbearer",
+        MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND=json.dumps(helper.command),
+    )
+    (envelope,) = await call(load_config(None, {**env, "HOME": "/nonexistent"}))
+    assert envelope["success"], envelope
+    done = subprocess.run(
+        [SERVER, "check"], capture_output=True, text=True, timeout=60, env={"PATH": os.environ["PATH"], **env}
+    )
+    assert done.stdout.startswith(f"ok   default: 127.0.0.1:{oauth_dovecot.tls_port} (tls, oauthbearer)"), (
+        done
+    )
+    # Shell words work too; a failure names the variable to fix.
+    env["MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND"] = f"{shlex.quote(sys.executable)} -c 'raise SystemExit(4)'"
+    done = subprocess.run(
+        [SERVER, "check"], capture_output=True, text=True, timeout=60, env={"PATH": os.environ["PATH"], **env}
+    )
+    assert done.returncode == 1 and done.stderr == ""
+    assert "exited with status 4" in done.stdout
+    assert "of MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND)" in done.stdout
+    assert good_token not in done.stdout

@@ -119,7 +119,7 @@ def sasl_initial_response(method: AuthMethod, username: str, token: str, host: s
     raise ValueError(f"not an OAuth2 method: {method}")
 
 
-class _Exchange:
+class SaslExchange:
     """imaplib's AUTHENTICATE callback: sends the initial response on the server's first (empty)
     challenge; a later challenge is the server's error report (JSON), kept, and answered as the
     mechanism asks (XOAUTH2: empty; OAUTHBEARER: ``%x01``) so that the server ends with NO."""
@@ -143,7 +143,7 @@ class _Exchange:
 
 def authenticate(client: IMAPClient, config: AccountConfig, token: str) -> None:
     """``AUTHENTICATE`` with ``token``; :class:`OAuthRejected` (with the server's challenge) on NO or BAD."""
-    exchange = _Exchange(
+    exchange = SaslExchange(
         config.auth,
         sasl_initial_response(config.auth, config.username, token, config.host, config.effective_port),
     )
