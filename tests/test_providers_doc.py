@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from mail_imap_mcp.config import Security, load_config
-from mail_imap_mcp.imap.providers import GENERIC_LOGIN_HINT, login_hint
+from mail_imap_mcp.config import AuthMethod, Security, load_config
+from mail_imap_mcp.imap.providers import GENERIC_LOGIN_HINT, login_hint, oauth2_scope_hint
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "providers.md"
 
 EXPECTED = {
     "gmail": ("imap.gmail.com", 993, Security.TLS, "app password"),
+    "gmail-oauth2": ("imap.gmail.com", 993, Security.TLS, "OAuth2"),
     "icloud": ("imap.mail.me.com", 993, Security.TLS, "app-specific password"),
     "fastmail": ("imap.fastmail.com", 993, Security.TLS, "app password"),
     "yahoo": ("imap.mail.yahoo.com", 993, Security.TLS, "app password"),
@@ -47,3 +48,22 @@ def test_provider_block_loads_with_the_documented_settings(provider: str, tmp_pa
         assert login_hint(account.host) == GENERIC_LOGIN_HINT
     else:
         assert hint in login_hint(account.host)
+
+
+@pytest.mark.parametrize(
+    ("provider", "scope"),
+    [
+        ("gmail-oauth2", "https://mail.google.com/"),
+        ("microsoft", "https://outlook.office.com/IMAP.AccessAsUser.All"),
+    ],
+)
+def test_oauth2_blocks_use_a_token_helper_and_the_doc_names_their_scopes(
+    provider: str, scope: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(provider_blocks()[provider])
+    (account,) = load_config(path, env={}).accounts.values()
+    assert account.auth is AuthMethod.XOAUTH2
+    assert account.oauth2_token_command and account.password_source == "oauth2_token_command"
+    assert scope in (oauth2_scope_hint(account.host) or "")
+    assert scope in DOC.read_text()
