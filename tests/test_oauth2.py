@@ -7,6 +7,7 @@ stdio, and through ``mail-imap-mcp check`` as a user runs it.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
@@ -22,11 +23,13 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from mail_imap_mcp.config import Config, load_config
+from mail_imap_mcp.tools.context import AppContext
 from tests.conftest import SESSION_PASSWORD, make_config, open_client
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml, env_account
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.oauth2 import IntrospectionEndpoint, TokenHelper, new_token
+from tests.test_hostile_input import ImapRecorder
 
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
 
@@ -80,9 +83,12 @@ def good_token(introspection: IntrospectionEndpoint, oauth_user: str, helper: To
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("auth", ["xoauth2", "oauthbearer"])
+@pytest.mark.parametrize(
+    ("auth", "security"), [("xoauth2", "tls"), ("oauthbearer", "tls"), ("xoauth2", "starttls")]
+)
 async def test_login_with_a_good_token(
     auth: str,
+    security: str,
     oauth_dovecot: Dovecot,
     introspection: IntrospectionEndpoint,
     oauth_user: str,
@@ -90,7 +96,9 @@ async def test_login_with_a_good_token(
     good_token: str,
 ) -> None:
     asked = introspection.requests
-    (envelope,) = await call(one_account(oauth_account(oauth_dovecot, oauth_user, helper.command, auth)))
+    port = oauth_dovecot.tls_port if security == "tls" else oauth_dovecot.plain_port
+    settings = oauth_account(oauth_dovecot, oauth_user, helper.command, auth, security=security, port=port)
+    (envelope,) = await call(one_account(settings))
     assert envelope["success"], envelope
     assert envelope["data"]["mailboxes"][0]["name"] == "INBOX"
     assert helper.runs == 1
@@ -441,3 +449,37 @@ async def test_env_only_oauth2_account(
     assert "exited with status 4" in done.stdout
     assert "of MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND)" in done.stdout
     assert good_token not in done.stdout
+
+
+@pytest.mark.anyio
+async def test_on_the_wire_the_token_travels_only_in_the_sasl_continuation(
+    oauth_dovecot: Dovecot, introspection: IntrospectionEndpoint, oauth_user: str, helper: TokenHelper
+) -> None:
+    """The exact bytes of an XOAUTH2 login with one refused token, and the round trips a first call costs."""
+    expired, token = new_token("expired"), new_token("fresh")
+    introspection.accept(token, oauth_user)
+    helper.queue(expired, token)
+    recorder = ImapRecorder(oauth_dovecot.plain_port)
+    settings = oauth_account(oauth_dovecot, oauth_user, helper.command, port=recorder.port, security="plain")
+    config = one_account(settings)
+    app = AppContext.from_config(config)
+    try:
+        async for mcp in open_client(config, app):
+            await mcp.ok("imap_list_mailboxes")
+            trips = app.connection("default").round_trips
+    finally:
+        recorder.close()
+    (sent,) = (bytes(out) for out, _ in recorder.take())
+    lines = sent.split(b"\r\n")
+    verbs = [line.split(b" ")[1] for line in lines if b" " in line]
+    # No CAPABILITY: the tagged OK carried it. LOGOUT when the server closed.
+    assert verbs == [b"AUTHENTICATE", b"AUTHENTICATE", b"LIST", b"LOGOUT"]
+    authenticate = [index for index, line in enumerate(lines) if line.endswith(b" AUTHENTICATE XOAUTH2")]
+    assert len(authenticate) == 2
+    first, second = (lines[index + 1] for index in authenticate)
+    assert base64.b64decode(first) == f"user={oauth_user}\x01auth=Bearer {expired}\x01\x01".encode()
+    assert lines[authenticate[0] + 2] == b""  # the empty answer to the server's error challenge
+    assert base64.b64decode(second) == f"user={oauth_user}\x01auth=Bearer {token}\x01\x01".encode()
+    # TCP connect, greeting, AUTHENTICATE's "+", the refused token's challenge, the empty answer's NO,
+    # AUTHENTICATE's "+" again, the accepted token's OK, LIST. (Without SASL-IR, one more than LOGIN's.)
+    assert trips == 8

@@ -180,8 +180,10 @@ class Login:
         config = self._config
         if config.auth is AuthMethod.PASSWORD:
             return client.login(config.username, self._secret)
-        if not client.has_capability(f"AUTH={config.auth.mechanism}"):
-            raise mechanism_not_offered(self._account_id, config, client.capabilities())
+        # imaplib's capabilities: from the greeting, or asked anew after STARTTLS (no extra round trip).
+        offered = client._imap.capabilities
+        if f"AUTH={config.auth.mechanism}" not in offered:
+            raise mechanism_not_offered(self._account_id, config, offered)
         try:
             authenticate(client, config, self._secret)
         except OAuthRejected as refused:
