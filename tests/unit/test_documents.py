@@ -26,7 +26,6 @@ from tests.support.documents import (
 )
 
 LIMITS = ExtractLimits()
-IMPLEMENTED = {"pdf", "text", "csv", "docx", "xlsx", "pptx", "odt", "ods", "odp"}
 
 
 def live_children() -> list[str]:
@@ -63,14 +62,7 @@ def read(path: Path, item: Document, *, limits: ExtractLimits = LIMITS, **window
     return extract_text(path, item.content_type, item.filename, limits, **window)
 
 
-def corpus_format(item: Document) -> str | None:
-    return detect_format(item.content_type, item.filename, item.data[:4096])
-
-
-TEXT_ITEMS = [item for item in documents() if corpus_format(item) in IMPLEMENTED]
-
-
-@pytest.mark.parametrize("item", TEXT_ITEMS, ids=lambda item: item.name)
+@pytest.mark.parametrize("item", documents(), ids=lambda item: item.name)
 def test_corpus_item_gives_its_text_or_its_error(tmp_path: Path, item: Document) -> None:
     path = write(tmp_path, item)
     started = time.monotonic()
@@ -297,4 +289,69 @@ def test_a_truncated_office_file_fails_cleanly(tmp_path: Path) -> None:
     data = CORPUS["docx_tables"].data
     with pytest.raises(ExtractionError) as caught:
         extract_bytes(tmp_path, data[: len(data) // 2], "cut.docx")
+    assert caught.value.code == "extract_failed"
+
+
+def test_calendar_events_keep_time_zones_recurrence_and_people(tmp_path: Path) -> None:
+    item = CORPUS["ics_invite"]
+    result = read(write(tmp_path, item), item)
+    assert result.events is not None
+    weekly, closed, call = result.events
+    assert (weekly.start, weekly.end, weekly.timezone) == (
+        "2026-12-07T10:00:00+01:00",
+        "2026-12-07T11:00:00+01:00",
+        "Europe/Berlin",
+    )
+    assert weekly.recurrence == "FREQ=WEEKLY;COUNT=10;BYDAY=MO"
+    assert weekly.location == "Room 4.12, Berlin office"
+    assert weekly.organizer is not None
+    assert (weekly.organizer.name, weekly.organizer.address) == ("Ana Example", "ana@example.com")
+    assert [(a.address, a.role, a.partstat) for a in weekly.attendees] == [
+        ("bo@example.com", "REQ-PARTICIPANT", "NEEDS-ACTION"),
+        ("cy@example.org", "OPT-PARTICIPANT", "ACCEPTED"),
+    ]
+    assert weekly.description == "Agenda: status, risks\nBring the Q4 numbers."
+    assert (closed.all_day, closed.start, closed.end) == (True, "2026-12-24", "2026-12-26")
+    assert "When: 2026-12-24 to 2026-12-25 (all day)" in result.text
+    assert (call.end, call.timezone) == ("2026-12-08T16:30:00+00:00", "UTC")  # from DURATION
+    assert result.text.startswith("Calendar request: an invitation")
+
+
+def ics(tmp_path: Path, body: str) -> ExtractedText:
+    path = tmp_path / "x.ics"
+    path.write_text("BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:1\r\n" + body + "END:VEVENT\r\nEND:VCALENDAR\r\n")
+    return extract_text(path, "text/calendar", "x.ics", LIMITS, max_chars=5000)
+
+
+def test_calendar_time_zone_edge_cases_are_said(tmp_path: Path) -> None:
+    unknown = ics(tmp_path, "DTSTART;TZID=Custom/Nowhere:20261207T100000\r\nSUMMARY:odd\r\n")
+    assert unknown.events is not None
+    assert (unknown.events[0].start, unknown.events[0].timezone) == ("2026-12-07T10:00:00", "Custom/Nowhere")
+    assert any("'Custom/Nowhere' is unknown" in note for note in unknown.notes)
+    iana = ics(tmp_path, "DTSTART;TZID=America/New_York:20260707T100000\r\nSUMMARY:ny\r\n")
+    assert iana.events is not None
+    assert iana.events[0].start == "2026-07-07T10:00:00-04:00"
+    floating = ics(tmp_path, "DTSTART:20260707T100000\r\nSUMMARY:float\r\n")
+    assert any("floating time" in note for note in floating.notes)
+    broken = ics(tmp_path, "DTSTART:2026-99-99\r\nSUMMARY:bad date\r\n")
+    assert broken.events is not None
+    assert broken.events[0].summary == "bad date"
+    assert broken.events[0].start is None
+
+
+def test_calendar_text_is_cleaned_and_bounded(tmp_path: Path) -> None:
+    result = ics(tmp_path, "SUMMARY:Pay\u202eevil\u202c now\x1b[31m\r\nDESCRIPTION:" + "x" * 5000 + "\r\n")
+    assert result.events is not None
+    event = result.events[0]
+    assert event.summary == "Payevil now[31m"
+    assert event.description is not None
+    assert len(event.description) < 2100
+    assert event.description.endswith("[...]")
+
+
+def test_a_malformed_calendar_fails_cleanly(tmp_path: Path) -> None:
+    path = tmp_path / "bad.ics"
+    path.write_bytes(b"BEGIN:VCALENDAR\r\n\x00\x01garbage;;;:::\r\nEND:VCALENDAR\r\n")
+    with pytest.raises(ExtractionError) as caught:
+        extract_text(path, "text/calendar", None, LIMITS, max_chars=100)
     assert caught.value.code == "extract_failed"

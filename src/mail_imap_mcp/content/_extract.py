@@ -20,6 +20,10 @@ def _chunks(fmt: str, params: dict[str, Any], notes: list[str], meta: dict[str, 
         from ._office import office_chunks
 
         return office_chunks(path, fmt, notes, meta, params)
+    if fmt == "calendar":
+        from ._calendar import calendar_chunks
+
+        return calendar_chunks(path, notes, meta, params)
     raise ExtractionError("unsupported_format", f"No text extractor for format {fmt!r}.")
 
 

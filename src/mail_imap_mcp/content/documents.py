@@ -380,9 +380,25 @@ def _validated(result: dict[str, Any]) -> ExtractedText:
         raise ExtractionError(
             "extract_failed", "The extraction process returned a malformed answer."
         ) from exc
+    events = None
+    if extracted.events is not None:
+        events = [
+            CalendarEvent.model_validate(_clean_strings(event.model_dump())) for event in extracted.events
+        ]
     return extracted.model_copy(
         update={
             "text": remove_unsafe_characters(extracted.text),
             "notes": [remove_unsafe_characters(note)[:300] for note in extracted.notes[:50]],
+            "events": events,
         }
     )
+
+
+def _clean_strings(value: Any) -> Any:
+    if isinstance(value, str):
+        return remove_unsafe_characters(value)
+    if isinstance(value, dict):
+        return {key: _clean_strings(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_clean_strings(item) for item in value]
+    return value
