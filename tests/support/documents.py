@@ -75,24 +75,24 @@ def _cached(name: str, build: Callable[[], bytes]) -> bytes:
 
 @functools.lru_cache(maxsize=4)
 def deflated_zeros(size: int) -> tuple[bytes, int]:
-    """Raw deflate data that inflates to ``size`` zero bytes (size a multiple of 1 MiB), and its CRC-32.
+    """Raw deflate data that inflates to ``size`` zero bytes, and its CRC-32.
 
     With a full flush after each MiB the compressor resets its history, so every MiB
     compresses to the same ~1 KB block and the stream is that block repeated.
     """
-    assert size % MiB == 0
+    whole, rest = divmod(size, MiB)
     zeros = bytes(MiB)
     compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
     block = compressor.compress(zeros) + compressor.flush(zlib.Z_FULL_FLUSH)
-    data = block * (size // MiB) + compressor.flush()
+    data = block * whole + compressor.compress(bytes(rest)) + compressor.flush()
     crc = 0
-    for _ in range(size // MiB):
+    for _ in range(whole):
         crc = zlib.crc32(zeros, crc)
-    return data, crc
+    return data, zlib.crc32(bytes(rest), crc)
 
 
 def zlib_zeros(size: int) -> bytes:
-    """``size`` zero bytes in zlib format (what a PDF /FlateDecode stream holds)."""
+    """``size`` zero bytes in zlib format (a PDF /FlateDecode stream, a PNG IDAT)."""
     raw, _ = deflated_zeros(size)
     adler = ((size % 65521) << 16) | 1  # Adler-32 of zeros: A stays 1, B grows by 1 per byte
     return b"\x78\xda" + raw + struct.pack(">I", adler)
@@ -726,9 +726,13 @@ def _image(mode: str, size: tuple[int, int], fmt: str, **save: object) -> bytes:
 
 
 def _gif_animated() -> bytes:
-    from PIL import Image
+    from PIL import Image, ImageDraw
 
-    frames = [Image.new("P", (120, 80), color) for color in (1, 2, 3)]
+    frames = []
+    for index, color in enumerate(("red", "green", "blue")):
+        frame = Image.new("RGB", (120, 80), "white")
+        ImageDraw.Draw(frame).rectangle([10 + 30 * index, 10, 40 + 30 * index, 70], fill=color)
+        frames.append(frame)
     out = io.BytesIO()
     frames[0].save(out, "GIF", save_all=True, append_images=frames[1:], duration=100, loop=0)
     return out.getvalue()
@@ -736,6 +740,18 @@ def _gif_animated() -> bytes:
 
 def _png_chunk(kind: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def png_of_zeros(width: int, height: int) -> bytes:
+    """A valid, fully transparent RGBA PNG of any size in a small file (decoding needs 4 bytes a pixel)."""
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)
+    idat = zlib_zeros(height * (1 + 4 * width))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _png_chunk(b"IHDR", ihdr)
+        + _png_chunk(b"IDAT", idat)
+        + _png_chunk(b"IEND", b"")
+    )
 
 
 def _png_pixel_bomb() -> bytes:

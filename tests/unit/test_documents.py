@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -26,29 +25,7 @@ from tests.support.documents import (
 )
 
 LIMITS = ExtractLimits()
-
-
-def live_children() -> list[str]:
-    """Processes (zombies included) whose parent is this test process."""
-    me = str(os.getpid())
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if fields[1] == me:
-            found.append(f"{entry} {stat.split(' ', 2)[1]} state={fields[0]}")
-    return found
-
-
-@pytest.fixture(autouse=True)
-def no_leftover_children():
-    yield
-    assert live_children() == []
+pytestmark = pytest.mark.usefixtures("no_leftover_children")
 
 
 def write(tmp_path: Path, item: Document) -> Path:

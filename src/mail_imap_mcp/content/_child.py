@@ -29,6 +29,10 @@ def _run(task: str, params: dict[str, Any]) -> dict[str, Any]:
         from ._extract import extract_document
 
         return extract_document(params)
+    if task == "image":
+        from ._image import prepare_image_file
+
+        return prepare_image_file(params)
     raise ValueError(f"unknown task {task!r}")
 
 

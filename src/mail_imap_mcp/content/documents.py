@@ -20,8 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._window import TextCollector
 from .charsets import codec_for
-from .errors import ExtractionError, ExtractionErrorCode, format_bytes
-from .sandbox import SandboxLimits, run_in_sandbox
+from .errors import ExtractionError, ExtractionErrorCode
+from .sandbox import SandboxLimits, check_input, run_in_sandbox
 from .text import remove_unsafe_characters
 
 __all__ = [
@@ -296,24 +296,6 @@ def _read_plain(
     return {"format": fmt, **window, "notes": notes}
 
 
-def _check_input(path: Path, limits: ExtractLimits) -> int:
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise ExtractionError(
-            "extract_failed", f"The attachment file cannot be read ({exc.strerror})."
-        ) from exc
-    if size > limits.max_input_bytes:
-        raise ExtractionError(
-            "limit_exceeded",
-            f"The attachment is {format_bytes(size)}, larger than max_attachment_bytes "
-            f"({format_bytes(limits.max_input_bytes)}); it is not read as text. Fetch a byte range instead, "
-            "or raise [server] max_attachment_bytes.",
-            limit="max_attachment_bytes",
-        )
-    return size
-
-
 def _read_head(path: Path) -> bytes:
     with path.open("rb") as stream:
         return stream.read(_HEAD_BYTES)
@@ -338,7 +320,7 @@ def extract_text(
         raise ValueError("offset must be >= 0")
     if max_chars < 1:
         raise ValueError("max_chars must be >= 1")
-    _check_input(path, limits)
+    check_input(path, limits.max_input_bytes)
     fmt = detect_format(content_type, filename, _read_head(path))
     if fmt is None:
         raise ExtractionError(

@@ -21,11 +21,12 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .errors import ExtractionError, error_code, format_bytes
 
-__all__ = ["SandboxLimits", "run_in_sandbox"]
+__all__ = ["SandboxLimits", "check_input", "run_in_sandbox"]
 
 _CHILD_MODULE = "mail_imap_mcp.content._child"
 _MAX_STDERR_BYTES = 64 * 1024
@@ -40,6 +41,25 @@ class SandboxLimits:
     cpu_s: float
     memory_bytes: int
     max_response_bytes: int
+
+
+def check_input(path: Path, max_input_bytes: int) -> int:
+    """The size of the attachment file; ``limit_exceeded`` (max_attachment_bytes) when too big."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise ExtractionError(
+            "extract_failed", f"The attachment file cannot be read ({exc.strerror})."
+        ) from exc
+    if size > max_input_bytes:
+        raise ExtractionError(
+            "limit_exceeded",
+            f"The attachment is {format_bytes(size)}, larger than max_attachment_bytes "
+            f"({format_bytes(max_input_bytes)}); it is not read. Fetch a byte range instead, "
+            "or raise [server] max_attachment_bytes.",
+            limit="max_attachment_bytes",
+        )
+    return size
 
 
 def _child_env() -> dict[str, str]:
