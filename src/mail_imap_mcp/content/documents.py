@@ -343,13 +343,9 @@ def extract_text(
             "max_archive_members": limits.max_archive_members,
             "max_compression_ratio": limits.max_compression_ratio,
         }
-        sandbox = SandboxLimits(
-            timeout_s=limits.timeout_s,
-            cpu_s=limits.cpu_s,
-            memory_bytes=limits.memory_bytes,
-            max_response_bytes=8 * (min(offset + max_chars, limits.max_chars) + 1) + 4 * _MiB,
-        )
-        result = run_in_sandbox("document", params, sandbox)
+        # Up to 4 UTF-8 bytes a character plus JSON escapes, and room for calendar events.
+        response_cap = 8 * (min(offset + max_chars, limits.max_chars) + 1) + 4 * _MiB
+        result = run_in_sandbox("document", params, SandboxLimits.of(limits, response_cap))
     return _validated(result)
 
 

@@ -95,13 +95,9 @@ def prepare_image(path: Path, content_type: str, limits: ImageLimits) -> Prepare
         "max_dimension": limits.max_dimension,
         "max_output_bytes": limits.max_output_bytes,
     }
-    sandbox = SandboxLimits(
-        timeout_s=limits.timeout_s,
-        cpu_s=limits.cpu_s,
-        memory_bytes=limits.memory_bytes,
-        max_response_bytes=2 * limits.max_output_bytes + 64 * 1024,
+    result = run_in_sandbox(
+        "image", params, SandboxLimits.of(limits, 2 * limits.max_output_bytes + 64 * 1024)
     )
-    result = run_in_sandbox("image", params, sandbox)
     return _validated(result, limits)
 
 

@@ -22,25 +22,40 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .errors import ExtractionError, error_code, format_bytes
 
-__all__ = ["SandboxLimits", "check_input", "run_in_sandbox"]
+__all__ = ["ChildLimits", "SandboxLimits", "check_input", "run_in_sandbox"]
 
 _CHILD_MODULE = "mail_imap_mcp.content._child"
 _MAX_STDERR_BYTES = 64 * 1024
 _READ_CHUNK = 64 * 1024
 
 
+class ChildLimits(Protocol):
+    """The resource limits of a child (ExtractLimits and ImageLimits have them)."""
+
+    @property
+    def timeout_s(self) -> float: ...
+    @property
+    def cpu_s(self) -> float: ...
+    @property
+    def memory_bytes(self) -> int: ...
+
+
 @dataclass(frozen=True)
 class SandboxLimits:
-    """Resource limits of one child run (the public models in documents.py/images.py map here)."""
+    """Resource limits of one child run."""
 
     timeout_s: float
     cpu_s: float
     memory_bytes: int
     max_response_bytes: int
+
+    @classmethod
+    def of(cls, limits: ChildLimits, max_response_bytes: int) -> SandboxLimits:
+        return cls(limits.timeout_s, limits.cpu_s, limits.memory_bytes, max_response_bytes)
 
 
 def check_input(path: Path, max_input_bytes: int) -> int:
