@@ -4,6 +4,8 @@ streamable HTTP client, with every envelope checked against its tool's outputSch
 from __future__ import annotations
 
 import base64
+import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ from tests.support.http_server import (
     new_token,
     start_http_server,
 )
+from tests.test_readme import readme_block
 
 pytestmark = pytest.mark.anyio
 
@@ -364,3 +367,36 @@ async def test_sigterm_cancels_a_call_that_outlives_the_grace_period(
         # grace (1 s) + open streams (at most 2 s) + logout (at most 0.8 s), with room for a loaded machine
         assert took < 6, took
         assert "1 call(s) still running after the grace period" in server.log()
+
+
+async def test_the_readme_http_setup_works_as_written(tmp_path: Path, dovecot: Dovecot, user: str) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home), "PATH": os.environ["PATH"]}
+    subprocess.run(["bash", "-c", readme_block("http-token")], env=env, check=True, timeout=30)
+    token_file = home / ".config" / "mail-imap-mcp" / "http-token"
+    assert token_file.stat().st_mode & 0o077 == 0
+    token = token_file.read_text().strip()
+    config = home / ".config" / "mail-imap-mcp" / "config.toml"
+    config.write_text(config_toml({"default": account_settings(dovecot, user)}) + readme_block("http-config"))
+    command = (
+        readme_block("http-serve").strip().replace("~/.local/share/mail-imap-mcp/bin/mail-imap-mcp", SERVER)
+    )
+    command = command.replace("--port 8000", "--port 0")  # the one change: never a fixed port in tests
+    server = start_http_server(config, env=env, argv=["bash", "-c", f"exec {command}"])
+    try:
+        entry = json.loads(readme_block("http-client"))["mcpServers"]["mail"]
+        assert entry["type"] == "http" and entry["url"].endswith("/mcp")
+        headers = {
+            name: value.replace("<the token from http-token>", token)
+            for name, value in entry["headers"].items()
+        }
+        async with http_client(server.url, None, headers=headers) as mcp:
+            (account,) = (await mcp.ok("imap_list_accounts"))["accounts"]
+            assert account["username"] == user
+        async with httpx2.AsyncClient() as http:
+            refused = await http.post(server.url, json=INITIALIZE_REQUEST, headers=MCP_HEADERS)
+            assert refused.status_code == 401
+    finally:
+        server.stop()
+    assert token not in server.log()

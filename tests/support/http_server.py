@@ -69,17 +69,23 @@ class HttpServer:
 
 
 def start_http_server(
-    config: Path, *args: str, token: str | None = None, env: dict[str, str] | None = None, timeout: float = 30
+    config: Path,
+    *args: str,
+    token: str | None = None,
+    env: dict[str, str] | None = None,
+    argv: list[str] | None = None,
+    timeout: float = 30,
 ) -> HttpServer:
-    """Start the server for ``config`` (``--port 0`` unless ``args`` say otherwise) and wait until it
-    listens; ``token`` is handed over in ``TOKEN_ENV`` (the config's ``[http] token_env``)."""
+    """Start the server for ``config`` (``--port 0`` unless ``args`` say otherwise; ``argv`` replaces
+    the whole command) and wait until it listens; ``token`` is handed over in ``TOKEN_ENV`` (the
+    config's ``[http] token_env``)."""
     log_path = config.parent / f"http-server-{next(_numbers)}.log"
     environ = {**os.environ, **(env or {})}
     if token is not None:
         environ[TOKEN_ENV] = token
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            [SERVER, "serve", "--config", str(config), "--transport", "http", "--port", "0", *args],
+            argv or [SERVER, "serve", "--config", str(config), "--transport", "http", "--port", "0", *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,
