@@ -19,6 +19,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,10 @@ from .errors import ExtractionError, error_code, format_bytes
 __all__ = ["ChildLimits", "SandboxLimits", "check_input", "run_in_sandbox"]
 
 _CHILD_MODULE = "mail_imap_mcp.content._child"
+# At most this many children at once (each may use memory_bytes of address space); further
+# extractions wait for a slot within their own wall-clock limit.
+MAX_CONCURRENT_CHILDREN = max(2, os.cpu_count() or 2)
+_SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_CHILDREN)
 _MAX_STDERR_BYTES = 64 * 1024
 _READ_CHUNK = 64 * 1024
 
@@ -98,6 +103,20 @@ def run_in_sandbox(task: str, params: dict[str, Any], limits: SandboxLimits) -> 
     """
     request = json.dumps({"task": task, "params": params}).encode()
     started = time.monotonic()
+    if not _SLOTS.acquire(timeout=limits.timeout_s):
+        raise ExtractionError(
+            "limit_exceeded",
+            f"{MAX_CONCURRENT_CHILDREN} other extractions were running for the whole extract_timeout_s "
+            f"({limits.timeout_s:g} s); try again shortly.",
+            limit="extract_timeout_s",
+        )
+    try:
+        return _run_child(request, started, limits)
+    finally:
+        _SLOTS.release()
+
+
+def _run_child(request: bytes, started: float, limits: SandboxLimits) -> dict[str, Any]:
     try:
         proc = subprocess.Popen(
             child_command(limits),

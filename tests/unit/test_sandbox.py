@@ -1,0 +1,139 @@
+"""The extraction child: its limits, isolation and bounded answers (real child processes)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from mail_imap_mcp.content import sandbox
+from mail_imap_mcp.content.documents import ExtractionError, ExtractLimits, extract_text
+from mail_imap_mcp.content.sandbox import SandboxLimits, run_in_sandbox
+from tests.support.documents import CORPUS, operator_flood_pdf
+from tests.unit.conftest import live_children
+
+pytestmark = pytest.mark.usefixtures("no_leftover_children")
+
+
+def pdf_params(path: Path, **extra: object) -> dict[str, object]:
+    return {
+        "format": "pdf",
+        "path": str(path),
+        "offset": 0,
+        "max_chars": 1000,
+        "hard_cap": 1000,
+        "memory_bytes": 512 << 20,
+        **extra,
+    }
+
+
+def _row(limits: str, name: str) -> str:
+    return next((line for line in limits.splitlines() if line.startswith(name)), "")
+
+
+def test_the_child_runs_with_its_limits_in_its_own_session_and_a_bare_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MIM_SANDBOX_CANARY", "secret-value")
+    path = tmp_path / "flood.pdf"
+    path.write_bytes(operator_flood_pdf())
+    seen: dict[str, str] = {}
+
+    def watch() -> None:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not seen:
+            for child in live_children():
+                pid = int(child.split()[0])
+                try:
+                    seen["limits"] = Path(f"/proc/{pid}/limits").read_text()
+                    seen["environ"] = Path(f"/proc/{pid}/environ").read_bytes().decode()
+                    seen["session"] = str(os.getsid(pid) == pid)
+                    seen["cmdline"] = Path(f"/proc/{pid}/cmdline").read_bytes().decode()
+                except OSError:
+                    seen.clear()
+                    continue
+                # The child limits itself first thing; wait until it has.
+                if "_child" not in seen["cmdline"] or "unlimited" in _row(seen["limits"], "Max address space"):
+                    seen.clear()
+                    continue
+                return
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    limits = ExtractLimits(timeout_s=4, cpu_s=3, memory_bytes=300 << 20)
+    with pytest.raises(ExtractionError):
+        extract_text(path, "application/pdf", None, limits, max_chars=100)
+    watcher.join()
+    assert seen, "the child was not observed"
+    rows = {line[:26].strip(): line[26:].split() for line in seen["limits"].splitlines()[1:]}
+    assert rows["Max address space"][:2] == [str(300 << 20)] * 2
+    assert rows["Max cpu time"][:2] == ["3", "4"]
+    assert rows["Max file size"][:2] == ["0", "0"]
+    assert rows["Max core file size"][:2] == ["0", "0"]
+    assert rows["Max open files"][:2] == ["32", "32"]
+    assert seen["session"] == "True"
+    assert "MIM_SANDBOX_CANARY" not in seen["environ"]
+    assert sorted(item.split("=")[0] for item in seen["environ"].split("\0") if item) == [
+        "LC_ALL",
+        "MALLOC_ARENA_MAX",
+        "PATH",
+    ]
+    assert seen["cmdline"].split("\0")[1:3] == ["-I", "-B"]
+
+
+def test_an_oversized_answer_is_discarded(tmp_path: Path) -> None:
+    path = tmp_path / "a.pdf"
+    path.write_bytes(CORPUS["pdf_multipage"].data)
+    with pytest.raises(ExtractionError) as caught:
+        run_in_sandbox("document", pdf_params(path), SandboxLimits(10, 10, 512 << 20, max_response_bytes=64))
+    assert caught.value.code == "extract_failed"
+    assert "more than 64 bytes" in caught.value.message
+
+
+def test_an_unknown_task_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    with pytest.raises(ExtractionError) as caught:
+        run_in_sandbox("format_disk", {}, SandboxLimits(10, 10, 512 << 20, 1 << 20))
+    assert caught.value.code == "extract_failed"
+
+
+def test_a_missing_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ExtractionError) as caught:
+        run_in_sandbox(
+            "document", pdf_params(tmp_path / "gone.pdf"), SandboxLimits(10, 10, 512 << 20, 1 << 20)
+        )
+    assert caught.value.code == "extract_failed"
+
+
+def test_concurrent_extractions_share_a_bounded_number_of_children(tmp_path: Path) -> None:
+    item = CORPUS["pdf_text"]
+    path = tmp_path / "a.pdf"
+    path.write_bytes(item.data)
+    most = 0
+    done = threading.Event()
+
+    def count() -> None:
+        nonlocal most
+        while not done.is_set():
+            most = max(most, len(live_children()))
+            time.sleep(0.005)
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            results = list(
+                pool.map(
+                    lambda _: extract_text(path, item.content_type, None, ExtractLimits(), max_chars=500),
+                    range(8),
+                )
+            )
+    finally:
+        done.set()
+        counter.join()
+    assert all("Contract total" in result.text for result in results)
+    assert 1 <= most <= sandbox.MAX_CONCURRENT_CHILDREN
