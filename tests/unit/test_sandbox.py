@@ -57,7 +57,9 @@ def test_the_child_runs_with_its_limits_in_its_own_session_and_a_bare_environmen
                     seen.clear()
                     continue
                 # The child limits itself first thing; wait until it has.
-                if "_child" not in seen["cmdline"] or "unlimited" in _row(seen["limits"], "Max address space"):
+                if "_child" not in seen["cmdline"] or "unlimited" in _row(
+                    seen["limits"], "Max address space"
+                ):
                     seen.clear()
                     continue
                 return
