@@ -103,7 +103,12 @@ async def test_login_with_a_good_token(
     assert envelope["data"]["mailboxes"][0]["name"] == "INBOX"
     assert helper.runs == 1
     assert introspection.requests == asked + 1
-    assert f"method={auth.upper()}" in oauth_dovecot.log_tail(30)
+    # Dovecot's log process writes the login line a moment later, among other tests' lines.
+    logged = f"Login: user=<{oauth_user}>, method={auth.upper()}"
+    deadline = time.monotonic() + 10
+    while logged not in oauth_dovecot.log_path.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert logged in oauth_dovecot.log_path.read_text()
 
 
 @pytest.mark.anyio
@@ -230,12 +235,12 @@ async def test_a_hanging_token_command_is_stopped_with_what_it_started(
         f"pathlib.Path({str(marker)!r}).write_text(str(p.pid)); p.wait()"
     )
     settings = oauth_account(
-        oauth_dovecot, oauth_user, [sys.executable, "-c", script], oauth2_token_timeout_s=1
+        oauth_dovecot, oauth_user, [sys.executable, "-c", script], oauth2_token_timeout_s=3
     )
     started = time.monotonic()
     error = await failure(one_account(settings))
-    assert time.monotonic() - started < 6
-    assert "did not finish within 1s and was stopped" in error["message"]
+    assert time.monotonic() - started < 10  # 3 s, plus start-up on a loaded machine
+    assert "did not finish within 3s and was stopped" in error["message"]
     grandchild = int(marker.read_text())
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and _alive(grandchild):
