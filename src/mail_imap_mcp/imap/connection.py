@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
 from imapclient.imapclient import _literal, join_message_ids, seq_to_parenstr_upper
-from imapclient.response_parser import parse_fetch_response
+from imapclient.response_parser import parse_fetch_response, parse_response
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from mail_imap_mcp.config import AccountConfig, Security
@@ -336,6 +336,40 @@ class ImapSession:
                     return int(value)
         return 0
 
+    def uid_sort_by_date(self, criteria: list[bytes | str | int], *, charset: str | None = None) -> list[int]:
+        """``UID SORT (REVERSE DATE)`` (RFC 5256): matching UIDs, newest sent date first.
+
+        The server's sort key is the Date header in UTC, else INTERNALDATE; ties keep mailbox order.
+        Only where the server advertises SORT (raises ``ValueError`` otherwise)."""
+        data = self._rfc5256("SORT", "SORT", b"(REVERSE DATE)", criteria, charset)
+        return [int(tok) for line in data if line for tok in line.split() if tok.isdigit()]
+
+    def uid_thread_references(
+        self, criteria: list[bytes | str | int], *, charset: str | None = None
+    ) -> list[list[int]]:
+        """``UID THREAD REFERENCES`` (RFC 5256) of the matching messages: one UID list per thread.
+
+        Only where the server advertises THREAD=REFERENCES (raises ``ValueError`` otherwise)."""
+        data = self._rfc5256("THREAD", "THREAD=REFERENCES", b"REFERENCES", criteria, charset)
+        return [sorted(set(_leaves(tree, int))) for tree in parse_response([d for d in data if d])]
+
+    def _rfc5256(
+        self,
+        command: str,
+        capability: str,
+        head: bytes,
+        criteria: list[bytes | str | int],
+        charset: str | None,
+    ) -> list[Any]:
+        """``UID SORT``/``UID THREAD`` with ``head`` (criteria or algorithm), the charset and the search keys."""
+        if capability not in self.capabilities:
+            raise ValueError(f"{capability} is not advertised by the server")
+        args: list[bytes] = [head, (charset or "US-ASCII").encode("ascii")]
+        args += [_encode_search_token(item, charset) for item in criteria or [b"ALL"]]
+        with self._selected_mailbox_errors():
+            data: list[Any] = self._client._raw_command_untagged(command.encode("ascii"), args)
+        return data
+
     def fetch(self, uids: list[int], items: list[str]) -> dict[int, dict[bytes, Any]]:
         """``UID FETCH`` of ``items`` for ``uids`` (items must be PEEK/metadata: never sets \\Seen).
 
@@ -365,6 +399,23 @@ class ImapSession:
         if sum(1 for item in data if _starts_fetch_response(item)) != len(answer):
             raise SelectionStale()
         return answer
+
+    def fetch_range(self, uids: Sequence[int], items: list[str]) -> dict[int, dict[bytes, Any]]:
+        """``UID FETCH`` of ``items`` for ``uids`` sent as one compact UID set (``1:500,502``), for long
+        lists (metadata or PEEK items only); answers for other UIDs are dropped."""
+        wanted = set(uids)
+        if not wanted:
+            return {}
+        client = self.client
+        client._imap.untagged_responses.pop("FETCH", None)
+        imap = client._imap
+        with self._selected_mailbox_errors():
+            tag = imap._command("UID", "FETCH", format_uid_set(sorted(wanted)), seq_to_parenstr_upper(items))
+            typ, data = imap._command_complete("FETCH", tag)
+            client._checkok("fetch", typ, data)
+            typ, data = imap._untagged_response(typ, data, "FETCH")
+        response = parse_fetch_response(data, client.normalise_times, True)
+        return {uid: answer for uid, answer in response.items() if uid in wanted}
 
     @contextmanager
     def _selected_mailbox_errors(self) -> Iterator[None]:
@@ -591,11 +642,16 @@ _FETCH_START = re.compile(rb"\d+ \(")
 
 def _flatten(item: Any) -> Iterator[bytes]:
     """The bytes of an untagged response, whose literals imaplib keeps as tuples."""
-    if isinstance(item, bytes):
+    return _leaves(item, bytes)
+
+
+def _leaves(item: Any, kind: type[T]) -> Iterator[T]:
+    """The values of type ``kind`` in nested tuples and lists (a parsed response), in order."""
+    if isinstance(item, kind):
         yield item
     elif isinstance(item, tuple | list):
         for part in item:
-            yield from _flatten(part)
+            yield from _leaves(part, kind)
 
 
 def _encode_search_token(item: bytes | str | int, charset: str | None) -> bytes:

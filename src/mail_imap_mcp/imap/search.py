@@ -106,6 +106,25 @@ class SearchFilter:
         return any(s is not None and not s.isascii() for s in strings)
 
 
+def seal(payload: Any) -> str:
+    """An opaque cursor: compact JSON behind a checksum (against accidents, not forgery), URL-safe base64."""
+    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    check = hashlib.sha256(body).digest()[:6]
+    return base64.urlsafe_b64encode(check + body).decode().rstrip("=")
+
+
+def unseal(token: str) -> bytes:
+    """The JSON body of a cursor made by :func:`seal`; :class:`CursorError` when garbled."""
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    except (binascii.Error, ValueError):
+        raise CursorError("cursor is not valid base64") from None
+    check, body = raw[:6], raw[6:]
+    if len(raw) < 8 or hashlib.sha256(body).digest()[:6] != check:
+        raise CursorError("cursor is garbled or truncated")
+    return body
+
+
 @dataclass
 class CursorState:
     """Everything the next page needs; serialised into the opaque cursor string."""
@@ -121,19 +140,11 @@ class CursorState:
     v: int = field(default=CURSOR_VERSION)
 
     def encode(self) -> str:
-        body = json.dumps(asdict(self), separators=(",", ":"), ensure_ascii=False).encode()
-        check = hashlib.sha256(body).digest()[:6]
-        return base64.urlsafe_b64encode(check + body).decode().rstrip("=")
+        return seal(asdict(self))
 
     @classmethod
     def decode(cls, token: str) -> CursorState:
-        try:
-            raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        except (binascii.Error, ValueError):
-            raise CursorError("cursor is not valid base64") from None
-        check, body = raw[:6], raw[6:]
-        if len(raw) < 8 or hashlib.sha256(body).digest()[:6] != check:
-            raise CursorError("cursor is garbled or truncated")
+        body = unseal(token)
         try:
             fields: dict[str, Any] = json.loads(body)
             state = cls(**fields)
@@ -194,15 +205,55 @@ def search_page(
         if total == 0:
             return SearchPage(state, [], 0, False, None)
 
-    wanted = limit + 1
+    matches, upper = newest_matches(
+        session,
+        state,
+        criteria,
+        charset=charset,
+        wanted=limit + 1,
+        below=None if cursor is None else cursor.anchor_uid,
+        upper=cursor.upper_uid if cursor else None,
+    )
+
+    if total is None:
+        total = session.refresh_counts(state).exists
+    page = matches[:limit]
+    returned = (cursor.returned if cursor else 0) + len(page)
+    has_more = len(matches) > limit
+    next_cursor = None
+    if has_more and page:
+        next_cursor = CursorState(
+            account_id=account_id,
+            mailbox=mailbox,
+            uidvalidity=state.uidvalidity,
+            filter_digest=filter_digest,
+            upper_uid=upper,
+            anchor_uid=page[-1],
+            total=total,
+            returned=returned,
+        )
+    return SearchPage(state, page, total, bool(next_cursor), next_cursor)
+
+
+def newest_matches(
+    session: ImapSession,
+    state: MailboxState,
+    criteria: list[bytes | str | int],
+    *,
+    charset: str | None,
+    wanted: int,
+    below: int | None,
+    upper: int | None,
+) -> tuple[list[int], int]:
+    """Up to about ``wanted`` matching UIDs below ``below`` (None: up to '*') and at most ``upper``,
+    newest first, searched in UID windows that grow until enough are found; and the snapshot's upper UID
+    (``upper``, or on a first search the highest UID seen, so later arrivals stay out of later pages)."""
     window = _unfiltered_window(state, wanted)
-    if not search.is_all:
+    if criteria:
         window = max(window, MIN_FILTERED_WINDOW)
-    # The first page reads up to '*' so messages that arrived after EXAMINE are included.
-    hi: int | None = None if cursor is None else cursor.anchor_uid - 1
-    upper = cursor.upper_uid if cursor else None
+    # The first search reads up to '*' so messages that arrived after EXAMINE are included.
+    hi: int | None = None if below is None else below - 1
     matches: list[int] = []
-    lo = 1
     while True:
         top = hi if hi is not None else max(state.uidnext - 1, 1)
         if hi is not None and hi < 1:
@@ -219,22 +270,4 @@ def search_page(
             break
         hi = lo - 1
         window *= WINDOW_GROWTH
-
-    if total is None:
-        total = session.refresh_counts(state).exists
-    page = matches[:limit]
-    returned = (cursor.returned if cursor else 0) + len(page)
-    has_more = len(matches) > limit
-    next_cursor = None
-    if has_more and page:
-        next_cursor = CursorState(
-            account_id=account_id,
-            mailbox=mailbox,
-            uidvalidity=state.uidvalidity,
-            filter_digest=filter_digest,
-            upper_uid=upper or 0,
-            anchor_uid=page[-1],
-            total=total,
-            returned=returned,
-        )
-    return SearchPage(state, page, total, bool(next_cursor), next_cursor)
+    return matches, upper or 0

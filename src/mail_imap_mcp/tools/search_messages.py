@@ -5,35 +5,43 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, ToolFailure
+from mail_imap_mcp.envelope import Issue, MultiItemData, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged
 from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
 from mail_imap_mcp.imap.models import MessageSummary
 from mail_imap_mcp.imap.search import (
-    CursorError,
     CursorState,
     SearchFilter,
     SearchPage,
     search_page,
 )
+from mail_imap_mcp.imap.sort import DATE_WINDOW
 from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
 from mail_imap_mcp.tools.messages import MailboxName, SearchText, UntrustedContent, conflict
+from mail_imap_mcp.tools.search_across import (
+    MAX_MAILBOXES,
+    decode_cursor,
+    handle_ordered,
+    page_next_action,
+)
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_search_messages"
 TITLE = "Search messages"
 DESCRIPTION = (
-    "Search one mailbox and return message summaries, newest first (arrival order), with sender, "
-    "subject, date, flags and a snippet of the body. All filters are optional and combine with AND; "
+    "Search a mailbox and return message summaries, newest first (arrival order; sort='date' for sent "
+    "date), with sender, subject, date, flags and a snippet of the body: the snippet usually answers "
+    "'what did X say'. mailbox='*' finds mail in any folder (every mailbox but Trash and Junk; name "
+    "those, or pass a list of mailboxes, to choose). All filters are optional and combine with AND; "
     "no filter lists the newest messages. Non-ASCII search text works. Page with `cursor` "
-    "(from data.next_cursor, same filters). Read a message with imap_get_message and its message_id. "
-    "Never marks anything as read."
+    "(from data.next_cursor, same filters). Read a message with imap_get_message and its message_id; "
+    "its whole conversation with imap_get_thread. Never marks anything as read."
 )
 
 FILTER_FIELDS = (
@@ -66,7 +74,25 @@ class SearchMessagesInput(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     account_id: AccountId = DEFAULT_ACCOUNT
-    mailbox: MailboxName = "INBOX"
+    mailbox: MailboxName = Field(
+        default="INBOX",
+        description="Mailbox name from imap_list_mailboxes; '*' searches every mailbox except Trash and "
+        "Junk/Spam (and virtual ones such as All Mail), which are searched only when named in `mailboxes`. "
+        "Results of several mailboxes are merged newest first and each summary names its mailbox.",
+    )
+    mailboxes: list[MailboxName] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_MAILBOXES,
+        description="Search these mailboxes instead of `mailbox`; '*' among them stands for every mailbox, "
+        "e.g. ['*', 'Trash'] adds Trash to it.",
+    )
+    sort: Literal["arrival", "date"] = Field(
+        default="arrival",
+        description="arrival: newest received first (UID order); date: newest sent date (Date header) "
+        "first, through the server's SORT where it has one, else sorted here in blocks of the "
+        f"{DATE_WINDOW} newest matches (a warning says when a search spans several).",
+    )
     query: SearchText | None = Field(default=None, description="Full-text search in headers and body.")
     from_: SearchText | None = Field(default=None, alias="from", description="Sender contains this text.")
     to: SearchText | None = Field(default=None, description="To contains this text.")
@@ -103,12 +129,15 @@ class SearchMessagesInput(BaseModel):
 
 class SearchMessagesData(MultiItemData):
     account_id: str = Field(description="Account searched.")
-    mailbox: str = Field(description="Mailbox searched.")
-    total: int = Field(description="Messages matching the filters when the search started.")
+    mailbox: str = Field(description="Mailbox searched, as given ('*' or the names joined by ', ').")
+    mailboxes: list[str] = Field(description="Mailboxes this page searched.")
+    total: int = Field(
+        description="Messages matching the filters when the search started, summed over the mailboxes."
+    )
     attempted: int = Field(description="Messages this page tried to read.")
     returned: int = Field(description="Messages in `messages`.")
     failed: int = Field(description="Messages that could not be read (see issues).")
-    messages: list[MessageSummary] = Field(description="This page, newest first.")
+    messages: list[MessageSummary] = Field(description="This page, newest first (arrival or sent date).")
     next_cursor: str | None = Field(description="Pass as `cursor` (with the same filters) for the next page.")
     has_more: bool = Field(description="True when another page exists (see next_cursor).")
     untrusted_content: UntrustedContent
@@ -165,39 +194,77 @@ def _digest(args: SearchMessagesInput) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
-def _decode_cursor(args: SearchMessagesInput, account_id: str, digest: str) -> CursorState | None:
-    if args.cursor is None:
-        return None
-    try:
-        state = CursorState.decode(args.cursor)
-    except CursorError as exc:
-        raise ToolFailure.invalid_input(
-            "cursor",
-            f"{exc}. Rerun the search without a cursor to start again.",
-        ) from None
-    if (state.account_id, state.mailbox) != (account_id, args.mailbox) or state.filter_digest != digest:
-        raise ToolFailure.invalid_input(
-            "cursor",
-            "it belongs to a search with a different account, mailbox or filters. "
-            "Pass exactly the filters of the first page with this cursor, or drop the cursor to start a new search.",
-        )
-    return state
-
-
 def _same_search(args: SearchMessagesInput, account_id: str) -> dict[str, Any]:
     arguments = args.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True)
     arguments.pop("cursor", None)
     arguments["account_id"] = account_id
-    arguments["mailbox"] = args.mailbox
+    if args.mailboxes is None:
+        arguments["mailbox"] = args.mailbox
     return arguments
 
 
+def untrusted_fields() -> UntrustedContent:
+    return UntrustedContent(
+        fields=[
+            "messages[].from",
+            "messages[].to",
+            "messages[].cc",
+            "messages[].subject",
+            "messages[].snippet",
+        ]
+    )
+
+
+def charset_refused(account_id: str, mailbox: str) -> ToolResult[SearchMessagesData]:
+    """The answer when the server refuses CHARSET UTF-8: nothing searched, said so (never a silent empty)."""
+    message = (
+        "The server refused CHARSET UTF-8, so non-ASCII search text cannot be matched on this server; "
+        "retry with ASCII-only terms."
+    )
+    data = SearchMessagesData(
+        account_id=account_id,
+        mailbox=mailbox,
+        mailboxes=[],
+        total=0,
+        attempted=0,
+        returned=0,
+        failed=0,
+        messages=[],
+        next_cursor=None,
+        has_more=False,
+        status="partial",
+        issues=[Issue(code="charset_unsupported", stage="search", message=message, retryable=False)],
+        untrusted_content=UntrustedContent(fields=[]),
+    )
+    return ToolResult(
+        summary="Search not run: server refused UTF-8 search text", data=data, warnings=[message]
+    )
+
+
 def handle(app: AppContext, args: SearchMessagesInput) -> ToolResult[SearchMessagesData]:
-    connection = app.connection(args.account_id)
-    account_id = connection.account_id
     search = _filter(args)
     digest = _digest(args)
-    cursor = _decode_cursor(args, account_id, digest)
+    if args.mailboxes is not None and "mailbox" in args.model_fields_set:
+        raise ToolFailure.invalid_input(
+            "mailboxes", "give either 'mailbox' or 'mailboxes', not both.", conflicts_with="mailbox"
+        )
+    if args.sort != "arrival" or args.mailboxes is not None or args.mailbox == "*":
+        account_id = app.connection(args.account_id).account_id
+        return handle_ordered(app, args, search, digest, _same_search(args, account_id))
+    return _handle_one(app, args, args.mailbox, search, digest)
+
+
+def _handle_one(
+    app: AppContext, args: SearchMessagesInput, mailbox: str, search: SearchFilter, digest: str
+) -> ToolResult[SearchMessagesData]:
+    """One mailbox in arrival order: windows of UIDs, the v1 cursor."""
+    connection = app.connection(args.account_id)
+    account_id = connection.account_id
+    cursor = decode_cursor(
+        args.cursor,
+        CursorState.decode,
+        lambda c: (c.account_id, c.mailbox, c.filter_digest) == (account_id, mailbox, digest),
+    )
     limit = min(args.limit, app.config.server.max_search_limit)
     snippet_chars = min(args.snippet_chars, app.config.server.max_snippet_chars)
 
@@ -205,7 +272,7 @@ def handle(app: AppContext, args: SearchMessagesInput) -> ToolResult[SearchMessa
         page = search_page(
             session,
             account_id=account_id,
-            mailbox=args.mailbox,
+            mailbox=mailbox,
             search=search,
             limit=limit,
             cursor=cursor,
@@ -214,7 +281,7 @@ def handle(app: AppContext, args: SearchMessagesInput) -> ToolResult[SearchMessa
         batch = fetch_summaries(
             session,
             account_id=account_id,
-            mailbox=args.mailbox,
+            mailbox=mailbox,
             uidvalidity=page.mailbox.uidvalidity,
             uids=page.uids,
             snippet_chars=snippet_chars,
@@ -226,53 +293,20 @@ def handle(app: AppContext, args: SearchMessagesInput) -> ToolResult[SearchMessa
         page, batch = connection.run(work)
     except UidValidityChanged as exc:
         raise conflict(
-            account_id, args.mailbox, exc.expected, exc.actual, _same_search(args, account_id)
+            account_id, mailbox, exc.expected, exc.actual, _same_search(args, account_id)
         ) from None
     except CharsetRejected:
-        message = (
-            "The server refused CHARSET UTF-8, so non-ASCII search text cannot be matched on this server; "
-            "retry with ASCII-only terms."
-        )
-        warnings.append(message)
-        data = SearchMessagesData(
-            account_id=account_id,
-            mailbox=args.mailbox,
-            total=0,
-            attempted=0,
-            returned=0,
-            failed=0,
-            messages=[],
-            next_cursor=None,
-            has_more=False,
-            status="partial",
-            issues=[Issue(code="charset_unsupported", stage="search", message=message, retryable=False)],
-            untrusted_content=UntrustedContent(fields=[]),
-        )
-        return ToolResult(
-            summary="Search not run: server refused UTF-8 search text", data=data, warnings=warnings
-        )
+        return charset_refused(account_id, mailbox)
 
     next_cursor = page.next_cursor.encode() if page.next_cursor else None
     messages = batch.messages
-    if next_cursor:
-        next_action: NextAction | None = NextAction(
-            instruction="Fetch the next page of results",
-            tool=NAME,
-            arguments={**_same_search(args, account_id), "cursor": next_cursor},
-        )
-    elif messages:
-        next_action = NextAction(
-            instruction="Read the newest matching message",
-            tool="imap_get_message",
-            arguments={"message_id": messages[0].message_id},
-        )
-    else:
-        next_action = None
+    next_action = page_next_action(NAME, _same_search(args, account_id), next_cursor, messages)
     start = (cursor.returned if cursor else 0) + 1
     shown = f"{start}-{start + len(page.uids) - 1} of {page.total}" if page.uids else f"0 of {page.total}"
     data = SearchMessagesData(
         account_id=account_id,
-        mailbox=args.mailbox,
+        mailbox=mailbox,
+        mailboxes=[mailbox],
         total=page.total,
         attempted=len(page.uids),
         returned=len(messages),
@@ -283,19 +317,11 @@ def handle(app: AppContext, args: SearchMessagesInput) -> ToolResult[SearchMessa
         status="partial" if batch.issues else "ok",
         issues=batch.issues,
         next_action=next_action,
-        untrusted_content=UntrustedContent(
-            fields=[
-                "messages[].from",
-                "messages[].to",
-                "messages[].cc",
-                "messages[].subject",
-                "messages[].snippet",
-            ]
-        ),
+        untrusted_content=untrusted_fields(),
     )
     if batch.issues:
         warnings.append(f"{len(batch.issues)} message(s) could not be read; see data.issues.")
-    summary = f"{len(messages)} message(s) returned ({shown} in {args.mailbox}, newest first)"
+    summary = f"{len(messages)} message(s) returned ({shown} in {mailbox}, newest first)"
     return ToolResult(summary=summary, data=data, warnings=warnings)
 
 

@@ -1,0 +1,491 @@
+"""Ordered streams: search pages in sent-date order and across several mailboxes, with one cursor.
+
+Each mailbox searched is a *stream* of its matching messages in the page's order:
+
+* arrival order: UID descending, read in UID windows (as :func:`~mail_imap_mcp.imap.search.search_page`);
+* date order where the server advertises SORT: ``UID SORT (REVERSE DATE)`` of the matches (UIDs only);
+* date order without SORT (Gmail, Microsoft 365): the newest :data:`DATE_WINDOW` matches by UID are read
+  with their Date header and sorted here; older matches follow in further windows of that size, each
+  sorted within itself, and the page says so (``date_order_windowed``) when a search spans several.
+
+A page takes up to ``limit + 1`` candidates from every stream and merges them newest first by one key,
+INTERNALDATE (arrival) or the sent date (Date header in UTC, else INTERNALDATE), so a page costs
+O(limit x mailboxes), never a full listing. The cursor (:class:`StreamCursor`) keeps, per mailbox, its
+UIDVALIDITY, the snapshot's highest UID (mail arriving later stays out of later pages) and the last UIDs
+taken from it: the next page continues each stream right after them, so every message that exists
+throughout comes exactly once, whatever arrives or is deleted in between.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from imapclient.exceptions import IMAPClientError
+
+from mail_imap_mcp.envelope import Issue, ToolFailure
+from mail_imap_mcp.imap import mime
+from mail_imap_mcp.imap.connection import ImapSession, MailboxState
+from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged, is_connection_broken
+from mail_imap_mcp.imap.ids import MAX_UINT32
+from mail_imap_mcp.imap.search import CursorError, SearchFilter, newest_matches, seal, unseal
+
+SortOrder = Literal["arrival", "date"]
+
+STREAM_CURSOR_VERSION = 2
+#: Without SORT, date order is exact within windows of this many matches (newest by UID first).
+DATE_WINDOW = 1000
+#: UIDs of the last messages a page took from a mailbox, kept in the cursor to continue after them.
+ANCHORS = 3
+#: Probes per FETCH when a cursor's anchors were all deleted and the position is found by date.
+LOCATE_PROBES = 64
+_DATE_ITEMS = ["INTERNALDATE", "BODY.PEEK[HEADER.FIELDS (DATE)]"]
+
+
+@dataclass
+class StreamState:
+    """Where one mailbox's stream stands between pages (serialised as a list in the cursor)."""
+
+    mailbox: str
+    uidvalidity: int = 0
+    #: Highest UID of the snapshot; 0 before the first page.
+    upper: int = 0
+    #: The last UIDs taken from this mailbox, oldest taken first.
+    after: list[int] = field(default_factory=list)
+    #: Sort key (epoch seconds) of the last message taken; re-locates the stream when its anchors are gone.
+    key: int | None = None
+    #: Without SORT, date order: the UID range of the window being read (0, 0 before the first).
+    window_lo: int = 0
+    window_hi: int = 0
+
+    def row(self) -> list[Any]:
+        return [
+            self.mailbox,
+            self.uidvalidity,
+            self.upper,
+            self.after,
+            self.key,
+            self.window_lo,
+            self.window_hi,
+        ]
+
+    @classmethod
+    def from_row(cls, row: Any) -> StreamState:
+        if not isinstance(row, list) or len(row) != 7:
+            raise CursorError("cursor has an unknown format")
+        mailbox, uidvalidity, upper, after, key, lo, hi = row
+        numbers = [uidvalidity, upper, lo, hi, *(after if isinstance(after, list) else [None])]
+        if (
+            not isinstance(mailbox, str)
+            or not isinstance(after, list)
+            or len(after) > ANCHORS
+            or not all(_uint(n) for n in numbers)
+            or not (key is None or (isinstance(key, int) and not isinstance(key, bool)))
+        ):
+            raise CursorError("cursor is garbled")
+        return cls(mailbox, uidvalidity, upper, list(after), key, lo, hi)
+
+
+def _uint(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_UINT32
+
+
+@dataclass
+class StreamCursor:
+    """The opaque cursor of a date-ordered or multi-mailbox search: checksummed, stateless."""
+
+    account_id: str
+    filter_digest: str
+    sort: SortOrder
+    total: int
+    returned: int
+    streams: list[StreamState]
+
+    def encode(self) -> str:
+        payload = {
+            "v": STREAM_CURSOR_VERSION,
+            "a": self.account_id,
+            "d": self.filter_digest,
+            "s": self.sort,
+            "t": self.total,
+            "r": self.returned,
+            "m": [stream.row() for stream in self.streams],
+        }
+        return seal(payload)
+
+    @classmethod
+    def decode(cls, token: str) -> StreamCursor:
+        body = unseal(token)
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            raise CursorError("cursor has an unknown format") from None
+        if not isinstance(payload, dict) or payload.get("v") != STREAM_CURSOR_VERSION:
+            raise CursorError("cursor comes from another kind of search or another version of this server")
+        account, digest, sort = payload.get("a"), payload.get("d"), payload.get("s")
+        total: Any = payload.get("t")
+        returned: Any = payload.get("r")
+        rows = payload.get("m")
+        if (
+            not isinstance(account, str)
+            or not isinstance(digest, str)
+            or sort not in ("arrival", "date")
+            or not _uint(total)
+            or not _uint(returned)
+            or not isinstance(rows, list)
+            or not rows
+        ):
+            raise CursorError("cursor is garbled")
+        streams = [StreamState.from_row(row) for row in rows]
+        return cls(account, digest, sort, int(total), int(returned), streams)
+
+
+@dataclass
+class Candidate:
+    uid: int
+    key: int | None
+    #: Without SORT, date order: the window the message was read in.
+    window: tuple[int, int] = (0, 0)
+    #: Place in the merged page.
+    order: int = -1
+
+
+@dataclass
+class StreamPage:
+    """What one mailbox offers for a page: candidates in its order, and whether more follow them."""
+
+    state: StreamState
+    mailbox_state: MailboxState | None = None
+    candidates: list[Candidate] = field(default_factory=list)
+    more_beyond: bool = False
+    total: int = 0
+    #: Without SORT: the date order of this mailbox spans several windows.
+    windowed: bool = False
+    taken: list[Candidate] = field(default_factory=list)
+
+    @property
+    def has_more(self) -> bool:
+        return self.more_beyond or len(self.taken) < len(self.candidates)
+
+
+@dataclass
+class OrderedPage:
+    """A merged page: ``(mailbox, uidvalidity, uid)`` newest first, plus what continues it."""
+
+    picks: list[tuple[str, int, int]]
+    total: int
+    #: The streams that continue on a next page (empty: this was the last page).
+    next_streams: list[StreamState]
+    issues: list[Issue] = field(default_factory=list)
+    windowed: bool = False
+    mailboxes: list[str] = field(default_factory=list)
+
+
+def _epoch(moment: datetime | None) -> int | None:
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # imapclient gives local naive time when the server's zone is unknown
+    return int(moment.astimezone(UTC).timestamp())
+
+
+def sort_keys(session: ImapSession, uids: list[int], sort: SortOrder) -> dict[int, int | None]:
+    """Sort key of each of ``uids`` in one FETCH: INTERNALDATE, or (date) the Date header else INTERNALDATE."""
+    if not uids:
+        return {}
+    items = ["INTERNALDATE"] if sort == "arrival" else _DATE_ITEMS
+    answer = session.fetch_range(uids, items)
+    keys: dict[int, int | None] = {}
+    for uid, response in answer.items():
+        internal = _epoch(response.get(b"INTERNALDATE"))
+        if sort == "date":
+            raw = next(
+                (v for k, v in response.items() if isinstance(k, bytes) and k.startswith(b"BODY[")), b""
+            )
+            headers = mime.parse_header_block(raw or b"")
+            values = headers.get("date")
+            sent = _epoch(mime.parse_date(values[0])) if values else None
+            keys[uid] = sent if sent is not None else internal
+        else:
+            keys[uid] = internal
+    return keys
+
+
+def _after_anchor(order: list[int], state: StreamState) -> int | None:
+    """Index just after the latest anchor still in ``order``; None when none is left."""
+    where = {uid: index for index, uid in enumerate(order)}
+    for uid in reversed(state.after):
+        if uid in where:
+            return where[uid] + 1
+    return None
+
+
+def _older(key: int | None, uid: int, anchor_key: int, anchor_uid: int) -> bool:
+    """Whether a message comes after the anchor in date order (date descending, ties by UID ascending,
+    which is how RFC 5256 SORT orders equal dates: by their place in the mailbox)."""
+    key = key if key is not None else 0
+    return key < anchor_key or (key == anchor_key and uid > anchor_uid)
+
+
+def _locate(session: ImapSession, order: list[int], state: StreamState) -> int:
+    """Where to continue ``order`` (SORT's answer) when every anchor was deleted: found by date, reading
+    at most :data:`LOCATE_PROBES` dates per round trip (about three for 100,000 messages)."""
+    if state.key is None or not state.after:
+        return 0
+    anchor_uid = state.after[-1]
+    lo, hi = 0, len(order)  # the answer is in [lo, hi]
+    while lo < hi:
+        step = max(1, (hi - lo) // LOCATE_PROBES)
+        probes = list(range(lo, hi, step))
+        keys = sort_keys(session, [order[i] for i in probes], "date")
+        first_older = next(
+            (i for i in probes if _older(keys.get(order[i]), order[i], state.key, anchor_uid)), hi
+        )
+        if step == 1:
+            return first_older
+        lo, hi = max(lo, first_older - step + 1), first_older
+    return lo
+
+
+@dataclass
+class Window:
+    """Without SORT: matches of a UID range, read with their dates and sorted here."""
+
+    lo: int
+    hi: int
+    candidates: list[Candidate]
+
+
+class StreamSearch:
+    """The streams of one page of one search, read on one session."""
+
+    def __init__(self, session: ImapSession, search: SearchFilter, sort: SortOrder, limit: int) -> None:
+        self.session = session
+        self.sort = sort
+        self.limit = limit
+        self.charset = "UTF-8" if search.needs_utf8 else None
+        self.criteria = search.criteria()
+
+    @property
+    def server_sorts(self) -> bool:
+        return self.sort == "date" and "SORT" in self.session.capabilities
+
+    def open(self, state: StreamState, *, with_keys: bool) -> StreamPage:
+        """Examine the stream's mailbox and read its candidates for this page (``with_keys``: with their
+        sort keys, which a merge of several streams needs)."""
+        mailbox = self.session.examine(state.mailbox)
+        if state.uidvalidity and mailbox.uidvalidity != state.uidvalidity:
+            raise UidValidityChanged(state.uidvalidity, mailbox.uidvalidity)
+        first = not state.uidvalidity
+        state.uidvalidity = mailbox.uidvalidity
+        page = StreamPage(state, mailbox)
+        if first and mailbox.exists == 0:
+            state.upper = max(mailbox.uidnext - 1, 0)
+            return page
+        if self.server_sorts:
+            self._sorted(page, first)
+        else:
+            if first:
+                page.total = self._count(mailbox)
+                if page.total == 0:
+                    state.upper = max(mailbox.uidnext - 1, 0)
+                    return page
+            if self.sort == "arrival":
+                self._arrival(page, mailbox)
+            else:
+                self._windowed(page, mailbox)
+        if with_keys and any(c.key is None for c in page.candidates):
+            keys = sort_keys(self.session, [c.uid for c in page.candidates], self.sort)
+            for candidate in page.candidates:
+                candidate.key = keys.get(candidate.uid)
+        return page
+
+    def _count(self, mailbox: MailboxState) -> int:
+        if not self.criteria:
+            return self.session.refresh_counts(mailbox).exists
+        return self.session.uid_search_count(self.criteria, charset=self.charset)
+
+    def _arrival(self, page: StreamPage, mailbox: MailboxState) -> None:
+        state, wanted = page.state, self.limit + 1
+        uids, state.upper = newest_matches(
+            self.session,
+            mailbox,
+            self.criteria,
+            charset=self.charset,
+            wanted=wanted,
+            below=state.after[-1] if state.after else None,
+            upper=state.upper or None,
+        )
+        page.candidates = [Candidate(uid, None) for uid in uids[:wanted]]
+        page.more_beyond = len(uids) > wanted
+
+    def _sorted(self, page: StreamPage, first: bool) -> None:
+        state = page.state
+        criteria = list(self.criteria)
+        if not first:
+            criteria = [b"UID", f"1:{max(state.upper, 1)}".encode(), *criteria]
+        order = self.session.uid_sort_by_date(criteria, charset=self.charset)
+        if first:
+            assert page.mailbox_state is not None
+            state.upper = max([page.mailbox_state.uidnext - 1, *order])
+            page.total = len(order)
+        else:
+            order = [uid for uid in order if uid <= state.upper]
+        start = 0
+        if state.after:
+            found = _after_anchor(order, state)
+            start = found if found is not None else _locate(self.session, order, state)
+        wanted = self.limit + 1
+        page.candidates = [Candidate(uid, None) for uid in order[start : start + wanted]]
+        page.more_beyond = len(order) > start + wanted
+
+    def _windowed(self, page: StreamPage, mailbox: MailboxState) -> None:
+        """Date order without SORT: windows of :data:`DATE_WINDOW` matches, newest UIDs first."""
+        state, wanted = page.state, self.limit + 1
+        if state.window_hi:
+            uids = self.session.uid_search(
+                [b"UID", f"{state.window_lo}:{state.window_hi}".encode(), *self.criteria],
+                charset=self.charset,
+            )
+            window = self._window(state.window_lo, state.window_hi, uids)
+        else:
+            window = self._window_below(mailbox, None, state)
+        candidates = window.candidates
+        if state.after and state.key is not None:
+            anchor_key, anchor_uid = state.key, state.after[-1]
+            candidates = [c for c in candidates if _older(c.key, c.uid, anchor_key, anchor_uid)]
+        lowest = window.lo
+        page.windowed = window.lo > 1 or window.hi < state.upper
+        while len(candidates) < wanted and lowest > 1:
+            older = self._window_below(mailbox, lowest, state)
+            candidates = candidates + older.candidates
+            lowest = older.lo
+            page.windowed = True
+        page.candidates = candidates[:wanted]
+        page.more_beyond = len(candidates) > wanted or lowest > 1
+
+    def _window_below(self, mailbox: MailboxState, below: int | None, state: StreamState) -> Window:
+        uids, upper = newest_matches(
+            self.session,
+            mailbox,
+            self.criteria,
+            charset=self.charset,
+            wanted=DATE_WINDOW + 1,
+            below=below,
+            upper=state.upper or None,
+        )
+        state.upper = upper
+        hi = (below - 1) if below is not None else upper
+        if len(uids) > DATE_WINDOW:
+            uids = uids[:DATE_WINDOW]
+            return self._window(min(uids), hi, uids)
+        return self._window(1, hi, uids)
+
+    def _window(self, lo: int, hi: int, uids: Iterable[int]) -> Window:
+        inside = sorted({u for u in uids if lo <= u <= hi})
+        keys = sort_keys(self.session, inside, "date")
+        candidates = [Candidate(uid, keys.get(uid), (lo, hi)) for uid in inside]
+        candidates.sort(key=lambda c: (-(c.key or 0), c.uid))
+        return Window(lo, hi, candidates)
+
+
+#: Why a mailbox could not be searched: these make it an issue of a multi-mailbox page, not a failure.
+_MAILBOX_ERRORS = (ToolFailure, UidValidityChanged, CharsetRejected, IMAPClientError)
+
+
+def _mailbox_issue(mailbox: str, exc: Exception) -> Issue:
+    if isinstance(exc, UidValidityChanged):
+        code, reason = "conflict", "it was recreated (UIDVALIDITY changed) since the first page"
+        retryable = False
+    elif isinstance(exc, CharsetRejected):
+        code, reason, retryable = "charset_unsupported", "the server refused CHARSET UTF-8 there", False
+    elif isinstance(exc, ToolFailure):
+        code, reason, retryable = exc.code.value, exc.message, exc.retryable
+    else:
+        code, reason, retryable = "search_failed", " ".join(str(exc).split())[:200], True
+    return Issue(
+        code=code,
+        stage="search",
+        message=f"Mailbox {mailbox!r} could not be searched, so its messages are missing from this "
+        f"search: {reason}. Search it alone with mailbox={mailbox!r}.",
+        retryable=retryable,
+    )
+
+
+def ordered_page(
+    session: ImapSession,
+    *,
+    streams: list[StreamState],
+    search: SearchFilter,
+    sort: SortOrder,
+    limit: int,
+    strict: bool,
+    total: int | None,
+    returned: int,
+) -> OrderedPage:
+    """One page over ``streams``, merged newest first. ``strict`` (one mailbox named alone): a mailbox
+    error is the call's error; otherwise a failed mailbox becomes an issue and leaves the search.
+    ``total``: from the cursor, None on the first page (then summed over the mailboxes)."""
+    reader = StreamSearch(session, search, sort, limit)
+    merged = len(streams) > 1
+    pages: list[StreamPage] = []
+    issues: list[Issue] = []
+    for state in streams:
+        try:
+            pages.append(reader.open(state, with_keys=merged))
+        except _MAILBOX_ERRORS as exc:
+            if strict or (isinstance(exc, IMAPClientError) and is_connection_broken(exc)):
+                raise
+            issues.append(_mailbox_issue(state.mailbox, exc))
+    _merge(pages, limit)
+    picks = [
+        (page.state.mailbox, page.state.uidvalidity, candidate.uid)
+        for candidate, page in _in_merge_order(pages)
+    ]
+    for page in pages:
+        _advance(page.state, page.taken)
+    ongoing = [page.state for page in pages if page.has_more]
+    return OrderedPage(
+        picks=picks,
+        total=total if total is not None else sum(page.total for page in pages),
+        next_streams=ongoing if picks else [],
+        issues=issues,
+        windowed=any(page.windowed for page in pages),
+        mailboxes=[page.state.mailbox for page in pages],
+    )
+
+
+def _merge(pages: list[StreamPage], limit: int) -> None:
+    """Take up to ``limit`` candidates, always the head with the newest key, keeping each stream's order."""
+    heap = [(-(page.candidates[0].key or 0), index, 0) for index, page in enumerate(pages) if page.candidates]
+    heapq.heapify(heap)
+    order = 0
+    while heap and order < limit:
+        _, index, position = heapq.heappop(heap)
+        page = pages[index]
+        candidate = page.candidates[position]
+        candidate.order = order
+        page.taken.append(candidate)
+        order += 1
+        if position + 1 < len(page.candidates):
+            heapq.heappush(heap, (-(page.candidates[position + 1].key or 0), index, position + 1))
+
+
+def _in_merge_order(pages: list[StreamPage]) -> list[tuple[Candidate, StreamPage]]:
+    taken = [(candidate, page) for page in pages for candidate in page.taken]
+    return sorted(taken, key=lambda pair: pair[0].order)
+
+
+def _advance(state: StreamState, taken: list[Candidate]) -> None:
+    if not taken:
+        return
+    state.after = (state.after + [c.uid for c in taken])[-ANCHORS:]
+    last = taken[-1]
+    if last.key is not None:
+        state.key = last.key
+    if last.window != (0, 0):
+        state.window_lo, state.window_hi = last.window

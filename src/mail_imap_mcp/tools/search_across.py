@@ -1,0 +1,278 @@
+"""imap_search_messages in sent-date order or over several mailboxes: one merged page, one cursor.
+
+The single-mailbox, arrival-order search (the default) stays in :mod:`search_messages` with its own
+cursor and cost; this module handles ``sort: "date"`` and ``mailbox: "*"`` or ``mailboxes`` (a list of names) through
+:func:`mail_imap_mcp.imap.sort.ordered_page`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from imapclient.exceptions import IMAPClientError
+
+from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure
+from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.imap.connection import ImapSession
+from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged, is_connection_broken
+from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
+from mail_imap_mcp.imap.mailboxes import list_mailboxes, searchable_mailboxes
+from mail_imap_mcp.imap.models import MessageSummary
+from mail_imap_mcp.imap.search import CursorError, SearchFilter
+from mail_imap_mcp.imap.sort import DATE_WINDOW, OrderedPage, StreamCursor, StreamState, ordered_page
+from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.tools.messages import conflict
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.tools.search_messages import SearchMessagesData, SearchMessagesInput
+
+ALL_MAILBOXES = "*"
+CursorT = TypeVar("CursorT")
+#: A search of every mailbox covers at most this many (each costs a few round trips per page).
+MAX_MAILBOXES = 100
+
+
+def wanted_mailboxes(args: SearchMessagesInput) -> tuple[list[str], bool]:
+    """The names asked for (without ``*``) and whether ``*`` (every mailbox) was asked for."""
+    names = args.mailboxes if args.mailboxes is not None else [args.mailbox]
+    return list(dict.fromkeys(n for n in names if n != ALL_MAILBOXES)), ALL_MAILBOXES in names
+
+
+def _label(args: SearchMessagesInput) -> str:
+    return args.mailbox if args.mailboxes is None else ", ".join(args.mailboxes)
+
+
+def _stream_digest(args: SearchMessagesInput, filter_digest: str) -> str:
+    spec = json.dumps([filter_digest, args.mailbox, args.mailboxes, args.sort], ensure_ascii=False)
+    return hashlib.sha256(spec.encode()).hexdigest()[:16]
+
+
+def page_next_action(
+    tool: str, same_search: dict[str, Any], next_cursor: str | None, messages: list[MessageSummary]
+) -> NextAction | None:
+    """The next page when there is one, else reading the newest message listed."""
+    if next_cursor:
+        return NextAction(
+            instruction="Fetch the next page of results",
+            tool=tool,
+            arguments={**same_search, "cursor": next_cursor},
+        )
+    if messages:
+        return NextAction(
+            instruction="Read the newest matching message",
+            tool="imap_get_message",
+            arguments={"message_id": messages[0].message_id},
+        )
+    return None
+
+
+def decode_cursor(
+    token: str | None, decode: Callable[[str], CursorT], fits: Callable[[CursorT], bool]
+) -> CursorT | None:
+    """The cursor ``token`` decoded, or ``invalid_input`` naming ``cursor`` when it is garbled or does not
+    ``fit`` this search (another account, mailbox, filters or order)."""
+    if token is None:
+        return None
+    try:
+        cursor = decode(token)
+    except CursorError as exc:
+        raise ToolFailure.invalid_input(
+            "cursor", f"{exc}. Rerun the search without a cursor to start again."
+        ) from None
+    if not fits(cursor):
+        raise ToolFailure.invalid_input(
+            "cursor",
+            "it belongs to a search with a different account, mailbox or filters, or another sort order. "
+            "Pass exactly the filters of the first page with this cursor, or drop the cursor to start a new search.",
+        )
+    return cursor
+
+
+def _resolve(
+    session: ImapSession, app: AppContext, account_id: str, args: SearchMessagesInput
+) -> tuple[list[str], list[Issue]]:
+    names, everything = wanted_mailboxes(args)
+    if not everything:
+        return names, []
+    trash = app.config.accounts[account_id].trash_mailbox
+    found = searchable_mailboxes(list_mailboxes(session), trash)
+    chosen = list(dict.fromkeys([*found, *names]))
+    issues = []
+    if len(chosen) > MAX_MAILBOXES:
+        issues.append(
+            Issue(
+                code="mailboxes_cut",
+                stage="list",
+                message=f"The account has {len(chosen)} mailboxes to search; this search covers the first "
+                f"{MAX_MAILBOXES} (INBOX first, then by name). Name the others in a list to search them.",
+                retryable=False,
+            )
+        )
+        chosen = chosen[:MAX_MAILBOXES]
+    return chosen, issues
+
+
+def _summaries(
+    session: ImapSession, account_id: str, page: OrderedPage, snippet_chars: int, strict: bool
+) -> tuple[list[MessageSummary], list[Issue]]:
+    """Summaries of the page's picks in merge order, reading each mailbox once (the selected one first)."""
+    by_mailbox: dict[str, tuple[int, list[int]]] = {}
+    for mailbox, uidvalidity, uid in page.picks:
+        by_mailbox.setdefault(mailbox, (uidvalidity, []))[1].append(uid)
+    current = session.selected_mailbox
+    order = sorted(by_mailbox, key=lambda name: name != current)
+    found: dict[tuple[str, int], MessageSummary] = {}
+    issues: list[Issue] = []
+    for mailbox in order:
+        uidvalidity, uids = by_mailbox[mailbox]
+        try:
+            state = session.examine(mailbox)
+            if state.uidvalidity != uidvalidity:
+                raise UidValidityChanged(uidvalidity, state.uidvalidity)
+            batch = fetch_summaries(
+                session,
+                account_id=account_id,
+                mailbox=mailbox,
+                uidvalidity=uidvalidity,
+                uids=uids,
+                snippet_chars=snippet_chars,
+            )
+        except (ToolFailure, UidValidityChanged, IMAPClientError) as exc:
+            if strict or (isinstance(exc, IMAPClientError) and is_connection_broken(exc)):
+                raise
+            batch = SummaryBatch()
+            issues.append(
+                Issue(
+                    code="fetch_failed",
+                    stage="fetch_headers",
+                    message=f"Mailbox {mailbox!r} changed or failed while its {len(uids)} message(s) of this "
+                    "page were read; search it again.",
+                    retryable=True,
+                )
+            )
+        issues += batch.issues
+        found.update({(mailbox, summary.uid): summary for summary in batch.messages})
+    ordered = [found[(mailbox, uid)] for mailbox, _, uid in page.picks if (mailbox, uid) in found]
+    return ordered, issues
+
+
+def _epoch(iso: str | None) -> int | None:
+    if not iso:
+        return None
+    try:
+        return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp())
+    except ValueError:
+        return None
+
+
+def _learn_keys(page: OrderedPage, messages: list[MessageSummary], sort: str) -> None:
+    """Streams whose last message's key was not read (one mailbox, server-side SORT) take it from its
+    summary, whose date is that key (Date header, else INTERNALDATE)."""
+    if sort != "date":
+        return
+    dates = {(m.mailbox, m.uid): m.date for m in messages}
+    for state in page.next_streams:
+        if state.key is None and state.after:
+            state.key = _epoch(dates.get((state.mailbox, state.after[-1])))
+
+
+def handle_ordered(
+    app: AppContext,
+    args: SearchMessagesInput,
+    search: SearchFilter,
+    filter_digest: str,
+    same_search: dict[str, Any],
+) -> ToolResult[SearchMessagesData]:
+    """A page of a date-ordered or multi-mailbox search (``strict``: one mailbox named alone)."""
+    from mail_imap_mcp.tools.search_messages import (
+        NAME,
+        SearchMessagesData,
+        charset_refused,
+        untrusted_fields,
+    )
+
+    connection = app.connection(args.account_id)
+    account_id = connection.account_id
+    digest = _stream_digest(args, filter_digest)
+    cursor = decode_cursor(
+        args.cursor, StreamCursor.decode, lambda c: (c.account_id, c.filter_digest) == (account_id, digest)
+    )
+    limit = min(args.limit, app.config.server.max_search_limit)
+    snippet_chars = min(args.snippet_chars, app.config.server.max_snippet_chars)
+    strict = args.mailboxes is None and args.mailbox != ALL_MAILBOXES
+
+    def work(session: ImapSession) -> tuple[OrderedPage, list[MessageSummary], list[Issue]]:
+        issues: list[Issue] = []
+        if cursor is None:
+            names, issues = _resolve(session, app, account_id, args)
+            streams = [StreamState(name) for name in names]
+        else:
+            streams = cursor.streams
+        page = ordered_page(
+            session,
+            streams=streams,
+            search=search,
+            sort=args.sort,
+            limit=limit,
+            strict=strict,
+            total=cursor.total if cursor else None,
+            returned=cursor.returned if cursor else 0,
+        )
+        messages, fetch_issues = _summaries(session, account_id, page, snippet_chars, strict)
+        return page, messages, issues + page.issues + fetch_issues
+
+    label = _label(args)
+    try:
+        page, messages, issues = connection.run(work)
+    except UidValidityChanged as exc:
+        raise conflict(account_id, label, exc.expected, exc.actual, same_search) from None
+    except CharsetRejected:
+        return charset_refused(account_id, label)
+    _learn_keys(page, messages, args.sort)
+    returned_before = cursor.returned if cursor else 0
+    next_cursor = None
+    if page.next_streams:
+        next_cursor = StreamCursor(
+            account_id=account_id,
+            filter_digest=digest,
+            sort=args.sort,
+            total=page.total,
+            returned=returned_before + len(page.picks),
+            streams=page.next_streams,
+        ).encode()
+    warnings: list[str] = []
+    if page.windowed:
+        warnings.append(
+            f"This server has no SORT, so date order is exact within the newest {DATE_WINDOW} matches of a "
+            f"mailbox (by arrival); older matches follow in blocks of {DATE_WINDOW}, each in date order. "
+            "Narrow the search (since/before, from, subject) for an exact order."
+        )
+    if issues:
+        warnings.append(f"{len(issues)} issue(s); see data.issues.")
+    next_action = page_next_action(NAME, same_search, next_cursor, messages)
+    start = returned_before + 1
+    shown = f"{start}-{start + len(page.picks) - 1} of {page.total}" if page.picks else f"0 of {page.total}"
+    order = "newest first by sent date" if args.sort == "date" else "newest first"
+    where = label if strict else f"{len(page.mailboxes)} mailbox(es)"
+    data = SearchMessagesData(
+        account_id=account_id,
+        mailbox=label,
+        mailboxes=page.mailboxes,
+        total=page.total,
+        attempted=len(page.picks),
+        returned=len(messages),
+        failed=len(page.picks) - len(messages),
+        messages=messages,
+        next_cursor=next_cursor,
+        has_more=next_cursor is not None,
+        status="partial" if issues else "ok",
+        issues=issues,
+        next_action=next_action,
+        untrusted_content=untrusted_fields(),
+    )
+    summary = f"{len(messages)} message(s) returned ({shown} in {where}, {order})"
+    return ToolResult(summary=summary, data=data, warnings=warnings)
