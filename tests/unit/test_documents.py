@@ -332,3 +332,8 @@ def test_a_malformed_calendar_fails_cleanly(tmp_path: Path) -> None:
     with pytest.raises(ExtractionError) as caught:
         extract_text(path, "text/calendar", None, LIMITS, max_chars=100)
     assert caught.value.code == "extract_failed"
+
+
+def test_a_word_text_box_is_read_once(tmp_path: Path) -> None:
+    item = CORPUS["docx_tables"]
+    assert read(write(tmp_path, item), item).text.count("Boxed note") == 1

@@ -15,6 +15,7 @@ import re
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import IO, Any
 from xml.etree.ElementTree import Element
 
@@ -35,6 +36,7 @@ TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
 TABLE = "{urn:oasis:names:tc:opendocument:xmlns:table:1.0}"
 DRAW = "{urn:oasis:names:tc:opendocument:xmlns:drawing:1.0}"
 OFFICE = "{urn:oasis:names:tc:opendocument:xmlns:office:1.0}"
+MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
 
 
 # --------------------------------------------------------------------------------------
@@ -204,6 +206,8 @@ class _Layout:
     row_repeat: Callable[[Element], int] = lambda element: 1
     # Start tag -> header line function (e.g. a sheet or slide name).
     headers: dict[str, Callable[[Element], str]] = field(default_factory=dict)
+    # Elements whose whole subtree is not shown text (checked on their start tag).
+    skipped: Callable[[Element], bool] = lambda element: False
 
 
 def _runs_text(
@@ -235,15 +239,23 @@ def _flow(tree: _Tree, layout: _Layout) -> Iterator[str]:
     """Paragraphs as lines and table rows as tab-separated lines, in document order."""
     rows: list[list[str]] = []  # the cells of each open row
     cells: list[list[str]] = []  # the paragraphs of each open cell
+    skipping: Element | None = None
     for event, element in tree:
         tag = element.tag
+        if skipping is not None:
+            if event == "end" and element is skipping:
+                skipping = None
+                tree.drop(element)
+            continue
         if event == "start":
-            if tag == layout.row:
+            if tag in layout.headers:
+                yield layout.headers[tag](element)
+            if layout.skipped(element):
+                skipping = element
+            elif tag == layout.row:
                 rows.append([])
             elif tag == layout.cell:
                 cells.append([])
-            elif tag in layout.headers:
-                yield layout.headers[tag](element)
             continue
         if tag in layout.paragraphs:
             text = layout.paragraph_text(element)
@@ -295,6 +307,8 @@ _WORD = _Layout(
     paragraphs=frozenset({W + "p"}),
     row=W + "tr",
     cell=W + "tc",
+    # mc:Fallback repeats an mc:Choice (e.g. a text box as VML): read once.
+    skipped=lambda element: element.tag == MC + "Fallback",
     paragraph_text=lambda p: _runs_text(
         p,
         W + "t",
@@ -304,10 +318,17 @@ _WORD = _Layout(
     ),
 )
 
+
+def _hidden_slide(element: Element) -> bool:
+    return element.tag == P + "sld" and element.get("show") in ("0", "false")
+
+
 _SLIDE = _Layout(
     paragraphs=frozenset({A + "p"}),
     row=A + "tr",
     cell=A + "tc",
+    headers={P + "sld": lambda element: "(a hidden slide: not shown)\n" if _hidden_slide(element) else ""},
+    skipped=lambda element: element.tag == MC + "Fallback" or _hidden_slide(element),
     paragraph_text=lambda p: _runs_text(
         p, A + "t", "", frozenset({A + "br"}), lambda e: e.tag in _SKIPPED_SLIDE
     ),
@@ -390,7 +411,81 @@ def _string_item(item: Element) -> str:
     return "".join(pieces)
 
 
-def _cell_value(cell: Element, strings: list[str]) -> str:
+# Built-in number formats that show a date and/or time (ECMA-376 18.8.30).
+_DATE_FORMAT_IDS = frozenset({*range(14, 23), 45, 46, 47})
+_QUOTED_OR_BRACKETED = re.compile(r'"[^"]*"|\[[^\]]*\]|\\.')
+
+
+@dataclass
+class _Styles:
+    """Which cell styles show dates (serial numbers in the file) and which date system is used."""
+
+    date_styles: dict[int, str] = field(default_factory=dict)  # xf index -> "date" | "datetime" | "time"
+    epoch: datetime = datetime(1899, 12, 30)
+
+
+def _date_kind(code: str) -> str | None:
+    code = _QUOTED_OR_BRACKETED.sub("", code).lower()
+    has_date = any(ch in code for ch in "dy") or ("m" in code and "h" not in code and "s" not in code)
+    has_time = any(ch in code for ch in "hs")
+    if has_date and has_time:
+        return "datetime"
+    return "date" if has_date else ("time" if has_time else None)
+
+
+def _number(value: str | None) -> int:
+    try:
+        return int(value or "")
+    except ValueError:
+        return -1
+
+
+def _builtin_kind(format_id: int) -> str | None:
+    if format_id in (18, 19, 20, 21, 45, 46, 47):
+        return "time"
+    if format_id == 22:
+        return "datetime"
+    return "date" if format_id in _DATE_FORMAT_IDS else None
+
+
+def _styles(archive: SafeArchive, targets: dict[str, str], workbook_root: Element | None) -> _Styles:
+    styles = _Styles()
+    if workbook_root is not None and workbook_root.get("date1904") in ("1", "true"):
+        styles.epoch = datetime(1904, 1, 1)
+    name = next((path for path in targets.values() if path.endswith("styles.xml")), "xl/styles.xml")
+    if not archive.has(name):
+        return styles
+    custom: dict[int, str | None] = {}
+    index = 0
+    in_cell_xfs = False
+    for event, element in _iterparse(archive, name, ("start", "end")):
+        if element.tag == SS + "cellXfs":
+            in_cell_xfs = event == "start"
+        elif event == "end" and element.tag == SS + "numFmt":
+            custom[_number(element.get("numFmtId"))] = _date_kind(element.get("formatCode") or "")
+        elif event == "end" and element.tag == SS + "xf" and in_cell_xfs:
+            format_id = _number(element.get("numFmtId"))
+            kind = custom[format_id] if format_id in custom else _builtin_kind(format_id)
+            if kind:
+                styles.date_styles[index] = kind
+            index += 1
+    return styles
+
+
+def _as_date(text: str, kind: str, epoch: datetime) -> str:
+    try:
+        serial = float(text)
+        moment = epoch + timedelta(days=serial)
+    except (ValueError, OverflowError):
+        return text
+    if kind == "time":
+        return moment.strftime("%H:%M:%S")
+    if kind == "date" or moment.time() == datetime.min.time():
+        return moment.date().isoformat()
+    return moment.isoformat(sep=" ", timespec="seconds")
+
+
+def _cell_value(cell: Element, strings: list[str], styles: _Styles) -> str:
     kind = cell.get("t")
     if kind == "inlineStr":
         inline = cell.find(SS + "is")
@@ -404,6 +499,9 @@ def _cell_value(cell: Element, strings: list[str]) -> str:
             return ""
     if kind == "b":
         return "TRUE" if text == "1" else "FALSE"
+    date_kind = styles.date_styles.get(_number(cell.get("s") or "0"))
+    if date_kind and kind in (None, "n") and text:
+        return _as_date(text, date_kind, styles.epoch)
     return text
 
 
@@ -411,12 +509,19 @@ def _xlsx(archive: SafeArchive, notes: list[str]) -> Iterator[str]:
     workbook = _main_part(archive, "xl/workbook.xml")
     targets = _relationships(archive, workbook)
     strings = _shared_strings(archive, workbook, targets)
-    sheets = [
-        (element.get("name") or "", targets.get(element.get(R + "id") or "", ""))
-        for _, element in _iterparse(archive, workbook)
-        if element.tag == SS + "sheet"
-    ]
-    for name, path in sheets:
+    sheets: list[tuple[str, str, bool]] = []
+    properties: Element | None = None
+    for _, element in _iterparse(archive, workbook):
+        if element.tag == SS + "sheet":
+            hidden = element.get("state") in ("hidden", "veryHidden")
+            sheets.append((element.get("name") or "", targets.get(element.get(R + "id") or "", ""), hidden))
+        elif element.tag == SS + "workbookPr":
+            properties = element
+    styles = _styles(archive, targets, properties)
+    for name, path, hidden in sheets:
+        if hidden:
+            yield f"[sheet: {name} (hidden: not shown)]\n\n"
+            continue
         yield f"[sheet: {name}]\n"
         if not archive.has(path):
             notes.append(f"sheet {name!r} is missing from the file")
@@ -432,7 +537,12 @@ def _xlsx(archive: SafeArchive, notes: list[str]) -> Iterator[str]:
                     continue
                 if column is not None and column > len(row):
                     row.extend([""] * (column - len(row)))
-                value = _cell_value(cell, strings).replace("\t", " ").replace("\n", " ").replace("\r", " ")
+                value = (
+                    _cell_value(cell, strings, styles)
+                    .replace("\t", " ")
+                    .replace("\n", " ")
+                    .replace("\r", " ")
+                )
                 row.append(value)
             tree.drop(element)
             while row and not row[-1]:
@@ -447,23 +557,29 @@ def _xlsx(archive: SafeArchive, notes: list[str]) -> Iterator[str]:
 # --------------------------------------------------------------------------------------
 
 
+# Notes and comments interrupt the sentence they are anchored in; hidden text is hidden.
+_ODF_NOT_TEXT = frozenset(
+    {TEXT + "note", OFFICE + "annotation", TEXT + "hidden-text", TEXT + "hidden-paragraph"}
+)
+
+
 def _odf_text(element: Element) -> str:
     pieces: list[str] = [element.text or ""]
     for child in element:
         tag = child.tag
         if tag == TEXT + "s":
-            pieces.append(" " * min(_int(child.get(TEXT + "c"), 1), _MAX_REPEAT))
+            pieces.append(" " * min(_repeat(child.get(TEXT + "c"), 1), _MAX_REPEAT))
         elif tag == TEXT + "tab":
             pieces.append("\t")
         elif tag == TEXT + "line-break":
             pieces.append("\n")
-        elif tag not in (TEXT + "note", OFFICE + "annotation"):
+        elif tag not in _ODF_NOT_TEXT:
             pieces.append(_odf_text(child))
         pieces.append(child.tail or "")
     return "".join(pieces)
 
 
-def _int(value: str | None, default: int) -> int:
+def _repeat(value: str | None, default: int) -> int:
     try:
         return max(int(value or default), 1)
     except ValueError:
@@ -482,9 +598,20 @@ def _odf_layout(fmt: str) -> _Layout:
         row=TABLE + "table-row",
         cell=TABLE + "table-cell",
         paragraph_text=_odf_text,
-        cell_repeat=lambda element: _int(element.get(TABLE + "number-columns-repeated"), 1),
-        row_repeat=lambda element: _int(element.get(TABLE + "number-rows-repeated"), 1),
+        cell_repeat=lambda element: _repeat(element.get(TABLE + "number-columns-repeated"), 1),
+        row_repeat=lambda element: _repeat(element.get(TABLE + "number-rows-repeated"), 1),
         headers=headers,
+        skipped=_odf_skipped,
+    )
+
+
+def _odf_skipped(element: Element) -> bool:
+    """Deleted text kept for change tracking, and sections hidden from the reader."""
+    tag = element.tag
+    if tag == TEXT + "tracked-changes":
+        return True
+    return tag == TEXT + "section" and (
+        element.get(TEXT + "display") == "none" or element.get(TEXT + "is-hidden") == "true"
     )
 
 
