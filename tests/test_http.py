@@ -182,10 +182,10 @@ async def test_several_clients_use_their_own_sessions_at_once(
     server: HttpServer, dovecot: Dovecot, user: str
 ) -> None:
     dovecot.seed(user, "INBOX", [mailgen.plain_message(f"Note {i}", f"text {i}") for i in range(5)])
-    sessions: list[str] = []
+    sessions: list[set[str]] = [set() for _ in range(4)]
 
     async def one_client(index: int) -> None:
-        async with http_client(server.url, server.token, mode="legacy") as mcp:
+        async with http_client(server.url, server.token, mode="legacy", sessions=sessions[index]) as mcp:
             for _ in range(3):
                 found = await mcp.ok("imap_search_messages", {"limit": 5})
                 assert found["total"] == 5
@@ -193,13 +193,14 @@ async def test_several_clients_use_their_own_sessions_at_once(
                     "imap_get_message", {"message_id": found["messages"][index]["message_id"]}
                 )
                 assert message["message"]["subject"] == f"Note {4 - index}"
-            session_id = mcp.client.session.session_id if hasattr(mcp.client.session, "session_id") else None
-            sessions.append(str(session_id or index))
 
     async with anyio.create_task_group() as group:
         for index in range(4):
             group.start_soon(one_client, index)
-    assert len(sessions) == 4
+    # One session per client, each its own; every call reached the server.
+    assert all(len(ids) == 1 for ids in sessions) and len(set.union(*sessions)) == 4
+    log = server.log()
+    assert log.count("tool=imap_search_messages") == 12 and log.count("tool=imap_get_message ") == 12
 
 
 def test_a_non_loopback_bind_without_a_token_is_refused_before_listening(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -110,12 +111,22 @@ def auth_headers(token: str | None) -> dict[str, str]:
 
 @asynccontextmanager
 async def http_client(
-    url: str, token: str | None, *, headers: dict[str, str] | None = None, **options: Any
+    url: str,
+    token: str | None,
+    *,
+    headers: dict[str, str] | None = None,
+    sessions: set[str] | None = None,
+    **options: Any,
 ) -> AsyncIterator[EnvelopeClient]:
-    """An SDK ``Client`` over streamable HTTP sending ``token``, wrapped to check every envelope."""
+    """An SDK ``Client`` over streamable HTTP sending ``token``, wrapped to check every envelope;
+    ``sessions`` collects the ``Mcp-Session-Id`` values the server answered with."""
     headers = {**auth_headers(token), **(headers or {})}
-    async with (
-        create_mcp_http_client(headers=headers) as http,
-        Client(streamable_http_client(url, http_client=http), **options) as client,
-    ):
-        yield EnvelopeClient(client)
+
+    async def note_session(response: httpx2.Response) -> None:
+        if sessions is not None and "mcp-session-id" in response.headers:
+            sessions.add(response.headers["mcp-session-id"])
+
+    async with create_mcp_http_client(headers=headers) as http:
+        http.event_hooks = {"response": [note_session]}
+        async with Client(streamable_http_client(url, http_client=http), **options) as client:
+            yield EnvelopeClient(client)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mail_imap_mcp.config import HTTP_TOKEN_ENV, ConfigError, HttpSettings, load_config
-from mail_imap_mcp.transport.http import transport_security
+from mail_imap_mcp.transport.http import token_file_warning, transport_security
 
 TOKEN = "0123456789abcdef-token"
 ACCOUNT = '[accounts.a]\nhost = "127.0.0.1"\nsecurity = "plain"\nusername = "u"\npassword_env = "PW"\n'
@@ -103,3 +103,14 @@ def test_cli_flags_override_the_file(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, '[http]\nport = 9000\nhost = "localhost"\n'), env={"PW": "p"})
     assert config.http.with_overrides(port=0, host=None).port == 0
     assert config.http.with_overrides(port=None).host == "localhost"
+
+
+def test_a_token_file_others_can_read_is_warned_about(tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    token_file.chmod(0o644)
+    warning = token_file_warning(HttpSettings(token_file=token_file))
+    assert warning is not None and "chmod 600" in warning and "644" in warning and TOKEN not in warning
+    token_file.chmod(0o600)
+    assert token_file_warning(HttpSettings(token_file=token_file)) is None
+    assert token_file_warning(HttpSettings()) is None

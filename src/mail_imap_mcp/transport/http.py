@@ -264,6 +264,20 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def token_file_warning(settings: HttpSettings) -> str | None:
+    """A warning when ``token_file`` can be read by other users of the machine."""
+    path = settings.token_file
+    if path is None:
+        return None
+    try:
+        mode = path.expanduser().stat().st_mode
+    except OSError:
+        return None  # resolve_token already refused a file it cannot read
+    if mode & 0o077:
+        return f"token_file {path} is readable by other users (mode {mode & 0o777:o}): chmod 600 it"
+    return None
+
+
 def _url(sock: socket.socket) -> str:
     host, port = sock.getsockname()[:2]
     return f"http://{f'[{host}]' if ':' in host else host}:{port}{MCP_PATH}"
@@ -293,6 +307,8 @@ async def serve_http(config: Config, settings: HttpSettings, token: str | None, 
             timeout_graceful_shutdown=_STREAMS_CLOSE_S,
         )
     )
+    if (warning := token_file_warning(settings)) is not None:
+        log.warning("%s", warning)
     if token is None:
         log.warning(
             "no bearer token configured: any program on this machine can use the mailboxes through %s "
