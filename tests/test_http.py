@@ -28,6 +28,7 @@ from tests.support.http_server import (
     auth_headers,
     http_client,
     http_config,
+    message_with_csv,
     new_token,
     start_http_server,
 )
@@ -79,6 +80,11 @@ async def exercise_every_tool(mcp: EnvelopeClient) -> set[str]:
     assert len(set(ids)) == 3
     message = (await ok("imap_get_message", {"message_id": ids[0]}))["message"]
     assert "\\Seen" not in message.get("flags", [])
+    (with_csv,) = [m for m in found["messages"] + more["messages"] if m["has_attachments"]]
+    (csv,) = (await ok("imap_get_message", {"message_id": with_csv["message_id"]}))["message"]["attachments"]
+    part = {"message_id": with_csv["message_id"], "part_id": csv["part_id"], "mode": "bytes"}
+    read = await ok("imap_get_attachment", part)
+    assert b"March,42" in base64.b64decode(read["raw_base64"])
     raw = await ok("imap_get_message_raw", {"message_id": ids[0], "max_bytes": 1024})
     assert raw["returned_bytes"] > 0 and b"Subject: " in base64.b64decode(raw["raw_base64"])
     resource = await mcp.client.read_resource(found["messages"][0]["message_uri"])
@@ -113,7 +119,8 @@ async def exercise_every_tool(mcp: EnvelopeClient) -> set[str]:
 async def test_every_tool_over_http_answers_a_valid_envelope(
     server: HttpServer, dovecot: Dovecot, user: str, mode: str
 ) -> None:
-    dovecot.seed(user, "INBOX", [mailgen.plain_message(f"Message {i}", f"body {i}") for i in range(3)])
+    messages = [mailgen.plain_message(f"Message {i}", f"body {i}") for i in range(2)]
+    dovecot.seed(user, "INBOX", [*messages, message_with_csv("Report")])
     elicit = answering_yes()
     async with http_client(server.url, server.token, mode=mode, elicitation_callback=elicit) as mcp:
         listed = set(await mcp.schemas())

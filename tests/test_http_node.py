@@ -18,7 +18,7 @@ import pytest
 from tests.support import mailgen
 from tests.support.accounts import account_settings
 from tests.support.dovecot import Dovecot
-from tests.support.http_server import http_config, new_token, start_http_server
+from tests.support.http_server import http_config, message_with_csv, new_token, start_http_server
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tests" / "node" / "http_client.mjs"
@@ -29,6 +29,7 @@ READ_TOOLS = {
     "imap_search_messages",
     "imap_get_message",
     "imap_get_message_raw",
+    "imap_get_attachment",
 }
 
 
@@ -44,7 +45,8 @@ def test_the_typescript_sdk_client_calls_every_read_tool_over_http(
     assert (NODE_DIR / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir(), (
         "the TypeScript SDK is not installed: run scripts/test (it runs npm ci into .cache/node/)"
     )
-    dovecot.seed(user, "INBOX", [mailgen.plain_message(f"Node {i}", f"body {i}") for i in range(3)])
+    messages = [mailgen.plain_message(f"Node {i}", f"body {i}") for i in range(2)]
+    dovecot.seed(user, "INBOX", [*messages, message_with_csv("Node report")])
     server = start_http_server(http_config(tmp_path, account_settings(dovecot, user)), token=new_token())
     try:
         assert server.token is not None
@@ -63,7 +65,7 @@ def test_the_typescript_sdk_client_calls_every_read_tool_over_http(
     assert report["session"] is True  # a stateful session, as elicitation needs
     assert set(report["tools"]) >= READ_TOOLS
     assert set(report["calls"]) == READ_TOOLS
-    assert report["calls"]["imap_get_message"] == ["ok", "invalid_input"]
+    assert report["calls"]["imap_get_message"] == ["ok", "ok", "invalid_input"]
     assert report["wrong_token"]["status"] == 401, report["wrong_token"]
     assert "invalid_token" in report["wrong_token"]["message"]
     assert server.token not in server.log()

@@ -32,6 +32,7 @@ const READ_TOOLS = [
   "imap_search_messages",
   "imap_get_message",
   "imap_get_message_raw",
+  "imap_get_attachment",
 ];
 
 function check(condition, message) {
@@ -91,6 +92,14 @@ async function main() {
   check(message.data.message.subject === found.data.messages[0].subject, "imap_get_message: same subject");
   const raw = await call("imap_get_message_raw", { message_id: messageId, max_bytes: 512 });
   check(raw.success && raw.data.returned_bytes > 0, "imap_get_message_raw: bytes");
+  const withCsv = [...found.data.messages, ...next.data.messages].find((m) => m.has_attachments);
+  check(withCsv, "imap_search_messages: one message with an attachment expected");
+  const detail = await call("imap_get_message", { message_id: withCsv.message_id });
+  const [csv] = detail.data.message.attachments;
+  const part = { message_id: withCsv.message_id, part_id: csv.part_id, mode: "bytes" };
+  const attachment = await call("imap_get_attachment", part);
+  const bytes = Buffer.from(attachment.data.raw_base64, "base64").toString("utf8");
+  check(bytes.includes("March,42"), "imap_get_attachment: the CSV's bytes");
   const failed = await call("imap_get_message", { message_id: "not-a-message-id" });
   check(!failed.success && failed.error.code === "invalid_input", "imap_get_message: invalid_input expected");
   for (const name of READ_TOOLS) check(report.calls[name], `${name} was not called`);

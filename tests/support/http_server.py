@@ -3,6 +3,8 @@ server picks a free one and logs its URL), and the SDK's streamable HTTP client 
 
 from __future__ import annotations
 
+import email
+import email.policy
 import itertools
 import os
 import re
@@ -14,6 +16,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from tests.support import mailgen
 from tests.support.accounts import config_toml
 from tests.support.envelope_client import EnvelopeClient
 
@@ -43,6 +47,16 @@ def http_config(tmp_path: Path, account: dict[str, Any], extra_http: str = "") -
         + extra_http
     )
     return path
+
+
+def message_with_csv(subject: str) -> bytes:
+    """A text message with a small CSV attachment (``report.csv``: ``March,42``)."""
+    msg = email.message_from_bytes(
+        mailgen.plain_message(subject, "see the report"), policy=email.policy.default
+    )
+    assert isinstance(msg, EmailMessage)
+    msg.add_attachment("month,total\nMarch,42\n", subtype="csv", filename="report.csv")
+    return msg.as_bytes()
 
 
 def new_token() -> str:
