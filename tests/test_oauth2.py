@@ -155,21 +155,37 @@ async def test_the_command_runs_at_each_login(
 
 @pytest.mark.anyio
 @pytest.mark.parametrize(("auth", "status"), [("xoauth2", "401"), ("oauthbearer", "invalid_token")])
+@pytest.mark.parametrize("refreshed", [True, False], ids=["new-token-refused", "same-token-again"])
 async def test_a_wrong_token_is_auth_failed_with_the_servers_status_and_a_next_step(
-    auth: str, status: str, oauth_dovecot: Dovecot, oauth_user: str, helper: TokenHelper
+    auth: str,
+    status: str,
+    refreshed: bool,
+    oauth_dovecot: Dovecot,
+    introspection: IntrospectionEndpoint,
+    oauth_user: str,
+    helper: TokenHelper,
 ) -> None:
-    wrong = new_token("wrong")
-    helper.queue(wrong)
+    wrong, other = new_token("wrong"), new_token("other")
+    helper.queue(wrong, other) if refreshed else helper.queue(wrong)
+    asked = introspection.requests
     error = await failure(one_account(oauth_account(oauth_dovecot, oauth_user, helper.command, auth)))
     assert helper.runs == 2  # fetched once more after the first refusal, then given up
     message = error["message"]
     assert f"refused the OAuth2 access token ({auth.upper()})" in message
+    if refreshed:
+        assert "also a fresh one from oauth2_token_command in [accounts.default]" in message
+        assert introspection.requests == asked + 2
+    else:  # a second login with the same token would only be refused again
+        assert (
+            "run once more, oauth2_token_command in [accounts.default] printed the same token again, so "
+            "the token helper did not refresh it" in message
+        )
+        assert introspection.requests == asked + 1
     assert f"status {status}" in message
-    assert "invalid or expired" in message and "refresh" in message
-    assert "oauth2_token_command in [accounts.default]" in message
+    assert "invalid or expired: make the token helper refresh it" in message
     assert error["details"]["server_status"] == status
     assert error["retryable"] is False
-    assert wrong not in str(error)
+    assert wrong not in str(error) and other not in str(error)
 
 
 @pytest.mark.anyio
@@ -415,7 +431,7 @@ def test_check_diagnoses_each_oauth2_failure(
     )
     assert "(tls, oauthbearer)" in lines["ok   b_oauthbearer"] and "logged in" in lines["ok   b_oauthbearer"]
     assert "[auth_failed]" in lines["FAIL c_wrong"] and "status 401, scope 'mail'" in lines["FAIL c_wrong"]
-    assert "invalid or expired" in lines["FAIL c_wrong"]
+    assert "invalid or expired" in lines["FAIL c_wrong"] and "the same token again" in lines["FAIL c_wrong"]
     assert "exited with status 2" in lines["FAIL d_fails"]
     assert "did not finish within 1s" in lines["FAIL e_hangs"]
     assert "printed nothing" in lines["FAIL f_empty"]

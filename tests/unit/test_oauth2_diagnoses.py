@@ -86,8 +86,15 @@ def rejected(
 def test_an_expired_token_says_to_refresh_the_helper() -> None:
     message = rejected(account(), OAuthChallenge("401", "mail", "bearer"))
     assert "status 401, scope 'mail'" in message
-    assert "invalid or expired, also the fresh one: make the token helper refresh it" in message
+    assert "invalid or expired: make the token helper refresh it" in message
     assert "also a fresh one from oauth2_token_command in [accounts.work]" in message
+    failure = connect_failure(
+        OAuthRejected(OAuthChallenge("401"), "no", same_token_again=True),
+        "work",
+        account(),
+        ConnectPhase.LOGIN,
+    )
+    assert "printed the same token again, so the token helper did not refresh it" in failure.message
 
 
 @pytest.mark.parametrize(

@@ -175,7 +175,8 @@ class Login:
 
     def perform(self, client: IMAPClient) -> Any:
         """Log ``client`` in: LOGIN, or AUTHENTICATE once the server advertises the mechanism, retried
-        once with a token fetched anew when the server refuses the first. Returns LOGIN's answer (the
+        once with a token fetched anew when the server refuses the first (unless the command prints the
+        same token again). Returns LOGIN's answer (the
         text of its tagged OK), None after AUTHENTICATE."""
         config = self._config
         if config.auth is AuthMethod.PASSWORD:
@@ -193,5 +194,8 @@ class Login:
                 self._account_id,
                 described,
             )
-            self._secret = self._token()
+            token = self._token()
+            if token == self._secret:  # the helper did not refresh it: the server would refuse it again
+                raise OAuthRejected(refused.challenge, refused.said, same_token_again=True) from None
+            self._secret = token
             authenticate(client, config, self._secret)

@@ -137,12 +137,16 @@ class OAuthChallenge:
 
 
 class OAuthRejected(Exception):
-    """The server refused the OAuth2 access token (also the fresh one of the one retry)."""
+    """The server refused the OAuth2 access token (also the fresh one of the one retry), or refused it
+    and the token command printed the same token again (``same_token_again``: not sent twice)."""
 
-    def __init__(self, challenge: OAuthChallenge | None, said: str) -> None:
+    def __init__(
+        self, challenge: OAuthChallenge | None, said: str, *, same_token_again: bool = False
+    ) -> None:
         super().__init__(said)
         self.challenge = challenge
         self.said = said
+        self.same_token_again = same_token_again
 
 
 def is_connection_broken(exc: BaseException) -> bool:
@@ -355,6 +359,13 @@ def oauth_rejected(exc: OAuthRejected, account_id: str, config: AccountConfig) -
     mechanism = config.auth.mechanism
     scope = oauth2_scope_hint(config.host)
     said = f"the server said {challenge.describe()}" if challenge else f"the server said: {exc.said[:200]}"
+    command = config.setting("oauth2_token_command")
+    if exc.same_token_again:
+        retried = (
+            f"; run once more, {command} printed the same token again, so the token helper did not refresh it"
+        )
+    else:
+        retried = f", also a fresh one from {command}"
     if challenge is not None and challenge.wants_scope:
         advice = (
             f"The token lacks the permission (scope) IMAP needs; authorise the token helper again with "
@@ -362,8 +373,8 @@ def oauth_rejected(exc: OAuthRejected, account_id: str, config: AccountConfig) -
         )
     elif challenge is not None and challenge.says_invalid:
         advice = (
-            "The token is invalid or expired, also the fresh one: make the token helper refresh it (or "
-            f"authorise it again), and check that it is issued for {config.username!r}"
+            "The token is invalid or expired: make the token helper refresh it (or authorise it "
+            f"again), and check that it is issued for {config.username!r}"
             + (f" with {scope}" if scope else "")
             + "."
         )
@@ -380,8 +391,7 @@ def oauth_rejected(exc: OAuthRejected, account_id: str, config: AccountConfig) -
     return ToolFailure(
         ErrorCode.AUTH_FAILED,
         f"The server {host} refused the OAuth2 access token ({mechanism}) of {config.username!r} "
-        f"(account {account_id!r}), also a fresh one from {config.setting('oauth2_token_command')}: "
-        f"{said}. {advice}",
+        f"(account {account_id!r}){retried}: {said}. {advice}",
         details=details,
         retryable=False,
     )
