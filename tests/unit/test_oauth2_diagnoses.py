@@ -6,17 +6,19 @@ servers (Gmail's ``400`` with a scope, RFC 7628 ``insufficient_scope``) are chec
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mail_imap_mcp.config import AccountConfig, AuthMethod
 from mail_imap_mcp.envelope import ErrorCode
-from mail_imap_mcp.imap.auth import SaslExchange, sasl_initial_response
+from mail_imap_mcp.imap.auth import SaslExchange, run_token_command, sasl_initial_response
 from mail_imap_mcp.imap.errors import (
     ConnectPhase,
     OAuthChallenge,
     OAuthRejected,
+    TokenCommandFailed,
     connect_failure,
     mechanism_not_offered,
 )
@@ -142,3 +144,10 @@ def test_the_challenge_reaches_the_details() -> None:
     )
     assert failure.details["server_status"] == "401" and failure.details["server_scope"] == "mail"
     assert failure.details["auth"] == "xoauth2"
+
+
+def test_no_time_left_runs_nothing_and_says_so(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    with pytest.raises(TokenCommandFailed, match="time budget was used up before the command could run"):
+        run_token_command(["touch", str(marker)], 0)
+    assert not marker.exists()

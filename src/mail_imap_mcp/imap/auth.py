@@ -44,7 +44,7 @@ def run_token_command(argv: list[str], timeout: float) -> str:
     token-like blanked out, and never its stdout.
     """
     if timeout <= 0:
-        raise TimeoutError("the call's time budget is used up")
+        raise TokenCommandFailed("the call's time budget was used up before the command could run")
     try:
         proc = subprocess.Popen(
             argv,
@@ -61,7 +61,9 @@ def run_token_command(argv: list[str], timeout: float) -> str:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _stop(proc)
-        raise TokenCommandFailed(f"the command did not finish within {timeout:g}s and was stopped") from None
+        raise TokenCommandFailed(
+            f"the command did not finish within {timeout:.3g}s and was stopped"
+        ) from None
     said = _last_line(err, out)
     if proc.returncode != 0:
         status = f"signal {-proc.returncode}" if proc.returncode < 0 else f"status {proc.returncode}"
