@@ -337,3 +337,15 @@ def test_a_malformed_calendar_fails_cleanly(tmp_path: Path) -> None:
 def test_a_word_text_box_is_read_once(tmp_path: Path) -> None:
     item = CORPUS["docx_tables"]
     assert read(write(tmp_path, item), item).text.count("Boxed note") == 1
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32", "utf-8-sig"])
+def test_a_byte_order_mark_decides_the_encoding(tmp_path: Path, encoding: str) -> None:
+    text = "Grüße, 東京 ✓"
+    data = text.encode(encoding)
+    if encoding == "utf-16-be":
+        data = b"\xfe\xff" + data
+    path = tmp_path / "bom.txt"
+    path.write_bytes(data)
+    result = extract_text(path, "text/plain; charset=us-ascii", None, LIMITS, max_chars=100)
+    assert (result.text, result.notes) == (text, [])

@@ -1,6 +1,6 @@
 """Entry point of the sandboxed extraction child (see sandbox.py).
 
-``python -I -B -m mail_imap_mcp.content._child CPU_SECONDS MEMORY_BYTES``: limits itself
+``python -I -B -c <boot> PACKAGE_ROOT CPU_SECONDS MEMORY_BYTES`` (see sandbox.py): limits itself
 first, then reads one JSON request from stdin and writes one JSON answer to stdout:
 ``{"result": {...}}`` or ``{"error": {"code", "message", "limit"}}``. Only the parser the
 task needs is imported, after the limits are in force.
@@ -41,7 +41,7 @@ def _error(code: str, message: str, limit: str | None = None) -> dict[str, Any]:
 
 
 def main() -> int:
-    _apply_limits(int(sys.argv[1]), int(sys.argv[2]))
+    _apply_limits(int(sys.argv[-2]), int(sys.argv[-1]))
     # Released on MemoryError so that the answer itself can still be built.
     reserve: bytearray | None = bytearray(1 << 20)
     from .errors import ExtractionError

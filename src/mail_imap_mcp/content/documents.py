@@ -255,6 +255,21 @@ def _charset(content_type: str) -> str | None:
     return match.group(1) if match else None
 
 
+# A byte order mark wins over the declared charset (as in browsers); UTF-32 before UTF-16,
+# whose little-endian mark is a prefix of UTF-32's.
+_BOMS = (
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def _bom_codec(head: bytes) -> str | None:
+    return next((codec for bom, codec in _BOMS if head.startswith(bom)), None)
+
+
 def _read_plain(
     path: Path, fmt: str, content_type: str, limits: ExtractLimits, offset: int, max_chars: int
 ) -> dict[str, Any]:
@@ -264,6 +279,7 @@ def _read_plain(
     complete = True
     with path.open("rb") as stream:
         head = stream.read(_READ_CHUNK)
+        codec = _bom_codec(head) or codec
         if codec is None:
             # Declared ASCII or nothing: UTF-8 when the start is valid UTF-8, else windows-1252.
             try:
@@ -291,7 +307,7 @@ def _read_plain(
     notes = []
     if window.pop("cut_at_limit"):
         notes.append(f"the text was cut at {limits.max_chars} characters (the extraction limit)")
-    if b"\x00" in head[:_HEAD_BYTES]:
+    if b"\x00" in head[:_HEAD_BYTES] and not codec.startswith(("utf-16", "utf-32")):
         notes.append("the file contains NUL bytes: it may be binary data rather than text")
     return {"format": fmt, **window, "notes": notes}
 

@@ -1,7 +1,7 @@
 """Run one extraction in a fresh, resource-limited child process.
 
 The server is multi-threaded, so nothing is forked from it: every extraction starts a new
-interpreter (``python -I -B -m mail_imap_mcp.content._child``) in its own session and
+interpreter (``python -I -B``, running ``mail_imap_mcp.content._child``) in its own session and
 process group. The child sets its own limits before it reads any input (address space,
 CPU seconds, no file writes, no core dumps, few descriptors), gets one small JSON request
 on stdin and answers with one JSON object on stdout. The parent reads at most a fixed
@@ -29,7 +29,10 @@ from .errors import ExtractionError, error_code, format_bytes
 
 __all__ = ["ChildLimits", "SandboxLimits", "check_input", "run_in_sandbox"]
 
-_CHILD_MODULE = "mail_imap_mcp.content._child"
+# The child imports this package from where the server imported it (an installed wheel, an
+# editable install or a source tree on PYTHONPATH, which -I would otherwise ignore).
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from mail_imap_mcp.content._child import main; sys.exit(main())"
 # At most this many children at once (each may use memory_bytes of address space); further
 # extractions wait for a slot within their own wall-clock limit.
 MAX_CONCURRENT_CHILDREN = max(2, os.cpu_count() or 2)
@@ -91,7 +94,7 @@ def _child_env() -> dict[str, str]:
 def child_command(limits: SandboxLimits) -> list[str]:
     """The argv of the child interpreter (exposed for the startup benchmark)."""
     cpu = max(1, int(limits.cpu_s + 0.999))
-    return [sys.executable, "-I", "-B", "-m", _CHILD_MODULE, str(cpu), str(limits.memory_bytes)]
+    return [sys.executable, "-I", "-B", "-c", _BOOT, _PACKAGE_ROOT, str(cpu), str(limits.memory_bytes)]
 
 
 def run_in_sandbox(task: str, params: dict[str, Any], limits: SandboxLimits) -> dict[str, Any]:
