@@ -348,33 +348,41 @@ async def test_sigterm_lets_the_call_in_flight_finish_refuses_new_ones_and_logs_
         assert b"LOGOUT" in proxy.sent()
 
 
-async def test_sigterm_cancels_a_call_that_outlives_the_grace_period(
-    tmp_path: Path, dovecot: Dovecot, user: str
+@pytest.mark.parametrize(
+    ("grace_s", "signals", "logged"),
+    [(1, 1, "1 call(s) still running after the grace period"), (60, 2, "second signal")],
+    ids=["grace-period-over", "second-signal"],
+)
+async def test_sigterm_cancels_a_call_that_outlives_the_grace_period_or_a_second_signal(
+    tmp_path: Path, dovecot: Dovecot, user: str, grace_s: float, signals: int, logged: str
 ) -> None:
     dovecot.seed(user, "INBOX", [mailgen.plain_message("Stuck", "body")])
     with FaultProxy(dovecot.host, dovecot.plain_port) as proxy:
-        server = slow_imap_server(tmp_path, dovecot, user, proxy, grace_s=1)
+        server = slow_imap_server(tmp_path, dovecot, user, proxy, grace_s=grace_s)
         try:
             with pytest.raises(ExceptionGroup):  # noqa: PT012 - the call dies with the server, as it must
                 async with http_client(server.url, server.token, mode="legacy") as mcp:
                     found = await mcp.ok("imap_search_messages")
                     proxy.blackhole()
                     async with anyio.create_task_group() as group:
-                        group.start_soon(
-                            mcp.call, "imap_get_message", {"message_id": found["messages"][0]["message_id"]}
-                        )
+                        arguments = {"message_id": found["messages"][0]["message_id"]}
+                        group.start_soon(mcp.call, "imap_get_message", arguments)
                         await anyio.sleep(0.5)
-                        started = anyio.current_time()
                         server.terminate()
+                        if signals == 2:
+                            await wait_until(lambda: "refusing new calls" in server.log())
+                            server.terminate()
+                        started = anyio.current_time()
                         await anyio.to_thread.run_sync(server.proc.wait, 15)
                         took = anyio.current_time() - started
         finally:
             proxy.pass_through()
             server.stop()
         assert server.proc.returncode == 0
-        # grace (1 s) + open streams (at most 2 s) + logout (at most 0.8 s), with room for a loaded machine
-        assert took < 6, took
-        assert "1 call(s) still running after the grace period" in server.log()
+        # grace (1 s, or cut by the second signal) + open streams (at most 2 s) + the blocked command
+        # given up (1 s more) + logout (at most 0.8 s), with room for a loaded machine
+        assert took < 7, took
+        assert logged in server.log()
 
 
 async def test_the_readme_http_setup_works_as_written(tmp_path: Path, dovecot: Dovecot, user: str) -> None:
@@ -408,3 +416,28 @@ async def test_the_readme_http_setup_works_as_written(tmp_path: Path, dovecot: D
     finally:
         server.stop()
     assert token not in server.log()
+
+
+async def test_an_elicitation_answered_during_shutdown_still_completes_the_confirmed_write(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    """Draining refuses new calls, not the answers the calls in flight are waiting for."""
+    server = start_http_server(http_config(tmp_path, account_settings(dovecot, user)), token=new_token())
+    try:
+
+        async def answer_after_sigterm(context: Any, params: ElicitRequestParams) -> ElicitResult:
+            server.terminate()
+            await wait_until(lambda: "refusing new calls" in server.log())
+            return ElicitResult(action="accept", content={"confirm": True})
+
+        async with http_client(
+            server.url, server.token, mode="legacy", elicitation_callback=answer_after_sigterm
+        ) as mcp:
+            await mcp.ok("imap_manage_mailbox", {"action": "create", "mailbox": "Old"})
+            deleted = await mcp.ok("imap_manage_mailbox", {"action": "delete", "mailbox": "Old"})
+            assert deleted["status"] == "ok"
+        await anyio.to_thread.run_sync(server.proc.wait, 15)
+    finally:
+        server.stop()
+    assert server.proc.returncode == 0
+    assert not dovecot.folder_path(user, "Old").exists()
