@@ -12,8 +12,12 @@ from email.message import EmailMessage
 from typing import Any
 
 import pytest
+from mcp import Client, MCPError
+from mcp_types import BlobResourceContents
 
+from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.parts import FETCH_CHUNK_BYTES
+from mail_imap_mcp.server import build_server
 from tests.conftest import MatrixServer, make_config, open_client
 from tests.support import mailgen
 from tests.support.dovecot import Dovecot
@@ -246,3 +250,40 @@ async def test_window_beyond_max_attachment_bytes_is_limit_exceeded(
             "limit_exceeded",
         )
         assert envelope["error"]["details"]["setting"] == "max_attachment_bytes"
+
+
+async def test_attachment_resources_serve_the_decoded_bytes_with_their_type(
+    imap_server: MatrixServer, seeded: dict[str, int], config: Config
+) -> None:
+    async with Client(build_server(config)) as client:
+        mcp = EnvelopeClient(client)
+        mid = await message_id(mcp, seeded["files"])
+        listed = (await mcp.ok("imap_get_message", {"message_id": mid}))["message"]["attachments"]
+        by_name = {a["filename"]: a for a in listed}
+        (blob,) = (await client.read_resource(by_name["blob.bin"]["resource_uri"])).contents
+        assert isinstance(blob, BlobResourceContents)
+        assert base64.b64decode(blob.blob) == BINARY
+        assert blob.mime_type == "application/octet-stream"
+        (notes,) = (await client.read_resource(by_name["notes.txt"]["resource_uri"])).contents
+        assert isinstance(notes, BlobResourceContents) and notes.mime_type == "text/plain"
+        assert base64.b64decode(notes.blob).decode().replace("\r\n", "\n") == NOTES
+        missing = by_name["blob.bin"]["resource_uri"].rsplit("/", 1)[0] + "/7"
+        with pytest.raises(MCPError, match="not_found"):
+            await client.read_resource(missing)
+        body = by_name["blob.bin"]["resource_uri"].rsplit("/", 1)[0] + "/1"
+        with pytest.raises(MCPError, match=r"invalid_input.*part_id"):
+            await client.read_resource(body)
+        # Still serving.
+        assert (await client.read_resource(by_name["agenda.html"]["resource_uri"])).contents
+
+
+async def test_attachment_resource_beyond_max_resource_bytes_is_refused(
+    dovecot: Dovecot, user: str, account: Any, seeded: dict[str, int]
+) -> None:
+    config = make_config({"default": account(user)}, max_resource_bytes=1024 * 1024)
+    async with Client(build_server(config)) as client:
+        mcp = EnvelopeClient(client)
+        mid = await message_id(mcp, seeded["large"])
+        (attachment,) = (await mcp.ok("imap_get_message", {"message_id": mid}))["message"]["attachments"]
+        with pytest.raises(MCPError, match=r"limit_exceeded.*max_resource_bytes"):
+            await client.read_resource(attachment["resource_uri"])

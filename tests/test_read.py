@@ -285,6 +285,7 @@ async def test_message_uris_resolve_as_resources(
         assert {t.uri_template for t in templates.resource_templates} == {
             "imap://{account_id}/mailbox/{mailbox}/message/{uidvalidity}/{uid}",
             "imap://{account_id}/mailbox/{mailbox}/message/{uidvalidity}/{uid}/raw",
+            "imap://{account_id}/mailbox/{mailbox}/message/{uidvalidity}/{uid}/attachment/{part_id}",
         }
         read = await client.read_resource(summary["message_uri"])
         envelope = json.loads(read.contents[0].text)  # type: ignore[union-attr]

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.resources.templates import ResourceSecurity
+import anyio.to_thread
+from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.server.mcpserver.resources.templates import ResourceSecurity, ResourceTemplate
+from mcp_types import InputRequiredResult
 from mcp_types import Tool as MCPTool
+from pydantic import AnyUrl
 
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.envelope.mcp import EnvelopeTool
 from mail_imap_mcp.tools import build_tools, unlisted_tools
 from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.tools.get_attachment import attachment_blob
 
 log = logging.getLogger("mail_imap_mcp")
 
@@ -43,15 +51,40 @@ def package_version() -> str:
         return "0.0.0"
 
 
+BlobReader = Callable[..., Awaitable[tuple[bytes, str]]]
+
+
 class MailServer(MCPServer[None]):
-    """``MCPServer`` that can keep registered tools out of ``tools/list`` (see ``unlisted_tools``)."""
+    """``MCPServer`` that can keep registered tools out of ``tools/list`` (see ``unlisted_tools``), and
+    serves blob resources with the content type of each blob (a template has only one)."""
 
     def __init__(self, *, unlisted: set[str], **options: Any) -> None:
         super().__init__(**options)
         self._unlisted = frozenset(unlisted)
+        self._blobs: list[tuple[ResourceTemplate, BlobReader]] = []
 
     async def list_tools(self) -> list[MCPTool]:
         return [tool for tool in await super().list_tools() if tool.name not in self._unlisted]
+
+    def blob_resource(self, uri: str, reader: BlobReader, **options: Any) -> None:
+        """Register a resource template whose reader returns ``(bytes, content type)``."""
+
+        @functools.wraps(reader)  # the SDK reads the URI's parameters from the signature
+        async def content_only(**params: str) -> bytes:
+            return (await reader(**params))[0]
+
+        self.resource(uri, **options)(content_only)
+        self._blobs.append((ResourceTemplate.from_function(content_only, uri, **options), reader))
+
+    async def read_resource(
+        self, uri: AnyUrl | str, context: Context[None, Any] | None = None
+    ) -> Iterable[ReadResourceContents] | InputRequiredResult:
+        for template, reader in self._blobs:
+            params = template.matches(str(uri))
+            if params is not None:
+                data, mime_type = await reader(**params)
+                return [ReadResourceContents(content=data, mime_type=mime_type)]
+        return await super().read_resource(uri, context)
 
 
 def build_server(config: Config, app: AppContext | None = None) -> MCPServer[None]:
@@ -83,6 +116,7 @@ def build_server(config: Config, app: AppContext | None = None) -> MCPServer[Non
         log_level="WARNING",
     )
     _register_message_resources(server, tools["imap_get_message"], tools["imap_get_message_raw"])
+    _register_attachment_resource(server, app)
     return server
 
 
@@ -126,3 +160,27 @@ def _resource_reader(tool: EnvelopeTool) -> Callable[[str, str, str, str], Await
         return envelope.model_dump_json(by_alias=True)
 
     return read
+
+
+def _register_attachment_resource(server: MailServer, app: AppContext) -> None:
+    """Serve ``resource_uri`` of each listed attachment: its decoded bytes, up to ``max_resource_bytes``."""
+
+    async def read(
+        account_id: str, mailbox: str, uidvalidity: str, uid: str, part_id: str
+    ) -> tuple[bytes, str]:
+        message_id = f"imap:{account_id}:{mailbox}:{uidvalidity}:{uid}"
+        try:
+            return await anyio.to_thread.run_sync(attachment_blob, app, message_id, part_id)
+        except ToolFailure as failure:
+            raise ResourceError(f"{failure.code}: {failure.message}") from None
+
+    server.blob_resource(
+        MESSAGE_URI + "/attachment/{part_id}",
+        read,
+        name="attachment",
+        title="Attachment",
+        description="One attachment's decoded bytes (imap_get_attachment reads it as text or an image); "
+        "up to max_resource_bytes.",
+        mime_type="application/octet-stream",
+        security=ResourceSecurity(exempt_params={"mailbox"}),
+    )

@@ -54,6 +54,19 @@ class AttachmentInfo(MailModel):
         description="MCP resource URI of the attachment's bytes; imap_get_attachment reads it as text, "
         "an image or a byte window."
     )
+    extracted_format: str | None = Field(
+        default=None,
+        description="attachment_mode=extract_text: what the text came from (pdf, docx, calendar, html, "
+        "message, ...); null when no text was extracted.",
+    )
+    extracted_text: str | None = Field(
+        default=None,
+        description="attachment_mode=extract_text: the attachment's text, cut at attachment_text_max_chars; "
+        "null for images and other non-documents.",
+    )
+    extracted_text_truncated: bool = Field(
+        default=False, description="True when extracted_text was cut (imap_get_attachment reads on)."
+    )
 
 
 class MessageDetail(MessageSummary):

@@ -135,13 +135,14 @@ def read_part(
     *,
     max_bytes: int,
     skip_bytes: int = 0,
-    accept: Callable[[mime.Part, bytes], None] | None = None,
+    accept: Callable[[mime.Part, bytes], int | None] | None = None,
 ) -> PartRead:
     """Decode attachment ``part_id`` of ``ref`` into ``sink``: decoded bytes ``skip_bytes`` up to
     ``skip_bytes + max_bytes``, fetched in partial chunks; stops as soon as the window is full.
 
     ``accept(part, head)`` runs once the part and its first decoded bytes are known, before anything is
-    written or more than the first chunk is fetched (raise to refuse it, e.g. for a size limit). The mailbox must be selected. Raises :class:`PartGone`,
+    written or more than the first chunk is fetched: it raises to refuse the part (e.g. for a size
+    limit) or returns a smaller ``max_bytes`` (e.g. only what a text window needs), or None. The mailbox must be selected. Raises :class:`PartGone`,
     :class:`PartNotFound`, :class:`NotAnAttachment` or :class:`StructureUnusable`.
     """
     first = _first_chunk(skip_bytes, max_bytes)
@@ -171,7 +172,7 @@ def read_part(
     chunk = _section_data(response, part_id)
     decoded = decoder.feed(chunk)
     if accept is not None:
-        accept(part, decoded[:HEAD_BYTES])
+        max_bytes = min(max_bytes, accept(part, decoded[:HEAD_BYTES]) or max_bytes)
     writer = _WindowWriter(sink, skip_bytes, max_bytes)
     position, fetched_bytes, fetches, requested = 0, 0, 1, first
     if decoder.encoding == "identity" and skip_bytes > len(chunk) == first:

@@ -1,139 +1,210 @@
-"""An attachment, once fetched, as text or as an image: which reader fits, limits named as settings.
+"""An attachment, once fetched, as text: which reader fits, what to fetch for it, limits named as settings.
 
 HTML goes through the same HTML-to-text path as message bodies (hidden text dropped); an attached
-message is read like imap_get_message reads one (headers, body text, its attachment list).
-Everything else goes to the document extraction of :mod:`mail_imap_mcp.content`.
+message is read like imap_get_message reads one (headers, body text, its attachment list); documents
+(PDF, Office, OpenDocument, calendar, CSV, plain text) go to :mod:`mail_imap_mcp.content.documents`,
+which parses them in a sandboxed child process. Every text is cleaned of control, bidi and invisible
+characters.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from mail_imap_mcp.config import ServerSettings
+from mail_imap_mcp.content.documents import (
+    CalendarEvent,
+    ExtractLimits,
+    detect_format,
+    extract_text,
+)
+from mail_imap_mcp.content.errors import ExtractionError
+from mail_imap_mcp.content.text import clean_extracted_text
 from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure
 from mail_imap_mcp.imap import html as html_convert
 from mail_imap_mcp.imap import mime
+from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.tools.attachments import Spooled, estimated_size, too_large
+from mail_imap_mcp.imap.models import AttachmentInfo
+from mail_imap_mcp.tools.attachments import Accept, Spooled, estimated_size, spooled_part, too_large
+from mail_imap_mcp.tools.context import AppContext
 
+AttachmentMode = Literal["none", "metadata", "extract_text"]
+#: Most attachments whose text one imap_get_message call extracts.
+MAX_EXTRACTED_ATTACHMENTS = 10
 #: Image types returned as image blocks (what multimodal models read).
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _MESSAGE_TYPES = frozenset({"message/rfc822", "message/global"})
 _HEADER_LINES = ("from", "to", "cc", "date", "subject")
+#: Formats read in a window straight from the start of the file (the rest need not be fetched).
+_STREAMED_FORMATS = frozenset({"text", "csv"})
+# Bytes per character at most (UTF-8 and UTF-16 alike), plus room for a cut character.
+_BYTES_PER_CHAR = 4
+_WINDOW_SLACK = 4096
+#: What a limit of the extraction sandbox is called in [server] (the rest are built-in caps).
+SETTING_OF_LIMIT = {
+    "max_attachment_bytes": "max_attachment_bytes",
+    "extract_timeout_s": "extract_timeout_s",
+    "memory": "extract_memory_mb",
+    "max_pixels": "max_image_pixels",
+    "max_output_bytes": "max_image_output_bytes",
+}
+
+
+@dataclass
+class ReadPlan:
+    """How an attachment is read, decided once its type and first bytes are known."""
+
+    mode: str = "text"
+    #: ``message``, ``html``, ``document`` or ``image``.
+    reader: str = "document"
+    #: The document format (pdf, docx, calendar, text, ...), for the document reader.
+    format: str | None = None
 
 
 @dataclass
 class TextWindow:
-    """``max_chars`` of an attachment's text from ``offset`` (or why there is none)."""
+    """``max_chars`` of an attachment's text from ``offset``."""
 
     format: str | None
-    text: str | None
+    text: str
     total_chars: int | None
     #: More text follows this window (read it from ``next_offset``).
     more: bool
     next_offset: int
-    #: The attachment itself was only read in part (too long for its reader's limit).
+    #: The attachment itself was only read in part (longer than its reader's limit).
     cut: bool = False
     pages: int | None = None
+    events: list[CalendarEvent] | None = None
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    issue: Issue | None = None
 
 
 def reader_of(part: mime.Part) -> str:
     """Which reader turns ``part`` into text: ``message``, ``html`` or ``document``."""
     if part.content_type in _MESSAGE_TYPES:
         return "message"
-    if part.content_type == "text/html":
+    if part.content_type in ("text/html", "application/xhtml+xml"):
         return "html"
     return "document"
 
 
-def image_limits_accept(
-    server: ServerSettings, mode: str | None, chosen: list[str], ref: MessageRef, part_id: str
-) -> Callable[[mime.Part, bytes], None]:
-    """The ``accept`` of a text or image read: decides the mode (recorded in ``chosen``) once the part is
-    known, and refuses before fetching more what cannot be read that way or is beyond its limit."""
-
-    def accept(part: mime.Part, head: bytes) -> None:
-        effective = mode or ("image" if part.content_type in IMAGE_TYPES else "text")
-        chosen[:] = [effective]
-        if effective == "image":
-            if not part.content_type.startswith("image/"):
-                raise _wrong_mode(ref, part_id, part, "image", "it is not an image")
-        elif reader_of(part) != "document":
-            return  # read in part when long: only the start is needed
-        if estimated_size(part) > server.max_attachment_bytes * 1.02:
-            raise too_large(part, server.max_attachment_bytes, "max_attachment_bytes")
-
-    return accept
+def extract_limits(server: ServerSettings) -> ExtractLimits:
+    """The sandbox's limits from ``[server]``."""
+    return ExtractLimits(
+        max_input_bytes=server.max_attachment_bytes,
+        timeout_s=server.extract_timeout_s,
+        cpu_s=server.extract_timeout_s,
+        memory_bytes=server.extract_memory_mb * 1024 * 1024,
+    )
 
 
-def _wrong_mode(ref: MessageRef, part_id: str, part: mime.Part, mode: str, why: str) -> ToolFailure:
+def wrong_mode(ref: MessageRef, part: mime.Part, mode: str, why: str) -> ToolFailure:
+    """``invalid_input`` naming ``mode``: this attachment cannot be read that way (read its bytes)."""
     return ToolFailure(
         ErrorCode.INVALID_INPUT,
-        f"Invalid 'mode': attachment {part_id} ({part.content_type}) cannot be read as {mode}: {why}. "
+        f"Invalid 'mode': attachment {part.section} ({part.content_type}) cannot be read as {mode}: "
+        f"{why.rstrip('.')}. "
         "Read its bytes with mode='bytes'.",
-        details={"parameter": "mode", "content_type": part.content_type},
+        details={"parameter": "mode", "content_type": part.content_type, "part_id": part.section},
         next_action=NextAction(
             instruction="Read the attachment's bytes",
             tool="imap_get_attachment",
-            arguments={"message_id": ref.message_id, "part_id": part_id, "mode": "bytes"},
+            arguments={"message_id": ref.message_id, "part_id": part.section, "mode": "bytes"},
         ),
     )
 
 
+def plan_reading(
+    server: ServerSettings, ref: MessageRef, mode: str | None, *, offset: int, max_chars: int
+) -> tuple[ReadPlan, Accept]:
+    """A plan, filled in by the returned ``accept`` once the part is known: the mode (images by default
+    for PNG/JPEG/GIF/WebP), the reader, and how much to fetch. It refuses before fetching more what
+    cannot be read in that mode, or a document or image beyond ``max_attachment_bytes``."""
+    plan = ReadPlan()
+
+    def accept(part: mime.Part, head: bytes) -> int | None:
+        plan.mode = mode or ("image" if part.content_type in IMAGE_TYPES else "text")
+        if plan.mode == "image":
+            plan.reader = "image"
+            if not part.content_type.startswith("image/"):
+                raise wrong_mode(ref, part, "image", "it is not an image")
+            _check_whole(part, server)
+            return None
+        plan.reader = reader_of(part)
+        if plan.reader != "document":
+            return server.max_text_part_bytes  # only the start of a huge HTML page or message is read
+        plan.format = detect_format(part.content_type, part.filename, head)
+        if plan.format is None:
+            raise wrong_mode(
+                ref,
+                part,
+                "text",
+                "it is not a document with text (PDF, Office, OpenDocument, "
+                "calendar, CSV, HTML, plain text or an e-mail)",
+            )
+        if plan.format in _STREAMED_FORMATS:
+            return (offset + max_chars) * _BYTES_PER_CHAR + _WINDOW_SLACK
+        _check_whole(part, server)
+        return None
+
+    return plan, accept
+
+
+def _check_whole(part: mime.Part, server: ServerSettings) -> None:
+    """Refuse what must be read whole (a document, an image) and is beyond ``max_attachment_bytes``."""
+    # 2% slack: the decoded size estimated from an encoded size is not exact.
+    if estimated_size(part) > server.max_attachment_bytes * 1.02:
+        raise too_large(part, server.max_attachment_bytes, "max_attachment_bytes")
+
+
 def window(text: str, offset: int, max_chars: int) -> tuple[str, bool, int]:
     """``max_chars`` of ``text`` from ``offset`` (cut at a word boundary): (piece, more follows, next offset)."""
-    rest = text[offset:]
-    piece, more = mime.truncate(rest, max_chars)
+    piece, more = mime.truncate(text[offset:], max_chars)
     return piece, more, offset + len(piece)
 
 
 def _start(spooled: Spooled, limit: int) -> tuple[bytes, bool]:
-    """The first ``limit`` decoded bytes of the spooled part, and whether it was cut there."""
+    """The first ``limit`` decoded bytes of the spooled part, and whether the part was longer."""
     with spooled.path.open("rb") as handle:
         data = handle.read(limit + 1)
-    cut = len(data) > limit or not spooled.read.complete
-    return data[:limit], cut
+    return data[:limit], len(data) > limit or not spooled.read.complete
 
 
 def _html_text(spooled: Spooled, server: ServerSettings) -> tuple[str, bool]:
     data, cut = _start(spooled, server.max_text_part_bytes)
-    decoded = mime.decode_text(data, spooled.part.charset, partial=cut)
-    return html_convert.html_to_text(decoded), cut
+    return html_convert.html_to_text(mime.decode_text(data, spooled.part.charset, partial=cut)), cut
 
 
-def _message_text(spooled: Spooled, server: ServerSettings) -> tuple[str, bool]:
-    data, cut = _start(spooled, server.max_text_part_bytes)
-    parsed = mime.parse_full_message(data)
+def message_text(raw: bytes) -> str:
+    """An attached message as text: its main headers, its attachments, a blank line, its body."""
+    parsed = mime.parse_full_message(raw)
     lines = [
         f"{name.capitalize()}: {value}"
         for name in _HEADER_LINES
         for value in parsed.headers.get(name, [])[:1]
     ]
     if parsed.attachments:
-        listed = ", ".join(
-            f"{p.filename or p.section} ({p.content_type}, part {p.section} of the attached message)"
-            for p in parsed.attachments[:20]
-        )
+        listed = ", ".join(f"{p.filename or 'unnamed'} ({p.content_type})" for p in parsed.attachments[:20])
         lines.append(f"Attachments: {listed}")
     if parsed.text is not None and (parsed.text.strip() or parsed.html is None):
         body = parsed.text
     else:
         body = html_convert.html_to_text(parsed.html or "")
-    return "\n".join(lines) + "\n\n" + body.replace("\r\n", "\n"), cut
+    return "\n".join(lines) + "\n\n" + body
 
 
-def read_text(spooled: Spooled, server: ServerSettings, *, offset: int, max_chars: int) -> TextWindow:
-    """The text window of a fetched attachment (cleaned of control, bidi and invisible characters)."""
-    reader = reader_of(spooled.part)
-    if reader == "document":
-        raise _wrong_mode(
-            MessageRef("", "", 0, 0), spooled.part.section, spooled.part, "text", "no text extractor yet"
-        )
-    text, cut = _html_text(spooled, server) if reader == "html" else _message_text(spooled, server)
+def _in_process(
+    spooled: Spooled, server: ServerSettings, reader: str, offset: int, max_chars: int
+) -> TextWindow:
+    if reader == "html":
+        text, cut = _html_text(spooled, server)
+    else:
+        data, cut = _start(spooled, server.max_text_part_bytes)
+        text = message_text(data)
+    text = clean_extracted_text(text)
     piece, more, next_offset = window(text, offset, max_chars)
     warnings = []
     if cut:
@@ -141,15 +212,134 @@ def read_text(spooled: Spooled, server: ServerSettings, *, offset: int, max_char
             f"The attachment is longer than max_text_part_bytes = {server.max_text_part_bytes}; only its "
             "start was read."
         )
+    return TextWindow(reader, piece, len(text), more, next_offset, cut=cut, warnings=warnings)
+
+
+def read_text(
+    spooled: Spooled, server: ServerSettings, plan: ReadPlan, *, offset: int, max_chars: int
+) -> TextWindow:
+    """The text window of a fetched attachment. Raises :class:`ExtractionError` from the extraction."""
+    if plan.reader != "document":
+        return _in_process(spooled, server, plan.reader, offset, max_chars)
+    part = spooled.part
+    if not spooled.read.complete and plan.format not in _STREAMED_FORMATS:
+        raise too_large(part, server.max_attachment_bytes, "max_attachment_bytes")
+    content_type = part.content_type + (f"; charset={part.charset}" if part.charset else "")
+    extracted = extract_text(
+        spooled.path, content_type, part.filename, extract_limits(server), offset=offset, max_chars=max_chars
+    )
+    more = extracted.next_offset is not None
+    next_offset = extracted.next_offset if extracted.next_offset is not None else offset + len(extracted.text)
+    # Truncated without a next window: the document was cut at one of the extraction's caps.
+    cut = extracted.truncated and not more
+    total = extracted.total_chars
+    if not spooled.read.complete:
+        # Only what this window needs was fetched (plain text and CSV): more may follow on the server.
+        more, total, cut = True, None, False
     return TextWindow(
-        format=reader,
-        text=piece,
-        total_chars=len(text),
-        more=more,
-        next_offset=next_offset,
+        extracted.format,
+        extracted.text,
+        total,
+        more,
+        next_offset,
         cut=cut,
-        warnings=warnings,
+        pages=extracted.pages,
+        events=extracted.events,
+        notes=list(extracted.notes),
     )
 
 
-__all__ = ["IMAGE_TYPES", "TextWindow", "image_limits_accept", "read_text", "reader_of", "window"]
+def _extract_one(
+    connection: AccountConnection,
+    ref: MessageRef,
+    attachment: AttachmentInfo,
+    server: ServerSettings,
+    max_chars: int,
+) -> Issue | None:
+    """Fill ``attachment``'s extracted text; an issue when that failed, None when it worked or the
+    attachment is no document (an image, an archive: left without text)."""
+    plan, accept = plan_reading(server, ref, "text", offset=0, max_chars=max_chars)
+    try:
+        with spooled_part(
+            connection, ref, attachment.part_id, max_bytes=server.max_attachment_bytes, accept=accept
+        ) as spooled:
+            window = read_text(spooled, server, plan, offset=0, max_chars=max_chars)
+    except ToolFailure as failure:
+        if failure.code == ErrorCode.INVALID_INPUT:  # no document: nothing to extract
+            return None
+        return ref.issue(
+            failure.code.value,
+            "extract_text",
+            _about(attachment, failure.message),
+            retryable=failure.retryable,
+        )
+    except ExtractionError as exc:
+        return ref.issue(exc.code, "extract_text", _about(attachment, exc.message), retryable=False)
+    attachment.extracted_format = window.format
+    attachment.extracted_text = window.text
+    attachment.extracted_text_truncated = window.more or window.cut
+    return None
+
+
+def _about(attachment: AttachmentInfo, message: str) -> str:
+    return f"Attachment {attachment.part_id} ({attachment.filename or attachment.content_type}): {message}"
+
+
+def extract_attachment_texts(
+    app: AppContext,
+    connection: AccountConnection,
+    ref: MessageRef,
+    attachments: list[AttachmentInfo],
+    max_chars: int,
+    warnings: list[str],
+) -> list[Issue]:
+    """imap_get_message attachment_mode=extract_text: each document attachment's text (at most
+    ``MAX_EXTRACTED_ATTACHMENTS``, within twice ``extract_timeout_s`` together); one that fails is an
+    issue (stage ``extract_text``) and the others still get theirs."""
+    server = app.config.server
+    deadline = time.monotonic() + 2 * server.extract_timeout_s
+    issues: list[Issue] = []
+    candidates = [a for a in attachments if not a.content_type.startswith(("image/", "audio/", "video/"))]
+    for index, attachment in enumerate(candidates):
+        if index >= MAX_EXTRACTED_ATTACHMENTS or time.monotonic() > deadline:
+            rest = candidates[index:]
+            warnings.append(
+                f"Text of {len(rest)} more attachment(s) not extracted in this call (part_id "
+                f"{', '.join(a.part_id for a in rest[:10])}); read them with imap_get_attachment."
+            )
+            break
+        issue = _extract_one(connection, ref, attachment, server, max_chars)
+        if issue is not None:
+            issues.append(issue)
+        elif attachment.extracted_text_truncated:
+            warnings.append(
+                f"Text of attachment {attachment.part_id} cut at {max_chars} characters; "
+                "imap_get_attachment reads on."
+            )
+    return issues
+
+
+def extraction_failure(exc: ExtractionError, part: mime.Part) -> ToolFailure:
+    """``limit_exceeded`` from the sandbox, naming the ``[server]`` setting when it is one."""
+    setting = SETTING_OF_LIMIT.get(exc.limit or "")
+    advice = f" Raise {setting} in [server] if this attachment is trusted." if setting else ""
+    details: dict[str, Any] = {"part_id": part.section, "limit": exc.limit, "setting": setting}
+    return ToolFailure(ErrorCode.LIMIT_EXCEEDED, exc.message + advice, details=details)
+
+
+__all__ = [
+    "IMAGE_TYPES",
+    "SETTING_OF_LIMIT",
+    "AttachmentMode",
+    "ReadPlan",
+    "TextWindow",
+    "extract_attachment_texts",
+    "extract_limits",
+    "extraction_failure",
+    "message_text",
+    "plan_reading",
+    "read_text",
+    "reader_of",
+    "window",
+    "wrong_mode",
+]

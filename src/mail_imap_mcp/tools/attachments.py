@@ -109,7 +109,7 @@ def part_failure(exc: Exception, ref: MessageRef) -> ToolFailure:
     raise exc
 
 
-Accept = Callable[[mime.Part, bytes], None]
+Accept = Callable[[mime.Part, bytes], int | None]
 
 
 def fetch_part(
@@ -170,16 +170,3 @@ def spooled_part(
         with path.open("w+b") as sink:
             read = fetch_part(connection, ref, part_id, sink, max_bytes=max_bytes, accept=accept)
         yield Spooled(path=path, read=read)
-
-
-def limit_accept(limit: int, setting: str, also: Accept | None = None) -> Accept:
-    """An ``accept`` that refuses, before fetching more, an attachment clearly larger than ``limit``."""
-
-    def accept(part: mime.Part, head: bytes) -> None:
-        # 2% slack: the estimate from an encoded size is not exact.
-        if estimated_size(part) > limit * 1.02:
-            raise too_large(part, limit, setting)
-        if also is not None:
-            also(part, head)
-
-    return accept

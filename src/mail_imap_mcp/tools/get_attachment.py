@@ -8,18 +8,30 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mail_imap_mcp.content.documents import CalendarEvent
+from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, Payload, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.imap import mime
 from mail_imap_mcp.imap.fetch import attachment_info
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.models import AttachmentInfo
-from mail_imap_mcp.tools.attachment_text import TextWindow, image_limits_accept, read_text
+from mail_imap_mcp.imap.parts import valid_part_id
+from mail_imap_mcp.tools.attachment_text import (
+    ReadPlan,
+    extraction_failure,
+    plan_reading,
+    read_text,
+    wrong_mode,
+)
 from mail_imap_mcp.tools.attachments import (
     ATTACHMENT_ERRORS,
     PartIdArg,
     Spooled,
+    estimated_size,
     fetch_part,
     spooled_part,
+    too_large,
 )
 from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.messages import MESSAGE_TOOL_ERRORS, MessageIdArg, UntrustedContent, resolve_message
@@ -96,6 +108,10 @@ class GetAttachmentData(MultiItemData):
     )
     pages: int | None = Field(description="Pages (PDF) or slides/sheets, when the format has them.")
     notes: list[str] = Field(description="What the extraction noticed (e.g. pages without a text layer).")
+    events: list[CalendarEvent] = Field(
+        description="Calendar attachments: the events (summary, start/end with time zone, location, "
+        "organizer, attendees, recurrence)."
+    )
     image: ImageInfo | None = Field(description="mode=image: the image block returned after this envelope.")
     offset_bytes: int = Field(description="mode=bytes: first byte of this window.")
     returned_bytes: int = Field(description="mode=bytes: bytes in this window.")
@@ -120,12 +136,13 @@ def _base(ref: MessageRef, info: AttachmentInfo, mode: Mode, args: GetAttachment
         "truncated": False,
         "pages": None,
         "notes": [],
+        "events": [],
         "image": None,
         "offset_bytes": args.offset_bytes if mode == "bytes" else 0,
         "returned_bytes": 0,
         "raw_base64": None,
         "decoded_size_bytes": None,
-        "untrusted_content": UntrustedContent(fields=["attachment.filename", "text", "notes"]),
+        "untrusted_content": UntrustedContent(fields=["attachment.filename", "text", "notes", "events"]),
     }
 
 
@@ -172,41 +189,51 @@ def _read_bytes(app: AppContext, ref: MessageRef, args: GetAttachmentInput) -> T
 
 
 def _text_result(
-    ref: MessageRef, spooled: Spooled, window: TextWindow, args: GetAttachmentInput
+    ref: MessageRef, spooled: Spooled, plan: ReadPlan, app: AppContext, args: GetAttachmentInput
 ) -> ToolResult[GetAttachmentData]:
+    server = app.config.server
+    max_chars = min(args.max_chars, server.max_attachment_text_chars)
     payload = _base(ref, attachment_info(ref, spooled.part), "text", args)
+    name = spooled.part.filename or spooled.part.content_type
+    try:
+        window = read_text(spooled, server, plan, offset=args.offset, max_chars=max_chars)
+    except ExtractionError as exc:
+        if exc.code == "limit_exceeded":
+            raise extraction_failure(exc, spooled.part) from None
+        if exc.code == "unsupported_format":
+            raise wrong_mode(ref, spooled.part, "text", exc.message) from None
+        # A broken or encrypted document: the call answers (the metadata, the issue) and points at the bytes.
+        payload.update(
+            format=plan.format,
+            status="partial",
+            issues=[ref.issue(exc.code, "extract_text", exc.message, retryable=False)],
+            next_action=_again(ref, args.part_id, "Read the attachment's bytes instead", mode="bytes"),
+        )
+        summary = f"Could not read text from {name}: {exc.message}"
+        return ToolResult(summary=summary[:240], data=GetAttachmentData(**payload))
     payload.update(
         format=window.format,
         text=window.text,
-        returned_chars=len(window.text or ""),
+        returned_chars=len(window.text),
         total_chars=window.total_chars,
         truncated=window.more or window.cut,
         pages=window.pages,
+        events=window.events or [],
         notes=window.notes,
         decoded_size_bytes=spooled.read.decoded_end if spooled.read.complete else None,
     )
     warnings = list(window.warnings)
-    if window.issue is not None:
-        payload["status"] = "partial"
-        payload["issues"] = [window.issue]
-        payload["next_action"] = _again(
-            ref, args.part_id, "Read the attachment's bytes instead", mode="bytes"
-        )
-    elif window.more:
+    if window.more:
         payload["next_action"] = _again(
             ref,
             args.part_id,
             "Read the next window of text",
             mode="text",
             offset=window.next_offset,
-            max_chars=args.max_chars,
+            max_chars=max_chars,
         )
-        warnings.append(f"Text continues after character {window.next_offset}; call again with offset.")
-    name = spooled.part.filename or spooled.part.content_type
-    if window.issue is not None:
-        summary = f"Could not extract text from {name}: {window.issue.message}"
-    else:
-        summary = f"{len(window.text or '')} character(s) of text from {name} (offset {args.offset})"
+        warnings.append(f"Text continues at character {window.next_offset}; call again with that offset.")
+    summary = f"{len(window.text)} character(s) of text from {name} (offset {args.offset})"
     return ToolResult(summary=summary[:240], data=GetAttachmentData(**payload), warnings=warnings)
 
 
@@ -215,16 +242,14 @@ def handle(app: AppContext, args: GetAttachmentInput) -> ToolResult[GetAttachmen
     if args.mode == "bytes":
         return _read_bytes(app, ref, args)
     server = app.config.server
-    chosen: list[str] = []
-    accept = image_limits_accept(server, args.mode, chosen, ref, args.part_id)
+    max_chars = min(args.max_chars, server.max_attachment_text_chars)
+    plan, accept = plan_reading(server, ref, args.mode, offset=args.offset, max_chars=max_chars)
     with spooled_part(
         connection, ref, args.part_id, max_bytes=server.max_attachment_bytes, accept=accept
     ) as spooled:
-        if chosen[0] == "image":
+        if plan.mode == "image":
             raise ToolFailure.invalid_input("mode", "images are not available yet; use mode='bytes'.")
-        max_chars = min(args.max_chars, server.max_attachment_text_chars)
-        window = read_text(spooled, server, offset=args.offset, max_chars=max_chars)
-        return _text_result(ref, spooled, window, args)
+        return _text_result(ref, spooled, plan, app, args)
 
 
 TOOL = ToolSpec(
@@ -238,3 +263,22 @@ TOOL = ToolSpec(
 )
 
 __all__ = ["TOOL", "GetAttachmentData", "GetAttachmentInput", "ImageInfo", "Issue"]
+
+
+def attachment_blob(app: AppContext, message_id: str, part_id: str) -> tuple[bytes, str]:
+    """The whole decoded attachment and its content type, for the attachment resource; ``limit_exceeded``
+    naming ``max_resource_bytes`` beyond it (imap_get_attachment reads such a one in windows)."""
+    connection, ref = resolve_message(app, message_id)
+    if not valid_part_id(part_id):
+        raise ToolFailure.invalid_input("part_id", "must be an IMAP section number such as 2 or 1.3.")
+    limit = app.config.server.max_resource_bytes
+
+    def accept(part: mime.Part, head: bytes) -> None:
+        if estimated_size(part) > limit * 1.02:
+            raise too_large(part, limit, "max_resource_bytes")
+
+    blob = io.BytesIO()
+    read = fetch_part(connection, ref, part_id, blob, max_bytes=limit, accept=accept)
+    if not read.complete:
+        raise too_large(read.part, limit, "max_resource_bytes")
+    return blob.getvalue(), read.part.content_type
