@@ -9,14 +9,20 @@ the server answers the next call, and no flag changed.
 
 from __future__ import annotations
 
+import base64
+import io
 from collections.abc import Iterator
 from email.message import EmailMessage
 from typing import Any
 
+import PIL.Image
 import pytest
+from mcp_types import ImageContent
 
+from mail_imap_mcp.config import ServerSettings
+from mail_imap_mcp.tools.attachment_text import SETTING_OF_LIMIT
 from tests.conftest import MatrixServer
-from tests.support.documents import CORPUS, Document, documents
+from tests.support.documents import CORPUS, Document, documents, images
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.test_attachments import inner_message
@@ -26,7 +32,7 @@ from tests.test_search import _flags as flags_of
 pytestmark = pytest.mark.anyio
 
 #: Read on every server of the matrix (Dovecot reads them all).
-SUBSET = ("pdf_text", "docx_tables", "ics_invite", "pdf_flate_bomb")
+SUBSET = ("pdf_text", "docx_tables", "ics_invite", "jpeg_photo", "pdf_flate_bomb", "docx_zip_bomb")
 
 
 def carrying(item: Document) -> bytes:
@@ -104,22 +110,24 @@ async def ids_by_uid(mcp: EnvelopeClient) -> dict[int, str]:
     return {m["uid"]: m["message_id"] for m in data["messages"]}
 
 
+async def corpus_messages(mcp: EnvelopeClient, corpus_mailbox: dict[str, int]) -> list[tuple[Document, str]]:
+    """Each corpus item of the mailbox with the id of the message carrying it."""
+    ids = await ids_by_uid(mcp)
+    return [(CORPUS[name], ids[uid]) for name, uid in corpus_mailbox.items() if name != "forwarded"]
+
+
 @pytest.mark.parametrize("corpus_mailbox", [[item.name for item in documents()]], indirect=True)
 async def test_every_document_reads_as_text_on_dovecot(
     dovecot: Dovecot, corpus_mailbox: dict[str, int], mcp: EnvelopeClient
 ) -> None:
-    ids = await ids_by_uid(mcp)
-    for name, uid in corpus_mailbox.items():
-        if name == "forwarded":
-            continue
-        item = CORPUS[name]
-        envelope = await mcp.call("imap_get_attachment", {"message_id": ids[uid], "part_id": "2"})
+    for item, mid in await corpus_messages(mcp, corpus_mailbox):
+        envelope = await mcp.call("imap_get_attachment", {"message_id": mid, "part_id": "2"})
         check_text(item, envelope)
         # The server is alive after each one: the next call works.
         assert (
             await mcp.ok(
                 "imap_get_attachment",
-                {"message_id": ids[uid], "part_id": "2", "mode": "bytes", "max_bytes": 16},
+                {"message_id": mid, "part_id": "2", "mode": "bytes", "max_bytes": 16},
             )
         )["returned_bytes"]
 
@@ -130,10 +138,13 @@ async def test_representative_documents_on_every_server(
 ) -> None:
     ids = await ids_by_uid(mcp)
     for name in SUBSET:
-        envelope = await mcp.call(
-            "imap_get_attachment", {"message_id": ids[corpus_mailbox[name]], "part_id": "2"}
-        )
-        check_text(CORPUS[name], envelope)
+        item = CORPUS[name]
+        arguments = {"message_id": ids[corpus_mailbox[name]], "part_id": "2"}
+        envelope, blocks = await mcp.call_with_media("imap_get_attachment", arguments)
+        if item.kind == "image":
+            check_image(item, envelope, blocks)
+        else:
+            check_text(item, envelope)
     message = await mcp.ok(
         "imap_get_attachment", {"message_id": ids[corpus_mailbox["forwarded"]], "part_id": "2"}
     )
@@ -189,3 +200,53 @@ async def test_get_message_extract_text_gives_each_document_its_text_and_failure
     assert all(a["extracted_text"] is None for a in plain["attachments"])
     bare = await mcp.ok("imap_get_message", {"message_id": mid, "attachment_mode": "none"})
     assert bare["message"]["attachments"] == [] and bare["message"]["has_attachments"] is True
+
+
+def check_image(item: Document, envelope: dict[str, Any], blocks: list[ImageContent]) -> None:
+    """``item`` read as an image: an image block after the envelope within the limits, or the error."""
+    context = f"{item.name}: {envelope['summary']}"
+    if item.expect_error is None:
+        assert envelope["success"], context
+        data = envelope["data"]
+        (block,) = blocks
+        image = data["image"]
+        assert (
+            data["mode"] == "image" and block.mime_type == image["mime_type"] == f"image/{item.expect_format}"
+        )
+        payload = base64.b64decode(block.data)
+        assert len(payload) == image["size_bytes"] <= ServerSettings().max_image_output_bytes
+        with PIL.Image.open(io.BytesIO(payload)) as decoded:
+            assert decoded.size == (image["width"], image["height"])
+        assert max(image["width"], image["height"]) <= ServerSettings().image_max_dimension
+        assert image["downscaled"] is item.expect_downscaled, context
+        return
+    assert not envelope["success"] and not blocks, context
+    code = {"limit_exceeded": "limit_exceeded", "unsupported_format": "invalid_input"}[item.expect_error]
+    assert envelope["error"]["code"] == code, envelope["error"]
+    if item.expect_limit:
+        assert envelope["error"]["details"]["limit"] == item.expect_limit
+        setting = SETTING_OF_LIMIT.get(item.expect_limit)
+        assert envelope["error"]["details"]["setting"] == setting
+        assert setting is None or setting in envelope["error"]["message"]
+
+
+@pytest.mark.parametrize("corpus_mailbox", [[item.name for item in images()]], indirect=True)
+async def test_every_image_comes_back_as_an_image_block_on_dovecot(
+    dovecot: Dovecot, corpus_mailbox: dict[str, int], mcp: EnvelopeClient
+) -> None:
+    messages = await corpus_messages(mcp, corpus_mailbox)
+    for item, mid in messages:
+        # No mode: image types default to mode=image.
+        envelope, blocks = await mcp.call_with_media(
+            "imap_get_attachment", {"message_id": mid, "part_id": "2"}
+        )
+        check_image(item, envelope, blocks)
+    # An image read as text is refused naming mode, with the way to its bytes.
+    png = next(mid for item, mid in messages if item.name == "png_rgba")
+    refused = await mcp.fail(
+        "imap_get_attachment",
+        {"message_id": png, "part_id": "2", "mode": "text"},
+        "invalid_input",
+    )
+    assert refused["error"]["details"]["parameter"] == "mode"
+    assert refused["data"]["next_action"]["arguments"]["mode"] == "bytes"

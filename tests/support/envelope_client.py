@@ -96,9 +96,16 @@ class EnvelopeClient:
         return self._schemas
 
     async def call(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        return (await self.call_with_media(tool, arguments))[0]
+
+    async def call_with_media(
+        self, tool: str, arguments: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], list[ImageContent]]:
+        """The checked envelope and the image blocks that followed it."""
         schemas = await self.schemas()
         result = await self.client.call_tool(tool, arguments or {})
-        return check_envelope(result, schemas.get(tool) or _declared_schema(tool))
+        envelope = check_envelope(result, schemas.get(tool) or _declared_schema(tool))
+        return envelope, [block for block in result.content if isinstance(block, ImageContent)]
 
     async def ok(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         """Call and assert success; return ``data``."""

@@ -21,6 +21,7 @@ from mail_imap_mcp.content.documents import (
     extract_text,
 )
 from mail_imap_mcp.content.errors import ExtractionError
+from mail_imap_mcp.content.images import ImageLimits
 from mail_imap_mcp.content.text import clean_extracted_text
 from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure
 from mail_imap_mcp.imap import html as html_convert
@@ -95,6 +96,19 @@ def extract_limits(server: ServerSettings) -> ExtractLimits:
     """The sandbox's limits from ``[server]``."""
     return ExtractLimits(
         max_input_bytes=server.max_attachment_bytes,
+        timeout_s=server.extract_timeout_s,
+        cpu_s=server.extract_timeout_s,
+        memory_bytes=server.extract_memory_mb * 1024 * 1024,
+    )
+
+
+def image_limits(server: ServerSettings) -> ImageLimits:
+    """The image preparation's limits from ``[server]``."""
+    return ImageLimits(
+        max_input_bytes=server.max_attachment_bytes,
+        max_pixels=server.max_image_pixels,
+        max_dimension=server.image_max_dimension,
+        max_output_bytes=server.max_image_output_bytes,
         timeout_s=server.extract_timeout_s,
         cpu_s=server.extract_timeout_s,
         memory_bytes=server.extract_memory_mb * 1024 * 1024,
@@ -336,6 +350,7 @@ __all__ = [
     "extract_attachment_texts",
     "extract_limits",
     "extraction_failure",
+    "image_limits",
     "message_text",
     "plan_reading",
     "read_text",

@@ -10,8 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.content.documents import CalendarEvent
 from mail_imap_mcp.content.errors import ExtractionError
+from mail_imap_mcp.content.images import prepare_image
 from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, Payload, ToolFailure
-from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.envelope.mcp import MediaBlock, ToolResult
 from mail_imap_mcp.imap import mime
 from mail_imap_mcp.imap.fetch import attachment_info
 from mail_imap_mcp.imap.ids import MessageRef
@@ -20,6 +21,7 @@ from mail_imap_mcp.imap.parts import valid_part_id
 from mail_imap_mcp.tools.attachment_text import (
     ReadPlan,
     extraction_failure,
+    image_limits,
     plan_reading,
     read_text,
     wrong_mode,
@@ -198,19 +200,7 @@ def _text_result(
     try:
         window = read_text(spooled, server, plan, offset=args.offset, max_chars=max_chars)
     except ExtractionError as exc:
-        if exc.code == "limit_exceeded":
-            raise extraction_failure(exc, spooled.part) from None
-        if exc.code == "unsupported_format":
-            raise wrong_mode(ref, spooled.part, "text", exc.message) from None
-        # A broken or encrypted document: the call answers (the metadata, the issue) and points at the bytes.
-        payload.update(
-            format=plan.format,
-            status="partial",
-            issues=[ref.issue(exc.code, "extract_text", exc.message, retryable=False)],
-            next_action=_again(ref, args.part_id, "Read the attachment's bytes instead", mode="bytes"),
-        )
-        summary = f"Could not read text from {name}: {exc.message}"
-        return ToolResult(summary=summary[:240], data=GetAttachmentData(**payload))
+        return _unreadable(ref, spooled, exc, "extract_text", args)
     payload.update(
         format=window.format,
         text=window.text,
@@ -237,6 +227,63 @@ def _text_result(
     return ToolResult(summary=summary[:240], data=GetAttachmentData(**payload), warnings=warnings)
 
 
+def _unreadable(
+    ref: MessageRef, spooled: Spooled, exc: ExtractionError, stage: str, args: GetAttachmentInput
+) -> ToolResult[GetAttachmentData]:
+    """A broken or encrypted attachment: the call answers with its metadata and an issue, and points at
+    its bytes. Limits and unsupported formats are failures of the call instead."""
+    if exc.code == "limit_exceeded":
+        raise extraction_failure(exc, spooled.part) from None
+    mode: Mode = "image" if stage == "prepare_image" else "text"
+    if exc.code == "unsupported_format":
+        raise wrong_mode(ref, spooled.part, mode, exc.message) from None
+    payload = _base(ref, attachment_info(ref, spooled.part), mode, args)
+    payload.update(
+        status="partial",
+        issues=[ref.issue(exc.code, stage, exc.message, retryable=False)],
+        next_action=_again(ref, args.part_id, "Read the attachment's bytes instead", mode="bytes"),
+    )
+    name = spooled.part.filename or spooled.part.content_type
+    summary = f"Could not read {name} as {mode}: {exc.message}"
+    return ToolResult(summary=summary[:240], data=GetAttachmentData(**payload))
+
+
+def _image_result(
+    ref: MessageRef, spooled: Spooled, app: AppContext, args: GetAttachmentInput
+) -> ToolResult[GetAttachmentData]:
+    server = app.config.server
+    if not spooled.read.complete:
+        raise too_large(spooled.part, server.max_attachment_bytes, "max_attachment_bytes")
+    try:
+        prepared = prepare_image(spooled.path, spooled.part.content_type, image_limits(server))
+    except ExtractionError as exc:
+        return _unreadable(ref, spooled, exc, "prepare_image", args)
+    payload = _base(ref, attachment_info(ref, spooled.part), "image", args)
+    payload.update(
+        image=ImageInfo(
+            mime_type=prepared.mime_type,
+            width=prepared.width,
+            height=prepared.height,
+            original_width=prepared.original_width,
+            original_height=prepared.original_height,
+            downscaled=prepared.downscaled,
+            size_bytes=len(prepared.data),
+        ),
+        notes=prepared.notes,
+        decoded_size_bytes=spooled.read.decoded_end,
+    )
+    scaled = f", downscaled to {prepared.width}x{prepared.height}" if prepared.downscaled else ""
+    summary = (
+        f"Image {spooled.part.filename or spooled.part.section} ({prepared.original_width}x"
+        f"{prepared.original_height}{scaled}) follows as a {prepared.mime_type} image block"
+    )
+    return ToolResult(
+        summary=summary,
+        data=GetAttachmentData(**payload),
+        media=[MediaBlock(data=prepared.data, mime_type=prepared.mime_type)],
+    )
+
+
 def handle(app: AppContext, args: GetAttachmentInput) -> ToolResult[GetAttachmentData]:
     connection, ref = resolve_message(app, args.message_id)
     if args.mode == "bytes":
@@ -248,7 +295,7 @@ def handle(app: AppContext, args: GetAttachmentInput) -> ToolResult[GetAttachmen
         connection, ref, args.part_id, max_bytes=server.max_attachment_bytes, accept=accept
     ) as spooled:
         if plan.mode == "image":
-            raise ToolFailure.invalid_input("mode", "images are not available yet; use mode='bytes'.")
+            return _image_result(ref, spooled, app, args)
         return _text_result(ref, spooled, plan, app, args)
 
 
