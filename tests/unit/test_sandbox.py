@@ -139,3 +139,14 @@ def test_concurrent_extractions_share_a_bounded_number_of_children(tmp_path: Pat
         counter.join()
     assert all("Contract total" in result.text for result in results)
     assert 1 <= most <= sandbox.MAX_CONCURRENT_CHILDREN
+
+
+@pytest.mark.parametrize("megabytes", [8, 16, 32])
+def test_a_child_that_cannot_even_start_reports_the_memory_limit(tmp_path: Path, megabytes: int) -> None:
+    path = tmp_path / "a.pdf"
+    path.write_bytes(CORPUS["pdf_text"].data)
+    limits = SandboxLimits(10, 10, megabytes << 20, 1 << 20)
+    with pytest.raises(ExtractionError) as caught:
+        run_in_sandbox("document", pdf_params(path, memory_bytes=megabytes << 20), limits)
+    assert (caught.value.code, caught.value.limit) == ("limit_exceeded", "memory")
+    assert f"({megabytes} MB)" in caught.value.message

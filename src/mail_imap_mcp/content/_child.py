@@ -8,6 +8,7 @@ task needs is imported, after the limits are in force.
 
 from __future__ import annotations
 
+import errno
 import json
 import resource
 import sys
@@ -40,6 +41,13 @@ def _error(code: str, message: str, limit: str | None = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "limit": limit}}
 
 
+def _unexpected(exc: BaseException) -> dict[str, Any]:
+    detail = "".join(ch for ch in str(exc) if ch.isprintable())[:200]
+    return _error(
+        "extract_failed", f"The document is malformed and could not be read ({type(exc).__name__}: {detail})."
+    )
+
+
 def main() -> int:
     _apply_limits(int(sys.argv[-2]), int(sys.argv[-1]))
     # Released on MemoryError so that the answer itself can still be built.
@@ -54,14 +62,21 @@ def main() -> int:
     except MemoryError:
         reserve = None
         answer = _error("limit_exceeded", "out of memory", "memory")
+    except OSError as exc:
+        # The loader reports an address-space limit as a failed mmap of a shared library.
+        if "map segment" in str(exc) or exc.errno == errno.ENOMEM:
+            answer = _error("limit_exceeded", "out of memory", "memory")
+        else:
+            answer = _unexpected(exc)
+    except ImportError as exc:
+        if "map segment" in str(exc) or "allocate memory" in str(exc):
+            answer = _error("limit_exceeded", "out of memory", "memory")
+        else:
+            answer = _unexpected(exc)
     except RecursionError:
         answer = _error("extract_failed", "The document is nested too deeply to be read.")
     except Exception as exc:
-        detail = "".join(ch for ch in str(exc) if ch.isprintable())[:200]
-        answer = _error(
-            "extract_failed",
-            f"The document is malformed and could not be read ({type(exc).__name__}: {detail}).",
-        )
+        answer = _unexpected(exc)
     del reserve
     sys.stdout.buffer.write(json.dumps(answer, ensure_ascii=False).encode("utf-8", "replace"))
     sys.stdout.buffer.flush()
