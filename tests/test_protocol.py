@@ -32,6 +32,7 @@ READ_TOOLS = [
     "imap_list_mailboxes",
     "imap_search_messages",
     "imap_get_message",
+    "imap_get_thread",
     "imap_get_message_raw",
     "imap_get_attachment",
 ]

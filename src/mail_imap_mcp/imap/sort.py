@@ -397,7 +397,8 @@ class StreamSearch:
 _MAILBOX_ERRORS = (ToolFailure, UidValidityChanged, CharsetRejected, IMAPClientError)
 
 
-def _mailbox_issue(mailbox: str, exc: Exception) -> Issue:
+def mailbox_issue(mailbox: str, exc: Exception) -> Issue:
+    """The issue of a multi-mailbox call about a mailbox that could not be searched."""
     if isinstance(exc, UidValidityChanged):
         code, reason = "conflict", "it was recreated (UIDVALIDITY changed) since the first page"
         retryable = False
@@ -440,7 +441,7 @@ def ordered_page(
         except _MAILBOX_ERRORS as exc:
             if strict or (isinstance(exc, IMAPClientError) and is_connection_broken(exc)):
                 raise
-            issues.append(_mailbox_issue(state.mailbox, exc))
+            issues.append(mailbox_issue(state.mailbox, exc))
     _merge(pages, limit)
     picks = [
         (page.state.mailbox, page.state.uidvalidity, candidate.uid)

@@ -32,6 +32,7 @@ from mail_imap_mcp.imap.fetch import ReadOptions
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.models import MessageDetail
+from mail_imap_mcp.imap.threads import MESSAGE_ID
 from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
 from mail_imap_mcp.tools.messages import UntrustedContent, read_checked
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
@@ -72,7 +73,6 @@ _POLICY = email.policy.SMTP
 _HEADER_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 # In the body: line ends and tabs are text; NUL and the other C0 controls are not.
 _BODY_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
-_MSG_ID = re.compile(r"<[!-;=?-~]{1,250}@[!-;=?-~]{1,250}>")
 _REPLY_PREFIX = re.compile(r"^\s*re\s*:", re.IGNORECASE)
 _DOMAIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
 
@@ -242,10 +242,10 @@ def _quote(original: MessageDetail) -> str:
 
 def _thread_headers(original: MessageDetail) -> tuple[str | None, str | None]:
     """In-Reply-To and References (RFC 5322 3.6.4) from the original's Message-ID and References."""
-    own = _MSG_ID.findall(original.headers.get("Message-ID", ""))
+    own = MESSAGE_ID.findall(original.headers.get("Message-ID", ""))
     if not own:
         return None, None
-    chain = [i for i in _MSG_ID.findall(original.headers.get("References", "")) if i != own[0]]
+    chain = [i for i in MESSAGE_ID.findall(original.headers.get("References", "")) if i != own[0]]
     if len(chain) >= MAX_REFERENCES:
         chain = chain[:1] + chain[-(MAX_REFERENCES - 2) :]
     return own[0], " ".join([*chain, own[0]])

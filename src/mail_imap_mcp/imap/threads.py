@@ -1,0 +1,143 @@
+"""Conversations: the messages linked to one message by Message-ID, In-Reply-To and References.
+
+The message's own headers name its ancestors (References, In-Reply-To) and the thread's root (the first
+reference). A search of a few mailboxes (the message's own, INBOX, Sent) finds
+
+* the ancestors, by ``HEADER Message-ID`` of each id named,
+* the replies, by ``HEADER References <root>`` and ``HEADER In-Reply-To <id>`` of each id named,
+
+in one ``UID SEARCH`` per mailbox. Where the server advertises ``THREAD=REFERENCES`` (RFC 5256), the
+message's own mailbox is threaded by the server instead, over those messages plus the ones with the same
+base subject, so a reply whose client dropped References and In-Reply-To still joins its conversation.
+A hostile message cannot make the search large: at most :data:`MAX_THREAD_IDS` ids are used.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from mail_imap_mcp.imap import mime
+from mail_imap_mcp.imap.connection import ImapSession
+from mail_imap_mcp.imap.mailboxes import MailboxInfo
+
+#: A message id as RFC 5322 writes it (``<left@right>``, printable ASCII, bounded).
+MESSAGE_ID = re.compile(r"<[!-;=?-~]{1,250}@[!-;=?-~]{1,250}>")
+#: Ids searched for at most: the root, the message's own and the newest references.
+MAX_THREAD_IDS = 12
+#: Header bytes read from the message to find its thread (a 1 MB References is cut).
+SEED_HEADER_BYTES = 16 * 1024
+_SEED_ITEM = f"BODY.PEEK[HEADER.FIELDS (MESSAGE-ID IN-REPLY-TO REFERENCES SUBJECT)]<0.{SEED_HEADER_BYTES}>"
+_REPLY_PREFIX = re.compile(
+    r"^\s*((re|fwd?|aw|wg|sv|vs|antw|tr|rv|réf)\s*(\[\d+\])?\s*:|\[[^\]]{1,40}\])\s*", re.I
+)
+# Where the server marks no mailbox \Sent, these last name parts stand for it.
+_SENT_NAMES = {"sent", "sent items", "sent messages", "sent mail"}
+
+
+@dataclass
+class ThreadSeed:
+    """What one message says about its conversation."""
+
+    own_id: str | None
+    root_id: str | None
+    #: Ids to search for: the root, the message's own, the newest references (at most MAX_THREAD_IDS).
+    ids: list[str] = field(default_factory=list)
+    subject: str | None = None
+
+    @property
+    def base_subject(self) -> str:
+        """The subject without reply/forward prefixes and list tags (RFC 5256 base subject, roughly)."""
+        text = " ".join((self.subject or "").split())
+        while True:
+            stripped = _REPLY_PREFIX.sub("", text, count=1)
+            if stripped == text:
+                return text
+            text = stripped
+
+
+def message_ids(value: str | None) -> list[str]:
+    """The message ids in a Message-ID, In-Reply-To or References value, in order."""
+    return MESSAGE_ID.findall(value or "")
+
+
+def read_seed(session: ImapSession, uid: int) -> ThreadSeed | None:
+    """The thread headers of ``uid`` in the selected mailbox; None when it no longer exists."""
+    answer = session.fetch([uid], [_SEED_ITEM])
+    response = answer.get(uid)
+    if response is None:
+        return None
+    raw = next((v for k, v in response.items() if isinstance(k, bytes) and k.startswith(b"BODY[")), None)
+    if raw is None:
+        return None
+    headers = mime.parse_header_block(raw or b"")
+
+    def first(name: str) -> str | None:
+        values = headers.get(name)
+        return values[0] if values else None
+
+    own = next(iter(message_ids(first("message-id"))), None)
+    references = message_ids(" ".join(headers.get("references", [])))
+    replied_to = message_ids(first("in-reply-to"))
+    root = references[0] if references else (replied_to[0] if replied_to else own)
+    newest = list(dict.fromkeys([*reversed(references), *replied_to]))
+    ids = list(dict.fromkeys(i for i in [root, own, *newest] if i))[:MAX_THREAD_IDS]
+    return ThreadSeed(own, root, ids, first("subject"))
+
+
+def _any_of(keys: Sequence[Sequence[bytes | str | int]]) -> list[bytes | str | int]:
+    """``OR OR ... k1 k2 k3``: a search matching any of ``keys`` (each a list of tokens; none: [])."""
+    if not keys:
+        return []
+    flat: list[bytes | str | int] = [b"OR"] * (len(keys) - 1)
+    for key in keys:
+        flat.extend(key)
+    return flat
+
+
+def header_criteria(seed: ThreadSeed) -> list[bytes | str | int]:
+    """A search for the seed's ancestors (by Message-ID) and replies (by References and In-Reply-To)."""
+    keys: list[list[bytes | str | int]] = [[b"HEADER", "Message-ID", i] for i in seed.ids]
+    if seed.root_id:
+        keys.append([b"HEADER", "References", seed.root_id])
+    keys += [[b"HEADER", "In-Reply-To", i] for i in seed.ids]
+    return _any_of(keys)
+
+
+def thread_uids(session: ImapSession, seed: ThreadSeed, own_uid: int | None) -> tuple[list[int], bool]:
+    """UIDs of the conversation in the selected mailbox, and whether the server threaded them.
+
+    ``own_uid``: the message itself is in this mailbox; there, THREAD=REFERENCES (where advertised) over the
+    header matches and the messages with the same base subject picks its thread."""
+    criteria = header_criteria(seed)
+    subject = seed.base_subject
+    if own_uid is not None and "THREAD=REFERENCES" in session.capabilities:
+        charset = None if subject.isascii() else "UTF-8"
+        by_subject: list[bytes | str | int] = [b"SUBJECT", subject] if len(subject) >= 3 else []
+        keys = [k for k in (criteria, by_subject) if k]
+        if not keys:
+            return [own_uid], True
+        widened = _any_of(keys)
+        for thread in session.uid_thread_references(widened, charset=charset):
+            if own_uid in thread:
+                return thread, True
+        return [own_uid], True
+    if not criteria:  # no ids at all: an empty search would match every message
+        return ([own_uid] if own_uid is not None else []), False
+    found = session.uid_search(criteria)
+    return sorted(set(found) | ({own_uid} if own_uid is not None else set())), False
+
+
+def thread_mailboxes(boxes: list[MailboxInfo], own: str) -> list[str]:
+    """Where a conversation lives: the message's own mailbox, INBOX and Sent (special-use, else by name)."""
+    sent = [b.name for b in boxes if b.special_use == "\\Sent" and b.selectable]
+    if not sent:
+        sent = [
+            b.name
+            for b in boxes
+            if b.selectable
+            and (b.name.rsplit(b.delimiter, 1)[-1] if b.delimiter else b.name).casefold() in _SENT_NAMES
+        ]
+    inbox = [b.name for b in boxes if b.name.upper() == "INBOX"]
+    return list(dict.fromkeys([own, *inbox, *sent]))

@@ -1,0 +1,187 @@
+"""imap_get_thread: the conversation a message belongs to, oldest first, as summaries with their text."""
+
+from __future__ import annotations
+
+from imapclient.exceptions import IMAPClientError
+from pydantic import BaseModel, ConfigDict, Field
+
+from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, ToolFailure
+from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.imap.connection import ImapSession
+from mail_imap_mcp.imap.errors import is_connection_broken
+from mail_imap_mcp.imap.fetch import fetch_summaries
+from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.mailboxes import list_mailboxes
+from mail_imap_mcp.imap.models import MessageSummary
+from mail_imap_mcp.imap.sort import mailbox_issue
+from mail_imap_mcp.imap.threads import read_seed, thread_mailboxes, thread_uids
+from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.tools.messages import (
+    MESSAGE_TOOL_ERRORS,
+    MessageIdArg,
+    UntrustedContent,
+    examine_for,
+    message_gone,
+    resolve_message,
+)
+from mail_imap_mcp.tools.search_messages import untrusted_fields
+from mail_imap_mcp.tools.spec import ToolSpec
+
+NAME = "imap_get_thread"
+TITLE = "Read a conversation"
+DESCRIPTION = (
+    "The whole conversation a message belongs to, oldest first: every message linked to it by "
+    "Message-ID, In-Reply-To or References (and, where the server threads, the same subject) in its "
+    "mailbox, INBOX and Sent, as summaries with a snippet of each one's text. One call answers "
+    "'what was said in this thread' and 'did I reply'; read one message in full with imap_get_message. "
+    "Never marks anything as read."
+)
+ERRORS = MESSAGE_TOOL_ERRORS
+
+
+class GetThreadInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    message_id: MessageIdArg
+    limit: int = Field(
+        default=20,
+        ge=1,
+        le=100,
+        description="Messages at most; a longer conversation keeps its newest ones (and this message).",
+    )
+    snippet_chars: int = Field(
+        default=300, ge=0, le=500, description="Length of each message's text snippet; 0 disables snippets."
+    )
+
+
+class GetThreadData(MultiItemData):
+    account_id: str = Field(description="Account of the conversation.")
+    message_id: str = Field(description="The message asked about.")
+    thread_root: str | None = Field(
+        description="Message-ID header of the conversation's first message, if known."
+    )
+    total: int = Field(description="Messages of the conversation found.")
+    returned: int = Field(description="Messages in `messages`.")
+    truncated: bool = Field(description="True when older messages were left out to stay within limit.")
+    mailboxes: list[str] = Field(description="Mailboxes searched.")
+    threaded_by_server: bool = Field(
+        description="True when the server's THREAD=REFERENCES grouped the message's own mailbox "
+        "(it also joins replies without References by subject); else a header search."
+    )
+    messages: list[MessageSummary] = Field(description="The conversation, oldest first.")
+    untrusted_content: UntrustedContent
+
+
+def _key(summary: MessageSummary) -> tuple[str, str, str]:
+    """The same message filed in two mailboxes (a copy) shows once."""
+    return summary.date or "", summary.from_ or "", summary.subject or ""
+
+
+def handle(app: AppContext, args: GetThreadInput) -> ToolResult[GetThreadData]:
+    connection, ref = resolve_message(app, args.message_id)
+    limit = min(args.limit, app.config.server.max_search_limit)
+    snippet_chars = min(args.snippet_chars, app.config.server.max_snippet_chars)
+
+    def work(
+        session: ImapSession,
+    ) -> tuple[list[MessageSummary], int, list[str], bool, list[Issue], str | None]:
+        examine_for(session, ref)
+        seed = read_seed(session, ref.uid)
+        if seed is None:
+            raise message_gone(ref)
+        mailboxes = thread_mailboxes(list_mailboxes(session), ref.mailbox)
+        found: list[MessageSummary] = []
+        issues: list[Issue] = []
+        total = 0
+        threaded = False
+        for mailbox in mailboxes:
+            own = mailbox == ref.mailbox
+            try:
+                state = examine_for(session, ref) if own else session.examine(mailbox)
+                uids, by_server = thread_uids(session, seed, ref.uid if own else None)
+                threaded = threaded or by_server
+                total += len(uids)
+                # The newest by UID stand for the newest by date: at most `limit` per mailbox are read.
+                wanted = sorted(uids, reverse=True)[:limit]
+                if own and ref.uid not in wanted:
+                    wanted[-1] = ref.uid
+                batch = fetch_summaries(
+                    session,
+                    account_id=ref.account_id,
+                    mailbox=mailbox,
+                    uidvalidity=state.uidvalidity,
+                    uids=wanted,
+                    snippet_chars=snippet_chars,
+                )
+            except (ToolFailure, IMAPClientError) as exc:
+                if own or (isinstance(exc, IMAPClientError) and is_connection_broken(exc)):
+                    raise
+                issues.append(mailbox_issue(mailbox, exc))
+                continue
+            found += batch.messages
+            issues += batch.issues
+        unique = {_key(m): m for m in sorted(found, key=lambda m: m.mailbox != ref.mailbox, reverse=True)}
+        total -= len(found) - len(unique)
+        return list(unique.values()), total, mailboxes, threaded, issues, seed.root_id
+
+    messages, total, mailboxes, threaded, issues, root = connection.run(work)
+    messages.sort(key=lambda m: (m.date or "", m.uid))
+    kept = _newest(messages, limit, ref)
+    truncated = total > len(kept)
+    newest = kept[-1] if kept else None
+    next_action = (
+        NextAction(
+            instruction="Read the newest message of the conversation in full",
+            tool="imap_get_message",
+            arguments={"message_id": newest.message_id},
+        )
+        if newest
+        else None
+    )
+    data = GetThreadData(
+        account_id=ref.account_id,
+        message_id=ref.message_id,
+        thread_root=root,
+        total=total,
+        returned=len(kept),
+        truncated=truncated,
+        mailboxes=mailboxes,
+        threaded_by_server=threaded,
+        messages=kept,
+        status="partial" if issues else "ok",
+        issues=issues,
+        next_action=next_action,
+        untrusted_content=untrusted_fields(),
+    )
+    warnings = []
+    if truncated:
+        warnings.append(f"The conversation has {total} messages; the {len(kept)} newest are shown (limit).")
+    if issues:
+        warnings.append(f"{len(issues)} issue(s); see data.issues.")
+    cut = f", {total - len(kept)} older left out" if truncated else ""
+    summary = (
+        f"{len(kept)} message(s) of the conversation, oldest first (in {len(mailboxes)} mailbox(es){cut})"
+    )
+    return ToolResult(summary=summary, data=data, warnings=warnings)
+
+
+def _newest(messages: list[MessageSummary], limit: int, ref: MessageRef) -> list[MessageSummary]:
+    """The newest ``limit`` of ``messages`` (oldest first), always keeping the message asked about."""
+    if len(messages) <= limit:
+        return messages
+    kept = messages[-limit:]
+    if all(m.message_id != ref.message_id for m in kept):
+        asked = [m for m in messages if m.message_id == ref.message_id]
+        kept = asked + kept[1:]
+    return kept
+
+
+TOOL = ToolSpec(
+    name=NAME,
+    title=TITLE,
+    description=DESCRIPTION,
+    input_model=GetThreadInput,
+    data_model=GetThreadData,
+    handle=handle,
+    errors=ERRORS,
+)
