@@ -114,3 +114,17 @@ def test_a_token_file_others_can_read_is_warned_about(tmp_path: Path) -> None:
     token_file.chmod(0o600)
     assert token_file_warning(HttpSettings(token_file=token_file)) is None
     assert token_file_warning(HttpSettings()) is None
+
+
+def test_a_config_file_binding_beyond_loopback_without_a_token_does_not_load(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, '[http]\nhost = "0.0.0.0"\n'), env={"PW": "p"})
+    assert str(caught.value).startswith("invalid configuration: http: host 0.0.0.0 is not a loopback address")
+    # The default token variable counts as a token; allowed_hosts is then what is missing.
+    with pytest.raises(ConfigError, match="allowed_hosts"):
+        load_config(write(tmp_path, '[http]\nhost = "0.0.0.0"\n'), env={"PW": "p", HTTP_TOKEN_ENV: TOKEN})
+    config = load_config(
+        write(tmp_path, '[http]\nhost = "0.0.0.0"\nallowed_hosts = ["mail.example.com"]\n'),
+        env={"PW": "p", HTTP_TOKEN_ENV: TOKEN},
+    )
+    assert config.http.resolve_token({HTTP_TOKEN_ENV: TOKEN}) == TOKEN
