@@ -170,13 +170,13 @@ class _Tree:
                 self.open[-1].remove(element)
 
 
-def _relationships(archive: SafeArchive, part: str) -> dict[str, str]:
-    """Relationship id -> archive path for ``part`` (e.g. word/document.xml)."""
+def _relationship_list(archive: SafeArchive, part: str) -> list[tuple[str, str, str]]:
+    """(id, type, archive path) of each internal relationship of ``part`` (e.g. word/document.xml)."""
     folder, base = posixpath.split(part)
     rels = posixpath.join(folder, "_rels", base + ".rels")
     if not archive.has(rels):
-        return {}
-    targets: dict[str, str] = {}
+        return []
+    found = []
     for _, element in _iterparse(archive, rels):
         if element.tag == PKG_REL + "Relationship" and element.get("TargetMode") != "External":
             target = element.get("Target") or ""
@@ -185,8 +185,31 @@ def _relationships(archive: SafeArchive, part: str) -> dict[str, str]:
                 if target.startswith("/")
                 else posixpath.normpath(posixpath.join(folder, target))
             )
-            targets[element.get("Id") or ""] = path
-    return targets
+            found.append((element.get("Id") or "", element.get("Type") or "", path))
+    return found
+
+
+def _relationships(archive: SafeArchive, part: str) -> dict[str, str]:
+    """Relationship id -> archive path for ``part``."""
+    return {rid: path for rid, _, path in _relationship_list(archive, part)}
+
+
+def _related(archive: SafeArchive, part: str, kind: str) -> list[str]:
+    """The parts ``part`` relates to with a relationship type ending in ``/kind``, in file order."""
+    paths = [path for _, type_, path in _relationship_list(archive, part) if type_.endswith("/" + kind)]
+    return [path for path in dict.fromkeys(paths) if archive.has(path)]
+
+
+def _titled(title: str, lines: Iterator[str]) -> Iterator[str]:
+    """``lines`` under a ``[title]`` line, or nothing when they hold no text (leading blank lines dropped)."""
+    started = False
+    for line in lines:
+        if not started:
+            if not line.strip():
+                continue
+            yield f"\n[{title}]\n"
+            started = True
+        yield line
 
 
 # --------------------------------------------------------------------------------------
@@ -335,9 +358,22 @@ _SLIDE = _Layout(
 )
 
 
+# Parts read after the body, in this order, each under its own heading.
+_WORD_EXTRA_PARTS = (
+    ("footnotes", "footnotes"),
+    ("endnotes", "endnotes"),
+    ("comments", "comments"),
+    ("header", "header"),
+    ("footer", "footer"),
+)
+
+
 def _docx(archive: SafeArchive, notes: list[str]) -> Iterator[str]:
     part = _main_part(archive, "word/document.xml")
     yield from _flow(_Tree(_iterparse(archive, part, ("start", "end"))), _WORD)
+    for kind, title in _WORD_EXTRA_PARTS:
+        for path in _related(archive, part, kind):
+            yield from _titled(title, _flow(_Tree(_iterparse(archive, path, ("start", "end"))), _WORD))
 
 
 def _main_part(archive: SafeArchive, default: str) -> str:
@@ -363,7 +399,25 @@ def _pptx(archive: SafeArchive, notes: list[str], meta: dict[str, Any]) -> Itera
             notes.append(f"slide {number} is missing from the file")
             continue
         yield from _flow(_Tree(_iterparse(archive, slide, ("start", "end"))), _SLIDE)
+        for path in _related(archive, slide, "notesSlide")[:1]:
+            yield from _titled("notes", _speaker_notes(archive, path))
         yield "\n"
+
+
+# Placeholders of a notes page that repeat the slide (its picture, number, header, footer, date).
+_NOTES_PLACEHOLDERS_SKIPPED = frozenset({"sldImg", "sldNum", "hdr", "ftr", "dt"})
+
+
+def _speaker_notes(archive: SafeArchive, path: str) -> Iterator[str]:
+    tree = _Tree(_iterparse(archive, path, ("start", "end")))
+    for event, element in tree:
+        if event != "end" or element.tag != P + "sp":
+            continue
+        placeholder = element.find(f".//{P}ph")
+        if placeholder is None or placeholder.get("type") not in _NOTES_PLACEHOLDERS_SKIPPED:
+            for paragraph in element.iter(A + "p"):
+                yield _SLIDE.paragraph_text(paragraph) + "\n"
+        tree.drop(element)
 
 
 _CELL_REF = re.compile(r"([A-Z]{1,3})(\d*)")
