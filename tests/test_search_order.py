@@ -146,14 +146,16 @@ async def test_date_order_continues_by_date_when_the_page_s_last_messages_were_d
 ) -> None:
     messages, arrivals = shuffled()
     imap_server.seed(user, "INBOX", messages, internaldates=arrivals)
-    first = await mcp.ok(TOOL, {"limit": 8, "sort": "date", "snippet_chars": 0})
+    first = await mcp.ok(TOOL, {"limit": 5, "sort": "date", "snippet_chars": 0})
+    second = await mcp.ok(TOOL, first["next_action"]["arguments"])
     expected = by_sent_date("m", list(range(N)))
+    assert subjects(first["messages"] + second["messages"]) == expected[:10]
     # Every anchor the cursor keeps (the page's last messages) is deleted: the next page finds its place
-    # by date instead.
-    doomed = [m["uid"] for m in first["messages"][-sort_module.ANCHORS :]]
+    # by the date of the last message listed instead.
+    doomed = [m["uid"] for m in second["messages"][-sort_module.ANCHORS :]]
     change_inbox(imap_server, user, remove=lambda writer: doomed)
-    _, rest = await page_all(mcp, first["next_action"]["arguments"])
-    assert subjects(rest) == expected[8:]
+    _, rest = await page_all(mcp, second["next_action"]["arguments"])
+    assert subjects(rest) == expected[10:]
 
 
 async def test_sort_rejects_unknown_values(mcp: EnvelopeClient) -> None:
@@ -435,3 +437,13 @@ def _cost(caplog: pytest.LogCaptureFixture) -> tuple[int, int]:
 async def test_mailbox_and_mailboxes_together_are_invalid_input(mcp: EnvelopeClient) -> None:
     envelope = await mcp.fail(TOOL, {"mailbox": "INBOX", "mailboxes": ["INBOX"]}, "invalid_input")
     assert envelope["error"]["details"]["parameter"] == "mailboxes"
+
+
+async def test_without_sort_every_mailbox_in_date_order(no_sort_dovecot: Dovecot) -> None:
+    user = no_sort_dovecot.new_user()
+    placed = seed_folders(no_sort_dovecot, user)
+    config = make_config({"default": account_settings(no_sort_dovecot, user)})
+    async for mcp in open_client(config):
+        _, listed = await page_all(mcp, {"mailbox": "*", "sort": "date", "limit": 4, "snippet_chars": 0})
+    searched = [s for n, subs in placed.items() if n not in ("Trash", "Junk") for s in subs]
+    assert subjects(listed) == sorted(searched, key=lambda s: (_serial(s) * 11) % 37, reverse=True)

@@ -63,7 +63,8 @@ class StreamState:
     window_hi: int = 0
 
     def row(self) -> list[Any]:
-        return [
+        """The state as a list, trailing defaults left out (the cursor travels in every page's output)."""
+        row: list[Any] = [
             self.mailbox,
             self.uidvalidity,
             self.upper,
@@ -72,12 +73,15 @@ class StreamState:
             self.window_lo,
             self.window_hi,
         ]
+        while len(row) > 3 and row[-1] in (None, 0, []):
+            row.pop()
+        return row
 
     @classmethod
     def from_row(cls, row: Any) -> StreamState:
-        if not isinstance(row, list) or len(row) != 7:
+        if not isinstance(row, list) or not 3 <= len(row) <= 7:
             raise CursorError("cursor has an unknown format")
-        mailbox, uidvalidity, upper, after, key, lo, hi = row
+        mailbox, uidvalidity, upper, after, key, lo, hi = row + [[], None, 0, 0][len(row) - 3 :]
         numbers = [uidvalidity, upper, lo, hi, *(after if isinstance(after, list) else [None])]
         if (
             not isinstance(mailbox, str)
@@ -448,7 +452,7 @@ def ordered_page(
         for candidate, page in _in_merge_order(pages)
     ]
     for page in pages:
-        _advance(page.state, page.taken)
+        _advance(page.state, page.taken, sort)
     ongoing = [page.state for page in pages if page.has_more]
     return OrderedPage(
         picks=picks,
@@ -481,12 +485,16 @@ def _in_merge_order(pages: list[StreamPage]) -> list[tuple[Candidate, StreamPage
     return sorted(taken, key=lambda pair: pair[0].order)
 
 
-def _advance(state: StreamState, taken: list[Candidate]) -> None:
+def _advance(state: StreamState, taken: list[Candidate], sort: SortOrder) -> None:
+    """Move the stream past what this page took from it."""
     if not taken:
         return
+    if sort == "arrival":  # continues below the last UID taken; nothing else is needed
+        state.after = [taken[-1].uid]
+        return
+    # Date order keeps a few UIDs and the date key (None when not read: the summary supplies it).
     state.after = (state.after + [c.uid for c in taken])[-ANCHORS:]
     last = taken[-1]
-    if last.key is not None:
-        state.key = last.key
+    state.key = last.key
     if last.window != (0, 0):
         state.window_lo, state.window_hi = last.window

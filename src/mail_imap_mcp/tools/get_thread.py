@@ -10,7 +10,7 @@ from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.errors import is_connection_broken
 from mail_imap_mcp.imap.fetch import fetch_summaries
-from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.ids import MessageRef, parse_message_id
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.models import MessageSummary
 from mail_imap_mcp.imap.sort import mailbox_issue
@@ -120,12 +120,15 @@ def handle(app: AppContext, args: GetThreadInput) -> ToolResult[GetThreadData]:
                 continue
             found += batch.messages
             issues += batch.issues
-        unique = {_key(m): m for m in sorted(found, key=lambda m: m.mailbox != ref.mailbox, reverse=True)}
+        elsewhere = sorted(
+            found, key=lambda m: parse_message_id(m.message_id).mailbox != ref.mailbox, reverse=True
+        )
+        unique = {_key(m): m for m in elsewhere}
         total -= len(found) - len(unique)
         return list(unique.values()), total, mailboxes, threaded, issues, seed.root_id
 
     messages, total, mailboxes, threaded, issues, root = connection.run(work)
-    messages.sort(key=lambda m: (m.date or "", m.uid))
+    messages.sort(key=lambda m: (m.date or "", parse_message_id(m.message_id).uid))
     kept = _newest(messages, limit, ref)
     truncated = total > len(kept)
     newest = kept[-1] if kept else None

@@ -20,6 +20,7 @@ from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged, is_connection_broken
 from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
+from mail_imap_mcp.imap.ids import parse_message_id
 from mail_imap_mcp.imap.mailboxes import list_mailboxes, searchable_mailboxes
 from mail_imap_mcp.imap.models import MessageSummary
 from mail_imap_mcp.imap.search import CursorError, SearchFilter
@@ -155,9 +156,15 @@ def _summaries(
                 )
             )
         issues += batch.issues
-        found.update({(mailbox, summary.uid): summary for summary in batch.messages})
+        found.update({_place(summary): summary for summary in batch.messages})
     ordered = [found[(mailbox, uid)] for mailbox, _, uid in page.picks if (mailbox, uid) in found]
     return ordered, issues
+
+
+def _place(summary: MessageSummary) -> tuple[str, int]:
+    """(mailbox, uid) of a summary, from its message id (the field every summary shape keeps)."""
+    ref = parse_message_id(summary.message_id)
+    return ref.mailbox, ref.uid
 
 
 def _epoch(iso: str | None) -> int | None:
@@ -174,7 +181,7 @@ def _learn_keys(page: OrderedPage, messages: list[MessageSummary], sort: str) ->
     summary, whose date is that key (Date header, else INTERNALDATE)."""
     if sort != "date":
         return
-    dates = {(m.mailbox, m.uid): m.date for m in messages}
+    dates = {_place(m): m.date for m in messages}
     for state in page.next_streams:
         if state.key is None and state.after:
             state.key = _epoch(dates.get((state.mailbox, state.after[-1])))
