@@ -15,6 +15,8 @@ What one run does:
      SDK's ``Client`` (what Claude Desktop and friends do). Each process has its own connection.
    * ``inprocess``: N ``mcp.Client(build_server(config, app))`` sessions in this process sharing one
      ``AppContext``, so all calls contend for the account's single IMAP connection.
+   * ``http``: one ``mail-imap-mcp serve --transport http`` process on 127.0.0.1 (bearer token) and
+     N SDK clients over streamable HTTP, each its own MCP session, sharing the account's connection.
 
 3. Each client loops over a random mix of calls: ``imap_list_accounts``, ``imap_list_mailboxes``
    (sometimes with counts), ``imap_search_messages`` (no filter, from, subject, unread_only or since,
@@ -64,6 +66,8 @@ import jsonschema
 from jsonschema.protocols import Validator
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import CallToolResult, Tool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,6 +78,7 @@ from tests.support import mailgen  # noqa: E402
 from tests.support.accounts import account_settings, config_toml  # noqa: E402
 from tests.support.dovecot import Dovecot  # noqa: E402
 from tests.support.envelope_client import SEEN, check_envelope  # noqa: E402
+from tests.support.http_server import TOKEN_ENV, auth_headers, new_token, start_http_server  # noqa: E402
 from tests.support.machine import machine_info  # noqa: E402
 
 from mail_imap_mcp.config import load_config  # noqa: E402
@@ -82,7 +87,7 @@ from mail_imap_mcp.tools.context import AppContext  # noqa: E402
 
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
 PASSWORD_ENV = "MIM_SOAK_IMAP_PASSWORD"
-MODES = ("stdio", "inprocess")
+MODES = ("stdio", "inprocess", "http")
 SECOND_MAILBOX = "Entwürfe"
 #: A call slower than this is an error (``exception:TimeoutError``), never a hang.
 CALL_TIMEOUT_S = 60.0
@@ -523,8 +528,27 @@ async def open_stdio_clients(
     return clients, pids, logs
 
 
+async def open_http_clients(
+    stack: AsyncExitStack, env: SoakEnvironment, count: int
+) -> tuple[list[Client], list[int], list[Path]]:
+    """Start one ``mail-imap-mcp serve --transport http``; return one session per client, its pid and
+    its log file."""
+    config = env.config_file("http")
+    with config.open("a", encoding="utf-8") as file:
+        file.write(f'[http]\ntoken_env = "{TOKEN_ENV}"\n')
+    server = start_http_server(config, token=new_token())
+    stack.callback(server.stop)  # after the clients closed (the stack unwinds in reverse)
+    clients: list[Client] = []
+    for _ in range(count):
+        http = await stack.enter_async_context(create_mcp_http_client(headers=auth_headers(server.token)))
+        transport = streamable_http_client(server.url, http_client=http)
+        client = Client(transport, cache=None, read_timeout_seconds=CALL_TIMEOUT_S)
+        clients.append(await stack.enter_async_context(client))
+    return clients, [server.proc.pid], [server.log_path]
+
+
 def count_logins(logs: list[Path]) -> int:
-    """IMAP logins the stdio servers made (the server logs one line per connection)."""
+    """IMAP logins the server processes made (the server logs one line per connection)."""
     return sum(path.read_text(encoding="utf-8", errors="replace").count(" connected in ") for path in logs)
 
 
@@ -559,6 +583,8 @@ async def run_mode(mode: str, env: SoakEnvironment, options: SoakOptions) -> dic
     async with AsyncExitStack() as stack:
         if mode == "stdio":
             clients, pids, logs = await open_stdio_clients(stack, env, options.clients)
+        elif mode == "http":
+            clients, pids, logs = await open_http_clients(stack, env, options.clients)
         else:
             config = load_config(env.config_file("inprocess"))
             app = AppContext.from_config(config)
@@ -769,12 +795,17 @@ def _thin(items: list[Any], count: int) -> list[Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="scripts/soak",
-        description="N concurrent MCP clients over stdio and/or in-process, mixed tool calls, "
+        description="N concurrent MCP clients over stdio, in-process and/or HTTP, mixed tool calls, "
         "with latency, RSS and open-fd tracking. Exit status 1 on any error or fd growth.",
     )
     parser.add_argument("--duration", type=float, default=30.0, help="seconds per mode (default 30)")
     parser.add_argument("--clients", type=int, default=4, help="concurrent clients (default 4)")
-    parser.add_argument("--mode", choices=("both", *MODES), default="both", help="default both")
+    parser.add_argument(
+        "--mode",
+        choices=("all", "both", *MODES),
+        default="all",
+        help="default all; both = stdio and inprocess",
+    )
     parser.add_argument("--messages", type=int, default=5000, help="INBOX size (default 5000)")
     parser.add_argument("--sample-interval", type=float, default=2.0, help="seconds (default 2)")
     parser.add_argument("--warmup", type=float, default=0.2, help="fraction of the duration (default 0.2)")
@@ -789,7 +820,7 @@ def main(argv: list[str] | None = None) -> int:
     options = SoakOptions(
         duration_s=args.duration,
         clients=args.clients,
-        modes=MODES if args.mode == "both" else (args.mode,),
+        modes={"all": MODES, "both": ("stdio", "inprocess")}.get(args.mode, (args.mode,)),
         messages=args.messages,
         sample_interval_s=args.sample_interval,
         warmup_fraction=args.warmup,

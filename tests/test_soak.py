@@ -1,6 +1,7 @@
-"""A short soak (``scripts/soak.py``): 4 clients over stdio, then 4 in-process, mixed tool calls.
+"""A short soak (``scripts/soak.py``): 4 clients over stdio, then 4 in-process, then 4 over HTTP
+(one server process), mixed tool calls.
 
-About 30 s of load in all. It asserts what must hold on any machine, however slow or noisy: no call
+About 45 s of load in all. It asserts what must hold on any machine, however slow or noisy: no call
 fails (every envelope valid and successful) and no process holds more open file descriptors at the
 end than after the warm-up. Latency and memory are reported, not asserted; the 10-minute figures are
 in docs/reliability.md ("Load (soak)").
@@ -41,7 +42,7 @@ def test_short_soak_has_no_errors_and_no_fd_growth(dovecot: Dovecot) -> None:
     report: dict[str, Any] = soak.run_soak(options, dovecot)
     print(soak.format_report(report))  # shown with -s, and on failure
 
-    assert [mode["mode"] for mode in report["modes"]] == ["stdio", "inprocess"]
+    assert [mode["mode"] for mode in report["modes"]] == ["stdio", "inprocess", "http"]
     for mode in report["modes"]:
         name = mode["mode"]
         examples = json.dumps(mode["error_examples"], ensure_ascii=False, indent=1)
