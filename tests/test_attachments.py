@@ -18,11 +18,14 @@ from mcp_types import BlobResourceContents
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.parts import FETCH_CHUNK_BYTES
 from mail_imap_mcp.server import build_server
+from mail_imap_mcp.tools.attachments import SPOOL_FIRST_CHUNK_BYTES
 from tests.conftest import MatrixServer, make_config, open_client
 from tests.support import mailgen
+from tests.support.documents import MiB, large_payload
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.test_read import crlf
+from tests.test_round_trips import Plan, plain_settings, recording, rig
 from tests.test_search import _flags as flags_of
 
 pytestmark = pytest.mark.anyio
@@ -287,3 +290,85 @@ async def test_attachment_resource_beyond_max_resource_bytes_is_refused(
         (attachment,) = (await mcp.ok("imap_get_message", {"message_id": mid}))["message"]["attachments"]
         with pytest.raises(MCPError, match=r"limit_exceeded.*max_resource_bytes"):
             await client.read_resource(attachment["resource_uri"])
+
+
+async def test_round_trips_of_attachment_reads(dovecot: Dovecot, user: str) -> None:
+    """The IMAP plan of each attachment read, pinned on the wire (see tests/test_round_trips.py): the
+    structure and the first chunk ride in one FETCH with the revalidation of the reused selection."""
+    dovecot.seed(user, "INBOX", [attachments_message(), mailgen.large_attachment_message(6 * 1024 * 1024)])
+    with recording(dovecot) as recorder:
+        async with rig(plain_settings(dovecot, user, recorder.port), recorder) as r:
+            page, _ = await r.call("imap_search_messages", {"limit": 5})
+            files, large = (m["message_id"] for m in sorted(page["messages"], key=lambda m: m["uid"]))
+            window = {"message_id": files, "part_id": "2", "mode": "bytes", "max_bytes": 4096}
+            _, plan = await r.call("imap_get_attachment", window)
+            assert plan == Plan(("NOOP", "STATUS", "UID FETCH"), 1)
+            _, plan = await r.call("imap_get_attachment", {"message_id": files, "part_id": "4"})
+            assert plan == Plan(("NOOP", "STATUS", "UID FETCH"), 1)
+            far = {"message_id": large, "part_id": "2", "mode": "bytes", "offset_bytes": 5_000_000}
+            _, plan = await r.call("imap_get_attachment", far)
+            assert plan == Plan(("NOOP", "STATUS", "UID FETCH", "UID FETCH"), 2)
+            # extract_text: the message (2), then one FETCH per attachment, each with its revalidation.
+            extract = {"message_id": files, "attachment_mode": "extract_text"}
+            _, plan = await r.call("imap_get_message", extract)
+            per_attachment = ("NOOP", "STATUS", "UID FETCH")
+            assert plan == Plan(("NOOP", "STATUS", "UID FETCH", "UID FETCH", *per_attachment * 4), 2 + 4)
+            assert r.connection.logins == 1
+
+
+def payload_message(data: bytes) -> bytes:
+    msg = EmailMessage()
+    msg["Subject"] = "payload"
+    msg.set_content("The payload is attached.\n")
+    msg.add_attachment(data, maintype="text", subtype="plain", filename="payload.txt")
+    return msg.as_bytes()
+
+
+async def test_a_30mb_attachment_is_read_in_bounded_chunks(
+    dovecot: Dovecot, user: str, account: Any, fetch_log: list[tuple[list[str], int]]
+) -> None:
+    # Dovecot only: a 41 MB message (30 MB in base64) per server would dominate the suite's time.
+    payload = large_payload(30 * MiB)
+    dovecot.seed(user, "INBOX", [payload_message(payload)])
+    config = make_config({"default": account(user)}, max_attachment_bytes=40 * MiB)
+    async for mcp in open_client(config):
+        mid = await message_id(mcp, 1)
+        # The first window fetches only what it needs.
+        fetch_log.clear()
+        first = await mcp.ok("imap_get_attachment", {"message_id": mid, "part_id": "2", "max_chars": 1000})
+        assert first["text"].startswith("00000000 the quick brown fox") and first["truncated"] is True
+        assert first["total_chars"] is None and first["next_action"]["arguments"]["offset"] > 0
+        assert sum(size for _, size in fetch_log) <= SPOOL_FIRST_CHUNK_BYTES + 4096
+        # The last window streams through the whole attachment, a few MB per FETCH.
+        fetch_log.clear()
+        last = await mcp.ok(
+            "imap_get_attachment",
+            {"message_id": mid, "part_id": "2", "offset": len(payload) - 2000, "max_chars": 5000},
+        )
+        assert last["text"].endswith("END OF PAYLOAD") and last["truncated"] is False
+        assert last["total_chars"] == len(payload.rstrip())
+        assert len(fetch_log) >= 10
+        assert all(size <= FETCH_CHUNK_BYTES + 16 * 1024 for _, size in fetch_log)
+        assert sum(size for _, size in fetch_log) > 30 * MiB
+        tail = await mcp.ok(
+            "imap_get_attachment",
+            {
+                "message_id": mid,
+                "part_id": "2",
+                "mode": "bytes",
+                "offset_bytes": len(payload) - 15,
+                "max_bytes": 100,
+            },
+        )
+        assert base64.b64decode(tail["raw_base64"]) == b"END OF PAYLOAD\n"
+        assert tail["decoded_size_bytes"] == len(payload)
+    # With the default cap (25 MiB) the text ends at the cap, flagged.
+    async for mcp in open_client(make_config({"default": account(user)})):
+        envelope = await mcp.call(
+            "imap_get_attachment",
+            {"message_id": mid, "part_id": "2", "offset": 25 * MiB - 100, "max_chars": 1000},
+        )
+        data = envelope["data"]
+        assert envelope["success"] and data["truncated"] is True and data["next_action"] is None
+        assert len(data["text"]) <= 100
+        assert any("max_attachment_bytes" in w for w in envelope["meta"]["warnings"])

@@ -121,10 +121,9 @@ def _structure(response: dict[bytes, Any]) -> list[mime.Part]:
     return parts
 
 
-def _first_chunk(skip_bytes: int, max_bytes: int) -> int:
-    """Encoded bytes worth asking for with the structure: enough for the window (base64 is 4/3 plus line
-    ends), at most one chunk."""
-    return min(FETCH_CHUNK_BYTES, (skip_bytes + max_bytes) * 14 // 10 + 4096)
+def _encoded_need(decoded: int) -> int:
+    """Encoded bytes that hold ``decoded`` bytes at most (base64 is 4/3, plus line ends)."""
+    return decoded * 14 // 10 + 4096
 
 
 def read_part(
@@ -136,16 +135,18 @@ def read_part(
     max_bytes: int,
     skip_bytes: int = 0,
     accept: Callable[[mime.Part, bytes], int | None] | None = None,
+    first_chunk_bytes: int = FETCH_CHUNK_BYTES,
 ) -> PartRead:
     """Decode attachment ``part_id`` of ``ref`` into ``sink``: decoded bytes ``skip_bytes`` up to
     ``skip_bytes + max_bytes``, fetched in partial chunks; stops as soon as the window is full.
 
     ``accept(part, head)`` runs once the part and its first decoded bytes are known, before anything is
     written or more than the first chunk is fetched: it raises to refuse the part (e.g. for a size
-    limit) or returns a smaller ``max_bytes`` (e.g. only what a text window needs), or None. The mailbox must be selected. Raises :class:`PartGone`,
+    limit) or returns a smaller ``max_bytes`` (e.g. only what a text window needs), or None.
+    ``first_chunk_bytes`` bounds the first fetch, made before the part's type and size are known. The mailbox must be selected. Raises :class:`PartGone`,
     :class:`PartNotFound`, :class:`NotAnAttachment` or :class:`StructureUnusable`.
     """
-    first = _first_chunk(skip_bytes, max_bytes)
+    first = min(first_chunk_bytes, _encoded_need(skip_bytes + max_bytes))
     items = [
         "BODYSTRUCTURE",
         "BODY.PEEK[HEADER.FIELDS (CONTENT-TYPE)]",
@@ -190,7 +191,8 @@ def read_part(
             return writer.result(part, complete=False, fetched=fetched_bytes, fetches=fetches)
         if ended or position >= encoded_limit:
             break
-        requested = FETCH_CHUNK_BYTES
+        # The last fetch asks for what the window still needs (an unencoded part: exactly that).
+        requested = min(FETCH_CHUNK_BYTES, _encoded_need(writer.skip + writer.limit - writer.seen))
         answer = session.fetch([ref.uid], [f"BODY.PEEK[{part_id}]<{position}.{requested}>"]).get(ref.uid)
         fetches += 1
         chunk = _section_data(answer or {}, part_id)

@@ -99,6 +99,9 @@ def extract_limits(server: ServerSettings) -> ExtractLimits:
         timeout_s=server.extract_timeout_s,
         cpu_s=server.extract_timeout_s,
         memory_bytes=server.extract_memory_mb * 1024 * 1024,
+        # A window anywhere in the attachment (a character takes a byte at least): the child's answer is
+        # bounded by the window, not by this.
+        max_chars=max(server.max_attachment_bytes, ExtractLimits().max_chars),
     )
 
 
@@ -247,9 +250,17 @@ def read_text(
     # Truncated without a next window: the document was cut at one of the extraction's caps.
     cut = extracted.truncated and not more
     total = extracted.total_chars
+    warnings = []
     if not spooled.read.complete:
-        # Only what this window needs was fetched (plain text and CSV): more may follow on the server.
-        more, total, cut = True, None, False
+        # Only the start was fetched (plain text and CSV): what this window needs, or max_attachment_bytes.
+        total = None
+        at_cap = spooled.read.written >= server.max_attachment_bytes
+        more, cut = (more, True) if at_cap else (True, False)
+        if at_cap and not more:
+            warnings.append(
+                f"The attachment is longer than max_attachment_bytes = {server.max_attachment_bytes}: its "
+                "text ends here; read the rest with mode='bytes' windows or raise the setting."
+            )
     return TextWindow(
         extracted.format,
         extracted.text,
@@ -257,6 +268,7 @@ def read_text(
         more,
         next_offset,
         cut=cut,
+        warnings=warnings,
         pages=extracted.pages,
         events=extracted.events,
         notes=list(extracted.notes),
