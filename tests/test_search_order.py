@@ -447,3 +447,28 @@ async def test_without_sort_every_mailbox_in_date_order(no_sort_dovecot: Dovecot
         _, listed = await page_all(mcp, {"mailbox": "*", "sort": "date", "limit": 4, "snippet_chars": 0})
     searched = [s for n, subs in placed.items() if n not in ("Trash", "Junk") for s in subs]
     assert subjects(listed) == sorted(searched, key=lambda s: (_serial(s) * 11) % 37, reverse=True)
+
+
+async def test_empty_mailboxes_are_not_opened_where_list_status_counts_them(dovecot: Dovecot) -> None:
+    """Dovecot advertises LIST-STATUS: the LIST of a search of every mailbox brings each one's MESSAGES, and
+    the empty ones are reported as searched without an EXAMINE of their own."""
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", list(mailgen.corpus(3)))
+    writer = dovecot.connect(user)
+    try:
+        for name in ("Empty1", "Empty2", "Projects/Empty3"):
+            writer.create_folder(name)
+    finally:
+        writer.logout()
+    recorder = ImapRecorder(dovecot.plain_port)
+    settings = account_settings(dovecot, user, port=recorder.port, security="plain")
+    try:
+        async for mcp in open_client(make_config({"default": settings})):
+            data = await mcp.ok(TOOL, {"mailbox": "*", "limit": 5})
+    finally:
+        sent = b"".join(s for s, _ in recorder.take())
+        recorder.close()
+    assert {"Empty1", "Empty2", "Projects/Empty3", "INBOX"} <= set(data["mailboxes"])
+    assert len(data["messages"]) == 3
+    assert b"RETURN (STATUS (MESSAGES))" in sent
+    assert b'EXAMINE "INBOX"' in sent and b"Empty" not in sent.split(b"LIST", 1)[1].split(b"\r\n", 1)[1]

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from imapclient.exceptions import IMAPClientError
+from imapclient.imap_utf7 import decode as decode_utf7
+from imapclient.response_parser import parse_response
 
 from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.errors import is_connection_broken
@@ -46,8 +49,40 @@ def _sort_key(box: MailboxInfo) -> tuple[int, str]:
 
 def list_mailboxes(session: ImapSession) -> list[MailboxInfo]:
     """All mailboxes, INBOX first then by name, names decoded from modified UTF-7."""
+    return _infos(session.client.list_folders())
+
+
+def list_with_message_counts(session: ImapSession) -> list[MailboxInfo]:
+    """:func:`list_mailboxes`, each with its MESSAGES count (``counts.messages``) from the same round
+    trip where the server advertises LIST-STATUS (RFC 5819); without counts elsewhere."""
+    if "LIST-STATUS" not in session.capabilities:
+        return list_mailboxes(session)
+    client = session.client
+    imap = client._imap
+    imap.untagged_responses.pop("STATUS", None)
+    pattern = (client._normalise_folder(""), client._normalise_folder("*"))
+    typ, data = imap._simple_command("LIST", *pattern, "RETURN", "(STATUS (MESSAGES))")
+    client._checkok("list", typ, data)
+    statuses = imap.untagged_responses.pop("STATUS", [])
+    typ, data = imap._untagged_response(typ, data, "LIST")
+    boxes = _infos(client._proc_folder_list(data))
+    messages: dict[str, int] = {}
+    parsed = parse_response([item for item in statuses if item]) if statuses else ()
+    for name, items in zip(parsed[::2], parsed[1::2], strict=False):
+        pairs = dict(zip(items[::2], items[1::2], strict=False)) if isinstance(items, tuple) else {}
+        count = pairs.get(b"MESSAGES")
+        if isinstance(count, int):
+            decoded = decode_utf7(name) if isinstance(name, bytes) else str(name)
+            messages[decoded] = count
+    for box in boxes:
+        if box.name in messages:
+            box.counts = MailboxCounts(messages[box.name], None, None, None)
+    return boxes
+
+
+def _infos(folders: list[tuple[Any, Any, Any]]) -> list[MailboxInfo]:
     boxes = []
-    for flags, delimiter, name in session.client.list_folders():
+    for flags, delimiter, name in folders:
         attributes = [_text(f) or "" for f in flags]
         special = next((SPECIAL_USE[a.lower()] for a in attributes if a.lower() in SPECIAL_USE), None)
         boxes.append(

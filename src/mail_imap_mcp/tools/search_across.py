@@ -21,7 +21,7 @@ from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged, is_connection_broken
 from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
 from mail_imap_mcp.imap.ids import parse_message_id
-from mail_imap_mcp.imap.mailboxes import list_mailboxes, searchable_mailboxes
+from mail_imap_mcp.imap.mailboxes import list_with_message_counts, searchable_mailboxes
 from mail_imap_mcp.imap.models import MessageSummary
 from mail_imap_mcp.imap.search import CursorError, SearchFilter
 from mail_imap_mcp.imap.sort import DATE_WINDOW, OrderedPage, StreamCursor, StreamState, ordered_page
@@ -95,12 +95,14 @@ def decode_cursor(
 
 def _resolve(
     session: ImapSession, app: AppContext, account_id: str, args: SearchMessagesInput
-) -> tuple[list[str], list[Issue]]:
+) -> tuple[list[str], list[str], list[Issue]]:
+    """The mailboxes to open, those known to be empty (LIST-STATUS: not opened), and issues."""
     names, everything = wanted_mailboxes(args)
     if not everything:
-        return names, []
+        return names, [], []
     trash = app.config.accounts[account_id].trash_mailbox
-    found = searchable_mailboxes(list_mailboxes(session), trash)
+    boxes = list_with_message_counts(session)
+    found = searchable_mailboxes(boxes, trash)
     chosen = list(dict.fromkeys([*found, *names]))
     issues = []
     if len(chosen) > MAX_MAILBOXES:
@@ -114,7 +116,13 @@ def _resolve(
             )
         )
         chosen = chosen[:MAX_MAILBOXES]
-    return chosen, issues
+    # The selected mailbox's STATUS may come from the session's older view: it is always opened.
+    empty = {
+        box.name
+        for box in boxes
+        if box.counts is not None and box.counts.messages == 0 and box.name != session.selected_mailbox
+    }
+    return [n for n in chosen if n not in empty], [n for n in chosen if n in empty], issues
 
 
 def _summaries(
@@ -214,8 +222,9 @@ def handle_ordered(
 
     def work(session: ImapSession) -> tuple[OrderedPage, list[MessageSummary], list[Issue]]:
         issues: list[Issue] = []
+        empty: list[str] = []
         if cursor is None:
-            names, issues = _resolve(session, app, account_id, args)
+            names, empty, issues = _resolve(session, app, account_id, args)
             streams = [StreamState(name) for name in names]
         else:
             streams = cursor.streams
@@ -229,6 +238,7 @@ def handle_ordered(
             total=cursor.total if cursor else None,
             returned=cursor.returned if cursor else 0,
         )
+        page.mailboxes += empty  # searched too: LIST-STATUS said they hold nothing
         messages, fetch_issues = _summaries(session, account_id, page, snippet_chars, strict)
         return page, messages, issues + page.issues + fetch_issues
 
