@@ -18,8 +18,8 @@ _SHRINK = 0.75
 def _pixels_error(width: int, height: int, max_pixels: int) -> ExtractionError:
     return ExtractionError(
         "limit_exceeded",
-        f"The image declares {width} x {height} pixels, more than the limit of {max_pixels} pixels "
-        "(max_pixels); it is not decoded. Fetch its bytes instead.",
+        f"The image declares {width} x {height} pixels, more than the limit of {max_pixels} pixels; "
+        "it is not decoded. Fetch its bytes instead.",
         limit="max_pixels",
     )
 
@@ -40,7 +40,7 @@ def _open(path: str, max_pixels: int) -> Any:
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise ExtractionError(
             "limit_exceeded",
-            f"The image has more pixels than the limit of {max_pixels} (max_pixels).",
+            f"The image has more pixels than the limit of {max_pixels}; it is not decoded.",
             limit="max_pixels",
         ) from exc
     width, height = image.size
@@ -134,8 +134,8 @@ def prepare_image_file(params: dict[str, Any]) -> dict[str, Any]:
         if bound < _MIN_SIDE:
             raise ExtractionError(
                 "limit_exceeded",
-                f"The image cannot be made smaller than max_output_bytes ({format_bytes(max_output)}) "
-                f"even at {shown.width} x {shown.height} pixels. Fetch its bytes instead.",
+                f"The image does not fit the output limit ({format_bytes(max_output)}) even at "
+                f"{shown.width} x {shown.height} pixels. Fetch its bytes instead.",
                 limit="max_output_bytes",
             )
         shown = base.resize(_fit(base.size, bound), Image.Resampling.LANCZOS)

@@ -78,8 +78,7 @@ def check_input(path: Path, max_input_bytes: int) -> int:
         raise ExtractionError(
             "limit_exceeded",
             f"The attachment is {format_bytes(size)}, larger than max_attachment_bytes "
-            f"({format_bytes(max_input_bytes)}); it is not read. Fetch a byte range instead, "
-            "or raise [server] max_attachment_bytes.",
+            f"({format_bytes(max_input_bytes)}); it is not read. Fetch a byte range instead.",
             limit="max_attachment_bytes",
         )
     return size
@@ -204,8 +203,7 @@ def _timeout_error(limits: SandboxLimits, *, cpu: bool) -> ExtractionError:
     return ExtractionError(
         "limit_exceeded",
         f"Extraction did not finish within extract_timeout_s ({what}) and was stopped; the document "
-        "is too large or too complex to read as text. Fetch its bytes instead, or raise "
-        "[server] extract_timeout_s.",
+        "is too large or too complex to read. Fetch its bytes instead.",
         limit="extract_timeout_s",
     )
 
