@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -270,39 +271,58 @@ def _bom_codec(head: bytes) -> str | None:
     return next((codec for bom, codec in _BOMS if head.startswith(bom)), None)
 
 
+def _plain_codec(head: bytes, declared: str | None) -> str:
+    """The codec of a text attachment: its byte order mark, else the declared charset, else UTF-8
+    when the start is valid UTF-8 and windows-1252 when not (as for bodies)."""
+    codec = _bom_codec(head) or declared
+    if codec in ("utf-16", "utf-32"):
+        # Declared without a byte order mark: the zero bytes of ASCII text give the order away.
+        width = 2 if codec == "utf-16" else 4
+        little = head[width - 1 :: width].count(0) >= head[::width].count(0)
+        return f"{codec}-{'le' if little else 'be'}"
+    if codec is not None:
+        return codec
+    try:
+        codecs.getincrementaldecoder("utf-8")("strict").decode(head, False)
+    except UnicodeDecodeError:
+        return "cp1252"
+    return "utf-8"
+
+
+def _decoded_chunks(stream: BinaryIO, head: bytes, codec: str) -> Iterator[str]:
+    """The file as text, 64 KiB at a time; a split CRLF stays one line end."""
+    decoder = codecs.getincrementaldecoder(codec)("replace")
+    chunk = head
+    pending_cr = ""
+    while True:
+        final = len(chunk) < _READ_CHUNK
+        try:
+            text = decoder.decode(chunk, final)
+        except Exception:  # some stateful codecs still raise on hostile input: go on as UTF-8
+            decoder = codecs.getincrementaldecoder("utf-8")("replace")
+            text = decoder.decode(chunk, final)
+        text = pending_cr + text
+        pending_cr = "\r" if text.endswith("\r") and not final else ""
+        yield text[:-1] if pending_cr else text
+        if final:
+            return
+        chunk = stream.read(_READ_CHUNK)
+
+
 def _read_plain(
     path: Path, fmt: str, content_type: str, limits: ExtractLimits, offset: int, max_chars: int
 ) -> dict[str, Any]:
     """Text and CSV: stream-decode in this process (no parser involved), stop at the window."""
     collector = TextCollector(offset=offset, max_chars=max_chars, hard_cap=limits.max_chars)
-    codec = codec_for(_charset(content_type))
     complete = True
     with path.open("rb") as stream:
         head = stream.read(_READ_CHUNK)
-        codec = _bom_codec(head) or codec
-        if codec is None:
-            # Declared ASCII or nothing: UTF-8 when the start is valid UTF-8, else windows-1252.
-            try:
-                codecs.getincrementaldecoder("utf-8")("strict").decode(head, False)
-                codec = "utf-8"
-            except UnicodeDecodeError:
-                codec = "cp1252"
-        decoder = codecs.getincrementaldecoder(codec)("replace")
-        chunk = head
-        pending_cr = ""
-        while True:
-            final = len(chunk) < _READ_CHUNK
-            text = pending_cr + decoder.decode(chunk, final)
-            # Keep a trailing CR for the next chunk so that a split CRLF stays one line end.
-            pending_cr = "\r" if text.endswith("\r") and not final else ""
-            if pending_cr:
-                text = text[:-1]
+        codec = _plain_codec(head, codec_for(_charset(content_type)))
+        chunks = _decoded_chunks(stream, head, codec)
+        for text in chunks:
             if not collector.add(text):
-                complete = final and not stream.read(1)
+                complete = next(chunks, None) is None
                 break
-            if final:
-                break
-            chunk = stream.read(_READ_CHUNK)
     window = collector.finish(complete=complete)
     notes = []
     if window.pop("cut_at_limit"):
