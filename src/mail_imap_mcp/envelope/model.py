@@ -55,10 +55,12 @@ ERROR_REGISTRY: dict[ErrorCode, ErrorCodeInfo] = {
         "Stop, or list/search again to pick an existing target.",
     ),
     ErrorCode.AUTH_FAILED: ErrorCodeInfo(
-        "The server rejected the configured credentials.",
+        "The server rejected the configured credentials (password or OAuth2 access token), or none "
+        "could be obtained (password source or oauth2_token_command failed).",
         False,
         "PERMISSION_DENIED",
-        "Tell the user to fix the account's credentials; retrying will not help.",
+        "Tell the user to fix the account's credentials (or sign in to the OAuth2 token helper again); "
+        "retrying will not help.",
     ),
     ErrorCode.PERMISSION_DENIED: ErrorCodeInfo(
         "The operation is not allowed by the server or by this server's configuration.",
