@@ -30,6 +30,8 @@ READ_TOOLS = {
     "imap_get_message",
     "imap_get_message_raw",
     "imap_get_attachment",
+    "imap_get_thread",
+    "imap_get_operation",
 }
 
 
@@ -65,7 +67,10 @@ def test_the_typescript_sdk_client_calls_every_read_tool_over_http(
     assert report["session"] is True  # a stateful session, as elicitation needs
     assert set(report["tools"]) >= READ_TOOLS
     assert set(report["calls"]) == READ_TOOLS
+    # A read tool added later fails here until the script calls it too.
+    assert set(report["read_only"]) == READ_TOOLS, "update tests/node/http_client.mjs"
     assert report["calls"]["imap_get_message"] == ["ok", "ok", "invalid_input"]
+    assert report["calls"]["imap_get_operation"] == ["not_found"]
     assert report["wrong_token"]["status"] == 401, report["wrong_token"]
     assert "invalid_token" in report["wrong_token"]["message"]
     assert server.token not in server.log()

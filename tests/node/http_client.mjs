@@ -3,7 +3,7 @@
 // Usage: node http_client.mjs <url> <token>   (MCP_NODE_DIR: the folder whose node_modules holds the
 // SDK; scripts/test installs it into .cache/node/ from tests/node/package-lock.json)
 //
-// Lists the tools, calls every read tool (and one failing call), checks each result the way the Python
+// Lists the tools, calls every read-only tool (and one failing call), checks each result the way the Python
 // tests do (envelope keys, text block equal to structuredContent, isError == !success, valid against
 // the tool's outputSchema, checked here explicitly besides the SDK's own check), then checks that a
 // wrong token is refused. Prints one JSON report on stdout; exits 1 with the reason on stderr.
@@ -33,6 +33,8 @@ const READ_TOOLS = [
   "imap_get_message",
   "imap_get_message_raw",
   "imap_get_attachment",
+  "imap_get_thread",
+  "imap_get_operation",
 ];
 
 function check(condition, message) {
@@ -58,6 +60,7 @@ async function main() {
     protocol: transport.protocolVersion ?? null,
     session: Boolean(transport.sessionId),
     tools: tools.map((tool) => tool.name),
+    read_only: tools.filter((tool) => tool.annotations?.readOnlyHint).map((tool) => tool.name),
     calls: {},
   };
 
@@ -90,6 +93,8 @@ async function main() {
   const messageId = found.data.messages[0].message_id;
   const message = await call("imap_get_message", { message_id: messageId });
   check(message.data.message.subject === found.data.messages[0].subject, "imap_get_message: same subject");
+  const thread = await call("imap_get_thread", { message_id: messageId });
+  check(thread.data.messages.some((m) => m.message_id === messageId), "imap_get_thread: the message itself");
   const raw = await call("imap_get_message_raw", { message_id: messageId, max_bytes: 512 });
   check(raw.success && raw.data.returned_bytes > 0, "imap_get_message_raw: bytes");
   const withCsv = [...found.data.messages, ...next.data.messages].find((m) => m.has_attachments);
@@ -100,6 +105,8 @@ async function main() {
   const attachment = await call("imap_get_attachment", part);
   const bytes = Buffer.from(attachment.data.raw_base64, "base64").toString("utf8");
   check(bytes.includes("March,42"), "imap_get_attachment: the CSV's bytes");
+  const operation = await call("imap_get_operation", { operation_id: "op_1_abc" });
+  check(!operation.success && operation.error.code === "not_found", "imap_get_operation: not_found expected");
   const failed = await call("imap_get_message", { message_id: "not-a-message-id" });
   check(!failed.success && failed.error.code === "invalid_input", "imap_get_message: invalid_input expected");
   for (const name of READ_TOOLS) check(report.calls[name], `${name} was not called`);
