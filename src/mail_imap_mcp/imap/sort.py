@@ -19,8 +19,9 @@ throughout comes exactly once, whatever arrives or is deleted in between.
 from __future__ import annotations
 
 import heapq
+import itertools
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -61,6 +62,9 @@ class StreamState:
     #: Without SORT, date order: the UID range of the window being read (0, 0 before the first).
     window_lo: int = 0
     window_hi: int = 0
+    #: Merge key of the stream's next message (None: unknown). A later page opens the mailbox only when
+    #: this key could make its page: merging by the heads of the streams, nothing else decides.
+    head: int | None = None
 
     def row(self) -> list[Any]:
         """The state as a list, trailing defaults left out (the cursor travels in every page's output)."""
@@ -72,6 +76,7 @@ class StreamState:
             self.key,
             self.window_lo,
             self.window_hi,
+            self.head,
         ]
         while len(row) > 3 and row[-1] in (None, 0, []):
             row.pop()
@@ -79,19 +84,23 @@ class StreamState:
 
     @classmethod
     def from_row(cls, row: Any) -> StreamState:
-        if not isinstance(row, list) or not 3 <= len(row) <= 7:
+        if not isinstance(row, list) or not 3 <= len(row) <= 8:
             raise CursorError("cursor has an unknown format")
-        mailbox, uidvalidity, upper, after, key, lo, hi = row + [[], None, 0, 0][len(row) - 3 :]
+        mailbox, uidvalidity, upper, after, key, lo, hi, head = row + [[], None, 0, 0, None][len(row) - 3 :]
         numbers = [uidvalidity, upper, lo, hi, *(after if isinstance(after, list) else [None])]
         if (
             not isinstance(mailbox, str)
             or not isinstance(after, list)
             or len(after) > ANCHORS
             or not all(_uint(n) for n in numbers)
-            or not (key is None or (isinstance(key, int) and not isinstance(key, bool)))
+            or not all(_key_or_none(k) for k in (key, head))
         ):
             raise CursorError("cursor is garbled")
-        return cls(mailbox, uidvalidity, upper, list(after), key, lo, hi)
+        return cls(mailbox, uidvalidity, upper, list(after), key, lo, hi, head)
+
+
+def _key_or_none(value: Any) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool))
 
 
 def _uint(value: Any) -> bool:
@@ -438,8 +447,13 @@ def ordered_page(
     reader = StreamSearch(session, search, sort, limit)
     merged = len(streams) > 1
     pages: list[StreamPage] = []
+    waiting: list[StreamState] = []
     issues: list[Issue] = []
-    for state in streams:
+    # Unknown heads first, then the newest: a stream whose head cannot make the page is not opened.
+    for state in sorted(streams, key=lambda s: (s.head is not None, -(s.head or 0))):
+        if merged and state.head is not None and _page_full_before(pages, limit, state.head):
+            waiting.append(state)
+            continue
         try:
             pages.append(reader.open(state, with_keys=merged))
         except _MAILBOX_ERRORS as exc:
@@ -453,7 +467,9 @@ def ordered_page(
     ]
     for page in pages:
         _advance(page.state, page.taken, sort)
-    ongoing = [page.state for page in pages if page.has_more]
+        rest = page.candidates[len(page.taken) :]
+        page.state.head = rest[0].key if merged and rest else None
+    ongoing = [page.state for page in pages if page.has_more] + waiting
     return OrderedPage(
         picks=picks,
         total=total if total is not None else sum(page.total for page in pages),
@@ -464,20 +480,34 @@ def ordered_page(
     )
 
 
-def _merge(pages: list[StreamPage], limit: int) -> None:
-    """Take up to ``limit`` candidates, always the head with the newest key, keeping each stream's order."""
+def _page_full_before(pages: list[StreamPage], limit: int, key: int) -> bool:
+    """Whether merging ``pages`` fills the page with messages newer than ``key`` (so a stream whose next
+    message has that key contributes nothing to it)."""
+    taken = 0
+    for candidate, _ in itertools.islice(_merge_order(pages), limit):
+        if (candidate.key or 0) <= key:
+            return False
+        taken += 1
+    return taken >= limit
+
+
+def _merge_order(pages: list[StreamPage]) -> Iterator[tuple[Candidate, StreamPage]]:
+    """The candidates newest first, always the head with the newest key, keeping each stream's order."""
     heap = [(-(page.candidates[0].key or 0), index, 0) for index, page in enumerate(pages) if page.candidates]
     heapq.heapify(heap)
-    order = 0
-    while heap and order < limit:
+    while heap:
         _, index, position = heapq.heappop(heap)
         page = pages[index]
-        candidate = page.candidates[position]
-        candidate.order = order
-        page.taken.append(candidate)
-        order += 1
+        yield page.candidates[position], page
         if position + 1 < len(page.candidates):
             heapq.heappush(heap, (-(page.candidates[position + 1].key or 0), index, position + 1))
+
+
+def _merge(pages: list[StreamPage], limit: int) -> None:
+    """Take up to ``limit`` candidates in merge order."""
+    for order, (candidate, page) in enumerate(itertools.islice(_merge_order(pages), limit)):
+        candidate.order = order
+        page.taken.append(candidate)
 
 
 def _in_merge_order(pages: list[StreamPage]) -> list[tuple[Candidate, StreamPage]]:
