@@ -178,6 +178,11 @@ async def test_missing_or_wrong_token_is_refused_with_a_bearer_challenge(server:
             assert answer.status_code == 404, path
             unauthenticated = await http.get(server.url.removesuffix("/mcp") + path)
             assert unauthenticated.status_code == 401, path
+        # No allowed_origins, no CORS: a browser page of another origin cannot even ask.
+        preflight = await http.options(
+            server.url, headers={"Origin": "http://localhost:3000", "Access-Control-Request-Method": "POST"}
+        )
+        assert preflight.status_code == 401 and "access-control-allow-origin" not in preflight.headers
     # The SDK client cannot even initialize (its error arrives wrapped in task-group exception groups).
     with pytest.raises(ExceptionGroup) as caught:
         async with http_client(server.url, "y" * 43) as mcp:
@@ -277,6 +282,31 @@ async def test_dns_rebinding_protection_refuses_a_foreign_host_or_origin(
             ):
                 answer = await http.post(server.url, json=INITIALIZE_REQUEST, headers={**headers, **extra})
                 assert answer.status_code == status, (extra, answer.status_code, answer.text)
+            # CORS only for the configured browser origin: its preflight (which carries no token) is
+            # answered, and its responses (a 401 included) are readable by the page.
+            preflight = {
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "authorization, content-type, mcp-protocol-version",
+            }
+            allowed = await http.options(
+                server.url, headers={**preflight, "Origin": "https://agent.example.com"}
+            )
+            assert allowed.status_code == 200
+            assert allowed.headers["access-control-allow-origin"] == "https://agent.example.com"
+            assert "authorization" in allowed.headers["access-control-allow-headers"].lower()
+            foreign = await http.options(
+                server.url, headers={**preflight, "Origin": "http://attacker.example"}
+            )
+            assert foreign.status_code != 200 and "access-control-allow-origin" not in foreign.headers
+            for sent, status in ((headers, 200), (MCP_HEADERS, 401)):
+                answer = await http.post(
+                    server.url,
+                    json=INITIALIZE_REQUEST,
+                    headers={**sent, "Origin": "https://agent.example.com"},
+                )
+                assert answer.status_code == status
+                assert answer.headers["access-control-allow-origin"] == "https://agent.example.com"
+                assert "mcp-session-id" in answer.headers["access-control-expose-headers"].lower()
             # The per-request (2026) protocol takes another path through the SDK: checked there too.
             for extra, status in (
                 ({"Host": "attacker.example"}, 421),

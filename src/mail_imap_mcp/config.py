@@ -438,8 +438,9 @@ class HttpSettings(BaseModel):
     allowed_origins: list[str] = Field(
         default_factory=list,
         description="Origin header values accepted from browser clients (e.g. "
-        "`https://agent.example.com`); requests with another Origin get 403, requests without one "
-        "are accepted. Loopback origins are accepted when bound to loopback.",
+        "`https://agent.example.com`, or `scheme://host:*` for any port); these also get CORS answers. "
+        "Requests with another Origin get 403, requests without one are accepted. Loopback origins are "
+        "accepted (without CORS) when bound to loopback.",
     )
     shutdown_grace_s: float = Field(
         default=10.0,

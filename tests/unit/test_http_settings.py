@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mail_imap_mcp.config import HTTP_TOKEN_ENV, ConfigError, HttpSettings, load_config
-from mail_imap_mcp.transport.http import token_file_warning, transport_security
+from mail_imap_mcp.transport.http import token_file_warning, transport_security, with_cors
 
 TOKEN = "0123456789abcdef-token"
 ACCOUNT = '[accounts.a]\nhost = "127.0.0.1"\nsecurity = "plain"\nusername = "u"\npassword_env = "PW"\n'
@@ -128,3 +129,30 @@ def test_a_config_file_binding_beyond_loopback_without_a_token_does_not_load(tmp
         env={"PW": "p", HTTP_TOKEN_ENV: TOKEN},
     )
     assert config.http.resolve_token({HTTP_TOKEN_ENV: TOKEN}) == TOKEN
+
+
+async def _preflight(app: Any, origin: str) -> dict[bytes, bytes]:
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    headers = [(b"origin", origin.encode()), (b"access-control-request-method", b"POST")]
+    await app({"type": "http", "method": "OPTIONS", "path": "/mcp", "headers": headers}, receive, send)
+    return dict(sent[0]["headers"])
+
+
+@pytest.mark.anyio
+async def test_cors_answers_only_the_configured_origins_any_port_where_asked() -> None:
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("a preflight never reaches the application")
+
+    assert with_cors(app, HttpSettings()) is app
+    cors = with_cors(app, HttpSettings(allowed_origins=["https://agent.example.com", "http://dev.example:*"]))
+    for origin in ("https://agent.example.com", "http://dev.example:5173"):
+        assert (await _preflight(cors, origin)).get(b"access-control-allow-origin") == origin.encode()
+    for origin in ("https://agent.example.com:8443", "http://dev.example", "http://dev.example.evil:80"):
+        assert b"access-control-allow-origin" not in await _preflight(cors, origin)

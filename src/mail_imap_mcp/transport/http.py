@@ -1,8 +1,9 @@
 """MCP over streamable HTTP at ``/mcp``: bearer token, Host/Origin checks, graceful shutdown.
 
-The SDK serves the protocol (stateful sessions, so elicitation can reach the client). Around it, two
-ASGI layers of our own: :class:`BearerAuth` (first, so an unauthenticated caller learns nothing) and
-:class:`Drain` (refuses new calls once SIGTERM arrived and tells shutdown when none is in flight).
+The SDK serves the protocol (stateful sessions, so elicitation can reach the client). Around it,
+ASGI layers of our own: CORS for the configured browser origins only (:func:`with_cors`),
+:class:`BearerAuth` (so an unauthenticated caller learns nothing) and :class:`Drain` (refuses new
+calls once SIGTERM arrived and tells shutdown when none is in flight).
 Host and Origin are checked by the SDK's DNS-rebinding protection with the list built by
 :func:`transport_security`. No OAuth metadata is published: the token is a shared secret, not issued
 by an authorization server.
@@ -15,6 +16,7 @@ import hmac
 import json
 import logging
 import os
+import re
 import signal
 import socket
 from collections.abc import Iterator
@@ -24,6 +26,7 @@ import anyio
 import uvicorn
 from mcp.server.transport_security import TransportSecuritySettings
 from sse_starlette.sse import AppStatus
+from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mail_imap_mcp.config import Config, ConfigError, HttpSettings, is_loopback_host
@@ -63,6 +66,30 @@ def transport_security(settings: HttpSettings) -> TransportSecuritySettings:
     origins += settings.allowed_origins
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+def with_cors(app: ASGIApp, settings: HttpSettings) -> ASGIApp:
+    """CORS for the browser clients of ``allowed_origins`` only (none otherwise): their preflight is
+    answered before authentication (a preflight carries no token), and their responses, 401
+    included, are readable by the page. The Origin check itself stays the SDK's."""
+    if not settings.allowed_origins:
+        return app
+    exact = [origin for origin in settings.allowed_origins if not origin.endswith(":*")]
+    any_port = [origin.removesuffix(":*") for origin in settings.allowed_origins if origin.endswith(":*")]
+    return CORSMiddleware(
+        app,
+        allow_origins=exact,
+        allow_origin_regex="|".join(f"{re.escape(base)}:[0-9]+" for base in any_port) or None,
+        allow_methods=["GET", "POST", "DELETE"],
+        allow_headers=[
+            "Authorization",
+            "Content-Type",
+            "Mcp-Session-Id",
+            "Mcp-Protocol-Version",
+            "Last-Event-Id",
+        ],
+        expose_headers=["Mcp-Session-Id", "Mcp-Protocol-Version", "WWW-Authenticate", "Retry-After"],
     )
 
 
@@ -296,7 +323,7 @@ async def serve_http(config: Config, settings: HttpSettings, token: str | None, 
         for noisy in ("uvicorn", "mcp.server"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
     drain = Drain(starlette)
-    asgi: ASGIApp = drain if token is None else BearerAuth(drain, token)
+    asgi = with_cors(drain if token is None else BearerAuth(drain, token), settings)
     uvicorn_server = _Uvicorn(
         uvicorn.Config(
             asgi,
