@@ -349,3 +349,13 @@ def test_a_byte_order_mark_decides_the_encoding(tmp_path: Path, encoding: str) -
     path.write_bytes(data)
     result = extract_text(path, "text/plain; charset=us-ascii", None, LIMITS, max_chars=100)
     assert (result.text, result.notes) == (text, [])
+
+
+def test_error_messages_quoting_the_document_are_cleaned(tmp_path: Path) -> None:
+    path = tmp_path / "bad.ics"
+    path.write_bytes(b"BEGIN:VCALENDAR\r\n\x01garbage\x1b[2J\xe2\x80\xaeevil;;;:::\r\nEND:VCALENDAR\r\n")
+    with pytest.raises(ExtractionError) as caught:
+        extract_text(path, "text/calendar", None, LIMITS, max_chars=100)
+    assert "garbage[2J" in caught.value.message  # quoted, without its ESC
+    assert "\x1b" not in caught.value.message
+    assert "\u202e" not in caught.value.message

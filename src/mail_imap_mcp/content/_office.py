@@ -303,7 +303,8 @@ def _flow(tree: _Tree, layout: _Layout) -> Iterator[str]:
             if cells:  # a table nested in a cell
                 cells[-1].append(line)
             elif line:
-                yield (line + "\n") * min(layout.row_repeat(element), _MAX_REPEAT)
+                for _ in range(min(layout.row_repeat(element), _MAX_REPEAT)):
+                    yield line + "\n"  # one at a time: the window may be full after the first
             tree.drop(element)
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .errors import ExtractionError, error_code, format_bytes
+from .text import remove_unsafe_characters
 
 __all__ = ["ChildLimits", "SandboxLimits", "check_input", "run_in_sandbox"]
 
@@ -38,6 +39,7 @@ _BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from mail_imap_mcp.content
 MAX_CONCURRENT_CHILDREN = max(2, os.cpu_count() or 2)
 _SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_CHILDREN)
 _MAX_STDERR_BYTES = 64 * 1024
+_MAX_MESSAGE_CHARS = 500
 _READ_CHUNK = 64 * 1024
 
 
@@ -258,10 +260,12 @@ def _interpret(
             raise _memory_error(limits)
         message = error.get("message")
         limit = error.get("limit")
+        # Messages can quote the document (a part name, a bad value): clean and bound them.
+        text = remove_unsafe_characters(message)[:_MAX_MESSAGE_CHARS] if isinstance(message, str) else ""
         raise ExtractionError(
             error_code(error.get("code")),
-            message if isinstance(message, str) else "The document could not be read.",
-            limit=limit if isinstance(limit, str) else None,
+            text or "The document could not be read.",
+            limit=remove_unsafe_characters(limit)[:64] if isinstance(limit, str) else None,
         )
     result = answer.get("result")
     if not isinstance(result, dict):
