@@ -31,6 +31,13 @@ def pdf_params(path: Path, **extra: object) -> dict[str, object]:
     }
 
 
+def _is_extraction_child(child: str) -> bool:
+    try:
+        return "mail_imap_mcp.content._child" in Path(f"/proc/{child.split()[0]}/cmdline").read_text()
+    except OSError:
+        return False
+
+
 def _row(limits: str, name: str) -> str:
     return next((line for line in limits.splitlines() if line.startswith(name)), "")
 
@@ -46,7 +53,7 @@ def test_the_child_runs_with_its_limits_in_its_own_session_and_a_bare_environmen
     def watch() -> None:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and not seen:
-            for child in live_children():
+            for child in filter(_is_extraction_child, live_children()):
                 pid = int(child.split()[0])
                 try:
                     seen["limits"] = Path(f"/proc/{pid}/limits").read_text()
@@ -121,7 +128,8 @@ def test_concurrent_extractions_share_a_bounded_number_of_children(tmp_path: Pat
     def count() -> None:
         nonlocal most
         while not done.is_set():
-            most = max(most, len(live_children()))
+            extraction_children = [child for child in live_children() if _is_extraction_child(child)]
+            most = max(most, len(extraction_children))
             time.sleep(0.005)
 
     counter = threading.Thread(target=count)
