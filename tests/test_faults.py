@@ -52,7 +52,13 @@ COMMAND_S = 2.0
 BUDGET_S = CONNECT_S + COMMAND_S + RETRY_BACKOFF_S
 LIMIT_S = BUDGET_S + 1.0
 
-READ_TOOLS = ["imap_list_mailboxes", "imap_search_messages", "imap_get_message", "imap_get_message_raw"]
+READ_TOOLS = [
+    "imap_list_mailboxes",
+    "imap_search_messages",
+    "imap_get_message",
+    "imap_get_message_raw",
+    "imap_get_thread",
+]
 
 #: Server bytes after which ``reset_after`` cuts a warm connection: inside each tool's main response
 #: (LIST ~100 B, the summaries FETCH ~17 KB, the 1 MB body FETCH, the 64 KiB raw window).
@@ -61,6 +67,7 @@ MID_RESPONSE_BYTES = {
     "imap_search_messages": 4096,
     "imap_get_message": 256 * 1024,
     "imap_get_message_raw": 16 * 1024,
+    "imap_get_thread": 2048,
 }
 
 BIG_BODY = "".join(
@@ -95,6 +102,7 @@ class Rig:
             "imap_search_messages": {"limit": 10},
             "imap_get_message": {"message_id": self.big_message_id, "body_max_chars": 100_000},
             "imap_get_message_raw": {"message_id": self.big_message_id, "max_bytes": 65_536},
+            "imap_get_thread": {"message_id": self.big_message_id},
         }
         return arguments[tool]
 
@@ -142,6 +150,9 @@ def check_data(tool: str, data: dict[str, Any]) -> None:
         assert data["message"]["subject"] == "big"
         assert data["message"]["body_text"].startswith("line 00000 of a large")
         assert len(data["message"]["body_text"]) > 99_000  # cut at body_max_chars
+    elif tool == "imap_get_thread":
+        assert [m["subject"] for m in data["messages"]] == ["big"]
+        assert data["status"] == "ok"
     else:
         assert data["returned_bytes"] == 65_536
 
@@ -205,6 +216,29 @@ async def test_reset_mid_response_on_first_connection_recovers_transparently(rig
     rig.proxy.reset_after(MID_RESPONSE_BYTES[tool], connections=1)
     await rig.succeeds(tool)
     assert rig.connection.logins == 2
+
+
+@pytest.mark.parametrize("reset_after", [300, 2500, 9000])
+async def test_reset_inside_a_search_of_every_mailbox_recovers_with_the_same_page(
+    rig: Rig, reset_after: int
+) -> None:
+    """Scenario: a search of every mailbox (INBOX and Archive, merged, the second page through the
+    cursor) is reset at points in its LIST, its per-mailbox SEARCHes and FETCHes -> the retry gives the
+    same page as a run without fault, no issue."""
+    rig.dovecot.seed(rig.user, "Archive", list(corpus(4, seed=2)))
+    arguments = {"mailbox": "*", "limit": 4, "snippet_chars": 50}
+    await rig.warm_up()
+    clean = await rig.call("imap_search_messages", arguments)
+    clean_next = await rig.call("imap_search_messages", clean["data"]["next_action"]["arguments"])
+    for call, expected in ((arguments, clean), (clean["data"]["next_action"]["arguments"], clean_next)):
+        logins = rig.connection.logins
+        rig.proxy.reset_after(reset_after, connections=1)
+        envelope = await rig.call("imap_search_messages", call)
+        assert envelope["success"], envelope["error"]
+        assert envelope["data"]["messages"] == expected["data"]["messages"]
+        assert envelope["data"]["status"] == "ok"
+        assert rig.connection.logins == logins + 1
+        rig.proxy.pass_through()
 
 
 @pytest.mark.parametrize("tool", READ_TOOLS)

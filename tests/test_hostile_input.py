@@ -297,6 +297,8 @@ READ_ONLY_COMMANDS = frozenset(
         "UNSELECT",
         "CLOSE",
         "UID SEARCH",
+        "UID SORT",
+        "UID THREAD",
         "UID FETCH",
     }
 )
@@ -534,9 +536,10 @@ def check_call(
             assert not commands, f"{context}: an unknown account still caused IMAP traffic"
         return
     if tool == "imap_search_messages":
-        mailbox = arguments.get("mailbox", "INBOX")
-        assert all(name == mailbox for name in examined(commands)), (context, examined(commands))
-        searches = [c for c in commands if c.verb == "UID SEARCH"]
+        named = arguments.get("mailboxes") or [arguments.get("mailbox", "INBOX")]
+        if "*" not in named:  # with '*' the LIST decides
+            assert set(examined(commands)) <= set(named), (context, examined(commands))
+        searches = [c for c in commands if c.verb in {"UID SEARCH", "UID SORT"}]
         for name, key in _SEARCH_KEYS.items():
             if arguments.get(name) is None:
                 continue
@@ -551,6 +554,9 @@ def check_call(
                     f"{context}: {name} did not reach the server verbatim (in NFC): {search.raw!r}"
                 )
         assert data["account_id"] in {"default", "other"}
+    elif tool == "imap_get_thread":
+        ref = parse_message_id(arguments["message_id"])
+        assert examined(commands)[:1] in ([], [ref.mailbox]), (context, examined(commands))
     elif tool in {"imap_get_message", "imap_get_message_raw", "imap_get_attachment"}:
         ref = parse_message_id(arguments["message_id"])
         assert all(name == ref.mailbox for name in examined(commands)), (context, examined(commands))
@@ -628,10 +634,16 @@ UNKNOWN_KEYS = st.sampled_from(
 
 
 def arguments_from_schema(schema: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
-    """Objects valid against a flat input schema: hypothesis-jsonschema draws each property's value."""
+    """Objects valid against a flat input schema (scalars and lists of scalars): hypothesis-jsonschema
+    draws each property's value."""
     assert schema.get("type") == "object" and schema.get("additionalProperties") is False
     properties: dict[str, Any] = schema.get("properties", {})
-    assert all(p.get("type") not in ("object", "array") for p in properties.values()), "schema is not flat"
+    # Flat: scalars, or lists of scalars (a search's mailboxes).
+    flat = all(
+        p.get("type") != "object" and (p.get("type") != "array" or p["items"].get("type") != "object")
+        for p in properties.values()
+    )
+    assert flat, "schema is not flat"
     required = set(schema.get("required", []))
     values = {name: from_schema(prop) for name, prop in properties.items()}
     return st.fixed_dictionaries(
@@ -719,7 +731,14 @@ def mutated_arguments(env: FuzzEnv, tool: str) -> st.SearchStrategy[dict[str, An
                 "body": text,
                 "has_keyword": text,
                 "limit": st.integers(1, 100),
+                "sort": st.sampled_from(["arrival", "date", "size"]),
+                "mailboxes": st.lists(st.one_of(st.just("*"), mailbox), min_size=0, max_size=3),
             },
+        )
+    if tool == "imap_get_thread":
+        return st.fixed_dictionaries(
+            {"message_id": message_id()},
+            optional={"limit": st.integers(0, 101), "snippet_chars": st.integers(-1, 501)},
         )
     if tool == "imap_get_message":
         return st.fixed_dictionaries(
@@ -852,7 +871,7 @@ async def test_crlf_nul_and_imap_syntax_in_every_string_parameter(dovecot: Dovec
                 if not envelope["success"] and envelope["error"]["code"] == "invalid_input":
                     continue
                 # Accepted: whatever was sent carried the value as one string token (check_call/traffic).
-                if name == "mailbox":
+                if name == "mailbox" and value != "*":  # '*': every mailbox the LIST names
                     assert set(examined(commands)) <= {value}, (value, examined(commands))
         assert tried == len(string_parameters(schemas)) * len(HOSTILE_STRINGS)
 
