@@ -449,6 +449,7 @@ class Floor:
 # ----------------------------------------------------------------------------------------- stdio servers
 
 _COMMANDS_RE = re.compile(rb"imap_commands=(\d+)")
+_ROUND_TRIPS_RE = re.compile(rb"round_trips=(\d+)")
 
 
 @dataclass
@@ -512,6 +513,7 @@ class StdioServer:
         self._client: Client | None = None
         self._log: TextIO | None = None
         self._offset = 0
+        self.last_round_trips: int | None = None
 
     @contextlib.asynccontextmanager
     async def running(self, *, read_timeout_s: float = 600) -> AsyncIterator[StdioServer]:
@@ -539,11 +541,14 @@ class StdioServer:
         return ""
 
     def _new_commands(self) -> int | None:
+        """IMAP commands of the call just made (from the DEBUG log); its round trips go to ``last_round_trips``."""
         with open(self.log_path, "rb") as log:
             log.seek(self._offset)
             chunk = log.read()
         self._offset += len(chunk)
         counts = [int(m) for m in _COMMANDS_RE.findall(chunk)]
+        trips = [int(m) for m in _ROUND_TRIPS_RE.findall(chunk)]
+        self.last_round_trips = sum(trips) if trips else None
         return sum(counts) if counts else None
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> CallSample:
@@ -676,6 +681,7 @@ class Settings:
     out_dir: Path
     work_dir: Path
     quick: bool
+    network_rtts: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -691,6 +697,8 @@ class SizeResult:
     peer_startup_s: float | None = None
     peer_error: str | None = None
     special_sizes: dict[str, int] = field(default_factory=dict)
+    specials: Specials | None = None
+    uidvalidity: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -760,6 +768,7 @@ async def bench_size(dovecot: Dovecot, size: int, peer: Peer, settings: Settings
     specials = seed_mailbox(dovecot, user, size)
     result.seed_s = time.perf_counter() - started
     floor = Floor(dovecot, user)
+    result.specials, result.uidvalidity = specials, floor.uidvalidity
     result.first_select_s = floor.first_select_s
     say(f"{size} messages: seeded in {result.seed_s:.1f} s, first EXAMINE {floor.first_select_s:.2f} s")
     if floor.exists != size:
@@ -1390,6 +1399,8 @@ def update_markdown(path: Path, section: str) -> None:
 
 
 async def run(settings: Settings) -> int:
+    import bench_network  # imports this module as ``bench``: see the end of the file
+
     machine = machine_info()
     say(f"machine: {machine['nproc']} CPU {machine['cpu_model']}, Python {machine['python']}")
     load = machine["load_average_at_start"][0]
@@ -1406,9 +1417,17 @@ async def run(settings: Settings) -> int:
         startup = await measure_startup(dovecot, "bench", settings)
         for size in settings.sizes:
             results.append(await bench_size(dovecot, size, peer, settings))
+        network = None
+        if settings.network_rtts:
+            first = results[0]
+            assert first.specials is not None
+            network = await bench_network.run_network(
+                dovecot, f"bench{first.size}", first.size, first.specials, first.uidvalidity, peer, settings
+            )
     elapsed = time.perf_counter() - started
     machine["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     targets = evaluate_targets(results, startup)
+    network_targets = bench_network.network_targets(network) if network is not None else []
 
     print()
     print(results_table(results))
@@ -1419,6 +1438,11 @@ async def run(settings: Settings) -> int:
     print()
     print(targets_table(targets))
     print()
+    if network is not None:
+        print(bench_network.network_table(network))
+        print()
+        print(targets_table(network_targets))
+        print()
 
     settings.out_dir.mkdir(parents=True, exist_ok=True)
     payload = {
@@ -1439,14 +1463,20 @@ async def run(settings: Settings) -> int:
         "startup_s": [round(s, 4) for s in startup],
         "sizes": [r.to_json() for r in results],
         "targets": [target.__dict__ for target in targets],
+        "network": network.to_json() if network is not None else None,
+        "network_targets": [target.__dict__ for target in network_targets],
     }
     (settings.out_dir / "benchmarks.json").write_text(
         json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
     )
     draw_chart(results, settings.out_dir / "benchmarks.png", machine)
-    update_markdown(
-        settings.out_dir / "benchmarks.md", markdown_section(results, startup, targets, machine, settings)
-    )
+    section = markdown_section(results, startup, targets, machine, settings)
+    if network is not None:
+        bench_network.draw_network_chart(network, settings.out_dir / "benchmarks-network.png", machine)
+        section = section.replace(
+            MARKER_END, "\n" + bench_network.network_section(network, network_targets) + "\n" + MARKER_END
+        )
+    update_markdown(settings.out_dir / "benchmarks.md", section)
     say(
         f"done in {elapsed:.0f} s; wrote benchmarks.json, benchmarks.png and benchmarks.md in {settings.out_dir}"
     )
@@ -1472,6 +1502,12 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
     parser.add_argument("--peer-max-calls", type=int, default=20, help="most timed peer calls per operation")
     parser.add_argument("--no-peer", action="store_true", help="do not install or run mcp-email-server")
     parser.add_argument("--out", type=Path, help="output directory (default docs/; quick: .bench/quick/)")
+    parser.add_argument(
+        "--rtts",
+        type=lambda s: [int(x) for x in s.split(",") if x != ""],
+        default=None,
+        help="network mode: round-trip times in ms of the link emulation (default 0,20,50; '' skips it)",
+    )
     args = parser.parse_args(argv)
     quick = bool(args.quick)
     peer_budget = args.peer_budget if args.peer_budget is not None else (10.0 if quick else 45.0)
@@ -1486,6 +1522,7 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
         out_dir=(args.out or (BENCH_DIR / "quick" if quick else ROOT / "docs")).resolve(),
         work_dir=BENCH_DIR / "run",
         quick=quick,
+        network_rtts=list(args.rtts if args.rtts is not None else (0, 20, 50)),
     )
 
 
@@ -1503,4 +1540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as the module ``bench``, the one bench_network imports, so both share one set of globals.
+    import bench
+
+    sys.exit(bench.main())

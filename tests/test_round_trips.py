@@ -57,8 +57,8 @@ PLANS: dict[str, Plan] = {
     # [CAPABILITY] code likewise), EXAMINE, the window's UID SEARCH, one UID FETCH of the page.
     "first call after start": Plan(("LOGIN", "EXAMINE", "UID SEARCH", "UID FETCH"), 6),
     "warm newest page": Plan(("NOOP", "STATUS", "UID SEARCH", "UID FETCH"), 2),
-    # The total (SEARCH RETURN (COUNT)) rides with the revalidation; the window's SEARCH, then FETCH.
-    "filtered page": Plan(("NOOP", "STATUS", "UID SEARCH", "UID SEARCH", "UID FETCH"), 3),
+    # The total (SEARCH RETURN (COUNT)) and the first window's SEARCH ride with the revalidation.
+    "filtered page": Plan(("NOOP", "STATUS", "UID SEARCH", "UID SEARCH", "UID FETCH"), 2),
     # Header and structure ride with the revalidation; then the text part.
     "get_message": Plan(("NOOP", "STATUS", "UID FETCH", "UID FETCH"), 2),
     "get_message_raw": Plan(("NOOP", "STATUS", "UID FETCH"), 1),

@@ -307,34 +307,53 @@ class ImapSession:
 
     def uid_search(self, criteria: list[bytes | str | int], *, charset: str | None = None) -> list[int]:
         """``UID SEARCH`` with criteria already tokenised; strings are quoted or sent as literals."""
-        args: list[bytes] = []
-        if charset:
-            args += [b"CHARSET", charset.encode("ascii")]
-        args += [_encode_search_token(item, charset) for item in criteria]
         with self._selected_mailbox_errors():
-            data = self._client._raw_command_untagged(b"SEARCH", args)
-        uids: list[int] = []
-        for line in data:
-            if line:
-                uids.extend(int(tok) for tok in line.split() if tok.isdigit())
-        return uids
+            data = self._client._raw_command_untagged(b"SEARCH", _search_args(criteria, charset))
+        return _search_uids(data)
 
     def uid_search_count(self, criteria: list[bytes | str | int], *, charset: str | None = None) -> int:
         """``UID SEARCH RETURN (COUNT)`` (RFC 4731) when supported, else the length of a full search."""
         if "ESEARCH" not in self.capabilities:
             return len(self.uid_search(criteria, charset=charset))
-        args: list[bytes] = [b"RETURN", b"(COUNT)"]
-        if charset:
-            args += [b"CHARSET", charset.encode("ascii")]
-        args += [_encode_search_token(item, charset) for item in criteria]
+        args = [b"RETURN", b"(COUNT)", *_search_args(criteria, charset)]
         with self._selected_mailbox_errors():
             data = self._client._raw_command_untagged(b"SEARCH", args, response_name="ESEARCH")
-        for line in data:
-            tokens = (line or b"").split()
-            for key, value in itertools.pairwise(tokens):
-                if key.upper() == b"COUNT":
-                    return int(value)
-        return 0
+        return _search_count(data)
+
+    def uid_search_count_and(
+        self, criteria: list[bytes | str | int], window: list[bytes | str | int]
+    ) -> tuple[int, list[int]]:
+        """The total of ``criteria`` (``RETURN (COUNT)``) and the UIDs matching ``window`` + ``criteria``,
+        both commands sent at once (with a pending revalidation: one round trip for all four).
+
+        Only for criteria without literals and without CHARSET (a literal waits for the server's
+        continuation) and where ESEARCH is advertised; otherwise the two searches run one after the
+        other."""
+        tokens = _search_args(criteria, None)
+        if "ESEARCH" not in self.capabilities or any(isinstance(t, _literal) for t in tokens):
+            return self.uid_search_count(criteria), self.uid_search([*window, *criteria])
+        client = self._client
+        imap = client._imap
+        with self._selected_mailbox_errors():
+            tags = [
+                imap._command("UID", "SEARCH", b"RETURN", b"(COUNT)", *tokens),
+                imap._command("UID", "SEARCH", *_search_args(window, None), *tokens),
+            ]
+            answers: list[tuple[str, list[Any]] | imaplib.IMAP4.error] = []
+            for tag in tags:  # both answers are read before either counts, so the stream stays in step
+                try:
+                    answers.append(imap._command_complete("SEARCH", tag))
+                except imaplib.IMAP4.abort:
+                    raise
+                except imaplib.IMAP4.error as exc:
+                    answers.append(exc)
+            counted = imap.untagged_responses.pop("ESEARCH", [])
+            found = imap.untagged_responses.pop("SEARCH", [])
+            for answer in answers:
+                if isinstance(answer, Exception):
+                    raise answer
+                client._checkok("search", *answer)
+        return _search_count(counted), _search_uids(found)
 
     def uid_sort_by_date(self, criteria: list[bytes | str | int], *, charset: str | None = None) -> list[int]:
         """``UID SORT (REVERSE DATE)`` (RFC 5256): matching UIDs, newest sent date first.
@@ -652,6 +671,25 @@ def _leaves(item: Any, kind: type[T]) -> Iterator[T]:
     elif isinstance(item, tuple | list):
         for part in item:
             yield from _leaves(part, kind)
+
+
+def _search_args(criteria: list[bytes | str | int], charset: str | None) -> list[bytes]:
+    args: list[bytes] = [b"CHARSET", charset.encode("ascii")] if charset else []
+    return args + [_encode_search_token(item, charset) for item in criteria]
+
+
+def _search_uids(data: list[Any]) -> list[int]:
+    return [int(tok) for line in data if line for tok in line.split() if tok.isdigit()]
+
+
+def _search_count(data: list[Any]) -> int:
+    """``COUNT n`` of an ESEARCH answer (0 when absent)."""
+    for line in data:
+        tokens = (line or b"").split()
+        for key, value in itertools.pairwise(tokens):
+            if key.upper() == b"COUNT":
+                return int(value)
+    return 0
 
 
 def _encode_search_token(item: bytes | str | int, charset: str | None) -> bytes:

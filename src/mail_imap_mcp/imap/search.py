@@ -15,6 +15,7 @@ import hashlib
 import json
 import math
 import unicodedata
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import Any
@@ -182,6 +183,10 @@ def _unfiltered_window(state: MailboxState, wanted: int) -> int:
     return math.ceil(wanted / max(density, 0.01) * 1.25) + 8
 
 
+#: Runs one window's search, given the window's keys (``UID lo:hi``); returns the matching UIDs.
+WindowSearch = Callable[[list[bytes | str | int]], list[int]]
+
+
 def search_page(
     session: ImapSession,
     *,
@@ -200,10 +205,20 @@ def search_page(
     criteria = search.criteria()
 
     total = cursor.total if cursor else None
+    first_search: WindowSearch | None = None
     if total is None and not search.is_all:
-        total = session.uid_search_count(criteria, charset=charset)
-        if total == 0:
-            return SearchPage(state, [], 0, False, None)
+        if charset is None:
+
+            def first_search(window_keys: list[bytes | str | int]) -> list[int]:
+                # The total rides with the first window's SEARCH: one round trip for both.
+                nonlocal total
+                total, found = session.uid_search_count_and(criteria, window_keys)
+                return found
+
+        else:
+            total = session.uid_search_count(criteria, charset=charset)
+            if total == 0:
+                return SearchPage(state, [], 0, False, None)
 
     matches, upper = newest_matches(
         session,
@@ -213,8 +228,11 @@ def search_page(
         wanted=limit + 1,
         below=None if cursor is None else cursor.anchor_uid,
         upper=cursor.upper_uid if cursor else None,
+        first_search=first_search,
     )
 
+    if total is None and not search.is_all:
+        total = session.uid_search_count(criteria, charset=charset)
     if total is None:
         total = session.refresh_counts(state).exists
     page = matches[:limit]
@@ -244,10 +262,13 @@ def newest_matches(
     wanted: int,
     below: int | None,
     upper: int | None,
+    first_search: WindowSearch | None = None,
 ) -> tuple[list[int], int]:
     """Up to about ``wanted`` matching UIDs below ``below`` (None: up to '*') and at most ``upper``,
     newest first, searched in UID windows that grow until enough are found; and the snapshot's upper UID
-    (``upper``, or on a first search the highest UID seen, so later arrivals stay out of later pages)."""
+    (``upper``, or on a first search the highest UID seen, so later arrivals stay out of later pages).
+    ``first_search``, given the first window's keys, runs that window's search in place of
+    ``uid_search`` (to send another command with it)."""
     window = _unfiltered_window(state, wanted)
     if criteria:
         window = max(window, MIN_FILTERED_WINDOW)
@@ -260,7 +281,10 @@ def newest_matches(
             break
         lo = max(1, top - window + 1)
         window_keys: list[bytes | str | int] = [b"UID", f"{lo}:{hi if hi is not None else '*'}".encode()]
-        found = session.uid_search([*window_keys, *criteria], charset=charset)
+        if first_search is not None:
+            found, first_search = first_search(window_keys), None
+        else:
+            found = session.uid_search([*window_keys, *criteria], charset=charset)
         # 'n:*' also matches the highest UID when it is below n; keep only the window.
         found = [u for u in found if u >= lo and (hi is None or u <= hi) and (upper is None or u <= upper)]
         matches.extend(sorted(found, reverse=True))
