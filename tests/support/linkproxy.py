@@ -273,3 +273,39 @@ class LinkProxy:
         while not self._stopping.wait(_POLL_S):
             if self.idle_timeout_s is not None:
                 self.drop_idle(self.idle_timeout_s)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run a link in its own process (so the delays do not compete for a benchmark's GIL).
+
+    Prints ``port <n>`` once listening; then reads commands from stdin, one per line, answering each
+    with one line: ``drop`` (reset idle connections now: ``dropped <n>``), ``stats`` (``accepted <n>
+    dropped <n> open <n>``). Stops at EOF.
+    """
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m tests.support.linkproxy")
+    parser.add_argument("--upstream", required=True, help="host:port")
+    parser.add_argument("--one-way-s", type=float, default=0.0)
+    parser.add_argument("--idle-timeout-s", type=float, default=None)
+    args = parser.parse_args(argv)
+    host, _, port = args.upstream.rpartition(":")
+    with LinkProxy(host, int(port), one_way_s=args.one_way_s, idle_timeout_s=args.idle_timeout_s) as link:
+        print(f"port {link.port}", flush=True)
+        for line in sys.stdin:
+            command = line.strip()
+            if command == "drop":
+                print(f"dropped {link.drop_idle()}", flush=True)
+            elif command == "stats":
+                print(
+                    f"accepted {link.accepted} dropped {link.dropped} open {link.open_connections}",
+                    flush=True,
+                )
+            else:
+                print(f"unknown {command}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

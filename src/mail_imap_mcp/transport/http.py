@@ -314,6 +314,7 @@ async def serve_http(config: Config, settings: HttpSettings, token: str | None, 
     """Serve MCP over streamable HTTP on ``sock`` (see :func:`bind`) until SIGTERM/SIGINT, then
     drain and log out."""
     app = AppContext.from_config(config)
+    app.pool.prepare()
     server = build_server(config, app)
     starlette = server.streamable_http_app(
         streamable_http_path=MCP_PATH, transport_security=transport_security(settings), host=settings.host

@@ -16,6 +16,7 @@ from mail_imap_mcp.transport import close_app
 
 async def serve_stdio(config: Config) -> None:
     app = AppContext.from_config(config)
+    app.pool.prepare()
     server = build_server(config, app)
     async with anyio.create_task_group() as group:
 
