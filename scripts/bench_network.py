@@ -98,7 +98,7 @@ CF_NAME = f"{CF_PACKAGE} {CF_VERSION}"
 MES_NAME = f"{bench.PEER_PACKAGE} {bench.PEER_VERSION}"
 
 #: Our warm operations: key, label, tool, arguments (message ids filled in per run).
-WARM_OPS = ("search_page1", "search_subject", "get_small", "raw_window", "list_mailboxes")
+WARM_OPS = ("search_page1", "search_subject", "get_small", "raw_window", "list_mailboxes", "get_thread")
 TARGET_OPS = ("search_page1", "search_subject", "get_small", "raw_window", "first_call")
 LABELS = {
     "search_page1": "warm newest page (limit 20)",
@@ -106,6 +106,7 @@ LABELS = {
     "get_small": "warm get_message",
     "raw_window": "warm get_message_raw (16 KB)",
     "list_mailboxes": "warm list_mailboxes",
+    "get_thread": "warm imap_get_thread (no target)",
     "first_call": "first call after start (newest page)",
     "after_drop": "call after the link reset the idle connection",
     "after_idle": "call after 5 minutes idle (simulated 1:100, keepalive on)",
@@ -232,6 +233,8 @@ async def bench_ours(
         async with ours_running(settings, dovecot, user, link, f"warm-{rtt}") as server:
             n = samples(settings, rtt, 15)
             for key in WARM_OPS:
+                if key not in calls:
+                    continue
                 tool, arguments = calls[key]
                 await server.call(tool, arguments)  # warm-up (also leaves INBOX selected)
                 for _ in range(n):
@@ -424,6 +427,7 @@ async def run_network(
             {"message_id": message_id(specials.large), "max_bytes": bench.RAW_WINDOW},
         ),
         "list_mailboxes": ("imap_list_mailboxes", {}),
+        "get_thread": ("imap_get_thread", {"message_id": message_id(specials.small)}),
     }
     cf_error = None if settings.peer_budget_s <= 0 else prepare_codefuturist()
     if cf_error:
