@@ -33,7 +33,14 @@ from mail_imap_mcp.imap import mime
 from mail_imap_mcp.imap.connection import ImapSession, MailboxState
 from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged, is_connection_broken
 from mail_imap_mcp.imap.ids import MAX_UINT32
-from mail_imap_mcp.imap.search import CursorError, SearchFilter, newest_matches, seal, unseal
+from mail_imap_mcp.imap.search import (
+    CursorError,
+    SearchFilter,
+    WindowSearch,
+    newest_matches,
+    seal,
+    unseal,
+)
 
 SortOrder = Literal["arrival", "date"]
 
@@ -302,15 +309,16 @@ class StreamSearch:
         if self.server_sorts:
             self._sorted(page, first)
         else:
-            if first:
+            counted = self._counted_search(page) if first and self.criteria and not self.charset else None
+            if first and counted is None:
                 page.total = self._count(mailbox)
                 if page.total == 0:
                     state.upper = max(mailbox.uidnext - 1, 0)
                     return page
             if self.sort == "arrival":
-                self._arrival(page, mailbox)
+                self._arrival(page, mailbox, counted)
             else:
-                self._windowed(page, mailbox)
+                self._windowed(page, mailbox, counted)
         if with_keys and any(c.key is None for c in page.candidates):
             keys = sort_keys(self.session, [c.uid for c in page.candidates], self.sort)
             for candidate in page.candidates:
@@ -322,7 +330,16 @@ class StreamSearch:
             return self.session.refresh_counts(mailbox).exists
         return self.session.uid_search_count(self.criteria, charset=self.charset)
 
-    def _arrival(self, page: StreamPage, mailbox: MailboxState) -> None:
+    def _counted_search(self, page: StreamPage) -> WindowSearch:
+        """The first window's search, sent together with the COUNT of all matches (the stream's total)."""
+
+        def search(window_keys: list[bytes | str | int]) -> list[int]:
+            page.total, found = self.session.uid_search_count_and(self.criteria, window_keys)
+            return found
+
+        return search
+
+    def _arrival(self, page: StreamPage, mailbox: MailboxState, first_search: WindowSearch | None) -> None:
         state, wanted = page.state, self.limit + 1
         uids, state.upper = newest_matches(
             self.session,
@@ -332,6 +349,7 @@ class StreamSearch:
             wanted=wanted,
             below=state.after[-1] if state.after else None,
             upper=state.upper or None,
+            first_search=first_search,
         )
         page.candidates = [Candidate(uid, None) for uid in uids[:wanted]]
         page.more_beyond = len(uids) > wanted
@@ -356,7 +374,7 @@ class StreamSearch:
         page.candidates = [Candidate(uid, None) for uid in order[start : start + wanted]]
         page.more_beyond = len(order) > start + wanted
 
-    def _windowed(self, page: StreamPage, mailbox: MailboxState) -> None:
+    def _windowed(self, page: StreamPage, mailbox: MailboxState, first_search: WindowSearch | None) -> None:
         """Date order without SORT: windows of :data:`DATE_WINDOW` matches, newest UIDs first."""
         state, wanted = page.state, self.limit + 1
         if state.window_hi:
@@ -366,7 +384,7 @@ class StreamSearch:
             )
             window = self._window(state.window_lo, state.window_hi, uids)
         else:
-            window = self._window_below(mailbox, None, state)
+            window = self._window_below(mailbox, None, state, first_search)
         candidates = window.candidates
         if state.after and state.key is not None:
             anchor_key, anchor_uid = state.key, state.after[-1]
@@ -381,7 +399,13 @@ class StreamSearch:
         page.candidates = candidates[:wanted]
         page.more_beyond = len(candidates) > wanted or lowest > 1
 
-    def _window_below(self, mailbox: MailboxState, below: int | None, state: StreamState) -> Window:
+    def _window_below(
+        self,
+        mailbox: MailboxState,
+        below: int | None,
+        state: StreamState,
+        first_search: WindowSearch | None = None,
+    ) -> Window:
         uids, upper = newest_matches(
             self.session,
             mailbox,
@@ -390,6 +414,7 @@ class StreamSearch:
             wanted=DATE_WINDOW + 1,
             below=below,
             upper=state.upper or None,
+            first_search=first_search,
         )
         state.upper = upper
         hi = (below - 1) if below is not None else upper
