@@ -20,7 +20,7 @@ from enum import StrEnum
 from imapclient.exceptions import IMAPClientAbortError, IMAPClientError, LoginError
 
 from mail_imap_mcp.config import AccountConfig, AuthMethod, ConfigError, Security
-from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
+from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure
 from mail_imap_mcp.imap.providers import login_hint, oauth2_scope_hint
 
 # Errors that mean "this connection is dead", as raised by imaplib, imapclient and the socket layer.
@@ -557,4 +557,24 @@ def part_refused(exc: BaseException, part_id: str) -> ToolFailure:
         f"The server refused to send part {part_id!r} of the message: {said}",
         details={"parameter": "part_id", "part_id": part_id},
         retryable=False,
+    )
+
+
+def mailbox_issue(mailbox: str, exc: Exception) -> Issue:
+    """The issue of a multi-mailbox call about a mailbox that could not be searched."""
+    if isinstance(exc, UidValidityChanged):
+        code, reason = "conflict", "it was recreated (UIDVALIDITY changed) since the first page"
+        retryable = False
+    elif isinstance(exc, CharsetRejected):
+        code, reason, retryable = "charset_unsupported", "the server refused CHARSET UTF-8 there", False
+    elif isinstance(exc, ToolFailure):
+        code, reason, retryable = exc.code.value, exc.message, exc.retryable
+    else:
+        code, reason, retryable = "search_failed", " ".join(str(exc).split())[:200], True
+    return Issue(
+        code=code,
+        stage="search",
+        message=f"Mailbox {mailbox!r} could not be searched, so its messages are missing from this "
+        f"search: {reason}. Search it alone with mailbox={mailbox!r}.",
+        retryable=retryable,
     )

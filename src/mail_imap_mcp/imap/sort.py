@@ -31,7 +31,7 @@ from imapclient.exceptions import IMAPClientError
 from mail_imap_mcp.envelope import Issue, ToolFailure
 from mail_imap_mcp.imap import mime
 from mail_imap_mcp.imap.connection import ImapSession, MailboxState
-from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged, is_connection_broken
+from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged, is_connection_broken, mailbox_issue
 from mail_imap_mcp.imap.ids import MAX_UINT32
 from mail_imap_mcp.imap.search import (
     CursorError,
@@ -433,26 +433,6 @@ class StreamSearch:
 
 #: Why a mailbox could not be searched: these make it an issue of a multi-mailbox page, not a failure.
 _MAILBOX_ERRORS = (ToolFailure, UidValidityChanged, CharsetRejected, IMAPClientError)
-
-
-def mailbox_issue(mailbox: str, exc: Exception) -> Issue:
-    """The issue of a multi-mailbox call about a mailbox that could not be searched."""
-    if isinstance(exc, UidValidityChanged):
-        code, reason = "conflict", "it was recreated (UIDVALIDITY changed) since the first page"
-        retryable = False
-    elif isinstance(exc, CharsetRejected):
-        code, reason, retryable = "charset_unsupported", "the server refused CHARSET UTF-8 there", False
-    elif isinstance(exc, ToolFailure):
-        code, reason, retryable = exc.code.value, exc.message, exc.retryable
-    else:
-        code, reason, retryable = "search_failed", " ".join(str(exc).split())[:200], True
-    return Issue(
-        code=code,
-        stage="search",
-        message=f"Mailbox {mailbox!r} could not be searched, so its messages are missing from this "
-        f"search: {reason}. Search it alone with mailbox={mailbox!r}.",
-        retryable=retryable,
-    )
 
 
 def ordered_page(

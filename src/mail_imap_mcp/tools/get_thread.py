@@ -8,12 +8,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap.connection import ImapSession
-from mail_imap_mcp.imap.errors import is_connection_broken
+from mail_imap_mcp.imap.errors import is_connection_broken, mailbox_issue
 from mail_imap_mcp.imap.fetch import fetch_summaries
 from mail_imap_mcp.imap.ids import MessageRef, parse_message_id
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.models import MessageSummary
-from mail_imap_mcp.imap.sort import mailbox_issue
 from mail_imap_mcp.imap.threads import read_seed, thread_mailboxes, thread_uids
 from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.messages import (
