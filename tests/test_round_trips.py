@@ -57,8 +57,8 @@ PLANS: dict[str, Plan] = {
     # [CAPABILITY] code likewise), EXAMINE, the window's UID SEARCH, one UID FETCH of the page.
     "first call after start": Plan(("LOGIN", "EXAMINE", "UID SEARCH", "UID FETCH"), 6),
     "warm newest page": Plan(("NOOP", "STATUS", "UID SEARCH", "UID FETCH"), 2),
-    # The total (SEARCH RETURN (COUNT)) and the first window's SEARCH ride with the revalidation.
-    "filtered page": Plan(("NOOP", "STATUS", "UID SEARCH", "UID SEARCH", "UID FETCH"), 2),
+    # The first window (2,000 UIDs) spans this small mailbox: its matches give the total.
+    "filtered page": Plan(("NOOP", "STATUS", "UID SEARCH", "UID FETCH"), 2),
     # Header and structure ride with the revalidation; then the text part.
     "get_message": Plan(("NOOP", "STATUS", "UID FETCH", "UID FETCH"), 2),
     "get_message_raw": Plan(("NOOP", "STATUS", "UID FETCH"), 1),
@@ -142,6 +142,31 @@ async def test_each_call_sends_its_plan_and_waits_no_more_than_it_allows(dovecot
             assert r.connection.logins == 1
     observed = {name: plan for name, (_, plan) in seen.items()}
     assert observed == PLANS
+
+
+#: A mailbox larger than the first window: the total (SEARCH RETURN (COUNT)) and the first window's
+#: SEARCH ride together with the revalidation.
+LARGE_FILTERED_PAGE = Plan(("NOOP", "STATUS", "UID SEARCH", "UID SEARCH", "UID FETCH"), 2)
+
+
+async def test_a_filtered_page_of_a_large_mailbox_asks_the_total_with_its_first_window(
+    dovecot: Dovecot,
+) -> None:
+    user = dovecot.new_user("t-rtt")
+    dovecot.seed(user, "INBOX", mailgen.corpus(2_600))
+    arguments = {"limit": 5, "subject": "invoice"}
+    with recording(dovecot) as recorder:
+        async with rig(plain_settings(dovecot, user, recorder.port), recorder) as r:
+            await r.call("imap_list_mailboxes", {})
+            warm, _ = await r.call("imap_search_messages", arguments)
+            data, plan = await r.call("imap_search_messages", arguments)
+    assert plan == LARGE_FILTERED_PAGE
+    assert data == warm and data["total"] > len(data["messages"]) == 5
+    with dovecot.connect(user) as direct:
+        direct.select_folder("INBOX", readonly=True)
+        expected = sorted(direct.search(["SUBJECT", "invoice"]), reverse=True)
+    assert data["total"] == len(expected)
+    assert [m["uid"] for m in data["messages"]] == expected[:5]
 
 
 async def test_a_flag_changed_elsewhere_is_seen_by_a_pipelined_fetch(dovecot: Dovecot) -> None:

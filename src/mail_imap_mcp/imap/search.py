@@ -183,6 +183,12 @@ def _unfiltered_window(state: MailboxState, wanted: int) -> int:
     return math.ceil(wanted / max(density, 0.01) * 1.25) + 8
 
 
+def _first_window(state: MailboxState, wanted: int, *, filtered: bool) -> int:
+    """How many UIDs the first window spans (a filtered search starts wider: matches are sparser)."""
+    window = _unfiltered_window(state, wanted)
+    return max(window, MIN_FILTERED_WINDOW) if filtered else window
+
+
 #: Runs one window's search, given the window's keys (``UID lo:hi``); returns the matching UIDs.
 WindowSearch = Callable[[list[bytes | str | int]], list[int]]
 
@@ -206,7 +212,9 @@ def search_page(
 
     total = cursor.total if cursor else None
     first_search: WindowSearch | None = None
-    if total is None and not search.is_all:
+    # A first window that reaches UID 1 finds every match: their number is the total, no COUNT needed.
+    whole_mailbox = total is None and _first_window(state, limit + 1, filtered=True) >= state.uidnext - 1
+    if total is None and not search.is_all and not whole_mailbox:
         if charset is None:
 
             def first_search(window_keys: list[bytes | str | int]) -> list[int]:
@@ -231,6 +239,8 @@ def search_page(
         first_search=first_search,
     )
 
+    if whole_mailbox and not search.is_all:
+        total = len(matches)
     if total is None and not search.is_all:
         total = session.uid_search_count(criteria, charset=charset)
     if total is None:
@@ -269,9 +279,7 @@ def newest_matches(
     (``upper``, or on a first search the highest UID seen, so later arrivals stay out of later pages).
     ``first_search``, given the first window's keys, runs that window's search in place of
     ``uid_search`` (to send another command with it)."""
-    window = _unfiltered_window(state, wanted)
-    if criteria:
-        window = max(window, MIN_FILTERED_WINDOW)
+    window = _first_window(state, wanted, filtered=bool(criteria))
     # The first search reads up to '*' so messages that arrived after EXAMINE are included.
     hi: int | None = None if below is None else below - 1
     matches: list[int] = []
