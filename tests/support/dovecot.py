@@ -17,6 +17,8 @@ What an instance offers:
   and INTERNALDATE, before the first SELECT of the folder.
 * ``doveadm()`` / ``kick()`` / ``set_uidvalidity()`` for server-side fault and state manipulation, and
   ``restart()`` which keeps ports, password and data.
+* Optionally (``oauth2_introspection_url``) OAuth2 login: SASL ``XOAUTH2`` / ``OAUTHBEARER`` checked by
+  Dovecot's ``oauth2`` passdb against a token introspection endpoint (tests/support/oauth2.py).
 
 Folder names: the IMAP hierarchy separator is ``/``; on disk Dovecot's Maildir++ layout uses ``.`` and the
 ``listescape`` plugin is enabled, so names containing ``.``, ``~`` or ``\\`` work too. ``:`` needs nothing.
