@@ -24,7 +24,7 @@ from mail_imap_mcp.tools.attachment_text import SETTING_OF_LIMIT
 from tests.conftest import MatrixServer
 from tests.support.documents import CORPUS, Document, documents, images
 from tests.support.dovecot import Dovecot
-from tests.support.envelope_client import EnvelopeClient
+from tests.support.envelope_client import EnvelopeClient, uid_of
 from tests.test_attachments import inner_message
 from tests.test_read import crlf
 from tests.test_search import _flags as flags_of
@@ -107,7 +107,7 @@ def corpus_mailbox(
 
 async def ids_by_uid(mcp: EnvelopeClient) -> dict[int, str]:
     data = await mcp.ok("imap_search_messages", {"limit": 100, "snippet_chars": 0})
-    return {m["uid"]: m["message_id"] for m in data["messages"]}
+    return {uid_of(m): m["message_id"] for m in data["messages"]}
 
 
 async def corpus_messages(mcp: EnvelopeClient, corpus_mailbox: dict[str, int]) -> list[tuple[Document, str]]:

@@ -23,7 +23,7 @@ from tests.conftest import MatrixServer, make_config, open_client
 from tests.support import mailgen
 from tests.support.documents import MiB, large_payload
 from tests.support.dovecot import Dovecot
-from tests.support.envelope_client import EnvelopeClient
+from tests.support.envelope_client import EnvelopeClient, uid_of
 from tests.test_read import crlf
 from tests.test_round_trips import Plan, plain_settings, recording, rig
 from tests.test_search import _flags as flags_of
@@ -78,7 +78,7 @@ def seeded(mail_server: MatrixServer, user: str) -> dict[str, int]:
 
 async def message_id(mcp: EnvelopeClient, uid: int) -> str:
     data = await mcp.ok("imap_search_messages", {"limit": 100, "snippet_chars": 0})
-    return next(m["message_id"] for m in data["messages"] if m["uid"] == uid)
+    return next(m["message_id"] for m in data["messages"] if uid_of(m) == uid)
 
 
 async def read_all_bytes(mcp: EnvelopeClient, mid: str, part_id: str, window: int = 65_536) -> bytes:
@@ -108,7 +108,7 @@ async def test_attachment_list_carries_part_ids_and_resource_uris(
     imap_server: MatrixServer, seeded: dict[str, int], mcp: EnvelopeClient
 ) -> None:
     mid = await message_id(mcp, seeded["files"])
-    message = (await mcp.ok("imap_get_message", {"message_id": mid}))["message"]
+    message = (await mcp.ok("imap_get_message", {"message_id": mid, "fields": "full"}))["message"]
     listed = {a["filename"]: a for a in message["attachments"]}
     assert set(listed) == {"blob.bin", "notes.txt", "agenda.html", "forwarded.eml"}
     for attachment in listed.values():
@@ -261,7 +261,8 @@ async def test_attachment_resources_serve_the_decoded_bytes_with_their_type(
     async with Client(build_server(config)) as client:
         mcp = EnvelopeClient(client)
         mid = await message_id(mcp, seeded["files"])
-        listed = (await mcp.ok("imap_get_message", {"message_id": mid}))["message"]["attachments"]
+        arguments = {"message_id": mid, "fields": "full"}
+        listed = (await mcp.ok("imap_get_message", arguments))["message"]["attachments"]
         by_name = {a["filename"]: a for a in listed}
         (blob,) = (await client.read_resource(by_name["blob.bin"]["resource_uri"])).contents
         assert isinstance(blob, BlobResourceContents)
@@ -299,7 +300,7 @@ async def test_round_trips_of_attachment_reads(dovecot: Dovecot, user: str) -> N
     with recording(dovecot) as recorder:
         async with rig(plain_settings(dovecot, user, recorder.port), recorder) as r:
             page, _ = await r.call("imap_search_messages", {"limit": 5})
-            files, large = (m["message_id"] for m in sorted(page["messages"], key=lambda m: m["uid"]))
+            files, large = (m["message_id"] for m in sorted(page["messages"], key=uid_of))
             window = {"message_id": files, "part_id": "2", "mode": "bytes", "max_bytes": 4096}
             _, plan = await r.call("imap_get_attachment", window)
             assert plan == Plan(("NOOP", "STATUS", "UID FETCH"), 1)

@@ -388,7 +388,7 @@ async def script(run: Run) -> None:
     for filters in ({}, {"flagged": False}, {"subject": "季度报告", "limit": 1}):
         arguments: dict[str, Any] = {"limit": 7, "snippet_chars": 0, **filters}
         page = await run("imap_search_messages", arguments)
-        while page["data"]["has_more"]:
+        while page["data"].get("next_cursor"):
             page = await run("imap_search_messages", {**arguments, "cursor": page["data"]["next_cursor"]})
     # Message reads: every special message, in every body format, plus a corpus message.
     inbox = await run("imap_search_messages", {"limit": 100, "snippet_chars": 0})

@@ -133,7 +133,7 @@ async def test_ids_and_cursors_from_before_a_uidvalidity_change_get_conflict(
     for tool, arguments in (
         ("imap_get_message", {"message_id": old_id}),
         ("imap_get_message_raw", {"message_id": old_id}),
-        ("imap_search_messages", first["next_action"]["arguments"]),
+        ("imap_search_messages", {"mailbox": folder, "limit": 2, "cursor": first["next_cursor"]}),
     ):
         envelope = await mcp.fail(tool, arguments, "conflict")
         assert envelope["data"]["next_action"]["tool"] == "imap_search_messages", tool

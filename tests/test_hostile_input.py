@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -53,6 +54,7 @@ from mcp import Client
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.ids import MessageRef, parse_message_id
+from mail_imap_mcp.imap.search import CursorState
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.tools.context import AppContext
 from tests.conftest import make_config
@@ -553,7 +555,8 @@ def check_call(
                 assert (key, wanted) in pairs, (
                     f"{context}: {name} did not reach the server verbatim (in NFC): {search.raw!r}"
                 )
-        assert data["account_id"] in {"default", "other"}
+        accounts = {m["message_id"].split(":")[1] for m in data["messages"]}
+        assert accounts <= {"default", "other"} and data.get("account_id", "default") in {"default", "other"}
     elif tool == "imap_get_thread":
         ref = parse_message_id(arguments["message_id"])
         assert examined(commands)[:1] in ([], [ref.mailbox]), (context, examined(commands))
@@ -655,7 +658,9 @@ def arguments_from_schema(schema: dict[str, Any]) -> st.SearchStrategy[dict[str,
 def forge_cursor(cursor: str, changes: dict[str, Any]) -> str:
     """Re-sign a cursor after changing its fields (the checksum is not a secret)."""
     raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-    fields = json.loads(raw[6:])
+    values = json.loads(raw[6:])
+    # Cursors list their values in field order; a cursor with names decodes too, so forge one of those.
+    fields = dict(zip([f.name for f in dataclasses.fields(CursorState)], values, strict=True))
     fields.update(changes)
     body = json.dumps(fields).encode()
     return base64.urlsafe_b64encode(hashlib.sha256(body).digest()[:6] + body).decode().rstrip("=")
@@ -733,6 +738,7 @@ def mutated_arguments(env: FuzzEnv, tool: str) -> st.SearchStrategy[dict[str, An
                 "limit": st.integers(1, 100),
                 "sort": st.sampled_from(["arrival", "date", "size"]),
                 "mailboxes": st.lists(st.one_of(st.just("*"), mailbox), min_size=0, max_size=3),
+                "fields": st.sampled_from(["compact", "full"]),
             },
         )
     if tool == "imap_get_thread":
@@ -743,7 +749,10 @@ def mutated_arguments(env: FuzzEnv, tool: str) -> st.SearchStrategy[dict[str, An
     if tool == "imap_get_message":
         return st.fixed_dictionaries(
             {"message_id": message_id()},
-            optional={"body_format": st.sampled_from(["text", "markdown", "html"])},
+            optional={
+                "body_format": st.sampled_from(["text", "markdown", "html"]),
+                "fields": st.sampled_from(["compact", "full"]),
+            },
         )
     if tool == "imap_get_attachment":
         return st.fixed_dictionaries(
@@ -1124,7 +1133,7 @@ async def test_other_accounts_ids_read_exactly_that_account(dovecot: Dovecot) ->
             assert envelope["success"], envelope
             subject = envelope["data"]["message"]["subject"]
             assert subject.startswith(marker), subject
-            assert envelope["data"]["account_id"] == parse_message_id(mid).account_id
+            assert envelope["data"]["message"]["message_id"] == mid
         # An id of the other account with our UIDVALIDITY never falls back to our mailbox.
         ref = parse_message_id(env.message_ids[0])
         forged = MessageRef("other", ref.mailbox, ref.uidvalidity, ref.uid).message_id
@@ -1383,7 +1392,9 @@ async def test_password_never_appears_in_envelopes_logs_stderr_or_check_output(
                     await mcp.call("imap_list_mailboxes", {"account_id": account, "include_counts": True})
                 )
             envelopes.append(await mcp.call("imap_list_accounts"))
-            page = await mcp.call("imap_search_messages", {"limit": 3, "subject": "secret-test"})
+            page = await mcp.call(
+                "imap_search_messages", {"limit": 3, "subject": "secret-test", "fields": "full"}
+            )
             envelopes.append(page)
             mid = page["data"]["messages"][0]["message_id"]
             for fmt in ("text", "markdown", "html"):

@@ -73,7 +73,7 @@ async def exercise_every_tool(mcp: EnvelopeClient) -> set[str]:
     assert account["account_id"] == "default"
     boxes = await ok("imap_list_mailboxes", {"include_counts": True})
     assert boxes["mailboxes"][0]["name"] == "INBOX" and boxes["mailboxes"][0]["messages"] == 3
-    found = await ok("imap_search_messages", {"limit": 2})
+    found = await ok("imap_search_messages", {"limit": 2, "fields": "full"})
     assert found["total"] == 3 and found["has_more"]
     more = await ok("imap_search_messages", {"limit": 2, "cursor": found["next_cursor"]})
     ids = [m["message_id"] for m in found["messages"] + more["messages"]]

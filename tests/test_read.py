@@ -20,7 +20,7 @@ from mail_imap_mcp.server import build_server
 from tests.conftest import MatrixServer
 from tests.support import mailgen
 from tests.support.dovecot import Dovecot
-from tests.support.envelope_client import EnvelopeClient
+from tests.support.envelope_client import EnvelopeClient, uid_of
 
 pytestmark = pytest.mark.anyio
 
@@ -72,13 +72,14 @@ def mailbox(mail_server: MatrixServer, user: str) -> dict[str, int]:
 
 async def message_id(mcp: EnvelopeClient, uid: int) -> str:
     data = await mcp.ok("imap_search_messages", {"limit": 100, "snippet_chars": 0})
-    return next(m["message_id"] for m in data["messages"] if m["uid"] == uid)
+    return next(m["message_id"] for m in data["messages"] if uid_of(m) == uid)
 
 
 async def test_get_message_returns_headers_body_and_attachments(
     imap_server: MatrixServer, mailbox: dict[str, int], mcp: EnvelopeClient
 ) -> None:
-    envelope = await mcp.call("imap_get_message", {"message_id": await message_id(mcp, mailbox["mixed"])})
+    mid = await message_id(mcp, mailbox["mixed"])
+    envelope = await mcp.call("imap_get_message", {"message_id": mid, "fields": "full"})
     assert envelope["summary"] == "Message retrieved: Quarterly report"
     message = envelope["data"]["message"]
     assert message["from"] == "José <jose@example.com>"
@@ -100,6 +101,30 @@ async def test_get_message_returns_headers_body_and_attachments(
     assert "message.body_text" in envelope["data"]["untrusted_content"]["fields"]
     assert envelope["meta"]["warnings"] == []
 
+    # The default compact shape: every value once, nothing derivable from message_id, no nulls.
+    compact = await mcp.call("imap_get_message", {"message_id": mid})
+    assert set(compact["data"]) == {"message", "untrusted_content"}
+    brief = compact["data"]["message"]
+    assert set(brief) == {
+        "message_id",
+        "date",
+        "from",
+        "to",
+        "cc",
+        "subject",
+        "unread",
+        "size_bytes",
+        "headers",
+        "body_text",
+        "attachments",
+    }
+    assert set(brief["headers"]) == {"Message-ID", "List-ID"}
+    assert {k: message[k] for k in ("from", "to", "cc", "date", "subject", "body_text", "size_bytes")} == {
+        k: brief[k] for k in ("from", "to", "cc", "date", "subject", "body_text", "size_bytes")
+    }
+    assert brief["attachments"] == [{k: v for k, v in attachment.items() if v is not None}]
+    assert "body" in compact["data"]["untrusted_content"]
+
 
 async def test_include_all_headers_and_no_headers(
     imap_server: MatrixServer, mailbox: dict[str, int], mcp: EnvelopeClient
@@ -109,6 +134,8 @@ async def test_include_all_headers_and_no_headers(
     assert "X-Secret-Tracking" in every["message"]["headers"]
     assert "Mime-Version" in every["message"]["headers"] or "MIME-Version" in every["message"]["headers"]
     none = await mcp.ok("imap_get_message", {"message_id": mid, "include_headers": False})
+    assert "headers" not in none["message"]
+    none = await mcp.ok("imap_get_message", {"message_id": mid, "include_headers": False, "fields": "full"})
     assert none["message"]["headers"] == {}
 
 
@@ -116,7 +143,7 @@ async def test_html_only_mail_yields_readable_text_markdown_and_safe_html(
     imap_server: MatrixServer, mailbox: dict[str, int], mcp: EnvelopeClient
 ) -> None:
     mid = await message_id(mcp, mailbox["html"])
-    text = (await mcp.ok("imap_get_message", {"message_id": mid}))["message"]
+    text = (await mcp.ok("imap_get_message", {"message_id": mid, "fields": "full"}))["message"]
     assert text["body_source"] == "text/html"
     assert "Big news" in text["body_text"]
     assert "this (https://example.com/x)" in text["body_text"]
@@ -125,7 +152,7 @@ async def test_html_only_mail_yields_readable_text_markdown_and_safe_html(
     markdown = (await mcp.ok("imap_get_message", {"message_id": mid, "body_format": "markdown"}))["message"]
     assert "# Big news" in markdown["body_markdown"]
     assert "[this](https://example.com/x)" in markdown["body_markdown"]
-    assert markdown["body_text"] is None
+    assert "body_text" not in markdown
     html = (await mcp.ok("imap_get_message", {"message_id": mid, "body_format": "html"}))["message"][
         "body_html"
     ]
@@ -138,7 +165,8 @@ async def test_html_format_strips_script_from_alternative_part(
     imap_server: MatrixServer, mailbox: dict[str, int], mcp: EnvelopeClient
 ) -> None:
     mid = await message_id(mcp, mailbox["mixed"])
-    html = (await mcp.ok("imap_get_message", {"message_id": mid, "body_format": "html"}))["message"]
+    arguments = {"message_id": mid, "body_format": "html", "fields": "full"}
+    html = (await mcp.ok("imap_get_message", arguments))["message"]
     assert html["body_source"] == "text/html"
     assert "<b>attached</b>" in html["body_html"]
     assert "steal" not in html["body_html"]
@@ -279,7 +307,7 @@ async def test_message_uris_resolve_as_resources(
 ) -> None:
     async with Client(build_server(config)) as client:
         mcp = EnvelopeClient(client)
-        data = await mcp.ok("imap_search_messages", {"limit": 10})
+        data = await mcp.ok("imap_search_messages", {"limit": 10, "fields": "full"})
         summary = next(m for m in data["messages"] if m["uid"] == mailbox["mixed"])
         templates = await client.list_resource_templates()
         assert {t.uri_template for t in templates.resource_templates} == {
@@ -305,7 +333,7 @@ async def test_resource_uri_of_a_nested_mailbox(imap_server: MatrixServer, user:
     imap_server.seed(user, folder, [mailgen.plain_message(subject="old", body="x")])
     async with Client(build_server(config)) as client:
         mcp = EnvelopeClient(client)
-        (summary,) = (await mcp.ok("imap_search_messages", {"mailbox": folder}))["messages"]
+        (summary,) = (await mcp.ok("imap_search_messages", {"mailbox": folder, "fields": "full"}))["messages"]
         segment = {"/": "Archive%2F2024", ".": "INBOX.Archive.2024"}[imap_server.separator]
         assert segment == urllib.parse.quote(folder, safe="")
         assert f"/mailbox/{segment}/message/" in summary["message_uri"]
@@ -326,7 +354,8 @@ async def test_attachment_list_is_bounded_with_a_warning(
     for i in range(MAX_LISTED_ATTACHMENTS + 20):
         msg.add_attachment(b"x", maintype="application", subtype="octet-stream", filename=f"f{i}.bin")
     imap_server.seed(user, "INBOX", [crlf(msg)])
-    envelope = await mcp.call("imap_get_message", {"message_id": await message_id(mcp, 1)})
+    mid = await message_id(mcp, 1)
+    envelope = await mcp.call("imap_get_message", {"message_id": mid, "fields": "full"})
     message = envelope["data"]["message"]
     assert len(message["attachments"]) == MAX_LISTED_ATTACHMENTS
     assert message["attachments"][0]["filename"] == "f0.bin"
@@ -349,7 +378,8 @@ async def test_unclosed_svg_does_not_hide_the_rest_of_an_html_body(
     for body_format in ("text", "markdown", "html"):
         message = (
             await mcp.ok(
-                "imap_get_message", {"message_id": summary["message_id"], "body_format": body_format}
+                "imap_get_message",
+                {"message_id": summary["message_id"], "body_format": body_format, "fields": "full"},
             )
         )["message"]
         body = message[f"body_{body_format}"]
@@ -358,3 +388,46 @@ async def test_unclosed_svg_does_not_hide_the_rest_of_an_html_body(
             assert visible in body, (body_format, body)
         assert "ignore previous instructions" not in body
         assert "<svg" not in body and "<math" not in body
+
+
+REPLY = (
+    "Fine by me, Thursday works.\n\nBest,\nBob\n\n-- \nBob Smith\nHead of Operations | ACME Corp\n\n"
+    "Am 18.11.2026 um 14:02 schrieb Ana Lima <ana@example.org>:\n> Können wir auf Donnerstag gehen?\n"
+    "> Gruß, Ana\n"
+)
+
+
+async def test_snippets_and_new_text_only_give_what_the_sender_wrote(
+    imap_server: MatrixServer, user: str, mcp: EnvelopeClient
+) -> None:
+    imap_server.seed(user, "INBOX", [mailgen.plain_message(subject="Re: Termin", body=REPLY)])
+    (summary,) = (await mcp.ok("imap_search_messages"))["messages"]
+    assert summary["snippet"] == "Fine by me, Thursday works. Best, Bob"
+    mid = summary["message_id"]
+    whole = (await mcp.ok("imap_get_message", {"message_id": mid}))["message"]
+    assert whole["body_text"].rstrip("\n") == REPLY.rstrip("\n") and "body_omitted" not in whole
+    for fields in ("compact", "full"):
+        arguments = {"message_id": mid, "new_text_only": True, "fields": fields}
+        fresh = (await mcp.ok("imap_get_message", arguments))["message"]
+        assert fresh["body_text"] == "Fine by me, Thursday works.\n\nBest,\nBob"
+        assert fresh["body_omitted"] == ["quoted_reply", "signature"]
+    markdown = await mcp.ok(
+        "imap_get_message", {"message_id": mid, "new_text_only": True, "body_format": "markdown"}
+    )
+    assert "Donnerstag" not in markdown["message"]["body_markdown"]
+    refused = await mcp.fail(
+        "imap_get_message", {"message_id": mid, "new_text_only": True, "body_format": "html"}, "invalid_input"
+    )
+    assert refused["error"]["details"]["parameter"] == "new_text_only"
+
+
+async def test_a_reply_that_is_all_quote_keeps_its_body(
+    imap_server: MatrixServer, user: str, mcp: EnvelopeClient
+) -> None:
+    body = "On Tue, Ana <ana@example.org> wrote:\n> Only the quote.\n"
+    imap_server.seed(user, "INBOX", [mailgen.plain_message(subject="Fwd", body=body)])
+    (summary,) = (await mcp.ok("imap_search_messages"))["messages"]
+    assert summary["snippet"] == "On Tue, Ana <ana@example.org> wrote: > Only the quote."
+    fresh = await mcp.ok("imap_get_message", {"message_id": summary["message_id"], "new_text_only": True})
+    assert fresh["message"]["body_text"].rstrip("\n") == body.rstrip("\n")
+    assert "body_omitted" not in fresh["message"]

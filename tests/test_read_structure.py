@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import MatrixServer
-from tests.support.envelope_client import EnvelopeClient
+from tests.support.envelope_client import EnvelopeClient, uid_of
 
 pytestmark = pytest.mark.anyio
 
@@ -43,11 +43,11 @@ async def test_regression_html_message_without_mime_version_reads_as_text_withou
     )
     imap_server.seed(user, "INBOX", [html_only, mixed])
     summaries = (await mcp.ok("imap_search_messages", {"snippet_chars": 200}))["messages"]
-    by_uid = {m["uid"]: m for m in summaries}
+    by_uid = {uid_of(m): m for m in summaries}
     assert by_uid[1]["snippet"] == "Read this (https://example.com/x)."
     assert by_uid[2]["snippet"] == "See the report."
     for body_format in ("text", "markdown", "html"):
-        arguments = {"message_id": by_uid[1]["message_id"], "body_format": body_format}
+        arguments = {"message_id": by_uid[1]["message_id"], "body_format": body_format, "fields": "full"}
         message = (await mcp.ok("imap_get_message", arguments))["message"]
         body = message[f"body_{body_format}"]
         assert message["body_source"] == "text/html"

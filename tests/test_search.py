@@ -16,7 +16,7 @@ from mail_imap_mcp.config import Config
 from tests.conftest import AccountFactory, MatrixServer, make_config, open_client
 from tests.support import mailgen
 from tests.support.dovecot import Dovecot
-from tests.support.envelope_client import EnvelopeClient
+from tests.support.envelope_client import EnvelopeClient, uid_of
 
 pytestmark = pytest.mark.anyio
 
@@ -29,13 +29,13 @@ def dated(i: int, subject: str, body: str, **kw: Any) -> bytes:
 
 
 async def page_all(mcp: EnvelopeClient, arguments: dict[str, Any]) -> list[dict[str, Any]]:
-    """Follow next_cursor to the end; return every message summary in order."""
+    """Follow next_cursor to the end (same arguments); return every message summary in order."""
     messages: list[dict[str, Any]] = []
     data = await mcp.ok("imap_search_messages", arguments)
     messages += data["messages"]
-    while data["has_more"]:
-        assert data["next_action"]["tool"] == "imap_search_messages"
-        data = await mcp.ok("imap_search_messages", data["next_action"]["arguments"])
+    while "next_cursor" in data:
+        assert "has_more" not in data and "next_action" not in data  # the cursor once, nothing else
+        data = await mcp.ok("imap_search_messages", {**arguments, "cursor": data["next_cursor"]})
         messages += data["messages"]
     return messages
 
@@ -56,25 +56,50 @@ async def test_newest_first_with_decoded_fields_and_a_body_snippet(
     envelope = await mcp.call("imap_search_messages", {"limit": 10})
     data = envelope["data"]
     assert envelope["summary"] == "2 message(s) returned (1-2 of 2 in INBOX, newest first)"
-    assert (data["total"], data["attempted"], data["returned"], data["failed"]) == (2, 2, 2, 0)
+    # Compact by default: nothing derivable from message_id, no nulls, the note short.
+    # The last page: no next_cursor (and no has_more, next_action, attempted/returned/failed, account_id).
+    assert set(data) == {"mailbox", "total", "status", "messages", "untrusted_content"}
+    assert (data["mailbox"], data["total"], data["status"]) == ("INBOX", 2, "ok")
     newest, oldest = data["messages"]
-    assert (newest["uid"], oldest["uid"]) == (2, 1)
+    assert (uid_of(newest), uid_of(oldest)) == (2, 1)
+    # Unread, with only \\Recent (left out): unread, and no flags at all.
+    assert set(newest) == {"message_id", "date", "from", "to", "subject", "unread", "size_bytes", "snippet"}
+    assert newest["unread"] is True
     assert newest["subject"] == "Grüße – 東京"
     assert newest["from"].startswith("Jürgen Müller <")
     assert newest["snippet"] == "Hallo Welt, schön."
     assert oldest["snippet"] == "Body of the first message."
     assert oldest["date"] == "2025-01-01T12:00:00Z"
-    assert newest["message_id"] == f"imap:default:INBOX:{newest['uidvalidity']}:2"
-    assert newest["message_uri"] == f"imap://default/mailbox/INBOX/message/{newest['uidvalidity']}/2"
-    assert newest["message_raw_uri"] == newest["message_uri"] + "/raw"
-    assert data["has_more"] is False
-    assert data["next_cursor"] is None
-    assert data["next_action"] == {
+    uidvalidity = int(newest["message_id"].split(":")[3])
+    assert newest["message_id"] == f"imap:default:INBOX:{uidvalidity}:2"
+    assert data["untrusted_content"] == "messages[].from,to,cc,subject,snippet"
+
+    # fields: full is the seed server's shape, names and nulls included.
+    full = await mcp.ok("imap_search_messages", {"limit": 10, "fields": "full"})
+    assert (full["account_id"], full["total"], full["attempted"], full["returned"], full["failed"]) == (
+        "default",
+        2,
+        2,
+        2,
+        0,
+    )
+    newest_full = full["messages"][0]
+    assert newest_full["uid"] == 2 and newest_full["uidvalidity"] == uidvalidity
+    assert newest_full["mailbox"] == "INBOX" and newest_full["cc"] is None
+    assert newest_full["message_uri"] == f"imap://default/mailbox/INBOX/message/{uidvalidity}/2"
+    assert newest_full["message_raw_uri"] == newest_full["message_uri"] + "/raw"
+    same = set(newest) - {"to", "unread"}
+    assert {k: newest_full[k] for k in same} == {k: newest[k] for k in same}
+    assert "\\Seen" not in newest_full["flags"]
+    assert (newest["to"], newest_full["to"]) == ("Test User", "Test User <user@example.org>")
+    assert full["has_more"] is False
+    assert full["next_cursor"] is None
+    assert full["next_action"] == {
         "instruction": "Read the newest matching message",
         "tool": "imap_get_message",
         "arguments": {"message_id": newest["message_id"]},
     }
-    assert "messages[].snippet" in data["untrusted_content"]["fields"]
+    assert "messages[].snippet" in full["untrusted_content"]["fields"]
 
 
 async def test_snippet_comes_from_html_when_there_is_no_text_part(
@@ -96,7 +121,7 @@ async def test_snippet_chars_bounds_and_zero_disables(
     (short,) = (await mcp.ok("imap_search_messages", {"snippet_chars": 20}))["messages"]
     assert 0 < len(short["snippet"]) <= 20
     (none,) = (await mcp.ok("imap_search_messages", {"snippet_chars": 0}))["messages"]
-    assert none["snippet"] is None
+    assert "snippet" not in none
 
 
 async def test_paging_with_cursors_returns_every_message_once(
@@ -104,7 +129,7 @@ async def test_paging_with_cursors_returns_every_message_once(
 ) -> None:
     imap_server.seed(user, "INBOX", list(mailgen.corpus(57)))
     messages = await page_all(mcp, {"limit": 10, "snippet_chars": 0})
-    uids = [m["uid"] for m in messages]
+    uids = [uid_of(m) for m in messages]
     assert uids == list(range(57, 0, -1))
 
 
@@ -113,7 +138,7 @@ async def test_paging_does_not_skip_or_repeat_when_mail_arrives_and_is_deleted_m
 ) -> None:
     imap_server.seed(user, "INBOX", list(mailgen.corpus(30)))
     first = await mcp.ok("imap_search_messages", {"limit": 10, "snippet_chars": 0})
-    assert [m["uid"] for m in first["messages"]] == list(range(30, 20, -1))
+    assert [uid_of(m) for m in first["messages"]] == list(range(30, 20, -1))
     # New mail arrives and an already-listed plus a not-yet-listed message are deleted.
     writer = imap_server.connect(user)
     try:
@@ -123,8 +148,8 @@ async def test_paging_does_not_skip_or_repeat_when_mail_arrives_and_is_deleted_m
         writer.expunge()
     finally:
         writer.logout()
-    rest = await page_all(mcp, first["next_action"]["arguments"])
-    uids = [m["uid"] for m in rest]
+    rest = await page_all(mcp, {"limit": 10, "snippet_chars": 0, "cursor": first["next_cursor"]})
+    uids = [uid_of(m) for m in rest]
     # Strictly newest-first and below the first page: nothing repeated, nothing that arrived later.
     assert uids == sorted(set(uids), reverse=True)
     assert max(uids) == 20
@@ -139,8 +164,10 @@ async def test_cursor_survives_a_server_restart(imap_server: MatrixServer, user:
         first = await mcp.ok("imap_search_messages", {"limit": 10, "query": "ref"})
     # A brand-new server process state (new app, new connection) continues the same search.
     async for mcp in open_client(config):
-        second = await mcp.ok("imap_search_messages", first["next_action"]["arguments"])
-    assert [m["uid"] for m in second["messages"]] == list(range(15, 5, -1))
+        second = await mcp.ok(
+            "imap_search_messages", {"limit": 10, "query": "ref", "cursor": first["next_cursor"]}
+        )
+    assert [uid_of(m) for m in second["messages"]] == list(range(15, 5, -1))
     assert second["total"] == 25
 
 
@@ -188,9 +215,10 @@ async def test_cursor_after_uidvalidity_change_is_conflict_with_a_rerun(
     # recreate_mailbox().
     dovecot.seed(user, "INBOX", list(mailgen.corpus(5)))
     first = await mcp.ok("imap_search_messages", {"limit": 2, "from": "example"})
-    old = first["messages"][0]["uidvalidity"]
+    old = int(first["messages"][0]["message_id"].split(":")[3])
     dovecot.set_uidvalidity(user, "INBOX", old + 1000)
-    envelope = await mcp.fail("imap_search_messages", first["next_action"]["arguments"], "conflict")
+    arguments = {"limit": 2, "from": "example", "cursor": first["next_cursor"]}
+    envelope = await mcp.fail("imap_search_messages", arguments, "conflict")
     assert envelope["error"]["details"] == {
         "mailbox": "INBOX",
         "expected_uidvalidity": old,
@@ -216,7 +244,7 @@ async def test_filters_match_what_they_say(imap_server: MatrixServer, user: str,
     async def uids(**arguments: Any) -> list[int]:
         data = await mcp.ok("imap_search_messages", {"snippet_chars": 0, **arguments})
         assert data["total"] == len(data["messages"])
-        return [m["uid"] for m in data["messages"]]
+        return [uid_of(m) for m in data["messages"]]
 
     assert await uids(**{"from": "billing"}) == [1]
     assert await uids(subject="lunch") == [2]
@@ -311,7 +339,6 @@ async def test_folder_with_non_ascii_name_is_searchable(
     imap_server.seed(user, folder, [dated(1, "Entwurf", "Text")])
     data = await mcp.ok("imap_search_messages", {"mailbox": folder})
     (message,) = data["messages"]
-    assert message["mailbox"] == folder
     assert message["message_id"].startswith(f"imap:default:{folder}:")
     read = await mcp.ok("imap_get_message", {"message_id": message["message_id"]})
     assert read["message"]["subject"] == "Entwurf"
@@ -327,7 +354,7 @@ async def test_a_message_the_server_cannot_fetch_makes_the_page_partial(
     cur = dovecot.folder_path(user, "INBOX") / "cur"
     broken = sorted(cur.iterdir())[1]
     broken.chmod(0)
-    envelope = await mcp.call("imap_search_messages", {"limit": 10})
+    envelope = await mcp.call("imap_search_messages", {"limit": 10, "fields": "full"})
     data = envelope["data"]
     assert envelope["success"] is True
     assert data["status"] == "partial"
@@ -339,7 +366,10 @@ async def test_a_message_the_server_cannot_fetch_makes_the_page_partial(
     assert issue["message_id"].endswith(":2")
     assert issue["stage"] == "fetch_headers"
     assert envelope["meta"]["warnings"]
-    assert [m["uid"] for m in data["messages"]] == [3, 1]
+    assert [uid_of(m) for m in data["messages"]] == [3, 1]
+    compact = await mcp.ok("imap_search_messages", {"limit": 10})
+    assert compact["status"] == "partial" and compact["issues"] == data["issues"]
+    assert [uid_of(m) for m in compact["messages"]] == [3, 1]
 
 
 @pytest.mark.slow
@@ -354,18 +384,19 @@ async def test_100k_mailbox_pages_to_its_end(dovecot: Dovecot, account: AccountF
         expected = 100_000
         data = await mcp.ok("imap_search_messages", {"limit": 100, "snippet_chars": 0})
         while True:
-            uids = [m["uid"] for m in data["messages"]]
+            uids = [uid_of(m) for m in data["messages"]]
             assert uids == list(range(expected, expected - len(uids), -1))
             expected -= len(uids)
             seen += len(uids)
             assert data["total"] == 100_000
-            if not data["has_more"]:
+            if "next_cursor" not in data:
                 break
-            data = await mcp.ok("imap_search_messages", data["next_action"]["arguments"])
+            arguments = {"limit": 100, "snippet_chars": 0, "cursor": data["next_cursor"]}
+            data = await mcp.ok("imap_search_messages", arguments)
         assert seen == 100_000
         # A sparse filter over the whole mailbox still works (matches spread over all of it).
         sparse = await mcp.ok("imap_search_messages", {"subject": "000007", "snippet_chars": 0})
-        assert [m["uid"] for m in sparse["messages"]] == [8]
+        assert [uid_of(m) for m in sparse["messages"]] == [8]
 
 
 def _flags(server: MatrixServer, user: str, mailbox: str) -> dict[int, tuple[bytes, ...]]:
@@ -472,15 +503,16 @@ async def test_decomposed_search_text_is_sent_as_nfc_and_its_cursor_fits_the_nfc
     with FaultProxy(imap_server.host, imap_server.plain_port) as proxy:
         config = make_config({"default": account(user, port=proxy.port, security="plain", ca_file=None)})
         async for mcp in open_client(config):
-            first = await mcp.ok("imap_search_messages", {"from": decomposed, "limit": 2})
+            first = await mcp.ok("imap_search_messages", {"from": decomposed, "limit": 2, "fields": "full"})
             assert first["total"] == 3
-            assert [m["uid"] for m in first["messages"]] == [3, 2]
+            assert [uid_of(m) for m in first["messages"]] == [3, 2]
             assert all(m["from"].startswith("Jürgen Größe <") for m in first["messages"])
             assert first["next_action"]["arguments"]["from"] == composed
             second = await mcp.ok(
-                "imap_search_messages", {"from": composed, "limit": 2, "cursor": first["next_cursor"]}
+                "imap_search_messages",
+                {"from": composed, "limit": 2, "cursor": first["next_cursor"], "fields": "full"},
             )
-            assert [m["uid"] for m in second["messages"]] == [1]
+            assert [uid_of(m) for m in second["messages"]] == [1]
             assert second["has_more"] is False
         sent = proxy.sent()
     assert composed.encode() in sent

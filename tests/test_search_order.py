@@ -48,7 +48,7 @@ async def page_all(
     mcp: EnvelopeClient, arguments: dict[str, Any]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every page's data and every summary, following next_cursor to the end."""
-    pages = [await mcp.ok(TOOL, arguments)]
+    pages = [await mcp.ok(TOOL, {"fields": "full", **arguments})]
     while pages[-1]["has_more"]:
         assert pages[-1]["next_action"]["tool"] == TOOL
         pages.append(await mcp.ok(TOOL, pages[-1]["next_action"]["arguments"]))
@@ -101,7 +101,7 @@ async def test_date_order_pages_by_sent_date_not_arrival(
 ) -> None:
     messages, arrivals = shuffled()
     imap_server.seed(user, "INBOX", messages, internaldates=arrivals)
-    arrival = await mcp.ok(TOOL, {"limit": 5, "snippet_chars": 0})
+    arrival = await mcp.ok(TOOL, {"fields": "full", "limit": 5, "snippet_chars": 0})
     assert subjects(arrival["messages"]) == [f"m-{i}" for i in range(N - 1, N - 6, -1)]
     pages, listed = await page_all(mcp, {"limit": 5, "sort": "date", "snippet_chars": 0})
     assert subjects(listed) == by_sent_date("m", list(range(N)))
@@ -126,7 +126,7 @@ async def test_date_order_stays_stable_when_mail_arrives_and_is_deleted_between_
 ) -> None:
     messages, arrivals = shuffled()
     imap_server.seed(user, "INBOX", messages, internaldates=arrivals)
-    first = await mcp.ok(TOOL, {"limit": 6, "sort": "date", "snippet_chars": 0})
+    first = await mcp.ok(TOOL, {"fields": "full", "limit": 6, "sort": "date", "snippet_chars": 0})
     expected = by_sent_date("m", list(range(N)))
     assert subjects(first["messages"]) == expected[:6]
     # New mail sent "before" and "after" the anchor arrives; one listed and one not-yet-listed message go.
@@ -146,7 +146,7 @@ async def test_date_order_continues_by_date_when_the_page_s_last_messages_were_d
 ) -> None:
     messages, arrivals = shuffled()
     imap_server.seed(user, "INBOX", messages, internaldates=arrivals)
-    first = await mcp.ok(TOOL, {"limit": 5, "sort": "date", "snippet_chars": 0})
+    first = await mcp.ok(TOOL, {"fields": "full", "limit": 5, "sort": "date", "snippet_chars": 0})
     second = await mcp.ok(TOOL, first["next_action"]["arguments"])
     expected = by_sent_date("m", list(range(N)))
     assert subjects(first["messages"] + second["messages"]) == expected[:10]
@@ -159,7 +159,7 @@ async def test_date_order_continues_by_date_when_the_page_s_last_messages_were_d
 
 
 async def test_sort_rejects_unknown_values(mcp: EnvelopeClient) -> None:
-    envelope = await mcp.fail(TOOL, {"sort": "size"}, "invalid_input")
+    envelope = await mcp.fail(TOOL, {"fields": "full", "sort": "size"}, "invalid_input")
     assert "sort" in envelope["error"]["message"]
 
 
@@ -167,13 +167,17 @@ async def test_a_date_cursor_does_not_fit_an_arrival_search_and_back(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
     imap_server.seed(user, "INBOX", list(mailgen.corpus(6)))
-    by_date = (await mcp.ok(TOOL, {"limit": 2, "sort": "date"}))["next_cursor"]
-    by_arrival = (await mcp.ok(TOOL, {"limit": 2}))["next_cursor"]
-    await mcp.fail(TOOL, {"limit": 2, "cursor": by_date}, "invalid_input")
-    await mcp.fail(TOOL, {"limit": 2, "sort": "date", "cursor": by_arrival}, "invalid_input")
-    await mcp.fail(TOOL, {"limit": 2, "sort": "date", "query": "x", "cursor": by_date}, "invalid_input")
+    by_date = (await mcp.ok(TOOL, {"fields": "full", "limit": 2, "sort": "date"}))["next_cursor"]
+    by_arrival = (await mcp.ok(TOOL, {"fields": "full", "limit": 2}))["next_cursor"]
+    await mcp.fail(TOOL, {"fields": "full", "limit": 2, "cursor": by_date}, "invalid_input")
+    await mcp.fail(
+        TOOL, {"fields": "full", "limit": 2, "sort": "date", "cursor": by_arrival}, "invalid_input"
+    )
+    await mcp.fail(
+        TOOL, {"fields": "full", "limit": 2, "sort": "date", "query": "x", "cursor": by_date}, "invalid_input"
+    )
     tampered = by_date[:-3] + ("A" if by_date[-3] != "A" else "B") + by_date[-2:]
-    await mcp.fail(TOOL, {"limit": 2, "sort": "date", "cursor": tampered}, "invalid_input")
+    await mcp.fail(TOOL, {"fields": "full", "limit": 2, "sort": "date", "cursor": tampered}, "invalid_input")
 
 
 # ----------------------------------------------------------------- a server without SORT (the fallback)
@@ -214,7 +218,7 @@ async def test_without_sort_date_order_is_exact_within_the_window_and_never_send
     try:
         async for mcp in open_client(make_config({"default": settings})):
             _pages, listed = await page_all(mcp, {"limit": 5, "sort": "date", "snippet_chars": 0})
-            envelope = await mcp.call(TOOL, {"limit": 5, "sort": "date"})
+            envelope = await mcp.call(TOOL, {"fields": "full", "limit": 5, "sort": "date"})
     finally:
         sent = b"".join(s for s, _ in recorder.take())
         recorder.close()
@@ -227,7 +231,7 @@ async def test_without_sort_a_search_spanning_several_windows_says_so_and_lists_
     no_sort_dovecot: Dovecot, no_sort_user: str, no_sort_config: Config, small_window: int
 ) -> None:
     async for mcp in open_client(no_sort_config):
-        first = await mcp.call(TOOL, {"limit": 4, "sort": "date", "snippet_chars": 0})
+        first = await mcp.call(TOOL, {"fields": "full", "limit": 4, "sort": "date", "snippet_chars": 0})
         assert any("no SORT" in w and str(small_window) in w for w in first["meta"]["warnings"]), first[
             "meta"
         ]["warnings"]
@@ -242,7 +246,7 @@ async def test_without_sort_paging_stays_stable_when_mail_arrives_between_pages(
 ) -> None:
     async for mcp in open_client(no_sort_config):
         _, everything = await page_all(mcp, {"limit": 4, "sort": "date", "snippet_chars": 0})
-        first = await mcp.ok(TOOL, {"limit": 4, "sort": "date", "snippet_chars": 0})
+        first = await mcp.ok(TOOL, {"fields": "full", "limit": 4, "sort": "date", "snippet_chars": 0})
         no_sort_dovecot.seed(
             no_sort_user,
             "INBOX",
@@ -303,7 +307,7 @@ async def test_every_mailbox_merges_newest_first_and_pages_each_message_once(
         assert message["mailbox"] == home
         assert message["message_id"].startswith(f"imap:default:{home}:")
     assert pages[0]["mailbox"] == "*"
-    assert "mailbox(es)" in (await mcp.call(TOOL, {"mailbox": "*", "limit": 1}))["summary"]
+    assert "mailbox(es)" in (await mcp.call(TOOL, {"fields": "full", "mailbox": "*", "limit": 1}))["summary"]
     # A message id from the merged page reads its message.
     read = await mcp.ok("imap_get_message", {"message_id": listed[-1]["message_id"]})
     assert read["message"]["subject"] == listed[-1]["subject"]
@@ -338,7 +342,9 @@ async def test_every_mailbox_with_a_filter_and_mail_arriving_between_pages(
 ) -> None:
     placed = seed_folders(imap_server, user)
     boxes = _mailboxes(imap_server)
-    first = await mcp.ok(TOOL, {"mailbox": "*", "limit": 3, "body": "text", "snippet_chars": 0})
+    first = await mcp.ok(
+        TOOL, {"fields": "full", "mailbox": "*", "limit": 3, "body": "text", "snippet_chars": 0}
+    )
     imap_server.seed(user, boxes["Archive"], [mailgen.plain_message(subject="late text", body="text late")])
     imap_server.seed(user, "INBOX", [mailgen.plain_message(subject="late inbox", body="text late")])
     _, rest = await page_all(mcp, first["next_action"]["arguments"])
@@ -353,14 +359,16 @@ async def test_a_mailbox_that_fails_makes_the_page_partial_and_the_rest_is_liste
     placed = seed_folders(imap_server, user)
     boxes = _mailboxes(imap_server)
     missing = imap_server.mailbox_name("NoSuchFolder")
-    envelope = await mcp.call(TOOL, {"mailboxes": ["INBOX", missing], "limit": 50, "snippet_chars": 0})
+    envelope = await mcp.call(
+        TOOL, {"fields": "full", "mailboxes": ["INBOX", missing], "limit": 50, "snippet_chars": 0}
+    )
     data = envelope["data"]
     assert envelope["success"] and data["status"] == "partial"
     (issue,) = data["issues"]
     assert issue["code"] == "not_found" and missing in issue["message"]
     assert sorted(subjects(data["messages"])) == sorted(placed["INBOX"])
     # A mailbox deleted between pages: that page says so and the others carry on.
-    first = await mcp.ok(TOOL, {"mailbox": "*", "limit": 3, "snippet_chars": 0})
+    first = await mcp.ok(TOOL, {"fields": "full", "mailbox": "*", "limit": 3, "snippet_chars": 0})
     writer = imap_server.connect(user)
     try:
         writer.delete_folder(boxes["Archive"])
@@ -381,13 +389,15 @@ async def test_a_mailbox_that_fails_makes_the_page_partial_and_the_rest_is_liste
 async def test_unknown_mailbox_named_alone_is_still_not_found(
     imap_server: MatrixServer, mcp: EnvelopeClient
 ) -> None:
-    await mcp.fail(TOOL, {"mailbox": imap_server.mailbox_name("Nope"), "sort": "date"}, "not_found")
+    await mcp.fail(
+        TOOL, {"fields": "full", "mailbox": imap_server.mailbox_name("Nope"), "sort": "date"}, "not_found"
+    )
 
 
 async def test_mailbox_list_is_validated(mcp: EnvelopeClient) -> None:
-    await mcp.fail(TOOL, {"mailboxes": []}, "invalid_input")
-    await mcp.fail(TOOL, {"mailboxes": ["INBOX", "bad\r\nname"]}, "invalid_input")
-    await mcp.fail(TOOL, {"mailboxes": ["x"] * 101}, "invalid_input")
+    await mcp.fail(TOOL, {"fields": "full", "mailboxes": []}, "invalid_input")
+    await mcp.fail(TOOL, {"fields": "full", "mailboxes": ["INBOX", "bad\r\nname"]}, "invalid_input")
+    await mcp.fail(TOOL, {"fields": "full", "mailboxes": ["x"] * 101}, "invalid_input")
 
 
 # --------------------------------------------------------------------------------------- round trips
@@ -429,7 +439,7 @@ async def measure_costs(config: Config, caplog: pytest.LogCaptureFixture) -> dic
         await mcp.ok("imap_list_mailboxes")  # connected and logged in before the first measure
         for label, arguments in COST_CASES:
             caplog.clear()
-            first = await mcp.ok(TOOL, arguments)
+            first = await mcp.ok(TOOL, {"fields": "full", **arguments})
             costs[f"{label}, first page"] = _cost(caplog)
             caplog.clear()
             await mcp.ok(TOOL, first["next_action"]["arguments"])
@@ -470,7 +480,9 @@ def _cost(caplog: pytest.LogCaptureFixture) -> tuple[int, int]:
 
 
 async def test_mailbox_and_mailboxes_together_are_invalid_input(mcp: EnvelopeClient) -> None:
-    envelope = await mcp.fail(TOOL, {"mailbox": "INBOX", "mailboxes": ["INBOX"]}, "invalid_input")
+    envelope = await mcp.fail(
+        TOOL, {"fields": "full", "mailbox": "INBOX", "mailboxes": ["INBOX"]}, "invalid_input"
+    )
     assert envelope["error"]["details"]["parameter"] == "mailboxes"
 
 
@@ -499,7 +511,7 @@ async def test_empty_mailboxes_are_not_opened_where_list_status_counts_them(dove
     settings = account_settings(dovecot, user, port=recorder.port, security="plain")
     try:
         async for mcp in open_client(make_config({"default": settings})):
-            data = await mcp.ok(TOOL, {"mailbox": "*", "limit": 5})
+            data = await mcp.ok(TOOL, {"fields": "full", "mailbox": "*", "limit": 5})
     finally:
         sent = b"".join(s for s, _ in recorder.take())
         recorder.close()
@@ -523,7 +535,7 @@ async def test_a_mailbox_whose_next_message_cannot_make_the_page_is_not_opened(
     caplog.set_level(logging.DEBUG, logger="mail_imap_mcp.imap")
     async for mcp in open_client(config):
         pages, listed = await page_all(mcp, {"mailbox": "*", "limit": 4, "snippet_chars": 0})
-        first = await mcp.ok(TOOL, {"mailbox": "*", "limit": 4, "snippet_chars": 0})
+        first = await mcp.ok(TOOL, {"fields": "full", "mailbox": "*", "limit": 4, "snippet_chars": 0})
         caplog.clear()
         second = await mcp.ok(TOOL, first["next_action"]["arguments"])
         cost = _cost(caplog)

@@ -87,7 +87,9 @@ def seed_conversation(server: MatrixServer, user: str) -> str:
 
 
 async def ids_by_subject(mcp: EnvelopeClient, mailbox: str = "INBOX") -> dict[str, str]:
-    data = await mcp.ok("imap_search_messages", {"mailbox": mailbox, "limit": 100, "snippet_chars": 0})
+    data = await mcp.ok(
+        "imap_search_messages", {"fields": "full", "mailbox": mailbox, "limit": 100, "snippet_chars": 0}
+    )
     return {f"{m['subject']}|{m['date']}": m["message_id"] for m in data["messages"]}
 
 
@@ -96,7 +98,7 @@ async def test_conversation_across_inbox_and_sent_oldest_first_without_setting_f
 ) -> None:
     sent = seed_conversation(imap_server, user)
     before = _flags(imap_server, user, "INBOX")
-    inbox = (await mcp.ok("imap_search_messages", {"limit": 10}))["messages"]
+    inbox = (await mcp.ok("imap_search_messages", {"fields": "full", "limit": 10}))["messages"]
     second = next(m for m in inbox if m["snippet"] == "This is second.")
     data = await mcp.ok(TOOL, {"message_id": second["message_id"]})
     assert [m["snippet"] for m in data["messages"]] == ["This is root.", "This is mine.", "This is second."]
@@ -141,7 +143,7 @@ LISBON = [
 
 
 async def lisbon_thread(mcp: EnvelopeClient) -> dict[str, Any]:
-    inbox = (await mcp.ok("imap_search_messages", {"limit": 10}))["messages"]
+    inbox = (await mcp.ok("imap_search_messages", {"fields": "full", "limit": 10}))["messages"]
     start = next(m for m in inbox if m["snippet"] == "This is start.")
     return await mcp.ok(TOOL, {"message_id": start["message_id"]})
 
@@ -157,7 +159,7 @@ async def test_a_long_conversation_is_cut_to_its_newest_keeping_the_message_aske
         )
         chain.append(mid(f"c{i}"))
     imap_server.seed(user, "INBOX", messages)
-    inbox = (await mcp.ok("imap_search_messages", {"limit": 10}))["messages"]
+    inbox = (await mcp.ok("imap_search_messages", {"fields": "full", "limit": 10}))["messages"]
     newest = next(m for m in inbox if m["snippet"] == "This is c7.")
     data = await mcp.ok(TOOL, {"message_id": newest["message_id"], "limit": 3})
     assert [m["snippet"] for m in data["messages"]] == ["This is c5.", "This is c6.", "This is c7."]
@@ -185,7 +187,7 @@ async def test_hostile_references_stay_bounded_and_harmless(
             message("bystander", 2, "Weather"),
         ],
     )
-    inbox = (await mcp.ok("imap_search_messages", {"limit": 10}))["messages"]
+    inbox = (await mcp.ok("imap_search_messages", {"fields": "full", "limit": 10}))["messages"]
     hostile = next(m for m in inbox if m["snippet"] == "This is hostile.")
     data = await mcp.ok(TOOL, {"message_id": hostile["message_id"]})
     snippets = [m["snippet"] for m in data["messages"]]
@@ -200,7 +202,7 @@ async def test_a_message_without_any_ids_is_its_own_conversation(
 ) -> None:
     raw = b"From: a@example.com\r\nSubject: x\r\nDate: Thu, 1 May 2025 09:00:00 +0000\r\n\r\nalone\r\n"
     imap_server.seed(user, "INBOX", [raw, message("other", 1, "Something else")])
-    inbox = (await mcp.ok("imap_search_messages", {"limit": 10}))["messages"]
+    inbox = (await mcp.ok("imap_search_messages", {"fields": "full", "limit": 10}))["messages"]
     alone = next(m for m in inbox if m["snippet"] == "alone")
     data = await mcp.ok(TOOL, {"message_id": alone["message_id"]})
     assert [m["snippet"] for m in data["messages"]] == ["alone"]
@@ -209,7 +211,7 @@ async def test_a_message_without_any_ids_is_its_own_conversation(
 
 async def test_bad_and_stale_ids(imap_server: MatrixServer, user: str, mcp: EnvelopeClient) -> None:
     imap_server.seed(user, "INBOX", [message("only", 0, "Only")])
-    (only,) = (await mcp.ok("imap_search_messages"))["messages"]
+    (only,) = (await mcp.ok("imap_search_messages", {"fields": "full"}))["messages"]
     await mcp.fail(TOOL, {"message_id": "nonsense-id"}, "invalid_input")
     await mcp.fail(TOOL, {"message_id": only["message_id"], "limit": 0}, "invalid_input")
     gone = only["message_id"].rsplit(":", 1)[0] + ":999"
@@ -239,7 +241,7 @@ async def test_without_thread_the_header_search_finds_the_conversation(
     config = make_config({"default": account_settings(server, user)})
     caplog.set_level(logging.DEBUG, logger="mail_imap_mcp.imap")
     async for mcp in open_client(config):
-        inbox = (await mcp.ok("imap_search_messages", {"limit": 10}))["messages"]
+        inbox = (await mcp.ok("imap_search_messages", {"fields": "full", "limit": 10}))["messages"]
         second = next(m for m in inbox if m["snippet"] == "This is second.")
         caplog.clear()
         data = await mcp.ok(TOOL, {"message_id": second["message_id"]})
@@ -263,7 +265,7 @@ async def test_round_trips_with_thread(dovecot: Dovecot, caplog: pytest.LogCaptu
     config = make_config({"default": account_settings(dovecot, user)})
     caplog.set_level(logging.DEBUG, logger="mail_imap_mcp.imap")
     async for mcp in open_client(config):
-        inbox = (await mcp.ok("imap_search_messages", {"limit": 10}))["messages"]
+        inbox = (await mcp.ok("imap_search_messages", {"fields": "full", "limit": 10}))["messages"]
         second = next(m for m in inbox if m["snippet"] == "This is second.")
         caplog.clear()
         data: dict[str, Any] = await mcp.ok(TOOL, {"message_id": second["message_id"]})

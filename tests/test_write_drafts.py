@@ -111,7 +111,7 @@ async def test_draft_and_quoted_replies_are_saved_and_read_back(
         assert message["subject"] == "Grüße – Plan für Q3"
         assert message["to"] == "Zoë Ünal <zoe@example.com>, bob@example.org"
         assert message["cc"] == "Carol <carol@example.net>"
-        assert {"\\Draft", "\\Seen"} <= set(message["flags"])
+        assert message["flags"] == ["\\Draft"] and "unread" not in message  # \\Seen: not unread
         assert message["body_text"] == "Hallo Zoë,\nanbei der Plan.\n\nBis bald\n"
         assert message["headers"]["Message-ID"] == data["header_message_id"]
         raw_data = await mcp.ok("imap_get_message_raw", {"message_id": data["message_id"]})

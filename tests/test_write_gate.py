@@ -53,7 +53,7 @@ async def test_with_writes_off_write_tools_are_unlisted_and_refuse_naming_the_se
             assert "write_enabled" in envelope["error"]["message"]
         after = await mcp.ok("imap_search_messages")
         assert after["total"] == 1
-        assert "\\Flagged" not in after["messages"][0]["flags"]
+        assert "\\Flagged" not in after["messages"][0].get("flags", [])
         boxes = [box["name"] for box in (await mcp.ok("imap_list_mailboxes"))["mailboxes"]]
         assert "New" not in boxes
 

@@ -101,6 +101,8 @@ def tools_markdown() -> str:
         lines += [f"Annotations: {annotations}.", ""]
         lines += ["### Arguments", "", *_input_table(flat_input_schema(spec.input_model)), ""]
         lines += ["### Data on success", "", *_model_tables(spec.data_model)]
+        for shape in spec.other_data_models:
+            lines += [f"Or, in the shape `{shape.__name__}`:", "", *_model_tables(shape)]
         lines += ["### Errors", "", "| code | when |", "|---|---|"]
         lines += [f"| `{code}` | {_cell(when)} |" for code, when in spec.errors.items()]
         lines.append("")

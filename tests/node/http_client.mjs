@@ -87,9 +87,9 @@ async function main() {
   const boxes = await call("imap_list_mailboxes", { include_counts: true });
   check(boxes.data.mailboxes[0].name === "INBOX", "imap_list_mailboxes: INBOX first");
   const found = await call("imap_search_messages", { limit: 2 });
-  check(found.data.total === 3 && found.data.has_more, "imap_search_messages: 3 messages, 2 per page");
+  check(found.data.total === 3 && Boolean(found.data.next_cursor), "imap_search_messages: 3 messages, 2 per page");
   const next = await call("imap_search_messages", { limit: 2, cursor: found.data.next_cursor });
-  check(next.data.messages.length === 1 && !next.data.has_more, "imap_search_messages: second page");
+  check(next.data.messages.length === 1 && !next.data.next_cursor, "imap_search_messages: second page");
   const messageId = found.data.messages[0].message_id;
   const message = await call("imap_get_message", { message_id: messageId });
   check(message.data.message.subject === found.data.messages[0].subject, "imap_get_message: same subject");

@@ -68,7 +68,7 @@ def check_envelope(result: CallToolResult, output_schema: dict[str, Any]) -> dic
     data = envelope["data"]
     if envelope["success"] and "status" in data:
         assert data["status"] in {"ok", "partial"}
-        assert (data["status"] == "partial") == bool(data["issues"])
+        assert (data["status"] == "partial") == bool(data.get("issues"))
     SEEN.append(envelope)
     return envelope
 
@@ -79,7 +79,7 @@ def _declared_schema(tool: str) -> dict[str, Any]:
     from mail_imap_mcp.tools import TOOLS
 
     (spec,) = [spec for spec in TOOLS if spec.name == tool]
-    return envelope_output_schema(spec.data_model)
+    return envelope_output_schema(spec.data_model, *spec.other_data_models)
 
 
 class EnvelopeClient:
@@ -120,3 +120,8 @@ class EnvelopeClient:
         assert not envelope["success"], envelope
         assert envelope["error"]["code"] == code, envelope["error"]
         return envelope
+
+
+def uid_of(message: dict[str, Any]) -> int:
+    """The UID of a summary or message, compact or full (a compact one carries it in its message_id)."""
+    return int(message["message_id"].rsplit(":", 1)[1])

@@ -58,3 +58,22 @@ def machine_info(dovecot_binary: str | None = None) -> dict[str, Any]:
         "dovecot": dovecot,
         "git_commit": commit,
     }
+
+
+def child_pid(marker: str) -> int | None:
+    """PID of a child process of this one whose command line contains ``marker``, else None."""
+    me = os.getpid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = (entry / "stat").read_text()
+            if int(stat.rsplit(")", 1)[1].split()[1]) == me and marker in (entry / "cmdline").read_text():
+                return int(entry.name)
+    return None
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time a process has used so far (from /proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -1,3 +1,3 @@
-"""Pure content work beside the IMAP layer: text cleaning, attachment text extraction and
-image preparation (run in a sandboxed child process). Imports nothing from imap/, tools/
+"""Pure content work beside the IMAP layer: text cleaning, the new text of a reply (quotes.py),
+attachment text extraction and image preparation (run in a sandboxed child process). Imports nothing from imap/, tools/
 or the MCP layer."""

@@ -31,6 +31,8 @@ BIDI_CONTROLS = dict.fromkeys([*range(0x202A, 0x202F), *range(0x2066, 0x206A)])
 # Invisible filler characters used to pad preheaders; ZWNJ/ZWJ are handled separately
 # because they are meaningful inside words in some scripts and in emoji sequences.
 INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u2060\ufeff"))
+# Searching is much cheaper than str.translate, and most text has none of them.
+_ANY_INVISIBLE = re.compile("[" + "".join(map(chr, INVISIBLE)) + "]")
 
 _EXTRACTED_DROP = {**INVISIBLE, **BIDI_CONTROLS}
 _BLANK_RUNS = re.compile(r"\n{3,}")
@@ -67,8 +69,12 @@ def collapse_whitespace(text: str) -> str:
     """Collapse all whitespace runs to single spaces, drop invisible filler characters, strip."""
     if not text:
         return ""
-    words = text.translate(INVISIBLE).split()
-    return " ".join(word for word in words if word.strip("\u200c\u200d"))
+    if _ANY_INVISIBLE.search(text):
+        text = text.translate(INVISIBLE)
+    words = text.split()
+    if "\u200c" in text or "\u200d" in text:
+        words = [word for word in words if word.strip("\u200c\u200d")]
+    return " ".join(words)
 
 
 def _is_cluster_continuation(ch: str) -> bool:

@@ -6,6 +6,7 @@ Reusable by any MCP server; see docs/envelope.md.
 from mail_imap_mcp.envelope.model import (
     ENVELOPE_VERSION,
     ERROR_REGISTRY,
+    CompactPayload,
     ErrorCode,
     ErrorInfo,
     FailureData,
@@ -17,11 +18,13 @@ from mail_imap_mcp.envelope.model import (
     Payload,
     SuccessEnvelope,
     ToolFailure,
+    absent,
 )
 
 __all__ = [
     "ENVELOPE_VERSION",
     "ERROR_REGISTRY",
+    "CompactPayload",
     "ErrorCode",
     "ErrorInfo",
     "FailureData",
@@ -33,4 +36,5 @@ __all__ = [
     "Payload",
     "SuccessEnvelope",
     "ToolFailure",
+    "absent",
 ]

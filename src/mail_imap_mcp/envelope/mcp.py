@@ -102,10 +102,15 @@ def flat_input_schema(model: type[BaseModel]) -> dict[str, Any]:
     return schema
 
 
-def envelope_output_schema(data_model: type[BaseModel]) -> dict[str, Any]:
-    """``outputSchema``: an object whose ``success`` selects the success or the failure shape."""
+def envelope_output_schema(data_model: type[BaseModel], *other_shapes: type[BaseModel]) -> dict[str, Any]:
+    """``outputSchema``: an object whose ``success`` selects the success or the failure shape.
+
+    ``other_shapes``: further models ``data`` may have on success (e.g. a compact and a full shape
+    chosen by an argument); the schema accepts any of them.
+    """
+    data: Any = Union[(data_model, *other_shapes)] if other_shapes else data_model
     union = Annotated[
-        Union[SuccessEnvelope[data_model], FailureEnvelope],  # type: ignore[valid-type]  # noqa: UP007
+        Union[SuccessEnvelope[data], FailureEnvelope],  # noqa: UP007
         Field(discriminator="success"),
     ]
     schema = TypeAdapter(union).json_schema(mode="serialization")
@@ -349,6 +354,7 @@ def envelope_tool(
     input_model: type[InputT],
     data_model: type[BaseModel],
     handler: Callable[[InputT], ToolResult[Any]],
+    other_data_models: tuple[type[BaseModel], ...] = (),
     read_only: bool = True,
     destructive: bool = False,
     idempotent: bool = True,
@@ -372,7 +378,7 @@ def envelope_tool(
             open_world_hint=open_world,
         ),
         input_model=input_model,
-        output_schema_doc=envelope_output_schema(data_model),
+        output_schema_doc=envelope_output_schema(data_model, *other_data_models),
         handler=handler,
         multi_item=issubclass(data_model, MultiItemData),
     )

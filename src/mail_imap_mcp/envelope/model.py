@@ -117,6 +117,22 @@ class Payload(BaseModel):
     model_config = ConfigDict(json_schema_serialization_defaults_required=True)
 
 
+def absent(value: object) -> bool:
+    """``exclude_if`` predicate of a compact payload's optional fields: None is left out."""
+    return value is None
+
+
+class CompactPayload(BaseModel):
+    """Base for a compact ``data`` model: optional fields are absent instead of null or empty.
+
+    Fields declared ``Field(default=None, exclude_if=absent)`` are left out of the output when
+    unset; the serialization schema lists them as optional, and unknown keys are refused so a
+    compact payload never passes for another shape.
+    """
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
+
+
 class ErrorInfo(BaseModel):
     """Structured failure: ``code`` for programs, ``message`` for people."""
 

@@ -16,13 +16,20 @@ from typing import Any
 
 from imapclient.exceptions import IMAPClientError
 
+from mail_imap_mcp.content.quotes import new_text
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap import html as html_convert
 from mail_imap_mcp.imap import mime
 from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.errors import UidValidityChanged, is_connection_broken
 from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.models import AttachmentInfo, BodyFormat, MessageDetail, MessageSummary
+from mail_imap_mcp.imap.models import (
+    AttachmentInfo,
+    BodyFormat,
+    MessageDetail,
+    MessageSummary,
+    Omitted,
+)
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -92,6 +99,16 @@ def _addresses(values: list[str]) -> str | None:
     return ", ".join(shown) + (f" (+{extra} more)" if extra > 0 else "")
 
 
+def _short_addresses(values: list[str]) -> str | None:
+    """First address as its name (else its email), then '+N' for the others: ``"Bob Smith +2"``."""
+    addresses = [a for v in values for a in mime.parse_address_list(v)]
+    if not addresses:
+        return _addresses(values)
+    first = addresses[0].name or addresses[0].email or ""
+    more = len(addresses) - 1
+    return first + (f" +{more}" if more else "")
+
+
 def _bounded(value: str | None) -> str | None:
     """``value`` cut to MAX_SUMMARY_FIELD_CHARS, marked with an ellipsis when cut."""
     if value is None:
@@ -116,7 +133,7 @@ def _summary(
     if headers is None:
         headers = mime.parse_header_block(find_item(response, b"BODY[HEADER") or b"")
     date = mime.parse_date(_first(headers, "date"))
-    return MessageSummary(
+    summary = MessageSummary(
         message_id=ref.message_id,
         message_uri=ref.message_uri,
         message_raw_uri=ref.message_raw_uri,
@@ -133,6 +150,10 @@ def _summary(
         has_attachments=mime.has_attachments(parts) if parts else False,
         snippet=snippet,
     )
+    summary.set_short_recipients(
+        _bounded(_short_addresses(headers.get("to", []))), _bounded(_short_addresses(headers.get("cc", [])))
+    )
+    return summary
 
 
 @dataclass
@@ -321,7 +342,7 @@ def _snippet(
         )
     if not text:
         return None
-    snippet, _ = mime.truncate(mime.collapse_whitespace(text), snippet_chars)
+    snippet, _ = mime.truncate(text, snippet_chars)  # already the new text, whitespace collapsed
     return snippet
 
 
@@ -347,6 +368,8 @@ class ReadOptions:
     include_headers: bool
     include_all_headers: bool
     max_text_part_bytes: int
+    #: Leave quoted replies and the signature out of the body (text and markdown).
+    new_text_only: bool = False
 
 
 def _select_headers(headers: dict[str, list[str]], options: ReadOptions) -> dict[str, str]:
@@ -452,6 +475,14 @@ def read_message(
         )
     body, source = _render(text, html, options)
     body = body.replace("\r\n", "\n")
+    omitted: list[Omitted] = []
+    if options.new_text_only:
+        fresh = new_text(body)
+        body = fresh.text
+        if fresh.dropped_quote:
+            omitted.append("quoted_reply")
+        if fresh.dropped_signature:
+            omitted.append("signature")
     body, cut = mime.truncate(body, options.body_max_chars)
     if cut:
         warnings.append(
@@ -461,7 +492,9 @@ def read_message(
     if fetch_truncated:
         warnings.append("The text part is larger than the fetch cap; only its beginning was read.")
     snippet, _ = (
-        mime.truncate(mime.collapse_whitespace(body), 200) if options.body_format == "text" else ("", False)
+        mime.truncate(mime.collapse_whitespace(new_text(body).text), 200)
+        if options.body_format == "text"
+        else ("", False)
     )
     summary = _summary(ref, response, parts, snippet=snippet or None, headers=headers)
     detail = MessageDetail(
@@ -470,6 +503,7 @@ def read_message(
         body_format=options.body_format,
         body_truncated=cut or fetch_truncated,
         body_source=source,
+        body_omitted=omitted or None,
         attachments=[attachment_info(ref, p) for p in attachments[:MAX_LISTED_ATTACHMENTS]],
     )
     detail.has_attachments = bool(detail.attachments)

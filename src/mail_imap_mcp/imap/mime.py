@@ -36,6 +36,7 @@ from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from ..content.charsets import decode_bytes
+from ..content.quotes import new_text
 from ..content.text import BIDI_CONTROLS, collapse_whitespace, strip_controls, truncate
 from .html import html_to_text
 
@@ -579,16 +580,13 @@ def parse_date(raw: str | bytes | None) -> datetime | None:
         text = _unfold(text).translate(_HEADER_CONTROL).strip()
         if not text:
             return None
-        candidates = [text]
+        parsed = _try_parse_date(text)
+        if parsed is not None:
+            return parsed
+        # Only then without comments ("(CET)"): most dates parse as they are, and this costs.
         stripped, _ = _strip_comments(text)
         stripped = " ".join(stripped.split())
-        if stripped != text:
-            candidates.append(stripped)
-        for candidate in candidates:
-            parsed = _try_parse_date(candidate)
-            if parsed is not None:
-                return parsed
-        return None
+        return _try_parse_date(stripped) if stripped != text else None
     except Exception:
         return None
 
@@ -929,9 +927,11 @@ def structure_mismatch(bs: Any, content_type: str | None) -> str | None:
     try:
         if _childless_multipart(bs, 0):
             return "it lists a multipart without parts"
+        if _split_multipart(bs) is not None:
+            return None  # a multipart with parts: nothing to doubt (tested before parsing the header)
         header_type, pairs = _split_header_params(_unfold(content_type or ""))
         header_type = header_type.lower()
-        if not _valid_media_type(header_type) or _split_multipart(bs) is not None:
+        if not _valid_media_type(header_type):
             return None
         leaf = _leaf_from_bodystructure(bs, "1")
         server_type = leaf.content_type if leaf is not None else "an unknown type"
@@ -1063,7 +1063,9 @@ def _readable(data: bytes, part: Part) -> str | None:
     text = _decode_part_text(data, part, final=False)
     if part.content_type == "text/html":
         text = html_to_text(text)
-    return collapse_whitespace(text) or None
+    # Spend the snippet on what the sender wrote, not on the quoted thread and the signature; a snippet
+    # is at most 500 characters, so twice that much new text is plenty to read.
+    return collapse_whitespace(new_text(text, enough=1000).text[:2000]) or None
 
 
 def snippet_from_prefix(

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from mail_imap_mcp.envelope import CompactPayload, absent
 
 BodyFormat = Literal["text", "markdown", "html"]
+#: What ``new_text_only`` can leave out of a body.
+Omitted = Literal["quoted_reply", "signature"]
+BODY_OMITTED_DESCRIPTION = (
+    "With new_text_only: what was left out of the body (quoted_reply: '>' lines, 'On ... wrote:' and "
+    "Outlook header blocks with the history below them; signature: after '-- ', 'Sent from my ...'). "
+    "Absent when nothing was."
+)
 
 
 class MailModel(BaseModel):
@@ -39,8 +48,17 @@ class MessageSummary(MailModel):
     size_bytes: int = Field(description="Size of the whole message (RFC822.SIZE).")
     has_attachments: bool = Field(description="True when the message has attachment parts.")
     snippet: str | None = Field(
-        description="Start of the body text (not the subject), whitespace-collapsed, bounded by snippet_chars."
+        description="Start of what the sender wrote (quoted replies and the signature left out when there is "
+        "other text; not the subject), whitespace-collapsed, bounded by snippet_chars."
     )
+
+    # The short forms of to and cc that the compact shape shows, kept when the summary is made from the
+    # headers (cheaper than parsing the joined full form again).
+    _short_to: str | None = PrivateAttr(default=None)
+    _short_cc: str | None = PrivateAttr(default=None)
+
+    def set_short_recipients(self, to: str | None, cc: str | None) -> None:
+        self._short_to, self._short_cc = to, cc
 
 
 class AttachmentInfo(MailModel):
@@ -87,4 +105,162 @@ class MessageDetail(MessageSummary):
     )
     attachments: list[AttachmentInfo] = Field(
         description="Attachment parts (not downloaded); at most 100, with a warning when there are more."
+    )
+    body_omitted: list[Omitted] | None = Field(
+        default=None, exclude_if=absent, description=BODY_OMITTED_DESCRIPTION
+    )
+
+
+# -- compact shapes (the default): what an agent reads, nothing derivable, nothing null ----------
+
+Shape = Literal["compact", "full"]
+SHAPE_DESCRIPTION = (
+    "compact (default): the fields an agent reads, no nulls, no empty lists, nothing derivable from "
+    "message_id; full: every field, including message_uri, message_raw_uri, mailbox, uidvalidity, uid "
+    "and nulls."
+)
+#: Flags a compact result leaves out of ``flags``: \Recent only means 'new to this session', and
+#: \Seen, set on most mail, is said the other way round by ``unread``.
+OMITTED_FLAGS = frozenset({"\\Recent", "\\Seen"})
+
+
+FLAGS_DESCRIPTION = (
+    "IMAP flags and keywords that say something (\\Flagged, \\Answered, \\Draft, $Junk, ...); "
+    "\\Seen is said by unread, \\Recent is left out."
+)
+
+
+def _optional(description: str) -> Any:
+    return Field(default=None, exclude_if=absent, description=description + " Absent when unknown or empty.")
+
+
+class _CompactMessageFields(CompactPayload):
+    """What the compact summary and the compact message both say about a message, in this order."""
+
+    message_id: str = Field(
+        description="Stable id imap:{account_id}:{mailbox}:{uidvalidity}:{uid}; the mailbox, UID and "
+        "resource URIs derive from it."
+    )
+    date: str | None = _optional("ISO 8601 UTC, from the Date header, else the server's INTERNALDATE.")
+    from_: str | None = Field(
+        default=None,
+        alias="from",
+        exclude_if=absent,
+        description="Sender, decoded: 'Name <address>'. Absent when the message has none.",
+    )
+    to: str | None = _optional("Recipients, comma-separated, decoded (long lists are shortened).")
+    cc: str | None = _optional("Cc recipients, comma-separated, decoded (long lists are shortened).")
+    subject: str | None = _optional("Decoded subject.")
+    unread: Literal[True] | None = _optional("true when the message has not been read (no \\Seen).")
+    flags: list[str] | None = _optional(FLAGS_DESCRIPTION)
+    size_bytes: int = Field(description="Size of the whole message (RFC822.SIZE).")
+
+
+class CompactSummary(_CompactMessageFields):
+    """One message as a search result lists it by default (``fields: "full"`` gives MessageSummary)."""
+
+    to: str | None = _optional("First recipient's name (or address), '+N' more recipients.")
+    cc: str | None = _optional("First Cc recipient's name (or address), '+N' more.")
+    has_attachments: Literal[True] | None = _optional("true when the message has attachment parts.")
+    snippet: str | None = _optional(
+        "Start of what the sender wrote (quoted replies and the signature left out when there is "
+        "other text), whitespace-collapsed, bounded by snippet_chars."
+    )
+
+
+def compact_flags(flags: list[str]) -> tuple[Literal[True] | None, list[str] | None]:
+    """``(unread, flags)`` of a compact result: true or absent, and the other flags or absent."""
+    unread: Literal[True] | None = None if "\\Seen" in flags else True
+    kept = [flag for flag in flags if flag not in OMITTED_FLAGS]
+    return unread, kept or None
+
+
+class CompactAttachment(CompactPayload):
+    part_id: str = Field(description="IMAP section number of the part, e.g. '2' or '1.3'.")
+    filename: str | None = _optional("Decoded file name (RFC 2231/2047).")
+    content_type: str = Field(description="MIME type, e.g. application/pdf.")
+    size_bytes: int = Field(description="Encoded size of the part on the server.")
+    disposition: str | None = _optional("attachment or inline, when given.")
+    content_id: str | None = _optional("Content-ID (for inline images), without <>.")
+    extracted_format: str | None = _optional(
+        "attachment_mode=extract_text: what the text came from (pdf, docx, calendar, html, message, ...)."
+    )
+    extracted_text: str | None = _optional(
+        "attachment_mode=extract_text: the attachment's text, cut at attachment_text_max_chars."
+    )
+    extracted_text_truncated: Literal[True] | None = _optional(
+        "true when extracted_text was cut (imap_get_attachment reads on)."
+    )
+
+
+#: Headers shown as parsed fields in the compact message; the headers block leaves them out.
+PARSED_HEADERS = frozenset({"Date", "From", "To", "Cc", "Subject"})
+
+
+class CompactMessage(_CompactMessageFields):
+    """One message as imap_get_message returns it by default: no value twice."""
+
+    headers: dict[str, str] | None = _optional(
+        "Other selected headers (Message-ID, In-Reply-To, References, Reply-To, List-*, ...); Date, From, "
+        "To, Cc and Subject are the fields above."
+    )
+    body_text: str | None = _optional("Plain-text body (body_format=text).")
+    body_markdown: str | None = _optional("Markdown body (body_format=markdown).")
+    body_html: str | None = _optional("Sanitized HTML body (body_format=html).")
+    body_truncated: Literal[True] | None = _optional(
+        "true when the body was cut at body_max_chars (or at the fetch cap)."
+    )
+    attachments: list[CompactAttachment] | None = _optional(
+        "Attachment parts (not downloaded); at most 100, with a warning when there are more."
+    )
+    body_omitted: list[Omitted] | None = Field(
+        default=None, exclude_if=absent, description=BODY_OMITTED_DESCRIPTION
+    )
+
+
+def _compact_attachment(attachment: AttachmentInfo) -> CompactAttachment:
+    # resource_uri derives from message_id and part_id; imap_get_attachment takes those two.
+    fields = attachment.model_dump(by_alias=False, exclude={"resource_uri", "extracted_text_truncated"})
+    return CompactAttachment(**fields, extracted_text_truncated=attachment.extracted_text_truncated or None)
+
+
+def compact_message(detail: MessageDetail) -> CompactMessage:
+    """The compact shape of a full message: derivable and duplicated values left out."""
+    headers = {name: value for name, value in detail.headers.items() if name not in PARSED_HEADERS}
+    unread, flags = compact_flags(detail.flags)
+    return CompactMessage(
+        message_id=detail.message_id,
+        date=detail.date,
+        from_=detail.from_,
+        to=detail.to,
+        cc=detail.cc,
+        subject=detail.subject,
+        unread=unread,
+        flags=flags,
+        size_bytes=detail.size_bytes,
+        headers=headers or None,
+        body_text=detail.body_text,
+        body_markdown=detail.body_markdown,
+        body_html=detail.body_html,
+        body_truncated=True if detail.body_truncated else None,
+        attachments=[_compact_attachment(attachment) for attachment in detail.attachments] or None,
+        body_omitted=detail.body_omitted,
+    )
+
+
+def compact_summary(summary: MessageSummary) -> CompactSummary:
+    """The compact shape of a summary: nothing derivable from message_id, no nulls, short to/cc."""
+    unread, flags = compact_flags(summary.flags)
+    return CompactSummary(
+        message_id=summary.message_id,
+        date=summary.date,
+        from_=summary.from_,
+        to=summary._short_to or summary.to or None,
+        cc=summary._short_cc or summary.cc or None,
+        subject=summary.subject or None,
+        unread=unread,
+        flags=flags,
+        size_bytes=summary.size_bytes,
+        has_attachments=True if summary.has_attachments else None,
+        snippet=summary.snippet or None,
     )

@@ -52,6 +52,7 @@ def build_tools(app: AppContext) -> list[EnvelopeTool]:
             description=spec.description,
             input_model=spec.input_model,
             data_model=spec.data_model,
+            other_data_models=spec.other_data_models,
             handler=functools.partial(spec.handle, app),
             read_only=not spec.writes,
             destructive=spec.effect is Effect.DESTRUCTIVE,

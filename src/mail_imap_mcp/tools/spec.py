@@ -41,6 +41,9 @@ class ToolSpec(Generic[InputT]):
     data_model: type[BaseModel]
     handle: Callable[[AppContext, InputT], ToolResult[Any]]
     errors: Mapping[str, str]
+    #: Other shapes ``data`` takes on success, chosen by an argument (e.g. the compact default besides
+    #: the full shape of ``data_model``); the outputSchema accepts each.
+    other_data_models: tuple[type[BaseModel], ...] = ()
     effect: Effect = Effect.READ
     #: Calling it twice with the same arguments has the effect of calling it once.
     idempotent: bool = True

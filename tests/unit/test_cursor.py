@@ -1,0 +1,45 @@
+"""The search cursor: values without names (short, it is in every page), old keyed cursors still read."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from dataclasses import asdict
+
+import pytest
+
+from mail_imap_mcp.imap.search import CursorError, CursorState
+
+STATE = CursorState(
+    account_id="default",
+    mailbox="Archiv/2025 – Büro",
+    uidvalidity=1795384193,
+    filter_digest="d448e2735666387f",
+    upper_uid=100_000,
+    anchor_uid=99_981,
+    total=100_000,
+    returned=20,
+)
+
+
+def test_round_trip_and_size() -> None:
+    token = STATE.encode()
+    assert CursorState.decode(token) == STATE
+    keyed = json.dumps(asdict(STATE), separators=(",", ":"), ensure_ascii=False).encode()
+    assert len(token) < len(base64.urlsafe_b64encode(keyed)) * 0.6
+    assert len(CursorState(**{**asdict(STATE), "mailbox": "INBOX"}).encode()) <= 110
+
+
+def test_a_cursor_with_field_names_from_an_earlier_version_still_decodes() -> None:
+    body = json.dumps(asdict(STATE)).encode()
+    token = base64.urlsafe_b64encode(hashlib.sha256(body).digest()[:6] + body).decode().rstrip("=")
+    assert CursorState.decode(token) == STATE
+
+
+@pytest.mark.parametrize("values", [[1, 2], ["a"] * 9, [*list(asdict(STATE).values())[:-1], 2], {"x": 1}])
+def test_wrong_shapes_are_cursor_errors(values: object) -> None:
+    body = json.dumps(values).encode()
+    token = base64.urlsafe_b64encode(hashlib.sha256(body).digest()[:6] + body).decode().rstrip("=")
+    with pytest.raises(CursorError):
+        CursorState.decode(token)
