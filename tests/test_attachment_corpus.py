@@ -175,7 +175,12 @@ async def test_get_message_extract_text_gives_each_document_its_text_and_failure
     (mid,) = (await ids_by_uid(mcp)).values()
     envelope = await mcp.call(
         "imap_get_message",
-        {"message_id": mid, "attachment_mode": "extract_text", "attachment_text_max_chars": 120},
+        {
+            "message_id": mid,
+            "attachment_mode": "extract_text",
+            "attachment_text_max_chars": 120,
+            "fields": "full",
+        },
     )
     assert envelope["success"], envelope
     data = envelope["data"]
@@ -197,9 +202,12 @@ async def test_get_message_extract_text_gives_each_document_its_text_and_failure
     assert "message.attachments[].extracted_text" in data["untrusted_content"]["fields"]
     # Metadata (the default) extracts nothing; none lists nothing.
     plain = (await mcp.ok("imap_get_message", {"message_id": mid}))["message"]
-    assert all(a["extracted_text"] is None for a in plain["attachments"])
-    bare = await mcp.ok("imap_get_message", {"message_id": mid, "attachment_mode": "none"})
+    assert all("extracted_text" not in a for a in plain["attachments"])  # compact: absent, not null
+    bare = await mcp.ok("imap_get_message", {"message_id": mid, "attachment_mode": "none", "fields": "full"})
     assert bare["message"]["attachments"] == [] and bare["message"]["has_attachments"] is True
+    compact = await mcp.ok("imap_get_message", {"message_id": mid, "attachment_mode": "extract_text"})
+    (pdf,) = [a for a in compact["message"]["attachments"] if a.get("filename") == "contract.pdf"]
+    assert pdf["extracted_format"] == "pdf" and "resource_uri" not in pdf and compact["status"] == "partial"
 
 
 def check_image(item: Document, envelope: dict[str, Any], blocks: list[ImageContent]) -> None:

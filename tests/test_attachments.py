@@ -288,7 +288,8 @@ async def test_attachment_resource_beyond_max_resource_bytes_is_refused(
     async with Client(build_server(config)) as client:
         mcp = EnvelopeClient(client)
         mid = await message_id(mcp, seeded["large"])
-        (attachment,) = (await mcp.ok("imap_get_message", {"message_id": mid}))["message"]["attachments"]
+        arguments = {"message_id": mid, "fields": "full"}
+        (attachment,) = (await mcp.ok("imap_get_message", arguments))["message"]["attachments"]
         with pytest.raises(MCPError, match=r"limit_exceeded.*max_resource_bytes"):
             await client.read_resource(attachment["resource_uri"])
 

@@ -80,7 +80,7 @@ async def exercise_every_tool(mcp: EnvelopeClient) -> set[str]:
     assert len(set(ids)) == 3
     message = (await ok("imap_get_message", {"message_id": ids[0]}))["message"]
     assert "\\Seen" not in message.get("flags", [])
-    (with_csv,) = [m for m in found["messages"] + more["messages"] if m["has_attachments"]]
+    (with_csv,) = [m for m in found["messages"] + more["messages"] if m.get("has_attachments")]
     (csv,) = (await ok("imap_get_message", {"message_id": with_csv["message_id"]}))["message"]["attachments"]
     part = {"message_id": with_csv["message_id"], "part_id": csv["part_id"], "mode": "bytes"}
     read = await ok("imap_get_attachment", part)

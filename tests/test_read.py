@@ -103,7 +103,7 @@ async def test_get_message_returns_headers_body_and_attachments(
 
     # The default compact shape: every value once, nothing derivable from message_id, no nulls.
     compact = await mcp.call("imap_get_message", {"message_id": mid})
-    assert set(compact["data"]) == {"message", "untrusted_content"}
+    assert set(compact["data"]) == {"status", "message", "untrusted_content"}
     brief = compact["data"]["message"]
     assert set(brief) == {
         "message_id",
@@ -122,7 +122,8 @@ async def test_get_message_returns_headers_body_and_attachments(
     assert {k: message[k] for k in ("from", "to", "cc", "date", "subject", "body_text", "size_bytes")} == {
         k: brief[k] for k in ("from", "to", "cc", "date", "subject", "body_text", "size_bytes")
     }
-    assert brief["attachments"] == [{k: v for k, v in attachment.items() if v is not None}]
+    # resource_uri is message_uri + /attachment/ + part_id: left out; so are nulls and false.
+    assert brief["attachments"] == [{k: v for k, v in attachment.items() if v and k != "resource_uri"}]
     assert "body" in compact["data"]["untrusted_content"]
 
 

@@ -182,6 +182,7 @@ def new_text(text: str, *, enough: int | None = None) -> NewText:
         if stripped and _outlook_block(lines, index):
             dropped_quote = True
             _drop_separator(kept)
+            index = len(lines)  # the rest is the old thread
             break
         if line.rstrip() in _SIGNATURE_DELIMITERS:
             signature = _signature_end(lines, index)
@@ -192,7 +193,7 @@ def new_text(text: str, *, enough: int | None = None) -> NewText:
         kept.append(line)
         found += len(stripped)
         index += 1
-    if index >= len(lines):  # a trailer counts only at the real end
+    if index >= len(lines):  # read to the end (not stopped at enough): a trailer there is a signature
         dropped_signature |= _drop_mobile_trailer(kept)
     result = _tidy(kept)
     if not result.strip():
