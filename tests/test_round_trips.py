@@ -166,7 +166,7 @@ async def test_a_filtered_page_of_a_large_mailbox_asks_the_total_with_its_first_
         direct.select_folder("INBOX", readonly=True)
         expected = sorted(direct.search(["SUBJECT", "invoice"]), reverse=True)
     assert data["total"] == len(expected)
-    assert [m["uid"] for m in data["messages"]] == expected[:5]
+    assert [uid_of(m) for m in data["messages"]] == expected[:5]
 
 
 async def test_a_flag_changed_elsewhere_is_seen_by_a_pipelined_fetch(dovecot: Dovecot) -> None:
