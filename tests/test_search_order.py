@@ -549,3 +549,22 @@ async def test_a_mailbox_whose_next_message_cannot_make_the_page_is_not_opened(
 
 def dated_plain(subject: str, when: dt.datetime) -> bytes:
     return mailgen.plain_message(subject=subject, body=f"text {subject}", date=when)
+
+
+async def test_compact_summaries_name_their_mailbox_only_when_the_search_spans_several(
+    imap_server: MatrixServer, user: str, mcp: EnvelopeClient
+) -> None:
+    placed = seed_folders(imap_server, user)
+    boxes = _mailboxes(imap_server)
+    everywhere = await mcp.ok(TOOL, {"mailbox": "*", "limit": 30})
+    assert "has_more" not in everywhere or everywhere["has_more"] is False
+    for message in everywhere["messages"]:
+        home = next(n for n, s in placed.items() if message["subject"] in s)
+        assert message["mailbox"] == home
+        assert message["message_id"].startswith(f"imap:default:{home}:")
+    listed = await mcp.ok(TOOL, {"mailboxes": ["INBOX", boxes["Sent"]], "limit": 30})
+    assert {m["mailbox"] for m in listed["messages"]} == {"INBOX", boxes["Sent"]}
+    alone = await mcp.ok(TOOL, {"limit": 5})
+    assert all("mailbox" not in m for m in alone["messages"])
+    by_date = await mcp.ok(TOOL, {"sort": "date", "limit": 5})
+    assert all("mailbox" not in m for m in by_date["messages"])

@@ -72,7 +72,12 @@ def seed_conversation(server: MatrixServer, user: str) -> str:
             message("root", 0, "Budget for Q3"),
             message("other", 1, "Lunch?"),
             message(
-                "second", 5, "Re: Budget for Q3", references=[root, mid("mine")], in_reply_to=mid("mine")
+                "second",
+                5,
+                "Re: Budget for Q3",
+                references=[root, mid("mine")],
+                in_reply_to=mid("mine"),
+                body="This is second.\n\nOn Thu, 1 May 2025, Test User wrote:\n> This is mine.\n\n-- \nAlice\n",
             ),
             message("similar", 6, "Budget for Q4"),
         ],
@@ -101,8 +106,10 @@ async def test_conversation_across_inbox_and_sent_oldest_first_without_setting_f
     inbox = (await mcp.ok("imap_search_messages", {"fields": "full", "limit": 10}))["messages"]
     second = next(m for m in inbox if m["snippet"] == "This is second.")
     data = await mcp.ok(TOOL, {"message_id": second["message_id"]})
+    # Compact summaries with their mailbox; the reply's snippet is what Alice wrote, not the quote.
     assert [m["snippet"] for m in data["messages"]] == ["This is root.", "This is mine.", "This is second."]
     assert [m["mailbox"] for m in data["messages"]] == ["INBOX", sent, "INBOX"]
+    assert all("message_uri" not in m and "uid" not in m for m in data["messages"])
     assert data["thread_root"] == mid("root")
     assert (data["total"], data["returned"], data["truncated"]) == (3, 3, False)
     assert data["message_id"] == second["message_id"]

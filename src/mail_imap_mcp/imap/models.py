@@ -166,6 +166,10 @@ class CompactSummary(_CompactMessageFields):
         "Start of what the sender wrote (quoted replies and the signature left out when there is "
         "other text), whitespace-collapsed, bounded by snippet_chars."
     )
+    mailbox: str | None = _optional(
+        "Mailbox holding the message, in results that span several mailboxes (a search of '*' or of "
+        "a list, a conversation)."
+    )
 
 
 def compact_flags(flags: list[str]) -> tuple[Literal[True] | None, list[str] | None]:
@@ -248,8 +252,9 @@ def compact_message(detail: MessageDetail) -> CompactMessage:
     )
 
 
-def compact_summary(summary: MessageSummary) -> CompactSummary:
-    """The compact shape of a summary: nothing derivable from message_id, no nulls, short to/cc."""
+def compact_summary(summary: MessageSummary, *, with_mailbox: bool = False) -> CompactSummary:
+    """The compact shape of a summary: nothing derivable from message_id, no nulls, short to/cc; with
+    ``with_mailbox``, its mailbox (results that span several mailboxes)."""
     unread, flags = compact_flags(summary.flags)
     return CompactSummary(
         message_id=summary.message_id,
@@ -263,4 +268,5 @@ def compact_summary(summary: MessageSummary) -> CompactSummary:
         size_bytes=summary.size_bytes,
         has_attachments=True if summary.has_attachments else None,
         snippet=summary.snippet or None,
+        mailbox=summary.mailbox if with_mailbox else None,
     )

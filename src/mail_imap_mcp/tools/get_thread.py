@@ -12,7 +12,7 @@ from mail_imap_mcp.imap.errors import is_connection_broken, mailbox_issue
 from mail_imap_mcp.imap.fetch import fetch_summaries
 from mail_imap_mcp.imap.ids import MessageRef, parse_message_id
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
-from mail_imap_mcp.imap.models import MessageSummary
+from mail_imap_mcp.imap.models import CompactSummary, MessageSummary, compact_summary
 from mail_imap_mcp.imap.threads import read_seed, thread_mailboxes, thread_uids
 from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.messages import (
@@ -31,7 +31,8 @@ TITLE = "Read a conversation"
 DESCRIPTION = (
     "The whole conversation a message belongs to, oldest first: every message linked to it by "
     "Message-ID, In-Reply-To or References (and, where the server threads, the same subject) in its "
-    "mailbox, INBOX and Sent, as summaries with a snippet of each one's text. One call answers "
+    "mailbox, INBOX and Sent, as summaries with a snippet of what each sender wrote (quoted replies and "
+    "signatures left out). One call answers "
     "'what was said in this thread' and 'did I reply'; read one message in full with imap_get_message. "
     "Never marks anything as read."
 )
@@ -67,7 +68,10 @@ class GetThreadData(MultiItemData):
         description="True when the server's THREAD=REFERENCES grouped the message's own mailbox "
         "(it also joins replies without References by subject); else a header search."
     )
-    messages: list[MessageSummary] = Field(description="The conversation, oldest first.")
+    messages: list[CompactSummary] = Field(
+        description="The conversation, oldest first, each with its mailbox and a snippet of what its sender "
+        "wrote (quoted replies and signatures left out)."
+    )
     untrusted_content: UntrustedContent
 
 
@@ -149,7 +153,7 @@ def handle(app: AppContext, args: GetThreadInput) -> ToolResult[GetThreadData]:
         truncated=truncated,
         mailboxes=mailboxes,
         threaded_by_server=threaded,
-        messages=kept,
+        messages=[compact_summary(m, with_mailbox=True) for m in kept],
         status="partial" if issues else "ok",
         issues=issues,
         next_action=next_action,

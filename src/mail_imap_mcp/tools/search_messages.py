@@ -190,7 +190,8 @@ def compact_page(result: ToolResult[SearchMessagesData]) -> ToolResult[CompactSe
         total=data.total,
         status=data.status,
         issues=data.issues or None,
-        messages=[compact_summary(message) for message in data.messages],
+        # Several mailboxes ('*' or a list): each summary says where it is.
+        messages=[compact_summary(m, with_mailbox=data.mailboxes != [data.mailbox]) for m in data.messages],
         next_cursor=data.next_cursor,
         untrusted_content=COMPACT_UNTRUSTED,
     )
