@@ -540,7 +540,7 @@ def attachment_message() -> bytes:
 
 @pytest.mark.parametrize("mode", ["bytes", "text"])
 async def test_reset_in_the_middle_of_an_attachment_fetch_is_retried_once(rig: Rig, mode: str) -> None:
-    """Scenario: the connection is reset 1 MB into the answer of the attachment's FETCH; the read runs once
+    """Scenario: the connection is reset 512 KiB into the answer of the attachment's FETCH; the read runs once
     more on a new connection, from the start (nothing of the cut answer is kept) -> exactly the right
     bytes or text; reset on every connection -> ``unavailable``, retryable."""
     rig.dovecot.seed(rig.user, "INBOX", [attachment_message()])
@@ -549,7 +549,7 @@ async def test_reset_in_the_middle_of_an_attachment_fetch_is_retried_once(rig: R
     arguments: dict[str, Any] = {"message_id": message_id, "part_id": "2", "mode": mode}
     arguments.update({"offset_bytes": offset, "max_bytes": 4096} if mode == "bytes" else {"offset": offset})
     await rig.warm_up()
-    rig.proxy.reset_after(1024 * 1024, connections=1)
+    rig.proxy.reset_after(512 * 1024, connections=1)
     envelope = await rig.call("imap_get_attachment", arguments)
     assert envelope["success"], envelope["error"]
     data = envelope["data"]
@@ -558,7 +558,7 @@ async def test_reset_in_the_middle_of_an_attachment_fetch_is_retried_once(rig: R
     else:
         assert ATTACHMENT_TEXT[offset:].startswith(data["text"][:1000])
     assert rig.connection.logins == 2
-    rig.proxy.reset_after(1024 * 1024, connections=None)
+    rig.proxy.reset_after(512 * 1024, connections=None)
     envelope = await rig.call("imap_get_attachment", arguments)
     assert not envelope["success"] and envelope["error"]["code"] == "unavailable", envelope["summary"]
     assert envelope["error"]["retryable"] is True

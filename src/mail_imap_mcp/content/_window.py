@@ -25,6 +25,9 @@ class TextCollector:
         self.max_chars = max(max_chars, 0)
         self.hard_cap = hard_cap
         self.pieces: list[str] = []
+        #: Characters of pieces dropped from the front: they end before the window, and text that is not
+        #: whitespace follows them (so the final rstrip cannot reach them). Bounds memory to the window.
+        self.dropped = 0
         self.length = 0
         self.trailing_newlines = 0
         self.more_text = False
@@ -49,6 +52,8 @@ class TextCollector:
         if not text:
             return True
         before = self.length
+        if text.strip():
+            self._drop_before_window()
         self.pieces.append(text)
         self.length += len(text)
         if self.length >= self.wanted:
@@ -59,22 +64,37 @@ class TextCollector:
         self.trailing_newlines = len(text) - len(stripped) if stripped else self.trailing_newlines + len(text)
         return not self.full
 
+    def _drop_before_window(self) -> None:
+        """Forget the pieces that end before the window (called before text that is not whitespace)."""
+        keep, before = 0, min(self.offset, self.hard_cap)
+        while keep < len(self.pieces) and self.dropped + len(self.pieces[keep]) <= before:
+            self.dropped += len(self.pieces[keep])
+            keep += 1
+        del self.pieces[:keep]
+
     def finish(self, *, complete: bool) -> dict[str, Any]:
         """The window as ExtractedText fields; ``complete`` = the whole document was read."""
-        whole = "".join(self.pieces)
+        # ``rest`` is the text from character ``self.dropped`` on; indexes below are of the whole text.
+        rest = "".join(self.pieces)
         if complete:
-            whole = whole.rstrip()
-        capped = len(whole) > self.hard_cap
+            rest = rest.rstrip()
+        length = self.dropped + len(rest)
+        capped = length > self.hard_cap
         if capped:
-            whole = whole[: self.hard_cap]
-        end = cluster_safe_cut(whole, self.offset + self.max_chars)
-        window = whole[self.offset : end] if self.offset < len(whole) else ""
-        more = len(whole) > end
+            rest = rest[: self.hard_cap - self.dropped]
+            length = self.hard_cap
+        end = self.dropped + cluster_safe_cut(rest, self.offset + self.max_chars - self.dropped)
+        if end <= self.offset < length:
+            # One combining sequence longer than the window (e.g. "Zalgo" text): split it rather than
+            # answer an empty window whose next offset is its own (a reader would loop forever).
+            end = min(self.offset + max(self.max_chars, 1), length)
+        window = rest[self.offset - self.dropped : end - self.dropped] if self.offset < length else ""
+        more = length > end
         return {
             "text": window,
             "offset": self.offset,
             "truncated": more or capped,
-            "total_chars": len(whole) if complete and not capped else None,
+            "total_chars": length if complete and not capped else None,
             "next_offset": end if more else None,
             "cut_at_limit": capped,
         }

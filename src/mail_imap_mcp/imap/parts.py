@@ -1,7 +1,7 @@
 """One MIME part of a message, by IMAP section number, fetched as a bounded stream.
 
 The message's BODYSTRUCTURE says which part ``part_id`` is (type, transfer encoding, size, file name);
-the part itself arrives in partial fetches of a few MB (``BODY.PEEK[<section>]<offset.length>``: never
+the part itself arrives in partial fetches of 1 MB (``BODY.PEEK[<section>]<offset.length>``: never
 a flag change), each decoded as it comes (:class:`~mail_imap_mcp.imap.transfer.StreamDecoder`) and
 written to the caller's sink, so a 30 MB attachment never sits in memory. The first command asks for
 the structure and the first chunk together: a part that fits in one chunk costs one round trip.
@@ -26,8 +26,10 @@ from mail_imap_mcp.imap.transfer import StreamDecoder, encoding_name
 #: IMAP section numbers of leaf parts: ``2``, ``1.3``, ``2.1.4`` (no ``HEADER``/``TEXT``/``MIME`` specifiers).
 PART_ID_PATTERN = r"^[1-9][0-9]{0,5}(\.[1-9][0-9]{0,5}){0,31}$"
 _PART_ID = re.compile(PART_ID_PATTERN)
-#: Encoded bytes per partial fetch.
-FETCH_CHUNK_BYTES = 4 * 1024 * 1024
+#: Encoded bytes per partial fetch. A chunk in flight costs several times its size in transient memory
+#: (the literal as read, its parse, the decoding): 1 MB keeps a 30 MB attachment's read within ~8 MB
+#: of RSS (docs/benchmarks.md), at one round trip per MB.
+FETCH_CHUNK_BYTES = 1024 * 1024
 #: Decoded bytes handed to ``accept`` for content sniffing.
 HEAD_BYTES = 4096
 # A part whose encoding wastes more than this factor (base64 full of junk) stops being read.
@@ -135,18 +137,16 @@ def read_part(
     max_bytes: int,
     skip_bytes: int = 0,
     accept: Callable[[mime.Part, bytes], int | None] | None = None,
-    first_chunk_bytes: int = FETCH_CHUNK_BYTES,
 ) -> PartRead:
     """Decode attachment ``part_id`` of ``ref`` into ``sink``: decoded bytes ``skip_bytes`` up to
     ``skip_bytes + max_bytes``, fetched in partial chunks; stops as soon as the window is full.
 
     ``accept(part, head)`` runs once the part and its first decoded bytes are known, before anything is
     written or more than the first chunk is fetched: it raises to refuse the part (e.g. for a size
-    limit) or returns a smaller ``max_bytes`` (e.g. only what a text window needs), or None.
-    ``first_chunk_bytes`` bounds the first fetch, made before the part's type and size are known. The mailbox must be selected. Raises :class:`PartGone`,
+    limit) or returns a smaller ``max_bytes`` (e.g. only what a text window needs), or None. The mailbox must be selected. Raises :class:`PartGone`,
     :class:`PartNotFound`, :class:`NotAnAttachment` or :class:`StructureUnusable`.
     """
-    first = min(first_chunk_bytes, _encoded_need(skip_bytes + max_bytes))
+    first = min(FETCH_CHUNK_BYTES, _encoded_need(skip_bytes + max_bytes))
     items = [
         "BODYSTRUCTURE",
         "BODY.PEEK[HEADER.FIELDS (CONTENT-TYPE)]",

@@ -18,7 +18,6 @@ from mail_imap_mcp.imap import mime
 from mail_imap_mcp.imap.connection import AccountConnection, ImapSession
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.parts import (
-    FETCH_CHUNK_BYTES,
     PART_ID_PATTERN,
     NotAnAttachment,
     PartGone,
@@ -46,9 +45,6 @@ ATTACHMENT_ERRORS = {
     "exceeds a limit of the extraction sandbox); the message names the setting.",
 }
 
-#: The first fetch of a part read whole or in part (before its type says how much is needed): a text
-#: window of a long log needs no more, a bigger document a few more chunks.
-SPOOL_FIRST_CHUNK_BYTES = 1024 * 1024
 # A base64 part's decoded size from its encoded size: 3 bytes per 4 characters, 76-character lines.
 _BASE64_RATIO = 57 / 78
 
@@ -125,7 +121,6 @@ def fetch_part(
     max_bytes: int,
     skip_bytes: int = 0,
     accept: Accept | None = None,
-    first_chunk_bytes: int = FETCH_CHUNK_BYTES,
 ) -> PartRead:
     """Decode attachment ``part_id`` (bytes ``skip_bytes`` .. ``+max_bytes``) into ``sink``.
 
@@ -147,7 +142,6 @@ def fetch_part(
                 max_bytes=max_bytes,
                 skip_bytes=skip_bytes,
                 accept=accept,
-                first_chunk_bytes=first_chunk_bytes,
             )
         except (PartGone, PartNotFound, NotAnAttachment, StructureUnusable) as exc:
             raise part_failure(exc, ref) from None
@@ -180,13 +174,5 @@ def spooled_part(
     with tempfile.TemporaryDirectory(prefix="mim-attachment-") as directory:
         path = Path(directory) / "part"
         with path.open("w+b") as sink:
-            read = fetch_part(
-                connection,
-                ref,
-                part_id,
-                sink,
-                max_bytes=max_bytes,
-                accept=accept,
-                first_chunk_bytes=SPOOL_FIRST_CHUNK_BYTES,
-            )
+            read = fetch_part(connection, ref, part_id, sink, max_bytes=max_bytes, accept=accept)
         yield Spooled(path=path, read=read)
