@@ -226,7 +226,7 @@ async def test_reset_inside_a_search_of_every_mailbox_recovers_with_the_same_pag
     cursor) is reset at points in its LIST, its per-mailbox SEARCHes and FETCHes -> the retry gives the
     same page as a run without fault, no issue."""
     rig.dovecot.seed(rig.user, "Archive", list(corpus(4, seed=2)))
-    arguments = {"mailbox": "*", "limit": 4, "snippet_chars": 50}
+    arguments = {"mailbox": "*", "limit": 4, "snippet_chars": 50, "fields": "full"}
     await rig.warm_up()
     clean = await rig.call("imap_search_messages", arguments)
     clean_next = await rig.call("imap_search_messages", clean["data"]["next_action"]["arguments"])
