@@ -54,8 +54,8 @@ def list_mailboxes(session: ImapSession) -> list[MailboxInfo]:
 
 def list_with_message_counts(session: ImapSession) -> list[MailboxInfo]:
     """:func:`list_mailboxes`, each with its MESSAGES count (``counts.messages``) from the same round
-    trip where the server advertises LIST-STATUS (RFC 5819); without counts elsewhere."""
-    if "LIST-STATUS" not in session.capabilities:
+    trip where the server advertises LIST-STATUS (RFC 5819) and LIST-EXTENDED; without counts elsewhere."""
+    if not {"LIST-EXTENDED", "LIST-STATUS"} <= session.capabilities:  # RETURN is LIST-EXTENDED syntax
         return list_mailboxes(session)
     client = session.client
     imap = client._imap
