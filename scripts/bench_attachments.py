@@ -266,7 +266,8 @@ def section(results: dict[str, Any], command: str, runs: int) -> str:
         )
     lines += [
         "",
-        f"Peak RSS of the server over the whole run: {results['server_lifetime_peak_rss_mb']} MB.",
+        f"Peak RSS of the server process after the last reset (its baseline included): "
+        f"{results['server_lifetime_peak_rss_mb']} MB.",
         "",
         END,
     ]
@@ -299,7 +300,7 @@ def main() -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bench-attachments-") as work:
         results = anyio.run(measure, runs, Path(work))
-    command = "scripts/bench --quick" if args.quick else "scripts/bench"
+    command = "scripts/bench_attachments.py" + (" --quick" if args.quick else "") + " (run by scripts/bench)"
     write_section(out_dir / "benchmarks.md", section(results, command, runs))
     (out_dir / "benchmarks_attachments.json").write_text(json.dumps(results, indent=2) + "\n")
     say(f"wrote {out_dir / 'benchmarks.md'} (attachments section) and benchmarks_attachments.json")
