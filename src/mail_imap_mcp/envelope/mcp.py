@@ -115,7 +115,18 @@ def envelope_output_schema(data_model: type[BaseModel], *other_shapes: type[Base
     ]
     schema = TypeAdapter(union).json_schema(mode="serialization")
     schema.pop("discriminator", None)
+    if other_shapes:
+        _order_data_shapes(schema, [*other_shapes, data_model])
     return {"type": "object", **schema}
+
+
+def _order_data_shapes(schema: dict[str, Any], shapes: list[type[BaseModel]]) -> None:
+    """Put ``data``'s shapes in the given order (pydantic may order a union's members its own way)."""
+    rank = {f"#/$defs/{shape.__name__}": index for index, shape in enumerate(shapes)}
+    for name, definition in schema.get("$defs", {}).items():
+        branches = definition.get("properties", {}).get("data", {}).get("anyOf")
+        if name.startswith("SuccessEnvelope") and branches:
+            branches.sort(key=lambda branch: rank.get(branch.get("$ref", ""), len(rank)))
 
 
 _BOUNDS = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic.json_schema import SkipJsonSchema
 
 from mail_imap_mcp.envelope import CompactPayload, absent
 
@@ -141,32 +142,42 @@ class _CompactMessageFields(CompactPayload):
         description="Stable id imap:{account_id}:{mailbox}:{uidvalidity}:{uid}; the mailbox, UID and "
         "resource URIs derive from it."
     )
-    date: str | None = _optional("ISO 8601 UTC, from the Date header, else the server's INTERNALDATE.")
-    from_: str | None = Field(
+    date: str | SkipJsonSchema[None] = _optional(
+        "ISO 8601 UTC, from the Date header, else the server's INTERNALDATE."
+    )
+    from_: str | SkipJsonSchema[None] = Field(
         default=None,
         alias="from",
         exclude_if=absent,
         description="Sender, decoded: 'Name <address>'. Absent when the message has none.",
     )
-    to: str | None = _optional("Recipients, comma-separated, decoded (long lists are shortened).")
-    cc: str | None = _optional("Cc recipients, comma-separated, decoded (long lists are shortened).")
-    subject: str | None = _optional("Decoded subject.")
-    unread: Literal[True] | None = _optional("true when the message has not been read (no \\Seen).")
-    flags: list[str] | None = _optional(FLAGS_DESCRIPTION)
+    to: str | SkipJsonSchema[None] = _optional(
+        "Recipients, comma-separated, decoded (long lists are shortened)."
+    )
+    cc: str | SkipJsonSchema[None] = _optional(
+        "Cc recipients, comma-separated, decoded (long lists are shortened)."
+    )
+    subject: str | SkipJsonSchema[None] = _optional("Decoded subject.")
+    unread: Literal[True] | SkipJsonSchema[None] = _optional(
+        "true when the message has not been read (no \\Seen)."
+    )
+    flags: list[str] | SkipJsonSchema[None] = _optional(FLAGS_DESCRIPTION)
     size_bytes: int = Field(description="Size of the whole message (RFC822.SIZE).")
 
 
 class CompactSummary(_CompactMessageFields):
     """One message as a search result lists it by default (``fields: "full"`` gives MessageSummary)."""
 
-    to: str | None = _optional("First recipient's name (or address), '+N' more recipients.")
-    cc: str | None = _optional("First Cc recipient's name (or address), '+N' more.")
-    has_attachments: Literal[True] | None = _optional("true when the message has attachment parts.")
-    snippet: str | None = _optional(
+    to: str | SkipJsonSchema[None] = _optional("First recipient's name (or address), '+N' more recipients.")
+    cc: str | SkipJsonSchema[None] = _optional("First Cc recipient's name (or address), '+N' more.")
+    has_attachments: Literal[True] | SkipJsonSchema[None] = _optional(
+        "true when the message has attachment parts."
+    )
+    snippet: str | SkipJsonSchema[None] = _optional(
         "Start of what the sender wrote (quoted replies and the signature left out when there is "
         "other text), whitespace-collapsed, bounded by snippet_chars."
     )
-    mailbox: str | None = _optional(
+    mailbox: str | SkipJsonSchema[None] = _optional(
         "Mailbox holding the message, in results that span several mailboxes (a search of '*' or of "
         "a list, a conversation)."
     )
@@ -181,18 +192,18 @@ def compact_flags(flags: list[str]) -> tuple[Literal[True] | None, list[str] | N
 
 class CompactAttachment(CompactPayload):
     part_id: str = Field(description="IMAP section number of the part, e.g. '2' or '1.3'.")
-    filename: str | None = _optional("Decoded file name (RFC 2231/2047).")
+    filename: str | SkipJsonSchema[None] = _optional("Decoded file name (RFC 2231/2047).")
     content_type: str = Field(description="MIME type, e.g. application/pdf.")
     size_bytes: int = Field(description="Encoded size of the part on the server.")
-    disposition: str | None = _optional("attachment or inline, when given.")
-    content_id: str | None = _optional("Content-ID (for inline images), without <>.")
-    extracted_format: str | None = _optional(
+    disposition: str | SkipJsonSchema[None] = _optional("attachment or inline, when given.")
+    content_id: str | SkipJsonSchema[None] = _optional("Content-ID (for inline images), without <>.")
+    extracted_format: str | SkipJsonSchema[None] = _optional(
         "attachment_mode=extract_text: what the text came from (pdf, docx, calendar, html, message, ...)."
     )
-    extracted_text: str | None = _optional(
+    extracted_text: str | SkipJsonSchema[None] = _optional(
         "attachment_mode=extract_text: the attachment's text, cut at attachment_text_max_chars."
     )
-    extracted_text_truncated: Literal[True] | None = _optional(
+    extracted_text_truncated: Literal[True] | SkipJsonSchema[None] = _optional(
         "true when extracted_text was cut (imap_get_attachment reads on)."
     )
 
@@ -204,20 +215,20 @@ PARSED_HEADERS = frozenset({"Date", "From", "To", "Cc", "Subject"})
 class CompactMessage(_CompactMessageFields):
     """One message as imap_get_message returns it by default: no value twice."""
 
-    headers: dict[str, str] | None = _optional(
+    headers: dict[str, str] | SkipJsonSchema[None] = _optional(
         "Other selected headers (Message-ID, In-Reply-To, References, Reply-To, List-*, ...); Date, From, "
         "To, Cc and Subject are the fields above."
     )
-    body_text: str | None = _optional("Plain-text body (body_format=text).")
-    body_markdown: str | None = _optional("Markdown body (body_format=markdown).")
-    body_html: str | None = _optional("Sanitized HTML body (body_format=html).")
-    body_truncated: Literal[True] | None = _optional(
+    body_text: str | SkipJsonSchema[None] = _optional("Plain-text body (body_format=text).")
+    body_markdown: str | SkipJsonSchema[None] = _optional("Markdown body (body_format=markdown).")
+    body_html: str | SkipJsonSchema[None] = _optional("Sanitized HTML body (body_format=html).")
+    body_truncated: Literal[True] | SkipJsonSchema[None] = _optional(
         "true when the body was cut at body_max_chars (or at the fetch cap)."
     )
-    attachments: list[CompactAttachment] | None = _optional(
+    attachments: list[CompactAttachment] | SkipJsonSchema[None] = _optional(
         "Attachment parts (not downloaded); at most 100, with a warning when there are more."
     )
-    body_omitted: list[Omitted] | None = Field(
+    body_omitted: list[Omitted] | SkipJsonSchema[None] = Field(
         default=None, exclude_if=absent, description=BODY_OMITTED_DESCRIPTION
     )
 

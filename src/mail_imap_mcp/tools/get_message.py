@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from mail_imap_mcp.envelope import CompactPayload, Issue, MultiItemData, ToolFailure, absent
 from mail_imap_mcp.envelope.mcp import ToolResult
@@ -96,7 +97,7 @@ class CompactGetMessageData(CompactPayload):
     """One message in the compact shape (the default): no value twice, nothing derivable from message_id."""
 
     status: Status = Field(description="ok, or partial when an attachment's text could not be extracted.")
-    issues: list[Issue] | None = Field(
+    issues: list[Issue] | SkipJsonSchema[None] = Field(
         default=None, exclude_if=absent, description="Attachments whose text failed. Absent when none."
     )
     message: CompactMessage = Field(description="The message.")

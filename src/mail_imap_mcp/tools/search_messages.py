@@ -8,6 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from mail_imap_mcp.envelope import CompactPayload, Issue, MultiItemData, ToolFailure, absent
 from mail_imap_mcp.envelope.mcp import ToolResult
@@ -165,13 +166,13 @@ class CompactSearchData(CompactPayload):
         description="Messages matching the filters when the search started, summed over the mailboxes."
     )
     status: Status = Field(description="ok, or partial when some messages could not be read (see issues).")
-    issues: list[Issue] | None = Field(
+    issues: list[Issue] | SkipJsonSchema[None] = Field(
         default=None,
         exclude_if=absent,
         description="Messages or mailboxes that could not be read. Absent when none.",
     )
     messages: list[CompactSummary] = Field(description="This page, newest first (arrival or sent date).")
-    next_cursor: str | None = Field(
+    next_cursor: str | SkipJsonSchema[None] = Field(
         default=None,
         exclude_if=absent,
         description="Present when another page exists: call again with the same arguments plus "
