@@ -193,7 +193,9 @@ def new_text(text: str, *, enough: int | None = None) -> NewText:
         kept.append(line)
         found += len(stripped)
         index += 1
-    if index >= len(lines):  # read to the end (not stopped at enough): a trailer there is a signature
+    if (
+        _next_content(lines, index) is None
+    ):  # read to the end (not stopped at enough): a trailer there is a signature
         dropped_signature |= _drop_mobile_trailer(kept)
     result = _tidy(kept)
     if not result.strip():
