@@ -59,3 +59,13 @@ async def test_regression_html_message_without_mime_version_reads_as_text_withou
     report = (await mcp.ok("imap_get_message", {"message_id": by_uid[2]["message_id"]}))["message"]
     assert report["body_text"] == "See the report."
     assert [(a["filename"], a["part_id"]) for a in report["attachments"]] == [("r.pdf", "2")]
+    # The attachment listed from the message's own structure is read from it too (Courier: the server's
+    # BODYSTRUCTURE has no part 2), as bytes and as a resource.
+    full = {"message_id": by_uid[2]["message_id"], "fields": "full"}
+    (attachment,) = (await mcp.ok("imap_get_message", full))["message"]["attachments"]
+    arguments = {"message_id": by_uid[2]["message_id"], "part_id": "2", "mode": "bytes"}
+    window = await mcp.ok("imap_get_attachment", arguments)
+    assert window["raw_base64"] == "JVBERi0=" and window["truncated"] is False
+    assert window["attachment"]["filename"] == "r.pdf"
+    (blob,) = (await mcp.client.read_resource(attachment["resource_uri"])).contents
+    assert getattr(blob, "blob", None) == "JVBERi0="

@@ -52,6 +52,7 @@ __all__ = [
     "decode_transfer",
     "format_address",
     "has_attachments",
+    "message_leaves",
     "parse_address_list",
     "parse_bodystructure",
     "parse_date",
@@ -1246,6 +1247,16 @@ def parse_full_message(raw: bytes) -> ParsedMessage:
     text = _decode_part_text(_payload_bytes(nodes[plain.section]), plain) if plain else None
     html_text = _decode_part_text(_payload_bytes(nodes[html.section]), html) if html else None
     return ParsedMessage(headers=headers, text=text, html=html_text, attachments=attachment_parts(parts))
+
+
+def message_leaves(raw: bytes) -> list[tuple[Part, bytes]]:
+    """The leaves of a whole (possibly cut) message with IMAP section numbers, each with its still
+    transfer-encoded payload: the attachments of a message whose BODYSTRUCTURE cannot be trusted."""
+    try:
+        message = email.message_from_bytes(bytes(raw or b""), policy=email.policy.compat32)
+        return [(part, _payload_bytes(node)) for part, node in _walk_message(message)]
+    except Exception:
+        return []
 
 
 def _fallback_text(data: bytes) -> str | None:

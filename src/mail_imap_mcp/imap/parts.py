@@ -137,13 +137,16 @@ def read_part(
     max_bytes: int,
     skip_bytes: int = 0,
     accept: Callable[[mime.Part, bytes], int | None] | None = None,
+    source_bytes: int = 0,
 ) -> PartRead:
     """Decode attachment ``part_id`` of ``ref`` into ``sink``: decoded bytes ``skip_bytes`` up to
     ``skip_bytes + max_bytes``, fetched in partial chunks; stops as soon as the window is full.
 
     ``accept(part, head)`` runs once the part and its first decoded bytes are known, before anything is
     written or more than the first chunk is fetched: it raises to refuse the part (e.g. for a size
-    limit) or returns a smaller ``max_bytes`` (e.g. only what a text window needs), or None. The mailbox must be selected. Raises :class:`PartGone`,
+    limit) or returns a smaller ``max_bytes`` (e.g. only what a text window needs), or None.
+    When the server's BODYSTRUCTURE cannot be trusted, the first ``source_bytes`` of the message are
+    parsed here instead, as ``imap_get_message`` does to list the attachments (0: raise instead). The mailbox must be selected. Raises :class:`PartGone`,
     :class:`PartNotFound`, :class:`NotAnAttachment` or :class:`StructureUnusable`.
     """
     first = min(FETCH_CHUNK_BYTES, _encoded_need(skip_bytes + max_bytes))
@@ -168,7 +171,12 @@ def read_part(
     if _expunged(response):
         raise PartGone()
     assert response is not None
-    part = locate(_structure(response), part_id)
+    try:
+        part = locate(_structure(response), part_id)
+    except StructureUnusable:
+        if source_bytes <= 0:
+            raise
+        return _from_source(session, ref, part_id, sink, max_bytes, skip_bytes, accept, source_bytes)
     decoder = StreamDecoder(part.encoding)
     chunk = _section_data(response, part_id)
     decoded = decoder.feed(chunk)
@@ -199,6 +207,33 @@ def read_part(
         decoded = decoder.feed(chunk)
     full = writer.write(decoder.finish())
     return writer.result(part, complete=ended and not full, fetched=fetched_bytes, fetches=fetches)
+
+
+def _from_source(
+    session: ImapSession,
+    ref: MessageRef,
+    part_id: str,
+    sink: BinaryIO,
+    max_bytes: int,
+    skip_bytes: int,
+    accept: Callable[[mime.Part, bytes], int | None] | None,
+    source_bytes: int,
+) -> PartRead:
+    """The part as the message's own MIME structure has it, from the message's first ``source_bytes``."""
+    response = session.fetch([ref.uid], ["RFC822.SIZE", f"BODY.PEEK[]<0.{source_bytes}>"]).get(ref.uid) or {}
+    raw = find_item(response, b"BODY[]") or b""
+    leaves = mime.message_leaves(raw)
+    part = locate([leaf for leaf, _ in leaves], part_id)
+    payload = next(data for leaf, data in leaves if leaf.section == part_id)
+    decoder = StreamDecoder(part.encoding)
+    decoded = decoder.feed(payload) + decoder.finish()
+    if accept is not None:
+        max_bytes = min(max_bytes, accept(part, decoded[:HEAD_BYTES]) or max_bytes)
+    writer = _WindowWriter(sink, skip_bytes, max_bytes)
+    full = writer.write(decoded)
+    # A message longer than what was parsed may have cut this part.
+    whole = int(response.get(b"RFC822.SIZE") or 0) <= len(raw)
+    return writer.result(part, complete=whole and not full, fetched=len(raw), fetches=2)
 
 
 class _WindowWriter:

@@ -286,9 +286,7 @@ def _extract_one(
     attachment is no document (an image, an archive: left without text)."""
     plan, accept = plan_reading(server, ref, "text", offset=0, max_chars=max_chars)
     try:
-        with spooled_part(
-            connection, ref, attachment.part_id, max_bytes=server.max_attachment_bytes, accept=accept
-        ) as spooled:
+        with spooled_part(connection, ref, attachment.part_id, server, accept=accept) as spooled:
             window = read_text(spooled, server, plan, offset=0, max_chars=max_chars)
     except ToolFailure as failure:
         if failure.code == ErrorCode.INVALID_INPUT:  # no document: nothing to extract

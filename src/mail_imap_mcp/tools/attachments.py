@@ -13,6 +13,7 @@ from typing import Annotated, BinaryIO
 
 from pydantic import Field
 
+from mail_imap_mcp.config import ServerSettings
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
 from mail_imap_mcp.imap import mime
 from mail_imap_mcp.imap.connection import AccountConnection, ImapSession
@@ -121,11 +122,13 @@ def fetch_part(
     max_bytes: int,
     skip_bytes: int = 0,
     accept: Accept | None = None,
+    source_bytes: int,
 ) -> PartRead:
     """Decode attachment ``part_id`` (bytes ``skip_bytes`` .. ``+max_bytes``) into ``sink``.
 
     A read whose connection died is run again from the start (the sink is emptied first); a stale id
-    is ``conflict``, a gone message or unknown part ``not_found``, a body part ``invalid_input``.
+    is ``conflict``, a gone message or unknown part ``not_found``, a body part ``invalid_input``. Where the
+    server's BODYSTRUCTURE cannot be trusted, the message's first ``source_bytes`` are parsed instead.
     """
     start = sink.tell()
 
@@ -142,6 +145,7 @@ def fetch_part(
                 max_bytes=max_bytes,
                 skip_bytes=skip_bytes,
                 accept=accept,
+                source_bytes=source_bytes,
             )
         except (PartGone, PartNotFound, NotAnAttachment, StructureUnusable) as exc:
             raise part_failure(exc, ref) from None
@@ -166,13 +170,22 @@ def spooled_part(
     connection: AccountConnection,
     ref: MessageRef,
     part_id: str,
+    server: ServerSettings,
     *,
-    max_bytes: int,
     accept: Accept | None = None,
 ) -> Iterator[Spooled]:
-    """The attachment decoded into a private temporary file (at most ``max_bytes``), removed afterwards."""
+    """The attachment decoded into a private temporary file (at most ``max_attachment_bytes``), removed
+    afterwards."""
     with tempfile.TemporaryDirectory(prefix="mim-attachment-") as directory:
         path = Path(directory) / "part"
         with path.open("w+b") as sink:
-            read = fetch_part(connection, ref, part_id, sink, max_bytes=max_bytes, accept=accept)
+            read = fetch_part(
+                connection,
+                ref,
+                part_id,
+                sink,
+                max_bytes=server.max_attachment_bytes,
+                accept=accept,
+                source_bytes=server.max_text_part_bytes,
+            )
         yield Spooled(path=path, read=read)

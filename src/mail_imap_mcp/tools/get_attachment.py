@@ -169,7 +169,13 @@ def _read_bytes(app: AppContext, ref: MessageRef, args: GetAttachmentInput) -> T
     window = io.BytesIO()
     connection = app.connection(ref.account_id)
     read = fetch_part(
-        connection, ref, args.part_id, window, max_bytes=max_bytes, skip_bytes=args.offset_bytes
+        connection,
+        ref,
+        args.part_id,
+        window,
+        max_bytes=max_bytes,
+        skip_bytes=args.offset_bytes,
+        source_bytes=server.max_text_part_bytes,
     )
     data = window.getvalue()
     end = args.offset_bytes + len(data)
@@ -291,9 +297,7 @@ def handle(app: AppContext, args: GetAttachmentInput) -> ToolResult[GetAttachmen
     server = app.config.server
     max_chars = min(args.max_chars, server.max_attachment_text_chars)
     plan, accept = plan_reading(server, ref, args.mode, offset=args.offset, max_chars=max_chars)
-    with spooled_part(
-        connection, ref, args.part_id, max_bytes=server.max_attachment_bytes, accept=accept
-    ) as spooled:
+    with spooled_part(connection, ref, args.part_id, server, accept=accept) as spooled:
         if plan.mode == "image":
             return _image_result(ref, spooled, app, args)
         return _text_result(ref, spooled, plan, app, args)
@@ -325,7 +329,15 @@ def attachment_blob(app: AppContext, message_id: str, part_id: str) -> tuple[byt
             raise too_large(part, limit, "max_resource_bytes")
 
     blob = io.BytesIO()
-    read = fetch_part(connection, ref, part_id, blob, max_bytes=limit, accept=accept)
+    read = fetch_part(
+        connection,
+        ref,
+        part_id,
+        blob,
+        max_bytes=limit,
+        accept=accept,
+        source_bytes=app.config.server.max_text_part_bytes,
+    )
     if not read.complete:
         raise too_large(read.part, limit, "max_resource_bytes")
     return blob.getvalue(), read.part.content_type
