@@ -98,7 +98,15 @@ CF_NAME = f"{CF_PACKAGE} {CF_VERSION}"
 MES_NAME = f"{bench.PEER_PACKAGE} {bench.PEER_VERSION}"
 
 #: Our warm operations: key, label, tool, arguments (message ids filled in per run).
-WARM_OPS = ("search_page1", "search_subject", "get_small", "raw_window", "list_mailboxes", "get_thread")
+WARM_OPS = (
+    "search_page1",
+    "search_subject",
+    "get_small",
+    "raw_window",
+    "list_mailboxes",
+    "get_thread",
+    "search_everywhere",
+)
 TARGET_OPS = ("search_page1", "search_subject", "get_small", "raw_window", "first_call")
 LABELS = {
     "search_page1": "warm newest page (limit 20)",
@@ -107,6 +115,7 @@ LABELS = {
     "raw_window": "warm get_message_raw (16 KB)",
     "list_mailboxes": "warm list_mailboxes",
     "get_thread": "warm imap_get_thread (no target)",
+    "search_everywhere": "warm search of every mailbox, subject=invoice (no target)",
     "first_call": "first call after start (newest page)",
     "after_drop": "call after the link reset the idle connection",
     "after_idle": "call after 5 minutes idle (simulated 1:100, keepalive on)",
@@ -428,6 +437,10 @@ async def run_network(
         ),
         "list_mailboxes": ("imap_list_mailboxes", {}),
         "get_thread": ("imap_get_thread", {"message_id": message_id(specials.small)}),
+        "search_everywhere": (
+            "imap_search_messages",
+            {"limit": bench.PAGE_LIMIT, "mailboxes": ["*"], "subject": bench.PEER_SUBJECT},
+        ),
     }
     cf_error = None if settings.peer_budget_s <= 0 else prepare_codefuturist()
     if cf_error:
