@@ -657,11 +657,8 @@ def arguments_from_schema(schema: dict[str, Any]) -> st.SearchStrategy[dict[str,
 
 def forge_cursor(cursor: str, changes: dict[str, Any]) -> str:
     """Re-sign a cursor after changing its fields (the checksum is not a secret)."""
-    raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-    values = json.loads(raw[6:])
-    # Cursors list their values in field order; a cursor with names decodes too, so forge one of those.
-    fields = dict(zip([f.name for f in dataclasses.fields(CursorState)], values, strict=True))
-    fields.update(changes)
+    # Cursors are packed binary; a JSON cursor with names decodes too, so forge one of those.
+    fields = {**dataclasses.asdict(CursorState.decode(cursor)), **changes}
     body = json.dumps(fields).encode()
     return base64.urlsafe_b64encode(hashlib.sha256(body).digest()[:6] + body).decode().rstrip("=")
 

@@ -55,7 +55,7 @@ async def test_newest_first_with_decoded_fields_and_a_body_snippet(
     )
     envelope = await mcp.call("imap_search_messages", {"limit": 10})
     data = envelope["data"]
-    assert envelope["summary"] == "2 message(s) returned (1-2 of 2 in INBOX, newest first)"
+    assert envelope["summary"] == "1-2 of 2 in INBOX"
     # Compact by default: nothing derivable from message_id, no nulls, the note short.
     # The last page: no next_cursor (and no has_more, next_action, attempted/returned/failed, account_id).
     assert set(data) == {"mailbox", "total", "status", "messages", "untrusted_content"}

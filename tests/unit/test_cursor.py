@@ -1,4 +1,4 @@
-"""The search cursor: values without names (short, it is in every page), old keyed cursors still read."""
+"""The search cursor: packed binary (short, it is in every page); older JSON cursors still read."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import asdict
 
 import pytest
 
-from mail_imap_mcp.imap.search import CursorError, CursorState
+from mail_imap_mcp.imap.search import CursorError, CursorState, seal_packed, unseal_packed
 
 STATE = CursorState(
     account_id="default",
@@ -27,8 +27,29 @@ def test_round_trip_and_size() -> None:
     token = STATE.encode()
     assert CursorState.decode(token) == STATE
     keyed = json.dumps(asdict(STATE), separators=(",", ":"), ensure_ascii=False).encode()
-    assert len(token) < len(base64.urlsafe_b64encode(keyed)) * 0.6
-    assert len(CursorState(**{**asdict(STATE), "mailbox": "INBOX"}).encode()) <= 110
+    assert len(token) < len(base64.urlsafe_b64encode(keyed)) * 0.4
+    assert len(CursorState(**{**asdict(STATE), "mailbox": "INBOX"}).encode()) <= 60
+
+
+def test_a_cursor_of_values_without_names_from_an_earlier_version_still_decodes() -> None:
+    body = json.dumps(list(asdict(STATE).values()), separators=(",", ":"), ensure_ascii=False).encode()
+    token = base64.urlsafe_b64encode(hashlib.sha256(body).digest()[:6] + body).decode().rstrip("=")
+    assert CursorState.decode(token) == STATE
+
+
+@pytest.mark.parametrize("cut", [1, 3, 8])
+def test_a_truncated_or_altered_packed_cursor_is_a_cursor_error(cut: int) -> None:
+    token = STATE.encode()
+    for bad in (token[:-cut], token[: -cut - 1] + ("A" if token[-cut - 1] != "A" else "B") + token[-cut:]):
+        with pytest.raises(CursorError):
+            CursorState.decode(bad)
+
+
+def test_a_packed_cursor_with_trailing_bytes_is_a_cursor_error() -> None:
+    body = unseal_packed(STATE.encode())
+    assert body is not None
+    with pytest.raises(CursorError):
+        CursorState.decode(seal_packed(body + b"\x00"))
 
 
 def test_a_cursor_with_field_names_from_an_earlier_version_still_decodes() -> None:

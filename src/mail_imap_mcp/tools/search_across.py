@@ -52,6 +52,16 @@ def _stream_digest(args: SearchMessagesInput, filter_digest: str) -> str:
     return hashlib.sha256(spec.encode()).hexdigest()[:16]
 
 
+def page_summary(start: int, taken: int, returned: int, total: int, where: str, by_date: bool) -> str:
+    """The one-line summary of a search page: its range of the matches and where; short, as it is in every
+    page. Pages are always newest first (the tool's description says so); sent-date order is named.
+    Messages that could not be read are counted (the details are in data.issues)."""
+    shown = f"{start}-{start + taken - 1} of {total}" if taken else f"0 of {total}"
+    order = ", newest first by sent date" if by_date else ""
+    unreadable = f" ({taken - returned} unreadable)" if taken > returned else ""
+    return f"{shown} in {where}{order}{unreadable}"
+
+
 def page_next_action(
     tool: str, same_search: dict[str, Any], next_cursor: str | None, messages: list[MessageSummary]
 ) -> NextAction | None:
@@ -272,8 +282,6 @@ def handle_ordered(
         warnings.append(f"{len(issues)} issue(s); see data.issues.")
     next_action = page_next_action(NAME, same_search, next_cursor, messages)
     start = returned_before + 1
-    shown = f"{start}-{start + len(page.picks) - 1} of {page.total}" if page.picks else f"0 of {page.total}"
-    order = "newest first by sent date" if args.sort == "date" else "newest first"
     where = label if strict else f"{len(page.mailboxes)} mailbox(es)"
     data = SearchMessagesData(
         account_id=account_id,
@@ -291,5 +299,5 @@ def handle_ordered(
         next_action=next_action,
         untrusted_content=untrusted_fields(),
     )
-    summary = f"{len(messages)} message(s) returned ({shown} in {where}, {order})"
+    summary = page_summary(start, len(page.picks), len(messages), page.total, where, args.sort == "date")
     return ToolResult(summary=summary, data=data, warnings=warnings)

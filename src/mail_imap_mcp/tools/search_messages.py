@@ -37,6 +37,7 @@ from mail_imap_mcp.tools.search_across import (
     decode_cursor,
     handle_ordered,
     page_next_action,
+    page_summary,
 )
 from mail_imap_mcp.tools.spec import ToolSpec
 
@@ -365,7 +366,6 @@ def _handle_one(
     messages = batch.messages
     next_action = page_next_action(NAME, _same_search(args, account_id), next_cursor, messages)
     start = (cursor.returned if cursor else 0) + 1
-    shown = f"{start}-{start + len(page.uids) - 1} of {page.total}" if page.uids else f"0 of {page.total}"
     data = SearchMessagesData(
         account_id=account_id,
         mailbox=mailbox,
@@ -384,7 +384,7 @@ def _handle_one(
     )
     if batch.issues:
         warnings.append(f"{len(batch.issues)} message(s) could not be read; see data.issues.")
-    summary = f"{len(messages)} message(s) returned ({shown} in {mailbox}, newest first)"
+    summary = page_summary(start, len(page.uids), len(messages), page.total, mailbox, by_date=False)
     return ToolResult(summary=summary, data=data, warnings=warnings)
 
 
