@@ -9,7 +9,8 @@ from dataclasses import asdict
 
 import pytest
 
-from mail_imap_mcp.imap.search import CursorError, CursorState, seal_packed, unseal_packed
+from mail_imap_mcp.imap.search import CursorError, CursorState, seal, seal_packed, unseal_packed
+from mail_imap_mcp.imap.sort import StreamCursor, StreamState
 
 STATE = CursorState(
     account_id="default",
@@ -64,3 +65,37 @@ def test_wrong_shapes_are_cursor_errors(values: object) -> None:
     token = base64.urlsafe_b64encode(hashlib.sha256(body).digest()[:6] + body).decode().rstrip("=")
     with pytest.raises(CursorError):
         CursorState.decode(token)
+
+
+STREAMS = StreamCursor(
+    account_id="default",
+    filter_digest="d448e2735666387f",
+    sort="date",
+    total=240,
+    returned=20,
+    streams=[StreamState("INBOX", 1795384193, 100, [81, 80], 1795000000), StreamState("Archive", 7, 0)],
+)
+
+
+def test_a_stream_cursor_lists_its_values_without_names_and_round_trips() -> None:
+    token = STREAMS.encode()
+    assert StreamCursor.decode(token) == STREAMS
+    keyed = {"v": 2, "a": "default", "d": "d448e2735666387f", "s": "date", "t": 240, "r": 20}
+    keyed["m"] = [stream.row() for stream in STREAMS.streams]
+    assert len(token) < len(seal(keyed)) - 20
+    assert StreamCursor.decode(seal(keyed)) == STREAMS
+
+
+@pytest.mark.parametrize(
+    "payload", [[2, "default"], [3, "a", "d", "date", 1, 1, [["INBOX", 1, 1]]], ["a"] * 7]
+)
+def test_a_stream_cursor_of_another_shape_is_a_cursor_error(payload: object) -> None:
+    with pytest.raises(CursorError):
+        StreamCursor.decode(seal(payload))
+
+
+def test_a_one_mailbox_cursor_is_not_a_stream_cursor_and_back() -> None:
+    with pytest.raises(CursorError):
+        StreamCursor.decode(STATE.encode())
+    with pytest.raises(CursorError):
+        CursorState.decode(STREAMS.encode())

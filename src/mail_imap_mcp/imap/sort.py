@@ -114,6 +114,10 @@ def _uint(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_UINT32
 
 
+#: The keys of a stream cursor's values, in the order a cursor lists them.
+_STREAM_KEYS = ("v", "a", "d", "s", "t", "r", "m")
+
+
 @dataclass
 class StreamCursor:
     """The opaque cursor of a date-ordered or multi-mailbox search: checksummed, stateless."""
@@ -126,16 +130,20 @@ class StreamCursor:
     streams: list[StreamState]
 
     def encode(self) -> str:
-        payload = {
-            "v": STREAM_CURSOR_VERSION,
-            "a": self.account_id,
-            "d": self.filter_digest,
-            "s": self.sort,
-            "t": self.total,
-            "r": self.returned,
-            "m": [stream.row() for stream in self.streams],
-        }
-        return seal(payload)
+        # The values in order, without their names (the cursor is in every page an agent reads); a
+        # cursor with the one-letter names earlier versions wrote still decodes.
+        rows = [stream.row() for stream in self.streams]
+        return seal(
+            [
+                STREAM_CURSOR_VERSION,
+                self.account_id,
+                self.filter_digest,
+                self.sort,
+                self.total,
+                self.returned,
+                rows,
+            ]
+        )
 
     @classmethod
     def decode(cls, token: str) -> StreamCursor:
@@ -144,6 +152,8 @@ class StreamCursor:
             payload = json.loads(body)
         except ValueError:
             raise CursorError("cursor has an unknown format") from None
+        if isinstance(payload, list) and len(payload) == len(_STREAM_KEYS):
+            payload = dict(zip(_STREAM_KEYS, payload, strict=True))
         if not isinstance(payload, dict) or payload.get("v") != STREAM_CURSOR_VERSION:
             raise CursorError("cursor comes from another kind of search or another version of this server")
         account, digest, sort = payload.get("a"), payload.get("d"), payload.get("s")
