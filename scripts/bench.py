@@ -59,7 +59,7 @@ sys.path.insert(0, str(ROOT))
 from tests.support import mailgen  # noqa: E402
 from tests.support.accounts import account_settings, config_toml  # noqa: E402
 from tests.support.dovecot import Dovecot  # noqa: E402
-from tests.support.machine import machine_info  # noqa: E402
+from tests.support.machine import child_pid, machine_info  # noqa: E402
 
 from mail_imap_mcp.imap.fetch import (  # noqa: E402  (the floor mirrors these sizes)
     MESSAGE_ITEMS,
@@ -220,16 +220,10 @@ def proc_status_kb(pid: int) -> dict[str, int]:
 
 def find_child(marker: str) -> int:
     """PID of our child process whose command line contains ``marker``."""
-    me = os.getpid()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            stat = (entry / "stat").read_text()
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            if ppid == me and marker in (entry / "cmdline").read_text().replace("\0", " "):
-                return int(entry.name)
-    raise BenchError(f"cannot find the server process ({marker})")
+    pid = child_pid(marker)
+    if pid is None:
+        raise BenchError(f"cannot find the server process ({marker})")
+    return pid
 
 
 class PeakRss:

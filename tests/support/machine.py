@@ -68,7 +68,8 @@ def child_pid(marker: str) -> int | None:
             continue
         with contextlib.suppress(OSError, ValueError, IndexError):
             stat = (entry / "stat").read_text()
-            if int(stat.rsplit(")", 1)[1].split()[1]) == me and marker in (entry / "cmdline").read_text():
+            command_line = (entry / "cmdline").read_text().replace("\0", " ")
+            if int(stat.rsplit(")", 1)[1].split()[1]) == me and marker in command_line:
                 return int(entry.name)
     return None
 
