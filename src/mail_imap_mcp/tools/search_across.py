@@ -213,12 +213,7 @@ def handle_ordered(
     same_search: dict[str, Any],
 ) -> ToolResult[SearchMessagesData]:
     """A page of a date-ordered or multi-mailbox search (``strict``: one mailbox named alone)."""
-    from mail_imap_mcp.tools.search_messages import (
-        NAME,
-        SearchMessagesData,
-        charset_refused,
-        untrusted_fields,
-    )
+    from mail_imap_mcp.tools.search_messages import charset_refused, search_result
 
     connection = app.connection(args.account_id)
     account_id = connection.account_id
@@ -280,24 +275,19 @@ def handle_ordered(
         )
     if issues:
         warnings.append(f"{len(issues)} issue(s); see data.issues.")
-    next_action = page_next_action(NAME, same_search, next_cursor, messages)
-    start = returned_before + 1
-    where = label if strict else f"{len(page.mailboxes)} mailbox(es)"
-    data = SearchMessagesData(
+    return search_result(
+        same_search,
         account_id=account_id,
         mailbox=label,
         mailboxes=page.mailboxes,
+        where=label if strict else f"{len(page.mailboxes)} mailbox(es)",
+        by_date=args.sort == "date",
         total=page.total,
+        returned_before=returned_before,
         attempted=len(page.picks),
-        returned=len(messages),
-        failed=len(page.picks) - len(messages),
         messages=messages,
         next_cursor=next_cursor,
         has_more=next_cursor is not None,
-        status="partial" if issues else "ok",
         issues=issues,
-        next_action=next_action,
-        untrusted_content=untrusted_fields(),
+        warnings=warnings,
     )
-    summary = page_summary(start, len(page.picks), len(messages), page.total, where, args.sort == "date")
-    return ToolResult(summary=summary, data=data, warnings=warnings)

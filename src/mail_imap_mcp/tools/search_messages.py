@@ -362,29 +362,61 @@ def _handle_one(
     except CharsetRejected:
         return charset_refused(account_id, mailbox)
 
-    next_cursor = page.next_cursor.encode() if page.next_cursor else None
-    messages = batch.messages
-    next_action = page_next_action(NAME, _same_search(args, account_id), next_cursor, messages)
-    start = (cursor.returned if cursor else 0) + 1
-    data = SearchMessagesData(
+    if batch.issues:
+        warnings.append(f"{len(batch.issues)} message(s) could not be read; see data.issues.")
+    return search_result(
+        _same_search(args, account_id),
         account_id=account_id,
         mailbox=mailbox,
         mailboxes=[mailbox],
+        where=mailbox,
+        by_date=False,
         total=page.total,
+        returned_before=cursor.returned if cursor else 0,
         attempted=len(page.uids),
+        messages=batch.messages,
+        next_cursor=page.next_cursor.encode() if page.next_cursor else None,
+        has_more=page.has_more,
+        issues=batch.issues,
+        warnings=warnings,
+    )
+
+
+def search_result(
+    same_search: dict[str, Any],
+    *,
+    account_id: str,
+    mailbox: str,
+    mailboxes: list[str],
+    where: str,
+    by_date: bool,
+    total: int,
+    returned_before: int,
+    attempted: int,
+    messages: list[MessageSummary],
+    next_cursor: str | None,
+    has_more: bool,
+    issues: list[Issue],
+    warnings: list[str],
+) -> ToolResult[SearchMessagesData]:
+    """One page's envelope, the same for one mailbox in arrival order and for ordered or merged pages."""
+    data = SearchMessagesData(
+        account_id=account_id,
+        mailbox=mailbox,
+        mailboxes=mailboxes,
+        total=total,
+        attempted=attempted,
         returned=len(messages),
-        failed=len(page.uids) - len(messages),
+        failed=attempted - len(messages),
         messages=messages,
         next_cursor=next_cursor,
-        has_more=page.has_more,
-        status="partial" if batch.issues else "ok",
-        issues=batch.issues,
-        next_action=next_action,
+        has_more=has_more,
+        status="partial" if issues else "ok",
+        issues=issues,
+        next_action=page_next_action(NAME, same_search, next_cursor, messages),
         untrusted_content=untrusted_fields(),
     )
-    if batch.issues:
-        warnings.append(f"{len(batch.issues)} message(s) could not be read; see data.issues.")
-    summary = page_summary(start, len(page.uids), len(messages), page.total, mailbox, by_date=False)
+    summary = page_summary(returned_before + 1, attempted, len(messages), total, where, by_date)
     return ToolResult(summary=summary, data=data, warnings=warnings)
 
 
