@@ -334,6 +334,14 @@ class ServerSettings(BaseModel):
         "server's idle logout or a NAT router does not drop it and the next call needs no reconnect; "
         "0 turns it off. The default stays below common NAT timeouts (5 minutes) and IMAP's 30.",
     )
+    summary_cache_entries: int = Field(
+        default=2000,
+        ge=0,
+        le=100_000,
+        description="Search-result summaries kept per account for messages already seen, so a page "
+        "seen before is answered from the server's flags alone (a message's content never changes "
+        "under its UID); 0 keeps none. Each entry is about 1 KB plus its snippet.",
+    )
     max_text_part_bytes: int = Field(
         default=2_000_000,
         ge=10_000,

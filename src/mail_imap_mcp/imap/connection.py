@@ -60,6 +60,7 @@ from mail_imap_mcp.imap.errors import (
     timed_out,
     write_refused,
 )
+from mail_imap_mcp.imap.summary_cache import SummaryCache
 from mail_imap_mcp.imap.uidplus import (
     CopyUid,
     MalformedUidSet,
@@ -130,6 +131,11 @@ class ImapSession:
     @property
     def capabilities(self) -> frozenset[str]:
         return self._owner.capabilities
+
+    @property
+    def summary_cache(self) -> SummaryCache:
+        """The account's parsed summaries of messages already seen (see :mod:`.summary_cache`)."""
+        return self._owner.summaries
 
     def examine(self, mailbox: str) -> MailboxState:
         """Select ``mailbox`` read-only (EXAMINE) with a view as fresh as the start of this call.
@@ -903,9 +909,10 @@ class _BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has n
 class AccountConnection:
     """The single reusable connection of one account. Thread-safe: calls are serialised."""
 
-    def __init__(self, account_id: str, config: AccountConfig) -> None:
+    def __init__(self, account_id: str, config: AccountConfig, *, summary_cache_entries: int = 0) -> None:
         self.account_id = account_id
         self.config = config
+        self.summaries = SummaryCache(summary_cache_entries)
         self._lock = threading.Lock()
         self._client: IMAPClient | None = None
         self.selected: MailboxState | None = None
@@ -1280,8 +1287,17 @@ class ConnectionPool:
     """One :class:`AccountConnection` per configured account, kept alive while idle (``keepalive_interval_s``,
     0: off)."""
 
-    def __init__(self, accounts: dict[str, AccountConfig], *, keepalive_interval_s: float = 0.0) -> None:
-        self._connections = {aid: AccountConnection(aid, cfg) for aid, cfg in accounts.items()}
+    def __init__(
+        self,
+        accounts: dict[str, AccountConfig],
+        *,
+        keepalive_interval_s: float = 0.0,
+        summary_cache_entries: int = 0,
+    ) -> None:
+        self._connections = {
+            aid: AccountConnection(aid, cfg, summary_cache_entries=summary_cache_entries)
+            for aid, cfg in accounts.items()
+        }
         self.keepalive = Keepalive(list(self._connections.values()), keepalive_interval_s)
         self._preparing: threading.Thread | None = None
 

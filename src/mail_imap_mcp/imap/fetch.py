@@ -30,6 +30,7 @@ from mail_imap_mcp.imap.models import (
     MessageSummary,
     Omitted,
 )
+from mail_imap_mcp.imap.summary_cache import SummaryKey, with_flags
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -145,7 +146,7 @@ def _summary(
         to=_bounded(_addresses(headers.get("to", []))),
         cc=_bounded(_addresses(headers.get("cc", []))),
         subject=_bounded(_first(headers, "subject")),
-        flags=[_text(f) for f in response.get(b"FLAGS", ())],
+        flags=_flags(response),
         size_bytes=int(response.get(b"RFC822.SIZE") or 0),
         has_attachments=mime.has_attachments(parts) if parts else False,
         snippet=snippet,
@@ -194,6 +195,15 @@ def _trusted_structure(
     return (None, doubt) if doubt else (parts, None)
 
 
+def _flags(response: dict[bytes, Any]) -> list[str]:
+    return [_text(flag) for flag in response.get(b"FLAGS", ())]
+
+
+#: What a page asks for messages whose summary is kept: their content cannot have changed, their flags
+#: can. The size tells a message expunged elsewhere but not yet reported (see _expunged) from a live one.
+KEPT_ITEMS = ["FLAGS", "RFC822.SIZE"]
+
+
 def summary_items(snippet_chars: int) -> list[str]:
     """FETCH items of one search-result summary: metadata, capped header fields, a body prefix."""
     items = [
@@ -227,8 +237,18 @@ def fetch_summaries(
     uids: list[int],
     snippet_chars: int,
 ) -> SummaryBatch:
-    """Summaries for ``uids`` in the given order; a message that fails becomes an issue, not an error."""
-    items = summary_items(snippet_chars)
+    """Summaries for ``uids`` in the given order; a message that fails becomes an issue, not an error.
+
+    Messages whose summary the session's cache keeps are not parsed again; when it keeps them all,
+    only their flags are fetched.
+    """
+    cache = session.summary_cache
+    kept: dict[int, MessageSummary] = {}
+    for uid in uids:
+        found = cache.get(SummaryKey(mailbox, uidvalidity, uid, snippet_chars))
+        if found is not None:
+            kept[uid] = found
+    items = KEPT_ITEMS if len(kept) == len(uids) else summary_items(snippet_chars)
     batch = SummaryBatch()
     try:
         responses = session.fetch(uids, items)
@@ -252,13 +272,18 @@ def fetch_summaries(
                     retryable=False,
                 )
             continue
+        if uid in kept:
+            batch.messages.append(with_flags(kept[uid], _flags(response)))
+            continue
         try:
             headers = mime.parse_header_block(find_item(response, b"BODY[HEADER") or b"")
             parts, _ = _trusted_structure(response, headers)
             snippet = None
             if snippet_chars > 0:
                 snippet = _snippet(response, parts, snippet_chars, headers)
-            batch.messages.append(_summary(ref, response, parts, snippet, headers))
+            summary = _summary(ref, response, parts, snippet, headers)
+            batch.messages.append(summary)
+            cache.put(SummaryKey(mailbox, uidvalidity, uid, snippet_chars), summary)
         except Exception as exc:  # a hostile message must not sink the page
             log.warning("uid=%s summary failed", uid, exc_info=True)
             batch.add_issue(

@@ -38,7 +38,11 @@ class AppContext:
 
     @classmethod
     def from_config(cls, config: Config) -> AppContext:
-        pool = ConnectionPool(dict(config.accounts), keepalive_interval_s=config.server.keepalive_interval_s)
+        pool = ConnectionPool(
+            dict(config.accounts),
+            keepalive_interval_s=config.server.keepalive_interval_s,
+            summary_cache_entries=config.server.summary_cache_entries,
+        )
         return cls(config=config, pool=pool)
 
     def resolve_account(self, account_id: str) -> str:

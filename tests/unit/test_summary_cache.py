@@ -1,0 +1,75 @@
+"""SummaryCache: bounded, least recently used out, keyed so a new UIDVALIDITY never meets old content."""
+
+from __future__ import annotations
+
+from mail_imap_mcp.imap.models import MessageSummary
+from mail_imap_mcp.imap.summary_cache import SummaryCache, SummaryKey, with_flags
+
+
+def summary(uid: int, uidvalidity: int = 7, flags: list[str] | None = None) -> MessageSummary:
+    kept = MessageSummary(
+        message_id=f"imap:default:INBOX:{uidvalidity}:{uid}",
+        message_uri="imap://default/INBOX/x",
+        message_raw_uri="imap://default/INBOX/x/raw",
+        mailbox="INBOX",
+        uidvalidity=uidvalidity,
+        uid=uid,
+        date=None,
+        from_="Ana <ana@example.org>",
+        to="Bob <bob@example.org>, Cy <cy@example.org>",
+        cc=None,
+        subject=f"message {uid}",
+        flags=flags or [],
+        size_bytes=100 + uid,
+        has_attachments=False,
+        snippet="hello",
+    )
+    kept.set_short_recipients("Bob +1", None)
+    return kept
+
+
+def key(uid: int, uidvalidity: int = 7, snippet_chars: int = 200) -> SummaryKey:
+    return SummaryKey("INBOX", uidvalidity, uid, snippet_chars)
+
+
+def test_a_kept_summary_comes_back_without_the_flags_it_was_kept_with() -> None:
+    cache = SummaryCache(10)
+    cache.put(key(1), summary(1, flags=["\\Seen", "\\Flagged"]))
+    kept = cache.get(key(1))
+    assert kept is not None and kept.flags == [] and kept.subject == "message 1"
+    assert (cache.hits, cache.misses) == (1, 0)
+
+
+def test_with_flags_gives_a_copy_with_todays_flags_and_the_short_recipients() -> None:
+    kept = summary(1)
+    fresh = with_flags(kept, ["\\Answered"])
+    assert fresh.flags == ["\\Answered"] and kept.flags == []
+    assert fresh._short_to == "Bob +1"
+    fresh.flags.append("\\Seen")
+    assert kept.flags == []
+
+
+def test_keys_differ_by_uidvalidity_and_snippet_length() -> None:
+    cache = SummaryCache(10)
+    cache.put(key(1), summary(1))
+    assert cache.get(key(1, uidvalidity=8)) is None
+    assert cache.get(key(1, snippet_chars=50)) is None
+    assert cache.get(SummaryKey("Archive", 7, 1, 200)) is None
+    assert cache.misses == 3
+
+
+def test_the_least_recently_used_entry_leaves_first() -> None:
+    cache = SummaryCache(2)
+    cache.put(key(1), summary(1))
+    cache.put(key(2), summary(2))
+    assert cache.get(key(1)) is not None  # 1 is now the most recent
+    cache.put(key(3), summary(3))
+    assert len(cache) == 2
+    assert cache.get(key(2)) is None
+    assert cache.get(key(1)) is not None and cache.get(key(3)) is not None
+
+
+def test_zero_entries_keeps_nothing() -> None:
+    cache = SummaryCache(0)
+    cache.put(key(1), summary(1))
+    assert len(cache) == 0 and cache.get(key(1)) is None
