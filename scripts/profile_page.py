@@ -8,11 +8,14 @@ the same items, parsed by imapclient like ours) and answers with one short line:
 the messages, no envelope, no output schema.
 
 ``scripts/profile_page`` seeds a throwaway Dovecot with ``mailgen.corpus`` (as scripts/bench does),
-starts both servers through the MCP SDK's client, then alternates one call of each (so drift hits
-both alike) and reports per call: the median wall time seen by the client, and the CPU time the
-server process spent (from /proc/<pid>/stat), for ours in the compact default and with
-``fields: "full"``. ``--profile`` also runs our page in process under cProfile (CPU time) and prints
-where it goes.
+starts the servers through the MCP SDK's client, then alternates one call of each (so drift hits all
+alike) and reports per call the median wall time seen by the client and the CPU time the server
+process spent (from /proc/<pid>/stat). Ours runs twice: as users run it, where paging the same newest
+20 again is a *page seen before* (its summaries kept, only flags fetched: ``summary_cache_entries``),
+and with ``summary_cache_entries = 0``, where every page is a *page seen first* (everything fetched
+and parsed, the same FETCH as the zero-work server). ``scripts/bench`` runs the same comparison
+(``measure_own_work``) and reports it in docs/benchmarks.md. ``--profile`` also runs a page seen first
+in process under cProfile (CPU time) and prints where it goes.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ from mcp.client.stdio import stdio_client
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tests.support import mailgen  # noqa: E402
+from tests.support.accounts import account_settings, config_toml  # noqa: E402
 from tests.support.machine import child_pid, cpu_seconds  # noqa: E402
 
 PASSWORD_ENV = "MAIL_IMAP_PROFILE_PASSWORD"
@@ -162,9 +167,117 @@ def _arguments(shape: str) -> dict[str, Any]:
     return {"limit": PAGE} if shape == "default" else {"limit": PAGE, "fields": shape}
 
 
+#: Ours, paging the same newest 20 again and again: a page seen before (the summaries kept, only the
+#: flags fetched) and, with the cache off, a page seen for the first time (everything fetched and parsed).
+SEEN_BEFORE = "ours, page seen before"
+FIRST_VIEW = "ours, page seen first"
+
+
+@dataclass
+class OwnWork:
+    """One comparison: per subject (the zero-work server first), its series of alternating calls."""
+
+    messages: int
+    calls: int
+    load: float
+    subjects: dict[str, Series]
+
+    @property
+    def zero(self) -> Series:
+        return self.subjects["zero-work server"]
+
+    def ratio(self, name: str) -> float:
+        """Median wall time of ``name`` over the zero-work server's."""
+        return self.subjects[name].median / self.zero.median
+
+    def table(self) -> str:
+        rows = [
+            "| server | wall median | / zero-work | server CPU per call | CPU over zero-work |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for name, series in self.subjects.items():
+            rows.append(
+                f"| {name} | {series.median:.2f} ms | {series.median / self.zero.median:.2f}x | "
+                f"{series.cpu_per_call:.2f} ms | {series.cpu_per_call - self.zero.cpu_per_call:+.2f} ms |"
+            )
+        return "\n".join(rows)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "messages": self.messages,
+            "calls": self.calls,
+            "load": round(self.load, 2),
+            "subjects": {
+                name: {
+                    "median_ms": round(s.median, 3),
+                    "ratio": round(s.median / self.zero.median, 3),
+                    "cpu_ms_per_call": round(s.cpu_per_call, 3),
+                }
+                for name, s in self.subjects.items()
+            },
+        }
+
+
+def write_configs(work_dir: Path, settings: dict[str, Any]) -> tuple[Path, Path]:
+    """Our config as users run it, and the same with no summaries kept (every page a first view)."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    kept, first_view = work_dir / "own-work.toml", work_dir / "own-work-first-view.toml"
+    accounts = config_toml({"default": settings})
+    kept.write_text(accounts)
+    first_view.write_text(accounts + "\n[server]\nsummary_cache_entries = 0\n")
+    return kept, first_view
+
+
+async def measure_own_work(
+    dovecot: Any, user: str, work_dir: Path, *, calls: int, warmup: int, shapes: Sequence[str] = ("default",)
+) -> OwnWork:
+    """Warm newest-20 pages of ours (seen before in each of ``shapes``, and seen first) against the
+    zero-work server, on ``user``'s INBOX of ``dovecot``; calls alternate so drift hits all alike."""
+    settings = account_settings(dovecot, user, password_env=PASSWORD_ENV)
+    kept, first_view = write_configs(work_dir, settings)
+    env = {PASSWORD_ENV: dovecot.password, "PATH": os.environ.get("PATH", "")}
+    if "PYTHONPATH" in os.environ:  # e.g. PYTHONPATH=<other checkout>/src to measure that code
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+
+    def ours(config: Path) -> StdioServerParameters:
+        return StdioServerParameters(
+            command=str(SERVER_BIN), args=["serve", "--config", str(config)], env=env
+        )
+
+    zero_args = [__file__, "serve-zero", dovecot.host, str(dovecot.tls_port), user, str(dovecot.ca_file)]
+    zero = StdioServerParameters(command=sys.executable, args=zero_args, env=env)
+    async with (
+        spawned(zero, work_dir / "zero.log", "serve-zero") as (zero_client, zero_pid),
+        spawned(ours(kept), work_dir / "ours.log", str(kept)) as (our_client, our_pid),
+        spawned(ours(first_view), work_dir / "first.log", str(first_view)) as (first_client, first_pid),
+    ):
+        subjects = [Subject("zero-work server", "page", {}, zero_client, zero_pid)]
+        for shape in shapes:
+            name = SEEN_BEFORE if shape == "default" else f"{SEEN_BEFORE}, fields {shape}"
+            subjects.append(Subject(name, "imap_search_messages", _arguments(shape), our_client, our_pid))
+        subjects.append(
+            Subject(FIRST_VIEW, "imap_search_messages", _arguments("default"), first_client, first_pid)
+        )
+        for _ in range(warmup):
+            for subject in subjects:
+                await subject.call(record=False)
+        for _ in range(calls):
+            for subject in subjects:
+                await subject.call(record=True)
+    return OwnWork(
+        messages=dovecot_messages(dovecot, user),
+        calls=calls,
+        load=os.getloadavg()[0],
+        subjects={subject.name: subject.series for subject in subjects},
+    )
+
+
+def dovecot_messages(dovecot: Any, user: str) -> int:
+    with dovecot.connect(user) as client:
+        return int(client.select_folder("INBOX", readonly=True)[b"EXISTS"])
+
+
 async def compare(messages: int, calls: int, warmup: int, profile: bool, shapes: list[str]) -> None:
-    from tests.support import mailgen
-    from tests.support.accounts import account_settings, config_toml
     from tests.support.dovecot import Dovecot
 
     with (
@@ -173,48 +286,19 @@ async def compare(messages: int, calls: int, warmup: int, profile: bool, shapes:
     ):
         user = "prof"
         dovecot.seed(user, "INBOX", mailgen.corpus(messages), flags=lambda i: "" if i % 3 == 0 else "\\Seen")
-        config = Path(tmp) / "config.toml"
-        config.write_text(
-            config_toml({"default": account_settings(dovecot, user, password_env=PASSWORD_ENV)})
-        )
-        env = {PASSWORD_ENV: dovecot.password, "PATH": os.environ.get("PATH", "")}
-        if "PYTHONPATH" in os.environ:  # e.g. PYTHONPATH=<other checkout>/src to measure that code
-            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-        ours = StdioServerParameters(
-            command=str(SERVER_BIN), args=["serve", "--config", str(config)], env=env
-        )
-        zero_args = [__file__, "serve-zero", dovecot.host, str(dovecot.tls_port), user, str(dovecot.ca_file)]
-        zero = StdioServerParameters(command=sys.executable, args=zero_args, env=env)
-        async with (
-            spawned(ours, Path(tmp) / "ours.log", str(config)) as (our_client, our_pid),
-            spawned(zero, Path(tmp) / "zero.log", "serve-zero") as (zero_client, zero_pid),
-        ):
-            subjects = [Subject("zero-work server", "page", {}, zero_client, zero_pid)]
-            subjects += [
-                Subject(f"ours, {shape}", "imap_search_messages", _arguments(shape), our_client, our_pid)
-                for shape in shapes
-            ]
-            for _ in range(warmup):
-                for subject in subjects:
-                    await subject.call(record=False)
-            for _ in range(calls):
-                for subject in subjects:
-                    await subject.call(record=True)
+        result = await measure_own_work(dovecot, user, Path(tmp), calls=calls, warmup=warmup, shapes=shapes)
         if profile:
-            profile_in_process(config, env, zero_args[2:], shapes)
-    base = subjects[0].series
+            _, first_view = write_configs(
+                Path(tmp), account_settings(dovecot, user, password_env=PASSWORD_ENV)
+            )
+            env = {PASSWORD_ENV: dovecot.password}
+            zero = [dovecot.host, str(dovecot.tls_port), user, str(dovecot.ca_file)]
+            profile_in_process(first_view, env, zero, shapes)
     print(
-        f"\nwarm newest-{PAGE} page, {messages:,} messages, {calls} alternating calls each (load {os.getloadavg()[0]:.2f})"
+        f"\nwarm newest-{PAGE} page, {result.messages:,} messages, {calls} alternating calls each "
+        f"(load {result.load:.2f})\n"
     )
-    print(
-        f"{'server':28} {'wall median':>12} {'/ zero-work':>12} {'server CPU/call':>16} {'CPU over zero':>14}"
-    )
-    for subject in subjects:
-        s = subject.series
-        print(
-            f"{subject.name:28} {s.median:10.2f} ms {s.median / base.median:11.2f}x "
-            f"{s.cpu_per_call:13.2f} ms {s.cpu_per_call - base.cpu_per_call:11.2f} ms"
-        )
+    print(result.table())
 
 
 def profile_in_process(config_path: Path, env: dict[str, str], zero: list[str], shapes: list[str]) -> None:
