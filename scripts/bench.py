@@ -572,12 +572,26 @@ def our_server(config_path: Path, log_path: Path, password: str, *, debug: bool 
     return StdioServer("mail-imap-mcp", params, log_path, str(config_path))
 
 
+#: Every timed call of ours outside "Own work per page" is a page (or message) seen for the first time:
+#: no summaries kept, so ours fetches and parses what the floor and the peers fetch (like for like).
+FIRST_VIEW_SERVER = {"summary_cache_entries": 0}
+
+
+def server_table(server: dict[str, Any]) -> str:
+    """The ``[server]`` table of a config file."""
+    return "\n[server]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in server.items())
+
+
 def write_config(path: Path, dovecot: Dovecot, user: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     settings = account_settings(
         dovecot, user, password_env=PASSWORD_ENV, connect_timeout_s=None, command_timeout_s=120
     )
-    path.write_text("# Written by scripts/bench for one run.\n" + config_toml({"default": settings}))
+    path.write_text(
+        "# Written by scripts/bench for one run.\n"
+        + config_toml({"default": settings})
+        + server_table(FIRST_VIEW_SERVER)
+    )
     return path
 
 
@@ -1262,6 +1276,50 @@ def evaluate_targets(sizes: list[SizeResult], startup: list[float]) -> list[Targ
     return targets
 
 
+#: Issue 12: a warm newest-20 page takes at most this many times the zero-work server's time.
+OWN_WORK_GOAL = 1.25
+
+
+def own_work_targets(own_work: Any) -> list[Target]:
+    """The page seen before and the page seen first against the zero-work server (scripts/profile_page)."""
+    import profile_page
+
+    targets = []
+    for name, what in ((profile_page.SEEN_BEFORE, "seen before"), (profile_page.FIRST_VIEW, "seen first")):
+        ratio = own_work.ratio(name)
+        series = own_work.subjects[name]
+        targets.append(
+            Target(
+                f"own work: warm newest-20 page {what} vs a zero-work server on the same SDK, "
+                f"{own_work.messages:,} messages",
+                f"<= {OWN_WORK_GOAL}x",
+                f"{fmt_ratio(ratio)} ({fmt_ms(series.median)} vs {fmt_ms(own_work.zero.median)}; server CPU "
+                f"{series.cpu_per_call - own_work.zero.cpu_per_call:+.2f} ms per call over it)",
+                ratio <= OWN_WORK_GOAL,
+            )
+        )
+    return targets
+
+
+def own_work_section(own_work: Any) -> str:
+    return "\n".join(
+        [
+            "### Own work per page",
+            "",
+            "A warm newest-20 page through the SDK's client against a *zero-work server*: an MCP server on the "
+            "same SDK, over stdio, that sends the IMAP commands ours sends for that page on a warm "
+            "connection, has imapclient parse the answer, and replies with one short line "
+            "(`scripts/profile_page`). *Seen before*: ours as users run it, paging the same 20 again, their "
+            "summaries kept (`summary_cache_entries`), so it fetches only FLAGS and RFC822.SIZE. *Seen "
+            "first*: ours with `summary_cache_entries = 0`, fetching and parsing everything, the same FETCH "
+            f"as the zero-work server. {own_work.calls} alternating calls each, server CPU from "
+            f"`/proc/<pid>/stat`, load {own_work.load:.2f} at the end.",
+            "",
+            own_work.table(),
+        ]
+    )
+
+
 def targets_table(targets: list[Target]) -> str:
     lines = ["| target | goal | measured | met |", "|---|---|---|---|"]
     for target in targets:
@@ -1403,6 +1461,7 @@ def update_markdown(path: Path, section: str) -> None:
 
 async def run(settings: Settings) -> int:
     import bench_network  # imports this module as ``bench``: see the end of the file
+    import profile_page
 
     machine = machine_info()
     say(f"machine: {machine['nproc']} CPU {machine['cpu_model']}, Python {machine['python']}")
@@ -1420,6 +1479,14 @@ async def run(settings: Settings) -> int:
         startup = await measure_startup(dovecot, "bench", settings)
         for size in settings.sizes:
             results.append(await bench_size(dovecot, size, peer, settings))
+        say("own work per page: ours against the zero-work server on the same SDK")
+        own_work = await profile_page.measure_own_work(
+            dovecot,
+            f"bench{results[0].size}",
+            settings.work_dir / "own-work",
+            calls=settings.iterations * 2,
+            warmup=settings.warmup,
+        )
         network = None
         if settings.network_rtts:
             first = results[0]
@@ -1429,7 +1496,7 @@ async def run(settings: Settings) -> int:
             )
     elapsed = time.perf_counter() - started
     machine["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    targets = evaluate_targets(results, startup)
+    targets = evaluate_targets(results, startup) + own_work_targets(own_work)
     network_targets = bench_network.network_targets(network) if network is not None else []
 
     print()
@@ -1438,6 +1505,8 @@ async def run(settings: Settings) -> int:
     print(extras_table(results, startup))
     print()
     print(breakdown_table(results))
+    print()
+    print(own_work.table())
     print()
     print(targets_table(targets))
     print()
@@ -1466,6 +1535,7 @@ async def run(settings: Settings) -> int:
         "startup_s": [round(s, 4) for s in startup],
         "sizes": [r.to_json() for r in results],
         "targets": [target.__dict__ for target in targets],
+        "own_work": own_work.to_json(),
         "network": network.to_json() if network is not None else None,
         "network_targets": [target.__dict__ for target in network_targets],
     }
@@ -1474,6 +1544,7 @@ async def run(settings: Settings) -> int:
     )
     draw_chart(results, settings.out_dir / "benchmarks.png", machine)
     section = markdown_section(results, startup, targets, machine, settings)
+    section = section.replace("### Targets", own_work_section(own_work) + "\n\n### Targets", 1)
     if network is not None:
         bench_network.draw_network_chart(network, settings.out_dir / "benchmarks-network.png", machine)
         section = section.replace(

@@ -198,10 +198,11 @@ def write_net_config(path: Path, dovecot: Dovecot, user: str, port: int, keepali
         connect_timeout_s=None,
         command_timeout_s=120,
     )
-    text = "# Written by scripts/bench (network mode) for one run.\n" + config_toml({"default": settings})
+    server: dict[str, Any] = dict(bench.FIRST_VIEW_SERVER)
     if keepalive_s is not None:
-        text += f"\n[server]\nkeepalive_interval_s = {keepalive_s}\n"
-    path.write_text(text)
+        server["keepalive_interval_s"] = keepalive_s
+    text = "# Written by scripts/bench (network mode) for one run.\n" + config_toml({"default": settings})
+    path.write_text(text + bench.server_table(server))
     return path
 
 
