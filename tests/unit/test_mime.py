@@ -998,3 +998,34 @@ def test_snippet_without_parts_decodes_the_header_transfer_encoding() -> None:
         qp, [], header_content_type="text/html; charset=utf-8", header_encoding="Quoted-Printable"
     )
     assert snippet == "Grüße"
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab=; \\\t/\"x*'")), max_size=40))
+def test_content_type_params_split_the_same_with_and_without_the_quote_free_shortcut(value: str) -> None:
+    """The plain ``split(";")`` taken when a value has no double quote gives what the quote-aware scan
+    gives; with a quote, the scan decides (semicolons inside quotes stay, backslash escapes apply)."""
+    main, pairs = mime._split_header_params(value)
+    items = mime._split_quoted(value)
+    expected = [
+        (n.strip(), v.strip()) for n, sep, v in (i.partition("=") for i in items[1:]) if sep and n.strip()
+    ]
+    assert (main, pairs) == (items[0].strip(), expected)
+    if '"' not in value:
+        assert items == value.split(";")
+
+
+def test_a_quoted_semicolon_stays_inside_its_parameter() -> None:
+    assert mime._split_header_params('text/plain; name="a;b.txt"; charset=utf-8') == (
+        "text/plain",
+        [("name", "a;b.txt"), ("charset", "utf-8")],
+    )
+
+
+@pytest.mark.parametrize("name", [b"Subject", b"X-Custom-1", b"x!#$%&'*+-.^_`|~"])
+def test_printable_field_names_are_headers(name: bytes) -> None:
+    assert mime.parse_header_block(name + b": value\r\n") == {name.decode().lower(): ["value"]}
+
+
+@pytest.mark.parametrize("line", [b"Bad Name: x", b"Caf\xc3\xa9: x", b"Tab\tName: x", b": no name"])
+def test_field_names_with_spaces_controls_or_8bit_are_skipped(line: bytes) -> None:
+    assert mime.parse_header_block(b"Subject: kept\r\n" + line + b"\r\n") == {"subject": ["kept"]}

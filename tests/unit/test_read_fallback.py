@@ -12,6 +12,7 @@ from imapclient.response_parser import parse_fetch_response
 
 from mail_imap_mcp.imap.fetch import ReadOptions, fetch_summaries, read_message
 from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.summary_cache import SummaryCache
 
 RAW = (
     b"From: Ann <ann@example.org>\r\nSubject: Fallback\r\nDate: Mon, 03 Feb 2025 10:00:00 +0000\r\n"
@@ -182,6 +183,8 @@ def test_search_snippet_ignores_a_contradicting_structure() -> None:
     stub = ServerStub(NON_MIME_HTML, COURIER_PLAIN)
 
     class SummaryStub:
+        summary_cache = SummaryCache(0)
+
         def fetch(self, uids: list[int], items: list[str]) -> dict[int, dict[bytes, Any]]:
             assert any("CONTENT-TYPE CONTENT-TRANSFER-ENCODING" in item for item in items), items
             return {

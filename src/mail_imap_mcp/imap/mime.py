@@ -235,6 +235,8 @@ def _to_str(value: object) -> str | None:
     """A response atom or header value as ``str`` (8-bit tolerant), or None."""
     if value is None:
         return None
+    if type(value) is bytes:  # nearly every atom of a response: skip the checks below
+        return _bytes_to_str(value)
     if isinstance(value, bytes | bytearray | memoryview):
         return _bytes_to_str(bytes(value))
     if isinstance(value, str):
@@ -342,6 +344,10 @@ _ADDRESS_HEADERS = frozenset(
 )
 
 
+#: A header field name: printable US-ASCII but the colon (RFC 5322 3.6.8).
+_FIELD_NAME = re.compile(rb"[\x21-\x39\x3b-\x7e]+")
+
+
 def parse_header_block(raw: bytes) -> dict[str, list[str]]:
     """Parse raw header bytes into ``{lower-case name: [decoded values in order]}``.
 
@@ -370,7 +376,7 @@ def parse_header_block(raw: bytes) -> dict[str, list[str]]:
             continue
         name, sep, value = line.partition(b":")
         name = name.rstrip(b" \t")
-        if not sep or not name or any(byte < 33 or byte > 126 for byte in name):
+        if not sep or not _FIELD_NAME.fullmatch(name):
             current = None
             continue
         current = [value]
@@ -664,6 +670,18 @@ def _param_value(name: str, value: str) -> str:
 
 def _split_header_params(value: str) -> tuple[str, list[tuple[str, str]]]:
     """Split ``type/subtype; a=b; c="d;e"`` into the main value and raw parameter pairs."""
+    items = value.split(";") if '"' not in value else _split_quoted(value)
+    main = items[0].strip()
+    pairs: list[tuple[str, str]] = []
+    for item in items[1:]:
+        name, sep, param_value = item.partition("=")
+        if sep and name.strip():
+            pairs.append((name.strip(), param_value.strip()))
+    return main, pairs
+
+
+def _split_quoted(value: str) -> list[str]:
+    """``value`` split on the semicolons outside double quotes, the quotes removed, ``\\x`` read as x."""
     items: list[str] = []
     current: list[str] = []
     quoted = False
@@ -683,13 +701,7 @@ def _split_header_params(value: str) -> tuple[str, list[tuple[str, str]]]:
             current.append(ch)
         index += 1
     items.append("".join(current))
-    main = items[0].strip()
-    pairs: list[tuple[str, str]] = []
-    for item in items[1:]:
-        name, sep, param_value = item.partition("=")
-        if sep and name.strip():
-            pairs.append((name.strip(), param_value.strip()))
-    return main, pairs
+    return items
 
 
 # --------------------------------------------------------------------------------------
