@@ -23,7 +23,7 @@ from mail_imap_mcp.tools.messages import (
     message_gone,
     resolve_message,
 )
-from mail_imap_mcp.tools.search_messages import untrusted_fields
+from mail_imap_mcp.tools.search_page import untrusted_fields
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_get_thread"

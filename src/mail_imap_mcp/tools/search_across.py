@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from imapclient.exceptions import IMAPClientError
 
-from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure
+from mail_imap_mcp.envelope import Issue, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged, is_connection_broken
@@ -23,16 +22,16 @@ from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
 from mail_imap_mcp.imap.ids import parse_message_id
 from mail_imap_mcp.imap.mailboxes import list_with_message_counts, searchable_mailboxes
 from mail_imap_mcp.imap.models import MessageSummary
-from mail_imap_mcp.imap.search import CursorError, SearchFilter
+from mail_imap_mcp.imap.search import SearchFilter
 from mail_imap_mcp.imap.sort import DATE_WINDOW, OrderedPage, StreamCursor, StreamState, ordered_page
 from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.messages import conflict
+from mail_imap_mcp.tools.search_page import SearchMessagesData, charset_refused, decode_cursor, search_result
 
 if TYPE_CHECKING:
-    from mail_imap_mcp.tools.search_messages import SearchMessagesData, SearchMessagesInput
+    from mail_imap_mcp.tools.search_messages import SearchMessagesInput
 
 ALL_MAILBOXES = "*"
-CursorT = TypeVar("CursorT")
 #: A search of every mailbox covers at most this many (each costs a few round trips per page).
 MAX_MAILBOXES = 100
 
@@ -50,57 +49,6 @@ def _label(args: SearchMessagesInput) -> str:
 def _stream_digest(args: SearchMessagesInput, filter_digest: str) -> str:
     spec = json.dumps([filter_digest, args.mailbox, args.mailboxes, args.sort], ensure_ascii=False)
     return hashlib.sha256(spec.encode()).hexdigest()[:16]
-
-
-def page_summary(start: int, taken: int, returned: int, total: int, where: str, by_date: bool) -> str:
-    """The one-line summary of a search page: its range of the matches and where; short, as it is in every
-    page. Pages are always newest first (the tool's description says so); sent-date order is named.
-    Messages that could not be read are counted (the details are in data.issues)."""
-    shown = f"{start}-{start + taken - 1} of {total}" if taken else f"0 of {total}"
-    order = ", newest first by sent date" if by_date else ""
-    unreadable = f" ({taken - returned} unreadable)" if taken > returned else ""
-    return f"{shown} in {where}{order}{unreadable}"
-
-
-def page_next_action(
-    tool: str, same_search: dict[str, Any], next_cursor: str | None, messages: list[MessageSummary]
-) -> NextAction | None:
-    """The next page when there is one, else reading the newest message listed."""
-    if next_cursor:
-        return NextAction(
-            instruction="Fetch the next page of results",
-            tool=tool,
-            arguments={**same_search, "cursor": next_cursor},
-        )
-    if messages:
-        return NextAction(
-            instruction="Read the newest matching message",
-            tool="imap_get_message",
-            arguments={"message_id": messages[0].message_id},
-        )
-    return None
-
-
-def decode_cursor(
-    token: str | None, decode: Callable[[str], CursorT], fits: Callable[[CursorT], bool]
-) -> CursorT | None:
-    """The cursor ``token`` decoded, or ``invalid_input`` naming ``cursor`` when it is garbled or does not
-    ``fit`` this search (another account, mailbox, filters or order)."""
-    if token is None:
-        return None
-    try:
-        cursor = decode(token)
-    except CursorError as exc:
-        raise ToolFailure.invalid_input(
-            "cursor", f"{exc}. Rerun the search without a cursor to start again."
-        ) from None
-    if not fits(cursor):
-        raise ToolFailure.invalid_input(
-            "cursor",
-            "it belongs to a search with a different account, mailbox or filters, or another sort order. "
-            "Pass exactly the filters of the first page with this cursor, or drop the cursor to start a new search.",
-        )
-    return cursor
 
 
 def _resolve(
@@ -213,8 +161,6 @@ def handle_ordered(
     same_search: dict[str, Any],
 ) -> ToolResult[SearchMessagesData]:
     """A page of a date-ordered or multi-mailbox search (``strict``: one mailbox named alone)."""
-    from mail_imap_mcp.tools.search_messages import charset_refused, search_result
-
     connection = app.connection(args.account_id)
     account_id = connection.account_id
     digest = _stream_digest(args, filter_digest)
