@@ -157,11 +157,15 @@ def check_data(tool: str, data: dict[str, Any]) -> None:
         assert data["returned_bytes"] == 65_536
 
 
-def account_config(dovecot: Dovecot, user: str, port: int, **overrides: Any) -> Config:
+def account_config(
+    dovecot: Dovecot, user: str, port: int, *, summary_cache_entries: int = 0, **overrides: Any
+) -> Config:
+    """The scenario's account. No summaries are kept unless asked: a reset is placed by the byte offset
+    of a page fetched in full, which a page seen before (flags only) would no longer reach."""
     settings = account_settings(
         dovecot, user, port=port, connect_timeout_s=CONNECT_S, command_timeout_s=COMMAND_S, **overrides
     )
-    return make_config({"default": settings})
+    return make_config({"default": settings}, summary_cache_entries=summary_cache_entries)
 
 
 def seed_user(dovecot: Dovecot, user: str) -> int:
@@ -181,11 +185,17 @@ def extra_threads(baseline: set[threading.Thread]) -> list[str]:
 
 @pytest.fixture
 async def rig(dovecot: Dovecot) -> AsyncIterator[Rig]:
+    async with scenario_rig(dovecot) as scenario:
+        yield scenario
+
+
+@contextlib.asynccontextmanager
+async def scenario_rig(dovecot: Dovecot, **server: Any) -> AsyncIterator[Rig]:
     baseline = set(threading.enumerate())
     user = dovecot.new_user()
     uidvalidity = seed_user(dovecot, user)
     proxy = FaultProxy(dovecot.host, dovecot.tls_port).start()
-    app = AppContext.from_config(account_config(dovecot, user, proxy.port))
+    app = AppContext.from_config(account_config(dovecot, user, proxy.port, **server))
     try:
         async with Client(build_server(app.config, app)) as client:
             scenario = Rig(dovecot, proxy, user, app, EnvelopeClient(client), uidvalidity)
@@ -239,6 +249,29 @@ async def test_reset_inside_a_search_of_every_mailbox_recovers_with_the_same_pag
         assert envelope["data"]["status"] == "ok"
         assert rig.connection.logins == logins + 1
         rig.proxy.pass_through()
+
+
+async def test_reset_inside_the_flags_of_a_page_seen_before_recovers_with_the_same_page(
+    dovecot: Dovecot,
+) -> None:
+    """Scenario: with summaries kept, a page seen before fetches only FLAGS and RFC822.SIZE; the connection
+    is reset inside that answer -> the retry gives the same page, flags included, on a new connection."""
+    async with scenario_rig(dovecot, summary_cache_entries=100) as rig:
+        arguments = {"limit": 6, "fields": "full"}
+        await rig.warm_up()
+        seen = await rig.call("imap_search_messages", arguments)
+        before = rig.proxy.server_bytes
+        quiet = await rig.call("imap_search_messages", arguments)
+        answer_bytes = rig.proxy.server_bytes - before
+        assert quiet["data"]["messages"] == seen["data"]["messages"]
+        logins = rig.connection.logins
+        # The FETCH is the call's last command: its answer is the last of the call's bytes.
+        rig.proxy.reset_after(answer_bytes - 16, connections=1)
+        again = await rig.call("imap_search_messages", arguments)
+        assert again["success"], again["error"]
+        assert again["data"]["messages"] == seen["data"]["messages"]
+        assert again["data"]["status"] == "ok"
+        assert rig.connection.logins == logins + 1
 
 
 @pytest.mark.parametrize("tool", READ_TOOLS)

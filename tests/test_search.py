@@ -368,8 +368,15 @@ async def test_a_message_the_server_cannot_fetch_makes_the_page_partial(
     assert envelope["meta"]["warnings"]
     assert [uid_of(m) for m in data["messages"]] == [3, 1]
     compact = await mcp.ok("imap_search_messages", {"limit": 10})
-    assert compact["status"] == "partial" and compact["issues"] == data["issues"]
+    # Not the message itself: Dovecot's error text ends with the second it was written, which the two
+    # calls may straddle (seen failing that way in a full run).
+    assert compact["status"] == "partial"
+    assert [without_message(i) for i in compact["issues"]] == [without_message(i) for i in data["issues"]]
     assert [uid_of(m) for m in compact["messages"]] == [3, 1]
+
+
+def without_message(issue: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in issue.items() if key != "message"}
 
 
 @pytest.mark.slow

@@ -33,7 +33,8 @@ Actions:
 Observation: ``accepted`` (connections accepted so far), ``open_connections`` (client connections not
 yet closed), ``sent()`` (every byte the clients sent *that reached the upstream*, in arrival order; with
 TLS these are ciphertext, so point a ``security = "plain"`` account at Dovecot's plaintext port to assert
-on IMAP commands) and ``threads()`` (the proxy's live threads). ``stop()`` closes everything and joins
+on IMAP commands), ``server_bytes`` (bytes the server sent, over every connection: what a call's answer
+weighs, to place a ``reset_after`` inside it) and ``threads()`` (the proxy's live threads). ``stop()`` closes everything and joins
 every thread, raising if one does not finish.
 """
 
@@ -279,6 +280,12 @@ class FaultProxy:
             if count <= at_most or time.monotonic() >= deadline:
                 return count
             time.sleep(0.01)
+
+    @property
+    def server_bytes(self) -> int:
+        """Bytes the server sent to clients so far, over every connection."""
+        with self._lock:
+            return sum(c.server_bytes for c in self._connections.values())
 
     def sent(self, connection: int | None = None) -> bytes:
         """Bytes clients sent that were forwarded upstream (one connection's, or all in arrival order)."""
