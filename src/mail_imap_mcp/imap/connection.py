@@ -99,6 +99,16 @@ class _Revalidation:
     state: MailboxState
 
 
+@dataclass
+class _Examination:
+    """An EXAMINE sent ahead of the command that reads the mailbox (see :meth:`ImapSession.examine_ahead`)."""
+
+    tag: bytes
+    mailbox: str
+    #: The UIDVALIDITY the caller's command relies on (None: any).
+    uidvalidity: int | None
+
+
 class ImapSession:
     """A logged-in connection, borrowed for one call. All methods are read-only.
 
@@ -119,8 +129,8 @@ class ImapSession:
         self._pipeline = pipeline
         # The mailbox this call has EXAMINEd or revalidated; a selection left by an earlier call is stale.
         self._examined: str | None = current
-        # A revalidation sent but not yet answered: it rides along with the call's next command.
-        self._pending: _Revalidation | None = None
+        # A revalidation or EXAMINE sent but not yet answered: it rides along with the call's next command.
+        self._pending: _Revalidation | _Examination | None = None
 
     @property
     def client(self) -> IMAPClient:
@@ -152,6 +162,8 @@ class ImapSession:
         connection runs the read again, this time without pipelining (``pipeline=False``). Within a
         call the selection is reused, with the EXISTS/EXPUNGE updates seen since.
         """
+        if isinstance(self._pending, _Examination):
+            self.settle()
         state = self._owner.selected
         if state is not None and state.name == mailbox and state.readonly:
             if self._examined == mailbox:
@@ -164,6 +176,33 @@ class ImapSession:
                 self.settle()
                 return self.refresh_counts(state)
         return self._open(mailbox, readonly=True)
+
+    def examine_ahead(self, mailbox: str, *, uidvalidity: int | None = None) -> None:
+        """Select ``mailbox`` read-only for the next command, sending EXAMINE with that command.
+
+        Where the mailbox is not this call's selection already (or the earlier call's, which
+        :meth:`examine` revalidates, pipelined too), EXAMINE is sent now and answered together with the
+        next read on the mailbox (SEARCH, SORT, FETCH; sent without a literal), one round trip for both.
+        Its answer is read after that command's: when EXAMINE failed (``mailbox_not_found``) or found
+        another UIDVALIDITY than ``uidvalidity`` (:class:`UidValidityChanged`), that command's answer is
+        discarded and the error raised in its place. One EXAMINE at a time is in flight, so the
+        untagged answers (EXISTS, UIDVALIDITY, FETCH) cannot be taken for another command's. Afterwards
+        :meth:`examine` gives the mailbox's state without a round trip.
+        """
+        state = self._owner.selected
+        if not self._pipeline or (state is not None and state.name == mailbox and state.readonly):
+            state = self.examine(mailbox)
+            if uidvalidity is not None and state.uidvalidity != uidvalidity:
+                raise UidValidityChanged(uidvalidity, state.uidvalidity)
+            return
+        client = self.client  # answers anything still pending first: one EXAMINE in flight at most
+        imap = client._imap
+        self._forget_selection()
+        imap.untagged_responses = {}  # as imaplib's select(): what is left belongs to the old view
+        tag = imap._command("EXAMINE", client._normalise_folder(mailbox))
+        # The next command is sent before EXAMINE is answered; imaplib checks the state it is sent in.
+        imap.state, imap.is_readonly = "SELECTED", True
+        self._pending = _Examination(tag, mailbox, uidvalidity)
 
     def select(self, mailbox: str, *, uidvalidity: int | None = None) -> MailboxState:
         """Select ``mailbox`` read-write for a write: always a new SELECT, so the write acts on the
@@ -182,6 +221,13 @@ class ImapSession:
                 raise
             self._forget_selection()
             raise mailbox_not_found(mailbox) from None
+        state = self._selected(mailbox, response, readonly=readonly)
+        # SELECT/EXAMINE answered everything the server had queued for the old view.
+        client._imap.untagged_responses.pop("EXPUNGE", None)
+        return state
+
+    def _selected(self, mailbox: str, response: dict[bytes, Any], *, readonly: bool) -> MailboxState:
+        """The selection that a SELECT or EXAMINE answer describes, now the session's."""
         state = MailboxState(
             name=mailbox,
             uidvalidity=int(response.get(b"UIDVALIDITY", 0)),
@@ -192,8 +238,6 @@ class ImapSession:
         )
         self._owner.selected = state
         self._examined = mailbox
-        # SELECT/EXAMINE answered everything the server had queued for the old view.
-        client._imap.untagged_responses.pop("EXPUNGE", None)
         return state
 
     @contextmanager
@@ -226,6 +270,9 @@ class ImapSession:
         """
         pending, self._pending = self._pending, None
         if pending is None:
+            return
+        if isinstance(pending, _Examination):
+            self._settle_examination(pending, pipelined=pipelined)
             return
         self._owner.pipelined_commands += 2 if pipelined else 1
         imap = self._client._imap
@@ -262,6 +309,27 @@ class ImapSession:
             before = pending.state.exists
             if expunged or self.refresh_counts(pending.state).exists != before:
                 raise SelectionStale()
+
+    def _settle_examination(self, pending: _Examination, *, pipelined: bool) -> None:
+        """Read the answer to an EXAMINE sent ahead; the command sent behind it counts only if it is OK."""
+        self._owner.pipelined_commands += 1 if pipelined else 0
+        imap = self._client._imap
+        try:
+            typ, _ = imap._command_complete("EXAMINE", pending.tag)
+        except imaplib.IMAP4.error as exc:
+            if is_connection_broken(exc) or isinstance(exc, imaplib.IMAP4.abort):
+                raise
+            typ = "BAD"
+        if typ != "OK":
+            imap.state = "AUTH"  # a failed EXAMINE leaves no mailbox selected (RFC 3501 6.3.1)
+            raise mailbox_not_found(pending.mailbox)
+        untagged = imap.untagged_responses
+        state = self._selected(
+            pending.mailbox, self._client._process_select_response(untagged), readonly=True
+        )
+        self.refresh_counts(state)  # with what came after EXAMINE's answer, as for any selection
+        if pending.uidvalidity is not None and state.uidvalidity != pending.uidvalidity:
+            raise UidValidityChanged(pending.uidvalidity, state.uidvalidity)
 
     def _forget_selection(self) -> None:
         self._owner.selected = None

@@ -21,7 +21,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -293,8 +293,17 @@ class Window:
 class StreamSearch:
     """The streams of one page of one search, read on one session."""
 
-    def __init__(self, session: ImapSession, search: SearchFilter, sort: SortOrder, limit: int) -> None:
+    def __init__(
+        self,
+        session: ImapSession,
+        search: SearchFilter,
+        sort: SortOrder,
+        limit: int,
+        listed: Collection[str] = frozenset(),
+    ) -> None:
         self.session = session
+        #: Mailboxes this call's LIST just showed: like those of a cursor, known to exist.
+        self.listed = listed
         self.sort = sort
         self.limit = limit
         self.charset = "UTF-8" if search.needs_utf8 else None
@@ -307,17 +316,18 @@ class StreamSearch:
     def open(self, state: StreamState, *, with_keys: bool) -> StreamPage:
         """Examine the stream's mailbox and read its candidates for this page (``with_keys``: with their
         sort keys, which a merge of several streams needs)."""
+        first = not state.uidvalidity
+        order = self._sort(state, first) if self.server_sorts else None
         mailbox = self.session.examine(state.mailbox)
         if state.uidvalidity and mailbox.uidvalidity != state.uidvalidity:
             raise UidValidityChanged(state.uidvalidity, mailbox.uidvalidity)
-        first = not state.uidvalidity
         state.uidvalidity = mailbox.uidvalidity
         page = StreamPage(state, mailbox)
         if first and mailbox.exists == 0:
             state.upper = max(mailbox.uidnext - 1, 0)
             return page
-        if self.server_sorts:
-            self._sorted(page, first)
+        if order is not None:
+            self._sorted(page, first, order)
         else:
             counted = self._counted_search(page) if first and self.criteria and not self.charset else None
             if first and counted is None:
@@ -364,12 +374,21 @@ class StreamSearch:
         page.candidates = [Candidate(uid, None) for uid in uids[:wanted]]
         page.more_beyond = len(uids) > wanted
 
-    def _sorted(self, page: StreamPage, first: bool) -> None:
-        state = page.state
+    def _sort(self, state: StreamState, first: bool) -> list[int]:
+        """The stream's matches by ``UID SORT`` (of the snapshot after the first page), sent with the
+        mailbox's EXAMINE (one round trip for both) where no literal is needed and the mailbox is known
+        to exist: a name never seen would have the SORT answered BAD (no mailbox selected)."""
+        if self.charset is None and (state.uidvalidity or state.mailbox in self.listed):
+            self.session.examine_ahead(state.mailbox, uidvalidity=state.uidvalidity or None)
+        else:
+            self.session.examine(state.mailbox)
         criteria = list(self.criteria)
         if not first:
             criteria = [b"UID", f"1:{max(state.upper, 1)}".encode(), *criteria]
-        order = self.session.uid_sort_by_date(criteria, charset=self.charset)
+        return self.session.uid_sort_by_date(criteria, charset=self.charset)
+
+    def _sorted(self, page: StreamPage, first: bool, order: list[int]) -> None:
+        state = page.state
         if first:
             assert page.mailbox_state is not None
             state.upper = max([page.mailbox_state.uidnext - 1, *order])
@@ -455,11 +474,13 @@ def ordered_page(
     strict: bool,
     total: int | None,
     returned: int,
+    listed: Collection[str] = frozenset(),
 ) -> OrderedPage:
     """One page over ``streams``, merged newest first. ``strict`` (one mailbox named alone): a mailbox
     error is the call's error; otherwise a failed mailbox becomes an issue and leaves the search.
-    ``total``: from the cursor, None on the first page (then summed over the mailboxes)."""
-    reader = StreamSearch(session, search, sort, limit)
+    ``total``: from the cursor, None on the first page (then summed over the mailboxes); ``listed``:
+    the mailboxes that this call's LIST showed."""
+    reader = StreamSearch(session, search, sort, limit, listed)
     merged = len(streams) > 1
     pages: list[StreamPage] = []
     waiting: list[StreamState] = []

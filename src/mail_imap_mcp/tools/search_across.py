@@ -53,11 +53,12 @@ def _stream_digest(args: SearchMessagesInput, filter_digest: str) -> str:
 
 def _resolve(
     session: ImapSession, app: AppContext, account_id: str, args: SearchMessagesInput
-) -> tuple[list[str], list[str], list[Issue]]:
-    """The mailboxes to open, those known to be empty (LIST-STATUS: not opened), and issues."""
+) -> tuple[list[str], list[str], list[Issue], set[str]]:
+    """The mailboxes to open, those known to be empty (LIST-STATUS: not opened), issues, and the
+    mailboxes the LIST showed."""
     names, everything = wanted_mailboxes(args)
     if not everything:
-        return names, [], []
+        return names, [], [], set()
     trash = app.config.accounts[account_id].trash_mailbox
     boxes = list_with_message_counts(session)
     found = searchable_mailboxes(boxes, trash)
@@ -80,13 +81,15 @@ def _resolve(
         for box in boxes
         if box.counts is not None and box.counts.messages == 0 and box.name != session.selected_mailbox
     }
-    return [n for n in chosen if n not in empty], [n for n in chosen if n in empty], issues
+    opened = [n for n in chosen if n not in empty]
+    return opened, [n for n in chosen if n in empty], issues, {box.name for box in boxes if box.selectable}
 
 
 def _summaries(
     session: ImapSession, account_id: str, page: OrderedPage, snippet_chars: int, strict: bool
 ) -> tuple[list[MessageSummary], list[Issue]]:
-    """Summaries of the page's picks in merge order, reading each mailbox once (the selected one first)."""
+    """Summaries of the page's picks in merge order, reading each mailbox once (the selected one first;
+    each other one with its EXAMINE and FETCH in one round trip)."""
     by_mailbox: dict[str, tuple[int, list[int]]] = {}
     for mailbox, uidvalidity, uid in page.picks:
         by_mailbox.setdefault(mailbox, (uidvalidity, []))[1].append(uid)
@@ -97,9 +100,7 @@ def _summaries(
     for mailbox in order:
         uidvalidity, uids = by_mailbox[mailbox]
         try:
-            state = session.examine(mailbox)
-            if state.uidvalidity != uidvalidity:
-                raise UidValidityChanged(uidvalidity, state.uidvalidity)
+            session.examine_ahead(mailbox, uidvalidity=uidvalidity)  # answered with the FETCH
             batch = fetch_summaries(
                 session,
                 account_id=account_id,
@@ -174,8 +175,9 @@ def handle_ordered(
     def work(session: ImapSession) -> tuple[OrderedPage, list[MessageSummary], list[Issue]]:
         issues: list[Issue] = []
         empty: list[str] = []
+        listed: set[str] = set()
         if cursor is None:
-            names, empty, issues = _resolve(session, app, account_id, args)
+            names, empty, issues, listed = _resolve(session, app, account_id, args)
             streams = [StreamState(name) for name in names]
         else:
             streams = cursor.streams
@@ -188,6 +190,7 @@ def handle_ordered(
             strict=strict,
             total=cursor.total if cursor else None,
             returned=cursor.returned if cursor else 0,
+            listed=listed,
         )
         page.mailboxes += empty  # searched too: LIST-STATUS said they hold nothing
         messages, fetch_issues = _summaries(session, account_id, page, snippet_chars, strict)
