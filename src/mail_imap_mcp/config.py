@@ -340,7 +340,8 @@ class ServerSettings(BaseModel):
         le=100_000,
         description="Search-result summaries kept per account for messages already seen, so a page "
         "seen before is answered from the server's flags alone (a message's content never changes "
-        "under its UID); 0 keeps none. An entry is typically under 1 KB plus its snippet.",
+        "under its UID); 0 keeps none. An entry is typically under 1 KB plus its snippet; whatever "
+        "this allows, the kept summaries of an account hold at most 4 million characters of text.",
     )
     max_text_part_bytes: int = Field(
         default=2_000_000,

@@ -73,3 +73,33 @@ def test_zero_entries_keeps_nothing() -> None:
     cache = SummaryCache(0)
     cache.put(key(1), summary(1))
     assert len(cache) == 0 and cache.get(key(1)) is None
+
+
+def test_the_text_held_stays_under_its_bound_whatever_the_entries_allow() -> None:
+    """Hostile mail with every field at its cap must not make the allowed entries weigh megabytes."""
+    cache = SummaryCache(100, max_chars=20_000)
+    for uid in range(50):
+        big = summary(uid)
+        big.subject = "x" * 2_000
+        big.snippet = "y" * 500
+        cache.put(key(uid), big)
+        assert cache.chars <= 20_000
+    assert 0 < len(cache) < 10
+    assert cache.get(key(49)) is not None and cache.get(key(0)) is None
+
+
+def test_a_summary_larger_than_the_bound_is_not_kept_and_evicts_nothing() -> None:
+    cache = SummaryCache(10, max_chars=1_000)
+    cache.put(key(1), summary(1))
+    huge = summary(2)
+    huge.subject = "z" * 5_000
+    cache.put(key(2), huge)
+    assert cache.get(key(2)) is None and cache.get(key(1)) is not None
+
+
+def test_putting_a_key_again_replaces_it_and_counts_its_text_once() -> None:
+    cache = SummaryCache(10)
+    cache.put(key(1), summary(1))
+    once = cache.chars
+    cache.put(key(1), summary(1))
+    assert cache.chars == once and len(cache) == 1

@@ -23,12 +23,22 @@ class SummaryKey(NamedTuple):
     snippet_chars: int
 
 
-class SummaryCache:
-    """At most ``entries`` summaries (0: keep none), least recently used first out; thread-safe."""
+#: Characters of text the kept summaries of one account may hold in all: 2,000 ordinary summaries
+#: (about 600 characters each with a 200-character snippet) take about 1.2 million, while hostile
+#: mail with every field at its cap (2,000-character subject and addresses) could otherwise make the
+#: allowed entries weigh tens of megabytes.
+MAX_KEPT_CHARS = 4_000_000
 
-    def __init__(self, entries: int) -> None:
+
+class SummaryCache:
+    """At most ``entries`` summaries (0: keep none) holding at most ``max_chars`` characters of text,
+    least recently used first out; thread-safe."""
+
+    def __init__(self, entries: int, *, max_chars: int = MAX_KEPT_CHARS) -> None:
         self.entries = entries
-        self._kept: OrderedDict[SummaryKey, MessageSummary] = OrderedDict()
+        self.max_chars = max_chars
+        self._kept: OrderedDict[SummaryKey, tuple[MessageSummary, int]] = OrderedDict()
+        self._chars = 0
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -45,22 +55,52 @@ class SummaryCache:
                 return None
             self._kept.move_to_end(key)
             self.hits += 1
-            return kept
+            return kept[0]
 
     def put(self, key: SummaryKey, summary: MessageSummary) -> None:
         """Keep a copy of ``summary`` (its flags are not kept: they are asked anew each time)."""
-        if self.entries <= 0:
+        weight = _chars(summary)
+        if self.entries <= 0 or weight > self.max_chars:
             return
         kept = with_flags(summary, [])
         with self._lock:
-            self._kept[key] = kept
-            self._kept.move_to_end(key)
-            while len(self._kept) > self.entries:
-                self._kept.popitem(last=False)
+            previous = self._kept.pop(key, None)
+            if previous is not None:
+                self._chars -= previous[1]
+            self._kept[key] = (kept, weight)
+            self._chars += weight
+            while len(self._kept) > self.entries or self._chars > self.max_chars:
+                _, (_, dropped) = self._kept.popitem(last=False)
+                self._chars -= dropped
+
+    @property
+    def chars(self) -> int:
+        """Characters of text held now."""
+        return self._chars
 
     def clear(self) -> None:
         with self._lock:
             self._kept.clear()
+            self._chars = 0
+
+
+def _chars(summary: MessageSummary) -> int:
+    """The summary's text, in characters, with the short recipients; numbers and lists count as 64."""
+    texts: list[str | None] = [
+        summary.message_id,
+        summary.message_uri,
+        summary.message_raw_uri,
+        summary.mailbox,
+        summary.date,
+        summary.from_,
+        summary.to,
+        summary.cc,
+        summary.subject,
+        summary.snippet,
+        summary._short_to,
+        summary._short_cc,
+    ]
+    return sum(len(text) for text in texts if text) + 64
 
 
 def with_flags(summary: MessageSummary, flags: list[str]) -> MessageSummary:
