@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import anyio
@@ -171,15 +171,21 @@ async def mcp(config: Config) -> AsyncIterator[EnvelopeClient]:
 
 @pytest.fixture
 def fetch_log(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], int]]:
-    """Record each FETCH's items and the bytes it returned (the server is real; this only observes)."""
-    log: list[tuple[list[str], int]] = []
-    original = ImapSession.fetch
+    """Record each FETCH's items and the bytes it returned (the server is real; this only observes).
 
-    def recording(self: ImapSession, uids: list[int], items: list[str]) -> dict[int, dict[bytes, Any]]:
-        result = original(self, uids, items)
-        size = sum(len(v) for data in result.values() for v in data.values() if isinstance(v, bytes))
-        log.append((items, size))
+    Commands sent together (``ImapSession.fetch_each``) are recorded one by one, in the order sent."""
+    log: list[tuple[list[str], int]] = []
+    original = ImapSession.fetch_each
+
+    def recording(
+        self: ImapSession, requests: Sequence[tuple[list[int], list[str]]]
+    ) -> dict[int, dict[bytes, Any]]:
+        result = original(self, requests)
+        for uids, items in requests:
+            if uids:
+                answers = [result[uid] for uid in uids if uid in result]
+                log.append((items, sum(len(v) for a in answers for v in a.values() if isinstance(v, bytes))))
         return result
 
-    monkeypatch.setattr(ImapSession, "fetch", recording)
+    monkeypatch.setattr(ImapSession, "fetch_each", recording)
     return log

@@ -15,6 +15,7 @@ import pytest
 
 from mail_imap_mcp.imap import fetch as fetch_module
 from mail_imap_mcp.imap.fetch import KEPT_ITEMS, summary_items
+from mail_imap_mcp.tools.context import AppContext
 from tests.conftest import MatrixServer, make_config, open_client
 from tests.support import mailgen
 from tests.support.dovecot import Dovecot
@@ -95,7 +96,7 @@ async def test_a_flag_changed_elsewhere_shows_on_a_page_seen_before(
     ]
 
 
-async def test_a_new_message_is_parsed_and_the_kept_ones_are_not(
+async def test_a_new_message_is_fetched_and_parsed_and_the_kept_ones_give_only_their_flags(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient, fetch_log: FetchLog, parsed: list[int]
 ) -> None:
     seed(imap_server, user)
@@ -104,11 +105,39 @@ async def test_a_new_message_is_parsed_and_the_kept_ones_are_not(
     fetch_log.clear()
     parsed.clear()
     again = await mcp.ok(TOOL, {"limit": 5})
-    assert [items for items, _ in fetch_log][-1] == summary_items(200)
+    # The last page's two FETCHes, sent together: everything for the new message, flags for the others.
+    assert [items for items, _ in fetch_log][-2:] == [summary_items(200), KEPT_ITEMS]
     newest = again["messages"][0]
     assert newest["subject"] == "newcomer" and newest["snippet"] == "Fresh news."
     assert parsed == [uid_of(newest)]
     assert again["messages"][1:] == first["messages"][:4]
+
+
+async def test_the_flags_of_kept_messages_ride_with_the_fetch_of_new_ones(
+    dovecot: Dovecot, account: Any
+) -> None:
+    """A page with new and kept messages sends its two FETCHes together: no round trip more than the
+    same page without kept summaries, and the same answer."""
+    seen: dict[int, tuple[list[tuple[str, str, bool | None]], int]] = {}
+    for entries in (0, 100):
+        user = dovecot.new_user("t-kept")
+        seed(dovecot, user, count=8)
+        config = make_config({"default": account(user)}, summary_cache_entries=entries)
+        app = AppContext.from_config(config)
+        async for client in open_client(config, app):
+            await client.ok(TOOL, {"limit": 5})
+            change_inbox(dovecot, user, add=[mailgen.plain_message("newcomer", "Fresh news.\n")])
+            # The view's change is seen (and the call rerun) here, by a page of another snippet
+            # length, whose summaries are kept under other keys: the page below finds the new message
+            # not kept and the four others kept.
+            await client.ok(TOOL, {"limit": 5, "snippet_chars": 0})
+            before = app.connection("default").round_trips
+            data = await client.ok(TOOL, {"limit": 5})
+            trips = app.connection("default").round_trips - before
+            seen[entries] = ([(m["subject"], m["snippet"], m.get("unread")) for m in data["messages"]], trips)
+    assert seen[100] == seen[0]
+    assert seen[100][0][0][0] == "newcomer"
+    assert seen[100][1] == 2
 
 
 async def test_a_message_expunged_elsewhere_leaves_a_page_seen_before(

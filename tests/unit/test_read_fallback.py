@@ -185,6 +185,10 @@ def test_search_snippet_ignores_a_contradicting_structure() -> None:
     class SummaryStub:
         summary_cache = SummaryCache(0)
 
+        def fetch_each(self, requests: list[tuple[list[int], list[str]]]) -> dict[int, dict[bytes, Any]]:
+            ((uids, items),) = [request for request in requests if request[0]]
+            return self.fetch(uids, items)
+
         def fetch(self, uids: list[int], items: list[str]) -> dict[int, dict[bytes, Any]]:
             assert any("CONTENT-TYPE CONTENT-TRANSFER-ENCODING" in item for item in items), items
             return {

@@ -464,32 +464,37 @@ class ImapSession:
         return data
 
     def fetch(self, uids: list[int], items: list[str]) -> dict[int, dict[bytes, Any]]:
-        """``UID FETCH`` of ``items`` for ``uids`` (items must be PEEK/metadata: never sets \\Seen).
+        """``UID FETCH`` of ``items`` for ``uids`` (items must be PEEK/metadata: never sets \\Seen)."""
+        return self.fetch_each([(uids, items)])
+
+    def fetch_each(self, requests: Sequence[tuple[list[int], list[str]]]) -> dict[int, dict[bytes, Any]]:
+        """One ``UID FETCH`` per ``(uids, items)`` request (PEEK/metadata items only), all sent before the
+        first answer is read: one round trip for all. The UIDs of two requests must not overlap.
 
         Pipelined behind a pending revalidation: an unsolicited FETCH that the revalidation's NOOP
         brings (a flag change elsewhere) would mix with the answer, so the answer counts only when it
         holds exactly one response per message returned; otherwise :class:`SelectionStale` makes the
         call run again on the updated view, unpipelined.
         """
-        if not uids:
+        requests = [(uids, items) for uids, items in requests if uids]
+        if not requests:
             return {}
-        if self._pending is None or not self._pipeline:
-            client = self.client
-            client._imap.untagged_responses.pop("FETCH", None)
-            with self._selected_mailbox_errors():
-                result: dict[int, dict[bytes, Any]] = client.fetch(uids, items)
-            return result
-        client = self._client
+        behind_revalidation = self._pending is not None and self._pipeline
+        client = self._client if behind_revalidation else self.client
         imap = client._imap
         imap.untagged_responses.pop("FETCH", None)
         with self._selected_mailbox_errors():
-            tag = imap._command("UID", "FETCH", join_message_ids(uids), seq_to_parenstr_upper(items))
-            typ, data = imap._command_complete("FETCH", tag)
-            client._checkok("fetch", typ, data)
-            _, data = imap._untagged_response(typ, data, "FETCH")
+            tags = [
+                imap._command("UID", "FETCH", join_message_ids(uids), seq_to_parenstr_upper(items))
+                for uids, items in requests
+            ]
+            answers = [imap._command_complete("FETCH", tag) for tag in tags]
+            for typ, data in answers:
+                client._checkok("fetch", typ, data)
+            _, data = imap._untagged_response(*answers[-1], "FETCH")
         parsed = parse_fetch_response(data, client.normalise_times, True)
-        answer = {uid: parsed[uid] for uid in uids if uid in parsed}
-        if sum(1 for item in data if _starts_fetch_response(item)) != len(answer):
+        answer = {uid: parsed[uid] for uids, _ in requests for uid in uids if uid in parsed}
+        if behind_revalidation and sum(1 for item in data if _starts_fetch_response(item)) != len(answer):
             raise SelectionStale()
         return answer
 
