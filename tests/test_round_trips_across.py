@@ -16,6 +16,7 @@ import re
 import time
 from typing import Any
 
+import imapclient.exceptions
 import pytest
 
 from mail_imap_mcp.envelope import ToolFailure
@@ -173,8 +174,7 @@ def recreate(server: MatrixServer, user: str, mailbox: str, subjects: list[str])
     derive it from the clock: a second later, if needed)."""
     old = uidvalidity_of(server, user, mailbox)
     for _ in range(3):
-        with server.connect(user) as client:
-            client.delete_folder(mailbox)
+        delete(server, user, mailbox)
         server.seed(user, mailbox, [mailgen.plain_message(s, "new\n", date=BASE) for s in subjects])
         if uidvalidity_of(server, user, mailbox) != old:
             return
@@ -183,8 +183,17 @@ def recreate(server: MatrixServer, user: str, mailbox: str, subjects: list[str])
 
 
 def delete(server: MatrixServer, user: str, mailbox: str) -> None:
-    with server.connect(user) as client:
-        client.delete_folder(mailbox)
+    """Delete ``mailbox``; once more after a pause when the server refuses for a moment (Cyrus answered
+    "SPECIAL-USE flag conflict" once, in a full run, for a mailbox that has no special use)."""
+    for attempt in range(3):
+        try:
+            with server.connect(user) as client:
+                client.delete_folder(mailbox)
+            return
+        except imapclient.exceptions.IMAPClientError:
+            if attempt == 2:
+                raise
+            time.sleep(0.5)
 
 
 @on_matrix()
