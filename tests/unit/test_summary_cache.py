@@ -37,7 +37,6 @@ def test_a_kept_summary_comes_back_without_the_flags_it_was_kept_with() -> None:
     cache.put(key(1), summary(1, flags=["\\Seen", "\\Flagged"]))
     kept = cache.get(key(1))
     assert kept is not None and kept.flags == [] and kept.subject == "message 1"
-    assert (cache.hits, cache.misses) == (1, 0)
 
 
 def test_with_flags_gives_a_copy_with_todays_flags_and_the_short_recipients() -> None:
@@ -55,7 +54,7 @@ def test_keys_differ_by_uidvalidity_and_snippet_length() -> None:
     assert cache.get(key(1, uidvalidity=8)) is None
     assert cache.get(key(1, snippet_chars=50)) is None
     assert cache.get(SummaryKey("Archive", 7, 1, 200)) is None
-    assert cache.misses == 3
+    assert cache.get(key(1)) is not None
 
 
 def test_the_least_recently_used_entry_leaves_first() -> None:

@@ -40,8 +40,6 @@ class SummaryCache:
         self._kept: OrderedDict[SummaryKey, tuple[MessageSummary, int]] = OrderedDict()
         self._chars = 0
         self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -51,10 +49,8 @@ class SummaryCache:
         with self._lock:
             kept = self._kept.get(key)
             if kept is None:
-                self.misses += 1
                 return None
             self._kept.move_to_end(key)
-            self.hits += 1
             return kept[0]
 
     def put(self, key: SummaryKey, summary: MessageSummary) -> None:
