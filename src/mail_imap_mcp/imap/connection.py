@@ -480,40 +480,48 @@ class ImapSession:
         if not requests:
             return {}
         behind_revalidation = self._pending is not None and self._pipeline
+        commands = [(join_message_ids(uids), items) for uids, items in requests]
+        wanted = [uid for uids, _ in requests for uid in uids]
         client = self._client if behind_revalidation else self.client
+        return self._uid_fetch(client, commands, wanted, one_answer_each=behind_revalidation)
+
+    def fetch_range(self, uids: Sequence[int], items: list[str]) -> dict[int, dict[bytes, Any]]:
+        """``UID FETCH`` of ``items`` for ``uids`` sent as one compact UID set (``1:500,502``), for long
+        lists (metadata or PEEK items only); answers for other UIDs are dropped."""
+        wanted = sorted(set(uids))
+        if not wanted:
+            return {}
+        return self._uid_fetch(self.client, [(format_uid_set(wanted), items)], wanted, one_answer_each=False)
+
+    def _uid_fetch(
+        self,
+        client: IMAPClient,
+        commands: list[tuple[str, list[str]]],
+        wanted: list[int],
+        *,
+        one_answer_each: bool,
+    ) -> dict[int, dict[bytes, Any]]:
+        """Send every ``(uid set, items)`` UID FETCH, then read the answers: the responses for ``wanted``.
+
+        ``one_answer_each`` (pipelined behind a revalidation): :class:`SelectionStale` unless the answer
+        holds exactly one response per message returned (an unsolicited FETCH came with it otherwise).
+        """
         imap = client._imap
         imap.untagged_responses.pop("FETCH", None)
         with self._selected_mailbox_errors():
             tags = [
-                imap._command("UID", "FETCH", join_message_ids(uids), seq_to_parenstr_upper(items))
-                for uids, items in requests
+                imap._command("UID", "FETCH", uid_set, seq_to_parenstr_upper(items))
+                for uid_set, items in commands
             ]
             answers = [imap._command_complete("FETCH", tag) for tag in tags]
             for typ, data in answers:
                 client._checkok("fetch", typ, data)
             _, data = imap._untagged_response(*answers[-1], "FETCH")
         parsed = parse_fetch_response(data, client.normalise_times, True)
-        answer = {uid: parsed[uid] for uids, _ in requests for uid in uids if uid in parsed}
-        if behind_revalidation and sum(1 for item in data if _starts_fetch_response(item)) != len(answer):
+        answer = {uid: parsed[uid] for uid in wanted if uid in parsed}
+        if one_answer_each and sum(1 for item in data if _starts_fetch_response(item)) != len(answer):
             raise SelectionStale()
         return answer
-
-    def fetch_range(self, uids: Sequence[int], items: list[str]) -> dict[int, dict[bytes, Any]]:
-        """``UID FETCH`` of ``items`` for ``uids`` sent as one compact UID set (``1:500,502``), for long
-        lists (metadata or PEEK items only); answers for other UIDs are dropped."""
-        wanted = set(uids)
-        if not wanted:
-            return {}
-        client = self.client
-        client._imap.untagged_responses.pop("FETCH", None)
-        imap = client._imap
-        with self._selected_mailbox_errors():
-            tag = imap._command("UID", "FETCH", format_uid_set(sorted(wanted)), seq_to_parenstr_upper(items))
-            typ, data = imap._command_complete("FETCH", tag)
-            client._checkok("fetch", typ, data)
-            typ, data = imap._untagged_response(typ, data, "FETCH")
-        response = parse_fetch_response(data, client.normalise_times, True)
-        return {uid: answer for uid, answer in response.items() if uid in wanted}
 
     @contextmanager
     def _selected_mailbox_errors(self) -> Iterator[None]:
