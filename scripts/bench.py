@@ -56,6 +56,7 @@ from mcp.client.stdio import stdio_client
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import profile_page  # noqa: E402  (scripts/, beside this file: the own-work comparison)
 from tests.support import mailgen  # noqa: E402
 from tests.support.accounts import account_settings, config_toml  # noqa: E402
 from tests.support.dovecot import Dovecot  # noqa: E402
@@ -1280,10 +1281,8 @@ def evaluate_targets(sizes: list[SizeResult], startup: list[float]) -> list[Targ
 OWN_WORK_GOAL = 1.25
 
 
-def own_work_targets(own_work: Any) -> list[Target]:
+def own_work_targets(own_work: profile_page.OwnWork) -> list[Target]:
     """The page seen before and the page seen first against the zero-work server (scripts/profile_page)."""
-    import profile_page
-
     targets = []
     for name, what in ((profile_page.SEEN_BEFORE, "seen before"), (profile_page.FIRST_VIEW, "seen first")):
         ratio = own_work.ratio(name)
@@ -1301,7 +1300,7 @@ def own_work_targets(own_work: Any) -> list[Target]:
     return targets
 
 
-def own_work_section(own_work: Any) -> str:
+def own_work_section(own_work: profile_page.OwnWork) -> str:
     return "\n".join(
         [
             "### Own work per page",
@@ -1461,7 +1460,6 @@ def update_markdown(path: Path, section: str) -> None:
 
 async def run(settings: Settings) -> int:
     import bench_network  # imports this module as ``bench``: see the end of the file
-    import profile_page
 
     machine = machine_info()
     say(f"machine: {machine['nproc']} CPU {machine['cpu_model']}, Python {machine['python']}")
