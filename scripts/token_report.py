@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.support.accounts import account_settings, config_toml  # noqa: E402
 from tests.support.dovecot import Dovecot  # noqa: E402
-from tests.support.realmail import realistic_corpus, realistic_flags  # noqa: E402
+from tests.support.realmail import OWNER, realistic_corpus, realistic_flags  # noqa: E402
 
 SERVER_BIN = ROOT / ".venv" / "bin" / "mail-imap-mcp"
 PASSWORD_ENV = "MAIL_IMAP_TOKENS_PASSWORD"
@@ -141,7 +141,8 @@ async def measure(count: int, seed: int) -> Report:
         user = "tokens"
         dovecot.seed(user, "INBOX", [m.raw for m in corpus], flags=realistic_flags)
         config = Path(tmp) / "config.toml"
-        settings = account_settings(dovecot, user, password_env=PASSWORD_ENV)
+        # The login is not the owner's address (as on many own servers): the account names it.
+        settings = account_settings(dovecot, user, password_env=PASSWORD_ENV, addresses=[OWNER[1]])
         config.write_text(config_toml({"default": settings}))
         params = StdioServerParameters(
             command=str(SERVER_BIN),

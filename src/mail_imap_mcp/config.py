@@ -19,9 +19,18 @@ import tomllib
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 ACCOUNT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 DEFAULT_CONFIG_PATH = Path("~/.config/mail-imap-mcp/config.toml")
@@ -40,6 +49,7 @@ ENV_SUFFIXES = {
     "host": "HOST",
     "port": "PORT",
     "username": "USER",
+    "addresses": "ADDRESSES",
     "password_env": "PASS",
     "security": "SECURITY",
     "ca_file": "CA_FILE",
@@ -48,6 +58,7 @@ ENV_SUFFIXES = {
     "oauth2_token_command": "OAUTH2_TOKEN_COMMAND",
 }
 _SECURE_SUFFIX = "SECURE"
+_ADDRESS = re.compile(r"[^@\s<>,;\"]+@[^@\s<>,;\"]+")
 _KNOWN_SUFFIXES = (*ENV_SUFFIXES.values(), _SECURE_SUFFIX)
 
 
@@ -104,6 +115,13 @@ class AccountConfig(BaseModel):
         description="tls (implicit TLS), starttls (upgrade required), or plain (loopback only).",
     )
     username: str = Field(min_length=1, description="Login name.")
+    addresses: list[Annotated[str, Field(min_length=3, max_length=254)]] = Field(
+        default_factory=list,
+        max_length=50,
+        description="Your own email addresses on this account, aliases included. Compact results show a "
+        "recipient with one of them as 'me', and drafts are from the first. Default: the username, when "
+        "it is an email address.",
+    )
     auth: AuthMethod = Field(
         default=AuthMethod.PASSWORD,
         description="password (LOGIN with one of the password settings), or xoauth2 / oauthbearer "
@@ -165,6 +183,14 @@ class AccountConfig(BaseModel):
         description="Where drafts are saved when the server marks no mailbox as \\Drafts.",
     )
 
+    @field_validator("addresses")
+    @classmethod
+    def _addresses_are_addresses(cls, addresses: list[str]) -> list[str]:
+        for address in addresses:
+            if not _ADDRESS.fullmatch(address.strip()):
+                raise ValueError(f"{address!r} is not an email address (name@domain)")
+        return [address.strip() for address in addresses]
+
     @model_validator(mode="after")
     def _check(self) -> AccountConfig:
         sources = [name for name in _PASSWORD_KEYS if getattr(self, name) is not None]
@@ -217,6 +243,16 @@ class AccountConfig(BaseModel):
             return name if value is None else f"{name}={value}"
         assignment = key if value is None else f"{key} = {_toml_value(value)}"
         return assignment if self._file_section is None else f"{assignment} in [{self._file_section}]"
+
+    @property
+    def effective_addresses(self) -> list[str]:
+        """``addresses``, else the username when it is an email address; drafts are from the first."""
+        return self.addresses or ([self.username] if _ADDRESS.fullmatch(self.username) else [])
+
+    @property
+    def own_addresses(self) -> frozenset[str]:
+        """The effective addresses lower-cased, to recognise this account among a message's recipients."""
+        return frozenset(address.lower() for address in self.effective_addresses)
 
     @property
     def effective_port(self) -> int:
@@ -630,6 +666,8 @@ def env_accounts(
             raw["port"] = env[f"{prefix}PORT"]
         if f"{prefix}USER" in env:
             raw["username"] = env[f"{prefix}USER"]
+        if f"{prefix}ADDRESSES" in env:
+            raw["addresses"] = [a.strip() for a in env[f"{prefix}ADDRESSES"].split(",") if a.strip()]
         if f"{prefix}PASS" in env:
             raw["password_env"] = f"{prefix}PASS"
         if f"{prefix}SECURITY" in env:

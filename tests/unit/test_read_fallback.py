@@ -184,6 +184,7 @@ def test_search_snippet_ignores_a_contradicting_structure() -> None:
 
     class SummaryStub:
         summary_cache = SummaryCache(0)
+        own_addresses: frozenset[str] = frozenset()
 
         def fetch_each(self, requests: list[tuple[list[int], list[str]]]) -> dict[int, dict[bytes, Any]]:
             ((uids, items),) = [request for request in requests if request[0]]

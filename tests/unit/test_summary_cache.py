@@ -24,7 +24,7 @@ def summary(uid: int, uidvalidity: int = 7, flags: list[str] | None = None) -> M
         has_attachments=False,
         snippet="hello",
     )
-    kept.set_short_recipients("Bob +1", None)
+    kept.set_short_recipients("Bob +1")
     return kept
 
 
@@ -43,7 +43,7 @@ def test_with_flags_gives_a_copy_with_todays_flags_and_the_short_recipients() ->
     kept = summary(1)
     fresh = with_flags(kept, ["\\Answered"])
     assert fresh.flags == ["\\Answered"] and kept.flags == []
-    assert fresh._short_to == "Bob +1"
+    assert fresh._short_recipients == "Bob +1"
     fresh.flags.append("\\Seen")
     assert kept.flags == []
 

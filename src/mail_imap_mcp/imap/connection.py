@@ -143,6 +143,11 @@ class ImapSession:
         return self._owner.capabilities
 
     @property
+    def own_addresses(self) -> frozenset[str]:
+        """The account's own addresses, lower-cased (``AccountConfig.own_addresses``)."""
+        return self._owner.config.own_addresses
+
+    @property
     def summary_cache(self) -> SummaryCache:
         """The account's parsed summaries of messages already seen (see :mod:`.summary_cache`)."""
         return self._owner.summaries

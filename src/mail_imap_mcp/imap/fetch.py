@@ -100,14 +100,25 @@ def _addresses(values: list[str]) -> str | None:
     return ", ".join(shown) + (f" (+{extra} more)" if extra > 0 else "")
 
 
-def _short_addresses(values: list[str]) -> str | None:
-    """First address as its name (else its email), then '+N' for the others: ``"Bob Smith +2"``."""
+def short_recipients(values: list[str], own: frozenset[str] = frozenset()) -> str | None:
+    """All recipients in a few words: ``"me +2"`` when one is an address of ``own`` (lower-case),
+    else the first one's name (or email), then '+N' for the others: ``"Bob Smith +2"``; ``""`` when
+    the message went to ``own`` alone."""
     addresses = [a for v in values for a in mime.parse_address_list(v)]
     if not addresses:
         return _addresses(values)
-    first = addresses[0].name or addresses[0].email or ""
+    mine = bool(own) and any((a.email or "").lower() in own for a in addresses)
     more = len(addresses) - 1
+    if mine and not more:
+        return ""
+    first = "me" if mine else _label(addresses[0])
     return first + (f" +{more}" if more else "")
+
+
+def _label(address: mime.Address) -> str:
+    label = address.name or address.email or ""
+    # A stranger named "me" must not read as this account.
+    return address.email or label if label.strip().lower() == "me" else label
 
 
 def _bounded(value: str | None) -> str | None:
@@ -129,8 +140,10 @@ def _summary(
     parts: list[mime.Part] | None,
     snippet: str | None,
     headers: dict[str, list[str]] | None = None,
+    own: frozenset[str] = frozenset(),
 ) -> MessageSummary:
-    """Summary fields from one FETCH response (``headers``: the header block, when already parsed)."""
+    """Summary fields from one FETCH response (``headers``: the header block, when already parsed;
+    ``own``: the account's addresses, which the short recipients call 'me')."""
     if headers is None:
         headers = mime.parse_header_block(find_item(response, b"BODY[HEADER") or b"")
     date = mime.parse_date(_first(headers, "date"))
@@ -152,7 +165,7 @@ def _summary(
         snippet=snippet,
     )
     summary.set_short_recipients(
-        _bounded(_short_addresses(headers.get("to", []))), _bounded(_short_addresses(headers.get("cc", [])))
+        _bounded(short_recipients(headers.get("to", []) + headers.get("cc", []), own))
     )
     return summary
 
@@ -286,7 +299,7 @@ def fetch_summaries(
             snippet = None
             if snippet_chars > 0:
                 snippet = _snippet(response, parts, snippet_chars, headers)
-            summary = _summary(ref, response, parts, snippet, headers)
+            summary = _summary(ref, response, parts, snippet, headers, session.own_addresses)
             batch.messages.append(summary)
             cache.put(SummaryKey(mailbox, uidvalidity, uid, snippet_chars), summary)
         except Exception as exc:  # a hostile message must not sink the page

@@ -53,13 +53,13 @@ class MessageSummary(MailModel):
         "other text; not the subject), whitespace-collapsed, bounded by snippet_chars."
     )
 
-    # The short forms of to and cc that the compact shape shows, kept when the summary is made from the
-    # headers (cheaper than parsing the joined full form again).
-    _short_to: str | None = PrivateAttr(default=None)
-    _short_cc: str | None = PrivateAttr(default=None)
+    # The short form of the recipients (To and Cc) that the compact shape shows, kept when the summary
+    # is made from the headers (cheaper than parsing the joined full forms again); "" for this account
+    # alone.
+    _short_recipients: str | None = PrivateAttr(default=None)
 
-    def set_short_recipients(self, to: str | None, cc: str | None) -> None:
-        self._short_to, self._short_cc = to, cc
+    def set_short_recipients(self, recipients: str | None) -> None:
+        self._short_recipients = recipients
 
 
 class AttachmentInfo(MailModel):
@@ -154,22 +154,27 @@ class _CompactMessageFields(CompactPayload):
     to: str | SkipJsonSchema[None] = _optional(
         "Recipients, comma-separated, decoded (long lists are shortened)."
     )
-    cc: str | SkipJsonSchema[None] = _optional(
-        "Cc recipients, comma-separated, decoded (long lists are shortened)."
-    )
     subject: str | SkipJsonSchema[None] = _optional("Decoded subject.")
     unread: Literal[True] | SkipJsonSchema[None] = _optional(
         "true when the message has not been read (no \\Seen)."
     )
     flags: list[str] | SkipJsonSchema[None] = _optional(FLAGS_DESCRIPTION)
-    size_bytes: int = Field(description="Size of the whole message (RFC822.SIZE).")
+    size: int = Field(description="Size of the whole message in bytes (RFC822.SIZE).")
 
 
 class CompactSummary(_CompactMessageFields):
     """One message as a search result lists it by default (``fields: "full"`` gives MessageSummary)."""
 
-    to: str | SkipJsonSchema[None] = _optional("First recipient's name (or address), '+N' more recipients.")
-    cc: str | SkipJsonSchema[None] = _optional("First Cc recipient's name (or address), '+N' more.")
+    date: str | SkipJsonSchema[None] = _optional(
+        "ISO 8601 UTC to the minute, from the Date header, else the server's INTERNALDATE."
+    )
+    to: str | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=absent,
+        description="The recipients (To and Cc) in a few words: 'me' when one of them is this account's "
+        "own address (imap_list_accounts: addresses), else the first one's name (or address); then '+N' "
+        "for the others. Absent when the message went to this account alone, or names no recipient.",
+    )
     has_attachments: Literal[True] | SkipJsonSchema[None] = _optional(
         "true when the message has attachment parts."
     )
@@ -215,6 +220,9 @@ PARSED_HEADERS = frozenset({"Date", "From", "To", "Cc", "Subject"})
 class CompactMessage(_CompactMessageFields):
     """One message as imap_get_message returns it by default: no value twice."""
 
+    cc: str | SkipJsonSchema[None] = _optional(
+        "Cc recipients, comma-separated, decoded (long lists are shortened)."
+    )
     headers: dict[str, str] | SkipJsonSchema[None] = _optional(
         "Other selected headers (Message-ID, In-Reply-To, References, Reply-To, List-*, ...); Date, From, "
         "To, Cc and Subject are the fields above."
@@ -252,7 +260,7 @@ def compact_message(detail: MessageDetail) -> CompactMessage:
         subject=detail.subject,
         unread=unread,
         flags=flags,
-        size_bytes=detail.size_bytes,
+        size=detail.size_bytes,
         headers=headers or None,
         body_text=detail.body_text,
         body_markdown=detail.body_markdown,
@@ -263,20 +271,29 @@ def compact_message(detail: MessageDetail) -> CompactMessage:
     )
 
 
+def to_the_minute(date: str | None) -> str | None:
+    """``2026-11-21T23:51:07Z`` as ``2026-11-21T23:51Z``: a list of mail needs no seconds."""
+    if date is None or len(date) != 20 or not date.endswith("Z"):
+        return date
+    return date[:16] + "Z"
+
+
 def compact_summary(summary: MessageSummary, *, with_mailbox: bool = False) -> CompactSummary:
-    """The compact shape of a summary: nothing derivable from message_id, no nulls, short to/cc; with
-    ``with_mailbox``, its mailbox (results that span several mailboxes)."""
+    """The compact shape of a summary: nothing derivable from message_id, no nulls, the recipients in a
+    few words, the date to the minute; with ``with_mailbox``, its mailbox (results that span several
+    mailboxes)."""
     unread, flags = compact_flags(summary.flags)
     return CompactSummary(
         message_id=summary.message_id,
-        date=summary.date,
+        date=to_the_minute(summary.date),
         from_=summary.from_,
-        to=summary._short_to or summary.to or None,
-        cc=summary._short_cc or summary.cc or None,
+        # "" when the message went to this account alone: in one's own mail that says nothing, like \Seen.
+        to=(summary.to or summary.cc if summary._short_recipients is None else summary._short_recipients)
+        or None,
         subject=summary.subject or None,
         unread=unread,
         flags=flags,
-        size_bytes=summary.size_bytes,
+        size=summary.size_bytes,
         has_attachments=True if summary.has_attachments else None,
         snippet=summary.snippet or None,
         mailbox=summary.mailbox if with_mailbox else None,

@@ -93,8 +93,7 @@ def _chars(summary: MessageSummary) -> int:
         summary.cc,
         summary.subject,
         summary.snippet,
-        summary._short_to,
-        summary._short_cc,
+        summary._short_recipients,
     ]
     return sum(len(text) for text in texts if text) + 64
 

@@ -157,7 +157,7 @@ def handle(app: AppContext, args: GetThreadInput) -> ToolResult[GetThreadData]:
         status="partial" if issues else "ok",
         issues=issues,
         next_action=next_action,
-        untrusted_content=untrusted_fields(),
+        untrusted_content=untrusted_fields(compact=True),
     )
     warnings = []
     if truncated:

@@ -12,7 +12,7 @@ from mail_imap_mcp.tools.spec import ToolSpec
 NAME = "imap_list_accounts"
 TITLE = "List IMAP accounts"
 DESCRIPTION = (
-    "List the configured IMAP accounts (id, host, port, security, username; never passwords). "
+    "List the configured IMAP accounts (id, host, port, security, username, own addresses; never passwords). "
     "Start here: pass an account_id from the result to imap_list_mailboxes or imap_search_messages."
 )
 ERRORS: dict[str, str] = {"invalid_input": "Any argument was given (the tool takes none)."}
@@ -31,6 +31,10 @@ class AccountSummary(Payload):
     security: str = Field(description="tls, starttls or plain.")
     secure: bool = Field(description="True when the connection is encrypted (tls or starttls).")
     username: str = Field(description="Login name.")
+    addresses: list[str] = Field(
+        description="The account's own email addresses (the ones compact results call 'me'); empty when "
+        "the username is not an address and none are configured."
+    )
 
 
 class ListAccountsData(Payload):
@@ -47,6 +51,7 @@ def handle(app: AppContext, args: ListAccountsInput) -> ToolResult[ListAccountsD
             security=cfg.security.value,
             secure=cfg.security.value != "plain",
             username=cfg.username,
+            addresses=cfg.effective_addresses,
         )
         for account_id, cfg in sorted(app.config.accounts.items())
     ]

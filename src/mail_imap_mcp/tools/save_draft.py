@@ -252,7 +252,8 @@ def _thread_headers(original: MessageDetail) -> tuple[str | None, str | None]:
 
 
 def _domain(account: AccountConfig) -> str:
-    domain = account.username.rpartition("@")[2] if "@" in account.username else account.host
+    sender = next(iter(account.effective_addresses), "")
+    domain = sender.rpartition("@")[2] if sender else account.host
     return domain if _DOMAIN.match(domain) else "mail-imap-mcp.invalid"
 
 
@@ -261,11 +262,14 @@ def _build(
 ) -> tuple[EmailMessage, list[str]]:
     warnings: list[str] = []
     message = EmailMessage(policy=_POLICY)
-    sender = account.username
+    sender = next(iter(account.effective_addresses), account.username)
     try:
         message["From"] = Address(addr_spec=_check_address(sender))
     except ValueError:
-        warnings.append("No From header (the login name is not an email address): your mail client sets it.")
+        warnings.append(
+            "No From header (the login name is not an email address, and the account sets no addresses): "
+            "your mail client sets it."
+        )
     to = [_address(value) for value in args.to]
     if not to and original is not None:
         to = _reply_addresses(original.detail)

@@ -39,7 +39,7 @@ class SearchMessagesData(MultiItemData):
     untrusted_content: UntrustedContent
 
 
-COMPACT_UNTRUSTED = "messages[].from,to,cc,subject,snippet"
+COMPACT_UNTRUSTED = "messages[].from,to,subject,snippet"
 
 
 class CompactSearchData(CompactPayload):
@@ -83,16 +83,10 @@ def compact_page(result: ToolResult[SearchMessagesData]) -> ToolResult[CompactSe
     return ToolResult(summary=result.summary, data=brief, warnings=result.warnings)
 
 
-def untrusted_fields() -> UntrustedContent:
-    return UntrustedContent(
-        fields=[
-            "messages[].from",
-            "messages[].to",
-            "messages[].cc",
-            "messages[].subject",
-            "messages[].snippet",
-        ]
-    )
+def untrusted_fields(*, compact: bool = False) -> UntrustedContent:
+    """The sender-written fields of a list of summaries (compact ones have no ``cc``)."""
+    names = ("from", "to", "subject", "snippet") if compact else ("from", "to", "cc", "subject", "snippet")
+    return UntrustedContent(fields=[f"messages[].{name}" for name in names])
 
 
 def charset_refused(account_id: str, mailbox: str) -> ToolResult[SearchMessagesData]:
