@@ -113,15 +113,17 @@ async def test_get_message_returns_headers_body_and_attachments(
         "cc",
         "subject",
         "unread",
-        "size_bytes",
+        "size",
         "headers",
         "body_text",
         "attachments",
     }
     assert set(brief["headers"]) == {"Message-ID", "List-ID"}
-    assert {k: message[k] for k in ("from", "to", "cc", "date", "subject", "body_text", "size_bytes")} == {
-        k: brief[k] for k in ("from", "to", "cc", "date", "subject", "body_text", "size_bytes")
+    assert {k: message[k] for k in ("from", "to", "cc", "date", "subject", "body_text")} == {
+        k: brief[k] for k in ("from", "to", "cc", "date", "subject", "body_text")
     }
+    # The message's size is size in the compact shape, size_bytes in the full one (as in the seed's attachments).
+    assert brief["size"] == message["size_bytes"]
     # resource_uri is message_uri + /attachment/ + part_id: left out; so are nulls and false.
     assert brief["attachments"] == [{k: v for k, v in attachment.items() if v and k != "resource_uri"}]
     assert "body" in compact["data"]["untrusted_content"]
@@ -191,7 +193,7 @@ async def test_message_with_25mb_attachment_fetches_only_the_text_part(
     mid = await message_id(mcp, 1)
     fetch_log.clear()
     message = (await mcp.ok("imap_get_message", {"message_id": mid}))["message"]
-    assert message["size_bytes"] > 25 * 1024 * 1024
+    assert message["size"] > 25 * 1024 * 1024
     assert message["body_text"].startswith("Please find the scanned document attached")
     (attachment,) = message["attachments"]
     assert attachment["size_bytes"] > 25 * 1024 * 1024

@@ -63,16 +63,16 @@ async def test_newest_first_with_decoded_fields_and_a_body_snippet(
     newest, oldest = data["messages"]
     assert (uid_of(newest), uid_of(oldest)) == (2, 1)
     # Unread, with only \\Recent (left out): unread, and no flags at all.
-    assert set(newest) == {"message_id", "date", "from", "to", "subject", "unread", "size_bytes", "snippet"}
+    assert set(newest) == {"message_id", "date", "from", "to", "subject", "unread", "size", "snippet"}
     assert newest["unread"] is True
     assert newest["subject"] == "Grüße – 東京"
     assert newest["from"].startswith("Jürgen Müller <")
     assert newest["snippet"] == "Hallo Welt, schön."
     assert oldest["snippet"] == "Body of the first message."
-    assert oldest["date"] == "2025-01-01T12:00:00Z"
+    assert oldest["date"] == "2025-01-01T12:00Z"  # a list of mail needs no seconds
     uidvalidity = int(newest["message_id"].split(":")[3])
     assert newest["message_id"] == f"imap:default:INBOX:{uidvalidity}:2"
-    assert data["untrusted_content"] == "messages[].from,to,cc,subject,snippet"
+    assert data["untrusted_content"] == "messages[].from,to,subject,snippet"
 
     # fields: full is the seed server's shape, names and nulls included.
     full = await mcp.ok("imap_search_messages", {"limit": 10, "fields": "full"})
@@ -88,8 +88,10 @@ async def test_newest_first_with_decoded_fields_and_a_body_snippet(
     assert newest_full["mailbox"] == "INBOX" and newest_full["cc"] is None
     assert newest_full["message_uri"] == f"imap://default/mailbox/INBOX/message/{uidvalidity}/2"
     assert newest_full["message_raw_uri"] == newest_full["message_uri"] + "/raw"
-    same = set(newest) - {"to", "unread"}
+    same = set(newest) - {"to", "unread", "date", "size"}
     assert {k: newest_full[k] for k in same} == {k: newest[k] for k in same}
+    assert (newest["size"], newest["date"]) == (newest_full["size_bytes"], newest_full["date"][:16] + "Z")
+    assert oldest["date"] == "2025-01-01T12:00Z" and full["messages"][1]["date"] == "2025-01-01T12:00:00Z"
     assert "\\Seen" not in newest_full["flags"]
     assert (newest["to"], newest_full["to"]) == ("Test User", "Test User <user@example.org>")
     assert full["has_more"] is False
@@ -100,6 +102,52 @@ async def test_newest_first_with_decoded_fields_and_a_body_snippet(
         "arguments": {"message_id": newest["message_id"]},
     }
     assert "messages[].snippet" in full["untrusted_content"]["fields"]
+
+
+async def test_compact_to_calls_the_accounts_own_address_me_and_leaves_out_mail_to_it_alone(
+    imap_server: MatrixServer, user: str, account: AccountFactory
+) -> None:
+    """The account's own addresses (``addresses``, any case) read as 'me'; Cc counts with To."""
+    me = "Test User <user@example.org>"
+    imap_server.seed(
+        user,
+        "INBOX",
+        [
+            dated(0, "to me alone", "a", to=me),
+            dated(1, "to me and a colleague", "b", to="Bob <bob@example.org>, TEST USER <User@Example.org>"),
+            dated(
+                2,
+                "a list, me in cc",
+                "c",
+                to="team@lists.example.org",
+                headers={"Cc": f"{me}, cy@example.org"},
+            ),
+            dated(3, "not to me", "d", to="Bob <bob@example.org>", headers={"Cc": "Cy <cy@example.org>"}),
+            dated(4, "a stranger named me", "e", to="me <mallory@evil.example>"),
+            dated(5, "no recipients", "f", to="undisclosed-recipients:;"),
+        ],
+    )
+    config = make_config({"default": account(user, addresses=["someone@else.example", "user@example.org"])})
+    async for mcp in open_client(config):
+        data = await mcp.ok("imap_search_messages", {"limit": 10})
+        to = {m["subject"]: m.get("to") for m in data["messages"]}
+        assert to == {
+            "no recipients": "undisclosed-recipients:;",
+            "a stranger named me": "mallory@evil.example",
+            "not to me": "Bob +1",
+            "a list, me in cc": "me +2",
+            "to me and a colleague": "me +1",
+            "to me alone": None,
+        }
+        assert all("cc" not in m for m in data["messages"])
+        # The full shape and imap_get_message keep every recipient by name.
+        full = await mcp.ok("imap_search_messages", {"limit": 10, "fields": "full"})
+        listed = next(m for m in full["messages"] if m["subject"] == "a list, me in cc")
+        assert (listed["to"], listed["cc"]) == ("team@lists.example.org", f"{me}, cy@example.org")
+        message = (await mcp.ok("imap_get_message", {"message_id": listed["message_id"]}))["message"]
+        assert (message["to"], message["cc"]) == ("team@lists.example.org", f"{me}, cy@example.org")
+        accounts = (await mcp.ok("imap_list_accounts"))["accounts"]
+        assert accounts[0]["addresses"] == ["someone@else.example", "user@example.org"]
 
 
 async def test_snippet_comes_from_html_when_there_is_no_text_part(
