@@ -23,7 +23,9 @@ import os
 import statistics
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,6 +67,10 @@ class ShapeFigures:
     envelope_bytes: list[int] = field(default_factory=list)
     first_page_bytes: int = 0
     first_envelope_bytes: int = 0
+    #: Per key: bytes spent on it over every summary (key, value and comma; a snippet's text excluded),
+    #: and in how many summaries it appears.
+    field_bytes: Counter[str] = field(default_factory=Counter)
+    field_count: Counter[str] = field(default_factory=Counter)
 
     def add_page(self, text: str, envelope: dict[str, Any]) -> None:
         messages = envelope["data"]["messages"]
@@ -79,6 +85,14 @@ class ShapeFigures:
         self.summary_bytes += summaries
         self.snippet_text_bytes += [len((m.get("snippet") or "").encode()) for m in messages]
         self.envelope_bytes.append(outside)
+        for message in messages:
+            for key, value in message.items():
+                # {"key":value} less its braces, plus the comma that joins it to the next key.
+                spent = _bytes({key: value}) - 2 + 1
+                if key == "snippet":
+                    spent -= len((value or "").encode())
+                self.field_bytes[key] += spent
+                self.field_count[key] += 1
 
     @property
     def per_summary(self) -> float:
@@ -102,6 +116,7 @@ class ShapeFigures:
 @dataclass
 class Report:
     messages: int
+    seed: int
     compact: ShapeFigures
     full: ShapeFigures
     get_compact: list[int]
@@ -109,6 +124,8 @@ class Report:
     reply_snippets: int
     reply_snippets_new_text: int
     example: str
+    #: Bytes per compact summary besides the snippet text, for the corpus drawn with other seeds.
+    other_seeds: dict[int, float]
 
 
 async def _call(client: Client, tool: str, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -132,51 +149,67 @@ async def _pages(client: Client, arguments: dict[str, Any], figures: ShapeFigure
     return messages
 
 
-async def measure(count: int, seed: int) -> Report:
+@asynccontextmanager
+async def _client(dovecot: Dovecot, user: str, tmp: Path) -> AsyncIterator[Client]:
+    """``mail-imap-mcp serve`` over stdio with one account, ``default``, for ``user``."""
+    config = tmp / f"{user}.toml"
+    # The login is not the owner's address (as on many own servers): the account names it.
+    settings = account_settings(dovecot, user, password_env=PASSWORD_ENV, addresses=[OWNER[1]])
+    config.write_text(config_toml({"default": settings}))
+    params = StdioServerParameters(
+        command=str(SERVER_BIN),
+        args=["serve", "--config", str(config)],
+        env={PASSWORD_ENV: dovecot.password, "PATH": os.environ.get("PATH", "")},
+    )
+    with open(tmp / f"{user}.log", "w") as log:
+        async with Client(stdio_client(params, errlog=log)) as client:
+            yield client
+
+
+async def measure(count: int, seed: int, other_seeds: Sequence[int] = ()) -> Report:
     corpus = list(realistic_corpus(count, seed))
     with (
         Dovecot(user_patterns=("tokens*",), default_user="tokens") as dovecot,
-        tempfile.TemporaryDirectory() as tmp,
+        tempfile.TemporaryDirectory() as tmp_name,
     ):
-        user = "tokens"
-        dovecot.seed(user, "INBOX", [m.raw for m in corpus], flags=realistic_flags)
-        config = Path(tmp) / "config.toml"
-        # The login is not the owner's address (as on many own servers): the account names it.
-        settings = account_settings(dovecot, user, password_env=PASSWORD_ENV, addresses=[OWNER[1]])
-        config.write_text(config_toml({"default": settings}))
-        params = StdioServerParameters(
-            command=str(SERVER_BIN),
-            args=["serve", "--config", str(config)],
-            env={PASSWORD_ENV: dovecot.password, "PATH": os.environ.get("PATH", "")},
-        )
-        with open(Path(tmp) / "server.log", "w") as log:
-            async with Client(stdio_client(params, errlog=log)) as client:
-                compact, full = ShapeFigures(), ShapeFigures()
-                summaries = await _pages(client, {"limit": PAGE}, compact)
-                await _pages(client, {"limit": PAGE, "fields": "full"}, full)
-                first_text, _ = await _call(client, "imap_search_messages", {"limit": 3})
-                get_compact: list[int] = []
-                get_full: list[int] = []
-                reply_total = reply_new = 0
-                # UIDs follow seeding order: summary of corpus[i] has uid i + 1.
-                by_uid = {int(s["message_id"].rsplit(":", 1)[1]): s for s in summaries}
-                for index, message in enumerate(corpus):
-                    summary = by_uid[index + 1]
-                    if message.kind.startswith("reply"):
-                        reply_total += 1
-                        # The snippet is the start of the new text and nothing else (no quote, no signature).
-                        wrote = " ".join(message.new_text.split())
-                        snippet = summary.get("snippet", "")
-                        reply_new += wrote.startswith(snippet) and len(snippet) >= min(len(wrote), 150)
-                        mid = summary["message_id"]
-                        text, _ = await _call(client, "imap_get_message", {"message_id": mid})
-                        get_compact.append(len(text.encode()))
-                        text, _ = await _call(
-                            client, "imap_get_message", {"message_id": mid, "fields": "full"}
-                        )
-                        get_full.append(len(text.encode()))
+        tmp = Path(tmp_name)
+        dovecot.seed("tokens", "INBOX", [m.raw for m in corpus], flags=realistic_flags)
+        async with _client(dovecot, "tokens", tmp) as client:
+            compact, full = ShapeFigures(), ShapeFigures()
+            summaries = await _pages(client, {"limit": PAGE}, compact)
+            await _pages(client, {"limit": PAGE, "fields": "full"}, full)
+            first_text, _ = await _call(client, "imap_search_messages", {"limit": 3})
+            get_compact: list[int] = []
+            get_full: list[int] = []
+            reply_total = reply_new = 0
+            # UIDs follow seeding order: summary of corpus[i] has uid i + 1.
+            by_uid = {int(s["message_id"].rsplit(":", 1)[1]): s for s in summaries}
+            for index, message in enumerate(corpus):
+                summary = by_uid[index + 1]
+                if message.kind.startswith("reply"):
+                    reply_total += 1
+                    # The snippet is the start of the new text and nothing else (no quote, no signature).
+                    wrote = " ".join(message.new_text.split())
+                    snippet = summary.get("snippet", "")
+                    reply_new += wrote.startswith(snippet) and len(snippet) >= min(len(wrote), 150)
+                    mid = summary["message_id"]
+                    text, _ = await _call(client, "imap_get_message", {"message_id": mid})
+                    get_compact.append(len(text.encode()))
+                    text, _ = await _call(client, "imap_get_message", {"message_id": mid, "fields": "full"})
+                    get_full.append(len(text.encode()))
+        # The same corpus drawn with other seeds: how far the headline figure moves with the mix.
+        other: dict[int, float] = {}
+        for other_seed in other_seeds:
+            user = f"tokens{other_seed}"
+            mail = [m.raw for m in realistic_corpus(count, other_seed)]
+            dovecot.seed(user, "INBOX", mail, flags=realistic_flags)
+            async with _client(dovecot, user, tmp) as client:
+                figures = ShapeFigures()
+                await _pages(client, {"limit": PAGE}, figures)
+                other[other_seed] = figures.per_summary_non_snippet
     return Report(
         messages=count,
+        seed=seed,
         compact=compact,
         full=full,
         get_compact=get_compact,
@@ -184,6 +217,7 @@ async def measure(count: int, seed: int) -> Report:
         reply_snippets=reply_total,
         reply_snippets_new_text=reply_new,
         example=first_text,
+        other_seeds=other,
     )
 
 
@@ -195,11 +229,12 @@ def render(report: Report, commit: str) -> str:
         return "yes" if value <= goal else "**no**"
 
     lines = [
-        f"Latest run: **{now}**, `scripts/token-report`, commit `{commit}`. Corpus: {report.messages} messages of "
+        f"Latest run: **{now}**, `scripts/token-report`, commit `{commit}`. Corpus: {report.messages:,} messages of "
         "`tests/support/realmail.py` (replies with quoted text and signatures in English, German, French, "
         "Spanish and Outlook style, HTML newsletters, notifications, invoices with a PDF) in one Dovecot "
-        f"INBOX, paged {PAGE} at a time with the default `snippet_chars` (200); bytes of the text block of "
-        "each result (UTF-8 JSON, what a client hands to the model).",
+        f"INBOX (seed {report.seed}), paged {PAGE} at a time with the default `snippet_chars` (200); bytes of "
+        "the text block of each result (UTF-8 JSON, what a client hands to the model). The account's "
+        "`addresses` name the mailbox's owner, so mail to her reads `me`.",
         "",
         '| per search page of 20 | compact (default) | `fields: "full"` (seed shape) |',
         "|---|---:|---:|",
@@ -224,6 +259,8 @@ def render(report: Report, commit: str) -> str:
         f"| reply snippets that are the sender's new text only | {report.reply_snippets_new_text} of "
         f"{report.reply_snippets} | {'yes' if report.reply_snippets_new_text == report.reply_snippets else '**no**'} |",
         "",
+        *_seed_lines(report),
+        *_field_lines(c),
         "A compact page of 3, as the model reads it:",
         "",
         "```json",
@@ -231,6 +268,37 @@ def render(report: Report, commit: str) -> str:
         "```",
     ]
     return "\n".join(lines)
+
+
+def _seed_lines(report: Report) -> list[str]:
+    if not report.other_seeds:
+        return []
+    figures = ", ".join(f"{value:.1f} B (seed {seed})" for seed, value in report.other_seeds.items())
+    mine = report.compact.per_summary_non_snippet
+    return [
+        f"Bytes per summary besides the snippet text, {mine:.1f} B here, for the same corpus drawn with "
+        f"other seeds: {figures}.",
+        "",
+    ]
+
+
+def _field_lines(figures: ShapeFigures) -> list[str]:
+    """Where a compact summary's bytes go: per key, the mean over every summary and when present."""
+    summaries = len(figures.summary_bytes)
+    rows = [
+        "What a compact summary spends besides the snippet text (key, value and comma; the snippet's key "
+        "and quotes but not its text):",
+        "",
+        "| field | in % of summaries | bytes when present | mean bytes per summary |",
+        "|---|---:|---:|---:|",
+    ]
+    for key, spent in figures.field_bytes.most_common():
+        count = figures.field_count[key]
+        rows.append(
+            f"| `{key}` | {100 * count / summaries:.0f}% | {spent / count:.1f} | {spent / summaries:.1f} |"
+        )
+    rows += ["| braces | 100% | 1.0 | 1.0 |", ""]
+    return rows
 
 
 def write_section(text: str, path: Path = BENCHMARKS) -> None:
@@ -262,11 +330,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--messages", type=int, default=100, help="corpus size (default 100)")
+    parser.add_argument(
+        "--messages",
+        type=int,
+        default=1000,
+        help="corpus size (default 1000: UIDs as wide as in a lived-in mailbox, a stable mean)",
+    )
     parser.add_argument("--seed", type=int, default=7, help="corpus seed (default 7)")
+    parser.add_argument(
+        "--other-seeds",
+        default="1,2,3",
+        help="comma-separated seeds whose corpora are measured too, compact summaries only (default 1,2,3; "
+        "'' for none)",
+    )
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     args = parser.parse_args(argv)
-    report = anyio.run(measure, args.messages, args.seed)
+    other_seeds = [int(seed) for seed in args.other_seeds.split(",") if seed.strip()]
+    report = anyio.run(measure, args.messages, args.seed, other_seeds)
     text = render(report, _commit())
     print(text)
     if not args.no_write:

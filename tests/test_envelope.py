@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import jsonschema
@@ -75,7 +76,7 @@ async def test_success_envelope_carries_meta_and_warnings() -> None:
     assert envelope["error"] is None
     meta = envelope["meta"]
     assert meta["version"] == "envelope-v1"
-    assert meta["request_id"].startswith("req_")
+    assert re.fullmatch(r"req_[0-9a-f]{12}", meta["request_id"])
     assert meta["now_utc"].endswith("Z")
     assert len(meta["now_utc"]) == len("2026-11-21T10:30:45.123Z")
     assert meta["warnings"] == ["note"]

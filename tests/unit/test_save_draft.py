@@ -91,6 +91,21 @@ def test_quote_marks_a_cut_original_and_from_defaults_to_the_login() -> None:
     assert str(message["Message-ID"]).endswith("@example.org>")
 
 
+def test_a_draft_is_from_the_first_configured_address_when_the_login_is_not_one() -> None:
+    account = AccountConfig(
+        host="imap.example.com",
+        username="ana",
+        password="x",
+        addresses=["ana.lima@work.example", "a@b.example"],
+    )
+    message, warnings = _build(SaveDraftInput(to=["bob@example.org"], body_text="Hi"), account, None)
+    assert str(message["From"]) == "ana.lima@work.example" and warnings == []
+    assert str(message["Message-ID"]).endswith("@work.example>")
+    bare = AccountConfig(host="imap.example.com", username="ana", password="x")
+    message, warnings = _build(SaveDraftInput(to=["bob@example.org"], body_text="Hi"), bare, None)
+    assert message["From"] is None and any("sets no addresses" in w for w in warnings)
+
+
 @pytest.mark.parametrize(
     "value",
     ["a@b.c\r\nBcc: x@y.z", "a b@c.d", "a@", "@b.c", "x@y.z, z@w.v", "g: a@b.c;", "plain", "ü@exämple.de"],

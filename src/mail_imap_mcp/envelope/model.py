@@ -7,7 +7,7 @@ a one-line ``summary`` and optional ``warnings``; the envelope adds the discrimi
 
 from __future__ import annotations
 
-import uuid
+import secrets
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
@@ -280,7 +280,9 @@ class ToolFailure(Exception):
 
 
 def new_request_id() -> str:
-    return f"req_{uuid.uuid4().hex[:20]}"
+    """``req_`` and 48 random bits: enough to find a call in the log, and 8 bytes fewer in every answer
+    than the 80 bits it had."""
+    return f"req_{secrets.token_hex(6)}"
 
 
 def utc_now_rfc3339() -> str:
