@@ -9,6 +9,7 @@ import pytest
 from mail_imap_mcp.config import AccountConfig, ConfigError, load_config
 from mail_imap_mcp.imap.fetch import short_recipients
 from mail_imap_mcp.imap.models import MessageSummary, compact_summary, to_the_minute
+from tests.support.summaries import make_summary
 
 OWN = frozenset({"ana@example.org", "ana.lima@work.example"})
 
@@ -56,13 +57,7 @@ def test_a_summary_date_is_cut_to_the_minute(date: str | None, expected: str | N
 def _summary(
     short: str | None, to: str | None = "Ana <ana@example.org>", cc: str | None = None
 ) -> MessageSummary:
-    summary = MessageSummary(
-        message_id="imap:default:INBOX:7:1",
-        message_uri="imap://default/mailbox/INBOX/message/7/1",
-        message_raw_uri="imap://default/mailbox/INBOX/message/7/1/raw",
-        mailbox="INBOX",
-        uidvalidity=7,
-        uid=1,
+    return make_summary(
         date="2026-11-21T23:51:07Z",
         from_="Bob <bob@example.org>",
         to=to,
@@ -70,11 +65,8 @@ def _summary(
         subject="hello",
         flags=["\\Seen"],
         size_bytes=1234,
-        has_attachments=False,
-        snippet=None,
+        short_recipients=short,
     )
-    summary.set_short_recipients(short)
-    return summary
 
 
 def test_mail_to_this_account_alone_has_no_to_in_the_compact_shape() -> None:

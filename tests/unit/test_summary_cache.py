@@ -4,28 +4,18 @@ from __future__ import annotations
 
 from mail_imap_mcp.imap.models import MessageSummary
 from mail_imap_mcp.imap.summary_cache import SummaryCache, SummaryKey, with_flags
+from tests.support.summaries import make_summary
 
 
 def summary(uid: int, uidvalidity: int = 7, flags: list[str] | None = None) -> MessageSummary:
-    kept = MessageSummary(
-        message_id=f"imap:default:INBOX:{uidvalidity}:{uid}",
-        message_uri="imap://default/INBOX/x",
-        message_raw_uri="imap://default/INBOX/x/raw",
-        mailbox="INBOX",
-        uidvalidity=uidvalidity,
-        uid=uid,
-        date=None,
-        from_="Ana <ana@example.org>",
+    return make_summary(
+        uid,
+        uidvalidity,
         to="Bob <bob@example.org>, Cy <cy@example.org>",
-        cc=None,
-        subject=f"message {uid}",
         flags=flags or [],
-        size_bytes=100 + uid,
-        has_attachments=False,
         snippet="hello",
+        short_recipients="Bob +1",
     )
-    kept.set_short_recipients("Bob +1")
-    return kept
 
 
 def key(uid: int, uidvalidity: int = 7, snippet_chars: int = 200) -> SummaryKey:
