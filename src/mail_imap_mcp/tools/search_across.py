@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -51,14 +52,25 @@ def _stream_digest(args: SearchMessagesInput, filter_digest: str) -> str:
     return hashlib.sha256(spec.encode()).hexdigest()[:16]
 
 
-def _resolve(
-    session: ImapSession, app: AppContext, account_id: str, args: SearchMessagesInput
-) -> tuple[list[str], list[str], list[Issue], set[str]]:
-    """The mailboxes to open, those known to be empty (LIST-STATUS: not opened), issues, and the
-    mailboxes the LIST showed."""
+@dataclass
+class _Mailboxes:
+    """The mailboxes a first page searches."""
+
+    #: To open, in order.
+    opened: list[str]
+    #: Known to hold nothing (LIST-STATUS): searched without being opened.
+    empty: list[str] = field(default_factory=list)
+    #: Mailboxes cut by MAX_MAILBOXES.
+    issues: list[Issue] = field(default_factory=list)
+    #: Every selectable mailbox the LIST showed (empty when none was run).
+    listed: set[str] = field(default_factory=set)
+
+
+def _resolve(session: ImapSession, app: AppContext, account_id: str, args: SearchMessagesInput) -> _Mailboxes:
+    """The mailboxes of a first page: the names given, or every searchable one of the account."""
     names, everything = wanted_mailboxes(args)
     if not everything:
-        return names, [], [], set()
+        return _Mailboxes(opened=names)
     trash = app.config.accounts[account_id].trash_mailbox
     boxes = list_with_message_counts(session)
     found = searchable_mailboxes(boxes, trash)
@@ -81,8 +93,12 @@ def _resolve(
         for box in boxes
         if box.counts is not None and box.counts.messages == 0 and box.name != session.selected_mailbox
     }
-    opened = [n for n in chosen if n not in empty]
-    return opened, [n for n in chosen if n in empty], issues, {box.name for box in boxes if box.selectable}
+    return _Mailboxes(
+        opened=[n for n in chosen if n not in empty],
+        empty=[n for n in chosen if n in empty],
+        issues=issues,
+        listed={box.name for box in boxes if box.selectable},
+    )
 
 
 def _summaries(
@@ -173,14 +189,8 @@ def handle_ordered(
     strict = args.mailboxes is None and args.mailbox != ALL_MAILBOXES
 
     def work(session: ImapSession) -> tuple[OrderedPage, list[MessageSummary], list[Issue]]:
-        issues: list[Issue] = []
-        empty: list[str] = []
-        listed: set[str] = set()
-        if cursor is None:
-            names, empty, issues, listed = _resolve(session, app, account_id, args)
-            streams = [StreamState(name) for name in names]
-        else:
-            streams = cursor.streams
+        first = _resolve(session, app, account_id, args) if cursor is None else _Mailboxes(opened=[])
+        streams = cursor.streams if cursor else [StreamState(name) for name in first.opened]
         page = ordered_page(
             session,
             streams=streams,
@@ -190,11 +200,11 @@ def handle_ordered(
             strict=strict,
             total=cursor.total if cursor else None,
             returned=cursor.returned if cursor else 0,
-            listed=listed,
+            listed=first.listed,
         )
-        page.mailboxes += empty  # searched too: LIST-STATUS said they hold nothing
+        page.mailboxes += first.empty  # searched too: LIST-STATUS said they hold nothing
         messages, fetch_issues = _summaries(session, account_id, page, snippet_chars, strict)
-        return page, messages, issues + page.issues + fetch_issues
+        return page, messages, first.issues + page.issues + fetch_issues
 
     label = _label(args)
     try:
