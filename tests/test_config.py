@@ -198,6 +198,19 @@ def test_invalid_env_value_names_the_variable() -> None:
         load_config(None, env)
 
 
+def test_env_addresses_are_comma_separated_and_a_wrong_one_names_the_variable() -> None:
+    env = {
+        **ENV_ACCOUNT,
+        "MAIL_IMAP_DEFAULT_PASS": "p",
+        "MAIL_IMAP_DEFAULT_ADDRESSES": " a@b.example, C@D.example,",
+    }
+    account = load_config(None, env).accounts["default"]
+    assert account.effective_addresses == ["a@b.example", "C@D.example"]
+    assert account.own_addresses == frozenset({"a@b.example", "c@d.example"})
+    with pytest.raises(ConfigError, match="MAIL_IMAP_DEFAULT_ADDRESSES: 'Ana' is not an email address"):
+        load_config(None, {**env, "MAIL_IMAP_DEFAULT_ADDRESSES": "a@b.example, Ana"})
+
+
 def test_settings_are_named_as_the_user_wrote_them(tmp_path: Path) -> None:
     env_secure = load_config(
         None, {**ENV_ACCOUNT, "MAIL_IMAP_DEFAULT_PASS": "p", "MAIL_IMAP_DEFAULT_SECURE": "false"}
