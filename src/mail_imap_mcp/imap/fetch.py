@@ -277,6 +277,7 @@ def fetch_summaries(
         items_of = {uid: KEPT_ITEMS if uid in kept else full for uid in uids}
         responses = _fetch_one_by_one(session, batch, mailbox, uidvalidity, uids, items_of, account_id, exc)
     failed = {issue.uid for issue in batch.issues}
+    own = session.own_addresses
     for uid in uids:
         ref = MessageRef(account_id, mailbox, uidvalidity, uid)
         response = responses.get(uid)
@@ -299,7 +300,7 @@ def fetch_summaries(
             snippet = None
             if snippet_chars > 0:
                 snippet = _snippet(response, parts, snippet_chars, headers)
-            summary = _summary(ref, response, parts, snippet, headers, session.own_addresses)
+            summary = _summary(ref, response, parts, snippet, headers, own)
             batch.messages.append(summary)
             cache.put(SummaryKey(mailbox, uidvalidity, uid, snippet_chars), summary)
         except Exception as exc:  # a hostile message must not sink the page
