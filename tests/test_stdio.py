@@ -116,6 +116,8 @@ def test_check_reports_each_account_and_fails_when_one_fails(
     assert "ok   default" in out
     assert "FAIL broken" in out and "auth_failed" in out
     assert "warning broken: password is stored inline" in out
+    # The test logins are bare names: check says how to name the account's own addresses.
+    assert "note    default: the username is not an email address; set addresses in [accounts.default]" in out
     assert "wrong-password-xyz" not in out + done.stderr.decode()
 
 

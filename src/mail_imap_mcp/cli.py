@@ -125,6 +125,11 @@ def check(config_path: Path | None) -> int:
                 f"warning {account_id}: password is stored inline in the config file; prefer "
                 "password_env or password_command"
             )
+        if not account.effective_addresses:
+            print(
+                f"note    {account_id}: the username is not an email address; set {account.setting('addresses')} "
+                "to your addresses so results call mail to you 'me' and drafts have a From"
+            )
         connection = AccountConnection(account_id, account)
         started = time.perf_counter()
 
