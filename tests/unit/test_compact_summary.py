@@ -28,6 +28,10 @@ OWN = frozenset({"ana@example.org", "ana.lima@work.example"})
         (["me <mallory@evil.example>"], "mallory@evil.example"),
         (["ME <mallory@evil.example>, Ana <ana@example.org>"], "me +1"),
         (["undisclosed-recipients:;"], "undisclosed-recipients:;"),
+        # Named twice (To and Cc), or under two of the account's addresses: counted once.
+        (["Ana <ana@example.org>", "ana@example.org, Ana Lima <ana.lima@work.example>"], ""),
+        (["Bob <bob@example.org>, Ana <ana@example.org>", "BOB@example.org"], "me +1"),
+        (["Bob <bob@example.org>", "bob@example.org, Cy <cy@example.org>"], "Bob +1"),
         ([], None),
     ],
 )

@@ -103,22 +103,31 @@ def _addresses(values: list[str]) -> str | None:
 def short_recipients(values: list[str], own: frozenset[str] = frozenset()) -> str | None:
     """All recipients in a few words: ``"me +2"`` when one is an address of ``own`` (lower-case),
     else the first one's name (or email), then '+N' for the others: ``"Bob Smith +2"``; ``""`` when
-    the message went to ``own`` alone."""
+    the message went to ``own`` alone. An address named twice (To and Cc) counts once."""
     addresses = [a for v in values for a in mime.parse_address_list(v)]
     if not addresses:
         return _addresses(values)
-    mine = bool(own) and any((a.email or "").lower() in own for a in addresses)
-    more = len(addresses) - 1
-    if mine and not more:
-        return ""
-    first = "me" if mine else _label(addresses[0])
-    return first + (f" +{more}" if more else "")
+    mine = False
+    seen: set[str] = set()
+    others: list[mime.Address] = []
+    for address in addresses:
+        email = (address.email or "").lower()
+        mine = mine or email in own
+        if email in own or (email and email in seen):
+            continue
+        seen.add(email)
+        others.append(address)
+    if mine:
+        return f"me +{len(others)}" if others else ""
+    more = len(others) - 1
+    return _label(others[0]) + (f" +{more}" if more else "")
 
 
 def _label(address: mime.Address) -> str:
     label = address.name or address.email or ""
-    # A stranger named "me" must not read as this account.
-    return address.email or label if label.strip().lower() == "me" else label
+    if label.strip().lower() == "me":  # a stranger named "me" must not read as this account
+        return address.email or label
+    return label
 
 
 def _bounded(value: str | None) -> str | None:
