@@ -125,17 +125,13 @@ def check(config_path: Path | None) -> int:
                 f"warning {account_id}: password is stored inline in the config file; prefer "
                 "password_env or password_command"
             )
-        if not account.effective_addresses:
-            print(
-                f"note    {account_id}: the username is not an email address; set {account.setting('addresses')} "
-                "to your addresses so results call mail to you 'me' and drafts have a From"
-            )
         connection = AccountConnection(account_id, account)
         started = time.perf_counter()
 
         def probe(session: ImapSession) -> int:
             return len(session.client.list_folders())
 
+        mailboxes: int | None = None
         try:
             mailboxes = connection.run(probe, retry=False)
         except ToolFailure as failure:
@@ -148,6 +144,12 @@ def check(config_path: Path | None) -> int:
             )
         finally:
             connection.close()
+        # Only once the login works: a failure's line stays the one thing to act on.
+        if mailboxes is not None and not account.effective_addresses:
+            print(
+                f"note    {account_id}: the username is not an email address; set {account.setting('addresses')} "
+                "to your addresses so results call mail to you 'me' and drafts have a From"
+            )
     return 1 if failures else 0
 
 
