@@ -19,6 +19,7 @@ from mail_imap_mcp.envelope.model import (
     SuccessEnvelope,
     ToolFailure,
     absent,
+    absent_field,
 )
 
 __all__ = [
@@ -37,4 +38,5 @@ __all__ = [
     "SuccessEnvelope",
     "ToolFailure",
     "absent",
+    "absent_field",
 ]

@@ -122,6 +122,11 @@ def absent(value: object) -> bool:
     return value is None
 
 
+def absent_field(description: str) -> Any:
+    """A compact payload's optional field: ``None`` by default and then left out of the output."""
+    return Field(default=None, exclude_if=absent, description=description)
+
+
 class CompactPayload(BaseModel):
     """Base for a compact ``data`` model: optional fields are absent instead of null or empty.
 
