@@ -86,7 +86,7 @@ async def exercise_every_tool(mcp: EnvelopeClient) -> set[str]:
     read = await ok("imap_get_attachment", part)
     assert b"March,42" in base64.b64decode(read["raw_base64"])
     thread = await ok("imap_get_thread", {"message_id": ids[0]})
-    assert thread["returned"] >= 1 and ids[0] in [m["message_id"] for m in thread["messages"]]
+    assert thread["total"] >= 1 and ids[0] in [m["message_id"] for m in thread["messages"]]
     raw = await ok("imap_get_message_raw", {"message_id": ids[0], "max_bytes": 1024})
     assert raw["returned_bytes"] > 0 and b"Subject: " in base64.b64decode(raw["raw_base64"])
     resource = await mcp.client.read_resource(found["messages"][0]["message_uri"])
