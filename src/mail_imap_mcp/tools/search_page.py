@@ -39,6 +39,7 @@ class SearchMessagesData(MultiItemData):
     untrusted_content: UntrustedContent
 
 
+#: The sender-written fields of a list of compact summaries (a search page, a conversation).
 COMPACT_UNTRUSTED = "messages[].from,to,subject,snippet"
 
 
@@ -83,10 +84,11 @@ def compact_page(result: ToolResult[SearchMessagesData]) -> ToolResult[CompactSe
     return ToolResult(summary=result.summary, data=brief, warnings=result.warnings)
 
 
-def untrusted_fields(*, compact: bool = False) -> UntrustedContent:
-    """The sender-written fields of a list of summaries (compact ones have no ``cc``)."""
-    names = ("from", "to", "subject", "snippet") if compact else ("from", "to", "cc", "subject", "snippet")
-    return UntrustedContent(fields=[f"messages[].{name}" for name in names])
+def untrusted_fields() -> UntrustedContent:
+    """The sender-written fields of a list of full summaries."""
+    return UntrustedContent(
+        fields=[f"messages[].{name}" for name in ("from", "to", "cc", "subject", "snippet")]
+    )
 
 
 def charset_refused(account_id: str, mailbox: str) -> ToolResult[SearchMessagesData]:
