@@ -68,6 +68,10 @@ PLANS: dict[str, Plan] = {
     # Its cursor says the mailbox exists: EXAMINE and the server-side SORT (UIDs only) in one round
     # trip, then the FETCH of the summaries.
     "one mailbox by date, next page": Plan(("EXAMINE", "UID SORT", "UID FETCH"), 2),
+    # Names no LIST showed, one of them empty: its EXAMINE says so, and no SORT is sent there.
+    "a named empty mailbox by date": Plan(
+        ("EXAMINE",) + ("EXAMINE", "UID SORT", "UID FETCH") + ("UID FETCH",), 5
+    ),
 }
 
 
@@ -135,8 +139,13 @@ async def test_searches_across_mailboxes_send_their_plans(dovecot: Dovecot) -> N
                     "cursor": dated["next_cursor"],
                 },
             )
+            named_empty, observed["a named empty mailbox by date"] = await r.call(
+                "imap_search_messages",
+                {"mailboxes": ["Empty", "Sent"], "sort": "date", "limit": 3, "snippet_chars": 0},
+            )
             assert r.connection.logins == 1
     expected = newest_first(subjects, SEARCHED)
+    assert subjects_of(named_empty) == subjects["Sent"][::-1][:3]
     assert subjects_of(first) + subjects_of(second) == expected[:16]
     assert first["total"] == len(expected) and not first.get("issues")
     assert subjects_of(two) == newest_first(subjects, ("Sent", "Archive"))[:5]

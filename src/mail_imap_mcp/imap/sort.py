@@ -380,8 +380,8 @@ class StreamSearch:
         to exist: a name never seen would have the SORT answered BAD (no mailbox selected)."""
         if self.charset is None and (state.uidvalidity or state.mailbox in self.listed):
             self.session.examine_ahead(state.mailbox, uidvalidity=state.uidvalidity or None)
-        else:
-            self.session.examine(state.mailbox)
+        elif self.session.examine(state.mailbox).exists == 0 and first:
+            return []  # nothing to sort (open() reads the mailbox as empty): no round trip spent on SORT
         criteria = list(self.criteria)
         if not first:
             criteria = [b"UID", f"1:{max(state.upper, 1)}".encode(), *criteria]
