@@ -1,9 +1,8 @@
 """The compact shape stays within issue 12's byte budget on realistic mail, through the MCP client.
 
 ``scripts/token-report`` documents the figures on 1,000 messages; this test keeps a change that
-fattens the shape (a new field, a longer key, a null spelled out) from landing unnoticed. Dovecot
-only: the bytes depend on the mail and on the shape, not on the server (bar the digits of
-UIDVALIDITY, which Dovecot makes as wide as any server does).
+fattens the shape (a new field, a longer key, a null spelled out) from landing unnoticed, on every
+server of the matrix (the ids carry each server's UIDVALIDITY, as wide as ten digits).
 """
 
 from __future__ import annotations
@@ -12,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import AccountFactory, make_config, open_client
-from tests.support.dovecot import Dovecot
+from tests.conftest import AccountFactory, MatrixServer, make_config, open_client
 from tests.support.envelope_client import EnvelopeClient, check_envelope
 from tests.support.realmail import OWNER, realistic_corpus, realistic_flags
 from tests.support.token_figures import GOAL_ENVELOPE, GOAL_SUMMARY_NON_SNIPPET, ShapeFigures
@@ -36,10 +34,10 @@ async def _page(mcp: EnvelopeClient, arguments: dict[str, Any], figures: ShapeFi
 
 
 async def test_compact_pages_of_realistic_mail_stay_within_the_byte_budget(
-    dovecot: Dovecot, user: str, account: AccountFactory
+    imap_server: MatrixServer, user: str, account: AccountFactory
 ) -> None:
     corpus = list(realistic_corpus(MESSAGES, seed=7))
-    dovecot.seed(user, "INBOX", [m.raw for m in corpus], flags=realistic_flags)
+    imap_server.seed(user, "INBOX", [m.raw for m in corpus], flags=realistic_flags)
     config = make_config({"default": account(user, addresses=[OWNER[1]])})
     compact = ShapeFigures()
     async for mcp in open_client(config):

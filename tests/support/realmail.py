@@ -82,6 +82,11 @@ class Realistic:
     new_text: str
 
 
+def _wire(msg: EmailMessage) -> bytes:
+    """The message as it travels: CRLF line ends (Cyrus refuses bare newlines in APPEND)."""
+    return msg.as_bytes(policy=msg.policy.clone(linesep="\r\n"))
+
+
 def _addr(person: tuple[str, str]) -> str:
     return formataddr(person)
 
@@ -143,7 +148,7 @@ def _reply(rng: random.Random, i: int, date: dt.datetime) -> Realistic:
     msg["In-Reply-To"] = f"<thread-{i}@realistic.example>"
     msg["References"] = f"<root-{i}@realistic.example> <thread-{i}@realistic.example>"
     msg.set_content(body)
-    return Realistic(bytes(msg), f"reply-{style}", f"{greeting}{new}\n\nBest,\n{sender[0].split()[0]}")
+    return Realistic(_wire(msg), f"reply-{style}", f"{greeting}{new}\n\nBest,\n{sender[0].split()[0]}")
 
 
 def _newsletter(rng: random.Random, i: int, date: dt.datetime) -> Realistic:
@@ -172,7 +177,7 @@ def _newsletter(rng: random.Random, i: int, date: dt.datetime) -> Realistic:
     msg["List-ID"] = f"{name} <list.{email.split('@')[1]}>"
     msg.set_content(text)
     msg.add_alternative(html, subtype="html")
-    return Realistic(bytes(msg), "newsletter", text)
+    return Realistic(_wire(msg), "newsletter", text)
 
 
 def _notification(rng: random.Random, i: int, date: dt.datetime) -> Realistic:
@@ -197,7 +202,7 @@ def _notification(rng: random.Random, i: int, date: dt.datetime) -> Realistic:
     )
     msg["Cc"] = f"{_addr(OWNER)}, Mention <mention@noreply.github.example>"
     msg.set_content(body)
-    return Realistic(bytes(msg), "notification", new)
+    return Realistic(_wire(msg), "notification", new)
 
 
 def _invoice(rng: random.Random, i: int, date: dt.datetime) -> Realistic:
@@ -215,7 +220,7 @@ def _invoice(rng: random.Random, i: int, date: dt.datetime) -> Realistic:
     msg.set_content(text)
     pdf = b"%PDF-1.4\n" + bytes(rng.getrandbits(8) for _ in range(2400)) + b"\n%%EOF\n"
     msg.add_attachment(pdf, maintype="application", subtype="pdf", filename=f"INV-2026-{i:04d}.pdf")
-    return Realistic(bytes(msg), "invoice", text)
+    return Realistic(_wire(msg), "invoice", text)
 
 
 def _new_thread(rng: random.Random, i: int, date: dt.datetime) -> Realistic:
@@ -225,7 +230,7 @@ def _new_thread(rng: random.Random, i: int, date: dt.datetime) -> Realistic:
     others = rng.sample([p for p in PEOPLE if p != sender], 2)
     msg = _base(sender, [OWNER, *others], project.capitalize(), date, f"<thread-{i}@realistic.example>")
     msg.set_content(text)
-    return Realistic(bytes(msg), "new-thread", text)
+    return Realistic(_wire(msg), "new-thread", text)
 
 
 KINDS: list[tuple[Callable[[random.Random, int, dt.datetime], Realistic], int]] = [
