@@ -46,28 +46,38 @@ def show(step: str, arguments: dict[str, Any], envelope: dict[str, Any]) -> None
     print("  envelope: " + json.dumps(envelope, indent=2, ensure_ascii=False).replace("\n", "\n  "))
 
 
-async def drive(params: StdioServerParameters) -> None:
+async def drive(params: StdioServerParameters) -> list[str]:
+    """Runs the calls; returns the steps whose outcome was not the expected one."""
+    unexpected: list[str] = []
     async with Client(params) as client:
 
-        async def call(step: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        async def call(
+            step: str, tool: str, arguments: dict[str, Any], expected_error: str | None = None
+        ) -> dict[str, Any]:
             result = await client.call_tool(tool, arguments)
             envelope: dict[str, Any] = result.structured_content  # type: ignore[assignment]
             show(f"{step}: {tool}", arguments, envelope)
+            outcome = None if envelope["success"] else envelope["error"]["code"]
+            if outcome != expected_error:
+                unexpected.append(
+                    f"step {step} answered {outcome or 'ok'}, expected {expected_error or 'ok'}"
+                )
             return envelope
 
         await call("1", "imap_list_accounts", {})
         await call("2", "imap_list_mailboxes", {"include_counts": True})
-        page = await call("3", "imap_search_messages", {"limit": 3, "snippet_chars": 80})
-        await call(
-            "4 (next page via cursor)", "imap_search_messages", page["data"]["next_action"]["arguments"]
-        )
+        newest = {"limit": 3, "snippet_chars": 80}
+        page = await call("3", "imap_search_messages", newest)
+        # A compact page has no next_action: the next page is the same search with its next_cursor.
+        next_page = {**newest, "cursor": page["data"]["next_cursor"]}
+        await call("4 (next page via cursor)", "imap_search_messages", next_page)
         found = await call("5", "imap_search_messages", {"from": "Jürgen", "snippet_chars": 80})
         message_id = found["data"]["messages"][0]["message_id"]
         await call("6", "imap_get_message", {"message_id": message_id, "body_max_chars": 400})
         await call("7", "imap_get_message_raw", {"message_id": message_id, "max_bytes": 300})
-        await call(
-            "8 (a mistake the model can fix)", "imap_search_messages", {"last_days": 7, "since": "2025-01-01"}
-        )
+        mistake = {"last_days": 7, "since": "2025-01-01"}
+        await call("8 (a mistake the model can fix)", "imap_search_messages", mistake, "invalid_input")
+    return unexpected
 
 
 def main() -> None:
@@ -86,7 +96,10 @@ def main() -> None:
                 args=["serve", "--config", str(config)],
                 env={"DEMO_IMAP_PASSWORD": dovecot.password, "PATH": os.environ.get("PATH", "")},
             )
-            anyio.run(drive, params)
+            unexpected = anyio.run(drive, params)
+    if unexpected:
+        # A demo that showed a broken answer must not end as if all went well.
+        sys.exit("The demo did not go as it should:\n" + "\n".join(unexpected))
     print(f"\n{BOLD}Done: the server, the client and Dovecot have all stopped.{RESET}")
 
 

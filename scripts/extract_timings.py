@@ -20,9 +20,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.support.documents import CORPUS  # noqa: E402
+from tests.support.limits import default_extract_limits, default_image_limits  # noqa: E402
 
-from mail_imap_mcp.content.documents import ExtractionError, ExtractLimits, extract_text  # noqa: E402
-from mail_imap_mcp.content.images import ImageLimits, prepare_image  # noqa: E402
+from mail_imap_mcp.content.documents import ExtractionError, extract_text  # noqa: E402
+from mail_imap_mcp.content.images import prepare_image  # noqa: E402
 from mail_imap_mcp.content.sandbox import SandboxLimits, child_command  # noqa: E402
 
 
@@ -56,10 +57,10 @@ def measure(repeats: int = 5) -> list[tuple[str, str, float, str]]:
                 started = time.perf_counter()
                 try:
                     if item.kind == "image":
-                        prepare_image(path, item.content_type, ImageLimits())
+                        prepare_image(path, item.content_type, default_image_limits())
                     else:
                         extract_text(
-                            path, item.content_type, item.filename, ExtractLimits(), max_chars=20_000
+                            path, item.content_type, item.filename, default_extract_limits(), max_chars=20_000
                         )
                 except ExtractionError as exc:
                     outcome = f"{exc.code}" + (f" ({exc.limit})" if exc.limit else "")

@@ -23,8 +23,9 @@ from tests.support.documents import (
     operator_flood_pdf,
     zip_bytes,
 )
+from tests.support.limits import default_extract_limits
 
-LIMITS = ExtractLimits()
+LIMITS = default_extract_limits()
 pytestmark = pytest.mark.usefixtures("no_leftover_children")
 
 
@@ -117,7 +118,7 @@ def test_a_window_never_splits_a_combining_sequence(tmp_path: Path) -> None:
 
 def test_the_hard_character_cap_cuts_and_says_so(tmp_path: Path) -> None:
     item = CORPUS["pdf_multipage"]
-    limits = ExtractLimits(max_chars=60)
+    limits = default_extract_limits(max_chars=60)
     result = read(write(tmp_path, item), item, limits=limits, max_chars=1000)
     assert len(result.text) == 60
     assert result.truncated is True
@@ -127,7 +128,7 @@ def test_the_hard_character_cap_cuts_and_says_so(tmp_path: Path) -> None:
 
 def test_an_attachment_over_max_attachment_bytes_is_refused_before_parsing(tmp_path: Path) -> None:
     item = CORPUS["pdf_flate_bomb"]
-    limits = ExtractLimits(max_input_bytes=512 * 1024)
+    limits = default_extract_limits(max_input_bytes=512 * 1024)
     with pytest.raises(ExtractionError) as caught:
         read(write(tmp_path, item), item, limits=limits)
     assert caught.value.code == "limit_exceeded"
@@ -140,7 +141,7 @@ def test_a_slow_document_is_stopped_at_the_wall_limit(tmp_path: Path) -> None:
     path.write_bytes(operator_flood_pdf())
     started = time.monotonic()
     with pytest.raises(ExtractionError) as caught:
-        extract_text(path, "application/pdf", None, ExtractLimits(timeout_s=1.0), max_chars=100)
+        extract_text(path, "application/pdf", None, default_extract_limits(timeout_s=1.0), max_chars=100)
     elapsed = time.monotonic() - started
     assert caught.value.code == "limit_exceeded"
     assert caught.value.limit == "extract_timeout_s"
@@ -155,7 +156,9 @@ def test_the_cpu_limit_stops_a_busy_child(tmp_path: Path) -> None:
     path = tmp_path / "flood.pdf"
     path.write_bytes(operator_flood_pdf())
     with pytest.raises(ExtractionError) as caught:
-        extract_text(path, "application/pdf", None, ExtractLimits(cpu_s=1.0, timeout_s=30), max_chars=100)
+        extract_text(
+            path, "application/pdf", None, default_extract_limits(cpu_s=1.0, timeout_s=30), max_chars=100
+        )
     assert caught.value.limit == "extract_timeout_s"
     assert "CPU time" in caught.value.message
 
@@ -164,13 +167,15 @@ def test_a_30_mb_text_attachment_is_read_in_bounded_windows(tmp_path: Path) -> N
     path = tmp_path / "big.txt"
     path.write_bytes(large_payload())
     first = extract_text(
-        path, "text/plain", "big.txt", ExtractLimits(max_input_bytes=40 << 20), max_chars=1000
+        path, "text/plain", "big.txt", default_extract_limits(max_input_bytes=40 << 20), max_chars=1000
     )
     assert first.truncated is True
     assert first.total_chars is None
     assert first.text.startswith("00000000 the quick brown fox")
     with pytest.raises(ExtractionError) as caught:
-        extract_text(path, "text/plain", "big.txt", ExtractLimits(max_input_bytes=25 << 20), max_chars=1000)
+        extract_text(
+            path, "text/plain", "big.txt", default_extract_limits(max_input_bytes=25 << 20), max_chars=1000
+        )
     assert caught.value.limit == "max_attachment_bytes"
 
 
@@ -235,7 +240,9 @@ def test_an_archive_with_too_many_members_is_refused(tmp_path: Path) -> None:
     members: dict[str, str | bytes] = {f"word/media/{i}.txt": "x" for i in range(30)}
     members["word/document.xml"] = "<w:document/>"
     with pytest.raises(ExtractionError) as caught:
-        extract_bytes(tmp_path, zip_bytes(members), "many.docx", ExtractLimits(max_archive_members=20))
+        extract_bytes(
+            tmp_path, zip_bytes(members), "many.docx", default_extract_limits(max_archive_members=20)
+        )
     assert (caught.value.code, caught.value.limit) == ("limit_exceeded", "archive_members")
 
 
@@ -245,14 +252,16 @@ def test_an_extreme_compression_ratio_is_refused_before_inflating(tmp_path: Path
         extract_bytes(tmp_path, data, "spaces.docx")
     assert (caught.value.code, caught.value.limit) == ("limit_exceeded", "compression_ratio")
     # The same part is read when the ratio cap allows it.
-    result = extract_bytes(tmp_path, data, "spaces.docx", ExtractLimits(max_compression_ratio=100_000))
+    result = extract_bytes(
+        tmp_path, data, "spaces.docx", default_extract_limits(max_compression_ratio=100_000)
+    )
     assert (result.format, result.truncated, result.next_offset) == ("docx", True, 10_000)
 
 
 def test_the_unpacked_total_is_capped_across_members(tmp_path: Path) -> None:
     data = docx_bytes("<w:p><w:r><w:t>" + "word " * 60_000 + "</w:t></w:r></w:p>")
     with pytest.raises(ExtractionError) as caught:
-        extract_bytes(tmp_path, data, "big.docx", ExtractLimits(max_unpacked_bytes=100_000))
+        extract_bytes(tmp_path, data, "big.docx", default_extract_limits(max_unpacked_bytes=100_000))
     assert (caught.value.code, caught.value.limit) == ("limit_exceeded", "archive_unpacked_bytes")
 
 

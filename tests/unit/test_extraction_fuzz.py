@@ -17,14 +17,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mail_imap_mcp.content._window import TextCollector
-from mail_imap_mcp.content.documents import ExtractedText, ExtractionError, ExtractLimits, extract_text
-from mail_imap_mcp.content.images import ImageLimits, PreparedImage, prepare_image
+from mail_imap_mcp.content.documents import ExtractedText, ExtractionError, extract_text
+from mail_imap_mcp.content.images import PreparedImage, prepare_image
 from mail_imap_mcp.content.text import remove_unsafe_characters
 from tests.support.documents import CORPUS
+from tests.support.limits import default_extract_limits, default_image_limits
 
 pytestmark = pytest.mark.usefixtures("no_leftover_children")
 
-LIMITS = ExtractLimits(timeout_s=10, cpu_s=10)
+LIMITS = default_extract_limits(timeout_s=10, cpu_s=10)
 CHILD_SETTINGS = settings(
     max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -102,13 +103,13 @@ def test_mutated_images_never_escape_the_error_contract(name: str) -> None:
             path = Path(folder) / "image"
             path.write_bytes(data)
             outcome = attempt(
-                lambda: prepare_image(path, item.content_type, ImageLimits(timeout_s=10, cpu_s=10))
+                lambda: prepare_image(path, item.content_type, default_image_limits(timeout_s=10, cpu_s=10))
             )
             if isinstance(outcome, ExtractionError):
                 assert outcome.code in ("limit_exceeded", "unsupported_format", "extract_failed")
             else:
                 assert isinstance(outcome, PreparedImage)
-                assert len(outcome.data) <= ImageLimits().max_output_bytes
+                assert len(outcome.data) <= default_image_limits().max_output_bytes
 
     run()
 

@@ -12,8 +12,9 @@ from PIL import Image
 from mail_imap_mcp.content.documents import ExtractionError
 from mail_imap_mcp.content.images import ImageLimits, PreparedImage, image_format, prepare_image
 from tests.support.documents import CORPUS, Document, images, png_of_zeros
+from tests.support.limits import default_image_limits
 
-LIMITS = ImageLimits()
+LIMITS = default_image_limits()
 pytestmark = pytest.mark.usefixtures("no_leftover_children")
 
 
@@ -65,26 +66,26 @@ def test_a_memory_hungry_image_ends_at_the_memory_limit(tmp_path: Path) -> None:
     # 7000 x 7000 RGBA under max_pixels needs ~196 MB decoded; the child may have 128 MiB.
     data = png_of_zeros(7000, 7000)
     assert len(data) < 300_000
-    limits = ImageLimits(memory_bytes=128 << 20, max_pixels=60_000_000)
+    limits = default_image_limits(memory_bytes=128 << 20, max_pixels=60_000_000)
     with pytest.raises(ExtractionError) as caught:
         prepare(tmp_path, data, limits=limits)
     assert (caught.value.code, caught.value.limit) == ("limit_exceeded", "memory")
     assert "128 MB" in caught.value.message
     # With enough memory the same image is read and downscaled.
-    result = prepare(tmp_path, data, limits=ImageLimits(max_pixels=60_000_000))
+    result = prepare(tmp_path, data, limits=default_image_limits(max_pixels=60_000_000))
     assert (result.width, result.height, result.format) == (1568, 1568, "png")
 
 
 def test_a_slow_image_is_stopped_at_the_wall_limit(tmp_path: Path) -> None:
     started = time.monotonic()
     with pytest.raises(ExtractionError) as caught:
-        prepare(tmp_path, CORPUS["png_noise"].data, limits=ImageLimits(timeout_s=0.2))
+        prepare(tmp_path, CORPUS["png_noise"].data, limits=default_image_limits(timeout_s=0.2))
     assert caught.value.limit == "extract_timeout_s"
     assert time.monotonic() - started < 2
 
 
 def test_an_image_that_cannot_fit_the_output_cap_is_refused(tmp_path: Path) -> None:
-    limits = ImageLimits(max_output_bytes=16_384)
+    limits = default_image_limits(max_output_bytes=16_384)
     with pytest.raises(ExtractionError) as caught:
         prepare(tmp_path, CORPUS["png_noise"].data, limits=limits)
     assert (caught.value.code, caught.value.limit) == ("limit_exceeded", "max_output_bytes")
@@ -113,7 +114,7 @@ def test_broken_image_data_fails_cleanly(tmp_path: Path) -> None:
 
 def test_an_image_over_max_attachment_bytes_is_not_read(tmp_path: Path) -> None:
     with pytest.raises(ExtractionError) as caught:
-        prepare(tmp_path, CORPUS["jpeg_photo"].data, limits=ImageLimits(max_input_bytes=100_000))
+        prepare(tmp_path, CORPUS["jpeg_photo"].data, limits=default_image_limits(max_input_bytes=100_000))
     assert caught.value.limit == "max_attachment_bytes"
 
 

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from mail_imap_mcp.content import sandbox
-from mail_imap_mcp.content.documents import ExtractionError, ExtractLimits, extract_text
+from mail_imap_mcp.content.documents import ExtractionError, extract_text
 from mail_imap_mcp.content.sandbox import SandboxLimits, run_in_sandbox
 from tests.support.documents import CORPUS, operator_flood_pdf
+from tests.support.limits import default_extract_limits
 from tests.unit.conftest import live_children
 
 pytestmark = pytest.mark.usefixtures("no_leftover_children")
@@ -74,7 +75,7 @@ def test_the_child_runs_with_its_limits_in_its_own_session_and_a_bare_environmen
 
     watcher = threading.Thread(target=watch)
     watcher.start()
-    limits = ExtractLimits(timeout_s=4, cpu_s=3, memory_bytes=300 << 20)
+    limits = default_extract_limits(timeout_s=4, cpu_s=3, memory_bytes=300 << 20)
     with pytest.raises(ExtractionError):
         extract_text(path, "application/pdf", None, limits, max_chars=100)
     watcher.join()
@@ -138,7 +139,9 @@ def test_concurrent_extractions_share_a_bounded_number_of_children(tmp_path: Pat
         with ThreadPoolExecutor(max_workers=8) as pool:
             results = list(
                 pool.map(
-                    lambda _: extract_text(path, item.content_type, None, ExtractLimits(), max_chars=500),
+                    lambda _: extract_text(
+                        path, item.content_type, None, default_extract_limits(), max_chars=500
+                    ),
                     range(8),
                 )
             )

@@ -26,6 +26,7 @@ from .sandbox import SandboxLimits, check_input, run_in_sandbox
 from .text import remove_unsafe_characters
 
 __all__ = [
+    "MAX_DOCUMENT_CHARS",
     "CalendarEvent",
     "CalendarPerson",
     "ExtractLimits",
@@ -37,26 +38,27 @@ __all__ = [
 ]
 
 _MiB = 1 << 20
+#: Default hard cap on the text produced from one document.
+MAX_DOCUMENT_CHARS = 2_000_000
 _READ_CHUNK = 64 * 1024
 _HEAD_BYTES = 4096
 
 
 class ExtractLimits(BaseModel):
-    """Caps of one extraction (the server fills these from its ``[server]`` settings)."""
+    """Caps of one extraction. The server's settings (``[server]`` in config.py, the one place their
+    defaults are defined) fill the first four; the rest are fixed safety caps of the parsers."""
 
     model_config = ConfigDict(frozen=True)
 
-    max_input_bytes: int = Field(
-        25 * _MiB, ge=1, description="Largest attachment read (max_attachment_bytes)."
-    )
-    timeout_s: float = Field(
-        15.0, gt=0, description="Wall-clock limit of the extraction (extract_timeout_s)."
-    )
-    cpu_s: float = Field(15.0, gt=0, description="CPU-time limit of the extraction child.")
+    max_input_bytes: int = Field(ge=1, description="Largest attachment read (max_attachment_bytes).")
+    timeout_s: float = Field(gt=0, description="Wall-clock limit of the extraction (extract_timeout_s).")
+    cpu_s: float = Field(gt=0, description="CPU-time limit of the extraction child (extract_timeout_s).")
     memory_bytes: int = Field(
-        768 * _MiB, ge=64 * _MiB, description="Address-space limit (RLIMIT_AS) of the child."
+        ge=64 * _MiB, description="Address-space limit (RLIMIT_AS) of the child (extract_memory_mb)."
     )
-    max_chars: int = Field(2_000_000, ge=1, description="Hard cap on the text produced from one document.")
+    max_chars: int = Field(
+        MAX_DOCUMENT_CHARS, ge=1, description="Hard cap on the text produced from one document."
+    )
     max_unpacked_bytes: int = Field(
         256 * _MiB, ge=1, description="Office/ODF: total uncompressed size of the archive members read."
     )

@@ -26,24 +26,21 @@ _OUTPUT_MAGIC = {"image/png": b"\x89PNG\r\n\x1a\n", "image/jpeg": b"\xff\xd8\xff
 
 
 class ImageLimits(BaseModel):
-    """Caps of one image preparation."""
+    """Caps of one image preparation, all from the server's settings (``[server]`` in config.py, the
+    one place their defaults are defined)."""
 
     model_config = ConfigDict(frozen=True)
 
-    max_input_bytes: int = Field(
-        25 * _MiB, ge=1, description="Largest attachment read (max_attachment_bytes)."
-    )
+    max_input_bytes: int = Field(ge=1, description="Largest attachment read (max_attachment_bytes).")
     max_pixels: int = Field(
-        50_000_000,
-        ge=1,
-        description="Most pixels (width x height) an image may declare; checked before decoding.",
+        ge=1, description="Most pixels (width x height) an image may declare; checked before decoding."
     )
-    max_dimension: int = Field(1568, ge=64, description="Longest side of the image returned.")
-    max_output_bytes: int = Field(1_000_000, ge=16_384, description="Largest encoded image returned.")
-    timeout_s: float = Field(15.0, gt=0, description="Wall-clock limit (extract_timeout_s).")
-    cpu_s: float = Field(15.0, gt=0, description="CPU-time limit of the child.")
+    max_dimension: int = Field(ge=64, description="Longest side of the image returned.")
+    max_output_bytes: int = Field(ge=16_384, description="Largest encoded image returned.")
+    timeout_s: float = Field(gt=0, description="Wall-clock limit (extract_timeout_s).")
+    cpu_s: float = Field(gt=0, description="CPU-time limit of the child (extract_timeout_s).")
     memory_bytes: int = Field(
-        768 * _MiB, ge=64 * _MiB, description="Address-space limit (RLIMIT_AS) of the child."
+        ge=64 * _MiB, description="Address-space limit (RLIMIT_AS) of the child (extract_memory_mb)."
     )
 
 

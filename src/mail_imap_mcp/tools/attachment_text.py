@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from mail_imap_mcp.config import ServerSettings
 from mail_imap_mcp.content.documents import (
+    MAX_DOCUMENT_CHARS,
     CalendarEvent,
     ExtractLimits,
     detect_format,
@@ -101,7 +102,7 @@ def extract_limits(server: ServerSettings) -> ExtractLimits:
         memory_bytes=server.extract_memory_mb * 1024 * 1024,
         # A window anywhere in the attachment (a character takes a byte at least): the child's answer is
         # bounded by the window, not by this.
-        max_chars=max(server.max_attachment_bytes, ExtractLimits().max_chars),
+        max_chars=max(server.max_attachment_bytes, MAX_DOCUMENT_CHARS),
     )
 
 
