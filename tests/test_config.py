@@ -8,7 +8,10 @@ import pytest
 
 from mail_imap_mcp.config import AuthMethod, ConfigError, Security, load_config
 
-EXAMPLE = Path(__file__).parent.parent / "src" / "mail_imap_mcp" / "config.example.toml"
+ROOT = Path(__file__).parent.parent
+#: The example a reader of the repository finds at its top level; the package ships a copy of it.
+EXAMPLE = ROOT / "config.example.toml"
+SHIPPED_EXAMPLE = ROOT / "src" / "mail_imap_mcp" / "config.example.toml"
 
 GOOD = """
 [accounts.work]
@@ -257,6 +260,15 @@ def test_failing_password_command_reports_status_without_output(tmp_path: Path) 
 def test_ca_file_must_exist(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="ca_file"):
         load_config(write(tmp_path, GOOD + 'ca_file = "/nonexistent.pem"\n'), env={})
+
+
+def test_regression_config_example_is_at_the_repository_root_and_the_package_ships_the_same_file() -> None:
+    # Issue 20: the example lived only inside the package, not beside pyproject.toml where the design
+    # card puts it. The root file is the one to edit; `mail-imap-mcp config-example` prints the copy.
+    assert EXAMPLE.is_file() and not EXAMPLE.is_symlink()
+    assert SHIPPED_EXAMPLE.read_bytes() == EXAMPLE.read_bytes(), (
+        "config.example.toml changed: cp config.example.toml src/mail_imap_mcp/config.example.toml"
+    )
 
 
 def test_example_config_is_valid() -> None:

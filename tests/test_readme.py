@@ -65,6 +65,13 @@ def test_readme_install_pulls_no_development_tools(installed_home: Path) -> None
     assert not [tool for tool in DEV_TOOLS if tool in names]
 
 
+def test_readme_install_ships_the_repositorys_config_example(installed_home: Path) -> None:
+    # The installed wheel holds a real copy of config.example.toml, the file at the repository root.
+    server = installed_home / ".local/share/mail-imap-mcp/bin/mail-imap-mcp"
+    done = subprocess.run([server, "config-example"], capture_output=True, text=True, timeout=30, check=True)
+    assert done.stdout == (ROOT / "config.example.toml").read_text(encoding="utf-8")
+
+
 def account_values(dovecot: Dovecot, user: str) -> dict[str, str]:
     """What the user types into the README's placeholders, for this test's Dovecot."""
     return {

@@ -168,7 +168,7 @@ def configuration_markdown() -> str:
         "",
         "A TOML file: `--config PATH`, else `$MAIL_IMAP_MCP_CONFIG`, else "
         "`~/.config/mail-imap-mcp/config.toml`. `mail-imap-mcp config-example` prints a commented "
-        "example ([config.example.toml](../src/mail_imap_mcp/config.example.toml)); the README has "
+        "example ([config.example.toml](../config.example.toml)); the README has "
         "environment-only accounts and [providers.md](providers.md) the settings of common providers.",
         "",
     ]
