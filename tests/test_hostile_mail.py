@@ -41,7 +41,7 @@ from hypothesis import strategies as st
 from imapclient.exceptions import ProtocolError
 from imapclient.response_parser import parse_fetch_response
 
-from mail_imap_mcp.imap.html import html_to_markdown, html_to_text, sanitize_html
+from mail_imap_mcp.content.html import html_to_markdown, html_to_text, sanitize_html
 from mail_imap_mcp.imap.mime import (
     Part,
     parse_bodystructure,

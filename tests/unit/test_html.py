@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mail_imap_mcp.imap.html import html_to_markdown, html_to_text, sanitize_html
+from mail_imap_mcp.content.html import html_to_markdown, html_to_text, sanitize_html
 
 # -- sanitize_html ---------------------------------------------------------------------
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from imapclient.exceptions import IMAPClientError
 
+from mail_imap_mcp.content import html as html_convert
 from mail_imap_mcp.content.quotes import new_text
 from mail_imap_mcp.envelope import Issue
-from mail_imap_mcp.imap import html as html_convert
 from mail_imap_mcp.imap import mime
 from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.errors import UidValidityChanged, is_connection_broken

@@ -36,9 +36,9 @@ from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from ..content.charsets import decode_bytes
+from ..content.html import html_to_text
 from ..content.quotes import new_text
 from ..content.text import BIDI_CONTROLS, collapse_whitespace, strip_controls, truncate
-from .html import html_to_text
 
 __all__ = [
     "Address",

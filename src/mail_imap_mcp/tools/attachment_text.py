@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mail_imap_mcp.config import ServerSettings
+from mail_imap_mcp.content import html as html_convert
 from mail_imap_mcp.content.documents import (
     MAX_DOCUMENT_CHARS,
     CalendarEvent,
@@ -25,7 +26,6 @@ from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.content.images import ImageLimits
 from mail_imap_mcp.content.text import clean_extracted_text
 from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure
-from mail_imap_mcp.imap import html as html_convert
 from mail_imap_mcp.imap import mime
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.ids import MessageRef
