@@ -42,13 +42,8 @@ from imapclient.exceptions import ProtocolError
 from imapclient.response_parser import parse_fetch_response
 
 from mail_imap_mcp.content.html import html_to_markdown, html_to_text, sanitize_html
-from mail_imap_mcp.imap.mime import (
-    Part,
-    parse_bodystructure,
-    parse_full_message,
-    snippet_from_prefix,
-    top_level_boundary,
-)
+from mail_imap_mcp.imap.bodystructure import parse_bodystructure, top_level_boundary
+from mail_imap_mcp.mime import Part, parse_full_message, snippet_from_prefix
 from tests.conftest import account_settings, make_config, open_client
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient, uid_of

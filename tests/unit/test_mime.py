@@ -12,27 +12,26 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from imapclient.response_parser import parse_fetch_response
 
-from mail_imap_mcp.imap import mime
-from mail_imap_mcp.imap.mime import (
+from mail_imap_mcp import mime
+from mail_imap_mcp.content.text import collapse_whitespace, truncate
+from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch, top_level_boundary
+from mail_imap_mcp.mime import (
     Address,
     Part,
     attachment_parts,
     choose_body_parts,
-    collapse_whitespace,
     decode_header_value,
     decode_text,
     decode_transfer,
     format_address,
     has_attachments,
+    params,
     parse_address_list,
-    parse_bodystructure,
     parse_date,
     parse_full_message,
     parse_header_block,
     snippet_from_prefix,
-    structure_mismatch,
-    top_level_boundary,
-    truncate,
+    snippets,
 )
 
 
@@ -917,7 +916,7 @@ def test_snippet_fast_path_ends_at_the_delimiter_whatever_size_the_server_report
 def test_snippet_fast_path_gives_way_when_a_boundary_does_not_match() -> None:
     body = b"text after a wrong boundary"
     # The top-level boundary is not in the prefix, so the fast path declines and the parser decides.
-    assert mime._first_leaf_text(_nested_prefix(body), _nested_parts(len(body)), "nomatch") is None
+    assert snippets._first_leaf_text(_nested_prefix(body), _nested_parts(len(body)), "nomatch") is None
 
 
 # -- BODYSTRUCTURE against the message's own Content-Type header --------------------------------
@@ -1004,8 +1003,8 @@ def test_snippet_without_parts_decodes_the_header_transfer_encoding() -> None:
 def test_content_type_params_split_the_same_with_and_without_the_quote_free_shortcut(value: str) -> None:
     """The plain ``split(";")`` taken when a value has no double quote gives what the quote-aware scan
     gives; with a quote, the scan decides (semicolons inside quotes stay, backslash escapes apply)."""
-    main, pairs = mime._split_header_params(value)
-    items = mime._split_quoted(value)
+    main, pairs = params.split_header_params(value)
+    items = params.split_quoted(value)
     expected = [
         (n.strip(), v.strip()) for n, sep, v in (i.partition("=") for i in items[1:]) if sep and n.strip()
     ]
@@ -1015,7 +1014,7 @@ def test_content_type_params_split_the_same_with_and_without_the_quote_free_shor
 
 
 def test_a_quoted_semicolon_stays_inside_its_parameter() -> None:
-    assert mime._split_header_params('text/plain; name="a;b.txt"; charset=utf-8') == (
+    assert params.split_header_params('text/plain; name="a;b.txt"; charset=utf-8') == (
         "text/plain",
         [("name", "a;b.txt"), ("charset", "utf-8")],
     )

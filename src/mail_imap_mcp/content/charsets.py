@@ -1,6 +1,7 @@
 """Character sets: MIME charset labels to Python codecs, and lenient decoding.
 
-Shared by message bodies and headers (imap/mime.py) and text attachments; stdlib only.
+Shared by message bodies and headers (mime/) and text attachments (documents.py); stdlib only. It stays in
+content/ because mime/ builds on content/ (HTML to text, quotes) and text attachments need it too.
 """
 
 from __future__ import annotations

@@ -16,10 +16,12 @@ from typing import Any
 
 from imapclient.exceptions import IMAPClientError
 
+from mail_imap_mcp import mime
 from mail_imap_mcp.content import html as html_convert
 from mail_imap_mcp.content.quotes import new_text
+from mail_imap_mcp.content.text import collapse_whitespace, truncate
 from mail_imap_mcp.envelope import Issue
-from mail_imap_mcp.imap import mime
+from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch, top_level_boundary
 from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.errors import UidValidityChanged, is_connection_broken
 from mail_imap_mcp.imap.ids import MessageRef
@@ -134,7 +136,7 @@ def _bounded(value: str | None) -> str | None:
     """``value`` cut to MAX_SUMMARY_FIELD_CHARS, marked with an ellipsis when cut."""
     if value is None:
         return None
-    cut, truncated = mime.truncate(value, MAX_SUMMARY_FIELD_CHARS)
+    cut, truncated = truncate(value, MAX_SUMMARY_FIELD_CHARS)
     return cut + "…" if truncated else cut
 
 
@@ -193,7 +195,7 @@ def _bodystructure(response: dict[bytes, Any]) -> list[mime.Part] | None:
     if structure is None:
         return None
     try:
-        parts: list[mime.Part] = mime.parse_bodystructure(structure)
+        parts: list[mime.Part] = parse_bodystructure(structure)
         return parts
     except ValueError:
         return None
@@ -211,9 +213,7 @@ def _trusted_structure(
     parts = _bodystructure(response)
     if parts is None:
         return None, None
-    doubt: str | None = mime.structure_mismatch(
-        response.get(b"BODYSTRUCTURE"), _first(headers, "content-type")
-    )
+    doubt: str | None = structure_mismatch(response.get(b"BODYSTRUCTURE"), _first(headers, "content-type"))
     return (None, doubt) if doubt else (parts, None)
 
 
@@ -395,7 +395,7 @@ def _snippet(
         )
     if not text:
         return None
-    snippet, _ = mime.truncate(text, snippet_chars)  # already the new text, whitespace collapsed
+    snippet, _ = truncate(text, snippet_chars)  # already the new text, whitespace collapsed
     return snippet
 
 
@@ -403,7 +403,7 @@ def _boundary(response: dict[bytes, Any]) -> str | None:
     structure = response.get(b"BODYSTRUCTURE")
     if structure is None:
         return None
-    boundary: str | None = mime.top_level_boundary(structure)
+    boundary: str | None = top_level_boundary(structure)
     return boundary
 
 
@@ -536,7 +536,7 @@ def read_message(
             omitted.append("quoted_reply")
         if fresh.dropped_signature:
             omitted.append("signature")
-    body, cut = mime.truncate(body, options.body_max_chars)
+    body, cut = truncate(body, options.body_max_chars)
     if cut:
         warnings.append(
             f"Body truncated to {options.body_max_chars} characters; call again with a larger body_max_chars "
@@ -545,7 +545,7 @@ def read_message(
     if fetch_truncated:
         warnings.append("The text part is larger than the fetch cap; only its beginning was read.")
     snippet, _ = (
-        mime.truncate(mime.collapse_whitespace(new_text(body).text), 200)
+        truncate(collapse_whitespace(new_text(body).text), 200)
         if options.body_format == "text"
         else ("", False)
     )

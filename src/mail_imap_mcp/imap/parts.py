@@ -2,7 +2,7 @@
 
 The message's BODYSTRUCTURE says which part ``part_id`` is (type, transfer encoding, size, file name);
 the part itself arrives in partial fetches of 1 MB (``BODY.PEEK[<section>]<offset.length>``: never
-a flag change), each decoded as it comes (:class:`~mail_imap_mcp.imap.transfer.StreamDecoder`) and
+a flag change), each decoded as it comes (:class:`~mail_imap_mcp.mime.transfer.StreamDecoder`) and
 written to the caller's sink, so a 30 MB attachment never sits in memory. The first command asks for
 the structure and the first chunk together: a part that fits in one chunk costs one round trip.
 """
@@ -16,12 +16,13 @@ from typing import Any, BinaryIO
 
 from imapclient.exceptions import IMAPClientError
 
-from mail_imap_mcp.imap import mime
+from mail_imap_mcp import mime
+from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch
 from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.errors import is_connection_broken, part_refused
 from mail_imap_mcp.imap.fetch import find_item
 from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.transfer import StreamDecoder, encoding_name
+from mail_imap_mcp.mime.transfer import StreamDecoder, encoding_name
 
 #: IMAP section numbers of leaf parts: ``2``, ``1.3``, ``2.1.4`` (no ``HEADER``/``TEXT``/``MIME`` specifiers).
 PART_ID_PATTERN = r"^[1-9][0-9]{0,5}(\.[1-9][0-9]{0,5}){0,31}$"
@@ -112,12 +113,12 @@ def locate(parts: list[mime.Part], part_id: str) -> mime.Part:
 def _structure(response: dict[bytes, Any]) -> list[mime.Part]:
     structure = response.get(b"BODYSTRUCTURE")
     try:
-        parts: list[mime.Part] = mime.parse_bodystructure(structure)
+        parts: list[mime.Part] = parse_bodystructure(structure)
     except ValueError as exc:
         raise StructureUnusable(f"the server's BODYSTRUCTURE is unusable ({exc})") from None
     headers = mime.parse_header_block(find_item(response, b"BODY[HEADER") or b"")
     content_type = next(iter(headers.get("content-type", [])), None)
-    doubt = mime.structure_mismatch(structure, content_type)
+    doubt = structure_mismatch(structure, content_type)
     if doubt:
         raise StructureUnusable(f"the server's BODYSTRUCTURE contradicts the message ({doubt})")
     return parts

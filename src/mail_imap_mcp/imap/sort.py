@@ -28,8 +28,8 @@ from typing import Any, Literal
 
 from imapclient.exceptions import IMAPClientError
 
+from mail_imap_mcp import mime
 from mail_imap_mcp.envelope import Issue, ToolFailure
-from mail_imap_mcp.imap import mime
 from mail_imap_mcp.imap.connection import ImapSession, MailboxState
 from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged, is_connection_broken, mailbox_issue
 from mail_imap_mcp.imap.ids import MAX_UINT32

@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from mail_imap_mcp.imap import mime
+from mail_imap_mcp import mime
 from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.mailboxes import MailboxInfo
 

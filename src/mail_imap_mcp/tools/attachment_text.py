@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from mail_imap_mcp import mime
 from mail_imap_mcp.config import ServerSettings
 from mail_imap_mcp.content import html as html_convert
 from mail_imap_mcp.content.documents import (
@@ -24,9 +25,8 @@ from mail_imap_mcp.content.documents import (
 )
 from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.content.images import ImageLimits
-from mail_imap_mcp.content.text import clean_extracted_text
+from mail_imap_mcp.content.text import clean_extracted_text, truncate
 from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure
-from mail_imap_mcp.imap import mime
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.models import AttachmentInfo
@@ -180,7 +180,7 @@ def _check_whole(part: mime.Part, server: ServerSettings) -> None:
 
 def window(text: str, offset: int, max_chars: int) -> tuple[str, bool, int]:
     """``max_chars`` of ``text`` from ``offset`` (cut at a word boundary): (piece, more follows, next offset)."""
-    piece, more = mime.truncate(text[offset:], max_chars)
+    piece, more = truncate(text[offset:], max_chars)
     return piece, more, offset + len(piece)
 
 

@@ -13,9 +13,9 @@ from typing import Annotated, BinaryIO
 
 from pydantic import Field
 
+from mail_imap_mcp import mime
 from mail_imap_mcp.config import ServerSettings
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
-from mail_imap_mcp.imap import mime
 from mail_imap_mcp.imap.connection import AccountConnection, ImapSession
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.parts import (

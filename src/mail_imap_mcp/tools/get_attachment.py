@@ -8,12 +8,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mail_imap_mcp import mime
 from mail_imap_mcp.content.documents import CalendarEvent
 from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.content.images import prepare_image
 from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, Payload, ToolFailure
 from mail_imap_mcp.envelope.mcp import MediaBlock, ToolResult
-from mail_imap_mcp.imap import mime
 from mail_imap_mcp.imap.fetch import attachment_info
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.models import AttachmentInfo
