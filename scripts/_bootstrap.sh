@@ -147,7 +147,7 @@ ensure_imap_matrix() {
 }
 
 # The official TypeScript MCP SDK, for the test that drives the HTTP transport with it
-# (tests/test_http_node.py, tests/node/). Installed from the committed package-lock.json into
+# (tests/integration/test_http_node.py, tests/node/). Installed from the committed package-lock.json into
 # $NODE_CLIENT_DIR (project-local, never global), again only when the lockfile changed. Without node
 # the test skips itself; with node, a failed install stops the run (the test must not silently skip).
 NODE_CLIENT_DIR="$ROOT/.cache/node"

@@ -1,7 +1,7 @@
 """Soak test: N concurrent MCP clients hammer the server with mixed tool calls for a while.
 
 Run it through ``scripts/soak`` (which installs Dovecot and the virtualenv first); the latest
-10-minute figures are in ``docs/reliability.md`` ("Load (soak)"). ``tests/test_soak.py`` runs a
+10-minute figures are in ``docs/reliability.md`` ("Load (soak)"). ``tests/integration/test_soak.py`` runs a
 short version of it in the test suite.
 
 What one run does:

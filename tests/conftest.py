@@ -6,40 +6,34 @@ use); all servers of a session share one password, so ``account_settings(server,
 A test that requests ``imap_server`` runs once per server of ``MATRIX`` (ids ``dovecot``, ``cyrus``,
 ``cyrus_altns``, ``courier``), and the generic fixtures ``user``, ``account``, ``config`` and ``mcp``
 follow it (``mail_server`` is the server they use). A test that does not request it gets them bound to
-the session's Dovecot, as before. ``on_matrix(courier="reason")`` replaces the parametrisation of one
-test to mark a single server's run as a strict xfail (a product defect seen only there).
+the session's Dovecot, as before. ``on_matrix(courier="reason")`` (tests/support/matrix.py) replaces
+the parametrisation of one test to mark a single server's run as a strict xfail (a product defect seen
+only there). Helpers for tests live in tests/support; this module keeps fixtures and hooks.
 """
 
 from __future__ import annotations
 
 import os
-import secrets
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any, TypeVar
 
-import anyio
 import pytest
-from mcp import Client
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.connection import ImapSession
-from mail_imap_mcp.server import build_server
-from mail_imap_mcp.tools.context import AppContext
 from tests.support.accounts import PASSWORD_ENV, account_settings
+from tests.support.clients import AccountFactory, make_config, open_client
 from tests.support.courier import Courier
 from tests.support.cyrus import Cyrus
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
+from tests.support.matrix import MATRIX, SESSION_PASSWORD, MatrixServer
 from tests.support.oauth2 import IntrospectionEndpoint
 
 
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"
-
-
-#: The password of every user of every session-scoped server (the value of ``PASSWORD_ENV``).
-SESSION_PASSWORD = secrets.token_hex(12)
 
 
 ServerT = TypeVar("ServerT", Dovecot, Cyrus, Courier)
@@ -88,33 +82,11 @@ def courier() -> Iterator[Courier]:
     yield from _serve(Courier(password=SESSION_PASSWORD))
 
 
-#: The session fixtures of the servers of the matrix, in the order tests run on them.
-MATRIX = ("dovecot", "cyrus", "cyrus_altns", "courier")
-#: A server of the matrix (each has ``seed()``: Dovecot writes Maildir files, the others APPEND).
-MatrixServer = Dovecot | Cyrus | Courier
-
-
 @pytest.fixture(params=MATRIX)
 def imap_server(request: pytest.FixtureRequest) -> MatrixServer:
     """Each server of the matrix in turn (the session fixture named by the parameter)."""
     server: MatrixServer = request.getfixturevalue(request.param)
     return server
-
-
-def on_matrix(**xfail: str) -> pytest.MarkDecorator:
-    """Run a test that requests ``imap_server`` on every server of ``MATRIX``, the servers named as
-    keywords (``courier="reason"``) as ``xfail(strict=True)``: a product defect observed on that server
-    only, kept visible until it is fixed (an XPASS then fails the run)."""
-    unknown = set(xfail) - set(MATRIX)
-    if unknown:
-        raise ValueError(f"not servers of the matrix: {sorted(unknown)}")
-    params = [
-        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=xfail[name]))
-        if name in xfail
-        else name
-        for name in MATRIX
-    ]
-    return pytest.mark.parametrize("imap_server", params, indirect=True)
 
 
 @pytest.fixture
@@ -131,9 +103,6 @@ def user(mail_server: MatrixServer) -> str:
     return mail_server.new_user()
 
 
-AccountFactory = Callable[..., dict[str, Any]]
-
-
 @pytest.fixture
 def account(mail_server: MatrixServer) -> AccountFactory:
     """``account_settings`` bound to the test's server (``imap_server``, else the session's Dovecot)."""
@@ -144,22 +113,10 @@ def account(mail_server: MatrixServer) -> AccountFactory:
     return make
 
 
-def make_config(accounts: dict[str, dict[str, Any]], **server: Any) -> Config:
-    return Config.model_validate({"accounts": accounts, "server": server})
-
-
 @pytest.fixture
 def config(user: str, account: AccountFactory) -> Config:
     """A config with one account, ``default``, for the fresh ``user``."""
     return make_config({"default": account(user)})
-
-
-async def open_client(config: Config, app: AppContext | None = None) -> AsyncIterator[EnvelopeClient]:
-    """An MCP client session on a server for ``config`` (sharing ``app`` when given; closed after)."""
-    async with Client(build_server(config, app)) as client:
-        yield EnvelopeClient(client)
-    if app is not None:
-        await anyio.to_thread.run_sync(app.close)
 
 
 @pytest.fixture

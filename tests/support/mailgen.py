@@ -13,6 +13,7 @@ random state, so tests can rebuild the exact bytes they seeded.
   the ``email`` package and only the per-message fields are spliced in.
 * Special builders: ``plain_message``, ``non_ascii_message``, ``html_only_message``,
   ``large_attachment_message`` and ``malformed_message`` (see ``MALFORMED_KINDS``).
+* ``crlf(msg)``: an ``EmailMessage`` as bytes with CRLF line ends; ``inner_message()``: a message to forward.
 * ``describe(i, seed)`` returns the facts (``MessageFacts``) of corpus message ``i`` for assertions.
 """
 
@@ -668,3 +669,20 @@ def malformed_message(kind: str = "mixed") -> bytes:
         b"<p>unknown transfer encoding <b>unclosed\r\n"
         b"--outr--\r\n"
     )
+
+
+def crlf(msg: EmailMessage) -> bytes:
+    """The message as mail travels (CRLF line ends): Cyrus refuses bare newlines on APPEND."""
+    return msg.as_bytes(policy=msg.policy.clone(linesep="\r\n"))
+
+
+def inner_message() -> EmailMessage:
+    """A small forwarded message (text body and a CSV attachment), to attach as message/rfc822."""
+    inner = EmailMessage()
+    inner["From"] = "Alice <alice@example.com>"
+    inner["To"] = "bob@example.com"
+    inner["Subject"] = "Forwarded: budget"
+    inner["Date"] = "Tue, 04 Feb 2025 08:30:00 +0000"
+    inner.set_content("The budget is 42 000 EUR.\n")
+    inner.add_attachment(b"a,b\n1,2\n", maintype="text", subtype="csv", filename="numbers.csv")
+    return inner

@@ -15,7 +15,7 @@ from mail_imap_mcp.content.documents import ExtractionError, extract_text
 from mail_imap_mcp.content.sandbox import SandboxLimits, run_in_sandbox
 from tests.support.documents import CORPUS, operator_flood_pdf
 from tests.support.limits import default_extract_limits
-from tests.unit.conftest import live_children
+from tests.support.processes import live_children
 
 pytestmark = pytest.mark.usefixtures("no_leftover_children")
 

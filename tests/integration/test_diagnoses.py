@@ -1,0 +1,209 @@
+"""Diagnoses a newcomer meets first: each names the likely cause and the exact setting to change.
+
+Regression tests for issue 8 ("a newcomer's first ten minutes"), against the real Dovecot, through the
+SDK's MCP client in process and through the `mail-imap-mcp` command as a user runs it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from mail_imap_mcp.config import load_config
+from mail_imap_mcp.imap.providers import GENERIC_LOGIN_HINT, login_hint, provider_for
+from tests.support import accounts
+from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
+from tests.support.clients import AccountFactory, make_config, open_client
+from tests.support.dovecot import Dovecot
+from tests.support.envelope_client import EnvelopeClient
+
+SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
+
+
+async def first_failure(config: Any, code: str) -> dict[str, Any]:
+    errors: list[dict[str, Any]] = []
+    async for mcp in open_client(config):  # run to its end: the generator closes the client
+        errors.append((await mcp.fail("imap_list_mailboxes", {}, code))["error"])
+    (error,) = errors
+    return error
+
+
+def env_account(dovecot: Dovecot, user: str, **variables: str) -> dict[str, str]:
+    return {**accounts.env_account(dovecot, user, **variables), "HOME": "/nonexistent"}
+
+
+@pytest.mark.anyio
+async def test_regression_starttls_against_an_implicit_tls_port_says_to_use_tls(
+    dovecot: Dovecot, user: str, account: AccountFactory
+) -> None:
+    # Issue 8: this waited and said "[timeout] ... timed out after 10s", naming no cause.
+    config = make_config(
+        {"default": account(user, security="starttls", port=dovecot.tls_port, connect_timeout_s=1)}
+    )
+    started = time.monotonic()
+    error = await first_failure(config, "unavailable")
+    assert time.monotonic() - started < 5
+    assert "implicit TLS" in error["message"]
+    assert 'security = "tls" in [accounts.default]' in error["message"]
+    assert error["retryable"] is False
+
+
+@pytest.mark.anyio
+async def test_regression_tls_against_a_plaintext_port_says_it_answered_without_tls(
+    dovecot: Dovecot, user: str, account: AccountFactory
+) -> None:
+    # Issue 8: this said "Cannot reach the IMAP server ... (SSLError)" although the server was reached.
+    config = make_config({"default": account(user, security="tls", port=dovecot.plain_port)})
+    error = await first_failure(config, "unavailable")
+    assert "answered without TLS" in error["message"]
+    assert 'security = "starttls" in [accounts.default]' in error["message"]
+    assert "port = 993 in [accounts.default]" in error["message"]
+    assert "Cannot reach" not in error["message"]
+
+
+@pytest.mark.anyio
+async def test_regression_env_account_mismatches_name_the_environment_variables(
+    dovecot: Dovecot, user: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = env_account(dovecot, user, MAIL_IMAP_DEFAULT_PORT=str(dovecot.plain_port))
+    monkeypatch.setenv("MAIL_IMAP_DEFAULT_PASS", dovecot.password)
+    error = await first_failure(load_config(None, env), "unavailable")
+    assert "MAIL_IMAP_DEFAULT_SECURE=false" in error["message"]
+    assert "MAIL_IMAP_DEFAULT_PORT=993" in error["message"]
+
+    env = env_account(
+        dovecot, user, MAIL_IMAP_DEFAULT_SECURE="false", MAIL_IMAP_DEFAULT_PORT=str(dovecot.tls_port)
+    )
+    loaded = load_config(None, env)
+    # No variable sets connect_timeout_s; a copy keeps how the account was configured.
+    impatient = loaded.accounts["default"].model_copy(update={"connect_timeout_s": 1})
+    error = await first_failure(loaded.model_copy(update={"accounts": {"default": impatient}}), "unavailable")
+    assert "MAIL_IMAP_DEFAULT_SECURE=true" in error["message"]
+
+
+@pytest.mark.anyio
+async def test_regression_env_account_with_an_untrusted_certificate_is_told_its_ca_file_variable(
+    dovecot: Dovecot, user: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 8: an env-only account was told to "set ca_file for this account".
+    monkeypatch.setenv("MAIL_IMAP_DEFAULT_PASS", dovecot.password)
+    config = load_config(None, env_account(dovecot, user, MAIL_IMAP_DEFAULT_CA_FILE=""))
+    error = await first_failure(config, "unavailable")
+    assert "set MAIL_IMAP_DEFAULT_CA_FILE to the certificate" in error["message"]
+
+
+@pytest.mark.anyio
+async def test_file_account_with_an_untrusted_certificate_is_told_its_ca_file_key(
+    user: str, account: AccountFactory
+) -> None:
+    error = await first_failure(make_config({"default": account(user, ca_file=None)}), "unavailable")
+    assert "set ca_file in [accounts.default] to the certificate" in error["message"]
+
+
+@pytest.mark.anyio
+async def test_refused_connection_names_the_port_setting(user: str, account: AccountFactory) -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    error = await first_failure(make_config({"default": account(user, port=closed_port)}), "unavailable")
+    assert "Nothing accepts connections" in error["message"]
+    assert "port in [accounts.default]" in error["message"]
+
+
+def run_check(config_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [SERVER, "check", "--config", str(config_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": os.environ["PATH"], **env},
+        check=False,
+    )
+
+
+def test_regression_check_with_a_wrong_password_hints_at_app_passwords_without_noise(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    # Issue 8: a stray "INFO imapclient ... Connection closed" line, the circular hint "(mail-imap-mcp
+    # check diagnoses it)" printed by check itself, and no word about app passwords.
+    path = tmp_path / "config.toml"
+    path.write_text(config_toml({"default": account_settings(dovecot, user, password_env="WRONG_PW")}))
+    done = run_check(path, {"WRONG_PW": "not-the-password"})
+    assert done.returncode == 1
+    assert done.stderr == ""
+    (line,) = done.stdout.splitlines()
+    assert line.startswith("FAIL default:") and "[auth_failed]" in line
+    assert "app password" in line
+    assert "password_env in [accounts.default]" in line
+    assert "check diagnoses" not in line
+    assert "not-the-password" not in line
+
+
+def test_check_of_an_env_account_names_its_variables(dovecot: Dovecot, user: str) -> None:
+    env = env_account(dovecot, user, MAIL_IMAP_DEFAULT_PASS="not-the-password")
+    done = subprocess.run(
+        [SERVER, "check"], capture_output=True, text=True, timeout=60, env={"PATH": os.environ["PATH"], **env}
+    )
+    assert done.returncode == 1
+    assert "MAIL_IMAP_DEFAULT_USER and MAIL_IMAP_DEFAULT_PASS" in done.stdout
+    assert done.stderr == ""
+
+
+def test_providers_get_their_own_login_hints() -> None:
+    assert provider_for("imap.gmail.com") is not None
+    assert "app password" in login_hint("imap.gmail.com")
+    assert "app-specific password" in login_hint("IMAP.mail.me.com.")
+    assert "OAuth2" in login_hint("outlook.office365.com")
+    assert login_hint("mail.example.org") == GENERIC_LOGIN_HINT
+    assert provider_for("evilgmail.com") is None
+
+
+@pytest.mark.anyio
+async def test_regression_no_subcommand_serves_over_stdio(
+    dovecot: Dovecot, user: str, tmp_path: Path
+) -> None:
+    # Issue 8: a client config without "args": ["serve"] failed with an argparse error (exit 2).
+    path = tmp_path / "config.toml"
+    path.write_text(config_toml({"default": account_settings(dovecot, user)}))
+    for args in ([], ["--config", str(path)]):
+        env = {PASSWORD_ENV: dovecot.password, "PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+        if not args:
+            env[PASSWORD_ENV] = ""
+            env.update(env_account(dovecot, user))
+        params = StdioServerParameters(command=SERVER, args=args, env=env)
+        async with Client(params) as client:
+            data = await EnvelopeClient(client).ok("imap_list_mailboxes")
+            assert data["mailboxes"][0]["name"] == "INBOX"
+
+
+def test_config_example_prints_a_valid_commented_config(tmp_path: Path) -> None:
+    done = subprocess.run([SERVER, "config-example"], capture_output=True, text=True, timeout=20, check=True)
+    assert "[accounts." in done.stdout and "# " in done.stdout
+    tomllib.loads(done.stdout)
+    path = tmp_path / "config.toml"
+    path.write_text(done.stdout)
+    assert load_config(path, env={}).accounts
+
+
+def test_no_accounts_message_points_at_what_the_package_contains(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [SERVER, "check"],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)},
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "mail-imap-mcp config-example" in done.stderr
+    assert "config.example.toml" not in done.stderr

@@ -1,0 +1,162 @@
+"""Proof that the Cyrus and Courier test servers (tests/support/cyrus.py, courier.py) work.
+
+Each server of the matrix, through its session fixture (Cyrus in both namespaces, Courier): a fresh user,
+messages seeded into INBOX and a subfolder, then LIST, EXAMINE, SEARCH and FETCH over verified implicit
+TLS and over STARTTLS; a changed UIDVALIDITY after ``recreate_mailbox``; and this project's MCP server
+listing and searching against it in process.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import email
+import ssl
+import time
+
+import imapclient
+import pytest
+
+from tests.support import mailgen
+from tests.support.accounts import account_settings
+from tests.support.clients import make_config, open_client
+from tests.support.imapserver import AppendSeeding
+
+MATRIX = ["cyrus", "cyrus_altns", "courier"]
+DATES = [dt.datetime(2024, 3, day, 9, 30, tzinfo=dt.UTC) for day in (1, 2, 3)]
+INBOX_FLAGS = ["\\Seen", "", "\\Flagged $Important"]
+
+
+@pytest.fixture(params=MATRIX)
+def server(request: pytest.FixtureRequest) -> AppendSeeding:
+    server: AppendSeeding = request.getfixturevalue(request.param)
+    return server
+
+
+def _message(i: int) -> bytes:
+    return mailgen.plain_message(
+        subject=f"Matrix message {i}",
+        body=f"Body number {i}.",
+        date=DATES[i % 3],
+        message_id=f"<matrix-{i}@example.org>",
+    )
+
+
+def _seeded_user(server: AppendSeeding) -> tuple[str, str]:
+    """A new user with 3 messages in INBOX and 3 in ``Projects/Alpha`` (the server's name for it)."""
+    user = server.new_user()
+    sub = server.mailbox_name("Projects", "Alpha")
+    server.seed(user, "INBOX", [_message(i) for i in range(3)], flags=INBOX_FLAGS, internaldates=DATES)
+    server.seed(user, sub, [_message(10 + i) for i in range(3)])
+    return user, sub
+
+
+def _message_ids(client: imapclient.IMAPClient, uids: list[int]) -> list[str]:
+    fetched = client.fetch(uids, ["BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"])
+    ids = []
+    for uid in uids:
+        # Courier echoes the section as HEADER.FIELDS ("MESSAGE-ID"), the others without quotes.
+        (raw,) = (value for key, value in fetched[uid].items() if key.startswith(b"BODY[HEADER.FIELDS"))
+        ids.append(str(email.message_from_bytes(raw)["Message-ID"]))
+    return ids
+
+
+@pytest.mark.parametrize("transport", ["tls", "starttls"])
+def test_seed_list_examine_search_fetch(server: AppendSeeding, transport: str) -> None:
+    user, sub = _seeded_user(server)
+    with server.connect(user, tls=transport == "tls") as client:
+        sock = client._imap.sock
+        assert isinstance(sock, ssl.SSLSocket)
+        assert sock.getpeercert()  # verified against server.ca_file, hostname checked
+
+        listed = client.list_folders()
+        assert {delimiter for _, delimiter, _ in listed} == {server.separator.encode()}
+        names = {name for _, _, name in listed}
+        assert {"INBOX", sub} <= names
+
+        inbox = client.select_folder("INBOX", readonly=True)  # EXAMINE
+        assert inbox[b"EXISTS"] == 3
+        assert inbox[b"READ-ONLY"]
+        assert int(inbox[b"UIDVALIDITY"]) > 0
+        uids = client.search("ALL")
+        assert len(uids) == 3
+        assert client.search(["SEEN"]) == uids[:1]
+        assert client.search(["FLAGGED"]) == uids[2:]
+        assert client.search(["KEYWORD", "$Important"]) == uids[2:]
+        assert client.search(["SUBJECT", "message 1"]) == uids[1:2]
+        assert client.search(["SINCE", dt.date(2024, 3, 2)]) == uids[1:]  # INTERNALDATE
+        assert _message_ids(client, uids) == [f"<matrix-{i}@example.org>" for i in range(3)]
+
+        client.normalise_times = False
+        fetched = client.fetch(uids, ["FLAGS", "INTERNALDATE", "ENVELOPE", "RFC822.SIZE"])
+        assert [fetched[uid][b"INTERNALDATE"] for uid in uids] == DATES
+        assert [fetched[uid][b"ENVELOPE"].subject for uid in uids] == [
+            f"Matrix message {i}".encode() for i in range(3)
+        ]
+        flags = [{flag.lower() for flag in fetched[uid][b"FLAGS"]} - {b"\\recent"} for uid in uids]
+        assert flags == [{b"\\seen"}, set(), {b"\\flagged", b"$important"}]
+        assert all(fetched[uid][b"RFC822.SIZE"] > 100 for uid in uids)
+
+        assert client.select_folder(sub, readonly=True)[b"EXISTS"] == 3
+        assert _message_ids(client, client.search("ALL")) == [
+            f"<matrix-{10 + i}@example.org>" for i in range(3)
+        ]
+
+
+def test_new_user_is_empty(server: AppendSeeding) -> None:
+    user = server.new_user()
+    with server.connect(user) as client:
+        assert client.select_folder("INBOX", readonly=True)[b"EXISTS"] == 0
+        listed = client.list_folders()
+    roles = {name: {flag.lower() for flag in flags} for flags, _, name in listed}
+    if server.kind == "cyrus":  # special-use folders are created at the first login
+        for folder in ("Drafts", "Sent", "Trash", "Junk"):
+            assert f"\\{folder}".lower().encode() in roles[server.mailbox_name(folder)]
+    else:
+        assert set(roles) == {"INBOX"}
+
+
+def test_namespace_matches_mailbox_name(server: AppendSeeding) -> None:
+    with server.connect(server.default_user) as client:
+        personal = client.namespace().personal[0]
+    assert (personal[0], personal[1]) == (server.personal_prefix, server.separator)
+
+
+def test_recreate_mailbox_changes_uidvalidity(server: AppendSeeding) -> None:
+    user, sub = _seeded_user(server)
+    old, new = server.recreate_mailbox(user, sub)
+    assert old != new
+    with server.connect(user) as client:
+        info = client.select_folder(sub, readonly=True)
+    assert (int(info[b"UIDVALIDITY"]), info[b"EXISTS"]) == (new, 0)
+
+
+def test_seeding_many_messages_is_quick(server: AppendSeeding) -> None:
+    user = server.new_user()
+    started = time.monotonic()
+    server.seed(user, "INBOX", mailgen.corpus(200), flags=lambda i: "\\Seen" if i % 2 else "")
+    elapsed = time.monotonic() - started
+    with server.connect(user, tls=False) as client:
+        assert client.select_folder("INBOX", readonly=True)[b"EXISTS"] == 200
+        assert len(client.search(["UNSEEN"])) == 100
+    assert elapsed < 30, f"seeding 200 messages took {elapsed:.1f} s"
+
+
+@pytest.mark.anyio
+async def test_mcp_server_lists_and_searches(server: AppendSeeding) -> None:
+    user, sub = _seeded_user(server)
+    config = make_config({"default": account_settings(server, user)})
+    async for mcp in open_client(config):
+        data = await mcp.ok("imap_list_mailboxes", {"include_counts": True})
+        mailboxes = {mailbox["name"]: mailbox for mailbox in data["mailboxes"]}
+        assert data["mailboxes"][0]["name"] == "INBOX"
+        assert (mailboxes["INBOX"]["messages"], mailboxes["INBOX"]["unseen"]) == (3, 2)
+        assert mailboxes[sub]["messages"] == 3
+
+        data = await mcp.ok("imap_search_messages", {"limit": 10})
+        assert (data["total"], len(data["messages"])) == (3, 3)
+        assert [message["subject"] for message in data["messages"]] == [
+            f"Matrix message {i}" for i in (2, 1, 0)
+        ]
+        data = await mcp.ok("imap_search_messages", {"mailbox": sub, "query": "message 11"})
+        assert (data["total"], len(data["messages"])) == (1, 1)
+        assert data["messages"][0]["message_id"].startswith(f"imap:default:{sub}:")

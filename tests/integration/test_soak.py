@@ -1,0 +1,57 @@
+"""A short soak (``scripts/soak.py``): 4 clients over stdio, then 4 in-process, then 4 over HTTP
+(one server process), mixed tool calls.
+
+About 45 s of load in all. It asserts what must hold on any machine, however slow or noisy: no call
+fails (every envelope valid and successful) and no process holds more open file descriptors at the
+end than after the warm-up. Latency and memory are reported, not asserted; the 10-minute figures are
+in docs/reliability.md ("Load (soak)").
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from tests.support.dovecot import Dovecot
+
+SOAK_PATH = Path(__file__).resolve().parents[2] / "scripts" / "soak.py"
+
+
+def load_soak_module() -> ModuleType:
+    """Import ``scripts/soak.py`` (``scripts`` is not a package)."""
+    name = "mail_imap_mcp_soak"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, SOAK_PATH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is created
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_short_soak_has_no_errors_and_no_fd_growth(dovecot: Dovecot) -> None:
+    soak = load_soak_module()
+    options = soak.SoakOptions(
+        duration_s=15, clients=4, messages=2000, command="tests/integration/test_soak.py (15 s per mode)"
+    )
+    report: dict[str, Any] = soak.run_soak(options, dovecot)
+    print(soak.format_report(report))  # shown with -s, and on failure
+
+    assert [mode["mode"] for mode in report["modes"]] == ["stdio", "inprocess", "http"]
+    for mode in report["modes"]:
+        name = mode["mode"]
+        examples = json.dumps(mode["error_examples"], ensure_ascii=False, indent=1)
+        assert mode["errors"] == 0, f"{name}: {mode['errors_by_code']}\n{examples}"
+        assert mode["fds"]["max_process_growth"] <= 0, f"{name}: fds grew after warm-up: {mode['fds']}"
+        assert mode["ok"], f"{name}: {mode['problems']}"
+        # The load really ran: every tool was called, by every process, with samples after the warm-up.
+        assert all(mode["latency"][tool]["calls"] > 0 for tool in soak.TOOLS), mode["latency"]
+        assert mode["rss"]["processes"] == (4 if name == "stdio" else 1)
+        assert mode["rss"]["warmup_t_s"] >= mode["warmup_s"]
+        assert sum(1 for s in mode["samples"] if s["t_s"] >= mode["warmup_s"]) >= 3
+    assert report["ok"]

@@ -1,0 +1,30 @@
+"""Configs and in-process MCP clients for tests: ``make_config`` and ``open_client``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import anyio
+from mcp import Client
+
+from mail_imap_mcp.config import Config
+from mail_imap_mcp.server import build_server
+from mail_imap_mcp.tools.context import AppContext
+from tests.support.envelope_client import EnvelopeClient
+
+#: ``account_settings`` bound to a server: ``account(user, **overrides)`` (the ``account`` fixture).
+AccountFactory = Callable[..., dict[str, Any]]
+
+
+def make_config(accounts: dict[str, dict[str, Any]], **server: Any) -> Config:
+    """A validated config with ``accounts`` (id -> settings) and ``server`` settings."""
+    return Config.model_validate({"accounts": accounts, "server": server})
+
+
+async def open_client(config: Config, app: AppContext | None = None) -> AsyncIterator[EnvelopeClient]:
+    """An MCP client session on a server for ``config`` (sharing ``app`` when given; closed after)."""
+    async with Client(build_server(config, app)) as client:
+        yield EnvelopeClient(client)
+    if app is not None:
+        await anyio.to_thread.run_sync(app.close)

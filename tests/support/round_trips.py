@@ -1,0 +1,73 @@
+"""The IMAP plan of a call: the commands it sends (seen through the wire recorder) and how many times
+it waits for the server (``AccountConnection.round_trips``), for tests that pin plans."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from mcp import Client
+
+from mail_imap_mcp.server import build_server
+from mail_imap_mcp.tools.context import AppContext
+from tests.support.accounts import account_settings
+from tests.support.clients import make_config
+from tests.support.dovecot import Dovecot
+from tests.support.envelope_client import EnvelopeClient
+from tests.support.wire import ImapRecorder, parse_commands
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one call sends (IMAP verbs in order) and how many times it waits for the server."""
+
+    commands: tuple[str, ...]
+    round_trips: int
+
+
+@dataclass
+class Rig:
+    client: EnvelopeClient
+    app: AppContext
+    recorder: ImapRecorder | None
+
+    @property
+    def connection(self) -> Any:
+        return self.app.connection("default")
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], Plan]:
+        """Call ``tool``; its data and the plan it ran (commands from the recorder, waits from the socket)."""
+        if self.recorder is not None:
+            self.recorder.take()
+        before = self.connection.round_trips
+        data = await self.client.ok(tool, arguments)
+        trips = self.connection.round_trips - before
+        sent = b"".join(out for out, _ in self.recorder.take()) if self.recorder is not None else b""
+        return data, Plan(tuple(command.verb for command in parse_commands(sent)), trips)
+
+
+@contextlib.asynccontextmanager
+async def rig(settings: dict[str, Any], recorder: ImapRecorder | None = None) -> AsyncIterator[Rig]:
+    config = make_config({"default": settings})
+    app = AppContext.from_config(config)
+    try:
+        async with Client(build_server(config, app)) as session:
+            yield Rig(EnvelopeClient(session), app, recorder)
+    finally:
+        await anyio.to_thread.run_sync(app.close)
+
+
+@contextlib.contextmanager
+def recording(dovecot: Dovecot) -> Iterator[ImapRecorder]:
+    recorder = ImapRecorder(dovecot.plain_port)
+    try:
+        yield recorder
+    finally:
+        recorder.close()
+
+
+def plain_settings(dovecot: Dovecot, user: str, port: int) -> dict[str, Any]:
+    return account_settings(dovecot, user, port=port, security="plain", ca_file=None)

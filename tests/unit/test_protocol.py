@@ -1,0 +1,96 @@
+"""Wire-level contract: the tools/list snapshot, schemas clients can consume, generated docs in sync."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from mcp import Client
+
+from mail_imap_mcp.config import Config
+from mail_imap_mcp.reference import DOCS
+from mail_imap_mcp.server import build_server
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).parents[2]
+SNAPSHOT = ROOT / "tests" / "snapshots" / "tools_list.json"
+#: tools/list where some account allows writes: the write tools (and their helpers) are listed too.
+SNAPSHOT_WRITES = ROOT / "tests" / "snapshots" / "tools_list_writes.json"
+UPDATE = os.environ.get("UPDATE_SNAPSHOTS") == "1"
+
+_ACCOUNTS = {"default": {"host": "127.0.0.1", "username": "u", "password_env": "UNUSED_PASSWORD"}}
+OFFLINE = Config.model_validate({"accounts": _ACCOUNTS})
+OFFLINE_WRITES = Config.model_validate({"accounts": _ACCOUNTS, "server": {"write_enabled": True}})
+
+READ_TOOLS = [
+    "imap_list_accounts",
+    "imap_list_mailboxes",
+    "imap_search_messages",
+    "imap_get_message",
+    "imap_get_thread",
+    "imap_get_message_raw",
+    "imap_get_attachment",
+]
+
+
+async def tools_wire(config: Config = OFFLINE) -> list[dict[str, Any]]:
+    async with Client(build_server(config)) as client:
+        listed = await client.list_tools()
+    return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed.tools]
+
+
+@pytest.mark.parametrize(
+    ("config", "snapshot"),
+    [(OFFLINE, SNAPSHOT), (OFFLINE_WRITES, SNAPSHOT_WRITES)],
+    ids=["read_only", "writes"],
+)
+async def test_tools_list_matches_the_snapshot(config: Config, snapshot: Path) -> None:
+    wire = await tools_wire(config)
+    text = json.dumps(wire, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+    if UPDATE or not snapshot.exists():
+        snapshot.write_text(text, encoding="utf-8")
+    assert text == snapshot.read_text(encoding="utf-8"), (
+        f"tools/list changed ({snapshot.name}): review, then UPDATE_SNAPSHOTS=1"
+    )
+
+
+async def test_write_tools_are_listed_only_when_writes_are_on_and_say_they_write() -> None:
+    assert [t["name"] for t in await tools_wire()] == READ_TOOLS
+    wire = {tool["name"]: tool for tool in await tools_wire(OFFLINE_WRITES)}
+    assert set(READ_TOOLS) < set(wire)
+    flags = wire["imap_update_message_flags"]["annotations"]
+    assert (flags["readOnlyHint"], flags["destructiveHint"], flags["idempotentHint"]) == (False, False, True)
+
+
+@pytest.mark.parametrize("config", [OFFLINE, OFFLINE_WRITES], ids=["read_only", "writes"])
+async def test_every_tool_is_titled_and_has_flat_input_and_object_output(config: Config) -> None:
+    wire = await tools_wire(config)
+    for tool in wire:
+        if tool["name"] in READ_TOOLS:
+            assert tool["annotations"]["readOnlyHint"] is True
+        assert tool["annotations"]["title"] == tool["title"]
+        assert len(tool["description"]) > 80
+        schema = tool["inputSchema"]
+        assert schema["type"] == "object"
+        assert schema["additionalProperties"] is False
+        text = json.dumps(schema)
+        for union in ("anyOf", "oneOf", "allOf", "$ref"):
+            assert union not in text, f"{tool['name']} inputSchema uses {union}"
+        assert tool["outputSchema"]["type"] == "object"
+        jsonschema.Draft202012Validator.check_schema(tool["outputSchema"])
+
+
+@pytest.mark.parametrize("name", sorted(DOCS))
+def test_generated_docs_are_up_to_date(name: str) -> None:
+    expected = DOCS[name]() + "\n"
+    path = ROOT / "docs" / name
+    if UPDATE:
+        path.write_text(expected, encoding="utf-8")
+    assert path.read_text(encoding="utf-8") == expected, (
+        f"docs/{name} is stale: run python -m mail_imap_mcp.reference"
+    )
