@@ -69,3 +69,33 @@ async def test_regression_html_message_without_mime_version_reads_as_text_withou
     assert window["attachment"]["filename"] == "r.pdf"
     (blob,) = (await mcp.client.read_resource(attachment["resource_uri"])).contents
     assert getattr(blob, "blob", None) == "JVBERi0="
+
+
+async def test_regression_summary_of_a_multipart_without_mime_version_says_it_has_attachments(
+    imap_server: MatrixServer, user: str, mcp: EnvelopeClient
+) -> None:
+    # Issue 20: on Courier, imap_get_message listed the PDF of such a message but its search summary
+    # omitted has_attachments (said false): summaries must agree with the message read.
+    pdf_without_mime_version = (
+        b"From: Ann <ann@example.org>\r\nTo: user@example.org\r\nSubject: Invoice\r\n"
+        b"Date: Mon, 03 Feb 2025 12:00:00 +0000\r\nMessage-ID: <no-mime-3@example.org>\r\n"
+        b'Content-Type: multipart/mixed; boundary="b"\r\n\r\n'
+        b"--b\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nThe invoice is attached.\r\n"
+        b"--b\r\nContent-Type: application/pdf; name=invoice.pdf\r\n"
+        b"Content-Disposition: attachment; filename=invoice.pdf\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+        b"JVBERi0=\r\n--b--\r\n"
+    )
+    plain_without_mime_version = (
+        b"From: Ann <ann@example.org>\r\nTo: user@example.org\r\nSubject: Plain\r\n"
+        b"Date: Mon, 03 Feb 2025 13:00:00 +0000\r\nMessage-ID: <no-mime-4@example.org>\r\n\r\n"
+        b"Nothing attached.\r\n"
+    )
+    imap_server.seed(user, "INBOX", [pdf_without_mime_version, plain_without_mime_version])
+    for fields in ("compact", "full"):
+        page = await mcp.ok("imap_search_messages", {"fields": fields})
+        by_uid = {uid_of(m): m for m in page["messages"]}
+        assert by_uid[1].get("has_attachments") is True, fields
+        assert by_uid[2].get("has_attachments") in (None, False), fields
+    message = (await mcp.ok("imap_get_message", {"message_id": by_uid[1]["message_id"]}))["message"]
+    assert [attachment["filename"] for attachment in message["attachments"]] == ["invoice.pdf"]
+    assert message.get("has_attachments", True) is True

@@ -178,39 +178,83 @@ def test_structure_agreeing_with_the_headers_is_followed_without_a_full_fetch() 
     assert stub.requests[1][0].startswith("BODY.PEEK[1]<0.")
 
 
-def test_search_snippet_ignores_a_contradicting_structure() -> None:
-    # The summary fetch includes the Content-Type header, so a snippet is read the message's way.
-    stub = ServerStub(NON_MIME_HTML, COURIER_PLAIN)
+class SummaryStub:
+    """Answers a page's summary FETCH, and a FETCH of sources, for messages ``raws`` (UID 7 onwards)
+    that a server describes as ``structure``; records each command's UIDs and items."""
 
-    class SummaryStub:
-        summary_cache = SummaryCache(0)
-        own_addresses: frozenset[str] = frozenset()
+    summary_cache = SummaryCache(0)
+    own_addresses: frozenset[str] = frozenset()
 
-        def fetch_each(self, requests: list[tuple[list[int], list[str]]]) -> dict[int, dict[bytes, Any]]:
-            ((uids, items),) = [request for request in requests if request[0]]
-            return self.fetch(uids, items)
+    def __init__(self, raws: list[bytes], structure: bytes) -> None:
+        self.stubs = {7 + index: ServerStub(raw, structure) for index, raw in enumerate(raws)}
+        self.commands: list[tuple[list[int], list[str]]] = []
 
-        def fetch(self, uids: list[int], items: list[str]) -> dict[int, dict[bytes, Any]]:
-            assert any("CONTENT-TYPE CONTENT-TRANSFER-ENCODING" in item for item in items), items
-            return {
-                7: {
-                    b"FLAGS": (),
-                    b"RFC822.SIZE": len(stub.raw),
-                    b"BODYSTRUCTURE": stub.structure,
-                    b"BODY[HEADER.FIELDS (DATE FROM TO CC SUBJECT MESSAGE-ID CONTENT-TYPE "
-                    b"CONTENT-TRANSFER-ENCODING)]<0>": stub.header + b"\r\n\r\n",
-                    b"BODY[TEXT]<0>": stub.body,
-                }
+    def fetch_each(self, requests: list[tuple[list[int], list[str]]]) -> dict[int, dict[bytes, Any]]:
+        ((uids, items),) = [request for request in requests if request[0]]
+        return self.fetch(uids, items)
+
+    def fetch(self, uids: list[int], items: list[str]) -> dict[int, dict[bytes, Any]]:
+        self.commands.append((uids, items))
+        if items[0].startswith("BODY.PEEK[]<0."):
+            return {uid: {b"BODY[]<0>": self.stubs[uid].raw} for uid in uids}
+        assert any("CONTENT-TYPE CONTENT-TRANSFER-ENCODING" in item for item in items), items
+        return {
+            uid: {
+                b"FLAGS": (),
+                b"RFC822.SIZE": len(self.stubs[uid].raw),
+                b"BODYSTRUCTURE": self.stubs[uid].structure,
+                b"BODY[HEADER.FIELDS (DATE FROM TO CC SUBJECT MESSAGE-ID CONTENT-TYPE "
+                b"CONTENT-TRANSFER-ENCODING)]<0>": self.stubs[uid].header + b"\r\n\r\n",
+                b"BODY[TEXT]<0>": self.stubs[uid].body,
             }
+            for uid in uids
+        }
 
+
+def summaries(session: SummaryStub, window: int = 50_000) -> list[Any]:
     batch = fetch_summaries(
-        SummaryStub(),  # type: ignore[arg-type]
+        session,  # type: ignore[arg-type]
         account_id="default",
         mailbox="INBOX",
         uidvalidity=1,
-        uids=[7],
+        uids=sorted(session.stubs),
         snippet_chars=200,
+        raw_window_bytes=window,
     )
-    (summary,) = batch.messages
+    assert batch.issues == []
+    return batch.messages
+
+
+def test_search_snippet_ignores_a_contradicting_structure() -> None:
+    # The summary fetch includes the Content-Type header, so a snippet is read the message's way.
+    (summary,) = summaries(SummaryStub([NON_MIME_HTML], COURIER_PLAIN))
     assert summary.snippet == "Read this (https://example.com/x)."
     assert summary.subject == "Newsletter"
+    assert summary.has_attachments is False
+
+
+def test_regression_summary_of_a_multipart_reported_as_text_plain_has_attachments() -> None:
+    # Issue 20: on Courier, a multipart/mixed with a PDF and no MIME-Version listed the attachment in
+    # imap_get_message but its search summary said has_attachments false. The summary now reads the
+    # message's own structure from the same window of its source as imap_get_message.
+    session = SummaryStub([NON_MIME_MIXED], COURIER_PLAIN)
+    (summary,) = summaries(session)
+    assert summary.has_attachments is True
+    detail, _ = read(ServerStub(NON_MIME_MIXED, COURIER_PLAIN))
+    assert summary.has_attachments == detail.has_attachments
+    assert session.commands[1] == ([7], ["BODY.PEEK[]<0.50000>"])
+
+
+def test_trusted_structures_cost_no_fetch_of_the_source() -> None:
+    html_leaf = b'("text" "html" ("charset" "utf-8") NIL NIL "7bit" 400 5 NIL NIL NIL NIL)'
+    session = SummaryStub([NON_MIME_HTML, NON_MIME_HTML], html_leaf)
+    assert [summary.has_attachments for summary in summaries(session)] == [False, False]
+    assert len(session.commands) == 1
+
+
+def test_sources_of_untrusted_structures_are_fetched_in_commands_bounded_by_the_window() -> None:
+    # Each answer stays within about one window: two sources that fit go together, a third does not.
+    window = 2 * len(NON_MIME_MIXED) + 10
+    session = SummaryStub([NON_MIME_MIXED, NON_MIME_HTML, NON_MIME_MIXED], COURIER_PLAIN)
+    assert [summary.has_attachments for summary in summaries(session, window)] == [True, False, True]
+    assert [uids for uids, _ in session.commands[1:]] == [[7, 8], [9]]

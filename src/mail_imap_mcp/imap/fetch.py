@@ -258,11 +258,14 @@ def fetch_summaries(
     uidvalidity: int,
     uids: list[int],
     snippet_chars: int,
+    raw_window_bytes: int,
 ) -> SummaryBatch:
     """Summaries for ``uids`` in the given order; a message that fails becomes an issue, not an error.
 
     Messages whose summary the session's cache keeps are not fetched and parsed again: only their
-    flags are, in a second ``UID FETCH`` sent with the first (one round trip for both).
+    flags are, in a second ``UID FETCH`` sent with the first (one round trip for both). A message whose
+    BODYSTRUCTURE cannot be trusted is read as imap_get_message reads it, from the first
+    ``raw_window_bytes`` of its source (one more round trip, only then), so both agree on its attachments.
     """
     cache = session.summary_cache
     kept: dict[int, MessageSummary] = {}
@@ -287,6 +290,7 @@ def fetch_summaries(
         responses = _fetch_one_by_one(session, batch, mailbox, uidvalidity, uids, items_of, account_id, exc)
     failed = {issue.uid for issue in batch.issues}
     own = session.own_addresses
+    untrusted: dict[int, MessageSummary] = {}
     for uid in uids:
         ref = MessageRef(account_id, mailbox, uidvalidity, uid)
         response = responses.get(uid)
@@ -311,7 +315,10 @@ def fetch_summaries(
                 snippet = _snippet(response, parts, snippet_chars, headers)
             summary = _summary(ref, response, parts, snippet, headers, own)
             batch.messages.append(summary)
-            cache.put(SummaryKey(mailbox, uidvalidity, uid, snippet_chars), summary)
+            if parts is None:
+                untrusted[uid] = summary
+            else:
+                cache.put(SummaryKey(mailbox, uidvalidity, uid, snippet_chars), summary)
         except Exception as exc:  # a hostile message must not sink the page
             log.warning("uid=%s summary failed", uid, exc_info=True)
             batch.add_issue(
@@ -321,7 +328,38 @@ def fetch_summaries(
                 f"UID {uid}: could not parse this message ({type(exc).__name__})",
                 retryable=False,
             )
+    if untrusted:
+        sizes = {uid: int(responses[uid].get(b"RFC822.SIZE") or 0) for uid in untrusted}
+        _attachments_from_source(session, untrusted, sizes, raw_window_bytes)
+        for uid, summary in untrusted.items():
+            cache.put(SummaryKey(mailbox, uidvalidity, uid, snippet_chars), summary)
     return batch
+
+
+def _attachments_from_source(
+    session: ImapSession, summaries: dict[int, MessageSummary], sizes: dict[int, int], window: int
+) -> None:
+    """Sets ``has_attachments`` of ``summaries`` (by UID) from their own MIME structure, parsed from the
+    first ``window`` bytes of each source as imap_get_message does when BODYSTRUCTURE is not trusted.
+
+    The sources are fetched in as few commands as keep each answer within about ``window`` bytes. A
+    message the server no longer returns keeps what its BODYSTRUCTURE said.
+    """
+    groups: list[list[int]] = [[]]
+    held = 0
+    for uid in summaries:
+        expected = min(sizes[uid], window)
+        if groups[-1] and held + expected > window:
+            groups.append([])
+            held = 0
+        groups[-1].append(uid)
+        held += expected
+    for group in groups:
+        fetched = session.fetch(group, [f"BODY.PEEK[]<0.{window}>"])
+        for uid in group:
+            source = find_item(fetched.get(uid, {}), b"BODY[]")
+            if source is not None:
+                summaries[uid].has_attachments = bool(mime.parse_full_message(source).attachments)
 
 
 def _fetch_one_by_one(

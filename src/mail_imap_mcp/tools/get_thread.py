@@ -168,6 +168,7 @@ def handle(
                     uidvalidity=state.uidvalidity,
                     uids=wanted,
                     snippet_chars=snippet_chars,
+                    raw_window_bytes=app.config.server.max_text_part_bytes,
                 )
             except (ToolFailure, IMAPClientError) as exc:
                 if own or (isinstance(exc, IMAPClientError) and is_connection_broken(exc)):

@@ -102,7 +102,12 @@ def _resolve(session: ImapSession, app: AppContext, account_id: str, args: Searc
 
 
 def _summaries(
-    session: ImapSession, account_id: str, page: OrderedPage, snippet_chars: int, strict: bool
+    session: ImapSession,
+    account_id: str,
+    page: OrderedPage,
+    snippet_chars: int,
+    strict: bool,
+    raw_window_bytes: int,
 ) -> tuple[list[MessageSummary], list[Issue]]:
     """Summaries of the page's picks in merge order, reading each mailbox once (the selected one first;
     each other one with its EXAMINE and FETCH in one round trip)."""
@@ -124,6 +129,7 @@ def _summaries(
                 uidvalidity=uidvalidity,
                 uids=uids,
                 snippet_chars=snippet_chars,
+                raw_window_bytes=raw_window_bytes,
             )
         except (ToolFailure, UidValidityChanged, IMAPClientError) as exc:
             if strict or (isinstance(exc, IMAPClientError) and is_connection_broken(exc)):
@@ -203,7 +209,8 @@ def handle_ordered(
             listed=first.listed,
         )
         page.mailboxes += first.empty  # searched too: LIST-STATUS said they hold nothing
-        messages, fetch_issues = _summaries(session, account_id, page, snippet_chars, strict)
+        window = app.config.server.max_text_part_bytes
+        messages, fetch_issues = _summaries(session, account_id, page, snippet_chars, strict, window)
         return page, messages, first.issues + page.issues + fetch_issues
 
     label = _label(args)

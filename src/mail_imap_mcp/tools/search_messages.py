@@ -249,6 +249,7 @@ def _handle_one(
             uidvalidity=page.mailbox.uidvalidity,
             uids=page.uids,
             snippet_chars=snippet_chars,
+            raw_window_bytes=app.config.server.max_text_part_bytes,
         )
         return page, batch
 
