@@ -1,6 +1,6 @@
 """Sandbox limits as the server builds them from its default ``[server]`` settings, for content tests.
 
-config.py is the one place those defaults are defined; tests take them from there too.
+config/settings.py is the one place those defaults are defined; tests take them from there too.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ _HEAD_BYTES = 4096
 
 
 class ExtractLimits(BaseModel):
-    """Caps of one extraction. The server's settings (``[server]`` in config.py, the one place their
+    """Caps of one extraction. The server's settings (``ServerSettings`` in config/, the one place their
     defaults are defined) fill the first four; the rest are fixed safety caps of the parsers."""
 
     model_config = ConfigDict(frozen=True)

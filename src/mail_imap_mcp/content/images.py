@@ -26,7 +26,7 @@ _OUTPUT_MAGIC = {"image/png": b"\x89PNG\r\n\x1a\n", "image/jpeg": b"\xff\xd8\xff
 
 
 class ImageLimits(BaseModel):
-    """Caps of one image preparation, all from the server's settings (``[server]`` in config.py, the
+    """Caps of one image preparation, all from the server's settings (``ServerSettings`` in config/, the
     one place their defaults are defined)."""
 
     model_config = ConfigDict(frozen=True)

@@ -1,0 +1,45 @@
+"""Configuration: a TOML file plus env-only accounts, validated by pydantic.
+
+Lookup order for the file: ``--config``, ``$MAIL_IMAP_MCP_CONFIG``, then
+``~/.config/mail-imap-mcp/config.toml`` (optional when env accounts exist). Errors name the key
+and the reason and never echo a value, so a misplaced secret cannot leak through them.
+"""
+
+from .accounts import (
+    ACCOUNT_ID_PATTERN,
+    CONFIG_ENV,
+    DEFAULT_PORTS,
+    ENV_PREFIX,
+    ENV_SUFFIXES,
+    HTTP_TOKEN_ENV,
+    AccountConfig,
+    AuthMethod,
+    ConfigError,
+    Security,
+    is_loopback_host,
+    resolve_secret,
+)
+from .loading import env_accounts, load_config, parse_command, resolve_config_path
+from .settings import Config, HttpSettings, ServerSettings
+
+__all__ = [
+    "ACCOUNT_ID_PATTERN",
+    "CONFIG_ENV",
+    "DEFAULT_PORTS",
+    "ENV_PREFIX",
+    "ENV_SUFFIXES",
+    "HTTP_TOKEN_ENV",
+    "AccountConfig",
+    "AuthMethod",
+    "Config",
+    "ConfigError",
+    "HttpSettings",
+    "Security",
+    "ServerSettings",
+    "env_accounts",
+    "is_loopback_host",
+    "load_config",
+    "parse_command",
+    "resolve_config_path",
+    "resolve_secret",
+]

@@ -1,0 +1,336 @@
+"""Account settings (``[accounts.<id>]`` or ``MAIL_IMAP_<ID>_*``), their names and secrets."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import subprocess
+from collections.abc import Callable, Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+ACCOUNT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+DEFAULT_CONFIG_PATH = Path("~/.config/mail-imap-mcp/config.toml")
+CONFIG_ENV = "MAIL_IMAP_MCP_CONFIG"
+#: Bearer token of the HTTP transport when ``[http]`` names no token source.
+HTTP_TOKEN_ENV = "MAIL_IMAP_MCP_HTTP_TOKEN"
+PASSWORD_COMMAND_TIMEOUT_S = 30.0
+
+ENV_ACCOUNT_PATTERN = re.compile(r"^MAIL_IMAP_([A-Z0-9_]+?)_HOST$")
+ENV_PREFIX = "MAIL_IMAP_"
+#: Variables of the ``MAIL_IMAP_`` family that are not account settings.
+GLOBAL_ENV = frozenset({CONFIG_ENV, "MAIL_IMAP_MCP_LOG_LEVEL", "MAIL_IMAP_WRITE_ENABLED", HTTP_TOKEN_ENV})
+#: Account key -> suffix of its ``MAIL_IMAP_<ID>_*`` variable (``_SECURE`` is the seed server's
+#: boolean spelling of ``security``).
+ENV_SUFFIXES = {
+    "host": "HOST",
+    "port": "PORT",
+    "username": "USER",
+    "addresses": "ADDRESSES",
+    "password_env": "PASS",
+    "security": "SECURITY",
+    "ca_file": "CA_FILE",
+    "write_enabled": "WRITE_ENABLED",
+    "auth": "AUTH",
+    "oauth2_token_command": "OAUTH2_TOKEN_COMMAND",
+}
+SECURE_ENV_SUFFIX = "SECURE"
+_ADDRESS = re.compile(r"[^@\s<>,;\"]+@[^@\s<>,;\"]+")
+KNOWN_ENV_SUFFIXES = (*ENV_SUFFIXES.values(), SECURE_ENV_SUFFIX)
+
+
+class ConfigError(Exception):
+    """The configuration is invalid; the message names the key and the reason."""
+
+
+class Security(StrEnum):
+    TLS = "tls"
+    STARTTLS = "starttls"
+    PLAIN = "plain"
+
+
+DEFAULT_PORTS = {Security.TLS: 993, Security.STARTTLS: 143, Security.PLAIN: 143}
+
+
+class AuthMethod(StrEnum):
+    """How an account logs in: LOGIN with a password, or SASL with an OAuth2 access token."""
+
+    PASSWORD = "password"
+    XOAUTH2 = "xoauth2"
+    OAUTHBEARER = "oauthbearer"
+
+    @property
+    def mechanism(self) -> str:
+        """The SASL mechanism name (``XOAUTH2``, ``OAUTHBEARER``); ``LOGIN`` for passwords."""
+        return "LOGIN" if self is AuthMethod.PASSWORD else self.value.upper()
+
+
+_PASSWORD_KEYS = ("password_env", "password_command", "password")
+
+
+def is_loopback_host(host: str) -> bool:
+    """True for ``localhost`` and literal loopback addresses (no DNS lookups)."""
+    if host.lower() in {"localhost", "localhost.localdomain"}:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class AccountConfig(BaseModel):
+    """One IMAP account (``[accounts.<account_id>]``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = Field(min_length=1, max_length=253, description="IMAP server host name or address.")
+    port: int | None = Field(
+        default=None, ge=1, le=65535, description="Port; default 993 for tls, 143 otherwise."
+    )
+    security: Security = Field(
+        default=Security.TLS,
+        description="tls (implicit TLS), starttls (upgrade required), or plain (loopback only).",
+    )
+    username: str = Field(min_length=1, description="Login name.")
+    addresses: list[Annotated[str, Field(min_length=3, max_length=254)]] = Field(
+        default_factory=list,
+        max_length=50,
+        description="Your own email addresses on this account, aliases included. Compact results show a "
+        "recipient with one of them as 'me', and drafts are from the first. Default: the username, when "
+        "it is an email address.",
+    )
+    auth: AuthMethod = Field(
+        default=AuthMethod.PASSWORD,
+        description="password (LOGIN with one of the password settings), or xoauth2 / oauthbearer "
+        "(SASL with an OAuth2 access token from oauth2_token_command; e.g. Gmail, Microsoft 365).",
+    )
+    oauth2_token_command: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        description="Command (argv list) printing a current OAuth2 access token (e.g. from oauth2l, "
+        "pizauth or mailctl); run at each login, and once more when the server rejects the token.",
+    )
+    oauth2_token_timeout_s: float = Field(
+        default=20.0,
+        gt=0,
+        le=300,
+        description="How long oauth2_token_command may run (within the call's budget) before it is "
+        "stopped and the login fails.",
+    )
+    password_env: str | None = Field(
+        default=None, min_length=1, description="Name of an environment variable holding the password."
+    )
+    password_command: list[str] | None = Field(
+        default=None, min_length=1, description="Command (argv list) whose stdout is the password."
+    )
+    password: SecretStr | None = Field(
+        default=None, description="The password itself (discouraged; `check` warns)."
+    )
+    ca_file: Path | None = Field(
+        default=None, description="Extra trust anchors (PEM) for a self-signed server certificate."
+    )
+    connect_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description="Budget for TCP connect, TLS handshake and greeting. A whole call is bounded by "
+        "connect_timeout_s + command_timeout_s.",
+    )
+    command_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=600,
+        description="Budget for each IMAP command (login included), within the call's overall budget.",
+    )
+    write_enabled: bool | None = Field(
+        default=None,
+        description="Allow write tools (flags, move, copy, delete, mailboxes, drafts) on this account; "
+        "unset means [server] write_enabled.",
+    )
+    trash_mailbox: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1000,
+        description="Where deleted messages go when the server marks no mailbox as \\Trash.",
+    )
+    drafts_mailbox: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1000,
+        description="Where drafts are saved when the server marks no mailbox as \\Drafts.",
+    )
+
+    @field_validator("addresses")
+    @classmethod
+    def _addresses_are_addresses(cls, addresses: list[str]) -> list[str]:
+        for address in addresses:
+            if not _ADDRESS.fullmatch(address.strip()):
+                raise ValueError(f"{address!r} is not an email address (name@domain)")
+        return [address.strip() for address in addresses]
+
+    @model_validator(mode="after")
+    def _check(self) -> AccountConfig:
+        sources = [name for name in _PASSWORD_KEYS if getattr(self, name) is not None]
+        if self.auth is not AuthMethod.PASSWORD:
+            if self.oauth2_token_command is None:
+                raise ValueError(
+                    f"auth = '{self.auth.value}' needs oauth2_token_command (a command printing an access "
+                    'token, e.g. ["pizauth", "show", "work"])'
+                )
+            if sources:
+                raise ValueError(
+                    f"auth = '{self.auth.value}' logs in with oauth2_token_command; remove "
+                    f"{', '.join(sources)} (passwords are not used)"
+                )
+        elif self.oauth2_token_command is not None:
+            raise ValueError(
+                "oauth2_token_command is only used with auth = 'xoauth2' or 'oauthbearer'; set auth, "
+                "or remove oauth2_token_command"
+            )
+        elif len(sources) != 1:
+            found = ", ".join(sources) if sources else "none"
+            raise ValueError(f"set exactly one of password_env, password_command, password (found: {found})")
+        if self.security is Security.PLAIN and not is_loopback_host(self.host):
+            raise ValueError(
+                "security = 'plain' sends the password unencrypted and is only allowed for loopback "
+                "hosts; use 'tls' or 'starttls'"
+            )
+        if self.ca_file is not None and not self.ca_file.expanduser().is_file():
+            raise ValueError("ca_file does not exist or is not a file")
+        return self
+
+    # Where the account came from, so messages name a setting the way the user wrote it.
+    _file_section: str | None = PrivateAttr(default=None)
+    _env_prefix: str | None = PrivateAttr(default=None)
+    _env_secure: bool = PrivateAttr(default=False)
+
+    def setting(self, key: str, value: str | None = None) -> str:
+        """How the user sets ``key`` for this account, optionally to ``value``.
+
+        ``MAIL_IMAP_WORK_CA_FILE`` for an environment account, ``ca_file in [accounts.work]`` for a
+        file account; ``security`` of an account configured with ``_SECURE`` is named as ``_SECURE``
+        (``true`` for tls, ``false`` for starttls).
+        """
+        if self._env_prefix is not None:
+            suffix = ENV_SUFFIXES.get(key, key.upper())
+            if key == "security" and self._env_secure and value in {None, "tls", "starttls"}:
+                suffix = SECURE_ENV_SUFFIX
+                value = None if value is None else str(value == "tls").lower()
+            name = self._env_prefix + suffix
+            return name if value is None else f"{name}={value}"
+        assignment = key if value is None else f"{key} = {toml_value(value)}"
+        return assignment if self._file_section is None else f"{assignment} in [{self._file_section}]"
+
+    @property
+    def effective_addresses(self) -> list[str]:
+        """``addresses``, else the username when it is an email address; drafts are from the first."""
+        return self.addresses or ([self.username] if _ADDRESS.fullmatch(self.username) else [])
+
+    @property
+    def own_addresses(self) -> frozenset[str]:
+        """The effective addresses lower-cased, to recognise this account among a message's recipients."""
+        return frozenset(address.lower() for address in self.effective_addresses)
+
+    @property
+    def effective_port(self) -> int:
+        return self.port if self.port is not None else DEFAULT_PORTS[self.security]
+
+    @property
+    def password_source(self) -> str:
+        if self.auth is not AuthMethod.PASSWORD:
+            return "oauth2_token_command"
+        if self.password_env is not None:
+            return f"env:{self.password_env}"
+        if self.password_command is not None:
+            return "command"
+        return "inline"
+
+    def resolve_password(self, env: Mapping[str, str] | None = None) -> str:
+        """Return the password from its source; raise :class:`ConfigError` without echoing it."""
+        if self.password is not None:
+            return self.password.get_secret_value()
+        return resolve_secret(
+            env_var=self.password_env,
+            command=self.password_command,
+            env=env,
+            command_setting="password_command",
+            what="password",
+        )
+
+
+def resolve_secret(
+    *,
+    env_var: str | None = None,
+    command: list[str] | None = None,
+    file: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    command_setting: str = "command",
+    file_setting: str = "file",
+    what: str = "secret",
+) -> str:
+    """A secret from exactly one of an environment variable, a command's stdout or a file (trailing
+    newlines trimmed). Raises :class:`ConfigError` naming the setting, never echoing the value or the
+    command's output."""
+    env = os.environ if env is None else env
+    if env_var is not None:
+        value = env.get(env_var)
+        if not value:
+            raise ConfigError(f"the environment variable {env_var} is not set or empty")
+        return value
+    if file is not None:
+        try:
+            value = file.expanduser().read_text(encoding="utf-8").rstrip("\r\n")
+        except OSError as exc:
+            raise ConfigError(f"{file_setting}: cannot read {file} ({exc.strerror})") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"{file_setting}: {file} is not UTF-8 text") from None
+        if not value:
+            raise ConfigError(f"{file_setting}: {file} is empty")
+        return value
+    assert command is not None
+    try:
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            timeout=PASSWORD_COMMAND_TIMEOUT_S,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ConfigError(f"{command_setting} could not run: {type(exc).__name__}") from None
+    if done.returncode != 0:
+        raise ConfigError(f"{command_setting} exited with status {done.returncode}")
+    value = done.stdout.decode("utf-8", "replace").rstrip("\r\n")
+    if not value:
+        raise ConfigError(f"{command_setting} printed an empty {what}")
+    return value
+
+
+def toml_value(value: str) -> str:
+    return value if value.isdigit() or value in {"true", "false"} else f'"{value}"'
+
+
+def format_validation_error(
+    exc: ValidationError, name_of: Callable[[str], str] | None = None, fallback: str = "config"
+) -> str:
+    """One line per error, each naming its key; ``name_of`` turns a key into the user's spelling."""
+    lines = []
+    for err in exc.errors(include_url=False, include_input=False):
+        key = ".".join(str(p) for p in err["loc"])
+        key = (name_of(key) if name_of else key) if key else fallback
+        reason = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        lines.append(f"{key}: {reason.removeprefix('Value error, ')}")
+    return "invalid configuration: " + "; ".join(lines)

@@ -1,0 +1,235 @@
+"""Loading: the TOML file, env-only accounts and the variables that name no setting."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import os
+import shlex
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .accounts import (
+    CONFIG_ENV,
+    DEFAULT_CONFIG_PATH,
+    ENV_ACCOUNT_PATTERN,
+    ENV_PREFIX,
+    ENV_SUFFIXES,
+    GLOBAL_ENV,
+    HTTP_TOKEN_ENV,
+    KNOWN_ENV_SUFFIXES,
+    SECURE_ENV_SUFFIX,
+    AccountConfig,
+    AuthMethod,
+    ConfigError,
+    format_validation_error,
+)
+from .settings import HTTP_TOKEN_SOURCES, Config
+
+
+def _truthy(value: str) -> bool:
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _env_name(prefix: str, key: str) -> str:
+    return prefix + ENV_SUFFIXES.get(key, key.upper())
+
+
+def _check_env_names(env: Mapping[str, str], prefixes: list[str], referenced: set[str]) -> None:
+    """Refuse ``MAIL_IMAP_<ID>_*`` variables that configure nothing: a misspelt suffix, or an account
+    without ``_HOST``. Variables named by a file account's ``password_env`` are left alone."""
+    by_length = sorted(prefixes, key=len, reverse=True)
+    for name in sorted(env):
+        if not name.startswith(ENV_PREFIX) or name in GLOBAL_ENV or name in referenced:
+            continue
+        owner = next((prefix for prefix in by_length if name.startswith(prefix)), None)
+        if owner is not None:
+            suffix = name.removeprefix(owner)
+            if suffix in KNOWN_ENV_SUFFIXES:
+                continue
+            # A known name the variable starts with (AUTHENTICATION: AUTH), else the most similar one.
+            close = sorted((k for k in KNOWN_ENV_SUFFIXES if suffix.startswith(k)), key=len, reverse=True)
+            close = close or difflib.get_close_matches(suffix, KNOWN_ENV_SUFFIXES, n=1, cutoff=0.5)
+            hint = f"did you mean {owner}{close[0]}? " if close else ""
+            raise ConfigError(
+                f"{name} is not a setting of account {owner.removeprefix(ENV_PREFIX)[:-1].lower()!r}: "
+                f"{hint}Known: {', '.join(owner + known for known in KNOWN_ENV_SUFFIXES)}"
+            )
+        for suffix in KNOWN_ENV_SUFFIXES:
+            if name.endswith(f"_{suffix}") and len(name) > len(ENV_PREFIX) + len(suffix) + 1:
+                host = name.removesuffix(suffix) + "HOST"
+                raise ConfigError(
+                    f"{name} is set but {host} is not: an environment account needs {host} "
+                    "(the IMAP server's host name); set it or remove the account's other variables"
+                )
+
+
+def env_accounts(
+    env: Mapping[str, str], referenced: set[str] | None = None
+) -> tuple[dict[str, dict[str, Any]], bool | None]:
+    """Accounts from ``MAIL_IMAP_<ID>_*`` variables (seed-server compatible) and the write switch.
+
+    The password is referenced by variable name, never copied, so it cannot end up in a dump.
+    Unknown suffixes and accounts without ``_HOST`` are a :class:`ConfigError` naming the variable.
+    """
+    accounts: dict[str, dict[str, Any]] = {}
+    prefixes = [
+        f"{ENV_PREFIX}{match.group(1)}_"
+        for name in env
+        if (match := ENV_ACCOUNT_PATTERN.match(name)) is not None
+    ]
+    _check_env_names(env, prefixes, referenced or set())
+    for name in sorted(env):
+        match = ENV_ACCOUNT_PATTERN.match(name)
+        if not match:
+            continue
+        prefix = f"{ENV_PREFIX}{match.group(1)}_"
+        raw: dict[str, Any] = {"host": env[name]}
+        if f"{prefix}PORT" in env:
+            raw["port"] = env[f"{prefix}PORT"]
+        if f"{prefix}USER" in env:
+            raw["username"] = env[f"{prefix}USER"]
+        if f"{prefix}ADDRESSES" in env:
+            raw["addresses"] = [a.strip() for a in env[f"{prefix}ADDRESSES"].split(",") if a.strip()]
+        if f"{prefix}PASS" in env:
+            raw["password_env"] = f"{prefix}PASS"
+        if f"{prefix}SECURITY" in env:
+            raw["security"] = env[f"{prefix}SECURITY"].strip().lower()
+        elif f"{prefix}SECURE" in env:
+            # The seed server only spoke implicit TLS; "false" here means upgrade, never plaintext.
+            raw["security"] = "tls" if _truthy(env[f"{prefix}SECURE"]) else "starttls"
+        if f"{prefix}CA_FILE" in env:
+            raw["ca_file"] = env[f"{prefix}CA_FILE"]
+        if f"{prefix}WRITE_ENABLED" in env:
+            raw["write_enabled"] = _truthy(env[f"{prefix}WRITE_ENABLED"])
+        if f"{prefix}AUTH" in env:
+            raw["auth"] = env[f"{prefix}AUTH"].strip().lower()
+        if f"{prefix}OAUTH2_TOKEN_COMMAND" in env:
+            raw["oauth2_token_command"] = parse_command(
+                env[f"{prefix}OAUTH2_TOKEN_COMMAND"], f"{prefix}OAUTH2_TOKEN_COMMAND"
+            )
+        accounts[match.group(1).lower()] = raw
+    write = env.get("MAIL_IMAP_WRITE_ENABLED")
+    return accounts, (None if write is None else _truthy(write))
+
+
+def parse_command(value: str, name: str) -> list[str]:
+    """An argv from an environment variable: a JSON array of strings (``["pizauth", "show", "work"]``),
+    or else words split as a POSIX shell would (``pizauth show work``), without running a shell."""
+    text = value.strip()
+    argv: list[str]
+    if text.startswith("["):
+        try:
+            parsed: Any = json.loads(text)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, list) or not all(isinstance(arg, str) for arg in parsed):
+            raise ConfigError(f'{name}: not a JSON array of strings (e.g. ["pizauth", "show", "work"])')
+        argv = [str(arg) for arg in parsed]
+    else:
+        try:
+            argv = shlex.split(text)
+        except ValueError as exc:
+            raise ConfigError(f"{name}: cannot split into words ({exc})") from None
+    if not argv or not argv[0]:
+        raise ConfigError(f"{name}: empty command")
+    return argv
+
+
+def resolve_config_path(explicit: Path | None, env: Mapping[str, str]) -> tuple[Path, bool]:
+    """Which file to read, and whether it must exist (explicitly named)."""
+    if explicit is not None:
+        return explicit.expanduser(), True
+    if env.get(CONFIG_ENV):
+        return Path(env[CONFIG_ENV]).expanduser(), True
+    return DEFAULT_CONFIG_PATH.expanduser(), False
+
+
+def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) -> Config:
+    """Load, merge and validate the file and env accounts; raise :class:`ConfigError` on any problem."""
+    env = os.environ if env is None else env
+    file_path, required = resolve_config_path(path, env)
+    raw: dict[str, Any] = {}
+    if file_path.is_file():
+        try:
+            raw = tomllib.loads(file_path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{file_path}: not valid TOML ({exc})") from None
+        except OSError as exc:
+            raise ConfigError(f"{file_path}: cannot read ({exc.strerror})") from None
+    elif required:
+        raise ConfigError(f"config file {file_path} does not exist")
+
+    file_accounts = raw.get("accounts", {})
+    if not isinstance(file_accounts, dict):
+        raise ConfigError("accounts: must be a table of [accounts.<account_id>] sections")
+    referenced = {
+        str(account["password_env"])
+        for account in file_accounts.values()
+        if isinstance(account, dict) and "password_env" in account
+    }
+    from_env, write_enabled = env_accounts(env, referenced)
+    for account_id in from_env:
+        if account_id in file_accounts:
+            raise ConfigError(
+                f"account {account_id!r} is defined twice: [accounts.{account_id}] in {file_path} "
+                f"and MAIL_IMAP_{account_id.upper()}_HOST in the environment; remove one"
+            )
+    for account_id, account in from_env.items():
+        prefix = f"{ENV_PREFIX}{account_id.upper()}_"
+        oauth2 = account.get("auth") in {AuthMethod.XOAUTH2.value, AuthMethod.OAUTHBEARER.value}
+        for key in ("username", "oauth2_token_command" if oauth2 else "password_env"):
+            if key not in account:
+                needs = [f"{prefix}{suffix}" for suffix in ("HOST", "USER")]
+                needs += [f"{prefix}AUTH", f"{prefix}OAUTH2_TOKEN_COMMAND"] if oauth2 else [f"{prefix}PASS"]
+                raise ConfigError(
+                    f"{prefix}{ENV_SUFFIXES[key]} is not set: an environment account needs "
+                    f"{', '.join(needs[:-1])} and {needs[-1]}"
+                )
+        if oauth2 and "password_env" in account:
+            raise ConfigError(
+                f"{prefix}PASS is set, but {prefix}AUTH={account['auth']} logs in with the token of "
+                f"{prefix}OAUTH2_TOKEN_COMMAND; unset {prefix}PASS"
+            )
+        try:
+            AccountConfig.model_validate(account)
+        except ValidationError as exc:
+            raise ConfigError(
+                format_validation_error(
+                    exc,
+                    name_of=functools.partial(_env_name, prefix),
+                    fallback=f"{prefix}*",
+                )
+            ) from None
+    merged = {**raw, "accounts": {**file_accounts, **from_env}}
+    if write_enabled is not None:
+        merged["server"] = {**raw.get("server", {}), "write_enabled": write_enabled}
+    http = raw.get("http", {})
+    if (
+        env.get(HTTP_TOKEN_ENV)
+        and isinstance(http, dict)
+        and not any(key in http for key in HTTP_TOKEN_SOURCES)
+    ):
+        merged["http"] = {**http, "token_env": HTTP_TOKEN_ENV}
+    try:
+        config = Config.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc)) from None
+    if not config.accounts:
+        raise ConfigError(
+            f"no accounts configured: create {file_path} with an [accounts.<id>] table "
+            "(`mail-imap-mcp config-example` prints a commented one), or set the environment "
+            "variables MAIL_IMAP_<ID>_HOST, _USER and _PASS (e.g. MAIL_IMAP_DEFAULT_HOST)"
+        )
+    for account_id, settings in config.accounts.items():
+        if account_id in from_env:
+            settings._file_section = None
+            prefix = f"{ENV_PREFIX}{account_id.upper()}_"
+            settings._env_prefix = prefix
+            settings._env_secure = f"{prefix}{SECURE_ENV_SUFFIX}" in env and f"{prefix}SECURITY" not in env
+    return config

@@ -1,0 +1,288 @@
+"""``[server]`` and ``[http]`` settings, and the whole validated :class:`Config`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+
+from .accounts import (
+    ACCOUNT_ID_PATTERN,
+    HTTP_TOKEN_ENV,
+    AccountConfig,
+    ConfigError,
+    format_validation_error,
+    is_loopback_host,
+    resolve_secret,
+)
+
+
+class ServerSettings(BaseModel):
+    """``[server]``: switches and the limits that bound every response."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    write_enabled: bool = Field(
+        default=False,
+        description="Allow write tools on every account that does not set its own write_enabled. "
+        "When no account allows writes, write tools are not even listed.",
+    )
+    audit_file: Path | None = Field(
+        default=None,
+        description="Append one JSON line per write (time, request id, tool, account, action, message "
+        "count, outcome; never content) to this file, besides the log line on stderr.",
+    )
+    allow_permanent_delete: bool = Field(
+        default=False,
+        description="Allow imap_apply_to_messages to expunge (permanent: true, after confirmation); "
+        "otherwise deleting moves messages to Trash.",
+    )
+    max_mailboxes: int = Field(
+        default=1000, ge=1, le=100_000, description="Most mailboxes one imap_list_mailboxes call returns."
+    )
+    max_search_limit: int = Field(
+        default=100, ge=1, le=1000, description="Upper bound for imap_search_messages `limit`."
+    )
+    max_snippet_chars: int = Field(default=500, ge=0, le=5000, description="Upper bound for `snippet_chars`.")
+    max_body_chars: int = Field(
+        default=100_000, ge=100, le=2_000_000, description="Upper bound for `body_max_chars`."
+    )
+    max_raw_bytes: int = Field(
+        default=65_536, ge=1024, le=1_048_576, description="Upper bound for imap_get_message_raw `max_bytes`."
+    )
+    keepalive_interval_s: float = Field(
+        default=240.0,
+        ge=0,
+        le=1740,
+        description="Send NOOP on an account's connection after it sat idle this many seconds, so a "
+        "server's idle logout or a NAT router does not drop it and the next call needs no reconnect; "
+        "0 turns it off. The default stays below common NAT timeouts (5 minutes) and IMAP's 30.",
+    )
+    summary_cache_entries: int = Field(
+        default=2000,
+        ge=0,
+        le=100_000,
+        description="Search-result summaries kept per account for messages already seen, so a page "
+        "seen before is answered from the server's flags alone (a message's content never changes "
+        "under its UID); 0 keeps none. An entry is typically under 1 KB plus its snippet; whatever "
+        "this allows, the kept summaries of an account hold at most 4 million characters of text.",
+    )
+    max_text_part_bytes: int = Field(
+        default=2_000_000,
+        ge=10_000,
+        le=50_000_000,
+        description="Most bytes fetched from one text part; larger parts are read in part and flagged.",
+    )
+    max_attachment_bytes: int = Field(
+        default=25 * 1024 * 1024,
+        ge=64 * 1024,
+        le=1024 * 1024 * 1024,
+        description="Most decoded bytes of one attachment the server reads (fetched in chunks into a "
+        "temporary file, never whole into memory); a document or image beyond it is limit_exceeded, "
+        "text beyond it is cut and flagged, bytes windows must end within it.",
+    )
+    extract_timeout_s: float = Field(
+        default=20.0,
+        gt=0,
+        le=600,
+        description="Wall-clock limit for extracting one document's text (PDF, Office, ODF, calendar) in "
+        "the sandboxed child process; its CPU time is limited to the same.",
+    )
+    extract_memory_mb: int = Field(
+        default=512,
+        ge=64,
+        le=16_384,
+        description="Address-space limit (RLIMIT_AS) of the sandboxed extraction process, in MiB.",
+    )
+    max_attachment_text_chars: int = Field(
+        default=100_000,
+        ge=1000,
+        le=2_000_000,
+        description="Upper bound for imap_get_attachment `max_chars` and imap_get_message "
+        "`attachment_text_max_chars`.",
+    )
+    max_image_pixels: int = Field(
+        default=50_000_000,
+        ge=10_000,
+        le=500_000_000,
+        description="Largest image (width x height) opened for imap_get_attachment mode=image; a bigger "
+        "one (a decompression bomb, or simply huge) is limit_exceeded.",
+    )
+    image_max_dimension: int = Field(
+        default=1568,
+        ge=64,
+        le=8192,
+        description="Images are downscaled so that neither side exceeds this many pixels.",
+    )
+    max_image_output_bytes: int = Field(
+        default=1_500_000,
+        ge=50_000,
+        le=20_000_000,
+        description="Most bytes of the image block imap_get_attachment returns (re-encoded smaller "
+        "when needed, else limit_exceeded).",
+    )
+    max_resource_bytes: int = Field(
+        default=10 * 1024 * 1024,
+        ge=64 * 1024,
+        le=1024 * 1024 * 1024,
+        description="Largest attachment served whole as an MCP resource (attachment resource_uri); "
+        "larger ones are read with imap_get_attachment windows.",
+    )
+
+
+#: Shorter tokens are refused: a bearer token is the only thing between the network and the mailboxes.
+MIN_HTTP_TOKEN_CHARS = 16
+HTTP_TOKEN_SOURCES = ("token_env", "token_file", "token_command")
+
+
+class HttpSettings(BaseModel):
+    """``[http]``: the streamable HTTP transport (``serve --transport http``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = Field(
+        default="127.0.0.1",
+        min_length=1,
+        max_length=253,
+        description="Address to listen on (`--host`). Any address but loopback needs a bearer token "
+        "and allowed_hosts.",
+    )
+    port: int = Field(
+        default=8000, ge=0, le=65535, description="TCP port (`--port`); 0 picks a free one (logged)."
+    )
+    token_env: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Name of an environment variable holding the bearer token clients must send. "
+        f"Without any token source, ${HTTP_TOKEN_ENV} is used when set.",
+    )
+    token_file: Path | None = Field(
+        default=None, description="File holding the bearer token (keep it readable by you only)."
+    )
+    token_command: list[str] | None = Field(
+        default=None, min_length=1, description="Command (argv list) whose stdout is the bearer token."
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host header values accepted besides the loopback names (`name`, `name:port`, or "
+        "`name:*` for any port), e.g. the name a reverse proxy forwards. Required when host is not "
+        "loopback (DNS-rebinding protection).",
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=list,
+        description="Origin header values accepted from browser clients (e.g. "
+        "`https://agent.example.com`, or `scheme://host:*` for any port); these also get CORS answers. "
+        "Requests with another Origin get 403, requests without one are accepted. Loopback origins are "
+        "accepted (without CORS) when bound to loopback.",
+    )
+    shutdown_grace_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=600,
+        description="On SIGTERM, how long calls in flight may run on before they are cancelled; new "
+        "calls are refused meanwhile.",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> HttpSettings:
+        sources = [name for name in HTTP_TOKEN_SOURCES if getattr(self, name) is not None]
+        if len(sources) > 1:
+            raise ValueError(
+                f"set at most one of {', '.join(HTTP_TOKEN_SOURCES)} (found: {', '.join(sources)})"
+            )
+        if not is_loopback_host(self.host):
+            if not sources:
+                raise ValueError(
+                    f"host {self.host} is not a loopback address, so anyone who can reach the port could "
+                    f"read the mail: set token_env, token_file or token_command in [http] (or "
+                    f"{HTTP_TOKEN_ENV}), or listen on 127.0.0.1 behind a reverse proxy"
+                )
+            if not self.allowed_hosts:
+                raise ValueError(
+                    f"host {self.host} is not a loopback address: list the host names clients use to "
+                    'reach the server in allowed_hosts in [http] (e.g. ["mail-mcp.example.com"]); '
+                    "requests with any other Host header are refused (DNS-rebinding protection)"
+                )
+        for name in ("allowed_hosts", "allowed_origins"):
+            for entry in getattr(self, name):
+                if not entry or entry != entry.strip() or "/" in entry.split("://", 1)[-1]:
+                    raise ValueError(f"{name}: {entry!r} is not a host[:port] or scheme://host[:port]")
+        return self
+
+    @property
+    def token_configured(self) -> bool:
+        return any(getattr(self, name) is not None for name in HTTP_TOKEN_SOURCES)
+
+    def with_overrides(self, **overrides: Any) -> HttpSettings:
+        """These settings with command-line values (``host``, ``port``, ...) applied and checked again;
+        a :class:`ConfigError` names the flag or key."""
+        given = {key: value for key, value in overrides.items() if value is not None}
+        try:
+            return HttpSettings.model_validate({**self.model_dump(), **given})
+        except ValidationError as exc:
+            flags = ", ".join(f"--{key.replace('_', '-')}" for key in given)
+            raise ConfigError(
+                format_validation_error(
+                    exc,
+                    name_of=lambda key: f"--{key.replace('_', '-')}" if key in given else f"http.{key}",
+                    fallback=f"http ({flags} given)" if flags else "http",
+                )
+            ) from None
+
+    def resolve_token(self, env: Mapping[str, str] | None = None) -> str | None:
+        """The bearer token from its source (``None`` when none is configured); raise
+        :class:`ConfigError` naming the setting, never echoing the value."""
+        if not self.token_configured:
+            return None
+        token = resolve_secret(
+            env_var=self.token_env,
+            command=self.token_command,
+            file=self.token_file,
+            env=env,
+            command_setting="token_command in [http]",
+            file_setting="token_file in [http]",
+            what="token",
+        )
+        if len(token) < MIN_HTTP_TOKEN_CHARS or not token.isprintable() or " " in token:
+            raise ConfigError(
+                f"the HTTP bearer token must be at least {MIN_HTTP_TOKEN_CHARS} printable characters "
+                'without spaces; generate one with: python3 -c "import secrets; '
+                'print(secrets.token_urlsafe(32))"'
+            )
+        return token
+
+
+class Config(BaseModel):
+    """The whole configuration: accounts by id, and server settings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    accounts: dict[str, AccountConfig] = Field(default_factory=dict)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    http: HttpSettings = Field(default_factory=HttpSettings)
+
+    def writes_allowed(self, account_id: str) -> bool:
+        """Whether write tools may change mail of ``account_id``."""
+        own = self.accounts[account_id].write_enabled
+        return self.server.write_enabled if own is None else own
+
+    @model_validator(mode="after")
+    def _check_ids(self) -> Config:
+        for account_id in self.accounts:
+            if not re.match(ACCOUNT_ID_PATTERN, account_id):
+                raise ValueError(
+                    f"account id {account_id!r} must match {ACCOUNT_ID_PATTERN} (letters, digits, _ and -)"
+                )
+        for account_id, account in self.accounts.items():
+            if account._env_prefix is None:
+                account._file_section = f"accounts.{account_id}"
+        return self
