@@ -9,208 +9,33 @@ requested window is full.
 
 from __future__ import annotations
 
-import contextlib
-import posixpath
-import re
-import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import IO, Any
+from typing import Any
 from xml.etree.ElementTree import Element
 
-from .errors import ExtractionError, format_bytes
-
-_RATIO_FLOOR = 1 << 20  # members smaller than this may compress arbitrarily well
-_MAX_COLUMNS = 1024
-_MAX_REPEAT = 256
-_MAX_SHARED_STRINGS = 1_000_000
-
-W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
-A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
-SS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
-P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
-R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
-PKG_REL = "{http://schemas.openxmlformats.org/package/2006/relationships}"
-TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
-TABLE = "{urn:oasis:names:tc:opendocument:xmlns:table:1.0}"
-DRAW = "{urn:oasis:names:tc:opendocument:xmlns:drawing:1.0}"
-OFFICE = "{urn:oasis:names:tc:opendocument:xmlns:office:1.0}"
-MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
-
-
-# --------------------------------------------------------------------------------------
-# A zip archive under caps
-# --------------------------------------------------------------------------------------
-
-
-class _CountingReader:
-    """A member stream that fails once it produced more than ``allowed`` bytes."""
-
-    def __init__(self, stream: IO[bytes], allowed: int, archive: SafeArchive) -> None:
-        self.stream = stream
-        self.allowed = allowed
-        self.archive = archive
-
-    def read(self, size: int = -1) -> bytes:
-        data = self.stream.read(64 * 1024 if size is None or size < 0 else size)
-        self.allowed -= len(data)
-        self.archive.account(len(data))
-        if self.allowed < 0:
-            raise self.archive.bomb("a member inflates to more than its declared size")
-        return data
-
-
-class SafeArchive:
-    """A zip file whose members are read with size, count and ratio caps."""
-
-    def __init__(self, path: str, params: dict[str, Any]) -> None:
-        self.max_unpacked: int = params["max_unpacked_bytes"]
-        self.max_ratio: int = params["max_compression_ratio"]
-        max_members: int = params["max_archive_members"]
-        try:
-            self.zip = zipfile.ZipFile(path)
-        except (zipfile.BadZipFile, OSError) as exc:
-            raise ExtractionError(
-                "extract_failed", f"The document is not a valid zip archive ({exc})."
-            ) from exc
-        infos = self.zip.infolist()
-        if len(infos) > max_members:
-            raise ExtractionError(
-                "limit_exceeded",
-                f"The archive has {len(infos)} entries, more than the limit of {max_members}.",
-                limit="archive_members",
-            )
-        self.members = {info.filename: info for info in infos}
-        self.unpacked = 0
-
-    def bomb(self, reason: str, limit: str = "archive_unpacked_bytes") -> ExtractionError:
-        cap = (
-            f"at most {self.max_ratio}:1 for parts over 1 MB"
-            if limit == "compression_ratio"
-            else f"{format_bytes(self.max_unpacked)} unpacked"
-        )
-        return ExtractionError(
-            "limit_exceeded",
-            f"The document looks like a zip bomb ({reason}); the extraction limit is {cap}. "
-            "Fetch its bytes instead.",
-            limit=limit,
-        )
-
-    def account(self, count: int) -> None:
-        self.unpacked += count
-        if self.unpacked > self.max_unpacked:
-            raise self.bomb("more data than the unpacked-size limit")
-
-    def has(self, name: str) -> bool:
-        return name in self.members
-
-    def open(self, name: str) -> _CountingReader:
-        info = self.members.get(name)
-        if info is None:
-            raise ExtractionError("extract_failed", f"The document has no {name} part.")
-        if info.file_size > self.max_unpacked - self.unpacked:
-            raise self.bomb(f"{name} declares {format_bytes(info.file_size)}")
-        if info.file_size > _RATIO_FLOOR and info.file_size > self.max_ratio * max(info.compress_size, 1):
-            ratio = info.file_size // max(info.compress_size, 1)
-            raise self.bomb(f"{name} is compressed {ratio}:1", "compression_ratio")
-        try:
-            stream = self.zip.open(info)
-        except (zipfile.BadZipFile, NotImplementedError, RuntimeError) as exc:
-            raise ExtractionError(
-                "extract_failed", f"The document part {name} cannot be read ({exc})."
-            ) from exc
-        return _CountingReader(stream, info.file_size, self)
-
-    def close(self) -> None:
-        self.zip.close()
-
-
-def _iterparse(
-    archive: SafeArchive, name: str, events: tuple[str, ...] = ("end",)
-) -> Iterator[tuple[str, Element]]:
-    from defusedxml import DefusedXmlException
-    from defusedxml.ElementTree import iterparse
-
-    try:
-        yield from iterparse(archive.open(name), events=events, forbid_dtd=True)
-    except DefusedXmlException as exc:
-        raise ExtractionError(
-            "extract_failed",
-            f"The document part {name} declares a DTD or XML entities ({type(exc).__name__}); they are refused "
-            "(entity expansion and external entities are a known attack).",
-        ) from exc
-    except (SyntaxError, zipfile.BadZipFile, EOFError) as exc:  # ParseError is a SyntaxError
-        raise ExtractionError(
-            "extract_failed", f"The document part {name} is not well-formed ({exc})."
-        ) from exc
-
-
-class _Tree:
-    """Streams iterparse events, keeping the open elements so that finished ones can be
-    dropped from their parent (memory stays flat however long the document is)."""
-
-    def __init__(self, events: Iterator[tuple[str, Element]]) -> None:
-        self.events = events
-        self.open: list[Element] = []
-
-    def __iter__(self) -> Iterator[tuple[str, Element]]:
-        for event, element in self.events:
-            if event == "start":
-                self.open.append(element)
-            elif self.open:
-                self.open.pop()
-            yield event, element
-
-    def drop(self, element: Element) -> None:
-        """Forget a finished element (call on its end event)."""
-        element.clear()
-        if self.open:
-            with contextlib.suppress(ValueError):
-                self.open[-1].remove(element)
-
-
-def _relationship_list(archive: SafeArchive, part: str) -> list[tuple[str, str, str]]:
-    """(id, type, archive path) of each internal relationship of ``part`` (e.g. word/document.xml)."""
-    folder, base = posixpath.split(part)
-    rels = posixpath.join(folder, "_rels", base + ".rels")
-    if not archive.has(rels):
-        return []
-    found = []
-    for _, element in _iterparse(archive, rels):
-        if element.tag == PKG_REL + "Relationship" and element.get("TargetMode") != "External":
-            target = element.get("Target") or ""
-            path = (
-                target.lstrip("/")
-                if target.startswith("/")
-                else posixpath.normpath(posixpath.join(folder, target))
-            )
-            found.append((element.get("Id") or "", element.get("Type") or "", path))
-    return found
-
-
-def _relationships(archive: SafeArchive, part: str) -> dict[str, str]:
-    """Relationship id -> archive path for ``part``."""
-    return {rid: path for rid, _, path in _relationship_list(archive, part)}
-
-
-def _related(archive: SafeArchive, part: str, kind: str) -> list[str]:
-    """The parts ``part`` relates to with a relationship type ending in ``/kind``, in file order."""
-    paths = [path for _, type_, path in _relationship_list(archive, part) if type_.endswith("/" + kind)]
-    return [path for path in dict.fromkeys(paths) if archive.has(path)]
-
-
-def _titled(title: str, lines: Iterator[str]) -> Iterator[str]:
-    """``lines`` under a ``[title]`` line, or nothing when they hold no text (leading blank lines dropped)."""
-    started = False
-    for line in lines:
-        if not started:
-            if not line.strip():
-                continue
-            yield f"\n[{title}]\n"
-            started = True
-        yield line
-
+from ._archive import (
+    DRAW,
+    MAX_COLUMNS,
+    MAX_REPEAT,
+    MC,
+    OFFICE,
+    TABLE,
+    TEXT,
+    A,
+    P,
+    R,
+    SafeArchive,
+    Tree,
+    W,
+    iterparse,
+    main_part,
+    related,
+    relationships,
+    titled,
+)
+from ._xlsx import xlsx_chunks
+from .errors import ExtractionError
 
 # --------------------------------------------------------------------------------------
 # Paragraphs and tables, shared by Word, PowerPoint and OpenDocument
@@ -258,7 +83,7 @@ def _runs_text(
     return "".join(pieces)
 
 
-def _flow(tree: _Tree, layout: _Layout) -> Iterator[str]:
+def _flow(tree: Tree, layout: _Layout) -> Iterator[str]:
     """Paragraphs as lines and table rows as tab-separated lines, in document order."""
     rows: list[list[str]] = []  # the cells of each open row
     cells: list[list[str]] = []  # the paragraphs of each open cell
@@ -292,18 +117,18 @@ def _flow(tree: _Tree, layout: _Layout) -> Iterator[str]:
             text = " ".join(part.strip() for part in parts if part.strip())
             text = text.replace("\t", " ").replace("\n", " ")
             if rows:
-                repeat = min(layout.cell_repeat(element), _MAX_REPEAT if text else _MAX_COLUMNS)
+                repeat = min(layout.cell_repeat(element), MAX_REPEAT if text else MAX_COLUMNS)
                 rows[-1].extend([text] * repeat)
             tree.drop(element)
         elif tag == layout.row and rows:
             row = rows.pop()
             while row and not row[-1]:
                 row.pop()
-            line = "\t".join(row[:_MAX_COLUMNS])
+            line = "\t".join(row[:MAX_COLUMNS])
             if cells:  # a table nested in a cell
                 cells[-1].append(line)
             elif line:
-                for _ in range(min(layout.row_repeat(element), _MAX_REPEAT)):
+                for _ in range(min(layout.row_repeat(element), MAX_REPEAT)):
                     yield line + "\n"  # one at a time: the window may be full after the first
             tree.drop(element)
 
@@ -370,27 +195,19 @@ _WORD_EXTRA_PARTS = (
 
 
 def _docx(archive: SafeArchive, notes: list[str]) -> Iterator[str]:
-    part = _main_part(archive, "word/document.xml")
-    yield from _flow(_Tree(_iterparse(archive, part, ("start", "end"))), _WORD)
+    part = main_part(archive, "word/document.xml")
+    yield from _flow(Tree(iterparse(archive, part, ("start", "end"))), _WORD)
     for kind, title in _WORD_EXTRA_PARTS:
-        for path in _related(archive, part, kind):
-            yield from _titled(title, _flow(_Tree(_iterparse(archive, path, ("start", "end"))), _WORD))
-
-
-def _main_part(archive: SafeArchive, default: str) -> str:
-    """The officeDocument target named by _rels/.rels (falls back to the usual path)."""
-    for target in _relationships(archive, "").values():
-        if target.endswith(".xml") and archive.has(target) and target.split("/")[0] == default.split("/")[0]:
-            return target
-    return default
+        for path in related(archive, part, kind):
+            yield from titled(title, _flow(Tree(iterparse(archive, path, ("start", "end"))), _WORD))
 
 
 def _pptx(archive: SafeArchive, notes: list[str], meta: dict[str, Any]) -> Iterator[str]:
-    presentation = _main_part(archive, "ppt/presentation.xml")
-    targets = _relationships(archive, presentation)
+    presentation = main_part(archive, "ppt/presentation.xml")
+    targets = relationships(archive, presentation)
     order = [
         targets.get(element.get(R + "id") or "", "")
-        for _, element in _iterparse(archive, presentation)
+        for _, element in iterparse(archive, presentation)
         if element.tag == P + "sldId"
     ]
     meta["pages"] = len(order)
@@ -399,9 +216,9 @@ def _pptx(archive: SafeArchive, notes: list[str], meta: dict[str, Any]) -> Itera
         if not archive.has(slide):
             notes.append(f"slide {number} is missing from the file")
             continue
-        yield from _flow(_Tree(_iterparse(archive, slide, ("start", "end"))), _SLIDE)
-        for path in _related(archive, slide, "notesSlide")[:1]:
-            yield from _titled("notes", _speaker_notes(archive, path))
+        yield from _flow(Tree(iterparse(archive, slide, ("start", "end"))), _SLIDE)
+        for path in related(archive, slide, "notesSlide")[:1]:
+            yield from titled("notes", _speaker_notes(archive, path))
         yield "\n"
 
 
@@ -410,7 +227,7 @@ _NOTES_PLACEHOLDERS_SKIPPED = frozenset({"sldImg", "sldNum", "hdr", "ftr", "dt"}
 
 
 def _speaker_notes(archive: SafeArchive, path: str) -> Iterator[str]:
-    tree = _Tree(_iterparse(archive, path, ("start", "end")))
+    tree = Tree(iterparse(archive, path, ("start", "end")))
     for event, element in tree:
         if event != "end" or element.tag != P + "sp":
             continue
@@ -419,192 +236,6 @@ def _speaker_notes(archive: SafeArchive, path: str) -> Iterator[str]:
             for paragraph in element.iter(A + "p"):
                 yield _SLIDE.paragraph_text(paragraph) + "\n"
         tree.drop(element)
-
-
-_CELL_REF = re.compile(r"([A-Z]{1,3})(\d*)")
-
-
-def _column(reference: str | None) -> int | None:
-    match = _CELL_REF.match(reference or "")
-    if not match:
-        return None
-    number = 0
-    for letter in match.group(1):
-        number = number * 26 + ord(letter) - 64
-    return number - 1
-
-
-def _shared_strings(archive: SafeArchive, workbook: str, targets: dict[str, str]) -> list[str]:
-    name = next(
-        (path for path in targets.values() if path.endswith("sharedStrings.xml")), "xl/sharedStrings.xml"
-    )
-    if not archive.has(name):
-        return []
-    strings: list[str] = []
-    tree = _Tree(_iterparse(archive, name, ("start", "end")))
-    for event, element in tree:
-        if event == "end" and element.tag == SS + "si":
-            strings.append(_string_item(element))
-            tree.drop(element)
-            if len(strings) > _MAX_SHARED_STRINGS:
-                raise ExtractionError(
-                    "limit_exceeded",
-                    f"The workbook has more than {_MAX_SHARED_STRINGS} shared strings.",
-                    limit="shared_strings",
-                )
-    return strings
-
-
-def _string_item(item: Element) -> str:
-    """A shared string or inline string: its <t>, or its rich-text runs' <t> (phonetic runs skipped)."""
-    pieces = []
-    for child in item:
-        if child.tag == SS + "t":
-            pieces.append(child.text or "")
-        elif child.tag == SS + "r":
-            pieces.extend(t.text or "" for t in child.iter(SS + "t"))
-    return "".join(pieces)
-
-
-# Built-in number formats that show a date and/or time (ECMA-376 18.8.30).
-_DATE_FORMAT_IDS = frozenset({*range(14, 23), 45, 46, 47})
-_QUOTED_OR_BRACKETED = re.compile(r'"[^"]*"|\[[^\]]*\]|\\.')
-
-
-@dataclass
-class _Styles:
-    """Which cell styles show dates (serial numbers in the file) and which date system is used."""
-
-    date_styles: dict[int, str] = field(default_factory=dict)  # xf index -> "date" | "datetime" | "time"
-    epoch: datetime = datetime(1899, 12, 30)
-
-
-def _date_kind(code: str) -> str | None:
-    code = _QUOTED_OR_BRACKETED.sub("", code).lower()
-    has_date = any(ch in code for ch in "dy") or ("m" in code and "h" not in code and "s" not in code)
-    has_time = any(ch in code for ch in "hs")
-    if has_date and has_time:
-        return "datetime"
-    return "date" if has_date else ("time" if has_time else None)
-
-
-def _number(value: str | None) -> int:
-    try:
-        return int(value or "")
-    except ValueError:
-        return -1
-
-
-def _builtin_kind(format_id: int) -> str | None:
-    if format_id in (18, 19, 20, 21, 45, 46, 47):
-        return "time"
-    if format_id == 22:
-        return "datetime"
-    return "date" if format_id in _DATE_FORMAT_IDS else None
-
-
-def _styles(archive: SafeArchive, targets: dict[str, str], workbook_root: Element | None) -> _Styles:
-    styles = _Styles()
-    if workbook_root is not None and workbook_root.get("date1904") in ("1", "true"):
-        styles.epoch = datetime(1904, 1, 1)
-    name = next((path for path in targets.values() if path.endswith("styles.xml")), "xl/styles.xml")
-    if not archive.has(name):
-        return styles
-    custom: dict[int, str | None] = {}
-    index = 0
-    in_cell_xfs = False
-    for event, element in _iterparse(archive, name, ("start", "end")):
-        if element.tag == SS + "cellXfs":
-            in_cell_xfs = event == "start"
-        elif event == "end" and element.tag == SS + "numFmt":
-            custom[_number(element.get("numFmtId"))] = _date_kind(element.get("formatCode") or "")
-        elif event == "end" and element.tag == SS + "xf" and in_cell_xfs:
-            format_id = _number(element.get("numFmtId"))
-            kind = custom[format_id] if format_id in custom else _builtin_kind(format_id)
-            if kind:
-                styles.date_styles[index] = kind
-            index += 1
-    return styles
-
-
-def _as_date(text: str, kind: str, epoch: datetime) -> str:
-    try:
-        serial = float(text)
-        moment = epoch + timedelta(days=serial)
-    except (ValueError, OverflowError):
-        return text
-    if kind == "time":
-        return moment.strftime("%H:%M:%S")
-    if kind == "date" or moment.time() == datetime.min.time():
-        return moment.date().isoformat()
-    return moment.isoformat(sep=" ", timespec="seconds")
-
-
-def _cell_value(cell: Element, strings: list[str], styles: _Styles) -> str:
-    kind = cell.get("t")
-    if kind == "inlineStr":
-        inline = cell.find(SS + "is")
-        return _string_item(inline) if inline is not None else ""
-    value = cell.find(SS + "v")
-    text = value.text if value is not None and value.text else ""
-    if kind == "s":
-        try:
-            return strings[int(text)]
-        except (ValueError, IndexError):
-            return ""
-    if kind == "b":
-        return "TRUE" if text == "1" else "FALSE"
-    date_kind = styles.date_styles.get(_number(cell.get("s") or "0"))
-    if date_kind and kind in (None, "n") and text:
-        return _as_date(text, date_kind, styles.epoch)
-    return text
-
-
-def _xlsx(archive: SafeArchive, notes: list[str]) -> Iterator[str]:
-    workbook = _main_part(archive, "xl/workbook.xml")
-    targets = _relationships(archive, workbook)
-    strings = _shared_strings(archive, workbook, targets)
-    sheets: list[tuple[str, str, bool]] = []
-    properties: Element | None = None
-    for _, element in _iterparse(archive, workbook):
-        if element.tag == SS + "sheet":
-            hidden = element.get("state") in ("hidden", "veryHidden")
-            sheets.append((element.get("name") or "", targets.get(element.get(R + "id") or "", ""), hidden))
-        elif element.tag == SS + "workbookPr":
-            properties = element
-    styles = _styles(archive, targets, properties)
-    for name, path, hidden in sheets:
-        if hidden:
-            yield f"[sheet: {name} (hidden: not shown)]\n\n"
-            continue
-        yield f"[sheet: {name}]\n"
-        if not archive.has(path):
-            notes.append(f"sheet {name!r} is missing from the file")
-            continue
-        tree = _Tree(_iterparse(archive, path, ("start", "end")))
-        for event, element in tree:
-            if event != "end" or element.tag != SS + "row":
-                continue
-            row: list[str] = []
-            for cell in element.iter(SS + "c"):
-                column = _column(cell.get("r"))
-                if column is not None and column >= _MAX_COLUMNS:
-                    continue
-                if column is not None and column > len(row):
-                    row.extend([""] * (column - len(row)))
-                value = (
-                    _cell_value(cell, strings, styles)
-                    .replace("\t", " ")
-                    .replace("\n", " ")
-                    .replace("\r", " ")
-                )
-                row.append(value)
-            tree.drop(element)
-            while row and not row[-1]:
-                row.pop()
-            if row:
-                yield "\t".join(row[:_MAX_COLUMNS]) + "\n"
-        yield "\n"
 
 
 # --------------------------------------------------------------------------------------
@@ -623,7 +254,7 @@ def _odf_text(element: Element) -> str:
     for child in element:
         tag = child.tag
         if tag == TEXT + "s":
-            pieces.append(" " * min(_repeat(child.get(TEXT + "c"), 1), _MAX_REPEAT))
+            pieces.append(" " * min(_repeat(child.get(TEXT + "c"), 1), MAX_REPEAT))
         elif tag == TEXT + "tab":
             pieces.append("\t")
         elif tag == TEXT + "line-break":
@@ -671,7 +302,7 @@ def _odf_skipped(element: Element) -> bool:
 
 
 def _odf(archive: SafeArchive, fmt: str) -> Iterator[str]:
-    yield from _flow(_Tree(_iterparse(archive, "content.xml", ("start", "end"))), _odf_layout(fmt))
+    yield from _flow(Tree(iterparse(archive, "content.xml", ("start", "end"))), _odf_layout(fmt))
 
 
 # --------------------------------------------------------------------------------------
@@ -704,7 +335,7 @@ def office_chunks(
         if fmt == "docx":
             yield from _docx(archive, notes)
         elif fmt == "xlsx":
-            yield from _xlsx(archive, notes)
+            yield from xlsx_chunks(archive, notes)
         elif fmt == "pptx":
             yield from _pptx(archive, notes, meta)
         else:
