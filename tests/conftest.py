@@ -29,6 +29,11 @@ from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.matrix import MATRIX, SESSION_PASSWORD, MatrixServer
 from tests.support.oauth2 import IntrospectionEndpoint
+from tests.support.run_lifetime import end_run_on_sigterm
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    end_run_on_sigterm(config)  # servers never outlive a run ended by SIGTERM
 
 
 @pytest.fixture(scope="session")

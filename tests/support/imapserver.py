@@ -203,6 +203,35 @@ def terminate_group(proc: subprocess.Popen[bytes], grace: float) -> None:
     proc.wait()
 
 
+#: The shell that starts a server (``sh -c LIFELINE lifeline ARGV...``, its stdin the read end of a pipe
+#: whose write end only this process holds, see ``_lifeline_fd``): a watcher in the server's process
+#: group blocks reading that pipe, and the shell ``exec``s the server (so ``_proc`` is the server itself,
+#: its stdin /dev/null). When this process is gone, however it ended (SIGKILL, a CI time limit, a crash:
+#: ``atexit`` and fixture teardown never run), the read sees end-of-file and the watcher SIGKILLs the
+#: whole group. Signalling only the server's main process is not enough: Dovecot's and Cyrus' children
+#: outlive a killed master, and PR_SET_PDEATHSIG fires when the *thread* that started the server ends
+#: (servers are also restarted from worker threads).
+LIFELINE = 'exec 3<&0; (read _ <&3; kill -9 0) & exec "$@" 3<&- </dev/null'
+_lifeline: tuple[int, int] | None = None
+_lifeline_lock = threading.Lock()
+
+
+def _lifeline_fd() -> int:
+    """The read end of this process's lifeline pipe (created on first use; the write end is never written
+    to and is closed, by the kernel, only when this process ends). A forked child re-creates its own."""
+    global _lifeline
+    with _lifeline_lock:
+        if _lifeline is None or _lifeline[0] != os.getpid():
+            read_end, write_end = os.pipe()  # both non-inheritable: no other child holds the write end
+            _lifeline = (os.getpid(), read_end)
+            _LIFELINE_WRITE_ENDS.append(write_end)
+        return _lifeline[1]
+
+
+#: Kept open for the life of the process (a closed write end would end every server at once).
+_LIFELINE_WRITE_ENDS: list[int] = []
+
+
 def tail_file(path: Path, lines: int) -> str:
     """The last ``lines`` lines of a log file, headed by its name ("" if missing or empty)."""
     with contextlib.suppress(OSError):
@@ -460,12 +489,14 @@ class ImapServer:
 
     def _launch(self, argv: Sequence[str], output: Path, env: dict[str, str] | None = None) -> None:
         """Start the server's main process (``self._proc``) in a session of its own, stdout and stderr
-        appended to ``output``; ``env`` replaces the environment."""
+        appended to ``output``; ``env`` replaces the environment. The server's process group ends with
+        this process, however it ends (see ``LIFELINE``)."""
+        lifeline = _lifeline_fd()
         with open(output, "ab") as out:
             self._proc = subprocess.Popen(
-                list(argv),
+                ["/bin/sh", "-c", LIFELINE, "lifeline", *argv],
                 env=env,
-                stdin=subprocess.DEVNULL,
+                stdin=lifeline,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
