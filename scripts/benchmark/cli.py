@@ -1,0 +1,194 @@
+"""``scripts/bench``: options, the run (loopback sizes, own work, network mode) and its outputs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import profile_page
+from tests.support.dovecot import Dovecot
+from tests.support.machine import machine_info
+
+import benchmark.network as network_mode
+from benchmark.common import (
+    BENCH_DIR,
+    FILTERS,
+    MARKER_END,
+    PEER_PACKAGE,
+    PEER_SUBJECT,
+    PEER_VERSION,
+    ROOT,
+    SERVER_BIN,
+    BenchError,
+    say,
+)
+from benchmark.report import (
+    breakdown_table,
+    draw_chart,
+    evaluate_targets,
+    extras_table,
+    markdown_section,
+    own_work_section,
+    own_work_targets,
+    results_table,
+    targets_table,
+    update_markdown,
+)
+from benchmark.scenarios import Settings, SizeResult, bench_size, measure_startup
+from benchmark.servers import prepare_peer
+
+
+async def run(settings: Settings) -> int:
+    machine = machine_info()
+    say(f"machine: {machine['nproc']} CPU {machine['cpu_model']}, Python {machine['python']}")
+    load = machine["load_average_at_start"][0]
+    if load > machine["nproc"] / 2:
+        say(f"warning: load average {load} on {machine['nproc']} CPUs; other work will skew the timings")
+    peer = prepare_peer(settings.peer_budget_s <= 0)
+    if peer.error:
+        say(f"peer unavailable: {peer.error}")
+    settings.work_dir.mkdir(parents=True, exist_ok=True)
+    results: list[SizeResult] = []
+    started = time.perf_counter()
+    with Dovecot(user_patterns=("bench*",), default_user="bench", max_userip_connections=200) as dovecot:
+        say("measuring startup")
+        startup = await measure_startup(dovecot, "bench", settings)
+        for size in settings.sizes:
+            results.append(await bench_size(dovecot, size, peer, settings))
+        say("own work per page: ours against the zero-work server on the same SDK")
+        own_work = await profile_page.measure_own_work(
+            dovecot,
+            f"bench{results[0].size}",
+            settings.work_dir / "own-work",
+            calls=settings.iterations * 2,
+            warmup=settings.warmup,
+        )
+        network = None
+        if settings.network_rtts:
+            first = results[0]
+            assert first.specials is not None
+            network = await network_mode.run_network(
+                dovecot, f"bench{first.size}", first.size, first.specials, first.uidvalidity, peer, settings
+            )
+    elapsed = time.perf_counter() - started
+    machine["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    targets = evaluate_targets(results, startup) + own_work_targets(own_work)
+    network_targets = network_mode.network_targets(network) if network is not None else []
+
+    print()
+    print(results_table(results))
+    print()
+    print(extras_table(results, startup))
+    print()
+    print(breakdown_table(results))
+    print()
+    print(own_work.table())
+    print()
+    print(targets_table(targets))
+    print()
+    if network is not None:
+        print(network_mode.network_table(network))
+        print()
+        print(targets_table(network_targets))
+        print()
+
+    settings.out_dir.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "machine": machine,
+        "settings": {
+            "sizes": settings.sizes,
+            "iterations": settings.iterations,
+            "warmup": settings.warmup,
+            "startup_runs": settings.startup_runs,
+            "peer": f"{PEER_PACKAGE}=={PEER_VERSION}",
+            "peer_budget_s_per_op": settings.peer_budget_s,
+            "peer_max_calls": settings.peer_max_calls,
+            "quick": settings.quick,
+            "filters": FILTERS,
+            "peer_subject": PEER_SUBJECT,
+        },
+        "duration_s": round(elapsed, 1),
+        "startup_s": [round(s, 4) for s in startup],
+        "sizes": [r.to_json() for r in results],
+        "targets": [target.__dict__ for target in targets],
+        "own_work": own_work.to_json(),
+        "network": network.to_json() if network is not None else None,
+        "network_targets": [target.__dict__ for target in network_targets],
+    }
+    (settings.out_dir / "benchmarks.json").write_text(
+        json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+    )
+    draw_chart(results, settings.out_dir / "benchmarks.png", machine)
+    section = markdown_section(results, startup, targets, machine, settings)
+    section = section.replace("### Targets", own_work_section(own_work) + "\n\n### Targets", 1)
+    if network is not None:
+        network_mode.draw_network_chart(network, settings.out_dir / "benchmarks-network.png", machine)
+        section = section.replace(
+            MARKER_END, "\n" + network_mode.network_section(network, network_targets) + "\n" + MARKER_END
+        )
+    update_markdown(settings.out_dir / "benchmarks.md", section)
+    say(
+        f"done in {elapsed:.0f} s; wrote benchmarks.json, benchmarks.png and benchmarks.md in {settings.out_dir}"
+    )
+    return 0
+
+
+def parse_args(argv: Sequence[str] | None) -> Settings:
+    parser = argparse.ArgumentParser(
+        prog="scripts/bench", description="Benchmark mail-imap-mcp against raw IMAP and mcp-email-server."
+    )
+    parser.add_argument("--quick", action="store_true", help="smoke run: 2k and 10k messages, fewer calls")
+    parser.add_argument(
+        "--sizes", type=lambda s: [int(x) for x in s.split(",")], help="mailbox sizes, e.g. 10000,100000"
+    )
+    parser.add_argument("--iterations", type=int, help="timed calls per operation (default 30; quick 10)")
+    parser.add_argument("--warmup", type=int, help="untimed warm-up calls per operation (default 3; quick 2)")
+    parser.add_argument("--startup-runs", type=int, help="fresh processes for the startup time (default 7)")
+    parser.add_argument(
+        "--peer-budget",
+        type=float,
+        help="seconds per peer operation (default 45; quick 10; 0 skips the peer)",
+    )
+    parser.add_argument("--peer-max-calls", type=int, default=20, help="most timed peer calls per operation")
+    parser.add_argument("--no-peer", action="store_true", help="do not install or run mcp-email-server")
+    parser.add_argument("--out", type=Path, help="output directory (default docs/; quick: .bench/quick/)")
+    parser.add_argument(
+        "--rtts",
+        type=lambda s: [int(x) for x in s.split(",") if x != ""],
+        default=None,
+        help="network mode: round-trip times in ms of the link emulation (default 0,20,50; '' skips it)",
+    )
+    args = parser.parse_args(argv)
+    quick = bool(args.quick)
+    peer_budget = args.peer_budget if args.peer_budget is not None else (10.0 if quick else 45.0)
+    return Settings(
+        sizes=args.sizes or ([2_000, 10_000] if quick else [10_000, 100_000]),
+        iterations=args.iterations or (10 if quick else 30),
+        warmup=args.warmup or (2 if quick else 3),
+        startup_runs=args.startup_runs or (3 if quick else 7),
+        count_calls=3 if quick else 10,
+        peer_budget_s=0.0 if args.no_peer else peer_budget,
+        peer_max_calls=args.peer_max_calls,
+        out_dir=(args.out or (BENCH_DIR / "quick" if quick else ROOT / "docs")).resolve(),
+        work_dir=BENCH_DIR / "run",
+        quick=quick,
+        network_rtts=list(args.rtts if args.rtts is not None else (0, 20, 50)),
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    settings = parse_args(argv)
+    if not SERVER_BIN.exists():
+        raise SystemExit(f"{SERVER_BIN} is missing; run scripts/bench (it sets up .venv) instead of bench.py")
+    if any(size < 1100 for size in settings.sizes):
+        raise SystemExit("mailbox sizes must be at least 1100 (page 50 of 20 messages needs 1,001)")
+    try:
+        return anyio.run(run, settings)
+    except BenchError as exc:
+        say(f"error: {exc}")
+        return 1
