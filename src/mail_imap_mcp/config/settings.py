@@ -191,6 +191,22 @@ class HttpSettings(BaseModel):
         description="On SIGTERM, how long calls in flight may run on before they are cancelled; new "
         "calls are refused meanwhile.",
     )
+    request_header_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description="How long a connection may take to send a request's headers (from its opening, or "
+        "from the end of its previous answer); then it is closed, so silent or slow clients cannot hold "
+        "connections.",
+    )
+    max_connections: int = Field(
+        default=128,
+        ge=4,
+        le=65_536,
+        description="Most open client connections; beyond it, the oldest connection that has not "
+        "authenticated is closed (never one that sent the token), else the new one. Also kept below half "
+        "the process's file-descriptor limit.",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> HttpSettings:

@@ -4,8 +4,10 @@ The SDK serves the protocol (stateful sessions, so elicitation can reach the cli
 ASGI layers of our own: CORS for the configured browser origins only (:func:`with_cors`),
 :class:`BearerAuth` (so an unauthenticated caller learns nothing) and :class:`Drain` (refuses new
 calls once SIGTERM arrived and tells shutdown when none is in flight).
-Host and Origin are checked by the SDK's DNS-rebinding protection with the list built by
-:func:`transport_security`. No OAuth metadata is published: the token is a shared secret, not issued
+Outermost, :mod:`mail_imap_mcp.transport.guards` checks Host and Origin strictly (before the token)
+and bounds connections: a deadline for request headers and a cap that closes connections without the
+token first. The SDK's DNS-rebinding protection, with the list built by :func:`transport_security`,
+checks again behind it. No OAuth metadata is published: the token is a shared secret, not issued
 by an authorization server.
 """
 
@@ -33,6 +35,14 @@ from mail_imap_mcp.config import Config, ConfigError, HttpSettings, is_loopback_
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.transport import close_app
+from mail_imap_mcp.transport.guards import (
+    ACCEPT_FAILURE,
+    ConnectionGuard,
+    HostOriginCheck,
+    RateLimitedLog,
+    TrustOnToken,
+    guarded_protocol,
+)
 
 log = logging.getLogger("mail_imap_mcp.http")
 
@@ -42,6 +52,8 @@ REALM = "mail-imap-mcp"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 #: Largest request body read while draining to tell answers (let through) from new calls (refused).
 _DRAIN_BODY_LIMIT = 4 * 1024 * 1024
+#: At most one "accept() out of system resource" line per this many seconds (the loop repeats it).
+_ACCEPT_FAILURE_LOG_INTERVAL_S = 10.0
 #: After the calls in flight ended (or the grace ran out): time left for open streams to close.
 _STREAMS_CLOSE_S = 2
 
@@ -324,10 +336,20 @@ async def serve_http(config: Config, settings: HttpSettings, token: str | None, 
         for noisy in ("uvicorn", "mcp.server"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
     drain = Drain(starlette)
-    asgi = with_cors(drain if token is None else BearerAuth(drain, token), settings)
+    guard = ConnectionGuard(
+        header_timeout_s=settings.request_header_timeout_s, max_connections=settings.max_connections
+    )
+    allowed = transport_security(settings)
+    asgi = HostOriginCheck(
+        with_cors(drain if token is None else BearerAuth(TrustOnToken(drain, guard), token), settings),
+        allowed.allowed_hosts,
+        allowed.allowed_origins,
+    )
+    logging.getLogger("asyncio").addFilter(RateLimitedLog(ACCEPT_FAILURE, _ACCEPT_FAILURE_LOG_INTERVAL_S))
     uvicorn_server = _Uvicorn(
         uvicorn.Config(
             asgi,
+            http=guarded_protocol(guard),
             log_config=None,
             access_log=False,
             server_header=False,
