@@ -149,5 +149,5 @@ def test_the_challenge_reaches_the_details() -> None:
 def test_no_time_left_runs_nothing_and_says_so(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     with pytest.raises(TokenCommandFailed, match="time budget was used up before the command could run"):
-        run_token_command(["touch", str(marker)], 0)
+        run_token_command(["touch", str(marker)], 0, {})
     assert not marker.exists()

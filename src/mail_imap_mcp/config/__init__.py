@@ -16,6 +16,7 @@ from .accounts import (
     AuthMethod,
     ConfigError,
     Security,
+    helper_environment,
     is_loopback_host,
     resolve_secret,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "Security",
     "ServerSettings",
     "env_accounts",
+    "helper_environment",
     "is_loopback_host",
     "load_config",
     "parse_command",

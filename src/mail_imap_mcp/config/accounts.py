@@ -6,7 +6,7 @@ import ipaddress
 import os
 import re
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -46,6 +46,7 @@ ENV_SUFFIXES = {
     "write_enabled": "WRITE_ENABLED",
     "auth": "AUTH",
     "oauth2_token_command": "OAUTH2_TOKEN_COMMAND",
+    "helper_env": "HELPER_ENV",
 }
 SECURE_ENV_SUFFIX = "SECURE"
 _ADDRESS = re.compile(r"[^@\s<>,;\"]+@[^@\s<>,;\"]+")
@@ -136,6 +137,13 @@ class AccountConfig(BaseModel):
     password_command: list[str] | None = Field(
         default=None, min_length=1, description="Command (argv list) whose stdout is the password."
     )
+    helper_env: list[str] = Field(
+        default_factory=list,
+        description="Environment variables passed to password_command and oauth2_token_command besides "
+        "PATH, HOME, USER, LOGNAME, locale, TZ, TMPDIR, XDG_RUNTIME_DIR and DBUS_SESSION_BUS_ADDRESS "
+        '(e.g. ["GNUPGHOME", "PASSWORD_STORE_DIR"]); nothing else of the server\'s environment reaches '
+        "them.",
+    )
     password: SecretStr | None = Field(
         default=None, description="The password itself (discouraged; `check` warns)."
     )
@@ -172,6 +180,11 @@ class AccountConfig(BaseModel):
         max_length=1000,
         description="Where drafts are saved when the server marks no mailbox as \\Drafts.",
     )
+
+    @field_validator("helper_env")
+    @classmethod
+    def _helper_env_names(cls, names: list[str]) -> list[str]:
+        return check_env_names(names)
 
     @field_validator("addresses")
     @classmethod
@@ -268,7 +281,42 @@ class AccountConfig(BaseModel):
             env=env,
             command_setting="password_command",
             what="password",
+            command_env=self.helper_env,
         )
+
+
+#: What a helper command (password_command, oauth2_token_command, token_command) gets from the server's
+#: environment besides the variables its settings list: where to find programs, the user's home,
+#: locale and time zone, and how to reach the user's own keyring or agent. No secret is among them.
+HELPER_BASE_ENV = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TMPDIR",
+    "XDG_RUNTIME_DIR",
+    "DBUS_SESSION_BUS_ADDRESS",
+)
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def helper_environment(passed: Sequence[str] = (), env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a helper command: :data:`HELPER_BASE_ENV`, the ``LC_*`` locale variables and
+    the ``passed`` names, taken from ``env`` (the server's environment by default) where set."""
+    env = os.environ if env is None else env
+    wanted = {*HELPER_BASE_ENV, *passed}
+    return {name: value for name, value in env.items() if name in wanted or name.startswith("LC_")}
+
+
+def check_env_names(names: list[str]) -> list[str]:
+    """``names`` if each is an environment variable name, else ValueError."""
+    for name in names:
+        if not _ENV_NAME.match(name):
+            raise ValueError(f"{name!r} is not an environment variable name")
+    return names
 
 
 def resolve_secret(
@@ -280,10 +328,11 @@ def resolve_secret(
     command_setting: str = "command",
     file_setting: str = "file",
     what: str = "secret",
+    command_env: Sequence[str] = (),
 ) -> str:
     """A secret from exactly one of an environment variable, a command's stdout or a file (trailing
-    newlines trimmed). Raises :class:`ConfigError` naming the setting, never echoing the value or the
-    command's output."""
+    newlines trimmed). The command runs with :func:`helper_environment` (plus ``command_env``). Raises
+    :class:`ConfigError` naming the setting, never echoing the value or the command's output."""
     env = os.environ if env is None else env
     if env_var is not None:
         value = env.get(env_var)
@@ -308,6 +357,7 @@ def resolve_secret(
             timeout=PASSWORD_COMMAND_TIMEOUT_S,
             check=False,
             stdin=subprocess.DEVNULL,
+            env=helper_environment(command_env, env),
         )
     except (OSError, subprocess.SubprocessError) as exc:
         raise ConfigError(f"{command_setting} could not run: {type(exc).__name__}") from None

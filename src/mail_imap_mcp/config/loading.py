@@ -94,8 +94,9 @@ def env_accounts(
             raw["port"] = env[f"{prefix}PORT"]
         if f"{prefix}USER" in env:
             raw["username"] = env[f"{prefix}USER"]
-        if f"{prefix}ADDRESSES" in env:
-            raw["addresses"] = [a.strip() for a in env[f"{prefix}ADDRESSES"].split(",") if a.strip()]
+        for key, suffix in (("addresses", "ADDRESSES"), ("helper_env", "HELPER_ENV")):
+            if f"{prefix}{suffix}" in env:
+                raw[key] = [item.strip() for item in env[f"{prefix}{suffix}"].split(",") if item.strip()]
         if f"{prefix}PASS" in env:
             raw["password_env"] = f"{prefix}PASS"
         if f"{prefix}SECURITY" in env:

@@ -171,6 +171,11 @@ class HttpSettings(BaseModel):
     token_command: list[str] | None = Field(
         default=None, min_length=1, description="Command (argv list) whose stdout is the bearer token."
     )
+    token_command_env: list[str] = Field(
+        default_factory=list,
+        description="Environment variables passed to token_command besides PATH, HOME, locale and the "
+        "like (see helper_env of an account).",
+    )
     allowed_hosts: list[str] = Field(
         default_factory=list,
         description="Host header values accepted besides the loopback names (`name`, `name:port`, or "
@@ -267,6 +272,7 @@ class HttpSettings(BaseModel):
             command_setting="token_command in [http]",
             file_setting="token_file in [http]",
             what="token",
+            command_env=self.token_command_env,
         )
         if len(token) < MIN_HTTP_TOKEN_CHARS or not token.isprintable() or " " in token:
             raise ConfigError(

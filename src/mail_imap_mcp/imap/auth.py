@@ -22,7 +22,7 @@ from typing import Any
 
 from imapclient import IMAPClient
 
-from mail_imap_mcp.config import AccountConfig, AuthMethod
+from mail_imap_mcp.config import AccountConfig, AuthMethod, helper_environment
 from mail_imap_mcp.imap.errors import OAuthChallenge, OAuthRejected, TokenCommandFailed, mechanism_not_offered
 
 log = logging.getLogger("mail_imap_mcp.imap")
@@ -35,8 +35,9 @@ _MAX_CHALLENGES = 3
 _TOKEN_LIKE = re.compile(r"[A-Za-z0-9._~+/=-]{32,}")
 
 
-def run_token_command(argv: list[str], timeout: float) -> str:
-    """Run ``argv`` (no shell, no stdin) and return its stdout, stripped: the access token.
+def run_token_command(argv: list[str], timeout: float, env: dict[str, str]) -> str:
+    """Run ``argv`` (no shell, no stdin, environment ``env``) and return its stdout, stripped: the
+    access token.
 
     Stopped (with everything it started, being its own process group) after ``timeout`` seconds. A
     command that cannot start, exits non-zero, hangs, or prints nothing or more than a token raises
@@ -52,6 +53,7 @@ def run_token_command(argv: list[str], timeout: float) -> str:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            env=env,
         )
     except OSError as exc:
         raise TokenCommandFailed(
@@ -173,7 +175,8 @@ class Login:
     def _token(self) -> str:
         assert self._config.oauth2_token_command is not None
         timeout = min(self._config.oauth2_token_timeout_s, self._time_left())
-        return run_token_command(self._config.oauth2_token_command, timeout)
+        environment = helper_environment(self._config.helper_env)
+        return run_token_command(self._config.oauth2_token_command, timeout, environment)
 
     def perform(self, client: IMAPClient) -> Any:
         """Log ``client`` in: LOGIN, or AUTHENTICATE once the server advertises the mechanism, retried
