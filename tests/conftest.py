@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import pytest
 
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.imap.connection import ImapSession
+from mail_imap_mcp.imap.session import ImapSession
 from tests.support.accounts import PASSWORD_ENV, account_settings
 from tests.support.clients import AccountFactory, make_config, open_client
 from tests.support.courier import Courier

@@ -18,7 +18,8 @@ import anyio
 
 from mail_imap_mcp.config import AuthMethod, Config, ConfigError, load_config
 from mail_imap_mcp.envelope import ToolFailure
-from mail_imap_mcp.imap.connection import AccountConnection, ImapSession
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.server import package_version
 from mail_imap_mcp.transport.http import bind, serve_http
 from mail_imap_mcp.transport.stdio import serve_stdio

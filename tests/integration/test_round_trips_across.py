@@ -20,8 +20,8 @@ import imapclient.exceptions
 import pytest
 
 from mail_imap_mcp.envelope import ToolFailure
-from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.errors import UidValidityChanged
+from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.tools.context import AppContext
 from tests.support import mailgen
 from tests.support.accounts import account_settings

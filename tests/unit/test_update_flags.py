@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mail_imap_mcp.envelope import ToolFailure
-from mail_imap_mcp.imap.connection import MailboxState
+from mail_imap_mcp.imap.session import MailboxState
 from mail_imap_mcp.tools.update_message_flags import (
     FlagResult,
     _undo,

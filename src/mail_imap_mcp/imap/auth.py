@@ -20,10 +20,9 @@ import subprocess
 from collections.abc import Callable
 from typing import Any
 
-from imapclient import IMAPClient
-
 from mail_imap_mcp.config import AccountConfig, AuthMethod, helper_environment
 from mail_imap_mcp.imap.errors import OAuthChallenge, OAuthRejected, TokenCommandFailed, mechanism_not_offered
+from mail_imap_mcp.imap.wire import BudgetedIMAPClient
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -145,14 +144,14 @@ class SaslExchange:
         return b"\x01" if self._method is AuthMethod.OAUTHBEARER else b""
 
 
-def authenticate(client: IMAPClient, config: AccountConfig, token: str) -> None:
+def authenticate(client: BudgetedIMAPClient, config: AccountConfig, token: str) -> None:
     """``AUTHENTICATE`` with ``token``; :class:`OAuthRejected` (with the server's challenge) on NO or BAD."""
     exchange = SaslExchange(
         config.auth,
         sasl_initial_response(config.auth, config.username, token, config.host, config.effective_port),
     )
     try:
-        client._imap.authenticate(config.auth.mechanism, exchange)
+        client.sasl_authenticate(config.auth.mechanism, exchange)
     except imaplib.IMAP4.abort:
         raise
     except imaplib.IMAP4.error as exc:
@@ -178,7 +177,7 @@ class Login:
         environment = helper_environment(self._config.helper_env)
         return run_token_command(self._config.oauth2_token_command, timeout, environment)
 
-    def perform(self, client: IMAPClient) -> Any:
+    def perform(self, client: BudgetedIMAPClient) -> Any:
         """Log ``client`` in: LOGIN, or AUTHENTICATE once the server advertises the mechanism, retried
         once with a token fetched anew when the server refuses the first (unless the command prints the
         same token again). Returns LOGIN's answer (the
@@ -186,8 +185,7 @@ class Login:
         config = self._config
         if config.auth is AuthMethod.PASSWORD:
             return client.login(config.username, self._secret)
-        # imaplib's capabilities: from the greeting, or asked anew after STARTTLS (no extra round trip).
-        offered = client._imap.capabilities
+        offered = client.offered_capabilities  # from the greeting, or asked anew after STARTTLS
         if f"AUTH={config.auth.mechanism}" not in offered:
             raise mechanism_not_offered(self._account_id, config, offered)
         try:

@@ -22,7 +22,6 @@ from mail_imap_mcp.content.quotes import new_text
 from mail_imap_mcp.content.text import collapse_whitespace, truncate
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch, top_level_boundary
-from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.errors import UidValidityChanged, is_connection_broken
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.models import (
@@ -32,6 +31,7 @@ from mail_imap_mcp.imap.models import (
     MessageSummary,
     Omitted,
 )
+from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.summary_cache import SummaryKey, with_flags
 
 log = logging.getLogger("mail_imap_mcp.imap")

@@ -9,8 +9,8 @@ from imapclient.exceptions import IMAPClientError
 from imapclient.imap_utf7 import decode as decode_utf7
 from imapclient.response_parser import parse_response
 
-from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.errors import is_connection_broken
+from mail_imap_mcp.imap.session import ImapSession
 
 # RFC 6154 roles (plus \\Important, RFC 8457), keyed case-insensitively as servers vary.
 SPECIAL_USE = {
@@ -57,15 +57,8 @@ def list_with_message_counts(session: ImapSession) -> list[MailboxInfo]:
     trip where the server advertises LIST-STATUS (RFC 5819) and LIST-EXTENDED; without counts elsewhere."""
     if not {"LIST-EXTENDED", "LIST-STATUS"} <= session.capabilities:  # RETURN is LIST-EXTENDED syntax
         return list_mailboxes(session)
-    client = session.client
-    imap = client._imap
-    imap.untagged_responses.pop("STATUS", None)
-    pattern = (client._normalise_folder(""), client._normalise_folder("*"))
-    typ, data = imap._simple_command("LIST", *pattern, "RETURN", "(STATUS (MESSAGES))")
-    client._checkok("list", typ, data)
-    statuses = imap.untagged_responses.pop("STATUS", [])
-    typ, data = imap._untagged_response(typ, data, "LIST")
-    boxes = _infos(client._proc_folder_list(data))
+    folders, statuses = session.client.list_with_status(b"(MESSAGES)")
+    boxes = _infos(folders)
     messages: dict[str, int] = {}
     parsed = parse_response([item for item in statuses if item]) if statuses else ()
     for name, items in zip(parsed[::2], parsed[1::2], strict=False):

@@ -18,10 +18,10 @@ from imapclient.exceptions import IMAPClientError
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch
-from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.errors import is_connection_broken, part_refused
 from mail_imap_mcp.imap.fetch import find_item
 from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mime.transfer import StreamDecoder, encoding_name
 
 #: IMAP section numbers of leaf parts: ``2``, ``1.3``, ``2.1.4`` (no ``HEADER``/``TEXT``/``MIME`` specifiers).

@@ -30,7 +30,6 @@ from imapclient.exceptions import IMAPClientError
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.envelope import Issue, ToolFailure
-from mail_imap_mcp.imap.connection import ImapSession, MailboxState
 from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged, is_connection_broken, mailbox_issue
 from mail_imap_mcp.imap.ids import MAX_UINT32
 from mail_imap_mcp.imap.search import (
@@ -41,6 +40,7 @@ from mail_imap_mcp.imap.search import (
     seal,
     unseal,
 )
+from mail_imap_mcp.imap.session import ImapSession, MailboxState
 
 SortOrder = Literal["arrival", "date"]
 

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mail_imap_mcp import mime
-from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.mailboxes import MailboxInfo
+from mail_imap_mcp.imap.session import ImapSession
 
 #: A message id as RFC 5322 writes it (``<left@right>``, printable ASCII, bounded).
 MESSAGE_ID = re.compile(r"<[!-;=?-~]{1,250}@[!-;=?-~]{1,250}>")

@@ -4,7 +4,7 @@ The messages are grouped per source mailbox. Every group is selected afresh (SEL
 checked: ``conflict``) and its UIDs looked up before anything changes, so stale ids, a missing
 destination and a missing extension are refused with nothing changed. Then each group is moved with
 ``UID MOVE`` (or ``UID COPY`` + ``UID EXPUNGE`` of exactly those UIDs where MOVE is missing), copied
-with ``UID COPY``, or removed with ``UID EXPUNGE`` (:mod:`mail_imap_mcp.imap.connection`), never
+with ``UID COPY``, or removed with ``UID EXPUNGE`` (:mod:`mail_imap_mcp.imap.session`), never
 retried. ``delete`` moves to the account's Trash; ``permanent`` removal needs the configuration
 (``allow_permanent_delete``), UIDPLUS and the user's confirmation.
 """
@@ -18,7 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, Payload, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
-from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.errors import (
     OutcomeUnknown,
     UidValidityChanged,
@@ -28,6 +27,7 @@ from mail_imap_mcp.imap.errors import (
 )
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
+from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid, format_uid_set
 from mail_imap_mcp.operations import Operation, OperationRef, Progress
 from mail_imap_mcp.tools.context import AppContext

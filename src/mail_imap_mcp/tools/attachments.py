@@ -16,7 +16,7 @@ from pydantic import Field
 from mail_imap_mcp import mime
 from mail_imap_mcp.config import ServerSettings
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
-from mail_imap_mcp.imap.connection import AccountConnection, ImapSession
+from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.parts import (
     PART_ID_PATTERN,
@@ -27,6 +27,7 @@ from mail_imap_mcp.imap.parts import (
     StructureUnusable,
     read_part,
 )
+from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.tools.messages import examine_for, message_gone
 
 PartIdArg = Annotated[

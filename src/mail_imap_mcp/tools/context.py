@@ -9,7 +9,8 @@ from pydantic import Field
 
 from mail_imap_mcp.config import ACCOUNT_ID_PATTERN, Config
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.imap.connection import AccountConnection, ConnectionPool
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.operations import OperationRegistry
 from mail_imap_mcp.tools.confirm import ConfirmationGate
 

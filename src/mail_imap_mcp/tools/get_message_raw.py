@@ -8,8 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.envelope import Payload
 from mail_imap_mcp.envelope.mcp import ToolResult
-from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.fetch import MessageGone, RawWindow, read_raw
+from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.messages import (
     MESSAGE_TOOL_ERRORS,

@@ -12,7 +12,6 @@ from pydantic.json_schema import SkipJsonSchema
 from mail_imap_mcp.envelope import CompactPayload, Issue, MultiItemData, NextAction, ToolFailure, absent_field
 from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.envelope.model import Status
-from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.errors import is_connection_broken, mailbox_issue
 from mail_imap_mcp.imap.fetch import fetch_summaries
 from mail_imap_mcp.imap.ids import MessageRef, parse_message_id
@@ -24,6 +23,7 @@ from mail_imap_mcp.imap.models import (
     Shape,
     compact_summary,
 )
+from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.threads import read_seed, thread_mailboxes, thread_uids
 from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.messages import (

@@ -6,8 +6,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload
 from mail_imap_mcp.envelope.mcp import ToolResult
-from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes, mailbox_counts
+from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
 from mail_imap_mcp.tools.spec import ToolSpec
 

@@ -24,9 +24,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
-from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.errors import OutcomeUnknown, is_connection_broken, mailbox_refused
 from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes
+from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 from mail_imap_mcp.tools.writes import CONFIRM_TOKEN_DESCRIPTION, DRY_RUN_DESCRIPTION, audit

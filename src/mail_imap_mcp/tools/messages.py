@@ -8,10 +8,11 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field
 
 from mail_imap_mcp.envelope import ErrorCode, NextAction, Payload, ToolFailure
-from mail_imap_mcp.imap.connection import AccountConnection, ImapSession, MailboxState
+from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.fetch import MessageGone, ReadOptions, read_message
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.models import MessageDetail
+from mail_imap_mcp.imap.session import ImapSession, MailboxState
 from mail_imap_mcp.tools.context import AppContext
 
 MessageIdArg = Annotated[

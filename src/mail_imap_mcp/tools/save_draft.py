@@ -26,12 +26,12 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, Payload, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
-from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.errors import OutcomeUnknown, is_connection_broken, mailbox_refused
 from mail_imap_mcp.imap.fetch import ReadOptions
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.models import MessageDetail
+from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.threads import MESSAGE_ID
 from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
 from mail_imap_mcp.tools.messages import UntrustedContent, read_checked

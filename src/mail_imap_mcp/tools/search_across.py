@@ -17,13 +17,13 @@ from imapclient.exceptions import IMAPClientError
 
 from mail_imap_mcp.envelope import Issue, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
-from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged, is_connection_broken
 from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
 from mail_imap_mcp.imap.ids import parse_message_id
 from mail_imap_mcp.imap.mailboxes import list_with_message_counts, searchable_mailboxes
 from mail_imap_mcp.imap.models import MessageSummary
 from mail_imap_mcp.imap.search import SearchFilter
+from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import DATE_WINDOW, OrderedPage, StreamCursor, StreamState, ordered_page
 from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.messages import conflict

@@ -11,7 +11,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
-from mail_imap_mcp.imap.connection import ImapSession
 from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged
 from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
 from mail_imap_mcp.imap.models import (
@@ -24,6 +23,7 @@ from mail_imap_mcp.imap.search import (
     SearchPage,
     search_page,
 )
+from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import DATE_WINDOW
 from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
 from mail_imap_mcp.tools.messages import MailboxName, SearchText, conflict

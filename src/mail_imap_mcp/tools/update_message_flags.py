@@ -18,9 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, Payload, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
-from mail_imap_mcp.imap.connection import AccountConnection, FlagState, ImapSession, MailboxState
+from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import OutcomeUnknown, UidValidityChanged, is_connection_broken
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
+from mail_imap_mcp.imap.session import FlagState, ImapSession, MailboxState
 from mail_imap_mcp.operations import Operation as BackgroundOperation
 from mail_imap_mcp.operations import OperationRef, Progress
 from mail_imap_mcp.tools.context import AppContext

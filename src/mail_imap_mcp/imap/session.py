@@ -1,0 +1,698 @@
+"""Commands on one logged-in connection: :class:`ImapSession`, borrowed by a call from its account's
+:class:`~mail_imap_mcp.imap.connection.AccountConnection`.
+
+The session knows the IMAP commands the tools need (EXAMINE/SELECT with revalidation, SEARCH, SORT,
+THREAD, FETCH, the writes) and which capabilities gate them; several commands may be sent before the
+first answer is read (pipelining). The protocol's bytes and imaplib's internals stay in
+:mod:`mail_imap_mcp.imap.wire`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import imaplib
+import logging
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from imapclient.exceptions import IMAPClientError
+from imapclient.response_parser import parse_fetch_response
+
+from mail_imap_mcp.config import AccountConfig
+from mail_imap_mcp.envelope import ToolFailure
+from mail_imap_mcp.imap import wire
+from mail_imap_mcp.imap.errors import (
+    CharsetRejected,
+    OutcomeUnknown,
+    SelectionStale,
+    UidValidityChanged,
+    destination_not_found,
+    extension_missing,
+    is_connection_broken,
+    mailbox_not_found,
+    mailbox_vanished,
+    rejects_charset,
+    says_mailbox_missing,
+    write_refused,
+)
+from mail_imap_mcp.imap.summary_cache import SummaryCache
+from mail_imap_mcp.imap.uidplus import CopyUid, MalformedUidSet, format_uid_set, parse_copyuids, parse_uid_set
+from mail_imap_mcp.imap.wire import BudgetedIMAPClient
+
+log = logging.getLogger("mail_imap_mcp.imap")
+
+
+@dataclass
+class MailboxState:
+    """What EXAMINE (``readonly``) or SELECT told us about the selected mailbox."""
+
+    name: str
+    uidvalidity: int
+    uidnext: int
+    exists: int
+    readonly: bool = True
+    #: PERMANENTFLAGS of the SELECT answer (``\\*``: new keywords allowed); None when the server sent none.
+    permanent_flags: frozenset[str] | None = None
+
+
+@dataclass
+class _Revalidation:
+    noop_tag: bytes
+    status_tag: bytes
+    state: MailboxState
+
+
+@dataclass
+class _Examination:
+    """An EXAMINE sent ahead of the command that reads the mailbox (see :meth:`ImapSession.examine_ahead`)."""
+
+    tag: bytes
+    mailbox: str
+    #: The UIDVALIDITY the caller's command relies on (None: any).
+    uidvalidity: int | None
+
+
+class SessionOwner(Protocol):
+    """What a session needs of the connection it runs on (:class:`.connection.AccountConnection`)."""
+
+    account_id: str
+    config: AccountConfig
+    summaries: SummaryCache
+    capabilities: frozenset[str]
+    selected: MailboxState | None
+    pipelined_commands: int
+    writes_sent: int
+
+    def connect(self) -> BudgetedIMAPClient: ...
+
+    def discard(self) -> None: ...
+
+
+class ImapSession:
+    """A logged-in connection, borrowed for one call. All methods are read-only.
+
+    Wraps imapclient so callers never build protocol syntax themselves: search terms are
+    always quoted or sent as literals, never as atoms.
+    """
+
+    def __init__(
+        self,
+        owner: SessionOwner,
+        client: BudgetedIMAPClient,
+        *,
+        pipeline: bool = True,
+        current: str | None = None,
+    ) -> None:
+        self._owner = owner
+        self._client = client
+        self._pipeline = pipeline
+        # The mailbox this call has EXAMINEd or revalidated; a selection left by an earlier call is stale.
+        self._examined: str | None = current
+        # A revalidation or EXAMINE sent but not yet answered: it rides along with the call's next command.
+        self._pending: _Revalidation | _Examination | None = None
+
+    @property
+    def client(self) -> BudgetedIMAPClient:
+        """The imapclient connection, with any pending revalidation answered first."""
+        self.settle()
+        return self._client
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        return self._owner.capabilities
+
+    @property
+    def own_addresses(self) -> frozenset[str]:
+        """The account's own addresses, lower-cased (``AccountConfig.own_addresses``)."""
+        return self._owner.config.own_addresses
+
+    @property
+    def summary_cache(self) -> SummaryCache:
+        """The account's parsed summaries of messages already seen (see :mod:`.summary_cache`)."""
+        return self._owner.summaries
+
+    def examine(self, mailbox: str) -> MailboxState:
+        """Select ``mailbox`` read-only (EXAMINE) with a view as fresh as the start of this call.
+
+        Servers differ in when they tell a session about changes: Courier only on NOOP or SELECT,
+        Dovecot a command late, Cyrus not at all when the mailbox was deleted and recreated. A new
+        EXAMINE is fresh on all of them but costly on a large mailbox (about 100 ms for 100,000
+        messages on Dovecot), so a selection left by an earlier call is revalidated instead, once per
+        call: ``NOOP`` (every server then reports new and expunged messages to this session) and
+        ``STATUS (UIDVALIDITY UIDNEXT)``, which asks the mailbox itself and so reveals one deleted, or
+        deleted and recreated, under the session. Both are pipelined with the call's next SEARCH; if
+        their answer shows that the mailbox changed, the SEARCH may have run on the old view (Dovecot
+        runs pipelined commands in parallel), so :meth:`settle` raises :class:`SelectionStale` and the
+        connection runs the read again, this time without pipelining (``pipeline=False``). Within a
+        call the selection is reused, with the EXISTS/EXPUNGE updates seen since.
+        """
+        if isinstance(self._pending, _Examination):
+            self.settle()
+        state = self._owner.selected
+        if state is not None and state.name == mailbox and state.readonly:
+            if self._examined == mailbox:
+                return self.refresh_counts(state)
+            self._send_revalidation(state)
+            self._examined = mailbox
+            if self._pipeline:
+                return state
+            with contextlib.suppress(SelectionStale):
+                self.settle()
+                return self.refresh_counts(state)
+        return self._open(mailbox, readonly=True)
+
+    def examine_ahead(self, mailbox: str, *, uidvalidity: int | None = None) -> None:
+        """Select ``mailbox`` read-only for the next command, sending EXAMINE with that command.
+
+        Where the mailbox is not this call's selection already (or the earlier call's, which
+        :meth:`examine` revalidates, pipelined too), EXAMINE is sent now and answered together with the
+        next read on the mailbox (SEARCH, SORT, FETCH; sent without a literal), one round trip for both.
+        Its answer is read after that command's: when EXAMINE failed (``mailbox_not_found``) or found
+        another UIDVALIDITY than ``uidvalidity`` (:class:`UidValidityChanged`), that command's answer is
+        discarded and the error raised in its place. One EXAMINE at a time is in flight, so the
+        untagged answers (EXISTS, UIDVALIDITY, FETCH) cannot be taken for another command's. Afterwards
+        :meth:`examine` gives the mailbox's state without a round trip.
+        """
+        state = self._owner.selected
+        if not self._pipeline or (state is not None and state.name == mailbox and state.readonly):
+            state = self.examine(mailbox)
+            if uidvalidity is not None and state.uidvalidity != uidvalidity:
+                raise UidValidityChanged(uidvalidity, state.uidvalidity)
+            return
+        client = self.client  # answers anything still pending first: one EXAMINE in flight at most
+        self._forget_selection()
+        tag = client.send_examine(mailbox)  # the next command is sent before EXAMINE is answered
+        self._pending = _Examination(tag, mailbox, uidvalidity)
+
+    def select(self, mailbox: str, *, uidvalidity: int | None = None) -> MailboxState:
+        """Select ``mailbox`` read-write for a write: always a new SELECT, so the write acts on the
+        mailbox as it is; with ``uidvalidity``, :class:`UidValidityChanged` when it is not that one."""
+        state = self._open(mailbox, readonly=False)
+        if uidvalidity is not None and state.uidvalidity != uidvalidity:
+            raise UidValidityChanged(uidvalidity, state.uidvalidity)
+        return state
+
+    def _open(self, mailbox: str, *, readonly: bool) -> MailboxState:
+        client = self.client
+        try:
+            response = client.select_folder(mailbox, readonly=readonly)
+        except IMAPClientError as exc:
+            if is_connection_broken(exc):
+                raise
+            self._forget_selection()
+            raise mailbox_not_found(mailbox) from None
+        state = self._selected(mailbox, response, readonly=readonly)
+        # SELECT/EXAMINE answered everything the server had queued for the old view.
+        client.untagged.pop("EXPUNGE", None)
+        return state
+
+    def _selected(self, mailbox: str, response: dict[bytes, Any], *, readonly: bool) -> MailboxState:
+        """The selection that a SELECT or EXAMINE answer describes, now the session's."""
+        state = MailboxState(
+            name=mailbox,
+            uidvalidity=int(response.get(b"UIDVALIDITY", 0)),
+            uidnext=int(response.get(b"UIDNEXT", 0)),
+            exists=int(response.get(b"EXISTS", 0)),
+            readonly=readonly,
+            permanent_flags=wire.permanent_flags(response.get(b"PERMANENTFLAGS")),
+        )
+        self._owner.selected = state
+        self._examined = mailbox
+        return state
+
+    @contextmanager
+    def write_command(self, uids: Sequence[int] = ()) -> Iterator[None]:
+        """Send one command that changes mail. It is never retried: when the connection dies after it
+        was sent, :class:`OutcomeUnknown` (for ``uids``) says the change may or may not have happened."""
+        self._owner.writes_sent += 1
+        try:
+            yield
+        except Exception as exc:
+            if not is_connection_broken(exc) and not isinstance(exc, TimeoutError):
+                raise
+            self._owner.discard()
+            raise OutcomeUnknown(list(uids)) from exc
+
+    def _send_revalidation(self, state: MailboxState) -> None:
+        client = self._client
+        noop_tag = client.send("NOOP")
+        status_tag = client.send("STATUS", client.mailbox_argument(state.name), b"(UIDVALIDITY UIDNEXT)")
+        self._pending = _Revalidation(noop_tag, status_tag, state)
+
+    def settle(self, *, pipelined: bool = False) -> None:
+        """Read the answer to a pending revalidation; raise :class:`SelectionStale` if the view is stale.
+
+        ``pipelined``: a command was sent behind the revalidation and has been answered, so reading
+        the revalidation's answer costs no round trip of its own; it also raises
+        :class:`SelectionStale` when the mailbox changed, as that command may have missed the change.
+        """
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        if isinstance(pending, _Examination):
+            self._settle_examination(pending, pipelined=pipelined)
+            return
+        self._owner.pipelined_commands += 2 if pipelined else 1
+        client = self._client
+        try:
+            noop, _ = client.complete("NOOP", pending.noop_tag)
+            status, _ = client.complete("STATUS", pending.status_tag)
+        except imaplib.IMAP4.error as exc:
+            if is_connection_broken(exc) or isinstance(exc, imaplib.IMAP4.abort):
+                raise
+            noop = status = "BAD"
+        untagged = client.untagged
+        answer = b" ".join(part for item in untagged.pop("STATUS", []) for part in wire.response_bytes(item))
+        # Flag changes reported by NOOP: nothing here tracks flags, and a later FETCH must not take them
+        # (imapclient would key one without a UID by its sequence number).
+        untagged.pop("FETCH", None)
+        # Dovecot answers STATUS of the selected mailbox from the session's view, old UIDVALIDITY
+        # included, but warns with an untagged NO on NOOP once the mailbox under the view is gone.
+        warned = untagged.pop("NO", None) or untagged.pop("BAD", None)
+        uidvalidity = re.search(rb"UIDVALIDITY (\d+)", answer)
+        if (
+            warned
+            or (noop, status) != ("OK", "OK")
+            or uidvalidity is None
+            or int(uidvalidity.group(1)) != pending.state.uidvalidity
+        ):
+            self._forget_selection()
+            raise SelectionStale()
+        uidnext = re.search(rb"UIDNEXT (\d+)", answer)
+        if uidnext is not None:
+            pending.state.uidnext = max(pending.state.uidnext, int(uidnext.group(1)))
+        if pipelined:
+            expunged = "EXPUNGE" in untagged
+            before = pending.state.exists
+            if expunged or self.refresh_counts(pending.state).exists != before:
+                raise SelectionStale()
+
+    def _settle_examination(self, pending: _Examination, *, pipelined: bool) -> None:
+        """Read the answer to an EXAMINE sent ahead; the command sent behind it counts only if it is OK."""
+        self._owner.pipelined_commands += 1 if pipelined else 0
+        client = self._client
+        try:
+            typ, _ = client.complete("EXAMINE", pending.tag)
+        except imaplib.IMAP4.error as exc:
+            if is_connection_broken(exc) or isinstance(exc, imaplib.IMAP4.abort):
+                raise
+            typ = "BAD"
+        if typ != "OK":
+            client.note_unselected()
+            raise mailbox_not_found(pending.mailbox)
+        state = self._selected(pending.mailbox, client.select_answer(), readonly=True)
+        self.refresh_counts(state)  # with what came after EXAMINE's answer, as for any selection
+        if pending.uidvalidity is not None and state.uidvalidity != pending.uidvalidity:
+            raise UidValidityChanged(pending.uidvalidity, state.uidvalidity)
+
+    def _forget_selection(self) -> None:
+        self._owner.selected = None
+        self._examined = None
+
+    @property
+    def selected_mailbox(self) -> str | None:
+        """The mailbox this connection has selected (by this call or an earlier one), if any."""
+        return None if self._owner.selected is None else self._owner.selected.name
+
+    def deselect(self) -> None:
+        """Leave the selected mailbox, so STATUS of it is answered from the mailbox, not a stale view.
+
+        UNSELECT where advertised, else CLOSE, which expunges nothing after EXAMINE (RFC 3501 6.4.2), so
+        a read-write selection is first EXAMINEd.
+        """
+        state = self._owner.selected
+        if state is None:
+            return
+        if "UNSELECT" in self.capabilities:
+            self.client.unselect_folder()
+        else:
+            if not state.readonly:  # CLOSE of a read-write selection would expunge
+                self.client.select_folder(state.name, readonly=True)
+            self.client.close_folder()
+        self._forget_selection()
+
+    def reopen(self, mailbox: str) -> MailboxState:
+        """Replace a connection the server closed mid-call with a fresh one, and re-select ``mailbox``.
+
+        Lets a multi-item operation skip an item that makes the server drop the connection
+        (Dovecot disconnects when it cannot read a stored message) and carry on with the rest.
+        """
+        self._owner.discard()
+        self._pending = None
+        self._client = self._owner.connect()
+        return self.examine(mailbox)
+
+    def refresh_counts(self, state: MailboxState) -> MailboxState:
+        """Apply EXISTS/EXPUNGE updates the server sent with earlier responses."""
+        untagged = self._client.untagged
+        expunged = untagged.pop("EXPUNGE", [])
+        exists = untagged.pop("EXISTS", [])
+        if exists:
+            state.exists = int(exists[-1])
+        elif expunged:
+            state.exists = max(0, state.exists - len(expunged))
+        return state
+
+    def uid_search(self, criteria: list[bytes | str | int], *, charset: str | None = None) -> list[int]:
+        """``UID SEARCH`` with criteria already tokenised; strings are quoted or sent as literals."""
+        with self._selected_mailbox_errors():
+            data = self._client.uid_command_untagged(b"SEARCH", wire.search_args(criteria, charset))
+        return wire.search_uids(data)
+
+    def uid_search_count(self, criteria: list[bytes | str | int], *, charset: str | None = None) -> int:
+        """``UID SEARCH RETURN (COUNT)`` (RFC 4731) when supported, else the length of a full search."""
+        if "ESEARCH" not in self.capabilities:
+            return len(self.uid_search(criteria, charset=charset))
+        args = [b"RETURN", b"(COUNT)", *wire.search_args(criteria, charset)]
+        with self._selected_mailbox_errors():
+            data = self._client.uid_command_untagged(b"SEARCH", args, response_name="ESEARCH")
+        return wire.search_count(data)
+
+    def uid_search_count_and(
+        self, criteria: list[bytes | str | int], window: list[bytes | str | int]
+    ) -> tuple[int, list[int]]:
+        """The total of ``criteria`` (``RETURN (COUNT)``) and the UIDs matching ``window`` + ``criteria``,
+        both commands sent at once (with a pending revalidation: one round trip for all four).
+
+        Only for criteria without literals and without CHARSET (a literal waits for the server's
+        continuation) and where ESEARCH is advertised; otherwise the two searches run one after the
+        other."""
+        tokens = wire.search_args(criteria, None)
+        if "ESEARCH" not in self.capabilities or any(wire.is_literal(t) for t in tokens):
+            return self.uid_search_count(criteria), self.uid_search([*window, *criteria])
+        client = self._client
+        with self._selected_mailbox_errors():
+            tags = [
+                client.send("UID", "SEARCH", b"RETURN", b"(COUNT)", *tokens),
+                client.send("UID", "SEARCH", *wire.search_args(window, None), *tokens),
+            ]
+            answers: list[tuple[str, list[Any]] | imaplib.IMAP4.error] = []
+            for tag in tags:  # both answers are read before either counts, so the stream stays in step
+                try:
+                    answers.append(client.complete("SEARCH", tag))
+                except imaplib.IMAP4.abort:
+                    raise
+                except imaplib.IMAP4.error as exc:
+                    answers.append(exc)
+            counted = client.untagged.pop("ESEARCH", [])
+            found = client.untagged.pop("SEARCH", [])
+            for answer in answers:
+                if isinstance(answer, Exception):
+                    raise answer
+                client.check_ok("search", *answer)
+        return wire.search_count(counted), wire.search_uids(found)
+
+    def uid_sort_by_date(self, criteria: list[bytes | str | int], *, charset: str | None = None) -> list[int]:
+        """``UID SORT (REVERSE DATE)`` (RFC 5256): matching UIDs, newest sent date first.
+
+        The server's sort key is the Date header in UTC, else INTERNALDATE; ties keep mailbox order.
+        Only where the server advertises SORT (raises ``ValueError`` otherwise)."""
+        return wire.search_uids(self._rfc5256("SORT", "SORT", b"(REVERSE DATE)", criteria, charset))
+
+    def uid_thread_references(
+        self, criteria: list[bytes | str | int], *, charset: str | None = None
+    ) -> list[list[int]]:
+        """``UID THREAD REFERENCES`` (RFC 5256) of the matching messages: one UID list per thread.
+
+        Only where the server advertises THREAD=REFERENCES (raises ``ValueError`` otherwise)."""
+        return wire.thread_uids(
+            self._rfc5256("THREAD", "THREAD=REFERENCES", b"REFERENCES", criteria, charset)
+        )
+
+    def _rfc5256(
+        self,
+        command: str,
+        capability: str,
+        head: bytes,
+        criteria: list[bytes | str | int],
+        charset: str | None,
+    ) -> list[Any]:
+        """``UID SORT``/``UID THREAD`` with ``head`` (criteria or algorithm), the charset and the search keys."""
+        if capability not in self.capabilities:
+            raise ValueError(f"{capability} is not advertised by the server")
+        args: list[bytes] = [head, (charset or "US-ASCII").encode("ascii")]
+        args += [wire.encode_search_token(item, charset) for item in criteria or [b"ALL"]]
+        with self._selected_mailbox_errors():
+            return self._client.uid_command_untagged(command.encode("ascii"), args)
+
+    def fetch(self, uids: list[int], items: list[str]) -> dict[int, dict[bytes, Any]]:
+        """``UID FETCH`` of ``items`` for ``uids`` (items must be PEEK/metadata: never sets \\Seen)."""
+        return self.fetch_each([(uids, items)])
+
+    def fetch_each(self, requests: Sequence[tuple[list[int], list[str]]]) -> dict[int, dict[bytes, Any]]:
+        """One ``UID FETCH`` per ``(uids, items)`` request (PEEK/metadata items only), all sent before the
+        first answer is read: one round trip for all. The UIDs of two requests must not overlap.
+
+        Pipelined behind a pending revalidation: an unsolicited FETCH that the revalidation's NOOP
+        brings (a flag change elsewhere) would mix with the answer, so the answer counts only when it
+        holds exactly one response per message returned; otherwise :class:`SelectionStale` makes the
+        call run again on the updated view, unpipelined.
+        """
+        requests = [(uids, items) for uids, items in requests if uids]
+        if not requests:
+            return {}
+        behind_revalidation = self._pending is not None and self._pipeline
+        commands = [(wire.uid_list(uids), items) for uids, items in requests]
+        wanted = [uid for uids, _ in requests for uid in uids]
+        client = self._client if behind_revalidation else self.client
+        return self._uid_fetch(client, commands, wanted, one_answer_each=behind_revalidation)
+
+    def fetch_range(self, uids: Sequence[int], items: list[str]) -> dict[int, dict[bytes, Any]]:
+        """``UID FETCH`` of ``items`` for ``uids`` sent as one compact UID set (``1:500,502``), for long
+        lists (metadata or PEEK items only); answers for other UIDs are dropped."""
+        wanted = sorted(set(uids))
+        if not wanted:
+            return {}
+        return self._uid_fetch(self.client, [(format_uid_set(wanted), items)], wanted, one_answer_each=False)
+
+    def _uid_fetch(
+        self,
+        client: BudgetedIMAPClient,
+        commands: list[tuple[str, list[str]]],
+        wanted: list[int],
+        *,
+        one_answer_each: bool,
+    ) -> dict[int, dict[bytes, Any]]:
+        """Send every ``(uid set, items)`` UID FETCH, then read the answers: the responses for ``wanted``.
+
+        ``one_answer_each`` (pipelined behind a revalidation): :class:`SelectionStale` unless the answer
+        holds exactly one response per message returned (an unsolicited FETCH came with it otherwise).
+        """
+        client.untagged.pop("FETCH", None)
+        with self._selected_mailbox_errors():
+            tags = [
+                client.send("UID", "FETCH", uid_set, wire.fetch_items(items)) for uid_set, items in commands
+            ]
+            answers = [client.complete("FETCH", tag) for tag in tags]
+            for typ, data in answers:
+                client.check_ok("fetch", typ, data)
+            data = client.take_untagged(*answers[-1], "FETCH")
+        parsed = parse_fetch_response(data, client.normalise_times, True)
+        answer = {uid: parsed[uid] for uid in wanted if uid in parsed}
+        if one_answer_each and sum(1 for item in data if wire.opens_fetch_response(item)) != len(answer):
+            raise SelectionStale()
+        return answer
+
+    @contextmanager
+    def _selected_mailbox_errors(self) -> Iterator[None]:
+        """Run a command on the selected mailbox (possibly pipelined behind a revalidation).
+
+        Settles the revalidation after it; "mailbox does not exist" from the server is a conflict.
+        """
+        try:
+            yield
+        except IMAPClientError as exc:
+            if is_connection_broken(exc):
+                raise
+            self.settle(pipelined=True)
+            if rejects_charset(exc):
+                raise CharsetRejected() from None
+            state = self._owner.selected
+            if state is None or not says_mailbox_missing(exc):
+                raise
+            self._forget_selection()
+            raise mailbox_vanished(self._owner.account_id, state.name) from None
+        self.settle(pipelined=True)
+
+    # -- imap_manage_mailbox and imap_save_draft: NAMESPACE, CREATE, RENAME, DELETE, APPEND ----------
+    # The tools send CREATE, RENAME, DELETE and APPEND inside write_command(): never retried.
+
+    def personal_namespace(self) -> tuple[str, str | None]:
+        """Prefix and separator of the personal namespace (RFC 2342): ``("INBOX.", ".")`` on Cyrus and
+        Courier, ``("", "/")`` on Dovecot; ``("", None)`` where the server does not offer NAMESPACE."""
+        if "NAMESPACE" not in self.capabilities:
+            return "", None
+        personal = self.client.namespace().personal or ()
+        if not personal:
+            return "", None
+        prefix, separator = (wire.as_text(part) for part in personal[0])
+        return prefix or "", separator
+
+    def create_mailbox(self, mailbox: str) -> None:
+        self.client.create_folder(mailbox)
+
+    def rename_mailbox(self, mailbox: str, new_name: str) -> None:
+        """RENAME (leave the mailbox first if this connection has it selected: :meth:`deselect`)."""
+        self.client.rename_folder(mailbox, new_name)
+
+    def delete_mailbox(self, mailbox: str) -> None:
+        """DELETE (leave the mailbox first if this connection has it selected: :meth:`deselect`)."""
+        self.client.delete_folder(mailbox)
+
+    def append(self, mailbox: str, message: bytes, flags: Sequence[str]) -> tuple[int, int] | None:
+        """APPEND ``message`` with ``flags``; ``(uidvalidity, uid)`` of the new message from APPENDUID
+        where the server advertises UIDPLUS (RFC 4315), else None."""
+        answer = self.client.append(mailbox, message, flags)
+        if "UIDPLUS" not in self.capabilities:
+            return None
+        found = re.search(rb"\[APPENDUID (\d+) (\d+)\]", answer if isinstance(answer, bytes) else b"")
+        return (int(found.group(1)), int(found.group(2))) if found else None
+
+    # -- imap_apply_to_messages: UID COPY, UID MOVE, UID EXPUNGE of exactly the given UIDs ------------
+    # The source is selected read-write (select) and the UIDs checked to exist in it; never retried.
+
+    def uid_copy(self, uids: Sequence[int], destination: str) -> CopyUid | None:
+        """``UID COPY`` to ``destination``; the COPYUID answer (UIDPLUS), ``None`` when there is none."""
+        with self.write_command(uids):
+            return self._copy_or_move("COPY", uids, destination)
+
+    def uid_move(self, uids: Sequence[int], destination: str) -> CopyUid | None:
+        """Move to ``destination``: ``UID MOVE`` (MOVE), else ``UID COPY``, ``\\Deleted`` and ``UID EXPUNGE``
+        of exactly the copied UIDs (UIDPLUS), else refused: never a mailbox-wide EXPUNGE."""
+        if "MOVE" not in self.capabilities and "UIDPLUS" not in self.capabilities:
+            raise extension_missing("MOVE or UIDPLUS", "move messages")
+        with self.write_command(uids):
+            if "MOVE" in self.capabilities:
+                return self._copy_or_move("MOVE", uids, destination)
+            copied = self._copy_or_move("COPY", uids, destination)
+            try:
+                self._expunge_uids([uid for uid in uids if copied is None or uid in copied.new_uids])
+            except ToolFailure as failure:
+                raise ToolFailure(
+                    failure.code,
+                    f"{failure.message} The messages were copied to {destination!r} but are still in "
+                    f"{self.selected_mailbox!r} as well.",
+                    details=failure.details,
+                    retryable=False,
+                ) from None
+            return copied
+
+    def uid_expunge(self, uids: Sequence[int]) -> None:
+        """Remove exactly ``uids`` for good: ``UID STORE +FLAGS.SILENT (\\Deleted)``, ``UID EXPUNGE``
+        (UIDPLUS). Other messages marked ``\\Deleted`` stay."""
+        if "UIDPLUS" not in self.capabilities:
+            raise extension_missing("UIDPLUS", "remove exactly these messages (UID EXPUNGE)")
+        with self.write_command(uids):
+            self._expunge_uids(uids)
+
+    def _copy_or_move(self, command: str, uids: Sequence[int], destination: str) -> CopyUid | None:
+        client = self.client
+        untagged = client.untagged
+        untagged.pop("COPYUID", None)
+        try:
+            if command == "MOVE":
+                client.move(format_uid_set(uids), destination)
+            else:
+                client.copy(format_uid_set(uids), destination)
+        except IMAPClientError as exc:
+            if is_connection_broken(exc):
+                raise
+            if says_mailbox_missing(exc):
+                raise destination_not_found(destination) from None
+            raise write_refused(exc, f"UID {command}", self.selected_mailbox or "") from None
+        answers = untagged.pop("COPYUID", [])
+        if "UIDPLUS" not in self.capabilities:
+            return None  # Dovecot sends COPYUID even when told not to advertise UIDPLUS: not relied on
+        try:
+            copied = parse_copyuids(answers)
+        except MalformedUidSet:
+            log.warning("account=%s ignoring a malformed COPYUID answer", self._owner.account_id)
+            return None
+        if copied is None:
+            return None
+        wanted = set(uids)  # a server naming UIDs we did not send is ignored
+        return CopyUid(copied.uidvalidity, {o: n for o, n in copied.new_uids.items() if o in wanted})
+
+    def _expunge_uids(self, uids: Sequence[int]) -> None:
+        if not uids:  # never an EXPUNGE without a UID set: that one would be mailbox-wide
+            return
+        client, uid_set = self.client, format_uid_set(uids)
+        try:
+            client.add_flags(uid_set, [b"\\Deleted"], silent=True)
+            client.uid_expunge(uid_set)
+        except IMAPClientError as exc:
+            if is_connection_broken(exc):
+                raise
+            with contextlib.suppress(IMAPClientError):  # leave nothing marked for another's EXPUNGE
+                client.remove_flags(uid_set, [b"\\Deleted"], silent=True)
+            raise write_refused(exc, "UID EXPUNGE", self.selected_mailbox or "") from None
+
+    # -- imap_update_message_flags: FETCH FLAGS (and MODSEQ), UID STORE (CONDSTORE UNCHANGEDSINCE) ------
+    # The mailbox is selected read-write (select); store_flags is never retried.
+
+    def fetch_flags(self, uids: Sequence[int], *, modseq: bool = False) -> dict[int, FlagState]:
+        """Flags of those of ``uids`` that exist (without the session flag ``\\Recent``); with ``modseq``
+        (CONDSTORE, RFC 7162) each message's MODSEQ too."""
+        if modseq and "CONDSTORE" not in self.capabilities:
+            raise ValueError("MODSEQ needs CONDSTORE, which the server does not advertise")
+        wanted = set(uids)
+        answer = self.fetch(sorted(wanted), ["FLAGS", "MODSEQ"] if modseq else ["FLAGS"])
+        found: dict[int, FlagState] = {}
+        for uid, data in answer.items():
+            if uid not in wanted or b"FLAGS" not in data:
+                continue
+            flags = tuple(
+                text
+                for text in (wire.as_text(f) for f in data[b"FLAGS"])
+                if text and text.lower() != "\\recent"
+            )
+            value = data.get(b"MODSEQ")
+            found[uid] = FlagState(flags, int(value[0]) if isinstance(value, tuple) and value else None)
+        return found
+
+    def store_flags(
+        self, uids: Sequence[int], mode: str, flags: Sequence[str], *, unchanged_since: int | None = None
+    ) -> set[int]:
+        """``UID STORE`` of ``flags`` (``mode``: ``+`` add, ``-`` remove, ``""`` replace; ``.SILENT``), sent
+        inside :meth:`write_command`. With ``unchanged_since`` (CONDSTORE) the server leaves alone every
+        message changed since that MODSEQ and names it in ``[MODIFIED]``: those UIDs are returned."""
+        if mode not in ("+", "-", "") or not uids or not all(wire.is_flag_atom(f) for f in flags):
+            raise ValueError(f"not a flag STORE: {mode!r} {list(flags)!r}")
+        if unchanged_since is not None and "CONDSTORE" not in self.capabilities:
+            raise ValueError("UNCHANGEDSINCE needs CONDSTORE, which the server does not advertise")
+        client = self.client
+        args = [format_uid_set(uids).encode("ascii")]
+        if unchanged_since is not None:
+            args.append(b"(UNCHANGEDSINCE %d)" % unchanged_since)
+        args += [f"{mode}FLAGS.SILENT".encode("ascii"), ("(" + " ".join(flags) + ")").encode("ascii")]
+        untagged = client.untagged
+        untagged.pop("MODIFIED", None)
+        with self.write_command(uids):
+            try:
+                typ, data = client.uid_command(b"STORE", args)
+                client.check_ok("store", typ, data)  # NO; imaplib raises BAD itself
+            except IMAPClientError as exc:
+                if is_connection_broken(exc):
+                    raise
+                raise write_refused(exc, "UID STORE", self.selected_mailbox or "") from None
+        changed: set[int] = set()
+        for part in untagged.pop("MODIFIED", []):
+            try:
+                changed.update(parse_uid_set(wire.as_text(part) or ""))
+            except MalformedUidSet:
+                log.warning(
+                    "account=%s malformed [MODIFIED]: every UID counts as changed", self._owner.account_id
+                )
+                changed.update(uids)
+        return changed & set(uids)
+
+
+@dataclass(frozen=True)
+class FlagState:
+    """A message's flags (``\\Recent`` left out) and, where CONDSTORE is on, its MODSEQ."""
+
+    flags: tuple[str, ...]
+    modseq: int | None = None

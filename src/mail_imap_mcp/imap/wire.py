@@ -1,0 +1,454 @@
+"""The wire: the budgeted socket, imaplib's IMAP4 over it, and imapclient on top.
+
+This is the only module that touches imaplib's and imapclient's private internals (tags, pending
+answers, the untagged-response queue, the connection state). :class:`BudgetedIMAPClient` offers what the
+session needs of them as small public methods: send a command and read its answer later (pipelining),
+the untagged responses, a mailbox name as sent, the search syntax. Every blocking socket operation
+takes its timeout from the call's :class:`CallBudget` (see docs/reliability.md).
+"""
+
+from __future__ import annotations
+
+import imaplib
+import itertools
+import math
+import re
+import socket
+import ssl
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from imapclient import IMAPClient
+from imapclient.imapclient import _literal, join_message_ids, seq_to_parenstr_upper
+from imapclient.response_parser import parse_response
+
+from mail_imap_mcp.imap.errors import ConnectPhase, ConnectProgress
+
+T = TypeVar("T")
+
+# Large literals are read in pieces of this size, with the call's deadline checked before each.
+_READ_CHUNK = 64 * 1024
+
+
+class CallBudget:
+    """How long the current call may still wait on the network; read before every blocking socket operation.
+
+    A call runs until its ``deadline`` (``math.inf`` between calls). Inside it, the connect phase (TCP
+    connect, TLS handshake, greeting, STARTTLS) gets ``connect_timeout_s`` in total, and every later
+    wait for the server (login, each command's reads and sends) at most ``command_timeout_s``, never
+    past the deadline. Used only by the thread holding the account's lock.
+    """
+
+    def __init__(self, command_timeout_s: float) -> None:
+        self.command_timeout_s = command_timeout_s
+        self.deadline = math.inf
+        self._connect_deadline: float | None = None
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    @contextmanager
+    def connecting(self, until: float) -> Iterator[None]:
+        """Bound everything inside (a part of the connect phase) by the monotonic time ``until``."""
+        self._connect_deadline = until
+        try:
+            yield
+        finally:
+            self._connect_deadline = None
+
+    def timeout(self, *, strict: bool = True) -> float:
+        """Socket timeout for the next operation; with ``strict`` raise ``TimeoutError`` once spent."""
+        now = time.monotonic()
+        if self._connect_deadline is not None:
+            left = min(self.deadline, self._connect_deadline) - now
+        else:
+            left = min(self.deadline - now, self.command_timeout_s)
+        if left <= 0:
+            if strict:
+                raise TimeoutError("the call's time budget is used up")
+            return 0.001
+        return left
+
+
+class BudgetedIMAP4(imaplib.IMAP4):
+    """imaplib's client, optionally over implicit TLS, taking every socket timeout from a :class:`CallBudget`.
+
+    Overrides imaplib's documented hooks (``read``, ``readline``, ``send``) and its socket factory,
+    so a slow or silent server cannot hold a call past its budget however many reads a response needs.
+    ``unusable`` records that the socket failed (error, timeout or EOF), even if a caller swallowed
+    the resulting exception.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        ssl_context: ssl.SSLContext | None,
+        budget: CallBudget,
+        progress: ConnectProgress,
+    ) -> None:
+        self._budget = budget
+        self._ssl_context = ssl_context
+        self._progress = progress
+        self.unusable = False
+        #: Times this connection waited for the server: TCP connect, TLS handshake round trips, and
+        #: every read that follows a send (pipelined commands share one). Counted on the socket, so it
+        #: is what a network's latency multiplies.
+        self.round_trips = 0
+        self._sent_since_read = True  # the greeting is awaited after the connect
+        self._greeted = False
+        super().__init__(host, port)
+
+    def _get_capabilities(self) -> None:
+        """Capabilities at connect time: from the greeting's ``[CAPABILITY ...]`` code when it has one
+        (Dovecot, Cyrus and Courier send it), saving the CAPABILITY command's round trip; after STARTTLS
+        always asked anew (what was said before TLS is not trusted)."""
+        announced = None if self._greeted else self.untagged_responses.pop("CAPABILITY", None)
+        self._greeted = True
+        if announced and isinstance(announced[-1], bytes) and announced[-1].strip():
+            self.capabilities = tuple(announced[-1].decode("ascii", "replace").upper().split())
+            return
+        super()._get_capabilities()  # type: ignore[misc]  # private in typeshed, present in imaplib
+
+    def starttls(self, ssl_context: Any = None) -> Any:
+        answer = super().starttls(ssl_context)
+        self.round_trips += handshake_round_trips(self.sock)
+        return answer
+
+    def _create_socket(self, timeout: float | None = None) -> socket.socket:
+        sock = self._connect_tcp()
+        # Nagle would hold back the second write of a command (imapclient sends some in two).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self._ssl_context is None:
+            self._progress.phase = ConnectPhase.GREETING
+            return sock
+        self._progress.phase = ConnectPhase.TLS
+        try:
+            sock.settimeout(self._budget.timeout())  # the handshake draws on the same connect budget
+            wrapped = self._ssl_context.wrap_socket(sock, server_hostname=self.host)
+        except BaseException:
+            sock.close()
+            raise
+        self.round_trips += handshake_round_trips(wrapped)
+        self._progress.phase = ConnectPhase.GREETING
+        return wrapped
+
+    def _connect_tcp(self) -> socket.socket:
+        """``socket.create_connection``, except that each address tried gets only what is left."""
+        last_error: OSError = OSError(f"{self.host!r} resolved to no address")
+        for family, kind, proto, _, address in socket.getaddrinfo(
+            self.host, self.port, type=socket.SOCK_STREAM
+        ):
+            sock = socket.socket(family, kind, proto)
+            self.round_trips += 1
+            try:
+                sock.settimeout(self._budget.timeout())
+                sock.connect(address)
+            except OSError as exc:
+                sock.close()
+                last_error = exc
+                continue
+            return sock
+        raise last_error
+
+    def read(self, size: int) -> bytes:
+        self._count_wait()
+        chunks = []
+        with self._watch():
+            while size > 0:
+                self.sock.settimeout(self._budget.timeout())
+                chunk = super().read(min(size, _READ_CHUNK))
+                if not chunk:
+                    self.unusable = True  # EOF inside a literal
+                    break
+                chunks.append(chunk)
+                size -= len(chunk)
+        return b"".join(chunks)
+
+    def readline(self) -> bytes:
+        self._count_wait()
+        with self._watch():
+            self.sock.settimeout(self._budget.timeout())
+            line = super().readline()
+        if not line:
+            self.unusable = True  # EOF
+        return line
+
+    def _count_wait(self) -> None:
+        if self._sent_since_read:
+            self.round_trips += 1
+            self._sent_since_read = False
+
+    def send(self, data: Any) -> None:
+        self._sent_since_read = True
+        with self._watch():
+            # Not strict: imaplib reports any error from send as a dead connection, while a spent
+            # budget is a timeout; the read of the answer right after raises it.
+            self.sock.settimeout(self._budget.timeout(strict=False))
+            super().send(data)
+
+    @contextmanager
+    def _watch(self) -> Iterator[None]:
+        try:
+            yield
+        except OSError:  # includes timeouts: the stream is out of step either way
+            self.unusable = True
+            raise
+
+
+def handshake_round_trips(sock: socket.socket) -> int:
+    """Round trips of the TLS handshake just completed on ``sock``: one for TLS 1.3, two before."""
+    version = sock.version() if isinstance(sock, ssl.SSLSocket) else None
+    return 1 if version == "TLSv1.3" else 2
+
+
+class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no type hints
+    """IMAPClient over a :class:`BudgetedIMAP4` (imapclient builds its connection in ``_create_IMAP4``),
+    with public methods for what the session needs of imaplib's and imapclient's internals."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        tls: bool,
+        ssl_context: ssl.SSLContext,
+        budget: CallBudget,
+        progress: ConnectProgress,
+    ) -> None:
+        self._budget = budget
+        self._progress = progress
+        super().__init__(host, port=port, ssl=tls, ssl_context=ssl_context if tls else None)
+
+    def _create_IMAP4(self) -> imaplib.IMAP4:
+        return BudgetedIMAP4(
+            self.host, self.port, self.ssl_context if self.ssl else None, self._budget, self._progress
+        )
+
+    # -- what the connection counts -------------------------------------------------------------------
+
+    @property
+    def commands_sent(self) -> int:
+        """Commands sent on this connection (imaplib's tag counter)."""
+        return int(self._imap.tagnum)
+
+    @property
+    def round_trips(self) -> int:
+        """Waits for the server on this connection (see :attr:`BudgetedIMAP4.round_trips`)."""
+        return int(self._imap.round_trips)
+
+    @property
+    def unusable(self) -> bool:
+        """Whether the socket failed (error, timeout or EOF), even if a caller swallowed the exception."""
+        return bool(self._imap.unusable)
+
+    # -- connecting and logging in ----------------------------------------------------------------------
+
+    @property
+    def offered_capabilities(self) -> tuple[str, ...]:
+        """Capabilities as imaplib holds them: from the greeting, or asked anew after STARTTLS (reading
+        them costs no round trip, unlike imapclient's ``capabilities()`` after STARTTLS)."""
+        return tuple(self._imap.capabilities)
+
+    def take_login_capabilities(self, answer: Any) -> None:
+        """Use the ``[CAPABILITY ...]`` code of LOGIN's tagged OK (RFC 3501 7.1, sent by Dovecot and
+        Cyrus) as the session's capabilities, so no CAPABILITY command (and round trip) follows."""
+        found = _CAPABILITY_CODE.match(answer) if isinstance(answer, bytes) else None
+        if found is not None and found.group(1).strip():
+            self._cached_capabilities = tuple(found.group(1).upper().split())
+
+    def sasl_authenticate(self, mechanism: str, exchange: Callable[[bytes], bytes | None]) -> None:
+        """``AUTHENTICATE mechanism``, answering each challenge with ``exchange`` (imaplib's errors pass)."""
+        self._imap.authenticate(mechanism, exchange)
+
+    def keepalive_noop(self) -> str:
+        """NOOP whose untagged answers (EXISTS, EXPUNGE, FETCH) stay queued for the next call to read;
+        returns the tagged status (``OK``, ``NO``, ``BAD``)."""
+        typ, _ = self._imap.noop()
+        return str(typ)
+
+    # -- commands sent now, answered later (pipelining) --------------------------------------------------
+
+    def send(self, *args: str | bytes) -> bytes:
+        """Send one command without waiting for its answer; returns its tag for :meth:`complete`."""
+        tag: bytes = self._imap._command(*args)
+        return tag
+
+    def complete(self, name: str, tag: bytes) -> tuple[str, list[Any]]:
+        """Read up to the tagged answer of the command ``name`` sent as ``tag``: ``(status, data)``.
+        NO raises ``imaplib.IMAP4.error``, a dead connection ``imaplib.IMAP4.abort``."""
+        typ, data = self._imap._command_complete(name, tag)
+        return typ, data
+
+    def send_examine(self, mailbox: str) -> bytes:
+        """Send EXAMINE of ``mailbox`` and let the next command be sent before it is answered: the old
+        view's untagged responses are dropped (as imaplib's ``select()`` does) and imaplib, which checks
+        the state a command is sent in, is told a mailbox is selected read-only. Returns the tag."""
+        imap = self._imap
+        imap.untagged_responses = {}
+        tag = self.send("EXAMINE", self.mailbox_argument(mailbox))
+        imap.state, imap.is_readonly = "SELECTED", True
+        return tag
+
+    def note_unselected(self) -> None:
+        """A failed EXAMINE or SELECT leaves no mailbox selected (RFC 3501 6.3.1): tell imaplib."""
+        self._imap.state = "AUTH"
+
+    @property
+    def untagged(self) -> dict[str, list[Any]]:
+        """The untagged responses received and not yet taken, by name (``EXISTS``, ``FETCH``, ...)."""
+        untagged: dict[str, list[Any]] = self._imap.untagged_responses
+        return untagged
+
+    def take_untagged(self, typ: str, data: list[Any], name: str) -> list[Any]:
+        """The untagged ``name`` responses that came with a command's answer ``(typ, data)``, taken."""
+        _, found = self._imap._untagged_response(typ, data, name)
+        taken: list[Any] = found
+        return taken
+
+    def check_ok(self, command: str, typ: str, data: list[Any]) -> None:
+        """Raise imapclient's error when a command's status ``typ`` is not OK."""
+        self._checkok(command, typ, data)
+
+    def mailbox_argument(self, mailbox: str) -> bytes:
+        """``mailbox`` as sent on the wire: modified UTF-7 where needed, quoted."""
+        argument: bytes = self._normalise_folder(mailbox)
+        return argument
+
+    def select_answer(self) -> dict[bytes, Any]:
+        """The queued answer of a SELECT or EXAMINE (EXISTS, UIDVALIDITY, ...), parsed as imapclient does."""
+        answer: dict[bytes, Any] = self._process_select_response(self._imap.untagged_responses)
+        return answer
+
+    # -- commands sent and answered at once ---------------------------------------------------------------
+
+    def uid_command(self, command: bytes, args: Sequence[bytes]) -> tuple[str, list[Any]]:
+        """``UID command args``: ``(status, data)``; BAD raises, NO is left to :meth:`check_ok`."""
+        typ, data = self._raw_command(command, list(args))
+        return typ, data
+
+    def uid_command_untagged(
+        self, command: bytes, args: Sequence[bytes], *, response_name: str | None = None
+    ) -> list[Any]:
+        """``UID command args``, checked; the untagged responses it answered with (``response_name``,
+        default the command's name)."""
+        data: list[Any] = self._raw_command_untagged(command, list(args), response_name=response_name)
+        return data
+
+    def list_with_status(self, items: bytes) -> tuple[list[tuple[Any, Any, Any]], list[Any]]:
+        """``LIST "" "*" RETURN (STATUS items)`` (LIST-EXTENDED, LIST-STATUS): imapclient's folder list
+        and the untagged STATUS responses that came with it."""
+        self._imap.untagged_responses.pop("STATUS", None)
+        pattern = (self.mailbox_argument(""), self.mailbox_argument("*"))
+        typ, data = self._imap._simple_command("LIST", *pattern, "RETURN", b"(STATUS " + items + b")")
+        self.check_ok("list", typ, data)
+        statuses = self._imap.untagged_responses.pop("STATUS", [])
+        folders: list[tuple[Any, Any, Any]] = self._proc_folder_list(self.take_untagged(typ, data, "LIST"))
+        return folders, statuses
+
+
+_CAPABILITY_CODE = re.compile(rb"^\[CAPABILITY ([^\]]*)\]")
+
+
+def uid_list(uids: Sequence[int]) -> str:
+    """UIDs as a comma-separated list, each one named (``1,2,3``)."""
+    joined: str = join_message_ids(list(uids))
+    return joined
+
+
+def fetch_items(items: Sequence[str]) -> bytes:
+    """FETCH items as sent: upper-cased, in parentheses."""
+    encoded: bytes = seq_to_parenstr_upper(list(items))
+    return encoded
+
+
+# A flag as it may be sent: a system flag or an atom (RFC 3501 ATOM-CHAR, ASCII).
+_FLAG_ATOM = re.compile(r"^\\?[!#$&'+,\-./0-9:;<=>?@A-Z\[^_`a-z|~]+$")
+
+
+def is_flag_atom(flag: str) -> bool:
+    """Whether ``flag`` can be sent as it is in a STORE (``\\Seen``, ``$Label1``): no quoting, no spaces."""
+    return _FLAG_ATOM.match(flag) is not None
+
+
+def is_literal(token: object) -> bool:
+    """Whether a search token is sent as a literal (it then waits for the server's continuation)."""
+    return isinstance(token, _literal)
+
+
+def search_args(criteria: list[bytes | str | int], charset: str | None) -> list[bytes]:
+    args: list[bytes] = [b"CHARSET", charset.encode("ascii")] if charset else []
+    return args + [encode_search_token(item, charset) for item in criteria]
+
+
+def encode_search_token(item: bytes | str | int, charset: str | None) -> bytes:
+    """Keywords/ranges pass as given (bytes or int); every user string is quoted or a literal."""
+    if isinstance(item, int):
+        return str(item).encode("ascii")
+    if isinstance(item, bytes):
+        return item
+    raw = item.encode(charset or "ascii")
+    if any(b > 126 or b < 32 for b in raw):
+        literal: bytes = _literal(raw)
+        return literal
+    return b'"' + raw.replace(b"\\", b"\\\\").replace(b'"', b'\\"') + b'"'
+
+
+# -- reading answers ----------------------------------------------------------------------------------
+
+
+def search_uids(data: list[Any]) -> list[int]:
+    """The UIDs of a SEARCH or SORT answer, in the server's order."""
+    return [int(tok) for line in data if line for tok in line.split() if tok.isdigit()]
+
+
+def search_count(data: list[Any]) -> int:
+    """``COUNT n`` of an ESEARCH answer (0 when absent)."""
+    for line in data:
+        tokens = (line or b"").split()
+        for key, value in itertools.pairwise(tokens):
+            if key.upper() == b"COUNT":
+                return int(value)
+    return 0
+
+
+def as_text(value: bytes | str | None) -> str | None:
+    """A response's atom or string as text (UTF-8, undecodable bytes replaced)."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def permanent_flags(value: Any) -> frozenset[str] | None:
+    """The flags of a SELECT answer's ``PERMANENTFLAGS``; None when the server sent none."""
+    if not isinstance(value, tuple):
+        return None
+    return frozenset(text for text in (as_text(v) for v in value if isinstance(v, bytes | str)) if text)
+
+
+def thread_uids(data: list[Any]) -> list[list[int]]:
+    """A THREAD answer as one sorted UID list per thread."""
+    return [sorted(set(_leaves(tree, int))) for tree in parse_response([d for d in data if d])]
+
+
+def opens_fetch_response(item: Any) -> bool:
+    """Whether an element of imaplib's FETCH data opens a response (``<seq> (``), not a literal's tail."""
+    head = item[0] if isinstance(item, tuple) else item
+    return isinstance(head, bytes) and _FETCH_START.match(head) is not None
+
+
+_FETCH_START = re.compile(rb"\d+ \(")
+
+
+def response_bytes(item: Any) -> Iterator[bytes]:
+    """The bytes of an untagged response, whose literals imaplib keeps as tuples."""
+    return _leaves(item, bytes)
+
+
+def _leaves(item: Any, kind: type[T]) -> Iterator[T]:
+    """The values of type ``kind`` in nested tuples and lists (a parsed response), in order."""
+    if isinstance(item, kind):
+        yield item
+    elif isinstance(item, tuple | list):
+        for part in item:
+            yield from _leaves(part, kind)
