@@ -44,7 +44,7 @@ from mail_imap_mcp.imap.errors import (
 )
 from mail_imap_mcp.imap.session import ImapSession, MailboxState
 from mail_imap_mcp.imap.summary_cache import SummaryCache
-from mail_imap_mcp.imap.wire import BudgetedIMAPClient, CallBudget
+from mail_imap_mcp.imap.wire import BudgetedIMAPClient, CallBudget, OpenSocket
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -57,9 +57,17 @@ RETRY_BACKOFF_S = 0.2
 class AccountConnection:
     """The single reusable connection of one account. Thread-safe: calls are serialised."""
 
-    def __init__(self, account_id: str, config: AccountConfig, *, summary_cache_entries: int = 0) -> None:
+    def __init__(
+        self,
+        account_id: str,
+        config: AccountConfig,
+        *,
+        summary_cache_entries: int = 0,
+        open_socket: OpenSocket | None = None,
+    ) -> None:
         self.account_id = account_id
         self.config = config
+        self._open_socket = open_socket
         self.summaries = SummaryCache(summary_cache_entries)
         self._lock = threading.Lock()
         self._client: BudgetedIMAPClient | None = None
@@ -319,6 +327,7 @@ class AccountConnection:
                     ssl_context=context,
                     budget=self._budget,
                     progress=progress,
+                    open_socket=self._open_socket,
                 )
             try:
                 if config.security is Security.STARTTLS:

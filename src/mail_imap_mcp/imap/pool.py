@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from mail_imap_mcp.config import AccountConfig, Security
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.wire import OpenSocket
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -58,7 +59,7 @@ class Keepalive:
 
 class ConnectionPool:
     """One :class:`AccountConnection` per configured account, kept alive while idle (``keepalive_interval_s``,
-    0: off)."""
+    0: off). ``open_socket`` replaces the TCP connect (:data:`~mail_imap_mcp.imap.wire.OpenSocket`)."""
 
     def __init__(
         self,
@@ -66,9 +67,12 @@ class ConnectionPool:
         *,
         keepalive_interval_s: float = 0.0,
         summary_cache_entries: int = 0,
+        open_socket: OpenSocket | None = None,
     ) -> None:
         self._connections = {
-            aid: AccountConnection(aid, cfg, summary_cache_entries=summary_cache_entries)
+            aid: AccountConnection(
+                aid, cfg, summary_cache_entries=summary_cache_entries, open_socket=open_socket
+            )
             for aid, cfg in accounts.items()
         }
         self.keepalive = Keepalive(list(self._connections.values()), keepalive_interval_s)

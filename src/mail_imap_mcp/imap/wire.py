@@ -28,6 +28,10 @@ from mail_imap_mcp.imap.errors import ConnectPhase, ConnectProgress
 
 T = TypeVar("T")
 
+#: Opens the TCP connection to ``(host, port)`` within ``timeout`` seconds. The default is a TCP connect
+#: to each address of the host in turn; unit tests pass a scripted server's (tests/support/fake_imap.py).
+OpenSocket = Callable[[str, int, float], socket.socket]
+
 # Large literals are read in pieces of this size, with the call's deadline checked before each.
 _READ_CHUNK = 64 * 1024
 
@@ -88,10 +92,12 @@ class BudgetedIMAP4(imaplib.IMAP4):
         ssl_context: ssl.SSLContext | None,
         budget: CallBudget,
         progress: ConnectProgress,
+        open_socket: OpenSocket | None = None,
     ) -> None:
         self._budget = budget
         self._ssl_context = ssl_context
         self._progress = progress
+        self._open_socket = open_socket
         self.unusable = False
         #: Times this connection waited for the server: TCP connect, TLS handshake round trips, and
         #: every read that follows a send (pipelined commands share one). Counted on the socket, so it
@@ -137,6 +143,9 @@ class BudgetedIMAP4(imaplib.IMAP4):
 
     def _connect_tcp(self) -> socket.socket:
         """``socket.create_connection``, except that each address tried gets only what is left."""
+        if self._open_socket is not None:
+            self.round_trips += 1
+            return self._open_socket(self.host, self.port, self._budget.timeout())
         last_error: OSError = OSError(f"{self.host!r} resolved to no address")
         for family, kind, proto, _, address in socket.getaddrinfo(
             self.host, self.port, type=socket.SOCK_STREAM
@@ -217,15 +226,16 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
         ssl_context: ssl.SSLContext,
         budget: CallBudget,
         progress: ConnectProgress,
+        open_socket: OpenSocket | None = None,
     ) -> None:
         self._budget = budget
         self._progress = progress
+        self._open_socket = open_socket
         super().__init__(host, port=port, ssl=tls, ssl_context=ssl_context if tls else None)
 
     def _create_IMAP4(self) -> imaplib.IMAP4:
-        return BudgetedIMAP4(
-            self.host, self.port, self.ssl_context if self.ssl else None, self._budget, self._progress
-        )
+        context = self.ssl_context if self.ssl else None
+        return BudgetedIMAP4(self.host, self.port, context, self._budget, self._progress, self._open_socket)
 
     # -- what the connection counts -------------------------------------------------------------------
 

@@ -1,0 +1,229 @@
+"""Round-trip plans and failure handling against a scripted IMAP server, without a server.
+
+The stack from the tool down to the socket is the shipped one; only the socket is a
+:class:`~tests.support.fake_imap.ScriptedServer`. The plans pinned here are those that
+tests/test_round_trips.py pins against Dovecot ("first call after start", "warm newest page"): a
+change that adds a command or a round trip fails here in a second, before the integration tier runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mail_imap_mcp.config import AccountConfig, Config
+from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.errors import OutcomeUnknown
+from mail_imap_mcp.imap.pool import ConnectionPool
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.tools import search_messages
+from mail_imap_mcp.tools.context import AppContext
+from tests.support.fake_imap import LOGIN_OK, ScriptedServer, answer, ok
+
+UIDVALIDITY = 1700000000
+HEADERS = (
+    b"Date: Thu, 01 Jan 2026 10:00:00 +0000\r\nFrom: Ann <ann@example.org>\r\nTo: me@example.org\r\n"
+    b"Subject: Quarterly invoice\r\nMessage-ID: <q1@example.org>\r\n"
+    b"Content-Type: text/plain; charset=utf-8\r\n\r\n"
+)
+TEXT = b"Please find the figures attached.\r\n"
+
+
+def make_config() -> Config:
+    account = {
+        "host": "127.0.0.1",
+        "port": 1143,
+        "security": "plain",
+        "username": "ann",
+        "password": "secret",
+    }
+    return Config.model_validate({"accounts": {"default": account}})
+
+
+def account_config() -> AccountConfig:
+    return make_config().accounts["default"]
+
+
+def examine_answer(exists: int, uidnext: int) -> list[bytes]:
+    return [
+        b"* FLAGS (\\Answered \\Flagged \\Deleted \\Seen \\Draft)",
+        b"* OK [PERMANENTFLAGS ()] Read-only mailbox.",
+        b"* %d EXISTS" % exists,
+        b"* 0 RECENT",
+        b"* OK [UIDVALIDITY %d] UIDs valid" % UIDVALIDITY,
+        b"* OK [UIDNEXT %d] Predicted next UID" % uidnext,
+        b"{tag} OK [READ-ONLY] Examine completed",
+    ]
+
+
+def summary_fetch(seq: int, uid: int) -> list[bytes]:
+    """The answer of a summary UID FETCH for one plain-text message (as Dovecot sends it)."""
+    return [
+        b'* %d FETCH (UID %d FLAGS () INTERNALDATE "01-Jan-2026 10:00:00 +0000" RFC822.SIZE %d '
+        b'BODYSTRUCTURE ("text" "plain" ("charset" "utf-8") NIL NIL "7bit" %d 1 NIL NIL NIL NIL) '
+        b"BODY[HEADER.FIELDS (DATE FROM TO CC SUBJECT MESSAGE-ID CONTENT-TYPE CONTENT-TRANSFER-ENCODING)]<0> {%d}"
+        % (seq, uid, len(HEADERS) + len(TEXT), len(TEXT), len(HEADERS)),
+        HEADERS + b" BODY[TEXT]<0> {%d}" % len(TEXT),
+        TEXT + b")",
+        b"{tag} OK Fetch completed",
+    ]
+
+
+def connection(server: ScriptedServer) -> AccountConnection:
+    return AccountConnection("default", account_config(), open_socket=server.open_socket)
+
+
+def app_on(server: ScriptedServer) -> AppContext:
+    config = make_config()
+    return AppContext(
+        config=config, pool=ConnectionPool(dict(config.accounts), open_socket=server.open_socket)
+    )
+
+
+def subjects_of_newest_page(app: AppContext) -> list[str]:
+    """imap_search_messages of INBOX, newest first: the subjects of its page."""
+    result = search_messages.handle(app, search_messages.SearchMessagesInput(mailbox="INBOX", limit=10))
+    return [message.subject for message in result.data.messages]
+
+
+def test_first_and_warm_newest_page_keep_their_plans() -> None:
+    server = ScriptedServer()
+    app = app_on(server)
+    server.expect(
+        answer("LOGIN", LOGIN_OK),
+        answer("EXAMINE", *examine_answer(1, 2)),
+        ok("UID SEARCH", b"* SEARCH 1"),
+        answer("UID FETCH", *summary_fetch(1, 1)),
+    )
+    try:
+        subjects = subjects_of_newest_page(app)
+        plan = (tuple(server.commands()), app.connection("default").round_trips)
+        # As tests/test_round_trips.py pins on Dovecot: TCP connect, greeting, LOGIN, EXAMINE, SEARCH, FETCH.
+        assert plan == (("LOGIN", "EXAMINE", "UID SEARCH", "UID FETCH"), 6)
+        assert subjects == ["Quarterly invoice"]
+
+        server.expect(
+            ok("NOOP"),
+            ok("STATUS", b"* STATUS INBOX (UIDVALIDITY %d UIDNEXT 2)" % UIDVALIDITY),
+            ok("UID SEARCH", b"* SEARCH 1"),
+            answer("UID FETCH", *summary_fetch(1, 1)),
+        )
+        before = app.connection("default").round_trips
+        subjects = subjects_of_newest_page(app)
+        trips = app.connection("default").round_trips - before
+        # The warm page: NOOP + STATUS revalidate the selection, pipelined with the SEARCH; then FETCH.
+        assert (tuple(server.commands()), trips) == (("NOOP", "STATUS", "UID SEARCH", "UID FETCH"), 2)
+        assert subjects == ["Quarterly invoice"]
+        assert server.connections == 1
+        assert not server.script
+    finally:
+        app.close()
+
+
+def test_a_mailbox_the_server_refuses_to_examine_is_not_found_and_the_connection_stays() -> None:
+    server = ScriptedServer()
+    account = connection(server)
+    server.expect(
+        answer("LOGIN", LOGIN_OK),
+        answer("EXAMINE", b"{tag} NO Mailbox doesn't exist: Archive"),
+        answer("EXAMINE", *examine_answer(1, 2)),
+    )
+    try:
+        with pytest.raises(ToolFailure) as failed:
+            account.run(lambda session: session.examine("Archive"))
+        assert failed.value.code is ErrorCode.NOT_FOUND
+        assert failed.value.details["mailbox"] == "Archive"
+        # A NO answers one command: the same connection serves the next call, without a new LOGIN.
+        state = account.run(lambda session: session.examine("INBOX"))
+        assert (state.uidvalidity, state.exists) == (UIDVALIDITY, 1)
+        assert server.commands() == ["LOGIN", "EXAMINE", "EXAMINE"]
+        assert server.connections == 1
+    finally:
+        account.close()
+
+
+def fetch_flags(session: ImapSession) -> dict[int, Any]:
+    session.examine("INBOX")
+    return session.fetch([1], ["FLAGS"])
+
+
+def test_a_read_cut_by_bye_runs_once_more_on_a_fresh_connection() -> None:
+    server = ScriptedServer()
+    account = connection(server)
+    server.expect(
+        answer("LOGIN", LOGIN_OK),
+        answer("EXAMINE", *examine_answer(1, 2)),
+        answer("UID FETCH", b"* BYE Server shutting down.", then_close=True),
+        answer("LOGIN", LOGIN_OK),
+        answer("EXAMINE", *examine_answer(1, 2)),
+        ok("UID FETCH", b"* 1 FETCH (UID 1 FLAGS (\\Seen))"),
+    )
+    try:
+        answered = account.run(fetch_flags)
+        assert answered == {1: {b"SEQ": 1, b"FLAGS": (b"\\Seen",)}}
+        assert server.commands() == ["LOGIN", "EXAMINE", "UID FETCH", "LOGIN", "EXAMINE", "UID FETCH"]
+        assert server.connections == 2
+    finally:
+        account.close()
+
+
+def test_a_read_cut_twice_is_connection_lost_not_a_third_try() -> None:
+    server = ScriptedServer()
+    account = connection(server)
+    for _ in range(2):
+        server.expect(
+            answer("LOGIN", LOGIN_OK),
+            answer("EXAMINE", *examine_answer(1, 2)),
+            answer("UID FETCH", b"* BYE Server shutting down.", then_close=True),
+        )
+    try:
+        with pytest.raises(ToolFailure) as failed:
+            account.run(fetch_flags)
+        assert failed.value.code is ErrorCode.UNAVAILABLE
+        assert failed.value.retryable
+        assert server.connections == 2
+        assert not server.script
+    finally:
+        account.close()
+
+
+def test_a_write_cut_by_bye_is_never_sent_again() -> None:
+    server = ScriptedServer()
+    account = connection(server)
+    select_answer = [*examine_answer(1, 2)[:-1], b"{tag} OK [READ-WRITE] Select completed"]
+    server.expect(
+        answer("LOGIN", LOGIN_OK),
+        answer("SELECT", *select_answer),
+        answer("UID STORE", b"* BYE Server shutting down.", then_close=True),
+    )
+
+    def mark_seen(session: ImapSession) -> set[int]:
+        session.select("INBOX")
+        return session.store_flags([1], "+", ["\\Seen"])
+
+    try:
+        with pytest.raises(OutcomeUnknown) as unknown:
+            account.run_write(mark_seen)
+        assert unknown.value.uids == [1]
+        assert server.commands() == ["LOGIN", "SELECT", "UID STORE"]  # one STORE, no reconnect
+        assert server.connections == 1
+    finally:
+        account.close()
+
+
+def test_a_connection_the_server_closed_while_idle_is_replaced_before_the_call() -> None:
+    server = ScriptedServer()
+    account = connection(server)
+    server.expect(answer("LOGIN", LOGIN_OK), answer("EXAMINE", *examine_answer(1, 2)))
+    try:
+        account.run(lambda session: session.examine("INBOX"))
+        server.sockets[-1].hang_up()  # an idle timeout on the server's side
+        server.expect(answer("LOGIN", LOGIN_OK), answer("EXAMINE", *examine_answer(1, 2)))
+        account.run(lambda session: session.examine("INBOX"))
+        # Found closed without a round trip (the socket is readable at its end): no failed command first.
+        assert (account.found_closed, server.connections) == (1, 2)
+        assert server.commands() == ["LOGIN", "EXAMINE", "LOGIN", "EXAMINE"]
+    finally:
+        account.close()
