@@ -1,16 +1,16 @@
-"""Message summaries for pure unit tests, built the way the IMAP layer builds them."""
+"""Message summary records for pure unit tests, built the way the IMAP layer builds them."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.models import MessageSummary
+from mail_imap_mcp.imap.records import SummaryRecord
 
 
 def make_summary(
     uid: int = 1, uidvalidity: int = 7, *, short_recipients: str | None = None, **fields: Any
-) -> MessageSummary:
+) -> SummaryRecord:
     """A summary of INBOX message ``uid``; ``fields`` override the plain defaults."""
     ref = MessageRef("default", "INBOX", uidvalidity, uid)
     values: dict[str, Any] = {
@@ -30,6 +30,4 @@ def make_summary(
         "has_attachments": False,
         "snippet": None,
     }
-    summary = MessageSummary(**{**values, **fields})
-    summary.set_short_recipients(short_recipients)
-    return summary
+    return SummaryRecord(**{**values, **fields}, short_recipients=short_recipients)

@@ -8,7 +8,7 @@ import pytest
 
 from mail_imap_mcp.config import AccountConfig, ConfigError, load_config
 from mail_imap_mcp.imap.fetch import short_recipients
-from mail_imap_mcp.imap.models import MessageSummary, compact_summary, to_the_minute
+from mail_imap_mcp.tools._shared.shapes import MessageSummary, compact_summary, summary_shape, to_the_minute
 from tests.support.summaries import make_summary
 
 OWN = frozenset({"ana@example.org", "ana.lima@work.example"})
@@ -61,15 +61,17 @@ def test_a_summary_date_is_cut_to_the_minute(date: str | None, expected: str | N
 def _summary(
     short: str | None, to: str | None = "Ana <ana@example.org>", cc: str | None = None
 ) -> MessageSummary:
-    return make_summary(
-        date="2026-11-21T23:51:07Z",
-        from_="Bob <bob@example.org>",
-        to=to,
-        cc=cc,
-        subject="hello",
-        flags=["\\Seen"],
-        size_bytes=1234,
-        short_recipients=short,
+    return summary_shape(
+        make_summary(
+            date="2026-11-21T23:51:07Z",
+            from_="Bob <bob@example.org>",
+            to=to,
+            cc=cc,
+            subject="hello",
+            flags=["\\Seen"],
+            size_bytes=1234,
+            short_recipients=short,
+        )
     )
 
 

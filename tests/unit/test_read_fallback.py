@@ -10,9 +10,10 @@ from typing import Any
 
 from imapclient.response_parser import parse_fetch_response
 
-from mail_imap_mcp.imap.fetch import ReadOptions, fetch_summaries, read_message
+from mail_imap_mcp.imap.fetch import ReadOptions, fetch_summaries
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.summary_cache import SummaryCache
+from mail_imap_mcp.tools._shared.message_body import read_detail
 
 RAW = (
     b"From: Ann <ann@example.org>\r\nSubject: Fallback\r\nDate: Mon, 03 Feb 2025 10:00:00 +0000\r\n"
@@ -51,7 +52,7 @@ def test_unusable_bodystructure_falls_back_to_a_capped_full_fetch_and_says_so() 
         include_all_headers=False,
         max_text_part_bytes=50_000,
     )
-    detail, warnings = read_message(session, MessageRef("default", "INBOX", 1, 7), options)  # type: ignore[arg-type]
+    detail, warnings = read_detail(session, MessageRef("default", "INBOX", 1, 7), options)  # type: ignore[arg-type]
     assert detail.body_text is not None
     assert detail.body_text.startswith("Hello from the fallback path.")
     assert [a.filename for a in detail.attachments] == ["a.pdf"]
@@ -119,7 +120,7 @@ class ServerStub:
 
 def read(stub: ServerStub, body_format: str = "text") -> tuple[Any, list[str]]:
     options = ReadOptions(**{**TEXT_OPTIONS.__dict__, "body_format": body_format})
-    return read_message(stub, MessageRef("default", "INBOX", 1, 7), options)  # type: ignore[arg-type]
+    return read_detail(stub, MessageRef("default", "INBOX", 1, 7), options)  # type: ignore[arg-type]
 
 
 def test_html_message_reported_as_text_plain_is_parsed_locally_and_rendered() -> None:

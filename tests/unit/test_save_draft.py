@@ -6,7 +6,7 @@ import pytest
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.models import MessageDetail
+from mail_imap_mcp.tools._shared.shapes import MessageDetail
 from mail_imap_mcp.tools.save_draft import (
     MAX_REFERENCES,
     SaveDraftInput,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from mail_imap_mcp.imap.models import MessageSummary
+from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.summary_cache import SummaryCache, SummaryKey, with_flags
 from tests.support.summaries import make_summary
 
 
-def summary(uid: int, uidvalidity: int = 7, flags: list[str] | None = None) -> MessageSummary:
+def summary(uid: int, uidvalidity: int = 7, flags: list[str] | None = None) -> SummaryRecord:
     return make_summary(
         uid,
         uidvalidity,
@@ -33,7 +33,7 @@ def test_with_flags_gives_a_copy_with_todays_flags_and_the_short_recipients() ->
     kept = summary(1)
     fresh = with_flags(kept, ["\\Answered"])
     assert fresh.flags == ["\\Answered"] and kept.flags == []
-    assert fresh._short_recipients == "Bob +1"
+    assert fresh.short_recipients == "Bob +1"
     fresh.flags.append("\\Seen")
     assert kept.flags == []
 

@@ -17,20 +17,12 @@ from typing import Any
 from imapclient.exceptions import IMAPClientError
 
 from mail_imap_mcp import mime
-from mail_imap_mcp.content import html as html_convert
-from mail_imap_mcp.content.quotes import new_text
-from mail_imap_mcp.content.text import collapse_whitespace, truncate
+from mail_imap_mcp.content.text import truncate
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch, top_level_boundary
 from mail_imap_mcp.imap.errors import UidValidityChanged, is_connection_broken
 from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.models import (
-    AttachmentInfo,
-    BodyFormat,
-    MessageDetail,
-    MessageSummary,
-    Omitted,
-)
+from mail_imap_mcp.imap.records import BodyFormat, MessageRecord, SummaryRecord
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.summary_cache import SummaryKey, with_flags
 
@@ -152,13 +144,13 @@ def _summary(
     snippet: str | None,
     headers: dict[str, list[str]] | None = None,
     own: frozenset[str] = frozenset(),
-) -> MessageSummary:
+) -> SummaryRecord:
     """Summary fields from one FETCH response (``headers``: the header block, when already parsed;
     ``own``: the account's addresses, which the short recipients call 'me')."""
     if headers is None:
         headers = mime.parse_header_block(find_item(response, b"BODY[HEADER") or b"")
     date = mime.parse_date(_first(headers, "date"))
-    summary = MessageSummary(
+    return SummaryRecord(
         message_id=ref.message_id,
         message_uri=ref.message_uri,
         message_raw_uri=ref.message_raw_uri,
@@ -174,16 +166,13 @@ def _summary(
         size_bytes=int(response.get(b"RFC822.SIZE") or 0),
         has_attachments=mime.has_attachments(parts) if parts else False,
         snippet=snippet,
+        short_recipients=_bounded(short_recipients(headers.get("to", []) + headers.get("cc", []), own)),
     )
-    summary.set_short_recipients(
-        _bounded(short_recipients(headers.get("to", []) + headers.get("cc", []), own))
-    )
-    return summary
 
 
 @dataclass
 class SummaryBatch:
-    messages: list[MessageSummary] = field(default_factory=list)
+    messages: list[SummaryRecord] = field(default_factory=list)
     issues: list[Issue] = field(default_factory=list)
 
     def add_issue(self, ref: MessageRef, code: str, stage: str, message: str, *, retryable: bool) -> None:
@@ -268,7 +257,7 @@ def fetch_summaries(
     ``raw_window_bytes`` of its source (one more round trip, only then), so both agree on its attachments.
     """
     cache = session.summary_cache
-    kept: dict[int, MessageSummary] = {}
+    kept: dict[int, SummaryRecord] = {}
     for uid in uids:
         found = cache.get(SummaryKey(mailbox, uidvalidity, uid, snippet_chars))
         if found is not None:
@@ -290,7 +279,7 @@ def fetch_summaries(
         responses = _fetch_one_by_one(session, batch, mailbox, uidvalidity, uids, items_of, account_id, exc)
     failed = {issue.uid for issue in batch.issues}
     own = session.own_addresses
-    untrusted: dict[int, MessageSummary] = {}
+    untrusted: dict[int, SummaryRecord] = {}
     for uid in uids:
         ref = MessageRef(account_id, mailbox, uidvalidity, uid)
         response = responses.get(uid)
@@ -337,7 +326,7 @@ def fetch_summaries(
 
 
 def _attachments_from_source(
-    session: ImapSession, summaries: dict[int, MessageSummary], sizes: dict[int, int], window: int
+    session: ImapSession, summaries: dict[int, SummaryRecord], sizes: dict[int, int], window: int
 ) -> None:
     """Sets ``has_attachments`` of ``summaries`` (by UID) from their own MIME structure, parsed from the
     first ``window`` bytes of each source as imap_get_message does when BODYSTRUCTURE is not trusted.
@@ -479,31 +468,13 @@ def _canonical(name: str) -> str:
     return special.get(name, "-".join(p.capitalize() for p in name.split("-")))
 
 
-def _render(text: str | None, html: str | None, options: ReadOptions) -> tuple[str, str | None]:
-    """The body in the requested format, and which part type it came from."""
-    if options.body_format == "html":
-        if html is not None:
-            return html_convert.sanitize_html(html), "text/html"
-        return (html_convert.sanitize_html(_escape(text)) if text else ""), ("text/plain" if text else None)
-    if options.body_format == "markdown" and html is not None:
-        return html_convert.html_to_markdown(html), "text/html"
-    if text is not None and (text.strip() or html is None):
-        return text, "text/plain"
-    if html is not None:
-        return html_convert.html_to_text(html), "text/html"
-    return "", None
-
-
-def _escape(text: str) -> str:
-    import html
-
-    return "<pre>" + html.escape(text) + "</pre>"
-
-
 def read_message(
     session: ImapSession, ref: MessageRef, options: ReadOptions
-) -> tuple[MessageDetail, list[str]]:
-    """Headers, readable body and attachment list of one message, with bounded fetches."""
+) -> tuple[MessageRecord, list[str]]:
+    """Headers, the text of the body parts and the attachment parts of one message, with bounded fetches.
+
+    The body is rendered in ``options.body_format`` by the tools (:mod:`mail_imap_mcp.tools._shared.message_body`);
+    the format decides here which text part is fetched."""
     warnings: list[str] = []
     response = session.fetch([ref.uid], MESSAGE_ITEMS).get(ref.uid)
     if response is None or _expunged(response):
@@ -564,59 +535,16 @@ def read_message(
         warnings.append(
             f"Only the first {MAX_LISTED_ATTACHMENTS} of {len(attachments)} attachment parts are listed."
         )
-    body, source = _render(text, html, options)
-    body = body.replace("\r\n", "\n")
-    omitted: list[Omitted] = []
-    if options.new_text_only:
-        fresh = new_text(body)
-        body = fresh.text
-        if fresh.dropped_quote:
-            omitted.append("quoted_reply")
-        if fresh.dropped_signature:
-            omitted.append("signature")
-    body, cut = truncate(body, options.body_max_chars)
-    if cut:
-        warnings.append(
-            f"Body truncated to {options.body_max_chars} characters; call again with a larger body_max_chars "
-            "or read imap_get_message_raw for the source."
-        )
-    if fetch_truncated:
-        warnings.append("The text part is larger than the fetch cap; only its beginning was read.")
-    snippet, _ = (
-        truncate(collapse_whitespace(new_text(body).text), 200)
-        if options.body_format == "text"
-        else ("", False)
-    )
-    summary = _summary(ref, response, parts, snippet=snippet or None, headers=headers)
-    detail = MessageDetail(
-        **summary.model_dump(by_alias=False),
+    summary = _summary(ref, response, parts, snippet=None, headers=headers)
+    record = MessageRecord(
+        summary=summary,
         headers=_select_headers(headers, options),
-        body_format=options.body_format,
-        body_truncated=cut or fetch_truncated,
-        body_source=source,
-        body_omitted=omitted or None,
-        attachments=[attachment_info(ref, p) for p in attachments[:MAX_LISTED_ATTACHMENTS]],
+        text=text,
+        html=html,
+        fetch_truncated=fetch_truncated,
+        attachments=attachments[:MAX_LISTED_ATTACHMENTS],
     )
-    detail.has_attachments = bool(detail.attachments)
-    setattr(
-        detail,
-        {"text": "body_text", "markdown": "body_markdown", "html": "body_html"}[options.body_format],
-        body,
-    )
-    return detail, warnings
-
-
-def attachment_info(ref: MessageRef, part: mime.Part) -> AttachmentInfo:
-    """How an attachment part of ``ref`` is listed (imap_get_message) and described (imap_get_attachment)."""
-    return AttachmentInfo(
-        part_id=part.section,
-        filename=part.filename,
-        content_type=part.content_type,
-        size_bytes=part.size_bytes,
-        disposition=part.disposition,
-        content_id=part.content_id,
-        resource_uri=ref.attachment_uri(part.section),
-    )
+    return record, warnings
 
 
 def _fetch_budget(options: ReadOptions) -> int:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import replace
 from typing import NamedTuple
 
-from mail_imap_mcp.imap.models import MessageSummary
+from mail_imap_mcp.imap.records import SummaryRecord
 
 
 class SummaryKey(NamedTuple):
@@ -37,14 +38,14 @@ class SummaryCache:
     def __init__(self, entries: int, *, max_chars: int = MAX_KEPT_CHARS) -> None:
         self.entries = entries
         self.max_chars = max_chars
-        self._kept: OrderedDict[SummaryKey, tuple[MessageSummary, int]] = OrderedDict()
+        self._kept: OrderedDict[SummaryKey, tuple[SummaryRecord, int]] = OrderedDict()
         self._chars = 0
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._kept)
 
-    def get(self, key: SummaryKey) -> MessageSummary | None:
+    def get(self, key: SummaryKey) -> SummaryRecord | None:
         """The kept summary of ``key`` (its flags empty: give it today's with :func:`with_flags`), or None."""
         with self._lock:
             kept = self._kept.get(key)
@@ -53,7 +54,7 @@ class SummaryCache:
             self._kept.move_to_end(key)
             return kept[0]
 
-    def put(self, key: SummaryKey, summary: MessageSummary) -> None:
+    def put(self, key: SummaryKey, summary: SummaryRecord) -> None:
         """Keep a copy of ``summary`` (its flags are not kept: they are asked anew each time)."""
         weight = _chars(summary)
         if self.entries <= 0 or weight > self.max_chars:
@@ -80,7 +81,7 @@ class SummaryCache:
             self._chars = 0
 
 
-def _chars(summary: MessageSummary) -> int:
+def _chars(summary: SummaryRecord) -> int:
     """The summary's text, in characters, with the short recipients; numbers and lists count as 64."""
     texts: list[str | None] = [
         summary.message_id,
@@ -93,11 +94,11 @@ def _chars(summary: MessageSummary) -> int:
         summary.cc,
         summary.subject,
         summary.snippet,
-        summary._short_recipients,
+        summary.short_recipients,
     ]
     return sum(len(text) for text in texts if text) + 64
 
 
-def with_flags(summary: MessageSummary, flags: list[str]) -> MessageSummary:
-    """A copy of ``summary`` with ``flags`` (the private short recipients come along)."""
-    return summary.model_copy(update={"flags": list(flags)})
+def with_flags(summary: SummaryRecord, flags: list[str]) -> SummaryRecord:
+    """A copy of ``summary`` with ``flags``."""
+    return replace(summary, flags=list(flags))

@@ -29,7 +29,7 @@ from mail_imap_mcp.content.text import clean_extracted_text, truncate
 from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.models import AttachmentInfo
+from mail_imap_mcp.tools._shared.shapes import AttachmentInfo
 from mail_imap_mcp.tools.attachments import Accept, Spooled, estimated_size, spooled_part, too_large
 from mail_imap_mcp.tools.context import AppContext
 

@@ -14,10 +14,9 @@ from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.content.images import prepare_image
 from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, Payload, ToolFailure
 from mail_imap_mcp.envelope.mcp import MediaBlock, ToolResult
-from mail_imap_mcp.imap.fetch import attachment_info
 from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.models import AttachmentInfo
 from mail_imap_mcp.imap.parts import valid_part_id
+from mail_imap_mcp.tools._shared.shapes import AttachmentInfo, attachment_info
 from mail_imap_mcp.tools.attachment_text import (
     ReadPlan,
     extraction_failure,

@@ -9,9 +9,9 @@ from mail_imap_mcp.envelope import CompactPayload, Issue, MultiItemData, ToolFai
 from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.imap.fetch import ReadOptions
-from mail_imap_mcp.imap.models import (
+from mail_imap_mcp.imap.records import BodyFormat
+from mail_imap_mcp.tools._shared.shapes import (
     SHAPE_DESCRIPTION,
-    BodyFormat,
     CompactMessage,
     MessageDetail,
     Shape,

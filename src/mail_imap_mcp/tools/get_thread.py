@@ -16,15 +16,17 @@ from mail_imap_mcp.imap.errors import is_connection_broken, mailbox_issue
 from mail_imap_mcp.imap.fetch import fetch_summaries
 from mail_imap_mcp.imap.ids import MessageRef, parse_message_id
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
-from mail_imap_mcp.imap.models import (
+from mail_imap_mcp.imap.records import SummaryRecord
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.threads import read_seed, thread_mailboxes, thread_uids
+from mail_imap_mcp.tools._shared.shapes import (
     SHAPE_DESCRIPTION,
     CompactSummary,
     MessageSummary,
     Shape,
     compact_summary,
+    summary_shape,
 )
-from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.threads import read_seed, thread_mailboxes, thread_uids
 from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.messages import (
     MESSAGE_TOOL_ERRORS,
@@ -120,7 +122,7 @@ class CompactThreadData(CompactPayload):
 class _Conversation:
     """What the mailboxes hold of a conversation, before the limit."""
 
-    messages: list[MessageSummary]
+    messages: list[SummaryRecord]
     total: int
     mailboxes: list[str]
     threaded_by_server: bool
@@ -128,7 +130,7 @@ class _Conversation:
     root: str | None
 
 
-def _key(summary: MessageSummary) -> tuple[str, str, str]:
+def _key(summary: SummaryRecord) -> tuple[str, str, str]:
     """The same message filed in two mailboxes (a copy) shows once."""
     return summary.date or "", summary.from_ or "", summary.subject or ""
 
@@ -146,7 +148,7 @@ def handle(
         if seed is None:
             raise message_gone(ref)
         mailboxes = thread_mailboxes(list_mailboxes(session), ref.mailbox)
-        found: list[MessageSummary] = []
+        found: list[SummaryRecord] = []
         issues: list[Issue] = []
         total = 0
         threaded = False
@@ -215,7 +217,7 @@ def handle(
             mailboxes=conversation.mailboxes,
             status=status,
             issues=issues or None,
-            messages=[compact_summary(m, with_mailbox=True) for m in kept],
+            messages=[compact_summary(summary_shape(m), with_mailbox=True) for m in kept],
             next_action=next_action,
             untrusted_content=COMPACT_UNTRUSTED,
         )
@@ -229,7 +231,7 @@ def handle(
         truncated=truncated,
         mailboxes=conversation.mailboxes,
         threaded_by_server=conversation.threaded_by_server,
-        messages=kept,
+        messages=[summary_shape(m) for m in kept],
         status=status,
         issues=issues,
         next_action=next_action,
@@ -238,7 +240,7 @@ def handle(
     return ToolResult(summary=summary, data=data, warnings=warnings)
 
 
-def _newest(messages: list[MessageSummary], limit: int, ref: MessageRef) -> list[MessageSummary]:
+def _newest(messages: list[SummaryRecord], limit: int, ref: MessageRef) -> list[SummaryRecord]:
     """The newest ``limit`` of ``messages`` (oldest first), always keeping the message asked about."""
     if len(messages) <= limit:
         return messages

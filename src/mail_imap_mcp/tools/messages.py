@@ -9,10 +9,11 @@ from pydantic import AfterValidator, Field
 
 from mail_imap_mcp.envelope import ErrorCode, NextAction, Payload, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.fetch import MessageGone, ReadOptions, read_message
+from mail_imap_mcp.imap.fetch import MessageGone, ReadOptions
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
-from mail_imap_mcp.imap.models import MessageDetail
 from mail_imap_mcp.imap.session import ImapSession, MailboxState
+from mail_imap_mcp.tools._shared.message_body import read_detail
+from mail_imap_mcp.tools._shared.shapes import MessageDetail
 from mail_imap_mcp.tools.context import AppContext
 
 MessageIdArg = Annotated[
@@ -111,7 +112,7 @@ def read_checked(
     def work(session: ImapSession) -> tuple[MessageDetail, list[str]]:
         examine_for(session, ref)
         try:
-            return read_message(session, ref, options)
+            return read_detail(session, ref, options)
         except MessageGone:
             raise message_gone(ref) from None
 

@@ -30,9 +30,9 @@ from mail_imap_mcp.imap.errors import OutcomeUnknown, is_connection_broken, mail
 from mail_imap_mcp.imap.fetch import ReadOptions
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
-from mail_imap_mcp.imap.models import MessageDetail
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.threads import MESSAGE_ID
+from mail_imap_mcp.tools._shared.shapes import MessageDetail
 from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
 from mail_imap_mcp.tools.messages import UntrustedContent, read_checked
 from mail_imap_mcp.tools.spec import Effect, ToolSpec

@@ -21,7 +21,7 @@ from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged, is_co
 from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
 from mail_imap_mcp.imap.ids import parse_message_id
 from mail_imap_mcp.imap.mailboxes import list_with_message_counts, searchable_mailboxes
-from mail_imap_mcp.imap.models import MessageSummary
+from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.search import SearchFilter
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import DATE_WINDOW, OrderedPage, StreamCursor, StreamState, ordered_page
@@ -108,7 +108,7 @@ def _summaries(
     snippet_chars: int,
     strict: bool,
     raw_window_bytes: int,
-) -> tuple[list[MessageSummary], list[Issue]]:
+) -> tuple[list[SummaryRecord], list[Issue]]:
     """Summaries of the page's picks in merge order, reading each mailbox once (the selected one first;
     each other one with its EXAMINE and FETCH in one round trip)."""
     by_mailbox: dict[str, tuple[int, list[int]]] = {}
@@ -116,7 +116,7 @@ def _summaries(
         by_mailbox.setdefault(mailbox, (uidvalidity, []))[1].append(uid)
     current = session.selected_mailbox
     order = sorted(by_mailbox, key=lambda name: name != current)
-    found: dict[tuple[str, int], MessageSummary] = {}
+    found: dict[tuple[str, int], SummaryRecord] = {}
     issues: list[Issue] = []
     for mailbox in order:
         uidvalidity, uids = by_mailbox[mailbox]
@@ -150,7 +150,7 @@ def _summaries(
     return ordered, issues
 
 
-def _place(summary: MessageSummary) -> tuple[str, int]:
+def _place(summary: SummaryRecord) -> tuple[str, int]:
     """(mailbox, uid) of a summary, from its message id (the field every summary shape keeps)."""
     ref = parse_message_id(summary.message_id)
     return ref.mailbox, ref.uid
@@ -165,7 +165,7 @@ def _epoch(iso: str | None) -> int | None:
         return None
 
 
-def _learn_keys(page: OrderedPage, messages: list[MessageSummary], sort: str) -> None:
+def _learn_keys(page: OrderedPage, messages: list[SummaryRecord], sort: str) -> None:
     """Streams whose last message's key was not read (one mailbox, server-side SORT) take it from its
     summary, whose date is that key (Date header, else INTERNALDATE)."""
     if sort != "date":
@@ -194,7 +194,7 @@ def handle_ordered(
     snippet_chars = min(args.snippet_chars, app.config.server.max_snippet_chars)
     strict = args.mailboxes is None and args.mailbox != ALL_MAILBOXES
 
-    def work(session: ImapSession) -> tuple[OrderedPage, list[MessageSummary], list[Issue]]:
+    def work(session: ImapSession) -> tuple[OrderedPage, list[SummaryRecord], list[Issue]]:
         first = _resolve(session, app, account_id, args) if cursor is None else _Mailboxes(opened=[])
         streams = cursor.streams if cursor else [StreamState(name) for name in first.opened]
         page = ordered_page(

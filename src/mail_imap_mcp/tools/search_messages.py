@@ -13,10 +13,6 @@ from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged
 from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
-from mail_imap_mcp.imap.models import (
-    SHAPE_DESCRIPTION,
-    Shape,
-)
 from mail_imap_mcp.imap.search import (
     CursorState,
     SearchFilter,
@@ -25,6 +21,7 @@ from mail_imap_mcp.imap.search import (
 )
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import DATE_WINDOW
+from mail_imap_mcp.tools._shared.shapes import SHAPE_DESCRIPTION, Shape
 from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
 from mail_imap_mcp.tools.messages import MailboxName, SearchText, conflict
 from mail_imap_mcp.tools.search_across import MAX_MAILBOXES, handle_ordered

@@ -15,8 +15,9 @@ from pydantic.json_schema import SkipJsonSchema
 from mail_imap_mcp.envelope import CompactPayload, Issue, MultiItemData, NextAction, ToolFailure, absent
 from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.envelope.model import Status
-from mail_imap_mcp.imap.models import CompactSummary, MessageSummary, compact_summary
+from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.search import CursorError
+from mail_imap_mcp.tools._shared.shapes import CompactSummary, MessageSummary, compact_summary, summary_shape
 from mail_imap_mcp.tools.messages import UntrustedContent
 
 TOOL_NAME = "imap_search_messages"
@@ -128,7 +129,7 @@ def search_result(
     total: int,
     returned_before: int,
     attempted: int,
-    messages: list[MessageSummary],
+    messages: list[SummaryRecord],
     next_cursor: str | None,
     has_more: bool,
     issues: list[Issue],
@@ -143,7 +144,7 @@ def search_result(
         attempted=attempted,
         returned=len(messages),
         failed=attempted - len(messages),
-        messages=messages,
+        messages=[summary_shape(message) for message in messages],
         next_cursor=next_cursor,
         has_more=has_more,
         status="partial" if issues else "ok",
@@ -166,7 +167,7 @@ def page_summary(start: int, taken: int, returned: int, total: int, where: str, 
 
 
 def page_next_action(
-    tool: str, same_search: dict[str, Any], next_cursor: str | None, messages: list[MessageSummary]
+    tool: str, same_search: dict[str, Any], next_cursor: str | None, messages: list[SummaryRecord]
 ) -> NextAction | None:
     """The next page when there is one, else reading the newest message listed."""
     if next_cursor:

@@ -1,4 +1,8 @@
-"""Mail data shapes shared by the IMAP layer and the tools (pydantic: the schemas come from here)."""
+"""The message shapes the model sees, full and compact (pydantic: the tools' output schemas come from here).
+
+The IMAP layer reads plain records (:mod:`mail_imap_mcp.imap.records`); the functions here turn them into
+these shapes.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from pydantic.json_schema import SkipJsonSchema
 
 from mail_imap_mcp.envelope import CompactPayload, absent
+from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.records import BodyFormat, SummaryRecord
+from mail_imap_mcp.mime import Part
 
-BodyFormat = Literal["text", "markdown", "html"]
 #: What ``new_text_only`` can leave out of a body.
 Omitted = Literal["quoted_reply", "signature"]
 BODY_OMITTED_DESCRIPTION = (
@@ -62,6 +68,17 @@ class MessageSummary(MailModel):
         self._short_recipients = recipients
 
 
+#: The fields a full summary takes from its record (all but the short recipients, kept privately).
+SUMMARY_FIELDS = tuple(MessageSummary.model_fields)
+
+
+def summary_shape(record: SummaryRecord) -> MessageSummary:
+    """The full summary of a record read by the IMAP layer, its short recipients kept for the compact form."""
+    summary = MessageSummary(**{name: getattr(record, name) for name in SUMMARY_FIELDS})
+    summary.set_short_recipients(record.short_recipients)
+    return summary
+
+
 class AttachmentInfo(MailModel):
     part_id: str = Field(description="IMAP section number of the part, e.g. '2' or '1.3'.")
     filename: str | None = Field(description="Decoded file name (RFC 2231/2047).")
@@ -85,6 +102,19 @@ class AttachmentInfo(MailModel):
     )
     extracted_text_truncated: bool = Field(
         default=False, description="True when extracted_text was cut (imap_get_attachment reads on)."
+    )
+
+
+def attachment_info(ref: MessageRef, part: Part) -> AttachmentInfo:
+    """How an attachment part of ``ref`` is listed (imap_get_message) and described (imap_get_attachment)."""
+    return AttachmentInfo(
+        part_id=part.section,
+        filename=part.filename,
+        content_type=part.content_type,
+        size_bytes=part.size_bytes,
+        disposition=part.disposition,
+        content_id=part.content_id,
+        resource_uri=ref.attachment_uri(part.section),
     )
 
 

@@ -1,0 +1,54 @@
+"""What the IMAP layer reads about messages, as plain records.
+
+The tools turn them into the shapes the model sees (:mod:`mail_imap_mcp.tools._shared.shapes`): field
+descriptions, compact forms and body rendering are presentation and live there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from mail_imap_mcp.mime import Part
+
+#: The form a message body is asked for in; it also decides which text part is fetched.
+BodyFormat = Literal["text", "markdown", "html"]
+
+
+@dataclass(slots=True)
+class SummaryRecord:
+    """One message as its header fields, flags, size, structure and the start of its body describe it."""
+
+    message_id: str
+    message_uri: str
+    message_raw_uri: str
+    mailbox: str
+    uidvalidity: int
+    uid: int
+    #: ISO 8601 UTC, from the Date header, else the server's INTERNALDATE.
+    date: str | None
+    from_: str | None
+    to: str | None
+    cc: str | None
+    subject: str | None
+    flags: list[str]
+    size_bytes: int
+    has_attachments: bool
+    snippet: str | None
+    #: The recipients (To and Cc) in a few words, "me" for the account's own addresses; "" when the
+    #: message went to this account alone, None when not worked out.
+    short_recipients: str | None = None
+
+
+@dataclass(slots=True)
+class MessageRecord:
+    """One message as read: its summary (no snippet yet), the selected headers, the decoded text of the
+    body parts it has (``html`` not sanitised) and its attachment parts (at most the listed number)."""
+
+    summary: SummaryRecord
+    headers: dict[str, str]
+    text: str | None
+    html: str | None
+    #: The body part is larger than the fetch cap: only its beginning was read.
+    fetch_truncated: bool
+    attachments: list[Part]
