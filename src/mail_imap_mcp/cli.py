@@ -19,6 +19,7 @@ import anyio
 from mail_imap_mcp.config import AuthMethod, Config, ConfigError, load_config
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.server import package_version
 from mail_imap_mcp.transport.http import bind, serve_http
@@ -130,7 +131,7 @@ def check(config_path: Path | None) -> int:
         started = time.perf_counter()
 
         def probe(session: ImapSession) -> int:
-            return len(session.client.list_folders())
+            return len(list_mailboxes(session))
 
         mailboxes: int | None = None
         try:

@@ -6,9 +6,12 @@ SDK's MCP client in process and through the `mail-imap-mcp` command as a user ru
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 import tomllib
 from pathlib import Path
@@ -18,6 +21,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from mail_imap_mcp.config import load_config
+from mail_imap_mcp.envelope import ToolFailure
+from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.providers import GENERIC_LOGIN_HINT, login_hint, provider_for
 from tests.support import accounts
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
@@ -129,6 +134,127 @@ def run_check(config_path: Path, env: dict[str, str]) -> subprocess.CompletedPro
         env={"PATH": os.environ["PATH"], **env},
         check=False,
     )
+
+
+class SilentListener:
+    """A TCP port that accepts connections and never says a word (nor speaks TLS)."""
+
+    def __init__(self) -> None:
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self._sock.getsockname()[1]
+        self._held: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                self._held.append(self._sock.accept()[0])
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes the accept()
+        self._sock.close()
+        self._thread.join(timeout=5)
+        for held in self._held:
+            held.close()
+
+
+class SlowGreeting:
+    """A proxy to ``upstream`` that holds back what the server says for ``delay_s`` after each connect:
+    an IMAP server slow to greet."""
+
+    def __init__(self, upstream: tuple[str, int], delay_s: float) -> None:
+        self._upstream, self._delay_s = upstream, delay_s
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self._sock.getsockname()[1]
+        self._threads = [threading.Thread(target=self._accept, daemon=True)]
+        self._threads[0].start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                client = self._sock.accept()[0]
+                server = socket.create_connection(self._upstream)
+                for src, dst, delay in ((client, server, 0.0), (server, client, self._delay_s)):
+                    pump = threading.Thread(target=self._pump, args=(src, dst, delay), daemon=True)
+                    pump.start()
+                    self._threads.append(pump)
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket, delay_s: float) -> None:
+        time.sleep(delay_s)
+        with contextlib.suppress(OSError):
+            while data := src.recv(65536):
+                dst.sendall(data)
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes the accept()
+        self._sock.close()
+        for thread in self._threads:
+            thread.join(timeout=5)
+
+
+def test_regression_check_names_starttls_on_an_implicit_tls_port_within_3s(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    # Issue 20: check waited the whole connect timeout (12 s measured) before saying so.
+    settings = account_settings(
+        dovecot, user, security="starttls", port=dovecot.tls_port, connect_timeout_s=10
+    )
+    connection = AccountConnection("default", make_config({"default": settings}).accounts["default"])
+    started = time.monotonic()
+    with pytest.raises(ToolFailure) as failed:
+        connection.run(lambda session: None, retry=False)
+    # The greeting is given 2 s, the TLS probe at most 1 s: not the 10 s connect timeout.
+    assert time.monotonic() - started < 5
+    assert failed.value.code == "unavailable"
+
+    path = tmp_path / "config.toml"
+    path.write_text(config_toml({"default": settings}))
+    done = run_check(path, {PASSWORD_ENV: dovecot.password})
+    assert done.returncode == 1
+    (line,) = done.stdout.splitlines()
+    assert "[unavailable]" in line
+    assert "no IMAP greeting came within 2s and the port answered a TLS handshake" in line
+    assert 'not security = "starttls" in [accounts.default]' in line
+    assert 'Set security = "tls" in [accounts.default]' in line
+
+
+@pytest.mark.anyio
+async def test_a_server_that_greets_after_2_5s_still_connects_with_starttls(
+    dovecot: Dovecot, user: str, account: AccountFactory
+) -> None:
+    proxy = SlowGreeting((dovecot.host, dovecot.plain_port), 2.5)
+    try:
+        config = make_config(
+            {"default": account(user, security="starttls", port=proxy.port, connect_timeout_s=10)}
+        )
+        async for mcp in open_client(config):
+            data = await mcp.ok("imap_list_mailboxes", {})
+            assert "INBOX" in [box["name"] for box in data["mailboxes"]]
+    finally:
+        proxy.close()
+
+
+@pytest.mark.anyio
+async def test_a_port_that_never_greets_nor_speaks_tls_gets_the_greeting_timeout(
+    user: str, account: AccountFactory
+) -> None:
+    listener = SilentListener()
+    try:
+        config = make_config(
+            {"default": account(user, security="starttls", port=listener.port, connect_timeout_s=4)}
+        )
+        started = time.monotonic()
+        error = await first_failure(config, "unavailable")
+        assert time.monotonic() - started >= 3.5  # the whole connect timeout: no TLS answer cut it short
+        assert "no IMAP greeting came within 4s" in error["message"]
+    finally:
+        listener.close()
 
 
 def test_regression_check_with_a_wrong_password_hints_at_app_passwords_without_noise(

@@ -47,6 +47,15 @@ _PLAINTEXT_PEER = (
 )
 
 
+class ImplicitTlsPort(Exception):
+    """No IMAP greeting came within ``waited_s`` on a connection without TLS (plain or STARTTLS), and the
+    port answers a TLS handshake: it expects implicit TLS."""
+
+    def __init__(self, waited_s: float) -> None:
+        super().__init__(f"no greeting within {waited_s:g}s; the port answers a TLS handshake")
+        self.waited_s = waited_s
+
+
 class ConnectionLost(Exception):
     """The connection died mid-command; safe to retry a read on a fresh one."""
 
@@ -288,6 +297,13 @@ def connect_failure(
             f"The server at {host} answered without TLS, so this port is not an implicit-TLS port. Use "
             f"STARTTLS on it ({config.setting('security', 'starttls')}), or set the server's TLS port "
             f"({config.setting('port', '993')} on most servers)."
+        )
+    if isinstance(exc, ImplicitTlsPort):
+        return unavailable(
+            f"Connected to {host}, but no IMAP greeting came within {exc.waited_s:g}s and the port answered "
+            f"a TLS handshake: it expects implicit TLS, not {config.setting('security', config.security.value)}. "
+            f"Set {config.setting('security', 'tls')} for this port, or use the server's STARTTLS port "
+            f"({config.setting('port', '143')} on most servers)."
         )
     if isinstance(exc, TimeoutError):
         details["timeout_s"] = config.connect_timeout_s

@@ -52,6 +52,12 @@ def list_mailboxes(session: ImapSession) -> list[MailboxInfo]:
     return _infos(session.client.list_folders())
 
 
+def list_matching(session: ImapSession, pattern: str) -> list[MailboxInfo]:
+    """``LIST "" pattern``: the mailboxes matching ``pattern`` (a name without wildcards: that mailbox,
+    when it exists), decoded as :func:`list_mailboxes` does."""
+    return _infos(session.client.list_folders("", pattern))
+
+
 def list_with_message_counts(session: ImapSession) -> list[MailboxInfo]:
     """:func:`list_mailboxes`, each with its MESSAGES count (``counts.messages``) from the same round
     trip where the server advertises LIST-STATUS (RFC 5819) and LIST-EXTENDED; without counts elsewhere."""

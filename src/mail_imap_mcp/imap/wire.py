@@ -4,15 +4,18 @@ This is the only module that touches imaplib's and imapclient's private internal
 answers, the untagged-response queue, the connection state). :class:`BudgetedIMAPClient` offers what the
 session needs of them as small public methods: send a command and read its answer later (pipelining),
 the untagged responses, a mailbox name as sent, the search syntax. Every blocking socket operation
-takes its timeout from the call's :class:`CallBudget` (see docs/reliability.md).
+takes its timeout from the call's :class:`CallBudget` (see docs/reliability.md). A connection without
+TLS whose greeting is late checks whether the port speaks TLS instead (:func:`answers_tls`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import imaplib
 import itertools
 import math
 import re
+import select
 import socket
 import ssl
 import time
@@ -24,7 +27,7 @@ from imapclient import IMAPClient
 from imapclient.imapclient import _literal, join_message_ids, seq_to_parenstr_upper
 from imapclient.response_parser import parse_response
 
-from mail_imap_mcp.imap.errors import ConnectPhase, ConnectProgress
+from mail_imap_mcp.imap.errors import ConnectPhase, ConnectProgress, ImplicitTlsPort
 
 T = TypeVar("T")
 
@@ -32,6 +35,12 @@ T = TypeVar("T")
 #: to each address of the host in turn; unit tests pass a scripted server's (tests/support/fake_imap.py).
 OpenSocket = Callable[[str, int, float], socket.socket]
 
+#: How long a connection without TLS (plain, STARTTLS) waits for the greeting before it checks whether
+#: the port speaks TLS instead (``security = "starttls"`` on port 993); a server that greets later still
+#: gets the rest of ``connect_timeout_s``.
+GREETING_WAIT_S = 2.0
+#: How long that check waits for the answer to its TLS ClientHello, on a connection of its own.
+TLS_PROBE_S = 1.0
 # Large literals are read in pieces of this size, with the call's deadline checked before each.
 _READ_CHUNK = 64 * 1024
 
@@ -105,6 +114,7 @@ class BudgetedIMAP4(imaplib.IMAP4):
         self.round_trips = 0
         self._sent_since_read = True  # the greeting is awaited after the connect
         self._greeted = False
+        self._awaiting_greeting = ssl_context is None
         super().__init__(host, port)
 
     def _get_capabilities(self) -> None:
@@ -179,11 +189,25 @@ class BudgetedIMAP4(imaplib.IMAP4):
     def readline(self) -> bytes:
         self._count_wait()
         with self._watch():
+            if self._awaiting_greeting:
+                self._awaiting_greeting = False
+                self._wait_for_greeting()
             self.sock.settimeout(self._budget.timeout())
             line = super().readline()
         if not line:
             self.unusable = True  # EOF
         return line
+
+    def _wait_for_greeting(self) -> None:
+        """Wait up to :data:`GREETING_WAIT_S` for the greeting; when none has come, raise
+        :class:`ImplicitTlsPort` if the port answers a TLS handshake (a TLS server waits for the client
+        and never greets in plain text), else leave the rest of the connect budget to the greeting."""
+        wait = min(GREETING_WAIT_S, self._budget.timeout())
+        if select.select([self.sock], [], [], wait)[0]:
+            return
+        probe_s = min(TLS_PROBE_S, self._budget.timeout(strict=False))
+        if answers_tls(self.sock.getpeername(), probe_s):
+            raise ImplicitTlsPort(wait)
 
     def _count_wait(self) -> None:
         if self._sent_since_read:
@@ -205,6 +229,33 @@ class BudgetedIMAP4(imaplib.IMAP4):
         except OSError:  # includes timeouts: the stream is out of step either way
             self.unusable = True
             raise
+
+
+def answers_tls(address: tuple[Any, ...], timeout: float) -> bool:
+    """Whether the server at ``address`` answers a TLS ClientHello with a TLS record (a handshake or an
+    alert), on a connection of its own closed after the first bytes of the answer, all within ``timeout``."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    outgoing = ssl.MemoryBIO()
+    client = context.wrap_bio(ssl.MemoryBIO(), outgoing)
+    with contextlib.suppress(ssl.SSLWantReadError):
+        client.do_handshake()  # writes the ClientHello, then waits for an answer that never comes here
+    deadline = time.monotonic() + timeout
+    first = b""
+    try:
+        with socket.create_connection(address[:2], timeout=timeout) as sock:
+            sock.sendall(outgoing.read())
+            while len(first) < 2:
+                sock.settimeout(max(deadline - time.monotonic(), 0.001))
+                chunk = sock.recv(2 - len(first))
+                if not chunk:
+                    break
+                first += chunk
+    except OSError:
+        pass
+    # A TLS record starts with its content type (22: handshake, 21: alert), then major version 3.
+    return len(first) == 2 and first[0] in (21, 22) and first[1] == 3
 
 
 def handshake_round_trips(sock: socket.socket) -> int:

@@ -26,7 +26,7 @@ from mail_imap_mcp.imap.errors import (
     is_connection_broken,
 )
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
-from mail_imap_mcp.imap.mailboxes import list_mailboxes
+from mail_imap_mcp.imap.mailboxes import list_mailboxes, list_matching
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid, format_uid_set
 from mail_imap_mcp.operations import Operation, OperationRef, Progress
@@ -249,12 +249,9 @@ def _method(session: ImapSession, action: Action, permanent: bool) -> str:
 
 def _existing_mailbox(session: ImapSession, name: str, parameter: str) -> str:
     """``name`` when LIST shows it as a selectable mailbox, else ``not_found`` naming ``parameter``."""
-    for flags, _, listed in session.client.list_folders("", name):
-        text = listed.decode("utf-8", "replace") if isinstance(listed, bytes) else str(listed)
-        if _same_mailbox(text, name):
-            attributes = {(f.decode() if isinstance(f, bytes) else str(f)).lower() for f in flags}
-            if not attributes & {"\\noselect", "\\nonexistent"}:
-                return text
+    for box in list_matching(session, name):
+        if _same_mailbox(box.name, name) and box.selectable:
+            return box.name
     raise destination_not_found(name, parameter)
 
 
