@@ -353,3 +353,46 @@ async def test_connection_lost_after_delete_is_outcome_unknown_never_replayed(
             assert [m["name"] for m in listed["mailboxes"]] == ["INBOX"]
             assert proxy.sent().count(b" DELETE ") == 1, "the DELETE was sent again"
     assert message_id_listing(dovecot, user) == {"INBOX": before["INBOX"]}
+
+
+async def test_the_argument_named_is_the_one_the_server_refused(
+    imap_server: MatrixServer, user: str, account: AccountFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RENAME's refusal names the argument it is about, as the failure map reads the server's answer: a
+    source deleted by another session between the checks and the RENAME is ``not_found`` naming
+    ``mailbox`` (Dovecot ``[NONEXISTENT]``, Cyrus "Mailbox does not exist"); a new name the server
+    refuses ("Invalid mailbox name" on Courier and Cyrus, for a ``/`` where ``.`` separates) is
+    ``invalid_input`` naming ``destination_mailbox``, never a missing source. (Courier answers RENAME of
+    a missing source "OK Folder renamed." and changes nothing, so there the first case cannot be told.)"""
+    server = imap_server
+    keep = server.mailbox_name("Keep")
+    server.seed(user, keep, [])
+    original = manage_mailbox._plan
+    vanish = server.kind != "courier"
+
+    def plan_then_delete(*args: Any) -> Any:
+        plan = original(*args)
+        if vanish and args[-1].confirm_token:
+            with server.connect(user, tls=False, starttls=False) as client:
+                client.delete_folder(keep)
+        return plan
+
+    monkeypatch.setattr(manage_mailbox, "_plan", plan_then_delete)
+    async for mcp in open_client(writable(account, user)):
+        if vanish:
+            args = {"action": "rename", "mailbox": keep, "destination_mailbox": server.mailbox_name("Moved")}
+            first = await mcp.fail(TOOL, args, "confirmation_required")
+            await expect_refusal(mcp, first["data"]["next_action"]["arguments"], "not_found", "mailbox", keep)
+        if server.separator == ".":
+            vanish = False
+            server.seed(user, keep, [])
+            args = {"action": "rename", "mailbox": keep, "destination_mailbox": "x/y"}
+            first = await mcp.fail(TOOL, args, "confirmation_required")
+            await expect_refusal(
+                mcp,
+                first["data"]["next_action"]["arguments"],
+                "invalid_input",
+                "destination_mailbox",
+                "Invalid mailbox name",
+            )
+    assert server.mailbox_name("Moved") not in message_id_listing(server, user)

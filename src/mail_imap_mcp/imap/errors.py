@@ -1,9 +1,9 @@
-"""The one place where imapclient, socket, TLS and server errors get their domain meaning.
+"""What IMAP failures mean: typed domain errors, and :func:`classify`, which turns any imapclient,
+imaplib, socket, TLS or server failure into one of them.
 
-Everything below the tools raises either a :class:`~mail_imap_mcp.envelope.ToolFailure` built here,
-or one of the internal signals defined here (:class:`ConnectionLost`, :class:`UidValidityChanged`,
-:class:`SelectionStale`, :class:`CharsetRejected`, :class:`OutcomeUnknown`), which the connection layer and the tools turn into envelopes. Messages name a
-setting the way the user wrote it (``ca_file in [accounts.work]`` or ``MAIL_IMAP_WORK_CA_FILE``).
+Nothing here knows tools or envelopes: ``mail_imap_mcp.tools.failures`` turns each domain error into
+the envelope's error (the tool runner applies it), naming the arguments as the user wrote them.
+(The connection layer still builds a few envelope failures of its own below, for connect and login.)
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ import ssl
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import ClassVar
 
 from imapclient.exceptions import IMAPClientAbortError, IMAPClientError, LoginError
 
 from mail_imap_mcp.config import AccountConfig, AuthMethod, ConfigError, Security
-from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure
+from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
 from mail_imap_mcp.imap.providers import login_hint, oauth2_scope_hint
 
 # Errors that mean "this connection is dead", as raised by imaplib, imapclient and the socket layer.
@@ -47,20 +48,38 @@ _PLAINTEXT_PEER = (
 )
 
 
-class ImplicitTlsPort(Exception):
+class ImapError(Exception):
+    """A failure of the IMAP layer with a domain meaning (see :func:`classify`)."""
+
+    #: No other mailbox or message of the call can be read either (the connection or the time is gone);
+    #: otherwise the failure belongs to the one mailbox or message being read (see :func:`mailbox_failure`).
+    ends_call: ClassVar[bool] = False
+
+
+class ImplicitTlsPort(ImapError):
     """No IMAP greeting came within ``waited_s`` on a connection without TLS (plain or STARTTLS), and the
     port answers a TLS handshake: it expects implicit TLS."""
+
+    ends_call = True
 
     def __init__(self, waited_s: float) -> None:
         super().__init__(f"no greeting within {waited_s:g}s; the port answers a TLS handshake")
         self.waited_s = waited_s
 
 
-class ConnectionLost(Exception):
+class ConnectionLost(ImapError):
     """The connection died mid-command; safe to retry a read on a fresh one."""
 
+    ends_call = True
 
-class UidValidityChanged(Exception):
+
+class TimedOut(ImapError):
+    """The server did not answer a command within the call's budget."""
+
+    ends_call = True
+
+
+class UidValidityChanged(ImapError):
     """The mailbox's UIDVALIDITY differs from the one the cursor or id was made for."""
 
     def __init__(self, expected: int, actual: int) -> None:
@@ -69,11 +88,11 @@ class UidValidityChanged(Exception):
         self.actual = actual
 
 
-class CharsetRejected(Exception):
+class CharsetRejected(ImapError):
     """The server refused ``CHARSET UTF-8`` for a non-ASCII search (``NO [BADCHARSET]``)."""
 
 
-class OutcomeUnknown(Exception):
+class OutcomeUnknown(ImapError):
     """The connection died after a write command was sent: the change may or may not have happened.
 
     Never retried (a second MOVE or APPEND could duplicate or lose mail); the caller reports it per
@@ -84,16 +103,66 @@ class OutcomeUnknown(Exception):
         super().__init__(f"outcome unknown for {len(uids)} message(s)")
         self.uids = uids
 
+    ends_call = True
 
-class SelectionStale(Exception):
+
+class SelectionStale(ImapError):
     """A selection reused from an earlier call turned out stale; the read runs again on a fresh one."""
 
+    ends_call = True
 
-class TokenCommandFailed(Exception):
+
+class MailboxMissing(ImapError):
+    """The mailbox a command names does not exist, or cannot be opened (``[NONEXISTENT]``,
+    ``[TRYCREATE]``, Cyrus's "Mailbox does not exist", Courier's "Invalid mailbox name"; any refused
+    SELECT or EXAMINE). ``command``: the IMAP command refused; ``said``: the server's words."""
+
+    def __init__(self, mailbox: str, command: str = "", said: str = "") -> None:
+        super().__init__(f"{command or 'command'} {mailbox!r}: {said or 'no such mailbox'}")
+        self.mailbox = mailbox
+        self.command = command
+        self.said = said
+
+
+class MailboxGone(ImapError):
+    """The mailbox this call had selected was deleted or replaced by another session meanwhile."""
+
+    def __init__(self, account_id: str, mailbox: str) -> None:
+        super().__init__(f"mailbox {mailbox!r} of account {account_id!r} went away during the call")
+        self.account_id = account_id
+        self.mailbox = mailbox
+
+
+class Refusal(StrEnum):
+    """Why the server refused a command, where its answer says (RFC 5530 codes, else its words)."""
+
+    EXISTS = "exists"
+    HAS_CHILDREN = "has_children"
+    OVER_QUOTA = "over_quota"
+    NOT_PERMITTED = "not_permitted"
+    #: Another reason, in the server's words only.
+    OTHER = "other"
+
+
+class CommandRefused(ImapError):
+    """The server answered NO or BAD to ``command`` on ``mailbox`` for ``reason``; ``said`` holds its
+    words (control characters removed, shortened: the text is the server's, not ours)."""
+
+    def __init__(self, command: str, mailbox: str, reason: Refusal, said: str) -> None:
+        super().__init__(f"{command} refused: {said}")
+        self.command = command
+        self.mailbox = mailbox
+        self.reason = reason
+        self.said = said
+
+
+class TokenCommandFailed(ImapError):
     """``oauth2_token_command`` gave no token: it could not start, failed, hung or printed nothing.
 
     ``reason`` says which, in words safe to show (never stdout, which may hold a token).
     """
+
+    ends_call = True
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -145,9 +214,11 @@ class OAuthChallenge:
         return ", ".join(parts)
 
 
-class OAuthRejected(Exception):
+class OAuthRejected(ImapError):
     """The server refused the OAuth2 access token (also the fresh one of the one retry), or refused it
     and the token command printed the same token again (``same_token_again``: not sent twice)."""
+
+    ends_call = True
 
     def __init__(
         self, challenge: OAuthChallenge | None, said: str, *, same_token_again: bool = False
@@ -179,6 +250,96 @@ def says_mailbox_missing(exc: BaseException) -> bool:
 def rejects_charset(exc: BaseException) -> bool:
     """True when the server refused the search's CHARSET (RFC 3501 ``[BADCHARSET]``)."""
     return isinstance(exc, imaplib.IMAP4.error | IMAPClientError) and "BADCHARSET" in str(exc).upper()
+
+
+# How servers refuse a command, RFC 5530 codes where they send them (Dovecot), else their words: Cyrus
+# "Mailbox already exists", "Permission denied", "Mailbox has inferior hierarchical names"; Courier
+# "INBOX already exists!", "RENAME failed: File exists", "Cannot create this folder.".
+_REFUSALS = (
+    (re.compile(rb"\[ALREADYEXISTS\]|already exists|file exists", re.IGNORECASE), Refusal.EXISTS),
+    (re.compile(rb"\[HASCHILDREN\]|inferior hierarchical names", re.IGNORECASE), Refusal.HAS_CHILDREN),
+    (re.compile(rb"\[OVERQUOTA\]|over ?quota|quota exceeded", re.IGNORECASE), Refusal.OVER_QUOTA),
+    (re.compile(rb"\[(NOPERM|READ-ONLY)\]|permission denied", re.IGNORECASE), Refusal.NOT_PERMITTED),
+)
+
+#: Commands that open a mailbox: any refusal means it does not exist or cannot be opened.
+_OPENING = frozenset({"SELECT", "EXAMINE"})
+#: Commands that name a new mailbox. Their refusal of that name is no missing mailbox: Courier and Cyrus
+#: answer RENAME to a name outside the namespace or with a character they refuse "Invalid mailbox name"
+#: (Courier answers RENAME of a missing source "OK Folder renamed.", changing nothing).
+_NAMING = frozenset({"CREATE", "RENAME"})
+_NAME_REFUSED = re.compile(rb"\[TRYCREATE\]|invalid mailbox name", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What was being done when a failure happened, for :func:`classify`."""
+
+    #: The IMAP command (``RENAME``, ``UID MOVE``...); empty when unknown.
+    command: str = ""
+    #: The mailbox the command names (COPY, MOVE: the destination; RENAME: the source).
+    mailbox: str = ""
+    #: The mailbox selected when the command ran, if it names another (COPY, MOVE): a refusal is "in" it.
+    selected: str = ""
+    #: The account, when ``mailbox`` is the one this call had selected: "does not exist" then means it
+    #: went away meanwhile (:class:`MailboxGone`).
+    account_id: str = ""
+
+
+def server_said(exc: BaseException, limit: int = 200) -> str:
+    """The text of a server's answer in ``exc``, control characters removed, shortened to ``limit``."""
+    return re.sub(r"[\x00-\x1f\x7f]+", " ", str(exc))[:limit]
+
+
+def classify(exc: BaseException, context: Context | None = None) -> ImapError | None:
+    """The domain error ``exc`` means, raised while doing ``context``: every dead connection is
+    :class:`ConnectionLost`, a timeout :class:`TimedOut`, a NO or BAD answer :class:`CharsetRejected`,
+    :class:`MailboxMissing` (:class:`MailboxGone` for the selected mailbox) or :class:`CommandRefused`;
+    a domain error stays itself. None: ``exc`` is no IMAP failure (a bug), to be raised as it is."""
+    context = context or Context()
+    if isinstance(exc, ImapError):
+        return exc
+    if is_connection_broken(exc):
+        return ConnectionLost(str(exc))
+    if isinstance(exc, TimeoutError):
+        return TimedOut(str(exc))
+    if not isinstance(exc, imaplib.IMAP4.error | IMAPClientError):
+        return None
+    text = str(exc).encode("utf-8", "replace")
+    said = server_said(exc)
+    if b"BADCHARSET" in text.upper():
+        return CharsetRejected(said)
+    reason = next((reason for pattern, reason in _REFUSALS if pattern.search(text)), None)
+    if reason is None and context.command.upper() in _NAMING and _NAME_REFUSED.search(text):
+        reason = Refusal.OTHER
+    if reason is None and (_MAILBOX_MISSING.search(text) or context.command.upper() in _OPENING):
+        if context.account_id:
+            return MailboxGone(context.account_id, context.mailbox)
+        return MailboxMissing(context.mailbox, context.command, said)
+    return CommandRefused(context.command, context.selected or context.mailbox, reason or Refusal.OTHER, said)
+
+
+def mailbox_failure(exc: BaseException) -> Exception | None:
+    """``exc`` as the failure of the one mailbox being read, so that a call over several goes on with
+    the others (a refusal, the mailbox missing, gone or recreated, its charset refused); None when it
+    ends the whole call (the connection or the time is gone, a stale view, a bug): raise it then.
+
+    This and :func:`message_failure` are the one place where the scope of a failure is decided.
+    """
+    if isinstance(exc, ToolFailure):  # the session's envelope for a mailbox it could not open
+        return exc
+    failure = classify(exc)
+    return None if failure is None or failure.ends_call else failure
+
+
+def message_failure(exc: BaseException) -> ImapError | None:
+    """``exc`` as the failure of the one message a FETCH asked for: the server refused the command (NO,
+    BAD) or hung up on it (:class:`ConnectionLost`: reconnect, go on with the next). None when it ends
+    the read: what the session already judged (the mailbox gone or recreated), time up, a bug."""
+    if isinstance(exc, ImapError | ToolFailure):
+        return None
+    failure = classify(exc)
+    return None if failure is None or isinstance(failure, TimedOut) else failure
 
 
 def account_busy(account_id: str) -> ToolFailure:
@@ -493,104 +654,4 @@ def extension_missing(capability: str, what: str) -> ToolFailure:
         "(Without it the only way would be a mailbox-wide EXPUNGE, which would also remove every other "
         "message marked \\Deleted.)",
         details={"missing_capability": capability},
-    )
-
-
-# --- imap_manage_mailbox and imap_save_draft: answers to CREATE, RENAME, DELETE and APPEND -----------
-
-# How servers refuse a mailbox command. RFC 5530 codes where they send them (Dovecot), else their words:
-# Cyrus "Mailbox already exists", "Permission denied", "Mailbox has inferior hierarchical names"; Courier
-# "INBOX already exists!", "RENAME failed: File exists", "Cannot create this folder.".
-_MAILBOX_REFUSALS = (
-    (re.compile(rb"\[ALREADYEXISTS\]|already exists|file exists", re.IGNORECASE), "exists"),
-    (re.compile(rb"\[HASCHILDREN\]|inferior hierarchical names", re.IGNORECASE), "children"),
-    (re.compile(rb"\[OVERQUOTA\]|over ?quota|quota exceeded", re.IGNORECASE), "quota"),
-    (re.compile(rb"\[(NOPERM|READ-ONLY)\]|permission denied", re.IGNORECASE), "permission"),
-)
-
-
-def mailbox_refused(
-    exc: BaseException, account_id: str, command: str, mailbox: str, parameter: str
-) -> ToolFailure:
-    """The server answered NO (or BAD) to CREATE, RENAME, DELETE or APPEND of ``mailbox``, the value of
-    ``parameter``: it exists already, has children, is missing, over quota, not allowed, or another reason
-    in the server's words (shortened: the text is the server's, not ours)."""
-    text = str(exc).encode("utf-8", "replace")
-    said = re.sub(r"[\x00-\x1f\x7f]+", " ", text.decode("utf-8", "replace"))[:200]
-    details = {"parameter": parameter, "mailbox": mailbox, "command": command}
-    reason = next((reason for pattern, reason in _MAILBOX_REFUSALS if pattern.search(text)), None)
-    if reason is None and says_mailbox_missing(exc):
-        return ToolFailure(
-            ErrorCode.NOT_FOUND,
-            f"Mailbox {mailbox!r} ({parameter}) does not exist; nothing was changed. Call "
-            "imap_list_mailboxes for the available names.",
-            details=details,
-            next_action=NextAction(
-                instruction="List the mailboxes",
-                tool="imap_list_mailboxes",
-                arguments={"account_id": account_id},
-            ),
-        )
-    if reason == "exists" and command.upper() == "DELETE":
-        # Cyrus (delayed delete) answers so when a mailbox of that name was deleted in the same second.
-        return ToolFailure(
-            ErrorCode.UNAVAILABLE,
-            f"The server refused to delete {mailbox!r} for now ({said}); nothing was deleted. A mailbox of "
-            "that name was probably deleted a moment ago and is still being removed: try again in a few "
-            "seconds.",
-            details=details,
-            retryable=True,
-        )
-    if reason == "exists":
-        return ToolFailure.invalid_input(
-            parameter, f"mailbox {mailbox!r} already exists; choose another name."
-        )
-    if reason == "children":
-        return ToolFailure.invalid_input(
-            parameter, f"mailbox {mailbox!r} has child mailboxes; delete or move them first."
-        )
-    if reason == "quota":
-        return ToolFailure(
-            ErrorCode.LIMIT_EXCEEDED, f"The server refused {command}: over quota ({said}).", details=details
-        )
-    if reason == "permission":
-        return ToolFailure(
-            ErrorCode.PERMISSION_DENIED,
-            f"The server does not allow {command} of {mailbox!r} for this user ({said}).",
-            details=details,
-        )
-    return ToolFailure.invalid_input(parameter, f"the server refused {command} of {mailbox!r}: {said}")
-
-
-# --- imap_get_attachment: answers to FETCH of one part ---------------------------------------------
-
-
-def part_refused(exc: BaseException, part_id: str) -> ToolFailure:
-    """The server answered NO (or BAD) to the FETCH of an existing part (in its words, shortened)."""
-    said = re.sub(r"[\x00-\x1f\x7f]+", " ", str(exc))[:200]
-    return ToolFailure(
-        ErrorCode.UNAVAILABLE,
-        f"The server refused to send part {part_id!r} of the message: {said}",
-        details={"parameter": "part_id", "part_id": part_id},
-        retryable=False,
-    )
-
-
-def mailbox_issue(mailbox: str, exc: Exception) -> Issue:
-    """The issue of a multi-mailbox call about a mailbox that could not be searched."""
-    if isinstance(exc, UidValidityChanged):
-        code, reason = "conflict", "it was recreated (UIDVALIDITY changed) since the first page"
-        retryable = False
-    elif isinstance(exc, CharsetRejected):
-        code, reason, retryable = "charset_unsupported", "the server refused CHARSET UTF-8 there", False
-    elif isinstance(exc, ToolFailure):
-        code, reason, retryable = exc.code.value, exc.message, exc.retryable
-    else:
-        code, reason, retryable = "search_failed", " ".join(str(exc).split())[:200], True
-    return Issue(
-        code=code,
-        stage="search",
-        message=f"Mailbox {mailbox!r} could not be searched, so its messages are missing from this "
-        f"search: {reason}. Search it alone with mailbox={mailbox!r}.",
-        retryable=retryable,
     )

@@ -14,13 +14,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from imapclient.exceptions import IMAPClientError
-
 from mail_imap_mcp import mime
 from mail_imap_mcp.content.text import truncate
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch, top_level_boundary
-from mail_imap_mcp.imap.errors import UidValidityChanged, is_connection_broken
+from mail_imap_mcp.imap.errors import ConnectionLost, UidValidityChanged, message_failure
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.records import BodyFormat, MessageRecord, SummaryRecord
 from mail_imap_mcp.imap.session import ImapSession
@@ -271,7 +269,7 @@ def fetch_summaries(
     try:
         responses = session.fetch_each(requests)
     except Exception as exc:
-        if not (isinstance(exc, IMAPClientError) or is_connection_broken(exc)):
+        if message_failure(exc) is None:
             raise
         # One unreadable message can fail the whole command, or make the server hang up;
         # fetch one by one to isolate it and keep the rest of the page.
@@ -363,17 +361,17 @@ def _fetch_one_by_one(
 ) -> dict[int, dict[bytes, Any]]:
     responses: dict[int, dict[bytes, Any]] = {}
     reconnects = 0
-    if is_connection_broken(first_error):
+    if isinstance(message_failure(first_error), ConnectionLost):
         _reopen(session, mailbox, uidvalidity)
     for uid in uids:
         try:
             responses.update(session.fetch([uid], items_of[uid]))
             continue
         except Exception as exc:
-            broken = is_connection_broken(exc)
-            if not (broken or isinstance(exc, IMAPClientError)):
+            failure = message_failure(exc)
+            if failure is None:
                 raise
-            error = exc
+            broken, error = isinstance(failure, ConnectionLost), exc
         ref = MessageRef(account_id, mailbox, uidvalidity, uid)
         batch.add_issue(
             ref,

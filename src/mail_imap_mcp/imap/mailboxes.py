@@ -5,11 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from imapclient.exceptions import IMAPClientError
 from imapclient.imap_utf7 import decode as decode_utf7
 from imapclient.response_parser import parse_response
 
-from mail_imap_mcp.imap.errors import is_connection_broken
+from mail_imap_mcp.imap.errors import message_failure
 from mail_imap_mcp.imap.session import ImapSession
 
 # RFC 6154 roles (plus \\Important, RFC 8457), keyed case-insensitively as servers vary.
@@ -107,8 +106,9 @@ def mailbox_counts(session: ImapSession, name: str) -> MailboxCounts:
         if session.selected_mailbox == name:
             session.deselect()
         status = session.client.folder_status(name, [b"MESSAGES", b"UNSEEN", b"UIDVALIDITY", b"UIDNEXT"])
-    except IMAPClientError as exc:
-        if is_connection_broken(exc):
+    except Exception as exc:
+        failure = message_failure(exc)
+        if failure is None or failure.ends_call:
             raise
         return MailboxCounts(None, None, None, None)
 

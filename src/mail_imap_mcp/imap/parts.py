@@ -14,11 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from imapclient.exceptions import IMAPClientError
-
 from mail_imap_mcp import mime
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch
-from mail_imap_mcp.imap.errors import is_connection_broken, part_refused
+from mail_imap_mcp.imap.errors import ImapError, message_failure, server_said
 from mail_imap_mcp.imap.fetch import find_item
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.session import ImapSession
@@ -65,6 +63,15 @@ class StructureUnusable(Exception):
 
 class PartGone(Exception):
     """The message no longer exists."""
+
+
+class PartRefused(ImapError):
+    """The server answered NO (or BAD) to the FETCH of an existing part; ``said``: its words."""
+
+    def __init__(self, part_id: str, said: str) -> None:
+        super().__init__(f"FETCH of part {part_id!r} refused: {said}")
+        self.part_id = part_id
+        self.said = said
 
 
 @dataclass
@@ -158,17 +165,18 @@ def read_part(
     ]
     try:
         response = session.fetch([ref.uid], items).get(ref.uid)
-    except IMAPClientError as exc:
+    except Exception as exc:
         # Some servers refuse the whole FETCH for a section the message does not have: ask for the
         # structure alone to say which part ids exist.
-        if is_connection_broken(exc):
+        refused = message_failure(exc)
+        if refused is None or refused.ends_call:
             raise
         response = session.fetch([ref.uid], items[:2]).get(ref.uid)
         if _expunged(response):
             raise PartGone() from None
         assert response is not None
         locate(_structure(response), part_id)
-        raise part_refused(exc, part_id) from None
+        raise PartRefused(part_id, server_said(exc)) from None
     if _expunged(response):
         raise PartGone()
     assert response is not None

@@ -26,11 +26,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from imapclient.exceptions import IMAPClientError
-
 from mail_imap_mcp import mime
-from mail_imap_mcp.envelope import Issue, ToolFailure
-from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged, is_connection_broken, mailbox_issue
+from mail_imap_mcp.imap.errors import UidValidityChanged, mailbox_failure
 from mail_imap_mcp.imap.ids import MAX_UINT32
 from mail_imap_mcp.imap.search import (
     CursorError,
@@ -210,7 +207,8 @@ class OrderedPage:
     total: int
     #: The streams that continue on a next page (empty: this was the last page).
     next_streams: list[StreamState]
-    issues: list[Issue] = field(default_factory=list)
+    #: The mailboxes that could not be searched, and why (see :func:`~mail_imap_mcp.imap.errors.mailbox_failure`).
+    failed: list[tuple[str, Exception]] = field(default_factory=list)
     windowed: bool = False
     mailboxes: list[str] = field(default_factory=list)
 
@@ -460,10 +458,6 @@ class StreamSearch:
         return Window(lo, hi, candidates)
 
 
-#: Why a mailbox could not be searched: these make it an issue of a multi-mailbox page, not a failure.
-_MAILBOX_ERRORS = (ToolFailure, UidValidityChanged, CharsetRejected, IMAPClientError)
-
-
 def ordered_page(
     session: ImapSession,
     *,
@@ -477,14 +471,14 @@ def ordered_page(
     listed: Collection[str] = frozenset(),
 ) -> OrderedPage:
     """One page over ``streams``, merged newest first. ``strict`` (one mailbox named alone): a mailbox
-    error is the call's error; otherwise a failed mailbox becomes an issue and leaves the search.
+    error is the call's error; otherwise a failed mailbox leaves the search (``failed``).
     ``total``: from the cursor, None on the first page (then summed over the mailboxes); ``listed``:
     the mailboxes that this call's LIST showed."""
     reader = StreamSearch(session, search, sort, limit, listed)
     merged = len(streams) > 1
     pages: list[StreamPage] = []
     waiting: list[StreamState] = []
-    issues: list[Issue] = []
+    failed: list[tuple[str, Exception]] = []
     # Unknown heads first, then the newest: a stream whose head cannot make the page is not opened.
     for state in sorted(streams, key=lambda s: (s.head is not None, -(s.head or 0))):
         if merged and state.head is not None and _page_full_before(pages, limit, state.head):
@@ -492,10 +486,11 @@ def ordered_page(
             continue
         try:
             pages.append(reader.open(state, with_keys=merged))
-        except _MAILBOX_ERRORS as exc:
-            if strict or (isinstance(exc, IMAPClientError) and is_connection_broken(exc)):
+        except Exception as exc:
+            failure = mailbox_failure(exc)
+            if strict or failure is None:
                 raise
-            issues.append(mailbox_issue(state.mailbox, exc))
+            failed.append((state.mailbox, failure))
     _merge(pages, limit)
     picks = [
         (page.state.mailbox, page.state.uidvalidity, candidate.uid)
@@ -510,7 +505,7 @@ def ordered_page(
         picks=picks,
         total=total if total is not None else sum(page.total for page in pages),
         next_streams=ongoing if picks else [],
-        issues=issues,
+        failed=failed,
         windowed=any(page.windowed for page in pages),
         mailboxes=[page.state.mailbox for page in pages],
     )

@@ -1,5 +1,6 @@
 """The tools: each module declares one :class:`~mail_imap_mcp.tools.spec.ToolSpec` (``TOOL``) and
-validates input, calls the IMAP layer and builds an envelope."""
+validates input, calls the IMAP layer and builds an envelope; failures become envelope errors in
+:mod:`mail_imap_mcp.tools.failures`, which runs every handler."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
 from mail_imap_mcp.tools import (
     apply_to_messages,
     cancel_operation,
+    failures,
     get_attachment,
     get_message,
     get_message_raw,
@@ -53,7 +55,7 @@ def build_tools(app: AppContext) -> list[EnvelopeTool]:
             input_model=spec.input_model,
             data_model=spec.data_model,
             other_data_models=spec.other_data_models,
-            handler=functools.partial(spec.handle, app),
+            handler=functools.partial(failures.run, spec.handle, app),
             read_only=not spec.writes,
             destructive=spec.effect is Effect.DESTRUCTIVE,
             idempotent=spec.idempotent,

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.config import ServerSettings
-from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
+from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.parts import (
@@ -24,11 +24,13 @@ from mail_imap_mcp.imap.parts import (
     PartGone,
     PartNotFound,
     PartRead,
+    PartRefused,
     StructureUnusable,
     read_part,
 )
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.tools.messages import examine_for, message_gone
+from mail_imap_mcp.tools.failures import part_failure
+from mail_imap_mcp.tools.messages import examine_for
 
 PartIdArg = Annotated[
     str,
@@ -69,48 +71,6 @@ def too_large(part: mime.Part, limit: int, setting: str, *, size: int | None = N
     )
 
 
-def part_failure(exc: Exception, ref: MessageRef) -> ToolFailure:
-    """The envelope of a part id that does not name an attachment of the message (or a gone message)."""
-    if isinstance(exc, PartGone):
-        return message_gone(ref)
-    list_them = NextAction(
-        instruction="Read the message to see its attachments and their part_id",
-        tool="imap_get_message",
-        arguments={"message_id": ref.message_id},
-    )
-    if isinstance(exc, PartNotFound):
-        available = ", ".join(exc.available) or "none"
-        return ToolFailure(
-            ErrorCode.NOT_FOUND,
-            f"Message UID {ref.uid} has no part {exc.part_id!r} (part_id); its attachments are: {available}.",
-            details={"parameter": "part_id", "part_id": exc.part_id, "available": exc.available},
-            next_action=list_them,
-        )
-    if isinstance(exc, NotAnAttachment):
-        return ToolFailure(
-            ErrorCode.INVALID_INPUT,
-            f"Invalid 'part_id': part {exc.part.section!r} is the message's {exc.part.content_type} body, "
-            "not an attachment; read it with imap_get_message. Attachments: "
-            f"{', '.join(exc.available) or 'none'}.",
-            details={"parameter": "part_id", "part_id": exc.part.section, "available": exc.available},
-            next_action=list_them,
-        )
-    if isinstance(exc, StructureUnusable):
-        return ToolFailure(
-            ErrorCode.UNAVAILABLE,
-            f"Cannot locate the attachments of message UID {ref.uid}: {exc.reason}; read the source with "
-            "imap_get_message_raw.",
-            details={"parameter": "part_id"},
-            retryable=False,
-            next_action=NextAction(
-                instruction="Read the raw message source",
-                tool="imap_get_message_raw",
-                arguments={"message_id": ref.message_id},
-            ),
-        )
-    raise exc
-
-
 Accept = Callable[[mime.Part, bytes], int | None]
 
 
@@ -148,7 +108,7 @@ def fetch_part(
                 accept=accept,
                 source_bytes=source_bytes,
             )
-        except (PartGone, PartNotFound, NotAnAttachment, StructureUnusable) as exc:
+        except (PartGone, PartNotFound, NotAnAttachment, StructureUnusable, PartRefused) as exc:
             raise part_failure(exc, ref) from None
 
     return connection.run(work)

@@ -5,14 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from imapclient.exceptions import IMAPClientError
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from mail_imap_mcp.envelope import CompactPayload, Issue, MultiItemData, NextAction, ToolFailure, absent_field
+from mail_imap_mcp.envelope import CompactPayload, Issue, MultiItemData, NextAction, absent_field
 from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.envelope.model import Status
-from mail_imap_mcp.imap.errors import is_connection_broken, mailbox_issue
+from mail_imap_mcp.imap.errors import mailbox_failure
 from mail_imap_mcp.imap.fetch import fetch_summaries
 from mail_imap_mcp.imap.ids import MessageRef, parse_message_id
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
@@ -28,12 +27,12 @@ from mail_imap_mcp.tools._shared.shapes import (
     summary_shape,
 )
 from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.tools.failures import mailbox_issue, message_gone
 from mail_imap_mcp.tools.messages import (
     MESSAGE_TOOL_ERRORS,
     MessageIdArg,
     UntrustedContent,
     examine_for,
-    message_gone,
     resolve_message,
 )
 from mail_imap_mcp.tools.search_page import COMPACT_UNTRUSTED, untrusted_fields
@@ -172,10 +171,11 @@ def handle(
                     snippet_chars=snippet_chars,
                     raw_window_bytes=app.config.server.max_text_part_bytes,
                 )
-            except (ToolFailure, IMAPClientError) as exc:
-                if own or (isinstance(exc, IMAPClientError) and is_connection_broken(exc)):
+            except Exception as exc:
+                failure = mailbox_failure(exc)
+                if own or failure is None:
                     raise
-                issues.append(mailbox_issue(mailbox, exc))
+                issues.append(mailbox_issue(mailbox, failure))
                 continue
             found += batch.messages
             issues += batch.issues

@@ -24,10 +24,11 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
-from mail_imap_mcp.imap.errors import OutcomeUnknown, is_connection_broken, mailbox_refused
+from mail_imap_mcp.imap.errors import Context, MailboxMissing, OutcomeUnknown, classify, is_connection_broken
 from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
+from mail_imap_mcp.tools.failures import mailbox_refused
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 from mail_imap_mcp.tools.writes import CONFIRM_TOKEN_DESCRIPTION, DRY_RUN_DESCRIPTION, audit
 
@@ -300,14 +301,11 @@ def _execute(session: ImapSession, plan: _Plan, account_id: str) -> None:
     except IMAPClientError as exc:
         if is_connection_broken(exc):
             raise
+        failure = classify(exc, Context(command, plan.mailbox)) or exc
         target, parameter = (plan.mailbox, "mailbox")
-        if plan.action == "rename" and not _says_missing_source(exc):
+        if plan.action == "rename" and not isinstance(failure, MailboxMissing):  # else the source is missing
             target, parameter = (plan.destination or plan.mailbox, "destination_mailbox")
-        raise mailbox_refused(exc, account_id, command, target, parameter) from None
-
-
-def _says_missing_source(exc: IMAPClientError) -> bool:
-    return bool(re.search(r"NONEXISTENT|does not exist|doesn't exist", str(exc), re.IGNORECASE))
+        raise mailbox_refused(failure, account_id, command, target, parameter) from None
 
 
 def handle(app: AppContext, args: ManageMailboxInput) -> ToolResult[ManageMailboxData]:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import unicodedata
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import AfterValidator, Field
 
-from mail_imap_mcp.envelope import ErrorCode, NextAction, Payload, ToolFailure
+from mail_imap_mcp.envelope import Payload, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.fetch import MessageGone, ReadOptions
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
@@ -15,6 +15,7 @@ from mail_imap_mcp.imap.session import ImapSession, MailboxState
 from mail_imap_mcp.tools._shared.message_body import read_detail
 from mail_imap_mcp.tools._shared.shapes import MessageDetail
 from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.tools.failures import conflict, message_gone
 
 MessageIdArg = Annotated[
     str,
@@ -75,26 +76,6 @@ class UntrustedContent(Payload):
     fields: list[str] = Field(description="JSON paths (within data) of untrusted text.")
 
 
-def rerun_search(account_id: str, mailbox: str, arguments: dict[str, Any] | None = None) -> NextAction:
-    return NextAction(
-        instruction="The mailbox changed (UIDVALIDITY); rerun the search to get fresh message ids",
-        tool="imap_search_messages",
-        arguments={**(arguments or {}), "account_id": account_id, "mailbox": mailbox},
-    )
-
-
-def conflict(
-    ref_account: str, mailbox: str, expected: int, actual: int, arguments: dict[str, Any] | None = None
-) -> ToolFailure:
-    return ToolFailure(
-        ErrorCode.CONFLICT,
-        f"Mailbox snapshot changed; rerun search: UIDVALIDITY of {mailbox!r} is now {actual}, "
-        f"not {expected}, so earlier ids and cursors no longer apply.",
-        details={"mailbox": mailbox, "expected_uidvalidity": expected, "actual_uidvalidity": actual},
-        next_action=rerun_search(ref_account, mailbox, arguments),
-    )
-
-
 def resolve_message(app: AppContext, message_id: str) -> tuple[AccountConnection, MessageRef]:
     """Parse and check a message id against the configured accounts."""
     try:
@@ -125,16 +106,3 @@ def examine_for(session: ImapSession, ref: MessageRef) -> MailboxState:
     if state.uidvalidity != ref.uidvalidity:
         raise conflict(ref.account_id, ref.mailbox, ref.uidvalidity, state.uidvalidity)
     return state
-
-
-def message_gone(ref: MessageRef) -> ToolFailure:
-    return ToolFailure(
-        ErrorCode.NOT_FOUND,
-        f"Message UID {ref.uid} no longer exists in {ref.mailbox!r} (deleted or moved); search again.",
-        details={"message_id": ref.message_id, "uid": ref.uid, "mailbox": ref.mailbox},
-        next_action=NextAction(
-            instruction="Search the mailbox again",
-            tool="imap_search_messages",
-            arguments={"account_id": ref.account_id, "mailbox": ref.mailbox},
-        ),
-    )

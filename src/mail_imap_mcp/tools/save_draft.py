@@ -26,7 +26,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, Payload, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
-from mail_imap_mcp.imap.errors import OutcomeUnknown, is_connection_broken, mailbox_refused
+from mail_imap_mcp.imap.errors import OutcomeUnknown, is_connection_broken
 from mail_imap_mcp.imap.fetch import ReadOptions
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
@@ -34,6 +34,7 @@ from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.threads import MESSAGE_ID
 from mail_imap_mcp.tools._shared.shapes import MessageDetail
 from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
+from mail_imap_mcp.tools.failures import mailbox_refused
 from mail_imap_mcp.tools.messages import UntrustedContent, read_checked
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 from mail_imap_mcp.tools.writes import audit

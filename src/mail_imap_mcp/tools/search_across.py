@@ -11,13 +11,11 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal, Protocol
 
-from imapclient.exceptions import IMAPClientError
-
-from mail_imap_mcp.envelope import Issue, ToolFailure
+from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.envelope.mcp import ToolResult
-from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged, is_connection_broken
+from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged, mailbox_failure
 from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
 from mail_imap_mcp.imap.ids import parse_message_id
 from mail_imap_mcp.imap.mailboxes import list_with_message_counts, searchable_mailboxes
@@ -26,28 +24,44 @@ from mail_imap_mcp.imap.search import SearchFilter
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import DATE_WINDOW, OrderedPage, StreamCursor, StreamState, ordered_page
 from mail_imap_mcp.tools.context import AppContext
-from mail_imap_mcp.tools.messages import conflict
+from mail_imap_mcp.tools.failures import conflict, mailbox_issue
 from mail_imap_mcp.tools.search_page import SearchMessagesData, charset_refused, decode_cursor, search_result
-
-if TYPE_CHECKING:
-    from mail_imap_mcp.tools.search_messages import SearchMessagesInput
 
 ALL_MAILBOXES = "*"
 #: A search of every mailbox covers at most this many (each costs a few round trips per page).
 MAX_MAILBOXES = 100
 
 
-def wanted_mailboxes(args: SearchMessagesInput) -> tuple[list[str], bool]:
+class OrderedSearchArgs(Protocol):
+    """The arguments of imap_search_messages this module reads (declared in :mod:`search_messages`)."""
+
+    @property
+    def account_id(self) -> str: ...
+    @property
+    def mailbox(self) -> str: ...
+    @property
+    def mailboxes(self) -> list[str] | None: ...
+    @property
+    def sort(self) -> Literal["arrival", "date"]: ...
+    @property
+    def limit(self) -> int: ...
+    @property
+    def snippet_chars(self) -> int: ...
+    @property
+    def cursor(self) -> str | None: ...
+
+
+def wanted_mailboxes(args: OrderedSearchArgs) -> tuple[list[str], bool]:
     """The names asked for (without ``*``) and whether ``*`` (every mailbox) was asked for."""
     names = args.mailboxes if args.mailboxes is not None else [args.mailbox]
     return list(dict.fromkeys(n for n in names if n != ALL_MAILBOXES)), ALL_MAILBOXES in names
 
 
-def _label(args: SearchMessagesInput) -> str:
+def _label(args: OrderedSearchArgs) -> str:
     return args.mailbox if args.mailboxes is None else ", ".join(args.mailboxes)
 
 
-def _stream_digest(args: SearchMessagesInput, filter_digest: str) -> str:
+def _stream_digest(args: OrderedSearchArgs, filter_digest: str) -> str:
     spec = json.dumps([filter_digest, args.mailbox, args.mailboxes, args.sort], ensure_ascii=False)
     return hashlib.sha256(spec.encode()).hexdigest()[:16]
 
@@ -66,7 +80,7 @@ class _Mailboxes:
     listed: set[str] = field(default_factory=set)
 
 
-def _resolve(session: ImapSession, app: AppContext, account_id: str, args: SearchMessagesInput) -> _Mailboxes:
+def _resolve(session: ImapSession, app: AppContext, account_id: str, args: OrderedSearchArgs) -> _Mailboxes:
     """The mailboxes of a first page: the names given, or every searchable one of the account."""
     names, everything = wanted_mailboxes(args)
     if not everything:
@@ -131,8 +145,8 @@ def _summaries(
                 snippet_chars=snippet_chars,
                 raw_window_bytes=raw_window_bytes,
             )
-        except (ToolFailure, UidValidityChanged, IMAPClientError) as exc:
-            if strict or (isinstance(exc, IMAPClientError) and is_connection_broken(exc)):
+        except Exception as exc:
+            if strict or mailbox_failure(exc) is None:
                 raise
             batch = SummaryBatch()
             issues.append(
@@ -178,7 +192,7 @@ def _learn_keys(page: OrderedPage, messages: list[SummaryRecord], sort: str) -> 
 
 def handle_ordered(
     app: AppContext,
-    args: SearchMessagesInput,
+    args: OrderedSearchArgs,
     search: SearchFilter,
     filter_digest: str,
     same_search: dict[str, Any],
@@ -211,7 +225,8 @@ def handle_ordered(
         page.mailboxes += first.empty  # searched too: LIST-STATUS said they hold nothing
         window = app.config.server.max_text_part_bytes
         messages, fetch_issues = _summaries(session, account_id, page, snippet_chars, strict, window)
-        return page, messages, first.issues + page.issues + fetch_issues
+        failed = [mailbox_issue(mailbox, failure) for mailbox, failure in page.failed]
+        return page, messages, first.issues + failed + fetch_issues
 
     label = _label(args)
     try:

@@ -1,0 +1,465 @@
+"""The one map from domain errors to envelope errors, applied by the tool runner (:func:`run`).
+
+``mail_imap_mcp.imap.errors.classify`` says what a failure means; this module says it to the model:
+the :class:`~mail_imap_mcp.envelope.ToolFailure` of every exception class of ``imap/`` and
+``content/`` (:data:`REGISTRY`; a unit test fails when one is missing), with messages that name the
+arguments as the user wrote them. A tool raises what went wrong and lets :func:`run` say it; it catches
+an error only to make it part of a partial answer (an issue of one mailbox or message), and then builds
+the issue here too (:func:`mailbox_issue`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from mail_imap_mcp.config import AccountConfig
+from mail_imap_mcp.content.errors import ExtractionError
+from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure
+from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.imap import errors
+from mail_imap_mcp.imap.errors import (
+    CharsetRejected,
+    CommandRefused,
+    ConnectionLost,
+    ConnectPhase,
+    ImapError,
+    ImplicitTlsPort,
+    MailboxGone,
+    MailboxMissing,
+    OAuthRejected,
+    OutcomeUnknown,
+    Refusal,
+    SelectionStale,
+    TimedOut,
+    TokenCommandFailed,
+    UidValidityChanged,
+    classify,
+    destination_not_found,
+    mailbox_not_found,
+    mailbox_vanished,
+)
+from mail_imap_mcp.imap.fetch import MessageGone
+from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
+from mail_imap_mcp.imap.parts import NotAnAttachment, PartGone, PartNotFound, PartRefused, StructureUnusable
+from mail_imap_mcp.imap.search import CursorError
+from mail_imap_mcp.imap.uidplus import MalformedUidSet
+from mail_imap_mcp.tools.context import AppContext
+
+InputT = TypeVar("InputT", bound=BaseModel)
+
+#: Commands that create, rename or delete a mailbox, or add a message to one (named by the tool).
+_MAILBOX_COMMANDS = frozenset({"CREATE", "RENAME", "DELETE", "APPEND"})
+#: Commands that copy or move messages to the mailbox they name.
+_TRANSFERS = frozenset({"UID COPY", "UID MOVE", "COPY", "MOVE"})
+#: What each extraction error code is as an envelope error.
+_EXTRACTION_CODES = {
+    "limit_exceeded": ErrorCode.LIMIT_EXCEEDED,
+    "unsupported_format": ErrorCode.INVALID_INPUT,
+    "encrypted": ErrorCode.PERMISSION_DENIED,
+    "extract_failed": ErrorCode.UNAVAILABLE,
+}
+
+
+@dataclass(frozen=True)
+class Call:
+    """What the map knows of the call that failed: the server's state and the arguments as given."""
+
+    app: AppContext
+    arguments: BaseModel
+
+    def argument(self, name: str) -> Any:
+        return getattr(self.arguments, name, None)
+
+    def message_ref(self) -> MessageRef | None:
+        """The message the call names (``message_id``), if it names one."""
+        value = self.argument("message_id")
+        try:
+            return parse_message_id(value) if isinstance(value, str) else None
+        except InvalidMessageId:
+            return None
+
+    def account(self) -> tuple[str, AccountConfig] | None:
+        """The account the call is about (``account_id``, else the account of its ``message_id``)."""
+        ref = self.message_ref()
+        account_id = ref.account_id if ref is not None else self.argument("account_id")
+        if not isinstance(account_id, str):
+            return None
+        account_id = self.app.resolve_account(account_id)
+        config = self.app.config.accounts.get(account_id)
+        return None if config is None else (account_id, config)
+
+
+Converter = Callable[[Any, Call], ToolFailure]
+
+
+def _write_refused(failure: CommandRefused | MailboxMissing, mailbox: str) -> ToolFailure:
+    """The server answered NO (or BAD) to a write command in ``mailbox``: over quota, no permission, or
+    another reason given in its words."""
+    reason = failure.reason if isinstance(failure, CommandRefused) else Refusal.OTHER
+    code = {Refusal.OVER_QUOTA: ErrorCode.LIMIT_EXCEEDED, Refusal.NOT_PERMITTED: ErrorCode.PERMISSION_DENIED}
+    return ToolFailure(
+        code.get(reason, ErrorCode.UNAVAILABLE),
+        f"The server refused {failure.command} in {mailbox!r}: {failure.said}",
+        details={"command": failure.command, "mailbox": mailbox},
+        retryable=False,
+    )
+
+
+def mailbox_refused(
+    failure: ImapError | BaseException, account_id: str, command: str, mailbox: str, parameter: str
+) -> ToolFailure:
+    """The server answered NO (or BAD) to CREATE, RENAME, DELETE or APPEND of ``mailbox``, the value of
+    ``parameter``: it exists already, has children, is missing, over quota, not allowed, or another reason
+    in the server's words."""
+    failure = classify(failure, errors.Context(command, mailbox)) or failure
+    details = {"parameter": parameter, "mailbox": mailbox, "command": command}
+    if isinstance(failure, MailboxMissing | MailboxGone):
+        return ToolFailure(
+            ErrorCode.NOT_FOUND,
+            f"Mailbox {mailbox!r} ({parameter}) does not exist; nothing was changed. Call "
+            "imap_list_mailboxes for the available names.",
+            details=details,
+            next_action=NextAction(
+                instruction="List the mailboxes",
+                tool="imap_list_mailboxes",
+                arguments={"account_id": account_id},
+            ),
+        )
+    reason = failure.reason if isinstance(failure, CommandRefused) else Refusal.OTHER
+    said = failure.said if isinstance(failure, CommandRefused) else errors.server_said(failure)
+    if reason is Refusal.EXISTS and command.upper() == "DELETE":
+        # Cyrus (delayed delete) answers so when a mailbox of that name was deleted in the same second.
+        return ToolFailure(
+            ErrorCode.UNAVAILABLE,
+            f"The server refused to delete {mailbox!r} for now ({said}); nothing was deleted. A mailbox of "
+            "that name was probably deleted a moment ago and is still being removed: try again in a few "
+            "seconds.",
+            details=details,
+            retryable=True,
+        )
+    if reason is Refusal.EXISTS:
+        return ToolFailure.invalid_input(
+            parameter, f"mailbox {mailbox!r} already exists; choose another name."
+        )
+    if reason is Refusal.HAS_CHILDREN:
+        return ToolFailure.invalid_input(
+            parameter, f"mailbox {mailbox!r} has child mailboxes; delete or move them first."
+        )
+    if reason is Refusal.OVER_QUOTA:
+        return ToolFailure(
+            ErrorCode.LIMIT_EXCEEDED, f"The server refused {command}: over quota ({said}).", details=details
+        )
+    if reason is Refusal.NOT_PERMITTED:
+        return ToolFailure(
+            ErrorCode.PERMISSION_DENIED,
+            f"The server does not allow {command} of {mailbox!r} for this user ({said}).",
+            details=details,
+        )
+    return ToolFailure.invalid_input(parameter, f"the server refused {command} of {mailbox!r}: {said}")
+
+
+def conflict(
+    account_id: str, mailbox: str, expected: int, actual: int, arguments: dict[str, Any] | None = None
+) -> ToolFailure:
+    """The mailbox was recreated (a new UIDVALIDITY): ids and cursors made for it are stale."""
+    return ToolFailure(
+        ErrorCode.CONFLICT,
+        f"Mailbox snapshot changed; rerun search: UIDVALIDITY of {mailbox!r} is now {actual}, "
+        f"not {expected}, so earlier ids and cursors no longer apply.",
+        details={"mailbox": mailbox, "expected_uidvalidity": expected, "actual_uidvalidity": actual},
+        next_action=rerun_search(account_id, mailbox, arguments),
+    )
+
+
+def rerun_search(account_id: str, mailbox: str, arguments: dict[str, Any] | None = None) -> NextAction:
+    """Search ``mailbox`` again (with ``arguments``), for fresh ids after it changed."""
+    return NextAction(
+        instruction="The mailbox changed (UIDVALIDITY); rerun the search to get fresh message ids",
+        tool="imap_search_messages",
+        arguments={**(arguments or {}), "account_id": account_id, "mailbox": mailbox},
+    )
+
+
+def message_gone(ref: MessageRef) -> ToolFailure:
+    """The message of an id no longer exists in its mailbox."""
+    return ToolFailure(
+        ErrorCode.NOT_FOUND,
+        f"Message UID {ref.uid} no longer exists in {ref.mailbox!r} (deleted or moved); search again.",
+        details={"message_id": ref.message_id, "uid": ref.uid, "mailbox": ref.mailbox},
+        next_action=NextAction(
+            instruction="Search the mailbox again",
+            tool="imap_search_messages",
+            arguments={"account_id": ref.account_id, "mailbox": ref.mailbox},
+        ),
+    )
+
+
+def part_failure(exc: Exception, ref: MessageRef) -> ToolFailure:
+    """The envelope of a part id that does not name an attachment of the message (or a gone message)."""
+    if isinstance(exc, PartGone):
+        return message_gone(ref)
+    if isinstance(exc, PartRefused):
+        return ToolFailure(
+            ErrorCode.UNAVAILABLE,
+            f"The server refused to send part {exc.part_id!r} of the message: {exc.said}",
+            details={"parameter": "part_id", "part_id": exc.part_id},
+            retryable=False,
+        )
+    list_them = NextAction(
+        instruction="Read the message to see its attachments and their part_id",
+        tool="imap_get_message",
+        arguments={"message_id": ref.message_id},
+    )
+    if isinstance(exc, PartNotFound):
+        available = ", ".join(exc.available) or "none"
+        return ToolFailure(
+            ErrorCode.NOT_FOUND,
+            f"Message UID {ref.uid} has no part {exc.part_id!r} (part_id); its attachments are: {available}.",
+            details={"parameter": "part_id", "part_id": exc.part_id, "available": exc.available},
+            next_action=list_them,
+        )
+    if isinstance(exc, NotAnAttachment):
+        return ToolFailure(
+            ErrorCode.INVALID_INPUT,
+            f"Invalid 'part_id': part {exc.part.section!r} is the message's {exc.part.content_type} body, "
+            "not an attachment; read it with imap_get_message. Attachments: "
+            f"{', '.join(exc.available) or 'none'}.",
+            details={"parameter": "part_id", "part_id": exc.part.section, "available": exc.available},
+            next_action=list_them,
+        )
+    if isinstance(exc, StructureUnusable):
+        return ToolFailure(
+            ErrorCode.UNAVAILABLE,
+            f"Cannot locate the attachments of message UID {ref.uid}: {exc.reason}; read the source with "
+            "imap_get_message_raw.",
+            details={"parameter": "part_id"},
+            retryable=False,
+            next_action=NextAction(
+                instruction="Read the raw message source",
+                tool="imap_get_message_raw",
+                arguments={"message_id": ref.message_id},
+            ),
+        )
+    raise exc
+
+
+def mailbox_issue(mailbox: str, exc: Exception) -> Issue:
+    """The issue of a multi-mailbox call about a mailbox that could not be searched (see
+    :func:`mail_imap_mcp.imap.errors.mailbox_failure`)."""
+    if isinstance(exc, UidValidityChanged):
+        code, reason = "conflict", "it was recreated (UIDVALIDITY changed) since the first page"
+        retryable = False
+    elif isinstance(exc, CharsetRejected):
+        code, reason, retryable = "charset_unsupported", "the server refused CHARSET UTF-8 there", False
+    elif isinstance(exc, ToolFailure):
+        code, reason, retryable = exc.code.value, exc.message, exc.retryable
+    elif isinstance(exc, MailboxMissing | MailboxGone):
+        failure = _mailbox_missing(exc, None) if isinstance(exc, MailboxMissing) else _mailbox_gone(exc, None)
+        code, reason, retryable = failure.code.value, failure.message, failure.retryable
+    else:
+        code, reason, retryable = "search_failed", " ".join(str(exc).split())[:200], True
+    return Issue(
+        code=code,
+        stage="search",
+        message=f"Mailbox {mailbox!r} could not be searched, so its messages are missing from this "
+        f"search: {reason}. Search it alone with mailbox={mailbox!r}.",
+        retryable=retryable,
+    )
+
+
+# -- the registry -----------------------------------------------------------------------------------
+
+
+def _account(call: Call | None) -> tuple[str, AccountConfig | None]:
+    found = call.account() if call is not None else None
+    return found if found is not None else ("", None)
+
+
+def _connection_lost(exc: ConnectionLost, call: Call) -> ToolFailure:
+    account_id, config = _account(call)
+    host = config.host if config is not None else "the IMAP server"
+    return ToolFailure(
+        ErrorCode.UNAVAILABLE,
+        f"Lost the connection to {host} and could not re-establish it; retry shortly.",
+        details={"account_id": account_id},
+    )
+
+
+def _timed_out(exc: TimedOut, call: Call) -> ToolFailure:
+    account_id, config = _account(call)
+    host = config.host if config is not None else "the IMAP server"
+    return ToolFailure(
+        ErrorCode.TIMEOUT,
+        f"The IMAP server {host} did not answer in time; retry shortly.",
+        details={"account_id": account_id},
+    )
+
+
+def _uidvalidity_changed(exc: UidValidityChanged, call: Call) -> ToolFailure:
+    ref = call.message_ref()
+    account_id, _ = _account(call)
+    mailbox = ref.mailbox if ref is not None else str(call.argument("mailbox") or "")
+    return conflict(account_id, mailbox, exc.expected, exc.actual)
+
+
+def _charset_rejected(exc: CharsetRejected, call: Call) -> ToolFailure:
+    return ToolFailure(
+        ErrorCode.INVALID_INPUT,
+        "The server refused CHARSET UTF-8, so it cannot search for non-ASCII text; search with ASCII "
+        "words instead.",
+        details={"parameter": "", "charset": "UTF-8"},
+    )
+
+
+def _outcome_unknown(exc: OutcomeUnknown, call: Call) -> ToolFailure:
+    return ToolFailure(
+        ErrorCode.UNAVAILABLE,
+        "The connection was lost after the change was sent: it may or may not have happened. It was not "
+        "retried; search or list the mailboxes to see.",
+        details={"uids": exc.uids},
+        retryable=False,
+    )
+
+
+def _selection_stale(exc: SelectionStale, call: Call) -> ToolFailure:
+    return ToolFailure(ErrorCode.UNAVAILABLE, "The mailbox changed while it was read; retry.", retryable=True)
+
+
+def _connect_failed(exc: TokenCommandFailed | OAuthRejected | ImplicitTlsPort, call: Call) -> ToolFailure:
+    account_id, config = _account(call)
+    if config is None:
+        return ToolFailure(ErrorCode.UNAVAILABLE, f"Could not connect and log in: {exc}.")
+    phase = ConnectPhase.GREETING if isinstance(exc, ImplicitTlsPort) else ConnectPhase.LOGIN
+    return errors.connect_failure(exc, account_id, config, phase)
+
+
+def _mailbox_missing(exc: MailboxMissing, call: Call | None) -> ToolFailure:
+    command = exc.command.upper()
+    if command in _TRANSFERS:
+        return destination_not_found(exc.mailbox)
+    if command in _MAILBOX_COMMANDS:
+        account_id, _ = _account(call)
+        return mailbox_refused(exc, account_id, command, exc.mailbox, "mailbox")
+    if command in {"", "SELECT", "EXAMINE"}:
+        return mailbox_not_found(exc.mailbox)
+    return _write_refused(exc, exc.mailbox)
+
+
+def _mailbox_gone(exc: MailboxGone, call: Call | None) -> ToolFailure:
+    return mailbox_vanished(exc.account_id, exc.mailbox)
+
+
+def _command_refused(exc: CommandRefused, call: Call) -> ToolFailure:
+    if exc.command.upper() in _MAILBOX_COMMANDS:
+        account_id, _ = _account(call)
+        return mailbox_refused(exc, account_id, exc.command.upper(), exc.mailbox, "mailbox")
+    return _write_refused(exc, exc.mailbox)
+
+
+def _imap_error(exc: ImapError, call: Call) -> ToolFailure:
+    return ToolFailure(ErrorCode.UNAVAILABLE, f"The IMAP server failed: {errors.server_said(exc)}")
+
+
+def _message_gone(exc: MessageGone, call: Call) -> ToolFailure:
+    ref = call.message_ref()
+    if ref is None:
+        return ToolFailure(
+            ErrorCode.NOT_FOUND, "The message no longer exists (deleted or moved); search again."
+        )
+    return message_gone(ref)
+
+
+def _part_failure(exc: Exception, call: Call) -> ToolFailure:
+    ref = call.message_ref()
+    if ref is None:
+        return ToolFailure(
+            ErrorCode.NOT_FOUND, f"No such attachment: {exc}.", details={"parameter": "part_id"}
+        )
+    return part_failure(exc, ref)
+
+
+def _invalid_message_id(exc: InvalidMessageId, call: Call) -> ToolFailure:
+    parameter = next(
+        (name for name in ("message_id", "message_ids", "in_reply_to") if call.argument(name) is not None),
+        "message_id",
+    )
+    return ToolFailure.invalid_input(parameter, f"{exc}.")
+
+
+def _cursor_error(exc: CursorError, call: Call) -> ToolFailure:
+    return ToolFailure.invalid_input("cursor", f"{exc}. Rerun the search without a cursor to start again.")
+
+
+def _malformed_uid_set(exc: MalformedUidSet, call: Call) -> ToolFailure:
+    return ToolFailure(
+        ErrorCode.UNAVAILABLE, f"The server answered with a malformed UID set ({exc}).", retryable=False
+    )
+
+
+def _extraction_failed(exc: ExtractionError, call: Call) -> ToolFailure:
+    details: dict[str, Any] = {"extraction": exc.code}
+    if exc.limit is not None:
+        details["limit"] = exc.limit
+    return ToolFailure(_EXTRACTION_CODES[exc.code], exc.message, details=details, retryable=False)
+
+
+#: Every exception class of ``imap/`` and ``content/`` and its envelope error (a unit test keeps it
+#: complete). Looked up along the class's MRO, so a subclass left out falls back to its base.
+REGISTRY: Mapping[type[BaseException], Converter] = {
+    ImapError: _imap_error,
+    ConnectionLost: _connection_lost,
+    TimedOut: _timed_out,
+    SelectionStale: _selection_stale,
+    OutcomeUnknown: _outcome_unknown,
+    UidValidityChanged: _uidvalidity_changed,
+    CharsetRejected: _charset_rejected,
+    MailboxMissing: _mailbox_missing,
+    MailboxGone: _mailbox_gone,
+    CommandRefused: _command_refused,
+    TokenCommandFailed: _connect_failed,
+    ImplicitTlsPort: _connect_failed,
+    OAuthRejected: _connect_failed,
+    MessageGone: _message_gone,
+    PartGone: _part_failure,
+    PartNotFound: _part_failure,
+    NotAnAttachment: _part_failure,
+    StructureUnusable: _part_failure,
+    PartRefused: _part_failure,
+    InvalidMessageId: _invalid_message_id,
+    CursorError: _cursor_error,
+    MalformedUidSet: _malformed_uid_set,
+    ExtractionError: _extraction_failed,
+}
+
+
+def tool_failure(exc: BaseException, call: Call) -> ToolFailure | None:
+    """The envelope failure of ``exc`` (after :func:`~mail_imap_mcp.imap.errors.classify` when it is a
+    library's or the server's); None when it is no failure the map knows (a bug: the runner answers
+    ``internal``)."""
+    if isinstance(exc, ToolFailure):
+        return exc
+    known = exc if any(kind in REGISTRY for kind in type(exc).__mro__) else classify(exc)
+    if known is None:
+        return None
+    converter = next(REGISTRY[kind] for kind in type(known).__mro__ if kind in REGISTRY)
+    return converter(known, call)
+
+
+def run(
+    handle: Callable[[AppContext, InputT], ToolResult[Any]], app: AppContext, args: InputT
+) -> ToolResult[Any]:
+    """Run a tool's handler; a domain error (or a library's, classified) that leaves it becomes its
+    envelope failure here, so tools do not catch and convert themselves."""
+    try:
+        return handle(app, args)
+    except ToolFailure:
+        raise
+    except Exception as exc:
+        failure = tool_failure(exc, Call(app, args))
+        if failure is None:
+            raise
+        raise failure from exc
