@@ -1,5 +1,5 @@
 """The failure registry: every exception class of ``imap/`` and ``content/`` has its envelope error
-(:data:`mail_imap_mcp.tools.failures.REGISTRY`), and :func:`mail_imap_mcp.imap.errors.classify` gives
+(:data:`mail_imap_mcp.tools._shared.failures.REGISTRY`), and :func:`mail_imap_mcp.imap.errors.classify` gives
 the answers of Dovecot, Cyrus and Courier (their words as measured on the test servers) one meaning.
 No server: the exceptions are built as imapclient raises them."""
 
@@ -36,8 +36,8 @@ from mail_imap_mcp.imap.errors import (
     mailbox_failure,
     message_failure,
 )
+from mail_imap_mcp.tools._shared.failures import REGISTRY, Call, mailbox_issue, run, tool_failure
 from mail_imap_mcp.tools.context import AppContext
-from mail_imap_mcp.tools.failures import REGISTRY, Call, mailbox_issue, run, tool_failure
 
 
 def _modules(package: ModuleType) -> list[ModuleType]:
@@ -61,7 +61,7 @@ def test_every_exception_class_of_imap_and_content_is_mapped() -> None:
     classes = _exception_classes()
     assert len(classes) >= 15, sorted(c.__name__ for c in classes)  # the walk found them
     unmapped = sorted(f"{c.__module__}.{c.__qualname__}" for c in classes if c not in REGISTRY)
-    assert unmapped == [], "add these to mail_imap_mcp.tools.failures.REGISTRY"
+    assert unmapped == [], "add these to mail_imap_mcp.tools._shared.failures.REGISTRY"
 
 
 def _no(command: str, said: str) -> IMAPClientError:

@@ -1,7 +1,7 @@
 """What IMAP failures mean: typed domain errors, and :func:`classify`, which turns any imapclient,
 imaplib, socket, TLS or server failure into one of them.
 
-Nothing here knows tools or envelopes: ``mail_imap_mcp.tools.failures`` turns each domain error into
+Nothing here knows tools or envelopes: ``mail_imap_mcp.tools._shared.failures`` turns each domain error into
 the envelope's error (the tool runner applies it), naming the arguments as the user wrote them.
 (The connection layer still builds a few envelope failures of its own below, for connect and login.)
 """

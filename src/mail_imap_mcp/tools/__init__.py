@@ -1,6 +1,6 @@
 """The tools: each module declares one :class:`~mail_imap_mcp.tools.spec.ToolSpec` (``TOOL``) and
 validates input, calls the IMAP layer and builds an envelope; failures become envelope errors in
-:mod:`mail_imap_mcp.tools.failures`, which runs every handler."""
+:mod:`mail_imap_mcp.tools._shared.failures`, which runs every handler."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
 from mail_imap_mcp.tools import (
     apply_to_messages,
     cancel_operation,
-    failures,
     get_attachment,
     get_message,
     get_message_raw,
@@ -24,6 +23,7 @@ from mail_imap_mcp.tools import (
     search_messages,
     update_message_flags,
 )
+from mail_imap_mcp.tools._shared import failures
 from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 

@@ -30,8 +30,8 @@ from mail_imap_mcp.imap.mailboxes import list_mailboxes, list_matching
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid, format_uid_set
 from mail_imap_mcp.operations import Operation, OperationRef, Progress
+from mail_imap_mcp.tools._shared.failures import conflict
 from mail_imap_mcp.tools.context import AppContext
-from mail_imap_mcp.tools.failures import conflict
 from mail_imap_mcp.tools.messages import MessageIdArg
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 from mail_imap_mcp.tools.writes import (

@@ -29,7 +29,7 @@ from mail_imap_mcp.imap.parts import (
     read_part,
 )
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.tools.failures import part_failure
+from mail_imap_mcp.tools._shared.failures import part_failure
 from mail_imap_mcp.tools.messages import examine_for
 
 PartIdArg = Annotated[

@@ -10,8 +10,8 @@ from mail_imap_mcp.envelope import Payload
 from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap.fetch import MessageGone, RawWindow, read_raw
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.tools._shared.failures import message_gone
 from mail_imap_mcp.tools.context import AppContext
-from mail_imap_mcp.tools.failures import message_gone
 from mail_imap_mcp.tools.messages import (
     MESSAGE_TOOL_ERRORS,
     MessageIdArg,

@@ -18,6 +18,7 @@ from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.threads import read_seed, thread_mailboxes, thread_uids
+from mail_imap_mcp.tools._shared.failures import mailbox_issue, message_gone
 from mail_imap_mcp.tools._shared.shapes import (
     SHAPE_DESCRIPTION,
     CompactSummary,
@@ -27,7 +28,6 @@ from mail_imap_mcp.tools._shared.shapes import (
     summary_shape,
 )
 from mail_imap_mcp.tools.context import AppContext
-from mail_imap_mcp.tools.failures import mailbox_issue, message_gone
 from mail_imap_mcp.tools.messages import (
     MESSAGE_TOOL_ERRORS,
     MessageIdArg,

@@ -27,8 +27,8 @@ from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap.errors import Context, MailboxMissing, OutcomeUnknown, classify, is_connection_broken
 from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.tools._shared.failures import mailbox_refused
 from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
-from mail_imap_mcp.tools.failures import mailbox_refused
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 from mail_imap_mcp.tools.writes import CONFIRM_TOKEN_DESCRIPTION, DRY_RUN_DESCRIPTION, audit
 

@@ -12,10 +12,10 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.fetch import MessageGone, ReadOptions
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.session import ImapSession, MailboxState
+from mail_imap_mcp.tools._shared.failures import conflict, message_gone
 from mail_imap_mcp.tools._shared.message_body import read_detail
 from mail_imap_mcp.tools._shared.shapes import MessageDetail
 from mail_imap_mcp.tools.context import AppContext
-from mail_imap_mcp.tools.failures import conflict, message_gone
 
 MessageIdArg = Annotated[
     str,

@@ -32,9 +32,9 @@ from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_i
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.threads import MESSAGE_ID
+from mail_imap_mcp.tools._shared.failures import mailbox_refused
 from mail_imap_mcp.tools._shared.shapes import MessageDetail
 from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
-from mail_imap_mcp.tools.failures import mailbox_refused
 from mail_imap_mcp.tools.messages import UntrustedContent, read_checked
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 from mail_imap_mcp.tools.writes import audit

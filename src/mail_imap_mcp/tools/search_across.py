@@ -23,8 +23,8 @@ from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.search import SearchFilter
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import DATE_WINDOW, OrderedPage, StreamCursor, StreamState, ordered_page
+from mail_imap_mcp.tools._shared.failures import conflict, mailbox_issue
 from mail_imap_mcp.tools.context import AppContext
-from mail_imap_mcp.tools.failures import conflict, mailbox_issue
 from mail_imap_mcp.tools.search_page import SearchMessagesData, charset_refused, decode_cursor, search_result
 
 ALL_MAILBOXES = "*"

@@ -21,9 +21,9 @@ from mail_imap_mcp.imap.search import (
 )
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import DATE_WINDOW
+from mail_imap_mcp.tools._shared.failures import conflict
 from mail_imap_mcp.tools._shared.shapes import SHAPE_DESCRIPTION, Shape
 from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
-from mail_imap_mcp.tools.failures import conflict
 from mail_imap_mcp.tools.messages import MailboxName, SearchText
 from mail_imap_mcp.tools.search_across import MAX_MAILBOXES, handle_ordered
 from mail_imap_mcp.tools.search_page import (

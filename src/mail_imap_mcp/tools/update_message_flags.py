@@ -24,8 +24,8 @@ from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_i
 from mail_imap_mcp.imap.session import FlagState, ImapSession, MailboxState
 from mail_imap_mcp.operations import Operation as BackgroundOperation
 from mail_imap_mcp.operations import OperationRef, Progress
+from mail_imap_mcp.tools._shared.failures import conflict, message_gone, rerun_search
 from mail_imap_mcp.tools.context import AppContext
-from mail_imap_mcp.tools.failures import conflict, message_gone, rerun_search
 from mail_imap_mcp.tools.messages import MessageIdArg
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 from mail_imap_mcp.tools.writes import (
