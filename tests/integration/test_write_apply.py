@@ -437,3 +437,27 @@ async def test_connection_lost_after_move_is_outcome_unknown_never_replayed(
         assert clean(message_id_counts(dovecot, user)) == moved(start, "INBOX", "Archive", [mid_of("one")])
         assert (await ids_by_subject(mcp, "Archive")).keys() == {"one"}
         assert proxy.sent().count(b" UID MOVE ") == 1
+
+
+async def test_ids_under_two_aliases_of_one_account_copy_each_message_once(
+    dovecot: Dovecot, user: str, account: AccountFactory
+) -> None:
+    """Regression (issue 21: the two bulk writes disagreed on aliases): "default" names the only account,
+    here "work", and imap_update_message_flags refused ids under both names. Both tools now resolve them
+    to the one account; a message named under both is copied once, not twice."""
+    setup_user(dovecot, user, ["one", "two"])
+    archive = dovecot.mailbox_name("Archive")
+    start = clean(message_id_counts(dovecot, user))
+    async for mcp in open_client(make_config({"work": account(user)}, write_enabled=True)):
+        found = await ids_by_subject(mcp)
+        one, two = found["one"], found["two"]
+        alias = one.replace("imap:work:", "imap:default:")
+        data = await mcp.ok(
+            TOOL, {"message_ids": [one, alias, two], "action": "copy", "destination_mailbox": archive}
+        )
+        assert data["status"] == "ok", data["issues"]
+        assert (data["requested"], data["changed"]) == (2, 2)
+        assert [r["message_id"] for r in data["results"]] == [one, two]
+    wanted = {name: Counter(ids) for name, ids in start.items()}
+    wanted[archive].update([mid_of("one"), mid_of("two")])
+    assert clean(message_id_counts(dovecot, user)) == clean(wanted)

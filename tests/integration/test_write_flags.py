@@ -617,3 +617,27 @@ async def test_a_store_the_server_refuses_is_an_issue_of_those_messages(cyrus: C
         )
         assert not envelope["success"] and "Too many user flags" in envelope["error"]["message"]
     check(cyrus, user, ["INBOX", work], flags)
+
+
+async def test_ids_under_two_aliases_of_one_account_are_one_account_and_each_message_changes_once(
+    dovecot: Dovecot,
+) -> None:
+    """Regression (issue 21: the two bulk writes disagreed on aliases): "default" names the only account,
+    here "work". Ids under both names were refused as "several accounts" here while
+    imap_apply_to_messages took them; both now resolve them to the one account, and a message named
+    under both is changed once and reported once."""
+    user = dovecot.new_user()
+    seed(dovecot, user, "INBOX", {"x0": "", "x1": ""})
+    config = make_config({"work": account_settings(dovecot, user)}, write_enabled=True)
+    work = ids(dovecot, user, "INBOX", account_id="work")
+    alias = ids(dovecot, user, "INBOX", account_id="default")
+    async for mcp in open_client(config):
+        data = await mcp.ok(
+            TOOL,
+            {"message_ids": [work["x0"], alias["x0"], alias["x1"]], "operation": "add", "flags": ["$Once"]},
+        )
+        assert data["status"] == "ok", data["issues"]
+        assert data["requested"] == 2
+        assert [m["message_id"] for m in data["messages"]] == [work["x0"], alias["x1"]]
+        assert all(m["changed"] for m in data["messages"])
+    check(dovecot, user, ["INBOX"], {"x0": frozenset({"$Once"}), "x1": frozenset({"$Once"})})

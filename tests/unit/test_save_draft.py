@@ -1,20 +1,14 @@
-"""imap_save_draft's message building without a server: reply subject, threading headers, quoting, addresses."""
+"""imap_save_draft's message building (content.drafts) without a server: reply subject, threading headers, quoting, addresses."""
 
 from __future__ import annotations
 
 import pytest
 
 from mail_imap_mcp.config import AccountConfig
+from mail_imap_mcp.content.drafts import MAX_REFERENCES, check_address, thread_headers
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.tools._shared.shapes import MessageDetail
-from mail_imap_mcp.tools.save_draft import (
-    MAX_REFERENCES,
-    SaveDraftInput,
-    _build,
-    _check_address,
-    _Original,
-    _thread_headers,
-)
+from mail_imap_mcp.tools.save_draft import SaveDraftInput, _build, _Original
 
 ACCOUNT = AccountConfig(host="imap.example.com", username="me@example.org", password="x")
 
@@ -66,7 +60,7 @@ def test_reply_subject_gets_one_re(theirs: str | None, ours: str) -> None:
 
 def test_references_keep_the_first_and_the_latest() -> None:
     chain = " ".join(f"<r{i}@example.com>" for i in range(50))
-    parent, references = _thread_headers(
+    parent, references = thread_headers(
         original("s", {"Message-ID": "<m@example.com>", "References": chain + " junk <no-at-sign>"}).detail
     )
     assert parent == "<m@example.com>"
@@ -112,9 +106,9 @@ def test_a_draft_is_from_the_first_configured_address_when_the_login_is_not_one(
 )
 def test_only_one_plain_address_passes(value: str) -> None:
     with pytest.raises(ValueError):
-        _check_address(value)
+        check_address(value)
 
 
 def test_addresses_with_names_pass() -> None:
     for value in ("a@b.c", "Zoë <z@example.com>", '"Doe, John" <jd@example.org>', "<x@localhost>"):
-        assert _check_address(value) == value
+        assert check_address(value) == value

@@ -6,16 +6,15 @@ from __future__ import annotations
 import pytest
 
 from mail_imap_mcp.envelope import ToolFailure
+from mail_imap_mcp.imap.flags import not_permitted, ordered, parse_flags, target_flags
+from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.session import MailboxState
-from mail_imap_mcp.tools.update_message_flags import (
-    FlagResult,
-    _undo,
-    not_permitted,
-    ordered,
-    parse_flags,
-    parse_ids,
-    target_flags,
-)
+from mail_imap_mcp.operations.batch import group_message_ids
+from mail_imap_mcp.tools.update_message_flags import FlagResult, _undo
+
+
+def parse_ids(message_ids: list[str]) -> list[MessageRef]:
+    return [item.ref for item in group_message_ids(message_ids, lambda account: account).items]
 
 
 def test_flags_are_canonical_and_deduplicated_case_insensitively() -> None:

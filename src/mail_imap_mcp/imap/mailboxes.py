@@ -117,32 +117,3 @@ def mailbox_counts(session: ImapSession, name: str) -> MailboxCounts:
         return int(value) if value is not None else None
 
     return MailboxCounts(get(b"MESSAGES"), get(b"UNSEEN"), get(b"UIDVALIDITY"), get(b"UIDNEXT"))
-
-
-#: Left out of a search of every mailbox unless named: deleted mail, spam, and virtual views that hold
-#: copies of mail kept elsewhere (Gmail's All Mail, Important and Starred; Dovecot's virtual folders).
-EXCLUDED_FROM_ALL = ("\\Trash", "\\Junk", "\\All", "\\Flagged", "\\Important")
-# Where the server marks no mailbox \\Trash (or \\Junk), these last name parts stand for one.
-_TRASH_NAMES = {"trash", "deleted items", "deleted messages", "bin"}
-_JUNK_NAMES = {"junk", "spam", "junk e-mail", "junk email", "bulk mail"}
-
-
-def searchable_mailboxes(boxes: list[MailboxInfo], trash_mailbox: str | None) -> list[str]:
-    """The mailboxes a search of every mailbox (``mailbox: "*"``) covers, in ``boxes``' order: every
-    selectable one except :data:`EXCLUDED_FROM_ALL` by special use, the configured ``trash_mailbox``,
-    and, where the server marks no Trash or Junk mailbox, ones with their usual names."""
-    roles = {box.special_use for box in boxes}
-    guessed = (set() if "\\Trash" in roles else _TRASH_NAMES) | (set() if "\\Junk" in roles else _JUNK_NAMES)
-
-    def last_part(box: MailboxInfo) -> str:
-        name = box.name.rsplit(box.delimiter, 1)[-1] if box.delimiter else box.name
-        return name.casefold()
-
-    return [
-        box.name
-        for box in boxes
-        if box.selectable
-        and box.special_use not in EXCLUDED_FROM_ALL
-        and box.name != trash_mailbox
-        and last_part(box) not in guessed
-    ]

@@ -19,11 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mail_imap_mcp import mime
+from mail_imap_mcp.content.drafts import MESSAGE_ID
+from mail_imap_mcp.imap.directory import SENT, MailboxDirectory
 from mail_imap_mcp.imap.mailboxes import MailboxInfo
 from mail_imap_mcp.imap.session import ImapSession
 
-#: A message id as RFC 5322 writes it (``<left@right>``, printable ASCII, bounded).
-MESSAGE_ID = re.compile(r"<[!-;=?-~]{1,250}@[!-;=?-~]{1,250}>")
 #: Ids searched for at most: the root, the message's own and the newest references.
 MAX_THREAD_IDS = 12
 #: Header bytes read from the message to find its thread (a 1 MB References is cut).
@@ -32,10 +32,9 @@ _SEED_ITEM = f"BODY.PEEK[HEADER.FIELDS (MESSAGE-ID IN-REPLY-TO REFERENCES SUBJEC
 _REPLY_PREFIX = re.compile(
     r"^\s*((re|fwd?|aw|wg|sv|vs|antw|tr|rv|réf)\s*(\[\d+\])?\s*:|\[[^\]]{1,40}\])\s*", re.I
 )
+
+
 # Where the server marks no mailbox \Sent, these last name parts stand for it.
-_SENT_NAMES = {"sent", "sent items", "sent messages", "sent mail"}
-
-
 @dataclass
 class ThreadSeed:
     """What one message says about its conversation."""
@@ -131,13 +130,6 @@ def thread_uids(session: ImapSession, seed: ThreadSeed, own_uid: int | None) -> 
 
 def thread_mailboxes(boxes: list[MailboxInfo], own: str) -> list[str]:
     """Where a conversation lives: the message's own mailbox, INBOX and Sent (special-use, else by name)."""
-    sent = [b.name for b in boxes if b.special_use == "\\Sent" and b.selectable]
-    if not sent:
-        sent = [
-            b.name
-            for b in boxes
-            if b.selectable
-            and (b.name.rsplit(b.delimiter, 1)[-1] if b.delimiter else b.name).casefold() in _SENT_NAMES
-        ]
-    inbox = [b.name for b in boxes if b.name.upper() == "INBOX"]
-    return list(dict.fromkeys([own, *inbox, *sent]))
+    directory = MailboxDirectory(boxes)
+    inbox = [name for name in [directory.inbox()] if name is not None]
+    return list(dict.fromkeys([own, *inbox, *directory.with_role(SENT)]))

@@ -24,13 +24,14 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.imap.directory import INBOX, MailboxDirectory
 from mail_imap_mcp.imap.errors import Context, MailboxMissing, OutcomeUnknown, classify, is_connection_broken
-from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.tools._shared.failures import mailbox_refused
 from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
-from mail_imap_mcp.tools.writes import CONFIRM_TOKEN_DESCRIPTION, DRY_RUN_DESCRIPTION, audit
+from mail_imap_mcp.tools.writes import CONFIRM_TOKEN_DESCRIPTION, DRY_RUN_DESCRIPTION
 
 NAME = "imap_manage_mailbox"
 TITLE = "Create, rename or delete a mailbox"
@@ -130,96 +131,55 @@ class _Plan:
         return f"rename the mailbox {self.mailbox!r} to {self.destination!r}, with {moved}"
 
 
-@dataclass
-class _Names:
-    """The account's mailboxes and how it spells names."""
+def _existing(names: MailboxDirectory, name: str, parameter: str) -> tuple[str, list[str]]:
+    """The existing mailbox ``name`` means: as given, else with the personal prefix."""
+    name = names.canonical(name)
+    if name in names.names() or name == INBOX:
+        return name, []
+    prefixed = names.with_prefix(name)
+    if prefixed is not None:
+        return prefixed, [_prefix_note(names.prefix, name)]
+    raise ToolFailure(
+        ErrorCode.NOT_FOUND,
+        f"Mailbox {name!r} ({parameter}) does not exist; nothing was changed. Call "
+        "imap_list_mailboxes for the names in the server's spelling.",
+        details={"parameter": parameter, "mailbox": name},
+    )
 
-    boxes: dict[str, MailboxInfo]
-    prefix: str
-    separator: str | None
-    protected: dict[str, str]  # name -> why it is never renamed or deleted
 
-    def children(self, name: str) -> tuple[str, ...]:
-        if not self.separator:
-            return ()
-        return tuple(sorted(n for n in self.boxes if n.startswith(name + self.separator)))
-
-    def _canonical(self, name: str) -> str:
-        """INBOX is case-insensitive, and so is the INBOX of a prefix such as 'INBOX.'."""
-        if name.upper() == "INBOX":
-            return "INBOX"
-        if self.separator and name.upper().startswith("INBOX" + self.separator):
-            return "INBOX" + name[5:]
-        return name
-
-    def existing(self, name: str, parameter: str) -> tuple[str, list[str]]:
-        """The existing mailbox ``name`` means: as given, else with the personal prefix."""
-        name = self._canonical(name)
-        if name in self.boxes or name == "INBOX":
-            return name, []
-        if self.prefix and not name.startswith(self.prefix) and self.prefix + name in self.boxes:
-            return self.prefix + name, [_prefix_note(self.prefix, name)]
-        raise ToolFailure(
-            ErrorCode.NOT_FOUND,
-            f"Mailbox {name!r} ({parameter}) does not exist; nothing was changed. Call "
-            "imap_list_mailboxes for the names in the server's spelling.",
-            details={"parameter": parameter, "mailbox": name},
+def _new(names: MailboxDirectory, name: str, parameter: str) -> tuple[str, list[str]]:
+    """The server's spelling of a mailbox to be made; refused when it exists or is malformed."""
+    name = names.canonical(name)
+    notes = []
+    sep, prefix = names.separator, names.prefix
+    if sep and not name.strip(sep).strip():
+        raise ToolFailure.invalid_input(parameter, f"a name made only of separators ({sep!r}) names nothing.")
+    if prefix and name != INBOX and not name.startswith(prefix):
+        notes.append(_prefix_note(prefix, name))
+        name = prefix + name
+    if sep and any(not level.strip() for level in name.split(sep)):
+        raise ToolFailure.invalid_input(
+            parameter,
+            f"{name!r} has an empty level (a leading, trailing or doubled separator {sep!r}).",
         )
+    if name == INBOX or name in names.names():
+        raise ToolFailure.invalid_input(parameter, f"mailbox {name!r} already exists; choose another name.")
+    return name, notes
 
-    def new(self, name: str, parameter: str) -> tuple[str, list[str]]:
-        """The server's spelling of a mailbox to be made; refused when it exists or is malformed."""
-        name = self._canonical(name)
-        notes = []
-        sep = self.separator
-        if sep and not name.strip(sep).strip():
-            raise ToolFailure.invalid_input(
-                parameter, f"a name made only of separators ({sep!r}) names nothing."
-            )
-        if self.prefix and name != "INBOX" and not name.startswith(self.prefix):
-            notes.append(_prefix_note(self.prefix, name))
-            name = self.prefix + name
-        if sep and any(not level.strip() for level in name.split(sep)):
-            raise ToolFailure.invalid_input(
-                parameter,
-                f"{name!r} has an empty level (a leading, trailing or doubled separator {sep!r}).",
-            )
-        if name == "INBOX" or name in self.boxes:
-            raise ToolFailure.invalid_input(
-                parameter, f"mailbox {name!r} already exists; choose another name."
-            )
-        return name, notes
 
-    def refuse_protected(self, name: str, parameter: str, action: str) -> None:
-        for each in (name, *self.children(name)):
-            why = self.protected.get(each)
-            if why is not None:
-                inside = "" if each == name else f" (it contains {each!r})"
-                raise ToolFailure.invalid_input(
-                    parameter, f"{name!r} cannot be {action}d{inside}: {why} is never renamed or deleted."
-                )
+def _refuse_protected(names: MailboxDirectory, name: str, parameter: str, action: str) -> None:
+    protected = names.protected()
+    for each in (name, *names.children(name)):
+        why = protected.get(each)
+        if why is not None:
+            inside = "" if each == name else f" (it contains {each!r})"
+            raise ToolFailure.invalid_input(
+                parameter, f"{name!r} cannot be {action}d{inside}: {why} is never renamed or deleted."
+            )
 
 
 def _prefix_note(prefix: str, name: str) -> str:
     return f"This server keeps personal mailboxes below {prefix!r}: {name!r} was taken as {prefix + name!r}."
-
-
-def _names(session: ImapSession, app: AppContext, account_id: str) -> _Names:
-    boxes = {box.name: box for box in list_mailboxes(session)}
-    prefix, separator = session.personal_namespace()
-    if separator is None:
-        separator = next((box.delimiter for box in boxes.values() if box.delimiter), None)
-    if prefix and prefix.upper() == f"INBOX{separator}":
-        prefix = f"INBOX{separator}"
-    protected = {"INBOX": "INBOX"}
-    for box in boxes.values():
-        if box.special_use:
-            protected[box.name] = f"the special-use folder {box.name!r} ({box.special_use})"
-    account = app.config.accounts[account_id]
-    for setting in ("trash_mailbox", "drafts_mailbox"):
-        configured = getattr(account, setting)
-        if configured:
-            protected.setdefault(configured, f"the {setting} {configured!r} of this account")
-    return _Names(boxes, prefix, separator or None, protected)
 
 
 def _count(session: ImapSession, mailbox: str) -> int:
@@ -249,13 +209,14 @@ def _refuse_nonempty(mailbox: str, messages: int, account_id: str) -> ToolFailur
 
 def _plan(session: ImapSession, app: AppContext, account_id: str, args: ManageMailboxInput) -> _Plan:
     """Resolve the names and check every refusal (reads only)."""
-    names = _names(session, app, account_id)
+    names = MailboxDirectory.load(session, app.config.accounts[account_id], namespace=True)
     if args.action == "create":
-        mailbox, notes = names.new(args.mailbox, "mailbox")
+        mailbox, notes = _new(names, args.mailbox, "mailbox")
         return _Plan("create", mailbox, messages=0, notes=tuple(notes))
-    mailbox, notes = names.existing(args.mailbox, "mailbox")
-    names.refuse_protected(mailbox, "mailbox", args.action)
-    box = names.boxes[mailbox]
+    mailbox, notes = _existing(names, args.mailbox, "mailbox")
+    _refuse_protected(names, mailbox, "mailbox", args.action)
+    box = names.get(mailbox)
+    assert box is not None  # INBOX, the one name not listed, is protected
     children = names.children(mailbox)
     messages = _count(session, mailbox) if box.selectable else None
     if args.action == "delete":
@@ -271,7 +232,7 @@ def _plan(session: ImapSession, app: AppContext, account_id: str, args: ManageMa
             raise _refuse_nonempty(mailbox, messages, account_id)
         return _Plan("delete", mailbox, messages=messages, selectable=box.selectable, notes=tuple(notes))
     assert args.destination_mailbox is not None
-    destination, more = names.new(args.destination_mailbox, "destination_mailbox")
+    destination, more = _new(names, args.destination_mailbox, "destination_mailbox")
     if names.separator and destination.startswith(mailbox + names.separator):
         raise ToolFailure.invalid_input(
             "destination_mailbox",

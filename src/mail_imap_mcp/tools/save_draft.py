@@ -11,12 +11,7 @@ would make a second draft).
 
 from __future__ import annotations
 
-import email.errors
-import email.policy
-import email.utils
-import re
 from dataclasses import dataclass
-from email.headerregistry import Address, AddressHeader, HeaderRegistry
 from email.message import EmailMessage
 from typing import Annotated, Literal
 
@@ -24,20 +19,30 @@ from imapclient.exceptions import IMAPClientError
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, Payload, ToolFailure
+from mail_imap_mcp.content.drafts import (
+    MAX_BODY_BYTES,
+    MAX_RECIPIENTS,
+    address,
+    check_address,
+    check_body,
+    check_header_text,
+    compose_draft,
+    message_id_domain,
+    one_line,
+)
+from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.imap.directory import DRAFTS, MailboxDirectory
 from mail_imap_mcp.imap.errors import OutcomeUnknown, is_connection_broken
 from mail_imap_mcp.imap.fetch import ReadOptions
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
-from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.threads import MESSAGE_ID
+from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.tools._shared.failures import mailbox_refused
 from mail_imap_mcp.tools._shared.shapes import MessageDetail
 from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
 from mail_imap_mcp.tools.messages import UntrustedContent, read_checked
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
-from mail_imap_mcp.tools.writes import audit
 
 NAME = "imap_save_draft"
 TITLE = "Save a draft (never sends)"
@@ -62,63 +67,11 @@ ERRORS = {
 }
 
 DRAFT_FLAGS = ("\\Draft", "\\Seen")
-MAX_RECIPIENTS = 100
-MAX_BODY_BYTES = 1024 * 1024
 #: How much of the original a reply quotes (characters of its text).
 QUOTE_MAX_CHARS = 20_000
-#: References kept from the original (the first and the latest, RFC 5322 3.6.4 allows trimming).
-MAX_REFERENCES = 20
-#: UTF-8, RFC 2047 encoded words, CRLF line ends.
-_POLICY = email.policy.SMTP
-# C0 controls (CR, LF, NUL, TAB...), DEL, C1 and the Unicode line separators: never inside a header.
-_HEADER_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-# In the body: line ends and tabs are text; NUL and the other C0 controls are not.
-_BODY_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
-_REPLY_PREFIX = re.compile(r"^\s*re\s*:", re.IGNORECASE)
-_DOMAIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
 
 
-def _parse_address(value: str) -> Address | None:
-    """``value`` as exactly one address (no group, no defect), or None."""
-    try:
-        header = HeaderRegistry()("to", value)
-    except Exception:  # the parser raises on some malformed input (e.g. "a@")
-        return None
-    if not isinstance(header, AddressHeader) or header.defects or len(header.groups) != 1:
-        return None
-    group = header.groups[0]
-    if group.display_name is not None or len(group.addresses) != 1:
-        return None
-    address = group.addresses[0]
-    return address if address.username and address.domain else None
-
-
-def _check_address(value: str) -> str:
-    if _HEADER_CONTROL.search(value):
-        raise ValueError("must not contain control characters (CR/LF would add header lines)")
-    address = _parse_address(value)
-    if address is None:
-        raise ValueError(f"not one email address like 'Name <user@example.com>': {value[:100]!r}")
-    if not address.addr_spec.isascii():
-        raise ValueError("the address itself must be ASCII (use the punycode form of the domain)")
-    return value
-
-
-def _check_header_text(value: str) -> str:
-    if _HEADER_CONTROL.search(value):
-        raise ValueError("must not contain control characters (CR/LF would add header lines)")
-    return value
-
-
-def _check_body(value: str) -> str:
-    if _BODY_CONTROL.search(value):
-        raise ValueError("must not contain NUL or other control characters (line breaks and tabs are fine)")
-    if len(value.encode("utf-8")) > MAX_BODY_BYTES:
-        raise ValueError(f"is larger than {MAX_BODY_BYTES} bytes (UTF-8)")
-    return value
-
-
-AddressArg = Annotated[str, Field(min_length=3, max_length=500), AfterValidator(_check_address)]
+AddressArg = Annotated[str, Field(min_length=3, max_length=500), AfterValidator(check_address)]
 
 
 class SaveDraftInput(BaseModel):
@@ -134,11 +87,11 @@ class SaveDraftInput(BaseModel):
     cc: list[AddressArg] = Field(
         default_factory=list, max_length=MAX_RECIPIENTS, description="Cc recipients."
     )
-    subject: Annotated[str, Field(max_length=998), AfterValidator(_check_header_text)] | None = Field(
+    subject: Annotated[str, Field(max_length=998), AfterValidator(check_header_text)] | None = Field(
         default=None,
         description="Subject. Omitted with in_reply_to: 'Re: ' and the original's subject.",
     )
-    body_text: Annotated[str, AfterValidator(_check_body)] = Field(
+    body_text: Annotated[str, AfterValidator(check_body)] = Field(
         default="", max_length=MAX_BODY_BYTES, description="The text of the draft (plain text, up to 1 MB)."
     )
     in_reply_to: str | None = Field(
@@ -213,128 +166,23 @@ def _read_original(app: AppContext, ref: MessageRef) -> _Original:
     return _Original(ref, detail, warnings)
 
 
-def _one_line(text: str | None) -> str:
-    return _HEADER_CONTROL.sub(" ", text or "").strip()
-
-
-def _reply_addresses(original: MessageDetail) -> list[Address]:
-    """The original's Reply-To, else its From: those that are valid addresses (at most 100)."""
-    for value in (original.headers.get("Reply-To"), original.headers.get("From") or original.from_):
-        found = []
-        for display, addr in email.utils.getaddresses([_one_line(value)]):
-            try:
-                found.append(Address(display_name=_one_line(display), addr_spec=_check_address(addr)))
-            except (ValueError, email.errors.HeaderParseError):
-                continue
-        if found:
-            return found[:MAX_RECIPIENTS]
-    return []
-
-
-def _quote(original: MessageDetail) -> str:
-    when = _one_line(original.headers.get("Date")) or original.date or "an unknown date"
-    who = _one_line(original.from_) or "the sender"
-    text = (original.body_text or "").rstrip()
-    lines = [f"> {line}" if line else ">" for line in text.split("\n")]
-    if original.body_truncated:
-        lines.append("> [...]")
-    return f"On {when}, {who} wrote:\n" + "\n".join(lines) + "\n"
-
-
-def _thread_headers(original: MessageDetail) -> tuple[str | None, str | None]:
-    """In-Reply-To and References (RFC 5322 3.6.4) from the original's Message-ID and References."""
-    own = MESSAGE_ID.findall(original.headers.get("Message-ID", ""))
-    if not own:
-        return None, None
-    chain = [i for i in MESSAGE_ID.findall(original.headers.get("References", "")) if i != own[0]]
-    if len(chain) >= MAX_REFERENCES:
-        chain = chain[:1] + chain[-(MAX_REFERENCES - 2) :]
-    return own[0], " ".join([*chain, own[0]])
-
-
-def _domain(account: AccountConfig) -> str:
-    sender = next(iter(account.effective_addresses), "")
-    domain = sender.rpartition("@")[2] if sender else account.host
-    return domain if _DOMAIN.match(domain) else "mail-imap-mcp.invalid"
-
-
 def _build(
     args: SaveDraftInput, account: AccountConfig, original: _Original | None
 ) -> tuple[EmailMessage, list[str]]:
-    warnings: list[str] = []
-    message = EmailMessage(policy=_POLICY)
     sender = next(iter(account.effective_addresses), account.username)
+    domain = message_id_domain(next(iter(account.effective_addresses), ""), account.host)
     try:
-        message["From"] = Address(addr_spec=_check_address(sender))
-    except ValueError:
-        warnings.append(
-            "No From header (the login name is not an email address, and the account sets no addresses): "
-            "your mail client sets it."
+        return compose_draft(
+            sender,
+            [address(value) for value in args.to],
+            [address(value) for value in args.cc],
+            args.subject,
+            args.body_text,
+            domain,
+            original.detail if original is not None else None,
         )
-    to = [_address(value) for value in args.to]
-    if not to and original is not None:
-        to = _reply_addresses(original.detail)
-        if not to:
-            warnings.append("The original has no usable Reply-To or From address: add the recipients.")
-    if len(to) + len(args.cc) > MAX_RECIPIENTS:
-        raise ToolFailure.invalid_input("cc", f"at most {MAX_RECIPIENTS} recipients in to and cc together.")
-    if to:
-        message["To"] = to
-    if args.cc:
-        message["Cc"] = [_address(value) for value in args.cc]
-    subject = args.subject
-    if subject is None and original is not None:
-        theirs = _one_line(original.detail.subject)
-        subject = theirs if _REPLY_PREFIX.match(theirs) else f"Re: {theirs}".rstrip()
-    if subject:
-        message["Subject"] = subject
-    message["Date"] = email.utils.formatdate(localtime=True)
-    message["Message-ID"] = email.utils.make_msgid(domain=_domain(account))
-    body = args.body_text.replace("\r\n", "\n").replace("\r", "\n")
-    if original is not None:
-        parent, references = _thread_headers(original.detail)
-        if parent and references:
-            message["In-Reply-To"] = parent
-            message["References"] = references
-        else:
-            warnings.append("The original has no Message-ID: the draft is not threaded to it.")
-        body = (body.rstrip("\n") + "\n\n" if body.strip() else "") + _quote(original.detail)
-    ascii_lines = body.isascii() and all(len(line) <= 900 for line in body.split("\n"))
-    message.set_content(body, charset="utf-8", cte="7bit" if ascii_lines else "quoted-printable")
-    return message, warnings
-
-
-def _address(value: str) -> Address:
-    """A checked address argument (see :func:`_check_address`) as an ``Address``."""
-    parsed = _parse_address(value)
-    assert parsed is not None
-    return Address(display_name=parsed.display_name, addr_spec=parsed.addr_spec)
-
-
-def _drafts_mailbox(session: ImapSession, account_id: str, account: AccountConfig) -> str:
-    """The special-use \\Drafts mailbox, else the configured drafts_mailbox (which must exist)."""
-    boxes = list_mailboxes(session)
-    special = [box.name for box in boxes if box.special_use == "\\Drafts" and box.selectable]
-    if special:
-        return special[0]
-    configured = account.drafts_mailbox
-    details = {"parameter": "drafts_mailbox", "setting": "drafts_mailbox", "account_id": account_id}
-    if configured is None:
-        raise ToolFailure(
-            ErrorCode.NOT_FOUND,
-            "The server marks no mailbox as \\Drafts and no drafts_mailbox is configured, so there is "
-            f"nowhere to save the draft; nothing was saved. The user sets "
-            f"{account.setting('drafts_mailbox', '<a mailbox from imap_list_mailboxes>')}.",
-            details=details,
-        )
-    if not any(box.name == configured and box.selectable for box in boxes):
-        raise ToolFailure(
-            ErrorCode.NOT_FOUND,
-            f"The configured drafts_mailbox {configured!r} does not exist; nothing was saved. Create it "
-            f"(imap_manage_mailbox) or change {account.setting('drafts_mailbox')}.",
-            details={**details, "mailbox": configured},
-        )
-    return configured
+    except ValueError as exc:  # too many recipients
+        raise ToolFailure.invalid_input("cc", str(exc)) from None
 
 
 def _append(session: ImapSession, account_id: str, mailbox: str, raw: bytes) -> tuple[int, int] | None:
@@ -365,7 +213,9 @@ def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
         message, warnings = _build(args, account, original)
         raw = message.as_bytes()
         header_id = str(message["Message-ID"])
-        mailbox = connection.run(lambda session: _drafts_mailbox(session, account_id, account))
+        mailbox = connection.run(
+            lambda session: MailboxDirectory.load(session, account).require(DRAFTS, account_id)
+        )
         issues: list[Issue] = []
         found: tuple[int, int] | None = None
         located_by: Literal["appenduid", "search"] | None = None
@@ -398,7 +248,7 @@ def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
     if original is not None:
         warnings += original.warnings
     ref = MessageRef(account_id, mailbox, *found) if found is not None else None
-    headers = {name: _one_line(str(value)) for name, value in message.items()}
+    headers = {name: one_line(str(value)) for name, value in message.items()}
     data = SaveDraftData(
         account_id=account_id,
         mailbox=mailbox,

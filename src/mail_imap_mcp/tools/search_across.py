@@ -15,10 +15,11 @@ from typing import Any, Literal, Protocol
 
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.imap.directory import searchable_mailboxes
 from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged, mailbox_failure
 from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
 from mail_imap_mcp.imap.ids import parse_message_id
-from mail_imap_mcp.imap.mailboxes import list_with_message_counts, searchable_mailboxes
+from mail_imap_mcp.imap.mailboxes import list_with_message_counts
 from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.search import SearchFilter
 from mail_imap_mcp.imap.session import ImapSession

@@ -1,22 +1,23 @@
-"""What every write tool shares: the audit line, and the arguments and issues of a write.
+"""What the write tools share on the tool side: argument descriptions, the background answer, and the
+gate of a bulk write.
 
 A write tool's handler: ``app.write_connection(account)`` (the gate), validate, with ``dry_run`` return
 the plan, else ``connection.run_write(...)`` where each change is sent inside
-``ImapSession.write_command`` (never retried), then :func:`audit` the outcome.
+``ImapSession.write_command`` (never retried), then audit the outcome
+(:mod:`mail_imap_mcp.operations.audit`). Bulk writes go through :mod:`mail_imap_mcp.operations`.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from pydantic import Field
 
-from mail_imap_mcp.envelope import Issue, NextAction
-from mail_imap_mcp.envelope.mcp import ToolResult, current_request_id
-from mail_imap_mcp.operations import Operation, OperationState
-
-audit_log = logging.getLogger("mail_imap_mcp.audit")
+from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.operations import Operation
+from mail_imap_mcp.operations.batch import Batch
+from mail_imap_mcp.tools.context import AppContext
 
 DRY_RUN_DESCRIPTION = "true: return what would change (per source and destination mailbox), change nothing."
 CONFIRM_TOKEN_DESCRIPTION = (
@@ -31,11 +32,6 @@ def operation_field() -> Any:
         description="Set when the write continues in the background: follow it with imap_get_operation "
         "(the other fields are then empty until it finishes).",
     )
-
-
-def operation_state(result: ToolResult[Any]) -> OperationState:
-    """How a finished bulk write ended, from its data's ``status``."""
-    return OperationState.PARTIAL if result.data.status == "partial" else OperationState.OK
 
 
 def follow_operation(operation: Operation) -> NextAction:
@@ -53,35 +49,33 @@ def accepted_summary(operation: Operation) -> str:
     )
 
 
-def audit(tool: str, account_id: str, action: str, count: int, outcome: str) -> None:
-    """One INFO line per write: who asked what, on how many messages, and how it ended.
-
-    Never message content, addresses, subjects or secrets: ids and counts only. The same fields go to
-    the JSON-lines audit file when ``[server] audit_file`` is set (see ``cli``).
-    """
-    fields = {
-        "request_id": current_request_id.get(),
-        "tool": tool,
-        "account": account_id,
-        "action": action,
-        "messages": count,
-        "outcome": outcome,
-    }
-    audit_log.info(
-        "write request_id=%s tool=%s account=%s action=%s messages=%d outcome=%s",
-        *fields.values(),
-        extra={"audit": fields},
-    )
+def batch_connection(app: AppContext, batch: Batch) -> AccountConnection:
+    """The write connection of the batch's account; ``not_found`` naming ``message_ids`` when the ids
+    name an account that is not configured."""
+    try:
+        return app.write_connection(batch.account_id)
+    except ToolFailure as failure:
+        if failure.code is not ErrorCode.NOT_FOUND:
+            raise
+        raise ToolFailure(
+            ErrorCode.NOT_FOUND,
+            f"The message ids name account {batch.given_account_id!r}, which is not configured; call "
+            "imap_list_accounts and search again.",
+            details={**failure.details, "parameter": "message_ids"},
+        ) from None
 
 
-def outcome_unknown_issue(message_id: str, uid: int) -> Issue:
-    """The connection died after the change was sent: it may or may not have happened."""
-    return Issue(
-        code="outcome_unknown",
-        stage="write",
-        message=f"UID {uid}: the connection was lost after the change was sent; it may or may not have "
-        "happened. It was not retried. Search the source and destination mailboxes to check.",
-        retryable=False,
-        message_id=message_id,
-        uid=uid,
+def none_found(account_id: str, batch: Batch) -> ToolFailure:
+    """None of the batch's messages exists any more: nothing was changed."""
+    first = batch.groups[0].mailbox
+    return ToolFailure(
+        ErrorCode.NOT_FOUND,
+        f"None of the {len(batch.items)} message(s) exists any more (deleted or moved); nothing was "
+        "changed. Search again for current ids.",
+        details={"parameter": "message_ids", "mailbox": first, "message_ids": [i.text for i in batch.items]},
+        next_action=NextAction(
+            instruction="Search the mailbox again",
+            tool="imap_search_messages",
+            arguments={"account_id": account_id, "mailbox": first},
+        ),
     )

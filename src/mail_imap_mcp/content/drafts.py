@@ -1,0 +1,196 @@
+"""A plain-text draft (optionally a quoted reply) as an RFC 5322 message; pure, no IMAP.
+
+The message is built by the stdlib email package (UTF-8, RFC 2047 headers, CRLF, quoted-printable where
+needed, a new Message-ID with the sender's domain); every header value is checked for control
+characters first, so no argument can add a header line.
+"""
+
+from __future__ import annotations
+
+import email.errors
+import email.policy
+import email.utils
+import re
+from collections.abc import Mapping, Sequence
+from email.headerregistry import Address, AddressHeader, HeaderRegistry
+from email.message import EmailMessage
+from typing import Protocol
+
+MAX_RECIPIENTS = 100
+MAX_BODY_BYTES = 1024 * 1024
+#: References kept from the original (the first and the latest, RFC 5322 3.6.4 allows trimming).
+MAX_REFERENCES = 20
+#: A message id as RFC 5322 writes it (``<left@right>``, printable ASCII, bounded); threads match on it too.
+MESSAGE_ID = re.compile(r"<[!-;=?-~]{1,250}@[!-;=?-~]{1,250}>")
+#: UTF-8, RFC 2047 encoded words, CRLF line ends.
+_POLICY = email.policy.SMTP
+# C0 controls (CR, LF, NUL, TAB...), DEL, C1 and the Unicode line separators: never inside a header.
+_HEADER_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# In the body: line ends and tabs are text; NUL and the other C0 controls are not.
+_BODY_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+_REPLY_PREFIX = re.compile(r"^\s*re\s*:", re.IGNORECASE)
+_DOMAIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
+
+
+class RepliedMessage(Protocol):
+    """What a reply takes from the message it answers (a read message's detail)."""
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+    @property
+    def from_(self) -> str | None: ...
+    @property
+    def subject(self) -> str | None: ...
+    @property
+    def date(self) -> str | None: ...
+    @property
+    def body_text(self) -> str | None: ...
+    @property
+    def body_truncated(self) -> bool: ...
+
+
+def parse_address(value: str) -> Address | None:
+    """``value`` as exactly one address (no group, no defect), or None."""
+    try:
+        header = HeaderRegistry()("to", value)
+    except Exception:  # the parser raises on some malformed input (e.g. "a@")
+        return None
+    if not isinstance(header, AddressHeader) or header.defects or len(header.groups) != 1:
+        return None
+    group = header.groups[0]
+    if group.display_name is not None or len(group.addresses) != 1:
+        return None
+    address = group.addresses[0]
+    return address if address.username and address.domain else None
+
+
+def check_address(value: str) -> str:
+    """``value`` when it is one ASCII address without control characters; else ValueError saying why."""
+    if _HEADER_CONTROL.search(value):
+        raise ValueError("must not contain control characters (CR/LF would add header lines)")
+    address = parse_address(value)
+    if address is None:
+        raise ValueError(f"not one email address like 'Name <user@example.com>': {value[:100]!r}")
+    if not address.addr_spec.isascii():
+        raise ValueError("the address itself must be ASCII (use the punycode form of the domain)")
+    return value
+
+
+def check_header_text(value: str) -> str:
+    if _HEADER_CONTROL.search(value):
+        raise ValueError("must not contain control characters (CR/LF would add header lines)")
+    return value
+
+
+def check_body(value: str) -> str:
+    if _BODY_CONTROL.search(value):
+        raise ValueError("must not contain NUL or other control characters (line breaks and tabs are fine)")
+    if len(value.encode("utf-8")) > MAX_BODY_BYTES:
+        raise ValueError(f"is larger than {MAX_BODY_BYTES} bytes (UTF-8)")
+    return value
+
+
+def address(value: str) -> Address:
+    """A checked address (see :func:`check_address`) as an ``Address``."""
+    parsed = parse_address(value)
+    assert parsed is not None
+    return Address(display_name=parsed.display_name, addr_spec=parsed.addr_spec)
+
+
+def one_line(text: str | None) -> str:
+    """``text`` with control characters as spaces, for a header."""
+    return _HEADER_CONTROL.sub(" ", text or "").strip()
+
+
+def reply_addresses(original: RepliedMessage) -> list[Address]:
+    """The original's Reply-To, else its From: those that are valid addresses (at most 100)."""
+    for value in (original.headers.get("Reply-To"), original.headers.get("From") or original.from_):
+        found = []
+        for display, addr in email.utils.getaddresses([one_line(value)]):
+            try:
+                found.append(Address(display_name=one_line(display), addr_spec=check_address(addr)))
+            except (ValueError, email.errors.HeaderParseError):
+                continue
+        if found:
+            return found[:MAX_RECIPIENTS]
+    return []
+
+
+def quote(original: RepliedMessage) -> str:
+    """The original's text quoted (``> ``), after an attribution line."""
+    when = one_line(original.headers.get("Date")) or original.date or "an unknown date"
+    who = one_line(original.from_) or "the sender"
+    text = (original.body_text or "").rstrip()
+    lines = [f"> {line}" if line else ">" for line in text.split("\n")]
+    if original.body_truncated:
+        lines.append("> [...]")
+    return f"On {when}, {who} wrote:\n" + "\n".join(lines) + "\n"
+
+
+def thread_headers(original: RepliedMessage) -> tuple[str | None, str | None]:
+    """In-Reply-To and References (RFC 5322 3.6.4) from the original's Message-ID and References."""
+    own = MESSAGE_ID.findall(original.headers.get("Message-ID", ""))
+    if not own:
+        return None, None
+    chain = [i for i in MESSAGE_ID.findall(original.headers.get("References", "")) if i != own[0]]
+    if len(chain) >= MAX_REFERENCES:
+        chain = chain[:1] + chain[-(MAX_REFERENCES - 2) :]
+    return own[0], " ".join([*chain, own[0]])
+
+
+def message_id_domain(sender: str, host: str) -> str:
+    """The domain of a new Message-ID: the sender's, else the server's host name."""
+    domain = sender.rpartition("@")[2] if sender else host
+    return domain if _DOMAIN.match(domain) else "mail-imap-mcp.invalid"
+
+
+def compose_draft(
+    sender: str,
+    to: Sequence[Address],
+    cc: Sequence[Address],
+    subject: str | None,
+    body_text: str,
+    domain: str,
+    original: RepliedMessage | None,
+) -> tuple[EmailMessage, list[str]]:
+    """The draft, and warnings for what it lacks. A reply (``original``) goes to the original's Reply-To
+    or From unless ``to`` is given, gets 'Re:' and the original's subject unless ``subject`` is given,
+    In-Reply-To and References, and the original quoted below. ValueError: more than
+    :data:`MAX_RECIPIENTS` recipients."""
+    to = list(to) or (reply_addresses(original) if original is not None else [])
+    if len(to) + len(cc) > MAX_RECIPIENTS:
+        raise ValueError(f"at most {MAX_RECIPIENTS} recipients in to and cc together.")
+    warnings: list[str] = []
+    message = EmailMessage(policy=_POLICY)
+    try:
+        message["From"] = Address(addr_spec=check_address(sender))
+    except ValueError:
+        warnings.append(
+            "No From header (the login name is not an email address, and the account sets no addresses): "
+            "your mail client sets it."
+        )
+    if not to and original is not None:
+        warnings.append("The original has no usable Reply-To or From address: add the recipients.")
+    if to:
+        message["To"] = to
+    if cc:
+        message["Cc"] = cc
+    if subject is None and original is not None:
+        theirs = one_line(original.subject)
+        subject = theirs if _REPLY_PREFIX.match(theirs) else f"Re: {theirs}".rstrip()
+    if subject:
+        message["Subject"] = subject
+    message["Date"] = email.utils.formatdate(localtime=True)
+    message["Message-ID"] = email.utils.make_msgid(domain=domain)
+    body = body_text.replace("\r\n", "\n").replace("\r", "\n")
+    if original is not None:
+        parent, references = thread_headers(original)
+        if parent and references:
+            message["In-Reply-To"] = parent
+            message["References"] = references
+        else:
+            warnings.append("The original has no Message-ID: the draft is not threaded to it.")
+        body = (body.rstrip("\n") + "\n\n" if body.strip() else "") + quote(original)
+    ascii_lines = body.isascii() and all(len(line) <= 900 for line in body.split("\n"))
+    message.set_content(body, charset="utf-8", cte="7bit" if ascii_lines else "quoted-printable")
+    return message, warnings

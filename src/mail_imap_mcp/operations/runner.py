@@ -1,0 +1,136 @@
+"""The per-mailbox loop of a bulk write, and its hand-off to the background.
+
+The loop stops between two mailboxes when the operation is cancelled, and when the connection is lost
+after something was written: the mailboxes not reached are ``not_attempted`` (nothing was sent there),
+never hidden behind a failure of the whole call. Before anything was written, a failure is the call's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.errors import UidValidityChanged, is_connection_broken
+from mail_imap_mcp.imap.session import ImapSession, MailboxState
+from mail_imap_mcp.operations.audit import AuditLine
+from mail_imap_mcp.operations.background import Operation, OperationRegistry, OperationState, Progress
+from mail_imap_mcp.operations.batch import MailboxGroup
+from mail_imap_mcp.operations.ledger import CANCELLED, Ledger
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class StopRun(Exception):
+    """Raised by a step once it recorded what happened in its mailbox, when the connection is gone: the
+    mailboxes after it are not attempted."""
+
+
+def is_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` means the connection is gone (or a command ran out of time) mid-run."""
+    return is_connection_broken(exc) or isinstance(exc, TimeoutError)
+
+
+@dataclass(frozen=True)
+class SelectRefusals:
+    """How a write tool words the two reasons a group's mailbox cannot be opened."""
+
+    #: The mailbox's UIDVALIDITY is not the ids' (``conflict``).
+    stale: Callable[[str, UidValidityChanged], ToolFailure]
+    #: The mailbox does not exist any more (``not_found``).
+    gone: Callable[[str], ToolFailure]
+
+    def select(self, session: ImapSession, group: MailboxGroup, *, write: bool) -> MailboxState:
+        """Open the group's mailbox afresh (read-write for a write, else EXAMINE) and check its UIDVALIDITY."""
+        try:
+            if write:
+                return session.select(group.mailbox, uidvalidity=group.uidvalidity)
+            state = session.examine(group.mailbox)
+            if state.uidvalidity != group.uidvalidity:
+                raise UidValidityChanged(group.uidvalidity, state.uidvalidity)
+            return state
+        except UidValidityChanged as exc:
+            raise self.stale(group.mailbox, exc) from None
+        except ToolFailure as failure:
+            if failure.code is not ErrorCode.NOT_FOUND:
+                raise
+            raise self.gone(group.mailbox) from None
+
+
+def each_mailbox(
+    groups: Sequence[MailboxGroup],
+    ledger: Ledger[Any],
+    progress: Progress,
+    step: Callable[[MailboxGroup], None],
+) -> None:
+    """Run ``step`` on each group in turn, recording in ``ledger`` what a stop leaves undone.
+
+    ``step`` records its messages in the ledger and sets ``ledger.wrote`` once a change happened (or may
+    have). A failure before any write is raised (the call fails as a whole, nothing changed); after one,
+    a refused mailbox is reported per message and the run goes on, a lost connection ends it.
+    """
+    for index, group in enumerate(groups):
+        if progress.cancelled:
+            ledger.not_attempted(groups[index:], CANCELLED)
+            return
+        try:
+            step(group)
+        except StopRun:
+            ledger.not_attempted(groups[index:])
+            return
+        except ToolFailure as failure:
+            if not ledger.wrote:
+                raise
+            ledger.fail(ledger.open_items([group]), failure.code.value, "write", failure.message)
+        except Exception as exc:
+            if not (ledger.wrote and is_lost(exc)):
+                raise
+            ledger.not_attempted(groups[index:])
+            return
+        progress.advance(len(group.items), f"{group.mailbox}: done")
+
+
+def run_bulk_write(
+    registry: OperationRegistry,
+    connection: AccountConnection,
+    line: AuditLine,
+    *,
+    dry_run: bool,
+    work: Callable[[ImapSession, Progress], T],
+    finish: Callable[[T], R],
+    status_of: Callable[[R], str],
+    accepted: Callable[[Operation], R],
+) -> R:
+    """Run ``work`` on the account's connection (a dry run as a read, else as a never-replayed write)
+    and ``finish`` its outcome into the tool's answer, audited either way. The answer comes inline when
+    the work is quick; otherwise the work continues in the background and ``accepted(operation)`` is
+    the answer (see :class:`OperationRegistry`).
+
+    ``work`` may run twice when the connection is found dead before anything was written: it starts
+    from nothing each time.
+    """
+
+    def background(progress: Progress) -> R:
+        def on_session(session: ImapSession) -> T:
+            return work(session, progress)
+
+        try:
+            outcome = connection.run(on_session) if dry_run else connection.run_write(on_session)
+            result = finish(outcome)
+        except ToolFailure as failure:
+            line.failed(failure)
+            raise
+        line.done(status_of(result))
+        return result
+
+    def state_of(result: Any) -> OperationState:
+        return OperationState.PARTIAL if status_of(result) == "partial" else OperationState.OK
+
+    done = registry.run(line.tool, connection.account_id, line.count, background, state_of)
+    if isinstance(done, Operation):
+        return accepted(done)
+    result: R = done
+    return result

@@ -1,0 +1,270 @@
+"""Move, copy and delete, mailbox by mailbox (imap_apply_to_messages).
+
+The messages are grouped per source mailbox. Every group is selected afresh (SELECT, UIDVALIDITY
+checked: ``conflict``) and its UIDs looked up before anything changes, so stale ids, a missing
+destination and a missing extension are refused with nothing changed. Then each group is moved with
+``UID MOVE`` (or ``UID COPY`` + ``UID EXPUNGE`` of exactly those UIDs where MOVE is missing), copied
+with ``UID COPY``, or removed with ``UID EXPUNGE`` (:mod:`mail_imap_mcp.imap.connection`), never
+retried. ``delete`` moves to the account's Trash; a ``permanent`` removal needs UIDPLUS and the
+caller's confirmation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from mail_imap_mcp.config import AccountConfig
+from mail_imap_mcp.envelope import ToolFailure
+from mail_imap_mcp.imap.directory import TRASH, MailboxDirectory, same_mailbox
+from mail_imap_mcp.imap.errors import OutcomeUnknown, destination_not_found, extension_missing
+from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.uidplus import CopyUid, format_uid_set
+from mail_imap_mcp.operations.background import Progress
+from mail_imap_mcp.operations.batch import Batch, BatchItem, MailboxGroup
+from mail_imap_mcp.operations.ledger import Ledger
+from mail_imap_mcp.operations.runner import SelectRefusals, StopRun, each_mailbox
+
+Action = Literal["move", "copy", "delete"]
+#: What happened to a message (``would_*`` in a dry run).
+Done = Literal[
+    "moved",
+    "copied",
+    "moved_to_trash",
+    "deleted",
+    "would_move",
+    "would_copy",
+    "would_move_to_trash",
+    "would_delete",
+]
+#: What became of a message: done (or would be), or why not (see its issue).
+Outcome = Literal[Done, "not_found", "outcome_unknown", "not_attempted", "failed"]
+_FAILED: dict[str, Outcome] = {
+    "not_found": "not_found",
+    "outcome_unknown": "outcome_unknown",
+    "not_attempted": "not_attempted",
+}
+DONE: dict[tuple[Action, bool], Done] = {
+    ("move", False): "moved",
+    ("copy", False): "copied",
+    ("delete", False): "moved_to_trash",
+    ("delete", True): "deleted",
+}
+PLANNED: dict[Done, Done] = {
+    "moved": "would_move",
+    "copied": "would_copy",
+    "moved_to_trash": "would_move_to_trash",
+    "deleted": "would_delete",
+}
+
+
+@dataclass(frozen=True)
+class Transferred:
+    """A message moved, copied or deleted (or that would be), with its id in the destination if known."""
+
+    done: Done
+    new_message_id: str | None = None
+
+
+@dataclass(frozen=True)
+class TransferRequest:
+    action: Action
+    permanent: bool
+    dry_run: bool
+    #: destination_mailbox as given (move and copy).
+    destination: str | None
+    #: The account's settings (its configured Trash).
+    account: AccountConfig
+    #: How the tool words a source mailbox that cannot be opened.
+    refusals: SelectRefusals
+    #: Called before a permanent delete with what it will do (raises until the user confirmed).
+    confirm: Callable[[str], None]
+
+
+@dataclass
+class TransferOutcome(Ledger[Transferred]):
+    """What the call found and did, per message and per source mailbox."""
+
+    destination: str | None = None
+    method: str = ""
+    #: The UIDs of each group that exist (checked before anything changed, again before its turn).
+    present: dict[MailboxGroup, list[int]] = field(default_factory=dict)
+    #: Per source mailbox, the new ids of the messages that left it (for the undo).
+    moved_from: list[tuple[str, list[str]]] = field(default_factory=list)
+    #: The mailbox where the connection was lost after the change was sent.
+    unknown: str | None = None
+
+    def outcome(self, item: BatchItem) -> tuple[Outcome, str | None]:
+        """What became of ``item``, and its new id if known."""
+        done = self.results.get(item)
+        if done is not None:
+            return done.done, done.new_message_id
+        return _FAILED.get(self.failed.get(item, ""), "failed"), None
+
+    def nothing_found(self) -> bool:
+        """Whether none of the messages existed when checked (nothing was changed)."""
+        return not self.wrote and not self.results and set(self.failed.values()) == {"not_found"}
+
+
+def transfer(
+    session: ImapSession, batch: Batch, request: TransferRequest, progress: Progress
+) -> TransferOutcome:
+    """Check everything, then change the batch's messages mailbox by mailbox (module docstring)."""
+    outcome = _prepare(session, batch, request)
+    groups = batch.groups
+    if not any(outcome.present[group] for group in groups):
+        return outcome  # every message is gone: the tool answers not_found
+    if request.dry_run:
+        for group in groups:
+            for item in group.items:
+                if item.ref.uid in outcome.present[group]:
+                    outcome.settle(item, Transferred(PLANNED[DONE[(request.action, request.permanent)]]))
+        return outcome
+    if request.permanent:
+        count = sum(len(outcome.present[group]) for group in groups)
+        where = ", ".join(repr(group.mailbox) for group in groups if outcome.present[group])
+        request.confirm(
+            f"permanently delete {count} message(s) from {where} (account {batch.account_id!r}); they "
+            "cannot be recovered"
+        )
+    # The last group checked is still selected: start there, re-select (and re-check) the others. Not
+    # "the first pending one": when the last group checked has no message left, another mailbox is
+    # selected, and its UIDs would name other messages there.
+    selected = groups[-1]
+    pending = [group for group in reversed(groups) if outcome.present[group]]
+
+    def step(group: MailboxGroup) -> None:
+        if group is not selected:
+            _open_group(session, group, request, outcome, write=True)
+        if outcome.present[group]:
+            _apply_group(session, batch, group, request, outcome)
+
+    each_mailbox(pending, outcome, progress, step)
+    return outcome
+
+
+def _method(session: ImapSession, action: Action, permanent: bool) -> str:
+    """The commands the action takes on this server; refused (nothing changed) where an extension is
+    missing that is needed to touch exactly these messages."""
+    caps = session.capabilities
+    expunge = "UID STORE +FLAGS.SILENT (\\Deleted) + UID EXPUNGE"
+    if action == "copy":
+        return "UID COPY"
+    if permanent:
+        if "UIDPLUS" not in caps:
+            raise extension_missing("UIDPLUS", "remove exactly these messages for good (UID EXPUNGE)")
+        return expunge
+    if "MOVE" in caps:
+        return "UID MOVE"
+    if "UIDPLUS" not in caps:
+        raise extension_missing("MOVE or UIDPLUS", "move exactly these messages")
+    return f"UID COPY + {expunge}"
+
+
+def _existing_mailbox(directory: MailboxDirectory, name: str, parameter: str) -> str:
+    """The server's spelling of ``name`` when it is a selectable mailbox, else ``not_found`` naming
+    ``parameter`` (a destination is never created on the fly)."""
+    found = directory.selectable(name)
+    if found is None:
+        raise destination_not_found(name, parameter)
+    return found
+
+
+def _prepare(session: ImapSession, batch: Batch, request: TransferRequest) -> TransferOutcome:
+    """Everything that is checked before any change: extensions, destination, ids, UIDVALIDITY."""
+    outcome = TransferOutcome(method=_method(session, request.action, request.permanent))
+    if request.action == "delete" and not request.permanent:
+        directory = MailboxDirectory.load(session, request.account)
+        outcome.destination = directory.require(TRASH, batch.given_account_id, ", or use action move")
+        inside = [g.mailbox for g in batch.groups if same_mailbox(g.mailbox, outcome.destination)]
+        if inside:
+            raise ToolFailure.invalid_input(
+                "permanent",
+                f"the messages in {inside[0]!r} are already in the Trash; delete without permanent would "
+                "change nothing. To remove them for good, use permanent: true (where the configuration "
+                "allows it, after the user's confirmation).",
+            )
+    elif request.destination is not None:
+        listed = MailboxDirectory.matching(session, request.destination)
+        outcome.destination = _existing_mailbox(listed, request.destination, "destination_mailbox")
+    for group in batch.groups:
+        _open_group(session, group, request, outcome, write=not request.dry_run)
+    return outcome
+
+
+def _open_group(
+    session: ImapSession,
+    group: MailboxGroup,
+    request: TransferRequest,
+    outcome: TransferOutcome,
+    *,
+    write: bool,
+) -> None:
+    """Open the group's mailbox afresh, find which of its UIDs still exist, and record the others."""
+    request.refusals.select(session, group, write=write)
+    found = set(session.uid_search([b"UID", format_uid_set(group.uids).encode("ascii")]))
+    present = outcome.present[group] = [uid for uid in group.uids if uid in found]
+    for item in outcome.unsettled(group.items):
+        if item.ref.uid not in present:
+            outcome.fail(
+                [item],
+                "not_found",
+                "check",
+                f"UID {item.ref.uid} no longer exists in {group.mailbox!r} (deleted or moved); it was left out.",
+            )
+
+
+def _apply_group(
+    session: ImapSession,
+    batch: Batch,
+    group: MailboxGroup,
+    request: TransferRequest,
+    outcome: TransferOutcome,
+) -> None:
+    """Change one group's messages (its mailbox selected read-write); record each message's outcome."""
+    done = DONE[(request.action, request.permanent)]
+    if session.selected_mailbox != group.mailbox:  # UIDs name messages of the selected mailbox only
+        raise RuntimeError(f"{group.mailbox!r} is not the selected mailbox; nothing was sent")
+    present = outcome.present[group]
+    destination = outcome.destination or ""
+    copied: CopyUid | None = None
+    try:
+        if request.permanent:
+            session.uid_expunge(present)
+        elif request.action == "copy":
+            copied = session.uid_copy(present, destination)
+        else:
+            copied = session.uid_move(present, destination)
+    except OutcomeUnknown as exc:
+        outcome.unknown = group.mailbox
+        outcome.outcome_unknown(item for item in group.items if item.ref.uid in present)
+        raise StopRun() from exc
+    outcome.wrote = True
+    if copied is None and not request.permanent:
+        outcome.warnings.append(
+            f"The server did not report the new UIDs in {destination!r} (no UIDPLUS/COPYUID): "
+            "new_message_id is null; search that mailbox to find the messages."
+        )
+    new_ids: list[str] = []
+    for item in group.items:
+        uid = item.ref.uid
+        if uid not in present:
+            continue
+        new_id = _new_id(batch.given_account_id, destination, copied, uid)
+        if copied is not None and new_id is None:  # gone between the check and the command
+            message = f"UID {uid} disappeared from {group.mailbox!r} before it was changed."
+            outcome.fail([item], "not_found", "write", message)
+            continue
+        outcome.settle(item, Transferred(done, new_id))
+        if new_id is not None:
+            new_ids.append(new_id)
+    if request.action != "copy" and not request.permanent and new_ids:
+        outcome.moved_from.append((group.mailbox, new_ids))
+
+
+def _new_id(account: str, mailbox: str, copied: CopyUid | None, uid: int) -> str | None:
+    if copied is None or uid not in copied.new_uids:
+        return None
+    return MessageRef(account, mailbox, copied.uidvalidity, copied.new_uids[uid]).message_id
