@@ -16,9 +16,8 @@ from mail_imap_mcp.imap.directory import same_mailbox
 from mail_imap_mcp.operations import Operation, OperationRef
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.batch import Batch, group_message_ids
-from mail_imap_mcp.operations.runner import SelectRefusals, run_bulk_write
+from mail_imap_mcp.operations.runner import run_bulk_write
 from mail_imap_mcp.operations.transfer import Action, Outcome, TransferOutcome, TransferRequest, transfer
-from mail_imap_mcp.tools._shared.failures import conflict
 from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.messages import MessageIdArg
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
@@ -30,6 +29,7 @@ from mail_imap_mcp.tools.writes import (
     follow_operation,
     none_found,
     operation_field,
+    select_refusals,
 )
 
 NAME = "imap_apply_to_messages"
@@ -174,10 +174,7 @@ def handle(app: AppContext, args: ApplyToMessagesInput) -> ToolResult[ApplyToMes
         dry_run=args.dry_run,
         destination=args.destination_mailbox,
         account=app.config.accounts[connection.account_id],
-        refusals=SelectRefusals(
-            stale=lambda mailbox, exc: conflict(account, mailbox, exc.expected, exc.actual),
-            gone=_mailbox_gone,
-        ),
+        refusals=select_refusals(account),
         confirm=lambda what: app.confirmations.require(NAME, args.model_dump(), what),
     )
     return run_bulk_write(
@@ -189,15 +186,6 @@ def handle(app: AppContext, args: ApplyToMessagesInput) -> ToolResult[ApplyToMes
         finish=lambda run: _result(args, connection.account_id, batch, run),
         status_of=lambda result: result.data.status,
         accepted=lambda operation: _accepted(args, connection.account_id, requested, operation),
-    )
-
-
-def _mailbox_gone(mailbox: str) -> ToolFailure:
-    return ToolFailure(
-        ErrorCode.NOT_FOUND,
-        f"Mailbox {mailbox!r} of the given message ids no longer exists; nothing was changed. "
-        "Call imap_list_mailboxes, then search again.",
-        details={"parameter": "message_ids", "mailbox": mailbox},
     )
 
 

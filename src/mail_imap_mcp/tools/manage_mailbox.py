@@ -19,13 +19,12 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from imapclient.exceptions import IMAPClientError
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap.directory import INBOX, MailboxDirectory
-from mail_imap_mcp.imap.errors import Context, MailboxMissing, OutcomeUnknown, classify, is_connection_broken
+from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing, OutcomeUnknown
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.tools._shared.failures import mailbox_refused
@@ -259,10 +258,7 @@ def _execute(session: ImapSession, plan: _Plan, account_id: str) -> None:
             else:
                 assert plan.destination is not None
                 session.rename_mailbox(plan.mailbox, plan.destination)
-    except IMAPClientError as exc:
-        if is_connection_broken(exc):
-            raise
-        failure = classify(exc, Context(command, plan.mailbox)) or exc
+    except (CommandRefused, MailboxMissing) as failure:
         target, parameter = (plan.mailbox, "mailbox")
         if plan.action == "rename" and not isinstance(failure, MailboxMissing):  # else the source is missing
             target, parameter = (plan.destination or plan.mailbox, "destination_mailbox")

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from typing import Annotated, Literal
 
-from imapclient.exceptions import IMAPClientError
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.config import AccountConfig
@@ -33,7 +32,7 @@ from mail_imap_mcp.content.drafts import (
 from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap.directory import DRAFTS, MailboxDirectory
-from mail_imap_mcp.imap.errors import OutcomeUnknown, is_connection_broken
+from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing, OutcomeUnknown
 from mail_imap_mcp.imap.fetch import ReadOptions
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.session import ImapSession
@@ -189,10 +188,8 @@ def _append(session: ImapSession, account_id: str, mailbox: str, raw: bytes) -> 
     try:
         with session.write_command():
             return session.append(mailbox, raw, DRAFT_FLAGS)
-    except IMAPClientError as exc:
-        if is_connection_broken(exc):
-            raise
-        raise mailbox_refused(exc, account_id, "APPEND", mailbox, "drafts_mailbox") from None
+    except (CommandRefused, MailboxMissing) as refused:  # named as the setting that chose the mailbox
+        raise mailbox_refused(refused, account_id, "APPEND", mailbox, "drafts_mailbox") from None
 
 
 def _locate(session: ImapSession, mailbox: str, header_id: str) -> tuple[int, list[int]]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, Payload, ToolFailure
+from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap.flags import DELETED, FlagOperation, flag_keys, ordered, parse_flags
 from mail_imap_mcp.imap.ids import parse_message_id
@@ -22,8 +22,8 @@ from mail_imap_mcp.operations import Operation, OperationRef
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.batch import Batch, group_message_ids
 from mail_imap_mcp.operations.flags import FlagChange, FlagOutcome, FlagRequest, change_flags
-from mail_imap_mcp.operations.runner import SelectRefusals, run_bulk_write
-from mail_imap_mcp.tools._shared.failures import conflict, message_gone, rerun_search
+from mail_imap_mcp.operations.runner import run_bulk_write
+from mail_imap_mcp.tools._shared.failures import message_gone, rerun_search
 from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.messages import MessageIdArg
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
@@ -34,6 +34,7 @@ from mail_imap_mcp.tools.writes import (
     follow_operation,
     none_found,
     operation_field,
+    select_refusals,
 )
 
 NAME = "imap_update_message_flags"
@@ -131,11 +132,7 @@ def handle(app: AppContext, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsDat
         line.failed(failure)
         raise
     account = batch.given_account_id
-    refusals = SelectRefusals(
-        stale=lambda mailbox, exc: conflict(account, mailbox, exc.expected, exc.actual),
-        gone=lambda mailbox: _mailbox_gone(account, mailbox),
-    )
-    request = FlagRequest(args.operation, flags, args.dry_run, refusals)
+    request = FlagRequest(args.operation, flags, args.dry_run, select_refusals(account))
     return run_bulk_write(
         app.operations,
         connection,
@@ -145,20 +142,6 @@ def handle(app: AppContext, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsDat
         finish=lambda outcome: _answer(account, request, batch, outcome),
         status_of=lambda result: result.data.status,
         accepted=lambda operation: _accepted(account, request, len(batch.items), operation),
-    )
-
-
-def _mailbox_gone(account_id: str, mailbox: str) -> ToolFailure:
-    return ToolFailure(
-        ErrorCode.NOT_FOUND,
-        f"Mailbox {mailbox!r} of the message ids does not exist any more (deleted or renamed); nothing was "
-        "changed in it. List the mailboxes, then search again.",
-        details={"mailbox": mailbox},
-        next_action=NextAction(
-            instruction="List the mailboxes to see where the messages are now",
-            tool="imap_list_mailboxes",
-            arguments={"account_id": account_id},
-        ),
     )
 
 

@@ -17,6 +17,8 @@ from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.operations import Operation
 from mail_imap_mcp.operations.batch import Batch
+from mail_imap_mcp.operations.runner import SelectRefusals
+from mail_imap_mcp.tools._shared.failures import conflict, ids_mailbox_gone
 from mail_imap_mcp.tools.context import AppContext
 
 DRY_RUN_DESCRIPTION = "true: return what would change (per source and destination mailbox), change nothing."
@@ -78,4 +80,12 @@ def none_found(account_id: str, batch: Batch) -> ToolFailure:
             tool="imap_search_messages",
             arguments={"account_id": account_id, "mailbox": first},
         ),
+    )
+
+
+def select_refusals(account_id: str) -> SelectRefusals:
+    """How a bulk write words a mailbox of its ids that cannot be opened: recreated, or gone."""
+    return SelectRefusals(
+        stale=lambda mailbox, exc: conflict(account_id, mailbox, exc.expected, exc.actual),
+        gone=lambda mailbox: ids_mailbox_gone(account_id, mailbox),
     )

@@ -198,6 +198,21 @@ def message_gone(ref: MessageRef) -> ToolFailure:
     )
 
 
+def ids_mailbox_gone(account_id: str, mailbox: str) -> ToolFailure:
+    """The mailbox some message ids name no longer exists (deleted or renamed); nothing was changed there."""
+    return ToolFailure(
+        ErrorCode.NOT_FOUND,
+        f"Mailbox {mailbox!r} of the message ids does not exist any more (deleted or renamed); nothing was "
+        "changed in it. List the mailboxes, then search again.",
+        details={"parameter": "message_ids", "mailbox": mailbox},
+        next_action=NextAction(
+            instruction="List the mailboxes to see where the messages are now",
+            tool="imap_list_mailboxes",
+            arguments={"account_id": account_id},
+        ),
+    )
+
+
 def part_failure(exc: Exception, ref: MessageRef) -> ToolFailure:
     """The envelope of a part id that does not name an attachment of the message (or a gone message)."""
     if isinstance(exc, PartGone):
