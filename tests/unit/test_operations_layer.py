@@ -1,17 +1,20 @@
-"""The bulk-write layer without a server: id grouping, the results ledger, not_attempted, and the
-per-mailbox runner's cancel and lost-connection handling."""
+"""The bulk-write layer without a server: id grouping, the results ledger, not_attempted, the
+per-mailbox runner's cancel and lost-connection handling, and the hand-off with its audit line."""
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable
 
 import pytest
 
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.operations import Operation, Progress
+from mail_imap_mcp.operations import Operation, OperationRegistry, Progress
+from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.batch import Batch, MailboxGroup, group_message_ids
 from mail_imap_mcp.operations.ledger import Ledger
-from mail_imap_mcp.operations.runner import StopRun, each_mailbox
+from mail_imap_mcp.operations.runner import StopRun, each_mailbox, run_bulk_write
 
 
 def only_account(name: str) -> str:
@@ -199,3 +202,74 @@ def test_a_step_that_recorded_a_lost_connection_stops_the_run() -> None:
     each_mailbox(found.groups, ledger, progress(3)[0], unknown)
     assert [i.code for i in ledger.issues] == ["outcome_unknown", "not_attempted", "not_attempted"]
     assert [i.message_id for i in ledger.issues] == [item.text for item in found.items]
+
+
+# ----------------------------------------------------------------------------------- hand-off, audit
+
+
+class FakeConnection:
+    """An account connection that runs the work on no session, and says whether it ran it as a write."""
+
+    account_id = "work"
+
+    def __init__(self) -> None:
+        self.ran: list[str] = []
+
+    def run(self, work: Callable[[object], object]) -> object:
+        self.ran.append("read")
+        return work(None)
+
+    def run_write(self, work: Callable[[object], object]) -> object:
+        self.ran.append("write")
+        return work(None)
+
+
+def hand_off(
+    work: Callable[[object, Progress], str], *, dry_run: bool = False, inline_s: float = 2.0
+) -> tuple[str, FakeConnection]:
+    connection = FakeConnection()
+    answer = run_bulk_write(
+        OperationRegistry(inline_s=inline_s),
+        connection,  # type: ignore[arg-type]
+        AuditLine("imap_tool", "work", "add", 3, failure_prefix="failed:"),
+        dry_run=dry_run,
+        work=work,
+        finish=lambda outcome: f"answer {outcome}",
+        status_of=lambda answer: "partial" if "partial" in answer else "ok",
+        accepted=lambda operation: f"accepted {operation.state.value}",
+    )
+    return answer, connection
+
+
+def test_a_quick_write_answers_inline_once_audited(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "mail_imap_mcp.audit")
+    answer, connection = hand_off(lambda session, progress: "partial")
+    assert (answer, connection.ran) == ("answer partial", ["write"])
+    assert "tool=imap_tool account=work action=add messages=3 outcome=partial" in caplog.text
+    _, dry = hand_off(lambda session, progress: "ok", dry_run=True)
+    assert dry.ran == ["read"]  # a dry run changes nothing: run as a read
+
+
+def test_a_failed_write_is_audited_and_raised(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "mail_imap_mcp.audit")
+
+    def refused(session: object, progress: Progress) -> str:
+        raise ToolFailure(ErrorCode.CONFLICT, "stale")
+
+    with pytest.raises(ToolFailure):
+        hand_off(refused)
+    assert "outcome=failed:conflict" in caplog.text
+
+
+def test_a_slow_write_continues_in_the_background() -> None:
+    release = threading.Event()
+
+    def slow(session: object, progress: Progress) -> str:
+        release.wait(5)
+        return "ok"
+
+    try:
+        answer, _ = hand_off(slow, inline_s=0.05)
+    finally:
+        release.set()
+    assert answer in {"accepted running", "accepted accepted"}

@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload
 from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.imap.directory import INBOX, same_mailbox
 from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes, mailbox_counts
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
@@ -89,7 +90,7 @@ def handle(app: AppContext, args: ListMailboxesInput) -> ToolResult[ListMailboxe
         warnings.append(
             f"Mailbox list cut to {len(shown)} of {len(boxes)} (server.max_mailboxes); raise the limit to see all."
         )
-    inbox = next((m.name for m in shown if m.name.upper() == "INBOX"), shown[0].name if shown else None)
+    inbox = next((m.name for m in shown if same_mailbox(m.name, INBOX)), shown[0].name if shown else None)
     data = ListMailboxesData(
         account_id=connection.account_id,
         total=len(boxes),
