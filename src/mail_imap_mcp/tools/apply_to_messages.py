@@ -18,8 +18,8 @@ from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.batch import Batch, group_message_ids
 from mail_imap_mcp.operations.runner import run_bulk_write
 from mail_imap_mcp.operations.transfer import Action, Outcome, TransferOutcome, TransferRequest, transfer
+from mail_imap_mcp.tools._shared.arguments import MessageIdArg
 from mail_imap_mcp.tools.context import AppContext
-from mail_imap_mcp.tools.messages import MessageIdArg
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 from mail_imap_mcp.tools.writes import (
     CONFIRM_TOKEN_DESCRIPTION,

@@ -3,29 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated
 
-from pydantic import Field
-
-from mail_imap_mcp.config import ACCOUNT_ID_PATTERN, Config
+from mail_imap_mcp.config import Config
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.operations import OperationRegistry
+from mail_imap_mcp.tools._shared.arguments import DEFAULT_ACCOUNT
 from mail_imap_mcp.tools.confirm import ConfirmationGate
-
-DEFAULT_ACCOUNT = "default"
-
-AccountId = Annotated[
-    str,
-    Field(
-        pattern=ACCOUNT_ID_PATTERN,
-        description=(
-            "Account to use (see imap_list_accounts). 'default' means the account named default, "
-            "or the only account when exactly one is configured."
-        ),
-    ),
-]
 
 
 @dataclass

@@ -16,8 +16,16 @@ from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, 
 from mail_imap_mcp.envelope.mcp import MediaBlock, ToolResult
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.parts import valid_part_id
-from mail_imap_mcp.tools._shared.shapes import AttachmentInfo, attachment_info
-from mail_imap_mcp.tools.attachment_text import (
+from mail_imap_mcp.tools._shared.arguments import MessageIdArg, PartIdArg
+from mail_imap_mcp.tools._shared.attachment_fetch import (
+    ATTACHMENT_ERRORS,
+    Spooled,
+    estimated_size,
+    fetch_part,
+    spooled_part,
+    too_large,
+)
+from mail_imap_mcp.tools._shared.attachment_text import (
     ReadPlan,
     extraction_failure,
     image_limits,
@@ -25,17 +33,9 @@ from mail_imap_mcp.tools.attachment_text import (
     read_text,
     wrong_mode,
 )
-from mail_imap_mcp.tools.attachments import (
-    ATTACHMENT_ERRORS,
-    PartIdArg,
-    Spooled,
-    estimated_size,
-    fetch_part,
-    spooled_part,
-    too_large,
-)
+from mail_imap_mcp.tools._shared.message_lookup import MESSAGE_TOOL_ERRORS, resolve_message
+from mail_imap_mcp.tools._shared.shapes import AttachmentInfo, UntrustedContent, attachment_info
 from mail_imap_mcp.tools.context import AppContext
-from mail_imap_mcp.tools.messages import MESSAGE_TOOL_ERRORS, MessageIdArg, UntrustedContent, resolve_message
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_get_attachment"

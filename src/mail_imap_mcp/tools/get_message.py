@@ -10,22 +10,17 @@ from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.imap.fetch import ReadOptions
 from mail_imap_mcp.imap.records import BodyFormat
+from mail_imap_mcp.tools._shared.arguments import SHAPE_DESCRIPTION, AttachmentMode, MessageIdArg, Shape
+from mail_imap_mcp.tools._shared.attachment_text import extract_attachment_texts
+from mail_imap_mcp.tools._shared.message_lookup import MESSAGE_TOOL_ERRORS, resolve_message
+from mail_imap_mcp.tools._shared.message_read import read_checked
 from mail_imap_mcp.tools._shared.shapes import (
-    SHAPE_DESCRIPTION,
     CompactMessage,
     MessageDetail,
-    Shape,
+    UntrustedContent,
     compact_message,
 )
-from mail_imap_mcp.tools.attachment_text import AttachmentMode, extract_attachment_texts
 from mail_imap_mcp.tools.context import AppContext
-from mail_imap_mcp.tools.messages import (
-    MESSAGE_TOOL_ERRORS,
-    MessageIdArg,
-    UntrustedContent,
-    read_checked,
-    resolve_message,
-)
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_get_message"

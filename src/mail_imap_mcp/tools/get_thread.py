@@ -18,24 +18,18 @@ from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.threads import read_seed, thread_mailboxes, thread_uids
+from mail_imap_mcp.tools._shared.arguments import SHAPE_DESCRIPTION, MessageIdArg, Shape
 from mail_imap_mcp.tools._shared.failures import mailbox_issue, message_gone
+from mail_imap_mcp.tools._shared.message_lookup import MESSAGE_TOOL_ERRORS, examine_for, resolve_message
+from mail_imap_mcp.tools._shared.search_page import COMPACT_UNTRUSTED, untrusted_fields
 from mail_imap_mcp.tools._shared.shapes import (
-    SHAPE_DESCRIPTION,
     CompactSummary,
     MessageSummary,
-    Shape,
+    UntrustedContent,
     compact_summary,
     summary_shape,
 )
 from mail_imap_mcp.tools.context import AppContext
-from mail_imap_mcp.tools.messages import (
-    MESSAGE_TOOL_ERRORS,
-    MessageIdArg,
-    UntrustedContent,
-    examine_for,
-    resolve_message,
-)
-from mail_imap_mcp.tools.search_page import COMPACT_UNTRUSTED, untrusted_fields
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_get_thread"

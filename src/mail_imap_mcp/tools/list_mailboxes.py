@@ -9,7 +9,8 @@ from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap.directory import INBOX, same_mailbox
 from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes, mailbox_counts
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
+from mail_imap_mcp.tools._shared.arguments import DEFAULT_ACCOUNT, AccountId
+from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_list_mailboxes"

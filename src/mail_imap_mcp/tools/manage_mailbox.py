@@ -27,8 +27,9 @@ from mail_imap_mcp.imap.directory import INBOX, MailboxDirectory
 from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing, OutcomeUnknown
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.operations.audit import audit
+from mail_imap_mcp.tools._shared.arguments import DEFAULT_ACCOUNT, AccountId
 from mail_imap_mcp.tools._shared.failures import mailbox_refused
-from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
+from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 from mail_imap_mcp.tools.writes import CONFIRM_TOKEN_DESCRIPTION, DRY_RUN_DESCRIPTION
 

@@ -37,10 +37,11 @@ from mail_imap_mcp.imap.fetch import ReadOptions
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.operations.audit import audit
+from mail_imap_mcp.tools._shared.arguments import DEFAULT_ACCOUNT, AccountId
 from mail_imap_mcp.tools._shared.failures import mailbox_refused
-from mail_imap_mcp.tools._shared.shapes import MessageDetail
-from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
-from mail_imap_mcp.tools.messages import UntrustedContent, read_checked
+from mail_imap_mcp.tools._shared.message_read import read_checked
+from mail_imap_mcp.tools._shared.shapes import MessageDetail, UntrustedContent
+from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 
 NAME = "imap_save_draft"

@@ -25,8 +25,13 @@ from mail_imap_mcp.imap.search import SearchFilter
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import DATE_WINDOW, OrderedPage, StreamCursor, StreamState, ordered_page
 from mail_imap_mcp.tools._shared.failures import conflict, mailbox_issue
+from mail_imap_mcp.tools._shared.search_page import (
+    SearchMessagesData,
+    charset_refused,
+    decode_cursor,
+    search_result,
+)
 from mail_imap_mcp.tools.context import AppContext
-from mail_imap_mcp.tools.search_page import SearchMessagesData, charset_refused, decode_cursor, search_result
 
 ALL_MAILBOXES = "*"
 #: A search of every mailbox covers at most this many (each costs a few round trips per page).

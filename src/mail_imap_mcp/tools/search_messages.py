@@ -21,12 +21,16 @@ from mail_imap_mcp.imap.search import (
 )
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import DATE_WINDOW
+from mail_imap_mcp.tools._shared.arguments import (
+    DEFAULT_ACCOUNT,
+    SHAPE_DESCRIPTION,
+    AccountId,
+    MailboxName,
+    SearchText,
+    Shape,
+)
 from mail_imap_mcp.tools._shared.failures import conflict
-from mail_imap_mcp.tools._shared.shapes import SHAPE_DESCRIPTION, Shape
-from mail_imap_mcp.tools.context import DEFAULT_ACCOUNT, AccountId, AppContext
-from mail_imap_mcp.tools.messages import MailboxName, SearchText
-from mail_imap_mcp.tools.search_across import MAX_MAILBOXES, handle_ordered
-from mail_imap_mcp.tools.search_page import (
+from mail_imap_mcp.tools._shared.search_page import (
     TOOL_NAME,
     CompactSearchData,
     SearchMessagesData,
@@ -35,6 +39,8 @@ from mail_imap_mcp.tools.search_page import (
     decode_cursor,
     search_result,
 )
+from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.tools.search_across import MAX_MAILBOXES, handle_ordered
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = TOOL_NAME

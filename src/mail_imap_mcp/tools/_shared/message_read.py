@@ -1,4 +1,4 @@
-"""One message read and shaped for the model: its body rendered in the format asked for (plain text,
+"""One message read by id and shaped for the model: its body rendered in the format asked for (plain text,
 Markdown or sanitised HTML), cut to its limit, inside the full message shape."""
 
 from __future__ import annotations
@@ -8,13 +8,31 @@ import html as html_escaping
 from mail_imap_mcp.content import html as html_convert
 from mail_imap_mcp.content.quotes import new_text
 from mail_imap_mcp.content.text import collapse_whitespace, truncate
-from mail_imap_mcp.imap.fetch import ReadOptions, read_message
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.fetch import MessageGone, ReadOptions, read_message
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.records import BodyFormat, MessageRecord
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.tools._shared.failures import message_gone
+from mail_imap_mcp.tools._shared.message_lookup import examine_for
 from mail_imap_mcp.tools._shared.shapes import SUMMARY_FIELDS, MessageDetail, Omitted, attachment_info
 
 _BODY_FIELDS: dict[BodyFormat, str] = {"text": "body_text", "markdown": "body_markdown", "html": "body_html"}
+
+
+def read_checked(
+    connection: AccountConnection, ref: MessageRef, options: ReadOptions
+) -> tuple[MessageDetail, list[str]]:
+    """Read one message by id: ``conflict`` when its mailbox changed, ``not_found`` when it is gone."""
+
+    def work(session: ImapSession) -> tuple[MessageDetail, list[str]]:
+        examine_for(session, ref)
+        try:
+            return read_detail(session, ref, options)
+        except MessageGone:
+            raise message_gone(ref) from None
+
+    return connection.run(work)
 
 
 def read_detail(

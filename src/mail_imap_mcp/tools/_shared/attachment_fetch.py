@@ -1,6 +1,6 @@
-"""Reading one attachment for the tools: fetch it (bounded, retried once like every read), and the
-failures of a part id as envelopes. Shared by imap_get_attachment, imap_get_message's
-``attachment_mode`` and the attachment resources."""
+"""Reading one attachment for the tools: fetch it (bounded, retried once like every read), or spool it
+to a temporary file, and judge its size against the limits (``limit_exceeded`` names the setting).
+Shared by imap_get_attachment, imap_get_message's ``attachment_mode`` and the attachment resources."""
 
 from __future__ import annotations
 
@@ -9,9 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, BinaryIO
-
-from pydantic import Field
+from typing import BinaryIO
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.config import ServerSettings
@@ -19,7 +17,6 @@ from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.parts import (
-    PART_ID_PATTERN,
     NotAnAttachment,
     PartGone,
     PartNotFound,
@@ -30,18 +27,7 @@ from mail_imap_mcp.imap.parts import (
 )
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.tools._shared.failures import part_failure
-from mail_imap_mcp.tools.messages import examine_for
-
-PartIdArg = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=200,
-        pattern=PART_ID_PATTERN,
-        description="The attachment's part_id from imap_get_message's attachment list (IMAP section "
-        "number, e.g. '2' or '1.3').",
-    ),
-]
+from mail_imap_mcp.tools._shared.message_lookup import examine_for
 
 #: Limit errors of the attachment tools (rendered into docs/tools.md).
 ATTACHMENT_ERRORS = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.config import ServerSettings
@@ -29,11 +29,16 @@ from mail_imap_mcp.content.text import clean_extracted_text, truncate
 from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.tools._shared.attachment_fetch import (
+    Accept,
+    Spooled,
+    estimated_size,
+    spooled_part,
+    too_large,
+)
 from mail_imap_mcp.tools._shared.shapes import AttachmentInfo
-from mail_imap_mcp.tools.attachments import Accept, Spooled, estimated_size, spooled_part, too_large
 from mail_imap_mcp.tools.context import AppContext
 
-AttachmentMode = Literal["none", "metadata", "extract_text"]
 #: Most attachments whose text one imap_get_message call extracts.
 MAX_EXTRACTED_ATTACHMENTS = 10
 #: Image types returned as image blocks (what multimodal models read).
@@ -355,7 +360,6 @@ def extraction_failure(exc: ExtractionError, part: mime.Part) -> ToolFailure:
 __all__ = [
     "IMAGE_TYPES",
     "SETTING_OF_LIMIT",
-    "AttachmentMode",
     "ReadPlan",
     "TextWindow",
     "extract_attachment_texts",

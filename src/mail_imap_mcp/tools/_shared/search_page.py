@@ -17,8 +17,13 @@ from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.search import CursorError
-from mail_imap_mcp.tools._shared.shapes import CompactSummary, MessageSummary, compact_summary, summary_shape
-from mail_imap_mcp.tools.messages import UntrustedContent
+from mail_imap_mcp.tools._shared.shapes import (
+    CompactSummary,
+    MessageSummary,
+    UntrustedContent,
+    compact_summary,
+    summary_shape,
+)
 
 TOOL_NAME = "imap_search_messages"
 CursorT = TypeVar("CursorT")

@@ -1,0 +1,38 @@
+"""Finding the message a tool was given by id: the id checked against the accounts and its mailbox
+examined (``conflict`` when the mailbox changed since the id was issued)."""
+
+from __future__ import annotations
+
+from mail_imap_mcp.envelope import ToolFailure
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
+from mail_imap_mcp.imap.session import ImapSession, MailboxState
+from mail_imap_mcp.tools._shared.failures import conflict
+from mail_imap_mcp.tools.context import AppContext
+
+# Error codes of the tools that read one message by id (rendered into docs/tools.md).
+MESSAGE_TOOL_ERRORS = {
+    "invalid_input": "message_id is malformed or another argument is out of range.",
+    "not_found": "The account or mailbox is unknown, or the message no longer exists.",
+    "conflict": "The mailbox's UIDVALIDITY changed since the id was issued; next_action reruns the search.",
+    "auth_failed": "The server rejected the credentials.",
+    "unavailable": "The server cannot be reached.",
+    "timeout": "A command exceeded its time budget.",
+}
+
+
+def resolve_message(app: AppContext, message_id: str) -> tuple[AccountConnection, MessageRef]:
+    """Parse and check a message id against the configured accounts."""
+    try:
+        ref = parse_message_id(message_id)
+    except InvalidMessageId as exc:
+        raise ToolFailure.invalid_input("message_id", f"{exc}.") from None
+    return app.connection(ref.account_id), ref
+
+
+def examine_for(session: ImapSession, ref: MessageRef) -> MailboxState:
+    """Select the message's mailbox read-only and make sure the id still refers to it."""
+    state = session.examine(ref.mailbox)
+    if state.uidvalidity != ref.uidvalidity:
+        raise conflict(ref.account_id, ref.mailbox, ref.uidvalidity, state.uidvalidity)
+    return state
