@@ -32,8 +32,31 @@ from tests.support.oauth2 import IntrospectionEndpoint
 from tests.support.run_lifetime import end_run_on_sigterm
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--dovecot-only",
+        action="store_true",
+        help="deselect the tests that need Cyrus or Courier (scripts/test --fast)",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     end_run_on_sigterm(config)  # servers never outlive a run ended by SIGTERM
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--dovecot-only"):
+        return
+    others = set(MATRIX) - {"dovecot"}
+    kept, deselected = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        parameters = {v for v in callspec.params.values() if isinstance(v, str)} if callspec else set()
+        needs_other = others & (set(getattr(item, "fixturenames", ())) | parameters)
+        (deselected if needs_other else kept).append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept
 
 
 @pytest.fixture(scope="session")

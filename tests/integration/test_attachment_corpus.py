@@ -115,6 +115,7 @@ async def corpus_messages(mcp: EnvelopeClient, corpus_mailbox: dict[str, int]) -
     return [(CORPUS[name], ids[uid]) for name, uid in corpus_mailbox.items() if name != "forwarded"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("corpus_mailbox", [[item.name for item in documents()]], indirect=True)
 async def test_every_document_reads_as_text_on_dovecot(
     dovecot: Dovecot, corpus_mailbox: dict[str, int], mcp: EnvelopeClient
@@ -131,6 +132,7 @@ async def test_every_document_reads_as_text_on_dovecot(
         )["returned_bytes"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("corpus_mailbox", [list(SUBSET)], indirect=True)
 async def test_representative_documents_on_every_server(
     imap_server: MatrixServer, corpus_mailbox: dict[str, int], mcp: EnvelopeClient
@@ -237,6 +239,7 @@ def check_image(item: Document, envelope: dict[str, Any], blocks: list[ImageCont
         assert setting is None or setting in envelope["error"]["message"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("corpus_mailbox", [[item.name for item in images()]], indirect=True)
 async def test_every_image_comes_back_as_an_image_block_on_dovecot(
     dovecot: Dovecot, corpus_mailbox: dict[str, int], mcp: EnvelopeClient

@@ -318,6 +318,7 @@ def payload_message(data: bytes) -> bytes:
     return msg.as_bytes()
 
 
+@pytest.mark.slow
 async def test_a_30mb_attachment_is_read_in_bounded_chunks(
     dovecot: Dovecot, user: str, account: Any, fetch_log: list[tuple[list[str], int]]
 ) -> None:

@@ -46,7 +46,8 @@ from tests.support.envelope_client import EnvelopeClient
 from tests.support.faultproxy import FaultProxy
 from tests.support.mailgen import corpus, plain_message
 
-pytestmark = pytest.mark.anyio
+# Each test waits out a timeout or a fault on purpose (about 2 s each, 70 of them): the full run only.
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 CONNECT_S = 1.0
 COMMAND_S = 2.0

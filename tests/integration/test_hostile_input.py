@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import dataclasses
-import hashlib
 import itertools
 import json
 import logging
@@ -51,11 +49,11 @@ from mcp import Client
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.ids import MessageRef, parse_message_id
-from mail_imap_mcp.imap.search import CursorState
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.tools.context import AppContext
 from tests.support.accounts import PASSWORD_ENV, config_toml
 from tests.support.clients import make_config
+from tests.support.cursors import forge_cursor
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import SEEN, EnvelopeClient
 from tests.support.mail_state import flag_snapshot
@@ -67,11 +65,18 @@ pytestmark = pytest.mark.anyio
 
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
 
-#: Examples per tool and strategy family in the fuzz run (5 tools x 3 families).
-FUZZ_EXAMPLES = {"schema": 200, "mutated": 250, "hostile": 150}
+#: Examples per tool and strategy family in the fuzz run (every read tool x 3 families), times
+#: MIM_FUZZ_SCALE (default 1; e.g. 10 for a long exploratory run with MIM_FUZZ_RANDOM=1).
+FUZZ_SCALE = float(os.environ.get("MIM_FUZZ_SCALE", "1"))
+FUZZ_EXAMPLES = {
+    family: max(1, round(count * FUZZ_SCALE))
+    for family, count in {"schema": 70, "mutated": 90, "hostile": 50}.items()
+}
 FUZZ_SETTINGS = settings(
     deadline=None,
     database=None,
+    # The same examples every run (a failure reproduces, the run time is stable) unless asked otherwise.
+    derandomize=os.environ.get("MIM_FUZZ_RANDOM") != "1",
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
 )
 
@@ -344,14 +349,6 @@ def arguments_from_schema(schema: dict[str, Any]) -> st.SearchStrategy[dict[str,
     )
 
 
-def forge_cursor(cursor: str, changes: dict[str, Any]) -> str:
-    """Re-sign a cursor after changing its fields (the checksum is not a secret)."""
-    # Cursors are packed binary; a JSON cursor with names decodes too, so forge one of those.
-    fields = {**dataclasses.asdict(CursorState.decode(cursor)), **changes}
-    body = json.dumps(fields).encode()
-    return base64.urlsafe_b64encode(hashlib.sha256(body).digest()[:6] + body).decode().rstrip("=")
-
-
 def mutated_arguments(env: FuzzEnv, tool: str) -> st.SearchStrategy[dict[str, Any]]:
     """Realistic arguments (real ids, mailboxes, cursors) with one part replaced by something hostile."""
     text = st.one_of(st.sampled_from(HOSTILE_STRINGS), st.text(max_size=40))
@@ -478,6 +475,7 @@ def hostile_arguments(schema: dict[str, Any]) -> st.SearchStrategy[dict[str, Any
 # ---------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_fuzzed_arguments_of_every_tool_give_valid_envelopes_and_send_only_what_was_meant(
     dovecot: Dovecot,
 ) -> None:
@@ -508,9 +506,15 @@ async def test_fuzzed_arguments_of_every_tool_give_valid_envelopes_and_send_only
         after = {user: flag_snapshot(dovecot, user) for user in (env.user, env.other_user)}
         assert after == before, "a read tool changed flags"
         # The fuzzer must have reached the server and the interesting outcomes, not only validation.
-        assert outcomes.get("ok", 0) > 200 and outcomes.get("invalid_input", 0) > 200, outcomes
-        assert outcomes.get("not_found", 0) > 20 and outcomes.get("conflict", 0) > 5, outcomes
-        assert env.calls > 2000
+        # (Thresholds scale with the examples: they were 200, 200, 20, 5 and 2000 at 600 per tool.)
+        per_tool = sum(FUZZ_EXAMPLES.values()) / 600
+        assert outcomes.get("ok", 0) > 200 * per_tool and outcomes.get("invalid_input", 0) > 200 * per_tool, (
+            outcomes
+        )
+        assert outcomes.get("not_found", 0) > 20 * per_tool and outcomes.get("conflict", 0) > 5 * per_tool, (
+            outcomes
+        )
+        assert env.calls > 2000 * per_tool
         print(f"fuzz: {env.calls} calls, outcomes {outcomes}")
 
 
@@ -548,6 +552,7 @@ async def run_cases(env: FuzzEnv, cases: list[Case]) -> None:
     assert not failures, "\n".join(failures)
 
 
+@pytest.mark.slow
 async def test_crlf_nul_and_imap_syntax_in_every_string_parameter(dovecot: Dovecot) -> None:
     async with fuzz_env(dovecot) as env:
         schemas = {t.name: t.input_schema for t in (await env.client.client.list_tools()).tools}
@@ -987,6 +992,7 @@ def captured_log(caplog: pytest.LogCaptureFixture) -> str:
     return "\n".join(parts)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("no_password_in_any_envelope_of_the_session")
 async def test_password_never_appears_in_envelopes_logs_stderr_or_check_output(
     dovecot: Dovecot,

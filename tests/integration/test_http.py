@@ -117,6 +117,7 @@ async def exercise_every_tool(mcp: EnvelopeClient) -> set[str]:
     return called
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_every_tool_over_http_answers_a_valid_envelope(
     server: HttpServer, dovecot: Dovecot, user: str, mode: str
@@ -217,6 +218,7 @@ async def test_several_clients_use_their_own_sessions_at_once(
     assert log.count("tool=imap_search_messages") == 12 and log.count("tool=imap_get_message ") == 12
 
 
+@pytest.mark.slow
 def test_a_non_loopback_bind_without_a_token_is_refused_before_listening(
     tmp_path: Path, dovecot: Dovecot
 ) -> None:
@@ -335,6 +337,7 @@ async def wait_until(predicate: Any, timeout: float = 15.0) -> None:
             await anyio.sleep(0.02)
 
 
+@pytest.mark.slow
 async def test_sigterm_lets_the_call_in_flight_finish_refuses_new_ones_and_logs_out(
     tmp_path: Path, dovecot: Dovecot, user: str
 ) -> None:
@@ -380,6 +383,7 @@ async def test_sigterm_lets_the_call_in_flight_finish_refuses_new_ones_and_logs_
         assert b"LOGOUT" in proxy.sent()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("grace_s", "signals", "logged"),
     [(1, 1, "1 call(s) still running after the grace period"), (60, 2, "second signal")],
@@ -450,6 +454,7 @@ async def test_the_readme_http_setup_works_as_written(tmp_path: Path, dovecot: D
     assert token not in server.log()
 
 
+@pytest.mark.slow
 async def test_an_elicitation_answered_during_shutdown_still_completes_the_confirmed_write(
     tmp_path: Path, dovecot: Dovecot, user: str
 ) -> None:

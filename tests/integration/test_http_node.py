@@ -40,6 +40,7 @@ def pinned_sdk_version() -> str:
     return str(lock["packages"]["node_modules/@modelcontextprotocol/sdk"]["version"])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_the_typescript_sdk_client_calls_every_read_tool_over_http(
     tmp_path: Path, dovecot: Dovecot, user: str

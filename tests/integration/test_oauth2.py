@@ -386,6 +386,7 @@ def run_check(path: Path, env: dict[str, str] | None = None) -> subprocess.Compl
     )
 
 
+@pytest.mark.slow
 def test_check_diagnoses_each_oauth2_failure(
     dovecot: Dovecot,
     oauth_dovecot: Dovecot,
@@ -443,6 +444,7 @@ def test_check_diagnoses_each_oauth2_failure(
     assert helpers["wrong"].runs == 2
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_env_only_oauth2_account(
     oauth_dovecot: Dovecot, oauth_user: str, helper: TokenHelper, good_token: str

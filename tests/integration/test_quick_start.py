@@ -11,6 +11,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 
@@ -37,6 +39,7 @@ def test_quick_start_names_the_demo_then_the_test_command() -> None:
     assert quick_start_commands() == ["scripts/demo", "scripts/test"]
 
 
+@pytest.mark.slow
 def test_regression_readme_demo_runs_every_step_and_exits_zero(tmp_path: Path) -> None:
     # Issue 20: `scripts/demo` exited 1 with KeyError: 'next_action' after step 3.
     demo = quick_start_commands()[0]

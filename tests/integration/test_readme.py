@@ -51,6 +51,7 @@ def installed_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return home
 
 
+@pytest.mark.slow
 def test_readme_install_pulls_no_development_tools(installed_home: Path) -> None:
     pip = installed_home / ".local/share/mail-imap-mcp/bin/pip"
     listed = subprocess.run([pip, "list", "--format=json"], capture_output=True, text=True, check=True)
@@ -59,6 +60,7 @@ def test_readme_install_pulls_no_development_tools(installed_home: Path) -> None
     assert not [tool for tool in DEV_TOOLS if tool in names]
 
 
+@pytest.mark.slow
 def test_readme_install_ships_the_repositorys_config_example(installed_home: Path) -> None:
     # The installed wheel holds a real copy of config.example.toml, the file at the repository root.
     server = installed_home / ".local/share/mail-imap-mcp/bin/mail-imap-mcp"
@@ -77,6 +79,7 @@ def account_values(dovecot: Dovecot, user: str) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_readme_claude_desktop_config_starts_a_working_server(
     installed_home: Path, dovecot: Dovecot, user: str
@@ -98,6 +101,7 @@ async def test_readme_claude_desktop_config_starts_a_working_server(
         assert (await mcp.ok("imap_search_messages"))["total"] == 0
 
 
+@pytest.mark.slow
 def test_readme_check_command_logs_in(installed_home: Path, dovecot: Dovecot, user: str) -> None:
     command = readme_block("check")
     for placeholder, value in (

@@ -68,6 +68,7 @@ def leftovers(leader: int, timeout: float) -> list[str]:
     return left
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("how", "options"),
     [

@@ -957,6 +957,7 @@ def portal() -> Iterator[BlockingPortal]:
         yield running
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server_name", list(BUDGET))
 def test_random_writes_with_resets_lose_and_duplicate_nothing(
     server_name: str, request: pytest.FixtureRequest, portal: BlockingPortal

@@ -86,6 +86,7 @@ async def slow_move(
     return finished, ids
 
 
+@pytest.mark.slow
 async def test_a_slow_bulk_move_continues_in_the_background_and_reports_its_result(dovecot: Dovecot) -> None:
     user = seed(dovecot)
     before = total(message_id_counts(dovecot, user))
@@ -126,6 +127,7 @@ async def test_an_unknown_or_evicted_operation_is_not_found(dovecot: Dovecot) ->
         await mcp.fail("imap_get_operation", {"operation_id": "nope"}, "invalid_input")
 
 
+@pytest.mark.slow
 async def test_a_slow_flag_change_continues_in_the_background_too(dovecot: Dovecot) -> None:
     user = seed(dovecot)
     with FaultProxy(dovecot.host, dovecot.tls_port) as proxy:
