@@ -13,16 +13,18 @@ import json
 import re
 import socket
 import ssl
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from imapclient.exceptions import IMAPClientAbortError, IMAPClientError, LoginError
 
 from mail_imap_mcp.config import AccountConfig, AuthMethod, ConfigError, Security
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
 from mail_imap_mcp.imap.providers import login_hint, oauth2_scope_hint
+
+T = TypeVar("T")
 
 # Errors that mean "this connection is dead", as raised by imaplib, imapclient and the socket layer.
 _DEAD_CONNECTION = (imaplib.IMAP4.abort, IMAPClientAbortError, ConnectionError, ssl.SSLEOFError, EOFError)
@@ -317,6 +319,18 @@ def classify(exc: BaseException, context: Context | None = None) -> ImapError | 
             return MailboxGone(context.account_id, context.mailbox)
         return MailboxMissing(context.mailbox, context.command, said)
     return CommandRefused(context.command, context.selected or context.mailbox, reason or Refusal.OTHER, said)
+
+
+def naming_command(command: str, mailbox: str, send: Callable[..., T], *args: Any) -> T:
+    """``send(*args)``: a command naming ``mailbox`` (CREATE, RENAME, DELETE, APPEND), its NO or BAD
+    raised as the classified domain error (:class:`MailboxMissing`, :class:`CommandRefused`) for the
+    tool to say which argument it concerns; a dead connection as it is (``write_command`` decides)."""
+    try:
+        return send(*args)
+    except IMAPClientError as exc:
+        if is_connection_broken(exc):
+            raise
+        raise (classify(exc, Context(command, mailbox)) or exc) from None
 
 
 def mailbox_failure(exc: BaseException) -> Exception | None:

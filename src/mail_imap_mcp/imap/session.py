@@ -26,16 +26,15 @@ from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap import wire
 from mail_imap_mcp.imap.errors import (
     CharsetRejected,
-    Context,
     OutcomeUnknown,
     SelectionStale,
     UidValidityChanged,
-    classify,
     destination_not_found,
     extension_missing,
     is_connection_broken,
     mailbox_not_found,
     mailbox_vanished,
+    naming_command,
     rejects_charset,
     says_mailbox_missing,
     write_refused,
@@ -534,41 +533,24 @@ class ImapSession:
         return prefix or "", separator
 
     def create_mailbox(self, mailbox: str) -> None:
-        with self._naming("CREATE", mailbox):
-            self.client.create_folder(mailbox)
+        naming_command("CREATE", mailbox, self.client.create_folder, mailbox)
 
     def rename_mailbox(self, mailbox: str, new_name: str) -> None:
         """RENAME (leave the mailbox first if this connection has it selected: :meth:`deselect`)."""
-        with self._naming("RENAME", mailbox):
-            self.client.rename_folder(mailbox, new_name)
+        naming_command("RENAME", mailbox, self.client.rename_folder, mailbox, new_name)
 
     def delete_mailbox(self, mailbox: str) -> None:
         """DELETE (leave the mailbox first if this connection has it selected: :meth:`deselect`)."""
-        with self._naming("DELETE", mailbox):
-            self.client.delete_folder(mailbox)
+        naming_command("DELETE", mailbox, self.client.delete_folder, mailbox)
 
     def append(self, mailbox: str, message: bytes, flags: Sequence[str]) -> tuple[int, int] | None:
         """APPEND ``message`` with ``flags``; ``(uidvalidity, uid)`` of the new message from APPENDUID
         where the server advertises UIDPLUS (RFC 4315), else None."""
-        with self._naming("APPEND", mailbox):
-            answer = self.client.append(mailbox, message, flags)
+        answer = naming_command("APPEND", mailbox, self.client.append, mailbox, message, flags)
         if "UIDPLUS" not in self.capabilities:
             return None
         found = re.search(rb"\[APPENDUID (\d+) (\d+)\]", answer if isinstance(answer, bytes) else b"")
         return (int(found.group(1)), int(found.group(2))) if found else None
-
-    @staticmethod
-    @contextmanager
-    def _naming(command: str, mailbox: str) -> Iterator[None]:
-        """A command that names a mailbox (CREATE, RENAME, DELETE, APPEND): the server's NO or BAD as the
-        classified domain error (:class:`MailboxMissing`, :class:`CommandRefused`); the tool says which
-        argument it concerns. A dead connection is left as it is (``write_command`` decides)."""
-        try:
-            yield
-        except IMAPClientError as exc:
-            if is_connection_broken(exc):
-                raise
-            raise (classify(exc, Context(command, mailbox)) or exc) from None
 
     # -- imap_apply_to_messages: UID COPY, UID MOVE, UID EXPUNGE of exactly the given UIDs ------------
     # The source is selected read-write (select) and the UIDs checked to exist in it; never retried.
