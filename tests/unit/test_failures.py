@@ -33,6 +33,7 @@ from mail_imap_mcp.imap.errors import (
     TimedOut,
     UidValidityChanged,
     classify,
+    command_refused,
     mailbox_failure,
     message_failure,
 )
@@ -239,6 +240,11 @@ def test_one_mailbox_or_the_whole_call_is_decided_once() -> None:
     assert isinstance(message_failure(IMAPClientAbortError("EOF")), ConnectionLost)
     for whole in (MailboxGone("a", "INBOX"), UidValidityChanged(1, 2), TimeoutError(), ValueError()):
         assert message_failure(whole) is None, whole
+    # The server's NO or BAD to the command just sent (a STATUS, a part's FETCH, AUTHENTICATE): nothing
+    # else, not even a dead connection.
+    assert isinstance(command_refused(_no("STATUS", "Internal error")), CommandRefused)
+    for other in (IMAPClientAbortError("EOF"), MailboxGone("a", "INBOX"), TimeoutError(), ValueError()):
+        assert command_refused(other) is None, other
 
 
 class _Args(BaseModel):

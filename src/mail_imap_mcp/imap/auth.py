@@ -11,7 +11,6 @@ shows only by size (see docs/security.md).
 from __future__ import annotations
 
 import contextlib
-import imaplib
 import logging
 import os
 import re
@@ -21,7 +20,13 @@ from collections.abc import Callable
 from typing import Any
 
 from mail_imap_mcp.config import AccountConfig, AuthMethod, helper_environment
-from mail_imap_mcp.imap.errors import OAuthChallenge, OAuthRejected, TokenCommandFailed, mechanism_not_offered
+from mail_imap_mcp.imap.errors import (
+    OAuthChallenge,
+    OAuthRejected,
+    TokenCommandFailed,
+    command_refused,
+    mechanism_not_offered,
+)
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
 
 log = logging.getLogger("mail_imap_mcp.imap")
@@ -152,9 +157,9 @@ def authenticate(client: BudgetedIMAPClient, config: AccountConfig, token: str) 
     )
     try:
         client.sasl_authenticate(config.auth.mechanism, exchange)
-    except imaplib.IMAP4.abort:
-        raise
-    except imaplib.IMAP4.error as exc:
+    except Exception as exc:
+        if command_refused(exc) is None:
+            raise
         raise OAuthRejected(exchange.challenge, str(exc)) from None
 
 

@@ -356,6 +356,13 @@ def message_failure(exc: BaseException) -> ImapError | None:
     return None if failure is None or isinstance(failure, TimedOut) else failure
 
 
+def command_refused(exc: BaseException) -> ImapError | None:
+    """``exc`` as the domain error of the server's NO or BAD to the command just sent; None for anything
+    else (a dead connection, time up, what the session already judged, a bug): raise it then."""
+    failure = message_failure(exc)
+    return None if failure is None or failure.ends_call else failure
+
+
 def account_busy(account_id: str) -> ToolFailure:
     """Another call held the account's connection for the whole of this call's budget."""
     return ToolFailure(

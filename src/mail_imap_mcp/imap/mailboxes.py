@@ -8,7 +8,7 @@ from typing import Any
 from imapclient.imap_utf7 import decode as decode_utf7
 from imapclient.response_parser import parse_response
 
-from mail_imap_mcp.imap.errors import message_failure
+from mail_imap_mcp.imap.errors import command_refused
 from mail_imap_mcp.imap.session import ImapSession
 
 # RFC 6154 roles (plus \\Important, RFC 8457), keyed case-insensitively as servers vary.
@@ -107,8 +107,7 @@ def mailbox_counts(session: ImapSession, name: str) -> MailboxCounts:
             session.deselect()
         status = session.client.folder_status(name, [b"MESSAGES", b"UNSEEN", b"UIDVALIDITY", b"UIDNEXT"])
     except Exception as exc:
-        failure = message_failure(exc)
-        if failure is None or failure.ends_call:
+        if command_refused(exc) is None:
             raise
         return MailboxCounts(None, None, None, None)
 

@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch
-from mail_imap_mcp.imap.errors import ImapError, message_failure, server_said
+from mail_imap_mcp.imap.errors import ImapError, command_refused, server_said
 from mail_imap_mcp.imap.fetch import find_item
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.session import ImapSession
@@ -168,8 +168,7 @@ def read_part(
     except Exception as exc:
         # Some servers refuse the whole FETCH for a section the message does not have: ask for the
         # structure alone to say which part ids exist.
-        refused = message_failure(exc)
-        if refused is None or refused.ends_call:
+        if command_refused(exc) is None:
             raise
         response = session.fetch([ref.uid], items[:2]).get(ref.uid)
         if _expunged(response):
