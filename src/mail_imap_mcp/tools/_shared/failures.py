@@ -294,24 +294,16 @@ def _account(call: Call | None) -> tuple[str, AccountConfig | None]:
     return found if found is not None else ("", None)
 
 
-def _connection_lost(exc: ConnectionLost, call: Call) -> ToolFailure:
+def _connection_gone(exc: ConnectionLost | TimedOut, call: Call) -> ToolFailure:
+    """The connection died and no new one could be made, or the server did not answer, within the call."""
     account_id, config = _account(call)
-    host = config.host if config is not None else "the IMAP server"
-    return ToolFailure(
-        ErrorCode.UNAVAILABLE,
-        f"Lost the connection to {host} and could not re-establish it; retry shortly.",
-        details={"account_id": account_id},
-    )
-
-
-def _timed_out(exc: TimedOut, call: Call) -> ToolFailure:
-    account_id, config = _account(call)
-    host = config.host if config is not None else "the IMAP server"
-    return ToolFailure(
-        ErrorCode.TIMEOUT,
-        f"The IMAP server {host} did not answer in time; retry shortly.",
-        details={"account_id": account_id},
-    )
+    timeout = isinstance(exc, TimedOut)
+    if config is None:
+        code = ErrorCode.TIMEOUT if timeout else ErrorCode.UNAVAILABLE
+        return ToolFailure(code, "The IMAP server did not answer or dropped the connection; retry shortly.")
+    if timeout:
+        return errors.timed_out(account_id, config, config.connect_timeout_s + config.command_timeout_s)
+    return errors.connection_lost(account_id, config)
 
 
 def _uidvalidity_changed(exc: UidValidityChanged, call: Call) -> ToolFailure:
@@ -426,8 +418,8 @@ def _extraction_failed(exc: ExtractionError, call: Call) -> ToolFailure:
 #: complete). Looked up along the class's MRO, so a subclass left out falls back to its base.
 REGISTRY: Mapping[type[BaseException], Converter] = {
     ImapError: _imap_error,
-    ConnectionLost: _connection_lost,
-    TimedOut: _timed_out,
+    ConnectionLost: _connection_gone,
+    TimedOut: _connection_gone,
     SelectionStale: _selection_stale,
     OutcomeUnknown: _outcome_unknown,
     UidValidityChanged: _uidvalidity_changed,
