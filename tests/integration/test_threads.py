@@ -116,7 +116,10 @@ async def test_conversation_across_inbox_and_sent_oldest_first_without_setting_f
     assert set(data) == {
         "thread_root", "total", "mailboxes", "status", "messages", "next_action", "untrusted_content"
     }  # fmt: skip
-    assert data["total"] == 3 and data["untrusted_content"] == "messages[].from,to,subject,snippet"
+    assert (
+        data["total"] == 3
+        and data["untrusted_content"] == "messages[].from,to,subject,snippet,mailbox; mailboxes,thread_root"
+    )
     assert {"INBOX", sent} <= set(data["mailboxes"])
     assert data["next_action"] == {
         "instruction": "Read the newest message of the conversation in full",

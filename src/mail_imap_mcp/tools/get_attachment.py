@@ -143,7 +143,9 @@ def _base(ref: MessageRef, info: AttachmentInfo, mode: Mode, args: GetAttachment
         "returned_bytes": 0,
         "raw_base64": None,
         "decoded_size_bytes": None,
-        "untrusted_content": UntrustedContent(fields=["attachment.filename", "text", "notes", "events"]),
+        "untrusted_content": UntrustedContent(
+            fields=["attachment.filename", "attachment.content_id", "text", "notes", "events"]
+        ),
     }
 
 
@@ -201,7 +203,6 @@ def _text_result(
     server = app.config.server
     max_chars = min(args.max_chars, server.max_attachment_text_chars)
     payload = _base(ref, attachment_info(ref, spooled.part), "text", args)
-    name = spooled.part.filename or spooled.part.content_type
     try:
         window = read_text(spooled, server, plan, offset=args.offset, max_chars=max_chars)
     except ExtractionError as exc:
@@ -228,8 +229,8 @@ def _text_result(
             max_chars=max_chars,
         )
         warnings.append(f"Text continues at character {window.next_offset}; call again with that offset.")
-    summary = f"{len(window.text)} character(s) of text from {name} (offset {args.offset})"
-    return ToolResult(summary=summary[:240], data=GetAttachmentData(**payload), warnings=warnings)
+    summary = f"{len(window.text)} character(s) of text from attachment {args.part_id} (offset {args.offset})"
+    return ToolResult(summary=summary, data=GetAttachmentData(**payload), warnings=warnings)
 
 
 def _unreadable(
@@ -248,8 +249,7 @@ def _unreadable(
         issues=[ref.issue(exc.code, stage, exc.message, retryable=False)],
         next_action=_again(ref, args.part_id, "Read the attachment's bytes instead", mode="bytes"),
     )
-    name = spooled.part.filename or spooled.part.content_type
-    summary = f"Could not read {name} as {mode}: {exc.message}"
+    summary = f"Could not read attachment {args.part_id} as {mode}: {exc.message}"
     return ToolResult(summary=summary[:240], data=GetAttachmentData(**payload))
 
 
@@ -279,7 +279,7 @@ def _image_result(
     )
     scaled = f", downscaled to {prepared.width}x{prepared.height}" if prepared.downscaled else ""
     summary = (
-        f"Image {spooled.part.filename or spooled.part.section} ({prepared.original_width}x"
+        f"Image attachment {spooled.part.section} ({prepared.original_width}x"
         f"{prepared.original_height}{scaled}) follows as a {prepared.mime_type} image block"
     )
     return ToolResult(

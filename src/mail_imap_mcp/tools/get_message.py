@@ -84,7 +84,7 @@ class GetMessageData(MultiItemData):
 
 COMPACT_UNTRUSTED = (
     "message.from,to,cc,subject,headers,body_text,body_markdown,body_html,attachments[].filename,"
-    "attachments[].extracted_text"
+    "attachments[].content_id,attachments[].extracted_text"
 )
 
 
@@ -127,8 +127,7 @@ def handle(
     elif args.attachment_mode == "extract_text":
         max_chars = min(args.attachment_text_max_chars, app.config.server.max_attachment_text_chars)
         issues = extract_attachment_texts(app, connection, ref, message.attachments, max_chars, warnings)
-    subject = message.subject or "(no subject)"
-    summary = f"Message retrieved: {subject[:120]}"
+    summary = _summary(message)
     if args.fields == "compact":
         brief = CompactGetMessageData(
             status="partial" if issues else "ok",
@@ -147,9 +146,12 @@ def handle(
                 "message.to",
                 "message.cc",
                 "message.subject",
+                "message.snippet",
+                "message.mailbox",
                 "message.headers",
                 f"message.{body_field}",
                 "message.attachments[].filename",
+                "message.attachments[].content_id",
                 "message.attachments[].extracted_text",
             ]
         ),
@@ -157,6 +159,14 @@ def handle(
         issues=issues,
     )
     return ToolResult(summary=summary, data=data, warnings=warnings)
+
+
+def _summary(message: MessageDetail) -> str:
+    """What was read, in words of the server's own: a summary never quotes the sender (the subject is
+    in data, listed as untrusted)."""
+    attachments = len(message.attachments)
+    listed = f", {attachments} attachment(s)" if attachments else ""
+    return f"Message retrieved ({message.date or 'undated'}, {message.size_bytes} bytes{listed})"
 
 
 TOOL = ToolSpec(

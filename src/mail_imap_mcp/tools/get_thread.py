@@ -21,7 +21,7 @@ from mail_imap_mcp.imap.threads import read_seed, thread_mailboxes, thread_uids
 from mail_imap_mcp.tools._shared.arguments import SHAPE_DESCRIPTION, MessageIdArg, Shape
 from mail_imap_mcp.tools._shared.failures import mailbox_issue, message_gone
 from mail_imap_mcp.tools._shared.message_lookup import MESSAGE_TOOL_ERRORS, examine_for, resolve_message
-from mail_imap_mcp.tools._shared.search_page import COMPACT_UNTRUSTED, untrusted_fields
+from mail_imap_mcp.tools._shared.search_page import COMPACT_UNTRUSTED_ACROSS, untrusted_fields
 from mail_imap_mcp.tools._shared.shapes import (
     CompactSummary,
     MessageSummary,
@@ -213,7 +213,7 @@ def handle(
             issues=issues or None,
             messages=[compact_summary(summary_shape(m), with_mailbox=True) for m in kept],
             next_action=next_action,
-            untrusted_content=COMPACT_UNTRUSTED,
+            untrusted_content=f"{COMPACT_UNTRUSTED_ACROSS}; mailboxes,thread_root",
         )
         return ToolResult(summary=summary, data=brief, warnings=warnings)
     data = GetThreadData(
@@ -229,7 +229,7 @@ def handle(
         status=status,
         issues=issues,
         next_action=next_action,
-        untrusted_content=untrusted_fields(),
+        untrusted_content=untrusted_fields("mailboxes[]", "thread_root"),
     )
     return ToolResult(summary=summary, data=data, warnings=warnings)
 

@@ -269,11 +269,11 @@ def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
             fields=["draft.body_text", "draft.headers"] if original is not None else []
         ),
     )
-    subject = headers.get("Subject", "(no subject)")[:120]
+    # No subject in the summary: a reply's is the original sender's text (it is in data.draft).
     if args.dry_run:
-        summary = f"Dry run: draft for {mailbox!r} not saved: {subject}"
+        summary = f"Dry run: draft for {mailbox!r} not saved"
     elif saved:
-        summary = f"Draft saved in {mailbox!r} (not sent): {subject}"
+        summary = f"Draft saved in {mailbox!r} (not sent)"
     else:
         summary = f"Outcome unknown: the connection was lost while saving the draft to {mailbox!r}"
     return ToolResult(summary=summary, data=data, warnings=warnings)

@@ -29,6 +29,7 @@ from mail_imap_mcp.tools._shared.search_page import (
     SearchMessagesData,
     charset_refused,
     decode_cursor,
+    named_in_summary,
     search_result,
 )
 from mail_imap_mcp.tools.context import AppContext
@@ -267,7 +268,7 @@ def handle_ordered(
         account_id=account_id,
         mailbox=label,
         mailboxes=page.mailboxes,
-        where=label if strict else f"{len(page.mailboxes)} mailbox(es)",
+        where=named_in_summary(label) if strict else f"{len(page.mailboxes)} mailbox(es)",
         by_date=args.sort == "date",
         total=page.total,
         returned_before=returned_before,

@@ -37,6 +37,7 @@ from mail_imap_mcp.tools._shared.search_page import (
     charset_refused,
     compact_page,
     decode_cursor,
+    named_in_summary,
     search_result,
 )
 from mail_imap_mcp.tools.context import AppContext
@@ -274,7 +275,7 @@ def _handle_one(
         account_id=account_id,
         mailbox=mailbox,
         mailboxes=[mailbox],
-        where=mailbox,
+        where=named_in_summary(mailbox),
         by_date=False,
         total=page.total,
         returned_before=cursor.returned if cursor else 0,

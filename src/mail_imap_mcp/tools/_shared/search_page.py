@@ -45,8 +45,12 @@ class SearchMessagesData(MultiItemData):
     untrusted_content: UntrustedContent
 
 
-#: The sender-written fields of a list of compact summaries (a search page, a conversation).
+#: The sender-written fields of a page of compact summaries of one mailbox. A compact ``untrusted_content``
+#: line names paths as ``prefix.a,b,c`` (``prefix.a``, ``prefix.b``, ...), groups separated by "; ".
 COMPACT_UNTRUSTED = "messages[].from,to,subject,snippet"
+#: The same for summaries of several mailboxes, each naming its mailbox (a name another user may have
+#: chosen, in a shared namespace).
+COMPACT_UNTRUSTED_ACROSS = "messages[].from,to,subject,snippet,mailbox"
 
 
 class CompactSearchData(CompactPayload):
@@ -77,24 +81,25 @@ class CompactSearchData(CompactPayload):
 def compact_page(result: ToolResult[SearchMessagesData]) -> ToolResult[CompactSearchData]:
     """A page in the compact shape: what an agent reads, the cursor once."""
     data = result.data
+    # Several mailboxes ('*' or a list): each summary says where it is.
+    across = data.mailboxes != [data.mailbox]
     brief = CompactSearchData(
         mailbox=data.mailbox,
         total=data.total,
         status=data.status,
         issues=data.issues or None,
-        # Several mailboxes ('*' or a list): each summary says where it is.
-        messages=[compact_summary(m, with_mailbox=data.mailboxes != [data.mailbox]) for m in data.messages],
+        messages=[compact_summary(m, with_mailbox=across) for m in data.messages],
         next_cursor=data.next_cursor,
-        untrusted_content=COMPACT_UNTRUSTED,
+        untrusted_content=COMPACT_UNTRUSTED_ACROSS if across else COMPACT_UNTRUSTED,
     )
     return ToolResult(summary=result.summary, data=brief, warnings=result.warnings)
 
 
-def untrusted_fields() -> UntrustedContent:
-    """The sender-written fields of a list of full summaries."""
-    return UntrustedContent(
-        fields=[f"messages[].{name}" for name in ("from", "to", "cc", "subject", "snippet")]
-    )
+def untrusted_fields(*more: str) -> UntrustedContent:
+    """The fields of a list of full summaries written by senders, or mailbox names chosen by other users
+    (in a shared namespace), and ``more``."""
+    names = ("from", "to", "cc", "subject", "snippet", "mailbox")
+    return UntrustedContent(fields=[*(f"messages[].{name}" for name in names), *more])
 
 
 def charset_refused(account_id: str, mailbox: str) -> ToolResult[SearchMessagesData]:
@@ -155,7 +160,7 @@ def search_result(
         status="partial" if issues else "ok",
         issues=issues,
         next_action=page_next_action(TOOL_NAME, same_search, next_cursor, messages),
-        untrusted_content=untrusted_fields(),
+        untrusted_content=untrusted_fields("mailboxes[]"),
     )
     summary = page_summary(returned_before + 1, attempted, len(messages), total, where, by_date)
     return ToolResult(summary=summary, data=data, warnings=warnings)
@@ -169,6 +174,12 @@ def page_summary(start: int, taken: int, returned: int, total: int, where: str, 
     order = ", newest first by sent date" if by_date else ""
     unreadable = f" ({taken - returned} unreadable)" if taken > returned else ""
     return f"{shown} in {where}{order}{unreadable}"
+
+
+def named_in_summary(mailbox: str) -> str:
+    """How a page's summary names one mailbox: INBOX by name, any other as "1 mailbox" (a name may be
+    another user's text, in a shared namespace; data.mailbox has it)."""
+    return mailbox if mailbox.upper() == "INBOX" else "1 mailbox"
 
 
 def page_next_action(
