@@ -19,8 +19,7 @@ from typing import Any
 import imapclient.exceptions
 import pytest
 
-from mail_imap_mcp.envelope import ToolFailure
-from mail_imap_mcp.imap.errors import UidValidityChanged
+from mail_imap_mcp.imap.errors import MailboxMissing, UidValidityChanged
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.tools.context import AppContext
 from tests.support import mailgen
@@ -268,9 +267,9 @@ def test_a_command_behind_an_examine_that_fails_is_not_taken_for_an_answer(
         with pytest.raises(UidValidityChanged):
             session.fetch([1], ["FLAGS"])
         session.examine_ahead(imap_server.mailbox_name("Gone"), uidvalidity=validity)
-        with pytest.raises(ToolFailure) as failure:
+        with pytest.raises(MailboxMissing) as failure:  # said as not_found by the tools
             session.fetch([1], ["FLAGS"])
-        assert failure.value.code.value == "not_found"
+        assert failure.value.mailbox == imap_server.mailbox_name("Gone")
         session.examine_ahead(archive, uidvalidity=validity)
         answer = session.fetch([1, 2, 3], ["FLAGS"])
         return answer, session.selected_mailbox, session.examine(archive).exists

@@ -19,6 +19,7 @@ from mail_imap_mcp.imap.errors import OutcomeUnknown
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.tools import search_messages
+from mail_imap_mcp.tools._shared.failures import as_tool_failure
 from mail_imap_mcp.tools.context import AppContext
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, answer, ok
 
@@ -72,13 +73,16 @@ def summary_fetch(seq: int, uid: int) -> list[bytes]:
 
 
 def connection(server: ScriptedServer) -> AccountConnection:
-    return AccountConnection("default", account_config(), open_socket=server.open_socket)
+    return AccountConnection(
+        "default", account_config(), open_socket=server.open_socket, translate=as_tool_failure
+    )
 
 
 def app_on(server: ScriptedServer) -> AppContext:
     config = make_config()
     return AppContext(
-        config=config, pool=ConnectionPool(dict(config.accounts), open_socket=server.open_socket)
+        config=config,
+        pool=ConnectionPool(dict(config.accounts), open_socket=server.open_socket, translate=as_tool_failure),
     )
 
 

@@ -33,6 +33,9 @@ from mail_imap_mcp.imap.errors import (
     ConnectionLost,
     ConnectPhase,
     ConnectProgress,
+    ImapError,
+    MailboxGone,
+    MailboxMissing,
     SelectionStale,
     account_busy,
     connect_failure,
@@ -47,6 +50,11 @@ from mail_imap_mcp.imap.summary_cache import SummaryCache
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient, CallBudget, OpenSocket
 
 log = logging.getLogger("mail_imap_mcp.imap")
+
+#: Turns a domain error into what the callers of :meth:`AccountConnection.run` expect instead.
+Translate = Callable[[ImapError], Exception]
+#: Failures judged on the session's view of a mailbox: the view is checked before they count.
+_JUDGED_ON_THE_VIEW = (ToolFailure, MailboxMissing, MailboxGone)
 
 T = TypeVar("T")
 
@@ -64,9 +72,12 @@ class AccountConnection:
         *,
         summary_cache_entries: int = 0,
         open_socket: OpenSocket | None = None,
+        translate: Translate | None = None,
     ) -> None:
         self.account_id = account_id
         self.config = config
+        #: What a domain error leaving :meth:`run` becomes for its callers (the tools: their envelope error).
+        self.translate = translate
         self._open_socket = open_socket
         self.summaries = SummaryCache(summary_cache_entries)
         self._lock = threading.Lock()
@@ -117,6 +128,16 @@ class AccountConnection:
         return self.run(operation, write=True)
 
     def run(self, operation: Callable[[ImapSession], T], *, retry: bool = True, write: bool = False) -> T:
+        """Run ``operation`` on a live session within the call's budget (see :meth:`_run`); a domain error
+        that leaves it goes through :attr:`translate`, unless its caller handles it (``for_caller``)."""
+        try:
+            return self._run(operation, retry=retry, write=write)
+        except ImapError as exc:
+            if exc.for_caller or self.translate is None:
+                raise
+            raise self.translate(exc) from None
+
+    def _run(self, operation: Callable[[ImapSession], T], *, retry: bool, write: bool) -> T:
         """Run ``operation`` on a live session within the call's budget.
 
         If the connection turns out dead (idle logout, reset, restart) and ``retry`` is set, reconnect
@@ -216,7 +237,7 @@ class AccountConnection:
         session = ImapSession(self, client, pipeline=pipeline, current=current)
         try:
             result = operation(session)
-        except ToolFailure:
+        except _JUDGED_ON_THE_VIEW:
             session.settle()  # a failure judged on a stale view is no answer either
             raise
         session.settle()

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, TypeVar
 from imapclient.exceptions import IMAPClientAbortError, IMAPClientError, LoginError
 
 from mail_imap_mcp.config import AccountConfig, AuthMethod, ConfigError, Security
-from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
+from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.providers import login_hint, oauth2_scope_hint
 
 T = TypeVar("T")
@@ -56,6 +56,9 @@ class ImapError(Exception):
     #: No other mailbox or message of the call can be read either (the connection or the time is gone);
     #: otherwise the failure belongs to the one mailbox or message being read (see :func:`mailbox_failure`).
     ends_call: ClassVar[bool] = False
+    #: The caller of ``AccountConnection.run`` handles it (a stale id, a refused charset, a write's
+    #: unknown outcome); any other leaving ``run`` goes through the connection's ``translate``.
+    for_caller: ClassVar[bool] = False
 
 
 class ImplicitTlsPort(ImapError):
@@ -84,6 +87,8 @@ class TimedOut(ImapError):
 class UidValidityChanged(ImapError):
     """The mailbox's UIDVALIDITY differs from the one the cursor or id was made for."""
 
+    for_caller = True
+
     def __init__(self, expected: int, actual: int) -> None:
         super().__init__(f"UIDVALIDITY changed from {expected} to {actual}")
         self.expected = expected
@@ -92,6 +97,8 @@ class UidValidityChanged(ImapError):
 
 class CharsetRejected(ImapError):
     """The server refused ``CHARSET UTF-8`` for a non-ASCII search (``NO [BADCHARSET]``)."""
+
+    for_caller = True
 
 
 class OutcomeUnknown(ImapError):
@@ -106,6 +113,7 @@ class OutcomeUnknown(ImapError):
         self.uids = uids
 
     ends_call = True
+    for_caller = True
 
 
 class SelectionStale(ImapError):
@@ -388,32 +396,6 @@ def connection_lost(account_id: str, config: AccountConfig) -> ToolFailure:
         ErrorCode.UNAVAILABLE,
         f"Lost the connection to {config.host} and could not re-establish it; retry shortly.",
         details={"account_id": account_id},
-    )
-
-
-def mailbox_not_found(mailbox: str) -> ToolFailure:
-    """The named mailbox cannot be opened."""
-    return ToolFailure(
-        ErrorCode.NOT_FOUND,
-        f"Mailbox {mailbox!r} does not exist or cannot be opened; call imap_list_mailboxes to see the "
-        "available names.",
-        details={"parameter": "mailbox", "mailbox": mailbox},
-    )
-
-
-def mailbox_vanished(account_id: str, mailbox: str) -> ToolFailure:
-    """The selected mailbox was deleted or replaced by another session during this call."""
-    return ToolFailure(
-        ErrorCode.CONFLICT,
-        f"Mailbox {mailbox!r} was deleted or replaced by another session while this call read it; "
-        "earlier ids and cursors for it no longer apply. Call imap_list_mailboxes, then search again.",
-        details={"mailbox": mailbox},
-        retryable=False,
-        next_action=NextAction(
-            instruction="List the mailboxes to see whether it still exists",
-            tool="imap_list_mailboxes",
-            arguments={"account_id": account_id},
-        ),
     )
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from mail_imap_mcp.config import AccountConfig, Security
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.connection import AccountConnection, Translate
 from mail_imap_mcp.imap.wire import OpenSocket
 
 log = logging.getLogger("mail_imap_mcp.imap")
@@ -68,10 +68,15 @@ class ConnectionPool:
         keepalive_interval_s: float = 0.0,
         summary_cache_entries: int = 0,
         open_socket: OpenSocket | None = None,
+        translate: Translate | None = None,
     ) -> None:
         self._connections = {
             aid: AccountConnection(
-                aid, cfg, summary_cache_entries=summary_cache_entries, open_socket=open_socket
+                aid,
+                cfg,
+                summary_cache_entries=summary_cache_entries,
+                open_socket=open_socket,
+                translate=translate,
             )
             for aid, cfg in accounts.items()
         }

@@ -26,17 +26,18 @@ from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap import wire
 from mail_imap_mcp.imap.errors import (
     CharsetRejected,
+    MailboxGone,
+    MailboxMissing,
     OutcomeUnknown,
     SelectionStale,
     UidValidityChanged,
     destination_not_found,
     extension_missing,
     is_connection_broken,
-    mailbox_not_found,
-    mailbox_vanished,
     naming_command,
     rejects_charset,
     says_mailbox_missing,
+    server_said,
     write_refused,
 )
 from mail_imap_mcp.imap.summary_cache import SummaryCache
@@ -171,7 +172,7 @@ class ImapSession:
         Where the mailbox is not this call's selection already (or the earlier call's, which
         :meth:`examine` revalidates, pipelined too), EXAMINE is sent now and answered together with the
         next read on the mailbox (SEARCH, SORT, FETCH; sent without a literal), one round trip for both.
-        Its answer is read after that command's: when EXAMINE failed (``mailbox_not_found``) or found
+        Its answer is read after that command's: when EXAMINE failed (:class:`MailboxMissing`) or found
         another UIDVALIDITY than ``uidvalidity`` (:class:`UidValidityChanged`), that command's answer is
         discarded and the error raised in its place. One EXAMINE at a time is in flight, so the
         untagged answers (EXISTS, UIDVALIDITY, FETCH) cannot be taken for another command's. Afterwards
@@ -204,7 +205,7 @@ class ImapSession:
             if is_connection_broken(exc):
                 raise
             self._forget_selection()
-            raise mailbox_not_found(mailbox) from None
+            raise MailboxMissing(mailbox, "EXAMINE" if readonly else "SELECT", server_said(exc)) from None
         state = self._selected(mailbox, response, readonly=readonly)
         # SELECT/EXAMINE answered everything the server had queued for the old view.
         client.untagged.pop("EXPUNGE", None)
@@ -303,7 +304,7 @@ class ImapSession:
             typ = "BAD"
         if typ != "OK":
             client.note_unselected()
-            raise mailbox_not_found(pending.mailbox)
+            raise MailboxMissing(pending.mailbox, "EXAMINE")
         state = self._selected(pending.mailbox, client.select_answer(), readonly=True)
         self.refresh_counts(state)  # with what came after EXAMINE's answer, as for any selection
         if pending.uidvalidity is not None and state.uidvalidity != pending.uidvalidity:
@@ -515,7 +516,7 @@ class ImapSession:
             if state is None or not says_mailbox_missing(exc):
                 raise
             self._forget_selection()
-            raise mailbox_vanished(self._owner.account_id, state.name) from None
+            raise MailboxGone(self._owner.account_id, state.name) from None
         self.settle(pipelined=True)
 
     # -- imap_manage_mailbox and imap_save_draft: NAMESPACE, CREATE, RENAME, DELETE, APPEND ----------

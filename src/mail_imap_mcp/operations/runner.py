@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.errors import UidValidityChanged, is_connection_broken
+from mail_imap_mcp.imap.errors import MailboxMissing, UidValidityChanged, is_connection_broken
 from mail_imap_mcp.imap.session import ImapSession, MailboxState
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.background import Operation, OperationRegistry, OperationState, Progress
@@ -54,9 +54,7 @@ class SelectRefusals:
             return state
         except UidValidityChanged as exc:
             raise self.stale(group.mailbox, exc) from None
-        except ToolFailure as failure:
-            if failure.code is not ErrorCode.NOT_FOUND:
-                raise
+        except MailboxMissing:
             raise self.gone(group.mailbox) from None
 
 

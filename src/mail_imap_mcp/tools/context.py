@@ -10,6 +10,7 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.operations import OperationRegistry
 from mail_imap_mcp.tools._shared.arguments import DEFAULT_ACCOUNT
+from mail_imap_mcp.tools._shared.failures import as_tool_failure
 from mail_imap_mcp.tools.confirm import ConfirmationGate
 
 
@@ -28,6 +29,7 @@ class AppContext:
             dict(config.accounts),
             keepalive_interval_s=config.server.keepalive_interval_s,
             summary_cache_entries=config.server.summary_cache_entries,
+            translate=as_tool_failure,
         )
         return cls(config=config, pool=pool)
 

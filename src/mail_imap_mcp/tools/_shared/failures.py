@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from mail_imap_mcp.config import AccountConfig
+from mail_imap_mcp.config import AccountConfig, Config
 from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
@@ -39,17 +39,15 @@ from mail_imap_mcp.imap.errors import (
     UidValidityChanged,
     classify,
     destination_not_found,
-    mailbox_not_found,
-    mailbox_vanished,
 )
 from mail_imap_mcp.imap.fetch import MessageGone
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.parts import NotAnAttachment, PartGone, PartNotFound, PartRefused, StructureUnusable
 from mail_imap_mcp.imap.search import CursorError
 from mail_imap_mcp.imap.uidplus import MalformedUidSet
-from mail_imap_mcp.tools.context import AppContext
 
 InputT = TypeVar("InputT", bound=BaseModel)
+AppT = TypeVar("AppT", bound="App")
 
 #: Commands that create, rename or delete a mailbox, or add a message to one (named by the tool).
 _MAILBOX_COMMANDS = frozenset({"CREATE", "RENAME", "DELETE", "APPEND"})
@@ -64,11 +62,20 @@ _EXTRACTION_CODES = {
 }
 
 
+class App(Protocol):
+    """What the map needs of the running server (:class:`~mail_imap_mcp.tools.context.AppContext`)."""
+
+    @property
+    def config(self) -> Config: ...
+
+    def resolve_account(self, account_id: str) -> str: ...
+
+
 @dataclass(frozen=True)
 class Call:
     """What the map knows of the call that failed: the server's state and the arguments as given."""
 
-    app: AppContext
+    app: App
     arguments: BaseModel
 
     def argument(self, name: str) -> Any:
@@ -93,7 +100,33 @@ class Call:
         return None if config is None else (account_id, config)
 
 
-Converter = Callable[[Any, Call], ToolFailure]
+Converter = Callable[[Any, Call | None], ToolFailure]
+
+
+def mailbox_not_found(mailbox: str) -> ToolFailure:
+    """The named mailbox cannot be opened."""
+    return ToolFailure(
+        ErrorCode.NOT_FOUND,
+        f"Mailbox {mailbox!r} does not exist or cannot be opened; call imap_list_mailboxes to see the "
+        "available names.",
+        details={"parameter": "mailbox", "mailbox": mailbox},
+    )
+
+
+def mailbox_vanished(account_id: str, mailbox: str) -> ToolFailure:
+    """The selected mailbox was deleted or replaced by another session during this call."""
+    return ToolFailure(
+        ErrorCode.CONFLICT,
+        f"Mailbox {mailbox!r} was deleted or replaced by another session while this call read it; "
+        "earlier ids and cursors for it no longer apply. Call imap_list_mailboxes, then search again.",
+        details={"mailbox": mailbox},
+        retryable=False,
+        next_action=NextAction(
+            instruction="List the mailboxes to see whether it still exists",
+            tool="imap_list_mailboxes",
+            arguments={"account_id": account_id},
+        ),
+    )
 
 
 def _write_refused(failure: CommandRefused | MailboxMissing, mailbox: str) -> ToolFailure:
@@ -294,7 +327,7 @@ def _account(call: Call | None) -> tuple[str, AccountConfig | None]:
     return found if found is not None else ("", None)
 
 
-def _connection_gone(exc: ConnectionLost | TimedOut, call: Call) -> ToolFailure:
+def _connection_gone(exc: ConnectionLost | TimedOut, call: Call | None) -> ToolFailure:
     """The connection died and no new one could be made, or the server did not answer, within the call."""
     account_id, config = _account(call)
     timeout = isinstance(exc, TimedOut)
@@ -306,14 +339,15 @@ def _connection_gone(exc: ConnectionLost | TimedOut, call: Call) -> ToolFailure:
     return errors.connection_lost(account_id, config)
 
 
-def _uidvalidity_changed(exc: UidValidityChanged, call: Call) -> ToolFailure:
-    ref = call.message_ref()
+def _uidvalidity_changed(exc: UidValidityChanged, call: Call | None) -> ToolFailure:
+    ref = call.message_ref() if call is not None else None
     account_id, _ = _account(call)
-    mailbox = ref.mailbox if ref is not None else str(call.argument("mailbox") or "")
+    named = call.argument("mailbox") if call is not None else None
+    mailbox = ref.mailbox if ref is not None else str(named or "")
     return conflict(account_id, mailbox, exc.expected, exc.actual)
 
 
-def _charset_rejected(exc: CharsetRejected, call: Call) -> ToolFailure:
+def _charset_rejected(exc: CharsetRejected, call: Call | None) -> ToolFailure:
     return ToolFailure(
         ErrorCode.INVALID_INPUT,
         "The server refused CHARSET UTF-8, so it cannot search for non-ASCII text; search with ASCII "
@@ -322,7 +356,7 @@ def _charset_rejected(exc: CharsetRejected, call: Call) -> ToolFailure:
     )
 
 
-def _outcome_unknown(exc: OutcomeUnknown, call: Call) -> ToolFailure:
+def _outcome_unknown(exc: OutcomeUnknown, call: Call | None) -> ToolFailure:
     return ToolFailure(
         ErrorCode.UNAVAILABLE,
         "The connection was lost after the change was sent: it may or may not have happened. It was not "
@@ -332,11 +366,13 @@ def _outcome_unknown(exc: OutcomeUnknown, call: Call) -> ToolFailure:
     )
 
 
-def _selection_stale(exc: SelectionStale, call: Call) -> ToolFailure:
+def _selection_stale(exc: SelectionStale, call: Call | None) -> ToolFailure:
     return ToolFailure(ErrorCode.UNAVAILABLE, "The mailbox changed while it was read; retry.", retryable=True)
 
 
-def _connect_failed(exc: TokenCommandFailed | OAuthRejected | ImplicitTlsPort, call: Call) -> ToolFailure:
+def _connect_failed(
+    exc: TokenCommandFailed | OAuthRejected | ImplicitTlsPort, call: Call | None
+) -> ToolFailure:
     account_id, config = _account(call)
     if config is None:
         return ToolFailure(ErrorCode.UNAVAILABLE, f"Could not connect and log in: {exc}.")
@@ -360,19 +396,19 @@ def _mailbox_gone(exc: MailboxGone, call: Call | None) -> ToolFailure:
     return mailbox_vanished(exc.account_id, exc.mailbox)
 
 
-def _command_refused(exc: CommandRefused, call: Call) -> ToolFailure:
+def _command_refused(exc: CommandRefused, call: Call | None) -> ToolFailure:
     if exc.command.upper() in _MAILBOX_COMMANDS:
         account_id, _ = _account(call)
         return mailbox_refused(exc, account_id, exc.command.upper(), exc.mailbox, "mailbox")
     return _write_refused(exc, exc.mailbox)
 
 
-def _imap_error(exc: ImapError, call: Call) -> ToolFailure:
+def _imap_error(exc: ImapError, call: Call | None) -> ToolFailure:
     return ToolFailure(ErrorCode.UNAVAILABLE, f"The IMAP server failed: {errors.server_said(exc)}")
 
 
-def _message_gone(exc: MessageGone, call: Call) -> ToolFailure:
-    ref = call.message_ref()
+def _message_gone(exc: MessageGone, call: Call | None) -> ToolFailure:
+    ref = call.message_ref() if call is not None else None
     if ref is None:
         return ToolFailure(
             ErrorCode.NOT_FOUND, "The message no longer exists (deleted or moved); search again."
@@ -380,8 +416,8 @@ def _message_gone(exc: MessageGone, call: Call) -> ToolFailure:
     return message_gone(ref)
 
 
-def _part_failure(exc: Exception, call: Call) -> ToolFailure:
-    ref = call.message_ref()
+def _part_failure(exc: Exception, call: Call | None) -> ToolFailure:
+    ref = call.message_ref() if call is not None else None
     if ref is None:
         return ToolFailure(
             ErrorCode.NOT_FOUND, f"No such attachment: {exc}.", details={"parameter": "part_id"}
@@ -389,25 +425,29 @@ def _part_failure(exc: Exception, call: Call) -> ToolFailure:
     return part_failure(exc, ref)
 
 
-def _invalid_message_id(exc: InvalidMessageId, call: Call) -> ToolFailure:
+def _invalid_message_id(exc: InvalidMessageId, call: Call | None) -> ToolFailure:
     parameter = next(
-        (name for name in ("message_id", "message_ids", "in_reply_to") if call.argument(name) is not None),
+        (
+            name
+            for name in ("message_id", "message_ids", "in_reply_to")
+            if call is not None and call.argument(name) is not None
+        ),
         "message_id",
     )
     return ToolFailure.invalid_input(parameter, f"{exc}.")
 
 
-def _cursor_error(exc: CursorError, call: Call) -> ToolFailure:
+def _cursor_error(exc: CursorError, call: Call | None) -> ToolFailure:
     return ToolFailure.invalid_input("cursor", f"{exc}. Rerun the search without a cursor to start again.")
 
 
-def _malformed_uid_set(exc: MalformedUidSet, call: Call) -> ToolFailure:
+def _malformed_uid_set(exc: MalformedUidSet, call: Call | None) -> ToolFailure:
     return ToolFailure(
         ErrorCode.UNAVAILABLE, f"The server answered with a malformed UID set ({exc}).", retryable=False
     )
 
 
-def _extraction_failed(exc: ExtractionError, call: Call) -> ToolFailure:
+def _extraction_failed(exc: ExtractionError, call: Call | None) -> ToolFailure:
     details: dict[str, Any] = {"extraction": exc.code}
     if exc.limit is not None:
         details["limit"] = exc.limit
@@ -443,7 +483,7 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
 }
 
 
-def tool_failure(exc: BaseException, call: Call) -> ToolFailure | None:
+def tool_failure(exc: BaseException, call: Call | None) -> ToolFailure | None:
     """The envelope failure of ``exc`` (after :func:`~mail_imap_mcp.imap.errors.classify` when it is a
     library's or the server's); None when it is no failure the map knows (a bug: the runner answers
     ``internal``)."""
@@ -456,9 +496,13 @@ def tool_failure(exc: BaseException, call: Call) -> ToolFailure | None:
     return converter(known, call)
 
 
-def run(
-    handle: Callable[[AppContext, InputT], ToolResult[Any]], app: AppContext, args: InputT
-) -> ToolResult[Any]:
+def as_tool_failure(exc: ImapError) -> Exception:
+    """``exc`` as the envelope failure the tools' callers of ``AccountConnection.run`` expect (the
+    connections' ``translate``): what a domain error leaving ``run`` needs for its words, it carries."""
+    return tool_failure(exc, None) or exc
+
+
+def run(handle: Callable[[AppT, InputT], ToolResult[Any]], app: AppT, args: InputT) -> ToolResult[Any]:
     """Run a tool's handler; a domain error (or a library's, classified) that leaves it becomes its
     envelope failure here, so tools do not catch and convert themselves."""
     try:
