@@ -28,6 +28,7 @@ from mail_imap_mcp.imap.errors import (
     Context,
     MailboxGone,
     MailboxMissing,
+    OutcomeUnknown,
     Refusal,
     SelectionStale,
     TimedOut,
@@ -37,7 +38,14 @@ from mail_imap_mcp.imap.errors import (
     mailbox_failure,
     message_failure,
 )
-from mail_imap_mcp.tools._shared.failures import REGISTRY, Call, mailbox_issue, run, tool_failure
+from mail_imap_mcp.tools._shared.failures import (
+    REGISTRY,
+    Call,
+    as_tool_failure,
+    mailbox_issue,
+    run,
+    tool_failure,
+)
 from mail_imap_mcp.tools.context import AppContext
 
 
@@ -295,6 +303,18 @@ def test_envelope_errors_keep_their_codes_and_words(call: Call) -> None:
     assert tool_failure(ValueError("a bug"), call) is None
     mine = ToolFailure(ErrorCode.NOT_FOUND, "as the tool said")
     assert tool_failure(mine, call) is mine
+
+
+def test_a_connection_translates_what_leaves_run_but_not_what_its_caller_handles() -> None:
+    """``as_tool_failure`` is the tools' ``translate``: a mailbox missing or gone leaves ``run`` as its
+    envelope error (a tool's audit sees the code); a stale id, a refused charset and a write's unknown
+    outcome stay domain errors, for the tool to answer (``for_caller``)."""
+    gone = as_tool_failure(MailboxGone("work", "INBOX"))
+    assert isinstance(gone, ToolFailure) and gone.code is ErrorCode.CONFLICT
+    missing = as_tool_failure(MailboxMissing("Nope", "EXAMINE"))
+    assert isinstance(missing, ToolFailure) and missing.code is ErrorCode.NOT_FOUND
+    assert all(kind.for_caller for kind in (UidValidityChanged, CharsetRejected, OutcomeUnknown))
+    assert not any(kind.for_caller for kind in (MailboxMissing, MailboxGone, CommandRefused, ConnectionLost))
 
 
 def test_issue_of_a_mailbox_that_could_not_be_searched() -> None:
