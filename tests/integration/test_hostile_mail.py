@@ -454,6 +454,38 @@ async def test_text_hidden_from_the_reader_reaches_no_body_format_and_no_snippet
         assert HIDDEN not in body
 
 
+BROWSER_SHOWN = [
+    "Start of the message.",
+    "Shown after bang comment.",
+    "Shown after abrupt comment.",
+    "Shown after dashed comment.",
+    "Shown despite hidden.",
+    "Shown visible child.",
+    "Shown input value.",
+    "Shown object fallback.",
+    "Shown summary.",
+    "End of the message.",
+]
+
+
+async def test_html_is_read_as_browsers_read_it_in_every_format_and_the_snippet(dovecot: Dovecot) -> None:
+    """Regression (issue 25): comments that end early, an author display on [hidden], a visible child of
+    a hidden parent, input values and object fallback were dropped; CSS comments and escapes in
+    display, near-zero opacity and a closed <details> body were shown."""
+    names, result = await corpus_read(dovecot)
+    summary = result.summaries[names.index("html-browser-parsing") + 1]
+    assert summary["snippet"] == (
+        "Start of the message. Shown after bang comment. Shown after abrupt comment.Shown after dashed "
+        "comment. Shown despite hidden. Shown visible child. Field: Shown input value. Shown object "
+        "fallback. Shown summary. End of the message."
+    )
+    for body_format in FORMATS:
+        body = by_name(names, result, "html-browser-parsing", body_format)[f"body_{body_format}"]
+        for shown in BROWSER_SHOWN:
+            assert shown in body, (body_format, shown, body)
+        assert HIDDEN not in body, (body_format, body)
+
+
 async def test_utf7_encoded_script_is_decoded_then_removed(dovecot: Dovecot) -> None:
     names, result = await corpus_read(dovecot)
     assert (

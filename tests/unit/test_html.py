@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mail_imap_mcp.content.html import html_to_markdown, html_to_text, sanitize_html
+from mail_imap_mcp.mime import snippet_from_prefix
 
 # -- sanitize_html ---------------------------------------------------------------------
 
@@ -39,7 +43,10 @@ def test_sanitize_removes_iframes_forms_and_objects() -> None:
     assert "form" not in out
     assert "input" not in out
     assert "evil.example" not in out
-    assert "obj" not in out
+    assert "x.swf" not in out
+    assert "object" not in out
+    # An <object> is never rendered, so its fallback content shows, as in a browser (issue 25).
+    assert "obj" in out
     assert "<p>kept</p>" in out
 
 
@@ -501,3 +508,153 @@ def test_html_functions_never_raise(html: str) -> None:
 def test_html_functions_never_raise_on_arbitrary_text(text: str) -> None:
     assert isinstance(html_to_text(text), str)
     assert isinstance(sanitize_html(text), str)
+
+
+# -- read as browsers read it (issue 25, finding 4) ---------------------------------------
+
+
+def _snippet(html: str) -> str:
+    return snippet_from_prefix(html.encode(), [], header_content_type="text/html; charset=utf-8") or ""
+
+
+_ALL_OUTPUTS = (html_to_text, html_to_markdown, sanitize_html, _snippet)
+
+# Each shows "PLEASE CALL" in a browser; the renderer used to drop it.
+SHOWN_BY_BROWSERS = {
+    "comment closed by --!>": "<p>Hello</p><!-- c --!><p>PLEASE CALL</p><p>Bye</p>",
+    "abrupt empty comment <!-->": "<p>Hello</p><!-->PLEASE CALL<p>Bye</p>",
+    "abrupt empty comment <!--->": "<p>Hello</p><!--->PLEASE CALL<p>Bye</p>",
+    "author display overrides hidden": '<p>Hello</p><div hidden style="display:block">PLEASE CALL</div><p>Bye</p>',
+    "visible child of hidden parent": (
+        '<p>Hello</p><div style="visibility:hidden">gone <span style="visibility:visible">PLEASE CALL</span>'
+        "</div><p>Bye</p>"
+    ),
+    "input shows its value": '<p>Hello</p><p>Number: <input type="text" value="PLEASE CALL"></p><p>Bye</p>',
+    "object fallback content": '<p>Hello</p><object data="https://x.example/a.swf"><p>PLEASE CALL</p></object><p>Bye</p>',
+}
+
+# Each hides "SECRET" in a browser; the renderer used to show it.
+HIDDEN_BY_BROWSERS = {
+    "CSS comment in the value": '<p>Hello</p><div style="display:/**/none">SECRET</div><p>Bye</p>',
+    "CSS escape in the value": '<p>Hello</p><div style="display:\\6e one">SECRET</div><p>Bye</p>',
+    "near-zero opacity": '<p>Hello</p><div style="opacity:0.001">SECRET</div><p>Bye</p>',
+    "closed details body": "<p>Hello</p><details><summary>Bye</summary><p>SECRET</p></details>",
+}
+
+
+@pytest.mark.parametrize("html", SHOWN_BY_BROWSERS.values(), ids=SHOWN_BY_BROWSERS.keys())
+@pytest.mark.parametrize("render", _ALL_OUTPUTS, ids=lambda render: render.__name__)
+def test_text_a_browser_shows_is_rendered(render: Callable[[str], str], html: str) -> None:
+    out = render(html)
+    assert "PLEASE CALL" in out, out
+    assert "Hello" in out and "Bye" in out, out
+    assert "gone" not in out, out
+
+
+@pytest.mark.parametrize("html", HIDDEN_BY_BROWSERS.values(), ids=HIDDEN_BY_BROWSERS.keys())
+@pytest.mark.parametrize("render", _ALL_OUTPUTS, ids=lambda render: render.__name__)
+def test_text_a_browser_hides_is_not_rendered(render: Callable[[str], str], html: str) -> None:
+    out = render(html)
+    assert "SECRET" not in out, out
+    assert "Hello" in out and "Bye" in out, out
+
+
+def test_regression_comment_closed_by_bang_keeps_the_text_after_it() -> None:
+    html = SHOWN_BY_BROWSERS["comment closed by --!>"]
+    assert html_to_text(html) == "Hello\n\nPLEASE CALL\n\nBye"
+    assert html_to_markdown(html) == "Hello\n\nPLEASE CALL\n\nBye"
+    assert sanitize_html(html) == "<p>Hello</p><p>PLEASE CALL</p><p>Bye</p>"
+    assert _snippet(html) == "Hello PLEASE CALL Bye"
+
+
+def test_details_shows_only_its_summary_until_open() -> None:
+    assert html_to_text("<details><summary>Order 12</summary>SECRET<p>SECRET</p></details>") == "Order 12"
+    assert html_to_text("<details open><summary>Order 12</summary><p>Shipped</p></details>") == (
+        "Order 12\n\nShipped"
+    )
+    # Only the first <summary> child is the label; nested details follow their own state.
+    html = "<details><summary>One</summary><summary>SECRET</summary></details>"
+    assert html_to_text(html) == "One"
+
+
+def test_input_value_shows_only_for_controls_that_display_it() -> None:
+    html = (
+        '<p><input value="typed"> <input type="submit" value="Send"> <input type="hidden" value="SECRET">'
+        '<input type="password" value="SECRET"> <input type="checkbox" value="SECRET"></p>'
+    )
+    assert html_to_text(html) == "typed Send"
+    assert "SECRET" not in sanitize_html(html)
+
+
+def test_visibility_is_inherited_and_can_be_turned_back_on() -> None:
+    html = (
+        '<div style="visibility:hidden"><p>SECRET</p><p style="visibility:visible">shown</p>'
+        '<div style="visibility:visible"><span style="visibility:collapse">SECRET</span> also</div></div>'
+    )
+    assert html_to_text(html) == "shown\n\nalso"
+    # display:none is not undone by a descendant.
+    assert html_to_text('<div style="display:none"><p style="display:block">SECRET</p></div>ok') == "ok"
+
+
+def test_style_declarations_are_read_by_a_css_tokenizer() -> None:
+    hidden = [
+        "display:none",
+        "DISPLAY : NONE !important",
+        "display: none; color: red",
+        "display:/* x */none",
+        "display:\\6e one",
+        "display:\\00006e one",
+        "display:n\\one",
+        "color:red;display:block;display:none",
+        "display:none!important;display:block",
+        "visibility:hidden",
+        "opacity:0",
+        "opacity:0.05",
+        "opacity:4%",
+        "opacity:.0",
+        "max-height:0;overflow:hidden",
+    ]
+    shown = [
+        "display:block",
+        "display:none;display:block",
+        "opacity:0.5",
+        "opacity:1",
+        "opacity:oops",
+        "font-size:0",
+        "content:'display:none'",
+        "x: y; display: none-ish",
+        "color:red",
+    ]
+    for style in hidden:
+        assert html_to_text(f'<div style="{style}">SECRET</div>ok') == "ok", style
+    for style in shown:
+        assert "SHOWN" in html_to_text(f'<div style="{style}">SHOWN</div>ok'), style
+
+
+def test_opacity_multiplies_down_the_tree() -> None:
+    html = '<div style="opacity:0.3"><div style="opacity:0.3">SECRET</div>faint</div>'
+    assert html_to_text(html) == "faint"
+
+
+def test_xmp_and_plaintext_markup_source_is_not_shown() -> None:
+    # Browsers show their content as markup source; the agent gets none of it (fail closed).
+    assert html_to_text("<p>a</p><xmp><p hidden>SECRET</p></xmp><p>b</p>") == "a\n\nb"
+    assert html_to_text("<p>a</p><plaintext><p hidden>SECRET</p>") == "a"
+
+
+def test_nesting_deeper_than_browsers_build_is_cut_without_revealing_hidden_text() -> None:
+    # Lexbor walks the open-element stack for each block start tag: 400,000 nested <div> (2 MB)
+    # would take minutes, so the document is cut where it nests deeper than 1000.
+    deep = "<p>before</p>" + "<div>" * 400_000 + "lost" + "</div>" * 400_000 + "<p>after</p>"
+    started = time.perf_counter()
+    assert html_to_text(deep) == "before"
+    assert time.perf_counter() - started < 5
+    hidden = "<div hidden>" + "<div>" * 2000 + "SECRET" + "</div>" * 2001 + "<p>shown</p>"
+    for render in (html_to_text, html_to_markdown, sanitize_html):
+        assert "SECRET" not in render(hidden)
+    # End tags hidden in comments or raw text do not hide the depth.
+    fooled = "<div>" * 5000 + "<!--" + "</div>" * 5000 + "--><style>" + "</div>" * 5000 + "</style>x"
+    assert html_to_text(fooled) == ""
+    # Wide documents (many siblings) are not cut.
+    wide = "<div>cell</div>" * 20_000 + "<p>end</p>"
+    assert html_to_text(wide).endswith("cell\n\nend")

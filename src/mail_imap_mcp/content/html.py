@@ -1,9 +1,9 @@
 """HTML message bodies: allowlist sanitising and conversion to plain text or Markdown.
 
 Pure functions, no I/O. Mail HTML is routinely malformed, so nothing here raises on bad
-input: the tokenizer is the stdlib :class:`html.parser.HTMLParser` (lenient by design), walked by
-:class:`.html_walker.Walker`; sanitising is done by ``nh3`` (the Ammonia allowlist sanitizer), and
-the text and Markdown writers live in :mod:`.html_render`.
+input: it is parsed as browsers parse it (an HTML5 parser, see :mod:`.html_walker`) and the tree is
+walked by :class:`.html_walker.Walker`; sanitising is done by ``nh3`` (the Ammonia allowlist
+sanitizer), and the text and Markdown writers live in :mod:`.html_render`.
 
 Content hidden from a human reader is removed everywhere (also from sanitised HTML):
 hidden text is a classic vehicle for prompt injection aimed at the agent reading mail.
@@ -47,9 +47,10 @@ _SANITIZE_ATTRIBUTES: dict[str, set[str]] = {
 def sanitize_html(html: str) -> str:
     """Return ``html`` reduced to safe formatting markup.
 
-    Scripts, styles, frames, objects, event handlers, ``style``/``class``/``id``
-    attributes and every remote resource (``img src`` included) are removed with their
-    content; form controls are removed but their text is kept. ``<a href>`` survives
+    Scripts, styles, frames, event handlers, ``style``/``class``/``id`` attributes and
+    every remote resource (``img src`` included) are removed with their content; objects
+    and form controls are removed but the text a reader sees is kept (an object's fallback
+    content, an input's value). ``<a href>`` survives
     only with an http/https/mailto URL and gets ``rel="noopener noreferrer nofollow"``.
     Elements hidden from the reader are dropped together with their content.
     """
@@ -121,10 +122,10 @@ class _Serializer(Walker):
     (content kept, tags dropped): the sanitizer's tree builder is quadratic in depth.
     """
 
-    skip_content = SKIP_CONTENT | _SANITIZE_CLEAN_CONTENT
+    # <object> is never rendered, so its fallback content is what a reader sees (and is kept).
+    skip_content = SKIP_CONTENT | (_SANITIZE_CLEAN_CONTENT - {"object"})
 
     def __init__(self) -> None:
-        super().__init__()
         self.out: list[str] = []
         self.depth = 0
 

@@ -36,7 +36,6 @@ class TextRenderer(Walker):
     """Line-oriented text/Markdown writer driven by the walker."""
 
     def __init__(self, *, markdown: bool) -> None:
-        super().__init__()
         self.markdown = markdown
         self.pieces: list[str] = []
         self.started = False
@@ -49,7 +48,6 @@ class TextRenderer(Walker):
         self.marker_is_bullet = False
         self.quote_depth = 0
         self.pre_depth = 0
-        self.pre_fresh = False
         self.lists: list[_ListState] = []
 
     def render(self, html: str) -> str:
@@ -114,11 +112,8 @@ class TextRenderer(Walker):
             self.pending_space = True
 
     def _pre_text(self, data: str) -> None:
+        # (The parser has already dropped the newline that directly follows <pre>, as browsers do.)
         data = data.replace("\r\n", "\n").replace("\r", "\n")
-        if self.pre_fresh and data.startswith("\n"):
-            # Browsers drop the newline that directly follows <pre>.
-            data = data[1:]
-        self.pre_fresh = False
         for index, line in enumerate(data.split("\n")):
             if index and self.started:
                 self.pending_breaks = min(self.pending_breaks + 1, 2)
@@ -162,7 +157,6 @@ class TextRenderer(Walker):
             self.quote_depth += 1
         elif tag == "pre":
             self.pre_depth += 1
-            self.pre_fresh = True
             if self.markdown and self.pre_depth == 1:
                 self._write("```")
                 self._break(1)
