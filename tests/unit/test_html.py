@@ -658,3 +658,10 @@ def test_nesting_deeper_than_browsers_build_is_cut_without_revealing_hidden_text
     # Wide documents (many siblings) are not cut.
     wide = "<div>cell</div>" * 20_000 + "<p>end</p>"
     assert html_to_text(wide).endswith("cell\n\nend")
+
+
+def test_noscript_is_read_as_without_scripts_and_markup_in_attributes_is_dropped() -> None:
+    # "</noscript>" does not close a <noscript> with an open <p>: the rest is inside it, and shown.
+    html = '<noscript><p title="</noscript><img src=x onerror=alert(1)>"></noscript><p>after</p>'
+    assert html_to_text(html) == "after"
+    assert sanitize_html(html) == "<p></p><p>after</p>"

@@ -122,8 +122,9 @@ class _Serializer(Walker):
     (content kept, tags dropped): the sanitizer's tree builder is quadratic in depth.
     """
 
-    # <object> is never rendered, so its fallback content is what a reader sees (and is kept).
-    skip_content = SKIP_CONTENT | (_SANITIZE_CLEAN_CONTENT - {"object"})
+    # The parse is a browser's without scripts: an <object> is not rendered and <noscript> is, so their
+    # content is what a reader sees (their tags never reach nh3, which is not allowlisted).
+    skip_content = SKIP_CONTENT | (_SANITIZE_CLEAN_CONTENT - {"object", "noscript"})
 
     def __init__(self) -> None:
         self.out: list[str] = []
@@ -135,7 +136,9 @@ class _Serializer(Walker):
         rendered = "".join(
             f' {name}="{escape(value, quote=True)}"' if value is not None else f" {name}"
             for name, value in attrs
-            if name and name.replace("-", "").replace("_", "").isalnum()
+            # A value holding markup is the shape of mutation XSS (markup that a differently scripted
+            # parse reads as a tag, "<noscript><p title='</noscript><img onerror=...>'>"): dropped.
+            if name and name.replace("-", "").replace("_", "").isalnum() and "<" not in (value or "")
         )
         self.out.append(f"<{tag}{rendered}>")
         return True
