@@ -10,6 +10,7 @@ through the account's trash_mailbox on Courier.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections import Counter
@@ -17,6 +18,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+from mcp_types import ElicitRequestParams, ElicitResult
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.tools.context import AppContext
@@ -180,8 +182,9 @@ async def test_move_copy_delete_and_undo(
 async def test_permanent_delete_is_allowed_confirmed_and_exact(
     imap_server: MatrixServer, user: str, account: AccountFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Refused unless allow_permanent_delete; then confirmation_required (nothing changed), and with the
-    token exactly the given message is expunged: the \\Deleted bystander stays."""
+    """Refused unless allow_permanent_delete; then, where the user opted in to confirming without
+    elicitation, confirmation_required (nothing changed), and with the token exactly the given message
+    is expunged: the \\Deleted bystander stays."""
     setup_user(imap_server, user, ["keep", "drop"])
     caplog.set_level(logging.INFO, logger="mail_imap_mcp.audit")
     start = clean(message_id_counts(imap_server, user))
@@ -192,7 +195,10 @@ async def test_permanent_delete_is_allowed_confirmed_and_exact(
         assert refused["error"]["details"]["setting"] == "allow_permanent_delete"
         assert "allow_permanent_delete" in refused["error"]["message"]
     assert clean(message_id_counts(imap_server, user)) == start
-    async for mcp in open_client(write_config(imap_server, account, user, allow_permanent_delete=True)):
+    opted_in = write_config(
+        imap_server, account, user, allow_permanent_delete=True, confirm_without_elicitation=True
+    )
+    async for mcp in open_client(opted_in):
         plan = await mcp.ok(TOOL, {**args, "dry_run": True})
         assert plan["results"][0]["outcome"] == "would_delete"
         asked = await mcp.fail(TOOL, args, "confirmation_required")
@@ -208,6 +214,50 @@ async def test_permanent_delete_is_allowed_confirmed_and_exact(
         "delete_permanent messages=1 outcome=confirmation_required",
         "delete_permanent messages=1 outcome=ok",
     ]
+    expected = {name: Counter(found) for name, found in start.items()}
+    expected["INBOX"][mid_of("drop")] -= 1
+    assert clean(message_id_counts(imap_server, user)) == clean(expected)
+
+
+def answering(accept: bool) -> Any:
+    """An elicitation callback that answers yes or no, and keeps what it was asked."""
+    asked: list[str] = []
+
+    async def callback(context: Any, params: ElicitRequestParams) -> ElicitResult:
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"confirm": accept})
+
+    callback.asked = asked  # type: ignore[attr-defined]
+    return callback
+
+
+async def test_regression_permanent_delete_is_confirmed_by_the_user_never_by_a_token_the_agent_holds(
+    imap_server: MatrixServer, user: str, account: AccountFactory
+) -> None:
+    # Issue 25: with allow_permanent_delete, the answer carried the token in error.details and in a ready
+    # next_action: a prompt-injected agent deleted for good in two calls (even from another session).
+    setup_user(imap_server, user, ["keep", "drop"])
+    start = clean(message_id_counts(imap_server, user))
+    config = write_config(imap_server, account, user, allow_permanent_delete=True)
+    async for mcp in open_client(config):  # a client without elicitation
+        ids = await ids_by_subject(mcp)
+        args = {"message_ids": [ids["drop"]], "action": "delete", "permanent": True}
+        refused = await mcp.fail(TOOL, args, "permission_denied")
+        assert "confirm_token" not in json.dumps(refused)
+        assert refused["error"]["details"]["setting"] == "confirm_without_elicitation"
+        forged = await mcp.fail(TOOL, {**args, "confirm_token": "9999999999.abc.def"}, "invalid_input")
+        assert forged["error"]["details"]["parameter"] == "confirm_token"
+    assert clean(message_id_counts(imap_server, user)) == start
+    declining = answering(False)
+    async for mcp in open_client(config, elicitation_callback=declining, mode="legacy"):
+        await mcp.fail(TOOL, args, "confirmation_required")
+    assert clean(message_id_counts(imap_server, user)) == start
+    accepting = answering(True)
+    async for mcp in open_client(config, elicitation_callback=accepting, mode="legacy"):
+        data = await mcp.ok(TOOL, args)
+        assert data["results"] == [{"message_id": ids["drop"], "new_message_id": None, "outcome": "deleted"}]
+    assert accepting.asked == declining.asked
+    assert accepting.asked[0].startswith("Permanently delete 1 message(s)")
     expected = {name: Counter(found) for name, found in start.items()}
     expected["INBOX"][mid_of("drop")] -= 1
     assert clean(message_id_counts(imap_server, user)) == clean(expected)

@@ -423,7 +423,12 @@ class NothingLost(RuleBasedStateMachine):
         settings_ = account_settings(
             server, self.user, host="127.0.0.1", port=self.proxy.port, security="plain", ca_file=None, **extra
         )
-        config = make_config({"default": settings_}, write_enabled=True, allow_permanent_delete=True)
+        config = make_config(
+            {"default": settings_},
+            write_enabled=True,
+            allow_permanent_delete=True,
+            confirm_without_elicitation=True,
+        )
         self.proxy.disarm()
         self._client = self.portal.wrap_async_context_manager(mcp_client(config))
         self.mcp = self._client.__enter__()
@@ -1052,7 +1057,10 @@ def test_a_stale_id_listed_last_does_not_redirect_the_change_to_its_mailbox(
             other.uid_expunge([gone.uid])
         ids = [f"imap:default:{c.mailbox}:{c.uidvalidity}:{c.uid}" for c in (archived, gone)]
         config = make_config(
-            {"default": account_settings(dovecot, user)}, write_enabled=True, allow_permanent_delete=True
+            {"default": account_settings(dovecot, user)},
+            write_enabled=True,
+            allow_permanent_delete=True,
+            confirm_without_elicitation=True,
         )
         args: dict[str, Any] = {"message_ids": ids, "action": "delete", "permanent": permanent}
         with portal.wrap_async_context_manager(mcp_client(config)) as mcp:

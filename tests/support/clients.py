@@ -22,9 +22,12 @@ def make_config(accounts: dict[str, dict[str, Any]], **server: Any) -> Config:
     return Config.model_validate({"accounts": accounts, "server": server})
 
 
-async def open_client(config: Config, app: AppContext | None = None) -> AsyncIterator[EnvelopeClient]:
-    """An MCP client session on a server for ``config`` (sharing ``app`` when given; closed after)."""
-    async with Client(build_server(config, app)) as client:
+async def open_client(
+    config: Config, app: AppContext | None = None, **client_options: Any
+) -> AsyncIterator[EnvelopeClient]:
+    """An MCP client session on a server for ``config`` (sharing ``app`` when given; closed after);
+    ``client_options`` go to the SDK's ``Client`` (e.g. an ``elicitation_callback``)."""
+    async with Client(build_server(config, app), **client_options) as client:
         yield EnvelopeClient(client)
     if app is not None:
         await anyio.to_thread.run_sync(app.close)

@@ -6,6 +6,7 @@ delete): it counts how often its change really ran, so every path proves what it
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -33,12 +34,17 @@ class DropData(Payload):
     dropped: str
 
 
-def server_and_counter() -> tuple[MCPServer[None], list[str]]:
-    gate = ConfirmationGate()
+def server_and_counter(
+    *, irreversible: bool = False, tokens_for_irreversible: bool = False
+) -> tuple[MCPServer[None], list[str]]:
+    """A server whose tool ``drop`` needs confirmation (``irreversible``: as a permanent delete does)."""
+    gate = ConfirmationGate(tokens_for_irreversible=tokens_for_irreversible)
     done: list[str] = []
 
     def drop(args: DropInput) -> ToolResult[DropData]:
-        gate.require("drop", args.model_dump(), f"delete the mailbox {args.name!r}")
+        gate.require(
+            "drop", args.model_dump(), f"delete the mailbox {args.name!r}", irreversible=irreversible
+        )
         done.append(args.name)
         return ToolResult(summary="dropped", data=DropData(dropped=args.name))
 
@@ -114,4 +120,50 @@ async def test_without_elicitation_the_token_path_confirms_exactly_that_request(
         await mcp.fail("drop", other, "invalid_input")
         assert (await mcp.ok("drop", follow["arguments"]))["dropped"] == "Old"
         await mcp.fail("drop", follow["arguments"], "invalid_input")  # used once
+    assert done == ["Old"]
+
+
+# -- what cannot be undone: the user confirms it, never a token the agent holds (issue 25) ----------
+
+
+async def test_regression_irreversible_is_confirmed_by_elicitation_with_no_token_issued() -> None:
+    # Issue 25: a permanent delete answered confirmation_required with the token in error.details and in
+    # a ready next_action, so an agent that had been talked into it could confirm it itself.
+    server, done = server_and_counter(irreversible=True)
+    callback = answering("accept")
+    async with Client(server, elicitation_callback=callback, mode="legacy") as client:
+        data = await EnvelopeClient(client).ok("drop", {"name": "Old"})
+    assert data["dropped"] == "Old" and done == ["Old"]
+    assert callback.asked == ["Delete the mailbox 'Old'?"]
+
+
+async def test_regression_irreversible_is_refused_where_the_client_cannot_ask_the_user() -> None:
+    server, done = server_and_counter(irreversible=True)
+    async with Client(server, mode="legacy") as client:
+        mcp = EnvelopeClient(client)
+        envelope = await mcp.fail("drop", {"name": "Old"}, "permission_denied")
+        forged = await mcp.fail("drop", {"name": "Old", "confirm_token": "1.a.b"}, "invalid_input")
+    assert done == []
+    assert "confirm_token" not in json.dumps(envelope)
+    assert envelope["data"]["next_action"] is None
+    assert envelope["error"]["details"]["setting"] == "confirm_without_elicitation"
+    assert "cannot ask the user" in envelope["error"]["message"]
+    assert forged["error"]["details"]["parameter"] == "confirm_token"
+
+
+@pytest.mark.parametrize(("action", "confirm"), [("decline", True), ("cancel", True), ("accept", False)])
+async def test_irreversible_declined_changes_nothing(action: str, confirm: bool) -> None:
+    server, done = server_and_counter(irreversible=True)
+    async with Client(server, elicitation_callback=answering(action, confirm), mode="legacy") as client:
+        envelope = await EnvelopeClient(client).fail("drop", {"name": "Old"}, "confirmation_required")
+    assert done == [] and "nothing was changed" in envelope["error"]["message"]
+    assert "confirm_token" not in json.dumps(envelope)
+
+
+async def test_irreversible_keeps_the_token_path_where_the_user_opted_in() -> None:
+    server, done = server_and_counter(irreversible=True, tokens_for_irreversible=True)
+    async with Client(server, mode="legacy") as client:
+        mcp = EnvelopeClient(client)
+        first = await mcp.fail("drop", {"name": "Old"}, "confirmation_required")
+        assert (await mcp.ok("drop", first["data"]["next_action"]["arguments"]))["dropped"] == "Old"
     assert done == ["Old"]

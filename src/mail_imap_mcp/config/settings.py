@@ -46,6 +46,13 @@ class ServerSettings(BaseModel):
         description="Allow imap_apply_to_messages to expunge (permanent: true, after confirmation); "
         "otherwise deleting moves messages to Trash.",
     )
+    confirm_without_elicitation: bool = Field(
+        default=False,
+        description="Let a permanent delete be confirmed with a token the agent passes on, for clients "
+        "without MCP elicitation. Off, only the user confirms it, through the client; such clients are "
+        "refused. A token guards against an agent's mistake, not against an agent that was talked into "
+        "deleting (it can pass the token on itself).",
+    )
     max_mailboxes: int = Field(
         default=1000, ge=1, le=100_000, description="Most mailboxes one imap_list_mailboxes call returns."
     )

@@ -11,6 +11,7 @@ audio) after the text block. Knows nothing about mail.
 from __future__ import annotations
 
 import base64
+import contextvars
 import functools
 import json
 import logging
@@ -208,6 +209,16 @@ def _to_result(envelope: BaseModel, media: list[MediaBlock] | None = None) -> Ca
     )
 
 
+#: Whether the client of the current call can ask its user (it declared MCP elicitation).
+client_can_ask_user: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "client_can_ask_user", default=False
+)
+#: True while a call runs again because its user confirmed it through the client (elicitation).
+user_confirmed: contextvars.ContextVar[bool] = contextvars.ContextVar("user_confirmed", default=False)
+#: ``error.details`` key of a ``confirmation_required`` failure that only the user can answer.
+ASK_USER = "ask_user"
+
+
 class EnvelopeTool(Tool):
     """An ``MCPServer`` tool whose every result is an envelope.
 
@@ -229,6 +240,7 @@ class EnvelopeTool(Tool):
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         if context is not None and hasattr(context, "report_progress"):
             progress_reporter.set(_reporter(context))
+        client_can_ask_user.set(_can_elicit(context))
         envelope, media = await self.answer(arguments)
         if _needs_confirmation(envelope) and _can_elicit(context):
             envelope = await self._confirm_by_elicitation(arguments, envelope, context)
@@ -239,27 +251,39 @@ class EnvelopeTool(Tool):
     ) -> SuccessEnvelope[Any] | FailureEnvelope:
         """Ask the user through the client (MCP elicitation) instead of handing the agent a token.
 
-        Accepted: the call runs with the token it was issued. Declined or cancelled: nothing changed,
-        and the envelope says so. A client that fails to ask leaves the token path as it was.
+        Accepted: the call runs again, with the token it was issued or, for what only the user may
+        confirm (``ask_user``), marked as confirmed by the user. Declined or cancelled: nothing changed,
+        and the envelope says so. A client that fails to ask leaves the token path as it was; where
+        there is none, nothing changes.
         """
         details = asked.error.details
         question = f"{details.get('confirm', 'Confirm this change')}?"
         try:
             answer = await context.elicit(message=question, schema=Confirmation)
         except Exception:
-            log.warning(
-                "tool=%s elicitation failed; the confirm_token path remains", self.name, exc_info=True
+            log.warning("tool=%s elicitation failed", self.name, exc_info=True)
+            if "confirm_token" in details:
+                return asked
+            return self._unconfirmed(
+                "The client could not ask the user to confirm; nothing was changed.", "error"
             )
-            return asked
         if answer.action == "accept" and answer.data.confirm:
-            return await self.envelope({**arguments, "confirm_token": details["confirm_token"]})
-        declined = ToolFailure(
-            ErrorCode.CONFIRMATION_REQUIRED,
-            f"The user did not confirm ({answer.action}); nothing was changed.",
-            details={"elicitation": answer.action},
-            retryable=False,
+            if "confirm_token" in details:
+                return await self.envelope({**arguments, "confirm_token": details["confirm_token"]})
+            confirmed = user_confirmed.set(True)
+            try:
+                return await self.envelope(arguments)
+            finally:
+                user_confirmed.reset(confirmed)
+        return self._unconfirmed(
+            f"The user did not confirm ({answer.action}); nothing was changed.", answer.action
         )
-        return self._failure(new_request_id(), time.perf_counter(), declined)
+
+    def _unconfirmed(self, message: str, elicitation: str) -> FailureEnvelope:
+        failure = ToolFailure(
+            ErrorCode.CONFIRMATION_REQUIRED, message, details={"elicitation": elicitation}, retryable=False
+        )
+        return self._failure(new_request_id(), time.perf_counter(), failure)
 
     async def invoke(self, arguments: dict[str, Any]) -> CallToolResult:
         """Run the tool on raw arguments and return the envelope as a ``CallToolResult``."""
@@ -334,7 +358,7 @@ def _needs_confirmation(envelope: SuccessEnvelope[Any] | FailureEnvelope) -> Typ
     return (
         isinstance(envelope, FailureEnvelope)
         and envelope.error.code == ErrorCode.CONFIRMATION_REQUIRED
-        and "confirm_token" in envelope.error.details
+        and ("confirm_token" in envelope.error.details or bool(envelope.error.details.get(ASK_USER)))
     )
 
 

@@ -51,10 +51,12 @@ ERRORS = {
     "conflict": "A mailbox's UIDVALIDITY changed since the ids were issued; nothing was changed; "
     "next_action reruns the search.",
     "permission_denied": "Writes are off for the account (write_enabled), permanent delete is not allowed "
-    "(allow_permanent_delete), or the server lacks the extension needed to touch exactly these messages "
-    "(MOVE or UIDPLUS; UIDPLUS for a permanent delete).",
-    "confirmation_required": "A permanent delete needs the user's confirmation: call again with "
-    "confirm_token (see next_action).",
+    "(allow_permanent_delete) or cannot be confirmed by the user (the client has no MCP elicitation), or "
+    "the server lacks the extension needed to touch exactly these messages (MOVE or UIDPLUS; UIDPLUS for "
+    "a permanent delete).",
+    "confirmation_required": "The user did not confirm the permanent delete when the client asked them; "
+    "nothing was changed. Where the user allowed token confirmation (confirm_without_elicitation), call "
+    "again with confirm_token (see next_action) once the user agreed.",
     "limit_exceeded": "The server refused the change: over quota.",
     "auth_failed": "The server rejected the credentials.",
     "unavailable": "The server cannot be reached, or refused the change for another reason.",
@@ -175,7 +177,7 @@ def handle(app: AppContext, args: ApplyToMessagesInput) -> ToolResult[ApplyToMes
         destination=args.destination_mailbox,
         account=app.config.accounts[connection.account_id],
         refusals=select_refusals(account),
-        confirm=lambda what: app.confirmations.require(NAME, args.model_dump(), what),
+        confirm=lambda what: app.confirmations.require(NAME, args.model_dump(), what, irreversible=True),
     )
     return run_bulk_write(
         app.operations,

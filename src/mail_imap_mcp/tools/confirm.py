@@ -1,12 +1,17 @@
 """Confirmation of the writes that cannot be undone or surprise most: permanent delete, mailbox
 rename and mailbox delete.
 
-When the client supports MCP elicitation, the envelope layer asks the user directly and runs the
-call on "yes" (see ``EnvelopeTool.run``). Otherwise the first call of such a request returns
-``confirmation_required`` with a short-lived token bound to exactly that request (tool, account and
-every argument); the same call with ``confirm_token`` set runs it. A token works once, for that request only, and expires after :data:`TOKEN_TTL_S`. Tokens
-are signed with a per-process secret: they do not survive a restart and mean nothing to another
-instance (see docs/security.md).
+What cannot be undone (a permanent delete) is confirmed by the user, never by the agent: where the
+client supports MCP elicitation the envelope layer asks the user and runs the call again on "yes";
+where it does not, the call is refused, saying how to allow it, unless the user opted in with
+``[server] confirm_without_elicitation = true``. No token is issued or accepted for it otherwise.
+
+What can be undone or loses no data (rename, delete of a mailbox) is confirmed by elicitation where
+the client supports it, else by a short-lived token bound to exactly that request (tool, account and
+every argument): the first call returns ``confirmation_required`` with the token, the same call with
+``confirm_token`` set runs it. A token works once, for that request only, and expires after
+:data:`TOKEN_TTL_S`. Tokens are signed with a per-process secret: they do not survive a restart and
+mean nothing to another instance (see docs/security.md, which says what each mode protects against).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import time
 from typing import Any
 
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
+from mail_imap_mcp.envelope.mcp import ASK_USER, client_can_ask_user, user_confirmed
 
 TOKEN_TTL_S = 300.0
 #: Tokens already used are remembered until they expire (bounded: at most this many).
@@ -28,22 +34,31 @@ _MAX_USED = 10_000
 
 
 class ConfirmationGate:
-    """Issues and checks confirmation tokens (thread-safe)."""
+    """Asks for confirmation, and issues and checks confirmation tokens (thread-safe).
 
-    def __init__(self, ttl_s: float = TOKEN_TTL_S) -> None:
+    ``tokens_for_irreversible``: ``confirm_without_elicitation`` of ``[server]``.
+    """
+
+    def __init__(self, ttl_s: float = TOKEN_TTL_S, *, tokens_for_irreversible: bool = False) -> None:
         self._secret = secrets.token_bytes(32)
         self._ttl_s = ttl_s
+        self._tokens_for_irreversible = tokens_for_irreversible
         self._used: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def require(self, tool: str, arguments: dict[str, Any], what: str) -> None:
-        """Return when ``arguments`` carry a valid ``confirm_token`` for this exact request; otherwise
-        raise ``confirmation_required`` with a token and the call to make once the user agreed.
+    def require(self, tool: str, arguments: dict[str, Any], what: str, *, irreversible: bool = False) -> None:
+        """Return when the user confirmed this exact request (through the client, or with a valid
+        ``confirm_token``); otherwise raise what asks for it.
 
-        ``what`` says, for the user, what will happen (e.g. "permanently delete 3 messages").
+        ``what`` says, for the user, what will happen (e.g. "permanently delete 3 messages");
+        ``irreversible``: it cannot be undone, so only the user may confirm it (see the module).
         """
+        if user_confirmed.get():
+            return
         request = {key: value for key, value in arguments.items() if key != "confirm_token"}
         token = arguments.get("confirm_token")
+        if irreversible and not self._tokens_for_irreversible:
+            self._ask_user(what, token)
         if token is not None:
             self._accept(tool, request, token)
             return
@@ -62,6 +77,31 @@ class ConfirmationGate:
                 tool=tool,
                 arguments={**request, "confirm_token": fresh},
             ),
+        )
+
+    @staticmethod
+    def _ask_user(what: str, token: object) -> None:
+        """Raise what has the user asked through the client, or the refusal when it cannot ask."""
+        if token is not None:
+            raise ToolFailure.invalid_input(
+                "confirm_token",
+                "is not accepted for what cannot be undone: the user confirms it through the client "
+                "(MCP elicitation), not with a token; call without confirm_token",
+            )
+        if client_can_ask_user.get():
+            raise ToolFailure(
+                ErrorCode.CONFIRMATION_REQUIRED,
+                f"This will {what}; the user is asked to confirm it.",
+                details={"confirm": what[:1].upper() + what[1:], ASK_USER: True},
+            )
+        raise ToolFailure(
+            ErrorCode.PERMISSION_DENIED,
+            f"This would {what}, which cannot be undone, so only the user may confirm it, and this client "
+            "cannot ask the user (it does not support MCP elicitation): nothing was changed. Delete to Trash "
+            "instead (permanent: false), use a client that supports elicitation, or the user may set "
+            "confirm_without_elicitation = true in [server] to confirm with a token the agent passes on.",
+            details={"setting": "confirm_without_elicitation", "parameter": "permanent"},
+            retryable=False,
         )
 
     def _digest(self, tool: str, request: dict[str, Any], expires: int, nonce: str) -> str:

@@ -31,7 +31,8 @@ class AppContext:
             summary_cache_entries=config.server.summary_cache_entries,
             translate=as_tool_failure,
         )
-        return cls(config=config, pool=pool)
+        gate = ConfirmationGate(tokens_for_irreversible=config.server.confirm_without_elicitation)
+        return cls(config=config, pool=pool, confirmations=gate)
 
     def resolve_account(self, account_id: str) -> str:
         if (
