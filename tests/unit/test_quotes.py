@@ -6,7 +6,7 @@ import email
 from email import policy
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from mail_imap_mcp.content.quotes import MAX_SIGNATURE_LINES, NewText, new_text
@@ -268,15 +268,19 @@ def test_enough_stops_early_and_keeps_the_start() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(_lines, st.integers(1, 200))
+# Found by Hypothesis: the blank line before a trailer an early stop keeps is kept with it.
+@example(["0", ">", "", "SENT FROM MY 0", ">"], 2)
 def test_enough_gives_a_prefix_of_the_whole_answer(lines: list[str], enough: int) -> None:
     body = "\n".join(lines)
     whole, early = new_text(body), new_text(body, enough=enough)
     if early.dropped and whole.dropped:
         # What was read before stopping is what a full reading keeps there, except that a "Sent from
-        # my ..." line counts as a trailer only when nothing follows it, which an early stop cannot see.
+        # my ..." line (and the blank lines before it) counts as a trailer only when nothing follows it,
+        # which an early stop cannot see.
         from mail_imap_mcp.content.quotes import _MOBILE_TRAILER
 
-        extra = [line for line in early.text.split("\n") if line not in whole.text.split("\n")]
+        kept = whole.text.split("\n")
+        extra = [line for line in early.text.split("\n") if line.strip() and line not in kept]
         assert all(_MOBILE_TRAILER.match(line.strip()) for line in extra), (early, whole)
 
 
