@@ -1,0 +1,171 @@
+"""The shape of the house (issue 21), checked on every run so it cannot erode unnoticed.
+
+Layers point one way: envelope <- imap <- operations <- tools <- server, transport, cli; mime and
+content are pure (no IMAP, no MCP). Modules stay small enough to read, imports form no cycle, and
+imapclient's exceptions are caught where the IMAP layer classifies them, not in every module.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "src"
+PACKAGE = SRC / "mail_imap_mcp"
+SCRIPTS = ROOT / "scripts"
+
+MAX_MODULE_LINES = 700
+MAX_TOOL_MODULE_LINES = 350
+MAX_MODULES_CATCHING_IMAPCLIENT_ERRORS = 2
+
+#: What each layer must not import (as ``mail_imap_mcp.<name>``).
+FORBIDDEN_IMPORTS = {
+    "envelope": ("imap", "mime", "content", "operations", "tools", "transport", "server", "cli"),
+    "mime": ("imap", "operations", "tools", "transport", "server", "cli", "envelope"),
+    "content": ("imap", "operations", "tools", "transport", "server", "cli"),
+    "imap": ("operations", "tools", "transport", "server", "cli"),
+    "operations": ("tools", "transport", "server", "cli"),
+    "tools": ("transport", "server", "cli"),
+}
+
+
+def module_name(path: Path, base: Path) -> str:
+    parts = list(path.relative_to(base).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules(base: Path, under: Path) -> dict[str, Path]:
+    return {module_name(path, base): path for path in sorted(under.rglob("*.py"))}
+
+
+def imported(path: Path, name: str) -> Iterator[str]:
+    """Every module ``path`` imports, at its top or inside a function (a lazy import is an import)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            yield base
+            yield from (f"{base}.{alias.name}" for alias in node.names)
+
+
+def import_graph(known: dict[str, Path]) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for name, path in known.items():
+        targets = {target for target in imported(path, name) if target in known and target != name}
+        # A module's own package's __init__ is not a dependency worth a cycle.
+        graph[name] = {target for target in targets if not name.startswith(target + ".")}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if state.get(target) == 1:
+                return [*stack[stack.index(target) :], target]
+            if target not in state and (cycle := visit(target)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def lines(path: Path) -> int:
+    return len(path.read_text(encoding="utf-8").splitlines())
+
+
+def test_no_module_in_src_is_over_700_lines() -> None:
+    long = {
+        name: lines(path) for name, path in modules(SRC, PACKAGE).items() if lines(path) > MAX_MODULE_LINES
+    }
+    assert long == {}
+
+
+def test_no_tool_module_is_over_350_lines() -> None:
+    tools = {path for path in (PACKAGE / "tools").glob("*.py") if path.name != "__init__.py"}
+    long = {path.name: lines(path) for path in tools if lines(path) > MAX_TOOL_MODULE_LINES}
+    assert long == {}
+
+
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN_IMPORTS))
+def test_layer_imports_point_one_way(layer: str) -> None:
+    known = modules(SRC, PACKAGE)
+    forbidden = tuple(f"mail_imap_mcp.{name}" for name in FORBIDDEN_IMPORTS[layer])
+    wrong = sorted(
+        f"{name} imports {target}"
+        for name, path in known.items()
+        if name == f"mail_imap_mcp.{layer}" or name.startswith(f"mail_imap_mcp.{layer}.")
+        for target in imported(path, name)
+        if target in forbidden or target.startswith(tuple(prefix + "." for prefix in forbidden))
+    )
+    assert wrong == []
+
+
+def test_no_import_cycle_in_src() -> None:
+    assert find_cycle(import_graph(modules(SRC, PACKAGE))) is None
+
+
+def test_no_import_cycle_in_scripts() -> None:
+    known = {
+        f"scripts.{name}" if name else "scripts": path for name, path in modules(SCRIPTS, SCRIPTS).items()
+    }
+    # Scripts import each other by their bare names (scripts/ is on sys.path when they run).
+    graph: dict[str, set[str]] = {}
+    for name, path in known.items():
+        bare = {target.removeprefix("scripts.") for target in imported(path, name)}
+        graph[name] = {other for other in known if other != name and other.removeprefix("scripts.") in bare}
+    assert find_cycle(graph) is None
+
+
+def test_no_html_rendering_under_imap() -> None:
+    imap = modules(SRC, PACKAGE / "imap")
+    assert not [name for name in imap if name.rpartition(".")[2].startswith("html")]
+    users = sorted(
+        name
+        for name, path in imap.items()
+        for target in imported(path, name)
+        if target.startswith("mail_imap_mcp.content.html")
+    )
+    assert users == []
+
+
+def catches_imapclient_error(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ExceptHandler) and node.type is not None:
+            names = {n.id for n in ast.walk(node.type) if isinstance(n, ast.Name)}
+            names |= {n.attr for n in ast.walk(node.type) if isinstance(n, ast.Attribute)}
+            if "IMAPClientError" in names:
+                return True
+    return False
+
+
+def test_imapclient_errors_are_caught_in_at_most_two_modules() -> None:
+    catching = sorted(name for name, path in modules(SRC, PACKAGE).items() if catches_imapclient_error(path))
+    assert len(catching) <= MAX_MODULES_CATCHING_IMAPCLIENT_ERRORS, catching
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    # The checks above pass on an empty answer; make sure the finder is not blind.
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
