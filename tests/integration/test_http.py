@@ -19,6 +19,7 @@ from mcp_types import ElicitRequestParams, ElicitResult
 from tests.support import mailgen
 from tests.support.accounts import account_settings, config_toml
 from tests.support.dovecot import Dovecot
+from tests.support.elicitation import answering
 from tests.support.envelope_client import INITIALIZE_REQUEST, EnvelopeClient
 from tests.support.faultproxy import FaultProxy
 from tests.support.http_server import (
@@ -46,17 +47,6 @@ def server(tmp_path: Path, dovecot: Dovecot, user: str) -> Any:
     started = start_http_server(http_config(tmp_path, account), token=new_token())
     yield started
     started.stop()
-
-
-def answering_yes() -> Any:
-    asked: list[str] = []
-
-    async def callback(context: Any, params: ElicitRequestParams) -> ElicitResult:
-        asked.append(params.message)
-        return ElicitResult(action="accept", content={"confirm": True})
-
-    callback.asked = asked  # type: ignore[attr-defined]
-    return callback
 
 
 async def exercise_every_tool(mcp: EnvelopeClient) -> set[str]:
@@ -124,7 +114,7 @@ async def test_every_tool_over_http_answers_a_valid_envelope(
 ) -> None:
     messages = [mailgen.plain_message(f"Message {i}", f"body {i}") for i in range(2)]
     dovecot.seed(user, "INBOX", [*messages, message_with_csv("Report")])
-    elicit = answering_yes()
+    elicit = answering()
     async with http_client(server.url, server.token, mode=mode, elicitation_callback=elicit) as mcp:
         listed = set(await mcp.schemas())
         assert await exercise_every_tool(mcp) == listed

@@ -18,7 +18,6 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from mcp_types import ElicitRequestParams, ElicitResult
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.tools.context import AppContext
@@ -26,6 +25,7 @@ from tests.support.accounts import account_settings
 from tests.support.clients import AccountFactory, make_config, open_client
 from tests.support.courier import Courier
 from tests.support.dovecot import Dovecot
+from tests.support.elicitation import answering
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.faultproxy import FaultProxy
 from tests.support.mail_state import MessageIdCounts, message_id_counts
@@ -219,18 +219,6 @@ async def test_permanent_delete_is_allowed_confirmed_and_exact(
     assert clean(message_id_counts(imap_server, user)) == clean(expected)
 
 
-def answering(accept: bool) -> Any:
-    """An elicitation callback that answers yes or no, and keeps what it was asked."""
-    asked: list[str] = []
-
-    async def callback(context: Any, params: ElicitRequestParams) -> ElicitResult:
-        asked.append(params.message)
-        return ElicitResult(action="accept", content={"confirm": accept})
-
-    callback.asked = asked  # type: ignore[attr-defined]
-    return callback
-
-
 async def test_regression_permanent_delete_is_confirmed_by_the_user_never_by_a_token_the_agent_holds(
     imap_server: MatrixServer, user: str, account: AccountFactory
 ) -> None:
@@ -248,11 +236,11 @@ async def test_regression_permanent_delete_is_confirmed_by_the_user_never_by_a_t
         forged = await mcp.fail(TOOL, {**args, "confirm_token": "9999999999.abc.def"}, "invalid_input")
         assert forged["error"]["details"]["parameter"] == "confirm_token"
     assert clean(message_id_counts(imap_server, user)) == start
-    declining = answering(False)
+    declining = answering("accept", confirm=False)
     async for mcp in open_client(config, elicitation_callback=declining, mode="legacy"):
         await mcp.fail(TOOL, args, "confirmation_required")
     assert clean(message_id_counts(imap_server, user)) == start
-    accepting = answering(True)
+    accepting = answering("accept")
     async for mcp in open_client(config, elicitation_callback=accepting, mode="legacy"):
         data = await mcp.ok(TOOL, args)
         assert data["results"] == [{"message_id": ids["drop"], "new_message_id": None, "outcome": "deleted"}]

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
-from mcp_types import ElicitRequestParams, ElicitResult
 from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.envelope import Payload
 from mail_imap_mcp.envelope.mcp import ToolResult, envelope_tool
 from mail_imap_mcp.tools.confirm import ConfirmationGate
+from tests.support.elicitation import answering
 from tests.support.envelope_client import EnvelopeClient
 
 pytestmark = pytest.mark.anyio
@@ -60,17 +60,6 @@ def server_and_counter(
         idempotent=False,
     )
     return MCPServer(name="t", tools=[tool]), done
-
-
-def answering(action: str, confirm: bool = True) -> Any:
-    asked: list[str] = []
-
-    async def callback(context: Any, params: ElicitRequestParams) -> ElicitResult:
-        asked.append(params.message)
-        return ElicitResult(action=action, content={"confirm": confirm} if action == "accept" else None)
-
-    callback.asked = asked  # type: ignore[attr-defined]
-    return callback
 
 
 async def test_a_client_that_can_elicit_asks_the_user_and_runs_on_yes() -> None:
