@@ -160,3 +160,16 @@ async def test_mcp_server_lists_and_searches(server: AppendSeeding) -> None:
         data = await mcp.ok("imap_search_messages", {"mailbox": sub, "query": "message 11"})
         assert (data["total"], len(data["messages"])) == (1, 1)
         assert data["messages"][0]["message_id"].startswith(f"imap:default:{sub}:")
+
+
+@pytest.mark.parametrize("kind", ["cyrus", "cyrus_altns"])
+def test_cyrus_administrator_deletes_a_users_mailbox(kind: str, request: pytest.FixtureRequest) -> None:
+    """The fallback of tests that delete a mailbox behind the session's back, when Cyrus refuses the
+    user's DELETE with "SPECIAL-USE flag conflict"."""
+    server = request.getfixturevalue(kind)
+    user = server.new_user("admindel")
+    name = server.mailbox_name("Archive")
+    server.seed(user, name, [mailgen.plain_message("x", "y")])
+    server.delete_as_admin(user, name)
+    with server.connect(user) as client:
+        assert name not in [folder[2] for folder in client.list_folders()]
