@@ -16,7 +16,6 @@ import re
 import time
 from typing import Any
 
-import imapclient.exceptions
 import pytest
 
 from mail_imap_mcp.imap.errors import MailboxMissing, UidValidityChanged
@@ -25,7 +24,6 @@ from mail_imap_mcp.tools.context import AppContext
 from tests.support import mailgen
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
-from tests.support.cyrus import Cyrus
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.faultproxy import FaultProxy
@@ -191,17 +189,8 @@ def recreate(server: MatrixServer, user: str, mailbox: str, subjects: list[str])
 
 
 def delete(server: MatrixServer, user: str, mailbox: str) -> None:
-    """Delete ``mailbox``, as another client of the user would. Cyrus now and then refuses with
-    "SPECIAL-USE flag conflict" for a mailbox nobody gave a special use (seen in about one full run in
-    three, under load; the server under test sends no SETMETADATA or CREATE ... USE, so it is not the
-    cause): the administrator deletes it then, which is the same change seen from the session."""
-    try:
-        with server.connect(user) as client:
-            client.delete_folder(mailbox)
-    except imapclient.exceptions.IMAPClientError as exc:
-        if not (isinstance(server, Cyrus) and "SPECIAL-USE" in str(exc)):
-            raise
-        server.delete_as_admin(user, mailbox)
+    """Delete ``mailbox``, as another client of the user would."""
+    server.delete_mailbox(user, mailbox)
 
 
 @on_matrix()

@@ -373,8 +373,7 @@ async def test_the_argument_named_is_the_one_the_server_refused(
     def plan_then_delete(*args: Any) -> Any:
         plan = original(*args)
         if vanish and args[-1].confirm_token:
-            with server.connect(user, tls=False, starttls=False) as client:
-                client.delete_folder(keep)
+            server.delete_mailbox(user, keep)
         return plan
 
     monkeypatch.setattr(manage_mailbox, "_plan", plan_then_delete)

@@ -40,6 +40,8 @@ import pwd
 import subprocess
 from pathlib import Path
 
+import imapclient
+
 from tests.support.imapserver import (
     STOP_GRACE,
     SYSLOG,
@@ -231,6 +233,18 @@ autocreate_quota: 0
         # The first login creates INBOX and the special-use folders.
         with self.connect(user, tls=False, starttls=False):
             pass
+
+    def delete_mailbox(self, user: str, mailbox: str, client: imapclient.IMAPClient | None = None) -> None:
+        """As any server, but when Cyrus refuses the user's DELETE with "SPECIAL-USE flag conflict" (now
+        and then in full runs under load, for a mailbox nobody gave a special use; the server under test
+        sends no SETMETADATA or CREATE ... USE), the administrator deletes it: the same change, seen
+        from the session under test."""
+        try:
+            super().delete_mailbox(user, mailbox, client)
+        except imapclient.exceptions.IMAPClientError as exc:
+            if "SPECIAL-USE" not in str(exc):
+                raise
+            self.delete_as_admin(user, mailbox)
 
     def delete_as_admin(self, user: str, mailbox: str) -> None:
         """Delete ``user``'s ``mailbox`` (named as the user sees it) as the administrator, who may delete

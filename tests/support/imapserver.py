@@ -552,6 +552,15 @@ class ImapServer:
         """Make ``user`` able to log in with ``password``, with an empty INBOX (servers whose password
         database accepts any user need nothing)."""
 
+    def delete_mailbox(self, user: str, mailbox: str, client: imapclient.IMAPClient | None = None) -> None:
+        """DELETE ``user``'s ``mailbox`` as another client of the user would (on ``client`` when given),
+        e.g. behind the back of a session under test."""
+        if client is not None:
+            client.delete_folder(mailbox)
+            return
+        with self.connect(user, tls=False, starttls=False) as own:
+            own.delete_folder(mailbox)
+
     def mailbox_name(self, *parts: str) -> str:
         """The server's name for a personal folder given by its levels: ``mailbox_name("A", "b")`` is
         ``"INBOX.A.b"`` with prefix ``INBOX.`` and separator ``.``, ``"A/b"`` with ``/`` and no prefix."""
@@ -619,7 +628,7 @@ class ImapServer:
         with self.connect(user, tls=False, starttls=False) as client:
             old = int(client.folder_status(mailbox, [b"UIDVALIDITY"])[b"UIDVALIDITY"])
             while True:
-                client.delete_folder(mailbox)
+                self.delete_mailbox(user, mailbox, client)
                 client.create_folder(mailbox)
                 new = int(client.folder_status(mailbox, [b"UIDVALIDITY"])[b"UIDVALIDITY"])
                 if new != old:
