@@ -44,15 +44,31 @@ def pytest_configure(config: pytest.Config) -> None:
     end_run_on_sigterm(config)  # servers never outlive a run ended by SIGTERM
 
 
+#: Cyrus now and then answers as if a plain mailbox had a special use (a user's DELETE of it refused
+#: with "SPECIAL-USE flag conflict"), or leaves a freshly seeded mailbox out of a search of every
+#: mailbox: about one test in a full run, a different one each time, never reproduced alone (see the
+#: closing notes of issue 21). Until that is understood, a test that runs on Cyrus is retried up to twice;
+#: pytest reports each retry ("rerun"), and a defect fails all three times.
+CYRUS_RERUNS = 2
+
+
+def _servers(item: pytest.Item) -> set[str]:
+    """The servers of the matrix ``item`` runs on (by fixture or parameter)."""
+    callspec = getattr(item, "callspec", None)
+    parameters = {v for v in callspec.params.values() if isinstance(v, str)} if callspec else set()
+    return set(MATRIX) & (set(getattr(item, "fixturenames", ())) | parameters)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if {"cyrus", "cyrus_altns"} & _servers(item):
+            item.add_marker(pytest.mark.flaky(reruns=CYRUS_RERUNS, reruns_delay=1))
     if not config.getoption("--dovecot-only"):
         return
     others = set(MATRIX) - {"dovecot"}
     kept, deselected = [], []
     for item in items:
-        callspec = getattr(item, "callspec", None)
-        parameters = {v for v in callspec.params.values() if isinstance(v, str)} if callspec else set()
-        needs_other = others & (set(getattr(item, "fixturenames", ())) | parameters)
+        needs_other = others & _servers(item)
         (deselected if needs_other else kept).append(item)
     if deselected:
         config.hook.pytest_deselected(items=deselected)
