@@ -122,6 +122,9 @@ def sender(account: AccountConfig, from_address: str | None, original: Original 
 
 
 def append_draft(session: ImapSession, account_id: str, mailbox: str, raw: bytes) -> tuple[int, int] | None:
+    selected = session.selected_mailbox
+    if selected is not None and same_mailbox(selected, mailbox):
+        session.deselect()  # Courier refuses an APPEND to the mailbox the connection has EXAMINEd
     try:
         with session.write_command():
             return session.append(mailbox, raw, DRAFT_FLAGS)
