@@ -181,6 +181,16 @@ class AccountConfig(BaseModel):
         description="Where drafts are saved when the server marks no mailbox as \\Drafts.",
     )
 
+    authserv_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=255,
+        pattern=r"^[A-Za-z0-9._-]+$",
+        description="The authserv-id your provider's receiving server writes in Authentication-Results "
+        "(e.g. mx.google.com for Gmail): imap_get_message then reads the sender's SPF/DKIM/DMARC results "
+        "from that server's header only. Unset: from the topmost header.",
+    )
+
     @field_validator("helper_env")
     @classmethod
     def _helper_env_names(cls, names: list[str]) -> list[str]:

@@ -6,7 +6,7 @@ descriptions, compact forms and body rendering are presentation and live there.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from mail_imap_mcp.mime import Part
@@ -52,3 +52,6 @@ class MessageRecord:
     #: The body part is larger than the fetch cap: only its beginning was read.
     fetch_truncated: bool
     attachments: list[Part]
+    #: What says who sent it, whatever headers were asked for: From, Reply-To and
+    #: Authentication-Results, decoded, top to bottom (lower-case names).
+    sender_headers: dict[str, list[str]] = field(default_factory=dict)

@@ -131,6 +131,65 @@ def attachment_info(ref: MessageRef, part: Part) -> AttachmentInfo:
     )
 
 
+SenderWarningCode = Literal[
+    "display_name_is_other_address",
+    "dmarc_fail",
+    "punycode_domain",
+    "mixed_script_domain",
+    "reply_to_other_domain",
+]
+
+
+class Authentication(CompactPayload):
+    """What the receiving server's Authentication-Results header says (RFC 8601)."""
+
+    authserv_id: str | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=absent,
+        description="The server that checked the message (its authserv-id); absent when the header names "
+        "none (Microsoft 365).",
+    )
+    spf: str | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=absent,
+        description="SPF: pass, fail, softfail, neutral, none, temperror, permerror. Absent when not checked.",
+    )
+    dkim: str | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=absent,
+        description="DKIM (the best of the signatures): pass, fail, neutral, none, policy, temperror, "
+        "permerror. Absent when not checked.",
+    )
+    dmarc: str | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=absent,
+        description="DMARC: pass, fail, none, temperror, permerror. Absent when not checked.",
+    )
+
+
+AUTHENTICATION_DESCRIPTION = (
+    "SPF, DKIM and DMARC results from the topmost Authentication-Results header (the one the receiving "
+    "server added last; lower ones can be forged by the sender and are ignored), or from the one of the "
+    "account's authserv_id. Absent when there is none."
+)
+
+
+class SenderWarning(CompactPayload):
+    """A fact about the sender worth a second look; not a verdict."""
+
+    code: SenderWarningCode = Field(
+        description="display_name_is_other_address, dmarc_fail, punycode_domain, mixed_script_domain or "
+        "reply_to_other_domain."
+    )
+    message: str = Field(description="The fact, naming the addresses and domains (the sender's text).")
+
+
+SENDER_WARNINGS_DESCRIPTION = (
+    "Facts about the sender worth a second look (a display name that is another address, DMARC failed, "
+    "a punycode or mixed-script domain, a Reply-To on another domain), not verdicts. Absent when none."
+)
+
+
 class MessageDetail(MessageSummary):
     """One message as imap_get_message returns it."""
 
@@ -152,6 +211,12 @@ class MessageDetail(MessageSummary):
     )
     body_omitted: list[Omitted] | None = Field(
         default=None, exclude_if=absent, description=BODY_OMITTED_DESCRIPTION
+    )
+    authentication: Authentication | None = Field(
+        default=None, exclude_if=absent, description=AUTHENTICATION_DESCRIPTION
+    )
+    sender_warnings: list[SenderWarning] | None = Field(
+        default=None, exclude_if=absent, description=SENDER_WARNINGS_DESCRIPTION
     )
 
 
@@ -276,6 +341,12 @@ class CompactMessage(_CompactMessageFields):
     body_omitted: list[Omitted] | SkipJsonSchema[None] = Field(
         default=None, exclude_if=absent, description=BODY_OMITTED_DESCRIPTION
     )
+    authentication: Authentication | SkipJsonSchema[None] = Field(
+        default=None, exclude_if=absent, description=AUTHENTICATION_DESCRIPTION
+    )
+    sender_warnings: list[SenderWarning] | SkipJsonSchema[None] = Field(
+        default=None, exclude_if=absent, description=SENDER_WARNINGS_DESCRIPTION
+    )
 
 
 def _compact_attachment(attachment: AttachmentInfo) -> CompactAttachment:
@@ -305,6 +376,8 @@ def compact_message(detail: MessageDetail) -> CompactMessage:
         body_truncated=True if detail.body_truncated else None,
         attachments=[_compact_attachment(attachment) for attachment in detail.attachments] or None,
         body_omitted=detail.body_omitted,
+        authentication=detail.authentication,
+        sender_warnings=detail.sender_warnings,
     )
 
 
