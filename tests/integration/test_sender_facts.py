@@ -43,8 +43,7 @@ PLAIN = plain_message("No results", "Hi\n", from_="Dan <dan@example.net>")
 
 async def message(mcp: EnvelopeClient, subject: str, **args: Any) -> dict[str, Any]:
     found = await mcp.ok("imap_search_messages", {"subject": subject})
-    data = await mcp.ok("imap_get_message", {"message_id": found["messages"][0]["message_id"], **args})
-    return data
+    return await mcp.ok("imap_get_message", {"message_id": found["messages"][0]["message_id"], **args})
 
 
 async def test_authentication_and_sender_warnings(
