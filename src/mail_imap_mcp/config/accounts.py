@@ -180,6 +180,13 @@ class AccountConfig(BaseModel):
         max_length=1000,
         description="Where drafts are saved when the server marks no mailbox as \\Drafts.",
     )
+    sent_mailbox: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1000,
+        description="Where your sent mail is kept when the server marks no mailbox as \\Sent (searched by "
+        "needs_reply for your answers).",
+    )
 
     authserv_id: str | None = Field(
         default=None,

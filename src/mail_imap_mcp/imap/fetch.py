@@ -169,6 +169,7 @@ def _summary(
         has_attachments=mime.has_attachments(parts) if parts else False,
         snippet=snippet,
         short_recipients=_bounded(short_recipients(headers.get("to", []) + headers.get("cc", []), own)),
+        header_message_id=_bounded(_first(headers, "message-id")),
     )
 
 

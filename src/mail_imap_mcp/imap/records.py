@@ -38,6 +38,8 @@ class SummaryRecord:
     #: The recipients (To and Cc) in a few words, "me" for the account's own addresses; "" when the
     #: message went to this account alone, None when not worked out.
     short_recipients: str | None = None
+    #: Its Message-ID header (``<left@right>``), when it has one.
+    header_message_id: str | None = None
 
 
 @dataclass(slots=True)
