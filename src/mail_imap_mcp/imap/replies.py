@@ -24,7 +24,14 @@ BULK_PRECEDENCE = ("bulk", "list", "junk")
 #: Sent messages whose headers are read at most (the newest): more than a page's answers need.
 MAX_ANSWERS_READ = 1000
 _ANSWER_HEADERS = "BODY.PEEK[HEADER.FIELDS (IN-REPLY-TO REFERENCES)]<0.16384>"
-_MESSAGE_ID = re.compile(r"<[^<>\s]{1,500}>")
+# Printable ASCII only: the ids are sent as quoted strings of a search without CHARSET.
+_MESSAGE_ID = re.compile(r"<[!-;=?-~]{1,500}>")
+
+
+def first_message_id(value: str | None) -> str | None:
+    """The message id of a Message-ID header's value (``<left@right>``), None when it has none."""
+    found = _MESSAGE_ID.search(value or "")
+    return found.group(0) if found else None
 
 
 def needs_reply_criteria(own_addresses: Iterable[str]) -> tuple[bytes | str, ...]:

@@ -5,13 +5,11 @@ mailbox answers. Three round trips at most, however many messages and mailboxes 
 
 from __future__ import annotations
 
-import re
-
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap.directory import SENT, MailboxDirectory
-from mail_imap_mcp.imap.replies import answered_in, needs_reply_criteria
+from mail_imap_mcp.imap.replies import answered_in, first_message_id, needs_reply_criteria
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.tools._shared.search_page import SearchMessagesData
 from mail_imap_mcp.tools.context import AppContext
@@ -23,7 +21,6 @@ NEEDS_REPLY_DESCRIPTION = (
     "\\Sent, else the sent_mailbox setting or a usual name). total counts the messages before the Sent "
     "check, so a page may list fewer than `limit`."
 )
-_MESSAGE_ID = re.compile(r"<[^<>\s]{1,500}>")
 
 __all__ = ["NEEDS_REPLY_DESCRIPTION", "drop_answered", "needs_reply_criteria"]
 
@@ -47,9 +44,9 @@ def drop_answered(
         )
     header_ids = {}
     for message in data.messages:
-        found = _MESSAGE_ID.findall(message.header_message_id or "")
-        if found:
-            header_ids[message.message_id] = found[0]
+        header_id = first_message_id(message.header_message_id)
+        if header_id is not None:
+            header_ids[message.message_id] = header_id
     answered: set[str] = set()
     issues = list(data.issues)
     if header_ids:
