@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from pydantic.json_schema import SkipJsonSchema
 
-from mail_imap_mcp.envelope import CompactPayload, Payload, absent
+from mail_imap_mcp.envelope import CompactPayload, Payload, absent, absent_field
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.records import BodyFormat, SummaryRecord
 from mail_imap_mcp.mime import Part
@@ -150,27 +150,19 @@ SenderWarningCode = Literal[
 class Authentication(CompactPayload):
     """What the receiving server's Authentication-Results header says (RFC 8601)."""
 
-    authserv_id: str | SkipJsonSchema[None] = Field(
-        default=None,
-        exclude_if=absent,
-        description="The server that checked the message (its authserv-id); absent when the header names "
-        "none (Microsoft 365).",
+    authserv_id: str | SkipJsonSchema[None] = absent_field(
+        "The server that checked the message (its authserv-id); absent when the header names none "
+        "(Microsoft 365)."
     )
-    spf: str | SkipJsonSchema[None] = Field(
-        default=None,
-        exclude_if=absent,
-        description="SPF: pass, fail, softfail, neutral, none, temperror, permerror. Absent when not checked.",
+    spf: str | SkipJsonSchema[None] = absent_field(
+        "SPF: pass, fail, softfail, neutral, none, temperror, permerror. Absent when not checked."
     )
-    dkim: str | SkipJsonSchema[None] = Field(
-        default=None,
-        exclude_if=absent,
-        description="DKIM (the best of the signatures): pass, fail, neutral, none, policy, temperror, "
-        "permerror. Absent when not checked.",
+    dkim: str | SkipJsonSchema[None] = absent_field(
+        "DKIM (the best of the signatures): pass, fail, neutral, none, policy, temperror, permerror. "
+        "Absent when not checked."
     )
-    dmarc: str | SkipJsonSchema[None] = Field(
-        default=None,
-        exclude_if=absent,
-        description="DMARC: pass, fail, none, temperror, permerror. Absent when not checked.",
+    dmarc: str | SkipJsonSchema[None] = absent_field(
+        "DMARC: pass, fail, none, temperror, permerror. Absent when not checked."
     )
 
 
