@@ -55,7 +55,7 @@ def named_in(headers: dict[str, str]) -> set[str]:
     return {a.addr_spec.lower() for value in headers.values() for a in header_addresses(value)}
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(HEADERS, st.booleans())
 def test_recipients_are_never_own_never_twice_never_invented(headers: dict[str, str], everyone: bool) -> None:
     to, cc = reply_recipients(headers, OWN, everyone=everyone)
@@ -67,7 +67,7 @@ def test_recipients_are_never_own_never_twice_never_invented(headers: dict[str, 
         assert cc == []
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(HEADERS, st.lists(mailbox(), max_size=3), st.booleans())
 def test_draft_recipients_keep_the_callers_cc_without_duplicates(
     headers: dict[str, str], cc: list[str], reply_all: bool
