@@ -9,6 +9,7 @@ from email.headerregistry import Address
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.drafts import (
     MAX_RECIPIENTS,
     MAX_REFERENCES_CHARS,
@@ -156,3 +157,12 @@ def test_long_references_keep_the_first_and_latest_within_one_line() -> None:
     ids = references.split()
     assert ids[0].endswith("0@example.com>") and ids[-2].endswith("14@example.com>")
     assert ids[-1] == parent == "<m@x.org>"
+
+
+def test_the_users_addresses_are_the_setting_and_a_login_that_is_an_address() -> None:
+    both = AccountConfig(
+        host="h.example", username="Login@Example.org", password="x", addresses=["a@b.example"]
+    )
+    assert both.user_addresses == frozenset({"a@b.example", "login@example.org"})
+    bare = AccountConfig(host="h.example", username="u123", password="x", addresses=["a@b.example"])
+    assert bare.user_addresses == frozenset({"a@b.example"})

@@ -275,6 +275,13 @@ class AccountConfig(BaseModel):
         return frozenset(address.lower() for address in self.effective_addresses)
 
     @property
+    def user_addresses(self) -> frozenset[str]:
+        """:attr:`own_addresses` and the login name when it is an address, lower-cased: whose mail is the
+        user's own (needs_reply leaves it out; a reply never goes to it)."""
+        login = {self.username.lower()} if _ADDRESS.fullmatch(self.username) else set()
+        return self.own_addresses | login
+
+    @property
     def effective_port(self) -> int:
         return self.port if self.port is not None else DEFAULT_PORTS[self.security]
 

@@ -43,7 +43,6 @@ from mail_imap_mcp.tools._shared.drafts import (
     append_draft,
     check_replaceable,
     locate,
-    own_addresses,
     parse_own_id,
     read_original,
     remove_replaced,
@@ -179,7 +178,7 @@ def _build(
             [address(value) for value in args.to],
             [address(value) for value in args.cc],
             headers,
-            own_addresses(account),
+            account.user_addresses,
             reply_all=args.reply_all,
         )
     except ValueError as exc:  # too many recipients

@@ -222,7 +222,7 @@ def handle(
 
 def _handle(app: AppContext, args: SearchMessagesInput) -> ToolResult[SearchMessagesData]:
     account = app.config.accounts[app.connection(args.account_id).account_id]
-    search = _filter(args, account.own_addresses)
+    search = _filter(args, account.user_addresses)
     digest = _digest(args)
     if args.mailboxes is not None and "mailbox" in args.model_fields_set:
         raise ToolFailure.invalid_input(

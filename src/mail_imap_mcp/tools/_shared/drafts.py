@@ -61,11 +61,6 @@ class Original:
     warnings: list[str]
 
 
-def own_addresses(account: AccountConfig) -> frozenset[str]:
-    """The addresses a reply never goes to: the account's addresses and its login name, lower-case."""
-    return account.own_addresses | {account.username.lower()}
-
-
 def parse_own_id(app: AppContext, account_id: str, text: str, parameter: str) -> MessageRef:
     """A message id of ``account_id``; ``invalid_input`` naming ``parameter`` otherwise."""
     try:

@@ -37,7 +37,7 @@ def drop_answered(
     data = result.data
     account = app.config.accounts[account_id]
     warnings = list(result.warnings)
-    if not account.own_addresses:
+    if not account.user_addresses:
         warnings.append(
             "needs_reply: the account names no addresses of its own (the addresses setting), so your own "
             "messages are not left out."
