@@ -19,6 +19,7 @@ from mail_imap_mcp.content.drafts import (
     thread_headers,
 )
 from mail_imap_mcp.tools._shared.shapes import MessageDetail
+from tests.unit.test_save_draft import original
 
 OWN = frozenset({"me@example.org", "me.alias@example.org"})
 
@@ -121,28 +122,7 @@ def test_a_huge_recipient_list_is_cut_with_a_warning() -> None:
 
 
 def detail(headers: dict[str, str]) -> MessageDetail:
-    return MessageDetail(
-        message_id="imap:default:INBOX:1:1",
-        message_uri="imap://default/INBOX/1/1",
-        message_raw_uri="imap://default/INBOX/1/1/raw",
-        mailbox="INBOX",
-        uidvalidity=1,
-        uid=1,
-        date=None,
-        from_=None,
-        to=None,
-        cc=None,
-        subject=None,
-        flags=[],
-        size_bytes=1,
-        has_attachments=False,
-        snippet=None,
-        headers=headers,
-        body_format="text",
-        body_truncated=False,
-        body_source=None,
-        attachments=[],
-    )
+    return original(None, headers).detail
 
 
 def test_references_fall_back_to_in_reply_to() -> None:
