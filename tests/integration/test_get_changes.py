@@ -16,12 +16,14 @@ from typing import Any
 
 import pytest
 
+from mail_imap_mcp.imap import changes as changes_plan
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, SESSION_PASSWORD, MatrixServer
+from tests.support.round_trips import Plan, plain_settings, recording, rig
 
 pytestmark = pytest.mark.anyio
 
@@ -153,3 +155,129 @@ async def test_new_changed_and_expunged_are_exactly_what_another_client_did(
         assert flags_before[uids["n0"]] == frozenset()
     finally:
         other.close()
+
+
+async def test_a_mailbox_recreated_since_the_token_is_a_conflict_that_starts_again(
+    client: tuple[EnvelopeClient, MatrixServer, str],
+) -> None:
+    mcp, server, user = client
+    mailbox = server.mailbox_name("Changes")
+    seed(server, user, mailbox, {"r0": "", "r1": "\\Seen"})
+    token = (await mcp.ok(TOOL, {"mailbox": mailbox}))["changes_token"]
+    old, new = server.recreate_mailbox(user, mailbox)
+    seed(server, user, mailbox, {"r2": ""})
+
+    failure = await mcp.fail(TOOL, {"mailbox": mailbox, "since": token}, "conflict")
+    assert failure["error"]["details"] == {
+        "parameter": "since",
+        "mailbox": mailbox,
+        "expected_uidvalidity": old,
+        "actual_uidvalidity": new,
+    }
+    again = failure["data"]["next_action"]
+    assert again == {
+        "instruction": again["instruction"],
+        "tool": TOOL,
+        "arguments": {"account_id": "default", "mailbox": mailbox},
+    }
+    fresh = await mcp.ok(TOOL, again["arguments"])
+    quiet = await mcp.ok(TOOL, {"mailbox": mailbox, "since": fresh["changes_token"]})
+    assert (quiet["new"], quiet["changed"], quiet["expunged"]) == ([], [], [])
+
+
+async def test_beyond_the_digest_bound_the_answer_says_what_it_cannot_tell(
+    client: tuple[EnvelopeClient, MatrixServer, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a digest of 3 messages: a flag change and an expunge among the 3 older ones, and an expunge of
+    a tracked one. CONDSTORE still sees every flag change; without it the warning says which part is blind;
+    on both the untracked expunge is counted in a warning, the tracked one named."""
+    monkeypatch.setattr(changes_plan, "DIGEST_MESSAGES", 3)
+    mcp, server, user = client
+    seed(server, user, "INBOX", SEED)
+    token = (await mcp.ok(TOOL, {}))["changes_token"]
+    other = Other(server, user, "INBOX")
+    try:
+        uids = other.uids()
+        m5 = uids["m5"]
+        other.imap.add_flags([uids["m0"]], [b"\\Flagged"])
+        other.imap.add_flags([uids["m1"], uids["m5"]], [b"\\Deleted"])
+        other.imap.expunge()
+        seed(server, user, "INBOX", {"n0": ""})
+        uids = other.uids()
+
+        envelope = await mcp.call(TOOL, {"since": token})
+        data, warnings = envelope["data"], envelope["meta"]["warnings"]
+        assert names_of(data["new"]) == ["n0"]
+        assert data["expunged"] == [other.message_id(m5)]
+        condstore = other.imap.has_capability("CONDSTORE")
+        if condstore:
+            assert [c["message_id"] for c in data["changed"]] == [other.message_id(uids["m0"])]
+        else:
+            assert data["changed"] == []
+            assert any("flag changes are tracked for the newest 3 messages only" in w for w in warnings)
+        assert any("1 message(s) older than the newest 3" in w for w in warnings), warnings
+        assert len(warnings) == (1 if condstore else 2)
+    finally:
+        other.close()
+
+
+@pytest.mark.parametrize("server", ["dovecot"], indirect=True)
+async def test_tokens_and_cursors_that_do_not_fit_are_invalid_input_naming_the_argument(
+    client: tuple[EnvelopeClient, MatrixServer, str],
+) -> None:
+    mcp, server, user = client
+    seed(server, user, "INBOX", SEED)
+    seed(server, user, "Other", {"o0": ""})
+    token = (await mcp.ok(TOOL, {}))["changes_token"]
+    middle = len(token) // 2
+    edited = token[:middle] + ("A" if token[middle] != "A" else "B") + token[middle + 1 :]
+    for since in ("hello", "chg1.!!!", "chg1." + "A" * 40, edited, token[:-6], "chg9." + token[5:]):
+        failure = await mcp.fail(TOOL, {"since": since}, "invalid_input")
+        assert failure["error"]["details"]["parameter"] == "since", since
+    foreign = await mcp.fail(TOOL, {"mailbox": "Other", "since": token}, "invalid_input")
+    assert "another account or mailbox" in foreign["error"]["message"]
+    alone = await mcp.fail(TOOL, {"cursor": token}, "invalid_input")
+    assert alone["error"]["details"]["parameter"] == "cursor"
+    garbled = await mcp.fail(TOOL, {"since": token, "cursor": "chgp1.xyz"}, "invalid_input")
+    assert garbled["error"]["details"]["parameter"] == "cursor"
+
+    seed(server, user, "INBOX", {"n0": "", "n1": ""})
+    page = await mcp.ok(TOOL, {"since": token, "limit": 1})
+    later = (await mcp.ok(TOOL, {}))["changes_token"]
+    mismatch = await mcp.fail(TOOL, {"since": later, "cursor": page["next_cursor"]}, "invalid_input")
+    assert mismatch["error"]["details"]["parameter"] == "cursor"
+
+
+#: The IMAP plan of each call (docs/benchmarks.md): with CONDSTORE (Dovecot) and without (IMAP4rev1 only).
+PLANS = {
+    "dovecot": {
+        # TCP connect, greeting, LOGIN, EXAMINE, then HIGHESTMODSEQ and the newest messages' UIDs together
+        # (FETCH by sequence number: exactly the newest, however sparse the UIDs).
+        "first token": Plan(("LOGIN", "EXAMINE", "STATUS", "FETCH"), 5),
+        # The selection revalidated (NOOP + STATUS), then CHANGEDSINCE and the UID SEARCH together.
+        "nothing changed": Plan(("NOOP", "STATUS", "UID FETCH", "UID SEARCH"), 2),
+        # ... and the summaries of the new messages.
+        "new mail": Plan(("NOOP", "STATUS", "UID FETCH", "UID SEARCH", "UID FETCH"), 3),
+    },
+    "minimal_dovecot": {
+        "first token": Plan(("LOGIN", "EXAMINE", "FETCH"), 5),
+        # The tracked messages' flags, the newest messages' flags and the new UIDs together.
+        "nothing changed": Plan(("NOOP", "STATUS", "UID FETCH", "FETCH", "UID SEARCH"), 2),
+        "new mail": Plan(("NOOP", "STATUS", "UID FETCH", "FETCH", "UID SEARCH", "UID FETCH"), 3),
+    },
+}
+
+
+@pytest.mark.parametrize("server", ["dovecot", "minimal_dovecot"], indirect=True)
+async def test_each_call_sends_its_plan_and_waits_no_more_than_it_allows(server: Dovecot) -> None:
+    user = server.new_user()
+    seed(server, user, "INBOX", SEED)
+    seen = {}
+    with recording(server) as recorder:
+        async with rig(plain_settings(server, user, recorder.port), recorder) as r:
+            first, seen["first token"] = await r.call(TOOL, {})
+            quiet, seen["nothing changed"] = await r.call(TOOL, {"since": first["changes_token"]})
+            seed(server, user, "INBOX", {"n0": ""})
+            data, seen["new mail"] = await r.call(TOOL, {"since": quiet["changes_token"]})
+    assert names_of(data["new"]) == ["n0"]
+    assert seen == PLANS[server.kind if server.capabilities is None else "minimal_dovecot"]
