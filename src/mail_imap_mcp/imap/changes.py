@@ -48,6 +48,7 @@ from mail_imap_mcp.imap.errors import (
     is_connection_broken,
     says_mailbox_missing,
 )
+from mail_imap_mcp.imap.ids import MAX_UINT32
 from mail_imap_mcp.imap.session import ImapSession, MailboxState
 from mail_imap_mcp.imap.uidplus import MalformedUidSet, format_uid_set, parse_uid_set
 
@@ -135,7 +136,9 @@ class ChangesToken:
             if len(indexes) != len(uids) or any(not 0 <= i < len(sets) for i in indexes):
                 raise ChangesTokenError("since", "the token is garbled")
             flags = tuple(sets[i] for i in indexes)
-        if any(uid >= uidnext for uid in uids):
+        if not (0 < uidvalidity <= MAX_UINT32 and 0 < uidnext <= MAX_UINT32 + 1) or any(
+            u >= uidnext for u in uids
+        ):
             raise ChangesTokenError("since", "the token is garbled")
         return cls(account_id, mailbox, uidvalidity, uidnext, modseq, older, uids, flags)
 
