@@ -23,6 +23,7 @@ from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, SESSION_PASSWORD, MatrixServer
+from tests.support.readme import readme_block
 from tests.support.round_trips import Plan, plain_settings, recording, rig
 
 pytestmark = pytest.mark.anyio
@@ -258,12 +259,15 @@ PLANS = {
         "nothing changed": Plan(("NOOP", "STATUS", "UID FETCH", "UID SEARCH"), 2),
         # ... and the summaries of the new messages.
         "new mail": Plan(("NOOP", "STATUS", "UID FETCH", "UID SEARCH", "UID FETCH"), 3),
+        # The new messages below the page's last one, then their summaries.
+        "next page": Plan(("NOOP", "STATUS", "UID SEARCH", "UID FETCH"), 3),
     },
     "minimal_dovecot": {
         "first token": Plan(("LOGIN", "EXAMINE", "FETCH"), 5),
         # The tracked messages' flags, the newest messages' flags and the new UIDs together.
         "nothing changed": Plan(("NOOP", "STATUS", "UID FETCH", "FETCH", "UID SEARCH"), 2),
         "new mail": Plan(("NOOP", "STATUS", "UID FETCH", "FETCH", "UID SEARCH", "UID FETCH"), 3),
+        "next page": Plan(("NOOP", "STATUS", "UID SEARCH", "UID FETCH"), 3),
     },
 }
 
@@ -277,7 +281,49 @@ async def test_each_call_sends_its_plan_and_waits_no_more_than_it_allows(server:
         async with rig(plain_settings(server, user, recorder.port), recorder) as r:
             first, seen["first token"] = await r.call(TOOL, {})
             quiet, seen["nothing changed"] = await r.call(TOOL, {"since": first["changes_token"]})
-            seed(server, user, "INBOX", {"n0": ""})
-            data, seen["new mail"] = await r.call(TOOL, {"since": quiet["changes_token"]})
-    assert names_of(data["new"]) == ["n0"]
+            seed(server, user, "INBOX", {"n0": "", "n1": ""})
+            since = {"since": quiet["changes_token"], "limit": 1}
+            data, seen["new mail"] = await r.call(TOOL, since)
+            rest, seen["next page"] = await r.call(TOOL, {**since, "cursor": data["next_cursor"]})
+    assert (names_of(data["new"]), names_of(rest["new"])) == (["n1"], ["n0"])
     assert seen == PLANS[server.kind if server.capabilities is None else "minimal_dovecot"]
+
+
+@pytest.mark.parametrize("server", ["dovecot"], indirect=True)
+async def test_the_readme_loop_reports_each_change_once_pages_and_starts_again_after_a_conflict(
+    client: tuple[EnvelopeClient, MatrixServer, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    mcp, server, user = client
+    mailbox = server.mailbox_name("Loop")
+    seed(server, user, mailbox, {"m0": "", "m1": ""})
+    namespace: dict[str, Any] = {}
+    exec(readme_block("changes-loop"), namespace)
+    poll = namespace["poll_changes"]
+
+    token = await poll(mcp.client, mailbox=mailbox)
+    other = Other(server, user, mailbox)
+    try:
+        uids, uidvalidity = other.uids(), other.uidvalidity
+        other.imap.add_flags([uids["m0"]], [b"\\Flagged"])
+        other.imap.add_flags([uids["m1"]], [b"\\Deleted"])
+        other.imap.expunge()
+    finally:
+        other.close()
+    seed(server, user, mailbox, {f"n{i:02d}": "" for i in range(12)})  # more than one page of 10
+    capsys.readouterr()
+    token = await poll(mcp.client, token, mailbox=mailbox)
+    lines = capsys.readouterr().out.splitlines()
+    # The first page: ten new, the change and the expunge; the second page: the two oldest new.
+    assert [line.split()[0] for line in lines] == ["new"] * 10 + ["flags", "gone"] + ["new"] * 2
+    new = [line.rsplit("changes ", 1)[1] for line in lines if line.startswith("new")]
+    assert new == [f"n{i:02d}" for i in reversed(range(12))]
+    assert lines[10] == f"flags now imap:default:{mailbox}:{uidvalidity}:{uids['m0']} ['\\\\Flagged']"
+    assert lines[11] == f"gone imap:default:{mailbox}:{uidvalidity}:{uids['m1']}"
+
+    token = await poll(mcp.client, token, mailbox=mailbox)
+    assert capsys.readouterr().out == ""
+    server.recreate_mailbox(user, mailbox)
+    token = await poll(mcp.client, token, mailbox=mailbox)  # conflict: the loop starts again
+    seed(server, user, mailbox, {"r0": ""})
+    await poll(mcp.client, token, mailbox=mailbox)
+    assert capsys.readouterr().out.count("new ") == 1
