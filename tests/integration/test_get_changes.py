@@ -235,6 +235,7 @@ async def test_tokens_and_cursors_that_do_not_fit_are_invalid_input_naming_the_a
     for since in ("hello", "chg1.!!!", "chg1." + "A" * 40, edited, token[:-6], "chg9." + token[5:]):
         failure = await mcp.fail(TOOL, {"since": since}, "invalid_input")
         assert failure["error"]["details"]["parameter"] == "since", since
+    await mcp.fail(TOOL, {"mailbox": "Nowhere"}, "not_found")
     foreign = await mcp.fail(TOOL, {"mailbox": "Other", "since": token}, "invalid_input")
     assert "another account or mailbox" in foreign["error"]["message"]
     alone = await mcp.fail(TOOL, {"cursor": token}, "invalid_input")
