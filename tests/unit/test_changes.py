@@ -12,10 +12,10 @@ import pytest
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap import changes as plan
-from mail_imap_mcp.imap.changes import ChangesToken, ChangesTokenError, PageCursor, changes_since
+from mail_imap_mcp.imap.changes import Changes, ChangesToken, ChangesTokenError, PageCursor, changes_since
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.tools._shared.failures import as_tool_failure
-from tests.support.fake_imap import LOGIN_OK, ScriptedServer, answer, ok
+from tests.support.fake_imap import LOGIN_OK, ScriptedServer, Step, answer, ok
 
 UIDVALIDITY = 1700000000
 #: What LOGIN answers on a server without CONDSTORE (as Courier or an IMAP4rev1-only Dovecot).
@@ -32,10 +32,21 @@ def examine_answer(exists: int, uidnext: int) -> list[bytes]:
     ]
 
 
-def connection(server: ScriptedServer) -> AccountConnection:
+def changes_on_a_fresh_connection(
+    token: ChangesToken, login: bytes, exists: int, uidnext: int, *plan: Step
+) -> tuple[Changes, list[bytes], int]:
+    """``changes_since(token)`` on a new connection to a scripted server whose LOGIN answers ``login`` and
+    whose EXAMINE shows ``exists`` and ``uidnext``; the plan's commands as sent (after LOGIN and EXAMINE,
+    without their tags) and the round trips of the whole call."""
+    server = ScriptedServer()
+    server.expect(answer("LOGIN", login), answer("EXAMINE", *examine_answer(exists, uidnext)), *plan)
     account = {"host": "127.0.0.1", "port": 1143, "security": "plain", "username": "ann", "password": "x"}
     config = Config.model_validate({"accounts": {"default": account}}).accounts["default"]
-    return AccountConnection("default", config, open_socket=server.open_socket, translate=as_tool_failure)
+    connection = AccountConnection(
+        "default", config, open_socket=server.open_socket, translate=as_tool_failure
+    )
+    changes = connection.run(lambda session: changes_since(session, token))
+    return changes, [sent.text.split(b" ", 1)[1] for sent in server.received[2:]], connection.round_trips
 
 
 TOKEN = ChangesToken(
@@ -102,10 +113,11 @@ def test_a_sealed_token_with_contents_out_of_range_is_refused(payload: list[obje
 
 def test_with_condstore_one_round_trip_asks_changedsince_and_which_tracked_messages_remain() -> None:
     token = ChangesToken("default", "INBOX", UIDVALIDITY, uidnext=5, modseq=100, older=0, uids=(1, 2, 3, 4))
-    server = ScriptedServer()
-    server.expect(
-        answer("LOGIN", LOGIN_OK),
-        answer("EXAMINE", *examine_answer(5, 7)),
+    changes, texts, round_trips = changes_on_a_fresh_connection(
+        token,
+        LOGIN_OK,
+        5,
+        7,
         ok(
             "UID FETCH",
             b"* 3 FETCH (UID 4 FLAGS (\\Seen \\Recent) MODSEQ (105))",
@@ -115,15 +127,12 @@ def test_with_condstore_one_round_trip_asks_changedsince_and_which_tracked_messa
         ),
         ok("UID SEARCH", b"* SEARCH 1 2 4 5 6"),
     )
-    account = connection(server)
-    changes = account.run(lambda session: changes_since(session, token))
-    texts = [s.text.split(b" ", 1)[1] for s in server.received[2:]]
     assert texts == [
         b"UID FETCH 1:* (UID FLAGS MODSEQ) (CHANGEDSINCE 100)\r\n",
         b"UID SEARCH UID 1:4,5:*\r\n",
     ]
     # TCP connect, greeting, LOGIN, EXAMINE, then FETCH and SEARCH together.
-    assert account.round_trips == 5
+    assert round_trips == 5
     assert changes.new == [6, 5]
     assert changes.changed == {4: ("\\Seen",)}
     assert changes.expunged == [3]
@@ -137,10 +146,11 @@ def test_without_condstore_the_digest_tells_flag_changes_and_expunges() -> None:
     token = ChangesToken(
         "default", "INBOX", UIDVALIDITY, uidnext=5, modseq=0, older=2, uids=(3, 4), flags=flags
     )
-    server = ScriptedServer()
-    server.expect(
-        answer("LOGIN", LOGIN_WITHOUT_CONDSTORE),
-        answer("EXAMINE", *examine_answer(3, 7)),
+    changes, texts, round_trips = changes_on_a_fresh_connection(
+        token,
+        LOGIN_WITHOUT_CONDSTORE,
+        3,
+        7,
         ok("UID FETCH", b"* 2 FETCH (UID 3 FLAGS (\\Flagged))"),
         ok(
             "FETCH",
@@ -150,15 +160,12 @@ def test_without_condstore_the_digest_tells_flag_changes_and_expunges() -> None:
         ),
         ok("UID SEARCH", b"* SEARCH 6"),
     )
-    account = connection(server)
-    changes = account.run(lambda session: changes_since(session, token))
-    texts = [s.text.split(b" ", 1)[1] for s in server.received[2:]]
     assert texts == [
         b"UID FETCH 3:4 (UID FLAGS)\r\n",
         b"FETCH 1:* (UID FLAGS)\r\n",
         b"UID SEARCH UID 5:*\r\n",
     ]
-    assert account.round_trips == 5
+    assert round_trips == 5
     assert (changes.new, changes.changed, changes.expunged) == ([6], {3: ("\\Flagged",)}, [4])
     # Two untracked messages before, one now (UID 1): one of them went, which the digest cannot name.
     assert (changes.deleted_untracked, changes.flags_untracked) == (1, 2)
