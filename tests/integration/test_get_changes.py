@@ -328,3 +328,29 @@ async def test_the_readme_loop_reports_each_change_once_pages_and_starts_again_a
     seed(server, user, mailbox, {"r0": ""})
     await poll(mcp.client, token, mailbox=mailbox)
     assert capsys.readouterr().out.count("new ") == 1
+
+
+async def test_the_other_tools_read_the_mailbox_as_before_once_changes_were_asked(
+    client: tuple[EnvelopeClient, MatrixServer, str],
+) -> None:
+    """Asking for changes enables CONDSTORE on the connection every tool shares (where the server has it):
+    a search afterwards still sees a flag change and an expunge made elsewhere, and reads the same page."""
+    mcp, server, user = client
+    seed(server, user, "INBOX", SEED)
+    before = await mcp.ok("imap_search_messages", {"limit": 10})
+    await mcp.ok(TOOL, {"since": (await mcp.ok(TOOL, {}))["changes_token"]})
+    assert await mcp.ok("imap_search_messages", {"limit": 10}) == before
+    other = Other(server, user, "INBOX")
+    try:
+        uids = other.uids()
+        other.imap.add_flags([uids["m5"]], [b"\\Flagged"])
+        other.imap.add_flags([uids["m4"]], [b"\\Deleted"])
+        other.imap.expunge()
+    finally:
+        other.close()
+    page = await mcp.ok("imap_search_messages", {"limit": 10})
+    assert page["total"] == 5
+    assert names_of(page["messages"]) == ["m5", "m3", "m2", "m1", "m0"]
+    assert page["messages"][0]["flags"] == ["\\Flagged"]
+    read = await mcp.ok("imap_get_message", {"message_id": page["messages"][0]["message_id"]})
+    assert read["message"]["subject"] == "changes m5"
