@@ -7,23 +7,25 @@ CONDSTORE their flags. It is versioned and sealed with a keyed checksum against 
 edits; the key is in this source, so the seal is not a security boundary (a token grants nothing: the
 account's own credentials do, and every number in it is checked before use).
 
-Two plans, chosen by what the server advertises; after the mailbox is selected (or its selection of an
+Two plans, chosen by what the server advertises. After the mailbox is selected (or its selection of an
 earlier call revalidated), each asks everything it needs in one round trip of pipelined commands:
 
-* CONDSTORE (RFC 7162): ``STATUS (UIDNEXT HIGHESTMODSEQ)``, ``UID FETCH 1:* (FLAGS) (CHANGEDSINCE m)``
-  (new messages and every flag change, exact) and ``UID SEARCH UID <digest>`` (which tracked messages
-  still exist: the expunges). STATUS and CHANGEDSINCE are CONDSTORE enabling commands themselves, so
-  nothing else is sent; what enabling changes for the session's other commands (a MODSEQ in FETCH
-  answers) the session already reads.
-* Without CONDSTORE (Courier, an IMAP4rev1-only server): ``UID FETCH <digest>,<newest window>:* (FLAGS)``
-  and ``UID SEARCH UID <uidnext>:*``: flag changes and expunges by comparison with the digest, new mail
-  from the token's UIDNEXT.
+* CONDSTORE (RFC 7162): ``UID FETCH 1:* (UID FLAGS MODSEQ) (CHANGEDSINCE m)`` (every flag change, exact)
+  and ``UID SEARCH UID <tracked>,<uidnext>:*`` (which tracked messages remain, and the new ones). The new
+  token's modseq is the highest MODSEQ of that answer: every change not in it has a higher one. The first
+  token asks ``STATUS (HIGHESTMODSEQ)``. Both are CONDSTORE enabling commands, so nothing else is sent;
+  what enabling changes for the session's other commands (a MODSEQ in FETCH answers) they already read.
+* Without CONDSTORE (Courier, an IMAP4rev1-only server): ``UID FETCH <tracked> (UID FLAGS)``, ``FETCH
+  n:* (UID FLAGS)`` (the newest messages by sequence number, for the new digest) and ``UID SEARCH UID
+  <uidnext>:*``: flag changes and expunges by comparison with the digest, new mail from UIDNEXT.
 
-Outside the digest, expunges are counted (from the mailbox's message count) but not named, and without
-CONDSTORE flag changes are not seen: :class:`Changes` says how many messages that leaves untracked, and
-the tool warns. QRESYNC (``VANISHED``) is not used: ``ENABLE QRESYNC`` may not be sent while a mailbox
-is selected (RFC 5161) and would turn every ``EXPUNGE`` the shared connection receives into ``VANISHED``.
-``\\Recent`` is never a change: it is left out of every flag set.
+New mail is found by UID in both, and a token's UIDNEXT is one above the highest UID the call saw in the
+session's view (not the server's UIDNEXT, which may count a message the view does not show yet), so a
+message is new exactly once. Outside the digest, expunges are counted (from the message count) but not
+named, and without CONDSTORE flag changes are not seen: :class:`Changes` says how many messages that
+leaves untracked, and the tool warns. QRESYNC (``VANISHED``) is not used: ``ENABLE QRESYNC`` may not be
+sent while a mailbox is selected (RFC 5161) and would turn every ``EXPUNGE`` the shared connection
+receives into ``VANISHED``. ``\\Recent`` is never a change: it is left out of every flag set.
 """
 
 from __future__ import annotations

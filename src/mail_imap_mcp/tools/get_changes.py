@@ -190,7 +190,11 @@ def _result(
             next_action=_poll(same, token),
         )
         return ToolResult(summary=f"Changes token for {where}: pass it as since later", data=data)
-    ref = MessageRef(account_id, args.mailbox, since.uidvalidity, 0)
+    uidvalidity = since.uidvalidity
+
+    def message_id(uid: int) -> str:
+        return MessageRef(account_id, args.mailbox, uidvalidity, uid).message_id
+
     changes = answer.changes
     next_cursor = None
     if answer.more and answer.page:
@@ -202,10 +206,10 @@ def _result(
         status="partial" if answer.batch.issues else "ok",
         new=[compact_summary(summary_shape(m)) for m in messages],
         changed=[
-            ChangedMessage(message_id=_id(ref, uid), flags=list(flags))
+            ChangedMessage(message_id=message_id(uid), flags=list(flags))
             for uid, flags in (changes.changed.items() if changes else ())
         ],
-        expunged=[_id(ref, uid) for uid in (changes.expunged if changes else ())],
+        expunged=[message_id(uid) for uid in (changes.expunged if changes else ())],
         next_cursor=next_cursor,
         issues=answer.batch.issues or None,
         next_action=(
@@ -220,10 +224,6 @@ def _result(
         untrusted_content="new[].from,to,subject,snippet" if messages else None,
     )
     return ToolResult(summary=_summary(data, where, len(answer.more)), data=data, warnings=_warnings(answer))
-
-
-def _id(ref: MessageRef, uid: int) -> str:
-    return MessageRef(ref.account_id, ref.mailbox, ref.uidvalidity, uid).message_id
 
 
 def _poll(same: dict[str, Any], token: str) -> NextAction:
