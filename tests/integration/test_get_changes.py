@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from mail_imap_mcp.imap import changes as changes_plan
+from tests.integration.test_capabilities import extension_requirements, unadvertised
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.dovecot import Dovecot
@@ -24,7 +25,8 @@ from tests.support.envelope_client import EnvelopeClient
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, SESSION_PASSWORD, MatrixServer
 from tests.support.readme import readme_block
-from tests.support.round_trips import Plan, plain_settings, recording, rig
+from tests.support.round_trips import Plan, Rig, plain_settings, recording, rig
+from tests.support.wire import Command, ImapRecorder, check_traffic
 
 pytestmark = pytest.mark.anyio
 
@@ -273,21 +275,47 @@ PLANS = {
 }
 
 
+async def planned(
+    r: Rig, recorder: ImapRecorder, arguments: dict[str, Any]
+) -> tuple[dict[str, Any], Plan, list[Command]]:
+    """One call of the tool: its data, its plan, and the commands it sent (checked well-formed and
+    read-only by ``check_traffic``)."""
+    recorder.take()
+    before = r.connection.round_trips
+    data = await r.client.ok(TOOL, arguments)
+    commands = check_traffic(recorder.take())
+    return data, Plan(tuple(c.verb for c in commands), r.connection.round_trips - before), commands
+
+
 @pytest.mark.parametrize("server", ["dovecot", "minimal_dovecot"], indirect=True)
-async def test_each_call_sends_its_plan_and_waits_no_more_than_it_allows(server: Dovecot) -> None:
+async def test_each_call_sends_its_plan_and_only_what_the_server_advertises(server: Dovecot) -> None:
     user = server.new_user()
     seed(server, user, "INBOX", SEED)
-    seen = {}
+    seen, sent = {}, []
     with recording(server) as recorder:
         async with rig(plain_settings(server, user, recorder.port), recorder) as r:
-            first, seen["first token"] = await r.call(TOOL, {})
-            quiet, seen["nothing changed"] = await r.call(TOOL, {"since": first["changes_token"]})
+            first, seen["first token"], commands = await planned(r, recorder, {})
+            sent += commands
+            quiet, seen["nothing changed"], commands = await planned(
+                r, recorder, {"since": first["changes_token"]}
+            )
+            sent += commands
             seed(server, user, "INBOX", {"n0": "", "n1": ""})
             since = {"since": quiet["changes_token"], "limit": 1}
-            data, seen["new mail"] = await r.call(TOOL, since)
-            rest, seen["next page"] = await r.call(TOOL, {**since, "cursor": data["next_cursor"]})
+            data, seen["new mail"], commands = await planned(r, recorder, since)
+            sent += commands
+            rest, seen["next page"], commands = await planned(
+                r, recorder, {**since, "cursor": data["next_cursor"]}
+            )
+            sent += commands
+            capabilities = r.connection.capabilities
     assert (names_of(data["new"]), names_of(rest["new"])) == (["n1"], ["n0"])
-    assert seen == PLANS[server.kind if server.capabilities is None else "minimal_dovecot"]
+    minimal = server.capabilities is not None
+    assert seen == PLANS["minimal_dovecot" if minimal else "dovecot"]
+    needs = extension_requirements(sent)
+    assert unadvertised(needs, capabilities) == []
+    # CONDSTORE where the server has it (and nothing but IMAP4rev1 where it does not).
+    assert {need.capability for need in needs} == (set() if minimal else {"CONDSTORE"})
 
 
 @pytest.mark.parametrize("server", ["dovecot"], indirect=True)
