@@ -382,3 +382,33 @@ async def test_the_other_tools_read_the_mailbox_as_before_once_changes_were_aske
     assert page["messages"][0]["flags"] == ["\\Flagged"]
     read = await mcp.ok("imap_get_message", {"message_id": page["messages"][0]["message_id"]})
     assert read["message"]["subject"] == "changes m5"
+
+
+@pytest.mark.parametrize("server", ["dovecot", "minimal_dovecot"], indirect=True)
+async def test_a_mailbox_larger_than_the_digest_with_the_default_bound(
+    client: tuple[EnvelopeClient, MatrixServer, str],
+) -> None:
+    """320 messages, 300 tracked: a flag change and an expunge among the 20 oldest, one among the newest."""
+    mcp, server, user = client
+    seed(server, user, "INBOX", {f"b{i:03d}": "" for i in range(320)})
+    first = await mcp.ok(TOOL, {})
+    assert len(first["changes_token"]) < 400
+    other = Other(server, user, "INBOX")
+    try:
+        uids = other.uids()
+        other.imap.add_flags([uids["b000"]], [b"\\Seen"])
+        other.imap.add_flags([uids["b001"], uids["b300"]], [b"\\Deleted"])
+        other.imap.expunge()
+    finally:
+        other.close()
+    envelope = await mcp.call(TOOL, {"since": first["changes_token"]})
+    data, warnings = envelope["data"], envelope["meta"]["warnings"]
+    assert data["new"] == []
+    assert data["expunged"] == [other.message_id(uids["b300"])]
+    assert any("1 message(s) older than the newest 300" in w for w in warnings), warnings
+    if server.capabilities is None:  # CONDSTORE: every flag change
+        assert [c["message_id"] for c in data["changed"]] == [other.message_id(uids["b000"])]
+        assert len(warnings) == 1
+    else:
+        assert data["changed"] == []
+        assert any("those of 20 older message(s) are not reported" in w for w in warnings), warnings
