@@ -320,7 +320,8 @@ def _since_by_digest(session: ImapSession, state: MailboxState, since: ChangesTo
         uid: flags for uid, flags in sorted(fetched.items()) if set(flags) != set(tracked[uid])
     }
     changes.flags_untracked = since.older
-    known: dict[int, Flags | None] = {**fetched, **new}
+    # The newest messages refill the digest where tracked ones went (their flags are known now).
+    known: dict[int, Flags | None] = {**newest, **fetched, **{uid: newest.get(uid) for uid in new}}
     changes.token = _token(session, since.account_id, state, since.uidnext, 0, known, with_flags=True)
     return changes
 
