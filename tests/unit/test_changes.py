@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap import changes as plan
 from mail_imap_mcp.imap.changes import Changes, ChangesToken, ChangesTokenError, PageCursor, changes_since
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -172,3 +173,27 @@ def test_without_condstore_the_digest_tells_flag_changes_and_expunges() -> None:
     # The newest messages (all three here) refill the digest: UID 1 is tracked from now on.
     expected = ChangesToken("default", "INBOX", UIDVALIDITY, 7, 0, 0, (1, 3, 6), ((), ("\\Flagged",), ()))
     assert changes.token == expected
+
+
+def test_a_refused_command_of_the_pipeline_leaves_the_connection_in_step() -> None:
+    """The mailbox vanished under the call: FETCH is refused, the SEARCH sent with it still answered. The
+    call fails as a vanished mailbox, and the next command on the same connection reads its own answer."""
+    token = ChangesToken("default", "INBOX", UIDVALIDITY, uidnext=5, modseq=100, older=0, uids=(1, 2))
+    server = ScriptedServer()
+    server.expect(
+        answer("LOGIN", LOGIN_OK),
+        answer("EXAMINE", *examine_answer(2, 5)),
+        answer("UID FETCH", b"{tag} NO [NONEXISTENT] Mailbox does not exist"),
+        ok("UID SEARCH", b"* SEARCH 1 2"),
+        ok("NOOP"),
+    )
+    account = {"host": "127.0.0.1", "port": 1143, "security": "plain", "username": "ann", "password": "x"}
+    config = Config.model_validate({"accounts": {"default": account}}).accounts["default"]
+    connection = AccountConnection(
+        "default", config, open_socket=server.open_socket, translate=as_tool_failure
+    )
+    with pytest.raises(ToolFailure) as failed:
+        connection.run(lambda session: changes_since(session, token))
+    assert failed.value.code is ErrorCode.CONFLICT and "was deleted or replaced" in failed.value.message
+    assert connection.run(lambda session: session.client.noop()[0]) == b"NOOP completed"
+    assert server.connections == 1
