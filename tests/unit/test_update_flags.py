@@ -8,7 +8,7 @@ import pytest
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.flags import not_permitted, ordered, parse_flags, target_flags
 from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.session import MailboxState
+from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.operations.batch import group_message_ids
 from mail_imap_mcp.tools.update_message_flags import FlagResult, _undo
 

@@ -43,7 +43,7 @@ from typing import Any
 
 from imapclient.response_parser import parse_fetch_response
 
-from mail_imap_mcp.imap import wire
+from mail_imap_mcp.imap import view, wire
 from mail_imap_mcp.imap.errors import (
     MailboxGone,
     UidValidityChanged,
@@ -51,8 +51,9 @@ from mail_imap_mcp.imap.errors import (
     says_mailbox_missing,
 )
 from mail_imap_mcp.imap.ids import MAX_UINT32
-from mail_imap_mcp.imap.session import ImapSession, MailboxState
+from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import MalformedUidSet, format_uid_set, parse_uid_set
+from mail_imap_mcp.imap.view import MailboxState
 
 #: Messages whose UIDs (and, without CONDSTORE, flags) a token tracks: the newest ones.
 DIGEST_MESSAGES = 300
@@ -227,14 +228,14 @@ class Changes:
 def start(session: ImapSession, account_id: str, mailbox: str) -> ChangesToken:
     """The token of ``mailbox`` as it is now: the starting point."""
     state = _examined(session, mailbox)
-    commands = [_newest(state)] if state.exists else []
+    qresync = session.qresync  # with QRESYNC the newest message is read for UIDNEXT only: no digest
+    commands = [_newest(state, 1 if qresync else DIGEST_MESSAGES)] if state.exists else []
     if _condstore(session):
-        status: Command = ("STATUS", ["STATUS", session.client.mailbox_argument(mailbox), b"(HIGHESTMODSEQ)"])
-        answers = _pipelined(session, account_id, mailbox, [status, *commands])
+        answers = _pipelined(session, account_id, mailbox, [_status_modseq(session, mailbox), *commands])
         modseq = _read_modseq(answers[0])
         if modseq:
             found = _flags_of(answers[1]) if commands else {}
-            return _token(session, account_id, state, 1, modseq, found, with_flags=False)
+            return _token(session, account_id, state, 1, modseq, found, with_flags=False, digest=not qresync)
     found = _flags_of(_pipelined(session, account_id, mailbox, commands)[0]) if commands else {}
     return _token(session, account_id, state, 1, 0, found, with_flags=True)
 
@@ -250,6 +251,8 @@ def changes_since(session: ImapSession, since: ChangesToken) -> Changes:
             raise ChangesTokenError(
                 "since", "it was made while the server offered CONDSTORE, which it no longer does"
             )
+        if session.qresync:
+            return _since_by_vanished(session, state, since)
         return _since_by_modseq(session, state, since)
     return _since_by_digest(session, state, since)
 
@@ -267,6 +270,39 @@ def new_below(session: ImapSession, since: ChangesToken, anchor: int, until: int
 
 
 # -- the plans ------------------------------------------------------------------------------------------
+
+
+def _since_by_vanished(session: ImapSession, state: MailboxState, since: ChangesToken) -> Changes:
+    mailbox = since.mailbox
+    # HIGHESTMODSEQ before the FETCH: every change up to it is in the FETCH's answer, expunges included
+    # (they raise HIGHESTMODSEQ but have no MODSEQ to read), so it is the new token's. Sent even to an
+    # empty mailbox: VANISHED then names every message there was.
+    commands: list[Command] = [
+        _status_modseq(session, mailbox),
+        (
+            "FETCH",
+            ["UID", b"FETCH", b"1:*", b"(UID FLAGS MODSEQ)", b"(CHANGEDSINCE %d VANISHED)" % since.modseq],
+        ),
+        ("SEARCH", ["UID", b"SEARCH", b"UID", f"{since.uidnext}:*".encode()]),
+    ]
+    view.take_vanished_earlier(session.client.untagged)  # none of an earlier command may count
+    answers = _pipelined(session, since.account_id, mailbox, commands)
+    vanished = view.take_vanished_earlier(session.client.untagged)
+    fetched = _read_fetch(answers[1])
+    new = dict.fromkeys((uid for uid in wire.search_uids(answers[2]) if uid >= since.uidnext), ())
+    # Only UIDs below the token's UIDNEXT: those above were never in the caller's view (new since and
+    # gone again), so they are neither new nor expunged for the caller.
+    gone = {uid for uid_set in vanished for uid in view.uids_below(uid_set, since.uidnext)}
+    modseq = max([since.modseq, _read_modseq(answers[0]), *(modseq for _, modseq in fetched.values())])
+    token = _token(
+        session, since.account_id, state, since.uidnext, modseq, new, with_flags=False, digest=False
+    )
+    return Changes(
+        token=token,
+        new=sorted(new, reverse=True),
+        changed={uid: flags for uid, (flags, _) in sorted(fetched.items()) if uid < since.uidnext},
+        expunged=sorted(gone),
+    )
 
 
 def _since_by_modseq(session: ImapSession, state: MailboxState, since: ChangesToken) -> Changes:
@@ -355,33 +391,34 @@ def _token(
     known: dict[int, Any],
     *,
     with_flags: bool,
+    digest: bool = True,
 ) -> ChangesToken:
     """The token of now. ``known`` holds messages this call saw in the session's view (UID -> flags, None
     where not read); its UIDNEXT is above every one of them (and at least ``floor``), so a message the
     view did not show yet is new next time. The newest messages whose flags are known (or not needed)
-    make the digest."""
+    make the digest, unless ``digest`` is false (QRESYNC names every expunge: no digest needed)."""
     exists = session.refresh_counts(state).exists
-    digest: list[int] = []
+    tracked: list[int] = []
     palette: set[Flags] = set()
     for uid in sorted(known, reverse=True):
-        if len(digest) == DIGEST_MESSAGES:
+        if len(tracked) == (DIGEST_MESSAGES if digest else 0):
             break
         if with_flags:
             flags = known[uid]
             if flags is None or (flags not in palette and len(palette) == len(_PALETTE_CHARS)):
                 continue  # not read, or yet another distinct flag set: not tracked
             palette.add(flags)
-        digest.append(uid)
-    digest.sort()
+        tracked.append(uid)
+    tracked.sort()
     return ChangesToken(
         account_id=account_id,
         mailbox=state.name,
         uidvalidity=state.uidvalidity,
         uidnext=max([floor, *(uid + 1 for uid in known)]),
         modseq=modseq,
-        older=max(0, exists - len(digest)),
-        uids=tuple(digest),
-        flags=tuple(known[uid] for uid in digest) if with_flags else None,
+        older=max(0, exists - len(tracked)),
+        uids=tuple(tracked),
+        flags=tuple(known[uid] for uid in tracked) if with_flags else None,
     )
 
 
@@ -405,11 +442,15 @@ def _condstore(session: ImapSession) -> bool:
     return "CONDSTORE" in session.capabilities
 
 
-def _newest(state: MailboxState) -> Command:
-    """FETCH of the UIDs and flags of the newest :data:`DIGEST_MESSAGES` messages of the view, by
-    sequence number: exactly those, however sparse the UIDs."""
-    first = max(1, state.exists - DIGEST_MESSAGES + 1)
+def _newest(state: MailboxState, count: int = DIGEST_MESSAGES) -> Command:
+    """FETCH of the UIDs and flags of the newest ``count`` messages of the view, by sequence number:
+    exactly those, however sparse the UIDs."""
+    first = max(1, state.exists - count + 1)
     return ("FETCH", ["FETCH", f"{first}:*".encode(), b"(UID FLAGS)"])
+
+
+def _status_modseq(session: ImapSession, mailbox: str) -> Command:
+    return ("STATUS", ["STATUS", session.client.mailbox_argument(mailbox), b"(HIGHESTMODSEQ)"])
 
 
 def _uid_set(uids: Sequence[int], more: str) -> bytes:

@@ -45,8 +45,9 @@ from mail_imap_mcp.imap.errors import (
     starttls_missing,
     timed_out,
 )
-from mail_imap_mcp.imap.session import ImapSession, MailboxState
+from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.summary_cache import SummaryCache
+from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient, CallBudget, OpenSocket
 
 log = logging.getLogger("mail_imap_mcp.imap")
@@ -73,8 +74,12 @@ class AccountConnection:
         summary_cache_entries: int = 0,
         open_socket: OpenSocket | None = None,
         translate: Translate | None = None,
+        enable_qresync: bool = False,
     ) -> None:
         self.account_id = account_id
+        #: ENABLE QRESYNC (RFC 7162) after login where the server offers it: for the connection serving
+        #: tool calls, whose view reads VANISHED like EXPUNGE (:mod:`.view`); not for a watch's.
+        self.enable_qresync = enable_qresync
         self.config = config
         #: What a domain error leaving :meth:`run` becomes for its callers (the tools: their envelope error).
         self.translate = translate
@@ -370,6 +375,9 @@ class AccountConnection:
                 c.decode("ascii", "replace").upper() if isinstance(c, bytes) else str(c).upper()
                 for c in client.capabilities()
             )
+            if self.enable_qresync and {"QRESYNC", "ENABLE"} <= self.capabilities:
+                # Before any mailbox is selected (RFC 5161), with the call's first command: no round trip.
+                client.enable_ahead("QRESYNC")
         self.logins += 1
         self.selected = None
         self._client = client

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal
 from mail_imap_mcp.envelope import ToolFailure
 
 if TYPE_CHECKING:
-    from mail_imap_mcp.imap.session import MailboxState
+    from mail_imap_mcp.imap.view import MailboxState
 
 FlagOperation = Literal["add", "remove", "replace"]
 #: The system flags an agent may set, in the order results list them.

@@ -77,6 +77,7 @@ class ConnectionPool:
                 summary_cache_entries=summary_cache_entries,
                 open_socket=open_socket,
                 translate=translate,
+                enable_qresync=True,
             )
             for aid, cfg in accounts.items()
         }

@@ -25,7 +25,8 @@ from imapclient.imapclient import format_criteria_date
 
 from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.ids import MAX_UINT32
-from mail_imap_mcp.imap.session import ImapSession, MailboxState
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.view import MailboxState
 
 CURSOR_VERSION = 1
 MIN_FILTERED_WINDOW = 2000

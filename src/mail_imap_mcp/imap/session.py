@@ -23,7 +23,7 @@ from imapclient.response_parser import parse_fetch_response
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import ToolFailure
-from mail_imap_mcp.imap import wire
+from mail_imap_mcp.imap import view, wire
 from mail_imap_mcp.imap.errors import (
     CharsetRejected,
     MailboxGone,
@@ -42,22 +42,10 @@ from mail_imap_mcp.imap.errors import (
 )
 from mail_imap_mcp.imap.summary_cache import SummaryCache
 from mail_imap_mcp.imap.uidplus import CopyUid, MalformedUidSet, format_uid_set, parse_copyuids, parse_uid_set
+from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
 
 log = logging.getLogger("mail_imap_mcp.imap")
-
-
-@dataclass
-class MailboxState:
-    """What EXAMINE (``readonly``) or SELECT told us about the selected mailbox."""
-
-    name: str
-    uidvalidity: int
-    uidnext: int
-    exists: int
-    readonly: bool = True
-    #: PERMANENTFLAGS of the SELECT answer (``\\*``: new keywords allowed); None when the server sent none.
-    permanent_flags: frozenset[str] | None = None
 
 
 @dataclass
@@ -125,6 +113,12 @@ class ImapSession:
     @property
     def capabilities(self) -> frozenset[str]:
         return self._owner.capabilities
+
+    @property
+    def qresync(self) -> bool:
+        """Whether QRESYNC (RFC 7162) is enabled on this connection (see :class:`.connection.AccountConnection`);
+        ask after a command, which brought the answer of the ENABLE sent with it."""
+        return self._client.enabled("QRESYNC")
 
     @property
     def own_addresses(self) -> frozenset[str]:
@@ -207,8 +201,7 @@ class ImapSession:
             self._forget_selection()
             raise MailboxMissing(mailbox, "EXAMINE" if readonly else "SELECT", server_said(exc)) from None
         state = self._selected(mailbox, response, readonly=readonly)
-        # SELECT/EXAMINE answered everything the server had queued for the old view.
-        client.untagged.pop("EXPUNGE", None)
+        view.consumed_by_selection(client.untagged)
         return state
 
     def _selected(self, mailbox: str, response: dict[bytes, Any], *, readonly: bool) -> MailboxState:
@@ -287,7 +280,7 @@ class ImapSession:
         if uidnext is not None:
             pending.state.uidnext = max(pending.state.uidnext, int(uidnext.group(1)))
         if pipelined:
-            expunged = "EXPUNGE" in untagged
+            expunged = view.removals_queued(untagged)
             before = pending.state.exists
             if expunged or self.refresh_counts(pending.state).exists != before:
                 raise SelectionStale()
@@ -348,15 +341,8 @@ class ImapSession:
         return self.examine(mailbox)
 
     def refresh_counts(self, state: MailboxState) -> MailboxState:
-        """Apply EXISTS/EXPUNGE updates the server sent with earlier responses."""
-        untagged = self._client.untagged
-        expunged = untagged.pop("EXPUNGE", [])
-        exists = untagged.pop("EXISTS", [])
-        if exists:
-            state.exists = int(exists[-1])
-        elif expunged:
-            state.exists = max(0, state.exists - len(expunged))
-        return state
+        """Apply the EXISTS, EXPUNGE and VANISHED updates the server sent with earlier responses."""
+        return view.apply_updates(self._client.untagged, state)
 
     def uid_search(self, criteria: list[bytes | str | int], *, charset: str | None = None) -> list[int]:
         """``UID SEARCH`` with criteria already tokenised; strings are quoted or sent as literals."""

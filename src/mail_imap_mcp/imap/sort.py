@@ -37,7 +37,8 @@ from mail_imap_mcp.imap.search import (
     seal,
     unseal,
 )
-from mail_imap_mcp.imap.session import ImapSession, MailboxState
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.view import MailboxState
 
 SortOrder = Literal["arrival", "date"]
 

@@ -115,7 +115,30 @@ class BudgetedIMAP4(imaplib.IMAP4):
         self._sent_since_read = True  # the greeting is awaited after the connect
         self._greeted = False
         self._awaiting_greeting = ssl_context is None
+        #: An extension to ENABLE with the next command sent (see :meth:`enable_ahead`), and the
+        #: ENABLE sent, ``(extension, tag)``, until its answer is taken.
+        self._enable_ahead: str | None = None
+        self.enabling: tuple[str, bytes] | None = None
         super().__init__(host, port)
+
+    def enable_ahead(self, extension: str) -> None:
+        """Send ``ENABLE extension`` (RFC 5161) right before the next command, whichever it is, and read
+        its answer with that command's: no round trip of its own. Only in the authenticated state."""
+        self._enable_ahead = extension
+
+    def _new_tag(self) -> bytes:
+        # Every command takes its tag here first (imaplib's and imapclient's alike), before a byte of
+        # it is sent: the place to put a command ahead of it.
+        if self._enable_ahead is not None:
+            extension, self._enable_ahead = self._enable_ahead, None
+            if self.state == "AUTH":  # ENABLE is valid only before a mailbox is selected (RFC 5161)
+                literal, self.literal = self.literal, None  # the outer command's literal (APPEND), kept
+                try:
+                    self.enabling = (extension, self._command("ENABLE", extension))
+                finally:
+                    self.literal = literal
+        tag: bytes = super()._new_tag()  # type: ignore[misc]  # private in typeshed, present in imaplib
+        return tag
 
     def _get_capabilities(self) -> None:
         """Capabilities at connect time: from the greeting's ``[CAPABILITY ...]`` code when it has one
@@ -282,6 +305,7 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
         self._budget = budget
         self._progress = progress
         self._open_socket = open_socket
+        self._enabled: set[str] = set()
         super().__init__(host, port=port, ssl=tls, ssl_context=ssl_context if tls else None)
 
     def _create_IMAP4(self) -> imaplib.IMAP4:
@@ -329,6 +353,31 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
         returns the tagged status (``OK``, ``NO``, ``BAD``)."""
         typ, _ = self._imap.noop()
         return str(typ)
+
+    def enable_ahead(self, extension: str) -> None:
+        """ENABLE ``extension`` together with the next command (see :meth:`BudgetedIMAP4.enable_ahead`)."""
+        self._imap.enable_ahead(extension)
+
+    def enabled(self, extension: str) -> bool:
+        """Whether the server enabled ``extension`` on this connection (an ENABLE sent with
+        :meth:`enable_ahead` and answered ``* ENABLED extension``). Reads the answer if no command has
+        since (a round trip then), so ask after a command."""
+        imap = self._imap
+        if imap.enabling is not None:
+            asked, tag = imap.enabling
+            imap.enabling = None
+            try:
+                typ, _ = self.complete("ENABLE", tag)
+            except imaplib.IMAP4.abort:
+                raise
+            except imaplib.IMAP4.error:
+                typ = "NO"
+            named = b" ".join(
+                part for item in self.untagged.pop("ENABLED", []) for part in response_bytes(item)
+            )
+            if typ == "OK" and asked.upper().encode("ascii") in named.upper().split():
+                self._enabled.add(asked.upper())
+        return extension.upper() in self._enabled
 
     # -- commands sent now, answered later (pipelining) --------------------------------------------------
 

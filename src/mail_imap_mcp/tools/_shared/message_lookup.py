@@ -6,7 +6,8 @@ from __future__ import annotations
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
-from mail_imap_mcp.imap.session import ImapSession, MailboxState
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.tools._shared.failures import conflict
 from mail_imap_mcp.tools.context import AppContext
 
