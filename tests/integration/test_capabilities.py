@@ -217,6 +217,9 @@ def _fetch_requirements(args: list[Token], what: str) -> list[Requirement]:
     needs: list[Requirement] = []
     if len(args) > 2:
         needs.append(Requirement("CONDSTORE", f"FETCH modifiers in {what}"))  # e.g. (CHANGEDSINCE n)
+        modifiers = {t.text.upper() for t in _flatten(args[2:]) if isinstance(t, Atom)}
+        if "VANISHED" in modifiers:
+            needs.append(Requirement("QRESYNC", f"FETCH modifiers in {what}"))  # (CHANGEDSINCE n VANISHED)
     for item in _flatten(args[1:2]):
         text = item.text.upper() if isinstance(item, Atom) else "<string>"
         if _FETCH_BASE.match(text):
@@ -237,6 +240,8 @@ def extension_requirements(commands: list[Command]) -> list[Requirement]:
                 needs.append(Requirement("LITERAL+" if size > 4096 else "LITERAL-", what))
         if verb not in BASE_COMMANDS and verb != "AUTHENTICATE":
             needs.append(Requirement(EXTENSION_COMMANDS.get(verb, f"unknown command {verb}"), what))
+            if verb == "ENABLE":  # each extension enabled must be advertised too (RFC 5161)
+                needs += [Requirement(a.text.upper(), what) for a in args if isinstance(a, Atom)]
         elif verb == "AUTHENTICATE":
             mechanism = args[0].text.upper() if args and isinstance(args[0], Atom) else "?"
             needs.append(Requirement(f"AUTH={mechanism}", what))
@@ -548,6 +553,7 @@ def normalise(value: Any, key: str = "") -> Any:
         (b"a UID SEARCH CHARSET UTF-8 TEXT {2+}\r\n\xc3\xbc\r\n", {"LITERAL-"}),
         (b"a UID SEARCH TEXT {5000+}\r\n" + b"x" * 5000 + b"\r\n", {"LITERAL+"}),
         (b"a UID FETCH 1:* (FLAGS) (CHANGEDSINCE 5)\r\n", {"CONDSTORE"}),
+        (b"a UID FETCH 1:* (FLAGS) (CHANGEDSINCE 5 VANISHED)\r\n", {"CONDSTORE", "QRESYNC"}),
         (
             b"a UID FETCH 1 (MODSEQ BINARY.PEEK[1] PREVIEW X-GM-LABELS)\r\n",
             {"CONDSTORE", "BINARY", "PREVIEW", "X-GM-EXT-1"},
@@ -556,7 +562,8 @@ def normalise(value: Any, key: str = "") -> Any:
         (b"a UID EXPUNGE 1\r\n", {"UIDPLUS"}),
         (b"a UID SORT (DATE) UTF-8 ALL\r\n", {"SORT"}),
         (b"a UID THREAD REFERENCES UTF-8 ALL\r\n", {"THREAD="}),
-        (b"a ENABLE CONDSTORE\r\n", {"ENABLE"}),
+        (b"a ENABLE CONDSTORE\r\n", {"ENABLE", "CONDSTORE"}),
+        (b"a ENABLE QRESYNC\r\n", {"ENABLE", "QRESYNC"}),
         (b"a ID NIL\r\n", {"ID"}),
         (b"a COMPRESS DEFLATE\r\n", {"COMPRESS=DEFLATE"}),
         (b"a NAMESPACE\r\n", {"NAMESPACE"}),

@@ -193,7 +193,8 @@ async def test_beyond_the_digest_bound_the_answer_says_what_it_cannot_tell(
 ) -> None:
     """With a digest of 3 messages: a flag change and an expunge among the 3 older ones, and an expunge of
     a tracked one. CONDSTORE still sees every flag change; without it the warning says which part is blind;
-    on both the untracked expunge is counted in a warning, the tracked one named."""
+    on both the untracked expunge is counted in a warning, the tracked one named. QRESYNC names both
+    expunges, whatever the digest: no warning at all."""
     monkeypatch.setattr(changes_plan, "DIGEST_MESSAGES", 3)
     mcp, server, user = client
     seed(server, user, "INBOX", SEED)
@@ -201,7 +202,7 @@ async def test_beyond_the_digest_bound_the_answer_says_what_it_cannot_tell(
     other = Other(server, user, "INBOX")
     try:
         uids = other.uids()
-        m5 = uids["m5"]
+        m1, m5 = uids["m1"], uids["m5"]
         other.imap.add_flags([uids["m0"]], [b"\\Flagged"])
         other.imap.add_flags([uids["m1"], uids["m5"]], [b"\\Deleted"])
         other.imap.expunge()
@@ -211,6 +212,11 @@ async def test_beyond_the_digest_bound_the_answer_says_what_it_cannot_tell(
         envelope = await mcp.call(TOOL, {"since": token})
         data, warnings = envelope["data"], envelope["meta"]["warnings"]
         assert names_of(data["new"]) == ["n0"]
+        if other.imap.has_capability("QRESYNC"):
+            assert data["expunged"] == [other.message_id(m1), other.message_id(m5)]
+            assert [c["message_id"] for c in data["changed"]] == [other.message_id(uids["m0"])]
+            assert warnings == []
+            return
         assert data["expunged"] == [other.message_id(m5)]
         condstore = other.imap.has_capability("CONDSTORE")
         if condstore:
@@ -255,13 +261,14 @@ async def test_tokens_and_cursors_that_do_not_fit_are_invalid_input_naming_the_a
 #: The IMAP plan of each call (docs/benchmarks.md): with CONDSTORE (Dovecot) and without (IMAP4rev1 only).
 PLANS = {
     "dovecot": {
-        # TCP connect, greeting, LOGIN, EXAMINE, then HIGHESTMODSEQ and the newest messages' UIDs together
-        # (FETCH by sequence number: exactly the newest, however sparse the UIDs).
-        "first token": Plan(("LOGIN", "EXAMINE", "STATUS", "FETCH"), 5),
-        # The selection revalidated (NOOP + STATUS), then CHANGEDSINCE and the UID SEARCH together.
-        "nothing changed": Plan(("NOOP", "STATUS", "UID FETCH", "UID SEARCH"), 2),
+        # TCP connect, greeting, LOGIN, then ENABLE QRESYNC and EXAMINE together, then HIGHESTMODSEQ and
+        # the newest message's UID (FETCH by sequence number; with QRESYNC the token has no digest).
+        "first token": Plan(("LOGIN", "ENABLE", "EXAMINE", "STATUS", "FETCH"), 5),
+        # The selection revalidated (NOOP + STATUS), then HIGHESTMODSEQ, CHANGEDSINCE with VANISHED and
+        # the UID SEARCH together.
+        "nothing changed": Plan(("NOOP", "STATUS", "STATUS", "UID FETCH", "UID SEARCH"), 2),
         # ... and the summaries of the new messages.
-        "new mail": Plan(("NOOP", "STATUS", "UID FETCH", "UID SEARCH", "UID FETCH"), 3),
+        "new mail": Plan(("NOOP", "STATUS", "STATUS", "UID FETCH", "UID SEARCH", "UID FETCH"), 3),
         # The new messages below the page's last one, then their summaries.
         "next page": Plan(("NOOP", "STATUS", "UID SEARCH", "UID FETCH"), 3),
     },
@@ -314,8 +321,8 @@ async def test_each_call_sends_its_plan_and_only_what_the_server_advertises(serv
     assert seen == PLANS["minimal_dovecot" if minimal else "dovecot"]
     needs = extension_requirements(sent)
     assert unadvertised(needs, capabilities) == []
-    # CONDSTORE where the server has it (and nothing but IMAP4rev1 where it does not).
-    assert {need.capability for need in needs} == (set() if minimal else {"CONDSTORE"})
+    # CONDSTORE and QRESYNC where the server has them (and nothing but IMAP4rev1 where it does not).
+    assert {need.capability for need in needs} == (set() if minimal else {"CONDSTORE", "ENABLE", "QRESYNC"})
 
 
 @pytest.mark.parametrize("server", ["dovecot"], indirect=True)
@@ -384,31 +391,63 @@ async def test_the_other_tools_read_the_mailbox_as_before_once_changes_were_aske
     assert read["message"]["subject"] == "changes m5"
 
 
-@pytest.mark.parametrize("server", ["dovecot", "minimal_dovecot"], indirect=True)
 async def test_a_mailbox_larger_than_the_digest_with_the_default_bound(
     client: tuple[EnvelopeClient, MatrixServer, str],
 ) -> None:
-    """320 messages, 300 tracked: a flag change and an expunge among the 20 oldest, one among the newest."""
+    """320 messages, 300 tracked where the server has no QRESYNC: a flag change and an expunge among the
+    20 oldest, one among the newest. With QRESYNC (Dovecot, Cyrus) both expunges are named and the token
+    carries no digest; without it the old one is only counted in a warning."""
     mcp, server, user = client
     seed(server, user, "INBOX", {f"b{i:03d}": "" for i in range(320)})
     first = await mcp.ok(TOOL, {})
-    assert len(first["changes_token"]) < 400
     other = Other(server, user, "INBOX")
     try:
+        qresync = other.imap.has_capability("QRESYNC")
+        condstore = other.imap.has_capability("CONDSTORE")
         uids = other.uids()
         other.imap.add_flags([uids["b000"]], [b"\\Seen"])
         other.imap.add_flags([uids["b001"], uids["b300"]], [b"\\Deleted"])
         other.imap.expunge()
     finally:
         other.close()
+    assert len(first["changes_token"]) < (100 if qresync else 400)
     envelope = await mcp.call(TOOL, {"since": first["changes_token"]})
     data, warnings = envelope["data"], envelope["meta"]["warnings"]
     assert data["new"] == []
-    assert data["expunged"] == [other.message_id(uids["b300"])]
-    assert any("1 message(s) older than the newest 300" in w for w in warnings), warnings
-    if server.capabilities is None:  # CONDSTORE: every flag change
+    if qresync:
+        assert data["expunged"] == [other.message_id(uids["b001"]), other.message_id(uids["b300"])]
+        assert warnings == []
+    else:
+        assert data["expunged"] == [other.message_id(uids["b300"])]
+        assert any("1 message(s) older than the newest 300" in w for w in warnings), warnings
+    if condstore:  # every flag change
         assert [c["message_id"] for c in data["changed"]] == [other.message_id(uids["b000"])]
-        assert len(warnings) == 1
+        assert len(warnings) == (0 if qresync else 1)
     else:
         assert data["changed"] == []
         assert any("those of 20 older message(s) are not reported" in w for w in warnings), warnings
+    # Nothing is reported twice: the next token starts after these expunges.
+    again = await mcp.ok(TOOL, {"since": data["changes_token"]})
+    assert (again["new"], again["changed"], again["expunged"]) == ([], [], [])
+
+
+async def test_a_mailbox_emptied_since_the_token_names_every_message_gone(
+    client: tuple[EnvelopeClient, MatrixServer, str],
+) -> None:
+    """Another client removes every message: each is named in expunged (with QRESYNC from VANISHED, the
+    FETCH sent to the empty mailbox too), and nothing is reported again after."""
+    mcp, server, user = client
+    seed(server, user, "INBOX", {"m0": "", "m1": "\\Seen"})
+    token = (await mcp.ok(TOOL, {}))["changes_token"]
+    other = Other(server, user, "INBOX")
+    try:
+        uids = other.uids()
+        other.imap.add_flags(list(uids.values()), [b"\\Deleted"])
+        other.imap.expunge()
+    finally:
+        other.close()
+    data = await mcp.ok(TOOL, {"since": token})
+    assert (data["new"], data["changed"]) == ([], [])
+    assert data["expunged"] == [other.message_id(uids["m0"]), other.message_id(uids["m1"])]
+    again = await mcp.ok(TOOL, {"since": data["changes_token"]})
+    assert (again["new"], again["changed"], again["expunged"]) == ([], [], [])

@@ -247,8 +247,9 @@ READ_ONLY_COMMANDS = frozenset(
 _FETCH_ITEM = re.compile(
     r"^(UID|FLAGS|MODSEQ|INTERNALDATE|RFC822\.SIZE|BODYSTRUCTURE|ENVELOPE|BODY\.PEEK\[[^\]]*\](<\d+\.\d+>)?)$"
 )
-#: FETCH modifiers a read may send (RFC 7162: only the changes since a modification sequence).
-_FETCH_MODIFIER = re.compile(r"^CHANGEDSINCE [0-9]+$")
+#: FETCH modifiers a read may send (RFC 7162: only the changes since a modification sequence, and with
+#: QRESYNC the messages expunged since).
+_FETCH_MODIFIER = re.compile(r"^CHANGEDSINCE [0-9]+( VANISHED)?$")
 _BAD_RESPONSE = re.compile(rb"(?m)^([A-Za-z0-9]+) BAD ")
 
 
