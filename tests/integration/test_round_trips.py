@@ -40,8 +40,9 @@ SUBJECT = "Quarterly invoice"
 # selection of the previous one and revalidates it with NOOP + STATUS pipelined with its first command.
 PLANS: dict[str, Plan] = {
     # TCP connect, greeting (its [CAPABILITY] code is used: no CAPABILITY command), LOGIN (its
-    # [CAPABILITY] code likewise), EXAMINE, the window's UID SEARCH, one UID FETCH of the page.
-    "first call after start": Plan(("LOGIN", "EXAMINE", "UID SEARCH", "UID FETCH"), 6),
+    # [CAPABILITY] code likewise), ENABLE QRESYNC sent with EXAMINE and the window's UID SEARCH (no round
+    # trip of its own), one UID FETCH of the page.
+    "first call after start": Plan(("LOGIN", "ENABLE", "EXAMINE", "UID SEARCH", "UID FETCH"), 6),
     "warm newest page": Plan(("NOOP", "STATUS", "UID SEARCH", "UID FETCH"), 2),
     # The first window (2,000 UIDs) spans this small mailbox: its matches give the total.
     "filtered page": Plan(("NOOP", "STATUS", "UID SEARCH", "UID FETCH"), 2),
