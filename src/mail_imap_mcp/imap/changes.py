@@ -1,31 +1,45 @@
 """What changed in one mailbox since a token: new messages, flag changes, expunges (imap_get_changes).
 
 A token (:class:`ChangesToken`) is opaque and self-contained: the server keeps nothing. It names the
-account, the mailbox, its UIDVALIDITY, UIDNEXT and (with CONDSTORE) HIGHESTMODSEQ, and carries a
-bounded digest of the newest :data:`DIGEST_MESSAGES` messages: their UIDs, and on a server without
-CONDSTORE their flags. It is versioned and sealed with a keyed checksum against accidents and casual
-edits; the key is in this source, so the seal is not a security boundary (a token grants nothing: the
-account's own credentials do, and every number in it is checked before use).
+account, the mailbox, its UIDVALIDITY, UIDNEXT and (with CONDSTORE) HIGHESTMODSEQ, and, where the server
+has no QRESYNC, carries a bounded digest of the newest :data:`DIGEST_MESSAGES` messages: their UIDs, and
+on a server without CONDSTORE their flags. It is versioned and sealed with a keyed checksum against
+accidents and casual edits; the key is in this source, so the seal is not a security boundary (a token
+grants nothing: the account's own credentials do, and every number in it is checked before use).
 
-Two plans, chosen by what the server advertises. After the mailbox is selected (or its selection of an
+Three plans, chosen by what the connection has. After the mailbox is selected (or its selection of an
 earlier call revalidated), each asks everything it needs in one round trip of pipelined commands:
 
-* CONDSTORE (RFC 7162): ``UID FETCH 1:* (UID FLAGS MODSEQ) (CHANGEDSINCE m)`` (every flag change, exact)
-  and ``UID SEARCH UID <tracked>,<uidnext>:*`` (which tracked messages remain, and the new ones). The new
-  token's modseq is the highest MODSEQ of that answer: every change not in it has a higher one. The first
-  token asks ``STATUS (HIGHESTMODSEQ)``. Both are CONDSTORE enabling commands, so nothing else is sent;
-  what enabling changes for the session's other commands (a MODSEQ in FETCH answers) they already read.
+* QRESYNC (RFC 7162; Dovecot and Cyrus), enabled on the connection serving tool calls right after login
+  (:class:`~.connection.AccountConnection`; ``ENABLE`` is valid only before a mailbox is selected, RFC
+  5161), whose view then reads ``* VANISHED`` like ``* EXPUNGE`` (:mod:`.view`): ``STATUS
+  (HIGHESTMODSEQ)``, ``UID FETCH 1:* (UID FLAGS MODSEQ) (CHANGEDSINCE m VANISHED)`` and ``UID SEARCH UID
+  <uidnext>:*``. The FETCH's ``* VANISHED (EARLIER) <set>`` names every message expunged since ``m``,
+  whatever the mailbox's size, so the token needs no digest and the answer is never partial. Only UIDs
+  below the token's UIDNEXT are reported: the set may also hold UIDs the caller never saw (messages
+  added and removed since the token, above it) and, as RFC 7162 3.2.6 allows a server that does not keep
+  every expunge's modseq, UIDs that were gone before the token or never existed (below it); those above
+  were neither new nor gone for the caller, those below are gone in any case (a caller may see such a
+  UID named again, never a message that is there). The new token's modseq is HIGHESTMODSEQ as STATUS says
+  it before the FETCH runs: every change up to it is in the FETCH's answer, and an expunge raises it
+  without a MODSEQ of its own to read there (the highest MODSEQ read would name the same expunges again).
+* CONDSTORE without QRESYNC: ``UID FETCH 1:* (UID FLAGS MODSEQ) (CHANGEDSINCE m)`` (every flag change,
+  exact) and ``UID SEARCH UID <tracked>,<uidnext>:*`` (which tracked messages remain, and the new ones).
+  The new token's modseq is the highest MODSEQ of that answer: every change not in it has a higher one.
+  The first token asks ``STATUS (HIGHESTMODSEQ)``. Both are CONDSTORE enabling commands, so nothing else
+  is sent; what enabling changes for the session's other commands (a MODSEQ in FETCH answers) they
+  already read.
 * Without CONDSTORE (Courier, an IMAP4rev1-only server): ``UID FETCH <tracked> (UID FLAGS)``, ``FETCH
   n:* (UID FLAGS)`` (the newest messages by sequence number, for the new digest) and ``UID SEARCH UID
   <uidnext>:*``: flag changes and expunges by comparison with the digest, new mail from UIDNEXT.
 
-New mail is found by UID in both, and a token's UIDNEXT is one above the highest UID the call saw in the
-session's view (not the server's UIDNEXT, which may count a message the view does not show yet), so a
-message is new exactly once. Outside the digest, expunges are counted (from the message count) but not
-named, and without CONDSTORE flag changes are not seen: :class:`Changes` says how many messages that
-leaves untracked, and the tool warns. QRESYNC (``VANISHED``) is not used: ``ENABLE QRESYNC`` may not be
-sent while a mailbox is selected (RFC 5161) and would turn every ``EXPUNGE`` the shared connection
-receives into ``VANISHED``. ``\\Recent`` is never a change: it is left out of every flag set.
+New mail is found by UID in all three, and a token's UIDNEXT is one above the highest UID the call saw in
+the session's view (not the server's UIDNEXT, which may count a message the view does not show yet), so a
+message is new exactly once. Without QRESYNC, expunges outside the digest are counted (from the message
+count) but not named, and without CONDSTORE flag changes are not seen: :class:`Changes` says how many
+messages that leaves untracked, and the tool warns. A token made with QRESYNC and used where the server
+no longer has it has an empty digest: its expunges are counted, with the warning. ``\\Recent`` is never
+a change: it is left out of every flag set.
 """
 
 from __future__ import annotations
