@@ -15,6 +15,7 @@ from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap import view
 from mail_imap_mcp.imap.changes import ChangesToken, changes_since
 from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.tools._shared.failures import as_tool_failure
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, answer, ok
@@ -56,6 +57,24 @@ def test_enable_qresync_rides_with_the_first_command_where_offered() -> None:
         assert server.commands() == ["LOGIN", "ENABLE", "EXAMINE"]
         # TCP connect, greeting, LOGIN, then ENABLE and EXAMINE answered together.
         assert account.round_trips == 4
+    finally:
+        account.close()
+
+
+def test_enabled_is_known_after_a_pipelined_read_cleared_the_untagged_answers() -> None:
+    """A pipelined read (imap/pipeline.py) clears the untagged responses it does not take; the ENABLED
+    answer that came with them still counts."""
+    server = ScriptedServer()
+    server.expect(answer("LOGIN", LOGIN_QRESYNC), ENABLED, answer("EXAMINE", *examine_answer(2, 3)))
+    account = connection(server)
+
+    def examine_then_clear(session: ImapSession) -> bool:
+        session.examine("INBOX")
+        session.client.untagged.clear()
+        return session.qresync
+
+    try:
+        assert account.run(examine_then_clear) is True
     finally:
         account.close()
 

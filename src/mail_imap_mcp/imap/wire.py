@@ -119,7 +119,15 @@ class BudgetedIMAP4(imaplib.IMAP4):
         #: ENABLE sent, ``(extension, tag)``, until its answer is taken.
         self._enable_ahead: str | None = None
         self.enabling: tuple[str, bytes] | None = None
+        #: What the server said it enabled (``* ENABLED ...``), kept apart from the untagged responses,
+        #: which a pipelined read may clear before the ENABLE's answer is looked at.
+        self.enabled_extensions: set[str] = set()
         super().__init__(host, port)
+
+    def _append_untagged(self, typ: str, dat: bytes) -> None:
+        if typ.upper() == "ENABLED" and isinstance(dat, bytes):
+            self.enabled_extensions.update(dat.decode("ascii", "replace").upper().split())
+        super()._append_untagged(typ, dat)  # type: ignore[misc]  # private in typeshed, present in imaplib
 
     def enable_ahead(self, extension: str) -> None:
         """Send ``ENABLE extension`` (RFC 5161) right before the next command, whichever it is, and read
@@ -360,8 +368,8 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
 
     def enabled(self, extension: str) -> bool:
         """Whether the server enabled ``extension`` on this connection (an ENABLE sent with
-        :meth:`enable_ahead` and answered ``* ENABLED extension``). Reads the answer if no command has
-        since (a round trip then), so ask after a command."""
+        :meth:`enable_ahead`, answered OK with ``* ENABLED extension``). Reads that answer if no command
+        has since (a round trip then), so ask after a command."""
         imap = self._imap
         if imap.enabling is not None:
             asked, tag = imap.enabling
@@ -372,10 +380,8 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
                 raise
             except imaplib.IMAP4.error:
                 typ = "NO"
-            named = b" ".join(
-                part for item in self.untagged.pop("ENABLED", []) for part in response_bytes(item)
-            )
-            if typ == "OK" and asked.upper().encode("ascii") in named.upper().split():
+            self.untagged.pop("ENABLED", None)
+            if typ == "OK" and asked.upper() in imap.enabled_extensions:
                 self._enabled.add(asked.upper())
         return extension.upper() in self._enabled
 
