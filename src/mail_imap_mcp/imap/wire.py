@@ -330,6 +330,46 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
         typ, _ = self._imap.noop()
         return str(typ)
 
+    # -- waiting for what the server says unasked (IDLE, RFC 2177) ----------------------------------------
+
+    def input_waiting(self, timeout: float) -> bool:
+        """Whether a response line can be read now, waiting up to ``timeout`` seconds for one: bytes in
+        imaplib's read buffer or TLS's, or on the socket. An EOF or a reset counts (the read then fails),
+        a TLS record without data (a session ticket) does not. Unlike imapclient's ``idle_check``, the
+        reads that follow keep the call budget's timeouts."""
+        sock = self.socket()
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._buffered_input(sock):
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([sock], [], [], left)[0]:
+                return False
+
+    def _buffered_input(self, sock: socket.socket) -> bool:
+        if isinstance(sock, ssl.SSLSocket) and sock.pending():
+            return True
+        sock.setblocking(False)
+        try:
+            # One non-blocking read at most: imaplib's buffer, else what the socket has. Over TLS, b""
+            # is the EOF (no data raises); over plain TCP it may also be "nothing yet": the socket says.
+            if self._imap.file.peek(1) or isinstance(sock, ssl.SSLSocket):
+                return True
+            sock.recv(1, socket.MSG_PEEK)  # data, or b"" at the EOF; raises when there is nothing
+            return True
+        except (BlockingIOError, ssl.SSLWantReadError, InterruptedError):
+            return False
+        except OSError:
+            return True  # reset: the next read reports it
+        finally:
+            sock.settimeout(self._budget.command_timeout_s)
+
+    def read_response_line(self) -> bytes:
+        """One line the server sent (an untagged response during IDLE), without its CRLF; a dead
+        connection raises imaplib's ``abort``."""
+        line: bytes = self._imap._get_line()
+        return line
+
     # -- commands sent now, answered later (pipelining) --------------------------------------------------
 
     def send(self, *args: str | bytes) -> bytes:
