@@ -30,7 +30,11 @@ from tests.support.http_server import http_client, http_config, new_token, start
 from tests.support.matrix import SESSION_PASSWORD, MatrixServer
 from tests.support.updates import Updates, append, expunge_first, flag_first
 
-pytestmark = pytest.mark.anyio
+pytestmark = [
+    pytest.mark.anyio,
+    # The handshake-era form is what this server serves to such clients; the SDK calls it deprecated.
+    pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed"),
+]
 
 #: The 2 s of issue 23: a change is reported within this.
 WITHIN_S = 2.0
@@ -98,3 +102,239 @@ async def test_a_subscribed_mailbox_reports_each_change_by_another_client_within
         assert app.watches.connections("default") == 0
         await no_update_after(updates, imap_server, user, uri)
     await anyio.to_thread.run_sync(app.close)
+
+
+async def test_listen_form_reports_changes_and_the_watch_ends_with_the_stream(
+    dovecot: Dovecot, user: str, account: AccountFactory
+) -> None:
+    """2026-07-28 (the SDK client's default): ``subscriptions/listen`` with the mailbox's URI."""
+    config = watch_config(account(user))
+    app = AppContext.from_config(config)
+    updates = Updates()
+    uri = mailbox_uri("default", "INBOX")
+    async with Client(build_server(config, app)) as client:
+        assert client.server_capabilities.resources is not None
+        assert client.server_capabilities.resources.subscribe
+        async with (
+            client.listen(resource_subscriptions=[uri]) as subscription,
+            anyio.create_task_group() as group,
+        ):
+            group.start_soon(updates.collect, subscription)
+            assert app.watches.connections("default") == 1
+            await changes_are_reported(updates, dovecot, user, uri)
+            group.cancel_scope.cancel()
+        await wait_for(lambda: app.watches.connections("default") == 0)
+    await anyio.to_thread.run_sync(app.close)
+
+
+async def wait_for(condition: Any, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await anyio.sleep(0.05)
+
+
+async def test_the_mailbox_template_is_listed_and_reads_counts_without_marking_anything(
+    dovecot: Dovecot, user: str, account: AccountFactory
+) -> None:
+    dovecot.seed(user, "INBOX", [b"Subject: a\r\n\r\nx\r\n", b"Subject: b\r\n\r\ny\r\n"])
+    dovecot.seed(user, "Archive/2024", [])
+    async with Client(build_server(watch_config(account(user)))) as client:
+        templates = (await client.list_resource_templates()).resource_templates
+        assert "imap://{account_id}/mailbox/{mailbox}" in {t.uri_template for t in templates}
+        read = await client.read_resource(mailbox_uri("default", "INBOX"))
+        text = read.contents[0].text  # type: ignore[union-attr]
+        assert '"messages": 2' in text and '"unseen": 2' in text and '"mailbox": "INBOX"' in text
+        nested = await client.read_resource(mailbox_uri("default", "Archive/2024"))
+        assert '"messages": 0' in nested.contents[0].text  # type: ignore[union-attr]
+    with dovecot.connect(user) as other:
+        other.select_folder("INBOX", readonly=True)
+        assert all(b"\\Seen" not in flags for flags in other.get_flags(other.search(["ALL"])).values())
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_an_unknown_account_mailbox_or_uri_is_a_json_rpc_error(
+    dovecot: Dovecot, user: str, account: AccountFactory, mode: str
+) -> None:
+    config = watch_config(account(user))
+    app = AppContext.from_config(config)
+    async with Client(build_server(config, app), mode=mode) as client:
+        for uri, words in (
+            ("imap://nobody/mailbox/INBOX", "Account 'nobody' is not configured"),
+            (mailbox_uri("default", "Nowhere"), "Mailbox 'Nowhere' does not exist"),
+            ("imap://default/elsewhere", "Only mailbox resources"),
+        ):
+            with pytest.raises(MCPError) as raised:
+                await subscribe(client, uri, mode)
+            assert raised.value.error.code == -32602 and words in raised.value.error.message
+            if uri.endswith("/mailbox/INBOX") or "Nowhere" in uri:
+                with pytest.raises(MCPError) as read:
+                    await client.read_resource(uri)
+                assert words in read.value.error.message
+        assert app.watches.connections("default") == 0
+        await client.call_tool("imap_list_accounts")  # the session lives on
+    await anyio.to_thread.run_sync(app.close)
+
+
+async def subscribe(client: Client, uri: str, mode: str) -> None:
+    """Subscribe to ``uri`` in the wire form of ``mode`` (the listen stream is closed again at once)."""
+    if mode == "legacy":
+        await client.subscribe_resource(uri)
+        return
+    async with client.listen(resource_subscriptions=[uri]):
+        pass
+
+
+async def test_past_max_watch_connections_mailboxes_share_status_checks(
+    dovecot: Dovecot, user: str, account: AccountFactory
+) -> None:
+    dovecot.seed(user, "INBOX", [])
+    dovecot.seed(user, "Work", [])
+    config = watch_config(account(user), max_watch_connections=1)
+    app = AppContext.from_config(config)
+    updates = Updates()
+    inbox, work = mailbox_uri("default", "INBOX"), mailbox_uri("default", "Work")
+    async with Client(
+        build_server(config, app), mode="legacy", message_handler=updates.message_handler
+    ) as client:
+        await client.subscribe_resource(inbox)
+        await client.subscribe_resource(work)
+        assert app.watches.connections("default") == 1
+        await anyio.sleep(QUIET_S)  # the shared checks have seen both mailboxes once
+        with dovecot.connect(user) as other:
+            for mailbox, uri in (("Work", work), ("INBOX", inbox)):
+                await anyio.to_thread.run_sync(append, other, mailbox, "Shared")
+                started = time.monotonic()
+                delay = await updates.first_after(started, uri, timeout=WITHIN_S + 3)
+                assert delay is not None and delay <= WITHIN_S, delay
+            await anyio.to_thread.run_sync(flag_first, other, "Work", b"\\Seen")
+            started = time.monotonic()
+            assert await updates.first_after(started, work, timeout=WITHIN_S + 3) is not None
+        await client.unsubscribe_resource(work)
+        await no_update_after(updates, dovecot, user, work)
+    assert app.watches.connections("default") == 0  # the session's end ended the INBOX watch
+    await anyio.to_thread.run_sync(app.close)
+
+
+async def test_a_reset_watching_connection_reconnects_and_says_so_once_and_never_selects(
+    dovecot: Dovecot, user: str
+) -> None:
+    dovecot.seed(user, "INBOX", [b"Subject: a\r\n\r\nx\r\n"])
+    with FaultProxy(dovecot.host, dovecot.plain_port) as proxy:
+        account = account_settings(dovecot, user, port=proxy.port, security="plain", ca_file=None)
+        config = watch_config(account)
+        app = AppContext.from_config(config)
+        updates = Updates()
+        uri = mailbox_uri("default", "INBOX")
+        async with Client(
+            build_server(config, app), mode="legacy", message_handler=updates.message_handler
+        ) as client:
+            await client.subscribe_resource(uri)
+            await wait_for(lambda: b" IDLE" in proxy.sent())
+            started = time.monotonic()
+            proxy.reset_connections()
+            assert await updates.first_after(started, uri, timeout=5) is not None
+            await anyio.sleep(QUIET_S)
+            assert len(updates.since(started, uri)) == 1  # one update for the reconnect, then quiet
+            assert app.watches.reconnects("default") == 1
+            await changes_are_reported(updates, dovecot, user, uri)
+        sent = proxy.sent()
+        await anyio.to_thread.run_sync(app.close)
+    assert b" EXAMINE " in sent and b" SELECT " not in sent and b"STORE" not in sent
+
+
+async def test_opening_and_closing_subscriptions_leaves_threads_and_descriptors_flat(
+    dovecot: Dovecot, user: str, account: AccountFactory
+) -> None:
+    dovecot.seed(user, "Work", [])
+    config = watch_config(account(user), max_watch_connections=2)
+    app = AppContext.from_config(config)
+    uris = [mailbox_uri("default", name) for name in ("INBOX", "Work")]
+
+    def counts() -> tuple[int, int]:
+        return threading.active_count(), len(os.listdir("/proc/self/fd"))
+
+    async with Client(build_server(config, app), mode="legacy") as client:
+        await client.call_tool("imap_list_mailboxes")  # the tools' connection is open from here on
+        before = counts()
+        deadline = time.monotonic() + 4
+        rounds = 0
+        while time.monotonic() < deadline:
+            for uri in uris:
+                await client.subscribe_resource(uri)
+            await anyio.sleep(0.05)
+            for uri in uris:
+                await client.unsubscribe_resource(uri)
+            rounds += 1
+        assert app.watches.connections("default") == 0
+        await anyio.sleep(0.2)
+        assert counts() == before, (rounds, before, counts())
+    await anyio.to_thread.run_sync(app.close)
+    assert not [t for t in threading.enumerate() if t.name.startswith("mail-imap-mcp-watch")]
+
+
+def stdio_params(tmp_path: Path, dovecot: Dovecot, user: str) -> StdioServerParameters:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        config_toml({"default": account_settings(dovecot, user)})
+        + f"[server]\nwatch_poll_interval_s = {POLL_S}\n"
+    )
+    return StdioServerParameters(
+        command=SERVER,
+        args=["serve", "--config", str(config)],
+        env={PASSWORD_ENV: dovecot.password, "PATH": os.environ["PATH"]},
+    )
+
+
+async def test_over_stdio_both_forms_report_changes_and_unsubscribing_stops_them(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    uri = mailbox_uri("default", "INBOX")
+    updates = Updates()
+    params = stdio_params(tmp_path, dovecot, user)
+    async with Client(params, mode="legacy", message_handler=updates.message_handler) as client:
+        await client.subscribe_resource(uri)
+        await changes_are_reported(updates, dovecot, user, uri)
+        await client.unsubscribe_resource(uri)
+        await no_update_after(updates, dovecot, user, uri)
+    listened = Updates()
+    async with (
+        Client(params) as client,
+        client.listen(resource_subscriptions=[uri]) as subscription,
+        anyio.create_task_group() as group,
+    ):
+        group.start_soon(listened.collect, subscription)
+        await changes_are_reported(listened, dovecot, user, uri)
+        group.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_over_streamable_http_changes_reach_the_session_stream(
+    tmp_path: Path, dovecot: Dovecot, user: str, mode: str
+) -> None:
+    account = account_settings(dovecot, user)
+    path = http_config(tmp_path, account)
+    path.write_text(path.read_text().replace("[server]\n", f"[server]\nwatch_poll_interval_s = {POLL_S}\n"))
+    server = start_http_server(path, token=new_token())
+    uri = mailbox_uri("default", "INBOX")
+    updates = Updates()
+    try:
+        if mode == "legacy":
+            async with http_client(
+                server.url, server.token, mode="legacy", message_handler=updates.message_handler
+            ) as mcp:
+                await mcp.client.subscribe_resource(uri)
+                await changes_are_reported(updates, dovecot, user, uri)
+                await mcp.client.unsubscribe_resource(uri)
+                await no_update_after(updates, dovecot, user, uri)
+        else:
+            async with (
+                http_client(server.url, server.token) as mcp,
+                mcp.client.listen(resource_subscriptions=[uri]) as subscription,
+                anyio.create_task_group() as group,
+            ):
+                group.start_soon(updates.collect, subscription)
+                await changes_are_reported(updates, dovecot, user, uri)
+                group.cancel_scope.cancel()
+    finally:
+        server.stop()

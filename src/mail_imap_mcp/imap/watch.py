@@ -3,8 +3,8 @@
 A :class:`WatchHub` runs, per account, at most ``max_connections`` watching connections, each in a
 thread of its own and never the connection that serves tool calls. A connection that watches one
 mailbox EXAMINEs it (never SELECT: watching sets no flag) and waits in IDLE (RFC 2177), re-issued every
-``idle_restart_s``; without IDLE it sends NOOP every ``poll_interval_s`` (Courier updates a session's
-view only on NOOP or SELECT). Once an account watches more mailboxes than it has connections, the
+``idle_restart_s``; without IDLE it sends NOOP every ``poll_interval_s`` (so on Courier too, whose
+IDLE looks at the mailbox only once a minute, and which updates a session's view only on NOOP or SELECT). Once an account watches more mailboxes than it has connections, the
 newest share the least busy connection, which then checks each of its mailboxes with STATUS every
 ``poll_interval_s`` instead. A connection that drops reconnects with a growing pause, and each of its
 mailboxes is reported changed once it is back (changes may have been missed meanwhile).
@@ -152,7 +152,7 @@ class _Watcher:
         count = answer.get(b"EXISTS")
         exists = int(count) if count is not None else None
         self._back([mailbox])
-        if "IDLE" in self.connection.capabilities:
+        if "IDLE" in self.connection.capabilities and not _idle_is_lazy(client):
             self._idle(client, mailbox, version, exists)
         else:
             self._poll(client, mailbox, version, exists)
@@ -254,10 +254,24 @@ def _is_change(tokens: list[bytes], exists: int | None) -> bool:
     return kind in _CHANGES
 
 
+def _idle_is_lazy(client: BudgetedIMAPClient) -> bool:
+    """Whether the server's IDLE reports changes late: Courier-IMAP without its FAM build looks at the
+    mailbox only every IMAP_IDLE_TIMEOUT (60 s), so NOOP polling reports sooner there."""
+    return b"Courier-IMAP" in client.greeting
+
+
 def _new_exists(tokens: list[bytes], exists: int | None) -> int | None:
-    """The message count after an untagged response (``* 5 EXISTS`` sets it)."""
-    if len(tokens) >= 3 and tokens[2].upper() == b"EXISTS" and tokens[1].isdigit():
+    """The message count after an untagged response: ``* 5 EXISTS`` sets it, ``* 2 EXPUNGE`` lowers
+    it, and after ``* VANISHED`` it is unknown (the next EXISTS then counts as a change)."""
+    if len(tokens) >= 2 and tokens[1].upper() == b"VANISHED":
+        return None
+    if len(tokens) < 3 or not tokens[1].isdigit():
+        return exists
+    kind = tokens[2].upper()
+    if kind == b"EXISTS":
         return int(tokens[1])
+    if kind == b"EXPUNGE" and exists is not None:
+        return exists - 1
     return exists
 
 

@@ -332,6 +332,12 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
 
     # -- waiting for what the server says unasked (IDLE, RFC 2177) ----------------------------------------
 
+    @property
+    def greeting(self) -> bytes:
+        """The server's greeting line (``* OK ... Courier-IMAP ready ...``)."""
+        welcome: bytes = self._imap.welcome
+        return welcome
+
     def input_waiting(self, timeout: float) -> bool:
         """Whether a response line can be read now, waiting up to ``timeout`` seconds for one: bytes in
         imaplib's read buffer or TLS's, or on the socket. An EOF or a reset counts (the read then fails),

@@ -1,0 +1,38 @@
+"""What a watching connection counts as a change of the examined mailbox (imap/watch.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mail_imap_mcp.imap.watch import _is_change, _new_exists
+
+
+@pytest.mark.parametrize(
+    ("line", "exists", "changed"),
+    [
+        (b"* 5 EXISTS", 4, True),
+        (b"* 4 EXISTS", 4, False),  # the count repeated: nothing new
+        (b"* 4 EXISTS", None, True),
+        (b"* 2 EXPUNGE", 4, True),
+        (b"* 3 FETCH (FLAGS (\\Seen))", 4, True),
+        (b"* VANISHED 7:9", 4, True),
+        (b"* 1 RECENT", 4, False),
+        (b"* OK Still here", 4, False),
+        (b"+ idling", 4, False),
+    ],
+)
+def test_untagged_responses_that_tell_a_change(line: bytes, exists: int | None, changed: bool) -> None:
+    assert _is_change(line.split(), exists) is changed
+
+
+def test_the_count_follows_exists_and_expunge() -> None:
+    assert _new_exists(b"* 9 EXISTS".split(), 4) == 9
+    assert _new_exists(b"* 3 FETCH (FLAGS ())".split(), 4) == 4
+    assert _new_exists(b"* VANISHED 3".split(), 4) is None
+
+
+def test_a_delivery_right_after_an_expunge_is_a_change() -> None:
+    # 4 messages; one expunged (3 left), one delivered: EXISTS says 4 again, which is new mail.
+    count = _new_exists(b"* 2 EXPUNGE".split(), 4)
+    assert count == 3
+    assert _is_change(b"* 4 EXISTS".split(), count)
