@@ -57,6 +57,11 @@ def watch_config(account: dict[str, Any], **server: Any) -> Config:
     return make_config({"default": account}, watch_poll_interval_s=POLL_S, **server)
 
 
+def legacy_client(config: Config, app: AppContext, updates: Updates) -> Client:
+    """An in-process client on the handshake protocol whose resource updates go to ``updates``."""
+    return Client(build_server(config, app), mode="legacy", message_handler=updates.message_handler)
+
+
 async def changes_are_reported(updates: Updates, server: MatrixServer, user: str, uri: str) -> None:
     """Another client appends, flags and expunges in INBOX: each brings an update within 2 s."""
     with server.connect(user) as other:
@@ -92,9 +97,7 @@ async def test_a_subscribed_mailbox_reports_each_change_by_another_client_within
     app = AppContext.from_config(config)
     updates = Updates()
     uri = mailbox_uri("default", "INBOX")
-    async with Client(
-        build_server(config, app), mode="legacy", message_handler=updates.message_handler
-    ) as client:
+    async with legacy_client(config, app, updates) as client:
         await client.subscribe_resource(uri)
         assert app.watches.connections("default") == 1
         await changes_are_reported(updates, imap_server, user, uri)
@@ -194,9 +197,7 @@ async def test_past_max_watch_connections_mailboxes_share_status_checks(
     app = AppContext.from_config(config)
     updates = Updates()
     inbox, work = mailbox_uri("default", "INBOX"), mailbox_uri("default", "Work")
-    async with Client(
-        build_server(config, app), mode="legacy", message_handler=updates.message_handler
-    ) as client:
+    async with legacy_client(config, app, updates) as client:
         await client.subscribe_resource(inbox)
         await client.subscribe_resource(work)
         assert app.watches.connections("default") == 1
@@ -226,9 +227,7 @@ async def test_a_reset_watching_connection_reconnects_and_says_so_once_and_never
         app = AppContext.from_config(config)
         updates = Updates()
         uri = mailbox_uri("default", "INBOX")
-        async with Client(
-            build_server(config, app), mode="legacy", message_handler=updates.message_handler
-        ) as client:
+        async with legacy_client(config, app, updates) as client:
             await client.subscribe_resource(uri)
             await wait_for(lambda: b" IDLE" in proxy.sent())
             started = time.monotonic()
