@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mail_imap_mcp.imap.watch import _is_change, _new_exists
+from mail_imap_mcp.imap.watch import _changes_in, _is_change, _new_exists
 
 
 @pytest.mark.parametrize(
@@ -36,3 +36,10 @@ def test_a_delivery_right_after_an_expunge_is_a_change() -> None:
     count = _new_exists(b"* 2 EXPUNGE".split(), 4)
     assert count == 3
     assert _is_change(b"* 4 EXISTS".split(), count)
+
+
+def test_noop_answers_as_imapclient_parses_them() -> None:
+    assert _changes_in([(5, b"EXISTS"), (1, b"RECENT")], 4) == (True, 5)
+    assert _changes_in([(4, b"EXISTS")], 4) == (False, 4)
+    assert _changes_in([(2, b"FETCH", (b"FLAGS", (b"\\Seen",)))], 4) == (True, 4)
+    assert _changes_in([], 4) == (False, 4)

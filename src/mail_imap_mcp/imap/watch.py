@@ -57,10 +57,6 @@ class Watch:
     listener: Listener
 
 
-class _Stop(Exception):
-    """The watcher's work changed (its mailboxes, or it is stopping): leave the current wait."""
-
-
 @dataclass(eq=False)
 class _Watcher:
     """One watching connection and its thread; its mailboxes are changed under the hub's lock."""
@@ -97,8 +93,6 @@ class _Watcher:
             while not self.stopping.is_set():
                 try:
                     self._serve_once()
-                except _Stop:
-                    continue
                 except Exception as exc:
                     if self.stopping.is_set():
                         break
@@ -127,9 +121,9 @@ class _Watcher:
         with self.hub.lock:
             return self.version, list(self.watches)
 
-    def _check(self, version: int) -> None:
-        if self.stopping.is_set() or self.version != version:
-            raise _Stop()
+    def _current(self, version: int) -> bool:
+        """Whether the plan made at ``version`` still holds (same mailboxes, not stopping)."""
+        return not self.stopping.is_set() and self.version == version
 
     def _serve_once(self) -> None:
         version, mailboxes = self._plan()
@@ -162,10 +156,11 @@ class _Watcher:
         self.idling = True
         try:
             started = time.monotonic()
-            while True:
-                self._check(version)
+            while self._current(version):
                 if time.monotonic() - started >= self.hub.settings.idle_restart_s:
-                    client.idle_done()
+                    changed, exists = _changes_in(client.idle_done()[1], exists)
+                    if changed:  # said between the last look and DONE
+                        self._notify([mailbox])
                     client.idle()
                     started = time.monotonic()
                 if not client.input_waiting(TICK_S):
@@ -185,15 +180,8 @@ class _Watcher:
                 self.idling = False
 
     def _poll(self, client: BudgetedIMAPClient, mailbox: str, version: int, exists: int | None) -> None:
-        while True:
-            self._wait(version)
-            _, responses = client.noop()
-            changed = False
-            for response in responses:
-                if isinstance(response, tuple) and len(response) >= 2:
-                    tokens = [b"*", str(response[0]).encode(), bytes(response[1])]
-                    changed |= _is_change(tokens, exists)
-                    exists = _new_exists(tokens, exists)
+        while self._wait(version):
+            changed, exists = _changes_in(client.noop()[1], exists)
             if changed:
                 self._notify([mailbox])
 
@@ -214,7 +202,8 @@ class _Watcher:
             self._back(mailboxes)  # after a failure every mailbox is reported anyway
             if not recovered:
                 self._notify(changed)
-            self._wait(version)
+            if not self._wait(version):
+                return
 
     def _back(self, mailboxes: list[str]) -> None:
         """The connection works (again): after a failure, report its mailboxes once."""
@@ -223,12 +212,12 @@ class _Watcher:
             self.recovering = False
             self._notify(mailboxes)
 
-    def _wait(self, version: int) -> None:
+    def _wait(self, version: int) -> bool:
+        """Sleep ``poll_interval_s``; False as soon as the plan made at ``version`` no longer holds."""
         until = time.monotonic() + self.hub.settings.poll_interval_s
-        while (left := until - time.monotonic()) > 0:
-            self._check(version)
+        while (left := until - time.monotonic()) > 0 and self._current(version):
             self.stopping.wait(min(left, TICK_S))
-        self._check(version)
+        return self._current(version)
 
     def _notify(self, mailboxes: Iterable[str]) -> None:
         for mailbox in mailboxes:
@@ -252,6 +241,18 @@ def _is_change(tokens: list[bytes], exists: int | None) -> bool:
     if kind == b"EXISTS":
         return exists is None or tokens[1] != str(exists).encode("ascii")
     return kind in _CHANGES
+
+
+def _changes_in(responses: list[Any], exists: int | None) -> tuple[bool, int | None]:
+    """Whether imapclient's parsed untagged responses (``[(4, b"EXISTS"), (2, b"FETCH", ...)]``, as
+    NOOP and DONE return them) tell a change, and the message count after them."""
+    changed = False
+    for response in responses:
+        if isinstance(response, tuple) and len(response) >= 2 and isinstance(response[1], bytes):
+            tokens = [b"*", str(response[0]).encode("ascii"), response[1]]
+            changed |= _is_change(tokens, exists)
+            exists = _new_exists(tokens, exists)
+    return changed, exists
 
 
 def _idle_is_lazy(client: BudgetedIMAPClient) -> bool:
