@@ -337,3 +337,56 @@ async def test_over_streamable_http_changes_reach_the_session_stream(
                 group.cancel_scope.cancel()
     finally:
         server.stop()
+
+
+async def test_a_blackholed_watching_connection_is_found_out_at_the_idle_restart_and_replaced(
+    dovecot: Dovecot, user: str
+) -> None:
+    """A link that goes silent (no RST, no FIN): IDLE alone cannot tell. The IDLE restart's DONE gets
+    no answer within command_timeout_s, the connection is replaced once the link is back, and the
+    subscriber is told once."""
+    with FaultProxy(dovecot.host, dovecot.tls_port) as proxy:
+        account = account_settings(dovecot, user, port=proxy.port, connect_timeout_s=1, command_timeout_s=1)
+        config = watch_config(account, watch_idle_restart_s=1)
+        app = AppContext.from_config(config)
+        updates = Updates()
+        uri = mailbox_uri("default", "INBOX")
+        async with legacy_client(config, app, updates) as client:
+            await client.subscribe_resource(uri)
+            await wait_for(lambda: proxy.accepted == 2)  # the tools' connection, then the watch's
+            proxy.blackhole()
+            await wait_for(lambda: app.watches.reconnects("default") >= 1, timeout=10)
+            await anyio.sleep(1)
+            assert updates.since(0, uri) == []  # nothing can be known while the link is down
+            proxy.pass_through()
+            back = time.monotonic()
+            assert await updates.first_after(back, uri, timeout=15) is not None
+            await changes_are_reported(updates, dovecot, user, uri)
+        await anyio.to_thread.run_sync(app.close)
+
+
+@pytest.fixture
+def restartable_dovecot() -> Iterator[Dovecot]:
+    with Dovecot(password=SESSION_PASSWORD) as server:
+        os.environ[PASSWORD_ENV] = server.password
+        yield server
+
+
+async def test_a_server_restart_ends_in_a_reconnect_and_one_update(restartable_dovecot: Dovecot) -> None:
+    server = restartable_dovecot
+    user = server.new_user()
+    server.seed(user, "INBOX", [])
+    config = watch_config(account_settings(server, user))
+    app = AppContext.from_config(config)
+    updates = Updates()
+    uri = mailbox_uri("default", "INBOX")
+    async with legacy_client(config, app, updates) as client:
+        await client.subscribe_resource(uri)
+        await anyio.sleep(0.5)
+        await anyio.to_thread.run_sync(server.restart)
+        back = time.monotonic()
+        assert await updates.first_after(back - 5, uri, timeout=15) is not None
+        assert app.watches.reconnects("default") >= 1
+        await anyio.sleep(QUIET_S)
+        await changes_are_reported(updates, server, user, uri)
+    await anyio.to_thread.run_sync(app.close)
