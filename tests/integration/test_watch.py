@@ -24,6 +24,7 @@ from mail_imap_mcp.subscriptions import mailbox_uri
 from mail_imap_mcp.tools.context import AppContext
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
 from tests.support.clients import AccountFactory, make_config
+from tests.support.courier import Courier
 from tests.support.dovecot import Dovecot
 from tests.support.faultproxy import FaultProxy
 from tests.support.http_server import http_client, http_config, new_token, start_http_server
@@ -188,31 +189,42 @@ async def subscribe(client: Client, uri: str, mode: str) -> None:
         pass
 
 
-async def test_past_max_watch_connections_mailboxes_share_status_checks(
-    dovecot: Dovecot, user: str, account: AccountFactory
+@pytest.mark.parametrize("imap_server", ["dovecot", "cyrus", "courier"], indirect=True)
+async def test_past_max_watch_connections_mailboxes_share_one_connection(
+    imap_server: MatrixServer, user: str, account: AccountFactory
 ) -> None:
-    dovecot.seed(user, "INBOX", [])
-    dovecot.seed(user, "Work", [])
-    config = watch_config(account(user), max_watch_connections=1)
+    """Two mailboxes, one watching connection: Dovecot offers NOTIFY (changes pushed as STATUS
+    responses, so the poll interval is set far beyond 2 s there); Cyrus and Courier are checked with
+    STATUS every poll interval (Courier has no CONDSTORE: of the flags, only \\Seen shows there)."""
+    work_name = imap_server.mailbox_name("Work")
+    imap_server.seed(user, "INBOX", [])
+    imap_server.seed(user, work_name, [])
+    pushed = isinstance(imap_server, Dovecot)
+    config = make_config(
+        {"default": account(user)}, max_watch_connections=1, watch_poll_interval_s=30 if pushed else POLL_S
+    )
     app = AppContext.from_config(config)
     updates = Updates()
-    inbox, work = mailbox_uri("default", "INBOX"), mailbox_uri("default", "Work")
+    inbox, work = mailbox_uri("default", "INBOX"), mailbox_uri("default", work_name)
     async with legacy_client(config, app, updates) as client:
         await client.subscribe_resource(inbox)
         await client.subscribe_resource(work)
         assert app.watches.connections("default") == 1
-        await anyio.sleep(QUIET_S)  # the shared checks have seen both mailboxes once
-        with dovecot.connect(user) as other:
-            for mailbox, uri in (("Work", work), ("INBOX", inbox)):
-                await anyio.to_thread.run_sync(append, other, mailbox, "Shared")
+        await anyio.sleep(QUIET_S)  # the shared connection is set up and has seen both mailboxes
+        with imap_server.connect(user) as other:
+            flag = b"\\Seen" if isinstance(imap_server, Courier) else b"\\Flagged"
+            for change, uri in (
+                (lambda: append(other, work_name, "Shared"), work),
+                (lambda: append(other, "INBOX", "Shared"), inbox),
+                (lambda: flag_first(other, work_name, flag), work),
+            ):
+                await anyio.to_thread.run_sync(change)
                 started = time.monotonic()
                 delay = await updates.first_after(started, uri, timeout=WITHIN_S + 3)
                 assert delay is not None and delay <= WITHIN_S, delay
-            await anyio.to_thread.run_sync(flag_first, other, "Work", b"\\Seen")
-            started = time.monotonic()
-            assert await updates.first_after(started, work, timeout=WITHIN_S + 3) is not None
+                await anyio.sleep(QUIET_S)
         await client.unsubscribe_resource(work)
-        await no_update_after(updates, dovecot, user, work)
+        await no_update_after(updates, imap_server, user, work)
     assert app.watches.connections("default") == 0  # the session's end ended the INBOX watch
     await anyio.to_thread.run_sync(app.close)
 

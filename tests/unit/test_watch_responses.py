@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mail_imap_mcp.imap.watch import _changes_in, _is_change, _new_exists
+from mail_imap_mcp.imap.watch import _changes_in, _CountWatch, _is_change, _new_exists
 
 
 @pytest.mark.parametrize(
@@ -43,3 +43,11 @@ def test_noop_answers_as_imapclient_parses_them() -> None:
     assert _changes_in([(4, b"EXISTS")], 4) == (False, 4)
     assert _changes_in([(2, b"FETCH", (b"FLAGS", (b"\\Seen",)))], 4) == (True, 4)
     assert _changes_in([], 4) == (False, 4)
+
+
+def test_the_one_mailbox_watch_names_its_mailbox_for_a_change_only() -> None:
+    watch = _CountWatch("INBOX", 4)
+    assert watch(b"* OK Still here") is None
+    assert watch(b"* 5 EXISTS") == "INBOX"
+    assert watch(b"* 5 EXISTS") is None  # said again: nothing new
+    assert watch(b"* 1 FETCH (FLAGS (\\Flagged))") == "INBOX"

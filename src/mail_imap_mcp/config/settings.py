@@ -81,15 +81,17 @@ class ServerSettings(BaseModel):
         description="Most IMAP connections per account that watch subscribed mailboxes (resources/subscribe "
         "of imap://<account>/mailbox/<mailbox>), each of its own, never the one serving tool calls. A "
         "connection watches one mailbox with IDLE (or NOOP polling where the server has no IDLE); past "
-        "this many mailboxes, one connection checks several with STATUS every watch_poll_interval_s.",
+        "this many mailboxes, connections are shared: told of changes by NOTIFY where the server "
+        "offers it, else checking each of their mailboxes with STATUS every watch_poll_interval_s.",
     )
     watch_poll_interval_s: float = Field(
         default=10.0,
         ge=0.2,
         le=3600,
         description="How often a watched mailbox is checked where IDLE cannot be used: the server has no "
-        "IDLE (NOOP on the examined mailbox), or the mailbox shares a connection with others "
-        "(STATUS). A change is reported within this delay there, within a second or two with IDLE.",
+        "IDLE (NOOP on the examined mailbox), or the mailbox shares a connection with others and the "
+        "server has no NOTIFY (STATUS). A change is reported within this delay there, within a second "
+        "or two with IDLE.",
     )
     watch_idle_restart_s: float = Field(
         default=1500.0,

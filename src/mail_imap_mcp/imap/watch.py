@@ -4,9 +4,11 @@ A :class:`WatchHub` runs, per account, at most ``max_connections`` watching conn
 thread of its own and never the connection that serves tool calls. A connection that watches one
 mailbox EXAMINEs it (never SELECT: watching sets no flag) and waits in IDLE (RFC 2177), re-issued every
 ``idle_restart_s``; without IDLE it sends NOOP every ``poll_interval_s`` (so on Courier too, whose
-IDLE looks at the mailbox only once a minute, and which updates a session's view only on NOOP or SELECT). Once an account watches more mailboxes than it has connections, the
-newest share the least busy connection, which then checks each of its mailboxes with STATUS every
-``poll_interval_s`` instead. A connection that drops reconnects with a growing pause, and each of its
+IDLE looks at the mailbox only once a minute, and which updates a session's view only on NOOP or SELECT).
+Once an account watches more mailboxes than it has connections, the newest share the least busy
+connection, which selects none of them: where the server offers NOTIFY (RFC 5465) it asks to be told
+of their changes as STATUS responses and waits in IDLE, else it checks each with STATUS every
+``poll_interval_s``. A connection that drops reconnects with a growing pause, and each of its
 mailboxes is reported changed once it is back (changes may have been missed meanwhile).
 
 A change is reported by calling the watch's listener in the watching thread; listeners must not block.
@@ -147,37 +149,38 @@ class _Watcher:
         exists = int(count) if count is not None else None
         self._back([mailbox])
         if "IDLE" in self.connection.capabilities and not _idle_is_lazy(client):
-            self._idle(client, mailbox, version, exists)
+            self._idle(client, version, _CountWatch(mailbox, exists))
         else:
             self._poll(client, mailbox, version, exists)
 
-    def _idle(self, client: BudgetedIMAPClient, mailbox: str, version: int, exists: int | None) -> None:
+    def _idle(
+        self, client: BudgetedIMAPClient, version: int, changed_by: Callable[[bytes], str | None]
+    ) -> None:
+        """IDLE until the plan changes, reporting the mailbox ``changed_by`` names for a line the server
+        sends; re-issued every ``idle_restart_s``."""
         client.idle()
         self.idling = True
         try:
             started = time.monotonic()
             while self._current(version):
                 if time.monotonic() - started >= self.hub.settings.idle_restart_s:
-                    changed, exists = _changes_in(client.idle_done()[1], exists)
-                    if changed:  # said between the last look and DONE
-                        self._notify([mailbox])
+                    # What came between the last look and DONE counts too.
+                    self._notify_lines(client.end_idle(), changed_by)
                     client.idle()
                     started = time.monotonic()
                 if not client.input_waiting(TICK_S):
                     continue
-                changed = False
-                while True:  # every line that came together, then one report
-                    tokens = client.read_response_line().split()
-                    changed |= _is_change(tokens, exists)
-                    exists = _new_exists(tokens, exists)
-                    if not client.input_waiting(0):
-                        break
-                if changed:
-                    self._notify([mailbox])
+                lines = [client.read_response_line()]
+                while client.input_waiting(0):  # every line that came together, then one report
+                    lines.append(client.read_response_line())
+                self._notify_lines(lines, changed_by)
         finally:
             if not self.stopping.is_set() and not client.unusable:
-                client.idle_done()
+                client.end_idle()
                 self.idling = False
+
+    def _notify_lines(self, lines: list[bytes], changed_by: Callable[[bytes], str | None]) -> None:
+        self._notify(dict.fromkeys(name for name in map(changed_by, lines) if name is not None))
 
     def _poll(self, client: BudgetedIMAPClient, mailbox: str, version: int, exists: int | None) -> None:
         while self._wait(version):
@@ -186,9 +189,19 @@ class _Watcher:
                 self._notify([mailbox])
 
     def _check_many(self, client: BudgetedIMAPClient, mailboxes: list[str], version: int) -> None:
+        capabilities = self.connection.capabilities
+        if "CONDSTORE" in capabilities:
+            client.enable("CONDSTORE")  # HIGHESTMODSEQ in STATUS: flag changes too (a session state only)
+        if "NOTIFY" in capabilities and "IDLE" in capabilities:
+            # One connection hears every change of its mailboxes (RFC 5465): STATUS responses in IDLE.
+            client.notify_set(mailboxes, b"MessageNew MessageExpunge FlagChange")
+            self._back(mailboxes)
+            watched = set(mailboxes)
+            self._idle(client, version, lambda line: _in(client.status_mailbox(line), watched))
+            return
         items = [b"MESSAGES", b"UIDNEXT", b"UIDVALIDITY", b"UNSEEN"]
-        if "CONDSTORE" in self.connection.capabilities:
-            items.append(b"HIGHESTMODSEQ")  # flag changes too, where the server counts them
+        if "CONDSTORE" in capabilities:
+            items.append(b"HIGHESTMODSEQ")
         while True:
             changed = []
             for mailbox in mailboxes:
@@ -241,6 +254,24 @@ def _is_change(tokens: list[bytes], exists: int | None) -> bool:
     if kind == b"EXISTS":
         return exists is None or tokens[1] != str(exists).encode("ascii")
     return kind in _CHANGES
+
+
+class _CountWatch:
+    """Tells, line by line, whether what the server says changes the one examined mailbox."""
+
+    def __init__(self, mailbox: str, exists: int | None) -> None:
+        self.mailbox = mailbox
+        self.exists = exists
+
+    def __call__(self, line: bytes) -> str | None:
+        tokens = line.split()
+        changed = _is_change(tokens, self.exists)
+        self.exists = _new_exists(tokens, self.exists)
+        return self.mailbox if changed else None
+
+
+def _in(mailbox: str | None, watched: set[str]) -> str | None:
+    return mailbox if mailbox in watched else None
 
 
 def _changes_in(responses: list[Any], exists: int | None) -> tuple[bool, int | None]:

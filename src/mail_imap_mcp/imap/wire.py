@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from imapclient import IMAPClient
+from imapclient.imap_utf7 import decode as decode_utf7
 from imapclient.imapclient import _literal, join_message_ids, seq_to_parenstr_upper
 from imapclient.response_parser import parse_response
 
@@ -369,6 +370,43 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
             return True  # reset: the next read reports it
         finally:
             sock.settimeout(self._budget.command_timeout_s)
+
+    def end_idle(self) -> list[bytes]:
+        """DONE: the lines the server sent before IDLE's tagged answer (imapclient's ``idle_done``
+        parses them; watching reads them as they came, like the lines read during IDLE)."""
+        tag: bytes = self._idle_tag
+        self._imap.send(b"DONE\r\n")
+        lines = []
+        while not (line := self.read_response_line()).startswith(tag + b" "):
+            lines.append(line)
+        status = line.split(b" ", 2)[1].decode("ascii", "replace").upper()
+        self.check_ok("idle", status, [line])
+        return lines
+
+    def notify_set(self, mailboxes: Sequence[str], events: bytes) -> None:
+        """``NOTIFY SET (mailboxes (...) (events))`` (RFC 5465): the server then reports changes of
+        those mailboxes, when none of them is selected, as untagged STATUS responses."""
+        imaplib.Commands.setdefault("NOTIFY", ("AUTH", "SELECTED"))
+        names = b" ".join(self.mailbox_argument(mailbox) for mailbox in mailboxes)
+        typ, data = self._imap._simple_command(
+            "NOTIFY", "SET", b"(mailboxes (" + names + b") (" + events + b"))"
+        )
+        self.check_ok("notify", typ, data)
+
+    def status_mailbox(self, line: bytes) -> str | None:
+        """The mailbox an untagged ``* STATUS "name" (...)`` line is about (None for another line)."""
+        if not line.upper().startswith(b"* STATUS "):
+            return None
+        try:
+            name = parse_response([line[len(b"* STATUS ") :]])[0]
+        except Exception:
+            return None
+        if isinstance(name, int):
+            name = str(name).encode("ascii")
+        if not isinstance(name, bytes):
+            return None
+        decoded: str = decode_utf7(name) if self.folder_encode else name.decode("utf-8", "replace")
+        return decoded
 
     def read_response_line(self) -> bytes:
         """One line the server sent (an untagged response during IDLE), without its CRLF; a dead
