@@ -338,6 +338,10 @@ async def test_over_streamable_http_changes_reach_the_session_stream(
                 await changes_are_reported(updates, dovecot, user, uri)
                 await mcp.client.unsubscribe_resource(uri)
                 await no_update_after(updates, dovecot, user, uri)
+                await mcp.client.subscribe_resource(uri)
+                await anyio.sleep(0.5)
+            # The session ended without an unsubscribe: its watch ended with it.
+            await wait_for(lambda: server.log().count("watching connection closed") == 2)
         else:
             async with (
                 http_client(server.url, server.token) as mcp,

@@ -118,6 +118,7 @@ class _Watcher:
                 self.connection.discard()
             else:
                 self.connection.close()
+            log.info("account=%s watching connection closed", self.account_id)
 
     def _plan(self) -> tuple[int, list[str]]:
         with self.hub.lock:
