@@ -303,11 +303,18 @@ async def test_over_stdio_both_forms_report_changes_and_unsubscribing_stops_them
     uri = mailbox_uri("default", "INBOX")
     updates = Updates()
     params = stdio_params(tmp_path, dovecot, user)
-    async with Client(params, mode="legacy", message_handler=updates.message_handler) as client:
+    client = Client(params, mode="legacy", message_handler=updates.message_handler)
+    async with client:
         await client.subscribe_resource(uri)
         await changes_are_reported(updates, dovecot, user, uri)
         await client.unsubscribe_resource(uri)
         await no_update_after(updates, dovecot, user, uri)
+        await client.subscribe_resource(uri)
+        await anyio.sleep(0.5)
+        closing = time.monotonic()
+    # stdin closed with a mailbox watched: the process ended at once (the SDK's client would wait
+    # 2 s, then terminate it).
+    assert time.monotonic() - closing < 1.5
     listened = Updates()
     async with (
         Client(params) as client,
