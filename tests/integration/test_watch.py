@@ -25,6 +25,7 @@ from mail_imap_mcp.tools.context import AppContext
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
 from tests.support.clients import AccountFactory, make_config
 from tests.support.courier import Courier
+from tests.support.cyrus import Cyrus
 from tests.support.dovecot import Dovecot
 from tests.support.faultproxy import FaultProxy
 from tests.support.http_server import http_client, http_config, new_token, start_http_server
@@ -66,16 +67,16 @@ def legacy_client(config: Config, app: AppContext, updates: Updates) -> Client:
 async def changes_are_reported(updates: Updates, server: MatrixServer, user: str, uri: str) -> None:
     """Another client appends, flags and expunges in INBOX: each brings an update within 2 s."""
     with server.connect(user) as other:
-        for change in (
-            lambda: append(other, "INBOX", "New mail"),
-            lambda: flag_first(other, "INBOX"),
-            lambda: expunge_first(other, "INBOX"),
+        for name, change in (
+            ("append", lambda: append(other, "INBOX", "New mail")),
+            ("flag", lambda: flag_first(other, "INBOX")),
+            ("expunge", lambda: expunge_first(other, "INBOX")),
         ):
             await anyio.sleep(QUIET_S)  # the previous change's updates are all in
             await anyio.to_thread.run_sync(change)
             started = time.monotonic()
             delay = await updates.first_after(started, uri, timeout=WITHIN_S + 3)
-            assert delay is not None, f"no update after {change}"
+            assert delay is not None, f"no update after the {name}"
             assert delay <= WITHIN_S, delay
 
 
@@ -412,4 +413,36 @@ async def test_a_server_restart_ends_in_a_reconnect_and_one_update(restartable_d
         assert app.watches.reconnects("default") >= 1
         await anyio.sleep(QUIET_S)
         await changes_are_reported(updates, server, user, uri)
+    await anyio.to_thread.run_sync(app.close)
+
+
+@pytest.mark.parametrize("imap_server", ["dovecot", "cyrus"], indirect=True)
+@pytest.mark.parametrize("shared", [False, True], ids=["own", "shared"])
+async def test_a_watched_mailbox_deleted_by_another_client_is_reported_once_and_others_go_on(
+    imap_server: MatrixServer, user: str, account: AccountFactory, shared: bool
+) -> None:
+    """The subscriber is told (it then reads the resource and learns the mailbox is gone); a mailbox
+    sharing the connection is still watched. Cyrus says nothing in IDLE when the examined mailbox is
+    deleted: the next IDLE restart's EXAMINE finds it out (every second here, 25 minutes by default)."""
+    work_name = imap_server.mailbox_name("Work")
+    imap_server.seed(user, work_name, [])
+    restart_s = 1 if isinstance(imap_server, Cyrus) else 1500
+    config = watch_config(
+        account(user), max_watch_connections=1 if shared else 3, watch_idle_restart_s=restart_s
+    )
+    app = AppContext.from_config(config)
+    updates = Updates()
+    inbox, work = mailbox_uri("default", "INBOX"), mailbox_uri("default", work_name)
+    async with legacy_client(config, app, updates) as client:
+        await client.subscribe_resource(work)
+        await client.subscribe_resource(inbox)
+        await anyio.sleep(QUIET_S)
+        await anyio.to_thread.run_sync(imap_server.delete_mailbox, user, work_name)
+        started = time.monotonic()
+        assert await updates.first_after(started, work, timeout=WITHIN_S + 3) is not None
+        await anyio.sleep(3)  # the reconnects go on meanwhile
+        assert len(updates.since(started, work)) == 1
+        with pytest.raises(MCPError):
+            await client.read_resource(work)
+        await changes_are_reported(updates, imap_server, user, inbox)
     await anyio.to_thread.run_sync(app.close)

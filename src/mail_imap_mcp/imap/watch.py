@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.errors import command_refused, says_mailbox_missing
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
 
 log = logging.getLogger("mail_imap_mcp.imap.watch")
@@ -76,10 +77,14 @@ class _Watcher:
     reconnects: int = 0
     #: Failures in a row (the pause before the next reconnect grows with them).
     failures: int = 0
+    #: Whether the subscribers were told that the mailbox is gone (once, until it is back).
+    told_missing: bool = False
     #: Whether the connection is in IDLE (it is then dropped at the end rather than logged out).
     idling: bool = False
     #: The STATUS answers last seen by the shared checks, per mailbox.
-    _statuses: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    _statuses: dict[str, tuple[Any, ...] | None] = field(default_factory=dict)
+    #: The EXAMINE answer last seen (UIDVALIDITY, UIDNEXT, EXISTS, HIGHESTMODSEQ) of the one mailbox.
+    _examined: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     _mode: str = ""
 
     def start(self) -> None:
@@ -98,6 +103,11 @@ class _Watcher:
                 except Exception as exc:
                     if self.stopping.is_set():
                         break
+                    if says_mailbox_missing(exc) and not self.told_missing:
+                        # Deleted (or renamed) by another client: say so once; it is watched again
+                        # if it comes back.
+                        self.told_missing = True
+                        self._notify(self._plan()[1])
                     pause = RECONNECT_BACKOFF_S[min(self.failures, len(RECONNECT_BACKOFF_S) - 1)]
                     self.failures += 1
                     log.warning(
@@ -145,10 +155,18 @@ class _Watcher:
             self._check_many(client, mailboxes, version)
 
     def _watch_one(self, client: BudgetedIMAPClient, mailbox: str, version: int) -> None:
+        if "CONDSTORE" in self.connection.capabilities:
+            client.enable("CONDSTORE")  # HIGHESTMODSEQ in EXAMINE's answer: flag changes show there too
         answer = client.select_folder(mailbox, readonly=True)
         count = answer.get(b"EXISTS")
         exists = int(count) if count is not None else None
+        # Examined again after an IDLE restart: what changed between DONE and this EXAMINE shows here.
+        seen = tuple(answer.get(key) for key in (b"UIDVALIDITY", b"UIDNEXT", b"EXISTS", b"HIGHESTMODSEQ"))
+        before, self._examined = self._examined.get(mailbox), {mailbox: seen}
+        recovered = self.recovering
         self._back([mailbox])
+        if before is not None and before != seen and not recovered:
+            self._notify([mailbox])
         if "IDLE" in self.connection.capabilities and not _idle_is_lazy(client):
             self._idle(client, version, _CountWatch(mailbox, exists))
         else:
@@ -157,18 +175,14 @@ class _Watcher:
     def _idle(
         self, client: BudgetedIMAPClient, version: int, changed_by: Callable[[bytes], str | None]
     ) -> None:
-        """IDLE until the plan changes, reporting the mailbox ``changed_by`` names for a line the server
-        sends; re-issued every ``idle_restart_s``."""
+        """IDLE until the plan changes or ``idle_restart_s`` passed, reporting the mailbox ``changed_by``
+        names for a line the server sends. The caller then starts over: EXAMINE (or NOTIFY SET) and
+        IDLE anew, which also finds out a mailbox deleted meanwhile where IDLE did not tell (Cyrus)."""
         client.idle()
         self.idling = True
         try:
             started = time.monotonic()
-            while self._current(version):
-                if time.monotonic() - started >= self.hub.settings.idle_restart_s:
-                    # What came between the last look and DONE counts too.
-                    self._notify_lines(client.end_idle(), changed_by)
-                    client.idle()
-                    started = time.monotonic()
+            while self._current(version) and time.monotonic() - started < self.hub.settings.idle_restart_s:
                 if not client.input_waiting(TICK_S):
                     continue
                 lines = [client.read_response_line()]
@@ -177,7 +191,8 @@ class _Watcher:
                 self._notify_lines(lines, changed_by)
         finally:
             if not self.stopping.is_set() and not client.unusable:
-                client.end_idle()
+                # What came between the last look and DONE counts too.
+                self._notify_lines(client.end_idle(), changed_by)
                 self.idling = False
 
     def _notify_lines(self, lines: list[bytes], changed_by: Callable[[bytes], str | None]) -> None:
@@ -193,12 +208,11 @@ class _Watcher:
         capabilities = self.connection.capabilities
         if "CONDSTORE" in capabilities:
             client.enable("CONDSTORE")  # HIGHESTMODSEQ in STATUS: flag changes too (a session state only)
-        if "NOTIFY" in capabilities and "IDLE" in capabilities:
+        if "NOTIFY" in capabilities and "IDLE" in capabilities and self._notify_set(client, mailboxes):
             # One connection hears every change of its mailboxes (RFC 5465): STATUS responses in IDLE.
-            client.notify_set(mailboxes, b"MessageNew MessageExpunge FlagChange")
             self._back(mailboxes)
             watched = set(mailboxes)
-            self._idle(client, version, lambda line: _in(client.status_mailbox(line), watched))
+            self._idle(client, version, lambda line: _in(client.notified_mailbox(line), watched))
             return
         items = [b"MESSAGES", b"UIDNEXT", b"UIDVALIDITY", b"UNSEEN"]
         if "CONDSTORE" in capabilities:
@@ -206,10 +220,8 @@ class _Watcher:
         while True:
             changed = []
             for mailbox in mailboxes:
-                status = client.folder_status(mailbox, items)
-                seen = tuple(status.get(item) for item in items)
-                before = self._statuses.get(mailbox)
-                if before is not None and before != seen:
+                seen = self._status(client, mailbox, items)
+                if mailbox in self._statuses and self._statuses[mailbox] != seen:
                     changed.append(mailbox)
                 self._statuses[mailbox] = seen
             recovered = self.recovering
@@ -219,9 +231,33 @@ class _Watcher:
             if not self._wait(version):
                 return
 
+    def _notify_set(self, client: BudgetedIMAPClient, mailboxes: list[str]) -> bool:
+        """NOTIFY SET for ``mailboxes``; False when the server refuses it (a mailbox deleted meanwhile):
+        STATUS checks then, which tell which one is gone."""
+        try:
+            client.notify_set(mailboxes, b"MessageNew MessageExpunge FlagChange MailboxName")
+        except Exception as exc:
+            if command_refused(exc) is None:
+                raise
+            log.info("account=%s NOTIFY refused (%s); checking with STATUS", self.account_id, exc)
+            return False
+        return True
+
+    def _status(self, client: BudgetedIMAPClient, mailbox: str, items: list[bytes]) -> tuple[Any, ...] | None:
+        """The STATUS answer of ``mailbox``; None when refused (deleted meanwhile), so that the others
+        are checked still, and the change is reported once."""
+        try:
+            status = client.folder_status(mailbox, items)
+        except Exception as exc:
+            if command_refused(exc) is None:
+                raise
+            return None
+        return tuple(status.get(item) for item in items)
+
     def _back(self, mailboxes: list[str]) -> None:
         """The connection works (again): after a failure, report its mailboxes once."""
         self.failures = 0
+        self.told_missing = False
         if self.recovering:
             self.recovering = False
             self._notify(mailboxes)

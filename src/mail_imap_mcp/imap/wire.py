@@ -393,12 +393,19 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
         )
         self.check_ok("notify", typ, data)
 
-    def status_mailbox(self, line: bytes) -> str | None:
-        """The mailbox an untagged ``* STATUS "name" (...)`` line is about (None for another line)."""
-        if not line.upper().startswith(b"* STATUS "):
+    def notified_mailbox(self, line: bytes) -> str | None:
+        """The mailbox a NOTIFY report is about: ``* STATUS "name" (...)`` (its messages or flags
+        changed) or ``* LIST (\\NonExistent) "/" "name"`` (deleted or renamed away); None for any
+        other line (Dovecot also lists mailboxes that did not change)."""
+        upper = line.upper()
+        if upper.startswith(b"* STATUS "):
+            position = 0
+        elif upper.startswith(b"* LIST ") and b"\\NONEXISTENT" in upper:
+            position = -1
+        else:
             return None
         try:
-            name = parse_response([line[len(b"* STATUS ") :]])[0]
+            name = parse_response([line.split(b" ", 2)[2]])[position]
         except Exception:
             return None
         if isinstance(name, int):
