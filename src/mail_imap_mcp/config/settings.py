@@ -97,9 +97,10 @@ class ServerSettings(BaseModel):
         default=1500.0,
         ge=1,
         le=1740,
-        description="Re-issue IDLE on a watching connection after this many seconds, before a server's "
-        "inactivity timeout ends it (RFC 2177: at most 29 minutes); a connection that no longer "
-        "answers is found out then at the latest, and replaced.",
+        description="Re-issue IDLE on a watching connection after this many seconds (examining the "
+        "mailbox anew), before a server's inactivity timeout ends it (RFC 2177: at most 29 minutes); "
+        "a connection that no longer answers, or a mailbox deleted where IDLE did not say so, is found "
+        "out then at the latest.",
     )
     summary_cache_entries: int = Field(
         default=2000,
