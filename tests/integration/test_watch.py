@@ -59,6 +59,13 @@ def watch_config(account: dict[str, Any], **server: Any) -> Config:
     return make_config({"default": account}, watch_poll_interval_s=POLL_S, **server)
 
 
+def with_work_mailbox(server: MatrixServer, user: str) -> tuple[str, str, str]:
+    """A second mailbox, Work: its name on ``server``, and the URIs of INBOX and of Work."""
+    work_name = server.mailbox_name("Work")
+    server.seed(user, work_name, [])
+    return work_name, mailbox_uri("default", "INBOX"), mailbox_uri("default", work_name)
+
+
 def legacy_client(config: Config, app: AppContext, updates: Updates) -> Client:
     """An in-process client on the handshake protocol whose resource updates go to ``updates``."""
     return Client(build_server(config, app), mode="legacy", message_handler=updates.message_handler)
@@ -197,16 +204,14 @@ async def test_past_max_watch_connections_mailboxes_share_one_connection(
     """Two mailboxes, one watching connection: Dovecot offers NOTIFY (changes pushed as STATUS
     responses, so the poll interval is set far beyond 2 s there); Cyrus and Courier are checked with
     STATUS every poll interval (Courier has no CONDSTORE: of the flags, only \\Seen shows there)."""
-    work_name = imap_server.mailbox_name("Work")
     imap_server.seed(user, "INBOX", [])
-    imap_server.seed(user, work_name, [])
+    work_name, inbox, work = with_work_mailbox(imap_server, user)
     pushed = isinstance(imap_server, Dovecot)
     config = make_config(
         {"default": account(user)}, max_watch_connections=1, watch_poll_interval_s=30 if pushed else POLL_S
     )
     app = AppContext.from_config(config)
     updates = Updates()
-    inbox, work = mailbox_uri("default", "INBOX"), mailbox_uri("default", work_name)
     async with legacy_client(config, app, updates) as client:
         await client.subscribe_resource(inbox)
         await client.subscribe_resource(work)
@@ -424,15 +429,13 @@ async def test_a_watched_mailbox_deleted_by_another_client_is_reported_once_and_
     """The subscriber is told (it then reads the resource and learns the mailbox is gone); a mailbox
     sharing the connection is still watched. Cyrus says nothing in IDLE when the examined mailbox is
     deleted: the next IDLE restart's EXAMINE finds it out (every second here, 25 minutes by default)."""
-    work_name = imap_server.mailbox_name("Work")
-    imap_server.seed(user, work_name, [])
+    work_name, inbox, work = with_work_mailbox(imap_server, user)
     restart_s = 1 if isinstance(imap_server, Cyrus) else 1500
     config = watch_config(
         account(user), max_watch_connections=1 if shared else 3, watch_idle_restart_s=restart_s
     )
     app = AppContext.from_config(config)
     updates = Updates()
-    inbox, work = mailbox_uri("default", "INBOX"), mailbox_uri("default", work_name)
     async with legacy_client(config, app, updates) as client:
         await client.subscribe_resource(work)
         await client.subscribe_resource(inbox)
