@@ -47,14 +47,6 @@ QUIET_S = 1.5
 SERVER = str(Path(os.sys.executable).parent / "mail-imap-mcp")  # type: ignore[attr-defined]
 
 
-@pytest.fixture(scope="module")
-def dovecot_rev1() -> Iterator[Dovecot]:
-    """A Dovecot that offers nothing beyond IMAP4rev1: no IDLE, so watching polls."""
-    with Dovecot(capabilities="IMAP4rev1", password=SESSION_PASSWORD) as server:
-        os.environ[PASSWORD_ENV] = server.password
-        yield server
-
-
 def watch_config(account: dict[str, Any], **server: Any) -> Config:
     return make_config({"default": account}, watch_poll_interval_s=POLL_S, **server)
 
