@@ -37,33 +37,55 @@ MAILBOXES = {"INBOX": 6, "Sent": 4, "Archive": 5, "Projects": 3, "Trash": 2, "Ju
 SEARCHED = ("INBOX", "Archive", "Projects", "Sent")
 
 BASE = dt.datetime(2024, 3, 1, 9, 0, tzinfo=dt.UTC)
-#: Phase 1 of a mailbox on a page without filter: EXAMINE, the UID window's SEARCH (the total is EXISTS),
-#: the FETCH of the candidates' sort keys (INTERNALDATE).
-_OPEN = ("EXAMINE", "UID SEARCH", "UID FETCH")
-#: Phase 1 in date order where the server sorts: EXAMINE and UID SORT in one round trip, then the FETCH
-#: of the candidates' sort keys (Date header).
+#: Phase 1 of a mailbox in date order where the server sorts: EXAMINE and UID SORT in one round trip, then
+#: the FETCH of the candidates' sort keys (Date header).
 _OPEN_SORTED = ("EXAMINE", "UID SORT", "UID FETCH")
-#: Phase 2 of a mailbox that is not the selected one: EXAMINE and the FETCH of its summaries, pipelined.
-_SUMMARIES = ("EXAMINE", "UID FETCH")
+#: A mailbox in the pipelined arrival-order plan (imap/across.py), every mailbox in the same round trip:
+#: without a filter EXAMINE and ``UID FETCH lo:* (INTERNALDATE)`` (the window's UIDs and merge keys at
+#: once); with one, EXAMINE, ``UID SEARCH RETURN (COUNT)`` (a first page, ESEARCH) and the window's
+#: ``UID SEARCH``, then in a second round trip EXAMINE and the candidates' INTERNALDATE.
+_WINDOW = ("EXAMINE", "UID FETCH")
+_FILTERED_FIRST = ("EXAMINE", "UID SEARCH", "UID SEARCH")
+_KEYS = ("EXAMINE", "UID FETCH")
 
 
-def _plan(opened: int, summarised: int, *, listed: bool = False, by_date: bool = False) -> Plan:
-    """``opened`` mailboxes read in phase 1, then the summaries of ``summarised`` mailboxes: the one
-    left selected by phase 1 first (one FETCH), then each other one (one round trip each)."""
-    per_mailbox = (_OPEN_SORTED, 2) if by_date else (_OPEN, 3)
-    commands = ("LIST",) * listed + per_mailbox[0] * opened + ("UID FETCH",) + _SUMMARIES * (summarised - 1)
-    return Plan(commands, listed + per_mailbox[1] * opened + summarised)
+def _summaries(mailboxes: int) -> tuple[str, ...]:
+    """Phase 2, one round trip: the summaries of the mailbox left selected (one FETCH), then each other
+    one's EXAMINE and FETCH."""
+    return ("UID FETCH",) + ("EXAMINE", "UID FETCH") * (mailboxes - 1)
 
 
-# Before EXAMINE was pipelined (commit 0e12dbd): 20, 19, 9, 3, 20 and 3 round trips.
+def _pipelined(
+    opened: int, summarised: int, *, head: tuple[str, ...] = (), filtered: bool = False, waits: int
+) -> Plan:
+    """``head`` (LIST, or one STATUS per mailbox), then ``opened`` mailboxes read at once, their
+    candidates' keys when ``filtered``, then the summaries of ``summarised`` mailboxes at once."""
+    if filtered:
+        commands = head + _FILTERED_FIRST * opened + _KEYS * opened + _summaries(summarised)
+    else:
+        commands = head + _WINDOW * opened + _summaries(summarised)
+    return Plan(commands, waits)
+
+
+def _plan(opened: int, summarised: int, *, listed: bool = False) -> Plan:
+    """Date order: ``opened`` mailboxes read one after the other (phase 1), then the summaries at once."""
+    commands = ("LIST",) * listed + _OPEN_SORTED * opened + _summaries(summarised)
+    return Plan(commands, listed + 2 * opened + 1)
+
+
+# Before EXAMINE was pipelined (commit 0e12dbd): 20, 19, 9, 3, 20 and 3 round trips; before every
+# mailbox was read in the same round trip (issue 22): 17, 16, 8, 3, 13, 2 and 5.
 PLANS: dict[str, Plan] = {
-    # LIST-STATUS (Trash, Junk skipped; Empty not opened: it holds nothing), then the four mailboxes.
-    "every mailbox, first page": _plan(4, 4, listed=True),  # 17 round trips
-    "every mailbox, next page": _plan(4, 4),  # 16
-    "two mailboxes": _plan(2, 2),  # 8
+    # LIST-STATUS (Trash, Junk skipped; Empty not opened: it holds nothing), then the four mailboxes at
+    # once, then their summaries at once: 3 round trips, whatever the number of mailboxes.
+    "every mailbox, first page": _pipelined(4, 4, head=("LIST",), waits=3),
+    "every mailbox, filtered first page": _pipelined(4, 4, head=("LIST",), filtered=True, waits=4),
+    "every mailbox, next page": _pipelined(4, 4, waits=2),
+    # Names no LIST showed: their STATUS, all in one round trip, sizes the windows.
+    "two mailboxes": _pipelined(2, 2, head=("STATUS", "STATUS"), waits=3),
     # A name no LIST showed: EXAMINE first (SORT behind an EXAMINE that fails would be answered BAD).
     "one mailbox by date": Plan(("EXAMINE", "UID SORT", "UID FETCH"), 3),
-    "every mailbox by date": _plan(4, 4, listed=True, by_date=True),  # 13
+    "every mailbox by date": _plan(4, 4, listed=True),  # 10
     # Its cursor says the mailbox exists: EXAMINE and the server-side SORT (UIDs only) in one round
     # trip, then the FETCH of the summaries.
     "one mailbox by date, next page": Plan(("EXAMINE", "UID SORT", "UID FETCH"), 2),
@@ -116,6 +138,9 @@ async def test_searches_across_mailboxes_send_their_plans(dovecot: Dovecot) -> N
             second, observed["every mailbox, next page"] = await r.call(
                 "imap_search_messages", {**everywhere, "cursor": first["next_cursor"]}
             )
+            filtered, observed["every mailbox, filtered first page"] = await r.call(
+                "imap_search_messages", {**everywhere, "subject": "note 1"}
+            )
             two, observed["two mailboxes"] = await r.call(
                 "imap_search_messages", {"mailboxes": ["Sent", "Archive"], "limit": 5, "snippet_chars": 0}
             )
@@ -146,6 +171,8 @@ async def test_searches_across_mailboxes_send_their_plans(dovecot: Dovecot) -> N
     assert subjects_of(first) + subjects_of(second) == expected[:16]
     assert first["total"] == len(expected) and not first.get("issues")
     assert subjects_of(two) == newest_first(subjects, ("Sent", "Archive"))[:5]
+    assert subjects_of(filtered) == [s for s in expected if s.endswith(" note 1")]
+    assert filtered["total"] == len(SEARCHED)
     assert subjects_of(by_date) == expected[:8]
     assert subjects_of(dated) + subjects_of(dated_next) == subjects["Archive"][::-1]
     assert observed == PLANS

@@ -185,7 +185,7 @@ class ImapSession:
                 raise UidValidityChanged(uidvalidity, state.uidvalidity)
             return
         client = self.client  # answers anything still pending first: one EXAMINE in flight at most
-        self._forget_selection()
+        self.forget_selection()
         tag = client.send_examine(mailbox)  # the next command is sent before EXAMINE is answered
         self._pending = _Examination(tag, mailbox, uidvalidity)
 
@@ -204,7 +204,7 @@ class ImapSession:
         except IMAPClientError as exc:
             if is_connection_broken(exc):
                 raise
-            self._forget_selection()
+            self.forget_selection()
             raise MailboxMissing(mailbox, "EXAMINE" if readonly else "SELECT", server_said(exc)) from None
         state = self._selected(mailbox, response, readonly=readonly)
         # SELECT/EXAMINE answered everything the server had queued for the old view.
@@ -281,7 +281,7 @@ class ImapSession:
             or uidvalidity is None
             or int(uidvalidity.group(1)) != pending.state.uidvalidity
         ):
-            self._forget_selection()
+            self.forget_selection()
             raise SelectionStale()
         uidnext = re.search(rb"UIDNEXT (\d+)", answer)
         if uidnext is not None:
@@ -310,9 +310,13 @@ class ImapSession:
         if pending.uidvalidity is not None and state.uidvalidity != pending.uidvalidity:
             raise UidValidityChanged(pending.uidvalidity, state.uidvalidity)
 
-    def _forget_selection(self) -> None:
+    def forget_selection(self) -> None:
         self._owner.selected = None
         self._examined = None
+
+    def adopt_examined(self, mailbox: str, answer: dict[bytes, Any]) -> MailboxState:
+        """Make ``mailbox`` the selection a pipelined EXAMINE's parsed ``answer`` describes (:mod:`.pipeline`)."""
+        return self._selected(mailbox, answer, readonly=True)
 
     @property
     def selected_mailbox(self) -> str | None:
@@ -320,11 +324,9 @@ class ImapSession:
         return None if self._owner.selected is None else self._owner.selected.name
 
     def deselect(self) -> None:
-        """Leave the selected mailbox, so STATUS of it is answered from the mailbox, not a stale view.
-
+        """Leave the selected mailbox, so STATUS of it is answered from the mailbox, not a stale view:
         UNSELECT where advertised, else CLOSE, which expunges nothing after EXAMINE (RFC 3501 6.4.2), so
-        a read-write selection is first EXAMINEd.
-        """
+        a read-write selection is first EXAMINEd."""
         state = self._owner.selected
         if state is None:
             return
@@ -334,14 +336,12 @@ class ImapSession:
             if not state.readonly:  # CLOSE of a read-write selection would expunge
                 self.client.select_folder(state.name, readonly=True)
             self.client.close_folder()
-        self._forget_selection()
+        self.forget_selection()
 
     def reopen(self, mailbox: str) -> MailboxState:
-        """Replace a connection the server closed mid-call with a fresh one, and re-select ``mailbox``.
-
-        Lets a multi-item operation skip an item that makes the server drop the connection
-        (Dovecot disconnects when it cannot read a stored message) and carry on with the rest.
-        """
+        """Replace a connection the server closed mid-call with a fresh one, and re-select ``mailbox``:
+        a multi-item operation skips an item that makes the server drop the connection (Dovecot
+        disconnects when it cannot read a stored message) and carries on with the rest."""
         self._owner.discard()
         self._pending = None
         self._client = self._owner.connect()
@@ -515,7 +515,7 @@ class ImapSession:
             state = self._owner.selected
             if state is None or not says_mailbox_missing(exc):
                 raise
-            self._forget_selection()
+            self.forget_selection()
             raise MailboxGone(self._owner.account_id, state.name) from None
         self.settle(pipelined=True)
 

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from imapclient import IMAPClient
 from imapclient.imapclient import _literal, join_message_ids, seq_to_parenstr_upper
-from imapclient.response_parser import parse_response
+from imapclient.response_parser import parse_fetch_response, parse_response
 
 from mail_imap_mcp.imap.errors import ConnectPhase, ConnectProgress, ImplicitTlsPort
 
@@ -397,6 +397,11 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
         default the command's name)."""
         data: list[Any] = self._raw_command_untagged(command, list(args), response_name=response_name)
         return data
+
+    def parse_fetch(self, data: list[Any]) -> dict[int, dict[bytes, Any]]:
+        """The untagged FETCH responses ``data`` of a ``UID FETCH`` by UID, parsed as imapclient does."""
+        parsed: dict[int, dict[bytes, Any]] = parse_fetch_response(data, self.normalise_times, True)
+        return parsed
 
     def list_with_status(self, items: bytes) -> tuple[list[tuple[Any, Any, Any]], list[Any]]:
         """``LIST "" "*" RETURN (STATUS items)`` (LIST-EXTENDED, LIST-STATUS): imapclient's folder list
