@@ -223,6 +223,10 @@ class Settings:
     work_dir: Path
     quick: bool
     network_rtts: list[int] = field(default_factory=list)
+    #: The folders axis (benchmark/folders.py): folder counts and RTTs; ``folders_only``: nothing else.
+    folders: list[int] = field(default_factory=list)
+    folder_rtts: list[int] = field(default_factory=list)
+    folders_only: bool = False
 
 
 @dataclass

@@ -12,6 +12,7 @@ The answers are checked against the messages seeded, so a cheaper plan cannot be
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
 import time
 from typing import Any
@@ -28,7 +29,7 @@ from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.faultproxy import FaultProxy
 from tests.support.matrix import MatrixServer, on_matrix
-from tests.support.round_trips import Plan, plain_settings, recording, rig
+from tests.support.round_trips import Plan, logged_cost, plain_settings, recording, rig
 
 pytestmark = pytest.mark.anyio
 
@@ -327,3 +328,39 @@ async def test_a_reset_under_a_pipelined_examine_and_fetch_gives_the_page_on_a_n
             assert envelope["data"]["messages"] == clean["messages"]
             assert app.connection("default").logins == 2
             assert re.search(rb'EXAMINE "New"\r\n\w+ UID FETCH [^\r]*RFC822\.SIZE', proxy.sent())
+
+
+@on_matrix()
+async def test_a_mailbox_failing_in_the_pipelined_batch_is_one_issue_and_the_plan_keeps_its_round_trips(
+    imap_server: MatrixServer, user: str, mcp: EnvelopeClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every mailbox's commands go out together (imap/across.py): a mailbox missing in the middle of the
+    list, then one deleted and one recreated between pages, each become one issue of a partial page
+    while the others answer as before, on the same connection and in the same round trips: a first page
+    is 3 (STATUS of every name, the windows of all, the summaries of all), a next page 2."""
+    placed = seed_dated(imap_server, user, {"INBOX": 5, "Archive": 5, "Projects": 5})
+    archive, projects = imap_server.mailbox_name("Archive"), imap_server.mailbox_name("Projects")
+    missing = imap_server.mailbox_name("Missing")
+    arguments = {"fields": "full", "mailboxes": ["INBOX", missing, archive, projects], "limit": 6}
+    newest = sorted((s for names in placed.values() for s in names), key=_serial, reverse=True)
+    await mcp.ok("imap_list_mailboxes", {})  # logged in before the pages are measured
+    caplog.set_level(logging.DEBUG, logger="mail_imap_mcp.imap")
+
+    caplog.clear()
+    first = await mcp.ok(TOOL, arguments)
+    assert logged_cost(caplog)[1] == 3
+    assert subjects_of(first) == newest[:6]
+    assert first["total"] == 15 and first["status"] == "partial"
+    assert [(i["code"], i["stage"]) for i in first["issues"]] == [("not_found", "search")]
+    assert missing in first["issues"][0]["message"]
+
+    delete(imap_server, user, archive)
+    recreate(imap_server, user, projects, ["Projects-recreated"])
+    caplog.clear()
+    second = await mcp.ok(TOOL, {**arguments, "cursor": first["next_cursor"]})
+    assert logged_cost(caplog)[1] == 2
+    assert second["status"] == "partial"
+    found = sorted((i["code"], archive in i["message"]) for i in second["issues"])
+    assert found == [("conflict", False), ("not_found", True)]
+    assert projects in next(i["message"] for i in second["issues"] if i["code"] == "conflict")
+    assert subjects_of(second) == [s for s in newest[6:] if s.startswith("INBOX")]

@@ -20,8 +20,9 @@ from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.tools import search_messages
 from mail_imap_mcp.tools._shared.failures import as_tool_failure
+from mail_imap_mcp.tools._shared.search_page import SearchMessagesData
 from mail_imap_mcp.tools.context import AppContext
-from tests.support.fake_imap import LOGIN_OK, ScriptedServer, answer, ok
+from tests.support.fake_imap import LOGIN_OK, ScriptedServer, Step, answer, ok
 
 UIDVALIDITY = 1700000000
 HEADERS = (
@@ -231,3 +232,77 @@ def test_a_connection_the_server_closed_while_idle_is_replaced_before_the_call()
         assert server.commands() == ["LOGIN", "EXAMINE", "LOGIN", "EXAMINE"]
     finally:
         account.close()
+
+
+#: LOGIN's answer on a server with neither ESEARCH nor LIST-STATUS (Courier, the IMAP4rev1-only Dovecot).
+LOGIN_OK_REV1 = b"{tag} OK [CAPABILITY IMAP4rev1 UIDPLUS NAMESPACE] Logged in"
+
+
+def examine_of(uidvalidity: int) -> list[bytes]:
+    return [
+        b"* 1 EXISTS",
+        b"* OK [UIDVALIDITY %d] UIDs valid" % uidvalidity,
+        b"* OK [UIDNEXT 2] Predicted next UID",
+        b"{tag} OK [READ-ONLY] Examine completed",
+    ]
+
+
+def internaldate(day: int) -> Step:
+    return ok("UID FETCH", b'* 1 FETCH (UID 1 INTERNALDATE "0%d-Jan-2026 10:00:00 +0000")' % day)
+
+
+def test_several_mailboxes_are_read_in_the_same_round_trips_and_one_that_fails_mid_batch_is_one_issue() -> (
+    None
+):
+    """A filtered search of three mailboxes without ESEARCH or LIST-STATUS (issue 22): their STATUS
+    together, then EXAMINE and the whole-mailbox SEARCH of each together (its matches are the total),
+    the candidates' INTERNALDATE together, the summaries together. Archive's EXAMINE is refused: the
+    SEARCH behind it is answered BAD (no mailbox selected) and dropped, Archive becomes one not_found
+    issue, and the two others give the page, newest first, in the same four round trips."""
+    server = ScriptedServer()
+    app = app_on(server)
+    server.expect(
+        answer("LOGIN", LOGIN_OK_REV1),
+        ok("STATUS", b"* STATUS INBOX (MESSAGES 1 UIDNEXT 2)"),
+        answer("STATUS", b"{tag} NO Mailbox doesn't exist: Archive"),
+        ok("STATUS", b"* STATUS Projects (MESSAGES 1 UIDNEXT 2)"),
+        answer("EXAMINE", *examine_of(11)),
+        ok("UID SEARCH", b"* SEARCH 1"),
+        answer("EXAMINE", b"{tag} NO Mailbox doesn't exist: Archive"),
+        answer("UID SEARCH", b"{tag} BAD No mailbox selected"),
+        answer("EXAMINE", *examine_of(33)),
+        ok("UID SEARCH", b"* SEARCH 1"),
+        answer("EXAMINE", *examine_of(11)),
+        internaldate(1),
+        answer("EXAMINE", *examine_of(33)),
+        internaldate(2),
+        answer("UID FETCH", *summary_fetch(1, 1)),  # Projects, left selected: no EXAMINE
+        answer("EXAMINE", *examine_of(11)),
+        answer("UID FETCH", *summary_fetch(1, 1)),
+    )
+    try:
+        arguments = {"mailboxes": ["INBOX", "Archive", "Projects"], "subject": "invoice", "fields": "full"}
+        result = search_messages.handle(app, search_messages.SearchMessagesInput.model_validate(arguments))
+        data = result.data
+        assert isinstance(data, SearchMessagesData)
+        assert [m.message_id.split(":")[2] for m in data.messages] == ["Projects", "INBOX"]
+        assert data.total == 2 and data.status == "partial"
+        assert [(i.code, i.stage) for i in data.issues] == [("not_found", "search")]
+        assert "'Archive'" in data.issues[0].message
+        commands = server.commands()
+        assert commands[:4] == ["LOGIN", "STATUS", "STATUS", "STATUS"]
+        assert commands[4:10] == ["EXAMINE", "UID SEARCH"] * 3
+        assert commands[10:] == [
+            "EXAMINE",
+            "UID FETCH",
+            "EXAMINE",
+            "UID FETCH",
+            "UID FETCH",
+            "EXAMINE",
+            "UID FETCH",
+        ]
+        # TCP connect, greeting and LOGIN (3), then STATUS, the searches, the keys, the summaries.
+        assert app.connection("default").round_trips == 3 + 4
+        assert server.connections == 1 and not server.script
+    finally:
+        app.close()
