@@ -69,7 +69,7 @@ def write_folders(
     print(section)
     markdown = settings.out_dir / "benchmarks.md"
     if markdown.exists():
-        folders_axis.update_folders_markdown(markdown, section, "## Targets\n")
+        folders_axis.update_folders_markdown(markdown, section, "\n## Targets\n")
     say(f"folders axis done in {elapsed:.0f} s; wrote {path.name} and its section of benchmarks.md")
 
 

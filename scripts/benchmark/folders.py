@@ -205,4 +205,4 @@ def update_folders_markdown(path: Path, section: str, anchor: str) -> None:
         path.write_text(head + section + tail)
         return
     head, found, tail = text.partition(anchor)
-    path.write_text(head + section + "\n\n" + found + tail if found else text + "\n" + section + "\n")
+    path.write_text(head + "\n" + section + "\n" + found + tail if found else text + "\n" + section + "\n")

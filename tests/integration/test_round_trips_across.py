@@ -43,10 +43,10 @@ BASE = dt.datetime(2024, 3, 1, 9, 0, tzinfo=dt.UTC)
 _OPEN_SORTED = ("EXAMINE", "UID SORT", "UID FETCH")
 #: A mailbox in the pipelined arrival-order plan (imap/across.py), every mailbox in the same round trip:
 #: without a filter EXAMINE and ``UID FETCH lo:* (INTERNALDATE)`` (the window's UIDs and merge keys at
-#: once); with one, EXAMINE, ``UID SEARCH RETURN (COUNT)`` (a first page, ESEARCH) and the window's
-#: ``UID SEARCH``, then in a second round trip EXAMINE and the candidates' INTERNALDATE.
+#: once); with one, EXAMINE and one ``UID SEARCH`` (a first window that spans the whole mailbox: its
+#: matches are the total, no COUNT), then in a second round trip EXAMINE and the candidates' INTERNALDATE.
 _WINDOW = ("EXAMINE", "UID FETCH")
-_FILTERED_FIRST = ("EXAMINE", "UID SEARCH", "UID SEARCH")
+_FILTERED_FIRST = ("EXAMINE", "UID SEARCH")
 _KEYS = ("EXAMINE", "UID FETCH")
 
 
