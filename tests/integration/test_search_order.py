@@ -500,8 +500,10 @@ async def test_empty_mailboxes_are_not_opened_where_list_status_counts_them(dove
 async def test_a_mailbox_whose_next_message_cannot_make_the_page_is_not_opened(
     dovecot: Dovecot, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Archive holds only old mail: while INBOX's newer mail fills the pages, Archive is not even opened
-    (the cursor keeps the key of its next message); then it follows, and every message comes once."""
+    """Archive holds only old mail: while INBOX's newer mail fills the pages, Archive takes no part in
+    them (the cursor keeps the key of its next message: read in the same round trip as INBOX, it is
+    dropped by the merge, as the one-at-a-time plan left it unopened); then it follows, and every
+    message comes once."""
     user = dovecot.new_user()
     recent = [dated_plain(f"new-{i}", BASE + dt.timedelta(days=100 + i)) for i in range(12)]
     old = [dated_plain(f"old-{i}", BASE + dt.timedelta(days=i)) for i in range(7)]

@@ -11,6 +11,9 @@ from imapclient.response_parser import parse_fetch_response
 
 from mail_imap_mcp.imap.across import epoch, internal_keys
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.sort import StreamCursor, StreamState
+from mail_imap_mcp.tools.search_across import MAX_MAILBOXES
+from mail_imap_mcp.tools.search_messages import SearchMessagesInput
 
 
 def session() -> ImapSession:
@@ -50,3 +53,16 @@ def test_other_lines_go_through_imapclient_and_a_flags_update_gives_no_key() -> 
     # imapclient keeps an unreadable date as None: the message has no key, as before (merged as oldest).
     assert internal_keys(session(), lines) == {7: 1735725600, 10: 1735812000, 11: None}
     assert internal_keys(session(), lines) == imapclient_keys(lines)
+
+
+def test_the_cursor_of_a_search_of_a_hundred_mailboxes_is_accepted() -> None:
+    """Regression: the next page of a search over 100 mailboxes (the most "*" covers) was refused as
+    invalid_input, its cursor longer than the 4,096 characters the argument allowed."""
+    streams = [
+        StreamState(f"INBOX.Archive.{2000 + i}", 1795440829 + i, 30 + i, [20 + i], None, 0, 0, 1735950660 + i)
+        for i in range(MAX_MAILBOXES)
+    ]
+    cursor = StreamCursor("default", "b05faab905b19f67", "arrival", 3000, 20, streams).encode()
+    assert len(cursor) > 4096
+    arguments = SearchMessagesInput.model_validate({"mailbox": "*", "cursor": cursor})
+    assert StreamCursor.decode(arguments.cursor or "").streams == streams

@@ -37,8 +37,11 @@ from mail_imap_mcp.tools._shared.search_page import (
 from mail_imap_mcp.tools.context import AppContext
 
 ALL_MAILBOXES = "*"
-#: A search of every mailbox covers at most this many (each costs a few round trips per page).
+#: A search of every mailbox covers at most this many (all read in the same few round trips).
 MAX_MAILBOXES = 100
+#: The longest cursor accepted: one of :data:`MAX_MAILBOXES` mailboxes keeps a row per mailbox (its name,
+#: UIDVALIDITY, snapshot, position), about 50-60 characters each with names like ``INBOX.Archive.2024``.
+MAX_CURSOR_CHARS = 32768
 
 
 class OrderedSearchArgs(Protocol):
