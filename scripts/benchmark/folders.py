@@ -22,6 +22,7 @@ from tests.support.dovecot import Dovecot
 
 from benchmark.common import PAGE_LIMIT, Series, say
 from benchmark.network import Link, ours_running
+from benchmark.report import replace_between
 
 FOLDER_COUNTS = (10, 40, 150)
 FOLDER_RTTS_MS = (0, 20, 50)
@@ -166,6 +167,13 @@ def folders_section(result: FoldersResult, machine: dict[str, Any]) -> str:
                 op = result.ops.get((key, count, rtt))
                 cells.append("" if op is None else f"{op.ours.median:.0f} ({op.trips})")
             lines.append(f"| {OPS[key][0]} | {count} | " + " | ".join(cells) + " |")
+    single = [result.ops.get((key, counts[0], 0)) for key in ("one_filtered", "one_newest")]
+    if all(op is not None for op in single):
+        lines.append(
+            "\nThe same searches of INBOX alone on loopback (the ratios' base): "
+            + ", ".join(f"{OPS[op.key][0]} {op.ours.median:.1f} ms ({op.trips})" for op in single if op)
+            + "."
+        )
     lines += ["", *_targets(result, counts), MARKER_END]
     return "\n".join(lines)
 
@@ -199,10 +207,9 @@ def _row(label: str, median_ms: float, limit_ms: float) -> str:
 def update_folders_markdown(path: Path, section: str, anchor: str) -> None:
     """Replace the folders section between its markers, or insert it before ``anchor``."""
     text = path.read_text()
-    if MARKER_BEGIN in text and MARKER_END in text:
-        head, rest = text.split(MARKER_BEGIN, 1)
-        _, tail = rest.split(MARKER_END, 1)
-        path.write_text(head + section + tail)
+    replaced = replace_between(text, MARKER_BEGIN, MARKER_END, section)
+    if replaced is not None:
+        path.write_text(replaced)
         return
     head, found, tail = text.partition(anchor)
     path.write_text(head + "\n" + section + "\n" + found + tail if found else text + "\n" + section + "\n")

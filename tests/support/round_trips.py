@@ -35,6 +35,8 @@ class Rig:
     client: EnvelopeClient
     app: AppContext
     recorder: ImapRecorder | None
+    #: The bytes the last :meth:`call` sent (empty without a recorder).
+    last_sent: bytes = b""
 
     @property
     def connection(self) -> Any:
@@ -48,6 +50,7 @@ class Rig:
         data = await self.client.ok(tool, arguments)
         trips = self.connection.round_trips - before
         sent = b"".join(out for out, _ in self.recorder.take()) if self.recorder is not None else b""
+        self.last_sent = sent
         return data, Plan(tuple(command.verb for command in parse_commands(sent)), trips)
 
 
