@@ -4,11 +4,12 @@
 round trip sends, for each mailbox, ``EXAMINE`` and its first UID window's search, and a second one
 (only for a filter) the INTERNALDATE of each mailbox's candidates, the merge key. Without a filter the
 window is read by ``UID FETCH lo:* (INTERNALDATE)``, which gives the UIDs and their keys at once. On a
-first page the window is sized from what LIST-STATUS or STATUS said of the mailbox (UIDNEXT, MESSAGES)
-and the total rides along: ``UID SEARCH RETURN (COUNT)`` where ESEARCH is offered, else one plain
-``UID SEARCH`` of the whole mailbox, whose matches are both the total and the candidates (what the
-one-mailbox plan reads without ESEARCH too). A mailbox whose window held too few matches is read again
-in a wider window below it, every such mailbox in the same round trip.
+first page the window is sized from what LIST-STATUS or STATUS said of the mailbox (UIDNEXT, MESSAGES);
+a filtered first page reads every match in one scan, whose number is the total: one ``UID SEARCH`` of
+a mailbox the first window spans, else ``UID SEARCH RETURN (COUNT ALL)`` where ESEARCH is offered (a
+compact UID set) or one plain ``UID SEARCH`` (what the one-mailbox plan reads too). On a later page a
+mailbox whose window held too few matches is read again in a wider window below it, every such mailbox
+in the same round trip.
 
 The answers are those of :meth:`mail_imap_mcp.imap.sort.StreamSearch.open` mailbox by mailbox: the same
 windows' rules, the same snapshot (``upper``), the same totals; a mailbox that fails is one failure in
@@ -29,7 +30,7 @@ from mail_imap_mcp.imap.errors import MailboxGone, MailboxMissing, UidValidityCh
 from mail_imap_mcp.imap.fetch import SummaryBatch, SummaryRequests, fetch_summaries, summary_requests
 from mail_imap_mcp.imap.mailboxes import MailboxCounts
 from mail_imap_mcp.imap.pipeline import Command, MailboxRead, MailboxReply, read_each
-from mail_imap_mcp.imap.search import WINDOW_GROWTH, _first_window
+from mail_imap_mcp.imap.search import WINDOW_GROWTH, _first_window, newest_of
 from mail_imap_mcp.imap.session import ImapSession, MailboxState
 from mail_imap_mcp.imap.uidplus import format_uid_set
 
@@ -129,8 +130,10 @@ class _Stream:
     total: int = 0
     failure: Exception | None = None
     done: bool = False
-    #: The first page's search reads the whole mailbox (no ESEARCH): its matches are the total.
+    #: A filtered first page's one scan of the whole mailbox: its matches are the total.
     whole: bool = False
+    #: ... by ``RETURN (COUNT ALL)`` (ESEARCH, a mailbox larger than its first window).
+    counted_all: bool = False
 
 
 def newest_in_each(
@@ -143,16 +146,14 @@ def newest_in_each(
     """For each of ``starts``, in order, up to about ``wanted`` newest matches of ``criteria`` (no
     CHARSET text: the commands go out pipelined), with their INTERNALDATE keys; or what failed there."""
     tokens = wire.search_args(criteria, None)
-    counted = "ESEARCH" in session.capabilities
+    esearch = "ESEARCH" in session.capabilities
     streams = [_begin(start, wanted, bool(criteria)) for start in starts]
     reads = []
     for stream in streams:
-        # A first window that spans the whole mailbox (most do: 2,000 UIDs) finds every match, so their
-        # number is the total: one scan, no COUNT; so does one SEARCH of it all where ESEARCH is missing.
-        stream.whole = stream.start.first and bool(criteria) and (not counted or stream.lo <= 1)
+        # A filtered first page: one scan for the total and the matches (see the module's docstring).
+        stream.whole = stream.start.first and bool(criteria)
+        stream.counted_all = stream.whole and esearch and stream.lo > 1
         commands = [] if stream.hi is not None and stream.hi < 1 else [_window(stream, tokens)]
-        if stream.start.first and criteria and not stream.whole:
-            commands.insert(0, Command.search(tokens, count=True))
         reads.append(MailboxRead(stream.start.mailbox, commands, stream.start.uidvalidity or None))
     for stream, reply in zip(streams, read_each(session, account_id, reads), strict=True):
         _take_first(stream, reply, session, criteria, wanted)
@@ -184,7 +185,7 @@ def _begin(start: StreamStart, wanted: int, filtered: bool) -> _Stream:
 def _window(stream: _Stream, tokens: list[bytes]) -> Command:
     """The command reading the stream's window: the search, or without a filter the keys of its UIDs."""
     if stream.whole:
-        return Command.search(tokens)
+        return Command.search(tokens, counted=stream.counted_all)
     uid_set = f"{stream.lo}:{stream.hi if stream.hi is not None else '*'}"
     if not tokens:
         return Command.fetch(uid_set, _KEY_ITEMS)
@@ -219,12 +220,15 @@ def _take_first(
         if stream.state.exists == 0:  # nothing to search: the snapshot ends at UIDNEXT
             stream.upper, stream.done = max(stream.state.uidnext - 1, 0), True
             return
-        if criteria and not stream.whole:
-            stream.total, answers = wire.search_count(answers[0]), answers[1:]
-        elif not criteria:
+        if not criteria:
             stream.total = stream.state.exists
     if not answers:  # nothing below the cursor's anchor
         stream.done = True
+        return
+    if stream.counted_all:  # every match as runs: the newest taken, never the whole set expanded
+        stream.total, stream.done = wire.search_count(answers[0]), True
+        stream.uids = newest_of(wire.search_all_runs(answers[0]), wanted + 1)
+        stream.upper = max([max(stream.state.uidnext - 1, 1), *stream.uids[:1]])
         return
     if stream.whole:
         stream.lo = 1

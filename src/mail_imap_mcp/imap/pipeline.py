@@ -35,10 +35,11 @@ class Command:
     answered_by: str
 
     @classmethod
-    def search(cls, tokens: Sequence[bytes], *, count: bool = False) -> Command:
-        """``UID SEARCH`` of ``tokens``; with ``count``, ``RETURN (COUNT)`` (ESEARCH, RFC 4731)."""
-        if count:
-            return cls((b"SEARCH", b"RETURN", b"(COUNT)", *tokens), "ESEARCH")
+    def search(cls, tokens: Sequence[bytes], *, counted: bool = False) -> Command:
+        """``UID SEARCH`` of ``tokens``; ``counted``: ``RETURN (COUNT ALL)`` (ESEARCH, RFC 4731), the
+        number of matches and all of them as a compact UID set."""
+        if counted:
+            return cls((b"SEARCH", b"RETURN", b"(COUNT ALL)", *tokens), "ESEARCH")
         return cls((b"SEARCH", *tokens), "SEARCH")
 
     @classmethod

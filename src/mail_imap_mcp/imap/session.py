@@ -373,39 +373,18 @@ class ImapSession:
             data = self._client.uid_command_untagged(b"SEARCH", args, response_name="ESEARCH")
         return wire.search_count(data)
 
-    def uid_search_count_and(
-        self, criteria: list[bytes | str | int], window: list[bytes | str | int]
-    ) -> tuple[int, list[int]]:
-        """The total of ``criteria`` (``RETURN (COUNT)``) and the UIDs matching ``window`` + ``criteria``,
-        both commands sent at once (with a pending revalidation: one round trip for all four).
-
-        Only for criteria without literals and without CHARSET (a literal waits for the server's
-        continuation) and where ESEARCH is advertised; otherwise the two searches run one after the
-        other."""
-        tokens = wire.search_args(criteria, None)
-        if "ESEARCH" not in self.capabilities or any(wire.is_literal(t) for t in tokens):
-            return self.uid_search_count(criteria), self.uid_search([*window, *criteria])
-        client = self._client
+    def uid_search_counted(
+        self, criteria: list[bytes | str | int], *, charset: str | None = None
+    ) -> tuple[int, list[tuple[int, int]]]:
+        """The number of matches and their UIDs as ascending ``(first, last)`` runs, in one scan:
+        ``UID SEARCH RETURN (COUNT ALL)`` (ESEARCH, RFC 4731: the UIDs come as a compact set, so a run
+        of matches costs a few bytes), else one plain ``UID SEARCH`` (every UID)."""
+        if "ESEARCH" not in self.capabilities:
+            return wire.uid_runs(self.uid_search(criteria, charset=charset))
+        args = [b"RETURN", b"(COUNT ALL)", *wire.search_args(criteria, charset)]
         with self._selected_mailbox_errors():
-            tags = [
-                client.send("UID", "SEARCH", b"RETURN", b"(COUNT)", *tokens),
-                client.send("UID", "SEARCH", *wire.search_args(window, None), *tokens),
-            ]
-            answers: list[tuple[str, list[Any]] | imaplib.IMAP4.error] = []
-            for tag in tags:  # both answers are read before either counts, so the stream stays in step
-                try:
-                    answers.append(client.complete("SEARCH", tag))
-                except imaplib.IMAP4.abort:
-                    raise
-                except imaplib.IMAP4.error as exc:
-                    answers.append(exc)
-            counted = client.untagged.pop("ESEARCH", [])
-            found = client.untagged.pop("SEARCH", [])
-            for answer in answers:
-                if isinstance(answer, Exception):
-                    raise answer
-                client.check_ok("search", *answer)
-        return wire.search_count(counted), wire.search_uids(found)
+            data = self._client.uid_command_untagged(b"SEARCH", args, response_name="ESEARCH")
+        return wire.search_count(data), wire.search_all_runs(data)
 
     def uid_sort_by_date(self, criteria: list[bytes | str | int], *, charset: str | None = None) -> list[int]:
         """``UID SORT (REVERSE DATE)`` (RFC 5256): matching UIDs, newest sent date first.

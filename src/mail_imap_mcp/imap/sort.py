@@ -33,7 +33,6 @@ from mail_imap_mcp.imap.mailboxes import MailboxCounts
 from mail_imap_mcp.imap.search import (
     CursorError,
     SearchFilter,
-    WindowSearch,
     newest_matches,
     seal,
     unseal,
@@ -320,9 +319,9 @@ class StreamSearch:
         if order is not None:
             self._sorted(page, first, order)
         else:
-            counted = self._counted_search(page) if first and self.criteria and not self.charset else None
-            if first and counted is None:
-                page.total = self._count(mailbox)
+            counted = None
+            if first:
+                page.total, counted = self._count(mailbox)
                 if page.total == 0:
                     state.upper = max(mailbox.uidnext - 1, 0)
                     return page
@@ -368,21 +367,16 @@ class StreamSearch:
         page.more_beyond = len(found.uids) > wanted
         return page
 
-    def _count(self, mailbox: MailboxState) -> int:
+    def _count(self, mailbox: MailboxState) -> tuple[int, list[tuple[int, int]] | None]:
+        """A first page's total: EXISTS without a filter; with one, the matches counted by the one scan
+        that also gives every match (as runs), so the first window needs no search of its own."""
         if not self.criteria:
-            return self.session.refresh_counts(mailbox).exists
-        return self.session.uid_search_count(self.criteria, charset=self.charset)
+            return self.session.refresh_counts(mailbox).exists, None
+        return self.session.uid_search_counted(self.criteria, charset=self.charset)
 
-    def _counted_search(self, page: StreamPage) -> WindowSearch:
-        """The first window's search, sent together with the COUNT of all matches (the stream's total)."""
-
-        def search(window_keys: list[bytes | str | int]) -> list[int]:
-            page.total, found = self.session.uid_search_count_and(self.criteria, window_keys)
-            return found
-
-        return search
-
-    def _arrival(self, page: StreamPage, mailbox: MailboxState, first_search: WindowSearch | None) -> None:
+    def _arrival(
+        self, page: StreamPage, mailbox: MailboxState, counted: list[tuple[int, int]] | None
+    ) -> None:
         state, wanted = page.state, self.limit + 1
         uids, state.upper = newest_matches(
             self.session,
@@ -392,7 +386,7 @@ class StreamSearch:
             wanted=wanted,
             below=state.after[-1] if state.after else None,
             upper=state.upper or None,
-            first_search=first_search,
+            counted=counted,
         )
         page.candidates = [Candidate(uid, None) for uid in uids[:wanted]]
         page.more_beyond = len(uids) > wanted
@@ -426,7 +420,9 @@ class StreamSearch:
         page.candidates = [Candidate(uid, None) for uid in order[start : start + wanted]]
         page.more_beyond = len(order) > start + wanted
 
-    def _windowed(self, page: StreamPage, mailbox: MailboxState, first_search: WindowSearch | None) -> None:
+    def _windowed(
+        self, page: StreamPage, mailbox: MailboxState, counted: list[tuple[int, int]] | None
+    ) -> None:
         """Date order without SORT: windows of :data:`DATE_WINDOW` matches, newest UIDs first."""
         state, wanted = page.state, self.limit + 1
         if state.window_hi:
@@ -436,7 +432,7 @@ class StreamSearch:
             )
             window = self._window(state.window_lo, state.window_hi, uids)
         else:
-            window = self._window_below(mailbox, None, state, first_search)
+            window = self._window_below(mailbox, None, state, counted)
         candidates = window.candidates
         if state.after and state.key is not None:
             anchor_key, anchor_uid = state.key, state.after[-1]
@@ -456,7 +452,7 @@ class StreamSearch:
         mailbox: MailboxState,
         below: int | None,
         state: StreamState,
-        first_search: WindowSearch | None = None,
+        counted: list[tuple[int, int]] | None = None,
     ) -> Window:
         uids, upper = newest_matches(
             self.session,
@@ -466,7 +462,7 @@ class StreamSearch:
             wanted=DATE_WINDOW + 1,
             below=below,
             upper=state.upper or None,
-            first_search=first_search,
+            counted=counted,
         )
         state.upper = upper
         hi = (below - 1) if below is not None else upper

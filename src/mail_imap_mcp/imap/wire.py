@@ -480,6 +480,34 @@ def search_count(data: list[Any]) -> int:
     return 0
 
 
+def search_all_runs(data: list[Any]) -> list[tuple[int, int]]:
+    """``ALL`` of an ESEARCH answer (a UID set such as ``1:5,8``) as ascending ``(first, last)`` runs,
+    never expanded (empty when absent: no match)."""
+    for line in data:
+        tokens = (line or b"").split()
+        for key, value in itertools.pairwise(tokens):
+            if key.upper() == b"ALL":
+                runs = []
+                for part in value.split(b","):
+                    first, _, last = part.partition(b":")
+                    low, high = sorted((int(first), int(last or first)))
+                    runs.append((low, high))
+                return sorted(runs)
+    return []
+
+
+def uid_runs(uids: list[int]) -> tuple[int, list[tuple[int, int]]]:
+    """The number of ``uids`` and their ascending ``(first, last)`` runs."""
+    runs: list[tuple[int, int]] = []
+    ordered = sorted(set(uids))
+    for uid in ordered:
+        if runs and runs[-1][1] == uid - 1:
+            runs[-1] = (runs[-1][0], uid)
+        else:
+            runs.append((uid, uid))
+    return len(ordered), runs
+
+
 def as_text(value: bytes | str | None) -> str | None:
     """A response's atom or string as text (UTF-8, undecodable bytes replaced)."""
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
