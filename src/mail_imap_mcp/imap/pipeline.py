@@ -91,6 +91,7 @@ def read_each(session: ImapSession, account_id: str, reads: Sequence[MailboxRead
     for read in reads:
         examined = client.send_examine(read.mailbox) if read.examine else None
         sent.append((examined, [client.send("UID", *command.args) for command in read.commands]))
+    session.note_pipelined(sum(len(tags) + (examined is not None) for examined, tags in sent) - 1)
     client.untagged.clear()  # what came before belongs to the mailboxes read before, or to no one now
     replies = [
         _read_reply(session, account_id, read, tags, current) for read, tags in zip(reads, sent, strict=True)
@@ -171,6 +172,7 @@ def status_each(session: ImapSession, mailboxes: Sequence[str]) -> dict[str, Mai
     client = session.client
     client.untagged.pop("STATUS", None)
     tags = [client.send("STATUS", client.mailbox_argument(name), b"(MESSAGES UIDNEXT)") for name in mailboxes]
+    session.note_pipelined(len(tags) - 1)
     for tag in tags:
         _status(client, "STATUS", tag)
     return status_answers(client.untagged.pop("STATUS", []))

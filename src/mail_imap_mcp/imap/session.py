@@ -314,6 +314,10 @@ class ImapSession:
         self._owner.selected = None
         self._examined = None
 
+    def note_pipelined(self, commands: int) -> None:
+        """Count ``commands`` sent behind another, without a wait of their own (:mod:`.pipeline`)."""
+        self._owner.pipelined_commands += commands
+
     def adopt_examined(self, mailbox: str, answer: dict[bytes, Any]) -> MailboxState:
         """Make ``mailbox`` the selection a pipelined EXAMINE's parsed ``answer`` describes (:mod:`.pipeline`)."""
         return self._selected(mailbox, answer, readonly=True)
