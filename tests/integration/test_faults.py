@@ -35,6 +35,7 @@ from mcp import Client
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.envelope import ToolFailure
+from mail_imap_mcp.imap.changes import ChangesToken
 from mail_imap_mcp.imap.connection import RETRY_BACKOFF_S, AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.server import build_server
@@ -61,6 +62,7 @@ READ_TOOLS = [
     "imap_get_message",
     "imap_get_message_raw",
     "imap_get_thread",
+    "imap_get_changes",
 ]
 
 #: Server bytes after which ``reset_after`` cuts a warm connection: inside each tool's main response
@@ -71,6 +73,7 @@ MID_RESPONSE_BYTES = {
     "imap_get_message": 256 * 1024,
     "imap_get_message_raw": 16 * 1024,
     "imap_get_thread": 2048,
+    "imap_get_changes": 4096,
 }
 
 BIG_BODY = "".join(
@@ -106,6 +109,10 @@ class Rig:
             "imap_get_message": {"message_id": self.big_message_id, "body_max_chars": 100_000},
             "imap_get_message_raw": {"message_id": self.big_message_id, "max_bytes": 65_536},
             "imap_get_thread": {"message_id": self.big_message_id},
+            # Everything is new since this token: the CHANGEDSINCE plan, then the page's summaries.
+            "imap_get_changes": {
+                "since": ChangesToken("default", "INBOX", self.uidvalidity, 1, 1, 0).encode()
+            },
         }
         return arguments[tool]
 
@@ -155,6 +162,10 @@ def check_data(tool: str, data: dict[str, Any]) -> None:
         assert len(data["message"]["body_text"]) > 99_000  # cut at body_max_chars
     elif tool == "imap_get_thread":
         assert [m["subject"] for m in data["messages"]] == ["big"]
+        assert data["status"] == "ok"
+    elif tool == "imap_get_changes":
+        assert len(data["new"]) == BIG_UID  # every message, newest (the big one) first
+        assert data["new"][0]["subject"] == "big"
         assert data["status"] == "ok"
     else:
         assert data["returned_bytes"] == 65_536

@@ -83,6 +83,7 @@ def unmarked(tool: str, envelope: dict[str, Any], arguments: dict[str, Any]) -> 
         if not any(path == name or path.startswith((name + ".", name + "[")) for name in listed)
         # An id or URI is a handle to pass back, not text to read; it embeds the mailbox name.
         and not path.rsplit(".", 1)[-1].endswith(("message_id", "_uri"))
+        and path != "expunged[]"  # imap_get_changes: the ids of messages gone
         and "next_action.arguments" not in path
         and not (path == "mailbox" and data["mailbox"] == arguments.get("mailbox"))
     ]
@@ -119,4 +120,14 @@ async def test_regression_every_field_with_a_strangers_text_is_listed_and_no_sum
         problems += unmarked(
             "imap_get_attachment", await mcp.call("imap_get_attachment", arguments), arguments
         )
+    token = (await mcp.ok("imap_get_changes", {"mailbox": MAILBOX}))["changes_token"]
+    dovecot.seed(user, MAILBOX, [hostile_message()])
+    with dovecot.connect(user) as other:
+        other.select_folder(MAILBOX)
+        other.delete_messages([min(other.search("ALL"))])
+        other.expunge()
+    changes = {"mailbox": MAILBOX, "since": token}
+    envelope = await mcp.call("imap_get_changes", changes)
+    assert len(envelope["data"]["new"]) == len(envelope["data"]["expunged"]) == 1
+    problems += unmarked("imap_get_changes", envelope, changes)
     assert problems == [], "\n".join(problems)

@@ -34,6 +34,7 @@ const READ_TOOLS = [
   "imap_get_message_raw",
   "imap_get_attachment",
   "imap_get_thread",
+  "imap_get_changes",
   "imap_get_operation",
 ];
 
@@ -105,6 +106,11 @@ async function main() {
   const attachment = await call("imap_get_attachment", part);
   const bytes = Buffer.from(attachment.data.raw_base64, "base64").toString("utf8");
   check(bytes.includes("March,42"), "imap_get_attachment: the CSV's bytes");
+  const first = await call("imap_get_changes", {});
+  check(Boolean(first.data.changes_token) && !first.data.new, "imap_get_changes: a first token only");
+  const changes = await call("imap_get_changes", { since: first.data.changes_token });
+  const { new: arrived, changed, expunged } = changes.data;
+  check(arrived.length + changed.length + expunged.length === 0, "imap_get_changes: nothing changed since");
   const operation = await call("imap_get_operation", { operation_id: "op_1_abc" });
   check(!operation.success && operation.error.code === "not_found", "imap_get_operation: not_found expected");
   const failed = await call("imap_get_message", { message_id: "not-a-message-id" });

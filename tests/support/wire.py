@@ -240,11 +240,15 @@ READ_ONLY_COMMANDS = frozenset(
         "UID SORT",
         "UID THREAD",
         "UID FETCH",
+        # By sequence number (imap_get_changes: the newest messages), policed as UID FETCH is.
+        "FETCH",
     }
 )
 _FETCH_ITEM = re.compile(
-    r"^(UID|FLAGS|INTERNALDATE|RFC822\.SIZE|BODYSTRUCTURE|ENVELOPE|BODY\.PEEK\[[^\]]*\](<\d+\.\d+>)?)$"
+    r"^(UID|FLAGS|MODSEQ|INTERNALDATE|RFC822\.SIZE|BODYSTRUCTURE|ENVELOPE|BODY\.PEEK\[[^\]]*\](<\d+\.\d+>)?)$"
 )
+#: FETCH modifiers a read may send (RFC 7162: only the changes since a modification sequence).
+_FETCH_MODIFIER = re.compile(r"^CHANGEDSINCE [0-9]+$")
 _BAD_RESPONSE = re.compile(rb"(?m)^([A-Za-z0-9]+) BAD ")
 
 
@@ -258,8 +262,9 @@ def flat_tokens(tokens: list[Token]) -> Iterator[Atom | String]:
 
 
 def _fetch_items(command: Command) -> list[str]:
+    """The items of a FETCH (its second argument; what follows are modifiers)."""
     items: list[str] = []
-    for token in command.args[1:]:
+    for token in command.args[1:2]:
         for item in flat_tokens([token]):
             assert isinstance(item, Atom), f"non-atom FETCH item {item!r}"
             items.append(item.text)
@@ -275,9 +280,14 @@ def check_traffic(traffic: list[tuple[bytes, bytes]]) -> list[Command]:
         assert len(tags) == len(parsed), "a tag was reused: a command line was injected"
         for command in parsed:
             assert command.verb in READ_ONLY_COMMANDS, f"non-read-only command sent: {command.raw[:200]!r}"
-            if command.verb == "UID FETCH":
+            if command.verb in ("UID FETCH", "FETCH"):
                 for item in _fetch_items(command):
                     assert _FETCH_ITEM.match(item), f"FETCH item {item!r} could set \\Seen or is unexpected"
+                for modifier in command.args[2:]:
+                    text = " ".join(t.text for t in flat_tokens([modifier]) if isinstance(t, Atom))
+                    assert isinstance(modifier, list) and _FETCH_MODIFIER.match(text), (
+                        f"FETCH modifier {text!r}"
+                    )
         for match in _BAD_RESPONSE.finditer(received):
             if match.group(1).decode() in tags:
                 line = received[match.start() : received.find(b"\n", match.start())]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import pytest
@@ -644,11 +643,10 @@ def test_xmp_and_plaintext_markup_source_is_not_shown() -> None:
 
 def test_nesting_deeper_than_browsers_build_is_cut_without_revealing_hidden_text() -> None:
     # Lexbor walks the open-element stack for each block start tag: 400,000 nested <div> (2 MB)
-    # would take minutes, so the document is cut where it nests deeper than 1000.
+    # would take minutes, so the document is cut where it nests deeper than 1000 (the answer, without
+    # the text past the cut, is the proof; the test's timeout catches a parse that runs for minutes).
     deep = "<p>before</p>" + "<div>" * 400_000 + "lost" + "</div>" * 400_000 + "<p>after</p>"
-    started = time.perf_counter()
     assert html_to_text(deep) == "before"
-    assert time.perf_counter() - started < 5
     hidden = "<div hidden>" + "<div>" * 2000 + "SECRET" + "</div>" * 2001 + "<p>shown</p>"
     for render in (html_to_text, html_to_markdown, sanitize_html):
         assert "SECRET" not in render(hidden)

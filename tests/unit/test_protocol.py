@@ -35,6 +35,7 @@ READ_TOOLS = [
     "imap_get_thread",
     "imap_get_message_raw",
     "imap_get_attachment",
+    "imap_get_changes",
 ]
 
 

@@ -21,6 +21,7 @@ from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap import errors
+from mail_imap_mcp.imap.changes import ChangesTokenError
 from mail_imap_mcp.imap.errors import (
     CharsetRejected,
     CommandRefused,
@@ -205,6 +206,30 @@ def conflict(
         f"not {expected}, so earlier ids and cursors no longer apply.",
         details={"mailbox": mailbox, "expected_uidvalidity": expected, "actual_uidvalidity": actual},
         next_action=rerun_search(account_id, mailbox, arguments),
+    )
+
+
+def changes_token_outdated(account_id: str, mailbox: str, expected: int, actual: int) -> ToolFailure:
+    """imap_get_changes: the mailbox was recreated since the token (a new UIDVALIDITY), so what changed
+    since cannot be told; start again without ``since``."""
+    return ToolFailure(
+        ErrorCode.CONFLICT,
+        f"Mailbox {mailbox!r} was recreated since the token (argument 'since') was made: its UIDVALIDITY "
+        f"is now {actual}, not {expected}, so changes since then cannot be told and earlier message ids "
+        "no longer apply. Start again: call imap_get_changes without since for a new token, and search "
+        "the mailbox for its messages.",
+        details={
+            "parameter": "since",
+            "mailbox": mailbox,
+            "expected_uidvalidity": expected,
+            "actual_uidvalidity": actual,
+        },
+        retryable=False,
+        next_action=NextAction(
+            instruction="Start again: get a new changes token for the mailbox",
+            tool="imap_get_changes",
+            arguments={"account_id": account_id, "mailbox": mailbox},
+        ),
     )
 
 
@@ -441,6 +466,12 @@ def _cursor_error(exc: CursorError, call: Call | None) -> ToolFailure:
     return ToolFailure.invalid_input("cursor", f"{exc}. Rerun the search without a cursor to start again.")
 
 
+def _changes_token_error(exc: ChangesTokenError, call: Call | None) -> ToolFailure:
+    return ToolFailure.invalid_input(
+        exc.parameter, f"{exc}. Call imap_get_changes without since (and cursor) for a new token."
+    )
+
+
 def _malformed_uid_set(exc: MalformedUidSet, call: Call | None) -> ToolFailure:
     return ToolFailure(
         ErrorCode.UNAVAILABLE, f"The server answered with a malformed UID set ({exc}).", retryable=False
@@ -478,6 +509,7 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     PartRefused: _part_failure,
     InvalidMessageId: _invalid_message_id,
     CursorError: _cursor_error,
+    ChangesTokenError: _changes_token_error,
     MalformedUidSet: _malformed_uid_set,
     ExtractionError: _extraction_failed,
 }

@@ -1,0 +1,475 @@
+"""What changed in one mailbox since a token: new messages, flag changes, expunges (imap_get_changes).
+
+A token (:class:`ChangesToken`) is opaque and self-contained: the server keeps nothing. It names the
+account, the mailbox, its UIDVALIDITY, UIDNEXT and (with CONDSTORE) HIGHESTMODSEQ, and carries a
+bounded digest of the newest :data:`DIGEST_MESSAGES` messages: their UIDs, and on a server without
+CONDSTORE their flags. It is versioned and sealed with a keyed checksum against accidents and casual
+edits; the key is in this source, so the seal is not a security boundary (a token grants nothing: the
+account's own credentials do, and every number in it is checked before use).
+
+Two plans, chosen by what the server advertises. After the mailbox is selected (or its selection of an
+earlier call revalidated), each asks everything it needs in one round trip of pipelined commands:
+
+* CONDSTORE (RFC 7162): ``UID FETCH 1:* (UID FLAGS MODSEQ) (CHANGEDSINCE m)`` (every flag change, exact)
+  and ``UID SEARCH UID <tracked>,<uidnext>:*`` (which tracked messages remain, and the new ones). The new
+  token's modseq is the highest MODSEQ of that answer: every change not in it has a higher one. The first
+  token asks ``STATUS (HIGHESTMODSEQ)``. Both are CONDSTORE enabling commands, so nothing else is sent;
+  what enabling changes for the session's other commands (a MODSEQ in FETCH answers) they already read.
+* Without CONDSTORE (Courier, an IMAP4rev1-only server): ``UID FETCH <tracked> (UID FLAGS)``, ``FETCH
+  n:* (UID FLAGS)`` (the newest messages by sequence number, for the new digest) and ``UID SEARCH UID
+  <uidnext>:*``: flag changes and expunges by comparison with the digest, new mail from UIDNEXT.
+
+New mail is found by UID in both, and a token's UIDNEXT is one above the highest UID the call saw in the
+session's view (not the server's UIDNEXT, which may count a message the view does not show yet), so a
+message is new exactly once. Outside the digest, expunges are counted (from the message count) but not
+named, and without CONDSTORE flag changes are not seen: :class:`Changes` says how many messages that
+leaves untracked, and the tool warns. QRESYNC (``VANISHED``) is not used: ``ENABLE QRESYNC`` may not be
+sent while a mailbox is selected (RFC 5161) and would turn every ``EXPUNGE`` the shared connection
+receives into ``VANISHED``. ``\\Recent`` is never a change: it is left out of every flag set.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import re
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from imapclient.response_parser import parse_fetch_response
+
+from mail_imap_mcp.imap import wire
+from mail_imap_mcp.imap.errors import (
+    MailboxGone,
+    UidValidityChanged,
+    is_connection_broken,
+    says_mailbox_missing,
+)
+from mail_imap_mcp.imap.ids import MAX_UINT32
+from mail_imap_mcp.imap.session import ImapSession, MailboxState
+from mail_imap_mcp.imap.uidplus import MalformedUidSet, format_uid_set, parse_uid_set
+
+#: Messages whose UIDs (and, without CONDSTORE, flags) a token tracks: the newest ones.
+DIGEST_MESSAGES = 300
+#: Distinct flag sets a digest can name (one character each); a message with yet another is not tracked.
+_PALETTE_CHARS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+TOKEN_VERSION = 1
+_TOKEN_PREFIX = f"chg{TOKEN_VERSION}."
+_CURSOR_PREFIX = f"chgp{TOKEN_VERSION}."
+#: The seal's key: known to anyone who reads this source, so it stops accidents and casual edits only.
+_SEAL_KEY = b"mail-imap-mcp changes token"
+_MAX_BODY_BYTES = 256 * 1024
+
+
+class ChangesTokenError(ValueError):
+    """A token (argument ``since``) or page cursor (``cursor``) that does not decode or does not fit."""
+
+    def __init__(self, parameter: str, problem: str) -> None:
+        super().__init__(problem)
+        self.parameter = parameter
+
+
+Flags = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ChangesToken:
+    """The state a later call compares with (see the module's docstring)."""
+
+    account_id: str
+    mailbox: str
+    uidvalidity: int
+    uidnext: int
+    #: HIGHESTMODSEQ (CONDSTORE); 0 where the server has none.
+    modseq: int
+    #: Messages below UIDNEXT the digest does not track.
+    older: int
+    #: The tracked messages' UIDs, ascending.
+    uids: tuple[int, ...] = ()
+    #: Their flags, in the same order, where the server has no CONDSTORE; None with CONDSTORE.
+    flags: tuple[Flags, ...] | None = None
+
+    def encode(self) -> str:
+        uid_set = format_uid_set(self.uids) if self.uids else ""
+        palette: list[Flags] = []
+        marks = ""
+        for flags in self.flags or ():
+            if flags not in palette:
+                palette.append(flags)
+            marks += _PALETTE_CHARS[palette.index(flags)]
+        payload = [
+            self.account_id,
+            self.mailbox,
+            self.uidvalidity,
+            self.uidnext,
+            self.modseq,
+            self.older,
+            uid_set,
+            None if self.flags is None else [" ".join(flags) for flags in palette],
+            marks,
+        ]
+        return _seal(_TOKEN_PREFIX, payload)
+
+    @classmethod
+    def decode(cls, token: str) -> ChangesToken:
+        fields = _unseal(_TOKEN_PREFIX, token, "since", "a changes token")
+        if len(fields) != 9:
+            raise ChangesTokenError("since", "it is not a changes token of this version")
+        account_id, mailbox, uidvalidity, uidnext, modseq, older, uid_set, palette, marks = fields
+        if not all(isinstance(text, str) for text in (account_id, mailbox, uid_set, marks)) or not all(
+            _is_number(n) for n in (uidvalidity, uidnext, modseq, older)
+        ):
+            raise ChangesTokenError("since", "the token is garbled")
+        try:
+            uids = tuple(parse_uid_set(uid_set)) if uid_set else ()
+        except MalformedUidSet:
+            raise ChangesTokenError("since", "the token is garbled") from None
+        flags: tuple[Flags, ...] | None = None
+        if palette is not None:
+            if not isinstance(palette, list) or not all(isinstance(p, str) for p in palette):
+                raise ChangesTokenError("since", "the token is garbled")
+            sets = [tuple(p.split()) for p in palette]
+            indexes = [_PALETTE_CHARS.find(mark) for mark in marks]
+            if len(indexes) != len(uids) or any(not 0 <= i < len(sets) for i in indexes):
+                raise ChangesTokenError("since", "the token is garbled")
+            flags = tuple(sets[i] for i in indexes)
+        if not (0 < uidvalidity <= MAX_UINT32 and 0 < uidnext <= MAX_UINT32 + 1) or any(
+            u >= uidnext for u in uids
+        ):
+            raise ChangesTokenError("since", "the token is garbled")
+        return cls(account_id, mailbox, uidvalidity, uidnext, modseq, older, uids, flags)
+
+
+@dataclass(frozen=True)
+class PageCursor:
+    """Where a page of ``new`` ended: the next page lists the new messages below ``anchor``. Carries the
+    ``changes_token`` of the first page, which every page returns, and a fingerprint of ``since``."""
+
+    since_digest: str
+    anchor: int
+    changes_token: str
+
+    def encode(self) -> str:
+        return _seal(_CURSOR_PREFIX, [self.since_digest, self.anchor, self.changes_token])
+
+    @classmethod
+    def decode(cls, text: str) -> PageCursor:
+        fields = _unseal(_CURSOR_PREFIX, text, "cursor", "a cursor of imap_get_changes")
+        if len(fields) != 3 or not isinstance(fields[0], str) or not isinstance(fields[2], str):
+            raise ChangesTokenError("cursor", "the cursor is garbled")
+        if not _is_number(fields[1]):
+            raise ChangesTokenError("cursor", "the cursor is garbled")
+        return cls(fields[0], fields[1], fields[2])
+
+
+def since_digest(since: str) -> str:
+    """The fingerprint of a ``since`` token that a page cursor is bound to."""
+    return hashlib.sha256(since.encode()).hexdigest()[:16]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**63 - 1
+
+
+def _seal(prefix: str, payload: list[Any]) -> str:
+    body = zlib.compress(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode(), 9)
+    check = hmac.new(_SEAL_KEY, prefix.encode() + body, hashlib.sha256).digest()[:8]
+    return prefix + base64.urlsafe_b64encode(check + body).decode().rstrip("=")
+
+
+def _unseal(prefix: str, text: str, parameter: str, what: str) -> list[Any]:
+    if not text.startswith(prefix):
+        raise ChangesTokenError(parameter, f"it is not {what} (or comes from another version of this server)")
+    encoded = text[len(prefix) :]
+    try:
+        raw = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
+    except (binascii.Error, ValueError):
+        raise ChangesTokenError(parameter, "it is not valid base64") from None
+    check, body = raw[:8], raw[8:]
+    expected = hmac.new(_SEAL_KEY, prefix.encode() + body, hashlib.sha256).digest()[:8]
+    if len(raw) < 9 or not hmac.compare_digest(check, expected):
+        raise ChangesTokenError(parameter, "it is garbled, truncated or was edited")
+    try:
+        inflater = zlib.decompressobj()
+        data = inflater.decompress(body, _MAX_BODY_BYTES)
+        fields = json.loads(data) if not inflater.unconsumed_tail else None
+    except (zlib.error, ValueError):
+        fields = None
+    if not isinstance(fields, list):
+        raise ChangesTokenError(parameter, "it is garbled")
+    return fields
+
+
+@dataclass
+class Changes:
+    """What changed since a token, and the token of now."""
+
+    token: ChangesToken
+    #: New messages (UID >= the old token's UIDNEXT), newest first.
+    new: list[int] = field(default_factory=list)
+    #: Messages whose flags changed, with their flags now (``\\Recent`` left out).
+    changed: dict[int, Flags] = field(default_factory=dict)
+    #: Tracked messages that are gone, ascending.
+    expunged: list[int] = field(default_factory=list)
+    #: Messages outside the digest that were expunged: counted, not named.
+    deleted_untracked: int = 0
+    #: Messages whose flag changes could not be seen (no CONDSTORE, outside the digest).
+    flags_untracked: int = 0
+    #: How many messages a token tracks (:data:`DIGEST_MESSAGES`).
+    tracked: int = 0
+
+
+def start(session: ImapSession, account_id: str, mailbox: str) -> ChangesToken:
+    """The token of ``mailbox`` as it is now: the starting point."""
+    state = _examined(session, mailbox)
+    commands = [_newest(state)] if state.exists else []
+    if _condstore(session):
+        status: Command = ("STATUS", ["STATUS", session.client.mailbox_argument(mailbox), b"(HIGHESTMODSEQ)"])
+        answers = _pipelined(session, account_id, mailbox, [status, *commands])
+        modseq = _read_modseq(answers[0])
+        if modseq:
+            found = _flags_of(answers[1]) if commands else {}
+            return _token(session, account_id, state, 1, modseq, found, with_flags=False)
+    found = _flags_of(_pipelined(session, account_id, mailbox, commands)[0]) if commands else {}
+    return _token(session, account_id, state, 1, 0, found, with_flags=True)
+
+
+def changes_since(session: ImapSession, since: ChangesToken) -> Changes:
+    """New messages, flag changes and expunges in ``since.mailbox`` since ``since``, and the token of now.
+
+    :class:`UidValidityChanged` when the mailbox was recreated since; :class:`ChangesTokenError` when the
+    token was made with CONDSTORE and the mailbox no longer has it."""
+    state = _examined(session, since.mailbox, since.uidvalidity)
+    if since.flags is None:
+        if not _condstore(session):
+            raise ChangesTokenError(
+                "since", "it was made while the server offered CONDSTORE, which it no longer does"
+            )
+        return _since_by_modseq(session, state, since)
+    return _since_by_digest(session, state, since)
+
+
+def new_below(session: ImapSession, since: ChangesToken, anchor: int, until: int) -> list[int]:
+    """The messages with ``since.uidnext <= UID < anchor`` (and below ``until``), newest first: the next
+    page of ``new``."""
+    state = _examined(session, since.mailbox, since.uidvalidity)
+    high = min(anchor, until) - 1
+    if high < since.uidnext or not state.exists:
+        return []
+    command: Command = ("SEARCH", ["UID", b"SEARCH", b"UID", f"{since.uidnext}:{high}".encode()])
+    found = wire.search_uids(_pipelined(session, since.account_id, since.mailbox, [command])[0])
+    return sorted((uid for uid in set(found) if since.uidnext <= uid <= high), reverse=True)
+
+
+# -- the plans ------------------------------------------------------------------------------------------
+
+
+def _since_by_modseq(session: ImapSession, state: MailboxState, since: ChangesToken) -> Changes:
+    mailbox = since.mailbox
+    answers: list[list[Any]] = [[], []]
+    if state.exists:
+        # New messages are found by UID (not by MODSEQ), so one the view did not have when the token was
+        # made is new, whatever its MODSEQ.
+        changed_since = b"(CHANGEDSINCE %d)" % since.modseq
+        uid_set = _uid_set(since.uids, f"{since.uidnext}:*")
+        commands: list[Command] = [
+            ("FETCH", ["UID", b"FETCH", b"1:*", b"(UID FLAGS MODSEQ)", changed_since]),
+            ("SEARCH", ["UID", b"SEARCH", b"UID", uid_set]),
+        ]
+        answers = _pipelined(session, since.account_id, mailbox, commands)
+    fetched = _read_fetch(answers[0])
+    found = set(wire.search_uids(answers[1]))
+    present = set(since.uids) & found
+    new = dict.fromkeys((uid for uid in found if uid >= since.uidnext), ())
+    changes = _compare(session, state, since, present, new)
+    changes.changed = {uid: flags for uid, (flags, _) in sorted(fetched.items()) if uid < since.uidnext}
+    # Every change not in this answer has a higher MODSEQ than every change in it.
+    modseq = max([since.modseq, *(modseq for _, modseq in fetched.values())])
+    known = dict.fromkeys(present, ()) | new
+    changes.token = _token(session, since.account_id, state, since.uidnext, modseq, known, with_flags=False)
+    return changes
+
+
+def _since_by_digest(session: ImapSession, state: MailboxState, since: ChangesToken) -> Changes:
+    mailbox = since.mailbox
+    answers: list[list[Any]] = [[], [], []]
+    if state.exists:
+        # The tracked messages' flags, the newest messages' flags (the new token tracks them) and every
+        # message at or above the old UIDNEXT: the new ones.
+        commands: list[Command | None] = [
+            ("FETCH", ["UID", b"FETCH", _uid_set(since.uids, ""), b"(UID FLAGS)"]) if since.uids else None,
+            _newest(state),
+            ("SEARCH", ["UID", b"SEARCH", b"UID", f"{since.uidnext}:*".encode()]),
+        ]
+        sent = _pipelined(session, since.account_id, mailbox, [c for c in commands if c is not None])
+        answers = [[], *sent] if not since.uids else sent
+    tracked = dict(zip(since.uids, since.flags or (), strict=True))
+    fetched = {uid: flags for uid, flags in _flags_of(answers[0]).items() if uid in tracked}
+    newest = _flags_of(answers[1])
+    new: dict[int, Flags | None] = {
+        uid: newest.get(uid) for uid in wire.search_uids(answers[2]) if uid >= since.uidnext
+    }
+    present = set(fetched)
+    changes = _compare(session, state, since, present, new)
+    changes.changed = {
+        uid: flags for uid, flags in sorted(fetched.items()) if set(flags) != set(tracked[uid])
+    }
+    changes.flags_untracked = since.older
+    # The newest messages refill the digest where tracked ones went (their flags are known now).
+    known: dict[int, Flags | None] = {**newest, **fetched, **{uid: newest.get(uid) for uid in new}}
+    changes.token = _token(session, since.account_id, state, since.uidnext, 0, known, with_flags=True)
+    return changes
+
+
+def _compare(
+    session: ImapSession,
+    state: MailboxState,
+    since: ChangesToken,
+    present: set[int],
+    new: dict[int, Any],
+) -> Changes:
+    """New messages, the tracked ones expunged, and how many untracked ones went: the message count says
+    how many, not which."""
+    exists = session.refresh_counts(state).exists
+    untracked_now = exists - len(present) - len(new)
+    return Changes(
+        token=since,  # replaced by the token of now
+        new=sorted(new, reverse=True),
+        expunged=sorted(set(since.uids) - present),
+        deleted_untracked=max(0, since.older - untracked_now),
+        tracked=DIGEST_MESSAGES,
+    )
+
+
+def _token(
+    session: ImapSession,
+    account_id: str,
+    state: MailboxState,
+    floor: int,
+    modseq: int,
+    known: dict[int, Any],
+    *,
+    with_flags: bool,
+) -> ChangesToken:
+    """The token of now. ``known`` holds messages this call saw in the session's view (UID -> flags, None
+    where not read); its UIDNEXT is above every one of them (and at least ``floor``), so a message the
+    view did not show yet is new next time. The newest messages whose flags are known (or not needed)
+    make the digest."""
+    exists = session.refresh_counts(state).exists
+    digest: list[int] = []
+    palette: set[Flags] = set()
+    for uid in sorted(known, reverse=True):
+        if len(digest) == DIGEST_MESSAGES:
+            break
+        if with_flags:
+            flags = known[uid]
+            if flags is None or (flags not in palette and len(palette) == len(_PALETTE_CHARS)):
+                continue  # not read, or yet another distinct flag set: not tracked
+            palette.add(flags)
+        digest.append(uid)
+    digest.sort()
+    return ChangesToken(
+        account_id=account_id,
+        mailbox=state.name,
+        uidvalidity=state.uidvalidity,
+        uidnext=max([floor, *(uid + 1 for uid in known)]),
+        modseq=modseq,
+        older=max(0, exists - len(digest)),
+        uids=tuple(digest),
+        flags=tuple(known[uid] for uid in digest) if with_flags else None,
+    )
+
+
+# -- commands and answers -------------------------------------------------------------------------------
+
+Command = tuple[str, list[str | bytes]]
+
+
+def _examined(session: ImapSession, mailbox: str, uidvalidity: int | None = None) -> MailboxState:
+    """``mailbox`` selected read-only, its view as fresh as the start of the call (a pending revalidation
+    answered), and :class:`UidValidityChanged` when it is not ``uidvalidity``."""
+    state = session.examine(mailbox)
+    session.settle()
+    state = session.refresh_counts(state)
+    if uidvalidity is not None and state.uidvalidity != uidvalidity:
+        raise UidValidityChanged(uidvalidity, state.uidvalidity)
+    return state
+
+
+def _condstore(session: ImapSession) -> bool:
+    return "CONDSTORE" in session.capabilities
+
+
+def _newest(state: MailboxState) -> Command:
+    """FETCH of the UIDs and flags of the newest :data:`DIGEST_MESSAGES` messages of the view, by
+    sequence number: exactly those, however sparse the UIDs."""
+    first = max(1, state.exists - DIGEST_MESSAGES + 1)
+    return ("FETCH", ["FETCH", f"{first}:*".encode(), b"(UID FLAGS)"])
+
+
+def _uid_set(uids: Sequence[int], more: str) -> bytes:
+    return ",".join([*([format_uid_set(uids)] if uids else []), *([more] if more else [])]).encode()
+
+
+def _pipelined(
+    session: ImapSession, account_id: str, mailbox: str, commands: Sequence[Command]
+) -> list[list[Any]]:
+    """Send every command before reading any answer (one round trip for all); the untagged answers of
+    each (its FETCH, SEARCH or STATUS responses). Every answer is read even when one fails, so the
+    connection stays in step; a mailbox found missing is :class:`MailboxGone`."""
+    client = session.client
+    for name in ("FETCH", "SEARCH", "STATUS"):
+        client.untagged.pop(name, None)
+    tags = [client.send(*args) for _, args in commands]
+    answers: list[list[Any]] = []
+    failure: Exception | None = None
+    for (name, _), tag in zip(commands, tags, strict=True):
+        try:
+            typ, data = client.complete(name, tag)
+            client.check_ok(name.lower(), typ, data)
+            answers.append(client.take_untagged(typ, data, name))
+        except Exception as exc:
+            if is_connection_broken(exc):
+                raise
+            failure = failure or exc
+            answers.append([])
+    if failure is not None:
+        if says_mailbox_missing(failure):
+            raise MailboxGone(account_id, mailbox) from failure
+        raise failure
+    return answers
+
+
+_HIGHESTMODSEQ = re.compile(rb"\bHIGHESTMODSEQ (\d+)", re.IGNORECASE)
+
+
+def _read_modseq(answer: list[Any]) -> int:
+    """HIGHESTMODSEQ of a STATUS answer; 0 when the mailbox has none (RFC 7162 NOMODSEQ)."""
+    text = b" ".join(part for item in answer for part in wire.response_bytes(item))
+    found = _HIGHESTMODSEQ.search(text)
+    return int(found.group(1)) if found else 0
+
+
+def _flags_of(answer: list[Any]) -> dict[int, Flags]:
+    return {uid: flags for uid, (flags, _) in _read_fetch(answer).items()}
+
+
+def _read_fetch(answer: list[Any]) -> dict[int, tuple[Flags, int]]:
+    """The flags (``\\Recent`` left out) and MODSEQ (0 when not sent) of each message of a FETCH answer,
+    by UID; responses without a UID (a flag change another session made, reported unsolicited) are left
+    out."""
+    found: dict[int, tuple[Flags, int]] = {}
+    if not answer:
+        return found
+    for response in parse_fetch_response(answer, False, False).values():
+        uid, flags, modseq = response.get(b"UID"), response.get(b"FLAGS"), response.get(b"MODSEQ")
+        if isinstance(uid, int) and isinstance(flags, tuple):
+            texts = (wire.as_text(flag) for flag in flags)
+            kept = tuple(sorted(t for t in texts if t and t.lower() != "\\recent"))
+            found[uid] = (kept, int(modseq[0]) if isinstance(modseq, tuple) and modseq else 0)
+    return found

@@ -1,0 +1,199 @@
+"""The changes token and the plans of imap_get_changes, without a server.
+
+The token: what it names survives encoding, any edit or truncation is refused (``since``), and a sealed
+token whose contents are out of range is refused too. The plans run on the scripted IMAP server
+(tests/support/fake_imap.py) under the shipped stack: what each sends, in how many round trips, and what
+it makes of the answers (a MODSEQ per message, an unsolicited FETCH without UID, ``\\Recent``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mail_imap_mcp.config import Config
+from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.imap import changes as plan
+from mail_imap_mcp.imap.changes import Changes, ChangesToken, ChangesTokenError, PageCursor, changes_since
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.tools._shared.failures import as_tool_failure
+from tests.support.fake_imap import LOGIN_OK, ScriptedServer, Step, answer, ok
+
+UIDVALIDITY = 1700000000
+#: What LOGIN answers on a server without CONDSTORE (as Courier or an IMAP4rev1-only Dovecot).
+LOGIN_WITHOUT_CONDSTORE = b"{tag} OK [CAPABILITY IMAP4rev1 UIDPLUS] Logged in"
+
+
+def examine_answer(exists: int, uidnext: int) -> list[bytes]:
+    return [
+        b"* FLAGS (\\Answered \\Flagged \\Deleted \\Seen \\Draft)",
+        b"* %d EXISTS" % exists,
+        b"* OK [UIDVALIDITY %d] UIDs valid" % UIDVALIDITY,
+        b"* OK [UIDNEXT %d] Predicted next UID" % uidnext,
+        b"{tag} OK [READ-ONLY] Examine completed",
+    ]
+
+
+def changes_on_a_fresh_connection(
+    token: ChangesToken, login: bytes, exists: int, uidnext: int, *plan: Step
+) -> tuple[Changes, list[bytes], int]:
+    """``changes_since(token)`` on a new connection to a scripted server whose LOGIN answers ``login`` and
+    whose EXAMINE shows ``exists`` and ``uidnext``; the plan's commands as sent (after LOGIN and EXAMINE,
+    without their tags) and the round trips of the whole call."""
+    server = ScriptedServer()
+    server.expect(answer("LOGIN", login), answer("EXAMINE", *examine_answer(exists, uidnext)), *plan)
+    account = {"host": "127.0.0.1", "port": 1143, "security": "plain", "username": "ann", "password": "x"}
+    config = Config.model_validate({"accounts": {"default": account}}).accounts["default"]
+    connection = AccountConnection(
+        "default", config, open_socket=server.open_socket, translate=as_tool_failure
+    )
+    changes = connection.run(lambda session: changes_since(session, token))
+    return changes, [sent.text.split(b" ", 1)[1] for sent in server.received[2:]], connection.round_trips
+
+
+TOKEN = ChangesToken(
+    "default",
+    "Entwürfe: 2026",
+    UIDVALIDITY,
+    uidnext=9,
+    modseq=1234,
+    older=40,
+    uids=(1, 2, 3, 5, 8),
+    flags=((), ("\\Seen",), ("$Label1", "\\Seen"), ("\\Seen",), ()),
+)
+
+
+def test_a_token_keeps_what_it_names() -> None:
+    for token in (
+        TOKEN,
+        ChangesToken("a", "INBOX", 1, 1, 7, 0),
+        ChangesToken("a", "INBOX", 1, 1, 0, 0, (), ()),
+    ):
+        text = token.encode()
+        assert text.startswith("chg1.") and text.isascii()
+        assert ChangesToken.decode(text) == token
+        assert token.encode() == text  # the same state, the same token
+
+
+def test_an_edited_truncated_or_foreign_token_is_refused_naming_since() -> None:
+    text = TOKEN.encode()
+    middle = len(text) // 2
+    edits = [
+        text[:middle] + ("A" if text[middle] != "A" else "B") + text[middle + 1 :],
+        text[:-3],
+        text + "A",
+        "chg2." + text[5:],
+        "",
+        "imap:default:INBOX:1:2",
+        PageCursor("0" * 16, 5, text).encode(),
+    ]
+    for edited in edits:
+        with pytest.raises(ChangesTokenError) as refused:
+            ChangesToken.decode(edited)
+        assert refused.value.parameter == "since"
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        ["default", "INBOX", 1, 5, 0, 0, "1:7", None, ""],  # a tracked UID at or above UIDNEXT
+        ["default", "INBOX", -1, 5, 0, 0, "", None, ""],  # a negative number
+        ["default", "INBOX", 2**32, 5, 0, 0, "", None, ""],  # a UIDVALIDITY beyond 32 bits
+        ["default", "INBOX", 1, True, 0, 0, "", None, ""],  # a boolean for a number
+        ["default", "INBOX", 1, 5, 0, 0, "1:x", None, ""],  # not a UID set
+        ["default", "INBOX", 1, 5, 0, 0, "1:3", [""], "00"],  # fewer flag marks than UIDs
+        ["default", "INBOX", 1, 5, 0, 0, "1:3", [""], "001"],  # a mark outside the palette
+        ["default", "INBOX", 1, 5, 0, 0, "1:3"],  # a field missing
+    ],
+)
+def test_a_sealed_token_with_contents_out_of_range_is_refused(payload: list[object]) -> None:
+    # The same contents in range decode (the seal is made the way the server makes it).
+    assert ChangesToken.decode(plan._seal("chg1.", ["default", "INBOX", 1, 5, 0, 0, "1:3", [""], "000"]))
+    with pytest.raises(ChangesTokenError):
+        ChangesToken.decode(plan._seal("chg1.", payload))
+
+
+def test_with_condstore_one_round_trip_asks_changedsince_and_which_tracked_messages_remain() -> None:
+    token = ChangesToken("default", "INBOX", UIDVALIDITY, uidnext=5, modseq=100, older=0, uids=(1, 2, 3, 4))
+    changes, texts, round_trips = changes_on_a_fresh_connection(
+        token,
+        LOGIN_OK,
+        5,
+        7,
+        ok(
+            "UID FETCH",
+            b"* 3 FETCH (UID 4 FLAGS (\\Seen \\Recent) MODSEQ (105))",
+            b"* 2 FETCH (FLAGS (\\Seen))",  # a change another session made, unsolicited: no UID
+            b"* 4 FETCH (UID 5 FLAGS () MODSEQ (110))",
+            b"* 5 FETCH (UID 6 FLAGS (\\Flagged) MODSEQ (111))",
+        ),
+        ok("UID SEARCH", b"* SEARCH 1 2 4 5 6"),
+    )
+    assert texts == [
+        b"UID FETCH 1:* (UID FLAGS MODSEQ) (CHANGEDSINCE 100)\r\n",
+        b"UID SEARCH UID 1:4,5:*\r\n",
+    ]
+    # TCP connect, greeting, LOGIN, EXAMINE, then FETCH and SEARCH together.
+    assert round_trips == 5
+    assert changes.new == [6, 5]
+    assert changes.changed == {4: ("\\Seen",)}
+    assert changes.expunged == [3]
+    assert (changes.deleted_untracked, changes.flags_untracked) == (0, 0)
+    assert changes.token == ChangesToken("default", "INBOX", UIDVALIDITY, 7, 111, 0, (1, 2, 4, 5, 6))
+
+
+def test_without_condstore_the_digest_tells_flag_changes_and_expunges() -> None:
+    # UIDs 1 and 2 untracked, 3 and 4 tracked; since then 2 and 4 expunged, 3 flagged, 6 delivered.
+    flags = ((), ("\\Seen",))
+    token = ChangesToken(
+        "default", "INBOX", UIDVALIDITY, uidnext=5, modseq=0, older=2, uids=(3, 4), flags=flags
+    )
+    changes, texts, round_trips = changes_on_a_fresh_connection(
+        token,
+        LOGIN_WITHOUT_CONDSTORE,
+        3,
+        7,
+        ok("UID FETCH", b"* 2 FETCH (UID 3 FLAGS (\\Flagged))"),
+        ok(
+            "FETCH",
+            b"* 1 FETCH (UID 1 FLAGS ())",
+            b"* 2 FETCH (UID 3 FLAGS (\\Flagged))",
+            b"* 3 FETCH (UID 6 FLAGS (\\Recent))",
+        ),
+        ok("UID SEARCH", b"* SEARCH 6"),
+    )
+    assert texts == [
+        b"UID FETCH 3:4 (UID FLAGS)\r\n",
+        b"FETCH 1:* (UID FLAGS)\r\n",
+        b"UID SEARCH UID 5:*\r\n",
+    ]
+    assert round_trips == 5
+    assert (changes.new, changes.changed, changes.expunged) == ([6], {3: ("\\Flagged",)}, [4])
+    # Two untracked messages before, one now (UID 1): one of them went, which the digest cannot name.
+    assert (changes.deleted_untracked, changes.flags_untracked) == (1, 2)
+    # The newest messages (all three here) refill the digest: UID 1 is tracked from now on.
+    expected = ChangesToken("default", "INBOX", UIDVALIDITY, 7, 0, 0, (1, 3, 6), ((), ("\\Flagged",), ()))
+    assert changes.token == expected
+
+
+def test_a_refused_command_of_the_pipeline_leaves_the_connection_in_step() -> None:
+    """The mailbox vanished under the call: FETCH is refused, the SEARCH sent with it still answered. The
+    call fails as a vanished mailbox, and the next command on the same connection reads its own answer."""
+    token = ChangesToken("default", "INBOX", UIDVALIDITY, uidnext=5, modseq=100, older=0, uids=(1, 2))
+    server = ScriptedServer()
+    server.expect(
+        answer("LOGIN", LOGIN_OK),
+        answer("EXAMINE", *examine_answer(2, 5)),
+        answer("UID FETCH", b"{tag} NO [NONEXISTENT] Mailbox does not exist"),
+        ok("UID SEARCH", b"* SEARCH 1 2"),
+        ok("NOOP"),
+    )
+    account = {"host": "127.0.0.1", "port": 1143, "security": "plain", "username": "ann", "password": "x"}
+    config = Config.model_validate({"accounts": {"default": account}}).accounts["default"]
+    connection = AccountConnection(
+        "default", config, open_socket=server.open_socket, translate=as_tool_failure
+    )
+    with pytest.raises(ToolFailure) as failed:
+        connection.run(lambda session: changes_since(session, token))
+    assert failed.value.code is ErrorCode.CONFLICT and "was deleted or replaced" in failed.value.message
+    assert connection.run(lambda session: session.client.noop()[0]) == b"NOOP completed"
+    assert server.connections == 1
