@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
@@ -228,7 +228,12 @@ def handle_ordered(
         first = _Mailboxes(opened=[])
         if cursor is None:
             first = _resolve(session, app, account_id, args, pipelined=pipelined)
-        streams = cursor.streams if cursor else [StreamState(name) for name in first.opened]
+        # A copy per attempt: a page moves its streams on, and a read run again (a lost connection) must
+        # start where the cursor stood, not where the failed attempt left them.
+        if cursor is not None:
+            streams = [replace(state, after=list(state.after)) for state in cursor.streams]
+        else:
+            streams = [StreamState(name) for name in first.opened]
         page = ordered_page(
             session,
             streams=streams,
