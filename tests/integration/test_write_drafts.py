@@ -136,12 +136,12 @@ async def test_draft_and_quoted_replies_are_saved_and_read_back(
         )
         reply = data["header_message_id"]
 
-        # No double "Re:", To from From (no Reply-To), an explicit Cc kept; a dry run saves nothing.
+        # One "Re:" for their "RE:", To from From (no Reply-To), an explicit Cc kept; a dry run saves nothing.
         lunch = await message_id_of(mcp, "Lunch")
         args = {"in_reply_to": lunch, "cc": ["dave@example.org"], "body_text": "Yes, noon."}
         preview = await mcp.ok(TOOL, {**args, "dry_run": True})
         assert (preview["saved"], preview["message_id"], preview["located_by"]) == (False, None, None)
-        assert preview["draft"]["headers"]["Subject"] == "RE: Lunch"
+        assert preview["draft"]["headers"]["Subject"] == "Re: Lunch"
         assert preview["draft"]["headers"]["To"] == "Carol <carol@example.net>"
         assert preview["draft"]["body_text"].startswith("Yes, noon.\n\nOn ")
         assert preview["untrusted_content"]["fields"] == ["draft.body_text", "draft.headers"]
@@ -150,7 +150,7 @@ async def test_draft_and_quoted_replies_are_saved_and_read_back(
         assert added(before, message_id_listing(server, user)) == {drafts: sorted([new_draft, reply])}
         data = await mcp.ok(TOOL, preview["next_action"]["arguments"])
         message = await read(mcp, data["message_id"])
-        assert (message["subject"], message["cc"]) == ("RE: Lunch", "dave@example.org")
+        assert (message["subject"], message["cc"]) == ("Re: Lunch", "dave@example.org")
         assert message["headers"]["In-Reply-To"] == "<lunch-2@example.net>"
         assert message["headers"]["References"] == "<lunch-2@example.net>"
     assert added(before, message_id_listing(server, user)) == {

@@ -7,15 +7,16 @@ import pytest
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.drafts import MAX_REFERENCES, check_address, thread_headers
 from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.tools._shared.drafts import Original
 from mail_imap_mcp.tools._shared.shapes import MessageDetail
-from mail_imap_mcp.tools.save_draft import SaveDraftInput, _build, _Original
+from mail_imap_mcp.tools.save_draft import SaveDraftInput, _build
 
 ACCOUNT = AccountConfig(host="imap.example.com", username="me@example.org", password="x")
 
 
 def original(
     subject: str | None, headers: dict[str, str], body: str = "Hi\n", truncated: bool = False
-) -> _Original:
+) -> Original:
     ref = MessageRef("default", "INBOX", 7, 3)
     detail = MessageDetail(
         message_id=ref.message_id,
@@ -40,7 +41,7 @@ def original(
         body_source="text/plain",
         attachments=[],
     )
-    return _Original(ref, detail, [])
+    return Original(ref, detail, [])
 
 
 @pytest.mark.parametrize(
@@ -48,8 +49,17 @@ def original(
     [
         ("Budget", "Re: Budget"),
         ("Re: Budget", "Re: Budget"),
-        ("RE : x", "RE : x"),
-        ("re:x", "re:x"),
+        ("RE : x", "Re: x"),
+        ("re:x", "Re: x"),
+        ("Re: Re: RE: x", "Re: x"),
+        ("AW: Termin", "Re: Termin"),
+        ("SV: Re: Möte", "Re: Möte"),
+        ("Re[2]: x", "Re: x"),
+        ("Antw: VS: x", "Re: x"),
+        ("回复：会议", "Re: 会议"),
+        ("Fwd: x", "Re: Fwd: x"),
+        ("Reunion", "Re: Reunion"),
+        ("Area: x", "Re: Area: x"),
         (None, "Re:"),
     ],
 )

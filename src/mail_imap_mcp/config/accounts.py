@@ -180,6 +180,23 @@ class AccountConfig(BaseModel):
         max_length=1000,
         description="Where drafts are saved when the server marks no mailbox as \\Drafts.",
     )
+    sent_mailbox: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1000,
+        description="Where your sent mail is kept when the server marks no mailbox as \\Sent (searched by "
+        "needs_reply for your answers).",
+    )
+
+    authserv_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=255,
+        pattern=r"^[A-Za-z0-9._-]+$",
+        description="The authserv-id your provider's receiving server writes in Authentication-Results "
+        "(e.g. mx.google.com for Gmail): imap_get_message then reads the sender's SPF/DKIM/DMARC results "
+        "from that server's header only. Unset: from the topmost header.",
+    )
 
     @field_validator("helper_env")
     @classmethod
@@ -256,6 +273,13 @@ class AccountConfig(BaseModel):
     def own_addresses(self) -> frozenset[str]:
         """The effective addresses lower-cased, to recognise this account among a message's recipients."""
         return frozenset(address.lower() for address in self.effective_addresses)
+
+    @property
+    def user_addresses(self) -> frozenset[str]:
+        """:attr:`own_addresses` and the login name when it is an address, lower-cased: whose mail is the
+        user's own (needs_reply leaves it out; a reply never goes to it)."""
+        login = {self.username.lower()} if _ADDRESS.fullmatch(self.username) else set()
+        return self.own_addresses | login
 
     @property
     def effective_port(self) -> int:

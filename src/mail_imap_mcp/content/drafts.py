@@ -28,7 +28,17 @@ _POLICY = email.policy.SMTP
 _HEADER_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 # In the body: line ends and tabs are text; NUL and the other C0 controls are not.
 _BODY_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
-_REPLY_PREFIX = re.compile(r"^\s*re\s*:", re.IGNORECASE)
+#: Reply prefixes mail clients write, in many languages (Re, German AW, Nordic SV, Finnish VS, Dutch
+#: Antw, Polish Odp, Italian R/RIF, Portuguese RES, Turkish YNT, Croatian Odg, Greek, Chinese...), with
+#: a count such as ``Re[2]:`` or ``Re(2):``, and the fullwidth colon; all of them stand for one ``Re:``.
+_REPLY_WORDS = (
+    "re|aw|sv|vs|antw|antwort|odp|r|rif|res|ref|ynt|odg|atb|vá|bls|απ|σχετ|回复|回覆|答复|答覆|返信|回信"
+)
+_REPLY_PREFIXES = re.compile(
+    rf"^(?:\s*(?:{_REPLY_WORDS})\s*(?:\[\d{{1,4}}\]|\(\d{{1,4}}\))?\s*[:：])+\s*", re.IGNORECASE
+)
+#: The longest References line kept (RFC 5322 2.1.1: a line is at most 998 characters).
+MAX_REFERENCES_CHARS = 900
 _DOMAIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
 
 
@@ -102,18 +112,63 @@ def one_line(text: str | None) -> str:
     return _HEADER_CONTROL.sub(" ", text or "").strip()
 
 
-def reply_addresses(original: RepliedMessage) -> list[Address]:
-    """The original's Reply-To, else its From: those that are valid addresses (at most 100)."""
-    for value in (original.headers.get("Reply-To"), original.headers.get("From") or original.from_):
-        found = []
-        for display, addr in email.utils.getaddresses([one_line(value)]):
-            try:
-                found.append(Address(display_name=one_line(display), addr_spec=check_address(addr)))
-            except (ValueError, email.errors.HeaderParseError):
-                continue
-        if found:
-            return found[:MAX_RECIPIENTS]
-    return []
+def header_addresses(value: str | None) -> list[Address]:
+    """The valid addresses of an address header's value (a mailbox list), in order."""
+    found = []
+    for display, addr in email.utils.getaddresses([one_line(value)]):
+        try:
+            found.append(Address(display_name=one_line(display), addr_spec=check_address(addr)))
+        except (ValueError, email.errors.HeaderParseError, IndexError):
+            continue
+    return found
+
+
+def _key(address: Address) -> str:
+    return address.addr_spec.lower()
+
+
+def _distinct(addresses: Sequence[Address], left_out: set[str]) -> list[Address]:
+    """``addresses`` without those whose address (case-insensitive) is in ``left_out`` or came before;
+    ``left_out`` grows by those kept."""
+    kept = []
+    for address in addresses:
+        if _key(address) not in left_out:
+            left_out.add(_key(address))
+            kept.append(address)
+    return kept
+
+
+def reply_recipients(
+    headers: Mapping[str, str], own: frozenset[str], *, everyone: bool
+) -> tuple[list[Address], list[Address]]:
+    """To and Cc of a reply to a message with these headers: To is its Reply-To, else its From (a list's
+    Reply-To is the list); with ``everyone`` (reply-all) Cc is its To and Cc. Never one of ``own`` (the
+    account's addresses, lower-case), never an address twice; a reply to one's own message goes to its
+    recipients. Only addresses of those headers, unbounded (the caller cuts)."""
+    seen = set(own)
+    recipients = header_addresses(headers.get("To"))
+    copied = header_addresses(headers.get("Cc"))
+    to = _distinct(header_addresses(headers.get("Reply-To")), seen) or _distinct(
+        header_addresses(headers.get("From")), seen
+    )
+    if not to:  # the message is the user's own: the reply goes to whom it went to
+        to = _distinct(recipients, seen)
+        recipients = []
+    cc = _distinct([*recipients, *copied], seen) if everyone else []
+    return to, cc
+
+
+def own_address(headers: Mapping[str, str], identities: Sequence[str]) -> str | None:
+    """The first of ``identities`` (the account's addresses) the message was sent to (To, Cc), if any."""
+    named = {_key(a) for a in header_addresses(headers.get("To")) + header_addresses(headers.get("Cc"))}
+    return next((address for address in identities if address.lower() in named), None)
+
+
+def reply_subject(theirs: str | None) -> str:
+    """``Re: `` and the original's subject without its reply prefixes (``Re: Re:``, ``AW:``, ``SV:``...):
+    exactly one ``Re:``."""
+    text = one_line(theirs)
+    return f"Re: {_REPLY_PREFIXES.sub('', text)}".rstrip()
 
 
 def quote(original: RepliedMessage) -> str:
@@ -132,9 +187,16 @@ def thread_headers(original: RepliedMessage) -> tuple[str | None, str | None]:
     own = MESSAGE_ID.findall(original.headers.get("Message-ID", ""))
     if not own:
         return None, None
-    chain = [i for i in MESSAGE_ID.findall(original.headers.get("References", "")) if i != own[0]]
+    earlier = original.headers.get("References") or original.headers.get("In-Reply-To", "")
+    chain = list(dict.fromkeys(i for i in MESSAGE_ID.findall(earlier) if i != own[0]))
+    # Trimmed as RFC 5322 3.6.4 allows, keeping the thread's first id and the latest ones (RFC 5537
+    # 3.4.4 does so for netnews), to at most MAX_REFERENCES ids on one header line.
     if len(chain) >= MAX_REFERENCES:
         chain = chain[:1] + chain[-(MAX_REFERENCES - 2) :]
+    while len(chain) > 1 and len(" ".join([*chain, own[0]])) > MAX_REFERENCES_CHARS:
+        del chain[1]
+    if len(" ".join([*chain, own[0]])) > MAX_REFERENCES_CHARS:
+        chain = []
     return own[0], " ".join([*chain, own[0]])
 
 
@@ -144,8 +206,41 @@ def message_id_domain(sender: str, host: str) -> str:
     return domain if _DOMAIN.match(domain) else "mail-imap-mcp.invalid"
 
 
+def draft_recipients(
+    to: Sequence[Address],
+    cc: Sequence[Address],
+    original: Mapping[str, str] | None,
+    own: frozenset[str],
+    *,
+    reply_all: bool = False,
+) -> tuple[list[Address], list[Address], list[str]]:
+    """To and Cc of a draft, and warnings. ``to`` and ``cc`` are the caller's; a reply (``original``: its
+    headers) goes to :func:`reply_recipients` unless ``to`` is given, and ``cc`` is added to a reply-all's
+    Cc. No address twice; what a reply takes from the original is cut at :data:`MAX_RECIPIENTS` in all.
+    ValueError: the caller's own ``to`` and ``cc`` are more than that."""
+    if len(to) + len(cc) > MAX_RECIPIENTS:
+        raise ValueError(f"at most {MAX_RECIPIENTS} recipients in to and cc together.")
+    warnings: list[str] = []
+    if original is None:
+        return list(to), list(cc), warnings
+    theirs_to, theirs_cc = reply_recipients(original, own, everyone=reply_all)
+    seen: set[str] = set()
+    final_to = _distinct(to or theirs_to, seen)
+    final_cc = _distinct([*cc, *theirs_cc], seen)
+    if not final_to and not to:
+        warnings.append("The original has no usable Reply-To or From address: add the recipients.")
+    room = MAX_RECIPIENTS - len(final_to)
+    if len(final_cc) > room:
+        warnings.append(
+            f"The original names {len(final_to) + len(final_cc)} recipients; the draft keeps the first "
+            f"{MAX_RECIPIENTS} (To first, then Cc)."
+        )
+        final_to, final_cc = final_to[:MAX_RECIPIENTS], final_cc[: max(room, 0)]
+    return final_to, final_cc, warnings
+
+
 def compose_draft(
-    sender: str,
+    sender: Address | None,
     to: Sequence[Address],
     cc: Sequence[Address],
     subject: str | None,
@@ -153,31 +248,24 @@ def compose_draft(
     domain: str,
     original: RepliedMessage | None,
 ) -> tuple[EmailMessage, list[str]]:
-    """The draft, and warnings for what it lacks. A reply (``original``) goes to the original's Reply-To
-    or From unless ``to`` is given, gets 'Re:' and the original's subject unless ``subject`` is given,
-    In-Reply-To and References, and the original quoted below. ValueError: more than
-    :data:`MAX_RECIPIENTS` recipients."""
-    to = list(to) or (reply_addresses(original) if original is not None else [])
-    if len(to) + len(cc) > MAX_RECIPIENTS:
-        raise ValueError(f"at most {MAX_RECIPIENTS} recipients in to and cc together.")
+    """The draft to ``to`` and ``cc`` (see :func:`draft_recipients`), and warnings for what it lacks. A
+    reply (``original``) gets 'Re:' and the original's subject unless ``subject`` is given,
+    In-Reply-To and References, and the original quoted below."""
     warnings: list[str] = []
     message = EmailMessage(policy=_POLICY)
-    try:
-        message["From"] = Address(addr_spec=check_address(sender))
-    except ValueError:
+    if sender is not None:
+        message["From"] = sender
+    else:
         warnings.append(
             "No From header (the login name is not an email address, and the account sets no addresses): "
             "your mail client sets it."
         )
-    if not to and original is not None:
-        warnings.append("The original has no usable Reply-To or From address: add the recipients.")
     if to:
         message["To"] = to
     if cc:
         message["Cc"] = cc
     if subject is None and original is not None:
-        theirs = one_line(original.subject)
-        subject = theirs if _REPLY_PREFIX.match(theirs) else f"Re: {theirs}".rstrip()
+        subject = reply_subject(original.subject)
     if subject:
         message["Subject"] = subject
     message["Date"] = email.utils.formatdate(localtime=True)

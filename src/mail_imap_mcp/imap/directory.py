@@ -20,7 +20,7 @@ from mail_imap_mcp.imap.session import ImapSession
 INBOX = "INBOX"
 TRASH, DRAFTS, SENT, JUNK, ARCHIVE = "\\Trash", "\\Drafts", "\\Sent", "\\Junk", "\\Archive"
 #: The account setting naming the mailbox of a role where the server marks none.
-ROLE_SETTINGS = {TRASH: "trash_mailbox", DRAFTS: "drafts_mailbox"}
+ROLE_SETTINGS = {TRASH: "trash_mailbox", DRAFTS: "drafts_mailbox", SENT: "sent_mailbox"}
 #: Left out of a search of every mailbox unless named: deleted mail, spam, and virtual views that hold
 #: copies of mail kept elsewhere (Gmail's All Mail, Important and Starred; Dovecot's virtual folders).
 EXCLUDED_FROM_ALL = (TRASH, JUNK, "\\All", "\\Flagged", "\\Important")

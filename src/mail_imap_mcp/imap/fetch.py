@@ -42,6 +42,10 @@ DEFAULT_HEADER_ALLOWLIST = (
     "list-unsubscribe",
 )
 MAX_LISTED_ADDRESSES = 20
+#: The headers that say who sent a message (its sender's warnings and authentication are read from them),
+#: and how many of each are kept (a message may carry hundreds of forged Authentication-Results).
+SENDER_HEADERS = ("from", "reply-to", "authentication-results")
+MAX_SENDER_HEADERS = 20
 MAX_LISTED_ATTACHMENTS = 100
 MAX_HEADER_BYTES = 256 * 1024
 MAX_HEADER_VALUE_CHARS = 4000
@@ -165,6 +169,7 @@ def _summary(
         has_attachments=mime.has_attachments(parts) if parts else False,
         snippet=snippet,
         short_recipients=_bounded(short_recipients(headers.get("to", []) + headers.get("cc", []), own)),
+        header_message_id=_bounded(_first(headers, "message-id")),
     )
 
 
@@ -473,6 +478,8 @@ class ReadOptions:
     max_text_part_bytes: int
     #: Leave quoted replies and the signature out of the body (text and markdown).
     new_text_only: bool = False
+    #: Read the sender's authentication from this server's Authentication-Results (None: the topmost).
+    authserv_id: str | None = None
 
 
 def _select_headers(headers: dict[str, list[str]], options: ReadOptions) -> dict[str, str]:
@@ -566,6 +573,9 @@ def read_message(
         html=html,
         fetch_truncated=fetch_truncated,
         attachments=attachments[:MAX_LISTED_ATTACHMENTS],
+        sender_headers={
+            name: headers[name][:MAX_SENDER_HEADERS] for name in SENDER_HEADERS if name in headers
+        },
     )
     return record, warnings
 

@@ -6,7 +6,7 @@ descriptions, compact forms and body rendering are presentation and live there.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from mail_imap_mcp.mime import Part
@@ -38,6 +38,8 @@ class SummaryRecord:
     #: The recipients (To and Cc) in a few words, "me" for the account's own addresses; "" when the
     #: message went to this account alone, None when not worked out.
     short_recipients: str | None = None
+    #: Its Message-ID header (``<left@right>``), when it has one.
+    header_message_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -52,3 +54,6 @@ class MessageRecord:
     #: The body part is larger than the fetch cap: only its beginning was read.
     fetch_truncated: bool
     attachments: list[Part]
+    #: What says who sent it, whatever headers were asked for: From, Reply-To and
+    #: Authentication-Results, decoded, top to bottom (lower-case names).
+    sender_headers: dict[str, list[str]] = field(default_factory=dict)

@@ -60,6 +60,8 @@ class SearchFilter:
     keyword: str | None = None
     larger_than: int | None = None
     smaller_than: int | None = None
+    #: More SEARCH keys, already tokenised (e.g. :func:`mail_imap_mcp.imap.replies.needs_reply_criteria`).
+    extra: tuple[bytes | str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in _TEXT_FIELDS:
@@ -95,7 +97,7 @@ class SearchFilter:
             keys += [b"LARGER", self.larger_than]
         if self.smaller_than is not None:
             keys += [b"SMALLER", self.smaller_than]
-        return keys
+        return keys + list(self.extra)
 
     @property
     def is_all(self) -> bool:
@@ -104,7 +106,8 @@ class SearchFilter:
     @property
     def needs_utf8(self) -> bool:
         strings = (self.text, self.from_, self.to, self.cc, self.subject, self.body)
-        return any(s is not None and not s.isascii() for s in strings)
+        extra = (s for s in self.extra if isinstance(s, str))
+        return any(s is not None and not s.isascii() for s in (*strings, *extra))
 
 
 def seal(payload: Any) -> str:

@@ -84,7 +84,7 @@ class GetMessageData(MultiItemData):
 
 COMPACT_UNTRUSTED = (
     "message.from,to,cc,subject,headers,body_text,body_markdown,body_html,attachments[].filename,"
-    "attachments[].content_id,attachments[].extracted_text"
+    "attachments[].content_id,attachments[].extracted_text,authentication,sender_warnings"
 )
 
 
@@ -118,6 +118,7 @@ def handle(
         include_all_headers=args.include_all_headers,
         max_text_part_bytes=app.config.server.max_text_part_bytes,
         new_text_only=args.new_text_only,
+        authserv_id=app.config.accounts[connection.account_id].authserv_id,
     )
 
     message, warnings = read_checked(connection, ref, options)
@@ -153,6 +154,8 @@ def handle(
                 "message.attachments[].filename",
                 "message.attachments[].content_id",
                 "message.attachments[].extracted_text",
+                "message.authentication",
+                "message.sender_warnings",
             ]
         ),
         status="partial" if issues else "ok",

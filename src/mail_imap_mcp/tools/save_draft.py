@@ -11,7 +11,6 @@ would make a second draft).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from email.message import EmailMessage
 from typing import Annotated, Literal
 
@@ -26,21 +25,31 @@ from mail_imap_mcp.content.drafts import (
     check_body,
     check_header_text,
     compose_draft,
+    draft_recipients,
     message_id_domain,
     one_line,
 )
 from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap.directory import DRAFTS, MailboxDirectory
-from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing, OutcomeUnknown
-from mail_imap_mcp.imap.fetch import ReadOptions
-from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
-from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.errors import OutcomeUnknown
+from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.tools._shared.arguments import DEFAULT_ACCOUNT, AccountId
-from mail_imap_mcp.tools._shared.failures import mailbox_refused
-from mail_imap_mcp.tools._shared.message_read import read_checked
-from mail_imap_mcp.tools._shared.shapes import MessageDetail, UntrustedContent
+from mail_imap_mcp.tools._shared.drafts import (
+    DRAFT_FLAGS,
+    Original,
+    Replaced,
+    append_draft,
+    check_replaceable,
+    locate,
+    parse_own_id,
+    read_original,
+    remove_replaced,
+    restore_arguments,
+    sender,
+)
+from mail_imap_mcp.tools._shared.shapes import UntrustedContent
 from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 
@@ -49,27 +58,29 @@ TITLE = "Save a draft (never sends)"
 DESCRIPTION = (
     "Save a plain-text email draft in the account's Drafts folder. Nothing is ever sent: the user "
     "reviews and sends it from their mail client. With in_reply_to (a message_id) the draft is a reply: "
-    "'Re:' subject, In-Reply-To and References headers, the original's start quoted below body_text, "
-    "and `to` defaulting to the original's Reply-To or From. Returns the draft's message_id (read it "
-    "back with imap_get_message). dry_run returns the message that would be saved, without saving it."
+    "one 'Re:' before the original's subject, In-Reply-To and References headers, the original's start "
+    "quoted below body_text, and `to` defaulting to the original's Reply-To or From; reply_all adds its "
+    "To and Cc as Cc (never the account's own addresses, no address twice). from_address picks one of "
+    "the account's addresses. replace_message_id revises a draft: the new one is saved, then the old one "
+    "removed, and next_action undoes it. Returns the draft's message_id (read it back with "
+    "imap_get_message). dry_run returns the message that would be saved, without saving it."
 )
 ERRORS = {
     "invalid_input": "An address, the subject or the body is malformed, contains control characters "
-    "(CR/LF would add header lines) or is too large, or in_reply_to is malformed or of another account.",
-    "not_found": "The account, the message of in_reply_to, or the Drafts folder (no \\Drafts mailbox "
-    "and no drafts_mailbox setting, or that mailbox does not exist) is missing.",
-    "conflict": "The mailbox of in_reply_to changed (UIDVALIDITY); next_action reruns the search.",
-    "permission_denied": "Writes are off for this account (write_enabled), or the server refused the APPEND.",
+    "(CR/LF would add header lines) or is too large; in_reply_to or replace_message_id is malformed or "
+    "of another account; reply_all without in_reply_to; from_address is not one of the account's "
+    "addresses; replace_message_id is not a \\Draft message of the Drafts folder.",
+    "not_found": "The account, the message of in_reply_to or replace_message_id, or the Drafts folder (no "
+    "\\Drafts mailbox and no drafts_mailbox setting, or that mailbox does not exist) is missing.",
+    "conflict": "The mailbox of in_reply_to or replace_message_id changed (UIDVALIDITY); next_action "
+    "reruns the search.",
+    "permission_denied": "Writes are off for this account (write_enabled), the server refused the APPEND, "
+    "or replace_message_id on a server without UIDPLUS (it cannot remove exactly one message).",
     "limit_exceeded": "The server refused the draft: over quota.",
     "auth_failed": "The server rejected the credentials.",
     "unavailable": "The server cannot be reached; nothing was saved.",
     "timeout": "A command exceeded its time budget.",
 }
-
-DRAFT_FLAGS = ("\\Draft", "\\Seen")
-#: How much of the original a reply quotes (characters of its text).
-QUOTE_MAX_CHARS = 20_000
-
 
 AddressArg = Annotated[str, Field(min_length=3, max_length=500), AfterValidator(check_address)]
 
@@ -82,14 +93,17 @@ class SaveDraftInput(BaseModel):
         default_factory=list,
         max_length=MAX_RECIPIENTS,
         description="Recipients, each 'user@example.com' or 'Name <user@example.com>'. Empty with "
-        "in_reply_to: the original's Reply-To, else its From.",
+        "in_reply_to: the original's Reply-To, else its From (a mailing list's Reply-To is the list).",
     )
     cc: list[AddressArg] = Field(
-        default_factory=list, max_length=MAX_RECIPIENTS, description="Cc recipients."
+        default_factory=list,
+        max_length=MAX_RECIPIENTS,
+        description="Cc recipients (with reply_all, added to the original's To and Cc).",
     )
     subject: Annotated[str, Field(max_length=998), AfterValidator(check_header_text)] | None = Field(
         default=None,
-        description="Subject. Omitted with in_reply_to: 'Re: ' and the original's subject.",
+        description="Subject. Omitted with in_reply_to: 'Re: ' and the original's subject (its own "
+        "Re:/AW:/SV:... prefixes left out).",
     )
     body_text: Annotated[str, AfterValidator(check_body)] = Field(
         default="", max_length=MAX_BODY_BYTES, description="The text of the draft (plain text, up to 1 MB)."
@@ -99,6 +113,23 @@ class SaveDraftInput(BaseModel):
         min_length=8,
         max_length=2000,
         description="message_id of the message this draft answers (from imap_search_messages).",
+    )
+    reply_all: bool = Field(
+        default=False,
+        description="With in_reply_to: Cc the original's To and Cc too, without the account's own "
+        "addresses and without duplicates.",
+    )
+    from_address: AddressArg | None = Field(
+        default=None,
+        description="Send-as identity: one of the account's addresses (imap_list_accounts). Default: for "
+        "a reply, the account's address the original was sent to; else the account's first address.",
+    )
+    replace_message_id: str | None = Field(
+        default=None,
+        min_length=8,
+        max_length=2000,
+        description="message_id of a draft (\\Draft, in the Drafts folder) this one replaces: the new "
+        "draft is saved first, then that one is removed. Needs a server with UIDPLUS.",
     )
     dry_run: bool = Field(
         default=False, description="true: return the message that would be saved; save nothing."
@@ -125,6 +156,10 @@ class SaveDraftData(MultiItemData):
     )
     header_message_id: str = Field(description="The Message-ID header of the draft.")
     in_reply_to: str | None = Field(description="message_id of the message answered, if any.")
+    replaced_message_id: str | None = Field(
+        description="message_id of the draft this one replaced and that was removed (null when none was, "
+        "or when it could not be: data.issues says why)."
+    )
     flags: list[str] = Field(description="Flags the draft was saved with.")
     saved: bool = Field(description="True when the server confirmed the APPEND. Nothing is ever sent.")
     dry_run: bool = Field(description="True: nothing was saved; draft.body_text shows the message.")
@@ -132,95 +167,60 @@ class SaveDraftData(MultiItemData):
     untrusted_content: UntrustedContent
 
 
-@dataclass
-class _Original:
-    """What a reply takes from the message it answers."""
-
-    ref: MessageRef
-    detail: MessageDetail
-    warnings: list[str]
-
-
-def _parse_reply_target(app: AppContext, account_id: str, text: str) -> MessageRef:
-    try:
-        ref = parse_message_id(text)
-    except InvalidMessageId as exc:
-        raise ToolFailure.invalid_input("in_reply_to", f"{exc}.") from None
-    if app.resolve_account(ref.account_id) != account_id:
-        raise ToolFailure.invalid_input(
-            "in_reply_to", f"the message belongs to account {ref.account_id!r}, not {account_id!r}."
-        )
-    return ref
-
-
-def _read_original(app: AppContext, ref: MessageRef) -> _Original:
-    options = ReadOptions(
-        body_max_chars=QUOTE_MAX_CHARS,
-        body_format="text",
-        include_headers=True,
-        include_all_headers=False,
-        max_text_part_bytes=app.config.server.max_text_part_bytes,
-    )
-
-    detail, warnings = read_checked(app.connection(ref.account_id), ref, options)
-    return _Original(ref, detail, warnings)
-
-
 def _build(
-    args: SaveDraftInput, account: AccountConfig, original: _Original | None
+    args: SaveDraftInput, account: AccountConfig, original: Original | None
 ) -> tuple[EmailMessage, list[str]]:
-    sender = next(iter(account.effective_addresses), account.username)
-    domain = message_id_domain(next(iter(account.effective_addresses), ""), account.host)
+    headers = None
+    if original is not None:  # From as parsed where the headers were not read
+        headers = {"From": original.detail.from_ or "", **original.detail.headers}
     try:
-        return compose_draft(
-            sender,
+        to, cc, warnings = draft_recipients(
             [address(value) for value in args.to],
             [address(value) for value in args.cc],
-            args.subject,
-            args.body_text,
-            domain,
-            original.detail if original is not None else None,
+            headers,
+            account.user_addresses,
+            reply_all=args.reply_all,
         )
     except ValueError as exc:  # too many recipients
         raise ToolFailure.invalid_input("cc", str(exc)) from None
-
-
-def _append(session: ImapSession, account_id: str, mailbox: str, raw: bytes) -> tuple[int, int] | None:
-    try:
-        with session.write_command():
-            return session.append(mailbox, raw, DRAFT_FLAGS)
-    except (CommandRefused, MailboxMissing) as refused:  # named as the setting that chose the mailbox
-        raise mailbox_refused(refused, account_id, "APPEND", mailbox, "drafts_mailbox") from None
-
-
-def _locate(session: ImapSession, mailbox: str, header_id: str) -> tuple[int, list[int]]:
-    """UIDVALIDITY of ``mailbox`` and the UIDs of messages whose Message-ID header is ``header_id``."""
-    state = session.examine(mailbox)
-    return state.uidvalidity, session.uid_search([b"HEADER", b"MESSAGE-ID", header_id])
+    sent_as = sender(account, args.from_address, original)
+    domain = message_id_domain(sent_as.addr_spec if sent_as else "", account.host)
+    detail = original.detail if original is not None else None
+    message, more = compose_draft(sent_as, to, cc, args.subject, args.body_text, domain, detail)
+    return message, warnings + more
 
 
 def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
     connection = app.write_connection(args.account_id)
     account_id = connection.account_id
     account = app.config.accounts[account_id]
-    action = "dry_run:save" if args.dry_run else "save"
+    action = "dry_run:save" if args.dry_run else ("replace" if args.replace_message_id else "save")
+    if args.reply_all and args.in_reply_to is None:
+        raise ToolFailure.invalid_input(
+            "reply_all",
+            "it needs in_reply_to (the message_id of the message answered).",
+            conflicts_with="in_reply_to",
+        )
+    issues: list[Issue] = []
     try:
         original = None
         if args.in_reply_to is not None:
-            original = _read_original(app, _parse_reply_target(app, account_id, args.in_reply_to))
+            original = read_original(app, parse_own_id(app, account_id, args.in_reply_to, "in_reply_to"))
         message, warnings = _build(args, account, original)
         raw = message.as_bytes()
         header_id = str(message["Message-ID"])
         mailbox = connection.run(
             lambda session: MailboxDirectory.load(session, account).require(DRAFTS, account_id)
         )
-        issues: list[Issue] = []
+        replaced: Replaced | None = None
+        if args.replace_message_id is not None:
+            replaced = check_replaceable(app, connection, args.replace_message_id, mailbox)
         found: tuple[int, int] | None = None
         located_by: Literal["appenduid", "search"] | None = None
-        saved = False
+        saved = removed = False
         if not args.dry_run:
             try:
-                found = connection.run_write(lambda session: _append(session, account_id, mailbox, raw))
+                found = connection.run_write(lambda session: append_draft(session, account_id, mailbox, raw))
                 saved = True
             except OutcomeUnknown:
                 issues.append(
@@ -229,16 +229,21 @@ def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
                         stage="write",
                         message="The connection was lost after the draft was sent to the server: it may or "
                         "may not have been saved. It was not saved again; search the Drafts folder for it "
-                        "before saving it once more.",
+                        "before saving it once more."
+                        + (" The draft it was to replace was left alone." if replaced else ""),
                         retryable=False,
                     )
                 )
         if found is not None:
             located_by = "appenduid"
         elif saved:
-            found, issue = _search_for(app, account_id, mailbox, header_id)
+            found, issue = locate(app, account_id, mailbox, header_id)
             located_by = "search" if found is not None else None
             issues += [issue] if issue is not None else []
+        if saved and replaced is not None:
+            kept = remove_replaced(connection, replaced)
+            removed = kept is None
+            issues += [kept] if kept is not None else []
     except ToolFailure as failure:
         audit(NAME, account_id, action, 1, failure.code)
         raise
@@ -247,6 +252,9 @@ def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
         warnings += original.warnings
     ref = MessageRef(account_id, mailbox, *found) if found is not None else None
     headers = {name: one_line(str(value)) for name, value in message.items()}
+    undo = None
+    if removed and replaced is not None and ref is not None:
+        undo = _undo(account, account_id, replaced, ref, warnings)
     data = SaveDraftData(
         account_id=account_id,
         mailbox=mailbox,
@@ -254,6 +262,7 @@ def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
         located_by=located_by,
         header_message_id=header_id,
         in_reply_to=original.ref.message_id if original else None,
+        replaced_message_id=replaced.ref.message_id if replaced is not None and removed else None,
         flags=list(DRAFT_FLAGS),
         saved=saved,
         dry_run=args.dry_run,
@@ -264,7 +273,7 @@ def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
         ),
         status="partial" if issues else "ok",
         issues=issues,
-        next_action=_next_action(args, account_id, mailbox, ref, header_id, saved),
+        next_action=undo or _next_action(args, account_id, mailbox, ref, header_id, saved),
         untrusted_content=UntrustedContent(
             fields=["draft.body_text", "draft.headers"] if original is not None else []
         ),
@@ -273,32 +282,29 @@ def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
     if args.dry_run:
         summary = f"Dry run: draft for {mailbox!r} not saved"
     elif saved:
-        summary = f"Draft saved in {mailbox!r} (not sent)"
+        summary = f"Draft saved in {mailbox!r} (not sent)" + (
+            ", replacing the earlier one" if removed else ""
+        )
     else:
         summary = f"Outcome unknown: the connection was lost while saving the draft to {mailbox!r}"
     return ToolResult(summary=summary, data=data, warnings=warnings)
 
 
-def _search_for(
-    app: AppContext, account_id: str, mailbox: str, header_id: str
-) -> tuple[tuple[int, int] | None, Issue | None]:
-    """Find the saved draft by its Message-ID (servers without UIDPLUS): one UID SEARCH."""
-    try:
-        uidvalidity, uids = app.connection(account_id).run(
-            lambda session: _locate(session, mailbox, header_id)
+def _undo(
+    account: AccountConfig, account_id: str, replaced: Replaced, ref: MessageRef, warnings: list[str]
+) -> NextAction | None:
+    arguments = restore_arguments(account, account_id, replaced, ref.message_id)
+    if arguments is None:
+        warnings.append(
+            "The replaced draft had attachments, only HTML or a long text: no call can restore it as it "
+            "was (read the new draft back with imap_get_message)."
         )
-    except ToolFailure as failure:
-        uidvalidity, uids, problem = 0, [], failure.message
-    else:
-        problem = f"{len(uids)} messages carry its Message-ID"
-    if len(uids) == 1:
-        return (uidvalidity, uids[0]), None
-    return None, Issue(
-        code="draft_not_located",
-        stage="search",
-        message=f"The draft was saved, but its message_id could not be determined ({problem}); search "
-        f"{mailbox!r} for it.",
-        retryable=False,
+        return None
+    threaded = " (its threading headers are not restored)" if "In-Reply-To" in replaced.detail.headers else ""
+    return NextAction(
+        instruction=f"Undo: put the replaced draft's recipients, subject and text back{threaded}",
+        tool=NAME,
+        arguments=arguments,
     )
 
 

@@ -13,9 +13,17 @@ from mail_imap_mcp.imap.fetch import MessageGone, ReadOptions, read_message
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.records import BodyFormat, MessageRecord
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mime.authentication import authentication_results, sender_warnings
 from mail_imap_mcp.tools._shared.failures import message_gone
 from mail_imap_mcp.tools._shared.message_lookup import examine_for
-from mail_imap_mcp.tools._shared.shapes import SUMMARY_FIELDS, MessageDetail, Omitted, attachment_info
+from mail_imap_mcp.tools._shared.shapes import (
+    SUMMARY_FIELDS,
+    Authentication,
+    MessageDetail,
+    Omitted,
+    SenderWarning,
+    attachment_info,
+)
 
 _BODY_FIELDS: dict[BodyFormat, str] = {"text": "body_text", "markdown": "body_markdown", "html": "body_html"}
 
@@ -81,8 +89,21 @@ def message_detail(
         body_omitted=omitted or None,
         attachments=attachments,
     )
+    _add_sender_facts(detail, record, options.authserv_id)
     setattr(detail, _BODY_FIELDS[options.body_format], body)
     return detail
+
+
+def _add_sender_facts(detail: MessageDetail, record: MessageRecord, authserv_id: str | None) -> None:
+    """The sender's authentication results and warnings, from the headers that say who sent it."""
+    found = record.sender_headers
+    results = authentication_results(found.get("authentication-results", []), authserv_id)
+    if results is not None:
+        detail.authentication = Authentication(
+            authserv_id=results.authserv_id, spf=results.spf, dkim=results.dkim, dmarc=results.dmarc
+        )
+    facts = sender_warnings(found.get("from", []), found.get("reply-to", []), results)
+    detail.sender_warnings = [SenderWarning(code=f.code, message=f.message) for f in facts] or None
 
 
 def render_body(text: str | None, html: str | None, body_format: BodyFormat) -> tuple[str, str | None]:

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from pydantic.json_schema import SkipJsonSchema
 
-from mail_imap_mcp.envelope import CompactPayload, Payload, absent
+from mail_imap_mcp.envelope import CompactPayload, Payload, absent, absent_field
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.records import BodyFormat, SummaryRecord
 from mail_imap_mcp.mime import Part
@@ -76,9 +76,15 @@ class MessageSummary(MailModel):
     # is made from the headers (cheaper than parsing the joined full forms again); "" for this account
     # alone.
     _short_recipients: str | None = PrivateAttr(default=None)
+    # Its Message-ID header, kept for needs_reply's look into the Sent mailbox (not shown).
+    _header_message_id: str | None = PrivateAttr(default=None)
 
     def set_short_recipients(self, recipients: str | None) -> None:
         self._short_recipients = recipients
+
+    @property
+    def header_message_id(self) -> str | None:
+        return self._header_message_id
 
 
 #: The fields a full summary takes from its record (all but the short recipients, kept privately).
@@ -89,6 +95,7 @@ def summary_shape(record: SummaryRecord) -> MessageSummary:
     """The full summary of a record read by the IMAP layer, its short recipients kept for the compact form."""
     summary = MessageSummary(**{name: getattr(record, name) for name in SUMMARY_FIELDS})
     summary.set_short_recipients(record.short_recipients)
+    summary._header_message_id = record.header_message_id
     return summary
 
 
@@ -131,6 +138,57 @@ def attachment_info(ref: MessageRef, part: Part) -> AttachmentInfo:
     )
 
 
+SenderWarningCode = Literal[
+    "display_name_is_other_address",
+    "dmarc_fail",
+    "punycode_domain",
+    "mixed_script_domain",
+    "reply_to_other_domain",
+]
+
+
+class Authentication(CompactPayload):
+    """What the receiving server's Authentication-Results header says (RFC 8601)."""
+
+    authserv_id: str | SkipJsonSchema[None] = absent_field(
+        "The server that checked the message (its authserv-id); absent when the header names none "
+        "(Microsoft 365)."
+    )
+    spf: str | SkipJsonSchema[None] = absent_field(
+        "SPF: pass, fail, softfail, neutral, none, temperror, permerror. Absent when not checked."
+    )
+    dkim: str | SkipJsonSchema[None] = absent_field(
+        "DKIM (the best of the signatures): pass, fail, neutral, none, policy, temperror, permerror. "
+        "Absent when not checked."
+    )
+    dmarc: str | SkipJsonSchema[None] = absent_field(
+        "DMARC: pass, fail, none, temperror, permerror. Absent when not checked."
+    )
+
+
+AUTHENTICATION_DESCRIPTION = (
+    "SPF, DKIM and DMARC results from the topmost Authentication-Results header (the one the receiving "
+    "server added last; lower ones can be forged by the sender and are ignored), or from the one of the "
+    "account's authserv_id. Absent when there is none."
+)
+
+
+class SenderWarning(CompactPayload):
+    """A fact about the sender worth a second look; not a verdict."""
+
+    code: SenderWarningCode = Field(
+        description="display_name_is_other_address, dmarc_fail, punycode_domain, mixed_script_domain or "
+        "reply_to_other_domain."
+    )
+    message: str = Field(description="The fact, naming the addresses and domains (the sender's text).")
+
+
+SENDER_WARNINGS_DESCRIPTION = (
+    "Facts about the sender worth a second look (a display name that is another address, DMARC failed, "
+    "a punycode or mixed-script domain, a Reply-To on another domain), not verdicts. Absent when none."
+)
+
+
 class MessageDetail(MessageSummary):
     """One message as imap_get_message returns it."""
 
@@ -152,6 +210,12 @@ class MessageDetail(MessageSummary):
     )
     body_omitted: list[Omitted] | None = Field(
         default=None, exclude_if=absent, description=BODY_OMITTED_DESCRIPTION
+    )
+    authentication: Authentication | None = Field(
+        default=None, exclude_if=absent, description=AUTHENTICATION_DESCRIPTION
+    )
+    sender_warnings: list[SenderWarning] | None = Field(
+        default=None, exclude_if=absent, description=SENDER_WARNINGS_DESCRIPTION
     )
 
 
@@ -276,6 +340,12 @@ class CompactMessage(_CompactMessageFields):
     body_omitted: list[Omitted] | SkipJsonSchema[None] = Field(
         default=None, exclude_if=absent, description=BODY_OMITTED_DESCRIPTION
     )
+    authentication: Authentication | SkipJsonSchema[None] = Field(
+        default=None, exclude_if=absent, description=AUTHENTICATION_DESCRIPTION
+    )
+    sender_warnings: list[SenderWarning] | SkipJsonSchema[None] = Field(
+        default=None, exclude_if=absent, description=SENDER_WARNINGS_DESCRIPTION
+    )
 
 
 def _compact_attachment(attachment: AttachmentInfo) -> CompactAttachment:
@@ -305,6 +375,8 @@ def compact_message(detail: MessageDetail) -> CompactMessage:
         body_truncated=True if detail.body_truncated else None,
         attachments=[_compact_attachment(attachment) for attachment in detail.attachments] or None,
         body_omitted=detail.body_omitted,
+        authentication=detail.authentication,
+        sender_warnings=detail.sender_warnings,
     )
 
 

@@ -1,0 +1,76 @@
+"""The plan of ``needs_reply``: mail that awaits the user's answer, found with a bounded number of round
+trips.
+
+The server narrows the candidates in the search itself (:func:`needs_reply_criteria`): not
+``\\Answered``, not from the account's own addresses, no ``List-Id``, no ``Auto-Submitted`` other than
+``no`` (RFC 3834: its other values start with ``auto-``), no ``Precedence`` bulk, list or junk, not from
+a no-reply or mailer-daemon sender. Then one search of the Sent mailbox for the page's Message-IDs in
+``In-Reply-To`` or ``References`` and one FETCH of those headers of what it found
+(:func:`answered_in`) say which candidates were answered from a client that does not set ``\\Answered``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from mail_imap_mcp import mime
+from mail_imap_mcp.imap.session import ImapSession
+
+#: Senders whose mail expects no answer (a substring of From, as IMAP's FROM search matches).
+AUTOMATED_SENDERS = ("noreply", "no-reply", "mailer-daemon")
+#: Precedence values of bulk mail (RFC 2076; RFC 3834 2 asks responders to skip them).
+BULK_PRECEDENCE = ("bulk", "list", "junk")
+#: Sent messages whose headers are read at most (the newest): more than a page's answers need.
+MAX_ANSWERS_READ = 1000
+_ANSWER_HEADERS = "BODY.PEEK[HEADER.FIELDS (IN-REPLY-TO REFERENCES)]<0.16384>"
+# Printable ASCII only: the ids are sent as quoted strings of a search without CHARSET.
+_MESSAGE_ID = re.compile(r"<[!-;=?-~]{1,500}>")
+
+
+def first_message_id(value: str | None) -> str | None:
+    """The message id of a Message-ID header's value (``<left@right>``), None when it has none."""
+    found = _MESSAGE_ID.search(value or "")
+    return found.group(0) if found else None
+
+
+def needs_reply_criteria(own_addresses: Iterable[str]) -> tuple[bytes | str, ...]:
+    """SEARCH keys of the candidates that may await an answer (see the module)."""
+    keys: list[bytes | str] = [b"UNANSWERED", b"NOT", b"HEADER", b"LIST-ID", ""]
+    keys += [b"NOT", b"HEADER", b"AUTO-SUBMITTED", "auto-"]
+    for value in BULK_PRECEDENCE:
+        keys += [b"NOT", b"HEADER", b"PRECEDENCE", value]
+    for sender in (*AUTOMATED_SENDERS, *sorted(own_addresses)):
+        keys += [b"NOT", b"FROM", sender]
+    return tuple(keys)
+
+
+def any_of(keys: Sequence[list[bytes | str | int]]) -> list[bytes | str | int]:
+    """One SEARCH key matching any of ``keys``: a balanced tree of ``OR`` (depth log2 of their number,
+    where a chain would nest as deep as there are keys)."""
+    if len(keys) == 1:
+        return list(keys[0])
+    middle = len(keys) // 2
+    return [b"OR", *any_of(keys[:middle]), *any_of(keys[middle:])]
+
+
+def answered_in(session: ImapSession, sent_mailbox: str, message_ids: Sequence[str]) -> set[str]:
+    """Those of ``message_ids`` that a message of ``sent_mailbox`` names in In-Reply-To or References:
+    EXAMINE with one UID SEARCH (one round trip), then one UID FETCH of those headers when it found any."""
+    wanted = list(dict.fromkeys(message_ids))
+    if not wanted:
+        return set()
+    session.examine_ahead(sent_mailbox)
+    criteria = any_of(
+        [[b"HEADER", field, message_id] for message_id in wanted for field in (b"IN-REPLY-TO", b"REFERENCES")]
+    )
+    uids = sorted(session.uid_search(criteria))[-MAX_ANSWERS_READ:]
+    if not uids:
+        return set()
+    named: set[str] = set()
+    for response in session.fetch(uids, [_ANSWER_HEADERS]).values():
+        raw = next((v for k, v in response.items() if isinstance(k, bytes) and k.startswith(b"BODY[")), b"")
+        headers = mime.parse_header_block(raw if isinstance(raw, bytes) else b"")
+        for value in headers.get("in-reply-to", []) + headers.get("references", []):
+            named.update(_MESSAGE_ID.findall(value))
+    return {message_id for message_id in wanted if message_id in named}
