@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from imapclient import IMAPClient
 from imapclient.imap_utf7 import decode as decode_utf7
 from imapclient.imapclient import _literal, join_message_ids, seq_to_parenstr_upper
-from imapclient.response_parser import parse_response
+from imapclient.response_parser import parse_fetch_response, parse_response
 
 from mail_imap_mcp.imap.errors import ConnectPhase, ConnectProgress, ImplicitTlsPort
 
@@ -489,6 +489,11 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
         data: list[Any] = self._raw_command_untagged(command, list(args), response_name=response_name)
         return data
 
+    def parse_fetch(self, data: list[Any]) -> dict[int, dict[bytes, Any]]:
+        """The untagged FETCH responses ``data`` of a ``UID FETCH`` by UID, parsed as imapclient does."""
+        parsed: dict[int, dict[bytes, Any]] = parse_fetch_response(data, self.normalise_times, True)
+        return parsed
+
     def list_with_status(self, items: bytes) -> tuple[list[tuple[Any, Any, Any]], list[Any]]:
         """``LIST "" "*" RETURN (STATUS items)`` (LIST-EXTENDED, LIST-STATUS): imapclient's folder list
         and the untagged STATUS responses that came with it."""
@@ -564,6 +569,34 @@ def search_count(data: list[Any]) -> int:
             if key.upper() == b"COUNT":
                 return int(value)
     return 0
+
+
+def search_all_runs(data: list[Any]) -> list[tuple[int, int]]:
+    """``ALL`` of an ESEARCH answer (a UID set such as ``1:5,8``) as ascending ``(first, last)`` runs,
+    never expanded (empty when absent: no match)."""
+    for line in data:
+        tokens = (line or b"").split()
+        for key, value in itertools.pairwise(tokens):
+            if key.upper() == b"ALL":
+                runs = []
+                for part in value.split(b","):
+                    first, _, last = part.partition(b":")
+                    low, high = sorted((int(first), int(last or first)))
+                    runs.append((low, high))
+                return sorted(runs)
+    return []
+
+
+def uid_runs(uids: list[int]) -> tuple[int, list[tuple[int, int]]]:
+    """The number of ``uids`` and their ascending ``(first, last)`` runs."""
+    runs: list[tuple[int, int]] = []
+    ordered = sorted(set(uids))
+    for uid in ordered:
+        if runs and runs[-1][1] == uid - 1:
+            runs[-1] = (runs[-1][0], uid)
+        else:
+            runs.append((uid, uid))
+    return len(ordered), runs
 
 
 def as_text(value: bytes | str | None) -> str | None:
