@@ -96,6 +96,13 @@ def dovecot() -> Iterator[Dovecot]:
 
 
 @pytest.fixture(scope="session")
+def dovecot_rev1() -> Iterator[Dovecot]:
+    """A Dovecot that offers nothing beyond IMAP4rev1 (no IDLE, CONDSTORE, ESEARCH, SPECIAL-USE...):
+    the server without extensions that every plan must still answer right."""
+    yield from _serve(Dovecot(capabilities="IMAP4rev1", password=SESSION_PASSWORD))
+
+
+@pytest.fixture(scope="session")
 def introspection() -> Iterator[IntrospectionEndpoint]:
     """The OAuth2 token introspection endpoint of ``oauth_dovecot``: ``accept(token, user)`` makes a token valid."""
     with IntrospectionEndpoint() as endpoint:

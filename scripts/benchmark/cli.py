@@ -8,12 +8,14 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 import profile_page
 from tests.support.dovecot import Dovecot
 from tests.support.machine import machine_info
 
+import benchmark.folders as folders_axis
 import benchmark.network as network_mode
 from benchmark.common import (
     BENCH_DIR,
@@ -43,7 +45,37 @@ from benchmark.scenarios import Settings, SizeResult, bench_size, measure_startu
 from benchmark.servers import prepare_peer
 
 
+async def run_folders_only(settings: Settings) -> int:
+    """``--folders-only``: the folders axis alone, written into its own section of benchmarks.md."""
+    machine = machine_info()
+    say(f"machine: {machine['nproc']} CPU {machine['cpu_model']}, load {machine['load_average_at_start'][0]}")
+    settings.work_dir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    with Dovecot(user_patterns=("bench*",), default_user="bench", max_userip_connections=200) as dovecot:
+        result = await folders_axis.run_folders(dovecot, settings, settings.folders, settings.folder_rtts)
+    machine["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    write_folders(settings, result, machine, time.perf_counter() - started)
+    return 0
+
+
+def write_folders(
+    settings: Settings, result: folders_axis.FoldersResult, machine: dict[str, Any], elapsed: float
+) -> None:
+    settings.out_dir.mkdir(parents=True, exist_ok=True)
+    payload = {"machine": machine, "duration_s": round(elapsed, 1), "folders": result.to_json()}
+    path = settings.out_dir / "benchmarks-folders.json"
+    path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    section = folders_axis.folders_section(result, machine)
+    print(section)
+    markdown = settings.out_dir / "benchmarks.md"
+    if markdown.exists():
+        folders_axis.update_folders_markdown(markdown, section, "\n## Targets\n")
+    say(f"folders axis done in {elapsed:.0f} s; wrote {path.name} and its section of benchmarks.md")
+
+
 async def run(settings: Settings) -> int:
+    if settings.folders_only:
+        return await run_folders_only(settings)
     machine = machine_info()
     say(f"machine: {machine['nproc']} CPU {machine['cpu_model']}, Python {machine['python']}")
     load = machine["load_average_at_start"][0]
@@ -74,6 +106,11 @@ async def run(settings: Settings) -> int:
             assert first.specials is not None
             network = await network_mode.run_network(
                 dovecot, f"bench{first.size}", first.size, first.specials, first.uidvalidity, peer, settings
+            )
+        folders = None
+        if settings.folders:
+            folders = await folders_axis.run_folders(
+                dovecot, settings, settings.folders, settings.folder_rtts
             )
     elapsed = time.perf_counter() - started
     machine["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -132,6 +169,8 @@ async def run(settings: Settings) -> int:
             MARKER_END, "\n" + network_mode.network_section(network, network_targets) + "\n" + MARKER_END
         )
     update_markdown(settings.out_dir / "benchmarks.md", section)
+    if folders is not None:
+        write_folders(settings, folders, machine, elapsed)
     say(
         f"done in {elapsed:.0f} s; wrote benchmarks.json, benchmarks.png and benchmarks.md in {settings.out_dir}"
     )
@@ -163,6 +202,19 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
         default=None,
         help="network mode: round-trip times in ms of the link emulation (default 0,20,50; '' skips it)",
     )
+    parser.add_argument(
+        "--folders",
+        type=lambda s: [int(x) for x in s.split(",") if x != ""],
+        default=None,
+        help="folders axis: folder counts of the every-folder searches (default 10,40,150; '' skips it)",
+    )
+    parser.add_argument(
+        "--folder-rtts",
+        type=lambda s: [int(x) for x in s.split(",") if x != ""],
+        default=None,
+        help="folders axis: round-trip times in ms (default 0,20,50; 150 folders also at 80)",
+    )
+    parser.add_argument("--folders-only", action="store_true", help="run the folders axis alone")
     args = parser.parse_args(argv)
     quick = bool(args.quick)
     peer_budget = args.peer_budget if args.peer_budget is not None else (10.0 if quick else 45.0)
@@ -178,6 +230,9 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
         work_dir=BENCH_DIR / "run",
         quick=quick,
         network_rtts=list(args.rtts if args.rtts is not None else (0, 20, 50)),
+        folders=list(args.folders if args.folders is not None else folders_axis.FOLDER_COUNTS),
+        folder_rtts=list(args.folder_rtts if args.folder_rtts is not None else folders_axis.FOLDER_RTTS_MS),
+        folders_only=bool(args.folders_only),
     )
 
 

@@ -45,6 +45,7 @@ from benchmark.servers import (
     write_config,
 )
 from mail_imap_mcp.imap.fetch import MESSAGE_ITEMS, summary_items
+from mail_imap_mcp.imap.wire import search_all_runs
 
 
 @dataclass
@@ -155,14 +156,17 @@ class Floor:
     def tagnum(self) -> int:
         return int(self.client._imap.tagnum)
 
-    def _search(self, args: list[bytes], *, count: bool = False) -> list[int]:
-        if count:
-            data = self.client._raw_command_untagged(
-                b"SEARCH", [b"RETURN", b"(COUNT)", *args], response_name="ESEARCH"
-            )
-        else:
-            data = self.client._raw_command_untagged(b"SEARCH", args)
+    def _search(self, args: list[bytes]) -> list[int]:
+        data = self.client._raw_command_untagged(b"SEARCH", args)
         return [int(tok) for line in data if line for tok in line.split() if tok.isdigit()]
+
+    def _counted(self, args: list[bytes]) -> list[int]:
+        """``UID SEARCH RETURN (COUNT ALL)``: the total and every match in one scan, as the server's
+        first filtered page of a mailbox larger than its first window reads them."""
+        data = self.client._raw_command_untagged(
+            b"SEARCH", [b"RETURN", b"(COUNT ALL)", *args], response_name="ESEARCH"
+        )
+        return [uid for first, last in search_all_runs(data) for uid in range(first, last + 1)]
 
     def _window(self, wanted: int) -> int:
         density = self.exists / max(1, self.uidnext - 1) if self.uidnext > 1 else 1.0
@@ -171,15 +175,17 @@ class Floor:
     def search_page(
         self, criteria: list[bytes], limit: int = PAGE_LIMIT, hi: int | None = None, *, snippets: bool = True
     ) -> list[int]:
-        """``UID SEARCH`` over growing UID windows (plus a COUNT when filtered), then one ``UID FETCH``."""
-        if criteria:
-            self._search(criteria, count=True)
+        """``UID SEARCH`` over growing UID windows, then one ``UID FETCH``; a filtered first page of a
+        mailbox larger than the first window: one ``RETURN (COUNT ALL)`` instead (total and matches)."""
         wanted = limit + 1
         window = self._window(wanted)
         if criteria:
             window = max(window, MIN_FILTERED_WINDOW)
         matches: list[int] = []
-        while True:
+        counted = bool(criteria) and hi is None and window < self.uidnext - 1
+        if counted:
+            matches = sorted(self._counted(criteria), reverse=True)
+        while not counted:
             top = hi if hi is not None else max(self.uidnext - 1, 1)
             if hi is not None and hi < 1:
                 break
@@ -223,6 +229,10 @@ class Settings:
     work_dir: Path
     quick: bool
     network_rtts: list[int] = field(default_factory=list)
+    #: The folders axis (benchmark/folders.py): folder counts and RTTs; ``folders_only``: nothing else.
+    folders: list[int] = field(default_factory=list)
+    folder_rtts: list[int] = field(default_factory=list)
+    folders_only: bool = False
 
 
 @dataclass

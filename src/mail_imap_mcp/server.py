@@ -14,6 +14,7 @@ from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.server.mcpserver.resources.templates import ResourceSecurity, ResourceTemplate
+from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp_types import InputRequiredResult
 from mcp_types import Tool as MCPTool
 from pydantic import AnyUrl
@@ -22,6 +23,7 @@ from mail_imap_mcp.config import Config
 from mail_imap_mcp.content.served_types import served_type
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.envelope.mcp import EnvelopeTool
+from mail_imap_mcp.subscriptions import MailboxSubscriptions
 from mail_imap_mcp.tools import build_tools, unlisted_tools
 from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.get_attachment import attachment_blob
@@ -99,11 +101,14 @@ def build_server(config: Config, app: AppContext | None = None) -> MCPServer[Non
     """
     owns_app = app is None
     app = app or AppContext.from_config(config)
+    bus = InMemorySubscriptionBus()
+    subscriptions = MailboxSubscriptions(app, bus)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[None]) -> AsyncIterator[None]:
         try:
-            yield None
+            async with subscriptions.running():
+                yield None
         finally:
             # A caller that passed its own app (several sessions sharing connections) closes it.
             if owns_app:
@@ -119,7 +124,9 @@ def build_server(config: Config, app: AppContext | None = None) -> MCPServer[Non
         tools=list(tools.values()),
         lifespan=lifespan,
         log_level="WARNING",
+        subscriptions=bus,
     )
+    subscriptions.register(server)
     _register_message_resources(server, tools["imap_get_message"], tools["imap_get_message_raw"])
     _register_attachment_resource(server, app)
     return server

@@ -11,7 +11,7 @@ naming ``since`` (or ``cursor``); with the digest bound lowered, what lies beyon
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -23,7 +23,7 @@ from tests.support.clients import make_config, open_client
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.mailgen import plain_message
-from tests.support.matrix import MATRIX, SESSION_PASSWORD, MatrixServer
+from tests.support.matrix import MATRIX, MatrixServer
 from tests.support.readme import readme_block
 from tests.support.round_trips import Plan, Rig, plain_settings, recording, rig
 from tests.support.wire import Command, ImapRecorder, check_traffic
@@ -32,15 +32,9 @@ pytestmark = pytest.mark.anyio
 
 TOOL = "imap_get_changes"
 #: The servers: the matrix, and a Dovecot that advertises nothing but IMAP4rev1 (no CONDSTORE).
-SERVERS = (*MATRIX, "minimal_dovecot")
+SERVERS = (*MATRIX, "dovecot_rev1")
 #: The messages at the start and their flags.
 SEED = {"m0": "", "m1": "\\Seen", "m2": "", "m3": "\\Flagged", "m4": "", "m5": "\\Seen"}
-
-
-@pytest.fixture(scope="module")
-def minimal_dovecot() -> Iterator[Dovecot]:
-    with Dovecot(capabilities="IMAP4rev1", password=SESSION_PASSWORD) as server:
-        yield server
 
 
 @pytest.fixture(params=SERVERS)
@@ -272,7 +266,7 @@ PLANS = {
         # The new messages below the page's last one, then their summaries.
         "next page": Plan(("NOOP", "STATUS", "UID SEARCH", "UID FETCH"), 3),
     },
-    "minimal_dovecot": {
+    "dovecot_rev1": {
         "first token": Plan(("LOGIN", "EXAMINE", "FETCH"), 5),
         # The tracked messages' flags, the newest messages' flags and the new UIDs together.
         "nothing changed": Plan(("NOOP", "STATUS", "UID FETCH", "FETCH", "UID SEARCH"), 2),
@@ -294,7 +288,7 @@ async def planned(
     return data, Plan(tuple(c.verb for c in commands), r.connection.round_trips - before), commands
 
 
-@pytest.mark.parametrize("server", ["dovecot", "minimal_dovecot"], indirect=True)
+@pytest.mark.parametrize("server", ["dovecot", "dovecot_rev1"], indirect=True)
 async def test_each_call_sends_its_plan_and_only_what_the_server_advertises(server: Dovecot) -> None:
     user = server.new_user()
     seed(server, user, "INBOX", SEED)
@@ -318,7 +312,7 @@ async def test_each_call_sends_its_plan_and_only_what_the_server_advertises(serv
             capabilities = r.connection.capabilities
     assert (names_of(data["new"]), names_of(rest["new"])) == (["n1"], ["n0"])
     minimal = server.capabilities is not None
-    assert seen == PLANS["minimal_dovecot" if minimal else "dovecot"]
+    assert seen == PLANS["dovecot_rev1" if minimal else "dovecot"]
     needs = extension_requirements(sent)
     assert unadvertised(needs, capabilities) == []
     # CONDSTORE and QRESYNC where the server has them (and nothing but IMAP4rev1 where it does not).

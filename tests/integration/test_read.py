@@ -314,6 +314,7 @@ async def test_message_uris_resolve_as_resources(
         summary = next(m for m in data["messages"] if m["uid"] == mailbox["mixed"])
         templates = await client.list_resource_templates()
         assert {t.uri_template for t in templates.resource_templates} == {
+            "imap://{account_id}/mailbox/{mailbox}",
             "imap://{account_id}/mailbox/{mailbox}/message/{uidvalidity}/{uid}",
             "imap://{account_id}/mailbox/{mailbox}/message/{uidvalidity}/{uid}/raw",
             "imap://{account_id}/mailbox/{mailbox}/message/{uidvalidity}/{uid}/attachment/{part_id}",

@@ -12,6 +12,7 @@ The answers are checked against the messages seeded, so a cheaper plan cannot be
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
 import time
 from typing import Any
@@ -28,7 +29,7 @@ from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.faultproxy import FaultProxy
 from tests.support.matrix import MatrixServer, on_matrix
-from tests.support.round_trips import Plan, plain_settings, recording, rig
+from tests.support.round_trips import Plan, logged_cost, plain_settings, recording, rig
 
 pytestmark = pytest.mark.anyio
 
@@ -37,33 +38,55 @@ MAILBOXES = {"INBOX": 6, "Sent": 4, "Archive": 5, "Projects": 3, "Trash": 2, "Ju
 SEARCHED = ("INBOX", "Archive", "Projects", "Sent")
 
 BASE = dt.datetime(2024, 3, 1, 9, 0, tzinfo=dt.UTC)
-#: Phase 1 of a mailbox on a page without filter: EXAMINE, the UID window's SEARCH (the total is EXISTS),
-#: the FETCH of the candidates' sort keys (INTERNALDATE).
-_OPEN = ("EXAMINE", "UID SEARCH", "UID FETCH")
-#: Phase 1 in date order where the server sorts: EXAMINE and UID SORT in one round trip, then the FETCH
-#: of the candidates' sort keys (Date header).
+#: Phase 1 of a mailbox in date order where the server sorts: EXAMINE and UID SORT in one round trip, then
+#: the FETCH of the candidates' sort keys (Date header).
 _OPEN_SORTED = ("EXAMINE", "UID SORT", "UID FETCH")
-#: Phase 2 of a mailbox that is not the selected one: EXAMINE and the FETCH of its summaries, pipelined.
-_SUMMARIES = ("EXAMINE", "UID FETCH")
+#: A mailbox in the pipelined arrival-order plan (imap/across.py), every mailbox in the same round trip:
+#: without a filter EXAMINE and ``UID FETCH lo:* (INTERNALDATE)`` (the window's UIDs and merge keys at
+#: once); with one, EXAMINE and one ``UID SEARCH`` (a first window that spans the whole mailbox: its
+#: matches are the total, no COUNT), then in a second round trip EXAMINE and the candidates' INTERNALDATE.
+_WINDOW = ("EXAMINE", "UID FETCH")
+_FILTERED_FIRST = ("EXAMINE", "UID SEARCH")
+_KEYS = ("EXAMINE", "UID FETCH")
 
 
-def _plan(opened: int, summarised: int, *, listed: bool = False, by_date: bool = False) -> Plan:
-    """``opened`` mailboxes read in phase 1, then the summaries of ``summarised`` mailboxes: the one
-    left selected by phase 1 first (one FETCH), then each other one (one round trip each)."""
-    per_mailbox = (_OPEN_SORTED, 2) if by_date else (_OPEN, 3)
-    commands = ("LIST",) * listed + per_mailbox[0] * opened + ("UID FETCH",) + _SUMMARIES * (summarised - 1)
-    return Plan(commands, listed + per_mailbox[1] * opened + summarised)
+def _summaries(mailboxes: int) -> tuple[str, ...]:
+    """Phase 2, one round trip: the summaries of the mailbox left selected (one FETCH), then each other
+    one's EXAMINE and FETCH."""
+    return ("UID FETCH",) + ("EXAMINE", "UID FETCH") * (mailboxes - 1)
 
 
-# Before EXAMINE was pipelined (commit 0e12dbd): 20, 19, 9, 3, 20 and 3 round trips.
+def _pipelined(
+    opened: int, summarised: int, *, head: tuple[str, ...] = (), filtered: bool = False, waits: int
+) -> Plan:
+    """``head`` (LIST, or one STATUS per mailbox), then ``opened`` mailboxes read at once, their
+    candidates' keys when ``filtered``, then the summaries of ``summarised`` mailboxes at once."""
+    if filtered:
+        commands = head + _FILTERED_FIRST * opened + _KEYS * opened + _summaries(summarised)
+    else:
+        commands = head + _WINDOW * opened + _summaries(summarised)
+    return Plan(commands, waits)
+
+
+def _plan(opened: int, summarised: int, *, listed: bool = False) -> Plan:
+    """Date order: ``opened`` mailboxes read one after the other (phase 1), then the summaries at once."""
+    commands = ("LIST",) * listed + _OPEN_SORTED * opened + _summaries(summarised)
+    return Plan(commands, listed + 2 * opened + 1)
+
+
+# Before EXAMINE was pipelined (commit 0e12dbd): 20, 19, 9, 3, 20 and 3 round trips; before every
+# mailbox was read in the same round trip (issue 22): 17, 16, 8, 3, 13, 2 and 5.
 PLANS: dict[str, Plan] = {
-    # LIST-STATUS (Trash, Junk skipped; Empty not opened: it holds nothing), then the four mailboxes.
-    "every mailbox, first page": _plan(4, 4, listed=True),  # 17 round trips
-    "every mailbox, next page": _plan(4, 4),  # 16
-    "two mailboxes": _plan(2, 2),  # 8
+    # LIST-STATUS (Trash, Junk skipped; Empty not opened: it holds nothing), then the four mailboxes at
+    # once, then their summaries at once: 3 round trips, whatever the number of mailboxes.
+    "every mailbox, first page": _pipelined(4, 4, head=("LIST",), waits=3),
+    "every mailbox, filtered first page": _pipelined(4, 4, head=("LIST",), filtered=True, waits=4),
+    "every mailbox, next page": _pipelined(4, 4, waits=2),
+    # Names no LIST showed: their STATUS, all in one round trip, sizes the windows.
+    "two mailboxes": _pipelined(2, 2, head=("STATUS", "STATUS"), waits=3),
     # A name no LIST showed: EXAMINE first (SORT behind an EXAMINE that fails would be answered BAD).
     "one mailbox by date": Plan(("EXAMINE", "UID SORT", "UID FETCH"), 3),
-    "every mailbox by date": _plan(4, 4, listed=True, by_date=True),  # 13
+    "every mailbox by date": _plan(4, 4, listed=True),  # 10
     # Its cursor says the mailbox exists: EXAMINE and the server-side SORT (UIDs only) in one round
     # trip, then the FETCH of the summaries.
     "one mailbox by date, next page": Plan(("EXAMINE", "UID SORT", "UID FETCH"), 2),
@@ -116,6 +139,9 @@ async def test_searches_across_mailboxes_send_their_plans(dovecot: Dovecot) -> N
             second, observed["every mailbox, next page"] = await r.call(
                 "imap_search_messages", {**everywhere, "cursor": first["next_cursor"]}
             )
+            filtered, observed["every mailbox, filtered first page"] = await r.call(
+                "imap_search_messages", {**everywhere, "subject": "note 1"}
+            )
             two, observed["two mailboxes"] = await r.call(
                 "imap_search_messages", {"mailboxes": ["Sent", "Archive"], "limit": 5, "snippet_chars": 0}
             )
@@ -146,6 +172,8 @@ async def test_searches_across_mailboxes_send_their_plans(dovecot: Dovecot) -> N
     assert subjects_of(first) + subjects_of(second) == expected[:16]
     assert first["total"] == len(expected) and not first.get("issues")
     assert subjects_of(two) == newest_first(subjects, ("Sent", "Archive"))[:5]
+    assert subjects_of(filtered) == [s for s in expected if s.endswith(" note 1")]
+    assert filtered["total"] == len(SEARCHED)
     assert subjects_of(by_date) == expected[:8]
     assert subjects_of(dated) + subjects_of(dated_next) == subjects["Archive"][::-1]
     assert observed == PLANS
@@ -300,3 +328,39 @@ async def test_a_reset_under_a_pipelined_examine_and_fetch_gives_the_page_on_a_n
             assert envelope["data"]["messages"] == clean["messages"]
             assert app.connection("default").logins == 2
             assert re.search(rb'EXAMINE "New"\r\n\w+ UID FETCH [^\r]*RFC822\.SIZE', proxy.sent())
+
+
+@on_matrix()
+async def test_a_mailbox_failing_in_the_pipelined_batch_is_one_issue_and_the_plan_keeps_its_round_trips(
+    imap_server: MatrixServer, user: str, mcp: EnvelopeClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every mailbox's commands go out together (imap/across.py): a mailbox missing in the middle of the
+    list, then one deleted and one recreated between pages, each become one issue of a partial page
+    while the others answer as before, on the same connection and in the same round trips: a first page
+    is 3 (STATUS of every name, the windows of all, the summaries of all), a next page 2."""
+    placed = seed_dated(imap_server, user, {"INBOX": 5, "Archive": 5, "Projects": 5})
+    archive, projects = imap_server.mailbox_name("Archive"), imap_server.mailbox_name("Projects")
+    missing = imap_server.mailbox_name("Missing")
+    arguments = {"fields": "full", "mailboxes": ["INBOX", missing, archive, projects], "limit": 6}
+    newest = sorted((s for names in placed.values() for s in names), key=_serial, reverse=True)
+    await mcp.ok("imap_list_mailboxes", {})  # logged in before the pages are measured
+    caplog.set_level(logging.DEBUG, logger="mail_imap_mcp.imap")
+
+    caplog.clear()
+    first = await mcp.ok(TOOL, arguments)
+    assert logged_cost(caplog)[1] == 3
+    assert subjects_of(first) == newest[:6]
+    assert first["total"] == 15 and first["status"] == "partial"
+    assert [(i["code"], i["stage"]) for i in first["issues"]] == [("not_found", "search")]
+    assert missing in first["issues"][0]["message"]
+
+    delete(imap_server, user, archive)
+    recreate(imap_server, user, projects, ["Projects-recreated"])
+    caplog.clear()
+    second = await mcp.ok(TOOL, {**arguments, "cursor": first["next_cursor"]})
+    assert logged_cost(caplog)[1] == 2
+    assert second["status"] == "partial"
+    found = sorted((i["code"], archive in i["message"]) for i in second["issues"])
+    assert found == [("conflict", False), ("not_found", True)]
+    assert projects in next(i["message"] for i in second["issues"] if i["code"] == "conflict")
+    assert subjects_of(second) == [s for s in newest[6:] if s.startswith("INBOX")]

@@ -4,11 +4,13 @@ it waits for the server (``AccountConnection.round_trips``), for tests that pin 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client
 
 from mail_imap_mcp.server import build_server
@@ -33,6 +35,8 @@ class Rig:
     client: EnvelopeClient
     app: AppContext
     recorder: ImapRecorder | None
+    #: The bytes the last :meth:`call` sent (empty without a recorder).
+    last_sent: bytes = b""
 
     @property
     def connection(self) -> Any:
@@ -46,6 +50,7 @@ class Rig:
         data = await self.client.ok(tool, arguments)
         trips = self.connection.round_trips - before
         sent = b"".join(out for out, _ in self.recorder.take()) if self.recorder is not None else b""
+        self.last_sent = sent
         return data, Plan(tuple(command.verb for command in parse_commands(sent)), trips)
 
 
@@ -71,3 +76,15 @@ def recording(dovecot: Dovecot) -> Iterator[ImapRecorder]:
 
 def plain_settings(dovecot: Dovecot, user: str, port: int) -> dict[str, Any]:
     return account_settings(dovecot, user, port=port, security="plain", ca_file=None)
+
+
+#: The connection's debug line after each call's IMAP work (``mail_imap_mcp.imap`` logger).
+ROUND_TRIPS = re.compile(r"imap_commands=(\d+) round_trips=(\d+)")
+
+
+def logged_cost(caplog: pytest.LogCaptureFixture) -> tuple[int, int]:
+    """IMAP commands and round trips of the calls logged since ``caplog.clear()`` (on any server of the
+    matrix: read from the connection's debug line, not the wire; set the logger to DEBUG first)."""
+    found = [ROUND_TRIPS.search(r.getMessage()) for r in caplog.records]
+    counted = [(int(m.group(1)), int(m.group(2))) for m in found if m]
+    return sum(c for c, _ in counted), sum(t for _, t in counted)

@@ -20,8 +20,9 @@ from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.tools import search_messages
 from mail_imap_mcp.tools._shared.failures import as_tool_failure
+from mail_imap_mcp.tools._shared.search_page import SearchMessagesData
 from mail_imap_mcp.tools.context import AppContext
-from tests.support.fake_imap import LOGIN_OK, ScriptedServer, answer, ok
+from tests.support.fake_imap import LOGIN_OK, ScriptedServer, Step, answer, ok
 
 UIDVALIDITY = 1700000000
 HEADERS = (
@@ -231,3 +232,163 @@ def test_a_connection_the_server_closed_while_idle_is_replaced_before_the_call()
         assert server.commands() == ["LOGIN", "EXAMINE", "LOGIN", "EXAMINE"]
     finally:
         account.close()
+
+
+#: LOGIN's answer on a server with neither ESEARCH nor LIST-STATUS (Courier, the IMAP4rev1-only Dovecot).
+LOGIN_OK_REV1 = b"{tag} OK [CAPABILITY IMAP4rev1 UIDPLUS NAMESPACE] Logged in"
+
+
+def examine_of(uidvalidity: int) -> list[bytes]:
+    return [
+        b"* 1 EXISTS",
+        b"* OK [UIDVALIDITY %d] UIDs valid" % uidvalidity,
+        b"* OK [UIDNEXT 2] Predicted next UID",
+        b"{tag} OK [READ-ONLY] Examine completed",
+    ]
+
+
+def internaldate(day: int) -> Step:
+    return ok("UID FETCH", b'* 1 FETCH (UID 1 INTERNALDATE "0%d-Jan-2026 10:00:00 +0000")' % day)
+
+
+def test_several_mailboxes_are_read_in_the_same_round_trips_and_one_that_fails_mid_batch_is_one_issue() -> (
+    None
+):
+    """A filtered search of three mailboxes without ESEARCH or LIST-STATUS (issue 22): their STATUS
+    together, then EXAMINE and the whole-mailbox SEARCH of each together (its matches are the total),
+    the candidates' INTERNALDATE together, the summaries together. Archive's EXAMINE is refused: the
+    SEARCH behind it is answered BAD (no mailbox selected) and dropped, Archive becomes one not_found
+    issue, and the two others give the page, newest first, in the same four round trips."""
+    server = ScriptedServer()
+    app = app_on(server)
+    server.expect(
+        answer("LOGIN", LOGIN_OK_REV1),
+        ok("STATUS", b"* STATUS INBOX (MESSAGES 1 UIDNEXT 2)"),
+        answer("STATUS", b"{tag} NO Mailbox doesn't exist: Archive"),
+        ok("STATUS", b"* STATUS Projects (MESSAGES 1 UIDNEXT 2)"),
+        answer("EXAMINE", *examine_of(11)),
+        ok("UID SEARCH", b"* SEARCH 1"),
+        answer("EXAMINE", b"{tag} NO Mailbox doesn't exist: Archive"),
+        answer("UID SEARCH", b"{tag} BAD No mailbox selected"),
+        answer("EXAMINE", *examine_of(33)),
+        ok("UID SEARCH", b"* SEARCH 1"),
+        answer("EXAMINE", *examine_of(11)),
+        internaldate(1),
+        answer("EXAMINE", *examine_of(33)),
+        internaldate(2),
+        answer("UID FETCH", *summary_fetch(1, 1)),  # Projects, left selected: no EXAMINE
+        answer("EXAMINE", *examine_of(11)),
+        answer("UID FETCH", *summary_fetch(1, 1)),
+    )
+    try:
+        arguments = {"mailboxes": ["INBOX", "Archive", "Projects"], "subject": "invoice", "fields": "full"}
+        result = search_messages.handle(app, search_messages.SearchMessagesInput.model_validate(arguments))
+        data = result.data
+        assert isinstance(data, SearchMessagesData)
+        assert [m.message_id.split(":")[2] for m in data.messages] == ["Projects", "INBOX"]
+        assert data.total == 2 and data.status == "partial"
+        assert [(i.code, i.stage) for i in data.issues] == [("not_found", "search")]
+        assert "'Archive'" in data.issues[0].message
+        commands = server.commands()
+        assert commands[:4] == ["LOGIN", "STATUS", "STATUS", "STATUS"]
+        assert commands[4:10] == ["EXAMINE", "UID SEARCH"] * 3
+        assert commands[10:] == [
+            "EXAMINE",
+            "UID FETCH",
+            "EXAMINE",
+            "UID FETCH",
+            "UID FETCH",
+            "EXAMINE",
+            "UID FETCH",
+        ]
+        # TCP connect, greeting and LOGIN (3), then STATUS, the searches, the keys, the summaries.
+        assert app.connection("default").round_trips == 3 + 4
+        assert server.connections == 1 and not server.script
+    finally:
+        app.close()
+
+
+@pytest.mark.parametrize(
+    ("login", "search_answer"),
+    [
+        # ESEARCH: the count and every match as a compact set, in one command (RFC 4731).
+        (LOGIN_OK, b'* ESEARCH (TAG "{tag}") UID COUNT 4 ALL 7,2990:2991,2999'),
+        # Without it, one plain SEARCH: its matches are the total too.
+        (LOGIN_OK_REV1, b"* SEARCH 7 2990 2991 2999"),
+    ],
+)
+def test_a_filtered_first_page_of_a_large_mailbox_is_one_scan(login: bytes, search_answer: bytes) -> None:
+    """A mailbox larger than the first window (2,000 UIDs): the total and the newest matches come from
+    one search (issue 22), where a COUNT and a window search, two scans, went before; the page is the
+    newest matches, the total every match."""
+    server = ScriptedServer()
+    app = app_on(server)
+    server.expect(
+        answer("LOGIN", login),
+        answer("EXAMINE", *examine_answer(3000, 3001)),
+        ok("UID SEARCH", search_answer.replace(b"{tag}", b"x")),
+        answer(
+            "UID FETCH",
+            *summary_fetch(2999, 2999),
+        ),
+    )
+    try:
+        arguments = {"subject": "invoice", "limit": 1, "fields": "full"}
+        result = search_messages.handle(app, search_messages.SearchMessagesInput.model_validate(arguments))
+        data = result.data
+        assert isinstance(data, SearchMessagesData)
+        assert [m.message_id.rsplit(":", 1)[1] for m in data.messages] == ["2999"]
+        assert data.total == 4 and data.has_more
+        sent = [s.text for s in server.received]
+        assert [s.command for s in server.received] == ["LOGIN", "EXAMINE", "UID SEARCH", "UID FETCH"]
+        assert (b"RETURN (COUNT ALL)" in sent[2]) is (login == LOGIN_OK)
+        assert app.connection("default").round_trips == 3 + 3  # connect, greeting, LOGIN; then the page
+    finally:
+        app.close()
+
+
+def test_a_large_mailbox_among_several_is_counted_and_searched_in_one_command() -> None:
+    """Across mailboxes (issue 22): a mailbox larger than its first window, by its STATUS, gets
+    ``UID SEARCH RETURN (COUNT ALL)`` (the total and every match at once, no wider window later), a
+    small one a plain ``UID SEARCH``; the page merges the newest of both by INTERNALDATE."""
+    server = ScriptedServer()
+    app = app_on(server)
+    dates = {5: 1, 2990: 2, 2991: 3}
+    server.expect(
+        answer("LOGIN", LOGIN_OK),
+        ok("STATUS", b"* STATUS Archive (MESSAGES 3000 UIDNEXT 3001)"),
+        ok("STATUS", b"* STATUS INBOX (MESSAGES 1 UIDNEXT 2)"),
+        answer("EXAMINE", *examine_answer(3000, 3001)),
+        ok("UID SEARCH", b'* ESEARCH (TAG "x") UID COUNT 3 ALL 5,2990:2991'),
+        answer("EXAMINE", *examine_of(33)),
+        ok("UID SEARCH", b"* SEARCH 1"),
+        answer("EXAMINE", *examine_answer(3000, 3001)),
+        ok(
+            "UID FETCH",
+            *(
+                b'* %d FETCH (UID %d INTERNALDATE "0%d-Jan-2026 10:00:00 +0000")' % (u, u, d)
+                for u, d in dates.items()
+            ),
+        ),
+        answer("EXAMINE", *examine_of(33)),
+        internaldate(4),
+        answer("UID FETCH", *summary_fetch(1, 1)),  # INBOX, left selected
+        answer("EXAMINE", *examine_answer(3000, 3001)),
+        answer("UID FETCH", *summary_fetch(2991, 2991)),
+    )
+    try:
+        arguments = {"mailboxes": ["Archive", "INBOX"], "subject": "invoice", "limit": 2, "fields": "full"}
+        result = search_messages.handle(app, search_messages.SearchMessagesInput.model_validate(arguments))
+        data = result.data
+        assert isinstance(data, SearchMessagesData)
+        assert [m.message_id.split(":", 2)[2] for m in data.messages] == [
+            "INBOX:33:1",
+            f"Archive:{UIDVALIDITY}:2991",
+        ]
+        assert data.total == 4 and data.has_more and data.status == "ok"
+        searches = [s.text for s in server.received if s.command == "UID SEARCH"]
+        assert b"RETURN (COUNT ALL) SUBJECT" in searches[0] and b"RETURN" not in searches[1]
+        assert app.connection("default").round_trips == 3 + 4
+        assert not server.script
+    finally:
+        app.close()

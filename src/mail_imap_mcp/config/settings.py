@@ -74,6 +74,34 @@ class ServerSettings(BaseModel):
         "server's idle logout or a NAT router does not drop it and the next call needs no reconnect; "
         "0 turns it off. The default stays below common NAT timeouts (5 minutes) and IMAP's 30.",
     )
+    max_watch_connections: int = Field(
+        default=3,
+        ge=1,
+        le=50,
+        description="Most IMAP connections per account that watch subscribed mailboxes (resources/subscribe "
+        "of imap://<account>/mailbox/<mailbox>), each of its own, never the one serving tool calls. A "
+        "connection watches one mailbox with IDLE (or NOOP polling where the server has no IDLE); past "
+        "this many mailboxes, connections are shared: told of changes by NOTIFY where the server "
+        "offers it, else checking each of their mailboxes with STATUS every watch_poll_interval_s.",
+    )
+    watch_poll_interval_s: float = Field(
+        default=10.0,
+        ge=0.2,
+        le=3600,
+        description="How often a watched mailbox is checked where IDLE cannot be used: the server has no "
+        "IDLE (NOOP on the examined mailbox), or the mailbox shares a connection with others and the "
+        "server has no NOTIFY (STATUS). A change is reported within this delay there, within a second "
+        "or two with IDLE.",
+    )
+    watch_idle_restart_s: float = Field(
+        default=1500.0,
+        ge=1,
+        le=1740,
+        description="Re-issue IDLE on a watching connection after this many seconds (examining the "
+        "mailbox anew), before a server's inactivity timeout ends it (RFC 2177: at most 29 minutes); "
+        "a connection that no longer answers, or a mailbox deleted where IDLE did not say so, is found "
+        "out then at the latest.",
+    )
     summary_cache_entries: int = Field(
         default=2000,
         ge=0,

@@ -251,6 +251,7 @@ def fetch_summaries(
     uids: list[int],
     snippet_chars: int,
     raw_window_bytes: int,
+    fetched: tuple[SummaryRequests, dict[int, dict[bytes, Any]]] | None = None,
 ) -> SummaryBatch:
     """Summaries for ``uids`` in the given order; a message that fails becomes an issue, not an error.
 
@@ -258,21 +259,17 @@ def fetch_summaries(
     flags are, in a second ``UID FETCH`` sent with the first (one round trip for both). A message whose
     BODYSTRUCTURE cannot be trusted is read as imap_get_message reads it, from the first
     ``raw_window_bytes`` of its source (one more round trip, only then), so both agree on its attachments.
+    ``fetched``: the :func:`summary_requests` of ``uids`` and their answers, already read (with other
+    mailboxes' requests, in the same round trip).
     """
     cache = session.summary_cache
-    kept: dict[int, SummaryRecord] = {}
-    for uid in uids:
-        found = cache.get(SummaryKey(mailbox, uidvalidity, uid, snippet_chars))
-        if found is not None:
-            kept[uid] = found
+    plan, responses = fetched or (summary_requests(session, mailbox, uidvalidity, uids, snippet_chars), None)
+    kept = plan.kept
     full = summary_items(snippet_chars)
-    requests = [
-        ([uid for uid in uids if uid not in kept], full),
-        ([uid for uid in uids if uid in kept], KEPT_ITEMS),
-    ]
     batch = SummaryBatch()
     try:
-        responses = session.fetch_each(requests)
+        if responses is None:
+            responses = session.fetch_each(plan.requests)
     except Exception as exc:
         if message_failure(exc) is None:
             raise
@@ -321,11 +318,39 @@ def fetch_summaries(
                 retryable=False,
             )
     if untrusted:
+        if fetched is not None:  # read with other mailboxes: one of them may be the selected one now
+            session.examine_ahead(mailbox, uidvalidity=uidvalidity)
         sizes = {uid: int(responses[uid].get(b"RFC822.SIZE") or 0) for uid in untrusted}
         _attachments_from_source(session, untrusted, sizes, raw_window_bytes)
         for uid, summary in untrusted.items():
             cache.put(SummaryKey(mailbox, uidvalidity, uid, snippet_chars), summary)
     return batch
+
+
+@dataclass
+class SummaryRequests:
+    """What :func:`fetch_summaries` asks for: the summaries the cache keeps (by UID), and the ``UID FETCH``
+    requests (UIDs, items): the others in full, the kept ones' flags (empty requests left out)."""
+
+    kept: dict[int, SummaryRecord]
+    requests: list[tuple[list[int], list[str]]]
+
+
+def summary_requests(
+    session: ImapSession, mailbox: str, uidvalidity: int, uids: list[int], snippet_chars: int
+) -> SummaryRequests:
+    """The summaries kept among ``uids`` and what to fetch for the others (:class:`SummaryRequests`)."""
+    cache = session.summary_cache
+    kept: dict[int, SummaryRecord] = {}
+    for uid in uids:
+        found = cache.get(SummaryKey(mailbox, uidvalidity, uid, snippet_chars))
+        if found is not None:
+            kept[uid] = found
+    requests = [
+        ([uid for uid in uids if uid not in kept], summary_items(snippet_chars)),
+        ([uid for uid in uids if uid in kept], KEPT_ITEMS),
+    ]
+    return SummaryRequests(kept, [(wanted, items) for wanted, items in requests if wanted])
 
 
 def _attachments_from_source(

@@ -58,24 +58,36 @@ def list_matching(session: ImapSession, pattern: str) -> list[MailboxInfo]:
 
 
 def list_with_message_counts(session: ImapSession) -> list[MailboxInfo]:
-    """:func:`list_mailboxes`, each with its MESSAGES count (``counts.messages``) from the same round
-    trip where the server advertises LIST-STATUS (RFC 5819) and LIST-EXTENDED; without counts elsewhere."""
+    """:func:`list_mailboxes`, each with its MESSAGES and UIDNEXT (``counts``) from the same round trip
+    where the server advertises LIST-STATUS (RFC 5819) and LIST-EXTENDED; without counts elsewhere."""
     if not {"LIST-EXTENDED", "LIST-STATUS"} <= session.capabilities:  # RETURN is LIST-EXTENDED syntax
         return list_mailboxes(session)
-    folders, statuses = session.client.list_with_status(b"(MESSAGES)")
+    folders, statuses = session.client.list_with_status(b"(MESSAGES UIDNEXT)")
     boxes = _infos(folders)
-    messages: dict[str, int] = {}
+    counts = status_answers(statuses)
+    for box in boxes:
+        box.counts = counts.get(box.name)
+    return boxes
+
+
+def status_answers(statuses: list[Any]) -> dict[str, MailboxCounts]:
+    """The counts of untagged ``STATUS name (items)`` answers, by decoded mailbox name (a mailbox whose
+    answer has no MESSAGES count is left out)."""
+    found: dict[str, MailboxCounts] = {}
     parsed = parse_response([item for item in statuses if item]) if statuses else ()
     for name, items in zip(parsed[::2], parsed[1::2], strict=False):
         pairs = dict(zip(items[::2], items[1::2], strict=False)) if isinstance(items, tuple) else {}
-        count = pairs.get(b"MESSAGES")
-        if isinstance(count, int):
+
+        def number(key: bytes, pairs: dict[Any, Any] = pairs) -> int | None:
+            value = pairs.get(key)
+            return value if isinstance(value, int) else None
+
+        if number(b"MESSAGES") is not None:
             decoded = decode_utf7(name) if isinstance(name, bytes) else str(name)
-            messages[decoded] = count
-    for box in boxes:
-        if box.name in messages:
-            box.counts = MailboxCounts(messages[box.name], None, None, None)
-    return boxes
+            found[decoded] = MailboxCounts(
+                number(b"MESSAGES"), number(b"UNSEEN"), number(b"UIDVALIDITY"), number(b"UIDNEXT")
+            )
+    return found
 
 
 def _infos(folders: list[tuple[Any, Any, Any]]) -> list[MailboxInfo]:

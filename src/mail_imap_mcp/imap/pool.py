@@ -70,6 +70,7 @@ class ConnectionPool:
         open_socket: OpenSocket | None = None,
         translate: Translate | None = None,
     ) -> None:
+        self._open_socket = open_socket
         self._connections = {
             aid: AccountConnection(
                 aid,
@@ -113,6 +114,12 @@ class ConnectionPool:
                     "configured": sorted(self._connections),
                 },
             ) from None
+
+    def new_connection(self, account_id: str) -> AccountConnection:
+        """A connection of its own for ``account_id``, outside the pool (a mailbox watch's, see
+        :mod:`mail_imap_mcp.imap.watch`): never the one serving tool calls; its owner closes it."""
+        account = self.get(account_id)
+        return AccountConnection(account.account_id, account.config, open_socket=self._open_socket)
 
     def close_all(self) -> None:
         self.keepalive.stop()

@@ -16,7 +16,6 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Callable
 from dataclasses import astuple, dataclass, field
 from datetime import date
 from typing import Any
@@ -277,10 +276,6 @@ def _first_window(state: MailboxState, wanted: int, *, filtered: bool) -> int:
     return max(window, MIN_FILTERED_WINDOW) if filtered else window
 
 
-#: Runs one window's search, given the window's keys (``UID lo:hi``); returns the matching UIDs.
-WindowSearch = Callable[[list[bytes | str | int]], list[int]]
-
-
 def search_page(
     session: ImapSession,
     *,
@@ -299,22 +294,14 @@ def search_page(
     criteria = search.criteria()
 
     total = cursor.total if cursor else None
-    first_search: WindowSearch | None = None
+    counted: list[tuple[int, int]] | None = None
     # A first window that reaches UID 1 finds every match: their number is the total, no COUNT needed.
     whole_mailbox = total is None and _first_window(state, limit + 1, filtered=True) >= state.uidnext - 1
     if total is None and not search.is_all and not whole_mailbox:
-        if charset is None:
-
-            def first_search(window_keys: list[bytes | str | int]) -> list[int]:
-                # The total rides with the first window's SEARCH: one round trip for both.
-                nonlocal total
-                total, found = session.uid_search_count_and(criteria, window_keys)
-                return found
-
-        else:
-            total = session.uid_search_count(criteria, charset=charset)
-            if total == 0:
-                return SearchPage(state, [], 0, False, None)
+        # One scan gives the total and every match (ESEARCH's COUNT ALL, else the plain SEARCH's list).
+        total, counted = session.uid_search_counted(criteria, charset=charset)
+        if total == 0:
+            return SearchPage(state, [], 0, False, None)
 
     matches, upper = newest_matches(
         session,
@@ -324,7 +311,7 @@ def search_page(
         wanted=limit + 1,
         below=None if cursor is None else cursor.anchor_uid,
         upper=cursor.upper_uid if cursor else None,
-        first_search=first_search,
+        counted=counted,
     )
 
     if whole_mailbox and not search.is_all:
@@ -360,13 +347,16 @@ def newest_matches(
     wanted: int,
     below: int | None,
     upper: int | None,
-    first_search: WindowSearch | None = None,
+    counted: list[tuple[int, int]] | None = None,
 ) -> tuple[list[int], int]:
     """Up to about ``wanted`` matching UIDs below ``below`` (None: up to '*') and at most ``upper``,
     newest first, searched in UID windows that grow until enough are found; and the snapshot's upper UID
     (``upper``, or on a first search the highest UID seen, so later arrivals stay out of later pages).
-    ``first_search``, given the first window's keys, runs that window's search in place of
-    ``uid_search`` (to send another command with it)."""
+    ``counted``: every match of the mailbox as runs (a first page's one scan): the newest are taken from
+    it, as the windows would find them, and no search is sent."""
+    if counted is not None:
+        newest = newest_of(counted, wanted)
+        return newest, max([max(state.uidnext - 1, 1), *newest[:1]])
     window = _first_window(state, wanted, filtered=bool(criteria))
     # The first search reads up to '*' so messages that arrived after EXAMINE are included.
     hi: int | None = None if below is None else below - 1
@@ -377,10 +367,7 @@ def newest_matches(
             break
         lo = max(1, top - window + 1)
         window_keys: list[bytes | str | int] = [b"UID", f"{lo}:{hi if hi is not None else '*'}".encode()]
-        if first_search is not None:
-            found, first_search = first_search(window_keys), None
-        else:
-            found = session.uid_search([*window_keys, *criteria], charset=charset)
+        found = session.uid_search([*window_keys, *criteria], charset=charset)
         # 'n:*' also matches the highest UID when it is below n; keep only the window.
         found = [u for u in found if u >= lo and (hi is None or u <= hi) and (upper is None or u <= upper)]
         matches.extend(sorted(found, reverse=True))
@@ -391,3 +378,13 @@ def newest_matches(
         hi = lo - 1
         window *= WINDOW_GROWTH
     return matches, upper or 0
+
+
+def newest_of(runs: list[tuple[int, int]], wanted: int) -> list[int]:
+    """The ``wanted`` highest UIDs of ascending ``(first, last)`` runs, newest first."""
+    newest: list[int] = []
+    for first, last in reversed(runs):
+        newest.extend(range(last, max(first, last - (wanted - len(newest)) + 1) - 1, -1))
+        if len(newest) >= wanted:
+            break
+    return newest

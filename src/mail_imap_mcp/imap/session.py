@@ -179,7 +179,7 @@ class ImapSession:
                 raise UidValidityChanged(uidvalidity, state.uidvalidity)
             return
         client = self.client  # answers anything still pending first: one EXAMINE in flight at most
-        self._forget_selection()
+        self.forget_selection()
         tag = client.send_examine(mailbox)  # the next command is sent before EXAMINE is answered
         self._pending = _Examination(tag, mailbox, uidvalidity)
 
@@ -198,7 +198,7 @@ class ImapSession:
         except IMAPClientError as exc:
             if is_connection_broken(exc):
                 raise
-            self._forget_selection()
+            self.forget_selection()
             raise MailboxMissing(mailbox, "EXAMINE" if readonly else "SELECT", server_said(exc)) from None
         state = self._selected(mailbox, response, readonly=readonly)
         view.consumed_by_selection(client.untagged)
@@ -274,7 +274,7 @@ class ImapSession:
             or uidvalidity is None
             or int(uidvalidity.group(1)) != pending.state.uidvalidity
         ):
-            self._forget_selection()
+            self.forget_selection()
             raise SelectionStale()
         uidnext = re.search(rb"UIDNEXT (\d+)", answer)
         if uidnext is not None:
@@ -303,9 +303,17 @@ class ImapSession:
         if pending.uidvalidity is not None and state.uidvalidity != pending.uidvalidity:
             raise UidValidityChanged(pending.uidvalidity, state.uidvalidity)
 
-    def _forget_selection(self) -> None:
+    def forget_selection(self) -> None:
         self._owner.selected = None
         self._examined = None
+
+    def note_pipelined(self, commands: int) -> None:
+        """Count ``commands`` sent behind another, without a wait of their own (:mod:`.pipeline`)."""
+        self._owner.pipelined_commands += commands
+
+    def adopt_examined(self, mailbox: str, answer: dict[bytes, Any]) -> MailboxState:
+        """Make ``mailbox`` the selection a pipelined EXAMINE's parsed ``answer`` describes (:mod:`.pipeline`)."""
+        return self._selected(mailbox, answer, readonly=True)
 
     @property
     def selected_mailbox(self) -> str | None:
@@ -313,11 +321,9 @@ class ImapSession:
         return None if self._owner.selected is None else self._owner.selected.name
 
     def deselect(self) -> None:
-        """Leave the selected mailbox, so STATUS of it is answered from the mailbox, not a stale view.
-
+        """Leave the selected mailbox, so STATUS of it is answered from the mailbox, not a stale view:
         UNSELECT where advertised, else CLOSE, which expunges nothing after EXAMINE (RFC 3501 6.4.2), so
-        a read-write selection is first EXAMINEd.
-        """
+        a read-write selection is first EXAMINEd."""
         state = self._owner.selected
         if state is None:
             return
@@ -327,14 +333,12 @@ class ImapSession:
             if not state.readonly:  # CLOSE of a read-write selection would expunge
                 self.client.select_folder(state.name, readonly=True)
             self.client.close_folder()
-        self._forget_selection()
+        self.forget_selection()
 
     def reopen(self, mailbox: str) -> MailboxState:
-        """Replace a connection the server closed mid-call with a fresh one, and re-select ``mailbox``.
-
-        Lets a multi-item operation skip an item that makes the server drop the connection
-        (Dovecot disconnects when it cannot read a stored message) and carry on with the rest.
-        """
+        """Replace a connection the server closed mid-call with a fresh one, and re-select ``mailbox``:
+        a multi-item operation skips an item that makes the server drop the connection (Dovecot
+        disconnects when it cannot read a stored message) and carries on with the rest."""
         self._owner.discard()
         self._pending = None
         self._client = self._owner.connect()
@@ -359,39 +363,18 @@ class ImapSession:
             data = self._client.uid_command_untagged(b"SEARCH", args, response_name="ESEARCH")
         return wire.search_count(data)
 
-    def uid_search_count_and(
-        self, criteria: list[bytes | str | int], window: list[bytes | str | int]
-    ) -> tuple[int, list[int]]:
-        """The total of ``criteria`` (``RETURN (COUNT)``) and the UIDs matching ``window`` + ``criteria``,
-        both commands sent at once (with a pending revalidation: one round trip for all four).
-
-        Only for criteria without literals and without CHARSET (a literal waits for the server's
-        continuation) and where ESEARCH is advertised; otherwise the two searches run one after the
-        other."""
-        tokens = wire.search_args(criteria, None)
-        if "ESEARCH" not in self.capabilities or any(wire.is_literal(t) for t in tokens):
-            return self.uid_search_count(criteria), self.uid_search([*window, *criteria])
-        client = self._client
+    def uid_search_counted(
+        self, criteria: list[bytes | str | int], *, charset: str | None = None
+    ) -> tuple[int, list[tuple[int, int]]]:
+        """The number of matches and their UIDs as ascending ``(first, last)`` runs, in one scan:
+        ``UID SEARCH RETURN (COUNT ALL)`` (ESEARCH, RFC 4731: the UIDs come as a compact set, so a run
+        of matches costs a few bytes), else one plain ``UID SEARCH`` (every UID)."""
+        if "ESEARCH" not in self.capabilities:
+            return wire.uid_runs(self.uid_search(criteria, charset=charset))
+        args = [b"RETURN", b"(COUNT ALL)", *wire.search_args(criteria, charset)]
         with self._selected_mailbox_errors():
-            tags = [
-                client.send("UID", "SEARCH", b"RETURN", b"(COUNT)", *tokens),
-                client.send("UID", "SEARCH", *wire.search_args(window, None), *tokens),
-            ]
-            answers: list[tuple[str, list[Any]] | imaplib.IMAP4.error] = []
-            for tag in tags:  # both answers are read before either counts, so the stream stays in step
-                try:
-                    answers.append(client.complete("SEARCH", tag))
-                except imaplib.IMAP4.abort:
-                    raise
-                except imaplib.IMAP4.error as exc:
-                    answers.append(exc)
-            counted = client.untagged.pop("ESEARCH", [])
-            found = client.untagged.pop("SEARCH", [])
-            for answer in answers:
-                if isinstance(answer, Exception):
-                    raise answer
-                client.check_ok("search", *answer)
-        return wire.search_count(counted), wire.search_uids(found)
+            data = self._client.uid_command_untagged(b"SEARCH", args, response_name="ESEARCH")
+        return wire.search_count(data), wire.search_all_runs(data)
 
     def uid_sort_by_date(self, criteria: list[bytes | str | int], *, charset: str | None = None) -> list[int]:
         """``UID SORT (REVERSE DATE)`` (RFC 5256): matching UIDs, newest sent date first.
@@ -501,7 +484,7 @@ class ImapSession:
             state = self._owner.selected
             if state is None or not says_mailbox_missing(exc):
                 raise
-            self._forget_selection()
+            self.forget_selection()
             raise MailboxGone(self._owner.account_id, state.name) from None
         self.settle(pipelined=True)
 

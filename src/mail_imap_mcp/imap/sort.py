@@ -23,16 +23,16 @@ import itertools
 import json
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from mail_imap_mcp import mime
+from mail_imap_mcp.imap.across import Newest, StreamStart, epoch, newest_in_each
 from mail_imap_mcp.imap.errors import UidValidityChanged, mailbox_failure
 from mail_imap_mcp.imap.ids import MAX_UINT32
+from mail_imap_mcp.imap.mailboxes import MailboxCounts
 from mail_imap_mcp.imap.search import (
     CursorError,
     SearchFilter,
-    WindowSearch,
     newest_matches,
     seal,
     unseal,
@@ -214,14 +214,6 @@ class OrderedPage:
     mailboxes: list[str] = field(default_factory=list)
 
 
-def _epoch(moment: datetime | None) -> int | None:
-    if moment is None:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.astimezone()  # imapclient gives local naive time when the server's zone is unknown
-    return int(moment.astimezone(UTC).timestamp())
-
-
 def sort_keys(session: ImapSession, uids: list[int], sort: SortOrder) -> dict[int, int | None]:
     """Sort key of each of ``uids`` in one FETCH: INTERNALDATE, or (date) the Date header else INTERNALDATE."""
     if not uids:
@@ -230,14 +222,14 @@ def sort_keys(session: ImapSession, uids: list[int], sort: SortOrder) -> dict[in
     answer = session.fetch_range(uids, items)
     keys: dict[int, int | None] = {}
     for uid, response in answer.items():
-        internal = _epoch(response.get(b"INTERNALDATE"))
+        internal = epoch(response.get(b"INTERNALDATE"))
         if sort == "date":
             raw = next(
                 (v for k, v in response.items() if isinstance(k, bytes) and k.startswith(b"BODY[")), b""
             )
             headers = mime.parse_header_block(raw or b"")
             values = headers.get("date")
-            sent = _epoch(mime.parse_date(values[0])) if values else None
+            sent = epoch(mime.parse_date(values[0])) if values else None
             keys[uid] = sent if sent is not None else internal
         else:
             keys[uid] = internal
@@ -328,9 +320,9 @@ class StreamSearch:
         if order is not None:
             self._sorted(page, first, order)
         else:
-            counted = self._counted_search(page) if first and self.criteria and not self.charset else None
-            if first and counted is None:
-                page.total = self._count(mailbox)
+            counted = None
+            if first:
+                page.total, counted = self._count(mailbox)
                 if page.total == 0:
                     state.upper = max(mailbox.uidnext - 1, 0)
                     return page
@@ -344,21 +336,48 @@ class StreamSearch:
                 candidate.key = keys.get(candidate.uid)
         return page
 
-    def _count(self, mailbox: MailboxState) -> int:
+    @property
+    def pipelines(self) -> bool:
+        """Whether the streams of a merged page are read all at once (:mod:`.across`): arrival order, and
+        no CHARSET text (its literals wait for the server)."""
+        return self.sort == "arrival" and self.charset is None
+
+    def open_all(
+        self, account_id: str, states: list[StreamState], hints: dict[str, MailboxCounts]
+    ) -> dict[int, Newest | Exception]:
+        """The newest candidates of every stream of a merged page, in a few round trips for all (by
+        ``id`` of the state)."""
+        starts = [
+            StreamStart(
+                s.mailbox, s.uidvalidity, s.upper, s.after[-1] if s.after else None, hints.get(s.mailbox)
+            )
+            for s in states
+        ]
+        found = newest_in_each(self.session, account_id, starts, self.criteria, self.limit + 1)
+        return {id(state): result for state, result in zip(states, found, strict=True)}
+
+    def opened(self, state: StreamState, found: Newest | Exception) -> StreamPage:
+        """The stream's page from what :meth:`open_all` read of it (its failure raised here, as
+        :meth:`open` raises it)."""
+        if isinstance(found, Exception):
+            raise found
+        state.uidvalidity, state.upper = found.state.uidvalidity, found.upper
+        page = StreamPage(state, found.state, total=found.total)
+        wanted = self.limit + 1
+        page.candidates = [Candidate(uid, found.keys.get(uid)) for uid in found.uids[:wanted]]
+        page.more_beyond = len(found.uids) > wanted
+        return page
+
+    def _count(self, mailbox: MailboxState) -> tuple[int, list[tuple[int, int]] | None]:
+        """A first page's total: EXISTS without a filter; with one, the matches counted by the one scan
+        that also gives every match (as runs), so the first window needs no search of its own."""
         if not self.criteria:
-            return self.session.refresh_counts(mailbox).exists
-        return self.session.uid_search_count(self.criteria, charset=self.charset)
+            return self.session.refresh_counts(mailbox).exists, None
+        return self.session.uid_search_counted(self.criteria, charset=self.charset)
 
-    def _counted_search(self, page: StreamPage) -> WindowSearch:
-        """The first window's search, sent together with the COUNT of all matches (the stream's total)."""
-
-        def search(window_keys: list[bytes | str | int]) -> list[int]:
-            page.total, found = self.session.uid_search_count_and(self.criteria, window_keys)
-            return found
-
-        return search
-
-    def _arrival(self, page: StreamPage, mailbox: MailboxState, first_search: WindowSearch | None) -> None:
+    def _arrival(
+        self, page: StreamPage, mailbox: MailboxState, counted: list[tuple[int, int]] | None
+    ) -> None:
         state, wanted = page.state, self.limit + 1
         uids, state.upper = newest_matches(
             self.session,
@@ -368,7 +387,7 @@ class StreamSearch:
             wanted=wanted,
             below=state.after[-1] if state.after else None,
             upper=state.upper or None,
-            first_search=first_search,
+            counted=counted,
         )
         page.candidates = [Candidate(uid, None) for uid in uids[:wanted]]
         page.more_beyond = len(uids) > wanted
@@ -402,7 +421,9 @@ class StreamSearch:
         page.candidates = [Candidate(uid, None) for uid in order[start : start + wanted]]
         page.more_beyond = len(order) > start + wanted
 
-    def _windowed(self, page: StreamPage, mailbox: MailboxState, first_search: WindowSearch | None) -> None:
+    def _windowed(
+        self, page: StreamPage, mailbox: MailboxState, counted: list[tuple[int, int]] | None
+    ) -> None:
         """Date order without SORT: windows of :data:`DATE_WINDOW` matches, newest UIDs first."""
         state, wanted = page.state, self.limit + 1
         if state.window_hi:
@@ -412,7 +433,7 @@ class StreamSearch:
             )
             window = self._window(state.window_lo, state.window_hi, uids)
         else:
-            window = self._window_below(mailbox, None, state, first_search)
+            window = self._window_below(mailbox, None, state, counted)
         candidates = window.candidates
         if state.after and state.key is not None:
             anchor_key, anchor_uid = state.key, state.after[-1]
@@ -432,7 +453,7 @@ class StreamSearch:
         mailbox: MailboxState,
         below: int | None,
         state: StreamState,
-        first_search: WindowSearch | None = None,
+        counted: list[tuple[int, int]] | None = None,
     ) -> Window:
         uids, upper = newest_matches(
             self.session,
@@ -442,7 +463,7 @@ class StreamSearch:
             wanted=DATE_WINDOW + 1,
             below=below,
             upper=state.upper or None,
-            first_search=first_search,
+            counted=counted,
         )
         state.upper = upper
         hi = (below - 1) if below is not None else upper
@@ -470,23 +491,32 @@ def ordered_page(
     total: int | None,
     returned: int,
     listed: Collection[str] = frozenset(),
+    account_id: str = "",
+    hints: dict[str, MailboxCounts] | None = None,
 ) -> OrderedPage:
     """One page over ``streams``, merged newest first. ``strict`` (one mailbox named alone): a mailbox
     error is the call's error; otherwise a failed mailbox leaves the search (``failed``).
     ``total``: from the cursor, None on the first page (then summed over the mailboxes); ``listed``:
-    the mailboxes that this call's LIST showed."""
+    the mailboxes that this call's LIST showed; ``hints``: their counts from LIST-STATUS or STATUS
+    (a first page's windows, where the streams are read all at once)."""
     reader = StreamSearch(session, search, sort, limit, listed)
     merged = len(streams) > 1
     pages: list[StreamPage] = []
     waiting: list[StreamState] = []
     failed: list[tuple[str, Exception]] = []
     # Unknown heads first, then the newest: a stream whose head cannot make the page is not opened.
-    for state in sorted(streams, key=lambda s: (s.head is not None, -(s.head or 0))):
+    ordered = sorted(streams, key=lambda s: (s.head is not None, -(s.head or 0)))
+    # Read at once, every stream's candidates are there before the merge; those the one-at-a-time plan
+    # would not open are dropped the same way, so the page and its cursor are the same.
+    found = reader.open_all(account_id, ordered, hints or {}) if merged and reader.pipelines else {}
+    for state in ordered:
         if merged and state.head is not None and _page_full_before(pages, limit, state.head):
             waiting.append(state)
             continue
         try:
-            pages.append(reader.open(state, with_keys=merged))
+            opened = found.get(id(state))
+            page = reader.open(state, with_keys=merged) if opened is None else reader.opened(state, opened)
+            pages.append(page)
         except Exception as exc:
             failure = mailbox_failure(exc)
             if strict or failure is None:

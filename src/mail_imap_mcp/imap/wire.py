@@ -24,8 +24,9 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from imapclient import IMAPClient
+from imapclient.imap_utf7 import decode as decode_utf7
 from imapclient.imapclient import _literal, join_message_ids, seq_to_parenstr_upper
-from imapclient.response_parser import parse_response
+from imapclient.response_parser import parse_fetch_response, parse_response
 
 from mail_imap_mcp.imap.errors import ConnectPhase, ConnectProgress, ImplicitTlsPort
 
@@ -385,6 +386,96 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
                 self._enabled.add(asked.upper())
         return extension.upper() in self._enabled
 
+    # -- waiting for what the server says unasked (IDLE, RFC 2177) ----------------------------------------
+
+    @property
+    def greeting(self) -> bytes:
+        """The server's greeting line (``* OK ... Courier-IMAP ready ...``)."""
+        welcome: bytes = self._imap.welcome
+        return welcome
+
+    def input_waiting(self, timeout: float) -> bool:
+        """Whether a response line can be read now, waiting up to ``timeout`` seconds for one: bytes in
+        imaplib's read buffer or TLS's, or on the socket. An EOF or a reset counts (the read then fails),
+        a TLS record without data (a session ticket) does not. Unlike imapclient's ``idle_check``, the
+        reads that follow keep the call budget's timeouts."""
+        sock = self.socket()
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._buffered_input(sock):
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([sock], [], [], left)[0]:
+                return False
+
+    def _buffered_input(self, sock: socket.socket) -> bool:
+        if isinstance(sock, ssl.SSLSocket) and sock.pending():
+            return True
+        sock.setblocking(False)
+        try:
+            # One non-blocking read at most: imaplib's buffer, else what the socket has. Over TLS, b""
+            # is the EOF (no data raises); over plain TCP it may also be "nothing yet": the socket says.
+            if self._imap.file.peek(1) or isinstance(sock, ssl.SSLSocket):
+                return True
+            sock.recv(1, socket.MSG_PEEK)  # data, or b"" at the EOF; raises when there is nothing
+            return True
+        except (BlockingIOError, ssl.SSLWantReadError, InterruptedError):
+            return False
+        except OSError:
+            return True  # reset: the next read reports it
+        finally:
+            sock.settimeout(self._budget.command_timeout_s)
+
+    def end_idle(self) -> list[bytes]:
+        """DONE: the lines the server sent before IDLE's tagged answer (imapclient's ``idle_done``
+        parses them; watching reads them as they came, like the lines read during IDLE)."""
+        tag: bytes = self._idle_tag
+        self._imap.send(b"DONE\r\n")
+        lines = []
+        while not (line := self.read_response_line()).startswith(tag + b" "):
+            lines.append(line)
+        status = line.split(b" ", 2)[1].decode("ascii", "replace").upper()
+        self.check_ok("idle", status, [line])
+        return lines
+
+    def notify_set(self, mailboxes: Sequence[str], events: bytes) -> None:
+        """``NOTIFY SET (mailboxes (...) (events))`` (RFC 5465): the server then reports changes of
+        those mailboxes, when none of them is selected, as untagged STATUS responses."""
+        imaplib.Commands.setdefault("NOTIFY", ("AUTH", "SELECTED"))
+        names = b" ".join(self.mailbox_argument(mailbox) for mailbox in mailboxes)
+        typ, data = self._imap._simple_command(
+            "NOTIFY", "SET", b"(mailboxes (" + names + b") (" + events + b"))"
+        )
+        self.check_ok("notify", typ, data)
+
+    def notified_mailbox(self, line: bytes) -> str | None:
+        """The mailbox a NOTIFY report is about: ``* STATUS "name" (...)`` (its messages or flags
+        changed) or ``* LIST (\\NonExistent) "/" "name"`` (deleted or renamed away); None for any
+        other line (Dovecot also lists mailboxes that did not change)."""
+        upper = line.upper()
+        if upper.startswith(b"* STATUS "):
+            position = 0
+        elif upper.startswith(b"* LIST ") and b"\\NONEXISTENT" in upper:
+            position = -1
+        else:
+            return None
+        try:
+            name = parse_response([line.split(b" ", 2)[2]])[position]
+        except Exception:
+            return None
+        if isinstance(name, int):
+            name = str(name).encode("ascii")
+        if not isinstance(name, bytes):
+            return None
+        decoded: str = decode_utf7(name) if self.folder_encode else name.decode("utf-8", "replace")
+        return decoded
+
+    def read_response_line(self) -> bytes:
+        """One line the server sent (an untagged response during IDLE), without its CRLF; a dead
+        connection raises imaplib's ``abort``."""
+        line: bytes = self._imap._get_line()
+        return line
+
     # -- commands sent now, answered later (pipelining) --------------------------------------------------
 
     def send(self, *args: str | bytes) -> bytes:
@@ -452,6 +543,11 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
         default the command's name)."""
         data: list[Any] = self._raw_command_untagged(command, list(args), response_name=response_name)
         return data
+
+    def parse_fetch(self, data: list[Any]) -> dict[int, dict[bytes, Any]]:
+        """The untagged FETCH responses ``data`` of a ``UID FETCH`` by UID, parsed as imapclient does."""
+        parsed: dict[int, dict[bytes, Any]] = parse_fetch_response(data, self.normalise_times, True)
+        return parsed
 
     def list_with_status(self, items: bytes) -> tuple[list[tuple[Any, Any, Any]], list[Any]]:
         """``LIST "" "*" RETURN (STATUS items)`` (LIST-EXTENDED, LIST-STATUS): imapclient's folder list
@@ -528,6 +624,34 @@ def search_count(data: list[Any]) -> int:
             if key.upper() == b"COUNT":
                 return int(value)
     return 0
+
+
+def search_all_runs(data: list[Any]) -> list[tuple[int, int]]:
+    """``ALL`` of an ESEARCH answer (a UID set such as ``1:5,8``) as ascending ``(first, last)`` runs,
+    never expanded (empty when absent: no match)."""
+    for line in data:
+        tokens = (line or b"").split()
+        for key, value in itertools.pairwise(tokens):
+            if key.upper() == b"ALL":
+                runs = []
+                for part in value.split(b","):
+                    first, _, last = part.partition(b":")
+                    low, high = sorted((int(first), int(last or first)))
+                    runs.append((low, high))
+                return sorted(runs)
+    return []
+
+
+def uid_runs(uids: list[int]) -> tuple[int, list[tuple[int, int]]]:
+    """The number of ``uids`` and their ascending ``(first, last)`` runs."""
+    runs: list[tuple[int, int]] = []
+    ordered = sorted(set(uids))
+    for uid in ordered:
+        if runs and runs[-1][1] == uid - 1:
+            runs[-1] = (runs[-1][0], uid)
+        else:
+            runs.append((uid, uid))
+    return len(ordered), runs
 
 
 def as_text(value: bytes | str | None) -> str | None:

@@ -8,6 +8,7 @@ from mail_imap_mcp.config import Config
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.pool import ConnectionPool
+from mail_imap_mcp.imap.watch import WatchHub, WatchSettings
 from mail_imap_mcp.operations import OperationRegistry
 from mail_imap_mcp.tools._shared.arguments import DEFAULT_ACCOUNT
 from mail_imap_mcp.tools._shared.failures import as_tool_failure
@@ -22,6 +23,19 @@ class AppContext:
     pool: ConnectionPool
     confirmations: ConfirmationGate = field(default_factory=ConfirmationGate)
     operations: OperationRegistry = field(default_factory=OperationRegistry)
+    #: The connections that watch subscribed mailboxes (resources/subscribe).
+    watches: WatchHub = field(init=False)
+
+    def __post_init__(self) -> None:
+        server = self.config.server
+        self.watches = WatchHub(
+            self.pool.new_connection,
+            WatchSettings(
+                max_connections=server.max_watch_connections,
+                poll_interval_s=server.watch_poll_interval_s,
+                idle_restart_s=server.watch_idle_restart_s,
+            ),
+        )
 
     @classmethod
     def from_config(cls, config: Config) -> AppContext:
@@ -71,4 +85,5 @@ class AppContext:
         return connection
 
     def close(self) -> None:
+        self.watches.close()
         self.pool.close_all()

@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.imap.across import summaries_each
 from mail_imap_mcp.imap.directory import searchable_mailboxes
 from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged, mailbox_failure
-from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
+from mail_imap_mcp.imap.fetch import SummaryBatch
 from mail_imap_mcp.imap.ids import parse_message_id
-from mail_imap_mcp.imap.mailboxes import list_with_message_counts
+from mail_imap_mcp.imap.mailboxes import MailboxCounts, list_with_message_counts
+from mail_imap_mcp.imap.pipeline import status_each
 from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.search import SearchFilter
 from mail_imap_mcp.imap.session import ImapSession
@@ -35,8 +37,11 @@ from mail_imap_mcp.tools._shared.search_page import (
 from mail_imap_mcp.tools.context import AppContext
 
 ALL_MAILBOXES = "*"
-#: A search of every mailbox covers at most this many (each costs a few round trips per page).
+#: A search of every mailbox covers at most this many (all read in the same few round trips).
 MAX_MAILBOXES = 100
+#: The longest cursor accepted: one of :data:`MAX_MAILBOXES` mailboxes keeps a row per mailbox (its name,
+#: UIDVALIDITY, snapshot, position), about 50-60 characters each with names like ``INBOX.Archive.2024``.
+MAX_CURSOR_CHARS = 32768
 
 
 class OrderedSearchArgs(Protocol):
@@ -85,13 +90,20 @@ class _Mailboxes:
     issues: list[Issue] = field(default_factory=list)
     #: Every selectable mailbox the LIST showed (empty when none was run).
     listed: set[str] = field(default_factory=set)
+    #: What LIST-STATUS or STATUS said of each mailbox (its first window's size).
+    counts: dict[str, MailboxCounts] = field(default_factory=dict)
 
 
-def _resolve(session: ImapSession, app: AppContext, account_id: str, args: OrderedSearchArgs) -> _Mailboxes:
-    """The mailboxes of a first page: the names given, or every searchable one of the account."""
+def _resolve(
+    session: ImapSession, app: AppContext, account_id: str, args: OrderedSearchArgs, *, pipelined: bool
+) -> _Mailboxes:
+    """The mailboxes of a first page: the names given, or every searchable one of the account.
+    ``pipelined`` (several mailboxes read at once): their counts are asked first where LIST did not
+    give them (one STATUS each, all in one round trip), to size the windows and skip empty mailboxes."""
     names, everything = wanted_mailboxes(args)
     if not everything:
-        return _Mailboxes(opened=names)
+        counts = status_each(session, names) if pipelined and len(names) > 1 else {}
+        return _Mailboxes(opened=names, counts=counts)
     trash = app.config.accounts[account_id].trash_mailbox
     boxes = list_with_message_counts(session)
     found = searchable_mailboxes(boxes, trash)
@@ -108,6 +120,11 @@ def _resolve(session: ImapSession, app: AppContext, account_id: str, args: Order
             )
         )
         chosen = chosen[:MAX_MAILBOXES]
+    uncounted = {box.name: box for box in boxes if box.counts is None and box.selectable}
+    if pipelined and uncounted:
+        counted = status_each(session, [name for name in chosen if name in uncounted])
+        for box in uncounted.values():
+            box.counts = counted.get(box.name)
     # The selected mailbox's STATUS may come from the session's older view: it is always opened.
     empty = {
         box.name
@@ -119,6 +136,7 @@ def _resolve(session: ImapSession, app: AppContext, account_id: str, args: Order
         empty=[n for n in chosen if n in empty],
         issues=issues,
         listed={box.name for box in boxes if box.selectable},
+        counts={box.name: box.counts for box in boxes if box.counts is not None},
     )
 
 
@@ -130,31 +148,21 @@ def _summaries(
     strict: bool,
     raw_window_bytes: int,
 ) -> tuple[list[SummaryRecord], list[Issue]]:
-    """Summaries of the page's picks in merge order, reading each mailbox once (the selected one first;
-    each other one with its EXAMINE and FETCH in one round trip)."""
+    """Summaries of the page's picks in merge order, every mailbox read in one round trip (the selected
+    one first, each other one with its EXAMINE)."""
     by_mailbox: dict[str, tuple[int, list[int]]] = {}
     for mailbox, uidvalidity, uid in page.picks:
         by_mailbox.setdefault(mailbox, (uidvalidity, []))[1].append(uid)
-    current = session.selected_mailbox
-    order = sorted(by_mailbox, key=lambda name: name != current)
+    wanted = [(mailbox, uidvalidity, uids) for mailbox, (uidvalidity, uids) in by_mailbox.items()]
+    batches = summaries_each(
+        session, account_id, wanted, snippet_chars=snippet_chars, raw_window_bytes=raw_window_bytes
+    )
     found: dict[tuple[str, int], SummaryRecord] = {}
     issues: list[Issue] = []
-    for mailbox in order:
-        uidvalidity, uids = by_mailbox[mailbox]
-        try:
-            session.examine_ahead(mailbox, uidvalidity=uidvalidity)  # answered with the FETCH
-            batch = fetch_summaries(
-                session,
-                account_id=account_id,
-                mailbox=mailbox,
-                uidvalidity=uidvalidity,
-                uids=uids,
-                snippet_chars=snippet_chars,
-                raw_window_bytes=raw_window_bytes,
-            )
-        except Exception as exc:
-            if strict or mailbox_failure(exc) is None:
-                raise
+    for (mailbox, _, uids), batch in zip(wanted, batches, strict=True):
+        if isinstance(batch, Exception):
+            if strict or mailbox_failure(batch) is None:
+                raise batch
             batch = SummaryBatch()
             issues.append(
                 Issue(
@@ -216,8 +224,16 @@ def handle_ordered(
     strict = args.mailboxes is None and args.mailbox != ALL_MAILBOXES
 
     def work(session: ImapSession) -> tuple[OrderedPage, list[SummaryRecord], list[Issue]]:
-        first = _resolve(session, app, account_id, args) if cursor is None else _Mailboxes(opened=[])
-        streams = cursor.streams if cursor else [StreamState(name) for name in first.opened]
+        pipelined = args.sort == "arrival" and not strict and not search.needs_utf8
+        first = _Mailboxes(opened=[])
+        if cursor is None:
+            first = _resolve(session, app, account_id, args, pipelined=pipelined)
+        # A copy per attempt: a page moves its streams on, and a read run again (a lost connection) must
+        # start where the cursor stood, not where the failed attempt left them.
+        if cursor is not None:
+            streams = [replace(state, after=list(state.after)) for state in cursor.streams]
+        else:
+            streams = [StreamState(name) for name in first.opened]
         page = ordered_page(
             session,
             streams=streams,
@@ -228,6 +244,8 @@ def handle_ordered(
             total=cursor.total if cursor else None,
             returned=cursor.returned if cursor else 0,
             listed=first.listed,
+            account_id=account_id,
+            hints=first.counts,
         )
         page.mailboxes += first.empty  # searched too: LIST-STATUS said they hold nothing
         window = app.config.server.max_text_part_bytes

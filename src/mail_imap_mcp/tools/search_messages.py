@@ -46,7 +46,7 @@ from mail_imap_mcp.tools._shared.search_page import (
     search_result,
 )
 from mail_imap_mcp.tools.context import AppContext
-from mail_imap_mcp.tools.search_across import MAX_MAILBOXES, handle_ordered
+from mail_imap_mcp.tools.search_across import MAX_CURSOR_CHARS, MAX_MAILBOXES, handle_ordered
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = TOOL_NAME
@@ -144,7 +144,7 @@ class SearchMessagesInput(BaseModel):
     cursor: str | None = Field(
         default=None,
         min_length=1,
-        max_length=4096,
+        max_length=MAX_CURSOR_CHARS,
         description="data.next_cursor of the previous page; pass the same filters with it.",
     )
     fields: Shape = Field(default="compact", description=SHAPE_DESCRIPTION)

@@ -1,0 +1,430 @@
+"""Watching mailboxes for changes made by any client, on IMAP connections of their own.
+
+A :class:`WatchHub` runs, per account, at most ``max_connections`` watching connections, each in a
+thread of its own and never the connection that serves tool calls. A connection that watches one
+mailbox EXAMINEs it (never SELECT: watching sets no flag) and waits in IDLE (RFC 2177), re-issued every
+``idle_restart_s``; without IDLE it sends NOOP every ``poll_interval_s`` (so on Courier too, whose
+IDLE looks at the mailbox only once a minute, and which updates a session's view only on NOOP or SELECT).
+Once an account watches more mailboxes than it has connections, the newest share the least busy
+connection, which selects none of them: where the server offers NOTIFY (RFC 5465) it asks to be told
+of their changes as STATUS responses and waits in IDLE, else it checks each with STATUS every
+``poll_interval_s``. A connection that drops reconnects with a growing pause, and each of its
+mailboxes is reported changed once it is back (changes may have been missed meanwhile).
+
+A change is reported by calling the watch's listener in the watching thread; listeners must not block.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.errors import command_refused, says_mailbox_missing
+from mail_imap_mcp.imap.wire import BudgetedIMAPClient
+
+log = logging.getLogger("mail_imap_mcp.imap.watch")
+
+#: Called (in the watching thread) when the watched mailbox changed or may have changed.
+Listener = Callable[[], None]
+#: A new connection of its own for an account (see :meth:`ConnectionPool.new_connection`).
+ConnectionFactory = Callable[[str], AccountConnection]
+
+#: How often a waiting watcher looks up from its socket: the most an unsubscribe or a shutdown waits.
+TICK_S = 0.2
+#: Pauses before reconnecting a watching connection that dropped: doubled per failure, up to the last.
+RECONNECT_BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
+#: How long :meth:`WatchHub.cancel` and :meth:`WatchHub.close` wait for a watching thread to end.
+JOIN_TIMEOUT_S = 5.0
+#: Untagged responses that tell a change of the examined mailbox (EXISTS only when its count moves).
+_CHANGES = frozenset({b"EXPUNGE", b"FETCH", b"VANISHED"})
+
+
+@dataclass(frozen=True)
+class WatchSettings:
+    max_connections: int = 3
+    poll_interval_s: float = 10.0
+    idle_restart_s: float = 1500.0
+
+
+@dataclass(eq=False)
+class Watch:
+    """One listener's watch of one mailbox; pass it to :meth:`WatchHub.cancel`."""
+
+    account_id: str
+    mailbox: str
+    listener: Listener
+
+
+@dataclass(eq=False)
+class _Watcher:
+    """One watching connection and its thread; its mailboxes are changed under the hub's lock."""
+
+    hub: WatchHub
+    account_id: str
+    connection: AccountConnection
+    watches: dict[str, list[Watch]] = field(default_factory=dict)
+    #: Bumped whenever ``watches`` changes its mailboxes: a wait in progress ends and plans anew.
+    version: int = 0
+    stopping: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+    #: Set after a failure: every mailbox is reported once the connection is back.
+    recovering: bool = False
+    reconnects: int = 0
+    #: Failures in a row (the pause before the next reconnect grows with them).
+    failures: int = 0
+    #: Whether the subscribers were told that the mailbox is gone (once, until it is back).
+    told_missing: bool = False
+    #: Whether the connection is in IDLE (it is then dropped at the end rather than logged out).
+    idling: bool = False
+    #: The STATUS answers last seen by the shared checks, per mailbox.
+    _statuses: dict[str, tuple[Any, ...] | None] = field(default_factory=dict)
+    #: The EXAMINE answer last seen (UIDVALIDITY, UIDNEXT, EXISTS, HIGHESTMODSEQ) of the one mailbox.
+    _examined: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    _mode: str = ""
+
+    def start(self) -> None:
+        self.thread = threading.Thread(
+            target=self._run, name=f"mail-imap-mcp-watch-{self.account_id}", daemon=True
+        )
+        self.thread.start()
+
+    # -- the thread ---------------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            while not self.stopping.is_set():
+                try:
+                    self._serve_once()
+                except Exception as exc:
+                    if self.stopping.is_set():
+                        break
+                    if says_mailbox_missing(exc) and not self.told_missing:
+                        # Deleted (or renamed) by another client: say so once; it is watched again
+                        # if it comes back.
+                        self.told_missing = True
+                        self._notify(self._plan()[1])
+                    pause = RECONNECT_BACKOFF_S[min(self.failures, len(RECONNECT_BACKOFF_S) - 1)]
+                    self.failures += 1
+                    log.warning(
+                        "account=%s watching connection failed (%s: %s); reconnecting in %g s",
+                        self.account_id,
+                        type(exc).__name__,
+                        exc,
+                        pause,
+                    )
+                    self.connection.discard()
+                    self.idling = False
+                    self.recovering = True
+                    self.reconnects += 1
+                    self.stopping.wait(pause)
+        finally:
+            # A LOGOUT in IDLE would wait for DONE's answer first: a stalled server would hold the stop.
+            if self.idling:
+                self.connection.discard()
+            else:
+                self.connection.close()
+            log.info("account=%s watching connection closed", self.account_id)
+
+    def _plan(self) -> tuple[int, list[str]]:
+        with self.hub.lock:
+            return self.version, list(self.watches)
+
+    def _current(self, version: int) -> bool:
+        """Whether the plan made at ``version`` still holds (same mailboxes, not stopping)."""
+        return not self.stopping.is_set() and self.version == version
+
+    def _serve_once(self) -> None:
+        version, mailboxes = self._plan()
+        if not mailboxes:
+            self.stopping.wait(TICK_S)
+            return
+        mode = "one" if len(mailboxes) == 1 else "many"
+        if self._mode and mode != self._mode:
+            # Leave the examined mailbox behind without a command that could change it: log out.
+            self.connection.close()
+        self._mode = mode
+        client = self.connection.connect()
+        if mode == "one":
+            self._watch_one(client, mailboxes[0], version)
+        else:
+            self._check_many(client, mailboxes, version)
+
+    def _watch_one(self, client: BudgetedIMAPClient, mailbox: str, version: int) -> None:
+        if "CONDSTORE" in self.connection.capabilities:
+            client.enable("CONDSTORE")  # HIGHESTMODSEQ in EXAMINE's answer: flag changes show there too
+        answer = client.select_folder(mailbox, readonly=True)
+        count = answer.get(b"EXISTS")
+        exists = int(count) if count is not None else None
+        # Examined again after an IDLE restart: what changed between DONE and this EXAMINE shows here.
+        seen = tuple(answer.get(key) for key in (b"UIDVALIDITY", b"UIDNEXT", b"EXISTS", b"HIGHESTMODSEQ"))
+        before, self._examined = self._examined.get(mailbox), {mailbox: seen}
+        recovered = self.recovering
+        self._back([mailbox])
+        if before is not None and before != seen and not recovered:
+            self._notify([mailbox])
+        if "IDLE" in self.connection.capabilities and not _idle_is_lazy(client):
+            self._idle(client, version, _CountWatch(mailbox, exists))
+        else:
+            self._poll(client, mailbox, version, exists)
+
+    def _idle(
+        self, client: BudgetedIMAPClient, version: int, changed_by: Callable[[bytes], str | None]
+    ) -> None:
+        """IDLE until the plan changes or ``idle_restart_s`` passed, reporting the mailbox ``changed_by``
+        names for a line the server sends. The caller then starts over: EXAMINE (or NOTIFY SET) and
+        IDLE anew, which also finds out a mailbox deleted meanwhile where IDLE did not tell (Cyrus)."""
+        client.idle()
+        self.idling = True
+        try:
+            started = time.monotonic()
+            while self._current(version) and time.monotonic() - started < self.hub.settings.idle_restart_s:
+                if not client.input_waiting(TICK_S):
+                    continue
+                lines = [client.read_response_line()]
+                while client.input_waiting(0):  # every line that came together, then one report
+                    lines.append(client.read_response_line())
+                self._notify_lines(lines, changed_by)
+        finally:
+            if not self.stopping.is_set() and not client.unusable:
+                # What came between the last look and DONE counts too.
+                self._notify_lines(client.end_idle(), changed_by)
+                self.idling = False
+
+    def _notify_lines(self, lines: list[bytes], changed_by: Callable[[bytes], str | None]) -> None:
+        self._notify(dict.fromkeys(name for name in map(changed_by, lines) if name is not None))
+
+    def _poll(self, client: BudgetedIMAPClient, mailbox: str, version: int, exists: int | None) -> None:
+        while self._wait(version):
+            changed, exists = _changes_in(client.noop()[1], exists)
+            if changed:
+                self._notify([mailbox])
+
+    def _check_many(self, client: BudgetedIMAPClient, mailboxes: list[str], version: int) -> None:
+        capabilities = self.connection.capabilities
+        if "CONDSTORE" in capabilities:
+            client.enable("CONDSTORE")  # HIGHESTMODSEQ in STATUS: flag changes too (a session state only)
+        if "NOTIFY" in capabilities and "IDLE" in capabilities and self._notify_set(client, mailboxes):
+            # One connection hears every change of its mailboxes (RFC 5465): STATUS responses in IDLE.
+            self._back(mailboxes)
+            watched = set(mailboxes)
+            self._idle(client, version, lambda line: _in(client.notified_mailbox(line), watched))
+            return
+        items = [b"MESSAGES", b"UIDNEXT", b"UIDVALIDITY", b"UNSEEN"]
+        if "CONDSTORE" in capabilities:
+            items.append(b"HIGHESTMODSEQ")
+        while True:
+            changed = []
+            for mailbox in mailboxes:
+                seen = self._status(client, mailbox, items)
+                if mailbox in self._statuses and self._statuses[mailbox] != seen:
+                    changed.append(mailbox)
+                self._statuses[mailbox] = seen
+            recovered = self.recovering
+            self._back(mailboxes)  # after a failure every mailbox is reported anyway
+            if not recovered:
+                self._notify(changed)
+            if not self._wait(version):
+                return
+
+    def _notify_set(self, client: BudgetedIMAPClient, mailboxes: list[str]) -> bool:
+        """NOTIFY SET for ``mailboxes``; False when the server refuses it (a mailbox deleted meanwhile):
+        STATUS checks then, which tell which one is gone."""
+        try:
+            client.notify_set(mailboxes, b"MessageNew MessageExpunge FlagChange MailboxName")
+        except Exception as exc:
+            if command_refused(exc) is None:
+                raise
+            log.info("account=%s NOTIFY refused (%s); checking with STATUS", self.account_id, exc)
+            return False
+        return True
+
+    def _status(self, client: BudgetedIMAPClient, mailbox: str, items: list[bytes]) -> tuple[Any, ...] | None:
+        """The STATUS answer of ``mailbox``; None when refused (deleted meanwhile), so that the others
+        are checked still, and the change is reported once."""
+        try:
+            status = client.folder_status(mailbox, items)
+        except Exception as exc:
+            if command_refused(exc) is None:
+                raise
+            return None
+        return tuple(status.get(item) for item in items)
+
+    def _back(self, mailboxes: list[str]) -> None:
+        """The connection works (again): after a failure, report its mailboxes once."""
+        self.failures = 0
+        self.told_missing = False
+        if self.recovering:
+            self.recovering = False
+            self._notify(mailboxes)
+
+    def _wait(self, version: int) -> bool:
+        """Sleep ``poll_interval_s``; False as soon as the plan made at ``version`` no longer holds."""
+        until = time.monotonic() + self.hub.settings.poll_interval_s
+        while (left := until - time.monotonic()) > 0 and self._current(version):
+            self.stopping.wait(min(left, TICK_S))
+        return self._current(version)
+
+    def _notify(self, mailboxes: Iterable[str]) -> None:
+        for mailbox in mailboxes:
+            with self.hub.lock:
+                listeners = [watch.listener for watch in self.watches.get(mailbox, ())]
+            for listener in listeners:
+                try:
+                    listener()
+                except Exception:
+                    log.warning("account=%s a watch listener failed", self.account_id, exc_info=True)
+
+
+def _is_change(tokens: list[bytes], exists: int | None) -> bool:
+    """Whether an untagged response (``* 4 EXISTS``, ``* 2 FETCH (FLAGS ...)``, ``* VANISHED ...``)
+    tells a change of the examined mailbox; ``* OK Still here`` and ``* n RECENT`` do not."""
+    if len(tokens) < 3 or tokens[0] != b"*":
+        return False
+    if tokens[1].upper() in _CHANGES:
+        return True
+    kind = tokens[2].upper()
+    if kind == b"EXISTS":
+        return exists is None or tokens[1] != str(exists).encode("ascii")
+    return kind in _CHANGES
+
+
+class _CountWatch:
+    """Tells, line by line, whether what the server says changes the one examined mailbox."""
+
+    def __init__(self, mailbox: str, exists: int | None) -> None:
+        self.mailbox = mailbox
+        self.exists = exists
+
+    def __call__(self, line: bytes) -> str | None:
+        tokens = line.split()
+        changed = _is_change(tokens, self.exists)
+        self.exists = _new_exists(tokens, self.exists)
+        return self.mailbox if changed else None
+
+
+def _in(mailbox: str | None, watched: set[str]) -> str | None:
+    return mailbox if mailbox in watched else None
+
+
+def _changes_in(responses: list[Any], exists: int | None) -> tuple[bool, int | None]:
+    """Whether imapclient's parsed untagged responses (``[(4, b"EXISTS"), (2, b"FETCH", ...)]``, as
+    NOOP and DONE return them) tell a change, and the message count after them."""
+    changed = False
+    for response in responses:
+        if isinstance(response, tuple) and len(response) >= 2 and isinstance(response[1], bytes):
+            tokens = [b"*", str(response[0]).encode("ascii"), response[1]]
+            changed |= _is_change(tokens, exists)
+            exists = _new_exists(tokens, exists)
+    return changed, exists
+
+
+def _idle_is_lazy(client: BudgetedIMAPClient) -> bool:
+    """Whether the server's IDLE reports changes late: Courier-IMAP without its FAM build looks at the
+    mailbox only every IMAP_IDLE_TIMEOUT (60 s), so NOOP polling reports sooner there."""
+    return b"Courier-IMAP" in client.greeting
+
+
+def _new_exists(tokens: list[bytes], exists: int | None) -> int | None:
+    """The message count after an untagged response: ``* 5 EXISTS`` sets it, ``* 2 EXPUNGE`` lowers
+    it, and after ``* VANISHED`` it is unknown (the next EXISTS then counts as a change)."""
+    if len(tokens) >= 2 and tokens[1].upper() == b"VANISHED":
+        return None
+    if len(tokens) < 3 or not tokens[1].isdigit():
+        return exists
+    kind = tokens[2].upper()
+    if kind == b"EXISTS":
+        return int(tokens[1])
+    if kind == b"EXPUNGE" and exists is not None:
+        return exists - 1
+    return exists
+
+
+class WatchHub:
+    """The watching connections of every account, shared by every subscriber of the server.
+
+    :meth:`watch` starts watching (or joins a watch of the same mailbox), :meth:`cancel` ends one
+    listener's watch, and the last one of a connection ends its thread and logs it out; :meth:`close`
+    ends them all. Thread-safe.
+    """
+
+    def __init__(self, connect: ConnectionFactory, settings: WatchSettings) -> None:
+        self._connect = connect
+        self.settings = settings
+        self.lock = threading.Lock()
+        self._watchers: dict[str, list[_Watcher]] = {}
+        self._closed = False
+
+    def watch(self, account_id: str, mailbox: str, listener: Listener) -> Watch:
+        """Call ``listener`` whenever ``mailbox`` of ``account_id`` changes, until :meth:`cancel`."""
+        watch = Watch(account_id, mailbox, listener)
+        with self.lock:
+            if self._closed:
+                raise RuntimeError("the watch hub is closed")
+            watchers = self._watchers.setdefault(account_id, [])
+            watcher = next((w for w in watchers if mailbox in w.watches), None)
+            if watcher is None and len(watchers) < self.settings.max_connections:
+                watcher = _Watcher(self, account_id, self._connect(account_id))
+                watchers.append(watcher)
+                watcher.watches[mailbox] = [watch]
+                watcher.start()
+                return watch
+            if watcher is None:
+                watcher = min(watchers, key=lambda w: len(w.watches))
+            if mailbox not in watcher.watches:
+                watcher.version += 1
+            watcher.watches.setdefault(mailbox, []).append(watch)
+        return watch
+
+    def cancel(self, watch: Watch) -> None:
+        """End ``watch``; a connection left without mailboxes is logged out and its thread joined."""
+        ending: _Watcher | None = None
+        with self.lock:
+            for watcher in self._watchers.get(watch.account_id, []):
+                listeners = watcher.watches.get(watch.mailbox)
+                if listeners is None or watch not in listeners:
+                    continue
+                listeners.remove(watch)
+                if not listeners:
+                    del watcher.watches[watch.mailbox]
+                    watcher._statuses.pop(watch.mailbox, None)
+                    watcher.version += 1
+                if not watcher.watches:
+                    watcher.stopping.set()
+                    self._watchers[watch.account_id].remove(watcher)
+                    ending = watcher
+                break
+        if ending is not None:
+            _join(ending)
+
+    def close(self) -> None:
+        """End every watch and join every watching thread (bounded)."""
+        with self.lock:
+            self._closed = True
+            watchers = [w for ws in self._watchers.values() for w in ws]
+            self._watchers.clear()
+            for watcher in watchers:
+                watcher.stopping.set()
+        for watcher in watchers:
+            _join(watcher)
+
+    def connections(self, account_id: str) -> int:
+        """Watching connections of ``account_id`` now."""
+        with self.lock:
+            return len(self._watchers.get(account_id, []))
+
+    def reconnects(self, account_id: str) -> int:
+        """Reconnects of the current watching connections of ``account_id`` after a failure."""
+        with self.lock:
+            return sum(w.reconnects for w in self._watchers.get(account_id, []))
+
+
+def _join(watcher: _Watcher) -> None:
+    if watcher.thread is not None and watcher.thread is not threading.current_thread():
+        watcher.thread.join(JOIN_TIMEOUT_S)
+        if watcher.thread.is_alive():
+            log.warning("account=%s a watching thread did not end in time", watcher.account_id)

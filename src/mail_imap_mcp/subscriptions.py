@@ -1,0 +1,301 @@
+"""Mailbox resources, ``imap://{account_id}/mailbox/{mailbox}``, and their subscriptions.
+
+Reading one returns the mailbox's counts (STATUS: nothing is selected or marked). Subscribing to one
+starts watching it on a connection of its own (:mod:`mail_imap_mcp.imap.watch`) and sends
+``notifications/resources/updated`` for its URI whenever any client changes it (a delivery, an
+expunge, a flag). The SDK decides the wire form by the protocol version the client chose:
+
+* handshake versions (up to 2025-11-25): ``resources/subscribe`` and ``resources/unsubscribe``; the
+  notifications go to the session's stream (stdio, or the HTTP session's GET stream), and the watches
+  end with the session;
+* 2026-07-28: ``subscriptions/listen`` with ``resource_subscriptions``; the notifications come on
+  that request's stream, and the watches end with it.
+
+Watching threads hand each change to the event loop; one delivery task (run by the server's lifespan)
+sends it, so a slow client never holds a watching connection.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import anyio.to_thread
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.resources.templates import ResourceSecurity
+from mcp.server.subscriptions import ListenHandler, SubscriptionBus
+from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import ResourceUpdated
+from mcp.shared.uri_template import UriTemplate
+from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    EmptyResult,
+    SubscribeRequestParams,
+    SubscriptionsListenRequestParams,
+    SubscriptionsListenResult,
+    UnsubscribeRequestParams,
+)
+
+from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.imap.directory import MailboxDirectory
+from mail_imap_mcp.imap.mailboxes import mailbox_counts
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.watch import Watch
+from mail_imap_mcp.tools.context import AppContext
+
+log = logging.getLogger("mail_imap_mcp.subscriptions")
+
+MAILBOX_URI = "imap://{account_id}/mailbox/{mailbox}"
+_TEMPLATE = UriTemplate.parse(MAILBOX_URI)
+#: Notifications waiting for the delivery task; past this many (a stalled client), new ones are dropped.
+_QUEUE = 1024
+#: How long one notification may take to be written before it is given up (a client that stopped reading).
+SEND_TIMEOUT_S = 5.0
+
+Send = Callable[[], Awaitable[None]]
+Context = ServerRequestContext[Any, Any]
+
+
+def mailbox_uri(account_id: str, mailbox: str) -> str:
+    """The resource URI of ``mailbox`` (percent-encoded: a ``/`` in a name becomes ``%2F``)."""
+    return _TEMPLATE.expand({"account_id": account_id, "mailbox": mailbox})
+
+
+def _connection_of(ctx: Context) -> Connection:
+    # The SDK gives a request handler the connection only through its session (a per-request
+    # proxy); the connection is what lives as long as the client's session, and owns its teardown.
+    connection: Connection = ctx.session._connection
+    return connection
+
+
+class MailboxSubscriptions:
+    """The mailbox resource template and every subscription to it, for one server."""
+
+    def __init__(self, app: AppContext, bus: SubscriptionBus) -> None:
+        self._app = app
+        self._bus = bus
+        self._listen = ListenHandler(bus)
+        #: Handshake-era subscriptions: one watch per session and URI.
+        self._sessions: dict[tuple[Connection, str], Watch] = {}
+        self._watched_sessions: set[Connection] = set()
+        #: Listen-era subscriptions: one watch per URI, shared by the streams that listen to it.
+        self._shared: dict[str, tuple[Watch, int]] = {}
+        self._outbox, self._inbox = anyio.create_memory_object_stream[Send](_QUEUE)
+        self._token: anyio.lowlevel.EventLoopToken | None = None
+
+    # -- wiring --------------------------------------------------------------------------------------
+
+    def register(self, server: MCPServer[Any]) -> None:
+        """Add the mailbox resource template and the subscription handlers to ``server``."""
+        server.resource(
+            MAILBOX_URI,
+            name="mailbox",
+            title="Mailbox",
+            description="A mailbox's counts (messages, unseen, uidvalidity, uidnext) as JSON, read with "
+            "STATUS (nothing is marked). Subscribe to it to be told when any client changes the mailbox: "
+            "a delivery, an expunge or a flag change brings notifications/resources/updated for this "
+            "URI. A '/' in a mailbox name is written %2F.",
+            mime_type="application/json",
+            security=ResourceSecurity(exempt_params={"mailbox"}),
+        )(self.read)
+        # MCPServer has no decorator for these; the lowlevel server's registry is where they go.
+        lowlevel = server._lowlevel_server
+        lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, self.subscribe)
+        lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, self.unsubscribe)
+        lowlevel.add_request_handler("subscriptions/listen", SubscriptionsListenRequestParams, self.listen)
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Deliver notifications while inside; at the end, stop every watch."""
+        self._token = anyio.lowlevel.current_token()
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._deliver)
+                try:
+                    yield
+                finally:
+                    group.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.close()
+
+    async def close(self) -> None:
+        """End every subscription's watch."""
+        watches = list(self._sessions.values()) + [watch for watch, _ in self._shared.values()]
+        self._sessions.clear()
+        self._shared.clear()
+        await self._cancel(watches)
+
+    # -- reading ---------------------------------------------------------------------------------------
+
+    async def read(self, account_id: str, mailbox: str) -> str:
+        account_id, name, counts = await self._examine(account_id, mailbox, counts=True)
+        return json.dumps(
+            {
+                "account_id": account_id,
+                "mailbox": name,
+                "uri": mailbox_uri(account_id, name),
+                **(counts or {}),
+            }
+        )
+
+    async def _examine(
+        self, account_id: str, mailbox: str, *, counts: bool = False
+    ) -> tuple[str, str, dict[str, int | None] | None]:
+        """The account's id and the server's spelling of ``mailbox`` (and its counts); an MCP error
+        naming the URI's part when the account is not configured or the mailbox does not exist."""
+        resolved = self._app.resolve_account(account_id)
+        if resolved not in self._app.config.accounts:
+            known = ", ".join(sorted(self._app.config.accounts)) or "none"
+            raise MCPError(
+                INVALID_PARAMS,
+                f"Account {account_id!r} is not configured (configured: {known}).",
+                data={"parameter": "account_id", "account_id": account_id},
+            )
+
+        def look(session: ImapSession) -> tuple[str | None, dict[str, int | None] | None]:
+            name = MailboxDirectory.matching(session, mailbox).selectable(mailbox)
+            if name is None or not counts:
+                return name, None
+            found = mailbox_counts(session, name)
+            return name, {
+                "messages": found.messages,
+                "unseen": found.unseen,
+                "uidvalidity": found.uidvalidity,
+                "uidnext": found.uidnext,
+            }
+
+        connection = self._app.connection(resolved)
+        try:
+            name, found = await anyio.to_thread.run_sync(connection.run, look)
+        except ToolFailure as failure:
+            code = INVALID_PARAMS if failure.code is ErrorCode.INVALID_INPUT else INTERNAL_ERROR
+            raise MCPError(
+                code, f"{failure.code}: {failure.message}", data={"account_id": resolved}
+            ) from None
+        if name is None:
+            raise MCPError(
+                INVALID_PARAMS,
+                f"Mailbox {mailbox!r} does not exist in account {resolved!r} (or cannot be opened); "
+                "call imap_list_mailboxes to see the mailboxes.",
+                data={"parameter": "mailbox", "mailbox": mailbox, "account_id": resolved},
+            )
+        return resolved, name, found
+
+    async def _resolve(self, uri: str) -> tuple[str, str]:
+        params = _TEMPLATE.match(uri)
+        if params is None:
+            raise MCPError(
+                INVALID_PARAMS,
+                f"Only mailbox resources can be subscribed to: {uri!r} is not of the form "
+                "imap://<account_id>/mailbox/<mailbox>.",
+                data={"uri": uri},
+            )
+        account_id, name, _ = await self._examine(str(params["account_id"]), str(params["mailbox"]))
+        return account_id, name
+
+    # -- handshake era: resources/subscribe ------------------------------------------------------------
+
+    async def subscribe(self, ctx: Context, params: SubscribeRequestParams) -> EmptyResult:
+        uri = str(params.uri)
+        account_id, mailbox = await self._resolve(uri)
+        connection = _connection_of(ctx)
+        if (connection, uri) in self._sessions:
+            return EmptyResult()
+        if connection not in self._watched_sessions:
+            self._watched_sessions.add(connection)
+            connection.exit_stack.push_async_callback(self._end_session, connection)
+        send = functools.partial(connection.send_resource_updated, uri)
+        self._sessions[connection, uri] = self._app.watches.watch(
+            account_id, mailbox, functools.partial(self._post, send)
+        )
+        log.info("account=%s watching a mailbox for a session", account_id)
+        return EmptyResult()
+
+    async def unsubscribe(self, ctx: Context, params: UnsubscribeRequestParams) -> EmptyResult:
+        watch = self._sessions.pop((_connection_of(ctx), str(params.uri)), None)
+        await self._cancel([watch] if watch is not None else [])
+        return EmptyResult()
+
+    async def _end_session(self, connection: Connection) -> None:
+        self._watched_sessions.discard(connection)
+        ended = [key for key in self._sessions if key[0] is connection]
+        await self._cancel([self._sessions.pop(key) for key in ended])
+
+    # -- 2026-07-28: subscriptions/listen --------------------------------------------------------------
+
+    async def listen(
+        self, ctx: Context, params: SubscriptionsListenRequestParams
+    ) -> SubscriptionsListenResult:
+        uris = list(dict.fromkeys(params.notifications.resource_subscriptions or ()))
+        resolved = [(uri, *await self._resolve(uri)) for uri in uris]
+        for uri, account_id, mailbox in resolved:
+            watch, streams = self._shared.get(uri) or (
+                self._app.watches.watch(
+                    account_id,
+                    mailbox,
+                    functools.partial(self._post, functools.partial(self._bus.publish, ResourceUpdated(uri))),
+                ),
+                0,
+            )
+            self._shared[uri] = (watch, streams + 1)
+        try:
+            return await self._listen(ctx, params)
+        finally:
+            ended = []
+            for uri in uris:
+                if uri not in self._shared:
+                    continue  # closed meanwhile
+                watch, streams = self._shared[uri]
+                if streams > 1:
+                    self._shared[uri] = (watch, streams - 1)
+                else:
+                    del self._shared[uri]
+                    ended.append(watch)
+            with anyio.CancelScope(shield=True):
+                await self._cancel(ended)
+
+    # -- delivery ----------------------------------------------------------------------------------------
+
+    def _post(self, send: Send) -> None:
+        """Called by a watching thread: queue ``send`` for the delivery task, never waiting on a client."""
+        if self._token is None:
+            return
+        try:
+            anyio.from_thread.run_sync(self._queue, send, token=self._token)
+        except Exception:  # the event loop is gone: the server is stopping
+            log.debug("a mailbox change came after the server stopped", exc_info=True)
+
+    def _queue(self, send: Send) -> None:
+        try:
+            self._outbox.send_nowait(send)
+        except anyio.WouldBlock:
+            log.warning("%d mailbox notifications waiting; dropping one", _QUEUE)
+        except anyio.ClosedResourceError:
+            pass
+
+    async def _deliver(self) -> None:
+        async for send in self._inbox:
+            with anyio.move_on_after(SEND_TIMEOUT_S):
+                try:
+                    await send()
+                except Exception:  # the session ended meanwhile: its watches end with it
+                    log.debug("a mailbox notification could not be sent", exc_info=True)
+
+    async def _cancel(self, watches: list[Watch]) -> None:
+        def cancel_all() -> None:
+            for watch in watches:
+                self._app.watches.cancel(watch)
+
+        if watches:
+            await anyio.to_thread.run_sync(cancel_all)

@@ -1,0 +1,65 @@
+"""What a subscribing MCP client receives: ``notifications/resources/updated`` (handshake versions,
+through the client's ``message_handler``) or listen events (2026-07-28, ``Client.listen``), each with
+the monotonic time it arrived; and a second IMAP client that changes a mailbox behind the server."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterable
+from typing import Any
+
+import anyio
+import imapclient
+from mcp.shared.subscriptions import ResourceUpdated
+from mcp_types import ResourceUpdatedNotification
+
+from tests.support import mailgen
+
+
+class Updates:
+    """Resource updates received, in order: ``(monotonic time, uri)``."""
+
+    def __init__(self) -> None:
+        self.received: list[tuple[float, str]] = []
+
+    async def message_handler(self, message: Any) -> None:
+        """For ``Client(message_handler=...)`` (handshake versions)."""
+        if isinstance(message, ResourceUpdatedNotification):
+            self.received.append((time.monotonic(), str(message.params.uri)))
+
+    async def collect(self, events: AsyncIterable[Any]) -> None:
+        """Record the events of a ``Client.listen`` subscription until it ends (2026-07-28)."""
+        async for event in events:
+            if isinstance(event, ResourceUpdated):
+                self.received.append((time.monotonic(), event.uri))
+
+    def since(self, started: float, uri: str) -> list[float]:
+        return [at for at, got in self.received if got == uri and at >= started]
+
+    async def first_after(self, started: float, uri: str, timeout: float) -> float | None:
+        """Seconds from ``started`` to the first update of ``uri`` after it; None if none came in ``timeout``."""
+        deadline = started + timeout
+        while True:
+            times = self.since(started, uri)
+            if times:
+                return times[0] - started
+            if time.monotonic() > deadline:
+                return None
+            await anyio.sleep(0.02)
+
+
+def append(client: imapclient.IMAPClient, mailbox: str, subject: str) -> None:
+    client.append(mailbox, mailgen.plain_message(subject, "body"))
+
+
+def flag_first(client: imapclient.IMAPClient, mailbox: str, flag: bytes = b"\\Flagged") -> None:
+    client.select_folder(mailbox)
+    client.add_flags(client.search(["ALL"])[:1], [flag], silent=True)
+    client.close_folder()  # no message is marked \\Deleted here: CLOSE expunges nothing
+
+
+def expunge_first(client: imapclient.IMAPClient, mailbox: str) -> None:
+    client.select_folder(mailbox)
+    client.delete_messages(client.search(["ALL"])[:1], silent=True)
+    client.expunge()
+    client.close_folder()
