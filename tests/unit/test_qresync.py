@@ -79,6 +79,20 @@ def test_enabled_is_known_after_a_pipelined_read_cleared_the_untagged_answers() 
         account.close()
 
 
+def test_imapclients_own_noop_as_the_first_command_reads_the_enable_answer_first() -> None:
+    """Regression: imapclient's NOOP reads every line up to its tag as untagged, and took ENABLE's tagged
+    OK for a protocol violation (test_faults' NOOP operations on Dovecot)."""
+    server = ScriptedServer()
+    server.expect(answer("LOGIN", LOGIN_QRESYNC), ENABLED, ok("NOOP", b"* 3 EXISTS"))
+    account = connection(server)
+    try:
+        noop = account.run(lambda session: (session.client.noop(), session.qresync))
+        assert noop == ((b"NOOP completed", [(3, b"EXISTS")]), True)
+        assert account.round_trips == 4
+    finally:
+        account.close()
+
+
 @pytest.mark.parametrize(
     ("login", "enable_qresync"),
     [(LOGIN_OK, True), (LOGIN_QRESYNC, False)],

@@ -371,20 +371,30 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
         """Whether the server enabled ``extension`` on this connection (an ENABLE sent with
         :meth:`enable_ahead`, answered OK with ``* ENABLED extension``). Reads that answer if no command
         has since (a round trip then), so ask after a command."""
-        imap = self._imap
-        if imap.enabling is not None:
-            asked, tag = imap.enabling
-            imap.enabling = None
-            try:
-                typ, _ = self.complete("ENABLE", tag)
-            except imaplib.IMAP4.abort:
-                raise
-            except imaplib.IMAP4.error:
-                typ = "NO"
-            self.untagged.pop("ENABLED", None)
-            if typ == "OK" and asked.upper() in imap.enabled_extensions:
-                self._enabled.add(asked.upper())
+        self._take_enable_answer()
         return extension.upper() in self._enabled
+
+    def _take_enable_answer(self) -> None:
+        imap = self._imap
+        if imap.enabling is None:
+            return
+        asked, tag = imap.enabling
+        imap.enabling = None
+        try:
+            typ, _ = self.complete("ENABLE", tag)
+        except imaplib.IMAP4.abort:
+            raise
+        except imaplib.IMAP4.error:
+            typ = "NO"
+        self.untagged.pop("ENABLED", None)
+        if typ == "OK" and asked.upper() in imap.enabled_extensions:
+            self._enabled.add(asked.upper())
+
+    def _consume_until_tagged_response(self, tag: bytes, command: str) -> Any:
+        # imapclient's NOOP, EXPUNGE and IDLE DONE read every line up to their own tag as untagged: an
+        # ENABLE sent ahead of them is answered first (in the same round trip), so it is read first.
+        self._take_enable_answer()
+        return super()._consume_until_tagged_response(tag, command)
 
     # -- waiting for what the server says unasked (IDLE, RFC 2177) ----------------------------------------
 
