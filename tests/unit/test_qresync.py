@@ -19,20 +19,10 @@ from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.tools._shared.failures import as_tool_failure
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, answer, ok
+from tests.unit.test_changes import UIDVALIDITY, examine_answer
 
-UIDVALIDITY = 1700000000
 LOGIN_QRESYNC = LOGIN_OK.replace(b"CONDSTORE", b"CONDSTORE QRESYNC")
 ENABLED = ok("ENABLE", b"* ENABLED QRESYNC")
-
-
-def examine_answer(exists: int, uidnext: int) -> list[bytes]:
-    return [
-        b"* FLAGS (\\Answered \\Flagged \\Deleted \\Seen \\Draft)",
-        b"* %d EXISTS" % exists,
-        b"* OK [UIDVALIDITY %d] UIDs valid" % UIDVALIDITY,
-        b"* OK [UIDNEXT %d] Predicted next UID" % uidnext,
-        b"{tag} OK [READ-ONLY] Examine completed",
-    ]
 
 
 def connection(server: ScriptedServer, *, enable_qresync: bool = True) -> AccountConnection:
