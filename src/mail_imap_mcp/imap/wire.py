@@ -5,12 +5,11 @@ answers, the untagged-response queue, the connection state). :class:`BudgetedIMA
 session needs of them as small public methods: send a command and read its answer later (pipelining),
 the untagged responses, a mailbox name as sent, the search syntax. Every blocking socket operation
 takes its timeout from the call's :class:`CallBudget` (see docs/reliability.md). A connection without
-TLS whose greeting is late checks whether the port speaks TLS instead (:func:`answers_tls`).
+TLS whose greeting is late checks whether the port speaks TLS instead (:func:`.tls.answers_tls`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import imaplib
 import itertools
 import math
@@ -29,6 +28,7 @@ from imapclient.imapclient import _literal, join_message_ids, seq_to_parenstr_up
 from imapclient.response_parser import parse_fetch_response, parse_response
 
 from mail_imap_mcp.imap.errors import ConnectPhase, ConnectProgress, ImplicitTlsPort
+from mail_imap_mcp.imap.tls import TLS_PROBE_S, answers_tls, handshake_round_trips
 
 T = TypeVar("T")
 
@@ -40,8 +40,6 @@ OpenSocket = Callable[[str, int, float], socket.socket]
 #: the port speaks TLS instead (``security = "starttls"`` on port 993); a server that greets later still
 #: gets the rest of ``connect_timeout_s``.
 GREETING_WAIT_S = 2.0
-#: How long that check waits for the answer to its TLS ClientHello, on a connection of its own.
-TLS_PROBE_S = 1.0
 # Large literals are read in pieces of this size, with the call's deadline checked before each.
 _READ_CHUNK = 64 * 1024
 
@@ -261,39 +259,6 @@ class BudgetedIMAP4(imaplib.IMAP4):
         except OSError:  # includes timeouts: the stream is out of step either way
             self.unusable = True
             raise
-
-
-def answers_tls(address: tuple[Any, ...], timeout: float) -> bool:
-    """Whether the server at ``address`` answers a TLS ClientHello with a TLS record (a handshake or an
-    alert), on a connection of its own closed after the first bytes of the answer, all within ``timeout``."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    outgoing = ssl.MemoryBIO()
-    client = context.wrap_bio(ssl.MemoryBIO(), outgoing)
-    with contextlib.suppress(ssl.SSLWantReadError):
-        client.do_handshake()  # writes the ClientHello, then waits for an answer that never comes here
-    deadline = time.monotonic() + timeout
-    first = b""
-    try:
-        with socket.create_connection(address[:2], timeout=timeout) as sock:
-            sock.sendall(outgoing.read())
-            while len(first) < 2:
-                sock.settimeout(max(deadline - time.monotonic(), 0.001))
-                chunk = sock.recv(2 - len(first))
-                if not chunk:
-                    break
-                first += chunk
-    except OSError:
-        pass
-    # A TLS record starts with its content type (22: handshake, 21: alert), then major version 3.
-    return len(first) == 2 and first[0] in (21, 22) and first[1] == 3
-
-
-def handshake_round_trips(sock: socket.socket) -> int:
-    """Round trips of the TLS handshake just completed on ``sock``: one for TLS 1.3, two before."""
-    version = sock.version() if isinstance(sock, ssl.SSLSocket) else None
-    return 1 if version == "TLSv1.3" else 2
 
 
 class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no type hints
