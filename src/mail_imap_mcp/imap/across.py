@@ -19,6 +19,7 @@ its own result, never the others'.
 from __future__ import annotations
 
 import calendar
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -74,8 +75,10 @@ def internal_keys(session: ImapSession, answer: Sequence[object]) -> dict[int, i
     return keys
 
 
+@functools.lru_cache(maxsize=4096)
 def _date_time_key(text: bytes) -> int | None:
-    """An IMAP date-time (``01-Jan-2025 10:00:00 +0100``) in epoch seconds; None when not one."""
+    """An IMAP date-time (``01-Jan-2025 10:00:00 +0100``) in epoch seconds; None when not one. Kept:
+    a page of every folder reads a thousand of them, and the next calls read the same ones again."""
     found = _DATE_TIME.fullmatch(text)
     month = _MONTHS.get(found.group(2).capitalize()) if found else None
     if found is None or month is None:
