@@ -1,6 +1,6 @@
 """The shape of the house (issue 21), checked on every run so it cannot erode unnoticed.
 
-Layers point one way: envelope <- imap <- operations <- tools <- server, transport, cli; mime and
+Layers point one way: envelope <- imap <- operations <- tools <- server, subscriptions, transport, cli; mime and
 content are pure (no IMAP, no MCP). Modules stay small enough to read, imports form no cycle, and
 imapclient's exceptions are caught where the IMAP layer classifies them, not in every module.
 """
@@ -23,13 +23,14 @@ MAX_TOOL_MODULE_LINES = 350
 MAX_MODULES_CATCHING_IMAPCLIENT_ERRORS = 2
 
 #: What each layer must not import (as ``mail_imap_mcp.<name>``).
+_TOP = ("transport", "server", "subscriptions", "cli")
 FORBIDDEN_IMPORTS = {
-    "envelope": ("imap", "mime", "content", "operations", "tools", "transport", "server", "cli"),
-    "mime": ("imap", "operations", "tools", "transport", "server", "cli", "envelope"),
-    "content": ("imap", "operations", "tools", "transport", "server", "cli"),
-    "imap": ("operations", "tools", "transport", "server", "cli"),
-    "operations": ("tools", "transport", "server", "cli"),
-    "tools": ("transport", "server", "cli"),
+    "envelope": ("imap", "mime", "content", "operations", "tools", *_TOP),
+    "mime": ("imap", "operations", "tools", "envelope", *_TOP),
+    "content": ("imap", "operations", "tools", *_TOP),
+    "imap": ("operations", "tools", *_TOP),
+    "operations": ("tools", *_TOP),
+    "tools": _TOP,
 }
 
 
