@@ -45,7 +45,7 @@ from benchmark.servers import (
     write_config,
 )
 from mail_imap_mcp.imap.fetch import MESSAGE_ITEMS, summary_items
-from mail_imap_mcp.imap.wire import search_all_runs
+from mail_imap_mcp.imap.parsing import search_all_runs
 
 
 @dataclass

@@ -182,6 +182,23 @@ def ensure_imap_matrix(required: Iterable[Path]) -> Path:
     )
 
 
+def remove_tree(root: Path) -> None:
+    """Delete ``root`` and everything below it, each directory's files in inode order.
+
+    ``shutil.rmtree`` unlinks in directory order, which on ext4 visits a large Maildir's inodes at
+    random: removing the 100,000-message mailbox of test_search took 30 s on an idle machine and 173 s
+    under load (failing a session's teardown at the 300 s timeout), against 3.6 s in inode order.
+    """
+    for directory, _, _ in os.walk(root, topdown=False):
+        files: list[tuple[int, str]] = []
+        with contextlib.suppress(OSError), os.scandir(directory) as entries:
+            files = sorted((e.inode(), e.path) for e in entries if not e.is_dir(follow_symlinks=False))
+        for _, path in files:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+    shutil.rmtree(root, ignore_errors=True)  # the directories, and anything that failed above
+
+
 def terminate_group(proc: subprocess.Popen[bytes], grace: float) -> None:
     """SIGTERM the process group led by ``proc``, wait up to ``grace`` s for ``proc``, then SIGKILL it.
 
@@ -432,7 +449,7 @@ class ImapServer:
         creates a fresh, empty instance."""
         self._terminate(grace=DISCARD_GRACE)
         if self._root is not None:
-            shutil.rmtree(self._root, ignore_errors=True)
+            remove_tree(self._root)
             self._root = None
             self._ports = None
         atexit.unregister(self.stop)

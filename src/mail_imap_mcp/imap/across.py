@@ -19,13 +19,14 @@ its own result, never the others'.
 from __future__ import annotations
 
 import calendar
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from mail_imap_mcp.imap import wire
+from mail_imap_mcp.imap import parsing, wire
 from mail_imap_mcp.imap.errors import MailboxGone, MailboxMissing, UidValidityChanged
 from mail_imap_mcp.imap.fetch import SummaryBatch, SummaryRequests, fetch_summaries, summary_requests
 from mail_imap_mcp.imap.mailboxes import MailboxCounts
@@ -75,8 +76,10 @@ def internal_keys(session: ImapSession, answer: Sequence[object]) -> dict[int, i
     return keys
 
 
+@functools.lru_cache(maxsize=4096)
 def _date_time_key(text: bytes) -> int | None:
-    """An IMAP date-time (``01-Jan-2025 10:00:00 +0100``) in epoch seconds; None when not one."""
+    """An IMAP date-time (``01-Jan-2025 10:00:00 +0100``) in epoch seconds; None when not one. Kept:
+    a page of every folder reads a thousand of them, and the next calls read the same ones again."""
     found = _DATE_TIME.fullmatch(text)
     month = _MONTHS.get(found.group(2).capitalize()) if found else None
     if found is None or month is None:
@@ -227,8 +230,8 @@ def _take_first(
         stream.done = True
         return
     if stream.counted_all:  # every match as runs: the newest taken, never the whole set expanded
-        stream.total, stream.done = wire.search_count(answers[0]), True
-        stream.uids = newest_of(wire.search_all_runs(answers[0]), wanted + 1)
+        stream.total, stream.done = parsing.search_count(answers[0]), True
+        stream.uids = newest_of(parsing.search_all_runs(answers[0]), wanted + 1)
         stream.upper = max([max(stream.state.uidnext - 1, 1), *stream.uids[:1]])
         return
     if stream.whole:
@@ -245,7 +248,7 @@ def _take_window(
     them: inside the window and the snapshot, newest first."""
     assert stream.state is not None
     if filtered:
-        found = wire.search_uids(list(answer))
+        found = parsing.search_uids(list(answer))
     else:
         keys = internal_keys(session, answer)
         stream.keys.update(keys)

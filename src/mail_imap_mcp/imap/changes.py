@@ -57,7 +57,7 @@ from typing import Any
 
 from imapclient.response_parser import parse_fetch_response
 
-from mail_imap_mcp.imap import view, wire
+from mail_imap_mcp.imap import parsing, view
 from mail_imap_mcp.imap.errors import (
     MailboxGone,
     UidValidityChanged,
@@ -279,7 +279,7 @@ def new_below(session: ImapSession, since: ChangesToken, anchor: int, until: int
     if high < since.uidnext or not state.exists:
         return []
     command: Command = ("SEARCH", ["UID", b"SEARCH", b"UID", f"{since.uidnext}:{high}".encode()])
-    found = wire.search_uids(_pipelined(session, since.account_id, since.mailbox, [command])[0])
+    found = parsing.search_uids(_pipelined(session, since.account_id, since.mailbox, [command])[0])
     return sorted((uid for uid in set(found) if since.uidnext <= uid <= high), reverse=True)
 
 
@@ -303,7 +303,7 @@ def _since_by_vanished(session: ImapSession, state: MailboxState, since: Changes
     answers = _pipelined(session, since.account_id, mailbox, commands)
     vanished = view.take_vanished_earlier(session.client.untagged)
     fetched = _read_fetch(answers[1])
-    new = dict.fromkeys((uid for uid in wire.search_uids(answers[2]) if uid >= since.uidnext), ())
+    new = dict.fromkeys((uid for uid in parsing.search_uids(answers[2]) if uid >= since.uidnext), ())
     # Only UIDs below the token's UIDNEXT: those above were never in the caller's view (new since and
     # gone again), so they are neither new nor expunged for the caller.
     gone = {uid for uid_set in vanished for uid in view.uids_below(uid_set, since.uidnext)}
@@ -333,7 +333,7 @@ def _since_by_modseq(session: ImapSession, state: MailboxState, since: ChangesTo
         ]
         answers = _pipelined(session, since.account_id, mailbox, commands)
     fetched = _read_fetch(answers[0])
-    found = set(wire.search_uids(answers[1]))
+    found = set(parsing.search_uids(answers[1]))
     present = set(since.uids) & found
     new = dict.fromkeys((uid for uid in found if uid >= since.uidnext), ())
     changes = _compare(session, state, since, present, new)
@@ -362,7 +362,7 @@ def _since_by_digest(session: ImapSession, state: MailboxState, since: ChangesTo
     fetched = {uid: flags for uid, flags in _flags_of(answers[0]).items() if uid in tracked}
     newest = _flags_of(answers[1])
     new: dict[int, Flags | None] = {
-        uid: newest.get(uid) for uid in wire.search_uids(answers[2]) if uid >= since.uidnext
+        uid: newest.get(uid) for uid in parsing.search_uids(answers[2]) if uid >= since.uidnext
     }
     present = set(fetched)
     changes = _compare(session, state, since, present, new)
@@ -505,7 +505,7 @@ _HIGHESTMODSEQ = re.compile(rb"\bHIGHESTMODSEQ (\d+)", re.IGNORECASE)
 
 def _read_modseq(answer: list[Any]) -> int:
     """HIGHESTMODSEQ of a STATUS answer; 0 when the mailbox has none (RFC 7162 NOMODSEQ)."""
-    text = b" ".join(part for item in answer for part in wire.response_bytes(item))
+    text = b" ".join(part for item in answer for part in parsing.response_bytes(item))
     found = _HIGHESTMODSEQ.search(text)
     return int(found.group(1)) if found else 0
 
@@ -524,7 +524,7 @@ def _read_fetch(answer: list[Any]) -> dict[int, tuple[Flags, int]]:
     for response in parse_fetch_response(answer, False, False).values():
         uid, flags, modseq = response.get(b"UID"), response.get(b"FLAGS"), response.get(b"MODSEQ")
         if isinstance(uid, int) and isinstance(flags, tuple):
-            texts = (wire.as_text(flag) for flag in flags)
+            texts = (parsing.as_text(flag) for flag in flags)
             kept = tuple(sorted(t for t in texts if t and t.lower() != "\\recent"))
             found[uid] = (kept, int(modseq[0]) if isinstance(modseq, tuple) and modseq else 0)
     return found

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mail_imap_mcp.imap import wire
+from mail_imap_mcp.imap import parsing, wire
 from mail_imap_mcp.imap.errors import MailboxGone, MailboxMissing, UidValidityChanged, says_mailbox_missing
 from mail_imap_mcp.imap.mailboxes import MailboxCounts, status_answers
 from mail_imap_mcp.imap.session import ImapSession
@@ -153,7 +153,7 @@ def _status(client: wire.BudgetedIMAPClient, name: str, tag: bytes) -> tuple[str
         raise
     except imaplib.IMAP4.error as exc:
         return "BAD", str(exc)
-    return typ, " ".join(wire.as_text(part) or "" for part in data if isinstance(part, bytes | str))
+    return typ, " ".join(parsing.as_text(part) or "" for part in data if isinstance(part, bytes | str))
 
 
 def _refusal(account_id: str, mailbox: str, said: str) -> Exception:

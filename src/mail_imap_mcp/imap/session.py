@@ -23,7 +23,7 @@ from imapclient.response_parser import parse_fetch_response
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import ToolFailure
-from mail_imap_mcp.imap import view, wire
+from mail_imap_mcp.imap import parsing, view, wire
 from mail_imap_mcp.imap.errors import (
     CharsetRejected,
     MailboxGone,
@@ -212,7 +212,7 @@ class ImapSession:
             uidnext=int(response.get(b"UIDNEXT", 0)),
             exists=int(response.get(b"EXISTS", 0)),
             readonly=readonly,
-            permanent_flags=wire.permanent_flags(response.get(b"PERMANENTFLAGS")),
+            permanent_flags=parsing.permanent_flags(response.get(b"PERMANENTFLAGS")),
         )
         self._owner.selected = state
         self._examined = mailbox
@@ -260,7 +260,9 @@ class ImapSession:
                 raise
             noop = status = "BAD"
         untagged = client.untagged
-        answer = b" ".join(part for item in untagged.pop("STATUS", []) for part in wire.response_bytes(item))
+        answer = b" ".join(
+            part for item in untagged.pop("STATUS", []) for part in parsing.response_bytes(item)
+        )
         # Flag changes reported by NOOP: nothing here tracks flags, and a later FETCH must not take them
         # (imapclient would key one without a UID by its sequence number).
         untagged.pop("FETCH", None)
@@ -352,7 +354,7 @@ class ImapSession:
         """``UID SEARCH`` with criteria already tokenised; strings are quoted or sent as literals."""
         with self._selected_mailbox_errors():
             data = self._client.uid_command_untagged(b"SEARCH", wire.search_args(criteria, charset))
-        return wire.search_uids(data)
+        return parsing.search_uids(data)
 
     def uid_search_count(self, criteria: list[bytes | str | int], *, charset: str | None = None) -> int:
         """``UID SEARCH RETURN (COUNT)`` (RFC 4731) when supported, else the length of a full search."""
@@ -361,7 +363,7 @@ class ImapSession:
         args = [b"RETURN", b"(COUNT)", *wire.search_args(criteria, charset)]
         with self._selected_mailbox_errors():
             data = self._client.uid_command_untagged(b"SEARCH", args, response_name="ESEARCH")
-        return wire.search_count(data)
+        return parsing.search_count(data)
 
     def uid_search_counted(
         self, criteria: list[bytes | str | int], *, charset: str | None = None
@@ -370,18 +372,18 @@ class ImapSession:
         ``UID SEARCH RETURN (COUNT ALL)`` (ESEARCH, RFC 4731: the UIDs come as a compact set, so a run
         of matches costs a few bytes), else one plain ``UID SEARCH`` (every UID)."""
         if "ESEARCH" not in self.capabilities:
-            return wire.uid_runs(self.uid_search(criteria, charset=charset))
+            return parsing.uid_runs(self.uid_search(criteria, charset=charset))
         args = [b"RETURN", b"(COUNT ALL)", *wire.search_args(criteria, charset)]
         with self._selected_mailbox_errors():
             data = self._client.uid_command_untagged(b"SEARCH", args, response_name="ESEARCH")
-        return wire.search_count(data), wire.search_all_runs(data)
+        return parsing.search_count(data), parsing.search_all_runs(data)
 
     def uid_sort_by_date(self, criteria: list[bytes | str | int], *, charset: str | None = None) -> list[int]:
         """``UID SORT (REVERSE DATE)`` (RFC 5256): matching UIDs, newest sent date first.
 
         The server's sort key is the Date header in UTC, else INTERNALDATE; ties keep mailbox order.
         Only where the server advertises SORT (raises ``ValueError`` otherwise)."""
-        return wire.search_uids(self._rfc5256("SORT", "SORT", b"(REVERSE DATE)", criteria, charset))
+        return parsing.search_uids(self._rfc5256("SORT", "SORT", b"(REVERSE DATE)", criteria, charset))
 
     def uid_thread_references(
         self, criteria: list[bytes | str | int], *, charset: str | None = None
@@ -389,7 +391,7 @@ class ImapSession:
         """``UID THREAD REFERENCES`` (RFC 5256) of the matching messages: one UID list per thread.
 
         Only where the server advertises THREAD=REFERENCES (raises ``ValueError`` otherwise)."""
-        return wire.thread_uids(
+        return parsing.thread_uids(
             self._rfc5256("THREAD", "THREAD=REFERENCES", b"REFERENCES", criteria, charset)
         )
 
@@ -463,7 +465,7 @@ class ImapSession:
             data = client.take_untagged(*answers[-1], "FETCH")
         parsed = parse_fetch_response(data, client.normalise_times, True)
         answer = {uid: parsed[uid] for uid in wanted if uid in parsed}
-        if one_answer_each and sum(1 for item in data if wire.opens_fetch_response(item)) != len(answer):
+        if one_answer_each and sum(1 for item in data if parsing.opens_fetch_response(item)) != len(answer):
             raise SelectionStale()
         return answer
 
@@ -499,7 +501,7 @@ class ImapSession:
         personal = self.client.namespace().personal or ()
         if not personal:
             return "", None
-        prefix, separator = (wire.as_text(part) for part in personal[0])
+        prefix, separator = (parsing.as_text(part) for part in personal[0])
         return prefix or "", separator
 
     def create_mailbox(self, mailbox: str) -> None:
@@ -617,7 +619,7 @@ class ImapSession:
                 continue
             flags = tuple(
                 text
-                for text in (wire.as_text(f) for f in data[b"FLAGS"])
+                for text in (parsing.as_text(f) for f in data[b"FLAGS"])
                 if text and text.lower() != "\\recent"
             )
             value = data.get(b"MODSEQ")
@@ -652,7 +654,7 @@ class ImapSession:
         changed: set[int] = set()
         for part in untagged.pop("MODIFIED", []):
             try:
-                changed.update(parse_uid_set(wire.as_text(part) or ""))
+                changed.update(parse_uid_set(parsing.as_text(part) or ""))
             except MalformedUidSet:
                 log.warning(
                     "account=%s malformed [MODIFIED]: every UID counts as changed", self._owner.account_id

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from mail_imap_mcp.imap import wire
+from mail_imap_mcp.imap import parsing
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -120,7 +120,7 @@ def _ranges(uid_set: bytes) -> list[tuple[int, int]]:
 
 
 def _text(item: Any) -> bytes:
-    return b" ".join(wire.response_bytes(item)).strip()
+    return b" ".join(parsing.response_bytes(item)).strip()
 
 
 def _is_earlier(item: Any) -> bool:

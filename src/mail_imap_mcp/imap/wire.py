@@ -11,7 +11,7 @@ TLS whose greeting is late checks whether the port speaks TLS instead (:func:`.t
 from __future__ import annotations
 
 import imaplib
-import itertools
+import logging
 import math
 import re
 import select
@@ -20,7 +20,7 @@ import ssl
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 from imapclient import IMAPClient
 from imapclient.imap_utf7 import decode as decode_utf7
@@ -29,8 +29,6 @@ from imapclient.response_parser import parse_fetch_response, parse_response
 
 from mail_imap_mcp.imap.errors import ConnectPhase, ConnectProgress, ImplicitTlsPort
 from mail_imap_mcp.imap.tls import TLS_PROBE_S, answers_tls, handshake_round_trips
-
-T = TypeVar("T")
 
 #: Opens the TCP connection to ``(host, port)`` within ``timeout`` seconds. The default is a TCP connect
 #: to each address of the host in turn; unit tests pass a scripted server's (tests/support/fake_imap.py).
@@ -121,6 +119,8 @@ class BudgetedIMAP4(imaplib.IMAP4):
         #: What the server said it enabled (``* ENABLED ...``), kept apart from the untagged responses,
         #: which a pipelined read may clear before the ENABLE's answer is looked at.
         self.enabled_extensions: set[str] = set()
+        #: A line :meth:`_get_response` read and left to imaplib's own reader.
+        self._pushed_back: bytes | None = None
         super().__init__(host, port)
 
     def _append_untagged(self, typ: str, dat: bytes) -> None:
@@ -217,15 +217,59 @@ class BudgetedIMAP4(imaplib.IMAP4):
         return b"".join(chunks)
 
     def readline(self) -> bytes:
-        self._count_wait()
-        with self._watch():
+        # Called once per response line (a thousand or more for a page of every folder): the steps of
+        # _count_wait and _watch are inlined here.
+        if self._sent_since_read:
+            self.round_trips += 1
+            self._sent_since_read = False
+        try:
             if self._awaiting_greeting:
                 self._awaiting_greeting = False
                 self._wait_for_greeting()
             self.sock.settimeout(self._budget.timeout())
             line = super().readline()
+        except OSError:  # includes timeouts: the stream is out of step either way
+            self.unusable = True
+            raise
         if not line:
             self.unusable = True  # EOF
+        return line
+
+    def _get_line(self) -> bytes:
+        """imaplib's, without its protocol log when that log is off (``debug`` 0): imaplib formats every
+        line for the log before dropping it."""
+        if self._pushed_back is not None:
+            line, self._pushed_back = self._pushed_back, None
+            return line
+        if self.debug:
+            return super()._get_line()  # type: ignore[misc, no-any-return]  # private in typeshed
+        line = self.readline()
+        if not line:
+            raise self.abort("socket error: EOF")
+        if not line.endswith(b"\r\n"):
+            raise self.abort(f"socket error: unterminated line: {line!r}")
+        return line[:-2]
+
+    def _get_response(self) -> bytes | None:
+        """imaplib's, with a short way for the most frequent line, a numbered untagged response without
+        a literal (``* 12 FETCH (...)``, ``* 30 EXISTS``): stored as imaplib stores it, without imaplib's
+        three or four regular expressions per line. Any other line goes back to imaplib's reader."""
+        if self.debug:
+            return super()._get_response()  # type: ignore[misc, no-any-return]  # private in typeshed
+        line = self._get_line()
+        found = None if b"}" in line[-2:] else self.Untagged_status.match(line)
+        if found is None or found.group("type") in (b"OK", b"NO", b"BAD"):
+            self._pushed_back = line
+            return super()._get_response()  # type: ignore[misc, no-any-return]
+        kind, data, more = found.group("type", "data", "data2")
+        if more:
+            data = data + b" " + more
+        typ = kind.decode("ascii")  # [A-Z-]+: imaplib decodes it with its encoding, ASCII or UTF-8
+        untagged = self.untagged_responses
+        if typ in untagged:
+            untagged[typ].append(data)
+        else:
+            untagged[typ] = [data]
         return line
 
     def _wait_for_greeting(self) -> None:
@@ -281,6 +325,11 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
         self._open_socket = open_socket
         self._enabled: set[str] = set()
         super().__init__(host, port=port, ssl=tls, ssl_context=ssl_context if tls else None)
+        if not logging.getLogger("imapclient.imaplib").isEnabledFor(logging.DEBUG):
+            # imapclient turns imaplib's protocol log fully on (level 5) and routes it to that logger;
+            # imaplib formats each message before the logger drops it: about a third of the CPU of
+            # reading a thousand response lines. Off unless someone listens.
+            self._imap.debug = 0
 
     def _create_IMAP4(self) -> imaplib.IMAP4:
         context = self.ssl_context if self.ssl else None
@@ -581,89 +630,3 @@ def encode_search_token(item: bytes | str | int, charset: str | None) -> bytes:
         literal: bytes = _literal(raw)
         return literal
     return b'"' + raw.replace(b"\\", b"\\\\").replace(b'"', b'\\"') + b'"'
-
-
-# -- reading answers ----------------------------------------------------------------------------------
-
-
-def search_uids(data: list[Any]) -> list[int]:
-    """The UIDs of a SEARCH or SORT answer, in the server's order."""
-    return [int(tok) for line in data if line for tok in line.split() if tok.isdigit()]
-
-
-def search_count(data: list[Any]) -> int:
-    """``COUNT n`` of an ESEARCH answer (0 when absent)."""
-    for line in data:
-        tokens = (line or b"").split()
-        for key, value in itertools.pairwise(tokens):
-            if key.upper() == b"COUNT":
-                return int(value)
-    return 0
-
-
-def search_all_runs(data: list[Any]) -> list[tuple[int, int]]:
-    """``ALL`` of an ESEARCH answer (a UID set such as ``1:5,8``) as ascending ``(first, last)`` runs,
-    never expanded (empty when absent: no match)."""
-    for line in data:
-        tokens = (line or b"").split()
-        for key, value in itertools.pairwise(tokens):
-            if key.upper() == b"ALL":
-                runs = []
-                for part in value.split(b","):
-                    first, _, last = part.partition(b":")
-                    low, high = sorted((int(first), int(last or first)))
-                    runs.append((low, high))
-                return sorted(runs)
-    return []
-
-
-def uid_runs(uids: list[int]) -> tuple[int, list[tuple[int, int]]]:
-    """The number of ``uids`` and their ascending ``(first, last)`` runs."""
-    runs: list[tuple[int, int]] = []
-    ordered = sorted(set(uids))
-    for uid in ordered:
-        if runs and runs[-1][1] == uid - 1:
-            runs[-1] = (runs[-1][0], uid)
-        else:
-            runs.append((uid, uid))
-    return len(ordered), runs
-
-
-def as_text(value: bytes | str | None) -> str | None:
-    """A response's atom or string as text (UTF-8, undecodable bytes replaced)."""
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-
-
-def permanent_flags(value: Any) -> frozenset[str] | None:
-    """The flags of a SELECT answer's ``PERMANENTFLAGS``; None when the server sent none."""
-    if not isinstance(value, tuple):
-        return None
-    return frozenset(text for text in (as_text(v) for v in value if isinstance(v, bytes | str)) if text)
-
-
-def thread_uids(data: list[Any]) -> list[list[int]]:
-    """A THREAD answer as one sorted UID list per thread."""
-    return [sorted(set(_leaves(tree, int))) for tree in parse_response([d for d in data if d])]
-
-
-def opens_fetch_response(item: Any) -> bool:
-    """Whether an element of imaplib's FETCH data opens a response (``<seq> (``), not a literal's tail."""
-    head = item[0] if isinstance(item, tuple) else item
-    return isinstance(head, bytes) and _FETCH_START.match(head) is not None
-
-
-_FETCH_START = re.compile(rb"\d+ \(")
-
-
-def response_bytes(item: Any) -> Iterator[bytes]:
-    """The bytes of an untagged response, whose literals imaplib keeps as tuples."""
-    return _leaves(item, bytes)
-
-
-def _leaves(item: Any, kind: type[T]) -> Iterator[T]:
-    """The values of type ``kind`` in nested tuples and lists (a parsed response), in order."""
-    if isinstance(item, kind):
-        yield item
-    elif isinstance(item, tuple | list):
-        for part in item:
-            yield from _leaves(part, kind)

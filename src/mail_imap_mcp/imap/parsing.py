@@ -1,0 +1,97 @@
+"""Reading IMAP answers as imaplib leaves them (the untagged data of a command, literals as tuples):
+SEARCH, SORT, ESEARCH and THREAD answers, atoms and strings as text, PERMANENTFLAGS. Pure functions;
+the wire (:mod:`.wire`) reads the lines, the plans read them with these."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+from typing import Any, TypeVar
+
+from imapclient.response_parser import parse_response
+
+T = TypeVar("T")
+
+
+def search_uids(data: list[Any]) -> list[int]:
+    """The UIDs of a SEARCH or SORT answer, in the server's order."""
+    return [int(tok) for line in data if line for tok in line.split() if tok.isdigit()]
+
+
+def search_count(data: list[Any]) -> int:
+    """``COUNT n`` of an ESEARCH answer (0 when absent)."""
+    for line in data:
+        tokens = (line or b"").split()
+        for key, value in itertools.pairwise(tokens):
+            if key.upper() == b"COUNT":
+                return int(value)
+    return 0
+
+
+def search_all_runs(data: list[Any]) -> list[tuple[int, int]]:
+    """``ALL`` of an ESEARCH answer (a UID set such as ``1:5,8``) as ascending ``(first, last)`` runs,
+    never expanded (empty when absent: no match)."""
+    for line in data:
+        tokens = (line or b"").split()
+        for key, value in itertools.pairwise(tokens):
+            if key.upper() == b"ALL":
+                runs = []
+                for part in value.split(b","):
+                    first, _, last = part.partition(b":")
+                    low, high = sorted((int(first), int(last or first)))
+                    runs.append((low, high))
+                return sorted(runs)
+    return []
+
+
+def uid_runs(uids: list[int]) -> tuple[int, list[tuple[int, int]]]:
+    """The number of ``uids`` and their ascending ``(first, last)`` runs."""
+    runs: list[tuple[int, int]] = []
+    ordered = sorted(set(uids))
+    for uid in ordered:
+        if runs and runs[-1][1] == uid - 1:
+            runs[-1] = (runs[-1][0], uid)
+        else:
+            runs.append((uid, uid))
+    return len(ordered), runs
+
+
+def as_text(value: bytes | str | None) -> str | None:
+    """A response's atom or string as text (UTF-8, undecodable bytes replaced)."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def permanent_flags(value: Any) -> frozenset[str] | None:
+    """The flags of a SELECT answer's ``PERMANENTFLAGS``; None when the server sent none."""
+    if not isinstance(value, tuple):
+        return None
+    return frozenset(text for text in (as_text(v) for v in value if isinstance(v, bytes | str)) if text)
+
+
+def thread_uids(data: list[Any]) -> list[list[int]]:
+    """A THREAD answer as one sorted UID list per thread."""
+    return [sorted(set(_leaves(tree, int))) for tree in parse_response([d for d in data if d])]
+
+
+def opens_fetch_response(item: Any) -> bool:
+    """Whether an element of imaplib's FETCH data opens a response (``<seq> (``), not a literal's tail."""
+    head = item[0] if isinstance(item, tuple) else item
+    return isinstance(head, bytes) and _FETCH_START.match(head) is not None
+
+
+_FETCH_START = re.compile(rb"\d+ \(")
+
+
+def response_bytes(item: Any) -> Iterator[bytes]:
+    """The bytes of an untagged response, whose literals imaplib keeps as tuples."""
+    return _leaves(item, bytes)
+
+
+def _leaves(item: Any, kind: type[T]) -> Iterator[T]:
+    """The values of type ``kind`` in nested tuples and lists (a parsed response), in order."""
+    if isinstance(item, kind):
+        yield item
+    elif isinstance(item, tuple | list):
+        for part in item:
+            yield from _leaves(part, kind)
