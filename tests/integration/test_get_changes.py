@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from mail_imap_mcp.imap import changes as changes_plan
+from mail_imap_mcp.tools import get_changes
 from tests.integration.test_capabilities import extension_requirements, unadvertised
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
@@ -445,3 +446,34 @@ async def test_a_mailbox_emptied_since_the_token_names_every_message_gone(
     assert data["expunged"] == [other.message_id(uids["m0"]), other.message_id(uids["m1"])]
     again = await mcp.ok(TOOL, {"since": data["changes_token"]})
     assert (again["new"], again["changed"], again["expunged"]) == ([], [], [])
+
+
+@pytest.mark.parametrize("server", ["dovecot", "courier"], indirect=True)
+async def test_changed_and_expunged_lists_are_bounded_and_say_how_many_more(
+    client: tuple[EnvelopeClient, MatrixServer, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: changed and expunged had no bound (a mass deletion named every message). With the
+    bound at 2: three flag changes and three expunges list the newest 2 of each, with changed_more and
+    expunged_more, a warning each, and the summary counting all of them."""
+    monkeypatch.setattr(get_changes, "MAX_LISTED", 2)
+    mcp, server, user = client
+    seed(server, user, "INBOX", SEED)
+    token = (await mcp.ok(TOOL, {}))["changes_token"]
+    other = Other(server, user, "INBOX")
+    try:
+        uids = other.uids()
+        flagged = [uids[name] for name in ("m0", "m1", "m2")]
+        gone = [uids[name] for name in ("m3", "m4", "m5")]
+        other.imap.add_flags(flagged, [b"\\Flagged"])
+        other.imap.add_flags(gone, [b"\\Deleted"])
+        other.imap.expunge()
+        envelope = await mcp.call(TOOL, {"since": token})
+    finally:
+        other.close()
+    data, warnings = envelope["data"], envelope["meta"]["warnings"]
+    assert [c["message_id"] for c in data["changed"]] == [other.message_id(uid) for uid in flagged[1:]]
+    assert data["expunged"] == [other.message_id(uid) for uid in gone[1:]]
+    assert (data["changed_more"], data["expunged_more"]) == (1, 1)
+    assert sum("Cut: changed lists the newest 2; 1 more" in w for w in warnings) == 1
+    assert sum("Cut: expunged lists the newest 2; 1 more" in w for w in warnings) == 1
+    assert "3 changed, 3 expunged" in envelope["summary"]

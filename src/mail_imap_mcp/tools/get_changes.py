@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +59,9 @@ ERRORS = {
 }
 #: Summaries of new messages show this much of each body (bounded by max_snippet_chars).
 SNIPPET_CHARS = 200
+#: At most this many ids in data.changed and in data.expunged each (the newest); past it the answer
+#: says how many more, so a mass deletion or a mailbox-wide flag change cannot flood the context.
+MAX_LISTED = 500
 
 
 class GetChangesInput(BaseModel):
@@ -105,6 +109,12 @@ class GetChangesData(CompactPayload):
     expunged: list[str] | SkipJsonSchema[None] = absent_field(
         "With since: message ids of messages deleted or moved away since the token (on the first page). "
         "Absent without since."
+    )
+    changed_more: int | SkipJsonSchema[None] = absent_field(
+        f"Present when more than {MAX_LISTED} messages changed: how many more (only the newest are listed)."
+    )
+    expunged_more: int | SkipJsonSchema[None] = absent_field(
+        f"Present when more than {MAX_LISTED} messages were deleted: how many more (the newest are listed)."
     )
     next_cursor: str | SkipJsonSchema[None] = absent_field(
         "Present when more new messages remain: call again with the same since plus cursor set to this."
@@ -199,6 +209,8 @@ def _result(
         return MessageRef(account_id, args.mailbox, uidvalidity, uid).message_id
 
     changes = answer.changes
+    changed_uids, changed_more = _newest(changes.changed if changes else ())
+    expunged_uids, expunged_more = _newest(changes.expunged if changes else ())
     next_cursor = None
     if answer.more and answer.page:
         next_cursor = PageCursor(since_digest(args.since or ""), answer.page[-1], token).encode()
@@ -209,10 +221,13 @@ def _result(
         status="partial" if answer.batch.issues else "ok",
         new=[compact_summary(summary_shape(m)) for m in messages],
         changed=[
-            ChangedMessage(message_id=message_id(uid), flags=list(flags))
-            for uid, flags in (changes.changed.items() if changes else ())
+            ChangedMessage(message_id=message_id(uid), flags=list(changes.changed[uid]))
+            for uid in changed_uids
+            if changes
         ],
-        expunged=[message_id(uid) for uid in (changes.expunged if changes else ())],
+        expunged=[message_id(uid) for uid in expunged_uids],
+        changed_more=changed_more or None,
+        expunged_more=expunged_more or None,
         next_cursor=next_cursor,
         issues=answer.batch.issues or None,
         next_action=(
@@ -226,7 +241,15 @@ def _result(
         ),
         untrusted_content="new[].from,to,subject,snippet" if messages else None,
     )
-    return ToolResult(summary=_summary(data, where, len(answer.more)), data=data, warnings=_warnings(answer))
+    return ToolResult(
+        summary=_summary(data, where, len(answer.more)), data=data, warnings=_warnings(answer, data)
+    )
+
+
+def _newest(uids: Iterable[int]) -> tuple[list[int], int]:
+    """The newest :data:`MAX_LISTED` of ``uids`` in ascending order, and how many were left out."""
+    ordered = sorted(uids)
+    return ordered[-MAX_LISTED:], max(0, len(ordered) - MAX_LISTED)
 
 
 def _poll(same: dict[str, Any], token: str) -> NextAction:
@@ -239,11 +262,19 @@ def _poll(same: dict[str, Any], token: str) -> NextAction:
 
 def _summary(data: GetChangesData, where: str, more: int) -> str:
     counts = f"{len(data.new or [])} new" + (f" (+{more} on later pages)" if more else "")
-    return f"{counts}, {len(data.changed or [])} changed, {len(data.expunged or [])} expunged in {where}"
+    changed = len(data.changed or []) + (data.changed_more or 0)
+    expunged = len(data.expunged or []) + (data.expunged_more or 0)
+    return f"{counts}, {changed} changed, {expunged} expunged in {where}"
 
 
-def _warnings(answer: _Answer) -> list[str]:
+def _warnings(answer: _Answer, data: GetChangesData) -> list[str]:
     warnings = []
+    for field, more in (("changed", data.changed_more), ("expunged", data.expunged_more)):
+        if more:
+            warnings.append(
+                f"Cut: {field} lists the newest {MAX_LISTED}; {more} more are not listed (search the "
+                "mailbox to see it as it is now)."
+            )
     if answer.batch.issues:
         warnings.append(f"{len(answer.batch.issues)} new message(s) could not be read; see data.issues.")
     changes = answer.changes
