@@ -282,6 +282,54 @@ async def test_opening_and_closing_subscriptions_leaves_threads_and_descriptors_
     assert not [t for t in threading.enumerate() if t.name.startswith("mail-imap-mcp-watch")]
 
 
+def rss_bytes() -> int:
+    """This process's resident set size (VmRSS of /proc/self/status)."""
+    status = Path("/proc/self/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmRSS:")).split()[1]) * 1024
+
+
+async def test_subscriptions_held_open_under_a_stream_of_changes_keep_threads_descriptors_and_memory_flat(
+    dovecot: Dovecot, user: str, account: AccountFactory
+) -> None:
+    """Issue 23's soak: two mailboxes watched while another client appends and flags in both for 6 s;
+    updates keep coming, and after a warm-up the threads and descriptors do not change and memory grows
+    by less than 16 MB (a leak per notification or per IDLE round would show as a steady climb)."""
+    dovecot.seed(user, "Work", [])
+    config = watch_config(account(user))
+    app = AppContext.from_config(config)
+    updates = Updates()
+    uris = [mailbox_uri("default", name) for name in ("INBOX", "Work")]
+
+    def change_both(other: Any, rounds: int) -> None:
+        for index in range(rounds):
+            for mailbox in ("INBOX", "Work"):
+                append(other, mailbox, f"Soak {index}")
+                flag_first(other, mailbox, b"\\Seen" if index % 2 else b"\\Flagged")
+
+    async with legacy_client(config, app, updates) as client:
+        for uri in uris:
+            await client.subscribe_resource(uri)
+        with dovecot.connect(user) as other:
+            await anyio.to_thread.run_sync(change_both, other, 10)  # warm-up
+            await anyio.sleep(QUIET_S)
+            before = (threading.active_count(), len(os.listdir("/proc/self/fd")), rss_bytes())
+            received = len(updates.received)
+            deadline = time.monotonic() + 6
+            while time.monotonic() < deadline:
+                await anyio.to_thread.run_sync(change_both, other, 5)
+                await anyio.sleep(0.1)
+            await anyio.sleep(QUIET_S)
+            after = (threading.active_count(), len(os.listdir("/proc/self/fd")), rss_bytes())
+        assert all(updates.since(deadline - 6, uri) for uri in uris)
+        assert len(updates.received) - received >= 10
+        assert after[:2] == before[:2], (before, after)
+        assert after[2] - before[2] < 16 << 20, (before, after)
+        for uri in uris:
+            await client.unsubscribe_resource(uri)
+        assert app.watches.connections("default") == 0
+    await anyio.to_thread.run_sync(app.close)
+
+
 def stdio_params(tmp_path: Path, dovecot: Dovecot, user: str) -> StdioServerParameters:
     config = tmp_path / "config.toml"
     config.write_text(
