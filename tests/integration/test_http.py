@@ -68,6 +68,9 @@ async def exercise_every_tool(mcp: EnvelopeClient) -> set[str]:
     more = await ok("imap_search_messages", {"limit": 2, "cursor": found["next_cursor"]})
     ids = [m["message_id"] for m in found["messages"] + more["messages"]]
     assert len(set(ids)) == 3
+    start = await ok("imap_get_changes", {})
+    quiet = await ok("imap_get_changes", {"since": start["changes_token"]})
+    assert (quiet["new"], quiet["changed"], quiet["expunged"]) == ([], [], [])
     message = (await ok("imap_get_message", {"message_id": ids[0]}))["message"]
     assert "\\Seen" not in message.get("flags", [])
     (with_csv,) = [m for m in found["messages"] + more["messages"] if m.get("has_attachments")]
