@@ -96,6 +96,16 @@ class Other:
         self.imap.logout()
 
 
+async def seeded_with_token(
+    client: tuple[EnvelopeClient, MatrixServer, str],
+) -> tuple[EnvelopeClient, str, Other]:
+    """INBOX seeded with ``SEED``, a first changes token, and another client on INBOX (to be closed)."""
+    mcp, server, user = client
+    seed(server, user, "INBOX", SEED)
+    token = (await mcp.ok(TOOL, {}))["changes_token"]
+    return mcp, token, Other(server, user, "INBOX")
+
+
 def names_of(messages: list[dict[str, Any]]) -> list[str]:
     return [m["subject"].split("changes ", 1)[1] for m in messages]
 
@@ -191,10 +201,8 @@ async def test_beyond_the_digest_bound_the_answer_says_what_it_cannot_tell(
     on both the untracked expunge is counted in a warning, the tracked one named. QRESYNC names both
     expunges, whatever the digest: no warning at all."""
     monkeypatch.setattr(changes_plan, "DIGEST_MESSAGES", 3)
-    mcp, server, user = client
-    seed(server, user, "INBOX", SEED)
-    token = (await mcp.ok(TOOL, {}))["changes_token"]
-    other = Other(server, user, "INBOX")
+    mcp, token, other = await seeded_with_token(client)
+    server, user = client[1:]
     try:
         uids = other.uids()
         m1, m5 = uids["m1"], uids["m5"]
@@ -456,10 +464,7 @@ async def test_changed_and_expunged_lists_are_bounded_and_say_how_many_more(
     bound at 2: three flag changes and three expunges list the newest 2 of each, with changed_more and
     expunged_more, a warning each, and the summary counting all of them."""
     monkeypatch.setattr(get_changes, "MAX_LISTED", 2)
-    mcp, server, user = client
-    seed(server, user, "INBOX", SEED)
-    token = (await mcp.ok(TOOL, {}))["changes_token"]
-    other = Other(server, user, "INBOX")
+    mcp, token, other = await seeded_with_token(client)
     try:
         uids = other.uids()
         flagged = [uids[name] for name in ("m0", "m1", "m2")]
