@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 
 from mail_imap_mcp.config import AccountConfig, AuthMethod
-from mail_imap_mcp.envelope import ErrorCode
+from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.auth import SaslExchange, run_token_command, sasl_initial_response
-from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.errors import (
     ConnectFailed,
     ConnectPhase,

@@ -5,7 +5,8 @@ the :class:`~mail_imap_mcp.envelope.ToolFailure` of every exception class of ``i
 ``content/`` (:data:`REGISTRY`; a unit test fails when one is missing), with messages that name the
 arguments as the user wrote them. A tool raises what went wrong and lets :func:`run` say it; it catches
 an error only to make it part of a partial answer (an issue of one mailbox or message), and then builds
-the issue here too (:func:`mailbox_issue`).
+the issue here too (:func:`mailbox_issue`). The words of connecting, logging in and a call's connection
+(busy, out of time, lost) are in :mod:`.connect_failures`, which this map uses.
 """
 
 from __future__ import annotations
