@@ -65,13 +65,20 @@ def fails_to_connect(server: ScriptedServer, config: AccountConfig) -> ConnectFa
     return failed.value
 
 
+def refused_before_login(error: ConnectFailed, server: ScriptedServer) -> ToolFailure:
+    """What the registry says of a refusal that came before anything secret was sent (checked here)."""
+    assert server.commands() == []  # neither STARTTLS nor LOGIN nor AUTHENTICATE
+    failure = envelope_of(error)
+    assert failure.retryable is False and failure.details["account_id"] == "work"
+    return failure
+
+
 def test_starttls_missing_sends_no_password_and_names_the_tls_settings() -> None:
     server = ScriptedServer(greeting=PLAIN_GREETING)
     error = fails_to_connect(server, account(security="starttls"))
     assert isinstance(error, StartTlsMissing)
-    assert server.commands() == []  # neither STARTTLS nor LOGIN
-    failure = envelope_of(error)
-    assert failure.code is ErrorCode.UNAVAILABLE and failure.retryable is False
+    failure = refused_before_login(error, server)
+    assert failure.code is ErrorCode.UNAVAILABLE
     assert failure.message == (
         "The server imap.example.org:1143 does not offer STARTTLS; refusing to send the password "
         'unencrypted. Use the server\'s TLS port (security = "tls" in [accounts.work] and port = 993 in '
@@ -84,9 +91,8 @@ def test_logindisabled_sends_no_password_and_names_starttls_or_tls() -> None:
     server = ScriptedServer(greeting=b"* OK [CAPABILITY IMAP4rev1 LOGINDISABLED STARTTLS] ready")
     error = fails_to_connect(server, account(**PLAIN))
     assert isinstance(error, LoginDisabled) and error.phase is ConnectPhase.LOGIN
-    assert server.commands() == []
-    failure = envelope_of(error)
-    assert failure.code is ErrorCode.UNAVAILABLE and failure.retryable is False
+    failure = refused_before_login(error, server)
+    assert failure.code is ErrorCode.UNAVAILABLE
     assert failure.message == (
         "The server 127.0.0.1:1143 refuses LOGIN on an unencrypted connection (LOGINDISABLED); "
         'the password was not sent. Set security = "starttls" in [accounts.work] or security = "tls" '
@@ -99,8 +105,7 @@ def test_a_mechanism_not_offered_sends_no_token_and_names_the_one_offered() -> N
     config = account(auth="xoauth2", password=None, oauth2_token_command=["echo", "a-token"], **PLAIN)
     error = fails_to_connect(server, config)
     assert isinstance(error, MechanismNotOffered) and error.offered == ["OAUTHBEARER", "PLAIN"]
-    assert server.commands() == []  # no AUTHENTICATE: the token stays here
-    failure = envelope_of(error)
+    failure = refused_before_login(error, server)  # no AUTHENTICATE: the token stays here
     assert failure.code is ErrorCode.AUTH_FAILED
     assert failure.message == (
         "The server 127.0.0.1:1143 does not offer XOAUTH2 login (it offers: OAUTHBEARER, PLAIN); "

@@ -185,26 +185,27 @@ def _connect_timed_out(
 
 def starttls_missing(account_id: str, config: AccountConfig) -> ToolFailure:
     """A STARTTLS account whose server does not offer STARTTLS: the password stays unsent."""
-    return ToolFailure(
-        ErrorCode.UNAVAILABLE,
+    return _password_not_sent(
+        account_id,
         f"The server {config.host}:{config.effective_port} does not offer STARTTLS; refusing to send the "
         f"password unencrypted. Use the server's TLS port ({config.setting('security', 'tls')} and "
         f"{config.setting('port', '993')} on most servers).",
-        details={"account_id": account_id},
-        retryable=False,
     )
 
 
 def login_disabled(account_id: str, config: AccountConfig) -> ToolFailure:
     """The server advertises LOGINDISABLED (RFC 3501): sending LOGIN would expose the password."""
-    return ToolFailure(
-        ErrorCode.UNAVAILABLE,
+    return _password_not_sent(
+        account_id,
         f"The server {config.host}:{config.effective_port} refuses LOGIN on an unencrypted connection "
         f"(LOGINDISABLED); the password was not sent. Set {config.setting('security', 'starttls')} "
         f"or {config.setting('security', 'tls')} with the TLS port.",
-        details={"account_id": account_id},
-        retryable=False,
     )
+
+
+def _password_not_sent(account_id: str, message: str) -> ToolFailure:
+    """Refused before the password went out unencrypted: retrying changes nothing, a setting does."""
+    return ToolFailure(ErrorCode.UNAVAILABLE, message, details={"account_id": account_id}, retryable=False)
 
 
 def oauth_rejected(exc: OAuthRejected, account_id: str, config: AccountConfig) -> ToolFailure:
