@@ -61,6 +61,9 @@ def _servers(item: pytest.Item) -> set[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The slow tests first: spread over the workers from the start, none of them is left to end the run
+    # alone on one worker while the others have nothing to do.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     for item in items:
         if {"cyrus", "cyrus_altns"} & _servers(item):
             item.add_marker(pytest.mark.flaky(reruns=CYRUS_RERUNS, reruns_delay=1))
