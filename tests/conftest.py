@@ -61,9 +61,12 @@ def _servers(item: pytest.Item) -> set[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # The slow tests first: spread over the workers from the start, none of them is left to end the run
-    # alone on one worker while the others have nothing to do.
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    # The longest first, so that none of them is left to end the run alone on one worker while the others
+    # have nothing to do: the modules one worker runs whole (xdist_group), then those with slow tests. A
+    # module's tests stay together, so a module fixture is built once (per worker).
+    grouped = {item.module for item in items if item.get_closest_marker("xdist_group")}
+    slow = {item.module for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: (item.module not in grouped, item.module not in slow))
     for item in items:
         if {"cyrus", "cyrus_altns"} & _servers(item):
             item.add_marker(pytest.mark.flaky(reruns=CYRUS_RERUNS, reruns_delay=1))

@@ -51,8 +51,7 @@ from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient, uid_of
 from tests.support.mail_state import flag_snapshot
 
-# One worker runs the module: its generated messages are drawn once per process and shared by two tests.
-pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("hostile_mail")]
+pytestmark = pytest.mark.anyio
 
 DATA = Path(__file__).parents[1] / "data" / "hostile"
 #: Generated messages pushed through the server per run (MIM_HOSTILE_MESSAGES overrides it). Enough
@@ -999,7 +998,12 @@ FAMILIES: dict[str, Callable[[bytes], bool]] = {
 }
 
 
+#: The two tests of the generated messages run on one worker: the messages are drawn once per process.
+generated_mail = pytest.mark.xdist_group("generated_hostile_mail")
+
+
 @pytest.mark.slow
+@generated_mail
 def test_generated_messages_cover_every_family_of_damage() -> None:
     messages = generate_messages(GENERATED_MESSAGES)
     missing = [name for name, found in FAMILIES.items() if not any(found(m) for m in messages)]
@@ -1007,6 +1011,7 @@ def test_generated_messages_cover_every_family_of_damage() -> None:
 
 
 @pytest.mark.slow
+@generated_mail
 async def test_generated_messages_read_as_clean_envelopes_through_the_server(dovecot: Dovecot) -> None:
     messages = generate_messages(GENERATED_MESSAGES)
     assert len(messages) >= GENERATED_MESSAGES * 0.9
