@@ -26,9 +26,9 @@ from benchmark.network import (
     Link,
     codefuturist_server,
     mes_server,
+    note_peer_failure,
     prepare_codefuturist,
 )
-from benchmark.scenarios import describe_error
 from benchmark.servers import Peer, StdioServer
 
 
@@ -152,8 +152,7 @@ async def run_peer_loops(
                     loop = result.loops.setdefault((tools.name, key, len(folders), rtt), AgentLoop())
                     await _loop(loop, server, tools, folders, sender, budget_s)
         except Exception as exc:
-            result.notes[f"{tools.name}@{len(folders)}/{rtt}"] = describe_error(exc)
-            say(f"{tools.name} failed: {describe_error(exc)}\n{server.log_tail()}")
+            note_peer_failure(result.notes, f"{len(folders)} folders at {rtt} ms", server, exc)
 
 
 async def _loop(

@@ -404,7 +404,11 @@ def draw_folders_chart(result: FoldersResult, path: Path, machine: dict[str, Any
                 if points:
                     ax.plot(*zip(*points, strict=True), "s--", label=f"{name}, one call per folder, {rtt} ms")
             ax.set_yscale("log")
-            ax.set_xlabel("folders")
+            ax.set_xscale("log")
+            counts = sorted({op.folders for op in result.ops.values()})
+            ax.set_xticks(counts, [str(count) for count in counts])
+            ax.minorticks_off()
+            ax.set_xlabel("folders (log scale)")
             ax.set_ylabel("median ms per call (log scale)")
             ax.set_title(OPS[key][0], fontsize=9)
             ax.grid(which="both", alpha=0.3)

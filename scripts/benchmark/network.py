@@ -420,8 +420,13 @@ async def run_peer(
                         op.peer_errors[name] = str(exc)[:300]
                         say(f"{name} at {rtt} ms: {exc}")
         except Exception as exc:
-            result.peer_notes[f"{name}@{rtt}"] = describe_error(exc)
-            say(f"{name} failed at {rtt} ms: {describe_error(exc)}\n{server.log_tail()}")
+            note_peer_failure(result.peer_notes, f"{name}@{rtt}", server, exc)
+
+
+def note_peer_failure(notes: dict[str, str], where: str, server: StdioServer, exc: BaseException) -> None:
+    """A peer server that failed: why, in ``notes`` under ``where``, and the tail of its log on stderr."""
+    notes[where] = describe_error(exc)
+    say(f"{server.name} failed ({where}): {describe_error(exc)}\n{server.log_tail()}")
 
 
 async def run_network(
