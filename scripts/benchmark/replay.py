@@ -26,6 +26,7 @@ from typing import Any
 from mail_imap_mcp.imap import wire
 
 _LITERAL = re.compile(rb"\{(\d+)\}\r\n$")
+_SELECTION = re.compile(rb"\S+ (?:EXAMINE|SELECT) ")
 #: Seconds the replay waits for a line before it gives up (a plan out of step never hangs the bench).
 REPLY_TIMEOUT_S = 60
 
@@ -56,9 +57,11 @@ def app_caller(config_path: Path) -> tuple[Any, Callable[[dict[str, Any]], dict[
 
 @dataclass(frozen=True)
 class Plan:
-    """Command lines (tag first, CRLF-terminated), one list per round trip."""
+    """Command lines (tag first, CRLF-terminated), one list per round trip, and the EXAMINE that left
+    the mailbox selected which the call starts on (its first commands may rely on it)."""
 
     round_trips: tuple[tuple[bytes, ...], ...]
+    selection: bytes | None = None
 
     @property
     def commands(self) -> int:
@@ -85,9 +88,11 @@ def _recording() -> Iterator[list[tuple[int, bytes]]]:
 def capture_plan(call: Callable[[dict[str, Any]], dict[str, Any]], arguments: dict[str, Any]) -> Plan:
     """The plan of one warm call of ``arguments`` (made after an unrecorded one, as the bench's timed
     calls are). Literals would need a continuation: a plan that sends one is refused."""
-    call(arguments)
+    with _recording() as before:
+        call(arguments)
     with _recording() as sent:
         call(arguments)
+    selections = [line for _, data in before for line in data.split(b"\r\n") if _SELECTION.match(line)]
     groups: dict[int, bytes] = {}
     for waits, data in sent:  # a command may go out in several writes
         groups[waits] = groups.get(waits, b"") + data
@@ -97,7 +102,7 @@ def capture_plan(call: Callable[[dict[str, Any]], dict[str, Any]], arguments: di
         if lines[-1] or any(_LITERAL.search(line + b"\r\n") for line in lines):
             raise ValueError(f"the plan of {arguments} sends a literal; the replay cannot pipeline it")
         plan.append(tuple(line + b"\r\n" for line in lines[:-1]))
-    return Plan(tuple(plan))
+    return Plan(tuple(plan), selections[-1] + b"\r\n" if selections else None)
 
 
 class FloorClient:
@@ -111,25 +116,30 @@ class FloorClient:
     def replay(self, plan: Plan) -> float:
         """Send each round trip's commands at once, read every line up to each one's tagged status;
         the wall time in ms. A command the server refuses (NO, BAD) stops the floor: it is no floor."""
-        imap = self._imap
+        if plan.selection is not None:  # untimed: the selection the call started on
+            self._send(plan.selection)
         started = time.perf_counter()
         for group in plan.round_trips:
-            imap.send(b"".join(group))
-            pending = {line.split(b" ", 1)[0] for line in group}
-            while pending:
-                line = imap.readline()
-                if not line:
-                    raise imaplib.IMAP4.abort("EOF during the replay")
-                literal = _LITERAL.search(line)
-                if literal:
-                    imap.read(int(literal.group(1)))
-                    continue
-                tag, _, rest = line.partition(b" ")
-                if tag in pending:
-                    if not rest.startswith(b"OK"):
-                        raise imaplib.IMAP4.error(f"the replayed plan was refused: {line[:200]!r}")
-                    pending.discard(tag)
+            self._send(b"".join(group))
         return (time.perf_counter() - started) * 1000
+
+    def _send(self, lines: bytes) -> None:
+        imap = self._imap
+        imap.send(lines)
+        pending = {line.split(b" ", 1)[0] for line in lines.split(b"\r\n") if line}
+        while pending:
+            line = imap.readline()
+            if not line:
+                raise imaplib.IMAP4.abort("EOF during the replay")
+            literal = _LITERAL.search(line)
+            if literal:
+                imap.read(int(literal.group(1)))
+                continue
+            tag, _, rest = line.partition(b" ")
+            if tag in pending:
+                if not rest.startswith(b"OK"):
+                    raise imaplib.IMAP4.error(f"the replayed plan was refused: {line[:200]!r}")
+                pending.discard(tag)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
