@@ -26,7 +26,7 @@ from tests.support.clients import AccountFactory, make_config, open_client
 from tests.support.courier import Courier
 from tests.support.cyrus import Cyrus
 from tests.support.dovecot import Dovecot
-from tests.support.envelope_client import EnvelopeClient
+from tests.support.envelope_client import EnvelopeClient, check_each_schema_once
 from tests.support.matrix import MATRIX, SESSION_PASSWORD, MatrixServer
 from tests.support.oauth2 import IntrospectionEndpoint
 from tests.support.run_lifetime import end_run_on_sigterm
@@ -42,6 +42,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     end_run_on_sigterm(config)  # servers never outlive a run ended by SIGTERM
+    check_each_schema_once()
 
 
 #: Cyrus now and then answers as if a plain mailbox had a special use (a user's DELETE of it refused
