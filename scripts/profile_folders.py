@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from benchmark.folders import OPS, seed_folders  # noqa: E402
+from benchmark.replay import app_caller  # noqa: E402
 from benchmark.servers import FIRST_VIEW_SERVER  # noqa: E402
 from tests.support.accounts import account_settings, config_toml  # noqa: E402
 
@@ -137,27 +138,6 @@ def tree_cpu_s(root_pid: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def _app(config_path: Path) -> tuple[Any, Callable[[dict[str, Any]], dict[str, Any]]]:
-    from mail_imap_mcp.config import load_config
-    from mail_imap_mcp.envelope.mcp import _to_result
-    from mail_imap_mcp.envelope.model import Meta, SuccessEnvelope
-    from mail_imap_mcp.tools import search_messages
-    from mail_imap_mcp.tools.context import AppContext
-
-    app = AppContext.from_config(load_config(config_path))
-    meta = Meta(request_id="req_profile", now_utc="2026-01-01T00:00:00.000Z", duration_ms=1)
-
-    def call(arguments: dict[str, Any]) -> dict[str, Any]:
-        parsed = search_messages.SearchMessagesInput.model_validate(arguments)
-        result = search_messages.handle(app, parsed)
-        envelope = SuccessEnvelope[Any](summary=result.summary, data=result.data, meta=meta)
-        _to_result(envelope).model_dump_json(by_alias=True, exclude_none=True)
-        data: dict[str, Any] = result.data.model_dump(mode="json")
-        return data
-
-    return app, call
-
-
 def _calls(call: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Callable[[], Any]]:
     """The calls of the folders axis by key; the next page's cursor from a newest page."""
     newest = OPS["newest"][1]
@@ -174,7 +154,7 @@ def _calls(call: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Callab
 def measure(config_path: Path, calls: int, dovecot_pid: int) -> dict[str, dict[str, list[float]]]:
     """Per call of the folders axis, after a warm-up: wall ms, this process's CPU ms (user + system,
     getrusage) and Dovecot's (its processes' ticks in /proc), one sample per call."""
-    app, call = _app(config_path)
+    app, call = app_caller(config_path)
     samples: dict[str, dict[str, list[float]]] = {}
     for key, page in _calls(call).items():
         series: dict[str, list[float]] = {"wall": [], "cpu": [], "dovecot": []}
@@ -197,7 +177,7 @@ def _cpu_s() -> float:
 
 def profile(config_path: Path) -> None:
     """A cProfile (CPU time) of 10 calls of each every-folder call."""
-    app, call = _app(config_path)
+    app, call = app_caller(config_path)
     calls_by_key = _calls(call)
     for key in ("filtered", "newest", "next"):
         profiler = cProfile.Profile(time.process_time)

@@ -49,10 +49,15 @@ async def run_folders_only(settings: Settings) -> int:
     """``--folders-only``: the folders axis alone, written into its own section of benchmarks.md."""
     machine = machine_info()
     say(f"machine: {machine['nproc']} CPU {machine['cpu_model']}, load {machine['load_average_at_start'][0]}")
+    peer = prepare_peer(settings.peer_budget_s <= 0)
+    if peer.error:
+        say(f"peer unavailable: {peer.error}")
     settings.work_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with Dovecot(user_patterns=("bench*",), default_user="bench", max_userip_connections=200) as dovecot:
-        result = await folders_axis.run_folders(dovecot, settings, settings.folders, settings.folder_rtts)
+        result = await folders_axis.run_folders(
+            dovecot, settings, settings.folders, settings.folder_rtts, peer
+        )
     machine["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     write_folders(settings, result, machine, time.perf_counter() - started)
     return 0
@@ -65,12 +70,13 @@ def write_folders(
     payload = {"machine": machine, "duration_s": round(elapsed, 1), "folders": result.to_json()}
     path = settings.out_dir / "benchmarks-folders.json"
     path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    folders_axis.draw_folders_chart(result, settings.out_dir / folders_axis.CHART, machine)
     section = folders_axis.folders_section(result, machine)
     print(section)
     markdown = settings.out_dir / "benchmarks.md"
     if markdown.exists():
         folders_axis.update_folders_markdown(markdown, section, "\n## Targets\n")
-    say(f"folders axis done in {elapsed:.0f} s; wrote {path.name} and its section of benchmarks.md")
+    say(f"folders axis done in {elapsed:.0f} s; wrote {path.name}, {folders_axis.CHART} and its section")
 
 
 async def run(settings: Settings) -> int:
@@ -110,7 +116,7 @@ async def run(settings: Settings) -> int:
         folders = None
         if settings.folders:
             folders = await folders_axis.run_folders(
-                dovecot, settings, settings.folders, settings.folder_rtts
+                dovecot, settings, settings.folders, settings.folder_rtts, peer
             )
     elapsed = time.perf_counter() - started
     machine["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]

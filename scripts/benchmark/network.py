@@ -48,7 +48,7 @@ from benchmark.common import (
     _round,
     say,
 )
-from benchmark.report import Target, fmt_ms, fmt_ratio, fmt_series, targets_table
+from benchmark.report import Target, chart, fmt_ms, fmt_ratio, fmt_series, targets_table
 from benchmark.scenarios import PEER_OPS, describe_error
 from benchmark.servers import FIRST_VIEW_SERVER, Peer, StdioServer, our_server, peer_server, server_table
 
@@ -420,8 +420,13 @@ async def run_peer(
                         op.peer_errors[name] = str(exc)[:300]
                         say(f"{name} at {rtt} ms: {exc}")
         except Exception as exc:
-            result.peer_notes[f"{name}@{rtt}"] = describe_error(exc)
-            say(f"{name} failed at {rtt} ms: {describe_error(exc)}\n{server.log_tail()}")
+            note_peer_failure(result.peer_notes, f"{name}@{rtt}", server, exc)
+
+
+def note_peer_failure(notes: dict[str, str], where: str, server: StdioServer, exc: BaseException) -> None:
+    """A peer server that failed: why, in ``notes`` under ``where``, and the tail of its log on stderr."""
+    notes[where] = describe_error(exc)
+    say(f"{server.name} failed ({where}): {describe_error(exc)}\n{server.log_tail()}")
 
 
 async def run_network(
@@ -591,18 +596,16 @@ def network_targets(result: NetworkResult, rtt: int = 20) -> list[Target]:
 
 
 def draw_network_chart(result: NetworkResult, path: Path, machine: dict[str, Any]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     rtts = sorted({rtt for _, rtt in result.ops})
     keys = list(dict.fromkeys(key for key, _ in result.ops))
-    fig, axes = plt.subplots(
-        1, len(rtts), figsize=(6 * len(rtts), 0.6 * len(keys) + 2), sharey=True, squeeze=False
-    )
+    title = f"mail-imap-mcp through a delaying link, {result.messages:,} messages"
+    with chart(path, title, machine, len(rtts), (6 * len(rtts), 0.6 * len(keys) + 2), True) as axes:
+        _draw_rtts(result, axes, rtts, keys)
+
+
+def _draw_rtts(result: NetworkResult, axes: Any, rtts: list[int], keys: list[str]) -> None:
     colors = {"ours": "#1f77b4", MES_NAME: "#d62728", CF_NAME: "#ff7f0e"}
-    for ax, rtt in zip(axes[0], rtts, strict=True):
+    for ax, rtt in zip(axes, rtts, strict=True):
         for row, key in enumerate(keys):
             op = result.ops.get((key, rtt))
             if op is None:
@@ -626,18 +629,10 @@ def draw_network_chart(result: NetworkResult, path: Path, machine: dict[str, Any
         handles, labels = ax.get_legend_handles_labels()
         unique = dict(zip(labels, handles, strict=True))
         ax.legend(unique.values(), unique.keys(), fontsize=7, loc="lower right")
-    first = axes[0][0]
+    first = axes[0]
     first.set_yticks(range(len(keys)))
     first.set_yticklabels([LABELS[k] for k in keys], fontsize=8)
     first.invert_yaxis()
-    fig.suptitle(
-        f"mail-imap-mcp through a delaying link, {result.messages:,} messages, {machine['date_utc']}, "
-        f"{machine['nproc']} CPU {machine['cpu_model']}",
-        fontsize=9,
-    )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def network_section(result: NetworkResult, targets: list[Target]) -> str:

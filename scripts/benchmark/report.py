@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -342,23 +343,44 @@ def targets_table(targets: list[Target]) -> str:
     return "\n".join(lines)
 
 
-def draw_chart(sizes: list[SizeResult], path: Path, machine: dict[str, Any]) -> None:
+@contextlib.contextmanager
+def chart(
+    path: Path, title: str, machine: dict[str, Any], panels: int, size: tuple[float, float], sharey: bool
+) -> Iterator[Any]:
+    """A row of ``panels`` matplotlib axes (headless) to draw on, saved as ``path`` (PNG) with the
+    machine in the title: every chart of the bench."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    fig, axes = plt.subplots(1, panels, figsize=size, sharey=sharey, squeeze=False)
+    try:
+        yield axes[0]
+        fig.suptitle(
+            f"{title}, {machine['date_utc']}, {machine['nproc']} CPU {machine['cpu_model']}", fontsize=9
+        )
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+    finally:
+        plt.close(fig)
+
+
+def draw_chart(sizes: list[SizeResult], path: Path, machine: dict[str, Any]) -> None:
     keys = list(dict.fromkeys(key for size in sizes for key in size.ops))
-    fig, axes = plt.subplots(
-        1, len(sizes), figsize=(7 * len(sizes), 0.55 * len(keys) + 2), sharey=True, squeeze=False
-    )
+    title = f"mail-imap-mcp benchmark (Python {machine['python']})"
+    with chart(path, title, machine, len(sizes), (7 * len(sizes), 0.55 * len(keys) + 2), True) as axes:
+        _draw_sizes(sizes, axes, keys)
+
+
+def _draw_sizes(sizes: list[SizeResult], axes: Any, keys: list[str]) -> None:
     colors = {"floor": "#9e9e9e", "ours": "#1f77b4", "peer": "#d62728"}
     names = {
         "floor": "floor: same IMAP commands, raw imapclient",
         "ours": "mail-imap-mcp over stdio",
         "peer": f"{PEER_PACKAGE} {PEER_VERSION}",
     }
-    for ax, size in zip(axes[0], sizes, strict=True):
+    for ax, size in zip(axes, sizes, strict=True):
         for row, key in enumerate(keys):
             op = size.ops.get(key)
             if op is None:
@@ -395,18 +417,10 @@ def draw_chart(sizes: list[SizeResult], path: Path, machine: dict[str, Any]) -> 
         unique = dict(zip(labels, handles, strict=True))
         shown = [names[n] for n in ("floor", "ours", "peer") if names[n] in unique]
         ax.legend([unique[n] for n in shown], shown, fontsize=8, loc="lower right")
-    first = axes[0][0]
+    first = axes[0]
     first.set_yticks(range(len(keys)))
     first.set_yticklabels([next((s.ops[k].label for s in sizes if k in s.ops), k) for k in keys], fontsize=8)
     first.invert_yaxis()  # shared y axis: once for all panels
-    fig.suptitle(
-        f"mail-imap-mcp benchmark, {machine['date_utc']}, {machine['nproc']} CPU {machine['cpu_model']}, "
-        f"Python {machine['python']}",
-        fontsize=9,
-    )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def markdown_section(

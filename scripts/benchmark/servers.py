@@ -169,6 +169,8 @@ class StdioServer:
         self._log: TextIO | None = None
         self._offset = 0
         self.last_round_trips: int | None = None
+        #: The input schema of each tool, from the ``tools/list`` answer at start.
+        self.input_schemas: dict[str, dict[str, Any]] = {}
 
     @contextlib.asynccontextmanager
     async def running(self, *, read_timeout_s: float = 600) -> AsyncIterator[StdioServer]:
@@ -179,7 +181,8 @@ class StdioServer:
             ClientClock.install()
             transport = stdio_client(self.params, errlog=log)
             async with Client(transport, read_timeout_seconds=read_timeout_s, cache=None) as client:
-                await client.list_tools()
+                listed = await client.list_tools()
+                self.input_schemas = {tool.name: dict(tool.input_schema) for tool in listed.tools}
                 ClientClock.wrap_validation(client)
                 self.startup_s = time.perf_counter() - started
                 self._client = client

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from imapclient.imap_utf7 import decode as decode_utf7
 from imapclient.response_parser import parse_response
 
+from mail_imap_mcp.imap import parsing
 from mail_imap_mcp.imap.errors import command_refused
 from mail_imap_mcp.imap.session import ImapSession
 
@@ -74,7 +76,11 @@ def status_answers(statuses: list[Any]) -> dict[str, MailboxCounts]:
     """The counts of untagged ``STATUS name (items)`` answers, by decoded mailbox name (a mailbox whose
     answer has no MESSAGES count is left out)."""
     found: dict[str, MailboxCounts] = {}
-    parsed = parse_response([item for item in statuses if item]) if statuses else ()
+    usual = parsing.status_lines(statuses)
+    if usual is not None:  # the usual shape, read without imapclient's parser (same values)
+        parsed: Sequence[Any] = [part for name, items in usual for part in (name, _flat(items))]
+    else:
+        parsed = parse_response([item for item in statuses if item]) if statuses else ()
     for name, items in zip(parsed[::2], parsed[1::2], strict=False):
         pairs = dict(zip(items[::2], items[1::2], strict=False)) if isinstance(items, tuple) else {}
 
@@ -88,6 +94,10 @@ def status_answers(statuses: list[Any]) -> dict[str, MailboxCounts]:
                 number(b"MESSAGES"), number(b"UNSEEN"), number(b"UIDVALIDITY"), number(b"UIDNEXT")
             )
     return found
+
+
+def _flat(items: dict[bytes, int]) -> tuple[bytes | int, ...]:
+    return tuple(part for pair in items.items() for part in pair)
 
 
 def _infos(folders: list[tuple[Any, Any, Any]]) -> list[MailboxInfo]:

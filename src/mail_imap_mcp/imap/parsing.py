@@ -95,3 +95,45 @@ def _leaves(item: Any, kind: type[T]) -> Iterator[T]:
     elif isinstance(item, tuple | list):
         for part in item:
             yield from _leaves(part, kind)
+
+
+#: A mailbox name of a LIST or STATUS line without escapes or literals: quoted, or an atom that is not
+#: NIL nor all digits (imapclient reads those as None and int: they take its parser).
+_NAME = rb'(?:(?!"[0-9]+")"([^"\\]*)"|(?!(?:NIL|[0-9]+)(?: |$))([^\s"(){}%*\\\]]+))'
+_FLAG = rb"\\?[^\s()\"\\{}%*\]]+"
+_LIST_LINE = re.compile(rb"\(((?:" + _FLAG + rb"(?: " + _FLAG + rb')*)?)\) (?:"([^"\\])"|(NIL)) ' + _NAME)
+_STATUS_LINE = re.compile(_NAME + rb" \(((?:[A-Za-z-]+ \d+(?: [A-Za-z-]+ \d+)*)?)\)")
+
+
+def list_lines(lines: list[Any]) -> list[tuple[tuple[bytes, ...], bytes | None, bytes]] | None:
+    """``(flags, delimiter, raw name)`` of untagged LIST lines of the usual shape, as imapclient's parser
+    reads them (a name still modified UTF-7); None when any line is not of that shape (escapes,
+    literals, a NIL or numeric name): then imapclient's parser reads them all. A LIST of every folder
+    is read on each search of every folder, and imapclient's parser takes about 0.1 ms per line."""
+    found = []
+    for line in lines:
+        if line in (b"", None):
+            continue
+        match = _LIST_LINE.fullmatch(line) if isinstance(line, bytes) else None
+        if match is None:
+            return None
+        flags, delimiter, _, quoted, atom = match.groups()
+        found.append((tuple(flags.split()), delimiter, quoted if quoted is not None else atom))
+    return found
+
+
+def status_lines(lines: list[Any]) -> list[tuple[bytes, dict[bytes, int]]] | None:
+    """``(raw name, {item: number})`` of untagged STATUS lines of the usual shape (see
+    :func:`list_lines`); None when any line is not of that shape."""
+    found = []
+    for line in lines:
+        if not line:
+            continue
+        match = _STATUS_LINE.fullmatch(line) if isinstance(line, bytes) else None
+        if match is None:
+            return None
+        quoted, atom, items = match.groups()
+        words = items.split()
+        pairs = {key: int(value) for key, value in zip(words[::2], words[1::2], strict=True)}
+        found.append((quoted if quoted is not None else atom, pairs))
+    return found

@@ -27,6 +27,7 @@ from imapclient.imap_utf7 import decode as decode_utf7
 from imapclient.imapclient import _literal, join_message_ids, seq_to_parenstr_upper
 from imapclient.response_parser import parse_fetch_response, parse_response
 
+from mail_imap_mcp.imap import parsing
 from mail_imap_mcp.imap.errors import ConnectPhase, ConnectProgress, ImplicitTlsPort
 from mail_imap_mcp.imap.tls import TLS_PROBE_S, answers_tls, handshake_round_trips
 
@@ -574,15 +575,19 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
         return parsed
 
     def list_with_status(self, items: bytes) -> tuple[list[tuple[Any, Any, Any]], list[Any]]:
-        """``LIST "" "*" RETURN (STATUS items)`` (LIST-EXTENDED, LIST-STATUS): imapclient's folder list
-        and the untagged STATUS responses that came with it."""
+        """``LIST "" "*" RETURN (STATUS items)`` (LIST-EXTENDED, LIST-STATUS): the folder list as
+        imapclient gives it (LIST lines of the usual shape read by :func:`.parsing.list_lines`) and the
+        untagged STATUS responses that came with it."""
         self._imap.untagged_responses.pop("STATUS", None)
         pattern = (self.mailbox_argument(""), self.mailbox_argument("*"))
         typ, data = self._imap._simple_command("LIST", *pattern, "RETURN", b"(STATUS " + items + b")")
         self.check_ok("list", typ, data)
         statuses = self._imap.untagged_responses.pop("STATUS", [])
-        folders: list[tuple[Any, Any, Any]] = self._proc_folder_list(self.take_untagged(typ, data, "LIST"))
-        return folders, statuses
+        lines = self.take_untagged(typ, data, "LIST")
+        usual = parsing.list_lines(lines)
+        if usual is None or not self.folder_encode:
+            return self._proc_folder_list(lines), statuses
+        return [(flags, delimiter, decode_utf7(name)) for flags, delimiter, name in usual], statuses
 
 
 _CAPABILITY_CODE = re.compile(rb"^\[CAPABILITY ([^\]]*)\]")
