@@ -152,10 +152,11 @@ def _summary(
     if headers is None:
         headers = mime.parse_header_block(find_item(response, b"BODY[HEADER") or b"")
     date = mime.parse_date(_first(headers, "date"))
+    uri = ref.message_uri
     return SummaryRecord(
         message_id=ref.message_id,
-        message_uri=ref.message_uri,
-        message_raw_uri=ref.message_raw_uri,
+        message_uri=uri,
+        message_raw_uri=uri + "/raw",  # as ref.message_raw_uri, without quoting the mailbox again
         mailbox=ref.mailbox,
         uidvalidity=ref.uidvalidity,
         uid=ref.uid,
@@ -205,7 +206,9 @@ def _trusted_structure(
     parts = _bodystructure(response)
     if parts is None:
         return None, None
-    doubt: str | None = structure_mismatch(response.get(b"BODYSTRUCTURE"), _first(headers, "content-type"))
+    doubt: str | None = structure_mismatch(
+        response.get(b"BODYSTRUCTURE"), _first(headers, "content-type"), parts
+    )
     return (None, doubt) if doubt else (parts, None)
 
 
