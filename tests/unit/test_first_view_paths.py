@@ -17,6 +17,7 @@ import pytest
 
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch
 from mail_imap_mcp.mime import dates, snippets
+from mail_imap_mcp.mime.addresses import Address, format_address_quoted
 from mail_imap_mcp.mime.params import split_header_params, split_quoted
 
 # -- split_quoted -------------------------------------------------------------------------------
@@ -277,3 +278,16 @@ def test_courier_text_plain_for_an_html_message_is_still_doubted() -> None:
     assert structure_mismatch(structure, "text/html", parse_bodystructure(structure)) == (
         "it says text/plain where the Content-Type header says text/html"
     )
+
+
+# -- display names quoted when they hold a special ----------------------------------------------
+
+
+def test_display_names_are_quoted_when_they_hold_an_rfc5322_special() -> None:
+    specials = '()<>[]:;@\\,."'
+    generator = random.Random(22)
+    alphabet = [*specials, "a", " ", "é", "\t", "-"]
+    for _ in range(5_000):
+        name = "".join(generator.choice(alphabet) for _ in range(generator.randrange(1, 10)))
+        quoted = format_address_quoted(Address(name, "a@example.org"))
+        assert quoted.startswith('"') == any(ch in specials for ch in name), name
