@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch
+from mail_imap_mcp.imap.fetch import find_item
 from mail_imap_mcp.mime import dates, snippets
 from mail_imap_mcp.mime.addresses import Address, format_address_quoted
 from mail_imap_mcp.mime.params import split_header_params, split_quoted
@@ -279,3 +280,29 @@ def test_display_names_are_quoted_when_they_hold_an_rfc5322_special() -> None:
         name = "".join(generator.choice(alphabet) for _ in range(generator.randrange(1, 10)))
         quoted = format_address_quoted(Address(name, "a@example.org"))
         assert quoted.startswith('"') == any(ch in specials for ch in name), name
+
+
+# -- fetch items found by prefix ----------------------------------------------------------------
+
+
+def _find_item_reference(response: dict[Any, Any], prefix: bytes) -> Any:
+    """find_item as it was: every key upper-cased."""
+    for key, value in response.items():
+        if isinstance(key, bytes) and key.upper().startswith(prefix):
+            return value
+    return None
+
+
+def test_find_item_finds_what_upper_casing_every_key_found() -> None:
+    response: dict[Any, Any] = {
+        b"SEQ": 1,
+        b"FLAGS": (b"\\Seen",),
+        "BODY[TEXT]<0>": "a str key is no match",
+        b"body[header.fields (date)]<0>": b"lower-case echo",
+        b"BODY[HEADER.FIELDS (FROM)]<0>": b"second",
+        b"": b"empty key",
+        b"BODY[TEXT]<0>": b"text",
+        b"bODY[]<0>": b"whole",
+    }
+    for prefix in (b"BODY[HEADER", b"BODY[TEXT]", b"BODY[]", b"BODY[1.2]", b"FLAGS", b"SEQ", b"", b"X", b"b"):
+        assert find_item(response, prefix) == _find_item_reference(response, prefix), prefix

@@ -60,8 +60,14 @@ MAX_RECONNECTS_PER_PAGE = 3
 
 def find_item(response: dict[bytes, Any], prefix: bytes) -> Any:
     """Fetch data by key prefix: servers echo section names with varying spacing and origins."""
+    head = prefix[:1]
     for key, value in response.items():
-        if isinstance(key, bytes) and key.upper().startswith(prefix):
+        # Only a key that starts as the prefix does (in any case) is upper-cased whole.
+        if (
+            isinstance(key, bytes)
+            and (not head or key[:1].upper() == head)
+            and key.upper().startswith(prefix)
+        ):
             return value
     return None
 
