@@ -26,7 +26,7 @@ from tests.support.clients import AccountFactory, make_config, open_client
 from tests.support.courier import Courier
 from tests.support.cyrus import Cyrus
 from tests.support.dovecot import Dovecot
-from tests.support.envelope_client import EnvelopeClient
+from tests.support.envelope_client import EnvelopeClient, check_each_schema_once
 from tests.support.matrix import MATRIX, SESSION_PASSWORD, MatrixServer
 from tests.support.oauth2 import IntrospectionEndpoint
 from tests.support.run_lifetime import end_run_on_sigterm
@@ -42,6 +42,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     end_run_on_sigterm(config)  # servers never outlive a run ended by SIGTERM
+    check_each_schema_once()
 
 
 #: Cyrus now and then answers as if a plain mailbox had a special use (a user's DELETE of it refused
@@ -60,6 +61,9 @@ def _servers(item: pytest.Item) -> set[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The slow tests first: spread over the workers from the start, none of them is left to end the run
+    # alone on one worker while the others have nothing to do.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     for item in items:
         if {"cyrus", "cyrus_altns"} & _servers(item):
             item.add_marker(pytest.mark.flaky(reruns=CYRUS_RERUNS, reruns_delay=1))

@@ -22,6 +22,7 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.server import package_version
+from mail_imap_mcp.tools._shared.failures import as_tool_failure
 from mail_imap_mcp.transport.http import bind, serve_http
 from mail_imap_mcp.transport.stdio import serve_stdio
 
@@ -127,7 +128,8 @@ def check(config_path: Path | None) -> int:
                 f"warning {account_id}: password is stored inline in the config file; prefer "
                 "password_env or password_command"
             )
-        connection = AccountConnection(account_id, account)
+        # Its failures in the tools' words (the failure registry), as a tool call would say them.
+        connection = AccountConnection(account_id, account, translate=as_tool_failure)
         started = time.perf_counter()
 
         def probe(session: ImapSession) -> int:

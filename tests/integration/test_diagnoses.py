@@ -24,6 +24,7 @@ from mail_imap_mcp.config import load_config
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.providers import GENERIC_LOGIN_HINT, login_hint, provider_for
+from mail_imap_mcp.tools._shared.failures import as_tool_failure
 from tests.support import accounts
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
 from tests.support.clients import AccountFactory, make_config, open_client
@@ -205,7 +206,10 @@ def test_regression_check_names_starttls_on_an_implicit_tls_port_within_3s(
     settings = account_settings(
         dovecot, user, security="starttls", port=dovecot.tls_port, connect_timeout_s=10
     )
-    connection = AccountConnection("default", make_config({"default": settings}).accounts["default"])
+    # As the check command makes it: its failures in the registry's words.
+    connection = AccountConnection(
+        "default", make_config({"default": settings}).accounts["default"], translate=as_tool_failure
+    )
     started = time.monotonic()
     with pytest.raises(ToolFailure) as failed:
         connection.run(lambda session: None, retry=False)

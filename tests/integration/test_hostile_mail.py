@@ -51,7 +51,8 @@ from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient, uid_of
 from tests.support.mail_state import flag_snapshot
 
-pytestmark = pytest.mark.anyio
+# One worker runs the module: its generated messages are drawn once per process and shared by two tests.
+pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("hostile_mail")]
 
 DATA = Path(__file__).parents[1] / "data" / "hostile"
 #: Generated messages pushed through the server per run (MIM_HOSTILE_MESSAGES overrides it). Enough

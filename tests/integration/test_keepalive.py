@@ -44,8 +44,24 @@ async def wait_for(condition: Callable[[], bool], what: str, timeout: float = 10
         await anyio.sleep(0.02)
 
 
+#: Keepalive threads of servers this module did not start: a test elsewhere in the same worker that
+#: failed inside its server may leave one behind, which must not fail these tests too.
+_FOREIGN: set[threading.Thread] = set()
+
+
+@pytest.fixture(autouse=True)
+def _only_this_tests_threads() -> None:
+    _FOREIGN.clear()
+    _FOREIGN.update(t for t in threading.enumerate() if t.name == Keepalive.THREAD_NAME)
+
+
 def keepalive_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == Keepalive.THREAD_NAME and t.is_alive()]
+    """The keepalive threads alive now that this test's servers started."""
+    return [
+        t
+        for t in threading.enumerate()
+        if t.name == Keepalive.THREAD_NAME and t.is_alive() and t not in _FOREIGN
+    ]
 
 
 @contextlib.asynccontextmanager

@@ -444,7 +444,17 @@ async def test_100k_mailbox_pages_to_its_end(dovecot: Dovecot) -> None:
     # Courier would take minutes per server.
     total, limit = 100_000, 100
     user = dovecot.new_user()
-    dovecot.seed(user, "INBOX", mailgen.corpus(total))
+    dovecot.seed(user, "INBOX", mailgen.corpus(total), flags=lambda i: "\\Seen" if i % 4 else "")
+    # The harness at this scale: every message arrived, in order, with its flags.
+    with dovecot.connect(user) as client:
+        info = client.select_folder("INBOX", readonly=True)
+        assert (info[b"EXISTS"], info[b"UIDNEXT"]) == (total, total + 1)
+        ends = client.fetch([1, total], ["BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"])
+        assert [ends[uid][b"BODY[HEADER.FIELDS (MESSAGE-ID)]"].split()[1].decode() for uid in (1, total)] == [
+            mailgen.message_id(0),
+            mailgen.message_id(total - 1),
+        ]
+        assert len(client.search(["UNSEEN"])) == total // 4
     with recording(dovecot) as recorder:
         async with rig(plain_settings(dovecot, user, recorder.port), recorder) as session:
             arguments: dict[str, Any] = {"limit": limit, "snippet_chars": 0}

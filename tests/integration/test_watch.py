@@ -288,6 +288,7 @@ def rss_bytes() -> int:
     return int(next(line for line in status.splitlines() if line.startswith("VmRSS:")).split()[1]) * 1024
 
 
+@pytest.mark.slow
 async def test_subscriptions_held_open_under_a_stream_of_changes_keep_threads_descriptors_and_memory_flat(
     dovecot: Dovecot, user: str, account: AccountFactory
 ) -> None:
@@ -343,6 +344,7 @@ def stdio_params(tmp_path: Path, dovecot: Dovecot, user: str) -> StdioServerPara
     )
 
 
+@pytest.mark.slow
 async def test_over_stdio_both_forms_report_changes_and_unsubscribing_stops_them(
     tmp_path: Path, dovecot: Dovecot, user: str
 ) -> None:
@@ -372,6 +374,7 @@ async def test_over_stdio_both_forms_report_changes_and_unsubscribing_stops_them
         group.cancel_scope.cancel()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_over_streamable_http_changes_reach_the_session_stream(
     tmp_path: Path, dovecot: Dovecot, user: str, mode: str
@@ -441,6 +444,7 @@ def restartable_dovecot() -> Iterator[Dovecot]:
         yield server
 
 
+@pytest.mark.slow
 async def test_a_server_restart_ends_in_a_reconnect_and_one_update(restartable_dovecot: Dovecot) -> None:
     server = restartable_dovecot
     user = server.new_user()
@@ -461,6 +465,7 @@ async def test_a_server_restart_ends_in_a_reconnect_and_one_update(restartable_d
     await anyio.to_thread.run_sync(app.close)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("imap_server", ["dovecot", "cyrus"], indirect=True)
 @pytest.mark.parametrize("shared", [False, True], ids=["own", "shared"])
 async def test_a_watched_mailbox_deleted_by_another_client_is_reported_once_and_others_go_on(

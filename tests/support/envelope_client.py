@@ -46,6 +46,33 @@ def _validator(schema: dict[str, Any]) -> Any:
     return _VALIDATORS[key]
 
 
+def check_each_schema_once() -> None:
+    """Make the metaschema check of an ``outputSchema`` run once per schema in this process.
+
+    The SDK's client checks every tool's ``outputSchema`` against the JSON Schema metaschema the
+    first time a session calls that tool (about 80 ms for ``imap_get_message``), and the suite opens
+    a session per test: hundreds of checks of the same 14 schemas. The check is a pure function of the
+    schema, so a schema checked once (and found valid) is not checked again; an invalid one still
+    raises on every call.
+    """
+    for cls in {jsonschema.Draft202012Validator, jsonschema.Draft7Validator}:
+        if getattr(cls.check_schema, "checks_once", False):
+            continue
+        check = cls.check_schema
+        checked: set[str] = set()
+
+        def check_once(
+            schema: Any, *args: Any, _check: Any = check, _checked: set[str] = checked, **kw: Any
+        ) -> None:
+            key = json.dumps(schema, sort_keys=True, default=repr)
+            if key not in _checked:
+                _check(schema, *args, **kw)
+                _checked.add(key)
+
+        check_once.checks_once = True  # type: ignore[attr-defined]
+        cls.check_schema = staticmethod(check_once)  # type: ignore[method-assign,assignment]
+
+
 def check_envelope(result: CallToolResult, output_schema: dict[str, Any]) -> dict[str, Any]:
     """Assert the envelope contract on one ``CallToolResult`` and return the envelope."""
     envelope = result.structured_content

@@ -170,3 +170,49 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     # The checks above pass on an empty answer; make sure the finder is not blind.
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+#: What the IMAP layer may take from ``mail_imap_mcp.envelope``: ``Issue``, the plain record of one
+#: item's problem in a partial answer (code, stage, message), which knows no tool, argument or setting.
+#: Envelope errors (``ToolFailure``, ``ErrorCode``, ``NextAction``) are the failure registry's to build
+#: (``tools/_shared/failures.py``): the IMAP layer raises typed errors that carry the facts.
+IMAP_MAY_IMPORT_FROM_ENVELOPE = frozenset({"Issue"})
+
+
+def envelope_imports(path: Path) -> Iterator[str]:
+    """The names ``path`` imports from ``mail_imap_mcp.envelope`` (a module imported whole: its name)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mail_imap_mcp.envelope"):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.Import):
+            yield from (a.name for a in node.names if a.name.startswith("mail_imap_mcp.envelope"))
+
+
+def test_the_imap_layer_builds_no_envelope_error() -> None:
+    imap = modules(SRC, PACKAGE / "imap")
+    mentions = sorted(
+        name for name, path in imap.items() if "ToolFailure" in path.read_text(encoding="utf-8")
+    )
+    assert mentions == [], "raise a typed error of imap/errors.py; tools/_shared/failures.py words it"
+    imports = sorted(
+        f"{name} imports {target}"
+        for name, path in imap.items()
+        for target in envelope_imports(path)
+        if target not in IMAP_MAY_IMPORT_FROM_ENVELOPE
+    )
+    assert imports == []
+
+
+def test_the_imap_layer_names_no_setting() -> None:
+    # ``config.setting(...)`` spells a setting as the user writes it: user wording, the registry's.
+    imap = modules(SRC, PACKAGE / "imap")
+    naming = sorted(name for name, path in imap.items() if ".setting(" in path.read_text(encoding="utf-8"))
+    assert naming == []
+
+
+def test_the_envelope_import_check_sees_envelope_errors(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "from mail_imap_mcp.envelope import Issue, ToolFailure\nimport mail_imap_mcp.envelope.model\n"
+    )
+    assert list(envelope_imports(module)) == ["Issue", "ToolFailure", "mail_imap_mcp.envelope.model"]

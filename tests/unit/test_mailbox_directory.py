@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.envelope import ErrorCode
 from mail_imap_mcp.imap.directory import (
     DRAFTS,
     JUNK,
@@ -18,7 +18,9 @@ from mail_imap_mcp.imap.directory import (
     same_mailbox,
     searchable_mailboxes,
 )
+from mail_imap_mcp.imap.errors import RoleMailboxMissing
 from mail_imap_mcp.imap.mailboxes import MailboxInfo
+from mail_imap_mcp.tools._shared.failures import envelope_of
 
 
 def box(name: str, special_use: str | None = None, *, selectable: bool = True, sep: str = ".") -> MailboxInfo:
@@ -117,18 +119,21 @@ def test_a_search_of_every_mailbox_leaves_out_trash_junk_and_virtual_views() -> 
 def test_a_missing_role_mailbox_is_not_found_naming_the_setting() -> None:
     settings = account(drafts_mailbox="Entwürfe")
     directory = MailboxDirectory([box("INBOX")], configured_roles(settings), account=settings)
-    with pytest.raises(ToolFailure) as unset:
+    # The IMAP layer raises what is missing; the failure registry names the setting.
+    with pytest.raises(RoleMailboxMissing) as missing_role:
         directory.require(TRASH, "work", ", or use action move")
-    assert unset.value.code is ErrorCode.NOT_FOUND
-    assert unset.value.details == {
+    unset = envelope_of(missing_role.value)
+    assert unset.code is ErrorCode.NOT_FOUND
+    assert unset.details == {
         "parameter": "trash_mailbox",
         "setting": "trash_mailbox",
         "account_id": "work",
     }
-    assert unset.value.message.endswith(", or use action move.")
-    with pytest.raises(ToolFailure) as missing:
+    assert unset.message.endswith(", or use action move.")
+    with pytest.raises(RoleMailboxMissing) as missing_configured:
         directory.require(DRAFTS, "work")
-    assert missing.value.details["mailbox"] == "Entwürfe" and "drafts_mailbox" in missing.value.message
+    missing = envelope_of(missing_configured.value)
+    assert missing.details["mailbox"] == "Entwürfe" and "drafts_mailbox" in missing.message
     assert (
         MailboxDirectory([box("INBOX"), box("Entwürfe")], configured_roles(settings)).require(DRAFTS, "w")
         == "Entwürfe"

@@ -12,16 +12,28 @@ from typing import Any
 import pytest
 
 from mail_imap_mcp.config import AccountConfig, AuthMethod
-from mail_imap_mcp.envelope import ErrorCode
+from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.auth import SaslExchange, run_token_command, sasl_initial_response
 from mail_imap_mcp.imap.errors import (
+    ConnectFailed,
     ConnectPhase,
+    MechanismNotOffered,
     OAuthChallenge,
     OAuthRejected,
     TokenCommandFailed,
-    connect_failure,
-    mechanism_not_offered,
 )
+from mail_imap_mcp.tools._shared.failures import envelope_of
+
+
+def connect_failure(
+    cause: BaseException, account_id: str, config: AccountConfig, phase: ConnectPhase
+) -> ToolFailure:
+    """What the registry says of the IMAP layer's typed connect failure with ``cause``."""
+    return envelope_of(ConnectFailed(account_id, config, phase, cause))
+
+
+def mechanism_not_offered(account_id: str, config: AccountConfig, capabilities: list[Any]) -> ToolFailure:
+    return envelope_of(MechanismNotOffered(account_id, config, capabilities))
 
 
 def account(host: str = "imap.example.org", auth: str = "xoauth2", **extra: Any) -> AccountConfig:

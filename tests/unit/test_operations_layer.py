@@ -10,11 +10,13 @@ from collections.abc import Callable
 import pytest
 
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.imap.errors import DestinationMissing, WriteRefused
 from mail_imap_mcp.operations import Operation, OperationRegistry, Progress
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.batch import Batch, MailboxGroup, group_message_ids
 from mail_imap_mcp.operations.ledger import Ledger
 from mail_imap_mcp.operations.runner import StopRun, each_mailbox, run_bulk_write
+from mail_imap_mcp.tools._shared.failures import envelope_of
 
 
 def only_account(name: str) -> str:
@@ -190,6 +192,31 @@ def test_a_failure_before_any_write_is_the_calls() -> None:
 
     with pytest.raises(ToolFailure):
         each_mailbox(found.groups, ledger, progress(3)[0], writes(ledger, refuse))
+
+
+def test_a_write_the_server_refused_after_a_write_is_said_by_the_registry_and_the_run_goes_on() -> None:
+    # The IMAP layer raises the typed refusal; the tool's ``refused`` (the registry) words the issue.
+    found, ledger = three_mailboxes()
+
+    def refuse_b(group: MailboxGroup) -> None:
+        if group.mailbox == "B":
+            raise WriteRefused(Exception("[OVERQUOTA] Quota exceeded"), "UID COPY", "B")
+
+    each_mailbox(found.groups, ledger, progress(3)[0], writes(ledger, refuse_b), envelope_of)
+    assert len(ledger.results) == 2
+    assert [(i.code, i.message_id) for i in ledger.issues] == [("limit_exceeded", "imap:work:B:1:2")]
+    assert ledger.issues[0].message == "The server refused UID COPY in 'B': [OVERQUOTA] Quota exceeded"
+
+
+def test_a_typed_refusal_before_any_write_is_the_calls_as_it_is() -> None:
+    found, ledger = three_mailboxes()
+
+    def refuse(group: MailboxGroup) -> None:
+        raise DestinationMissing("Archiv")
+
+    with pytest.raises(DestinationMissing):  # the connection's translate words it for the call
+        each_mailbox(found.groups, ledger, progress(3)[0], writes(ledger, refuse), envelope_of)
+    assert not ledger.issues
 
 
 def test_a_step_that_recorded_a_lost_connection_stops_the_run() -> None:

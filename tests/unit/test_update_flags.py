@@ -6,10 +6,12 @@ from __future__ import annotations
 import pytest
 
 from mail_imap_mcp.envelope import ToolFailure
+from mail_imap_mcp.imap.errors import InvalidFlag
 from mail_imap_mcp.imap.flags import not_permitted, ordered, parse_flags, target_flags
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.operations.batch import group_message_ids
+from mail_imap_mcp.tools._shared.failures import envelope_of
 from mail_imap_mcp.tools.update_message_flags import FlagResult, _undo
 
 
@@ -42,9 +44,9 @@ def test_flags_are_canonical_and_deduplicated_case_insensitively() -> None:
     ],
 )
 def test_other_flags_are_invalid_input_naming_flags_and_saying_what_is_allowed(flag: str, says: str) -> None:
-    with pytest.raises(ToolFailure) as caught:
+    with pytest.raises(InvalidFlag) as caught:
         parse_flags(["\\Seen", flag])
-    failure = caught.value
+    failure = envelope_of(caught.value)  # the IMAP layer says what is wrong, the registry words it
     assert failure.code == "invalid_input" and failure.details["parameter"] == "flags"
     assert says in failure.message and "Allowed: the system flags" in failure.message
     assert "\r" not in failure.message and len(failure.message) < 400

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import contextvars
+import copy
 import functools
 import json
 import logging
@@ -86,6 +87,13 @@ def flat_input_schema(model: type[BaseModel]) -> dict[str, Any]:
     Some MCP clients reject ``anyOf``/``oneOf`` in an ``inputSchema``; our inputs are flat
     optional scalars, so the nullable branch carries no information a client needs.
     """
+    return copy.deepcopy(_flat_input_schema(model))
+
+
+# Schemas are a pure function of the models and cost pydantic about 20 ms per tool: every server a
+# process builds (a test builds hundreds, an HTTP server one per session) reuses the first one's.
+@functools.cache
+def _flat_input_schema(model: type[BaseModel]) -> dict[str, Any]:
     schema = model.model_json_schema()
     schema.pop("title", None)
     for name, prop in schema.get("properties", {}).items():
@@ -109,6 +117,11 @@ def envelope_output_schema(data_model: type[BaseModel], *other_shapes: type[Base
     ``other_shapes``: further models ``data`` may have on success (e.g. a compact and a full shape
     chosen by an argument); the schema accepts any of them.
     """
+    return copy.deepcopy(_envelope_output_schema(data_model, *other_shapes))
+
+
+@functools.cache
+def _envelope_output_schema(data_model: type[BaseModel], *other_shapes: type[BaseModel]) -> dict[str, Any]:
     data: Any = Union[(data_model, *other_shapes)] if other_shapes else data_model
     union = Annotated[
         Union[SuccessEnvelope[data], FailureEnvelope],  # noqa: UP007

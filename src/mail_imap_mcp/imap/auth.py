@@ -21,11 +21,11 @@ from typing import Any
 
 from mail_imap_mcp.config import AccountConfig, AuthMethod, helper_environment
 from mail_imap_mcp.imap.errors import (
+    MechanismNotOffered,
     OAuthChallenge,
     OAuthRejected,
     TokenCommandFailed,
     command_refused,
-    mechanism_not_offered,
 )
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
 
@@ -192,7 +192,7 @@ class Login:
             return client.login(config.username, self._secret)
         offered = client.offered_capabilities  # from the greeting, or asked anew after STARTTLS
         if f"AUTH={config.auth.mechanism}" not in offered:
-            raise mechanism_not_offered(self._account_id, config, offered)
+            raise MechanismNotOffered(self._account_id, config, offered)
         try:
             authenticate(client, config, self._secret)
         except OAuthRejected as refused:

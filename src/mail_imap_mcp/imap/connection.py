@@ -3,7 +3,8 @@
 Reads run through :meth:`AccountConnection.run`, which hands the caller a live
 :class:`~mail_imap_mcp.imap.session.ImapSession`. When the server has dropped the connection (idle
 logout, reset, restart) the read is retried once on a fresh connection, so the caller sees success.
-Every failure leaves as a :class:`~mail_imap_mcp.envelope.ToolFailure` with a registry code.
+Every failure leaves as a typed domain error of :mod:`mail_imap_mcp.imap.errors` (through the
+connection's ``translate`` where its owner gives one: the tools' failure registry).
 
 Every call has one time budget, ``connect_timeout_s + command_timeout_s`` (plus the retry's pause):
 waiting for the account, connecting, each command and the retry all draw on it, and every blocking
@@ -27,23 +28,26 @@ from typing import TypeVar
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from mail_imap_mcp.config import AccountConfig, Security
-from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.auth import Login
 from mail_imap_mcp.imap.errors import (
+    AccountBusy,
+    CallTimedOut,
+    ConnectFailed,
     ConnectionLost,
     ConnectPhase,
     ConnectProgress,
+    DestinationMissing,
+    ExtensionMissing,
     ImapError,
+    LoginDisabled,
     MailboxGone,
     MailboxMissing,
+    ReconnectFailed,
+    RoleMailboxMissing,
     SelectionStale,
-    account_busy,
-    connect_failure,
-    connection_lost,
+    StartTlsMissing,
+    WriteRefused,
     is_connection_broken,
-    login_disabled,
-    starttls_missing,
-    timed_out,
 )
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.summary_cache import SummaryCache
@@ -54,8 +58,16 @@ log = logging.getLogger("mail_imap_mcp.imap")
 
 #: Turns a domain error into what the callers of :meth:`AccountConnection.run` expect instead.
 Translate = Callable[[ImapError], Exception]
-#: Failures judged on the session's view of a mailbox: the view is checked before they count.
-_JUDGED_ON_THE_VIEW = (ToolFailure, MailboxMissing, MailboxGone)
+#: Failures judged on the session's view of a mailbox: the view is checked before they count (and those
+#: the connection's owner names, see ``judged_on_the_view``: the tools' own refusals).
+_JUDGED_ON_THE_VIEW: tuple[type[Exception], ...] = (
+    MailboxMissing,
+    MailboxGone,
+    DestinationMissing,
+    WriteRefused,
+    ExtensionMissing,
+    RoleMailboxMissing,
+)
 
 T = TypeVar("T")
 
@@ -74,6 +86,7 @@ class AccountConnection:
         summary_cache_entries: int = 0,
         open_socket: OpenSocket | None = None,
         translate: Translate | None = None,
+        judged_on_the_view: tuple[type[Exception], ...] = (),
         enable_qresync: bool = False,
     ) -> None:
         self.account_id = account_id
@@ -83,6 +96,9 @@ class AccountConnection:
         self.config = config
         #: What a domain error leaving :meth:`run` becomes for its callers (the tools: their envelope error).
         self.translate = translate
+        #: The failures an operation raises that are judged on the mailbox's view: when the view turns
+        #: out stale, the read runs again instead (the imap layer's own, and what the owner adds).
+        self.judged_on_the_view = _JUDGED_ON_THE_VIEW + judged_on_the_view
         self._open_socket = open_socket
         self.summaries = SummaryCache(summary_cache_entries)
         self._lock = threading.Lock()
@@ -153,7 +169,7 @@ class AccountConnection:
         """
         deadline = time.monotonic() + self.budget_s
         if not self._lock.acquire(timeout=self.budget_s):
-            raise account_busy(self.account_id)
+            raise AccountBusy(self.account_id)
         self._budget.deadline = deadline
         commands_before = self.commands_sent
         round_trips_before = self.round_trips
@@ -179,8 +195,8 @@ class AccountConnection:
             raise AssertionError("unreachable")  # pragma: no cover
         except ConnectionLost:
             if self._budget.remaining() <= 0:
-                raise timed_out(self.account_id, self.config, self.budget_s) from None
-            raise connection_lost(self.account_id, self.config) from None
+                raise CallTimedOut(self.account_id, self.config, self.budget_s) from None
+            raise ReconnectFailed(self.account_id, self.config) from None
         finally:
             self._budget.deadline = math.inf
             self.last_used = time.monotonic()
@@ -209,11 +225,11 @@ class AccountConnection:
                 # revalidation brought the selection up to date, and this run reads it as it is now.
                 current = None if self.selected is None else self.selected.name
                 result = self._on_fresh_view(operation, client, pipeline=False, current=current)
-        except ToolFailure:
+        except ImapError:
             raise
         except TimeoutError:
             self.discard()
-            raise timed_out(self.account_id, self.config, self.budget_s) from None
+            raise CallTimedOut(self.account_id, self.config, self.budget_s) from None
         except Exception as exc:
             if is_connection_broken(exc):
                 log.info("account=%s connection lost (%s); reconnecting", self.account_id, type(exc).__name__)
@@ -242,7 +258,7 @@ class AccountConnection:
         session = ImapSession(self, client, pipeline=pipeline, current=current)
         try:
             result = operation(session)
-        except _JUDGED_ON_THE_VIEW:
+        except self.judged_on_the_view:
             session.settle()  # a failure judged on a stale view is no answer either
             raise
         session.settle()
@@ -252,10 +268,10 @@ class AccountConnection:
     def _connect_errors(self, progress: ConnectProgress) -> Iterator[None]:
         try:
             yield
-        except ToolFailure:
+        except ConnectFailed:
             raise
         except Exception as exc:
-            raise connect_failure(exc, self.account_id, self.config, progress.phase) from None
+            raise ConnectFailed(self.account_id, self.config, progress.phase, exc) from None
 
     def ssl_context(self) -> ssl.SSLContext:
         """The account's TLS context, built on first use and reused by every (re)connect: loading the
@@ -358,7 +374,7 @@ class AccountConnection:
             try:
                 if config.security is Security.STARTTLS:
                     if not client.has_capability("STARTTLS"):
-                        raise starttls_missing(self.account_id, config)
+                        raise StartTlsMissing(self.account_id, config)
                     progress.phase = ConnectPhase.STARTTLS
                     with self._budget.connecting(connect_until):
                         client.starttls(context)
@@ -366,7 +382,7 @@ class AccountConnection:
                 # imaplib's capabilities: after STARTTLS those asked anew over TLS (imapclient's
                 # has_capability would send one more CAPABILITY there).
                 if "LOGINDISABLED" in client.offered_capabilities:
-                    raise login_disabled(self.account_id, config)
+                    raise LoginDisabled(self.account_id, config)
                 client.take_login_capabilities(login.perform(client))
             except BaseException:
                 _close_quietly(client)

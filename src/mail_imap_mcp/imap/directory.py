@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.imap.errors import RoleMailboxMissing
 from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes, list_matching
 from mail_imap_mcp.imap.session import ImapSession
 
@@ -120,31 +120,13 @@ class MailboxDirectory:
         return self.selectable(configured) if configured else None
 
     def require(self, role: str, account_id: str, advice: str = "") -> str:
-        """:meth:`special_use`, else ``not_found`` naming the setting the user sets (or corrects);
-        ``advice`` ends the message (what else the caller can do)."""
+        """:meth:`special_use`, else :class:`RoleMailboxMissing` (the failure registry names the setting
+        the user sets, or corrects); ``advice`` ends its message (what else the caller can do)."""
         found = self.special_use(role)
         if found is not None:
             return found
         setting = ROLE_SETTINGS[role]
-        configured = self.configured.get(role)
-        details = {"parameter": setting, "setting": setting, "account_id": account_id}
-        how = (
-            self.account.setting(setting, "<a mailbox from imap_list_mailboxes>") if self.account else setting
-        )
-        if configured is None:
-            raise ToolFailure(
-                ErrorCode.NOT_FOUND,
-                f"The server marks no mailbox as {role} (special-use) and account {account_id!r} names none "
-                f"in {setting}; nothing was changed. The user sets {how}{advice}.",
-                details=details,
-            )
-        how = self.account.setting(setting) if self.account else setting
-        raise ToolFailure(
-            ErrorCode.NOT_FOUND,
-            f"The configured {setting} {configured!r} does not exist; nothing was changed. Create it "
-            f"(imap_manage_mailbox) or change {how}{advice}.",
-            details={**details, "mailbox": configured},
-        )
+        raise RoleMailboxMissing(role, account_id, setting, self.configured.get(role), advice, self.account)
 
     def with_role(self, role: str) -> list[str]:
         """For reads: the selectable mailboxes marked with ``role``, else those with a usual name for it."""

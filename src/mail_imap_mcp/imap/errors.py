@@ -2,8 +2,9 @@
 imaplib, socket, TLS or server failure into one of them.
 
 Nothing here knows tools or envelopes: ``mail_imap_mcp.tools._shared.failures`` turns each domain error into
-the envelope's error (the tool runner applies it), naming the arguments as the user wrote them.
-(The connection layer still builds a few envelope failures of its own below, for connect and login.)
+the envelope's error (the tool runner applies it), naming the arguments and settings as the user wrote
+them. An error carries the facts its words need (the account and its settings, the connect phase, the
+cause, the offered mechanisms...), never the words.
 """
 
 from __future__ import annotations
@@ -18,11 +19,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar, TypeVar
 
-from imapclient.exceptions import IMAPClientAbortError, IMAPClientError, LoginError
+from imapclient.exceptions import IMAPClientAbortError, IMAPClientError
 
-from mail_imap_mcp.config import AccountConfig, AuthMethod, ConfigError, Security
-from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.imap.providers import login_hint, oauth2_scope_hint
+from mail_imap_mcp.config import AccountConfig
 
 T = TypeVar("T")
 
@@ -296,6 +295,12 @@ class Context:
     account_id: str = ""
 
 
+def answered_in_plaintext(exc: BaseException) -> bool:
+    """True when a TLS handshake failed because the peer answered without TLS (an IMAP greeting is no
+    TLS record): the port is no implicit-TLS port."""
+    return isinstance(exc, ssl.SSLError) and any(reason in str(exc) for reason in _PLAINTEXT_PEER)
+
+
 def server_said(exc: BaseException, limit: int = 200) -> str:
     """The text of a server's answer in ``exc``, control characters removed, shortened to ``limit``."""
     return re.sub(r"[\x00-\x1f\x7f]+", " ", str(exc))[:limit]
@@ -348,8 +353,6 @@ def mailbox_failure(exc: BaseException) -> Exception | None:
 
     This and :func:`message_failure` are the one place where the scope of a failure is decided.
     """
-    if isinstance(exc, ToolFailure):  # the session's envelope for a mailbox it could not open
-        return exc
     failure = classify(exc)
     return None if failure is None or failure.ends_call else failure
 
@@ -358,7 +361,7 @@ def message_failure(exc: BaseException) -> ImapError | None:
     """``exc`` as the failure of the one message a FETCH asked for: the server refused the command (NO,
     BAD) or hung up on it (:class:`ConnectionLost`: reconnect, go on with the next). None when it ends
     the read: what the session already judged (the mailbox gone or recreated), time up, a bug."""
-    if isinstance(exc, ImapError | ToolFailure):
+    if isinstance(exc, ImapError):
         return None
     failure = classify(exc)
     return None if failure is None or isinstance(failure, TimedOut) else failure
@@ -371,32 +374,40 @@ def command_refused(exc: BaseException) -> ImapError | None:
     return None if failure is None or failure.ends_call else failure
 
 
-def account_busy(account_id: str) -> ToolFailure:
+# --- the account's connection: busy, out of time, lost, connect and login ---------------------------
+
+
+class AccountBusy(ImapError):
     """Another call held the account's connection for the whole of this call's budget."""
-    return ToolFailure(
-        ErrorCode.TIMEOUT,
-        f"Account {account_id!r} is busy with another call; try again shortly.",
-        details={"account_id": account_id},
-    )
+
+    ends_call = True
+
+    def __init__(self, account_id: str) -> None:
+        super().__init__(f"account {account_id!r} is busy with another call")
+        self.account_id = account_id
 
 
-def timed_out(account_id: str, config: AccountConfig, budget_s: float) -> ToolFailure:
-    """The server did not answer within the call's budget."""
-    return ToolFailure(
-        ErrorCode.TIMEOUT,
-        f"The IMAP server {config.host} did not answer in time (command timeout "
-        f"{config.command_timeout_s:g}s, call budget {budget_s:g}s); retry shortly.",
-        details={"account_id": account_id, "timeout_s": config.command_timeout_s, "budget_s": budget_s},
-    )
+class CallTimedOut(ImapError):
+    """The server did not answer within the call's budget of ``budget_s`` (the connection is dropped)."""
+
+    ends_call = True
+
+    def __init__(self, account_id: str, config: AccountConfig, budget_s: float) -> None:
+        super().__init__(f"{config.host} did not answer within the call's budget of {budget_s:g}s")
+        self.account_id = account_id
+        self.config = config
+        self.budget_s = budget_s
 
 
-def connection_lost(account_id: str, config: AccountConfig) -> ToolFailure:
-    """The connection died and a new one could not be made within the call."""
-    return ToolFailure(
-        ErrorCode.UNAVAILABLE,
-        f"Lost the connection to {config.host} and could not re-establish it; retry shortly.",
-        details={"account_id": account_id},
-    )
+class ReconnectFailed(ImapError):
+    """The connection died and no new one could be made within the call."""
+
+    ends_call = True
+
+    def __init__(self, account_id: str, config: AccountConfig) -> None:
+        super().__init__(f"lost the connection to {config.host} and could not re-establish it")
+        self.account_id = account_id
+        self.config = config
 
 
 class ConnectPhase(StrEnum):
@@ -414,247 +425,137 @@ class ConnectProgress:
     phase: ConnectPhase = ConnectPhase.TCP
 
 
-def connect_failure(
-    exc: BaseException, account_id: str, config: AccountConfig, phase: ConnectPhase
-) -> ToolFailure:
-    """The envelope failure for ``exc`` raised while connecting or logging in, in ``phase``."""
-    host = f"{config.host}:{config.effective_port}"
-    details: dict[str, object] = {"account_id": account_id}
+class ConnectFailed(ImapError):
+    """Connecting to or logging in to account ``account_id`` (settings ``config``) failed in ``phase``;
+    ``cause``: what was raised (a socket, TLS or login error, :class:`ImplicitTlsPort`,
+    :class:`TokenCommandFailed`, :class:`OAuthRejected`, the password source's ``ConfigError``...)."""
 
-    def unavailable(message: str, *, retryable: bool = False) -> ToolFailure:
-        return ToolFailure(ErrorCode.UNAVAILABLE, message, details=details, retryable=retryable)
+    ends_call = True
 
-    if isinstance(exc, ConfigError):
-        return ToolFailure(
-            ErrorCode.AUTH_FAILED,
-            f"No password for account {account_id!r}: {exc}. Fix the account's password source.",
-            details=details,
+    def __init__(
+        self, account_id: str, config: AccountConfig, phase: ConnectPhase, cause: BaseException | None = None
+    ) -> None:
+        what = f"{type(cause).__name__}: {cause}" if cause is not None else type(self).__name__
+        super().__init__(
+            f"connecting to {config.host}:{config.effective_port} failed ({phase.value}): {what}"
         )
-    if isinstance(exc, TokenCommandFailed):
-        program = (config.oauth2_token_command or ["?"])[0]
-        return ToolFailure(
-            ErrorCode.AUTH_FAILED,
-            f"No OAuth2 access token for account {account_id!r}: {exc.reason}. Run the command yourself "
-            f"({program!r} of {config.setting('oauth2_token_command')}) to see what it needs: usually the "
-            "token helper must be authorised again (e.g. `pizauth show`, `oauth2l fetch`, `mailctl "
-            "access`), or the command is wrong.",
-            details={**details, "auth": config.auth.value},
-        )
-    if isinstance(exc, OAuthRejected):
-        return oauth_rejected(exc, account_id, config)
-    if isinstance(exc, LoginError):
-        return ToolFailure(
-            ErrorCode.AUTH_FAILED,
-            f"The server {host} refused the login of {config.username!r} (account {account_id!r}). "
-            f"Hint: {login_hint(config.host)}. Otherwise check {config.setting('username')} and "
-            f"{config.setting(_password_key(config))}.",
-            details=details,
-        )
-    if isinstance(exc, ssl.SSLCertVerificationError):
-        return unavailable(
-            f"The TLS certificate of {host} could not be verified ({exc.verify_message}). If the "
-            f"server uses a self-signed certificate (e.g. Proton Bridge), set {config.setting('ca_file')} "
-            "to the certificate (PEM); if not, the host name may be wrong or the connection intercepted."
-        )
-    if isinstance(exc, ssl.SSLError) and any(reason in str(exc) for reason in _PLAINTEXT_PEER):
-        return unavailable(
-            f"The server at {host} answered without TLS, so this port is not an implicit-TLS port. Use "
-            f"STARTTLS on it ({config.setting('security', 'starttls')}), or set the server's TLS port "
-            f"({config.setting('port', '993')} on most servers)."
-        )
-    if isinstance(exc, ImplicitTlsPort):
-        return unavailable(
-            f"Connected to {host}, but no IMAP greeting came within {exc.waited_s:g}s and the port answered "
-            f"a TLS handshake: it expects implicit TLS, not {config.setting('security', config.security.value)}. "
-            f"Set {config.setting('security', 'tls')} for this port, or use the server's STARTTLS port "
-            f"({config.setting('port', '143')} on most servers)."
-        )
-    if isinstance(exc, TimeoutError):
-        details["timeout_s"] = config.connect_timeout_s
-        if phase is ConnectPhase.GREETING and config.security is not Security.TLS:
-            return unavailable(
-                f"Connected to {host}, but no IMAP greeting came within {config.connect_timeout_s:g}s: "
-                f"the port most likely expects implicit TLS. Set {config.setting('security', 'tls')} "
-                f"for this port, or use the server's STARTTLS port ({config.setting('port', '143')} "
-                "on most servers)."
-            )
-        if phase is ConnectPhase.TCP:
-            return ToolFailure(
-                ErrorCode.TIMEOUT,
-                f"Connecting to {host} timed out after {config.connect_timeout_s:g}s; check "
-                f"{config.setting('host')} and {config.setting('port')}, and that no firewall blocks it.",
-                details=details,
-            )
-        return ToolFailure(
-            ErrorCode.TIMEOUT,
-            f"The server {host} did not answer within {config.connect_timeout_s:g}s while connecting "
-            f"({phase.value}); retry shortly.",
-            details=details,
-        )
-    if isinstance(exc, socket.gaierror):
-        return unavailable(f"The host name {config.host!r} does not resolve; check {config.setting('host')}.")
-    if isinstance(exc, ConnectionRefusedError):
-        return unavailable(
-            f"Nothing accepts connections at {host}; check {config.setting('port')} and that the "
-            "server is running.",
-            retryable=True,
-        )
-    return unavailable(
-        f"Cannot talk to the IMAP server {host} ({type(exc).__name__} during {phase.value}); check "
-        f"that it is running and that {config.setting('host')}, {config.setting('port')} and "
-        f"{config.setting('security')} are right.",
-        retryable=True,
-    )
+        self.account_id = account_id
+        self.config = config
+        self.phase = phase
+        self.cause = cause
 
 
-def starttls_missing(account_id: str, config: AccountConfig) -> ToolFailure:
+class StartTlsMissing(ConnectFailed):
     """A STARTTLS account whose server does not offer STARTTLS: the password stays unsent."""
-    return ToolFailure(
-        ErrorCode.UNAVAILABLE,
-        f"The server {config.host}:{config.effective_port} does not offer STARTTLS; refusing to send the "
-        f"password unencrypted. Use the server's TLS port ({config.setting('security', 'tls')} and "
-        f"{config.setting('port', '993')} on most servers).",
-        details={"account_id": account_id},
-        retryable=False,
-    )
+
+    def __init__(self, account_id: str, config: AccountConfig) -> None:
+        super().__init__(account_id, config, ConnectPhase.STARTTLS)
 
 
-def login_disabled(account_id: str, config: AccountConfig) -> ToolFailure:
+class LoginDisabled(ConnectFailed):
     """The server advertises LOGINDISABLED (RFC 3501): sending LOGIN would expose the password."""
-    return ToolFailure(
-        ErrorCode.UNAVAILABLE,
-        f"The server {config.host}:{config.effective_port} refuses LOGIN on an unencrypted connection "
-        f"(LOGINDISABLED); the password was not sent. Set {config.setting('security', 'starttls')} "
-        f"or {config.setting('security', 'tls')} with the TLS port.",
-        details={"account_id": account_id},
-        retryable=False,
-    )
+
+    def __init__(self, account_id: str, config: AccountConfig) -> None:
+        super().__init__(account_id, config, ConnectPhase.LOGIN)
 
 
-def oauth_rejected(exc: OAuthRejected, account_id: str, config: AccountConfig) -> ToolFailure:
-    """The server refused the access token twice (the second one freshly from the token command): say
-    why, from the server's decoded challenge (expired or invalid token, wrong scope), and what to do."""
-    host = f"{config.host}:{config.effective_port}"
-    challenge = exc.challenge
-    mechanism = config.auth.mechanism
-    scope = oauth2_scope_hint(config.host)
-    said = f"the server said {challenge.describe()}" if challenge else f"the server said: {exc.said[:200]}"
-    command = config.setting("oauth2_token_command")
-    if exc.same_token_again:
-        retried = (
-            f"; run once more, {command} printed the same token again, so the token helper did not refresh it"
+class MechanismNotOffered(ConnectFailed):
+    """The server does not advertise ``AUTH=<mechanism>`` of an OAuth2 account: no token is sent.
+    ``offered``: the SASL mechanisms it does advertise (upper case, sorted)."""
+
+    def __init__(self, account_id: str, config: AccountConfig, capabilities: Iterable[bytes | str]) -> None:
+        names = (c.decode("ascii", "replace") if isinstance(c, bytes) else c for c in capabilities)
+        self.offered = sorted(
+            {name.upper().removeprefix("AUTH=") for name in names if name.upper().startswith("AUTH=")}
         )
-    else:
-        retried = f", also a fresh one from {command}"
-    if challenge is not None and challenge.wants_scope:
-        advice = (
-            f"The token lacks the permission (scope) IMAP needs; authorise the token helper again with "
-            f"{scope or 'the scope the server names'}."
-        )
-    elif challenge is not None and challenge.says_invalid:
-        advice = (
-            "The token is invalid or expired: make the token helper refresh it (or authorise it "
-            f"again), and check that it is issued for {config.username!r}"
-            + (f" with {scope}" if scope else "")
-            + "."
-        )
-    else:
-        advice = (
-            f"Check that the token is issued for {config.username!r} ({config.setting('username')})"
-            + (f" with {scope}" if scope else " with the scope the server requires")
-            + ", and that it is current."
-        )
-    details: dict[str, object] = {"account_id": account_id, "auth": config.auth.value}
-    if challenge is not None:
-        details["server_status"] = challenge.status
-        details["server_scope"] = challenge.scope
-    return ToolFailure(
-        ErrorCode.AUTH_FAILED,
-        f"The server {host} refused the OAuth2 access token ({mechanism}) of {config.username!r} "
-        f"(account {account_id!r}){retried}: {said}. {advice}",
-        details=details,
-        retryable=False,
-    )
+        super().__init__(account_id, config, ConnectPhase.LOGIN)
 
 
-def mechanism_not_offered(
-    account_id: str, config: AccountConfig, capabilities: Iterable[bytes | str]
-) -> ToolFailure:
-    """The server does not advertise ``AUTH=<mechanism>`` of an OAuth2 account: no token is sent."""
-    names = (c.decode("ascii", "replace") if isinstance(c, bytes) else c for c in capabilities)
-    offered = sorted(
-        {name.upper().removeprefix("AUTH=") for name in names if name.upper().startswith("AUTH=")}
-    )
-    others = [
-        method.value
-        for method in (AuthMethod.XOAUTH2, AuthMethod.OAUTHBEARER)
-        if method is not config.auth and method.mechanism in offered
-    ]
-    if others:
-        step = f"Set {config.setting('auth', others[0])}, which it offers."
-    else:
-        step = (
-            "It does not take OAuth2 tokens at all: use a password instead "
-            f"({config.setting('auth', 'password')} with one of the password settings)."
-        )
-    return ToolFailure(
-        ErrorCode.AUTH_FAILED,
-        f"The server {config.host}:{config.effective_port} does not offer {config.auth.mechanism} "
-        f"login (it offers: {', '.join(offered) or 'no SASL mechanism'}); the token was not sent. {step}",
-        details={"account_id": account_id, "auth": config.auth.value, "offered": offered},
-        retryable=False,
-    )
+class AccountUnknown(ImapError):
+    """``account_id`` names no configured account; ``configured``: the ones there are."""
+
+    ends_call = True
+
+    def __init__(self, account_id: str, configured: Iterable[str]) -> None:
+        super().__init__(f"account {account_id!r} is not configured")
+        self.account_id = account_id
+        self.configured = sorted(configured)
 
 
-def _password_key(config: AccountConfig) -> str:
-    if config.auth is not AuthMethod.PASSWORD:
-        return "oauth2_token_command"
-    if config.password_env is not None:
-        return "password_env"
-    return "password_command" if config.password_command is not None else "password"
+# --- writes: COPY, MOVE, STORE and UID EXPUNGE, and what they need ------------------------------------
 
 
-# --- imap_apply_to_messages: answers to COPY, MOVE, STORE and UID EXPUNGE ---------------------------
-
-# RFC 5530 response codes of a refused write, and what each means here.
-_WRITE_REFUSALS = (
-    (re.compile(rb"\[OVERQUOTA\]|over ?quota|quota exceeded", re.IGNORECASE), ErrorCode.LIMIT_EXCEEDED),
-    (re.compile(rb"\[(NOPERM|READ-ONLY)\]|permission denied", re.IGNORECASE), ErrorCode.PERMISSION_DENIED),
-)
-
-
-def destination_not_found(mailbox: str, parameter: str = "destination_mailbox") -> ToolFailure:
+class DestinationMissing(ImapError):
     """The mailbox messages should go to does not exist (LIST shows no such selectable mailbox, or the
-    server answered COPY/MOVE with ``[TRYCREATE]``); it is never created on the fly."""
-    return ToolFailure(
-        ErrorCode.NOT_FOUND,
-        f"Mailbox {mailbox!r} ({parameter}) does not exist; nothing was changed. Call imap_list_mailboxes "
-        "for the available names (a new mailbox is created with imap_manage_mailbox, never on the fly).",
-        details={"parameter": parameter, "mailbox": mailbox},
-    )
+    server answered COPY/MOVE with ``[TRYCREATE]``); it is never created on the fly. ``parameter``: the
+    argument that named it."""
+
+    def __init__(self, mailbox: str, parameter: str = "destination_mailbox") -> None:
+        super().__init__(f"mailbox {mailbox!r} ({parameter}) does not exist")
+        self.mailbox = mailbox
+        self.parameter = parameter
 
 
-def write_refused(exc: BaseException, command: str, mailbox: str) -> ToolFailure:
-    """The server answered NO (or BAD) to a write command: over quota, no permission, or another reason
-    given in its words (shortened: the text is the server's, not ours)."""
-    text = str(exc).encode("utf-8", "replace")
-    code = next((code for pattern, code in _WRITE_REFUSALS if pattern.search(text)), ErrorCode.UNAVAILABLE)
-    said = text.decode("utf-8", "replace").replace("\r", " ").replace("\n", " ")[:200]
-    return ToolFailure(
-        code,
-        f"The server refused {command} in {mailbox!r}: {said}",
-        details={"command": command, "mailbox": mailbox},
-        retryable=False,
-    )
+class WriteRefused(CommandRefused):
+    """The server answered NO (or BAD) to a write command (``UID COPY``, ``UID MOVE``, ``UID STORE``,
+    ``UID EXPUNGE``) in the selected ``mailbox``: over quota, no permission (``reason``), or another
+    reason in its words (``said``). ``copied_to``: a MOVE done as COPY + EXPUNGE whose EXPUNGE was
+    refused: the messages are in that mailbox and still in ``mailbox`` as well."""
+
+    def __init__(self, exc: BaseException, command: str, mailbox: str) -> None:
+        text = str(exc).encode("utf-8", "replace")
+        reason = next(
+            (
+                reason
+                for pattern, reason in _REFUSALS
+                if reason in (Refusal.OVER_QUOTA, Refusal.NOT_PERMITTED) and pattern.search(text)
+            ),
+            Refusal.OTHER,
+        )
+        said = text.decode("utf-8", "replace").replace("\r", " ").replace("\n", " ")[:200]
+        super().__init__(command, mailbox, reason, said)
+        self.copied_to: str | None = None
 
 
-def extension_missing(capability: str, what: str) -> ToolFailure:
-    """The server lacks the extension a write needs to touch exactly the given messages (e.g. UIDPLUS
-    for ``UID EXPUNGE``): refused, as the fallback (a mailbox-wide EXPUNGE) would take others with it."""
-    return ToolFailure(
-        ErrorCode.PERMISSION_DENIED,
-        f"The server does not offer {capability}, which is needed to {what}; nothing was changed. "
-        "(Without it the only way would be a mailbox-wide EXPUNGE, which would also remove every other "
-        "message marked \\Deleted.)",
-        details={"missing_capability": capability},
-    )
+class ExtensionMissing(ImapError):
+    """The server lacks ``capability``, which a write needs to ``what`` touching exactly the given
+    messages (e.g. UIDPLUS for ``UID EXPUNGE``): refused, as the fallback (a mailbox-wide EXPUNGE) would
+    take others with it."""
+
+    def __init__(self, capability: str, what: str) -> None:
+        super().__init__(f"the server does not offer {capability}, needed to {what}")
+        self.capability = capability
+        self.what = what
+
+
+class RoleMailboxMissing(ImapError):
+    """No mailbox plays ``role`` (special-use ``\\Trash``, ``\\Drafts``, ``\\Sent``) for a write: the server
+    marks none, and the account's ``setting`` names none (``configured`` None) or one that does not
+    exist. ``advice`` ends the message (what else the caller can do); ``account``: the account's
+    settings, when known, to name the setting as the user writes it."""
+
+    def __init__(
+        self,
+        role: str,
+        account_id: str,
+        setting: str,
+        configured: str | None,
+        advice: str = "",
+        account: AccountConfig | None = None,
+    ) -> None:
+        super().__init__(f"no mailbox for {role} in account {account_id!r} ({setting}: {configured!r})")
+        self.role = role
+        self.account_id = account_id
+        self.setting = setting
+        self.configured = configured
+        self.advice = advice
+        self.account = account
+
+
+class InvalidFlag(ImapError):
+    """A flag an agent asked to set that is no system flag this server lets a client set, nor a keyword;
+    ``problem`` says why."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem

@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Literal
 
-from mail_imap_mcp.envelope import ToolFailure
+from mail_imap_mcp.imap.errors import InvalidFlag
 
 if TYPE_CHECKING:
     from mail_imap_mcp.imap.view import MailboxState
@@ -34,7 +34,7 @@ def _shown(flag: str) -> str:
 
 def parse_flags(flags: Sequence[str]) -> tuple[str, ...]:
     """The flags in canonical spelling, de-duplicated (case-insensitively, as IMAP compares them);
-    ``invalid_input`` naming ``flags`` and what is allowed for anything else."""
+    :class:`InvalidFlag` for anything else (the registry names ``flags`` and says what is allowed)."""
     canonical: dict[str, str] = {}
     for flag in flags:
         key = flag.lower()
@@ -54,9 +54,7 @@ def parse_flags(flags: Sequence[str]) -> tuple[str, ...]:
         else:
             canonical.setdefault(key, flag)
             continue
-        raise ToolFailure.invalid_input(
-            "flags", f"{problem}. Allowed: {ALLOWED_FLAGS}.", allowed=[*SYSTEM_FLAGS, "keyword"]
-        )
+        raise InvalidFlag(problem)
     return tuple(canonical.values())
 
 

@@ -9,8 +9,8 @@ import threading
 from collections.abc import Sequence
 
 from mail_imap_mcp.config import AccountConfig, Security
-from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection, Translate
+from mail_imap_mcp.imap.errors import AccountUnknown
 from mail_imap_mcp.imap.wire import OpenSocket
 
 log = logging.getLogger("mail_imap_mcp.imap")
@@ -69,6 +69,7 @@ class ConnectionPool:
         summary_cache_entries: int = 0,
         open_socket: OpenSocket | None = None,
         translate: Translate | None = None,
+        judged_on_the_view: tuple[type[Exception], ...] = (),
     ) -> None:
         self._open_socket = open_socket
         self._connections = {
@@ -78,6 +79,7 @@ class ConnectionPool:
                 summary_cache_entries=summary_cache_entries,
                 open_socket=open_socket,
                 translate=translate,
+                judged_on_the_view=judged_on_the_view,
                 enable_qresync=True,
             )
             for aid, cfg in accounts.items()
@@ -103,17 +105,7 @@ class ConnectionPool:
         try:
             return self._connections[account_id]
         except KeyError:
-            known = ", ".join(sorted(self._connections)) or "none"
-            raise ToolFailure(
-                ErrorCode.NOT_FOUND,
-                f"Account {account_id!r} is not configured (configured: {known}); call "
-                "imap_list_accounts to see them.",
-                details={
-                    "parameter": "account_id",
-                    "account_id": account_id,
-                    "configured": sorted(self._connections),
-                },
-            ) from None
+            raise AccountUnknown(account_id, self._connections) from None
 
     def new_connection(self, account_id: str) -> AccountConnection:
         """A connection of its own for ``account_id``, outside the pool (a mailbox watch's, see

@@ -22,23 +22,22 @@ from imapclient.exceptions import IMAPClientError
 from imapclient.response_parser import parse_fetch_response
 
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap import parsing, view, wire
 from mail_imap_mcp.imap.errors import (
     CharsetRejected,
+    DestinationMissing,
+    ExtensionMissing,
     MailboxGone,
     MailboxMissing,
     OutcomeUnknown,
     SelectionStale,
     UidValidityChanged,
-    destination_not_found,
-    extension_missing,
+    WriteRefused,
     is_connection_broken,
     naming_command,
     rejects_charset,
     says_mailbox_missing,
     server_said,
-    write_refused,
 )
 from mail_imap_mcp.imap.summary_cache import SummaryCache
 from mail_imap_mcp.imap.uidplus import CopyUid, MalformedUidSet, format_uid_set, parse_copyuids, parse_uid_set
@@ -536,28 +535,23 @@ class ImapSession:
         """Move to ``destination``: ``UID MOVE`` (MOVE), else ``UID COPY``, ``\\Deleted`` and ``UID EXPUNGE``
         of exactly the copied UIDs (UIDPLUS), else refused: never a mailbox-wide EXPUNGE."""
         if "MOVE" not in self.capabilities and "UIDPLUS" not in self.capabilities:
-            raise extension_missing("MOVE or UIDPLUS", "move messages")
+            raise ExtensionMissing("MOVE or UIDPLUS", "move messages")
         with self.write_command(uids):
             if "MOVE" in self.capabilities:
                 return self._copy_or_move("MOVE", uids, destination)
             copied = self._copy_or_move("COPY", uids, destination)
             try:
                 self._expunge_uids([uid for uid in uids if copied is None or uid in copied.new_uids])
-            except ToolFailure as failure:
-                raise ToolFailure(
-                    failure.code,
-                    f"{failure.message} The messages were copied to {destination!r} but are still in "
-                    f"{self.selected_mailbox!r} as well.",
-                    details=failure.details,
-                    retryable=False,
-                ) from None
+            except WriteRefused as refused:
+                refused.copied_to = destination  # copied, and still in the selected mailbox as well
+                raise
             return copied
 
     def uid_expunge(self, uids: Sequence[int]) -> None:
         """Remove exactly ``uids`` for good: ``UID STORE +FLAGS.SILENT (\\Deleted)``, ``UID EXPUNGE``
         (UIDPLUS). Other messages marked ``\\Deleted`` stay."""
         if "UIDPLUS" not in self.capabilities:
-            raise extension_missing("UIDPLUS", "remove exactly these messages (UID EXPUNGE)")
+            raise ExtensionMissing("UIDPLUS", "remove exactly these messages (UID EXPUNGE)")
         with self.write_command(uids):
             self._expunge_uids(uids)
 
@@ -574,8 +568,8 @@ class ImapSession:
             if is_connection_broken(exc):
                 raise
             if says_mailbox_missing(exc):
-                raise destination_not_found(destination) from None
-            raise write_refused(exc, f"UID {command}", self.selected_mailbox or "") from None
+                raise DestinationMissing(destination) from None
+            raise WriteRefused(exc, f"UID {command}", self.selected_mailbox or "") from None
         answers = untagged.pop("COPYUID", [])
         if "UIDPLUS" not in self.capabilities:
             return None  # Dovecot sends COPYUID even when told not to advertise UIDPLUS: not relied on
@@ -601,7 +595,7 @@ class ImapSession:
                 raise
             with contextlib.suppress(IMAPClientError):  # leave nothing marked for another's EXPUNGE
                 client.remove_flags(uid_set, [b"\\Deleted"], silent=True)
-            raise write_refused(exc, "UID EXPUNGE", self.selected_mailbox or "") from None
+            raise WriteRefused(exc, "UID EXPUNGE", self.selected_mailbox or "") from None
 
     # -- imap_update_message_flags: FETCH FLAGS (and MODSEQ), UID STORE (CONDSTORE UNCHANGEDSINCE) ------
     # The mailbox is selected read-write (select); store_flags is never retried.
@@ -650,7 +644,7 @@ class ImapSession:
             except IMAPClientError as exc:
                 if is_connection_broken(exc):
                     raise
-                raise write_refused(exc, "UID STORE", self.selected_mailbox or "") from None
+                raise WriteRefused(exc, "UID STORE", self.selected_mailbox or "") from None
         changed: set[int] = set()
         for part in untagged.pop("MODIFIED", []):
             try:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.imap.errors import OutcomeUnknown
+from mail_imap_mcp.imap.errors import OutcomeUnknown, WriteRefused
 from mail_imap_mcp.imap.flags import FlagOperation, flag_keys, not_permitted, ordered, target_flags
 from mail_imap_mcp.imap.session import FlagState, ImapSession
 from mail_imap_mcp.operations.background import Progress
@@ -67,7 +67,11 @@ def change_flags(session: ImapSession, batch: Batch, request: FlagRequest, progr
     """Change the flags of the batch's messages, mailbox by mailbox (see the module's docstring)."""
     outcome = FlagOutcome()
     each_mailbox(
-        batch.groups, outcome, progress, lambda group: _update_mailbox(session, group, request, outcome)
+        batch.groups,
+        outcome,
+        progress,
+        lambda group: _update_mailbox(session, group, request, outcome),
+        request.refusals.refused,
     )
     return outcome
 
@@ -153,7 +157,8 @@ def _store(
         except OutcomeUnknown:
             outcome.outcome_unknown(items[uid] for uid in uids)
             raise
-        except ToolFailure as refused:  # the server refused the STORE (NO): nothing changed
+        except WriteRefused as exc:  # the server refused the STORE (NO): nothing changed
+            refused = request.refusals.refused(exc)
             outcome.fail(
                 (items[uid] for uid in uids), "store_refused", "store", refused.message, failure=refused
             )

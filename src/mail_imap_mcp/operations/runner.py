@@ -13,7 +13,15 @@ from typing import Any, TypeVar
 
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.errors import MailboxMissing, UidValidityChanged, is_connection_broken
+from mail_imap_mcp.imap.errors import (
+    DestinationMissing,
+    ExtensionMissing,
+    ImapError,
+    MailboxMissing,
+    UidValidityChanged,
+    WriteRefused,
+    is_connection_broken,
+)
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.operations.audit import AuditLine
@@ -23,6 +31,9 @@ from mail_imap_mcp.operations.ledger import CANCELLED, Ledger
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+#: What a mailbox's turn of a bulk write can be refused for, worded by the tool (``SelectRefusals.refused``).
+WRITE_REFUSALS = (WriteRefused, DestinationMissing, ExtensionMissing)
 
 
 class StopRun(Exception):
@@ -37,12 +48,14 @@ def is_lost(exc: BaseException) -> bool:
 
 @dataclass(frozen=True)
 class SelectRefusals:
-    """How a write tool words the two reasons a group's mailbox cannot be opened."""
+    """How a write tool words the two reasons a group's mailbox cannot be opened, and a refused write."""
 
     #: The mailbox's UIDVALIDITY is not the ids' (``conflict``).
     stale: Callable[[str, UidValidityChanged], ToolFailure]
     #: The mailbox does not exist any more (``not_found``).
     gone: Callable[[str], ToolFailure]
+    #: A write the server (or a missing extension, or destination) refused: the failure registry's words.
+    refused: Callable[[ImapError], ToolFailure]
 
     def select(self, session: ImapSession, group: MailboxGroup, *, write: bool) -> MailboxState:
         """Open the group's mailbox afresh (read-write for a write, else EXAMINE) and check its UIDVALIDITY."""
@@ -64,12 +77,14 @@ def each_mailbox(
     ledger: Ledger[Any],
     progress: Progress,
     step: Callable[[MailboxGroup], None],
+    refused: Callable[[ImapError], ToolFailure] | None = None,
 ) -> None:
     """Run ``step`` on each group in turn, recording in ``ledger`` what a stop leaves undone.
 
     ``step`` records its messages in the ledger and sets ``ledger.wrote`` once a change happened (or may
     have). A failure before any write is raised (the call fails as a whole, nothing changed); after one,
-    a refused mailbox is reported per message and the run goes on, a lost connection ends it.
+    a refused mailbox (a :class:`ToolFailure`, or one of :data:`WRITE_REFUSALS` worded by ``refused``)
+    is reported per message and the run goes on, a lost connection ends it.
     """
     for index, group in enumerate(groups):
         if progress.cancelled:
@@ -80,7 +95,13 @@ def each_mailbox(
         except StopRun:
             ledger.not_attempted(groups[index:])
             return
-        except ToolFailure as failure:
+        except (ToolFailure, *WRITE_REFUSALS) as exc:
+            if isinstance(exc, ToolFailure):
+                failure = exc
+            elif refused is not None:
+                failure = refused(exc)
+            else:
+                raise
             if not ledger.wrote:
                 raise
             ledger.fail(ledger.open_items([group]), failure.code.value, "write", failure.message)

@@ -18,7 +18,7 @@ from typing import Literal
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.directory import TRASH, MailboxDirectory, same_mailbox
-from mail_imap_mcp.imap.errors import OutcomeUnknown, destination_not_found, extension_missing
+from mail_imap_mcp.imap.errors import DestinationMissing, ExtensionMissing, OutcomeUnknown
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid, format_uid_set
@@ -141,7 +141,7 @@ def transfer(
         if outcome.present[group]:
             _apply_group(session, batch, group, request, outcome)
 
-    each_mailbox(pending, outcome, progress, step)
+    each_mailbox(pending, outcome, progress, step, request.refusals.refused)
     return outcome
 
 
@@ -154,12 +154,12 @@ def _method(session: ImapSession, action: Action, permanent: bool) -> str:
         return "UID COPY"
     if permanent:
         if "UIDPLUS" not in caps:
-            raise extension_missing("UIDPLUS", "remove exactly these messages for good (UID EXPUNGE)")
+            raise ExtensionMissing("UIDPLUS", "remove exactly these messages for good (UID EXPUNGE)")
         return expunge
     if "MOVE" in caps:
         return "UID MOVE"
     if "UIDPLUS" not in caps:
-        raise extension_missing("MOVE or UIDPLUS", "move exactly these messages")
+        raise ExtensionMissing("MOVE or UIDPLUS", "move exactly these messages")
     return f"UID COPY + {expunge}"
 
 
@@ -168,7 +168,7 @@ def _existing_mailbox(directory: MailboxDirectory, name: str, parameter: str) ->
     ``parameter`` (a destination is never created on the fly)."""
     found = directory.selectable(name)
     if found is None:
-        raise destination_not_found(name, parameter)
+        raise DestinationMissing(name, parameter)
     return found
 
 

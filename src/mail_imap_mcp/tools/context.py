@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.errors import AccountUnknown
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.imap.watch import WatchHub, WatchSettings
 from mail_imap_mcp.operations import OperationRegistry
 from mail_imap_mcp.tools._shared.arguments import DEFAULT_ACCOUNT
-from mail_imap_mcp.tools._shared.failures import as_tool_failure
+from mail_imap_mcp.tools._shared.failures import as_tool_failure, envelope_of
 from mail_imap_mcp.tools.confirm import ConfirmationGate
 
 
@@ -44,6 +45,9 @@ class AppContext:
             keepalive_interval_s=config.server.keepalive_interval_s,
             summary_cache_entries=config.server.summary_cache_entries,
             translate=as_tool_failure,
+            # A tool's own refusal inside an operation is judged on the mailbox's view, like the IMAP
+            # layer's: when the view turns out stale, the read runs again instead.
+            judged_on_the_view=(ToolFailure,),
         )
         gate = ConfirmationGate(tokens_for_irreversible=config.server.confirm_without_elicitation)
         return cls(config=config, pool=pool, confirmations=gate)
@@ -58,7 +62,10 @@ class AppContext:
         return account_id
 
     def connection(self, account_id: str) -> AccountConnection:
-        return self.pool.get(self.resolve_account(account_id))
+        try:
+            return self.pool.get(self.resolve_account(account_id))
+        except AccountUnknown as unknown:
+            raise envelope_of(unknown) from None
 
     @property
     def writes_possible(self) -> bool:

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from mail_imap_mcp.envelope import CompactPayload, Issue, MultiItemData, NextAction, absent_field
+from mail_imap_mcp.envelope import CompactPayload, Issue, MultiItemData, NextAction, ToolFailure, absent_field
 from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.imap.errors import mailbox_failure
@@ -166,7 +166,8 @@ def handle(
                     raw_window_bytes=app.config.server.max_text_part_bytes,
                 )
             except Exception as exc:
-                failure = mailbox_failure(exc)
+                # A tool's own refusal (a ToolFailure) is that mailbox's, as the IMAP layer's are.
+                failure = exc if isinstance(exc, ToolFailure) else mailbox_failure(exc)
                 if own or failure is None:
                     raise
                 issues.append(mailbox_issue(mailbox, failure))

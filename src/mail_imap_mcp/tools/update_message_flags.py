@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.imap.errors import InvalidFlag
 from mail_imap_mcp.imap.flags import DELETED, FlagOperation, flag_keys, ordered, parse_flags
 from mail_imap_mcp.imap.ids import parse_message_id
 from mail_imap_mcp.operations import Operation, OperationRef
@@ -24,7 +25,7 @@ from mail_imap_mcp.operations.batch import Batch, group_message_ids
 from mail_imap_mcp.operations.flags import FlagChange, FlagOutcome, FlagRequest, change_flags
 from mail_imap_mcp.operations.runner import run_bulk_write
 from mail_imap_mcp.tools._shared.arguments import MessageIdArg
-from mail_imap_mcp.tools._shared.failures import message_gone, rerun_search
+from mail_imap_mcp.tools._shared.failures import envelope_of, message_gone, rerun_search
 from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 from mail_imap_mcp.tools.writes import (
@@ -128,9 +129,10 @@ def handle(app: AppContext, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsDat
     try:
         connection = batch_connection(app, batch)
         flags = parse_flags(args.flags)
-    except ToolFailure as failure:
+    except (ToolFailure, InvalidFlag) as exc:
+        failure = exc if isinstance(exc, ToolFailure) else envelope_of(exc)
         line.failed(failure)
-        raise
+        raise failure from None
     account = batch.given_account_id
     request = FlagRequest(args.operation, flags, args.dry_run, select_refusals(account))
     return run_bulk_write(
@@ -294,7 +296,7 @@ def _undo(changed: Sequence[FlagResult]) -> NextAction | None:
 def _undo_action(ids: list[str], operation: str, flags: list[str]) -> NextAction | None:
     try:
         parse_flags(flags)  # another client may have set a flag this tool does not set
-    except ToolFailure:
+    except InvalidFlag:
         return None
     return NextAction(
         instruction=f"Undo: {operation} {' '.join(flags)} on the messages this call changed",

@@ -18,7 +18,7 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.operations import Operation
 from mail_imap_mcp.operations.batch import Batch
 from mail_imap_mcp.operations.runner import SelectRefusals
-from mail_imap_mcp.tools._shared.failures import conflict, ids_mailbox_gone
+from mail_imap_mcp.tools._shared.failures import conflict, envelope_of, ids_mailbox_gone
 from mail_imap_mcp.tools.context import AppContext
 
 DRY_RUN_DESCRIPTION = "true: return what would change (per source and destination mailbox), change nothing."
@@ -88,4 +88,5 @@ def select_refusals(account_id: str) -> SelectRefusals:
     return SelectRefusals(
         stale=lambda mailbox, exc: conflict(account_id, mailbox, exc.expected, exc.actual),
         gone=lambda mailbox: ids_mailbox_gone(account_id, mailbox),
+        refused=envelope_of,
     )

@@ -31,12 +31,11 @@ from mail_imap_mcp.imap.errors import (
     ImapError,
     MailboxMissing,
     OutcomeUnknown,
-    extension_missing,
 )
 from mail_imap_mcp.imap.fetch import MessageGone, ReadOptions
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.tools._shared.failures import mailbox_refused, message_gone
+from mail_imap_mcp.tools._shared.failures import extension_missing, mailbox_refused, message_gone
 from mail_imap_mcp.tools._shared.message_lookup import examine_for
 from mail_imap_mcp.tools._shared.message_read import read_checked, read_detail
 from mail_imap_mcp.tools._shared.shapes import MessageDetail

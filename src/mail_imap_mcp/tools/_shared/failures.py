@@ -5,7 +5,8 @@ the :class:`~mail_imap_mcp.envelope.ToolFailure` of every exception class of ``i
 ``content/`` (:data:`REGISTRY`; a unit test fails when one is missing), with messages that name the
 arguments as the user wrote them. A tool raises what went wrong and lets :func:`run` say it; it catches
 an error only to make it part of a partial answer (an issue of one mailbox or message), and then builds
-the issue here too (:func:`mailbox_issue`).
+the issue here too (:func:`mailbox_issue`). The words of connecting, logging in and a call's connection
+(busy, out of time, lost) are in :mod:`.connect_failures`, which this map uses.
 """
 
 from __future__ import annotations
@@ -23,29 +24,43 @@ from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap import errors
 from mail_imap_mcp.imap.changes import ChangesTokenError
 from mail_imap_mcp.imap.errors import (
+    AccountBusy,
+    AccountUnknown,
+    CallTimedOut,
     CharsetRejected,
     CommandRefused,
+    ConnectFailed,
     ConnectionLost,
     ConnectPhase,
+    DestinationMissing,
+    ExtensionMissing,
     ImapError,
     ImplicitTlsPort,
+    InvalidFlag,
+    LoginDisabled,
     MailboxGone,
     MailboxMissing,
+    MechanismNotOffered,
     OAuthRejected,
     OutcomeUnknown,
+    ReconnectFailed,
     Refusal,
+    RoleMailboxMissing,
     SelectionStale,
+    StartTlsMissing,
     TimedOut,
     TokenCommandFailed,
     UidValidityChanged,
+    WriteRefused,
     classify,
-    destination_not_found,
 )
 from mail_imap_mcp.imap.fetch import MessageGone
+from mail_imap_mcp.imap.flags import ALLOWED_FLAGS, SYSTEM_FLAGS
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.parts import NotAnAttachment, PartGone, PartNotFound, PartRefused, StructureUnusable
 from mail_imap_mcp.imap.search import CursorError
 from mail_imap_mcp.imap.uidplus import MalformedUidSet
+from mail_imap_mcp.tools._shared import connect_failures
 
 InputT = TypeVar("InputT", bound=BaseModel)
 AppT = TypeVar("AppT", bound="App")
@@ -132,14 +147,31 @@ def mailbox_vanished(account_id: str, mailbox: str) -> ToolFailure:
 
 def _write_refused(failure: CommandRefused | MailboxMissing, mailbox: str) -> ToolFailure:
     """The server answered NO (or BAD) to a write command in ``mailbox``: over quota, no permission, or
-    another reason given in its words."""
+    another reason given in its words (and, for a MOVE done as COPY + EXPUNGE, where the messages are)."""
     reason = failure.reason if isinstance(failure, CommandRefused) else Refusal.OTHER
     code = {Refusal.OVER_QUOTA: ErrorCode.LIMIT_EXCEEDED, Refusal.NOT_PERMITTED: ErrorCode.PERMISSION_DENIED}
+    copied_to = failure.copied_to if isinstance(failure, WriteRefused) else None
+    also = (
+        ""
+        if copied_to is None
+        else f" The messages were copied to {copied_to!r} but are still in {mailbox!r} as well."
+    )
     return ToolFailure(
         code.get(reason, ErrorCode.UNAVAILABLE),
-        f"The server refused {failure.command} in {mailbox!r}: {failure.said}",
+        f"The server refused {failure.command} in {mailbox!r}: {failure.said}{also}",
         details={"command": failure.command, "mailbox": mailbox},
         retryable=False,
+    )
+
+
+def destination_not_found(mailbox: str, parameter: str = "destination_mailbox") -> ToolFailure:
+    """The mailbox messages should go to does not exist (LIST shows no such selectable mailbox, or the
+    server answered COPY/MOVE with ``[TRYCREATE]``); it is never created on the fly."""
+    return ToolFailure(
+        ErrorCode.NOT_FOUND,
+        f"Mailbox {mailbox!r} ({parameter}) does not exist; nothing was changed. Call imap_list_mailboxes "
+        "for the available names (a new mailbox is created with imap_manage_mailbox, never on the fly).",
+        details={"parameter": parameter, "mailbox": mailbox},
     )
 
 
@@ -328,8 +360,9 @@ def mailbox_issue(mailbox: str, exc: Exception) -> Issue:
         retryable = False
     elif isinstance(exc, CharsetRejected):
         code, reason, retryable = "charset_unsupported", "the server refused CHARSET UTF-8 there", False
-    elif isinstance(exc, ToolFailure):
-        code, reason, retryable = exc.code.value, exc.message, exc.retryable
+    elif isinstance(exc, (ToolFailure, *_SAID_AS_THEY_ARE)):
+        failure = exc if isinstance(exc, ToolFailure) else envelope_of(exc)
+        code, reason, retryable = failure.code.value, failure.message, failure.retryable
     elif isinstance(exc, MailboxMissing | MailboxGone):
         failure = _mailbox_missing(exc, None) if isinstance(exc, MailboxMissing) else _mailbox_gone(exc, None)
         code, reason, retryable = failure.code.value, failure.message, failure.retryable
@@ -360,8 +393,9 @@ def _connection_gone(exc: ConnectionLost | TimedOut, call: Call | None) -> ToolF
         code = ErrorCode.TIMEOUT if timeout else ErrorCode.UNAVAILABLE
         return ToolFailure(code, "The IMAP server did not answer or dropped the connection; retry shortly.")
     if timeout:
-        return errors.timed_out(account_id, config, config.connect_timeout_s + config.command_timeout_s)
-    return errors.connection_lost(account_id, config)
+        budget_s = config.connect_timeout_s + config.command_timeout_s
+        return connect_failures.timed_out(account_id, config, budget_s)
+    return connect_failures.connection_lost(account_id, config)
 
 
 def _uidvalidity_changed(exc: UidValidityChanged, call: Call | None) -> ToolFailure:
@@ -402,7 +436,83 @@ def _connect_failed(
     if config is None:
         return ToolFailure(ErrorCode.UNAVAILABLE, f"Could not connect and log in: {exc}.")
     phase = ConnectPhase.GREETING if isinstance(exc, ImplicitTlsPort) else ConnectPhase.LOGIN
-    return errors.connect_failure(exc, account_id, config, phase)
+    return connect_failures.connect_failure(exc, account_id, config, phase)
+
+
+def _account_failure(
+    exc: AccountBusy | CallTimedOut | ReconnectFailed | ConnectFailed, call: Call | None
+) -> ToolFailure:
+    """The account's connection failed: busy, out of time, lost, or connecting and logging in (the
+    error carries the account and its settings)."""
+    if isinstance(exc, AccountBusy):
+        return connect_failures.account_busy(exc)
+    if isinstance(exc, CallTimedOut):
+        return connect_failures.call_timed_out(exc)
+    if isinstance(exc, ReconnectFailed):
+        return connect_failures.reconnect_failed(exc)
+    return connect_failures.connect_failed(exc)
+
+
+def _account_unknown(exc: AccountUnknown, call: Call | None) -> ToolFailure:
+    known = ", ".join(exc.configured) or "none"
+    return ToolFailure(
+        ErrorCode.NOT_FOUND,
+        f"Account {exc.account_id!r} is not configured (configured: {known}); call "
+        "imap_list_accounts to see them.",
+        details={"parameter": "account_id", "account_id": exc.account_id, "configured": exc.configured},
+    )
+
+
+def _destination_missing(exc: DestinationMissing, call: Call | None) -> ToolFailure:
+    return destination_not_found(exc.mailbox, exc.parameter)
+
+
+def _write_refused_in(exc: WriteRefused, call: Call | None) -> ToolFailure:
+    return _write_refused(exc, exc.mailbox)
+
+
+def extension_missing(capability: str, what: str) -> ToolFailure:
+    """The server lacks the extension a write needs to touch exactly the given messages (e.g. UIDPLUS
+    for ``UID EXPUNGE``): refused, as the fallback (a mailbox-wide EXPUNGE) would take others with it."""
+    return ToolFailure(
+        ErrorCode.PERMISSION_DENIED,
+        f"The server does not offer {capability}, which is needed to {what}; nothing was changed. "
+        "(Without it the only way would be a mailbox-wide EXPUNGE, which would also remove every other "
+        "message marked \\Deleted.)",
+        details={"missing_capability": capability},
+    )
+
+
+def _extension_missing(exc: ExtensionMissing, call: Call | None) -> ToolFailure:
+    return extension_missing(exc.capability, exc.what)
+
+
+def _role_mailbox_missing(exc: RoleMailboxMissing, call: Call | None) -> ToolFailure:
+    """No mailbox plays the role a write needs: ``not_found`` naming the setting the user sets (or
+    corrects)."""
+    setting, account = exc.setting, exc.account
+    details = {"parameter": setting, "setting": setting, "account_id": exc.account_id}
+    if exc.configured is None:
+        how = account.setting(setting, "<a mailbox from imap_list_mailboxes>") if account else setting
+        return ToolFailure(
+            ErrorCode.NOT_FOUND,
+            f"The server marks no mailbox as {exc.role} (special-use) and account {exc.account_id!r} names "
+            f"none in {setting}; nothing was changed. The user sets {how}{exc.advice}.",
+            details=details,
+        )
+    how = account.setting(setting) if account else setting
+    return ToolFailure(
+        ErrorCode.NOT_FOUND,
+        f"The configured {setting} {exc.configured!r} does not exist; nothing was changed. Create it "
+        f"(imap_manage_mailbox) or change {how}{exc.advice}.",
+        details={**details, "mailbox": exc.configured},
+    )
+
+
+def _invalid_flag(exc: InvalidFlag, call: Call | None) -> ToolFailure:
+    return ToolFailure.invalid_input(
+        "flags", f"{exc.problem}. Allowed: {ALLOWED_FLAGS}.", allowed=[*SYSTEM_FLAGS, "keyword"]
+    )
 
 
 def _mailbox_missing(exc: MailboxMissing, call: Call | None) -> ToolFailure:
@@ -501,6 +611,19 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     TokenCommandFailed: _connect_failed,
     ImplicitTlsPort: _connect_failed,
     OAuthRejected: _connect_failed,
+    AccountBusy: _account_failure,
+    CallTimedOut: _account_failure,
+    ReconnectFailed: _account_failure,
+    ConnectFailed: _account_failure,
+    StartTlsMissing: _account_failure,
+    LoginDisabled: _account_failure,
+    MechanismNotOffered: _account_failure,
+    AccountUnknown: _account_unknown,
+    DestinationMissing: _destination_missing,
+    WriteRefused: _write_refused_in,
+    ExtensionMissing: _extension_missing,
+    RoleMailboxMissing: _role_mailbox_missing,
+    InvalidFlag: _invalid_flag,
     MessageGone: _message_gone,
     PartGone: _part_failure,
     PartNotFound: _part_failure,
@@ -526,6 +649,18 @@ def tool_failure(exc: BaseException, call: Call | None) -> ToolFailure | None:
         return None
     converter = next(REGISTRY[kind] for kind in type(known).__mro__ if kind in REGISTRY)
     return converter(known, call)
+
+
+#: Failures that used to be envelope errors raised by the IMAP layer itself: where a call goes on past one
+#: (an issue of one mailbox or message), it is said in the registry's words, as the call would fail.
+_SAID_AS_THEY_ARE = (DestinationMissing, WriteRefused, ExtensionMissing, RoleMailboxMissing, InvalidFlag)
+
+
+def envelope_of(exc: ImapError) -> ToolFailure:
+    """The envelope failure of the domain error ``exc``, from what it carries (no call needed)."""
+    failure = tool_failure(exc, None)
+    assert failure is not None  # every ImapError is mapped, at least by its base
+    return failure
 
 
 def as_tool_failure(exc: ImapError) -> Exception:
