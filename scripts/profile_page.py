@@ -356,12 +356,11 @@ async def capture_walk(params: StdioServerParameters, work_dir: Path, marker: st
     async with spawned(params, work_dir / "capture.log", marker) as (client, _):
         listed = await client.list_tools()
         tool = next(t for t in listed.tools if t.name == "imap_search_messages")
-        walker = Subject("capture", tool.name, _arguments("default"), client, 0, follow=_next_page)
-        captured = []
+        arguments, captured = _arguments("default"), []
         for _ in range(pages):
-            result = await walker.client.call_tool(walker.tool, walker.arguments)
+            result = await client.call_tool(tool.name, arguments)
             captured.append(result.structured_content)
-            walker.arguments = _next_page(result)
+            arguments = _next_page(result)
     path = work_dir / "walk-envelopes.json"
     declaration = {
         "name": tool.name,
