@@ -300,15 +300,28 @@ def own_work_targets(own_work: profile_page.OwnWork) -> list[Target]:
     targets = []
     for name, what in ((profile_page.SEEN_BEFORE, "seen before"), (profile_page.FIRST_VIEW, "seen first")):
         ratio = own_work.ratio(name)
-        series = own_work.subjects[name]
+        series, zero = own_work.subjects[name], own_work.reference(name)
+        figure = (
+            f"{fmt_ratio(ratio)} ({fmt_ms(series.median)} vs {fmt_ms(zero.median)}; server CPU "
+            f"{series.cpu_per_call - zero.cpu_per_call:+.2f} ms per call over it)"
+        )
+        # Missed even by the zero-work walk answering with our envelope: out of any server's reach.
+        bound = (
+            own_work.ratio(profile_page.REPLAY_WALK)
+            if profile_page.REPLAY_WALK in own_work.subjects
+            else None
+        )
+        if name == profile_page.FIRST_VIEW and bound is not None:
+            figure += f"; a server with zero own work answering this envelope: {fmt_ratio(bound)}"
         targets.append(
             Target(
                 f"own work: warm newest-20 page {what} vs a zero-work server on the same SDK, "
-                f"{own_work.messages:,} messages",
+                f"{own_work.messages:,} messages"
+                + (" (a walk of never-seen pages)" if name == profile_page.FIRST_VIEW else ""),
                 f"<= {OWN_WORK_GOAL}x",
-                f"{fmt_ratio(ratio)} ({fmt_ms(series.median)} vs {fmt_ms(own_work.zero.median)}; server CPU "
-                f"{series.cpu_per_call - own_work.zero.cpu_per_call:+.2f} ms per call over it)",
+                figure,
                 ratio <= OWN_WORK_GOAL,
+                out_of_reach=name == profile_page.FIRST_VIEW and bound is not None and bound > OWN_WORK_GOAL,
             )
         )
     return targets
@@ -324,11 +337,15 @@ def own_work_section(own_work: profile_page.OwnWork) -> str:
             "connection, has imapclient parse the answer, and replies with one short line "
             "(`scripts/profile_page`). *Seen before*: ours as users run it, paging the same 20 again, their "
             "summaries kept (`summary_cache_entries`), so it fetches only FLAGS and RFC822.SIZE. *Seen "
-            "first*: ours with `summary_cache_entries = 0`, fetching and parsing everything, the same FETCH "
-            f"as the zero-work server. {own_work.calls} alternating calls each, server CPU from "
-            f"`/proc/<pid>/stat`, load {own_work.load:.2f} at the end.",
+            "first*: ours with `summary_cache_entries = 0` walking the mailbox with its cursors, every page "
+            "one it never saw, fetching and parsing everything, against the zero-work server walking the same "
+            "pages with the same FETCH, and against that walk answering with our envelope of each page "
+            f"(captured) under our outputSchema. {own_work.calls} alternating calls each, server CPU from "
+            f"`/proc/<pid>/stat`, load {own_work.load[0]:.2f} at the end.",
             "",
             own_work.table(),
+            "",
+            own_work.bound(),
         ]
     )
 

@@ -186,14 +186,16 @@ def _childless_multipart(node: Any, depth: int) -> bool:
     return depth < MAX_DEPTH and any(_childless_multipart(child, depth + 1) for child in split[0])
 
 
-def structure_mismatch(bs: Any, content_type: str | None) -> str | None:
+def structure_mismatch(bs: Any, content_type: str | None, parts: list[Part] | None = None) -> str | None:
     """Why the server's BODYSTRUCTURE must not be trusted for this message, else None.
 
     Some servers describe every message without a ``MIME-Version`` header as text/plain,
     whatever its Content-Type says (Courier), or return a multipart with no parts. Reading
     along such a structure shows an HTML body as raw markup (skipping the hidden-text
     defence) and loses attachments, so the caller should parse the message itself.
-    ``content_type`` is the message's top-level Content-Type header (None if absent).
+    ``content_type`` is the message's top-level Content-Type header (None if absent); ``parts``: what
+    :func:`parse_bodystructure` returned for ``bs``, when already read (a single part's leaf is not read
+    again).
     """
     try:
         if _childless_multipart(bs, 0):
@@ -204,7 +206,8 @@ def structure_mismatch(bs: Any, content_type: str | None) -> str | None:
         header_type = header_type.lower()
         if not valid_media_type(header_type):
             return None
-        leaf = _leaf_from_bodystructure(bs, "1")
+        # A single part: parse_bodystructure read it as this very leaf (section 1).
+        leaf = parts[0] if parts else _leaf_from_bodystructure(bs, "1")
         server_type = leaf.content_type if leaf is not None else "an unknown type"
         if header_type.startswith("multipart/"):
             # Without a boundary the header's multipart cannot be split: servers and

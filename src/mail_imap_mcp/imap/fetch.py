@@ -60,8 +60,14 @@ MAX_RECONNECTS_PER_PAGE = 3
 
 def find_item(response: dict[bytes, Any], prefix: bytes) -> Any:
     """Fetch data by key prefix: servers echo section names with varying spacing and origins."""
+    head = prefix[:1]
     for key, value in response.items():
-        if isinstance(key, bytes) and key.upper().startswith(prefix):
+        # Only a key that starts as the prefix does (in any case) is upper-cased whole.
+        if (
+            isinstance(key, bytes)
+            and (not head or key[:1].upper() == head)
+            and key.upper().startswith(prefix)
+        ):
             return value
     return None
 
@@ -152,10 +158,11 @@ def _summary(
     if headers is None:
         headers = mime.parse_header_block(find_item(response, b"BODY[HEADER") or b"")
     date = mime.parse_date(_first(headers, "date"))
+    uri = ref.message_uri
     return SummaryRecord(
         message_id=ref.message_id,
-        message_uri=ref.message_uri,
-        message_raw_uri=ref.message_raw_uri,
+        message_uri=uri,
+        message_raw_uri=uri + "/raw",  # as ref.message_raw_uri, without quoting the mailbox again
         mailbox=ref.mailbox,
         uidvalidity=ref.uidvalidity,
         uid=ref.uid,
@@ -205,7 +212,9 @@ def _trusted_structure(
     parts = _bodystructure(response)
     if parts is None:
         return None, None
-    doubt: str | None = structure_mismatch(response.get(b"BODYSTRUCTURE"), _first(headers, "content-type"))
+    doubt: str | None = structure_mismatch(
+        response.get(b"BODYSTRUCTURE"), _first(headers, "content-type"), parts
+    )
     return (None, doubt) if doubt else (parts, None)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -26,12 +27,13 @@ def format_address(a: Address) -> str:
     return a.email or a.name or ""
 
 
-_SPECIALS = frozenset('()<>[]:;@\\,."')
+#: The RFC 5322 specials: a display name holding one is quoted.
+_SPECIALS = re.compile(r'[()<>\[\]:;@\\,."]')
 
 
 def format_address_quoted(a: Address) -> str:
     name = a.name
-    if name and any(ch in _SPECIALS for ch in name):
+    if name and _SPECIALS.search(name):
         name = '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return format_address(Address(name, a.email))
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import email.utils
-from datetime import UTC, datetime
+import re
+from datetime import UTC, datetime, timedelta, timezone
 
 from .header_text import HEADER_CONTROL, strip_comments, to_str, unfold
 
@@ -33,7 +34,41 @@ def parse_date(raw: str | bytes | None) -> datetime | None:
         return None
 
 
+#: The form nearly every Date header has (``Thu, 14 Mar 2024 09:26:53 +0100``): read without the email
+#: package's general parser, to the same result (a year below 1000, which it reads as two digits, and
+#: anything else goes to that parser).
+_COMMON_DATE = re.compile(
+    r"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), )?(\d{1,2}) "
+    r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) ([1-9]\d{3}) (\d\d):(\d\d):(\d\d) ([+-])(\d\d)(\d\d)"
+)
+_MONTHS = {
+    name: number
+    for number, name in enumerate(
+        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], 1
+    )
+}
+
+
+def _common_date(text: str) -> datetime | None:
+    found = _COMMON_DATE.fullmatch(text)
+    if found is None:
+        return None
+    day, month, year, hour, minute, second, sign, zone_hours, zone_minutes = found.groups()
+    offset = int(zone_hours) * 3600 + int(zone_minutes) * 60
+    try:
+        zone = timezone(timedelta(seconds=-offset if sign == "-" else offset))
+        moment = datetime(
+            int(year), _MONTHS[month], int(day), int(hour), int(minute), int(second), tzinfo=zone
+        )
+        return moment.astimezone(UTC)
+    except (ValueError, OverflowError):
+        return None  # out of range: the general parser says what it makes of it
+
+
 def _try_parse_date(text: str) -> datetime | None:
+    common = _common_date(text)
+    if common is not None:
+        return common
     parsed: datetime | None = None
     try:
         parsed = email.utils.parsedate_to_datetime(text)

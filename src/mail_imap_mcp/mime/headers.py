@@ -70,7 +70,7 @@ def parse_header_block(raw: bytes) -> dict[str, list[str]]:
 
     headers: dict[str, list[str]] = {}
     for field_name, lines in fields:
-        raw_value = b"\r\n".join(lines)
+        raw_value = lines[0] if len(lines) == 1 else b"\r\n".join(lines)
         decoded = ""
         if field_name in _ADDRESS_HEADERS:
             decoded = ", ".join(format_address_quoted(a) for a in parse_address_list(raw_value))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from urllib.parse import unquote_to_bytes
 
@@ -69,26 +70,40 @@ def split_header_params(value: str) -> tuple[str, list[tuple[str, str]]]:
     return main, pairs
 
 
+#: What split_quoted acts on; the text between two of them is kept as it is.
+_QUOTING = re.compile(r'["\\;]')
+
+
 def split_quoted(value: str) -> list[str]:
-    """``value`` split on the semicolons outside double quotes, the quotes removed, ``\\x`` read as x."""
+    """``value`` split on the semicolons outside double quotes, the quotes removed, ``\\x`` read as x
+    (within quotes)."""
     items: list[str] = []
     current: list[str] = []
     quoted = False
-    index = 0
-    while index < len(value):
+    kept_from = 0  # the text from here to the next mark is kept as it is
+    search_from = 0
+    size = len(value)
+    while (mark := _QUOTING.search(value, search_from)) is not None:
+        index = mark.start()
         ch = value[index]
-        if quoted and ch == "\\" and index + 1 < len(value):
-            current.append(value[index + 1])
-            index += 2
+        if ch == "\\":
+            if quoted and index + 1 < size:
+                current.append(value[kept_from:index])
+                current.append(value[index + 1])
+                kept_from = search_from = index + 2
+            else:
+                search_from = index + 1  # a backslash outside quotes, or the last character: kept
             continue
+        current.append(value[kept_from:index])
         if ch == '"':
             quoted = not quoted
-        elif ch == ";" and not quoted:
+        elif quoted:
+            current.append(ch)
+        else:
             items.append("".join(current))
             current = []
-        else:
-            current.append(ch)
-        index += 1
+        kept_from = search_from = index + 1
+    current.append(value[kept_from:])
     items.append("".join(current))
     return items
 

@@ -121,6 +121,19 @@ def _snippet(
 
 
 _BLANK_LINE = re.compile(rb"\r?\n\r?\n")
+#: Bytes of a header block that decode to themselves: printable ASCII, tab and line ends (no control
+#: character that decoding drops, no 8-bit text).
+_PLAIN_HEADER_BYTES = re.compile(rb"[\t\n\r\x20-\x7e]*")
+
+
+def _cannot_say_multipart(block: bytes) -> bool:
+    """Whether no Content-Type of this part's header ``block`` can read as multipart once decoded, so it
+    needs no parse: plain ASCII without the word and without encoded-words (which could spell it)."""
+    return (
+        b"=?" not in block
+        and b"multipart" not in block.lower()
+        and bool(_PLAIN_HEADER_BYTES.fullmatch(block))
+    )
 
 
 def _first_leaf_text(prefix: bytes, parts: list[Part], boundary: str) -> str | None:
@@ -149,10 +162,11 @@ def _first_leaf_text(prefix: bytes, parts: list[Part], boundary: str) -> str | N
         blank = _BLANK_LINE.search(prefix, start)
         if blank is None:
             return None
-        content_type = parse_header_block(prefix[end : blank.end()].lstrip(b"\r\n")).get(
-            "content-type", [""]
-        )[0]
+        block = prefix[end : blank.end()]
         position = blank.end()
+        if _cannot_say_multipart(block):
+            continue
+        content_type = parse_header_block(block.lstrip(b"\r\n")).get("content-type", [""])[0]
         # A nested multipart names the delimiter of the next level.
         ctype, params = split_header_params(content_type)
         if ctype.strip().lower().startswith("multipart/"):

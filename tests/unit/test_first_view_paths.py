@@ -1,0 +1,308 @@
+"""The short ways a page seen first takes (issue 22) give what the longer ways they replace gave.
+
+Each fast path is compared with the path it shortcuts, on ordinary and hostile inputs: Date headers
+read without the email package's parser, Content-Type parameters split without a loop per character,
+a part's header block left unparsed when it cannot say multipart, a single part's BODYSTRUCTURE leaf
+not read twice.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch
+from mail_imap_mcp.imap.fetch import find_item
+from mail_imap_mcp.mime import dates, snippets
+from mail_imap_mcp.mime.addresses import Address, format_address_quoted
+from mail_imap_mcp.mime.params import split_header_params, split_quoted
+
+# -- split_quoted -------------------------------------------------------------------------------
+
+
+def _split_quoted_reference(value: str) -> list[str]:
+    """split_quoted as it was: a loop over every character."""
+    items: list[str] = []
+    current: list[str] = []
+    quoted = False
+    index = 0
+    while index < len(value):
+        ch = value[index]
+        if quoted and ch == "\\" and index + 1 < len(value):
+            current.append(value[index + 1])
+            index += 2
+            continue
+        if ch == '"':
+            quoted = not quoted
+        elif ch == ";" and not quoted:
+            items.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+        index += 1
+    items.append("".join(current))
+    return items
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        '"',
+        "\\",
+        '"\\',
+        '"a\\"b";c',
+        'text/plain; charset="utf-8"',
+        'multipart/mixed; boundary="a;b\\"c"; x=y',
+        'attachment; filename="a\\\\b;c.pdf"',
+        'x; a="unterminated; b=c',
+        "a\\;b;c",
+        '";";";"',
+        'a="\\',
+        'é; name="ü;ß"; x',
+        '"' * 10_000 + ";" * 10_000,
+        'text/html; charset="' + "x" * 100_000 + '"',
+    ],
+)
+def test_split_quoted_gives_what_the_character_loop_gave(value: str) -> None:
+    assert split_quoted(value) == _split_quoted_reference(value)
+
+
+def test_split_quoted_matches_the_character_loop_on_random_quoting() -> None:
+    generator = random.Random(22)
+    alphabet = ['"', "\\", ";", "a", " ", "=", "é", "\t", "\n"]
+    for _ in range(5_000):
+        value = "".join(generator.choice(alphabet) for _ in range(generator.randrange(0, 24)))
+        assert split_quoted(value) == _split_quoted_reference(value), value
+
+
+def test_split_header_params_with_quotes_is_unchanged() -> None:
+    assert split_header_params('text/plain; charset="utf-8"; format=flowed') == (
+        "text/plain",
+        [("charset", "utf-8"), ("format", "flowed")],
+    )
+
+
+# -- Date headers -------------------------------------------------------------------------------
+
+
+def _general_date(monkeypatch: pytest.MonkeyPatch, text: str) -> datetime | None:
+    """_try_parse_date as it was: the email package's parser (then ISO 8601) for every date."""
+    with monkeypatch.context() as patched:
+        patched.setattr(dates, "_common_date", lambda text: None)
+        return dates._try_parse_date(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Thu, 14 Mar 2024 09:26:53 +0100",
+        "14 Mar 2024 09:26:53 +0100",
+        "Thu, 4 Mar 2024 09:26:53 -0530",
+        "Thu, 04 Mar 2024 09:26:53 -0000",
+        "Thu, 14 Mar 2024 09:26:53 +0000",
+        "Thu, 14 Mar 2024 09:26:53 +0099",
+        "Thu, 14 Mar 2024 09:26:53 +2359",
+        "Thu, 14 Mar 2024 09:26:53 +2400",
+        "Thu, 14 Mar 2024 09:26:53 -9999",
+        "Thu, 31 Feb 2024 09:26:53 +0100",
+        "Thu, 00 Mar 2024 09:26:53 +0100",
+        "Thu, 14 Mar 2024 24:00:00 +0100",
+        "Thu, 14 Mar 2024 23:59:60 +0100",
+        "Thu, 14 Mar 0050 09:26:53 +0100",
+        "Thu, 14 Mar 1000 00:00:00 +0100",
+        "Fri, 31 Dec 9999 23:59:59 -2359",
+        "Mon, 1 Jan 1000 00:00:00 +2359",
+        "Xyz, 14 Mar 2024 09:26:53 +0100",
+        "Thu, 14 mar 2024 09:26:53 +0100",
+        "Thu, 14 Mar 24 09:26:53 +0100",
+        "Thu, 14 Mar 2024 09:26 +0100",
+        "Thu, 14 Mar 2024 09:26:53 CET",
+        "Thu, 14 Mar 2024 09:26:53",
+        "2024-03-14T09:26:53+01:00",
+        "",
+        "garbage",
+    ],
+)
+def test_common_dates_read_as_the_email_package_reads_them(
+    monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    assert dates._try_parse_date(text) == _general_date(monkeypatch, text)
+
+
+def test_random_common_dates_read_as_the_email_package_reads_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    generator = random.Random(22)
+    months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    for _ in range(3_000):
+        text = (
+            f"{generator.choice(['', 'Mon, ', 'Sun, '])}{generator.randrange(0, 33)} {generator.choice(months)} "
+            f"{generator.randrange(1000, 10_000)} {generator.randrange(0, 26):02d}:{generator.randrange(0, 61):02d}:"
+            f"{generator.randrange(0, 62):02d} {generator.choice('+-')}{generator.randrange(0, 100):02d}"
+            f"{generator.randrange(0, 100):02d}"
+        )
+        assert dates._try_parse_date(text) == _general_date(monkeypatch, text), text
+
+
+def test_parse_date_of_a_folded_header_with_a_comment() -> None:
+    assert dates.parse_date("Thu, 14 Mar 2024\r\n 09:26:53 +0100 (CET)") == datetime(
+        2024, 3, 14, 8, 26, 53, tzinfo=UTC
+    )
+
+
+# -- a part's header block in the snippet's short way --------------------------------------------
+
+
+def _snippet_without_the_shortcut(
+    monkeypatch: pytest.MonkeyPatch, prefix: bytes, parts: Any, boundary: str
+) -> Any:
+    with monkeypatch.context() as patched:
+        patched.setattr(snippets, "_cannot_say_multipart", lambda block: False)
+        return snippets.snippet_from_prefix(prefix, parts, boundary=boundary)
+
+
+def _nested(part_header: bytes, inner_header: bytes = b"Content-Type: text/plain\r\n") -> bytes:
+    return (
+        b"--outer\r\n" + part_header + b"\r\n"
+        b"--inner\r\n" + inner_header + b"\r\n"
+        b"The inner text.\r\n--inner--\r\n"
+        b"--outer\r\nContent-Type: text/plain\r\n\r\nthe second part\r\n--outer--\r\n"
+    )
+
+
+TEXT_LEAF = (b"text", b"plain", None, None, None, b"7bit", 15, 1)
+#: multipart/mixed (multipart/alternative (text/plain), text/plain): the body is section 1.1.
+NESTED_STRUCTURE = ([([TEXT_LEAF], b"alternative"), TEXT_LEAF], b"mixed")
+#: multipart/mixed (text/plain, text/plain): the body is section 1.
+FLAT_STRUCTURE = ([TEXT_LEAF, TEXT_LEAF], b"mixed")
+
+
+@pytest.mark.parametrize(
+    "part_header",
+    [
+        b'Content-Type: multipart/alternative; boundary="inner"\r\n',
+        b"Content-Type: Multipart/Alternative;\r\n boundary=inner\r\n",
+        b'Content-Type: multipart/alternative; boundary="inner"\r\nContent-Transfer-Encoding: 7bit\r\n',
+        # Spelled so that only decoding says multipart: control characters dropped, encoded-words.
+        b'Content-Type: multi\x01part/alternative; boundary="inner"\r\n',
+        b'Content-Type: multi\xc2\x80part/alternative; boundary="inner"\r\n',
+        b'Content-Type: =?utf-8?q?multipart/alternative?=; boundary="inner"\r\n',
+        b'Content-Type: text/plain; charset="utf-8"\r\n',
+        b"Content-Type: text/plain; charset=\xff\r\n",
+        b"Content-Type: text/plain;\r\n\tcharset=us-ascii\r\n",
+        b"X-Note: =?utf-8?q?hello?=\r\nContent-Type: text/plain\r\n",
+        b"",
+        b"Content-Type:\r\n",
+        b"Content-Type: text/plain\r\nX-Huge: " + b"y" * 200_000 + b"\r\n",
+        b"Content-Type: text/plain\r\nX-Many: " + b"multipart " * 2_000 + b"\r\n",
+    ],
+)
+def test_part_headers_read_as_the_full_parse_reads_them(
+    monkeypatch: pytest.MonkeyPatch, part_header: bytes
+) -> None:
+    for structure in (NESTED_STRUCTURE, FLAT_STRUCTURE):
+        parts = parse_bodystructure(structure)
+        prefix = _nested(part_header)
+        assert snippets.snippet_from_prefix(prefix, parts, boundary="outer") == _snippet_without_the_shortcut(
+            monkeypatch, prefix, parts, "outer"
+        )
+
+
+def test_a_nested_multipart_spelled_with_a_control_character_is_still_followed() -> None:
+    parts = parse_bodystructure(NESTED_STRUCTURE)
+    assert parts[0].section == "1.1"
+    prefix = _nested(b'Content-Type: multi\x01part/alternative; boundary="inner"\r\n')
+    assert snippets.snippet_from_prefix(prefix, parts, boundary="outer") == "The inner text."
+
+
+def test_a_plain_part_header_needs_no_parse() -> None:
+    assert snippets._cannot_say_multipart(b"\r\nContent-Type: text/plain;\r\n charset=utf-8\r\n\r\n")
+    assert not snippets._cannot_say_multipart(b"\r\nContent-Type: MULTIPART/mixed\r\n\r\n")
+    assert not snippets._cannot_say_multipart(b"\r\nContent-Type: =?us-ascii?q?text/plain?=\r\n\r\n")
+    assert not snippets._cannot_say_multipart(b"\r\nContent-Type: text/plain\x00\r\n\r\n")
+    assert not snippets._cannot_say_multipart("\r\nContent-Type: text/plain; name=é\r\n\r\n".encode())
+
+
+# -- a single part's BODYSTRUCTURE leaf, read once ----------------------------------------------
+
+STRUCTURES: list[Any] = [
+    (b"text", b"plain", (b"charset", b"utf-8"), None, None, b"7bit", 120, 4),
+    (b"TEXT", b"HTML", (b"charset", b"utf-8"), None, None, b"quoted-printable", 120, 4, None, None, None),
+    (b"application", b"pdf", (b"name", b"a.pdf"), None, None, b"base64", 9000, None, (b"attachment", None)),
+    (b"message", b"rfc822", None, None, None, b"7bit", 300),
+    (b"text", None, None, None, None, None, None),
+    (None, b"plain", None, None, None, b"7bit", 1),
+    (b"x" * 5_000, b"y", None, None, None, b"7bit", 1),
+    FLAT_STRUCTURE,
+    NESTED_STRUCTURE,
+]
+CONTENT_TYPES = [
+    None,
+    "",
+    "text/plain",
+    "text/html; charset=utf-8",
+    'multipart/mixed; boundary="b"',
+    "multipart/mixed",
+    'Text/HTML;\r\n charset="utf-8"',
+    "application/pdf",
+    "garbage",
+    "=?utf-8?q?text/html?=",
+    "text/html; " + "x=y; " * 5_000,
+]
+
+
+@pytest.mark.parametrize("structure", STRUCTURES)
+def test_structure_mismatch_with_the_parts_read_says_what_it_said_without(structure: Any) -> None:
+    parts = parse_bodystructure(structure)
+    for content_type in CONTENT_TYPES:
+        assert structure_mismatch(structure, content_type, parts) == structure_mismatch(
+            structure, content_type
+        )
+
+
+def test_courier_text_plain_for_an_html_message_is_still_doubted() -> None:
+    structure = (b"text", b"plain", (b"charset", b"us-ascii"), None, None, b"7bit", 120, 4)
+    assert structure_mismatch(structure, "text/html", parse_bodystructure(structure)) == (
+        "it says text/plain where the Content-Type header says text/html"
+    )
+
+
+# -- display names quoted when they hold a special ----------------------------------------------
+
+
+def test_display_names_are_quoted_when_they_hold_an_rfc5322_special() -> None:
+    specials = '()<>[]:;@\\,."'
+    generator = random.Random(22)
+    alphabet = [*specials, "a", " ", "é", "\t", "-"]
+    for _ in range(5_000):
+        name = "".join(generator.choice(alphabet) for _ in range(generator.randrange(1, 10)))
+        quoted = format_address_quoted(Address(name, "a@example.org"))
+        assert quoted.startswith('"') == any(ch in specials for ch in name), name
+
+
+# -- fetch items found by prefix ----------------------------------------------------------------
+
+
+def _find_item_reference(response: dict[Any, Any], prefix: bytes) -> Any:
+    """find_item as it was: every key upper-cased."""
+    for key, value in response.items():
+        if isinstance(key, bytes) and key.upper().startswith(prefix):
+            return value
+    return None
+
+
+def test_find_item_finds_what_upper_casing_every_key_found() -> None:
+    response: dict[Any, Any] = {
+        b"SEQ": 1,
+        b"FLAGS": (b"\\Seen",),
+        "BODY[TEXT]<0>": "a str key is no match",
+        b"body[header.fields (date)]<0>": b"lower-case echo",
+        b"BODY[HEADER.FIELDS (FROM)]<0>": b"second",
+        b"": b"empty key",
+        b"BODY[TEXT]<0>": b"text",
+        b"bODY[]<0>": b"whole",
+    }
+    for prefix in (b"BODY[HEADER", b"BODY[TEXT]", b"BODY[]", b"BODY[1.2]", b"FLAGS", b"SEQ", b"", b"X", b"b"):
+        assert find_item(response, prefix) == _find_item_reference(response, prefix), prefix
