@@ -53,6 +53,40 @@ def pytest_configure(config: pytest.Config) -> None:
 CYRUS_RERUNS = 2
 
 
+#: Tests one worker runs together, because they share something costly made once per process: a
+#: module (its module fixture) or single tests (a cache), each with the name of its group.
+ONE_WORKER = {
+    "tests/integration/test_readme.py": "the README's install",
+    "tests/integration/test_hostile_mail.py::test_generated_messages_cover_every_family_of_damage": "hostile mail",
+    "tests/integration/test_hostile_mail.py::test_generated_messages_read_as_clean_envelopes_through_the_server": (
+        "hostile mail"
+    ),
+}
+
+
+def _together(nodeid: str) -> str | None:
+    """The ``ONE_WORKER`` group of a test, if it is in one."""
+    return ONE_WORKER.get(nodeid.split("::", 1)[0]) or ONE_WORKER.get(nodeid.split("[", 1)[0])
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With ``--dist loadgroup``: test by test, except the groups of ``ONE_WORKER``.
+
+    pytest-xdist's own loadgroup reads ``xdist_group`` marks by renaming node ids, which pytest 9 no
+    longer allows (the marks are ignored and a group's tests spread over the workers), so the groups
+    are named here, by node id.
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class TogetherScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _together(nodeid) or nodeid
+
+    return TogetherScheduling(config, log)
+
+
 def _servers(item: pytest.Item) -> set[str]:
     """The servers of the matrix ``item`` runs on (by fixture or parameter)."""
     callspec = getattr(item, "callspec", None)
@@ -62,11 +96,10 @@ def _servers(item: pytest.Item) -> set[str]:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The longest first, so that none of them is left to end the run alone on one worker while the others
-    # have nothing to do: the modules one worker runs whole (xdist_group), then those with slow tests. A
+    # have nothing to do: what one worker runs together (ONE_WORKER), then the modules with slow tests. A
     # module's tests stay together, so a module fixture is built once (per worker).
-    grouped = {item.module for item in items if item.get_closest_marker("xdist_group")}
     slow = {item.module for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: (item.module not in grouped, item.module not in slow))
+    items.sort(key=lambda item: (_together(item.nodeid) is None, item.module not in slow))
     for item in items:
         if {"cyrus", "cyrus_altns"} & _servers(item):
             item.add_marker(pytest.mark.flaky(reruns=CYRUS_RERUNS, reruns_delay=1))

@@ -45,8 +45,7 @@ from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.wire import Atom, Command, ImapRecorder, String, Token, check_traffic, parse_commands
 
-# One worker runs the module: the transcripts of every tool on both Dovecots are made once (module fixture).
-pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("capabilities")]
+pytestmark = pytest.mark.anyio
 
 MINIMAL_CAPABILITIES = "IMAP4rev1"
 MINIMAL_PASSWORD_ENV = "MIM_TEST_IMAP_PASSWORD_MINIMAL"

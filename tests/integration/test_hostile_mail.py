@@ -998,12 +998,7 @@ FAMILIES: dict[str, Callable[[bytes], bool]] = {
 }
 
 
-#: The two tests of the generated messages run on one worker: the messages are drawn once per process.
-generated_mail = pytest.mark.xdist_group("generated_hostile_mail")
-
-
 @pytest.mark.slow
-@generated_mail
 def test_generated_messages_cover_every_family_of_damage() -> None:
     messages = generate_messages(GENERATED_MESSAGES)
     missing = [name for name, found in FAMILIES.items() if not any(found(m) for m in messages)]
@@ -1011,7 +1006,6 @@ def test_generated_messages_cover_every_family_of_damage() -> None:
 
 
 @pytest.mark.slow
-@generated_mail
 async def test_generated_messages_read_as_clean_envelopes_through_the_server(dovecot: Dovecot) -> None:
     messages = generate_messages(GENERATED_MESSAGES)
     assert len(messages) >= GENERATED_MESSAGES * 0.9

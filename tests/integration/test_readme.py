@@ -22,8 +22,6 @@ from tests.support.envelope_client import EnvelopeClient
 from tests.support.readme import readme_block
 
 ROOT = Path(__file__).resolve().parents[2]
-# One worker runs the module: the README's install (a minute of pip) is made once (module fixture).
-pytestmark = pytest.mark.xdist_group("readme")
 DEV_TOOLS = ("pytest", "mypy", "ruff", "hypothesis", "matplotlib", "numpy", "trustme")
 
 
