@@ -241,8 +241,7 @@ def folders_section(result: FoldersResult, machine: dict[str, Any]) -> str:
         f"Latest run of the folders axis: **{machine['date_utc']}**, commit `{machine['git_commit']}`, "
         f"{machine['nproc']} CPU "
         f"{machine['cpu_model']}, load average {machine['load_average_at_start'][0]} at the start and "
-        f"{machine.get('load_average_at_end', ['?'])[0]} at the end (a shared machine, not idle: the "
-        "figures include other work's noise). Folders of "
+        f"{machine.get('load_average_at_end', ['?'])[0]} at the end ({_quietness(machine)}). Folders of "
         f"{PER_FOLDER} messages, {NEEDLES} of them holding one message from the sender searched for; "
         "warm calls over implicit TLS through the link emulation; median ms (round trips).",
         "",
@@ -431,3 +430,11 @@ def _line(
     )
     if points:
         ax.plot(*zip(*points, strict=True), style, marker="o", label=label)
+
+
+def _quietness(machine: dict[str, Any]) -> str:
+    """What the load average says of the run: a run beside other work carries its noise."""
+    loads = [machine.get(key, [None])[0] for key in ("load_average_at_start", "load_average_at_end")]
+    if all(isinstance(load, int | float) and load < 1.0 for load in loads):
+        return "nothing else running: the load is the bench's own"
+    return "other work was running: the figures carry its noise"
