@@ -48,9 +48,10 @@ def pytest_configure(config: pytest.Config) -> None:
 #: Cyrus now and then answers as if a plain mailbox had a special use (a user's DELETE of it refused
 #: with "SPECIAL-USE flag conflict"), or leaves a freshly seeded mailbox out of a search of every
 #: mailbox: about one test in a full run, a different one each time, never reproduced alone (see the
-#: closing notes of issue 21). Until that is understood, a test that runs on Cyrus is retried up to twice;
-#: pytest reports each retry ("rerun"), and a defect fails all three times.
-CYRUS_RERUNS = 2
+#: closing notes of issue 21). Until that is understood, a test that runs on Cyrus is retried up to twice
+#: (and so is the Courier case of ``_COURIER_WATCH_FLAG``); pytest reports each retry ("rerun"), and a
+#: defect fails all three times.
+KNOWN_FLAKY_RERUNS = 2
 
 
 #: Tests one worker runs together, because they share something costly made once per process: a
@@ -87,7 +88,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return TogetherScheduling(config, log)
 
 
-#: An open defect, retried like the Cyrus runs until it is understood: on Courier, a flag set by another
+#: An open defect, retried like the Cyrus runs (``KNOWN_FLAKY_RERUNS``) until it is understood: on Courier, a flag set by another
 #: client now and then reaches no subscriber within 5 s (no update at all, not a late one), in about one
 #: full run in three since the suite runs test by test (2026-11-23); never seen on the other servers.
 _COURIER_WATCH_FLAG = (
@@ -110,7 +111,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: (_together(item.nodeid) is None, item.module not in slow))
     for item in items:
         if {"cyrus", "cyrus_altns"} & _servers(item) or _COURIER_WATCH_FLAG in item.nodeid:
-            item.add_marker(pytest.mark.flaky(reruns=CYRUS_RERUNS, reruns_delay=1))
+            item.add_marker(pytest.mark.flaky(reruns=KNOWN_FLAKY_RERUNS, reruns_delay=1))
     if not config.getoption("--dovecot-only"):
         return
     others = set(MATRIX) - {"dovecot"}
