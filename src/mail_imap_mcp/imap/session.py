@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from imapclient.exceptions import IMAPClientError
-from imapclient.response_parser import parse_fetch_response
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap import parsing, view, wire
@@ -39,6 +38,7 @@ from mail_imap_mcp.imap.errors import (
     says_mailbox_missing,
     server_said,
 )
+from mail_imap_mcp.imap.fetch_response import parse_fetch_response
 from mail_imap_mcp.imap.summary_cache import SummaryCache
 from mail_imap_mcp.imap.uidplus import CopyUid, MalformedUidSet, format_uid_set, parse_copyuids, parse_uid_set
 from mail_imap_mcp.imap.view import MailboxState

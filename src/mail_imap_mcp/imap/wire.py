@@ -25,10 +25,11 @@ from typing import Any
 from imapclient import IMAPClient
 from imapclient.imap_utf7 import decode as decode_utf7
 from imapclient.imapclient import _literal, join_message_ids, seq_to_parenstr_upper
-from imapclient.response_parser import parse_fetch_response, parse_response
+from imapclient.response_parser import parse_response
 
 from mail_imap_mcp.imap import parsing
 from mail_imap_mcp.imap.errors import ConnectPhase, ConnectProgress, ImplicitTlsPort
+from mail_imap_mcp.imap.fetch_response import parse_fetch_response
 from mail_imap_mcp.imap.tls import TLS_PROBE_S, answers_tls, handshake_round_trips
 
 #: Opens the TCP connection to ``(host, port)`` within ``timeout`` seconds. The default is a TCP connect
