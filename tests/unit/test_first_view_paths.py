@@ -3,7 +3,7 @@
 Each fast path is compared with the path it shortcuts, on ordinary and hostile inputs: Date headers
 read without the email package's parser, Content-Type parameters split without a loop per character,
 a part's header block left unparsed when it cannot say multipart, a single part's BODYSTRUCTURE leaf
-not read twice.
+not read twice, a compact page of one mailbox built without the full page.
 """
 
 from __future__ import annotations
@@ -14,11 +14,20 @@ from typing import Any
 
 import pytest
 
+from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch
 from mail_imap_mcp.imap.fetch import find_item
+from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.mime import dates, snippets
 from mail_imap_mcp.mime.addresses import Address, format_address_quoted
 from mail_imap_mcp.mime.params import split_header_params, split_quoted
+from mail_imap_mcp.tools._shared.search_page import (
+    compact_page,
+    compact_search_result,
+    named_in_summary,
+    search_result,
+)
 
 # -- split_quoted -------------------------------------------------------------------------------
 
@@ -306,3 +315,77 @@ def test_find_item_finds_what_upper_casing_every_key_found() -> None:
     }
     for prefix in (b"BODY[HEADER", b"BODY[TEXT]", b"BODY[]", b"BODY[1.2]", b"FLAGS", b"SEQ", b"", b"X", b"b"):
         assert find_item(response, prefix) == _find_item_reference(response, prefix), prefix
+
+
+# -- a compact page of one mailbox built without the full page --------------------------------------
+
+
+def _record(uid: int, **fields: Any) -> SummaryRecord:
+    ref = MessageRef("work", "Projects/Ops", 7, uid)
+    values: dict[str, Any] = {
+        "message_id": ref.message_id,
+        "message_uri": ref.message_uri,
+        "message_raw_uri": ref.message_raw_uri,
+        "mailbox": ref.mailbox,
+        "uidvalidity": 7,
+        "uid": uid,
+        "date": "2026-11-21T23:51:07Z",
+        "from_": "Ana Lima <ana@example.org>",
+        "to": "Bo <bo@example.com>",
+        "cc": None,
+        "subject": "Re: the plan",
+        "flags": ["\\Seen"],
+        "size_bytes": 2210,
+        "has_attachments": False,
+        "snippet": "Looks good to me.",
+    }
+    return SummaryRecord(**{**values, **fields})
+
+
+RECORDS = [
+    _record(9),
+    _record(8, short_recipients="me +2", flags=[], has_attachments=True, cc="Cy <cy@example.net>"),
+    _record(7, short_recipients="", to=None, subject=None, snippet=None, date=None, flags=["\\Flagged", "$X"]),
+    _record(6, from_=None, to=None, cc="Cy <cy@example.net>", date="2026-01-01T00:00:00+01:00", size_bytes=0),
+    _record(5, subject="\u202eevil\u0000 – ünïcode", snippet="", short_recipients="Bo +1", flags=["\\Seen", "\\Answered"]),
+]  # fmt: skip
+ISSUE = Issue(
+    code="parse_failed", stage="parse_headers", message="UID 4: could not parse", retryable=False, uid=4
+)
+
+
+@pytest.mark.parametrize(
+    ("messages", "issues", "next_cursor", "returned_before"),
+    [
+        (RECORDS, [], "c1", 0),
+        (RECORDS[:2], [ISSUE], None, 40),
+        ([], [], None, 0),
+        ([], [ISSUE], "c2", 20),
+    ],
+)
+def test_a_compact_page_built_directly_is_the_compact_form_of_the_full_page(
+    messages: list[SummaryRecord], issues: list[Issue], next_cursor: str | None, returned_before: int
+) -> None:
+    page = {
+        "mailbox": "Projects/Ops",
+        "where": named_in_summary("Projects/Ops"),
+        "total": 1234,
+        "returned_before": returned_before,
+        "attempted": len(messages) + len(issues),
+        "messages": messages,
+        "next_cursor": next_cursor,
+        "issues": issues,
+        "warnings": ["1 message(s) could not be read; see data.issues."] if issues else [],
+    }
+    full = search_result(
+        {"account_id": "work", "mailbox": "Projects/Ops", "limit": 20},
+        account_id="work",
+        mailboxes=["Projects/Ops"],
+        by_date=False,
+        has_more=next_cursor is not None,
+        **page,
+    )
+    shortcut, expected = compact_search_result(**page), compact_page(full)
+    assert (shortcut.summary, shortcut.warnings, shortcut.media) == (expected.summary, expected.warnings, [])
+    assert shortcut.data.model_dump_json(by_alias=True) == expected.data.model_dump_json(by_alias=True)
+    assert type(shortcut.data) is type(expected.data)

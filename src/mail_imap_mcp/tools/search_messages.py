@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -41,6 +41,7 @@ from mail_imap_mcp.tools._shared.search_page import (
     SearchMessagesData,
     charset_refused,
     compact_page,
+    compact_search_result,
     decode_cursor,
     named_in_summary,
     search_result,
@@ -211,16 +212,25 @@ def _same_search(args: SearchMessagesInput, account_id: str) -> dict[str, Any]:
     return arguments
 
 
-def handle(
-    app: AppContext, args: SearchMessagesInput
-) -> ToolResult[SearchMessagesData] | ToolResult[CompactSearchData]:
-    result = _handle(app, args)
-    if args.needs_reply:
-        result = drop_answered(app, result.data.account_id, result)
-    return compact_page(result) if args.fields == "compact" else result
+Page = ToolResult[SearchMessagesData] | ToolResult[CompactSearchData]
 
 
-def _handle(app: AppContext, args: SearchMessagesInput) -> ToolResult[SearchMessagesData]:
+def handle(app: AppContext, args: SearchMessagesInput) -> Page:
+    compact = args.fields == "compact"
+    # needs_reply looks at the full page first; otherwise one mailbox's page is built compact directly.
+    result = _handle(app, args, compact=compact and not args.needs_reply)
+    if _is_full(result):
+        if args.needs_reply:
+            result = drop_answered(app, result.data.account_id, result)
+        return compact_page(result) if compact else result
+    return result
+
+
+def _is_full(result: Page) -> TypeGuard[ToolResult[SearchMessagesData]]:
+    return isinstance(result.data, SearchMessagesData)
+
+
+def _handle(app: AppContext, args: SearchMessagesInput, *, compact: bool) -> Page:
     account = app.config.accounts[app.connection(args.account_id).account_id]
     search = _filter(args, account.user_addresses)
     digest = _digest(args)
@@ -231,13 +241,20 @@ def _handle(app: AppContext, args: SearchMessagesInput) -> ToolResult[SearchMess
     if args.sort != "arrival" or args.mailboxes is not None or args.mailbox == "*":
         account_id = app.connection(args.account_id).account_id
         return handle_ordered(app, args, search, digest, _same_search(args, account_id))
-    return _handle_one(app, args, args.mailbox, search, digest)
+    return _handle_one(app, args, args.mailbox, search, digest, compact=compact)
 
 
 def _handle_one(
-    app: AppContext, args: SearchMessagesInput, mailbox: str, search: SearchFilter, digest: str
-) -> ToolResult[SearchMessagesData]:
-    """One mailbox in arrival order: windows of UIDs, the v1 cursor."""
+    app: AppContext,
+    args: SearchMessagesInput,
+    mailbox: str,
+    search: SearchFilter,
+    digest: str,
+    *,
+    compact: bool,
+) -> Page:
+    """One mailbox in arrival order: windows of UIDs, the v1 cursor; with ``compact``, the page in the
+    compact shape."""
     connection = app.connection(args.account_id)
     account_id = connection.account_id
     cursor = decode_cursor(
@@ -281,6 +298,20 @@ def _handle_one(
 
     if batch.issues:
         warnings.append(f"{len(batch.issues)} message(s) could not be read; see data.issues.")
+    next_cursor = page.next_cursor.encode() if page.next_cursor else None
+    returned_before = cursor.returned if cursor else 0
+    if compact:
+        return compact_search_result(
+            mailbox=mailbox,
+            where=named_in_summary(mailbox),
+            total=page.total,
+            returned_before=returned_before,
+            attempted=len(page.uids),
+            messages=batch.messages,
+            next_cursor=next_cursor,
+            issues=batch.issues,
+            warnings=warnings,
+        )
     return search_result(
         _same_search(args, account_id),
         account_id=account_id,
@@ -289,10 +320,10 @@ def _handle_one(
         where=named_in_summary(mailbox),
         by_date=False,
         total=page.total,
-        returned_before=cursor.returned if cursor else 0,
+        returned_before=returned_before,
         attempted=len(page.uids),
         messages=batch.messages,
-        next_cursor=page.next_cursor.encode() if page.next_cursor else None,
+        next_cursor=next_cursor,
         has_more=page.has_more,
         issues=batch.issues,
         warnings=warnings,

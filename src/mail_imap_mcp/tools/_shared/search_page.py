@@ -21,6 +21,7 @@ from mail_imap_mcp.tools._shared.shapes import (
     CompactSummary,
     MessageSummary,
     UntrustedContent,
+    compact_record,
     compact_summary,
     summary_shape,
 )
@@ -83,16 +84,36 @@ def compact_page(result: ToolResult[SearchMessagesData]) -> ToolResult[CompactSe
     data = result.data
     # Several mailboxes ('*' or a list): each summary says where it is.
     across = data.mailboxes != [data.mailbox]
-    brief = CompactSearchData(
-        mailbox=data.mailbox,
-        total=data.total,
-        status=data.status,
-        issues=data.issues or None,
-        messages=[compact_summary(m, with_mailbox=across) for m in data.messages],
-        next_cursor=data.next_cursor,
-        untrusted_content=COMPACT_UNTRUSTED_ACROSS if across else COMPACT_UNTRUSTED,
+    brief = _compact_data(
+        data.mailbox,
+        across,
+        data.total,
+        data.status,
+        data.issues,
+        [compact_summary(m, with_mailbox=across) for m in data.messages],
+        data.next_cursor,
     )
     return ToolResult(summary=result.summary, data=brief, warnings=result.warnings)
+
+
+def _compact_data(
+    mailbox: str,
+    across: bool,
+    total: int,
+    status: Status,
+    issues: list[Issue],
+    messages: list[CompactSummary],
+    next_cursor: str | None,
+) -> CompactSearchData:
+    return CompactSearchData(
+        mailbox=mailbox,
+        total=total,
+        status=status,
+        issues=issues or None,
+        messages=messages,
+        next_cursor=next_cursor,
+        untrusted_content=COMPACT_UNTRUSTED_ACROSS if across else COMPACT_UNTRUSTED,
+    )
 
 
 def untrusted_fields(*more: str) -> UntrustedContent:
@@ -163,6 +184,28 @@ def search_result(
         untrusted_content=untrusted_fields("mailboxes[]"),
     )
     summary = page_summary(returned_before + 1, attempted, len(messages), total, where, by_date)
+    return ToolResult(summary=summary, data=data, warnings=warnings)
+
+
+def compact_search_result(
+    *,
+    mailbox: str,
+    where: str,
+    total: int,
+    returned_before: int,
+    attempted: int,
+    messages: list[SummaryRecord],
+    next_cursor: str | None,
+    issues: list[Issue],
+    warnings: list[str],
+) -> ToolResult[CompactSearchData]:
+    """``compact_page(search_result(...))`` of one mailbox in arrival order, without the full page in
+    between (a page seen first builds one summary model per message instead of two)."""
+    status: Status = "partial" if issues else "ok"  # as search_result says it
+    data = _compact_data(
+        mailbox, False, total, status, issues, [compact_record(m) for m in messages], next_cursor
+    )
+    summary = page_summary(returned_before + 1, attempted, len(messages), total, where, False)
     return ToolResult(summary=summary, data=data, warnings=warnings)
 
 

@@ -391,14 +391,24 @@ def compact_summary(summary: MessageSummary, *, with_mailbox: bool = False) -> C
     """The compact shape of a summary: nothing derivable from message_id, no nulls, the recipients in a
     few words, the date to the minute; with ``with_mailbox``, its mailbox (results that span several
     mailboxes)."""
+    return _compact(summary, summary._short_recipients, with_mailbox)
+
+
+def compact_record(record: SummaryRecord, *, with_mailbox: bool = False) -> CompactSummary:
+    """``compact_summary(summary_shape(record))``, without the full summary in between."""
+    return _compact(record, record.short_recipients, with_mailbox)
+
+
+def _compact(
+    summary: MessageSummary | SummaryRecord, short_recipients: str | None, with_mailbox: bool
+) -> CompactSummary:
     unread, flags = compact_flags(summary.flags)
     return CompactSummary(
         message_id=summary.message_id,
         date=to_the_minute(summary.date),
         from_=summary.from_,
         # "" when the message went to this account alone: in one's own mail that says nothing, like \Seen.
-        to=(summary.to or summary.cc if summary._short_recipients is None else summary._short_recipients)
-        or None,
+        to=(summary.to or summary.cc if short_recipients is None else short_recipients) or None,
         subject=summary.subject or None,
         unread=unread,
         flags=flags,
