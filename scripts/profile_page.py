@@ -452,6 +452,59 @@ async def measure_own_work(
     )
 
 
+async def measure_layers(dovecot: Any, user: str, work_dir: Path, *, calls: int, warmup: int) -> str:
+    """Our walk of pages seen first and the zero-work walk, alternating, each server timed by layer from
+    inside (``scripts/profile_layers.py``): the table of where each one's CPU per call goes."""
+    import json
+    import signal
+
+    import profile_layers
+
+    settings = account_settings(dovecot, user, password_env=PASSWORD_ENV)
+    _, first_view = write_configs(work_dir, settings)
+    env = {PASSWORD_ENV: dovecot.password, "PATH": os.environ.get("PATH", "")}
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    script = str(Path(__file__).with_name("profile_layers.py"))
+    imap = [dovecot.host, str(dovecot.tls_port), user, str(dovecot.ca_file)]
+    launches = {
+        "ours": (["serve-ours", str(first_view)], str(first_view)),
+        "zero": (["serve-zero", *imap], "serve-zero"),
+    }
+    async with contextlib.AsyncExitStack() as stack:
+        subjects: dict[str, Subject] = {}
+        for name, (args, marker) in launches.items():
+            out = work_dir / f"layers-{name}.json"
+            params = StdioServerParameters(
+                command=sys.executable, args=[script, *args], env={**env, profile_layers.OUT_ENV: str(out)}
+            )
+            client, pid = await stack.enter_async_context(
+                spawned(params, work_dir / f"layers-{name}.log", marker)
+            )
+            subjects[name] = (
+                Subject(name, "imap_search_messages", _arguments("default"), client, pid, _next_page)
+                if name == "ours"
+                else Subject(name, "page", {"walk": True}, client, pid)
+            )
+
+        async def timers() -> dict[str, Any]:
+            for subject in subjects.values():
+                os.kill(subject.pid, signal.SIGUSR1)
+            await anyio.sleep(0.5)
+            return {name: json.loads((work_dir / f"layers-{name}.json").read_text()) for name in subjects}
+
+        for _ in range(warmup):
+            for subject in subjects.values():
+                await subject.call(record=False)
+        before = await timers()
+        for _ in range(calls):
+            for subject in subjects.values():
+                await subject.call(record=True)
+        after = await timers()
+    figures = {name: profile_layers.per_call(before[name], after[name], calls) for name in subjects}
+    return profile_layers.table(figures["ours"], figures["zero"])
+
+
 def dovecot_messages(dovecot: Any, user: str) -> int:
     with dovecot.connect(user) as client:
         return int(client.select_folder("INBOX", readonly=True)[b"EXISTS"])
@@ -465,6 +518,7 @@ async def compare(
     shapes: list[str],
     replay: bool,
     json_path: str | None,
+    layer_calls: int = 0,
 ) -> None:
     import json
 
@@ -480,6 +534,11 @@ async def compare(
         result = await measure_own_work(
             dovecot, user, Path(tmp), calls=calls, warmup=warmup, shapes=shapes, replay=replay
         )
+        layers = ""
+        if layer_calls:
+            layers = await measure_layers(
+                dovecot, user, Path(tmp) / "layers", calls=layer_calls, warmup=warmup
+            )
         if profile:
             _, first_view = write_configs(
                 Path(tmp), account_settings(dovecot, user, password_env=PASSWORD_ENV)
@@ -498,6 +557,11 @@ async def compare(
     if bound:
         print("\nThe page seen first against both zero-work walks:\n")
         print(bound)
+    if layers:
+        print(
+            f"\nServer CPU per call by layer ({layer_calls} alternating calls each, timed inside each server):\n"
+        )
+        print(layers)
     if json_path:
         Path(json_path).write_text(json.dumps({"load_before": load_before, **result.to_json()}, indent=1))
 
@@ -665,6 +729,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="leave out the zero-work walk answering with our envelope (the bound on our own work)",
     )
+    parser.add_argument(
+        "--layers",
+        type=int,
+        default=0,
+        metavar="CALLS",
+        help="also walk CALLS pages seen first on ours and the zero-work server, each timed by layer from "
+        "inside (scripts/profile_layers.py), and print where each one's CPU per call goes",
+    )
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument(
         "--shapes",
@@ -681,6 +753,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.shapes.split(","),
         not args.no_replay,
         args.json,
+        args.layers,
     )
     return 0
 
