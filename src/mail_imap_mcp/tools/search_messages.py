@@ -298,35 +298,27 @@ def _handle_one(
 
     if batch.issues:
         warnings.append(f"{len(batch.issues)} message(s) could not be read; see data.issues.")
-    next_cursor = page.next_cursor.encode() if page.next_cursor else None
-    returned_before = cursor.returned if cursor else 0
+    # What both shapes of the page are made of (the full one adds what the compact one leaves out).
+    found: dict[str, Any] = {
+        "mailbox": mailbox,
+        "where": named_in_summary(mailbox),
+        "total": page.total,
+        "returned_before": cursor.returned if cursor else 0,
+        "attempted": len(page.uids),
+        "messages": batch.messages,
+        "next_cursor": page.next_cursor.encode() if page.next_cursor else None,
+        "issues": batch.issues,
+        "warnings": warnings,
+    }
     if compact:
-        return compact_search_result(
-            mailbox=mailbox,
-            where=named_in_summary(mailbox),
-            total=page.total,
-            returned_before=returned_before,
-            attempted=len(page.uids),
-            messages=batch.messages,
-            next_cursor=next_cursor,
-            issues=batch.issues,
-            warnings=warnings,
-        )
+        return compact_search_result(**found)
     return search_result(
         _same_search(args, account_id),
         account_id=account_id,
-        mailbox=mailbox,
         mailboxes=[mailbox],
-        where=named_in_summary(mailbox),
         by_date=False,
-        total=page.total,
-        returned_before=returned_before,
-        attempted=len(page.uids),
-        messages=batch.messages,
-        next_cursor=next_cursor,
         has_more=page.has_more,
-        issues=batch.issues,
-        warnings=warnings,
+        **found,
     )
 
 
