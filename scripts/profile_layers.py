@@ -1,13 +1,14 @@
 """Where the server's CPU per call goes, by layer: our server and the zero-work one, timed from inside.
 
-``scripts/profile_page --layers`` starts both servers through this module (``serve-ours``,
-``serve-zero``): it wraps the functions of each layer with a timer of the calling thread's CPU
-(``time.thread_time``), then runs the server as usual. Both walk never-seen pages (ours with
-``summary_cache_entries = 0``); on ``SIGUSR1`` a server writes its timers and its threads' CPU (from
-``/proc/self/task``) to the file named by ``MAIL_IMAP_LAYERS_OUT``, before and after the counted calls.
-The layers are exclusive, so they add up to the process's CPU per call: what a timer does not cover
-is a row of its own (the rest of the handler, of the main thread, the other threads). The timers cost
-a few microseconds each (about 0.1 ms per call with 20 messages).
+``scripts/profile_page --layers`` starts our server through this module (``serve-ours``) and the
+zero-work one through ``profile_page.py serve-zero-timed``, which calls :func:`instrument_zero`. Both
+wrap the functions of each layer with a timer of the calling thread's CPU (``time.thread_time``), then
+run the server as usual, and walk never-seen pages (ours with ``summary_cache_entries = 0``). On
+``SIGUSR1`` a server writes its timers and its threads' CPU (from ``/proc/self/task``) to the file named
+by ``MAIL_IMAP_LAYERS_OUT``, before and after the counted calls. The layers are exclusive, so they add
+up to the process's CPU per call: what a timer does not cover is a row of its own (the rest of the
+handler, of the main thread, the other threads). The timers cost a few microseconds each (about 0.1 ms
+per call with 20 messages).
 """
 
 from __future__ import annotations
@@ -98,27 +99,24 @@ def _instrument_ours() -> None:
         _wrap(search_messages, builder, "page models")
 
 
-def _instrument_zero() -> None:
+def instrument_zero(page: type) -> None:
+    """Time the zero-work server's tool (``page``: profile_page's ZeroWorkPage) and imapclient's parse."""
     import imapclient.response_parser
-    import profile_page
 
+    signal.signal(signal.SIGUSR1, _dump)
     _wrap(imapclient.response_parser, "parse_fetch_response", "parse_fetch_response")
-    _wrap(profile_page.ZeroWorkPage, "__call__", "handler")
+    _wrap(page, "__call__", "handler")
 
 
 def main(argv: list[str]) -> None:
+    """``serve-ours CONFIG``: our server, timed. (The zero-work one: ``profile_page.py serve-zero-timed``.)"""
+    if argv[:1] != ["serve-ours"] or len(argv) != 2:
+        raise SystemExit("usage: profile_layers.py serve-ours CONFIG")
     signal.signal(signal.SIGUSR1, _dump)
-    if argv[0] == "serve-ours":
-        _instrument_ours()
-        from mail_imap_mcp.cli import main as cli
+    _instrument_ours()
+    from mail_imap_mcp.cli import main as cli
 
-        cli(["serve", "--config", argv[1]])
-    else:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        _instrument_zero()
-        import profile_page
-
-        profile_page.serve_zero(argv[1], int(argv[2]), argv[3], argv[4])
+    cli(["serve", "--config", argv[1]])
 
 
 # ------------------------------------------------------------------------------ reading the timers

@@ -468,15 +468,15 @@ async def measure_layers(dovecot: Any, user: str, work_dir: Path, *, calls: int,
     script = str(Path(__file__).with_name("profile_layers.py"))
     imap = [dovecot.host, str(dovecot.tls_port), user, str(dovecot.ca_file)]
     launches = {
-        "ours": (["serve-ours", str(first_view)], str(first_view)),
-        "zero": (["serve-zero", *imap], "serve-zero"),
+        "ours": ([script, "serve-ours", str(first_view)], str(first_view)),
+        "zero": ([__file__, "serve-zero-timed", *imap], "serve-zero-timed"),
     }
     async with contextlib.AsyncExitStack() as stack:
         subjects: dict[str, Subject] = {}
         for name, (args, marker) in launches.items():
             out = work_dir / f"layers-{name}.json"
             params = StdioServerParameters(
-                command=sys.executable, args=[script, *args], env={**env, profile_layers.OUT_ENV: str(out)}
+                command=sys.executable, args=args, env={**env, profile_layers.OUT_ENV: str(out)}
             )
             client, pid = await stack.enter_async_context(
                 spawned(params, work_dir / f"layers-{name}.log", marker)
@@ -710,6 +710,13 @@ def _cpu_per_item(work: Callable[[Any], Any], items: list[Any]) -> float:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["serve-zero"]:
+        host, port, user, ca_file = argv[1:5]
+        serve_zero(host, int(port), user, ca_file)
+        return 0
+    if argv[:1] == ["serve-zero-timed"]:  # the zero-work server timed by layer (--layers)
+        import profile_layers
+
+        profile_layers.instrument_zero(ZeroWorkPage)
         host, port, user, ca_file = argv[1:5]
         serve_zero(host, int(port), user, ca_file)
         return 0
