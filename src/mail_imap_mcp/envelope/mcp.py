@@ -18,8 +18,7 @@ import logging
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
-from typing import Annotated, Any, Generic, TypeGuard, TypeVar, Union
+from typing import Annotated, Any, TypeGuard, TypeVar, Union
 
 import anyio.from_thread
 import anyio.to_thread
@@ -32,11 +31,13 @@ from mail_imap_mcp.envelope.model import (
     ErrorCode,
     FailureData,
     FailureEnvelope,
+    MediaBlock,
     Meta,
     MultiItemData,
     NextAction,
     SuccessEnvelope,
     ToolFailure,
+    ToolResult,
     new_request_id,
     utc_now_rfc3339,
 )
@@ -55,28 +56,6 @@ InputT = TypeVar("InputT", bound=BaseModel)
 DataT = TypeVar("DataT", bound=BaseModel)
 
 
-@dataclass(frozen=True)
-class MediaBlock:
-    """Binary content shown to the model next to the envelope (an MCP image or audio content block)."""
-
-    data: bytes
-    mime_type: str
-
-
-@dataclass
-class ToolResult(Generic[DataT]):
-    """What a tool handler returns on success; the adapter wraps it in the envelope.
-
-    ``media`` become content blocks after the envelope's text block (image/* as image blocks,
-    audio/* as audio blocks).
-    """
-
-    summary: str
-    data: DataT
-    warnings: list[str] = field(default_factory=list)
-    media: list[MediaBlock] = field(default_factory=list)
-
-
 Handler = Callable[[InputT], ToolResult[Any]]
 
 
@@ -86,7 +65,8 @@ def flat_input_schema(model: type[BaseModel]) -> dict[str, Any]:
     Some MCP clients reject ``anyOf``/``oneOf`` in an ``inputSchema``; our inputs are flat
     optional scalars, so the nullable branch carries no information a client needs.
     """
-    return json.loads(_flat_input_schema_json(model))
+    schema: dict[str, Any] = json.loads(_flat_input_schema_json(model))
+    return schema
 
 
 # Schemas are a pure function of the models and cost pydantic about 20 ms per tool: every server a
@@ -122,7 +102,8 @@ def envelope_output_schema(data_model: type[BaseModel], *other_shapes: type[Base
     ``other_shapes``: further models ``data`` may have on success (e.g. a compact and a full shape
     chosen by an argument); the schema accepts any of them.
     """
-    return json.loads(_envelope_output_schema_json(data_model, *other_shapes))
+    schema: dict[str, Any] = json.loads(_envelope_output_schema_json(data_model, *other_shapes))
+    return schema
 
 
 @functools.cache
