@@ -63,16 +63,16 @@ ensure_venv() {
   fi
   say "setting up $VENV (Python deps from requirements.lock)"
   [ -x "$PY" ] || "$python" -m venv "$VENV"
-  # pip installs the lock's own uv (hash-checked), which installs the rest: pip alone takes about a
-  # minute of CPU, mostly compiling bytecode of every package; uv takes seconds and compiles nothing
-  # (Python compiles what is imported, once).
+  # pip installs the lock's own uv (hash-checked), which installs the rest: a minute of CPU with pip,
+  # seconds with uv, bytecode included (processes that may not write it, under PYTHONDONTWRITEBYTECODE,
+  # would otherwise compile every module they import, each time).
   local uv_pin
   uv_pin="$(mktemp)"
   awk '/^uv==/ { keep = 1; print; next } keep && /^ / { print; next } { keep = 0 }' \
     "$ROOT/requirements.lock" >"$uv_pin"
   "$PY" -m pip install -q --disable-pip-version-check --no-deps --require-hashes -r "$uv_pin"
   rm -f "$uv_pin"
-  "$VENV/bin/uv" pip install -q --python "$PY" --require-hashes -r "$ROOT/requirements.lock"
+  "$VENV/bin/uv" pip install -q --python "$PY" --compile-bytecode --require-hashes -r "$ROOT/requirements.lock"
   "$VENV/bin/uv" pip install -q --python "$PY" --no-deps -e "$ROOT"
   printf '%s' "$want" >"$stamp"
 }

@@ -21,10 +21,11 @@ from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.server import package_version
 from mail_imap_mcp.tools._shared.failures import as_tool_failure
-from mail_imap_mcp.transport.http import bind, serve_http
-from mail_imap_mcp.transport.stdio import serve_stdio
+from mail_imap_mcp.version import package_version
+
+# The MCP SDK and the transports are imported by `serve` alone: `check`, `config-example` and
+# `--version` start without them, in a fraction of the time (tests/unit/test_architecture.py).
 
 LOG_LEVEL_ENV = "MAIL_IMAP_MCP_LOG_LEVEL"
 
@@ -88,6 +89,9 @@ def _configure_audit(config: Config) -> None:
 def serve(config_path: Path | None, http: dict[str, Any] | None = None) -> None:
     """Serve MCP over stdio, or over streamable HTTP when ``http`` holds the command-line overrides
     of ``[http]`` (``host``, ``port``, ...)."""
+    from mail_imap_mcp.transport.http import bind, serve_http
+    from mail_imap_mcp.transport.stdio import serve_stdio
+
     config = _load(config_path)
     _configure_audit(config)
     if http is None:

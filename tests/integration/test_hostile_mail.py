@@ -838,44 +838,58 @@ def _transfer_encode(data: bytes, encoding: bytes | None) -> bytes:
     return data
 
 
+# Strategies are built once, here, not inside the composites on each draw: that cost most of the
+# generation time (the draws, and so the messages, are the same).
+_HTML_TEXT, _PLAIN_TEXT = (
+    st.lists(st.one_of(st.sampled_from(fragments), st.text(max_size=12)), min_size=1, max_size=30).map(
+        "".join
+    )
+    for fragments in (HTML_FRAGMENTS, PLAIN_FRAGMENTS)
+)
+_RAW_PAYLOAD = st.binary(max_size=120)
+_ONE_IN_4 = st.integers(0, 3)
+_ONE_IN_6 = st.integers(0, 5)
+_LEAF_HEADER_EXTRA = st.sampled_from(HEADER_FRAGMENTS[-8:-2])
+_DISPOSITIONS = st.sampled_from([b"attachment", b"inline", b"bogus", b""])
+
+
 @st.composite
 def mime_leaf(draw: st.DrawFn) -> bytes:
     content_type = draw(st.sampled_from(LEAF_TYPES))
     charset = draw(st.sampled_from(CHARSETS))
     encoding = draw(st.sampled_from(ENCODINGS))
-    fragments = HTML_FRAGMENTS if b"html" in content_type.lower() else PLAIN_FRAGMENTS
-    text = draw(
-        st.lists(st.one_of(st.sampled_from(fragments), st.text(max_size=12)), min_size=1, max_size=30).map(
-            "".join
-        )
-    )
-    payload = draw(st.one_of(st.just(_encode_text(text, charset)), st.binary(max_size=120)))
-    if draw(st.integers(0, 3)):  # mostly encoded as declared; sometimes not at all
+    text = draw(_HTML_TEXT if b"html" in content_type.lower() else _PLAIN_TEXT)
+    payload = draw(st.one_of(st.just(_encode_text(text, charset)), _RAW_PAYLOAD))
+    if draw(_ONE_IN_4):  # mostly encoded as declared; sometimes not at all
         payload = _transfer_encode(payload, encoding)
     header = b"Content-Type: " + content_type
     if charset is not None:
         header += b"; charset=" + charset
     if draw(st.booleans()):
-        header += draw(st.sampled_from(HEADER_FRAGMENTS[-8:-2]))
+        header += draw(_LEAF_HEADER_EXTRA)
     lines = [header]
     if encoding is not None:
         lines.append(b"Content-Transfer-Encoding: " + encoding)
-    if draw(st.integers(0, 3)) == 0:
-        lines.append(
-            b"Content-Disposition: " + draw(st.sampled_from([b"attachment", b"inline", b"bogus", b""]))
-        )
-    if draw(st.integers(0, 5)) == 0:
+    if draw(_ONE_IN_4) == 0:
+        lines.append(b"Content-Disposition: " + draw(_DISPOSITIONS))
+    if draw(_ONE_IN_6) == 0:
         lines.append(b"Content-ID: <" + draw(st.sampled_from(HEADER_FRAGMENTS)) + b">")
     return CRLF.join(lines) + CRLF + CRLF + payload
 
 
+_SUBTYPES = st.sampled_from([b"mixed", b"alternative", b"related", b"digest", b"signed", b""])
+_MULTIPART_MODES = st.sampled_from(["ok", "ok", "ok", "no-close", "wrong", "no-param", "nested-same"])
+
+
 def mime_multipart(children: st.SearchStrategy[bytes]) -> st.SearchStrategy[bytes]:
+    some_children = st.lists(children, max_size=4)
+
     @st.composite
     def build(draw: st.DrawFn) -> bytes:
-        parts = draw(st.lists(children, max_size=4))
+        parts = draw(some_children)
         boundary = draw(st.sampled_from(BOUNDARIES))
-        subtype = draw(st.sampled_from([b"mixed", b"alternative", b"related", b"digest", b"signed", b""]))
-        mode = draw(st.sampled_from(["ok", "ok", "ok", "no-close", "wrong", "no-param", "nested-same"]))
+        subtype = draw(_SUBTYPES)
+        mode = draw(_MULTIPART_MODES)
         header = b"Content-Type: multipart/" + subtype
         if mode != "no-param":
             header += b'; boundary="' + boundary + b'"'
@@ -894,24 +908,27 @@ def mime_multipart(children: st.SearchStrategy[bytes]) -> st.SearchStrategy[byte
 mime_entity = st.recursive(mime_leaf(), mime_multipart, max_leaves=6)
 
 
+_HEADER_VALUE = st.lists(
+    st.one_of(st.sampled_from(HEADER_FRAGMENTS), st.binary(max_size=10)), max_size=8
+).map(b"".join)
+_HEADER_COUNT = st.integers(0, 8)
+_LONG_HEADER = st.sampled_from([0] * 18 + [5_000, 120_000])
+_DEPTH = st.sampled_from([0] * 20 + [1, 2, 70, 130])
+_LINE_ENDINGS = st.sampled_from(["crlf"] * 8 + ["lf", "cr", "mixed"])
+_ONE_IN_10 = st.integers(0, 9)
+
+
 @st.composite
 def hostile_messages(draw: st.DrawFn) -> bytes:
     """One hostile message: random top-level headers, a random MIME tree, then damage."""
     headers = [
-        draw(st.sampled_from(HEADER_NAMES))
-        + b": "
-        + draw(
-            st.lists(st.one_of(st.sampled_from(HEADER_FRAGMENTS), st.binary(max_size=10)), max_size=8).map(
-                b"".join
-            )
-        )
-        for _ in range(draw(st.integers(0, 8)))
+        draw(st.sampled_from(HEADER_NAMES)) + b": " + draw(_HEADER_VALUE) for _ in range(draw(_HEADER_COUNT))
     ]
-    long_header = draw(st.sampled_from([0] * 18 + [5_000, 120_000]))
+    long_header = draw(_LONG_HEADER)
     if long_header:
         headers.append(b"X-Long: " + b"A" * long_header)
     entity = draw(mime_entity)
-    depth = draw(st.sampled_from([0] * 20 + [1, 2, 70, 130]))
+    depth = draw(_DEPTH)
     for level in range(depth):
         boundary = b"n%d" % level
         entity = (
@@ -932,14 +949,14 @@ def hostile_messages(draw: st.DrawFn) -> bytes:
             + CRLF
         )
     message = b"".join(h + CRLF for h in headers) + entity
-    endings = draw(st.sampled_from(["crlf"] * 8 + ["lf", "cr", "mixed"]))
+    endings = draw(_LINE_ENDINGS)
     if endings == "lf":
         message = message.replace(CRLF, b"\n")
     elif endings == "cr":
         message = message.replace(CRLF, b"\r")
     elif endings == "mixed":
         message = message.replace(CRLF, b"\n", draw(st.integers(0, 20)))
-    if draw(st.integers(0, 9)) == 0:  # cut short (in its second half: empty mail is a corpus file)
+    if draw(_ONE_IN_10) == 0:  # cut short (in its second half: empty mail is a corpus file)
         message = message[: len(message) // 2 + draw(st.integers(0, len(message) - len(message) // 2))]
     return message
 
@@ -1087,28 +1104,27 @@ _NODE = st.one_of(
 )
 
 
+def _usually(valid: st.SearchStrategy[bytes]) -> st.SearchStrategy[bytes]:
+    """A field's value: valid three times in four, else any node."""
+    return st.one_of(valid, valid, valid, _NODE)
+
+
+_PARAMS = st.lists(_STRING_ATOMS, max_size=6).map(lambda xs: b"(" + b" ".join(xs) + b")")
+_DISPOSITION = st.tuples(_STRING_ATOMS, st.one_of(st.just(b"NIL"), _PARAMS)).map(
+    lambda t: b"(" + b" ".join(t) + b")"
+)
+# Built once, not in the composite on each draw (which cost most of this property's time): type,
+# subtype, parameters, id, description, encoding, then the size.
+_LEAF_FIELDS = [_usually(_STRING_ATOMS)] * 2 + [_usually(_PARAMS)] + [_usually(_STRING_ATOMS)] * 3
+_LEAF_FIELDS.append(_usually(_NUMBERS))
+_LEAF_EXTENSION = st.one_of(_NUMBERS, _STRING_ATOMS, _DISPOSITION, _NODE)
+_EXTENSION_COUNT = st.integers(0, 6)
+
+
 @st.composite
 def _leaf_structure(draw: st.DrawFn) -> bytes:
-    def field(valid: st.SearchStrategy[bytes]) -> bytes:
-        chosen: bytes = draw(st.one_of(valid, valid, valid, _NODE))
-        return chosen
-
-    params = st.lists(_STRING_ATOMS, max_size=6).map(lambda xs: b"(" + b" ".join(xs) + b")")
-    disposition = st.tuples(_STRING_ATOMS, st.one_of(st.just(b"NIL"), params)).map(
-        lambda t: b"(" + b" ".join(t) + b")"
-    )
-    fields = [
-        field(_STRING_ATOMS),
-        field(_STRING_ATOMS),
-        field(params),
-        field(_STRING_ATOMS),
-        field(_STRING_ATOMS),
-        field(_STRING_ATOMS),
-        field(_NUMBERS),
-    ]
-    fields += [
-        draw(st.one_of(_NUMBERS, _STRING_ATOMS, disposition, _NODE)) for _ in range(draw(st.integers(0, 6)))
-    ]
+    fields = [draw(strategy) for strategy in _LEAF_FIELDS]
+    fields += [draw(_LEAF_EXTENSION) for _ in range(draw(_EXTENSION_COUNT))]
     return b"(" + b" ".join(fields) + b")"
 
 

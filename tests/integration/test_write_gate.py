@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mail_imap_mcp.tools import TOOLS
+from mail_imap_mcp.tools.registry import TOOLS
 from tests.support import mailgen
 from tests.support.clients import AccountFactory, make_config, open_client
 from tests.support.dovecot import Dovecot

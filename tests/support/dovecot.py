@@ -365,6 +365,14 @@ protocol imap {{
   mail_max_userip_connections = {self.max_userip_connections}
 }}
 
+# Processes are reused from one connection to the next (and one of each kept ready): a fresh
+# imap-login and imap process per login cost Dovecot about 22 ms of CPU, reuse about 4 ms, and the
+# suite logs in thousands of times. IMAP behaves the same either way; only the process count differs.
+service imap {{
+  service_count = 0
+  process_min_avail = 1
+}}
+
 service anvil {{
 {chroot}  unix_listener anvil-auth-penalty {{
     mode = 0
@@ -380,6 +388,8 @@ service imap-login {{
     port = {self.tls_port}
     ssl = yes
   }}
+  service_count = 0
+  process_min_avail = 1
 {strict}}}
 
 local {self.strict_host} {{

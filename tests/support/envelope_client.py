@@ -73,12 +73,19 @@ def check_each_schema_once() -> None:
         cls.check_schema = staticmethod(check_once)  # type: ignore[method-assign,assignment]
 
 
-def check_envelope(result: CallToolResult, output_schema: dict[str, Any]) -> dict[str, Any]:
-    """Assert the envelope contract on one ``CallToolResult`` and return the envelope."""
+def check_envelope(
+    result: CallToolResult, output_schema: dict[str, Any], *, schema_checked: bool = False
+) -> dict[str, Any]:
+    """Assert the envelope contract on one ``CallToolResult`` and return the envelope.
+
+    ``schema_checked``: the SDK's client already validated this result against ``output_schema`` (it
+    does for every result that is not an error, of a tool it listed), so it is not validated twice.
+    """
     envelope = result.structured_content
     assert isinstance(envelope, dict), "structuredContent must be the envelope object"
     assert set(envelope) == ROOT_KEYS, f"root keys must be exactly {sorted(ROOT_KEYS)}: {sorted(envelope)}"
-    _validator(output_schema).validate(envelope)
+    if not (schema_checked and not result.is_error):
+        _validator(output_schema).validate(envelope)
     block, *media = result.content
     assert isinstance(block, TextContent)
     # Only a success may carry media (an image attachment), and only after the envelope's text block.
@@ -103,7 +110,7 @@ def check_envelope(result: CallToolResult, output_schema: dict[str, Any]) -> dic
 def _declared_schema(tool: str) -> dict[str, Any]:
     """The outputSchema a tool would publish, for a tool the server does not list (writes off)."""
     from mail_imap_mcp.envelope.mcp import envelope_output_schema
-    from mail_imap_mcp.tools import TOOLS
+    from mail_imap_mcp.tools.registry import TOOLS
 
     (spec,) = [spec for spec in TOOLS if spec.name == tool]
     return envelope_output_schema(spec.data_model, *spec.other_data_models)
@@ -131,7 +138,8 @@ class EnvelopeClient:
         """The checked envelope and the image blocks that followed it."""
         schemas = await self.schemas()
         result = await self.client.call_tool(tool, arguments or {})
-        envelope = check_envelope(result, schemas.get(tool) or _declared_schema(tool))
+        listed = schemas.get(tool)
+        envelope = check_envelope(result, listed or _declared_schema(tool), schema_checked=bool(listed))
         return envelope, [block for block in result.content if isinstance(block, ImageContent)]
 
     async def ok(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:

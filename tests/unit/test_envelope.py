@@ -149,3 +149,19 @@ async def test_multi_item_failure_data_says_failed() -> None:
 
 def test_every_error_code_has_a_registry_entry() -> None:
     assert set(ERROR_REGISTRY) == set(ErrorCode)
+
+
+async def test_the_sdk_client_rejects_a_success_that_breaks_the_output_schema() -> None:
+    """EnvelopeClient (tests/support) leaves the schema check of a success to the SDK's client, which
+    validates every result that is not an error against the listed ``outputSchema``: pinned here."""
+    from mcp import Client
+    from mcp.server.mcpserver import MCPServer
+
+    # Every summary of this tool is longer than 3 characters: no result of it is valid any more.
+    strict = TOOL.output_schema_doc | {"properties": {"summary": {"type": "string", "maxLength": 3}}}
+    server = MCPServer(name="t", tools=[TOOL.model_copy(update={"output_schema_doc": strict})])
+    async with Client(server) as client:
+        failure = await client.call_tool("echo", {"word": "nope"})  # an error: the client skips it
+        assert failure.is_error
+        with pytest.raises(RuntimeError, match="Invalid structured content"):
+            await client.call_tool("echo", {"word": "hi"})

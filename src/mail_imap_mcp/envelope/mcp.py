@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import base64
 import contextvars
-import copy
 import functools
 import json
 import logging
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
-from typing import Annotated, Any, Generic, TypeGuard, TypeVar, Union
+from typing import Annotated, Any, TypeGuard, TypeVar, Union
 
 import anyio.from_thread
 import anyio.to_thread
@@ -33,11 +31,13 @@ from mail_imap_mcp.envelope.model import (
     ErrorCode,
     FailureData,
     FailureEnvelope,
+    MediaBlock,
     Meta,
     MultiItemData,
     NextAction,
     SuccessEnvelope,
     ToolFailure,
+    ToolResult,
     new_request_id,
     utc_now_rfc3339,
 )
@@ -56,28 +56,6 @@ InputT = TypeVar("InputT", bound=BaseModel)
 DataT = TypeVar("DataT", bound=BaseModel)
 
 
-@dataclass(frozen=True)
-class MediaBlock:
-    """Binary content shown to the model next to the envelope (an MCP image or audio content block)."""
-
-    data: bytes
-    mime_type: str
-
-
-@dataclass
-class ToolResult(Generic[DataT]):
-    """What a tool handler returns on success; the adapter wraps it in the envelope.
-
-    ``media`` become content blocks after the envelope's text block (image/* as image blocks,
-    audio/* as audio blocks).
-    """
-
-    summary: str
-    data: DataT
-    warnings: list[str] = field(default_factory=list)
-    media: list[MediaBlock] = field(default_factory=list)
-
-
 Handler = Callable[[InputT], ToolResult[Any]]
 
 
@@ -87,12 +65,19 @@ def flat_input_schema(model: type[BaseModel]) -> dict[str, Any]:
     Some MCP clients reject ``anyOf``/``oneOf`` in an ``inputSchema``; our inputs are flat
     optional scalars, so the nullable branch carries no information a client needs.
     """
-    return copy.deepcopy(_flat_input_schema(model))
+    schema: dict[str, Any] = json.loads(_flat_input_schema_json(model))
+    return schema
 
 
 # Schemas are a pure function of the models and cost pydantic about 20 ms per tool: every server a
-# process builds (a test builds hundreds, an HTTP server one per session) reuses the first one's.
+# process builds (a test builds hundreds, an HTTP server one per session) reuses the first one's. Kept
+# as JSON text, so that each caller gets its own copy: parsing it is several times cheaper than a
+# deep copy of the dict.
 @functools.cache
+def _flat_input_schema_json(model: type[BaseModel]) -> str:
+    return json.dumps(_flat_input_schema(model))
+
+
 def _flat_input_schema(model: type[BaseModel]) -> dict[str, Any]:
     schema = model.model_json_schema()
     schema.pop("title", None)
@@ -117,10 +102,15 @@ def envelope_output_schema(data_model: type[BaseModel], *other_shapes: type[Base
     ``other_shapes``: further models ``data`` may have on success (e.g. a compact and a full shape
     chosen by an argument); the schema accepts any of them.
     """
-    return copy.deepcopy(_envelope_output_schema(data_model, *other_shapes))
+    schema: dict[str, Any] = json.loads(_envelope_output_schema_json(data_model, *other_shapes))
+    return schema
 
 
 @functools.cache
+def _envelope_output_schema_json(data_model: type[BaseModel], *other_shapes: type[BaseModel]) -> str:
+    return json.dumps(_envelope_output_schema(data_model, *other_shapes))
+
+
 def _envelope_output_schema(data_model: type[BaseModel], *other_shapes: type[BaseModel]) -> dict[str, Any]:
     data: Any = Union[(data_model, *other_shapes)] if other_shapes else data_model
     union = Annotated[

@@ -8,6 +8,7 @@ a one-line ``summary`` and optional ``warnings``; the envelope adds the discrimi
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
@@ -293,3 +294,25 @@ def new_request_id() -> str:
 def utc_now_rfc3339() -> str:
     """Current UTC time as RFC 3339 with milliseconds and a ``Z`` suffix."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class MediaBlock:
+    """Binary content shown to the model next to the envelope (an MCP image or audio content block)."""
+
+    data: bytes
+    mime_type: str
+
+
+@dataclass
+class ToolResult(Generic[DataT]):
+    """What a tool handler returns on success; the adapter wraps it in the envelope.
+
+    ``media`` become content blocks after the envelope's text block (image/* as image blocks,
+    audio/* as audio blocks).
+    """
+
+    summary: str
+    data: DataT
+    warnings: list[str] = field(default_factory=list)
+    media: list[MediaBlock] = field(default_factory=list)

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mail_imap_mcp.envelope import ErrorCode, MultiItemData, NextAction, Payload, ToolFailure
-from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.envelope import ErrorCode, MultiItemData, NextAction, Payload, ToolFailure, ToolResult
 from mail_imap_mcp.imap.directory import same_mailbox
 from mail_imap_mcp.operations import Operation, OperationRef
 from mail_imap_mcp.operations.audit import AuditLine

@@ -12,8 +12,15 @@ from mail_imap_mcp import mime
 from mail_imap_mcp.content.documents import CalendarEvent
 from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.content.images import prepare_image
-from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, Payload, ToolFailure
-from mail_imap_mcp.envelope.mcp import MediaBlock, ToolResult
+from mail_imap_mcp.envelope import (
+    ErrorCode,
+    MediaBlock,
+    MultiItemData,
+    NextAction,
+    Payload,
+    ToolFailure,
+    ToolResult,
+)
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.parts import valid_part_id
 from mail_imap_mcp.tools._shared.arguments import MessageIdArg, PartIdArg
@@ -312,7 +319,7 @@ TOOL = ToolSpec(
     errors=ERRORS,
 )
 
-__all__ = ["TOOL", "GetAttachmentData", "GetAttachmentInput", "ImageInfo", "Issue"]
+__all__ = ["TOOL", "GetAttachmentData", "GetAttachmentInput", "ImageInfo", "attachment_blob"]
 
 
 def attachment_blob(app: AppContext, message_id: str, part_id: str) -> tuple[bytes, str]:

@@ -9,8 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from mail_imap_mcp.envelope import CompactPayload, Issue, NextAction, absent_field
-from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.envelope import CompactPayload, Issue, NextAction, ToolResult, absent_field
 from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.imap.changes import (
     DIGEST_MESSAGES,

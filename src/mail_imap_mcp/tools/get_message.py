@@ -5,8 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from mail_imap_mcp.envelope import CompactPayload, Issue, MultiItemData, ToolFailure, absent
-from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.envelope import CompactPayload, Issue, MultiItemData, ToolFailure, ToolResult, absent
 from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.imap.fetch import ReadOptions
 from mail_imap_mcp.imap.records import BodyFormat

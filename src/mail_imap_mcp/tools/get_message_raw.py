@@ -6,8 +6,7 @@ import base64
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mail_imap_mcp.envelope import Payload
-from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.envelope import Payload, ToolResult
 from mail_imap_mcp.imap.fetch import MessageGone, RawWindow, read_raw
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.tools._shared.arguments import MessageIdArg

@@ -6,8 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mail_imap_mcp.envelope import ErrorInfo, NextAction, Payload
-from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.envelope import ErrorInfo, NextAction, Payload, ToolResult
 from mail_imap_mcp.operations import FINISHED, Operation, OperationRef
 from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.spec import ToolSpec

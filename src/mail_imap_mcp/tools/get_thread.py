@@ -8,8 +8,15 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from mail_imap_mcp.envelope import CompactPayload, Issue, MultiItemData, NextAction, ToolFailure, absent_field
-from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.envelope import (
+    CompactPayload,
+    Issue,
+    MultiItemData,
+    NextAction,
+    ToolFailure,
+    ToolResult,
+    absent_field,
+)
 from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.imap.errors import mailbox_failure
 from mail_imap_mcp.imap.fetch import fetch_summaries

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload
-from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolResult
 from mail_imap_mcp.imap.directory import INBOX, same_mailbox
 from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes, mailbox_counts
 from mail_imap_mcp.imap.session import ImapSession

@@ -21,8 +21,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, ToolFailure
-from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, ToolFailure, ToolResult
 from mail_imap_mcp.imap.directory import INBOX, MailboxDirectory
 from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing, OutcomeUnknown
 from mail_imap_mcp.imap.session import ImapSession

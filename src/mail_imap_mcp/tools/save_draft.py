@@ -29,8 +29,7 @@ from mail_imap_mcp.content.drafts import (
     message_id_domain,
     one_line,
 )
-from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolFailure
-from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolFailure, ToolResult
 from mail_imap_mcp.imap.directory import DRAFTS, MailboxDirectory
 from mail_imap_mcp.imap.errors import OutcomeUnknown
 from mail_imap_mcp.imap.ids import MessageRef

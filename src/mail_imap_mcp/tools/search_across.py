@@ -13,8 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from mail_imap_mcp.envelope import Issue
-from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.envelope import Issue, ToolResult
 from mail_imap_mcp.imap.across import summaries_each
 from mail_imap_mcp.imap.directory import searchable_mailboxes
 from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged, mailbox_failure

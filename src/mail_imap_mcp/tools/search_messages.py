@@ -9,8 +9,7 @@ from typing import Any, Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mail_imap_mcp.envelope import ToolFailure
-from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.envelope import ToolFailure, ToolResult
 from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged
 from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
 from mail_imap_mcp.imap.search import (

@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.tools.context import AppContext
 
 InputT = TypeVar("InputT", bound=BaseModel)

@@ -14,8 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolFailure
-from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolFailure, ToolResult
 from mail_imap_mcp.imap.errors import InvalidFlag
 from mail_imap_mcp.imap.flags import DELETED, FlagOperation, flag_keys, ordered, parse_flags
 from mail_imap_mcp.imap.ids import parse_message_id

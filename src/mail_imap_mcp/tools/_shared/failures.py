@@ -19,8 +19,7 @@ from pydantic import BaseModel
 
 from mail_imap_mcp.config import AccountConfig, Config
 from mail_imap_mcp.content.errors import ExtractionError
-from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure
-from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure, ToolResult
 from mail_imap_mcp.imap import errors
 from mail_imap_mcp.imap.changes import ChangesTokenError
 from mail_imap_mcp.imap.errors import (

@@ -6,8 +6,7 @@ mailbox answers. Three round trips at most, however many messages and mailboxes 
 from __future__ import annotations
 
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure
-from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure, ToolResult
 from mail_imap_mcp.imap.directory import SENT, MailboxDirectory
 from mail_imap_mcp.imap.replies import answered_in, first_message_id, needs_reply_criteria
 from mail_imap_mcp.imap.session import ImapSession

@@ -12,8 +12,15 @@ from typing import Any, TypeVar
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from mail_imap_mcp.envelope import CompactPayload, Issue, MultiItemData, NextAction, ToolFailure, absent
-from mail_imap_mcp.envelope.mcp import ToolResult
+from mail_imap_mcp.envelope import (
+    CompactPayload,
+    Issue,
+    MultiItemData,
+    NextAction,
+    ToolFailure,
+    ToolResult,
+    absent,
+)
 from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.search import CursorError

@@ -1,0 +1,71 @@
+"""Every tool, in the order clients list them, and how they become the server's envelope tools."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
+from mail_imap_mcp.tools import (
+    apply_to_messages,
+    cancel_operation,
+    get_attachment,
+    get_changes,
+    get_message,
+    get_message_raw,
+    get_operation,
+    get_thread,
+    list_accounts,
+    list_mailboxes,
+    manage_mailbox,
+    save_draft,
+    search_messages,
+    update_message_flags,
+)
+from mail_imap_mcp.tools._shared import failures
+from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.tools.spec import Effect, ToolSpec
+
+#: Every tool, in the order clients list them.
+TOOLS: list[ToolSpec[Any]] = [
+    list_accounts.TOOL,
+    list_mailboxes.TOOL,
+    search_messages.TOOL,
+    get_message.TOOL,
+    get_thread.TOOL,
+    get_message_raw.TOOL,
+    get_attachment.TOOL,
+    get_changes.TOOL,
+    update_message_flags.TOOL,
+    apply_to_messages.TOOL,
+    manage_mailbox.TOOL,
+    save_draft.TOOL,
+    get_operation.TOOL,
+    cancel_operation.TOOL,
+]
+
+
+def build_tools(app: AppContext) -> list[EnvelopeTool]:
+    """One envelope tool per declaration, its handler bound to ``app``."""
+    return [
+        envelope_tool(
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
+            input_model=spec.input_model,
+            data_model=spec.data_model,
+            other_data_models=spec.other_data_models,
+            handler=functools.partial(failures.run, spec.handle, app),
+            read_only=not spec.writes,
+            destructive=spec.effect is Effect.DESTRUCTIVE,
+            idempotent=spec.idempotent,
+        )
+        for spec in TOOLS
+    ]
+
+
+def unlisted_tools(app: AppContext) -> set[str]:
+    """Tools left out of ``tools/list``: the write tools when no account allows writes, so a read-only
+    user pays no tokens for them. They still answer a call, with ``permission_denied`` naming the
+    setting."""
+    return set() if app.writes_possible else {spec.name for spec in TOOLS if spec.needs_writes}
