@@ -648,7 +648,7 @@ def stage_costs(zero_page: ZeroWorkPage, pages: int = 50, rounds: int = 15) -> N
     from mail_imap_mcp.envelope.model import Meta, SuccessEnvelope
     from mail_imap_mcp.imap import fetch
     from mail_imap_mcp.imap.ids import MessageRef
-    from mail_imap_mcp.tools._shared.search_page import compact_page, search_result
+    from mail_imap_mcp.tools._shared import search_page
 
     client = zero_page.client
     uids = sorted(client.search(["UID", f"1:{zero_page.uidnext}"]), reverse=True)[: pages * PAGE]
@@ -675,13 +675,18 @@ def stage_costs(zero_page: ZeroWorkPage, pages: int = 50, rounds: int = 15) -> N
     records = [summaries(p) for p in walk]
 
     def envelope(page: list[Any]) -> None:
-        result = search_result(
-            {}, account_id="default", mailbox="INBOX", mailboxes=["INBOX"], where="INBOX", by_date=False,
-            total=10_000, returned_before=0, attempted=len(page), messages=page, next_cursor="c",
-            has_more=True, issues=[], warnings=[],
-        )  # fmt: skip
+        found: dict[str, Any] = {
+            "mailbox": "INBOX", "where": "INBOX", "total": 10_000, "returned_before": 0,
+            "attempted": len(page), "messages": page, "next_cursor": "c", "issues": [], "warnings": [],
+        }  # fmt: skip
+        if hasattr(search_page, "compact_search_result"):  # built compact, as ours builds one mailbox's page
+            compact = search_page.compact_search_result(**found)
+        else:  # older code (PYTHONPATH): the full page, then its compact form
+            full = search_page.search_result(
+                {}, account_id="default", mailboxes=["INBOX"], by_date=False, has_more=True, **found
+            )
+            compact = search_page.compact_page(full)
         meta = Meta(request_id="req_profile", now_utc="2026-01-01T00:00:00.000Z", duration_ms=1)
-        compact = compact_page(result)
         _to_result(SuccessEnvelope[Any](summary=compact.summary, data=compact.data, meta=meta))
 
     stages: list[tuple[str, Callable[[Any], Any], list[Any]]] = [
