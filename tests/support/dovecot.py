@@ -45,7 +45,7 @@ from pathlib import Path
 
 from imapclient import imap_utf7
 
-from tests.support.imapserver import FFDHE2048_PEM, FlagSpec, ImapServer, header_date, which
+from tests.support.imapserver import FFDHE2048_PEM, FlagSpec, ImapServer, header_date, remove_tree, which
 
 __all__ = [
     "FFDHE2048_PEM",
@@ -433,6 +433,12 @@ local {self.strict_host} {{
                 f"{self.log_tail(20)}"
             )
         return result
+
+    def remove_user(self, user: str) -> None:
+        """End ``user``'s sessions and delete all of its mail. For a test whose mail is large (100,000
+        messages): removed when the test ends, it is not left for the run's last teardown."""
+        self.doveadm("kick", user.lower(), check=False)  # exits 68 when it had no session to end
+        remove_tree(self.root / "mail" / self._check_user(user))
 
     def kick(self, user: str) -> None:
         """Disconnect all IMAP sessions of ``user`` (clients see EOF)."""
