@@ -89,12 +89,11 @@ def _configure_audit(config: Config) -> None:
 def serve(config_path: Path | None, http: dict[str, Any] | None = None) -> None:
     """Serve MCP over stdio, or over streamable HTTP when ``http`` holds the command-line overrides
     of ``[http]`` (``host``, ``port``, ...)."""
-    from mail_imap_mcp.transport.http import bind, serve_http
-    from mail_imap_mcp.transport.stdio import serve_stdio
-
     config = _load(config_path)
     _configure_audit(config)
     if http is None:
+        from mail_imap_mcp.transport.stdio import serve_stdio
+
         logging.getLogger("mail_imap_mcp").info(
             "mail-imap-mcp %s serving %d account(s) over stdio", package_version(), len(config.accounts)
         )
@@ -103,6 +102,9 @@ def serve(config_path: Path | None, http: dict[str, Any] | None = None) -> None:
         try:
             settings = config.http.with_overrides(**http)
             token = settings.resolve_token()
+            # Only settings that can serve load the SDK and the HTTP stack: a refusal comes at once.
+            from mail_imap_mcp.transport.http import bind, serve_http
+
             sock = bind(settings.host, settings.port)
         except ConfigError as exc:
             print(f"mail-imap-mcp: {exc}", file=sys.stderr)

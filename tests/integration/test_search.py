@@ -444,6 +444,14 @@ async def test_100k_mailbox_pages_to_its_end(dovecot: Dovecot) -> None:
     # Courier would take minutes per server.
     total, limit = 100_000, 100
     user = dovecot.new_user()
+    try:
+        await walk_100k_mailbox(dovecot, user, total, limit)
+    finally:
+        # Now, beside the other tests, not at the end of the run in this worker's last teardown.
+        dovecot.remove_user(user)
+
+
+async def walk_100k_mailbox(dovecot: Dovecot, user: str, total: int, limit: int) -> None:
     dovecot.seed(user, "INBOX", mailgen.corpus(total), flags=lambda i: "\\Seen" if i % 4 else "")
     # The harness at this scale: every message arrived, in order, with its flags.
     with dovecot.connect(user) as client:
