@@ -13,9 +13,8 @@ only there). Helpers for tests live in tests/support; this module keeps fixtures
 
 from __future__ import annotations
 
-import itertools
 import os
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any, TypeVar
 
 import pytest
@@ -66,59 +65,6 @@ ONE_WORKER = {
 }
 
 
-#: Modules whose tests mostly wait rather than compute (timeouts on purpose, polling for changes, an
-#: emulated slow link): 5 to 10 times more wall time than CPU time. Dealt out one after the other they
-#: had every worker waiting at once, both cores idle for a minute of a full run (vmstat), so they are
-#: spread through the run instead (``spread_out``). None has a module fixture to build twice.
-WAITING_MODULES = frozenset(
-    {
-        "tests/integration/test_watch.py",
-        "tests/integration/test_faults.py",
-        "tests/integration/test_round_trips_across.py",
-        "tests/integration/test_write_operations.py",
-    }
-)
-#: The waiting tests are spread over this first part of the run, so that none of them ends it.
-SPREAD_OVER = 0.85
-
-ItemT = TypeVar("ItemT")
-
-
-def spread_out(
-    items: list[ItemT], waits: Callable[[ItemT], bool], module: Callable[[ItemT], str]
-) -> list[ItemT]:
-    """``items`` in their order, except that those that ``waits`` are placed at about even intervals
-    among the others (over their first ``SPREAD_OVER``), taking their modules in turn, and only between
-    two modules of the others: a worker that left a module for another never comes back to it, so no
-    module fixture is built twice."""
-    by_module: dict[str, list[ItemT]] = {}
-    for item in items:
-        if waits(item):
-            by_module.setdefault(module(item), []).append(item)
-    # One of each waiting module in turn, so that no waiting module is left to the end.
-    waiting = [item for batch in itertools.zip_longest(*by_module.values()) for item in batch if item]
-    others = [item for item in items if not waits(item)]
-    if not waiting or not others:
-        return items
-    last = SPREAD_OVER * len(others)
-    boundaries = [
-        i for i in range(len(others)) if i == 0 or (i <= last and module(others[i]) != module(others[i - 1]))
-    ]
-    before: dict[int, list[ItemT]] = {}
-    for k, item in enumerate(waiting):
-        ideal = k * SPREAD_OVER * len(others) / len(waiting)
-        before.setdefault(min(boundaries, key=lambda b: abs(b - ideal)), []).append(item)
-    spread: list[ItemT] = []
-    for position, item in enumerate(others):
-        spread += before.get(position, [])
-        spread.append(item)
-    return spread
-
-
-def _module(nodeid: str) -> str:
-    return nodeid.split("::", 1)[0]
-
-
 def _together(nodeid: str) -> str | None:
     """The ``ONE_WORKER`` group of a test, if it is in one."""
     return ONE_WORKER.get(nodeid.split("::", 1)[0]) or ONE_WORKER.get(nodeid.split("[", 1)[0])
@@ -163,9 +109,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # module's tests stay together, so a module fixture is built once (per worker).
     slow = {item.module for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: (_together(item.nodeid) is None, item.module not in slow))
-    items[:] = spread_out(
-        items, lambda item: _module(item.nodeid) in WAITING_MODULES, lambda item: _module(item.nodeid)
-    )
     for item in items:
         if {"cyrus", "cyrus_altns"} & _servers(item) or _COURIER_WATCH_FLAG in item.nodeid:
             item.add_marker(pytest.mark.flaky(reruns=KNOWN_FLAKY_RERUNS, reruns_delay=1))
