@@ -371,9 +371,9 @@ service anvil {{
   }}
 }}
 # The login process serves one connection after another (one kept ready) instead of one process per
-# connection: that cost Dovecot about 22 ms of CPU per login, this about 12, and the suite logs in
-# thousands of times. IMAP behaves the same; the imap processes stay one per session, so that
-# `doveadm kick` ends a session as it does on a real server.
+# connection: that cost Dovecot about 22 ms of CPU per login, this about 12, and nearly every test logs
+# in. IMAP behaves the same; the imap processes stay one per session, so that `doveadm kick` ends a
+# session as it does on a real server (reused, one once outlived a kick in a loaded run).
 service imap-login {{
 {chroot}  inet_listener imap {{
     address = {self.host}
