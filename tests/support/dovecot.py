@@ -438,7 +438,10 @@ local {self.strict_host} {{
         """End ``user``'s sessions and delete all of its mail. For a test whose mail is large (100,000
         messages): removed when the test ends, it is not left for the run's last teardown."""
         self.doveadm("kick", user.lower(), check=False)  # exits 68 when it had no session to end
-        remove_tree(self.root / "mail" / self._check_user(user))
+        home = self.root / "mail" / self._check_user(user)
+        remove_tree(home)
+        if home.exists():  # remove_tree goes on past errors; a user left behind must not pass unseen
+            raise RuntimeError(f"could not delete {home}")
 
     def kick(self, user: str) -> None:
         """Disconnect all IMAP sessions of ``user`` (clients see EOF)."""
