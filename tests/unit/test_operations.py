@@ -56,6 +56,9 @@ def test_cancel_takes_effect_between_batches_and_keeps_what_was_done() -> None:
     done: list[int] = []
     operation = registry.run("t", "a", 50, batches(50, 0.05, done), ok)
     assert isinstance(operation, Operation)
+    deadline = time.monotonic() + 5
+    while not done and time.monotonic() < deadline:  # a batch done first, however late its thread starts
+        time.sleep(0.01)
     registry.cancel(operation.operation_id)
     assert operation.finished.wait(5)
     assert operation.state is OperationState.CANCELED
@@ -86,12 +89,27 @@ def test_a_failure_inline_is_raised_and_in_the_background_is_kept() -> None:
     assert operation.failure is not None and operation.failure.code == ErrorCode.INTERNAL
 
 
+def held_until(release: threading.Event) -> Any:
+    """Work that ends only once ``release`` is set: it cannot finish before ``run`` looks."""
+
+    def work(progress: Progress) -> str:
+        release.wait(5)
+        progress.advance(1, "released")
+        return "all done"
+
+    return work
+
+
 def test_finished_operations_are_bounded_oldest_first() -> None:
+    # Regression: the work was a 20 ms sleep, which on a loaded machine ended before run() looked (with
+    # inline_s=0), so run() answered inline and the test failed on isinstance(operation, Operation).
     registry = OperationRegistry(inline_s=0, max_finished=2)
     started = []
     for _ in range(4):
-        operation = registry.run("t", "a", 1, batches(1, 0.02, []), ok)
+        release = threading.Event()
+        operation = registry.run("t", "a", 1, held_until(release), ok)
         assert isinstance(operation, Operation)
+        release.set()
         operation.finished.wait(5)
         started.append(operation.operation_id)
     registry.run("t", "a", 1, batches(1, 0.0, []), ok)  # the next start evicts
