@@ -99,9 +99,9 @@ def _leaf_from_bodystructure(node: Any, section: str) -> Part | None:
         # Servers differ on optional fields; look for anything disposition-shaped.
         disposition_atom = next(
             (
-                item
-                for index, item in enumerate(node)
-                if index >= 7 and index not in skip and _is_disposition(item)
+                node[index]
+                for index in range(7, len(node))
+                if index not in skip and _is_disposition(node[index])
             ),
             None,
         )

@@ -60,14 +60,10 @@ MAX_RECONNECTS_PER_PAGE = 3
 
 def find_item(response: dict[bytes, Any], prefix: bytes) -> Any:
     """Fetch data by key prefix: servers echo section names with varying spacing and origins."""
-    head = prefix[:1]
+    size = len(prefix)
     for key, value in response.items():
-        # Only a key that starts as the prefix does (in any case) is upper-cased whole.
-        if (
-            isinstance(key, bytes)
-            and (not head or key[:1].upper() == head)
-            and key.upper().startswith(prefix)
-        ):
+        # Only the key's start is upper-cased (as a whole, a BODY[HEADER.FIELDS (...)] key is long).
+        if isinstance(key, bytes) and key[:size].upper() == prefix:
             return value
     return None
 
