@@ -17,6 +17,13 @@ from mail_imap_mcp.mime.parts import MAX_DEPTH, MESSAGE_TYPES, Part, make_part
 __all__ = ["parse_bodystructure", "structure_mismatch", "top_level_boundary"]
 
 
+# Type tuples for isinstance: a union such as ``tuple | list`` written in a call is built anew at each
+# call, which the walk of every structure of a page pays thousands of times.
+_SEQUENCE = (tuple, list)
+_TEXT = (bytes, str)
+_TEXT_OR_NONE = (bytes, str, type(None))
+
+
 def _atom(node: Any, index: int) -> Any:
     try:
         return node[index]
@@ -32,7 +39,7 @@ def _atom_int(value: Any) -> int:
 
 
 def _atom_pairs(value: Any) -> list[tuple[str, str]]:
-    if not isinstance(value, tuple | list):
+    if not isinstance(value, _SEQUENCE):
         return []
     pairs: list[tuple[str, str]] = []
     for index in range(0, len(value) - 1, 2):
@@ -44,34 +51,34 @@ def _atom_pairs(value: Any) -> list[tuple[str, str]]:
 
 def _is_disposition(value: Any) -> bool:
     return (
-        isinstance(value, tuple | list)
+        isinstance(value, _SEQUENCE)
         and len(value) == 2
-        and isinstance(value[0], bytes | str)
-        and (value[1] is None or isinstance(value[1], tuple | list))
+        and isinstance(value[0], _TEXT)
+        and (value[1] is None or isinstance(value[1], _SEQUENCE))
     )
 
 
 def _split_multipart(node: Any) -> tuple[list[Any], list[Any]] | None:
     """(children, rest) for a multipart node (BodyData or raw tuple), else None."""
-    if not isinstance(node, tuple | list) or not node:
+    if not isinstance(node, _SEQUENCE) or not node:
         return None
     first = node[0]
     if isinstance(first, list):
         return list(first), list(node[1:])
     if isinstance(first, tuple):
         index = 0
-        while index < len(node) and isinstance(node[index], tuple | list):
+        while index < len(node) and isinstance(node[index], _SEQUENCE):
             index += 1
         return list(node[:index]), list(node[index:])
     return None
 
 
 def _leaf_from_bodystructure(node: Any, section: str) -> Part | None:
-    if not isinstance(node, tuple | list) or len(node) < 2:
+    if not isinstance(node, _SEQUENCE) or len(node) < 2:
         return None
     main = to_str(node[0])
     sub = to_str(node[1])
-    if not isinstance(node[0], bytes | str | None) or not isinstance(node[1], bytes | str | None):
+    if not isinstance(node[0], _TEXT_OR_NONE) or not isinstance(node[1], _TEXT_OR_NONE):
         return None
     if main is None and sub is None:
         return None
@@ -88,8 +95,8 @@ def _leaf_from_bodystructure(node: Any, section: str) -> Part | None:
         extension = 8
     elif (
         content_type in MESSAGE_TYPES
-        and isinstance(_atom(node, 7), tuple | list)
-        and isinstance(_atom(node, 8), tuple | list)
+        and isinstance(_atom(node, 7), _SEQUENCE)
+        and isinstance(_atom(node, 8), _SEQUENCE)
     ):
         extension, skip = 10, {7, 8}
     else:
@@ -142,7 +149,7 @@ def parse_bodystructure(bs: Any) -> list[Part]:
     nothing usable is found; the caller should then fall back to
     :func:`~mail_imap_mcp.mime.parse_full_message`.
     """
-    if not isinstance(bs, tuple | list) or not bs:
+    if not isinstance(bs, _SEQUENCE) or not bs:
         raise ValueError("BODYSTRUCTURE is not a non-empty sequence")
     parts: list[Part] = []
     try:
@@ -176,10 +183,10 @@ def _childless_multipart(node: Any, depth: int) -> bool:
         # Leaf-shaped, yet a multipart: ("multipart" "mixed" ...) or, with the parts missing,
         # the multipart's own fields ("mixed" ("boundary" "x") ...).
         return (
-            isinstance(node, tuple | list)
+            isinstance(node, _SEQUENCE)
             and len(node) >= 2
-            and isinstance(node[0], bytes | str)
-            and ((to_str(node[0]) or "").strip().lower() == "multipart" or isinstance(node[1], tuple | list))
+            and isinstance(node[0], _TEXT)
+            and ((to_str(node[0]) or "").strip().lower() == "multipart" or isinstance(node[1], _SEQUENCE))
         )
     if not split[0]:
         return True
