@@ -3,7 +3,9 @@
 Each fast path is compared with the path it shortcuts, on ordinary and hostile inputs: Date headers
 read without the email package's parser, Content-Type parameters split without a loop per character,
 a part's header block left unparsed when it cannot say multipart, a single part's BODYSTRUCTURE leaf
-not read twice, a compact page of one mailbox built without the full page.
+not read twice, a compact page of one mailbox built without the full page; and since the third pass,
+header values not translated when printable, address header values decoded once per raw value, the
+quote patterns of new_text tried only on text holding their marks, a mailbox quoted once.
 """
 
 from __future__ import annotations
@@ -13,14 +15,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from mail_imap_mcp.content import quotes
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch
 from mail_imap_mcp.imap.fetch import find_item
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.records import SummaryRecord
-from mail_imap_mcp.mime import dates, snippets
-from mail_imap_mcp.mime.addresses import Address, format_address_quoted
+from mail_imap_mcp.mime import dates, headers, snippets
+from mail_imap_mcp.mime.addresses import Address, format_address_quoted, parse_address_list
+from mail_imap_mcp.mime.header_text import HEADER_CONTROL, decode_header_value, drop_controls
 from mail_imap_mcp.mime.params import split_header_params, split_quoted
 from mail_imap_mcp.tools._shared.search_page import (
     compact_page,
@@ -389,3 +395,117 @@ def test_a_compact_page_built_directly_is_the_compact_form_of_the_full_page(
     assert (shortcut.summary, shortcut.warnings, shortcut.media) == (expected.summary, expected.warnings, [])
     assert shortcut.data.model_dump_json(by_alias=True) == expected.data.model_dump_json(by_alias=True)
     assert type(shortcut.data) is type(expected.data)
+
+
+# -- header values not translated when printable ----------------------------------------------------
+
+_CONTROLLED = [
+    "",
+    "plain ascii",
+    "tab\there",
+    "line\r\nbreak",
+    "bare\rcr",
+    "nul\x00 esc\x1b[2J del\x7f",
+    "c1 \x85 \x9b csi \x9f",
+    "no-break\u00a0space, line\u2028separator, bidi\u202e",
+    "combining e\u0301, emoji \U0001f600, zwj \u200d",
+    "\x80\xa0\xff latin-1 range",
+]
+
+
+@pytest.mark.parametrize("value", _CONTROLLED)
+def test_drop_controls_is_the_translation(value: str) -> None:
+    assert drop_controls(value) == value.translate(HEADER_CONTROL)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=0x30FF), max_size=40))
+def test_drop_controls_is_the_translation_of_any_text(value: str) -> None:
+    assert drop_controls(value) == value.translate(HEADER_CONTROL)
+
+
+# -- address header values decoded once per raw value ---------------------------------------------
+
+
+def _address_value_reference(raw: bytes) -> str:
+    """An address header's value as parse_header_block decoded it before values were kept."""
+    return ", ".join(format_address_quoted(a) for a in parse_address_list(raw)) or decode_header_value(raw)
+
+
+_ADDRESS_VALUES = [
+    b" Bob <bob@example.org>",
+    b' "Smith, Bob" <bob@example.org>, =?utf-8?q?J=C3=BCrgen?= <j@example.de>',
+    b" =?iso-8859-1?q?Andr=E9?= <a@example.fr>",
+    b" =?shift_jis?B?k/qWe4zq?= <jp@example.jp>",
+    b" Friends: a@x.example, b@y.example;",
+    b" undisclosed-recipients:;",
+    b" just a phrase",
+    b" b@y.example (Bob in a comment)",
+    b" \xc3\xa9t\xc3\xa9 <8bit@example.org>",
+    b" caf\xe9 <latin1@example.org>",
+    b" Ctrl\x01\x1b[2J <c@example.org>",
+    b" Folded\r\n\t<folded@example.org>",
+    b" <@route,@a:user@host>",
+    b"",
+    b" " + b", ".join(b"r%d@example.com" % i for i in range(200)),  # past the kept size
+]
+
+
+@pytest.mark.parametrize("raw", _ADDRESS_VALUES)
+def test_address_header_values_kept_are_what_decoding_gives(raw: bytes) -> None:
+    block = b"From:" + raw + b"\r\nTo:" + raw + b"\r\nSubject: s\r\n\r\n"
+    for _ in range(2):  # the second time from what was kept
+        parsed = headers.parse_header_block(block)
+        assert parsed["from"] == parsed["to"] == [_address_value_reference(raw)]
+
+
+def test_a_long_address_header_value_is_not_kept() -> None:
+    long_value = _ADDRESS_VALUES[-1]
+    assert len(long_value) > headers._KEPT_ADDRESS_BYTES
+    before = headers._address_value.cache_info().currsize
+    headers.parse_header_block(b"To:" + long_value + b"\r\n\r\n")
+    assert headers._address_value.cache_info().currsize == before
+
+
+# -- the quote patterns of new_text tried only on text holding their marks -------------------------
+
+_LINES = [
+    "Hello Bob,",
+    "> quoted",
+    "   > indented quote",
+    "On Tue, 18 Nov 2026, Bob <b@x> wrote:",
+    "From: Alice",
+    "VON : Alice",
+    "-- ",
+    "—",
+    "-----Original Message-----",
+    "Sent from my iPhone",
+    "  SENT FROM MY \u212aindle",  # the Kelvin sign matches k when case is ignored
+    "Envoyé de mon iPad",
+    "a > b and c: d",
+    "ratio 3:2",
+    "http://example.org",
+    "\u00a0\u2028",
+    "",
+]
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(_LINES), max_size=6), st.sampled_from(["\n", "\r\n", " "]))
+def test_the_marks_never_hide_a_pattern_that_finds_something(lines: list[str], joint: str) -> None:
+    text = joint.join(lines)
+    assert quotes._may_leave_out(text) == any(pattern.search(text) for _, pattern in quotes._MAYBE)
+
+
+# -- a mailbox quoted once --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "mailbox", ["INBOX", "Projects/Ops", "a b%c?d#e", "Entwürfe", "INBOX.Sent Items", "x&y+z"]
+)
+def test_a_message_uri_quotes_its_mailbox_as_quote_does(mailbox: str) -> None:
+    from urllib.parse import quote
+
+    for _ in range(2):  # the second time from what was kept
+        uri = MessageRef("work", mailbox, 7, 42).message_uri
+        assert uri == f"imap://work/mailbox/{quote(mailbox, safe='')}/message/7/42"
