@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from mail_imap_mcp.content import quotes
 from mail_imap_mcp.envelope import Issue
+from mail_imap_mcp.imap import fetch
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch
 from mail_imap_mcp.imap.fetch import find_item
 from mail_imap_mcp.imap.ids import MessageRef
@@ -509,3 +510,17 @@ def test_a_message_uri_quotes_its_mailbox_as_quote_does(mailbox: str) -> None:
     for _ in range(2):  # the second time from what was kept
         uri = MessageRef("work", mailbox, 7, 42).message_uri
         assert uri == f"imap://work/mailbox/{quote(mailbox, safe='')}/message/7/42"
+
+
+# -- a summary's address fields kept by their header values -----------------------------------------
+
+
+@pytest.mark.parametrize("raw", _ADDRESS_VALUES)
+@pytest.mark.parametrize("own", [frozenset(), frozenset({"bob@example.org", "r7@example.com"})])
+def test_address_fields_kept_are_what_working_them_out_gives(raw: bytes, own: frozenset[str]) -> None:
+    values = headers.parse_header_block(b"To:" + raw + b"\r\nTo: Bob <BOB@example.org>\r\n\r\n")["to"]
+    for _ in range(2):  # the second time from what was kept (unless the values are too long to keep)
+        assert fetch._address_field(values) == fetch._bounded(fetch._addresses(values))
+        assert fetch._short_recipients_field(values, own) == fetch._bounded(
+            fetch.short_recipients(values, own)
+        )
