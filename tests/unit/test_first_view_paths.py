@@ -524,3 +524,75 @@ def test_address_fields_kept_are_what_working_them_out_gives(raw: bytes, own: fr
         assert fetch._short_recipients_field(values, own) == fetch._bounded(
             fetch.short_recipients(values, own)
         )
+
+
+# -- BODYSTRUCTURE leaves kept but for their size and line count --------------------------------------
+
+_LEAF_FIELDS: list[list[Any]] = [
+    [b"text", b"TEXT", b"application", b"message", b"multipart", None, "text", True, 0, b"t\x00xt"],
+    [b"plain", b"html", b"rfc822", b"pdf", b"Plain ", None, b"alternative", 1],
+    [
+        None,
+        (b"charset", b"utf-8"),
+        (b"CHARSET", b"iso-8859-1", b"format", b"flowed"),
+        (b"name", b"a.pdf"),
+        (b"name*", b"utf-8''r%C3%A9sum%C3%A9.pdf"),
+        (b"charset",),
+        [b"charset", b"utf-8"],
+        (b"x", b"y" * 80),
+        (),
+    ],
+    [None, b"<cid@x>", b"cid", 7],
+    [None, b"a description", b"d" * 100],
+    [b"7bit", b"BASE64", b"quoted-printable", None, b"", 8],
+    [0, 339, 2**70, b"12", b"x", None, -5, True, (1,)],
+    [9, 0, None, (b"attachment", None), (b"inline", (b"filename", b"x.txt")), False, 2**70],
+    [None, b"md5", (b"attachment", (b"filename", b"y.bin")), 3],
+    [None, (b"attachment", (b"filename", b"z.doc")), (b"INLINE", None), b"en"],
+    [None, b"en", (b"en", b"de"), 4],
+    [None, b"location", (b"attachment", None)],
+]
+
+
+def test_a_kept_leaf_is_the_leaf_read_anew() -> None:
+    from mail_imap_mcp.imap import bodystructure
+
+    generator = random.Random(22)
+    for _ in range(6_000):
+        length = generator.choice([2, 6, 7, 8, 10, 11, 12, 12, 12])
+        node = tuple(generator.choice(options) for options in _LEAF_FIELDS[:length])
+        section = generator.choice(["1", "1.2", "2"])
+        for _ in range(2):  # the second time from what was kept
+            assert bodystructure._leaf_from_bodystructure(node, section) == bodystructure._read_leaf(
+                node, section
+            ), node
+
+
+def test_leaves_of_one_kind_are_read_once_and_keep_their_own_size() -> None:
+    from mail_imap_mcp.imap import bodystructure
+
+    sizes = [339, 1, 0, 2**31]
+    parts = [
+        bodystructure._leaf_from_bodystructure(
+            (
+                b"text",
+                b"plain",
+                (b"charset", b"utf-8"),
+                None,
+                None,
+                b"7bit",
+                size,
+                size // 40 + 1,
+                None,
+                None,
+                None,
+                None,
+            ),
+            "1",
+        )
+        for size in sizes
+    ]
+    assert [part.size_bytes for part in parts if part] == sizes
+    assert bodystructure._recurring_fields(
+        (b"text", b"plain", (b"charset", b"utf-8"), None, None, b"7bit", 339, 9, None, None, None, None)
+    ) == (b"text", b"plain", (b"charset", b"utf-8"), None, None, b"7bit", 0, 0, None, None, None, None)

@@ -8,6 +8,7 @@ back to parsing the whole message (:func:`mail_imap_mcp.mime.parse_full_message`
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from mail_imap_mcp.mime.header_text import to_str, unfold
@@ -74,6 +75,66 @@ def _split_multipart(node: Any) -> tuple[list[Any], list[Any]] | None:
 
 
 def _leaf_from_bodystructure(node: Any, section: str) -> Part | None:
+    """The part a leaf ``node`` describes (None when it describes none)."""
+    fields = _recurring_fields(node)
+    if fields is None:
+        return _read_leaf(node, section)
+    kept = _kept_leaf(fields, section)
+    if kept is None:
+        return None
+    return Part(
+        kept.section,
+        kept.content_type,
+        kept.params,
+        kept.encoding,
+        max(_atom_int(node[6]), 0),
+        kept.disposition,
+        kept.filename,
+        kept.content_id,
+        kept.charset,
+    )
+
+
+#: A leaf whose fields (but its size and line count) are all NIL, numbers or strings up to this size, its
+#: parameters at most _KEPT_PARAMS of them, is read once and kept (a text part of the same type, charset
+#: and encoding recurs from message to message): at most 1,024 leaves of a few KB.
+_KEPT_FIELD_BYTES = 64
+_KEPT_PARAMS = 6
+
+
+def _recurring_fields(node: Any) -> tuple[Any, ...] | None:
+    """The leaf's fields with its size (field 6) and a number in field 7 (a text part's line count) made
+    0, when they are small and plain enough to be kept (see _KEPT_FIELD_BYTES), else None. Neither field
+    says anything else: the size is read from the node, and a number is no disposition."""
+    if not isinstance(node, tuple) or not 7 <= len(node) <= 12:
+        return None
+    params = node[2]
+    if params is not None and not (
+        type(params) is tuple and len(params) <= 2 * _KEPT_PARAMS and all(map(_short_atom, params))
+    ):
+        return None
+    rest = node[7:]
+    if rest and type(rest[0]) is int:
+        rest = (0, *rest[1:])
+    fields = (*node[:2], params, *node[3:6], 0, *rest)
+    if not all(_short_atom(field) for index, field in enumerate(fields) if index != 2):
+        return None
+    return fields
+
+
+def _short_atom(value: Any) -> bool:
+    # Exact types: a bool equals an int as a key, and must not stand for it.
+    if type(value) is bytes:
+        return len(value) <= _KEPT_FIELD_BYTES
+    return value is None or (type(value) is int and value.bit_length() <= 64)
+
+
+@functools.lru_cache(maxsize=1024)
+def _kept_leaf(fields: tuple[Any, ...], section: str) -> Part | None:
+    return _read_leaf(fields, section)
+
+
+def _read_leaf(node: Any, section: str) -> Part | None:
     if not isinstance(node, _SEQUENCE) or len(node) < 2:
         return None
     main = to_str(node[0])
