@@ -53,7 +53,7 @@ ensure_python() {
 }
 
 ensure_venv() {
-  local python stamp want
+  local python stamp want uv_pin pip_source pip
   ensure_python
   python="$SYSTEM_PYTHON"
   stamp="$VENV/.installed"
@@ -62,20 +62,49 @@ ensure_venv() {
     return 0
   fi
   say "setting up $VENV (Python deps from requirements.lock)"
-  [ -x "$PY" ] || "$python" -m venv "$VENV"
   # pip installs the lock's own uv (hash-checked), which installs the rest: a minute of CPU with pip,
-  # seconds with uv, bytecode included (processes that may not write it, under PYTHONDONTWRITEBYTECODE,
-  # would otherwise compile every module they import, each time).
-  local uv_pin
+  # a second with uv. The virtualenv is made without pip (venv takes 4-7 s to install it), and the pip
+  # that runs is the system Python's own (pip --python), else the wheel ensurepip installs from, run as
+  # it is (4 s: a zip keeps no bytecode), else the pip venv installs.
   uv_pin="$(mktemp)"
   awk '/^uv==/ { keep = 1; print; next } keep && /^ / { print; next } { keep = 0 }' \
     "$ROOT/requirements.lock" >"$uv_pin"
-  "$PY" -m pip install -q --disable-pip-version-check --no-deps --require-hashes -r "$uv_pin"
+  pip_source="$("$python" -c "$_FIND_PIP")"
+  if [ -z "$pip_source" ]; then
+    [ -x "$PY" ] || "$python" -m venv "$VENV"
+    pip=("$PY" -m pip)
+  else
+    [ -x "$PY" ] || "$python" -m venv --without-pip "$VENV"
+    if [ "$pip_source" = system ]; then pip=("$python" -m pip --python "$PY"); else pip=("$PY" "$pip_source/pip"); fi
+  fi
+  "${pip[@]}" install -q --disable-pip-version-check --no-deps --require-hashes -r "$uv_pin"
   rm -f "$uv_pin"
-  "$VENV/bin/uv" pip install -q --python "$PY" --compile-bytecode --require-hashes -r "$ROOT/requirements.lock"
+  "$VENV/bin/uv" pip install -q --python "$PY" --require-hashes -r "$ROOT/requirements.lock"
   "$VENV/bin/uv" pip install -q --python "$PY" --no-deps -e "$ROOT"
+  # The bytecode of what the tests and the server import, compiled here once: processes that may not
+  # write it (PYTHONDONTWRITEBYTECODE) would compile every module they import, each time, and the test
+  # workers starting together would all compile the same modules. The tools only scripts/bench and the
+  # type check use (numpy, matplotlib, mypy: 7 of the 13 s compiling everything took) compile on first use.
+  "$PY" -m compileall -q -j 0 -x "$_NOT_PRECOMPILED" "$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null
   printf '%s' "$want" >"$stamp"
 }
+
+# Prints where a pip for ensure_venv comes from: "system" (the running Python's pip, new enough for
+# --python), else the wheel ensurepip installs from (CPython's bundled one, or Debian's), else nothing.
+_FIND_PIP='
+import glob, os
+try:
+    import pip
+    if tuple(int(part) for part in pip.__version__.split(".")[:2]) >= (22, 3):
+        raise SystemExit(print("system"))
+except ImportError:
+    pass
+import ensurepip
+bundled = os.path.join(os.path.dirname(ensurepip.__file__), "_bundled", "pip-*.whl")
+wheels = sorted(glob.glob(bundled)) or sorted(glob.glob("/usr/share/python-wheels/pip-*.whl"))
+print(wheels[-1] if wheels else "")
+'
+_NOT_PRECOMPILED='/site-packages/(numpy|matplotlib|mpl_toolkits|fontTools|contourpy|kiwisolver|mypy|mypyc|pygments)/'
 
 # Cyrus IMAP and Courier-IMAP beside Dovecot, for tests that run against several IMAP servers
 # (tests/support/cyrus.py, tests/support/courier.py). Their server packages, like dovecot-imapd, provide

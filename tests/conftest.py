@@ -48,9 +48,8 @@ def pytest_configure(config: pytest.Config) -> None:
 #: Cyrus now and then answers as if a plain mailbox had a special use (a user's DELETE of it refused
 #: with "SPECIAL-USE flag conflict"), or leaves a freshly seeded mailbox out of a search of every
 #: mailbox: about one test in a full run, a different one each time, never reproduced alone (see the
-#: closing notes of issue 21). Until that is understood, a test that runs on Cyrus is retried up to twice
-#: (and so is the Courier case of ``_COURIER_WATCH_FLAG``); pytest reports each retry ("rerun"), and a
-#: defect fails all three times.
+#: closing notes of issue 21). Until that is understood, a test that runs on Cyrus is retried up to twice;
+#: pytest reports each retry ("rerun"), and a defect fails all three times.
 KNOWN_FLAKY_RERUNS = 2
 
 
@@ -88,14 +87,6 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return TogetherScheduling(config, log)
 
 
-#: An open defect, retried like the Cyrus runs (``KNOWN_FLAKY_RERUNS``) until it is understood: on Courier, a flag set by another
-#: client now and then reaches no subscriber within 5 s (no update at all, not a late one), in about one
-#: full run in three since the suite runs test by test (2026-11-23); never seen on the other servers.
-_COURIER_WATCH_FLAG = (
-    "test_watch.py::test_a_subscribed_mailbox_reports_each_change_by_another_client_within_2_s[courier"
-)
-
-
 def _servers(item: pytest.Item) -> set[str]:
     """The servers of the matrix ``item`` runs on (by fixture or parameter)."""
     callspec = getattr(item, "callspec", None)
@@ -110,7 +101,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     slow = {item.module for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: (_together(item.nodeid) is None, item.module not in slow))
     for item in items:
-        if {"cyrus", "cyrus_altns"} & _servers(item) or _COURIER_WATCH_FLAG in item.nodeid:
+        if {"cyrus", "cyrus_altns"} & _servers(item):
             item.add_marker(pytest.mark.flaky(reruns=KNOWN_FLAKY_RERUNS, reruns_delay=1))
     if not config.getoption("--dovecot-only"):
         return

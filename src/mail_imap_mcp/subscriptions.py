@@ -216,10 +216,10 @@ class MailboxSubscriptions:
             self._watched_sessions.add(connection)
             connection.exit_stack.push_async_callback(self._end_session, connection)
         send = functools.partial(connection.send_resource_updated, uri)
-        self._sessions[connection, uri] = self._app.watches.watch(
-            account_id, mailbox, functools.partial(self._post, send)
-        )
+        watch = self._app.watches.watch(account_id, mailbox, functools.partial(self._post, send))
+        self._sessions[connection, uri] = watch
         log.info("account=%s watching a mailbox for a session", account_id)
+        await self._until_watched([watch])
         return EmptyResult()
 
     async def unsubscribe(self, ctx: Context, params: UnsubscribeRequestParams) -> EmptyResult:
@@ -250,6 +250,7 @@ class MailboxSubscriptions:
             )
             self._shared[uri] = (watch, streams + 1)
         try:
+            await self._until_watched([self._shared[uri][0] for uri in uris if uri in self._shared])
             return await self._listen(ctx, params)
         finally:
             ended = []
@@ -291,6 +292,25 @@ class MailboxSubscriptions:
                     await send()
                 except Exception:  # the session ended meanwhile: its watches end with it
                     log.debug("a mailbox notification could not be sent", exc_info=True)
+
+    async def _until_watched(self, watches: list[Watch]) -> None:
+        """Answer a subscription only once its mailboxes are watched, so that every change made after the
+        answer is reported (regression: a message appended right after a subscription on Courier went into
+        what the watch started from, and no notification came). Bounded by the account's connect and
+        command timeouts; a watch still not ready then goes on trying, and the answer is sent anyway."""
+        accounts = self._app.config.accounts
+        started = anyio.current_time()
+        for watch in watches:
+            bound = (
+                accounts[watch.account_id].connect_timeout_s + accounts[watch.account_id].command_timeout_s
+            )
+            left = max(0.0, started + bound - anyio.current_time())
+            if not await anyio.to_thread.run_sync(watch.ready.wait, left, abandon_on_cancel=True):
+                log.warning(
+                    "account=%s a subscribed mailbox is not watched after %g s; answering anyway",
+                    watch.account_id,
+                    bound,
+                )
 
     async def _cancel(self, watches: list[Watch]) -> None:
         def cancel_all() -> None:

@@ -58,6 +58,9 @@ class Watch:
     account_id: str
     mailbox: str
     listener: Listener
+    #: Set once the watching connection has seen the mailbox (EXAMINE, STATUS or NOTIFY SET answered):
+    #: every change after that is reported. A change before it is part of what the watch starts from.
+    ready: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass(eq=False)
@@ -163,6 +166,7 @@ class _Watcher:
         # Examined again after an IDLE restart: what changed between DONE and this EXAMINE shows here.
         seen = tuple(answer.get(key) for key in (b"UIDVALIDITY", b"UIDNEXT", b"EXISTS", b"HIGHESTMODSEQ"))
         before, self._examined = self._examined.get(mailbox), {mailbox: seen}
+        self._ready([mailbox])
         recovered = self.recovering
         self._back([mailbox])
         if before is not None and before != seen and not recovered:
@@ -210,6 +214,7 @@ class _Watcher:
             client.enable("CONDSTORE")  # HIGHESTMODSEQ in STATUS: flag changes too (a session state only)
         if "NOTIFY" in capabilities and "IDLE" in capabilities and self._notify_set(client, mailboxes):
             # One connection hears every change of its mailboxes (RFC 5465): STATUS responses in IDLE.
+            self._ready(mailboxes)
             self._back(mailboxes)
             watched = set(mailboxes)
             self._idle(client, version, lambda line: _in(client.notified_mailbox(line), watched))
@@ -224,6 +229,7 @@ class _Watcher:
                 if mailbox in self._statuses and self._statuses[mailbox] != seen:
                     changed.append(mailbox)
                 self._statuses[mailbox] = seen
+            self._ready(mailboxes)
             recovered = self.recovering
             self._back(mailboxes)  # after a failure every mailbox is reported anyway
             if not recovered:
@@ -253,6 +259,13 @@ class _Watcher:
                 raise
             return None
         return tuple(status.get(item) for item in items)
+
+    def _ready(self, mailboxes: list[str]) -> None:
+        """The connection has seen ``mailboxes``: their watches are ready (see :attr:`Watch.ready`)."""
+        with self.hub.lock:
+            for mailbox in mailboxes:
+                for watch in self.watches.get(mailbox, ()):
+                    watch.ready.set()
 
     def _back(self, mailboxes: list[str]) -> None:
         """The connection works (again): after a failure, report its mailboxes once."""
@@ -360,7 +373,8 @@ class WatchHub:
         self._closed = False
 
     def watch(self, account_id: str, mailbox: str, listener: Listener) -> Watch:
-        """Call ``listener`` whenever ``mailbox`` of ``account_id`` changes, until :meth:`cancel`."""
+        """Call ``listener`` whenever ``mailbox`` of ``account_id`` changes, until :meth:`cancel`; the
+        watch's :attr:`~Watch.ready` tells from when on."""
         watch = Watch(account_id, mailbox, listener)
         with self.lock:
             if self._closed:
@@ -377,7 +391,10 @@ class WatchHub:
                 watcher = min(watchers, key=lambda w: len(w.watches))
             if mailbox not in watcher.watches:
                 watcher.version += 1
-            watcher.watches.setdefault(mailbox, []).append(watch)
+            joined = watcher.watches.setdefault(mailbox, [])
+            if any(other.ready.is_set() for other in joined):
+                watch.ready.set()  # the mailbox is watched already
+            joined.append(watch)
         return watch
 
     def cancel(self, watch: Watch) -> None:
