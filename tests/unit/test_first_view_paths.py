@@ -3,7 +3,9 @@
 Each fast path is compared with the path it shortcuts, on ordinary and hostile inputs: Date headers
 read without the email package's parser, Content-Type parameters split without a loop per character,
 a part's header block left unparsed when it cannot say multipart, a single part's BODYSTRUCTURE leaf
-not read twice, a compact page of one mailbox built without the full page.
+not read twice, a compact page of one mailbox built without the full page; and since the third pass,
+header values not translated when printable, address header values decoded once per raw value, the
+quote patterns of new_text tried only on text holding their marks, a mailbox quoted once.
 """
 
 from __future__ import annotations
@@ -13,14 +15,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from mail_imap_mcp.content import quotes
 from mail_imap_mcp.envelope import Issue
+from mail_imap_mcp.imap import fetch
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch
 from mail_imap_mcp.imap.fetch import find_item
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.records import SummaryRecord
-from mail_imap_mcp.mime import dates, snippets
-from mail_imap_mcp.mime.addresses import Address, format_address_quoted
+from mail_imap_mcp.mime import dates, headers, snippets
+from mail_imap_mcp.mime.addresses import Address, format_address_quoted, parse_address_list
+from mail_imap_mcp.mime.header_text import HEADER_CONTROL, decode_header_value, drop_controls
 from mail_imap_mcp.mime.params import split_header_params, split_quoted
 from mail_imap_mcp.tools._shared.search_page import (
     compact_page,
@@ -389,3 +396,203 @@ def test_a_compact_page_built_directly_is_the_compact_form_of_the_full_page(
     assert (shortcut.summary, shortcut.warnings, shortcut.media) == (expected.summary, expected.warnings, [])
     assert shortcut.data.model_dump_json(by_alias=True) == expected.data.model_dump_json(by_alias=True)
     assert type(shortcut.data) is type(expected.data)
+
+
+# -- header values not translated when printable ----------------------------------------------------
+
+_CONTROLLED = [
+    "",
+    "plain ascii",
+    "tab\there",
+    "line\r\nbreak",
+    "bare\rcr",
+    "nul\x00 esc\x1b[2J del\x7f",
+    "c1 \x85 \x9b csi \x9f",
+    "no-break\u00a0space, line\u2028separator, bidi\u202e",
+    "combining e\u0301, emoji \U0001f600, zwj \u200d",
+    "\x80\xa0\xff latin-1 range",
+]
+
+
+@pytest.mark.parametrize("value", _CONTROLLED)
+def test_drop_controls_is_the_translation(value: str) -> None:
+    assert drop_controls(value) == value.translate(HEADER_CONTROL)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=0x30FF), max_size=40))
+def test_drop_controls_is_the_translation_of_any_text(value: str) -> None:
+    assert drop_controls(value) == value.translate(HEADER_CONTROL)
+
+
+# -- address header values decoded once per raw value ---------------------------------------------
+
+
+def _address_value_reference(raw: bytes) -> str:
+    """An address header's value as parse_header_block decoded it before values were kept."""
+    return ", ".join(format_address_quoted(a) for a in parse_address_list(raw)) or decode_header_value(raw)
+
+
+_ADDRESS_VALUES = [
+    b" Bob <bob@example.org>",
+    b' "Smith, Bob" <bob@example.org>, =?utf-8?q?J=C3=BCrgen?= <j@example.de>',
+    b" =?iso-8859-1?q?Andr=E9?= <a@example.fr>",
+    b" =?shift_jis?B?k/qWe4zq?= <jp@example.jp>",
+    b" Friends: a@x.example, b@y.example;",
+    b" undisclosed-recipients:;",
+    b" just a phrase",
+    b" b@y.example (Bob in a comment)",
+    b" \xc3\xa9t\xc3\xa9 <8bit@example.org>",
+    b" caf\xe9 <latin1@example.org>",
+    b" Ctrl\x01\x1b[2J <c@example.org>",
+    b" Folded\r\n\t<folded@example.org>",
+    b" <@route,@a:user@host>",
+    b"",
+    b" " + b", ".join(b"r%d@example.com" % i for i in range(200)),  # past the kept size
+]
+
+
+@pytest.mark.parametrize("raw", _ADDRESS_VALUES)
+def test_address_header_values_kept_are_what_decoding_gives(raw: bytes) -> None:
+    block = b"From:" + raw + b"\r\nTo:" + raw + b"\r\nSubject: s\r\n\r\n"
+    for _ in range(2):  # the second time from what was kept
+        parsed = headers.parse_header_block(block)
+        assert parsed["from"] == parsed["to"] == [_address_value_reference(raw)]
+
+
+def test_a_long_address_header_value_is_not_kept() -> None:
+    long_value = _ADDRESS_VALUES[-1]
+    assert len(long_value) > headers._KEPT_ADDRESS_BYTES
+    before = headers._address_value.cache_info().currsize
+    headers.parse_header_block(b"To:" + long_value + b"\r\n\r\n")
+    assert headers._address_value.cache_info().currsize == before
+
+
+# -- the quote patterns of new_text tried only on text holding their marks -------------------------
+
+_LINES = [
+    "Hello Bob,",
+    "> quoted",
+    "   > indented quote",
+    "On Tue, 18 Nov 2026, Bob <b@x> wrote:",
+    "From: Alice",
+    "VON : Alice",
+    "-- ",
+    "—",
+    "-----Original Message-----",
+    "Sent from my iPhone",
+    "  SENT FROM MY \u212aindle",  # the Kelvin sign matches k when case is ignored
+    "Envoyé de mon iPad",
+    "a > b and c: d",
+    "ratio 3:2",
+    "http://example.org",
+    "\u00a0\u2028",
+    "",
+]
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(_LINES), max_size=6), st.sampled_from(["\n", "\r\n", " "]))
+def test_the_marks_never_hide_a_pattern_that_finds_something(lines: list[str], joint: str) -> None:
+    text = joint.join(lines)
+    assert quotes._may_leave_out(text) == any(pattern.search(text) for _, pattern in quotes._MAYBE)
+
+
+# -- a mailbox quoted once --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "mailbox", ["INBOX", "Projects/Ops", "a b%c?d#e", "Entwürfe", "INBOX.Sent Items", "x&y+z"]
+)
+def test_a_message_uri_quotes_its_mailbox_as_quote_does(mailbox: str) -> None:
+    from urllib.parse import quote
+
+    for _ in range(2):  # the second time from what was kept
+        uri = MessageRef("work", mailbox, 7, 42).message_uri
+        assert uri == f"imap://work/mailbox/{quote(mailbox, safe='')}/message/7/42"
+
+
+# -- a summary's address fields kept by their header values -----------------------------------------
+
+
+@pytest.mark.parametrize("raw", _ADDRESS_VALUES)
+@pytest.mark.parametrize("own", [frozenset(), frozenset({"bob@example.org", "r7@example.com"})])
+def test_address_fields_kept_are_what_working_them_out_gives(raw: bytes, own: frozenset[str]) -> None:
+    values = headers.parse_header_block(b"To:" + raw + b"\r\nTo: Bob <BOB@example.org>\r\n\r\n")["to"]
+    for _ in range(2):  # the second time from what was kept (unless the values are too long to keep)
+        assert fetch._address_field(values) == fetch._bounded(fetch._addresses(values))
+        assert fetch._short_recipients_field(values, own) == fetch._bounded(
+            fetch.short_recipients(values, own)
+        )
+
+
+# -- BODYSTRUCTURE leaves kept but for their size and line count --------------------------------------
+
+_LEAF_FIELDS: list[list[Any]] = [
+    [b"text", b"TEXT", b"application", b"message", b"multipart", None, "text", True, 0, b"t\x00xt"],
+    [b"plain", b"html", b"rfc822", b"pdf", b"Plain ", None, b"alternative", 1],
+    [
+        None,
+        (b"charset", b"utf-8"),
+        (b"CHARSET", b"iso-8859-1", b"format", b"flowed"),
+        (b"name", b"a.pdf"),
+        (b"name*", b"utf-8''r%C3%A9sum%C3%A9.pdf"),
+        (b"charset",),
+        [b"charset", b"utf-8"],
+        (b"x", b"y" * 80),
+        (),
+    ],
+    [None, b"<cid@x>", b"cid", 7],
+    [None, b"a description", b"d" * 100],
+    [b"7bit", b"BASE64", b"quoted-printable", None, b"", 8],
+    [0, 339, 2**70, b"12", b"x", None, -5, True, (1,)],
+    [9, 0, None, (b"attachment", None), (b"inline", (b"filename", b"x.txt")), False, 2**70],
+    [None, b"md5", (b"attachment", (b"filename", b"y.bin")), 3],
+    [None, (b"attachment", (b"filename", b"z.doc")), (b"INLINE", None), b"en"],
+    [None, b"en", (b"en", b"de"), 4],
+    [None, b"location", (b"attachment", None)],
+]
+
+
+def test_a_kept_leaf_is_the_leaf_read_anew() -> None:
+    from mail_imap_mcp.imap import bodystructure
+
+    generator = random.Random(22)
+    for _ in range(6_000):
+        length = generator.choice([2, 6, 7, 8, 10, 11, 12, 12, 12])
+        node = tuple(generator.choice(options) for options in _LEAF_FIELDS[:length])
+        section = generator.choice(["1", "1.2", "2"])
+        for _ in range(2):  # the second time from what was kept
+            assert bodystructure._leaf_from_bodystructure(node, section) == bodystructure._read_leaf(
+                node, section
+            ), node
+
+
+def test_leaves_of_one_kind_are_read_once_and_keep_their_own_size() -> None:
+    from mail_imap_mcp.imap import bodystructure
+
+    sizes = [339, 1, 0, 2**31]
+    parts = [
+        bodystructure._leaf_from_bodystructure(
+            (
+                b"text",
+                b"plain",
+                (b"charset", b"utf-8"),
+                None,
+                None,
+                b"7bit",
+                size,
+                size // 40 + 1,
+                None,
+                None,
+                None,
+                None,
+            ),
+            "1",
+        )
+        for size in sizes
+    ]
+    assert [part.size_bytes for part in parts if part] == sizes
+    assert bodystructure._recurring_fields(
+        (b"text", b"plain", (b"charset", b"utf-8"), None, None, b"7bit", 339, 9, None, None, None, None)
+    ) == (b"text", b"plain", (b"charset", b"utf-8"), None, None, b"7bit", 0, 0, None, None, None, None)

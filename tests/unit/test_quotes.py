@@ -292,7 +292,7 @@ def test_the_whole_text_shortcut_never_changes_the_answer(lines: list[str], newl
 
     body = newline.join(lines)
     fast = new_text(body)
-    patterns, quotes._MAYBE = quotes._MAYBE, [quotes.re.compile(r"(?s).")]  # never take the shortcut
+    patterns, quotes._MAYBE = quotes._MAYBE, [((), quotes.re.compile(r"(?s)."))]  # never take the shortcut
     try:
         slow = new_text(body)
     finally:

@@ -8,6 +8,7 @@ back to parsing the whole message (:func:`mail_imap_mcp.mime.parse_full_message`
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from mail_imap_mcp.mime.header_text import to_str, unfold
@@ -15,6 +16,13 @@ from mail_imap_mcp.mime.params import decode_params, split_header_params, valid_
 from mail_imap_mcp.mime.parts import MAX_DEPTH, MESSAGE_TYPES, Part, make_part
 
 __all__ = ["parse_bodystructure", "structure_mismatch", "top_level_boundary"]
+
+
+# Type tuples for isinstance: a union such as ``tuple | list`` written in a call is built anew at each
+# call, which the walk of every structure of a page pays thousands of times.
+_SEQUENCE = (tuple, list)
+_TEXT = (bytes, str)
+_TEXT_OR_NONE = (bytes, str, type(None))
 
 
 def _atom(node: Any, index: int) -> Any:
@@ -32,7 +40,7 @@ def _atom_int(value: Any) -> int:
 
 
 def _atom_pairs(value: Any) -> list[tuple[str, str]]:
-    if not isinstance(value, tuple | list):
+    if not isinstance(value, _SEQUENCE):
         return []
     pairs: list[tuple[str, str]] = []
     for index in range(0, len(value) - 1, 2):
@@ -44,34 +52,94 @@ def _atom_pairs(value: Any) -> list[tuple[str, str]]:
 
 def _is_disposition(value: Any) -> bool:
     return (
-        isinstance(value, tuple | list)
+        isinstance(value, _SEQUENCE)
         and len(value) == 2
-        and isinstance(value[0], bytes | str)
-        and (value[1] is None or isinstance(value[1], tuple | list))
+        and isinstance(value[0], _TEXT)
+        and (value[1] is None or isinstance(value[1], _SEQUENCE))
     )
 
 
 def _split_multipart(node: Any) -> tuple[list[Any], list[Any]] | None:
     """(children, rest) for a multipart node (BodyData or raw tuple), else None."""
-    if not isinstance(node, tuple | list) or not node:
+    if not isinstance(node, _SEQUENCE) or not node:
         return None
     first = node[0]
     if isinstance(first, list):
         return list(first), list(node[1:])
     if isinstance(first, tuple):
         index = 0
-        while index < len(node) and isinstance(node[index], tuple | list):
+        while index < len(node) and isinstance(node[index], _SEQUENCE):
             index += 1
         return list(node[:index]), list(node[index:])
     return None
 
 
 def _leaf_from_bodystructure(node: Any, section: str) -> Part | None:
-    if not isinstance(node, tuple | list) or len(node) < 2:
+    """The part a leaf ``node`` describes (None when it describes none)."""
+    fields = _recurring_fields(node)
+    if fields is None:
+        return _read_leaf(node, section)
+    kept = _kept_leaf(fields, section)
+    if kept is None:
+        return None
+    return Part(
+        kept.section,
+        kept.content_type,
+        kept.params,
+        kept.encoding,
+        max(_atom_int(node[6]), 0),
+        kept.disposition,
+        kept.filename,
+        kept.content_id,
+        kept.charset,
+    )
+
+
+#: A leaf whose fields (but its size and line count) are all NIL, numbers or strings up to this size, its
+#: parameters at most _KEPT_PARAMS of them, is read once and kept (a text part of the same type, charset
+#: and encoding recurs from message to message): at most 1,024 leaves of a few KB.
+_KEPT_FIELD_BYTES = 64
+_KEPT_PARAMS = 6
+
+
+def _recurring_fields(node: Any) -> tuple[Any, ...] | None:
+    """The leaf's fields with its size (field 6) and a number in field 7 (a text part's line count) made
+    0, when they are small and plain enough to be kept (see _KEPT_FIELD_BYTES), else None. Neither field
+    says anything else: the size is read from the node, and a number is no disposition."""
+    if not isinstance(node, tuple) or not 7 <= len(node) <= 12:
+        return None
+    params = node[2]
+    if params is not None and not (
+        type(params) is tuple and len(params) <= 2 * _KEPT_PARAMS and all(map(_short_atom, params))
+    ):
+        return None
+    rest = node[7:]
+    if rest and type(rest[0]) is int:
+        rest = (0, *rest[1:])
+    fields = (*node[:2], params, *node[3:6], 0, *rest)
+    if not all(_short_atom(field) for index, field in enumerate(fields) if index != 2):
+        return None
+    return fields
+
+
+def _short_atom(value: Any) -> bool:
+    # Exact types: a bool equals an int as a key, and must not stand for it.
+    if type(value) is bytes:
+        return len(value) <= _KEPT_FIELD_BYTES
+    return value is None or (type(value) is int and value.bit_length() <= 64)
+
+
+@functools.lru_cache(maxsize=1024)
+def _kept_leaf(fields: tuple[Any, ...], section: str) -> Part | None:
+    return _read_leaf(fields, section)
+
+
+def _read_leaf(node: Any, section: str) -> Part | None:
+    if not isinstance(node, _SEQUENCE) or len(node) < 2:
         return None
     main = to_str(node[0])
     sub = to_str(node[1])
-    if not isinstance(node[0], bytes | str | None) or not isinstance(node[1], bytes | str | None):
+    if not isinstance(node[0], _TEXT_OR_NONE) or not isinstance(node[1], _TEXT_OR_NONE):
         return None
     if main is None and sub is None:
         return None
@@ -88,8 +156,8 @@ def _leaf_from_bodystructure(node: Any, section: str) -> Part | None:
         extension = 8
     elif (
         content_type in MESSAGE_TYPES
-        and isinstance(_atom(node, 7), tuple | list)
-        and isinstance(_atom(node, 8), tuple | list)
+        and isinstance(_atom(node, 7), _SEQUENCE)
+        and isinstance(_atom(node, 8), _SEQUENCE)
     ):
         extension, skip = 10, {7, 8}
     else:
@@ -99,9 +167,9 @@ def _leaf_from_bodystructure(node: Any, section: str) -> Part | None:
         # Servers differ on optional fields; look for anything disposition-shaped.
         disposition_atom = next(
             (
-                item
-                for index, item in enumerate(node)
-                if index >= 7 and index not in skip and _is_disposition(item)
+                node[index]
+                for index in range(7, len(node))
+                if index not in skip and _is_disposition(node[index])
             ),
             None,
         )
@@ -142,7 +210,7 @@ def parse_bodystructure(bs: Any) -> list[Part]:
     nothing usable is found; the caller should then fall back to
     :func:`~mail_imap_mcp.mime.parse_full_message`.
     """
-    if not isinstance(bs, tuple | list) or not bs:
+    if not isinstance(bs, _SEQUENCE) or not bs:
         raise ValueError("BODYSTRUCTURE is not a non-empty sequence")
     parts: list[Part] = []
     try:
@@ -176,10 +244,10 @@ def _childless_multipart(node: Any, depth: int) -> bool:
         # Leaf-shaped, yet a multipart: ("multipart" "mixed" ...) or, with the parts missing,
         # the multipart's own fields ("mixed" ("boundary" "x") ...).
         return (
-            isinstance(node, tuple | list)
+            isinstance(node, _SEQUENCE)
             and len(node) >= 2
-            and isinstance(node[0], bytes | str)
-            and ((to_str(node[0]) or "").strip().lower() == "multipart" or isinstance(node[1], tuple | list))
+            and isinstance(node[0], _TEXT)
+            and ((to_str(node[0]) or "").strip().lower() == "multipart" or isinstance(node[1], _SEQUENCE))
         )
     if not split[0]:
         return True

@@ -9,6 +9,7 @@ followed: the message's first bytes are fetched (capped) and parsed locally inst
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -60,14 +61,10 @@ MAX_RECONNECTS_PER_PAGE = 3
 
 def find_item(response: dict[bytes, Any], prefix: bytes) -> Any:
     """Fetch data by key prefix: servers echo section names with varying spacing and origins."""
-    head = prefix[:1]
+    size = len(prefix)
     for key, value in response.items():
-        # Only a key that starts as the prefix does (in any case) is upper-cased whole.
-        if (
-            isinstance(key, bytes)
-            and (not head or key[:1].upper() == head)
-            and key.upper().startswith(prefix)
-        ):
+        # Only the key's start is upper-cased (as a whole, a BODY[HEADER.FIELDS (...)] key is long).
+        if isinstance(key, bytes) and key[:size].upper() == prefix:
             return value
     return None
 
@@ -140,6 +137,35 @@ def _bounded(value: str | None) -> str | None:
     return cut + "…" if truncated else cut
 
 
+#: The address fields of summaries are kept by their header values (senders and recipients recur from
+#: message to message) when these hold up to this many characters: at most 2,048 of each kind.
+_KEPT_ADDRESS_CHARS = 1024
+
+
+def _address_field(values: list[str]) -> str | None:
+    """``_bounded(_addresses(values))``."""
+    if sum(map(len, values)) <= _KEPT_ADDRESS_CHARS:
+        return _kept_address_field(tuple(values))
+    return _bounded(_addresses(values))
+
+
+@functools.lru_cache(maxsize=2048)
+def _kept_address_field(values: tuple[str, ...]) -> str | None:
+    return _bounded(_addresses(list(values)))
+
+
+def _short_recipients_field(values: list[str], own: frozenset[str]) -> str | None:
+    """``_bounded(short_recipients(values, own))``."""
+    if sum(map(len, values)) <= _KEPT_ADDRESS_CHARS:
+        return _kept_short_recipients_field(tuple(values), own)
+    return _bounded(short_recipients(values, own))
+
+
+@functools.lru_cache(maxsize=2048)
+def _kept_short_recipients_field(values: tuple[str, ...], own: frozenset[str]) -> str | None:
+    return _bounded(short_recipients(list(values), own))
+
+
 def _first(headers: dict[str, list[str]], name: str) -> str | None:
     values = headers.get(name)
     return values[0] if values else None
@@ -167,15 +193,15 @@ def _summary(
         uidvalidity=ref.uidvalidity,
         uid=ref.uid,
         date=_iso_utc(date or response.get(b"INTERNALDATE")),
-        from_=_bounded(_addresses(headers.get("from", []))),
-        to=_bounded(_addresses(headers.get("to", []))),
-        cc=_bounded(_addresses(headers.get("cc", []))),
+        from_=_address_field(headers.get("from", [])),
+        to=_address_field(headers.get("to", [])),
+        cc=_address_field(headers.get("cc", [])),
         subject=_bounded(_first(headers, "subject")),
         flags=_flags(response),
         size_bytes=int(response.get(b"RFC822.SIZE") or 0),
         has_attachments=mime.has_attachments(parts) if parts else False,
         snippet=snippet,
-        short_recipients=_bounded(short_recipients(headers.get("to", []) + headers.get("cc", []), own)),
+        short_recipients=_short_recipients_field(headers.get("to", []) + headers.get("cc", []), own),
         header_message_id=_bounded(_first(headers, "message-id")),
     )
 

@@ -6,6 +6,7 @@ a changed UIDVALIDITY is detected instead of silently reading another message.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
@@ -35,7 +36,7 @@ class MessageRef:
 
     @property
     def message_uri(self) -> str:
-        mailbox = quote(self.mailbox, safe="")
+        mailbox = _quoted(self.mailbox)
         return f"imap://{self.account_id}/mailbox/{mailbox}/message/{self.uidvalidity}/{self.uid}"
 
     @property
@@ -56,6 +57,12 @@ class MessageRef:
             uid=self.uid,
             message_id=self.message_id,
         )
+
+
+@functools.lru_cache(maxsize=256)
+def _quoted(mailbox: str) -> str:
+    """The mailbox name as one URI path segment (a page's messages share their mailbox)."""
+    return quote(mailbox, safe="")
 
 
 def _number(text: str, what: str) -> int:

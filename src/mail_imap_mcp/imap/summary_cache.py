@@ -56,8 +56,10 @@ class SummaryCache:
 
     def put(self, key: SummaryKey, summary: SummaryRecord) -> None:
         """Keep a copy of ``summary`` (its flags are not kept: they are asked anew each time)."""
+        if self.entries <= 0:
+            return
         weight = _chars(summary)
-        if self.entries <= 0 or weight > self.max_chars:
+        if weight > self.max_chars:
             return
         kept = with_flags(summary, [])
         with self._lock:

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .header_text import HEADER_CONTROL, decode_header_value, strip_comments, to_str, unfold
+from .header_text import decode_header_value, drop_controls, strip_comments, to_str, unfold
 
 __all__ = ["Address", "format_address", "format_address_quoted", "parse_address_list"]
 
@@ -158,7 +158,7 @@ def parse_address_list(raw: bytes | str | None) -> list[Address]:
 @functools.lru_cache(maxsize=4096)
 def _parse_address_text(text: str) -> tuple[Address, ...]:
     try:
-        text = unfold(text).translate(HEADER_CONTROL)
+        text = drop_controls(unfold(text))
         return tuple(a for a in map(_parse_mailbox, _split_top_level(text)) if a is not None)
     except Exception:
         return ()

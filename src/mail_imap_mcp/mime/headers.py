@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from .addresses import format_address_quoted, parse_address_list
@@ -71,8 +72,26 @@ def parse_header_block(raw: bytes) -> dict[str, list[str]]:
     headers: dict[str, list[str]] = {}
     for field_name, lines in fields:
         raw_value = lines[0] if len(lines) == 1 else b"\r\n".join(lines)
-        decoded = ""
         if field_name in _ADDRESS_HEADERS:
-            decoded = ", ".join(format_address_quoted(a) for a in parse_address_list(raw_value))
-        headers.setdefault(field_name, []).append(decoded or decode_header_value(raw_value))
+            decoded = (
+                _address_value(raw_value)
+                if len(raw_value) <= _KEPT_ADDRESS_BYTES
+                else _address_value.__wrapped__(raw_value)
+            )
+        else:
+            decoded = decode_header_value(raw_value)
+        headers.setdefault(field_name, []).append(decoded)
     return headers
+
+
+#: Address header values up to this size are kept with their decoded text (senders and recipients recur
+#: from message to message): at most 2,048 of them, a few MB at worst.
+_KEPT_ADDRESS_BYTES = 1024
+
+
+@functools.lru_cache(maxsize=2048)
+def _address_value(raw_value: bytes) -> str:
+    """An address header's value, its addresses re-serialised (names quoted where needed), or the value
+    decoded as text when no address is found in it."""
+    decoded = ", ".join(format_address_quoted(a) for a in parse_address_list(raw_value))
+    return decoded or decode_header_value(raw_value)
