@@ -94,12 +94,34 @@ def _servers(item: pytest.Item) -> set[str]:
     return set(MATRIX) & (set(getattr(item, "fixturenames", ())) | parameters)
 
 
+def _spread_waiting(items: list[pytest.Item]) -> list[pytest.Item]:
+    """``items`` with the tests marked ``waits`` spread evenly over the first two thirds of the others.
+
+    Together (the watch tests sat side by side in the order) they held every worker at once: two cores
+    mostly idle for half a minute of each run. Spread, one or two workers wait while the rest compute,
+    and none is left near the end (a wait there would end the run alone)."""
+    waiting = [item for item in items if item.get_closest_marker("waits") and _together(item.nodeid) is None]
+    if not waiting:
+        return items
+    chosen = set(map(id, waiting))
+    others = [item for item in items if id(item) not in chosen]
+    span, placed, spread = len(others) * 2 // 3, 0, []
+    for count, item in enumerate(others, start=1):
+        spread.append(item)
+        # The j-th waiting test (from 1) goes after the first j * span / (len(waiting) + 1) others.
+        while placed < len(waiting) and (placed + 1) * span <= count * (len(waiting) + 1):
+            spread.append(waiting[placed])
+            placed += 1
+    return spread + waiting[placed:]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The longest first, so that none of them is left to end the run alone on one worker while the others
     # have nothing to do: what one worker runs together (ONE_WORKER), then the modules with slow tests. A
     # module's tests stay together, so a module fixture is built once (per worker).
     slow = {item.module for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: (_together(item.nodeid) is None, item.module not in slow))
+    items[:] = _spread_waiting(items)
     for item in items:
         if {"cyrus", "cyrus_altns"} & _servers(item):
             item.add_marker(pytest.mark.flaky(reruns=KNOWN_FLAKY_RERUNS, reruns_delay=1))

@@ -36,6 +36,7 @@ from tests.support.updates import Updates, append, expunge_first, flag_first
 
 pytestmark = [
     pytest.mark.anyio,
+    pytest.mark.waits,
     # The handshake-era form is what this server serves to such clients; the SDK calls it deprecated.
     pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed"),
 ]

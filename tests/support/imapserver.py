@@ -1,8 +1,8 @@
 """What the throwaway IMAP servers of the test harness (Dovecot, Cyrus, Courier) have in common.
 
 ``ImapServer`` is the base of ``Dovecot`` (tests/support/dovecot.py), ``Cyrus`` (cyrus.py) and ``Courier``
-(courier.py): one short temporary directory under ``/tmp`` per instance (unix socket paths are limited to
-108 bytes), two listeners on ``127.0.0.1`` with ports picked at start (``tls_port``: implicit TLS;
+(courier.py): one short temporary directory per instance, in the temporary directory or ``/tmp`` (unix
+socket paths are limited to 108 bytes), two listeners on ``127.0.0.1`` with ports picked at start (``tls_port``: implicit TLS;
 ``plain_port``: plaintext with STARTTLS), a CA made with ``trustme`` (``ca_file``), one ``password`` for
 every user, ``new_user()``, ``connect()``, ``seed()``, ``recreate_mailbox()`` (DELETE and CREATE from a
 session of its own: a new UIDVALIDITY for sessions that have the folder selected) and a clean ``stop()``
@@ -258,6 +258,13 @@ def tail_file(path: Path, lines: int) -> str:
     return ""
 
 
+def _instances_parent() -> str:
+    """Where instance directories go: the run's temporary directory (``scripts/test`` points it at a RAM
+    disk, where Cyrus's and Courier's syncs cost nothing) when it leaves room for socket paths, else /tmp."""
+    parent = tempfile.gettempdir()
+    return parent if len(parent) <= 48 else "/tmp"
+
+
 class SyslogSink:
     """A ``/dev/log`` listener for servers that only log to syslog, shared by all instances in a process.
 
@@ -436,7 +443,7 @@ class ImapServer:
         atexit.register(self.stop)
         fresh = self._root is None
         if fresh:
-            self._root = Path(tempfile.mkdtemp(prefix=f"mim-{self.kind[:2]}-", dir="/tmp"))
+            self._root = Path(tempfile.mkdtemp(prefix=f"mim-{self.kind[:2]}-", dir=_instances_parent()))
             self._root.chmod(0o755)  # servers that drop privileges must traverse into it
             (self._root / "tls").mkdir()
             self._prepare()
