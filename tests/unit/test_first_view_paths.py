@@ -520,8 +520,8 @@ def test_a_message_uri_quotes_its_mailbox_as_quote_does(mailbox: str) -> None:
 def test_address_fields_kept_are_what_working_them_out_gives(raw: bytes, own: frozenset[str]) -> None:
     values = headers.parse_header_block(b"To:" + raw + b"\r\nTo: Bob <BOB@example.org>\r\n\r\n")["to"]
     for _ in range(2):  # the second time from what was kept (unless the values are too long to keep)
-        assert fetch._address_field(values) == fetch._bounded(fetch._addresses(values))
-        assert fetch._short_recipients_field(values, own) == fetch._bounded(
+        assert fetch._address_field(tuple(values)) == fetch._bounded(fetch._addresses(values))
+        assert fetch._short_recipients_field(tuple(values), own) == fetch._bounded(
             fetch.short_recipients(values, own)
         )
 
@@ -596,3 +596,20 @@ def test_leaves_of_one_kind_are_read_once_and_keep_their_own_size() -> None:
     assert bodystructure._recurring_fields(
         (b"text", b"plain", (b"charset", b"utf-8"), None, None, b"7bit", 339, 9, None, None, None, None)
     ) == (b"text", b"plain", (b"charset", b"utf-8"), None, None, b"7bit", 0, 0, None, None, None, None)
+
+
+def test_kept_when_short_keeps_only_calls_within_its_bound() -> None:
+    from mail_imap_mcp.mime.kept import kept_when_short
+
+    worked_out: list[object] = []
+
+    @kept_when_short(maxsize=4, max_chars=3)
+    def chars(values: tuple[str, ...]) -> int:
+        worked_out.append(values)
+        return sum(map(len, values))
+
+    for _ in range(2):
+        assert chars(("a", "bc")) == 3  # three characters in all: kept
+        assert chars(("ab", "cd")) == 4  # four: worked out each time
+    assert worked_out == [("a", "bc"), ("ab", "cd"), ("ab", "cd")]
+    assert chars.cache_info().currsize == 1

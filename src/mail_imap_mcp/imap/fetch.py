@@ -9,7 +9,6 @@ followed: the message's first bytes are fetched (capped) and parsed locally inst
 
 from __future__ import annotations
 
-import functools
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -24,6 +23,7 @@ from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.records import BodyFormat, MessageRecord, SummaryRecord
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.summary_cache import SummaryKey, with_flags
+from mail_imap_mcp.mime.kept import kept_when_short
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -142,27 +142,13 @@ def _bounded(value: str | None) -> str | None:
 _KEPT_ADDRESS_CHARS = 1024
 
 
-def _address_field(values: list[str]) -> str | None:
-    """``_bounded(_addresses(values))``."""
-    if sum(map(len, values)) <= _KEPT_ADDRESS_CHARS:
-        return _kept_address_field(tuple(values))
-    return _bounded(_addresses(values))
-
-
-@functools.lru_cache(maxsize=2048)
-def _kept_address_field(values: tuple[str, ...]) -> str | None:
+@kept_when_short(maxsize=2048, max_chars=_KEPT_ADDRESS_CHARS)
+def _address_field(values: tuple[str, ...]) -> str | None:
     return _bounded(_addresses(list(values)))
 
 
-def _short_recipients_field(values: list[str], own: frozenset[str]) -> str | None:
-    """``_bounded(short_recipients(values, own))``."""
-    if sum(map(len, values)) <= _KEPT_ADDRESS_CHARS:
-        return _kept_short_recipients_field(tuple(values), own)
-    return _bounded(short_recipients(values, own))
-
-
-@functools.lru_cache(maxsize=2048)
-def _kept_short_recipients_field(values: tuple[str, ...], own: frozenset[str]) -> str | None:
+@kept_when_short(maxsize=2048, max_chars=_KEPT_ADDRESS_CHARS)
+def _short_recipients_field(values: tuple[str, ...], own: frozenset[str]) -> str | None:
     return _bounded(short_recipients(list(values), own))
 
 
@@ -193,15 +179,15 @@ def _summary(
         uidvalidity=ref.uidvalidity,
         uid=ref.uid,
         date=_iso_utc(date or response.get(b"INTERNALDATE")),
-        from_=_address_field(headers.get("from", [])),
-        to=_address_field(headers.get("to", [])),
-        cc=_address_field(headers.get("cc", [])),
+        from_=_address_field(tuple(headers.get("from", ()))),
+        to=_address_field(tuple(headers.get("to", ()))),
+        cc=_address_field(tuple(headers.get("cc", ()))),
         subject=_bounded(_first(headers, "subject")),
         flags=_flags(response),
         size_bytes=int(response.get(b"RFC822.SIZE") or 0),
         has_attachments=mime.has_attachments(parts) if parts else False,
         snippet=snippet,
-        short_recipients=_short_recipients_field(headers.get("to", []) + headers.get("cc", []), own),
+        short_recipients=_short_recipients_field((*headers.get("to", ()), *headers.get("cc", ())), own),
         header_message_id=_bounded(_first(headers, "message-id")),
     )
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import re
 
 from .addresses import format_address_quoted, parse_address_list
 from .header_text import decode_header_value
+from .kept import kept_when_short
 
 __all__ = ["parse_header_block"]
 
@@ -73,11 +73,7 @@ def parse_header_block(raw: bytes) -> dict[str, list[str]]:
     for field_name, lines in fields:
         raw_value = lines[0] if len(lines) == 1 else b"\r\n".join(lines)
         if field_name in _ADDRESS_HEADERS:
-            decoded = (
-                _address_value(raw_value)
-                if len(raw_value) <= _KEPT_ADDRESS_BYTES
-                else _address_value.__wrapped__(raw_value)
-            )
+            decoded = _address_value(raw_value)
         else:
             decoded = decode_header_value(raw_value)
         headers.setdefault(field_name, []).append(decoded)
@@ -89,7 +85,7 @@ def parse_header_block(raw: bytes) -> dict[str, list[str]]:
 _KEPT_ADDRESS_BYTES = 1024
 
 
-@functools.lru_cache(maxsize=2048)
+@kept_when_short(maxsize=2048, max_chars=_KEPT_ADDRESS_BYTES)
 def _address_value(raw_value: bytes) -> str:
     """An address header's value, its addresses re-serialised (names quoted where needed), or the value
     decoded as text when no address is found in it."""
