@@ -109,9 +109,20 @@ def test_output_schema_inlines_definitions_used_once_and_keeps_shared_and_recurs
     envelope = {
         "success": True,
         "summary": "s",
-        "data": {"root": tree, "leaf": {"size": 1}, "issue_like": {"text": "x"}, "issue_again": {"text": "y"}},
+        "data": {
+            "root": tree,
+            "leaf": {"size": 1},
+            "issue_like": {"text": "x"},
+            "issue_again": {"text": "y"},
+        },
         "error": None,
-        "meta": {"version": "envelope-v1", "request_id": "r", "now_utc": "n", "duration_ms": 0, "warnings": []},
+        "meta": {
+            "version": "envelope-v1",
+            "request_id": "r",
+            "now_utc": "n",
+            "duration_ms": 0,
+            "warnings": [],
+        },
     }
     jsonschema.validate(envelope, schema)
     envelope["data"]["root"]["children"][0]["children"][0]["name"] = 3
