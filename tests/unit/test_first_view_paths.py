@@ -30,6 +30,7 @@ from mail_imap_mcp.mime.addresses import Address, format_address_quoted, parse_a
 from mail_imap_mcp.mime.header_text import HEADER_CONTROL, decode_header_value, drop_controls
 from mail_imap_mcp.mime.params import split_header_params, split_quoted
 from mail_imap_mcp.tools._shared.search_page import (
+    PageFound,
     compact_page,
     compact_search_result,
     named_in_summary,
@@ -373,26 +374,26 @@ ISSUE = Issue(
 def test_a_compact_page_built_directly_is_the_compact_form_of_the_full_page(
     messages: list[SummaryRecord], issues: list[Issue], next_cursor: str | None, returned_before: int
 ) -> None:
-    page = {
-        "mailbox": "Projects/Ops",
-        "where": named_in_summary("Projects/Ops"),
-        "total": 1234,
-        "returned_before": returned_before,
-        "attempted": len(messages) + len(issues),
-        "messages": messages,
-        "next_cursor": next_cursor,
-        "issues": issues,
-        "warnings": ["1 message(s) could not be read; see data.issues."] if issues else [],
-    }
+    page = PageFound(
+        mailbox="Projects/Ops",
+        where=named_in_summary("Projects/Ops"),
+        total=1234,
+        returned_before=returned_before,
+        attempted=len(messages) + len(issues),
+        messages=messages,
+        next_cursor=next_cursor,
+        issues=issues,
+        warnings=["1 message(s) could not be read; see data.issues."] if issues else [],
+    )
     full = search_result(
         {"account_id": "work", "mailbox": "Projects/Ops", "limit": 20},
+        page,
         account_id="work",
         mailboxes=["Projects/Ops"],
         by_date=False,
         has_more=next_cursor is not None,
-        **page,
     )
-    shortcut, expected = compact_search_result(**page), compact_page(full)
+    shortcut, expected = compact_search_result(page), compact_page(full)
     assert (shortcut.summary, shortcut.warnings, shortcut.media) == (expected.summary, expected.warnings, [])
     assert shortcut.data.model_dump_json(by_alias=True) == expected.data.model_dump_json(by_alias=True)
     assert type(shortcut.data) is type(expected.data)

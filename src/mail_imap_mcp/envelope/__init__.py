@@ -22,6 +22,7 @@ from mail_imap_mcp.envelope.model import (
     ToolResult,
     absent,
     absent_field,
+    status_for,
 )
 
 __all__ = [
@@ -43,4 +44,5 @@ __all__ = [
     "ToolResult",
     "absent",
     "absent_field",
+    "status_for",
 ]

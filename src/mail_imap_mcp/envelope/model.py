@@ -8,6 +8,7 @@ a one-line ``summary`` and optional ``warnings``; the envelope adds the discrimi
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -202,6 +203,11 @@ class MultiItemData(Payload):
     )
     issues: list[Issue] = Field(default_factory=list, description="Items that failed, with reasons.")
     next_action: NextAction | None = Field(default=None, description="The obvious next call, if any.")
+
+
+def status_for(issues: Sequence[Issue] | None) -> Status:
+    """A success's ``status``: ``partial`` exactly when some item failed (``issues`` not empty)."""
+    return "partial" if issues else "ok"
 
 
 class FailureData(BaseModel):

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from mail_imap_mcp.envelope import CompactPayload, Issue, NextAction, ToolResult, absent_field
+from mail_imap_mcp.envelope import CompactPayload, Issue, NextAction, ToolResult, absent_field, status_for
 from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.imap.changes import (
     DIGEST_MESSAGES,
@@ -217,7 +217,7 @@ def _result(
     data = GetChangesData(
         mailbox=args.mailbox,
         changes_token=token,
-        status="partial" if answer.batch.issues else "ok",
+        status=status_for(answer.batch.issues),
         new=[compact_summary(summary_shape(m)) for m in messages],
         changed=[
             ChangedMessage(message_id=message_id(uid), flags=list(changes.changed[uid]))

@@ -5,7 +5,15 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from mail_imap_mcp.envelope import CompactPayload, Issue, MultiItemData, ToolFailure, ToolResult, absent
+from mail_imap_mcp.envelope import (
+    CompactPayload,
+    Issue,
+    MultiItemData,
+    ToolFailure,
+    ToolResult,
+    absent,
+    status_for,
+)
 from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.imap.fetch import ReadOptions
 from mail_imap_mcp.imap.records import BodyFormat
@@ -130,7 +138,7 @@ def handle(
     summary = _summary(message)
     if args.fields == "compact":
         brief = CompactGetMessageData(
-            status="partial" if issues else "ok",
+            status=status_for(issues),
             issues=issues or None,
             message=compact_message(message),
             untrusted_content=COMPACT_UNTRUSTED,
@@ -157,7 +165,7 @@ def handle(
                 "message.sender_warnings",
             ]
         ),
-        status="partial" if issues else "ok",
+        status=status_for(issues),
         issues=issues,
     )
     return ToolResult(summary=summary, data=data, warnings=warnings)

@@ -16,6 +16,7 @@ from mail_imap_mcp.envelope import (
     ToolFailure,
     ToolResult,
     absent_field,
+    status_for,
 )
 from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.imap.errors import mailbox_failure
@@ -210,7 +211,7 @@ def handle(
         warnings.append(f"{len(issues)} issue(s); see data.issues.")
     cut = f", {total - len(kept)} older left out" if truncated else ""
     summary = f"{len(kept)} message(s) of the conversation, oldest first (in {len(conversation.mailboxes)} mailbox(es){cut})"
-    status: Status = "partial" if issues else "ok"
+    status = status_for(issues)
     if args.fields == "compact":
         brief = CompactThreadData(
             thread_root=conversation.root,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolResult
+from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolResult, status_for
 from mail_imap_mcp.imap.directory import INBOX, same_mailbox
 from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes, mailbox_counts
 from mail_imap_mcp.imap.session import ImapSession
@@ -106,7 +106,7 @@ def handle(app: AppContext, args: ListMailboxesInput) -> ToolResult[ListMailboxe
         total=len(boxes),
         returned=len(shown),
         mailboxes=shown,
-        status="partial" if issues else "ok",
+        status=status_for(issues),
         issues=issues,
         untrusted_content=MAILBOX_NAMES,
         next_action=(

@@ -21,7 +21,15 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from mail_imap_mcp.envelope import ErrorCode, Issue, MultiItemData, NextAction, ToolFailure, ToolResult
+from mail_imap_mcp.envelope import (
+    ErrorCode,
+    Issue,
+    MultiItemData,
+    NextAction,
+    ToolFailure,
+    ToolResult,
+    status_for,
+)
 from mail_imap_mcp.imap.directory import INBOX, MailboxDirectory
 from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing, OutcomeUnknown
 from mail_imap_mcp.imap.session import ImapSession
@@ -315,7 +323,7 @@ def handle(app: AppContext, args: ManageMailboxInput) -> ToolResult[ManageMailbo
         dry_run=args.dry_run,
         changed=changed,
         plan=plan.words()[0].upper() + plan.words()[1:] + ".",
-        status="partial" if issues else "ok",
+        status=status_for(issues),
         issues=issues,
         next_action=NextAction(
             instruction="List the mailboxes to see the result"

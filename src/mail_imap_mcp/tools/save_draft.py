@@ -29,7 +29,15 @@ from mail_imap_mcp.content.drafts import (
     message_id_domain,
     one_line,
 )
-from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolFailure, ToolResult
+from mail_imap_mcp.envelope import (
+    Issue,
+    MultiItemData,
+    NextAction,
+    Payload,
+    ToolFailure,
+    ToolResult,
+    status_for,
+)
 from mail_imap_mcp.imap.directory import DRAFTS, MailboxDirectory
 from mail_imap_mcp.imap.errors import OutcomeUnknown
 from mail_imap_mcp.imap.ids import MessageRef
@@ -270,7 +278,7 @@ def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
             body_text=message.get_content() if args.dry_run else None,
             size_bytes=len(raw),
         ),
-        status="partial" if issues else "ok",
+        status=status_for(issues),
         issues=issues,
         next_action=undo or _next_action(args, account_id, mailbox, ref, header_id, saved),
         untrusted_content=UntrustedContent(

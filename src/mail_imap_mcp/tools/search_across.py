@@ -27,6 +27,7 @@ from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import DATE_WINDOW, OrderedPage, StreamCursor, StreamState, ordered_page
 from mail_imap_mcp.tools._shared.failures import conflict, mailbox_issue
 from mail_imap_mcp.tools._shared.search_page import (
+    PageFound,
     SearchMessagesData,
     charset_refused,
     decode_cursor,
@@ -280,19 +281,22 @@ def handle_ordered(
         )
     if issues:
         warnings.append(f"{len(issues)} issue(s); see data.issues.")
-    return search_result(
-        same_search,
-        account_id=account_id,
+    found = PageFound(
         mailbox=label,
-        mailboxes=page.mailboxes,
         where=named_in_summary(label) if strict else f"{len(page.mailboxes)} mailbox(es)",
-        by_date=args.sort == "date",
         total=page.total,
         returned_before=returned_before,
         attempted=len(page.picks),
         messages=messages,
         next_cursor=next_cursor,
-        has_more=next_cursor is not None,
         issues=issues,
         warnings=warnings,
+    )
+    return search_result(
+        same_search,
+        found,
+        account_id=account_id,
+        mailboxes=page.mailboxes,
+        by_date=args.sort == "date",
+        has_more=next_cursor is not None,
     )

@@ -37,6 +37,7 @@ from mail_imap_mcp.tools._shared.needs_reply import (
 from mail_imap_mcp.tools._shared.search_page import (
     TOOL_NAME,
     CompactSearchData,
+    PageFound,
     SearchMessagesData,
     charset_refused,
     compact_page,
@@ -297,27 +298,26 @@ def _handle_one(
 
     if batch.issues:
         warnings.append(f"{len(batch.issues)} message(s) could not be read; see data.issues.")
-    # What both shapes of the page are made of (the full one adds what the compact one leaves out).
-    found: dict[str, Any] = {
-        "mailbox": mailbox,
-        "where": named_in_summary(mailbox),
-        "total": page.total,
-        "returned_before": cursor.returned if cursor else 0,
-        "attempted": len(page.uids),
-        "messages": batch.messages,
-        "next_cursor": page.next_cursor.encode() if page.next_cursor else None,
-        "issues": batch.issues,
-        "warnings": warnings,
-    }
+    found = PageFound(
+        mailbox=mailbox,
+        where=named_in_summary(mailbox),
+        total=page.total,
+        returned_before=cursor.returned if cursor else 0,
+        attempted=len(page.uids),
+        messages=batch.messages,
+        next_cursor=page.next_cursor.encode() if page.next_cursor else None,
+        issues=batch.issues,
+        warnings=warnings,
+    )
     if compact:
-        return compact_search_result(**found)
+        return compact_search_result(found)
     return search_result(
         _same_search(args, account_id),
+        found,
         account_id=account_id,
         mailboxes=[mailbox],
         by_date=False,
         has_more=page.has_more,
-        **found,
     )
 
 

@@ -7,6 +7,7 @@ or multi-mailbox search (tools/search_across.py), so both build the same page th
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import Field
@@ -20,6 +21,7 @@ from mail_imap_mcp.envelope import (
     ToolFailure,
     ToolResult,
     absent,
+    status_for,
 )
 from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.imap.records import SummaryRecord
@@ -156,64 +158,67 @@ def charset_refused(account_id: str, mailbox: str) -> ToolResult[SearchMessagesD
     )
 
 
+@dataclass(frozen=True)
+class PageFound:
+    """What a page found, the same for both shapes of the page (the full one adds its own fields)."""
+
+    #: The mailbox searched, as given ('*' or the names joined by ', ').
+    mailbox: str
+    #: How the page's summary names where it searched (see :func:`named_in_summary`).
+    where: str
+    total: int
+    #: Messages the earlier pages of this search returned.
+    returned_before: int
+    #: Messages this page tried to read (those that could not be read are in ``issues``).
+    attempted: int
+    messages: list[SummaryRecord]
+    next_cursor: str | None
+    issues: list[Issue]
+    warnings: list[str]
+
+    def summary(self, *, by_date: bool) -> str:
+        return page_summary(
+            self.returned_before + 1, self.attempted, len(self.messages), self.total, self.where, by_date
+        )
+
+
 def search_result(
     same_search: dict[str, Any],
+    found: PageFound,
     *,
     account_id: str,
-    mailbox: str,
     mailboxes: list[str],
-    where: str,
     by_date: bool,
-    total: int,
-    returned_before: int,
-    attempted: int,
-    messages: list[SummaryRecord],
-    next_cursor: str | None,
     has_more: bool,
-    issues: list[Issue],
-    warnings: list[str],
 ) -> ToolResult[SearchMessagesData]:
     """One page's envelope, the same for one mailbox in arrival order and for ordered or merged pages."""
     data = SearchMessagesData(
         account_id=account_id,
-        mailbox=mailbox,
+        mailbox=found.mailbox,
         mailboxes=mailboxes,
-        total=total,
-        attempted=attempted,
-        returned=len(messages),
-        failed=attempted - len(messages),
-        messages=[summary_shape(message) for message in messages],
-        next_cursor=next_cursor,
+        total=found.total,
+        attempted=found.attempted,
+        returned=len(found.messages),
+        failed=found.attempted - len(found.messages),
+        messages=[summary_shape(message) for message in found.messages],
+        next_cursor=found.next_cursor,
         has_more=has_more,
-        status="partial" if issues else "ok",
-        issues=issues,
-        next_action=page_next_action(TOOL_NAME, same_search, next_cursor, messages),
+        status=status_for(found.issues),
+        issues=found.issues,
+        next_action=page_next_action(TOOL_NAME, same_search, found.next_cursor, found.messages),
         untrusted_content=untrusted_fields("mailboxes[]"),
     )
-    summary = page_summary(returned_before + 1, attempted, len(messages), total, where, by_date)
-    return ToolResult(summary=summary, data=data, warnings=warnings)
+    return ToolResult(summary=found.summary(by_date=by_date), data=data, warnings=found.warnings)
 
 
-def compact_search_result(
-    *,
-    mailbox: str,
-    where: str,
-    total: int,
-    returned_before: int,
-    attempted: int,
-    messages: list[SummaryRecord],
-    next_cursor: str | None,
-    issues: list[Issue],
-    warnings: list[str],
-) -> ToolResult[CompactSearchData]:
+def compact_search_result(found: PageFound) -> ToolResult[CompactSearchData]:
     """``compact_page(search_result(...))`` of one mailbox in arrival order, without the full page in
     between (a page seen first builds one summary model per message instead of two)."""
-    status: Status = "partial" if issues else "ok"  # as search_result says it
+    compact = [compact_record(message) for message in found.messages]
     data = _compact_data(
-        mailbox, False, total, status, issues, [compact_record(m) for m in messages], next_cursor
+        found.mailbox, False, found.total, status_for(found.issues), found.issues, compact, found.next_cursor
     )
-    summary = page_summary(returned_before + 1, attempted, len(messages), total, where, False)
-    return ToolResult(summary=summary, data=data, warnings=warnings)
+    return ToolResult(summary=found.summary(by_date=False), data=data, warnings=found.warnings)
 
 
 def page_summary(start: int, taken: int, returned: int, total: int, where: str, by_date: bool) -> str:
