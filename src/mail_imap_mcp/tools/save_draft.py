@@ -29,15 +29,8 @@ from mail_imap_mcp.content.drafts import (
     message_id_domain,
     one_line,
 )
-from mail_imap_mcp.envelope import (
-    Issue,
-    MultiItemData,
-    NextAction,
-    Payload,
-    ToolFailure,
-    ToolResult,
-    status_for,
-)
+from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolFailure, ToolResult
+from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.directory import DRAFTS, MailboxDirectory
 from mail_imap_mcp.imap.errors import OutcomeUnknown
 from mail_imap_mcp.imap.ids import MessageRef
