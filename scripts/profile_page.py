@@ -24,6 +24,7 @@ import argparse
 import contextlib
 import cProfile
 import io
+import math
 import os
 import pstats
 import statistics
@@ -269,6 +270,9 @@ class OwnWork:
     load: tuple[float, float, float]
     subjects: dict[str, Series]
     references: dict[str, str]
+    #: CPU per page of the client's validation of our captured envelopes against our outputSchema, in
+    #: this process, as the SDK's client does it on every call (None without the replay's capture).
+    validation_ms: float | None = None
 
     @property
     def zero(self) -> Series:
@@ -318,6 +322,14 @@ class OwnWork:
                 f"server CPU per call. Our own work, ours over the replay: {ours.median - replay.median:+.2f} ms "
                 f"wall, {ours.cpu_per_call - replay.cpu_per_call:+.2f} ms server CPU per call. Best reachable "
                 f"with this envelope (zero own work): {replay.median / zero.median:.2f}x of the zero-work walk.",
+                *(
+                    [
+                        f"Of the SDK's work, the client validating each page against our outputSchema takes "
+                        f"{self.validation_ms:.2f} ms of CPU (in this process, as its client does it)."
+                    ]
+                    if self.validation_ms is not None
+                    else []
+                ),
             ]
         )
 
@@ -326,6 +338,7 @@ class OwnWork:
             "messages": self.messages,
             "calls": self.calls,
             "load": [round(x, 2) for x in self.load],
+            "validation_ms": None if self.validation_ms is None else round(self.validation_ms, 3),
             "subjects": {
                 name: {
                     "compared_with": self.references.get(name, ZERO),
@@ -372,6 +385,29 @@ async def capture_walk(params: StdioServerParameters, work_dir: Path, marker: st
     return path
 
 
+def validation_cpu_ms(capture: Path, rounds: int = 7) -> float:
+    """CPU per page, best of ``rounds`` passes, of validating the captured pages against the captured
+    outputSchema the way the SDK's client does on every call: a validator compiled once, then
+    ``best_match(iter_errors(...))`` of each result."""
+    import json
+
+    from jsonschema import exceptions
+    from jsonschema.validators import validator_for
+    from referencing import Registry
+
+    captured = json.loads(capture.read_text())
+    schema, pages = captured["tool"]["outputSchema"], captured["pages"]
+    validator = validator_for(schema)(schema, registry=Registry())
+    best = math.inf
+    for _ in range(rounds):
+        started = time.process_time()
+        for page in pages:
+            if exceptions.best_match(validator.iter_errors(page)) is not None:
+                raise SystemExit("a captured page does not validate against the captured outputSchema")
+        best = min(best, time.process_time() - started)
+    return best / len(pages) * 1000
+
+
 async def measure_own_work(
     dovecot: Any,
     user: str,
@@ -402,10 +438,12 @@ async def measure_own_work(
     walks = warmup + calls
     if (walks + 1) * PAGE > dovecot_messages(dovecot, user):
         raise SystemExit(f"{walks} pages of {PAGE} need more messages: pass --messages or fewer --calls")
+    validation_ms: float | None = None
     async with contextlib.AsyncExitStack() as stack:
         replay_subject: list[tuple[str, Client, int]] = []
         if replay:
             capture = await capture_walk(ours(first_view), work_dir, str(first_view), walks)
+            validation_ms = validation_cpu_ms(capture)
             replay_args = [__file__, "serve-replay", *imap, str(capture)]
             replayed = StdioServerParameters(command=sys.executable, args=replay_args, env=env)
             client, pid = await stack.enter_async_context(
@@ -449,6 +487,7 @@ async def measure_own_work(
         load=os.getloadavg(),
         subjects={subject.name: subject.series for subject in subjects},
         references=references,
+        validation_ms=validation_ms,
     )
 
 
