@@ -16,11 +16,12 @@ import time
 import imapclient
 import pytest
 
-from tests.support import mailgen
+from tests.support import imapserver, mailgen
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
-from tests.support.imapserver import AppendSeeding
-from tests.support.matrix import MatrixServer
+from tests.support.cyrus import Cyrus
+from tests.support.imapserver import AppendSeeding, free_ports
+from tests.support.matrix import SESSION_PASSWORD, MatrixServer
 
 MATRIX = ["cyrus", "cyrus_altns", "courier"]
 DATES = [dt.datetime(2024, 3, day, 9, 30, tzinfo=dt.UTC) for day in (1, 2, 3)]
@@ -180,3 +181,29 @@ def test_only_runs_on_cyrus_are_retried(imap_server: MatrixServer, request: pyte
     """tests/conftest.py retries runs on Cyrus (a known intermittent fault of that server), no other."""
     retried = request.node.get_closest_marker("flaky")
     assert (retried is not None) == (imap_server.kind == "cyrus")
+
+
+def test_cyrus_handed_a_port_another_server_answers_starts_on_other_ports(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Regression: pytest workers starting Cyrus at the same moment could be handed the same free port.
+    Cyrus's master keeps running without a port it cannot listen on, the other instance answered there,
+    and a test seeded one server (plain port) and read the other (TLS): a mailbox seeded with messages
+    was empty, one Cyrus test a full run. Here the first ports handed out are another Cyrus's."""
+    with Cyrus(password=SESSION_PASSWORD) as other:
+        handed: list[list[int]] = []
+
+        def other_ports_first(*hosts: str) -> list[int]:
+            ports = free_ports(*hosts)
+            if not handed:
+                ports[0] = other.plain_port
+            handed.append(ports)
+            return ports
+
+        monkeypatch.setattr(imapserver, "free_ports", other_ports_first)
+        with Cyrus(password=SESSION_PASSWORD) as cyrus:
+            assert len(handed) == 2 and cyrus.plain_port not in (other.plain_port, other.tls_port)
+            user = cyrus.new_user("ports")
+            cyrus.seed(user, "INBOX", [_message(1), _message(2)])  # over the plain port
+            with cyrus.connect(user, tls=True) as client:
+                assert client.select_folder("INBOX", readonly=True)[b"EXISTS"] == 2

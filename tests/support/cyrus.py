@@ -107,8 +107,14 @@ class Cyrus(AppendSeeding):
 
     @property
     def tag(self) -> str:
-        """The instance's ``syslog_prefix`` (its directory name)."""
+        """The instance's ``syslog_prefix`` and ``servername`` (its directory name)."""
         return self.root.name
+
+    @property
+    def greeting_mark(self) -> bytes:
+        """The instance's ``servername``, which Cyrus names in its greeting: its master keeps running when
+        it cannot listen on a port, so another instance could answer there instead."""
+        return f" {self.tag} ".encode()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -151,7 +157,7 @@ mboxname_lockpath: {root}/conf/lock
 lmtpsocket: {root}/conf/socket/lmtp
 idlesocket: {root}/conf/socket/idle
 notifysocket: {root}/conf/socket/notify
-servername: localhost
+servername: {self.tag}
 syslog_prefix: {self.tag}
 admins: {self.admin}
 allowplaintext: yes
@@ -218,7 +224,8 @@ autocreate_quota: 0
     def _set_password(self, user: str) -> None:
         sasldb = self.root / "conf" / "sasldb2"
         result = subprocess.run(
-            [str(self.saslpasswd2), "-p", "-c", "-f", str(sasldb), "-u", "localhost", user],
+            # The realm is the servername.
+            [str(self.saslpasswd2), "-p", "-c", "-f", str(sasldb), "-u", self.tag, user],
             input=self.password,
             capture_output=True,
             text=True,

@@ -79,6 +79,9 @@ FlagsArg = str | Sequence[FlagSpec] | Callable[[int], FlagSpec] | None
 DatesArg = Sequence[dt.datetime | float] | Callable[[int], dt.datetime | float] | None
 
 READY_TIMEOUT = 15.0
+#: Instances started at once (one per pytest worker) can be handed the same "free" port; the one that
+#: starts second is given new ones, at most this many times.
+PORT_ATTEMPTS = 3
 STOP_GRACE = 2.0  # restart(): let the server shut down cleanly
 DISCARD_GRACE = 0.3  # stop(): the data is about to be deleted
 USERNAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]*")
@@ -105,6 +108,17 @@ def free_ports(*hosts: str) -> list[int]:
     finally:
         for sock in socks:
             sock.close()
+
+
+def _greeting_line(sock: socket.socket, limit: int = 4096) -> bytes:
+    """The server's first line (a greeting may carry a long CAPABILITY list), at most ``limit`` bytes."""
+    line = b""
+    while not line.endswith(b"\n") and len(line) < limit:
+        chunk = sock.recv(limit - len(line))
+        if not chunk:
+            break
+        line += chunk
+    return line
 
 
 def header_date(message: bytes) -> float | None:
@@ -369,6 +383,10 @@ class SyslogSink:
 SYSLOG = SyslogSink()
 
 
+class PortTaken(RuntimeError):
+    """A port given to the instance is answered by another server: the instance did not get it."""
+
+
 class ImapServer:
     """A private IMAP server on loopback; see the module docstring. Use as a context manager."""
 
@@ -378,6 +396,16 @@ class ImapServer:
     #: Hierarchy separator and the prefix of the personal namespace (``"INBOX."`` or ``""``).
     separator = "/"
     personal_prefix = ""
+
+    @property
+    def greeting_mark(self) -> bytes | None:
+        """Text in this instance's greeting and in no other instance's (None: the greeting is not checked).
+
+        ``free_ports`` can only say that a port *was* free: two instances started at the same moment (a
+        pytest worker each) can be handed the same one. A server that exits when it cannot listen is
+        seen to fail; one that keeps running without the port (Cyrus's master) would have the other
+        instance answer in its place, and a test would seed one server and read another."""
+        return None
 
     def __init__(self, *, default_user: str = "user", password: str | None = None) -> None:
         """``password`` (default: random) is every user's password."""
@@ -440,14 +468,21 @@ class ImapServer:
         """Create the instance directory (first time), start the server and wait until it answers."""
         if self.running:
             return
-        atexit.register(self.stop)
         fresh = self._root is None
-        if fresh:
-            self._root = Path(tempfile.mkdtemp(prefix=f"mim-{self.kind[:2]}-", dir=_instances_parent()))
-            self._root.chmod(0o755)  # servers that drop privileges must traverse into it
-            (self._root / "tls").mkdir()
-            self._prepare()
-        self._spawn()
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            atexit.register(self.stop)
+            if fresh:
+                self._root = Path(tempfile.mkdtemp(prefix=f"mim-{self.kind[:2]}-", dir=_instances_parent()))
+                self._root.chmod(0o755)  # servers that drop privileges must traverse into it
+                (self._root / "tls").mkdir()
+                self._prepare()
+            try:
+                self._spawn()
+                break
+            except PortTaken:
+                if not fresh or attempt == PORT_ATTEMPTS:
+                    raise
+                self.stop()  # a fresh instance on other ports
         if fresh:
             self._add_user(self._check_user(self.default_user))
 
@@ -538,14 +573,16 @@ class ImapServer:
                 break
             try:
                 with socket.create_connection((self.host, self.plain_port), timeout=2.0) as sock:
-                    greeting = sock.recv(256)
+                    greeting = _greeting_line(sock)
                 if greeting.startswith(b"* OK"):
+                    self._check_greeting(what, self.plain_port, greeting)
                     with (
                         socket.create_connection((self.host, self.tls_port), timeout=2.0) as raw,
                         context.wrap_socket(raw, server_hostname="localhost") as sock,
                     ):
-                        greeting = sock.recv(256)
+                        greeting = _greeting_line(sock)
                     if greeting.startswith(b"* OK"):
+                        self._check_greeting(what, self.tls_port, greeting)
                         return
                 last_error = f"unexpected greeting {greeting!r}"
             except OSError as exc:
@@ -553,6 +590,12 @@ class ImapServer:
             time.sleep(0.02)
         self._terminate(grace=DISCARD_GRACE)
         raise RuntimeError(f"{what} did not become ready ({last_error}).\n{self.log_tail()}")
+
+    def _check_greeting(self, what: str, port: int, greeting: bytes) -> None:
+        mark = self.greeting_mark
+        if mark is not None and mark not in greeting:
+            self._terminate(grace=DISCARD_GRACE)
+            raise PortTaken(f"{what}: port {port} is answered by another server ({greeting[:200]!r})")
 
     def log_tail(self, lines: int = 40) -> str:
         """The last lines of the server's logs (for error messages)."""
