@@ -13,13 +13,15 @@ from typing import Any
 import anyio
 import pytest
 
+from mail_imap_mcp.tools.context import AppContext
 from tests.support.accounts import account_settings
-from tests.support.clients import make_config, open_client
+from tests.support.clients import AccountFactory, make_config, open_client
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.faultproxy import FaultProxy
 from tests.support.mail_state import message_id_counts
 from tests.support.mailgen import plain_message
+from tests.support.matrix import MatrixServer
 
 pytestmark = pytest.mark.anyio
 
@@ -169,3 +171,39 @@ async def test_a_client_that_asks_for_progress_gets_it_per_mailbox(dovecot: Dove
     assert reports, "no progress notification"
     assert [done for done, _ in reports] == sorted(done for done, _ in reports)
     assert reports[-1] == (4, 4)
+
+
+async def test_a_background_write_that_needs_confirmation_hands_back_the_confirming_call(
+    imap_server: MatrixServer, user: str, account: AccountFactory
+) -> None:
+    """Regression: a write that went on in the background and then asked for confirmation reached
+    imap_get_operation as an error without the failure's next_action (the same call with its
+    confirm_token): the agent had to dig the token out of error.details. Followed, the call deletes."""
+    server = imap_server
+    server.seed(
+        user, "INBOX", [plain_message(f"gone {n}", "x", message_id=f"<gone-{n}@t>") for n in range(2)]
+    )
+    config = make_config(
+        {"default": account(user)},
+        write_enabled=True,
+        allow_permanent_delete=True,
+        confirm_without_elicitation=True,
+    )
+    app = AppContext.from_config(config)
+    app.operations.inline_s = 0  # every write continues in the background, as a slow link would make it
+    async for mcp in open_client(config, app):
+        ids = [m["message_id"] for m in (await mcp.ok("imap_search_messages", {}))["messages"]]
+        arguments = {"message_ids": ids, "action": "delete", "permanent": True}
+        started = await mcp.ok("imap_apply_to_messages", arguments)
+        failed = await until_finished(mcp, started["operation"]["operation_id"])
+        assert (failed["operation"]["state"], failed["error"]["code"]) == ("failed", "confirmation_required")
+        assert message_id_counts(server, user)["INBOX"] == Counter({"<gone-0@t>": 1, "<gone-1@t>": 1})
+        follow = failed["next_action"]
+        assert follow is not None and follow["tool"] == "imap_apply_to_messages"
+        token = failed["error"]["details"]["confirm_token"]
+        assert follow["arguments"]["confirm_token"] == token
+        assert {key: follow["arguments"][key] for key in arguments} == arguments
+        confirmed = await mcp.ok(follow["tool"], follow["arguments"])
+        done = await until_finished(mcp, confirmed["operation"]["operation_id"])
+        assert done["operation"]["state"] == "ok" and done["next_action"] is None
+    assert sum(message_id_counts(server, user)["INBOX"].values()) == 0

@@ -45,7 +45,11 @@ class OperationDetail(Payload):
         default=None, description="The write's data as the tool returns it (with include_result)."
     )
     error: ErrorInfo | None = Field(default=None, description="Why it failed, when state is failed.")
-    next_action: NextAction | None = Field(default=None, description="Poll again while it runs.")
+    next_action: NextAction | None = Field(
+        default=None,
+        description="Poll again while it runs; once it failed, the failure's own next call (e.g. the same "
+        "write with its confirm_token), as the write would have answered it.",
+    )
 
 
 def describe(operation: Operation, include_result: bool) -> ToolResult[OperationDetail]:
@@ -63,16 +67,20 @@ def describe(operation: Operation, include_result: bool) -> ToolResult[Operation
         if include_result and result is not None
         else None,
         error=operation.failure.to_error() if operation.failure else None,
-        next_action=None
-        if finished
-        else NextAction(
-            instruction="Check the operation again in a moment",
-            tool=NAME,
-            arguments={"operation_id": operation.operation_id},
-        ),
+        next_action=_next_action(operation, finished),
     )
     summary = f"Operation {operation.operation_id} ({operation.tool}): {operation.state.value}, {operation.done} of {operation.total} done"
     return ToolResult(summary=summary, data=detail)
+
+
+def _next_action(operation: Operation, finished: bool) -> NextAction | None:
+    if not finished:
+        return NextAction(
+            instruction="Check the operation again in a moment",
+            tool=NAME,
+            arguments={"operation_id": operation.operation_id},
+        )
+    return operation.failure.next_action if operation.failure else None
 
 
 def handle(app: AppContext, args: GetOperationInput) -> ToolResult[OperationDetail]:
