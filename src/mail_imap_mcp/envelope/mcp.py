@@ -145,7 +145,7 @@ def _inline_single_use_definitions(schema: dict[str, Any]) -> dict[str, Any]:
     Clients validate every result against the ``outputSchema`` (the Python SDK with jsonschema, for
     each call), and a validator pays for each ``$ref`` it follows: a registry lookup and one more level
     of descent, per message of a page. Inlining the definitions used once (the data payload, its
-    summary, the envelopes) made a page's validation about a quarter cheaper, and the schema no
+    summary, the envelopes) made a page's validation about a fifth cheaper, and the schema no
     larger. Definitions used more than once, and any that refers to itself, stay shared.
     """
     definitions: dict[str, Any] = schema.get("$defs", {})
@@ -153,9 +153,8 @@ def _inline_single_use_definitions(schema: dict[str, Any]) -> dict[str, Any]:
 
     def count(node: Any) -> None:
         if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith(_DEFINITION):
-                uses[ref[len(_DEFINITION) :]] = uses.get(ref[len(_DEFINITION) :], 0) + 1
+            if (name := _definition_name(node)) is not None:
+                uses[name] = uses.get(name, 0) + 1
             for value in node.values():
                 count(value)
         elif isinstance(node, list):
@@ -170,9 +169,7 @@ def _inline_single_use_definitions(schema: dict[str, Any]) -> dict[str, Any]:
             return [expand(value, inlining) for value in node]
         if not isinstance(node, dict):
             return node
-        ref = node.get("$ref")
-        name = ref[len(_DEFINITION) :] if isinstance(ref, str) and ref.startswith(_DEFINITION) else None
-        if name is not None:
+        if (name := _definition_name(node)) is not None:
             siblings = {key: value for key, value in node.items() if key != "$ref"}
             if uses.get(name) == 1 and name not in inlining and set(siblings) <= _ANNOTATIONS:
                 return {**expand(definitions[name], (*inlining, name)), **siblings}
@@ -187,6 +184,12 @@ def _inline_single_use_definitions(schema: dict[str, Any]) -> dict[str, Any]:
     if shared:
         inlined["$defs"] = {name: shared[name] for name in definitions if name in shared}
     return inlined
+
+
+def _definition_name(node: dict[str, Any]) -> str | None:
+    """The ``$defs`` entry a schema node refers to, if it is a reference to one."""
+    ref = node.get("$ref")
+    return ref[len(_DEFINITION) :] if isinstance(ref, str) and ref.startswith(_DEFINITION) else None
 
 
 _BOUNDS = (
