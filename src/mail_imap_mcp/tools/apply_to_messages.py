@@ -11,6 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.envelope import ErrorCode, MultiItemData, NextAction, Payload, ToolFailure, ToolResult
+from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.directory import same_mailbox
 from mail_imap_mcp.operations import Operation, OperationRef
 from mail_imap_mcp.operations.audit import AuditLine
@@ -244,7 +245,7 @@ def _result(
         for group in batch.groups
     ]
     data = ApplyToMessagesData(
-        status="partial" if run.issues else "ok",
+        status=status_for(run.issues),
         issues=run.issues,
         next_action=_next_action(args, batch.given_account_id, run, undo),
         account_id=account_id,

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolFailure, ToolResult
+from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.errors import InvalidFlag
 from mail_imap_mcp.imap.flags import DELETED, FlagOperation, flag_keys, ordered, parse_flags
 from mail_imap_mcp.imap.ids import parse_message_id
@@ -188,7 +189,7 @@ def _answer(
         changed=sum(result.changed for result in results),
         messages=results,
         mailboxes=[MailboxPlan(**vars(plan)) for plan in outcome.mailboxes],
-        status="partial" if issues else "ok",
+        status=status_for(issues),
         issues=issues,
         next_action=_next_action(account, request, results, issues),
     )
