@@ -183,27 +183,34 @@ async def test_a_background_write_that_needs_confirmation_hands_back_the_confirm
     server.seed(
         user, "INBOX", [plain_message(f"gone {n}", "x", message_id=f"<gone-{n}@t>") for n in range(2)]
     )
-    config = make_config(
-        {"default": account(user)},
-        write_enabled=True,
-        allow_permanent_delete=True,
-        confirm_without_elicitation=True,
-    )
-    app = AppContext.from_config(config)
-    app.operations.inline_s = 0  # every write continues in the background, as a slow link would make it
-    async for mcp in open_client(config, app):
-        ids = [m["message_id"] for m in (await mcp.ok("imap_search_messages", {}))["messages"]]
-        arguments = {"message_ids": ids, "action": "delete", "permanent": True}
-        started = await mcp.ok("imap_apply_to_messages", arguments)
-        failed = await until_finished(mcp, started["operation"]["operation_id"])
-        assert (failed["operation"]["state"], failed["error"]["code"]) == ("failed", "confirmation_required")
-        assert message_id_counts(server, user)["INBOX"] == Counter({"<gone-0@t>": 1, "<gone-1@t>": 1})
-        follow = failed["next_action"]
-        assert follow is not None and follow["tool"] == "imap_apply_to_messages"
-        token = failed["error"]["details"]["confirm_token"]
-        assert follow["arguments"]["confirm_token"] == token
-        assert {key: follow["arguments"][key] for key in arguments} == arguments
-        confirmed = await mcp.ok(follow["tool"], follow["arguments"])
-        done = await until_finished(mcp, confirmed["operation"]["operation_id"])
-        assert done["operation"]["state"] == "ok" and done["next_action"] is None
+    with FaultProxy(server.host, server.tls_port) as proxy:
+        config = make_config(
+            {"default": account(user, port=proxy.port, command_timeout_s=30)},
+            write_enabled=True,
+            allow_permanent_delete=True,
+            confirm_without_elicitation=True,
+        )
+        app = AppContext.from_config(config)
+        # Every write continues in the background: no inline wait, and a link slow enough (0.3 s a round
+        # trip) that no write is done before the answer is made.
+        app.operations.inline_s = 0
+        async for mcp in open_client(config, app):
+            ids = [m["message_id"] for m in (await mcp.ok("imap_search_messages", {}))["messages"]]
+            arguments = {"message_ids": ids, "action": "delete", "permanent": True}
+            proxy.set_latency(0.15)
+            started = await mcp.ok("imap_apply_to_messages", arguments)
+            failed = await until_finished(mcp, started["operation"]["operation_id"])
+            assert (failed["operation"]["state"], failed["error"]["code"]) == (
+                "failed",
+                "confirmation_required",
+            )
+            assert message_id_counts(server, user)["INBOX"] == Counter({"<gone-0@t>": 1, "<gone-1@t>": 1})
+            follow = failed["next_action"]
+            assert follow is not None and follow["tool"] == "imap_apply_to_messages"
+            assert follow["arguments"]["confirm_token"] == failed["error"]["details"]["confirm_token"]
+            assert {key: follow["arguments"][key] for key in arguments} == arguments
+            confirmed = await mcp.ok(follow["tool"], follow["arguments"])
+            done = await until_finished(mcp, confirmed["operation"]["operation_id"])
+            assert done["operation"]["state"] == "ok" and done["next_action"] is None
+            proxy.pass_through()
     assert sum(message_id_counts(server, user)["INBOX"].values()) == 0
