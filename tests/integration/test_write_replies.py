@@ -3,9 +3,9 @@ Drafts folder through drafts_mailbox: it has no SPECIAL-USE).
 
 reply_all takes exactly the right recipients and threading headers from the original; from_address is
 one of the account's addresses or refused; replace_message_id leaves exactly one draft (every message
-of every mailbox is counted before and after), never expunges another message marked \\Deleted,
-refuses anything but a \\Draft of the Drafts folder without changing anything, and its undo puts the
-old draft back.
+of every mailbox is counted before and after), moves the old draft to Trash and never expunges another
+message marked \\Deleted, refuses anything but a \\Draft of the Drafts folder without changing anything,
+and its undo puts the old draft back byte for byte.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from tests.integration.test_write_drafts import added, dovecot_without_uidplus, 
 from tests.support.accounts import account_settings
 from tests.support.clients import AccountFactory, make_config, open_client
 from tests.support.dovecot import Dovecot
-from tests.support.mail_state import message_id_listing
+from tests.support.mail_state import message_id_listing, raw_messages
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MatrixServer
 
@@ -110,13 +110,17 @@ async def test_reply_all_has_the_right_recipients_threading_and_sender(
     assert added(before, message_id_listing(server, user)) == {drafts: sorted([reply_all, list_reply])}
 
 
-async def test_a_revised_draft_replaces_the_old_one_only(
+async def test_a_revised_draft_moves_the_old_one_to_trash_and_the_undo_brings_it_back_as_it_was(
     imap_server: MatrixServer, user: str, account: AccountFactory
 ) -> None:
     """Drafts holds a message marked \\Deleted by another client and a non-draft: replacing leaves both
-    alone and exactly one draft of ours; the undo puts the first version back."""
+    alone, moves the replaced draft to Trash (never expunged: C1) and the undo's two calls move it back
+    byte for byte and the new one to Trash."""
     server = imap_server
     drafts, settings = drafts_for(server, user)
+    trash = server.mailbox_name("Trash")
+    server.seed(user, trash, [])
+    settings = {"trash_mailbox": trash, **settings} if server.kind == "courier" else settings
     server.seed(
         user,
         drafts,
@@ -128,7 +132,7 @@ async def test_a_revised_draft_replaces_the_old_one_only(
     config = make_config({"default": account(user, addresses=ADDRESSES, **settings)}, write_enabled=True)
     async for mcp in open_client(config):
         first = await mcp.ok(TOOL, {"to": ["bob@example.net"], "subject": "Plan v1", "body_text": "One.\n"})
-        before = message_id_listing(server, user)
+        first_raw = raw_messages(server, user, drafts)[first["header_message_id"]]
         second = await mcp.ok(
             TOOL,
             {
@@ -139,24 +143,25 @@ async def test_a_revised_draft_replaces_the_old_one_only(
             },
         )
         assert (second["status"], second["replaced_message_id"]) == ("ok", first["message_id"])
+        assert second["replaced_trash_message_id"].startswith("imap:default:")
         after = message_id_listing(server, user)
-        assert added(start, after) == {drafts: [second["header_message_id"]]}
-        assert len(after[drafts] or []) == len(before[drafts] or [])  # one in, one out
+        assert added(start, after) == {
+            drafts: [second["header_message_id"]],
+            trash: [first["header_message_id"]],
+        }
         message = await read(mcp, second["message_id"])
         assert (message["subject"], message["body_text"]) == ("Plan v2", "Two.\n")
 
-        undo = second["next_action"]
-        assert undo["tool"] == TOOL and undo["instruction"].startswith("Undo")
-        assert undo["arguments"]["replace_message_id"] == second["message_id"]
-        restored = await mcp.ok(TOOL, undo["arguments"])
-        message = await read(mcp, restored["message_id"])
-        assert (message["subject"], message["to"], message["body_text"]) == (
-            "Plan v1",
-            "bob@example.net",
-            "One.\n",
-        )
-        assert message["from"] == "user@example.org"
-        assert added(start, message_id_listing(server, user)) == {drafts: [restored["header_message_id"]]}
+        back, new_to_trash = second["undo"]
+        assert second["next_action"] == back and back["instruction"].startswith("Undo (1 of 2)")
+        assert back["arguments"]["message_ids"] == [second["replaced_trash_message_id"]]
+        await mcp.ok(back["tool"], back["arguments"])
+        await mcp.ok(new_to_trash["tool"], new_to_trash["arguments"])
+        assert added(start, message_id_listing(server, user)) == {
+            drafts: [first["header_message_id"]],
+            trash: [second["header_message_id"]],
+        }
+        assert raw_messages(server, user, drafts)[first["header_message_id"]] == first_raw
 
         # Not replaceable: a message of the INBOX, a message of Drafts without \Draft, a garbled id.
         unchanged = message_id_listing(server, user)
@@ -170,19 +175,20 @@ async def test_a_revised_draft_replaces_the_old_one_only(
         assert message_id_listing(server, user) == unchanged
 
 
-async def test_without_uidplus_a_draft_is_not_replaced_and_nothing_changes(
+async def test_without_move_or_uidplus_a_draft_is_not_replaced_and_nothing_changes(
     dovecot_without_uidplus: Dovecot,
 ) -> None:
     server = dovecot_without_uidplus
     user = server.new_user()
     server.seed(user, "Drafts", [plain_message("older draft", "x")], flags="\\Draft")
+    server.seed(user, "Trash", [])
     before = message_id_listing(server, user)
-    settings = account_settings(server, user, drafts_mailbox="Drafts")
+    settings = account_settings(server, user, drafts_mailbox="Drafts", trash_mailbox="Trash")
     async for mcp in open_client(make_config({"default": settings}, write_enabled=True)):
         found = await mcp.ok("imap_search_messages", {"mailbox": "Drafts"})
         old = found["messages"][0]["message_id"]
         envelope = await mcp.fail(
             TOOL, {"to": ["a@example.com"], "replace_message_id": old}, "permission_denied"
         )
-        assert envelope["error"]["details"]["missing_capability"] == "UIDPLUS"
+        assert envelope["error"]["details"]["missing_capability"] == "MOVE or UIDPLUS"
     assert message_id_listing(server, user) == before

@@ -111,3 +111,17 @@ def change_inbox(
             writer.expunge()
     finally:
         writer.logout()
+
+
+def raw_messages(server: ImapServer, user: str, mailbox: str) -> dict[str, bytes]:
+    """Message-ID -> the whole message as the server stores it (``BODY.PEEK[]``: nothing is marked read)."""
+    with server.connect(user) as client:
+        client.select_folder(mailbox, readonly=True)
+        uids = client.search("ALL")
+        fetched = client.fetch(uids, ["BODY.PEEK[]"]) if uids else {}
+    found = {}
+    for response in fetched.values():
+        raw = response[b"BODY[]"]
+        match = _MESSAGE_ID.search(raw.split(b"\r\n\r\n", 1)[0].split(b"Message-ID:", 1)[-1])
+        found[match.group().decode() if match else ""] = raw
+    return found

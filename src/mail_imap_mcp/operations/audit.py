@@ -11,11 +11,13 @@ from mail_imap_mcp.envelope.mcp import current_request_id
 audit_log = logging.getLogger("mail_imap_mcp.audit")
 
 
-def audit(tool: str, account_id: str, action: str, count: int, outcome: str) -> None:
+def audit(tool: str, account_id: str, action: str, count: int, outcome: str, **ids: str) -> None:
     """One INFO line per write: who asked what, on how many messages, and how it ended.
 
-    Never message content, addresses, subjects or secrets: ids and counts only. The same fields go to
-    the JSON-lines audit file when ``[server] audit_file`` is set (see ``cli``).
+    ``ids`` name the messages a write removed or put elsewhere beyond those asked for by id (e.g. the
+    draft a revision replaced: ``removed=<its message_id>``, ``moved_to=<its id in Trash>``). Never
+    message content, addresses, subjects or secrets: ids and counts only. The same fields go to the
+    JSON-lines audit file when ``[server] audit_file`` is set (see ``cli``).
     """
     fields = {
         "request_id": current_request_id.get(),
@@ -24,9 +26,11 @@ def audit(tool: str, account_id: str, action: str, count: int, outcome: str) -> 
         "action": action,
         "messages": count,
         "outcome": outcome,
+        **ids,
     }
+    named = "".join(f" {key}=%s" for key in ids)
     audit_log.info(
-        "write request_id=%s tool=%s account=%s action=%s messages=%d outcome=%s",
+        "write request_id=%s tool=%s account=%s action=%s messages=%d outcome=%s" + named,
         *fields.values(),
         extra={"audit": fields},
     )

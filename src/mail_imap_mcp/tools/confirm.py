@@ -80,7 +80,23 @@ class ConfirmationGate:
         )
 
     @staticmethod
-    def _ask_user(what: str, token: object) -> None:
+    def require_user(what: str, refusal: str, details: dict[str, Any]) -> None:
+        """Return when the user confirmed ``what`` through the client (MCP elicitation); otherwise raise
+        what has the client ask them, or, for a client that cannot ask, ``permission_denied`` with
+        ``refusal`` (what to do instead) and ``details``. No token is issued or accepted: an agent
+        cannot confirm this for the user, whatever ``confirm_without_elicitation`` says."""
+        if user_confirmed.get():
+            return
+        if client_can_ask_user.get():
+            raise ToolFailure(
+                ErrorCode.CONFIRMATION_REQUIRED,
+                f"This will {what}; the user is asked to confirm it.",
+                details={"confirm": what[:1].upper() + what[1:], ASK_USER: True},
+            )
+        raise ToolFailure(ErrorCode.PERMISSION_DENIED, refusal, details=details, retryable=False)
+
+    @classmethod
+    def _ask_user(cls, what: str, token: object) -> None:
         """Raise what has the user asked through the client, or the refusal when it cannot ask."""
         if token is not None:
             raise ToolFailure.invalid_input(
@@ -88,20 +104,13 @@ class ConfirmationGate:
                 "is not accepted for what cannot be undone: the user confirms it through the client "
                 "(MCP elicitation), not with a token; call without confirm_token",
             )
-        if client_can_ask_user.get():
-            raise ToolFailure(
-                ErrorCode.CONFIRMATION_REQUIRED,
-                f"This will {what}; the user is asked to confirm it.",
-                details={"confirm": what[:1].upper() + what[1:], ASK_USER: True},
-            )
-        raise ToolFailure(
-            ErrorCode.PERMISSION_DENIED,
+        cls.require_user(
+            what,
             f"This would {what}, which cannot be undone, so only the user may confirm it, and this client "
             "cannot ask the user (it does not support MCP elicitation): nothing was changed. Delete to Trash "
             "instead (permanent: false), use a client that supports elicitation, or the user may set "
             "confirm_without_elicitation = true in [server] to confirm with a token the agent passes on.",
-            details={"setting": "confirm_without_elicitation", "parameter": "permanent"},
-            retryable=False,
+            {"setting": "confirm_without_elicitation", "parameter": "permanent"},
         )
 
     def _digest(self, tool: str, request: dict[str, Any], expires: int, nonce: str) -> str:

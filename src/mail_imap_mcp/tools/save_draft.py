@@ -31,7 +31,7 @@ from mail_imap_mcp.content.drafts import (
 )
 from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
-from mail_imap_mcp.imap.directory import DRAFTS, MailboxDirectory
+from mail_imap_mcp.imap.directory import DRAFTS, TRASH, MailboxDirectory
 from mail_imap_mcp.imap.errors import OutcomeUnknown
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.operations.audit import audit
@@ -40,14 +40,16 @@ from mail_imap_mcp.tools._shared.drafts import (
     DRAFT_FLAGS,
     Original,
     Replaced,
+    Retired,
     append_draft,
+    audit_ids,
     check_replaceable,
     locate,
     parse_own_id,
     read_original,
-    remove_replaced,
-    restore_arguments,
+    retire_replaced,
     sender,
+    undo_replacement,
 )
 from mail_imap_mcp.tools._shared.shapes import UntrustedContent
 from mail_imap_mcp.tools.context import AppContext
@@ -62,20 +64,26 @@ DESCRIPTION = (
     "quoted below body_text, and `to` defaulting to the original's Reply-To or From; reply_all adds its "
     "To and Cc as Cc (never the account's own addresses, no address twice). from_address picks one of "
     "the account's addresses. replace_message_id revises a draft: the new one is saved, then the old one "
-    "removed, and next_action undoes it. Returns the draft's message_id (read it back with "
+    "moved to Trash (never deleted for good), and next_action undoes it (data.undo: the old draft moved "
+    "back as it was, the new one to Trash); a draft with attachments is replaced only once the user "
+    "confirmed it through the client. Returns the draft's message_id (read it back with "
     "imap_get_message). dry_run returns the message that would be saved, without saving it."
 )
 ERRORS = {
     "invalid_input": "An address, the subject or the body is malformed, contains control characters "
     "(CR/LF would add header lines) or is too large; in_reply_to or replace_message_id is malformed or "
     "of another account; reply_all without in_reply_to; from_address is not one of the account's "
-    "addresses; replace_message_id is not a \\Draft message of the Drafts folder.",
-    "not_found": "The account, the message of in_reply_to or replace_message_id, or the Drafts folder (no "
-    "\\Drafts mailbox and no drafts_mailbox setting, or that mailbox does not exist) is missing.",
+    "addresses; replace_message_id is not a \\Draft message of the Drafts folder, or Drafts is the Trash.",
+    "not_found": "The account, the message of in_reply_to or replace_message_id, the Drafts folder (no "
+    "\\Drafts mailbox and no drafts_mailbox setting, or that mailbox does not exist), or for "
+    "replace_message_id the Trash (no \\Trash mailbox and no trash_mailbox setting) is missing.",
     "conflict": "The mailbox of in_reply_to or replace_message_id changed (UIDVALIDITY); next_action "
     "reruns the search.",
     "permission_denied": "Writes are off for this account (write_enabled), the server refused the APPEND, "
-    "or replace_message_id on a server without UIDPLUS (it cannot remove exactly one message).",
+    "replace_message_id on a server with neither MOVE nor UIDPLUS (it cannot move exactly one message), "
+    "or of a draft with attachments where the client cannot ask the user to confirm (no elicitation).",
+    "confirmation_required": "replace_message_id of a draft with attachments: the user declined (or the "
+    "client could not ask); nothing was changed.",
     "limit_exceeded": "The server refused the draft: over quota.",
     "auth_failed": "The server rejected the credentials.",
     "unavailable": "The server cannot be reached; nothing was saved.",
@@ -129,7 +137,8 @@ class SaveDraftInput(BaseModel):
         min_length=8,
         max_length=2000,
         description="message_id of a draft (\\Draft, in the Drafts folder) this one replaces: the new "
-        "draft is saved first, then that one is removed. Needs a server with UIDPLUS.",
+        "draft is saved first, then that one is moved to Trash. One with attachments needs the user's "
+        "confirmation through the client. Needs a server with MOVE or UIDPLUS.",
     )
     dry_run: bool = Field(
         default=False, description="true: return the message that would be saved; save nothing."
@@ -157,8 +166,18 @@ class SaveDraftData(MultiItemData):
     header_message_id: str = Field(description="The Message-ID header of the draft.")
     in_reply_to: str | None = Field(description="message_id of the message answered, if any.")
     replaced_message_id: str | None = Field(
-        description="message_id of the draft this one replaced and that was removed (null when none was, "
-        "or when it could not be: data.issues says why)."
+        description="message_id of the draft this one replaced and that was moved to Trash (null when none "
+        "was, or when it could not be: data.issues says why)."
+    )
+    replaced_trash_message_id: str | None = Field(
+        default=None,
+        description="The replaced draft's message_id in Trash (null when none was replaced, or the server "
+        "did not say and no single message there carries its Message-ID).",
+    )
+    undo: list[NextAction] = Field(
+        default_factory=list,
+        description="With replace_message_id: the calls that undo the revision, in order (the replaced "
+        "draft moved back from Trash as it was, then the new one moved to Trash).",
     )
     flags: list[str] = Field(description="Flags the draft was saved with.")
     saved: bool = Field(description="True when the server confirmed the APPEND. Nothing is ever sent.")
@@ -209,15 +228,16 @@ def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
         message, warnings = _build(args, account, original)
         raw = message.as_bytes()
         header_id = str(message["Message-ID"])
-        mailbox = connection.run(
-            lambda session: MailboxDirectory.load(session, account).require(DRAFTS, account_id)
-        )
+        directory = connection.run(lambda session: MailboxDirectory.load(session, account))
+        mailbox = directory.require(DRAFTS, account_id)
         replaced: Replaced | None = None
         if args.replace_message_id is not None:
-            replaced = check_replaceable(app, connection, args.replace_message_id, mailbox)
+            trash = directory.require(TRASH, account_id, ", where a replaced draft is kept for the undo")
+            replaced = check_replaceable(app, connection, args, mailbox, trash)
         found: tuple[int, int] | None = None
         located_by: Literal["appenduid", "search"] | None = None
         saved = removed = False
+        retired: Retired | None = None
         if not args.dry_run:
             try:
                 found = connection.run_write(lambda session: append_draft(session, account_id, mailbox, raw))
@@ -241,20 +261,19 @@ def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
             located_by = "search" if found is not None else None
             issues += [issue] if issue is not None else []
         if saved and replaced is not None:
-            kept = remove_replaced(connection, replaced)
+            retired, kept = retire_replaced(app, connection, replaced)
             removed = kept is None
             issues += [kept] if kept is not None else []
     except ToolFailure as failure:
         audit(NAME, account_id, action, 1, failure.code)
         raise
-    audit(NAME, account_id, action, 1, "outcome_unknown" if not saved and not args.dry_run else "ok")
+    outcome = "outcome_unknown" if not saved and not args.dry_run else "ok"
+    audit(NAME, account_id, action, 1 if replaced is None else 2, outcome, **audit_ids(replaced, retired))
     if original is not None:
         warnings += original.warnings
     ref = MessageRef(account_id, mailbox, *found) if found is not None else None
     headers = {name: one_line(str(value)) for name, value in message.items()}
-    undo = None
-    if removed and replaced is not None and ref is not None:
-        undo = _undo(account, account_id, replaced, ref, warnings)
+    undo = undo_replacement(replaced, retired, ref, warnings)
     data = SaveDraftData(
         account_id=account_id,
         mailbox=mailbox,
@@ -263,6 +282,8 @@ def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
         header_message_id=header_id,
         in_reply_to=original.ref.message_id if original else None,
         replaced_message_id=replaced.ref.message_id if replaced is not None and removed else None,
+        replaced_trash_message_id=retired.trash_id if retired is not None else None,
+        undo=undo,
         flags=list(DRAFT_FLAGS),
         saved=saved,
         dry_run=args.dry_run,
@@ -273,7 +294,7 @@ def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
         ),
         status=status_for(issues),
         issues=issues,
-        next_action=undo or _next_action(args, account_id, mailbox, ref, header_id, saved),
+        next_action=undo[0] if undo else _next_action(args, account_id, mailbox, ref, header_id, saved),
         untrusted_content=UntrustedContent(
             fields=["draft.body_text", "draft.headers"] if original is not None else []
         ),
@@ -283,29 +304,11 @@ def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
         summary = f"Dry run: draft for {mailbox!r} not saved"
     elif saved:
         summary = f"Draft saved in {mailbox!r} (not sent)" + (
-            ", replacing the earlier one" if removed else ""
+            ", replacing the earlier one (moved to Trash)" if removed else ""
         )
     else:
         summary = f"Outcome unknown: the connection was lost while saving the draft to {mailbox!r}"
     return ToolResult(summary=summary, data=data, warnings=warnings)
-
-
-def _undo(
-    account: AccountConfig, account_id: str, replaced: Replaced, ref: MessageRef, warnings: list[str]
-) -> NextAction | None:
-    arguments = restore_arguments(account, account_id, replaced, ref.message_id)
-    if arguments is None:
-        warnings.append(
-            "The replaced draft had attachments, only HTML or a long text: no call can restore it as it "
-            "was (read the new draft back with imap_get_message)."
-        )
-        return None
-    threaded = " (its threading headers are not restored)" if "In-Reply-To" in replaced.detail.headers else ""
-    return NextAction(
-        instruction=f"Undo: put the replaced draft's recipients, subject and text back{threaded}",
-        tool=NAME,
-        arguments=arguments,
-    )
 
 
 def _next_action(

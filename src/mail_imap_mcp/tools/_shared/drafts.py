@@ -1,11 +1,12 @@
 """What imap_save_draft does besides composing: the message it answers, the identities it may be sent
 from, the draft it replaces, and locating the saved draft on servers without UIDPLUS.
 
-A revised draft (``replace_message_id``) is saved first; only then is the old one removed, by UID and
-alone (``UID STORE +FLAGS.SILENT (\\Deleted)`` and ``UID EXPUNGE`` of its UID, UIDPLUS): a failure
-between the two leaves two drafts, never none. Servers without UIDPLUS are refused before anything is
-saved, as their only way to remove a message is a mailbox-wide EXPUNGE that would take every other
-message marked ``\\Deleted`` with it.
+A revised draft (``replace_message_id``) is saved first; only then is the old one moved to the Trash,
+by UID and alone (``UID MOVE``, or ``UID COPY`` and ``UID EXPUNGE`` of its UID with UIDPLUS; servers with
+neither are refused before anything is saved): a failure between the two leaves two drafts, never none,
+and the undo moves the old one back as it was. No chain of writes turns a replacement into a permanent
+delete (docs/security.md, C1): only a draft by every sign is replaced (in the Drafts folder, ``\\Draft``
+set, and without attachments unless the user confirms through the client).
 """
 
 from __future__ import annotations
@@ -13,17 +14,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from email.headerregistry import Address
-from typing import Any
+from typing import Protocol
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.drafts import (
-    MAX_RECIPIENTS,
     address,
     check_address,
-    check_header_text,
     header_addresses,
 )
-from mail_imap_mcp.envelope import Issue, ToolFailure
+from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.directory import same_mailbox
 from mail_imap_mcp.imap.errors import (
@@ -35,6 +34,7 @@ from mail_imap_mcp.imap.errors import (
 from mail_imap_mcp.imap.fetch import MessageGone, ReadOptions
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.uidplus import CopyUid
 from mail_imap_mcp.tools._shared.failures import extension_missing, mailbox_refused, message_gone
 from mail_imap_mcp.tools._shared.message_lookup import examine_for
 from mail_imap_mcp.tools._shared.message_read import read_checked, read_detail
@@ -43,7 +43,7 @@ from mail_imap_mcp.tools.context import AppContext
 
 DRAFT_FLAG = "\\Draft"
 DRAFT_FLAGS = (DRAFT_FLAG, "\\Seen")
-#: How much of the original a reply quotes, and of a replaced draft its undo restores (characters).
+#: How much of the original a reply quotes (characters).
 QUOTE_MAX_CHARS = 20_000
 
 
@@ -155,23 +155,50 @@ def locate(
 # -- replace_message_id: a draft revised in place ----------------------------------------------------
 
 
+class ReplaceRequest(Protocol):
+    """What check_replaceable reads of imap_save_draft's arguments."""
+
+    replace_message_id: str | None
+    dry_run: bool
+
+
 @dataclass
 class Replaced:
-    """The draft a new one replaces, as read before the new one was saved."""
+    """The draft a new one replaces, as read before the new one was saved, and the Trash it goes to."""
 
     ref: MessageRef
     detail: MessageDetail
+    trash: str
 
 
-def check_replaceable(app: AppContext, connection: AccountConnection, text: str, drafts: str) -> Replaced:
-    """The draft ``text`` names, when it can be replaced: a message of this account in the Drafts folder
-    ``drafts``, flagged ``\\Draft``, on a server with UIDPLUS. Nothing is changed here."""
-    ref = parse_own_id(app, connection.account_id, text, "replace_message_id")
+@dataclass
+class Retired:
+    """Where the replaced draft went: its id in Trash (None where the server did not say and a search
+    by its Message-ID found no single message)."""
+
+    trash_id: str | None
+
+
+def check_replaceable(
+    app: AppContext, connection: AccountConnection, args: ReplaceRequest, drafts: str, trash: str
+) -> Replaced:
+    """The draft ``text`` names, when it is a draft by every sign: a message of this account in the Drafts
+    folder ``drafts``, flagged ``\\Draft``, on a server that can move exactly one message (MOVE or
+    UIDPLUS) to ``trash``, and either without attachments or confirmed by the user through the client
+    (a message with attachments in Drafts may be mail moved there, not a draft; a dry run does not ask).
+    Nothing is changed here."""
+    ref = parse_own_id(app, connection.account_id, args.replace_message_id or "", "replace_message_id")
     if not same_mailbox(ref.mailbox, drafts):
         raise ToolFailure.invalid_input(
             "replace_message_id",
             f"only a draft in the Drafts folder {drafts!r} can be replaced; this message is in "
             f"{ref.mailbox!r}. Nothing was changed.",
+        )
+    if same_mailbox(trash, drafts):
+        raise ToolFailure.invalid_input(
+            "replace_message_id",
+            f"the Drafts folder is also the Trash ({trash!r}), so a replaced draft could not be kept "
+            "for the undo; set trash_mailbox or drafts_mailbox to distinct folders. Nothing was changed.",
         )
 
     def read(session: ImapSession) -> tuple[MessageDetail, frozenset[str]]:
@@ -189,35 +216,60 @@ def check_replaceable(app: AppContext, connection: AccountConnection, text: str,
             "the message is not a draft (it has no \\Draft flag); only a draft can be replaced. Nothing "
             "was changed.",
         )
-    if "UIDPLUS" not in capabilities:
-        raise extension_missing("UIDPLUS", "remove exactly the replaced draft (UID EXPUNGE)")
-    return Replaced(ref, detail)
+    if "MOVE" not in capabilities and "UIDPLUS" not in capabilities:
+        raise extension_missing("MOVE or UIDPLUS", "move exactly the replaced draft to Trash")
+    if detail.attachments and not args.dry_run:
+        count = len(detail.attachments)
+        app.confirmations.require_user(
+            f"move the draft {detail.subject or '(no subject)'!r} with {count} attachment(s) from "
+            f"{drafts!r} to {trash!r}, replacing it with the new draft",
+            f"The message to replace has {count} attachment(s): it may be mail moved into {drafts!r} rather "
+            "than a draft saved here, so only the user may confirm replacing it, and this client cannot ask "
+            "the user (no MCP elicitation). Nothing was changed. Save the new draft without "
+            "replace_message_id instead, or use a client that supports elicitation.",
+            {"parameter": "replace_message_id", "attachments": count},
+        )
+    return Replaced(ref, detail, trash)
 
 
-def remove_replaced(connection: AccountConnection, replaced: Replaced) -> Issue | None:
-    """Remove the replaced draft, after the new one was saved: that UID only, checked afresh to still be
-    a ``\\Draft``. An issue (never an error: the new draft is saved) when it stays."""
+def retire_replaced(
+    app: AppContext, connection: AccountConnection, replaced: Replaced
+) -> tuple[Retired | None, Issue | None]:
+    """Move the replaced draft to Trash, after the new one was saved: that UID only (UID MOVE, or UID
+    COPY and UID EXPUNGE of it), checked afresh to still be a ``\\Draft``. An issue (never an error: the
+    new draft is saved) when it stays; None for both when it was gone already."""
     ref = replaced.ref
 
-    def remove(session: ImapSession) -> bool:
+    def move(session: ImapSession) -> tuple[bool, CopyUid | None]:
         session.select(ref.mailbox, uidvalidity=ref.uidvalidity)
         flags = session.fetch_flags([ref.uid]).get(ref.uid)
         if flags is None:
-            return False  # already gone: removed by the user's client meanwhile
+            return False, None  # already gone: removed by the user's client meanwhile
         if not is_draft(flags.flags):
             raise ToolFailure.invalid_input("replace_message_id", "it lost its \\Draft flag meanwhile.")
-        session.uid_expunge([ref.uid])
-        return True
+        return True, session.uid_move([ref.uid], replaced.trash)
 
     try:
-        connection.run_write(remove)
+        moved, copied = connection.run_write(move)
     except OutcomeUnknown:
-        problem = "the connection was lost while it was being removed; it may still be there"
+        problem = "the connection was lost while it was being moved to Trash; it may still be there"
     except (ToolFailure, ImapError) as failure:
-        problem = f"it could not be removed ({getattr(failure, 'message', None) or type(failure).__name__})"
+        problem = (
+            f"it could not be moved to Trash ({getattr(failure, 'message', None) or type(failure).__name__})"
+        )
     else:
-        return None
-    return Issue(
+        if not moved:
+            return None, None
+        if copied is not None and ref.uid in copied.new_uids:
+            trash_ref = MessageRef(
+                ref.account_id, replaced.trash, copied.uidvalidity, copied.new_uids[ref.uid]
+            )
+            return Retired(trash_ref.message_id), None
+        header_id = replaced.detail.headers.get("Message-ID")
+        found, _ = locate(app, ref.account_id, replaced.trash, header_id) if header_id else (None, None)
+        trash_id = MessageRef(ref.account_id, replaced.trash, *found).message_id if found else None
+        return Retired(trash_id), None
+    return None, Issue(
         code="replaced_draft_kept",
         stage="write",
         message=f"The new draft was saved, but the draft it replaces ({ref.message_id}): {problem}. "
@@ -226,29 +278,43 @@ def remove_replaced(connection: AccountConnection, replaced: Replaced) -> Issue 
     )
 
 
-def restore_arguments(
-    account: AccountConfig, account_id: str, replaced: Replaced, new_id: str
-) -> dict[str, Any] | None:
-    """Arguments of imap_save_draft that put the replaced draft's recipients, subject and text back
-    (replacing the new one); None when they cannot say all of it (attachments, HTML only, a long text)."""
-    old = replaced.detail
-    if old.attachments or old.body_truncated or old.body_source not in ("text/plain", None):
-        return None
-    try:
-        to = [check_address(str(a)) for a in header_addresses(old.headers.get("To"))]
-        cc = [check_address(str(a)) for a in header_addresses(old.headers.get("Cc"))]
-        subject = check_header_text(old.subject) if old.subject is not None else None
-        senders = header_addresses(old.headers.get("From"))
-    except ValueError:
-        return None
-    if len(to) + len(cc) > MAX_RECIPIENTS:
-        return None
-    own = {a.lower() for a in account.effective_addresses}
-    senders = [a for a in senders if a.addr_spec.lower() in own]
-    arguments: dict[str, Any] = {"account_id": account_id, "replace_message_id": new_id}
-    arguments |= {"to": to} if to else {}
-    arguments |= {"cc": cc} if cc else {}
-    arguments |= {"subject": subject} if subject else {}
-    arguments |= {"from_address": str(senders[0])} if senders else {}
-    arguments["body_text"] = old.body_text or ""
-    return arguments
+def audit_ids(replaced: Replaced | None, retired: Retired | None) -> dict[str, str]:
+    """What the audit line names of a revision: the replaced draft, and its id in Trash."""
+    named = {"replaced": replaced.ref.message_id} if replaced is not None else {}
+    if retired is not None:
+        named["moved_to_trash"] = retired.trash_id or "unknown"
+    return named
+
+
+def undo_replacement(
+    replaced: Replaced | None, retired: Retired | None, new: MessageRef | None, warnings: list[str]
+) -> list[NextAction]:
+    """The calls that bring the replaced draft back from Trash as it was (byte for byte: it is moved, not
+    rebuilt) and move the new draft to Trash; empty when nothing was replaced or an id is unknown (with
+    a warning saying where to look)."""
+    if replaced is None or retired is None or new is None:
+        return []
+    if retired.trash_id is None:
+        warnings.append(
+            f"The replaced draft was moved to {replaced.trash!r}, but the server did not say its new id and "
+            "no single message there carries its Message-ID: find it there to bring it back."
+        )
+        return []
+    drafts = replaced.ref.mailbox
+    return [
+        NextAction(
+            instruction=f"Undo (1 of 2): move the replaced draft back from {replaced.trash!r} to {drafts!r}, "
+            "as it was; then make data.undo[1]",
+            tool="imap_apply_to_messages",
+            arguments={
+                "message_ids": [retired.trash_id],
+                "action": "move",
+                "destination_mailbox": drafts,
+            },
+        ),
+        NextAction(
+            instruction=f"Undo (2 of 2): move the new draft to {replaced.trash!r}",
+            tool="imap_apply_to_messages",
+            arguments={"message_ids": [new.message_id], "action": "delete"},
+        ),
+    ]
