@@ -1,12 +1,10 @@
 """imap_save_draft: build a plain-text message (optionally a quoted reply) and APPEND it to the Drafts
 folder with ``\\Draft \\Seen``. Nothing is ever sent: the user reviews and sends it from their client.
 
-The message is built by the stdlib email package (UTF-8, RFC 2047 headers, CRLF, quoted-printable where
-needed, a new Message-ID with the account's domain); every header value is checked for control
-characters first, so no argument can add a header line. The draft's message_id comes from APPENDUID
-where the server advertises UIDPLUS, else from one ``UID SEARCH HEADER Message-ID`` for the new id. A
-connection lost after the APPEND was sent is ``outcome_unknown`` and never retried (a second APPEND
-would make a second draft).
+The message is built by the stdlib email package (UTF-8, RFC 2047 headers, CRLF, a new Message-ID with
+the account's domain); no argument can add a header line. The draft's message_id comes from APPENDUID
+(UIDPLUS), else from one ``UID SEARCH HEADER Message-ID``. A connection lost after the APPEND was sent is
+``outcome_unknown``, never retried. A revision moves the draft it replaces to Trash (``_shared/drafts``).
 """
 
 from __future__ import annotations
@@ -75,10 +73,8 @@ ERRORS = {
     "of another account; reply_all without in_reply_to; from_address is not one of the account's "
     "addresses; replace_message_id is not a \\Draft message of the Drafts folder, or Drafts is the Trash.",
     "not_found": "The account, the message of in_reply_to or replace_message_id, the Drafts folder (no "
-    "\\Drafts mailbox and no drafts_mailbox setting, or that mailbox does not exist), or for "
-    "replace_message_id the Trash (no \\Trash mailbox and no trash_mailbox setting) is missing.",
-    "conflict": "The mailbox of in_reply_to or replace_message_id changed (UIDVALIDITY); next_action "
-    "reruns the search.",
+    "\\Drafts mailbox or drafts_mailbox setting), or for replace_message_id the Trash is missing.",
+    "conflict": "The mailbox of in_reply_to or replace_message_id changed (UIDVALIDITY); rerun the search.",
     "permission_denied": "Writes are off for this account (write_enabled), the server refused the APPEND, "
     "replace_message_id on a server with neither MOVE nor UIDPLUS (it cannot move exactly one message), "
     "or of a draft with attachments where the client cannot ask the user to confirm (no elicitation).",
@@ -345,4 +341,9 @@ TOOL = ToolSpec(
     errors=ERRORS,
     effect=Effect.WRITE,
     idempotent=False,
+    changes=(
+        "replace_message_id moves the replaced draft to Trash, never expunges it (security.md, C1); "
+        "data.undo moves it back as it was; a draft with attachments needs the user's confirmation "
+        "(MCP elicitation); servers need MOVE or UIDPLUS (UIDPLUS alone before).",
+    ),
 )

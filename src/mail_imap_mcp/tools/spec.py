@@ -49,6 +49,8 @@ class ToolSpec(Generic[InputT]):
     idempotent: bool = True
     #: Only useful where writes are possible (e.g. following a background write): listed only then.
     for_writes: bool = False
+    #: What changed in this release that a caller relies on (docs/tools.md's "Changed" list).
+    changes: tuple[str, ...] = ()
 
     @property
     def writes(self) -> bool:
