@@ -1,6 +1,7 @@
-"""Sender authentication and warnings in imap_get_message on the server matrix: results come from the
-topmost Authentication-Results header (a forged lower one is ignored) or from the account's
-authserv_id; warnings fire on a lookalike sender and not on ordinary mail; both are marked untrusted."""
+"""Sender authentication and warnings in imap_get_message on the server matrix: results come only from the
+Authentication-Results header of the account's authserv_id (a forged one from anyone else is never
+reported, and its claimed pass is a warning); warnings fire on a lookalike sender and not on ordinary
+mail; both are marked untrusted."""
 
 from __future__ import annotations
 
@@ -46,11 +47,24 @@ async def message(mcp: EnvelopeClient, subject: str, **args: Any) -> dict[str, A
     return await mcp.ok("imap_get_message", {"message_id": found["messages"][0]["message_id"], **args})
 
 
+FORGED_GOOGLE = with_results(
+    plain_message("Invoice", "Pay now.\n", from_="Bank <bank@bank.example>"),
+    "mx.google.com; spf=pass smtp.mailfrom=bank.example; dkim=pass header.d=bank.example; dmarc=pass",
+)
+
+DISGUISED = plain_message(
+    "Refund",
+    "Click.\n",
+    from_="service\uff20paypal.com <help@evil.example>, Bank <bank@bank.example>",
+    headers={"Sender": "bulk@mailer.example"},
+)
+
+
 async def test_authentication_and_sender_warnings(
     imap_server: MatrixServer, user: str, account: AccountFactory
 ) -> None:
     imap_server.seed(user, "INBOX", [PHISH, ORDINARY, PLAIN])
-    async for mcp in open_client(make_config({"default": account(user)})):
+    async for mcp in open_client(make_config({"default": account(user, authserv_id="MX.example.org")})):
         data = await message(mcp, "Your account")
         read = data["message"]
         assert read["authentication"] == {
@@ -74,17 +88,7 @@ async def test_authentication_and_sender_warnings(
         assert {"message.authentication", "message.sender_warnings"} <= set(
             full["untrusted_content"]["fields"]
         )
-
-        read = (await message(mcp, "Lunch"))["message"]
-        assert read["authentication"] == {"authserv_id": "relay.example.net", "spf": "none"}
-        assert "sender_warnings" not in read
-        read = (await message(mcp, "No results"))["message"]
-        assert "authentication" not in read and "sender_warnings" not in read
-        full = (await message(mcp, "No results", fields="full"))["message"]
-        assert "authentication" not in full and "sender_warnings" not in full
-
-    # The account's receiving server is named: its header counts, below a relay's.
-    async for mcp in open_client(make_config({"default": account(user, authserv_id="MX.example.org")})):
+        # The account's receiving server counts, below a relay's.
         read = (await message(mcp, "Lunch"))["message"]
         assert read["authentication"] == {
             "authserv_id": "mx.example.org",
@@ -92,3 +96,32 @@ async def test_authentication_and_sender_warnings(
             "dkim": "pass",
             "dmarc": "pass",
         }
+        assert "sender_warnings" not in read
+        read = (await message(mcp, "No results"))["message"]
+        assert "authentication" not in read and "sender_warnings" not in read
+        full = (await message(mcp, "No results", fields="full"))["message"]
+        assert "authentication" not in full and "sender_warnings" not in full
+
+
+async def test_regression_m1_a_pass_the_sender_wrote_is_never_reported_as_authentication(
+    dovecot: MatrixServer, user: str, account: AccountFactory
+) -> None:
+    # Issue 33 M1: a server that adds no Authentication-Results (here: mail APPENDed to Dovecot) left the
+    # sender's own header topmost, and with no authserv_id configured it came back as a verified pass.
+    dovecot.seed(user, "INBOX", [FORGED_GOOGLE, ORDINARY, DISGUISED])
+    async for mcp in open_client(make_config({"default": account(user)})):
+        read = (await message(mcp, "Invoice"))["message"]
+        assert "authentication" not in read
+        (warning,) = read["sender_warnings"]
+        assert warning["code"] == "unverified_authentication"
+        assert "mx.google.com claims spf=pass, dkim=pass, dmarc=pass" in warning["message"]
+        read = (await message(mcp, "Lunch"))["message"]
+        assert "authentication" not in read
+        assert [w["code"] for w in read["sender_warnings"]] == ["unverified_authentication"]
+        # Issue 33 L4, end to end: the Sender header is read, display names are NFKC-folded.
+        read = (await message(mcp, "Refund"))["message"]
+        assert [w["code"] for w in read["sender_warnings"]] == [
+            "display_name_is_other_address",
+            "multiple_from_addresses",
+            "sender_differs_from_from",
+        ]

@@ -194,8 +194,9 @@ class AccountConfig(BaseModel):
         max_length=255,
         pattern=r"^[A-Za-z0-9._-]+$",
         description="The authserv-id your provider's receiving server writes in Authentication-Results "
-        "(e.g. mx.google.com for Gmail): imap_get_message then reads the sender's SPF/DKIM/DMARC results "
-        "from that server's header only. Unset: from the topmost header.",
+        "(e.g. mx.example.org): imap_get_message reports the sender's SPF/DKIM/DMARC results from that "
+        "server's header only. Unset: the provider's for Gmail (mx.google.com) and Microsoft 365 (its "
+        "header without an id); none elsewhere, as any header may have been written by the sender.",
     )
 
     @field_validator("helper_env")

@@ -23,6 +23,7 @@ from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.records import BodyFormat, MessageRecord, SummaryRecord
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.summary_cache import SummaryKey, with_flags
+from mail_imap_mcp.mime.authentication import TrustedServers
 from mail_imap_mcp.mime.kept import kept_when_short
 
 log = logging.getLogger("mail_imap_mcp.imap")
@@ -45,7 +46,7 @@ DEFAULT_HEADER_ALLOWLIST = (
 MAX_LISTED_ADDRESSES = 20
 #: The headers that say who sent a message (its sender's warnings and authentication are read from them),
 #: and how many of each are kept (a message may carry hundreds of forged Authentication-Results).
-SENDER_HEADERS = ("from", "reply-to", "authentication-results")
+SENDER_HEADERS = ("from", "sender", "reply-to", "authentication-results")
 MAX_SENDER_HEADERS = 20
 MAX_LISTED_ATTACHMENTS = 100
 MAX_HEADER_BYTES = 256 * 1024
@@ -499,8 +500,8 @@ class ReadOptions:
     max_text_part_bytes: int
     #: Leave quoted replies and the signature out of the body (text and markdown).
     new_text_only: bool = False
-    #: Read the sender's authentication from this server's Authentication-Results (None: the topmost).
-    authserv_id: str | None = None
+    #: Whose Authentication-Results count as the sender's authentication (none by default).
+    trusted_servers: TrustedServers = field(default_factory=TrustedServers)
 
 
 def _select_headers(headers: dict[str, list[str]], options: ReadOptions) -> dict[str, str]:

@@ -1,11 +1,16 @@
-"""What well-known mail providers need for IMAP login, so a refused login can say what to do.
+"""What well-known mail providers need for IMAP login, so a refused login can say what to do, and which
+receiving servers' Authentication-Results their users can trust.
 
-Only used to word diagnoses: no behaviour depends on the provider. docs/providers.md has the settings.
+Besides wording diagnoses, one behaviour depends on the provider: whose sender authentication results
+imap_get_message reports when the account names no authserv_id (:func:`trusted_servers`).
+docs/providers.md has the settings.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
+
+from mail_imap_mcp.mime.authentication import TrustedServers
 
 
 class Provider(NamedTuple):
@@ -16,6 +21,10 @@ class Provider(NamedTuple):
     login_hint: str
     #: The OAuth2 scope(s) an access token needs for IMAP (``auth = "xoauth2"``), if the provider offers it.
     oauth2_scope: str | None = None
+    #: The authserv-ids its receiving servers write in Authentication-Results (RFC 8601).
+    authserv_ids: tuple[str, ...] = ()
+    #: Its receiving servers write Authentication-Results without an authserv-id (Microsoft 365).
+    unnamed_authserv: bool = False
 
 
 PROVIDERS = (
@@ -26,6 +35,7 @@ PROVIDERS = (
         "password (Google Account > Security > App passwords) and use it as the password, or log in "
         'with OAuth2 (auth = "xoauth2", see docs/providers.md)',
         "the scope https://mail.google.com/",
+        authserv_ids=("mx.google.com",),
     ),
     Provider(
         "iCloud",
@@ -50,6 +60,7 @@ PROVIDERS = (
         'Microsoft has turned off password login for IMAP; it needs OAuth2: set auth = "xoauth2" and '
         "an oauth2_token_command (docs/providers.md shows one with pizauth)",
         "the scopes https://outlook.office.com/IMAP.AccessAsUser.All and offline_access",
+        unnamed_authserv=True,
     ),
 )
 
@@ -78,3 +89,14 @@ def login_hint(host: str) -> str:
     """What to try when ``host`` refuses the login."""
     provider = provider_for(host)
     return provider.login_hint if provider else GENERIC_LOGIN_HINT
+
+
+def trusted_servers(host: str, authserv_id: str | None) -> TrustedServers:
+    """Whose Authentication-Results an account on ``host`` trusts: its configured ``authserv_id``, else its
+    provider's receiving servers (none for an unknown provider: nothing is reported there)."""
+    if authserv_id is not None:
+        return TrustedServers(frozenset({authserv_id.lower()}))
+    provider = provider_for(host)
+    if provider is None:
+        return TrustedServers()
+    return TrustedServers(frozenset(provider.authserv_ids), provider.unnamed_authserv)

@@ -1,10 +1,14 @@
 """What a message's headers say about its sender: the receiving server's Authentication-Results (RFC
 8601) and facts worth a second look (a display name that is another address, a failed DMARC check, a
-punycode or mixed-script domain, a Reply-To on another domain).
+punycode or mixed-script domain, a Reply-To on another domain, several From addresses, a Sender that is
+not the From, results the sender may have written).
 
-Only the topmost Authentication-Results header counts, or the one whose authserv-id is the account's
-configured one: a receiving server adds its header above the ones the message arrived with, and a
-sender can write any header it likes below it (RFC 8601 5: forged ones are to be ignored).
+Only results from a server the account trusts count (RFC 8601 5 and 7.1): one named by the account's
+authserv_id or, for a known provider, by the provider table (:class:`TrustedServers`). Such a server
+removes headers claiming its id from arriving mail, so the first header with its id is its own. Any other
+header may have been written by the sender: with no trusted server, nothing is reported, and a pass
+claimed by an untrusted header becomes a warning. A header without an authserv-id (Microsoft 365's form)
+counts only where trusted, and only as the topmost header.
 """
 
 from __future__ import annotations
@@ -12,12 +16,19 @@ from __future__ import annotations
 import contextlib
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .addresses import Address, parse_address_list
 
-__all__ = ["AuthenticationResults", "SenderWarning", "authentication_results", "sender_warnings"]
+__all__ = [
+    "AuthenticationResults",
+    "AuthenticationVerdict",
+    "SenderWarning",
+    "TrustedServers",
+    "authentication_results",
+    "sender_warnings",
+]
 
 #: The methods reported, and the results RFC 8601 2.7 defines for them (anything else is "unknown").
 METHODS = ("spf", "dkim", "dmarc")
@@ -76,20 +87,39 @@ def parse_authentication_results(value: str) -> AuthenticationResults | None:
     return AuthenticationResults(authserv_id, **best)
 
 
-def authentication_results(
-    values: Sequence[str], authserv_id: str | None = None
-) -> AuthenticationResults | None:
-    """The results that count among a message's Authentication-Results ``values`` (top to bottom): the
-    topmost header's, or with ``authserv_id`` (the account's receiving server) the first one it added."""
+@dataclass(frozen=True)
+class TrustedServers:
+    """The receiving servers whose Authentication-Results an account trusts: ``ids`` (lower case), and,
+    with ``unnamed``, a topmost header that names no server (Microsoft 365's form)."""
+
+    ids: frozenset[str] = frozenset()
+    unnamed: bool = False
+
+
+@dataclass(frozen=True)
+class AuthenticationVerdict:
+    """What a message's Authentication-Results say: the trusted server's results (None: no trusted server
+    wrote one), and the topmost untrusted header that claims a pass (it may be the sender's)."""
+
+    trusted: AuthenticationResults | None
+    unverified_pass: AuthenticationResults | None = None
+
+
+def authentication_results(values: Sequence[str], trusted: TrustedServers) -> AuthenticationVerdict:
+    """The verdict of a message's Authentication-Results ``values`` (top to bottom): the first header of a
+    trusted server, and the first untrusted one claiming a pass."""
+    unverified: AuthenticationResults | None = None
+    topmost = True
     for value in values:
         parsed = parse_authentication_results(value)
         if parsed is None:
             continue
-        if authserv_id is None:
-            return parsed
-        if parsed.authserv_id == authserv_id.lower():
-            return parsed
-    return None
+        if parsed.authserv_id in trusted.ids or (parsed.authserv_id is None and trusted.unnamed and topmost):
+            return AuthenticationVerdict(parsed, unverified)
+        topmost = False
+        if unverified is None and "pass" in (parsed.spf, parsed.dkim, parsed.dmarc):
+            unverified = parsed
+    return AuthenticationVerdict(None, unverified)
 
 
 @dataclass(frozen=True)
@@ -132,54 +162,20 @@ def _related(a: str, b: str) -> bool:
 
 
 def sender_warnings(
-    from_values: Sequence[str], reply_to_values: Sequence[str], authentication: AuthenticationResults | None
+    headers: Mapping[str, Sequence[str]], verdict: AuthenticationVerdict | None = None
 ) -> list[SenderWarning]:
-    """Facts about the sender of a message with these From and Reply-To header values (decoded, as
-    :func:`~.headers.parse_header_block` gives them) and these authentication results."""
-    warnings: list[SenderWarning] = []
-    senders = [a for value in from_values for a in parse_address_list(value) if a.email]
+    """Facts about the sender of a message with these headers (lower-case names: ``from``, ``sender``,
+    ``reply-to``; values decoded, as :func:`~.headers.parse_header_block` gives them) and this verdict on
+    its authentication results."""
+    senders = [a for value in headers.get("from", ()) for a in parse_address_list(value) if a.email]
     sender = senders[0] if senders else None
-    if sender is not None and sender.name:
-        shown = {m.lower() for m in _EMAIL.findall(sender.name)}
-        others = sorted(shown - {(sender.email or "").lower()})
-        if others:
-            warnings.append(
-                SenderWarning(
-                    "display_name_is_other_address",
-                    f"The sender's display name is the address {others[0]}, but the message is from "
-                    f"{sender.email}.",
-                )
-            )
-    if authentication is not None and authentication.dmarc == "fail":
-        warnings.append(
-            SenderWarning(
-                "dmarc_fail",
-                f"The receiving server ({authentication.authserv_id or 'unnamed'}) reports that DMARC "
-                "failed: the domain of the From address did not authenticate this message.",
-            )
-        )
     domain = _domain(sender) if sender is not None else ""
+    warnings = _display_name_warnings(sender) + _several_senders(senders, headers.get("sender", ()))
+    if verdict is not None:
+        warnings += _authentication_warnings(verdict)
     if domain:
-        labels, punycode = _unicode_labels(domain)
-        readable = ".".join(labels)
-        if punycode or not domain.isascii():
-            warnings.append(
-                SenderWarning(
-                    "punycode_domain",
-                    f"The sender's domain {domain} is an internationalised (punycode) name; it reads as "
-                    f"{readable}.",
-                )
-            )
-        mixed = [label for label in labels if len(_scripts(label)) > 1]
-        if mixed:
-            warnings.append(
-                SenderWarning(
-                    "mixed_script_domain",
-                    f"The sender's domain mixes scripts ({', '.join(sorted(_scripts(mixed[0])))}) in "
-                    f"{mixed[0]!r}: letters that look alike may come from different alphabets.",
-                )
-            )
-    replies = [a for value in reply_to_values for a in parse_address_list(value) if a.email]
+        warnings += _domain_warnings(domain)
+    replies = [a for value in headers.get("reply-to", ()) for a in parse_address_list(value) if a.email]
     elsewhere = [a for a in replies if domain and _domain(a) and not _related(_domain(a), domain)]
     if elsewhere:
         warnings.append(
@@ -187,6 +183,96 @@ def sender_warnings(
                 "reply_to_other_domain",
                 f"Replies go to {elsewhere[0].email} (Reply-To), on another domain than the sender's "
                 f"({domain}).",
+            )
+        )
+    return warnings
+
+
+def _display_name_warnings(sender: Address | None) -> list[SenderWarning]:
+    if sender is None or not sender.name:
+        return []
+    # NFKC first: a full-width at sign (U+FF20) or letters shown as another address count as that address.
+    shown = {m.lower() for m in _EMAIL.findall(unicodedata.normalize("NFKC", sender.name))}
+    others = sorted(shown - {(sender.email or "").lower()})
+    if not others:
+        return []
+    return [
+        SenderWarning(
+            "display_name_is_other_address",
+            f"The sender's display name is the address {others[0]}, but the message is from {sender.email}.",
+        )
+    ]
+
+
+def _several_senders(senders: Sequence[Address], sender_values: Sequence[str]) -> list[SenderWarning]:
+    """Several From addresses (RFC 5322 3.6.2 then requires a Sender), and a Sender that is not the From."""
+    warnings = []
+    if len(senders) > 1:
+        named = ", ".join(str(a.email) for a in senders[:3]) + (", ..." if len(senders) > 3 else "")
+        warnings.append(
+            SenderWarning(
+                "multiple_from_addresses",
+                f"The From header names {len(senders)} addresses ({named}); a mail client may show only "
+                "one of them.",
+            )
+        )
+    actual = [a for value in sender_values for a in parse_address_list(value) if a.email]
+    from_addresses = {(a.email or "").lower() for a in senders}
+    if actual and (actual[0].email or "").lower() not in from_addresses:
+        warnings.append(
+            SenderWarning(
+                "sender_differs_from_from",
+                f"The message was sent by {actual[0].email} (Sender) on behalf of "
+                f"{senders[0].email if senders else 'no From address'}.",
+            )
+        )
+    return warnings
+
+
+def _authentication_warnings(verdict: AuthenticationVerdict) -> list[SenderWarning]:
+    warnings = []
+    trusted, claimed = verdict.trusted, verdict.unverified_pass
+    if trusted is not None and trusted.dmarc == "fail":
+        warnings.append(
+            SenderWarning(
+                "dmarc_fail",
+                f"The receiving server ({trusted.authserv_id or 'unnamed'}) reports that DMARC failed: the "
+                "domain of the From address did not authenticate this message.",
+            )
+        )
+    if claimed is not None:
+        passes = ", ".join(f"{m}=pass" for m in METHODS if getattr(claimed, m) == "pass")
+        warnings.append(
+            SenderWarning(
+                "unverified_authentication",
+                f"An Authentication-Results header from {claimed.authserv_id or 'an unnamed server'} claims "
+                f"{passes}, but no receiving server this account trusts wrote it: the sender may have. "
+                "Not reported as the message's authentication (the account's authserv_id names the "
+                "server to trust).",
+            )
+        )
+    return warnings
+
+
+def _domain_warnings(domain: str) -> list[SenderWarning]:
+    warnings = []
+    labels, punycode = _unicode_labels(domain)
+    readable = ".".join(labels)
+    if punycode or not domain.isascii():
+        warnings.append(
+            SenderWarning(
+                "punycode_domain",
+                f"The sender's domain {domain} is an internationalised (punycode) name; it reads as "
+                f"{readable}.",
+            )
+        )
+    mixed = [label for label in labels if len(_scripts(label)) > 1]
+    if mixed:
+        warnings.append(
+            SenderWarning(
+                "mixed_script_domain",
+                f"The sender's domain mixes scripts ({', '.join(sorted(_scripts(mixed[0])))}) in "
+                f"{mixed[0]!r}: letters that look alike may come from different alphabets.",
             )
         )
     return warnings

@@ -16,6 +16,7 @@ from mail_imap_mcp.envelope import (
 )
 from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.imap.fetch import ReadOptions
+from mail_imap_mcp.imap.providers import trusted_servers
 from mail_imap_mcp.imap.records import BodyFormat
 from mail_imap_mcp.tools._shared.arguments import SHAPE_DESCRIPTION, AttachmentMode, MessageIdArg, Shape
 from mail_imap_mcp.tools._shared.attachment_text import extract_attachment_texts
@@ -118,6 +119,7 @@ def handle(
             conflicts_with="body_format",
         )
     connection, ref = resolve_message(app, args.message_id)
+    account = app.config.accounts[connection.account_id]
     options = ReadOptions(
         body_max_chars=min(args.body_max_chars, app.config.server.max_body_chars),
         body_format=args.body_format,
@@ -125,7 +127,7 @@ def handle(
         include_all_headers=args.include_all_headers,
         max_text_part_bytes=app.config.server.max_text_part_bytes,
         new_text_only=args.new_text_only,
-        authserv_id=app.config.accounts[connection.account_id].authserv_id,
+        trusted_servers=trusted_servers(account.host, account.authserv_id),
     )
 
     message, warnings = read_checked(connection, ref, options)
@@ -188,4 +190,11 @@ TOOL = ToolSpec(
     other_data_models=(CompactGetMessageData,),
     handle=handle,
     errors=ERRORS,
+    changes=(
+        "message.authentication comes only from a receiving server the account trusts (authserv_id, else "
+        "Gmail's mx.google.com or Microsoft 365's topmost header): absent otherwise, where it used to be "
+        "the topmost header, which the sender may have written (security.md, M1).",
+        "New sender_warnings codes: unverified_authentication (an untrusted header claims a pass), "
+        "multiple_from_addresses, sender_differs_from_from; display names are NFKC-folded (L4).",
+    ),
 )

@@ -13,7 +13,7 @@ from mail_imap_mcp.imap.fetch import MessageGone, ReadOptions, read_message
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.records import BodyFormat, MessageRecord
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.mime.authentication import authentication_results, sender_warnings
+from mail_imap_mcp.mime.authentication import TrustedServers, authentication_results, sender_warnings
 from mail_imap_mcp.tools._shared.failures import message_gone
 from mail_imap_mcp.tools._shared.message_lookup import examine_for
 from mail_imap_mcp.tools._shared.shapes import (
@@ -89,20 +89,22 @@ def message_detail(
         body_omitted=omitted or None,
         attachments=attachments,
     )
-    _add_sender_facts(detail, record, options.authserv_id)
+    _add_sender_facts(detail, record, options.trusted_servers)
     setattr(detail, _BODY_FIELDS[options.body_format], body)
     return detail
 
 
-def _add_sender_facts(detail: MessageDetail, record: MessageRecord, authserv_id: str | None) -> None:
-    """The sender's authentication results and warnings, from the headers that say who sent it."""
+def _add_sender_facts(detail: MessageDetail, record: MessageRecord, trusted: TrustedServers) -> None:
+    """The sender's authentication results (from a trusted server only) and warnings, from the headers
+    that say who sent it."""
     found = record.sender_headers
-    results = authentication_results(found.get("authentication-results", []), authserv_id)
+    verdict = authentication_results(found.get("authentication-results", []), trusted)
+    results = verdict.trusted
     if results is not None:
         detail.authentication = Authentication(
             authserv_id=results.authserv_id, spf=results.spf, dkim=results.dkim, dmarc=results.dmarc
         )
-    facts = sender_warnings(found.get("from", []), found.get("reply-to", []), results)
+    facts = sender_warnings(found, verdict)
     detail.sender_warnings = [SenderWarning(code=f.code, message=f.message) for f in facts] or None
 
 

@@ -144,6 +144,9 @@ SenderWarningCode = Literal[
     "punycode_domain",
     "mixed_script_domain",
     "reply_to_other_domain",
+    "multiple_from_addresses",
+    "sender_differs_from_from",
+    "unverified_authentication",
 ]
 
 
@@ -167,9 +170,10 @@ class Authentication(CompactPayload):
 
 
 AUTHENTICATION_DESCRIPTION = (
-    "SPF, DKIM and DMARC results from the topmost Authentication-Results header (the one the receiving "
-    "server added last; lower ones can be forged by the sender and are ignored), or from the one of the "
-    "account's authserv_id. Absent when there is none."
+    "SPF, DKIM and DMARC results from the Authentication-Results header of a receiving server the account "
+    "trusts: its authserv_id setting, else its provider's (Gmail: mx.google.com; Microsoft 365: the "
+    "topmost header, which names no server). Absent when no trusted server wrote one: any other header "
+    "may be the sender's own (a claimed pass then becomes the sender warning unverified_authentication)."
 )
 
 
@@ -177,8 +181,9 @@ class SenderWarning(CompactPayload):
     """A fact about the sender worth a second look; not a verdict."""
 
     code: SenderWarningCode = Field(
-        description="display_name_is_other_address, dmarc_fail, punycode_domain, mixed_script_domain or "
-        "reply_to_other_domain."
+        description="display_name_is_other_address, dmarc_fail, punycode_domain, mixed_script_domain, "
+        "reply_to_other_domain, multiple_from_addresses, sender_differs_from_from or "
+        "unverified_authentication."
     )
     message: str = Field(description="The fact, naming the addresses and domains (the sender's text).")
 
