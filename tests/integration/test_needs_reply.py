@@ -5,6 +5,7 @@ combined with other filters and with mailbox '*'; and its round trips pinned on 
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
@@ -117,6 +118,30 @@ async def test_without_a_sent_mailbox_answered_flags_still_count_and_a_warning_s
         assert any("no Sent mailbox" in w for w in envelope["meta"]["warnings"])
 
 
+async def test_regression_l1_a_reused_message_id_does_not_hide_mail_from_needs_reply(
+    dovecot: Dovecot, user: str, account: AccountFactory
+) -> None:
+    # Issue 33 L1: a sender who saw the Message-ID of a message the user answered (it is in the reply's
+    # References) reused it, and its message was taken as answered by that reply.
+    later = (dt.datetime(2024, 3, 14, 9, 26, 53, tzinfo=dt.UTC) + dt.timedelta(days=2)).isoformat()
+    reused = [
+        mail("wait mallory", "Mallory <mallory@evil.example>", "<frank-1@example.com>"),
+        plain_message(
+            "wait frank again",
+            "Text.\n",
+            from_="Frank <frank@example.com>",
+            to=ME,
+            message_id="<frank-1@example.com>",
+            date=dt.datetime.fromisoformat(later),
+        ),
+    ]
+    dovecot.seed(user, "INBOX", [INBOX["answered in sent"], *reused])
+    dovecot.seed(user, "Sent", SENT, flags="\\Seen")
+    async for mcp in open_client(make_config({"default": account(user, addresses=[ME])})):
+        data = await mcp.ok("imap_search_messages", {"needs_reply": True})
+    assert subjects(data) == ["wait frank again", "wait mallory"], data
+
+
 #: A page of needs_reply in one mailbox, after another (which left Sent selected): EXAMINE of the mailbox,
 #: the window's UID SEARCH and the page's UID FETCH as any search; then LIST (to find Sent), EXAMINE of
 #: Sent with its UID SEARCH for the page's Message-IDs (one round trip), and the UID FETCH of the answers'
@@ -139,7 +164,7 @@ async def test_needs_reply_round_trips_are_pinned_and_do_not_grow_with_the_page(
     dovecot.seed(user, "INBOX", more)
     replies = [
         plain_message(
-            "Re", "x\n", from_=ME, to="p@example.com", headers={"In-Reply-To": f"<more-{i}@example.com>"}
+            "Re", "x\n", from_=ME, to=f"p{i}@example.com", headers={"In-Reply-To": f"<more-{i}@example.com>"}
         )
         for i in range(extra_answered)
     ]

@@ -5,10 +5,11 @@ mailbox answers. Three round trips at most, however many messages and mailboxes 
 
 from __future__ import annotations
 
+from mail_imap_mcp import mime
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure, ToolResult
 from mail_imap_mcp.imap.directory import SENT, MailboxDirectory
-from mail_imap_mcp.imap.replies import answered_in, first_message_id, needs_reply_criteria
+from mail_imap_mcp.imap.replies import Candidate, answered_in, first_message_id, needs_reply_criteria
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.tools._shared.search_page import SearchMessagesData
 from mail_imap_mcp.tools.context import AppContext
@@ -17,7 +18,8 @@ NEEDS_REPLY_DESCRIPTION = (
     "true: only mail that awaits your answer: not \\Answered, not from your own addresses "
     "(imap_list_accounts), not automated (List-Id, Auto-Submitted, Precedence bulk/list/junk, "
     "no-reply and mailer-daemon senders), and not answered by a message in the Sent mailbox (special-use "
-    "\\Sent, else the sent_mailbox setting or a usual name). total counts the messages before the Sent "
+    "\\Sent, else the sent_mailbox setting or a usual name) that names it, is addressed to its sender and "
+    "is not older. total counts the messages before the Sent "
     "check, so a page may list fewer than `limit`."
 )
 
@@ -32,7 +34,8 @@ def _sent_mailbox(session: ImapSession, account: AccountConfig) -> str | None:
 def drop_answered(
     app: AppContext, account_id: str, result: ToolResult[SearchMessagesData]
 ) -> ToolResult[SearchMessagesData]:
-    """``result`` without the messages a message in Sent answers (In-Reply-To or References)."""
+    """``result`` without the messages a message in Sent answers: it names them (In-Reply-To or
+    References), is addressed to their sender and is not older than they are."""
     data = result.data
     account = app.config.accounts[account_id]
     warnings = list(result.warnings)
@@ -41,18 +44,20 @@ def drop_answered(
             "needs_reply: the account names no addresses of its own (the addresses setting), so your own "
             "messages are not left out."
         )
-    header_ids = {}
+    candidates = []
     for message in data.messages:
         header_id = first_message_id(message.header_message_id)
         if header_id is not None:
-            header_ids[message.message_id] = header_id
+            senders = mime.parse_address_list(message.from_)
+            sender = senders[0].email if senders else None
+            candidates.append(Candidate(message.message_id, header_id, sender, mime.parse_date(message.date)))
     answered: set[str] = set()
     issues = list(data.issues)
-    if header_ids:
+    if candidates:
 
         def work(session: ImapSession) -> set[str] | None:
             sent = _sent_mailbox(session, account)
-            return None if sent is None else answered_in(session, sent, list(header_ids.values()))
+            return None if sent is None else answered_in(session, sent, candidates)
 
         try:
             found_answered = app.connection(account_id).run(work)
@@ -74,7 +79,7 @@ def drop_answered(
             )
         else:
             answered = found_answered
-    kept = [m for m in data.messages if header_ids.get(m.message_id) not in answered]
+    kept = [m for m in data.messages if m.message_id not in answered]
     next_action = data.next_action
     if next_action is not None and next_action.tool == "imap_get_message":
         next_action = (
