@@ -143,3 +143,47 @@ async def test_regression_host_and_origin_are_parsed_strictly_and_checked_before
                 assert answer.status_code == status, (extra, answer.status_code, answer.text)
     finally:
         server.stop()
+
+
+REFUSED_REQUESTS = 500
+LONG_PATH = "/mcp/" + "a" * 7_000  # under the 8 KB cap on request targets
+
+
+@pytest.mark.anyio
+async def test_regression_m2_refused_requests_cannot_fill_the_log(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    # Issue 33 M2: every refused request logged its whole path, with no rate limit: 2,000 requests with
+    # 15 KB paths added 30 MB to the log, and 60 KB paths went through at all.
+    server = start_http_server(http_config(tmp_path, account_settings(dovecot, user)), token=new_token())
+    try:
+        before = len(server.log().encode())
+        async with httpx2.AsyncClient() as http:
+            for _ in range(REFUSED_REQUESTS):
+                answer = await http.get(server.url.removesuffix("/mcp") + LONG_PATH)
+                assert answer.status_code == 401
+            too_long = await http.get(server.url.removesuffix("/mcp") + "/mcp/" + "b" * 15_000)
+            assert too_long.status_code == 414
+            fat_headers = await http.get(server.url, headers={f"X-Pad-{i}": "c" * 4000 for i in range(10)})
+            assert fat_headers.status_code == 431
+            # The client with the token is served as before.
+            right = await http.post(
+                server.url, json=INITIALIZE_REQUEST, headers={**MCP_HEADERS, **auth_headers(server.token)}
+            )
+            assert right.status_code == 200
+        log = server.log()
+        grown = len(log.encode()) - before
+        assert grown < 4_000, log[-2000:]  # was 7 KB per request, 3.5 MB for these
+        first = next(line for line in log.splitlines() if "refused 401" in line)
+        assert f"'/mcp/{'a' * 95}'... ({len(LONG_PATH)} characters)" in first
+        assert "refused 414" in log and "refused 431" in log and "b" * 200 not in log
+        # Another refusal after the interval says how many were not logged.
+        time.sleep(5.1)
+        async with httpx2.AsyncClient() as http:
+            await http.get(server.url.removesuffix("/mcp") + LONG_PATH)
+        deadline = time.monotonic() + 5
+        while "more suppressed" not in server.log() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert f"({REFUSED_REQUESTS - 1} more suppressed)" in server.log()
+    finally:
+        server.stop()

@@ -6,7 +6,14 @@ import logging
 
 import pytest
 
-from mail_imap_mcp.transport.guards import ANY_PORT, AllowedOrigins, Authority, RateLimitedLog
+from mail_imap_mcp.transport.guards import (
+    ANY_PORT,
+    REFUSED,
+    AllowedOrigins,
+    Authority,
+    RateLimitedLog,
+    loggable_path,
+)
 
 
 @pytest.mark.parametrize(
@@ -65,3 +72,21 @@ def test_accept_failures_are_logged_once_per_interval_with_a_count() -> None:
     passed = record("socket.accept() out of system resource")
     assert limit.filter(passed)
     assert "(1000 more suppressed)" in passed.getMessage()
+
+
+def test_refusals_are_rate_limited_per_status_and_their_paths_cut() -> None:
+    limit = RateLimitedLog(REFUSED, interval_s=3600)
+
+    def refusal(status: int) -> logging.LogRecord:
+        record = logging.LogRecord(
+            "mail_imap_mcp.http", logging.WARNING, __file__, 1, "%s", (f"{REFUSED}{status} x",), None
+        )
+        record.rate_key = status
+        return record
+
+    assert limit.filter(refusal(401)) and limit.filter(refusal(421))
+    assert not any(limit.filter(refusal(401)) for _ in range(50))
+    assert limit.suppressed == 50
+    assert loggable_path("/mcp") == "'/mcp'"
+    cut = loggable_path("/" + "\x1b" * 5000)
+    assert cut.endswith("... (5001 characters)") and "\x1b" not in cut and len(cut) < 500

@@ -6,8 +6,12 @@
   headers within ``request_header_timeout_s`` (from its opening, or from its previous answer), and at
   most ``max_connections`` stay open; past that, the oldest connection that never sent the token is
   closed, so a flood of silent connections cannot lock out a client that has the token.
-- :class:`RateLimitedLog`: the event loop's "accept() out of system resource" error, which it repeats
-  for every failed accept, is logged at most once per interval with the number suppressed.
+- :class:`RequestLimits`: a request target over :data:`MAX_TARGET_BYTES` gets 414 and headers over
+  :data:`MAX_HEADER_BYTES` 431, before anything else looks at them.
+- :class:`RateLimitedLog`: lines that repeat for every bad request or failed accept (a refusal, the
+  event loop's "accept() out of system resource") are logged at most once per interval with the number
+  suppressed; :func:`log_refusal` writes a refusal with at most :data:`LOGGED_PATH_CHARS` of its path, so
+  a client without the token cannot fill the disk (docs/security.md, M2).
 """
 
 from __future__ import annotations
@@ -93,6 +97,31 @@ def _origin(value: str, *, pattern: bool) -> tuple[str, Authority] | None:
     return None if authority is None else (found.group("scheme"), authority)
 
 
+#: A refused request's line is logged with at most this much of its path (repr, then the length).
+LOGGED_PATH_CHARS = 100
+#: The longest request target (path and query) and the most header bytes a request may carry.
+MAX_TARGET_BYTES = 8 * 1024
+MAX_HEADER_BYTES = 32 * 1024
+#: Every refusal's log line starts with this (see :class:`RateLimitedLog`).
+REFUSED = "refused "
+
+
+def loggable_path(path: str) -> str:
+    """``path`` for a log line: its repr, cut to :data:`LOGGED_PATH_CHARS` characters with its length."""
+    if len(path) <= LOGGED_PATH_CHARS:
+        return repr(path)
+    return f"{path[:LOGGED_PATH_CHARS]!r}... ({len(path)} characters)"
+
+
+def log_refusal(scope: Scope, status: int, why: str) -> None:
+    """One line for a refused request: status, method, the start of its path, its peer and why. Rate
+    limited per status by :class:`RateLimitedLog`: a flood of one kind does not hide the others."""
+    method = str(scope.get("method", "?"))[:16]
+    path = loggable_path(str(scope.get("path", "")))
+    why = f"{REFUSED}{status} {method} {path} from {_peer(scope)}: {why}"
+    log.warning("%s", why, extra={"rate_key": status})
+
+
 async def _refuse(send: Send, status: int, text: str) -> None:
     body = text.encode()
     await send(
@@ -103,6 +132,28 @@ async def _refuse(send: Send, status: int, text: str) -> None:
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+class RequestLimits:
+    """414 for a request target longer than :data:`MAX_TARGET_BYTES`, 431 for headers over
+    :data:`MAX_HEADER_BYTES` (h11's own limit holds only for requests that arrive in pieces)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            target = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"")
+            headers = sum(len(name) + len(value) for name, value in scope["headers"])
+            if target > MAX_TARGET_BYTES:
+                log_refusal(scope, 414, f"request target of {target} bytes")
+                await _refuse(send, 414, "URI Too Long")
+                return
+            if headers > MAX_HEADER_BYTES:
+                log_refusal(scope, 431, f"{headers} bytes of headers")
+                await _refuse(send, 431, "Request Header Fields Too Large")
+                return
+        await self.app(scope, receive, send)
 
 
 class HostOriginCheck:
@@ -123,11 +174,11 @@ class HostOriginCheck:
         hosts = [value for name, value in scope["headers"] if name == b"host"]
         origins = [value for name, value in scope["headers"] if name == b"origin"]
         if len(hosts) != 1 or not self._host_allowed(hosts[0].decode("latin-1")):
-            log.warning("Invalid Host header from %s: refused (421)", _peer(scope))
+            log_refusal(scope, 421, "invalid Host header")
             await _refuse(send, 421, "Invalid Host header")
             return
         if len(origins) > 1 or (origins and not self._origins.admit(origins[0].decode("latin-1"))):
-            log.warning("Invalid Origin header from %s: refused (403)", _peer(scope))
+            log_refusal(scope, 403, "invalid Origin header")
             await _refuse(send, 403, "Invalid Origin header")
             return
         await self.app(scope, receive, send)
@@ -274,27 +325,34 @@ class TrustOnToken:
 
 
 class RateLimitedLog(logging.Filter):
-    """Lets a record whose message starts with ``prefix`` through at most once per ``interval_s``;
-    the next one that passes says how many were suppressed."""
+    """Lets a record whose message starts with ``prefix`` through at most once per ``interval_s`` for each
+    ``rate_key`` it carries (``extra={"rate_key": ...}``; one for all without); the next one that passes
+    says how many were suppressed. Records without the prefix pass."""
 
     def __init__(self, prefix: str, interval_s: float) -> None:
         super().__init__()
         self.prefix = prefix
         self.interval_s = interval_s
-        self._last = -float("inf")
-        self.suppressed = 0
+        self._last: dict[object, float] = {}
+        self._suppressed: dict[object, int] = {}
+
+    @property
+    def suppressed(self) -> int:
+        """Records suppressed since the last one let through (of every key)."""
+        return sum(self._suppressed.values())
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not str(record.msg).startswith(self.prefix):
+        if not record.getMessage().startswith(self.prefix):
             return True
+        key = getattr(record, "rate_key", None)
         now = time.monotonic()
-        if now - self._last < self.interval_s:
-            self.suppressed += 1
+        if now - self._last.get(key, -float("inf")) < self.interval_s:
+            self._suppressed[key] = self._suppressed.get(key, 0) + 1
             return False
-        self._last = now
-        if self.suppressed:
-            record.msg = f"{record.msg} ({self.suppressed} more suppressed)"
-            self.suppressed = 0
+        self._last[key] = now
+        suppressed = self._suppressed.pop(key, 0)
+        if suppressed:
+            record.msg = f"{record.msg} ({suppressed} more suppressed)"
         record.exc_info = None  # the traceback says nothing the message does not
         return True
 

@@ -37,11 +37,15 @@ from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.transport import close_app
 from mail_imap_mcp.transport.guards import (
     ACCEPT_FAILURE,
+    MAX_HEADER_BYTES,
+    REFUSED,
     ConnectionGuard,
     HostOriginCheck,
     RateLimitedLog,
+    RequestLimits,
     TrustOnToken,
     guarded_protocol,
+    log_refusal,
 )
 
 log = logging.getLogger("mail_imap_mcp.http")
@@ -54,6 +58,8 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 _DRAIN_BODY_LIMIT = 4 * 1024 * 1024
 #: At most one "accept() out of system resource" line per this many seconds (the loop repeats it).
 _ACCEPT_FAILURE_LOG_INTERVAL_S = 10.0
+#: Refused requests are logged at most once per this many seconds, with how many were not.
+_REFUSAL_LOG_INTERVAL_S = 5.0
 #: After the calls in flight ended (or the grace ran out): time left for open streams to close.
 _STREAMS_CLOSE_S = 2
 
@@ -123,11 +129,6 @@ async def _send_json(
     await send({"type": "http.response.body", "body": payload})
 
 
-def _client(scope: Scope) -> str:
-    client = scope.get("client")
-    return f"{client[0]}:{client[1]}" if client else "unknown client"
-
-
 class BearerAuth:
     """Lets a request through only with ``Authorization: Bearer <token>`` (compared in constant
     time); otherwise 401 with ``WWW-Authenticate: Bearer``. The header is removed before the request
@@ -159,7 +160,7 @@ class BearerAuth:
         else:
             challenge = f'Bearer realm="{REALM}", error="invalid_token"'
             error, description = "invalid_token", "the bearer token is not valid for this server"
-        log.warning("refused %s %s from %s: %s", scope["method"], scope["path"], _client(scope), description)
+        log_refusal(scope, 401, description)
         await _send_json(
             send,
             401,
@@ -340,16 +341,20 @@ async def serve_http(config: Config, settings: HttpSettings, token: str | None, 
         header_timeout_s=settings.request_header_timeout_s, max_connections=settings.max_connections
     )
     allowed = transport_security(settings)
-    asgi = HostOriginCheck(
-        with_cors(drain if token is None else BearerAuth(TrustOnToken(drain, guard), token), settings),
-        allowed.allowed_hosts,
-        allowed.allowed_origins,
+    asgi = RequestLimits(
+        HostOriginCheck(
+            with_cors(drain if token is None else BearerAuth(TrustOnToken(drain, guard), token), settings),
+            allowed.allowed_hosts,
+            allowed.allowed_origins,
+        )
     )
     logging.getLogger("asyncio").addFilter(RateLimitedLog(ACCEPT_FAILURE, _ACCEPT_FAILURE_LOG_INTERVAL_S))
+    log.addFilter(RateLimitedLog(REFUSED, _REFUSAL_LOG_INTERVAL_S))
     uvicorn_server = _Uvicorn(
         uvicorn.Config(
             asgi,
             http=guarded_protocol(guard),
+            h11_max_incomplete_event_size=MAX_HEADER_BYTES,
             log_config=None,
             access_log=False,
             server_header=False,
