@@ -8,11 +8,15 @@ it makes of the answers (a MODSEQ per message, an unsolicited FETCH without UID,
 
 from __future__ import annotations
 
+import stat
+from pathlib import Path
+
 import pytest
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap import changes as plan
+from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.imap.changes import Changes, ChangesToken, ChangesTokenError, PageCursor, changes_since
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.tools._shared.failures import as_tool_failure
@@ -56,7 +60,7 @@ TOKEN = ChangesToken(
     UIDVALIDITY,
     uidnext=9,
     modseq=1234,
-    older=40,
+    older=3,
     uids=(1, 2, 3, 5, 8),
     flags=((), ("\\Seen",), ("$Label1", "\\Seen"), ("\\Seen",), ()),
 )
@@ -103,6 +107,11 @@ def test_an_edited_truncated_or_foreign_token_is_refused_naming_since() -> None:
         ["default", "INBOX", 1, 5, 0, 0, "1:3", [""], "00"],  # fewer flag marks than UIDs
         ["default", "INBOX", 1, 5, 0, 0, "1:3", [""], "001"],  # a mark outside the palette
         ["default", "INBOX", 1, 5, 0, 0, "1:3"],  # a field missing
+        # Issue 33 L2: a UIDNEXT the server answers BAD to, and a count of untracked messages that would
+        # be reported as 99,959 expunged messages that never existed.
+        ["default", "INBOX", 1, 2**32, 0, 0, "", None, ""],
+        ["default", "INBOX", 1, 5, 0, 99_959, "", None, ""],
+        ["default", "INBOX", 1, 5, 0, 2, "1:3", None, ""],
     ],
 )
 def test_a_sealed_token_with_contents_out_of_range_is_refused(payload: list[object]) -> None:
@@ -197,3 +206,29 @@ def test_a_refused_command_of_the_pipeline_leaves_the_connection_in_step() -> No
     assert failed.value.code is ErrorCode.CONFLICT and "was deleted or replaced" in failed.value.message
     assert connection.run(lambda session: session.client.noop()[0]) == b"NOOP completed"
     assert server.connections == 1
+
+
+def test_regression_l2_a_token_sealed_with_another_key_is_refused(tmp_path: Path) -> None:
+    # Issue 33 L2: the seal's key was a constant in the source, so anyone could forge a token.
+    text = TOKEN.encode()
+    assert sealing.load_key(tmp_path / "other")
+    try:
+        with pytest.raises(ChangesTokenError, match="another key"):
+            ChangesToken.decode(text)
+        again = TOKEN.encode()
+        assert again != text and ChangesToken.decode(again) == TOKEN
+    finally:
+        sealing.load_key(sealing.default_state_dir())
+
+
+def test_the_sealing_key_is_made_once_private_and_kept(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    assert sealing.load_key(state)
+    key_file = state / sealing.KEY_FILE
+    first = key_file.read_text()
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600 and len(bytes.fromhex(first.strip())) == 32
+    assert sealing.load_key(state) and key_file.read_text() == first
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    assert not sealing.load_key(blocked)  # not a directory: this process keeps a key of its own
+    sealing.load_key(sealing.default_state_dir())

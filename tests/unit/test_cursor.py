@@ -1,4 +1,4 @@
-"""The search cursor: packed binary (short, it is in every page); older JSON cursors still read."""
+"""The search cursor: packed binary (short, it is in every page) behind a keyed seal; JSON cursors still read."""
 
 from __future__ import annotations
 
@@ -32,10 +32,17 @@ def test_round_trip_and_size() -> None:
     assert len(CursorState(**{**asdict(STATE), "mailbox": "INBOX"}).encode()) <= 60
 
 
-def test_a_cursor_of_values_without_names_from_an_earlier_version_still_decodes() -> None:
-    body = json.dumps(list(asdict(STATE).values()), separators=(",", ":"), ensure_ascii=False).encode()
-    token = base64.urlsafe_b64encode(hashlib.sha256(body).digest()[:6] + body).decode().rstrip("=")
-    assert CursorState.decode(token) == STATE
+def test_a_json_cursor_with_or_without_field_names_still_decodes() -> None:
+    assert CursorState.decode(seal(list(asdict(STATE).values()))) == STATE
+    assert CursorState.decode(seal(asdict(STATE))) == STATE
+
+
+def test_regression_l2_a_cursor_with_a_checksum_anyone_can_compute_is_refused() -> None:
+    # Issue 33 L2: the cursor's check was a plain SHA-256 of its content, so anyone could forge one.
+    for body in (json.dumps(asdict(STATE)).encode(), unseal_packed(STATE.encode()) or b""):
+        token = base64.urlsafe_b64encode(hashlib.sha256(body).digest()[:6] + body).decode().rstrip("=")
+        with pytest.raises(CursorError):
+            CursorState.decode(token)
 
 
 @pytest.mark.parametrize("cut", [1, 3, 8])
@@ -53,16 +60,9 @@ def test_a_packed_cursor_with_trailing_bytes_is_a_cursor_error() -> None:
         CursorState.decode(seal_packed(body + b"\x00"))
 
 
-def test_a_cursor_with_field_names_from_an_earlier_version_still_decodes() -> None:
-    body = json.dumps(asdict(STATE)).encode()
-    token = base64.urlsafe_b64encode(hashlib.sha256(body).digest()[:6] + body).decode().rstrip("=")
-    assert CursorState.decode(token) == STATE
-
-
 @pytest.mark.parametrize("values", [[1, 2], ["a"] * 9, [*list(asdict(STATE).values())[:-1], 2], {"x": 1}])
 def test_wrong_shapes_are_cursor_errors(values: object) -> None:
-    body = json.dumps(values).encode()
-    token = base64.urlsafe_b64encode(hashlib.sha256(body).digest()[:6] + body).decode().rstrip("=")
+    token = seal(values)
     with pytest.raises(CursorError):
         CursorState.decode(token)
 

@@ -41,6 +41,13 @@ class ServerSettings(BaseModel):
         description="Append one JSON line per write (time, request id, tool, account, action, message "
         "count, outcome; never content) to this file, besides the log line on stderr.",
     )
+    state_dir: Path | None = Field(
+        default=None,
+        description="Where the server keeps the key that seals search cursors and changes tokens (file "
+        "seal.key, made on first start, mode 0600), so they stay valid across restarts and processes "
+        "with this configuration. Default: $XDG_STATE_HOME/mail-imap-mcp (~/.local/state/mail-imap-mcp; "
+        "%LOCALAPPDATA%\\mail-imap-mcp on Windows). Unwritable: cursors end with the process.",
+    )
     allow_permanent_delete: bool = Field(
         default=False,
         description="Allow imap_apply_to_messages to expunge (permanent: true, after confirmation); "

@@ -47,7 +47,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import hmac
 import json
 import re
 import zlib
@@ -57,7 +56,7 @@ from typing import Any
 
 from imapclient.response_parser import parse_fetch_response
 
-from mail_imap_mcp.imap import parsing, view
+from mail_imap_mcp.imap import parsing, sealing, view
 from mail_imap_mcp.imap.errors import (
     MailboxGone,
     UidValidityChanged,
@@ -76,8 +75,6 @@ _PALETTE_CHARS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ
 TOKEN_VERSION = 1
 _TOKEN_PREFIX = f"chg{TOKEN_VERSION}."
 _CURSOR_PREFIX = f"chgp{TOKEN_VERSION}."
-#: The seal's key: known to anyone who reads this source, so it stops accidents and casual edits only.
-_SEAL_KEY = b"mail-imap-mcp changes token"
 _MAX_BODY_BYTES = 256 * 1024
 
 
@@ -153,8 +150,12 @@ class ChangesToken:
             if len(indexes) != len(uids) or any(not 0 <= i < len(sets) for i in indexes):
                 raise ChangesTokenError("since", "the token is garbled")
             flags = tuple(sets[i] for i in indexes)
-        if not (0 < uidvalidity <= MAX_UINT32 and 0 < uidnext <= MAX_UINT32 + 1) or any(
-            u >= uidnext for u in uids
+        # Every number in range (RFC 3501 and 7162), even behind a valid seal: a server answers BAD to an
+        # impossible UID, and an impossible count would become as many "expunged" messages.
+        if (
+            not (0 < uidvalidity <= MAX_UINT32 and 0 < uidnext <= MAX_UINT32)
+            or any(not 0 < u < uidnext for u in uids)
+            or older + len(uids) > uidnext - 1
         ):
             raise ChangesTokenError("since", "the token is garbled")
         return cls(account_id, mailbox, uidvalidity, uidnext, modseq, older, uids, flags)
@@ -177,7 +178,7 @@ class PageCursor:
         fields = _unseal(_CURSOR_PREFIX, text, "cursor", "a cursor of imap_get_changes")
         if len(fields) != 3 or not isinstance(fields[0], str) or not isinstance(fields[2], str):
             raise ChangesTokenError("cursor", "the cursor is garbled")
-        if not _is_number(fields[1]):
+        if not _is_number(fields[1]) or not 0 < fields[1] <= MAX_UINT32:
             raise ChangesTokenError("cursor", "the cursor is garbled")
         return cls(fields[0], fields[1], fields[2])
 
@@ -193,7 +194,7 @@ def _is_number(value: Any) -> bool:
 
 def _seal(prefix: str, payload: list[Any]) -> str:
     body = zlib.compress(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode(), 9)
-    check = hmac.new(_SEAL_KEY, prefix.encode() + body, hashlib.sha256).digest()[:8]
+    check = sealing.mac(prefix.encode() + body, 8)
     return prefix + base64.urlsafe_b64encode(check + body).decode().rstrip("=")
 
 
@@ -206,9 +207,12 @@ def _unseal(prefix: str, text: str, parameter: str, what: str) -> list[Any]:
     except (binascii.Error, ValueError):
         raise ChangesTokenError(parameter, "it is not valid base64") from None
     check, body = raw[:8], raw[8:]
-    expected = hmac.new(_SEAL_KEY, prefix.encode() + body, hashlib.sha256).digest()[:8]
-    if len(raw) < 9 or not hmac.compare_digest(check, expected):
-        raise ChangesTokenError(parameter, "it is garbled, truncated or was edited")
+    if len(raw) < 9 or not sealing.matches(prefix.encode() + body, check):
+        raise ChangesTokenError(
+            parameter,
+            "it is garbled, truncated or was edited, or was made by a server with another key (after a "
+            "restart without its state_dir); start over without it",
+        )
     try:
         inflater = zlib.decompressobj()
         data = inflater.decompress(body, _MAX_BODY_BYTES)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
 import math
 import re
@@ -22,6 +21,7 @@ from typing import Any
 
 from imapclient.imapclient import format_criteria_date
 
+from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.ids import MAX_UINT32
 from mail_imap_mcp.imap.session import ImapSession
@@ -112,10 +112,9 @@ class SearchFilter:
 
 
 def seal(payload: Any) -> str:
-    """An opaque cursor: compact JSON behind a checksum (against accidents, not forgery), URL-safe base64."""
+    """An opaque cursor: compact JSON behind its seal (:mod:`~mail_imap_mcp.imap.sealing`), URL-safe base64."""
     body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
-    check = hashlib.sha256(body).digest()[:6]
-    return base64.urlsafe_b64encode(check + body).decode().rstrip("=")
+    return base64.urlsafe_b64encode(sealing.mac(body, 6) + body).decode().rstrip("=")
 
 
 #: First byte of a packed cursor's body (a JSON body starts with ``[`` or ``{``).
@@ -165,9 +164,8 @@ class _Reader:
 
 
 def seal_packed(body: bytes) -> str:
-    """An opaque cursor from a binary body: a 4-byte checksum (against accidents, not forgery), URL-safe
-    base64 without padding."""
-    return base64.urlsafe_b64encode(hashlib.sha256(body).digest()[:4] + body).decode().rstrip("=")
+    """An opaque cursor from a binary body behind a 6-byte seal, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(sealing.mac(body, 6) + body).decode().rstrip("=")
 
 
 def unseal_packed(token: str) -> bytes | None:
@@ -176,8 +174,8 @@ def unseal_packed(token: str) -> bytes | None:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
     except (binascii.Error, ValueError):
         return None
-    body = raw[4:]
-    if body[:1] != bytes([PACKED_TAG]) or hashlib.sha256(body).digest()[:4] != raw[:4]:
+    body = raw[6:]
+    if body[:1] != bytes([PACKED_TAG]) or not sealing.matches(body, raw[:6]):
         return None
     return body
 
@@ -189,8 +187,11 @@ def unseal(token: str) -> bytes:
     except (binascii.Error, ValueError):
         raise CursorError("cursor is not valid base64") from None
     check, body = raw[:6], raw[6:]
-    if len(raw) < 8 or hashlib.sha256(body).digest()[:6] != check:
-        raise CursorError("cursor is garbled or truncated")
+    if len(raw) < 8 or not sealing.matches(body, check):
+        raise CursorError(
+            "cursor is garbled, truncated or edited, or was made by a server with another key (after a "
+            "restart without its state_dir)"
+        )
     return body
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import AccountUnknown
 from mail_imap_mcp.imap.pool import ConnectionPool
@@ -40,6 +41,7 @@ class AppContext:
 
     @classmethod
     def from_config(cls, config: Config) -> AppContext:
+        sealing.load_key(config.server.state_dir or sealing.default_state_dir())
         pool = ConnectionPool(
             dict(config.accounts),
             keepalive_interval_s=config.server.keepalive_interval_s,

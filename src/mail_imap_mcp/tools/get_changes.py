@@ -147,10 +147,18 @@ def _decode(args: GetChangesInput, account_id: str) -> tuple[ChangesToken | None
             "it was made for another account or mailbox; pass the token of this account_id and mailbox",
         )
     cursor = PageCursor.decode(args.cursor) if args.cursor is not None else None
-    if cursor is not None and cursor.since_digest != since_digest(args.since):
-        raise ChangesTokenError(
-            "cursor", "it belongs to another since token; pass the since of the first page"
-        )
+    if cursor is not None:
+        try:
+            inner = ChangesToken.decode(cursor.changes_token)
+        except ChangesTokenError as exc:
+            raise ChangesTokenError("cursor", str(exc)) from None
+        if cursor.since_digest != since_digest(args.since) or (inner.account_id, inner.mailbox) != (
+            account_id,
+            args.mailbox,
+        ):
+            raise ChangesTokenError(
+                "cursor", "it belongs to another since token; pass the since of the first page"
+            )
     return since, cursor
 
 
@@ -300,4 +308,9 @@ TOOL = ToolSpec(
     data_model=GetChangesData,
     handle=handle,
     errors=ERRORS,
+    changes=(
+        "Tokens and cursors are sealed with the install's key (server.state_dir): they survive a restart; "
+        "forged or out-of-range ones, and a cursor holding another mailbox's token, are invalid_input "
+        "(security.md, L2).",
+    ),
 )
