@@ -63,6 +63,8 @@ _QUEUE = 1024
 SEND_TIMEOUT_S = 5.0
 #: How often a subscription looks whether its mailbox is watched yet, before it is answered.
 _READY_POLL_S = 0.02
+#: Most resource URIs one session (or one subscriptions/listen request) may subscribe to (docs/security.md, L3).
+MAX_SUBSCRIPTIONS = 100
 
 Send = Callable[[], Awaitable[None]]
 Context = ServerRequestContext[Any, Any]
@@ -71,6 +73,17 @@ Context = ServerRequestContext[Any, Any]
 def mailbox_uri(account_id: str, mailbox: str) -> str:
     """The resource URI of ``mailbox`` (percent-encoded: a ``/`` in a name becomes ``%2F``)."""
     return _TEMPLATE.expand({"account_id": account_id, "mailbox": mailbox})
+
+
+def _check_cap(count: int) -> None:
+    """An MCP error when a session (or a listen request) would hold more than MAX_SUBSCRIPTIONS URIs."""
+    if count > MAX_SUBSCRIPTIONS:
+        raise MCPError(
+            INVALID_PARAMS,
+            f"At most {MAX_SUBSCRIPTIONS} mailbox resources can be subscribed to at once (per session, or "
+            "per subscriptions/listen request); unsubscribe from some first.",
+            data={"limit": MAX_SUBSCRIPTIONS},
+        )
 
 
 def _connection_of(ctx: Context) -> Connection:
@@ -87,11 +100,14 @@ class MailboxSubscriptions:
         self._app = app
         self._bus = bus
         self._listen = ListenHandler(bus)
-        #: Handshake-era subscriptions: one watch per session and URI.
-        self._sessions: dict[tuple[Connection, str], Watch] = {}
+        #: Handshake-era subscriptions: one watch per session and mailbox (account, the server's name),
+        #: notifying the URI first subscribed; every URI a session subscribed names its mailbox.
+        self._sessions: dict[tuple[Connection, str, str], Watch] = {}
+        self._uris: dict[tuple[Connection, str], tuple[str, str]] = {}
         self._watched_sessions: set[Connection] = set()
-        #: Listen-era subscriptions: one watch per URI, shared by the streams that listen to it.
-        self._shared: dict[str, tuple[Watch, int]] = {}
+        #: Listen-era subscriptions: one watch per mailbox, shared by the streams that listen to it, and
+        #: the URIs it notifies with how many streams listen to each.
+        self._shared: dict[tuple[str, str], tuple[Watch, dict[str, int]]] = {}
         self._outbox, self._inbox = anyio.create_memory_object_stream[Send](_QUEUE)
         self._token: anyio.lowlevel.EventLoopToken | None = None
 
@@ -135,6 +151,7 @@ class MailboxSubscriptions:
         """End every subscription's watch."""
         watches = list(self._sessions.values()) + [watch for watch, _ in self._shared.values()]
         self._sessions.clear()
+        self._uris.clear()
         self._shared.clear()
         await self._cancel(watches)
 
@@ -210,27 +227,39 @@ class MailboxSubscriptions:
 
     async def subscribe(self, ctx: Context, params: SubscribeRequestParams) -> EmptyResult:
         uri = str(params.uri)
-        account_id, mailbox = await self._resolve(uri)
         connection = _connection_of(ctx)
-        if (connection, uri) in self._sessions:
+        if (connection, uri) in self._uris:
             return EmptyResult()
+        _check_cap(sum(1 for known, _ in self._uris if known is connection) + 1)
+        account_id, mailbox = await self._resolve(uri)
+        self._uris[connection, uri] = (account_id, mailbox)
         if connection not in self._watched_sessions:
             self._watched_sessions.add(connection)
             connection.exit_stack.push_async_callback(self._end_session, connection)
+        if (connection, account_id, mailbox) in self._sessions:
+            return EmptyResult()  # another spelling of a watched mailbox: its one watch tells of changes
         send = functools.partial(connection.send_resource_updated, uri)
         watch = self._app.watches.watch(account_id, mailbox, functools.partial(self._post, send))
-        self._sessions[connection, uri] = watch
+        self._sessions[connection, account_id, mailbox] = watch
         log.info("account=%s watching a mailbox for a session", account_id)
         await self._until_watched([watch])
         return EmptyResult()
 
     async def unsubscribe(self, ctx: Context, params: UnsubscribeRequestParams) -> EmptyResult:
-        watch = self._sessions.pop((_connection_of(ctx), str(params.uri)), None)
+        connection = _connection_of(ctx)
+        mailbox = self._uris.pop((connection, str(params.uri)), None)
+        if mailbox is None or mailbox in (
+            named for (known, _), named in self._uris.items() if known is connection
+        ):
+            return EmptyResult()
+        watch = self._sessions.pop((connection, *mailbox), None)
         await self._cancel([watch] if watch is not None else [])
         return EmptyResult()
 
     async def _end_session(self, connection: Connection) -> None:
         self._watched_sessions.discard(connection)
+        for key in [key for key in self._uris if key[0] is connection]:
+            del self._uris[key]
         ended = [key for key in self._sessions if key[0] is connection]
         await self._cancel([self._sessions.pop(key) for key in ended])
 
@@ -240,33 +269,41 @@ class MailboxSubscriptions:
         self, ctx: Context, params: SubscriptionsListenRequestParams
     ) -> SubscriptionsListenResult:
         uris = list(dict.fromkeys(params.notifications.resource_subscriptions or ()))
+        _check_cap(len(uris))
         resolved = [(uri, *await self._resolve(uri)) for uri in uris]
+        keys = []
         for uri, account_id, mailbox in resolved:
-            watch, streams = self._shared.get(uri) or (
-                self._app.watches.watch(
-                    account_id,
-                    mailbox,
-                    functools.partial(self._post, functools.partial(self._bus.publish, ResourceUpdated(uri))),
-                ),
-                0,
-            )
-            self._shared[uri] = (watch, streams + 1)
+            key = (account_id, mailbox)
+            if key not in self._shared:
+                notify = functools.partial(self._publish, key)
+                watch = self._app.watches.watch(account_id, mailbox, functools.partial(self._post, notify))
+                self._shared[key] = (watch, {})
+            listened = self._shared[key][1]
+            listened[uri] = listened.get(uri, 0) + 1
+            keys.append((key, uri))
         try:
-            await self._until_watched([self._shared[uri][0] for uri in uris if uri in self._shared])
+            await self._until_watched(list({self._shared[key][0] for key, _ in keys if key in self._shared}))
             return await self._listen(ctx, params)
         finally:
             ended = []
-            for uri in uris:
-                if uri not in self._shared:
+            for key, uri in keys:
+                if key not in self._shared:
                     continue  # closed meanwhile
-                watch, streams = self._shared[uri]
-                if streams > 1:
-                    self._shared[uri] = (watch, streams - 1)
-                else:
-                    del self._shared[uri]
+                watch, listened = self._shared[key]
+                listened[uri] -= 1
+                if not listened[uri]:
+                    del listened[uri]
+                if not listened:
+                    del self._shared[key]
                     ended.append(watch)
             with anyio.CancelScope(shield=True):
                 await self._cancel(ended)
+
+    async def _publish(self, key: tuple[str, str]) -> None:
+        """Tell the streams listening to the mailbox ``key`` of a change: once per URI they listen to."""
+        _, listened = self._shared.get(key, (None, {}))
+        for uri in list(listened):
+            await self._bus.publish(ResourceUpdated(uri))
 
     # -- delivery ----------------------------------------------------------------------------------------
 

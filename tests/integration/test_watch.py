@@ -7,6 +7,7 @@ a reset watching connection comes back and says so; watching leaks no thread or 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import threading
 import time
@@ -21,7 +22,7 @@ from mcp.shared.exceptions import MCPError
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.server import build_server
-from mail_imap_mcp.subscriptions import mailbox_uri
+from mail_imap_mcp.subscriptions import MAX_SUBSCRIPTIONS, mailbox_uri
 from mail_imap_mcp.tools.context import AppContext
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
 from tests.support.clients import AccountFactory, make_config
@@ -531,4 +532,66 @@ async def test_a_watched_mailbox_deleted_by_another_client_is_reported_once_and_
         with pytest.raises(MCPError):
             await client.read_resource(work)
         await changes_are_reported(updates, imap_server, user, inbox)
+    await anyio.to_thread.run_sync(app.close)
+
+
+def spellings_of(name: str) -> Iterator[str]:
+    """URIs naming mailbox ``name`` of account default, each spelled differently (case, percent-encoding)."""
+    forms = [(c.lower(), c.upper(), f"%{ord(c.upper()):02X}", f"%{ord(c.lower()):02x}") for c in name]
+    for letters in itertools.product(*forms):
+        yield "imap://default/mailbox/" + "".join(letters)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_regression_l3_many_spellings_of_one_mailbox_are_one_watch_and_subscriptions_are_capped(
+    dovecot: Dovecot, user: str, account: AccountFactory, mode: str
+) -> None:
+    # Issue 33 L3: 1,100 spellings of one mailbox's URI became 1,100 watches, and one change sent 1,024
+    # notifications to the session through a queue every session shares.
+    dovecot.seed(user, "INBOX", [])
+    config = watch_config(account(user))
+    app = AppContext.from_config(config)
+    updates = Updates()
+    spellings = [
+        mailbox_uri("default", "INBOX"),
+        *itertools.islice(spellings_of("inbox"), MAX_SUBSCRIPTIONS - 1),
+    ]
+    handler = updates.message_handler if mode == "legacy" else None  # listen: the stream brings them
+    async with Client(build_server(config, app), mode=mode, message_handler=handler) as client:
+        async with contextlib.AsyncExitStack() as stack:
+            if mode == "legacy":
+                for uri in spellings:
+                    await client.subscribe_resource(uri)
+            else:
+                subscription = await stack.enter_async_context(
+                    client.listen(resource_subscriptions=spellings)
+                )
+                group = await stack.enter_async_context(anyio.create_task_group())
+                group.start_soon(updates.collect, subscription)
+                stack.callback(group.cancel_scope.cancel)
+            assert app.watches.connections("default") == 1
+            await anyio.sleep(QUIET_S)
+            started = time.monotonic()
+            with dovecot.connect(user) as other:
+                await anyio.to_thread.run_sync(append, other, "INBOX", "One change")
+            await anyio.sleep(QUIET_S)
+            received = [uri for at, uri in updates.received if at >= started]
+            expected = 1 if mode == "legacy" else len(spellings)  # listen: once per URI listened to
+            assert len(received) == expected, received
+            if mode == "legacy":
+                extra = "imap://default/mailbox/Work"
+                dovecot.seed(user, "Work", [])
+                with pytest.raises(MCPError) as capped:
+                    await client.subscribe_resource(extra)  # the 101st URI of the session
+                assert capped.value.error.code == -32602 and "At most 100" in capped.value.error.message
+                for uri in spellings[1:]:
+                    await client.unsubscribe_resource(uri)
+                assert app.watches.connections("default") == 1  # the first spelling still subscribed
+                await client.unsubscribe_resource(spellings[0])
+                assert app.watches.connections("default") == 0
+        if mode == "auto":
+            with pytest.raises(MCPError) as capped:
+                async with client.listen(resource_subscriptions=[*spellings, "imap://default/mailbox/Work"]):
+                    pass
+            assert "At most 100" in capped.value.error.message
     await anyio.to_thread.run_sync(app.close)

@@ -131,7 +131,8 @@ class ApplyToMessagesData(MultiItemData):
     undo: list[NextAction] = Field(
         description="Calls that move the messages back (one per source mailbox), for move and delete."
     )
-    operation: OperationRef | None = operation_field()
+    background: OperationRef | None = operation_field()
+    operation: OperationRef | None = operation_field(deprecated=True)
 
 
 def _check_arguments(args: ApplyToMessagesInput, batch: Batch) -> None:
@@ -209,6 +210,7 @@ def _accepted(
         mailboxes=[],
         results=[],
         undo=[],
+        background=operation.ref(),
         operation=operation.ref(),
     )
     return ToolResult(summary=accepted_summary(operation), data=data)

@@ -14,8 +14,8 @@ from mail_imap_mcp.tools.spec import ToolSpec
 NAME = "imap_get_operation"
 TITLE = "Get a background write"
 DESCRIPTION = (
-    "Check a write that continues in the background (imap_apply_to_messages answered with data.operation, "
-    "imap_update_message_flags with data.background, instead of the result): state (accepted, running, ok, partial, failed, canceled), progress, and with "
+    "Check a write that continues in the background (imap_apply_to_messages and imap_update_message_flags "
+    "answered with data.background instead of the result): state (accepted, running, ok, partial, failed, canceled), progress, and with "
     "include_result the write's own result once it finished."
 )
 ERRORS = {

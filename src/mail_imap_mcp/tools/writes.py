@@ -27,8 +27,15 @@ CONFIRM_TOKEN_DESCRIPTION = (
 )
 
 
-def operation_field() -> Any:
-    """The ``operation`` field of a bulk write's data: set when the write continues in the background."""
+def operation_field(*, deprecated: bool = False) -> Any:
+    """The ``background`` field of a bulk write's data: set when the write continues in the background
+    (``deprecated``: the same under its former name, ``operation`` in imap_apply_to_messages)."""
+    if deprecated:
+        return Field(
+            default=None,
+            description="Deprecated alias of background (the same value), kept for one release: read "
+            "background instead.",
+        )
     return Field(
         default=None,
         description="Set when the write continues in the background: follow it with imap_get_operation "
