@@ -17,6 +17,7 @@ from mail_imap_mcp.tools.context import AppContext
 from tests.support.accounts import account_settings
 from tests.support.clients import AccountFactory, make_config, open_client
 from tests.support.dovecot import Dovecot
+from tests.support.elicitation import answering
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.faultproxy import FaultProxy
 from tests.support.mail_state import message_id_counts
@@ -173,12 +174,21 @@ async def test_a_client_that_asks_for_progress_gets_it_per_mailbox(dovecot: Dove
     assert reports[-1] == (4, 4)
 
 
-async def test_a_background_write_that_needs_confirmation_hands_back_the_confirming_call(
+def background_only(config: Any) -> AppContext:
+    """An app whose every write continues in the background (no inline wait)."""
+    app = AppContext.from_config(config)
+    app.operations.inline_s = 0
+    return app
+
+
+async def test_a_write_that_needs_a_token_confirmation_asks_before_it_goes_to_the_background(
     imap_server: MatrixServer, user: str, account: AccountFactory
 ) -> None:
-    """Regression: a write that went on in the background and then asked for confirmation reached
-    imap_get_operation as an error without the failure's next_action (the same call with its
-    confirm_token): the agent had to dig the token out of error.details. Followed, the call deletes."""
+    """Regression (issue 33 item 10): a permanent delete that went on in the background asked for
+    confirmation from there, where an elicitation client could not be asked. Now the question comes
+    first, with nothing changed; the confirming call then runs in the background and deletes. Its
+    answer names the operation as data.background, like imap_update_message_flags (item 12), and
+    keeps data.operation as the deprecated alias."""
     server = imap_server
     server.seed(
         user, "INBOX", [plain_message(f"gone {n}", "x", message_id=f"<gone-{n}@t>") for n in range(2)]
@@ -190,27 +200,64 @@ async def test_a_background_write_that_needs_confirmation_hands_back_the_confirm
             allow_permanent_delete=True,
             confirm_without_elicitation=True,
         )
-        app = AppContext.from_config(config)
-        # Every write continues in the background: no inline wait, and a link slow enough (0.3 s a round
-        # trip) that no write is done before the answer is made.
-        app.operations.inline_s = 0
-        async for mcp in open_client(config, app):
+        async for mcp in open_client(config, background_only(config)):
             ids = [m["message_id"] for m in (await mcp.ok("imap_search_messages", {}))["messages"]]
             arguments = {"message_ids": ids, "action": "delete", "permanent": True}
             proxy.set_latency(0.15)
-            started = await mcp.ok("imap_apply_to_messages", arguments)
-            failed = await until_finished(mcp, started["operation"]["operation_id"])
-            assert (failed["operation"]["state"], failed["error"]["code"]) == (
-                "failed",
-                "confirmation_required",
-            )
+            refused = await mcp.fail("imap_apply_to_messages", arguments, "confirmation_required")
             assert message_id_counts(server, user)["INBOX"] == Counter({"<gone-0@t>": 1, "<gone-1@t>": 1})
-            follow = failed["next_action"]
+            follow = refused["data"]["next_action"]
             assert follow is not None and follow["tool"] == "imap_apply_to_messages"
-            assert follow["arguments"]["confirm_token"] == failed["error"]["details"]["confirm_token"]
+            assert follow["arguments"]["confirm_token"] == refused["error"]["details"]["confirm_token"]
             assert {key: follow["arguments"][key] for key in arguments} == arguments
-            confirmed = await mcp.ok(follow["tool"], follow["arguments"])
-            done = await until_finished(mcp, confirmed["operation"]["operation_id"])
+            started = await mcp.ok(follow["tool"], follow["arguments"])
+            assert started["background"] is not None and started["background"] == started["operation"]
+            done = await until_finished(mcp, started["background"]["operation_id"])
             assert done["operation"]["state"] == "ok" and done["next_action"] is None
             proxy.pass_through()
     assert sum(message_id_counts(server, user)["INBOX"].values()) == 0
+
+
+@pytest.mark.parametrize("answer", ["accept", "decline"])
+async def test_a_write_that_needs_the_users_confirmation_asks_an_elicitation_client_before_the_background(
+    imap_server: MatrixServer, user: str, account: AccountFactory, answer: str
+) -> None:
+    """Regression (issue 33 item 10): with a client that confirms by elicitation, a permanent delete that
+    would run in the background asks the user first. Accepted, the background operation deletes exactly
+    the messages; declined, nothing changes and nothing goes to the background."""
+    server = imap_server
+    seeded = [plain_message(f"gone {n}", "x", message_id=f"<gone-{n}@t>") for n in range(2)]
+    server.seed(user, "INBOX", [*seeded, plain_message("kept", "x", message_id="<kept@t>")])
+    user_answer = answering("accept", confirm=answer == "accept")
+    with FaultProxy(server.host, server.tls_port) as proxy:
+        config = make_config(
+            {"default": account(user, port=proxy.port, command_timeout_s=30)},
+            write_enabled=True,
+            allow_permanent_delete=True,
+        )
+        async for mcp in open_client(
+            config, background_only(config), elicitation_callback=user_answer, mode="legacy"
+        ):
+            found = (await mcp.ok("imap_search_messages", {"query": "gone"}))["messages"]
+            arguments = {
+                "message_ids": [m["message_id"] for m in found],
+                "action": "delete",
+                "permanent": True,
+            }
+            proxy.set_latency(0.15)
+            if answer == "decline":
+                refused = await mcp.fail("imap_apply_to_messages", arguments, "confirmation_required")
+                assert "confirm_token" not in str(refused)
+            else:
+                started = await mcp.ok("imap_apply_to_messages", arguments)
+                assert started["background"] is not None and started["results"] == []
+                done = await until_finished(mcp, started["background"]["operation_id"])
+                assert done["operation"]["state"] == "ok"
+                assert [r["outcome"] for r in done["result"]["results"]] == ["deleted", "deleted"]
+            proxy.pass_through()
+    assert user_answer.asked and user_answer.asked[0].startswith("Permanently delete 2 message(s)")
+    remaining = message_id_counts(server, user)["INBOX"]
+    if answer == "decline":
+        assert remaining == Counter({"<gone-0@t>": 1, "<gone-1@t>": 1, "<kept@t>": 1})
+    else:
+        assert remaining == Counter({"<kept@t>": 1})

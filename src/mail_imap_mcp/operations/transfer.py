@@ -5,13 +5,12 @@ checked: ``conflict``) and its UIDs looked up before anything changes, so stale 
 destination and a missing extension are refused with nothing changed. Then each group is moved with
 ``UID MOVE`` (or ``UID COPY`` + ``UID EXPUNGE`` of exactly those UIDs where MOVE is missing), copied
 with ``UID COPY``, or removed with ``UID EXPUNGE`` (:mod:`mail_imap_mcp.imap.connection`), never
-retried. ``delete`` moves to the account's Trash; a ``permanent`` removal needs UIDPLUS and the
-caller's confirmation.
+retried. ``delete`` moves to the account's Trash; a ``permanent`` removal needs UIDPLUS (and the user's
+confirmation, asked by the tool before the work starts, so that it is never asked from the background).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -79,8 +78,6 @@ class TransferRequest:
     account: AccountConfig
     #: How the tool words a source mailbox that cannot be opened.
     refusals: SelectRefusals
-    #: Called before a permanent delete with what it will do (raises until the user confirmed).
-    confirm: Callable[[str], None]
 
 
 @dataclass
@@ -122,13 +119,6 @@ def transfer(
                 if item.ref.uid in outcome.present[group]:
                     outcome.settle(item, Transferred(PLANNED[DONE[(request.action, request.permanent)]]))
         return outcome
-    if request.permanent:
-        count = sum(len(outcome.present[group]) for group in groups)
-        where = ", ".join(repr(group.mailbox) for group in groups if outcome.present[group])
-        request.confirm(
-            f"permanently delete {count} message(s) from {where} (account {batch.account_id!r}); they "
-            "cannot be recovered"
-        )
     # The last group checked is still selected: start there, re-select (and re-check) the others. Not
     # "the first pending one": when the last group checked has no message left, another mailbox is
     # selected, and its UIDs would name other messages there.
@@ -145,7 +135,7 @@ def transfer(
     return outcome
 
 
-def _method(session: ImapSession, action: Action, permanent: bool) -> str:
+def commands_for(session: ImapSession, action: Action, permanent: bool) -> str:
     """The commands the action takes on this server; refused (nothing changed) where an extension is
     missing that is needed to touch exactly these messages."""
     caps = session.capabilities
@@ -174,7 +164,7 @@ def _existing_mailbox(directory: MailboxDirectory, name: str, parameter: str) ->
 
 def _prepare(session: ImapSession, batch: Batch, request: TransferRequest) -> TransferOutcome:
     """Everything that is checked before any change: extensions, destination, ids, UIDVALIDITY."""
-    outcome = TransferOutcome(method=_method(session, request.action, request.permanent))
+    outcome = TransferOutcome(method=commands_for(session, request.action, request.permanent))
     if request.action == "delete" and not request.permanent:
         directory = MailboxDirectory.load(session, request.account)
         outcome.destination = directory.require(TRASH, batch.given_account_id, ", or use action move")

@@ -10,14 +10,22 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mail_imap_mcp.envelope import ErrorCode, MultiItemData, NextAction, Payload, ToolFailure, ToolResult
+from mail_imap_mcp.envelope import MultiItemData, NextAction, Payload, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
+from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.directory import same_mailbox
 from mail_imap_mcp.operations import Operation, OperationRef
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.batch import Batch, group_message_ids
 from mail_imap_mcp.operations.runner import run_bulk_write
-from mail_imap_mcp.operations.transfer import Action, Outcome, TransferOutcome, TransferRequest, transfer
+from mail_imap_mcp.operations.transfer import (
+    Action,
+    Outcome,
+    TransferOutcome,
+    TransferRequest,
+    commands_for,
+    transfer,
+)
 from mail_imap_mcp.tools._shared.arguments import MessageIdArg
 from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
@@ -29,6 +37,7 @@ from mail_imap_mcp.tools.writes import (
     follow_operation,
     none_found,
     operation_field,
+    permanent_delete_turned_off,
     select_refusals,
 )
 
@@ -161,16 +170,12 @@ def handle(app: AppContext, args: ApplyToMessagesInput) -> ToolResult[ApplyToMes
     requested = len(batch.items)
     label = ("dry_run:" if args.dry_run else "") + args.action + ("_permanent" if args.permanent else "")
     line = AuditLine(NAME, connection.account_id, label, requested)
-    if args.permanent and not app.config.server.allow_permanent_delete:
-        failure = ToolFailure(
-            ErrorCode.PERMISSION_DENIED,
-            "Permanent delete is turned off; nothing was changed. delete without permanent moves the "
-            "messages to Trash (recoverable). To allow it, the user sets allow_permanent_delete = true "
-            "in [server].",
-            details={"setting": "allow_permanent_delete"},
-        )
-        line.failed(failure)
-        raise failure
+    if args.permanent:
+        try:
+            _check_permanent(app, args, batch, connection)
+        except ToolFailure as failure:
+            line.failed(failure)
+            raise
     request = TransferRequest(
         action=args.action,
         permanent=args.permanent,
@@ -178,7 +183,6 @@ def handle(app: AppContext, args: ApplyToMessagesInput) -> ToolResult[ApplyToMes
         destination=args.destination_mailbox,
         account=app.config.accounts[connection.account_id],
         refusals=select_refusals(account),
-        confirm=lambda what: app.confirmations.require(NAME, args.model_dump(), what, irreversible=True),
     )
     return run_bulk_write(
         app.operations,
@@ -190,6 +194,21 @@ def handle(app: AppContext, args: ApplyToMessagesInput) -> ToolResult[ApplyToMes
         status_of=lambda result: result.data.status,
         accepted=lambda operation: _accepted(args, connection.account_id, requested, operation),
     )
+
+
+def _check_permanent(
+    app: AppContext, args: ApplyToMessagesInput, batch: Batch, connection: AccountConnection
+) -> None:
+    """Refuse a permanent delete the configuration or server does not allow, and ask the user before one
+    starts: a write that continues in the background can no longer ask (nor can a refused one)."""
+    if not app.config.server.allow_permanent_delete:
+        raise permanent_delete_turned_off()
+    if args.dry_run:
+        return
+    connection.run(lambda session: commands_for(session, "delete", permanent=True))
+    where = f"from {', '.join(repr(g.mailbox) for g in batch.groups)} (account {batch.given_account_id!r})"
+    what = f"permanently delete {len(batch.items)} message(s) {where}; they cannot be recovered"
+    app.confirmations.require(NAME, args.model_dump(), what, irreversible=True)
 
 
 def _accepted(
@@ -321,4 +340,10 @@ TOOL = ToolSpec(
     errors=ERRORS,
     effect=Effect.DESTRUCTIVE,
     idempotent=False,
+    changes=(
+        "A permanent delete asks the user (or hands back the confirming call) before it starts, never "
+        "from the background, so a client with MCP elicitation is asked too.",
+        "data.background names a write that continues in the background, as in "
+        "imap_update_message_flags; data.operation is its deprecated alias for this release.",
+    ),
 )

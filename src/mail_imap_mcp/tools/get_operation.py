@@ -14,16 +14,17 @@ from mail_imap_mcp.tools.spec import ToolSpec
 NAME = "imap_get_operation"
 TITLE = "Get a background write"
 DESCRIPTION = (
-    "Check a write that continues in the background (imap_apply_to_messages and imap_update_message_flags "
-    "answered with data.background instead of the result): state (accepted, running, ok, partial, failed, canceled), progress, and with "
-    "include_result the write's own result once it finished."
+    "Check a write that continues in the background (imap_apply_to_messages and "
+    "imap_update_message_flags answered with data.background instead of the result): state (accepted, "
+    "running, ok, partial, failed, canceled), progress, and with include_result the write's own result "
+    "once it finished."
 )
 ERRORS = {
     "invalid_input": "operation_id is malformed.",
     "not_found": "No such operation in this server process (unknown, evicted, or the server restarted).",
 }
 OPERATION_ID = Field(
-    min_length=1, max_length=64, pattern=r"^op_[0-9]+_[0-9a-f]+$", description="From data.operation."
+    min_length=1, max_length=64, pattern=r"^op_[0-9]+_[0-9a-f]+$", description="From data.background."
 )
 
 

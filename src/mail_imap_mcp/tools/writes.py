@@ -58,6 +58,16 @@ def accepted_summary(operation: Operation) -> str:
     )
 
 
+def permanent_delete_turned_off() -> ToolFailure:
+    """The refusal of a permanent delete where the configuration does not allow one."""
+    return ToolFailure(
+        ErrorCode.PERMISSION_DENIED,
+        "Permanent delete is turned off; nothing was changed. delete without permanent moves the messages "
+        "to Trash (recoverable). To allow it, the user sets allow_permanent_delete = true in [server].",
+        details={"setting": "allow_permanent_delete"},
+    )
+
+
 def batch_connection(app: AppContext, batch: Batch) -> AccountConnection:
     """The write connection of the batch's account; ``not_found`` naming ``message_ids`` when the ids
     name an account that is not configured."""
