@@ -114,14 +114,15 @@ _NOT_PRECOMPILED='/site-packages/(numpy|matplotlib|mpl_toolkits|fontTools|contou
 # themselves are unpacked with `dpkg-deb -x` into $IMAP_SERVERS_DIR/<package>/, whose `.version` file
 # names the dependency version they were unpacked for. Fast (no apt) when everything is in place.
 IMAP_SERVERS_DIR="${MIM_IMAP_SERVERS_DIR:-$ROOT/.cache/imap-servers}"
+# gcc builds the rand() the Cyrus instances preload (tests/support/cyrus_rand.c).
 IMAP_MATRIX_DEPS=(cyrus-common sasl2-bin courier-base courier-authdaemon courier-authlib-userdb
-  libcourier-unicode4 libgamin0 libgdbm6 libidn12 mount)
+  libcourier-unicode4 libgamin0 libgdbm6 libidn12 mount gcc libc6-dev)
 # "<unpacked package> <installed package it must match> <file it must contain>"
 IMAP_MATRIX_UNPACKED=("cyrus-imapd cyrus-common usr/lib/cyrus/bin/imapd"
   "courier-imap courier-base usr/bin/imapd")
 IMAP_MATRIX_TOOLS=(/usr/lib/cyrus/bin/master /usr/sbin/saslpasswd2 /usr/sbin/couriertcpd /usr/bin/couriertls
   /usr/lib/courier/courier-authlib/authdaemond /usr/lib/courier-authlib/libauthuserdb.so /usr/sbin/makeuserdb
-  /usr/bin/unshare /bin/mount)
+  /usr/bin/unshare /bin/mount /usr/bin/cc /usr/include/sys/random.h)
 
 _imap_matrix_ready() {
   local tool entry pkg dep file

@@ -45,18 +45,6 @@ def pytest_configure(config: pytest.Config) -> None:
     check_each_schema_once()
 
 
-#: Cyrus now and then answers as if a plain mailbox had a special use (a user's DELETE of it refused
-#: with "SPECIAL-USE flag conflict"), or leaves a freshly seeded mailbox out of a search of every
-#: mailbox: about one test in a full run, a different one each time (see the closing notes of issue 21).
-#: One form was caught (2026-11-24): a mailbox seeded by MULTIAPPEND, two messages that STATUS on the
-#: seeding connection counted, is empty with UIDNEXT 1 (made anew?) once the next seeding connections
-#: followed at once; in about one run in sixteen of test_write_mailboxes' refusals test, mostly the first
-#: test after Cyrus started; any lookup between the seeds hid it; our server was not yet connected.
-#: Until that is understood, a test that runs on Cyrus is retried up to twice; pytest names each retry
-#: (-rR), and a defect fails all three times.
-KNOWN_FLAKY_RERUNS = 2
-
-
 #: Tests one worker runs together, because they share something costly made once per process: a
 #: module (its module fixture) or single tests (a cache), each with the name of its group.
 ONE_WORKER = {
@@ -126,9 +114,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     slow = {item.module for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: (_together(item.nodeid) is None, item.module not in slow))
     items[:] = _spread_waiting(items)
-    for item in items:
-        if {"cyrus", "cyrus_altns"} & _servers(item):
-            item.add_marker(pytest.mark.flaky(reruns=KNOWN_FLAKY_RERUNS, reruns_delay=1))
     if not config.getoption("--dovecot-only"):
         return
     others = set(MATRIX) - {"dovecot"}

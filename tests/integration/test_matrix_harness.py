@@ -21,7 +21,7 @@ from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.cyrus import Cyrus
 from tests.support.imapserver import AppendSeeding, free_ports
-from tests.support.matrix import SESSION_PASSWORD, MatrixServer
+from tests.support.matrix import SESSION_PASSWORD
 
 MATRIX = ["cyrus", "cyrus_altns", "courier"]
 DATES = [dt.datetime(2024, 3, day, 9, 30, tzinfo=dt.UTC) for day in (1, 2, 3)]
@@ -166,8 +166,7 @@ async def test_mcp_server_lists_and_searches(server: AppendSeeding) -> None:
 
 @pytest.mark.parametrize("kind", ["cyrus", "cyrus_altns"])
 def test_cyrus_administrator_deletes_a_users_mailbox(kind: str, request: pytest.FixtureRequest) -> None:
-    """The fallback of tests that delete a mailbox behind the session's back, when Cyrus refuses the
-    user's DELETE with "SPECIAL-USE flag conflict"."""
+    """What tests use to delete a mailbox the user may not delete (one with a special use)."""
     server = request.getfixturevalue(kind)
     user = server.new_user("admindel")
     name = server.mailbox_name("Archive")
@@ -177,10 +176,19 @@ def test_cyrus_administrator_deletes_a_users_mailbox(kind: str, request: pytest.
         assert name not in [folder[2] for folder in client.list_folders()]
 
 
-def test_only_runs_on_cyrus_are_retried(imap_server: MatrixServer, request: pytest.FixtureRequest) -> None:
-    """tests/conftest.py retries runs on Cyrus (a known intermittent fault of that server), no other."""
-    retried = request.node.get_closest_marker("flaky")
-    assert (retried is not None) == (imap_server.kind == "cyrus")
+def test_mailboxes_made_by_separate_cyrus_processes_get_ids_of_their_own() -> None:
+    """Regression (issue 33 item 13): Cyrus names a mailbox with rand(), and its imapd processes drew
+    from one sequence, so mailboxes made by separate processes got one id (here about 20 of 80 without
+    the fix). Mailboxes with one id share files and annotations: a mailbox seeded with two messages was
+    found empty (UIDNEXT 1), a plain mailbox was refused DELETE with "SPECIAL-USE flag conflict", in
+    about one Cyrus test a full run (then hidden by retries)."""
+    with Cyrus(password=SESSION_PASSWORD) as server:
+        for _ in range(5):
+            server.new_users_together(3)  # each makes INBOX and four special-use mailboxes
+        ids = list(server.mailbox_ids().values())
+        users = 1 + 5 * 3  # with the default user
+        assert len(ids) == users * (1 + len(server.special_folders)), len(ids)
+        assert len(set(ids)) == len(ids), sorted(ids)
 
 
 def test_cyrus_handed_a_port_another_server_answers_starts_on_other_ports(

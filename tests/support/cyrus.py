@@ -35,12 +35,12 @@ syslog daemon owns it) for this instance's ``syslog_prefix``, plus master's stdo
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import pwd
 import subprocess
 from pathlib import Path
-
-import imapclient
 
 from tests.support.imapserver import (
     STOP_GRACE,
@@ -55,7 +55,11 @@ from tests.support.imapserver import (
 __all__ = ["Cyrus", "cyrus_binaries"]
 
 MASTER = Path("/usr/lib/cyrus/bin/master")
+CTL_MBOXLIST = Path("/usr/lib/cyrus/bin/ctl_mboxlist")
 SPECIAL_FOLDERS = ("Drafts", "Sent", "Trash", "Junk")
+#: The C source of the ``rand()`` every process of an instance gets (see :func:`rand_library`).
+RAND_SOURCE = Path(__file__).with_name("cyrus_rand.c")
+C_COMPILER = Path("/usr/bin/cc")
 
 
 def cyrus_binaries() -> tuple[Path, Path, Path]:
@@ -64,6 +68,34 @@ def cyrus_binaries() -> tuple[Path, Path, Path]:
     saslpasswd2 = Path(which("saslpasswd2") or "/usr/sbin/saslpasswd2")
     ensure_imap_matrix([MASTER, imapd, saslpasswd2])
     return MASTER, imapd, saslpasswd2
+
+
+def rand_library() -> Path:
+    """The shared library that gives every Cyrus process its own ``rand()`` (preloaded into master and
+    the imapd it starts), compiled once per version of :data:`RAND_SOURCE` into ``servers_dir()``.
+
+    Cyrus 3.6 as Debian builds it names a new mailbox with 24 characters of ``rand()``, which no imapd
+    seeds: each process draws the same sequence, so mailboxes created by two processes (the seeding
+    connection and the server under test, or a fresh spare process) get the same id, about one in ten
+    instances. Mailboxes sharing an id share their files (a mailbox seeded with two messages is found
+    empty, UIDNEXT 1) and their annotations (a plain mailbox is refused DELETE with "SPECIAL-USE flag
+    conflict"). ``tests/integration/test_matrix_harness.py`` pins it.
+    """
+    source = RAND_SOURCE.read_bytes()
+    library = servers_dir() / "cyrus-rand" / f"rand-{hashlib.sha256(source).hexdigest()[:16]}.so"
+    if library.exists():
+        return library
+    ensure_imap_matrix([C_COMPILER])
+    library.parent.mkdir(parents=True, exist_ok=True)
+    # Workers may build it at the same moment: each into a file of its own, renamed into place.
+    partial = library.with_name(f"{library.name}.{os.getpid()}")
+    subprocess.run(
+        [str(C_COMPILER), "-shared", "-fPIC", "-O2", "-o", str(partial), str(RAND_SOURCE)],
+        check=True,
+        capture_output=True,
+    )
+    os.replace(partial, library)
+    return library
 
 
 class Cyrus(AppendSeeding):
@@ -123,6 +155,7 @@ class Cyrus(AppendSeeding):
         plain, tls = self._pick_ports()
         self._write_tls()
         imapd = self._private_copy(self.imapd_binary)
+        self._private_copy(rand_library())
         for sub in ("conf/db", "conf/socket", "conf/proc", "conf/lock", "spool"):
             (root / sub).mkdir(parents=True)
         self.conf_path.write_text(self._imapd_conf())
@@ -196,7 +229,11 @@ autocreate_quota: 0
         self._launch(
             [str(arg) for arg in argv],
             conf / "master.log",
-            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "CYRUS_SYSLOG_PREFIX": self.tag},
+            env={
+                "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+                "CYRUS_SYSLOG_PREFIX": self.tag,
+                "LD_PRELOAD": str(self.root / "bin" / rand_library().name),
+            },
         )
         self._wait_ready("Cyrus master")
 
@@ -241,22 +278,38 @@ autocreate_quota: 0
         with self.connect(user, tls=False, starttls=False):
             pass
 
-    def delete_mailbox(self, user: str, mailbox: str, client: imapclient.IMAPClient | None = None) -> None:
-        """As any server, but when Cyrus refuses the user's DELETE with "SPECIAL-USE flag conflict" (now
-        and then in full runs under load, for a mailbox nobody gave a special use; the server under test
-        sends no SETMETADATA or CREATE ... USE), the administrator deletes it: the same change, seen
-        from the session under test."""
-        try:
-            super().delete_mailbox(user, mailbox, client)
-        except imapclient.exceptions.IMAPClientError as exc:
-            if "SPECIAL-USE" not in str(exc):
-                raise
-            self.delete_as_admin(user, mailbox)
+    def new_users_together(self, count: int, prefix: str = "t") -> list[str]:
+        """``count`` fresh users whose first logins (which create their mailboxes) happen at once, each on
+        a connection, and so an imapd process, of its own (implicit TLS and plain in turn)."""
+        users = [self._check_user(f"{prefix}-{next(self._user_seq):03d}") for _ in range(count)]
+        for user in users:
+            self._set_password(user)
+        clients = [self.connect(user, tls=n % 2 == 0, starttls=False) for n, user in enumerate(users)]
+        for client in clients:
+            client.logout()
+        return users
+
+    def mailbox_ids(self, user: str | None = None) -> dict[str, str]:
+        """Cyrus's unique id of each mailbox of ``user`` (default: of every user), by internal name (e.g.
+        ``user.t-001.Box``), read from the mailbox list with ``ctl_mboxlist``."""
+        dump = subprocess.run(
+            [str(CTL_MBOXLIST), "-C", str(self.conf_path), "-d"],
+            capture_output=True,
+            text=True,
+            check=True,
+            user=self.cyrus_uid,
+        ).stdout
+        entries: dict[str, dict[str, object]] = json.loads(dump)
+        own = f"user.{user}"  # internal names always use "."
+        return {
+            name: str(entry["uniqueid"])
+            for name, entry in entries.items()
+            if user is None or name == own or name.startswith(own + ".")
+        }
 
     def delete_as_admin(self, user: str, mailbox: str) -> None:
         """Delete ``user``'s ``mailbox`` (named as the user sees it) as the administrator, who may delete
-        what the user may not: Cyrus refuses a user's DELETE of a mailbox it holds a special-use
-        annotation for ("SPECIAL-USE flag conflict")."""
+        what the user may not (a mailbox with a special use)."""
         name = self.separator.join(("user", user, mailbox.removeprefix(self.personal_prefix)))
         with self.connect(self.admin) as client:
             client.setacl(name, self.admin, "lrx")  # an administrator may grant itself any right
