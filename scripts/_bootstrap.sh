@@ -122,7 +122,7 @@ IMAP_MATRIX_UNPACKED=("cyrus-imapd cyrus-common usr/lib/cyrus/bin/imapd"
   "courier-imap courier-base usr/bin/imapd")
 IMAP_MATRIX_TOOLS=(/usr/lib/cyrus/bin/master /usr/sbin/saslpasswd2 /usr/sbin/couriertcpd /usr/bin/couriertls
   /usr/lib/courier/courier-authlib/authdaemond /usr/lib/courier-authlib/libauthuserdb.so /usr/sbin/makeuserdb
-  /usr/bin/unshare /bin/mount /usr/bin/cc /usr/include/sys/random.h)
+  /usr/bin/unshare /bin/mount /usr/bin/cc /usr/include/stdlib.h)
 
 _imap_matrix_ready() {
   local tool entry pkg dep file
