@@ -192,3 +192,40 @@ async def test_without_move_or_uidplus_a_draft_is_not_replaced_and_nothing_chang
         )
         assert envelope["error"]["details"]["missing_capability"] == "MOVE or UIDPLUS"
     assert message_id_listing(server, user) == before
+
+
+@pytest.mark.parametrize("imap_server", ["dovecot"], indirect=True)
+async def test_regression_a_reply_all_to_5000_cc_says_how_many_the_original_names(
+    imap_server: MatrixServer, user: str, account: AccountFactory
+) -> None:
+    """Issue 33 item 14: a reply-all to an original with 5,000 Cc kept 100 with a warning that counted
+    317, the addresses of the first 4,000 characters of the Cc header read. The warning now counts the
+    whole header (the header block is read up to 256 KB, and its cut is reported on its own)."""
+    crowd = ", ".join(f"person{n}@example.net" for n in range(5000))
+    imap_server.seed(
+        user,
+        "INBOX",
+        [
+            plain_message(
+                "All hands",
+                "Everyone?\n",
+                from_="Boss <boss@example.net>",
+                to="user@example.org",
+                message_id="<hands@example.net>",
+                headers={"Cc": crowd},
+            )
+        ],
+    )
+    drafts_for(imap_server, user)
+    config = make_config({"default": account(user, addresses=ADDRESSES)}, write_enabled=True)
+    async for mcp in open_client(config):
+        original = await inbox_id(mcp, "All hands")
+        envelope = await mcp.call(TOOL, {"in_reply_to": original, "reply_all": True, "dry_run": True})
+        assert envelope["success"], envelope
+        headers = envelope["data"]["draft"]["headers"]
+        assert headers["To"] == "Boss <boss@example.net>"
+        assert headers["Cc"].count("@") == 99
+        warnings = [w for w in envelope["meta"]["warnings"] if "recipients" in w]
+        assert warnings == [
+            "The original names 5001 recipients; the draft keeps the first 100 (To first, then Cc)."
+        ], envelope["meta"]["warnings"]

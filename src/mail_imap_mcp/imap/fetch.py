@@ -502,6 +502,8 @@ class ReadOptions:
     new_text_only: bool = False
     #: Whose Authentication-Results count as the sender's authentication (none by default).
     trusted_servers: TrustedServers = field(default_factory=TrustedServers)
+    #: Each header value is cut at this many characters (a reply reads its original's whole To and Cc).
+    max_header_value_chars: int = MAX_HEADER_VALUE_CHARS
 
 
 def _select_headers(headers: dict[str, list[str]], options: ReadOptions) -> dict[str, str]:
@@ -511,7 +513,7 @@ def _select_headers(headers: dict[str, list[str]], options: ReadOptions) -> dict
     out = {}
     for name in names:
         value = "\n".join(headers[name])
-        out[_canonical(name)] = value[:MAX_HEADER_VALUE_CHARS]
+        out[_canonical(name)] = value[: options.max_header_value_chars]
     return out
 
 

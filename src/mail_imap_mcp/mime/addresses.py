@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .header_text import decode_header_value, drop_controls, strip_comments, to_str, unfold
+from .kept import kept_when_short
 
 __all__ = ["Address", "format_address", "format_address_quoted", "parse_address_list"]
 
@@ -154,8 +154,13 @@ def parse_address_list(raw: bytes | str | None) -> list[Address]:
     return list(_parse_address_text(text)) if text else []
 
 
-# The same senders and recipients recur on every page of a mailbox: parse each header text once.
-@functools.lru_cache(maxsize=4096)
+#: Address header texts up to this size are kept parsed (the same senders and recipients recur on every
+#: page of a mailbox): at most 4,096 of them, a few MB at worst; a longer one (a list of 5,000 Cc) is
+#: parsed each time rather than held.
+_KEPT_TEXT_CHARS = 1024
+
+
+@kept_when_short(maxsize=4096, max_chars=_KEPT_TEXT_CHARS)
 def _parse_address_text(text: str) -> tuple[Address, ...]:
     try:
         text = drop_controls(unfold(text))

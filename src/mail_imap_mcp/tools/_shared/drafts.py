@@ -31,7 +31,7 @@ from mail_imap_mcp.imap.errors import (
     MailboxMissing,
     OutcomeUnknown,
 )
-from mail_imap_mcp.imap.fetch import MessageGone, ReadOptions
+from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES, MessageGone, ReadOptions
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid
@@ -80,6 +80,8 @@ def _read_options(app: AppContext) -> ReadOptions:
         include_headers=True,
         include_all_headers=False,
         max_text_part_bytes=app.config.server.max_text_part_bytes,
+        # All of To and Cc (within the header block's bound): a reply-all counts them truly.
+        max_header_value_chars=MAX_HEADER_BYTES,
     )
 
 
