@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import functools
 import json
 import os
 import statistics
@@ -185,7 +186,7 @@ async def measure(runs: int, work_dir: Path) -> dict[str, Any]:
             async with serve(config_path, dovecot.password, log) as client:
                 pid = server_pid(config_path)
                 big = f"imap:default:INBOX:{uidvalidity}:1"
-                reads = {
+                reads: dict[str, dict[str, Any]] = {
                     "text, first window (20,000 characters)": {"message_id": big, "part_id": "2"},
                     "text, last window (streams all 30 MB)": {
                         "message_id": big,
@@ -204,7 +205,9 @@ async def measure(runs: int, work_dir: Path) -> dict[str, Any]:
                     growths, times = [], []
                     for _ in range(runs):
                         started = time.perf_counter()
-                        growths.append(await rss_growth_mb(pid, lambda a=arguments: call_ok(client, a)))
+                        growths.append(
+                            await rss_growth_mb(pid, functools.partial(call_ok, client, arguments))
+                        )
                         times.append((time.perf_counter() - started) * 1000)
                     results["rss_growth_mb"][label] = {
                         "max_mb": round(max(growths), 1),

@@ -55,7 +55,7 @@ async def drive(params: StdioServerParameters) -> list[str]:
             step: str, tool: str, arguments: dict[str, Any], expected_error: str | None = None
         ) -> dict[str, Any]:
             result = await client.call_tool(tool, arguments)
-            envelope: dict[str, Any] = result.structured_content  # type: ignore[assignment]
+            envelope: dict[str, Any] = result.structured_content or {}
             show(f"{step}: {tool}", arguments, envelope)
             outcome = None if envelope["success"] else envelope["error"]["code"]
             if outcome != expected_error:

@@ -34,13 +34,13 @@ from tests.support.courier import Courier  # noqa: E402
 from tests.support.cyrus import Cyrus  # noqa: E402
 from tests.support.dovecot import Dovecot  # noqa: E402
 from tests.support.envelope_client import EnvelopeClient  # noqa: E402
-from tests.support.imapserver import ImapServer  # noqa: E402
+from tests.support.matrix import MatrixServer  # noqa: E402
 
 from mail_imap_mcp.config import Config  # noqa: E402
 from mail_imap_mcp.server import build_server  # noqa: E402
 from mail_imap_mcp.tools.context import AppContext  # noqa: E402
 
-SERVERS: dict[str, Callable[[], ImapServer]] = {
+SERVERS: dict[str, Callable[[], MatrixServer]] = {
     "Dovecot": Dovecot,
     "Cyrus": Cyrus,
     "Cyrus (altnamespace)": lambda: Cyrus(altnamespace=True),
@@ -63,7 +63,7 @@ START, END = "<!-- matrix:start -->", "<!-- matrix:end -->"
 
 
 @contextlib.contextmanager
-def session(server: ImapServer, user: str, mailbox: str) -> Iterator[Any]:
+def session(server: MatrixServer, user: str, mailbox: str) -> Iterator[Any]:
     client = server.connect(user)
     try:
         client.select_folder(mailbox, readonly=True)
@@ -73,7 +73,7 @@ def session(server: ImapServer, user: str, mailbox: str) -> Iterator[Any]:
             client.logout()
 
 
-def probe(server: ImapServer) -> dict[str, str]:
+def probe(server: MatrixServer) -> dict[str, str]:
     """How the server reports another session's changes to a session that keeps the mailbox open."""
     user = server.new_user("t-probe")
     folder = server.mailbox_name("Probe")
@@ -108,7 +108,7 @@ def probe(server: ImapServer) -> dict[str, str]:
     return facts
 
 
-async def costs(server: ImapServer) -> list[dict[str, Any]]:
+async def costs(server: MatrixServer) -> list[dict[str, Any]]:
     """IMAP commands and round trips of each read tool call, in a realistic order."""
     user = server.new_user("t-cost")
     folder = server.mailbox_name("Archive")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import io
 import json
 import os
@@ -147,7 +148,7 @@ def _calls(call: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Callab
     calls_by_key: dict[str, Callable[[], Any]] = {}
     for key, (_, arguments) in OPS.items():
         follow = {**newest, "cursor": cursor} if arguments is None else arguments
-        calls_by_key[key] = lambda follow=follow: call(follow)
+        calls_by_key[key] = functools.partial(call, follow)
     return calls_by_key
 
 

@@ -78,6 +78,7 @@ def _dump(*_: Any) -> None:
 
 
 def _instrument_ours() -> None:
+    from mail_imap_mcp import mime
     from mail_imap_mcp.envelope import mcp
     from mail_imap_mcp.imap import connection, fetch, session
     from mail_imap_mcp.tools import search_messages
@@ -91,7 +92,7 @@ def _instrument_ours() -> None:
     _wrap(search_messages, "fetch_summaries", "fetch_summaries")
     _wrap(session.ImapSession, "_uid_fetch", "_uid_fetch")
     _wrap(session, "parse_fetch_response", "parse_fetch_response")
-    _wrap(fetch.mime, "parse_header_block", "header block")
+    _wrap(mime, "parse_header_block", "header block")
     _wrap(fetch, "_trusted_structure", "BODYSTRUCTURE")
     _wrap(fetch, "_snippet", "snippet")
     _wrap(fetch, "_summary", "summary fields")

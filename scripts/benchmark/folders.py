@@ -121,7 +121,7 @@ def seed_folders(dovecot: Dovecot, count: int) -> str:
         messages = []
         for i, stamp in enumerate(stamps):
             sender = f"{NEEDLE} <{NEEDLE}@example.net>" if index in holders and i == PER_FOLDER // 2 else None
-            extra = {"from_": sender} if sender else {}
+            extra: dict[str, Any] = {"from_": sender} if sender else {}
             messages.append(mailgen.plain_message(f"{name} message {i}", f"body {i}\n", date=stamp, **extra))
         dovecot.seed(user, name, messages, internaldates=stamps)
     return user

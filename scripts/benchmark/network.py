@@ -17,6 +17,7 @@ every 2.4 s (the default 240 s, scaled), and the call comes after 3 s (5 minutes
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import socket
 import statistics
@@ -387,6 +388,11 @@ CF_OPS: PeerOps = {
 }
 
 
+def _logged(make: Callable[[int, Path], StdioServer], log_path: Path) -> Callable[[int], StdioServer]:
+    """``make`` for a port, with its log in ``log_path``."""
+    return lambda port: make(port, log_path)
+
+
 async def run_peer(
     result: NetworkResult,
     rtt: int,
@@ -475,8 +481,9 @@ async def run_network(
                 rtt,
                 MES_NAME,
                 dovecot,
-                lambda port, rtt=rtt: mes_server(
-                    peer, dovecot, user, port, settings.work_dir / f"net-mes-{rtt}.log"
+                _logged(
+                    functools.partial(mes_server, peer, dovecot, user),
+                    settings.work_dir / f"net-mes-{rtt}.log",
                 ),
                 MES_OPS,
                 settings,
@@ -488,8 +495,9 @@ async def run_network(
                 rtt,
                 CF_NAME,
                 dovecot,
-                lambda port, rtt=rtt: codefuturist_server(
-                    dovecot, user, port, settings.work_dir / f"net-cf-{rtt}.log"
+                _logged(
+                    functools.partial(codefuturist_server, dovecot, user),
+                    settings.work_dir / f"net-cf-{rtt}.log",
                 ),
                 CF_OPS,
                 settings,
@@ -562,10 +570,11 @@ def network_targets(result: NetworkResult, rtt: int = 20) -> list[Target]:
         )
     page = result.ops.get(("search_page1", rtt))
     if page is not None:
-        for name, goal, check in (
+        goals: tuple[tuple[str, str, Callable[[float], bool]], ...] = (
             (MES_NAME, ">= 10x faster", lambda r: r >= 10),
             (CF_NAME, "faster", lambda r: r > 1),
-        ):
+        )
+        for name, goal, check in goals:
             series = page.peers.get(name)
             ratio = None if series is None or not series.samples_ms else series.median / page.ours.median
             targets.append(

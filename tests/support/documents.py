@@ -854,7 +854,7 @@ def image_item(
     build: Callable[[], bytes],
     output: str,
     downscaled: bool,
-    **extra: str,
+    description: str = "",
 ) -> Document:
     """An image that must come back as ``output`` (png/jpeg), downscaled or not."""
     return Document(
@@ -865,7 +865,7 @@ def image_item(
         kind="image",
         expect_format=output,
         expect_downscaled=downscaled,
-        **extra,
+        description=description,
     )
 
 

@@ -70,7 +70,7 @@ def check_each_schema_once() -> None:
                 _checked.add(key)
 
         check_once.checks_once = True  # type: ignore[attr-defined]
-        cls.check_schema = staticmethod(check_once)  # type: ignore[method-assign,assignment]
+        cls.check_schema = staticmethod(check_once)  # type: ignore[method-assign]
 
 
 def check_envelope(

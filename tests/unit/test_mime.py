@@ -1028,3 +1028,17 @@ def test_printable_field_names_are_headers(name: bytes) -> None:
 @pytest.mark.parametrize("line", [b"Bad Name: x", b"Caf\xc3\xa9: x", b"Tab\tName: x", b": no name"])
 def test_field_names_with_spaces_controls_or_8bit_are_skipped(line: bytes) -> None:
     assert mime.parse_header_block(b"Subject: kept\r\n" + line + b"\r\n") == {"subject": ["kept"]}
+
+
+def test_regression_the_address_parse_cache_keeps_short_texts_only() -> None:
+    """Issue 33 item 14: the address-list cache was bounded by count alone, so 4,096 lists of 5,000
+    addresses each (250 KB apiece) could be held at once. A long list is parsed each time, not kept."""
+    from mail_imap_mcp.mime import addresses
+
+    crowd = ", ".join(f"person{n}@example.net" for n in range(5000))
+    before = addresses._parse_address_text.cache_info().currsize
+    assert len(mime.parse_address_list(crowd)) == 5000
+    assert addresses._parse_address_text.cache_info().currsize == before
+    short = "Kept Once <kept.once@example.net>"
+    assert [a.email for a in mime.parse_address_list(short)] == ["kept.once@example.net"]
+    assert addresses._parse_address_text.cache_info().currsize == before + 1
