@@ -2,9 +2,27 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from mail_imap_mcp.imap.watch import _changes_in, _CountWatch, _is_change, _new_exists
+from mail_imap_mcp.imap.watch import (
+    WatchHub,
+    WatchSettings,
+    _changes_in,
+    _CountWatch,
+    _is_change,
+    _new_exists,
+    _Watcher,
+)
+
+
+def watcher_of(*mailboxes: str) -> _Watcher:
+    """A watcher of ``mailboxes`` that never connects (its fingerprints are what is tested)."""
+    hub = WatchHub(lambda account: Any, WatchSettings())  # type: ignore[arg-type,return-value]
+    watcher = _Watcher(hub, "default", None)  # type: ignore[arg-type]
+    watcher.watches = {mailbox: [] for mailbox in mailboxes}
+    return watcher
 
 
 @pytest.mark.parametrize(
@@ -46,8 +64,59 @@ def test_noop_answers_as_imapclient_parses_them() -> None:
 
 
 def test_the_one_mailbox_watch_names_its_mailbox_for_a_change_only() -> None:
-    watch = _CountWatch("INBOX", 4)
+    watch = _CountWatch("INBOX", 4, watcher_of("INBOX"))
     assert watch(b"* OK Still here") is None
     assert watch(b"* 5 EXISTS") == "INBOX"
     assert watch(b"* 5 EXISTS") is None  # said again: nothing new
     assert watch(b"* 1 FETCH (FLAGS (\\Flagged))") == "INBOX"
+
+
+FULL = {b"UIDVALIDITY": 7, b"UIDNEXT": 20, b"MESSAGES": 4, b"HIGHESTMODSEQ": 100}
+
+
+def test_a_first_look_is_the_baseline_and_a_later_one_is_compared_on_the_items_both_know() -> None:
+    watcher = watcher_of("INBOX")
+    assert not watcher.looked("INBOX", dict(FULL))
+    assert not watcher.looked("INBOX", {**FULL, b"UNSEEN": 2})  # EXAMINE then STATUS: nothing changed
+    assert watcher.looked("INBOX", {**FULL, b"HIGHESTMODSEQ": 101})  # a flag changed meanwhile
+    assert watcher.looked("INBOX", None)  # deleted
+    assert not watcher.looked("INBOX", None)  # told once
+    assert not watcher.looked("Other", dict(FULL))  # not watched: nothing kept
+    assert "Other" not in watcher.fingerprints
+
+
+def test_a_change_reported_in_idle_is_kept_in_the_fingerprint_and_not_reported_again() -> None:
+    """Regression (issue 33 item 8): the first look after a switch between one mailbox and several was
+    the new baseline, so a change made during the switch was never reported; compared with the look
+    before, a change reported in IDLE must not come back as a second report either."""
+    watcher = watcher_of("INBOX")
+    watcher.looked("INBOX", dict(FULL))
+    watch = _CountWatch("INBOX", 4, watcher)
+    assert watch(b"* 5 EXISTS") == "INBOX"  # a new message: MESSAGES 5, UIDNEXT 21, HIGHESTMODSEQ unknown
+    assert watcher.fingerprints["INBOX"] == {b"UIDVALIDITY": 7, b"UIDNEXT": 21, b"MESSAGES": 5}
+    assert watch(b"* 2 FETCH (FLAGS (\\Seen) MODSEQ (104))") == "INBOX"
+    assert watcher.fingerprints["INBOX"] == {**FULL, b"UIDNEXT": 21, b"MESSAGES": 5, b"HIGHESTMODSEQ": 104}
+    after_switch = {b"UIDVALIDITY": 7, b"UIDNEXT": 21, b"MESSAGES": 5, b"HIGHESTMODSEQ": 104, b"UNSEEN": 1}
+    assert not watcher.looked("INBOX", after_switch)
+    assert watcher.looked("INBOX", {**after_switch, b"UIDNEXT": 22, b"MESSAGES": 6})  # one during the switch
+
+
+def test_an_expunge_leaves_the_modseq_unknown_and_nothing_to_compare_is_reported() -> None:
+    watcher = watcher_of("INBOX")
+    watcher.looked("INBOX", {b"HIGHESTMODSEQ": 100})
+    assert _CountWatch("INBOX", 4, watcher)(b"* 1 EXPUNGE") == "INBOX"
+    assert watcher.fingerprints["INBOX"] == {b"MESSAGES": 3}
+    assert watcher.looked("INBOX", {b"HIGHESTMODSEQ": 103})  # no item in common: reported, not missed
+
+
+def test_a_look_after_a_change_left_no_item_that_tells_flags_reports_rather_than_misses() -> None:
+    """Regression (issue 33 item 8, seen on Cyrus under load): a new message in IDLE left HIGHESTMODSEQ
+    unknown, and a flag changed during the switch that followed went into the next look's values
+    unreported. That look now reports the mailbox (at least once; perhaps a second time)."""
+    watcher = watcher_of("INBOX")
+    watcher.looked("INBOX", dict(FULL))
+    assert _CountWatch("INBOX", 4, watcher)(b"* 5 EXISTS") == "INBOX"
+    assert watcher.uncertain == {"INBOX"}
+    assert watcher.looked("INBOX", {**FULL, b"UIDNEXT": 21, b"MESSAGES": 5, b"HIGHESTMODSEQ": 103})
+    assert watcher.uncertain == set()
+    assert not watcher.looked("INBOX", {**FULL, b"UIDNEXT": 21, b"MESSAGES": 5, b"HIGHESTMODSEQ": 103})

@@ -11,6 +11,14 @@ of their changes as STATUS responses and waits in IDLE, else it checks each with
 ``poll_interval_s``. A connection that drops reconnects with a growing pause, and each of its
 mailboxes is reported changed once it is back (changes may have been missed meanwhile).
 
+Each mailbox keeps one fingerprint (UIDVALIDITY, UIDNEXT, MESSAGES, HIGHESTMODSEQ where the server has
+CONDSTORE, UNSEEN where STATUS says it) across the two ways of watching: whatever a connection learns
+(EXAMINE, STATUS, NOTIFY's STATUS responses, or a change it reported) updates it, and every new look is
+compared with it on the items both know. So a change made while a connection switches between one
+mailbox and several is reported, and a change already reported is not reported again. Polling a mailbox
+(NOOP) also asks its STATUS, which finds out a mailbox deleted by another client where NOOP says nothing
+(Courier).
+
 A change is reported by calling the watch's listener in the watching thread; listeners must not block.
 """
 
@@ -42,6 +50,15 @@ RECONNECT_BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
 JOIN_TIMEOUT_S = 5.0
 #: Untagged responses that tell a change of the examined mailbox (EXISTS only when its count moves).
 _CHANGES = frozenset({b"EXPUNGE", b"FETCH", b"VANISHED"})
+
+#: What a mailbox looked like last (STATUS item -> value); None once it is gone.
+Fingerprint = dict[bytes, int] | None
+_MESSAGES, _UIDNEXT, _UIDVALIDITY, _HIGHESTMODSEQ = b"MESSAGES", b"UIDNEXT", b"UIDVALIDITY", b"HIGHESTMODSEQ"
+_UNSEEN = b"UNSEEN"
+#: The items that tell a change of flags (where the server has CONDSTORE; UNSEEN only of \\Seen).
+_FLAG_ITEMS = frozenset({_HIGHESTMODSEQ, _UNSEEN})
+#: Never looked at yet: the first look is what a watch starts from.
+_NEVER_SEEN: Any = object()
 
 
 @dataclass(frozen=True)
@@ -84,11 +101,15 @@ class _Watcher:
     told_missing: bool = False
     #: Whether the connection is in IDLE (it is then dropped at the end rather than logged out).
     idling: bool = False
-    #: The STATUS answers last seen by the shared checks, per mailbox.
-    _statuses: dict[str, tuple[Any, ...] | None] = field(default_factory=dict)
-    #: The EXAMINE answer last seen (UIDVALIDITY, UIDNEXT, EXISTS, HIGHESTMODSEQ) of the one mailbox.
-    _examined: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    #: What each watched mailbox looked like last, whichever way it was watched (see the module).
+    fingerprints: dict[str, Fingerprint] = field(default_factory=dict)
+    #: Mailboxes whose fingerprint lost every item that tells flag changes (HIGHESTMODSEQ, UNSEEN) to a
+    #: change reported in IDLE (a new message moves them by an amount nobody said): a flag changed before
+    #: the next look would not show, so that look reports the mailbox (perhaps once more).
+    uncertain: set[str] = field(default_factory=set)
     _mode: str = ""
+    #: The mailbox the connection has examined (watching one), if any.
+    _examined: str | None = None
 
     def start(self) -> None:
         self.thread = threading.Thread(
@@ -148,8 +169,11 @@ class _Watcher:
             return
         mode = "one" if len(mailboxes) == 1 else "many"
         if self._mode and mode != self._mode:
+            if self._examined is not None:
+                self._last_look(self._examined)
             # Leave the examined mailbox behind without a command that could change it: log out.
             self.connection.close()
+            self._examined = None
         self._mode = mode
         client = self.connection.connect()
         if mode == "one":
@@ -161,18 +185,21 @@ class _Watcher:
         if "CONDSTORE" in self.connection.capabilities:
             client.enable("CONDSTORE")  # HIGHESTMODSEQ in EXAMINE's answer: flag changes show there too
         answer = client.select_folder(mailbox, readonly=True)
+        self._examined = mailbox
         count = answer.get(b"EXISTS")
         exists = int(count) if count is not None else None
-        # Examined again after an IDLE restart: what changed between DONE and this EXAMINE shows here.
-        seen = tuple(answer.get(key) for key in (b"UIDVALIDITY", b"UIDNEXT", b"EXISTS", b"HIGHESTMODSEQ"))
-        before, self._examined = self._examined.get(mailbox), {mailbox: seen}
+        # Examined again after an IDLE restart or a switch: what changed meanwhile shows here.
+        seen = _known(
+            {**{key: answer.get(key) for key in (_UIDVALIDITY, _UIDNEXT, _HIGHESTMODSEQ)}, _MESSAGES: count}
+        )
+        changed = self.looked(mailbox, seen)
         self._ready([mailbox])
         recovered = self.recovering
         self._back([mailbox])
-        if before is not None and before != seen and not recovered:
+        if changed and not recovered:
             self._notify([mailbox])
         if "IDLE" in self.connection.capabilities and not _idle_is_lazy(client):
-            self._idle(client, version, _CountWatch(mailbox, exists))
+            self._idle(client, version, _CountWatch(mailbox, exists, self))
         else:
             self._poll(client, mailbox, version, exists)
 
@@ -203,32 +230,86 @@ class _Watcher:
         self._notify(dict.fromkeys(name for name in map(changed_by, lines) if name is not None))
 
     def _poll(self, client: BudgetedIMAPClient, mailbox: str, version: int, exists: int | None) -> None:
+        items = self._status_items()
         while self._wait(version):
-            changed, exists = _changes_in(client.noop()[1], exists)
-            if changed:
+            told, exists = _changes_in(client.noop()[1], exists)
+            # STATUS too: a mailbox deleted by another client fails it where NOOP says nothing (Courier).
+            status = client.folder_status(mailbox, items)
+            changed = self.looked(mailbox, _known({item: status.get(item) for item in items}))
+            if told or changed:
                 self._notify([mailbox])
+
+    def _last_look(self, mailbox: str) -> None:
+        """Before the connection leaves the one mailbox it watched: its STATUS, so that the fingerprint
+        holds what a change reported in IDLE left unknown, and a change since is reported."""
+        try:
+            client = self.connection.connect()
+            items = self._status_items()
+            status = client.folder_status(mailbox, items)
+        except Exception as exc:
+            if self.stopping.is_set() or command_refused(exc) is None:
+                raise
+            return  # deleted meanwhile: the next look tells
+        if self.looked(mailbox, _known({item: status.get(item) for item in items})):
+            self._notify([mailbox])
+
+    def _status_items(self) -> list[bytes]:
+        items = [_MESSAGES, _UIDNEXT, _UIDVALIDITY, _UNSEEN]
+        if "CONDSTORE" in self.connection.capabilities:
+            items.append(_HIGHESTMODSEQ)
+        return items
+
+    def looked(self, mailbox: str, seen: Fingerprint) -> bool:
+        """Keep ``seen`` in the mailbox's fingerprint (an item it lacks keeps its value: EXAMINE tells
+        no UNSEEN, Courier's no UIDNEXT); whether it differs from the one before on an item both know
+        (False for a first look: the watch starts from it)."""
+        with self.hub.lock:
+            if mailbox not in self.watches:
+                return False
+            before = self.fingerprints.get(mailbox, _NEVER_SEEN)
+            keep = before if isinstance(before, dict) and seen is not None else {}
+            self.fingerprints[mailbox] = None if seen is None else {**keep, **seen}
+            lost = mailbox in self.uncertain and seen is not None and bool(seen.keys() & _FLAG_ITEMS)
+            if lost or seen is None:
+                self.uncertain.discard(mailbox)
+        if before is _NEVER_SEEN:
+            return False
+        if before is None or seen is None:
+            return before is not seen
+        common = before.keys() & seen.keys()
+        # Nothing to compare (a change reported earlier left every item unknown): report, not miss.
+        return lost or not common or any(before[item] != seen[item] for item in common)
 
     def _check_many(self, client: BudgetedIMAPClient, mailboxes: list[str], version: int) -> None:
         capabilities = self.connection.capabilities
         if "CONDSTORE" in capabilities:
             client.enable("CONDSTORE")  # HIGHESTMODSEQ in STATUS: flag changes too (a session state only)
-        if "NOTIFY" in capabilities and "IDLE" in capabilities and self._notify_set(client, mailboxes):
-            # One connection hears every change of its mailboxes (RFC 5465): STATUS responses in IDLE.
-            self._ready(mailboxes)
-            self._back(mailboxes)
-            watched = set(mailboxes)
-            self._idle(client, version, lambda line: _in(client.notified_mailbox(line), watched))
-            return
-        items = [b"MESSAGES", b"UIDNEXT", b"UIDVALIDITY", b"UNSEEN"]
-        if "CONDSTORE" in capabilities:
-            items.append(b"HIGHESTMODSEQ")
+        if "NOTIFY" in capabilities and "IDLE" in capabilities:
+            statuses = self._notify_set(client, mailboxes)
+            if statuses is not None:
+                # One connection hears every change of its mailboxes (RFC 5465): STATUS responses in IDLE,
+                # and one of each mailbox at once, compared with what was seen before the switch.
+                items = self._status_items()
+                changed = [
+                    name
+                    for name in mailboxes
+                    # A mailbox the server did not answer for (Dovecot: an INBOX never opened) is asked.
+                    if self.looked(
+                        name, statuses[name] if name in statuses else self._status(client, name, items)
+                    )
+                ]
+                self._ready(mailboxes)
+                recovered = self.recovering
+                self._back(mailboxes)
+                if not recovered:
+                    self._notify(changed)
+                self._idle(client, version, _NotifyWatch(self, client, set(mailboxes)))
+                return
+        items = self._status_items()
         while True:
-            changed = []
-            for mailbox in mailboxes:
-                seen = self._status(client, mailbox, items)
-                if mailbox in self._statuses and self._statuses[mailbox] != seen:
-                    changed.append(mailbox)
-                self._statuses[mailbox] = seen
+            changed = [
+                mailbox for mailbox in mailboxes if self.looked(mailbox, self._status(client, mailbox, items))
+            ]
             self._ready(mailboxes)
             recovered = self.recovering
             self._back(mailboxes)  # after a failure every mailbox is reported anyway
@@ -237,19 +318,20 @@ class _Watcher:
             if not self._wait(version):
                 return
 
-    def _notify_set(self, client: BudgetedIMAPClient, mailboxes: list[str]) -> bool:
-        """NOTIFY SET for ``mailboxes``; False when the server refuses it (a mailbox deleted meanwhile):
-        STATUS checks then, which tell which one is gone."""
+    def _notify_set(
+        self, client: BudgetedIMAPClient, mailboxes: list[str]
+    ) -> dict[str, dict[bytes, int]] | None:
+        """NOTIFY SET for ``mailboxes`` and the STATUS of each it answers with; None when the server
+        refuses it (a mailbox deleted meanwhile): STATUS checks then, which tell which one is gone."""
         try:
-            client.notify_set(mailboxes, b"MessageNew MessageExpunge FlagChange MailboxName")
+            return client.notify_set(mailboxes, b"MessageNew MessageExpunge FlagChange MailboxName")
         except Exception as exc:
             if command_refused(exc) is None:
                 raise
             log.info("account=%s NOTIFY refused (%s); checking with STATUS", self.account_id, exc)
-            return False
-        return True
+            return None
 
-    def _status(self, client: BudgetedIMAPClient, mailbox: str, items: list[bytes]) -> tuple[Any, ...] | None:
+    def _status(self, client: BudgetedIMAPClient, mailbox: str, items: list[bytes]) -> Fingerprint:
         """The STATUS answer of ``mailbox``; None when refused (deleted meanwhile), so that the others
         are checked still, and the change is reported once."""
         try:
@@ -258,7 +340,19 @@ class _Watcher:
             if command_refused(exc) is None:
                 raise
             return None
-        return tuple(status.get(item) for item in items)
+        return _known({item: status.get(item) for item in items})
+
+    def follow(self, mailbox: str, learn: Callable[[dict[bytes, int]], None]) -> None:
+        """Let ``learn`` update the fingerprint of ``mailbox`` (after a change it reports)."""
+        with self.hub.lock:
+            fingerprint = self.fingerprints.get(mailbox)
+            if fingerprint is not None:
+                had = fingerprint.keys() & _FLAG_ITEMS
+                learn(fingerprint)
+                if fingerprint.keys() & _FLAG_ITEMS:
+                    self.uncertain.discard(mailbox)  # a MODSEQ just told: exact again
+                elif had:
+                    self.uncertain.add(mailbox)
 
     def _ready(self, mailboxes: list[str]) -> None:
         """The connection has seen ``mailboxes``: their watches are ready (see :attr:`Watch.ready`)."""
@@ -307,21 +401,75 @@ def _is_change(tokens: list[bytes], exists: int | None) -> bool:
 
 
 class _CountWatch:
-    """Tells, line by line, whether what the server says changes the one examined mailbox."""
+    """Tells, line by line, whether what the server says changes the one examined mailbox, and keeps in
+    its fingerprint what a change tells (a new message count, a MODSEQ) and forgets what it leaves
+    unknown, so that the next look does not report the same change again."""
 
-    def __init__(self, mailbox: str, exists: int | None) -> None:
+    def __init__(self, mailbox: str, exists: int | None, watcher: _Watcher) -> None:
         self.mailbox = mailbox
         self.exists = exists
+        self.watcher = watcher
 
     def __call__(self, line: bytes) -> str | None:
         tokens = line.split()
         changed = _is_change(tokens, self.exists)
-        self.exists = _new_exists(tokens, self.exists)
-        return self.mailbox if changed else None
+        before, self.exists = self.exists, _new_exists(tokens, self.exists)
+        if not changed:
+            return None
+        self.watcher.follow(
+            self.mailbox, lambda fingerprint: _learn(fingerprint, tokens, before, self.exists)
+        )
+        return self.mailbox
 
 
-def _in(mailbox: str | None, watched: set[str]) -> str | None:
-    return mailbox if mailbox in watched else None
+def _learn(fingerprint: dict[bytes, int], tokens: list[bytes], before: int | None, after: int | None) -> None:
+    """What the reported line ``tokens`` tells of the mailbox, kept in its ``fingerprint``."""
+    fingerprint.pop(_UNSEEN, None)  # a new message, a flag or an expunge may each move it
+    if after is None:
+        fingerprint.pop(_MESSAGES, None)
+    else:
+        if before is not None and after > before and _UIDNEXT in fingerprint:
+            fingerprint[_UIDNEXT] += after - before  # new messages take the next UIDs
+        fingerprint[_MESSAGES] = after
+    modseq = _modseq(tokens)
+    if modseq is not None:  # the change just made has the mailbox's highest MODSEQ
+        fingerprint[_HIGHESTMODSEQ] = max(fingerprint.get(_HIGHESTMODSEQ, modseq), modseq)
+    else:  # a new message or an expunge moves it by an amount nobody said
+        fingerprint.pop(_HIGHESTMODSEQ, None)
+
+
+def _modseq(tokens: list[bytes]) -> int | None:
+    """The MODSEQ a FETCH response carries (``* 2 FETCH (FLAGS (\\Seen) MODSEQ (12))``), if any."""
+    for index, token in enumerate(tokens[:-1]):
+        if token.upper().lstrip(b"(") == b"MODSEQ":
+            value = tokens[index + 1].strip(b"()")
+            return int(value) if value.isdigit() else None
+    return None
+
+
+class _NotifyWatch:
+    """Tells which watched mailbox a NOTIFY report is about, unless its STATUS values are those the
+    fingerprint already holds (Dovecot repeats a report; the STATUS after NOTIFY SET told it)."""
+
+    def __init__(self, watcher: _Watcher, client: BudgetedIMAPClient, watched: set[str]) -> None:
+        self.watcher = watcher
+        self.client = client
+        self.watched = watched
+
+    def __call__(self, line: bytes) -> str | None:
+        mailbox = self.client.notified_mailbox(line)
+        if mailbox not in self.watched:
+            return None
+        values = self.client.status_values(line)
+        if values is None:  # deleted or renamed away, or nothing to compare
+            changed = self.watcher.looked(mailbox, None) or line.upper().startswith(b"* STATUS")
+            return mailbox if changed else None
+        return mailbox if self.watcher.looked(mailbox, values) else None
+
+
+def _known(values: dict[bytes, Any]) -> dict[bytes, int]:
+    """The items of a STATUS or EXAMINE answer the server gave, as numbers."""
+    return {item: int(value) for item, value in values.items() if value is not None}
 
 
 def _changes_in(responses: list[Any], exists: int | None) -> tuple[bool, int | None]:
@@ -408,7 +556,8 @@ class WatchHub:
                 listeners.remove(watch)
                 if not listeners:
                     del watcher.watches[watch.mailbox]
-                    watcher._statuses.pop(watch.mailbox, None)
+                    watcher.fingerprints.pop(watch.mailbox, None)
+                    watcher.uncertain.discard(watch.mailbox)
                     watcher.version += 1
                 if not watcher.watches:
                     watcher.stopping.set()

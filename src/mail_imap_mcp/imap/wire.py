@@ -464,15 +464,41 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
         self.check_ok("idle", status, [line])
         return lines
 
-    def notify_set(self, mailboxes: Sequence[str], events: bytes) -> None:
-        """``NOTIFY SET (mailboxes (...) (events))`` (RFC 5465): the server then reports changes of
-        those mailboxes, when none of them is selected, as untagged STATUS responses."""
+    def notify_set(self, mailboxes: Sequence[str], events: bytes) -> dict[str, dict[bytes, int]]:
+        """``NOTIFY SET STATUS (mailboxes (...) (events))`` (RFC 5465): the server then reports changes of
+        those mailboxes, when none of them is selected, as untagged STATUS responses, and answers at
+        once with the STATUS of each, returned here by mailbox (in the same round trip)."""
         imaplib.Commands.setdefault("NOTIFY", ("AUTH", "SELECTED"))
         names = b" ".join(self.mailbox_argument(mailbox) for mailbox in mailboxes)
+        self._imap.untagged_responses.pop("STATUS", None)
         typ, data = self._imap._simple_command(
-            "NOTIFY", "SET", b"(mailboxes (" + names + b") (" + events + b"))"
+            "NOTIFY", "SET", "STATUS", b"(mailboxes (" + names + b") (" + events + b"))"
         )
         self.check_ok("notify", typ, data)
+        statuses = {}
+        for rest in self._imap.untagged_responses.pop("STATUS", []):
+            if not isinstance(rest, bytes):
+                continue
+            line = b"* STATUS " + rest
+            mailbox, values = self.notified_mailbox(line), self.status_values(line)
+            if mailbox is not None and values is not None:
+                statuses[mailbox] = values
+        return statuses
+
+    def status_values(self, line: bytes) -> dict[bytes, int] | None:
+        """The items of a ``* STATUS name (MESSAGES 3 UIDNEXT 4 ...)`` line by name; None for another line
+        or one without numbers."""
+        if not line.upper().startswith(b"* STATUS "):
+            return None
+        try:
+            items = parse_response([line.split(b" ", 2)[2]])[1]
+        except Exception:
+            return None
+        if not isinstance(items, tuple) or len(items) % 2:
+            return None
+        pairs = zip(items[::2], items[1::2], strict=True)
+        values = {bytes(k).upper(): int(v) for k, v in pairs if isinstance(k, bytes) and isinstance(v, int)}
+        return values or None
 
     def notified_mailbox(self, line: bytes) -> str | None:
         """The mailbox a NOTIFY report is about: ``* STATUS "name" (...)`` (its messages or flags

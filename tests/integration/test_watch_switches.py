@@ -1,0 +1,116 @@
+"""Push while a watching connection switches between one mailbox and several (issue 33 item 8).
+
+With ``max_watch_connections = 1``, a second subscription moves the account's one watching connection
+from watching one mailbox (EXAMINE + IDLE, or NOOP polling) to watching several (NOTIFY, or STATUS
+polling), and its end moves it back. Another client appends, flags and expunges in INBOX while that
+happens: every change is reported at least once, on Dovecot (NOTIFY), Cyrus (STATUS) and Courier
+(NOOP and STATUS polling), and nothing is reported after the last unsubscribe. The watching connection
+reaches the server over a link of 100 ms round trips, so that a switch (logout, login, NOTIFY SET or
+STATUS) takes long enough for a change to land in the middle of it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+import anyio
+import imapclient
+import pytest
+
+from mail_imap_mcp.tools.context import AppContext
+from tests.integration.test_watch import (
+    QUIET_S,
+    legacy_client,
+    no_update_after,
+    watch_config,
+    with_work_mailbox,
+)
+from tests.support.clients import AccountFactory
+from tests.support.courier import Courier
+from tests.support.linkproxy import LinkProxy
+from tests.support.matrix import MatrixServer
+from tests.support.updates import Updates, append, expunge_first, flag_first
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.waits,
+    pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed"),
+]
+
+#: How long after the switch starts the change is made: early, midway, late in a switch of ~1 s.
+DELAYS_S = (0.0, 0.15, 0.4)
+#: A change is reported within this (the poll interval is POLL_S; a switch takes about a second).
+REPORTED_WITHIN_S = 6.0
+
+
+def changes(server: MatrixServer) -> list[tuple[str, Callable[[imapclient.IMAPClient], None]]]:
+    """Append, flag and expunge in INBOX (Courier, without CONDSTORE, tells only \\Seen by STATUS)."""
+    flag = b"\\Seen" if isinstance(server, Courier) else b"\\Flagged"
+    return [
+        ("append", lambda other: append(other, "INBOX", "During a switch")),
+        ("flag", lambda other: flag_first(other, "INBOX", flag)),
+        ("expunge", lambda other: expunge_first(other, "INBOX")),
+    ]
+
+
+def prepare(other: imapclient.IMAPClient, name: str, server: MatrixServer) -> None:
+    """INBOX as the change ``name`` needs it: a message to flag or expunge, no message flagged yet."""
+    if name == "append":
+        return
+    append(other, "INBOX", "To flag or expunge")
+    other.select_folder("INBOX")
+    flag = b"\\Seen" if isinstance(server, Courier) else b"\\Flagged"
+    other.remove_flags(other.search(["ALL"]), [flag], silent=True)
+    other.close_folder()
+
+
+async def change_during(
+    switch: Callable[[], Awaitable[None]],
+    delay: float,
+    change: Callable[[imapclient.IMAPClient], None],
+    other: imapclient.IMAPClient,
+) -> float:
+    """Start ``switch`` (a subscription or its end), make ``change`` ``delay`` seconds later while it
+    goes on; return when the change was started (monotonic)."""
+    started = 0.0
+    async with anyio.create_task_group() as group:
+        group.start_soon(switch)
+        await anyio.sleep(delay)
+        started = time.monotonic()
+        await anyio.to_thread.run_sync(change, other)
+    return started
+
+
+@pytest.mark.parametrize("imap_server", ["dovecot", "cyrus", "courier"], indirect=True)
+async def test_every_change_made_while_the_watching_connection_switches_is_reported(
+    imap_server: MatrixServer, user: str, account: AccountFactory
+) -> None:
+    server = imap_server
+    server.seed(user, "INBOX", [])
+    _, inbox, work = with_work_mailbox(server, user)
+    missed: list[str] = []
+    with LinkProxy(server.host, server.tls_port, one_way_s=0.05) as link:
+        config = watch_config(account(user, port=link.port), max_watch_connections=1)
+        app = AppContext.from_config(config)
+        updates = Updates()
+        async with legacy_client(config, app, updates) as client:
+            await client.subscribe_resource(inbox)
+            with server.connect(user) as other:
+                for delay in DELAYS_S:
+                    for name, change in changes(server):
+                        for direction, switch in (
+                            ("joins", lambda: client.subscribe_resource(work)),
+                            ("leaves", lambda: client.unsubscribe_resource(work)),
+                        ):
+                            prepare(other, name, server)
+                            await anyio.sleep(QUIET_S)  # the preparation's updates are all in
+                            started = await change_during(switch, delay, change, other)
+                            reported = await updates.first_after(started, inbox, timeout=REPORTED_WITHIN_S)
+                            if reported is None:
+                                missed.append(f"{name} {delay:g} s into a subscription that {direction}")
+                            assert app.watches.connections("default") == 1
+            await client.unsubscribe_resource(inbox)
+            await no_update_after(updates, server, user, inbox)
+        await anyio.to_thread.run_sync(app.close)
+    assert not missed, f"{len(missed)} of {len(DELAYS_S) * 6} changes never reported: {missed}"
