@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -79,9 +80,24 @@ def write_folders(
     say(f"folders axis done in {elapsed:.0f} s; wrote {path.name}, {folders_axis.CHART} and its section")
 
 
+async def run_startup_only(settings: Settings) -> int:
+    """The startup time alone: ``startup_runs`` fresh processes, median and max printed."""
+    settings.work_dir.mkdir(parents=True, exist_ok=True)
+    with Dovecot(user_patterns=("bench*",), default_user="bench") as dovecot:
+        times = await measure_startup(dovecot, "bench", settings)
+    median = statistics.median(times) * 1000
+    print(
+        f"startup (spawn until tools/list answered, {len(times)} runs): median {median:.0f} ms, "
+        f"max {max(times) * 1000:.0f} ms"
+    )
+    return 0
+
+
 async def run(settings: Settings) -> int:
     if settings.folders_only:
         return await run_folders_only(settings)
+    if settings.startup_only:
+        return await run_startup_only(settings)
     machine = machine_info()
     say(f"machine: {machine['nproc']} CPU {machine['cpu_model']}, Python {machine['python']}")
     load = machine["load_average_at_start"][0]
@@ -221,6 +237,9 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
         help="folders axis: round-trip times in ms (default 0,20,50; 150 folders also at 80)",
     )
     parser.add_argument("--folders-only", action="store_true", help="run the folders axis alone")
+    parser.add_argument(
+        "--startup-only", action="store_true", help="measure the startup time alone, print it"
+    )
     args = parser.parse_args(argv)
     quick = bool(args.quick)
     peer_budget = args.peer_budget if args.peer_budget is not None else (10.0 if quick else 45.0)
@@ -239,6 +258,7 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
         folders=list(args.folders if args.folders is not None else folders_axis.FOLDER_COUNTS),
         folder_rtts=list(args.folder_rtts if args.folder_rtts is not None else folders_axis.FOLDER_RTTS_MS),
         folders_only=bool(args.folders_only),
+        startup_only=bool(args.startup_only),
     )
 
 

@@ -233,6 +233,8 @@ class Settings:
     folders: list[int] = field(default_factory=list)
     folder_rtts: list[int] = field(default_factory=list)
     folders_only: bool = False
+    #: Only the startup time (spawn until tools/list answered), printed; nothing written.
+    startup_only: bool = False
 
 
 @dataclass

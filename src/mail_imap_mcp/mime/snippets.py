@@ -7,7 +7,6 @@ import email.policy
 import re
 from email.errors import MissingHeaderBodySeparatorDefect
 
-from ..content.html import html_to_text
 from ..content.quotes import new_text
 from ..content.text import collapse_whitespace
 from .header_text import bytes_to_str, decode_header_value, to_str, unfold
@@ -25,6 +24,8 @@ def _readable(data: bytes, part: Part) -> str | None:
         return None
     text = decode_part_text(data, part, final=False)
     if part.content_type == "text/html":
+        from ..content.html import html_to_text  # on first use: the HTML renderer is slow to import
+
         text = html_to_text(text)
     # Spend the snippet on what the sender wrote, not on the quoted thread and the signature; a snippet
     # is at most 500 characters, so twice that much new text is plenty to read.

@@ -15,7 +15,6 @@ from typing import Any
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.config import ServerSettings
-from mail_imap_mcp.content import html as html_convert
 from mail_imap_mcp.content.documents import (
     MAX_DOCUMENT_CHARS,
     CalendarEvent,
@@ -197,8 +196,10 @@ def _start(spooled: Spooled, limit: int) -> tuple[bytes, bool]:
 
 
 def _html_text(spooled: Spooled, server: ServerSettings) -> tuple[str, bool]:
+    from mail_imap_mcp.content.html import html_to_text  # on first use, as in message_read
+
     data, cut = _start(spooled, server.max_text_part_bytes)
-    return html_convert.html_to_text(mime.decode_text(data, spooled.part.charset, partial=cut)), cut
+    return html_to_text(mime.decode_text(data, spooled.part.charset, partial=cut)), cut
 
 
 def message_text(raw: bytes) -> str:
@@ -215,7 +216,9 @@ def message_text(raw: bytes) -> str:
     if parsed.text is not None and (parsed.text.strip() or parsed.html is None):
         body = parsed.text
     else:
-        body = html_convert.html_to_text(parsed.html or "")
+        from mail_imap_mcp.content.html import html_to_text  # on first use, as in message_read
+
+        body = html_to_text(parsed.html or "")
     return "\n".join(lines) + "\n\n" + body
 
 
