@@ -51,6 +51,7 @@ from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.mailboxes import mailbox_counts
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.watch import Watch
+from mail_imap_mcp.sdk import connection_of, lowlevel_server
 from mail_imap_mcp.tools.context import AppContext
 
 log = logging.getLogger("mail_imap_mcp.subscriptions")
@@ -84,13 +85,6 @@ def _check_cap(count: int) -> None:
             "per subscriptions/listen request); unsubscribe from some first.",
             data={"limit": MAX_SUBSCRIPTIONS},
         )
-
-
-def _connection_of(ctx: Context) -> Connection:
-    # The SDK gives a request handler the connection only through its session (a per-request
-    # proxy); the connection is what lives as long as the client's session, and owns its teardown.
-    connection: Connection = ctx.session._connection
-    return connection
 
 
 class MailboxSubscriptions:
@@ -127,7 +121,7 @@ class MailboxSubscriptions:
             security=ResourceSecurity(exempt_params={"mailbox"}),
         )(self.read)
         # MCPServer has no decorator for these; the lowlevel server's registry is where they go.
-        lowlevel = server._lowlevel_server
+        lowlevel = lowlevel_server(server)
         lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, self.subscribe)
         lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, self.unsubscribe)
         lowlevel.add_request_handler("subscriptions/listen", SubscriptionsListenRequestParams, self.listen)
@@ -227,7 +221,7 @@ class MailboxSubscriptions:
 
     async def subscribe(self, ctx: Context, params: SubscribeRequestParams) -> EmptyResult:
         uri = str(params.uri)
-        connection = _connection_of(ctx)
+        connection = connection_of(ctx)
         if (connection, uri) in self._uris:
             return EmptyResult()
         _check_cap(sum(1 for known, _ in self._uris if known is connection) + 1)
@@ -246,7 +240,7 @@ class MailboxSubscriptions:
         return EmptyResult()
 
     async def unsubscribe(self, ctx: Context, params: UnsubscribeRequestParams) -> EmptyResult:
-        connection = _connection_of(ctx)
+        connection = connection_of(ctx)
         mailbox = self._uris.pop((connection, str(params.uri)), None)
         if mailbox is None or mailbox in (
             named for (known, _), named in self._uris.items() if known is connection

@@ -220,6 +220,24 @@ def test_the_envelope_import_check_sees_envelope_errors(tmp_path: Path) -> None:
     assert list(envelope_imports(module)) == ["Issue", "ToolFailure", "mail_imap_mcp.envelope.model"]
 
 
+#: The SDK's unpublished parts: reached only from mail_imap_mcp/sdk.py (checked by test_sdk_contract.py).
+SDK_PRIVATE = (
+    "session._connection",
+    "._lowlevel_server",
+    "mcp.server.mcpserver.tools.base",
+    "mcp.server.mcpserver.utilities",
+)
+
+
+def test_the_sdks_unpublished_parts_are_reached_from_one_module() -> None:
+    reaching = {
+        name
+        for name, path in modules(SRC, PACKAGE).items()
+        if any(marker in path.read_text(encoding="utf-8") for marker in SDK_PRIVATE)
+    }
+    assert reaching == {"mail_imap_mcp.sdk"}
+
+
 def test_the_command_line_starts_without_the_mcp_sdk() -> None:
     """``check``, ``config-example`` and ``--version`` load no MCP SDK, server or transport: importing
     them took 1.8 s of CPU per run, a third of it is left (``serve`` imports the rest itself)."""

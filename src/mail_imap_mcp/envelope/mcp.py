@@ -23,8 +23,6 @@ from typing import Annotated, Any, TypeGuard, TypeVar, Union
 
 import anyio.from_thread
 import anyio.to_thread
-from mcp.server.mcpserver.tools.base import Tool
-from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp_types import AudioContent, CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
@@ -42,6 +40,7 @@ from mail_imap_mcp.envelope.model import (
     new_request_id,
     utc_now_rfc3339,
 )
+from mail_imap_mcp.sdk import InternalTool, no_argument_metadata
 
 log = logging.getLogger("mail_imap_mcp.calls")
 
@@ -304,7 +303,7 @@ user_confirmed: contextvars.ContextVar[bool] = contextvars.ContextVar("user_conf
 ASK_USER = "ask_user"
 
 
-class EnvelopeTool(Tool):
+class EnvelopeTool(InternalTool):
     """An ``MCPServer`` tool whose every result is an envelope.
 
     The SDK's own argument validation is bypassed (it would answer with plain text); the tool
@@ -487,7 +486,7 @@ def envelope_tool(
         title=title,
         description=description,
         parameters=flat_input_schema(input_model),
-        fn_metadata=FuncMetadata(arg_model=ArgModelBase),
+        fn_metadata=no_argument_metadata(),
         is_async=False,
         context_kwarg=None,
         annotations=ToolAnnotations(

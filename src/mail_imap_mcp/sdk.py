@@ -1,0 +1,44 @@
+"""Every part of the MCP SDK this server uses that the SDK does not publish as its API, in one place.
+
+The SDK offers no public way to publish a tool whose schemas and results are the server's own, to reach
+the connection behind a request (which outlives it and owns the session's teardown), or to add request
+handlers ``MCPServer`` has no decorator for. Those three needs are met here, and only here:
+``tests/unit/test_sdk_contract.py`` checks each attribute and signature relied on, so an SDK upgrade
+that moves one fails there, by name, rather than somewhere in a subscription or a tool call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools.base import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+
+__all__ = ["InternalTool", "connection_of", "lowlevel_server", "no_argument_metadata"]
+
+#: The SDK's base class of a registered tool (``MCPServer(tools=[...])`` takes instances of it); the
+#: envelope tools subclass it to publish their own schemas and answer with envelopes.
+InternalTool = Tool
+
+
+def no_argument_metadata() -> FuncMetadata:
+    """Argument metadata that makes the SDK validate nothing: the envelope tool validates itself."""
+    return FuncMetadata(arg_model=ArgModelBase)
+
+
+def connection_of(ctx: ServerRequestContext[Any, Any]) -> Connection:
+    """The connection behind a request handler's context: it lives as long as the client's session
+    (the session given to a handler is a per-request proxy) and owns its teardown."""
+    connection: Connection = ctx.session._connection
+    return connection
+
+
+def lowlevel_server(server: MCPServer[Any]) -> Server[Any]:
+    """The low-level server under ``server``, whose registry takes request handlers ``MCPServer`` has
+    no decorator for (``add_request_handler(method, params_type, handler)``)."""
+    lowlevel: Server[Any] = server._lowlevel_server
+    return lowlevel
