@@ -125,6 +125,18 @@ def test_layer_imports_point_one_way(layer: str) -> None:
     assert wrong == []
 
 
+def test_the_query_package_imports_only_itself_and_the_standard_library() -> None:
+    """``query/`` is pure: an index or a Gmail compiler reads its trees without any IMAP or MCP."""
+    wrong = sorted(
+        f"{name} imports {target}"
+        for name, path in modules(SRC, PACKAGE / "query").items()
+        for target in imported(path, name)
+        if not target.startswith("mail_imap_mcp.query")
+        and target.partition(".")[0] not in {*sys.stdlib_module_names, "__future__"}
+    )
+    assert wrong == []
+
+
 def test_no_import_cycle_in_src() -> None:
     assert find_cycle(import_graph(modules(SRC, PACKAGE))) is None
 

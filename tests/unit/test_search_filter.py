@@ -1,4 +1,5 @@
-"""Search filters: Unicode normalisation of search text, and the cursor digest that binds a filter."""
+"""imap_search_messages' filter arguments: Unicode normalisation of search text, the query they build,
+and the cursor digest that binds a filter (the query tree itself: tests/unit/test_query.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import unicodedata
 
 import pytest
 
-from mail_imap_mcp.imap.search import SearchFilter
-from mail_imap_mcp.tools.search_messages import SearchMessagesInput, _digest, _filter
+from mail_imap_mcp.query import search_keys
+from mail_imap_mcp.tools.search_messages import SearchMessagesInput, _digest, _query
 
 NFC = "Jürgen Größe"
 NFD = unicodedata.normalize("NFD", NFC)
@@ -18,26 +19,24 @@ def test_fixture_forms_differ() -> None:
     assert NFD != NFC and "u\u0308" in NFD
 
 
-@pytest.mark.parametrize("field", ["text", "from_", "to", "cc", "subject", "body"])
-def test_search_filter_sends_nfc(field: str) -> None:
+@pytest.mark.parametrize("argument", TEXT_ARGUMENTS)
+def test_search_text_is_sent_in_nfc(argument: str) -> None:
     # Regression: decomposed search text was sent as given and matched differently per server.
-    search = SearchFilter(**{field: NFD})
-    assert getattr(search, field) == NFC
-    assert NFC in search.criteria()
-    assert NFD not in search.criteria()
+    keys = search_keys(_query(SearchMessagesInput.model_validate({argument: NFD})))
+    assert NFC in keys and NFD not in keys
 
 
-def test_search_filter_keeps_ascii_keyword_and_other_keys() -> None:
-    search = SearchFilter(subject="Gru\u0308\u00dfe", keyword="$Important", unread_only=True)
-    assert search.criteria() == [b"SUBJECT", "Grüße", b"UNSEEN", b"KEYWORD", b"$Important"]
-
-
-def test_needs_utf8_is_judged_on_the_normalised_text() -> None:
-    # U+212A KELVIN SIGN is canonically "K": after NFC the search is plain ASCII.
-    search = SearchFilter(subject="\u212aelvin")
-    assert search.subject == "Kelvin"
-    assert search.needs_utf8 is False
-    assert SearchFilter(subject=NFD).needs_utf8 is True
+def test_the_flat_arguments_build_one_query_in_the_order_they_were_sent() -> None:
+    args = SearchMessagesInput.model_validate(
+        {"subject": "Gru\u0308\u00dfe", "has_keyword": "$Important", "unread_only": True, "from": "ann"}
+    )
+    keys = search_keys(_query(args))
+    assert keys == [b"FROM", "ann", b"SUBJECT", "Grüße", b"UNSEEN", b"KEYWORD", b"$Important"]
+    needing = _query(
+        SearchMessagesInput.model_validate({"from": "alice", "needs_reply": True}), frozenset({"m@x"})
+    )
+    assert search_keys(needing)[:3] == [b"FROM", "alice", b"UNANSWERED"]
+    assert search_keys(needing)[-3:] == [b"NOT", b"FROM", "m@x"]
 
 
 @pytest.mark.parametrize("argument", TEXT_ARGUMENTS)
@@ -45,7 +44,7 @@ def test_tool_input_is_normalised_before_filter_and_digest(argument: str) -> Non
     decomposed = SearchMessagesInput.model_validate({argument: NFD})
     composed = SearchMessagesInput.model_validate({argument: NFC})
     assert decomposed.model_dump(by_alias=True)[argument] == NFC
-    assert _filter(decomposed).criteria() == _filter(composed).criteria()
+    assert search_keys(_query(decomposed)) == search_keys(_query(composed))
     # A cursor issued for the NFD query is accepted with the NFC query, and the other way round.
     assert _digest(decomposed) == _digest(composed)
     assert _digest(decomposed) != _digest(SearchMessagesInput.model_validate({argument: "Jurgen Grosse"}))

@@ -1,7 +1,7 @@
 """The plan of ``needs_reply``: mail that awaits the user's answer, found with a bounded number of round
 trips.
 
-The server narrows the candidates in the search itself (:func:`needs_reply_criteria`): not
+The server narrows the candidates in the search itself (:class:`mail_imap_mcp.query.NeedsReply`): not
 ``\\Answered``, not from the account's own addresses, no ``List-Id``, no ``Auto-Submitted`` other than
 ``no`` (RFC 3834: its other values start with ``auto-``), no ``Precedence`` bulk, list or junk, not from
 a no-reply or mailer-daemon sender. Then one search of the Sent mailbox for the page's Message-IDs in
@@ -15,17 +15,14 @@ sender's to choose, and one reusing the id of a message the user answered must n
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.query import AnyOf, Header, search_keys
 
-#: Senders whose mail expects no answer (a substring of From, as IMAP's FROM search matches).
-AUTOMATED_SENDERS = ("noreply", "no-reply", "mailer-daemon")
-#: Precedence values of bulk mail (RFC 2076; RFC 3834 2 asks responders to skip them).
-BULK_PRECEDENCE = ("bulk", "list", "junk")
 #: Sent messages whose headers are read at most (the newest): more than a page's answers need.
 MAX_ANSWERS_READ = 1000
 _ANSWER_HEADERS = "BODY.PEEK[HEADER.FIELDS (IN-REPLY-TO REFERENCES TO CC BCC DATE)]<0.65536>"
@@ -39,26 +36,6 @@ def first_message_id(value: str | None) -> str | None:
     """The message id of a Message-ID header's value (``<left@right>``), None when it has none."""
     found = _MESSAGE_ID.search(value or "")
     return found.group(0) if found else None
-
-
-def needs_reply_criteria(own_addresses: Iterable[str]) -> tuple[bytes | str, ...]:
-    """SEARCH keys of the candidates that may await an answer (see the module)."""
-    keys: list[bytes | str] = [b"UNANSWERED", b"NOT", b"HEADER", b"LIST-ID", ""]
-    keys += [b"NOT", b"HEADER", b"AUTO-SUBMITTED", "auto-"]
-    for value in BULK_PRECEDENCE:
-        keys += [b"NOT", b"HEADER", b"PRECEDENCE", value]
-    for sender in (*AUTOMATED_SENDERS, *sorted(own_addresses)):
-        keys += [b"NOT", b"FROM", sender]
-    return tuple(keys)
-
-
-def any_of(keys: Sequence[list[bytes | str | int]]) -> list[bytes | str | int]:
-    """One SEARCH key matching any of ``keys``: a balanced tree of ``OR`` (depth log2 of their number,
-    where a chain would nest as deep as there are keys)."""
-    if len(keys) == 1:
-        return list(keys[0])
-    middle = len(keys) // 2
-    return [b"OR", *any_of(keys[:middle]), *any_of(keys[middle:])]
 
 
 @dataclass(frozen=True)
@@ -93,8 +70,8 @@ def answered_in(session: ImapSession, sent_mailbox: str, candidates: Sequence[Ca
     if not wanted:
         return set()
     session.examine_ahead(sent_mailbox)
-    criteria = any_of(
-        [[b"HEADER", field, message_id] for message_id in wanted for field in (b"IN-REPLY-TO", b"REFERENCES")]
+    criteria = search_keys(
+        AnyOf(tuple(Header(name, id_) for id_ in wanted for name in ("In-Reply-To", "References")))
     )
     uids = sorted(session.uid_search(criteria))[-MAX_ANSWERS_READ:]
     if not uids:

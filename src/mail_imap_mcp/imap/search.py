@@ -14,18 +14,15 @@ import binascii
 import json
 import math
 import re
-import unicodedata
 from dataclasses import astuple, dataclass, field
-from datetime import date
 from typing import Any
-
-from imapclient.imapclient import format_criteria_date
 
 from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.ids import MAX_UINT32
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
+from mail_imap_mcp.query import Query, needs_utf8, search_keys
 
 CURSOR_VERSION = 1
 MIN_FILTERED_WINDOW = 2000
@@ -34,81 +31,6 @@ WINDOW_GROWTH = 4
 
 class CursorError(ValueError):
     """The cursor is garbled, from another version, or does not fit the request."""
-
-
-_TEXT_FIELDS = ("text", "from_", "to", "cc", "subject", "body")
-
-
-@dataclass(frozen=True)
-class SearchFilter:
-    """What to match. Every field is optional; none means all messages.
-
-    Search strings are normalised to Unicode NFC: decomposed input ("u" + U+0308 for "ü") would
-    match differently per server, since only some normalise search strings themselves. ``keyword`` is an
-    ASCII atom and needs no normalisation.
-    """
-
-    text: str | None = None
-    from_: str | None = None
-    to: str | None = None
-    cc: str | None = None
-    subject: str | None = None
-    body: str | None = None
-    since: date | None = None
-    before: date | None = None
-    unread_only: bool = False
-    flagged: bool | None = None
-    keyword: str | None = None
-    larger_than: int | None = None
-    smaller_than: int | None = None
-    #: More SEARCH keys, already tokenised (e.g. :func:`mail_imap_mcp.imap.replies.needs_reply_criteria`).
-    extra: tuple[bytes | str, ...] = ()
-
-    def __post_init__(self) -> None:
-        for name in _TEXT_FIELDS:
-            value = getattr(self, name)
-            if value:
-                object.__setattr__(self, name, unicodedata.normalize("NFC", value))
-
-    def criteria(self) -> list[bytes | str | int]:
-        """IMAP SEARCH keys; user strings stay ``str`` so the session quotes them."""
-        keys: list[bytes | str | int] = []
-        for keyword, value in (
-            (b"TEXT", self.text),
-            (b"FROM", self.from_),
-            (b"TO", self.to),
-            (b"CC", self.cc),
-            (b"SUBJECT", self.subject),
-            (b"BODY", self.body),
-        ):
-            if value:
-                keys += [keyword, value]
-        if self.since:
-            keys += [b"SINCE", format_criteria_date(self.since)]
-        if self.before:
-            keys += [b"BEFORE", format_criteria_date(self.before)]
-        if self.unread_only:
-            keys.append(b"UNSEEN")
-        if self.flagged is not None:
-            keys.append(b"FLAGGED" if self.flagged else b"UNFLAGGED")
-        if self.keyword:
-            # Validated as an IMAP atom by the tool layer; an atom cannot be quoted.
-            keys += [b"KEYWORD", self.keyword.encode("ascii")]
-        if self.larger_than is not None:
-            keys += [b"LARGER", self.larger_than]
-        if self.smaller_than is not None:
-            keys += [b"SMALLER", self.smaller_than]
-        return keys + list(self.extra)
-
-    @property
-    def is_all(self) -> bool:
-        return not self.criteria()
-
-    @property
-    def needs_utf8(self) -> bool:
-        strings = (self.text, self.from_, self.to, self.cc, self.subject, self.body)
-        extra = (s for s in self.extra if isinstance(s, str))
-        return any(s is not None and not s.isascii() for s in (*strings, *extra))
 
 
 def seal(payload: Any) -> str:
@@ -282,7 +204,7 @@ def search_page(
     *,
     account_id: str,
     mailbox: str,
-    search: SearchFilter,
+    search: Query,
     limit: int,
     cursor: CursorState | None,
     filter_digest: str,
@@ -291,14 +213,14 @@ def search_page(
     state = session.examine(mailbox)
     if cursor is not None and cursor.uidvalidity != state.uidvalidity:
         raise UidValidityChanged(cursor.uidvalidity, state.uidvalidity)
-    charset = "UTF-8" if search.needs_utf8 else None
-    criteria = search.criteria()
+    charset = "UTF-8" if needs_utf8(search) else None
+    criteria = search_keys(search)
 
     total = cursor.total if cursor else None
     counted: list[tuple[int, int]] | None = None
     # A first window that reaches UID 1 finds every match: their number is the total, no COUNT needed.
     whole_mailbox = total is None and _first_window(state, limit + 1, filtered=True) >= state.uidnext - 1
-    if total is None and not search.is_all and not whole_mailbox:
+    if total is None and criteria and not whole_mailbox:
         # One scan gives the total and every match (ESEARCH's COUNT ALL, else the plain SEARCH's list).
         total, counted = session.uid_search_counted(criteria, charset=charset)
         if total == 0:
@@ -315,9 +237,9 @@ def search_page(
         counted=counted,
     )
 
-    if whole_mailbox and not search.is_all:
+    if whole_mailbox and criteria:
         total = len(matches)
-    if total is None and not search.is_all:
+    if total is None and criteria:
         total = session.uid_search_count(criteria, charset=charset)
     if total is None:
         total = session.refresh_counts(state).exists

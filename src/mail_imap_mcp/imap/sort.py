@@ -30,15 +30,10 @@ from mail_imap_mcp.imap.across import Newest, StreamStart, epoch, newest_in_each
 from mail_imap_mcp.imap.errors import UidValidityChanged, mailbox_failure
 from mail_imap_mcp.imap.ids import MAX_UINT32
 from mail_imap_mcp.imap.mailboxes import MailboxCounts
-from mail_imap_mcp.imap.search import (
-    CursorError,
-    SearchFilter,
-    newest_matches,
-    seal,
-    unseal,
-)
+from mail_imap_mcp.imap.search import CursorError, newest_matches, seal, unseal
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
+from mail_imap_mcp.query import Query, needs_utf8, search_keys
 
 SortOrder = Literal["arrival", "date"]
 
@@ -287,7 +282,7 @@ class StreamSearch:
     def __init__(
         self,
         session: ImapSession,
-        search: SearchFilter,
+        search: Query,
         sort: SortOrder,
         limit: int,
         listed: Collection[str] = frozenset(),
@@ -297,8 +292,8 @@ class StreamSearch:
         self.listed = listed
         self.sort = sort
         self.limit = limit
-        self.charset = "UTF-8" if search.needs_utf8 else None
-        self.criteria = search.criteria()
+        self.charset = "UTF-8" if needs_utf8(search) else None
+        self.criteria = search_keys(search)
 
     @property
     def server_sorts(self) -> bool:
@@ -484,7 +479,7 @@ def ordered_page(
     session: ImapSession,
     *,
     streams: list[StreamState],
-    search: SearchFilter,
+    search: Query,
     sort: SortOrder,
     limit: int,
     strict: bool,

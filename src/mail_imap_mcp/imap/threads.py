@@ -15,7 +15,6 @@ A hostile message cannot make the search large: at most :data:`MAX_THREAD_IDS` i
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mail_imap_mcp import mime
@@ -23,6 +22,7 @@ from mail_imap_mcp.content.drafts import MESSAGE_ID
 from mail_imap_mcp.imap.directory import SENT, MailboxDirectory
 from mail_imap_mcp.imap.mailboxes import MailboxInfo
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.query import AnyOf, Contains, Header, Query, needs_utf8, search_keys
 
 #: Ids searched for at most: the root, the message's own and the newest references.
 MAX_THREAD_IDS = 12
@@ -85,23 +85,13 @@ def read_seed(session: ImapSession, uid: int) -> ThreadSeed | None:
     return ThreadSeed(own, root, ids, first("subject"))
 
 
-def _any_of(keys: Sequence[Sequence[bytes | str | int]]) -> list[bytes | str | int]:
-    """``OR OR ... k1 k2 k3``: a search matching any of ``keys`` (each a list of tokens; none: [])."""
-    if not keys:
-        return []
-    flat: list[bytes | str | int] = [b"OR"] * (len(keys) - 1)
-    for key in keys:
-        flat.extend(key)
-    return flat
-
-
-def header_criteria(seed: ThreadSeed) -> list[bytes | str | int]:
-    """A search for the seed's ancestors (by Message-ID) and replies (by References and In-Reply-To)."""
-    keys: list[list[bytes | str | int]] = [[b"HEADER", "Message-ID", i] for i in seed.ids]
+def header_tests(seed: ThreadSeed) -> list[Query]:
+    """What finds the seed's ancestors (by Message-ID) and replies (by References and In-Reply-To): any
+    one of them."""
+    tests: list[Query] = [Header("Message-ID", i) for i in seed.ids]
     if seed.root_id:
-        keys.append([b"HEADER", "References", seed.root_id])
-    keys += [[b"HEADER", "In-Reply-To", i] for i in seed.ids]
-    return _any_of(keys)
+        tests.append(Header("References", seed.root_id))
+    return tests + [Header("In-Reply-To", i) for i in seed.ids]
 
 
 def thread_uids(session: ImapSession, seed: ThreadSeed, own_uid: int | None) -> tuple[list[int], bool]:
@@ -109,22 +99,21 @@ def thread_uids(session: ImapSession, seed: ThreadSeed, own_uid: int | None) -> 
 
     ``own_uid``: the message itself is in this mailbox; there, THREAD=REFERENCES (where advertised) over the
     header matches and the messages with the same base subject picks its thread."""
-    criteria = header_criteria(seed)
+    tests = header_tests(seed)
     subject = seed.base_subject
     if own_uid is not None and "THREAD=REFERENCES" in session.capabilities:
-        charset = None if subject.isascii() else "UTF-8"
-        by_subject: list[bytes | str | int] = [b"SUBJECT", subject] if len(subject) >= 3 else []
-        keys = [k for k in (criteria, by_subject) if k]
-        if not keys:
+        widened = tests + ([Contains("subject", subject)] if len(subject) >= 3 else [])
+        if not widened:
             return [own_uid], True
-        widened = _any_of(keys)
-        for thread in session.uid_thread_references(widened, charset=charset):
+        query = AnyOf(tuple(widened))
+        charset = "UTF-8" if needs_utf8(query) else None
+        for thread in session.uid_thread_references(search_keys(query), charset=charset):
             if own_uid in thread:
                 return thread, True
         return [own_uid], True
-    if not criteria:  # no ids at all: an empty search would match every message
+    if not tests:  # no ids at all: an empty search would match every message
         return ([own_uid] if own_uid is not None else []), False
-    found = session.uid_search(criteria)
+    found = session.uid_search(search_keys(AnyOf(tuple(tests))))
     return sorted(set(found) | ({own_uid} if own_uid is not None else set())), False
 
 

@@ -22,9 +22,9 @@ from mail_imap_mcp.imap.ids import parse_message_id
 from mail_imap_mcp.imap.mailboxes import MailboxCounts, list_with_message_counts
 from mail_imap_mcp.imap.pipeline import status_each
 from mail_imap_mcp.imap.records import SummaryRecord
-from mail_imap_mcp.imap.search import SearchFilter
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import DATE_WINDOW, OrderedPage, StreamCursor, StreamState, ordered_page
+from mail_imap_mcp.query import Query, needs_utf8
 from mail_imap_mcp.tools._shared.failures import conflict, mailbox_issue
 from mail_imap_mcp.tools._shared.search_page import (
     PageFound,
@@ -208,7 +208,7 @@ def _learn_keys(page: OrderedPage, messages: list[SummaryRecord], sort: str) -> 
 def handle_ordered(
     app: AppContext,
     args: OrderedSearchArgs,
-    search: SearchFilter,
+    search: Query,
     filter_digest: str,
     same_search: dict[str, Any],
 ) -> ToolResult[SearchMessagesData]:
@@ -224,7 +224,7 @@ def handle_ordered(
     strict = args.mailboxes is None and args.mailbox != ALL_MAILBOXES
 
     def work(session: ImapSession) -> tuple[OrderedPage, list[SummaryRecord], list[Issue]]:
-        pipelined = args.sort == "arrival" and not strict and not search.needs_utf8
+        pipelined = args.sort == "arrival" and not strict and not needs_utf8(search)
         first = _Mailboxes(opened=[])
         if cursor is None:
             first = _resolve(session, app, account_id, args, pipelined=pipelined)

@@ -14,12 +14,22 @@ from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged
 from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
 from mail_imap_mcp.imap.search import (
     CursorState,
-    SearchFilter,
     SearchPage,
     search_page,
 )
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import DATE_WINDOW
+from mail_imap_mcp.query import (
+    Contains,
+    DateBound,
+    HasFlag,
+    HasKeyword,
+    NeedsReply,
+    Query,
+    SizeBound,
+    TextField,
+    all_of,
+)
 from mail_imap_mcp.tools._shared.arguments import (
     DEFAULT_ACCOUNT,
     SHAPE_DESCRIPTION,
@@ -29,11 +39,7 @@ from mail_imap_mcp.tools._shared.arguments import (
     Shape,
 )
 from mail_imap_mcp.tools._shared.failures import conflict
-from mail_imap_mcp.tools._shared.needs_reply import (
-    NEEDS_REPLY_DESCRIPTION,
-    drop_answered,
-    needs_reply_criteria,
-)
+from mail_imap_mcp.tools._shared.needs_reply import NEEDS_REPLY_DESCRIPTION, drop_answered
 from mail_imap_mcp.tools._shared.search_page import (
     TOOL_NAME,
     CompactSearchData,
@@ -151,7 +157,8 @@ class SearchMessagesInput(BaseModel):
     fields: Shape = Field(default="compact", description=SHAPE_DESCRIPTION)
 
 
-def _filter(args: SearchMessagesInput, own_addresses: frozenset[str] = frozenset()) -> SearchFilter:
+def _query(args: SearchMessagesInput, own_addresses: frozenset[str] = frozenset()) -> Query:
+    """The flat filter arguments as one query: every one given must match."""
     for name, day in (("since", args.since), ("before", args.before)):
         if day is not None and day.year < 1000:
             # IMAP dates have a four-digit year; "01-Jan-1" would be a protocol error (BAD).
@@ -178,21 +185,18 @@ def _filter(args: SearchMessagesInput, own_addresses: frozenset[str] = frozenset
             "it must exceed larger_than_bytes by more than 1.",
             conflicts_with="larger_than_bytes",
         )
-    return SearchFilter(
-        text=args.query,
-        from_=args.from_,
-        to=args.to,
-        cc=args.cc,
-        subject=args.subject,
-        body=args.body,
-        since=since,
-        before=args.before,
-        unread_only=args.unread_only,
-        flagged=args.flagged,
-        keyword=args.has_keyword,
-        larger_than=low,
-        smaller_than=high,
-        extra=needs_reply_criteria(own_addresses) if args.needs_reply else (),
+    texts: dict[TextField, str | None] = {"text": args.query, "from": args.from_, "to": args.to}
+    texts |= {"cc": args.cc, "subject": args.subject, "body": args.body}
+    return all_of(
+        *(Contains(field, value) for field, value in texts.items() if value),
+        DateBound("since", since) if since else None,
+        DateBound("before", args.before) if args.before else None,
+        HasFlag("seen", present=False) if args.unread_only else None,
+        HasFlag("flagged", present=args.flagged) if args.flagged is not None else None,
+        HasKeyword(args.has_keyword) if args.has_keyword else None,
+        SizeBound("larger", low) if low is not None else None,
+        SizeBound("smaller", high) if high is not None else None,
+        NeedsReply(own_addresses) if args.needs_reply else None,
     )
 
 
@@ -232,7 +236,7 @@ def _is_full(result: Page) -> TypeGuard[ToolResult[SearchMessagesData]]:
 
 def _handle(app: AppContext, args: SearchMessagesInput, *, compact: bool) -> Page:
     account = app.config.accounts[app.connection(args.account_id).account_id]
-    search = _filter(args, account.user_addresses)
+    search = _query(args, account.user_addresses)
     digest = _digest(args)
     if args.mailboxes is not None and "mailbox" in args.model_fields_set:
         raise ToolFailure.invalid_input(
@@ -248,7 +252,7 @@ def _handle_one(
     app: AppContext,
     args: SearchMessagesInput,
     mailbox: str,
-    search: SearchFilter,
+    search: Query,
     digest: str,
     *,
     compact: bool,

@@ -1,5 +1,5 @@
 """``needs_reply`` of imap_search_messages after the search: a page's candidates (already narrowed by the
-server, :func:`mail_imap_mcp.imap.replies.needs_reply_criteria`) without those a message in the Sent
+server, :class:`mail_imap_mcp.query.NeedsReply`) without those a message in the Sent
 mailbox answers. Three round trips at most, however many messages and mailboxes the page spans: LIST
 (to find Sent), EXAMINE with the SEARCH of Sent, and the FETCH of what it found."""
 
@@ -9,7 +9,7 @@ from mail_imap_mcp import mime
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure, ToolResult
 from mail_imap_mcp.imap.directory import SENT, MailboxDirectory
-from mail_imap_mcp.imap.replies import Candidate, answered_in, first_message_id, needs_reply_criteria
+from mail_imap_mcp.imap.replies import Candidate, answered_in, first_message_id
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.tools._shared.search_page import SearchMessagesData
 from mail_imap_mcp.tools.context import AppContext
@@ -23,7 +23,7 @@ NEEDS_REPLY_DESCRIPTION = (
     "check, so a page may list fewer than `limit`."
 )
 
-__all__ = ["NEEDS_REPLY_DESCRIPTION", "drop_answered", "needs_reply_criteria"]
+__all__ = ["NEEDS_REPLY_DESCRIPTION", "drop_answered"]
 
 
 def _sent_mailbox(session: ImapSession, account: AccountConfig) -> str | None:
