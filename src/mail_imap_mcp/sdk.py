@@ -3,7 +3,7 @@
 The SDK offers no public way to publish a tool whose schemas and results are the server's own, to reach
 the connection behind a request (which outlives it and owns the session's teardown), or to add request
 handlers ``MCPServer`` has no decorator for. Those three needs are met here, and only here:
-``tests/unit/test_sdk_contract.py`` checks each attribute and signature relied on, so an SDK upgrade
+``tests/pure/test_sdk_contract.py`` checks each attribute and signature relied on, so an SDK upgrade
 that moves one fails there, by name, rather than somewhere in a subscription or a tool call.
 """
 

@@ -4,7 +4,7 @@ The answers are the ones our tools ask for (a search page's summary items, imap_
 command, flags, ENVELOPE), of a mailbox holding generated corpus mail, every malformed kind the
 generator makes and every hand-written hostile message of tests/data/hostile: the raw imaplib data of
 each ``UID FETCH`` is parsed by both and the results compared, values and types. Unit tests of the
-lexing cases and random answers: tests/unit/test_fetch_response.py.
+lexing cases and random answers: tests/pure/test_fetch_response.py.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from imapclient.response_parser import parse_fetch_response as imapclient_parse
 
 from mail_imap_mcp.imap.fetch import MESSAGE_ITEMS, summary_items
 from mail_imap_mcp.imap.fetch_response import _values, parse_fetch_response
+from tests.pure.test_fetch_response import typed
 from tests.support import mailgen
 from tests.support.matrix import MatrixServer
-from tests.unit.test_fetch_response import typed
 
 HOSTILE = Path(__file__).parents[1] / "data" / "hostile"
 ITEM_SETS = [summary_items(200), summary_items(0), MESSAGE_ITEMS, ["FLAGS", "RFC822.SIZE"], ["ENVELOPE"]]

@@ -2,7 +2,7 @@
 
 Courier describes every message without a MIME-Version header as one text/plain part, whatever its
 Content-Type says; an HTML body then came back as raw markup (hidden block included) and a multipart's
-attachments went unlisted. The unit tests in tests/unit/test_read_fallback.py feed such structures;
+attachments went unlisted. The unit tests in tests/pure/test_read_fallback.py feed such structures;
 here the same messages go through every server of the matrix end to end (on Courier it failed: 69 of
 209 messages of a test corpus rendered differently from Dovecot).
 """

@@ -18,8 +18,8 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.tools._shared.failures import as_tool_failure
+from tests.pure.test_changes import UIDVALIDITY, examine_answer
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, answer, ok
-from tests.unit.test_changes import UIDVALIDITY, examine_answer
 
 LOGIN_QRESYNC = LOGIN_OK.replace(b"CONDSTORE", b"CONDSTORE QRESYNC")
 ENABLED = ok("ENABLE", b"* ENABLED QRESYNC")

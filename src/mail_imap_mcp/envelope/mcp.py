@@ -107,7 +107,7 @@ def envelope_output_schema(data_model: type[BaseModel], *other_shapes: type[Base
 
 
 #: The outputSchemas generated ahead by ``python -m mail_imap_mcp.reference``, by data model names: pydantic
-#: takes about 0.1 s to generate them, a tenth of the server's startup. tests/unit/test_protocol.py fails
+#: takes about 0.1 s to generate them, a tenth of the server's startup. tests/pure/test_protocol.py fails
 #: when the file no longer matches the models; a model without an entry is generated as before.
 OUTPUT_SCHEMAS_FILE = Path(__file__).with_name("output_schemas.json")
 

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from mail_imap_mcp import mime
-from mail_imap_mcp.content.text import truncate
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch, top_level_boundary
 from mail_imap_mcp.imap.errors import ConnectionLost, UidValidityChanged, message_failure
@@ -24,7 +22,7 @@ from mail_imap_mcp.imap.records import BodyFormat, MessageRecord, SummaryRecord
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.summary_cache import SummaryKey, with_flags
 from mail_imap_mcp.mime.authentication import TrustedServers
-from mail_imap_mcp.mime.kept import kept_when_short
+from mail_imap_mcp.mime.summary import first, snippet_of, summarise
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -43,7 +41,6 @@ DEFAULT_HEADER_ALLOWLIST = (
     "list-id",
     "list-unsubscribe",
 )
-MAX_LISTED_ADDRESSES = 20
 #: The headers that say who sent a message (its sender's warnings and authentication are read from them),
 #: and how many of each are kept (a message may carry hundreds of forged Authentication-Results).
 SENDER_HEADERS = ("from", "sender", "reply-to", "authentication-results")
@@ -51,8 +48,6 @@ MAX_SENDER_HEADERS = 20
 MAX_LISTED_ATTACHMENTS = 100
 MAX_HEADER_BYTES = 256 * 1024
 MAX_HEADER_VALUE_CHARS = 4000
-# Subject and address fields of a summary: a hostile 1 MB Subject line must not make a page huge.
-MAX_SUMMARY_FIELD_CHARS = 2000
 SNIPPET_PREFIX_BYTES = 6144
 # Summary header fields are read up to this size: a 300 KB Subject must not travel for a list view.
 SUMMARY_HEADER_BYTES = 32 * 1024
@@ -82,82 +77,6 @@ def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-def _iso_utc(moment: datetime | None) -> str | None:
-    if moment is None:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.astimezone()  # imapclient gives local naive time when the server's zone is unknown
-    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def _addresses(values: list[str]) -> str | None:
-    addresses = [a for v in values for a in mime.parse_address_list(v)]
-    if not addresses:
-        joined = ", ".join(v for v in values if v)
-        return joined or None
-    shown = [mime.format_address(a) for a in addresses[:MAX_LISTED_ADDRESSES]]
-    extra = len(addresses) - len(shown)
-    return ", ".join(shown) + (f" (+{extra} more)" if extra > 0 else "")
-
-
-def short_recipients(values: list[str], own: frozenset[str] = frozenset()) -> str | None:
-    """All recipients in a few words: ``"me +2"`` when one is an address of ``own`` (lower-case),
-    else the first one's name (or email), then '+N' for the others: ``"Bob Smith +2"``; ``""`` when
-    the message went to ``own`` alone. An address named twice (To and Cc) counts once."""
-    addresses = [a for v in values for a in mime.parse_address_list(v)]
-    if not addresses:
-        return _addresses(values)
-    mine = False
-    seen: set[str] = set()
-    others: list[mime.Address] = []
-    for address in addresses:
-        email = (address.email or "").lower()
-        mine = mine or email in own
-        if email in own or (email and email in seen):
-            continue
-        seen.add(email)
-        others.append(address)
-    if mine:
-        return f"me +{len(others)}" if others else ""
-    more = len(others) - 1
-    return _label(others[0]) + (f" +{more}" if more else "")
-
-
-def _label(address: mime.Address) -> str:
-    label = address.name or address.email or ""
-    if label.strip().lower() == "me":  # a stranger named "me" must not read as this account
-        return address.email or label
-    return label
-
-
-def _bounded(value: str | None) -> str | None:
-    """``value`` cut to MAX_SUMMARY_FIELD_CHARS, marked with an ellipsis when cut."""
-    if value is None:
-        return None
-    cut, truncated = truncate(value, MAX_SUMMARY_FIELD_CHARS)
-    return cut + "…" if truncated else cut
-
-
-#: The address fields of summaries are kept by their header values (senders and recipients recur from
-#: message to message) when these hold up to this many characters: at most 2,048 of each kind.
-_KEPT_ADDRESS_CHARS = 1024
-
-
-@kept_when_short(maxsize=2048, max_chars=_KEPT_ADDRESS_CHARS)
-def _address_field(values: tuple[str, ...]) -> str | None:
-    return _bounded(_addresses(list(values)))
-
-
-@kept_when_short(maxsize=2048, max_chars=_KEPT_ADDRESS_CHARS)
-def _short_recipients_field(values: tuple[str, ...], own: frozenset[str]) -> str | None:
-    return _bounded(short_recipients(list(values), own))
-
-
-def _first(headers: dict[str, list[str]], name: str) -> str | None:
-    values = headers.get(name)
-    return values[0] if values else None
-
-
 def _summary(
     ref: MessageRef,
     response: dict[bytes, Any],
@@ -166,11 +85,11 @@ def _summary(
     headers: dict[str, list[str]] | None = None,
     own: frozenset[str] = frozenset(),
 ) -> SummaryRecord:
-    """Summary fields from one FETCH response (``headers``: the header block, when already parsed;
-    ``own``: the account's addresses, which the short recipients call 'me')."""
+    """The summary of one FETCH response (``headers``: the header block, when already parsed; ``own``:
+    the account's addresses, which the short recipients call 'me'), built by :func:`mail_imap_mcp.mime.summarise`."""
     if headers is None:
         headers = mime.parse_header_block(find_item(response, b"BODY[HEADER") or b"")
-    date = mime.parse_date(_first(headers, "date"))
+    found = summarise(headers, arrived=response.get(b"INTERNALDATE"), parts=parts, snippet=snippet, own=own)
     uri = ref.message_uri
     return SummaryRecord(
         message_id=ref.message_id,
@@ -179,17 +98,17 @@ def _summary(
         mailbox=ref.mailbox,
         uidvalidity=ref.uidvalidity,
         uid=ref.uid,
-        date=_iso_utc(date or response.get(b"INTERNALDATE")),
-        from_=_address_field(tuple(headers.get("from", ()))),
-        to=_address_field(tuple(headers.get("to", ()))),
-        cc=_address_field(tuple(headers.get("cc", ()))),
-        subject=_bounded(_first(headers, "subject")),
+        date=found.date,
+        from_=found.from_,
+        to=found.to,
+        cc=found.cc,
+        subject=found.subject,
         flags=_flags(response),
         size_bytes=int(response.get(b"RFC822.SIZE") or 0),
-        has_attachments=mime.has_attachments(parts) if parts else False,
-        snippet=snippet,
-        short_recipients=_short_recipients_field((*headers.get("to", ()), *headers.get("cc", ())), own),
-        header_message_id=_bounded(_first(headers, "message-id")),
+        has_attachments=found.has_attachments,
+        snippet=found.snippet,
+        short_recipients=found.short_recipients,
+        header_message_id=found.header_message_id,
     )
 
 
@@ -226,7 +145,7 @@ def _trusted_structure(
     if parts is None:
         return None, None
     doubt: str | None = structure_mismatch(
-        response.get(b"BODYSTRUCTURE"), _first(headers, "content-type"), parts
+        response.get(b"BODYSTRUCTURE"), first(headers, "content-type"), parts
     )
     return (None, doubt) if doubt else (parts, None)
 
@@ -467,13 +386,10 @@ def _snippet(
         text = mime.snippet_from_prefix(
             prefix,
             [],
-            header_content_type=_first(headers, "content-type"),
-            header_encoding=_first(headers, "content-transfer-encoding"),
+            header_content_type=first(headers, "content-type"),
+            header_encoding=first(headers, "content-transfer-encoding"),
         )
-    if not text:
-        return None
-    snippet, _ = truncate(text, snippet_chars)  # already the new text, whitespace collapsed
-    return snippet
+    return snippet_of(text, snippet_chars)
 
 
 def _boundary(response: dict[bytes, Any]) -> str | None:

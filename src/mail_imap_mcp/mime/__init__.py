@@ -27,10 +27,12 @@ from .headers import parse_header_block
 from .message import ParsedMessage, message_leaves, parse_full_message
 from .parts import Part, attachment_parts, choose_body_parts, decode_text, has_attachments
 from .snippets import snippet_from_prefix
+from .summary import MessageSummary, snippet_of, summarise
 from .transfer import StreamDecoder, decode_transfer, encoding_name
 
 __all__ = [
     "Address",
+    "MessageSummary",
     "ParsedMessage",
     "Part",
     "StreamDecoder",
@@ -48,4 +50,6 @@ __all__ = [
     "parse_full_message",
     "parse_header_block",
     "snippet_from_prefix",
+    "snippet_of",
+    "summarise",
 ]

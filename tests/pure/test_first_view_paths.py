@@ -20,12 +20,11 @@ from hypothesis import strategies as st
 
 from mail_imap_mcp.content import quotes
 from mail_imap_mcp.envelope import Issue
-from mail_imap_mcp.imap import fetch
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch
 from mail_imap_mcp.imap.fetch import find_item
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.records import SummaryRecord
-from mail_imap_mcp.mime import dates, headers, snippets
+from mail_imap_mcp.mime import dates, headers, snippets, summary
 from mail_imap_mcp.mime.addresses import Address, format_address_quoted, parse_address_list
 from mail_imap_mcp.mime.header_text import HEADER_CONTROL, decode_header_value, drop_controls
 from mail_imap_mcp.mime.params import split_header_params, split_quoted
@@ -521,9 +520,9 @@ def test_a_message_uri_quotes_its_mailbox_as_quote_does(mailbox: str) -> None:
 def test_address_fields_kept_are_what_working_them_out_gives(raw: bytes, own: frozenset[str]) -> None:
     values = headers.parse_header_block(b"To:" + raw + b"\r\nTo: Bob <BOB@example.org>\r\n\r\n")["to"]
     for _ in range(2):  # the second time from what was kept (unless the values are too long to keep)
-        assert fetch._address_field(tuple(values)) == fetch._bounded(fetch._addresses(values))
-        assert fetch._short_recipients_field(tuple(values), own) == fetch._bounded(
-            fetch.short_recipients(values, own)
+        assert summary._address_field(tuple(values)) == summary.bounded(summary.listed_addresses(values))
+        assert summary._short_recipients_field(tuple(values), own) == summary.bounded(
+            summary.short_recipients(values, own)
         )
 
 

@@ -1,5 +1,5 @@
 """imap_search_messages' filter arguments: Unicode normalisation of search text, the query they build,
-and the cursor digest that binds a filter (the query tree itself: tests/unit/test_query.py)."""
+and the cursor digest that binds a filter (the query tree itself: tests/pure/test_query.py)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mail_imap_mcp.config import AccountConfig, ConfigError, load_config
-from mail_imap_mcp.imap.fetch import short_recipients
+from mail_imap_mcp.mime.summary import short_recipients
 from mail_imap_mcp.tools._shared.shapes import MessageSummary, compact_summary, summary_shape, to_the_minute
 from tests.support.summaries import make_summary
 
