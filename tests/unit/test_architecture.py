@@ -137,6 +137,55 @@ def test_the_query_package_imports_only_itself_and_the_standard_library() -> Non
     assert wrong == []
 
 
+#: Where a capability name may be tested: the server's profile, and the two modules that send commands.
+CAPABILITY_TESTERS = (
+    "mail_imap_mcp.imap.personality",
+    "mail_imap_mcp.imap.session",
+    "mail_imap_mcp.imap.wire",
+)
+
+
+def capability_tests(source: str) -> list[int]:
+    """Lines of ``source`` that test capabilities themselves: a comparison (``in``, ``<=``...) with
+    something named like capabilities, or a call of ``has_capability``."""
+
+    def named_capabilities(node: ast.expr) -> bool:
+        name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+        return "capabilit" in name
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Compare)
+            and any(named_capabilities(side) for side in [node.left, *node.comparators])
+        ) or (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "has_capability"
+        ):
+            found.append(node.lineno)
+    return found
+
+
+def test_capabilities_are_tested_only_by_the_servers_profile() -> None:
+    testing = {
+        name: capability_tests(path.read_text(encoding="utf-8"))
+        for name, path in modules(SRC, PACKAGE).items()
+        if not name.startswith(CAPABILITY_TESTERS)
+    }
+    assert {name: lines for name, lines in testing.items() if lines} == {}
+
+
+def test_the_capability_check_sees_a_capability_test() -> None:
+    source = (
+        'a = "MOVE" in session.capabilities\n'
+        'b = {"LIST-STATUS"} <= caps_capabilities\n'
+        'c = client.has_capability("IDLE")\n'
+        "d = session.profile.moves\n"
+    )
+    assert capability_tests(source) == [1, 2, 3]
+
+
 def test_no_import_cycle_in_src() -> None:
     assert find_cycle(import_graph(modules(SRC, PACKAGE))) is None
 

@@ -150,7 +150,7 @@ def newest_in_each(
     """For each of ``starts``, in order, up to about ``wanted`` newest matches of ``criteria`` (no
     CHARSET text: the commands go out pipelined), with their INTERNALDATE keys; or what failed there."""
     tokens = wire.search_args(criteria, None)
-    esearch = "ESEARCH" in session.capabilities
+    esearch = session.profile.esearch
     streams = [_begin(start, wanted, bool(criteria)) for start in starts]
     reads = []
     for stream in streams:

@@ -27,6 +27,7 @@ from mail_imap_mcp.imap.errors import (
     TokenCommandFailed,
     command_refused,
 )
+from mail_imap_mcp.imap.personality import Profile
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
 
 log = logging.getLogger("mail_imap_mcp.imap")
@@ -191,7 +192,7 @@ class Login:
         if config.auth is AuthMethod.PASSWORD:
             return client.login(config.username, self._secret)
         offered = client.offered_capabilities  # from the greeting, or asked anew after STARTTLS
-        if f"AUTH={config.auth.mechanism}" not in offered:
+        if not Profile.of(offered).offers_mechanism(config.auth.mechanism):
             raise MechanismNotOffered(self._account_id, config, offered)
         try:
             authenticate(client, config, self._secret)

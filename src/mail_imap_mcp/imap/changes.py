@@ -457,7 +457,7 @@ def _examined(session: ImapSession, mailbox: str, uidvalidity: int | None = None
 
 
 def _condstore(session: ImapSession) -> bool:
-    return "CONDSTORE" in session.capabilities
+    return session.profile.condstore
 
 
 def _newest(state: MailboxState, count: int = DIGEST_MESSAGES) -> Command:

@@ -49,6 +49,7 @@ from mail_imap_mcp.imap.errors import (
     WriteRefused,
     is_connection_broken,
 )
+from mail_imap_mcp.imap.personality import Profile
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.summary_cache import SummaryCache
 from mail_imap_mcp.imap.view import MailboxState
@@ -105,6 +106,8 @@ class AccountConnection:
         self._client: BudgetedIMAPClient | None = None
         self.selected: MailboxState | None = None
         self.capabilities: frozenset[str] = frozenset()
+        #: What the server offers, as named facts (from the CAPABILITY answer after login).
+        self.profile = Profile(frozenset())
         self.logins = 0
         #: Commands whose answer came with another command's (no round trip of their own).
         self.pipelined_commands = 0
@@ -373,7 +376,7 @@ class AccountConnection:
                 )
             try:
                 if config.security is Security.STARTTLS:
-                    if not client.has_capability("STARTTLS"):
+                    if not Profile.of(client.offered_capabilities).starttls:
                         raise StartTlsMissing(self.account_id, config)
                     progress.phase = ConnectPhase.STARTTLS
                     with self._budget.connecting(connect_until):
@@ -381,17 +384,15 @@ class AccountConnection:
                 progress.phase = ConnectPhase.LOGIN
                 # imaplib's capabilities: after STARTTLS those asked anew over TLS (imapclient's
                 # has_capability would send one more CAPABILITY there).
-                if "LOGINDISABLED" in client.offered_capabilities:
+                if Profile.of(client.offered_capabilities).login_disabled:
                     raise LoginDisabled(self.account_id, config)
                 client.take_login_capabilities(login.perform(client))
             except BaseException:
                 _close_quietly(client)
                 raise
-            self.capabilities = frozenset(
-                c.decode("ascii", "replace").upper() if isinstance(c, bytes) else str(c).upper()
-                for c in client.capabilities()
-            )
-            if self.enable_qresync and {"QRESYNC", "ENABLE"} <= self.capabilities:
+            self.profile = Profile.of(client.capabilities())
+            self.capabilities = self.profile.capabilities
+            if self.enable_qresync and self.profile.qresync:
                 # Before any mailbox is selected (RFC 5161), with the call's first command: no round trip.
                 client.enable_ahead("QRESYNC")
         self.logins += 1

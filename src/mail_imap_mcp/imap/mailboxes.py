@@ -62,7 +62,7 @@ def list_matching(session: ImapSession, pattern: str) -> list[MailboxInfo]:
 def list_with_message_counts(session: ImapSession) -> list[MailboxInfo]:
     """:func:`list_mailboxes`, each with its MESSAGES and UIDNEXT (``counts``) from the same round trip
     where the server advertises LIST-STATUS (RFC 5819) and LIST-EXTENDED; without counts elsewhere."""
-    if not {"LIST-EXTENDED", "LIST-STATUS"} <= session.capabilities:  # RETURN is LIST-EXTENDED syntax
+    if not session.profile.lists_with_status:
         return list_mailboxes(session)
     folders, statuses = session.client.list_with_status(b"(MESSAGES UIDNEXT)")
     boxes = _infos(folders)

@@ -39,6 +39,7 @@ from mail_imap_mcp.imap.errors import (
     server_said,
 )
 from mail_imap_mcp.imap.fetch_response import parse_fetch_response
+from mail_imap_mcp.imap.personality import Profile
 from mail_imap_mcp.imap.summary_cache import SummaryCache
 from mail_imap_mcp.imap.uidplus import CopyUid, MalformedUidSet, format_uid_set, parse_copyuids, parse_uid_set
 from mail_imap_mcp.imap.view import MailboxState
@@ -71,6 +72,7 @@ class SessionOwner(Protocol):
     config: AccountConfig
     summaries: SummaryCache
     capabilities: frozenset[str]
+    profile: Profile
     selected: MailboxState | None
     pipelined_commands: int
     writes_sent: int
@@ -81,7 +83,9 @@ class SessionOwner(Protocol):
 
 
 class ImapSession:
-    """A logged-in connection, borrowed for one call. All methods are read-only.
+    """A logged-in connection, borrowed for one call: the mailbox view it has selected (revalidated by
+    UIDVALIDITY), the reads (EXAMINE, SEARCH, SORT, THREAD, FETCH) and the writes the operations layer
+    asks for (APPEND, UID MOVE/COPY, STORE, UID EXPUNGE), each sent only where its extension is offered.
 
     Wraps imapclient so callers never build protocol syntax themselves: search terms are
     always quoted or sent as literals, never as atoms.
@@ -112,6 +116,11 @@ class ImapSession:
     @property
     def capabilities(self) -> frozenset[str]:
         return self._owner.capabilities
+
+    @property
+    def profile(self) -> Profile:
+        """What the server offers, as named facts (:class:`~mail_imap_mcp.imap.personality.Profile`)."""
+        return self._owner.profile
 
     @property
     def qresync(self) -> bool:

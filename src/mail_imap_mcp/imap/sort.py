@@ -297,7 +297,7 @@ class StreamSearch:
 
     @property
     def server_sorts(self) -> bool:
-        return self.sort == "date" and "SORT" in self.session.capabilities
+        return self.sort == "date" and self.session.profile.sorts
 
     def open(self, state: StreamState, *, with_keys: bool) -> StreamPage:
         """Examine the stream's mailbox and read its candidates for this page (``with_keys``: with their

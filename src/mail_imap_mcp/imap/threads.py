@@ -101,7 +101,7 @@ def thread_uids(session: ImapSession, seed: ThreadSeed, own_uid: int | None) -> 
     header matches and the messages with the same base subject picks its thread."""
     tests = header_tests(seed)
     subject = seed.base_subject
-    if own_uid is not None and "THREAD=REFERENCES" in session.capabilities:
+    if own_uid is not None and session.profile.threads_by_references:
         widened = tests + ([Contains("subject", subject)] if len(subject) >= 3 else [])
         if not widened:
             return [own_uid], True

@@ -182,7 +182,7 @@ class _Watcher:
             self._check_many(client, mailboxes, version)
 
     def _watch_one(self, client: BudgetedIMAPClient, mailbox: str, version: int) -> None:
-        if "CONDSTORE" in self.connection.capabilities:
+        if self.connection.profile.condstore:
             client.enable("CONDSTORE")  # HIGHESTMODSEQ in EXAMINE's answer: flag changes show there too
         answer = client.select_folder(mailbox, readonly=True)
         self._examined = mailbox
@@ -198,7 +198,7 @@ class _Watcher:
         self._back([mailbox])
         if changed and not recovered:
             self._notify([mailbox])
-        if "IDLE" in self.connection.capabilities and not _idle_is_lazy(client):
+        if self.connection.profile.idles and not _idle_is_lazy(client):
             self._idle(client, version, _CountWatch(mailbox, exists, self))
         else:
             self._poll(client, mailbox, version, exists)
@@ -255,7 +255,7 @@ class _Watcher:
 
     def _status_items(self) -> list[bytes]:
         items = [_MESSAGES, _UIDNEXT, _UIDVALIDITY, _UNSEEN]
-        if "CONDSTORE" in self.connection.capabilities:
+        if self.connection.profile.condstore:
             items.append(_HIGHESTMODSEQ)
         return items
 
@@ -281,10 +281,10 @@ class _Watcher:
         return lost or not common or any(before[item] != seen[item] for item in common)
 
     def _check_many(self, client: BudgetedIMAPClient, mailboxes: list[str], version: int) -> None:
-        capabilities = self.connection.capabilities
-        if "CONDSTORE" in capabilities:
+        profile = self.connection.profile
+        if profile.condstore:
             client.enable("CONDSTORE")  # HIGHESTMODSEQ in STATUS: flag changes too (a session state only)
-        if "NOTIFY" in capabilities and "IDLE" in capabilities:
+        if profile.notifies:
             statuses = self._notify_set(client, mailboxes)
             if statuses is not None:
                 # One connection hears every change of its mailboxes (RFC 5465): STATUS responses in IDLE,

@@ -97,7 +97,7 @@ def _update_mailbox(
         outcome.fail(group.items, code, "select", failure.message, failure=failure)
         return
     items = group.by_uid()
-    conditional = request.operation == "replace" and "CONDSTORE" in session.capabilities
+    conditional = request.operation == "replace" and session.profile.condstore
     before = session.fetch_flags(list(items), modseq=conditional and not request.dry_run)
     _gone(outcome, [item for uid, item in items.items() if uid not in before], "fetch_flags")
     targets = {uid: target_flags(request.operation, request.flags, now.flags) for uid, now in before.items()}

@@ -138,17 +138,17 @@ def transfer(
 def commands_for(session: ImapSession, action: Action, permanent: bool) -> str:
     """The commands the action takes on this server; refused (nothing changed) where an extension is
     missing that is needed to touch exactly these messages."""
-    caps = session.capabilities
+    profile = session.profile
     expunge = "UID STORE +FLAGS.SILENT (\\Deleted) + UID EXPUNGE"
     if action == "copy":
         return "UID COPY"
     if permanent:
-        if "UIDPLUS" not in caps:
+        if not profile.uidplus:
             raise ExtensionMissing("UIDPLUS", "remove exactly these messages for good (UID EXPUNGE)")
         return expunge
-    if "MOVE" in caps:
+    if profile.moves:
         return "UID MOVE"
-    if "UIDPLUS" not in caps:
+    if not profile.uidplus:
         raise ExtensionMissing("MOVE or UIDPLUS", "move exactly these messages")
     return f"UID COPY + {expunge}"
 

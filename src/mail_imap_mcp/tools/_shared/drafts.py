@@ -33,6 +33,7 @@ from mail_imap_mcp.imap.errors import (
 )
 from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES, MessageGone, ReadOptions
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
+from mail_imap_mcp.imap.personality import Profile
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid
 from mail_imap_mcp.tools._shared.failures import extension_missing, mailbox_refused, message_gone
@@ -203,22 +204,22 @@ def check_replaceable(
             "for the undo; set trash_mailbox or drafts_mailbox to distinct folders. Nothing was changed.",
         )
 
-    def read(session: ImapSession) -> tuple[MessageDetail, frozenset[str]]:
+    def read(session: ImapSession) -> tuple[MessageDetail, Profile]:
         examine_for(session, ref)
         try:
             detail, _ = read_detail(session, ref, _read_options(app))
         except MessageGone:
             raise message_gone(ref) from None
-        return detail, session.capabilities
+        return detail, session.profile
 
-    detail, capabilities = connection.run(read)
+    detail, profile = connection.run(read)
     if not is_draft(detail.flags):
         raise ToolFailure.invalid_input(
             "replace_message_id",
             "the message is not a draft (it has no \\Draft flag); only a draft can be replaced. Nothing "
             "was changed.",
         )
-    if "MOVE" not in capabilities and "UIDPLUS" not in capabilities:
+    if not profile.moves_exactly:
         raise extension_missing("MOVE or UIDPLUS", "move exactly the replaced draft to Trash")
     if detail.attachments and not args.dry_run:
         count = len(detail.attachments)

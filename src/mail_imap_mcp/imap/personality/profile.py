@@ -1,0 +1,94 @@
+"""A server's extensions as named facts, from its CAPABILITY answer (RFC 9051 7.2.2)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What one logged-in connection's server offers (capability names upper-case, as imapclient gives
+    them); each fact says which extension it stands for."""
+
+    capabilities: frozenset[str]
+
+    @classmethod
+    def of(cls, names: Iterable[str | bytes]) -> Profile:
+        """The profile of capability names as a server sent them (any case, text or bytes)."""
+        return cls(
+            frozenset((n.decode("ascii", "replace") if isinstance(n, bytes) else n).upper() for n in names)
+        )
+
+    def _has(self, *names: str) -> bool:
+        return all(name in self.capabilities for name in names)
+
+    @property
+    def starttls(self) -> bool:
+        """``STARTTLS`` before login (RFC 9051 6.2.1)."""
+        return self._has("STARTTLS")
+
+    @property
+    def login_disabled(self) -> bool:
+        """``LOGINDISABLED``: the server refuses LOGIN on this connection."""
+        return self._has("LOGINDISABLED")
+
+    def offers_mechanism(self, mechanism: str) -> bool:
+        """``AUTHENTICATE`` with this SASL mechanism (``AUTH=XOAUTH2``...)."""
+        return self._has(f"AUTH={mechanism.upper()}")
+
+    @property
+    def sorts(self) -> bool:
+        """``UID SORT`` (RFC 5256)."""
+        return self._has("SORT")
+
+    @property
+    def threads_by_references(self) -> bool:
+        """``UID THREAD REFERENCES`` (RFC 5256)."""
+        return self._has("THREAD=REFERENCES")
+
+    @property
+    def esearch(self) -> bool:
+        """``SEARCH RETURN (...)``: counts, minimum, maximum and compact UID sets (RFC 4731)."""
+        return self._has("ESEARCH")
+
+    @property
+    def moves(self) -> bool:
+        """``UID MOVE`` (RFC 6851)."""
+        return self._has("MOVE")
+
+    @property
+    def uidplus(self) -> bool:
+        """``UID EXPUNGE`` of chosen messages and the UIDs of copies and appends (RFC 4315)."""
+        return self._has("UIDPLUS")
+
+    @property
+    def moves_exactly(self) -> bool:
+        """Whether chosen messages can be moved and nothing else: ``UID MOVE``, or a copy followed by a
+        ``UID EXPUNGE`` of exactly them."""
+        return self.moves or self.uidplus
+
+    @property
+    def condstore(self) -> bool:
+        """Modification sequences and conditional ``STORE`` (RFC 7162)."""
+        return self._has("CONDSTORE")
+
+    @property
+    def qresync(self) -> bool:
+        """Quick resynchronisation, switched on with ``ENABLE`` (RFC 7162)."""
+        return self._has("QRESYNC", "ENABLE")
+
+    @property
+    def lists_with_status(self) -> bool:
+        """``LIST ... RETURN (STATUS ...)``: counts with the listing (RFC 5819 over RFC 5258's syntax)."""
+        return self._has("LIST-EXTENDED", "LIST-STATUS")
+
+    @property
+    def idles(self) -> bool:
+        """``IDLE`` (RFC 2177)."""
+        return self._has("IDLE")
+
+    @property
+    def notifies(self) -> bool:
+        """``NOTIFY`` of several mailboxes, reported while idling (RFC 5465)."""
+        return self._has("NOTIFY", "IDLE")
