@@ -214,19 +214,58 @@ def test_no_html_rendering_under_imap() -> None:
     assert users == []
 
 
-def catches_imapclient_error(path: Path) -> bool:
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+#: imapclient's exceptions, and imaplib's (``IMAP4.error``, ``IMAP4.abort``, ``IMAP4.readonly``).
+IMAP_LIBRARY_ERRORS = {
+    "IMAPClientError",
+    "IMAPClientAbortError",
+    "IMAPClientReadOnlyError",
+    "LoginError",
+    "CapabilityError",
+    "IllegalStateError",
+    "InvalidCriteriaError",
+    "ProtocolError",
+}
+#: The modules that may import imaplib or imapclient: the wire, the error classification, the parsers
+#: and the session's command wrappers.
+MAX_MODULES_IMPORTING_IMAP_LIBRARIES = 5
+
+
+def catches_imap_library_error(source: str) -> bool:
+    """Whether ``source`` has an ``except`` naming an imapclient or imaplib exception."""
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ExceptHandler) and node.type is not None:
             names = {n.id for n in ast.walk(node.type) if isinstance(n, ast.Name)}
-            names |= {n.attr for n in ast.walk(node.type) if isinstance(n, ast.Attribute)}
-            if "IMAPClientError" in names:
+            dotted = {ast.unparse(n) for n in ast.walk(node.type) if isinstance(n, ast.Attribute)}
+            if names & IMAP_LIBRARY_ERRORS or any("IMAP4" in name for name in dotted):
                 return True
     return False
 
 
-def test_imapclient_errors_are_caught_in_at_most_two_modules() -> None:
-    catching = sorted(name for name, path in modules(SRC, PACKAGE).items() if catches_imapclient_error(path))
+def imports_imap_library(path: Path, name: str) -> bool:
+    return any(target.partition(".")[0] in {"imaplib", "imapclient"} for target in imported(path, name))
+
+
+def test_imap_library_errors_are_caught_in_at_most_two_modules() -> None:
+    catching = sorted(
+        name
+        for name, path in modules(SRC, PACKAGE).items()
+        if catches_imap_library_error(path.read_text(encoding="utf-8"))
+    )
     assert len(catching) <= MAX_MODULES_CATCHING_IMAPCLIENT_ERRORS, catching
+
+
+def test_imaplib_and_imapclient_are_imported_only_by_a_few_modules_of_the_imap_layer() -> None:
+    importing = sorted(
+        name for name, path in modules(SRC, PACKAGE).items() if imports_imap_library(path, name)
+    )
+    assert all(name.startswith("mail_imap_mcp.imap.") for name in importing), importing
+    assert len(importing) <= MAX_MODULES_IMPORTING_IMAP_LIBRARIES, importing
+
+
+def test_the_library_error_check_sees_each_form() -> None:
+    assert catches_imap_library_error("try:\n    x()\nexcept imaplib.IMAP4.abort:\n    pass\n")
+    assert catches_imap_library_error("try:\n    x()\nexcept (OSError, LoginError):\n    pass\n")
+    assert not catches_imap_library_error("try:\n    x()\nexcept OSError:\n    pass\n")
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:

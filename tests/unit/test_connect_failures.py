@@ -13,7 +13,6 @@ import ssl
 from typing import Any
 
 import pytest
-from imapclient.exceptions import LoginError
 
 from mail_imap_mcp.config import AccountConfig, Config, ConfigError
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
@@ -28,6 +27,7 @@ from mail_imap_mcp.imap.errors import (
     ExtensionMissing,
     ImplicitTlsPort,
     LoginDisabled,
+    LoginRefused,
     MechanismNotOffered,
     ReconnectFailed,
     StartTlsMissing,
@@ -120,7 +120,7 @@ def test_a_refused_login_is_the_login_phase_with_the_providers_hint(monkeypatch:
     monkeypatch.setenv("WORK_PASSWORD", "secret")
     error = fails_to_connect(server, account(password_env="WORK_PASSWORD", password=None, **PLAIN))
     assert type(error) is ConnectFailed and error.phase is ConnectPhase.LOGIN
-    assert isinstance(error.cause, LoginError)
+    assert isinstance(error.cause, LoginRefused)
     failure = envelope_of(error)
     assert failure.code is ErrorCode.AUTH_FAILED
     assert failure.message.startswith(

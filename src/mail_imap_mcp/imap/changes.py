@@ -54,8 +54,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from imapclient.response_parser import parse_fetch_response
-
 from mail_imap_mcp.imap import parsing, sealing, view
 from mail_imap_mcp.imap.errors import (
     MailboxGone,
@@ -63,6 +61,7 @@ from mail_imap_mcp.imap.errors import (
     is_connection_broken,
     says_mailbox_missing,
 )
+from mail_imap_mcp.imap.fetch_response import parse_fetch_response
 from mail_imap_mcp.imap.ids import MAX_UINT32
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import MalformedUidSet, format_uid_set, parse_uid_set

@@ -14,16 +14,14 @@ import json
 import re
 import socket
 import ssl
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, ClassVar, TypeVar
+from typing import ClassVar
 
-from imapclient.exceptions import IMAPClientAbortError, IMAPClientError
+from imapclient.exceptions import IMAPClientAbortError, IMAPClientError, LoginError
 
 from mail_imap_mcp.config import AccountConfig
-
-T = TypeVar("T")
 
 # Errors that mean "this connection is dead", as raised by imaplib, imapclient and the socket layer.
 _DEAD_CONNECTION = (imaplib.IMAP4.abort, IMAPClientAbortError, ConnectionError, ssl.SSLEOFError, EOFError)
@@ -165,6 +163,14 @@ class CommandRefused(ImapError):
         self.said = said
 
 
+class LoginRefused(ImapError):
+    """The server refused the credentials (LOGIN or AUTHENTICATE answered NO); ``said``: its words."""
+
+    def __init__(self, said: str) -> None:
+        super().__init__(said)
+        self.said = said
+
+
 class TokenCommandFailed(ImapError):
     """``oauth2_token_command`` gave no token: it could not start, failed, hung or printed nothing.
 
@@ -301,7 +307,7 @@ def answered_in_plaintext(exc: BaseException) -> bool:
     return isinstance(exc, ssl.SSLError) and any(reason in str(exc) for reason in _PLAINTEXT_PEER)
 
 
-def server_said(exc: BaseException, limit: int = 200) -> str:
+def server_said(exc: BaseException | str, limit: int = 200) -> str:
     """The text of a server's answer in ``exc``, control characters removed, shortened to ``limit``."""
     return re.sub(r"[\x00-\x1f\x7f]+", " ", str(exc))[:limit]
 
@@ -320,8 +326,16 @@ def classify(exc: BaseException, context: Context | None = None) -> ImapError | 
         return TimedOut(str(exc))
     if not isinstance(exc, imaplib.IMAP4.error | IMAPClientError):
         return None
-    text = str(exc).encode("utf-8", "replace")
-    said = server_said(exc)
+    return refused(str(exc), context)
+
+
+def refused(answer: str, context: Context | None = None) -> ImapError:
+    """The domain error of a NO or BAD answer whose text is ``answer``, to the command of ``context``:
+    :class:`CharsetRejected`, :class:`MailboxMissing` (:class:`MailboxGone` for the selected mailbox)
+    or :class:`CommandRefused` (see :func:`classify`)."""
+    context = context or Context()
+    text = answer.encode("utf-8", "replace")
+    said = server_said(answer)
     if b"BADCHARSET" in text.upper():
         return CharsetRejected(said)
     reason = next((reason for pattern, reason in _REFUSALS if pattern.search(text)), None)
@@ -332,18 +346,6 @@ def classify(exc: BaseException, context: Context | None = None) -> ImapError | 
             return MailboxGone(context.account_id, context.mailbox)
         return MailboxMissing(context.mailbox, context.command, said)
     return CommandRefused(context.command, context.selected or context.mailbox, reason or Refusal.OTHER, said)
-
-
-def naming_command(command: str, mailbox: str, send: Callable[..., T], *args: Any) -> T:
-    """``send(*args)``: a command naming ``mailbox`` (CREATE, RENAME, DELETE, APPEND), its NO or BAD
-    raised as the classified domain error (:class:`MailboxMissing`, :class:`CommandRefused`) for the
-    tool to say which argument it concerns; a dead connection as it is (``write_command`` decides)."""
-    try:
-        return send(*args)
-    except IMAPClientError as exc:
-        if is_connection_broken(exc):
-            raise
-        raise (classify(exc, Context(command, mailbox)) or exc) from None
 
 
 def mailbox_failure(exc: BaseException) -> Exception | None:
@@ -435,6 +437,8 @@ class ConnectFailed(ImapError):
     def __init__(
         self, account_id: str, config: AccountConfig, phase: ConnectPhase, cause: BaseException | None = None
     ) -> None:
+        if isinstance(cause, LoginError):  # said here once: no module above imap/ knows imapclient
+            cause = LoginRefused(server_said(cause))
         what = f"{type(cause).__name__}: {cause}" if cause is not None else type(self).__name__
         super().__init__(
             f"connecting to {config.host}:{config.effective_port} failed ({phase.value}): {what}"

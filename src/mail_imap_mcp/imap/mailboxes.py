@@ -6,9 +6,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from imapclient.imap_utf7 import decode as decode_utf7
-from imapclient.response_parser import parse_response
-
 from mail_imap_mcp.imap import parsing
 from mail_imap_mcp.imap.errors import command_refused
 from mail_imap_mcp.imap.session import ImapSession
@@ -80,7 +77,7 @@ def status_answers(statuses: list[Any]) -> dict[str, MailboxCounts]:
     if usual is not None:  # the usual shape, read without imapclient's parser (same values)
         parsed: Sequence[Any] = [part for name, items in usual for part in (name, _flat(items))]
     else:
-        parsed = parse_response([item for item in statuses if item]) if statuses else ()
+        parsed = parsing.response_values(statuses)
     for name, items in zip(parsed[::2], parsed[1::2], strict=False):
         pairs = dict(zip(items[::2], items[1::2], strict=False)) if isinstance(items, tuple) else {}
 
@@ -89,7 +86,7 @@ def status_answers(statuses: list[Any]) -> dict[str, MailboxCounts]:
             return value if isinstance(value, int) else None
 
         if number(b"MESSAGES") is not None:
-            decoded = decode_utf7(name) if isinstance(name, bytes) else str(name)
+            decoded = parsing.mailbox_name(name)
             found[decoded] = MailboxCounts(
                 number(b"MESSAGES"), number(b"UNSEEN"), number(b"UIDVALIDITY"), number(b"UIDNEXT")
             )

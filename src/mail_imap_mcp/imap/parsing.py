@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
+from imapclient.imap_utf7 import decode as decode_utf7
 from imapclient.response_parser import parse_response
 
 T = TypeVar("T")
@@ -137,3 +138,15 @@ def status_lines(lines: list[Any]) -> list[tuple[bytes, dict[bytes, int]]] | Non
         pairs = {key: int(value) for key, value in zip(words[::2], words[1::2], strict=True)}
         found.append((quoted if quoted is not None else atom, pairs))
     return found
+
+
+def response_values(lines: list[Any]) -> tuple[Any, ...]:
+    """The values of untagged response lines as imapclient parses them (atoms as bytes, numbers as
+    ints, lists as tuples)."""
+    parsed: tuple[Any, ...] = tuple(parse_response([line for line in lines if line])) if lines else ()
+    return parsed
+
+
+def mailbox_name(raw: bytes | str) -> str:
+    """A mailbox name as a server sends it (modified UTF-7, RFC 3501 5.1.3) as text."""
+    return decode_utf7(raw) if isinstance(raw, bytes) else str(raw)

@@ -15,13 +15,12 @@ searches with ``CHARSET`` text keep the one-mailbox-at-a-time plan.
 
 from __future__ import annotations
 
-import imaplib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mail_imap_mcp.imap import parsing, wire
-from mail_imap_mcp.imap.errors import MailboxGone, MailboxMissing, UidValidityChanged, says_mailbox_missing
+from mail_imap_mcp.imap import wire
+from mail_imap_mcp.imap.errors import Context, MailboxMissing, UidValidityChanged, refused
 from mail_imap_mcp.imap.mailboxes import MailboxCounts, status_answers
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
@@ -117,7 +116,7 @@ def _read_reply(
         reply.state = current
         if current is not None and read.uidvalidity is not None and current.uidvalidity != read.uidvalidity:
             reply.failure = UidValidityChanged(read.uidvalidity, current.uidvalidity)
-    elif _status(client, "EXAMINE", examined)[0] != "OK":
+    elif client.answer_of("EXAMINE", examined)[0] != "OK":
         reply.failure = MailboxMissing(read.mailbox, "EXAMINE")
         session.forget_selection()
         client.untagged.clear()
@@ -128,7 +127,7 @@ def _read_reply(
             reply.failure = UidValidityChanged(read.uidvalidity, reply.state.uidvalidity)
     # Every answer is read before any is taken: two commands on one mailbox may run side by side
     # (Dovecot's COUNT and window searches), so one's untagged answer may come before the other's status.
-    statuses = [_status(client, "UID", tag) for tag in command_tags]  # even after a failure: in step
+    statuses = [client.answer_of("UID", tag) for tag in command_tags]  # even after a failure: in step
     untagged = client.untagged
     taken = {name: untagged.pop(name, []) for name in dict.fromkeys(c.answered_by for c in read.commands)}
     if reply.state is not None:
@@ -138,30 +137,11 @@ def _read_reply(
         if reply.failure is not None:
             break
         if typ != "OK":
-            reply.failure = _refusal(account_id, read.mailbox, said)
+            # As the one-mailbox plan says it: a mailbox that no longer exists went away during the call.
+            reply.failure = refused(said, Context(mailbox=read.mailbox, account_id=account_id))
         else:  # the responses of a name go to the first command answered by it
             reply.answers.append(taken.pop(command.answered_by, []))
     return reply
-
-
-def _status(client: wire.BudgetedIMAPClient, name: str, tag: bytes) -> tuple[str, str]:
-    """The tagged status of the command sent as ``tag`` and the server's words; NO and BAD are answers
-    here (a dead connection raises)."""
-    try:
-        typ, data = client.complete(name, tag)
-    except imaplib.IMAP4.abort:
-        raise
-    except imaplib.IMAP4.error as exc:
-        return "BAD", str(exc)
-    return typ, " ".join(parsing.as_text(part) or "" for part in data if isinstance(part, bytes | str))
-
-
-def _refusal(account_id: str, mailbox: str, said: str) -> Exception:
-    """A command's NO or BAD on an examined mailbox, as the one-mailbox plan says it."""
-    error = imaplib.IMAP4.error(said)
-    if says_mailbox_missing(error):
-        return MailboxGone(account_id, mailbox)
-    return error
 
 
 def status_each(session: ImapSession, mailboxes: Sequence[str]) -> dict[str, MailboxCounts]:
@@ -175,5 +155,5 @@ def status_each(session: ImapSession, mailboxes: Sequence[str]) -> dict[str, Mai
     tags = [client.send("STATUS", client.mailbox_argument(name), b"(MESSAGES UIDNEXT)") for name in mailboxes]
     session.note_pipelined(len(tags) - 1)
     for tag in tags:
-        _status(client, "STATUS", tag)
+        client.answer_of("STATUS", tag)
     return status_answers(client.untagged.pop("STATUS", []))

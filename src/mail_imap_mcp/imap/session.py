@@ -10,13 +10,12 @@ first answer is read (pipelining). The protocol's bytes and imaplib's internals 
 from __future__ import annotations
 
 import contextlib
-import imaplib
 import logging
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from imapclient.exceptions import IMAPClientError
 
@@ -24,6 +23,7 @@ from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap import parsing, view, wire
 from mail_imap_mcp.imap.errors import (
     CharsetRejected,
+    Context,
     DestinationMissing,
     ExtensionMissing,
     MailboxGone,
@@ -32,8 +32,8 @@ from mail_imap_mcp.imap.errors import (
     SelectionStale,
     UidValidityChanged,
     WriteRefused,
+    classify,
     is_connection_broken,
-    naming_command,
     rejects_charset,
     says_mailbox_missing,
     server_said,
@@ -44,6 +44,8 @@ from mail_imap_mcp.imap.summary_cache import SummaryCache
 from mail_imap_mcp.imap.uidplus import CopyUid, MalformedUidSet, format_uid_set, parse_copyuids, parse_uid_set
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
+
+T = TypeVar("T")
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -260,13 +262,8 @@ class ImapSession:
             return
         self._owner.pipelined_commands += 2 if pipelined else 1
         client = self._client
-        try:
-            noop, _ = client.complete("NOOP", pending.noop_tag)
-            status, _ = client.complete("STATUS", pending.status_tag)
-        except imaplib.IMAP4.error as exc:
-            if is_connection_broken(exc) or isinstance(exc, imaplib.IMAP4.abort):
-                raise
-            noop = status = "BAD"
+        noop, _ = client.answer_of("NOOP", pending.noop_tag)
+        status, _ = client.answer_of("STATUS", pending.status_tag)
         untagged = client.untagged
         answer = b" ".join(
             part for item in untagged.pop("STATUS", []) for part in parsing.response_bytes(item)
@@ -299,12 +296,7 @@ class ImapSession:
         """Read the answer to an EXAMINE sent ahead; the command sent behind it counts only if it is OK."""
         self._owner.pipelined_commands += 1 if pipelined else 0
         client = self._client
-        try:
-            typ, _ = client.complete("EXAMINE", pending.tag)
-        except imaplib.IMAP4.error as exc:
-            if is_connection_broken(exc) or isinstance(exc, imaplib.IMAP4.abort):
-                raise
-            typ = "BAD"
+        typ, _ = client.answer_of("EXAMINE", pending.tag)
         if typ != "OK":
             client.note_unselected()
             raise MailboxMissing(pending.mailbox, "EXAMINE")
@@ -672,3 +664,15 @@ class FlagState:
 
     flags: tuple[str, ...]
     modseq: int | None = None
+
+
+def naming_command(command: str, mailbox: str, send: Callable[..., T], *args: Any) -> T:
+    """``send(*args)``: a command naming ``mailbox`` (CREATE, RENAME, DELETE, APPEND), its NO or BAD
+    raised as the classified domain error (:class:`MailboxMissing`, :class:`CommandRefused`) for the
+    tool to say which argument it concerns; a dead connection as it is (``write_command`` decides)."""
+    try:
+        return send(*args)
+    except IMAPClientError as exc:
+        if is_connection_broken(exc):
+            raise
+        raise (classify(exc, Context(command, mailbox)) or exc) from None

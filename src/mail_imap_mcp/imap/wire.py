@@ -28,7 +28,7 @@ from imapclient.imapclient import _literal, join_message_ids, seq_to_parenstr_up
 from imapclient.response_parser import parse_response
 
 from mail_imap_mcp.imap import parsing
-from mail_imap_mcp.imap.errors import ConnectPhase, ConnectProgress, ImplicitTlsPort
+from mail_imap_mcp.imap.errors import ConnectPhase, ConnectProgress, ImplicitTlsPort, is_connection_broken
 from mail_imap_mcp.imap.fetch_response import parse_fetch_response
 from mail_imap_mcp.imap.tls import TLS_PROBE_S, answers_tls, handshake_round_trips
 
@@ -540,6 +540,19 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
         NO raises ``imaplib.IMAP4.error``, a dead connection ``imaplib.IMAP4.abort``."""
         typ, data = self._imap._command_complete(name, tag)
         return typ, data
+
+    def answer_of(self, name: str, tag: bytes) -> tuple[str, str]:
+        """The tagged status (``OK``, ``NO`` or ``BAD``) of the command ``name`` sent as ``tag`` and the
+        server's words: a refusal is an answer here; a dead connection raises."""
+        try:
+            typ, data = self._imap._command_complete(name, tag)
+        except imaplib.IMAP4.abort:
+            raise
+        except imaplib.IMAP4.error as exc:
+            if is_connection_broken(exc):
+                raise
+            return "BAD", str(exc)
+        return typ, " ".join(parsing.as_text(part) or "" for part in data if isinstance(part, bytes | str))
 
     def send_examine(self, mailbox: str) -> bytes:
         """Send EXAMINE of ``mailbox`` and let the next command be sent before it is answered: the old

@@ -12,8 +12,6 @@ from __future__ import annotations
 import socket
 import ssl
 
-from imapclient.exceptions import LoginError
-
 from mail_imap_mcp.config import AccountConfig, AuthMethod, ConfigError, Security
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.errors import (
@@ -23,6 +21,7 @@ from mail_imap_mcp.imap.errors import (
     ConnectPhase,
     ImplicitTlsPort,
     LoginDisabled,
+    LoginRefused,
     MechanismNotOffered,
     OAuthRejected,
     ReconnectFailed,
@@ -108,7 +107,7 @@ def connect_failure(
         )
     if isinstance(exc, OAuthRejected):
         return oauth_rejected(exc, account_id, config)
-    if isinstance(exc, LoginError):
+    if isinstance(exc, LoginRefused):
         return ToolFailure(
             ErrorCode.AUTH_FAILED,
             f"The server {host} refused the login of {config.username!r} (account {account_id!r}). "

@@ -37,6 +37,7 @@ from mail_imap_mcp.imap.errors import (
     ImplicitTlsPort,
     InvalidFlag,
     LoginDisabled,
+    LoginRefused,
     MailboxGone,
     MailboxMissing,
     MechanismNotOffered,
@@ -429,7 +430,7 @@ def _selection_stale(exc: SelectionStale, call: Call | None) -> ToolFailure:
 
 
 def _connect_failed(
-    exc: TokenCommandFailed | OAuthRejected | ImplicitTlsPort, call: Call | None
+    exc: TokenCommandFailed | OAuthRejected | ImplicitTlsPort | LoginRefused, call: Call | None
 ) -> ToolFailure:
     account_id, config = _account(call)
     if config is None:
@@ -609,6 +610,7 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     CommandRefused: _command_refused,
     TokenCommandFailed: _connect_failed,
     ImplicitTlsPort: _connect_failed,
+    LoginRefused: _connect_failed,
     OAuthRejected: _connect_failed,
     AccountBusy: _account_failure,
     CallTimedOut: _account_failure,
