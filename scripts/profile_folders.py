@@ -11,6 +11,7 @@ no TLS proxy, no MCP framing: the server's own CPU, which the bench's loopback f
 
     .venv/bin/python scripts/profile_folders.py [--folders 40] [--calls 15] [--profile]
     .venv/bin/python scripts/profile_folders.py --compare /tmp/main-src --rounds 3   # A/B, alternating
+    .venv/bin/python scripts/profile_folders.py --cursor-sizes 10 40 100   # next_cursor bytes per page
 """
 
 from __future__ import annotations
@@ -56,6 +57,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--rounds times on the same Dovecot, medians over all rounds",
     )
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--cursor-sizes",
+        type=int,
+        nargs="+",
+        metavar="FOLDERS",
+        help="instead: the length of next_cursor on each of the first --pages pages of the newest page of "
+        "every folder, for each of these numbers of folders",
+    )
+    parser.add_argument("--pages", type=int, default=5)
     parser.add_argument("--measure", nargs=2, metavar=("CONFIG", "DOVECOT_PID"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure:  # a child of --compare: this process's mail_imap_mcp comes from its PYTHONPATH
@@ -63,6 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from tests.support.dovecot import Dovecot
 
+    if args.cursor_sizes:
+        with Dovecot(user_patterns=("benchf*",), default_user="benchf") as dovecot:
+            cursor_sizes(dovecot, args.cursor_sizes, args.pages)
+        return 0
     with (
         Dovecot(user_patterns=("benchf*",), default_user="benchf") as dovecot,
         tempfile.TemporaryDirectory() as tmp,
@@ -82,6 +96,30 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.profile:
                 profile(config)
     return 0
+
+
+def cursor_sizes(dovecot: Any, counts: Sequence[int], pages: int) -> None:
+    """Print the characters of each page's ``next_cursor`` when the newest messages of every folder are
+    paged through, per number of folders (what an agent reads and echoes back with every page)."""
+    print(f"next_cursor length (characters) of pages 1-{pages} of {OPS['newest'][0]}")
+    for count in counts:
+        user = seed_folders(dovecot, count)
+        settings = account_settings(dovecot, user, password_env=PASSWORD_ENV)
+        os.environ[PASSWORD_ENV] = dovecot.password
+        with tempfile.TemporaryDirectory() as tmp:
+            config = Path(tmp) / "cursor-sizes.toml"
+            config.write_text(config_toml({"default": settings}))
+            app, call = app_caller(config)
+            arguments = dict(OPS["newest"][1] or {})
+            sizes = []
+            for _ in range(pages):
+                cursor = call(arguments)["next_cursor"]
+                if not cursor:
+                    break
+                sizes.append(len(cursor))
+                arguments = {**arguments, "cursor": cursor}
+            app.close()
+        print(f"  {count:4d} folders: " + ", ".join(f"{size:,}" for size in sizes))
 
 
 def compare(config: Path, args: argparse.Namespace, master: int) -> None:
