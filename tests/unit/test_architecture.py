@@ -186,6 +186,19 @@ def test_the_capability_check_sees_a_capability_test() -> None:
     assert capability_tests(source) == [1, 2, 3]
 
 
+def test_the_search_plan_sends_nothing() -> None:
+    """``imap/search/plan.py`` holds the window rules as data: it reaches no connection to send them."""
+    sending = ("session", "wire", "pipeline", "pool", "connection")
+    path = PACKAGE / "imap" / "search" / "plan.py"
+    reached = [
+        target
+        for target in imported(path, "mail_imap_mcp.imap.search.plan")
+        if target.startswith(tuple(f"mail_imap_mcp.imap.{name}" for name in sending))
+        or target.partition(".")[0] in {"imaplib", "imapclient", "socket"}
+    ]
+    assert reached == []
+
+
 def test_no_import_cycle_in_src() -> None:
     assert find_cycle(import_graph(modules(SRC, PACKAGE))) is None
 

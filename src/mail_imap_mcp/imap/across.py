@@ -31,7 +31,7 @@ from mail_imap_mcp.imap.errors import MailboxGone, MailboxMissing, UidValidityCh
 from mail_imap_mcp.imap.fetch import SummaryBatch, SummaryRequests, fetch_summaries, summary_requests
 from mail_imap_mcp.imap.mailboxes import MailboxCounts
 from mail_imap_mcp.imap.pipeline import Command, MailboxRead, MailboxReply, read_each
-from mail_imap_mcp.imap.search import WINDOW_GROWTH, _first_window, newest_of
+from mail_imap_mcp.imap.search import UidWindows, newest_of
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import format_uid_set
 from mail_imap_mcp.imap.view import MailboxState
@@ -124,16 +124,12 @@ class Newest:
 @dataclass
 class _Stream:
     start: StreamStart
-    window: int
-    lo: int
-    hi: int | None
-    upper: int | None
+    #: The windows read (:mod:`.search.plan`: the same rules as the one-mailbox plan).
+    windows: UidWindows
     state: MailboxState | None = None
-    uids: list[int] = field(default_factory=list)
     keys: dict[int, int | None] = field(default_factory=dict)
     total: int = 0
     failure: Exception | None = None
-    done: bool = False
     #: A filtered first page's one scan of the whole mailbox: its matches are the total.
     whole: bool = False
     #: ... by ``RETURN (COUNT ALL)`` (ESEARCH, a mailbox larger than its first window).
@@ -156,20 +152,19 @@ def newest_in_each(
     for stream in streams:
         # A filtered first page: one scan for the total and the matches (see the module's docstring).
         stream.whole = stream.start.first and bool(criteria)
-        stream.counted_all = stream.whole and esearch and stream.lo > 1
-        commands = [] if stream.hi is not None and stream.hi < 1 else [_window(stream, tokens)]
+        stream.counted_all = stream.whole and esearch and stream.windows.lo > 1
+        commands = [] if stream.windows.done else [_window(stream, tokens)]
         reads.append(MailboxRead(stream.start.mailbox, commands, stream.start.uidvalidity or None))
     for stream, reply in zip(streams, read_each(session, account_id, reads), strict=True):
         _take_first(stream, reply, session, criteria, wanted)
-    while waiting := [s for s in streams if not s.done and s.failure is None]:
+    while waiting := [s for s in streams if not s.windows.done and s.failure is None]:
         for stream in waiting:
-            stream.hi, stream.window = stream.lo - 1, stream.window * WINDOW_GROWTH
-            stream.lo = max(1, stream.hi - stream.window + 1)
+            stream.windows.widen()
         reads = [_reread(stream, [_window(stream, tokens)]) for stream in waiting]
         for stream, reply in zip(waiting, read_each(session, account_id, reads), strict=True):
             if _failed(stream, reply):
                 continue
-            _take_window(stream, reply.answers[0], session, bool(criteria), wanted)
+            _take_window(stream, reply.answers[0], session, bool(criteria))
     _read_keys(session, account_id, [s for s in streams if s.failure is None], wanted)
     return [_result(stream) for stream in streams]
 
@@ -180,17 +175,16 @@ def _begin(start: StreamStart, wanted: int, filtered: bool) -> _Stream:
         uidnext, exists = start.hint.uidnext, start.hint.messages or 0
     else:  # a later page: the snapshot from the cursor; density unknown, taken as 1
         uidnext, exists = start.upper + 1, start.upper
-    window = _first_window(MailboxState(start.mailbox, 0, uidnext, exists), wanted, filtered=filtered)
-    hi = None if start.below is None else start.below - 1
-    top = hi if hi is not None else max(uidnext - 1, 1)
-    return _Stream(start, window, max(1, top - window + 1), hi, start.upper or None)
+    state = MailboxState(start.mailbox, 0, uidnext, exists)
+    upper = start.upper or None
+    return _Stream(start, UidWindows.start(state, wanted, filtered=filtered, below=start.below, upper=upper))
 
 
 def _window(stream: _Stream, tokens: list[bytes]) -> Command:
     """The command reading the stream's window: the search, or without a filter the keys of its UIDs."""
     if stream.whole:
         return Command.search(tokens, counted=stream.counted_all)
-    uid_set = f"{stream.lo}:{stream.hi if stream.hi is not None else '*'}"
+    uid_set = stream.windows.uid_set()
     if not tokens:
         return Command.fetch(uid_set, _KEY_ITEMS)
     return Command.search([b"UID", uid_set.encode("ascii"), *tokens])
@@ -219,33 +213,31 @@ def _take_first(
     if _failed(stream, reply):
         return
     assert stream.state is not None
-    answers = reply.answers
+    answers, windows = reply.answers, stream.windows
     if stream.start.first:
         if stream.state.exists == 0:  # nothing to search: the snapshot ends at UIDNEXT
-            stream.upper, stream.done = max(stream.state.uidnext - 1, 0), True
+            windows.upper, windows.done = max(stream.state.uidnext - 1, 0), True
             return
         if not criteria:
             stream.total = stream.state.exists
     if not answers:  # nothing below the cursor's anchor
-        stream.done = True
+        windows.done = True
         return
     if stream.counted_all:  # every match as runs: the newest taken, never the whole set expanded
-        stream.total, stream.done = parsing.search_count(answers[0]), True
-        stream.uids = newest_of(parsing.search_all_runs(answers[0]), wanted + 1)
-        stream.upper = max([max(stream.state.uidnext - 1, 1), *stream.uids[:1]])
+        stream.total, windows.done = parsing.search_count(answers[0]), True
+        windows.matches = newest_of(parsing.search_all_runs(answers[0]), wanted + 1)
+        windows.upper = max([max(stream.state.uidnext - 1, 1), *windows.matches[:1]])
         return
     if stream.whole:
-        stream.lo = 1
-    _take_window(stream, answers[0], session, bool(criteria), wanted)
+        windows.lo = 1
+    _take_window(stream, answers[0], session, bool(criteria))
     if stream.whole:
-        stream.total = len(stream.uids)
+        stream.total = len(windows.matches)
 
 
-def _take_window(
-    stream: _Stream, answer: list[object], session: ImapSession, filtered: bool, wanted: int
-) -> None:
-    """The matches of the window just read, as :func:`mail_imap_mcp.imap.search.newest_matches` keeps
-    them: inside the window and the snapshot, newest first."""
+def _take_window(stream: _Stream, answer: list[object], session: ImapSession, filtered: bool) -> None:
+    """The matches of the window just read (a search's UIDs, or without a filter the UIDs whose keys
+    were read), kept by the windows' rules."""
     assert stream.state is not None
     if filtered:
         found = parsing.search_uids(list(answer))
@@ -253,27 +245,22 @@ def _take_window(
         keys = internal_keys(session, answer)
         stream.keys.update(keys)
         found = list(keys)
-    lo, hi, upper = stream.lo, stream.hi, stream.upper
-    found = [u for u in found if u >= lo and (hi is None or u <= hi) and (upper is None or u <= upper)]
-    stream.uids.extend(sorted(found, reverse=True))
-    if stream.upper is None:
-        top = hi if hi is not None else max(stream.state.uidnext - 1, 1)
-        stream.upper = max([top, *found])
-    stream.done = len(stream.uids) >= wanted or lo <= 1
+    stream.windows.take(found, stream.state.uidnext)
 
 
 def _read_keys(session: ImapSession, account_id: str, streams: list[_Stream], wanted: int) -> None:
     """The INTERNALDATE of every candidate still without one (a filtered search's), one round trip for
     all mailboxes."""
-    needing = [s for s in streams if any(uid not in s.keys for uid in s.uids[:wanted])]
+    needing = [s for s in streams if any(uid not in s.keys for uid in s.windows.matches[:wanted])]
     reads = [
-        _reread(s, [Command.fetch(format_uid_set(sorted(set(s.uids[:wanted]))), _KEY_ITEMS)]) for s in needing
+        _reread(s, [Command.fetch(format_uid_set(sorted(set(s.windows.matches[:wanted]))), _KEY_ITEMS)])
+        for s in needing
     ]
     for stream, reply in zip(needing, read_each(session, account_id, reads), strict=True):
         if _failed(stream, reply):
             continue
         keys = internal_keys(session, reply.answers[0])
-        for uid in stream.uids[:wanted]:
+        for uid in stream.windows.matches[:wanted]:
             stream.keys[uid] = keys.get(uid)
 
 
@@ -281,7 +268,8 @@ def _result(stream: _Stream) -> Newest | Exception:
     if stream.failure is not None:
         return stream.failure
     assert stream.state is not None
-    return Newest(stream.state, stream.uids, stream.keys, stream.total, stream.upper or 0)
+    windows = stream.windows
+    return Newest(stream.state, windows.matches, stream.keys, stream.total, windows.upper or 0)
 
 
 def summaries_each(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import math
 import re
 from dataclasses import astuple, dataclass, field
 from typing import Any
@@ -20,13 +19,12 @@ from typing import Any
 from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.ids import MAX_UINT32
+from mail_imap_mcp.imap.search.plan import UidWindows, first_window
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.query import Query, needs_utf8, search_keys
 
 CURSOR_VERSION = 1
-MIN_FILTERED_WINDOW = 2000
-WINDOW_GROWTH = 4
 
 
 class CursorError(ValueError):
@@ -187,18 +185,6 @@ class SearchPage:
     next_cursor: CursorState | None
 
 
-def _unfiltered_window(state: MailboxState, wanted: int) -> int:
-    # UIDs have gaps where messages were expunged; scale the window by the mailbox's density.
-    density = state.exists / max(1, state.uidnext - 1) if state.uidnext > 1 else 1.0
-    return math.ceil(wanted / max(density, 0.01) * 1.25) + 8
-
-
-def _first_window(state: MailboxState, wanted: int, *, filtered: bool) -> int:
-    """How many UIDs the first window spans (a filtered search starts wider: matches are sparser)."""
-    window = _unfiltered_window(state, wanted)
-    return max(window, MIN_FILTERED_WINDOW) if filtered else window
-
-
 def search_page(
     session: ImapSession,
     *,
@@ -219,7 +205,7 @@ def search_page(
     total = cursor.total if cursor else None
     counted: list[tuple[int, int]] | None = None
     # A first window that reaches UID 1 finds every match: their number is the total, no COUNT needed.
-    whole_mailbox = total is None and _first_window(state, limit + 1, filtered=True) >= state.uidnext - 1
+    whole_mailbox = total is None and first_window(state, limit + 1, filtered=True) >= state.uidnext - 1
     if total is None and criteria and not whole_mailbox:
         # One scan gives the total and every match (ESEARCH's COUNT ALL, else the plain SEARCH's list).
         total, counted = session.uid_search_counted(criteria, charset=charset)
@@ -280,27 +266,13 @@ def newest_matches(
     if counted is not None:
         newest = newest_of(counted, wanted)
         return newest, max([max(state.uidnext - 1, 1), *newest[:1]])
-    window = _first_window(state, wanted, filtered=bool(criteria))
-    # The first search reads up to '*' so messages that arrived after EXAMINE are included.
-    hi: int | None = None if below is None else below - 1
-    matches: list[int] = []
-    while True:
-        top = hi if hi is not None else max(state.uidnext - 1, 1)
-        if hi is not None and hi < 1:
-            break
-        lo = max(1, top - window + 1)
-        window_keys: list[bytes | str | int] = [b"UID", f"{lo}:{hi if hi is not None else '*'}".encode()]
-        found = session.uid_search([*window_keys, *criteria], charset=charset)
-        # 'n:*' also matches the highest UID when it is below n; keep only the window.
-        found = [u for u in found if u >= lo and (hi is None or u <= hi) and (upper is None or u <= upper)]
-        matches.extend(sorted(found, reverse=True))
-        if upper is None:
-            upper = max([top, *found])
-        if len(matches) >= wanted or lo <= 1:
-            break
-        hi = lo - 1
-        window *= WINDOW_GROWTH
-    return matches, upper or 0
+    windows = UidWindows.start(state, wanted, filtered=bool(criteria), below=below, upper=upper)
+    while not windows.done:
+        found = session.uid_search([b"UID", windows.uid_set().encode(), *criteria], charset=charset)
+        windows.take(found, state.uidnext)
+        if not windows.done:
+            windows.widen()
+    return windows.matches, windows.upper or 0
 
 
 def newest_of(runs: list[tuple[int, int]], wanted: int) -> list[int]:

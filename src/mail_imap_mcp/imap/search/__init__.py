@@ -1,0 +1,40 @@
+"""Search: what a page of matches reads and how it continues.
+
+:mod:`.plan` holds the window rules as data (no session); :mod:`.pages` reads one mailbox's page with
+them and keeps its stateless, checksummed cursor.
+"""
+
+from mail_imap_mcp.imap.search.pages import (
+    CURSOR_VERSION,
+    PACKED_TAG,
+    CursorError,
+    CursorState,
+    SearchPage,
+    newest_matches,
+    newest_of,
+    seal,
+    seal_packed,
+    search_page,
+    unseal,
+    unseal_packed,
+)
+from mail_imap_mcp.imap.search.plan import MIN_FILTERED_WINDOW, WINDOW_GROWTH, UidWindows, first_window
+
+__all__ = [
+    "CURSOR_VERSION",
+    "MIN_FILTERED_WINDOW",
+    "PACKED_TAG",
+    "WINDOW_GROWTH",
+    "CursorError",
+    "CursorState",
+    "SearchPage",
+    "UidWindows",
+    "first_window",
+    "newest_matches",
+    "newest_of",
+    "seal",
+    "seal_packed",
+    "search_page",
+    "unseal",
+    "unseal_packed",
+]
