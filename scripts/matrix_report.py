@@ -36,9 +36,9 @@ from tests.support.dovecot import Dovecot  # noqa: E402
 from tests.support.envelope_client import EnvelopeClient  # noqa: E402
 from tests.support.matrix import MatrixServer  # noqa: E402
 
+from mail_imap_mcp.app import AppContext  # noqa: E402
 from mail_imap_mcp.config import Config  # noqa: E402
 from mail_imap_mcp.server import build_server  # noqa: E402
-from mail_imap_mcp.tools.context import AppContext  # noqa: E402
 
 SERVERS: dict[str, Callable[[], MatrixServer]] = {
     "Dovecot": Dovecot,

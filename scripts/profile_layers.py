@@ -81,8 +81,8 @@ def _instrument_ours() -> None:
     from mail_imap_mcp import mime
     from mail_imap_mcp.envelope import mcp
     from mail_imap_mcp.imap import connection, fetch, session
+    from mail_imap_mcp.presentation import failures
     from mail_imap_mcp.tools import search_messages
-    from mail_imap_mcp.tools._shared import failures
 
     _wrap(mcp.EnvelopeTool, "run", "main: EnvelopeTool.run", is_async=True)
     _wrap(mcp, "_to_result", "main: result JSON")

@@ -616,11 +616,11 @@ def machine_commit() -> str:
 def profile_in_process(config_path: Path, env: dict[str, str], zero: list[str], shapes: list[str]) -> None:
     """CPU per page in this process, walking never-seen pages: ours against the zero-work walk, then ours
     under cProfile."""
+    from mail_imap_mcp.app import AppContext
     from mail_imap_mcp.config import load_config
     from mail_imap_mcp.envelope.mcp import _to_result
     from mail_imap_mcp.envelope.model import Meta, SuccessEnvelope
     from mail_imap_mcp.tools import search_messages
-    from mail_imap_mcp.tools.context import AppContext
 
     os.environ.update(env)
     app = AppContext.from_config(load_config(config_path))
@@ -687,7 +687,7 @@ def stage_costs(zero_page: ZeroWorkPage, pages: int = 50, rounds: int = 15) -> N
     from mail_imap_mcp.envelope.model import Meta, SuccessEnvelope
     from mail_imap_mcp.imap import fetch
     from mail_imap_mcp.imap.ids import MessageRef
-    from mail_imap_mcp.tools._shared import search_page
+    from mail_imap_mcp.presentation import search_page
 
     client = zero_page.client
     uids = sorted(client.search(["UID", f"1:{zero_page.uidnext}"]), reverse=True)[: pages * PAGE]

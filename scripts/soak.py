@@ -81,9 +81,9 @@ from tests.support.envelope_client import SEEN, check_envelope  # noqa: E402
 from tests.support.http_server import TOKEN_ENV, auth_headers, new_token, start_http_server  # noqa: E402
 from tests.support.machine import machine_info  # noqa: E402
 
+from mail_imap_mcp.app import AppContext  # noqa: E402
 from mail_imap_mcp.config import load_config  # noqa: E402
 from mail_imap_mcp.server import build_server  # noqa: E402
-from mail_imap_mcp.tools.context import AppContext  # noqa: E402
 
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
 PASSWORD_ENV = "MIM_SOAK_IMAP_PASSWORD"

@@ -35,11 +35,11 @@ def app_caller(config_path: Path) -> tuple[Any, Callable[[dict[str, Any]], dict[
     """Our app built in this process from ``config_path`` and a function calling
     ``imap_search_messages`` as the MCP layer does (handler, envelope, result JSON); it returns the
     call's data. Close the app afterwards."""
+    from mail_imap_mcp.app import AppContext
     from mail_imap_mcp.config import load_config
     from mail_imap_mcp.envelope.mcp import _to_result
     from mail_imap_mcp.envelope.model import Meta, SuccessEnvelope
     from mail_imap_mcp.tools import search_messages
-    from mail_imap_mcp.tools.context import AppContext
 
     app = AppContext.from_config(load_config(config_path))
     meta = Meta(request_id="req_bench", now_utc="2026-01-01T00:00:00.000Z", duration_ms=1)

@@ -21,7 +21,7 @@ from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.tools._shared.failures import as_tool_failure
+from mail_imap_mcp.presentation.failures import as_tool_failure
 from mail_imap_mcp.version import package_version
 
 # The MCP SDK and the transports are imported by `serve` alone: `check`, `config-example` and

@@ -18,12 +18,12 @@ from mcp_types import InputRequiredResult
 from mcp_types import Tool as MCPTool
 from pydantic import AnyUrl
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.content.served_types import served_type
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.envelope.mcp import EnvelopeTool
 from mail_imap_mcp.subscriptions import MailboxSubscriptions
-from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.get_attachment import attachment_blob
 from mail_imap_mcp.tools.registry import build_tools, unlisted_tools
 from mail_imap_mcp.version import package_version

@@ -46,13 +46,13 @@ from mcp_types import (
     UnsubscribeRequestParams,
 )
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.mailboxes import mailbox_counts
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.watch import Watch
 from mail_imap_mcp.sdk import connection_of, lowlevel_server
-from mail_imap_mcp.tools.context import AppContext
 
 log = logging.getLogger("mail_imap_mcp.subscriptions")
 

@@ -20,7 +20,7 @@ import pytest
 from mcp_types import ImageContent
 
 from mail_imap_mcp.config import ServerSettings
-from mail_imap_mcp.tools._shared.attachment_text import SETTING_OF_LIMIT
+from mail_imap_mcp.services.attachment_text import SETTING_OF_LIMIT
 from tests.support.documents import CORPUS, Document, documents, images
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient, uid_of

@@ -34,10 +34,10 @@ import anyio
 import pytest
 from mcp import Client
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.imap.search import CursorError, CursorState
 from mail_imap_mcp.imap.sort import StreamCursor
 from mail_imap_mcp.server import build_server
-from mail_imap_mcp.tools.context import AppContext
 from tests.support import mailgen
 from tests.support.accounts import PASSWORD_ENV
 from tests.support.clients import make_config, open_client

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.tools.context import AppContext
 from tests.support.clients import AccountFactory, make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
 

@@ -24,7 +24,7 @@ from mail_imap_mcp.config import load_config
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.providers import GENERIC_LOGIN_HINT, login_hint, provider_for
-from mail_imap_mcp.tools._shared.failures import as_tool_failure
+from mail_imap_mcp.presentation.failures import as_tool_failure
 from tests.support import accounts
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
 from tests.support.clients import AccountFactory, make_config, open_client

@@ -47,10 +47,10 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 from mcp import Client
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.ids import MessageRef, parse_message_id
 from mail_imap_mcp.server import build_server
-from mail_imap_mcp.tools.context import AppContext
 from tests.support.accounts import PASSWORD_ENV, config_toml
 from tests.support.clients import make_config
 from tests.support.cursors import forge_cursor

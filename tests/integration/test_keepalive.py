@@ -20,11 +20,11 @@ import pytest
 from mcp import Client
 from pydantic import ValidationError
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import ServerSettings
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.pool import Keepalive
 from mail_imap_mcp.server import build_server
-from mail_imap_mcp.tools.context import AppContext
 from tests.support import mailgen
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config

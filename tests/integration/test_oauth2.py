@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config, load_config
-from mail_imap_mcp.tools.context import AppContext
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml, env_account
 from tests.support.clients import make_config, open_client
 from tests.support.dovecot import Dovecot

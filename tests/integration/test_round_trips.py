@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.app import AppContext
 from tests.support import mailgen
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config

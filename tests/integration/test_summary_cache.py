@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.imap import fetch as fetch_module
 from mail_imap_mcp.imap.fetch import KEPT_ITEMS, summary_items
-from mail_imap_mcp.tools.context import AppContext
 from tests.support import mailgen
 from tests.support.clients import make_config, open_client
 from tests.support.dovecot import Dovecot

@@ -20,10 +20,10 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.subscriptions import MAX_SUBSCRIPTIONS, mailbox_uri
-from mail_imap_mcp.tools.context import AppContext
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
 from tests.support.clients import AccountFactory, make_config
 from tests.support.courier import Courier

@@ -18,7 +18,7 @@ import anyio
 import imapclient
 import pytest
 
-from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.app import AppContext
 from tests.integration.test_watch import (
     QUIET_S,
     legacy_client,

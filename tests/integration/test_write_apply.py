@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.tools.context import AppContext
 from tests.support.accounts import account_settings
 from tests.support.clients import AccountFactory, make_config, open_client
 from tests.support.courier import Courier

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.registry import build_tools
 from tests.support.accounts import PASSWORD_ENV, account_settings
 from tests.support.clients import make_config, open_client

@@ -84,12 +84,12 @@ from hypothesis.errors import FlakyStrategyDefinition
 from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test, precondition, rule
 from mcp import Client
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.confirmation import ConfirmationGate
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.tools import confirm
-from mail_imap_mcp.tools.confirm import ConfirmationGate
-from mail_imap_mcp.tools.context import AppContext
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config
 from tests.support.courier import Courier
@@ -1066,7 +1066,7 @@ def test_run_budget_runs_the_rest_from_the_next_seed_when_replayed_draws_diverge
 
 
 # ---------------------------------------------------------------------------------------------------
-# Regressions the machine found (fixed in tools/confirm.py)
+# Regressions the machine found (fixed in confirmation.py)
 # ---------------------------------------------------------------------------------------------------
 
 

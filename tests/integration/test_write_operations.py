@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.app import AppContext
 from tests.support.accounts import account_settings
 from tests.support.clients import AccountFactory, make_config, open_client
 from tests.support.dovecot import Dovecot

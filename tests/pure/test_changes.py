@@ -19,7 +19,7 @@ from mail_imap_mcp.imap import changes as plan
 from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.imap.changes import Changes, ChangesToken, ChangesTokenError, PageCursor, changes_since
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.tools._shared.failures import as_tool_failure
+from mail_imap_mcp.presentation.failures import as_tool_failure
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, Step, answer, ok
 
 UIDVALIDITY = 1700000000

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
+from mail_imap_mcp.confirmation import ConfirmationGate
 from mail_imap_mcp.envelope import ToolFailure
-from mail_imap_mcp.tools.confirm import ConfirmationGate
 
 REQUEST = {"account_id": "default", "mailbox": "Old", "action": "delete"}
 

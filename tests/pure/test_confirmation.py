@@ -14,9 +14,9 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ConfigDict, Field
 
+from mail_imap_mcp.confirmation import ConfirmationGate
 from mail_imap_mcp.envelope import Payload
 from mail_imap_mcp.envelope.mcp import ToolResult, envelope_tool
-from mail_imap_mcp.tools.confirm import ConfirmationGate
 from tests.support.elicitation import answering
 from tests.support.envelope_client import EnvelopeClient
 

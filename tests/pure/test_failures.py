@@ -1,5 +1,5 @@
 """The failure registry: every exception class of ``imap/`` and ``content/`` has its envelope error
-(:data:`mail_imap_mcp.tools._shared.failures.REGISTRY`), and :func:`mail_imap_mcp.imap.errors.classify` gives
+(:data:`mail_imap_mcp.presentation.failures.REGISTRY`), and :func:`mail_imap_mcp.imap.errors.classify` gives
 the answers of Dovecot, Cyrus and Courier (their words as measured on the test servers) one meaning.
 No server: the exceptions are built as imapclient raises them."""
 
@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 import mail_imap_mcp.content
 import mail_imap_mcp.imap
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
@@ -38,7 +39,7 @@ from mail_imap_mcp.imap.errors import (
     mailbox_failure,
     message_failure,
 )
-from mail_imap_mcp.tools._shared.failures import (
+from mail_imap_mcp.presentation.failures import (
     REGISTRY,
     Call,
     as_tool_failure,
@@ -46,7 +47,6 @@ from mail_imap_mcp.tools._shared.failures import (
     run,
     tool_failure,
 )
-from mail_imap_mcp.tools.context import AppContext
 
 
 def _modules(package: ModuleType) -> list[ModuleType]:
@@ -70,7 +70,7 @@ def test_every_exception_class_of_imap_and_content_is_mapped() -> None:
     classes = _exception_classes()
     assert len(classes) >= 15, sorted(c.__name__ for c in classes)  # the walk found them
     unmapped = sorted(f"{c.__module__}.{c.__qualname__}" for c in classes if c not in REGISTRY)
-    assert unmapped == [], "add these to mail_imap_mcp.tools._shared.failures.REGISTRY"
+    assert unmapped == [], "add these to mail_imap_mcp.presentation.failures.REGISTRY"
 
 
 def _no(command: str, said: str) -> IMAPClientError:

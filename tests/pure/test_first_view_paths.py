@@ -28,7 +28,7 @@ from mail_imap_mcp.mime import dates, headers, snippets, summary
 from mail_imap_mcp.mime.addresses import Address, format_address_quoted, parse_address_list
 from mail_imap_mcp.mime.header_text import HEADER_CONTROL, decode_header_value, drop_controls
 from mail_imap_mcp.mime.params import split_header_params, split_quoted
-from mail_imap_mcp.tools._shared.search_page import (
+from mail_imap_mcp.presentation.search_page import (
     PageFound,
     compact_page,
     compact_search_result,

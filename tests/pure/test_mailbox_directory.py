@@ -20,7 +20,7 @@ from mail_imap_mcp.imap.directory import (
 )
 from mail_imap_mcp.imap.errors import RoleMailboxMissing
 from mail_imap_mcp.imap.mailboxes import MailboxInfo
-from mail_imap_mcp.tools._shared.failures import envelope_of
+from mail_imap_mcp.presentation.failures import envelope_of
 
 
 def box(name: str, special_use: str | None = None, *, selectable: bool = True, sep: str = ".") -> MailboxInfo:

@@ -22,7 +22,7 @@ from mail_imap_mcp.imap.errors import (
     OAuthRejected,
     TokenCommandFailed,
 )
-from mail_imap_mcp.tools._shared.failures import envelope_of
+from mail_imap_mcp.presentation.failures import envelope_of
 
 
 def connect_failure(

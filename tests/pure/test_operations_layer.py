@@ -16,7 +16,7 @@ from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.batch import Batch, MailboxGroup, group_message_ids
 from mail_imap_mcp.operations.ledger import Ledger
 from mail_imap_mcp.operations.runner import StopRun, each_mailbox, run_bulk_write
-from mail_imap_mcp.tools._shared.failures import envelope_of
+from mail_imap_mcp.presentation.failures import envelope_of
 
 
 def only_account(name: str) -> str:

@@ -13,7 +13,7 @@ from imapclient.response_parser import parse_fetch_response
 from mail_imap_mcp.imap.fetch import ReadOptions, fetch_summaries
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.summary_cache import SummaryCache
-from mail_imap_mcp.tools._shared.message_read import read_detail
+from mail_imap_mcp.services.message_read import read_detail
 
 RAW = (
     b"From: Ann <ann@example.org>\r\nSubject: Fallback\r\nDate: Mon, 03 Feb 2025 10:00:00 +0000\r\n"

@@ -18,7 +18,7 @@ from mail_imap_mcp.content.drafts import (
     reply_recipients,
     thread_headers,
 )
-from mail_imap_mcp.tools._shared.shapes import MessageDetail
+from mail_imap_mcp.presentation.shapes import MessageDetail
 from tests.pure.test_save_draft import original
 
 OWN = frozenset({"me@example.org", "me.alias@example.org"})

@@ -7,8 +7,8 @@ import pytest
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.drafts import MAX_REFERENCES, check_address, thread_headers
 from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.tools._shared.drafts import Original
-from mail_imap_mcp.tools._shared.shapes import MessageDetail
+from mail_imap_mcp.presentation.shapes import MessageDetail
+from mail_imap_mcp.services.drafts import Original
 from mail_imap_mcp.tools.save_draft import SaveDraftInput, _build
 
 ACCOUNT = AccountConfig(host="imap.example.com", username="me@example.org", password="x")

@@ -11,7 +11,7 @@ from mail_imap_mcp.imap.flags import not_permitted, ordered, parse_flags, target
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.operations.batch import group_message_ids
-from mail_imap_mcp.tools._shared.failures import envelope_of
+from mail_imap_mcp.presentation.failures import envelope_of
 from mail_imap_mcp.tools.update_message_flags import FlagResult, _undo
 
 

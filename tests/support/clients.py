@@ -8,9 +8,9 @@ from typing import Any
 import anyio
 from mcp import Client
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.server import build_server
-from mail_imap_mcp.tools.context import AppContext
 from tests.support.envelope_client import EnvelopeClient
 
 #: ``account_settings`` bound to a server: ``account(user, **overrides)`` (the ``account`` fixture).

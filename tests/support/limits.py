@@ -10,7 +10,7 @@ from typing import Any
 from mail_imap_mcp.config import ServerSettings
 from mail_imap_mcp.content.documents import MAX_DOCUMENT_CHARS, ExtractLimits
 from mail_imap_mcp.content.images import ImageLimits
-from mail_imap_mcp.tools._shared.attachment_text import extract_limits, image_limits
+from mail_imap_mcp.services.attachment_text import extract_limits, image_limits
 
 
 def default_extract_limits(**overrides: Any) -> ExtractLimits:

@@ -13,8 +13,8 @@ import anyio
 import pytest
 from mcp import Client
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.server import build_server
-from mail_imap_mcp.tools.context import AppContext
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config
 from tests.support.dovecot import Dovecot

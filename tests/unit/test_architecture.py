@@ -26,13 +26,41 @@ MAX_MODULES_CATCHING_IMAPCLIENT_ERRORS = 2
 
 #: What each layer must not import (as ``mail_imap_mcp.<name>``).
 _TOP = ("transport", "server", "subscriptions", "cli")
+_ABOVE_OPERATIONS = ("presentation", "services", "app", "confirmation", "tools")
 FORBIDDEN_IMPORTS = {
-    "envelope": ("imap", "mime", "content", "operations", "tools", *_TOP),
-    "mime": ("imap", "operations", "tools", "envelope", *_TOP),
-    "content": ("imap", "operations", "tools", *_TOP),
-    "imap": ("operations", "tools", *_TOP),
-    "operations": ("tools", *_TOP),
+    "envelope": ("imap", "mime", "content", "query", "operations", *_ABOVE_OPERATIONS, *_TOP),
+    "query": ("imap", "mime", "content", "envelope", "operations", *_ABOVE_OPERATIONS, *_TOP),
+    "mime": ("imap", "operations", "envelope", *_ABOVE_OPERATIONS, *_TOP),
+    "content": ("imap", "operations", *_ABOVE_OPERATIONS, *_TOP),
+    "imap": ("operations", *_ABOVE_OPERATIONS, *_TOP),
+    "operations": (*_ABOVE_OPERATIONS, *_TOP),
+    "presentation": ("services", "tools", *_TOP),
+    "confirmation": ("presentation", "services", "app", "tools", *_TOP),
+    "app": ("services", "tools", *_TOP),
+    "services": ("tools", *_TOP),
     "tools": _TOP,
+}
+
+#: Services that still build what the model reads (an envelope error or a shape of ``presentation/``)
+#: where they should raise a domain error or return a record: the debts left, by module and what it
+#: imports. The list may only shrink.
+SERVICE_DEBTS = {
+    "mail_imap_mcp.services.attachment_fetch": {"mail_imap_mcp.presentation.failures"},
+    "mail_imap_mcp.services.attachment_text": {"mail_imap_mcp.presentation.shapes"},
+    "mail_imap_mcp.services.drafts": {
+        "mail_imap_mcp.presentation.failures",
+        "mail_imap_mcp.presentation.shapes",
+    },
+    "mail_imap_mcp.services.message_read": {
+        "mail_imap_mcp.presentation.failures",
+        "mail_imap_mcp.presentation.shapes",
+    },
+    "mail_imap_mcp.services.needs_reply": {"mail_imap_mcp.presentation.search_page"},
+    "mail_imap_mcp.services.ordered_search": {
+        "mail_imap_mcp.presentation.failures",
+        "mail_imap_mcp.presentation.search_page",
+    },
+    "mail_imap_mcp.services.writes": {"mail_imap_mcp.presentation.failures"},
 }
 
 
@@ -199,6 +227,34 @@ def test_the_search_plan_sends_nothing() -> None:
     assert reached == []
 
 
+def project_imports(path: Path, name: str) -> set[str]:
+    """The modules of this project ``path`` imports (names imported from them left out)."""
+    known = modules(SRC, PACKAGE)
+    return {target for target in imported(path, name) if target in known and target != name}
+
+
+def test_a_tool_module_imports_no_other_module_of_tools_but_its_spec() -> None:
+    tools = PACKAGE / "tools"
+    wrong = sorted(
+        f"{name} imports {target}"
+        for name, path in modules(SRC, tools).items()
+        if path.name not in {"__init__.py", "spec.py", "registry.py"}
+        for target in project_imports(path, name)
+        if target.startswith("mail_imap_mcp.tools") and target != "mail_imap_mcp.tools.spec"
+    )
+    assert wrong == []
+    assert not (tools / "_shared").exists()
+
+
+def test_services_build_nothing_the_model_reads_but_their_listed_debts() -> None:
+    found: dict[str, set[str]] = {}
+    for name, path in modules(SRC, PACKAGE / "services").items():
+        reached = {t for t in project_imports(path, name) if t.startswith("mail_imap_mcp.presentation")}
+        if reached:
+            found[name] = reached
+    assert found == SERVICE_DEBTS
+
+
 def test_no_import_cycle_in_src() -> None:
     assert find_cycle(import_graph(modules(SRC, PACKAGE))) is None
 
@@ -290,7 +346,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 #: What the IMAP layer may take from ``mail_imap_mcp.envelope``: ``Issue``, the plain record of one
 #: item's problem in a partial answer (code, stage, message), which knows no tool, argument or setting.
 #: Envelope errors (``ToolFailure``, ``ErrorCode``, ``NextAction``) are the failure registry's to build
-#: (``tools/_shared/failures.py``): the IMAP layer raises typed errors that carry the facts.
+#: (``presentation/failures.py``): the IMAP layer raises typed errors that carry the facts.
 IMAP_MAY_IMPORT_FROM_ENVELOPE = frozenset({"Issue"})
 
 
@@ -308,7 +364,7 @@ def test_the_imap_layer_builds_no_envelope_error() -> None:
     mentions = sorted(
         name for name, path in imap.items() if "ToolFailure" in path.read_text(encoding="utf-8")
     )
-    assert mentions == [], "raise a typed error of imap/errors.py; tools/_shared/failures.py words it"
+    assert mentions == [], "raise a typed error of imap/errors.py; presentation/failures.py words it"
     imports = sorted(
         f"{name} imports {target}"
         for name, path in imap.items()

@@ -35,7 +35,7 @@ from mail_imap_mcp.imap.errors import (
     WriteRefused,
 )
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.tools._shared.failures import as_tool_failure, envelope_of, mailbox_issue
+from mail_imap_mcp.presentation.failures import as_tool_failure, envelope_of, mailbox_issue
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, answer
 
 PLAIN_GREETING = b"* OK [CAPABILITY IMAP4rev1 LITERAL+ ID ENABLE IDLE AUTH=PLAIN] ready"

@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import AccountConfig, Config
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import OutcomeUnknown
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.presentation.failures import as_tool_failure
+from mail_imap_mcp.presentation.search_page import SearchMessagesData
 from mail_imap_mcp.tools import search_messages
-from mail_imap_mcp.tools._shared.failures import as_tool_failure
-from mail_imap_mcp.tools._shared.search_page import SearchMessagesData
-from mail_imap_mcp.tools.context import AppContext
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, Step, answer, ok
 
 UIDVALIDITY = 1700000000

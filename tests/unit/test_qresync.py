@@ -17,7 +17,7 @@ from mail_imap_mcp.imap.changes import ChangesToken, changes_since
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
-from mail_imap_mcp.tools._shared.failures import as_tool_failure
+from mail_imap_mcp.presentation.failures import as_tool_failure
 from tests.pure.test_changes import UIDVALIDITY, examine_answer
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, answer, ok
 

@@ -1,7 +1,7 @@
 """What IMAP failures mean: typed domain errors, and :func:`classify`, which turns any imapclient,
 imaplib, socket, TLS or server failure into one of them.
 
-Nothing here knows tools or envelopes: ``mail_imap_mcp.tools._shared.failures`` turns each domain error into
+Nothing here knows tools or envelopes: ``mail_imap_mcp.presentation.failures`` turns each domain error into
 the envelope's error (the tool runner applies it), naming the arguments and settings as the user wrote
 them. An error carries the facts its words need (the account and its settings, the connect phase, the
 cause, the offered mechanisms...), never the words.
@@ -86,10 +86,12 @@ class UidValidityChanged(ImapError):
 
     for_caller = True
 
-    def __init__(self, expected: int, actual: int) -> None:
+    def __init__(self, expected: int, actual: int, mailbox: str = "") -> None:
         super().__init__(f"UIDVALIDITY changed from {expected} to {actual}")
         self.expected = expected
         self.actual = actual
+        #: The mailbox recreated, where the raiser knows it (else the call's arguments name it).
+        self.mailbox = mailbox
 
 
 class CharsetRejected(ImapError):

@@ -443,7 +443,7 @@ def read_message(
 ) -> tuple[MessageRecord, list[str]]:
     """Headers, the text of the body parts and the attachment parts of one message, with bounded fetches.
 
-    The body is rendered in ``options.body_format`` by the tools (:mod:`mail_imap_mcp.tools._shared.message_read`);
+    The body is rendered in ``options.body_format`` by the tools (:mod:`mail_imap_mcp.services.message_read`);
     the format decides here which text part is fetched."""
     warnings: list[str] = []
     response = session.fetch([ref.uid], MESSAGE_ITEMS).get(ref.uid)

@@ -1,6 +1,6 @@
 """What the IMAP layer reads about messages, as plain records.
 
-The tools turn them into the shapes the model sees (:mod:`mail_imap_mcp.tools._shared.shapes`): field
+The tools turn them into the shapes the model sees (:mod:`mail_imap_mcp.presentation.shapes`): field
 descriptions, compact forms and body rendering are presentation and live there.
 """
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import MultiItemData, NextAction, Payload, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -26,10 +27,8 @@ from mail_imap_mcp.operations.transfer import (
     commands_for,
     transfer,
 )
-from mail_imap_mcp.tools._shared.arguments import MessageIdArg
-from mail_imap_mcp.tools.context import AppContext
-from mail_imap_mcp.tools.spec import Effect, ToolSpec
-from mail_imap_mcp.tools.writes import (
+from mail_imap_mcp.presentation.arguments import MessageIdArg
+from mail_imap_mcp.services.writes import (
     CONFIRM_TOKEN_DESCRIPTION,
     DRY_RUN_DESCRIPTION,
     accepted_summary,
@@ -40,6 +39,7 @@ from mail_imap_mcp.tools.writes import (
     permanent_delete_turned_off,
     select_refusals,
 )
+from mail_imap_mcp.tools.spec import Effect, ToolSpec
 
 NAME = "imap_apply_to_messages"
 TITLE = "Move, copy or delete messages"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import ToolResult
-from mail_imap_mcp.tools.context import AppContext
-from mail_imap_mcp.tools.get_operation import ERRORS, OPERATION_ID, OperationDetail, describe
+from mail_imap_mcp.presentation.operations import ERRORS, OPERATION_ID, OperationDetail, describe
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 
 NAME = "imap_cancel_operation"

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp import mime
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.content.documents import CalendarEvent
 from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.content.images import prepare_image
@@ -23,8 +24,9 @@ from mail_imap_mcp.envelope import (
 )
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.parts import valid_part_id
-from mail_imap_mcp.tools._shared.arguments import MessageIdArg, PartIdArg
-from mail_imap_mcp.tools._shared.attachment_fetch import (
+from mail_imap_mcp.presentation.arguments import MessageIdArg, PartIdArg
+from mail_imap_mcp.presentation.shapes import AttachmentInfo, UntrustedContent, attachment_info
+from mail_imap_mcp.services.attachment_fetch import (
     ATTACHMENT_ERRORS,
     Spooled,
     estimated_size,
@@ -32,7 +34,7 @@ from mail_imap_mcp.tools._shared.attachment_fetch import (
     spooled_part,
     too_large,
 )
-from mail_imap_mcp.tools._shared.attachment_text import (
+from mail_imap_mcp.services.attachment_text import (
     ReadPlan,
     extraction_failure,
     image_limits,
@@ -40,9 +42,7 @@ from mail_imap_mcp.tools._shared.attachment_text import (
     read_text,
     wrong_mode,
 )
-from mail_imap_mcp.tools._shared.message_lookup import MESSAGE_TOOL_ERRORS, resolve_message
-from mail_imap_mcp.tools._shared.shapes import AttachmentInfo, UntrustedContent, attachment_info
-from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.services.message_lookup import MESSAGE_TOOL_ERRORS, resolve_message
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_get_attachment"

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import CompactPayload, Issue, NextAction, ToolResult, absent_field, status_for
 from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.imap.changes import (
@@ -26,11 +27,10 @@ from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.tools._shared.arguments import DEFAULT_ACCOUNT, AccountId, MailboxName
-from mail_imap_mcp.tools._shared.failures import changes_token_outdated
-from mail_imap_mcp.tools._shared.search_page import named_in_summary
-from mail_imap_mcp.tools._shared.shapes import CompactSummary, compact_summary, summary_shape
-from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId, MailboxName
+from mail_imap_mcp.presentation.failures import changes_token_outdated
+from mail_imap_mcp.presentation.search_page import named_in_summary
+from mail_imap_mcp.presentation.shapes import CompactSummary, compact_summary, summary_shape
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_get_changes"

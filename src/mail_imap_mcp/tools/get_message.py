@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import (
     CompactPayload,
     Issue,
@@ -18,17 +19,16 @@ from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.imap.fetch import ReadOptions
 from mail_imap_mcp.imap.providers import trusted_servers
 from mail_imap_mcp.imap.records import BodyFormat
-from mail_imap_mcp.tools._shared.arguments import SHAPE_DESCRIPTION, AttachmentMode, MessageIdArg, Shape
-from mail_imap_mcp.tools._shared.attachment_text import extract_attachment_texts
-from mail_imap_mcp.tools._shared.message_lookup import MESSAGE_TOOL_ERRORS, resolve_message
-from mail_imap_mcp.tools._shared.message_read import read_checked
-from mail_imap_mcp.tools._shared.shapes import (
+from mail_imap_mcp.presentation.arguments import SHAPE_DESCRIPTION, AttachmentMode, MessageIdArg, Shape
+from mail_imap_mcp.presentation.shapes import (
     CompactMessage,
     MessageDetail,
     UntrustedContent,
     compact_message,
 )
-from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.services.attachment_text import extract_attachment_texts
+from mail_imap_mcp.services.message_lookup import MESSAGE_TOOL_ERRORS, resolve_message
+from mail_imap_mcp.services.message_read import read_checked
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_get_message"

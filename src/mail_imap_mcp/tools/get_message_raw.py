@@ -6,13 +6,13 @@ import base64
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import Payload, ToolResult
 from mail_imap_mcp.imap.fetch import MessageGone, RawWindow, read_raw
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.tools._shared.arguments import MessageIdArg
-from mail_imap_mcp.tools._shared.failures import message_gone
-from mail_imap_mcp.tools._shared.message_lookup import MESSAGE_TOOL_ERRORS, examine_for, resolve_message
-from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.presentation.arguments import MessageIdArg
+from mail_imap_mcp.presentation.failures import message_gone
+from mail_imap_mcp.services.message_lookup import MESSAGE_TOOL_ERRORS, examine_for, resolve_message
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_get_message_raw"

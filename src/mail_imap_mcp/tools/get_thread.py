@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import (
     CompactPayload,
     Issue,
@@ -26,18 +27,17 @@ from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.threads import read_seed, thread_mailboxes, thread_uids
-from mail_imap_mcp.tools._shared.arguments import SHAPE_DESCRIPTION, MessageIdArg, Shape
-from mail_imap_mcp.tools._shared.failures import mailbox_issue, message_gone
-from mail_imap_mcp.tools._shared.message_lookup import MESSAGE_TOOL_ERRORS, examine_for, resolve_message
-from mail_imap_mcp.tools._shared.search_page import COMPACT_UNTRUSTED_ACROSS, untrusted_fields
-from mail_imap_mcp.tools._shared.shapes import (
+from mail_imap_mcp.presentation.arguments import SHAPE_DESCRIPTION, MessageIdArg, Shape
+from mail_imap_mcp.presentation.failures import mailbox_issue, message_gone
+from mail_imap_mcp.presentation.search_page import COMPACT_UNTRUSTED_ACROSS, untrusted_fields
+from mail_imap_mcp.presentation.shapes import (
     CompactSummary,
     MessageSummary,
     UntrustedContent,
     compact_summary,
     summary_shape,
 )
-from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.services.message_lookup import MESSAGE_TOOL_ERRORS, examine_for, resolve_message
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_get_thread"

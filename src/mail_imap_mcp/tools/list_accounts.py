@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import NextAction, Payload, ToolResult
-from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_list_accounts"

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolResult, status_for
 from mail_imap_mcp.imap.directory import INBOX, same_mailbox
 from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes, mailbox_counts
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.tools._shared.arguments import DEFAULT_ACCOUNT, AccountId
-from mail_imap_mcp.tools._shared.shapes import UntrustedContent
-from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId
+from mail_imap_mcp.presentation.shapes import UntrustedContent
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_list_mailboxes"

@@ -21,6 +21,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import (
     ErrorCode,
     Issue,
@@ -34,11 +35,10 @@ from mail_imap_mcp.imap.directory import INBOX, MailboxDirectory
 from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing, OutcomeUnknown
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.operations.audit import audit
-from mail_imap_mcp.tools._shared.arguments import DEFAULT_ACCOUNT, AccountId
-from mail_imap_mcp.tools._shared.failures import mailbox_refused
-from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId
+from mail_imap_mcp.presentation.failures import mailbox_refused
+from mail_imap_mcp.services.writes import CONFIRM_TOKEN_DESCRIPTION, DRY_RUN_DESCRIPTION
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
-from mail_imap_mcp.tools.writes import CONFIRM_TOKEN_DESCRIPTION, DRY_RUN_DESCRIPTION
 
 NAME = "imap_manage_mailbox"
 TITLE = "Create, rename or delete a mailbox"

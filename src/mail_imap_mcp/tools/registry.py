@@ -5,7 +5,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
+from mail_imap_mcp.presentation import failures
 from mail_imap_mcp.tools import (
     apply_to_messages,
     cancel_operation,
@@ -22,8 +24,6 @@ from mail_imap_mcp.tools import (
     search_messages,
     update_message_flags,
 )
-from mail_imap_mcp.tools._shared import failures
-from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 
 #: Every tool, in the order clients list them.

@@ -4,7 +4,7 @@ folder with ``\\Draft \\Seen``. Nothing is ever sent: the user reviews and sends
 The message is built by the stdlib email package (UTF-8, RFC 2047 headers, CRLF, a new Message-ID with
 the account's domain); no argument can add a header line. The draft's message_id comes from APPENDUID
 (UIDPLUS), else from one ``UID SEARCH HEADER Message-ID``. A connection lost after the APPEND was sent is
-``outcome_unknown``, never retried. A revision moves the draft it replaces to Trash (``_shared/drafts``).
+``outcome_unknown``, never retried. A revision moves the draft it replaces to Trash (``services/drafts``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.drafts import (
     MAX_BODY_BYTES,
@@ -33,8 +34,9 @@ from mail_imap_mcp.imap.directory import DRAFTS, TRASH, MailboxDirectory
 from mail_imap_mcp.imap.errors import OutcomeUnknown
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.operations.audit import audit
-from mail_imap_mcp.tools._shared.arguments import DEFAULT_ACCOUNT, AccountId
-from mail_imap_mcp.tools._shared.drafts import (
+from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId
+from mail_imap_mcp.presentation.shapes import UntrustedContent
+from mail_imap_mcp.services.drafts import (
     DRAFT_FLAGS,
     Original,
     Replaced,
@@ -49,8 +51,6 @@ from mail_imap_mcp.tools._shared.drafts import (
     sender,
     undo_replacement,
 )
-from mail_imap_mcp.tools._shared.shapes import UntrustedContent
-from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 
 NAME = "imap_save_draft"

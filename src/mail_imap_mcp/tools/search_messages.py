@@ -9,6 +9,7 @@ from typing import Any, Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
 from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged
 from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
@@ -19,18 +20,7 @@ from mail_imap_mcp.imap.search import (
 )
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import DATE_WINDOW
-from mail_imap_mcp.query import (
-    Contains,
-    DateBound,
-    HasFlag,
-    HasKeyword,
-    NeedsReply,
-    Query,
-    SizeBound,
-    TextField,
-    all_of,
-)
-from mail_imap_mcp.tools._shared.arguments import (
+from mail_imap_mcp.presentation.arguments import (
     DEFAULT_ACCOUNT,
     SHAPE_DESCRIPTION,
     AccountId,
@@ -38,9 +28,8 @@ from mail_imap_mcp.tools._shared.arguments import (
     SearchText,
     Shape,
 )
-from mail_imap_mcp.tools._shared.failures import conflict
-from mail_imap_mcp.tools._shared.needs_reply import NEEDS_REPLY_DESCRIPTION, drop_answered
-from mail_imap_mcp.tools._shared.search_page import (
+from mail_imap_mcp.presentation.failures import conflict
+from mail_imap_mcp.presentation.search_page import (
     TOOL_NAME,
     CompactSearchData,
     PageFound,
@@ -52,8 +41,19 @@ from mail_imap_mcp.tools._shared.search_page import (
     named_in_summary,
     search_result,
 )
-from mail_imap_mcp.tools.context import AppContext
-from mail_imap_mcp.tools.search_across import MAX_CURSOR_CHARS, MAX_MAILBOXES, handle_ordered
+from mail_imap_mcp.query import (
+    Contains,
+    DateBound,
+    HasFlag,
+    HasKeyword,
+    NeedsReply,
+    Query,
+    SizeBound,
+    TextField,
+    all_of,
+)
+from mail_imap_mcp.services.needs_reply import NEEDS_REPLY_DESCRIPTION, drop_answered
+from mail_imap_mcp.services.ordered_search import MAX_CURSOR_CHARS, MAX_MAILBOXES, handle_ordered
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = TOOL_NAME

@@ -14,8 +14,8 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import ToolResult
-from mail_imap_mcp.tools.context import AppContext
 
 InputT = TypeVar("InputT", bound=BaseModel)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.errors import InvalidFlag
@@ -24,11 +25,9 @@ from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.batch import Batch, group_message_ids
 from mail_imap_mcp.operations.flags import FlagChange, FlagOutcome, FlagRequest, change_flags
 from mail_imap_mcp.operations.runner import run_bulk_write
-from mail_imap_mcp.tools._shared.arguments import MessageIdArg
-from mail_imap_mcp.tools._shared.failures import envelope_of, message_gone, rerun_search
-from mail_imap_mcp.tools.context import AppContext
-from mail_imap_mcp.tools.spec import Effect, ToolSpec
-from mail_imap_mcp.tools.writes import (
+from mail_imap_mcp.presentation.arguments import MessageIdArg
+from mail_imap_mcp.presentation.failures import envelope_of, message_gone, rerun_search
+from mail_imap_mcp.services.writes import (
     DRY_RUN_DESCRIPTION,
     accepted_summary,
     batch_connection,
@@ -37,6 +36,7 @@ from mail_imap_mcp.tools.writes import (
     operation_field,
     select_refusals,
 )
+from mail_imap_mcp.tools.spec import Effect, ToolSpec
 
 NAME = "imap_update_message_flags"
 TITLE = "Update message flags"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import anyio
 
-from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.app import AppContext
 
 #: How long shutdown waits for the IMAP connections to log out.
 LOGOUT_GRACE_S = 0.8

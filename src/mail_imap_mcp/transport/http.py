@@ -31,9 +31,9 @@ from sse_starlette.sse import AppStatus
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config, ConfigError, HttpSettings, is_loopback_host
 from mail_imap_mcp.server import build_server
-from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.transport import close_app
 from mail_imap_mcp.transport.guards import (
     ACCEPT_FAILURE,

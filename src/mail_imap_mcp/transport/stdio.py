@@ -8,9 +8,9 @@ import signal
 
 import anyio
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.server import build_server
-from mail_imap_mcp.tools.context import AppContext
 from mail_imap_mcp.transport import close_app
 
 

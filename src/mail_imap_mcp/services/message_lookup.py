@@ -3,13 +3,13 @@ examined (``conflict`` when the mailbox changed since the id was issued)."""
 
 from __future__ import annotations
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
-from mail_imap_mcp.tools._shared.failures import conflict
-from mail_imap_mcp.tools.context import AppContext
 
 # Error codes of the tools that read one message by id (rendered into docs/tools.md).
 MESSAGE_TOOL_ERRORS = {
@@ -35,5 +35,6 @@ def examine_for(session: ImapSession, ref: MessageRef) -> MailboxState:
     """Select the message's mailbox read-only and make sure the id still refers to it."""
     state = session.examine(ref.mailbox)
     if state.uidvalidity != ref.uidvalidity:
-        raise conflict(ref.account_id, ref.mailbox, ref.uidvalidity, state.uidvalidity)
+        # The failure registry says it as a conflict whose next_action reruns the search.
+        raise UidValidityChanged(ref.uidvalidity, state.uidvalidity, ref.mailbox)
     return state

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from email.headerregistry import Address
 from typing import Protocol
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.drafts import (
     address,
@@ -36,11 +37,10 @@ from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_i
 from mail_imap_mcp.imap.personality import Profile
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid
-from mail_imap_mcp.tools._shared.failures import extension_missing, mailbox_refused, message_gone
-from mail_imap_mcp.tools._shared.message_lookup import examine_for
-from mail_imap_mcp.tools._shared.message_read import read_checked, read_detail
-from mail_imap_mcp.tools._shared.shapes import MessageDetail
-from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.presentation.failures import extension_missing, mailbox_refused, message_gone
+from mail_imap_mcp.presentation.shapes import MessageDetail
+from mail_imap_mcp.services.message_lookup import examine_for
+from mail_imap_mcp.services.message_read import read_checked, read_detail
 
 DRAFT_FLAG = "\\Draft"
 DRAFT_FLAGS = (DRAFT_FLAG, "\\Seen")

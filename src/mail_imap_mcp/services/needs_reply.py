@@ -6,13 +6,13 @@ mailbox answers. Three round trips at most, however many messages and mailboxes 
 from __future__ import annotations
 
 from mail_imap_mcp import mime
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure, ToolResult
 from mail_imap_mcp.imap.directory import SENT, MailboxDirectory
 from mail_imap_mcp.imap.replies import Candidate, answered_in, first_message_id
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.tools._shared.search_page import SearchMessagesData
-from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.presentation.search_page import SearchMessagesData
 
 NEEDS_REPLY_DESCRIPTION = (
     "true: only mail that awaits your answer: not \\Answered, not from your own addresses "

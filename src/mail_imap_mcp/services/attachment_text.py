@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mail_imap_mcp import mime
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import ServerSettings
 from mail_imap_mcp.content.documents import (
     MAX_DOCUMENT_CHARS,
@@ -28,15 +29,14 @@ from mail_imap_mcp.content.text import clean_extracted_text, truncate
 from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.tools._shared.attachment_fetch import (
+from mail_imap_mcp.presentation.shapes import AttachmentInfo
+from mail_imap_mcp.services.attachment_fetch import (
     Accept,
     Spooled,
     estimated_size,
     spooled_part,
     too_large,
 )
-from mail_imap_mcp.tools._shared.shapes import AttachmentInfo
-from mail_imap_mcp.tools.context import AppContext
 
 #: Most attachments whose text one imap_get_message call extracts.
 MAX_EXTRACTED_ATTACHMENTS = 10

@@ -1,7 +1,7 @@
 """The page of imap_search_messages: its data in both shapes and the envelope of one page.
 
 Shared by the search of one mailbox in arrival order (tools/search_messages.py) and the date-ordered
-or multi-mailbox search (tools/search_across.py), so both build the same page the same way.
+or multi-mailbox search (services/ordered_search.py), so both build the same page the same way.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from mail_imap_mcp.envelope import (
 from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.search import CursorError
-from mail_imap_mcp.tools._shared.shapes import (
+from mail_imap_mcp.presentation.shapes import (
     CompactSummary,
     MessageSummary,
     UntrustedContent,

@@ -60,7 +60,7 @@ from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_i
 from mail_imap_mcp.imap.parts import NotAnAttachment, PartGone, PartNotFound, PartRefused, StructureUnusable
 from mail_imap_mcp.imap.search import CursorError
 from mail_imap_mcp.imap.uidplus import MalformedUidSet
-from mail_imap_mcp.tools._shared import connect_failures
+from mail_imap_mcp.presentation import connect_failures
 
 InputT = TypeVar("InputT", bound=BaseModel)
 AppT = TypeVar("AppT", bound="App")
@@ -79,7 +79,7 @@ _EXTRACTION_CODES = {
 
 
 class App(Protocol):
-    """What the map needs of the running server (:class:`~mail_imap_mcp.tools.context.AppContext`)."""
+    """What the map needs of the running server (:class:`~mail_imap_mcp.app.AppContext`)."""
 
     @property
     def config(self) -> Config: ...
@@ -402,7 +402,7 @@ def _uidvalidity_changed(exc: UidValidityChanged, call: Call | None) -> ToolFail
     ref = call.message_ref() if call is not None else None
     account_id, _ = _account(call)
     named = call.argument("mailbox") if call is not None else None
-    mailbox = ref.mailbox if ref is not None else str(named or "")
+    mailbox = exc.mailbox or (ref.mailbox if ref is not None else str(named or ""))
     return conflict(account_id, mailbox, exc.expected, exc.actual)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.confirmation import ConfirmationGate
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -12,9 +13,8 @@ from mail_imap_mcp.imap.errors import AccountUnknown
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.imap.watch import WatchHub, WatchSettings
 from mail_imap_mcp.operations import OperationRegistry
-from mail_imap_mcp.tools._shared.arguments import DEFAULT_ACCOUNT
-from mail_imap_mcp.tools._shared.failures import as_tool_failure, envelope_of
-from mail_imap_mcp.tools.confirm import ConfirmationGate
+from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT
+from mail_imap_mcp.presentation.failures import as_tool_failure, envelope_of
 
 
 @dataclass

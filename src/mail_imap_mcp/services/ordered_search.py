@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import Issue, ToolResult
 from mail_imap_mcp.imap.across import summaries_each
 from mail_imap_mcp.imap.directory import searchable_mailboxes
@@ -24,9 +25,8 @@ from mail_imap_mcp.imap.pipeline import status_each
 from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import DATE_WINDOW, OrderedPage, StreamCursor, StreamState, ordered_page
-from mail_imap_mcp.query import Query, needs_utf8
-from mail_imap_mcp.tools._shared.failures import conflict, mailbox_issue
-from mail_imap_mcp.tools._shared.search_page import (
+from mail_imap_mcp.presentation.failures import conflict, mailbox_issue
+from mail_imap_mcp.presentation.search_page import (
     PageFound,
     SearchMessagesData,
     charset_refused,
@@ -34,7 +34,7 @@ from mail_imap_mcp.tools._shared.search_page import (
     named_in_summary,
     search_result,
 )
-from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.query import Query, needs_utf8
 
 ALL_MAILBOXES = "*"
 #: A search of every mailbox covers at most this many (all read in the same few round trips).

@@ -13,9 +13,8 @@ from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.records import BodyFormat, MessageRecord
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mime.authentication import TrustedServers, authentication_results, sender_warnings
-from mail_imap_mcp.tools._shared.failures import message_gone
-from mail_imap_mcp.tools._shared.message_lookup import examine_for
-from mail_imap_mcp.tools._shared.shapes import (
+from mail_imap_mcp.presentation.failures import message_gone
+from mail_imap_mcp.presentation.shapes import (
     SUMMARY_FIELDS,
     Authentication,
     MessageDetail,
@@ -23,6 +22,7 @@ from mail_imap_mcp.tools._shared.shapes import (
     SenderWarning,
     attachment_info,
 )
+from mail_imap_mcp.services.message_lookup import examine_for
 
 _BODY_FIELDS: dict[BodyFormat, str] = {"text": "body_text", "markdown": "body_markdown", "html": "body_html"}
 

@@ -13,13 +13,13 @@ from typing import Any
 
 from pydantic import Field
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.operations import Operation
 from mail_imap_mcp.operations.batch import Batch
 from mail_imap_mcp.operations.runner import SelectRefusals
-from mail_imap_mcp.tools._shared.failures import conflict, envelope_of, ids_mailbox_gone
-from mail_imap_mcp.tools.context import AppContext
+from mail_imap_mcp.presentation.failures import conflict, envelope_of, ids_mailbox_gone
 
 DRY_RUN_DESCRIPTION = "true: return what would change (per source and destination mailbox), change nothing."
 CONFIRM_TOKEN_DESCRIPTION = (

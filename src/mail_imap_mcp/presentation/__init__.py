@@ -1,0 +1,12 @@
+"""What the model reads, shared by the tools: one concern per module.
+
+- ``arguments``: the argument types several tools take (account, message id, mailbox, search text,
+  part id, attachment mode, output shape);
+- ``shapes``: the message shapes the model sees, full and compact, and the untrusted-content marker;
+- ``failures``: every domain error as the envelope error the model reads (the one failure registry),
+  ``connect_failures`` for connecting and logging in;
+- ``search_page``: the page of imap_search_messages, the same for every search order;
+- ``operations``: a background write as the model sees it.
+
+It imports no tool and no service: the tools and services put their results into these shapes.
+"""

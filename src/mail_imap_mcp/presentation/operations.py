@@ -1,0 +1,69 @@
+"""A background write as the model sees it: what imap_get_operation and imap_cancel_operation answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from mail_imap_mcp.envelope import ErrorInfo, NextAction, Payload, ToolResult
+from mail_imap_mcp.operations import FINISHED, Operation, OperationRef
+
+#: The tool a running operation is checked with (its next_action names it).
+NAME = "imap_get_operation"
+ERRORS = {
+    "invalid_input": "operation_id is malformed.",
+    "not_found": "No such operation in this server process (unknown, evicted, or the server restarted).",
+}
+OPERATION_ID = Field(
+    min_length=1, max_length=64, pattern=r"^op_[0-9]+_[0-9a-f]+$", description="From data.background."
+)
+
+
+class OperationDetail(Payload):
+    operation: OperationRef
+    tool: str = Field(description="The write tool that started it.")
+    account_id: str = Field(description="Account it writes to.")
+    started_utc: str = Field(description="When it started (UTC, RFC 3339).")
+    finished_utc: str | None = Field(default=None, description="When it ended, once it did.")
+    summary: str | None = Field(default=None, description="The write's own summary, once it finished.")
+    result: dict[str, Any] | None = Field(
+        default=None, description="The write's data as the tool returns it (with include_result)."
+    )
+    error: ErrorInfo | None = Field(default=None, description="Why it failed, when state is failed.")
+    next_action: NextAction | None = Field(
+        default=None,
+        description="Poll again while it runs; once it failed, the failure's own next call (e.g. the same "
+        "write with its confirm_token), as the write would have answered it.",
+    )
+
+
+def describe(operation: Operation, include_result: bool) -> ToolResult[OperationDetail]:
+    """The detail of ``operation``, as imap_get_operation and imap_cancel_operation answer it."""
+    finished = operation.state in FINISHED
+    result = operation.result if finished and operation.failure is None else None
+    detail = OperationDetail(
+        operation=operation.ref(),
+        tool=operation.tool,
+        account_id=operation.account_id,
+        started_utc=operation.started_utc,
+        finished_utc=operation.finished_utc,
+        summary=getattr(result, "summary", None),
+        result=result.data.model_dump(mode="json", by_alias=True)
+        if include_result and result is not None
+        else None,
+        error=operation.failure.to_error() if operation.failure else None,
+        next_action=_next_action(operation, finished),
+    )
+    summary = f"Operation {operation.operation_id} ({operation.tool}): {operation.state.value}, {operation.done} of {operation.total} done"
+    return ToolResult(summary=summary, data=detail)
+
+
+def _next_action(operation: Operation, finished: bool) -> NextAction | None:
+    if not finished:
+        return NextAction(
+            instruction="Check the operation again in a moment",
+            tool=NAME,
+            arguments={"operation_id": operation.operation_id},
+        )
+    return operation.failure.next_action if operation.failure else None

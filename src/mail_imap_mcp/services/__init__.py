@@ -1,0 +1,15 @@
+"""What the tools do with mail, shared by several of them: one concern per module.
+
+- ``message_lookup``: a message id checked and its mailbox examined;
+- ``message_read``: one message read by id, its body rendered in the format asked for;
+- ``attachment_fetch``: one attachment part fetched (bounded, spooled), its size judged;
+- ``attachment_text``: an attachment as text (the reader that fits, its limits named as settings);
+- ``drafts``: a draft saved, and the one it replaces moved to Trash;
+- ``needs_reply``: a page's candidates without those a message in Sent answers;
+- ``ordered_search``: a search in date order or over several mailboxes, merged into one page;
+- ``writes``: what the bulk write tools share (their connection, refusals, the background hand-off).
+
+Which backend answers a search (IMAP SEARCH today; a local index or Gmail's own search next) is chosen
+here. Services import no tool; where one still builds what the model reads, the architecture test
+lists it by name as a debt to pay.
+"""
