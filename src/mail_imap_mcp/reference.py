@@ -32,8 +32,9 @@ def _cell(text: Any) -> str:
 
 
 def _type(prop: dict[str, Any], defs: dict[str, Any]) -> str:
-    if "$ref" in prop:
-        return str(prop["$ref"]).split("/")[-1]
+    if "$ref" in prop:  # named by its title, as the tool's outputSchema names it
+        name = str(prop["$ref"]).split("/")[-1]
+        return str(defs.get(name, {}).get("title", name))
     if "anyOf" in prop:
         return " or ".join(_type(p, defs) for p in prop["anyOf"])
     if "enum" in prop:
@@ -80,7 +81,8 @@ def _model_tables(model: type[BaseModel]) -> list[str]:
         props = definition.get("properties")
         if not props:
             continue
-        blocks += [f"`{name}`", "", "| field | type | description |", "|---|---|---|"]
+        title = definition.get("title", name)
+        blocks += [f"`{title}`", "", "| field | type | description |", "|---|---|---|"]
         for field, prop in props.items():
             blocks.append(
                 f"| `{field}` | {_cell(_type(prop, defs))} | {_cell(prop.get('description', ''))} |"

@@ -9,8 +9,15 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mail_imap_mcp.imap.search import MIN_FILTERED_WINDOW, WINDOW_GROWTH, UidWindows, first_window
+from mail_imap_mcp.imap.search import (
+    MIN_FILTERED_WINDOW,
+    WINDOW_GROWTH,
+    UidWindows,
+    first_window,
+    reads_at_once,
+)
 from mail_imap_mcp.imap.view import MailboxState
+from mail_imap_mcp.query import Contains
 
 
 def mailbox(uidnext: int, exists: int) -> MailboxState:
@@ -97,3 +104,11 @@ def test_walking_the_windows_finds_the_newest_matches(
     # Each window starts right below the one before: no UID is read twice or skipped.
     assert all(hi == lower_lo - 1 for (lower_lo, _), (_, hi) in itertools.pairwise(read))
     assert len(read) <= 12
+
+
+def test_mailboxes_are_read_at_once_only_where_nothing_waits_for_the_server() -> None:
+    ascii_query = Contains("from", "ann")
+    assert reads_at_once("arrival", ascii_query, several=True)
+    assert not reads_at_once("arrival", ascii_query, several=False)  # one mailbox: nothing to overlap
+    assert not reads_at_once("date", ascii_query, several=True)  # SORT answers whole lists, one by one
+    assert not reads_at_once("arrival", Contains("from", "zoë"), several=True)  # a literal waits

@@ -30,7 +30,7 @@ from mail_imap_mcp.imap.across import Newest, StreamStart, epoch, newest_in_each
 from mail_imap_mcp.imap.errors import UidValidityChanged, mailbox_failure
 from mail_imap_mcp.imap.ids import MAX_UINT32
 from mail_imap_mcp.imap.mailboxes import MailboxCounts
-from mail_imap_mcp.imap.search import CursorError, newest_matches, seal, unseal
+from mail_imap_mcp.imap.search import CursorError, newest_matches, reads_at_once, seal, unseal
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.query import Query, needs_utf8, search_keys
@@ -331,12 +331,6 @@ class StreamSearch:
                 candidate.key = keys.get(candidate.uid)
         return page
 
-    @property
-    def pipelines(self) -> bool:
-        """Whether the streams of a merged page are read all at once (:mod:`.across`): arrival order, and
-        no CHARSET text (its literals wait for the server)."""
-        return self.sort == "arrival" and self.charset is None
-
     def open_all(
         self, account_id: str, states: list[StreamState], hints: dict[str, MailboxCounts]
     ) -> dict[int, Newest | Exception]:
@@ -503,7 +497,8 @@ def ordered_page(
     ordered = sorted(streams, key=lambda s: (s.head is not None, -(s.head or 0)))
     # Read at once, every stream's candidates are there before the merge; those the one-at-a-time plan
     # would not open are dropped the same way, so the page and its cursor are the same.
-    found = reader.open_all(account_id, ordered, hints or {}) if merged and reader.pipelines else {}
+    at_once = reads_at_once(sort, search, several=merged)
+    found = reader.open_all(account_id, ordered, hints or {}) if at_once else {}
     for state in ordered:
         if merged and state.head is not None and _page_full_before(pages, limit, state.head):
             waiting.append(state)

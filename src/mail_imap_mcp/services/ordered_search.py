@@ -23,6 +23,7 @@ from mail_imap_mcp.imap.ids import parse_message_id
 from mail_imap_mcp.imap.mailboxes import MailboxCounts, list_with_message_counts
 from mail_imap_mcp.imap.pipeline import status_each
 from mail_imap_mcp.imap.records import SummaryRecord
+from mail_imap_mcp.imap.search import reads_at_once
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import DATE_WINDOW, OrderedPage, StreamCursor, StreamState, ordered_page
 from mail_imap_mcp.presentation.failures import conflict, mailbox_issue
@@ -34,7 +35,7 @@ from mail_imap_mcp.presentation.search_page import (
     named_in_summary,
     search_result,
 )
-from mail_imap_mcp.query import Query, needs_utf8
+from mail_imap_mcp.query import Query
 
 ALL_MAILBOXES = "*"
 #: A search of every mailbox covers at most this many (all read in the same few round trips).
@@ -224,7 +225,7 @@ def handle_ordered(
     strict = args.mailboxes is None and args.mailbox != ALL_MAILBOXES
 
     def work(session: ImapSession) -> tuple[OrderedPage, list[SummaryRecord], list[Issue]]:
-        pipelined = args.sort == "arrival" and not strict and not needs_utf8(search)
+        pipelined = reads_at_once(args.sort, search, several=not strict)
         first = _Mailboxes(opened=[])
         if cursor is None:
             first = _resolve(session, app, account_id, args, pipelined=pipelined)

@@ -28,17 +28,7 @@ from mail_imap_mcp.operations.transfer import (
     transfer,
 )
 from mail_imap_mcp.presentation.arguments import MessageIdArg
-from mail_imap_mcp.services.writes import (
-    CONFIRM_TOKEN_DESCRIPTION,
-    DRY_RUN_DESCRIPTION,
-    accepted_summary,
-    batch_connection,
-    follow_operation,
-    none_found,
-    operation_field,
-    permanent_delete_turned_off,
-    select_refusals,
-)
+from mail_imap_mcp.services import writes
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 
 NAME = "imap_apply_to_messages"
@@ -101,8 +91,10 @@ class ApplyToMessagesInput(BaseModel):
         description="delete only: remove for good instead of moving to Trash (needs allow_permanent_delete "
         "in the configuration and the user's confirmation).",
     )
-    confirm_token: str | None = Field(default=None, max_length=200, description=CONFIRM_TOKEN_DESCRIPTION)
-    dry_run: bool = Field(default=False, description=DRY_RUN_DESCRIPTION)
+    confirm_token: str | None = Field(
+        default=None, max_length=200, description=writes.CONFIRM_TOKEN_DESCRIPTION
+    )
+    dry_run: bool = Field(default=False, description=writes.DRY_RUN_DESCRIPTION)
 
 
 class MessageResult(Payload):
@@ -117,7 +109,10 @@ class MessageResult(Payload):
     )
 
 
-class MailboxPlan(Payload):
+# What a move, copy or delete does in one source mailbox: titled MailboxPlan in the outputSchema, as before.
+class TransferMailboxPlan(Payload):
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True, title="MailboxPlan")
+
     source_mailbox: str = Field(description="Mailbox the messages are in.")
     destination_mailbox: str | None = Field(description="Where they go; null for a permanent delete.")
     messages: int = Field(description="Messages found there and acted on (or, in a dry run, to act on).")
@@ -135,13 +130,15 @@ class ApplyToMessagesData(MultiItemData):
     )
     requested: int = Field(description="Distinct message ids given.")
     changed: int = Field(description="Messages moved, copied or deleted (in a dry run: that would be).")
-    mailboxes: list[MailboxPlan] = Field(description="Per source mailbox: what was (or would be) done.")
+    mailboxes: list[TransferMailboxPlan] = Field(
+        description="Per source mailbox: what was (or would be) done."
+    )
     results: list[MessageResult] = Field(description="One per distinct message id, in the order given.")
     undo: list[NextAction] = Field(
         description="Calls that move the messages back (one per source mailbox), for move and delete."
     )
-    background: OperationRef | None = operation_field()
-    operation: OperationRef | None = operation_field(deprecated=True)
+    background: OperationRef | None = writes.operation_field()
+    operation: OperationRef | None = writes.operation_field(deprecated=True)
 
 
 def _check_arguments(args: ApplyToMessagesInput, batch: Batch) -> None:
@@ -165,7 +162,7 @@ def _check_arguments(args: ApplyToMessagesInput, batch: Batch) -> None:
 def handle(app: AppContext, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessagesData]:
     batch = group_message_ids(args.message_ids, app.resolve_account)
     _check_arguments(args, batch)
-    connection = batch_connection(app, batch)
+    connection = writes.batch_connection(app, batch)
     account = batch.given_account_id
     requested = len(batch.items)
     label = ("dry_run:" if args.dry_run else "") + args.action + ("_permanent" if args.permanent else "")
@@ -182,7 +179,7 @@ def handle(app: AppContext, args: ApplyToMessagesInput) -> ToolResult[ApplyToMes
         dry_run=args.dry_run,
         destination=args.destination_mailbox,
         account=app.config.accounts[connection.account_id],
-        refusals=select_refusals(account),
+        refusals=writes.select_refusals(account),
     )
     return run_bulk_write(
         app.operations,
@@ -202,7 +199,7 @@ def _check_permanent(
     """Refuse a permanent delete the configuration or server does not allow, and ask the user before one
     starts: a write that continues in the background can no longer ask (nor can a refused one)."""
     if not app.config.server.allow_permanent_delete:
-        raise permanent_delete_turned_off()
+        raise writes.permanent_delete_turned_off()
     if args.dry_run:
         return
     connection.run(lambda session: commands_for(session, "delete", permanent=True))
@@ -218,7 +215,7 @@ def _accepted(
     data = ApplyToMessagesData(
         status="ok",
         issues=[],
-        next_action=follow_operation(operation),
+        next_action=writes.follow_operation(operation),
         account_id=account_id,
         action=args.action,
         permanent=args.permanent,
@@ -232,14 +229,14 @@ def _accepted(
         background=operation.ref(),
         operation=operation.ref(),
     )
-    return ToolResult(summary=accepted_summary(operation), data=data)
+    return ToolResult(summary=writes.accepted_summary(operation), data=data)
 
 
 def _result(
     args: ApplyToMessagesInput, account_id: str, batch: Batch, run: TransferOutcome
 ) -> ToolResult[ApplyToMessagesData]:
     if run.nothing_found():
-        raise none_found(batch.given_account_id, batch)
+        raise writes.none_found(batch.given_account_id, batch)
     results = [
         MessageResult(message_id=item.text, outcome=outcome, new_message_id=new_id)
         for item in batch.items
@@ -256,7 +253,7 @@ def _result(
         for mailbox, new_ids in run.moved_from
     ]
     mailboxes = [
-        MailboxPlan(
+        TransferMailboxPlan(
             source_mailbox=group.mailbox,
             destination_mailbox=run.destination,
             messages=len(run.present.get(group, [])),

@@ -97,7 +97,10 @@ class FlagResult(Payload):
     changed: bool = Field(description="Whether its flags changed (dry_run: would change).")
 
 
-class MailboxPlan(Payload):
+# What a flag change does in one mailbox: titled MailboxPlan in the outputSchema, as before.
+class FlagsMailboxPlan(Payload):
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True, title="MailboxPlan")
+
     mailbox: str = Field(description="Mailbox of some of the messages.")
     uidvalidity: int = Field(description="Its UIDVALIDITY (the one in the message ids).")
     messages: int = Field(description="Messages of the request found in it.")
@@ -117,7 +120,7 @@ class UpdateFlagsData(MultiItemData):
     requested: int = Field(description="Distinct message ids given.")
     changed: int = Field(description="Messages whose flags changed (dry_run: would change).")
     messages: list[FlagResult] = Field(description="Messages handled, in the order given (failures: issues).")
-    mailboxes: list[MailboxPlan] = Field(description="Per mailbox: messages found and changed.")
+    mailboxes: list[FlagsMailboxPlan] = Field(description="Per mailbox: messages found and changed.")
     # Not "operation": that name is the add/remove/replace argument, echoed above.
     background: OperationRef | None = operation_field()
 
@@ -188,7 +191,7 @@ def _answer(
         requested=len(batch.items),
         changed=sum(result.changed for result in results),
         messages=results,
-        mailboxes=[MailboxPlan(**vars(plan)) for plan in outcome.mailboxes],
+        mailboxes=[FlagsMailboxPlan(**vars(plan)) for plan in outcome.mailboxes],
         status=status_for(issues),
         issues=issues,
         next_action=_next_action(account, request, results, issues),

@@ -18,7 +18,13 @@ from mail_imap_mcp.imap.search.pages import (
     unseal,
     unseal_packed,
 )
-from mail_imap_mcp.imap.search.plan import MIN_FILTERED_WINDOW, WINDOW_GROWTH, UidWindows, first_window
+from mail_imap_mcp.imap.search.plan import (
+    MIN_FILTERED_WINDOW,
+    WINDOW_GROWTH,
+    UidWindows,
+    first_window,
+    reads_at_once,
+)
 
 __all__ = [
     "CURSOR_VERSION",
@@ -32,6 +38,7 @@ __all__ = [
     "first_window",
     "newest_matches",
     "newest_of",
+    "reads_at_once",
     "seal",
     "seal_packed",
     "search_page",

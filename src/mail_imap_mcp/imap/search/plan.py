@@ -12,11 +12,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from mail_imap_mcp.imap.view import MailboxState
+from mail_imap_mcp.query import Query, needs_utf8
 
 #: A filtered search's first window spans at least this many UIDs (matches are sparser than messages).
 MIN_FILTERED_WINDOW = 2000
 #: Each further window spans this many times the one before.
 WINDOW_GROWTH = 4
+
+
+def reads_at_once(sort: str, query: Query, *, several: bool) -> bool:
+    """Whether a page reads its mailboxes all at once (pipelined: every mailbox's EXAMINE and window in
+    one round trip) rather than one after the other: in arrival order, over several mailboxes, and for
+    a query without non-ASCII text (a CHARSET search sends literals, which wait for the server's
+    continuation). The one place this is decided."""
+    return sort == "arrival" and several and not needs_utf8(query)
 
 
 def first_window(state: MailboxState, wanted: int, *, filtered: bool) -> int:
