@@ -84,12 +84,12 @@ from hypothesis.errors import FlakyStrategyDefinition
 from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test, precondition, rule
 from mcp import Client
 
+from mail_imap_mcp import confirmation as confirmation_module
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.confirmation import ConfirmationGate
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.server import build_server
-from mail_imap_mcp.tools import confirm
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config
 from tests.support.courier import Courier
@@ -1077,7 +1077,7 @@ def test_the_same_request_confirmed_twice_in_one_second_gets_a_new_token(
     must work. Tokens were ``expires.hmac(request, expires)``, so the second one equalled the first, already
     used one, and the confirmed call was refused ("this token was already used")."""
     gate = ConfirmationGate()
-    monkeypatch.setattr(confirm.time, "time", lambda: 1_000_000.0)
+    monkeypatch.setattr(confirmation_module.time, "time", lambda: 1_000_000.0)
     request = {"account_id": "default", "action": "delete", "mailbox": "Projects"}
     tokens = []
     for _ in range(2):

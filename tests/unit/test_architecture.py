@@ -51,16 +51,12 @@ SERVICE_DEBTS = {
         "mail_imap_mcp.presentation.failures",
         "mail_imap_mcp.presentation.shapes",
     },
-    "mail_imap_mcp.services.message_read": {
-        "mail_imap_mcp.presentation.failures",
-        "mail_imap_mcp.presentation.shapes",
-    },
+    "mail_imap_mcp.services.message_read": {"mail_imap_mcp.presentation.shapes"},
     "mail_imap_mcp.services.needs_reply": {"mail_imap_mcp.presentation.search_page"},
     "mail_imap_mcp.services.ordered_search": {
         "mail_imap_mcp.presentation.failures",
         "mail_imap_mcp.presentation.search_page",
     },
-    "mail_imap_mcp.services.writes": {"mail_imap_mcp.presentation.failures"},
 }
 
 

@@ -404,7 +404,12 @@ def _boundary(response: dict[bytes, Any]) -> str | None:
 
 
 class MessageGone(Exception):
-    """The UID does not exist (any more) in the mailbox."""
+    """The UID does not exist (any more) in the mailbox; ``ref``: the message, where the raiser knows it
+    (else the call's ``message_id`` names it)."""
+
+    def __init__(self, ref: MessageRef | None = None) -> None:
+        super().__init__(f"message {ref.message_id} no longer exists" if ref else "message no longer exists")
+        self.ref = ref
 
 
 @dataclass
@@ -448,7 +453,7 @@ def read_message(
     warnings: list[str] = []
     response = session.fetch([ref.uid], MESSAGE_ITEMS).get(ref.uid)
     if response is None or _expunged(response):
-        raise MessageGone()
+        raise MessageGone(ref)
     header_bytes = find_item(response, b"BODY[HEADER]") or b""
     if len(header_bytes) >= MAX_HEADER_BYTES:
         warnings.append(f"Header block larger than {MAX_HEADER_BYTES} bytes; only its start was read.")
@@ -538,8 +543,8 @@ def read_raw(session: ImapSession, ref: MessageRef, offset: int, max_bytes: int)
     """Bytes ``offset .. offset+max_bytes`` of the message source (a partial ``BODY.PEEK[]``)."""
     response = session.fetch([ref.uid], ["RFC822.SIZE", f"BODY.PEEK[]<{offset}.{max_bytes}>"]).get(ref.uid)
     if response is None:
-        raise MessageGone()
+        raise MessageGone(ref)
     if _expunged(response):
-        raise MessageGone()
+        raise MessageGone(ref)
     data = find_item(response, b"BODY[]") or b""
     return RawWindow(total_size_bytes=int(response.get(b"RFC822.SIZE") or 0), data=bytes(data))

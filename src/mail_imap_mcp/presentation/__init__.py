@@ -6,7 +6,8 @@
 - ``failures``: every domain error as the envelope error the model reads (the one failure registry),
   ``connect_failures`` for connecting and logging in;
 - ``search_page``: the page of imap_search_messages, the same for every search order;
-- ``operations``: a background write as the model sees it.
+- ``operations``: a background write as the model sees it;
+- ``writes``: what the write tools say (argument descriptions, the background answer, refusals).
 
 It imports no tool and no service: the tools and services put their results into these shapes.
 """

@@ -543,7 +543,7 @@ def _imap_error(exc: ImapError, call: Call | None) -> ToolFailure:
 
 
 def _message_gone(exc: MessageGone, call: Call | None) -> ToolFailure:
-    ref = call.message_ref() if call is not None else None
+    ref = exc.ref or (call.message_ref() if call is not None else None)
     if ref is None:
         return ToolFailure(
             ErrorCode.NOT_FOUND, "The message no longer exists (deleted or moved); search again."

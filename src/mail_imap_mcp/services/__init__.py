@@ -7,7 +7,7 @@
 - ``drafts``: a draft saved, and the one it replaces moved to Trash;
 - ``needs_reply``: a page's candidates without those a message in Sent answers;
 - ``ordered_search``: a search in date order or over several mailboxes, merged into one page;
-- ``writes``: what the bulk write tools share (their connection, refusals, the background hand-off).
+- ``writes``: the connection a bulk write runs on.
 
 Which backend answers a search (IMAP SEARCH today; a local index or Gmail's own search next) is chosen
 here. Services import no tool; where one still builds what the model reads, the architecture test

@@ -32,12 +32,12 @@ from mail_imap_mcp.imap.errors import (
     MailboxMissing,
     OutcomeUnknown,
 )
-from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES, MessageGone, ReadOptions
+from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES, ReadOptions
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.personality import Profile
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid
-from mail_imap_mcp.presentation.failures import extension_missing, mailbox_refused, message_gone
+from mail_imap_mcp.presentation.failures import extension_missing, mailbox_refused
 from mail_imap_mcp.presentation.shapes import MessageDetail
 from mail_imap_mcp.services.message_lookup import examine_for
 from mail_imap_mcp.services.message_read import read_checked, read_detail
@@ -206,10 +206,7 @@ def check_replaceable(
 
     def read(session: ImapSession) -> tuple[MessageDetail, Profile]:
         examine_for(session, ref)
-        try:
-            detail, _ = read_detail(session, ref, _read_options(app))
-        except MessageGone:
-            raise message_gone(ref) from None
+        detail, _ = read_detail(session, ref, _read_options(app))  # MessageGone names ref
         return detail, session.profile
 
     detail, profile = connection.run(read)

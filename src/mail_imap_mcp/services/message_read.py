@@ -8,12 +8,11 @@ import html as html_escaping
 from mail_imap_mcp.content.quotes import new_text
 from mail_imap_mcp.content.text import collapse_whitespace, truncate
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.fetch import MessageGone, ReadOptions, read_message
+from mail_imap_mcp.imap.fetch import ReadOptions, read_message
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.records import BodyFormat, MessageRecord
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mime.authentication import TrustedServers, authentication_results, sender_warnings
-from mail_imap_mcp.presentation.failures import message_gone
 from mail_imap_mcp.presentation.shapes import (
     SUMMARY_FIELDS,
     Authentication,
@@ -34,10 +33,7 @@ def read_checked(
 
     def work(session: ImapSession) -> tuple[MessageDetail, list[str]]:
         examine_for(session, ref)
-        try:
-            return read_detail(session, ref, options)
-        except MessageGone:
-            raise message_gone(ref) from None
+        return read_detail(session, ref, options)  # MessageGone: the registry says it, naming ref
 
     return connection.run(work)
 

@@ -27,8 +27,9 @@ from mail_imap_mcp.operations.transfer import (
     commands_for,
     transfer,
 )
+from mail_imap_mcp.presentation import writes
 from mail_imap_mcp.presentation.arguments import MessageIdArg
-from mail_imap_mcp.services import writes
+from mail_imap_mcp.services.writes import batch_connection
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 
 NAME = "imap_apply_to_messages"
@@ -162,7 +163,7 @@ def _check_arguments(args: ApplyToMessagesInput, batch: Batch) -> None:
 def handle(app: AppContext, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessagesData]:
     batch = group_message_ids(args.message_ids, app.resolve_account)
     _check_arguments(args, batch)
-    connection = writes.batch_connection(app, batch)
+    connection = batch_connection(app, batch)
     account = batch.given_account_id
     requested = len(batch.items)
     label = ("dry_run:" if args.dry_run else "") + args.action + ("_permanent" if args.permanent else "")

@@ -27,15 +27,15 @@ from mail_imap_mcp.operations.flags import FlagChange, FlagOutcome, FlagRequest,
 from mail_imap_mcp.operations.runner import run_bulk_write
 from mail_imap_mcp.presentation.arguments import MessageIdArg
 from mail_imap_mcp.presentation.failures import envelope_of, message_gone, rerun_search
-from mail_imap_mcp.services.writes import (
+from mail_imap_mcp.presentation.writes import (
     DRY_RUN_DESCRIPTION,
     accepted_summary,
-    batch_connection,
     follow_operation,
     none_found,
     operation_field,
     select_refusals,
 )
+from mail_imap_mcp.services.writes import batch_connection
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 
 NAME = "imap_update_message_flags"

@@ -1,0 +1,91 @@
+"""What the write tools say: argument descriptions, the background answer, and the refusals of a bulk
+write (its connection is :func:`mail_imap_mcp.services.writes.batch_connection`).
+
+A write tool's handler: ``app.write_connection(account)`` (the gate), validate, with ``dry_run`` return
+the plan, else ``connection.run_write(...)`` where each change is sent inside
+``ImapSession.write_command`` (never retried), then audit the outcome
+(:mod:`mail_imap_mcp.operations.audit`). Bulk writes go through :mod:`mail_imap_mcp.operations`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
+from mail_imap_mcp.operations import Operation
+from mail_imap_mcp.operations.batch import Batch
+from mail_imap_mcp.operations.runner import SelectRefusals
+from mail_imap_mcp.presentation.failures import conflict, envelope_of, ids_mailbox_gone
+
+DRY_RUN_DESCRIPTION = "true: return what would change (per source and destination mailbox), change nothing."
+CONFIRM_TOKEN_DESCRIPTION = (
+    "Token from a confirmation_required answer, after the user confirmed exactly that request."
+)
+
+
+def operation_field(*, deprecated: bool = False) -> Any:
+    """The ``background`` field of a bulk write's data: set when the write continues in the background
+    (``deprecated``: the same under its former name, ``operation`` in imap_apply_to_messages)."""
+    if deprecated:
+        return Field(
+            default=None,
+            description="Deprecated alias of background (the same value), kept for one release: read "
+            "background instead.",
+        )
+    return Field(
+        default=None,
+        description="Set when the write continues in the background: follow it with imap_get_operation "
+        "(the other fields are then empty until it finishes).",
+    )
+
+
+def follow_operation(operation: Operation) -> NextAction:
+    return NextAction(
+        instruction="The write continues in the background: check it (with its result once finished)",
+        tool="imap_get_operation",
+        arguments={"operation_id": operation.operation_id},
+    )
+
+
+def accepted_summary(operation: Operation) -> str:
+    return (
+        f"Continues in the background as {operation.operation_id} ({operation.done} of {operation.total} "
+        "done so far); follow it with imap_get_operation"
+    )
+
+
+def permanent_delete_turned_off() -> ToolFailure:
+    """The refusal of a permanent delete where the configuration does not allow one."""
+    return ToolFailure(
+        ErrorCode.PERMISSION_DENIED,
+        "Permanent delete is turned off; nothing was changed. delete without permanent moves the messages "
+        "to Trash (recoverable). To allow it, the user sets allow_permanent_delete = true in [server].",
+        details={"setting": "allow_permanent_delete"},
+    )
+
+
+def none_found(account_id: str, batch: Batch) -> ToolFailure:
+    """None of the batch's messages exists any more: nothing was changed."""
+    first = batch.groups[0].mailbox
+    return ToolFailure(
+        ErrorCode.NOT_FOUND,
+        f"None of the {len(batch.items)} message(s) exists any more (deleted or moved); nothing was "
+        "changed. Search again for current ids.",
+        details={"parameter": "message_ids", "mailbox": first, "message_ids": [i.text for i in batch.items]},
+        next_action=NextAction(
+            instruction="Search the mailbox again",
+            tool="imap_search_messages",
+            arguments={"account_id": account_id, "mailbox": first},
+        ),
+    )
+
+
+def select_refusals(account_id: str) -> SelectRefusals:
+    """How a bulk write words a mailbox of its ids that cannot be opened: recreated, or gone."""
+    return SelectRefusals(
+        stale=lambda mailbox, exc: conflict(account_id, mailbox, exc.expected, exc.actual),
+        gone=lambda mailbox: ids_mailbox_gone(account_id, mailbox),
+        refused=envelope_of,
+    )
