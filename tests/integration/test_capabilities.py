@@ -36,7 +36,7 @@ from mcp import Client
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.imap.search import CursorError, CursorState
-from mail_imap_mcp.imap.sort import StreamCursor
+from mail_imap_mcp.imap.search.cursors import StreamCursor
 from mail_imap_mcp.server import build_server
 from tests.support import mailgen
 from tests.support.accounts import PASSWORD_ENV

@@ -10,7 +10,7 @@ from dataclasses import asdict
 import pytest
 
 from mail_imap_mcp.imap.search import CursorError, CursorState, seal, seal_packed, unseal_packed
-from mail_imap_mcp.imap.sort import StreamCursor, StreamState
+from mail_imap_mcp.imap.search.cursors import StreamCursor, StreamState
 
 STATE = CursorState(
     account_id="default",

@@ -20,151 +20,24 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import json
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.imap.across import Newest, StreamStart, epoch, newest_in_each
 from mail_imap_mcp.imap.errors import UidValidityChanged, mailbox_failure
-from mail_imap_mcp.imap.ids import MAX_UINT32
 from mail_imap_mcp.imap.mailboxes import MailboxCounts
-from mail_imap_mcp.imap.search import CursorError, newest_matches, reads_at_once, seal, unseal
+from mail_imap_mcp.imap.search import newest_matches, reads_at_once
+from mail_imap_mcp.imap.search.cursors import ANCHORS, SortOrder, StreamState
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.query import Query, needs_utf8, search_keys
 
-SortOrder = Literal["arrival", "date"]
-
-STREAM_CURSOR_VERSION = 2
 #: Without SORT, date order is exact within windows of this many matches (newest by UID first).
 DATE_WINDOW = 1000
-#: UIDs of the last messages a page took from a mailbox, kept in the cursor to continue after them.
-ANCHORS = 3
 #: Probes per FETCH when a cursor's anchors were all deleted and the position is found by date.
 LOCATE_PROBES = 64
 _DATE_ITEMS = ["INTERNALDATE", "BODY.PEEK[HEADER.FIELDS (DATE)]"]
-
-
-@dataclass
-class StreamState:
-    """Where one mailbox's stream stands between pages (serialised as a list in the cursor)."""
-
-    mailbox: str
-    uidvalidity: int = 0
-    #: Highest UID of the snapshot; 0 before the first page.
-    upper: int = 0
-    #: The last UIDs taken from this mailbox, oldest taken first.
-    after: list[int] = field(default_factory=list)
-    #: Sort key (epoch seconds) of the last message taken; re-locates the stream when its anchors are gone.
-    key: int | None = None
-    #: Without SORT, date order: the UID range of the window being read (0, 0 before the first).
-    window_lo: int = 0
-    window_hi: int = 0
-    #: Merge key of the stream's next message (None: unknown). A later page opens the mailbox only when
-    #: this key could make its page: merging by the heads of the streams, nothing else decides.
-    head: int | None = None
-
-    def row(self) -> list[Any]:
-        """The state as a list, trailing defaults left out (the cursor travels in every page's output)."""
-        row: list[Any] = [
-            self.mailbox,
-            self.uidvalidity,
-            self.upper,
-            self.after,
-            self.key,
-            self.window_lo,
-            self.window_hi,
-            self.head,
-        ]
-        while len(row) > 3 and row[-1] in (None, 0, []):
-            row.pop()
-        return row
-
-    @classmethod
-    def from_row(cls, row: Any) -> StreamState:
-        if not isinstance(row, list) or not 3 <= len(row) <= 8:
-            raise CursorError("cursor has an unknown format")
-        mailbox, uidvalidity, upper, after, key, lo, hi, head = row + [[], None, 0, 0, None][len(row) - 3 :]
-        numbers = [uidvalidity, upper, lo, hi, *(after if isinstance(after, list) else [None])]
-        if (
-            not isinstance(mailbox, str)
-            or not isinstance(after, list)
-            or len(after) > ANCHORS
-            or not all(_uint(n) for n in numbers)
-            or not all(_key_or_none(k) for k in (key, head))
-        ):
-            raise CursorError("cursor is garbled")
-        return cls(mailbox, uidvalidity, upper, list(after), key, lo, hi, head)
-
-
-def _key_or_none(value: Any) -> bool:
-    return value is None or (isinstance(value, int) and not isinstance(value, bool))
-
-
-def _uint(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_UINT32
-
-
-#: The keys of a stream cursor's values, in the order a cursor lists them.
-_STREAM_KEYS = ("v", "a", "d", "s", "t", "r", "m")
-
-
-@dataclass
-class StreamCursor:
-    """The opaque cursor of a date-ordered or multi-mailbox search: checksummed, stateless."""
-
-    account_id: str
-    filter_digest: str
-    sort: SortOrder
-    total: int
-    returned: int
-    streams: list[StreamState]
-
-    def encode(self) -> str:
-        # The values in order, without their names (the cursor is in every page an agent reads); a
-        # cursor with the one-letter names earlier versions wrote still decodes.
-        rows = [stream.row() for stream in self.streams]
-        return seal(
-            [
-                STREAM_CURSOR_VERSION,
-                self.account_id,
-                self.filter_digest,
-                self.sort,
-                self.total,
-                self.returned,
-                rows,
-            ]
-        )
-
-    @classmethod
-    def decode(cls, token: str) -> StreamCursor:
-        body = unseal(token)
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            raise CursorError("cursor has an unknown format") from None
-        if isinstance(payload, list) and len(payload) == len(_STREAM_KEYS):
-            payload = dict(zip(_STREAM_KEYS, payload, strict=True))
-        if not isinstance(payload, dict) or payload.get("v") != STREAM_CURSOR_VERSION:
-            raise CursorError("cursor comes from another kind of search or another version of this server")
-        account, digest, sort = payload.get("a"), payload.get("d"), payload.get("s")
-        total: Any = payload.get("t")
-        returned: Any = payload.get("r")
-        rows = payload.get("m")
-        if (
-            not isinstance(account, str)
-            or not isinstance(digest, str)
-            or sort not in ("arrival", "date")
-            or not _uint(total)
-            or not _uint(returned)
-            or not isinstance(rows, list)
-            or not rows
-        ):
-            raise CursorError("cursor is garbled")
-        streams = [StreamState.from_row(row) for row in rows]
-        return cls(account, digest, sort, int(total), int(returned), streams)
 
 
 @dataclass

@@ -24,8 +24,9 @@ from mail_imap_mcp.imap.mailboxes import MailboxCounts, list_with_message_counts
 from mail_imap_mcp.imap.pipeline import status_each
 from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.search import reads_at_once
+from mail_imap_mcp.imap.search.cursors import StreamCursor, StreamState
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.sort import DATE_WINDOW, OrderedPage, StreamCursor, StreamState, ordered_page
+from mail_imap_mcp.imap.sort import DATE_WINDOW, OrderedPage, ordered_page
 from mail_imap_mcp.presentation.failures import conflict, mailbox_issue
 from mail_imap_mcp.presentation.search_page import (
     PageFound,

@@ -1,23 +1,22 @@
 """Search: what a page of matches reads and how it continues.
 
 :mod:`.plan` holds the window rules as data (no session); :mod:`.pages` reads one mailbox's page with
-them and keeps its stateless, checksummed cursor.
+them; :mod:`.cursors` holds every cursor a search hands out (stateless, checksummed).
 """
 
-from mail_imap_mcp.imap.search.pages import (
+from mail_imap_mcp.imap.search.cursors import (
     CURSOR_VERSION,
     PACKED_TAG,
     CursorError,
     CursorState,
-    SearchPage,
-    newest_matches,
-    newest_of,
+    StreamCursor,
+    StreamState,
     seal,
     seal_packed,
-    search_page,
     unseal,
     unseal_packed,
 )
+from mail_imap_mcp.imap.search.pages import SearchPage, newest_matches, newest_of, search_page
 from mail_imap_mcp.imap.search.plan import (
     MIN_FILTERED_WINDOW,
     WINDOW_GROWTH,
@@ -34,6 +33,8 @@ __all__ = [
     "CursorError",
     "CursorState",
     "SearchPage",
+    "StreamCursor",
+    "StreamState",
     "UidWindows",
     "first_window",
     "newest_matches",

@@ -1,0 +1,295 @@
+"""Every cursor and token a search hands out, in one place: opaque, checksummed (a seal of
+:mod:`~mail_imap_mcp.imap.sealing`), self-contained, so a fresh server process with the same key follows
+it; every number decoded is range-checked before it reaches UID arithmetic.
+
+Two formats: :class:`CursorState`, one mailbox in arrival order (packed binary; the JSON of earlier
+versions still decodes), and :class:`StreamCursor`, date order or several mailboxes (one row per mailbox).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from dataclasses import astuple, dataclass, field
+from typing import Any, Literal
+
+from mail_imap_mcp.imap import sealing
+from mail_imap_mcp.imap.ids import MAX_UINT32
+
+SortOrder = Literal["arrival", "date"]
+#: UIDs of the last messages a page took from a mailbox, kept in the cursor to continue after them.
+ANCHORS = 3
+
+CURSOR_VERSION = 1
+
+
+class CursorError(ValueError):
+    """The cursor is garbled, from another version, or does not fit the request."""
+
+
+def seal(payload: Any) -> str:
+    """An opaque cursor: compact JSON behind its seal (:mod:`~mail_imap_mcp.imap.sealing`), URL-safe base64."""
+    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    return base64.urlsafe_b64encode(sealing.mac(body, 6) + body).decode().rstrip("=")
+
+
+#: First byte of a packed cursor's body (a JSON body starts with ``[`` or ``{``).
+PACKED_TAG = 1
+_HEX_DIGEST = re.compile(r"[0-9a-f]{16}")
+
+
+def _varints(values: list[int]) -> bytes:
+    out = bytearray()
+    for value in values:
+        while value >= 0x80:
+            out.append(value & 0x7F | 0x80)
+            value >>= 7
+        out.append(value)
+    return bytes(out)
+
+
+class _Reader:
+    """Reads a packed cursor body; any shortfall is a :class:`CursorError`."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def take(self, count: int) -> bytes:
+        if self.pos + count > len(self.data):
+            raise CursorError("cursor is garbled or truncated")
+        chunk = self.data[self.pos : self.pos + count]
+        self.pos += count
+        return chunk
+
+    def varint(self) -> int:
+        value = shift = 0
+        while True:
+            byte = self.take(1)[0]
+            value |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return value
+            shift += 7
+            if shift > 35:
+                raise CursorError("cursor is garbled")
+
+    def text(self) -> str:
+        try:
+            return self.take(self.varint()).decode()
+        except UnicodeDecodeError:
+            raise CursorError("cursor is garbled") from None
+
+
+def seal_packed(body: bytes) -> str:
+    """An opaque cursor from a binary body behind a 6-byte seal, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(sealing.mac(body, 6) + body).decode().rstrip("=")
+
+
+def unseal_packed(token: str) -> bytes | None:
+    """The body of a cursor made by :func:`seal_packed`, None when ``token`` is not one (e.g. JSON)."""
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    except (binascii.Error, ValueError):
+        return None
+    body = raw[6:]
+    if body[:1] != bytes([PACKED_TAG]) or not sealing.matches(body, raw[:6]):
+        return None
+    return body
+
+
+def unseal(token: str) -> bytes:
+    """The JSON body of a cursor made by :func:`seal`; :class:`CursorError` when garbled."""
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    except (binascii.Error, ValueError):
+        raise CursorError("cursor is not valid base64") from None
+    check, body = raw[:6], raw[6:]
+    if len(raw) < 8 or not sealing.matches(body, check):
+        raise CursorError(
+            "cursor is garbled, truncated or edited, or was made by a server with another key (after a "
+            "restart without its state_dir)"
+        )
+    return body
+
+
+@dataclass
+class CursorState:
+    """Everything the next page needs; serialised into the opaque cursor string."""
+
+    account_id: str
+    mailbox: str
+    uidvalidity: int
+    filter_digest: str
+    upper_uid: int
+    anchor_uid: int
+    total: int
+    returned: int
+    v: int = field(default=CURSOR_VERSION)
+
+    def encode(self) -> str:
+        # Packed binary: the cursor travels in every page an agent reads, and JSON spent twice the
+        # bytes. (JSON cursors, with or without field names, as earlier versions wrote them, still decode.)
+        if self.v != CURSOR_VERSION or not _HEX_DIGEST.fullmatch(self.filter_digest):
+            return seal(list(astuple(self)))
+        names = b"".join(_varints([len(t)]) + t for t in (self.account_id.encode(), self.mailbox.encode()))
+        numbers = _varints([self.uidvalidity, self.upper_uid, self.anchor_uid, self.total, self.returned])
+        return seal_packed(bytes([PACKED_TAG]) + names + bytes.fromhex(self.filter_digest) + numbers)
+
+    @classmethod
+    def decode(cls, token: str) -> CursorState:
+        packed = unseal_packed(token)
+        if packed is not None:
+            state = cls._unpack(packed)
+        else:
+            try:
+                fields: list[Any] | dict[str, Any] = json.loads(unseal(token))
+                state = cls(**fields) if isinstance(fields, dict) else cls(*fields)
+            except (ValueError, TypeError):
+                raise CursorError("cursor has an unknown format") from None
+        if state.v != CURSOR_VERSION:
+            raise CursorError("cursor comes from another version of this server")
+        if not state._well_typed():
+            # The checksum only detects accidents; a hand-made cursor must not reach the UID arithmetic.
+            raise CursorError("cursor is garbled")
+        return state
+
+    @classmethod
+    def _unpack(cls, body: bytes) -> CursorState:
+        reader = _Reader(body[1:])
+        account_id, mailbox = reader.text(), reader.text()
+        digest = reader.take(8).hex()
+        numbers = [reader.varint() for _ in range(5)]
+        if reader.pos != len(reader.data):
+            raise CursorError("cursor is garbled")
+        return cls(account_id, mailbox, numbers[0], digest, *numbers[1:])
+
+    def _well_typed(self) -> bool:
+        texts = (self.account_id, self.mailbox, self.filter_digest)
+        numbers = (self.uidvalidity, self.upper_uid, self.anchor_uid, self.total, self.returned)
+        return all(isinstance(t, str) for t in texts) and all(
+            isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_UINT32 for n in numbers
+        )
+
+
+STREAM_CURSOR_VERSION = 2
+
+
+@dataclass
+class StreamState:
+    """Where one mailbox's stream stands between pages (serialised as a list in the cursor)."""
+
+    mailbox: str
+    uidvalidity: int = 0
+    #: Highest UID of the snapshot; 0 before the first page.
+    upper: int = 0
+    #: The last UIDs taken from this mailbox, oldest taken first.
+    after: list[int] = field(default_factory=list)
+    #: Sort key (epoch seconds) of the last message taken; re-locates the stream when its anchors are gone.
+    key: int | None = None
+    #: Without SORT, date order: the UID range of the window being read (0, 0 before the first).
+    window_lo: int = 0
+    window_hi: int = 0
+    #: Merge key of the stream's next message (None: unknown). A later page opens the mailbox only when
+    #: this key could make its page: merging by the heads of the streams, nothing else decides.
+    head: int | None = None
+
+    def row(self) -> list[Any]:
+        """The state as a list, trailing defaults left out (the cursor travels in every page's output)."""
+        row: list[Any] = [
+            self.mailbox,
+            self.uidvalidity,
+            self.upper,
+            self.after,
+            self.key,
+            self.window_lo,
+            self.window_hi,
+            self.head,
+        ]
+        while len(row) > 3 and row[-1] in (None, 0, []):
+            row.pop()
+        return row
+
+    @classmethod
+    def from_row(cls, row: Any) -> StreamState:
+        if not isinstance(row, list) or not 3 <= len(row) <= 8:
+            raise CursorError("cursor has an unknown format")
+        mailbox, uidvalidity, upper, after, key, lo, hi, head = row + [[], None, 0, 0, None][len(row) - 3 :]
+        numbers = [uidvalidity, upper, lo, hi, *(after if isinstance(after, list) else [None])]
+        if (
+            not isinstance(mailbox, str)
+            or not isinstance(after, list)
+            or len(after) > ANCHORS
+            or not all(_uint(n) for n in numbers)
+            or not all(_key_or_none(k) for k in (key, head))
+        ):
+            raise CursorError("cursor is garbled")
+        return cls(mailbox, uidvalidity, upper, list(after), key, lo, hi, head)
+
+
+def _key_or_none(value: Any) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _uint(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_UINT32
+
+
+#: The keys of a stream cursor's values, in the order a cursor lists them.
+_STREAM_KEYS = ("v", "a", "d", "s", "t", "r", "m")
+
+
+@dataclass
+class StreamCursor:
+    """The opaque cursor of a date-ordered or multi-mailbox search: checksummed, stateless."""
+
+    account_id: str
+    filter_digest: str
+    sort: SortOrder
+    total: int
+    returned: int
+    streams: list[StreamState]
+
+    def encode(self) -> str:
+        # The values in order, without their names (the cursor is in every page an agent reads); a
+        # cursor with the one-letter names earlier versions wrote still decodes.
+        rows = [stream.row() for stream in self.streams]
+        return seal(
+            [
+                STREAM_CURSOR_VERSION,
+                self.account_id,
+                self.filter_digest,
+                self.sort,
+                self.total,
+                self.returned,
+                rows,
+            ]
+        )
+
+    @classmethod
+    def decode(cls, token: str) -> StreamCursor:
+        body = unseal(token)
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            raise CursorError("cursor has an unknown format") from None
+        if isinstance(payload, list) and len(payload) == len(_STREAM_KEYS):
+            payload = dict(zip(_STREAM_KEYS, payload, strict=True))
+        if not isinstance(payload, dict) or payload.get("v") != STREAM_CURSOR_VERSION:
+            raise CursorError("cursor comes from another kind of search or another version of this server")
+        account, digest, sort = payload.get("a"), payload.get("d"), payload.get("s")
+        total: Any = payload.get("t")
+        returned: Any = payload.get("r")
+        rows = payload.get("m")
+        if (
+            not isinstance(account, str)
+            or not isinstance(digest, str)
+            or sort not in ("arrival", "date")
+            or not _uint(total)
+            or not _uint(returned)
+            or not isinstance(rows, list)
+            or not rows
+        ):
+            raise CursorError("cursor is garbled")
+        streams = [StreamState.from_row(row) for row in rows]
+        return cls(account, digest, sort, int(total), int(returned), streams)
