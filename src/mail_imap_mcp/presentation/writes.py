@@ -17,7 +17,8 @@ from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
 from mail_imap_mcp.operations import Operation
 from mail_imap_mcp.operations.batch import Batch
 from mail_imap_mcp.operations.runner import SelectRefusals
-from mail_imap_mcp.presentation.failures import conflict, envelope_of, ids_mailbox_gone
+from mail_imap_mcp.presentation.failures import envelope_of
+from mail_imap_mcp.presentation.mail_failures import conflict, ids_mailbox_gone
 
 DRY_RUN_DESCRIPTION = "true: return what would change (per source and destination mailbox), change nothing."
 CONFIRM_TOKEN_DESCRIPTION = (

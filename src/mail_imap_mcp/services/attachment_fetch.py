@@ -26,7 +26,7 @@ from mail_imap_mcp.imap.parts import (
     read_part,
 )
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.presentation.failures import part_failure
+from mail_imap_mcp.presentation.mail_failures import part_failure
 from mail_imap_mcp.services.message_lookup import examine_for
 
 #: Limit errors of the attachment tools (rendered into docs/tools.md).

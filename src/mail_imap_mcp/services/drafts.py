@@ -37,7 +37,7 @@ from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_i
 from mail_imap_mcp.imap.personality import Profile
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid
-from mail_imap_mcp.presentation.failures import extension_missing, mailbox_refused
+from mail_imap_mcp.presentation.mail_failures import extension_missing, mailbox_refused
 from mail_imap_mcp.presentation.shapes import MessageDetail
 from mail_imap_mcp.services.message_lookup import examine_for
 from mail_imap_mcp.services.message_read import read_checked, read_detail

@@ -27,7 +27,8 @@ from mail_imap_mcp.imap.search import reads_at_once
 from mail_imap_mcp.imap.search.cursors import StreamCursor, StreamState
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import DATE_WINDOW, OrderedPage, ordered_page
-from mail_imap_mcp.presentation.failures import conflict, mailbox_issue
+from mail_imap_mcp.presentation.failures import mailbox_issue
+from mail_imap_mcp.presentation.mail_failures import conflict
 from mail_imap_mcp.presentation.search_page import (
     PageFound,
     SearchMessagesData,

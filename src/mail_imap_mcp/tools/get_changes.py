@@ -28,7 +28,7 @@ from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId, MailboxName
-from mail_imap_mcp.presentation.failures import changes_token_outdated
+from mail_imap_mcp.presentation.mail_failures import changes_token_outdated
 from mail_imap_mcp.presentation.search_page import named_in_summary
 from mail_imap_mcp.presentation.shapes import CompactSummary, compact_summary, summary_shape
 from mail_imap_mcp.tools.spec import ToolSpec

@@ -11,7 +11,7 @@ from mail_imap_mcp.envelope import Payload, ToolResult
 from mail_imap_mcp.imap.fetch import MessageGone, RawWindow, read_raw
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.presentation.arguments import MessageIdArg
-from mail_imap_mcp.presentation.failures import message_gone
+from mail_imap_mcp.presentation.mail_failures import message_gone
 from mail_imap_mcp.services.message_lookup import MESSAGE_TOOL_ERRORS, examine_for, resolve_message
 from mail_imap_mcp.tools.spec import ToolSpec
 

@@ -28,7 +28,8 @@ from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.threads import read_seed, thread_mailboxes, thread_uids
 from mail_imap_mcp.presentation.arguments import SHAPE_DESCRIPTION, MessageIdArg, Shape
-from mail_imap_mcp.presentation.failures import mailbox_issue, message_gone
+from mail_imap_mcp.presentation.failures import mailbox_issue
+from mail_imap_mcp.presentation.mail_failures import message_gone
 from mail_imap_mcp.presentation.search_page import COMPACT_UNTRUSTED_ACROSS, untrusted_fields
 from mail_imap_mcp.presentation.shapes import (
     CompactSummary,

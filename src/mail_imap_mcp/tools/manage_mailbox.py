@@ -36,7 +36,7 @@ from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing, OutcomeUnk
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId
-from mail_imap_mcp.presentation.failures import mailbox_refused
+from mail_imap_mcp.presentation.mail_failures import mailbox_refused
 from mail_imap_mcp.presentation.writes import CONFIRM_TOKEN_DESCRIPTION, DRY_RUN_DESCRIPTION
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 

@@ -28,7 +28,7 @@ from mail_imap_mcp.presentation.arguments import (
     SearchText,
     Shape,
 )
-from mail_imap_mcp.presentation.failures import conflict
+from mail_imap_mcp.presentation.mail_failures import conflict
 from mail_imap_mcp.presentation.search_page import (
     TOOL_NAME,
     CompactSearchData,

@@ -26,7 +26,8 @@ from mail_imap_mcp.operations.batch import Batch, group_message_ids
 from mail_imap_mcp.operations.flags import FlagChange, FlagOutcome, FlagRequest, change_flags
 from mail_imap_mcp.operations.runner import run_bulk_write
 from mail_imap_mcp.presentation.arguments import MessageIdArg
-from mail_imap_mcp.presentation.failures import envelope_of, message_gone, rerun_search
+from mail_imap_mcp.presentation.failures import envelope_of
+from mail_imap_mcp.presentation.mail_failures import message_gone, rerun_search
 from mail_imap_mcp.presentation.writes import (
     DRY_RUN_DESCRIPTION,
     accepted_summary,
