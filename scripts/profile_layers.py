@@ -93,9 +93,9 @@ def _instrument_ours() -> None:
     _wrap(session.ImapSession, "_uid_fetch", "_uid_fetch")
     _wrap(session, "parse_fetch_response", "parse_fetch_response")
     _wrap(mime, "parse_header_block", "header block")
-    _wrap(fetch, "_trusted_structure", "BODYSTRUCTURE")
+    _wrap(fetch, "trusted_structure", "BODYSTRUCTURE")
     _wrap(fetch, "_snippet", "snippet")
-    _wrap(fetch, "_summary", "summary fields")
+    _wrap(fetch, "summary_record", "summary fields")
     for builder in ("search_result", "compact_page", "compact_search_result"):
         _wrap(search_messages, builder, "page models")
 

@@ -699,16 +699,16 @@ def stage_costs(zero_page: ZeroWorkPage, pages: int = 50, rounds: int = 15) -> N
     headed = [
         [(r, mime.parse_header_block(fetch.find_item(r, b"BODY[HEADER") or b"")) for r in p] for p in walk
     ]
-    structured = [[(r, h, fetch._trusted_structure(r, h)[0]) for r, h in p] for p in headed]
+    structured = [[(r, h, fetch.trusted_structure(r, h)[0]) for r, h in p] for p in headed]
     ref = MessageRef("default", "INBOX", 1, 1)
 
     def summaries(page: list[dict[bytes, Any]]) -> list[Any]:
         out = []
         for response in page:
             headers = mime.parse_header_block(fetch.find_item(response, b"BODY[HEADER") or b"")
-            parts, _ = fetch._trusted_structure(response, headers)
+            parts, _ = fetch.trusted_structure(response, headers)
             snippet = fetch._snippet(response, parts, 200, headers)
-            out.append(fetch._summary(ref, response, parts, snippet, headers))
+            out.append(fetch.summary_record(ref, response, parts, snippet, headers))
         return out
 
     records = [summaries(p) for p in walk]
@@ -730,9 +730,9 @@ def stage_costs(zero_page: ZeroWorkPage, pages: int = 50, rounds: int = 15) -> N
 
     stages: list[tuple[str, Callable[[Any], Any], list[Any]]] = [
         ("header block", lambda p: [mime.parse_header_block(fetch.find_item(r, b"BODY[HEADER") or b"") for r in p], walk),
-        ("BODYSTRUCTURE and its check", lambda p: [fetch._trusted_structure(r, h) for r, h in p], headed),
+        ("BODYSTRUCTURE and its check", lambda p: [fetch.trusted_structure(r, h) for r, h in p], headed),
         ("snippet", lambda p: [fetch._snippet(r, parts, 200, h) for r, h, parts in p], structured),
-        ("summary fields", lambda p: [fetch._summary(ref, r, parts, "s", h) for r, h, parts in p], structured),
+        ("summary fields", lambda p: [fetch.summary_record(ref, r, parts, "s", h) for r, h, parts in p], structured),
         ("all of the above", summaries, walk),
         ("page models and result JSON", envelope, records),
     ]  # fmt: skip

@@ -48,13 +48,13 @@ def without_meta(data: dict[str, Any]) -> dict[str, Any]:
 def parsed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """UIDs whose summary was built from the server's answer (observation only)."""
     seen: list[int] = []
-    original = fetch_module._summary
+    original = fetch_module.summary_record
 
     def counting(ref: Any, *args: Any, **kwargs: Any) -> Any:
         seen.append(ref.uid)
         return original(ref, *args, **kwargs)
 
-    monkeypatch.setattr(fetch_module, "_summary", counting)
+    monkeypatch.setattr(fetch_module, "summary_record", counting)
     return seen
 
 

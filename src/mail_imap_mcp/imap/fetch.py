@@ -18,36 +18,16 @@ from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch, top_level_boundary
 from mail_imap_mcp.imap.errors import ConnectionLost, UidValidityChanged, message_failure
 from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.records import BodyFormat, MessageRecord, SummaryRecord
+from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.summary_cache import SummaryKey, with_flags
-from mail_imap_mcp.mime.authentication import TrustedServers
 from mail_imap_mcp.mime.summary import first, snippet_of, summarise
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
 # Content-Type/-Transfer-Encoding: to check the server's BODYSTRUCTURE and to read the snippet without it.
 SUMMARY_HEADERS = "DATE FROM TO CC SUBJECT MESSAGE-ID CONTENT-TYPE CONTENT-TRANSFER-ENCODING"
-DEFAULT_HEADER_ALLOWLIST = (
-    "date",
-    "from",
-    "to",
-    "cc",
-    "reply-to",
-    "subject",
-    "message-id",
-    "in-reply-to",
-    "references",
-    "list-id",
-    "list-unsubscribe",
-)
-#: The headers that say who sent a message (its sender's warnings and authentication are read from them),
-#: and how many of each are kept (a message may carry hundreds of forged Authentication-Results).
-SENDER_HEADERS = ("from", "sender", "reply-to", "authentication-results")
-MAX_SENDER_HEADERS = 20
-MAX_LISTED_ATTACHMENTS = 100
 MAX_HEADER_BYTES = 256 * 1024
-MAX_HEADER_VALUE_CHARS = 4000
 SNIPPET_PREFIX_BYTES = 6144
 # Summary header fields are read up to this size: a 300 KB Subject must not travel for a list view.
 SUMMARY_HEADER_BYTES = 32 * 1024
@@ -65,7 +45,7 @@ def find_item(response: dict[bytes, Any], prefix: bytes) -> Any:
     return None
 
 
-def _expunged(response: dict[bytes, Any]) -> bool:
+def expunged(response: dict[bytes, Any]) -> bool:
     # A message expunged by another session stays visible to ours until the server reports the
     # expunge; meanwhile Dovecot answers FETCH with flags only (no size, no content).
     return not response.get(b"RFC822.SIZE") and not any(
@@ -77,7 +57,7 @@ def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-def _summary(
+def summary_record(
     ref: MessageRef,
     response: dict[bytes, Any],
     parts: list[mime.Part] | None,
@@ -132,7 +112,7 @@ def _bodystructure(response: dict[bytes, Any]) -> list[mime.Part] | None:
         return None
 
 
-def _trusted_structure(
+def trusted_structure(
     response: dict[bytes, Any], headers: dict[str, list[str]]
 ) -> tuple[list[mime.Part] | None, str | None]:
     """The BODYSTRUCTURE's parts, or None with the reason when it contradicts the message's headers.
@@ -155,7 +135,7 @@ def _flags(response: dict[bytes, Any]) -> list[str]:
 
 
 #: What a page asks for messages whose summary is kept: their content cannot have changed, their flags
-#: can. The size tells a message expunged elsewhere but not yet reported (see _expunged) from a live one.
+#: can. The size tells a message expunged elsewhere but not yet reported (see expunged) from a live one.
 KEPT_ITEMS = ["FLAGS", "RFC822.SIZE"]
 
 
@@ -224,7 +204,7 @@ def fetch_summaries(
     for uid in uids:
         ref = MessageRef(account_id, mailbox, uidvalidity, uid)
         response = responses.get(uid)
-        if response is None or _expunged(response):
+        if response is None or expunged(response):
             if uid not in failed:
                 batch.add_issue(
                     ref,
@@ -239,11 +219,11 @@ def fetch_summaries(
             continue
         try:
             headers = mime.parse_header_block(find_item(response, b"BODY[HEADER") or b"")
-            parts, _ = _trusted_structure(response, headers)
+            parts, _ = trusted_structure(response, headers)
             snippet = None
             if snippet_chars > 0:
                 snippet = _snippet(response, parts, snippet_chars, headers)
-            summary = _summary(ref, response, parts, snippet, headers, own)
+            summary = summary_record(ref, response, parts, snippet, headers, own)
             batch.messages.append(summary)
             if parts is None:
                 untrusted[uid] = summary
@@ -398,153 +378,3 @@ def _boundary(response: dict[bytes, Any]) -> str | None:
         return None
     boundary: str | None = top_level_boundary(structure)
     return boundary
-
-
-# -- one message ------------------------------------------------------------------------------
-
-
-class MessageGone(Exception):
-    """The UID does not exist (any more) in the mailbox; ``ref``: the message, where the raiser knows it
-    (else the call's ``message_id`` names it)."""
-
-    def __init__(self, ref: MessageRef | None = None) -> None:
-        super().__init__(f"message {ref.message_id} no longer exists" if ref else "message no longer exists")
-        self.ref = ref
-
-
-@dataclass
-class ReadOptions:
-    body_max_chars: int
-    body_format: BodyFormat
-    include_headers: bool
-    include_all_headers: bool
-    max_text_part_bytes: int
-    #: Leave quoted replies and the signature out of the body (text and markdown).
-    new_text_only: bool = False
-    #: Whose Authentication-Results count as the sender's authentication (none by default).
-    trusted_servers: TrustedServers = field(default_factory=TrustedServers)
-    #: Each header value is cut at this many characters (a reply reads its original's whole To and Cc).
-    max_header_value_chars: int = MAX_HEADER_VALUE_CHARS
-
-
-def _select_headers(headers: dict[str, list[str]], options: ReadOptions) -> dict[str, str]:
-    if not (options.include_headers or options.include_all_headers):
-        return {}
-    names = headers if options.include_all_headers else [n for n in DEFAULT_HEADER_ALLOWLIST if n in headers]
-    out = {}
-    for name in names:
-        value = "\n".join(headers[name])
-        out[_canonical(name)] = value[: options.max_header_value_chars]
-    return out
-
-
-def _canonical(name: str) -> str:
-    special = {"message-id": "Message-ID", "list-id": "List-ID", "mime-version": "MIME-Version"}
-    return special.get(name, "-".join(p.capitalize() for p in name.split("-")))
-
-
-def read_message(
-    session: ImapSession, ref: MessageRef, options: ReadOptions
-) -> tuple[MessageRecord, list[str]]:
-    """Headers, the text of the body parts and the attachment parts of one message, with bounded fetches.
-
-    The body is rendered in ``options.body_format`` by the tools (:mod:`mail_imap_mcp.services.message_read`);
-    the format decides here which text part is fetched."""
-    warnings: list[str] = []
-    response = session.fetch([ref.uid], MESSAGE_ITEMS).get(ref.uid)
-    if response is None or _expunged(response):
-        raise MessageGone(ref)
-    header_bytes = find_item(response, b"BODY[HEADER]") or b""
-    if len(header_bytes) >= MAX_HEADER_BYTES:
-        warnings.append(f"Header block larger than {MAX_HEADER_BYTES} bytes; only its start was read.")
-    headers = mime.parse_header_block(header_bytes)
-    parts, doubt = _trusted_structure(response, headers)
-
-    text: str | None = None
-    html: str | None = None
-    fetch_truncated = False
-    if parts is not None:
-        plain_part, html_part = mime.choose_body_parts(parts)
-        wanted: list[mime.Part | None]
-        if options.body_format == "text":
-            wanted = [plain_part] if plain_part else [html_part]
-            # A plain part that is empty or a stub still yields readable text from the HTML part.
-            if plain_part and html_part and plain_part.size_bytes < 16:
-                wanted.append(html_part)
-        else:
-            wanted = [html_part] if html_part else [plain_part]
-        budget = _fetch_budget(options)
-        sections = {p.section: p for p in wanted if p is not None}
-        if sections:
-            fetched = session.fetch(
-                [ref.uid], [f"BODY.PEEK[{section}]<0.{budget}>" for section in sections]
-            ).get(ref.uid, {})
-            for section, part in sections.items():
-                raw = find_item(fetched, f"BODY[{section}]".encode()) or b""
-                if part.size_bytes > len(raw) and len(raw) >= budget:
-                    fetch_truncated = True
-                decoded = mime.decode_text(
-                    mime.decode_transfer(raw, part.encoding), part.charset, partial=True
-                )
-                if part.content_type == "text/html":
-                    html = decoded
-                else:
-                    text = decoded
-        attachments = mime.attachment_parts(parts)
-    else:
-        problem = "BODYSTRUCTURE was unusable"
-        if doubt:
-            problem = f"The server's BODYSTRUCTURE contradicts the message ({doubt})"
-        warnings.append(
-            f"{problem}; parsed the first {options.max_text_part_bytes} bytes of the raw message instead."
-        )
-        raw_response = session.fetch([ref.uid], [f"BODY.PEEK[]<0.{options.max_text_part_bytes}>"]).get(
-            ref.uid, {}
-        )
-        raw_message = find_item(raw_response, b"BODY[]") or b""
-        fetch_truncated = int(response.get(b"RFC822.SIZE") or 0) > len(raw_message)
-        parsed = mime.parse_full_message(raw_message)
-        text, html, attachments = parsed.text, parsed.html, parsed.attachments
-
-    if len(attachments) > MAX_LISTED_ATTACHMENTS:
-        warnings.append(
-            f"Only the first {MAX_LISTED_ATTACHMENTS} of {len(attachments)} attachment parts are listed."
-        )
-    summary = _summary(ref, response, parts, snippet=None, headers=headers)
-    record = MessageRecord(
-        summary=summary,
-        headers=_select_headers(headers, options),
-        text=text,
-        html=html,
-        fetch_truncated=fetch_truncated,
-        attachments=attachments[:MAX_LISTED_ATTACHMENTS],
-        sender_headers={
-            name: headers[name][:MAX_SENDER_HEADERS] for name in SENDER_HEADERS if name in headers
-        },
-    )
-    return record, warnings
-
-
-def _fetch_budget(options: ReadOptions) -> int:
-    # Encoded bytes per visible character: base64 (4/3) x UTF-8 (up to 4) x markup for HTML.
-    return min(options.max_text_part_bytes, max(64 * 1024, options.body_max_chars * 16))
-
-
-# -- raw window --------------------------------------------------------------------------------
-
-
-@dataclass
-class RawWindow:
-    total_size_bytes: int
-    data: bytes
-
-
-def read_raw(session: ImapSession, ref: MessageRef, offset: int, max_bytes: int) -> RawWindow:
-    """Bytes ``offset .. offset+max_bytes`` of the message source (a partial ``BODY.PEEK[]``)."""
-    response = session.fetch([ref.uid], ["RFC822.SIZE", f"BODY.PEEK[]<{offset}.{max_bytes}>"]).get(ref.uid)
-    if response is None:
-        raise MessageGone(ref)
-    if _expunged(response):
-        raise MessageGone(ref)
-    data = find_item(response, b"BODY[]") or b""
-    return RawWindow(total_size_bytes=int(response.get(b"RFC822.SIZE") or 0), data=bytes(data))

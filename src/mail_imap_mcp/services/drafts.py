@@ -32,9 +32,10 @@ from mail_imap_mcp.imap.errors import (
     MailboxMissing,
     OutcomeUnknown,
 )
-from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES, ReadOptions
+from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.personality import Profile
+from mail_imap_mcp.imap.read import ReadOptions
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid
 from mail_imap_mcp.presentation.mail_failures import extension_missing, mailbox_refused

@@ -8,8 +8,8 @@ import html as html_escaping
 from mail_imap_mcp.content.quotes import new_text
 from mail_imap_mcp.content.text import collapse_whitespace, truncate
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.fetch import ReadOptions, read_message
 from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.read import ReadOptions, read_message
 from mail_imap_mcp.imap.records import BodyFormat, MessageRecord
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mime.authentication import TrustedServers, authentication_results, sender_warnings

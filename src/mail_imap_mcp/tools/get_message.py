@@ -16,8 +16,8 @@ from mail_imap_mcp.envelope import (
     status_for,
 )
 from mail_imap_mcp.envelope.model import Status
-from mail_imap_mcp.imap.fetch import ReadOptions
 from mail_imap_mcp.imap.providers import trusted_servers
+from mail_imap_mcp.imap.read import ReadOptions
 from mail_imap_mcp.imap.records import BodyFormat
 from mail_imap_mcp.presentation.arguments import SHAPE_DESCRIPTION, AttachmentMode, MessageIdArg, Shape
 from mail_imap_mcp.presentation.shapes import (

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import Payload, ToolResult
-from mail_imap_mcp.imap.fetch import MessageGone, RawWindow, read_raw
+from mail_imap_mcp.imap.read import MessageGone, RawWindow, read_raw
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.presentation.arguments import MessageIdArg
 from mail_imap_mcp.presentation.mail_failures import message_gone

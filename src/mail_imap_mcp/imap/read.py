@@ -1,0 +1,189 @@
+"""One message read by id: its headers, the text of its body parts and its attachment parts with
+bounded fetches (:func:`read_message`), or a window of its source (:func:`read_raw`). A page of many
+messages is :mod:`.fetch`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mail_imap_mcp import mime
+from mail_imap_mcp.imap.fetch import (
+    MAX_HEADER_BYTES,
+    MESSAGE_ITEMS,
+    expunged,
+    find_item,
+    summary_record,
+    trusted_structure,
+)
+from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.records import BodyFormat, MessageRecord
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mime.authentication import TrustedServers
+
+DEFAULT_HEADER_ALLOWLIST = (
+    "date",
+    "from",
+    "to",
+    "cc",
+    "reply-to",
+    "subject",
+    "message-id",
+    "in-reply-to",
+    "references",
+    "list-id",
+    "list-unsubscribe",
+)
+#: The headers that say who sent a message (its sender's warnings and authentication are read from them),
+#: and how many of each are kept (a message may carry hundreds of forged Authentication-Results).
+SENDER_HEADERS = ("from", "sender", "reply-to", "authentication-results")
+MAX_SENDER_HEADERS = 20
+MAX_LISTED_ATTACHMENTS = 100
+MAX_HEADER_VALUE_CHARS = 4000
+
+
+class MessageGone(Exception):
+    """The UID does not exist (any more) in the mailbox; ``ref``: the message, where the raiser knows it
+    (else the call's ``message_id`` names it)."""
+
+    def __init__(self, ref: MessageRef | None = None) -> None:
+        super().__init__(f"message {ref.message_id} no longer exists" if ref else "message no longer exists")
+        self.ref = ref
+
+
+@dataclass
+class ReadOptions:
+    body_max_chars: int
+    body_format: BodyFormat
+    include_headers: bool
+    include_all_headers: bool
+    max_text_part_bytes: int
+    #: Leave quoted replies and the signature out of the body (text and markdown).
+    new_text_only: bool = False
+    #: Whose Authentication-Results count as the sender's authentication (none by default).
+    trusted_servers: TrustedServers = field(default_factory=TrustedServers)
+    #: Each header value is cut at this many characters (a reply reads its original's whole To and Cc).
+    max_header_value_chars: int = MAX_HEADER_VALUE_CHARS
+
+
+def _select_headers(headers: dict[str, list[str]], options: ReadOptions) -> dict[str, str]:
+    if not (options.include_headers or options.include_all_headers):
+        return {}
+    names = headers if options.include_all_headers else [n for n in DEFAULT_HEADER_ALLOWLIST if n in headers]
+    out = {}
+    for name in names:
+        value = "\n".join(headers[name])
+        out[_canonical(name)] = value[: options.max_header_value_chars]
+    return out
+
+
+def _canonical(name: str) -> str:
+    special = {"message-id": "Message-ID", "list-id": "List-ID", "mime-version": "MIME-Version"}
+    return special.get(name, "-".join(p.capitalize() for p in name.split("-")))
+
+
+def read_message(
+    session: ImapSession, ref: MessageRef, options: ReadOptions
+) -> tuple[MessageRecord, list[str]]:
+    """Headers, the text of the body parts and the attachment parts of one message, with bounded fetches.
+
+    The body is rendered in ``options.body_format`` by the tools (:mod:`mail_imap_mcp.services.message_read`);
+    the format decides here which text part is fetched."""
+    warnings: list[str] = []
+    response = session.fetch([ref.uid], MESSAGE_ITEMS).get(ref.uid)
+    if response is None or expunged(response):
+        raise MessageGone(ref)
+    header_bytes = find_item(response, b"BODY[HEADER]") or b""
+    if len(header_bytes) >= MAX_HEADER_BYTES:
+        warnings.append(f"Header block larger than {MAX_HEADER_BYTES} bytes; only its start was read.")
+    headers = mime.parse_header_block(header_bytes)
+    parts, doubt = trusted_structure(response, headers)
+
+    text: str | None = None
+    html: str | None = None
+    fetch_truncated = False
+    if parts is not None:
+        plain_part, html_part = mime.choose_body_parts(parts)
+        wanted: list[mime.Part | None]
+        if options.body_format == "text":
+            wanted = [plain_part] if plain_part else [html_part]
+            # A plain part that is empty or a stub still yields readable text from the HTML part.
+            if plain_part and html_part and plain_part.size_bytes < 16:
+                wanted.append(html_part)
+        else:
+            wanted = [html_part] if html_part else [plain_part]
+        budget = _fetch_budget(options)
+        sections = {p.section: p for p in wanted if p is not None}
+        if sections:
+            fetched = session.fetch(
+                [ref.uid], [f"BODY.PEEK[{section}]<0.{budget}>" for section in sections]
+            ).get(ref.uid, {})
+            for section, part in sections.items():
+                raw = find_item(fetched, f"BODY[{section}]".encode()) or b""
+                if part.size_bytes > len(raw) and len(raw) >= budget:
+                    fetch_truncated = True
+                decoded = mime.decode_text(
+                    mime.decode_transfer(raw, part.encoding), part.charset, partial=True
+                )
+                if part.content_type == "text/html":
+                    html = decoded
+                else:
+                    text = decoded
+        attachments = mime.attachment_parts(parts)
+    else:
+        problem = "BODYSTRUCTURE was unusable"
+        if doubt:
+            problem = f"The server's BODYSTRUCTURE contradicts the message ({doubt})"
+        warnings.append(
+            f"{problem}; parsed the first {options.max_text_part_bytes} bytes of the raw message instead."
+        )
+        raw_response = session.fetch([ref.uid], [f"BODY.PEEK[]<0.{options.max_text_part_bytes}>"]).get(
+            ref.uid, {}
+        )
+        raw_message = find_item(raw_response, b"BODY[]") or b""
+        fetch_truncated = int(response.get(b"RFC822.SIZE") or 0) > len(raw_message)
+        parsed = mime.parse_full_message(raw_message)
+        text, html, attachments = parsed.text, parsed.html, parsed.attachments
+
+    if len(attachments) > MAX_LISTED_ATTACHMENTS:
+        warnings.append(
+            f"Only the first {MAX_LISTED_ATTACHMENTS} of {len(attachments)} attachment parts are listed."
+        )
+    summary = summary_record(ref, response, parts, snippet=None, headers=headers)
+    record = MessageRecord(
+        summary=summary,
+        headers=_select_headers(headers, options),
+        text=text,
+        html=html,
+        fetch_truncated=fetch_truncated,
+        attachments=attachments[:MAX_LISTED_ATTACHMENTS],
+        sender_headers={
+            name: headers[name][:MAX_SENDER_HEADERS] for name in SENDER_HEADERS if name in headers
+        },
+    )
+    return record, warnings
+
+
+def _fetch_budget(options: ReadOptions) -> int:
+    # Encoded bytes per visible character: base64 (4/3) x UTF-8 (up to 4) x markup for HTML.
+    return min(options.max_text_part_bytes, max(64 * 1024, options.body_max_chars * 16))
+
+
+# -- raw window --------------------------------------------------------------------------------
+
+
+@dataclass
+class RawWindow:
+    total_size_bytes: int
+    data: bytes
+
+
+def read_raw(session: ImapSession, ref: MessageRef, offset: int, max_bytes: int) -> RawWindow:
+    """Bytes ``offset .. offset+max_bytes`` of the message source (a partial ``BODY.PEEK[]``)."""
+    response = session.fetch([ref.uid], ["RFC822.SIZE", f"BODY.PEEK[]<{offset}.{max_bytes}>"]).get(ref.uid)
+    if response is None:
+        raise MessageGone(ref)
+    if expunged(response):
+        raise MessageGone(ref)
+    data = find_item(response, b"BODY[]") or b""
+    return RawWindow(total_size_bytes=int(response.get(b"RFC822.SIZE") or 0), data=bytes(data))
