@@ -18,8 +18,8 @@ from mail_imap_mcp.imap.directory import (
     same_mailbox,
     searchable_mailboxes,
 )
-from mail_imap_mcp.imap.errors import RoleMailboxMissing
 from mail_imap_mcp.imap.mailboxes import MailboxInfo
+from mail_imap_mcp.imap.write_errors import RoleMailboxMissing
 from mail_imap_mcp.presentation.failures import envelope_of
 
 

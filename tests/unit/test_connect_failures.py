@@ -23,8 +23,6 @@ from mail_imap_mcp.imap.errors import (
     CallTimedOut,
     ConnectFailed,
     ConnectPhase,
-    DestinationMissing,
-    ExtensionMissing,
     ImplicitTlsPort,
     LoginDisabled,
     LoginRefused,
@@ -32,9 +30,9 @@ from mail_imap_mcp.imap.errors import (
     ReconnectFailed,
     StartTlsMissing,
     TokenCommandFailed,
-    WriteRefused,
 )
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.write_errors import DestinationMissing, ExtensionMissing, WriteRefused
 from mail_imap_mcp.presentation.failures import as_tool_failure, envelope_of, mailbox_issue
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, answer
 

@@ -36,17 +36,13 @@ from mail_imap_mcp.imap.errors import (
     ConnectionLost,
     ConnectPhase,
     ConnectProgress,
-    DestinationMissing,
-    ExtensionMissing,
     ImapError,
     LoginDisabled,
     MailboxGone,
     MailboxMissing,
     ReconnectFailed,
-    RoleMailboxMissing,
     SelectionStale,
     StartTlsMissing,
-    WriteRefused,
     is_connection_broken,
 )
 from mail_imap_mcp.imap.personality import Profile
@@ -54,6 +50,12 @@ from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.summary_cache import SummaryCache
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient, CallBudget, OpenSocket
+from mail_imap_mcp.imap.write_errors import (
+    DestinationMissing,
+    ExtensionMissing,
+    RoleMailboxMissing,
+    WriteRefused,
+)
 
 log = logging.getLogger("mail_imap_mcp.imap")
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.imap.errors import RoleMailboxMissing
 from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes, list_matching
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.write_errors import RoleMailboxMissing
 
 INBOX = "INBOX"
 TRASH, DRAFTS, SENT, JUNK, ARCHIVE = "\\Trash", "\\Drafts", "\\Sent", "\\Junk", "\\Archive"

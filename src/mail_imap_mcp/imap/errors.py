@@ -272,7 +272,7 @@ def rejects_charset(exc: BaseException) -> bool:
 # How servers refuse a command, RFC 5530 codes where they send them (Dovecot), else their words: Cyrus
 # "Mailbox already exists", "Permission denied", "Mailbox has inferior hierarchical names"; Courier
 # "INBOX already exists!", "RENAME failed: File exists", "Cannot create this folder.".
-_REFUSALS = (
+REFUSALS = (
     (re.compile(rb"\[ALREADYEXISTS\]|already exists|file exists", re.IGNORECASE), Refusal.EXISTS),
     (re.compile(rb"\[HASCHILDREN\]|inferior hierarchical names", re.IGNORECASE), Refusal.HAS_CHILDREN),
     (re.compile(rb"\[OVERQUOTA\]|over ?quota|quota exceeded", re.IGNORECASE), Refusal.OVER_QUOTA),
@@ -340,7 +340,7 @@ def refused(answer: str, context: Context | None = None) -> ImapError:
     said = server_said(answer)
     if b"BADCHARSET" in text.upper():
         return CharsetRejected(said)
-    reason = next((reason for pattern, reason in _REFUSALS if pattern.search(text)), None)
+    reason = next((reason for pattern, reason in REFUSALS if pattern.search(text)), None)
     if reason is None and context.command.upper() in _NAMING and _NAME_REFUSED.search(text):
         reason = Refusal.OTHER
     if reason is None and (_MAILBOX_MISSING.search(text) or context.command.upper() in _OPENING):
@@ -486,82 +486,3 @@ class AccountUnknown(ImapError):
         super().__init__(f"account {account_id!r} is not configured")
         self.account_id = account_id
         self.configured = sorted(configured)
-
-
-# --- writes: COPY, MOVE, STORE and UID EXPUNGE, and what they need ------------------------------------
-
-
-class DestinationMissing(ImapError):
-    """The mailbox messages should go to does not exist (LIST shows no such selectable mailbox, or the
-    server answered COPY/MOVE with ``[TRYCREATE]``); it is never created on the fly. ``parameter``: the
-    argument that named it."""
-
-    def __init__(self, mailbox: str, parameter: str = "destination_mailbox") -> None:
-        super().__init__(f"mailbox {mailbox!r} ({parameter}) does not exist")
-        self.mailbox = mailbox
-        self.parameter = parameter
-
-
-class WriteRefused(CommandRefused):
-    """The server answered NO (or BAD) to a write command (``UID COPY``, ``UID MOVE``, ``UID STORE``,
-    ``UID EXPUNGE``) in the selected ``mailbox``: over quota, no permission (``reason``), or another
-    reason in its words (``said``). ``copied_to``: a MOVE done as COPY + EXPUNGE whose EXPUNGE was
-    refused: the messages are in that mailbox and still in ``mailbox`` as well."""
-
-    def __init__(self, exc: BaseException, command: str, mailbox: str) -> None:
-        text = str(exc).encode("utf-8", "replace")
-        reason = next(
-            (
-                reason
-                for pattern, reason in _REFUSALS
-                if reason in (Refusal.OVER_QUOTA, Refusal.NOT_PERMITTED) and pattern.search(text)
-            ),
-            Refusal.OTHER,
-        )
-        said = text.decode("utf-8", "replace").replace("\r", " ").replace("\n", " ")[:200]
-        super().__init__(command, mailbox, reason, said)
-        self.copied_to: str | None = None
-
-
-class ExtensionMissing(ImapError):
-    """The server lacks ``capability``, which a write needs to ``what`` touching exactly the given
-    messages (e.g. UIDPLUS for ``UID EXPUNGE``): refused, as the fallback (a mailbox-wide EXPUNGE) would
-    take others with it."""
-
-    def __init__(self, capability: str, what: str) -> None:
-        super().__init__(f"the server does not offer {capability}, needed to {what}")
-        self.capability = capability
-        self.what = what
-
-
-class RoleMailboxMissing(ImapError):
-    """No mailbox plays ``role`` (special-use ``\\Trash``, ``\\Drafts``, ``\\Sent``) for a write: the server
-    marks none, and the account's ``setting`` names none (``configured`` None) or one that does not
-    exist. ``advice`` ends the message (what else the caller can do); ``account``: the account's
-    settings, when known, to name the setting as the user writes it."""
-
-    def __init__(
-        self,
-        role: str,
-        account_id: str,
-        setting: str,
-        configured: str | None,
-        advice: str = "",
-        account: AccountConfig | None = None,
-    ) -> None:
-        super().__init__(f"no mailbox for {role} in account {account_id!r} ({setting}: {configured!r})")
-        self.role = role
-        self.account_id = account_id
-        self.setting = setting
-        self.configured = configured
-        self.advice = advice
-        self.account = account
-
-
-class InvalidFlag(ImapError):
-    """A flag an agent asked to set that is no system flag this server lets a client set, nor a keyword;
-    ``problem`` says why."""
-
-    def __init__(self, problem: str) -> None:
-        super().__init__(problem)
-        self.problem = problem

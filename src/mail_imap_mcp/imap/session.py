@@ -24,14 +24,11 @@ from mail_imap_mcp.imap import parsing, view, wire
 from mail_imap_mcp.imap.errors import (
     CharsetRejected,
     Context,
-    DestinationMissing,
-    ExtensionMissing,
     MailboxGone,
     MailboxMissing,
     OutcomeUnknown,
     SelectionStale,
     UidValidityChanged,
-    WriteRefused,
     classify,
     is_connection_broken,
     rejects_charset,
@@ -44,6 +41,7 @@ from mail_imap_mcp.imap.summary_cache import SummaryCache
 from mail_imap_mcp.imap.uidplus import CopyUid, MalformedUidSet, format_uid_set, parse_copyuids, parse_uid_set
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
+from mail_imap_mcp.imap.write_errors import DestinationMissing, ExtensionMissing, WriteRefused
 
 T = TypeVar("T")
 

@@ -13,17 +13,10 @@ from typing import Any, TypeVar
 
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.errors import (
-    DestinationMissing,
-    ExtensionMissing,
-    ImapError,
-    MailboxMissing,
-    UidValidityChanged,
-    WriteRefused,
-    is_connection_broken,
-)
+from mail_imap_mcp.imap.errors import ImapError, MailboxMissing, UidValidityChanged, is_connection_broken
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
+from mail_imap_mcp.imap.write_errors import DestinationMissing, ExtensionMissing, WriteRefused
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.background import Operation, OperationRegistry, OperationState, Progress
 from mail_imap_mcp.operations.batch import MailboxGroup

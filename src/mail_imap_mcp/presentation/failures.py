@@ -32,11 +32,8 @@ from mail_imap_mcp.imap.errors import (
     ConnectFailed,
     ConnectionLost,
     ConnectPhase,
-    DestinationMissing,
-    ExtensionMissing,
     ImapError,
     ImplicitTlsPort,
-    InvalidFlag,
     LoginDisabled,
     LoginRefused,
     MailboxGone,
@@ -45,13 +42,11 @@ from mail_imap_mcp.imap.errors import (
     OAuthRejected,
     OutcomeUnknown,
     ReconnectFailed,
-    RoleMailboxMissing,
     SelectionStale,
     StartTlsMissing,
     TimedOut,
     TokenCommandFailed,
     UidValidityChanged,
-    WriteRefused,
     classify,
 )
 from mail_imap_mcp.imap.flags import ALLOWED_FLAGS, SYSTEM_FLAGS
@@ -60,6 +55,13 @@ from mail_imap_mcp.imap.parts import NotAnAttachment, PartGone, PartNotFound, Pa
 from mail_imap_mcp.imap.read import MessageGone
 from mail_imap_mcp.imap.search import CursorError
 from mail_imap_mcp.imap.uidplus import MalformedUidSet
+from mail_imap_mcp.imap.write_errors import (
+    DestinationMissing,
+    ExtensionMissing,
+    InvalidFlag,
+    RoleMailboxMissing,
+    WriteRefused,
+)
 from mail_imap_mcp.presentation import connect_failures
 from mail_imap_mcp.presentation.mail_failures import (
     MAILBOX_COMMANDS,

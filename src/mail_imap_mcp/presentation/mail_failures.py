@@ -16,11 +16,11 @@ from mail_imap_mcp.imap.errors import (
     MailboxGone,
     MailboxMissing,
     Refusal,
-    WriteRefused,
     classify,
 )
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.parts import NotAnAttachment, PartGone, PartNotFound, PartRefused, StructureUnusable
+from mail_imap_mcp.imap.write_errors import WriteRefused
 
 #: Commands that create, rename or delete a mailbox, or add a message to one (named by the tool).
 MAILBOX_COMMANDS = frozenset({"CREATE", "RENAME", "DELETE", "APPEND"})

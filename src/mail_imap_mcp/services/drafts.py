@@ -26,12 +26,7 @@ from mail_imap_mcp.content.drafts import (
 from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.directory import same_mailbox
-from mail_imap_mcp.imap.errors import (
-    CommandRefused,
-    ImapError,
-    MailboxMissing,
-    OutcomeUnknown,
-)
+from mail_imap_mcp.imap.errors import CommandRefused, ImapError, MailboxMissing, OutcomeUnknown
 from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.personality import Profile

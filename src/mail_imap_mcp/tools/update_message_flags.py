@@ -17,9 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
-from mail_imap_mcp.imap.errors import InvalidFlag
 from mail_imap_mcp.imap.flags import DELETED, FlagOperation, flag_keys, ordered, parse_flags
 from mail_imap_mcp.imap.ids import parse_message_id
+from mail_imap_mcp.imap.write_errors import InvalidFlag
 from mail_imap_mcp.operations import Operation, OperationRef
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.batch import Batch, group_message_ids
