@@ -36,7 +36,7 @@ from mcp import Client
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.envelope import ToolFailure
-from mail_imap_mcp.imap.changes import ChangesToken
+from mail_imap_mcp.imap.changes_token import ChangesToken
 from mail_imap_mcp.imap.connection import RETRY_BACKOFF_S, AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.server import build_server

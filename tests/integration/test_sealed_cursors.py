@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from mail_imap_mcp.imap.changes import ChangesToken, PageCursor, since_digest
+from mail_imap_mcp.imap.changes_token import ChangesToken, PageCursor, since_digest
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
 from tests.support.clients import AccountFactory, make_config, open_client
 from tests.support.dovecot import Dovecot

@@ -15,9 +15,9 @@ import pytest
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.imap import changes as plan
-from mail_imap_mcp.imap import sealing
-from mail_imap_mcp.imap.changes import Changes, ChangesToken, ChangesTokenError, PageCursor, changes_since
+from mail_imap_mcp.imap import changes_token, sealing
+from mail_imap_mcp.imap.changes import Changes, changes_since
+from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError, PageCursor
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.presentation.failures import as_tool_failure
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, Step, answer, ok
@@ -116,9 +116,11 @@ def test_an_edited_truncated_or_foreign_token_is_refused_naming_since() -> None:
 )
 def test_a_sealed_token_with_contents_out_of_range_is_refused(payload: list[object]) -> None:
     # The same contents in range decode (the seal is made the way the server makes it).
-    assert ChangesToken.decode(plan._seal("chg1.", ["default", "INBOX", 1, 5, 0, 0, "1:3", [""], "000"]))
+    assert ChangesToken.decode(
+        changes_token._seal("chg1.", ["default", "INBOX", 1, 5, 0, 0, "1:3", [""], "000"])
+    )
     with pytest.raises(ChangesTokenError):
-        ChangesToken.decode(plan._seal("chg1.", payload))
+        ChangesToken.decode(changes_token._seal("chg1.", payload))
 
 
 def test_with_condstore_one_round_trip_asks_changedsince_and_which_tracked_messages_remain() -> None:

@@ -13,7 +13,8 @@ import pytest
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap import view
-from mail_imap_mcp.imap.changes import ChangesToken, changes_since
+from mail_imap_mcp.imap.changes import changes_since
+from mail_imap_mcp.imap.changes_token import ChangesToken
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState

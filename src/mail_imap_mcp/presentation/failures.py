@@ -22,7 +22,7 @@ from mail_imap_mcp.config import AccountConfig, Config
 from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.envelope import ErrorCode, Issue, ToolFailure, ToolResult
 from mail_imap_mcp.imap import errors
-from mail_imap_mcp.imap.changes import ChangesTokenError
+from mail_imap_mcp.imap.changes_token import ChangesTokenError
 from mail_imap_mcp.imap.errors import (
     AccountBusy,
     AccountUnknown,

@@ -12,17 +12,8 @@ from pydantic.json_schema import SkipJsonSchema
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import CompactPayload, Issue, NextAction, ToolResult, absent_field, status_for
 from mail_imap_mcp.envelope.model import Status
-from mail_imap_mcp.imap.changes import (
-    DIGEST_MESSAGES,
-    Changes,
-    ChangesToken,
-    ChangesTokenError,
-    PageCursor,
-    changes_since,
-    new_below,
-    since_digest,
-    start,
-)
+from mail_imap_mcp.imap.changes import DIGEST_MESSAGES, Changes, changes_since, new_below, start
+from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError, PageCursor, since_digest
 from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
 from mail_imap_mcp.imap.ids import MessageRef
