@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from mail_imap_mcp.config import AccountConfig, HttpSettings, ServerSettings
 from mail_imap_mcp.envelope import ERROR_REGISTRY
-from mail_imap_mcp.envelope.mcp import (
+from mail_imap_mcp.envelope.schemas import (
     OUTPUT_SCHEMAS_FILE,
     flat_input_schema,
     generate_output_schema,

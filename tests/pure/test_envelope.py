@@ -10,7 +10,8 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.envelope import ERROR_REGISTRY, ErrorCode, MultiItemData, Payload, ToolFailure
-from mail_imap_mcp.envelope.mcp import ToolResult, envelope_tool, flat_input_schema
+from mail_imap_mcp.envelope.mcp import ToolResult, envelope_tool
+from mail_imap_mcp.envelope.schemas import flat_input_schema
 
 pytestmark = pytest.mark.anyio
 
@@ -91,7 +92,7 @@ class TreeData(Payload):
 def test_output_schema_inlines_definitions_used_once_and_keeps_shared_and_recursive_ones() -> None:
     # Every client validates each result against it: each $ref followed cost a page of 20 summaries
     # a lookup and a level of descent per message, about a fifth of jsonschema's time.
-    from mail_imap_mcp.envelope.mcp import envelope_output_schema
+    from mail_imap_mcp.envelope.schemas import envelope_output_schema
 
     schema = envelope_output_schema(TreeData)
     success = schema["oneOf"][0]

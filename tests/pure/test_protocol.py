@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.envelope.mcp import OUTPUT_SCHEMAS_FILE
+from mail_imap_mcp.envelope.schemas import OUTPUT_SCHEMAS_FILE
 from mail_imap_mcp.reference import DOCS, output_schemas
 from mail_imap_mcp.server import build_server
 

@@ -109,7 +109,7 @@ def check_envelope(
 
 def _declared_schema(tool: str) -> dict[str, Any]:
     """The outputSchema a tool would publish, for a tool the server does not list (writes off)."""
-    from mail_imap_mcp.envelope.mcp import envelope_output_schema
+    from mail_imap_mcp.envelope.schemas import envelope_output_schema
     from mail_imap_mcp.tools.registry import TOOLS
 
     (spec,) = [spec for spec in TOOLS if spec.name == tool]
