@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mail_imap_mcp.imap import wire
+from mail_imap_mcp.imap import budget
 
 _LITERAL = re.compile(rb"\{(\d+)\}\r\n$")
 _SELECTION = re.compile(rb"\S+ (?:EXAMINE|SELECT) ")
@@ -72,17 +72,17 @@ class Plan:
 def _recording() -> Iterator[list[tuple[int, bytes]]]:
     """Every ``send`` of our connections while inside, with the connection's wait count at that moment."""
     sent: list[tuple[int, bytes]] = []
-    original = wire.BudgetedIMAP4.send
+    original = budget.BudgetedIMAP4.send
 
-    def send(self: wire.BudgetedIMAP4, data: Any) -> None:
+    def send(self: budget.BudgetedIMAP4, data: Any) -> None:
         sent.append((self.round_trips, bytes(data)))
         original(self, data)
 
-    wire.BudgetedIMAP4.send = send  # type: ignore[method-assign]
+    budget.BudgetedIMAP4.send = send  # type: ignore[method-assign]
     try:
         yield sent
     finally:
-        wire.BudgetedIMAP4.send = original  # type: ignore[method-assign]
+        budget.BudgetedIMAP4.send = original  # type: ignore[method-assign]
 
 
 def capture_plan(call: Callable[[dict[str, Any]], dict[str, Any]], arguments: dict[str, Any]) -> Plan:

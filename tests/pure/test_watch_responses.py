@@ -6,15 +6,8 @@ from typing import Any
 
 import pytest
 
-from mail_imap_mcp.imap.watch import (
-    WatchHub,
-    WatchSettings,
-    _changes_in,
-    _CountWatch,
-    _is_change,
-    _new_exists,
-    _Watcher,
-)
+from mail_imap_mcp.imap.watch import WatchHub, WatchSettings, _Watcher
+from mail_imap_mcp.imap.watch_lines import CountWatch, changes_in, is_change, new_exists
 
 
 def watcher_of(*mailboxes: str) -> _Watcher:
@@ -40,31 +33,31 @@ def watcher_of(*mailboxes: str) -> _Watcher:
     ],
 )
 def test_untagged_responses_that_tell_a_change(line: bytes, exists: int | None, changed: bool) -> None:
-    assert _is_change(line.split(), exists) is changed
+    assert is_change(line.split(), exists) is changed
 
 
 def test_the_count_follows_exists_and_expunge() -> None:
-    assert _new_exists(b"* 9 EXISTS".split(), 4) == 9
-    assert _new_exists(b"* 3 FETCH (FLAGS ())".split(), 4) == 4
-    assert _new_exists(b"* VANISHED 3".split(), 4) is None
+    assert new_exists(b"* 9 EXISTS".split(), 4) == 9
+    assert new_exists(b"* 3 FETCH (FLAGS ())".split(), 4) == 4
+    assert new_exists(b"* VANISHED 3".split(), 4) is None
 
 
 def test_a_delivery_right_after_an_expunge_is_a_change() -> None:
     # 4 messages; one expunged (3 left), one delivered: EXISTS says 4 again, which is new mail.
-    count = _new_exists(b"* 2 EXPUNGE".split(), 4)
+    count = new_exists(b"* 2 EXPUNGE".split(), 4)
     assert count == 3
-    assert _is_change(b"* 4 EXISTS".split(), count)
+    assert is_change(b"* 4 EXISTS".split(), count)
 
 
 def test_noop_answers_as_imapclient_parses_them() -> None:
-    assert _changes_in([(5, b"EXISTS"), (1, b"RECENT")], 4) == (True, 5)
-    assert _changes_in([(4, b"EXISTS")], 4) == (False, 4)
-    assert _changes_in([(2, b"FETCH", (b"FLAGS", (b"\\Seen",)))], 4) == (True, 4)
-    assert _changes_in([], 4) == (False, 4)
+    assert changes_in([(5, b"EXISTS"), (1, b"RECENT")], 4) == (True, 5)
+    assert changes_in([(4, b"EXISTS")], 4) == (False, 4)
+    assert changes_in([(2, b"FETCH", (b"FLAGS", (b"\\Seen",)))], 4) == (True, 4)
+    assert changes_in([], 4) == (False, 4)
 
 
 def test_the_one_mailbox_watch_names_its_mailbox_for_a_change_only() -> None:
-    watch = _CountWatch("INBOX", 4, watcher_of("INBOX"))
+    watch = CountWatch("INBOX", 4, watcher_of("INBOX"))
     assert watch(b"* OK Still here") is None
     assert watch(b"* 5 EXISTS") == "INBOX"
     assert watch(b"* 5 EXISTS") is None  # said again: nothing new
@@ -91,7 +84,7 @@ def test_a_change_reported_in_idle_is_kept_in_the_fingerprint_and_not_reported_a
     before, a change reported in IDLE must not come back as a second report either."""
     watcher = watcher_of("INBOX")
     watcher.looked("INBOX", dict(FULL))
-    watch = _CountWatch("INBOX", 4, watcher)
+    watch = CountWatch("INBOX", 4, watcher)
     assert watch(b"* 5 EXISTS") == "INBOX"  # a new message: MESSAGES 5, UIDNEXT 21, HIGHESTMODSEQ unknown
     assert watcher.fingerprints["INBOX"] == {b"UIDVALIDITY": 7, b"UIDNEXT": 21, b"MESSAGES": 5}
     assert watch(b"* 2 FETCH (FLAGS (\\Seen) MODSEQ (104))") == "INBOX"
@@ -104,7 +97,7 @@ def test_a_change_reported_in_idle_is_kept_in_the_fingerprint_and_not_reported_a
 def test_an_expunge_leaves_the_modseq_unknown_and_nothing_to_compare_is_reported() -> None:
     watcher = watcher_of("INBOX")
     watcher.looked("INBOX", {b"HIGHESTMODSEQ": 100})
-    assert _CountWatch("INBOX", 4, watcher)(b"* 1 EXPUNGE") == "INBOX"
+    assert CountWatch("INBOX", 4, watcher)(b"* 1 EXPUNGE") == "INBOX"
     assert watcher.fingerprints["INBOX"] == {b"MESSAGES": 3}
     assert watcher.looked("INBOX", {b"HIGHESTMODSEQ": 103})  # no item in common: reported, not missed
 
@@ -115,7 +108,7 @@ def test_a_look_after_a_change_left_no_item_that_tells_flags_reports_rather_than
     unreported. That look now reports the mailbox (at least once; perhaps a second time)."""
     watcher = watcher_of("INBOX")
     watcher.looked("INBOX", dict(FULL))
-    assert _CountWatch("INBOX", 4, watcher)(b"* 5 EXISTS") == "INBOX"
+    assert CountWatch("INBOX", 4, watcher)(b"* 5 EXISTS") == "INBOX"
     assert watcher.uncertain == {"INBOX"}
     assert watcher.looked("INBOX", {**FULL, b"UIDNEXT": 21, b"MESSAGES": 5, b"HIGHESTMODSEQ": 103})
     assert watcher.uncertain == set()

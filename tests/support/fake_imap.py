@@ -1,7 +1,7 @@
 """A scripted IMAP server under the session, at the socket: no server, no thread, no network.
 
 ``AccountConnection(..., open_socket=fake.open_socket)`` runs the whole stack (imaplib's parser,
-imapclient, :class:`~mail_imap_mcp.imap.wire.BudgetedIMAP4` and its round-trip count, the session,
+imapclient, :class:`~mail_imap_mcp.imap.budget.BudgetedIMAP4` and its round-trip count, the session,
 the connection's retry and error handling) over a :class:`ScriptedServer`: the client's bytes are
 recorded and each command it sends gets the next answer of the script, with ``{tag}`` standing for the
 command's tag. A command the script does not expect, or a wait for an answer the script does not have,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mail_imap_mcp.imap import wire
+from mail_imap_mcp.imap import budget, wire
 from mail_imap_mcp.imap.errors import ConnectProgress
 from tests.support.fake_imap import ScriptedServer, answer
 
@@ -49,7 +49,7 @@ def _client(server: ScriptedServer) -> wire.BudgetedIMAPClient:
         1143,
         tls=False,
         ssl_context=None,  # type: ignore[arg-type]  # plain: never used
-        budget=wire.CallBudget(10),
+        budget=budget.CallBudget(10),
         progress=ConnectProgress(),
         open_socket=server.open_socket,
     )

@@ -8,7 +8,7 @@ connection's ``translate`` where its owner gives one: the tools' failure registr
 
 Every call has one time budget, ``connect_timeout_s + command_timeout_s`` (plus the retry's pause):
 waiting for the account, connecting, each command and the retry all draw on it, and every blocking
-socket operation gets at most what is left (see :class:`~mail_imap_mcp.imap.wire.CallBudget` and
+socket operation gets at most what is left (see :class:`~mail_imap_mcp.imap.budget.CallBudget` and
 docs/reliability.md).
 """
 
@@ -29,6 +29,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from mail_imap_mcp.config import AccountConfig, Security
 from mail_imap_mcp.imap.auth import Login
+from mail_imap_mcp.imap.budget import CallBudget, OpenSocket
 from mail_imap_mcp.imap.errors import (
     AccountBusy,
     CallTimedOut,
@@ -49,7 +50,7 @@ from mail_imap_mcp.imap.personality import Profile
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.summary_cache import SummaryCache
 from mail_imap_mcp.imap.view import MailboxState
-from mail_imap_mcp.imap.wire import BudgetedIMAPClient, CallBudget, OpenSocket
+from mail_imap_mcp.imap.wire import BudgetedIMAPClient
 from mail_imap_mcp.imap.write_errors import (
     DestinationMissing,
     ExtensionMissing,

@@ -58,6 +58,18 @@ class ImapError(Exception):
     for_caller: ClassVar[bool] = False
 
 
+class ServerRefused(Exception):
+    """A NO or BAD answer as :mod:`.wire` hands it up, so that imaplib's and imapclient's error types
+    stay below it: ``said`` is the server's text; :func:`classify` says what it means."""
+
+    def __init__(self, said: str) -> None:
+        super().__init__(said)
+        self.said = said
+
+
+_ANSWERS = (imaplib.IMAP4.error, IMAPClientError, ServerRefused)
+
+
 class ImplicitTlsPort(ImapError):
     """No IMAP greeting came within ``waited_s`` on a connection without TLS (plain or STARTTLS), and the
     port answers a TLS handshake: it expects implicit TLS."""
@@ -248,6 +260,8 @@ class OAuthRejected(ImapError):
 
 def is_connection_broken(exc: BaseException) -> bool:
     """True when ``exc`` means this connection can no longer be used (retry on a fresh one)."""
+    if isinstance(exc, ServerRefused):
+        return False
     if isinstance(exc, imaplib.IMAP4.error | IMAPClientError) and not isinstance(exc, _DEAD_CONNECTION):
         text = str(exc).lower()
         return any(marker in text for marker in _SESSION_BROKEN_MARKERS)
@@ -258,7 +272,7 @@ def is_connection_broken(exc: BaseException) -> bool:
 
 def says_mailbox_missing(exc: BaseException) -> bool:
     """True when a server's NO/BAD answer means the mailbox does not exist (any more)."""
-    if not isinstance(exc, imaplib.IMAP4.error | IMAPClientError) or isinstance(exc, _DEAD_CONNECTION):
+    if not isinstance(exc, _ANSWERS) or isinstance(exc, _DEAD_CONNECTION):
         return False
     text = str(exc).encode("utf-8", "replace")
     return _MAILBOX_MISSING.search(text) is not None
@@ -266,7 +280,7 @@ def says_mailbox_missing(exc: BaseException) -> bool:
 
 def rejects_charset(exc: BaseException) -> bool:
     """True when the server refused the search's CHARSET (RFC 3501 ``[BADCHARSET]``)."""
-    return isinstance(exc, imaplib.IMAP4.error | IMAPClientError) and "BADCHARSET" in str(exc).upper()
+    return isinstance(exc, _ANSWERS) and "BADCHARSET" in str(exc).upper()
 
 
 # How servers refuse a command, RFC 5530 codes where they send them (Dovecot), else their words: Cyrus
@@ -326,7 +340,7 @@ def classify(exc: BaseException, context: Context | None = None) -> ImapError | 
         return ConnectionLost(str(exc))
     if isinstance(exc, TimeoutError):
         return TimedOut(str(exc))
-    if not isinstance(exc, imaplib.IMAP4.error | IMAPClientError):
+    if not isinstance(exc, _ANSWERS):
         return None
     return refused(str(exc), context)
 

@@ -9,9 +9,9 @@ import threading
 from collections.abc import Sequence
 
 from mail_imap_mcp.config import AccountConfig, Security
+from mail_imap_mcp.imap.budget import OpenSocket
 from mail_imap_mcp.imap.connection import AccountConnection, Translate
 from mail_imap_mcp.imap.errors import AccountUnknown
-from mail_imap_mcp.imap.wire import OpenSocket
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -59,7 +59,7 @@ class Keepalive:
 
 class ConnectionPool:
     """One :class:`AccountConnection` per configured account, kept alive while idle (``keepalive_interval_s``,
-    0: off). ``open_socket`` replaces the TCP connect (:data:`~mail_imap_mcp.imap.wire.OpenSocket`)."""
+    0: off). ``open_socket`` replaces the TCP connect (:data:`~mail_imap_mcp.imap.budget.OpenSocket`)."""
 
     def __init__(
         self,

@@ -12,24 +12,21 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
-
-from imapclient.exceptions import IMAPClientError
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap import parsing, view, wire
 from mail_imap_mcp.imap.errors import (
     CharsetRejected,
-    Context,
     MailboxGone,
     MailboxMissing,
     OutcomeUnknown,
     SelectionStale,
+    ServerRefused,
     UidValidityChanged,
-    classify,
     is_connection_broken,
     rejects_charset,
     says_mailbox_missing,
@@ -37,11 +34,11 @@ from mail_imap_mcp.imap.errors import (
 )
 from mail_imap_mcp.imap.fetch_response import parse_fetch_response
 from mail_imap_mcp.imap.personality import Profile
+from mail_imap_mcp.imap.session_writes import WriteCommands
 from mail_imap_mcp.imap.summary_cache import SummaryCache
-from mail_imap_mcp.imap.uidplus import CopyUid, MalformedUidSet, format_uid_set, parse_copyuids, parse_uid_set
+from mail_imap_mcp.imap.uidplus import format_uid_set
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
-from mail_imap_mcp.imap.write_errors import DestinationMissing, ExtensionMissing, WriteRefused
 
 T = TypeVar("T")
 
@@ -82,7 +79,7 @@ class SessionOwner(Protocol):
     def discard(self) -> None: ...
 
 
-class ImapSession:
+class ImapSession(WriteCommands):
     """A logged-in connection, borrowed for one call: the mailbox view it has selected (revalidated by
     UIDVALIDITY), the reads (EXAMINE, SEARCH, SORT, THREAD, FETCH) and the writes the operations layer
     asks for (APPEND, UID MOVE/COPY, STORE, UID EXPUNGE), each sent only where its extension is offered.
@@ -116,6 +113,10 @@ class ImapSession:
     @property
     def capabilities(self) -> frozenset[str]:
         return self._owner.capabilities
+
+    @property
+    def account_id(self) -> str:
+        return self._owner.account_id
 
     @property
     def profile(self) -> Profile:
@@ -202,8 +203,9 @@ class ImapSession:
     def _open(self, mailbox: str, *, readonly: bool) -> MailboxState:
         client = self.client
         try:
-            response = client.select_folder(mailbox, readonly=readonly)
-        except IMAPClientError as exc:
+            with wire.answers_typed():
+                response = client.select_folder(mailbox, readonly=readonly)
+        except ServerRefused as exc:
             if is_connection_broken(exc):
                 raise
             self.forget_selection()
@@ -474,10 +476,9 @@ class ImapSession:
         Settles the revalidation after it; "mailbox does not exist" from the server is a conflict.
         """
         try:
-            yield
-        except IMAPClientError as exc:
-            if is_connection_broken(exc):
-                raise
+            with wire.answers_typed():
+                yield
+        except ServerRefused as exc:
             self.settle(pipelined=True)
             if rejects_charset(exc):
                 raise CharsetRejected() from None
@@ -487,190 +488,3 @@ class ImapSession:
             self.forget_selection()
             raise MailboxGone(self._owner.account_id, state.name) from None
         self.settle(pipelined=True)
-
-    # -- imap_manage_mailbox and imap_save_draft: NAMESPACE, CREATE, RENAME, DELETE, APPEND ----------
-    # The tools send CREATE, RENAME, DELETE and APPEND inside write_command(): never retried.
-
-    def personal_namespace(self) -> tuple[str, str | None]:
-        """Prefix and separator of the personal namespace (RFC 2342): ``("INBOX.", ".")`` on Cyrus and
-        Courier, ``("", "/")`` on Dovecot; ``("", None)`` where the server does not offer NAMESPACE."""
-        if "NAMESPACE" not in self.capabilities:
-            return "", None
-        personal = self.client.namespace().personal or ()
-        if not personal:
-            return "", None
-        prefix, separator = (parsing.as_text(part) for part in personal[0])
-        return prefix or "", separator
-
-    def create_mailbox(self, mailbox: str) -> None:
-        naming_command("CREATE", mailbox, self.client.create_folder, mailbox)
-
-    def rename_mailbox(self, mailbox: str, new_name: str) -> None:
-        """RENAME (leave the mailbox first if this connection has it selected: :meth:`deselect`)."""
-        naming_command("RENAME", mailbox, self.client.rename_folder, mailbox, new_name)
-
-    def delete_mailbox(self, mailbox: str) -> None:
-        """DELETE (leave the mailbox first if this connection has it selected: :meth:`deselect`)."""
-        naming_command("DELETE", mailbox, self.client.delete_folder, mailbox)
-
-    def append(self, mailbox: str, message: bytes, flags: Sequence[str]) -> tuple[int, int] | None:
-        """APPEND ``message`` with ``flags``; ``(uidvalidity, uid)`` of the new message from APPENDUID
-        where the server advertises UIDPLUS (RFC 4315), else None."""
-        answer = naming_command("APPEND", mailbox, self.client.append, mailbox, message, flags)
-        if "UIDPLUS" not in self.capabilities:
-            return None
-        found = re.search(rb"\[APPENDUID (\d+) (\d+)\]", answer if isinstance(answer, bytes) else b"")
-        return (int(found.group(1)), int(found.group(2))) if found else None
-
-    # -- imap_apply_to_messages: UID COPY, UID MOVE, UID EXPUNGE of exactly the given UIDs ------------
-    # The source is selected read-write (select) and the UIDs checked to exist in it; never retried.
-
-    def uid_copy(self, uids: Sequence[int], destination: str) -> CopyUid | None:
-        """``UID COPY`` to ``destination``; the COPYUID answer (UIDPLUS), ``None`` when there is none."""
-        with self.write_command(uids):
-            return self._copy_or_move("COPY", uids, destination)
-
-    def uid_move(self, uids: Sequence[int], destination: str) -> CopyUid | None:
-        """Move to ``destination``: ``UID MOVE`` (MOVE), else ``UID COPY``, ``\\Deleted`` and ``UID EXPUNGE``
-        of exactly the copied UIDs (UIDPLUS), else refused: never a mailbox-wide EXPUNGE."""
-        if "MOVE" not in self.capabilities and "UIDPLUS" not in self.capabilities:
-            raise ExtensionMissing("MOVE or UIDPLUS", "move messages")
-        with self.write_command(uids):
-            if "MOVE" in self.capabilities:
-                return self._copy_or_move("MOVE", uids, destination)
-            copied = self._copy_or_move("COPY", uids, destination)
-            try:
-                self._expunge_uids([uid for uid in uids if copied is None or uid in copied.new_uids])
-            except WriteRefused as refused:
-                refused.copied_to = destination  # copied, and still in the selected mailbox as well
-                raise
-            return copied
-
-    def uid_expunge(self, uids: Sequence[int]) -> None:
-        """Remove exactly ``uids`` for good: ``UID STORE +FLAGS.SILENT (\\Deleted)``, ``UID EXPUNGE``
-        (UIDPLUS). Other messages marked ``\\Deleted`` stay."""
-        if "UIDPLUS" not in self.capabilities:
-            raise ExtensionMissing("UIDPLUS", "remove exactly these messages (UID EXPUNGE)")
-        with self.write_command(uids):
-            self._expunge_uids(uids)
-
-    def _copy_or_move(self, command: str, uids: Sequence[int], destination: str) -> CopyUid | None:
-        client = self.client
-        untagged = client.untagged
-        untagged.pop("COPYUID", None)
-        try:
-            if command == "MOVE":
-                client.move(format_uid_set(uids), destination)
-            else:
-                client.copy(format_uid_set(uids), destination)
-        except IMAPClientError as exc:
-            if is_connection_broken(exc):
-                raise
-            if says_mailbox_missing(exc):
-                raise DestinationMissing(destination) from None
-            raise WriteRefused(exc, f"UID {command}", self.selected_mailbox or "") from None
-        answers = untagged.pop("COPYUID", [])
-        if "UIDPLUS" not in self.capabilities:
-            return None  # Dovecot sends COPYUID even when told not to advertise UIDPLUS: not relied on
-        try:
-            copied = parse_copyuids(answers)
-        except MalformedUidSet:
-            log.warning("account=%s ignoring a malformed COPYUID answer", self._owner.account_id)
-            return None
-        if copied is None:
-            return None
-        wanted = set(uids)  # a server naming UIDs we did not send is ignored
-        return CopyUid(copied.uidvalidity, {o: n for o, n in copied.new_uids.items() if o in wanted})
-
-    def _expunge_uids(self, uids: Sequence[int]) -> None:
-        if not uids:  # never an EXPUNGE without a UID set: that one would be mailbox-wide
-            return
-        client, uid_set = self.client, format_uid_set(uids)
-        try:
-            client.add_flags(uid_set, [b"\\Deleted"], silent=True)
-            client.uid_expunge(uid_set)
-        except IMAPClientError as exc:
-            if is_connection_broken(exc):
-                raise
-            with contextlib.suppress(IMAPClientError):  # leave nothing marked for another's EXPUNGE
-                client.remove_flags(uid_set, [b"\\Deleted"], silent=True)
-            raise WriteRefused(exc, "UID EXPUNGE", self.selected_mailbox or "") from None
-
-    # -- imap_update_message_flags: FETCH FLAGS (and MODSEQ), UID STORE (CONDSTORE UNCHANGEDSINCE) ------
-    # The mailbox is selected read-write (select); store_flags is never retried.
-
-    def fetch_flags(self, uids: Sequence[int], *, modseq: bool = False) -> dict[int, FlagState]:
-        """Flags of those of ``uids`` that exist (without the session flag ``\\Recent``); with ``modseq``
-        (CONDSTORE, RFC 7162) each message's MODSEQ too."""
-        if modseq and "CONDSTORE" not in self.capabilities:
-            raise ValueError("MODSEQ needs CONDSTORE, which the server does not advertise")
-        wanted = set(uids)
-        answer = self.fetch(sorted(wanted), ["FLAGS", "MODSEQ"] if modseq else ["FLAGS"])
-        found: dict[int, FlagState] = {}
-        for uid, data in answer.items():
-            if uid not in wanted or b"FLAGS" not in data:
-                continue
-            flags = tuple(
-                text
-                for text in (parsing.as_text(f) for f in data[b"FLAGS"])
-                if text and text.lower() != "\\recent"
-            )
-            value = data.get(b"MODSEQ")
-            found[uid] = FlagState(flags, int(value[0]) if isinstance(value, tuple) and value else None)
-        return found
-
-    def store_flags(
-        self, uids: Sequence[int], mode: str, flags: Sequence[str], *, unchanged_since: int | None = None
-    ) -> set[int]:
-        """``UID STORE`` of ``flags`` (``mode``: ``+`` add, ``-`` remove, ``""`` replace; ``.SILENT``), sent
-        inside :meth:`write_command`. With ``unchanged_since`` (CONDSTORE) the server leaves alone every
-        message changed since that MODSEQ and names it in ``[MODIFIED]``: those UIDs are returned."""
-        if mode not in ("+", "-", "") or not uids or not all(wire.is_flag_atom(f) for f in flags):
-            raise ValueError(f"not a flag STORE: {mode!r} {list(flags)!r}")
-        if unchanged_since is not None and "CONDSTORE" not in self.capabilities:
-            raise ValueError("UNCHANGEDSINCE needs CONDSTORE, which the server does not advertise")
-        client = self.client
-        args = [format_uid_set(uids).encode("ascii")]
-        if unchanged_since is not None:
-            args.append(b"(UNCHANGEDSINCE %d)" % unchanged_since)
-        args += [f"{mode}FLAGS.SILENT".encode("ascii"), ("(" + " ".join(flags) + ")").encode("ascii")]
-        untagged = client.untagged
-        untagged.pop("MODIFIED", None)
-        with self.write_command(uids):
-            try:
-                typ, data = client.uid_command(b"STORE", args)
-                client.check_ok("store", typ, data)  # NO; imaplib raises BAD itself
-            except IMAPClientError as exc:
-                if is_connection_broken(exc):
-                    raise
-                raise WriteRefused(exc, "UID STORE", self.selected_mailbox or "") from None
-        changed: set[int] = set()
-        for part in untagged.pop("MODIFIED", []):
-            try:
-                changed.update(parse_uid_set(parsing.as_text(part) or ""))
-            except MalformedUidSet:
-                log.warning(
-                    "account=%s malformed [MODIFIED]: every UID counts as changed", self._owner.account_id
-                )
-                changed.update(uids)
-        return changed & set(uids)
-
-
-@dataclass(frozen=True)
-class FlagState:
-    """A message's flags (``\\Recent`` left out) and, where CONDSTORE is on, its MODSEQ."""
-
-    flags: tuple[str, ...]
-    modseq: int | None = None
-
-
-def naming_command(command: str, mailbox: str, send: Callable[..., T], *args: Any) -> T:
-    """``send(*args)``: a command naming ``mailbox`` (CREATE, RENAME, DELETE, APPEND), its NO or BAD
-    raised as the classified domain error (:class:`MailboxMissing`, :class:`CommandRefused`) for the
-    tool to say which argument it concerns; a dead connection as it is (``write_command`` decides)."""
-    try:
-        return send(*args)
-    except IMAPClientError as exc:
-        if is_connection_broken(exc):
-            raise
-        raise (classify(exc, Context(command, mailbox)) or exc) from None

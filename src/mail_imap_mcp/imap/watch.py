@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mail_imap_mcp.imap import watch_lines as lines
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import command_refused, says_mailbox_missing
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
@@ -48,13 +49,15 @@ TICK_S = 0.2
 RECONNECT_BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
 #: How long :meth:`WatchHub.cancel` and :meth:`WatchHub.close` wait for a watching thread to end.
 JOIN_TIMEOUT_S = 5.0
-#: Untagged responses that tell a change of the examined mailbox (EXISTS only when its count moves).
-_CHANGES = frozenset({b"EXPUNGE", b"FETCH", b"VANISHED"})
-
 #: What a mailbox looked like last (STATUS item -> value); None once it is gone.
 Fingerprint = dict[bytes, int] | None
-_MESSAGES, _UIDNEXT, _UIDVALIDITY, _HIGHESTMODSEQ = b"MESSAGES", b"UIDNEXT", b"UIDVALIDITY", b"HIGHESTMODSEQ"
-_UNSEEN = b"UNSEEN"
+_MESSAGES, _UIDNEXT, _UIDVALIDITY, _HIGHESTMODSEQ = (
+    lines.MESSAGES,
+    lines.UIDNEXT,
+    lines.UIDVALIDITY,
+    lines.HIGHESTMODSEQ,
+)
+_UNSEEN = lines.UNSEEN
 #: The items that tell a change of flags (where the server has CONDSTORE; UNSEEN only of \\Seen).
 _FLAG_ITEMS = frozenset({_HIGHESTMODSEQ, _UNSEEN})
 #: Never looked at yet: the first look is what a watch starts from.
@@ -189,7 +192,7 @@ class _Watcher:
         count = answer.get(b"EXISTS")
         exists = int(count) if count is not None else None
         # Examined again after an IDLE restart or a switch: what changed meanwhile shows here.
-        seen = _known(
+        seen = lines.known(
             {**{key: answer.get(key) for key in (_UIDVALIDITY, _UIDNEXT, _HIGHESTMODSEQ)}, _MESSAGES: count}
         )
         changed = self.looked(mailbox, seen)
@@ -198,8 +201,8 @@ class _Watcher:
         self._back([mailbox])
         if changed and not recovered:
             self._notify([mailbox])
-        if self.connection.profile.idles and not _idle_is_lazy(client):
-            self._idle(client, version, _CountWatch(mailbox, exists, self))
+        if self.connection.profile.idles and not lines.idle_is_lazy(client):
+            self._idle(client, version, lines.CountWatch(mailbox, exists, self))
         else:
             self._poll(client, mailbox, version, exists)
 
@@ -232,10 +235,10 @@ class _Watcher:
     def _poll(self, client: BudgetedIMAPClient, mailbox: str, version: int, exists: int | None) -> None:
         items = self._status_items()
         while self._wait(version):
-            told, exists = _changes_in(client.noop()[1], exists)
+            told, exists = lines.changes_in(client.noop()[1], exists)
             # STATUS too: a mailbox deleted by another client fails it where NOOP says nothing (Courier).
             status = client.folder_status(mailbox, items)
-            changed = self.looked(mailbox, _known({item: status.get(item) for item in items}))
+            changed = self.looked(mailbox, lines.known({item: status.get(item) for item in items}))
             if told or changed:
                 self._notify([mailbox])
 
@@ -250,7 +253,7 @@ class _Watcher:
             if self.stopping.is_set() or command_refused(exc) is None:
                 raise
             return  # deleted meanwhile: the next look tells
-        if self.looked(mailbox, _known({item: status.get(item) for item in items})):
+        if self.looked(mailbox, lines.known({item: status.get(item) for item in items})):
             self._notify([mailbox])
 
     def _status_items(self) -> list[bytes]:
@@ -303,7 +306,7 @@ class _Watcher:
                 self._back(mailboxes)
                 if not recovered:
                     self._notify(changed)
-                self._idle(client, version, _NotifyWatch(self, client, set(mailboxes)))
+                self._idle(client, version, lines.NotifyWatch(self, client, set(mailboxes)))
                 return
         items = self._status_items()
         while True:
@@ -340,7 +343,7 @@ class _Watcher:
             if command_refused(exc) is None:
                 raise
             return None
-        return _known({item: status.get(item) for item in items})
+        return lines.known({item: status.get(item) for item in items})
 
     def follow(self, mailbox: str, learn: Callable[[dict[bytes, int]], None]) -> None:
         """Let ``learn`` update the fingerprint of ``mailbox`` (after a change it reports)."""
@@ -385,124 +388,6 @@ class _Watcher:
                     listener()
                 except Exception:
                     log.warning("account=%s a watch listener failed", self.account_id, exc_info=True)
-
-
-def _is_change(tokens: list[bytes], exists: int | None) -> bool:
-    """Whether an untagged response (``* 4 EXISTS``, ``* 2 FETCH (FLAGS ...)``, ``* VANISHED ...``)
-    tells a change of the examined mailbox; ``* OK Still here`` and ``* n RECENT`` do not."""
-    if len(tokens) < 3 or tokens[0] != b"*":
-        return False
-    if tokens[1].upper() in _CHANGES:
-        return True
-    kind = tokens[2].upper()
-    if kind == b"EXISTS":
-        return exists is None or tokens[1] != str(exists).encode("ascii")
-    return kind in _CHANGES
-
-
-class _CountWatch:
-    """Tells, line by line, whether what the server says changes the one examined mailbox, and keeps in
-    its fingerprint what a change tells (a new message count, a MODSEQ) and forgets what it leaves
-    unknown, so that the next look does not report the same change again."""
-
-    def __init__(self, mailbox: str, exists: int | None, watcher: _Watcher) -> None:
-        self.mailbox = mailbox
-        self.exists = exists
-        self.watcher = watcher
-
-    def __call__(self, line: bytes) -> str | None:
-        tokens = line.split()
-        changed = _is_change(tokens, self.exists)
-        before, self.exists = self.exists, _new_exists(tokens, self.exists)
-        if not changed:
-            return None
-        self.watcher.follow(
-            self.mailbox, lambda fingerprint: _learn(fingerprint, tokens, before, self.exists)
-        )
-        return self.mailbox
-
-
-def _learn(fingerprint: dict[bytes, int], tokens: list[bytes], before: int | None, after: int | None) -> None:
-    """What the reported line ``tokens`` tells of the mailbox, kept in its ``fingerprint``."""
-    fingerprint.pop(_UNSEEN, None)  # a new message, a flag or an expunge may each move it
-    if after is None:
-        fingerprint.pop(_MESSAGES, None)
-    else:
-        if before is not None and after > before and _UIDNEXT in fingerprint:
-            fingerprint[_UIDNEXT] += after - before  # new messages take the next UIDs
-        fingerprint[_MESSAGES] = after
-    modseq = _modseq(tokens)
-    if modseq is not None:  # the change just made has the mailbox's highest MODSEQ
-        fingerprint[_HIGHESTMODSEQ] = max(fingerprint.get(_HIGHESTMODSEQ, modseq), modseq)
-    else:  # a new message or an expunge moves it by an amount nobody said
-        fingerprint.pop(_HIGHESTMODSEQ, None)
-
-
-def _modseq(tokens: list[bytes]) -> int | None:
-    """The MODSEQ a FETCH response carries (``* 2 FETCH (FLAGS (\\Seen) MODSEQ (12))``), if any."""
-    for index, token in enumerate(tokens[:-1]):
-        if token.upper().lstrip(b"(") == b"MODSEQ":
-            value = tokens[index + 1].strip(b"()")
-            return int(value) if value.isdigit() else None
-    return None
-
-
-class _NotifyWatch:
-    """Tells which watched mailbox a NOTIFY report is about, unless its STATUS values are those the
-    fingerprint already holds (Dovecot repeats a report; the STATUS after NOTIFY SET told it)."""
-
-    def __init__(self, watcher: _Watcher, client: BudgetedIMAPClient, watched: set[str]) -> None:
-        self.watcher = watcher
-        self.client = client
-        self.watched = watched
-
-    def __call__(self, line: bytes) -> str | None:
-        mailbox = self.client.notified_mailbox(line)
-        if mailbox not in self.watched:
-            return None
-        values = self.client.status_values(line)
-        if values is None:  # deleted or renamed away, or nothing to compare
-            changed = self.watcher.looked(mailbox, None) or line.upper().startswith(b"* STATUS")
-            return mailbox if changed else None
-        return mailbox if self.watcher.looked(mailbox, values) else None
-
-
-def _known(values: dict[bytes, Any]) -> dict[bytes, int]:
-    """The items of a STATUS or EXAMINE answer the server gave, as numbers."""
-    return {item: int(value) for item, value in values.items() if value is not None}
-
-
-def _changes_in(responses: list[Any], exists: int | None) -> tuple[bool, int | None]:
-    """Whether imapclient's parsed untagged responses (``[(4, b"EXISTS"), (2, b"FETCH", ...)]``, as
-    NOOP and DONE return them) tell a change, and the message count after them."""
-    changed = False
-    for response in responses:
-        if isinstance(response, tuple) and len(response) >= 2 and isinstance(response[1], bytes):
-            tokens = [b"*", str(response[0]).encode("ascii"), response[1]]
-            changed |= _is_change(tokens, exists)
-            exists = _new_exists(tokens, exists)
-    return changed, exists
-
-
-def _idle_is_lazy(client: BudgetedIMAPClient) -> bool:
-    """Whether the server's IDLE reports changes late: Courier-IMAP without its FAM build looks at the
-    mailbox only every IMAP_IDLE_TIMEOUT (60 s), so NOOP polling reports sooner there."""
-    return b"Courier-IMAP" in client.greeting
-
-
-def _new_exists(tokens: list[bytes], exists: int | None) -> int | None:
-    """The message count after an untagged response: ``* 5 EXISTS`` sets it, ``* 2 EXPUNGE`` lowers
-    it, and after ``* VANISHED`` it is unknown (the next EXISTS then counts as a change)."""
-    if len(tokens) >= 2 and tokens[1].upper() == b"VANISHED":
-        return None
-    if len(tokens) < 3 or not tokens[1].isdigit():
-        return exists
-    kind = tokens[2].upper()
-    if kind == b"EXISTS":
-        return int(tokens[1])
-    if kind == b"EXPUNGE" and exists is not None:
-        return exists - 1
-    return exists
 
 
 class WatchHub:

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.errors import OutcomeUnknown
 from mail_imap_mcp.imap.flags import FlagOperation, flag_keys, not_permitted, ordered, target_flags
-from mail_imap_mcp.imap.session import FlagState, ImapSession
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.session_writes import FlagState
 from mail_imap_mcp.imap.write_errors import WriteRefused
 from mail_imap_mcp.operations.background import Progress
 from mail_imap_mcp.operations.batch import Batch, BatchItem, MailboxGroup

@@ -43,6 +43,7 @@ from mail_imap_mcp.imap.errors import (
     OutcomeUnknown,
     ReconnectFailed,
     SelectionStale,
+    ServerRefused,
     StartTlsMissing,
     TimedOut,
     TokenCommandFailed,
@@ -283,6 +284,13 @@ def _imap_error(exc: ImapError, call: Call | None) -> ToolFailure:
     return ToolFailure(ErrorCode.UNAVAILABLE, f"The IMAP server failed: {errors.server_said(exc)}")
 
 
+def _server_refused(exc: ServerRefused, call: Call | None) -> ToolFailure:
+    """A NO or BAD no module turned into a domain error: said as what :func:`classify` finds it means
+    (a refusal always means one of its domain errors)."""
+    meant = classify(exc) or errors.CommandRefused("", "", errors.Refusal.OTHER, errors.server_said(exc))
+    return tool_failure(meant, call) or _imap_error(meant, call)
+
+
 def _message_gone(exc: MessageGone, call: Call | None) -> ToolFailure:
     ref = exc.ref or (call.message_ref() if call is not None else None)
     if ref is None:
@@ -367,6 +375,7 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     RoleMailboxMissing: _role_mailbox_missing,
     InvalidFlag: _invalid_flag,
     MessageGone: _message_gone,
+    ServerRefused: _server_refused,
     PartGone: _part_failure,
     PartNotFound: _part_failure,
     NotAnAttachment: _part_failure,

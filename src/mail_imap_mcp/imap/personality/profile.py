@@ -38,6 +38,11 @@ class Profile:
         return self._has(f"AUTH={mechanism.upper()}")
 
     @property
+    def namespaces(self) -> bool:
+        """``NAMESPACE`` (RFC 2342)."""
+        return self._has("NAMESPACE")
+
+    @property
     def sorts(self) -> bool:
         """``UID SORT`` (RFC 5256)."""
         return self._has("SORT")
