@@ -18,10 +18,10 @@ from mail_imap_mcp.imap.errors import (
     ConnectFailed,
     ConnectPhase,
     MechanismNotOffered,
-    OAuthChallenge,
     OAuthRejected,
     TokenCommandFailed,
 )
+from mail_imap_mcp.imap.oauth_challenge import OAuthChallenge
 from mail_imap_mcp.presentation.failures import envelope_of
 
 

@@ -20,13 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from mail_imap_mcp.config import AccountConfig, AuthMethod, helper_environment
-from mail_imap_mcp.imap.errors import (
-    MechanismNotOffered,
-    OAuthChallenge,
-    OAuthRejected,
-    TokenCommandFailed,
-    command_refused,
-)
+from mail_imap_mcp.imap.errors import MechanismNotOffered, OAuthRejected, TokenCommandFailed, command_refused
+from mail_imap_mcp.imap.oauth_challenge import OAuthChallenge
 from mail_imap_mcp.imap.personality import Profile
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
 
