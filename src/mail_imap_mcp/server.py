@@ -23,8 +23,8 @@ from mail_imap_mcp.config import Config
 from mail_imap_mcp.content.served_types import served_type
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.envelope.mcp import EnvelopeTool
+from mail_imap_mcp.services.attachment_fetch import attachment_blob
 from mail_imap_mcp.subscriptions import MailboxSubscriptions
-from mail_imap_mcp.tools.get_attachment import attachment_blob
 from mail_imap_mcp.tools.registry import build_tools, unlisted_tools
 from mail_imap_mcp.version import package_version
 

@@ -4,6 +4,7 @@ Shared by imap_get_attachment, imap_get_message's ``attachment_mode`` and the at
 
 from __future__ import annotations
 
+import io
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from mail_imap_mcp import mime
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import ServerSettings
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -24,10 +26,11 @@ from mail_imap_mcp.imap.parts import (
     PartRefused,
     StructureUnusable,
     read_part,
+    valid_part_id,
 )
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.presentation.mail_failures import part_failure
-from mail_imap_mcp.services.message_lookup import examine_for
+from mail_imap_mcp.services.message_lookup import examine_for, resolve_message
 
 #: Limit errors of the attachment tools (rendered into docs/tools.md).
 ATTACHMENT_ERRORS = {
@@ -136,3 +139,31 @@ def spooled_part(
                 source_bytes=server.max_text_part_bytes,
             )
         yield Spooled(path=path, read=read)
+
+
+def attachment_blob(app: AppContext, message_id: str, part_id: str) -> tuple[bytes, str]:
+    """The whole decoded attachment and the content type the sender declared, for the attachment
+    resource; ``limit_exceeded`` naming ``max_resource_bytes`` beyond it (imap_get_attachment reads such
+    a one in windows)."""
+    connection, ref = resolve_message(app, message_id)
+    if not valid_part_id(part_id):
+        raise ToolFailure.invalid_input("part_id", "must be an IMAP section number such as 2 or 1.3.")
+    limit = app.config.server.max_resource_bytes
+
+    def accept(part: mime.Part, head: bytes) -> None:
+        if estimated_size(part) > limit * 1.02:
+            raise too_large(part, limit, "max_resource_bytes")
+
+    blob = io.BytesIO()
+    read = fetch_part(
+        connection,
+        ref,
+        part_id,
+        blob,
+        max_bytes=limit,
+        accept=accept,
+        source_bytes=app.config.server.max_text_part_bytes,
+    )
+    if not read.complete:
+        raise too_large(read.part, limit, "max_resource_bytes")
+    return blob.getvalue(), read.part.content_type

@@ -8,7 +8,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mail_imap_mcp import mime
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.content.documents import CalendarEvent
 from mail_imap_mcp.content.errors import ExtractionError
@@ -23,13 +22,11 @@ from mail_imap_mcp.envelope import (
     ToolResult,
 )
 from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.parts import valid_part_id
 from mail_imap_mcp.presentation.arguments import MessageIdArg, PartIdArg
 from mail_imap_mcp.presentation.shapes import AttachmentInfo, UntrustedContent, attachment_info
 from mail_imap_mcp.services.attachment_fetch import (
     ATTACHMENT_ERRORS,
     Spooled,
-    estimated_size,
     fetch_part,
     spooled_part,
     too_large,
@@ -319,32 +316,4 @@ TOOL = ToolSpec(
     errors=ERRORS,
 )
 
-__all__ = ["TOOL", "GetAttachmentData", "GetAttachmentInput", "ImageInfo", "attachment_blob"]
-
-
-def attachment_blob(app: AppContext, message_id: str, part_id: str) -> tuple[bytes, str]:
-    """The whole decoded attachment and the content type the sender declared, for the attachment
-    resource; ``limit_exceeded`` naming ``max_resource_bytes`` beyond it (imap_get_attachment reads such
-    a one in windows)."""
-    connection, ref = resolve_message(app, message_id)
-    if not valid_part_id(part_id):
-        raise ToolFailure.invalid_input("part_id", "must be an IMAP section number such as 2 or 1.3.")
-    limit = app.config.server.max_resource_bytes
-
-    def accept(part: mime.Part, head: bytes) -> None:
-        if estimated_size(part) > limit * 1.02:
-            raise too_large(part, limit, "max_resource_bytes")
-
-    blob = io.BytesIO()
-    read = fetch_part(
-        connection,
-        ref,
-        part_id,
-        blob,
-        max_bytes=limit,
-        accept=accept,
-        source_bytes=app.config.server.max_text_part_bytes,
-    )
-    if not read.complete:
-        raise too_large(read.part, limit, "max_resource_bytes")
-    return blob.getvalue(), read.part.content_type
+__all__ = ["TOOL", "GetAttachmentData", "GetAttachmentInput", "ImageInfo"]
