@@ -47,6 +47,7 @@ from mail_imap_mcp.presentation.failures import (
     run,
     tool_failure,
 )
+from mail_imap_mcp.tools.search_messages import SearchMessagesInput
 
 
 def _modules(package: ModuleType) -> list[ModuleType]:
@@ -341,3 +342,21 @@ def test_the_runner_turns_what_a_handler_raises_into_its_envelope_error(call: Ca
 
     with pytest.raises(ValueError, match="a bug"):  # the envelope layer answers `internal`
         run(buggy, call.app, _Args())
+
+
+def test_a_recreated_mailbox_under_a_cursor_reruns_the_call_from_its_first_page(call: Call) -> None:
+    """The conflict of a paging call takes its rerun arguments from the call (no tool catches it)."""
+    paging = Call(call.app, SearchMessagesInput.model_validate({"from": "ann", "limit": 3, "cursor": "abc"}))
+    failure = tool_failure(UidValidityChanged(5, 6), paging)
+    assert failure is not None and failure.code is ErrorCode.CONFLICT
+    assert failure.next_action is not None and failure.next_action.tool == "imap_search_messages"
+    assert failure.next_action.arguments == {
+        "from": "ann",
+        "limit": 3,
+        "account_id": "work",
+        "mailbox": "INBOX",
+    }
+    # A call without a cursor (a message id's mailbox recreated) reruns a plain search of the mailbox.
+    plain = tool_failure(UidValidityChanged(5, 6, "Archive"), call)
+    assert plain is not None and plain.next_action is not None
+    assert plain.next_action.arguments == {"account_id": "work", "mailbox": "Archive"}

@@ -65,7 +65,6 @@ SERVICE_DEBTS = {
     "mail_imap_mcp.services.needs_reply": {"mail_imap_mcp.presentation.search_page"},
     "mail_imap_mcp.services.ordered_search": {
         "mail_imap_mcp.presentation.failures",
-        "mail_imap_mcp.presentation.mail_failures",
         "mail_imap_mcp.presentation.search_page",
     },
 }

@@ -19,9 +19,10 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import OutcomeUnknown
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.presentation import failures
 from mail_imap_mcp.presentation.failures import as_tool_failure
 from mail_imap_mcp.presentation.search_page import SearchMessagesData
-from mail_imap_mcp.tools import search_messages
+from mail_imap_mcp.tools import get_thread, search_messages
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, Step, answer, ok
 
 UIDVALIDITY = 1700000000
@@ -123,6 +124,47 @@ def test_first_and_warm_newest_page_keep_their_plans() -> None:
         assert subjects == ["Quarterly invoice"]
         assert server.connections == 1
         assert not server.script
+    finally:
+        app.close()
+
+
+@pytest.mark.parametrize("stale", ["uidvalidity", "gone"])
+def test_regression_a_stale_id_on_a_warm_connection_settles_its_revalidation_within_its_call(
+    stale: str,
+) -> None:
+    """A message id for a recreated mailbox (conflict) or a message gone (not_found), read on a connection
+    that kept INBOX selected: the call's pipelined NOOP + STATUS are answered within it. Raised as the
+    domain errors the registry words, they once left the revalidation unanswered, and the next call's
+    traffic began with it (the hostile-input test saw it as commands sent for a rejected call)."""
+    server = ScriptedServer()
+    app = app_on(server)
+    server.expect(
+        answer("LOGIN", LOGIN_OK),
+        answer("EXAMINE", *examine_answer(1, 2)),
+        ok("UID SEARCH", b"* SEARCH 1"),
+        answer("UID FETCH", *summary_fetch(1, 1)),
+    )
+    try:
+        subjects_of_newest_page(app)
+        uidvalidity = UIDVALIDITY + 1 if stale == "uidvalidity" else UIDVALIDITY
+        message_id = f"imap:default:INBOX:{uidvalidity}:7"
+        steps = [ok("NOOP"), ok("STATUS", b"* STATUS INBOX (UIDVALIDITY %d UIDNEXT 2)" % UIDVALIDITY)]
+        if stale == "gone":
+            steps.append(ok("UID FETCH"))
+        server.expect(*steps)
+        with pytest.raises(ToolFailure) as raised:
+            failures.run(get_thread.handle, app, get_thread.GetThreadInput(message_id=message_id))
+        expected = ErrorCode.CONFLICT if stale == "uidvalidity" else ErrorCode.NOT_FOUND
+        assert raised.value.code is expected, raised.value
+        assert not server.script, "the revalidation was left unanswered"
+        server.expect(
+            ok("NOOP"),
+            ok("STATUS", b"* STATUS INBOX (UIDVALIDITY %d UIDNEXT 2)" % UIDVALIDITY),
+            ok("UID SEARCH", b"* SEARCH 1"),
+            answer("UID FETCH", *summary_fetch(1, 1)),
+        )
+        assert subjects_of_newest_page(app) == ["Quarterly invoice"]
+        assert server.connections == 1
     finally:
         app.close()
 

@@ -44,9 +44,11 @@ from mail_imap_mcp.imap.errors import (
     ReconnectFailed,
     SelectionStale,
     StartTlsMissing,
+    UidValidityChanged,
     is_connection_broken,
 )
 from mail_imap_mcp.imap.personality import Profile
+from mail_imap_mcp.imap.read import MessageGone
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.summary_cache import SummaryCache
 from mail_imap_mcp.imap.view import MailboxState
@@ -67,6 +69,8 @@ Translate = Callable[[ImapError], Exception]
 _JUDGED_ON_THE_VIEW: tuple[type[Exception], ...] = (
     MailboxMissing,
     MailboxGone,
+    UidValidityChanged,
+    MessageGone,
     DestinationMissing,
     WriteRefused,
     ExtensionMissing,
@@ -266,6 +270,16 @@ class AccountConnection:
             result = operation(session)
         except self.judged_on_the_view:
             session.settle()  # a failure judged on a stale view is no answer either
+            raise
+        except SelectionStale:
+            raise  # the session read what was in flight; the caller runs the call again on this view
+        except BaseException:
+            if client.unanswered:  # an answer left unread would be taken for the next call's
+                log.warning(
+                    "account=%s a call ended with commands unanswered; dropping the connection",
+                    self.account_id,
+                )
+                self.discard()
             raise
         session.settle()
         return result

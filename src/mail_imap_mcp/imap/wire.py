@@ -80,6 +80,11 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
         return int(self._imap.round_trips)
 
     @property
+    def unanswered(self) -> int:
+        """Commands sent whose tagged answer was not taken yet (between calls: none)."""
+        return len(self._imap.tagged_commands)
+
+    @property
     def unusable(self) -> bool:
         """Whether the socket failed (error, timeout or EOF), even if a caller swallowed the exception."""
         return bool(self._imap.unusable)

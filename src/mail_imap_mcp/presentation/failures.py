@@ -109,6 +109,16 @@ class Call:
     def argument(self, name: str) -> Any:
         return getattr(self.arguments, name, None)
 
+    def takes(self, name: str) -> bool:
+        """Whether the call's tool has the argument ``name`` (given or not)."""
+        return name in type(self.arguments).model_fields
+
+    def rerun_arguments(self) -> dict[str, Any]:
+        """The arguments as given, without the position a cursor held: the same call from its start."""
+        given = self.arguments.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True)
+        given.pop("cursor", None)
+        return given
+
     def message_ref(self) -> MessageRef | None:
         """The message the call names (``message_id``), if it names one."""
         value = self.argument("message_id")
@@ -157,7 +167,9 @@ def _uidvalidity_changed(exc: UidValidityChanged, call: Call | None) -> ToolFail
     account_id, _ = _account(call)
     named = call.argument("mailbox") if call is not None else None
     mailbox = exc.mailbox or (ref.mailbox if ref is not None else str(named or ""))
-    return conflict(account_id, mailbox, exc.expected, exc.actual)
+    # A paging call is run again from its first page, with the filters it was given.
+    arguments = call.rerun_arguments() if call is not None and call.takes("cursor") else None
+    return conflict(account_id, mailbox, exc.expected, exc.actual, arguments)
 
 
 def _charset_rejected(exc: CharsetRejected, call: Call | None) -> ToolFailure:

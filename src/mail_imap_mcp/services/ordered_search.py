@@ -17,7 +17,7 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import Issue, ToolResult
 from mail_imap_mcp.imap.across import summaries_each
 from mail_imap_mcp.imap.directory import searchable_mailboxes
-from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged, mailbox_failure
+from mail_imap_mcp.imap.errors import CharsetRejected, mailbox_failure
 from mail_imap_mcp.imap.fetch import SummaryBatch
 from mail_imap_mcp.imap.ids import parse_message_id
 from mail_imap_mcp.imap.mailboxes import MailboxCounts, list_with_message_counts
@@ -28,7 +28,6 @@ from mail_imap_mcp.imap.search.cursors import StreamCursor, StreamState
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import DATE_WINDOW, OrderedPage, ordered_page
 from mail_imap_mcp.presentation.failures import mailbox_issue
-from mail_imap_mcp.presentation.mail_failures import conflict
 from mail_imap_mcp.presentation.search_page import (
     PageFound,
     SearchMessagesData,
@@ -257,10 +256,8 @@ def handle_ordered(
         return page, messages, first.issues + failed + fetch_issues
 
     label = _label(args)
-    try:
+    try:  # a recreated mailbox (UidValidityChanged): the registry's conflict reruns the search
         page, messages, issues = connection.run(work)
-    except UidValidityChanged as exc:
-        raise conflict(account_id, label, exc.expected, exc.actual, same_search) from None
     except CharsetRejected:
         return charset_refused(account_id, label)
     _learn_keys(page, messages, args.sort)

@@ -183,7 +183,7 @@ def handle(app: AppContext, args: GetChangesInput) -> ToolResult[GetChangesData]
 
     try:
         answer = connection.run(work)
-    except UidValidityChanged as exc:
+    except UidValidityChanged as exc:  # not a rerun of the call: the token itself is outdated
         raise changes_token_outdated(account_id, args.mailbox, exc.expected, exc.actual) from None
     return _result(args, account_id, since, answer)
 

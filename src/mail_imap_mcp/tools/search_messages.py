@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
-from mail_imap_mcp.imap.errors import CharsetRejected, UidValidityChanged
+from mail_imap_mcp.imap.errors import CharsetRejected
 from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
 from mail_imap_mcp.imap.search import (
     CursorState,
@@ -28,7 +28,6 @@ from mail_imap_mcp.presentation.arguments import (
     SearchText,
     Shape,
 )
-from mail_imap_mcp.presentation.mail_failures import conflict
 from mail_imap_mcp.presentation.search_page import (
     TOOL_NAME,
     CompactSearchData,
@@ -291,12 +290,8 @@ def _handle_one(
         return page, batch
 
     warnings: list[str] = []
-    try:
+    try:  # a recreated mailbox (UidValidityChanged): the registry's conflict reruns the search
         page, batch = connection.run(work)
-    except UidValidityChanged as exc:
-        raise conflict(
-            account_id, mailbox, exc.expected, exc.actual, _same_search(args, account_id)
-        ) from None
     except CharsetRejected:
         return charset_refused(account_id, mailbox)
 
