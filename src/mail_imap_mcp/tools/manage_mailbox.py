@@ -31,13 +31,14 @@ from mail_imap_mcp.envelope import (
     ToolResult,
     status_for,
 )
-from mail_imap_mcp.imap.directory import INBOX, MailboxDirectory
+from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing, OutcomeUnknown
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId
 from mail_imap_mcp.presentation.mail_failures import mailbox_refused
 from mail_imap_mcp.presentation.writes import CONFIRM_TOKEN_DESCRIPTION, DRY_RUN_DESCRIPTION
+from mail_imap_mcp.services.mailbox_names import existing_mailbox, new_mailbox, refuse_protected
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 
 NAME = "imap_manage_mailbox"
@@ -138,57 +139,6 @@ class _Plan:
         return f"rename the mailbox {self.mailbox!r} to {self.destination!r}, with {moved}"
 
 
-def _existing(names: MailboxDirectory, name: str, parameter: str) -> tuple[str, list[str]]:
-    """The existing mailbox ``name`` means: as given, else with the personal prefix."""
-    name = names.canonical(name)
-    if name in names.names() or name == INBOX:
-        return name, []
-    prefixed = names.with_prefix(name)
-    if prefixed is not None:
-        return prefixed, [_prefix_note(names.prefix, name)]
-    raise ToolFailure(
-        ErrorCode.NOT_FOUND,
-        f"Mailbox {name!r} ({parameter}) does not exist; nothing was changed. Call "
-        "imap_list_mailboxes for the names in the server's spelling.",
-        details={"parameter": parameter, "mailbox": name},
-    )
-
-
-def _new(names: MailboxDirectory, name: str, parameter: str) -> tuple[str, list[str]]:
-    """The server's spelling of a mailbox to be made; refused when it exists or is malformed."""
-    name = names.canonical(name)
-    notes = []
-    sep, prefix = names.separator, names.prefix
-    if sep and not name.strip(sep).strip():
-        raise ToolFailure.invalid_input(parameter, f"a name made only of separators ({sep!r}) names nothing.")
-    if prefix and name != INBOX and not name.startswith(prefix):
-        notes.append(_prefix_note(prefix, name))
-        name = prefix + name
-    if sep and any(not level.strip() for level in name.split(sep)):
-        raise ToolFailure.invalid_input(
-            parameter,
-            f"{name!r} has an empty level (a leading, trailing or doubled separator {sep!r}).",
-        )
-    if name == INBOX or name in names.names():
-        raise ToolFailure.invalid_input(parameter, f"mailbox {name!r} already exists; choose another name.")
-    return name, notes
-
-
-def _refuse_protected(names: MailboxDirectory, name: str, parameter: str, action: str) -> None:
-    protected = names.protected()
-    for each in (name, *names.children(name)):
-        why = protected.get(each)
-        if why is not None:
-            inside = "" if each == name else f" (it contains {each!r})"
-            raise ToolFailure.invalid_input(
-                parameter, f"{name!r} cannot be {action}d{inside}: {why} is never renamed or deleted."
-            )
-
-
-def _prefix_note(prefix: str, name: str) -> str:
-    return f"This server keeps personal mailboxes below {prefix!r}: {name!r} was taken as {prefix + name!r}."
-
-
 def _count(session: ImapSession, mailbox: str) -> int:
     """Messages in ``mailbox`` from a fresh EXAMINE, left again at once (UNSELECT, or CLOSE, which
     expunges nothing after EXAMINE). Not STATUS: Dovecot answers it from its index, which misses a
@@ -218,10 +168,10 @@ def _plan(session: ImapSession, app: AppContext, account_id: str, args: ManageMa
     """Resolve the names and check every refusal (reads only)."""
     names = MailboxDirectory.load(session, app.config.accounts[account_id], namespace=True)
     if args.action == "create":
-        mailbox, notes = _new(names, args.mailbox, "mailbox")
+        mailbox, notes = new_mailbox(names, args.mailbox, "mailbox")
         return _Plan("create", mailbox, messages=0, notes=tuple(notes))
-    mailbox, notes = _existing(names, args.mailbox, "mailbox")
-    _refuse_protected(names, mailbox, "mailbox", args.action)
+    mailbox, notes = existing_mailbox(names, args.mailbox, "mailbox")
+    refuse_protected(names, mailbox, "mailbox", args.action)
     box = names.get(mailbox)
     assert box is not None  # INBOX, the one name not listed, is protected
     children = names.children(mailbox)
@@ -239,7 +189,7 @@ def _plan(session: ImapSession, app: AppContext, account_id: str, args: ManageMa
             raise _refuse_nonempty(mailbox, messages, account_id)
         return _Plan("delete", mailbox, messages=messages, selectable=box.selectable, notes=tuple(notes))
     assert args.destination_mailbox is not None
-    destination, more = _new(names, args.destination_mailbox, "destination_mailbox")
+    destination, more = new_mailbox(names, args.destination_mailbox, "destination_mailbox")
     if names.separator and destination.startswith(mailbox + names.separator):
         raise ToolFailure.invalid_input(
             "destination_mailbox",
