@@ -169,3 +169,35 @@ def _unseal(prefix: str, text: str, parameter: str, what: str) -> list[Any]:
     if not isinstance(fields, list):
         raise ChangesTokenError(parameter, "it is garbled")
     return fields
+
+
+def decode_since(
+    since: str | None, cursor: str | None, account_id: str, mailbox: str
+) -> tuple[ChangesToken | None, PageCursor | None]:
+    """The token (argument ``since``) and page cursor (``cursor``) of an imap_get_changes call, each
+    checked against the call's account and mailbox, and the cursor against its token;
+    :class:`ChangesTokenError` naming the argument that does not fit."""
+    if since is None:
+        if cursor is not None:
+            raise ChangesTokenError("cursor", "it continues a page of changes; pass the same since with it")
+        return None, None
+    token = ChangesToken.decode(since)
+    if (token.account_id, token.mailbox) != (account_id, mailbox):
+        raise ChangesTokenError(
+            "since",
+            "it was made for another account or mailbox; pass the token of this account_id and mailbox",
+        )
+    page = PageCursor.decode(cursor) if cursor is not None else None
+    if page is not None:
+        try:
+            inner = ChangesToken.decode(page.changes_token)
+        except ChangesTokenError as exc:
+            raise ChangesTokenError("cursor", str(exc)) from None
+        if page.since_digest != since_digest(since) or (inner.account_id, inner.mailbox) != (
+            account_id,
+            mailbox,
+        ):
+            raise ChangesTokenError(
+                "cursor", "it belongs to another since token; pass the since of the first page"
+            )
+    return token, page

@@ -13,7 +13,7 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import CompactPayload, Issue, NextAction, ToolResult, absent_field, status_for
 from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.imap.changes import DIGEST_MESSAGES, Changes, changes_since, new_below, start
-from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError, PageCursor, since_digest
+from mail_imap_mcp.imap.changes_token import ChangesToken, PageCursor, decode_since, since_digest
 from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
 from mail_imap_mcp.imap.ids import MessageRef
@@ -126,37 +126,10 @@ class _Answer:
     more: list[int]
 
 
-def _decode(args: GetChangesInput, account_id: str) -> tuple[ChangesToken | None, PageCursor | None]:
-    if args.since is None:
-        if args.cursor is not None:
-            raise ChangesTokenError("cursor", "it continues a page of changes; pass the same since with it")
-        return None, None
-    since = ChangesToken.decode(args.since)
-    if (since.account_id, since.mailbox) != (account_id, args.mailbox):
-        raise ChangesTokenError(
-            "since",
-            "it was made for another account or mailbox; pass the token of this account_id and mailbox",
-        )
-    cursor = PageCursor.decode(args.cursor) if args.cursor is not None else None
-    if cursor is not None:
-        try:
-            inner = ChangesToken.decode(cursor.changes_token)
-        except ChangesTokenError as exc:
-            raise ChangesTokenError("cursor", str(exc)) from None
-        if cursor.since_digest != since_digest(args.since) or (inner.account_id, inner.mailbox) != (
-            account_id,
-            args.mailbox,
-        ):
-            raise ChangesTokenError(
-                "cursor", "it belongs to another since token; pass the since of the first page"
-            )
-    return since, cursor
-
-
 def handle(app: AppContext, args: GetChangesInput) -> ToolResult[GetChangesData]:
     connection = app.connection(args.account_id)
     account_id = connection.account_id
-    since, cursor = _decode(args, account_id)
+    since, cursor = decode_since(args.since, args.cursor, account_id, args.mailbox)
     limit = min(args.limit, app.config.server.max_search_limit)
     snippet_chars = min(SNIPPET_CHARS, app.config.server.max_snippet_chars)
 
