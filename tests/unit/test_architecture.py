@@ -27,7 +27,7 @@ TOOL_MODULES_OVER_THE_CAP = {
     "apply_to_messages.py": 347,
     "get_attachment.py": 319,
     "save_draft.py": 349,
-    "search_messages.py": 337,
+    "search_messages.py": 332,
     "update_message_flags.py": 334,
 }
 MAX_MODULES_CATCHING_IMAP_LIBRARY_ERRORS = 1
