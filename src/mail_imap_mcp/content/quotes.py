@@ -21,12 +21,13 @@ comes back whole (with nothing reported as dropped).
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
 #: A block after "-- " longer than this (non-blank lines) is not a signature but text.
 MAX_SIGNATURE_LINES = 12
-#: How far an Outlook header block may spread (its four labels within this many lines).
+#: How far an Outlook header block may spread (its four labels within this many lines of text).
 _OUTLOOK_SPAN = 8
 
 _QUOTE = re.compile(r"^[ \t]{0,3}>")
@@ -147,7 +148,10 @@ def _outlook_block(lines: list[str], index: int) -> bool:
         return True
     if not _HEADER["from"].match(line):
         return False
-    window = lines[index + 1 : index + _OUTLOOK_SPAN]
+    # The next lines of text, blank lines and quotes not counted: they are what this module's own result
+    # keeps of them, so that running it on its result finds the same block (or none) again.
+    following = (other for other in lines[index + 1 :] if other.strip() and not _is_quote(other))
+    window = list(itertools.islice(following, _OUTLOOK_SPAN - 1))
     found = {key for key in ("sent", "to", "subject") for other in window if _HEADER[key].match(other)}
     return found == {"sent", "to", "subject"}
 
@@ -155,12 +159,15 @@ def _outlook_block(lines: list[str], index: int) -> bool:
 def _signature_end(lines: list[str], index: int) -> tuple[int, int] | None:
     """End (exclusive) and size of the signature whose delimiter is at ``index``; None if too long.
 
-    It runs to the next quote or the end. A bare delimiter (a quote right below it) goes too, so that
-    running :func:`new_text` on its own result changes nothing.
+    It runs to the next quote, delimiter or the end. A bare delimiter (a quote right below it) goes too,
+    so that running :func:`new_text` on its own result changes nothing.
     """
     end = index + 1
     while end < len(lines) and not (
-        _is_quote(lines[end]) or _attribution_length(lines, end) or _outlook_block(lines, end)
+        _is_quote(lines[end])
+        or lines[end].rstrip() in _SIGNATURE_DELIMITERS  # another delimiter: its own block, judged alone
+        or _attribution_length(lines, end)
+        or _outlook_block(lines, end)
     ):
         end += 1
     size = sum(1 for line in lines[index + 1 : end] if line.strip())
