@@ -12,7 +12,7 @@ What one run does:
    HTML-only one and one with a 25 MB attachment.
 2. Spawns ``mail-imap-mcp serve`` over stdio through the MCP SDK's ``Client`` (stderr to a file).
    For each operation, after a warm-up, it alternates one *floor* call (the same IMAP commands issued
-   with raw imapclient on one warm, already-selected connection, mirroring ``imap/search.py`` and
+   with raw imapclient on one warm, already-selected connection, mirroring ``imap/search/`` and
    ``imap/fetch.py``) with one call of our server, and records median and p95. The time the SDK
    client itself spends on an answer (JSON-RPC parsing, outputSchema validation) is measured too.
 3. Repeats every operation on a second server process with ``MAIL_IMAP_MCP_LOG_LEVEL=DEBUG``: the

@@ -23,7 +23,7 @@ LARGE_ATTACHMENT_BYTES = 25 * 1024 * 1024
 PAGE_LIMIT = 20
 PAGE_DEPTH = 50
 RAW_WINDOW = 16_384
-# Mirrors of src/mail_imap_mcp/imap/search.py and tools/get_message.py defaults (the floor issues the
+# Mirrors of src/mail_imap_mcp/imap/search/plan.py and tools/get_message.py defaults (the floor issues the
 # same commands; the per-call command counts printed side by side show when they drift apart).
 MIN_FILTERED_WINDOW = 2000
 WINDOW_GROWTH = 4

@@ -105,7 +105,7 @@ def _quote(value: str) -> bytes:
 
 
 def floor_criteria(filters: dict[str, Any]) -> list[bytes]:
-    """SEARCH keys our server sends for ``filters`` (see SearchFilter.criteria)."""
+    """SEARCH keys our server sends for ``filters`` (see mail_imap_mcp.query.search_keys)."""
     keys: list[bytes] = []
     if "from" in filters:
         keys += [b"FROM", _quote(filters["from"])]
