@@ -112,7 +112,6 @@ class AccountConnection:
         self._lock = threading.Lock()
         self._client: BudgetedIMAPClient | None = None
         self.selected: MailboxState | None = None
-        self.capabilities: frozenset[str] = frozenset()
         #: What the server offers, as named facts (from the CAPABILITY answer after login).
         self.profile = Profile(frozenset())
         self.logins = 0
@@ -304,6 +303,11 @@ class AccountConnection:
                 self._ssl_context = context
             return self._ssl_context
 
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """The capability names the server announced after login (its profile's)."""
+        return self.profile.capabilities
+
     def keep_alive(self, interval_s: float) -> None:
         """Send NOOP if the connection sat idle for ``interval_s``, unless a call holds it.
 
@@ -408,7 +412,6 @@ class AccountConnection:
                 _close_quietly(client)
                 raise
             self.profile = Profile.of(client.capabilities())
-            self.capabilities = self.profile.capabilities
             if self.enable_qresync and self.profile.qresync:
                 # Before any mailbox is selected (RFC 5161), with the call's first command: no round trip.
                 client.enable_ahead("QRESYNC")

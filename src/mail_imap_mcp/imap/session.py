@@ -68,7 +68,6 @@ class SessionOwner(Protocol):
     account_id: str
     config: AccountConfig
     summaries: SummaryCache
-    capabilities: frozenset[str]
     profile: Profile
     selected: MailboxState | None
     pipelined_commands: int
@@ -112,7 +111,7 @@ class ImapSession(WriteCommands):
 
     @property
     def capabilities(self) -> frozenset[str]:
-        return self._owner.capabilities
+        return self._owner.profile.capabilities
 
     @property
     def account_id(self) -> str:
