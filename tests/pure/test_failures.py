@@ -32,6 +32,7 @@ from mail_imap_mcp.imap.errors import (
     OutcomeUnknown,
     Refusal,
     SelectionStale,
+    ServerRefused,
     TimedOut,
     UidValidityChanged,
     classify,
@@ -360,3 +361,16 @@ def test_a_recreated_mailbox_under_a_cursor_reruns_the_call_from_its_first_page(
     plain = tool_failure(UidValidityChanged(5, 6, "Archive"), call)
     assert plain is not None and plain.next_action is not None
     assert plain.next_action.arguments == {"account_id": "work", "mailbox": "Archive"}
+
+
+def test_a_refusal_handed_up_by_the_wire_is_worded_by_what_it_says(call: Call) -> None:
+    """ServerRefused (a NO or BAD as imap/wire.py hands it up) reaches the registry like the libraries'
+    own errors did: its words decide the domain error."""
+    cases = [
+        (ServerRefused("NO [NONEXISTENT] Mailbox doesn't exist: Nope"), ErrorCode.NOT_FOUND),
+        (ServerRefused("NO [BADCHARSET (US-ASCII)] charset"), ErrorCode.INVALID_INPUT),
+        (ServerRefused("NO [OVERQUOTA] Quota exceeded"), ErrorCode.LIMIT_EXCEEDED),
+    ]
+    for refusal, code in cases:
+        failure = tool_failure(refusal, call)
+        assert failure is not None and failure.code is code, (refusal, failure)

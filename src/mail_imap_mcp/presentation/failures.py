@@ -297,9 +297,8 @@ def _imap_error(exc: ImapError, call: Call | None) -> ToolFailure:
 
 
 def _server_refused(exc: ServerRefused, call: Call | None) -> ToolFailure:
-    """A NO or BAD no module turned into a domain error: said as what :func:`classify` finds it means
-    (a refusal always means one of its domain errors)."""
-    meant = classify(exc) or errors.CommandRefused("", "", errors.Refusal.OTHER, errors.server_said(exc))
+    """A NO or BAD no module turned into a domain error: said as what its words mean (``refused``)."""
+    meant = errors.refused(exc.said)
     return tool_failure(meant, call) or _imap_error(meant, call)
 
 
