@@ -88,6 +88,22 @@ def app_on(server: ScriptedServer) -> AppContext:
     )
 
 
+#: The newest page of INBOX on a new connection (LOGIN, EXAMINE, SEARCH, FETCH) and on a warm one (the
+#: selection revalidated by NOOP + STATUS, pipelined with the SEARCH).
+FIRST_PAGE = (
+    answer("LOGIN", LOGIN_OK),
+    answer("EXAMINE", *examine_answer(1, 2)),
+    ok("UID SEARCH", b"* SEARCH 1"),
+    answer("UID FETCH", *summary_fetch(1, 1)),
+)
+WARM_PAGE = (
+    ok("NOOP"),
+    ok("STATUS", b"* STATUS INBOX (UIDVALIDITY %d UIDNEXT 2)" % UIDVALIDITY),
+    ok("UID SEARCH", b"* SEARCH 1"),
+    answer("UID FETCH", *summary_fetch(1, 1)),
+)
+
+
 def subjects_of_newest_page(app: AppContext) -> list[str]:
     """imap_search_messages of INBOX, newest first: the subjects of its page."""
     result = search_messages.handle(app, search_messages.SearchMessagesInput(mailbox="INBOX", limit=10))
@@ -97,12 +113,7 @@ def subjects_of_newest_page(app: AppContext) -> list[str]:
 def test_first_and_warm_newest_page_keep_their_plans() -> None:
     server = ScriptedServer()
     app = app_on(server)
-    server.expect(
-        answer("LOGIN", LOGIN_OK),
-        answer("EXAMINE", *examine_answer(1, 2)),
-        ok("UID SEARCH", b"* SEARCH 1"),
-        answer("UID FETCH", *summary_fetch(1, 1)),
-    )
+    server.expect(*FIRST_PAGE)
     try:
         subjects = subjects_of_newest_page(app)
         plan = (tuple(server.commands()), app.connection("default").round_trips)
@@ -110,12 +121,7 @@ def test_first_and_warm_newest_page_keep_their_plans() -> None:
         assert plan == (("LOGIN", "EXAMINE", "UID SEARCH", "UID FETCH"), 6)
         assert subjects == ["Quarterly invoice"]
 
-        server.expect(
-            ok("NOOP"),
-            ok("STATUS", b"* STATUS INBOX (UIDVALIDITY %d UIDNEXT 2)" % UIDVALIDITY),
-            ok("UID SEARCH", b"* SEARCH 1"),
-            answer("UID FETCH", *summary_fetch(1, 1)),
-        )
+        server.expect(*WARM_PAGE)
         before = app.connection("default").round_trips
         subjects = subjects_of_newest_page(app)
         trips = app.connection("default").round_trips - before
@@ -138,12 +144,7 @@ def test_regression_a_stale_id_on_a_warm_connection_settles_its_revalidation_wit
     traffic began with it (the hostile-input test saw it as commands sent for a rejected call)."""
     server = ScriptedServer()
     app = app_on(server)
-    server.expect(
-        answer("LOGIN", LOGIN_OK),
-        answer("EXAMINE", *examine_answer(1, 2)),
-        ok("UID SEARCH", b"* SEARCH 1"),
-        answer("UID FETCH", *summary_fetch(1, 1)),
-    )
+    server.expect(*FIRST_PAGE)
     try:
         subjects_of_newest_page(app)
         uidvalidity = UIDVALIDITY + 1 if stale == "uidvalidity" else UIDVALIDITY
@@ -157,12 +158,7 @@ def test_regression_a_stale_id_on_a_warm_connection_settles_its_revalidation_wit
         expected = ErrorCode.CONFLICT if stale == "uidvalidity" else ErrorCode.NOT_FOUND
         assert raised.value.code is expected, raised.value
         assert not server.script, "the revalidation was left unanswered"
-        server.expect(
-            ok("NOOP"),
-            ok("STATUS", b"* STATUS INBOX (UIDVALIDITY %d UIDNEXT 2)" % UIDVALIDITY),
-            ok("UID SEARCH", b"* SEARCH 1"),
-            answer("UID FETCH", *summary_fetch(1, 1)),
-        )
+        server.expect(*WARM_PAGE)
         assert subjects_of_newest_page(app) == ["Quarterly invoice"]
         assert server.connections == 1
     finally:
