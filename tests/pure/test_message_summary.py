@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from mail_imap_mcp.mime import parse_header_block, snippet_of, summarise
 from mail_imap_mcp.mime.parts import make_part
-from mail_imap_mcp.mime.summary import MAX_LISTED_ADDRESSES, MAX_SUMMARY_FIELD_CHARS
+from mail_imap_mcp.mime.summary import MAX_LISTED_ADDRESSES, MAX_SUMMARY_FIELD_CHARS, cut_snippet
 
 
 def headers_of(raw: str) -> dict[str, list[str]]:
@@ -61,3 +61,8 @@ def test_a_snippet_is_the_start_of_the_text_with_whitespace_collapsed() -> None:
     assert snippet_of("   \n ", 10) is None
     assert snippet_of(None, 10) is None
     assert snippet_of("text", 0) is None
+
+
+def test_a_snippet_of_collapsed_text_is_cut_without_collapsing_it_again() -> None:
+    assert cut_snippet("one two three", 7) == snippet_of("one \n\t two three", 7) == "one two"
+    assert cut_snippet("", 7) is None and cut_snippet("text", 0) is None

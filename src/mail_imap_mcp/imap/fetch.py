@@ -21,7 +21,7 @@ from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.summary_cache import SummaryKey, with_flags
-from mail_imap_mcp.mime.summary import first, snippet_of, summarise
+from mail_imap_mcp.mime.summary import cut_snippet, first, summarise
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -369,7 +369,7 @@ def _snippet(
             header_content_type=first(headers, "content-type"),
             header_encoding=first(headers, "content-transfer-encoding"),
         )
-    return snippet_of(text, snippet_chars)
+    return cut_snippet(text or "", snippet_chars)  # snippet_from_prefix collapsed it
 
 
 def _boundary(response: dict[bytes, Any]) -> str | None:

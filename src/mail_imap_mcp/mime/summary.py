@@ -72,7 +72,12 @@ def summarise(
 
 def snippet_of(text: str | None, chars: int) -> str | None:
     """The first ``chars`` characters of a message's text, its whitespace collapsed; None when empty."""
-    collapsed = collapse_whitespace(text or "")
+    return cut_snippet(collapse_whitespace(text or ""), chars)
+
+
+def cut_snippet(collapsed: str, chars: int) -> str | None:
+    """:func:`snippet_of` of text whose whitespace is collapsed already (as a FETCH prefix's snippet
+    text is: collapsing 6 KB again cost 50 us a message)."""
     if not collapsed or chars <= 0:
         return None
     cut, _ = truncate(collapsed, chars)
