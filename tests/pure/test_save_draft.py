@@ -1,6 +1,9 @@
-"""imap_save_draft's message building (content.drafts) without a server: reply subject, threading headers, quoting, addresses."""
+"""imap_save_draft's message building (content.drafts, services.drafts.build_draft) without a server: reply subject,
+threading headers, quoting, addresses."""
 
 from __future__ import annotations
+
+from email.message import EmailMessage
 
 import pytest
 
@@ -8,10 +11,26 @@ from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.drafts import MAX_REFERENCES, check_address, thread_headers
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.presentation.shapes import MessageDetail
-from mail_imap_mcp.services.drafts import Original
-from mail_imap_mcp.tools.save_draft import SaveDraftInput, _build
+from mail_imap_mcp.services.drafts import Original, build_draft
+from mail_imap_mcp.tools.save_draft import SaveDraftInput
 
 ACCOUNT = AccountConfig(host="imap.example.com", username="me@example.org", password="x")
+
+
+def _build(
+    args: SaveDraftInput, account: AccountConfig, original: Original | None
+) -> tuple[EmailMessage, list[str]]:
+    """The draft the tool would build from ``args``."""
+    return build_draft(
+        account,
+        original,
+        to=args.to,
+        cc=args.cc,
+        subject=args.subject,
+        body_text=args.body_text,
+        from_address=args.from_address,
+        reply_all=args.reply_all,
+    )
 
 
 def original(

@@ -7,8 +7,9 @@ import unicodedata
 
 import pytest
 
+from mail_imap_mcp.presentation.search_filters import filters_digest, filters_query
 from mail_imap_mcp.query import search_keys
-from mail_imap_mcp.tools.search_messages import SearchMessagesInput, _digest, _query
+from mail_imap_mcp.tools.search_messages import FILTER_FIELDS, SearchMessagesInput
 
 NFC = "Jürgen Größe"
 NFD = unicodedata.normalize("NFD", NFC)
@@ -22,7 +23,7 @@ def test_fixture_forms_differ() -> None:
 @pytest.mark.parametrize("argument", TEXT_ARGUMENTS)
 def test_search_text_is_sent_in_nfc(argument: str) -> None:
     # Regression: decomposed search text was sent as given and matched differently per server.
-    keys = search_keys(_query(SearchMessagesInput.model_validate({argument: NFD})))
+    keys = search_keys(filters_query(SearchMessagesInput.model_validate({argument: NFD})))
     assert NFC in keys and NFD not in keys
 
 
@@ -30,9 +31,9 @@ def test_the_flat_arguments_build_one_query_in_the_order_they_were_sent() -> Non
     args = SearchMessagesInput.model_validate(
         {"subject": "Gru\u0308\u00dfe", "has_keyword": "$Important", "unread_only": True, "from": "ann"}
     )
-    keys = search_keys(_query(args))
+    keys = search_keys(filters_query(args))
     assert keys == [b"FROM", "ann", b"SUBJECT", "Grüße", b"UNSEEN", b"KEYWORD", b"$Important"]
-    needing = _query(
+    needing = filters_query(
         SearchMessagesInput.model_validate({"from": "alice", "needs_reply": True}), frozenset({"m@x"})
     )
     assert search_keys(needing)[:3] == [b"FROM", "alice", b"UNANSWERED"]
@@ -44,10 +45,12 @@ def test_tool_input_is_normalised_before_filter_and_digest(argument: str) -> Non
     decomposed = SearchMessagesInput.model_validate({argument: NFD})
     composed = SearchMessagesInput.model_validate({argument: NFC})
     assert decomposed.model_dump(by_alias=True)[argument] == NFC
-    assert search_keys(_query(decomposed)) == search_keys(_query(composed))
+    assert search_keys(filters_query(decomposed)) == search_keys(filters_query(composed))
     # A cursor issued for the NFD query is accepted with the NFC query, and the other way round.
-    assert _digest(decomposed) == _digest(composed)
-    assert _digest(decomposed) != _digest(SearchMessagesInput.model_validate({argument: "Jurgen Grosse"}))
+    assert filters_digest(decomposed, FILTER_FIELDS) == filters_digest(composed, FILTER_FIELDS)
+    assert filters_digest(decomposed, FILTER_FIELDS) != filters_digest(
+        SearchMessagesInput.model_validate({argument: "Jurgen Grosse"}), FILTER_FIELDS
+    )
 
 
 def test_has_keyword_stays_an_ascii_atom() -> None:

@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import pytest
 
-from mail_imap_mcp.envelope import ToolFailure
+from mail_imap_mcp.envelope import NextAction, ToolFailure
 from mail_imap_mcp.imap.flags import not_permitted, ordered, parse_flags, target_flags
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.imap.write_errors import InvalidFlag
 from mail_imap_mcp.operations.batch import group_message_ids
 from mail_imap_mcp.presentation.failures import envelope_of
-from mail_imap_mcp.tools.update_message_flags import FlagResult, _undo
+from mail_imap_mcp.presentation.flag_undo import undo_flags
+from mail_imap_mcp.tools.update_message_flags import NAME, FlagResult
+
+
+def _undo(changed: list[FlagResult]) -> NextAction | None:
+    return undo_flags(NAME, changed)
 
 
 def parse_ids(message_ids: list[str]) -> list[MessageRef]:

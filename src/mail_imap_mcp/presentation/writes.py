@@ -17,6 +17,7 @@ from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
 from mail_imap_mcp.operations import Operation
 from mail_imap_mcp.operations.batch import Batch
 from mail_imap_mcp.operations.runner import SelectRefusals
+from mail_imap_mcp.operations.transfer import TransferOutcome
 from mail_imap_mcp.presentation.failures import envelope_of
 from mail_imap_mcp.presentation.mail_failures import conflict, ids_mailbox_gone
 
@@ -90,3 +91,66 @@ def select_refusals(account_id: str) -> SelectRefusals:
         gone=lambda mailbox: ids_mailbox_gone(account_id, mailbox),
         refused=envelope_of,
     )
+
+
+def move_back(tool: str, moved_from: list[tuple[str, list[str]]]) -> list[NextAction]:
+    """The undo of a move: per source mailbox, the call that moves the messages (by their new ids) back."""
+    return [
+        NextAction(
+            instruction=f"Undo: move the {len(new_ids)} message(s) back to {mailbox!r}",
+            tool=tool,
+            arguments={"message_ids": new_ids, "action": "move", "destination_mailbox": mailbox},
+        )
+        for mailbox, new_ids in moved_from
+    ]
+
+
+def after_transfer(
+    tool: str,
+    account_id: str,
+    run: TransferOutcome,
+    undo: list[NextAction],
+    *,
+    rerun: dict[str, Any] | None,
+    copied: bool,
+) -> NextAction | None:
+    """What to do after a move, copy or delete: look where a lost connection left the messages (never
+    repeat), run a dry run's call for real (``rerun``), undo, or list what was copied."""
+    if run.unknown is not None:
+        return NextAction(
+            instruction=f"The connection was lost after the change was sent to {run.unknown!r}: search it "
+            f"(and {run.destination!r}) to see where the messages are now; do not simply repeat the call",
+            tool="imap_search_messages",
+            arguments={"account_id": account_id, "mailbox": run.unknown},
+        )
+    if rerun is not None:
+        return NextAction(instruction="Apply it for real", tool=tool, arguments=rerun)
+    if undo:
+        return undo[0]
+    if copied and run.destination is not None:
+        return NextAction(
+            instruction=f"List the messages in {run.destination!r}",
+            tool="imap_search_messages",
+            arguments={"account_id": account_id, "mailbox": run.destination},
+        )
+    return None
+
+
+_VERBS = {
+    ("move", False): ("move", "Moved"),
+    ("copy", False): ("copy", "Copied"),
+    ("delete", False): ("move to Trash", "Moved to Trash"),
+    ("delete", True): ("permanently delete", "Permanently deleted"),
+}
+
+
+def transfer_summary(
+    action: str, permanent: bool, dry_run: bool, changed: int, requested: int, run: TransferOutcome
+) -> str:
+    """The summary of a move, copy or delete (or of its dry run)."""
+    planned, done = _VERBS[(action, permanent)]
+    where = "" if run.destination is None else f" to {run.destination!r}"
+    issues = f"; {len(run.issues)} issue(s)" if run.issues else ""
+    if dry_run:
+        return f"Dry run: would {planned} {changed} of {requested} message(s){where}{issues}; nothing changed"
+    return f"{done} {changed} of {requested} message(s){where}{issues}"

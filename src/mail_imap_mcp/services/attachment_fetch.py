@@ -103,6 +103,33 @@ def fetch_part(
     return connection.run(work)
 
 
+def byte_window(
+    app: AppContext, ref: MessageRef, part_id: str, *, offset_bytes: int, max_bytes: int
+) -> tuple[bytes, PartRead]:
+    """Bytes ``offset_bytes`` .. ``+max_bytes`` of attachment ``part_id`` as decoded (``max_bytes`` within
+    max_raw_bytes), never past max_attachment_bytes."""
+    server = app.config.server
+    max_bytes = min(max_bytes, server.max_raw_bytes)
+    if offset_bytes + max_bytes > server.max_attachment_bytes:
+        raise ToolFailure(
+            ErrorCode.LIMIT_EXCEEDED,
+            f"The window ends at byte {offset_bytes + max_bytes}, beyond max_attachment_bytes = "
+            f"{server.max_attachment_bytes} in [server]: no attachment is read further than that.",
+            details={"setting": "max_attachment_bytes", "limit": server.max_attachment_bytes},
+        )
+    window = io.BytesIO()
+    read = fetch_part(
+        app.connection(ref.account_id),
+        ref,
+        part_id,
+        window,
+        max_bytes=max_bytes,
+        skip_bytes=offset_bytes,
+        source_bytes=server.max_text_part_bytes,
+    )
+    return window.getvalue(), read
+
+
 @dataclass
 class Spooled:
     """An attachment decoded into a temporary file."""

@@ -12,16 +12,20 @@ set, and without attachments unless the user confirms through the client).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.headerregistry import Address
-from typing import Protocol
+from email.message import EmailMessage
+from typing import Literal, Protocol
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.drafts import (
     address,
     check_address,
+    compose_draft,
+    draft_recipients,
     header_addresses,
+    message_id_domain,
 )
 from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -112,6 +116,95 @@ def sender(account: AccountConfig, from_address: str | None, original: Original 
         return Address(addr_spec=check_address(next(iter(identities), account.username)))
     except ValueError:
         return None
+
+
+def build_draft(
+    account: AccountConfig,
+    original: Original | None,
+    *,
+    to: Sequence[str],
+    cc: Sequence[str],
+    subject: str | None,
+    body_text: str,
+    from_address: str | None,
+    reply_all: bool,
+) -> tuple[EmailMessage, list[str]]:
+    """The draft as a message (a reply to ``original`` when given) and what the user should know of it."""
+    headers = None
+    if original is not None:  # From as parsed where the headers were not read
+        headers = {"From": original.detail.from_ or "", **original.detail.headers}
+    try:
+        recipients_to, recipients_cc, warnings = draft_recipients(
+            [address(value) for value in to],
+            [address(value) for value in cc],
+            headers,
+            account.user_addresses,
+            reply_all=reply_all,
+        )
+    except ValueError as exc:  # too many recipients
+        raise ToolFailure.invalid_input("cc", str(exc)) from None
+    sent_as = sender(account, from_address, original)
+    domain = message_id_domain(sent_as.addr_spec if sent_as else "", account.host)
+    detail = original.detail if original is not None else None
+    message, more = compose_draft(sent_as, recipients_to, recipients_cc, subject, body_text, domain, detail)
+    return message, warnings + more
+
+
+@dataclass
+class Saving:
+    """What saving a draft (and retiring the one it replaces) did."""
+
+    #: (UIDVALIDITY, UID) of the saved draft, when known.
+    found: tuple[int, int] | None = None
+    located_by: Literal["appenduid", "search"] | None = None
+    saved: bool = False
+    #: The replaced draft left the Drafts folder.
+    removed: bool = False
+    retired: Retired | None = None
+    issues: list[Issue] = field(default_factory=list)
+
+
+def save_and_retire(
+    app: AppContext,
+    connection: AccountConnection,
+    mailbox: str,
+    raw: bytes,
+    header_id: str,
+    replaced: Replaced | None,
+    *,
+    dry_run: bool,
+) -> Saving:
+    """APPEND the draft (never retried), find its UID, then move the draft it replaces to Trash."""
+    saving = Saving()
+    account_id = connection.account_id
+    if dry_run:
+        return saving
+    try:
+        saving.found = connection.run_write(lambda session: append_draft(session, account_id, mailbox, raw))
+        saving.saved = True
+    except OutcomeUnknown:
+        saving.issues.append(
+            Issue(
+                code="outcome_unknown",
+                stage="write",
+                message="The connection was lost after the draft was sent to the server: it may or may not "
+                "have been saved. It was not saved again; search the Drafts folder for it before saving it "
+                "once more." + (" The draft it was to replace was left alone." if replaced else ""),
+                retryable=False,
+            )
+        )
+        return saving
+    if saving.found is not None:
+        saving.located_by = "appenduid"
+    else:
+        saving.found, issue = locate(app, account_id, mailbox, header_id)
+        saving.located_by = "search" if saving.found is not None else None
+        saving.issues += [issue] if issue is not None else []
+    if replaced is not None:
+        saving.retired, kept = retire_replaced(app, connection, replaced)
+        saving.removed = kept is None
+        saving.issues += [kept] if kept is not None else []
+    return saving
 
 
 def append_draft(session: ImapSession, account_id: str, mailbox: str, raw: bytes) -> tuple[int, int] | None:

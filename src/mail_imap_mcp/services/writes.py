@@ -1,11 +1,16 @@
-"""The connection a bulk write runs on: the account's write connection, gated by the configuration."""
+"""The connection a bulk write runs on (the account's write connection, gated by the configuration), and
+the user's confirmation a permanent delete needs."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.operations.batch import Batch
+from mail_imap_mcp.operations.transfer import commands_for
 
 
 def batch_connection(app: AppContext, batch: Batch) -> AccountConnection:
@@ -22,3 +27,18 @@ def batch_connection(app: AppContext, batch: Batch) -> AccountConnection:
             "imap_list_accounts and search again.",
             details={**failure.details, "parameter": "message_ids"},
         ) from None
+
+
+def confirm_permanent_delete(
+    app: AppContext, tool: str, arguments: dict[str, Any], batch: Batch, connection: AccountConnection
+) -> None:
+    """Ask the user before a permanent delete starts (a write that continues in the background can no
+    longer ask), once the server is known to offer it (UIDPLUS: only these UIDs are expunged)."""
+
+    def check(session: ImapSession) -> None:
+        commands_for(session, "delete", permanent=True)
+
+    connection.run(check)
+    where = f"from {', '.join(repr(g.mailbox) for g in batch.groups)} (account {batch.given_account_id!r})"
+    what = f"permanently delete {len(batch.items)} message(s) {where}; they cannot be recovered"
+    app.confirmations.require(tool, arguments, what, irreversible=True)

@@ -8,12 +8,13 @@ selected afresh and its UIDs checked before anything changes; each change is sen
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import MultiItemData, NextAction, Payload, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
-from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.directory import same_mailbox
 from mail_imap_mcp.operations import Operation, OperationRef
 from mail_imap_mcp.operations.audit import AuditLine
@@ -24,12 +25,11 @@ from mail_imap_mcp.operations.transfer import (
     Outcome,
     TransferOutcome,
     TransferRequest,
-    commands_for,
     transfer,
 )
 from mail_imap_mcp.presentation import writes
 from mail_imap_mcp.presentation.arguments import MessageIdArg
-from mail_imap_mcp.services.writes import batch_connection
+from mail_imap_mcp.services.writes import batch_connection, confirm_permanent_delete
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 
 NAME = "imap_apply_to_messages"
@@ -170,7 +170,10 @@ def handle(app: AppContext, args: ApplyToMessagesInput) -> ToolResult[ApplyToMes
     line = AuditLine(NAME, connection.account_id, label, requested)
     if args.permanent:
         try:
-            _check_permanent(app, args, batch, connection)
+            if not app.config.server.allow_permanent_delete:
+                raise writes.permanent_delete_turned_off()
+            if not args.dry_run:
+                confirm_permanent_delete(app, NAME, args.model_dump(), batch, connection)
         except ToolFailure as failure:
             line.failed(failure)
             raise
@@ -194,35 +197,24 @@ def handle(app: AppContext, args: ApplyToMessagesInput) -> ToolResult[ApplyToMes
     )
 
 
-def _check_permanent(
-    app: AppContext, args: ApplyToMessagesInput, batch: Batch, connection: AccountConnection
-) -> None:
-    """Refuse a permanent delete the configuration or server does not allow, and ask the user before one
-    starts: a write that continues in the background can no longer ask (nor can a refused one)."""
-    if not app.config.server.allow_permanent_delete:
-        raise writes.permanent_delete_turned_off()
-    if args.dry_run:
-        return
-    connection.run(lambda session: commands_for(session, "delete", permanent=True))
-    where = f"from {', '.join(repr(g.mailbox) for g in batch.groups)} (account {batch.given_account_id!r})"
-    what = f"permanently delete {len(batch.items)} message(s) {where}; they cannot be recovered"
-    app.confirmations.require(NAME, args.model_dump(), what, irreversible=True)
+def _data(args: ApplyToMessagesInput, account_id: str, requested: int, **rest: Any) -> ApplyToMessagesData:
+    """The tool's data: the request as given, with ``rest``."""
+    echoed = {"action": args.action, "permanent": args.permanent, "dry_run": args.dry_run}
+    return ApplyToMessagesData(account_id=account_id, requested=requested, **echoed, **rest)
 
 
 def _accepted(
     args: ApplyToMessagesInput, account_id: str, requested: int, operation: Operation
 ) -> ToolResult[ApplyToMessagesData]:
     """The answer when the write continues in the background."""
-    data = ApplyToMessagesData(
+    data = _data(
+        args,
+        account_id,
+        requested,
         status="ok",
         issues=[],
         next_action=writes.follow_operation(operation),
-        account_id=account_id,
-        action=args.action,
-        permanent=args.permanent,
-        dry_run=args.dry_run,
         destination_mailbox=args.destination_mailbox,
-        requested=requested,
         changed=0,
         mailboxes=[],
         results=[],
@@ -245,14 +237,7 @@ def _result(
     ]
     changed = len(run.results)
     requested = len(batch.items)
-    undo = [
-        NextAction(
-            instruction=f"Undo: move the {len(new_ids)} message(s) back to {mailbox!r}",
-            tool=NAME,
-            arguments={"message_ids": new_ids, "action": "move", "destination_mailbox": mailbox},
-        )
-        for mailbox, new_ids in run.moved_from
-    ]
+    undo = writes.move_back(NAME, run.moved_from)
     mailboxes = [
         TransferMailboxPlan(
             source_mailbox=group.mailbox,
@@ -263,69 +248,33 @@ def _result(
         )
         for group in batch.groups
     ]
-    data = ApplyToMessagesData(
+    data = _data(
+        args,
+        account_id,
+        requested,
         status=status_for(run.issues),
         issues=run.issues,
-        next_action=_next_action(args, batch.given_account_id, run, undo),
-        account_id=account_id,
-        action=args.action,
-        permanent=args.permanent,
-        dry_run=args.dry_run,
+        next_action=writes.after_transfer(
+            NAME,
+            batch.given_account_id,
+            run,
+            undo,
+            rerun=args.model_dump(exclude={"dry_run", "confirm_token"}, exclude_defaults=True)
+            if args.dry_run
+            else None,
+            copied=args.action == "copy",
+        ),
         destination_mailbox=run.destination,
-        requested=requested,
         changed=changed,
         mailboxes=mailboxes,
         results=results,
         undo=undo,
     )
     return ToolResult(
-        summary=_summary(args, changed, requested, run), data=data, warnings=sorted(set(run.warnings))
+        summary=writes.transfer_summary(args.action, args.permanent, args.dry_run, changed, requested, run),
+        data=data,
+        warnings=sorted(set(run.warnings)),
     )
-
-
-def _next_action(
-    args: ApplyToMessagesInput, account: str, run: TransferOutcome, undo: list[NextAction]
-) -> NextAction | None:
-    if run.unknown is not None:
-        return NextAction(
-            instruction=f"The connection was lost after the change was sent to {run.unknown!r}: "
-            f"search it (and {run.destination!r}) to see where the messages are now; do not simply repeat "
-            "the call",
-            tool="imap_search_messages",
-            arguments={"account_id": account, "mailbox": run.unknown},
-        )
-    if args.dry_run:
-        return NextAction(
-            instruction="Apply it for real",
-            tool=NAME,
-            arguments=args.model_dump(exclude={"dry_run", "confirm_token"}, exclude_defaults=True),
-        )
-    if undo:
-        return undo[0]
-    if args.action == "copy" and run.destination is not None:
-        return NextAction(
-            instruction=f"List the messages in {run.destination!r}",
-            tool="imap_search_messages",
-            arguments={"account_id": account, "mailbox": run.destination},
-        )
-    return None
-
-
-_VERBS = {
-    ("move", False): ("move", "Moved"),
-    ("copy", False): ("copy", "Copied"),
-    ("delete", False): ("move to Trash", "Moved to Trash"),
-    ("delete", True): ("permanently delete", "Permanently deleted"),
-}
-
-
-def _summary(args: ApplyToMessagesInput, changed: int, requested: int, run: TransferOutcome) -> str:
-    planned, done = _VERBS[(args.action, args.permanent)]
-    where = "" if run.destination is None else f" to {run.destination!r}"
-    issues = f"; {len(run.issues)} issue(s)" if run.issues else ""
-    if args.dry_run:
-        return f"Dry run: would {planned} {changed} of {requested} message(s){where}{issues}; nothing changed"
-    return f"{done} {changed} of {requested} message(s){where}{issues}"
 
 
 TOOL = ToolSpec(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import io
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -13,12 +12,10 @@ from mail_imap_mcp.content.documents import CalendarEvent
 from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.content.images import prepare_image
 from mail_imap_mcp.envelope import (
-    ErrorCode,
     MediaBlock,
     MultiItemData,
     NextAction,
     Payload,
-    ToolFailure,
     ToolResult,
 )
 from mail_imap_mcp.imap.ids import MessageRef
@@ -27,7 +24,7 @@ from mail_imap_mcp.presentation.shapes import AttachmentInfo, UntrustedContent, 
 from mail_imap_mcp.services.attachment_fetch import (
     ATTACHMENT_ERRORS,
     Spooled,
-    fetch_part,
+    byte_window,
     spooled_part,
     too_large,
 )
@@ -162,27 +159,8 @@ def _again(ref: MessageRef, part_id: str, instruction: str, **arguments: Any) ->
 
 
 def _read_bytes(app: AppContext, ref: MessageRef, args: GetAttachmentInput) -> ToolResult[GetAttachmentData]:
-    server = app.config.server
-    max_bytes = min(args.max_bytes, server.max_raw_bytes)
-    if args.offset_bytes + max_bytes > server.max_attachment_bytes:
-        raise ToolFailure(
-            ErrorCode.LIMIT_EXCEEDED,
-            f"The window ends at byte {args.offset_bytes + max_bytes}, beyond max_attachment_bytes = "
-            f"{server.max_attachment_bytes} in [server]: no attachment is read further than that.",
-            details={"setting": "max_attachment_bytes", "limit": server.max_attachment_bytes},
-        )
-    window = io.BytesIO()
-    connection = app.connection(ref.account_id)
-    read = fetch_part(
-        connection,
-        ref,
-        args.part_id,
-        window,
-        max_bytes=max_bytes,
-        skip_bytes=args.offset_bytes,
-        source_bytes=server.max_text_part_bytes,
-    )
-    data = window.getvalue()
+    max_bytes = min(args.max_bytes, app.config.server.max_raw_bytes)
+    data, read = byte_window(app, ref, args.part_id, offset_bytes=args.offset_bytes, max_bytes=max_bytes)
     end = args.offset_bytes + len(data)
     payload = _base(ref, attachment_info(ref, read.part), "bytes", args)
     payload.update(

@@ -9,46 +9,35 @@ the account's domain); no argument can add a header line. The draft's message_id
 
 from __future__ import annotations
 
-from email.message import EmailMessage
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.drafts import (
     MAX_BODY_BYTES,
     MAX_RECIPIENTS,
-    address,
     check_address,
     check_body,
     check_header_text,
-    compose_draft,
-    draft_recipients,
-    message_id_domain,
     one_line,
 )
 from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.directory import DRAFTS, TRASH, MailboxDirectory
-from mail_imap_mcp.imap.errors import OutcomeUnknown
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId
 from mail_imap_mcp.presentation.shapes import UntrustedContent
 from mail_imap_mcp.services.drafts import (
     DRAFT_FLAGS,
-    Original,
     Replaced,
-    Retired,
-    append_draft,
     audit_ids,
+    build_draft,
     check_replaceable,
-    locate,
     parse_own_id,
     read_original,
-    retire_replaced,
-    sender,
+    save_and_retire,
     undo_replacement,
 )
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
@@ -182,29 +171,6 @@ class SaveDraftData(MultiItemData):
     untrusted_content: UntrustedContent
 
 
-def _build(
-    args: SaveDraftInput, account: AccountConfig, original: Original | None
-) -> tuple[EmailMessage, list[str]]:
-    headers = None
-    if original is not None:  # From as parsed where the headers were not read
-        headers = {"From": original.detail.from_ or "", **original.detail.headers}
-    try:
-        to, cc, warnings = draft_recipients(
-            [address(value) for value in args.to],
-            [address(value) for value in args.cc],
-            headers,
-            account.user_addresses,
-            reply_all=args.reply_all,
-        )
-    except ValueError as exc:  # too many recipients
-        raise ToolFailure.invalid_input("cc", str(exc)) from None
-    sent_as = sender(account, args.from_address, original)
-    domain = message_id_domain(sent_as.addr_spec if sent_as else "", account.host)
-    detail = original.detail if original is not None else None
-    message, more = compose_draft(sent_as, to, cc, args.subject, args.body_text, domain, detail)
-    return message, warnings + more
-
-
 def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
     connection = app.write_connection(args.account_id)
     account_id = connection.account_id
@@ -221,7 +187,16 @@ def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
         original = None
         if args.in_reply_to is not None:
             original = read_original(app, parse_own_id(app, account_id, args.in_reply_to, "in_reply_to"))
-        message, warnings = _build(args, account, original)
+        message, warnings = build_draft(
+            account,
+            original,
+            to=args.to,
+            cc=args.cc,
+            subject=args.subject,
+            body_text=args.body_text,
+            from_address=args.from_address,
+            reply_all=args.reply_all,
+        )
         raw = message.as_bytes()
         header_id = str(message["Message-ID"])
         directory = connection.run(lambda session: MailboxDirectory.load(session, account))
@@ -230,36 +205,10 @@ def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
         if args.replace_message_id is not None:
             trash = directory.require(TRASH, account_id, ", where a replaced draft is kept for the undo")
             replaced = check_replaceable(app, connection, args, mailbox, trash)
-        found: tuple[int, int] | None = None
-        located_by: Literal["appenduid", "search"] | None = None
-        saved = removed = False
-        retired: Retired | None = None
-        if not args.dry_run:
-            try:
-                found = connection.run_write(lambda session: append_draft(session, account_id, mailbox, raw))
-                saved = True
-            except OutcomeUnknown:
-                issues.append(
-                    Issue(
-                        code="outcome_unknown",
-                        stage="write",
-                        message="The connection was lost after the draft was sent to the server: it may or "
-                        "may not have been saved. It was not saved again; search the Drafts folder for it "
-                        "before saving it once more."
-                        + (" The draft it was to replace was left alone." if replaced else ""),
-                        retryable=False,
-                    )
-                )
-        if found is not None:
-            located_by = "appenduid"
-        elif saved:
-            found, issue = locate(app, account_id, mailbox, header_id)
-            located_by = "search" if found is not None else None
-            issues += [issue] if issue is not None else []
-        if saved and replaced is not None:
-            retired, kept = retire_replaced(app, connection, replaced)
-            removed = kept is None
-            issues += [kept] if kept is not None else []
+        saving = save_and_retire(app, connection, mailbox, raw, header_id, replaced, dry_run=args.dry_run)
+        found, located_by, saved, retired = saving.found, saving.located_by, saving.saved, saving.retired
+        removed = saving.removed
+        issues += saving.issues
     except ToolFailure as failure:
         audit(NAME, account_id, action, 1, failure.code)
         raise

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
-from datetime import UTC, date, datetime, timedelta
+from datetime import date
 from typing import Any, Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,6 +26,7 @@ from mail_imap_mcp.presentation.arguments import (
     SearchText,
     Shape,
 )
+from mail_imap_mcp.presentation.search_filters import filters_digest, filters_query
 from mail_imap_mcp.presentation.search_page import (
     TOOL_NAME,
     CompactSearchData,
@@ -41,15 +40,7 @@ from mail_imap_mcp.presentation.search_page import (
     search_result,
 )
 from mail_imap_mcp.query import (
-    Contains,
-    DateBound,
-    HasFlag,
-    HasKeyword,
-    NeedsReply,
     Query,
-    SizeBound,
-    TextField,
-    all_of,
 )
 from mail_imap_mcp.services.needs_reply import NEEDS_REPLY_DESCRIPTION, drop_answered
 from mail_imap_mcp.services.ordered_search import MAX_CURSOR_CHARS, MAX_MAILBOXES, handle_ordered
@@ -156,56 +147,6 @@ class SearchMessagesInput(BaseModel):
     fields: Shape = Field(default="compact", description=SHAPE_DESCRIPTION)
 
 
-def _query(args: SearchMessagesInput, own_addresses: frozenset[str] = frozenset()) -> Query:
-    """The flat filter arguments as one query: every one given must match."""
-    for name, day in (("since", args.since), ("before", args.before)):
-        if day is not None and day.year < 1000:
-            # IMAP dates have a four-digit year; "01-Jan-1" would be a protocol error (BAD).
-            raise ToolFailure.invalid_input(name, "the year must have four digits (1000 or later).")
-    if args.last_days is not None and args.since is not None:
-        raise ToolFailure.invalid_input(
-            "last_days",
-            "it cannot be combined with 'since'; use one of them.",
-            conflicts_with="since",
-        )
-    since = args.since
-    if args.last_days is not None:
-        since = datetime.now(UTC).date() - timedelta(days=args.last_days)
-    if since and args.before and since >= args.before:
-        raise ToolFailure.invalid_input(
-            "before",
-            "it must be later than 'since' (or last_days), otherwise nothing can match.",
-            conflicts_with="since",
-        )
-    low, high = args.larger_than_bytes, args.smaller_than_bytes
-    if low is not None and high is not None and high <= low + 1:
-        raise ToolFailure.invalid_input(
-            "smaller_than_bytes",
-            "it must exceed larger_than_bytes by more than 1.",
-            conflicts_with="larger_than_bytes",
-        )
-    texts: dict[TextField, str | None] = {"text": args.query, "from": args.from_, "to": args.to}
-    texts |= {"cc": args.cc, "subject": args.subject, "body": args.body}
-    return all_of(
-        *(Contains(field, value) for field, value in texts.items() if value),
-        DateBound("since", since) if since else None,
-        DateBound("before", args.before) if args.before else None,
-        HasFlag("seen", present=False) if args.unread_only else None,
-        HasFlag("flagged", present=args.flagged) if args.flagged is not None else None,
-        HasKeyword(args.has_keyword) if args.has_keyword else None,
-        SizeBound("larger", low) if low is not None else None,
-        SizeBound("smaller", high) if high is not None else None,
-        NeedsReply(own_addresses) if args.needs_reply else None,
-    )
-
-
-def _digest(args: SearchMessagesInput) -> str:
-    """Fingerprint of the filters as given (last_days stays relative), bound into the cursor."""
-    filters = args.model_dump(by_alias=True, include={"from_"} | set(FILTER_FIELDS) - {"from"}, mode="json")
-    payload = json.dumps(filters, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(payload.encode()).hexdigest()[:16]
-
-
 def _same_search(args: SearchMessagesInput, account_id: str) -> dict[str, Any]:
     arguments = args.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True)
     arguments.pop("cursor", None)
@@ -235,8 +176,8 @@ def _is_full(result: Page) -> TypeGuard[ToolResult[SearchMessagesData]]:
 
 def _handle(app: AppContext, args: SearchMessagesInput, *, compact: bool) -> Page:
     account = app.config.accounts[app.connection(args.account_id).account_id]
-    search = _query(args, account.user_addresses)
-    digest = _digest(args)
+    search = filters_query(args, account.user_addresses)
+    digest = filters_digest(args, FILTER_FIELDS)
     if args.mailboxes is not None and "mailbox" in args.model_fields_set:
         raise ToolFailure.invalid_input(
             "mailboxes", "give either 'mailbox' or 'mailboxes', not both.", conflicts_with="mailbox"

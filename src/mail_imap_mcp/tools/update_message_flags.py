@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
-from mail_imap_mcp.imap.flags import DELETED, FlagOperation, flag_keys, ordered, parse_flags
+from mail_imap_mcp.imap.flags import FlagOperation, ordered, parse_flags
 from mail_imap_mcp.imap.ids import parse_message_id
 from mail_imap_mcp.imap.write_errors import InvalidFlag
 from mail_imap_mcp.operations import Operation, OperationRef
@@ -27,6 +27,7 @@ from mail_imap_mcp.operations.flags import FlagChange, FlagOutcome, FlagRequest,
 from mail_imap_mcp.operations.runner import run_bulk_write
 from mail_imap_mcp.presentation.arguments import MessageIdArg
 from mail_imap_mcp.presentation.failures import envelope_of
+from mail_imap_mcp.presentation.flag_undo import undo_flags
 from mail_imap_mcp.presentation.mail_failures import message_gone, rerun_search
 from mail_imap_mcp.presentation.writes import (
     DRY_RUN_DESCRIPTION,
@@ -266,47 +267,7 @@ def _next_action(
             tool=NAME,
             arguments=_call(request, (result.message_id for result in changed)),
         )
-    return _undo(changed)
-
-
-def _undo(changed: Sequence[FlagResult]) -> NextAction | None:
-    """The call that puts the flags back, when one call can: every changed message gained (or lost) the
-    same flags, or all had the same flags before a replace."""
-    if not changed:
-        return None
-    ids = [result.message_id for result in changed]
-    deltas = {
-        (
-            tuple(sorted(flag_keys(r.flags) - flag_keys(r.previous_flags))),
-            tuple(sorted(flag_keys(r.previous_flags) - flag_keys(r.flags))),
-        )
-        for r in changed
-    }
-    first = changed[0]
-    if len(deltas) == 1:
-        ((gained, lost),) = deltas
-        if gained and not lost:
-            return _undo_action(ids, "remove", [f for f in first.flags if f.lower() in gained])
-        if lost and not gained:
-            return _undo_action(ids, "add", [f for f in first.previous_flags if f.lower() in lost])
-    previous = {tuple(sorted(flag_keys(r.previous_flags) - {DELETED})) for r in changed}
-    if len(previous) == 1:
-        flags = [f for f in first.previous_flags if f.lower() != DELETED]
-        if flags:
-            return _undo_action(ids, "replace", flags)
-    return None
-
-
-def _undo_action(ids: list[str], operation: str, flags: list[str]) -> NextAction | None:
-    try:
-        parse_flags(flags)  # another client may have set a flag this tool does not set
-    except InvalidFlag:
-        return None
-    return NextAction(
-        instruction=f"Undo: {operation} {' '.join(flags)} on the messages this call changed",
-        tool=NAME,
-        arguments={"message_ids": ids, "operation": operation, "flags": flags},
-    )
+    return undo_flags(NAME, changed)
 
 
 def _summary(data: UpdateFlagsData) -> str:

@@ -1,0 +1,109 @@
+"""The filter arguments of imap_search_messages as one query, and their fingerprint bound into cursors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from datetime import UTC, date, datetime, timedelta
+from typing import Protocol
+
+from pydantic import BaseModel
+
+from mail_imap_mcp.envelope import ToolFailure
+from mail_imap_mcp.query import (
+    Contains,
+    DateBound,
+    HasFlag,
+    HasKeyword,
+    NeedsReply,
+    Query,
+    SizeBound,
+    TextField,
+    all_of,
+)
+
+
+class SearchFilters(Protocol):
+    """The filter arguments as the tool declares them."""
+
+    @property
+    def query(self) -> str | None: ...
+    @property
+    def from_(self) -> str | None: ...
+    @property
+    def to(self) -> str | None: ...
+    @property
+    def cc(self) -> str | None: ...
+    @property
+    def subject(self) -> str | None: ...
+    @property
+    def body(self) -> str | None: ...
+    @property
+    def since(self) -> date | None: ...
+    @property
+    def before(self) -> date | None: ...
+    @property
+    def last_days(self) -> int | None: ...
+    @property
+    def unread_only(self) -> bool: ...
+    @property
+    def flagged(self) -> bool | None: ...
+    @property
+    def has_keyword(self) -> str | None: ...
+    @property
+    def larger_than_bytes(self) -> int | None: ...
+    @property
+    def smaller_than_bytes(self) -> int | None: ...
+    @property
+    def needs_reply(self) -> bool: ...
+
+
+def filters_query(args: SearchFilters, own_addresses: frozenset[str] = frozenset()) -> Query:
+    """The flat filter arguments as one query: every one given must match."""
+    for name, day in (("since", args.since), ("before", args.before)):
+        if day is not None and day.year < 1000:
+            # IMAP dates have a four-digit year; "01-Jan-1" would be a protocol error (BAD).
+            raise ToolFailure.invalid_input(name, "the year must have four digits (1000 or later).")
+    if args.last_days is not None and args.since is not None:
+        raise ToolFailure.invalid_input(
+            "last_days",
+            "it cannot be combined with 'since'; use one of them.",
+            conflicts_with="since",
+        )
+    since = args.since
+    if args.last_days is not None:
+        since = datetime.now(UTC).date() - timedelta(days=args.last_days)
+    if since and args.before and since >= args.before:
+        raise ToolFailure.invalid_input(
+            "before",
+            "it must be later than 'since' (or last_days), otherwise nothing can match.",
+            conflicts_with="since",
+        )
+    low, high = args.larger_than_bytes, args.smaller_than_bytes
+    if low is not None and high is not None and high <= low + 1:
+        raise ToolFailure.invalid_input(
+            "smaller_than_bytes",
+            "it must exceed larger_than_bytes by more than 1.",
+            conflicts_with="larger_than_bytes",
+        )
+    texts: dict[TextField, str | None] = {"text": args.query, "from": args.from_, "to": args.to}
+    texts |= {"cc": args.cc, "subject": args.subject, "body": args.body}
+    return all_of(
+        *(Contains(field, value) for field, value in texts.items() if value),
+        DateBound("since", since) if since else None,
+        DateBound("before", args.before) if args.before else None,
+        HasFlag("seen", present=False) if args.unread_only else None,
+        HasFlag("flagged", present=args.flagged) if args.flagged is not None else None,
+        HasKeyword(args.has_keyword) if args.has_keyword else None,
+        SizeBound("larger", low) if low is not None else None,
+        SizeBound("smaller", high) if high is not None else None,
+        NeedsReply(own_addresses) if args.needs_reply else None,
+    )
+
+
+def filters_digest(args: BaseModel, names: Iterable[str]) -> str:
+    """Fingerprint of the filters as given (last_days stays relative), bound into the cursor."""
+    filters = args.model_dump(by_alias=True, include={"from_"} | set(names) - {"from"}, mode="json")
+    payload = json.dumps(filters, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
