@@ -8,17 +8,14 @@ import pytest
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import ErrorCode
 from mail_imap_mcp.imap.directory import (
-    DRAFTS,
-    JUNK,
-    SENT,
-    TRASH,
     MailboxDirectory,
     canonical_inbox,
     configured_roles,
     same_mailbox,
-    searchable_mailboxes,
 )
 from mail_imap_mcp.imap.mailboxes import MailboxInfo
+from mail_imap_mcp.imap.personality import Personality, Profile
+from mail_imap_mcp.imap.roles import DRAFTS, JUNK, SENT, TRASH
 from mail_imap_mcp.imap.write_errors import RoleMailboxMissing
 from mail_imap_mcp.presentation.failures import envelope_of
 
@@ -113,7 +110,12 @@ def test_a_search_of_every_mailbox_leaves_out_trash_junk_and_virtual_views() -> 
     ]
     assert MailboxDirectory(marked).searchable() == ["INBOX", "Trash", "Work"]
     unmarked = [box("INBOX"), box("INBOX.Deleted Items"), box("INBOX.Junk E-mail"), box("Old"), box("Work")]
-    assert searchable_mailboxes(unmarked, "Old") == ["INBOX", "Work"]
+    assert MailboxDirectory(unmarked, {TRASH: "Old"}).searchable() == ["INBOX", "Work"]
+
+
+def test_the_standard_personality_searches_what_the_directory_calls_searchable() -> None:
+    listing = MailboxDirectory([box("INBOX"), box("Bin", TRASH), box("All", "\\All"), box("Work")])
+    assert Personality(Profile.of(["IMAP4rev1"])).every_mailbox(listing) == ["INBOX", "Work"]
 
 
 def test_a_missing_role_mailbox_is_not_found_naming_the_setting() -> None:

@@ -47,7 +47,7 @@ from mail_imap_mcp.imap.errors import (
     UidValidityChanged,
     is_connection_broken,
 )
-from mail_imap_mcp.imap.personality import Profile
+from mail_imap_mcp.imap.personality import Personality, Profile, personality_for
 from mail_imap_mcp.imap.read import MessageGone
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.summary_cache import SummaryCache
@@ -114,6 +114,8 @@ class AccountConnection:
         self.selected: MailboxState | None = None
         #: What the server offers, as named facts (from the CAPABILITY answer after login).
         self.profile = Profile(frozenset())
+        #: How the server means what it says (the standard personality unless one of its own fits).
+        self.personality: Personality = personality_for(self.profile)
         self.logins = 0
         #: Commands whose answer came with another command's (no round trip of their own).
         self.pipelined_commands = 0
@@ -412,6 +414,7 @@ class AccountConnection:
                 _close_quietly(client)
                 raise
             self.profile = Profile.of(client.capabilities())
+            self.personality = personality_for(self.profile)
             if self.enable_qresync and self.profile.qresync:
                 # Before any mailbox is selected (RFC 5161), with the call's first command: no round trip.
                 client.enable_ahead("QRESYNC")

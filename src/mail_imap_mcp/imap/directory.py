@@ -14,16 +14,15 @@ from dataclasses import dataclass, field
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes, list_matching
+from mail_imap_mcp.imap.roles import ALL, DRAFTS, FLAGGED, IMPORTANT, INBOX, JUNK, SENT, TRASH
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.write_errors import RoleMailboxMissing
 
-INBOX = "INBOX"
-TRASH, DRAFTS, SENT, JUNK, ARCHIVE = "\\Trash", "\\Drafts", "\\Sent", "\\Junk", "\\Archive"
 #: The account setting naming the mailbox of a role where the server marks none.
 ROLE_SETTINGS = {TRASH: "trash_mailbox", DRAFTS: "drafts_mailbox", SENT: "sent_mailbox"}
 #: Left out of a search of every mailbox unless named: deleted mail, spam, and virtual views that hold
 #: copies of mail kept elsewhere (Gmail's All Mail, Important and Starred; Dovecot's virtual folders).
-EXCLUDED_FROM_ALL = (TRASH, JUNK, "\\All", "\\Flagged", "\\Important")
+EXCLUDED_FROM_ALL = (TRASH, JUNK, ALL, FLAGGED, IMPORTANT)
 #: Last name parts that usually stand for a role, for reads where the server marks no mailbox with it.
 USUAL_NAMES = {
     TRASH: frozenset({"trash", "deleted items", "deleted messages", "bin"}),
@@ -177,8 +176,3 @@ class MailboxDirectory:
         for role, name in self.configured.items():
             protected.setdefault(name, f"the {ROLE_SETTINGS[role]} {name!r} of this account")
         return protected
-
-
-def searchable_mailboxes(boxes: list[MailboxInfo], trash_mailbox: str | None) -> list[str]:
-    """:meth:`MailboxDirectory.searchable` of ``boxes`` with ``trash_mailbox`` as the configured Trash."""
-    return MailboxDirectory(boxes, {TRASH: trash_mailbox} if trash_mailbox else {}).searchable()

@@ -33,7 +33,7 @@ from mail_imap_mcp.imap.errors import (
     server_said,
 )
 from mail_imap_mcp.imap.fetch_response import parse_fetch_response
-from mail_imap_mcp.imap.personality import Profile
+from mail_imap_mcp.imap.personality import Personality, Profile
 from mail_imap_mcp.imap.session_writes import WriteCommands
 from mail_imap_mcp.imap.summary_cache import SummaryCache
 from mail_imap_mcp.imap.uidplus import format_uid_set
@@ -69,6 +69,7 @@ class SessionOwner(Protocol):
     config: AccountConfig
     summaries: SummaryCache
     profile: Profile
+    personality: Personality
     selected: MailboxState | None
     pipelined_commands: int
     writes_sent: int
@@ -121,6 +122,11 @@ class ImapSession(WriteCommands):
     def profile(self) -> Profile:
         """What the server offers, as named facts (:class:`~mail_imap_mcp.imap.personality.Profile`)."""
         return self._owner.profile
+
+    @property
+    def personality(self) -> Personality:
+        """How the server means what it says (:class:`~mail_imap_mcp.imap.personality.Personality`)."""
+        return self._owner.personality
 
     @property
     def qresync(self) -> bool:

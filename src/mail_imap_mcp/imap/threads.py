@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.content.drafts import MESSAGE_ID
-from mail_imap_mcp.imap.directory import SENT, MailboxDirectory
+from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.mailboxes import MailboxInfo
+from mail_imap_mcp.imap.roles import SENT
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.query import AnyOf, Contains, Header, Query, needs_utf8, search_keys
 

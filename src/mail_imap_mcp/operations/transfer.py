@@ -16,12 +16,12 @@ from typing import Literal
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import ToolFailure
-from mail_imap_mcp.imap.directory import TRASH, MailboxDirectory, same_mailbox
+from mail_imap_mcp.imap.directory import MailboxDirectory, same_mailbox
 from mail_imap_mcp.imap.errors import OutcomeUnknown
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid, format_uid_set
-from mail_imap_mcp.imap.write_errors import DestinationMissing, ExtensionMissing
+from mail_imap_mcp.imap.write_errors import DestinationMissing
 from mail_imap_mcp.operations.background import Progress
 from mail_imap_mcp.operations.batch import Batch, BatchItem, MailboxGroup
 from mail_imap_mcp.operations.ledger import Ledger
@@ -137,21 +137,9 @@ def transfer(
 
 
 def commands_for(session: ImapSession, action: Action, permanent: bool) -> str:
-    """The commands the action takes on this server; refused (nothing changed) where an extension is
-    missing that is needed to touch exactly these messages."""
-    profile = session.profile
-    expunge = "UID STORE +FLAGS.SILENT (\\Deleted) + UID EXPUNGE"
-    if action == "copy":
-        return "UID COPY"
-    if permanent:
-        if not profile.uidplus:
-            raise ExtensionMissing("UIDPLUS", "remove exactly these messages for good (UID EXPUNGE)")
-        return expunge
-    if profile.moves:
-        return "UID MOVE"
-    if not profile.uidplus:
-        raise ExtensionMissing("MOVE or UIDPLUS", "move exactly these messages")
-    return f"UID COPY + {expunge}"
+    """The commands the action takes on this server (its personality's); refused (nothing changed) where
+    an extension is missing that is needed to touch exactly these messages."""
+    return session.personality.transfer_commands(action, permanent=permanent)
 
 
 def _existing_mailbox(directory: MailboxDirectory, name: str, parameter: str) -> str:
@@ -168,7 +156,9 @@ def _prepare(session: ImapSession, batch: Batch, request: TransferRequest) -> Tr
     outcome = TransferOutcome(method=commands_for(session, request.action, request.permanent))
     if request.action == "delete" and not request.permanent:
         directory = MailboxDirectory.load(session, request.account)
-        outcome.destination = directory.require(TRASH, batch.given_account_id, ", or use action move")
+        outcome.destination = directory.require(
+            session.personality.deletes_to, batch.given_account_id, ", or use action move"
+        )
         inside = [g.mailbox for g in batch.groups if same_mailbox(g.mailbox, outcome.destination)]
         if inside:
             raise ToolFailure.invalid_input(

@@ -6,6 +6,8 @@ The query language's parser and the compilers for a local index (FTS5) and Gmail
 beside them, each reading the same tree.
 """
 
+from collections.abc import Callable
+
 from mail_imap_mcp.query.imap import QueryTooComplex, search_keys
 from mail_imap_mcp.query.tree import (
     EVERYTHING,
@@ -26,7 +28,11 @@ from mail_imap_mcp.query.tree import (
     needs_utf8,
 )
 
+#: Every query compiler, by the dialect it writes (which one a search uses: services/search_backend.py).
+DIALECTS: dict[str, Callable[[Query], object]] = {"imap": search_keys}
+
 __all__ = [
+    "DIALECTS",
     "EVERYTHING",
     "AllOf",
     "AnyOf",

@@ -9,8 +9,9 @@ from mail_imap_mcp import mime
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure, ToolResult
-from mail_imap_mcp.imap.directory import SENT, MailboxDirectory
+from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.replies import Candidate, answered_in, first_message_id
+from mail_imap_mcp.imap.roles import SENT
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.presentation.search_page import SearchMessagesData
 

@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import Issue, ToolResult
 from mail_imap_mcp.imap.across import summaries_each
-from mail_imap_mcp.imap.directory import searchable_mailboxes
+from mail_imap_mcp.imap.directory import MailboxDirectory, configured_roles
 from mail_imap_mcp.imap.errors import CharsetRejected, mailbox_failure
 from mail_imap_mcp.imap.fetch import SummaryBatch
 from mail_imap_mcp.imap.ids import parse_message_id
@@ -106,9 +106,9 @@ def _resolve(
     if not everything:
         counts = status_each(session, names) if pipelined and len(names) > 1 else {}
         return _Mailboxes(opened=names, counts=counts)
-    trash = app.config.accounts[account_id].trash_mailbox
+    account = app.config.accounts[account_id]
     boxes = list_with_message_counts(session)
-    found = searchable_mailboxes(boxes, trash)
+    found = session.personality.every_mailbox(MailboxDirectory(boxes, configured_roles(account)))
     chosen = list(dict.fromkeys([*found, *names]))
     issues = []
     if len(chosen) > MAX_MAILBOXES:

@@ -6,8 +6,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolResult, status_for
-from mail_imap_mcp.imap.directory import INBOX, same_mailbox
+from mail_imap_mcp.imap.directory import same_mailbox
 from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes, mailbox_counts
+from mail_imap_mcp.imap.roles import INBOX
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId
 from mail_imap_mcp.presentation.shapes import UntrustedContent

@@ -24,8 +24,9 @@ from mail_imap_mcp.content.drafts import (
 )
 from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
-from mail_imap_mcp.imap.directory import DRAFTS, TRASH, MailboxDirectory
+from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.roles import DRAFTS, TRASH
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId
 from mail_imap_mcp.presentation.shapes import UntrustedContent

@@ -5,9 +5,10 @@ so no module but this one, ``session.py`` and ``wire.py`` tests a capability str
 advertises an extension by another spelling, or one whose extension is known broken, is handled here
 once. The standard personality is what every server of the test matrix gets; a server whose meaning
 differs (Gmail: COPY adds a label, delete means Trash, All Mail holds every message) becomes a
-personality of its own here, not a branch in a tool.
+:class:`Personality` of its own here (:mod:`.standard` has the hooks), not a branch in a tool.
 """
 
 from mail_imap_mcp.imap.personality.profile import Profile
+from mail_imap_mcp.imap.personality.standard import PERSONALITIES, Personality, personality_for
 
-__all__ = ["Profile"]
+__all__ = ["PERSONALITIES", "Personality", "Profile", "personality_for"]

@@ -1,0 +1,78 @@
+"""The standard personality: what the IMAP RFCs mean, as every server of the test matrix means it.
+
+A hook is where servers differ in *meaning*, not in extensions (those are :class:`Profile` facts): what
+a search of every mailbox covers, what the server's own search understands, which mailbox deleted mail
+goes to, and which commands move, copy or remove exactly the messages asked for. A server that means
+something else (Gmail, where a COPY adds a label and All Mail holds every message) gets a subclass
+that overrides the hooks it must, registered in :data:`PERSONALITIES`; nothing outside
+``imap/personality/`` asks which server it talks to.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal, Protocol
+
+from mail_imap_mcp.imap.personality.profile import Profile
+from mail_imap_mcp.imap.roles import TRASH
+from mail_imap_mcp.imap.write_errors import ExtensionMissing
+
+Action = Literal["move", "copy", "delete"]
+#: A query language the server's own search answers; ``imap``: RFC 9051 SEARCH keys (query.search_keys).
+Dialect = Literal["imap"]
+
+
+class Listing(Protocol):
+    """An account's mailboxes as one LIST showed them (:class:`~mail_imap_mcp.imap.directory.MailboxDirectory`)."""
+
+    def searchable(self) -> list[str]: ...
+
+
+class Personality:
+    """How a server means what it says, hook by hook: this class is the standard meaning."""
+
+    name: ClassVar[str] = "standard"
+    #: The dialects the server's own search answers, best first (which one a search uses is chosen in
+    #: ``services/``, and every compiler lives in ``query/``).
+    search_dialects: ClassVar[tuple[Dialect, ...]] = ("imap",)
+    #: The role of the mailbox a delete (without ``permanent``) moves messages to.
+    deletes_to: ClassVar[str] = TRASH
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+
+    @classmethod
+    def fits(cls, profile: Profile) -> bool:
+        """Whether a server with ``profile`` has this personality (the standard one fits every server)."""
+        return True
+
+    def every_mailbox(self, listing: Listing) -> list[str]:
+        """The mailboxes a search of every mailbox (``mailbox: "*"``) covers, in LIST order: every one
+        but deleted mail, spam and virtual views of mail kept elsewhere, so a message comes once."""
+        return listing.searchable()
+
+    def transfer_commands(self, action: Action, *, permanent: bool) -> str:
+        """The commands that move, copy or delete exactly the messages asked for on this server;
+        :class:`ExtensionMissing` (before anything changes) where no such commands exist."""
+        expunge = "UID STORE +FLAGS.SILENT (\\Deleted) + UID EXPUNGE"
+        if action == "copy":
+            return "UID COPY"
+        if permanent:
+            if not self.profile.uidplus:
+                raise ExtensionMissing("UIDPLUS", "remove exactly these messages for good (UID EXPUNGE)")
+            return expunge
+        if self.profile.moves:
+            return "UID MOVE"
+        if not self.profile.uidplus:
+            raise ExtensionMissing("MOVE or UIDPLUS", "move exactly these messages")
+        return f"UID COPY + {expunge}"
+
+
+#: The personalities other than the standard one, asked in order; the first that fits a server is its.
+PERSONALITIES: tuple[type[Personality], ...] = ()
+
+
+def personality_for(profile: Profile) -> Personality:
+    """The personality of a server with ``profile``: the first of :data:`PERSONALITIES` that fits it,
+    else the standard one."""
+    chosen = next((kind for kind in PERSONALITIES if kind.fits(profile)), Personality)
+    return chosen(profile)
