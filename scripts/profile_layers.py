@@ -82,22 +82,24 @@ def _instrument_ours() -> None:
     from mail_imap_mcp.envelope import mcp
     from mail_imap_mcp.imap import connection, fetch, session
     from mail_imap_mcp.presentation import failures
+    from mail_imap_mcp.services import search
     from mail_imap_mcp.tools import search_messages
 
     _wrap(mcp.EnvelopeTool, "run", "main: EnvelopeTool.run", is_async=True)
     _wrap(mcp, "_to_result", "main: result JSON")
     _wrap(failures, "run", "handler")
     _wrap(connection.AccountConnection, "run", "connection.run")
-    _wrap(search_messages, "search_page", "search_page")
-    _wrap(search_messages, "fetch_summaries", "fetch_summaries")
+    _wrap(search, "ordered_page", "search_page")
+    _wrap(search, "summaries_each", "fetch_summaries")
     _wrap(session.ImapSession, "_uid_fetch", "_uid_fetch")
     _wrap(session, "parse_fetch_response", "parse_fetch_response")
     _wrap(mime, "parse_header_block", "header block")
     _wrap(fetch, "trusted_structure", "BODYSTRUCTURE")
     _wrap(fetch, "_snippet", "snippet")
     _wrap(fetch, "summary_record", "summary fields")
-    for builder in ("search_result", "compact_page", "compact_search_result"):
-        _wrap(search_messages, builder, "page models")
+    for builder in ("search_result", "compact_search_result"):
+        _wrap(search, builder, "page models")
+    _wrap(search_messages, "compact_page", "page models")
 
 
 def instrument_zero(page: type) -> None:
@@ -137,7 +139,7 @@ def rows(name: str, per_call: dict[str, Any]) -> Iterator[tuple[str, float]]:
         main_own = 0.0
     else:
         parsing = sum(layer[n] for n in ("header block", "BODYSTRUCTURE", "snippet", "summary fields"))
-        yield "revalidation + UID SEARCH (search_page)", layer["search_page"]
+        yield "revalidation + UID SEARCH (ordered_page)", layer["search_page"]
         yield "UID FETCH sent and read (our wire)", layer["_uid_fetch"] - layer["parse_fetch_response"]
         yield "FETCH answers parsed (the session's parse_fetch_response)", layer["parse_fetch_response"]
         yield "header block", layer["header block"]
@@ -145,7 +147,7 @@ def rows(name: str, per_call: dict[str, Any]) -> Iterator[tuple[str, float]]:
         yield "snippet", layer["snippet"]
         yield "summary fields", layer["summary fields"]
         yield (
-            "rest of fetch_summaries (loop, cache, refs)",
+            "rest of summaries_each (loop, cache, refs)",
             layer["fetch_summaries"] - layer["_uid_fetch"] - parsing,
         )
         yield (

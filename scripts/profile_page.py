@@ -719,7 +719,7 @@ def stage_costs(zero_page: ZeroWorkPage, pages: int = 50, rounds: int = 15) -> N
             "attempted": len(page), "messages": page, "next_cursor": "c", "issues": [], "warnings": [],
         }  # fmt: skip
         if hasattr(search_page, "compact_search_result"):  # built compact, as ours builds one mailbox's page
-            compact = search_page.compact_search_result(**found)
+            compact = search_page.compact_search_result(search_page.PageFound(**found), by_date=False)
         else:  # older code (PYTHONPATH): the full page, then its compact form
             full = search_page.search_result(
                 {}, account_id="default", mailboxes=["INBOX"], by_date=False, has_more=True, **found

@@ -26,7 +26,7 @@ import contextlib
 import os
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from email.message import EmailMessage
 from typing import Any
 
@@ -35,7 +35,6 @@ import pytest
 from mcp import Client
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.imap.search import CursorError, CursorState
 from mail_imap_mcp.imap.search.cursors import StreamCursor
 from mail_imap_mcp.server import build_server
 from tests.support import mailgen
@@ -498,16 +497,19 @@ _MESSAGE_URI = re.compile(r"^(imap://[^/]+/mailbox/[^/]+/message/)(\d+)(/.*)$")
 
 
 def normalise_cursor(token: str) -> dict[str, Any]:
-    """A cursor's state with its UIDVALIDITYs zeroed (the two servers' mailboxes differ only there)."""
-    try:
-        state = CursorState.decode(token)
-    except CursorError:
-        # Date order without SORT also keeps the window it reads in: only where the page ended must match.
-        cursor = StreamCursor.decode(token)
+    """A cursor's state without its UIDVALIDITYs (the two servers' mailboxes differ only there)."""
+    cursor = StreamCursor.decode(token)
+    if cursor.sort == "arrival":
+        streams: list[Any] = [(s.mailbox, s.upper, s.after, s.head) for s in cursor.streams]
+    else:  # date order without SORT also keeps the window it reads in: only where the page ended must match
         streams = [(stream.mailbox, stream.after, stream.key) for stream in cursor.streams]
-        return {"sort": cursor.sort, "total": cursor.total, "returned": cursor.returned, "streams": streams}
-    state.uidvalidity = 0
-    return asdict(state)
+    return {
+        "digest": cursor.filter_digest,
+        "sort": cursor.sort,
+        "total": cursor.total,
+        "returned": cursor.returned,
+        "streams": streams,
+    }
 
 
 def normalise(value: Any, key: str = "") -> Any:

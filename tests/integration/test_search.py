@@ -408,7 +408,7 @@ async def test_a_message_the_server_cannot_fetch_makes_the_page_partial(
     broken.chmod(0)
     envelope = await mcp.call("imap_search_messages", {"limit": 10, "fields": "full"})
     data = envelope["data"]
-    assert envelope["success"] is True
+    assert envelope["success"] is True, envelope
     assert data["status"] == "partial"
     assert data["attempted"] == 3
     assert data["returned"] + data["failed"] == 3
@@ -425,6 +425,22 @@ async def test_a_message_the_server_cannot_fetch_makes_the_page_partial(
     assert compact["status"] == "partial"
     assert [without_message(i) for i in compact["issues"]] == [without_message(i) for i in data["issues"]]
     assert [uid_of(m) for m in compact["messages"]] == [3, 1]
+
+
+async def test_regression_a_message_that_makes_the_server_hang_up_is_one_issue_in_a_search_of_every_mailbox(
+    dovecot: Dovecot, user: str, mcp: EnvelopeClient
+) -> None:
+    # The summaries of several mailboxes are read in one round trip; Dovecot answers a FETCH of a message
+    # it cannot read with BYE, which lost the whole page (every retry hung up the same way).
+    dovecot.seed(user, "INBOX", [dated(i, f"msg {i}", "fine") for i in range(3)])
+    dovecot.seed(user, "Archive", [dated(i + 10, f"old {i}", "fine") for i in range(2)])
+    broken = sorted((dovecot.folder_path(user, "INBOX") / "cur").iterdir())[1]
+    broken.chmod(0)
+    data = await mcp.ok("imap_search_messages", {"mailbox": "*", "limit": 10, "fields": "full"})
+    assert data["status"] == "partial" and data["attempted"] == 5 and data["failed"] == 1
+    (issue,) = data["issues"]
+    assert issue["message_id"].endswith(":2") and ":INBOX:" in issue["message_id"]
+    assert sorted(m["subject"] for m in data["messages"]) == ["msg 0", "msg 2", "old 0", "old 1"]
 
 
 def without_message(issue: dict[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import pytest
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap import sort as sort_module
+from mail_imap_mcp.imap.search.cursors import ANCHORS
 from tests.support import mailgen
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
@@ -133,7 +134,7 @@ async def test_date_order_continues_by_date_when_the_page_s_last_messages_were_d
     assert subjects(first["messages"] + second["messages"]) == expected[:10]
     # Every anchor the cursor keeps (the page's last messages) is deleted: the next page finds its place
     # by the date of the last message listed instead.
-    doomed = [m["uid"] for m in second["messages"][-sort_module.ANCHORS :]]
+    doomed = [m["uid"] for m in second["messages"][-ANCHORS:]]
     change_inbox(imap_server, user, remove=lambda writer: doomed)
     _, rest = await page_all(mcp, second["next_action"]["arguments"])
     assert subjects(rest) == expected[10:]

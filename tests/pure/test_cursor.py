@@ -1,4 +1,5 @@
-"""The search cursor: packed binary (short, it is in every page) behind a keyed seal; JSON cursors still read."""
+"""The search cursor: one format for every search (packed binary behind a keyed seal, short as it is in
+every page), and the cursors earlier versions handed out still decode into it."""
 
 from __future__ import annotations
 
@@ -9,10 +10,40 @@ from dataclasses import asdict
 
 import pytest
 
-from mail_imap_mcp.imap.search import CursorError, CursorState, seal, seal_packed, unseal_packed
-from mail_imap_mcp.imap.search.cursors import StreamCursor, StreamState
+from mail_imap_mcp.imap import sealing
+from mail_imap_mcp.imap.search.cursors import (
+    PACKED_TAG,
+    CursorError,
+    CursorState,
+    StreamCursor,
+    StreamState,
+    seal_packed,
+    unseal_packed,
+)
+from tests.support.cursors import seal_json
 
-STATE = CursorState(
+ONE = StreamCursor(
+    account_id="default",
+    filter_digest="d448e2735666387f",
+    sort="arrival",
+    total=100_000,
+    returned=20,
+    streams=[StreamState("Archiv/2025 – Büro", 1795384193, 100_000, [99_981])],
+)
+STREAMS = StreamCursor(
+    account_id="default",
+    filter_digest="d448e2735666387f",
+    sort="date",
+    total=240,
+    returned=20,
+    streams=[
+        StreamState("INBOX", 1795384193, 100, [81, 80], 1795000000, 0, 0, 1794000000),
+        StreamState("Archive", 7, 0),
+        StreamState("Old", 9, 500, [12], -86_400, 1, 400),  # a Date header before 1970
+    ],
+)
+#: The one-mailbox cursor of earlier versions, for the position ONE stands for.
+LEGACY = CursorState(
     account_id="default",
     mailbox="Archiv/2025 – Büro",
     uidvalidity=1795384193,
@@ -24,78 +55,118 @@ STATE = CursorState(
 )
 
 
-def test_round_trip_and_size() -> None:
-    token = STATE.encode()
-    assert CursorState.decode(token) == STATE
-    keyed = json.dumps(asdict(STATE), separators=(",", ":"), ensure_ascii=False).encode()
-    assert len(token) < len(base64.urlsafe_b64encode(keyed)) * 0.4
-    assert len(CursorState(**{**asdict(STATE), "mailbox": "INBOX"}).encode()) <= 60
+def varints(values: list[int]) -> bytes:
+    out = bytearray()
+    for value in values:
+        while value >= 0x80:
+            out.append(value & 0x7F | 0x80)
+            value >>= 7
+        out.append(value)
+    return bytes(out)
 
 
-def test_a_json_cursor_with_or_without_field_names_still_decodes() -> None:
-    assert CursorState.decode(seal(list(asdict(STATE).values()))) == STATE
-    assert CursorState.decode(seal(asdict(STATE))) == STATE
+def legacy_packed(state: CursorState) -> str:
+    """The packed one-mailbox cursor as earlier versions wrote it: tag 1, account and mailbox (length,
+    UTF-8), the digest's 8 bytes, then UIDVALIDITY, upper UID, anchor, total and returned as varints."""
+    texts = b"".join(varints([len(t)]) + t for t in (state.account_id.encode(), state.mailbox.encode()))
+    numbers = varints([state.uidvalidity, state.upper_uid, state.anchor_uid, state.total, state.returned])
+    return seal_packed(bytes([PACKED_TAG]) + texts + bytes.fromhex(state.filter_digest) + numbers)
+
+
+@pytest.mark.parametrize("cursor", [ONE, STREAMS], ids=["one mailbox", "three mailboxes"])
+def test_every_search_s_cursor_round_trips_in_one_packed_format(cursor: StreamCursor) -> None:
+    token = cursor.encode()
+    assert StreamCursor.decode(token) == cursor
+    assert (unseal_packed(token) or b"")[:1] == b"\x02"
+
+
+def test_a_one_mailbox_cursor_stays_short() -> None:
+    inbox = StreamCursor(
+        "default",
+        "d448e2735666387f",
+        "arrival",
+        100_000,
+        20,
+        [StreamState("INBOX", 1795384193, 100_000, [99_981])],
+    )
+    assert len(inbox.encode()) <= 64
+    keyed = json.dumps(asdict(LEGACY), separators=(",", ":"), ensure_ascii=False).encode()
+    assert len(ONE.encode()) < len(base64.urlsafe_b64encode(keyed)) * 0.45
+
+
+def test_the_one_mailbox_cursors_of_earlier_versions_still_decode() -> None:
+    for token in (legacy_packed(LEGACY), seal_json(list(asdict(LEGACY).values())), seal_json(asdict(LEGACY))):
+        assert CursorState.decode(token) == LEGACY
+        assert StreamCursor.decode(token) == ONE
+
+
+def test_the_json_stream_cursors_of_earlier_versions_still_decode() -> None:
+    rows: list[list[object]] = [
+        ["INBOX", 1795384193, 100, [81, 80], 1795000000, 0, 0, 1794000000],
+        ["Archive", 7, 0],
+        ["Old", 9, 500, [12], -86_400, 1, 400],
+    ]
+    values = [2, "default", "d448e2735666387f", "date", 240, 20, rows]
+    assert StreamCursor.decode(seal_json(values)) == STREAMS
+    keyed = dict(zip(("v", "a", "d", "s", "t", "r", "m"), values, strict=True))
+    assert StreamCursor.decode(seal_json(keyed)) == STREAMS
+    assert len(STREAMS.encode()) < len(seal_json(values))
 
 
 def test_regression_l2_a_cursor_with_a_checksum_anyone_can_compute_is_refused() -> None:
     # Issue 33 L2: the cursor's check was a plain SHA-256 of its content, so anyone could forge one.
-    for body in (json.dumps(asdict(STATE)).encode(), unseal_packed(STATE.encode()) or b""):
+    for body in (json.dumps(asdict(LEGACY)).encode(), unseal_packed(ONE.encode()) or b""):
         token = base64.urlsafe_b64encode(hashlib.sha256(body).digest()[:6] + body).decode().rstrip("=")
         with pytest.raises(CursorError):
-            CursorState.decode(token)
+            StreamCursor.decode(token)
 
 
 @pytest.mark.parametrize("cut", [1, 3, 8])
-def test_a_truncated_or_altered_packed_cursor_is_a_cursor_error(cut: int) -> None:
-    token = STATE.encode()
+@pytest.mark.parametrize("cursor", [ONE, STREAMS], ids=["one mailbox", "three mailboxes"])
+def test_a_truncated_or_altered_cursor_is_a_cursor_error(cursor: StreamCursor, cut: int) -> None:
+    token = cursor.encode()
     for bad in (token[:-cut], token[: -cut - 1] + ("A" if token[-cut - 1] != "A" else "B") + token[-cut:]):
         with pytest.raises(CursorError):
-            CursorState.decode(bad)
+            StreamCursor.decode(bad)
 
 
-def test_a_packed_cursor_with_trailing_bytes_is_a_cursor_error() -> None:
-    body = unseal_packed(STATE.encode())
-    assert body is not None
+@pytest.mark.parametrize("extra", [b"\x00", b"\x05INBOX"])
+def test_a_packed_cursor_with_trailing_bytes_is_a_cursor_error(extra: bytes) -> None:
+    for token in (ONE.encode(), legacy_packed(LEGACY)):
+        body = unseal_packed(token)
+        assert body is not None
+        with pytest.raises(CursorError):
+            StreamCursor.decode(seal_packed(body + extra))
+
+
+def test_a_packed_cursor_whose_numbers_overflow_a_uid_is_a_cursor_error() -> None:
+    body = bytearray([2]) + varints([7]) + b"default" + bytes.fromhex("d448e2735666387f")
+    body += varints([0, 1, 0, 1]) + varints([5]) + b"INBOX" + varints([2**33, 1, 0, 0])
     with pytest.raises(CursorError):
-        CursorState.decode(seal_packed(body + b"\x00"))
-
-
-@pytest.mark.parametrize("values", [[1, 2], ["a"] * 9, [*list(asdict(STATE).values())[:-1], 2], {"x": 1}])
-def test_wrong_shapes_are_cursor_errors(values: object) -> None:
-    token = seal(values)
-    with pytest.raises(CursorError):
-        CursorState.decode(token)
-
-
-STREAMS = StreamCursor(
-    account_id="default",
-    filter_digest="d448e2735666387f",
-    sort="date",
-    total=240,
-    returned=20,
-    streams=[StreamState("INBOX", 1795384193, 100, [81, 80], 1795000000), StreamState("Archive", 7, 0)],
-)
-
-
-def test_a_stream_cursor_lists_its_values_without_names_and_round_trips() -> None:
-    token = STREAMS.encode()
-    assert StreamCursor.decode(token) == STREAMS
-    keyed = {"v": 2, "a": "default", "d": "d448e2735666387f", "s": "date", "t": 240, "r": 20}
-    keyed["m"] = [stream.row() for stream in STREAMS.streams]
-    assert len(token) < len(seal(keyed)) - 20
-    assert StreamCursor.decode(seal(keyed)) == STREAMS
+        StreamCursor.decode(seal_packed(bytes(body)))
 
 
 @pytest.mark.parametrize(
-    "payload", [[2, "default"], [3, "a", "d", "date", 1, 1, [["INBOX", 1, 1]]], ["a"] * 7]
+    "values",
+    [
+        [1, 2],
+        ["a"] * 9,
+        [*list(asdict(LEGACY).values())[:-1], 2],
+        {"x": 1},
+        [2, "default"],
+        [3, "a", "d", "date", 1, 1, [["INBOX", 1, 1]]],
+        [2, "a", "d", "date", 1, 1, []],
+        ["a"] * 7,
+    ],
 )
-def test_a_stream_cursor_of_another_shape_is_a_cursor_error(payload: object) -> None:
+def test_json_of_any_other_shape_is_a_cursor_error(values: object) -> None:
     with pytest.raises(CursorError):
-        StreamCursor.decode(seal(payload))
+        StreamCursor.decode(seal_json(values))
 
 
-def test_a_one_mailbox_cursor_is_not_a_stream_cursor_and_back() -> None:
-    with pytest.raises(CursorError):
-        StreamCursor.decode(STATE.encode())
-    with pytest.raises(CursorError):
-        CursorState.decode(STREAMS.encode())
+@pytest.mark.parametrize("cursor", [ONE, STREAMS], ids=["one mailbox", "three mailboxes"])
+def test_regression_a_cursor_sealed_with_another_key_says_so(cursor: StreamCursor) -> None:
+    body = unseal_packed(cursor.encode()) or b""
+    token = base64.urlsafe_b64encode(sealing.mac(body + b"x", 6) + body).decode().rstrip("=")
+    with pytest.raises(CursorError, match="another key"):
+        StreamCursor.decode(token)

@@ -370,8 +370,13 @@ ISSUE = Issue(
         ([], [ISSUE], "c2", 20),
     ],
 )
+@pytest.mark.parametrize("by_date", [False, True], ids=["arrival", "date"])
 def test_a_compact_page_built_directly_is_the_compact_form_of_the_full_page(
-    messages: list[SummaryRecord], issues: list[Issue], next_cursor: str | None, returned_before: int
+    messages: list[SummaryRecord],
+    issues: list[Issue],
+    next_cursor: str | None,
+    returned_before: int,
+    by_date: bool,
 ) -> None:
     page = PageFound(
         mailbox="Projects/Ops",
@@ -389,10 +394,10 @@ def test_a_compact_page_built_directly_is_the_compact_form_of_the_full_page(
         page,
         account_id="work",
         mailboxes=["Projects/Ops"],
-        by_date=False,
+        by_date=by_date,
         has_more=next_cursor is not None,
     )
-    shortcut, expected = compact_search_result(page), compact_page(full)
+    shortcut, expected = compact_search_result(page, by_date=by_date), compact_page(full)
     assert (shortcut.summary, shortcut.warnings, shortcut.media) == (expected.summary, expected.warnings, [])
     assert shortcut.data.model_dump_json(by_alias=True) == expected.data.model_dump_json(by_alias=True)
     assert type(shortcut.data) is type(expected.data)

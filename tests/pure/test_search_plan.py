@@ -9,7 +9,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mail_imap_mcp.imap.search import (
+from mail_imap_mcp.imap.search.plan import (
     MIN_FILTERED_WINDOW,
     WINDOW_GROWTH,
     UidWindows,
@@ -108,7 +108,7 @@ def test_walking_the_windows_finds_the_newest_matches(
 
 def test_mailboxes_are_read_at_once_only_where_nothing_waits_for_the_server() -> None:
     ascii_query = Contains("from", "ann")
-    assert reads_at_once("arrival", ascii_query, several=True)
-    assert not reads_at_once("arrival", ascii_query, several=False)  # one mailbox: nothing to overlap
-    assert not reads_at_once("date", ascii_query, several=True)  # SORT answers whole lists, one by one
-    assert not reads_at_once("arrival", Contains("from", "zoë"), several=True)  # a literal waits
+    assert reads_at_once("arrival", ascii_query, merged=True)
+    assert not reads_at_once("arrival", ascii_query, merged=False)  # one mailbox: nothing to overlap
+    assert not reads_at_once("date", ascii_query, merged=True)  # SORT answers whole lists, one by one
+    assert not reads_at_once("arrival", Contains("from", "zoë"), merged=True)  # a literal waits

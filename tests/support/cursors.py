@@ -4,12 +4,34 @@ or the one its configuration names). Used to jump deep into a mailbox and to for
 
 from __future__ import annotations
 
-import dataclasses
+import base64
+import json
 from typing import Any
 
-from mail_imap_mcp.imap.search import CursorState, seal
+from mail_imap_mcp.imap import sealing
+from mail_imap_mcp.imap.search.cursors import StreamCursor
+
+
+def seal_json(payload: Any) -> str:
+    """A cursor as earlier versions wrote them: compact JSON behind the 6-byte seal, URL-safe base64."""
+    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    return base64.urlsafe_b64encode(sealing.mac(body, 6) + body).decode().rstrip("=")
 
 
 def forge_cursor(cursor: str, changes: dict[str, Any]) -> str:
-    """Seal a cursor again after changing its fields (a JSON cursor with names decodes too)."""
-    return seal({**dataclasses.asdict(CursorState.decode(cursor)), **changes})
+    """A one-mailbox cursor sealed again after changing its fields, in the JSON with field names that
+    earlier versions wrote (which still decodes): the fields of any value an attacker may choose."""
+    decoded = StreamCursor.decode(cursor)
+    (stream,) = decoded.streams
+    fields = {
+        "account_id": decoded.account_id,
+        "mailbox": stream.mailbox,
+        "uidvalidity": stream.uidvalidity,
+        "filter_digest": decoded.filter_digest,
+        "upper_uid": stream.upper,
+        "anchor_uid": stream.after[-1],
+        "total": decoded.total,
+        "returned": decoded.returned,
+        "v": 1,
+    }
+    return seal_json({**fields, **changes})

@@ -53,7 +53,7 @@ SERVICE_DEBTS = {
     },
     "mail_imap_mcp.services.message_read": {"mail_imap_mcp.presentation.shapes"},
     "mail_imap_mcp.services.needs_reply": {"mail_imap_mcp.presentation.search_page"},
-    "mail_imap_mcp.services.ordered_search": {
+    "mail_imap_mcp.services.search": {
         "mail_imap_mcp.presentation.failures",
         "mail_imap_mcp.presentation.search_page",
     },
@@ -209,17 +209,32 @@ def test_the_capability_check_sees_a_capability_test() -> None:
     assert capability_tests(source) == [1, 2, 3]
 
 
-def test_the_search_plan_sends_nothing() -> None:
-    """``imap/search/plan.py`` holds the window rules as data: it reaches no connection to send them."""
-    sending = ("session", "wire", "pipeline", "pool", "connection")
-    path = PACKAGE / "imap" / "search" / "plan.py"
+@pytest.mark.parametrize("module", ["plan", "merge", "cursors"])
+def test_the_search_plan_its_merge_and_cursors_send_nothing(module: str) -> None:
+    """``imap/search/`` plans a page's reads, merges its candidates and writes its cursor as data: none of
+    those modules reaches a connection (the executor, ``execute.py``, sends what they plan)."""
+    sending = ("session", "wire", "pipeline", "pool", "connection", "search.execute")
+    path = PACKAGE / "imap" / "search" / f"{module}.py"
     reached = [
         target
-        for target in imported(path, "mail_imap_mcp.imap.search.plan")
+        for target in imported(path, f"mail_imap_mcp.imap.search.{module}")
         if target.startswith(tuple(f"mail_imap_mcp.imap.{name}" for name in sending))
         or target.partition(".")[0] in {"imaplib", "imapclient", "socket"}
     ]
     assert reached == []
+
+
+def test_whether_mailboxes_are_read_at_once_is_decided_by_one_rule_outside_the_tools() -> None:
+    asking = {
+        name
+        for name, path in modules(SRC, PACKAGE).items()
+        if "reads_at_once" in path.read_text(encoding="utf-8")
+    }
+    assert asking == {
+        "mail_imap_mcp.imap.search.plan",  # the rule
+        "mail_imap_mcp.imap.search.execute",  # the executor reads by it
+        "mail_imap_mcp.services.search",  # a first page asks counts ahead by it
+    }
 
 
 def project_imports(path: Path, name: str) -> set[str]:

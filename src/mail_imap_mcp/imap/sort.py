@@ -2,7 +2,7 @@
 
 Each mailbox searched is a *stream* of its matching messages in the page's order:
 
-* arrival order: UID descending, read in UID windows (as :func:`~mail_imap_mcp.imap.search.search_page`);
+* arrival order: UID descending, read in UID windows (:mod:`mail_imap_mcp.imap.search.plan`);
 * date order where the server advertises SORT: ``UID SORT (REVERSE DATE)`` of the matches (UIDs only);
 * date order without SORT (Gmail, Microsoft 365): the newest :data:`DATE_WINDOW` matches by UID are read
   with their Date header and sorted here; older matches follow in further windows of that size, each
@@ -18,19 +18,17 @@ throughout comes exactly once, whatever arrives or is deleted in between.
 
 from __future__ import annotations
 
-import heapq
-import itertools
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from mail_imap_mcp import mime
-from mail_imap_mcp.imap.across import Newest, StreamStart, epoch, newest_in_each
 from mail_imap_mcp.imap.errors import UidValidityChanged, mailbox_failure
 from mail_imap_mcp.imap.mailboxes import MailboxCounts
-from mail_imap_mcp.imap.search import newest_matches, reads_at_once
-from mail_imap_mcp.imap.search.cursors import ANCHORS, SortOrder, StreamState
+from mail_imap_mcp.imap.search.cursors import SortOrder, StreamState
+from mail_imap_mcp.imap.search.execute import SearchExecutor, epoch
+from mail_imap_mcp.imap.search.merge import Candidate, StreamPage, merge, page_full_before
+from mail_imap_mcp.imap.search.plan import Newest, StreamStart
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.query import Query, needs_utf8, search_keys
 
 #: Without SORT, date order is exact within windows of this many matches (newest by UID first).
@@ -38,34 +36,6 @@ DATE_WINDOW = 1000
 #: Probes per FETCH when a cursor's anchors were all deleted and the position is found by date.
 LOCATE_PROBES = 64
 _DATE_ITEMS = ["INTERNALDATE", "BODY.PEEK[HEADER.FIELDS (DATE)]"]
-
-
-@dataclass
-class Candidate:
-    uid: int
-    key: int | None
-    #: Without SORT, date order: the window the message was read in.
-    window: tuple[int, int] = (0, 0)
-    #: Place in the merged page.
-    order: int = -1
-
-
-@dataclass
-class StreamPage:
-    """What one mailbox offers for a page: candidates in its order, and whether more follow them."""
-
-    state: StreamState
-    mailbox_state: MailboxState | None = None
-    candidates: list[Candidate] = field(default_factory=list)
-    more_beyond: bool = False
-    total: int = 0
-    #: Without SORT: the date order of this mailbox spans several windows.
-    windowed: bool = False
-    taken: list[Candidate] = field(default_factory=list)
-
-    @property
-    def has_more(self) -> bool:
-        return self.more_beyond or len(self.taken) < len(self.candidates)
 
 
 @dataclass
@@ -147,6 +117,8 @@ class Window:
     lo: int
     hi: int
     candidates: list[Candidate]
+    #: On a first page: every match of the mailbox (the scan that read the first window counted them).
+    total: int = 0
 
 
 class StreamSearch:
@@ -155,12 +127,19 @@ class StreamSearch:
     def __init__(
         self,
         session: ImapSession,
+        account_id: str,
         search: Query,
         sort: SortOrder,
         limit: int,
+        *,
+        merged: bool,
         listed: Collection[str] = frozenset(),
     ) -> None:
         self.session = session
+        #: Arrival order: the newest matches of each mailbox (with their merge keys when ``merged``).
+        self.reader = SearchExecutor(session, account_id, search, merged=merged)
+        #: Date order without SORT: the windows of matches, sorted here.
+        self.windows = SearchExecutor(session, account_id, search, merged=False)
         #: Mailboxes this call's LIST just showed: like those of a cursor, known to exist.
         self.listed = listed
         self.sort = sort
@@ -175,6 +154,8 @@ class StreamSearch:
     def open(self, state: StreamState, *, with_keys: bool) -> StreamPage:
         """Examine the stream's mailbox and read its candidates for this page (``with_keys``: with their
         sort keys, which a merge of several streams needs)."""
+        if self.sort == "arrival":
+            return self.opened(state, self.reader.newest(_start(state), self.limit + 1))
         first = not state.uidvalidity
         order = self._sort(state, first) if self.server_sorts else None
         mailbox = self.session.examine(state.mailbox)
@@ -188,39 +169,27 @@ class StreamSearch:
         if order is not None:
             self._sorted(page, first, order)
         else:
-            counted = None
-            if first:
-                page.total, counted = self._count(mailbox)
-                if page.total == 0:
-                    state.upper = max(mailbox.uidnext - 1, 0)
-                    return page
-            if self.sort == "arrival":
-                self._arrival(page, mailbox, counted)
-            else:
-                self._windowed(page, mailbox, counted)
+            self._windowed(page, first)
         if with_keys and any(c.key is None for c in page.candidates):
             keys = sort_keys(self.session, [c.uid for c in page.candidates], self.sort)
             for candidate in page.candidates:
                 candidate.key = keys.get(candidate.uid)
         return page
 
-    def open_all(
-        self, account_id: str, states: list[StreamState], hints: dict[str, MailboxCounts]
+    def prefetch(
+        self, states: list[StreamState], hints: dict[str, MailboxCounts]
     ) -> dict[int, Newest | Exception]:
-        """The newest candidates of every stream of a merged page, in a few round trips for all (by
-        ``id`` of the state)."""
-        starts = [
-            StreamStart(
-                s.mailbox, s.uidvalidity, s.upper, s.after[-1] if s.after else None, hints.get(s.mailbox)
-            )
-            for s in states
-        ]
-        found = newest_in_each(self.session, account_id, starts, self.criteria, self.limit + 1)
-        return {id(state): result for state, result in zip(states, found, strict=True)}
+        """The newest candidates of every stream at once where the page reads them so (arrival order, by
+        ``id`` of the state); else nothing, and each stream is opened when the merge needs it."""
+        if self.sort != "arrival":
+            return {}
+        found = self.reader.prefetch([_start(s, hints.get(s.mailbox)) for s in states], self.limit + 1)
+        return (
+            {} if found is None else {id(state): result for state, result in zip(states, found, strict=True)}
+        )
 
     def opened(self, state: StreamState, found: Newest | Exception) -> StreamPage:
-        """The stream's page from what :meth:`open_all` read of it (its failure raised here, as
-        :meth:`open` raises it)."""
+        """The stream's page from what was read of it (its failure raised here)."""
         if isinstance(found, Exception):
             raise found
         state.uidvalidity, state.upper = found.state.uidvalidity, found.upper
@@ -229,30 +198,6 @@ class StreamSearch:
         page.candidates = [Candidate(uid, found.keys.get(uid)) for uid in found.uids[:wanted]]
         page.more_beyond = len(found.uids) > wanted
         return page
-
-    def _count(self, mailbox: MailboxState) -> tuple[int, list[tuple[int, int]] | None]:
-        """A first page's total: EXISTS without a filter; with one, the matches counted by the one scan
-        that also gives every match (as runs), so the first window needs no search of its own."""
-        if not self.criteria:
-            return self.session.refresh_counts(mailbox).exists, None
-        return self.session.uid_search_counted(self.criteria, charset=self.charset)
-
-    def _arrival(
-        self, page: StreamPage, mailbox: MailboxState, counted: list[tuple[int, int]] | None
-    ) -> None:
-        state, wanted = page.state, self.limit + 1
-        uids, state.upper = newest_matches(
-            self.session,
-            mailbox,
-            self.criteria,
-            charset=self.charset,
-            wanted=wanted,
-            below=state.after[-1] if state.after else None,
-            upper=state.upper or None,
-            counted=counted,
-        )
-        page.candidates = [Candidate(uid, None) for uid in uids[:wanted]]
-        page.more_beyond = len(uids) > wanted
 
     def _sort(self, state: StreamState, first: bool) -> list[int]:
         """The stream's matches by ``UID SORT`` (of the snapshot after the first page), sent with the
@@ -283,9 +228,7 @@ class StreamSearch:
         page.candidates = [Candidate(uid, None) for uid in order[start : start + wanted]]
         page.more_beyond = len(order) > start + wanted
 
-    def _windowed(
-        self, page: StreamPage, mailbox: MailboxState, counted: list[tuple[int, int]] | None
-    ) -> None:
+    def _windowed(self, page: StreamPage, first: bool) -> None:
         """Date order without SORT: windows of :data:`DATE_WINDOW` matches, newest UIDs first."""
         state, wanted = page.state, self.limit + 1
         if state.window_hi:
@@ -295,7 +238,9 @@ class StreamSearch:
             )
             window = self._window(state.window_lo, state.window_hi, uids)
         else:
-            window = self._window_below(mailbox, None, state, counted)
+            window = self._window_below(state, None, first=first)
+            if first:
+                page.total = window.total
         candidates = window.candidates
         if state.after and state.key is not None:
             anchor_key, anchor_uid = state.key, state.after[-1]
@@ -303,43 +248,33 @@ class StreamSearch:
         lowest = window.lo
         page.windowed = window.lo > 1 or window.hi < state.upper
         while len(candidates) < wanted and lowest > 1:
-            older = self._window_below(mailbox, lowest, state)
+            older = self._window_below(state, lowest)
             candidates = candidates + older.candidates
             lowest = older.lo
             page.windowed = True
         page.candidates = candidates[:wanted]
         page.more_beyond = len(candidates) > wanted or lowest > 1
 
-    def _window_below(
-        self,
-        mailbox: MailboxState,
-        below: int | None,
-        state: StreamState,
-        counted: list[tuple[int, int]] | None = None,
-    ) -> Window:
-        uids, upper = newest_matches(
-            self.session,
-            mailbox,
-            self.criteria,
-            charset=self.charset,
-            wanted=DATE_WINDOW + 1,
-            below=below,
-            upper=state.upper or None,
-            counted=counted,
-        )
-        state.upper = upper
-        hi = (below - 1) if below is not None else upper
+    def _window_below(self, state: StreamState, below: int | None, *, first: bool = False) -> Window:
+        """The next :data:`DATE_WINDOW` matches below ``below`` (None: the newest), read and sorted by
+        date; on a first page, the one scan that also counts every match."""
+        start = StreamStart(state.mailbox, 0 if first else state.uidvalidity, state.upper, below)
+        found = self.windows.newest(start, DATE_WINDOW + 1)
+        if isinstance(found, Exception):
+            raise found
+        uids, state.upper = found.uids, found.upper
+        hi = (below - 1) if below is not None else found.upper
         if len(uids) > DATE_WINDOW:
             uids = uids[:DATE_WINDOW]
-            return self._window(min(uids), hi, uids)
-        return self._window(1, hi, uids)
+            return self._window(min(uids), hi, uids, found.total)
+        return self._window(1, hi, uids, found.total)
 
-    def _window(self, lo: int, hi: int, uids: Iterable[int]) -> Window:
+    def _window(self, lo: int, hi: int, uids: Iterable[int], total: int = 0) -> Window:
         inside = sorted({u for u in uids if lo <= u <= hi})
         keys = sort_keys(self.session, inside, "date")
         candidates = [Candidate(uid, keys.get(uid), (lo, hi)) for uid in inside]
         candidates.sort(key=lambda c: (-(c.key or 0), c.uid))
-        return Window(lo, hi, candidates)
+        return Window(lo, hi, candidates, total)
 
 
 def ordered_page(
@@ -361,8 +296,8 @@ def ordered_page(
     ``total``: from the cursor, None on the first page (then summed over the mailboxes); ``listed``:
     the mailboxes that this call's LIST showed; ``hints``: their counts from LIST-STATUS or STATUS
     (a first page's windows, where the streams are read all at once)."""
-    reader = StreamSearch(session, search, sort, limit, listed)
     merged = len(streams) > 1
+    reader = StreamSearch(session, account_id, search, sort, limit, merged=merged, listed=listed)
     pages: list[StreamPage] = []
     waiting: list[StreamState] = []
     failed: list[tuple[str, Exception]] = []
@@ -370,10 +305,9 @@ def ordered_page(
     ordered = sorted(streams, key=lambda s: (s.head is not None, -(s.head or 0)))
     # Read at once, every stream's candidates are there before the merge; those the one-at-a-time plan
     # would not open are dropped the same way, so the page and its cursor are the same.
-    at_once = reads_at_once(sort, search, several=merged)
-    found = reader.open_all(account_id, ordered, hints or {}) if at_once else {}
+    found = reader.prefetch(ordered, hints or {})
     for state in ordered:
-        if merged and state.head is not None and _page_full_before(pages, limit, state.head):
+        if merged and state.head is not None and page_full_before(pages, limit, state.head):
             waiting.append(state)
             continue
         try:
@@ -385,16 +319,7 @@ def ordered_page(
             if strict or failure is None:
                 raise
             failed.append((state.mailbox, failure))
-    _merge(pages, limit)
-    picks = [
-        (page.state.mailbox, page.state.uidvalidity, candidate.uid)
-        for candidate, page in _in_merge_order(pages)
-    ]
-    for page in pages:
-        _advance(page.state, page.taken, sort)
-        rest = page.candidates[len(page.taken) :]
-        page.state.head = rest[0].key if merged and rest else None
-    ongoing = [page.state for page in pages if page.has_more] + waiting
+    picks, ongoing = merge(pages, waiting, limit, sort, merged=merged)
     return OrderedPage(
         picks=picks,
         total=total if total is not None else sum(page.total for page in pages),
@@ -405,51 +330,8 @@ def ordered_page(
     )
 
 
-def _page_full_before(pages: list[StreamPage], limit: int, key: int) -> bool:
-    """Whether merging ``pages`` fills the page with messages newer than ``key`` (so a stream whose next
-    message has that key contributes nothing to it)."""
-    taken = 0
-    for candidate, _ in itertools.islice(_merge_order(pages), limit):
-        if (candidate.key or 0) <= key:
-            return False
-        taken += 1
-    return taken >= limit
-
-
-def _merge_order(pages: list[StreamPage]) -> Iterator[tuple[Candidate, StreamPage]]:
-    """The candidates newest first, always the head with the newest key, keeping each stream's order."""
-    heap = [(-(page.candidates[0].key or 0), index, 0) for index, page in enumerate(pages) if page.candidates]
-    heapq.heapify(heap)
-    while heap:
-        _, index, position = heapq.heappop(heap)
-        page = pages[index]
-        yield page.candidates[position], page
-        if position + 1 < len(page.candidates):
-            heapq.heappush(heap, (-(page.candidates[position + 1].key or 0), index, position + 1))
-
-
-def _merge(pages: list[StreamPage], limit: int) -> None:
-    """Take up to ``limit`` candidates in merge order."""
-    for order, (candidate, page) in enumerate(itertools.islice(_merge_order(pages), limit)):
-        candidate.order = order
-        page.taken.append(candidate)
-
-
-def _in_merge_order(pages: list[StreamPage]) -> list[tuple[Candidate, StreamPage]]:
-    taken = [(candidate, page) for page in pages for candidate in page.taken]
-    return sorted(taken, key=lambda pair: pair[0].order)
-
-
-def _advance(state: StreamState, taken: list[Candidate], sort: SortOrder) -> None:
-    """Move the stream past what this page took from it."""
-    if not taken:
-        return
-    if sort == "arrival":  # continues below the last UID taken; nothing else is needed
-        state.after = [taken[-1].uid]
-        return
-    # Date order keeps a few UIDs and the date key (None when not read: the summary supplies it).
-    state.after = (state.after + [c.uid for c in taken])[-ANCHORS:]
-    last = taken[-1]
-    state.key = last.key
-    if last.window != (0, 0):
-        state.window_lo, state.window_hi = last.window
+def _start(state: StreamState, hint: MailboxCounts | None = None) -> StreamStart:
+    """Where a stream's arrival-order read starts: below the last UID a page took from it."""
+    return StreamStart(
+        state.mailbox, state.uidvalidity, state.upper, state.after[-1] if state.after else None, hint
+    )

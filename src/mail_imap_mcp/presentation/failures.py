@@ -54,7 +54,7 @@ from mail_imap_mcp.imap.flags import ALLOWED_FLAGS, SYSTEM_FLAGS
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.parts import NotAnAttachment, PartGone, PartNotFound, PartRefused, StructureUnusable
 from mail_imap_mcp.imap.read import MessageGone
-from mail_imap_mcp.imap.search import CursorError
+from mail_imap_mcp.imap.search.cursors import CursorError
 from mail_imap_mcp.imap.uidplus import MalformedUidSet
 from mail_imap_mcp.imap.write_errors import (
     DestinationMissing,

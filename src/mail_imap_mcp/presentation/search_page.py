@@ -1,7 +1,6 @@
 """The page of imap_search_messages: its data in both shapes and the envelope of one page.
 
-Shared by the search of one mailbox in arrival order (tools/search_messages.py) and the date-ordered
-or multi-mailbox search (services/ordered_search.py), so both build the same page the same way.
+Built by the search service (services/search.py) for every page, of one mailbox or of several.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from mail_imap_mcp.envelope import (
 )
 from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.imap.records import SummaryRecord
-from mail_imap_mcp.imap.search import CursorError
+from mail_imap_mcp.imap.search.cursors import CursorError
 from mail_imap_mcp.presentation.shapes import (
     CompactSummary,
     MessageSummary,
@@ -211,14 +210,14 @@ def search_result(
     return ToolResult(summary=found.summary(by_date=by_date), data=data, warnings=found.warnings)
 
 
-def compact_search_result(found: PageFound) -> ToolResult[CompactSearchData]:
-    """``compact_page(search_result(...))`` of one mailbox in arrival order, without the full page in
-    between (a page seen first builds one summary model per message instead of two)."""
+def compact_search_result(found: PageFound, *, by_date: bool) -> ToolResult[CompactSearchData]:
+    """``compact_page(search_result(...))`` of one mailbox, without the full page in between (a page
+    seen first builds one summary model per message instead of two)."""
     compact = [compact_record(message) for message in found.messages]
     data = _compact_data(
         found.mailbox, False, found.total, status_for(found.issues), found.issues, compact, found.next_cursor
     )
-    return ToolResult(summary=found.summary(by_date=False), data=data, warnings=found.warnings)
+    return ToolResult(summary=found.summary(by_date=by_date), data=data, warnings=found.warnings)
 
 
 def page_summary(start: int, taken: int, returned: int, total: int, where: str, by_date: bool) -> str:

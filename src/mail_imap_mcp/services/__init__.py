@@ -6,10 +6,12 @@
 - ``attachment_text``: an attachment as text (the reader that fits, its limits named as settings);
 - ``drafts``: a draft saved, and the one it replaces moved to Trash;
 - ``needs_reply``: a page's candidates without those a message in Sent answers;
-- ``ordered_search``: a search in date order or over several mailboxes, merged into one page;
-- ``writes``: the connection a bulk write runs on.
+- ``search``: a page of a search, of one mailbox or merged over several, in arrival or date order;
+- ``search_backend``: which backend answers a search;
+- ``mailbox_names``: the names imap_manage_mailbox creates, renames or deletes, resolved;
+- ``writes``: the connection a bulk write runs on, and the confirmation a permanent delete needs.
 
 Which backend answers a search (IMAP SEARCH today; a local index or Gmail's own search next) is chosen
-here. Services import no tool; where one still builds what the model reads, the architecture test
+here, in ``search_backend``. Services import no tool; where one still builds what the model reads, the architecture test
 lists it by name as a debt to pay.
 """

@@ -9,14 +9,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
-from mail_imap_mcp.imap.errors import CharsetRejected
-from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
-from mail_imap_mcp.imap.search import (
-    CursorState,
-    SearchPage,
-    search_page,
-)
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import DATE_WINDOW
 from mail_imap_mcp.presentation.arguments import (
     DEFAULT_ACCOUNT,
@@ -30,20 +22,11 @@ from mail_imap_mcp.presentation.search_filters import filters_digest, filters_qu
 from mail_imap_mcp.presentation.search_page import (
     TOOL_NAME,
     CompactSearchData,
-    PageFound,
     SearchMessagesData,
-    charset_refused,
     compact_page,
-    compact_search_result,
-    decode_cursor,
-    named_in_summary,
-    search_result,
-)
-from mail_imap_mcp.query import (
-    Query,
 )
 from mail_imap_mcp.services.needs_reply import NEEDS_REPLY_DESCRIPTION, drop_answered
-from mail_imap_mcp.services.ordered_search import MAX_CURSOR_CHARS, MAX_MAILBOXES, handle_ordered
+from mail_imap_mcp.services.search import MAX_CURSOR_CHARS, MAX_MAILBOXES, search_page
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = TOOL_NAME
@@ -175,90 +158,14 @@ def _is_full(result: Page) -> TypeGuard[ToolResult[SearchMessagesData]]:
 
 
 def _handle(app: AppContext, args: SearchMessagesInput, *, compact: bool) -> Page:
-    account = app.config.accounts[app.connection(args.account_id).account_id]
-    search = filters_query(args, account.user_addresses)
-    digest = filters_digest(args, FILTER_FIELDS)
+    account_id = app.connection(args.account_id).account_id
+    search = filters_query(args, app.config.accounts[account_id].user_addresses)
     if args.mailboxes is not None and "mailbox" in args.model_fields_set:
         raise ToolFailure.invalid_input(
             "mailboxes", "give either 'mailbox' or 'mailboxes', not both.", conflicts_with="mailbox"
         )
-    if args.sort != "arrival" or args.mailboxes is not None or args.mailbox == "*":
-        account_id = app.connection(args.account_id).account_id
-        return handle_ordered(app, args, search, digest, _same_search(args, account_id))
-    return _handle_one(app, args, args.mailbox, search, digest, compact=compact)
-
-
-def _handle_one(
-    app: AppContext,
-    args: SearchMessagesInput,
-    mailbox: str,
-    search: Query,
-    digest: str,
-    *,
-    compact: bool,
-) -> Page:
-    """One mailbox in arrival order: windows of UIDs, the v1 cursor; with ``compact``, the page in the
-    compact shape."""
-    connection = app.connection(args.account_id)
-    account_id = connection.account_id
-    cursor = decode_cursor(
-        args.cursor,
-        CursorState.decode,
-        lambda c: (c.account_id, c.mailbox, c.filter_digest) == (account_id, mailbox, digest),
-    )
-    limit = min(args.limit, app.config.server.max_search_limit)
-    snippet_chars = min(args.snippet_chars, app.config.server.max_snippet_chars)
-
-    def work(session: ImapSession) -> tuple[SearchPage, SummaryBatch]:
-        page = search_page(
-            session,
-            account_id=account_id,
-            mailbox=mailbox,
-            search=search,
-            limit=limit,
-            cursor=cursor,
-            filter_digest=digest,
-        )
-        batch = fetch_summaries(
-            session,
-            account_id=account_id,
-            mailbox=mailbox,
-            uidvalidity=page.mailbox.uidvalidity,
-            uids=page.uids,
-            snippet_chars=snippet_chars,
-            raw_window_bytes=app.config.server.max_text_part_bytes,
-        )
-        return page, batch
-
-    warnings: list[str] = []
-    try:  # a recreated mailbox (UidValidityChanged): the registry's conflict reruns the search
-        page, batch = connection.run(work)
-    except CharsetRejected:
-        return charset_refused(account_id, mailbox)
-
-    if batch.issues:
-        warnings.append(f"{len(batch.issues)} message(s) could not be read; see data.issues.")
-    found = PageFound(
-        mailbox=mailbox,
-        where=named_in_summary(mailbox),
-        total=page.total,
-        returned_before=cursor.returned if cursor else 0,
-        attempted=len(page.uids),
-        messages=batch.messages,
-        next_cursor=page.next_cursor.encode() if page.next_cursor else None,
-        issues=batch.issues,
-        warnings=warnings,
-    )
-    if compact:
-        return compact_search_result(found)
-    return search_result(
-        _same_search(args, account_id),
-        found,
-        account_id=account_id,
-        mailboxes=[mailbox],
-        by_date=False,
-        has_more=page.has_more,
-    )
+    digest = filters_digest(args, FILTER_FIELDS)
+    return search_page(app, args, search, digest, _same_search(args, account_id), compact=compact)
 
 
 TOOL = ToolSpec(

@@ -1,9 +1,11 @@
-"""Every cursor and token a search hands out, in one place: opaque, checksummed (a seal of
-:mod:`~mail_imap_mcp.imap.sealing`), self-contained, so a fresh server process with the same key follows
-it; every number decoded is range-checked before it reaches UID arithmetic.
+"""The cursor of every search page, in one place: opaque, sealed (:mod:`~mail_imap_mcp.imap.sealing`),
+self-contained, so a fresh server process with the same key follows it; every number decoded is
+range-checked before it reaches UID arithmetic.
 
-Two formats: :class:`CursorState`, one mailbox in arrival order (packed binary; the JSON of earlier
-versions still decodes), and :class:`StreamCursor`, date order or several mailboxes (one row per mailbox).
+One format, :class:`StreamCursor`: the search's account, a digest of what it searches, its order, the
+total and the messages returned so far, and per mailbox (a stream) where the next page continues; packed
+binary, as it travels in every page an agent reads. The cursors of earlier versions still decode into
+it: the JSON stream cursor, and the one-mailbox cursor (:class:`CursorState`, packed or JSON).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import base64
 import binascii
 import json
 import re
-from dataclasses import astuple, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mail_imap_mcp.imap import sealing
@@ -29,14 +31,10 @@ class CursorError(ValueError):
     """The cursor is garbled, from another version, or does not fit the request."""
 
 
-def seal(payload: Any) -> str:
-    """An opaque cursor: compact JSON behind its seal (:mod:`~mail_imap_mcp.imap.sealing`), URL-safe base64."""
-    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
-    return base64.urlsafe_b64encode(sealing.mac(body, 6) + body).decode().rstrip("=")
-
-
-#: First byte of a packed cursor's body (a JSON body starts with ``[`` or ``{``).
+#: First byte of a packed cursor's body (a JSON body starts with ``[`` or ``{``): the one-mailbox
+#: cursor of earlier versions, and the stream cursor.
 PACKED_TAG = 1
+STREAMS_TAG = 2
 _HEX_DIGEST = re.compile(r"[0-9a-f]{16}")
 
 
@@ -93,7 +91,7 @@ def unseal_packed(token: str) -> bytes | None:
     except (binascii.Error, ValueError):
         return None
     body = raw[6:]
-    if body[:1] != bytes([PACKED_TAG]) or not sealing.matches(body, raw[:6]):
+    if body[:1] not in (bytes([PACKED_TAG]), bytes([STREAMS_TAG])) or not sealing.matches(body, raw[:6]):
         return None
     return body
 
@@ -115,7 +113,8 @@ def unseal(token: str) -> bytes:
 
 @dataclass
 class CursorState:
-    """Everything the next page needs; serialised into the opaque cursor string."""
+    """The cursor of a one-mailbox, arrival-order search of earlier versions (packed, or JSON with or
+    without field names): decoded into a :class:`StreamCursor` of that one mailbox."""
 
     account_id: str
     mailbox: str
@@ -127,18 +126,19 @@ class CursorState:
     returned: int
     v: int = field(default=CURSOR_VERSION)
 
-    def encode(self) -> str:
-        # Packed binary: the cursor travels in every page an agent reads, and JSON spent twice the
-        # bytes. (JSON cursors, with or without field names, as earlier versions wrote them, still decode.)
-        if self.v != CURSOR_VERSION or not _HEX_DIGEST.fullmatch(self.filter_digest):
-            return seal(list(astuple(self)))
-        names = b"".join(_varints([len(t)]) + t for t in (self.account_id.encode(), self.mailbox.encode()))
-        numbers = _varints([self.uidvalidity, self.upper_uid, self.anchor_uid, self.total, self.returned])
-        return seal_packed(bytes([PACKED_TAG]) + names + bytes.fromhex(self.filter_digest) + numbers)
+    def stream_cursor(self) -> StreamCursor:
+        """The same position as a stream cursor: its digest is of the filters alone, as a one-mailbox
+        search in arrival order binds its cursors."""
+        stream = StreamState(self.mailbox, self.uidvalidity, self.upper_uid, [self.anchor_uid])
+        return StreamCursor(
+            self.account_id, self.filter_digest, "arrival", self.total, self.returned, [stream]
+        )
 
     @classmethod
     def decode(cls, token: str) -> CursorState:
         packed = unseal_packed(token)
+        if packed is not None and packed[:1] != bytes([PACKED_TAG]):
+            raise CursorError("cursor comes from another kind of search")
         if packed is not None:
             state = cls._unpack(packed)
         else:
@@ -194,24 +194,9 @@ class StreamState:
     #: this key could make its page: merging by the heads of the streams, nothing else decides.
     head: int | None = None
 
-    def row(self) -> list[Any]:
-        """The state as a list, trailing defaults left out (the cursor travels in every page's output)."""
-        row: list[Any] = [
-            self.mailbox,
-            self.uidvalidity,
-            self.upper,
-            self.after,
-            self.key,
-            self.window_lo,
-            self.window_hi,
-            self.head,
-        ]
-        while len(row) > 3 and row[-1] in (None, 0, []):
-            row.pop()
-        return row
-
     @classmethod
     def from_row(cls, row: Any) -> StreamState:
+        """A stream as a JSON cursor of earlier versions listed it (trailing defaults left out)."""
         if not isinstance(row, list) or not 3 <= len(row) <= 8:
             raise CursorError("cursor has an unknown format")
         mailbox, uidvalidity, upper, after, key, lo, hi, head = row + [[], None, 0, 0, None][len(row) - 3 :]
@@ -239,11 +224,27 @@ def _uint(value: Any) -> bool:
 _STREAM_KEYS = ("v", "a", "d", "s", "t", "r", "m")
 
 
+_SORTS: tuple[SortOrder, ...] = ("arrival", "date")
+#: Bits of a packed stream's flags byte: which optional values follow.
+_KEY, _HEAD, _WINDOW = 1, 2, 4
+
+
+def _zigzag(value: int) -> int:
+    """A signed key (epoch seconds: a Date header may be before 1970) as an unsigned varint value."""
+    return value * 2 if value >= 0 else -value * 2 - 1
+
+
+def _unzigzag(value: int) -> int:
+    return value // 2 if value % 2 == 0 else -(value + 1) // 2
+
+
 @dataclass
 class StreamCursor:
-    """The opaque cursor of a date-ordered or multi-mailbox search: checksummed, stateless."""
+    """The cursor of every search page (see the module's docstring): checksummed, stateless."""
 
     account_id: str
+    #: A digest of what the search searches: its filters (one mailbox in arrival order), or its filters,
+    #: mailboxes and order (any other search); a cursor fits only the search that made it.
     filter_digest: str
     sort: SortOrder
     total: int
@@ -251,32 +252,77 @@ class StreamCursor:
     streams: list[StreamState]
 
     def encode(self) -> str:
-        # The values in order, without their names (the cursor is in every page an agent reads); a
-        # cursor with the one-letter names earlier versions wrote still decodes.
-        rows = [stream.row() for stream in self.streams]
-        return seal(
-            [
-                STREAM_CURSOR_VERSION,
-                self.account_id,
-                self.filter_digest,
-                self.sort,
-                self.total,
-                self.returned,
-                rows,
-            ]
-        )
+        # Packed binary (varints): JSON spent about twice the bytes, in every page an agent reads.
+        if not _HEX_DIGEST.fullmatch(self.filter_digest):
+            raise ValueError("a cursor's digest is 16 hex digits")
+        body = bytearray([STREAMS_TAG])
+        body += _text(self.account_id) + bytes.fromhex(self.filter_digest)
+        body += _varints([_SORTS.index(self.sort), self.total, self.returned, len(self.streams)])
+        for stream in self.streams:
+            flags = (stream.key is not None) * _KEY | (stream.head is not None) * _HEAD
+            flags |= bool(stream.window_lo or stream.window_hi) * _WINDOW
+            body += _text(stream.mailbox)
+            body += _varints([stream.uidvalidity, stream.upper, len(stream.after), *stream.after, flags])
+            optional = [_zigzag(stream.key)] if stream.key is not None else []
+            optional += [_zigzag(stream.head)] if stream.head is not None else []
+            optional += [stream.window_lo, stream.window_hi] if flags & _WINDOW else []
+            body += _varints(optional)
+        return seal_packed(bytes(body))
 
     @classmethod
     def decode(cls, token: str) -> StreamCursor:
-        body = unseal(token)
+        """The cursor ``token`` stands for, whichever version of this server made it."""
+        packed = unseal_packed(token)
+        if packed is not None and packed[:1] == bytes([STREAMS_TAG]):
+            cursor = cls._unpack(packed)
+        elif packed is not None:
+            return CursorState.decode(token).stream_cursor()
+        else:
+            cursor = cls._from_json(token)
+        if not cursor.streams or not all(_uint(n) for n in (cursor.total, cursor.returned)):
+            raise CursorError("cursor is garbled")
+        return cursor
+
+    @classmethod
+    def _unpack(cls, body: bytes) -> StreamCursor:
+        reader = _Reader(body[1:])
+        account_id = reader.text()
+        digest = reader.take(8).hex()
+        sort, total, returned, count = (reader.varint() for _ in range(4))
+        if sort >= len(_SORTS) or count > 1000:
+            raise CursorError("cursor is garbled")
+        streams = []
+        for _ in range(count):
+            mailbox = reader.text()
+            uidvalidity, upper, anchors = reader.varint(), reader.varint(), reader.varint()
+            if anchors > ANCHORS:
+                raise CursorError("cursor is garbled")
+            after = [reader.varint() for _ in range(anchors)]
+            flags = reader.varint()
+            key = _unzigzag(reader.varint()) if flags & _KEY else None
+            head = _unzigzag(reader.varint()) if flags & _HEAD else None
+            lo, hi = (reader.varint(), reader.varint()) if flags & _WINDOW else (0, 0)
+            stream = StreamState(mailbox, uidvalidity, upper, after, key, lo, hi, head)
+            if not all(_uint(n) for n in (uidvalidity, upper, lo, hi, *after)):
+                raise CursorError("cursor is garbled")
+            streams.append(stream)
+        if reader.pos != len(reader.data):
+            raise CursorError("cursor is garbled")
+        return cls(account_id, digest, _SORTS[sort], total, returned, streams)
+
+    @classmethod
+    def _from_json(cls, token: str) -> StreamCursor:
+        """A JSON cursor of earlier versions: a stream cursor (values in order, or one-letter names), or
+        the one-mailbox cursor."""
+        body = unseal(token)  # a CursorError of its own: garbled, or sealed with another key
         try:
             payload = json.loads(body)
         except ValueError:
             raise CursorError("cursor has an unknown format") from None
         if isinstance(payload, list) and len(payload) == len(_STREAM_KEYS):
             payload = dict(zip(_STREAM_KEYS, payload, strict=True))
-        if not isinstance(payload, dict) or payload.get("v") != STREAM_CURSOR_VERSION:
-            raise CursorError("cursor comes from another kind of search or another version of this server")
+        if not isinstance(payload, dict) or payload.get("v") != STREAM_CURSOR_VERSION or "a" not in payload:
+            return CursorState.decode(token).stream_cursor()
         account, digest, sort = payload.get("a"), payload.get("d"), payload.get("s")
         total: Any = payload.get("t")
         returned: Any = payload.get("r")
@@ -284,7 +330,7 @@ class StreamCursor:
         if (
             not isinstance(account, str)
             or not isinstance(digest, str)
-            or sort not in ("arrival", "date")
+            or sort not in _SORTS
             or not _uint(total)
             or not _uint(returned)
             or not isinstance(rows, list)
@@ -293,3 +339,8 @@ class StreamCursor:
             raise CursorError("cursor is garbled")
         streams = [StreamState.from_row(row) for row in rows]
         return cls(account, digest, sort, int(total), int(returned), streams)
+
+
+def _text(value: str) -> bytes:
+    encoded = value.encode()
+    return _varints([len(encoded)]) + encoded

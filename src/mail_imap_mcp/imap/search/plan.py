@@ -1,8 +1,11 @@
-"""How a search reads a mailbox newest first, as data: UID windows that grow until a page has enough
-matches, kept inside the snapshot. Pure: no session, no socket; the one-mailbox page
-(:func:`~mail_imap_mcp.imap.search.pages.newest_matches`, one window per round trip) and the pipelined
-plan over many mailboxes (:mod:`mail_imap_mcp.imap.across`, every mailbox's window in one round trip)
-both step the same :class:`UidWindows`, so their rules cannot drift apart.
+"""How a search reads a mailbox newest first, as data: what to send and what each answer means.
+
+Pure: no session, no socket. :class:`UidWindows` holds the window rules (UID windows that grow until a
+page has enough matches, kept inside the snapshot); :class:`StreamRead` is one mailbox's part of a page:
+the :class:`Read` commands to send after its EXAMINE, then after each answer (:class:`Answer`) the next
+ones, until it gives the mailbox's newest matches (:class:`Newest`). The one executor
+(:mod:`.execute`) sends them, every mailbox's in the same round trip or one mailbox after the other, so
+a page of one mailbox and a page of forty follow the same rules.
 """
 
 from __future__ import annotations
@@ -10,7 +13,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Literal, Protocol
 
+from mail_imap_mcp.imap.uidplus import format_uid_set
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.query import Query, needs_utf8
 
@@ -20,12 +25,13 @@ MIN_FILTERED_WINDOW = 2000
 WINDOW_GROWTH = 4
 
 
-def reads_at_once(sort: str, query: Query, *, several: bool) -> bool:
+def reads_at_once(sort: str, query: Query, *, merged: bool) -> bool:
     """Whether a page reads its mailboxes all at once (pipelined: every mailbox's EXAMINE and window in
-    one round trip) rather than one after the other: in arrival order, over several mailboxes, and for
-    a query without non-ASCII text (a CHARSET search sends literals, which wait for the server's
-    continuation). The one place this is decided."""
-    return sort == "arrival" and several and not needs_utf8(query)
+    one round trip) rather than one after the other: in arrival order, for a merged page (several
+    mailboxes) and a query without non-ASCII text (a CHARSET search sends literals, which wait for the
+    server's continuation). The one rule: the executor (:mod:`.execute`) reads by it, and a first page
+    asks the mailboxes' counts ahead (to size their windows) by it."""
+    return sort == "arrival" and merged and not needs_utf8(query)
 
 
 def first_window(state: MailboxState, wanted: int, *, filtered: bool) -> int:
@@ -86,3 +92,209 @@ class UidWindows:
         """Move to the next window below this one, :data:`WINDOW_GROWTH` times as wide."""
         self.hi, self.window = self.lo - 1, self.window * WINDOW_GROWTH
         self.lo = max(1, self.hi - self.window + 1)
+
+
+def newest_of(runs: list[tuple[int, int]], wanted: int) -> list[int]:
+    """The ``wanted`` highest UIDs of ascending ``(first, last)`` runs, newest first."""
+    newest: list[int] = []
+    for first, last in reversed(runs):
+        newest.extend(range(last, max(first, last - (wanted - len(newest)) + 1) - 1, -1))
+        if len(newest) >= wanted:
+            break
+    return newest
+
+
+class Counts(Protocol):
+    """What LIST-STATUS or STATUS said of a mailbox before it was opened."""
+
+    @property
+    def messages(self) -> int | None: ...
+    @property
+    def uidnext(self) -> int | None: ...
+
+
+@dataclass
+class StreamStart:
+    """Where one mailbox's part of a page starts."""
+
+    mailbox: str
+    #: The cursor's UIDVALIDITY and snapshot; 0 on a first page.
+    uidvalidity: int = 0
+    upper: int = 0
+    #: Continue below this UID (None: from the newest).
+    below: int | None = None
+    #: What LIST-STATUS or STATUS said of it before it was opened (a first page's window size).
+    hint: Counts | None = None
+
+    @property
+    def first(self) -> bool:
+        return not self.uidvalidity
+
+
+#: ``search``: ``UID SEARCH`` of the query in ``uids`` (None: the whole mailbox); ``count_all``: the same
+#: with ``RETURN (COUNT ALL)`` (ESEARCH: the number of matches and every one as a compact set);
+#: ``keys``: ``UID FETCH uids (INTERNALDATE)``, the merge keys (and, of a window, its UIDs).
+ReadKind = Literal["search", "count_all", "keys"]
+
+
+@dataclass(frozen=True)
+class Read:
+    """One command to send on a mailbox once it is examined."""
+
+    kind: ReadKind
+    uids: str | None = None
+
+
+@dataclass
+class Answer:
+    """A :class:`Read`'s answer as the executor parsed it."""
+
+    #: ``search``: the UIDs found (any order).
+    uids: list[int] = field(default_factory=list)
+    #: ``keys``: UID -> INTERNALDATE in epoch seconds.
+    keys: dict[int, int | None] = field(default_factory=dict)
+    #: ``count_all``: the number of matches and their ascending ``(first, last)`` runs.
+    count: int = 0
+    runs: list[tuple[int, int]] = field(default_factory=list)
+
+
+@dataclass
+class Newest:
+    """One mailbox's newest matches (UIDs newest first, as the windows found them) and their keys."""
+
+    state: MailboxState
+    uids: list[int]
+    keys: dict[int, int | None]
+    #: Matches on a first page (0 on later pages: the cursor keeps the total).
+    total: int
+    #: The snapshot's highest UID.
+    upper: int
+
+
+@dataclass
+class StreamRead:
+    """One mailbox's part of a page, as data: :meth:`opening` says what to send with its EXAMINE,
+    :meth:`opened` takes the answers, then :meth:`widening` (while a window held too few matches) and
+    :meth:`keying` (the merge keys still missing) say what to send next, until :meth:`result`.
+
+    A filtered first page reads every match in one scan, whose number is the total: a ``UID SEARCH``
+    of the whole mailbox, or ``RETURN (COUNT ALL)`` where ESEARCH is offered and the mailbox is larger
+    than the first window (a compact UID set instead of every UID). An unfiltered page reads UID windows;
+    where the merge needs keys (``keyed``) and the reads go out at once (``batched``), a window is read
+    by ``UID FETCH lo:* (INTERNALDATE)``, which gives its UIDs and their keys at once."""
+
+    start: StreamStart
+    #: Matches the page needs from this mailbox (``limit + 1``: one more tells whether more follow).
+    wanted: int
+    filtered: bool
+    keyed: bool
+    esearch: bool
+    batched: bool = False
+    windows: UidWindows | None = None
+    state: MailboxState | None = None
+    keys: dict[int, int | None] = field(default_factory=dict)
+    total: int = 0
+    #: What ended this mailbox's read (the mailbox missing, recreated, refused): its result.
+    failure: Exception | None = None
+    #: A filtered first page's one scan of the whole mailbox: its matches are the total...
+    whole: bool = False
+    #: ... counted by ``RETURN (COUNT ALL)``.
+    counted_all: bool = False
+
+    def opening(self, state: MailboxState | None = None) -> list[Read]:
+        """The reads sent right after the mailbox's EXAMINE. ``state``: what EXAMINE said, where it is
+        known before they are sent (one mailbox at a time); else the first window is sized from what
+        LIST-STATUS or STATUS said (the start's hint) or, on a later page, from the cursor's snapshot."""
+        start = self.start
+        sizing = state if state is not None else self._sizing()
+        upper = start.upper or None
+        self.windows = UidWindows.start(
+            sizing, self.wanted, filtered=self.filtered, below=start.below, upper=upper
+        )
+        self.whole = start.first and self.filtered
+        self.counted_all = self.whole and self.esearch and self.windows.lo > 1
+        if self.windows.done or (state is not None and start.first and state.exists == 0):
+            return []
+        if self.whole:
+            return [Read("count_all" if self.counted_all else "search")]
+        return [self._window()]
+
+    def _sizing(self) -> MailboxState:
+        hint = self.start.hint
+        if hint is not None and hint.uidnext is not None:
+            return MailboxState(self.start.mailbox, 0, hint.uidnext, hint.messages or 0)
+        # A later page: the snapshot from the cursor; density unknown, taken as 1.
+        return MailboxState(self.start.mailbox, 0, self.start.upper + 1, self.start.upper)
+
+    def _window(self) -> Read:
+        assert self.windows is not None
+        uid_set = self.windows.uid_set()
+        return Read("keys" if self._windows_read_keys else "search", uid_set)
+
+    @property
+    def _windows_read_keys(self) -> bool:
+        return self.keyed and self.batched and not self.filtered
+
+    def opened(self, state: MailboxState, answers: list[Answer]) -> None:
+        """What EXAMINE said of the mailbox and the answers of :meth:`opening`'s reads."""
+        self.state = state
+        windows = self.windows
+        assert windows is not None
+        if self.start.first:
+            if state.exists == 0:  # nothing to search: the snapshot ends at UIDNEXT
+                windows.upper, windows.done = max(state.uidnext - 1, 0), True
+                return
+            if not self.filtered:
+                self.total = state.exists
+        if not answers:  # nothing below the cursor's anchor
+            windows.done = True
+            return
+        if self.counted_all:  # every match as runs: the newest taken, never the whole set expanded
+            self.total, windows.done = answers[0].count, True
+            windows.matches = newest_of(answers[0].runs, self.wanted + 1)
+            windows.upper = max([max(state.uidnext - 1, 1), *windows.matches[:1]])
+            return
+        if self.whole:
+            windows.lo = 1
+        self.took(answers[0])
+        if self.whole:
+            self.total = len(windows.matches)
+
+    def widening(self) -> list[Read]:
+        """The next, wider window below the last one, while the mailbox has given too few matches."""
+        if self.failure is not None or self.windows is None or self.windows.done:
+            return []
+        self.windows.widen()
+        return [self._window()]
+
+    def took(self, answer: Answer) -> None:
+        """The answer of a window just read: its matches kept by the windows' rules."""
+        assert self.windows is not None and self.state is not None
+        if self._windows_read_keys:
+            self.keys.update(answer.keys)
+            found: Iterable[int] = list(answer.keys)
+        else:
+            found = answer.uids
+        self.windows.take(found, self.state.uidnext)
+
+    def candidates(self) -> list[int]:
+        """The matches a page can take from this mailbox, newest first."""
+        return self.windows.matches[: self.wanted] if self.windows is not None else []
+
+    def keying(self) -> list[Read]:
+        """The INTERNALDATE of every candidate still without one (a filtered search's), for the merge."""
+        candidates = self.candidates()
+        if not self.keyed or self.failure is not None or all(uid in self.keys for uid in candidates):
+            return []
+        return [Read("keys", format_uid_set(candidates))]
+
+    def keyed_by(self, answer: Answer) -> None:
+        for uid in self.candidates():
+            self.keys[uid] = answer.keys.get(uid)
+
+    def result(self) -> Newest | Exception:
+        if self.failure is not None:
+            return self.failure
+        assert self.state is not None and self.windows is not None
+        windows = self.windows
+        return Newest(self.state, windows.matches, self.keys, self.total, windows.upper or 0)

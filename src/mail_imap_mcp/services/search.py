@@ -1,8 +1,9 @@
-"""imap_search_messages in sent-date order or over several mailboxes: one merged page, one cursor.
+"""The search service: one page of imap_search_messages, whatever it searches and in whichever order.
 
-The single-mailbox, arrival-order search (the default) stays in :mod:`search_messages` with its own
-cursor and cost; this module handles ``sort: "date"`` and ``mailbox: "*"`` or ``mailboxes`` (a list of names) through
-:func:`mail_imap_mcp.imap.sort.ordered_page`.
+A page of one mailbox in arrival order (the default), in sent-date order, or of several mailboxes
+(``mailbox: "*"`` or ``mailboxes``) is read by :func:`mail_imap_mcp.imap.sort.ordered_page` on the
+backend this module chooses (:mod:`.search_backend`), its summaries read for all mailboxes at once, and
+it continues with one kind of cursor (:class:`~mail_imap_mcp.imap.search.cursors.StreamCursor`).
 """
 
 from __future__ import annotations
@@ -23,20 +24,23 @@ from mail_imap_mcp.imap.ids import parse_message_id
 from mail_imap_mcp.imap.mailboxes import MailboxCounts, list_with_message_counts
 from mail_imap_mcp.imap.pipeline import status_each
 from mail_imap_mcp.imap.records import SummaryRecord
-from mail_imap_mcp.imap.search import reads_at_once
 from mail_imap_mcp.imap.search.cursors import StreamCursor, StreamState
+from mail_imap_mcp.imap.search.plan import reads_at_once
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import DATE_WINDOW, OrderedPage, ordered_page
 from mail_imap_mcp.presentation.failures import mailbox_issue
 from mail_imap_mcp.presentation.search_page import (
+    CompactSearchData,
     PageFound,
     SearchMessagesData,
     charset_refused,
+    compact_search_result,
     decode_cursor,
     named_in_summary,
     search_result,
 )
 from mail_imap_mcp.query import Query
+from mail_imap_mcp.services.search_backend import choose_backend
 
 ALL_MAILBOXES = "*"
 #: A search of every mailbox covers at most this many (all read in the same few round trips).
@@ -46,8 +50,8 @@ MAX_MAILBOXES = 100
 MAX_CURSOR_CHARS = 32768
 
 
-class OrderedSearchArgs(Protocol):
-    """The arguments of imap_search_messages this module reads (declared in :mod:`search_messages`)."""
+class SearchArgs(Protocol):
+    """The arguments of imap_search_messages this module reads (declared in tools/search_messages.py)."""
 
     @property
     def account_id(self) -> str: ...
@@ -65,17 +69,17 @@ class OrderedSearchArgs(Protocol):
     def cursor(self) -> str | None: ...
 
 
-def wanted_mailboxes(args: OrderedSearchArgs) -> tuple[list[str], bool]:
+def wanted_mailboxes(args: SearchArgs) -> tuple[list[str], bool]:
     """The names asked for (without ``*``) and whether ``*`` (every mailbox) was asked for."""
     names = args.mailboxes if args.mailboxes is not None else [args.mailbox]
     return list(dict.fromkeys(n for n in names if n != ALL_MAILBOXES)), ALL_MAILBOXES in names
 
 
-def _label(args: OrderedSearchArgs) -> str:
+def _label(args: SearchArgs) -> str:
     return args.mailbox if args.mailboxes is None else ", ".join(args.mailboxes)
 
 
-def _stream_digest(args: OrderedSearchArgs, filter_digest: str) -> str:
+def _stream_digest(args: SearchArgs, filter_digest: str) -> str:
     spec = json.dumps([filter_digest, args.mailbox, args.mailboxes, args.sort], ensure_ascii=False)
     return hashlib.sha256(spec.encode()).hexdigest()[:16]
 
@@ -97,7 +101,7 @@ class _Mailboxes:
 
 
 def _resolve(
-    session: ImapSession, app: AppContext, account_id: str, args: OrderedSearchArgs, *, pipelined: bool
+    session: ImapSession, app: AppContext, account_id: str, args: SearchArgs, *, pipelined: bool
 ) -> _Mailboxes:
     """The mailboxes of a first page: the names given, or every searchable one of the account.
     ``pipelined`` (several mailboxes read at once): their counts are asked first where LIST did not
@@ -207,26 +211,42 @@ def _learn_keys(page: OrderedPage, messages: list[SummaryRecord], sort: str) -> 
             state.key = _epoch(dates.get((state.mailbox, state.after[-1])))
 
 
-def handle_ordered(
+def search_page(
     app: AppContext,
-    args: OrderedSearchArgs,
+    args: SearchArgs,
     search: Query,
     filter_digest: str,
     same_search: dict[str, Any],
-) -> ToolResult[SearchMessagesData]:
-    """A page of a date-ordered or multi-mailbox search (``strict``: one mailbox named alone)."""
+    *,
+    compact: bool = False,
+) -> ToolResult[SearchMessagesData] | ToolResult[CompactSearchData]:
+    """A page of the search ``args`` ask for, matching ``search`` (``filter_digest``: the filters'
+    fingerprint). ``compact``: a page of one mailbox is built in the compact shape directly."""
     connection = app.connection(args.account_id)
     account_id = connection.account_id
-    digest = _stream_digest(args, filter_digest)
-    cursor = decode_cursor(
-        args.cursor, StreamCursor.decode, lambda c: (c.account_id, c.filter_digest) == (account_id, digest)
-    )
+    # One mailbox named alone: its errors are the call's; any other search goes on past a failed mailbox.
+    strict = args.mailboxes is None and args.mailbox != ALL_MAILBOXES
+    # A cursor binds the search that made it. One mailbox in arrival order binds the filters (the mailbox
+    # and order are in the cursor itself), as its cursors always have; any other binds filters,
+    # mailboxes and order in one digest.
+    one_by_arrival = strict and args.sort == "arrival"
+    digest = filter_digest if one_by_arrival else _stream_digest(args, filter_digest)
+
+    def fits(cursor: StreamCursor) -> bool:
+        if (cursor.account_id, cursor.filter_digest) != (account_id, digest):
+            return False
+        if one_by_arrival:
+            return cursor.sort == "arrival" and [s.mailbox for s in cursor.streams] == [args.mailbox]
+        return True
+
+    cursor = decode_cursor(args.cursor, StreamCursor.decode, fits)
     limit = min(args.limit, app.config.server.max_search_limit)
     snippet_chars = min(args.snippet_chars, app.config.server.max_snippet_chars)
-    strict = args.mailboxes is None and args.mailbox != ALL_MAILBOXES
 
     def work(session: ImapSession) -> tuple[OrderedPage, list[SummaryRecord], list[Issue]]:
-        pipelined = reads_at_once(args.sort, search, several=not strict)
+        backend = choose_backend(session.personality)
+        assert backend == "imap"  # the one backend so far: the server's own SEARCH
+        pipelined = reads_at_once(args.sort, search, merged=not strict)
         first = _Mailboxes(opened=[])
         if cursor is None:
             first = _resolve(session, app, account_id, args, pipelined=pipelined)
@@ -279,7 +299,9 @@ def handle_ordered(
             f"mailbox (by arrival); older matches follow in blocks of {DATE_WINDOW}, each in date order. "
             "Narrow the search (since/before, from, subject) for an exact order."
         )
-    if issues:
+    if issues and strict:  # one mailbox: every issue is a message that could not be read
+        warnings.append(f"{len(issues)} message(s) could not be read; see data.issues.")
+    elif issues:
         warnings.append(f"{len(issues)} issue(s); see data.issues.")
     found = PageFound(
         mailbox=label,
@@ -292,6 +314,8 @@ def handle_ordered(
         issues=issues,
         warnings=warnings,
     )
+    if compact and strict:
+        return compact_search_result(found, by_date=args.sort == "date")
     return search_result(
         same_search,
         found,
