@@ -11,6 +11,7 @@ from typing import Protocol
 from pydantic import BaseModel
 
 from mail_imap_mcp.envelope import ToolFailure
+from mail_imap_mcp.imap.search.cursors import DIGEST_CHARS
 from mail_imap_mcp.query import (
     Contains,
     DateBound,
@@ -106,4 +107,4 @@ def filters_digest(args: BaseModel, names: Iterable[str]) -> str:
     """Fingerprint of the filters as given (last_days stays relative), bound into the cursor."""
     filters = args.model_dump(by_alias=True, include={"from_"} | set(names) - {"from"}, mode="json")
     payload = json.dumps(filters, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+    return hashlib.sha256(payload.encode()).hexdigest()[:DIGEST_CHARS]

@@ -24,7 +24,7 @@ from mail_imap_mcp.imap.ids import parse_message_id
 from mail_imap_mcp.imap.mailboxes import MailboxCounts, list_with_message_counts
 from mail_imap_mcp.imap.pipeline import status_each
 from mail_imap_mcp.imap.records import SummaryRecord
-from mail_imap_mcp.imap.search.cursors import StreamCursor, StreamState
+from mail_imap_mcp.imap.search.cursors import DIGEST_CHARS, StreamCursor, StreamState
 from mail_imap_mcp.imap.search.plan import reads_at_once
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import DATE_WINDOW, OrderedPage, ordered_page
@@ -81,7 +81,7 @@ def _label(args: SearchArgs) -> str:
 
 def _stream_digest(args: SearchArgs, filter_digest: str) -> str:
     spec = json.dumps([filter_digest, args.mailbox, args.mailboxes, args.sort], ensure_ascii=False)
-    return hashlib.sha256(spec.encode()).hexdigest()[:16]
+    return hashlib.sha256(spec.encode()).hexdigest()[:DIGEST_CHARS]
 
 
 @dataclass

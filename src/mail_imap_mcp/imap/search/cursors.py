@@ -35,7 +35,10 @@ class CursorError(ValueError):
 #: cursor of earlier versions, and the stream cursor.
 PACKED_TAG = 1
 STREAMS_TAG = 2
-_HEX_DIGEST = re.compile(r"[0-9a-f]{16}")
+#: A cursor keeps this many hex digits of its search's digest (6 bytes: the seal, not the digest, is what
+#: stops a forged cursor; the digest only tells one search from another).
+DIGEST_CHARS = 12
+_HEX_DIGEST = re.compile(rf"[0-9a-f]{{{DIGEST_CHARS}}}")
 
 
 def _varints(values: list[int]) -> bytes:
@@ -131,7 +134,7 @@ class CursorState:
         search in arrival order binds its cursors."""
         stream = StreamState(self.mailbox, self.uidvalidity, self.upper_uid, [self.anchor_uid])
         return StreamCursor(
-            self.account_id, self.filter_digest, "arrival", self.total, self.returned, [stream]
+            self.account_id, self.filter_digest[:DIGEST_CHARS], "arrival", self.total, self.returned, [stream]
         )
 
     @classmethod
@@ -252,17 +255,20 @@ class StreamCursor:
     streams: list[StreamState]
 
     def encode(self) -> str:
-        # Packed binary (varints): JSON spent about twice the bytes, in every page an agent reads.
+        # Packed binary (varints): JSON spent about twice the bytes, in every page an agent reads. The
+        # order shares a varint with the number of streams, and a stream's flags with its anchors'.
         if not _HEX_DIGEST.fullmatch(self.filter_digest):
-            raise ValueError("a cursor's digest is 16 hex digits")
+            raise ValueError(f"a cursor's digest is {DIGEST_CHARS} hex digits")
         body = bytearray([STREAMS_TAG])
         body += _text(self.account_id) + bytes.fromhex(self.filter_digest)
-        body += _varints([_SORTS.index(self.sort), self.total, self.returned, len(self.streams)])
+        body += _varints([len(self.streams) * 2 + _SORTS.index(self.sort), self.total, self.returned])
         for stream in self.streams:
             flags = (stream.key is not None) * _KEY | (stream.head is not None) * _HEAD
             flags |= bool(stream.window_lo or stream.window_hi) * _WINDOW
             body += _text(stream.mailbox)
-            body += _varints([stream.uidvalidity, stream.upper, len(stream.after), *stream.after, flags])
+            body += _varints(
+                [stream.uidvalidity, stream.upper, len(stream.after) << 3 | flags, *stream.after]
+            )
             optional = [_zigzag(stream.key)] if stream.key is not None else []
             optional += [_zigzag(stream.head)] if stream.head is not None else []
             optional += [stream.window_lo, stream.window_hi] if flags & _WINDOW else []
@@ -287,18 +293,19 @@ class StreamCursor:
     def _unpack(cls, body: bytes) -> StreamCursor:
         reader = _Reader(body[1:])
         account_id = reader.text()
-        digest = reader.take(8).hex()
-        sort, total, returned, count = (reader.varint() for _ in range(4))
-        if sort >= len(_SORTS) or count > 1000:
+        digest = reader.take(DIGEST_CHARS // 2).hex()
+        counted, total, returned = (reader.varint() for _ in range(3))
+        count, sort = divmod(counted, 2)
+        if count > 1000:
             raise CursorError("cursor is garbled")
         streams = []
         for _ in range(count):
             mailbox = reader.text()
-            uidvalidity, upper, anchors = reader.varint(), reader.varint(), reader.varint()
+            uidvalidity, upper, packed = reader.varint(), reader.varint(), reader.varint()
+            anchors, flags = packed >> 3, packed & 7
             if anchors > ANCHORS:
                 raise CursorError("cursor is garbled")
             after = [reader.varint() for _ in range(anchors)]
-            flags = reader.varint()
             key = _unzigzag(reader.varint()) if flags & _KEY else None
             head = _unzigzag(reader.varint()) if flags & _HEAD else None
             lo, hi = (reader.varint(), reader.varint()) if flags & _WINDOW else (0, 0)
@@ -338,7 +345,7 @@ class StreamCursor:
         ):
             raise CursorError("cursor is garbled")
         streams = [StreamState.from_row(row) for row in rows]
-        return cls(account, digest, sort, int(total), int(returned), streams)
+        return cls(account, digest[:DIGEST_CHARS], sort, int(total), int(returned), streams)
 
 
 def _text(value: str) -> bytes:
