@@ -107,6 +107,8 @@ def tools_markdown() -> str:
         annotations = ", ".join(f"`{key}: {json.dumps(value)}`" for key, value in spec.annotations().items())
         lines += [f"## `{spec.name}` — {spec.title}", "", spec.description, ""]
         lines += [f"Annotations: {annotations}.", ""]
+        if spec.details:
+            lines += [spec.details, ""]
         if spec.changes:
             lines += ["**Changed in this release:**", "", *(f"- {change}" for change in spec.changes), ""]
         lines += ["### Arguments", "", *_input_table(flat_input_schema(spec.input_model)), ""]

@@ -76,7 +76,7 @@ async def test_every_tool_is_titled_and_has_flat_input_and_object_output(config:
         if tool["name"] in READ_TOOLS:
             assert tool["annotations"]["readOnlyHint"] is True
         assert tool["annotations"]["title"] == tool["title"]
-        assert len(tool["description"]) > 80
+        assert len(tool["description"]) > 60
         schema = tool["inputSchema"]
         assert schema["type"] == "object"
         assert schema["additionalProperties"] is False

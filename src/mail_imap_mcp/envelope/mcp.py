@@ -39,7 +39,12 @@ from mail_imap_mcp.envelope.model import (
     new_request_id,
     utc_now_rfc3339,
 )
-from mail_imap_mcp.envelope.schemas import envelope_output_schema, flat_input_schema, validation_failure
+from mail_imap_mcp.envelope.schemas import (
+    envelope_output_schema,
+    flat_input_schema,
+    published_input_schema,
+    validation_failure,
+)
 from mail_imap_mcp.sdk import InternalTool, no_argument_metadata
 
 log = logging.getLogger("mail_imap_mcp.calls")
@@ -174,7 +179,7 @@ class EnvelopeTool(InternalTool):
             try:
                 args = self.input_model.model_validate(arguments)
             except ValidationError as exc:
-                raise validation_failure(exc, self.parameters) from None
+                raise validation_failure(exc, flat_input_schema(self.input_model)) from None
             result = await anyio.to_thread.run_sync(self.handler, args)
         except ToolFailure as failure:
             return self._failure(request_id, started, failure), []
@@ -270,7 +275,7 @@ def envelope_tool(
         name=name,
         title=title,
         description=description,
-        parameters=flat_input_schema(input_model),
+        parameters=published_input_schema(input_model),
         fn_metadata=no_argument_metadata(),
         is_async=False,
         context_kwarg=None,

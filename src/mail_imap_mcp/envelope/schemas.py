@@ -26,6 +26,39 @@ def flat_input_schema(model: type[BaseModel]) -> dict[str, Any]:
     return schema
 
 
+#: Rules the server checks itself (a refused argument's error names the argument and the rule, from the
+#: full schema): left out of the schema a model reads in tools/list, where each byte is paid for in every
+#: conversation. Types, enums, defaults and numeric bounds stay.
+_UNPUBLISHED_RULES = ("pattern", "minLength", "maxLength", "minItems", "maxItems")
+#: Numeric bounds are published where they are small enough to steer a call (a page of at most 100);
+#: a larger one (a window of at most 2,000,000 characters) is left to the error that names it.
+_PUBLISHED_BOUND = 1000
+
+
+def published_input_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The ``inputSchema`` of ``model`` as tools/list publishes it: :func:`flat_input_schema` without the
+    rules the server enforces with an error that names them (:data:`_UNPUBLISHED_RULES`)."""
+    schema: dict[str, Any] = json.loads(_published_input_schema_json(model))
+    return schema
+
+
+@functools.cache
+def _published_input_schema_json(model: type[BaseModel]) -> str:
+    schema = _flat_input_schema(model)
+    for prop in schema.get("properties", {}).values():
+        for node in (prop, prop.get("items", {})):
+            for rule in _UNPUBLISHED_RULES:
+                node.pop(rule, None)
+            if node is not prop and "description" in prop:  # an item's words repeat its list's
+                node.pop("description", None)
+            if node.get("maximum", 0) > _PUBLISHED_BOUND:
+                node.pop("maximum")
+                node.pop("minimum", None)
+            elif "maximum" not in node and node.get("minimum", 0) <= 1:
+                node.pop("minimum", None)
+    return json.dumps(schema, ensure_ascii=False)
+
+
 # Schemas are a pure function of the models and cost pydantic about 20 ms per tool: every server a
 # process builds (a test builds hundreds, an HTTP server one per session) reuses the first one's. Kept
 # as JSON text, so that each caller gets its own copy: parsing it is several times cheaper than a

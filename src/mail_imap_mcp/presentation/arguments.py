@@ -17,10 +17,7 @@ AccountId = Annotated[
     str,
     Field(
         pattern=ACCOUNT_ID_PATTERN,
-        description=(
-            "Account to use (see imap_list_accounts). 'default' means the account named default, "
-            "or the only account when exactly one is configured."
-        ),
+        description="Id from imap_list_accounts.",
     ),
 ]
 
@@ -29,7 +26,7 @@ MessageIdArg = Annotated[
     Field(
         min_length=8,
         max_length=2000,
-        description="Message id from imap_search_messages: imap:{account_id}:{mailbox}:{uidvalidity}:{uid}.",
+        description="From a search or thread result.",
     ),
 ]
 
@@ -55,7 +52,7 @@ MailboxName = Annotated[
         min_length=1,
         max_length=1000,
         pattern=r"^[^\x00-\x08\x0a-\x1f\x7f]+$",
-        description="Mailbox name from imap_list_mailboxes.",
+        description="From imap_list_mailboxes.",
     ),
 ]
 
@@ -65,8 +62,7 @@ PartIdArg = Annotated[
         min_length=1,
         max_length=200,
         pattern=PART_ID_PATTERN,
-        description="The attachment's part_id from imap_get_message's attachment list (IMAP section "
-        "number, e.g. '2' or '1.3').",
+        description="From imap_get_message's attachments, e.g. '2'.",
     ),
 ]
 
@@ -75,8 +71,10 @@ AttachmentMode = Literal["none", "metadata", "extract_text"]
 
 #: The ``fields`` argument of the tools that return messages: the compact shape or the full one.
 Shape = Literal["compact", "full"]
-SHAPE_DESCRIPTION = (
-    "compact (default): the fields an agent reads, no nulls, no empty lists, nothing derivable from "
-    "message_id; full: every field, including message_uri, message_raw_uri, mailbox, uidvalidity, uid "
-    "and nulls."
+SHAPE_DESCRIPTION = "full adds URIs, uid and nulls."
+#: What docs/tools.md says of ``fields`` (a tool's details).
+SHAPE_DETAILS = (
+    "`fields`: `compact` (the default) gives the fields an agent reads, with no nulls, no empty lists and "
+    "nothing derivable from `message_id`; `full` gives every field, `message_uri`, `message_raw_uri`, "
+    "`mailbox`, `uidvalidity`, `uid` and nulls included."
 )

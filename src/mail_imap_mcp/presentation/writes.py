@@ -21,10 +21,8 @@ from mail_imap_mcp.operations.transfer import TransferOutcome
 from mail_imap_mcp.presentation.failures import envelope_of
 from mail_imap_mcp.presentation.mail_failures import conflict, ids_mailbox_gone
 
-DRY_RUN_DESCRIPTION = "true: return what would change (per source and destination mailbox), change nothing."
-CONFIRM_TOKEN_DESCRIPTION = (
-    "Token from a confirmation_required answer, after the user confirmed exactly that request."
-)
+DRY_RUN_DESCRIPTION = "true: only say what would change."
+CONFIRM_TOKEN_DESCRIPTION = "From confirmation_required, after the user agreed."
 
 
 def operation_field(*, deprecated: bool = False) -> Any:

@@ -15,16 +15,7 @@ from mail_imap_mcp.imap.roles import SENT
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.presentation.search_page import SearchMessagesData
 
-NEEDS_REPLY_DESCRIPTION = (
-    "true: only mail that awaits your answer: not \\Answered, not from your own addresses "
-    "(imap_list_accounts), not automated (List-Id, Auto-Submitted, Precedence bulk/list/junk, "
-    "no-reply and mailer-daemon senders), and not answered by a message in the Sent mailbox (special-use "
-    "\\Sent, else the sent_mailbox setting or a usual name) that names it, is addressed to its sender and "
-    "is not older. total counts the messages before the Sent "
-    "check, so a page may list fewer than `limit`."
-)
-
-__all__ = ["NEEDS_REPLY_DESCRIPTION", "drop_answered"]
+__all__ = ["drop_answered"]
 
 
 def _sent_mailbox(session: ImapSession, account: AccountConfig) -> str | None:

@@ -35,6 +35,10 @@ from mail_imap_mcp.tools.spec import Effect, ToolSpec
 NAME = "imap_apply_to_messages"
 TITLE = "Move, copy or delete messages"
 DESCRIPTION = (
+    "Move, copy or delete up to 250 messages of one account. delete moves them to Trash; permanent (where "
+    "allowed) removes them for good once the user confirms. next_action undoes a move or delete."
+)
+DETAILS = (
     "Move, copy or delete up to 250 messages of one account, given by message_id (from "
     "imap_search_messages). move and copy need destination_mailbox, an existing mailbox (see "
     "imap_list_mailboxes). delete moves the messages to the account's Trash, so they can be restored; "
@@ -73,24 +77,20 @@ class ApplyToMessagesInput(BaseModel):
     message_ids: list[MessageIdArg] = Field(
         min_length=1,
         max_length=250,
-        description="Messages to act on (1-250, one account; duplicates are ignored).",
+        description="Ids of one account.",
     )
-    action: Action = Field(
-        description="move or copy to destination_mailbox; delete: to the account's Trash "
-        "(or for good with permanent)."
-    )
+    action: Action = Field(description="move, copy: to destination_mailbox; delete: to Trash.")
     # Not MailboxName | None: the flattened schema would show MailboxName's description instead of this one.
     destination_mailbox: str | None = Field(
         default=None,
         min_length=1,
         max_length=1000,
         pattern=MAILBOX_NAME_PATTERN,
-        description="Existing mailbox (from imap_list_mailboxes) for move and copy; not for delete.",
+        description="An existing mailbox, for move and copy.",
     )
     permanent: bool = Field(
         default=False,
-        description="delete only: remove for good instead of moving to Trash (needs allow_permanent_delete "
-        "in the configuration and the user's confirmation).",
+        description="delete for good (needs allow_permanent_delete and the user's consent).",
     )
     confirm_token: str | None = Field(
         default=None, max_length=200, description=writes.CONFIRM_TOKEN_DESCRIPTION
@@ -281,6 +281,7 @@ TOOL = ToolSpec(
     name=NAME,
     title=TITLE,
     description=DESCRIPTION,
+    details=DETAILS,
     input_model=ApplyToMessagesInput,
     data_model=ApplyToMessagesData,
     handle=handle,

@@ -11,7 +11,8 @@ from mail_imap_mcp.tools.spec import Effect, ToolSpec
 
 NAME = "imap_cancel_operation"
 TITLE = "Cancel a background write"
-DESCRIPTION = (
+DESCRIPTION = "Stop a background write after its current batch; what was done stays done."
+DETAILS = (
     "Stop a write running in the background. It stops after the batch in progress (a batch already "
     "sent to the server is never abandoned half-way): what was done stays done, and imap_get_operation "
     "then reports state canceled with the progress reached. Cancelling a finished operation changes nothing."
@@ -32,6 +33,7 @@ TOOL = ToolSpec(
     name=NAME,
     title=TITLE,
     description=DESCRIPTION,
+    details=DETAILS,
     input_model=CancelOperationInput,
     data_model=OperationDetail,
     handle=handle,

@@ -42,6 +42,10 @@ from mail_imap_mcp.tools.spec import ToolSpec
 NAME = "imap_get_attachment"
 TITLE = "Read an attachment"
 DESCRIPTION = (
+    "Read one attachment. mode text: the text of a PDF, Office, OpenDocument, calendar, CSV, HTML or "
+    "e-mail file, max_chars from offset; image: an image block; bytes: a base64 window. Parsed in a sandbox."
+)
+DETAILS = (
     "Read one attachment of a message by message_id and part_id (from imap_get_message's attachment "
     "list). mode='text' extracts readable text (PDF, Word/Excel/PowerPoint, OpenDocument, calendar "
     "invites, CSV, HTML, plain text, attached e-mails) max_chars at a time from offset; mode='image' "
@@ -70,16 +74,14 @@ class GetAttachmentInput(BaseModel):
     part_id: PartIdArg
     mode: Mode | None = Field(
         default=None,
-        description="text, image or bytes; omitted: image for PNG/JPEG/GIF/WebP, text for anything else.",
+        description="Omitted: image for PNG/JPEG/GIF/WebP, else text.",
     )
-    offset: int = Field(default=0, ge=0, le=2**31, description="mode=text: first character of the window.")
+    offset: int = Field(default=0, ge=0, le=2**31, description="text: window start (characters).")
     max_chars: int = Field(
-        default=20_000, ge=100, le=2_000_000, description="mode=text: characters in the window."
+        default=20_000, ge=100, le=2_000_000, description="text: window size (characters)."
     )
-    offset_bytes: int = Field(default=0, ge=0, le=2**31, description="mode=bytes: first byte of the window.")
-    max_bytes: int = Field(
-        default=16_384, ge=1, le=1_048_576, description="mode=bytes: window size in bytes."
-    )
+    offset_bytes: int = Field(default=0, ge=0, le=2**31, description="bytes: window start.")
+    max_bytes: int = Field(default=16_384, ge=1, le=1_048_576, description="bytes: window size.")
 
 
 class ImageInfo(Payload):
@@ -288,6 +290,7 @@ TOOL = ToolSpec(
     name=NAME,
     title=TITLE,
     description=DESCRIPTION,
+    details=DETAILS,
     input_model=GetAttachmentInput,
     data_model=GetAttachmentData,
     handle=handle,

@@ -27,6 +27,11 @@ from mail_imap_mcp.tools.spec import ToolSpec
 NAME = "imap_get_changes"
 TITLE = "Get changes since a token"
 DESCRIPTION = (
+    "What changed in a mailbox since a token. Without since: a first data.changes_token. With it: "
+    "data.new (summaries, paged by cursor), data.changed (flags now), data.expunged and the next "
+    "changes_token (keep the newest)."
+)
+DETAILS = (
     "What changed in a mailbox since you last looked: call without `since` for a changes_token (the "
     "starting point), later with since=that token for the messages that arrived since (data.new: compact "
     "summaries, newest first, paged with `cursor` = data.next_cursor), those whose flags changed "
@@ -63,14 +68,14 @@ class GetChangesInput(BaseModel):
         default=None,
         min_length=1,
         max_length=16_384,
-        description="data.changes_token of an earlier call for this mailbox; omit it to get a first token.",
+        description="data.changes_token of an earlier call; omit for a first token.",
     )
     limit: int = Field(default=10, ge=1, le=100, description="New messages per page.")
     cursor: str | None = Field(
         default=None,
         min_length=1,
         max_length=16_384,
-        description="data.next_cursor of the previous page of new messages; pass the same since with it.",
+        description="data.next_cursor of the last page; repeat since.",
     )
 
 
@@ -268,6 +273,7 @@ TOOL = ToolSpec(
     name=NAME,
     title=TITLE,
     description=DESCRIPTION,
+    details=DETAILS,
     input_model=GetChangesInput,
     data_model=GetChangesData,
     handle=handle,

@@ -18,6 +18,10 @@ from mail_imap_mcp.tools.spec import ToolSpec
 NAME = "imap_get_message_raw"
 TITLE = "Read raw message source"
 DESCRIPTION = (
+    "A window of a message's raw source: max_bytes from offset_bytes; while truncated, call again with "
+    "offset_bytes += returned_bytes."
+)
+DETAILS = (
     "Read a window of a message's raw source (headers and MIME parts as stored on the server), "
     "max_bytes at a time starting at offset_bytes; page through with offset_bytes += returned_bytes "
     "while truncated is true. raw_text is set when the window is valid UTF-8. Never marks the message as read."
@@ -29,8 +33,8 @@ class GetMessageRawInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     message_id: MessageIdArg
-    offset_bytes: int = Field(default=0, ge=0, le=2**31, description="First byte of the window.")
-    max_bytes: int = Field(default=16_384, ge=1, le=65_536, description="Window size in bytes.")
+    offset_bytes: int = Field(default=0, ge=0, le=2**31, description="Window start (bytes).")
+    max_bytes: int = Field(default=16_384, ge=1, le=65_536, description="Window size (bytes).")
 
 
 class GetMessageRawData(Payload):
@@ -85,6 +89,7 @@ TOOL = ToolSpec(
     name=NAME,
     title=TITLE,
     description=DESCRIPTION,
+    details=DETAILS,
     input_model=GetMessageRawInput,
     data_model=GetMessageRawData,
     handle=handle,

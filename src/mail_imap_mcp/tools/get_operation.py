@@ -12,7 +12,8 @@ from mail_imap_mcp.tools.spec import ToolSpec
 __all__ = ["NAME", "TOOL"]
 
 TITLE = "Get a background write"
-DESCRIPTION = (
+DESCRIPTION = "A background write's state, progress and, once finished, its result (from data.background)."
+DETAILS = (
     "Check a write that continues in the background (imap_apply_to_messages and "
     "imap_update_message_flags answered with data.background instead of the result): state (accepted, "
     "running, ok, partial, failed, canceled), progress, and with include_result the write's own result "
@@ -24,7 +25,7 @@ class GetOperationInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     operation_id: str = OPERATION_ID
-    include_result: bool = Field(default=True, description="Include the finished write's result (its data).")
+    include_result: bool = Field(default=True, description="The finished write's data.")
 
 
 def handle(app: AppContext, args: GetOperationInput) -> ToolResult[OperationDetail]:
@@ -35,6 +36,7 @@ TOOL = ToolSpec(
     name=NAME,
     title=TITLE,
     description=DESCRIPTION,
+    details=DETAILS,
     input_model=GetOperationInput,
     data_model=OperationDetail,
     handle=handle,

@@ -44,6 +44,9 @@ from mail_imap_mcp.tools.spec import ToolSpec
 NAME = "imap_get_thread"
 TITLE = "Read a conversation"
 DESCRIPTION = (
+    "A message's conversation, oldest first, from its mailbox, INBOX and Sent, with what each sender wrote."
+)
+DETAILS = (
     "The whole conversation a message belongs to, oldest first: every message linked to it by "
     "Message-ID, In-Reply-To or References (and, where the server threads, the same subject) in its "
     "mailbox, INBOX and Sent, as summaries with a snippet of what each sender wrote (quoted replies and "
@@ -62,11 +65,9 @@ class GetThreadInput(BaseModel):
         default=20,
         ge=1,
         le=100,
-        description="Messages at most; a longer conversation keeps its newest ones (and this message).",
+        description="At most N: the newest (and this message).",
     )
-    snippet_chars: int = Field(
-        default=300, ge=0, le=500, description="Length of each message's text snippet; 0 disables snippets."
-    )
+    snippet_chars: int = Field(default=300, ge=0, le=500, description="Snippet length; 0: none.")
     fields: Shape = Field(default="compact", description=SHAPE_DESCRIPTION)
 
 
@@ -259,6 +260,7 @@ TOOL = ToolSpec(
     name=NAME,
     title=TITLE,
     description=DESCRIPTION,
+    details=DETAILS,
     input_model=GetThreadInput,
     data_model=GetThreadData,
     other_data_models=(CompactThreadData,),

@@ -10,7 +10,8 @@ from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_list_accounts"
 TITLE = "List IMAP accounts"
-DESCRIPTION = (
+DESCRIPTION = "The configured accounts: id, host, username, own addresses (never passwords). Start here."
+DETAILS = (
     "List the configured IMAP accounts (id, host, port, security, username, own addresses; never passwords). "
     "Start here: pass an account_id from the result to imap_list_mailboxes or imap_search_messages."
 )
@@ -74,6 +75,7 @@ TOOL = ToolSpec(
     name=NAME,
     title=TITLE,
     description=DESCRIPTION,
+    details=DETAILS,
     input_model=ListAccountsInput,
     data_model=ListAccountsData,
     handle=handle,

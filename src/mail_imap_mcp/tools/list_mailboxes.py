@@ -16,7 +16,8 @@ from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_list_mailboxes"
 TITLE = "List mailboxes"
-DESCRIPTION = (
+DESCRIPTION = "An account's mailboxes, INBOX first, with roles such as \\Sent or \\Trash."
+DETAILS = (
     "List the mailboxes (folders) of an account, INBOX first, with special-use roles such as "
     "\\Sent or \\Trash when the server reports them. Set include_counts for message, unseen, "
     "UIDVALIDITY and UIDNEXT counts (one STATUS per mailbox, slower). Use a returned name as "
@@ -35,9 +36,7 @@ class ListMailboxesInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     account_id: AccountId = DEFAULT_ACCOUNT
-    include_counts: bool = Field(
-        default=False, description="Add messages/unseen/uidvalidity/uidnext from STATUS (slower)."
-    )
+    include_counts: bool = Field(default=False, description="Add counts from STATUS (slower).")
 
 
 class Mailbox(Payload):
@@ -129,6 +128,7 @@ TOOL = ToolSpec(
     name=NAME,
     title=TITLE,
     description=DESCRIPTION,
+    details=DETAILS,
     input_model=ListMailboxesInput,
     data_model=ListMailboxesData,
     handle=handle,

@@ -44,6 +44,11 @@ from mail_imap_mcp.tools.spec import Effect, ToolSpec
 NAME = "imap_manage_mailbox"
 TITLE = "Create, rename or delete a mailbox"
 DESCRIPTION = (
+    "Create, rename or delete a mailbox, named as imap_list_mailboxes shows. Only an empty mailbox "
+    "without children is deleted; INBOX and special-use ones are kept. Rename and delete need the user's "
+    "confirmation."
+)
+DETAILS = (
     "Create, rename or delete a mailbox (folder). Use the server's names and separator as "
     "imap_list_mailboxes shows them; where personal folders live below a prefix such as 'INBOX.', a "
     "name without it gets it added (data.mailbox says which name was used). Rename moves the mailbox "
@@ -86,14 +91,9 @@ class ManageMailboxInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     account_id: AccountId = DEFAULT_ACCOUNT
-    action: Action = Field(description="create, rename (to destination_mailbox) or delete.")
-    mailbox: MailboxArg = Field(
-        description="The mailbox to create, rename or delete, as imap_list_mailboxes names it (its "
-        "separator, e.g. 'Projects/2024' or 'INBOX.Projects.2024')."
-    )
-    destination_mailbox: MailboxArg | None = Field(
-        default=None, description="rename only: the new name (must not exist yet)."
-    )
+    action: Action = Field(description="rename: to destination_mailbox.")
+    mailbox: MailboxArg = Field(description="With the server's separator, e.g. 'Projects/2024'.")
+    destination_mailbox: MailboxArg | None = Field(default=None, description="rename: the new name.")
     confirm_token: str | None = Field(default=None, max_length=200, description=CONFIRM_TOKEN_DESCRIPTION)
     dry_run: bool = Field(default=False, description=DRY_RUN_DESCRIPTION)
 
@@ -290,6 +290,7 @@ TOOL = ToolSpec(
     name=NAME,
     title=TITLE,
     description=DESCRIPTION,
+    details=DETAILS,
     input_model=ManageMailboxInput,
     data_model=ManageMailboxData,
     handle=handle,

@@ -46,6 +46,11 @@ from mail_imap_mcp.tools.spec import Effect, ToolSpec
 NAME = "imap_save_draft"
 TITLE = "Save a draft (never sends)"
 DESCRIPTION = (
+    "Save a plain-text draft in Drafts; nothing is sent. in_reply_to makes a reply (Re:, threading, the "
+    "original quoted, to its sender). replace_message_id revises a draft: the old one goes to Trash, "
+    "next_action undoes it."
+)
+DETAILS = (
     "Save a plain-text email draft in the account's Drafts folder. Nothing is ever sent: the user "
     "reviews and sends it from their mail client. With in_reply_to (a message_id) the draft is a reply: "
     "one 'Re:' before the original's subject, In-Reply-To and References headers, the original's start "
@@ -86,49 +91,41 @@ class SaveDraftInput(BaseModel):
     to: list[AddressArg] = Field(
         default_factory=list,
         max_length=MAX_RECIPIENTS,
-        description="Recipients, each 'user@example.com' or 'Name <user@example.com>'. Empty with "
-        "in_reply_to: the original's Reply-To, else its From (a mailing list's Reply-To is the list).",
+        description="'a@b.example' or 'Name <a@b.example>'; a reply's default: its Reply-To or From.",
     )
     cc: list[AddressArg] = Field(
         default_factory=list,
         max_length=MAX_RECIPIENTS,
-        description="Cc recipients (with reply_all, added to the original's To and Cc).",
+        description="Cc recipients.",
     )
     subject: Annotated[str, Field(max_length=998), AfterValidator(check_header_text)] | None = Field(
         default=None,
-        description="Subject. Omitted with in_reply_to: 'Re: ' and the original's subject (its own "
-        "Re:/AW:/SV:... prefixes left out).",
+        description="A reply's default: 'Re: ' and its subject.",
     )
     body_text: Annotated[str, AfterValidator(check_body)] = Field(
-        default="", max_length=MAX_BODY_BYTES, description="The text of the draft (plain text, up to 1 MB)."
+        default="", max_length=MAX_BODY_BYTES, description="Plain text."
     )
     in_reply_to: str | None = Field(
         default=None,
         min_length=8,
         max_length=2000,
-        description="message_id of the message this draft answers (from imap_search_messages).",
+        description="message_id of the message answered.",
     )
     reply_all: bool = Field(
         default=False,
-        description="With in_reply_to: Cc the original's To and Cc too, without the account's own "
-        "addresses and without duplicates.",
+        description="A reply: also Cc its To and Cc (not you).",
     )
     from_address: AddressArg | None = Field(
         default=None,
-        description="Send-as identity: one of the account's addresses (imap_list_accounts). Default: for "
-        "a reply, the account's address the original was sent to; else the account's first address.",
+        description="One of the account's addresses; default: the one a reply's original went to.",
     )
     replace_message_id: str | None = Field(
         default=None,
         min_length=8,
         max_length=2000,
-        description="message_id of a draft (\\Draft, in the Drafts folder) this one replaces: the new "
-        "draft is saved first, then that one is moved to Trash. One with attachments needs the user's "
-        "confirmation through the client. Needs a server with MOVE or UIDPLUS.",
+        description="message_id of a draft to replace; one with attachments needs the user's consent.",
     )
-    dry_run: bool = Field(
-        default=False, description="true: return the message that would be saved; save nothing."
-    )
+    dry_run: bool = Field(default=False, description="true: return the message; save nothing.")
 
 
 class DraftMessage(Payload):
@@ -285,6 +282,7 @@ TOOL = ToolSpec(
     name=NAME,
     title=TITLE,
     description=DESCRIPTION,
+    details=DETAILS,
     input_model=SaveDraftInput,
     data_model=SaveDraftData,
     handle=handle,

@@ -51,6 +51,9 @@ class ToolSpec(Generic[InputT]):
     for_writes: bool = False
     #: What changed in this release that a caller relies on (docs/tools.md's "Changed" list).
     changes: tuple[str, ...] = ()
+    #: The whole story for docs/tools.md, beyond the short ``description`` a model reads in tools/list
+    #: (every byte of that is paid for in every conversation): rules, limits and why.
+    details: str = ""
 
     @property
     def writes(self) -> bool:

@@ -43,6 +43,10 @@ from mail_imap_mcp.tools.spec import Effect, ToolSpec
 NAME = "imap_update_message_flags"
 TITLE = "Update message flags"
 DESCRIPTION = (
+    "Mark up to 250 messages of one account read or unread, flagged or not, or set keywords: operation "
+    "add, remove or replace flags. Returns each one's flags after, and an undo next_action."
+)
+DETAILS = (
     "Mark messages read or unread, flag or unflag them, or set keywords: `operation` add, remove or "
     "replace `flags` (\\Seen read, \\Flagged starred, \\Answered, \\Draft, or keywords such as "
     "$Important) on up to 250 message_ids of one account, from any of its mailboxes. Returns each "
@@ -71,18 +75,13 @@ class UpdateFlagsInput(BaseModel):
     message_ids: list[MessageIdArg] = Field(
         min_length=1,
         max_length=250,
-        description="Message ids from imap_search_messages, all of one account (any of its mailboxes); "
-        "duplicates count once.",
+        description="Ids of one account, any mailboxes.",
     )
-    operation: FlagOperation = Field(
-        description="add: set these flags; remove: clear them; replace: make them the message's only "
-        "flags (\\Deleted is kept)."
-    )
+    operation: FlagOperation = Field(description="replace: make them the only flags (\\Deleted kept).")
     flags: list[str] = Field(
         min_length=1,
         max_length=32,
-        description="\\Seen (read), \\Answered, \\Flagged (starred), \\Draft, or keywords such as "
-        "$Important (letters, digits, $ _ . -; up to 50 characters).",
+        description="\\Seen (read), \\Flagged, \\Answered, \\Draft or keywords like $Important.",
     )
     dry_run: bool = Field(default=False, description=DRY_RUN_DESCRIPTION)
 
@@ -286,6 +285,7 @@ TOOL = ToolSpec(
     name=NAME,
     title=TITLE,
     description=DESCRIPTION,
+    details=DETAILS,
     input_model=UpdateFlagsInput,
     data_model=UpdateFlagsData,
     handle=handle,

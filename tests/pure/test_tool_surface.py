@@ -1,0 +1,87 @@
+"""The tool surface a model reads before its first call stays within its budget, and loses nothing a
+caller needs: every argument keeps a description, and a rule left out of the published schema is still
+enforced with an error that names the argument and the rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from mail_imap_mcp.envelope.schemas import flat_input_schema, published_input_schema
+from mail_imap_mcp.envelope.surface import READ_ONLY_BUDGET, WRITES_BUDGET, surface_bytes
+from mail_imap_mcp.server import build_server
+from mail_imap_mcp.tools.registry import TOOLS
+from tests.pure.test_protocol import OFFLINE, OFFLINE_WRITES
+
+pytestmark = pytest.mark.anyio
+
+
+async def _listed(writes: bool) -> tuple[str, list[dict[str, Any]]]:
+    """The instructions the server gives at initialize, and its tools/list, as a client sees them."""
+    async with Client(build_server(OFFLINE_WRITES if writes else OFFLINE)) as client:
+        listed = await client.list_tools()
+        instructions = client.instructions or ""
+    return instructions, [
+        tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed.tools
+    ]
+
+
+@pytest.mark.parametrize(("writes", "budget"), [(False, READ_ONLY_BUDGET), (True, WRITES_BUDGET)])
+async def test_the_surface_a_model_reads_stays_within_its_budget(writes: bool, budget: int) -> None:
+    instructions, wire = await _listed(writes)
+    total, per_tool = surface_bytes(instructions, wire)
+    assert total <= budget, f"the tool surface is {total} bytes, over its budget of {budget}: {per_tool}"
+
+
+def test_every_argument_keeps_a_description_of_its_own() -> None:
+    for spec in TOOLS:
+        for name, prop in published_input_schema(spec.input_model)["properties"].items():
+            assert len(prop.get("description", "")) >= 5, f"{spec.name}.{name} has no description"
+
+
+def test_the_published_schema_leaves_out_only_rules_the_server_enforces() -> None:
+    for spec in TOOLS:
+        full = flat_input_schema(spec.input_model)
+        published = published_input_schema(spec.input_model)
+        assert published["properties"].keys() == full["properties"].keys()
+        assert published.get("required") == full.get("required")
+        for name, prop in published["properties"].items():
+            kept = full["properties"][name]
+            assert (prop["type"], prop.get("enum"), prop.get("default")) == (
+                kept["type"],
+                kept.get("enum"),
+                kept.get("default"),
+            ), f"{spec.name}.{name}"
+            assert "pattern" not in prop and "maxLength" not in prop
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "parameter", "rule"),
+    [
+        ("imap_search_messages", {"from": "a\nb"}, "from", "matching"),
+        ("imap_search_messages", {"subject": "x" * 501}, "subject", "length <= 500"),
+        (
+            "imap_get_attachment",
+            {"message_id": "imap:default:INBOX:1:1", "part_id": "2", "max_chars": 10**7},
+            "max_chars",
+            "<= 2000000",
+        ),
+        (
+            "imap_update_message_flags",
+            {"message_ids": [], "operation": "add", "flags": ["\\Seen"]},
+            "message_ids",
+            "",
+        ),
+    ],
+)
+async def test_an_unpublished_rule_is_refused_naming_the_argument_and_the_rule(
+    tool: str, arguments: dict[str, Any], parameter: str, rule: str
+) -> None:
+    async with Client(build_server(OFFLINE_WRITES)) as client:
+        result = await client.call_tool(tool, arguments)
+    envelope = result.structured_content or {}
+    assert envelope["success"] is False and envelope["error"]["code"] == "invalid_input"
+    assert envelope["error"]["details"]["parameter"] == parameter
+    assert f"'{parameter}'" in envelope["error"]["message"] and rule in envelope["error"]["message"]
