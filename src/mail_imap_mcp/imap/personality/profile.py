@@ -48,6 +48,12 @@ class Profile:
         return self._has("SORT")
 
     @property
+    def sorts_partially(self) -> bool:
+        """``UID SORT RETURN (PARTIAL first:last COUNT)``: a slice of the sorted matches and their number
+        (ESORT, RFC 5267, with SORT)."""
+        return self._has("SORT", "ESORT")
+
+    @property
     def threads_by_references(self) -> bool:
         """``UID THREAD REFERENCES`` (RFC 5256)."""
         return self._has("THREAD=REFERENCES")
