@@ -22,6 +22,7 @@ from mail_imap_mcp.imap.errors import (
     TokenCommandFailed,
 )
 from mail_imap_mcp.imap.oauth_challenge import OAuthChallenge
+from mail_imap_mcp.imap.personality import Profile
 from mail_imap_mcp.presentation.failures import envelope_of
 
 
@@ -33,7 +34,8 @@ def connect_failure(
 
 
 def mechanism_not_offered(account_id: str, config: AccountConfig, capabilities: list[Any]) -> ToolFailure:
-    return envelope_of(MechanismNotOffered(account_id, config, capabilities))
+    """What the registry says when a server with ``capabilities`` lacks the account's mechanism."""
+    return envelope_of(MechanismNotOffered(account_id, config, Profile.of(capabilities).mechanisms))
 
 
 def account(host: str = "imap.example.org", auth: str = "xoauth2", **extra: Any) -> AccountConfig:

@@ -53,3 +53,12 @@ def test_without_the_extension_a_write_is_refused_before_anything_changes(
     with pytest.raises(ExtensionMissing) as refused:
         standard(*capabilities).transfer_commands(action, permanent=permanent)  # type: ignore[arg-type]
     assert refused.value.capability == missing
+
+
+def test_the_profile_names_the_sasl_mechanisms_offered_in_any_case_and_spelling() -> None:
+    profile = Profile.of([b"IMAP4rev1", b"auth=xoauth2", "AUTH=PLAIN", "AUTHENTICATE", "UNSELECT"])
+    assert profile.mechanisms == {"XOAUTH2", "PLAIN"}
+    assert profile.offers_mechanism("xoauth2") and profile.offers_mechanism("PLAIN")
+    assert not profile.offers_mechanism("OAUTHBEARER")
+    assert Profile.of(["IMAP4rev1"]).mechanisms == frozenset()
+    assert profile.unselects and not Profile.of(["IMAP4rev1"]).unselects

@@ -186,9 +186,9 @@ class Login:
         config = self._config
         if config.auth is AuthMethod.PASSWORD:
             return client.login(config.username, self._secret)
-        offered = client.offered_capabilities  # from the greeting, or asked anew after STARTTLS
-        if not Profile.of(offered).offers_mechanism(config.auth.mechanism):
-            raise MechanismNotOffered(self._account_id, config, offered)
+        offered = Profile.of(client.offered_capabilities)  # from the greeting, or anew after STARTTLS
+        if not offered.offers_mechanism(config.auth.mechanism):
+            raise MechanismNotOffered(self._account_id, config, offered.mechanisms)
         try:
             authenticate(client, config, self._secret)
         except OAuthRejected as refused:

@@ -436,13 +436,10 @@ class LoginDisabled(ConnectFailed):
 
 class MechanismNotOffered(ConnectFailed):
     """The server does not advertise ``AUTH=<mechanism>`` of an OAuth2 account: no token is sent.
-    ``offered``: the SASL mechanisms it does advertise (upper case, sorted)."""
+    ``offered``: the SASL mechanisms it does advertise (its profile's ``mechanisms``), upper case, sorted."""
 
-    def __init__(self, account_id: str, config: AccountConfig, capabilities: Iterable[bytes | str]) -> None:
-        names = (c.decode("ascii", "replace") if isinstance(c, bytes) else c for c in capabilities)
-        self.offered = sorted(
-            {name.upper().removeprefix("AUTH=") for name in names if name.upper().startswith("AUTH=")}
-        )
+    def __init__(self, account_id: str, config: AccountConfig, offered: Iterable[str]) -> None:
+        self.offered = sorted({mechanism.upper() for mechanism in offered})
         super().__init__(account_id, config, ConnectPhase.LOGIN)
 
 

@@ -334,7 +334,7 @@ class ImapSession(WriteCommands):
         state = self._owner.selected
         if state is None:
             return
-        if "UNSELECT" in self.capabilities:
+        if self.profile.unselects:
             self.client.unselect_folder()
         else:
             if not state.readonly:  # CLOSE of a read-write selection would expunge

@@ -33,9 +33,20 @@ class Profile:
         """``LOGINDISABLED``: the server refuses LOGIN on this connection."""
         return self._has("LOGINDISABLED")
 
+    @property
+    def mechanisms(self) -> frozenset[str]:
+        """The SASL mechanisms ``AUTHENTICATE`` takes, as ``AUTH=`` names them (``XOAUTH2``, ``PLAIN``...;
+        upper case, without the prefix; RFC 9051 6.2.2)."""
+        return frozenset(name.removeprefix("AUTH=") for name in self.capabilities if name.startswith("AUTH="))
+
     def offers_mechanism(self, mechanism: str) -> bool:
         """``AUTHENTICATE`` with this SASL mechanism (``AUTH=XOAUTH2``...)."""
-        return self._has(f"AUTH={mechanism.upper()}")
+        return mechanism.upper() in self.mechanisms
+
+    @property
+    def unselects(self) -> bool:
+        """``UNSELECT``: leave the selected mailbox without the expunge CLOSE may do (RFC 3691)."""
+        return self._has("UNSELECT")
 
     @property
     def namespaces(self) -> bool:
