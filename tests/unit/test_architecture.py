@@ -160,41 +160,144 @@ def test_the_query_package_imports_only_itself_and_the_standard_library() -> Non
     assert wrong == []
 
 
-#: Where a capability name may be tested: the server's profile, and the two modules that send commands.
-CAPABILITY_TESTERS = (
-    "mail_imap_mcp.imap.personality",
-    "mail_imap_mcp.imap.session",
-    "mail_imap_mcp.imap.wire",
+#: Where a capability name may be tested: the server's profile, and the two modules that send commands
+#: (those modules only: ``session_writes`` and the other command families ask the profile).
+CAPABILITY_TESTERS = ("mail_imap_mcp.imap.session", "mail_imap_mcp.imap.wire")
+CAPABILITY_PACKAGES = ("mail_imap_mcp.imap.personality",)
+
+#: Capability names (of RFC 9051 and the extensions servers announce) that name nothing else, and the
+#: prefixes of those with a value (``AUTH=PLAIN``, ``THREAD=REFERENCES``...): a comparison with one is a
+#: capability test wherever it is (X-GM-EXT-1 alone: X-GM-LABELS and X-GM-MSGID are FETCH items).
+ONLY_CAPABILITIES = frozenset(
+    {"IMAP4REV1", "IMAP4REV2", "UIDPLUS", "CONDSTORE", "QRESYNC", "LIST-STATUS", "LIST-EXTENDED"}
+    | {"SPECIAL-USE", "CREATE-SPECIAL-USE", "X-GM-EXT-1", "SEARCHRES", "WITHIN", "LITERAL+", "LITERAL-"}
+    | {"LOGINDISABLED", "ESORT", "SASL-IR", "CHILDREN", "OBJECTID", "MULTIAPPEND", "CATENATE", "XLIST"}
+)
+CAPABILITY_PREFIXES = ("AUTH=", "THREAD=", "SORT=", "UTF8=", "COMPRESS=", "CONTEXT=", "STATUS=")
+#: Capability names that also name a command or a response: ``command == "MOVE"`` is no capability
+#: test, ``"MOVE" in offered`` is (written as the profile holds them: upper case).
+ALSO_COMMANDS = frozenset(
+    {"MOVE", "SORT", "THREAD", "ESEARCH", "NOTIFY", "IDLE", "ENABLE", "ID", "NAMESPACE", "UNSELECT"}
+    | {"STARTTLS", "BINARY", "QUOTA", "ACL", "METADATA"}
+)
+#: Methods that test a string or a set against another.
+TESTING_METHODS = frozenset(
+    {"startswith", "endswith", "removeprefix", "removesuffix", "partition", "rpartition", "split", "find"}
+    | {"index", "count", "issubset", "issuperset", "isdisjoint", "intersection", "__contains__"}
 )
 
 
+def capability_literal(node: ast.expr, *, only: bool) -> bool:
+    """Whether ``node`` is a capability name written out (text, bytes, or an f-string such as
+    ``f"AUTH={mechanism}"``), or a set, tuple or list holding one; ``only``: a name that names
+    nothing else."""
+    if isinstance(node, ast.Set | ast.Tuple | ast.List):
+        return any(capability_literal(item, only=only) for item in node.elts)
+    if isinstance(node, ast.JoinedStr):
+        head = node.values[0] if node.values else None
+        return isinstance(head, ast.Constant) and capability_literal(head, only=True)
+    if not isinstance(node, ast.Constant) or not isinstance(node.value, str | bytes):
+        return False
+    text = node.value.decode("ascii", "replace") if isinstance(node.value, bytes) else node.value
+    if text.upper().startswith(CAPABILITY_PREFIXES) or text.upper() in ONLY_CAPABILITIES:
+        return True
+    return not only and text in ALSO_COMMANDS
+
+
 def capability_tests(source: str) -> list[int]:
-    """Lines of ``source`` that test capabilities themselves: a comparison (``in``, ``<=``...) with
-    something named like capabilities, or a call of ``has_capability``."""
+    """Lines of ``source`` that test capabilities themselves.
 
-    def named_capabilities(node: ast.expr) -> bool:
-        name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
-        return "capabilit" in name
+    Capabilities are what is named like them (``session.capabilities``, ``offered_capabilities``,
+    ``client.capabilities()``) and every name bound from them (``for name in capabilities``, a
+    comprehension over them, ``offered = client.offered_capabilities``...). A test is a comparison (``in``,
+    ``==``, ``<=``...) or a string or set method (``startswith``, ``removeprefix``, ``issubset``...) on
+    them; a comparison or such a method with a name only a capability has (``"UIDPLUS"``, ``"AUTH="``,
+    ``f"THREAD={x}"``); ``"MOVE" in something`` (a capability name that is also a command's, looked for
+    in a collection); or a call of ``has_capability``.
+    """
+    tree = ast.parse(source)
+    derived: set[str] = set()
 
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if (
-            isinstance(node, ast.Compare)
-            and any(named_capabilities(side) for side in [node.left, *node.comparators])
-        ) or (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "has_capability"
-        ):
-            found.append(node.lineno)
-    return found
+    def named(name: str) -> bool:
+        return "capabilit" in name.lower() or name in derived
+
+    def about_capabilities(node: ast.expr) -> bool:
+        """Whether ``node`` is capabilities, or a value reached from them by attributes, calls of
+        their methods, subscripts, conversions or comprehensions (``c.upper() for c in ...``)."""
+        if isinstance(node, ast.Name):
+            return named(node.id)
+        if isinstance(node, ast.Attribute):
+            return named(node.attr) or about_capabilities(node.value)
+        if isinstance(node, ast.Subscript | ast.Starred):
+            return about_capabilities(node.value)
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name) and node.func.id in {
+                "set",
+                "frozenset",
+                "tuple",
+                "list",
+                "sorted",
+            }:
+                return any(about_capabilities(arg) for arg in node.args)
+            return about_capabilities(node.func)
+        if isinstance(node, ast.GeneratorExp | ast.ListComp | ast.SetComp | ast.DictComp):
+            return any(about_capabilities(generator.iter) for generator in node.generators)
+        if isinstance(node, ast.IfExp):
+            return about_capabilities(node.body) or about_capabilities(node.orelse)
+        if isinstance(node, ast.BoolOp):
+            return any(about_capabilities(value) for value in node.values)
+        return False
+
+    def targets(node: ast.AST) -> Iterator[tuple[ast.expr, ast.expr]]:
+        """Each ``(target, value)`` binding in ``node``; a loop's target is bound from what it loops over."""
+        if isinstance(node, ast.Assign):
+            yield from ((target, node.value) for target in node.targets)
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.NamedExpr) and node.value is not None:
+            yield node.target, node.value
+        elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+            yield node.target, node.iter
+
+    growing = True
+    while growing:  # until no binding adds a name reached from capabilities
+        before = len(derived)
+        for node in ast.walk(tree):
+            for target, value in targets(node):
+                if about_capabilities(value):
+                    derived.update(name.id for name in ast.walk(target) if isinstance(name, ast.Name))
+        growing = len(derived) > before
+
+    def tests(node: ast.AST) -> bool:
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            looked_for = node.left if isinstance(node.ops[0], ast.In | ast.NotIn) else None
+            return any(about_capabilities(side) or capability_literal(side, only=True) for side in sides) or (
+                looked_for is not None and capability_literal(looked_for, only=False)
+            )
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            return False
+        tested = node.func.value
+        return node.func.attr == "has_capability" or (
+            node.func.attr in TESTING_METHODS
+            and (
+                about_capabilities(tested)
+                or any(capability_literal(x, only=True) for x in [tested, *node.args])
+            )
+        )
+
+    return sorted({node.lineno for node in ast.walk(tree) if tests(node)})
+
+
+def may_test_capabilities(name: str) -> bool:
+    return name in CAPABILITY_TESTERS or any(
+        name == package or name.startswith(package + ".") for package in CAPABILITY_PACKAGES
+    )
 
 
 def test_capabilities_are_tested_only_by_the_servers_profile() -> None:
     testing = {
         name: capability_tests(path.read_text(encoding="utf-8"))
         for name, path in modules(SRC, PACKAGE).items()
-        if not name.startswith(CAPABILITY_TESTERS)
+        if not may_test_capabilities(name)
     }
     assert {name: lines for name, lines in testing.items() if lines} == {}
 
@@ -205,8 +308,33 @@ def test_the_capability_check_sees_a_capability_test() -> None:
         'b = {"LIST-STATUS"} <= caps_capabilities\n'
         'c = client.has_capability("IDLE")\n'
         "d = session.profile.moves\n"
+        "names = (c.decode() if isinstance(c, bytes) else c for c in capabilities)\n"
+        'e = {n.upper().removeprefix("AUTH=") for n in names if n.upper().startswith("AUTH=")}\n'
+        "offered = client.offered_capabilities\n"
+        'f = "SORT" in offered\n'
+        'g = any(name.startswith("THREAD=") for name in announced)\n'
+        'h = f"AUTH={mechanism}" in announced\n'
+        'i = "UIDPLUS" == name\n'
+        'j = {"MOVE", "UIDPLUS"}.issubset(announced)\n'
+        'k = b"CONDSTORE" in {c.upper() for c in direct.capabilities()}\n'
+        'l = command == "MOVE"\n'
+        'm = command in ("MOVE", "COPY")\n'
+        'n = getattr(context, "client_capabilities", None) is not None and typ == "ENABLED"\n'
+        'raise ExtensionMissing("MOVE or UIDPLUS", "move")\n'
     )
-    assert capability_tests(source) == [1, 2, 3]
+    assert capability_tests(source) == [1, 2, 3, 6, 8, 9, 10, 11, 12, 13]
+
+
+def test_the_capability_check_sees_how_errors_parsed_sasl_mechanisms_before_the_profile_named_them() -> None:
+    before = """
+class MechanismNotOffered(ConnectFailed):
+    def __init__(self, account_id: str, config: AccountConfig, capabilities: Iterable[bytes | str]) -> None:
+        names = (c.decode("ascii", "replace") if isinstance(c, bytes) else c for c in capabilities)
+        self.offered = sorted(
+            {name.upper().removeprefix("AUTH=") for name in names if name.upper().startswith("AUTH=")}
+        )
+"""
+    assert capability_tests(before) == [6]
 
 
 @pytest.mark.parametrize("module", ["plan", "merge", "cursors"])
