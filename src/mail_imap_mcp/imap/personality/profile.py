@@ -61,8 +61,10 @@ class Profile:
     @property
     def sorts_partially(self) -> bool:
         """``UID SORT RETURN (PARTIAL first:last COUNT)``: a slice of the sorted matches and their number
-        (ESORT, RFC 5267, with SORT)."""
-        return self._has("SORT", "ESORT")
+        (ESORT with PARTIAL, RFC 5267: CONTEXT=SEARCH or CONTEXT=SORT; Cyrus 3.6 offers ESORT alone and
+        refuses PARTIAL)."""
+        context = self._has("CONTEXT=SEARCH") or self._has("CONTEXT=SORT")
+        return self._has("SORT", "ESORT") and context
 
     @property
     def threads_by_references(self) -> bool:
