@@ -1,21 +1,25 @@
-"""Commands on one logged-in connection: :class:`ImapSession`, borrowed by a call from its account's
-:class:`~mail_imap_mcp.imap.connection.AccountConnection`.
+"""One logged-in connection, borrowed by a call from its account's
+:class:`~mail_imap_mcp.imap.connection.AccountConnection`: :class:`ImapSession`.
 
-The session knows the IMAP commands the tools need (EXAMINE/SELECT with revalidation, SEARCH, SORT,
-THREAD, FETCH, the writes) and which capabilities gate them; several commands may be sent before the
-first answer is read (pipelining). The protocol's bytes and imaplib's internals stay in
+The session holds the selected mailbox's view: EXAMINE and SELECT, the revalidation of a selection
+left by an earlier call (NOOP + STATUS, pipelined with the call's next command), an EXAMINE sent ahead
+of the command that reads the mailbox, and the reading of those answers after that command's
+(``settle``); and a command that changes mail is never retried (``write_command``). The command families
+live in modules of their own, which :class:`ImapSession` inherits, so a caller asks the session for
+each: searches (:mod:`.session_search`: SEARCH, SORT, THREAD), reads (:mod:`.session_fetch`: FETCH) and
+writes (:mod:`.session_writes`). Each is sent only where the server's profile
+(:mod:`.personality`) offers its extension. The protocol's bytes and imaplib's internals stay in
 :mod:`mail_imap_mcp.imap.wire`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap import parsing, view, wire
@@ -32,17 +36,13 @@ from mail_imap_mcp.imap.errors import (
     says_mailbox_missing,
     server_said,
 )
-from mail_imap_mcp.imap.fetch_response import parse_fetch_response
 from mail_imap_mcp.imap.personality import Personality, Profile
+from mail_imap_mcp.imap.session_fetch import FetchCommands
+from mail_imap_mcp.imap.session_search import SearchCommands
 from mail_imap_mcp.imap.session_writes import WriteCommands
 from mail_imap_mcp.imap.summary_cache import SummaryCache
-from mail_imap_mcp.imap.uidplus import format_uid_set
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
-
-T = TypeVar("T")
-
-log = logging.getLogger("mail_imap_mcp.imap")
 
 
 @dataclass
@@ -79,13 +79,20 @@ class SessionOwner(Protocol):
     def discard(self) -> None: ...
 
 
-class ImapSession(WriteCommands):
-    """A logged-in connection, borrowed for one call: the mailbox view it has selected (revalidated by
-    UIDVALIDITY), the reads (EXAMINE, SEARCH, SORT, THREAD, FETCH) and the writes the operations layer
-    asks for (APPEND, UID MOVE/COPY, STORE, UID EXPUNGE), each sent only where its extension is offered.
+class ImapSession(SearchCommands, FetchCommands, WriteCommands):
+    """A logged-in connection, borrowed for one call. It keeps the selected mailbox's view: EXAMINE
+    (:meth:`examine`, or :meth:`examine_ahead` sent with the next command), SELECT for a write
+    (:meth:`select`), a selection left by an earlier call revalidated by UIDVALIDITY and UIDNEXT, the
+    counts the server reports unasked (:meth:`refresh_counts`), and a pending revalidation's or
+    EXAMINE's answer read after the command sent behind it (:meth:`settle`; :class:`SelectionStale`
+    when the view changed under it). It leaves the mailbox (:meth:`deselect`), replaces a connection the
+    server closed (:meth:`reopen`), and sends a command that changes mail at most once
+    (:meth:`write_command`).
 
-    Wraps imapclient so callers never build protocol syntax themselves: search terms are
-    always quoted or sent as literals, never as atoms.
+    The commands themselves are inherited: UID SEARCH, SORT and THREAD (:class:`.SearchCommands`), UID
+    FETCH (:class:`.FetchCommands`), and the commands that change mail (:class:`.WriteCommands`), each
+    sent only where the server's profile offers its extension, with search terms always quoted or sent
+    as literals, never as atoms: callers never build protocol syntax themselves.
     """
 
     def __init__(
@@ -354,125 +361,6 @@ class ImapSession(WriteCommands):
     def refresh_counts(self, state: MailboxState) -> MailboxState:
         """Apply the EXISTS, EXPUNGE and VANISHED updates the server sent with earlier responses."""
         return view.apply_updates(self._client.untagged, state)
-
-    def uid_search(self, criteria: list[bytes | str | int], *, charset: str | None = None) -> list[int]:
-        """``UID SEARCH`` with criteria already tokenised; strings are quoted or sent as literals."""
-        with self._selected_mailbox_errors():
-            data = self._client.uid_command_untagged(b"SEARCH", wire.search_args(criteria, charset))
-        return parsing.search_uids(data)
-
-    def uid_search_count(self, criteria: list[bytes | str | int], *, charset: str | None = None) -> int:
-        """``UID SEARCH RETURN (COUNT)`` (RFC 4731) when supported, else the length of a full search."""
-        if "ESEARCH" not in self.capabilities:
-            return len(self.uid_search(criteria, charset=charset))
-        args = [b"RETURN", b"(COUNT)", *wire.search_args(criteria, charset)]
-        with self._selected_mailbox_errors():
-            data = self._client.uid_command_untagged(b"SEARCH", args, response_name="ESEARCH")
-        return parsing.search_count(data)
-
-    def uid_search_counted(
-        self, criteria: list[bytes | str | int], *, charset: str | None = None
-    ) -> tuple[int, list[tuple[int, int]]]:
-        """The number of matches and their UIDs as ascending ``(first, last)`` runs, in one scan:
-        ``UID SEARCH RETURN (COUNT ALL)`` (ESEARCH, RFC 4731: the UIDs come as a compact set, so a run
-        of matches costs a few bytes), else one plain ``UID SEARCH`` (every UID)."""
-        if "ESEARCH" not in self.capabilities:
-            return parsing.uid_runs(self.uid_search(criteria, charset=charset))
-        args = [b"RETURN", b"(COUNT ALL)", *wire.search_args(criteria, charset)]
-        with self._selected_mailbox_errors():
-            data = self._client.uid_command_untagged(b"SEARCH", args, response_name="ESEARCH")
-        return parsing.search_count(data), parsing.search_all_runs(data)
-
-    def uid_sort_by_date(self, criteria: list[bytes | str | int], *, charset: str | None = None) -> list[int]:
-        """``UID SORT (REVERSE DATE)`` (RFC 5256): matching UIDs, newest sent date first.
-
-        The server's sort key is the Date header in UTC, else INTERNALDATE; ties keep mailbox order.
-        Only where the server advertises SORT (raises ``ValueError`` otherwise)."""
-        return parsing.search_uids(self._rfc5256("SORT", "SORT", b"(REVERSE DATE)", criteria, charset))
-
-    def uid_thread_references(
-        self, criteria: list[bytes | str | int], *, charset: str | None = None
-    ) -> list[list[int]]:
-        """``UID THREAD REFERENCES`` (RFC 5256) of the matching messages: one UID list per thread.
-
-        Only where the server advertises THREAD=REFERENCES (raises ``ValueError`` otherwise)."""
-        return parsing.thread_uids(
-            self._rfc5256("THREAD", "THREAD=REFERENCES", b"REFERENCES", criteria, charset)
-        )
-
-    def _rfc5256(
-        self,
-        command: str,
-        capability: str,
-        head: bytes,
-        criteria: list[bytes | str | int],
-        charset: str | None,
-    ) -> list[Any]:
-        """``UID SORT``/``UID THREAD`` with ``head`` (criteria or algorithm), the charset and the search keys."""
-        if capability not in self.capabilities:
-            raise ValueError(f"{capability} is not advertised by the server")
-        args: list[bytes] = [head, (charset or "US-ASCII").encode("ascii")]
-        args += [wire.encode_search_token(item, charset) for item in criteria or [b"ALL"]]
-        with self._selected_mailbox_errors():
-            return self._client.uid_command_untagged(command.encode("ascii"), args)
-
-    def fetch(self, uids: list[int], items: list[str]) -> dict[int, dict[bytes, Any]]:
-        """``UID FETCH`` of ``items`` for ``uids`` (items must be PEEK/metadata: never sets \\Seen)."""
-        return self.fetch_each([(uids, items)])
-
-    def fetch_each(self, requests: Sequence[tuple[list[int], list[str]]]) -> dict[int, dict[bytes, Any]]:
-        """One ``UID FETCH`` per ``(uids, items)`` request (PEEK/metadata items only), all sent before the
-        first answer is read: one round trip for all. The UIDs of two requests must not overlap.
-
-        Pipelined behind a pending revalidation: an unsolicited FETCH that the revalidation's NOOP
-        brings (a flag change elsewhere) would mix with the answer, so the answer counts only when it
-        holds exactly one response per message returned; otherwise :class:`SelectionStale` makes the
-        call run again on the updated view, unpipelined.
-        """
-        requests = [(uids, items) for uids, items in requests if uids]
-        if not requests:
-            return {}
-        behind_revalidation = self._pending is not None and self._pipeline
-        commands = [(wire.uid_list(uids), items) for uids, items in requests]
-        wanted = [uid for uids, _ in requests for uid in uids]
-        client = self._client if behind_revalidation else self.client
-        return self._uid_fetch(client, commands, wanted, one_answer_each=behind_revalidation)
-
-    def fetch_range(self, uids: Sequence[int], items: list[str]) -> dict[int, dict[bytes, Any]]:
-        """``UID FETCH`` of ``items`` for ``uids`` sent as one compact UID set (``1:500,502``), for long
-        lists (metadata or PEEK items only); answers for other UIDs are dropped."""
-        wanted = sorted(set(uids))
-        if not wanted:
-            return {}
-        return self._uid_fetch(self.client, [(format_uid_set(wanted), items)], wanted, one_answer_each=False)
-
-    def _uid_fetch(
-        self,
-        client: BudgetedIMAPClient,
-        commands: list[tuple[str, list[str]]],
-        wanted: list[int],
-        *,
-        one_answer_each: bool,
-    ) -> dict[int, dict[bytes, Any]]:
-        """Send every ``(uid set, items)`` UID FETCH, then read the answers: the responses for ``wanted``.
-
-        ``one_answer_each`` (pipelined behind a revalidation): :class:`SelectionStale` unless the answer
-        holds exactly one response per message returned (an unsolicited FETCH came with it otherwise).
-        """
-        client.untagged.pop("FETCH", None)
-        with self._selected_mailbox_errors():
-            tags = [
-                client.send("UID", "FETCH", uid_set, wire.fetch_items(items)) for uid_set, items in commands
-            ]
-            answers = [client.complete("FETCH", tag) for tag in tags]
-            for typ, data in answers:
-                client.check_ok("fetch", typ, data)
-            data = client.take_untagged(*answers[-1], "FETCH")
-        parsed = parse_fetch_response(data, client.normalise_times, True)
-        answer = {uid: parsed[uid] for uid in wanted if uid in parsed}
-        if one_answer_each and sum(1 for item in data if parsing.opens_fetch_response(item)) != len(answer):
-            raise SelectionStale()
-        return answer
 
     @contextmanager
     def _selected_mailbox_errors(self) -> Iterator[None]:
