@@ -41,12 +41,7 @@ BASE = dt.datetime(2024, 3, 1, 9, 0, tzinfo=dt.UTC)
 #: Phase 1 of a mailbox in date order where the server sorts: EXAMINE and UID SORT in one round trip, then
 #: the FETCH of the candidates' sort keys (Date header).
 _OPEN_SORTED = ("EXAMINE", "UID SORT", "UID FETCH")
-#: A mailbox in the pipelined arrival-order plan (imap/across.py), every mailbox in the same round trip:
-#: without a filter EXAMINE and ``UID FETCH lo:* (INTERNALDATE)`` (the window's UIDs and merge keys at
-#: once); with one, EXAMINE and one ``UID SEARCH`` (a first window that spans the whole mailbox: its
-#: matches are the total, no COUNT), then in a second round trip EXAMINE and the candidates' INTERNALDATE.
-_WINDOW = ("EXAMINE", "UID FETCH")
-_FILTERED_FIRST = ("EXAMINE", "UID SEARCH")
+#: The candidates' merge keys (INTERNALDATE), each behind its EXAMINE.
 _KEYS = ("EXAMINE", "UID FETCH")
 
 
@@ -56,16 +51,18 @@ def _summaries(mailboxes: int) -> tuple[str, ...]:
     return ("UID FETCH",) + ("EXAMINE", "UID FETCH") * (mailboxes - 1)
 
 
-def _pipelined(
-    opened: int, summarised: int, *, head: tuple[str, ...] = (), filtered: bool = False, waits: int
-) -> Plan:
-    """``head`` (LIST, or one STATUS per mailbox), then ``opened`` mailboxes read at once, their
-    candidates' keys when ``filtered``, then the summaries of ``summarised`` mailboxes at once."""
-    if filtered:
-        commands = head + _FILTERED_FIRST * opened + _KEYS * opened + _summaries(summarised)
-    else:
-        commands = head + _WINDOW * opened + _summaries(summarised)
-    return Plan(commands, waits)
+#: A mailbox in the arrival-order plan of one position (issue 33 item 11; imap/search/watermark.py), every
+#: mailbox in the same round trips: EXAMINE and ``UID SORT (REVERSE ARRIVAL)`` (on a next page also a
+#: ``UID SEARCH`` of the days around the position), then EXAMINE and the INTERNALDATE of what was found.
+_SORTED_FIRST = ("EXAMINE", "UID SORT")
+_SORTED_NEXT = ("EXAMINE", "UID SEARCH", "UID SORT")
+
+
+def _by_position(opened: int, summarised: int, *, head: tuple[str, ...] = (), later: bool = False) -> Plan:
+    """``head`` (LIST on a first page of every mailbox), then ``opened`` mailboxes sorted at once, their
+    candidates' keys at once, and the summaries of ``summarised`` mailboxes at once."""
+    commands = head + (_SORTED_NEXT if later else _SORTED_FIRST) * opened + _KEYS * opened
+    return Plan(commands + _summaries(summarised), len(head) + 3)
 
 
 def _plan(opened: int, summarised: int, *, listed: bool = False) -> Plan:
@@ -78,12 +75,14 @@ def _plan(opened: int, summarised: int, *, listed: bool = False) -> Plan:
 # mailbox was read in the same round trip (issue 22): 17, 16, 8, 3, 13, 2 and 5.
 PLANS: dict[str, Plan] = {
     # LIST-STATUS (Trash, Junk skipped; Empty not opened: it holds nothing), then the four mailboxes at
-    # once, then their summaries at once: 3 round trips, whatever the number of mailboxes.
-    "every mailbox, first page": _pipelined(4, 4, head=("LIST",), waits=3),
-    "every mailbox, filtered first page": _pipelined(4, 4, head=("LIST",), filtered=True, waits=4),
-    "every mailbox, next page": _pipelined(4, 4, waits=2),
-    # Names no LIST showed: their STATUS, all in one round trip, sizes the windows.
-    "two mailboxes": _pipelined(2, 2, head=("STATUS", "STATUS"), waits=3),
+    # once, their keys at once, their summaries at once: 4 round trips, whatever the number of
+    # mailboxes (3 with the windows of before, whose cursor grew with the mailboxes); a next page lists
+    # nothing: 3 (2 before).
+    "every mailbox, first page": _by_position(4, 4, head=("LIST",)),
+    "every mailbox, filtered first page": _by_position(4, 4, head=("LIST",)),
+    "every mailbox, next page": _by_position(4, 4, later=True),
+    # Names no LIST showed: no STATUS is needed (the windows it sized are gone).
+    "two mailboxes": _by_position(2, 2),
     # A name no LIST showed: EXAMINE first (SORT behind an EXAMINE that fails would be answered BAD).
     "one mailbox by date": Plan(("EXAMINE", "UID SORT", "UID FETCH"), 3),
     "every mailbox by date": _plan(4, 4, listed=True),  # 10
@@ -334,10 +333,10 @@ async def test_a_reset_under_a_pipelined_examine_and_fetch_gives_the_page_on_a_n
 async def test_a_mailbox_failing_in_the_pipelined_batch_is_one_issue_and_the_plan_keeps_its_round_trips(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Every mailbox's commands go out together (imap/across.py): a mailbox missing in the middle of the
-    list, then one deleted and one recreated between pages, each become one issue of a partial page
-    while the others answer as before, on the same connection and in the same round trips: a first page
-    is 3 (STATUS of every name, the windows of all, the summaries of all), a next page 2."""
+    """Every mailbox's commands go out together: a mailbox missing in the middle of the list is one issue
+    of a partial first page while the others answer as before, in the same round trips (3: the sorts of
+    all, their keys, the summaries), and it leaves the search; one deleted or recreated between pages
+    makes the next page a conflict (the cursor's digest of the mailboxes), on the same connection."""
     placed = seed_dated(imap_server, user, {"INBOX": 5, "Archive": 5, "Projects": 5})
     archive, projects = imap_server.mailbox_name("Archive"), imap_server.mailbox_name("Projects")
     missing = imap_server.mailbox_name("Missing")
@@ -353,14 +352,16 @@ async def test_a_mailbox_failing_in_the_pipelined_batch_is_one_issue_and_the_pla
     assert first["total"] == 15 and first["status"] == "partial"
     assert [(i["code"], i["stage"]) for i in first["issues"]] == [("not_found", "search")]
     assert missing in first["issues"][0]["message"]
-
-    delete(imap_server, user, archive)
-    recreate(imap_server, user, projects, ["Projects-recreated"])
     caplog.clear()
     second = await mcp.ok(TOOL, {**arguments, "cursor": first["next_cursor"]})
-    assert logged_cost(caplog)[1] == 2
-    assert second["status"] == "partial"
-    found = sorted((i["code"], archive in i["message"]) for i in second["issues"])
-    assert found == [("conflict", False), ("not_found", True)]
-    assert projects in next(i["message"] for i in second["issues"] if i["code"] == "conflict")
-    assert subjects_of(second) == [s for s in newest[6:] if s.startswith("INBOX")]
+    assert logged_cost(caplog)[1] == 3
+    assert subjects_of(second) == newest[6:12] and second["status"] == "ok"
+
+    delete(imap_server, user, archive)
+    await mcp.fail(TOOL, {**arguments, "cursor": second["next_cursor"]}, "conflict")
+    arguments["mailboxes"] = ["INBOX", projects]
+    again = await mcp.ok(TOOL, arguments)
+    recreate(imap_server, user, projects, ["Projects-recreated"])
+    await mcp.fail(TOOL, {**arguments, "cursor": again["next_cursor"]}, "conflict")
+    rerun = await mcp.ok(TOOL, arguments)
+    assert "Projects-recreated" in subjects_of(rerun)

@@ -49,6 +49,7 @@ from mail_imap_mcp.imap.errors import (
 )
 from mail_imap_mcp.imap.personality import Personality, Profile, personality_for
 from mail_imap_mcp.imap.read import MessageGone
+from mail_imap_mcp.imap.search.cursors import MailboxesChanged
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.summary_cache import SummaryCache
 from mail_imap_mcp.imap.view import MailboxState
@@ -75,6 +76,7 @@ _JUDGED_ON_THE_VIEW: tuple[type[Exception], ...] = (
     WriteRefused,
     ExtensionMissing,
     RoleMailboxMissing,
+    MailboxesChanged,
 )
 
 T = TypeVar("T")

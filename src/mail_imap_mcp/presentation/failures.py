@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from mail_imap_mcp.config import AccountConfig, Config
 from mail_imap_mcp.content.errors import ExtractionError
-from mail_imap_mcp.envelope import ErrorCode, Issue, ToolFailure, ToolResult
+from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure, ToolResult
 from mail_imap_mcp.imap import errors
 from mail_imap_mcp.imap.changes_token import ChangesTokenError
 from mail_imap_mcp.imap.errors import (
@@ -54,7 +54,7 @@ from mail_imap_mcp.imap.flags import ALLOWED_FLAGS, SYSTEM_FLAGS
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.parts import NotAnAttachment, PartGone, PartNotFound, PartRefused, StructureUnusable
 from mail_imap_mcp.imap.read import MessageGone
-from mail_imap_mcp.imap.search.cursors import CursorError
+from mail_imap_mcp.imap.search.cursors import CursorError, MailboxesChanged
 from mail_imap_mcp.imap.uidplus import MalformedUidSet
 from mail_imap_mcp.imap.write_errors import (
     DestinationMissing,
@@ -336,6 +336,25 @@ def _cursor_error(exc: CursorError, call: Call | None) -> ToolFailure:
     return ToolFailure.invalid_input("cursor", f"{exc}. Rerun the search without a cursor to start again.")
 
 
+def _mailboxes_changed(exc: MailboxesChanged, call: Call | None) -> ToolFailure:
+    """A cursor of several mailboxes whose set changed (created, deleted, renamed, recreated)."""
+    account_id, _ = _account(call)
+    arguments = {**(call.rerun_arguments() if call is not None else {}), "account_id": account_id}
+    return ToolFailure(
+        ErrorCode.CONFLICT,
+        "The mailboxes this search covers changed since its first page (one was created, deleted, renamed "
+        "or recreated), so the cursor (argument 'cursor') no longer applies; run the search again from its "
+        "first page.",
+        details={"parameter": "cursor"},
+        retryable=False,
+        next_action=NextAction(
+            instruction="Run the search again from its first page",
+            tool="imap_search_messages",
+            arguments=arguments,
+        ),
+    )
+
+
 def _changes_token_error(exc: ChangesTokenError, call: Call | None) -> ToolFailure:
     return ToolFailure.invalid_input(
         exc.parameter, f"{exc}. Call imap_get_changes without since (and cursor) for a new token."
@@ -394,6 +413,7 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     PartRefused: _part_failure,
     InvalidMessageId: _invalid_message_id,
     CursorError: _cursor_error,
+    MailboxesChanged: _mailboxes_changed,
     ChangesTokenError: _changes_token_error,
     MalformedUidSet: _malformed_uid_set,
     ExtractionError: _extraction_failed,

@@ -24,7 +24,13 @@ from mail_imap_mcp.imap.ids import parse_message_id
 from mail_imap_mcp.imap.mailboxes import MailboxCounts, list_with_message_counts
 from mail_imap_mcp.imap.pipeline import status_each
 from mail_imap_mcp.imap.records import SummaryRecord
-from mail_imap_mcp.imap.search.cursors import DIGEST_CHARS, StreamCursor, StreamState
+from mail_imap_mcp.imap.search.cursors import (
+    DIGEST_CHARS,
+    StreamCursor,
+    StreamState,
+    WatermarkCursor,
+    decode_search_cursor,
+)
 from mail_imap_mcp.imap.search.plan import reads_at_once
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import DATE_WINDOW, OrderedPage, ordered_page
@@ -40,6 +46,7 @@ from mail_imap_mcp.presentation.search_page import (
     search_result,
 )
 from mail_imap_mcp.query import Query
+from mail_imap_mcp.services.search_arrival import ArrivalPage, arrival_page, known_list, reads_by_watermark
 from mail_imap_mcp.services.search_backend import choose_backend
 
 ALL_MAILBOXES = "*"
@@ -90,6 +97,8 @@ class _Mailboxes:
 
     #: To open, in order.
     opened: list[str]
+    #: Every mailbox of the search, in order (``opened`` and ``empty`` together).
+    chosen: list[str] = field(default_factory=list)
     #: Known to hold nothing (LIST-STATUS): searched without being opened.
     empty: list[str] = field(default_factory=list)
     #: Mailboxes cut by MAX_MAILBOXES.
@@ -109,7 +118,7 @@ def _resolve(
     names, everything = wanted_mailboxes(args)
     if not everything:
         counts = status_each(session, names) if pipelined and len(names) > 1 else {}
-        return _Mailboxes(opened=names, counts=counts)
+        return _Mailboxes(opened=names, chosen=names, counts=counts)
     account = app.config.accounts[account_id]
     boxes = list_with_message_counts(session)
     found = session.personality.every_mailbox(MailboxDirectory(boxes, configured_roles(account)))
@@ -138,6 +147,7 @@ def _resolve(
         if box.counts is not None and box.counts.messages == 0 and box.name != session.selected_mailbox
     }
     return _Mailboxes(
+        chosen=chosen,
         opened=[n for n in chosen if n not in empty],
         empty=[n for n in chosen if n in empty],
         issues=issues,
@@ -211,6 +221,47 @@ def _learn_keys(page: OrderedPage, messages: list[SummaryRecord], sort: str) -> 
             state.key = _epoch(dates.get((state.mailbox, state.after[-1])))
 
 
+def _by_watermark(
+    session: ImapSession,
+    app: AppContext,
+    account_id: str,
+    args: SearchArgs,
+    search: Query,
+    digest: str,
+    cursor: WatermarkCursor | None,
+    limit: int,
+    snippet_chars: int,
+) -> tuple[ArrivalPage, list[SummaryRecord], list[Issue]]:
+    """A page of several mailboxes in arrival order by one position (:mod:`.search_arrival`)."""
+    issues: list[Issue] = []
+    if cursor is None:
+        first = _resolve(session, app, account_id, args, pipelined=False)
+        names, issues = first.chosen, first.issues
+        skipped = sum(1 << i for i, name in enumerate(names) if name in set(first.empty))
+    else:
+        names = list(
+            known_list(account_id, cursor) or _resolve(session, app, account_id, args, pipelined=False).chosen
+        )
+        skipped = cursor.skipped
+    page = arrival_page(
+        session,
+        account_id=account_id,
+        names=names,
+        skipped=skipped,
+        search=search,
+        limit=limit,
+        filter_digest=digest,
+        cursor=cursor,
+        failure_of=mailbox_failure,
+    )
+    page.mailboxes += [name for i, name in enumerate(names) if skipped >> i & 1 and cursor is None]
+    window = app.config.server.max_text_part_bytes
+    ordered = OrderedPage(page.picks, page.total, [])
+    messages, fetch_issues = _summaries(session, account_id, ordered, snippet_chars, False, window)
+    failed = [mailbox_issue(mailbox, failure) for mailbox, failure in page.failed]
+    return page, messages, issues + failed + fetch_issues
+
+
 def search_page(
     app: AppContext,
     args: SearchArgs,
@@ -232,20 +283,27 @@ def search_page(
     one_by_arrival = strict and args.sort == "arrival"
     digest = filter_digest if one_by_arrival else _stream_digest(args, filter_digest)
 
-    def fits(cursor: StreamCursor) -> bool:
+    def fits(cursor: StreamCursor | WatermarkCursor) -> bool:
         if (cursor.account_id, cursor.filter_digest) != (account_id, digest):
             return False
+        if isinstance(cursor, WatermarkCursor):
+            return not strict and args.sort == "arrival"
         if one_by_arrival:
             return cursor.sort == "arrival" and [s.mailbox for s in cursor.streams] == [args.mailbox]
         return True
 
-    cursor = decode_cursor(args.cursor, StreamCursor.decode, fits)
+    cursor = decode_cursor(args.cursor, decode_search_cursor, fits)
     limit = min(args.limit, app.config.server.max_search_limit)
     snippet_chars = min(args.snippet_chars, app.config.server.max_snippet_chars)
 
-    def work(session: ImapSession) -> tuple[OrderedPage, list[SummaryRecord], list[Issue]]:
+    def work(session: ImapSession) -> tuple[OrderedPage | ArrivalPage, list[SummaryRecord], list[Issue]]:
         backend = choose_backend(session.personality)
         assert backend == "imap"  # the one backend so far: the server's own SEARCH
+        if isinstance(cursor, WatermarkCursor) or (
+            cursor is None and reads_by_watermark(session, args.sort, search, merged=not strict)
+        ):
+            return _by_watermark(session, app, account_id, args, search, digest, cursor, limit, snippet_chars)
+        assert not isinstance(cursor, WatermarkCursor)
         pipelined = reads_at_once(args.sort, search, merged=not strict)
         first = _Mailboxes(opened=[])
         if cursor is None:
@@ -280,10 +338,13 @@ def search_page(
         page, messages, issues = connection.run(work)
     except CharsetRejected:
         return charset_refused(account_id, label)
-    _learn_keys(page, messages, args.sort)
+    if isinstance(page, OrderedPage):
+        _learn_keys(page, messages, args.sort)
     returned_before = cursor.returned if cursor else 0
     next_cursor = None
-    if page.next_streams:
+    if isinstance(page, ArrivalPage):
+        next_cursor = page.next_cursor.encode() if page.next_cursor is not None else None
+    elif page.next_streams:
         next_cursor = StreamCursor(
             account_id=account_id,
             filter_digest=digest,
@@ -293,7 +354,7 @@ def search_page(
             streams=page.next_streams,
         ).encode()
     warnings: list[str] = []
-    if page.windowed:
+    if isinstance(page, OrderedPage) and page.windowed:
         warnings.append(
             f"This server has no SORT, so date order is exact within the newest {DATE_WINDOW} matches of a "
             f"mailbox (by arrival); older matches follow in blocks of {DATE_WINDOW}, each in date order. "

@@ -2,10 +2,14 @@
 self-contained, so a fresh server process with the same key follows it; every number decoded is
 range-checked before it reaches UID arithmetic.
 
-One format, :class:`StreamCursor`: the search's account, a digest of what it searches, its order, the
-total and the messages returned so far, and per mailbox (a stream) where the next page continues; packed
-binary, as it travels in every page an agent reads. The cursors of earlier versions still decode into
-it: the JSON stream cursor, and the one-mailbox cursor (:class:`CursorState`, packed or JSON).
+:class:`StreamCursor`: the search's account, a digest of what it searches, its order, the total and
+the messages returned so far, and per mailbox (a stream) where the next page continues; packed binary, as
+it travels in every page an agent reads. The cursors of earlier versions still decode into it: the JSON
+stream cursor, and the one-mailbox cursor (:class:`CursorState`, packed or JSON).
+
+:class:`WatermarkCursor`: a page of several mailboxes in arrival order on a server that sorts: one
+position in the order of every message searched (:mod:`.watermark`) and a digest of the mailboxes, the
+same size whatever their number.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ class CursorError(ValueError):
 #: cursor of earlier versions, and the stream cursor.
 PACKED_TAG = 1
 STREAMS_TAG = 2
+WATERMARK_TAG = 3
 #: A cursor keeps this many hex digits of its search's digest (6 bytes: the seal, not the digest, is what
 #: stops a forged cursor; the digest only tells one search from another).
 DIGEST_CHARS = 12
@@ -82,6 +87,9 @@ class _Reader:
             raise CursorError("cursor is garbled") from None
 
 
+_PACKED_TAGS = tuple(bytes([tag]) for tag in (PACKED_TAG, STREAMS_TAG, WATERMARK_TAG))
+
+
 def seal_packed(body: bytes) -> str:
     """An opaque cursor from a binary body behind a 6-byte seal, URL-safe base64 without padding."""
     return base64.urlsafe_b64encode(sealing.mac(body, 6) + body).decode().rstrip("=")
@@ -94,7 +102,7 @@ def unseal_packed(token: str) -> bytes | None:
     except (binascii.Error, ValueError):
         return None
     body = raw[6:]
-    if body[:1] not in (bytes([PACKED_TAG]), bytes([STREAMS_TAG])) or not sealing.matches(body, raw[:6]):
+    if body[:1] not in _PACKED_TAGS or not sealing.matches(body, raw[:6]):
         return None
     return body
 
@@ -281,6 +289,8 @@ class StreamCursor:
         packed = unseal_packed(token)
         if packed is not None and packed[:1] == bytes([STREAMS_TAG]):
             cursor = cls._unpack(packed)
+        elif packed is not None and packed[:1] == bytes([WATERMARK_TAG]):
+            raise CursorError("cursor comes from another kind of search")
         elif packed is not None:
             return CursorState.decode(token).stream_cursor()
         else:
@@ -351,3 +361,69 @@ class StreamCursor:
 def _text(value: str) -> bytes:
     encoded = value.encode()
     return _varints([len(encoded)]) + encoded
+
+
+class MailboxesChanged(Exception):
+    """The mailboxes a cursor's search covers are no longer those it started with: one was created,
+    deleted, renamed or recreated (a new UIDVALIDITY) since the first page."""
+
+    for_caller = True
+
+
+@dataclass
+class WatermarkCursor:
+    """The cursor of a page of several mailboxes in arrival order, read by :mod:`.watermark`: the last
+    message taken (its INTERNALDATE, its mailbox's place in the list, its UID), a digest of the mailboxes
+    (their names and UIDVALIDITYs, in order) and which of them the search left (empty when it started,
+    or failed): a few dozen bytes, whatever the number of mailboxes."""
+
+    account_id: str
+    #: The search's filters, mailboxes and order (as :attr:`StreamCursor.filter_digest`).
+    filter_digest: str
+    mailboxes_digest: str
+    #: Mailboxes in the search's list, and the places of those not read (a bit each).
+    count: int
+    skipped: int
+    total: int
+    returned: int
+    key: int
+    index: int
+    uid: int
+
+    def encode(self) -> str:
+        if not (_HEX_DIGEST.fullmatch(self.filter_digest) and _HEX_DIGEST.fullmatch(self.mailboxes_digest)):
+            raise ValueError(f"a cursor's digests are {DIGEST_CHARS} hex digits")
+        body = bytearray([WATERMARK_TAG]) + _text(self.account_id)
+        body += bytes.fromhex(self.filter_digest) + bytes.fromhex(self.mailboxes_digest)
+        skipped = self.skipped.to_bytes((self.skipped.bit_length() + 7) // 8, "little")
+        body += _varints([self.count, len(skipped)]) + skipped
+        body += _varints([self.total, self.returned, _zigzag(self.key), self.index, self.uid])
+        return seal_packed(bytes(body))
+
+    @classmethod
+    def decode(cls, token: str) -> WatermarkCursor:
+        packed = unseal_packed(token)
+        if packed is None or packed[:1] != bytes([WATERMARK_TAG]):
+            raise CursorError("cursor comes from another kind of search")
+        reader = _Reader(packed[1:])
+        account_id = reader.text()
+        digests = reader.take(DIGEST_CHARS // 2).hex(), reader.take(DIGEST_CHARS // 2).hex()
+        count = reader.varint()
+        skipped = int.from_bytes(reader.take(reader.varint()), "little")
+        total, returned = reader.varint(), reader.varint()
+        key, index, uid = _unzigzag(reader.varint()), reader.varint(), reader.varint()
+        if reader.pos != len(reader.data):
+            raise CursorError("cursor is garbled")
+        if not 1 <= count <= 1000 or skipped >> count or index >= count:
+            raise CursorError("cursor is garbled")
+        if not all(_uint(n) for n in (total, returned, uid)) or not 0 <= key + 2**40 <= 2**41:
+            raise CursorError("cursor is garbled")
+        return cls(account_id, *digests, count, skipped, total, returned, key, index, uid)
+
+
+def decode_search_cursor(token: str) -> StreamCursor | WatermarkCursor:
+    """Any search page's cursor, of whichever kind and version of this server."""
+    packed = unseal_packed(token)
+    if packed is not None and packed[:1] == bytes([WATERMARK_TAG]):
+        return WatermarkCursor.decode(token)
+    return StreamCursor.decode(token)

@@ -1,0 +1,214 @@
+"""A page of several mailboxes in arrival order, continued from one position (a watermark), as data.
+
+The page order is one total order over every message searched: INTERNALDATE newest first, then the
+mailbox's place in the search's list, then UID ascending (as RFC 5256 SORT orders equal arrival times:
+by their place in the mailbox). A next page is what follows the last message taken (the
+:class:`Watermark`), so the cursor is that position and digests, whatever the number of mailboxes.
+Every message that exists throughout the paging comes exactly once; one that arrives or moves in
+meanwhile comes at its place if that place is still ahead, never twice.
+
+Each mailbox answers two reads after its EXAMINE (:func:`mailbox_reads`), in one round trip for all:
+
+* ``top``: ``UID SORT (REVERSE ARRIVAL)`` of the matches, a slice of the newest where ESORT offers
+  ``RETURN (PARTIAL 1:n COUNT)``; on a next page, of the matches whose date is more than
+  :data:`NEAR_DAYS` days before the watermark's (all of them older than it, whatever the time zones);
+* ``near`` (a next page only): ``UID SEARCH`` of the matches of the days around the watermark's, whose
+  INTERNALDATE decides which come after it.
+
+Then the INTERNALDATE of the first of ``top`` and of the ``near`` matches, one FETCH each mailbox, in a
+second round trip. :func:`trusted` keeps what is known to follow the watermark in order (reading more
+keys, in rare further round trips, where many messages share one arrival time), and :func:`merge` takes
+the page. Pure: no session.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+
+#: Either side of the watermark's day, the days whose matches are read whole: an IMAP date search
+#: compares dates "disregarding time and timezone", so a day's bounds are only known to within a day.
+NEAR_DAYS = 2
+
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+@dataclass(frozen=True)
+class Watermark:
+    """The last message a page took: its INTERNALDATE (epoch seconds), its mailbox's place in the
+    search's list, and its UID."""
+
+    key: int
+    index: int
+    uid: int
+
+    def passed(self, key: int, index: int, uid: int) -> bool:
+        """Whether a message was listed by the page that ended here, or by one before it."""
+        return place(key, index, uid) <= place(self.key, self.index, self.uid)
+
+
+def place(key: int, index: int, uid: int) -> tuple[int, int, int]:
+    """A message's place in the page order (ascending: newest first)."""
+    return (-key, index, uid)
+
+
+def imap_date(day: date) -> bytes:
+    """A search date (``25-Nov-2026``), spelled as RFC 3501 asks whatever the locale."""
+    return f"{day.day}-{_MONTHS[day.month - 1]}-{day.year}".encode()
+
+
+def _day(key: int) -> date:
+    return datetime.fromtimestamp(key, UTC).date()
+
+
+@dataclass(frozen=True)
+class Read:
+    """One command after a mailbox's EXAMINE: ``top`` (``UID SORT``) or ``near`` (``UID SEARCH``),
+    with its arguments after the command name."""
+
+    kind: str
+    args: tuple[bytes, ...]
+
+
+def mailbox_reads(
+    criteria: Sequence[bytes], wanted: int, watermark: Watermark | None, *, partial: bool
+) -> list[Read]:
+    """What one mailbox is asked after its EXAMINE for ``wanted`` messages after ``watermark`` (None: a
+    first page). ``partial``: the server offers ESORT (a slice and the count, not every match)."""
+    keys = tuple(criteria) or (b"ALL",)
+    older: tuple[bytes, ...] = ()
+    reads = []
+    if watermark is not None:
+        day = _day(watermark.key)
+        since, before = day - timedelta(days=NEAR_DAYS), day + timedelta(days=NEAR_DAYS)
+        near = (*keys, b"SINCE", imap_date(since), b"BEFORE", imap_date(before))
+        reads.append(Read("near", near))
+        older = (b"BEFORE", imap_date(since))
+    head = (b"RETURN", f"(PARTIAL 1:{wanted + LOOKAHEAD} COUNT)".encode()) if partial else ()
+    reads.append(Read("top", (*head, b"(REVERSE ARRIVAL)", b"US-ASCII", *keys, *older)))
+    return reads
+
+
+#: Beyond the messages a page wants of a mailbox, the INTERNALDATE of this many more is read: equal
+#: arrival times at the end of the slice read are then rarely cut in two (see :func:`trusted`).
+LOOKAHEAD = 8
+#: Each further read of a mailbox's keys covers this many times as many messages.
+GROWTH = 4
+
+
+@dataclass
+class MailboxPart:
+    """One mailbox's part of a page: what its reads found, as far as they went."""
+
+    mailbox: str
+    index: int
+    #: What its EXAMINE showed (0 until then, or when it failed).
+    uidvalidity: int = 0
+    #: The older matches newest first as the server sorted them: all of them, or the first (ESORT).
+    order: list[int] = field(default_factory=list)
+    #: How many older matches there are (the mailbox's matches on a first page).
+    count: int = 0
+    #: The matches of the days around the watermark (any order).
+    near: list[int] = field(default_factory=list)
+    #: UID -> INTERNALDATE (epoch seconds; 0 when unreadable) of what was read.
+    keys: dict[int, int] = field(default_factory=dict)
+    #: How many of ``order`` have had their INTERNALDATE read.
+    keyed: int = 0
+    #: What ended this mailbox's part (missing, recreated, refused): its result.
+    failure: Exception | None = None
+
+    def needs_order(self, wanted: int) -> bool:
+        """Whether the next keys to read lie beyond the slice the server sorted out (a full sort first)."""
+        return self._goal(wanted) > len(self.order) and len(self.order) < self.count
+
+    def keys_to_read(self, wanted: int) -> tuple[int, list[int]]:
+        """How far into ``order`` the next read of keys reaches, and the UIDs it reads (with the first,
+        the ``near`` matches too)."""
+        goal = min(self._goal(wanted), len(self.order))
+        uids = self.order[self.keyed : goal]
+        return goal, sorted(set(uids) | set(self.near)) if self.keyed == 0 else uids
+
+    def _goal(self, wanted: int) -> int:
+        return wanted + LOOKAHEAD if self.keyed == 0 else self.keyed * GROWTH
+
+
+@dataclass
+class Trusted:
+    """A mailbox's messages known to follow the watermark, in page order, and whether more follow them."""
+
+    index: int
+    messages: list[tuple[int, int]]
+    #: Matches after these exist (the ``top`` slice was cut, or ``near`` held some past its end).
+    more: bool
+
+
+def trusted(part: MailboxPart, watermark: Watermark | None, wanted: int) -> Trusted | None:
+    """The messages of ``part`` that follow ``watermark``, in page order, as far as they are known to be
+    complete; None when that is fewer than ``wanted`` while more exist (read more keys first).
+
+    The older matches whose keys are unread are no newer than the last key read (the server sorted them
+    by arrival), so everything newer than that is known. Equal arrival times are not trusted to the
+    server's order (RFC 5256 keeps mailbox order, Courier 5 reverses it), only to their keys."""
+    index = part.index
+    seen = part.near + part.order[: part.keyed]
+    known = [(part.keys[uid], uid) for uid in dict.fromkeys(seen) if uid in part.keys]
+    after = [(k, uid) for k, uid in known if watermark is None or not watermark.passed(k, index, uid)]
+    after.sort(key=lambda m: place(m[0], index, m[1]))
+    if part.keyed >= part.count:
+        return Trusted(index, after, False)
+    read = [part.keys[uid] for uid in part.order[: part.keyed] if uid in part.keys]
+    last = min(read) if read else None
+    complete = [m for m in after if last is not None and m[0] > last]
+    return Trusted(index, complete, True) if len(complete) >= wanted else None
+
+
+@dataclass
+class MergedPage:
+    """A page's picks, ``(mailbox index, uid, key)`` in page order, and where a next page starts."""
+
+    picks: list[tuple[int, int, int]]
+    #: None: this was the last page.
+    next_watermark: Watermark | None
+
+
+def merge(parts: Sequence[Trusted], limit: int) -> MergedPage:
+    """The first ``limit`` messages of every mailbox's known messages, in page order. Exact: a mailbox
+    with more messages than it knows offers more than ``limit``, so a page never reaches past them."""
+    streams = [
+        [(place(key, part.index, uid), part.index, uid, key) for key, uid in part.messages] for part in parts
+    ]
+    ordered = heapq.merge(*streams)
+    picks = [(index, uid, key) for _, index, uid, key in itertools.islice(ordered, limit)]
+    offered = sum(len(part.messages) for part in parts)
+    more = offered > len(picks) or any(part.more for part in parts)
+    if not picks or not more:
+        return MergedPage(picks, None)
+    index, uid, key = picks[-1]
+    return MergedPage(picks, Watermark(key, index, uid))
+
+
+def partial_answer(lines: Sequence[object]) -> tuple[list[int], int | None]:
+    """The UIDs of an ESORT answer's ``PARTIAL (first:last uids)``, in the server's order, and its
+    ``COUNT`` (None when absent); ``a:b`` inside the list runs from ``a`` to ``b`` as written."""
+    uids: list[int] = []
+    count = None
+    for line in lines:
+        if not isinstance(line, bytes):
+            continue
+        tokens = line.replace(b"(", b" ").replace(b")", b" ").split()
+        for name, value in itertools.pairwise(tokens):
+            if name.upper() == b"COUNT" and value.isdigit():
+                count = int(value)
+        head, found, _ = line.upper().partition(b"PARTIAL (")
+        if not found:
+            continue
+        inside = line[len(head) + len(found) :].split(b")", 1)[0].split()
+        if len(inside) == 2 and inside[1].upper() != b"NIL":
+            for run in inside[1].split(b","):
+                first, _, last = run.partition(b":")
+                low, high = int(first), int(last or first)
+                uids.extend(range(low, high + 1) if low <= high else range(low, high - 1, -1))
+    return uids, count

@@ -1,0 +1,123 @@
+"""A page of several mailboxes in arrival order on a server that sorts, continued by one position.
+
+The order, the reads and the merge are :mod:`mail_imap_mcp.imap.search.watermark`'s; this module chooses
+the mailboxes (the list a first page made, kept per process by its digest, else listed again), checks
+that they are still those the cursor was made for, and hands out the next :class:`WatermarkCursor`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from mail_imap_mcp.imap.search.cursors import DIGEST_CHARS, MailboxesChanged, WatermarkCursor
+from mail_imap_mcp.imap.search.watermark import Trusted, Watermark, merge
+from mail_imap_mcp.imap.search.watermark_read import read_parts
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.query import Query, needs_utf8, search_keys
+
+#: Lists of mailboxes by the digest their cursors carry: a next page in this process lists nothing.
+_LISTS: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
+_LISTS_KEPT = 256
+
+
+def reads_by_watermark(session: ImapSession, sort: str, query: Query, *, merged: bool) -> bool:
+    """Whether a first page is read by one position: arrival order over several mailboxes, on a server
+    with SORT, with a query that needs no literal (all mailboxes are read in the same round trips)."""
+    return sort == "arrival" and merged and session.profile.sorts and not needs_utf8(query)
+
+
+def mailboxes_digest(names: Sequence[str], uidvalidities: Sequence[int]) -> str:
+    """Names and UIDVALIDITYs of a search's mailboxes, in order (0: a mailbox not read)."""
+    payload = json.dumps([list(names), list(uidvalidities)], ensure_ascii=False)
+    return hashlib.sha256(payload.encode()).hexdigest()[:DIGEST_CHARS]
+
+
+@dataclass
+class ArrivalPage:
+    """One page: ``(mailbox, uidvalidity, uid)`` in page order, and what continues it."""
+
+    picks: list[tuple[str, int, int]]
+    total: int
+    mailboxes: list[str]
+    failed: list[tuple[str, Exception]] = field(default_factory=list)
+    next_cursor: WatermarkCursor | None = None
+
+
+def known_list(account_id: str, cursor: WatermarkCursor) -> tuple[str, ...] | None:
+    """The mailbox list a cursor's first page made, where this process made it."""
+    return _LISTS.get((account_id, cursor.mailboxes_digest))
+
+
+def arrival_page(
+    session: ImapSession,
+    *,
+    account_id: str,
+    names: Sequence[str],
+    skipped: int,
+    search: Query,
+    limit: int,
+    filter_digest: str,
+    cursor: WatermarkCursor | None,
+    failure_of: Callable[[Exception], Exception | None],
+) -> ArrivalPage:
+    """A page over ``names`` (those whose bit is set in ``skipped`` are left out), after ``cursor``'s
+    position (None: a first page). ``failure_of``: whether a mailbox's failure leaves the search (a
+    mailbox failure) rather than failing the call. :class:`MailboxesChanged` when the mailboxes are
+    no longer those of the cursor."""
+    if cursor is not None and (len(names) != cursor.count or skipped != cursor.skipped):
+        raise MailboxesChanged()
+    watermark = Watermark(cursor.key, cursor.index, cursor.uid) if cursor is not None else None
+    wanted = limit + 1
+    reading = [(index, name) for index, name in enumerate(names) if not skipped >> index & 1]
+    found = read_parts(session, account_id, reading, search_keys(search), wanted, watermark)
+    parts = [part for part, _ in found]
+    read = dict.fromkeys(range(len(names)), 0)
+    read.update({part.index: part.uidvalidity for part in parts})
+    if cursor is not None and mailboxes_digest(names, list(read.values())) != cursor.mailboxes_digest:
+        raise MailboxesChanged()
+    failed: list[tuple[str, Exception]] = []
+    known: list[Trusted] = []
+    for part, complete in found:
+        if part.failure is None and complete is not None:
+            known.append(complete)
+            continue
+        assert part.failure is not None
+        if failure_of(part.failure) is None:
+            raise part.failure
+        failed.append((part.mailbox, part.failure))
+        skipped |= 1 << part.index
+        read[part.index] = 0
+    merged = merge(known, limit)
+    by_index = {part.index: part for part in parts}
+    picks = [(names[i], by_index[i].uidvalidity, uid) for i, uid, _ in merged.picks]
+    total = cursor.total if cursor is not None else sum(p.count for p in parts if p.failure is None)
+    page = ArrivalPage(picks, total, [p.mailbox for p in parts if p.failure is None], failed)
+    if merged.next_watermark is not None:
+        digest = mailboxes_digest(names, list(read.values()))
+        _remember(account_id, digest, names)
+        mark = merged.next_watermark
+        returned = (cursor.returned if cursor is not None else 0) + len(picks)
+        page.next_cursor = WatermarkCursor(
+            account_id,
+            filter_digest,
+            digest,
+            len(names),
+            skipped,
+            total,
+            returned,
+            mark.key,
+            mark.index,
+            mark.uid,
+        )
+    return page
+
+
+def _remember(account_id: str, digest: str, names: Sequence[str]) -> None:
+    _LISTS[(account_id, digest)] = tuple(names)
+    _LISTS.move_to_end((account_id, digest))
+    while len(_LISTS) > _LISTS_KEPT:
+        _LISTS.popitem(last=False)

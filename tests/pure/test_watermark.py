@@ -1,0 +1,202 @@
+"""The plan of a page of several mailboxes by one position (imap/search/watermark.py), as data: paging
+generated mailboxes through a simulated server gives every message once, in the order of arrival times
+across all mailboxes, whatever the ties, the time zones, the server's order of equal times and whether it
+sorts a slice (ESORT) or every match."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+from dataclasses import dataclass
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mail_imap_mcp.imap.search.cursors import CursorError, WatermarkCursor
+from mail_imap_mcp.imap.search.watermark import (
+    NEAR_DAYS,
+    MailboxPart,
+    Trusted,
+    Watermark,
+    imap_date,
+    mailbox_reads,
+    merge,
+    partial_answer,
+    place,
+    trusted,
+)
+
+DAY = 86_400
+START = 1_700_000_000
+
+
+@dataclass(frozen=True)
+class Message:
+    uid: int
+    key: int  # INTERNALDATE, epoch seconds
+    zone: int  # its time zone, seconds east of UTC (what a date search "disregards")
+
+    def local_day(self) -> dt.date:
+        return dt.datetime.fromtimestamp(self.key + self.zone, dt.UTC).date()
+
+
+def _day(text: bytes) -> dt.date:
+    return dt.datetime.strptime(text.decode(), "%d-%b-%Y").date()
+
+
+class Server:
+    """A mailbox as a server answers the plan's reads: dates compared in each message's own zone, equal
+    arrival times in mailbox order (RFC 5256) or reversed (Courier 5)."""
+
+    def __init__(self, messages: list[Message], *, ties_reversed: bool, partial: bool) -> None:
+        self.messages, self.ties_reversed, self.partial = messages, ties_reversed, partial
+
+    def _matching(self, args: tuple[bytes, ...]) -> list[Message]:
+        found = list(self.messages)
+        for name, value in itertools.pairwise(args):
+            if name == b"SINCE":
+                found = [m for m in found if m.local_day() >= _day(value)]
+            elif name == b"BEFORE":
+                found = [m for m in found if m.local_day() < _day(value)]
+        return found
+
+    def near(self, args: tuple[bytes, ...]) -> list[int]:
+        return [m.uid for m in self._matching(args)]
+
+    def sort(self, args: tuple[bytes, ...], *, partial: bool) -> tuple[list[int], int]:
+        found = self._matching(args)
+        tie = -1 if self.ties_reversed else 1
+        found.sort(key=lambda m: (-m.key, tie * m.uid))
+        uids = [m.uid for m in found]
+        if partial:
+            last = int(args[1].decode().split(":")[1].split()[0])
+            return uids[:last], len(uids)
+        return uids, len(uids)
+
+    def keys(self, uids: list[int]) -> dict[int, int]:
+        return {m.uid: m.key for m in self.messages if m.uid in uids}
+
+
+def page(
+    servers: list[Server], limit: int, mark: Watermark | None
+) -> tuple[list[tuple[int, int, int]], Watermark | None]:
+    """One page, as imap/search/watermark_read.py reads it, from the simulated servers."""
+    wanted = limit + 1
+    known: list[Trusted] = []
+    for index, server in enumerate(servers):
+        reads = mailbox_reads([], wanted, mark, partial=server.partial)
+        part = MailboxPart(f"box{index}", index)
+        for read in reads:
+            if read.kind == "near":
+                part.near = server.near(read.args)
+            else:
+                part.order, part.count = server.sort(read.args, partial=server.partial)
+        while True:
+            if part.needs_order(wanted):
+                part.order, part.count = server.sort(
+                    mailbox_reads([], wanted, mark, partial=False)[-1].args, partial=False
+                )
+            goal, uids = part.keys_to_read(wanted)
+            part.keys.update(server.keys(uids))
+            part.keyed = goal
+            found = trusted(part, mark, wanted)
+            if found is not None:
+                known.append(found)
+                break
+            assert uids, "no progress"
+    merged = merge(known, limit)
+    return merged.picks, merged.next_watermark
+
+
+mailboxes = st.lists(
+    st.lists(
+        st.tuples(
+            st.integers(0, 40).map(lambda d: START + d * DAY // 3),  # many equal and close arrival times
+            st.sampled_from([-12 * 3600, -5 * 3600, 0, 3600, 14 * 3600]),
+        ),
+        max_size=25,
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    boxes=mailboxes,
+    limit=st.integers(1, 7),
+    ties_reversed=st.booleans(),
+    partial=st.booleans(),
+)
+def test_paging_by_one_position_lists_every_message_once_in_arrival_order(
+    boxes: list[list[tuple[int, int]]], limit: int, ties_reversed: bool, partial: bool
+) -> None:
+    servers = [
+        Server(
+            [Message(uid, key, zone) for uid, (key, zone) in enumerate(box, start=1)],
+            ties_reversed=ties_reversed,
+            partial=partial,
+        )
+        for box in boxes
+    ]
+    expected = sorted(
+        (place(m.key, index, m.uid), (index, m.uid)) for index, s in enumerate(servers) for m in s.messages
+    )
+    listed: list[tuple[int, int]] = []
+    mark: Watermark | None = None
+    for _ in range(200):
+        picks, mark = page(servers, limit, mark)
+        assert len(picks) == limit or mark is None
+        listed += [(index, uid) for index, uid, _ in picks]
+        if mark is None:
+            break
+    assert listed == [where for _, where in expected]
+
+
+def test_the_near_days_and_the_older_matches_are_asked_by_date() -> None:
+    mark = Watermark(int(dt.datetime(2026, 11, 25, 10, tzinfo=dt.UTC).timestamp()), 0, 7)
+    near, top = mailbox_reads([b"FROM", b"x"], 11, mark, partial=True)
+    assert near.args == (b"FROM", b"x", b"SINCE", b"23-Nov-2026", b"BEFORE", b"27-Nov-2026")
+    assert top.args == (
+        b"RETURN",
+        b"(PARTIAL 1:19 COUNT)",
+        b"(REVERSE ARRIVAL)",
+        b"US-ASCII",
+        b"FROM",
+        b"x",
+        b"BEFORE",
+        b"23-Nov-2026",
+    )
+    (first,) = mailbox_reads([], 11, None, partial=False)
+    assert first.args == (b"(REVERSE ARRIVAL)", b"US-ASCII", b"ALL")
+    assert NEAR_DAYS == 2 and imap_date(dt.date(2026, 1, 5)) == b"5-Jan-2026"
+
+
+def test_an_esort_answer_gives_its_slice_in_order_and_its_count() -> None:
+    assert partial_answer([b'(TAG "A1") UID PARTIAL (1:5 30,29,28:26) COUNT 30']) == (
+        [30, 29, 28, 27, 26],
+        30,
+    )
+    assert partial_answer([b'(TAG "A1") UID PARTIAL (1:5 NIL) COUNT 0']) == ([], 0)
+    assert partial_answer([b'(TAG "A1") UID COUNT 4 PARTIAL (1:2 9,4)']) == ([9, 4], 4)
+
+
+def test_a_watermark_cursor_is_short_whatever_the_number_of_mailboxes_and_checked_when_decoded() -> None:
+    cursor = WatermarkCursor(
+        "default", "d448e2735666", "0123456789ab", 100, 2**99 | 1, 3000, 20, START, 99, 4_000_000_000
+    )
+    token = cursor.encode()
+    assert len(token) <= 80 and WatermarkCursor.decode(token) == cursor
+    for garbled in (
+        WatermarkCursor(
+            "default", "d448e2735666", "0123456789ab", 3, 0, 1, 1, START, 3, 1
+        ),  # index past the list
+        WatermarkCursor(
+            "default", "d448e2735666", "0123456789ab", 3, 8, 1, 1, START, 0, 1
+        ),  # a bit past the list
+    ):
+        try:
+            WatermarkCursor.decode(garbled.encode())
+        except CursorError:
+            continue
+        raise AssertionError(f"{garbled} decoded")
