@@ -21,11 +21,10 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
-from mail_imap_mcp import mime
 from mail_imap_mcp.imap.errors import UidValidityChanged, mailbox_failure
 from mail_imap_mcp.imap.mailboxes import MailboxCounts
 from mail_imap_mcp.imap.search.cursors import SortOrder, StreamState
-from mail_imap_mcp.imap.search.execute import SearchExecutor, epoch
+from mail_imap_mcp.imap.search.execute import KEY_ITEMS, SearchExecutor, response_key
 from mail_imap_mcp.imap.search.merge import Candidate, StreamPage, merge, page_full_before
 from mail_imap_mcp.imap.search.plan import Newest, StreamStart
 from mail_imap_mcp.imap.session import ImapSession
@@ -35,7 +34,6 @@ from mail_imap_mcp.query import Query, needs_utf8, search_keys
 DATE_WINDOW = 1000
 #: Probes per FETCH when a cursor's anchors were all deleted and the position is found by date.
 LOCATE_PROBES = 64
-_DATE_ITEMS = ["INTERNALDATE", "BODY.PEEK[HEADER.FIELDS (DATE)]"]
 
 
 @dataclass
@@ -56,22 +54,8 @@ def sort_keys(session: ImapSession, uids: list[int], sort: SortOrder) -> dict[in
     """Sort key of each of ``uids`` in one FETCH: INTERNALDATE, or (date) the Date header else INTERNALDATE."""
     if not uids:
         return {}
-    items = ["INTERNALDATE"] if sort == "arrival" else _DATE_ITEMS
-    answer = session.fetch_range(uids, items)
-    keys: dict[int, int | None] = {}
-    for uid, response in answer.items():
-        internal = epoch(response.get(b"INTERNALDATE"))
-        if sort == "date":
-            raw = next(
-                (v for k, v in response.items() if isinstance(k, bytes) and k.startswith(b"BODY[")), b""
-            )
-            headers = mime.parse_header_block(raw or b"")
-            values = headers.get("date")
-            sent = epoch(mime.parse_date(values[0])) if values else None
-            keys[uid] = sent if sent is not None else internal
-        else:
-            keys[uid] = internal
-    return keys
+    answer = session.fetch_range(uids, KEY_ITEMS[sort])
+    return {uid: response_key(response, sort) for uid, response in answer.items()}
 
 
 def _after_anchor(order: list[int], state: StreamState) -> int | None:

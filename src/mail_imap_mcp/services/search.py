@@ -249,6 +249,7 @@ def _by_watermark(
         names=names,
         skipped=skipped,
         search=search,
+        sort=args.sort,
         limit=limit,
         filter_digest=digest,
         cursor=cursor,
@@ -287,7 +288,7 @@ def search_page(
         if (cursor.account_id, cursor.filter_digest) != (account_id, digest):
             return False
         if isinstance(cursor, WatermarkCursor):
-            return not strict and args.sort == "arrival"
+            return not strict
         if one_by_arrival:
             return cursor.sort == "arrival" and [s.mailbox for s in cursor.streams] == [args.mailbox]
         return True
@@ -300,7 +301,7 @@ def search_page(
         backend = choose_backend(session.personality)
         assert backend == "imap"  # the one backend so far: the server's own SEARCH
         if isinstance(cursor, WatermarkCursor) or (
-            cursor is None and reads_by_watermark(session, args.sort, search, merged=not strict)
+            cursor is None and reads_by_watermark(session, search, merged=not strict)
         ):
             return _by_watermark(session, app, account_id, args, search, digest, cursor, limit, snippet_chars)
         assert not isinstance(cursor, WatermarkCursor)

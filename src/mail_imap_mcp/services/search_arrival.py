@@ -24,10 +24,10 @@ _LISTS: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
 _LISTS_KEPT = 256
 
 
-def reads_by_watermark(session: ImapSession, sort: str, query: Query, *, merged: bool) -> bool:
-    """Whether a first page is read by one position: arrival order over several mailboxes, on a server
-    with SORT, with a query that needs no literal (all mailboxes are read in the same round trips)."""
-    return sort == "arrival" and merged and session.profile.sorts and not needs_utf8(query)
+def reads_by_watermark(session: ImapSession, query: Query, *, merged: bool) -> bool:
+    """Whether a first page is read by one position: several mailboxes, on a server with SORT, with a
+    query that needs no literal (all mailboxes are read in the same round trips)."""
+    return merged and session.profile.sorts and not needs_utf8(query)
 
 
 def mailboxes_digest(names: Sequence[str], uidvalidities: Sequence[int]) -> str:
@@ -59,6 +59,7 @@ def arrival_page(
     names: Sequence[str],
     skipped: int,
     search: Query,
+    sort: str,
     limit: int,
     filter_digest: str,
     cursor: WatermarkCursor | None,
@@ -73,7 +74,7 @@ def arrival_page(
     watermark = Watermark(cursor.key, cursor.index, cursor.uid) if cursor is not None else None
     wanted = limit + 1
     reading = [(index, name) for index, name in enumerate(names) if not skipped >> index & 1]
-    found = read_parts(session, account_id, reading, search_keys(search), wanted, watermark)
+    found = read_parts(session, account_id, reading, search_keys(search), wanted, watermark, sort)
     parts = [part for part, _ in found]
     read = dict.fromkeys(range(len(names)), 0)
     read.update({part.index: part.uidvalidity for part in parts})

@@ -185,6 +185,13 @@ TOOL = ToolSpec(
     title=TITLE,
     description=DESCRIPTION,
     details=DETAILS,
+    changes=(
+        "A search of several mailboxes on a server with SORT continues from one position: its cursor is "
+        "about 52 characters whatever the number of mailboxes (it grew by about 30 a mailbox), in arrival "
+        "and in date order. A mailbox deleted or recreated since the first page (or, after a server "
+        "restart, one created) makes the next page a `conflict` whose `next_action` runs the search "
+        "again; mail filed meanwhile with an earlier date comes once, at its place.",
+    ),
     input_model=SearchMessagesInput,
     data_model=SearchMessagesData,
     other_data_models=(CompactSearchData,),

@@ -15,9 +15,10 @@ from __future__ import annotations
 import calendar
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
+from mail_imap_mcp import mime
 from mail_imap_mcp.imap import parsing, wire
 from mail_imap_mcp.imap.errors import UidValidityChanged, mailbox_failure
 from mail_imap_mcp.imap.pipeline import Command, MailboxRead, MailboxReply, read_each
@@ -27,6 +28,8 @@ from mail_imap_mcp.imap.uidplus import parse_uid_set
 from mail_imap_mcp.query import Query, needs_utf8, search_keys
 
 _KEY_ITEMS = ["INTERNALDATE"]
+#: What a FETCH asks for a message's sort key, per order.
+KEY_ITEMS = {"arrival": _KEY_ITEMS, "date": ["INTERNALDATE", "BODY.PEEK[HEADER.FIELDS (DATE)]"]}
 
 
 def epoch(moment: datetime | None) -> int | None:
@@ -37,6 +40,19 @@ def epoch(moment: datetime | None) -> int | None:
     if moment.tzinfo is None:
         moment = moment.astimezone()
     return int(moment.astimezone(UTC).timestamp())
+
+
+def response_key(response: Mapping[bytes, object], sort: str) -> int | None:
+    """A message's sort key from its FETCH response (parsed): INTERNALDATE, or in date order the Date
+    header in UTC, else INTERNALDATE (as RFC 5256's SORT DATE)."""
+    moment = response.get(b"INTERNALDATE")
+    internal = epoch(moment) if isinstance(moment, datetime) else None
+    if sort != "date":
+        return internal
+    raw = next((v for k, v in response.items() if k.startswith(b"BODY[") and isinstance(v, bytes)), b"")
+    values = mime.parse_header_block(raw).get("date")
+    sent = epoch(mime.parse_date(values[0])) if values else None
+    return sent if sent is not None else internal
 
 
 #: A line of an INTERNALDATE-only ``UID FETCH`` answer as imaplib keeps it (``* `` and ``FETCH`` gone).

@@ -1,8 +1,9 @@
 """A page of several mailboxes in arrival order, continued from one position (a watermark), as data.
 
-The page order is one total order over every message searched: INTERNALDATE newest first, then the
-mailbox's place in the search's list, then UID ascending (as RFC 5256 SORT orders equal arrival times:
-by their place in the mailbox). A next page is what follows the last message taken (the
+The page order is one total order over every message searched: its key newest first (INTERNALDATE in
+arrival order; in date order the Date header, else INTERNALDATE, as RFC 5256's SORT DATE), then the
+mailbox's place in the search's list, then UID ascending (as RFC 5256 SORT orders equal keys: by their
+place in the mailbox). A next page is what follows the last message taken (the
 :class:`Watermark`), so the cursor is that position and digests, whatever the number of mailboxes.
 Every message that exists throughout the paging comes exactly once; one that arrives or moves in
 meanwhile comes at its place if that place is still ahead, never twice.
@@ -73,22 +74,39 @@ class Read:
     args: tuple[bytes, ...]
 
 
+#: Per order: the SORT criterion, and the search key of the older matches' days (arrival: INTERNALDATE;
+#: date: the Date header; the near read of date order adds the messages without one, which the server
+#: sorts by INTERNALDATE and may leave out of SENTSINCE and SENTBEFORE).
+_ORDERS = {"arrival": (b"(REVERSE ARRIVAL)", b"BEFORE"), "date": (b"(REVERSE DATE)", b"SENTBEFORE")}
+
+
 def mailbox_reads(
-    criteria: Sequence[bytes], wanted: int, watermark: Watermark | None, *, partial: bool
+    criteria: Sequence[bytes],
+    wanted: int,
+    watermark: Watermark | None,
+    *,
+    partial: bool,
+    sort: str = "arrival",
 ) -> list[Read]:
     """What one mailbox is asked after its EXAMINE for ``wanted`` messages after ``watermark`` (None: a
-    first page). ``partial``: the server offers ESORT (a slice and the count, not every match)."""
+    first page) in ``sort`` order. ``partial``: the server offers ESORT's PARTIAL (a slice and the count,
+    not every match)."""
     keys = tuple(criteria) or (b"ALL",)
+    criterion, before_key = _ORDERS[sort]
     older: tuple[bytes, ...] = ()
     reads = []
     if watermark is not None:
         day = _day(watermark.key)
-        since, before = day - timedelta(days=NEAR_DAYS), day + timedelta(days=NEAR_DAYS)
-        near = (*keys, b"SINCE", imap_date(since), b"BEFORE", imap_date(before))
+        since, before = imap_date(day - timedelta(days=NEAR_DAYS)), imap_date(day + timedelta(days=NEAR_DAYS))
+        if sort == "arrival":
+            near = (*keys, b"SINCE", since, b"BEFORE", before)
+        else:
+            days = b"(SENTSINCE " + since + b" SENTBEFORE " + before + b")"
+            near = (*keys, b"OR", days, b"NOT", b"HEADER", b"DATE", b'""')
         reads.append(Read("near", near))
-        older = (b"BEFORE", imap_date(since))
+        older = (before_key, since)
     head = (b"RETURN", f"(PARTIAL 1:{wanted + LOOKAHEAD} COUNT)".encode()) if partial else ()
-    reads.append(Read("top", (*head, b"(REVERSE ARRIVAL)", b"US-ASCII", *keys, *older)))
+    reads.append(Read("top", (*head, criterion, b"US-ASCII", *keys, *older)))
     return reads
 
 

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from mail_imap_mcp.imap import parsing, wire
 from mail_imap_mcp.imap.pipeline import Command, MailboxRead, read_each
-from mail_imap_mcp.imap.search.execute import internal_keys
+from mail_imap_mcp.imap.search.execute import KEY_ITEMS, internal_keys, response_key
 from mail_imap_mcp.imap.search.watermark import (
     MailboxPart,
     Read,
@@ -36,12 +36,13 @@ def read_parts(
     criteria: Sequence[bytes | str | int],
     wanted: int,
     watermark: Watermark | None,
+    sort: str,
 ) -> list[tuple[MailboxPart, Trusted | None]]:
-    """Each of ``mailboxes`` (place in the search's list, name): its part of the page and what of it is
-    known to come next (None where it failed)."""
+    """Each of ``mailboxes`` (place in the search's list, name): its part of the page in ``sort`` order
+    and what of it is known to come next (None where it failed)."""
     partial = session.profile.sorts_partially
     tokens = wire.search_args(list(criteria), None)
-    reads = mailbox_reads(tokens, wanted, watermark, partial=partial)
+    reads = mailbox_reads(tokens, wanted, watermark, partial=partial, sort=sort)
     parts = [MailboxPart(name, index) for index, name in mailboxes]
     commands = [_command(read, partial) for read in reads]
     replies = read_each(session, account_id, [MailboxRead(part.mailbox, commands) for part in parts])
@@ -53,19 +54,19 @@ def read_parts(
                 _take(part, read, answer, partial)
     found: dict[int, Trusted | None] = {}
     pending = [part for part in parts if part.failure is None]
-    whole = mailbox_reads(tokens, wanted, watermark, partial=False)[-1]
+    whole = mailbox_reads(tokens, wanted, watermark, partial=False, sort=sort)[-1]
     while pending:
         refill = [(part, [_command(whole, False)]) for part in pending if part.needs_order(wanted)]
         for part, answers in _again(session, account_id, refill):
             _take(part, whole, answers[0], False)
         goals = {id(part): part.keys_to_read(wanted) for part in pending if part.failure is None}
         keying = [
-            (part, [Command.fetch(format_uid_set(goals[id(part)][1]), ["INTERNALDATE"])])
+            (part, [Command.fetch(format_uid_set(goals[id(part)][1]), KEY_ITEMS[sort])])
             for part in pending
             if part.failure is None and goals[id(part)][1]
         ]
         for part, answers in _again(session, account_id, keying):
-            part.keys.update({uid: key or 0 for uid, key in internal_keys(session, answers[0]).items()})
+            part.keys.update({uid: key or 0 for uid, key in _keys(session, answers[0], sort).items()})
         for part in pending:
             if part.failure is None:
                 part.keyed = goals[id(part)][0]
@@ -76,6 +77,13 @@ def read_parts(
         if part.failure is None and found.get(part.index) is None:
             found[part.index] = trusted(replace(part, count=part.keyed), watermark, wanted)
     return [(part, found.get(part.index)) for part in parts]
+
+
+def _keys(session: ImapSession, answer: list[object], sort: str) -> dict[int, int | None]:
+    if sort == "arrival":
+        return internal_keys(session, answer)
+    parsed = session.client.parse_fetch(answer)
+    return {uid: response_key(response, sort) for uid, response in parsed.items()}
 
 
 def _command(read: Read, partial: bool) -> Command:
