@@ -338,6 +338,29 @@ async def test_date_order_across_mailboxes_places_a_message_without_date_by_its_
     assert [sent[s] for s in subjects(listed)] == sorted(sent.values(), reverse=True)
 
 
+async def test_many_messages_arriving_in_one_second_are_each_listed_once_across_mailboxes(
+    imap_server: MatrixServer, user: str, mcp: EnvelopeClient
+) -> None:
+    """30 messages of one mailbox share one INTERNALDATE (an import), more than a page reads keys for:
+    the plan reads more keys rather than trust the server's order of equal times (Courier reverses it),
+    and every message comes once, in mailbox order within the second."""
+    boxes = _mailboxes(imap_server)
+    same = BASE + dt.timedelta(days=3)
+    burst = [mailgen.plain_message(f"Archive-{i}", "burst", date=same) for i in range(30)]
+    imap_server.seed(user, boxes["Archive"], burst, internaldates=[same] * 30)
+    around = [(f"INBOX-{i}", same + dt.timedelta(seconds=(-1) ** i * (i + 1) * 60)) for i in range(6)]
+    imap_server.seed(
+        user,
+        "INBOX",
+        [mailgen.plain_message(s, "around", date=d) for s, d in around],
+        internaldates=[d for _, d in around],
+    )
+    _, listed = await page_all(mcp, {"mailbox": "*", "limit": 3, "snippet_chars": 0})
+    newer = [s for s, d in sorted(around, key=lambda a: a[1], reverse=True) if d > same]
+    older = [s for s, d in sorted(around, key=lambda a: a[1], reverse=True) if d < same]
+    assert subjects(listed) == newer + [f"Archive-{i}" for i in range(30)] + older
+
+
 async def test_every_mailbox_with_a_filter_and_mail_arriving_between_pages(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
