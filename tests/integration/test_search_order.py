@@ -361,6 +361,33 @@ async def test_many_messages_arriving_in_one_second_are_each_listed_once_across_
     assert subjects(listed) == newer + [f"Archive-{i}" for i in range(30)] + older
 
 
+async def test_a_search_of_every_mailbox_for_non_ascii_text_pages_with_a_short_cursor(
+    imap_server: MatrixServer, user: str, mcp: EnvelopeClient
+) -> None:
+    """CHARSET UTF-8 text (a literal, one mailbox after the other) pages by one position too: every match
+    once, newest first across the mailboxes, the cursor the same few dozen characters in arrival and in
+    date order."""
+    boxes = _mailboxes(imap_server)
+    placed: dict[str, list[tuple[str, dt.datetime]]] = {}
+    for offset, name in enumerate(("INBOX", boxes["Archive"], boxes["Sent"])):
+        items = [(f"Grüße {name} {i}", BASE + dt.timedelta(hours=3 * i + offset)) for i in range(4)]
+        items.append((f"plain {name}", BASE + dt.timedelta(hours=40 + offset)))
+        imap_server.seed(
+            user,
+            name,
+            [mailgen.plain_message(s, "text", date=d) for s, d in items],
+            internaldates=[d for _, d in items],
+        )
+        placed[name] = items[:4]
+    newest = [s for s, _ in sorted((i for v in placed.values() for i in v), key=lambda i: i[1], reverse=True)]
+    for sort in ("arrival", "date"):
+        pages, listed = await page_all(
+            mcp, {"mailbox": "*", "subject": "Grüße", "limit": 5, "snippet_chars": 0, "sort": sort}
+        )
+        assert subjects(listed) == newest, sort
+        assert all(len(page["next_cursor"]) < 80 for page in pages[:-1]), sort
+
+
 async def test_every_mailbox_with_a_filter_and_mail_arriving_between_pages(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:

@@ -84,17 +84,17 @@ def page(
     wanted = limit + 1
     known: list[Trusted] = []
     for index, server in enumerate(servers):
-        reads = mailbox_reads([], wanted, mark, partial=server.partial)
+        reads = mailbox_reads(wanted, mark, partial=server.partial)
         part = MailboxPart(f"box{index}", index)
         for read in reads:
             if read.kind == "near":
-                part.near = server.near(read.args)
+                part.near = server.near(read.tail)
             else:
-                part.order, part.count = server.sort(read.args, partial=server.partial)
+                part.order, part.count = server.sort(read.head + read.tail, partial=server.partial)
         while True:
             if part.needs_order(wanted):
                 part.order, part.count = server.sort(
-                    mailbox_reads([], wanted, mark, partial=False)[-1].args, partial=False
+                    mailbox_reads(wanted, mark, partial=False)[-1].tail, partial=False
                 )
             goal, uids = part.keys_to_read(wanted)
             part.keys.update(server.keys(uids))
@@ -155,20 +155,27 @@ def test_paging_by_one_position_lists_every_message_once_in_arrival_order(
 
 def test_the_near_days_and_the_older_matches_are_asked_by_date() -> None:
     mark = Watermark(int(dt.datetime(2026, 11, 25, 10, tzinfo=dt.UTC).timestamp()), 0, 7)
-    near, top = mailbox_reads([b"FROM", b"x"], 11, mark, partial=True)
-    assert near.args == (b"FROM", b"x", b"SINCE", b"23-Nov-2026", b"BEFORE", b"27-Nov-2026")
-    assert top.args == (
-        b"RETURN",
-        b"(PARTIAL 1:19 COUNT)",
-        b"(REVERSE ARRIVAL)",
-        b"US-ASCII",
-        b"FROM",
-        b"x",
-        b"BEFORE",
-        b"23-Nov-2026",
+    near, top = mailbox_reads(11, mark, partial=True)
+    assert (near.kind, near.head, near.tail) == (
+        "near",
+        (),
+        (b"SINCE", b"23-Nov-2026", b"BEFORE", b"27-Nov-2026"),
     )
-    (first,) = mailbox_reads([], 11, None, partial=False)
-    assert first.args == (b"(REVERSE ARRIVAL)", b"US-ASCII", b"ALL")
+    assert top.head == (b"RETURN", b"(PARTIAL 1:19 COUNT)", b"(REVERSE ARRIVAL)")
+    assert top.tail == (b"BEFORE", b"23-Nov-2026")
+    (first,) = mailbox_reads(11, None, partial=False)
+    assert (first.head, first.tail) == ((b"(REVERSE ARRIVAL)",), ())
+    # Date order: the Date header's days, and every message without one (sorted by its arrival).
+    near, top = mailbox_reads(11, mark, partial=False, sort="date")
+    assert near.tail == (
+        b"OR",
+        b"(SENTSINCE 23-Nov-2026 SENTBEFORE 27-Nov-2026)",
+        b"NOT",
+        b"HEADER",
+        b"DATE",
+        b'""',
+    )
+    assert (top.head, top.tail) == ((b"(REVERSE DATE)",), (b"SENTBEFORE", b"23-Nov-2026"))
     assert NEAR_DAYS == 2 and imap_date(dt.date(2026, 1, 5)) == b"5-Jan-2026"
 
 

@@ -72,6 +72,26 @@ class SearchCommands:
             raise ValueError("SORT is not advertised by the server")
         return parsing.search_uids(_rfc5256(self, "SORT", b"(REVERSE DATE)", criteria, charset))
 
+    def uid_sort(
+        self: SearchSession,
+        head: list[bytes],
+        criteria: list[bytes | str | int],
+        *,
+        charset: str | None = None,
+        partial: bool = False,
+    ) -> list[Any]:
+        """``UID SORT head charset criteria`` (RFC 5256; ``head``: ``RETURN (...)`` and the sort criteria):
+        its untagged answer as the server gave it, ``ESEARCH`` where ``partial`` (ESORT, RFC 5267) asks
+        for a slice. Only where the server advertises SORT (raises ``ValueError`` otherwise)."""
+        if not self.profile.sorts or (partial and not self.profile.sorts_partially):
+            raise ValueError("SORT (or ESORT's PARTIAL) is not advertised by the server")
+        args = [*head, (charset or "US-ASCII").encode("ascii")]
+        args += [wire.encode_search_token(item, charset) for item in criteria or [b"ALL"]]
+        with self._selected_mailbox_errors():
+            return self._client.uid_command_untagged(
+                b"SORT", args, response_name="ESEARCH" if partial else None
+            )
+
     def uid_thread_references(
         self: SearchSession, criteria: list[bytes | str | int], *, charset: str | None = None
     ) -> list[list[int]]:

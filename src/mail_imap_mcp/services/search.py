@@ -301,7 +301,7 @@ def search_page(
         backend = choose_backend(session.personality)
         assert backend == "imap"  # the one backend so far: the server's own SEARCH
         if isinstance(cursor, WatermarkCursor) or (
-            cursor is None and reads_by_watermark(session, search, merged=not strict)
+            cursor is None and reads_by_watermark(session, merged=not strict)
         ):
             return _by_watermark(session, app, account_id, args, search, digest, cursor, limit, snippet_chars)
         assert not isinstance(cursor, WatermarkCursor)

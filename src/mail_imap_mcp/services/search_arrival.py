@@ -24,10 +24,9 @@ _LISTS: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
 _LISTS_KEPT = 256
 
 
-def reads_by_watermark(session: ImapSession, query: Query, *, merged: bool) -> bool:
-    """Whether a first page is read by one position: several mailboxes, on a server with SORT, with a
-    query that needs no literal (all mailboxes are read in the same round trips)."""
-    return merged and session.profile.sorts and not needs_utf8(query)
+def reads_by_watermark(session: ImapSession, *, merged: bool) -> bool:
+    """Whether a first page is read by one position: several mailboxes, on a server with SORT."""
+    return merged and session.profile.sorts
 
 
 def mailboxes_digest(names: Sequence[str], uidvalidities: Sequence[int]) -> str:
@@ -74,7 +73,8 @@ def arrival_page(
     watermark = Watermark(cursor.key, cursor.index, cursor.uid) if cursor is not None else None
     wanted = limit + 1
     reading = [(index, name) for index, name in enumerate(names) if not skipped >> index & 1]
-    found = read_parts(session, account_id, reading, search_keys(search), wanted, watermark, sort)
+    charset = "UTF-8" if needs_utf8(search) else None
+    found = read_parts(session, account_id, reading, search_keys(search), wanted, watermark, sort, charset)
     parts = [part for part, _ in found]
     read = dict.fromkeys(range(len(names)), 0)
     read.update({part.index: part.uidvalidity for part in parts})

@@ -67,11 +67,13 @@ def _day(key: int) -> date:
 
 @dataclass(frozen=True)
 class Read:
-    """One command after a mailbox's EXAMINE: ``top`` (``UID SORT``) or ``near`` (``UID SEARCH``),
-    with its arguments after the command name."""
+    """One command after a mailbox's EXAMINE: ``top`` (``UID SORT``: ``head`` before the charset, the
+    search criteria after it) or ``near`` (``UID SEARCH`` of the criteria); ``tail`` follows the
+    criteria (the days that bound them)."""
 
     kind: str
-    args: tuple[bytes, ...]
+    head: tuple[bytes, ...]
+    tail: tuple[bytes, ...]
 
 
 #: Per order: the SORT criterion, and the search key of the older matches' days (arrival: INTERNALDATE;
@@ -81,17 +83,11 @@ _ORDERS = {"arrival": (b"(REVERSE ARRIVAL)", b"BEFORE"), "date": (b"(REVERSE DAT
 
 
 def mailbox_reads(
-    criteria: Sequence[bytes],
-    wanted: int,
-    watermark: Watermark | None,
-    *,
-    partial: bool,
-    sort: str = "arrival",
+    wanted: int, watermark: Watermark | None, *, partial: bool, sort: str = "arrival"
 ) -> list[Read]:
     """What one mailbox is asked after its EXAMINE for ``wanted`` messages after ``watermark`` (None: a
-    first page) in ``sort`` order. ``partial``: the server offers ESORT's PARTIAL (a slice and the count,
-    not every match)."""
-    keys = tuple(criteria) or (b"ALL",)
+    first page) in ``sort`` order, besides the search's own criteria. ``partial``: the server offers
+    ESORT's PARTIAL (a slice and the count, not every match)."""
     criterion, before_key = _ORDERS[sort]
     older: tuple[bytes, ...] = ()
     reads = []
@@ -99,14 +95,14 @@ def mailbox_reads(
         day = _day(watermark.key)
         since, before = imap_date(day - timedelta(days=NEAR_DAYS)), imap_date(day + timedelta(days=NEAR_DAYS))
         if sort == "arrival":
-            near = (*keys, b"SINCE", since, b"BEFORE", before)
+            near: tuple[bytes, ...] = (b"SINCE", since, b"BEFORE", before)
         else:
             days = b"(SENTSINCE " + since + b" SENTBEFORE " + before + b")"
-            near = (*keys, b"OR", days, b"NOT", b"HEADER", b"DATE", b'""')
-        reads.append(Read("near", near))
+            near = (b"OR", days, b"NOT", b"HEADER", b"DATE", b'""')
+        reads.append(Read("near", (), near))
         older = (before_key, since)
     head = (b"RETURN", f"(PARTIAL 1:{wanted + LOOKAHEAD} COUNT)".encode()) if partial else ()
-    reads.append(Read("top", (*head, criterion, b"US-ASCII", *keys, *older)))
+    reads.append(Read("top", (*head, criterion), older))
     return reads
 
 

@@ -1,19 +1,24 @@
-"""Reads the mailboxes of a watermark page (:mod:`.watermark`): two round trips for all of them.
+"""Reads the mailboxes of a watermark page (:mod:`.watermark`).
 
-The first sends every mailbox's EXAMINE and its reads (the newest matches by arrival, and on a next
-page the matches of the days around the watermark); the second the INTERNALDATE of what the page needs
-of them, each behind a check that the mailbox is still the one examined (UIDVALIDITY). Where many
-messages share one arrival time at the end of what was read, further round trips read more keys (and,
-after an ESORT slice, the whole sorted list first). A mailbox that fails is a failure in its own part,
-never the others'.
+Every mailbox at once where the query needs no literal: the first round trip sends every mailbox's
+EXAMINE and its reads (the newest matches by arrival or date, and on a next page the matches of the days
+around the watermark), the second the sort keys of what the page needs of them, each behind a check that
+the mailbox is still the one examined (UIDVALIDITY). A query with non-ASCII text (``CHARSET UTF-8``, whose
+literals wait for the server's continuation) reads the same, one mailbox after the other. Where many
+messages share one key at the end of what was read, further reads bring more keys (and, after an ESORT
+slice, the whole sorted list first). A mailbox that fails is a failure in its own part, never the
+others'.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Protocol
 
 from mail_imap_mcp.imap import parsing, wire
+from mail_imap_mcp.imap.errors import UidValidityChanged, mailbox_failure
 from mail_imap_mcp.imap.pipeline import Command, MailboxRead, read_each
 from mail_imap_mcp.imap.search.execute import KEY_ITEMS, internal_keys, response_key
 from mail_imap_mcp.imap.search.watermark import (
@@ -29,6 +34,15 @@ from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import format_uid_set
 
 
+class Transport(Protocol):
+    """How the reads reach the server: all mailboxes at once, or one after the other. Each sets what it
+    read on the parts, or the failure that ends a part."""
+
+    def first(self, parts: list[MailboxPart], reads: list[Read]) -> None: ...
+    def resort(self, parts: list[MailboxPart], read: Read) -> None: ...
+    def keys(self, asks: list[tuple[MailboxPart, list[int]]]) -> None: ...
+
+
 def read_parts(
     session: ImapSession,
     account_id: str,
@@ -37,36 +51,26 @@ def read_parts(
     wanted: int,
     watermark: Watermark | None,
     sort: str,
+    charset: str | None = None,
 ) -> list[tuple[MailboxPart, Trusted | None]]:
     """Each of ``mailboxes`` (place in the search's list, name): its part of the page in ``sort`` order
     and what of it is known to come next (None where it failed)."""
     partial = session.profile.sorts_partially
-    tokens = wire.search_args(list(criteria), None)
-    reads = mailbox_reads(tokens, wanted, watermark, partial=partial, sort=sort)
+    reads = mailbox_reads(wanted, watermark, partial=partial, sort=sort)
     parts = [MailboxPart(name, index) for index, name in mailboxes]
-    commands = [_command(read, partial) for read in reads]
-    replies = read_each(session, account_id, [MailboxRead(part.mailbox, commands) for part in parts])
-    for part, reply in zip(parts, replies, strict=True):
-        part.uidvalidity = reply.state.uidvalidity if reply.state is not None else 0
-        part.failure = reply.failure
-        if part.failure is None:
-            for read, answer in zip(reads, reply.answers, strict=True):
-                _take(part, read, answer, partial)
+    transport: Transport
+    if charset is None:
+        transport = _AllAtOnce(session, account_id, wire.search_args(list(criteria), None), sort, partial)
+    else:
+        transport = _OneByOne(session, list(criteria), charset, sort, partial)
+    transport.first(parts, reads)
     found: dict[int, Trusted | None] = {}
     pending = [part for part in parts if part.failure is None]
-    whole = mailbox_reads(tokens, wanted, watermark, partial=False, sort=sort)[-1]
+    whole = mailbox_reads(wanted, watermark, partial=False, sort=sort)[-1]
     while pending:
-        refill = [(part, [_command(whole, False)]) for part in pending if part.needs_order(wanted)]
-        for part, answers in _again(session, account_id, refill):
-            _take(part, whole, answers[0], False)
+        transport.resort([part for part in pending if part.needs_order(wanted)], whole)
         goals = {id(part): part.keys_to_read(wanted) for part in pending if part.failure is None}
-        keying = [
-            (part, [Command.fetch(format_uid_set(goals[id(part)][1]), KEY_ITEMS[sort])])
-            for part in pending
-            if part.failure is None and goals[id(part)][1]
-        ]
-        for part, answers in _again(session, account_id, keying):
-            part.keys.update({uid: key or 0 for uid, key in _keys(session, answers[0], sort).items()})
+        transport.keys([(p, goals[id(p)][1]) for p in pending if p.failure is None and goals[id(p)][1]])
         for part in pending:
             if part.failure is None:
                 part.keyed = goals[id(part)][0]
@@ -77,19 +81,6 @@ def read_parts(
         if part.failure is None and found.get(part.index) is None:
             found[part.index] = trusted(replace(part, count=part.keyed), watermark, wanted)
     return [(part, found.get(part.index)) for part in parts]
-
-
-def _keys(session: ImapSession, answer: list[object], sort: str) -> dict[int, int | None]:
-    if sort == "arrival":
-        return internal_keys(session, answer)
-    parsed = session.client.parse_fetch(answer)
-    return {uid: response_key(response, sort) for uid, response in parsed.items()}
-
-
-def _command(read: Read, partial: bool) -> Command:
-    if read.kind == "near":
-        return Command((b"SEARCH", *read.args), "SEARCH")
-    return Command((b"SORT", *read.args), "ESEARCH" if partial else "SORT")
 
 
 def _take(part: MailboxPart, read: Read, answer: list[object], partial: bool) -> None:
@@ -103,18 +94,115 @@ def _take(part: MailboxPart, read: Read, answer: list[object], partial: bool) ->
         part.count = len(part.order)
 
 
-def _again(
-    session: ImapSession, account_id: str, reads: list[tuple[MailboxPart, list[Command]]]
-) -> list[tuple[MailboxPart, list[list[object]]]]:
-    """Further commands on mailboxes examined already, each checked to be the one examined; a part whose
-    reply failed takes the failure and is left out of the result."""
-    if not reads:
-        return []
-    sent = [MailboxRead(part.mailbox, commands, part.uidvalidity) for part, commands in reads]
-    answered = []
-    for (part, _), reply in zip(reads, read_each(session, account_id, sent), strict=True):
-        if reply.failure is not None:
+@dataclass
+class _AllAtOnce:
+    """Every mailbox's commands in one round trip (:mod:`mail_imap_mcp.imap.pipeline`), each further read
+    checked to be on the mailbox examined first (UIDVALIDITY)."""
+
+    session: ImapSession
+    account_id: str
+    tokens: list[bytes]
+    sort: str
+    partial: bool
+
+    def first(self, parts: list[MailboxPart], reads: list[Read]) -> None:
+        commands = [self._command(read, self.partial) for read in reads]
+        sent = [MailboxRead(part.mailbox, commands) for part in parts]
+        for part, reply in zip(parts, read_each(self.session, self.account_id, sent), strict=True):
+            part.uidvalidity = reply.state.uidvalidity if reply.state is not None else 0
             part.failure = reply.failure
-        else:
-            answered.append((part, reply.answers))
-    return answered
+            if part.failure is None:
+                for read, answer in zip(reads, reply.answers, strict=True):
+                    _take(part, read, answer, self.partial)
+
+    def resort(self, parts: list[MailboxPart], read: Read) -> None:
+        for part, answer in self._again([(part, self._command(read, False)) for part in parts]):
+            _take(part, read, answer, False)
+
+    def keys(self, asks: list[tuple[MailboxPart, list[int]]]) -> None:
+        items = KEY_ITEMS[self.sort]
+        for part, answer in self._again([(p, Command.fetch(format_uid_set(u), items)) for p, u in asks]):
+            if self.sort == "arrival":
+                keys = internal_keys(self.session, answer)
+            else:
+                parsed = self.session.client.parse_fetch(answer)
+                keys = {uid: response_key(response, self.sort) for uid, response in parsed.items()}
+            part.keys.update({uid: key or 0 for uid, key in keys.items()})
+
+    def _again(self, asks: list[tuple[MailboxPart, Command]]) -> list[tuple[MailboxPart, list[object]]]:
+        if not asks:
+            return []
+        sent = [MailboxRead(part.mailbox, [command], part.uidvalidity) for part, command in asks]
+        answered = []
+        for (part, _), reply in zip(asks, read_each(self.session, self.account_id, sent), strict=True):
+            if reply.failure is not None:
+                part.failure = reply.failure
+            else:
+                answered.append((part, reply.answers[0]))
+        return answered
+
+    def _command(self, read: Read, partial: bool) -> Command:
+        if read.kind == "near":
+            return Command((b"SEARCH", *self.tokens, *read.tail), "SEARCH")
+        args = (b"SORT", *read.head, b"US-ASCII", *(self.tokens or [b"ALL"]), *read.tail)
+        return Command(args, "ESEARCH" if partial else "SORT")
+
+
+@dataclass
+class _OneByOne:
+    """One mailbox after the other, each command waiting for its answer (a literal waits for the
+    server's continuation), each further read on the mailbox examined again and checked to be the one
+    read first (UIDVALIDITY)."""
+
+    session: ImapSession
+    criteria: list[bytes | str | int]
+    charset: str
+    sort: str
+    partial: bool
+
+    def first(self, parts: list[MailboxPart], reads: list[Read]) -> None:
+        for part in parts:
+            with _failing(part):
+                part.uidvalidity = self.session.examine(part.mailbox).uidvalidity
+                for read in reads:
+                    criteria = [*self.criteria, *read.tail]
+                    if read.kind == "near":
+                        part.near = self.session.uid_search(criteria, charset=self.charset)
+                    else:
+                        self._sort(part, read, self.partial)
+
+    def resort(self, parts: list[MailboxPart], read: Read) -> None:
+        for part in parts:
+            with _failing(part):
+                self._examine(part)
+                self._sort(part, read, False)
+
+    def keys(self, asks: list[tuple[MailboxPart, list[int]]]) -> None:
+        for part, uids in asks:
+            with _failing(part):
+                self._examine(part)
+                fetched = self.session.fetch_range(uids, KEY_ITEMS[self.sort])
+                keys = {uid: response_key(response, self.sort) for uid, response in fetched.items()}
+                part.keys.update({uid: key or 0 for uid, key in keys.items()})
+
+    def _examine(self, part: MailboxPart) -> None:
+        state = self.session.examine(part.mailbox)
+        if state.uidvalidity != part.uidvalidity:
+            raise UidValidityChanged(part.uidvalidity, state.uidvalidity, part.mailbox)
+
+    def _sort(self, part: MailboxPart, read: Read, partial: bool) -> None:
+        criteria = [*self.criteria, *read.tail]
+        answer = self.session.uid_sort(list(read.head), criteria, charset=self.charset, partial=partial)
+        _take(part, read, answer, partial)
+
+
+@contextmanager
+def _failing(part: MailboxPart) -> Iterator[None]:
+    """A failure of the mailbox alone ends its part (it leaves the page); anything else ends the call."""
+    try:
+        yield
+    except Exception as exc:
+        failure = mailbox_failure(exc)
+        if failure is None:
+            raise
+        part.failure = failure
