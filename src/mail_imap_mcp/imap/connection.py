@@ -47,6 +47,7 @@ from mail_imap_mcp.imap.errors import (
     UidValidityChanged,
     is_connection_broken,
 )
+from mail_imap_mcp.imap.parts import PartError
 from mail_imap_mcp.imap.personality import Personality, Profile, personality_for
 from mail_imap_mcp.imap.read import MessageGone
 from mail_imap_mcp.imap.search.cursors import MailboxesChanged
@@ -55,6 +56,7 @@ from mail_imap_mcp.imap.summary_cache import SummaryCache
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
 from mail_imap_mcp.imap.write_errors import (
+    AppendRefused,
     DestinationMissing,
     ExtensionMissing,
     RoleMailboxMissing,
@@ -77,6 +79,8 @@ _JUDGED_ON_THE_VIEW: tuple[type[Exception], ...] = (
     ExtensionMissing,
     RoleMailboxMissing,
     MailboxesChanged,
+    PartError,
+    AppendRefused,
 )
 
 T = TypeVar("T")

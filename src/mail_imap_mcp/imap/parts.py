@@ -35,7 +35,14 @@ HEAD_BYTES = 4096
 _MAX_ENCODED_PER_DECODED = 3
 
 
-class PartNotFound(Exception):
+class PartError(ImapError):
+    """An attachment part of a message cannot be read; ``ref``: the message (:func:`read_part` sets it),
+    which the failure registry's words name."""
+
+    ref: MessageRef | None = None
+
+
+class PartNotFound(PartError):
     """No leaf part with this section number; ``available`` lists the attachment part ids."""
 
     def __init__(self, part_id: str, available: list[str]) -> None:
@@ -44,7 +51,7 @@ class PartNotFound(Exception):
         self.available = available
 
 
-class NotAnAttachment(Exception):
+class NotAnAttachment(PartError):
     """The section is the message's body text (or another non-attachment leaf)."""
 
     def __init__(self, part: mime.Part, available: list[str]) -> None:
@@ -53,7 +60,7 @@ class NotAnAttachment(Exception):
         self.available = available
 
 
-class StructureUnusable(Exception):
+class StructureUnusable(PartError):
     """The server's BODYSTRUCTURE is missing, unusable or contradicts the message's headers."""
 
     def __init__(self, reason: str) -> None:
@@ -61,11 +68,11 @@ class StructureUnusable(Exception):
         self.reason = reason
 
 
-class PartGone(Exception):
+class PartGone(PartError):
     """The message no longer exists."""
 
 
-class PartRefused(ImapError):
+class PartRefused(PartError):
     """The server answered NO (or BAD) to the FETCH of an existing part; ``said``: its words."""
 
     def __init__(self, part_id: str, said: str) -> None:
@@ -155,8 +162,26 @@ def read_part(
     limit) or returns a smaller ``max_bytes`` (e.g. only what a text window needs), or None.
     When the server's BODYSTRUCTURE cannot be trusted, the first ``source_bytes`` of the message are
     parsed here instead, as ``imap_get_message`` does to list the attachments (0: raise instead). The mailbox must be selected. Raises :class:`PartGone`,
-    :class:`PartNotFound`, :class:`NotAnAttachment` or :class:`StructureUnusable`.
+    :class:`PartNotFound`, :class:`NotAnAttachment`, :class:`StructureUnusable` or :class:`PartRefused`,
+    naming ``ref``.
     """
+    try:
+        return _read_part(session, ref, part_id, sink, max_bytes, skip_bytes, accept, source_bytes)
+    except PartError as exc:
+        exc.ref = ref
+        raise
+
+
+def _read_part(
+    session: ImapSession,
+    ref: MessageRef,
+    part_id: str,
+    sink: BinaryIO,
+    max_bytes: int,
+    skip_bytes: int,
+    accept: Callable[[mime.Part, bytes], int | None] | None,
+    source_bytes: int,
+) -> PartRead:
     first = min(FETCH_CHUNK_BYTES, _encoded_need(skip_bytes + max_bytes))
     items = [
         "BODYSTRUCTURE",
@@ -283,6 +308,7 @@ __all__ = [
     "FETCH_CHUNK_BYTES",
     "PART_ID_PATTERN",
     "NotAnAttachment",
+    "PartError",
     "PartGone",
     "PartNotFound",
     "PartRead",

@@ -5,7 +5,7 @@ instead of a change: each carries the facts its words need, never the words (the
 from __future__ import annotations
 
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.imap.errors import REFUSALS, CommandRefused, ImapError, Refusal
+from mail_imap_mcp.imap.errors import REFUSALS, CommandRefused, ImapError, MailboxMissing, Refusal
 
 
 class DestinationMissing(ImapError):
@@ -15,6 +15,20 @@ class DestinationMissing(ImapError):
 
     def __init__(self, mailbox: str, parameter: str = "destination_mailbox") -> None:
         super().__init__(f"mailbox {mailbox!r} ({parameter}) does not exist")
+        self.mailbox = mailbox
+        self.parameter = parameter
+
+
+class AppendRefused(ImapError):
+    """The server refused the APPEND of a message to ``mailbox`` of ``account_id`` (``refused``: its NO,
+    or the mailbox missing), which the setting ``parameter`` chose (e.g. ``drafts_mailbox``)."""
+
+    def __init__(
+        self, refused: CommandRefused | MailboxMissing, account_id: str, mailbox: str, parameter: str
+    ) -> None:
+        super().__init__(f"APPEND to {mailbox!r} ({parameter}) refused: {refused}")
+        self.refused = refused
+        self.account_id = account_id
         self.mailbox = mailbox
         self.parameter = parameter
 

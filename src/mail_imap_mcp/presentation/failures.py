@@ -13,12 +13,11 @@ connection (busy, out of time, lost) in :mod:`.connect_failures`; this map uses 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from mail_imap_mcp.config import AccountConfig, Config
+from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure, ToolResult
 from mail_imap_mcp.imap import errors
@@ -51,12 +50,20 @@ from mail_imap_mcp.imap.errors import (
     classify,
 )
 from mail_imap_mcp.imap.flags import ALLOWED_FLAGS, SYSTEM_FLAGS
-from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
-from mail_imap_mcp.imap.parts import NotAnAttachment, PartGone, PartNotFound, PartRefused, StructureUnusable
+from mail_imap_mcp.imap.ids import InvalidMessageId
+from mail_imap_mcp.imap.parts import (
+    NotAnAttachment,
+    PartError,
+    PartGone,
+    PartNotFound,
+    PartRefused,
+    StructureUnusable,
+)
 from mail_imap_mcp.imap.read import MessageGone
-from mail_imap_mcp.imap.search.cursors import CursorError, MailboxesChanged
+from mail_imap_mcp.imap.search.cursors import CursorError, CursorMismatch, MailboxesChanged
 from mail_imap_mcp.imap.uidplus import MalformedUidSet
 from mail_imap_mcp.imap.write_errors import (
+    AppendRefused,
     DestinationMissing,
     ExtensionMissing,
     InvalidFlag,
@@ -64,6 +71,7 @@ from mail_imap_mcp.imap.write_errors import (
     WriteRefused,
 )
 from mail_imap_mcp.presentation import connect_failures
+from mail_imap_mcp.presentation.call import App, Call
 from mail_imap_mcp.presentation.mail_failures import (
     MAILBOX_COMMANDS,
     TRANSFERS,
@@ -79,7 +87,7 @@ from mail_imap_mcp.presentation.mail_failures import (
 )
 
 InputT = TypeVar("InputT", bound=BaseModel)
-AppT = TypeVar("AppT", bound="App")
+AppT = TypeVar("AppT", bound=App)
 
 #: What each extraction error code is as an envelope error.
 _EXTRACTION_CODES = {
@@ -88,54 +96,6 @@ _EXTRACTION_CODES = {
     "encrypted": ErrorCode.PERMISSION_DENIED,
     "extract_failed": ErrorCode.UNAVAILABLE,
 }
-
-
-class App(Protocol):
-    """What the map needs of the running server (:class:`~mail_imap_mcp.app.AppContext`)."""
-
-    @property
-    def config(self) -> Config: ...
-
-    def resolve_account(self, account_id: str) -> str: ...
-
-
-@dataclass(frozen=True)
-class Call:
-    """What the map knows of the call that failed: the server's state and the arguments as given."""
-
-    app: App
-    arguments: BaseModel
-
-    def argument(self, name: str) -> Any:
-        return getattr(self.arguments, name, None)
-
-    def takes(self, name: str) -> bool:
-        """Whether the call's tool has the argument ``name`` (given or not)."""
-        return name in type(self.arguments).model_fields
-
-    def rerun_arguments(self) -> dict[str, Any]:
-        """The arguments as given, without the position a cursor held: the same call from its start."""
-        given = self.arguments.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True)
-        given.pop("cursor", None)
-        return given
-
-    def message_ref(self) -> MessageRef | None:
-        """The message the call names (``message_id``), if it names one."""
-        value = self.argument("message_id")
-        try:
-            return parse_message_id(value) if isinstance(value, str) else None
-        except InvalidMessageId:
-            return None
-
-    def account(self) -> tuple[str, AccountConfig] | None:
-        """The account the call is about (``account_id``, else the account of its ``message_id``)."""
-        ref = self.message_ref()
-        account_id = ref.account_id if ref is not None else self.argument("account_id")
-        if not isinstance(account_id, str):
-            return None
-        account_id = self.app.resolve_account(account_id)
-        config = self.app.config.accounts.get(account_id)
-        return None if config is None else (account_id, config)
 
 
 Converter = Callable[[Any, Call | None], ToolFailure]
@@ -237,6 +197,10 @@ def _write_refused_in(exc: WriteRefused, call: Call | None) -> ToolFailure:
     return write_refused(exc, exc.mailbox)
 
 
+def _append_refused(exc: AppendRefused, call: Call | None) -> ToolFailure:
+    return mailbox_refused(exc.refused, exc.account_id, "APPEND", exc.mailbox, exc.parameter)
+
+
 def _extension_missing(exc: ExtensionMissing, call: Call | None) -> ToolFailure:
     return extension_missing(exc.capability, exc.what)
 
@@ -311,8 +275,8 @@ def _message_gone(exc: MessageGone, call: Call | None) -> ToolFailure:
     return message_gone(ref)
 
 
-def _part_failure(exc: Exception, call: Call | None) -> ToolFailure:
-    ref = call.message_ref() if call is not None else None
+def _part_failure(exc: PartError, call: Call | None) -> ToolFailure:
+    ref = exc.ref or (call.message_ref() if call is not None else None)
     if ref is None:
         return ToolFailure(
             ErrorCode.NOT_FOUND, f"No such attachment: {exc}.", details={"parameter": "part_id"}
@@ -333,6 +297,12 @@ def _invalid_message_id(exc: InvalidMessageId, call: Call | None) -> ToolFailure
 
 
 def _cursor_error(exc: CursorError, call: Call | None) -> ToolFailure:
+    if isinstance(exc, CursorMismatch):
+        return ToolFailure.invalid_input(
+            "cursor",
+            "it belongs to a search with a different account, mailbox or filters, or another sort order. "
+            "Pass exactly the filters of the first page with this cursor, or drop the cursor to start a new search.",
+        )
     return ToolFailure.invalid_input("cursor", f"{exc}. Rerun the search without a cursor to start again.")
 
 
@@ -401,6 +371,7 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     AccountUnknown: _account_unknown,
     DestinationMissing: _destination_missing,
     WriteRefused: _write_refused_in,
+    AppendRefused: _append_refused,
     ExtensionMissing: _extension_missing,
     RoleMailboxMissing: _role_mailbox_missing,
     InvalidFlag: _invalid_flag,
@@ -411,8 +382,10 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     NotAnAttachment: _part_failure,
     StructureUnusable: _part_failure,
     PartRefused: _part_failure,
+    PartError: _part_failure,
     InvalidMessageId: _invalid_message_id,
     CursorError: _cursor_error,
+    CursorMismatch: _cursor_error,
     MailboxesChanged: _mailboxes_changed,
     ChangesTokenError: _changes_token_error,
     MalformedUidSet: _malformed_uid_set,

@@ -18,18 +18,8 @@ from mail_imap_mcp.config import ServerSettings
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.parts import (
-    NotAnAttachment,
-    PartGone,
-    PartNotFound,
-    PartRead,
-    PartRefused,
-    StructureUnusable,
-    read_part,
-    valid_part_id,
-)
+from mail_imap_mcp.imap.parts import PartRead, read_part, valid_part_id
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.presentation.mail_failures import part_failure
 from mail_imap_mcp.services.message_lookup import examine_for, resolve_message
 
 #: Limit errors of the attachment tools (rendered into docs/tools.md).
@@ -86,19 +76,17 @@ def fetch_part(
         sink.seek(start)
         sink.truncate()
         examine_for(session, ref)
-        try:
-            return read_part(
-                session,
-                ref,
-                part_id,
-                sink,
-                max_bytes=max_bytes,
-                skip_bytes=skip_bytes,
-                accept=accept,
-                source_bytes=source_bytes,
-            )
-        except (PartGone, PartNotFound, NotAnAttachment, StructureUnusable, PartRefused) as exc:
-            raise part_failure(exc, ref) from None
+        # A part that cannot be read (PartError, naming ref) leaves run in the failure registry's words.
+        return read_part(
+            session,
+            ref,
+            part_id,
+            sink,
+            max_bytes=max_bytes,
+            skip_bytes=skip_bytes,
+            accept=accept,
+            source_bytes=source_bytes,
+        )
 
     return connection.run(work)
 

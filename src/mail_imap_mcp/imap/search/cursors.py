@@ -35,6 +35,10 @@ class CursorError(ValueError):
     """The cursor is garbled, from another version, or does not fit the request."""
 
 
+class CursorMismatch(CursorError):
+    """The cursor is sound but belongs to another search: another account, mailbox, filters or order."""
+
+
 #: First byte of a packed cursor's body (a JSON body starts with ``[`` or ``{``): the one-mailbox
 #: cursor of earlier versions, and the stream cursor.
 PACKED_TAG = 1
