@@ -50,6 +50,11 @@ class Part:
     content_id: str | None
     charset: str | None
 
+    @property
+    def part_id(self) -> str:
+        """The section number as the tools name a part (``part_id``)."""
+        return self.section
+
 
 BODY_TYPES = frozenset({"text/plain", "text/html"})
 MESSAGE_TYPES = frozenset({"message/rfc822", "message/global"})

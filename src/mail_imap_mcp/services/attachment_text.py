@@ -29,7 +29,6 @@ from mail_imap_mcp.content.text import clean_extracted_text, truncate
 from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.presentation.shapes import AttachmentInfo
 from mail_imap_mcp.services.attachment_fetch import (
     Accept,
     Spooled,
@@ -284,15 +283,26 @@ def read_text(
     )
 
 
+@dataclass(frozen=True)
+class ExtractedText:
+    """The start of an attachment's text (imap_get_message attachment_mode=extract_text)."""
+
+    #: What the text came from (pdf, docx, calendar, html, message, ...).
+    format: str | None
+    text: str
+    #: Cut at the characters asked for, or at a limit of its reader (imap_get_attachment reads on).
+    truncated: bool
+
+
 def _extract_one(
     connection: AccountConnection,
     ref: MessageRef,
-    attachment: AttachmentInfo,
+    attachment: mime.Part,
     server: ServerSettings,
     max_chars: int,
-) -> Issue | None:
-    """Fill ``attachment``'s extracted text; an issue when that failed, None when it worked or the
-    attachment is no document (an image, an archive: left without text)."""
+) -> ExtractedText | Issue | None:
+    """``attachment``'s text; an issue when that failed, None when the attachment is no document (an
+    image, an archive: left without text)."""
     plan, accept = plan_reading(server, ref, "text", offset=0, max_chars=max_chars)
     try:
         with spooled_part(connection, ref, attachment.part_id, server, accept=accept) as spooled:
@@ -308,13 +318,10 @@ def _extract_one(
         )
     except ExtractionError as exc:
         return ref.issue(exc.code, "extract_text", _about(attachment, exc.message), retryable=False)
-    attachment.extracted_format = window.format
-    attachment.extracted_text = window.text
-    attachment.extracted_text_truncated = window.more or window.cut
-    return None
+    return ExtractedText(window.format, window.text, window.more or window.cut)
 
 
-def _about(attachment: AttachmentInfo, message: str) -> str:
+def _about(attachment: mime.Part, message: str) -> str:
     return f"Attachment {attachment.part_id} ({attachment.filename or attachment.content_type}): {message}"
 
 
@@ -322,15 +329,16 @@ def extract_attachment_texts(
     app: AppContext,
     connection: AccountConnection,
     ref: MessageRef,
-    attachments: list[AttachmentInfo],
+    attachments: list[mime.Part],
     max_chars: int,
     warnings: list[str],
-) -> list[Issue]:
-    """imap_get_message attachment_mode=extract_text: each document attachment's text (at most
-    ``MAX_EXTRACTED_ATTACHMENTS``, within twice ``extract_timeout_s`` together); one that fails is an
-    issue (stage ``extract_text``) and the others still get theirs."""
+) -> tuple[dict[str, ExtractedText], list[Issue]]:
+    """imap_get_message attachment_mode=extract_text: each document attachment's text by its part id (at
+    most ``MAX_EXTRACTED_ATTACHMENTS``, within twice ``extract_timeout_s`` together); one that fails is
+    an issue (stage ``extract_text``) and the others still get theirs."""
     server = app.config.server
     deadline = time.monotonic() + 2 * server.extract_timeout_s
+    texts: dict[str, ExtractedText] = {}
     issues: list[Issue] = []
     candidates = [a for a in attachments if not a.content_type.startswith(("image/", "audio/", "video/"))]
     for index, attachment in enumerate(candidates):
@@ -341,15 +349,17 @@ def extract_attachment_texts(
                 f"{', '.join(a.part_id for a in rest[:10])}); read them with imap_get_attachment."
             )
             break
-        issue = _extract_one(connection, ref, attachment, server, max_chars)
-        if issue is not None:
-            issues.append(issue)
-        elif attachment.extracted_text_truncated:
-            warnings.append(
-                f"Text of attachment {attachment.part_id} cut at {max_chars} characters; "
-                "imap_get_attachment reads on."
-            )
-    return issues
+        outcome = _extract_one(connection, ref, attachment, server, max_chars)
+        if isinstance(outcome, Issue):
+            issues.append(outcome)
+        elif outcome is not None:
+            texts[attachment.part_id] = outcome
+            if outcome.truncated:
+                warnings.append(
+                    f"Text of attachment {attachment.part_id} cut at {max_chars} characters; "
+                    "imap_get_attachment reads on."
+                )
+    return texts, issues
 
 
 def extraction_failure(exc: ExtractionError, part: mime.Part) -> ToolFailure:
@@ -363,6 +373,7 @@ def extraction_failure(exc: ExtractionError, part: mime.Part) -> ToolFailure:
 __all__ = [
     "IMAGE_TYPES",
     "SETTING_OF_LIMIT",
+    "ExtractedText",
     "ReadPlan",
     "TextWindow",
     "extract_attachment_texts",

@@ -20,6 +20,7 @@ from typing import Literal, Protocol
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.drafts import (
+    RepliedMessage,
     address,
     check_address,
     compose_draft,
@@ -33,14 +34,12 @@ from mail_imap_mcp.imap.directory import same_mailbox
 from mail_imap_mcp.imap.errors import CommandRefused, ImapError, MailboxMissing, OutcomeUnknown
 from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
-from mail_imap_mcp.imap.personality import Profile
 from mail_imap_mcp.imap.read import ReadOptions
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid
-from mail_imap_mcp.presentation.mail_failures import extension_missing, mailbox_refused
-from mail_imap_mcp.presentation.shapes import MessageDetail
+from mail_imap_mcp.imap.write_errors import AppendRefused, ExtensionMissing
 from mail_imap_mcp.services.message_lookup import examine_for
-from mail_imap_mcp.services.message_read import read_checked, read_detail
+from mail_imap_mcp.services.message_read import MessageRead, read_checked, read_detail
 
 DRAFT_FLAG = "\\Draft"
 DRAFT_FLAGS = (DRAFT_FLAG, "\\Seen")
@@ -57,7 +56,8 @@ class Original:
     """What a reply takes from the message it answers."""
 
     ref: MessageRef
-    detail: MessageDetail
+    #: The message as read (:class:`~mail_imap_mcp.services.message_read.MessageRead`).
+    detail: RepliedMessage
     warnings: list[str]
 
 
@@ -215,7 +215,7 @@ def append_draft(session: ImapSession, account_id: str, mailbox: str, raw: bytes
         with session.write_command():
             return session.append(mailbox, raw, DRAFT_FLAGS)
     except (CommandRefused, MailboxMissing) as refused:  # named as the setting that chose the mailbox
-        raise mailbox_refused(refused, account_id, "APPEND", mailbox, "drafts_mailbox") from None
+        raise AppendRefused(refused, account_id, mailbox, "drafts_mailbox") from None
 
 
 def locate(
@@ -259,7 +259,7 @@ class Replaced:
     """The draft a new one replaces, as read before the new one was saved, and the Trash it goes to."""
 
     ref: MessageRef
-    detail: MessageDetail
+    detail: MessageRead
     trash: str
 
 
@@ -293,20 +293,20 @@ def check_replaceable(
             "for the undo; set trash_mailbox or drafts_mailbox to distinct folders. Nothing was changed.",
         )
 
-    def read(session: ImapSession) -> tuple[MessageDetail, Profile]:
+    def read(session: ImapSession) -> MessageRead:
         examine_for(session, ref)
         detail, _ = read_detail(session, ref, _read_options(app))  # MessageGone names ref
-        return detail, session.profile
+        if not is_draft(detail.flags):
+            raise ToolFailure.invalid_input(
+                "replace_message_id",
+                "the message is not a draft (it has no \\Draft flag); only a draft can be replaced. "
+                "Nothing was changed.",
+            )
+        if not session.profile.moves_exactly:  # leaves run as the registry's words, as any domain error
+            raise ExtensionMissing("MOVE or UIDPLUS", "move exactly the replaced draft to Trash")
+        return detail
 
-    detail, profile = connection.run(read)
-    if not is_draft(detail.flags):
-        raise ToolFailure.invalid_input(
-            "replace_message_id",
-            "the message is not a draft (it has no \\Draft flag); only a draft can be replaced. Nothing "
-            "was changed.",
-        )
-    if not profile.moves_exactly:
-        raise extension_missing("MOVE or UIDPLUS", "move exactly the replaced draft to Trash")
+    detail = connection.run(read)
     if detail.attachments and not args.dry_run:
         count = len(detail.attachments)
         app.confirmations.require_user(

@@ -1,9 +1,12 @@
-"""One message read by id and shaped for the model: its body rendered in the format asked for (plain text,
-Markdown or sanitised HTML), cut to its limit, inside the full message shape."""
+"""One message read by id: its body rendered in the format asked for (plain text, Markdown or sanitised
+HTML) and cut to its limit, with what says who sent it, as a record (:class:`MessageRead`);
+``presentation/message.py`` puts it into the full message shape."""
 
 from __future__ import annotations
 
 import html as html_escaping
+from dataclasses import dataclass
+from typing import Literal
 
 from mail_imap_mcp.content.quotes import new_text
 from mail_imap_mcp.content.text import collapse_whitespace, truncate
@@ -12,44 +15,103 @@ from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.read import ReadOptions, read_message
 from mail_imap_mcp.imap.records import BodyFormat, MessageRecord
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.mime.authentication import TrustedServers, authentication_results, sender_warnings
-from mail_imap_mcp.presentation.shapes import (
-    SUMMARY_FIELDS,
-    Authentication,
-    MessageDetail,
-    Omitted,
+from mail_imap_mcp.mime import Part
+from mail_imap_mcp.mime.authentication import (
+    AuthenticationResults,
     SenderWarning,
-    attachment_info,
+    authentication_results,
+    sender_warnings,
 )
 from mail_imap_mcp.services.message_lookup import examine_for
 
-_BODY_FIELDS: dict[BodyFormat, str] = {"text": "body_text", "markdown": "body_markdown", "html": "body_html"}
+Omitted = Literal["quoted_reply", "signature"]
+
+
+@dataclass
+class MessageRead:
+    """One message as read and rendered: what imap_get_message shows and a reply quotes."""
+
+    ref: MessageRef
+    record: MessageRecord
+    body_format: BodyFormat
+    #: The body in ``body_format``, cut to ``body_max_chars``.
+    body: str
+    #: Which part type the body came from (text/plain, text/html or None).
+    body_source: str | None
+    #: Cut at ``body_max_chars`` or at the fetch cap.
+    body_truncated: bool
+    #: What ``new_text_only`` left out.
+    body_omitted: list[Omitted]
+    #: The start of what the sender wrote (text bodies only).
+    snippet: str | None
+    #: The sender's authentication results, from a receiving server the account trusts only.
+    authentication: AuthenticationResults | None
+    #: Facts about the sender worth a second look.
+    sender_facts: list[SenderWarning]
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return self.record.headers
+
+    @property
+    def from_(self) -> str | None:
+        return self.record.summary.from_
+
+    @property
+    def subject(self) -> str | None:
+        return self.record.summary.subject
+
+    @property
+    def date(self) -> str | None:
+        return self.record.summary.date
+
+    @property
+    def flags(self) -> list[str]:
+        return self.record.summary.flags
+
+    @property
+    def attachments(self) -> list[Part]:
+        return self.record.attachments
+
+    @property
+    def has_attachments(self) -> bool:
+        return bool(self.record.attachments)
+
+    @property
+    def body_text(self) -> str | None:
+        return self.body if self.body_format == "text" else None
+
+    @property
+    def body_markdown(self) -> str | None:
+        return self.body if self.body_format == "markdown" else None
+
+    @property
+    def body_html(self) -> str | None:
+        return self.body if self.body_format == "html" else None
 
 
 def read_checked(
     connection: AccountConnection, ref: MessageRef, options: ReadOptions
-) -> tuple[MessageDetail, list[str]]:
+) -> tuple[MessageRead, list[str]]:
     """Read one message by id: ``conflict`` when its mailbox changed, ``not_found`` when it is gone."""
 
-    def work(session: ImapSession) -> tuple[MessageDetail, list[str]]:
+    def work(session: ImapSession) -> tuple[MessageRead, list[str]]:
         examine_for(session, ref)
         return read_detail(session, ref, options)  # MessageGone: the registry says it, naming ref
 
     return connection.run(work)
 
 
-def read_detail(
-    session: ImapSession, ref: MessageRef, options: ReadOptions
-) -> tuple[MessageDetail, list[str]]:
-    """Read one message (``MessageGone`` when it is not there) and shape it: body, headers, attachments."""
+def read_detail(session: ImapSession, ref: MessageRef, options: ReadOptions) -> tuple[MessageRead, list[str]]:
+    """Read one message (``MessageGone`` when it is not there) and render it: body, sender facts."""
     record, warnings = read_message(session, ref, options)
-    return message_detail(record, ref, options, warnings), warnings
+    return rendered(record, ref, options, warnings), warnings
 
 
-def message_detail(
+def rendered(
     record: MessageRecord, ref: MessageRef, options: ReadOptions, warnings: list[str]
-) -> MessageDetail:
-    """The full message shape of ``record``; what was cut is added to ``warnings``."""
+) -> MessageRead:
+    """``record`` with its body rendered as ``options`` ask; what was cut is added to ``warnings``."""
     body, source = render_body(record.text, record.html, options.body_format)
     body = body.replace("\r\n", "\n")
     omitted: list[Omitted] = []
@@ -73,34 +135,22 @@ def message_detail(
         if options.body_format == "text"
         else ("", False)
     )
-    attachments = [attachment_info(ref, part) for part in record.attachments]
-    summary = {name: getattr(record.summary, name) for name in SUMMARY_FIELDS}
-    detail = MessageDetail(
-        **{**summary, "snippet": snippet or None, "has_attachments": bool(attachments)},
-        headers=record.headers,
-        body_format=options.body_format,
-        body_truncated=cut or record.fetch_truncated,
-        body_source=source,
-        body_omitted=omitted or None,
-        attachments=attachments,
-    )
-    _add_sender_facts(detail, record, options.trusted_servers)
-    setattr(detail, _BODY_FIELDS[options.body_format], body)
-    return detail
-
-
-def _add_sender_facts(detail: MessageDetail, record: MessageRecord, trusted: TrustedServers) -> None:
-    """The sender's authentication results (from a trusted server only) and warnings, from the headers
-    that say who sent it."""
+    # Who sent it: authentication results from a trusted server only, and the warnings of the headers
+    # that say who sent it.
     found = record.sender_headers
-    verdict = authentication_results(found.get("authentication-results", []), trusted)
-    results = verdict.trusted
-    if results is not None:
-        detail.authentication = Authentication(
-            authserv_id=results.authserv_id, spf=results.spf, dkim=results.dkim, dmarc=results.dmarc
-        )
-    facts = sender_warnings(found, verdict)
-    detail.sender_warnings = [SenderWarning(code=f.code, message=f.message) for f in facts] or None
+    verdict = authentication_results(found.get("authentication-results", []), options.trusted_servers)
+    return MessageRead(
+        ref=ref,
+        record=record,
+        body_format=options.body_format,
+        body=body,
+        body_source=source,
+        body_truncated=cut or record.fetch_truncated,
+        body_omitted=omitted,
+        snippet=snippet or None,
+        authentication=verdict.trusted,
+        sender_facts=sender_warnings(found, verdict),
+    )
 
 
 def render_body(text: str | None, html: str | None, body_format: BodyFormat) -> tuple[str, str | None]:

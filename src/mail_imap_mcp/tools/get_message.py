@@ -20,6 +20,7 @@ from mail_imap_mcp.imap.providers import trusted_servers
 from mail_imap_mcp.imap.read import ReadOptions
 from mail_imap_mcp.imap.records import BodyFormat
 from mail_imap_mcp.presentation.arguments import SHAPE_DESCRIPTION, AttachmentMode, MessageIdArg, Shape
+from mail_imap_mcp.presentation.message import message_detail
 from mail_imap_mcp.presentation.shapes import (
     CompactMessage,
     MessageDetail,
@@ -135,13 +136,19 @@ def handle(
         trusted_servers=trusted_servers(account.host, account.authserv_id),
     )
 
-    message, warnings = read_checked(connection, ref, options)
-    issues = []
+    read, warnings = read_checked(connection, ref, options)
+    message = message_detail(read)
+    issues: list[Issue] = []
     if args.attachment_mode == "none":
         message.attachments = []
     elif args.attachment_mode == "extract_text":
         max_chars = min(args.attachment_text_max_chars, app.config.server.max_attachment_text_chars)
-        issues = extract_attachment_texts(app, connection, ref, message.attachments, max_chars, warnings)
+        texts, issues = extract_attachment_texts(app, connection, ref, read.attachments, max_chars, warnings)
+        for attachment in message.attachments:
+            if (text := texts.get(attachment.part_id)) is not None:
+                attachment.extracted_format = text.format
+                attachment.extracted_text = text.text
+                attachment.extracted_text_truncated = text.truncated
     summary = _summary(message)
     if args.fields == "compact":
         brief = CompactGetMessageData(

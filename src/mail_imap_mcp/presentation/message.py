@@ -1,0 +1,71 @@
+"""One message read (``services.message_read.MessageRead``) in the full message shape the model reads."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.records import BodyFormat, MessageRecord
+from mail_imap_mcp.mime.authentication import AuthenticationResults
+from mail_imap_mcp.mime.authentication import SenderWarning as SenderFact
+from mail_imap_mcp.presentation.shapes import (
+    SUMMARY_FIELDS,
+    Authentication,
+    MessageDetail,
+    Omitted,
+    SenderWarning,
+    attachment_info,
+)
+
+_BODY_FIELDS: dict[BodyFormat, str] = {"text": "body_text", "markdown": "body_markdown", "html": "body_html"}
+
+
+class ReadMessage(Protocol):
+    """What is read of a message read and rendered (``services.message_read.MessageRead``)."""
+
+    @property
+    def ref(self) -> MessageRef: ...
+    @property
+    def record(self) -> MessageRecord: ...
+    @property
+    def body_format(self) -> BodyFormat: ...
+    @property
+    def body(self) -> str: ...
+    @property
+    def body_source(self) -> str | None: ...
+    @property
+    def body_truncated(self) -> bool: ...
+    @property
+    def body_omitted(self) -> list[Omitted]: ...
+    @property
+    def snippet(self) -> str | None: ...
+    @property
+    def authentication(self) -> AuthenticationResults | None: ...
+    @property
+    def sender_facts(self) -> list[SenderFact]: ...
+
+
+def message_detail(read: ReadMessage) -> MessageDetail:
+    """The full message shape of ``read``: summary, headers, body, attachments and what says who sent it."""
+    record = read.record
+    attachments = [attachment_info(read.ref, part) for part in record.attachments]
+    summary = {name: getattr(record.summary, name) for name in SUMMARY_FIELDS}
+    detail = MessageDetail(
+        **{**summary, "snippet": read.snippet, "has_attachments": bool(attachments)},
+        headers=record.headers,
+        body_format=read.body_format,
+        body_truncated=read.body_truncated,
+        body_source=read.body_source,
+        body_omitted=read.body_omitted or None,
+        attachments=attachments,
+    )
+    results = read.authentication
+    if results is not None:
+        detail.authentication = Authentication(
+            authserv_id=results.authserv_id, spf=results.spf, dkim=results.dkim, dmarc=results.dmarc
+        )
+    detail.sender_warnings = [
+        SenderWarning(code=f.code, message=f.message) for f in read.sender_facts
+    ] or None
+    setattr(detail, _BODY_FIELDS[read.body_format], read.body)
+    return detail
