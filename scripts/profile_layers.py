@@ -81,7 +81,7 @@ def _instrument_ours() -> None:
     from mail_imap_mcp import mime
     from mail_imap_mcp.envelope import mcp
     from mail_imap_mcp.imap import connection, fetch, session
-    from mail_imap_mcp.presentation import failures
+    from mail_imap_mcp.presentation import failures, search_page
     from mail_imap_mcp.services import search
     from mail_imap_mcp.tools import search_messages
 
@@ -98,7 +98,8 @@ def _instrument_ours() -> None:
     _wrap(fetch, "_snippet", "snippet")
     _wrap(fetch, "summary_record", "summary fields")
     for builder in ("search_result", "compact_search_result"):
-        _wrap(search, builder, "page models")
+        _wrap(search, builder, "page models")  # where older code built them
+        _wrap(search_page, builder, "page models")
     _wrap(search_messages, "compact_page", "page models")
 
 

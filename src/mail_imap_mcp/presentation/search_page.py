@@ -1,13 +1,13 @@
 """The page of imap_search_messages: its data in both shapes and the envelope of one page.
 
-Built by the search service (services/search.py) for every page, of one mailbox or of several.
+Built from the search service's page (services/search.py: :class:`Page` here names what is read of it)
+for every page, of one mailbox or of several.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol
 
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
@@ -17,14 +17,14 @@ from mail_imap_mcp.envelope import (
     Issue,
     MultiItemData,
     NextAction,
-    ToolFailure,
     ToolResult,
     absent,
     status_for,
 )
 from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.imap.records import SummaryRecord
-from mail_imap_mcp.imap.search.cursors import CursorError
+from mail_imap_mcp.imap.sort import DATE_WINDOW
+from mail_imap_mcp.presentation.failures import mailbox_issue
 from mail_imap_mcp.presentation.shapes import (
     CompactSummary,
     MessageSummary,
@@ -35,7 +35,6 @@ from mail_imap_mcp.presentation.shapes import (
 )
 
 TOOL_NAME = "imap_search_messages"
-CursorT = TypeVar("CursorT")
 
 
 class SearchMessagesData(MultiItemData):
@@ -255,23 +254,89 @@ def page_next_action(
     return None
 
 
-def decode_cursor(
-    token: str | None, decode: Callable[[str], CursorT], fits: Callable[[CursorT], bool]
-) -> CursorT | None:
-    """The cursor ``token`` decoded, or ``invalid_input`` naming ``cursor`` when it is garbled or does not
-    ``fit`` this search (another account, mailbox, filters or order)."""
-    if token is None:
-        return None
-    try:
-        cursor = decode(token)
-    except CursorError as exc:
-        raise ToolFailure.invalid_input(
-            "cursor", f"{exc}. Rerun the search without a cursor to start again."
-        ) from None
-    if not fits(cursor):
-        raise ToolFailure.invalid_input(
-            "cursor",
-            "it belongs to a search with a different account, mailbox or filters, or another sort order. "
-            "Pass exactly the filters of the first page with this cursor, or drop the cursor to start a new search.",
+class Page(Protocol):
+    """What a page of the search service holds (``services.search.SearchPage``)."""
+
+    account_id: str
+    label: str
+    strict: bool
+    mailboxes: list[str]
+    total: int
+    returned_before: int
+    attempted: int
+    messages: list[SummaryRecord]
+    next_cursor: str | None
+    listed_issues: list[Issue]
+    failed: list[tuple[str, Exception]]
+    fetch_issues: list[Issue]
+    windowed: bool
+
+
+def page_result(
+    page: Page, same_search: dict[str, Any], *, by_date: bool, compact: bool = False
+) -> ToolResult[SearchMessagesData] | ToolResult[CompactSearchData]:
+    """The envelope of ``page``: its issues (a mailbox that could not be searched said as the failure
+    registry says it) and warnings. ``compact``: a page of one mailbox is built in the compact shape
+    directly."""
+    failed = [mailbox_issue(mailbox, failure) for mailbox, failure in page.failed]
+    issues = page.listed_issues + failed + page.fetch_issues
+    warnings: list[str] = []
+    if page.windowed:
+        warnings.append(
+            f"This server has no SORT, so date order is exact within the newest {DATE_WINDOW} matches of a "
+            f"mailbox (by arrival); older matches follow in blocks of {DATE_WINDOW}, each in date order. "
+            "Narrow the search (since/before, from, subject) for an exact order."
         )
-    return cursor
+    if issues and page.strict:  # one mailbox: every issue is a message that could not be read
+        warnings.append(f"{len(issues)} message(s) could not be read; see data.issues.")
+    elif issues:
+        warnings.append(f"{len(issues)} issue(s); see data.issues.")
+    found = PageFound(
+        mailbox=page.label,
+        where=named_in_summary(page.label) if page.strict else f"{len(page.mailboxes)} mailbox(es)",
+        total=page.total,
+        returned_before=page.returned_before,
+        attempted=page.attempted,
+        messages=page.messages,
+        next_cursor=page.next_cursor,
+        issues=issues,
+        warnings=warnings,
+    )
+    if compact and page.strict:
+        return compact_search_result(found, by_date=by_date)
+    return search_result(
+        same_search,
+        found,
+        account_id=page.account_id,
+        mailboxes=page.mailboxes,
+        by_date=by_date,
+        has_more=page.next_cursor is not None,
+    )
+
+
+def without_answered(
+    result: ToolResult[SearchMessagesData], answered: set[str], issues: list[Issue], warnings: list[str]
+) -> ToolResult[SearchMessagesData]:
+    """``result`` without the ``answered`` messages (needs_reply: answered from Sent), with the issues
+    and warnings of that check; the next action reads the newest message left."""
+    data = result.data
+    issues = [*data.issues, *issues]
+    kept = [m for m in data.messages if m.message_id not in answered]
+    next_action = data.next_action
+    if next_action is not None and next_action.tool == "imap_get_message":
+        next_action = (
+            NextAction(
+                instruction=next_action.instruction,
+                tool=next_action.tool,
+                arguments={"message_id": kept[0].message_id},
+            )
+            if kept
+            else None
+        )
+    left_out = len(data.messages) - len(kept)
+    update = {"messages": kept, "returned": len(kept), "next_action": next_action, "issues": issues}
+    update["status"] = "partial" if issues else data.status
+    summary = result.summary + (f"; {left_out} answered from Sent left out" if left_out else "")
+    return ToolResult(
+        summary=summary, data=data.model_copy(update=update), warnings=[*result.warnings, *warnings]
+    )

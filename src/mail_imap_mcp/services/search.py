@@ -4,6 +4,7 @@ A page of one mailbox in arrival order (the default), in sent-date order, or of 
 (``mailbox: "*"`` or ``mailboxes``) is read by :func:`mail_imap_mcp.imap.sort.ordered_page` on the
 backend this module chooses (:mod:`.search_backend`), its summaries read for all mailboxes at once, and
 it continues with one kind of cursor (:class:`~mail_imap_mcp.imap.search.cursors.StreamCursor`).
+The page is data (:class:`SearchPage`); ``presentation/search_page.py`` words it for the model.
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ import hashlib
 import json
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.envelope import Issue, ToolResult
+from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.across import summaries_each
 from mail_imap_mcp.imap.directory import MailboxDirectory, configured_roles
-from mail_imap_mcp.imap.errors import CharsetRejected, mailbox_failure
+from mail_imap_mcp.imap.errors import mailbox_failure
 from mail_imap_mcp.imap.fetch import SummaryBatch
 from mail_imap_mcp.imap.ids import parse_message_id
 from mail_imap_mcp.imap.mailboxes import MailboxCounts, list_with_message_counts
@@ -26,6 +27,7 @@ from mail_imap_mcp.imap.pipeline import status_each
 from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.search.cursors import (
     DIGEST_CHARS,
+    CursorMismatch,
     StreamCursor,
     StreamState,
     WatermarkCursor,
@@ -33,18 +35,7 @@ from mail_imap_mcp.imap.search.cursors import (
 )
 from mail_imap_mcp.imap.search.plan import reads_at_once
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.sort import DATE_WINDOW, OrderedPage, ordered_page
-from mail_imap_mcp.presentation.failures import mailbox_issue
-from mail_imap_mcp.presentation.search_page import (
-    CompactSearchData,
-    PageFound,
-    SearchMessagesData,
-    charset_refused,
-    compact_search_result,
-    decode_cursor,
-    named_in_summary,
-    search_result,
-)
+from mail_imap_mcp.imap.sort import OrderedPage, ordered_page
 from mail_imap_mcp.query import Query
 from mail_imap_mcp.services.search_arrival import ArrivalPage, arrival_page, known_list, reads_by_watermark
 from mail_imap_mcp.services.search_backend import choose_backend
@@ -82,7 +73,8 @@ def wanted_mailboxes(args: SearchArgs) -> tuple[list[str], bool]:
     return list(dict.fromkeys(n for n in names if n != ALL_MAILBOXES)), ALL_MAILBOXES in names
 
 
-def _label(args: SearchArgs) -> str:
+def searched_label(args: SearchArgs) -> str:
+    """The mailbox searched, as given: ``*``, a name, or the names joined by ", "."""
     return args.mailbox if args.mailboxes is None else ", ".join(args.mailboxes)
 
 
@@ -231,7 +223,7 @@ def _by_watermark(
     cursor: WatermarkCursor | None,
     limit: int,
     snippet_chars: int,
-) -> tuple[ArrivalPage, list[SummaryRecord], list[Issue]]:
+) -> _Read:
     """A page of several mailboxes in arrival order by one position (:mod:`.search_arrival`)."""
     issues: list[Issue] = []
     if cursor is None:
@@ -259,21 +251,52 @@ def _by_watermark(
     window = app.config.server.max_text_part_bytes
     ordered = OrderedPage(page.picks, page.total, [])
     messages, fetch_issues = _summaries(session, account_id, ordered, snippet_chars, False, window)
-    failed = [mailbox_issue(mailbox, failure) for mailbox, failure in page.failed]
-    return page, messages, issues + failed + fetch_issues
+    return _Read(page, messages, issues, fetch_issues)
 
 
-def search_page(
-    app: AppContext,
-    args: SearchArgs,
-    search: Query,
-    filter_digest: str,
-    same_search: dict[str, Any],
-    *,
-    compact: bool = False,
-) -> ToolResult[SearchMessagesData] | ToolResult[CompactSearchData]:
+@dataclass
+class _Read:
+    """What one run of a page read: the page, its summaries, and the issues before and after its search."""
+
+    page: OrderedPage | ArrivalPage
+    messages: list[SummaryRecord]
+    listed_issues: list[Issue]
+    fetch_issues: list[Issue]
+
+
+@dataclass
+class SearchPage:
+    """One page of a search as data: what it found, where it continues and what could not be read.
+    ``presentation/search_page.py`` turns it into the tool's answer."""
+
+    account_id: str
+    #: The mailbox searched, as given (see :func:`searched_label`).
+    label: str
+    #: One mailbox named alone: its errors were the call's, every issue is a message.
+    strict: bool
+    #: Mailboxes this page searched.
+    mailboxes: list[str]
+    total: int
+    #: Messages the earlier pages of this search returned.
+    returned_before: int
+    #: Messages this page tried to read (those that could not be read are in the issues).
+    attempted: int
+    messages: list[SummaryRecord]
+    next_cursor: str | None
+    #: Before the search: mailboxes left out of a search of every mailbox (too many).
+    listed_issues: list[Issue]
+    #: Mailboxes that could not be searched, and why (the others' matches are in the page).
+    failed: list[tuple[str, Exception]]
+    #: Mailboxes or messages whose summaries could not be read.
+    fetch_issues: list[Issue]
+    #: Date order without SORT: exact within blocks of :data:`~mail_imap_mcp.imap.sort.DATE_WINDOW`.
+    windowed: bool
+
+
+def search_page(app: AppContext, args: SearchArgs, search: Query, filter_digest: str) -> SearchPage:
     """A page of the search ``args`` ask for, matching ``search`` (``filter_digest``: the filters'
-    fingerprint). ``compact``: a page of one mailbox is built in the compact shape directly."""
+    fingerprint). A garbled cursor or one of another search raises :class:`CursorError` or
+    :class:`CursorMismatch`, a refused charset :class:`~mail_imap_mcp.imap.errors.CharsetRejected`."""
     connection = app.connection(args.account_id)
     account_id = connection.account_id
     # One mailbox named alone: its errors are the call's; any other search goes on past a failed mailbox.
@@ -293,11 +316,15 @@ def search_page(
             return cursor.sort == "arrival" and [s.mailbox for s in cursor.streams] == [args.mailbox]
         return True
 
-    cursor = decode_cursor(args.cursor, decode_search_cursor, fits)
+    cursor = None
+    if args.cursor is not None:
+        cursor = decode_search_cursor(args.cursor)  # CursorError: the registry names the argument
+        if not fits(cursor):
+            raise CursorMismatch()
     limit = min(args.limit, app.config.server.max_search_limit)
     snippet_chars = min(args.snippet_chars, app.config.server.max_snippet_chars)
 
-    def work(session: ImapSession) -> tuple[OrderedPage | ArrivalPage, list[SummaryRecord], list[Issue]]:
+    def work(session: ImapSession) -> _Read:
         backend = choose_backend(session.personality)
         assert backend == "imap"  # the one backend so far: the server's own SEARCH
         if isinstance(cursor, WatermarkCursor) or (
@@ -331,16 +358,14 @@ def search_page(
         page.mailboxes += first.empty  # searched too: LIST-STATUS said they hold nothing
         window = app.config.server.max_text_part_bytes
         messages, fetch_issues = _summaries(session, account_id, page, snippet_chars, strict, window)
-        failed = [mailbox_issue(mailbox, failure) for mailbox, failure in page.failed]
-        return page, messages, first.issues + failed + fetch_issues
+        return _Read(page, messages, first.issues, fetch_issues)
 
-    label = _label(args)
-    try:  # a recreated mailbox (UidValidityChanged): the registry's conflict reruns the search
-        page, messages, issues = connection.run(work)
-    except CharsetRejected:
-        return charset_refused(account_id, label)
+    # A recreated mailbox (UidValidityChanged): the registry's conflict reruns the search; a refused
+    # charset (CharsetRejected) is the caller's to say.
+    read = connection.run(work)
+    page = read.page
     if isinstance(page, OrderedPage):
-        _learn_keys(page, messages, args.sort)
+        _learn_keys(page, read.messages, args.sort)
     returned_before = cursor.returned if cursor else 0
     next_cursor = None
     if isinstance(page, ArrivalPage):
@@ -354,35 +379,18 @@ def search_page(
             returned=returned_before + len(page.picks),
             streams=page.next_streams,
         ).encode()
-    warnings: list[str] = []
-    if isinstance(page, OrderedPage) and page.windowed:
-        warnings.append(
-            f"This server has no SORT, so date order is exact within the newest {DATE_WINDOW} matches of a "
-            f"mailbox (by arrival); older matches follow in blocks of {DATE_WINDOW}, each in date order. "
-            "Narrow the search (since/before, from, subject) for an exact order."
-        )
-    if issues and strict:  # one mailbox: every issue is a message that could not be read
-        warnings.append(f"{len(issues)} message(s) could not be read; see data.issues.")
-    elif issues:
-        warnings.append(f"{len(issues)} issue(s); see data.issues.")
-    found = PageFound(
-        mailbox=label,
-        where=named_in_summary(label) if strict else f"{len(page.mailboxes)} mailbox(es)",
+    return SearchPage(
+        account_id=account_id,
+        label=searched_label(args),
+        strict=strict,
+        mailboxes=page.mailboxes,
         total=page.total,
         returned_before=returned_before,
         attempted=len(page.picks),
-        messages=messages,
+        messages=read.messages,
         next_cursor=next_cursor,
-        issues=issues,
-        warnings=warnings,
-    )
-    if compact and strict:
-        return compact_search_result(found, by_date=args.sort == "date")
-    return search_result(
-        same_search,
-        found,
-        account_id=account_id,
-        mailboxes=page.mailboxes,
-        by_date=args.sort == "date",
-        has_more=next_cursor is not None,
+        listed_issues=read.listed_issues,
+        failed=list(page.failed),
+        fetch_issues=read.fetch_issues,
+        windowed=isinstance(page, OrderedPage) and page.windowed,
     )

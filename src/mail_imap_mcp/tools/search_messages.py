@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
+from mail_imap_mcp.imap.errors import CharsetRejected
 from mail_imap_mcp.imap.sort import DATE_WINDOW
 from mail_imap_mcp.presentation.arguments import (
     DEFAULT_ACCOUNT,
@@ -24,10 +25,13 @@ from mail_imap_mcp.presentation.search_page import (
     TOOL_NAME,
     CompactSearchData,
     SearchMessagesData,
+    charset_refused,
     compact_page,
+    page_result,
+    without_answered,
 )
-from mail_imap_mcp.services.needs_reply import drop_answered
-from mail_imap_mcp.services.search import MAX_CURSOR_CHARS, MAX_MAILBOXES, search_page
+from mail_imap_mcp.services.needs_reply import answered_from_sent
+from mail_imap_mcp.services.search import MAX_CURSOR_CHARS, MAX_MAILBOXES, search_page, searched_label
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = TOOL_NAME
@@ -160,7 +164,8 @@ def handle(app: AppContext, args: SearchMessagesInput) -> Page:
     result = _handle(app, args, compact=compact and not args.needs_reply)
     if _is_full(result):
         if args.needs_reply:
-            result = drop_answered(app, result.data.account_id, result)
+            answered = answered_from_sent(app, result.data.account_id, result.data.messages)
+            result = without_answered(result, answered.message_ids, answered.issues, answered.warnings)
         return compact_page(result) if compact else result
     return result
 
@@ -177,7 +182,11 @@ def _handle(app: AppContext, args: SearchMessagesInput, *, compact: bool) -> Pag
             "mailboxes", "give either 'mailbox' or 'mailboxes', not both.", conflicts_with="mailbox"
         )
     digest = filters_digest(args, FILTER_FIELDS)
-    return search_page(app, args, search, digest, _same_search(args, account_id), compact=compact)
+    try:
+        page = search_page(app, args, search, digest)
+    except CharsetRejected:  # said in the page, never a silent empty one
+        return charset_refused(account_id, searched_label(args))
+    return page_result(page, _same_search(args, account_id), by_date=args.sort == "date", compact=compact)
 
 
 TOOL = ToolSpec(
