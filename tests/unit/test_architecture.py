@@ -37,26 +37,9 @@ FORBIDDEN_IMPORTS = {
     "presentation": ("services", "tools", *_TOP),
     "confirmation": ("presentation", "services", "app", "tools", *_TOP),
     "app": ("services", "tools", *_TOP),
-    "services": ("tools", *_TOP),
+    # Services raise domain errors and return records; what the model reads is presentation's.
+    "services": ("presentation", "tools", *_TOP),
     "tools": _TOP,
-}
-
-#: Services that still build what the model reads (an envelope error or a shape of ``presentation/``)
-#: where they should raise a domain error or return a record: the debts left, by module and what it
-#: imports. The list may only shrink.
-SERVICE_DEBTS = {
-    "mail_imap_mcp.services.attachment_fetch": {"mail_imap_mcp.presentation.mail_failures"},
-    "mail_imap_mcp.services.attachment_text": {"mail_imap_mcp.presentation.shapes"},
-    "mail_imap_mcp.services.drafts": {
-        "mail_imap_mcp.presentation.mail_failures",
-        "mail_imap_mcp.presentation.shapes",
-    },
-    "mail_imap_mcp.services.message_read": {"mail_imap_mcp.presentation.shapes"},
-    "mail_imap_mcp.services.needs_reply": {"mail_imap_mcp.presentation.search_page"},
-    "mail_imap_mcp.services.search": {
-        "mail_imap_mcp.presentation.failures",
-        "mail_imap_mcp.presentation.search_page",
-    },
 }
 
 
@@ -382,15 +365,6 @@ def test_a_tool_module_imports_no_other_module_of_tools_but_its_spec() -> None:
     )
     assert wrong == []
     assert not (tools / "_shared").exists()
-
-
-def test_services_build_nothing_the_model_reads_but_their_listed_debts() -> None:
-    found: dict[str, set[str]] = {}
-    for name, path in modules(SRC, PACKAGE / "services").items():
-        reached = {t for t in project_imports(path, name) if t.startswith("mail_imap_mcp.presentation")}
-        if reached:
-            found[name] = reached
-    assert found == SERVICE_DEBTS
 
 
 def test_no_import_cycle_in_src() -> None:

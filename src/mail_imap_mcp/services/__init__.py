@@ -12,6 +12,7 @@
 - ``writes``: the connection a bulk write runs on, and the confirmation a permanent delete needs.
 
 Which backend answers a search (IMAP SEARCH today; a local index or Gmail's own search next) is chosen
-here, in ``search_backend``. Services import no tool; where one still builds what the model reads, the architecture test
-lists it by name as a debt to pay.
+here, in ``search_backend``. Services import no tool and nothing of ``presentation/``: they raise domain
+errors (the failure registry words them) and return records, which the tools and ``presentation/`` put
+into what the model reads.
 """
