@@ -320,7 +320,7 @@ class MechanismNotOffered(ConnectFailed):
     assert capability_tests(before) == [6]
 
 
-@pytest.mark.parametrize("module", ["plan", "merge", "cursors"])
+@pytest.mark.parametrize("module", ["plan", "merge", "cursors", "watermark"])
 def test_the_search_plan_its_merge_and_cursors_send_nothing(module: str) -> None:
     """``imap/search/`` plans a page's reads, merges its candidates and writes its cursor as data: none of
     those modules reaches a connection (the executor, ``execute.py``, sends what they plan)."""
