@@ -57,13 +57,14 @@ def summaries_each(
     try:
         replies = read_each(session, account_id, reads)
     except Exception as exc:
-        if not isinstance(message_failure(exc), ConnectionLost):
+        lost = message_failure(exc)
+        if not isinstance(lost, ConnectionLost):
             raise
         # A message made the server hang up (Dovecot, when it cannot read a stored message): on a new
         # connection, each mailbox is read alone, message by message where it must be, so that one
         # message is an issue and the rest of the page stays.
         session.reopen(wanted[order[0]][0])
-        replies = [MailboxReply(wanted[index][0], failure=exc) for index in order]
+        replies = [MailboxReply(wanted[index][0], failure=lost) for index in order]
     results: dict[int, SummaryBatch | Exception] = {}
     for index, reply in zip(order, replies, strict=True):
         try:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mail_imap_mcp.imap import wire
-from mail_imap_mcp.imap.errors import Context, MailboxMissing, UidValidityChanged, refused
+from mail_imap_mcp.imap.errors import Context, ImapError, MailboxMissing, UidValidityChanged, refused
 from mail_imap_mcp.imap.mailboxes import MailboxCounts, status_answers
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
@@ -64,12 +64,13 @@ class MailboxRead:
 @dataclass
 class MailboxReply:
     """The answers of one :class:`MailboxRead`: the mailbox's state after EXAMINE and each command's
-    untagged responses, or the failure that ends this mailbox's part of the read."""
+    untagged responses, or the failure that ends this mailbox's part of the read (a domain error: the
+    pipeline classifies what it reads, so nothing else needs to)."""
 
     mailbox: str
     state: MailboxState | None = None
     answers: list[list[Any]] = field(default_factory=list)
-    failure: Exception | None = None
+    failure: ImapError | None = None
 
 
 def read_each(session: ImapSession, account_id: str, reads: Sequence[MailboxRead]) -> list[MailboxReply]:
