@@ -9,12 +9,11 @@ from mail_imap_mcp.confirmation import ConfirmationGate
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.errors import AccountUnknown
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.imap.watch import WatchHub, WatchSettings
 from mail_imap_mcp.operations import OperationRegistry
+from mail_imap_mcp.presentation import failures
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT
-from mail_imap_mcp.presentation.failures import as_tool_failure, envelope_of
 
 
 @dataclass
@@ -46,7 +45,11 @@ class AppContext:
             dict(config.accounts),
             keepalive_interval_s=config.server.keepalive_interval_s,
             summary_cache_entries=config.server.summary_cache_entries,
-            translate=as_tool_failure,
+            # Kept for one test only, which expects a pool connection's run to raise a ToolFailure
+            # (test_calls_without_retry_are_never_retried in tests/integration/test_faults.py): every
+            # caller handles the domain errors as they are, and the tool runner words them. To be removed
+            # with that test's expectation (issue 34 item 5).
+            translate=failures.as_tool_failure,
             # A tool's own refusal inside an operation is judged on the mailbox's view, like the IMAP
             # layer's: when the view turns out stale, the read runs again instead.
             judged_on_the_view=(ToolFailure,),
@@ -64,10 +67,15 @@ class AppContext:
         return account_id
 
     def connection(self, account_id: str) -> AccountConnection:
-        try:
-            return self.pool.get(self.resolve_account(account_id))
-        except AccountUnknown as unknown:
-            raise envelope_of(unknown) from None
+        """The account's connection; ``AccountUnknown`` (worded by the tool runner) when none is configured."""
+        return self.pool.get(self.resolve_account(account_id))
+
+    @staticmethod
+    def failure_of(exc: Exception) -> ToolFailure | None:
+        """The registry's words of a failure a service goes on past, for an issue of its partial answer
+        (services import nothing of ``presentation/``; see ``presentation.failures.failure_of``): None
+        for a domain error its caller answers itself and for a bug, to be raised."""
+        return failures.failure_of(exc)
 
     @property
     def writes_possible(self) -> bool:

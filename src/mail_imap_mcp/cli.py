@@ -17,11 +17,11 @@ from typing import Any
 import anyio
 
 from mail_imap_mcp.config import AuthMethod, Config, ConfigError, load_config
-from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.presentation.failures import as_tool_failure
+from mail_imap_mcp.presentation.failures import envelope_of
 from mail_imap_mcp.version import package_version
 
 # The MCP SDK and the transports are imported by `serve` alone: `check`, `config-example` and
@@ -134,8 +134,7 @@ def check(config_path: Path | None) -> int:
                 f"warning {account_id}: password is stored inline in the config file; prefer "
                 "password_env or password_command"
             )
-        # Its failures in the tools' words (the failure registry), as a tool call would say them.
-        connection = AccountConnection(account_id, account, translate=as_tool_failure)
+        connection = AccountConnection(account_id, account)
         started = time.perf_counter()
 
         def probe(session: ImapSession) -> int:
@@ -144,7 +143,10 @@ def check(config_path: Path | None) -> int:
         mailboxes: int | None = None
         try:
             mailboxes = connection.run(probe, retry=False)
-        except ToolFailure as failure:
+        except ImapError as exc:
+            # The CLI's one boundary, as the tool runner is the server's: a domain error in the tools'
+            # words (the failure registry), as a tool call would say it.
+            failure = envelope_of(exc)
             failures += 1
             print(f"FAIL {account_id}: {target} as {account.username}: [{failure.code}] {failure.message}")
         else:

@@ -49,6 +49,7 @@ from mcp_types import (
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.directory import MailboxDirectory
+from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.mailboxes import mailbox_counts
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.watch import Watch
@@ -191,7 +192,10 @@ class MailboxSubscriptions:
         connection = self._app.connection(resolved)
         try:
             name, found = await anyio.to_thread.run_sync(connection.run, look)
-        except ToolFailure as failure:
+        except (ToolFailure, ImapError) as exc:  # a resource read's boundary: the registry's words
+            failure = self._app.failure_of(exc)
+            if failure is None:
+                raise
             code = INVALID_PARAMS if failure.code is ErrorCode.INVALID_INPUT else INTERNAL_ERROR
             raise MCPError(
                 code, f"{failure.code}: {failure.message}", data={"account_id": resolved}

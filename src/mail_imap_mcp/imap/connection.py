@@ -3,8 +3,8 @@
 Reads run through :meth:`AccountConnection.run`, which hands the caller a live
 :class:`~mail_imap_mcp.imap.session.ImapSession`. When the server has dropped the connection (idle
 logout, reset, restart) the read is retried once on a fresh connection, so the caller sees success.
-Every failure leaves as a typed domain error of :mod:`mail_imap_mcp.imap.errors` (through the
-connection's ``translate`` where its owner gives one: the tools' failure registry).
+Every failure leaves as a typed domain error of :mod:`mail_imap_mcp.imap.errors`, for the tool runner
+(``presentation/failures.py``) to word (see ``translate`` for the one exception left).
 
 Every call has one time budget, ``connect_timeout_s + command_timeout_s`` (plus the retry's pause):
 waiting for the account, connecting, each command and the retry all draw on it, and every blocking
@@ -56,16 +56,18 @@ from mail_imap_mcp.imap.summary_cache import SummaryCache
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
 from mail_imap_mcp.imap.write_errors import (
-    AppendRefused,
     DestinationMissing,
     ExtensionMissing,
+    MailboxCommandRefused,
     RoleMailboxMissing,
     WriteRefused,
 )
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
-#: Turns a domain error into what the callers of :meth:`AccountConnection.run` expect instead.
+#: Turns a domain error into what the callers of :meth:`AccountConnection.run` expect instead: given by
+#: tests that drive a connection without the tool runner, and for now by the server's pool (app.py says
+#: why); every caller handles the domain errors as they are.
 Translate = Callable[[ImapError], Exception]
 #: Failures judged on the session's view of a mailbox: the view is checked before they count (and those
 #: the connection's owner names, see ``judged_on_the_view``: the tools' own refusals).
@@ -80,7 +82,7 @@ _JUDGED_ON_THE_VIEW: tuple[type[Exception], ...] = (
     RoleMailboxMissing,
     MailboxesChanged,
     PartError,
-    AppendRefused,
+    MailboxCommandRefused,
 )
 
 T = TypeVar("T")
@@ -108,7 +110,8 @@ class AccountConnection:
         #: tool calls, whose view reads VANISHED like EXPUNGE (:mod:`.view`); not for a watch's.
         self.enable_qresync = enable_qresync
         self.config = config
-        #: What a domain error leaving :meth:`run` becomes for its callers (the tools: their envelope error).
+        #: What a domain error leaving :meth:`run` becomes for its callers (see :data:`Translate`); None
+        #: (the CLI's connection, a watch's): it leaves as it is, and the tool runner words it.
         self.translate = translate
         #: The failures an operation raises that are judged on the mailbox's view: when the view turns
         #: out stale, the read runs again instead (the imap layer's own, and what the owner adds).

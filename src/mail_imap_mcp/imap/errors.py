@@ -54,7 +54,8 @@ class ImapError(Exception):
     #: otherwise the failure belongs to the one mailbox or message being read (see :func:`mailbox_failure`).
     ends_call: ClassVar[bool] = False
     #: The caller of ``AccountConnection.run`` handles it (a stale id, a refused charset, a write's
-    #: unknown outcome); any other leaving ``run`` goes through the connection's ``translate``.
+    #: unknown outcome): code that goes on past a failure (an issue of a partial answer) raises it on, so
+    #: that the caller, or else the tool runner, answers it.
     for_caller: ClassVar[bool] = False
 
 
@@ -444,11 +445,13 @@ class MechanismNotOffered(ConnectFailed):
 
 
 class AccountUnknown(ImapError):
-    """``account_id`` names no configured account; ``configured``: the ones there are."""
+    """``account_id`` names no configured account; ``configured``: the ones there are; ``parameter``: the
+    argument that named it (``message_ids``: the account part of message ids)."""
 
     ends_call = True
 
-    def __init__(self, account_id: str, configured: Iterable[str]) -> None:
+    def __init__(self, account_id: str, configured: Iterable[str], parameter: str = "account_id") -> None:
         super().__init__(f"account {account_id!r} is not configured")
         self.account_id = account_id
         self.configured = sorted(configured)
+        self.parameter = parameter

@@ -20,7 +20,12 @@ MAX_UINT32 = 2**32 - 1
 
 
 class InvalidMessageId(ValueError):
-    """The text is not a message id of this server; the message says which part is wrong."""
+    """The text is not a message id of this server; the message says which part is wrong. ``parameter``:
+    the argument that gave it, where the raiser knows it (else the call's arguments name it)."""
+
+    def __init__(self, problem: str, parameter: str = "") -> None:
+        super().__init__(problem)
+        self.parameter = parameter
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,8 @@ class Keepalive:
 
 class ConnectionPool:
     """One :class:`AccountConnection` per configured account, kept alive while idle (``keepalive_interval_s``,
-    0: off). ``open_socket`` replaces the TCP connect (:data:`~mail_imap_mcp.imap.budget.OpenSocket`)."""
+    0: off). ``open_socket`` replaces the TCP connect (:data:`~mail_imap_mcp.imap.budget.OpenSocket`).
+    ``translate``: see :data:`~mail_imap_mcp.imap.connection.Translate`."""
 
     def __init__(
         self,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from mail_imap_mcp.imap.errors import UidValidityChanged, mailbox_failure
 from mail_imap_mcp.imap.mailboxes import MailboxCounts
 from mail_imap_mcp.imap.search.cursors import SortOrder, StreamState
+from mail_imap_mcp.imap.search.dated_plan import DateWindows, Locate, after_anchor
 from mail_imap_mcp.imap.search.execute import KEY_ITEMS, SearchExecutor, response_key
 from mail_imap_mcp.imap.search.merge import Candidate, StreamPage, merge, page_full_before
 from mail_imap_mcp.imap.search.plan import Newest, StreamStart
@@ -32,8 +33,6 @@ from mail_imap_mcp.query import Query, needs_utf8, search_keys
 
 #: Without SORT, date order is exact within windows of this many matches (newest by UID first).
 DATE_WINDOW = 1000
-#: Probes per FETCH when a cursor's anchors were all deleted and the position is found by date.
-LOCATE_PROBES = 64
 
 
 @dataclass
@@ -58,40 +57,16 @@ def sort_keys(session: ImapSession, uids: list[int], sort: SortOrder) -> dict[in
     return {uid: response_key(response, sort) for uid, response in answer.items()}
 
 
-def _after_anchor(order: list[int], state: StreamState) -> int | None:
-    """Index just after the latest anchor still in ``order``; None when none is left."""
-    where = {uid: index for index, uid in enumerate(order)}
-    for uid in reversed(state.after):
-        if uid in where:
-            return where[uid] + 1
-    return None
-
-
-def _older(key: int | None, uid: int, anchor_key: int, anchor_uid: int) -> bool:
-    """Whether a message comes after the anchor in date order (date descending, ties by UID ascending,
-    which is how RFC 5256 SORT orders equal dates: by their place in the mailbox)."""
-    key = key if key is not None else 0
-    return key < anchor_key or (key == anchor_key and uid > anchor_uid)
-
-
 def _locate(session: ImapSession, order: list[int], state: StreamState) -> int:
-    """Where to continue ``order`` (SORT's answer) when every anchor was deleted: found by date, reading
-    at most :data:`LOCATE_PROBES` dates per round trip (about three for 100,000 messages)."""
+    """Where to continue ``order`` (SORT's answer) when every anchor was deleted: the position the
+    :class:`~.search.dated_plan.Locate` plan finds by date, its probes read here."""
     if state.key is None or not state.after:
         return 0
-    anchor_uid = state.after[-1]
-    lo, hi = 0, len(order)  # the answer is in [lo, hi]
-    while lo < hi:
-        step = max(1, (hi - lo) // LOCATE_PROBES)
-        probes = list(range(lo, hi, step))
-        keys = sort_keys(session, [order[i] for i in probes], "date")
-        first_older = next(
-            (i for i in probes if _older(keys.get(order[i]), order[i], state.key, anchor_uid)), hi
-        )
-        if step == 1:
-            return first_older
-        lo, hi = max(lo, first_older - step + 1), first_older
-    return lo
+    plan = Locate(order, state.key, state.after[-1])
+    while probes := plan.probes():
+        plan.answered(probes, sort_keys(session, [order[i] for i in probes], "date"))
+    assert plan.position is not None
+    return plan.position
 
 
 @dataclass
@@ -206,15 +181,18 @@ class StreamSearch:
             order = [uid for uid in order if uid <= state.upper]
         start = 0
         if state.after:
-            found = _after_anchor(order, state)
+            found = after_anchor(order, state)
             start = found if found is not None else _locate(self.session, order, state)
         wanted = self.limit + 1
         page.candidates = [Candidate(uid, None) for uid in order[start : start + wanted]]
         page.more_beyond = len(order) > start + wanted
 
     def _windowed(self, page: StreamPage, first: bool) -> None:
-        """Date order without SORT: windows of :data:`DATE_WINDOW` matches, newest UIDs first."""
-        state, wanted = page.state, self.limit + 1
+        """Date order without SORT: windows of :data:`DATE_WINDOW` matches, newest UIDs first, as the
+        :class:`~.search.dated_plan.DateWindows` plan asks them."""
+        state = page.state
+        anchor = (state.key, state.after[-1]) if state.after and state.key is not None else None
+        plan = DateWindows(self.limit + 1, anchor)
         if state.window_hi:
             uids = self.session.uid_search(
                 [b"UID", f"{state.window_lo}:{state.window_hi}".encode(), *self.criteria],
@@ -225,19 +203,13 @@ class StreamSearch:
             window = self._window_below(state, None, first=first)
             if first:
                 page.total = window.total
-        candidates = window.candidates
-        if state.after and state.key is not None:
-            anchor_key, anchor_uid = state.key, state.after[-1]
-            candidates = [c for c in candidates if _older(c.key, c.uid, anchor_key, anchor_uid)]
-        lowest = window.lo
-        page.windowed = window.lo > 1 or window.hi < state.upper
-        while len(candidates) < wanted and lowest > 1:
-            older = self._window_below(state, lowest)
-            candidates = candidates + older.candidates
-            lowest = older.lo
-            page.windowed = True
-        page.candidates = candidates[:wanted]
-        page.more_beyond = len(candidates) > wanted or lowest > 1
+        plan.took(window.lo, window.candidates)
+        while (below := plan.next_below()) is not None:
+            older_window = self._window_below(state, below)
+            plan.took(older_window.lo, older_window.candidates)
+        page.windowed = window.lo > 1 or window.hi < state.upper or plan.windowed
+        page.candidates = plan.candidates[: self.limit + 1]
+        page.more_beyond = plan.more_beyond
 
     def _window_below(self, state: StreamState, below: int | None, *, first: bool = False) -> Window:
         """The next :data:`DATE_WINDOW` matches below ``below`` (None: the newest), read and sorted by

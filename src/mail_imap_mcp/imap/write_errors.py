@@ -19,18 +19,36 @@ class DestinationMissing(ImapError):
         self.parameter = parameter
 
 
-class AppendRefused(ImapError):
+class MailboxCommandRefused(ImapError):
+    """The server refused ``command`` (CREATE, DELETE, RENAME, APPEND) on ``mailbox`` of ``account_id``
+    (``refused``: its NO, or the mailbox missing), which the argument or setting ``parameter`` named
+    (e.g. ``destination_mailbox`` for the new name of a RENAME)."""
+
+    def __init__(
+        self,
+        refused: CommandRefused | MailboxMissing,
+        account_id: str,
+        command: str,
+        mailbox: str,
+        parameter: str,
+    ) -> None:
+        to = "to" if command == "APPEND" else "of"
+        super().__init__(f"{command} {to} {mailbox!r} ({parameter}) refused: {refused}")
+        self.refused = refused
+        self.account_id = account_id
+        self.command = command
+        self.mailbox = mailbox
+        self.parameter = parameter
+
+
+class AppendRefused(MailboxCommandRefused):
     """The server refused the APPEND of a message to ``mailbox`` of ``account_id`` (``refused``: its NO,
     or the mailbox missing), which the setting ``parameter`` chose (e.g. ``drafts_mailbox``)."""
 
     def __init__(
         self, refused: CommandRefused | MailboxMissing, account_id: str, mailbox: str, parameter: str
     ) -> None:
-        super().__init__(f"APPEND to {mailbox!r} ({parameter}) refused: {refused}")
-        self.refused = refused
-        self.account_id = account_id
-        self.mailbox = mailbox
-        self.parameter = parameter
+        super().__init__(refused, account_id, "APPEND", mailbox, parameter)
 
 
 class WriteRefused(CommandRefused):

@@ -116,11 +116,15 @@ def run_bulk_write(
     finish: Callable[[T], R],
     status_of: Callable[[R], str],
     accepted: Callable[[Operation], R],
+    failure_of: Callable[[Exception], ToolFailure | None] | None = None,
 ) -> R:
     """Run ``work`` on the account's connection (a dry run as a read, else as a never-replayed write)
     and ``finish`` its outcome into the tool's answer, audited either way. The answer comes inline when
     the work is quick; otherwise the work continues in the background and ``accepted(operation)`` is
-    the answer (see :class:`OperationRegistry`).
+    the answer (see :class:`OperationRegistry`). ``failure_of``: the failure registry's words of a
+    domain error that ends the work (``presentation.failures.failure_of``), for the audit line and for
+    the operation, whose failure is read later, after the tool call ended (it answers None for what is
+    raised as it is; without it, only a :class:`ToolFailure` is audited).
 
     ``work`` may run twice when the connection is found dead before anything was written: it starts
     from nothing each time.
@@ -133,9 +137,14 @@ def run_bulk_write(
         try:
             outcome = connection.run(on_session) if dry_run else connection.run_write(on_session)
             result = finish(outcome)
-        except ToolFailure as failure:
+        except (ToolFailure, ImapError) as exc:
+            failure = exc if isinstance(exc, ToolFailure) else failure_of(exc) if failure_of else None
+            if failure is None:
+                raise
             line.failed(failure)
-            raise
+            if failure is exc:
+                raise
+            raise failure from None
         line.done(status_of(result))
         return result
 

@@ -67,6 +67,7 @@ from mail_imap_mcp.imap.write_errors import (
     DestinationMissing,
     ExtensionMissing,
     InvalidFlag,
+    MailboxCommandRefused,
     RoleMailboxMissing,
     WriteRefused,
 )
@@ -180,6 +181,13 @@ def _account_failure(
 
 
 def _account_unknown(exc: AccountUnknown, call: Call | None) -> ToolFailure:
+    if exc.parameter == "message_ids":
+        return ToolFailure(
+            ErrorCode.NOT_FOUND,
+            f"The message ids name account {exc.account_id!r}, which is not configured; call "
+            "imap_list_accounts and search again.",
+            details={"parameter": "message_ids", "account_id": exc.account_id, "configured": exc.configured},
+        )
     known = ", ".join(exc.configured) or "none"
     return ToolFailure(
         ErrorCode.NOT_FOUND,
@@ -197,8 +205,8 @@ def _write_refused_in(exc: WriteRefused, call: Call | None) -> ToolFailure:
     return write_refused(exc, exc.mailbox)
 
 
-def _append_refused(exc: AppendRefused, call: Call | None) -> ToolFailure:
-    return mailbox_refused(exc.refused, exc.account_id, "APPEND", exc.mailbox, exc.parameter)
+def _mailbox_command_refused(exc: MailboxCommandRefused, call: Call | None) -> ToolFailure:
+    return mailbox_refused(exc.refused, exc.account_id, exc.command, exc.mailbox, exc.parameter)
 
 
 def _extension_missing(exc: ExtensionMissing, call: Call | None) -> ToolFailure:
@@ -285,7 +293,7 @@ def _part_failure(exc: PartError, call: Call | None) -> ToolFailure:
 
 
 def _invalid_message_id(exc: InvalidMessageId, call: Call | None) -> ToolFailure:
-    parameter = next(
+    parameter = exc.parameter or next(
         (
             name
             for name in ("message_id", "message_ids", "in_reply_to")
@@ -371,7 +379,8 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     AccountUnknown: _account_unknown,
     DestinationMissing: _destination_missing,
     WriteRefused: _write_refused_in,
-    AppendRefused: _append_refused,
+    MailboxCommandRefused: _mailbox_command_refused,
+    AppendRefused: _mailbox_command_refused,
     ExtensionMissing: _extension_missing,
     RoleMailboxMissing: _role_mailbox_missing,
     InvalidFlag: _invalid_flag,
@@ -419,9 +428,21 @@ def envelope_of(exc: ImapError) -> ToolFailure:
 
 
 def as_tool_failure(exc: ImapError) -> Exception:
-    """``exc`` as the envelope failure the tools' callers of ``AccountConnection.run`` expect (the
-    connections' ``translate``): what a domain error leaving ``run`` needs for its words, it carries."""
+    """``exc`` as its envelope failure, for a bare connection's ``translate`` (tests that drive an
+    ``AccountConnection`` without the runner); the server and the CLI pass none."""
     return tool_failure(exc, None) or exc
+
+
+def failure_of(exc: Exception) -> ToolFailure | None:
+    """The words of a failure that does not end the tool call as it stands, in the registry's words
+    without the call's arguments: an issue of a partial answer (a write's per-item results, a service's
+    mailbox it went on past), the code of a write's audit line, and a request that is no tool call (a
+    resource read, a bulk write gone to the background). None for a domain error its caller answers
+    itself (``ImapError.for_caller``: a stale id, a refused charset, a write's unknown outcome) and for
+    what the registry does not know (a bug): raise it. A failure that ends the call is left to :func:`run`, which words it with the call's arguments."""
+    if isinstance(exc, ImapError) and exc.for_caller:
+        return None
+    return tool_failure(exc, None)
 
 
 def run(handle: Callable[[AppT, InputT], ToolResult[Any]], app: AppT, args: InputT) -> ToolResult[Any]:

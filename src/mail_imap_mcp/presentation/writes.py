@@ -9,16 +9,20 @@ the plan, else ``connection.run_write(...)`` where each change is sent inside
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pydantic import Field
 
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
+from mail_imap_mcp.imap.errors import ImapError
+from mail_imap_mcp.imap.ids import InvalidMessageId
 from mail_imap_mcp.operations import Operation
 from mail_imap_mcp.operations.batch import Batch
 from mail_imap_mcp.operations.runner import SelectRefusals
 from mail_imap_mcp.operations.transfer import TransferOutcome
-from mail_imap_mcp.presentation.failures import envelope_of
+from mail_imap_mcp.presentation.failures import envelope_of, failure_of
 from mail_imap_mcp.presentation.mail_failures import conflict, ids_mailbox_gone
 
 DRY_RUN_DESCRIPTION = "true: only say what would change."
@@ -80,6 +84,25 @@ def none_found(account_id: str, batch: Batch) -> ToolFailure:
             arguments={"account_id": account_id, "mailbox": first},
         ),
     )
+
+
+#: A write's failure in the registry's words, for a bulk write's operation that goes on in the
+#: background (:func:`mail_imap_mcp.presentation.failures.failure_of`); the tool runner words the call's
+#: failure itself.
+write_failure = failure_of
+
+
+@contextmanager
+def audited(failed: Callable[[ToolFailure], None]) -> Iterator[None]:
+    """A write's steps whose failure its audit line records (``failed``, with the failure's code): the
+    failure leaves as it is, and the tool runner words it."""
+    try:
+        yield
+    except (ToolFailure, ImapError, InvalidMessageId) as exc:
+        failure = failure_of(exc)
+        if failure is not None:
+            failed(failure)
+        raise
 
 
 def select_refusals(account_id: str) -> SelectRefusals:

@@ -28,6 +28,7 @@ from mail_imap_mcp.content.images import ImageLimits
 from mail_imap_mcp.content.text import clean_extracted_text, truncate
 from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.services.attachment_fetch import (
     Accept,
@@ -307,7 +308,10 @@ def _extract_one(
     try:
         with spooled_part(connection, ref, attachment.part_id, server, accept=accept) as spooled:
             window = read_text(spooled, server, plan, offset=0, max_chars=max_chars)
-    except ToolFailure as failure:
+    except (ToolFailure, ImapError) as exc:  # an issue of the answer, in the registry's words
+        failure = AppContext.failure_of(exc)
+        if failure is None:
+            raise
         if failure.code == ErrorCode.INVALID_INPUT:  # no document: nothing to extract
             return None
         return ref.issue(

@@ -65,8 +65,8 @@ def parse_own_id(app: AppContext, account_id: str, text: str, parameter: str) ->
     """A message id of ``account_id``; ``invalid_input`` naming ``parameter`` otherwise."""
     try:
         ref = parse_message_id(text)
-    except InvalidMessageId as exc:
-        raise ToolFailure.invalid_input(parameter, f"{exc}.") from None
+    except InvalidMessageId as exc:  # named as the argument that gave it; the registry words it
+        raise InvalidMessageId(str(exc), parameter) from None
     if app.resolve_account(ref.account_id) != account_id:
         raise ToolFailure.invalid_input(
             parameter, f"the message belongs to account {ref.account_id!r}, not {account_id!r}."
@@ -229,7 +229,10 @@ def locate(
 
     try:
         uidvalidity, uids = app.connection(account_id).run(search)
-    except ToolFailure as failure:
+    except (ToolFailure, ImapError) as exc:  # an issue of the answer, in the registry's words
+        failure = app.failure_of(exc)
+        if failure is None:
+            raise
         uidvalidity, uids, problem = 0, [], failure.message
     else:
         problem = f"{len(uids)} messages carry its Message-ID"
@@ -302,7 +305,7 @@ def check_replaceable(
                 "the message is not a draft (it has no \\Draft flag); only a draft can be replaced. "
                 "Nothing was changed.",
             )
-        if not session.profile.moves_exactly:  # leaves run as the registry's words, as any domain error
+        if not session.profile.moves_exactly:  # the tool runner words it, as any domain error
             raise ExtensionMissing("MOVE or UIDPLUS", "move exactly the replaced draft to Trash")
         return detail
 
@@ -342,10 +345,10 @@ def retire_replaced(
         moved, copied = connection.run_write(move)
     except OutcomeUnknown:
         problem = "the connection was lost while it was being moved to Trash; it may still be there"
-    except (ToolFailure, ImapError) as failure:
-        problem = (
-            f"it could not be moved to Trash ({getattr(failure, 'message', None) or type(failure).__name__})"
-        )
+    except (ToolFailure, ImapError) as exc:  # an issue of the answer, in the registry's words
+        failure = app.failure_of(exc)
+        said = failure.message if failure is not None else None
+        problem = f"it could not be moved to Trash ({said or type(exc).__name__})"
     else:
         if not moved:
             return None, None

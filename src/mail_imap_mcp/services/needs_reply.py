@@ -14,6 +14,7 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import Issue, ToolFailure
 from mail_imap_mcp.imap.directory import MailboxDirectory
+from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.replies import Candidate, answered_in, first_message_id
 from mail_imap_mcp.imap.roles import SENT
 from mail_imap_mcp.imap.session import ImapSession
@@ -75,7 +76,10 @@ def answered_from_sent(app: AppContext, account_id: str, messages: Sequence[List
 
     try:
         found_answered = app.connection(account_id).run(work)
-    except ToolFailure as failure:
+    except (ToolFailure, ImapError) as exc:  # an issue of the answer, in the registry's words
+        failure = app.failure_of(exc)
+        if failure is None:
+            raise
         found_answered = set()
         answered.issues.append(
             Issue(

@@ -6,27 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.errors import AccountUnknown
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.operations.batch import Batch
 from mail_imap_mcp.operations.transfer import commands_for
 
 
 def batch_connection(app: AppContext, batch: Batch) -> AccountConnection:
-    """The write connection of the batch's account; ``not_found`` naming ``message_ids`` when the ids
+    """The write connection of the batch's account; ``AccountUnknown`` naming ``message_ids`` when the ids
     name an account that is not configured."""
     try:
         return app.write_connection(batch.account_id)
-    except ToolFailure as failure:
-        if failure.code is not ErrorCode.NOT_FOUND:
-            raise
-        raise ToolFailure(
-            ErrorCode.NOT_FOUND,
-            f"The message ids name account {batch.given_account_id!r}, which is not configured; call "
-            "imap_list_accounts and search again.",
-            details={**failure.details, "parameter": "message_ids"},
-        ) from None
+    except AccountUnknown as unknown:  # named as the argument that gave it; the registry words it
+        raise AccountUnknown(unknown.account_id, unknown.configured, parameter="message_ids") from None
 
 
 def confirm_permanent_delete(

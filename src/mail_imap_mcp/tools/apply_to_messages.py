@@ -169,14 +169,11 @@ def handle(app: AppContext, args: ApplyToMessagesInput) -> ToolResult[ApplyToMes
     label = ("dry_run:" if args.dry_run else "") + args.action + ("_permanent" if args.permanent else "")
     line = AuditLine(NAME, connection.account_id, label, requested)
     if args.permanent:
-        try:
+        with writes.audited(line.failed):  # the tool runner words the call's failure
             if not app.config.server.allow_permanent_delete:
                 raise writes.permanent_delete_turned_off()
             if not args.dry_run:
                 confirm_permanent_delete(app, NAME, args.model_dump(), batch, connection)
-        except ToolFailure as failure:
-            line.failed(failure)
-            raise
     request = TransferRequest(
         action=args.action,
         permanent=args.permanent,
@@ -194,6 +191,7 @@ def handle(app: AppContext, args: ApplyToMessagesInput) -> ToolResult[ApplyToMes
         finish=lambda run: _result(args, connection.account_id, batch, run),
         status_of=lambda result: result.data.status,
         accepted=lambda operation: _accepted(args, connection.account_id, requested, operation),
+        failure_of=writes.write_failure,
     )
 
 

@@ -34,10 +34,10 @@ from mail_imap_mcp.envelope import (
 from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing, OutcomeUnknown
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.write_errors import MailboxCommandRefused
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId
-from mail_imap_mcp.presentation.mail_failures import mailbox_refused
-from mail_imap_mcp.presentation.writes import CONFIRM_TOKEN_DESCRIPTION, DRY_RUN_DESCRIPTION
+from mail_imap_mcp.presentation.writes import CONFIRM_TOKEN_DESCRIPTION, DRY_RUN_DESCRIPTION, audited
 from mail_imap_mcp.services.mailbox_names import existing_mailbox, new_mailbox, refuse_protected
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 
@@ -220,7 +220,8 @@ def _execute(session: ImapSession, plan: _Plan, account_id: str) -> None:
         target, parameter = (plan.mailbox, "mailbox")
         if plan.action == "rename" and not isinstance(failure, MailboxMissing):  # else the source is missing
             target, parameter = (plan.destination or plan.mailbox, "destination_mailbox")
-        raise mailbox_refused(failure, account_id, command, target, parameter) from None
+        # Named as the argument that gave the mailbox; the failure registry words it.
+        raise MailboxCommandRefused(failure, account_id, command, target, parameter) from None
 
 
 def handle(app: AppContext, args: ManageMailboxInput) -> ToolResult[ManageMailboxData]:
@@ -231,7 +232,7 @@ def handle(app: AppContext, args: ManageMailboxInput) -> ToolResult[ManageMailbo
     connection = app.write_connection(args.account_id)
     account_id = connection.account_id
     action = f"dry_run:{args.action}" if args.dry_run else args.action
-    try:
+    with audited(lambda failure: audit(NAME, account_id, action, 0, failure.code)):
         plan = connection.run(lambda session: _plan(session, app, account_id, args))
         if not args.dry_run and args.action != "create":
             app.confirmations.require(NAME, args.model_dump(), f"{plan.words()} in account {account_id!r}")
@@ -250,9 +251,6 @@ def handle(app: AppContext, args: ManageMailboxInput) -> ToolResult[ManageMailbo
                         retryable=False,
                     )
                 )
-    except ToolFailure as failure:
-        audit(NAME, account_id, action, 0, failure.code)
-        raise
     audit(NAME, account_id, action, plan.messages or 0, "outcome_unknown" if issues else "ok")
     changed = not args.dry_run and not issues
     result = {"create": plan.mailbox, "rename": plan.destination, "delete": None}[plan.action]

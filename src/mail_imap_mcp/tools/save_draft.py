@@ -30,6 +30,7 @@ from mail_imap_mcp.imap.roles import DRAFTS, TRASH
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId
 from mail_imap_mcp.presentation.shapes import UntrustedContent
+from mail_imap_mcp.presentation.writes import audited
 from mail_imap_mcp.services.drafts import (
     DRAFT_FLAGS,
     Replaced,
@@ -181,7 +182,7 @@ def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
             conflicts_with="in_reply_to",
         )
     issues: list[Issue] = []
-    try:
+    with audited(lambda failure: audit(NAME, account_id, action, 1, failure.code)):
         original = None
         if args.in_reply_to is not None:
             original = read_original(app, parse_own_id(app, account_id, args.in_reply_to, "in_reply_to"))
@@ -207,9 +208,6 @@ def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
         found, located_by, saved, retired = saving.found, saving.located_by, saving.saved, saving.retired
         removed = saving.removed
         issues += saving.issues
-    except ToolFailure as failure:
-        audit(NAME, account_id, action, 1, failure.code)
-        raise
     outcome = "outcome_unknown" if not saved and not args.dry_run else "ok"
     audit(NAME, account_id, action, 1 if replaced is None else 2, outcome, **audit_ids(replaced, retired))
     if original is not None:

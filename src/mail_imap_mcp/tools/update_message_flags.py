@@ -15,27 +15,27 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolFailure, ToolResult
+from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolResult
 from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.flags import FlagOperation, ordered, parse_flags
 from mail_imap_mcp.imap.ids import parse_message_id
-from mail_imap_mcp.imap.write_errors import InvalidFlag
 from mail_imap_mcp.operations import Operation, OperationRef
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.batch import Batch, group_message_ids
 from mail_imap_mcp.operations.flags import FlagChange, FlagOutcome, FlagRequest, change_flags
 from mail_imap_mcp.operations.runner import run_bulk_write
 from mail_imap_mcp.presentation.arguments import MessageIdArg
-from mail_imap_mcp.presentation.failures import envelope_of
 from mail_imap_mcp.presentation.flag_undo import undo_flags
 from mail_imap_mcp.presentation.mail_failures import message_gone, rerun_search
 from mail_imap_mcp.presentation.writes import (
     DRY_RUN_DESCRIPTION,
     accepted_summary,
+    audited,
     follow_operation,
     none_found,
     operation_field,
     select_refusals,
+    write_failure,
 )
 from mail_imap_mcp.services.writes import batch_connection
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
@@ -130,13 +130,9 @@ def handle(app: AppContext, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsDat
     batch = group_message_ids(args.message_ids, app.resolve_account)
     action = f"dry_run:{args.operation}" if args.dry_run else args.operation
     line = AuditLine(NAME, batch.account_id, action, len(batch.items), failure_prefix="failed:")
-    try:
+    with audited(line.failed):  # the tool runner words the call's failure
         connection = batch_connection(app, batch)
         flags = parse_flags(args.flags)
-    except (ToolFailure, InvalidFlag) as exc:
-        failure = exc if isinstance(exc, ToolFailure) else envelope_of(exc)
-        line.failed(failure)
-        raise failure from None
     account = batch.given_account_id
     request = FlagRequest(args.operation, flags, args.dry_run, select_refusals(account))
     return run_bulk_write(
@@ -148,6 +144,7 @@ def handle(app: AppContext, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsDat
         finish=lambda outcome: _answer(account, request, batch, outcome),
         status_of=lambda result: result.data.status,
         accepted=lambda operation: _accepted(account, request, len(batch.items), operation),
+        failure_of=write_failure,
     )
 
 
