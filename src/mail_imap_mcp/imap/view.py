@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from mail_imap_mcp.imap import parsing
+from mail_imap_mcp.imap.mailbox_state import MailboxState
+
+__all__ = ["MailboxState", "Untagged", "apply_updates"]
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -27,19 +29,6 @@ Untagged = dict[str, list[Any]]
 
 _EARLIER = re.compile(rb"^\(EARLIER\)\s*", re.IGNORECASE)
 _UID_SET = re.compile(rb"^[0-9]+(:[0-9]+)?(,[0-9]+(:[0-9]+)?)*$")
-
-
-@dataclass
-class MailboxState:
-    """What EXAMINE (``readonly``) or SELECT told us about the selected mailbox."""
-
-    name: str
-    uidvalidity: int
-    uidnext: int
-    exists: int
-    readonly: bool = True
-    #: PERMANENTFLAGS of the SELECT answer (``\\*``: new keywords allowed); None when the server sent none.
-    permanent_flags: frozenset[str] | None = None
 
 
 def apply_updates(untagged: Untagged, state: MailboxState) -> MailboxState:

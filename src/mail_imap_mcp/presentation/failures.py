@@ -428,8 +428,8 @@ def envelope_of(exc: ImapError) -> ToolFailure:
 
 
 def as_tool_failure(exc: ImapError) -> Exception:
-    """``exc`` as its envelope failure, for a bare connection's ``translate`` (tests that drive an
-    ``AccountConnection`` without the runner); the server and the CLI pass none."""
+    """``exc`` as its envelope failure, for a connection's ``translate`` (tests that drive an
+    ``AccountConnection`` without the runner, and for now the server's pool: ``app.py`` says why)."""
     return tool_failure(exc, None) or exc
 
 

@@ -10,8 +10,8 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from mail_imap_mcp.imap.mailbox_state import MailboxState
 from mail_imap_mcp.imap.search.cursors import ANCHORS, SortOrder, StreamState
-from mail_imap_mcp.imap.view import MailboxState
 
 
 @dataclass

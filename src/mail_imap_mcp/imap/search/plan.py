@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from mail_imap_mcp.imap.mailbox_state import MailboxState
 from mail_imap_mcp.imap.uidplus import format_uid_set
-from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.query import Query, needs_utf8
 
 #: A filtered search's first window spans at least this many UIDs (matches are sparser than messages).
