@@ -529,3 +529,96 @@ def test_the_command_line_starts_without_the_mcp_sdk() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+#: The functions that apply the failure registry (``presentation/failures.py``): a domain error in the
+#: envelope's words. The tool runner (:func:`mail_imap_mcp.presentation.failures.run`) applies them to
+#: every tool call; besides it, only the CLI's ``check`` (its own boundary), ``presentation/writes.py``
+#: (a bulk write's per-mailbox refusals and a write's audit line) and ``app.py`` (``AppContext.failure_of``:
+#: the issues of a service's partial answer and the resource reads, which are no tool call) reach them.
+REGISTRY_APPLIERS = frozenset({"REGISTRY", "tool_failure", "envelope_of", "as_tool_failure", "failure_of"})
+MAY_APPLY_THE_REGISTRY = frozenset(
+    {
+        "mail_imap_mcp.presentation.failures",
+        "mail_imap_mcp.presentation.writes",
+        "mail_imap_mcp.cli",
+        "mail_imap_mcp.app",
+    }
+)
+FAILURES_MODULE = "mail_imap_mcp.presentation.failures"
+#: The server's pool still gives its connections ``translate``, for one test that expects a pool
+#: connection's ``run`` to raise a ToolFailure (tests/integration/test_faults.py); nothing else may.
+STILL_TRANSLATING = frozenset({"mail_imap_mcp.app"})
+
+
+def _forwarded(value: ast.expr, parameter: str) -> bool:
+    return isinstance(value, ast.Name) and value.id == parameter
+
+
+def registry_uses(path: Path, name: str) -> Iterator[str]:
+    """The registry's appliers ``path`` imports from ``presentation/failures.py`` or reaches as an
+    attribute of that module, and every call that passes ``translate=`` (a connection's hook that once
+    applied the registry under the tools; tests still give it to a bare connection)."""
+    package = name.rpartition(".")[0]
+    aliases: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                if base == FAILURES_MODULE and alias.name in REGISTRY_APPLIERS:
+                    yield alias.name
+                elif f"{base}.{alias.name}" == FAILURES_MODULE:
+                    aliases.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            aliases.update(a.asname for a in node.names if a.name == FAILURES_MODULE and a.asname)
+        elif isinstance(node, ast.Call):
+            # The pool forwards its own parameter to its connections: only a value given here counts.
+            given = [
+                k for k in node.keywords if k.arg == "translate" and not _forwarded(k.value, "translate")
+            ]
+            yield from ("translate=" for _ in given)
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in REGISTRY_APPLIERS
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+        ):
+            yield node.attr
+
+
+def test_the_failure_registry_is_applied_at_one_boundary() -> None:
+    """Issue 34 item 5: a domain error leaves the IMAP layer as it is (no connection's ``translate``),
+    and the tool runner words it, as httpx's ``map_httpcore_exceptions()`` does at its one boundary; no
+    tool or service builds the failure the runner would build."""
+    uses = sorted(
+        f"{name}: {use}"
+        for name, path in modules(SRC, PACKAGE).items()
+        for use in registry_uses(path, name)
+        if name not in MAY_APPLY_THE_REGISTRY or (use == "translate=" and name not in STILL_TRANSLATING)
+    )
+    assert uses == [], "raise the domain error: the tool runner (presentation/failures.run) words it"
+
+
+def test_the_registry_check_sees_each_form(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "from mail_imap_mcp.presentation.failures import envelope_of, run\n"
+        "from mail_imap_mcp.presentation import failures as said\n"
+        "said.tool_failure(x, None)\n"
+        "said.run(h, a, b)\n"
+        "AccountConnection('a', c, translate=f)\n"
+        "AccountConnection('a', c, translate=translate)\n"
+    )
+    assert sorted(registry_uses(module, "mail_imap_mcp.tools.m")) == [
+        "envelope_of",
+        "tool_failure",
+        "translate=",
+    ]
+    relative = tmp_path / "r.py"
+    relative.write_text("from .failures import as_tool_failure\n")
+    assert list(registry_uses(relative, "mail_imap_mcp.presentation.r")) == ["as_tool_failure"]
