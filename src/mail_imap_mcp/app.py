@@ -45,11 +45,6 @@ class AppContext:
             dict(config.accounts),
             keepalive_interval_s=config.server.keepalive_interval_s,
             summary_cache_entries=config.server.summary_cache_entries,
-            # Kept for one test only, which expects a pool connection's run to raise a ToolFailure
-            # (test_calls_without_retry_are_never_retried in tests/integration/test_faults.py): every
-            # caller handles the domain errors as they are, and the tool runner words them. To be removed
-            # with that test's expectation (issue 34 item 5).
-            translate=failures.as_tool_failure,
             # A tool's own refusal inside an operation is judged on the mailbox's view, like the IMAP
             # layer's: when the view turns out stale, the read runs again instead.
             judged_on_the_view=(ToolFailure,),

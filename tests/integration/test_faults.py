@@ -35,10 +35,11 @@ from mcp import Client
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.changes_token import ChangesToken
 from mail_imap_mcp.imap.connection import RETRY_BACKOFF_S, AccountConnection
+from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.presentation.failures import tool_failure
 from mail_imap_mcp.server import build_server
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config
@@ -485,10 +486,11 @@ async def test_calls_without_retry_are_never_retried(rig: Rig) -> None:
             rig.proxy.reset_connections()
         session.client.noop()
 
-    with pytest.raises(ToolFailure) as failure:
+    with pytest.raises(ImapError) as failure:
         await anyio.to_thread.run_sync(lambda: rig.connection.run(noop, retry=False))
-    assert failure.value.code == "unavailable"
-    assert failure.value.retryable is True
+    worded = tool_failure(failure.value, None)  # as the tool runner words it
+    assert worded is not None and worded.code == "unavailable"
+    assert worded.retryable is True
     assert attempts == 1
     assert rig.proxy.accepted == 1, "no reconnect for an operation that must not be retried"
 

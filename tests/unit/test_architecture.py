@@ -546,9 +546,6 @@ MAY_APPLY_THE_REGISTRY = frozenset(
     }
 )
 FAILURES_MODULE = "mail_imap_mcp.presentation.failures"
-#: The server's pool still gives its connections ``translate``, for one test that expects a pool
-#: connection's ``run`` to raise a ToolFailure (tests/integration/test_faults.py); nothing else may.
-STILL_TRANSLATING = frozenset({"mail_imap_mcp.app"})
 
 
 def _forwarded(value: ast.expr, parameter: str) -> bool:
@@ -599,7 +596,7 @@ def test_the_failure_registry_is_applied_at_one_boundary() -> None:
         f"{name}: {use}"
         for name, path in modules(SRC, PACKAGE).items()
         for use in registry_uses(path, name)
-        if name not in MAY_APPLY_THE_REGISTRY or (use == "translate=" and name not in STILL_TRANSLATING)
+        if name not in MAY_APPLY_THE_REGISTRY or use == "translate="
     )
     assert uses == [], "raise the domain error: the tool runner (presentation/failures.run) words it"
 

@@ -428,8 +428,9 @@ def envelope_of(exc: ImapError) -> ToolFailure:
 
 
 def as_tool_failure(exc: ImapError) -> Exception:
-    """``exc`` as its envelope failure, for a connection's ``translate`` (tests that drive an
-    ``AccountConnection`` without the runner, and for now the server's pool: ``app.py`` says why)."""
+    """``exc`` as its envelope failure, for a connection's ``translate``: tests that drive an
+    ``AccountConnection`` without the tool runner and want its words (no connection of the server has
+    one: the architecture test says so)."""
     return tool_failure(exc, None) or exc
 
 
