@@ -320,18 +320,31 @@ class MechanismNotOffered(ConnectFailed):
     assert capability_tests(before) == [6]
 
 
-@pytest.mark.parametrize("module", ["plan", "merge", "cursors", "watermark"])
+PLANS = ["plan", "merge", "cursors", "watermark", "dated_plan"]
+
+
+@pytest.mark.parametrize("module", PLANS)
 def test_the_search_plan_its_merge_and_cursors_send_nothing(module: str) -> None:
     """``imap/search/`` plans a page's reads, merges its candidates and writes its cursor as data: none of
-    those modules reaches a connection (the executor, ``execute.py``, sends what they plan)."""
-    sending = ("session", "wire", "pipeline", "pool", "connection", "search.execute")
-    path = PACKAGE / "imap" / "search" / f"{module}.py"
-    reached = [
-        target
-        for target in imported(path, f"mail_imap_mcp.imap.search.{module}")
-        if target.startswith(tuple(f"mail_imap_mcp.imap.{name}" for name in sending))
-        or target.partition(".")[0] in {"imaplib", "imapclient", "socket"}
-    ]
+    those modules reaches a connection, nor an IMAP library through the project's modules it imports
+    (the executors, ``execute.py`` and ``watermark_read.py``, and ``sort.py`` send what they plan)."""
+    sending = ("session", "wire", "pipeline", "pool", "connection", "search.execute", "search.watermark_read")
+    known = modules(SRC, PACKAGE)
+    seen: set[str] = set()
+    todo = [f"mail_imap_mcp.imap.search.{module}"]
+    reached = []
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for target in imported(known[name], name):
+            if target.startswith(tuple(f"mail_imap_mcp.imap.{n}" for n in sending)) or target.partition(".")[
+                0
+            ] in {"imaplib", "imapclient"}:
+                reached.append(f"{name} -> {target}")
+            elif target in known:
+                todo.append(target)
     assert reached == []
 
 
