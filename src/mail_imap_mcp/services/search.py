@@ -37,8 +37,13 @@ from mail_imap_mcp.imap.search.plan import reads_at_once
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import OrderedPage, ordered_page
 from mail_imap_mcp.query import Query
-from mail_imap_mcp.services.search_arrival import ArrivalPage, arrival_page, known_list, reads_by_watermark
 from mail_imap_mcp.services.search_backend import choose_backend
+from mail_imap_mcp.services.search_position import (
+    PositionPage,
+    list_made_for,
+    position_page,
+    reads_by_position,
+)
 
 ALL_MAILBOXES = "*"
 #: A search of every mailbox covers at most this many (all read in the same few round trips).
@@ -224,7 +229,7 @@ def _by_watermark(
     limit: int,
     snippet_chars: int,
 ) -> _Read:
-    """A page of several mailboxes in arrival order by one position (:mod:`.search_arrival`)."""
+    """A page of several mailboxes by one position (:mod:`.search_position`)."""
     issues: list[Issue] = []
     if cursor is None:
         first = _resolve(session, app, account_id, args, pipelined=False)
@@ -232,10 +237,11 @@ def _by_watermark(
         skipped = sum(1 << i for i, name in enumerate(names) if name in set(first.empty))
     else:
         names = list(
-            known_list(account_id, cursor) or _resolve(session, app, account_id, args, pipelined=False).chosen
+            list_made_for(account_id, cursor)
+            or _resolve(session, app, account_id, args, pipelined=False).chosen
         )
         skipped = cursor.skipped
-    page = arrival_page(
+    page = position_page(
         session,
         account_id=account_id,
         names=names,
@@ -258,7 +264,7 @@ def _by_watermark(
 class _Read:
     """What one run of a page read: the page, its summaries, and the issues before and after its search."""
 
-    page: OrderedPage | ArrivalPage
+    page: OrderedPage | PositionPage
     messages: list[SummaryRecord]
     listed_issues: list[Issue]
     fetch_issues: list[Issue]
@@ -328,7 +334,7 @@ def search_page(app: AppContext, args: SearchArgs, search: Query, filter_digest:
         backend = choose_backend(session.personality)
         assert backend == "imap"  # the one backend so far: the server's own SEARCH
         if isinstance(cursor, WatermarkCursor) or (
-            cursor is None and reads_by_watermark(session, merged=not strict)
+            cursor is None and reads_by_position(session, merged=not strict)
         ):
             return _by_watermark(session, app, account_id, args, search, digest, cursor, limit, snippet_chars)
         assert not isinstance(cursor, WatermarkCursor)
@@ -368,7 +374,7 @@ def search_page(app: AppContext, args: SearchArgs, search: Query, filter_digest:
         _learn_keys(page, read.messages, args.sort)
     returned_before = cursor.returned if cursor else 0
     next_cursor = None
-    if isinstance(page, ArrivalPage):
+    if isinstance(page, PositionPage):
         next_cursor = page.next_cursor.encode() if page.next_cursor is not None else None
     elif page.next_streams:
         next_cursor = StreamCursor(

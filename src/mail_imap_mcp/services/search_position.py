@@ -1,4 +1,5 @@
-"""A page of several mailboxes in arrival order on a server that sorts, continued by one position.
+"""A page of several mailboxes on a server that sorts, in arrival or date order, continued by one
+position.
 
 The order, the reads and the merge are :mod:`mail_imap_mcp.imap.search.watermark`'s; this module chooses
 the mailboxes (the list a first page made, kept per process by its digest, else listed again), checks
@@ -24,7 +25,7 @@ _LISTS: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
 _LISTS_KEPT = 256
 
 
-def reads_by_watermark(session: ImapSession, *, merged: bool) -> bool:
+def reads_by_position(session: ImapSession, *, merged: bool) -> bool:
     """Whether a first page is read by one position: several mailboxes, on a server with SORT."""
     return merged and session.profile.sorts
 
@@ -36,7 +37,7 @@ def mailboxes_digest(names: Sequence[str], uidvalidities: Sequence[int]) -> str:
 
 
 @dataclass
-class ArrivalPage:
+class PositionPage:
     """One page: ``(mailbox, uidvalidity, uid)`` in page order, and what continues it."""
 
     picks: list[tuple[str, int, int]]
@@ -46,12 +47,12 @@ class ArrivalPage:
     next_cursor: WatermarkCursor | None = None
 
 
-def known_list(account_id: str, cursor: WatermarkCursor) -> tuple[str, ...] | None:
+def list_made_for(account_id: str, cursor: WatermarkCursor) -> tuple[str, ...] | None:
     """The mailbox list a cursor's first page made, where this process made it."""
     return _LISTS.get((account_id, cursor.mailboxes_digest))
 
 
-def arrival_page(
+def position_page(
     session: ImapSession,
     *,
     account_id: str,
@@ -63,7 +64,7 @@ def arrival_page(
     filter_digest: str,
     cursor: WatermarkCursor | None,
     failure_of: Callable[[Exception], Exception | None],
-) -> ArrivalPage:
+) -> PositionPage:
     """A page over ``names`` (those whose bit is set in ``skipped`` are left out), after ``cursor``'s
     position (None: a first page). ``failure_of``: whether a mailbox's failure leaves the search (a
     mailbox failure) rather than failing the call. :class:`MailboxesChanged` when the mailboxes are
@@ -96,7 +97,7 @@ def arrival_page(
     by_index = {part.index: part for part in parts}
     picks = [(names[i], by_index[i].uidvalidity, uid) for i, uid, _ in merged.picks]
     total = cursor.total if cursor is not None else sum(p.count for p in parts if p.failure is None)
-    page = ArrivalPage(picks, total, [p.mailbox for p in parts if p.failure is None], failed)
+    page = PositionPage(picks, total, [p.mailbox for p in parts if p.failure is None], failed)
     if merged.next_watermark is not None:
         digest = mailboxes_digest(names, list(read.values()))
         _remember(account_id, digest, names)
