@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from mail_imap_mcp.imap.search.cursors import DIGEST_CHARS, MailboxesChanged, WatermarkCursor
+from mail_imap_mcp.imap.search.plan import reads_at_once
 from mail_imap_mcp.imap.search.watermark import Trusted, Watermark, merge
 from mail_imap_mcp.imap.search.watermark_read import read_parts
 from mail_imap_mcp.imap.session import ImapSession
@@ -74,8 +75,12 @@ def position_page(
     watermark = Watermark(cursor.key, cursor.index, cursor.uid) if cursor is not None else None
     wanted = limit + 1
     reading = [(index, name) for index, name in enumerate(names) if not skipped >> index & 1]
+    at_once = reads_at_once(sort, search, merged=True, by_position=True)
     charset = "UTF-8" if needs_utf8(search) else None
-    found = read_parts(session, account_id, reading, search_keys(search), wanted, watermark, sort, charset)
+    criteria = search_keys(search)
+    found = read_parts(
+        session, account_id, reading, criteria, wanted, watermark, sort, charset, at_once=at_once
+    )
     parts = [part for part, _ in found]
     read = dict.fromkeys(range(len(names)), 0)
     read.update({part.index: part.uidvalidity for part in parts})

@@ -25,13 +25,14 @@ MIN_FILTERED_WINDOW = 2000
 WINDOW_GROWTH = 4
 
 
-def reads_at_once(sort: str, query: Query, *, merged: bool) -> bool:
-    """Whether a page reads its mailboxes all at once (pipelined: every mailbox's EXAMINE and window in
-    one round trip) rather than one after the other: in arrival order, for a merged page (several
-    mailboxes) and a query without non-ASCII text (a CHARSET search sends literals, which wait for the
-    server's continuation). The one rule: the executor (:mod:`.execute`) reads by it, and a first page
-    asks the mailboxes' counts ahead (to size their windows) by it."""
-    return sort == "arrival" and merged and not needs_utf8(query)
+def reads_at_once(sort: str, query: Query, *, merged: bool, by_position: bool = False) -> bool:
+    """Whether a page reads its mailboxes all at once (pipelined: every mailbox's EXAMINE and reads in
+    one round trip) rather than one after the other: for a merged page (several mailboxes) and a query
+    without non-ASCII text (a CHARSET search sends literals, which wait for the server's continuation);
+    by UID windows in arrival order only, by one position (:mod:`.watermark`) in either order. The one
+    rule: the executors (:mod:`.execute`, :mod:`.watermark_read`) read by it, and a first page of
+    windows asks the mailboxes' counts ahead (to size them) by it."""
+    return merged and not needs_utf8(query) and (by_position or sort == "arrival")
 
 
 def first_window(state: MailboxState, wanted: int, *, filtered: bool) -> int:

@@ -52,6 +52,8 @@ def read_parts(
     watermark: Watermark | None,
     sort: str,
     charset: str | None = None,
+    *,
+    at_once: bool = True,
 ) -> list[tuple[MailboxPart, Trusted | None]]:
     """Each of ``mailboxes`` (place in the search's list, name): its part of the page in ``sort`` order
     and what of it is known to come next (None where it failed)."""
@@ -59,7 +61,7 @@ def read_parts(
     reads = mailbox_reads(wanted, watermark, partial=partial, sort=sort)
     parts = [MailboxPart(name, index) for index, name in mailboxes]
     transport: Transport
-    if charset is None:
+    if at_once:
         transport = _AllAtOnce(session, account_id, wire.search_args(list(criteria), None), sort, partial)
     else:
         transport = _OneByOne(session, list(criteria), charset, sort, partial)
@@ -156,7 +158,7 @@ class _OneByOne:
 
     session: ImapSession
     criteria: list[bytes | str | int]
-    charset: str
+    charset: str | None
     sort: str
     partial: bool
 
