@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.mime import Part
 
 #: The form a message body is asked for in; it also decides which text part is fetched.
@@ -57,3 +58,33 @@ class MessageRecord:
     #: What says who sent it, whatever headers were asked for: From, Reply-To and
     #: Authentication-Results, decoded, top to bottom (lower-case names).
     sender_headers: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class SearchPage:
+    """One page of a search as data: what it found, where it continues and what could not be read.
+    Made by the search service (``services/search.py``); ``presentation/search_page.py`` turns it into the
+    tool's answer."""
+
+    account_id: str
+    #: The mailbox searched, as given (``services.search.searched_label``).
+    label: str
+    #: One mailbox named alone: its errors were the call's, every issue is a message.
+    strict: bool
+    #: Mailboxes this page searched.
+    mailboxes: list[str]
+    total: int
+    #: Messages the earlier pages of this search returned.
+    returned_before: int
+    #: Messages this page tried to read (those that could not be read are in the issues).
+    attempted: int
+    messages: list[SummaryRecord]
+    next_cursor: str | None
+    #: Before the search: mailboxes left out of a search of every mailbox (too many).
+    listed_issues: list[Issue]
+    #: Mailboxes that could not be searched, and why (the others' matches are in the page).
+    failed: list[tuple[str, Exception]]
+    #: Mailboxes or messages whose summaries could not be read.
+    fetch_issues: list[Issue]
+    #: Date order without SORT: exact within blocks of :data:`~mail_imap_mcp.imap.sort.DATE_WINDOW`.
+    windowed: bool

@@ -1,13 +1,13 @@
 """The page of imap_search_messages: its data in both shapes and the envelope of one page.
 
-Built from the search service's page (services/search.py: :class:`Page` here names what is read of it)
+Built from the search service's page (:class:`~mail_imap_mcp.imap.records.SearchPage`)
 for every page, of one mailbox or of several.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
@@ -22,7 +22,7 @@ from mail_imap_mcp.envelope import (
     status_for,
 )
 from mail_imap_mcp.envelope.model import Status
-from mail_imap_mcp.imap.records import SummaryRecord
+from mail_imap_mcp.imap.records import SearchPage, SummaryRecord
 from mail_imap_mcp.imap.sort import DATE_WINDOW
 from mail_imap_mcp.presentation.failures import mailbox_issue
 from mail_imap_mcp.presentation.shapes import (
@@ -254,26 +254,8 @@ def page_next_action(
     return None
 
 
-class Page(Protocol):
-    """What a page of the search service holds (``services.search.SearchPage``)."""
-
-    account_id: str
-    label: str
-    strict: bool
-    mailboxes: list[str]
-    total: int
-    returned_before: int
-    attempted: int
-    messages: list[SummaryRecord]
-    next_cursor: str | None
-    listed_issues: list[Issue]
-    failed: list[tuple[str, Exception]]
-    fetch_issues: list[Issue]
-    windowed: bool
-
-
 def page_result(
-    page: Page, same_search: dict[str, Any], *, by_date: bool, compact: bool = False
+    page: SearchPage, same_search: dict[str, Any], *, by_date: bool, compact: bool = False
 ) -> ToolResult[SearchMessagesData] | ToolResult[CompactSearchData]:
     """The envelope of ``page``: its issues (a mailbox that could not be searched said as the failure
     registry says it) and warnings. ``compact``: a page of one mailbox is built in the compact shape

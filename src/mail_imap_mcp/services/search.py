@@ -4,7 +4,8 @@ A page of one mailbox in arrival order (the default), in sent-date order, or of 
 (``mailbox: "*"`` or ``mailboxes``) is read by :func:`mail_imap_mcp.imap.sort.ordered_page` on the
 backend this module chooses (:mod:`.search_backend`), its summaries read for all mailboxes at once, and
 it continues with one kind of cursor (:class:`~mail_imap_mcp.imap.search.cursors.StreamCursor`).
-The page is data (:class:`SearchPage`); ``presentation/search_page.py`` words it for the model.
+The page is data (:class:`~mail_imap_mcp.imap.records.SearchPage`); ``presentation/search_page.py`` words it for
+the model.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from mail_imap_mcp.imap.fetch import SummaryBatch
 from mail_imap_mcp.imap.ids import parse_message_id
 from mail_imap_mcp.imap.mailboxes import MailboxCounts, list_with_message_counts
 from mail_imap_mcp.imap.pipeline import status_each
-from mail_imap_mcp.imap.records import SummaryRecord
+from mail_imap_mcp.imap.records import SearchPage, SummaryRecord
 from mail_imap_mcp.imap.search.cursors import (
     DIGEST_CHARS,
     CursorMismatch,
@@ -268,35 +269,6 @@ class _Read:
     messages: list[SummaryRecord]
     listed_issues: list[Issue]
     fetch_issues: list[Issue]
-
-
-@dataclass
-class SearchPage:
-    """One page of a search as data: what it found, where it continues and what could not be read.
-    ``presentation/search_page.py`` turns it into the tool's answer."""
-
-    account_id: str
-    #: The mailbox searched, as given (see :func:`searched_label`).
-    label: str
-    #: One mailbox named alone: its errors were the call's, every issue is a message.
-    strict: bool
-    #: Mailboxes this page searched.
-    mailboxes: list[str]
-    total: int
-    #: Messages the earlier pages of this search returned.
-    returned_before: int
-    #: Messages this page tried to read (those that could not be read are in the issues).
-    attempted: int
-    messages: list[SummaryRecord]
-    next_cursor: str | None
-    #: Before the search: mailboxes left out of a search of every mailbox (too many).
-    listed_issues: list[Issue]
-    #: Mailboxes that could not be searched, and why (the others' matches are in the page).
-    failed: list[tuple[str, Exception]]
-    #: Mailboxes or messages whose summaries could not be read.
-    fetch_issues: list[Issue]
-    #: Date order without SORT: exact within blocks of :data:`~mail_imap_mcp.imap.sort.DATE_WINDOW`.
-    windowed: bool
 
 
 def search_page(app: AppContext, args: SearchArgs, search: Query, filter_digest: str) -> SearchPage:
