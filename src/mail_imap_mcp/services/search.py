@@ -1,10 +1,12 @@
 """The search service: one page of imap_search_messages, whatever it searches and in whichever order.
 
-A page of one mailbox in arrival order (the default), in sent-date order, or of several mailboxes
-(``mailbox: "*"`` or ``mailboxes``) is read by :func:`mail_imap_mcp.imap.sort.ordered_page` on the
-backend this module chooses (:mod:`.search_backend`), its summaries read for all mailboxes at once, and
-it continues with one kind of cursor (:class:`~mail_imap_mcp.imap.search.cursors.StreamCursor`).
-The page is data (:class:`~mail_imap_mcp.imap.records.SearchPage`); ``presentation/search_page.py`` words it for
+A page of one mailbox (arrival or sent-date order) is read by :func:`mail_imap_mcp.imap.sort.ordered_page`
+and continues with a :class:`~mail_imap_mcp.imap.search.cursors.StreamCursor`; a page of several
+mailboxes (``mailbox: "*"`` or ``mailboxes``) on a server that sorts is read by one position
+(:mod:`.search_position`) and continues with a
+:class:`~mail_imap_mcp.imap.search.cursors.WatermarkCursor`, elsewhere by ``ordered_page`` too. The
+backend is chosen by :mod:`.search_backend`; the summaries of every mailbox are read at once. The page
+is data (:class:`~mail_imap_mcp.imap.records.SearchPage`); ``presentation/search_page.py`` words it for
 the model.
 """
 
