@@ -8,7 +8,10 @@ from mail_imap_mcp.config import Config
 from mail_imap_mcp.confirmation import ConfirmationGate
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap import sealing
+from mail_imap_mcp.imap.attachment_errors import AttachmentTooLarge, ModeUnsupported
 from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.draft_errors import DraftNotReplaceable
+from mail_imap_mcp.imap.name_errors import MailboxNameRefused, MailboxNameUnknown
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.imap.watch import WatchHub, WatchSettings
 from mail_imap_mcp.operations import OperationRegistry
@@ -47,7 +50,14 @@ class AppContext:
             summary_cache_entries=config.server.summary_cache_entries,
             # A tool's own refusal inside an operation is judged on the mailbox's view, like the IMAP
             # layer's: when the view turns out stale, the read runs again instead.
-            judged_on_the_view=(ToolFailure,),
+            judged_on_the_view=(
+                ToolFailure,
+                AttachmentTooLarge,
+                ModeUnsupported,
+                DraftNotReplaceable,
+                MailboxNameUnknown,
+                MailboxNameRefused,
+            ),
         )
         gate = ConfirmationGate(tokens_for_irreversible=config.server.confirm_without_elicitation)
         return cls(config=config, pool=pool, confirmations=gate)

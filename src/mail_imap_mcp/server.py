@@ -24,6 +24,7 @@ from mail_imap_mcp.content.served_types import served_type
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.envelope.mcp import EnvelopeTool
 from mail_imap_mcp.imap.errors import ImapError
+from mail_imap_mcp.imap.ids import InvalidMessageId
 from mail_imap_mcp.services.attachment_fetch import attachment_blob
 from mail_imap_mcp.subscriptions import MailboxSubscriptions
 from mail_imap_mcp.tools.registry import build_tools, unlisted_tools
@@ -175,7 +176,11 @@ def _register_attachment_resource(server: MailServer, app: AppContext) -> None:
         message_id = f"imap:{account_id}:{mailbox}:{uidvalidity}:{uid}"
         try:
             return await anyio.to_thread.run_sync(attachment_blob, app, message_id, part_id)
-        except (ToolFailure, ImapError) as exc:  # a resource read's boundary: the registry's words
+        except (
+            ToolFailure,
+            ImapError,
+            InvalidMessageId,
+        ) as exc:  # a resource read's boundary: the registry's words
             failure = app.failure_of(exc)
             if failure is None:
                 raise

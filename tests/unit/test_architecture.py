@@ -500,6 +500,23 @@ def test_the_imap_layer_builds_no_envelope_error() -> None:
     assert imports == []
 
 
+#: Envelope errors a service must not build: it raises a domain error (typed, in ``imap/``) that the
+#: failure registry words. ``NextAction`` stays allowed: a next step of an answer that succeeded (the
+#: undo calls of a replaced draft) is no failure.
+SERVICES_MAY_NOT_IMPORT_FROM_ENVELOPE = frozenset({"ToolFailure", "ErrorCode"})
+
+
+def test_services_build_no_envelope_error() -> None:
+    services = modules(SRC, PACKAGE / "services")
+    imports = sorted(
+        f"{name} imports {target}"
+        for name, path in services.items()
+        for target in envelope_imports(path)
+        if target in SERVICES_MAY_NOT_IMPORT_FROM_ENVELOPE or target.startswith("mail_imap_mcp.envelope")
+    )
+    assert imports == [], "raise a domain error of imap/; presentation/failures.py's REGISTRY words it"
+
+
 def test_the_imap_layer_names_no_setting() -> None:
     # ``config.setting(...)`` spells a setting as the user writes it: user wording, the registry's.
     imap = modules(SRC, PACKAGE / "imap")

@@ -72,7 +72,9 @@ from mail_imap_mcp.imap.write_errors import (
     WriteRefused,
 )
 from mail_imap_mcp.presentation import connect_failures
+from mail_imap_mcp.presentation.attachment_failures import ATTACHMENT_FAILURES
 from mail_imap_mcp.presentation.call import App, Call
+from mail_imap_mcp.presentation.draft_failures import DRAFT_FAILURES
 from mail_imap_mcp.presentation.mail_failures import (
     MAILBOX_COMMANDS,
     TRANSFERS,
@@ -86,6 +88,7 @@ from mail_imap_mcp.presentation.mail_failures import (
     part_failure,
     write_refused,
 )
+from mail_imap_mcp.presentation.name_failures import NAME_FAILURES
 
 InputT = TypeVar("InputT", bound=BaseModel)
 AppT = TypeVar("AppT", bound=App)
@@ -399,6 +402,9 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     ChangesTokenError: _changes_token_error,
     MalformedUidSet: _malformed_uid_set,
     ExtractionError: _extraction_failed,
+    **ATTACHMENT_FAILURES,
+    **DRAFT_FAILURES,
+    **NAME_FAILURES,
 }
 
 

@@ -15,7 +15,7 @@ from typing import BinaryIO
 from mail_imap_mcp import mime
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import ServerSettings
-from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.imap.attachment_errors import AttachmentTooLarge, InvalidPartId, WindowBeyondLimit
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.parts import PartRead, read_part, valid_part_id
@@ -39,14 +39,12 @@ def estimated_size(part: mime.Part) -> int:
     return part.size_bytes
 
 
-def too_large(part: mime.Part, limit: int, setting: str, *, size: int | None = None) -> ToolFailure:
-    """``limit_exceeded`` for an attachment beyond ``limit`` bytes, naming the ``[server]`` setting."""
-    what = f"about {size or estimated_size(part)} bytes" if size is None else f"{size} bytes"
-    return ToolFailure(
-        ErrorCode.LIMIT_EXCEEDED,
-        f"Attachment {part.section} ({part.content_type}) is {what}, more than {setting} = {limit} "
-        f"in [server]; nothing beyond it is read. Read a window with mode='bytes', or raise {setting}.",
-        details={"setting": setting, "limit": limit, "part_id": part.section, "size_bytes": part.size_bytes},
+def too_large(part: mime.Part, limit: int, setting: str, *, size: int | None = None) -> AttachmentTooLarge:
+    """``limit_exceeded`` for an attachment beyond ``limit`` bytes, naming the ``[server]`` setting (the
+    failure registry words it)."""
+    exact = size is not None
+    return AttachmentTooLarge(
+        part, limit, setting, size=size if size is not None else estimated_size(part), exact=exact
     )
 
 
@@ -99,12 +97,7 @@ def byte_window(
     server = app.config.server
     max_bytes = min(max_bytes, server.max_raw_bytes)
     if offset_bytes + max_bytes > server.max_attachment_bytes:
-        raise ToolFailure(
-            ErrorCode.LIMIT_EXCEEDED,
-            f"The window ends at byte {offset_bytes + max_bytes}, beyond max_attachment_bytes = "
-            f"{server.max_attachment_bytes} in [server]: no attachment is read further than that.",
-            details={"setting": "max_attachment_bytes", "limit": server.max_attachment_bytes},
-        )
+        raise WindowBeyondLimit(offset_bytes + max_bytes, server.max_attachment_bytes)
     window = io.BytesIO()
     read = fetch_part(
         app.connection(ref.account_id),
@@ -162,7 +155,7 @@ def attachment_blob(app: AppContext, message_id: str, part_id: str) -> tuple[byt
     a one in windows)."""
     connection, ref = resolve_message(app, message_id)
     if not valid_part_id(part_id):
-        raise ToolFailure.invalid_input("part_id", "must be an IMAP section number such as 2 or 1.3.")
+        raise InvalidPartId(part_id)
     limit = app.config.server.max_resource_bytes
 
     def accept(part: mime.Part, head: bytes) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.app import AppContext
@@ -26,10 +25,12 @@ from mail_imap_mcp.content.documents import (
 from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.content.images import ImageLimits
 from mail_imap_mcp.content.text import clean_extracted_text, truncate
-from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure
+from mail_imap_mcp.envelope import Issue
+from mail_imap_mcp.imap.attachment_errors import ExtractionLimitHit, ModeUnsupported
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.parts import NotAnAttachment
 from mail_imap_mcp.services.attachment_fetch import (
     Accept,
     Spooled,
@@ -123,20 +124,10 @@ def image_limits(server: ServerSettings) -> ImageLimits:
     )
 
 
-def wrong_mode(ref: MessageRef, part: mime.Part, mode: str, why: str) -> ToolFailure:
-    """``invalid_input`` naming ``mode``: this attachment cannot be read that way (read its bytes)."""
-    return ToolFailure(
-        ErrorCode.INVALID_INPUT,
-        f"Invalid 'mode': attachment {part.section} ({part.content_type}) cannot be read as {mode}: "
-        f"{why.rstrip('.')}. "
-        "Read its bytes with mode='bytes'.",
-        details={"parameter": "mode", "content_type": part.content_type, "part_id": part.section},
-        next_action=NextAction(
-            instruction="Read the attachment's bytes",
-            tool="imap_get_attachment",
-            arguments={"message_id": ref.message_id, "part_id": part.section, "mode": "bytes"},
-        ),
-    )
+def wrong_mode(ref: MessageRef, part: mime.Part, mode: str, why: str) -> ModeUnsupported:
+    """``invalid_input`` naming ``mode``: this attachment cannot be read that way (read its bytes); the
+    failure registry words it."""
+    return ModeUnsupported(ref, part, mode, why)
 
 
 def plan_reading(
@@ -308,12 +299,12 @@ def _extract_one(
     try:
         with spooled_part(connection, ref, attachment.part_id, server, accept=accept) as spooled:
             window = read_text(spooled, server, plan, offset=0, max_chars=max_chars)
-    except (ToolFailure, ImapError) as exc:  # an issue of the answer, in the registry's words
+    except ImapError as exc:  # an issue of the answer, in the registry's words
+        if isinstance(exc, ModeUnsupported | NotAnAttachment):  # no document: nothing to extract
+            return None
         failure = AppContext.failure_of(exc)
         if failure is None:
             raise
-        if failure.code == ErrorCode.INVALID_INPUT:  # no document: nothing to extract
-            return None
         return ref.issue(
             failure.code.value,
             "extract_text",
@@ -366,12 +357,10 @@ def extract_attachment_texts(
     return texts, issues
 
 
-def extraction_failure(exc: ExtractionError, part: mime.Part) -> ToolFailure:
-    """``limit_exceeded`` from the sandbox, naming the ``[server]`` setting when it is one."""
-    setting = SETTING_OF_LIMIT.get(exc.limit or "")
-    advice = f" Raise {setting} in [server] if this attachment is trusted." if setting else ""
-    details: dict[str, Any] = {"part_id": part.section, "limit": exc.limit, "setting": setting}
-    return ToolFailure(ErrorCode.LIMIT_EXCEEDED, exc.message + advice, details=details)
+def extraction_failure(exc: ExtractionError, part: mime.Part) -> ExtractionLimitHit:
+    """``limit_exceeded`` from the sandbox, naming the ``[server]`` setting when it is one (the failure
+    registry words it)."""
+    return ExtractionLimitHit(exc.message, exc.limit, SETTING_OF_LIMIT.get(exc.limit or ""), part)
 
 
 __all__ = [

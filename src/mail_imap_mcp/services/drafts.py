@@ -28,9 +28,16 @@ from mail_imap_mcp.content.drafts import (
     header_addresses,
     message_id_domain,
 )
-from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure
+from mail_imap_mcp.envelope import Issue, NextAction
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.directory import same_mailbox
+from mail_imap_mcp.imap.draft_errors import (
+    DraftNotReplaceable,
+    ForeignMessage,
+    NotReplaceable,
+    SenderNotOwn,
+    TooManyRecipients,
+)
 from mail_imap_mcp.imap.errors import CommandRefused, ImapError, MailboxMissing, OutcomeUnknown
 from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
@@ -68,9 +75,7 @@ def parse_own_id(app: AppContext, account_id: str, text: str, parameter: str) ->
     except InvalidMessageId as exc:  # named as the argument that gave it; the registry words it
         raise InvalidMessageId(str(exc), parameter) from None
     if app.resolve_account(ref.account_id) != account_id:
-        raise ToolFailure.invalid_input(
-            parameter, f"the message belongs to account {ref.account_id!r}, not {account_id!r}."
-        )
+        raise ForeignMessage(parameter, ref.account_id, account_id)
     return ref
 
 
@@ -99,12 +104,7 @@ def sender(account: AccountConfig, from_address: str | None, original: Original 
     if from_address is not None:
         chosen = address(from_address)
         if chosen.addr_spec.lower() not in {a.lower() for a in identities}:
-            known = ", ".join(identities) if identities else "none configured"
-            raise ToolFailure.invalid_input(
-                "from_address",
-                f"it must be one of the account's addresses ({known}); the user adds send-as "
-                f"identities with {account.setting('addresses')}.",
-            )
+            raise SenderNotOwn(account)
         return chosen
     if original is not None:
         headers = original.detail.headers
@@ -142,7 +142,7 @@ def build_draft(
             reply_all=reply_all,
         )
     except ValueError as exc:  # too many recipients
-        raise ToolFailure.invalid_input("cc", str(exc)) from None
+        raise TooManyRecipients(str(exc)) from None
     sent_as = sender(account, from_address, original)
     domain = message_id_domain(sent_as.addr_spec if sent_as else "", account.host)
     detail = original.detail if original is not None else None
@@ -229,7 +229,7 @@ def locate(
 
     try:
         uidvalidity, uids = app.connection(account_id).run(search)
-    except (ToolFailure, ImapError) as exc:  # an issue of the answer, in the registry's words
+    except ImapError as exc:  # an issue of the answer, in the registry's words
         failure = app.failure_of(exc)
         if failure is None:
             raise
@@ -284,27 +284,15 @@ def check_replaceable(
     Nothing is changed here."""
     ref = parse_own_id(app, connection.account_id, args.replace_message_id or "", "replace_message_id")
     if not same_mailbox(ref.mailbox, drafts):
-        raise ToolFailure.invalid_input(
-            "replace_message_id",
-            f"only a draft in the Drafts folder {drafts!r} can be replaced; this message is in "
-            f"{ref.mailbox!r}. Nothing was changed.",
-        )
+        raise DraftNotReplaceable(NotReplaceable.ELSEWHERE, mailbox=ref.mailbox, drafts=drafts)
     if same_mailbox(trash, drafts):
-        raise ToolFailure.invalid_input(
-            "replace_message_id",
-            f"the Drafts folder is also the Trash ({trash!r}), so a replaced draft could not be kept "
-            "for the undo; set trash_mailbox or drafts_mailbox to distinct folders. Nothing was changed.",
-        )
+        raise DraftNotReplaceable(NotReplaceable.DRAFTS_IS_TRASH, trash=trash)
 
     def read(session: ImapSession) -> MessageRead:
         examine_for(session, ref)
         detail, _ = read_detail(session, ref, _read_options(app))  # MessageGone names ref
         if not is_draft(detail.flags):
-            raise ToolFailure.invalid_input(
-                "replace_message_id",
-                "the message is not a draft (it has no \\Draft flag); only a draft can be replaced. "
-                "Nothing was changed.",
-            )
+            raise DraftNotReplaceable(NotReplaceable.NOT_A_DRAFT)
         if not session.profile.moves_exactly:  # the tool runner words it, as any domain error
             raise ExtensionMissing("MOVE or UIDPLUS", "move exactly the replaced draft to Trash")
         return detail
@@ -338,14 +326,14 @@ def retire_replaced(
         if flags is None:
             return False, None  # already gone: removed by the user's client meanwhile
         if not is_draft(flags.flags):
-            raise ToolFailure.invalid_input("replace_message_id", "it lost its \\Draft flag meanwhile.")
+            raise DraftNotReplaceable(NotReplaceable.LOST_DRAFT_FLAG)
         return True, session.uid_move([ref.uid], replaced.trash)
 
     try:
         moved, copied = connection.run_write(move)
     except OutcomeUnknown:
         problem = "the connection was lost while it was being moved to Trash; it may still be there"
-    except (ToolFailure, ImapError) as exc:  # an issue of the answer, in the registry's words
+    except ImapError as exc:  # an issue of the answer, in the registry's words
         failure = app.failure_of(exc)
         said = failure.message if failure is not None else None
         problem = f"it could not be moved to Trash ({said or type(exc).__name__})"

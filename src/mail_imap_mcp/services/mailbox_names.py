@@ -4,8 +4,8 @@ mailboxes never renamed or deleted (INBOX, Trash, Drafts, Sent...). Refusals nam
 
 from __future__ import annotations
 
-from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.directory import MailboxDirectory
+from mail_imap_mcp.imap.name_errors import MailboxNameRefused, MailboxNameUnknown, NameProblem
 from mail_imap_mcp.imap.roles import INBOX
 
 
@@ -17,12 +17,7 @@ def existing_mailbox(names: MailboxDirectory, name: str, parameter: str) -> tupl
     prefixed = names.with_prefix(name)
     if prefixed is not None:
         return prefixed, [prefix_note(names.prefix, name)]
-    raise ToolFailure(
-        ErrorCode.NOT_FOUND,
-        f"Mailbox {name!r} ({parameter}) does not exist; nothing was changed. Call "
-        "imap_list_mailboxes for the names in the server's spelling.",
-        details={"parameter": parameter, "mailbox": name},
-    )
+    raise MailboxNameUnknown(name, parameter)
 
 
 def new_mailbox(names: MailboxDirectory, name: str, parameter: str) -> tuple[str, list[str]]:
@@ -31,17 +26,14 @@ def new_mailbox(names: MailboxDirectory, name: str, parameter: str) -> tuple[str
     notes = []
     sep, prefix = names.separator, names.prefix
     if sep and not name.strip(sep).strip():
-        raise ToolFailure.invalid_input(parameter, f"a name made only of separators ({sep!r}) names nothing.")
+        raise MailboxNameRefused(parameter, NameProblem.ONLY_SEPARATORS, name, separator=sep)
     if prefix and name != INBOX and not name.startswith(prefix):
         notes.append(prefix_note(prefix, name))
         name = prefix + name
     if sep and any(not level.strip() for level in name.split(sep)):
-        raise ToolFailure.invalid_input(
-            parameter,
-            f"{name!r} has an empty level (a leading, trailing or doubled separator {sep!r}).",
-        )
+        raise MailboxNameRefused(parameter, NameProblem.EMPTY_LEVEL, name, separator=sep)
     if name == INBOX or name in names.names():
-        raise ToolFailure.invalid_input(parameter, f"mailbox {name!r} already exists; choose another name.")
+        raise MailboxNameRefused(parameter, NameProblem.EXISTS, name)
     return name, notes
 
 
@@ -50,9 +42,9 @@ def refuse_protected(names: MailboxDirectory, name: str, parameter: str, action:
     for each in (name, *names.children(name)):
         why = protected.get(each)
         if why is not None:
-            inside = "" if each == name else f" (it contains {each!r})"
-            raise ToolFailure.invalid_input(
-                parameter, f"{name!r} cannot be {action}d{inside}: {why} is never renamed or deleted."
+            contained = None if each == name else each
+            raise MailboxNameRefused(
+                parameter, NameProblem.PROTECTED, name, action=action, contained=contained, why=why
             )
 
 

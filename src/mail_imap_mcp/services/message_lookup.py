@@ -4,7 +4,6 @@ examined (``conflict`` when the mailbox changed since the id was issued)."""
 from __future__ import annotations
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
@@ -26,8 +25,8 @@ def resolve_message(app: AppContext, message_id: str) -> tuple[AccountConnection
     """Parse and check a message id against the configured accounts."""
     try:
         ref = parse_message_id(message_id)
-    except InvalidMessageId as exc:
-        raise ToolFailure.invalid_input("message_id", f"{exc}.") from None
+    except InvalidMessageId as exc:  # named as the argument that gave it; the registry words it
+        raise InvalidMessageId(str(exc), "message_id") from None
     return app.connection(ref.account_id), ref
 
 

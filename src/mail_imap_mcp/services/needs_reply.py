@@ -12,7 +12,7 @@ from typing import Protocol
 from mail_imap_mcp import mime
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.envelope import Issue, ToolFailure
+from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.replies import Candidate, answered_in, first_message_id
@@ -76,7 +76,7 @@ def answered_from_sent(app: AppContext, account_id: str, messages: Sequence[List
 
     try:
         found_answered = app.connection(account_id).run(work)
-    except (ToolFailure, ImapError) as exc:  # an issue of the answer, in the registry's words
+    except ImapError as exc:  # an issue of the answer, in the registry's words
         failure = app.failure_of(exc)
         if failure is None:
             raise

@@ -1,0 +1,58 @@
+"""The refusals of the mailbox names imap_manage_mailbox is given, resolved against the server's
+directory: a mailbox that does not exist, a new name that is malformed or taken, a mailbox never renamed
+or deleted. Each carries the facts its words need, never the words (the failure registry of
+``presentation/`` says them, with the argument that gave the name)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from mail_imap_mcp.imap.errors import ImapError
+
+
+class MailboxNameUnknown(ImapError):
+    """No mailbox ``name`` (the argument ``parameter``), as given or below the personal prefix."""
+
+    def __init__(self, name: str, parameter: str) -> None:
+        super().__init__(f"mailbox {name!r} ({parameter}) does not exist")
+        self.name = name
+        self.parameter = parameter
+
+
+class NameProblem(StrEnum):
+    """What is wrong with a mailbox name."""
+
+    #: A new name made only of separators.
+    ONLY_SEPARATORS = "only_separators"
+    #: A new name with an empty level (a leading, trailing or doubled separator).
+    EMPTY_LEVEL = "empty_level"
+    #: A new name that is taken.
+    EXISTS = "exists"
+    #: A mailbox (or one inside it) that is never renamed or deleted.
+    PROTECTED = "protected"
+
+
+class MailboxNameRefused(ImapError):
+    """The mailbox name ``name`` given as ``parameter`` is refused (``problem``). ``separator``: the
+    server's hierarchy separator; for ``PROTECTED``: the ``action`` refused, the mailbox inside ``name``
+    that is protected (``contained``, None for ``name`` itself) and ``why`` (which role it plays)."""
+
+    def __init__(
+        self,
+        parameter: str,
+        problem: NameProblem,
+        name: str,
+        *,
+        separator: str = "",
+        action: str = "",
+        contained: str | None = None,
+        why: str = "",
+    ) -> None:
+        super().__init__(f"mailbox name {name!r} ({parameter}) refused: {problem.value}")
+        self.parameter = parameter
+        self.problem = problem
+        self.name = name
+        self.separator = separator
+        self.action = action
+        self.contained = contained
+        self.why = why

@@ -1,0 +1,66 @@
+"""The words of the refusals of saving a draft (:mod:`mail_imap_mcp.imap.draft_errors`), each naming
+the argument that asked for it. The failure registry (:mod:`.failures`) says each with these."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from mail_imap_mcp.envelope import ToolFailure
+from mail_imap_mcp.imap.draft_errors import (
+    DraftNotReplaceable,
+    ForeignMessage,
+    NotReplaceable,
+    SenderNotOwn,
+    TooManyRecipients,
+)
+from mail_imap_mcp.presentation.call import Call
+
+
+def _foreign_message(exc: ForeignMessage, call: Call | None) -> ToolFailure:
+    return ToolFailure.invalid_input(
+        exc.parameter, f"the message belongs to account {exc.owner!r}, not {exc.account_id!r}."
+    )
+
+
+def _sender_not_own(exc: SenderNotOwn, call: Call | None) -> ToolFailure:
+    known = ", ".join(exc.identities) if exc.identities else "none configured"
+    return ToolFailure.invalid_input(
+        "from_address",
+        f"it must be one of the account's addresses ({known}); the user adds send-as "
+        f"identities with {exc.account.setting('addresses')}.",
+    )
+
+
+def _too_many_recipients(exc: TooManyRecipients, call: Call | None) -> ToolFailure:
+    return ToolFailure.invalid_input("cc", exc.said)
+
+
+def _not_replaceable(exc: DraftNotReplaceable, call: Call | None) -> ToolFailure:
+    if exc.reason == NotReplaceable.ELSEWHERE:
+        problem = (
+            f"only a draft in the Drafts folder {exc.drafts!r} can be replaced; this message is in "
+            f"{exc.mailbox!r}. Nothing was changed."
+        )
+    elif exc.reason == NotReplaceable.DRAFTS_IS_TRASH:
+        problem = (
+            f"the Drafts folder is also the Trash ({exc.trash!r}), so a replaced draft could not be kept "
+            "for the undo; set trash_mailbox or drafts_mailbox to distinct folders. Nothing was changed."
+        )
+    elif exc.reason == NotReplaceable.NOT_A_DRAFT:
+        problem = (
+            "the message is not a draft (it has no \\Draft flag); only a draft can be replaced. "
+            "Nothing was changed."
+        )
+    else:
+        problem = "it lost its \\Draft flag meanwhile."
+    return ToolFailure.invalid_input("replace_message_id", problem)
+
+
+#: The registry's lines of the refusals of saving a draft.
+DRAFT_FAILURES: Mapping[type[BaseException], Callable[[Any, Call | None], ToolFailure]] = {
+    ForeignMessage: _foreign_message,
+    SenderNotOwn: _sender_not_own,
+    TooManyRecipients: _too_many_recipients,
+    DraftNotReplaceable: _not_replaceable,
+}
