@@ -70,7 +70,7 @@ def position_page(
     position (None: a first page). ``failure_of``: whether a mailbox's failure leaves the search (a
     mailbox failure) rather than failing the call. :class:`MailboxesChanged` when the mailboxes are
     no longer those of the cursor."""
-    if cursor is not None and (len(names) != cursor.count or skipped != cursor.skipped):
+    if cursor is not None and len(names) != cursor.count:
         raise MailboxesChanged()
     watermark = Watermark(cursor.key, cursor.index, cursor.uid) if cursor is not None else None
     wanted = limit + 1

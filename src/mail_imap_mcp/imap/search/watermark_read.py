@@ -59,16 +59,29 @@ def read_parts(
     and what of it is known to come next (None where it failed)."""
     partial = session.profile.sorts_partially
     reads = mailbox_reads(wanted, watermark, partial=partial, sort=sort)
+    whole = mailbox_reads(wanted, watermark, partial=False, sort=sort)[-1]
     parts = [MailboxPart(name, index) for index, name in mailboxes]
-    transport: Transport
     if at_once:
         transport = _AllAtOnce(session, account_id, wire.search_args(list(criteria), None), sort, partial)
-    else:
-        transport = _OneByOne(session, list(criteria), charset, sort, partial)
+        return _read(transport, parts, reads, whole, wanted, watermark)
+    # One mailbox after the other: each is read to its end while it is selected (its keys need no second
+    # EXAMINE), then the next.
+    one = _OneByOne(session, list(criteria), charset, sort, partial)
+    return [found for part in parts for found in _read(one, [part], reads, whole, wanted, watermark)]
+
+
+def _read(
+    transport: Transport,
+    parts: list[MailboxPart],
+    reads: list[Read],
+    whole: Read,
+    wanted: int,
+    watermark: Watermark | None,
+) -> list[tuple[MailboxPart, Trusted | None]]:
+    """``parts`` read through ``transport`` until each knows what comes next (or failed)."""
     transport.first(parts, reads)
     found: dict[int, Trusted | None] = {}
     pending = [part for part in parts if part.failure is None]
-    whole = mailbox_reads(wanted, watermark, partial=False, sort=sort)[-1]
     while pending:
         transport.resort([part for part in pending if part.needs_order(wanted)], whole)
         goals = {id(part): part.keys_to_read(wanted) for part in pending if part.failure is None}
