@@ -1,20 +1,33 @@
 """What to search for, as data: a query tree and its compilers (pure: imports nothing else of the server).
 
-:mod:`.tree` holds the nodes (text in a field, a header, a flag, a keyword, a date or size bound,
-``needs_reply``, and their AND, OR and NOT); :mod:`.imap` compiles a tree into IMAP ``SEARCH`` keys.
-The query language's parser and the compilers for a local index (FTS5) and Gmail (``X-GM-RAW``) go
+:mod:`.tree` holds the nodes (text in a field, a header, a flag, a keyword, a date or size bound, an
+attachment or its file name, ``needs_reply``, and their AND, OR and NOT); :mod:`.parse` reads the
+Gmail-style query language into a tree and a mailbox scope (:func:`parse`); :mod:`.imap` compiles a
+tree into IMAP ``SEARCH`` keys. The compilers for a local index (FTS5) and Gmail (``X-GM-RAW``) go
 beside them, each reading the same tree.
 """
 
 from collections.abc import Callable
 
 from mail_imap_mcp.query.imap import QueryTooComplex, search_keys
+from mail_imap_mcp.query.parse import (
+    OPERATORS,
+    Anywhere,
+    InMailbox,
+    ParsedQuery,
+    QuerySyntaxError,
+    Scope,
+    parse,
+)
 from mail_imap_mcp.query.tree import (
     EVERYTHING,
+    STRUCTURE_TESTS,
     AllOf,
     AnyOf,
     Contains,
     DateBound,
+    Filename,
+    HasAttachment,
     HasFlag,
     HasKeyword,
     Header,
@@ -34,21 +47,31 @@ DIALECTS: dict[str, Callable[[Query], object]] = {"imap": search_keys}
 __all__ = [
     "DIALECTS",
     "EVERYTHING",
+    "OPERATORS",
+    "STRUCTURE_TESTS",
     "AllOf",
     "AnyOf",
+    "Anywhere",
     "Contains",
     "DateBound",
+    "Filename",
+    "HasAttachment",
     "HasFlag",
     "HasKeyword",
     "Header",
+    "InMailbox",
     "NeedsReply",
     "Not",
+    "ParsedQuery",
     "Query",
+    "QuerySyntaxError",
     "QueryTooComplex",
+    "Scope",
     "SizeBound",
     "TextField",
     "all_of",
     "is_everything",
     "needs_utf8",
+    "parse",
     "search_keys",
 ]

@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 
 from mail_imap_mcp.query.tree import (
+    STRUCTURE_TESTS,
     AllOf,
     AnyOf,
     Contains,
@@ -58,6 +59,11 @@ _Clause = tuple[_Literal, ...]
 
 class QueryTooComplex(ValueError):
     """The query multiplies out to more than :data:`MAX_CLAUSES` IMAP clauses."""
+
+
+class NotSearchable(ValueError):
+    """The query holds a test IMAP SEARCH has no key for (:data:`~mail_imap_mcp.query.tree.STRUCTURE_TESTS`:
+    the caller answers those from the messages' structure, :func:`mail_imap_mcp.query.structure.split`)."""
 
 
 def search_keys(query: Query) -> list[Key]:
@@ -118,6 +124,8 @@ def _positive_keys(node: Query) -> list[Key]:
         return [b"SINCE" if node.bound == "since" else b"BEFORE", day]
     if isinstance(node, SizeBound):
         return [b"LARGER" if node.bound == "larger" else b"SMALLER", node.octets]
+    if isinstance(node, STRUCTURE_TESTS):
+        raise NotSearchable(f"IMAP SEARCH has no key for {node!r}")
     raise TypeError(f"not a single test: {node!r}")
 
 

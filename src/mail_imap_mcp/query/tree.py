@@ -81,6 +81,28 @@ class SizeBound:
 
 
 @dataclass(frozen=True)
+class HasAttachment:
+    """The message has an attachment: a part with a file name or ``Content-Disposition: attachment``
+    (as :func:`mail_imap_mcp.mime.parts.attachment_parts` counts them). IMAP SEARCH has no key for it:
+    without an index it is answered from each candidate's BODYSTRUCTURE."""
+
+
+@dataclass(frozen=True)
+class Filename:
+    """An attachment's file name contains ``value`` (case-insensitively; ``"pdf"`` matches
+    ``report.PDF``). IMAP SEARCH has no key for it either (see :class:`HasAttachment`)."""
+
+    value: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "value", _nfc(self.value))
+
+
+#: The tests answered from a message's MIME structure, never by IMAP SEARCH keys.
+STRUCTURE_TESTS = (HasAttachment, Filename)
+
+
+@dataclass(frozen=True)
 class NeedsReply:
     """Mail that may await the user's answer: not answered, not from a list, an automated sender or
     one of ``own_addresses``, not bulk (RFC 3834). A backend that knows more (a Sent index) may answer
@@ -125,7 +147,20 @@ class Not:
     part: Query
 
 
-Query = Contains | Header | HasFlag | HasKeyword | DateBound | SizeBound | NeedsReply | AllOf | AnyOf | Not
+Query = (
+    Contains
+    | Header
+    | HasFlag
+    | HasKeyword
+    | DateBound
+    | SizeBound
+    | HasAttachment
+    | Filename
+    | NeedsReply
+    | AllOf
+    | AnyOf
+    | Not
+)
 
 #: The query every message matches.
 EVERYTHING = AllOf()
