@@ -356,7 +356,8 @@ def test_env_oauth2_account_takes_a_json_array_or_shell_words(value: str, argv: 
         ('["pizauth", 3]', "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND: not a JSON array of strings"),
         ('["pizauth", "show"', "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND: not a JSON array of strings"),
         ("pizauth 'show", "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND: cannot split into words"),
-        ("   ", "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND: empty command"),
+        # Blank is unset, as an MCP Bundle's empty form field is (tests/pure/test_env_form.py).
+        ("   ", "^MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND is not set"),
         ("[]", "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND: empty command"),
     ],
 )

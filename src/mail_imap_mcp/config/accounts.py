@@ -22,6 +22,8 @@ from pydantic import (
     model_validator,
 )
 
+from .errors import ConfigError as ConfigError
+
 ACCOUNT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 DEFAULT_CONFIG_PATH = Path("~/.config/mail-imap-mcp/config.toml")
 CONFIG_ENV = "MAIL_IMAP_MCP_CONFIG"
@@ -29,7 +31,8 @@ CONFIG_ENV = "MAIL_IMAP_MCP_CONFIG"
 HTTP_TOKEN_ENV = "MAIL_IMAP_MCP_HTTP_TOKEN"
 PASSWORD_COMMAND_TIMEOUT_S = 30.0
 
-ENV_ACCOUNT_PATTERN = re.compile(r"^MAIL_IMAP_([A-Z0-9_]+?)_HOST$")
+#: The variables that declare an environment account: its host, or an address whose provider is known.
+ENV_ACCOUNT_PATTERN = re.compile(r"^MAIL_IMAP_([A-Z0-9_]+?)_(HOST|USER|ADDRESSES)$")
 ENV_PREFIX = "MAIL_IMAP_"
 #: Variables of the ``MAIL_IMAP_`` family that are not account settings.
 GLOBAL_ENV = frozenset({CONFIG_ENV, "MAIL_IMAP_MCP_LOG_LEVEL", "MAIL_IMAP_WRITE_ENABLED", HTTP_TOKEN_ENV})
@@ -51,10 +54,6 @@ ENV_SUFFIXES = {
 SECURE_ENV_SUFFIX = "SECURE"
 _ADDRESS = re.compile(r"[^@\s<>,;\"]+@[^@\s<>,;\"]+")
 KNOWN_ENV_SUFFIXES = (*ENV_SUFFIXES.values(), SECURE_ENV_SUFFIX)
-
-
-class ConfigError(Exception):
-    """The configuration is invalid; the message names the key and the reason."""
 
 
 class Security(StrEnum):
@@ -79,7 +78,7 @@ class AuthMethod(StrEnum):
         return "LOGIN" if self is AuthMethod.PASSWORD else self.value.upper()
 
 
-_PASSWORD_KEYS = ("password_env", "password_command", "password")
+_PASSWORD_KEYS = ("password_env", "password_command", "password_keyring", "password")
 
 
 def is_loopback_host(host: str) -> bool:
@@ -136,6 +135,15 @@ class AccountConfig(BaseModel):
     )
     password_command: list[str] | None = Field(
         default=None, min_length=1, description="Command (argv list) whose stdout is the password."
+    )
+    password_keyring: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="Read the password from the operating system's keychain (macOS Keychain, Windows "
+        "Credential Locker, the Secret Service of GNOME Keyring or KWallet) through the keyring library: "
+        "the entry of this service name and the username, as `mail-imap-mcp setup` stores it. Needs the "
+        "keyring extra (pip install 'mail-imap-mcp[keyring]').",
     )
     helper_env: list[str] = Field(
         default_factory=list,
@@ -233,7 +241,10 @@ class AccountConfig(BaseModel):
             )
         elif len(sources) != 1:
             found = ", ".join(sources) if sources else "none"
-            raise ValueError(f"set exactly one of password_env, password_command, password (found: {found})")
+            raise ValueError(
+                "set exactly one of password_env, password_command, password_keyring, password "
+                f"(found: {found})"
+            )
         if self.security is Security.PLAIN and not is_loopback_host(self.host):
             raise ValueError(
                 "security = 'plain' sends the password unencrypted and is only allowed for loopback "
@@ -294,12 +305,18 @@ class AccountConfig(BaseModel):
             return f"env:{self.password_env}"
         if self.password_command is not None:
             return "command"
+        if self.password_keyring is not None:
+            return f"keyring:{self.password_keyring}"
         return "inline"
 
     def resolve_password(self, env: Mapping[str, str] | None = None) -> str:
         """Return the password from its source; raise :class:`ConfigError` without echoing it."""
         if self.password is not None:
             return self.password.get_secret_value()
+        if self.password_keyring is not None:
+            from .keychain import read_password
+
+            return read_password(self.password_keyring, self.username, self.setting("password_keyring"))
         return resolve_secret(
             env_var=self.password_env,
             command=self.password_command,

@@ -6,6 +6,7 @@ import difflib
 import functools
 import json
 import os
+import re
 import shlex
 import tomllib
 from collections.abc import Mapping
@@ -29,7 +30,24 @@ from .accounts import (
     ConfigError,
     format_validation_error,
 )
+from .providers import PROVIDERS, provider_for_address
 from .settings import HTTP_TOKEN_SOURCES, Config
+
+#: A value Claude Desktop leaves as it is when an optional field of an MCP Bundle's form was never filled
+#: and has no default (modelcontextprotocol/mcpb issue 250): as unset as an empty one.
+_UNSUBSTITUTED = re.compile(r"^\$\{user_config\.[^}]*\}$")
+
+
+def is_unset(value: str) -> bool:
+    """An empty (or blank) value counts as unset, as does a bundle's unsubstituted ``${user_config.*}``."""
+    return not value.strip() or _UNSUBSTITUTED.fullmatch(value.strip()) is not None
+
+
+def set_variables(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without the ``MAIL_IMAP_*`` variables that are empty: a form field left empty is unset."""
+    return {
+        name: value for name, value in env.items() if not (name.startswith(ENV_PREFIX) and is_unset(value))
+    }
 
 
 def _truthy(value: str) -> bool:
@@ -65,7 +83,8 @@ def _check_env_names(env: Mapping[str, str], prefixes: list[str], referenced: se
                 host = name.removesuffix(suffix) + "HOST"
                 raise ConfigError(
                     f"{name} is set but {host} is not: an environment account needs {host} "
-                    "(the IMAP server's host name); set it or remove the account's other variables"
+                    "(the IMAP server's host name) or an address at a known provider in "
+                    f"{name.removesuffix(suffix)}USER; set it or remove the account's other variables"
                 )
 
 
@@ -78,25 +97,34 @@ def env_accounts(
     Unknown suffixes and accounts without ``_HOST`` are a :class:`ConfigError` naming the variable.
     """
     accounts: dict[str, dict[str, Any]] = {}
-    prefixes = [
-        f"{ENV_PREFIX}{match.group(1)}_"
-        for name in env
-        if (match := ENV_ACCOUNT_PATTERN.match(name)) is not None
-    ]
-    _check_env_names(env, prefixes, referenced or set())
-    for name in sorted(env):
-        match = ENV_ACCOUNT_PATTERN.match(name)
-        if not match:
-            continue
-        prefix = f"{ENV_PREFIX}{match.group(1)}_"
-        raw: dict[str, Any] = {"host": env[name]}
-        if f"{prefix}PORT" in env:
-            raw["port"] = env[f"{prefix}PORT"]
-        if f"{prefix}USER" in env:
-            raw["username"] = env[f"{prefix}USER"]
+    env = set_variables(env)
+    referenced = referenced or set()
+    account_ids = sorted(
+        {
+            match.group(1)
+            for name in env
+            if name not in referenced and (match := ENV_ACCOUNT_PATTERN.match(name)) is not None
+        }
+    )
+    prefixes = [f"{ENV_PREFIX}{account_id}_" for account_id in account_ids]
+    # An id that is another's prefix plus a suffix (MAIL_IMAP_DEFAULT_USER_HOST) belongs to the longer.
+    _check_env_names(env, prefixes, referenced)
+    for account_id in account_ids:
+        prefix = f"{ENV_PREFIX}{account_id}_"
+        raw: dict[str, Any] = {}
         for key, suffix in (("addresses", "ADDRESSES"), ("helper_env", "HELPER_ENV")):
             if f"{prefix}{suffix}" in env:
                 raw[key] = [item.strip() for item in env[f"{prefix}{suffix}"].split(",") if item.strip()]
+        if f"{prefix}USER" in env:
+            raw["username"] = env[f"{prefix}USER"]
+        elif raw.get("addresses"):
+            raw["username"] = raw["addresses"][0]
+        if f"{prefix}HOST" in env:
+            raw["host"] = env[f"{prefix}HOST"]
+        else:
+            raw.update(_provider_server(prefix, raw))
+        if f"{prefix}PORT" in env:
+            raw["port"] = env[f"{prefix}PORT"]
         if f"{prefix}PASS" in env:
             raw["password_env"] = f"{prefix}PASS"
         if f"{prefix}SECURITY" in env:
@@ -114,9 +142,27 @@ def env_accounts(
             raw["oauth2_token_command"] = parse_command(
                 env[f"{prefix}OAUTH2_TOKEN_COMMAND"], f"{prefix}OAUTH2_TOKEN_COMMAND"
             )
-        accounts[match.group(1).lower()] = raw
+            # A token command says how the account logs in; XOAUTH2 is what Gmail and Microsoft speak.
+            raw.setdefault("auth", "xoauth2")
+        accounts[account_id.lower()] = raw
     write = env.get("MAIL_IMAP_WRITE_ENABLED")
     return accounts, (None if write is None else _truthy(write))
+
+
+def _provider_server(prefix: str, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The host, port and security of the provider of an environment account without ``_HOST``, from
+    its address (``_ADDRESSES``, else ``_USER``); ConfigError naming both when it is no known one."""
+    addresses = [*raw.get("addresses", []), str(raw.get("username", ""))]
+    address = next((item for item in addresses if "@" in item), addresses[0])
+    provider = provider_for_address(address)
+    if provider is None:
+        names = ", ".join(known.name.split(" (")[0] for known in PROVIDERS)
+        source = f"{prefix}ADDRESSES" if raw.get("addresses") else f"{prefix}USER"
+        raise ConfigError(
+            f"{source} is set but {prefix}HOST is not, and {address!r} is no address at a provider whose "
+            f"IMAP server this server knows ({names}): set {prefix}HOST to your IMAP server's host name"
+        )
+    return {"host": provider.imap_host, "port": provider.port, "security": provider.security.value}
 
 
 def parse_command(value: str, name: str) -> list[str]:
@@ -152,8 +198,10 @@ def resolve_config_path(explicit: Path | None, env: Mapping[str, str]) -> tuple[
 
 
 def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) -> Config:
-    """Load, merge and validate the file and env accounts; raise :class:`ConfigError` on any problem."""
-    env = os.environ if env is None else env
+    """Load, merge and validate the file and env accounts; raise :class:`ConfigError` on any problem.
+
+    A ``MAIL_IMAP_*`` variable that is empty counts as unset (:func:`is_unset`)."""
+    env = set_variables(os.environ if env is None else env)
     file_path, required = resolve_config_path(path, env)
     raw: dict[str, Any] = {}
     if file_path.is_file():
