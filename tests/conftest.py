@@ -27,6 +27,7 @@ from tests.support.courier import Courier
 from tests.support.cyrus import Cyrus
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient, check_each_schema_once
+from tests.support.gmail import Gmail
 from tests.support.matrix import MATRIX, SESSION_PASSWORD, MatrixServer
 from tests.support.oauth2 import IntrospectionEndpoint
 from tests.support.run_lifetime import end_run_on_sigterm
@@ -131,7 +132,7 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-ServerT = TypeVar("ServerT", Dovecot, Cyrus, Courier)
+ServerT = TypeVar("ServerT", Dovecot, Cyrus, Courier, Gmail)
 
 
 def _serve(server: ServerT) -> Iterator[ServerT]:
@@ -182,6 +183,12 @@ def cyrus_altns() -> Iterator[Cyrus]:
 def courier() -> Iterator[Courier]:
     """Courier-IMAP (separator ``.``, folders below ``INBOX.``; no SPECIAL-USE, no MULTIAPPEND)."""
     yield from _serve(Courier(password=SESSION_PASSWORD))
+
+
+@pytest.fixture(scope="session")
+def gmail() -> Iterator[Gmail]:
+    """The Gmail emulation (tests/support/gmail_server.py): labels as folders, X-GM-EXT-1, no SORT."""
+    yield from _serve(Gmail(password=SESSION_PASSWORD))
 
 
 @pytest.fixture(params=MATRIX)

@@ -1,0 +1,92 @@
+"""The Gmail emulation (tests/support/gmail_server.py) as an ``ImapServer`` of the test harness, like
+Dovecot: its own process on two loopback ports (STARTTLS and implicit TLS, a ``trustme`` CA), any user
+name logs in with ``password`` (an account is made at first login), ``seed()`` over IMAP APPEND and
+``label()`` over ``STORE +X-GM-LABELS``. Its mail lives in memory: ``restart()`` starts it empty."""
+
+from __future__ import annotations
+
+import secrets
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from tests.support.gmail_server import CAPABILITIES
+from tests.support.imapserver import REPO_ROOT, AppendSeeding, tail_file
+
+ALL_MAIL = "[Gmail]/All Mail"
+TRASH = "[Gmail]/Trash"
+
+
+class Gmail(AppendSeeding):
+    """A private Gmail emulation on loopback. ``capabilities`` replaces what it offers after login (e.g.
+    without ``X-GM-EXT-1``: the same server as a standard one)."""
+
+    kind = "gmail"
+    separator = "/"
+    personal_prefix = ""
+
+    def __init__(
+        self, *, default_user: str = "user", password: str | None = None, capabilities: str = CAPABILITIES
+    ) -> None:
+        super().__init__(default_user=default_user, password=password)
+        self.capabilities = capabilities
+        self._mark = "mim-" + secrets.token_hex(6)
+
+    @property
+    def greeting_mark(self) -> bytes:
+        return self._mark.encode()
+
+    @property
+    def log_path(self) -> Path:
+        return self.root / "gmail.log"
+
+    def _prepare(self) -> None:
+        self._pick_ports()
+        self._write_tls()
+        secret = self.root / "password"
+        secret.touch(mode=0o600)
+        secret.write_text(self.password)
+
+    def _spawn(self) -> None:
+        tls = self.root / "tls"
+        self._launch(
+            [
+                sys.executable,
+                "-m",
+                "tests.support.gmail_server",
+                "--host",
+                self.host,
+                "--plain-port",
+                str(self.plain_port),
+                "--tls-port",
+                str(self.tls_port),
+                "--cert",
+                str(tls / "server.pem"),
+                "--key",
+                str(tls / "server.key"),
+                "--password-file",
+                str(self.root / "password"),
+                "--capabilities",
+                self.capabilities,
+                "--mark",
+                self._mark,
+            ],
+            self.log_path,
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT), "PYTHONDONTWRITEBYTECODE": "1"},
+        )
+        self._wait_ready("Gmail emulation")
+
+    def log_tail(self, lines: int = 40) -> str:
+        if self._root is None:
+            return "(not started)"
+        return tail_file(self.log_path, lines) or "(no log output)"
+
+    def label(self, user: str, mailbox: str, labels: Sequence[Iterable[str]]) -> None:
+        """``STORE +X-GM-LABELS``: the i-th message (by UID order) of ``mailbox`` gains ``labels[i]``."""
+        with self.connect(user, tls=False, starttls=False) as client:
+            client.select_folder(mailbox)
+            uids = sorted(client.search("ALL"))
+            for uid, names in zip(uids, labels, strict=False):
+                names = list(names)
+                if names:
+                    client.add_gmail_labels([uid], names)
