@@ -1,5 +1,5 @@
-"""Command line: ``mail-imap-mcp serve`` (stdio MCP server, also the default), ``check`` and
-``config-example``."""
+"""Command line: ``mail-imap-mcp serve`` (stdio MCP server, also the default), ``check``, ``index``
+(:mod:`mail_imap_mcp.index_cli`) and ``config-example``."""
 
 from __future__ import annotations
 
@@ -165,6 +165,12 @@ def check(config_path: Path | None) -> int:
     return 1 if failures else 0
 
 
+def _in_words(exc: ImapError) -> str:
+    """A domain error as a tool call would say it (the failure registry)."""
+    failure = envelope_of(exc)
+    return f"[{failure.code}] {failure.message}"
+
+
 def config_example() -> str:
     """The commented example configuration shipped with the package."""
     return resources.files("mail_imap_mcp").joinpath("config.example.toml").read_text(encoding="utf-8")
@@ -191,6 +197,10 @@ def main(argv: list[str] | None = None) -> None:
         subs[name] = sub = commands.add_parser(name, help=help_text)
         sub.add_argument("--config", type=Path, default=argparse.SUPPRESS, help=_CONFIG_HELP)
     _add_http_arguments(subs["serve"])
+    index = commands.add_parser("index", help="build or update the local search index (or --drop it)")
+    index.add_argument("--config", type=Path, default=argparse.SUPPRESS, help=_CONFIG_HELP)
+    index.add_argument("--account", metavar="ID", help="this account only (default: every indexed one)")
+    index.add_argument("--drop", action="store_true", help="delete the index file(s) instead")
     commands.add_parser("config-example", help="print a commented example config file")
     args = parser.parse_args(argv)
     if args.command == "config-example":
@@ -199,6 +209,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "check":
         _configure_logging("WARNING")
         raise SystemExit(check(args.config))
+    if args.command == "index":
+        _configure_logging("WARNING")
+        from mail_imap_mcp.index_cli import run_index
+
+        raise SystemExit(run_index(_load(args.config), args.account, drop=args.drop, words=_in_words))
     _configure_logging("INFO")
     if args.command is None and sys.stdin.isatty():
         print(

@@ -25,14 +25,16 @@ MAX_TOOL_MODULE_LINES = 300
 MAX_MODULES_CATCHING_IMAP_LIBRARY_ERRORS = 1
 
 #: What each layer must not import (as ``mail_imap_mcp.<name>``).
-_TOP = ("transport", "server", "subscriptions", "cli")
+_TOP = ("transport", "server", "subscriptions", "cli", "index_cli")
 _ABOVE_OPERATIONS = ("presentation", "services", "app", "confirmation", "tools")
 FORBIDDEN_IMPORTS = {
-    "envelope": ("imap", "mime", "content", "query", "operations", *_ABOVE_OPERATIONS, *_TOP),
-    "query": ("imap", "mime", "content", "envelope", "operations", *_ABOVE_OPERATIONS, *_TOP),
-    "mime": ("imap", "operations", "envelope", *_ABOVE_OPERATIONS, *_TOP),
-    "content": ("imap", "operations", *_ABOVE_OPERATIONS, *_TOP),
-    "imap": ("operations", *_ABOVE_OPERATIONS, *_TOP),
+    "envelope": ("imap", "index", "mime", "content", "query", "operations", *_ABOVE_OPERATIONS, *_TOP),
+    "query": ("imap", "index", "mime", "content", "envelope", "operations", *_ABOVE_OPERATIONS, *_TOP),
+    "mime": ("imap", "index", "operations", "envelope", *_ABOVE_OPERATIONS, *_TOP),
+    "content": ("imap", "index", "operations", *_ABOVE_OPERATIONS, *_TOP),
+    "imap": ("index", "operations", *_ABOVE_OPERATIONS, *_TOP),
+    # The local index sits beside imap/: it syncs through it and answers what query/ compiles.
+    "index": ("operations", *_ABOVE_OPERATIONS, *_TOP),
     "operations": (*_ABOVE_OPERATIONS, *_TOP),
     "presentation": ("services", "tools", *_TOP),
     "confirmation": ("presentation", "services", "app", "tools", *_TOP),

@@ -176,6 +176,11 @@ class AccountConfig(BaseModel):
         description="Allow write tools (flags, move, copy, delete, mailboxes, drafts) on this account; "
         "unset means [server] write_enabled.",
     )
+    index: bool | None = Field(
+        default=None,
+        description="Keep a local full-text index of this account (docs/index.md); unset means [server] "
+        "index.",
+    )
     trash_mailbox: str | None = Field(
         default=None,
         min_length=1,

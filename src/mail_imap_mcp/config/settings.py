@@ -48,6 +48,33 @@ class ServerSettings(BaseModel):
         "with this configuration. Default: $XDG_STATE_HOME/mail-imap-mcp (~/.local/state/mail-imap-mcp; "
         "%LOCALAPPDATA%\\mail-imap-mcp on Windows). Unwritable: cursors end with the process.",
     )
+    index: bool = Field(
+        default=False,
+        description="Keep a local full-text index (SQLite FTS5) of every account that does not set its own "
+        "index: searches with a query are answered from it, ranked, after one round trip that brings it "
+        "up to date (docs/index.md). Off by default.",
+    )
+    index_dir: Path | None = Field(
+        default=None,
+        description="Where the index files are kept (one per account, <account>.sqlite3, mode 0600, in a "
+        "directory of mode 0700). Default: the platform's user data directory (~/.local/share/"
+        "mail-imap-mcp/index on Linux, ~/Library/Application Support/mail-imap-mcp/index on macOS, "
+        "%LOCALAPPDATA%\\mail-imap-mcp\\index on Windows).",
+    )
+    index_text_bytes: int = Field(
+        default=4096,
+        ge=512,
+        le=1_048_576,
+        description="Bytes of each message's body read into the index (its start: the text part, or the "
+        "HTML part as text).",
+    )
+    index_fresh_budget_ms: int = Field(
+        default=1500,
+        ge=0,
+        le=60_000,
+        description="How long a search may spend bringing the index up to date before it answers (new "
+        "mail, flags, expunges); past it the answer says how stale it is in meta.warnings.",
+    )
     allow_permanent_delete: bool = Field(
         default=False,
         description="Allow imap_apply_to_messages to expunge (permanent: true, after confirmation); "
@@ -338,6 +365,11 @@ class Config(BaseModel):
         """Whether write tools may change mail of ``account_id``."""
         own = self.accounts[account_id].write_enabled
         return self.server.write_enabled if own is None else own
+
+    def indexed(self, account_id: str) -> bool:
+        """Whether ``account_id`` keeps a local full-text index."""
+        own = self.accounts[account_id].index
+        return self.server.index if own is None else own
 
     @model_validator(mode="after")
     def _check_ids(self) -> Config:

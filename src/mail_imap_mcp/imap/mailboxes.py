@@ -23,6 +23,8 @@ class MailboxCounts:
     unseen: int | None
     uidvalidity: int | None
     uidnext: int | None
+    #: HIGHESTMODSEQ (CONDSTORE), where it was asked for and the server keeps it.
+    highestmodseq: int | None = None
 
 
 @dataclass
@@ -88,7 +90,11 @@ def status_answers(statuses: list[Any]) -> dict[str, MailboxCounts]:
         if number(b"MESSAGES") is not None:
             decoded = parsing.mailbox_name(name)
             found[decoded] = MailboxCounts(
-                number(b"MESSAGES"), number(b"UNSEEN"), number(b"UIDVALIDITY"), number(b"UIDNEXT")
+                number(b"MESSAGES"),
+                number(b"UNSEEN"),
+                number(b"UIDVALIDITY"),
+                number(b"UIDNEXT"),
+                number(b"HIGHESTMODSEQ"),
             )
     return found
 

@@ -145,15 +145,17 @@ def _read_reply(
     return reply
 
 
-def status_each(session: ImapSession, mailboxes: Sequence[str]) -> dict[str, MailboxCounts]:
-    """``STATUS (MESSAGES UIDNEXT)`` of every mailbox in one round trip (where LIST-STATUS is not
-    offered). A mailbox whose STATUS is refused is left out (its EXAMINE says why, later). The selected
+def status_each(
+    session: ImapSession, mailboxes: Sequence[str], items: bytes = b"(MESSAGES UIDNEXT)"
+) -> dict[str, MailboxCounts]:
+    """``STATUS items`` (by default ``(MESSAGES UIDNEXT)``) of every mailbox in one round trip (where
+    LIST-STATUS is not offered). A mailbox whose STATUS is refused is left out (its EXAMINE says why, later). The selected
     mailbox's counts may come from the session's older view: a hint, not a fact."""
     if not mailboxes:
         return {}
     client = session.client
     client.untagged.pop("STATUS", None)
-    tags = [client.send("STATUS", client.mailbox_argument(name), b"(MESSAGES UIDNEXT)") for name in mailboxes]
+    tags = [client.send("STATUS", client.mailbox_argument(name), items) for name in mailboxes]
     session.note_pipelined(len(tags) - 1)
     for tag in tags:
         client.answer_of("STATUS", tag)

@@ -26,7 +26,7 @@ from .header_text import decode_header_value
 from .headers import parse_header_block
 from .message import ParsedMessage, message_leaves, parse_full_message
 from .parts import Part, attachment_parts, choose_body_parts, decode_text, has_attachments
-from .snippets import snippet_from_prefix
+from .snippets import snippet_from_prefix, text_from_prefix
 from .summary import MessageSummary, snippet_of, summarise
 from .transfer import StreamDecoder, decode_transfer, encoding_name
 
@@ -52,4 +52,5 @@ __all__ = [
     "snippet_from_prefix",
     "snippet_of",
     "summarise",
+    "text_from_prefix",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import email
 import email.policy
 import re
+from collections.abc import Callable
 from email.errors import MissingHeaderBodySeparatorDefect
 
 from ..content.quotes import new_text
@@ -15,11 +16,13 @@ from .message import payload_bytes, walk_message
 from .params import decode_params, split_header_params, valid_media_type
 from .parts import Part, choose_body_parts, decode_part_text, is_body_candidate, make_part
 
-__all__ = ["snippet_from_prefix"]
+__all__ = ["snippet_from_prefix", "text_from_prefix"]
+
+Reader = Callable[[bytes, Part], "str | None"]
 
 
-def _readable(data: bytes, part: Part) -> str | None:
-    """Snippet text from the (possibly cut) encoded bytes of one part."""
+def _whole_text(data: bytes, part: Part) -> str | None:
+    """The text of the (possibly cut) encoded bytes of one part, HTML rendered as text; None if no text."""
     if not part.content_type.startswith("text/"):
         return None
     text = decode_part_text(data, part, final=False)
@@ -27,9 +30,35 @@ def _readable(data: bytes, part: Part) -> str | None:
         from ..content.html import html_to_text  # on first use: the HTML renderer is slow to import
 
         text = html_to_text(text)
+    return text
+
+
+def _readable(data: bytes, part: Part) -> str | None:
+    """Snippet text from the (possibly cut) encoded bytes of one part."""
+    text = _whole_text(data, part)
+    if text is None:
+        return None
     # Spend the snippet on what the sender wrote, not on the quoted thread and the signature; a snippet
     # is at most 500 characters, so twice that much new text is plenty to read.
     return collapse_whitespace(new_text(text, enough=1000).text[:2000]) or None
+
+
+def text_from_prefix(
+    prefix: bytes,
+    parts: list[Part],
+    *,
+    header_content_type: str | None = None,
+    boundary: str | None = None,
+    header_encoding: str | None = None,
+) -> str | None:
+    """The text of the body part :func:`snippet_from_prefix` reads, whole as far as the prefix holds it:
+    quoted replies and signatures kept, whitespace as written (what a local index reads)."""
+    try:
+        return _snippet(
+            bytes(prefix or b""), parts or [], header_content_type, boundary, header_encoding, _whole_text
+        )
+    except Exception:
+        return None
 
 
 def snippet_from_prefix(
@@ -63,6 +92,7 @@ def _snippet(
     header_content_type: str | None,
     boundary: str | None,
     header_encoding: str | None,
+    readable: Reader = _readable,
 ) -> str | None:
     if not prefix.strip():
         return None
@@ -84,14 +114,14 @@ def _snippet(
             ctype = header_type if valid_media_type(header_type) else "text/plain"
             encoding = decode_header_value(header_encoding) or "7bit"
             part = make_part("1", ctype, header_params, encoding, len(prefix), None, {}, None)
-        return _readable(prefix, part)
+        return readable(prefix, part)
 
     boundary = (
         (boundary or _sniff_boundary(prefix) or "").replace('"', "").replace("\r", "").replace("\n", "")
     )
     if not boundary:
         return None
-    fast = _first_leaf_text(prefix, parts, boundary)
+    fast = _first_leaf_text(prefix, parts, boundary, readable)
     if fast:
         return fast
     subtype = header_type.split("/", 1)[1] if header_type.startswith("multipart/") else "mixed"
@@ -109,13 +139,13 @@ def _snippet(
     plain, html = choose_body_parts(parts)
     for chosen in (plain, html):
         if chosen is not None and chosen.section in by_section:
-            text = _readable(payload_bytes(by_section[chosen.section]), chosen)
+            text = readable(payload_bytes(by_section[chosen.section]), chosen)
             if text:
                 return text
     for kind in ("text/plain", "text/html"):
         for part, node in leaves:
             if part.content_type == kind and is_body_candidate(part):
-                text = _readable(payload_bytes(node), part)
+                text = readable(payload_bytes(node), part)
                 if text:
                     return text
     return None
@@ -137,7 +167,9 @@ def _cannot_say_multipart(block: bytes) -> bool:
     )
 
 
-def _first_leaf_text(prefix: bytes, parts: list[Part], boundary: str) -> str | None:
+def _first_leaf_text(
+    prefix: bytes, parts: list[Part], boundary: str, readable: Reader = _readable
+) -> str | None:
     """Fast path: the body text when it is the message's first leaf (section 1, 1.1, ...).
 
     BODYSTRUCTURE says the body is the first leaf, so its bytes are found by skipping one
@@ -178,7 +210,7 @@ def _first_leaf_text(prefix: bytes, parts: list[Part], boundary: str) -> str | N
     content = prefix[position:]
     cut = content.find(b"\n--" + boundary.encode("utf-8", "surrogateescape"))
     # The CRLF before a delimiter belongs to the delimiter (RFC 2046).
-    return _readable(content if cut < 0 else content[:cut].removesuffix(b"\r"), chosen)
+    return readable(content if cut < 0 else content[:cut].removesuffix(b"\r"), chosen)
 
 
 def _looks_multipart(prefix: bytes) -> bool:

@@ -1,0 +1,83 @@
+"""Building or updating one account's whole index on a connection of its own (``mail-imap-mcp index``
+and the running server's background sync).
+
+The folders are listed (those no longer there dropped), each folder's changes applied and its new
+messages counted (:meth:`~mail_imap_mcp.index.sync.FolderSync.begin`), then the new messages fetched a
+step of :data:`STEP` at a time, each step one call on the connection (within its time budget; a lost
+connection runs the step again, which stores the same rows again). Interrupted anywhere, the next build
+starts from what was committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.index.sync import FolderSync, Indexer, OnProgress, indexable
+
+#: New messages fetched per call on the connection.
+STEP = 2000
+
+
+@dataclass
+class BuildReport:
+    """What one build did."""
+
+    folders: int = 0
+    #: New messages found, and how many of them were indexed.
+    to_fetch: int = 0
+    fetched: int = 0
+    fetched_bytes: int = 0
+    dropped: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BuildHooks:
+    """What a build tells its caller: the plan (folders and messages to fetch), then each chunk."""
+
+    on_plan: Callable[[int, int], None] | None = None
+    on_folder: Callable[[int, str], None] | None = None
+    on_progress: OnProgress | None = None
+    #: Asked between steps: True stops the build (the server shutting down).
+    stop: Callable[[], bool] = field(default=lambda: False)
+
+
+def build(connection: AccountConnection, indexer: Indexer, hooks: BuildHooks | None = None) -> BuildReport:
+    """Bring every folder of ``connection``'s account up to date in ``indexer``."""
+    hooks = hooks or BuildHooks()
+    report = BuildReport()
+    names = connection.run(indexable)
+    report.dropped = indexer.prune(names)
+    report.folders = len(names)
+    syncs: list[tuple[FolderSync, int]] = []
+    with indexer.lock:
+        for name in names:
+            if hooks.stop():
+                return report
+            sync = indexer.folder(name)
+            syncs.append((sync, connection.run(sync.begin)))
+    report.to_fetch = sum(left for _, left in syncs)
+    if hooks.on_plan is not None:
+        hooks.on_plan(len(syncs), report.to_fetch)
+
+    def progress(folder: str, messages: int, size: int) -> None:
+        report.fetched += messages
+        report.fetched_bytes += size
+        if hooks.on_progress is not None:
+            hooks.on_progress(folder, messages, size)
+
+    for number, (sync, left) in enumerate(syncs, 1):
+        if hooks.on_folder is not None:
+            hooks.on_folder(number, sync.name)
+        step = partial(_step, sync, progress)
+        while left and not hooks.stop():
+            with indexer.lock:
+                left = connection.run(step)
+    return report
+
+
+def _step(sync: FolderSync, progress: OnProgress, session: ImapSession) -> int:
+    return sync.fetch(session, STEP, progress)

@@ -1,0 +1,104 @@
+"""Where an account's index lives, and opening it safely.
+
+One file per account, ``<index_dir>/<account>.sqlite3`` (``[server] index_dir``; by default the platform's
+user data directory from platformdirs: ``~/.local/share/mail-imap-mcp/index`` on Linux,
+``~/Library/Application Support/mail-imap-mcp/index`` on macOS, ``%LOCALAPPDATA%\\mail-imap-mcp\\index`` on
+Windows). The directory is made 0700 and the file 0600 before SQLite opens it (SQLite gives its WAL
+and shared-memory files the same mode); a file or directory others can read is refused, as the index
+holds the text of mail. A file SQLite cannot read, or one that is not this index, is moved aside
+(``<name>.unusable-<time>``) and a new one built, with a warning.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from mail_imap_mcp.index.sqlite_store import IndexUnusable, SqliteStore
+
+log = logging.getLogger("mail_imap_mcp.index")
+
+SUFFIX = ".sqlite3"
+_COMPANIONS = ("-wal", "-shm")
+
+
+class IndexPermissions(Exception):
+    """The index file or its directory can be read by other users: it is not used."""
+
+    def __init__(self, path: Path, mode: int) -> None:
+        super().__init__(
+            f"{path} can be read by other users (mode {stat.filemode(mode)}); the index holds the text of "
+            f"mail: run `chmod go-rwx {path}` or set [server] index_dir to a private directory"
+        )
+        self.path = path
+
+
+def default_index_dir() -> Path:
+    """The platform's user data directory for the index."""
+    return Path(platformdirs.user_data_dir("mail-imap-mcp", appauthor=False)) / "index"
+
+
+def index_path(index_dir: Path | None, account_id: str) -> Path:
+    """The file of ``account_id``'s index."""
+    return (index_dir or default_index_dir()).expanduser() / f"{account_id}{SUFFIX}"
+
+
+def _check_private(path: Path) -> None:
+    if sys.platform == "win32":  # the user's profile directory is private by ACL
+        return
+    mode = path.stat().st_mode
+    if mode & (stat.S_IROTH | stat.S_IWOTH | stat.S_IRGRP | stat.S_IWGRP):
+        raise IndexPermissions(path, mode)
+
+
+def _prepare(path: Path) -> None:
+    """Make the directory (0700) and the file (0600) where missing; refuse either when others can read it."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _check_private(path.parent)
+    if not path.exists():
+        descriptor = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+        os.close(descriptor)
+    _check_private(path)
+
+
+@dataclass
+class Opened:
+    """An index store, and the warning of a file moved aside to make it (None: none was)."""
+
+    store: SqliteStore
+    warning: str | None = None
+
+
+def open_index(path: Path) -> Opened:
+    """The index at ``path``: made where missing, moved aside and made again where unusable."""
+    _prepare(path)
+    try:
+        return Opened(SqliteStore(path))
+    except IndexUnusable as exc:
+        aside = path.with_name(f"{path.name}.unusable-{time.strftime('%Y%m%dT%H%M%S')}")
+        for companion in ("", *_COMPANIONS):
+            source = Path(f"{path}{companion}")
+            if source.exists():
+                source.replace(Path(f"{aside}{companion}"))
+        warning = f"the index file was unusable ({exc}); it was moved to {aside} and is being built again"
+        log.warning("%s", warning)
+        _prepare(path)
+        return Opened(SqliteStore(path), warning)
+
+
+def drop_index(path: Path) -> list[Path]:
+    """Delete the index file and its WAL companions; the paths removed."""
+    removed = []
+    for companion in ("", *_COMPANIONS):
+        target = Path(f"{path}{companion}")
+        if target.exists():
+            target.unlink()
+            removed.append(target)
+    return removed

@@ -1,0 +1,329 @@
+"""The index in SQLite FTS5 (Python's own ``sqlite3``): one database file per account.
+
+Tables: ``folders`` (each indexed folder's sync state), ``messages`` (a row per message: its place, the
+facts a query filters on, and its text columns compressed, to cut snippets from and to delete its
+terms again) and ``fts``, a contentless FTS5 table of the text columns (the terms only: the text is
+kept once, compressed, in ``messages``). Every change is one transaction (``BEGIN IMMEDIATE``), the
+journal is WAL, so a process killed at any point leaves the last batch committed or not at all, and a
+second process on the same file waits for the first one's transaction (SQLite's locking) instead of
+corrupting it. ``application_id`` marks the file as this index; a file without the mark, of another
+schema version or unreadable is :class:`IndexUnusable` (:mod:`.location` moves it aside).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import zlib
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from mail_imap_mcp.index.store import (
+    COLUMN_WEIGHTS,
+    TEXT_COLUMNS,
+    CompiledQuery,
+    FolderState,
+    Hit,
+    HitPage,
+    IndexedMessage,
+    Order,
+    flag_bits,
+)
+
+#: "MIMX": marks a database as this index (``PRAGMA application_id``).
+APPLICATION_ID = 0x4D494D58
+SCHEMA_VERSION = 1
+#: How long a writer waits for another process's transaction before it gives up.
+BUSY_TIMEOUT_S = 30.0
+_BODY = TEXT_COLUMNS.index("body")
+
+_SCHEMA = f"""
+CREATE TABLE folders(
+    id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, uidvalidity INTEGER NOT NULL,
+    uidnext INTEGER NOT NULL, highestmodseq INTEGER NOT NULL, messages INTEGER NOT NULL,
+    complete INTEGER NOT NULL);
+CREATE TABLE messages(
+    id INTEGER PRIMARY KEY, folder INTEGER NOT NULL REFERENCES folders(id), uid INTEGER NOT NULL,
+    sent INTEGER NOT NULL, arrival_day INTEGER NOT NULL, size INTEGER NOT NULL,
+    flag_bits INTEGER NOT NULL, keywords TEXT NOT NULL, has_attachment INTEGER NOT NULL,
+    filenames TEXT NOT NULL, doc BLOB NOT NULL,
+    global_id INTEGER, -- reserved: X-GM-MSGID, where Gmail keys a message once for all its labels
+    UNIQUE(folder, uid));
+CREATE INDEX messages_sent ON messages(sent);
+CREATE VIRTUAL TABLE fts USING fts5({", ".join(TEXT_COLUMNS)}, content='',
+    tokenize='unicode61 remove_diacritics 2');
+INSERT INTO fts(fts, rank) VALUES('rank', 'bm25({", ".join(str(w) for w in COLUMN_WEIGHTS)})');
+PRAGMA application_id = {APPLICATION_ID};
+PRAGMA user_version = {SCHEMA_VERSION};
+"""
+
+
+class IndexUnusable(Exception):
+    """The file is no index of this version, or SQLite cannot read it (corrupt)."""
+
+
+class IndexWriteFailed(Exception):
+    """SQLite could not write (a full disk, a read-only file): indexing stops, searches use the server."""
+
+
+def _pack(texts: Sequence[str]) -> bytes:
+    return zlib.compress(json.dumps(list(texts), ensure_ascii=False).encode(), 6)
+
+
+def _unpack(doc: bytes) -> list[str]:
+    texts: list[str] = json.loads(zlib.decompress(doc))
+    return texts
+
+
+class SqliteStore:
+    """:class:`~mail_imap_mcp.index.store.IndexStore` in one SQLite file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self._db = sqlite3.connect(
+                path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+            self._prepare()
+        except sqlite3.DatabaseError as exc:
+            self._close_quietly()
+            raise IndexUnusable(f"{path}: {exc}") from exc
+
+    def _prepare(self) -> None:
+        db = self._db
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")
+        application_id = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if application_id == 0 and version == 0:
+            tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            if tables:
+                raise IndexUnusable(f"{self.path} is a database of something else")
+            with self._transaction():
+                if db.execute("PRAGMA application_id").fetchone()[0] == 0:  # not made meanwhile
+                    for statement in _SCHEMA.split(";\n"):
+                        if statement.strip():
+                            db.execute(statement)
+            return
+        if application_id != APPLICATION_ID:
+            raise IndexUnusable(f"{self.path} is a database of something else")
+        if version != SCHEMA_VERSION:
+            raise IndexUnusable(f"{self.path} is an index of schema {version}, not {SCHEMA_VERSION}")
+        db.execute("SELECT count(*) FROM folders").fetchone()
+
+    def _close_quietly(self) -> None:
+        with contextlib.suppress(sqlite3.Error, AttributeError):
+            self._db.close()
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self._db)
+
+    def folders(self) -> dict[str, FolderState]:
+        rows = self._db.execute(
+            "SELECT name, uidvalidity, uidnext, highestmodseq, messages, complete FROM folders"
+        ).fetchall()
+        return {row[0]: FolderState(row[0], row[1], row[2], row[3], row[4], bool(row[5])) for row in rows}
+
+    def _folder_id(self, name: str) -> int | None:
+        row = self._db.execute("SELECT id FROM folders WHERE name = ?", (name,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def start_folder(self, name: str, uidvalidity: int) -> FolderState:
+        with self._transaction():
+            known = self.folders().get(name)
+            if known is not None and known.uidvalidity == uidvalidity:
+                return known
+            if known is not None:
+                self._drop(name)
+            fresh = FolderState(name, uidvalidity)
+            self._save(fresh)
+            return fresh
+
+    def _save(self, state: FolderState) -> int:
+        self._db.execute(
+            "INSERT INTO folders(name, uidvalidity, uidnext, highestmodseq, messages, complete) "
+            "VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET uidvalidity = excluded.uidvalidity, "
+            "uidnext = excluded.uidnext, highestmodseq = excluded.highestmodseq, "
+            "messages = excluded.messages, complete = excluded.complete",
+            (
+                state.name,
+                state.uidvalidity,
+                state.uidnext,
+                state.highestmodseq,
+                state.messages,
+                state.complete,
+            ),
+        )
+        folder = self._folder_id(state.name)
+        assert folder is not None
+        return folder
+
+    def _forget(self, row_id: int, doc: bytes) -> None:
+        """Take a message's terms out of the FTS5 table (a contentless table is told the old text)."""
+        texts = _unpack(doc)
+        placeholders = ", ".join("?" for _ in TEXT_COLUMNS)
+        self._db.execute(
+            f"INSERT INTO fts(fts, rowid, {', '.join(TEXT_COLUMNS)}) VALUES('delete', ?, {placeholders})",
+            (row_id, *texts),
+        )
+        self._db.execute("DELETE FROM messages WHERE id = ?", (row_id,))
+
+    def put(self, state: FolderState, messages: Sequence[IndexedMessage]) -> None:
+        columns = ", ".join(TEXT_COLUMNS)
+        placeholders = ", ".join("?" for _ in TEXT_COLUMNS)
+        with self._transaction():
+            folder = self._save(state)
+            for message in messages:
+                old = self._db.execute(
+                    "SELECT id, doc FROM messages WHERE folder = ? AND uid = ?", (folder, message.uid)
+                ).fetchone()
+                if old is not None:
+                    self._forget(old[0], old[1])
+                bits, keywords = flag_bits(message.flags)
+                cursor = self._db.execute(
+                    "INSERT INTO messages(folder, uid, sent, arrival_day, size, flag_bits, keywords, "
+                    "has_attachment, filenames, doc) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        folder,
+                        message.uid,
+                        message.sent,
+                        message.arrival_day,
+                        message.size,
+                        bits,
+                        keywords,
+                        message.has_attachment,
+                        "\n".join(message.filenames),
+                        _pack(message.texts),
+                    ),
+                )
+                self._db.execute(
+                    f"INSERT INTO fts(rowid, {columns}) VALUES(?, {placeholders})",
+                    (cursor.lastrowid, *message.texts),
+                )
+            self._db.execute(
+                "UPDATE folders SET messages = (SELECT count(*) FROM messages WHERE folder = ?) WHERE id = ?",
+                (folder, folder),
+            )
+
+    def update(
+        self, state: FolderState, *, flags: dict[int, tuple[str, ...]], removed: Iterable[int]
+    ) -> None:
+        with self._transaction():
+            folder = self._save(state)
+            for uid, now in flags.items():
+                bits, keywords = flag_bits(now)
+                self._db.execute(
+                    "UPDATE messages SET flag_bits = ?, keywords = ? WHERE folder = ? AND uid = ?",
+                    (bits, keywords, folder, uid),
+                )
+            for uid in removed:
+                old = self._db.execute(
+                    "SELECT id, doc FROM messages WHERE folder = ? AND uid = ?", (folder, uid)
+                ).fetchone()
+                if old is not None:
+                    self._forget(old[0], old[1])
+            self._db.execute(
+                "UPDATE folders SET messages = (SELECT count(*) FROM messages WHERE folder = ?) WHERE id = ?",
+                (folder, folder),
+            )
+
+    def uids(self, folder: str) -> list[int]:
+        rows = self._db.execute(
+            "SELECT uid FROM messages WHERE folder = (SELECT id FROM folders WHERE name = ?) ORDER BY uid",
+            (folder,),
+        )
+        return [row[0] for row in rows]
+
+    def flags_of(self, folder: str) -> dict[int, tuple[int, str]]:
+        rows = self._db.execute(
+            "SELECT uid, flag_bits, keywords FROM messages WHERE folder = (SELECT id FROM folders WHERE name = ?)",
+            (folder,),
+        )
+        return {row[0]: (row[1], row[2]) for row in rows}
+
+    def _drop(self, name: str) -> None:
+        folder = self._folder_id(name)
+        if folder is None:
+            return
+        for row_id, doc in self._db.execute(
+            "SELECT id, doc FROM messages WHERE folder = ?", (folder,)
+        ).fetchall():
+            self._forget(row_id, doc)
+        self._db.execute("DELETE FROM folders WHERE id = ?", (folder,))
+
+    def drop_folder(self, name: str) -> None:
+        with self._transaction():
+            self._drop(name)
+
+    def count(self) -> int:
+        return int(self._db.execute("SELECT count(*) FROM messages").fetchone()[0])
+
+    def search(
+        self, query: CompiledQuery, *, folders: Sequence[str], order: Order, limit: int, offset: int
+    ) -> HitPage:
+        if not folders:
+            return HitPage([], 0)
+        in_folders = f"f.name IN ({', '.join('?' for _ in folders)})"
+        params: list[object] = []
+        if query.match is not None:
+            source = "fts JOIN messages m ON m.id = fts.rowid JOIN folders f ON f.id = m.folder"
+            condition = f"fts MATCH ? AND {in_folders} AND ({query.where})"
+            params = [query.match, *folders, *query.params]
+            rank = "fts.rank"
+        else:
+            source = "messages m JOIN folders f ON f.id = m.folder"
+            condition = f"{in_folders} AND ({query.where})"
+            params = [*folders, *query.params]
+            rank = "0.0"
+        ordering = f"{rank}, m.sent DESC, m.id DESC" if order == "relevance" else "m.sent DESC, m.id DESC"
+        try:
+            total = int(
+                self._db.execute(f"SELECT count(*) FROM {source} WHERE {condition}", params).fetchone()[0]
+            )
+            rows = self._db.execute(
+                f"SELECT f.name, f.uidvalidity, m.uid, {rank}, m.sent, m.doc FROM {source} "
+                f"WHERE {condition} ORDER BY {ordering} LIMIT ? OFFSET ?",
+                [*params, limit, offset],
+            ).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise IndexUnusable(f"{self.path}: {exc}") from exc
+        hits = [Hit(row[0], row[1], row[2], float(row[3]), row[4], _unpack(row[5])[_BODY]) for row in rows]
+        return HitPage(hits, total, list(folders))
+
+    def close(self) -> None:
+        self._close_quietly()
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on an exception); nested use joins the open one.
+    A write SQLite refuses (disk full, read-only) is :class:`IndexWriteFailed`."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self._outer = False
+
+    def __enter__(self) -> None:
+        if not self._db.in_transaction:
+            self._outer = True
+            self._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        if not self._outer:
+            return
+        if kind is None:
+            try:
+                self._db.execute("COMMIT")
+                return
+            except sqlite3.OperationalError as failure:
+                self._db.execute("ROLLBACK")
+                raise IndexWriteFailed(str(failure)) from failure
+        if self._db.in_transaction:
+            self._db.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.OperationalError) and _write_failure(exc):
+            raise IndexWriteFailed(str(exc)) from exc
+
+
+def _write_failure(exc: sqlite3.OperationalError) -> bool:
+    words = str(exc).lower()
+    return any(word in words for word in ("full", "readonly", "read-only", "disk i/o"))

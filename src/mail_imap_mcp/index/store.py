@@ -1,0 +1,166 @@
+"""What the local index keeps, as plain records, and the small interface every store implements.
+
+A store holds, per account, the indexed folders (:class:`FolderState`: where their sync stands) and one
+row per message (:class:`IndexedMessage`: its place, the facts a query filters on and the text it ranks
+on). It answers a compiled query (:class:`~mail_imap_mcp.query.fts5.Fts5Query`) with ranked
+:class:`Hit` rows. SQLite FTS5 backs it by default (:mod:`.sqlite_store`); a server-grade engine for a
+hosted deployment would implement the same :class:`IndexStore`.
+
+Messages are keyed by (folder, UID) under the folder's UIDVALIDITY. Gmail (X-GM-EXT-1) keys them by
+X-GM-MSGID instead, so that a message in several labels is indexed once: that key and the labels are a
+column and a table the Gmail personality adds beside these (``global_id`` is reserved for it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+#: The text columns of a message, in the order the store keeps them (and FTS5 weighs them).
+TEXT_COLUMNS = (
+    "subject",
+    "sender",
+    "recipients_to",
+    "recipients_cc",
+    "list_id",
+    "message_id",
+    "body",
+    "quoted",
+    "attachments",
+)
+#: BM25 weight of each column of :data:`TEXT_COLUMNS`: a word in the subject or sender counts most,
+#: one in quoted replies and signatures least, so a thread does not drown the message that started it.
+COLUMN_WEIGHTS = (10.0, 6.0, 3.0, 2.0, 2.0, 1.0, 2.0, 0.3, 4.0)
+
+#: System flags as bits of :attr:`IndexedMessage.flag_bits`.
+FLAG_BITS = {"\\seen": 1, "\\answered": 2, "\\flagged": 4, "\\deleted": 8, "\\draft": 16}
+
+
+def flag_bits(flags: Iterable[str]) -> tuple[int, str]:
+    """The system flags of ``flags`` as bits and the keywords as one space-separated string, as the
+    server spells them (``\\Recent`` left out: it is no flag a query asks for)."""
+    bits, keywords = 0, []
+    for flag in flags:
+        lowered = flag.lower()
+        if lowered in FLAG_BITS:
+            bits |= FLAG_BITS[lowered]
+        elif not lowered.startswith("\\"):
+            keywords.append(flag)
+    return bits, " ".join(sorted(set(keywords)))
+
+
+@dataclass(frozen=True)
+class FolderState:
+    """Where one folder's sync stands: every message below ``uidnext`` has been looked at, and its flags
+    are current as of ``highestmodseq`` (0: the server has no CONDSTORE). ``complete``: the first build
+    of the folder has reached the UIDNEXT it saw when it started."""
+
+    name: str
+    uidvalidity: int
+    uidnext: int = 1
+    highestmodseq: int = 0
+    messages: int = 0
+    complete: bool = False
+
+
+@dataclass(frozen=True)
+class IndexedMessage:
+    """One message as the index keeps it."""
+
+    uid: int
+    #: Sent date (Date header, else arrival) as seconds since the epoch: the order of ``sort: "date"``.
+    sent: int
+    #: The arrival day (INTERNALDATE, in its own zone) as ``YYYYMMDD``: what ``before``/``after`` compare.
+    arrival_day: int
+    size: int
+    flags: tuple[str, ...]
+    has_attachment: bool
+    #: The text of each of :data:`TEXT_COLUMNS`, in that order.
+    texts: tuple[str, ...]
+    #: The attachments' file names, lower-case (what ``filename:`` matches).
+    filenames: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One message a query matched: its place, rank (lower is better) and the text to cut a snippet from."""
+
+    folder: str
+    uidvalidity: int
+    uid: int
+    rank: float
+    sent: int
+    body: str
+
+
+@dataclass
+class HitPage:
+    """The hits of one page and how many match in all."""
+
+    hits: list[Hit]
+    total: int
+    folders: list[str] = field(default_factory=list)
+
+
+Order = Literal["relevance", "date"]
+
+
+class CompiledQuery(Protocol):
+    """A query compiled for the store (:class:`~mail_imap_mcp.query.fts5.Fts5Query`): an FTS5 MATCH
+    expression (None: no text to match) and an SQL condition on the message row ``m`` with its
+    parameters. Nothing of the user's text is in ``where``: it travels in ``params``."""
+
+    @property
+    def match(self) -> str | None: ...
+    @property
+    def where(self) -> str: ...
+    @property
+    def params(self) -> tuple[object, ...]: ...
+
+
+class IndexStore(Protocol):
+    """One account's index."""
+
+    def folders(self) -> dict[str, FolderState]:
+        """Every indexed folder's state, by name."""
+        ...
+
+    def start_folder(self, name: str, uidvalidity: int) -> FolderState:
+        """The folder's state; a folder new to the index, or one whose UIDVALIDITY changed (its rows are
+        dropped: it is indexed again), starts empty."""
+        ...
+
+    def put(self, state: FolderState, messages: Sequence[IndexedMessage]) -> None:
+        """Add or replace ``messages`` and record ``state``, in one transaction."""
+        ...
+
+    def update(
+        self, state: FolderState, *, flags: dict[int, tuple[str, ...]], removed: Iterable[int]
+    ) -> None:
+        """Set the flags of messages, remove others, and record ``state``, in one transaction."""
+        ...
+
+    def uids(self, folder: str) -> list[int]:
+        """The UIDs the index holds for ``folder``, ascending."""
+        ...
+
+    def flags_of(self, folder: str) -> dict[int, tuple[int, str]]:
+        """The flags (as :func:`flag_bits`) the index holds for ``folder``'s messages, by UID."""
+        ...
+
+    def drop_folder(self, name: str) -> None:
+        """Forget a folder and its messages (deleted or renamed on the server)."""
+        ...
+
+    def count(self) -> int:
+        """The messages indexed, in every folder."""
+        ...
+
+    def search(
+        self, query: CompiledQuery, *, folders: Sequence[str], order: Order, limit: int, offset: int
+    ) -> HitPage:
+        """The page of messages of ``folders`` that ``query`` matches, best (or newest) first."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,181 @@
+"""Bringing one account's index up to date over IMAP, folder by folder, in bounded steps.
+
+A folder's sync (:class:`FolderSync`) first asks what changed since the index's state of it through the
+changes machinery (:func:`mail_imap_mcp.imap.changes.changes_since`, with a token made from that state):
+with QRESYNC the expunged messages (``VANISHED``) and flag changes since the stored HIGHESTMODSEQ; with
+CONDSTORE alone the flag changes and which indexed UIDs remain; without either, every indexed message's
+flags compared with the stored ones. It applies them, then fetches the messages at or above the stored
+UIDNEXT in chunks of :data:`CHUNK` UIDs, :data:`IN_FLIGHT` chunks pipelined per round trip
+(:func:`~mail_imap_mcp.index.document.index_items`: metadata and ``BODY.PEEK`` only), each chunk stored
+in one transaction with the folder's new UIDNEXT, so a killed run loses at most the chunks in flight and
+the next one continues from there. Memory holds one round trip's chunks, whatever the folder's size.
+
+A changed UIDVALIDITY drops the folder's rows and indexes it again; a folder no longer listed is dropped
+(:meth:`Indexer.prune`).
+"""
+
+from __future__ import annotations
+
+import threading
+from array import array
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from mail_imap_mcp.imap.changes import changes_since, start
+from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError
+from mail_imap_mcp.imap.errors import UidValidityChanged
+from mail_imap_mcp.imap.fetch import expunged
+from mail_imap_mcp.imap.mailboxes import list_mailboxes
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.index.document import index_items, indexed_message
+from mail_imap_mcp.index.store import FLAG_BITS, FolderState, IndexStore
+
+#: UIDs per ``UID FETCH``.
+CHUNK = 250
+#: ``UID FETCH`` commands sent before the first answer is read.
+IN_FLIGHT = 4
+
+#: The system flags by their bit, as servers spell them.
+_FLAG_NAMES = {bit: "\\" + name[1:].title() for name, bit in FLAG_BITS.items()}
+
+#: Called with (folder, messages indexed now, bytes of their answers).
+OnProgress = Callable[[str, int, int], None]
+
+
+def _flags_from(bits: int, keywords: str) -> tuple[str, ...]:
+    """Stored flags as the changes machinery compares them (sorted, as the server spells them)."""
+    return tuple(sorted([*(name for bit, name in _FLAG_NAMES.items() if bits & bit), *keywords.split()]))
+
+
+def indexable(session: ImapSession) -> list[str]:
+    """The folders an index keeps: every selectable mailbox of the account."""
+    return [box.name for box in list_mailboxes(session) if box.selectable]
+
+
+class FolderSync:
+    """One folder brought up to date: :meth:`begin` applies the changes and finds the new messages,
+    :meth:`fetch` indexes them a bounded step at a time."""
+
+    def __init__(self, store: IndexStore, account_id: str, name: str, text_bytes: int) -> None:
+        self.store = store
+        self.account_id = account_id
+        self.name = name
+        self.text_bytes = text_bytes
+        self.pending: array[int] = array("Q")
+        self.state: FolderState | None = None
+        self.server_uidnext = 1
+        self.server_messages = 0
+
+    def begin(self, session: ImapSession) -> int:
+        """Apply the folder's expunges and flag changes; the number of messages left to fetch."""
+        view = session.examine(self.name)
+        session.settle()
+        view = session.refresh_counts(view)
+        state = self.store.start_folder(self.name, view.uidvalidity)
+        self.server_uidnext, self.server_messages = view.uidnext, view.exists
+        profile = session.profile
+        if state.uidnext == 1 and state.highestmodseq == 0 and profile.condstore:
+            state = replace(state, highestmodseq=start(session, self.account_id, self.name).modseq)
+        try:
+            changes = changes_since(session, self._token(session, state))
+        except (UidValidityChanged, ChangesTokenError):
+            self.store.drop_folder(self.name)
+            return self.begin(session)
+        state = replace(state, highestmodseq=changes.token.modseq if changes.token.modseq else 0)
+        self.store.update(state, flags=dict(changes.changed), removed=changes.expunged)
+        self.state = state
+        self.pending = array("Q", sorted(changes.new))
+        if not self.pending:
+            self._finish()
+        return len(self.pending)
+
+    def _token(self, session: ImapSession, state: FolderState) -> ChangesToken:
+        modseq = state.highestmodseq
+        common = (self.account_id, self.name, state.uidvalidity, state.uidnext, modseq, 0)
+        if modseq and session.qresync:
+            return ChangesToken(*common)
+        uids = tuple(self.store.uids(self.name))
+        if modseq and session.profile.condstore:
+            return ChangesToken(*common, uids=uids)
+        stored = self.store.flags_of(self.name)
+        return ChangesToken(
+            *common[:4], 0, 0, uids=uids, flags=tuple(_flags_from(*stored[uid]) for uid in uids)
+        )
+
+    def _finish(self) -> None:
+        assert self.state is not None
+        self.state = replace(self.state, uidnext=max(self.state.uidnext, self.server_uidnext), complete=True)
+        self.store.update(self.state, flags={}, removed=())
+
+    def fetch(self, session: ImapSession, limit: int, on_progress: OnProgress | None = None) -> int:
+        """Index up to ``limit`` of the pending messages (whole chunks, pipelined); the number left."""
+        assert self.state is not None
+        session.examine(self.name)
+        session.settle()
+        taken = self.pending[: max(limit, 1)]
+        chunks = [list(taken[i : i + CHUNK]) for i in range(0, len(taken), CHUNK)]
+        items = index_items(self.text_bytes)
+        for round_start in range(0, len(chunks), IN_FLIGHT):
+            batch = chunks[round_start : round_start + IN_FLIGHT]
+            answers = session.fetch_each([(chunk, items) for chunk in batch])
+            for chunk in batch:
+                messages, size = [], 0
+                for uid in chunk:
+                    response = answers.get(uid)
+                    if response is None or expunged(response):
+                        continue  # gone meanwhile: VANISHED or the UID comparison says so next time
+                    size += sum(len(v) for v in response.values() if isinstance(v, bytes))
+                    messages.append(indexed_message(uid, response))
+                self.state = replace(self.state, uidnext=max(self.state.uidnext, chunk[-1] + 1))
+                self.store.put(self.state, messages)
+                if on_progress is not None:
+                    on_progress(self.name, len(chunk), size)
+        del self.pending[: len(taken)]
+        if not self.pending:
+            self._finish()
+        return len(self.pending)
+
+
+@dataclass
+class AccountProgress:
+    """How far a build of one account is (the server's ``imap_list_accounts`` reports it)."""
+
+    state: str = "building"
+    indexed: int = 0
+    total: int = 0
+    error: str | None = None
+
+
+class Indexer:
+    """The index of one account kept up to date: the folders listed, each synced in steps."""
+
+    def __init__(self, store: IndexStore, account_id: str, text_bytes: int) -> None:
+        self.store = store
+        self.account_id = account_id
+        self.text_bytes = text_bytes
+        #: Held while a folder is synced, so the background sync and a search's freshness check of the
+        #: same process do not interleave on one folder.
+        self.lock = threading.RLock()
+
+    def prune(self, listed: Sequence[str]) -> list[str]:
+        """Drop the folders the server no longer lists (deleted or renamed); their names."""
+        gone = [name for name in self.store.folders() if name not in set(listed)]
+        for name in gone:
+            self.store.drop_folder(name)
+        return gone
+
+    def folder(self, name: str) -> FolderSync:
+        return FolderSync(self.store, self.account_id, name, self.text_bytes)
+
+
+def sync_folder_now(
+    session: ImapSession, indexer: Indexer, name: str, *, limit: int, on_progress: OnProgress | None = None
+) -> int:
+    """Bring one folder up to date on ``session`` (fetching at most ``limit`` new messages); how many new
+    messages are left (0: up to date)."""
+    with indexer.lock:
+        sync = indexer.folder(name)
+        left = sync.begin(session)
+        if left:
+            left = sync.fetch(session, limit, on_progress)
+        return left

@@ -1,0 +1,146 @@
+"""``mail-imap-mcp index [--account ID] [--drop]``: build or update the local index, or delete it.
+
+A progress bar (tqdm: messages, folders, MB, rate, ETA) when stderr is a terminal, a plain line every few
+seconds otherwise. Killed at any point, the next run continues from the last committed batch.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+from tqdm import tqdm
+
+from mail_imap_mcp.config import Config
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.errors import ImapError
+from mail_imap_mcp.index.build import BuildHooks, build
+from mail_imap_mcp.index.location import IndexPermissions, drop_index, index_path, open_index
+from mail_imap_mcp.index.sqlite_store import IndexWriteFailed
+from mail_imap_mcp.index.sync import Indexer
+
+#: Seconds between the plain progress lines when stderr is not a terminal.
+PLAIN_EVERY_S = 5.0
+
+
+class _Progress:
+    """The bar on a terminal, plain lines elsewhere."""
+
+    def __init__(self, account_id: str) -> None:
+        self.account_id = account_id
+        self.tty = sys.stderr.isatty()
+        self.bar: tqdm[None] | None = None
+        self.folders = 0
+        self.folder = 0
+        self.messages = 0
+        self.total = 0
+        self.bytes = 0
+        self.started = time.monotonic()
+        self.last_line = 0.0
+
+    def plan(self, folders: int, messages: int) -> None:
+        self.folders, self.total = folders, messages
+        self.started = time.monotonic()
+        if self.tty:
+            self.bar = tqdm(
+                total=messages, unit="msg", desc=self.account_id, file=sys.stderr, dynamic_ncols=True
+            )
+        else:
+            self._line(f"{folders} folder(s), {messages} message(s) to index")
+
+    def enter(self, number: int, name: str) -> None:
+        self.folder = number
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"folder {number}/{self.folders}, {self.bytes / 1e6:.1f} MB")
+
+    def advance(self, folder: str, messages: int, size: int) -> None:
+        self.messages += messages
+        self.bytes += size
+        if self.bar is not None:
+            self.bar.update(messages)
+            self.bar.set_postfix_str(
+                f"folder {self.folder}/{self.folders}, {self.bytes / 1e6:.1f} MB", refresh=False
+            )
+        elif time.monotonic() - self.last_line >= PLAIN_EVERY_S:
+            self._status()
+
+    def _status(self) -> None:
+        elapsed = max(time.monotonic() - self.started, 1e-6)
+        rate = self.messages / elapsed
+        eta = (self.total - self.messages) / rate if rate else 0.0
+        self._line(
+            f"{self.messages}/{self.total} messages, folder {self.folder}/{self.folders}, "
+            f"{self.bytes / 1e6:.1f} MB, {rate:.0f} msg/s, ETA {eta:.0f} s"
+        )
+
+    def _line(self, text: str) -> None:
+        self.last_line = time.monotonic()
+        print(f"index {self.account_id}: {text}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        elif self.total:
+            self._status()
+
+
+#: A domain error in the tools' words (``cli.py`` passes the failure registry's: the CLI's one boundary).
+Words = Callable[[ImapError], str]
+
+
+def run_index(config: Config, account: str | None, *, drop: bool, words: Words) -> int:
+    """Build (or with ``drop`` delete) the index of ``account`` or of every account that keeps one."""
+    if account is not None and account not in config.accounts:
+        print(f"mail-imap-mcp index: no account {account!r} in the configuration", file=sys.stderr)
+        return 2
+    chosen = [account] if account else [a for a in sorted(config.accounts) if config.indexed(a)]
+    if not drop and account is not None and not config.indexed(account):
+        setting = config.accounts[account].setting("index", "true")
+        print(f"mail-imap-mcp index: the index is off for {account!r}; set {setting} first", file=sys.stderr)
+        return 2
+    if not chosen:
+        print("mail-imap-mcp index: no account keeps an index; set index = true in [server] or an account")
+        return 2
+    failures = 0
+    for account_id in chosen:
+        path = index_path(config.server.index_dir, account_id)
+        if drop:
+            removed = drop_index(path)
+            print(f"index {account_id}: {'deleted ' + str(path) if removed else 'no index at ' + str(path)}")
+            continue
+        failures += _build_one(config, account_id, words)
+    return 1 if failures else 0
+
+
+def _build_one(config: Config, account_id: str, words: Words) -> int:
+    path = index_path(config.server.index_dir, account_id)
+    try:
+        opened = open_index(path)
+    except (IndexPermissions, OSError) as exc:
+        print(f"index {account_id}: {exc}", file=sys.stderr)
+        return 1
+    if opened.warning:
+        print(f"index {account_id}: warning: {opened.warning}", file=sys.stderr)
+    connection = AccountConnection(account_id, config.accounts[account_id], enable_qresync=True)
+    indexer = Indexer(opened.store, account_id, config.server.index_text_bytes)
+    progress = _Progress(account_id)
+    hooks = BuildHooks(on_plan=progress.plan, on_folder=progress.enter, on_progress=progress.advance)
+    try:
+        report = build(connection, indexer, hooks)
+    except ImapError as exc:
+        print(f"index {account_id}: {words(exc)}", file=sys.stderr)
+        return 1
+    except IndexWriteFailed as exc:
+        print(f"index {account_id}: could not write the index ({exc}); it stays as it was", file=sys.stderr)
+        return 1
+    finally:
+        progress.close()
+        connection.close()
+        opened.store.close()
+    dropped = f", {len(report.dropped)} folder(s) gone dropped" if report.dropped else ""
+    print(
+        f"index {account_id}: {report.fetched} new message(s) indexed in "
+        f"{report.folders} folder(s){dropped}; {path}"
+    )
+    return 0

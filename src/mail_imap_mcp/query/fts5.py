@@ -1,0 +1,143 @@
+"""A query as an SQLite FTS5 search of the local index: a MATCH expression and an SQL condition.
+
+The index keeps each message's text in the FTS5 columns of :data:`TEXT_FIELDS` and its facts (flags,
+arrival day, size, attachment names) in columns of the message row ``m``. A text test becomes an FTS5
+phrase, quoted whole (``"`` doubled), so no operator, column filter or wildcard of the user's text reaches
+FTS5; every other value is an SQL parameter, so nothing of the query reaches SQL unparsed. The
+tests of a top-level conjunction that are text alone (words and phrases under AND and OR) make the
+MATCH expression the ranking runs on; anything else (a negation, a flag, a text test under NOT or beside a
+flag in an OR) is a condition on ``m``, text as a sub-select of the FTS5 table.
+
+A test the index cannot answer (a header it does not keep, Bcc, text without a word to match)
+raises :class:`Unsupported`: the caller asks the server instead.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mail_imap_mcp.query.tree import (
+    AllOf,
+    AnyOf,
+    Contains,
+    DateBound,
+    HasFlag,
+    HasKeyword,
+    Header,
+    NeedsReply,
+    Not,
+    Query,
+    SizeBound,
+)
+
+#: The FTS5 columns each text field searches.
+TEXT_FIELDS: dict[str, tuple[str, ...]] = {
+    "text": (),  # every column
+    "from": ("sender",),
+    "to": ("recipients_to",),
+    "cc": ("recipients_cc",),
+    "subject": ("subject",),
+    "body": ("body", "quoted"),
+}
+#: Headers the index keeps, and their columns.
+HEADER_FIELDS = {"list-id": "list_id", "message-id": "message_id"}
+#: Bits of ``m.flag_bits`` (as the store writes them).
+FLAG_BITS = {"seen": 1, "answered": 2, "flagged": 4, "deleted": 8, "draft": 16}
+_WORD = re.compile(r"\w")
+
+
+class Unsupported(ValueError):
+    """The index cannot answer this test; the server's search can."""
+
+
+@dataclass(frozen=True)
+class Fts5Query:
+    """``match``: the FTS5 expression the ranking runs on (None: no text to rank); ``where``: an SQL
+    condition on the message row ``m`` with ``?`` placeholders for ``params``."""
+
+    match: str | None
+    where: str
+    params: tuple[object, ...]
+
+
+def compile_fts5(query: Query) -> Fts5Query:
+    """The FTS5 search of ``query`` (:class:`Unsupported` when the index cannot answer it)."""
+    parts = query.parts if isinstance(query, AllOf) else (query,)
+    matches: list[str] = []
+    conditions: list[str] = []
+    params: list[object] = []
+    for part in parts:
+        expression = _text_only(part)
+        if expression is not None:
+            matches.append(expression)
+        else:
+            conditions.append(_condition(part, params))
+    match = " AND ".join(f"({m})" for m in matches) if matches else None
+    return Fts5Query(match, " AND ".join(conditions) or "1", tuple(params))
+
+
+def phrase(value: str) -> str:
+    """``value`` as one FTS5 phrase: quoted, its quotes doubled (FTS5's only escape inside a string)."""
+    if not _WORD.search(value):
+        raise Unsupported(f"{value!r} has no word to look up in the index")
+    return '"' + value.replace('"', '""') + '"'
+
+
+def _contains(node: Contains) -> str:
+    if node.field not in TEXT_FIELDS:
+        raise Unsupported(f"the index keeps no {node.field} field")
+    columns = TEXT_FIELDS[node.field]
+    quoted = phrase(node.value)
+    return f"{{{' '.join(columns)}}} : {quoted}" if columns else quoted
+
+
+def _header(node: Header) -> str:
+    column = HEADER_FIELDS.get(node.name.lower())
+    if column is None or not node.value:
+        raise Unsupported(f"the index keeps no {node.name} header test")
+    return f"{column} : {phrase(node.value)}"
+
+
+def _text_only(node: Query) -> str | None:
+    """The MATCH expression of a tree of text tests under AND and OR, None for any other tree."""
+    if isinstance(node, Contains):
+        return _contains(node)
+    if isinstance(node, Header) and node.name.lower() in HEADER_FIELDS and node.value:
+        return _header(node)
+    if isinstance(node, AllOf | AnyOf) and node.parts:
+        inner = [_text_only(part) for part in node.parts]
+        if any(expression is None for expression in inner):
+            return None
+        joiner = " AND " if isinstance(node, AllOf) else " OR "
+        return joiner.join(f"({expression})" for expression in inner)
+    return None
+
+
+def _condition(node: Query, params: list[object]) -> str:
+    """``node`` as an SQL condition on ``m``, its values appended to ``params``."""
+    text = _text_only(node)
+    if text is not None:
+        params.append(text)
+        return "m.id IN (SELECT rowid FROM fts WHERE fts MATCH ?)"
+    if isinstance(node, HasFlag):
+        test = "!=" if node.present else "="
+        return f"(m.flag_bits & {FLAG_BITS[node.flag]}) {test} 0"
+    if isinstance(node, HasKeyword):
+        params.append(f" {node.keyword.lower()} ")
+        return f"instr(' ' || lower(m.keywords) || ' ', ?) {'>' if node.present else '='} 0"
+    if isinstance(node, DateBound):
+        params.append(node.day.year * 10000 + node.day.month * 100 + node.day.day)
+        return "m.arrival_day >= ?" if node.bound == "since" else "m.arrival_day < ?"
+    if isinstance(node, SizeBound):
+        params.append(node.octets)
+        return "m.size > ?" if node.bound == "larger" else "m.size < ?"
+    if isinstance(node, Not):
+        return f"NOT ({_condition(node.part, params)})"
+    if isinstance(node, AllOf):
+        return " AND ".join(f"({_condition(part, params)})" for part in node.parts) or "1"
+    if isinstance(node, AnyOf):
+        return " OR ".join(f"({_condition(part, params)})" for part in node.parts)
+    if isinstance(node, NeedsReply):
+        raise Unsupported("needs_reply is answered by the server")
+    raise Unsupported(f"the index cannot answer {type(node).__name__}")

@@ -1,0 +1,158 @@
+"""The FTS5 compiler of the query tree, and the SQLite store answering what it compiles, without IMAP.
+
+The compiler is checked by form (user text quoted whole as one phrase, values as parameters, what the
+index cannot answer refused) and by meaning: a property test builds random messages and random trees
+and compares the store's answer with a model that evaluates the tree word by word.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mail_imap_mcp.index.sqlite_store import SqliteStore
+from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
+from mail_imap_mcp.query import (
+    AllOf,
+    AnyOf,
+    Contains,
+    DateBound,
+    HasFlag,
+    HasKeyword,
+    Header,
+    NeedsReply,
+    Not,
+    Query,
+    SizeBound,
+    all_of,
+)
+from mail_imap_mcp.query.fts5 import TEXT_FIELDS, Unsupported, compile_fts5, phrase
+
+
+def test_user_text_is_one_quoted_phrase_whatever_it_holds() -> None:
+    for hostile in ['a" OR x*', "NEAR(a b)", "{subject}: x", "x'; DROP TABLE messages; --", "^start"]:
+        quoted = phrase(hostile)
+        assert quoted.startswith('"') and quoted.endswith('"')
+        assert quoted[1:-1].replace('""', "").count('"') == 0
+
+
+def test_text_of_a_top_level_conjunction_is_the_match_and_the_rest_parameters() -> None:
+    query = all_of(
+        Contains("from", "alice"),
+        Contains("text", "quarterly report"),
+        HasFlag("seen", present=False),
+        HasKeyword("$Important"),
+        DateBound("since", date(2026, 1, 2)),
+        SizeBound("larger", 1000),
+    )
+    compiled = compile_fts5(query)
+    assert compiled.match == '({sender} : "alice") AND ("quarterly report")'
+    assert "alice" not in compiled.where and "important" not in compiled.where.lower()
+    assert compiled.params == (" $important ", 20260102, 1000)
+
+
+def test_negated_text_and_text_beside_a_flag_in_an_or_are_sub_selects() -> None:
+    compiled = compile_fts5(
+        all_of(Not(Contains("subject", "spam")), AnyOf((Contains("body", "x"), HasFlag("flagged"))))
+    )
+    assert compiled.match is None
+    assert compiled.where.count("SELECT rowid FROM fts WHERE fts MATCH ?") == 2
+    assert compiled.params == ('{subject} : "spam"', '{body quoted} : "x"')
+
+
+@pytest.mark.parametrize(
+    "query",
+    [Contains("bcc", "x"), Contains("text", "!!!"), NeedsReply(), Header("X-Mailer", "y"), Header("List-Id")],
+)
+def test_what_the_index_cannot_answer_is_unsupported(query: Query) -> None:
+    with pytest.raises(Unsupported):
+        compile_fts5(query)
+
+
+def test_every_column_the_compiler_names_is_one_the_store_keeps() -> None:
+    named = {column for columns in TEXT_FIELDS.values() for column in columns} | {"list_id", "message_id"}
+    assert named <= set(TEXT_COLUMNS)
+
+
+# -- the store against a model ------------------------------------------------------------------------
+
+WORDS = ("alpha", "beta", "gamma", "delta", "omega")
+FLAGS = ("\\Seen", "\\Flagged", "$Work")
+
+
+@st.composite
+def messages(draw: st.DrawFn) -> list[IndexedMessage]:
+    count = draw(st.integers(1, 12))
+    found = []
+    for uid in range(1, count + 1):
+        subject = " ".join(draw(st.lists(st.sampled_from(WORDS), max_size=3)))
+        body = " ".join(draw(st.lists(st.sampled_from(WORDS), max_size=4)))
+        flags = tuple(draw(st.lists(st.sampled_from(FLAGS), unique=True)))
+        texts = tuple(subject if c == "subject" else body if c == "body" else "" for c in TEXT_COLUMNS)
+        day = 20260101 + draw(st.integers(0, 5))
+        found.append(IndexedMessage(uid, uid * 10, day, draw(st.integers(100, 200)), flags, False, texts))
+    return found
+
+
+def trees(depth: int = 2) -> st.SearchStrategy[Query]:
+    leaves = st.one_of(
+        st.builds(Contains, st.sampled_from(["text", "subject", "body"]), st.sampled_from(WORDS)),
+        st.builds(HasFlag, st.sampled_from(["seen", "flagged"]), st.booleans()),
+        st.builds(HasKeyword, st.just("$work"), st.booleans()),
+        st.builds(
+            DateBound, st.sampled_from(["since", "before"]), st.dates(date(2026, 1, 1), date(2026, 1, 6))
+        ),
+        st.builds(SizeBound, st.sampled_from(["larger", "smaller"]), st.integers(100, 200)),
+    )
+    if depth == 0:
+        return leaves
+    inner = trees(depth - 1)
+    return st.one_of(
+        leaves,
+        st.builds(Not, inner),
+        st.builds(lambda parts: AllOf(tuple(parts)), st.lists(inner, min_size=1, max_size=3)),
+        st.builds(lambda parts: AnyOf(tuple(parts)), st.lists(inner, min_size=1, max_size=3)),
+    )
+
+
+def matches(query: Query, message: IndexedMessage) -> bool:
+    words = {c: set(re.findall(r"\w+", t)) for c, t in zip(TEXT_COLUMNS, message.texts, strict=True)}
+    if isinstance(query, Contains):
+        columns = TEXT_FIELDS[query.field] or TEXT_COLUMNS
+        return any(query.value in words[c] for c in columns)
+    if isinstance(query, HasFlag):
+        return (("\\" + query.flag.title()) in message.flags) == query.present
+    if isinstance(query, HasKeyword):
+        return ("$Work" in message.flags) == query.present
+    if isinstance(query, DateBound):
+        day = query.day.year * 10000 + query.day.month * 100 + query.day.day
+        return message.arrival_day >= day if query.bound == "since" else message.arrival_day < day
+    if isinstance(query, SizeBound):
+        return message.size > query.octets if query.bound == "larger" else message.size < query.octets
+    if isinstance(query, Not):
+        return not matches(query.part, message)
+    if isinstance(query, AllOf):
+        return all(matches(part, message) for part in query.parts)
+    assert isinstance(query, AnyOf)
+    return any(matches(part, message) for part in query.parts)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(corpus=messages(), query=trees())
+def test_the_store_answers_what_the_tree_means(
+    tmp_path: Path, corpus: list[IndexedMessage], query: Query
+) -> None:
+    store = SqliteStore(tmp_path / f"model-{abs(hash((tuple(corpus), query)))}.sqlite3")
+    try:
+        state = store.start_folder("INBOX", 1)
+        store.put(state, corpus)
+        page = store.search(compile_fts5(query), folders=["INBOX"], order="date", limit=100, offset=0)
+        assert sorted(hit.uid for hit in page.hits) == sorted(m.uid for m in corpus if matches(query, m))
+        assert page.total == len(page.hits)
+    finally:
+        store.close()

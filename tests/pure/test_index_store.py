@@ -1,0 +1,118 @@
+"""The SQLite store of the local index and where its file lives, without IMAP: what is kept, replaced,
+removed and dropped, ranking by field weight, the file's permissions, and a corrupt or foreign file
+moved aside."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+
+from mail_imap_mcp.index.location import IndexPermissions, drop_index, index_path, open_index
+from mail_imap_mcp.index.sqlite_store import IndexUnusable, SqliteStore
+from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, IndexedMessage
+from mail_imap_mcp.query import EVERYTHING, Contains, HasFlag
+from mail_imap_mcp.query.fts5 import compile_fts5
+
+
+def message(
+    uid: int, *, subject: str = "", body: str = "", quoted: str = "", flags: tuple[str, ...] = ()
+) -> IndexedMessage:
+    values = {"subject": subject, "body": body, "quoted": quoted}
+    texts = tuple(values.get(column, "") for column in TEXT_COLUMNS)
+    return IndexedMessage(uid, uid, 20260101, 100, flags, False, texts)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SqliteStore:
+    return open_index(tmp_path / "index" / "a.sqlite3").store
+
+
+def uids(store: SqliteStore, query: object = EVERYTHING, folders: tuple[str, ...] = ("INBOX",)) -> list[int]:
+    page = store.search(compile_fts5(query), folders=list(folders), order="relevance", limit=50, offset=0)  # type: ignore[arg-type]
+    return [hit.uid for hit in page.hits]
+
+
+def test_a_message_stored_again_replaces_its_terms(store: SqliteStore) -> None:
+    state = store.start_folder("INBOX", 7)
+    store.put(state, [message(1, subject="old words")])
+    store.put(state, [message(1, subject="new words")])
+    assert uids(store, Contains("subject", "old")) == []
+    assert uids(store, Contains("subject", "new")) == [1]
+    assert store.count() == 1
+
+
+def test_flags_change_and_removed_messages_leave_no_terms(store: SqliteStore) -> None:
+    state = store.start_folder("INBOX", 7)
+    store.put(state, [message(1, body="kiwi"), message(2, body="kiwi"), message(3, body="kiwi")])
+    store.update(state, flags={1: ("\\Seen",)}, removed=[2])
+    assert uids(store, Contains("body", "kiwi")) == [3, 1]
+    assert uids(store, HasFlag("seen")) == [1]
+    row = store._db.execute("SELECT count(*) FROM fts WHERE fts MATCH 'kiwi'").fetchone()
+    assert row[0] == 2  # the contentless table was told the removed message's words
+
+
+def test_a_new_uidvalidity_drops_the_folder_and_a_dropped_folder_leaves_no_row(store: SqliteStore) -> None:
+    store.put(store.start_folder("INBOX", 7), [message(1, body="fig")])
+    store.put(FolderState("Old", 3, uidnext=5), [message(4, body="fig")])
+    assert store.start_folder("INBOX", 8) == FolderState("INBOX", 8)
+    assert uids(store, Contains("body", "fig"), ("INBOX", "Old")) == [4]
+    store.drop_folder("Old")
+    assert store.count() == 0 and set(store.folders()) == {"INBOX"}
+    assert store._db.execute("SELECT count(*) FROM fts WHERE fts MATCH 'fig'").fetchone()[0] == 0
+
+
+def test_a_word_in_the_subject_ranks_above_the_same_word_quoted(store: SqliteStore) -> None:
+    state = store.start_folder("INBOX", 1)
+    store.put(
+        state, [message(1, quoted="budget budget"), message(2, subject="budget"), message(3, body="budget")]
+    )
+    assert uids(store, Contains("text", "budget")) == [2, 3, 1]
+    by_date = store.search(
+        compile_fts5(Contains("text", "budget")), folders=["INBOX"], order="date", limit=2, offset=1
+    )
+    assert [hit.uid for hit in by_date.hits] == [2, 1] and by_date.total == 3
+
+
+def test_the_file_and_directory_are_private_and_a_readable_one_is_refused(tmp_path: Path) -> None:
+    path = index_path(tmp_path / "data", "work")
+    open_index(path).store.close()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    os.chmod(path, 0o644)
+    with pytest.raises(IndexPermissions, match="chmod go-rwx"):
+        open_index(path)
+
+
+@pytest.mark.parametrize("content", [b"not a database at all" * 50, b""])
+def test_a_corrupt_or_foreign_file_is_moved_aside_and_built_again(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "i" / "a.sqlite3"
+    path.parent.mkdir(mode=0o700)
+    if content:
+        path.write_bytes(content)
+    else:  # another application's database
+        other = sqlite3.connect(path)
+        other.execute("CREATE TABLE notes(x)")
+        other.commit()
+        other.close()
+    os.chmod(path, 0o600)
+    opened = open_index(path)
+    assert opened.warning is not None and "moved to" in opened.warning
+    assert opened.store.count() == 0
+    assert [p.name for p in path.parent.iterdir() if ".unusable-" in p.name]
+    opened.store.close()
+    removed = drop_index(path)
+    assert path in removed and not path.exists()
+
+
+def test_a_file_of_another_schema_version_is_unusable(tmp_path: Path) -> None:
+    path = tmp_path / "a.sqlite3"
+    SqliteStore(path).close()
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version = 99")
+    db.close()
+    with pytest.raises(IndexUnusable, match="schema 99"):
+        SqliteStore(path)
