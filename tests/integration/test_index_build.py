@@ -101,7 +101,11 @@ def test_the_index_follows_the_server_and_sets_no_flag(server: MatrixServer, tmp
     db_path = tmp_path / "index" / "default.sqlite3"
     folders, kept, _ = rows(db_path)
     # Cyrus makes empty Trash, Sent... for a new user: every listed folder is indexed.
-    assert {(name, count) for name, _, _, count, _ in folders if count} == {("INBOX", 30), (archive, 10), (old, 5)}
+    assert {(name, count) for name, _, _, count, _ in folders if count} == {
+        ("INBOX", 30),
+        (archive, 10),
+        (old, 5),
+    }
 
     imap = server.connect(user, tls=False, starttls=False)
     try:
@@ -114,7 +118,7 @@ def test_the_index_follows_the_server_and_sets_no_flag(server: MatrixServer, tmp
     finally:
         imap.logout()
     server.seed(user, "INBOX", messages(4, 300))
-    old_archive, _ = server.recreate_mailbox(user, archive)
+    server.recreate_mailbox(user, archive)
     server.seed(user, archive, messages(2, 400))
     again = index(config)
     assert again.returncode == 0, again.stderr
@@ -124,8 +128,12 @@ def test_the_index_follows_the_server_and_sets_no_flag(server: MatrixServer, tmp
     inbox = {uid: bits for name, uid, _, bits, _, _ in kept if name == "INBOX"}
     server_flags = flags_of(server, user, "INBOX")
     assert set(inbox) == set(server_flags)
-    assert {uid for uid, bits in inbox.items() if bits & 4} == {u for u, f in server_flags.items() if b"\\Flagged" in f}
-    assert {uid for uid, bits in inbox.items() if bits & 1} == {u for u, f in server_flags.items() if b"\\Seen" in f}
+    assert {uid for uid, bits in inbox.items() if bits & 4} == {
+        u for u, f in server_flags.items() if b"\\Flagged" in f
+    }
+    assert {uid for uid, bits in inbox.items() if bits & 1} == {
+        u for u, f in server_flags.items() if b"\\Seen" in f
+    }
 
     dropped = index(config, "--drop")
     assert dropped.returncode == 0 and "deleted" in dropped.stdout
@@ -133,7 +141,9 @@ def test_the_index_follows_the_server_and_sets_no_flag(server: MatrixServer, tmp
 
 
 @pytest.mark.slow
-def test_a_build_killed_at_any_point_continues_to_the_same_index(dovecot: MatrixServer, tmp_path: Path) -> None:
+def test_a_build_killed_at_any_point_continues_to_the_same_index(
+    dovecot: MatrixServer, tmp_path: Path
+) -> None:
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", messages(3000), flags=lambda i: "\\Seen" if i % 2 else "")
     dovecot.seed(user, "Archive", messages(1500, 5000))

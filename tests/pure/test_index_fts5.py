@@ -22,6 +22,8 @@ from mail_imap_mcp.query import (
     AnyOf,
     Contains,
     DateBound,
+    Filename,
+    HasAttachment,
     HasFlag,
     HasKeyword,
     Header,
@@ -65,6 +67,18 @@ def test_negated_text_and_text_beside_a_flag_in_an_or_are_sub_selects() -> None:
     assert compiled.params == ('{subject} : "spam"', '{body quoted} : "x"')
 
 
+def test_regression_a_disjunction_beside_another_condition_keeps_its_parentheses(tmp_path: Path) -> None:
+    # Found by the property test below: "a AND b OR c" bound as "(a AND b) OR c" and matched too much.
+    store = SqliteStore(tmp_path / "or.sqlite3")
+    seen = IndexedMessage(
+        1, 1, 20260101, 1, ("\\Seen",), False, tuple("alpha" if c == "body" else "" for c in TEXT_COLUMNS)
+    )
+    store.put(store.start_folder("INBOX", 1), [seen])
+    unseen = HasFlag("seen", present=False)
+    query = all_of(unseen, AnyOf((unseen, Contains("text", "alpha"))))
+    assert store.search(compile_fts5(query), folders=["INBOX"], order="date", limit=5, offset=0).hits == []
+
+
 @pytest.mark.parametrize(
     "query",
     [Contains("bcc", "x"), Contains("text", "!!!"), NeedsReply(), Header("X-Mailer", "y"), Header("List-Id")],
@@ -95,7 +109,9 @@ def messages(draw: st.DrawFn) -> list[IndexedMessage]:
         flags = tuple(draw(st.lists(st.sampled_from(FLAGS), unique=True)))
         texts = tuple(subject if c == "subject" else body if c == "body" else "" for c in TEXT_COLUMNS)
         day = 20260101 + draw(st.integers(0, 5))
-        found.append(IndexedMessage(uid, uid * 10, day, draw(st.integers(100, 200)), flags, False, texts))
+        names = tuple(draw(st.lists(st.sampled_from(["report.pdf", "x.docx", "photo.jpg"]), max_size=2)))
+        size = draw(st.integers(100, 200))
+        found.append(IndexedMessage(uid, uid * 10, day, size, flags, bool(names), texts, names))
     return found
 
 
@@ -108,6 +124,8 @@ def trees(depth: int = 2) -> st.SearchStrategy[Query]:
             DateBound, st.sampled_from(["since", "before"]), st.dates(date(2026, 1, 1), date(2026, 1, 6))
         ),
         st.builds(SizeBound, st.sampled_from(["larger", "smaller"]), st.integers(100, 200)),
+        st.just(HasAttachment()),
+        st.builds(Filename, st.sampled_from(["pdf", "Report", "x.doc"])),
     )
     if depth == 0:
         return leaves
@@ -134,6 +152,10 @@ def matches(query: Query, message: IndexedMessage) -> bool:
         return message.arrival_day >= day if query.bound == "since" else message.arrival_day < day
     if isinstance(query, SizeBound):
         return message.size > query.octets if query.bound == "larger" else message.size < query.octets
+    if isinstance(query, HasAttachment):
+        return message.has_attachment
+    if isinstance(query, Filename):
+        return any(query.value.lower() in name for name in message.filenames)
     if isinstance(query, Not):
         return not matches(query.part, message)
     if isinstance(query, AllOf):

@@ -22,6 +22,8 @@ from mail_imap_mcp.query.tree import (
     AnyOf,
     Contains,
     DateBound,
+    Filename,
+    HasAttachment,
     HasFlag,
     HasKeyword,
     Header,
@@ -74,7 +76,7 @@ def compile_fts5(query: Query) -> Fts5Query:
         else:
             conditions.append(_condition(part, params))
     match = " AND ".join(f"({m})" for m in matches) if matches else None
-    return Fts5Query(match, " AND ".join(conditions) or "1", tuple(params))
+    return Fts5Query(match, " AND ".join(f"({c})" for c in conditions) or "1", tuple(params))
 
 
 def phrase(value: str) -> str:
@@ -132,12 +134,17 @@ def _condition(node: Query, params: list[object]) -> str:
     if isinstance(node, SizeBound):
         params.append(node.octets)
         return "m.size > ?" if node.bound == "larger" else "m.size < ?"
+    if isinstance(node, HasAttachment):
+        return "m.has_attachment != 0"
+    if isinstance(node, Filename):  # a substring of a name, as Gmail's filename: matches "pdf"
+        params.append(node.value.lower())
+        return "instr(m.filenames, ?) > 0"
     if isinstance(node, Not):
         return f"NOT ({_condition(node.part, params)})"
     if isinstance(node, AllOf):
-        return " AND ".join(f"({_condition(part, params)})" for part in node.parts) or "1"
+        return "(" + (" AND ".join(f"({_condition(part, params)})" for part in node.parts) or "1") + ")"
     if isinstance(node, AnyOf):
-        return " OR ".join(f"({_condition(part, params)})" for part in node.parts)
+        return "(" + " OR ".join(f"({_condition(part, params)})" for part in node.parts) + ")"
     if isinstance(node, NeedsReply):
         raise Unsupported("needs_reply is answered by the server")
     raise Unsupported(f"the index cannot answer {type(node).__name__}")
