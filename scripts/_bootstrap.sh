@@ -193,27 +193,40 @@ ensure_imap_matrix() {
   _imap_matrix_ready || { say "Cyrus/Courier test servers still incomplete after installing"; exit 1; }
 }
 
-# The official TypeScript MCP SDK, for the test that drives the HTTP transport with it
-# (tests/integration/test_http_node.py, tests/node/). Installed from the committed package-lock.json into
-# $NODE_CLIENT_DIR (project-local, never global), again only when the lockfile changed. Without node
-# the test skips itself; with node, a failed install stops the run (the test must not silently skip).
-NODE_CLIENT_DIR="$ROOT/.cache/node"
-
-ensure_node_client() {
-  local stamp want
-  command -v node >/dev/null 2>&1 || { say "node not found: the TypeScript client test will be skipped"; return 0; }
+# `npm ci` of a committed package.json + package-lock.json ($2) into a project-local directory ($1), never
+# global, again only when the lockfile changed. Without node the tests that need it skip themselves;
+# with node, a failed install stops the run (such a test must not silently skip).
+_npm_ci_locked() {
+  local dir="$1" source="$2" what="$3" stamp want
+  command -v node >/dev/null 2>&1 || { say "node not found: $what will be skipped"; return 0; }
   command -v npm >/dev/null 2>&1 || { say "node is installed but npm is not: install npm"; exit 1; }
-  stamp="$NODE_CLIENT_DIR/.installed"
-  want="$(cat "$ROOT/tests/node/package.json" "$ROOT/tests/node/package-lock.json" | cksum)"
-  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -d "$NODE_CLIENT_DIR/node_modules" ]; then
+  stamp="$dir/.installed"
+  want="$(cat "$source/package.json" "$source/package-lock.json" | cksum)"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -d "$dir/node_modules" ]; then
     return 0
   fi
-  say "installing the TypeScript MCP SDK into $NODE_CLIENT_DIR (npm ci)"
-  mkdir -p "$NODE_CLIENT_DIR"
-  cp "$ROOT/tests/node/package.json" "$ROOT/tests/node/package-lock.json" "$NODE_CLIENT_DIR/"
-  if ! (cd "$NODE_CLIENT_DIR" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null); then
-    say "npm ci failed in $NODE_CLIENT_DIR"
+  say "installing $what into $dir (npm ci)"
+  mkdir -p "$dir"
+  cp "$source/package.json" "$source/package-lock.json" "$dir/"
+  if ! (cd "$dir" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null); then
+    say "npm ci failed in $dir"
     exit 1
   fi
   printf '%s' "$want" >"$stamp"
+}
+
+# The official TypeScript MCP SDK, for the test that drives the HTTP transport with it
+# (tests/integration/test_http_node.py, tests/node/).
+NODE_CLIENT_DIR="$ROOT/.cache/node"
+
+ensure_node_client() {
+  _npm_ci_locked "$NODE_CLIENT_DIR" "$ROOT/tests/node" "the TypeScript MCP SDK"
+}
+
+# The official MCP Bundle CLI (@anthropic-ai/mcpb), which scripts/mcpb validates and packs the bundle
+# with (packaging/mcpb/; tests/integration/test_bundle.py builds one).
+MCPB_CLI_DIR="$ROOT/.cache/mcpb"
+
+ensure_mcpb_cli() {
+  _npm_ci_locked "$MCPB_CLI_DIR" "$ROOT/packaging/mcpb" "the MCP Bundle CLI"
 }

@@ -50,6 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
 #: module (its module fixture) or single tests (a cache), each with the name of its group.
 ONE_WORKER = {
     "tests/integration/test_readme.py": "the README's install",
+    "tests/integration/test_bundle.py": "the MCP Bundle's build",
     "tests/integration/test_hostile_mail.py::test_generated_messages_cover_every_family_of_damage": "hostile mail",
     "tests/integration/test_hostile_mail.py::test_generated_messages_read_as_clean_envelopes_through_the_server": (
         "hostile mail"

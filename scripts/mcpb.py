@@ -1,0 +1,318 @@
+"""Build the MCP Bundle (``dist/mail-imap-mcp-<version>.mcpb``) and the MCP Registry's ``server.json``.
+
+``scripts/mcpb`` runs this in the project's virtualenv, with the official bundle CLI (``@anthropic-ai/mcpb``,
+pinned in packaging/mcpb/package-lock.json) installed into .cache/mcpb/. The bundle is of the ``uv``
+server type (manifest 0.4): it holds the project's wheel, a pyproject.toml that depends on it with the
+versions of requirements-runtime.lock as constraints, and the uv.lock resolved from them for every
+platform (hash-checked), so the host's uv installs exactly the tested dependencies, compiled ones
+included, on the user's machine; docs/bundle.md says why this is chosen over bundled wheels.
+
+Everything the manifest says is generated: the version from pyproject.toml, the tools from the tool
+declarations (``mail_imap_mcp.tools.registry.TOOLS``), the form from :data:`USER_CONFIG`, each field
+mapped to the ``MAIL_IMAP_DEFAULT_*`` variable the server already reads (an empty field is unset there).
+
+    scripts/mcpb                      build, validate and pack into dist/
+    scripts/mcpb --out DIR            into DIR instead
+    scripts/mcpb --server-json        rewrite server.json from pyproject.toml (the PyPI package)
+    scripts/mcpb --server-json --bundle dist/mail-imap-mcp-<version>.mcpb
+                                      the same with the release's bundle and its sha256
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGING = ROOT / "packaging" / "mcpb"
+MCPB_CLI = ROOT / ".cache" / "mcpb" / "node_modules" / ".bin" / "mcpb"
+SERVER_JSON = ROOT / "server.json"
+NAME = "mail-imap-mcp"
+#: The name the MCP Registry lists the server under (its namespace is the publisher's, checked on publish).
+REGISTRY_NAME = "io.github.mail-imap-mcp/mail-imap-mcp"
+#: Where a release's bundle is downloaded from (the registry's entry names it with its sha256).
+RELEASES = f"https://github.com/{REGISTRY_NAME.removeprefix('io.github.')}/releases/download"
+REGISTRY_SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
+DESCRIPTION = "Safe, structured access to your IMAP mail: search, read, attachments; writes only if allowed."
+#: Where POSIX signals, rlimits and process groups the server needs exist (Windows lacks them today).
+PLATFORMS = ["darwin", "linux"]
+
+#: The bundle's form: key -> (the variable it sets, what the manifest says of the field).
+USER_CONFIG: dict[str, tuple[str, dict[str, Any]]] = {
+    "email_address": (
+        "MAIL_IMAP_DEFAULT_ADDRESSES",
+        {
+            "type": "string",
+            "title": "Email address",
+            "description": "Your address, e.g. you@gmail.com. At Gmail, iCloud, Yahoo, AOL, Fastmail, Microsoft "
+            "365/Outlook.com and Proton Mail (Bridge) the server finds the IMAP host from it.",
+            "required": True,
+        },
+    ),
+    "password": (
+        "MAIL_IMAP_DEFAULT_PASS",
+        {
+            "type": "string",
+            "title": "Password or app password",
+            "description": "Kept in your system keychain. Gmail, iCloud, Yahoo and Fastmail need an app "
+            "password, not the account password. Leave empty when you sign in with a token command.",
+            "sensitive": True,
+            "required": False,
+            "default": "",
+        },
+    ),
+    "imap_host": (
+        "MAIL_IMAP_DEFAULT_HOST",
+        {
+            "type": "string",
+            "title": "IMAP server (optional)",
+            "description": "Leave empty at a known provider; else your IMAP server's host name, e.g. "
+            "mail.example.org.",
+            "required": False,
+            "default": "",
+        },
+    ),
+    "imap_port": (
+        "MAIL_IMAP_DEFAULT_PORT",
+        {
+            "type": "string",
+            "title": "IMAP port (optional)",
+            "description": "Leave empty for the provider's port, else 993 with TLS and 143 with STARTTLS.",
+            "required": False,
+            "default": "",
+        },
+    ),
+    "security": (
+        "MAIL_IMAP_DEFAULT_SECURITY",
+        {
+            "type": "string",
+            "title": "Connection security (optional)",
+            "description": "tls (the default), starttls, or plain (only for a server on this computer).",
+            "required": False,
+            "default": "",
+        },
+    ),
+    "username": (
+        "MAIL_IMAP_DEFAULT_USER",
+        {
+            "type": "string",
+            "title": "Username (optional)",
+            "description": "The login name, when it is not your email address.",
+            "required": False,
+            "default": "",
+        },
+    ),
+    "oauth2_token_command": (
+        "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND",
+        {
+            "type": "string",
+            "title": "OAuth2 token command (optional)",
+            "description": "For Gmail or Microsoft 365 without an app password: a command printing an access "
+            "token, e.g. pizauth show work (docs/providers.md). Leave the password empty then.",
+            "required": False,
+            "default": "",
+        },
+    ),
+    "ca_file": (
+        "MAIL_IMAP_DEFAULT_CA_FILE",
+        {
+            "type": "file",
+            "title": "Server certificate (optional)",
+            "description": "A PEM certificate to trust, for Proton Mail Bridge or a self-signed server.",
+            "required": False,
+            "default": "",
+        },
+    ),
+    "allow_writes": (
+        "MAIL_IMAP_WRITE_ENABLED",
+        {
+            "type": "boolean",
+            "title": "Allow changes to mail",
+            "description": "Flags, moves, deletions (to Trash), folders and drafts. Off: the server only reads.",
+            "required": False,
+            "default": False,
+        },
+    ),
+}
+
+
+def project() -> dict[str, Any]:
+    with (ROOT / "pyproject.toml").open("rb") as file:
+        data: dict[str, Any] = tomllib.load(file)["project"]
+    return data
+
+
+def version() -> str:
+    return str(project()["version"])
+
+
+def tools() -> list[dict[str, str]]:
+    """Every tool's name and description, from its declaration."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from mail_imap_mcp.tools.registry import TOOLS
+
+    return [{"name": spec.name, "description": spec.description} for spec in TOOLS]
+
+
+def manifest(release: str) -> dict[str, Any]:
+    """The bundle's manifest.json."""
+    env = {variable: f"${{user_config.{key}}}" for key, (variable, _) in USER_CONFIG.items()}
+    return {
+        "manifest_version": "0.4",
+        "name": NAME,
+        "display_name": "Mail (IMAP)",
+        "version": release,
+        "description": DESCRIPTION,
+        "long_description": str(project()["description"]),
+        "author": {"name": "mail-imap-mcp contributors"},
+        "icon": "icon.png",
+        "server": {
+            "type": "uv",
+            "entry_point": "server/main.py",
+            "mcp_config": {
+                "command": "uv",
+                "args": ["run", "--directory", "${__dirname}", "--frozen", "${__dirname}/server/main.py"],
+                "env": env,
+            },
+        },
+        "tools": tools(),
+        "keywords": ["email", "imap", "mail", "gmail", "fastmail", "icloud", "outlook"],
+        "license": str(project()["license"]),
+        "compatibility": {
+            "platforms": PLATFORMS,
+            "runtimes": {"python": str(project()["requires-python"])},
+        },
+        "user_config": {key: field for key, (_, field) in USER_CONFIG.items()},
+    }
+
+
+def runtime_pins() -> list[str]:
+    """``name==version`` of every package of requirements-runtime.lock: what the tests ran with."""
+    text = (ROOT / "requirements-runtime.lock").read_text(encoding="utf-8")
+    return re.findall(r"^([A-Za-z0-9][A-Za-z0-9._-]*==[^\s;\\]+)", text, re.MULTILINE)
+
+
+def bundle_pyproject(release: str, wheel: str) -> str:
+    """The bundle's pyproject.toml: the wheel it carries, the locked versions as constraints (a platform's
+    own extra dependencies, such as colorama on Windows, still resolve)."""
+    pins = "".join(f'    "{pin}",\n' for pin in runtime_pins())
+    return (
+        "# Generated by scripts/mcpb: the MCP Bundle's environment, installed by the host's uv.\n"
+        "[project]\n"
+        f'name = "{NAME}-bundle"\n'
+        f'version = "{release}"\n'
+        f'requires-python = "{project()["requires-python"]}"\n'
+        f'dependencies = ["{NAME}=={release}"]\n\n'
+        "[tool.uv]\n"
+        "package = false\n"
+        f"constraint-dependencies = [\n{pins}]\n\n"
+        "[tool.uv.sources]\n"
+        f'{NAME} = {{ path = "wheels/{wheel}" }}\n'
+    )
+
+
+def server_json(release: str, bundle: Path | None = None) -> dict[str, Any]:
+    """The MCP Registry's entry: the PyPI package (run with uvx), and with ``bundle`` (a release's built
+    bundle, its sha256 taken) the bundle too, as the release page serves it."""
+    packages: list[dict[str, Any]] = [
+        {
+            "registryType": "pypi",
+            "identifier": NAME,
+            "version": release,
+            "runtimeHint": "uvx",
+            "transport": {"type": "stdio"},
+            "packageArguments": [{"type": "positional", "value": "serve"}],
+            "environmentVariables": [
+                {
+                    "name": variable,
+                    "description": field["description"],
+                    "isRequired": bool(field.get("required")),
+                    "isSecret": bool(field.get("sensitive")),
+                    "format": {"boolean": "boolean", "file": "filepath"}.get(field["type"], "string"),
+                }
+                for variable, field in USER_CONFIG.values()
+            ],
+        }
+    ]
+    if bundle is not None:
+        packages.append(
+            {
+                "registryType": "mcpb",
+                "identifier": f"{RELEASES}/v{release}/{bundle.name}",
+                "version": release,
+                "fileSha256": hashlib.sha256(bundle.read_bytes()).hexdigest(),
+                "transport": {"type": "stdio"},
+            }
+        )
+    return {
+        "$schema": REGISTRY_SCHEMA,
+        "name": REGISTRY_NAME,
+        "title": "Mail (IMAP)",
+        "description": DESCRIPTION,
+        "version": release,
+        "packages": packages,
+    }
+
+
+def run(argv: list[str], **kwargs: Any) -> None:
+    done = subprocess.run(argv, check=False, **kwargs)
+    if done.returncode != 0:
+        raise SystemExit(f"scripts/mcpb: {' '.join(argv[:3])} ... exited with status {done.returncode}")
+
+
+def build(out: Path) -> Path:
+    """Build, validate and pack the bundle into ``out``; returns its path."""
+    release = version()
+    uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+    if uv is None or not MCPB_CLI.exists():
+        raise SystemExit("scripts/mcpb: needs uv and the bundle CLI: run it through scripts/mcpb")
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="mcpb-") as temp:
+        stage = Path(temp) / "bundle"
+        wheels = stage / "wheels"
+        run([uv, "build", "--wheel", "--quiet", "--out-dir", str(wheels), str(ROOT)])
+        (wheel,) = (path.name for path in wheels.glob("*.whl"))
+        shutil.copy2(PACKAGING / "icon.png", stage / "icon.png")
+        (stage / "server").mkdir()
+        shutil.copy2(PACKAGING / "server" / "main.py", stage / "server" / "main.py")
+        (stage / "pyproject.toml").write_text(bundle_pyproject(release, wheel), encoding="utf-8")
+        # Resolved for every platform, with hashes: the host's uv installs this and nothing newer.
+        run([uv, "lock", "--quiet", "--directory", str(stage)])
+        (stage / "manifest.json").write_text(json.dumps(manifest(release), indent=2) + "\n", encoding="utf-8")
+        run([str(MCPB_CLI), "validate", str(stage / "manifest.json")], stdout=subprocess.DEVNULL)
+        target = out / f"{NAME}-{release}.mcpb"
+        target.unlink(missing_ok=True)
+        run([str(MCPB_CLI), "pack", str(stage), str(target)], stdout=subprocess.DEVNULL)
+        shutil.copy2(wheels / wheel, out / wheel)
+    digest = hashlib.sha256(target.read_bytes()).hexdigest()
+    print(f"{target} ({target.stat().st_size // 1024} KiB, sha256 {digest})")
+    return target
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="scripts/mcpb", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "dist", help="where the bundle goes (dist/)")
+    parser.add_argument("--server-json", action="store_true", help="rewrite server.json and stop")
+    parser.add_argument(
+        "--bundle", type=Path, help="with --server-json: a release's built bundle, listed with its sha256"
+    )
+    args = parser.parse_args(argv)
+    if args.server_json:
+        entry = server_json(version(), args.bundle)
+        SERVER_JSON.write_text(json.dumps(entry, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {SERVER_JSON}")
+        return
+    build(args.out)
+
+
+if __name__ == "__main__":
+    main()

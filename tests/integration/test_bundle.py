@@ -1,0 +1,205 @@
+"""The MCP Bundle installed as Claude Desktop installs it, then used through the SDK's client against Dovecot.
+
+``scripts/mcpb`` builds the bundle (validated and packed by the official CLI); the test unpacks it,
+substitutes ``${__dirname}`` and ``${user_config.*}`` as the manifest says (a field the user left empty
+takes its default, one without default stays as it is, as Claude Desktop does), and starts the command
+the manifest names with a clean environment: no development virtualenv on PATH, only a ``uv`` (Claude
+Desktop brings its own for bundles of the uv type) and the system's directories. uv installs the
+bundle's wheel and locked dependencies into the unpacked bundle, and the server runs from there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tests.support import mailgen
+from tests.support.dovecot import Dovecot
+from tests.support.envelope_client import EnvelopeClient
+from tests.support.readme import readme_block
+
+ROOT = Path(__file__).resolve().parents[2]
+DEV_VENV = Path(sys.prefix)
+#: uv's downloads and built environments, kept between runs as Claude Desktop keeps its own.
+UV_CACHE = ROOT / ".cache" / "uv"
+MACHINE_NETWORK_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY")
+PLACEHOLDER = re.compile(r"\$\{(__dirname|user_config\.([A-Za-z0-9_]+))\}")
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        shutil.which("node") is None, reason="node is not installed (the bundle CLI needs it)"
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundle as the README's command builds it (the CLI's validation included), into a temporary
+    directory instead of dist/."""
+    out = tmp_path_factory.mktemp("dist")
+    command = readme_block("mcpb").split("#")[0].strip()
+    assert command == "scripts/mcpb"
+    done = subprocess.run(
+        [str(ROOT / command), "--out", str(out)], capture_output=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode() + done.stdout.decode()
+    (path,) = out.glob("mail-imap-mcp-*.mcpb")
+    return path
+
+
+def substitute(value: str, dirname: Path, user_config: Mapping[str, Any], fields: Mapping[str, Any]) -> str:
+    """One value of ``mcp_config`` as Claude Desktop fills it in."""
+
+    def one(match: re.Match[str]) -> str:
+        if match.group(1) == "__dirname":
+            return str(dirname)
+        key = match.group(2)
+        if key in user_config:
+            given = user_config[key]
+        elif "default" in fields[key]:
+            given = fields[key]["default"]
+        else:  # left as it is (modelcontextprotocol/mcpb issue 250)
+            return match.group(0)
+        return json.dumps(given) if isinstance(given, bool) else str(given)
+
+    return PLACEHOLDER.sub(one, value)
+
+
+def install(bundle: Path, into: Path, user_config: Mapping[str, Any]) -> StdioServerParameters:
+    """Unpack ``bundle`` and build the server's command line and environment from its manifest."""
+    with zipfile.ZipFile(bundle) as archive:
+        archive.extractall(into)
+    manifest = json.loads((into / "manifest.json").read_text())
+    fields = manifest["user_config"]
+    missing = [key for key, field in fields.items() if field.get("required") and key not in user_config]
+    assert not missing, f"Claude Desktop's form would ask for {missing}"
+    config = manifest["server"]["mcp_config"]
+    env = {name: substitute(value, into, user_config, fields) for name, value in config["env"].items()}
+    # Claude Desktop's own environment, with no trace of this checkout: a uv, the system's programs.
+    tools = into.parent / "host-bin"
+    tools.mkdir()
+    uv = shutil.which("uv", path=str(DEV_VENV / "bin")) or shutil.which("uv")
+    assert uv is not None
+    (tools / "uv").symlink_to(uv)
+    host = {
+        "PATH": f"{tools}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(into.parent / "home"),
+        "UV_CACHE_DIR": str(UV_CACHE),
+        "UV_PYTHON_DOWNLOADS": "never",
+        # The machine's own trust store and proxy, which a desktop app inherits from the login session.
+        **{name: os.environ[name] for name in MACHINE_NETWORK_ENV if name in os.environ},
+    }
+    return StdioServerParameters(
+        command=config["command"],
+        args=[substitute(arg, into, user_config, fields) for arg in config["args"]],
+        env={**host, **env},
+    )
+
+
+@pytest.fixture
+def seeded(dovecot: Dovecot, user: str) -> str:
+    dovecot.seed(
+        user,
+        "INBOX",
+        [
+            mailgen.plain_message(f"Bundle {i}", f"Body of bundle message {i}", from_="Ana <ana@example.org>")
+            for i in range(3)
+        ],
+    )
+    return user
+
+
+def the_servers_environment(bundle_dir: Path) -> dict[str, str]:
+    """The environment of the running server process started from ``bundle_dir`` (Linux's /proc)."""
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+            if str(bundle_dir / "server" / "main.py").encode() in cmdline and b"run" not in cmdline:
+                pairs = (proc / "environ").read_bytes().split(b"\0")
+                return dict(pair.decode().split("=", 1) for pair in pairs if b"=" in pair)
+        except OSError:
+            continue
+    raise AssertionError("no server process runs from the bundle")
+
+
+@pytest.mark.anyio
+async def test_the_bundle_installs_as_claude_desktop_does_and_reads_mail(
+    bundle: Path, tmp_path: Path, dovecot: Dovecot, seeded: str
+) -> None:
+    bundle_dir = tmp_path / "Claude" / "Claude Extensions" / "mail-imap-mcp"
+    (tmp_path / "Claude" / "home").mkdir(parents=True)
+    # The form as a user fills it: address, password, this Dovecot's host, port and certificate;
+    # username, security and token command left empty (their default, ""), writes off.
+    params = install(
+        bundle,
+        bundle_dir,
+        {
+            "email_address": f"{seeded}@example.org",
+            "password": dovecot.password,
+            "imap_host": dovecot.host,
+            "imap_port": str(dovecot.tls_port),
+            "ca_file": str(dovecot.ca_file),
+            "username": seeded,
+        },
+    )
+    assert params.command == "uv" and str(ROOT) not in json.dumps(params.args)
+    async with Client(params) as client:
+        mcp = EnvelopeClient(client)
+        (account,) = (await mcp.ok("imap_list_accounts"))["accounts"]
+        assert (account["account_id"], account["username"]) == ("default", seeded)
+        assert account["security"] == "tls"
+        page = await mcp.ok("imap_search_messages", {"query": "bundle"})
+        assert page["total"] == 3
+        message = await mcp.ok("imap_get_message", {"message_id": page["messages"][0]["message_id"]})
+        assert "Body of bundle message" in json.dumps(message)
+        tools = {tool.name for tool in (await client.list_tools()).tools}
+        server_env = the_servers_environment(bundle_dir)
+    # The server ran from the bundle's own environment, installed from the bundle's wheel.
+    assert server_env["VIRTUAL_ENV"] == str(bundle_dir / ".venv")
+    assert str(DEV_VENV) not in server_env["PATH"] and str(ROOT) not in server_env["PATH"]
+    installed = list((bundle_dir / ".venv" / "lib").glob("python3*/site-packages/mail_imap_mcp/cli.py"))
+    assert len(installed) == 1, "mail-imap-mcp is not installed into the bundle's environment"
+    manifest = json.loads((bundle_dir / "manifest.json").read_text())
+    # The manifest's tools are the server's (writes off: the write tools are not listed).
+    assert tools <= {tool["name"] for tool in manifest["tools"]}
+    assert "imap_search_messages" in tools and "imap_update_message_flags" not in tools
+
+
+def test_the_bundle_manifest_says_what_the_project_says(bundle: Path) -> None:
+    with zipfile.ZipFile(bundle) as archive:
+        manifest = json.loads(archive.read("manifest.json"))
+        names = set(archive.namelist())
+        pyproject = archive.read("pyproject.toml").decode()
+    from mail_imap_mcp.tools.registry import TOOLS
+    from mail_imap_mcp.version import package_version
+
+    assert bundle.name == f"mail-imap-mcp-{package_version()}.mcpb"
+    assert manifest["version"] == package_version()
+    assert [(tool["name"], tool["description"]) for tool in manifest["tools"]] == [
+        (spec.name, spec.description) for spec in TOOLS
+    ]
+    assert manifest["server"]["type"] == "uv"
+    assert {"manifest.json", "icon.png", "server/main.py", "pyproject.toml", "uv.lock"} <= names
+    assert f"wheels/mail_imap_mcp-{package_version()}-py3-none-any.whl" in names
+    # The dependencies are the tested ones: every pin of the runtime lock is a constraint.
+    for pin in re.findall(
+        r"^([a-z0-9._-]+==\S+) \\$", (ROOT / "requirements-runtime.lock").read_text(), re.M
+    ):
+        assert f'"{pin}"' in pyproject
+    # Secrets only through the form's sensitive field, mapped to the variable the server reads.
+    fields = manifest["user_config"]
+    assert [key for key, field in fields.items() if field.get("sensitive")] == ["password"]
+    assert manifest["server"]["mcp_config"]["env"]["MAIL_IMAP_DEFAULT_PASS"] == "${user_config.password}"
+    assert fields["allow_writes"]["default"] is False
