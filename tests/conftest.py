@@ -28,6 +28,7 @@ from tests.support.cyrus import Cyrus
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient, check_each_schema_once
 from tests.support.gmail import Gmail
+from tests.support.gmail_server import CAPABILITIES as GMAIL_CAPABILITIES
 from tests.support.matrix import MATRIX, SESSION_PASSWORD, MatrixServer
 from tests.support.oauth2 import IntrospectionEndpoint
 from tests.support.run_lifetime import end_run_on_sigterm
@@ -190,6 +191,13 @@ def courier() -> Iterator[Courier]:
 def gmail() -> Iterator[Gmail]:
     """The Gmail emulation (tests/support/gmail_server.py): labels as folders, X-GM-EXT-1, no SORT."""
     yield from _serve(Gmail(password=SESSION_PASSWORD))
+
+
+@pytest.fixture(scope="session")
+def gmail_unmarked() -> Iterator[Gmail]:
+    """The Gmail emulation without X-GM-EXT-1: the same mail, served as by a standard server."""
+    capabilities = " ".join(name for name in GMAIL_CAPABILITIES.split() if name != "X-GM-EXT-1")
+    yield from _serve(Gmail(password=SESSION_PASSWORD, capabilities=capabilities))
 
 
 @pytest.fixture(params=MATRIX)

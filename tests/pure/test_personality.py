@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mail_imap_mcp.imap.personality import PERSONALITIES, Personality, Profile, personality_for
-from mail_imap_mcp.imap.roles import TRASH
+from mail_imap_mcp.imap.personality.gmail import Gmail, gmail_label
+from mail_imap_mcp.imap.roles import ALL, JUNK, TRASH
 from mail_imap_mcp.imap.write_errors import ExtensionMissing
 
 
@@ -13,13 +14,49 @@ def standard(*capabilities: str) -> Personality:
     return personality_for(Profile.of(["IMAP4rev1", *capabilities]))
 
 
-def test_every_server_of_the_matrix_gets_the_standard_personality_until_one_of_its_own_is_registered() -> (
-    None
-):
-    assert PERSONALITIES == ()
+def test_every_server_of_the_matrix_gets_the_standard_personality_and_x_gm_ext_1_gets_gmails() -> None:
+    assert (Gmail,) == PERSONALITIES
     for capabilities in (("MOVE", "UIDPLUS", "SORT"), ("UIDPLUS",), ()):
         chosen = standard(*capabilities)
         assert type(chosen) is Personality and chosen.name == "standard"
+        assert not chosen.has_labels and chosen.summary_items == () and chosen.thread_key() is None
+    gmail = standard("X-GM-EXT-1", "MOVE", "UIDPLUS")
+    assert type(gmail) is Gmail and gmail.name == "gmail" and gmail.has_labels
+    assert gmail.summary_items == ("X-GM-LABELS",) and gmail.thread_key() == "X-GM-THRID"
+
+
+class _Listing:
+    def __init__(self, roles: dict[str, str | None]) -> None:
+        self.roles = roles
+
+    def searchable(self) -> list[str]:
+        return [name for name, role in self.roles.items() if role not in (ALL, TRASH, JUNK)]
+
+    def with_role(self, role: str) -> list[str]:
+        return [name for name, r in self.roles.items() if r == role]
+
+
+def test_gmail_searches_all_mail_alone_and_expunges_for_good_only_in_trash_and_spam() -> None:
+    gmail = standard("X-GM-EXT-1")
+    listing = _Listing(
+        {"INBOX": None, "Work": None, "[Gmail]/All Mail": ALL, "[Gmail]/Trash": TRASH, "[Gmail]/Spam": JUNK}
+    )
+    assert gmail.every_mailbox(listing) == ["[Gmail]/All Mail"]
+    assert standard().every_mailbox(listing) == ["INBOX", "Work"]
+    # A Gmail that marks no All Mail (an IMAP setting hides it) searches as a standard server does.
+    assert gmail.every_mailbox(_Listing({"INBOX": None, "Work": None})) == ["INBOX", "Work"]
+    assert [gmail.expunges_for_good(role) for role in (TRASH, JUNK, ALL, None)] == [True, True, False, False]
+    assert standard().expunges_for_good(None)
+
+
+def test_gmail_labels_as_a_summary_shows_them_and_back() -> None:
+    gmail = standard("X-GM-EXT-1")
+    answer = {b"X-GM-LABELS": (b"\\Inbox", b"\\Starred", b"Work", b"&AMk-t&AOk-", b"\\Important")}
+    assert gmail.labels_of(answer) == ["Important", "Inbox", "Work", "\u00c9t\u00e9"]
+    assert gmail.labels_of({}) == [] and standard().labels_of(answer) is None
+    assert [gmail_label(shown) for shown in ("Inbox", "inbox", "\\Inbox", "Starred", "Work")] == [
+        "\\Inbox", "\\Inbox", "\\Inbox", "\\Starred", "Work"
+    ]  # fmt: skip
 
 
 def test_the_standard_personality_searches_with_imap_keys_and_deletes_to_the_trash() -> None:

@@ -12,6 +12,7 @@ from imapclient.response_parser import parse_fetch_response
 
 from mail_imap_mcp.imap.fetch import fetch_summaries
 from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.personality import Profile, personality_for
 from mail_imap_mcp.imap.read import ReadOptions
 from mail_imap_mcp.imap.summary_cache import SummaryCache
 from mail_imap_mcp.services.message_read import read_detail
@@ -186,6 +187,7 @@ class SummaryStub:
 
     summary_cache = SummaryCache(0)
     own_addresses: frozenset[str] = frozenset()
+    personality = personality_for(Profile.of(["IMAP4rev1"]))
 
     def __init__(self, raws: list[bytes], structure: bytes) -> None:
         self.stubs = {7 + index: ServerStub(raw, structure) for index, raw in enumerate(raws)}

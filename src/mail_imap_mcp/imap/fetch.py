@@ -10,7 +10,8 @@ followed: the message's first bytes are fetched (capped) and parsed locally inst
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mail_imap_mcp import mime
@@ -139,8 +140,9 @@ def _flags(response: dict[bytes, Any]) -> list[str]:
 KEPT_ITEMS = ["FLAGS", "RFC822.SIZE"]
 
 
-def summary_items(snippet_chars: int) -> list[str]:
-    """FETCH items of one search-result summary: metadata, capped header fields, a body prefix."""
+def summary_items(snippet_chars: int, extra: Sequence[str] = ()) -> list[str]:
+    """FETCH items of one search-result summary: metadata, capped header fields, a body prefix, and
+    the ``extra`` items of the server's personality (Gmail: its labels)."""
     items = [
         "FLAGS",
         "INTERNALDATE",
@@ -150,7 +152,7 @@ def summary_items(snippet_chars: int) -> list[str]:
     ]
     if snippet_chars > 0:
         items.append(f"BODY.PEEK[TEXT]<0.{SNIPPET_PREFIX_BYTES}>")
-    return items
+    return [*items, *extra]
 
 
 # FETCH items of imap_get_message's first command; the text part follows in a second one.
@@ -186,7 +188,8 @@ def fetch_summaries(
     cache = session.summary_cache
     plan, responses = fetched or (summary_requests(session, mailbox, uidvalidity, uids, snippet_chars), None)
     kept = plan.kept
-    full = summary_items(snippet_chars)
+    full = summary_items(snippet_chars, session.personality.summary_items)
+    kept_items = [*KEPT_ITEMS, *session.personality.summary_items]
     batch = SummaryBatch()
     try:
         if responses is None:
@@ -196,7 +199,7 @@ def fetch_summaries(
             raise
         # One unreadable message can fail the whole command, or make the server hang up;
         # fetch one by one to isolate it and keep the rest of the page.
-        items_of = {uid: KEPT_ITEMS if uid in kept else full for uid in uids}
+        items_of = {uid: kept_items if uid in kept else full for uid in uids}
         responses = _fetch_one_by_one(session, batch, mailbox, uidvalidity, uids, items_of, account_id, exc)
     failed = {issue.uid for issue in batch.issues}
     own = session.own_addresses
@@ -215,7 +218,11 @@ def fetch_summaries(
                 )
             continue
         if uid in kept:
-            batch.messages.append(with_flags(kept[uid], _flags(response)))
+            batch.messages.append(
+                replace(
+                    with_flags(kept[uid], _flags(response)), labels=session.personality.labels_of(response)
+                )
+            )
             continue
         try:
             headers = mime.parse_header_block(find_item(response, b"BODY[HEADER") or b"")
@@ -224,6 +231,7 @@ def fetch_summaries(
             if snippet_chars > 0:
                 snippet = _snippet(response, parts, snippet_chars, headers)
             summary = summary_record(ref, response, parts, snippet, headers, own)
+            summary.labels = session.personality.labels_of(response)
             batch.messages.append(summary)
             if parts is None:
                 untrusted[uid] = summary
@@ -262,14 +270,15 @@ def summary_requests(
 ) -> SummaryRequests:
     """The summaries kept among ``uids`` and what to fetch for the others (:class:`SummaryRequests`)."""
     cache = session.summary_cache
+    extra = session.personality.summary_items
     kept: dict[int, SummaryRecord] = {}
     for uid in uids:
         found = cache.get(SummaryKey(mailbox, uidvalidity, uid, snippet_chars))
         if found is not None:
             kept[uid] = found
     requests = [
-        ([uid for uid in uids if uid not in kept], summary_items(snippet_chars)),
-        ([uid for uid in uids if uid in kept], KEPT_ITEMS),
+        ([uid for uid in uids if uid not in kept], summary_items(snippet_chars, extra)),
+        ([uid for uid in uids if uid in kept], [*KEPT_ITEMS, *extra]),
     ]
     return SummaryRequests(kept, [(wanted, items) for wanted, items in requests if wanted])
 

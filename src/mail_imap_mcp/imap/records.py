@@ -41,6 +41,8 @@ class SummaryRecord:
     short_recipients: str | None = None
     #: Its Message-ID header (``<left@right>``), when it has one.
     header_message_id: str | None = None
+    #: Its labels where the server has labels (Gmail: ``X-GM-LABELS``), else None.
+    labels: list[str] | None = None
 
 
 @dataclass(slots=True)

@@ -10,6 +10,10 @@ in one ``UID SEARCH`` per mailbox. Where the server advertises ``THREAD=REFERENC
 message's own mailbox is threaded by the server instead, over those messages plus the ones with the same
 base subject, so a reply whose client dropped References and In-Reply-To still joins its conversation.
 A hostile message cannot make the search large: at most :data:`MAX_THREAD_IDS` ids are used.
+
+Where the server names conversations itself (its personality's ``thread_key``: Gmail's ``X-GM-THRID``),
+the conversation is exactly the server's: the key is read with the seed's headers, and one ``UID SEARCH``
+of it in the mailboxes a search of every mailbox covers (Gmail: All Mail) finds every message of it.
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ class ThreadSeed:
     #: Ids to search for: the root, the message's own, the newest references (at most MAX_THREAD_IDS).
     ids: list[str] = field(default_factory=list)
     subject: str | None = None
+    #: The server's own id of the conversation (Gmail's X-GM-THRID), where it has one.
+    conversation: int | None = None
 
     @property
     def base_subject(self) -> str:
@@ -64,7 +70,8 @@ def message_ids(value: str | None) -> list[str]:
 
 def read_seed(session: ImapSession, uid: int) -> ThreadSeed | None:
     """The thread headers of ``uid`` in the selected mailbox; None when it no longer exists."""
-    answer = session.fetch([uid], [_SEED_ITEM])
+    key = session.personality.thread_key()
+    answer = session.fetch([uid], [_SEED_ITEM, *([key] if key else [])])
     response = answer.get(uid)
     if response is None:
         return None
@@ -83,7 +90,10 @@ def read_seed(session: ImapSession, uid: int) -> ThreadSeed | None:
     root = references[0] if references else (replied_to[0] if replied_to else own)
     newest = list(dict.fromkeys([*reversed(references), *replied_to]))
     ids = list(dict.fromkeys(i for i in [root, own, *newest] if i))[:MAX_THREAD_IDS]
-    return ThreadSeed(own, root, ids, first("subject"))
+    conversation = response.get(key.encode()) if key else None
+    return ThreadSeed(
+        own, root, ids, first("subject"), conversation if isinstance(conversation, int) else None
+    )
 
 
 def header_tests(seed: ThreadSeed) -> list[Query]:
@@ -99,7 +109,12 @@ def thread_uids(session: ImapSession, seed: ThreadSeed, own_uid: int | None) -> 
     """UIDs of the conversation in the selected mailbox, and whether the server threaded them.
 
     ``own_uid``: the message itself is in this mailbox; there, THREAD=REFERENCES (where advertised) over the
-    header matches and the messages with the same base subject picks its thread."""
+    header matches and the messages with the same base subject picks its thread. Where the seed carries
+    the server's own conversation id, the server's search by it answers alone."""
+    key = session.personality.thread_key()
+    if key is not None and seed.conversation is not None:
+        found = session.uid_search([key.encode("ascii"), seed.conversation])
+        return sorted(set(found) | ({own_uid} if own_uid is not None else set())), True
     tests = header_tests(seed)
     subject = seed.base_subject
     if own_uid is not None and session.profile.threads_by_references:
@@ -118,8 +133,11 @@ def thread_uids(session: ImapSession, seed: ThreadSeed, own_uid: int | None) -> 
     return sorted(set(found) | ({own_uid} if own_uid is not None else set())), False
 
 
-def thread_mailboxes(boxes: list[MailboxInfo], own: str) -> list[str]:
-    """Where a conversation lives: the message's own mailbox, INBOX and Sent (special-use, else by name)."""
+def thread_mailboxes(session: ImapSession, boxes: list[MailboxInfo], own: str, seed: ThreadSeed) -> list[str]:
+    """Where a conversation lives: the message's own mailbox, INBOX and Sent (special-use, else by name);
+    where the server names conversations, the mailboxes a search of every one covers (Gmail: All Mail)."""
     directory = MailboxDirectory(boxes)
+    if seed.conversation is not None:
+        return session.personality.every_mailbox(directory)
     inbox = [name for name in [directory.inbox()] if name is not None]
     return list(dict.fromkeys([own, *inbox, *directory.with_role(SENT)]))

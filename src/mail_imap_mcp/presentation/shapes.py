@@ -46,6 +46,13 @@ class MailModel(BaseModel):
     )
 
 
+#: What a summary's labels are (Gmail); the field is absent on servers without labels.
+LABELS_DESCRIPTION = (
+    "Gmail labels: Inbox, Important, Sent, Draft and the user's own (starred is the \\Flagged flag). "
+    "Absent where the server has no labels."
+)
+
+
 class MessageSummary(MailModel):
     """One message as a search result lists it."""
 
@@ -71,6 +78,7 @@ class MessageSummary(MailModel):
         description="Start of what the sender wrote (quoted replies and the signature left out when there is "
         "other text; not the subject), whitespace-collapsed, bounded by snippet_chars."
     )
+    labels: list[str] | SkipJsonSchema[None] = absent_field(LABELS_DESCRIPTION)
 
     # The short form of the recipients (To and Cc) that the compact shape shows, kept when the summary
     # is made from the headers (cheaper than parsing the joined full forms again); "" for this account
@@ -292,6 +300,7 @@ class CompactSummary(_CompactMessageFields):
         "Mailbox holding the message, in results that span several mailboxes (a search of '*' or of "
         "a list, a conversation)."
     )
+    labels: list[str] | SkipJsonSchema[None] = absent_field(LABELS_DESCRIPTION)
 
 
 def compact_flags(flags: list[str]) -> tuple[Literal[True] | None, list[str] | None]:
@@ -421,4 +430,5 @@ def _compact(
         has_attachments=True if summary.has_attachments else None,
         snippet=summary.snippet or None,
         mailbox=summary.mailbox if with_mailbox else None,
+        labels=summary.labels or None,
     )

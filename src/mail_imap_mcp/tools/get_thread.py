@@ -50,7 +50,8 @@ DETAILS = (
     "The whole conversation a message belongs to, oldest first: every message linked to it by "
     "Message-ID, In-Reply-To or References (and, where the server threads, the same subject) in its "
     "mailbox, INBOX and Sent, as summaries with a snippet of what each sender wrote (quoted replies and "
-    "signatures left out). One call answers "
+    "signatures left out). On Gmail (X-GM-EXT-1) the conversation is Gmail's own (X-GM-THRID), found in "
+    "All Mail. One call answers "
     "'what was said in this thread' and 'did I reply'; read one message in full with imap_get_message. "
     'Compact by default; `fields: "full"` gives full summaries. Never marks anything as read.'
 )
@@ -150,7 +151,7 @@ def handle(
         seed = read_seed(session, ref.uid)
         if seed is None:
             raise message_gone(ref)
-        mailboxes = thread_mailboxes(list_mailboxes(session), ref.mailbox)
+        mailboxes = thread_mailboxes(session, list_mailboxes(session), ref.mailbox, seed)
         found: list[SummaryRecord] = []
         issues: list[Issue] = []
         total = 0
@@ -164,7 +165,7 @@ def handle(
                 total += len(uids)
                 # The newest by UID stand for the newest by date: at most `limit` per mailbox are read.
                 wanted = sorted(uids, reverse=True)[:limit]
-                if own and ref.uid not in wanted:
+                if own and wanted and ref.uid not in wanted:
                     wanted[-1] = ref.uid
                 batch = fetch_summaries(
                     session,

@@ -9,6 +9,7 @@ differs (Gmail: COPY adds a label, delete means Trash, All Mail holds every mess
 """
 
 from mail_imap_mcp.imap.personality.profile import Profile
-from mail_imap_mcp.imap.personality.standard import PERSONALITIES, Personality, personality_for
+from mail_imap_mcp.imap.personality.registry import PERSONALITIES, personality_for
+from mail_imap_mcp.imap.personality.standard import Personality
 
 __all__ = ["PERSONALITIES", "Personality", "Profile", "personality_for"]

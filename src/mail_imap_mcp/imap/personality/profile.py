@@ -116,3 +116,9 @@ class Profile:
     def notifies(self) -> bool:
         """``NOTIFY`` of several mailboxes, reported while idling (RFC 5465)."""
         return self._has("NOTIFY", "IDLE")
+
+    @property
+    def gmail_extensions(self) -> bool:
+        """``X-GM-EXT-1``: Gmail's labels, message and thread ids and search (Google's "IMAP Extensions"
+        of the Gmail developer documentation)."""
+        return self._has("X-GM-EXT-1")

@@ -26,6 +26,8 @@ class Listing(Protocol):
 
     def searchable(self) -> list[str]: ...
 
+    def with_role(self, role: str) -> list[str]: ...
+
 
 class Personality:
     """How a server means what it says, hook by hook: this class is the standard meaning."""
@@ -36,6 +38,10 @@ class Personality:
     search_dialects: ClassVar[tuple[Dialect, ...]] = ("imap",)
     #: The role of the mailbox a delete (without ``permanent``) moves messages to.
     deletes_to: ClassVar[str] = TRASH
+    #: Whether messages carry labels (read with a summary, written by imap_update_message_flags).
+    has_labels: ClassVar[bool] = False
+    #: FETCH items a summary reads besides the standard ones (Gmail: its labels).
+    summary_items: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
@@ -66,13 +72,16 @@ class Personality:
             raise ExtensionMissing("MOVE or UIDPLUS", "move exactly these messages")
         return f"UID COPY + {expunge}"
 
+    def expunges_for_good(self, role: str | None) -> bool:
+        """Whether an expunge in a mailbox with this special-use ``role`` (None: none) removes the messages
+        for good (a permanent delete); elsewhere it is refused before anything changes."""
+        return True
 
-#: The personalities other than the standard one, asked in order; the first that fits a server is its.
-PERSONALITIES: tuple[type[Personality], ...] = ()
+    def labels_of(self, response: dict[bytes, object]) -> list[str] | None:
+        """The labels of a message, from its FETCH answer (None: the server has no labels)."""
+        return None
 
-
-def personality_for(profile: Profile) -> Personality:
-    """The personality of a server with ``profile``: the first of :data:`PERSONALITIES` that fits it,
-    else the standard one."""
-    chosen = next((kind for kind in PERSONALITIES if kind.fits(profile)), Personality)
-    return chosen(profile)
+    def thread_key(self) -> str | None:
+        """The FETCH item (and SEARCH key) that names a message's conversation on this server, where
+        it has one (None: conversations are found by their headers)."""
+        return None

@@ -1,0 +1,74 @@
+"""Gmail's personality: labels, not folders (Google's "IMAP Extensions" page of the Gmail developer
+documentation, offered where the server advertises ``X-GM-EXT-1``).
+
+A Gmail message is stored once and shown in every folder of its labels: INBOX is the label ``\\Inbox``,
+``[Gmail]/All Mail`` (special use ``\\All``) holds every message but Spam and Trash, archived mail
+included. So a search of every mailbox searches All Mail alone (each message once), a summary carries
+the message's labels (``X-GM-LABELS``), a conversation is Gmail's own (``X-GM-THRID``), and an
+expunge removes a message for good only in Trash or Spam (elsewhere it removes one label).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from mail_imap_mcp.imap import parsing
+from mail_imap_mcp.imap.personality.profile import Profile
+from mail_imap_mcp.imap.personality.standard import Listing, Personality
+from mail_imap_mcp.imap.roles import ALL, JUNK, TRASH
+
+#: Gmail's system labels as X-GM-LABELS names them, and as a summary shows them (its web interface's
+#: words); ``\\Starred`` is the ``\\Flagged`` flag, which a summary shows already.
+SYSTEM_LABELS = {"\\Inbox": "Inbox", "\\Important": "Important", "\\Sent": "Sent", "\\Draft": "Draft"}
+HIDDEN_LABELS = frozenset({"\\Starred"})
+
+
+def shown_label(label: str) -> str | None:
+    """A label as a summary shows it (None: left out, the flags say it)."""
+    if label in HIDDEN_LABELS:
+        return None
+    return SYSTEM_LABELS.get(label, label)
+
+
+def gmail_label(shown: str) -> str:
+    """The X-GM-LABELS name of a label as a summary shows it or as Gmail names it (``Inbox`` or
+    ``\\Inbox``; ``Starred`` is ``\\Starred``)."""
+    by_word = {word.casefold(): label for label, word in SYSTEM_LABELS.items()} | {"starred": "\\Starred"}
+    if shown.startswith("\\"):
+        return by_word.get(shown[1:].casefold(), shown)
+    return by_word.get(shown.casefold(), shown)
+
+
+class Gmail(Personality):
+    """Gmail, recognised by ``X-GM-EXT-1``."""
+
+    name: ClassVar[str] = "gmail"
+    has_labels: ClassVar[bool] = True
+    summary_items: ClassVar[tuple[str, ...]] = ("X-GM-LABELS",)
+
+    @classmethod
+    def fits(cls, profile: Profile) -> bool:
+        return profile.gmail_extensions
+
+    def every_mailbox(self, listing: Listing) -> list[str]:
+        """All Mail alone: every message once (archived mail included); Spam and Trash only when named.
+        Where no mailbox is marked ``\\All``, the standard mailboxes."""
+        found = listing.with_role(ALL)
+        return found[:1] if found else listing.searchable()
+
+    def expunges_for_good(self, role: str | None) -> bool:
+        """Only in Trash and Spam: in a label folder Gmail removes the label (and what it does in All
+        Mail depends on the user's settings)."""
+        return role in (TRASH, JUNK)
+
+    def labels_of(self, response: dict[bytes, object]) -> list[str] | None:
+        raw = response.get(b"X-GM-LABELS")
+        if not isinstance(raw, tuple | list):
+            return []
+        names = [
+            parsing.mailbox_name(label) if isinstance(label, bytes | str) else str(label) for label in raw
+        ]
+        return sorted(shown for name in names if (shown := shown_label(name)) is not None)
+
+    def thread_key(self) -> str | None:
+        return "X-GM-THRID"
