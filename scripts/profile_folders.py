@@ -12,6 +12,7 @@ no TLS proxy, no MCP framing: the server's own CPU, which the bench's loopback f
     .venv/bin/python scripts/profile_folders.py [--folders 40] [--calls 15] [--profile]
     .venv/bin/python scripts/profile_folders.py --compare /tmp/main-src --rounds 3   # A/B, alternating
     .venv/bin/python scripts/profile_folders.py --cursor-sizes 10 40 100   # next_cursor bytes per page
+    .venv/bin/python scripts/profile_folders.py --cursor-sizes 10 40 100 --without-sort
 """
 
 from __future__ import annotations
@@ -66,6 +67,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "every folder, for each of these numbers of folders",
     )
     parser.add_argument("--pages", type=int, default=5)
+    parser.add_argument(
+        "--without-sort",
+        action="store_true",
+        help="with --cursor-sizes: a Dovecot that advertises no SORT, ESEARCH or LIST-STATUS (as Gmail)",
+    )
     parser.add_argument("--measure", nargs=2, metavar=("CONFIG", "DOVECOT_PID"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure:  # a child of --compare: this process's mail_imap_mcp comes from its PYTHONPATH
@@ -74,7 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tests.support.dovecot import Dovecot
 
     if args.cursor_sizes:
-        with Dovecot(user_patterns=("benchf*",), default_user="benchf") as dovecot:
+        capabilities = WITHOUT_SORT if args.without_sort else None
+        with Dovecot(user_patterns=("benchf*",), default_user="benchf", capabilities=capabilities) as dovecot:
             cursor_sizes(dovecot, args.cursor_sizes, args.pages)
         return 0
     with (
@@ -96,6 +103,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.profile:
                 profile(config)
     return 0
+
+
+#: What a server without SORT offers in ``--without-sort``: Dovecot told to advertise only these.
+WITHOUT_SORT = "IMAP4rev1 LITERAL+ UNSELECT SPECIAL-USE"
 
 
 def cursor_sizes(dovecot: Any, counts: Sequence[int], pages: int) -> None:

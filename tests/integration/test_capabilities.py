@@ -23,7 +23,6 @@ through a recording relay (``ImapRecorder`` of ``test_hostile_input``, ``securit
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -501,13 +500,11 @@ _MESSAGE_URI = re.compile(r"^(imap://[^/]+/mailbox/[^/]+/message/)(\d+)(/.*)$")
 
 
 def normalise_cursor(token: str) -> dict[str, Any]:
-    """A cursor's state without its UIDVALIDITYs (the two servers' mailboxes differ only there). A page of
-    several mailboxes in arrival order continues from one position where the server sorts and from a row
-    per mailbox where it does not: only what both say is compared (the pages themselves are compared
-    message by message)."""
+    """A cursor's state without its UIDVALIDITYs (the two servers' mailboxes differ only there)."""
     found = decode_search_cursor(token)
-    if isinstance(found, WatermarkCursor) or (found.sort == "arrival" and len(found.streams) > 1):
-        return {"digest": found.filter_digest, "total": found.total, "returned": found.returned}
+    if isinstance(found, WatermarkCursor):
+        mark = (found.key, found.index, found.uid)
+        return {"digest": found.filter_digest, "total": found.total, "returned": found.returned, "at": mark}
     cursor = found
     if cursor.sort == "arrival":
         streams: list[Any] = [(s.mailbox, s.upper, s.after, s.head) for s in cursor.streams]
@@ -632,34 +629,12 @@ async def test_the_checker_sees_the_extensions_used_on_the_full_server(
     assert flagged == {"LITERAL-", "SORT", "THREAD=", "LIST-EXTENDED", "LIST-STATUS", "ENABLE", "QRESYNC"}
 
 
-def by_position(call: Call) -> bool:
-    """A page of every mailbox in arrival order: where the server sorts, its messages come in the order
-    of their INTERNALDATE across all of them (one position continues it); without SORT, each mailbox in
-    UID order, merged by INTERNALDATE. The two agree where a mailbox's arrival times follow its UIDs; in
-    a mailbox where they do not (mail filed later with an earlier date), pages differ, the whole paging
-    does not: each message comes once."""
-    return (
-        call.tool == "imap_search_messages"
-        and call.arguments.get("mailbox") == "*"
-        and not call.arguments.get("sort")
-    )
-
-
 async def test_answers_are_the_same_without_extensions(transcripts: dict[str, Transcript]) -> None:
+    """Every answer, page by page: a page of every mailbox too, which continues from one position with
+    or without SORT (issue 33 item 11: the same messages in the same order, the same short cursor)."""
     full, minimal = transcripts["full"], transcripts["minimal"]
-    paged: dict[tuple[str, str], list[Any]] = {}
     for a, b in zip(full.calls, minimal.calls, strict=True):
-        if by_position(a):
-            search = json.dumps({k: v for k, v in a.arguments.items() if k != "cursor"}, sort_keys=True)
-            for name, call in (("full", a), ("minimal", b)):
-                ids = [normalise(m["message_id"]) for m in call.envelope["data"]["messages"]]
-                paged.setdefault((search, name), []).extend(ids)
-            continue
         assert normalise(b.envelope) == normalise(a.envelope), (a.tool, a.arguments)
-    for (search, name), ids in paged.items():
-        assert len(set(ids)) == len(ids), (search, name)
-        assert sorted(ids) == sorted(paged[(search, "minimal")]), search
-    assert max(len(ids) for ids in paged.values()) > 20
 
 
 def has_own_fallback(call: Call) -> bool:

@@ -1,12 +1,14 @@
 """The plan of a page of several mailboxes by one position (imap/search/watermark.py), as data: paging
 generated mailboxes through a simulated server gives every message once, in the order of arrival times
-across all mailboxes, whatever the ties, the time zones, the server's order of equal times and whether it
-sorts a slice (ESORT) or every match."""
+across all mailboxes, whatever the ties, the time zones, the server's order of equal times, whether it
+sorts a slice (ESORT) or every match, or does not sort at all (bands of days, UIDs in any order of
+arrival)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import itertools
+import random
 from dataclasses import dataclass
 
 from hypothesis import given, settings
@@ -28,6 +30,7 @@ from mail_imap_mcp.imap.search.watermark import (
 
 DAY = 86_400
 START = 1_700_000_000
+TODAY = dt.date(2023, 11, 20)  # START's day: a first page's bands end the day after
 
 
 @dataclass(frozen=True)
@@ -53,11 +56,13 @@ class Server:
 
     def _matching(self, args: tuple[bytes, ...]) -> list[Message]:
         found = list(self.messages)
+        negated = False
         for name, value in itertools.pairwise(args):
             if name == b"SINCE":
-                found = [m for m in found if m.local_day() >= _day(value)]
+                found = [m for m in found if (m.local_day() >= _day(value)) != negated]
             elif name == b"BEFORE":
                 found = [m for m in found if m.local_day() < _day(value)]
+            negated = name == b"NOT"
         return found
 
     def near(self, args: tuple[bytes, ...]) -> list[int]:
@@ -78,17 +83,19 @@ class Server:
 
 
 def page(
-    servers: list[Server], limit: int, mark: Watermark | None
+    servers: list[Server], limit: int, mark: Watermark | None, *, sorts: bool = True
 ) -> tuple[list[tuple[int, int, int]], Watermark | None]:
     """One page, as imap/search/watermark_read.py reads it, from the simulated servers."""
     wanted = limit + 1
     known: list[Trusted] = []
     for index, server in enumerate(servers):
-        reads = mailbox_reads(wanted, mark, partial=server.partial)
+        reads = mailbox_reads(wanted, mark, partial=server.partial, sorts=sorts, today=TODAY)
         part = MailboxPart(f"box{index}", index)
         for read in reads:
             if read.kind == "near":
                 part.near = server.near(read.tail)
+            elif read.kind == "band":
+                part.take_band(server.near(read.tail), read.floor)
             else:
                 part.order, part.count = server.sort(read.head + read.tail, partial=server.partial)
         while True:
@@ -121,6 +128,23 @@ mailboxes = st.lists(
 )
 
 
+#: Without SORT, arrival times far apart (bands of many widths) and UIDs in any order of them.
+spread = st.lists(
+    st.lists(
+        st.tuples(
+            st.one_of(
+                st.integers(-3, 40).map(lambda d: START + d * DAY // 3),
+                st.integers(0, 3000).map(lambda d: START - d * DAY - d * 977),
+            ),
+            st.sampled_from([-12 * 3600, -5 * 3600, 0, 3600, 14 * 3600]),
+        ),
+        max_size=25,
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     boxes=mailboxes,
@@ -130,6 +154,29 @@ mailboxes = st.lists(
 )
 def test_paging_by_one_position_lists_every_message_once_in_arrival_order(
     boxes: list[list[tuple[int, int]]], limit: int, ties_reversed: bool, partial: bool
+) -> None:
+    _pages_list_every_message_once_in_order(boxes, limit, ties_reversed=ties_reversed, partial=partial)
+
+
+@settings(max_examples=300, deadline=None)
+@given(boxes=st.one_of(mailboxes, spread), limit=st.integers(1, 7), shuffled=st.randoms())
+def test_without_sort_paging_by_bands_of_days_lists_every_message_once_in_arrival_order(
+    boxes: list[list[tuple[int, int]]], limit: int, shuffled: random.Random
+) -> None:
+    """Where the server cannot sort, mail imported late (old arrival times, high UIDs) or early comes at
+    its place all the same: nothing trusts UIDs to follow arrival."""
+    for box in boxes:
+        shuffled.shuffle(box)
+    _pages_list_every_message_once_in_order(boxes, limit, sorts=False)
+
+
+def _pages_list_every_message_once_in_order(
+    boxes: list[list[tuple[int, int]]],
+    limit: int,
+    *,
+    ties_reversed: bool = False,
+    partial: bool = False,
+    sorts: bool = True,
 ) -> None:
     servers = [
         Server(
@@ -145,7 +192,7 @@ def test_paging_by_one_position_lists_every_message_once_in_arrival_order(
     listed: list[tuple[int, int]] = []
     mark: Watermark | None = None
     for _ in range(200):
-        picks, mark = page(servers, limit, mark)
+        picks, mark = page(servers, limit, mark, sorts=sorts)
         assert len(picks) == limit or mark is None
         listed += [(index, uid) for index, uid, _ in picks]
         if mark is None:
@@ -207,3 +254,40 @@ def test_a_watermark_cursor_is_short_whatever_the_number_of_mailboxes_and_checke
         except CursorError:
             continue
         raise AssertionError(f"{garbled} decoded")
+
+
+def test_without_sort_a_message_dated_the_day_before_a_band_in_a_western_zone_comes_at_its_place() -> None:
+    """A date search reads a message's day in its own zone: at 11:00 UTC in UTC-12 it is still the day
+    before, in an older band than messages of that day's early hours UTC, yet it arrived after them. The
+    newer band is trusted only for messages past what the older band can hold (a day's margin)."""
+    day = dt.datetime(2023, 11, 19, tzinfo=dt.UTC)  # the first band's first day (TODAY - 1)
+    early = [
+        Message(uid, int((day + dt.timedelta(hours=5, minutes=uid)).timestamp()), 0) for uid in range(1, 11)
+    ]
+    late = Message(11, int((day + dt.timedelta(hours=11)).timestamp()), -12 * 3600)
+    server = Server([*early, late], ties_reversed=False, partial=False)
+    assert late.local_day() == dt.date(2023, 11, 18) and early[0].local_day() == dt.date(2023, 11, 19)
+    picks, _ = page([server], 1, None, sorts=False)
+    assert [uid for _, uid, _ in picks] == [11]
+
+
+def test_without_sort_the_older_matches_are_searched_in_bands_of_days() -> None:
+    mark = Watermark(int(dt.datetime(2026, 11, 25, 10, tzinfo=dt.UTC).timestamp()), 0, 7)
+    near, first, second, *_, last = mailbox_reads(11, mark, partial=False, sorts=False)
+    assert near.tail == (b"SINCE", b"23-Nov-2026", b"BEFORE", b"27-Nov-2026")
+    assert (first.kind, first.tail, first.floor) == (
+        "band",
+        (b"SINCE", b"21-Nov-2026", b"BEFORE", b"23-Nov-2026"),
+        dt.date(2026, 11, 21),
+    )
+    assert second.tail == (b"SINCE", b"15-Nov-2026", b"BEFORE", b"21-Nov-2026")
+    assert (last.tail, last.floor) == (
+        (b"NOT", b"SINCE", imap_date(dt.date(2026, 11, 23) - dt.timedelta(8192))),
+        None,
+    )
+    # A first page: the newest band has no end (mail dated ahead); date order reads undated mail whole.
+    undated, newest, *_ = mailbox_reads(
+        11, None, partial=False, sort="date", sorts=False, today=dt.date(2026, 11, 25)
+    )
+    assert undated.tail == (b"NOT", b"HEADER", b"DATE", b'""')
+    assert newest.tail == (b"SENTSINCE", b"24-Nov-2026")

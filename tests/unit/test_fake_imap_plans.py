@@ -8,6 +8,7 @@ change that adds a command or a round trip fails here in a second, before the in
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import OutcomeUnknown
 from mail_imap_mcp.imap.pool import ConnectionPool
+from mail_imap_mcp.imap.search.watermark import BAND_EDGES
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.presentation import failures
 from mail_imap_mcp.presentation.failures import as_tool_failure
@@ -289,27 +291,32 @@ def internaldate(day: int) -> Step:
     return ok("UID FETCH", b'* 1 FETCH (UID 1 INTERNALDATE "0%d-Jan-2026 10:00:00 +0000")' % day)
 
 
+def bands(*answers: bytes) -> list[Step]:
+    """A mailbox's eight searches in bands of days (a server without SORT), newest band first: the
+    answers given, then none."""
+    found = [*answers, *[b"* SEARCH"] * (len(BAND_EDGES) + 1 - len(answers))]
+    return [ok("UID SEARCH", line) for line in found]
+
+
 def test_several_mailboxes_are_read_in_the_same_round_trips_and_one_that_fails_mid_batch_is_one_issue() -> (
     None
 ):
-    """A filtered search of three mailboxes without ESEARCH or LIST-STATUS (issue 22): their STATUS
-    together, then EXAMINE and the whole-mailbox SEARCH of each together (its matches are the total),
-    the candidates' INTERNALDATE together, the summaries together. Archive's EXAMINE is refused: the
-    SEARCH behind it is answered BAD (no mailbox selected) and dropped, Archive becomes one not_found
-    issue, and the two others give the page, newest first, in the same four round trips."""
+    """A filtered search of three mailboxes without SORT, ESEARCH or LIST-STATUS (issue 22; by one
+    position since issue 33 item 11): EXAMINE and the eight searches in bands of days of each together
+    (their matches are the total), the keys of the bands the page needs together, the summaries
+    together. Archive's EXAMINE is refused: the searches behind it are answered BAD (no mailbox selected)
+    and dropped, Archive becomes one not_found issue, and the two others give the page, newest first, in
+    the same three round trips."""
     server = ScriptedServer()
     app = app_on(server)
     server.expect(
         answer("LOGIN", LOGIN_OK_REV1),
-        ok("STATUS", b"* STATUS INBOX (MESSAGES 1 UIDNEXT 2)"),
-        answer("STATUS", b"{tag} NO Mailbox doesn't exist: Archive"),
-        ok("STATUS", b"* STATUS Projects (MESSAGES 1 UIDNEXT 2)"),
         answer("EXAMINE", *examine_of(11)),
-        ok("UID SEARCH", b"* SEARCH 1"),
+        *bands(*[b"* SEARCH"] * len(BAND_EDGES), b"* SEARCH 1"),  # January: everything older
         answer("EXAMINE", b"{tag} NO Mailbox doesn't exist: Archive"),
-        answer("UID SEARCH", b"{tag} BAD No mailbox selected"),
+        *[answer("UID SEARCH", b"{tag} BAD No mailbox selected")] * (len(BAND_EDGES) + 1),
         answer("EXAMINE", *examine_of(33)),
-        ok("UID SEARCH", b"* SEARCH 1"),
+        *bands(*[b"* SEARCH"] * len(BAND_EDGES), b"* SEARCH 1"),
         answer("EXAMINE", *examine_of(11)),
         internaldate(1),
         answer("EXAMINE", *examine_of(33)),
@@ -328,9 +335,9 @@ def test_several_mailboxes_are_read_in_the_same_round_trips_and_one_that_fails_m
         assert [(i.code, i.stage) for i in data.issues] == [("not_found", "search")]
         assert "'Archive'" in data.issues[0].message
         commands = server.commands()
-        assert commands[:4] == ["LOGIN", "STATUS", "STATUS", "STATUS"]
-        assert commands[4:10] == ["EXAMINE", "UID SEARCH"] * 3
-        assert commands[10:] == [
+        searches = ["EXAMINE", *["UID SEARCH"] * (len(BAND_EDGES) + 1)]
+        assert commands[:1] == ["LOGIN"] and commands[1 : 1 + 3 * len(searches)] == searches * 3
+        assert commands[1 + 3 * len(searches) :] == [
             "EXAMINE",
             "UID FETCH",
             "EXAMINE",
@@ -339,8 +346,8 @@ def test_several_mailboxes_are_read_in_the_same_round_trips_and_one_that_fails_m
             "EXAMINE",
             "UID FETCH",
         ]
-        # TCP connect, greeting and LOGIN (3), then STATUS, the searches, the keys, the summaries.
-        assert app.connection("default").round_trips == 3 + 4
+        # TCP connect, greeting and LOGIN (3), then the searches, the keys, the summaries.
+        assert app.connection("default").round_trips == 3 + 3
         assert server.connections == 1 and not server.script
     finally:
         app.close()
@@ -386,39 +393,42 @@ def test_a_filtered_first_page_of_a_large_mailbox_is_one_scan(login: bytes, sear
 
 
 #: Dovecot's LOGIN answer without SORT (as Gmail and Microsoft 365 lack it): a page of several mailboxes
-#: in arrival order then reads UID windows, its cursor a row per mailbox.
+#: then searches each in bands of days.
 LOGIN_OK_NO_SORT = LOGIN_OK.replace(b" SORT ", b" ")
 
 
-def test_a_large_mailbox_among_several_is_counted_and_searched_in_one_command() -> None:
-    """Across mailboxes on a server without SORT (issue 22): a mailbox larger than its first window, by
-    its STATUS, gets ``UID SEARCH RETURN (COUNT ALL)`` (the total and every match at once, no wider
-    window later), a small one a plain ``UID SEARCH``; the page merges the newest of both by
-    INTERNALDATE."""
+def test_a_large_mailbox_among_several_reads_the_keys_of_its_newest_band_alone() -> None:
+    """Across mailboxes on a server without SORT: a mailbox of 3,000 matches over the years answers its
+    bands of days, and the page reads the keys of the newest band that holds it (12 messages of the last
+    days), never of the 3,000; the page merges the newest of both mailboxes by INTERNALDATE, and the
+    total is every match."""
     server = ScriptedServer()
     app = app_on(server)
-    dates = {5: 1, 2990: 2, 2991: 3}
+    today = dt.datetime.now(dt.UTC).replace(hour=10, minute=0, second=0, microsecond=0)
+    recent = {2990 + n: today - dt.timedelta(minutes=n) for n in range(12)}
+
+    def internal(when: dt.datetime) -> bytes:
+        return when.strftime("%d-%b-%Y %H:%M:%S +0000").encode()
+
+    older = " ".join(str(uid) for uid in range(1, 2989)).encode()
     server.expect(
         answer("LOGIN", LOGIN_OK_NO_SORT),
-        ok("STATUS", b"* STATUS Archive (MESSAGES 3000 UIDNEXT 3001)"),
-        ok("STATUS", b"* STATUS INBOX (MESSAGES 1 UIDNEXT 2)"),
-        answer("EXAMINE", *examine_answer(3000, 3001)),
-        ok("UID SEARCH", b'* ESEARCH (TAG "x") UID COUNT 3 ALL 5,2990:2991'),
-        answer("EXAMINE", *examine_of(33)),
-        ok("UID SEARCH", b"* SEARCH 1"),
-        answer("EXAMINE", *examine_answer(3000, 3001)),
-        ok(
-            "UID FETCH",
-            *(
-                b'* %d FETCH (UID %d INTERNALDATE "0%d-Jan-2026 10:00:00 +0000")' % (u, u, d)
-                for u, d in dates.items()
-            ),
+        answer("EXAMINE", *examine_answer(3000, 3002)),
+        *bands(
+            b"* SEARCH " + " ".join(str(uid) for uid in recent).encode(), b"* SEARCH", b"* SEARCH " + older
         ),
         answer("EXAMINE", *examine_of(33)),
-        internaldate(4),
+        *bands(b"* SEARCH 1"),
+        answer("EXAMINE", *examine_answer(3000, 3002)),
+        ok(
+            "UID FETCH",
+            *(b'* %d FETCH (UID %d INTERNALDATE "%s")' % (u, u, internal(w)) for u, w in recent.items()),
+        ),
+        answer("EXAMINE", *examine_of(33)),
+        ok("UID FETCH", b'* 1 FETCH (UID 1 INTERNALDATE "%s")' % internal(today + dt.timedelta(hours=1))),
         answer("UID FETCH", *summary_fetch(1, 1)),  # INBOX, left selected
-        answer("EXAMINE", *examine_answer(3000, 3001)),
-        answer("UID FETCH", *summary_fetch(2991, 2991)),
+        answer("EXAMINE", *examine_answer(3000, 3002)),
+        answer("UID FETCH", *summary_fetch(2990, 2990)),
     )
     try:
         arguments = {"mailboxes": ["Archive", "INBOX"], "subject": "invoice", "limit": 2, "fields": "full"}
@@ -427,12 +437,13 @@ def test_a_large_mailbox_among_several_is_counted_and_searched_in_one_command() 
         assert isinstance(data, SearchMessagesData)
         assert [m.message_id.split(":", 2)[2] for m in data.messages] == [
             "INBOX:33:1",
-            f"Archive:{UIDVALIDITY}:2991",
+            f"Archive:{UIDVALIDITY}:2990",
         ]
-        assert data.total == 4 and data.has_more and data.status == "ok"
-        searches = [s.text for s in server.received if s.command == "UID SEARCH"]
-        assert b"RETURN (COUNT ALL) SUBJECT" in searches[0] and b"RETURN" not in searches[1]
-        assert app.connection("default").round_trips == 3 + 4
+        assert data.total == 12 + 2988 + 1 and data.has_more and data.status == "ok"
+        assert data.next_cursor is not None and len(data.next_cursor) <= 80
+        keys = next(s.text for s in server.received if s.command == "UID FETCH")
+        assert b"2990:3001" in keys and b"2988" not in keys
+        assert app.connection("default").round_trips == 3 + 3
         assert not server.script
     finally:
         app.close()

@@ -128,20 +128,32 @@ def _read_reply(
             reply.failure = UidValidityChanged(read.uidvalidity, reply.state.uidvalidity)
     # Every answer is read before any is taken: two commands on one mailbox may run side by side
     # (Dovecot's COUNT and window searches), so one's untagged answer may come before the other's status.
-    statuses = [client.answer_of("UID", tag) for tag in command_tags]  # even after a failure: in step
+    # Several commands answered by one name (the bands of days of a search without SORT, each answered
+    # by one untagged SEARCH): a server runs them one after the other (RFC 3501 5.5: their answers could
+    # not be told apart otherwise), so each one's answer is what came before its own status.
+    names = [command.answered_by for command in read.commands]
+    shared = {name for name in names if names.count(name) > 1}
+    statuses, arrived = [], []
+    for tag in command_tags:  # even after a failure: in step
+        statuses.append(client.answer_of("UID", tag))
+        arrived.append({name: len(client.untagged.get(name, ())) for name in shared})
     untagged = client.untagged
-    taken = {name: untagged.pop(name, []) for name in dict.fromkeys(c.answered_by for c in read.commands)}
+    taken = {name: untagged.pop(name, []) for name in dict.fromkeys(names)}
     if reply.state is not None:
         session.refresh_counts(reply.state)
     untagged.clear()
-    for (typ, said), command in zip(statuses, read.commands, strict=True):
+    for index, ((typ, said), command) in enumerate(zip(statuses, read.commands, strict=True)):
         if reply.failure is not None:
             break
+        name = command.answered_by
         if typ != "OK":
             # As the one-mailbox plan says it: a mailbox that no longer exists went away during the call.
             reply.failure = refused(said, Context(mailbox=read.mailbox, account_id=account_id))
+        elif name in shared:
+            start = arrived[index - 1][name] if index else 0
+            reply.answers.append(taken[name][start : arrived[index][name]])
         else:  # the responses of a name go to the first command answered by it
-            reply.answers.append(taken.pop(command.answered_by, []))
+            reply.answers.append(taken.pop(name, []))
     return reply
 
 

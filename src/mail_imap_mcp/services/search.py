@@ -2,9 +2,9 @@
 
 A page of one mailbox (arrival or sent-date order) is read by :func:`mail_imap_mcp.imap.sort.ordered_page`
 and continues with a :class:`~mail_imap_mcp.imap.search.cursors.StreamCursor`; a page of several
-mailboxes (``mailbox: "*"`` or ``mailboxes``) on a server that sorts is read by one position
-(:mod:`.search_position`) and continues with a
-:class:`~mail_imap_mcp.imap.search.cursors.WatermarkCursor`, elsewhere by ``ordered_page`` too. The
+mailboxes (``mailbox: "*"`` or ``mailboxes``) is read by one position (:mod:`.search_position`) and
+continues with a :class:`~mail_imap_mcp.imap.search.cursors.WatermarkCursor` (a cursor of one row per
+mailbox, made before every server was read so, still continues by ``ordered_page``). The
 backend is chosen by :mod:`.search_backend`; the summaries of every mailbox are read at once. The page
 is data (:class:`~mail_imap_mcp.imap.records.SearchPage`); ``presentation/search_page.py`` words it for
 the model.
@@ -307,9 +307,7 @@ def search_page(app: AppContext, args: SearchArgs, search: Query, filter_digest:
     def work(session: ImapSession) -> _Read:
         backend = choose_backend(session.personality)
         assert backend == "imap"  # the one backend so far: the server's own SEARCH
-        if isinstance(cursor, WatermarkCursor) or (
-            cursor is None and reads_by_position(session, merged=not strict)
-        ):
+        if isinstance(cursor, WatermarkCursor) or (cursor is None and reads_by_position(merged=not strict)):
             return _by_watermark(session, app, account_id, args, search, digest, cursor, limit, snippet_chars)
         assert not isinstance(cursor, WatermarkCursor)
         pipelined = reads_at_once(args.sort, search, merged=not strict)

@@ -1,5 +1,4 @@
-"""A page of several mailboxes on a server that sorts, in arrival or date order, continued by one
-position.
+"""A page of several mailboxes, in arrival or date order, continued by one position.
 
 The order, the reads and the merge are :mod:`mail_imap_mcp.imap.search.watermark`'s; this module chooses
 the mailboxes (the list a first page made, kept per process by its digest, else listed again), checks
@@ -26,9 +25,10 @@ _LISTS: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
 _LISTS_KEPT = 256
 
 
-def reads_by_position(session: ImapSession, *, merged: bool) -> bool:
-    """Whether a first page is read by one position: several mailboxes, on a server with SORT."""
-    return merged and session.profile.sorts
+def reads_by_position(*, merged: bool) -> bool:
+    """Whether a first page is read by one position: several mailboxes, on any server (one with SORT
+    sorts their matches, one without searches them in bands of days: imap/search/watermark.py)."""
+    return merged
 
 
 def mailboxes_digest(names: Sequence[str], uidvalidities: Sequence[int]) -> str:
@@ -101,7 +101,10 @@ def position_page(
     merged = merge(known, limit)
     by_index = {part.index: part for part in parts}
     picks = [(names[i], by_index[i].uidvalidity, uid) for i, uid, _ in merged.picks]
-    total = cursor.total if cursor is not None else sum(p.count for p in parts if p.failure is None)
+    # On a first page ``near`` holds only the matches read whole besides the sorted or banded ones.
+    total = (
+        cursor.total if cursor is not None else sum(p.count + len(p.near) for p in parts if p.failure is None)
+    )
     page = PositionPage(picks, total, [p.mailbox for p in parts if p.failure is None], failed)
     if merged.next_watermark is not None:
         digest = mailboxes_digest(names, list(read.values()))

@@ -195,11 +195,14 @@ TOOL = ToolSpec(
     description=DESCRIPTION,
     details=DETAILS,
     changes=(
-        "A search of several mailboxes on a server with SORT continues from one position: its cursor is "
+        "A search of several mailboxes continues from one position, on every server: its cursor is "
         "about 52 characters whatever the number of mailboxes (it grew by about 30 a mailbox), in arrival "
         "and in date order. A mailbox deleted or recreated since the first page (or, after a server "
         "restart, one created) makes the next page a `conflict` whose `next_action` runs the search "
         "again; mail filed meanwhile with an earlier date comes once, at its place.",
+        "On a server without SORT (Gmail, Microsoft 365) a search of several mailboxes is in true arrival "
+        "(or sent-date) order across them, also where a mailbox's arrival times do not follow its UIDs; in "
+        "date order it is exact over every match (it was exact within blocks of 1,000, with a warning).",
     ),
     input_model=SearchMessagesInput,
     data_model=SearchMessagesData,

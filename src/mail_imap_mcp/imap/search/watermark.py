@@ -8,18 +8,23 @@ place in the mailbox). A next page is what follows the last message taken (the
 Every message that exists throughout the paging comes exactly once; one that arrives or moves in
 meanwhile comes at its place if that place is still ahead, never twice.
 
-Each mailbox answers two reads after its EXAMINE (:func:`mailbox_reads`), in one round trip for all:
+Each mailbox answers its reads after its EXAMINE (:func:`mailbox_reads`), in one round trip for all:
 
-* ``top``: ``UID SORT (REVERSE ARRIVAL)`` of the matches, a slice of the newest where ESORT offers
-  ``RETURN (PARTIAL 1:n COUNT)``; on a next page, of the matches whose date is more than
-  :data:`NEAR_DAYS` days before the watermark's (all of them older than it, whatever the time zones);
+* ``top`` (a server with SORT): ``UID SORT (REVERSE ARRIVAL)`` of the matches, a slice of the newest
+  where ESORT offers ``RETURN (PARTIAL 1:n COUNT)``; on a next page, of the matches whose date is more
+  than :data:`NEAR_DAYS` days before the watermark's (all of them older than it, whatever the time zones);
+* ``band`` (a server without SORT, as Gmail or Microsoft 365): ``UID SEARCH`` of the older matches in
+  bands of days (:data:`BAND_EDGES`), newest first; within a band nothing says which arrived last, so a
+  band's keys are read whole, and what lies in the bands not read is older than the last band read, by
+  its dates;
 * ``near`` (a next page only): ``UID SEARCH`` of the matches of the days around the watermark's, whose
-  INTERNALDATE decides which come after it.
+  INTERNALDATE decides which come after it; ``undated`` (date order without SORT): the matches without
+  a Date header, which that order places by their arrival.
 
-Then the INTERNALDATE of the first of ``top`` and of the ``near`` matches, one FETCH each mailbox, in a
-second round trip. :func:`trusted` keeps what is known to follow the watermark in order (reading more
-keys, in rare further round trips, where many messages share one arrival time), and :func:`merge` takes
-the page. Pure: no session.
+Then the INTERNALDATE of the first of ``top`` (or of the first bands) and of the ``near`` matches, one
+FETCH each mailbox, in a second round trip. :func:`trusted` keeps what is known to follow the watermark
+in order (reading more keys, in rare further round trips, where many messages share one arrival time or
+one band of days), and :func:`merge` takes the page. Pure: no session.
 """
 
 from __future__ import annotations
@@ -68,12 +73,28 @@ def _day(key: int) -> date:
 @dataclass(frozen=True)
 class Read:
     """One command after a mailbox's EXAMINE: ``top`` (``UID SORT``: ``head`` before the charset, the
-    search criteria after it) or ``near`` (``UID SEARCH`` of the criteria); ``tail`` follows the
-    criteria (the days that bound them)."""
+    search criteria after it), or ``near``, ``band`` or ``undated`` (``UID SEARCH`` of the criteria);
+    ``tail`` follows the criteria (the days that bound them). ``floor``: a band's first day (None: the
+    band of everything older)."""
 
     kind: str
     head: tuple[bytes, ...]
     tail: tuple[bytes, ...]
+    floor: date | None = None
+
+
+#: Without SORT, the older matches are searched in bands of days, each one's first day this many days
+#: before the band's anchor (the day the older matches end; on a first page, tomorrow), and a last band of
+#: everything older: eight searches a mailbox, in the same round trip. Widths growing fourfold from two
+#: days (a band is at least as wide as a date search is uncertain): the band a page needs is found at
+#: once, and its keys cost a few times what the page needs, as the days of a quiet mailbox run.
+BAND_EDGES = (2, 8, 32, 128, 512, 2048, 8192)
+#: How far past midnight UTC a day of a date search reaches: it compares dates "disregarding time and
+#: timezone", so a message of a day before a band's first one arrived before that day's noon UTC (the
+#: zones reach from UTC-12 to UTC+14); a day is kept as margin.
+DAY_SLACK = 86_400
+#: At most this many keys of a mailbox in one round trip (a band of many messages is read in several).
+KEY_CHUNK = 2_000
 
 
 #: Per order: the SORT criterion, and the search key of the older matches' days (arrival: INTERNALDATE;
@@ -83,11 +104,21 @@ _ORDERS = {"arrival": (b"(REVERSE ARRIVAL)", b"BEFORE"), "date": (b"(REVERSE DAT
 
 
 def mailbox_reads(
-    wanted: int, watermark: Watermark | None, *, partial: bool, sort: str = "arrival"
+    wanted: int,
+    watermark: Watermark | None,
+    *,
+    partial: bool,
+    sort: str = "arrival",
+    sorts: bool = True,
+    today: date | None = None,
 ) -> list[Read]:
     """What one mailbox is asked after its EXAMINE for ``wanted`` messages after ``watermark`` (None: a
     first page) in ``sort`` order, besides the search's own criteria. ``partial``: the server offers
-    ESORT's PARTIAL (a slice and the count, not every match)."""
+    ESORT's PARTIAL (a slice and the count, not every match); ``sorts``: it offers SORT at all, else the
+    older matches are searched in bands of days, the first of them ending after ``today`` (UTC) on a
+    first page."""
+    if not sorts:
+        return _banded_reads(watermark, sort, today or datetime.now(UTC).date())
     criterion, before_key = _ORDERS[sort]
     older: tuple[bytes, ...] = ()
     reads = []
@@ -103,6 +134,29 @@ def mailbox_reads(
         older = (before_key, since)
     head = (b"RETURN", f"(PARTIAL 1:{wanted + LOOKAHEAD} COUNT)".encode()) if partial else ()
     reads.append(Read("top", (*head, criterion), older))
+    return reads
+
+
+def _banded_reads(watermark: Watermark | None, sort: str, today: date) -> list[Read]:
+    since_key, before_key = (b"SINCE", b"BEFORE") if sort == "arrival" else (b"SENTSINCE", b"SENTBEFORE")
+    reads = []
+    if sort == "date":
+        reads.append(Read("undated", (), (b"NOT", b"HEADER", b"DATE", b'""')))
+    upper: date | None = None
+    anchor = today + timedelta(days=1)
+    if watermark is not None:
+        day = _day(watermark.key)
+        since, before = day - timedelta(days=NEAR_DAYS), day + timedelta(days=NEAR_DAYS)
+        reads.append(Read("near", (), (since_key, imap_date(since), before_key, imap_date(before))))
+        anchor = upper = since
+    for edge in BAND_EDGES:
+        floor = anchor - timedelta(days=edge)
+        below = (before_key, imap_date(upper)) if upper is not None else ()
+        reads.append(Read("band", (), (since_key, imap_date(floor), *below), floor))
+        upper = floor
+    # Everything else (NOT SINCE rather than BEFORE: a date the server cannot read is in no band before).
+    assert upper is not None
+    reads.append(Read("band", (), (b"NOT", since_key, imap_date(upper))))
     return reads
 
 
@@ -133,10 +187,22 @@ class MailboxPart:
     keyed: int = 0
     #: What ended this mailbox's part (missing, recreated, refused): its result.
     failure: Exception | None = None
+    #: Searched in bands of days (no SORT): where each band ends in ``order``, and its first day's
+    #: midnight UTC (epoch seconds; None: the band of everything older).
+    edges: list[int] = field(default_factory=list)
+    floors: list[int | None] = field(default_factory=list)
+
+    def take_band(self, uids: Sequence[int], floor: date | None) -> None:
+        """A band's matches (any order), after those of the newer bands."""
+        known = set(self.near)
+        self.order.extend(sorted((uid for uid in set(uids) if uid not in known), reverse=True))
+        self.edges.append(len(self.order))
+        self.floors.append(_midnight(floor) if floor is not None else None)
+        self.count = len(self.order)
 
     def needs_order(self, wanted: int) -> bool:
         """Whether the next keys to read lie beyond the slice the server sorted out (a full sort first)."""
-        return self._goal(wanted) > len(self.order) and len(self.order) < self.count
+        return not self.edges and self._goal(wanted) > len(self.order) and len(self.order) < self.count
 
     def keys_to_read(self, wanted: int) -> tuple[int, list[int]]:
         """How far into ``order`` the next read of keys reaches, and the UIDs it reads (with the first,
@@ -146,7 +212,12 @@ class MailboxPart:
         return goal, sorted(set(uids) | set(self.near)) if self.keyed == 0 else uids
 
     def _goal(self, wanted: int) -> int:
-        return wanted + LOOKAHEAD if self.keyed == 0 else self.keyed * GROWTH
+        if not self.edges:
+            return wanted + LOOKAHEAD if self.keyed == 0 else self.keyed * GROWTH
+        # Bands: the first ones that hold what the page wants, later one more band, whole (in chunks).
+        least = wanted + LOOKAHEAD if self.keyed == 0 else self.keyed + 1
+        end = next((edge for edge in self.edges if edge >= least), len(self.order))
+        return min(end, self.keyed + KEY_CHUNK)
 
 
 @dataclass
@@ -173,10 +244,28 @@ def trusted(part: MailboxPart, watermark: Watermark | None, wanted: int) -> Trus
     after.sort(key=lambda m: place(m[0], index, m[1]))
     if part.keyed >= part.count:
         return Trusted(index, after, False)
+    if part.edges:
+        return _trusted_by_bands(part, after, wanted)
     read = [part.keys[uid] for uid in part.order[: part.keyed] if uid in part.keys]
     last = min(read) if read else None
     complete = [m for m in after if last is not None and m[0] > last]
     return Trusted(index, complete, True) if len(complete) >= wanted else None
+
+
+def _trusted_by_bands(part: MailboxPart, after: list[tuple[int, int]], wanted: int) -> Trusted | None:
+    """What follows in a mailbox searched in bands: the messages of the bands read whole (and ``near``)
+    that arrived after the latest time a message of an unread band can have (its dates are before the
+    last band read)."""
+    full = sum(1 for edge in part.edges if edge <= part.keyed)
+    floor = part.floors[full - 1] if full else None
+    if floor is None:
+        return None
+    complete = [m for m in after if m[0] >= floor + DAY_SLACK]
+    return Trusted(part.index, complete, True) if len(complete) >= wanted else None
+
+
+def _midnight(day: date) -> int:
+    return int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp())
 
 
 @dataclass

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Protocol
 
 from mail_imap_mcp.imap import parsing, wire
@@ -57,9 +58,10 @@ def read_parts(
 ) -> list[tuple[MailboxPart, Trusted | None]]:
     """Each of ``mailboxes`` (place in the search's list, name): its part of the page in ``sort`` order
     and what of it is known to come next (None where it failed)."""
-    partial = session.profile.sorts_partially
-    reads = mailbox_reads(wanted, watermark, partial=partial, sort=sort)
-    whole = mailbox_reads(wanted, watermark, partial=False, sort=sort)[-1]
+    partial, sorts = session.profile.sorts_partially, session.profile.sorts
+    today = datetime.now(UTC).date()
+    reads = mailbox_reads(wanted, watermark, partial=partial, sort=sort, sorts=sorts, today=today)
+    whole = mailbox_reads(wanted, watermark, partial=False, sort=sort, sorts=sorts, today=today)[-1]
     parts = [MailboxPart(name, index) for index, name in mailboxes]
     if at_once:
         transport = _AllAtOnce(session, account_id, wire.search_args(list(criteria), None), sort, partial)
@@ -99,14 +101,22 @@ def _read(
 
 
 def _take(part: MailboxPart, read: Read, answer: list[object], partial: bool) -> None:
-    if read.kind == "near":
-        part.near = parsing.search_uids(list(answer))
+    if read.kind != "top":
+        _take_searched(part, read, parsing.search_uids(list(answer)))
     elif partial:
         part.order, count = partial_answer(answer)
         part.count = count if count is not None else len(part.order)
     else:
         part.order = parsing.search_uids(list(answer))
         part.count = len(part.order)
+
+
+def _take_searched(part: MailboxPart, read: Read, uids: list[int]) -> None:
+    """What a ``UID SEARCH`` read found: matches whose keys are all read, or a band of days."""
+    if read.kind == "band":
+        part.take_band(uids, read.floor)
+    else:
+        part.near.extend(uid for uid in uids if uid not in part.near)
 
 
 @dataclass
@@ -157,7 +167,7 @@ class _AllAtOnce:
         return answered
 
     def _command(self, read: Read, partial: bool) -> Command:
-        if read.kind == "near":
+        if read.kind != "top":
             return Command((b"SEARCH", *self.tokens, *read.tail), "SEARCH")
         args = (b"SORT", *read.head, b"US-ASCII", *(self.tokens or [b"ALL"]), *read.tail)
         return Command(args, "ESEARCH" if partial else "SORT")
@@ -181,8 +191,8 @@ class _OneByOne:
                 part.uidvalidity = self.session.examine(part.mailbox).uidvalidity
                 for read in reads:
                     criteria = [*self.criteria, *read.tail]
-                    if read.kind == "near":
-                        part.near = self.session.uid_search(criteria, charset=self.charset)
+                    if read.kind != "top":
+                        _take_searched(part, read, self.session.uid_search(criteria, charset=self.charset))
                     else:
                         self._sort(part, read, self.partial)
 
