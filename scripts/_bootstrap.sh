@@ -39,6 +39,24 @@ ensure_dovecot() {
   fi
 }
 
+# Redis and HAProxy, for the tests of several instances sharing state behind a load balancer
+# (tests/support/redis_server.py, tests/support/haproxy.py): started by the tests on loopback, never
+# as system services (the packages' own services are kept from starting).
+ensure_team_servers() {
+  local missing=()
+  command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || missing+=(redis-server)
+  command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  local added_policy=""
+  if [ "$(id -u)" -eq 0 ] && [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+    chmod 755 /usr/sbin/policy-rc.d
+    added_policy=1
+  fi
+  apt_install "${missing[@]}"
+  [ -z "$added_policy" ] || rm -f /usr/sbin/policy-rc.d
+}
+
 # A Python >= 3.11 with venv, installed with apt-get when missing; sets SYSTEM_PYTHON. Separate from
 # ensure_venv so that apt-get is done before other setup runs beside ensure_venv (see scripts/test).
 ensure_python() {

@@ -1,10 +1,14 @@
-"""What every tool handler gets: the configuration and the account connections."""
+"""What every tool handler gets: the configuration, the account connections and the shared state,
+as the user of the call sees them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from mail_imap_mcp.config import Config
+from mail_imap_mcp.config import AccountConfig, Config
 from mail_imap_mcp.confirmation import ConfirmationGate
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap import sealing
@@ -17,50 +21,151 @@ from mail_imap_mcp.imap.watch import WatchHub, WatchSettings
 from mail_imap_mcp.operations import OperationRegistry
 from mail_imap_mcp.presentation import failures
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT
+from mail_imap_mcp.state import (
+    ANONYMOUS,
+    MemoryStore,
+    Store,
+    current_user,
+    open_store,
+    shared_secret,
+    user_key,
+)
+
+#: How long a position cursor's mailbox list is kept for its next pages (then they list again).
+MAILBOX_LIST_TTL_S = 3600.0
 
 
 @dataclass
-class AppContext:
-    """Shared state of a running server."""
+class UserScope:
+    """What one user reaches: their accounts (templates filled in for them), their connections and
+    their mailbox watches."""
 
     config: Config
     pool: ConnectionPool
-    confirmations: ConfirmationGate = field(default_factory=ConfirmationGate)
-    operations: OperationRegistry = field(default_factory=OperationRegistry)
-    #: The connections that watch subscribed mailboxes (resources/subscribe).
-    watches: WatchHub = field(init=False)
+    watches: WatchHub
 
-    def __post_init__(self) -> None:
-        server = self.config.server
-        self.watches = WatchHub(
-            self.pool.new_connection,
+
+def accounts_of(config: Config, user: str) -> Config:
+    """``config`` with only the accounts ``user`` may use, each as that user logs in to it."""
+    accounts = {
+        aid: account.for_user(user) for aid, account in config.accounts.items() if account.serves(user)
+    }
+    return config.model_copy(update={"accounts": accounts})
+
+
+class AppContext:
+    """Shared state of a running server, and each user's scope of it (the current user's:
+    :data:`~mail_imap_mcp.state.current_user`): ``config``, ``pool`` and ``watches`` are the current
+    user's, ``full_config`` is everything configured. ``store``: the state instances share
+    (:mod:`mail_imap_mcp.state`)."""
+
+    def __init__(
+        self,
+        config: Config,
+        pool: ConnectionPool,
+        confirmations: ConfirmationGate | None = None,
+        operations: OperationRegistry | None = None,
+        *,
+        store: Store | None = None,
+        pool_for: Callable[[dict[str, AccountConfig]], ConnectionPool] | None = None,
+    ) -> None:
+        self.full_config = config
+        self.store: Store = store or MemoryStore()
+        self.confirmations = confirmations or ConfirmationGate(store=self.store)
+        self.operations = operations or OperationRegistry(store=self.store)
+        self._pool_for = pool_for or (lambda accounts: ConnectionPool(accounts))
+        self._scopes: dict[str, UserScope] = {ANONYMOUS: self._scope_of(accounts_of(config, ANONYMOUS), pool)}
+        self._lock = threading.Lock()
+
+    def _scope_of(self, config: Config, pool: ConnectionPool) -> UserScope:
+        server = config.server
+        watches = WatchHub(
+            pool.new_connection,
             WatchSettings(
                 max_connections=server.max_watch_connections,
                 poll_interval_s=server.watch_poll_interval_s,
                 idle_restart_s=server.watch_idle_restart_s,
             ),
         )
+        return UserScope(config, pool, watches)
+
+    def scope(self, user: str | None = None) -> UserScope:
+        """The scope of ``user`` (the current user's unless given), made on their first call."""
+        who = current_user.get() if user is None else user
+        with self._lock:
+            scope = self._scopes.get(who)
+            if scope is None:
+                config = accounts_of(self.full_config, who)
+                scope = self._scopes[who] = self._scope_of(config, self._pool_for(dict(config.accounts)))
+            return scope
+
+    @property
+    def config(self) -> Config:
+        """The configuration as the current user sees it: their accounts only."""
+        return self.scope().config
+
+    @property
+    def pool(self) -> ConnectionPool:
+        return self.scope().pool
+
+    @property
+    def watches(self) -> WatchHub:
+        return self.scope().watches
 
     @classmethod
     def from_config(cls, config: Config) -> AppContext:
-        sealing.load_key(config.server.state_dir or sealing.default_state_dir())
-        pool = ConnectionPool(
-            dict(config.accounts),
-            keepalive_interval_s=config.server.keepalive_interval_s,
-            summary_cache_entries=config.server.summary_cache_entries,
-            # A tool's own refusal inside an operation is judged on the mailbox's view, like the IMAP
-            # layer's: when the view turns out stale, the read runs again instead.
-            judged_on_the_view=(
-                ToolFailure,
-                AttachmentTooLarge,
-                ModeUnsupported,
-                DraftNotReplaceable,
-                MailboxNameUnknown,
-                MailboxNameRefused,
-            ),
+        store = open_store(config.state.resolve_url())
+        if store.shared:
+            sealing.use_key(shared_secret(store, "seal"))
+        else:
+            sealing.load_key(config.server.state_dir or sealing.default_state_dir())
+
+        def pool_for(accounts: dict[str, AccountConfig]) -> ConnectionPool:
+            return ConnectionPool(
+                accounts,
+                keepalive_interval_s=config.server.keepalive_interval_s,
+                summary_cache_entries=config.server.summary_cache_entries,
+                # A tool's own refusal inside an operation is judged on the mailbox's view, like the IMAP
+                # layer's: when the view turns out stale, the read runs again instead.
+                judged_on_the_view=(
+                    ToolFailure,
+                    AttachmentTooLarge,
+                    ModeUnsupported,
+                    DraftNotReplaceable,
+                    MailboxNameUnknown,
+                    MailboxNameRefused,
+                ),
+            )
+
+        gate = ConfirmationGate(
+            tokens_for_irreversible=config.server.confirm_without_elicitation,
+            store=store,
+            secret=shared_secret(store, "confirm") if store.shared else None,
         )
-        gate = ConfirmationGate(tokens_for_irreversible=config.server.confirm_without_elicitation)
-        return cls(config=config, pool=pool, confirmations=gate)
+        operations = OperationRegistry(store=store, ttl_s=config.state.operation_ttl_s)
+        anonymous = accounts_of(config, ANONYMOUS)
+        return cls(
+            config,
+            pool_for(dict(anonymous.accounts)),
+            gate,
+            operations,
+            store=store,
+            pool_for=pool_for,
+        )
+
+    def mailbox_list(self, account_id: str, digest: str) -> tuple[str, ...] | None:
+        """The mailbox list a position cursor's first page made (``digest``), where any instance
+        sharing the store made it for this user; None when none did (the next page lists again)."""
+        raw = self.store.get(user_key("mailboxes", account_id, digest))
+        return None if raw is None else tuple(json.loads(raw))
+
+    def remember_mailbox_list(self, account_id: str, digest: str, names: Sequence[str]) -> None:
+        """Keep a first page's mailbox list for its cursor's next pages (:data:`MAILBOX_LIST_TTL_S`)."""
+        self.store.set(
+            user_key("mailboxes", account_id, digest),
+            json.dumps(list(names), ensure_ascii=False).encode(),
+            MAILBOX_LIST_TTL_S,
+        )
 
     def resolve_account(self, account_id: str) -> str:
         if (
@@ -85,7 +190,8 @@ class AppContext:
     @property
     def writes_possible(self) -> bool:
         """Whether any account allows writes (otherwise write tools are not listed)."""
-        return any(self.config.writes_allowed(account_id) for account_id in self.config.accounts)
+        config = self.full_config
+        return any(config.writes_allowed(account_id) for account_id in config.accounts)
 
     def write_connection(self, account_id: str) -> AccountConnection:
         """The connection of ``account_id`` for a write; ``permission_denied`` when writes are off."""
@@ -107,5 +213,10 @@ class AppContext:
         return connection
 
     def close(self) -> None:
-        self.watches.close()
-        self.pool.close_all()
+        with self._lock:
+            scopes = list(self._scopes.values())
+        for scope in scopes:
+            scope.watches.close()
+            scope.pool.close_all()
+        self.operations.close()
+        self.store.close()

@@ -10,8 +10,11 @@ What can be undone or loses no data (rename, delete of a mailbox) is confirmed b
 the client supports it, else by a short-lived token bound to exactly that request (tool, account and
 every argument): the first call returns ``confirmation_required`` with the token, the same call with
 ``confirm_token`` set runs it. A token works once, for that request only, and expires after
-:data:`TOKEN_TTL_S`. Tokens are signed with a per-process secret: they do not survive a restart and
-mean nothing to another instance (see docs/security.md, which says what each mode protects against).
+:data:`TOKEN_TTL_S`. A token is bound to the user it was issued to. Tokens are signed with a secret of
+the store's (:mod:`mail_imap_mcp.state`): in one process (the default) a per-process secret, so they do
+not survive a restart; with ``[state] redis_url`` the secret every instance shares, so a token issued by
+one instance is accepted by any other, and its single use is recorded there: it works once across all
+of them (see docs/security.md, which says what each mode protects against).
 """
 
 from __future__ import annotations
@@ -21,30 +24,35 @@ import hashlib
 import hmac
 import json
 import secrets
-import threading
 import time
 from typing import Any
 
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
 from mail_imap_mcp.envelope.mcp import ASK_USER, client_can_ask_user, user_confirmed
+from mail_imap_mcp.state import MemoryStore, Store, current_user, user_key
 
 TOKEN_TTL_S = 300.0
-#: Tokens already used are remembered until they expire (bounded: at most this many).
-_MAX_USED = 10_000
 
 
 class ConfirmationGate:
     """Asks for confirmation, and issues and checks confirmation tokens (thread-safe).
 
-    ``tokens_for_irreversible``: ``confirm_without_elicitation`` of ``[server]``.
+    ``tokens_for_irreversible``: ``confirm_without_elicitation`` of ``[server]``; ``store`` records the
+    tokens used, ``secret`` signs them (both of this process unless given).
     """
 
-    def __init__(self, ttl_s: float = TOKEN_TTL_S, *, tokens_for_irreversible: bool = False) -> None:
-        self._secret = secrets.token_bytes(32)
+    def __init__(
+        self,
+        ttl_s: float = TOKEN_TTL_S,
+        *,
+        tokens_for_irreversible: bool = False,
+        store: Store | None = None,
+        secret: bytes | None = None,
+    ) -> None:
+        self._secret = secret or secrets.token_bytes(32)
         self._ttl_s = ttl_s
         self._tokens_for_irreversible = tokens_for_irreversible
-        self._used: dict[str, float] = {}
-        self._lock = threading.Lock()
+        self._store: Store = store or MemoryStore()
 
     def require(self, tool: str, arguments: dict[str, Any], what: str, *, irreversible: bool = False) -> None:
         """Return when the user confirmed this exact request (through the client, or with a valid
@@ -115,7 +123,10 @@ class ConfirmationGate:
 
     def _digest(self, tool: str, request: dict[str, Any], expires: int, nonce: str) -> str:
         canonical = json.dumps(
-            [tool, request, expires, nonce], sort_keys=True, separators=(",", ":"), default=str
+            [tool, request, expires, nonce, current_user.get()],
+            sort_keys=True,
+            separators=(",", ":"),
+            default=str,
         )
         mac = hmac.new(self._secret, canonical.encode(), hashlib.sha256).digest()[:18]
         return base64.urlsafe_b64encode(mac).decode()
@@ -144,10 +155,6 @@ class ConfirmationGate:
         now = time.time()
         if int(stamp) < now:
             raise refuse("this token has expired")
-        with self._lock:
-            self._used = {used: until for used, until in self._used.items() if until >= now}
-            if token in self._used:
-                raise refuse("this token was already used")
-            if len(self._used) >= _MAX_USED:
-                self._used.pop(next(iter(self._used)))
-            self._used[token] = int(stamp)
+        # Recorded until it expires, by whichever instance sees it first: it works once.
+        if not self._store.add(user_key("confirm-used", digest), b"1", int(stamp) - now + 1):
+            raise refuse("this token was already used")

@@ -13,7 +13,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from mail_imap_mcp.config import AccountConfig, HttpSettings, ServerSettings
+from mail_imap_mcp.config import (
+    AccountConfig,
+    HttpAuthSettings,
+    HttpSettings,
+    ServerSettings,
+    StateSettings,
+)
 from mail_imap_mcp.envelope import ERROR_REGISTRY
 from mail_imap_mcp.envelope.schemas import (
     OUTPUT_SCHEMAS_FILE,
@@ -188,6 +194,8 @@ def configuration_markdown() -> str:
         ("`[accounts.<account_id>]`", AccountConfig),
         ("`[server]`", ServerSettings),
         ("`[http]` (`serve --transport http`)", HttpSettings),
+        ("`[http.auth]` (each user signs in: a team's server)", HttpAuthSettings),
+        ("`[state]` (several instances share state)", StateSettings),
     ):
         schema = model.model_json_schema()
         lines += [

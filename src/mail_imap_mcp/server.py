@@ -26,6 +26,7 @@ from mail_imap_mcp.envelope.mcp import EnvelopeTool
 from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.ids import InvalidMessageId
 from mail_imap_mcp.services.attachment_fetch import attachment_blob
+from mail_imap_mcp.state import current_user, user_of
 from mail_imap_mcp.subscriptions import MailboxSubscriptions
 from mail_imap_mcp.tools.registry import build_tools, unlisted_tools
 from mail_imap_mcp.version import package_version
@@ -76,6 +77,8 @@ class MailServer(MCPServer[None]):
     async def read_resource(
         self, uri: AnyUrl | str, context: Context[None, Any] | None = None
     ) -> Iterable[ReadResourceContents] | InputRequiredResult:
+        # Whose read it is (the HTTP transport's verified access token): the readers see only theirs.
+        current_user.set(user_of(context))
         for template, reader in self._blobs:
             params = template.matches(str(uri))
             if params is not None:

@@ -13,6 +13,11 @@ expunge, a flag). The SDK decides the wire form by the protocol version the clie
 
 Watching threads hand each change to the event loop; one delivery task (run by the server's lifespan)
 sends it, so a slow client never holds a watching connection.
+
+Every subscription is its user's (:data:`~mail_imap_mcp.state.current_user`, from the request's access
+token): it watches that user's mailbox, and its notifications go only to that user's streams (each
+user listens on a bus of their own: the same URI of a ``per_user`` account names another mailbox for
+each user).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.resources.templates import ResourceSecurity
-from mcp.server.subscriptions import ListenHandler, SubscriptionBus
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, SubscriptionBus
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated
 from mcp.shared.uri_template import UriTemplate
@@ -52,8 +57,9 @@ from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.mailboxes import mailbox_counts
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.watch import Watch
+from mail_imap_mcp.imap.watch import Watch, WatchHub
 from mail_imap_mcp.sdk import connection_of, lowlevel_server
+from mail_imap_mcp.state import ANONYMOUS, current_user, user_of
 
 log = logging.getLogger("mail_imap_mcp.subscriptions")
 
@@ -91,10 +97,15 @@ def _check_cap(count: int) -> None:
 class MailboxSubscriptions:
     """The mailbox resource template and every subscription to it, for one server."""
 
-    def __init__(self, app: AppContext, bus: SubscriptionBus) -> None:
+    def __init__(
+        self, app: AppContext, bus: SubscriptionBus, bus_for: Callable[[str], SubscriptionBus] | None = None
+    ) -> None:
         self._app = app
-        self._bus = bus
-        self._listen = ListenHandler(bus)
+        #: Each user's bus and listen handler (``bus`` is the one-person server's).
+        self._bus_for = bus_for or (lambda user: InMemorySubscriptionBus())
+        self._buses: dict[str, tuple[SubscriptionBus, ListenHandler]] = {ANONYMOUS: (bus, ListenHandler(bus))}
+        #: The hub each watch was started on (its user's), to end it there.
+        self._hubs: dict[Watch, WatchHub] = {}
         #: Handshake-era subscriptions: one watch per session and mailbox (account, the server's name),
         #: notifying the URI first subscribed; every URI a session subscribed names its mailbox.
         self._sessions: dict[tuple[Connection, str, str], Watch] = {}
@@ -102,7 +113,7 @@ class MailboxSubscriptions:
         self._watched_sessions: set[Connection] = set()
         #: Listen-era subscriptions: one watch per mailbox, shared by the streams that listen to it, and
         #: the URIs it notifies with how many streams listen to each.
-        self._shared: dict[tuple[str, str], tuple[Watch, dict[str, int]]] = {}
+        self._shared: dict[tuple[str, str, str], tuple[Watch, dict[str, int]]] = {}
         self._outbox, self._inbox = anyio.create_memory_object_stream[Send](_QUEUE)
         self._token: anyio.lowlevel.EventLoopToken | None = None
 
@@ -223,7 +234,20 @@ class MailboxSubscriptions:
 
     # -- handshake era: resources/subscribe ------------------------------------------------------------
 
+    def _bus(self, user: str) -> tuple[SubscriptionBus, ListenHandler]:
+        if user not in self._buses:
+            bus = self._bus_for(user)
+            self._buses[user] = (bus, ListenHandler(bus))
+        return self._buses[user]
+
+    def _watch(self, account_id: str, mailbox: str, send: Send) -> Watch:
+        hub = self._app.watches
+        watch = hub.watch(account_id, mailbox, functools.partial(self._post, send))
+        self._hubs[watch] = hub
+        return watch
+
     async def subscribe(self, ctx: Context, params: SubscribeRequestParams) -> EmptyResult:
+        current_user.set(user_of(ctx))
         uri = str(params.uri)
         connection = connection_of(ctx)
         if (connection, uri) in self._uris:
@@ -236,8 +260,7 @@ class MailboxSubscriptions:
             connection.exit_stack.push_async_callback(self._end_session, connection)
         if (connection, account_id, mailbox) in self._sessions:
             return EmptyResult()  # another spelling of a watched mailbox: its one watch tells of changes
-        send = functools.partial(connection.send_resource_updated, uri)
-        watch = self._app.watches.watch(account_id, mailbox, functools.partial(self._post, send))
+        watch = self._watch(account_id, mailbox, functools.partial(connection.send_resource_updated, uri))
         self._sessions[connection, account_id, mailbox] = watch
         log.info("account=%s watching a mailbox for a session", account_id)
         await self._until_watched([watch])
@@ -266,22 +289,23 @@ class MailboxSubscriptions:
     async def listen(
         self, ctx: Context, params: SubscriptionsListenRequestParams
     ) -> SubscriptionsListenResult:
+        user = user_of(ctx)
+        current_user.set(user)
         uris = list(dict.fromkeys(params.notifications.resource_subscriptions or ()))
         _check_cap(len(uris))
         resolved = [(uri, *await self._resolve(uri)) for uri in uris]
         keys = []
         for uri, account_id, mailbox in resolved:
-            key = (account_id, mailbox)
+            key = (user, account_id, mailbox)
             if key not in self._shared:
-                notify = functools.partial(self._publish, key)
-                watch = self._app.watches.watch(account_id, mailbox, functools.partial(self._post, notify))
+                watch = self._watch(account_id, mailbox, functools.partial(self._publish, key))
                 self._shared[key] = (watch, {})
             listened = self._shared[key][1]
             listened[uri] = listened.get(uri, 0) + 1
             keys.append((key, uri))
         try:
             await self._until_watched(list({self._shared[key][0] for key, _ in keys if key in self._shared}))
-            return await self._listen(ctx, params)
+            return await self._bus(user)[1](ctx, params)
         finally:
             ended = []
             for key, uri in keys:
@@ -297,11 +321,13 @@ class MailboxSubscriptions:
             with anyio.CancelScope(shield=True):
                 await self._cancel(ended)
 
-    async def _publish(self, key: tuple[str, str]) -> None:
-        """Tell the streams listening to the mailbox ``key`` of a change: once per URI they listen to."""
+    async def _publish(self, key: tuple[str, str, str]) -> None:
+        """Tell the user's streams listening to the mailbox ``key`` of a change: once per URI they
+        listen to."""
         _, listened = self._shared.get(key, (None, {}))
+        bus = self._bus(key[0])[0]
         for uri in list(listened):
-            await self._bus.publish(ResourceUpdated(uri))
+            await bus.publish(ResourceUpdated(uri))
 
     # -- delivery ----------------------------------------------------------------------------------------
 
@@ -353,7 +379,9 @@ class MailboxSubscriptions:
     async def _cancel(self, watches: list[Watch]) -> None:
         def cancel_all() -> None:
             for watch in watches:
-                self._app.watches.cancel(watch)
+                hub = self._hubs.pop(watch, None)
+                if hub is not None:
+                    hub.cancel(watch)
 
         if watches:
             await anyio.to_thread.run_sync(cancel_all)

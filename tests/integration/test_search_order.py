@@ -18,7 +18,6 @@ import pytest
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap import sort as sort_module
 from mail_imap_mcp.imap.search.cursors import ANCHORS
-from mail_imap_mcp.services import search_position
 from tests.support import mailgen
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
@@ -460,7 +459,6 @@ async def test_a_mailbox_deleted_between_pages_is_a_conflict_that_reruns_the_sea
         first = await mcp.ok(TOOL, arguments)
         if created:
             _create(imap_server, user, created)
-        search_position._LISTS.clear()
         async for restarted in open_client(config):
             if created:
                 await restarted.fail(TOOL, first["next_action"]["arguments"], "conflict")

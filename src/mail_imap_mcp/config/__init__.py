@@ -22,6 +22,7 @@ from .accounts import (
 )
 from .loading import env_accounts, load_config, parse_command, resolve_config_path
 from .settings import Config, HttpSettings, ServerSettings
+from .team import HttpAuthSettings, StateSettings
 
 __all__ = [
     "ACCOUNT_ID_PATTERN",
@@ -34,9 +35,11 @@ __all__ = [
     "AuthMethod",
     "Config",
     "ConfigError",
+    "HttpAuthSettings",
     "HttpSettings",
     "Security",
     "ServerSettings",
+    "StateSettings",
     "env_accounts",
     "helper_environment",
     "is_loopback_host",

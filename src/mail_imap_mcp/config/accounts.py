@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
@@ -201,6 +201,21 @@ class AccountConfig(BaseModel):
         "needs_reply for your answers).",
     )
 
+    users: list[Annotated[str, Field(min_length=1, max_length=254)]] | None = Field(
+        default=None,
+        max_length=1000,
+        description="With [http.auth]: the users (as the token's user_claim names them) who may use this "
+        "account, e.g. a shared mailbox for a few; nobody else sees it. Unset: a one-person server's "
+        "account (stdio, the shared bearer token).",
+    )
+    per_user: bool = Field(
+        default=False,
+        description="With [http.auth]: a template serving each signed-in user their own mailbox: "
+        "`{user}` in username, addresses and the arguments of password_command and "
+        "oauth2_token_command is replaced by the user's name (e.g. a Dovecot master user, Google "
+        "domain-wide delegation). With users set, only those users get it.",
+    )
+
     authserv_id: str | None = Field(
         default=None,
         min_length=1,
@@ -258,6 +273,36 @@ class AccountConfig(BaseModel):
         if self.ca_file is not None and not self.ca_file.expanduser().is_file():
             raise ValueError("ca_file does not exist or is not a file")
         return self
+
+    def for_user(self, user: str) -> AccountConfig:
+        """This account as ``user`` logs in to it: a template's ``{user}`` substituted (a copy)."""
+        if not self.per_user:
+            return self
+
+        def fill(text: str) -> str:
+            return text.replace("{user}", user)
+
+        changes: dict[str, Any] = {"username": fill(self.username)}
+        changes["addresses"] = [fill(address) for address in self.addresses]
+        for name in ("password_command", "oauth2_token_command"):
+            command = getattr(self, name)
+            if command is not None:
+                changes[name] = [fill(arg) for arg in command]
+        copy = self.model_copy(update=changes)
+        copy._file_section, copy._env_prefix, copy._env_secure = (
+            self._file_section,
+            self._env_prefix,
+            self._env_secure,
+        )
+        return copy
+
+    def serves(self, user: str) -> bool:
+        """Whether ``user`` (empty: a one-person server's caller) may use this account."""
+        if not user:
+            return not self.per_user
+        if self.users is not None:
+            return user.casefold() in {listed.casefold() for listed in self.users}
+        return self.per_user
 
     # Where the account came from, so messages name a setting the way the user wrote it.
     _file_section: str | None = PrivateAttr(default=None)

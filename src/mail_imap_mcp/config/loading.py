@@ -263,6 +263,7 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
         env.get(HTTP_TOKEN_ENV)
         and isinstance(http, dict)
         and not any(key in http for key in HTTP_TOKEN_SOURCES)
+        and "auth" not in http
     ):
         merged["http"] = {**http, "token_env": HTTP_TOKEN_ENV}
     try:

@@ -24,6 +24,7 @@ from .accounts import (
     is_loopback_host,
     resolve_secret,
 )
+from .team import HttpAuthSettings, StateSettings
 
 
 class ServerSettings(BaseModel):
@@ -281,6 +282,11 @@ class HttpSettings(BaseModel):
         "authenticated is closed (never one that sent the token), else the new one. Also kept below half "
         "the process's file-descriptor limit.",
     )
+    auth: HttpAuthSettings | None = Field(
+        default=None,
+        description="`[http.auth]`: each user signs in with an access token of the team's identity "
+        "provider instead of the one shared bearer token (see the fields below).",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> HttpSettings:
@@ -289,8 +295,13 @@ class HttpSettings(BaseModel):
             raise ValueError(
                 f"set at most one of {', '.join(HTTP_TOKEN_SOURCES)} (found: {', '.join(sources)})"
             )
+        if sources and self.auth is not None:
+            raise ValueError(
+                f"[http.auth] signs each user in with their own access token: remove {sources[0]} (the "
+                "shared bearer token is for a one-person server)"
+            )
         if not is_loopback_host(self.host):
-            if not sources:
+            if not sources and self.auth is None:
                 raise ValueError(
                     f"host {self.host} is not a loopback address, so anyone who can reach the port could "
                     f"read the mail: set token_env, token_file or token_command in [http] (or "
@@ -360,6 +371,7 @@ class Config(BaseModel):
     accounts: dict[str, AccountConfig] = Field(default_factory=dict)
     server: ServerSettings = Field(default_factory=ServerSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
+    state: StateSettings = Field(default_factory=StateSettings)
 
     def writes_allowed(self, account_id: str) -> bool:
         """Whether write tools may change mail of ``account_id``."""
@@ -381,4 +393,9 @@ class Config(BaseModel):
         for account_id, account in self.accounts.items():
             if account._env_prefix is None:
                 account._file_section = f"accounts.{account_id}"
+            if self.http.auth is not None and account.users is None and not account.per_user:
+                raise ValueError(
+                    f"[http.auth] signs users in: say whose account {account_id!r} is, with users = "
+                    f'["name@example.com", ...] or per_user = true in [accounts.{account_id}]'
+                )
         return self

@@ -46,6 +46,7 @@ from mail_imap_mcp.envelope.schemas import (
     validation_failure,
 )
 from mail_imap_mcp.sdk import InternalTool, no_argument_metadata
+from mail_imap_mcp.state import current_user, user_of
 
 log = logging.getLogger("mail_imap_mcp.calls")
 
@@ -114,6 +115,8 @@ class EnvelopeTool(InternalTool):
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         if context is not None and hasattr(context, "report_progress"):
             progress_reporter.set(_reporter(context))
+        # Whose call it is (the HTTP transport's verified access token): the handler sees only theirs.
+        current_user.set(user_of(context))
         client_can_ask_user.set(_can_elicit(context))
         envelope, media = await self.answer(arguments)
         if _needs_confirmation(envelope) and _can_elicit(context):

@@ -5,7 +5,12 @@ key. The key lives in the state directory (``[server] state_dir``, file :data:`K
 made on first use, so cursors and tokens survive a restart and every process started with the same
 configuration follows the others' cursors. Where the directory cannot be written, the process seals
 with a key of its own (a warning says so): its cursors and tokens then end with it, and a later process
-refuses them as ``invalid_input``, with the advice to start over (docs/security.md, L2).
+refuses them as ``invalid_input``, with the advice to start over (docs/security.md, L2). With ``[state]
+redis_url`` the key is the one every instance shares (:func:`use_key`), kept in Redis.
+
+Each user's cursors and tokens are sealed under a key of their own (derived from the key and the user's
+name, :data:`~mail_imap_mcp.state.current_user`): one user's cursor or token is refused as forged when
+another user presents it.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import os
 import secrets
 import sys
 from pathlib import Path
+
+from mail_imap_mcp.state import current_user
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -61,6 +68,14 @@ def load_key(state_dir: Path) -> bool:
     return True
 
 
+def use_key(key: bytes) -> None:
+    """Seal with ``key`` (the secret every instance sharing ``[state]`` uses) instead of the file's."""
+    global _key
+    if len(key) != _KEY_BYTES:
+        raise ValueError(f"a sealing key has {_KEY_BYTES} bytes")
+    _key = key
+
+
 def _create(path: Path) -> None:
     """Write a new key to ``path``, unless another process just did (then its key is the one)."""
     temporary = path.with_name(f".{KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}")
@@ -74,9 +89,16 @@ def _create(path: Path) -> None:
         temporary.unlink(missing_ok=True)
 
 
+def _user_key() -> bytes:
+    user = current_user.get()
+    if not user:  # a one-person server: the key itself, so existing cursors stay valid
+        return _key
+    return hmac.new(_key, b"mail-imap-mcp user\0" + user.encode(), hashlib.sha256).digest()
+
+
 def mac(data: bytes, size: int) -> bytes:
-    """The first ``size`` bytes of the HMAC-SHA256 of ``data`` under the sealing key."""
-    return hmac.new(_key, data, hashlib.sha256).digest()[:size]
+    """The first ``size`` bytes of the HMAC-SHA256 of ``data`` under the current user's sealing key."""
+    return hmac.new(_user_key(), data, hashlib.sha256).digest()[:size]
 
 
 def matches(data: bytes, check: bytes) -> bool:

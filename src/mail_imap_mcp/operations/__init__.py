@@ -19,5 +19,14 @@ from mail_imap_mcp.operations.background import (
     OperationState,
     Progress,
 )
+from mail_imap_mcp.operations.shared import OperationView
 
-__all__ = ["FINISHED", "Operation", "OperationRef", "OperationRegistry", "OperationState", "Progress"]
+__all__ = [
+    "FINISHED",
+    "Operation",
+    "OperationRef",
+    "OperationRegistry",
+    "OperationState",
+    "OperationView",
+    "Progress",
+]

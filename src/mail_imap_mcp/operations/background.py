@@ -6,7 +6,12 @@ caller gets an :class:`OperationRef` to poll with ``imap_get_operation`` and to 
 ``imap_cancel_operation``; cancelling takes effect between batches (a batch already sent to the
 server is never undone or abandoned half-way). While the caller waits, progress goes to the MCP
 client as progress notifications when it asked for them. Finished operations are kept, at most
-:data:`MAX_FINISHED`, and evicted oldest first. Operations live in this process only.
+:data:`MAX_FINISHED`, and evicted oldest first.
+
+An operation belongs to the user who started it (:data:`~mail_imap_mcp.state.current_user`): to any
+other user it does not exist. With a shared store (``[state] redis_url``) its view (state, progress,
+result) is written there as it changes, so any instance answers imap_get_operation, and a cancel asked
+of another instance reaches the one running it through the store (:mod:`.shared`).
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from pydantic import BaseModel, Field
 
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.envelope.mcp import progress_reporter
+from mail_imap_mcp.operations.shared import OperationView, SharedOperations
+from mail_imap_mcp.state import MemoryStore, Store, current_user
 
 INLINE_S = 1.5
 MAX_FINISHED = 100
@@ -63,18 +70,23 @@ class Progress:
     operation then ends as ``canceled`` with that result.
     """
 
-    def __init__(self, operation: Operation) -> None:
+    def __init__(self, operation: Operation, shared: SharedOperations | None = None) -> None:
         self._operation = operation
+        self._shared = shared or SharedOperations(MemoryStore(), 0.0, list)
 
     def advance(self, count: int, message: str = "") -> None:
         """``count`` more items are done."""
         op = self._operation
         op.done = min(op.total, op.done + count)
         op.updates.put((op.done, message))
+        self._shared.publish(op.view(), op.user)
 
     @property
     def cancelled(self) -> bool:
-        return self._operation.cancel_requested.is_set()
+        op = self._operation
+        if not op.cancel_requested.is_set() and self._shared.cancel_asked(op.user, op.operation_id):
+            op.cancel_requested.set()
+        return op.cancel_requested.is_set()
 
 
 @dataclass
@@ -93,22 +105,56 @@ class Operation:
     cancel_requested: threading.Event = field(default_factory=threading.Event)
     updates: queue.SimpleQueue[tuple[int, str]] = field(default_factory=queue.SimpleQueue)
     finished: threading.Event = field(default_factory=threading.Event)
+    #: Whose it is: nobody else sees it.
+    user: str = field(default_factory=current_user.get)
 
     def ref(self) -> OperationRef:
         return OperationRef(
             operation_id=self.operation_id, state=self.state.value, done=self.done, total=self.total
         )
 
+    def view(self) -> OperationView:
+        """What imap_get_operation answers of it, as data any instance can read."""
+        done = self.state in FINISHED
+        result = self.result if done and self.failure is None else None
+        data = getattr(result, "data", None)
+        return OperationView(
+            operation_id=self.operation_id,
+            tool=self.tool,
+            account_id=self.account_id,
+            state=self.state.value,
+            done=self.done,
+            total=self.total,
+            started_utc=self.started_utc,
+            finished_utc=self.finished_utc,
+            summary=getattr(result, "summary", None),
+            result=data.model_dump(mode="json", by_alias=True) if isinstance(data, BaseModel) else None,
+            error=self.failure.to_error() if self.failure else None,
+            failure_next_action=self.failure.next_action if self.failure else None,
+        )
+
 
 class OperationRegistry:
     """The operations of one server process (thread-safe)."""
 
-    def __init__(self, *, inline_s: float = INLINE_S, max_finished: int = MAX_FINISHED) -> None:
+    def __init__(
+        self,
+        *,
+        inline_s: float = INLINE_S,
+        max_finished: int = MAX_FINISHED,
+        store: Store | None = None,
+        ttl_s: float = 3600.0,
+    ) -> None:
         self.inline_s = inline_s
         self._max_finished = max_finished
         self._operations: OrderedDict[str, Operation] = OrderedDict()
         self._lock = threading.Lock()
         self._numbers = itertools.count(1)
+        self.shared = SharedOperations(store or MemoryStore(), ttl_s, self._running_views)
+
+    def _running_views(self) -> list[tuple[OperationView, str]]:
+        with self._lock:
+            return [(op.view(), op.user) for op in self._operations.values() if op.state not in FINISHED]
 
     def run(
         self,
@@ -127,6 +173,7 @@ class OperationRegistry:
         with self._lock:
             self._operations[operation.operation_id] = operation
             self._evict()
+        self.shared.publish(operation.view(), operation.user)
         # The work's thread sees this call's context (request id for the audit line, and so on).
         context = contextvars.copy_context()
         thread = threading.Thread(
@@ -145,6 +192,7 @@ class OperationRegistry:
         self._forward(operation, report)
         with self._lock:  # answered inline: nobody will poll it
             self._operations.pop(operation.operation_id, None)
+        self.shared.forget(operation.user, operation.operation_id)
         if operation.failure is not None:
             raise operation.failure
         return operation.result
@@ -165,7 +213,7 @@ class OperationRegistry:
     ) -> None:
         operation.state = OperationState.RUNNING
         try:
-            operation.result = work(Progress(operation))
+            operation.result = work(Progress(operation, self.shared))
             stopped = operation.cancel_requested.is_set() and operation.done < operation.total
             operation.state = OperationState.CANCELED if stopped else state_of(operation.result)
         except ToolFailure as failure:
@@ -178,6 +226,7 @@ class OperationRegistry:
             )
             operation.state = OperationState.FAILED
         operation.finished_utc = datetime.now(UTC).isoformat(timespec="milliseconds")
+        self.shared.publish(operation.view(), operation.user)
         operation.finished.set()
 
     def _evict(self) -> None:
@@ -185,19 +234,46 @@ class OperationRegistry:
         for op_id in finished[: max(0, len(finished) - self._max_finished)]:
             del self._operations[op_id]
 
-    def get(self, operation_id: str) -> Operation:
+    def _local(self, operation_id: str) -> Operation | None:
         with self._lock:
             operation = self._operations.get(operation_id)
-        if operation is None:
-            raise ToolFailure(
-                ErrorCode.NOT_FOUND,
-                f"No operation {operation_id!r} in this server process (finished operations are kept, "
-                f"{self._max_finished} at most, until the server restarts).",
-                details={"parameter": "operation_id", "operation_id": operation_id},
-            )
-        return operation
+        # Another user's operation is answered as one that does not exist.
+        return operation if operation is not None and operation.user == current_user.get() else None
 
-    def cancel(self, operation_id: str) -> Operation:
-        operation = self.get(operation_id)
-        operation.cancel_requested.set()
-        return operation
+    def _not_found(self, operation_id: str) -> ToolFailure:
+        where = (
+            f"kept {int(self.shared.ttl_s)} s after it ended"
+            if self.shared.store.shared
+            else f"in this server process (finished operations are kept, {self._max_finished} at most, "
+            "until the server restarts)"
+        )
+        return ToolFailure(
+            ErrorCode.NOT_FOUND,
+            f"No operation {operation_id!r} {where}.",
+            details={"parameter": "operation_id", "operation_id": operation_id},
+        )
+
+    def get(self, operation_id: str) -> OperationView:
+        """The operation's view, from this process or (with a shared store) from the instance running
+        it; ``not_found`` for an unknown one and another user's."""
+        operation = self._local(operation_id)
+        if operation is not None:
+            return operation.view()
+        view = self.shared.read(current_user.get(), operation_id)
+        if view is None:
+            raise self._not_found(operation_id)
+        return view
+
+    def cancel(self, operation_id: str) -> OperationView:
+        """Ask the operation to stop after its current batch (wherever it runs); its view."""
+        operation = self._local(operation_id)
+        if operation is not None:
+            operation.cancel_requested.set()
+            return operation.view()
+        view = self.get(operation_id)
+        if view.state not in FINISHED:
+            self.shared.ask_cancel(current_user.get(), operation_id)
+        return view
+
+    def close(self) -> None:
+        self.shared.close()

@@ -89,6 +89,7 @@ from mail_imap_mcp.presentation.mail_failures import (
     write_refused,
 )
 from mail_imap_mcp.presentation.name_failures import NAME_FAILURES
+from mail_imap_mcp.presentation.state_failures import STATE_FAILURES
 
 InputT = TypeVar("InputT", bound=BaseModel)
 AppT = TypeVar("AppT", bound=App)
@@ -402,6 +403,7 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     ChangesTokenError: _changes_token_error,
     MalformedUidSet: _malformed_uid_set,
     ExtractionError: _extraction_failed,
+    **STATE_FAILURES,
     **ATTACHMENT_FAILURES,
     **DRAFT_FAILURES,
     **NAME_FAILURES,

@@ -7,13 +7,13 @@ from typing import Any
 from pydantic import Field
 
 from mail_imap_mcp.envelope import ErrorInfo, NextAction, Payload, ToolResult
-from mail_imap_mcp.operations import FINISHED, Operation, OperationRef
+from mail_imap_mcp.operations import FINISHED, OperationRef, OperationView
 
 #: The tool a running operation is checked with (its next_action names it).
 NAME = "imap_get_operation"
 ERRORS = {
     "invalid_input": "operation_id is malformed.",
-    "not_found": "No such operation in this server process (unknown, evicted, or the server restarted).",
+    "not_found": "No such operation (unknown, evicted, the server restarted, or another user's).",
 }
 OPERATION_ID = Field(
     min_length=1, max_length=64, pattern=r"^op_[0-9]+_[0-9a-f]+$", description="From data.background."
@@ -38,32 +38,34 @@ class OperationDetail(Payload):
     )
 
 
-def describe(operation: Operation, include_result: bool) -> ToolResult[OperationDetail]:
+def describe(operation: OperationView, include_result: bool) -> ToolResult[OperationDetail]:
     """The detail of ``operation``, as imap_get_operation and imap_cancel_operation answer it."""
     finished = operation.state in FINISHED
-    result = operation.result if finished and operation.failure is None else None
     detail = OperationDetail(
-        operation=operation.ref(),
+        operation=OperationRef(
+            operation_id=operation.operation_id,
+            state=operation.state,
+            done=operation.done,
+            total=operation.total,
+        ),
         tool=operation.tool,
         account_id=operation.account_id,
         started_utc=operation.started_utc,
         finished_utc=operation.finished_utc,
-        summary=getattr(result, "summary", None),
-        result=result.data.model_dump(mode="json", by_alias=True)
-        if include_result and result is not None
-        else None,
-        error=operation.failure.to_error() if operation.failure else None,
+        summary=operation.summary,
+        result=operation.result if include_result else None,
+        error=operation.error,
         next_action=_next_action(operation, finished),
     )
-    summary = f"Operation {operation.operation_id} ({operation.tool}): {operation.state.value}, {operation.done} of {operation.total} done"
+    summary = f"Operation {operation.operation_id} ({operation.tool}): {operation.state}, {operation.done} of {operation.total} done"
     return ToolResult(summary=summary, data=detail)
 
 
-def _next_action(operation: Operation, finished: bool) -> NextAction | None:
+def _next_action(operation: OperationView, finished: bool) -> NextAction | None:
     if not finished:
         return NextAction(
             instruction="Check the operation again in a moment",
             tool=NAME,
             arguments={"operation_id": operation.operation_id},
         )
-    return operation.failure.next_action if operation.failure else None
+    return operation.failure_next_action

@@ -43,7 +43,6 @@ from mail_imap_mcp.query import Query
 from mail_imap_mcp.services.search_backend import choose_backend
 from mail_imap_mcp.services.search_position import (
     PositionPage,
-    list_made_for,
     position_page,
     reads_by_position,
 )
@@ -240,7 +239,7 @@ def _by_watermark(
         skipped = sum(1 << i for i, name in enumerate(names) if name in set(first.empty))
     else:
         names = list(
-            list_made_for(account_id, cursor)
+            app.mailbox_list(account_id, cursor.mailboxes_digest)
             or _resolve(session, app, account_id, args, pipelined=False).chosen
         )
         skipped = cursor.skipped
@@ -256,6 +255,9 @@ def _by_watermark(
         cursor=cursor,
         failure_of=mailbox_failure,
     )
+    if page.next_cursor is not None:
+        # Its next pages, on any instance sharing the state, list no mailbox again.
+        app.remember_mailbox_list(account_id, page.next_cursor.mailboxes_digest, names)
     page.mailboxes += [name for i, name in enumerate(names) if skipped >> i & 1 and cursor is None]
     window = app.config.server.max_text_part_bytes
     ordered = OrderedPage(page.picks, page.total, [])

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -19,10 +18,6 @@ from mail_imap_mcp.imap.search.watermark import Trusted, Watermark, merge
 from mail_imap_mcp.imap.search.watermark_read import read_parts
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.query import Query, needs_utf8, search_keys
-
-#: Lists of mailboxes by the digest their cursors carry: a next page in this process lists nothing.
-_LISTS: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
-_LISTS_KEPT = 256
 
 
 def reads_by_position(*, merged: bool) -> bool:
@@ -46,11 +41,6 @@ class PositionPage:
     mailboxes: list[str]
     failed: list[tuple[str, Exception]] = field(default_factory=list)
     next_cursor: WatermarkCursor | None = None
-
-
-def list_made_for(account_id: str, cursor: WatermarkCursor) -> tuple[str, ...] | None:
-    """The mailbox list a cursor's first page made, where this process made it."""
-    return _LISTS.get((account_id, cursor.mailboxes_digest))
 
 
 def position_page(
@@ -108,7 +98,6 @@ def position_page(
     page = PositionPage(picks, total, [p.mailbox for p in parts if p.failure is None], failed)
     if merged.next_watermark is not None:
         digest = mailboxes_digest(names, list(read.values()))
-        _remember(account_id, digest, names)
         mark = merged.next_watermark
         returned = (cursor.returned if cursor is not None else 0) + len(picks)
         page.next_cursor = WatermarkCursor(
@@ -124,10 +113,3 @@ def position_page(
             mark.uid,
         )
     return page
-
-
-def _remember(account_id: str, digest: str, names: Sequence[str]) -> None:
-    _LISTS[(account_id, digest)] = tuple(names)
-    _LISTS.move_to_end((account_id, digest))
-    while len(_LISTS) > _LISTS_KEPT:
-        _LISTS.popitem(last=False)

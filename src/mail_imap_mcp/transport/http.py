@@ -7,8 +7,10 @@ calls once SIGTERM arrived and tells shutdown when none is in flight).
 Outermost, :mod:`mail_imap_mcp.transport.guards` checks Host and Origin strictly (before the token)
 and bounds connections: a deadline for request headers and a cap that closes connections without the
 token first. The SDK's DNS-rebinding protection, with the list built by :func:`transport_security`,
-checks again behind it. No OAuth metadata is published: the token is a shared secret, not issued
-by an authorization server.
+checks again behind it. With the shared bearer token no OAuth metadata is published: the token is a
+shared secret, not issued by an authorization server. With ``[http.auth]``, :mod:`.oauth` takes the
+bearer check's place: each request carries a user's access token, and the server publishes its
+protected resource metadata (RFC 9728).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from mail_imap_mcp.transport.guards import (
     guarded_protocol,
     log_refusal,
 )
+from mail_imap_mcp.transport.oauth import AccessTokenVerifier, ResourceServerAuth, metadata_url
 
 log = logging.getLogger("mail_imap_mcp.http")
 
@@ -341,12 +344,14 @@ async def serve_http(config: Config, settings: HttpSettings, token: str | None, 
         header_timeout_s=settings.request_header_timeout_s, max_connections=settings.max_connections
     )
     allowed = transport_security(settings)
+    checked: ASGIApp = drain
+    if settings.auth is not None:
+        secret = settings.auth.resolve_client_secret() if settings.auth.introspection_url else None
+        checked = ResourceServerAuth(TrustOnToken(drain, guard), AccessTokenVerifier(settings.auth, secret))
+    elif token is not None:
+        checked = BearerAuth(TrustOnToken(drain, guard), token)
     asgi = RequestLimits(
-        HostOriginCheck(
-            with_cors(drain if token is None else BearerAuth(TrustOnToken(drain, guard), token), settings),
-            allowed.allowed_hosts,
-            allowed.allowed_origins,
-        )
+        HostOriginCheck(with_cors(checked, settings), allowed.allowed_hosts, allowed.allowed_origins)
     )
     logging.getLogger("asyncio").addFilter(RateLimitedLog(ACCEPT_FAILURE, _ACCEPT_FAILURE_LOG_INTERVAL_S))
     log.addFilter(RateLimitedLog(REFUSED, _REFUSAL_LOG_INTERVAL_S))
@@ -364,13 +369,20 @@ async def serve_http(config: Config, settings: HttpSettings, token: str | None, 
     )
     if (warning := token_file_warning(settings)) is not None:
         log.warning("%s", warning)
-    if token is None:
+    if settings.auth is not None:
+        log.info(
+            "each user signs in with an access token of %s; metadata at %s",
+            settings.auth.issuer,
+            metadata_url(settings.auth),
+        )
+    elif token is None:
         log.warning(
             "no bearer token configured: any program on this machine can use the mailboxes through %s "
             "(set token_env, token_file or token_command in [http])",
             _url(sock),
         )
-    log.info("serving MCP at %s (%s)", _url(sock), "bearer token required" if token else "no token")
+    how = "access tokens" if settings.auth else "bearer token required" if token else "no token"
+    log.info("serving MCP at %s (%s)", _url(sock), how)
 
     async def shut_down(scope: anyio.CancelScope) -> None:
         with scope:

@@ -1,0 +1,41 @@
+"""State several server instances share: one small :class:`Store` interface, kept in this process
+(:class:`MemoryStore`, the default) or in Redis (``[state] redis_url``, :mod:`.redis`).
+
+What lives here: confirmation tokens already used, background operations (status, cancel, result),
+the signing secret of cursors and tokens, and the mailbox lists of position cursors, each keyed per
+user (:func:`user_key`) and with a time to live. The caller of a request is :data:`current_user`.
+"""
+
+from __future__ import annotations
+
+from mail_imap_mcp.state.principal import ANONYMOUS, USER_CLAIM, current_user, user_key, user_of
+from mail_imap_mcp.state.store import (
+    MemoryStore,
+    StateUnavailable,
+    Store,
+    Subscription,
+    shared_secret,
+)
+
+__all__ = [
+    "ANONYMOUS",
+    "USER_CLAIM",
+    "MemoryStore",
+    "StateUnavailable",
+    "Store",
+    "Subscription",
+    "current_user",
+    "open_store",
+    "shared_secret",
+    "user_key",
+    "user_of",
+]
+
+
+def open_store(redis_url: str | None) -> Store:
+    """The store of ``[state]``: Redis at ``redis_url``, else this process's memory."""
+    if redis_url is None:
+        return MemoryStore()
+    from mail_imap_mcp.state.redis import RedisStore
+
+    return RedisStore(redis_url)

@@ -1,0 +1,42 @@
+"""Who a call is made for: the user an HTTP request's access token names (``[http.auth]``), else
+nobody in particular (stdio, the static bearer token: one person's server)."""
+
+from __future__ import annotations
+
+import hashlib
+from contextvars import ContextVar
+
+#: The user of a one-person server (stdio, a static bearer token): every account is theirs.
+ANONYMOUS = ""
+
+#: The user the current call is made for (set where a request enters: the tool call, the resource read).
+current_user: ContextVar[str] = ContextVar("current_user", default=ANONYMOUS)
+
+
+def user_key(kind: str, *parts: str, user: str | None = None) -> str:
+    """The store key of ``kind`` for the user (the current one unless given): the user's name is
+    hashed, so keys neither grow with it nor show it to whoever lists the store's keys."""
+    who = current_user.get() if user is None else user
+    tag = hashlib.sha256(who.encode()).hexdigest()[:24] if who else "-"
+    return ":".join(("mim", kind, tag, *parts))
+
+
+#: Where the HTTP transport puts the user's name among the claims of the access token it verified
+#: (:mod:`mail_imap_mcp.transport.oauth`).
+USER_CLAIM = "mail_imap_mcp/user"
+
+
+def user_of(context: object) -> str:
+    """The user a request was authenticated as: read from an MCP request context (the SDK's tool or
+    resource ``Context``, or a lowlevel ``ServerRequestContext``) whose HTTP request carries a verified
+    access token; :data:`ANONYMOUS` for stdio, in-process clients and the static bearer token."""
+    try:
+        inner = getattr(context, "request_context", context)
+    except ValueError:  # the SDK's Context outside of a request
+        return ANONYMOUS
+    request = getattr(inner, "request", None)
+    scope = getattr(request, "scope", None)
+    user = scope.get("user") if isinstance(scope, dict) else None
+    claims = getattr(getattr(user, "access_token", None), "claims", None)
+    name = claims.get(USER_CLAIM) if isinstance(claims, dict) else None
+    return name if isinstance(name, str) else ANONYMOUS

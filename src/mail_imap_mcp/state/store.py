@@ -1,0 +1,176 @@
+"""The store interface and its in-process implementation."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Protocol
+
+
+class StateUnavailable(Exception):
+    """The shared store cannot be reached (Redis down, refused, timed out): nothing was read or
+    written there. Worded by the failure registry as ``unavailable`` (retryable)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class Subscription(Protocol):
+    """A channel being listened to; :meth:`close` stops the deliveries."""
+
+    def close(self) -> None: ...
+
+
+class Store(Protocol):
+    """Keys to bytes with a time to live, counters, single-use values and publish/subscribe.
+
+    Every method may raise :class:`StateUnavailable`; none blocks for long.
+    """
+
+    #: Whether other processes see what this one writes (Redis), or only this one does (memory).
+    shared: bool
+
+    def get(self, key: str) -> bytes | None: ...
+
+    def set(self, key: str, value: bytes, ttl_s: float) -> None: ...
+
+    def add(self, key: str, value: bytes, ttl_s: float) -> bool:
+        """Set ``key`` only where it is not set: True for the one caller that set it."""
+        ...
+
+    def take(self, key: str) -> bytes | None:
+        """The value of ``key``, removed in the same step: only one caller ever gets it."""
+        ...
+
+    def incr(self, key: str, ttl_s: float) -> int:
+        """Add one to the counter ``key`` (0 when missing) and return it; its time to live starts
+        with its first increment."""
+        ...
+
+    def delete(self, key: str) -> None: ...
+
+    def publish(self, channel: str, message: bytes) -> None: ...
+
+    def subscribe(self, channel: str, deliver: Callable[[bytes], None]) -> Subscription:
+        """Call ``deliver(message)`` (on a thread of the store's) for each message published on
+        ``channel`` from now on, by any process sharing the store."""
+        ...
+
+    def close(self) -> None: ...
+
+
+#: At most this many keys in memory: the oldest go first (every key has a time to live anyway).
+MAX_MEMORY_KEYS = 10_000
+
+
+class _MemorySubscription:
+    def __init__(self, store: MemoryStore, channel: str, deliver: Callable[[bytes], None]) -> None:
+        self._store, self.channel, self.deliver = store, channel, deliver
+
+    def close(self) -> None:
+        self._store._unsubscribe(self)
+
+
+class MemoryStore:
+    """The store of one process (thread-safe): what the server did before there was a store."""
+
+    shared = False
+
+    def __init__(
+        self, *, max_keys: int = MAX_MEMORY_KEYS, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._values: OrderedDict[str, tuple[bytes, float]] = OrderedDict()
+        self._subscribers: list[_MemorySubscription] = []
+        self._lock = threading.Lock()
+        self._max_keys = max_keys
+        self._clock = clock
+
+    def _live(self, key: str) -> bytes | None:
+        entry = self._values.get(key)
+        if entry is None:
+            return None
+        if entry[1] <= self._clock():
+            del self._values[key]
+            return None
+        return entry[0]
+
+    def _put(self, key: str, value: bytes, ttl_s: float) -> None:
+        self._values[key] = (value, self._clock() + ttl_s)
+        self._values.move_to_end(key)
+        while len(self._values) > self._max_keys:
+            self._values.popitem(last=False)
+
+    def get(self, key: str) -> bytes | None:
+        with self._lock:
+            return self._live(key)
+
+    def set(self, key: str, value: bytes, ttl_s: float) -> None:
+        with self._lock:
+            self._put(key, value, ttl_s)
+
+    def add(self, key: str, value: bytes, ttl_s: float) -> bool:
+        with self._lock:
+            if self._live(key) is not None:
+                return False
+            self._put(key, value, ttl_s)
+            return True
+
+    def take(self, key: str) -> bytes | None:
+        with self._lock:
+            value = self._live(key)
+            self._values.pop(key, None)
+            return value
+
+    def incr(self, key: str, ttl_s: float) -> int:
+        with self._lock:
+            value = self._live(key)
+            count = int(value or b"0") + 1
+            expires = self._values[key][1] if value is not None else self._clock() + ttl_s
+            self._values[key] = (str(count).encode(), expires)
+            return count
+
+    def delete(self, key: str) -> None:
+        with self._lock:
+            self._values.pop(key, None)
+
+    def publish(self, channel: str, message: bytes) -> None:
+        with self._lock:
+            listeners = [s for s in self._subscribers if s.channel == channel]
+        for listener in listeners:
+            listener.deliver(message)
+
+    def subscribe(self, channel: str, deliver: Callable[[bytes], None]) -> Subscription:
+        subscription = _MemorySubscription(self, channel, deliver)
+        with self._lock:
+            self._subscribers.append(subscription)
+        return subscription
+
+    def _unsubscribe(self, subscription: _MemorySubscription) -> None:
+        with self._lock:
+            if subscription in self._subscribers:
+                self._subscribers.remove(subscription)
+
+    def close(self) -> None:
+        with self._lock:
+            self._subscribers.clear()
+
+
+#: A shared secret is kept this long (and made again, with every cursor and token it sealed then
+#: refused as forged, only if Redis lost it).
+SECRET_TTL_S = 10 * 365 * 86400.0
+
+
+def shared_secret(store: Store, name: str, size: int = 32) -> bytes:
+    """The secret ``name`` every process sharing ``store`` uses: made by the first to ask, read by the
+    others (:class:`StateUnavailable` when the store cannot be reached)."""
+    key = f"mim:secret:{name}"
+    store.add(key, secrets.token_bytes(size), SECRET_TTL_S)
+    value = store.get(key)
+    if value is None or len(value) != size:  # removed between the two steps: make it again
+        value = secrets.token_bytes(size)
+        store.set(key, value, SECRET_TTL_S)
+    return value

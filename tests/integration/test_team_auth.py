@@ -1,0 +1,182 @@
+"""A team's server (issue 39): each user signs in with an access token of the team's identity provider
+(a real authorization server on a loopback socket: JWKS, token issuing, introspection), and sees only
+the accounts that are theirs: a ``per_user`` template on Dovecot (their own mailbox) and a shared
+mailbox for a few. A real ``mail-imap-mcp serve --transport http`` process, the SDK's HTTP client."""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from tests.support import mailgen
+from tests.support.dovecot import Dovecot
+from tests.support.envelope_client import INITIALIZE_REQUEST
+from tests.support.http_server import HttpServer, http_client
+from tests.support.identity_provider import IdentityProvider
+from tests.support.imapserver import free_ports
+from tests.support.team import Team, new_team, start_instances, team_config
+
+pytestmark = pytest.mark.anyio
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@pytest.fixture
+def idp() -> Iterator[IdentityProvider]:
+    with IdentityProvider() as provider:
+        yield provider
+
+
+@pytest.fixture
+def team(dovecot: Dovecot) -> Team:
+    team = new_team(dovecot)
+    for user in (team.alice, team.bob, team.outsider, team.shared_user):
+        dovecot.seed(user, "INBOX", [mailgen.plain_message(f"mail of {user}", f"only for {user}")])
+    return team
+
+
+def _serve(tmp_path: Path, dovecot: Dovecot, team: Team, idp: IdentityProvider, **options: Any) -> HttpServer:
+    (port,) = free_ports("127.0.0.1")
+    audience = f"http://127.0.0.1:{port}/mcp"
+    config = team_config(tmp_path / "config.toml", dovecot, team, idp, audience=audience, **options)
+    (server,) = start_instances(config, [port])
+    return server
+
+
+@pytest.fixture
+def server(tmp_path: Path, dovecot: Dovecot, team: Team, idp: IdentityProvider) -> Iterator[HttpServer]:
+    started = _serve(tmp_path, dovecot, team, idp)
+    yield started
+    started.stop()
+
+
+def post(server: HttpServer, token: str | None) -> httpx2.Response:
+    headers = {**MCP_HEADERS, **({"Authorization": f"Bearer {token}"} if token else {})}
+    return httpx2.post(server.url, headers=headers, content=json.dumps(INITIALIZE_REQUEST), timeout=10)
+
+
+def test_the_protected_resource_metadata_names_the_issuer(server: HttpServer, idp: IdentityProvider) -> None:
+    for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
+        answer = httpx2.get(urllib.parse.urljoin(server.url, path), timeout=10)
+        assert answer.status_code == 200, path
+        metadata = answer.json()
+        assert metadata["resource"] == server.url
+        assert metadata["authorization_servers"] == [idp.issuer]
+        assert metadata["scopes_supported"] == ["mail"]
+
+
+def test_a_request_without_a_token_is_told_where_the_metadata_is(server: HttpServer) -> None:
+    answer = post(server, None)
+    assert answer.status_code == 401
+    challenge = answer.headers["www-authenticate"]
+    assert challenge.startswith("Bearer ")
+    assert 'resource_metadata="http://127.0.0.1:' in challenge
+    assert "/.well-known/oauth-protected-resource/mcp" in challenge
+    assert "error=" not in challenge  # RFC 6750: no error code when no credentials were sent
+
+
+def test_tokens_expired_early_for_another_audience_or_issuer_or_forged_are_refused(
+    server: HttpServer, idp: IdentityProvider, team: Team
+) -> None:
+    audience = server.url
+    refused = {
+        "expired": idp.jwt(team.alice, audience=audience, lifetime_s=-120),
+        "not valid yet": idp.jwt(team.alice, audience=audience, nbf=2**31 - 10),
+        "another audience": idp.jwt(team.alice, audience="https://other-service.example/mcp"),
+        "another issuer": idp.jwt(team.alice, audience=audience, iss="https://evil.example"),
+        "signature": idp.jwt(team.alice, audience=audience, key=rsa.generate_private_key(65537, 2048)),
+        "not a jwt": "not-a-token",
+    }
+    for why, token in refused.items():
+        answer = post(server, token)
+        assert answer.status_code == 401, why
+        challenge = answer.headers["www-authenticate"]
+        assert 'error="invalid_token"' in challenge and "resource_metadata=" in challenge, why
+        assert why in answer.json()["error_description"] or why == "not a jwt", why
+    missing_scope = post(server, idp.jwt(team.alice, audience=audience, scope="calendar"))
+    assert missing_scope.status_code == 403
+    assert 'error="insufficient_scope"' in missing_scope.headers["www-authenticate"]
+    assert post(server, idp.jwt(team.alice, audience=audience)).status_code == 200
+    log = server.log()
+    for token in refused.values():
+        assert token not in log
+
+
+async def test_each_user_sees_their_own_mailbox_and_the_shared_one_and_nothing_else(
+    server: HttpServer, idp: IdentityProvider, team: Team
+) -> None:
+    seen: dict[str, dict[str, Any]] = {}
+    for user in (team.alice, team.bob):
+        async with http_client(server.url, idp.jwt(user, audience=server.url)) as mcp:
+            accounts = (await mcp.ok("imap_list_accounts"))["accounts"]
+            assert sorted(a["account_id"] for a in accounts) == ["own", "support"]
+            own = await mcp.ok("imap_search_messages", {"account_id": "own", "fields": "full"})
+            assert [m["subject"] for m in own["messages"]] == [f"mail of {user}"]
+            shared = await mcp.ok("imap_search_messages", {"account_id": "support", "fields": "full"})
+            assert [m["subject"] for m in shared["messages"]] == [f"mail of {team.shared_user}"]
+            seen[user] = {"own": own["messages"][0], "support": shared["messages"][0]}
+    # Alice's message ids name her own mailbox: for Bob, the same id names his (never hers).
+    async with http_client(server.url, idp.jwt(team.bob, audience=server.url)) as bob:
+        alice_own = seen[team.alice]["own"]["message_id"]
+        answer = await bob.call("imap_get_message", {"message_id": alice_own})
+        assert f"mail of {team.alice}" not in json.dumps(answer)
+    # Someone signed in whom no account lists sees none, and an id of the shared mailbox is not_found,
+    # worded as for an account that does not exist.
+    async with http_client(server.url, idp.jwt(team.outsider, audience=server.url)) as eve:
+        assert (await eve.ok("imap_list_accounts"))["accounts"] == []
+        failure = await eve.fail(
+            "imap_get_message", {"message_id": seen[team.alice]["support"]["message_id"]}, "not_found"
+        )
+        assert team.shared_user not in json.dumps(failure) and "own" not in failure["error"]["message"]
+        missing = await eve.fail("imap_search_messages", {"account_id": "nowhere"}, "not_found")
+        assert (
+            missing["error"]["message"].replace("'nowhere'", "'support'")
+            == (await eve.fail("imap_search_messages", {"account_id": "support"}, "not_found"))["error"][
+                "message"
+            ]
+        )
+
+
+async def test_a_users_cursor_and_changes_token_mean_nothing_to_another_user(
+    server: HttpServer, idp: IdentityProvider, team: Team, dovecot: Dovecot
+) -> None:
+    dovecot.seed(team.shared_user, "INBOX", [mailgen.plain_message(f"more {i}", "x") for i in range(3)])
+    async with http_client(server.url, idp.jwt(team.alice, audience=server.url)) as alice:
+        page = await alice.ok("imap_search_messages", {"account_id": "support", "limit": 1})
+        changes = await alice.ok("imap_get_changes", {"account_id": "support"})
+        assert (
+            await alice.ok(
+                "imap_search_messages", {"account_id": "support", "limit": 1, "cursor": page["next_cursor"]}
+            )
+        )["messages"]
+    async with http_client(server.url, idp.jwt(team.bob, audience=server.url)) as bob:
+        stolen = {"account_id": "support", "limit": 1, "cursor": page["next_cursor"]}
+        await bob.fail("imap_search_messages", stolen, "invalid_input")
+        await bob.fail(
+            "imap_get_changes", {"account_id": "support", "since": changes["changes_token"]}, "invalid_input"
+        )
+
+
+async def test_opaque_tokens_are_checked_by_introspection(
+    tmp_path: Path, dovecot: Dovecot, team: Team, idp: IdentityProvider
+) -> None:
+    server = _serve(tmp_path, dovecot, team, idp, introspection=True)
+    try:
+        assert post(server, idp.opaque(team.alice, audience="https://other.example/mcp")).status_code == 401
+        assert post(server, idp.opaque(team.alice, audience=server.url, lifetime_s=-60)).status_code == 401
+        assert post(server, "opaque-never-issued").status_code == 401
+        token = idp.opaque(team.alice, audience=server.url)
+        async with http_client(server.url, token) as alice:
+            own = await alice.ok("imap_search_messages", {"account_id": "own", "fields": "full"})
+            assert [m["subject"] for m in own["messages"]] == [f"mail of {team.alice}"]
+        assert idp.requests["/introspect"] >= 4
+        assert token not in server.log()
+    finally:
+        server.stop()

@@ -1,0 +1,88 @@
+"""The in-process store (state/store.py): what one process keeps, with times to live on a fake clock."""
+
+from __future__ import annotations
+
+from mail_imap_mcp.state import ANONYMOUS, MemoryStore, current_user, shared_secret, user_key
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_value_lives_until_its_time_to_live_ends() -> None:
+    clock = Clock()
+    store = MemoryStore(clock=clock)
+    store.set("k", b"v", 10)
+    assert store.get("k") == b"v"
+    clock.now += 10
+    assert store.get("k") is None
+
+
+def test_add_sets_only_where_nothing_is_and_again_once_it_expired() -> None:
+    clock = Clock()
+    store = MemoryStore(clock=clock)
+    assert store.add("k", b"first", 5)
+    assert not store.add("k", b"second", 5)
+    assert store.get("k") == b"first"
+    clock.now += 5
+    assert store.add("k", b"third", 5)
+
+
+def test_take_gives_a_value_once() -> None:
+    store = MemoryStore()
+    store.set("k", b"v", 10)
+    assert store.take("k") == b"v"
+    assert store.take("k") is None
+
+
+def test_a_counter_counts_from_one_and_keeps_its_first_expiry() -> None:
+    clock = Clock()
+    store = MemoryStore(clock=clock)
+    assert [store.incr("c", 10) for _ in range(3)] == [1, 2, 3]
+    clock.now += 9
+    assert store.incr("c", 10) == 4
+    clock.now += 1
+    assert store.incr("c", 10) == 1
+
+
+def test_the_oldest_keys_go_first_past_the_bound() -> None:
+    store = MemoryStore(max_keys=2)
+    for key in "abc":
+        store.set(key, b"1", 60)
+    assert [store.get(key) for key in "abc"] == [None, b"1", b"1"]
+
+
+def test_a_message_reaches_the_subscribers_of_its_channel_until_they_close() -> None:
+    store = MemoryStore()
+    got: list[bytes] = []
+    subscription = store.subscribe("news", got.append)
+    store.subscribe("other", lambda message: got.append(b"wrong " + message))
+    store.publish("news", b"one")
+    subscription.close()
+    store.publish("news", b"two")
+    assert got == [b"one"]
+
+
+def test_a_shared_secret_is_made_once_and_read_by_every_later_caller() -> None:
+    store = MemoryStore()
+    first = shared_secret(store, "seal")
+    assert len(first) == 32
+    assert shared_secret(store, "seal") == first
+    assert shared_secret(store, "other") != first
+
+
+def test_keys_are_per_user_and_do_not_show_the_user() -> None:
+    token = current_user.set("alice@corp.example")
+    try:
+        alice = user_key("op", "op_1")
+    finally:
+        current_user.reset(token)
+    bob = user_key("op", "op_1", user="bob@corp.example")
+    nobody = user_key("op", "op_1", user=ANONYMOUS)
+    assert len({alice, bob, nobody}) == 3
+    assert "alice" not in alice
+    assert alice == user_key("op", "op_1", user="alice@corp.example")

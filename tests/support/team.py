@@ -1,0 +1,94 @@
+"""A team's deployment for the tests: a config with ``[http.auth]`` naming the test identity provider,
+accounts that belong to users (a ``per_user`` template on Dovecot, and a shared mailbox for a few),
+optionally ``[state]`` in Redis, and server processes started from it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.support.accounts import account_settings, config_toml
+from tests.support.dovecot import Dovecot
+from tests.support.http_server import HttpServer, start_http_server
+from tests.support.identity_provider import CLIENT_SECRET, IdentityProvider
+
+#: The variable the servers read the introspection client's secret from.
+CLIENT_SECRET_ENV = "MIM_TEST_INTROSPECTION_SECRET"
+
+
+@dataclass
+class Team:
+    """Two users with their own Dovecot mailboxes (``own``, a per-user template), and one shared
+    mailbox (``support``) that both may use; ``outsider`` is signed in but has no account."""
+
+    alice: str
+    bob: str
+    outsider: str
+    shared_user: str
+
+
+def new_team(dovecot: Dovecot) -> Team:
+    return Team(*(dovecot.new_user(prefix) for prefix in ("t-alice", "t-bob", "t-eve", "t-support")))
+
+
+def team_config(
+    path: Path,
+    dovecot: Dovecot,
+    team: Team,
+    idp: IdentityProvider,
+    *,
+    audience: str,
+    redis_url: str | None = None,
+    introspection: bool = False,
+    server: dict[str, Any] | None = None,
+) -> Path:
+    """Write the team's config to ``path`` (users named by ``preferred_username``)."""
+    accounts = {
+        "own": account_settings(dovecot, "{user}", per_user=True, users=[team.alice, team.bob]),
+        "support": account_settings(dovecot, team.shared_user, users=[team.alice, team.bob]),
+    }
+    auth: dict[str, Any] = {
+        "issuer": idp.issuer,
+        "audience": audience,
+        "user_claim": "preferred_username",
+        "required_scopes": ["mail"],
+    }
+    if introspection:
+        auth |= {
+            "introspection_url": idp.introspection_url,
+            "client_id": "mail-mcp",
+            "client_secret_env": CLIENT_SECRET_ENV,
+        }
+    else:
+        auth["jwks_url"] = idp.jwks_url
+    text = (
+        config_toml(accounts)
+        + "[server]\n"
+        + "".join(
+            f"{key} = {json.dumps(value)}\n"
+            for key, value in {"write_enabled": True, **(server or {})}.items()
+        )
+    )
+    text += "[http.auth]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in auth.items())
+    if redis_url is not None:
+        text += f"[state]\nredis_url = {json.dumps(redis_url)}\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def start_instances(config: Path, ports: list[int]) -> list[HttpServer]:
+    """A server process of ``config`` on each of ``ports``."""
+    servers: list[HttpServer] = []
+    try:
+        for port in ports:
+            servers.append(
+                start_http_server(config, "--port", str(port), env={CLIENT_SECRET_ENV: CLIENT_SECRET})
+            )
+    except BaseException:
+        for server in servers:
+            server.stop()
+        raise
+    return servers
