@@ -30,7 +30,17 @@ _ABOVE_OPERATIONS = ("presentation", "services", "app", "confirmation", "tools")
 FORBIDDEN_IMPORTS = {
     "envelope": ("imap", "index", "mime", "content", "query", "operations", *_ABOVE_OPERATIONS, *_TOP),
     # Shared state knows no mail and no MCP: keys, values, times to live, channels, and who asks.
-    "state": ("imap", "index", "mime", "content", "query", "envelope", "operations", *_ABOVE_OPERATIONS, *_TOP),
+    "state": (
+        "imap",
+        "index",
+        "mime",
+        "content",
+        "query",
+        "envelope",
+        "operations",
+        *_ABOVE_OPERATIONS,
+        *_TOP,
+    ),
     "query": ("imap", "index", "mime", "content", "envelope", "operations", *_ABOVE_OPERATIONS, *_TOP),
     "mime": ("imap", "index", "operations", "envelope", *_ABOVE_OPERATIONS, *_TOP),
     "content": ("imap", "index", "operations", *_ABOVE_OPERATIONS, *_TOP),
