@@ -1,5 +1,5 @@
-"""Command line: ``mail-imap-mcp serve`` (stdio MCP server, also the default), ``check``, ``index``
-(:mod:`mail_imap_mcp.index_cli`) and ``config-example``."""
+"""Command line: ``mail-imap-mcp serve`` (stdio MCP server, also the default), ``check``, ``setup``
+(:mod:`mail_imap_mcp.setup_cli`), ``index`` (:mod:`mail_imap_mcp.index_cli`) and ``config-example``."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.presentation.failures import envelope_of
+from mail_imap_mcp.setup_cli import add_arguments as add_setup_arguments
+from mail_imap_mcp.setup_cli import run_setup
 from mail_imap_mcp.version import package_version
 
 # The MCP SDK and the transports are imported by `serve` alone: `check`, `config-example` and
@@ -202,7 +204,17 @@ def main(argv: list[str] | None = None) -> None:
     index.add_argument("--account", metavar="ID", help="this account only (default: every indexed one)")
     index.add_argument("--drop", action="store_true", help="delete the index file(s) instead")
     commands.add_parser("config-example", help="print a commented example config file")
+    setup = commands.add_parser(
+        "setup",
+        help="set up an account: ask, log in, keep the password in the keychain, write the config file and "
+        "print what to paste into Claude Desktop, Claude Code, VS Code and Cursor",
+    )
+    setup.add_argument("--config", type=Path, default=argparse.SUPPRESS, help=_CONFIG_HELP)
+    add_setup_arguments(setup)
     args = parser.parse_args(argv)
+    if args.command == "setup":
+        _configure_logging("WARNING")
+        raise SystemExit(run_setup(args, words=_in_words))
     if args.command == "config-example":
         sys.stdout.write(config_example())
         return

@@ -14,12 +14,14 @@ from typing import Any
 from pydantic import BaseModel
 
 from mail_imap_mcp.config import (
+    ENV_SUFFIXES,
     AccountConfig,
     HttpAuthSettings,
     HttpSettings,
     ServerSettings,
     StateSettings,
 )
+from mail_imap_mcp.config.providers import PROVIDERS
 from mail_imap_mcp.envelope import ERROR_REGISTRY
 from mail_imap_mcp.envelope.schemas import (
     OUTPUT_SCHEMAS_FILE,
@@ -187,9 +189,13 @@ def configuration_markdown() -> str:
         "A TOML file: `--config PATH`, else `$MAIL_IMAP_MCP_CONFIG`, else "
         "`~/.config/mail-imap-mcp/config.toml`. `mail-imap-mcp config-example` prints a commented "
         "example ([config.example.toml](../config.example.toml)); the README has "
-        "environment-only accounts and [providers.md](providers.md) the settings of common providers.",
+        "environment-only accounts and [providers.md](providers.md) the settings of common providers. "
+        "`mail-imap-mcp setup` writes an account's table for you (and keeps its password in the OS "
+        "keychain: `password_keyring`); the MCP Bundle for Claude Desktop configures the environment "
+        "account below ([bundle.md](bundle.md)).",
         "",
     ]
+    lines += _environment_section()
     for title, model in (
         ("`[accounts.<account_id>]`", AccountConfig),
         ("`[server]`", ServerSettings),
@@ -216,6 +222,30 @@ def configuration_markdown() -> str:
             )
         lines.append("")
     return "\n".join(lines)
+
+
+def _environment_section() -> list[str]:
+    names = ", ".join(f"`{provider.name}`" for provider in PROVIDERS)
+    lines = [
+        "## Environment accounts (`MAIL_IMAP_<ID>_*`)",
+        "",
+        "An account is declared by `MAIL_IMAP_<ID>_HOST`, `_USER` or `_ADDRESSES`; its id is `<ID>` "
+        "lower-cased. A variable that is empty counts as unset (so does a bundle's unsubstituted "
+        "`${user_config.*}`). Without `_HOST`, the domain of the first address (`_ADDRESSES`, else "
+        f"`_USER`) chooses the host, port and security from the provider table ({names}); the username "
+        "defaults to the first address, and `_OAUTH2_TOKEN_COMMAND` without `_AUTH` means `xoauth2`. "
+        "`MAIL_IMAP_WRITE_ENABLED` sets `[server] write_enabled`.",
+        "",
+        "| variable | key |",
+        "|---|---|",
+    ]
+    meaning = {"password_env": "the password itself (`password_env` names this variable)"}
+    lines += [
+        f"| `MAIL_IMAP_<ID>_{suffix}` | {meaning.get(key, f'`{key}`')} |"
+        for key, suffix in ENV_SUFFIXES.items()
+    ]
+    lines += ["| `MAIL_IMAP_<ID>_SECURE` | `security`: `true` is `tls`, `false` is `starttls` |", ""]
+    return lines
 
 
 DOCS = {

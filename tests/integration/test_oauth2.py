@@ -508,3 +508,26 @@ async def test_on_the_wire_the_token_travels_only_in_the_sasl_continuation(
     # TCP connect, greeting, AUTHENTICATE's "+", the refused token's challenge, the empty answer's NO,
     # AUTHENTICATE's "+" again, the accepted token's OK, LIST. (Without SASL-IR, one more than LOGIN's.)
     assert trips == 8
+
+
+def test_setup_with_a_token_command_writes_an_oauth2_account_that_logs_in(
+    tmp_path: Path, oauth_dovecot: Dovecot, oauth_user: str, helper: TokenHelper, good_token: str
+) -> None:
+    # `mail-imap-mcp setup` as a script runs it: the token command instead of a password (no secret to
+    # keep: the helper keeps its own), the login proved, the config written.
+    config = tmp_path / "mail.toml"
+    argv = [SERVER, "setup", "--config", str(config), "--address", f"{oauth_user}@example.org"]
+    argv += ["--host", oauth_dovecot.host, "--port", str(oauth_dovecot.tls_port), "--username", oauth_user]
+    argv += ["--ca-file", str(oauth_dovecot.ca_file), "--oauth2-token-command", shlex.join(helper.command)]
+    env = {"HOME": str(tmp_path), "PATH": os.environ["PATH"]}
+    done = subprocess.run(argv, stdin=subprocess.DEVNULL, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ok: logged in" in done.stdout
+    (account,) = load_config(config, env={}).accounts.values()
+    assert (account.auth.value, account.oauth2_token_command) == ("xoauth2", helper.command)
+    assert account.password_source == "oauth2_token_command"
+    assert good_token not in config.read_text() + done.stdout
+    check = subprocess.run(
+        [SERVER, "check", "--config", str(config)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert check.returncode == 0, check.stdout + check.stderr

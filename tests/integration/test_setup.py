@@ -1,0 +1,270 @@
+"""``mail-imap-mcp setup`` as a person runs it: in a pseudo-terminal, answering its questions (expect-style),
+against Dovecot; and as a script runs it, with flags.
+
+The keychain is a real one chosen through keyring's own configuration (``PYTHON_KEYRING_BACKEND``): the
+file keyring of keyrings.alt, and keyring's ``fail`` backend for a machine without a keychain.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.dovecot import Dovecot
+from tests.support.readme import readme_block
+
+SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
+FILE_KEYRING = "keyrings.alt.file.PlaintextKeyring"
+NO_KEYCHAIN = "keyring.backends.fail.Keyring"
+
+
+class Terminal:
+    """A command in a pseudo-terminal of its own: ``expect`` what it prints, ``send`` what a person types."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: the pty is its controlling terminal, as in a real one
+            os.execve(argv[0], argv, env)
+        self.seen = ""
+        self.transcript = ""
+
+    def expect(self, pattern: str, timeout: float = 30.0) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while True:
+            match = re.search(pattern, self.seen)
+            if match:
+                self.seen = self.seen[match.end() :]
+                return match
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                raise AssertionError(f"{pattern!r} did not come; the terminal shows:\n{self.seen}")
+            try:
+                chunk = os.read(self.fd, 4096)
+            except OSError:  # the child ended
+                chunk = b""
+            if not chunk:
+                raise AssertionError(
+                    f"{pattern!r} did not come before the end; the terminal shows:\n{self.seen}"
+                )
+            self.seen += chunk.decode("utf-8", "replace").replace("\r\n", "\n")
+            self.transcript += chunk.decode("utf-8", "replace")
+
+    def send(self, line: str) -> None:
+        os.write(self.fd, line.encode() + b"\r")
+
+    def wait(self, timeout: float = 30.0) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:  # drain, so a child blocked on a full terminal can end
+                if select.select([self.fd], [], [], 0.1)[0]:
+                    self.transcript += os.read(self.fd, 4096).decode("utf-8", "replace")
+            except OSError:
+                pass
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                os.close(self.fd)
+                return os.waitstatus_to_exitcode(status)
+        os.kill(self.pid, signal.SIGKILL)
+        raise AssertionError(f"setup did not end; the terminal shows:\n{self.transcript}")
+
+
+def environment(home: Path, backend: str) -> dict[str, str]:
+    return {
+        "HOME": str(home),
+        "PATH": os.environ["PATH"],
+        "TERM": "dumb",
+        "PYTHON_KEYRING_BACKEND": backend,
+        "XDG_DATA_HOME": str(home / "keyring-data"),
+    }
+
+
+def files_under(root: Path, but: Path) -> list[Path]:
+    return [path for path in root.rglob("*") if path.is_file() and but not in path.parents]
+
+
+def test_setup_in_a_terminal_proposes_logs_in_keeps_the_password_in_the_keychain(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    config = home / ".config" / "mail-imap-mcp" / "config.toml"
+    password = dovecot.password
+    # The README's command, with the one flag this Dovecot needs: its certificate is self-signed.
+    assert readme_block("setup").strip() == "mail-imap-mcp setup"
+    term = Terminal([SERVER, "setup", "--ca-file", str(dovecot.ca_file)], environment(home, FILE_KEYRING))
+    term.expect(r"Email address: ")
+    term.send("someone@gmail.com")
+    # The provider's server, port and security are proposed, with its advice on app passwords.
+    term.expect(r"Gmail: .*app password")
+    term.expect(r"IMAP server \[imap\.gmail\.com\]: ")
+    term.send(dovecot.host)  # this test's server instead of the proposal
+    term.expect(r"Security \(tls, starttls, plain\) \[tls\]: ")
+    term.send("")
+    term.expect(r"Port \[993\]: ")
+    term.send(str(dovecot.tls_port))
+    term.expect(r"Username \[someone@gmail\.com\]: ")
+    term.send(user)
+    term.expect(r"Password or app password \(not shown\): ")
+    term.send(password)
+    term.expect(r"ok: logged in, \d+ mailbox\(es\)")
+    term.expect(r"The password is in the keychain \(keyrings\.alt\.file\.PlaintextKeyring\)")
+    term.expect(r"Wrote \[accounts\.default\] to .*config\.toml \(readable by you only\)")
+    term.expect(r"claude mcp add --scope user mail -- ")
+    assert term.wait() == 0
+    # Not echoed: the password is nowhere on the screen.
+    assert password not in term.transcript
+    assert config.stat().st_mode & 0o777 == 0o600
+    assert config.parent.stat().st_mode & 0o777 == 0o700
+    text = config.read_text()
+    assert 'password_keyring = "mail-imap-mcp"' in text and f'username = "{user}"' in text
+    # No file setup wrote holds the password, but the keychain's own.
+    keychain = home / "keyring-data"
+    assert (keychain / "python_keyring" / "keyring_pass.cfg").is_file()
+    assert not [path for path in files_under(home, keychain) if password in path.read_text(errors="replace")]
+    # The server reads it back from the keychain: `check` logs in with the config setup wrote.
+    done = subprocess.run(
+        [SERVER, "check", "--config", str(config)],
+        env=environment(home, FILE_KEYRING),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith(
+        f"ok   default: {dovecot.host}:{dovecot.tls_port} (tls) as {user}: logged in"
+    )
+
+
+def test_a_wrong_password_gets_the_diagnosis_and_nothing_is_written(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    flags = ["--address", f"{user}@example.org", "--host", dovecot.host, "--port", str(dovecot.tls_port)]
+    flags += ["--username", user, "--ca-file", str(dovecot.ca_file), "--yes"]
+    term = Terminal(
+        [SERVER, "setup", *flags],
+        environment(home, FILE_KEYRING),
+    )
+    term.expect(r"Password or app password \(not shown\): ")
+    term.send("not-the-password")
+    term.expect(r"the login failed, so nothing was written: \[auth_failed\]")
+    assert term.wait() == 1
+    assert files_under(home, home / "nothing") == []
+
+
+def script_setup(
+    home: Path, backend: str, dovecot: Dovecot, user: str, *flags: str
+) -> subprocess.CompletedProcess[str]:
+    """setup as a script runs it: every answer a flag, the password on standard input."""
+    argv = [SERVER, "setup", "--address", f"{user}@example.org", "--host", dovecot.host]
+    argv += ["--port", str(dovecot.tls_port), "--username", user, "--ca-file", str(dovecot.ca_file)]
+    return subprocess.run(
+        [*argv, "--password-stdin", *flags],
+        input=dovecot.password + "\n",
+        env=environment(home, backend),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_without_a_keychain_the_password_stays_out_of_every_file_and_the_reason_is_said(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    config = home / "mail.toml"
+    done = script_setup(home, NO_KEYCHAIN, dovecot, user, "--config", str(config), "--account", "work")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"The password is in no file (the keychain failed (keyring backend {NO_KEYCHAIN}:" in done.stdout
+    assert "environment variable MAIL_PASSWORD_WORK" in done.stdout
+    text = config.read_text()
+    assert 'password_env = "MAIL_PASSWORD_WORK"' in text and dovecot.password not in text
+    assert dovecot.password not in done.stdout + done.stderr
+    # The snippets name the variable with a placeholder; VS Code asks for it in a password prompt.
+    assert "claude mcp add --scope user -e MAIL_PASSWORD_WORK='<your password>' mail -- " in done.stdout
+    vscode = json.loads(done.stdout.split("'MCP: Open User Configuration'):\n", 1)[1].split("\n\n", 1)[0])
+    assert vscode["inputs"][0]["password"] is True
+    assert vscode["servers"]["mail"]["env"] == {"MAIL_PASSWORD_WORK": "${input:mail-imap-password}"}
+    # The server starts with the variable set, as the client's snippet sets it.
+    env = {**environment(home, NO_KEYCHAIN), "MAIL_PASSWORD_WORK": dovecot.password}
+    check = subprocess.run(
+        [SERVER, "check", "--config", str(config)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    # A second account goes beside the first; the same id again is refused, naming the file.
+    again = script_setup(home, NO_KEYCHAIN, dovecot, user, "--config", str(config), "--account", "work")
+    assert again.returncode == 2
+    assert f"[accounts.work] is already in {config}" in again.stderr
+
+
+def test_dry_run_logs_in_and_writes_nothing(tmp_path: Path, dovecot: Dovecot, user: str) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    config = home / "mail.toml"
+    done = script_setup(home, FILE_KEYRING, dovecot, user, "--config", str(config), "--dry-run")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ok: logged in" in done.stdout and "--dry-run: nothing written" in done.stdout
+    assert 'password_keyring = "mail-imap-mcp"' in done.stdout
+    assert files_under(home, home / "nothing") == []
+
+
+def test_a_script_without_the_address_is_told_which_flag_is_missing(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [SERVER, "setup", "--password-stdin", "--config", str(tmp_path / "c.toml")],
+        input="pw\n",
+        env=environment(tmp_path, FILE_KEYRING),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr == "mail-imap-mcp setup: --address is needed when standard input is not a terminal\n"
+    assert not (tmp_path / "c.toml").exists()
+
+
+@pytest.mark.parametrize(
+    ("platform", "where"),
+    [
+        ("darwin", "Library/Application Support/Claude/claude_desktop_config.json"),
+        ("linux", ".config/Claude/claude_desktop_config.json"),
+        ("win32", "%APPDATA%\\Claude\\claude_desktop_config.json"),
+    ],
+)
+def test_the_claude_desktop_snippet_names_the_platforms_config_file(platform: str, where: str) -> None:
+    from mail_imap_mcp.setup_clients import snippets
+
+    text = snippets(
+        Path("/home/u/.config/mail-imap-mcp/config.toml"),
+        command=["/opt/mim/bin/mail-imap-mcp"],
+        platform=platform,
+    )
+    assert where in text
+    desktop = json.loads(text.split("claude_desktop_config.json:\n", 1)[1].split("\n\n", 1)[0])
+    assert desktop == {
+        "mcpServers": {
+            "mail": {
+                "command": "/opt/mim/bin/mail-imap-mcp",
+                "args": ["serve", "--config", "/home/u/.config/mail-imap-mcp/config.toml"],
+            }
+        }
+    }
