@@ -203,3 +203,38 @@ def test_the_bundle_manifest_says_what_the_project_says(bundle: Path) -> None:
     assert [key for key, field in fields.items() if field.get("sensitive")] == ["password"]
     assert manifest["server"]["mcp_config"]["env"]["MAIL_IMAP_DEFAULT_PASS"] == "${user_config.password}"
     assert fields["allow_writes"]["default"] is False
+
+
+def test_the_built_wheel_runs_with_uvx_as_a_user_runs_it(
+    bundle: Path, tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    # `uvx --from dist/<wheel> mail-imap-mcp`: the wheel scripts/mcpb leaves beside the bundle, in a clean
+    # environment (uv resolves the dependencies itself, from its cache after the first run).
+    (wheel,) = bundle.parent.glob("mail_imap_mcp-*-py3-none-any.whl")
+    uvx = shutil.which("uvx", path=str(DEV_VENV / "bin")) or shutil.which("uvx")
+    assert uvx is not None
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "UV_CACHE_DIR": str(UV_CACHE),
+        "UV_TOOL_DIR": str(tmp_path / "tools"),
+        "UV_PYTHON_DOWNLOADS": "never",
+        **{name: os.environ[name] for name in MACHINE_NETWORK_ENV if name in os.environ},
+        "MAIL_IMAP_DEFAULT_HOST": dovecot.host,
+        "MAIL_IMAP_DEFAULT_PORT": str(dovecot.tls_port),
+        "MAIL_IMAP_DEFAULT_USER": user,
+        "MAIL_IMAP_DEFAULT_PASS": dovecot.password,
+        "MAIL_IMAP_DEFAULT_CA_FILE": str(dovecot.ca_file),
+    }
+    done = subprocess.run(
+        [uvx, "--from", str(wheel), "mail-imap-mcp", "check"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith(
+        f"ok   default: {dovecot.host}:{dovecot.tls_port} (tls) as {user}: logged in"
+    )
