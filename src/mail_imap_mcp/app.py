@@ -7,6 +7,7 @@ import json
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from mail_imap_mcp.config import AccountConfig, Config
 from mail_imap_mcp.confirmation import ConfirmationGate
@@ -18,6 +19,8 @@ from mail_imap_mcp.imap.draft_errors import DraftNotReplaceable
 from mail_imap_mcp.imap.name_errors import MailboxNameRefused, MailboxNameUnknown
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.imap.watch import WatchHub, WatchSettings
+from mail_imap_mcp.index.location import index_path
+from mail_imap_mcp.index.runtime import AccountIndex
 from mail_imap_mcp.operations import OperationRegistry
 from mail_imap_mcp.presentation import failures
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT
@@ -76,6 +79,27 @@ class AppContext:
         self._pool_for = pool_for or (lambda accounts: ConnectionPool(accounts))
         self._scopes: dict[str, UserScope] = {ANONYMOUS: self._scope_of(accounts_of(config, ANONYMOUS), pool)}
         self._lock = threading.Lock()
+        # The local search index of each account that keeps one (index = true), synced in the background.
+        # Only accounts of the server's own configuration: an account served per user in team mode is not
+        # indexed (the index would keep every user's mail on the server's disk).
+        own = self._scopes[ANONYMOUS]
+        self.indexes = {
+            account_id: AccountIndex(
+                account_id,
+                index_path(config.server.index_dir, account_id),
+                config.server.index_text_bytes,
+                partial(own.pool.new_connection, account_id, enable_qresync=True),
+            )
+            for account_id in own.config.accounts
+            if config.indexed(account_id)
+        }
+        for index in self.indexes.values():
+            index.start()
+
+    def index_of(self, account_id: str) -> AccountIndex | None:
+        """The local index of ``account_id`` as the current user reaches it (None: it keeps none, or the
+        call is a team user's)."""
+        return self.indexes.get(account_id) if current_user.get() == ANONYMOUS else None
 
     def _scope_of(self, config: Config, pool: ConnectionPool) -> UserScope:
         server = config.server
@@ -213,6 +237,8 @@ class AppContext:
         return connection
 
     def close(self) -> None:
+        for index in self.indexes.values():
+            index.close()
         with self._lock:
             scopes = list(self._scopes.values())
         for scope in scopes:

@@ -34,6 +34,7 @@ async def test_list_accounts_shows_settings_but_never_the_password(
         "secure": True,
         "username": user,
         "addresses": [],  # the login is not an address and none are configured
+        "index": "off",
     }
     assert envelope["data"]["next_action"]["tool"] == "imap_list_mailboxes"
     assert dovecot.password not in str(envelope)

@@ -58,12 +58,13 @@ def list_matching(session: ImapSession, pattern: str) -> list[MailboxInfo]:
     return _infos(session.client.list_folders("", pattern))
 
 
-def list_with_message_counts(session: ImapSession) -> list[MailboxInfo]:
-    """:func:`list_mailboxes`, each with its MESSAGES and UIDNEXT (``counts``) from the same round trip
-    where the server advertises LIST-STATUS (RFC 5819) and LIST-EXTENDED; without counts elsewhere."""
+def list_with_message_counts(session: ImapSession, items: bytes = b"(MESSAGES UIDNEXT)") -> list[MailboxInfo]:
+    """:func:`list_mailboxes`, each with its STATUS ``items`` (``counts``; by default MESSAGES and UIDNEXT)
+    from the same round trip where the server advertises LIST-STATUS (RFC 5819) and LIST-EXTENDED;
+    without counts elsewhere."""
     if not session.profile.lists_with_status:
         return list_mailboxes(session)
-    folders, statuses = session.client.list_with_status(b"(MESSAGES UIDNEXT)")
+    folders, statuses = session.client.list_with_status(items)
     boxes = _infos(folders)
     counts = status_answers(statuses)
     for box in boxes:

@@ -108,11 +108,14 @@ class ConnectionPool:
         except KeyError:
             raise AccountUnknown(account_id, self._connections) from None
 
-    def new_connection(self, account_id: str) -> AccountConnection:
+    def new_connection(self, account_id: str, *, enable_qresync: bool = False) -> AccountConnection:
         """A connection of its own for ``account_id``, outside the pool (a mailbox watch's, see
-        :mod:`mail_imap_mcp.imap.watch`): never the one serving tool calls; its owner closes it."""
+        :mod:`mail_imap_mcp.imap.watch`, or the local index's background sync): never the one serving
+        tool calls; its owner closes it."""
         account = self.get(account_id)
-        return AccountConnection(account.account_id, account.config, open_socket=self._open_socket)
+        return AccountConnection(
+            account.account_id, account.config, open_socket=self._open_socket, enable_qresync=enable_qresync
+        )
 
     def close_all(self) -> None:
         self.keepalive.stop()

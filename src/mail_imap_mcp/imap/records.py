@@ -90,3 +90,7 @@ class SearchPage:
     fetch_issues: list[Issue]
     #: Date order without SORT: exact within blocks of :data:`~mail_imap_mcp.imap.sort.DATE_WINDOW`.
     windowed: bool
+    #: What the page must say besides its issues (the local index: building, behind, unavailable).
+    warnings: list[str] = field(default_factory=list)
+    #: Best match first (the local index's ranking), not newest first.
+    ranked: bool = False

@@ -45,8 +45,11 @@ class BuildHooks:
     stop: Callable[[], bool] = field(default=lambda: False)
 
 
-def build(connection: AccountConnection, indexer: Indexer, hooks: BuildHooks | None = None) -> BuildReport:
-    """Bring every folder of ``connection``'s account up to date in ``indexer``."""
+def build(
+    connection: AccountConnection, indexer: Indexer, hooks: BuildHooks | None = None, *, step: int = STEP
+) -> BuildReport:
+    """Bring every folder of ``connection``'s account up to date in ``indexer`` (``step``: new messages
+    fetched per call on the connection)."""
     hooks = hooks or BuildHooks()
     report = BuildReport()
     names = connection.run(indexable)
@@ -72,12 +75,12 @@ def build(connection: AccountConnection, indexer: Indexer, hooks: BuildHooks | N
     for number, (sync, left) in enumerate(syncs, 1):
         if hooks.on_folder is not None:
             hooks.on_folder(number, sync.name)
-        step = partial(_step, sync, progress)
+        fetch = partial(_fetch, sync, step, progress)
         while left and not hooks.stop():
             with indexer.lock:
-                left = connection.run(step)
+                left = connection.run(fetch)
     return report
 
 
-def _step(sync: FolderSync, progress: OnProgress, session: ImapSession) -> int:
-    return sync.fetch(session, STEP, progress)
+def _fetch(sync: FolderSync, step: int, progress: OnProgress, session: ImapSession) -> int:
+    return sync.fetch(session, step, progress)

@@ -149,13 +149,15 @@ class AccountProgress:
 class Indexer:
     """The index of one account kept up to date: the folders listed, each synced in steps."""
 
-    def __init__(self, store: IndexStore, account_id: str, text_bytes: int) -> None:
+    def __init__(
+        self, store: IndexStore, account_id: str, text_bytes: int, *, lock: threading.RLock | None = None
+    ) -> None:
         self.store = store
         self.account_id = account_id
         self.text_bytes = text_bytes
         #: Held while a folder is synced, so the background sync and a search's freshness check of the
-        #: same process do not interleave on one folder.
-        self.lock = threading.RLock()
+        #: same process (each with an indexer of its own, sharing this lock) do not interleave.
+        self.lock = lock or threading.RLock()
 
     def prune(self, listed: Sequence[str]) -> list[str]:
         """Drop the folders the server no longer lists (deleted or renamed); their names."""

@@ -173,10 +173,18 @@ class PageFound:
     next_cursor: str | None
     issues: list[Issue]
     warnings: list[str]
+    #: Best match first (the local index), not newest first.
+    ranked: bool = False
 
     def summary(self, *, by_date: bool) -> str:
         return page_summary(
-            self.returned_before + 1, self.attempted, len(self.messages), self.total, self.where, by_date
+            self.returned_before + 1,
+            self.attempted,
+            len(self.messages),
+            self.total,
+            self.where,
+            by_date,
+            ranked=self.ranked,
         )
 
 
@@ -219,12 +227,14 @@ def compact_search_result(found: PageFound, *, by_date: bool) -> ToolResult[Comp
     return ToolResult(summary=found.summary(by_date=by_date), data=data, warnings=found.warnings)
 
 
-def page_summary(start: int, taken: int, returned: int, total: int, where: str, by_date: bool) -> str:
+def page_summary(
+    start: int, taken: int, returned: int, total: int, where: str, by_date: bool, *, ranked: bool = False
+) -> str:
     """The one-line summary of a search page: its range of the matches and where; short, as it is in every
-    page. Pages are always newest first (the tool's description says so); sent-date order is named.
+    page. Pages are newest first unless named: sent-date order, or best match first (the local index).
     Messages that could not be read are counted (the details are in data.issues)."""
     shown = f"{start}-{start + taken - 1} of {total}" if taken else f"0 of {total}"
-    order = ", newest first by sent date" if by_date else ""
+    order = ", best match first" if ranked else ", newest first by sent date" if by_date else ""
     unreadable = f" ({taken - returned} unreadable)" if taken > returned else ""
     return f"{shown} in {where}{order}{unreadable}"
 
@@ -262,7 +272,7 @@ def page_result(
     directly."""
     failed = [mailbox_issue(mailbox, failure) for mailbox, failure in page.failed]
     issues = page.listed_issues + failed + page.fetch_issues
-    warnings: list[str] = []
+    warnings: list[str] = list(page.warnings)
     if page.windowed:
         warnings.append(
             f"This server has no SORT, so date order is exact within the newest {DATE_WINDOW} matches of a "
@@ -283,6 +293,7 @@ def page_result(
         next_cursor=page.next_cursor,
         issues=issues,
         warnings=warnings,
+        ranked=page.ranked,
     )
     if compact and page.strict:
         return compact_search_result(found, by_date=by_date)

@@ -40,6 +40,7 @@ from mail_imap_mcp.imap.search.plan import reads_at_once
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import OrderedPage, ordered_page
 from mail_imap_mcp.query import Query
+from mail_imap_mcp.services.index_search import index_page
 from mail_imap_mcp.services.search_backend import choose_backend
 from mail_imap_mcp.services.search_position import (
     PositionPage,
@@ -65,7 +66,7 @@ class SearchArgs(Protocol):
     @property
     def mailboxes(self) -> list[str] | None: ...
     @property
-    def sort(self) -> Literal["arrival", "date"]: ...
+    def sort(self) -> Literal["arrival", "date", "relevance"]: ...
     @property
     def limit(self) -> int: ...
     @property
@@ -249,7 +250,7 @@ def _by_watermark(
         names=names,
         skipped=skipped,
         search=search,
-        sort=args.sort,
+        sort=server_sort(args),
         limit=limit,
         filter_digest=digest,
         cursor=cursor,
@@ -275,10 +276,26 @@ class _Read:
     fetch_issues: list[Issue]
 
 
-def search_page(app: AppContext, args: SearchArgs, search: Query, filter_digest: str) -> SearchPage:
+def server_sort(args: SearchArgs) -> Literal["arrival", "date"]:
+    """The order the server gives the page in: relevance (the local index's) is newest first."""
+    return "date" if args.sort == "date" else "arrival"
+
+
+def search_page(
+    app: AppContext, args: SearchArgs, search: Query, filter_digest: str, *, ranked_query: bool = False
+) -> SearchPage:
     """A page of the search ``args`` ask for, matching ``search`` (``filter_digest``: the filters'
-    fingerprint). A garbled cursor or one of another search raises :class:`CursorError` or
-    :class:`CursorMismatch`, a refused charset :class:`~mail_imap_mcp.imap.errors.CharsetRejected`."""
+    fingerprint); ``ranked_query``: a ``query`` was given, which the local index answers where the
+    account keeps one (:mod:`.index_search`). A garbled cursor or one of another search raises
+    :class:`CursorError` or :class:`CursorMismatch`, a refused charset
+    :class:`~mail_imap_mcp.imap.errors.CharsetRejected`."""
+    order: Literal["relevance", "date"] | None = None
+    if ranked_query and args.sort != "arrival":
+        order = args.sort
+    answer = index_page(app, args, search, filter_digest, order=order)
+    if answer.page is not None:
+        return answer.page
+    sort = server_sort(args)
     connection = app.connection(args.account_id)
     account_id = connection.account_id
     # One mailbox named alone: its errors are the call's; any other search goes on past a failed mailbox.
@@ -286,7 +303,7 @@ def search_page(app: AppContext, args: SearchArgs, search: Query, filter_digest:
     # A cursor binds the search that made it. One mailbox in arrival order binds the filters (the mailbox
     # and order are in the cursor itself), as its cursors always have; any other binds filters,
     # mailboxes and order in one digest.
-    one_by_arrival = strict and args.sort == "arrival"
+    one_by_arrival = strict and sort == "arrival"
     digest = filter_digest if one_by_arrival else _stream_digest(args, filter_digest)
 
     def fits(cursor: StreamCursor | WatermarkCursor) -> bool:
@@ -312,7 +329,7 @@ def search_page(app: AppContext, args: SearchArgs, search: Query, filter_digest:
         if isinstance(cursor, WatermarkCursor) or (cursor is None and reads_by_position(merged=not strict)):
             return _by_watermark(session, app, account_id, args, search, digest, cursor, limit, snippet_chars)
         assert not isinstance(cursor, WatermarkCursor)
-        pipelined = reads_at_once(args.sort, search, merged=not strict)
+        pipelined = reads_at_once(sort, search, merged=not strict)
         first = _Mailboxes(opened=[])
         if cursor is None:
             first = _resolve(session, app, account_id, args, pipelined=pipelined)
@@ -326,7 +343,7 @@ def search_page(app: AppContext, args: SearchArgs, search: Query, filter_digest:
             session,
             streams=streams,
             search=search,
-            sort=args.sort,
+            sort=sort,
             limit=limit,
             strict=strict,
             total=cursor.total if cursor else None,
@@ -345,7 +362,7 @@ def search_page(app: AppContext, args: SearchArgs, search: Query, filter_digest:
     read = connection.run(work)
     page = read.page
     if isinstance(page, OrderedPage):
-        _learn_keys(page, read.messages, args.sort)
+        _learn_keys(page, read.messages, sort)
     returned_before = cursor.returned if cursor else 0
     next_cursor = None
     if isinstance(page, PositionPage):
@@ -354,7 +371,7 @@ def search_page(app: AppContext, args: SearchArgs, search: Query, filter_digest:
         next_cursor = StreamCursor(
             account_id=account_id,
             filter_digest=digest,
-            sort=args.sort,
+            sort=sort,
             total=page.total,
             returned=returned_before + len(page.picks),
             streams=page.next_streams,
@@ -373,4 +390,5 @@ def search_page(app: AppContext, args: SearchArgs, search: Query, filter_digest:
         failed=list(page.failed),
         fetch_issues=read.fetch_issues,
         windowed=isinstance(page, OrderedPage) and page.windowed,
+        warnings=answer.warnings,
     )

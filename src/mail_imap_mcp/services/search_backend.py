@@ -3,15 +3,66 @@
 A backend is a query dialect and the engine that answers it: ``imap``, the server's own ``UID SEARCH``
 with the query compiled by :func:`mail_imap_mcp.query.search_keys`. The server's personality says which
 dialects its search understands, best first; the first one this server can compile a query to wins.
-The local index and Gmail's own search are further dialects that join here (and their compilers in
-``query/``), so no tool and no IMAP module chooses.
+Gmail's own search is a further dialect that joins here (and its compiler in ``query/``), so no tool
+and no IMAP module chooses.
+
+Before them, the local index (:func:`choose_index`): a search with a query is answered from it when the
+account keeps one (``index = true``), its first build is done, and the query compiles to FTS5
+(:func:`mail_imap_mcp.query.fts5.compile_fts5`). Otherwise the server answers, and the reason is a
+warning of the page where the user would expect the index (a build still running, the index unavailable,
+a test it cannot answer).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Literal
+
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.imap.personality import Personality
 from mail_imap_mcp.imap.personality.standard import Dialect
-from mail_imap_mcp.query import DIALECTS
+from mail_imap_mcp.index.sync import Indexer
+from mail_imap_mcp.query import DIALECTS, HasFlag, HasKeyword, Query
+from mail_imap_mcp.query.fts5 import Fts5Query, Unsupported, compile_fts5
+from mail_imap_mcp.query.tree import nodes
+
+
+@dataclass
+class IndexChoice:
+    """The index answers: its indexer, the query compiled for it, the order, and what to say."""
+
+    indexer: Indexer
+    compiled: Fts5Query
+    order: Literal["relevance", "date"]
+    #: The query tests flags or keywords (a server without CONDSTORE then compares every folder's flags).
+    flags_tested: bool
+    warnings: list[str] = field(default_factory=list)
+
+
+def choose_index(
+    app: AppContext, account_id: str, search: Query, order: Literal["relevance", "date"] | None
+) -> IndexChoice | list[str]:
+    """The index's answer plan, or (the server answers) the warnings that say why not; ``order`` None:
+    no query was given, the server answers without a word."""
+    runtime = app.index_of(account_id)
+    if runtime is None or order is None:
+        return []
+    if not runtime.ready:
+        return [
+            f"The local index of this account is not ready ({runtime.status.words()}): the server answered "
+            "this search, unranked and newest first."
+        ]
+    try:
+        compiled = compile_fts5(search)
+    except Unsupported as exc:
+        return [f"The local index cannot answer this search ({exc}): the server answered it, unranked."]
+    indexer = runtime.search_indexer()
+    if indexer is None:
+        return [f"The local index is {runtime.status.words()}: the server answered this search, unranked."]
+    warnings = [runtime.warning] if runtime.warning else []
+    runtime.warning = None
+    flags = any(isinstance(node, HasFlag | HasKeyword) for node in nodes(search))
+    return IndexChoice(indexer, compiled, order, flags, warnings)
 
 
 def choose_backend(personality: Personality) -> Dialect:

@@ -35,6 +35,9 @@ class AccountSummary(Payload):
         description="The account's own email addresses (the ones compact results call 'me'); empty when "
         "the username is not an address and none are configured."
     )
+    index: str = Field(
+        default="off", description="Local search index: off, building n of N, ready, behind by N."
+    )
 
 
 class ListAccountsData(Payload):
@@ -52,6 +55,7 @@ def handle(app: AppContext, args: ListAccountsInput) -> ToolResult[ListAccountsD
             secure=cfg.security.value != "plain",
             username=cfg.username,
             addresses=cfg.effective_addresses,
+            index=index.status.words() if (index := app.index_of(account_id)) else "off",
         )
         for account_id, cfg in sorted(app.config.accounts.items())
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any, Literal, TypeGuard
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
@@ -52,6 +52,11 @@ DETAILS = (
     '- `sort: "arrival"` (the default) lists the newest received first (UID order); `"date"` the '
     "newest Date header first, through the server's SORT where it has one, else sorted here in blocks "
     f"of the {DATE_WINDOW} newest matches (a warning says when a search spans several).\n"
+    '- `sort: "relevance"` (the default when `query` is given) lists the best match first where the account '
+    "keeps a local index (`index = true`, [index.md](index.md)): ranked by BM25, a word in the subject or "
+    "sender counting most and one in quoted replies least, after one round trip that brings the index up "
+    "to date; each snippet shows where the words are. Without an index (or while it is being built, "
+    "said in `meta.warnings`) the server answers, newest first.\n"
     "- `needs_reply: true` lists only mail that awaits the user's answer: not `\\Answered`, not from the "
     "account's own addresses (imap_list_accounts), not automated (List-Id, Auto-Submitted, Precedence "
     "bulk/list/junk, no-reply and mailer-daemon senders), and not answered by a message in the Sent "
@@ -107,9 +112,9 @@ class SearchMessagesInput(BaseModel):
         max_length=MAX_MAILBOXES,
         description="Several instead of mailbox; may include '*'.",
     )
-    sort: Literal["arrival", "date"] = Field(
+    sort: Literal["arrival", "date", "relevance"] = Field(
         default="arrival",
-        description="date: newest Date header first.",
+        description="date: newest Date header first; relevance: best match first (default with query).",
     )
     query: SearchText | None = Field(default=None, description="Text anywhere in headers or body.")
     from_: SearchText | None = Field(default=None, alias="from", description="Sender contains.")
@@ -144,6 +149,14 @@ class SearchMessagesInput(BaseModel):
         description="data.next_cursor; repeat the other arguments.",
     )
     fields: Shape = Field(default="compact", description=SHAPE_DESCRIPTION)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _relevance_with_query(cls, data: Any) -> Any:
+        """A query without a sort is answered best match first (newest first where there is no index)."""
+        if isinstance(data, dict) and data.get("query") and "sort" not in data:
+            return {**data, "sort": "relevance"}
+        return data
 
 
 def _same_search(args: SearchMessagesInput, account_id: str) -> dict[str, Any]:
@@ -183,7 +196,7 @@ def _handle(app: AppContext, args: SearchMessagesInput, *, compact: bool) -> Pag
         )
     digest = filters_digest(args, FILTER_FIELDS)
     try:
-        page = search_page(app, args, search, digest)
+        page = search_page(app, args, search, digest, ranked_query=args.query is not None)
     except CharsetRejected:  # said in the page, never a silent empty one
         return charset_refused(account_id, searched_label(args))
     return page_result(page, _same_search(args, account_id), by_date=args.sort == "date", compact=compact)
@@ -195,6 +208,8 @@ TOOL = ToolSpec(
     description=DESCRIPTION,
     details=DETAILS,
     changes=(
+        'A search with `query` and no `sort` is `sort: "relevance"`: best match first from the local index '
+        "where the account keeps one (`index = true`), newest first from the server otherwise.",
         "A search of several mailboxes continues from one position, on every server: its cursor is "
         "about 52 characters whatever the number of mailboxes (it grew by about 30 a mailbox), in arrival "
         "and in date order. A mailbox deleted or recreated since the first page (or, after a server "

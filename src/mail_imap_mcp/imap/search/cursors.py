@@ -44,6 +44,7 @@ class CursorMismatch(CursorError):
 PACKED_TAG = 1
 STREAMS_TAG = 2
 WATERMARK_TAG = 3
+INDEX_TAG = 4
 #: A cursor keeps this many hex digits of its search's digest (6 bytes: the seal, not the digest, is what
 #: stops a forged cursor; the digest only tells one search from another).
 DIGEST_CHARS = 12
@@ -91,7 +92,7 @@ class _Reader:
             raise CursorError("cursor is garbled") from None
 
 
-_PACKED_TAGS = tuple(bytes([tag]) for tag in (PACKED_TAG, STREAMS_TAG, WATERMARK_TAG))
+_PACKED_TAGS = tuple(bytes([tag]) for tag in (PACKED_TAG, STREAMS_TAG, WATERMARK_TAG, INDEX_TAG))
 
 
 def seal_packed(body: bytes) -> str:
@@ -423,6 +424,37 @@ class WatermarkCursor:
         if not all(_uint(n) for n in (total, returned, uid)) or not 0 <= key + 2**40 <= 2**41:
             raise CursorError("cursor is garbled")
         return cls(account_id, *digests, count, skipped, total, returned, key, index, uid)
+
+
+@dataclass(frozen=True)
+class IndexCursor:
+    """Where a ranked page of the local index continues: the search (account, digest of its filters,
+    mailboxes and order), how many matched when it started and how many pages returned (its offset)."""
+
+    account_id: str
+    digest: str
+    total: int
+    returned: int
+
+    def encode(self) -> str:
+        if not _HEX_DIGEST.fullmatch(self.digest):
+            raise ValueError(f"a cursor's digest is {DIGEST_CHARS} hex digits")
+        body = bytearray([INDEX_TAG]) + _text(self.account_id) + bytes.fromhex(self.digest)
+        return seal_packed(bytes(body + _varints([self.total, self.returned])))
+
+    @classmethod
+    def decode(cls, token: str) -> IndexCursor | None:
+        """The cursor, None when ``token`` is a cursor of another kind (or none of this server)."""
+        packed = unseal_packed(token)
+        if packed is None or packed[:1] != bytes([INDEX_TAG]):
+            return None
+        reader = _Reader(packed[1:])
+        account_id = reader.text()
+        digest = reader.take(DIGEST_CHARS // 2).hex()
+        total, returned = reader.varint(), reader.varint()
+        if reader.pos != len(reader.data) or not (_uint(total) and _uint(returned)):
+            raise CursorError("cursor is garbled")
+        return cls(account_id, digest, total, returned)
 
 
 def decode_search_cursor(token: str) -> StreamCursor | WatermarkCursor:

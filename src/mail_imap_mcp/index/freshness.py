@@ -1,0 +1,115 @@
+"""The index brought up to date before it answers: one pipelined round trip asks the server about every
+folder searched, and only the folders that changed are synced.
+
+The round trip is ``LIST ... RETURN (STATUS (MESSAGES UIDNEXT UIDVALIDITY HIGHESTMODSEQ))`` where the
+server has LIST-STATUS and the search covers every mailbox (the listing also says which mailboxes a search
+of every mailbox covers, and which folders are gone), else one ``STATUS`` per folder, all sent at once. A
+folder is up to date when its UIDVALIDITY, UIDNEXT, message count and (with CONDSTORE) HIGHESTMODSEQ
+are what the index stored. Without CONDSTORE a flag change shows in none of them: when the query tests
+flags, every folder searched is synced (its flags compared), and on such a server the selected mailbox,
+whose STATUS may come from the session's stale view, is always synced. Syncing stops at the deadline:
+what is left is said, never hidden (:attr:`Freshness.stale`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from mail_imap_mcp.imap.mailboxes import MailboxCounts, MailboxInfo, list_with_message_counts
+from mail_imap_mcp.imap.pipeline import status_each
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.index.store import FolderState
+from mail_imap_mcp.index.sync import Indexer, sync_folder_now
+
+#: New messages one search fetches into the index of a folder before it answers.
+FRESH_LIMIT = 2000
+
+
+@dataclass
+class Freshness:
+    """What the check found: the listing (where it listed), the folders synced, and those left behind."""
+
+    boxes: list[MailboxInfo] | None = None
+    synced: list[str] = field(default_factory=list)
+    #: Folders not brought up to date within the deadline, and the messages they are behind by (at least).
+    stale: dict[str, int] = field(default_factory=dict)
+    round_trips: int = 0
+
+
+def _items(session: ImapSession) -> bytes:
+    modseq = b" HIGHESTMODSEQ" if session.profile.condstore else b""
+    return b"(MESSAGES UIDNEXT UIDVALIDITY" + modseq + b")"
+
+
+def _current(stored: FolderState | None, counts: MailboxCounts | None, condstore: bool) -> bool:
+    if stored is None or counts is None or not stored.complete:
+        return False
+    same = (
+        counts.uidvalidity == stored.uidvalidity
+        and counts.uidnext == stored.uidnext
+        and counts.messages == stored.messages
+    )
+    return same and (not condstore or (counts.highestmodseq or 0) == stored.highestmodseq)
+
+
+def refresh(
+    session: ImapSession,
+    indexer: Indexer,
+    folders: Sequence[str] | None,
+    *,
+    deadline: float,
+    flags_tested: bool,
+) -> Freshness:
+    """Bring ``folders`` (None: every folder the server lists) up to date in ``indexer`` until
+    ``deadline`` (``time.monotonic()``); ``flags_tested``: the query tests flags or keywords."""
+    fresh = Freshness()
+    condstore = session.profile.condstore
+    trips = session.client.round_trips
+    # STATUS of the selected mailbox may be answered from the session's view (Dovecot does), stale when
+    # another client added mail: UNSELECT goes first, in the same round trip; without UNSELECT the
+    # selected mailbox is synced whatever its STATUS says.
+    selected = session.selected_mailbox
+    unselect = None
+    if selected is not None and session.profile.unselects:
+        unselect = session.client.send("UNSELECT")
+        session.client.note_unselected()
+    if folders is None:
+        boxes = list_with_message_counts(session, _items(session))
+        counts = {box.name: box.counts for box in boxes if box.counts is not None}
+        if not session.profile.lists_with_status:
+            counts = status_each(session, [box.name for box in boxes if box.selectable], _items(session))
+        fresh.boxes = boxes
+        names = [box.name for box in boxes if box.selectable]
+        indexer.prune(names)
+    else:
+        names = list(folders)
+        counts = status_each(session, names, _items(session))
+    if unselect is not None:
+        session.client.answer_of("UNSELECT", unselect)
+        session.forget_selection()
+        selected = None
+    fresh.round_trips = session.client.round_trips - trips
+    stored = indexer.store.folders()
+    changed = [
+        name
+        for name in names
+        if not _current(stored.get(name), counts.get(name), condstore)
+        or name == selected
+        or (not condstore and flags_tested)
+    ]
+    for name in changed:
+        if time.monotonic() >= deadline:
+            fresh.stale[name] = _behind(stored.get(name), counts.get(name))
+            continue
+        left = sync_folder_now(session, indexer, name, limit=FRESH_LIMIT)
+        fresh.synced.append(name)
+        if left:
+            fresh.stale[name] = left
+    return fresh
+
+
+def _behind(stored: FolderState | None, counts: MailboxCounts | None) -> int:
+    total = (counts.messages or 0) if counts is not None else 0
+    return max(total - (stored.messages if stored is not None else 0), 0)

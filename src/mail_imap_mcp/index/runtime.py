@@ -1,0 +1,171 @@
+"""One account's index in a running server: its file, its state, and the sync that keeps it current in
+the background on a connection of its own.
+
+The background thread builds the index (:func:`~mail_imap_mcp.index.build.build`), then brings it up to
+date every :data:`RESYNC_S` seconds, in steps of :data:`BACKGROUND_STEP` messages with a pause between
+them, so tool calls on the account's own connection are never starved. Searches read and update the
+file through a store of their own (:meth:`AccountIndex.search_store`); both take the indexer's lock
+while they sync a folder. A full disk or an unusable file stops the index (``unavailable``): searches
+then go to the server, with a warning.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.errors import ImapError
+from mail_imap_mcp.index.build import BuildHooks, build
+from mail_imap_mcp.index.location import IndexPermissions, open_index
+from mail_imap_mcp.index.sqlite_store import IndexUnusable, IndexWriteFailed, SqliteStore
+from mail_imap_mcp.index.sync import Indexer
+
+log = logging.getLogger("mail_imap_mcp.index")
+
+#: Seconds between two background syncs of an index that is built.
+RESYNC_S = 60.0
+#: Seconds before a background sync that failed (the server unreachable) is tried again.
+RETRY_S = 30.0
+#: Seconds the background sync pauses between two steps of fetching.
+STEP_PAUSE_S = 0.05
+
+
+@dataclass
+class IndexStatus:
+    """What ``imap_list_accounts`` says of an account's index."""
+
+    #: ``building``, ``ready``, ``behind`` or ``unavailable``.
+    state: str
+    indexed: int = 0
+    total: int = 0
+    detail: str | None = None
+
+    def words(self) -> str:
+        if self.state == "building":
+            return f"building {self.indexed} of {self.total}"
+        if self.state == "behind":
+            return f"behind by {max(self.total - self.indexed, 0)}"
+        if self.state == "unavailable":
+            return f"unavailable: {self.detail}"
+        return "ready"
+
+
+class AccountIndex:
+    """The index of one account while the server runs."""
+
+    def __init__(
+        self,
+        account_id: str,
+        path: Path,
+        text_bytes: int,
+        connect: Callable[[], AccountConnection],
+    ) -> None:
+        self.account_id = account_id
+        self.path = path
+        self.text_bytes = text_bytes
+        self._connect = connect
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._search_store: SqliteStore | None = None
+        self._search_indexer: Indexer | None = None
+        self.status = IndexStatus("building")
+        #: A warning of opening the file (moved aside and built again), said once by the next search.
+        self.warning: str | None = None
+
+    def _open(self) -> SqliteStore:
+        opened = open_index(self.path)
+        if opened.warning:
+            self.warning = opened.warning
+        return opened.store
+
+    @property
+    def lock(self) -> threading.RLock:
+        return self._lock
+
+    def search_indexer(self) -> Indexer | None:
+        """The searches' own indexer (its own SQLite connection); None when the index is unavailable."""
+        if self.status.state == "unavailable":
+            return None
+        if self._search_indexer is None:
+            try:
+                store = self._open()
+            except (IndexPermissions, IndexUnusable, OSError) as exc:
+                self.fail(str(exc))
+                return None
+            self._search_store = store
+            self._search_indexer = Indexer(store, self.account_id, self.text_bytes, lock=self._lock)
+        return self._search_indexer
+
+    @property
+    def ready(self) -> bool:
+        """The first build is done (every folder reached once): searches may use the index."""
+        return self.status.state in {"ready", "behind"}
+
+    def fail(self, why: str) -> None:
+        log.warning("index of %s stopped: %s", self.account_id, why)
+        self.status = IndexStatus("unavailable", self.status.indexed, self.status.total, why)
+
+    def start(self) -> None:
+        """Start the background sync (once)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=f"index-{self.account_id}", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            store = self._open()
+        except (IndexPermissions, IndexUnusable, OSError) as exc:
+            self.fail(str(exc))
+            return
+        indexer = Indexer(store, self.account_id, self.text_bytes, lock=self._lock)
+        built = store.folders() and all(state.complete for state in store.folders().values())
+        if built:
+            self.status = IndexStatus("ready", store.count(), store.count())
+        connection = self._connect()
+        try:
+            while not self._stop.is_set():
+                wait = self._sync_once(connection, indexer, store)
+                if self.status.state == "unavailable":
+                    return
+                self._stop.wait(wait)
+        finally:
+            connection.close()
+            store.close()
+
+    def _sync_once(self, connection: AccountConnection, indexer: Indexer, store: SqliteStore) -> float:
+        status = self.status
+
+        def plan(folders: int, messages: int) -> None:
+            indexed = store.count()
+            state = "behind" if status.state in {"ready", "behind"} and messages else status.state
+            self.status = IndexStatus(state, indexed, indexed + messages)
+
+        def advance(folder: str, messages: int, size: int) -> None:
+            self.status.indexed += messages
+            self._stop.wait(STEP_PAUSE_S)
+
+        hooks = BuildHooks(on_plan=plan, on_progress=advance, stop=self._stop.is_set)
+        try:
+            build(connection, indexer, hooks, step=500)
+        except IndexWriteFailed as exc:
+            self.fail(f"the index could not be written ({exc})")
+            return 0
+        except ImapError as exc:
+            log.info("background index sync of %s failed: %s", self.account_id, type(exc).__name__)
+            return RETRY_S
+        if not self._stop.is_set():
+            count = store.count()
+            self.status = IndexStatus("ready", count, count)
+        return RESYNC_S
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self._search_store is not None:
+            self._search_store.close()

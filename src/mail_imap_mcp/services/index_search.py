@@ -1,0 +1,213 @@
+"""A page of imap_search_messages answered by the local index: ranked (or newest first), fresh.
+
+Asked first for every search with a query (:func:`index_page`); it answers when the account keeps an
+index, the first build is done, and the query is one the index can answer (:mod:`.search_backend`
+decides). Before answering, :func:`~mail_imap_mcp.index.freshness.refresh` asks the server about every
+folder searched in one round trip and syncs the ones that changed, within ``index_fresh_budget_ms``;
+what is left behind is said in the page's warnings. The page's messages are read from the server as
+any page's (the same summaries and message ids, flags as they are now); each snippet shows where the
+query's words are in what the sender wrote. When the index does not answer, the caller asks the server
+and adds :attr:`IndexAnswer.warnings` (a build still running, the index unavailable).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field, replace
+from typing import Literal, Protocol
+
+from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.envelope import Issue
+from mail_imap_mcp.imap.across import summaries_each
+from mail_imap_mcp.imap.directory import MailboxDirectory, configured_roles
+from mail_imap_mcp.imap.records import SearchPage, SummaryRecord
+from mail_imap_mcp.imap.search.cursors import DIGEST_CHARS, CursorMismatch, IndexCursor
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.index.freshness import Freshness, refresh
+from mail_imap_mcp.index.snippets import matched_words, snippet_around
+from mail_imap_mcp.index.store import Hit
+from mail_imap_mcp.query import Query
+from mail_imap_mcp.services.search_backend import IndexChoice, choose_index
+
+ALL_MAILBOXES = "*"
+
+
+class IndexSearchArgs(Protocol):
+    """The arguments of imap_search_messages the index reads."""
+
+    @property
+    def account_id(self) -> str: ...
+    @property
+    def mailbox(self) -> str: ...
+    @property
+    def mailboxes(self) -> list[str] | None: ...
+    @property
+    def limit(self) -> int: ...
+    @property
+    def snippet_chars(self) -> int: ...
+    @property
+    def cursor(self) -> str | None: ...
+
+
+@dataclass
+class IndexAnswer:
+    """The index's page (None: the server answers) and what the page must say either way."""
+
+    page: SearchPage | None
+    warnings: list[str] = field(default_factory=list)
+
+
+def _digest(args: IndexSearchArgs, filter_digest: str, order: str) -> str:
+    spec = json.dumps(["index", filter_digest, args.mailbox, args.mailboxes, order], ensure_ascii=False)
+    return hashlib.sha256(spec.encode()).hexdigest()[:DIGEST_CHARS]
+
+
+def index_page(
+    app: AppContext,
+    args: IndexSearchArgs,
+    search: Query,
+    filter_digest: str,
+    *,
+    order: Literal["relevance", "date"] | None,
+    adds_roles: tuple[str, ...] = (),
+) -> IndexAnswer:
+    """The page of ``args`` from the index, ``order`` (None: no query, the server answers)."""
+    account_id = app.connection(args.account_id).account_id
+    cursor = IndexCursor.decode(args.cursor) if args.cursor else None
+    choice = choose_index(
+        app, account_id, search, order if order is not None or cursor is None else "relevance"
+    )
+    if not isinstance(choice, IndexChoice):
+        if cursor is not None:
+            raise CursorMismatch()  # the index answered the first page and no longer can: start again
+        return IndexAnswer(None, choice)
+    digest = _digest(args, filter_digest, choice.order)
+    if cursor is not None and (cursor.account_id, cursor.digest) != (account_id, digest):
+        raise CursorMismatch()
+    limit = min(args.limit, app.config.server.max_search_limit)
+    snippet_chars = min(args.snippet_chars, app.config.server.max_snippet_chars)
+    offset = cursor.returned if cursor else 0
+    budget_s = app.config.server.index_fresh_budget_ms / 1000
+    names = list(dict.fromkeys(args.mailboxes if args.mailboxes is not None else [args.mailbox]))
+    everything = ALL_MAILBOXES in names
+    named = [name for name in names if name != ALL_MAILBOXES]
+    account = app.config.accounts[account_id]
+
+    def work(session: ImapSession) -> _Read:
+        deadline = time.monotonic() + budget_s
+        with choice.indexer.lock:
+            fresh = refresh(
+                session,
+                choice.indexer,
+                None if everything else named,
+                deadline=deadline,
+                flags_tested=choice.flags_tested,
+            )
+        folders = named
+        if everything and fresh.boxes is not None:
+            directory = MailboxDirectory(fresh.boxes, configured_roles(account))
+            added = [name for role in adds_roles for name in directory.with_role(role)]
+            folders = list(dict.fromkeys([*session.personality.every_mailbox(directory), *named, *added]))
+        page = choice.indexer.store.search(
+            choice.compiled, folders=folders, order=choice.order, limit=limit, offset=offset
+        )
+        messages, issues = _summaries(session, account_id, page.hits, snippet_chars, app)
+        return _Read(folders, page.total, page.hits, messages, issues, fresh)
+
+    read = app.connection(account_id).run(work)
+    words = matched_words(search)
+    messages = [
+        _with_snippet(m, read.bodies.get((m.mailbox, m.uid)), words, snippet_chars) for m in read.messages
+    ]
+    returned = offset + len(read.hits)
+    next_cursor = None
+    if returned < read.total and read.hits:
+        next_cursor = IndexCursor(account_id, digest, read.total, returned).encode()
+    warnings = [*choice.warnings, *_stale_words(read.fresh)]
+    page = SearchPage(
+        account_id=account_id,
+        label=args.mailbox if args.mailboxes is None else ", ".join(args.mailboxes),
+        strict=args.mailboxes is None and args.mailbox != ALL_MAILBOXES,
+        mailboxes=read.folders,
+        total=read.total,
+        returned_before=offset,
+        attempted=len(read.hits),
+        messages=messages,
+        next_cursor=next_cursor,
+        listed_issues=[],
+        failed=[],
+        fetch_issues=read.issues,
+        windowed=False,
+    )
+    page.warnings = warnings
+    page.ranked = choice.order == "relevance"
+    return IndexAnswer(page)
+
+
+@dataclass
+class _Read:
+    folders: list[str]
+    total: int
+    hits: list[Hit]
+    messages: list[SummaryRecord]
+    issues: list[Issue]
+    fresh: Freshness
+
+    @property
+    def bodies(self) -> dict[tuple[str, int], str]:
+        return {(hit.folder, hit.uid): hit.body for hit in self.hits}
+
+
+def _summaries(
+    session: ImapSession, account_id: str, hits: list[Hit], snippet_chars: int, app: AppContext
+) -> tuple[list[SummaryRecord], list[Issue]]:
+    """The summaries of the hits, in rank order, every folder read in one round trip."""
+    by_folder: dict[str, tuple[int, list[int]]] = {}
+    for hit in hits:
+        by_folder.setdefault(hit.folder, (hit.uidvalidity, []))[1].append(hit.uid)
+    wanted = [(folder, uidvalidity, uids) for folder, (uidvalidity, uids) in by_folder.items()]
+    batches = summaries_each(
+        session,
+        account_id,
+        wanted,
+        snippet_chars=snippet_chars,
+        raw_window_bytes=app.config.server.max_text_part_bytes,
+    )
+    found: dict[tuple[str, int], SummaryRecord] = {}
+    issues: list[Issue] = []
+    for (folder, _, uids), batch in zip(wanted, batches, strict=True):
+        if isinstance(batch, Exception):
+            issues.append(
+                Issue(
+                    code="fetch_failed",
+                    stage="fetch_headers",
+                    message=f"Mailbox {folder!r} changed or failed while its {len(uids)} message(s) of this "
+                    "page were read; search it again.",
+                    retryable=True,
+                )
+            )
+            continue
+        issues += batch.issues
+        found.update({(m.mailbox, m.uid): m for m in batch.messages})
+    return [found[(h.folder, h.uid)] for h in hits if (h.folder, h.uid) in found], issues
+
+
+def _with_snippet(summary: SummaryRecord, body: str | None, words: list[str], chars: int) -> SummaryRecord:
+    if not body or not words or chars <= 0:
+        return summary
+    snippet = snippet_around(body, words, chars)
+    return replace(summary, snippet=snippet) if snippet else summary
+
+
+def _stale_words(fresh: Freshness) -> list[str]:
+    if not fresh.stale:
+        return []
+    behind = sum(fresh.stale.values())
+    names = ", ".join(sorted(fresh.stale)[:5])
+    return [
+        f"The index was not fully brought up to date within its time budget: {len(fresh.stale)} mailbox(es) "
+        f"({names}) are behind the server by about {behind} message(s) or changes; the background sync "
+        "catches up, search again in a moment for a complete answer."
+    ]
