@@ -4,12 +4,13 @@ as the user of the call sees them."""
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from mail_imap_mcp.config import AccountConfig, Config
+from mail_imap_mcp.config import AccountConfig, Config, ConfigError
 from mail_imap_mcp.confirmation import ConfirmationGate
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap import sealing
@@ -27,12 +28,15 @@ from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT
 from mail_imap_mcp.state import (
     ANONYMOUS,
     MemoryStore,
+    StateUnavailable,
     Store,
     current_user,
     open_store,
     shared_secret,
     user_key,
 )
+
+log = logging.getLogger("mail_imap_mcp")
 
 #: How long a position cursor's mailbox list is kept for its next pages (then they list again).
 MAILBOX_LIST_TTL_S = 3600.0
@@ -138,6 +142,17 @@ class AppContext:
 
     @classmethod
     def from_config(cls, config: Config) -> AppContext:
+        """The server of ``config``; :class:`ConfigError` when ``[state]``'s Redis cannot be reached
+        (its shared secrets are needed before the first call)."""
+        try:
+            return cls._from_config(config)
+        except StateUnavailable as exc:
+            raise ConfigError(
+                f"[state] redis_url: {exc.detail}; start Redis (or remove [state] to run one instance alone)"
+            ) from None
+
+    @classmethod
+    def _from_config(cls, config: Config) -> AppContext:
         store = open_store(config.state.resolve_url())
         if store.shared:
             sealing.use_key(shared_secret(store, "seal"))
@@ -166,7 +181,9 @@ class AppContext:
             store=store,
             secret=shared_secret(store, "confirm") if store.shared else None,
         )
-        operations = OperationRegistry(store=store, ttl_s=config.state.operation_ttl_s)
+        operations = OperationRegistry(
+            inline_s=config.server.background_after_s, store=store, ttl_s=config.state.operation_ttl_s
+        )
         anonymous = accounts_of(config, ANONYMOUS)
         return cls(
             config,
@@ -180,16 +197,24 @@ class AppContext:
     def mailbox_list(self, account_id: str, digest: str) -> tuple[str, ...] | None:
         """The mailbox list a position cursor's first page made (``digest``), where any instance
         sharing the store made it for this user; None when none did (the next page lists again)."""
-        raw = self.store.get(user_key("mailboxes", account_id, digest))
+        try:
+            raw = self.store.get(user_key("mailboxes", account_id, digest))
+        except StateUnavailable as exc:  # the page lists the mailboxes again: a read needs no store
+            log.warning("mailbox list not read from the shared state: %s", exc.detail)
+            return None
         return None if raw is None else tuple(json.loads(raw))
 
     def remember_mailbox_list(self, account_id: str, digest: str, names: Sequence[str]) -> None:
-        """Keep a first page's mailbox list for its cursor's next pages (:data:`MAILBOX_LIST_TTL_S`)."""
-        self.store.set(
-            user_key("mailboxes", account_id, digest),
-            json.dumps(list(names), ensure_ascii=False).encode(),
-            MAILBOX_LIST_TTL_S,
-        )
+        """Keep a first page's mailbox list for its cursor's next pages (:data:`MAILBOX_LIST_TTL_S`);
+        where the store cannot be reached, the next page lists them again."""
+        try:
+            self.store.set(
+                user_key("mailboxes", account_id, digest),
+                json.dumps(list(names), ensure_ascii=False).encode(),
+                MAILBOX_LIST_TTL_S,
+            )
+        except StateUnavailable as exc:
+            log.warning("mailbox list not kept in the shared state: %s", exc.detail)
 
     def resolve_account(self, account_id: str) -> str:
         if (

@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -99,7 +100,7 @@ def serve(config_path: Path | None, http: dict[str, Any] | None = None) -> None:
         logging.getLogger("mail_imap_mcp").info(
             "mail-imap-mcp %s serving %d account(s) over stdio", package_version(), len(config.accounts)
         )
-        anyio.run(serve_stdio, config)
+        _run_or_refuse(serve_stdio, config)
     else:
         try:
             settings = config.http.with_overrides(**http)
@@ -114,12 +115,22 @@ def serve(config_path: Path | None, http: dict[str, Any] | None = None) -> None:
         logging.getLogger("mail_imap_mcp").info(
             "mail-imap-mcp %s serving %d account(s) over HTTP", package_version(), len(config.accounts)
         )
-        anyio.run(serve_http, config, settings, token, sock)
+        _run_or_refuse(serve_http, config, settings, token, sock)
     logging.getLogger("mail_imap_mcp").info("stopped")
     logging.shutdown()
     sys.stdout.flush()
     # The stdin reader thread may still be blocked in read(); don't let it delay exit.
     os._exit(0)
+
+
+def _run_or_refuse(serve: Callable[..., Awaitable[None]], *args: Any) -> None:
+    """Run a transport; a setting it cannot start with ([state]'s Redis out of reach, an introspection
+    secret missing) is one line and exit status 2, as for any other setting."""
+    try:
+        anyio.run(serve, *args)
+    except ConfigError as exc:
+        print(f"mail-imap-mcp: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def check(config_path: Path | None) -> int:

@@ -43,11 +43,15 @@ def team_config(
     redis_url: str | None = None,
     introspection: bool = False,
     server: dict[str, Any] | None = None,
+    support: dict[str, Any] | None = None,
 ) -> Path:
-    """Write the team's config to ``path`` (users named by ``preferred_username``)."""
+    """Write the team's config to ``path`` (users named by ``preferred_username``); ``support``
+    overrides settings of the shared account (e.g. the port of a proxy in front of Dovecot)."""
     accounts = {
         "own": account_settings(dovecot, "{user}", per_user=True, users=[team.alice, team.bob]),
-        "support": account_settings(dovecot, team.shared_user, users=[team.alice, team.bob]),
+        "support": account_settings(
+            dovecot, team.shared_user, users=[team.alice, team.bob], **(support or {})
+        ),
     }
     auth: dict[str, Any] = {
         "issuer": idp.issuer,

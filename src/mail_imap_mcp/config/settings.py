@@ -207,6 +207,13 @@ class ServerSettings(BaseModel):
         description="Largest attachment served whole as an MCP resource (attachment resource_uri); "
         "larger ones are read with imap_get_attachment windows.",
     )
+    background_after_s: float = Field(
+        default=1.5,
+        ge=0,
+        le=60,
+        description="How long a bulk write answers inline; past it, it continues in the background and "
+        "imap_get_operation follows it (0: always in the background).",
+    )
 
 
 #: Shorter tokens are refused: a bearer token is the only thing between the network and the mailboxes.

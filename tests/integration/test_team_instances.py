@@ -1,0 +1,242 @@
+"""Any instance serves any request (issue 39): three server processes behind HAProxy (round robin, no
+stickiness) sharing Redis, with the test identity provider and two users of a shared Dovecot mailbox.
+A confirmation asked of one instance is given on another, once; a background write started on one is
+polled on a second and cancelled from a third; an instance killed during a write leaves its outcome
+reported by the others; a legacy session does not follow its client to another instance; Redis going
+away fails only the calls that need it, and they work again once it is back."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+
+from tests.support import mailgen
+from tests.support.dovecot import Dovecot
+from tests.support.envelope_client import INITIALIZE_REQUEST, EnvelopeClient
+from tests.support.faultproxy import FaultProxy
+from tests.support.haproxy import HAProxy
+from tests.support.http_server import HttpServer, http_client
+from tests.support.identity_provider import IdentityProvider
+from tests.support.imapserver import free_ports
+from tests.support.mail_state import message_id_counts
+from tests.support.redis_server import RedisServer
+from tests.support.team import Team, new_team, start_instances, team_config
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+SOURCES = [f"Box{i}" for i in range(5)]
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@dataclass
+class Deployment:
+    team: Team
+    idp: IdentityProvider
+    redis: RedisServer
+    proxy: FaultProxy
+    instances: list[HttpServer]
+    balancer: HAProxy
+    dovecot: Dovecot
+
+    def token(self, user: str) -> str:
+        return self.idp.jwt(user, audience=self.balancer.url)
+
+    def client(self, user: str, instance: int | None = None, **options: Any) -> Any:
+        """A client of ``user`` through the balancer, or straight to one instance."""
+        url = self.balancer.url if instance is None else self.instances[instance].url
+        return http_client(url, self.token(user), **options)
+
+    def counts(self) -> Counter[str]:
+        found = message_id_counts(self.dovecot, self.team.shared_user)
+        return sum(found.values(), Counter())
+
+
+@pytest.fixture
+def deployment(tmp_path: Path, dovecot: Dovecot) -> Iterator[Deployment]:
+    team = new_team(dovecot)
+    for box in SOURCES:
+        dovecot.seed(
+            team.shared_user,
+            box,
+            [mailgen.plain_message(f"{box} {n}", "x", message_id=f"<{box}-{n}@t>") for n in range(2)],
+        )
+    dovecot.seed(team.shared_user, "Archive", [])
+    dovecot.seed(team.shared_user, "Old", [])
+    ports = free_ports(*["127.0.0.1"] * 4)
+    with (
+        IdentityProvider() as idp,
+        RedisServer(tmp_path / "redis") as redis,
+        FaultProxy(dovecot.host, dovecot.tls_port) as proxy,
+        HAProxy(tmp_path / "haproxy", ports[1:], port=ports[0]) as balancer,
+    ):
+        config = team_config(
+            tmp_path / "config.toml",
+            dovecot,
+            team,
+            idp,
+            audience=balancer.url,
+            redis_url=redis.url,
+            server={"background_after_s": 0, "allow_permanent_delete": True},
+            support={"port": proxy.port, "command_timeout_s": 30},
+        )
+        instances = start_instances(config, ports[1:])
+        try:
+            yield Deployment(team, idp, redis, proxy, instances, balancer, dovecot)
+        finally:
+            for instance in instances:
+                instance.stop()
+
+
+async def ids_of(mcp: EnvelopeClient) -> list[str]:
+    ids = []
+    for box in SOURCES:
+        found = await mcp.ok("imap_search_messages", {"account_id": "support", "mailbox": box})
+        ids += [m["message_id"] for m in found["messages"]]
+    return ids
+
+
+async def until(mcp: EnvelopeClient, operation_id: str, done: Any, timeout_s: float = 30) -> dict[str, Any]:
+    with anyio.fail_after(timeout_s):
+        while True:
+            data = await mcp.ok("imap_get_operation", {"operation_id": operation_id})
+            if done(data):
+                return data
+            await anyio.sleep(0.1)
+
+
+async def test_requests_of_one_client_go_round_the_instances_and_each_answers(deployment: Deployment) -> None:
+    async with deployment.client(deployment.team.alice) as alice:
+        assert sorted(a["account_id"] for a in (await alice.ok("imap_list_accounts"))["accounts"]) == [
+            "own",
+            "support",
+        ]
+        arguments = {"account_id": "support", "mailbox": "*", "limit": 3, "fields": "full"}
+        page = await alice.ok("imap_search_messages", arguments)
+        subjects = [m["subject"] for m in page["messages"]]
+        while page["has_more"]:  # each next page on another instance: the cursor's seal is shared
+            page = await alice.ok("imap_search_messages", {**arguments, "cursor": page["next_cursor"]})
+            subjects += [m["subject"] for m in page["messages"]]
+        assert sorted(subjects) == sorted(f"{box} {n}" for box in SOURCES for n in range(2))
+        start = await alice.ok("imap_get_changes", {"account_id": "support", "mailbox": "Box0"})
+        again = await alice.ok(
+            "imap_get_changes", {"account_id": "support", "mailbox": "Box0", "since": start["changes_token"]}
+        )
+        assert again["new"] == []
+    served = deployment.balancer.served()
+    assert len(served) == 3 and min(served.values()) >= 2, served
+
+
+async def test_a_confirmation_asked_of_one_instance_is_given_on_another_once(deployment: Deployment) -> None:
+    delete = {"account_id": "support", "action": "delete", "mailbox": "Old"}
+    async with deployment.client(deployment.team.alice, 0) as first:
+        asked = await first.fail("imap_manage_mailbox", delete, "confirmation_required")
+    token = asked["error"]["details"]["confirm_token"]
+    async with deployment.client(deployment.team.bob, 1) as bob:  # not Bob's: as if issued for another call
+        refused = await bob.fail("imap_manage_mailbox", {**delete, "confirm_token": token}, "invalid_input")
+        assert "different request" in refused["error"]["message"]
+    async with deployment.client(deployment.team.alice, 1) as second:
+        await second.ok("imap_manage_mailbox", {**delete, "confirm_token": token})
+    # Made again by another client: the same request with the same token is a replay, refused.
+    writer = deployment.dovecot.connect(deployment.team.shared_user)
+    try:
+        writer.create_folder("Old")
+    finally:
+        writer.logout()
+    async with deployment.client(deployment.team.alice, 2) as third:
+        again = await third.fail("imap_manage_mailbox", {**delete, "confirm_token": token}, "invalid_input")
+        assert "already used" in again["error"]["message"]
+        boxes = await third.ok("imap_list_mailboxes", {"account_id": "support"})
+        assert "Old" in [box["name"] for box in boxes["mailboxes"]]  # deleted once, not twice
+
+
+async def test_a_background_write_is_polled_on_a_second_instance_and_cancelled_from_a_third(
+    deployment: Deployment,
+) -> None:
+    before = deployment.counts()
+    async with (
+        deployment.client(deployment.team.alice, 0) as first,
+        deployment.client(deployment.team.alice, 1) as second,
+        deployment.client(deployment.team.alice, 2) as third,
+    ):
+        ids = await ids_of(first)
+        deployment.proxy.set_latency(0.1)
+        started = await first.ok(
+            "imap_apply_to_messages", {"message_ids": ids, "action": "move", "destination_mailbox": "Archive"}
+        )
+        operation_id = started["operation"]["operation_id"]
+        await until(second, operation_id, lambda data: data["operation"]["done"] > 0)
+        async with deployment.client(deployment.team.bob, 1) as bob:
+            await bob.fail("imap_get_operation", {"operation_id": operation_id}, "not_found")
+            await bob.fail("imap_cancel_operation", {"operation_id": operation_id}, "not_found")
+        await third.ok("imap_cancel_operation", {"operation_id": operation_id})
+        finished = await until(second, operation_id, lambda data: data["operation"]["state"] != "running")
+        deployment.proxy.pass_through()
+    assert finished["operation"]["state"] == "canceled"
+    outcomes = Counter(r["outcome"] for r in finished["result"]["results"])
+    assert set(outcomes) == {"moved", "not_attempted"}, outcomes
+    after = message_id_counts(deployment.dovecot, deployment.team.shared_user)
+    assert sum(after.values(), Counter()) == before  # nothing lost, nothing doubled
+    assert sum(after["Archive"].values()) == outcomes["moved"]
+
+
+async def test_an_instance_killed_during_a_write_leaves_its_outcome_to_the_others(
+    deployment: Deployment,
+) -> None:
+    before = deployment.counts()
+    async with deployment.client(deployment.team.alice, 0) as first:
+        ids = await ids_of(first)
+        deployment.proxy.set_latency(0.1)
+        started = await first.ok(
+            "imap_apply_to_messages", {"message_ids": ids, "action": "move", "destination_mailbox": "Archive"}
+        )
+    operation_id = started["operation"]["operation_id"]
+    async with deployment.client(deployment.team.alice, 1) as second:
+        await until(second, operation_id, lambda data: data["operation"]["done"] > 0)
+        deployment.instances[0].proc.send_signal(signal.SIGKILL)
+        deployment.instances[0].proc.wait(timeout=10)
+        ended = await until(second, operation_id, lambda data: data["operation"]["state"] != "running", 40)
+    deployment.proxy.pass_through()
+    assert ended["operation"]["state"] == "failed"
+    assert ended["error"]["details"]["outcome_unknown"] is True
+    assert "not run again" in ended["error"]["message"]
+    assert deployment.counts() == before  # the killed write lost and doubled nothing
+
+
+def test_a_legacy_session_is_not_found_on_another_instance(deployment: Deployment) -> None:
+    headers = {**MCP_HEADERS, "Authorization": f"Bearer {deployment.token(deployment.team.alice)}"}
+    opened = httpx2.post(deployment.instances[0].url, headers=headers, content=json.dumps(INITIALIZE_REQUEST))
+    session = opened.headers["mcp-session-id"]
+    listed = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    elsewhere = httpx2.post(
+        deployment.instances[1].url,
+        headers={**headers, "Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"},
+        content=json.dumps(listed),
+    )
+    assert elsewhere.status_code == 404
+    assert "Session not found" in elsewhere.text
+
+
+async def test_redis_away_fails_only_what_needs_it_and_recovers(deployment: Deployment) -> None:
+    delete = {"account_id": "support", "action": "delete", "mailbox": "Old"}
+    async with deployment.client(deployment.team.alice, 0) as alice:
+        asked = await alice.fail("imap_manage_mailbox", delete, "confirmation_required")
+        token = asked["error"]["details"]["confirm_token"]
+        deployment.redis.stop()
+        page = await alice.ok("imap_search_messages", {"account_id": "support", "mailbox": "Box0"})
+        assert len(page["messages"]) == 2  # a read needs no shared state
+        down = await alice.fail("imap_manage_mailbox", {**delete, "confirm_token": token}, "unavailable")
+        assert down["error"]["retryable"] is True and "redis" in down["error"]["message"].lower()
+        await alice.fail("imap_get_operation", {"operation_id": "op_1_abcdef"}, "unavailable")
+        boxes = await alice.ok("imap_list_mailboxes", {"account_id": "support"})
+        assert "Old" in [box["name"] for box in boxes["mailboxes"]]  # nothing was changed
+        deployment.redis.start()
+        await alice.ok("imap_manage_mailbox", {**delete, "confirm_token": token})
