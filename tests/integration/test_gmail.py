@@ -145,3 +145,160 @@ async def test_a_search_of_every_folder_costs_a_one_folder_search_and_its_list(
     assert every == Plan(("LIST", *inbox.commands), inbox.round_trips + 1)
     # The seed's headers and X-GM-THRID (its mailbox revalidated), the LIST, the search, the summaries.
     assert thread == Plan(("NOOP", "STATUS", "UID FETCH", "LIST", "UID SEARCH", "UID FETCH"), 4)
+
+
+def census(gmail: Gmail, user: str) -> dict[str, int]:
+    """Messages per folder, and the distinct messages of the account (All Mail, Spam and Trash)."""
+    with gmail.connect(user) as client:
+        counts = {
+            name: client.folder_status(name, [b"MESSAGES"])[b"MESSAGES"]
+            for _, _, name in client.list_folders()
+            if name != "[Gmail]"
+        }
+        ids: set[int] = set()
+        for name in (ALL_MAIL, TRASH, "[Gmail]/Spam"):
+            client.select_folder(name, readonly=True)
+            found = client.search("ALL")
+            ids |= (
+                {data[b"X-GM-MSGID"] for data in client.fetch(found, ["X-GM-MSGID"]).values()}
+                if found
+                else set()
+            )
+    return {**counts, "messages": len(ids)}
+
+
+async def test_labels_added_removed_and_undone_nothing_lost(
+    gmail: Gmail, gmail_user: str, gmcp: EnvelopeClient
+) -> None:
+    before = census(gmail, gmail_user)
+    found = await gmcp.ok("imap_search_messages", {"mailbox": "*", "limit": 20})
+    ids = {m["subject"]: m["message_id"] for m in found["messages"]}
+    two, four = ids["About two"], ids["About four"]
+    dry = await gmcp.ok(
+        "imap_update_message_flags",
+        {
+            "message_ids": [two, four],
+            "operation": "add",
+            "labels": ["Receipts", "Important"],
+            "dry_run": True,
+        },
+    )
+    assert [m["labels"] for m in dry["messages"]] == [
+        ["Important", "Inbox", "Receipts"],
+        ["Important", "Receipts"],
+    ]
+    assert census(gmail, gmail_user) == before
+    added = await gmcp.ok(
+        "imap_update_message_flags",
+        {"message_ids": [two, four], "operation": "add", "labels": ["Receipts", "\\Important"]},
+    )
+    assert [m["previous_labels"] for m in added["messages"]] == [["Inbox"], []]
+    assert [m["labels"] for m in added["messages"]] == [
+        ["Important", "Inbox", "Receipts"],
+        ["Important", "Receipts"],
+    ]
+    assert all(m["flags"] == m["previous_flags"] for m in added["messages"])
+    after = census(gmail, gmail_user)
+    assert after["Receipts"] == 2 and after["[Gmail]/Important"] == before["[Gmail]/Important"] + 2
+    assert after["messages"] == before["messages"] and after[ALL_MAIL] == before[ALL_MAIL]
+    undo = added["next_action"]
+    assert undo["tool"] == "imap_update_message_flags" and undo["arguments"]["operation"] == "remove"
+    assert sorted(undo["arguments"]["labels"]) == ["Important", "Receipts"]
+    await gmcp.ok(undo["tool"], undo["arguments"])
+    restored = census(gmail, gmail_user)
+    assert {k: v for k, v in restored.items() if k != "Receipts"} == before
+    assert restored["Receipts"] == 0  # the label stays as an empty folder, as in Gmail
+
+
+async def test_removing_inbox_archives_and_the_undo_uses_the_all_mail_id(
+    gmail: Gmail, gmail_user: str, gmcp: EnvelopeClient
+) -> None:
+    before = census(gmail, gmail_user)
+    inbox = await gmcp.ok("imap_search_messages", {"mailbox": "INBOX"})
+    one = next(m["message_id"] for m in inbox["messages"] if m["subject"] == "About one")
+    done = await gmcp.ok(
+        "imap_update_message_flags", {"message_ids": [one], "operation": "remove", "labels": ["Inbox"]}
+    )
+    (result,) = done["messages"]
+    assert result["labels"] == ["Important", "Work"] and result["new_message_id"].startswith(
+        "imap:default:[Gmail]/All Mail:"
+    )
+    archived = census(gmail, gmail_user)
+    assert archived["INBOX"] == before["INBOX"] - 1 and archived["messages"] == before["messages"]
+    assert archived[ALL_MAIL] == before[ALL_MAIL]
+    undo = done["next_action"]
+    assert undo["arguments"] == {
+        "message_ids": [result["new_message_id"]],
+        "operation": "add",
+        "labels": ["Inbox"],
+    }
+    await gmcp.ok(undo["tool"], undo["arguments"])
+    assert census(gmail, gmail_user) == before
+
+
+async def test_archive_moves_inbox_messages_to_all_mail_and_back(
+    gmail: Gmail, gmail_user: str, gmcp: EnvelopeClient
+) -> None:
+    before = census(gmail, gmail_user)
+    inbox = await gmcp.ok("imap_search_messages", {"mailbox": "INBOX"})
+    ids = [m["message_id"] for m in inbox["messages"]]
+    done = await gmcp.ok("imap_apply_to_messages", {"message_ids": ids, "action": "archive"})
+    assert {r["outcome"] for r in done["results"]} == {"archived"} and done["destination_mailbox"] == ALL_MAIL
+    archived = census(gmail, gmail_user)
+    assert archived["INBOX"] == 0 and archived["Work"] == before["Work"]  # the other labels stay
+    assert archived["messages"] == before["messages"] and archived[ALL_MAIL] == before[ALL_MAIL]
+    every = await gmcp.ok("imap_search_messages", {"mailbox": "*", "limit": 20})
+    assert all("Inbox" not in (m.get("labels") or []) for m in every["messages"])
+    undo = done["next_action"]
+    assert undo["arguments"]["action"] == "move" and undo["arguments"]["destination_mailbox"] == "INBOX"
+    await gmcp.ok(undo["tool"], undo["arguments"])
+    assert census(gmail, gmail_user) == before
+    # Only INBOX messages are archived; elsewhere the label write says how.
+    work = await gmcp.ok("imap_search_messages", {"mailbox": "Work"})
+    refused = await gmcp.fail(
+        "imap_apply_to_messages",
+        {"message_ids": [work["messages"][0]["message_id"]], "action": "archive"},
+        "invalid_input",
+    )
+    assert "labels" in refused["error"]["message"]
+    assert census(gmail, gmail_user) == before
+
+
+async def test_delete_lands_in_trash_and_permanent_is_refused_outside_trash(
+    gmail: Gmail, gmail_user: str, gmcp: EnvelopeClient
+) -> None:
+    before = census(gmail, gmail_user)
+    work = await gmcp.ok("imap_search_messages", {"mailbox": "Work"})
+    ids = [m["message_id"] for m in work["messages"]]
+    permanent = {"message_ids": ids, "action": "delete", "permanent": True}
+    await gmcp.fail("imap_apply_to_messages", permanent, "permission_denied")  # off by default
+    async for allowed in client_of(gmail, gmail_user, allow_permanent_delete=True):
+        # Where allowed, Gmail's expunge outside Trash and Spam would remove a label: refused first.
+        refused = await allowed.fail(
+            "imap_apply_to_messages", {**permanent, "dry_run": True}, "invalid_input"
+        )
+        assert refused["error"]["details"]["parameter"] == "permanent"
+    assert census(gmail, gmail_user) == before
+    done = await gmcp.ok("imap_apply_to_messages", {"message_ids": ids, "action": "delete"})
+    assert {r["outcome"] for r in done["results"]} == {"moved_to_trash"}
+    trashed = census(gmail, gmail_user)
+    assert trashed[TRASH] == before[TRASH] + 2 and trashed["Work"] == 0
+    assert trashed[ALL_MAIL] == before[ALL_MAIL] - 2 and trashed["messages"] == before["messages"]
+
+
+async def test_labels_are_refused_where_the_server_has_none(gmail_unmarked: Gmail) -> None:
+    user = gmail_unmarked.new_user("n")
+    seed_labelled(gmail_unmarked, user)
+    async for client in client_of(gmail_unmarked, user):
+        inbox = await client.ok("imap_search_messages", {"mailbox": "INBOX"})
+        ids = [m["message_id"] for m in inbox["messages"]]
+        args = {"message_ids": ids, "operation": "add", "labels": ["Work"]}
+        refused = await client.fail("imap_update_message_flags", args, "invalid_input")
+        assert refused["error"]["details"]["parameter"] == "labels"
+        refused = await client.fail(
+            "imap_apply_to_messages", {"message_ids": ids, "action": "archive"}, "invalid_input"
+        )
+        assert refused["error"]["details"]["parameter"] == "action"
+        await client.fail(
+            "imap_update_message_flags", {"message_ids": ids, "operation": "add"}, "invalid_input"
+        )

@@ -171,6 +171,43 @@ class WriteCommands:
                 changed.update(uids)
         return changed & set(uids)
 
+    def fetch_labels(self: WriteSession, uids: Sequence[int]) -> dict[int, LabelState]:
+        """Flags, Gmail labels (X-GM-LABELS, decoded) and X-GM-MSGID of those of ``uids`` that exist."""
+        if not self.profile.gmail_extensions:
+            raise ExtensionMissing("X-GM-EXT-1", "read or change labels")
+        wanted = set(uids)
+        answer = self.fetch(sorted(wanted), ["FLAGS", "X-GM-LABELS", "X-GM-MSGID"])
+        return {uid: _label_state(data) for uid, data in answer.items() if uid in wanted and b"FLAGS" in data}
+
+    def store_labels(
+        self: WriteSession, uids: Sequence[int], mode: str, labels: Sequence[str]
+    ) -> dict[int, list[str]]:
+        """``UID STORE [+-]X-GM-LABELS (labels)`` (``mode``: ``+`` add, ``-`` remove, ``""`` replace), sent
+        inside :meth:`write_command`; the labels each message has now, as the server answered (a message
+        it did not answer for is left out)."""
+        if mode not in ("+", "-", "") or not uids:
+            raise ValueError(f"not a label STORE: {mode!r}")
+        if not self.profile.gmail_extensions:
+            raise ExtensionMissing("X-GM-EXT-1", "change labels")
+        client = self.client
+        listed = b"(" + b" ".join(client.mailbox_argument(label) for label in labels) + b")"
+        args = [format_uid_set(uids).encode("ascii"), f"{mode}X-GM-LABELS".encode("ascii"), listed]
+        client.untagged.pop("FETCH", None)
+        with self.write_command(uids):
+            try:
+                with wire.answers_typed():
+                    typ, data = client.uid_command(b"STORE", args)
+                    client.check_ok("store", typ, data)
+            except ServerRefused as exc:
+                raise WriteRefused(exc, "UID STORE", self.selected_mailbox or "") from None
+        answered = client.parse_fetch(client.untagged.pop("FETCH", []))
+        wanted = set(uids)
+        return {
+            uid: _label_state(data).labels
+            for uid, data in answered.items()
+            if uid in wanted and b"X-GM-LABELS" in data
+        }
+
 
 def _copy_or_move(
     session: WriteSession, command: str, uids: Sequence[int], destination: str
@@ -233,3 +270,22 @@ def naming_command(command: str, mailbox: str, send: Callable[..., T], *args: An
             return send(*args)
     except ServerRefused as exc:
         raise (classify(exc, Context(command, mailbox)) or exc) from None
+
+
+@dataclass(frozen=True)
+class LabelState:
+    """A message's flags, Gmail labels (as X-GM-LABELS names them) and X-GM-MSGID."""
+
+    flags: tuple[str, ...]
+    labels: list[str]
+    gmail_id: int | None
+
+
+def _label_state(data: dict[bytes, Any]) -> LabelState:
+    flags = tuple(
+        t for t in (parsing.as_text(f) for f in data.get(b"FLAGS", ())) if t and t.lower() != "\\recent"
+    )
+    raw = data.get(b"X-GM-LABELS") or ()
+    labels = [parsing.mailbox_name(label) for label in raw if isinstance(label, bytes | str)]
+    msgid = data.get(b"X-GM-MSGID")
+    return LabelState(flags, labels, msgid if isinstance(msgid, int) else None)

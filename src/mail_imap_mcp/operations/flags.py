@@ -10,31 +10,40 @@ message another client changed meanwhile is reported, not overwritten.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.errors import OutcomeUnknown
 from mail_imap_mcp.imap.flags import FlagOperation, flag_keys, not_permitted, ordered, target_flags
+from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.mailbox_state import MailboxState
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import FlagState
 from mail_imap_mcp.imap.write_errors import WriteRefused
 from mail_imap_mcp.operations.background import Progress
 from mail_imap_mcp.operations.batch import Batch, BatchItem, MailboxGroup
+from mail_imap_mcp.operations.labels import LabelStep, shown
 from mail_imap_mcp.operations.ledger import Ledger
 from mail_imap_mcp.operations.runner import SelectRefusals, StopRun, each_mailbox, is_lost
 
 
 @dataclass(frozen=True)
 class FlagChange:
-    """A message's flags before the change and after it (read back; in a dry run: as they would be)."""
+    """A message's flags before the change and after it (read back; in a dry run: as they would be),
+    and its labels where labels were changed (as a summary shows them)."""
 
     item: BatchItem
     before: list[str]
     after: list[str]
+    labels_before: list[str] | None = None
+    labels_after: list[str] | None = None
+    #: Where the change took the message out of its mailbox: its id in All Mail.
+    moved_to: MessageRef | None = None
 
     @property
     def changed(self) -> bool:
-        return flag_keys(self.before) != flag_keys(self.after)
+        return flag_keys(self.before) != flag_keys(self.after) or self.labels_before != self.labels_after
 
 
 @dataclass
@@ -63,6 +72,10 @@ class FlagRequest:
     dry_run: bool
     #: How the tool words a mailbox that cannot be selected.
     refusals: SelectRefusals
+    #: Gmail labels to change with the same operation (X-GM-LABELS names); None: none asked for.
+    labels: tuple[str, ...] | None = None
+    #: The account's settings (its All Mail, for messages a label change takes out of their mailbox).
+    account: AccountConfig | None = None
 
 
 def change_flags(session: ImapSession, batch: Batch, request: FlagRequest, progress: Progress) -> FlagOutcome:
@@ -99,6 +112,25 @@ def _update_mailbox(
         outcome.fail(group.items, code, "select", failure.message, failure=failure)
         return
     items = group.by_uid()
+    if request.labels is not None and not session.profile.gmail_extensions:
+        raise ToolFailure.invalid_input(
+            "labels", "this server has no labels (it does not offer X-GM-EXT-1); nothing was changed."
+        )
+    if request.flags:
+        _update_flags(session, group, request, outcome, state, items)
+    if request.labels is not None:
+        _update_labels(session, group, request, outcome, items)
+
+
+def _update_flags(
+    session: ImapSession,
+    group: MailboxGroup,
+    request: FlagRequest,
+    outcome: FlagOutcome,
+    state: MailboxState,
+    items: dict[int, BatchItem],
+) -> None:
+    """The flags of one mailbox's messages: read, STORE (unless dry_run), read back."""
     conditional = request.operation == "replace" and session.profile.condstore
     before = session.fetch_flags(list(items), modseq=conditional and not request.dry_run)
     _gone(outcome, [item for uid, item in items.items() if uid not in before], "fetch_flags")
@@ -139,6 +171,60 @@ def _update_mailbox(
         if uid in after:
             outcome.settle(items[uid], _result(items[uid], before[uid].flags, after[uid]))
     plan.changed = sum(outcome.results[items[uid]].changed for uid in stored if uid in after)
+
+
+def _update_labels(
+    session: ImapSession,
+    group: MailboxGroup,
+    request: FlagRequest,
+    outcome: FlagOutcome,
+    items: dict[int, BatchItem],
+) -> None:
+    """The labels of one mailbox's messages (after their flags): read, STORE (unless dry_run), and the
+    ids in All Mail of those the change took out of the mailbox."""
+    step = LabelStep(session, request.operation, request.labels or ())
+    pending = [uid for uid, item in items.items() if item not in outcome.failed]
+    states = step.read(pending)
+    if not request.flags:
+        _gone(outcome, [items[uid] for uid in pending if uid not in states], "fetch_labels")
+        outcome.mailboxes.append(MailboxFlags(group.mailbox, group.uidvalidity, len(states), 0, False))
+    if not states:
+        return
+    targets = step.targets(states)
+    if request.dry_run:
+        after = targets
+    else:
+        try:
+            after = step.store(states, targets)
+        except OutcomeUnknown:
+            outcome.outcome_unknown(items[uid] for uid in states)
+            raise StopRun() from None
+        except WriteRefused as exc:
+            refused = request.refusals.refused(exc)
+            outcome.fail(
+                (items[uid] for uid in states), "store_refused", "store", refused.message, failure=refused
+            )
+            return
+        outcome.wrote = True
+    moved: dict[int, MessageRef] = {}
+    if not request.dry_run and request.account is not None:
+        gone = step.left(list(states))
+        gmail_ids = {uid: found for uid in gone if (found := states[uid].gmail_id) is not None}
+        moved = step.found_in_all_mail(request.account, group.items[0].ref.account_id, gmail_ids)
+    for uid, now in states.items():
+        item = items[uid]
+        change = outcome.results.get(item) or _result(item, now.flags, now.flags)
+        outcome.settle(
+            item,
+            replace(
+                change,
+                labels_before=shown(now.labels),
+                labels_after=shown(after[uid]),
+                moved_to=moved.get(uid),
+            ),
+        )
+    plan = outcome.mailboxes[-1]
+    plan.changed = sum(outcome.results[items[uid]].changed for uid in items if items[uid] in outcome.results)
 
 
 def _store(

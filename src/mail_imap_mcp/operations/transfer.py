@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.envelope import ToolFailure
+from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.directory import MailboxDirectory, same_mailbox
 from mail_imap_mcp.imap.errors import OutcomeUnknown
 from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.roles import ALL
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid, format_uid_set
 from mail_imap_mcp.imap.write_errors import DestinationMissing
@@ -27,17 +28,19 @@ from mail_imap_mcp.operations.batch import Batch, BatchItem, MailboxGroup
 from mail_imap_mcp.operations.ledger import Ledger
 from mail_imap_mcp.operations.runner import SelectRefusals, StopRun, each_mailbox
 
-Action = Literal["move", "copy", "delete"]
+Action = Literal["move", "copy", "delete", "archive"]
 #: What happened to a message (``would_*`` in a dry run).
 Done = Literal[
     "moved",
     "copied",
     "moved_to_trash",
     "deleted",
+    "archived",
     "would_move",
     "would_copy",
     "would_move_to_trash",
     "would_delete",
+    "would_archive",
 ]
 #: What became of a message: done (or would be), or why not (see its issue).
 Outcome = Literal[Done, "not_found", "outcome_unknown", "not_attempted", "failed"]
@@ -51,12 +54,14 @@ DONE: dict[tuple[Action, bool], Done] = {
     ("copy", False): "copied",
     ("delete", False): "moved_to_trash",
     ("delete", True): "deleted",
+    ("archive", False): "archived",
 }
 PLANNED: dict[Done, Done] = {
     "moved": "would_move",
     "copied": "would_copy",
     "moved_to_trash": "would_move_to_trash",
     "deleted": "would_delete",
+    "archived": "would_archive",
 }
 
 
@@ -154,6 +159,8 @@ def _existing_mailbox(directory: MailboxDirectory, name: str, parameter: str) ->
 def _prepare(session: ImapSession, batch: Batch, request: TransferRequest) -> TransferOutcome:
     """Everything that is checked before any change: extensions, destination, ids, UIDVALIDITY."""
     outcome = TransferOutcome(method=commands_for(session, request.action, request.permanent))
+    if request.permanent and session.personality.has_labels:
+        _check_permanent(session, batch, request)
     if request.action == "delete" and not request.permanent:
         directory = MailboxDirectory.load(session, request.account)
         outcome.destination = directory.require(
@@ -167,12 +174,54 @@ def _prepare(session: ImapSession, batch: Batch, request: TransferRequest) -> Tr
                 "change nothing. To remove them for good, use permanent: true (where the configuration "
                 "allows it, after the user's confirmation).",
             )
+    elif request.action == "archive":
+        outcome.destination = _archive(session, batch, request)
     elif request.destination is not None:
         listed = MailboxDirectory.matching(session, request.destination)
         outcome.destination = _existing_mailbox(listed, request.destination, "destination_mailbox")
     for group in batch.groups:
         _open_group(session, group, request, outcome, write=not request.dry_run)
     return outcome
+
+
+def _archive(session: ImapSession, batch: Batch, request: TransferRequest) -> str:
+    """Where archived messages go (Gmail: All Mail, where a move out of INBOX removes the Inbox label);
+    refused before anything changes on a server without labels, or for messages not in INBOX."""
+    if not session.personality.has_labels:
+        raise ToolFailure.invalid_input(
+            "action",
+            "archive needs a server with labels (Gmail: X-GM-EXT-1); elsewhere move the messages to an "
+            "archive mailbox (action move).",
+        )
+    directory = MailboxDirectory.load(session, request.account)
+    inbox = directory.inbox() or "INBOX"
+    elsewhere = [group.mailbox for group in batch.groups if not same_mailbox(group.mailbox, inbox)]
+    if elsewhere:
+        raise ToolFailure.invalid_input(
+            "message_ids",
+            f"archive takes messages of {inbox!r}; {elsewhere[0]!r} is not it. To take Inbox off messages "
+            'found elsewhere (All Mail), use imap_update_message_flags with labels ["Inbox"], operation remove.',
+        )
+    found = directory.with_role(ALL)
+    if not found:
+        raise ToolFailure(
+            ErrorCode.NOT_FOUND, "The server marks no mailbox \\All (All Mail): nothing to archive to."
+        )
+    return found[0]
+
+
+def _check_permanent(session: ImapSession, batch: Batch, request: TransferRequest) -> None:
+    """Where an expunge is not always for good (Gmail: in a label folder it removes the label), a
+    permanent delete is refused outside the mailboxes where it is (Trash, Spam) before anything changes."""
+    directory = MailboxDirectory.load(session, request.account)
+    roles = {box.name: box.special_use for box in directory.boxes}
+    for group in batch.groups:
+        if not session.personality.expunges_for_good(roles.get(group.mailbox)):
+            raise ToolFailure.invalid_input(
+                "permanent",
+                f"on this server an expunge in {group.mailbox!r} removes a label, not the message; nothing "
+                "was changed. Delete without permanent (to the Trash), then permanently from the Trash.",
+            )
 
 
 def _open_group(

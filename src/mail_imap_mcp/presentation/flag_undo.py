@@ -21,6 +21,61 @@ class ChangedFlags(Protocol):
     def previous_flags(self) -> list[str]: ...
 
 
+class ChangedLabels(ChangedFlags, Protocol):
+    """A message whose labels (Gmail) changed, as the tool reports it, with its id in All Mail where the
+    change took it out of its mailbox."""
+
+    @property
+    def labels(self) -> list[str] | None: ...
+    @property
+    def previous_labels(self) -> list[str] | None: ...
+    @property
+    def new_message_id(self) -> str | None: ...
+    @property
+    def changed(self) -> bool: ...
+
+
+def undo_labels(
+    tool: str, changed: Sequence[ChangedLabels], *, with_flags: NextAction | None
+) -> NextAction | None:
+    """The call of ``tool`` that puts the labels back (by each message's id now: its All Mail id where it
+    left its mailbox), and the flags too where ``with_flags`` undoes them with the same operation."""
+    moved = [r for r in changed if r.labels != r.previous_labels]
+    if not moved:
+        return with_flags
+    ids = [r.new_message_id or r.message_id for r in moved]
+    deltas = {
+        (
+            tuple(sorted(set(r.labels or ()) - set(r.previous_labels or ()))),
+            tuple(sorted(set(r.previous_labels or ()) - set(r.labels or ()))),
+        )
+        for r in moved
+    }
+    operation, labels = "", list[str]()
+    if len(deltas) == 1:
+        ((gained, lost),) = deltas
+        operation, labels = ("remove", list(gained)) if gained and not lost else ("add", list(lost))
+        if gained and lost:
+            operation = ""
+    if not operation:
+        previous = {tuple(r.previous_labels or ()) for r in moved}
+        if len(previous) != 1:
+            return None
+        operation, labels = "replace", list(next(iter(previous)))
+    arguments: dict[str, object] = {"message_ids": ids, "operation": operation, "labels": labels}
+    if with_flags is not None:  # one call undoes both where it names the same messages the same way
+        same = set(with_flags.arguments["message_ids"]) == set(ids)
+        if with_flags.arguments.get("operation") != operation or not same:
+            return None
+        arguments["flags"] = with_flags.arguments["flags"]
+    what = " ".join(labels) or "no labels"
+    return NextAction(
+        instruction=f"Undo: {operation} labels {what} on the messages this call changed",
+        tool=tool,
+        arguments=arguments,
+    )
+
+
 def undo_flags(tool: str, changed: Sequence[ChangedFlags]) -> NextAction | None:
     """The call of ``tool`` that puts the flags back, when one call can: every changed message gained (or
     lost) the same flags, or all had the same flags before a replace."""

@@ -162,6 +162,7 @@ _VERBS = {
     ("copy", False): ("copy", "Copied"),
     ("delete", False): ("move to Trash", "Moved to Trash"),
     ("delete", True): ("permanently delete", "Permanently deleted"),
+    ("archive", False): ("archive", "Archived"),
 }
 
 

@@ -42,9 +42,9 @@ DETAILS = (
     "Move, copy or delete up to 250 messages of one account, given by message_id (from "
     "imap_search_messages). move and copy need destination_mailbox, an existing mailbox (see "
     "imap_list_mailboxes). delete moves the messages to the account's Trash, so they can be restored; "
-    "permanent: true removes them for good, only where the configuration allows it and after the user "
-    "confirmed. Each moved or copied message gets its new_message_id, and next_action undoes a move or "
-    "a delete. dry_run: true shows what would change and changes nothing."
+    "permanent: true removes them for good where the configuration allows it, after the user confirmed. "
+    "On Gmail, archive moves INBOX messages to All Mail (only the Inbox label goes). Each moved or copied "
+    "message gets its new_message_id; next_action undoes a move, delete or archive; dry_run changes nothing."
 )
 ERRORS = {
     "invalid_input": "A message_id is malformed, ids of several accounts, destination_mailbox missing for "
@@ -79,7 +79,9 @@ class ApplyToMessagesInput(BaseModel):
         max_length=250,
         description="Ids of one account.",
     )
-    action: Action = Field(description="move, copy: to destination_mailbox; delete: to Trash.")
+    action: Action = Field(
+        description="move, copy: to destination_mailbox; delete: to Trash; archive: Gmail."
+    )
     # Not MailboxName | None: the flattened schema would show MailboxName's description instead of this one.
     destination_mailbox: str | None = Field(
         default=None,
@@ -145,10 +147,10 @@ class ApplyToMessagesData(MultiItemData):
 def _check_arguments(args: ApplyToMessagesInput, batch: Batch) -> None:
     if args.action in ("move", "copy") and args.destination_mailbox is None:
         raise ToolFailure.invalid_input("destination_mailbox", f"required for {args.action}.")
-    if args.action == "delete" and args.destination_mailbox is not None:
+    if args.action in ("delete", "archive") and args.destination_mailbox is not None:
         raise ToolFailure.invalid_input(
             "destination_mailbox",
-            "not accepted for delete, which moves to the account's Trash; use action move to choose.",
+            f"not accepted for {args.action}, which chooses the mailbox itself; use action move to choose.",
         )
     if args.permanent and args.action != "delete":
         raise ToolFailure.invalid_input("permanent", "only for action delete.")
@@ -287,6 +289,9 @@ TOOL = ToolSpec(
     effect=Effect.DESTRUCTIVE,
     idempotent=False,
     changes=(
+        '`action: "archive"` (Gmail, X-GM-EXT-1) takes INBOX messages out of the inbox, undone by moving them '
+        "back; on Gmail a permanent delete outside Trash and Spam is refused (an expunge there only removes a "
+        "label)",
         "A permanent delete asks the user (or hands back the confirming call) before it starts, never "
         "from the background, so a client with MCP elicitation is asked too.",
         "data.background names a write that continues in the background, as in "

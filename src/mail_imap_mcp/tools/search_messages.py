@@ -48,7 +48,8 @@ DETAILS = (
     '- `mailbox: "*"` searches every mailbox except Trash and Junk/Spam and virtual ones such as '
     'Gmail\'s All Mail, which are searched only when named in `mailboxes` (`["*", "Trash"]` adds '
     "Trash). The pages of several mailboxes are merged newest first and each summary names its mailbox "
-    "([search.md](search.md)).\n"
+    "([search.md](search.md)). On Gmail (X-GM-EXT-1) it searches All Mail alone: each message once, "
+    "archived mail included, each summary with its `labels`.\n"
     '- `sort: "arrival"` (the default) lists the newest received first (UID order); `"date"` the '
     "newest Date header first, through the server's SORT where it has one, else sorted here in blocks "
     f"of the {DATE_WINDOW} newest matches (a warning says when a search spans several).\n"
@@ -218,6 +219,9 @@ TOOL = ToolSpec(
         "On a server without SORT (Gmail, Microsoft 365) a search of several mailboxes is in true arrival "
         "(or sent-date) order across them, also where a mailbox's arrival times do not follow its UIDs; in "
         "date order it is exact over every match (it was exact within blocks of 1,000, with a warning).",
+        'On Gmail (X-GM-EXT-1), `mailbox: "*"` searches All Mail alone (each message once, archived mail '
+        "included, where it skipped All Mail and found a labelled message once per label), and every "
+        "summary carries the message's `labels` (X-GM-LABELS). Other servers answer as before.",
     ),
     input_model=SearchMessagesInput,
     data_model=SearchMessagesData,

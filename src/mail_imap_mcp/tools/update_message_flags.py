@@ -9,24 +9,28 @@ flags read in the same SELECT: a message another client changed meanwhile is rep
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolResult
+from mail_imap_mcp.envelope import (
+    MultiItemData,
+    Payload,
+    ToolFailure,
+    ToolResult,
+    absent_field,
+)
 from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.flags import FlagOperation, ordered, parse_flags
-from mail_imap_mcp.imap.ids import parse_message_id
 from mail_imap_mcp.operations import Operation, OperationRef
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.batch import Batch, group_message_ids
 from mail_imap_mcp.operations.flags import FlagChange, FlagOutcome, FlagRequest, change_flags
+from mail_imap_mcp.operations.labels import label_names, shown
 from mail_imap_mcp.operations.runner import run_bulk_write
 from mail_imap_mcp.presentation.arguments import MessageIdArg
-from mail_imap_mcp.presentation.flag_undo import undo_flags
-from mail_imap_mcp.presentation.mail_failures import message_gone, rerun_search
+from mail_imap_mcp.presentation.flag_next import flag_next_action
+from mail_imap_mcp.presentation.mail_failures import message_gone
 from mail_imap_mcp.presentation.writes import (
     DRY_RUN_DESCRIPTION,
     accepted_summary,
@@ -53,7 +57,10 @@ DETAILS = (
     "message's flags after the change and whether they changed, and an undo next_action. replace "
     "keeps \\Deleted as it is and, where the server has CONDSTORE, never overwrites a message another "
     "client changed meanwhile (issue modified_meanwhile). Deleting is imap_apply_to_messages. Safe to "
-    "repeat; dry_run shows what would change."
+    "repeat; dry_run shows what would change. On Gmail (X-GM-EXT-1), `labels` are changed by the same "
+    "operation (UID STORE X-GM-LABELS): Inbox, Important and the user's labels, as summaries show them; "
+    "removing Inbox archives. A message a label change takes out of its mailbox gets its All Mail id as "
+    "new_message_id, which the undo uses. Elsewhere labels are refused (invalid_input)."
 )
 ERRORS = {
     "invalid_input": "A message id or flag is malformed or not allowed (e.g. \\Deleted), ids name several "
@@ -79,10 +86,11 @@ class UpdateFlagsInput(BaseModel):
     )
     operation: FlagOperation = Field(description="replace: make them the only flags (\\Deleted kept).")
     flags: list[str] = Field(
-        min_length=1,
+        default_factory=list,
         max_length=32,
         description="\\Seen (read), \\Flagged, \\Answered, \\Draft or keywords like $Important.",
     )
+    labels: list[str] | None = Field(default=None, max_length=32, description="Gmail labels.")
     dry_run: bool = Field(default=False, description=DRY_RUN_DESCRIPTION)
 
 
@@ -95,7 +103,16 @@ class FlagResult(Payload):
         "the session flag \\Recent is left out."
     )
     previous_flags: list[str] = Field(description="Its flags before the change.")
-    changed: bool = Field(description="Whether its flags changed (dry_run: would change).")
+    changed: bool = Field(description="Whether its flags or labels changed (dry_run: would change).")
+    labels: list[str] | SkipJsonSchema[None] = absent_field(
+        "Its Gmail labels after the change, when labels were given."
+    )
+    previous_labels: list[str] | SkipJsonSchema[None] = absent_field(
+        "Its Gmail labels before the change, when labels were given."
+    )
+    new_message_id: str | SkipJsonSchema[None] = absent_field(
+        "Its id in All Mail, where the label change took it out of its mailbox (Inbox removed: archived)."
+    )
 
 
 # What a flag change does in one mailbox: titled MailboxPlan in the outputSchema, as before.
@@ -117,6 +134,7 @@ class UpdateFlagsData(MultiItemData):
     account_id: str = Field(description="Account of the messages.")
     operation: FlagOperation = Field(description="The operation, as given.")
     flags: list[str] = Field(description="The flags, in canonical spelling, without duplicates.")
+    labels: list[str] | SkipJsonSchema[None] = absent_field("The labels, as given (Gmail).")
     dry_run: bool = Field(description="True: nothing was changed; flags and changed show the plan.")
     requested: int = Field(description="Distinct message ids given.")
     changed: int = Field(description="Messages whose flags changed (dry_run: would change).")
@@ -131,10 +149,20 @@ def handle(app: AppContext, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsDat
     action = f"dry_run:{args.operation}" if args.dry_run else args.operation
     line = AuditLine(NAME, batch.account_id, action, len(batch.items), failure_prefix="failed:")
     with audited(line.failed):  # the tool runner words the call's failure
+        if not args.flags and not args.labels:
+            raise ToolFailure.invalid_input("flags", "give flags, labels (Gmail) or both.")
         connection = batch_connection(app, batch)
-        flags = parse_flags(args.flags)
+        flags = parse_flags(args.flags) if args.flags else ()
+        labels = label_names(_checked_labels(args.labels)) if args.labels is not None else None
     account = batch.given_account_id
-    request = FlagRequest(args.operation, flags, args.dry_run, select_refusals(account))
+    request = FlagRequest(
+        args.operation,
+        flags,
+        args.dry_run,
+        select_refusals(account),
+        labels=labels,
+        account=app.config.accounts[connection.account_id],
+    )
     return run_bulk_write(
         app.operations,
         connection,
@@ -185,6 +213,7 @@ def _answer(
         account_id=account,
         operation=request.operation,
         flags=ordered(request.flags),
+        labels=shown(request.labels) if request.labels is not None else None,
         dry_run=request.dry_run,
         requested=len(batch.items),
         changed=sum(result.changed for result in results),
@@ -192,9 +221,17 @@ def _answer(
         mailboxes=[FlagsMailboxPlan(**vars(plan)) for plan in outcome.mailboxes],
         status=status_for(issues),
         issues=issues,
-        next_action=_next_action(account, request, results, issues),
+        next_action=flag_next_action(NAME, account, request, results, issues),
     )
     return ToolResult(summary=_summary(data), data=data, warnings=outcome.warnings)
+
+
+def _checked_labels(labels: list[str]) -> list[str]:
+    """Labels as given, each a name Gmail can hold (no control characters, at most 255 characters)."""
+    for label in labels:
+        if not label.strip() or len(label) > 255 or any(ord(c) < 32 or ord(c) == 127 for c in label):
+            raise ToolFailure.invalid_input("labels", f"{label[:50]!r} is not a label name.")
+    return labels
 
 
 def _flag_result(change: FlagChange) -> FlagResult:
@@ -206,68 +243,16 @@ def _flag_result(change: FlagChange) -> FlagResult:
         flags=change.after,
         previous_flags=change.before,
         changed=change.changed,
+        labels=change.labels_after,
+        previous_labels=change.labels_before,
+        new_message_id=change.moved_to.message_id if change.moved_to is not None else None,
     )
 
 
-def _call(request: FlagRequest, message_ids: Iterable[str | None], **changes: Any) -> dict[str, Any]:
-    arguments: dict[str, Any] = {
-        "message_ids": [message_id for message_id in message_ids if message_id],
-        "operation": request.operation,
-        "flags": list(request.flags),
-    }
-    return {**arguments, **changes}
-
-
-def _next_action(
-    account: str, request: FlagRequest, results: Sequence[FlagResult], issues: Sequence[Issue]
-) -> NextAction | None:
-    by_code: dict[str, list[str | None]] = {}
-    for issue in issues:
-        by_code.setdefault(issue.code, []).append(issue.message_id)
-    if unknown := by_code.get("outcome_unknown"):
-        if len(unknown) == 1:
-            return NextAction(
-                instruction="Read the message to see whether its flags changed (the change was not retried)",
-                tool="imap_get_message",
-                arguments={"message_id": unknown[0], "body_max_chars": 100},
-            )
-        return NextAction(
-            instruction="Search the mailbox to see the messages' flags now (the change was not retried)",
-            tool="imap_search_messages",
-            arguments={
-                "account_id": account,
-                "mailbox": parse_message_id(unknown[0] or "").mailbox,
-            },
-        )
-    if conflicts := by_code.get("conflict"):
-        return rerun_search(account, parse_message_id(conflicts[0] or "").mailbox)
-    if pending := by_code.get("not_attempted"):
-        return NextAction(
-            instruction="Nothing was sent for these messages: make the change for them",
-            tool=NAME,
-            arguments=_call(request, pending),
-        )
-    if modified := by_code.get("modified_meanwhile"):
-        return NextAction(
-            instruction="Another client changed these messages meanwhile: replace their flags anyway only if "
-            "the user still wants it",
-            tool=NAME,
-            arguments=_call(request, modified),
-        )
-    changed = [result for result in results if result.changed]
-    if request.dry_run:
-        if not changed:
-            return None
-        return NextAction(
-            instruction="Make the change (the same call without dry_run)",
-            tool=NAME,
-            arguments=_call(request, (result.message_id for result in changed)),
-        )
-    return undo_flags(NAME, changed)
-
-
 def _summary(data: UpdateFlagsData) -> str:
-    what = f"{data.operation} {' '.join(data.flags)}"
+    what = f"{data.operation} {' '.join(data.flags)}".rstrip()
+    if data.labels is not None:
+        what += f" labels {', '.join(data.labels)}"
     found = len(data.messages)
     if data.dry_run:
         text = f"Dry run ({what}): {data.changed} of {found} message(s) would change; nothing was changed"
@@ -288,5 +273,10 @@ TOOL = ToolSpec(
     handle=handle,
     errors=ERRORS,
     effect=Effect.WRITE,
+    changes=(
+        "`labels` (Gmail, X-GM-EXT-1) changes Gmail labels with the same operation, beside or instead of `flags` "
+        "(which are no longer required); results carry `labels`, `previous_labels` and, for a message the "
+        "change took out of its mailbox, `new_message_id` in All Mail, which the undo uses",
+    ),
     idempotent=True,
 )
