@@ -92,6 +92,10 @@ async def test_every_folder_is_all_mail_once_each_with_its_labels(gmcp: Envelope
     inbox = await gmcp.ok("imap_search_messages", {"mailbox": "INBOX"})
     assert subjects(inbox["messages"]) == ["About two", "About one"]
     assert {m.get("labels") is not None for m in inbox["messages"]} == {True}
+    first = await gmcp.ok("imap_search_messages", {"mailbox": "*", "limit": 3})
+    rest = await gmcp.ok("imap_search_messages", {"mailbox": "*", "limit": 3, "cursor": first["next_cursor"]})
+    assert subjects(first["messages"]) + subjects(rest["messages"]) == subjects(data["messages"])
+    assert rest.get("next_cursor") is None
     found = await gmcp.ok("imap_search_messages", {"mailbox": "*", "subject": "three"})
     assert subjects(found["messages"]) == ["About three"]
 

@@ -326,7 +326,10 @@ def search_page(
     def work(session: ImapSession) -> _Read:
         backend = choose_backend(session.personality)
         assert backend == "imap"  # the one backend so far: the server's own SEARCH
-        if isinstance(cursor, WatermarkCursor) or (cursor is None and reads_by_position(merged=not strict)):
+        # Where a search of every mailbox is one mailbox (Gmail: All Mail), it is read as one mailbox is.
+        one_for_all = session.personality.every_mailbox_is_one and wanted_mailboxes(args) == ([], True)
+        by_position = reads_by_position(merged=not strict) and not one_for_all
+        if isinstance(cursor, WatermarkCursor) or (cursor is None and by_position):
             return _by_watermark(session, app, account_id, args, search, digest, cursor, limit, snippet_chars)
         assert not isinstance(cursor, WatermarkCursor)
         pipelined = reads_at_once(sort, search, merged=not strict)

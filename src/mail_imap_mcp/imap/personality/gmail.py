@@ -44,6 +44,7 @@ class Gmail(Personality):
 
     name: ClassVar[str] = "gmail"
     has_labels: ClassVar[bool] = True
+    every_mailbox_is_one: ClassVar[bool] = True
     summary_items: ClassVar[tuple[str, ...]] = ("X-GM-LABELS",)
 
     @classmethod

@@ -40,6 +40,8 @@ class Personality:
     deletes_to: ClassVar[str] = TRASH
     #: Whether messages carry labels (read with a summary, written by imap_update_message_flags).
     has_labels: ClassVar[bool] = False
+    #: Whether a search of every mailbox covers one mailbox (Gmail: All Mail), read as one mailbox is.
+    every_mailbox_is_one: ClassVar[bool] = False
     #: FETCH items a summary reads besides the standard ones (Gmail: its labels).
     summary_items: ClassVar[tuple[str, ...]] = ()
 
