@@ -8,15 +8,18 @@ it makes of the answers (a MODSEQ per message, an unsolicited FETCH without UID,
 
 from __future__ import annotations
 
+import random
 import stat
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap import changes_token, sealing
-from mail_imap_mcp.imap.changes import Changes, changes_since
+from mail_imap_mcp.imap.changes import TOKEN_CHARS, Changes, changes_since, fitted
 from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError, PageCursor
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.presentation.failures import as_tool_failure
@@ -234,3 +237,47 @@ def test_the_sealing_key_is_made_once_private_and_kept(tmp_path: Path) -> None:
     blocked.write_text("")
     assert not sealing.load_key(blocked)  # not a directory: this process keeps a key of its own
     sealing.load_key(sealing.default_state_dir())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    spread=st.integers(1, 40),
+    count=st.integers(0, 300),
+    flag_sets=st.integers(0, 8),
+    seed=st.randoms(use_true_random=False),
+    mailbox=st.sampled_from(["INBOX", "Archive/2024/Projects", "Entwürfe/Überfällige Rechnungen"]),
+)
+def test_a_token_stays_within_300_characters_whatever_its_uids_and_flags(
+    spread: int, count: int, flag_sets: int, seed: random.Random, mailbox: str
+) -> None:
+    """Issue 33 item 11: UIDs scattered by expunges (up to one in 40 left) and many distinct flag sets
+    (without CONDSTORE) keep fewer of the newest messages in the digest, never a longer token; the
+    messages left out are counted as older, and the token reads back as made."""
+    uids = sorted(seed.sample(range(1, count * spread + 2), count))
+    sets = [tuple(f"$k{n}" for n in range(i)) for i in range(flag_sets)]
+    flags = tuple(seed.choice(sets) for _ in uids) if sets else None
+    uidnext = (uids[-1] if uids else 0) + 1
+    older = min(40, uidnext - 1 - count)  # messages below the digest: as many as its gaps can hold
+    made = ChangesToken("default", mailbox, 7, uidnext, 0, older, tuple(uids), flags)
+    token = fitted(made)
+    assert len(token.encode()) <= TOKEN_CHARS
+    kept = len(token.uids)
+    assert token.uids == made.uids[len(made.uids) - kept :] and token.older == made.older + count - kept
+    assert token.flags == (made.flags[count - kept :] if made.flags is not None else None)
+    assert ChangesToken.decode(token.encode()) == token
+    if len(made.encode()) <= TOKEN_CHARS:
+        assert token == made
+
+
+def test_the_newest_300_of_2000_scattered_messages_are_tracked_as_far_as_300_characters_go() -> None:
+    """The case that made 919 and 1,140 characters: 300 UIDs scattered over 2,000, with four flag sets
+    (no CONDSTORE) or none (CONDSTORE). Fewer are tracked now, the newest, within 300 characters."""
+    chance = random.Random(33)
+    uids = tuple(sorted(chance.sample(range(1, 2001), 300)))
+    sets = [(), ("\\Seen",), ("\\Seen", "\\Flagged"), ("\\Answered", "\\Seen")]
+    for flags in (None, tuple(chance.choice(sets) for _ in uids)):
+        token = fitted(ChangesToken("default", "INBOX", 7, 2001, 0, 0, uids, flags))
+        assert len(token.encode()) <= TOKEN_CHARS and 20 <= len(token.uids) < 300
+        print(
+            f"flags={'yes' if flags else 'no'}: {len(token.uids)} tracked, {len(token.encode())} characters"
+        )

@@ -13,8 +13,8 @@ earlier call revalidated), each asks everything it needs in one round trip of pi
 * QRESYNC (RFC 7162; Dovecot and Cyrus), enabled on the connection serving tool calls right after login
   (:class:`~.connection.AccountConnection`; ``ENABLE`` is valid only before a mailbox is selected, RFC
   5161), whose view then reads ``* VANISHED`` like ``* EXPUNGE`` (:mod:`.view`): ``STATUS
-  (HIGHESTMODSEQ)``, ``UID FETCH 1:* (UID FLAGS MODSEQ) (CHANGEDSINCE m VANISHED)`` and ``UID SEARCH UID
-  <uidnext>:*``. The FETCH's ``* VANISHED (EARLIER) <set>`` names every message expunged since ``m``,
+  (HIGHESTMODSEQ)``, ``UID FETCH 1:<uidnext-1> (UID FLAGS MODSEQ) (CHANGEDSINCE m VANISHED)`` and
+  ``UID SEARCH UID <uidnext>:*``. The FETCH's ``* VANISHED (EARLIER) <set>`` names every message expunged since ``m``,
   whatever the mailbox's size, so the token needs no digest and the answer is never partial. Only UIDs
   below the token's UIDNEXT are reported: the set may also hold UIDs the caller never saw (messages
   added and removed since the token, above it) and, as RFC 7162 3.2.6 allows a server that does not keep
@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mail_imap_mcp.imap import parsing, view
@@ -62,8 +62,12 @@ from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import format_uid_set
 from mail_imap_mcp.imap.view import MailboxState
 
-#: Messages whose UIDs (and, without CONDSTORE, flags) a token tracks: the newest ones.
+#: Messages whose UIDs (and, without CONDSTORE, flags) a token tracks: the newest ones, as many of them
+#: as keep the token within :data:`TOKEN_CHARS`.
 DIGEST_MESSAGES = 300
+#: A token's length at most (what the model carries from call to call; issue 33 item 11): UIDs scattered
+#: by expunges, or many distinct flag sets, leave fewer messages tracked rather than a longer token.
+TOKEN_CHARS = 300
 
 
 @dataclass
@@ -81,7 +85,7 @@ class Changes:
     deleted_untracked: int = 0
     #: Messages whose flag changes could not be seen (no CONDSTORE, outside the digest).
     flags_untracked: int = 0
-    #: How many messages a token tracks (:data:`DIGEST_MESSAGES`).
+    #: How many messages the token compared with tracked (at most :data:`DIGEST_MESSAGES`).
     tracked: int = 0
 
 
@@ -136,12 +140,15 @@ def _since_by_vanished(session: ImapSession, state: MailboxState, since: Changes
     mailbox = since.mailbox
     # HIGHESTMODSEQ before the FETCH: every change up to it is in the FETCH's answer, expunges included
     # (they raise HIGHESTMODSEQ but have no MODSEQ to read), so it is the new token's. Sent even to an
-    # empty mailbox: VANISHED then names every message there was.
+    # empty mailbox: VANISHED then names every message there was. Its UIDs end at the token's UIDNEXT,
+    # not at "*": VANISHED (EARLIER) names the UIDs of the set asked (RFC 7162 3.2.6), and "*" is the
+    # highest UID left, so Cyrus left out the newest messages when they were expunged.
+    known = f"1:{since.uidnext - 1}".encode() if since.uidnext > 1 else b"1:*"
     commands: list[Command] = [
         _status_modseq(session, mailbox),
         (
             "FETCH",
-            ["UID", b"FETCH", b"1:*", b"(UID FLAGS MODSEQ)", b"(CHANGEDSINCE %d VANISHED)" % since.modseq],
+            ["UID", b"FETCH", known, b"(UID FLAGS MODSEQ)", b"(CHANGEDSINCE %d VANISHED)" % since.modseq],
         ),
         ("SEARCH", ["UID", b"SEARCH", b"UID", f"{since.uidnext}:*".encode()]),
     ]
@@ -238,7 +245,7 @@ def _compare(
         new=sorted(new, reverse=True),
         expunged=sorted(set(since.uids) - present),
         deleted_untracked=max(0, since.older - untracked_now),
-        tracked=DIGEST_MESSAGES,
+        tracked=len(since.uids),
     )
 
 
@@ -270,16 +277,43 @@ def _token(
             palette.add(flags)
         tracked.append(uid)
     tracked.sort()
-    return ChangesToken(
-        account_id=account_id,
-        mailbox=state.name,
-        uidvalidity=state.uidvalidity,
-        uidnext=max([floor, *(uid + 1 for uid in known)]),
-        modseq=modseq,
-        older=max(0, exists - len(tracked)),
-        uids=tuple(tracked),
-        flags=tuple(known[uid] for uid in tracked) if with_flags else None,
+    return fitted(
+        ChangesToken(
+            account_id=account_id,
+            mailbox=state.name,
+            uidvalidity=state.uidvalidity,
+            uidnext=max([floor, *(uid + 1 for uid in known)]),
+            modseq=modseq,
+            older=max(0, exists - len(tracked)),
+            uids=tuple(tracked),
+            flags=tuple(known[uid] for uid in tracked) if with_flags else None,
+        )
     )
+
+
+def fitted(token: ChangesToken) -> ChangesToken:
+    """``token`` within :data:`TOKEN_CHARS`: its digest keeps as many of its newest messages as fit (the
+    others are counted in ``older``, as every message beyond the digest is). A token without a digest
+    is as long as its account and mailbox names make it."""
+    if not token.uids or len(token.encode()) <= TOKEN_CHARS:
+        return token
+    low, high = 0, len(token.uids) - 1  # the most newest messages kept that fit lies in [low, high]
+    while low < high:
+        middle = (low + high + 1) // 2
+        if len(_newest_kept(token, middle).encode()) <= TOKEN_CHARS:
+            low = middle
+        else:
+            high = middle - 1
+    # Compression makes the length only nearly monotonic in the count: what was found is checked.
+    while low and len(_newest_kept(token, low).encode()) > TOKEN_CHARS:
+        low -= 1
+    return _newest_kept(token, low)
+
+
+def _newest_kept(token: ChangesToken, count: int) -> ChangesToken:
+    dropped = len(token.uids) - count
+    flags = token.flags[dropped:] if token.flags is not None else None
+    return replace(token, uids=token.uids[dropped:], flags=flags, older=token.older + dropped)
 
 
 # -- commands and answers -------------------------------------------------------------------------------

@@ -282,5 +282,9 @@ TOOL = ToolSpec(
         "Tokens and cursors are sealed with the install's key (server.state_dir): they survive a restart; "
         "forged or out-of-range ones, and a cursor holding another mailbox's token, are invalid_input "
         "(security.md, L2).",
+        "A token is at most 300 characters: where the server has no QRESYNC and the newest 300 messages "
+        "would not fit (UIDs scattered by expunges, many flag sets), fewer are tracked and the rest counted.",
+        "With QRESYNC on Cyrus, the expunge of the newest messages is named (it was missed: the VANISHED "
+        "set ended at the highest UID left).",
     ),
 )
