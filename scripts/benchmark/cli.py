@@ -98,6 +98,13 @@ async def run(settings: Settings) -> int:
         return await run_folders_only(settings)
     if settings.startup_only:
         return await run_startup_only(settings)
+    if settings.index_only:
+        from benchmark.index import run_index_bench
+
+        await run_index_bench(
+            settings.index_messages, settings.index_folders, settings.out_dir, BENCH_DIR / "index-run"
+        )
+        return 0
     machine = machine_info()
     say(f"machine: {machine['nproc']} CPU {machine['cpu_model']}, Python {machine['python']}")
     load = machine["load_average_at_start"][0]
@@ -240,6 +247,13 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
     parser.add_argument(
         "--startup-only", action="store_true", help="measure the startup time alone, print it"
     )
+    parser.add_argument(
+        "--index-only",
+        action="store_true",
+        help="the local index section alone: ours, notmuch, Dovecot UID SEARCH and fts-xapian",
+    )
+    parser.add_argument("--index-messages", type=int, default=100_000, help="index section: messages")
+    parser.add_argument("--index-folders", type=int, default=40, help="index section: folders")
     args = parser.parse_args(argv)
     quick = bool(args.quick)
     peer_budget = args.peer_budget if args.peer_budget is not None else (10.0 if quick else 45.0)
@@ -259,6 +273,9 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
         folder_rtts=list(args.folder_rtts if args.folder_rtts is not None else folders_axis.FOLDER_RTTS_MS),
         folders_only=bool(args.folders_only),
         startup_only=bool(args.startup_only),
+        index_only=bool(args.index_only),
+        index_messages=args.index_messages,
+        index_folders=args.index_folders,
     )
 
 

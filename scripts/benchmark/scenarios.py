@@ -235,6 +235,10 @@ class Settings:
     folders_only: bool = False
     #: Only the startup time (spawn until tools/list answered), printed; nothing written.
     startup_only: bool = False
+    #: The local index section alone (``--index-only``): messages and folders.
+    index_only: bool = False
+    index_messages: int = 100_000
+    index_folders: int = 40
 
 
 @dataclass

@@ -18,6 +18,7 @@ import pytest
 from tests.support.accounts import account_settings, config_toml
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, MatrixServer
+from tests.support.readme import readme_block
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -138,6 +139,20 @@ def test_the_index_follows_the_server_and_sets_no_flag(server: MatrixServer, tmp
     dropped = index(config, "--drop")
     assert dropped.returncode == 0 and "deleted" in dropped.stdout
     assert not db_path.exists()
+
+
+def test_the_readme_index_commands_build_the_index(dovecot: MatrixServer, tmp_path: Path) -> None:
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", messages(5))
+    config = tmp_path / "config.toml"
+    settings = config_toml({"default": account_settings(dovecot, user)})
+    config.write_text(f"{settings}\n{readme_block('index-config')}index_dir = \"{tmp_path / 'ix'}\"\n")
+    command = readme_block("index").split("#")[0].split()
+    assert command == ["mail-imap-mcp", "index"]
+    done = index(config, *command[2:])
+    assert done.returncode == 0, done.stderr
+    assert "5 new message(s) indexed in" in done.stdout
+    assert (tmp_path / "ix" / "default.sqlite3").exists()
 
 
 @pytest.mark.slow

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from mail_imap_mcp.index.store import (
     COLUMN_WEIGHTS,
+    FLAG_BITS,
     TEXT_COLUMNS,
     CompiledQuery,
     FolderState,
@@ -36,7 +37,8 @@ APPLICATION_ID = 0x4D494D58
 SCHEMA_VERSION = 1
 #: How long a writer waits for another process's transaction before it gives up.
 BUSY_TIMEOUT_S = 30.0
-_BODY = TEXT_COLUMNS.index("body")
+#: System flags by their bit, as servers spell them.
+_FLAG_NAMES = {bit: "\\" + name[1:].title() for name, bit in FLAG_BITS.items()}
 
 _SCHEMA = f"""
 CREATE TABLE folders(
@@ -264,6 +266,13 @@ class SqliteStore:
     ) -> HitPage:
         if not folders:
             return HitPage([], 0)
+        if (
+            query.match is not None
+            and query.where == "1"
+            and order == "relevance"
+            and set(folders) >= set(self.folders())
+        ):
+            return self._ranked_everywhere(query.match, limit, offset, list(folders))
         in_folders = f"f.name IN ({', '.join('?' for _ in folders)})"
         params: list[object] = []
         if query.match is not None:
@@ -278,21 +287,59 @@ class SqliteStore:
             rank = "0.0"
         ordering = f"{rank}, m.sent DESC, m.id DESC" if order == "relevance" else "m.sent DESC, m.id DESC"
         try:
-            total = int(
-                self._db.execute(f"SELECT count(*) FROM {source} WHERE {condition}", params).fetchone()[0]
-            )
+            counted = self._db.execute(f"SELECT count(*) FROM {source} WHERE {condition}", params)
+            total = int(counted.fetchone()[0])
             rows = self._db.execute(
-                f"SELECT f.name, f.uidvalidity, m.uid, {rank}, m.sent, m.doc FROM {source} "
+                f"SELECT {_HIT_COLUMNS.format(rank=rank)} FROM {source} "
                 f"WHERE {condition} ORDER BY {ordering} LIMIT ? OFFSET ?",
                 [*params, limit, offset],
             ).fetchall()
         except sqlite3.DatabaseError as exc:
             raise IndexUnusable(f"{self.path}: {exc}") from exc
-        hits = [Hit(row[0], row[1], row[2], float(row[3]), row[4], _unpack(row[5])[_BODY]) for row in rows]
-        return HitPage(hits, total, list(folders))
+        return HitPage([_hit(row) for row in rows], total, list(folders))
+
+    def _ranked_everywhere(self, match: str, limit: int, offset: int, folders: list[str]) -> HitPage:
+        """A text query over every folder, best first: FTS5 ranks and counts its own matches alone (every
+        row of the FTS5 table is a message of a folder), and only the page's rows are joined."""
+        try:
+            total = int(
+                self._db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (match,)).fetchone()[0]
+            )
+            rows = self._db.execute(
+                f"SELECT {_HIT_COLUMNS.format(rank='top.rank')} FROM "
+                "(SELECT rowid, rank FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT ? OFFSET ?) AS top "
+                "JOIN messages m ON m.id = top.rowid JOIN folders f ON f.id = m.folder "
+                "ORDER BY top.rank, m.sent DESC, m.id DESC",
+                (match, limit, offset),
+            ).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise IndexUnusable(f"{self.path}: {exc}") from exc
+        return HitPage([_hit(row) for row in rows], total, folders)
 
     def close(self) -> None:
         self._close_quietly()
+
+
+_HIT_COLUMNS = (
+    "f.name, f.uidvalidity, m.uid, {rank}, m.sent, m.doc, m.flag_bits, m.keywords, m.size, m.has_attachment"
+)
+
+
+def _hit(row: tuple[object, ...]) -> Hit:
+    name, uidvalidity, uid, rank, sent, doc, bits, keywords, size, attached = row
+    assert isinstance(doc, bytes) and isinstance(bits, int) and isinstance(keywords, str)
+    flags = (*(flag for bit, flag in _FLAG_NAMES.items() if bits & bit), *keywords.split())
+    return Hit(
+        str(name),
+        int(uidvalidity),  # type: ignore[call-overload]
+        int(uid),  # type: ignore[call-overload]
+        float(rank),  # type: ignore[arg-type]
+        int(sent),  # type: ignore[call-overload]
+        tuple(_unpack(doc)),
+        flags,
+        int(size),  # type: ignore[call-overload]
+        bool(attached),
+    )
 
 
 class _Transaction:

@@ -84,14 +84,24 @@ class IndexedMessage:
 
 @dataclass(frozen=True)
 class Hit:
-    """One message a query matched: its place, rank (lower is better) and the text to cut a snippet from."""
+    """One message a query matched: its place, rank (lower is better), and what the index keeps of it
+    (enough for its summary, :mod:`mail_imap_mcp.index.summaries`)."""
 
     folder: str
     uidvalidity: int
     uid: int
     rank: float
     sent: int
-    body: str
+    #: The text of each of :data:`TEXT_COLUMNS`.
+    texts: tuple[str, ...]
+    flags: tuple[str, ...] = ()
+    size: int = 0
+    has_attachment: bool = False
+
+    @property
+    def body(self) -> str:
+        """What the sender wrote (the text to cut a snippet from)."""
+        return self.texts[TEXT_COLUMNS.index("body")]
 
 
 @dataclass

@@ -28,6 +28,7 @@ from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.freshness import Freshness, refresh
 from mail_imap_mcp.index.snippets import matched_words, snippet_around
 from mail_imap_mcp.index.store import Hit
+from mail_imap_mcp.index.summaries import summary_of
 from mail_imap_mcp.query import Query
 from mail_imap_mcp.services.search_backend import IndexChoice, choose_index
 
@@ -113,14 +114,21 @@ def index_page(
         page = choice.indexer.store.search(
             choice.compiled, folders=folders, order=choice.order, limit=limit, offset=offset
         )
+        if session.profile.condstore and not fresh.stale:  # the stored flags are the server's now
+            own = session.own_addresses
+            summaries = [
+                summary_of(account_id, hit, own=own, snippet_chars=snippet_chars, words=words)
+                for hit in page.hits
+            ]
+            return _Read(folders, page.total, page.hits, summaries, [], fresh)
+        bodies = {(hit.folder, hit.uid): hit.body for hit in page.hits}
         messages, issues = _summaries(session, account_id, page.hits, snippet_chars, app)
+        messages = [_with_snippet(m, bodies.get((m.mailbox, m.uid)), words, snippet_chars) for m in messages]
         return _Read(folders, page.total, page.hits, messages, issues, fresh)
 
-    read = app.connection(account_id).run(work)
     words = matched_words(search)
-    messages = [
-        _with_snippet(m, read.bodies.get((m.mailbox, m.uid)), words, snippet_chars) for m in read.messages
-    ]
+    read = app.connection(account_id).run(work)
+    messages = read.messages
     returned = offset + len(read.hits)
     next_cursor = None
     if returned < read.total and read.hits:
@@ -154,10 +162,6 @@ class _Read:
     messages: list[SummaryRecord]
     issues: list[Issue]
     fresh: Freshness
-
-    @property
-    def bodies(self) -> dict[tuple[str, int], str]:
-        return {(hit.folder, hit.uid): hit.body for hit in self.hits}
 
 
 def _summaries(
