@@ -5,6 +5,7 @@ X-GM-EXT-1 is searched as before."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import AsyncIterator
 from typing import Any
@@ -306,3 +307,19 @@ async def test_labels_are_refused_where_the_server_has_none(gmail_unmarked: Gmai
         await client.fail(
             "imap_update_message_flags", {"message_ids": ids, "operation": "add"}, "invalid_input"
         )
+
+
+async def test_gmails_connection_limit_is_unavailable_and_retryable_not_a_login_failure(
+    gmail: Gmail, gmail_user: str
+) -> None:
+    async for client in client_of(gmail, gmail_user):
+        with contextlib.ExitStack() as others:  # another mail client holding Gmail's 15 connections
+            for _ in range(15):
+                others.enter_context(gmail.connect(gmail_user, tls=False, starttls=False))
+            refused = await client.fail("imap_search_messages", {"mailbox": "INBOX"}, "unavailable")
+            assert refused["error"]["retryable"] is True
+            assert (
+                "15 simultaneous" in refused["error"]["message"] and "Too many" in refused["error"]["message"]
+            )
+        found = await client.ok("imap_search_messages", {"mailbox": "INBOX"})
+        assert subjects(found["messages"]) == ["About two", "About one"]

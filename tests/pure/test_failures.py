@@ -32,6 +32,7 @@ from mail_imap_mcp.imap.errors import (
     OutcomeUnknown,
     Refusal,
     SelectionStale,
+    ServerLimited,
     ServerRefused,
     TimedOut,
     UidValidityChanged,
@@ -157,6 +158,15 @@ ANSWERS = [
     # answers RENAME of a missing source "OK Folder renamed." and changes nothing.
     ("courier", "RENAME", "INBOX.A", "Invalid mailbox name.", Refusal.OTHER),
     ("courier", "CREATE", "INBOX.x/y", "Cannot create this folder.", Refusal.OTHER),
+    # Gmail's limits, documented in its IMAP help: for a while, not for good.
+    (
+        "gmail",
+        "UID FETCH",
+        "INBOX",
+        "[THROTTLED] Account exceeded command or bandwidth limits. (Failure)",
+        ServerLimited,
+    ),
+    ("gmail", "SELECT", "INBOX", "[ALERT] Too many simultaneous connections. (Failure)", ServerLimited),
 ]
 
 

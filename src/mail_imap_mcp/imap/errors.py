@@ -186,6 +186,31 @@ class LoginRefused(ImapError):
         self.said = said
 
 
+class ServerLimited(ImapError):
+    """The server refused for a limit of its own, for a while: too many simultaneous connections of the
+    account, or its bandwidth or command rate (Gmail: ``[ALERT] Too many simultaneous connections``,
+    ``[THROTTLED]``; RFC 5530 ``[LIMIT]``, ``[UNAVAILABLE]``). ``said``: its words."""
+
+    ends_call = True
+
+    def __init__(self, said: str) -> None:
+        super().__init__(said)
+        self.said = said
+
+
+#: How servers say a limit of theirs refused a login or a command (retrying later can help).
+_LIMITED = re.compile(
+    rb"\[THROTTLED\]|\[LIMIT\]|\[UNAVAILABLE\]|too many simultaneous connections|bandwidth limit|"
+    rb"rate limit",
+    re.IGNORECASE,
+)
+
+
+def says_limited(answer: str) -> bool:
+    """Whether a server's answer says one of its limits refused the login or command."""
+    return _LIMITED.search(answer.encode("utf-8", "replace")) is not None
+
+
 class TokenCommandFailed(ImapError):
     """``oauth2_token_command`` gave no token: it could not start, failed, hung or printed nothing.
 
@@ -310,6 +335,8 @@ def refused(answer: str, context: Context | None = None) -> ImapError:
     said = server_said(answer)
     if b"BADCHARSET" in text.upper():
         return CharsetRejected(said)
+    if _LIMITED.search(text):
+        return ServerLimited(said)
     reason = next((reason for pattern, reason in REFUSALS if pattern.search(text)), None)
     if reason is None and context.command.upper() in _NAMING and _NAME_REFUSED.search(text):
         reason = Refusal.OTHER
@@ -410,7 +437,8 @@ class ConnectFailed(ImapError):
         self, account_id: str, config: AccountConfig, phase: ConnectPhase, cause: BaseException | None = None
     ) -> None:
         if isinstance(cause, LoginError):  # said here once: no module above imap/ knows imapclient
-            cause = LoginRefused(server_said(cause))
+            said = server_said(cause)
+            cause = ServerLimited(said) if says_limited(said) else LoginRefused(said)
         what = f"{type(cause).__name__}: {cause}" if cause is not None else type(self).__name__
         super().__init__(
             f"connecting to {config.host}:{config.effective_port} failed ({phase.value}): {what}"

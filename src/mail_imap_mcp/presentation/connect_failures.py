@@ -25,6 +25,7 @@ from mail_imap_mcp.imap.errors import (
     MechanismNotOffered,
     OAuthRejected,
     ReconnectFailed,
+    ServerLimited,
     StartTlsMissing,
     TokenCommandFailed,
     answered_in_plaintext,
@@ -107,6 +108,13 @@ def connect_failure(
         )
     if isinstance(exc, OAuthRejected):
         return oauth_rejected(exc, account_id, config)
+    if isinstance(exc, ServerLimited):
+        return unavailable(
+            f"The server {host} refuses account {account_id!r} for now, for a limit of its own ({exc.said}). "
+            "Retry in a minute. Gmail allows 15 simultaneous IMAP connections per account: if it persists, "
+            "close other mail clients or devices that keep connections open.",
+            retryable=True,
+        )
     if isinstance(exc, LoginRefused):
         return ToolFailure(
             ErrorCode.AUTH_FAILED,

@@ -42,6 +42,7 @@ from mail_imap_mcp.imap.errors import (
     OutcomeUnknown,
     ReconnectFailed,
     SelectionStale,
+    ServerLimited,
     ServerRefused,
     StartTlsMissing,
     TimedOut,
@@ -161,11 +162,13 @@ def _selection_stale(exc: SelectionStale, call: Call | None) -> ToolFailure:
 
 
 def _connect_failed(
-    exc: TokenCommandFailed | OAuthRejected | ImplicitTlsPort | LoginRefused, call: Call | None
+    exc: TokenCommandFailed | OAuthRejected | ImplicitTlsPort | LoginRefused | ServerLimited,
+    call: Call | None,
 ) -> ToolFailure:
     account_id, config = _account(call)
     if config is None:
-        return ToolFailure(ErrorCode.UNAVAILABLE, f"Could not connect and log in: {exc}.")
+        retry = isinstance(exc, ServerLimited)
+        return ToolFailure(ErrorCode.UNAVAILABLE, f"Could not connect and log in: {exc}.", retryable=retry)
     phase = ConnectPhase.GREETING if isinstance(exc, ImplicitTlsPort) else ConnectPhase.LOGIN
     return connect_failures.connect_failure(exc, account_id, config, phase)
 
@@ -372,6 +375,7 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     TokenCommandFailed: _connect_failed,
     ImplicitTlsPort: _connect_failed,
     LoginRefused: _connect_failed,
+    ServerLimited: _connect_failed,
     OAuthRejected: _connect_failed,
     AccountBusy: _account_failure,
     CallTimedOut: _account_failure,
