@@ -375,7 +375,7 @@ async def script(run: Run) -> None:
     await run("imap_search_messages", {"has_keyword": "$Important"})
     await run("imap_search_messages", {"subject": "meeting", "since": "2023-06-01", "limit": 2})
     await run("imap_search_messages", {"from": "Jürgen", "limit": 5})
-    await run("imap_search_messages", {"query": "Grüße", "limit": 5})
+    await run("imap_search_messages", {"mailbox": "INBOX", "query": "Grüße", "limit": 5})
     await run("imap_search_messages", {"mailbox": "Entwürfe", "subject": "für"})
     await run("imap_search_messages", {"larger_than_bytes": 100_000, "limit": 5})
     await run("imap_search_messages", {"subject": "nothing matches this", "limit": 5})

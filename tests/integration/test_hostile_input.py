@@ -35,6 +35,7 @@ import sys
 import unicodedata
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,8 @@ from mcp import Client
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.ids import MessageRef, parse_message_id
+from mail_imap_mcp.query import parse, search_keys
+from mail_imap_mcp.query.structure import split
 from mail_imap_mcp.server import build_server
 from tests.support.accounts import PASSWORD_ENV, config_toml
 from tests.support.clients import make_config
@@ -198,7 +201,7 @@ async def fuzz_env(dovecot: Dovecot) -> AsyncIterator[FuzzEnv]:
 
 #: Parameter names per tool (from the published input schemas; filled in by fuzz_env).
 PARAMETERS: dict[str, frozenset[str]] = {}
-_SEARCH_KEYS = {"query": "TEXT", "from": "FROM", "to": "TO", "cc": "CC", "subject": "SUBJECT", "body": "BODY"}
+_SEARCH_KEYS = {"from": "FROM", "to": "TO", "cc": "CC", "subject": "SUBJECT", "body": "BODY"}
 
 
 def check_call(
@@ -230,10 +233,28 @@ def check_call(
             assert not commands, f"{context}: an unknown account still caused IMAP traffic"
         return
     if tool == "imap_search_messages":
-        named = arguments.get("mailboxes") or [arguments.get("mailbox", "INBOX")]
+        query = arguments.get("query")
+        # No mailbox named: INBOX, or every mailbox with a query (its in: resolved by a LIST).
+        default = "INBOX" if query is None else "*"
+        named = arguments.get("mailboxes") or [arguments.get("mailbox") or default]
         if "*" not in named:  # with '*' the LIST decides
             assert set(examined(commands)) <= set(named), (context, examined(commands))
         searches = [c for c in commands if c.verb in {"UID SEARCH", "UID SORT"}]
+        if query is not None:
+            # The query reaches the server as its parsed terms, each value verbatim (in NFC).
+            server, _ = split(parse(query, today=datetime.now(UTC).date()).tree)
+            keys = search_keys(server)
+            terms = {(k.decode(), v.encode()) for k, v in itertools.pairwise(keys) if isinstance(v, str)}
+            for search in searches:
+                tokens = list(flat_tokens(search.args))
+                pairs = {
+                    (a.text.upper(), token_bytes(b))
+                    for a, b in itertools.pairwise(tokens)
+                    if isinstance(a, Atom)
+                }
+                assert terms <= pairs, (
+                    f"{context}: the query's terms did not reach the server: {search.raw!r}"
+                )
         for name, key in _SEARCH_KEYS.items():
             if arguments.get(name) is None:
                 continue

@@ -159,9 +159,15 @@ async def test_mcp_server_lists_and_searches(server: AppendSeeding) -> None:
         assert [message["subject"] for message in data["messages"]] == [
             f"Matrix message {i}" for i in (2, 1, 0)
         ]
-        data = await mcp.ok("imap_search_messages", {"mailbox": sub, "query": "message 11"})
+        # A phrase matches as written; the query's words each match, anywhere (the query language).
+        data = await mcp.ok("imap_search_messages", {"mailbox": sub, "query": '"message 11"'})
         assert (data["total"], len(data["messages"])) == (1, 1)
         assert data["messages"][0]["message_id"].startswith(f"imap:default:{sub}:")
+        data = await mcp.ok("imap_search_messages", {"mailbox": sub, "query": "subject:11 matrix"})
+        assert [message["subject"] for message in data["messages"]] == ["Matrix message 11"]
+        # No mailbox named: a query searches every mailbox, a search without one INBOX.
+        data = await mcp.ok("imap_search_messages", {"query": '"Matrix message"'})
+        assert (data["total"], data["mailbox"]) == (6, "*")
 
 
 @pytest.mark.parametrize("kind", ["cyrus", "cyrus_altns"])

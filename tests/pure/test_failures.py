@@ -361,12 +361,12 @@ def test_a_recreated_mailbox_under_a_cursor_reruns_the_call_from_its_first_page(
     failure = tool_failure(UidValidityChanged(5, 6), paging)
     assert failure is not None and failure.code is ErrorCode.CONFLICT
     assert failure.next_action is not None and failure.next_action.tool == "imap_search_messages"
-    assert failure.next_action.arguments == {
-        "from": "ann",
-        "limit": 3,
-        "account_id": "work",
-        "mailbox": "INBOX",
-    }
+    # As given: without a mailbox named, the rerun names none either (the same default decides).
+    assert failure.next_action.arguments == {"from": "ann", "limit": 3, "account_id": "work"}
+    named = Call(call.app, SearchMessagesInput.model_validate({"mailbox": "*", "cursor": "abc"}))
+    rerun = tool_failure(UidValidityChanged(5, 6, "Archive"), named)
+    assert rerun is not None and rerun.next_action is not None
+    assert rerun.next_action.arguments == {"mailbox": "*", "account_id": "work"}
     # A call without a cursor (a message id's mailbox recreated) reruns a plain search of the mailbox.
     plain = tool_failure(UidValidityChanged(5, 6, "Archive"), call)
     assert plain is not None and plain.next_action is not None

@@ -41,6 +41,17 @@ def test_every_argument_keeps_a_description_of_its_own() -> None:
             assert len(prop.get("description", "")) >= 5, f"{spec.name}.{name} has no description"
 
 
+def test_an_optional_argument_keeps_its_own_description_over_its_types() -> None:
+    # Regression: flattening `MailboxName | None` took the type's words ("From imap_list_mailboxes.")
+    # over the field's, and the model never read what an absent mailbox means.
+    for spec in TOOLS:
+        model = spec.input_model
+        for name, prop in published_input_schema(model)["properties"].items():
+            field = next(f for key, f in model.model_fields.items() if (f.alias or key) == name)
+            if field.description:
+                assert prop["description"] == field.description, f"{spec.name}.{name}"
+
+
 def test_the_published_schema_leaves_out_only_rules_the_server_enforces() -> None:
     for spec in TOOLS:
         full = flat_input_schema(spec.input_model)

@@ -77,7 +77,8 @@ def _flat_input_schema(model: type[BaseModel]) -> dict[str, Any]:
             concrete = [b for b in branches if b.get("type") != "null"]
             if len(concrete) != 1:
                 raise TypeError(f"input field {name!r} must be a single type, got {branches}")
-            prop.update(concrete[0])
+            # The field's own description wins over its type's (as a reference's own words do).
+            prop.update({key: value for key, value in concrete[0].items() if key not in prop})
             if prop.get("default", ...) is None:
                 del prop["default"]
         prop.pop("title", None)

@@ -22,7 +22,7 @@ from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.summary_cache import SummaryKey, with_flags
-from mail_imap_mcp.mime.summary import cut_snippet, first, summarise
+from mail_imap_mcp.mime.summary import attachment_names, cut_snippet, first, summarise
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -90,6 +90,7 @@ def summary_record(
         snippet=found.snippet,
         short_recipients=found.short_recipients,
         header_message_id=found.header_message_id,
+        attachment_names=found.attachment_names,
     )
 
 
@@ -286,7 +287,7 @@ def summary_requests(
 def _attachments_from_source(
     session: ImapSession, summaries: dict[int, SummaryRecord], sizes: dict[int, int], window: int
 ) -> None:
-    """Sets ``has_attachments`` of ``summaries`` (by UID) from their own MIME structure, parsed from the
+    """Sets ``has_attachments`` and ``attachment_names`` of ``summaries`` (by UID) from their own MIME structure, parsed from the
     first ``window`` bytes of each source as imap_get_message does when BODYSTRUCTURE is not trusted.
 
     The sources are fetched in as few commands as keep each answer within about ``window`` bytes. A
@@ -306,7 +307,9 @@ def _attachments_from_source(
         for uid in group:
             source = find_item(fetched.get(uid, {}), b"BODY[]")
             if source is not None:
-                summaries[uid].has_attachments = bool(mime.parse_full_message(source).attachments)
+                attachments = mime.parse_full_message(source).attachments
+                summaries[uid].has_attachments = bool(attachments)
+                summaries[uid].attachment_names = attachment_names(attachments)
 
 
 def _fetch_one_by_one(

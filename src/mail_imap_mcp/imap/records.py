@@ -43,6 +43,8 @@ class SummaryRecord:
     header_message_id: str | None = None
     #: Its labels where the server has labels (Gmail: ``X-GM-LABELS``), else None.
     labels: list[str] | None = None
+    #: The file names of its attachments (None: one without a name; bounded, see ``mime.summary``).
+    attachment_names: tuple[str | None, ...] = ()
 
 
 @dataclass(slots=True)
@@ -94,3 +96,6 @@ class SearchPage:
     warnings: list[str] = field(default_factory=list)
     #: Best match first (the local index's ranking), not newest first.
     ranked: bool = False
+    #: A query with attachment tests (``has:attachment``, ``filename:``) judged this many of the server's
+    #: matches by their structure and stopped at its bound before the page was full (None: not cut).
+    structure_cut: int | None = None

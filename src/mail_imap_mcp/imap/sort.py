@@ -119,7 +119,7 @@ class StreamSearch:
         order = self._sort(state, first) if self.server_sorts else None
         mailbox = self.session.examine(state.mailbox)
         if state.uidvalidity and mailbox.uidvalidity != state.uidvalidity:
-            raise UidValidityChanged(state.uidvalidity, mailbox.uidvalidity)
+            raise UidValidityChanged(state.uidvalidity, mailbox.uidvalidity, state.mailbox)
         state.uidvalidity = mailbox.uidvalidity
         page = StreamPage(state, mailbox)
         if first and mailbox.exists == 0:

@@ -15,9 +15,11 @@ from ..content.text import collapse_whitespace, truncate
 from .addresses import Address, format_address, parse_address_list
 from .dates import parse_date
 from .kept import kept_when_short
-from .parts import Part, has_attachments
+from .parts import Part, attachment_parts, has_attachments
 
 MAX_LISTED_ADDRESSES = 20
+#: A summary names at most this many attachments (what ``filename:`` is judged by without an index).
+MAX_ATTACHMENT_NAMES = 50
 #: Subject and address fields of a summary are cut to this many characters (and marked).
 MAX_SUMMARY_FIELD_CHARS = 2000
 #: The address fields are kept by their header values (senders and recipients recur from message to
@@ -42,6 +44,8 @@ class MessageSummary:
     header_message_id: str | None
     has_attachments: bool
     snippet: str | None
+    #: The file names of its attachments (None: one without a name), at most :data:`MAX_ATTACHMENT_NAMES`.
+    attachment_names: tuple[str | None, ...] = ()
 
 
 def summarise(
@@ -67,7 +71,13 @@ def summarise(
         header_message_id=bounded(first(headers, "message-id")),
         has_attachments=has_attachments(parts) if parts else False,
         snippet=snippet,
+        attachment_names=attachment_names(parts) if parts else (),
     )
+
+
+def attachment_names(parts: list[Part]) -> tuple[str | None, ...]:
+    """The file names of the attachments among ``parts`` (None for one without a name), bounded."""
+    return tuple(bounded(part.filename) for part in attachment_parts(parts)[:MAX_ATTACHMENT_NAMES])
 
 
 def snippet_of(text: str | None, chars: int) -> str | None:

@@ -90,6 +90,7 @@ from mail_imap_mcp.presentation.mail_failures import (
     write_refused,
 )
 from mail_imap_mcp.presentation.name_failures import NAME_FAILURES
+from mail_imap_mcp.presentation.query_failures import QUERY_FAILURES
 from mail_imap_mcp.presentation.state_failures import STATE_FAILURES
 
 InputT = TypeVar("InputT", bound=BaseModel)
@@ -411,6 +412,7 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     **ATTACHMENT_FAILURES,
     **DRAFT_FAILURES,
     **NAME_FAILURES,
+    **QUERY_FAILURES,
 }
 
 

@@ -175,11 +175,14 @@ def changes_token_outdated(account_id: str, mailbox: str, expected: int, actual:
 
 
 def rerun_search(account_id: str, mailbox: str, arguments: dict[str, Any] | None = None) -> NextAction:
-    """Search ``mailbox`` again (with ``arguments``), for fresh ids after it changed."""
+    """Search ``mailbox`` again, for fresh ids after it changed; a paging call's search (``arguments``,
+    as given) runs again from its start over what it searched (a search without a mailbox has none to
+    name: its query or its default decides)."""
+    where = {} if arguments is not None else {"mailbox": mailbox}
     return NextAction(
         instruction="The mailbox changed (UIDVALIDITY); rerun the search to get fresh message ids",
         tool="imap_search_messages",
-        arguments={**(arguments or {}), "account_id": account_id, "mailbox": mailbox},
+        arguments={**(arguments or {}), "account_id": account_id, **where},
     )
 
 

@@ -1,4 +1,5 @@
-"""The filter arguments of imap_search_messages as one query, and their fingerprint bound into cursors."""
+"""The filter arguments of imap_search_messages as one query (``query`` parsed in the query language,
+the other filters ANDed to it), and their fingerprint bound into cursors."""
 
 from __future__ import annotations
 
@@ -13,15 +14,17 @@ from pydantic import BaseModel
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.search.cursors import DIGEST_CHARS
 from mail_imap_mcp.query import (
+    EVERYTHING,
     Contains,
     DateBound,
     HasFlag,
     HasKeyword,
     NeedsReply,
-    Query,
+    ParsedQuery,
     SizeBound,
     TextField,
     all_of,
+    parse,
 )
 
 
@@ -60,8 +63,9 @@ class SearchFilters(Protocol):
     def needs_reply(self) -> bool: ...
 
 
-def filters_query(args: SearchFilters, own_addresses: frozenset[str] = frozenset()) -> Query:
-    """The flat filter arguments as one query: every one given must match."""
+def filters_query(args: SearchFilters, own_addresses: frozenset[str] = frozenset()) -> ParsedQuery:
+    """The filter arguments as one query: ``query`` parsed (its ``in:`` the scope; a malformed one raises
+    :class:`~mail_imap_mcp.query.QuerySyntaxError`), and every other filter given must match too."""
     for name, day in (("since", args.since), ("before", args.before)):
         if day is not None and day.year < 1000:
             # IMAP dates have a four-digit year; "01-Jan-1" would be a protocol error (BAD).
@@ -72,9 +76,11 @@ def filters_query(args: SearchFilters, own_addresses: frozenset[str] = frozenset
             "it cannot be combined with 'since'; use one of them.",
             conflicts_with="since",
         )
+    today = datetime.now(UTC).date()
+    parsed = parse(args.query, today=today) if args.query is not None else ParsedQuery(EVERYTHING)
     since = args.since
     if args.last_days is not None:
-        since = datetime.now(UTC).date() - timedelta(days=args.last_days)
+        since = today - timedelta(days=args.last_days)
     if since and args.before and since >= args.before:
         raise ToolFailure.invalid_input(
             "before",
@@ -88,9 +94,10 @@ def filters_query(args: SearchFilters, own_addresses: frozenset[str] = frozenset
             "it must exceed larger_than_bytes by more than 1.",
             conflicts_with="larger_than_bytes",
         )
-    texts: dict[TextField, str | None] = {"text": args.query, "from": args.from_, "to": args.to}
+    texts: dict[TextField, str | None] = {"from": args.from_, "to": args.to}
     texts |= {"cc": args.cc, "subject": args.subject, "body": args.body}
-    return all_of(
+    tree = all_of(
+        parsed.tree,
         *(Contains(field, value) for field, value in texts.items() if value),
         DateBound("since", since) if since else None,
         DateBound("before", args.before) if args.before else None,
@@ -101,6 +108,7 @@ def filters_query(args: SearchFilters, own_addresses: frozenset[str] = frozenset
         SizeBound("smaller", high) if high is not None else None,
         NeedsReply(own_addresses) if args.needs_reply else None,
     )
+    return ParsedQuery(tree, parsed.scope)
 
 
 def filters_digest(args: BaseModel, names: Iterable[str]) -> str:

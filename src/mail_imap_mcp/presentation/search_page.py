@@ -279,6 +279,12 @@ def page_result(
             f"mailbox (by arrival); older matches follow in blocks of {DATE_WINDOW}, each in date order. "
             "Narrow the search (since/before, from, subject) for an exact order."
         )
+    if page.structure_cut is not None:
+        warnings.append(
+            f"has:attachment and filename: are judged here from each message's structure: this page judged "
+            f"{page.structure_cut} of the server's matches and stopped before it was full; next_cursor "
+            "continues (total counts the matches before that check)."
+        )
     if issues and page.strict:  # one mailbox: every issue is a message that could not be read
         warnings.append(f"{len(issues)} message(s) could not be read; see data.issues.")
     elif issues:

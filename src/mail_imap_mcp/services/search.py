@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal, Protocol
@@ -39,7 +40,8 @@ from mail_imap_mcp.imap.search.cursors import (
 from mail_imap_mcp.imap.search.plan import reads_at_once
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import OrderedPage, ordered_page
-from mail_imap_mcp.query import Query
+from mail_imap_mcp.query import Query, search_keys
+from mail_imap_mcp.query.structure import split, structure_holds
 from mail_imap_mcp.services.index_search import index_page
 from mail_imap_mcp.services.search_backend import choose_backend
 from mail_imap_mcp.services.search_position import (
@@ -51,6 +53,9 @@ from mail_imap_mcp.services.search_position import (
 ALL_MAILBOXES = "*"
 #: A search of every mailbox covers at most this many (all read in the same few round trips).
 MAX_MAILBOXES = 100
+#: A page whose query tests attachments (without an index) judges at most this many of the server's
+#: matches by their structure; a page cut by it says so and continues from there.
+MAX_STRUCTURE_CANDIDATES = 200
 #: The longest cursor accepted: one of :data:`MAX_MAILBOXES` mailboxes keeps a row per mailbox (its name,
 #: UIDVALIDITY, snapshot, position), about 50-60 characters each with names like ``INBOX.Archive.2024``.
 MAX_CURSOR_CHARS = 32768
@@ -110,9 +115,16 @@ class _Mailboxes:
 
 
 def _resolve(
-    session: ImapSession, app: AppContext, account_id: str, args: SearchArgs, *, pipelined: bool
+    session: ImapSession,
+    app: AppContext,
+    account_id: str,
+    args: SearchArgs,
+    *,
+    pipelined: bool,
+    adds_roles: tuple[str, ...] = (),
 ) -> _Mailboxes:
-    """The mailboxes of a first page: the names given, or every searchable one of the account.
+    """The mailboxes of a first page: the names given, or every searchable one of the account (and
+    those of ``adds_roles``, from the same LIST).
     ``pipelined`` (several mailboxes read at once): their counts are asked first where LIST did not
     give them (one STATUS each, all in one round trip), to size the windows and skip empty mailboxes."""
     names, everything = wanted_mailboxes(args)
@@ -121,8 +133,10 @@ def _resolve(
         return _Mailboxes(opened=names, chosen=names, counts=counts)
     account = app.config.accounts[account_id]
     boxes = list_with_message_counts(session)
-    found = session.personality.every_mailbox(MailboxDirectory(boxes, configured_roles(account)))
-    chosen = list(dict.fromkeys([*found, *names]))
+    directory = MailboxDirectory(boxes, configured_roles(account))
+    found = session.personality.every_mailbox(directory)
+    added = [name for role in adds_roles for name in directory.with_role(role)]
+    chosen = list(dict.fromkeys([*found, *names, *added]))
     issues = []
     if len(chosen) > MAX_MAILBOXES:
         issues.append(
@@ -231,17 +245,18 @@ def _by_watermark(
     cursor: WatermarkCursor | None,
     limit: int,
     snippet_chars: int,
+    adds_roles: tuple[str, ...],
 ) -> _Read:
     """A page of several mailboxes by one position (:mod:`.search_position`)."""
     issues: list[Issue] = []
     if cursor is None:
-        first = _resolve(session, app, account_id, args, pipelined=False)
+        first = _resolve(session, app, account_id, args, pipelined=False, adds_roles=adds_roles)
         names, issues = first.chosen, first.issues
         skipped = sum(1 << i for i, name in enumerate(names) if name in set(first.empty))
     else:
         names = list(
             app.mailbox_list(account_id, cursor.mailboxes_digest)
-            or _resolve(session, app, account_id, args, pipelined=False).chosen
+            or _resolve(session, app, account_id, args, pipelined=False, adds_roles=adds_roles).chosen
         )
         skipped = cursor.skipped
     page = position_page(
@@ -263,17 +278,23 @@ def _by_watermark(
     window = app.config.server.max_text_part_bytes
     ordered = OrderedPage(page.picks, page.total, [])
     messages, fetch_issues = _summaries(session, account_id, ordered, snippet_chars, False, window)
-    return _Read(page, messages, issues, fetch_issues)
+    return _Read(page, messages, issues, fetch_issues, page.next_cursor)
 
 
 @dataclass
 class _Read:
-    """What one run of a page read: the page, its summaries, and the issues before and after its search."""
+    """What one run of a page read: the page, its summaries, the issues before and after its search, and
+    the cursor continuing it."""
 
     page: OrderedPage | PositionPage
     messages: list[SummaryRecord]
     listed_issues: list[Issue]
     fetch_issues: list[Issue]
+    next_cursor: StreamCursor | WatermarkCursor | None = None
+    #: Messages the page tried to read, where not its picks (candidates judged by their structure).
+    attempted: int | None = None
+    #: Candidates judged by their structure when :data:`MAX_STRUCTURE_CANDIDATES` cut the page short.
+    structure_cut: int | None = None
 
 
 def server_sort(args: SearchArgs) -> Literal["arrival", "date"]:
@@ -281,21 +302,43 @@ def server_sort(args: SearchArgs) -> Literal["arrival", "date"]:
     return "date" if args.sort == "date" else "arrival"
 
 
+def searchable(search: Query) -> tuple[Query, Query | None]:
+    """The part of ``search`` the server's SEARCH answers and the part judged from the candidates'
+    structures (None: none); :class:`~mail_imap_mcp.query.structure.MixedStructure` or
+    :class:`~mail_imap_mcp.query.QueryTooComplex` when the server cannot answer it, before any round trip."""
+    server, structure = split(search)
+    search_keys(server)
+    return server, structure
+
+
 def search_page(
-    app: AppContext, args: SearchArgs, search: Query, filter_digest: str, *, ranked_query: bool = False
+    app: AppContext,
+    args: SearchArgs,
+    search: Query,
+    filter_digest: str,
+    *,
+    ranked_query: bool = False,
+    adds_roles: tuple[str, ...] = (),
 ) -> SearchPage:
     """A page of the search ``args`` ask for, matching ``search`` (``filter_digest``: the filters'
     fingerprint); ``ranked_query``: a ``query`` was given, which the local index answers where the
-    account keeps one (:mod:`.index_search`). A garbled cursor or one of another search raises
-    :class:`CursorError` or :class:`CursorMismatch`, a refused charset
-    :class:`~mail_imap_mcp.imap.errors.CharsetRejected`."""
+    account keeps one (:mod:`.index_search`). On the server, its tests of attachments
+    (``has:attachment``, ``filename:``) are split off (:func:`mail_imap_mcp.query.structure.split`) and
+    judged from each candidate's structure, the server's matches read page by page until ``limit`` pass
+    or :data:`MAX_STRUCTURE_CANDIDATES` were judged. ``adds_roles``: special-use roles whose mailboxes a
+    search of every mailbox covers too (``in:anywhere``: Trash and Junk). A garbled cursor or one of
+    another search raises :class:`CursorError` or :class:`CursorMismatch`, a refused charset
+    :class:`~mail_imap_mcp.imap.errors.CharsetRejected`, a query the server cannot answer
+    :class:`~mail_imap_mcp.query.structure.MixedStructure` or :class:`~mail_imap_mcp.query.QueryTooComplex`
+    (before any round trip)."""
     order: Literal["relevance", "date"] | None = None
     if ranked_query and args.sort != "arrival":
         order = args.sort
-    answer = index_page(app, args, search, filter_digest, order=order)
+    answer = index_page(app, args, search, filter_digest, order=order, adds_roles=adds_roles)
     if answer.page is not None:
         return answer.page
     sort = server_sort(args)
+    search, structure = searchable(search)
     connection = app.connection(args.account_id)
     account_id = connection.account_id
     # One mailbox named alone: its errors are the call's; any other search goes on past a failed mailbox.
@@ -322,20 +365,27 @@ def search_page(
             raise CursorMismatch()
     limit = min(args.limit, app.config.server.max_search_limit)
     snippet_chars = min(args.snippet_chars, app.config.server.max_snippet_chars)
+    window = app.config.server.max_text_part_bytes
 
-    def work(session: ImapSession) -> _Read:
+    def read_page(session: ImapSession, cursor: StreamCursor | WatermarkCursor | None, limit: int) -> _Read:
         backend = choose_backend(session.personality)
         assert backend == "imap"  # the one backend so far: the server's own SEARCH
         # Where a search of every mailbox is one mailbox (Gmail: All Mail), it is read as one mailbox is.
-        one_for_all = session.personality.every_mailbox_is_one and wanted_mailboxes(args) == ([], True)
+        one_for_all = (
+            session.personality.every_mailbox_is_one
+            and wanted_mailboxes(args) == ([], True)
+            and not adds_roles
+        )
         by_position = reads_by_position(merged=not strict) and not one_for_all
         if isinstance(cursor, WatermarkCursor) or (cursor is None and by_position):
-            return _by_watermark(session, app, account_id, args, search, digest, cursor, limit, snippet_chars)
+            return _by_watermark(
+                session, app, account_id, args, search, digest, cursor, limit, snippet_chars, adds_roles
+            )
         assert not isinstance(cursor, WatermarkCursor)
         pipelined = reads_at_once(sort, search, merged=not strict)
         first = _Mailboxes(opened=[])
         if cursor is None:
-            first = _resolve(session, app, account_id, args, pipelined=pipelined)
+            first = _resolve(session, app, account_id, args, pipelined=pipelined, adds_roles=adds_roles)
         # A copy per attempt: a page moves its streams on, and a read run again (a lost connection) must
         # start where the cursor stood, not where the failed attempt left them.
         if cursor is not None:
@@ -356,42 +406,83 @@ def search_page(
             hints=first.counts,
         )
         page.mailboxes += first.empty  # searched too: LIST-STATUS said they hold nothing
-        window = app.config.server.max_text_part_bytes
         messages, fetch_issues = _summaries(session, account_id, page, snippet_chars, strict, window)
-        return _Read(page, messages, first.issues, fetch_issues)
+        _learn_keys(page, messages, sort)
+        returned = cursor.returned if cursor else 0
+        next_cursor = _next_cursor(page, account_id, digest, sort, returned)
+        return _Read(page, messages, first.issues, fetch_issues, next_cursor)
+
+    def work(session: ImapSession) -> _Read:
+        read = read_page(session, cursor, limit)
+        if structure is None:
+            return read
+        return _judged(read, structure, limit, lambda cursor, wanted: read_page(session, cursor, wanted))
 
     # A recreated mailbox (UidValidityChanged): the registry's conflict reruns the search; a refused
     # charset (CharsetRejected) is the caller's to say.
     read = connection.run(work)
     page = read.page
-    if isinstance(page, OrderedPage):
-        _learn_keys(page, read.messages, sort)
-    returned_before = cursor.returned if cursor else 0
-    next_cursor = None
-    if isinstance(page, PositionPage):
-        next_cursor = page.next_cursor.encode() if page.next_cursor is not None else None
-    elif page.next_streams:
-        next_cursor = StreamCursor(
-            account_id=account_id,
-            filter_digest=digest,
-            sort=sort,
-            total=page.total,
-            returned=returned_before + len(page.picks),
-            streams=page.next_streams,
-        ).encode()
     return SearchPage(
         account_id=account_id,
         label=searched_label(args),
         strict=strict,
         mailboxes=page.mailboxes,
         total=page.total,
-        returned_before=returned_before,
-        attempted=len(page.picks),
+        returned_before=cursor.returned if cursor else 0,
+        attempted=read.attempted if read.attempted is not None else len(page.picks),
         messages=read.messages,
-        next_cursor=next_cursor,
+        next_cursor=read.next_cursor.encode() if read.next_cursor is not None else None,
         listed_issues=read.listed_issues,
         failed=list(page.failed),
         fetch_issues=read.fetch_issues,
         windowed=isinstance(page, OrderedPage) and page.windowed,
         warnings=answer.warnings,
+        structure_cut=read.structure_cut,
     )
+
+
+def _next_cursor(
+    page: OrderedPage, account_id: str, digest: str, sort: Literal["arrival", "date"], returned_before: int
+) -> StreamCursor | None:
+    """The cursor continuing an ordered page (None: it was the last)."""
+    if not page.next_streams:
+        return None
+    return StreamCursor(
+        account_id=account_id,
+        filter_digest=digest,
+        sort=sort,
+        total=page.total,
+        returned=returned_before + len(page.picks),
+        streams=page.next_streams,
+    )
+
+
+def _judged(
+    read: _Read,
+    structure: Query,
+    limit: int,
+    read_next: Callable[[StreamCursor | WatermarkCursor, int], _Read],
+) -> _Read:
+    """The candidates of ``read`` and of as many next pages as it takes whose attachments pass
+    ``structure``: up to ``limit``, each next page asking only as many candidates as remain to be found
+    (so every candidate up to the cursor was judged), at most :data:`MAX_STRUCTURE_CANDIDATES` judged."""
+    judged = len(read.page.picks)
+    kept = [m for m in read.messages if structure_holds(structure, m.attachment_names)]
+    unreadable = len(read.page.picks) - len(read.messages)
+    fetch_issues = list(read.fetch_issues)
+    last = read
+    while len(kept) < limit and last.next_cursor is not None:
+        if judged >= MAX_STRUCTURE_CANDIDATES:
+            read.structure_cut = judged
+            break
+        last = read_next(last.next_cursor, limit - len(kept))
+        judged += len(last.page.picks)
+        kept += [m for m in last.messages if structure_holds(structure, m.attachment_names)]
+        unreadable += len(last.page.picks) - len(last.messages)
+        fetch_issues += last.fetch_issues
+        read.page.mailboxes = list(dict.fromkeys([*read.page.mailboxes, *last.page.mailboxes]))
+        read.page.failed += [f for f in last.page.failed if f not in read.page.failed]
+    read.messages, read.fetch_issues = kept, fetch_issues
+    read.attempted = len(kept) + unreadable
+    read.next_cursor = last.next_cursor
+    return read

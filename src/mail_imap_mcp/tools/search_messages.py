@@ -30,8 +30,17 @@ from mail_imap_mcp.presentation.search_page import (
     page_result,
     without_answered,
 )
+from mail_imap_mcp.query import Anywhere
 from mail_imap_mcp.services.needs_reply import answered_from_sent
-from mail_imap_mcp.services.search import MAX_CURSOR_CHARS, MAX_MAILBOXES, search_page, searched_label
+from mail_imap_mcp.services.search import (
+    MAX_CURSOR_CHARS,
+    MAX_MAILBOXES,
+    MAX_STRUCTURE_CANDIDATES,
+    search_page,
+    searchable,
+    searched_label,
+)
+from mail_imap_mcp.services.search_scope import ANYWHERE_ROLES, searched_where
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = TOOL_NAME
@@ -64,9 +73,23 @@ DETAILS = (
     "mailbox (special-use `\\Sent`, else the `sent_mailbox` setting or a usual name) that names it, is "
     "addressed to its sender and is not older. `total` counts the messages before the Sent check, so a "
     "page may list fewer than `limit`.\n"
-    "- Text filters (`query`, `from`, `to`, `cc`, `subject`, `body`) match substrings, case-insensitively "
-    "as the server does; `since` and `before` are dates in the server's calendar; `last_days` cannot be "
-    "combined with `since`.\n"
+    "- `query` is the Gmail-style query language ([search.md](search.md#the-query-language)): plain "
+    'words must all match (each anywhere in the headers or body), `"a phrase"` as written; `from:`, `to:`, '
+    "`cc:`, `bcc:`, `subject:` (a word, a phrase or a group: `from:(ann OR bob)`), `has:attachment`, "
+    "`filename:pdf`, `is:unread|read|flagged|starred|answered|unanswered`, `after:2024/01/31` (on or "
+    "after), `before:2024-02-01`, `newer_than:7d` and `older_than:3m` (d, m, y; arrival dates), "
+    "`larger:5M` and `smaller:100K`; `OR` (binds tighter than the implicit AND), `-` for not, parentheses, "
+    "`{a b}` for `(a OR b)`. `in:<mailbox>` (a name, its last level, or a role: `sent`, `drafts`, "
+    "`trash`, `spam`, `archive`) or `in:anywhere` (every mailbox with Trash and Junk) says where to search "
+    "and cannot be combined with `mailbox`/`mailboxes`. Without a mailbox, a search with `query` covers "
+    'every mailbox (as `mailbox: "*"`), one without covers INBOX. A malformed query is `invalid_input` '
+    "naming the character and what was expected there. Without a local index, `has:attachment` and "
+    "`filename:` are judged from the structure of the server's matches, page by page (at most "
+    f"{MAX_STRUCTURE_CANDIDATES} a call; a page cut short says so and its cursor continues; `total` then "
+    "counts the server's matches); they combine with the rest only by AND.\n"
+    "- Text filters (`query`'s terms, `from`, `to`, `cc`, `subject`, `body`) match substrings, "
+    "case-insensitively as the server does; every filter argument combines with `query` by AND; `since` "
+    "and `before` are dates in the server's calendar; `last_days` cannot be combined with `since`.\n"
     "- A cursor belongs to its search: pass the same filters with it (a cursor of other filters is "
     "`invalid_input`).\n"
     f"- {SHAPE_DETAILS}"
@@ -103,9 +126,9 @@ class SearchMessagesInput(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     account_id: AccountId = DEFAULT_ACCOUNT
-    mailbox: MailboxName = Field(
-        default="INBOX",
-        description="From imap_list_mailboxes; '*': all but Trash/Junk.",
+    mailbox: MailboxName | None = Field(
+        default=None,
+        description="From imap_list_mailboxes; '*': all but Trash/Junk. Default INBOX, '*' with query.",
     )
     mailboxes: list[MailboxName] | None = Field(
         default=None,
@@ -117,7 +140,12 @@ class SearchMessagesInput(BaseModel):
         default="arrival",
         description="date: newest Date header first; relevance: best match first (default with query).",
     )
-    query: SearchText | None = Field(default=None, description="Text anywhere in headers or body.")
+    query: SearchText | None = Field(
+        default=None,
+        description='Gmail-style: words (all match), "phrase", from: to: cc: subject: has:attachment '
+        "filename: in:box|anywhere is:unread|read|flagged|answered before:/after:2024/1/31 "
+        "older_than:/newer_than:7d larger:/smaller:5M OR - ( )",
+    )
     from_: SearchText | None = Field(default=None, alias="from", description="Sender contains.")
     to: SearchText | None = Field(default=None, description="To contains.")
     cc: SearchText | None = Field(default=None, description="Cc contains.")
@@ -164,8 +192,6 @@ def _same_search(args: SearchMessagesInput, account_id: str) -> dict[str, Any]:
     arguments = args.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True)
     arguments.pop("cursor", None)
     arguments["account_id"] = account_id
-    if args.mailboxes is None:
-        arguments["mailbox"] = args.mailbox
     return arguments
 
 
@@ -195,11 +221,25 @@ def _handle(app: AppContext, args: SearchMessagesInput, *, compact: bool) -> Pag
         raise ToolFailure.invalid_input(
             "mailboxes", "give either 'mailbox' or 'mailboxes', not both.", conflicts_with="mailbox"
         )
+    if search.scope is not None and (args.mailbox is not None or args.mailboxes is not None):
+        given = "mailbox" if args.mailbox is not None else "mailboxes"
+        raise ToolFailure.invalid_input(
+            "query",
+            f"its in: and '{given}' both say where to search; give one of them.",
+            conflicts_with=given,
+        )
+    if app.index_of(account_id) is None:
+        # The server answers: a query it cannot answer is refused before in: asks it anything.
+        searchable(search.tree)
+    searched = searched_where(app, account_id, args, search.scope)
+    adds_roles = ANYWHERE_ROLES if isinstance(search.scope, Anywhere) else ()
     digest = filters_digest(args, FILTER_FIELDS)
     try:
-        page = search_page(app, args, search, digest, ranked_query=args.query is not None)
+        page = search_page(
+            app, searched, search.tree, digest, ranked_query=args.query is not None, adds_roles=adds_roles
+        )
     except CharsetRejected:  # said in the page, never a silent empty one
-        return charset_refused(account_id, searched_label(args))
+        return charset_refused(account_id, searched_label(searched))
     return page_result(page, _same_search(args, account_id), by_date=args.sort == "date", compact=compact)
 
 
@@ -209,6 +249,12 @@ TOOL = ToolSpec(
     description=DESCRIPTION,
     details=DETAILS,
     changes=(
+        "`query` is a query language now, not one substring: its plain words must each match (anywhere), so "
+        '`query: "budget meeting"` finds a message with both words apart, and `"budget meeting"` in quotes '
+        "finds the phrase; operators such as `from:`, `has:attachment`, `in:`, `is:unread`, `newer_than:` "
+        "and `OR`/`-` are understood. `mailbox` has no default any more: a search with `query` and no "
+        'mailbox covers every mailbox (as `mailbox: "*"`), where it covered INBOX; a search without `query` '
+        "still covers INBOX.",
         'A search with `query` and no `sort` is `sort: "relevance"`: best match first from the local index '
         "where the account keeps one (`index = true`), newest first from the server otherwise.",
         "A search of several mailboxes continues from one position, on every server: its cursor is "

@@ -144,7 +144,7 @@ class SearchExecutor:
         start = stream.start
         state = self.session.examine(start.mailbox)
         if start.uidvalidity and state.uidvalidity != start.uidvalidity:
-            raise UidValidityChanged(start.uidvalidity, state.uidvalidity)
+            raise UidValidityChanged(start.uidvalidity, state.uidvalidity, start.mailbox)
         stream.opened(state, [self._send(read) for read in stream.opening(state)])
         while reads := stream.widening():
             stream.took(self._send(reads[0]))

@@ -1,0 +1,47 @@
+"""The words of a query the search cannot take (:mod:`mail_imap_mcp.query`): malformed, too complex for
+IMAP SEARCH, or testing attachments where the server's search cannot be combined with it. Each names the
+``query`` argument. The failure registry (:mod:`.failures`) says each with these."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from mail_imap_mcp.envelope import ToolFailure
+from mail_imap_mcp.presentation.call import Call
+from mail_imap_mcp.query import QuerySyntaxError, QueryTooComplex
+from mail_imap_mcp.query.imap import NotSearchable
+from mail_imap_mcp.query.structure import MixedStructure
+
+
+def _malformed(exc: QuerySyntaxError, call: Call | None) -> ToolFailure:
+    return ToolFailure.invalid_input(
+        "query",
+        f'{exc}. The language: words, "phrases", OR, -term, (groups) and operators such as from:, '
+        "has:attachment, in:, is:unread, after:2024/01/31, newer_than:7d (docs/search.md).",
+        position=exc.position + 1,
+        expected=exc.expected,
+    )
+
+
+def _too_complex(exc: QueryTooComplex, call: Call | None) -> ToolFailure:
+    return ToolFailure.invalid_input(
+        "query", f"{exc}: use fewer OR groups of several terms each, or split it into several searches."
+    )
+
+
+def _structure(exc: MixedStructure | NotSearchable, call: Call | None) -> ToolFailure:
+    return ToolFailure.invalid_input(
+        "query",
+        f"{exc}: without a local index the server searches everything else and the attachments are judged "
+        "here afterwards. Search the two parts separately.",
+    )
+
+
+#: The registry's lines of queries the search cannot take.
+QUERY_FAILURES: Mapping[type[BaseException], Callable[[Any, Call | None], ToolFailure]] = {
+    QuerySyntaxError: _malformed,
+    QueryTooComplex: _too_complex,
+    MixedStructure: _structure,
+    NotSearchable: _structure,
+}

@@ -1,0 +1,104 @@
+"""Where a search looks: ``mailbox`` or ``mailboxes`` as given; else the query's ``in:`` (a mailbox found
+by its name, its last level or its role, or every mailbox with Trash and Junk: ``in:anywhere``); else every
+mailbox with a query and INBOX without one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.imap.directory import MailboxDirectory, canonical_inbox
+from mail_imap_mcp.imap.roles import ALL, ARCHIVE, DRAFTS, INBOX, JUNK, SENT, TRASH
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.query import Anywhere, InMailbox, Scope
+from mail_imap_mcp.services.search import ALL_MAILBOXES
+
+#: What ``in:`` words name by role (RFC 6154 special use, else a usual name), as Gmail users write them.
+ROLE_WORDS = {
+    "sent": SENT,
+    "drafts": DRAFTS,
+    "draft": DRAFTS,
+    "trash": TRASH,
+    "bin": TRASH,
+    "spam": JUNK,
+    "junk": JUNK,
+    "archive": ARCHIVE,
+    "all": ALL,
+}
+#: The roles ``in:anywhere`` adds to a search of every mailbox.
+ANYWHERE_ROLES = (TRASH, JUNK)
+
+
+def scope_mailbox(app: AppContext, account_id: str, name: str) -> str:
+    """The mailbox ``in:<name>`` means. INBOX (in any case) without asking the server; else, from one
+    LIST: the mailbox of that name, else the one with the role ``name`` is a word for (``sent``,
+    ``trash``...), else the one whose last level is ``name`` in any case when just one is; else ``name``
+    as written (the search then says it does not exist)."""
+    if canonical_inbox(name) == INBOX:
+        return INBOX
+    account = app.config.accounts[account_id]
+
+    def find(session: ImapSession) -> str:
+        directory = MailboxDirectory.load(session, account)
+        if directory.selectable(name) is not None:
+            return directory.canonical(name)
+        role = ROLE_WORDS.get(name.casefold())
+        by_role = directory.with_role(role) if role is not None else []
+        if by_role:
+            return by_role[0]
+        by_level = [
+            box.name
+            for box in directory.boxes
+            if box.selectable and directory.last_part(box) == name.casefold()
+        ]
+        return by_level[0] if len(by_level) == 1 else name
+
+    return app.connection(account_id).run(find)
+
+
+class ScopeArgs(Protocol):
+    """The arguments of imap_search_messages where a search looks, and those passed on with them."""
+
+    @property
+    def mailbox(self) -> str | None: ...
+    @property
+    def mailboxes(self) -> list[str] | None: ...
+    @property
+    def query(self) -> str | None: ...
+    @property
+    def sort(self) -> Literal["arrival", "date", "relevance"]: ...
+    @property
+    def limit(self) -> int: ...
+    @property
+    def snippet_chars(self) -> int: ...
+    @property
+    def cursor(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Searched:
+    """The search's arguments with its mailboxes resolved (``services.search.SearchArgs``)."""
+
+    account_id: str
+    mailbox: str
+    mailboxes: list[str] | None
+    sort: Literal["arrival", "date", "relevance"]
+    limit: int
+    snippet_chars: int
+    cursor: str | None
+
+
+def searched_where(app: AppContext, account_id: str, args: ScopeArgs, scope: Scope | None) -> Searched:
+    """Where the search of ``args`` looks (``scope``: its query's ``in:``, which the caller has checked
+    is not given with ``mailbox`` or ``mailboxes``)."""
+    mailbox = args.mailbox
+    if isinstance(scope, Anywhere):
+        mailbox = ALL_MAILBOXES
+    elif isinstance(scope, InMailbox):
+        mailbox = scope_mailbox(app, account_id, scope.name)
+    elif mailbox is None:
+        mailbox = ALL_MAILBOXES if args.query is not None else INBOX
+    return Searched(
+        account_id, mailbox, args.mailboxes, args.sort, args.limit, args.snippet_chars, args.cursor
+    )
