@@ -43,8 +43,9 @@ REGISTRY_NAME = "io.github.mail-imap-mcp/mail-imap-mcp"
 RELEASES = f"https://github.com/{REGISTRY_NAME.removeprefix('io.github.')}/releases/download"
 REGISTRY_SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
 DESCRIPTION = "Safe, structured access to your IMAP mail: search, read, attachments; writes only if allowed."
-#: Where POSIX signals, rlimits and process groups the server needs exist (Windows lacks them today).
-PLATFORMS = ["darwin", "linux"]
+#: Where it runs: Windows by features detected (no POSIX signals, rlimits or process groups there), which
+#: the suite simulates on Linux (tests/integration/test_windows_simulation.py; docs/bundle.md).
+PLATFORMS = ["darwin", "linux", "win32"]
 
 #: The bundle's form: key -> (the variable it sets, what the manifest says of the field).
 USER_CONFIG: dict[str, tuple[str, dict[str, Any]]] = {

@@ -131,6 +131,8 @@ def _run_or_refuse(serve: Callable[..., Awaitable[None]], *args: Any) -> None:
     except ConfigError as exc:
         print(f"mail-imap-mcp: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    except KeyboardInterrupt:  # Ctrl-C where the event loop takes no signal handler (Windows)
+        logging.getLogger("mail_imap_mcp").info("interrupted; shutting down")
 
 
 def check(config_path: Path | None) -> int:

@@ -171,7 +171,9 @@ class ServerSettings(BaseModel):
         default=512,
         ge=64,
         le=16_384,
-        description="Address-space limit (RLIMIT_AS) of the sandboxed extraction process, in MiB.",
+        description="Memory limit of the sandboxed extraction process, in MiB: its address space "
+        "(RLIMIT_AS) where the platform enforces it, its resident memory watched by the server elsewhere "
+        "(Windows, macOS).",
     )
     max_attachment_text_chars: int = Field(
         default=100_000,

@@ -8,21 +8,38 @@ task needs is imported, after the limits are in force.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
-import resource
 import sys
+from types import ModuleType
 from typing import Any
+
+_resource: ModuleType | None
+try:
+    import resource as _resource
+except ImportError:  # Windows: no rlimits; the parent watches the memory and the clock instead
+    _resource = None
 
 _MAX_REQUEST_BYTES = 64 * 1024
 
 
 def _apply_limits(cpu_s: int, memory_bytes: int) -> None:
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (32, 32))
-    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    """Every rlimit the platform has; one it refuses (macOS may refuse RLIMIT_AS) is left to the parent,
+    which bounds the child's wall-clock time, resident memory and output whatever the platform."""
+    if _resource is None:
+        return
+    for name, value in (
+        ("RLIMIT_CORE", (0, 0)),
+        ("RLIMIT_FSIZE", (0, 0)),
+        ("RLIMIT_CPU", (cpu_s, cpu_s + 1)),
+        ("RLIMIT_NOFILE", (32, 32)),
+        ("RLIMIT_AS", (memory_bytes, memory_bytes)),
+    ):
+        limit = getattr(_resource, name, None)
+        if limit is not None:
+            with contextlib.suppress(ValueError, OSError):
+                _resource.setrlimit(limit, value)
 
 
 def _run(task: str, params: dict[str, Any]) -> dict[str, Any]:

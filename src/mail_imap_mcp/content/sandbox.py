@@ -2,20 +2,20 @@
 
 The server is multi-threaded, so nothing is forked from it: every extraction starts a new
 interpreter (``python -I -B``, running ``mail_imap_mcp.content._child``) in its own session and
-process group. The child sets its own limits before it reads any input (address space,
-CPU seconds, no file writes, no core dumps, few descriptors), gets one small JSON request
-on stdin and answers with one JSON object on stdout. The parent reads at most a fixed
-number of bytes back, enforces a wall-clock deadline, and always kills the whole process
-group and reaps the child, so a bomb, a crash, a hang or a flood of output ends as an
-:class:`ExtractionError` and never as a dead server, a stuck thread or a zombie.
+process group where the platform has them. The child sets its own limits before it reads any input
+(address space, CPU seconds, no file writes, no core dumps, few descriptors) where the platform has
+rlimits, gets one small JSON request on stdin and answers with one JSON object on stdout. The parent
+reads at most a fixed number of bytes back (a thread per pipe: pipes cannot be selected on Windows),
+enforces a wall-clock deadline, watches the child's resident memory (the limit where no rlimit holds
+it: Windows, and macOS, which does not enforce ``RLIMIT_AS``), and always kills the child (its whole
+process group where it leads one) and reaps it, so a bomb, a crash, a hang or a flood of output ends as
+an :class:`ExtractionError` and never as a dead server, a stuck thread or a zombie.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import selectors
 import signal
 import subprocess
 import sys
@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+
+from mail_imap_mcp.processes import HAS_PROCESS_GROUPS, kill_tree, resident_bytes
 
 from .errors import ExtractionError, error_code, format_bytes
 from .text import remove_unsafe_characters
@@ -41,6 +43,8 @@ _SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_CHILDREN)
 _MAX_STDERR_BYTES = 64 * 1024
 _MAX_MESSAGE_CHARS = 500
 _READ_CHUNK = 64 * 1024
+#: How often the parent reads the child's resident memory while it runs.
+_MEMORY_WATCH_S = 0.05
 
 
 class ChildLimits(Protocol):
@@ -89,7 +93,11 @@ def check_input(path: Path, max_input_bytes: int) -> int:
 def _child_env() -> dict[str, str]:
     # -I already ignores PYTHON* variables; the child gets nothing of the server's environment
     # (credentials, proxies) beyond what an interpreter needs.
-    return {"PATH": os.defpath, "LC_ALL": "C.UTF-8", "MALLOC_ARENA_MAX": "2"}
+    env = {"PATH": os.defpath, "LC_ALL": "C.UTF-8", "MALLOC_ARENA_MAX": "2"}
+    # Windows: an interpreter without SYSTEMROOT cannot initialise its random numbers, and so not start.
+    if "SYSTEMROOT" in os.environ:
+        env["SYSTEMROOT"] = os.environ["SYSTEMROOT"]
+    return env
 
 
 def child_command(limits: SandboxLimits) -> list[str]:
@@ -127,68 +135,95 @@ def _run_child(request: bytes, started: float, limits: SandboxLimits) -> dict[st
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            start_new_session=True,
+            start_new_session=HAS_PROCESS_GROUPS,
             close_fds=True,
-            cwd="/",
+            cwd=os.path.abspath(os.sep),
             env=_child_env(),
         )
     except OSError as exc:
         raise ExtractionError(
             "extract_failed", f"Could not start the extraction process: {exc.strerror or exc}."
         ) from exc
+    out = _PipeReader(proc.stdout, limits.max_response_bytes)
+    err = _PipeReader(proc.stderr, None)
     try:
-        stdout, stderr, outcome = _exchange(proc, request, started + limits.timeout_s, limits)
+        outcome = _exchange(proc, request, started + limits.timeout_s, limits, out, err)
     finally:
-        _kill_group(proc)
+        kill_tree(proc)
         proc.wait()
-    return _interpret(proc.returncode, stdout, stderr, outcome, limits)
+        out.join()
+        err.join()
+    return _interpret(proc.returncode, out.data(), err.data(), outcome, limits)
+
+
+class _PipeReader:
+    """Reads one of the child's pipes on a thread of its own until EOF, or until ``most`` bytes (then it
+    says so and stops), keeping the last ``_MAX_STDERR_BYTES`` when there is no bound."""
+
+    def __init__(self, pipe: Any, most: int | None) -> None:
+        self._pipe = pipe
+        self._most = most
+        self._buffer = bytearray()
+        self.overflow = False
+        self.ended = threading.Event()
+        self._thread = threading.Thread(target=self._read, daemon=True, name="sandbox-pipe")
+        self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            while chunk := self._pipe.read1(_READ_CHUNK):
+                self._buffer += chunk
+                if self._most is not None and len(self._buffer) > self._most:
+                    self.overflow = True
+                    return
+                if self._most is None and len(self._buffer) > _MAX_STDERR_BYTES:
+                    del self._buffer[: len(self._buffer) - _MAX_STDERR_BYTES]
+        except (OSError, ValueError):  # closed under it: the child was killed
+            pass
+        finally:
+            self.ended.set()
+
+    def data(self) -> bytes:
+        return bytes(self._buffer)
+
+    def join(self) -> None:
+        self._thread.join(timeout=5)
+        self._pipe.close()
 
 
 def _exchange(
-    proc: subprocess.Popen[bytes], request: bytes, deadline: float, limits: SandboxLimits
-) -> tuple[bytes, bytes, str]:
-    """Send the request, read bounded stdout/stderr until EOF, the deadline or overflow."""
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc: subprocess.Popen[bytes],
+    request: bytes,
+    deadline: float,
+    limits: SandboxLimits,
+    out: _PipeReader,
+    err: _PipeReader,
+) -> str:
+    """Send the request and wait for the answer: "done", or the first of "timeout" (the deadline),
+    "overflow" (more output than allowed) and "memory" (resident memory past the limit)."""
+    assert proc.stdin is not None
     try:
         proc.stdin.write(request)  # far below the pipe buffer: never blocks
         proc.stdin.close()
-    except BrokenPipeError:
+    except (BrokenPipeError, OSError):
         pass
-    out = bytearray()
-    err = bytearray()
-    with selectors.DefaultSelector() as selector:
-        selector.register(proc.stdout, selectors.EVENT_READ, out)
-        selector.register(proc.stderr, selectors.EVENT_READ, err)
-        while selector.get_map():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return bytes(out), bytes(err), "timeout"
-            for key, _ in selector.select(remaining):
-                chunk = os.read(key.fd, _READ_CHUNK)
-                if not chunk:
-                    selector.unregister(key.fileobj)
-                    continue
-                buffer: bytearray = key.data
-                buffer += chunk
-                if buffer is out and len(out) > limits.max_response_bytes:
-                    return bytes(out), bytes(err), "overflow"
-                if buffer is err and len(err) > _MAX_STDERR_BYTES:
-                    del err[: len(err) - _MAX_STDERR_BYTES]
+    while not (out.ended.is_set() and err.ended.is_set()):
+        if out.overflow:
+            return "overflow"
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return "timeout"
+        used = resident_bytes(proc.pid)
+        if used is not None and used > limits.memory_bytes and proc.poll() is None:
+            return "memory"
+        (err if out.ended.is_set() else out).ended.wait(min(_MEMORY_WATCH_S, remaining))
+    if out.overflow:
+        return "overflow"
     try:
         proc.wait(max(deadline - time.monotonic(), 0.05))
     except subprocess.TimeoutExpired:
-        return bytes(out), bytes(err), "timeout"
-    return bytes(out), bytes(err), "done"
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    # The child leads its own process group (start_new_session); until it is reaped its
-    # pid cannot be reused, so this never hits an unrelated group.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    for stream in (proc.stdout, proc.stderr):
-        if stream is not None:
-            stream.close()
+        return "timeout"
+    return "done"
 
 
 def _memory_error(limits: SandboxLimits) -> ExtractionError:
@@ -221,6 +256,8 @@ def _interpret(
 ) -> dict[str, Any]:
     if outcome == "timeout":
         raise _timeout_error(limits, cpu=False)
+    if outcome == "memory":
+        raise _memory_error(limits)
     if outcome == "overflow":
         raise ExtractionError(
             "extract_failed",
@@ -229,12 +266,10 @@ def _interpret(
         )
     if returncode is not None and returncode < 0:
         signum = -returncode
-        if signum == signal.SIGXCPU:
+        if signum == getattr(signal, "SIGXCPU", None):
             raise _timeout_error(limits, cpu=True)
-        if (
-            signum in (signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS)
-            and b"MemoryError" in stderr
-        ):
+        fatal = {getattr(signal, name, None) for name in ("SIGKILL", "SIGSEGV", "SIGABRT", "SIGBUS")}
+        if signum in fatal and b"MemoryError" in stderr:
             raise _memory_error(limits)
         name = signal.Signals(signum).name if signum in signal.Signals._value2member_map_ else str(signum)
         raise ExtractionError(

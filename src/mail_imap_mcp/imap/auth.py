@@ -10,11 +10,8 @@ shows only by size (see docs/security.md).
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import re
-import signal
 import subprocess
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +21,7 @@ from mail_imap_mcp.imap.errors import MechanismNotOffered, OAuthRejected, TokenC
 from mail_imap_mcp.imap.oauth_challenge import OAuthChallenge
 from mail_imap_mcp.imap.personality import Profile
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
+from mail_imap_mcp.processes import HAS_PROCESS_GROUPS, kill_tree
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -52,7 +50,7 @@ def run_token_command(argv: list[str], timeout: float, env: dict[str, str]) -> s
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            start_new_session=True,
+            start_new_session=HAS_PROCESS_GROUPS,
             env=env,
         )
     except OSError as exc:
@@ -86,10 +84,7 @@ def run_token_command(argv: list[str], timeout: float, env: dict[str, str]) -> s
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(OSError):
-        proc.kill()
+    kill_tree(proc)
     try:
         proc.communicate(timeout=2)
     except subprocess.TimeoutExpired:  # a descendant that left the group still holds the pipes

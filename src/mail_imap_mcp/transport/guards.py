@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import resource
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -196,6 +195,10 @@ def _peer(scope: Scope) -> str:
 def connection_cap(max_connections: int) -> int:
     """``max_connections``, kept below half the process's file-descriptor limit (IMAP connections,
     spooled attachments and extraction children need the rest)."""
+    try:
+        import resource
+    except ImportError:  # Windows: sockets are handles, with no descriptor limit of this kind
+        return max_connections
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return max_connections

@@ -1,7 +1,13 @@
-"""MCP over stdio: one client that started this process; ends when stdin closes or on a signal."""
+"""MCP over stdio: one client that started this process; ends when stdin closes or on a signal.
+
+The signals are those the platform has (no SIGHUP on Windows), and only where the event loop can
+handle signals at all (Windows' cannot): there the process ends when stdin closes, and Ctrl-C ends
+it through KeyboardInterrupt (cli.py).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -13,6 +19,11 @@ from mail_imap_mcp.config import Config
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.transport import close_app
 
+#: The signals that stop the server, of those this platform has.
+STOP_SIGNALS = tuple(
+    number for name in ("SIGTERM", "SIGINT", "SIGHUP") if (number := getattr(signal, name, None)) is not None
+)
+
 
 async def serve_stdio(config: Config) -> None:
     app = AppContext.from_config(config)
@@ -21,7 +32,11 @@ async def serve_stdio(config: Config) -> None:
     async with anyio.create_task_group() as group:
 
         async def stop_on_signal() -> None:
-            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+            with contextlib.ExitStack() as stack:
+                try:
+                    signals = stack.enter_context(anyio.open_signal_receiver(*STOP_SIGNALS))
+                except NotImplementedError:  # an event loop without signal handlers (Windows')
+                    return
                 async for signum in signals:
                     logging.getLogger("mail_imap_mcp").info("signal %s received; shutting down", signum)
                     await close_app(app)
