@@ -18,6 +18,7 @@ from tests.support.machine import machine_info
 
 import benchmark.folders as folders_axis
 import benchmark.network as network_mode
+import benchmark.team as team_mode
 from benchmark.common import (
     BENCH_DIR,
     FILTERS,
@@ -93,7 +94,28 @@ async def run_startup_only(settings: Settings) -> int:
     return 0
 
 
+async def run_team_only(settings: Settings) -> int:
+    """``--team-only``: a team deployment's costs, written into the Team mode section of benchmarks.md."""
+    machine = machine_info()
+    say(f"machine: {machine['nproc']} CPU {machine['cpu_model']}, load {machine['load_average_at_start'][0]}")
+    settings.work_dir.mkdir(parents=True, exist_ok=True)
+    result = await team_mode.run_team(
+        settings.work_dir,
+        iterations=max(settings.iterations, 50),
+        warmup=settings.warmup,
+        clients=settings.team_clients,
+        seconds=settings.team_seconds,
+    )
+    section = team_mode.team_section(result, machine)
+    print(section)
+    settings.out_dir.mkdir(parents=True, exist_ok=True)
+    team_mode.update_team_markdown(settings.out_dir / "benchmarks.md", section)
+    return 0
+
+
 async def run(settings: Settings) -> int:
+    if settings.team_only:
+        return await run_team_only(settings)
     if settings.folders_only:
         return await run_folders_only(settings)
     if settings.startup_only:
@@ -254,6 +276,15 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
     )
     parser.add_argument("--index-messages", type=int, default=100_000, help="index section: messages")
     parser.add_argument("--index-folders", type=int, default=40, help="index section: folders")
+    parser.add_argument(
+        "--team-only",
+        action="store_true",
+        help="team mode alone: the shared state's cost per call, pages/s through HAProxy with 1-3 instances",
+    )
+    parser.add_argument("--team-clients", type=int, default=8, help="team mode: concurrent clients")
+    parser.add_argument(
+        "--team-seconds", type=float, default=10.0, help="team mode: seconds per instance count"
+    )
     args = parser.parse_args(argv)
     quick = bool(args.quick)
     peer_budget = args.peer_budget if args.peer_budget is not None else (10.0 if quick else 45.0)
@@ -276,6 +307,9 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
         index_only=bool(args.index_only),
         index_messages=args.index_messages,
         index_folders=args.index_folders,
+        team_only=bool(args.team_only),
+        team_clients=args.team_clients,
+        team_seconds=args.team_seconds,
     )
 
 

@@ -239,6 +239,10 @@ class Settings:
     index_only: bool = False
     index_messages: int = 100_000
     index_folders: int = 40
+    #: Only the team mode (benchmark/team.py): the shared state's cost and pages/s through HAProxy.
+    team_only: bool = False
+    team_clients: int = 8
+    team_seconds: float = 10.0
 
 
 @dataclass

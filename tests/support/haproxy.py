@@ -17,6 +17,14 @@ from tests.support.imapserver import free_ports, which
 READY_TIMEOUT_S = 10.0
 
 
+STATS = """\
+listen stats
+  bind 127.0.0.1:{stats_port}
+  stats enable
+  stats uri /stats
+"""
+
+
 def haproxy_config(port: int, backends: list[int], stats_port: int) -> str:
     servers = "".join(f"  server s{i} 127.0.0.1:{backend}\n" for i, backend in enumerate(backends))
     return f"""\
@@ -35,18 +43,19 @@ frontend mcp_front
   default_backend mcp_instances
 backend mcp_instances
   balance roundrobin
-{servers}listen stats
-  bind 127.0.0.1:{stats_port}
-  stats enable
-  stats uri /stats
-"""
+{servers}""" + STATS.format(stats_port=stats_port)
 
 
 class HAProxy:
     """``with HAProxy(tmp, [port1, port2, port3]) as proxy: proxy.url``."""
 
-    def __init__(self, directory: Path, backends: list[int], port: int | None = None) -> None:
+    def __init__(
+        self, directory: Path, backends: list[int], port: int | None = None, config_text: str | None = None
+    ) -> None:
+        """``config_text``: a configuration of one's own (its frontend on ``port``) instead of the
+        generated one, whose statistics listener is then added to it."""
         self.directory = directory
+        self._config_text = config_text
         directory.mkdir(parents=True, exist_ok=True)
         self.backends = backends
         self.port = port or free_ports("127.0.0.1")[0]
@@ -57,14 +66,32 @@ class HAProxy:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/mcp"
 
-    def served(self) -> dict[str, int]:
-        """Requests each backend served (``s0``, ``s1``...), from HAProxy's own statistics."""
+    def _rows(self) -> list[dict[str, str]]:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.stats_port}/stats;csv", timeout=5) as answer:
             header, *rows = answer.read().decode().lstrip("# ").splitlines()
         names = header.split(",")
+        return [dict(zip(names, row.split(","), strict=False)) for row in rows]
+
+    def wait_healthy(self, servers: int, timeout_s: float = 20.0) -> None:
+        """Wait until ``servers`` backend servers pass their health check."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            up = [
+                r
+                for r in self._rows()
+                if r.get("svname") not in ("FRONTEND", "BACKEND") and r.get("status") == "UP"
+            ]
+            if len([r for r in up if r.get("pxname") != "stats"]) >= servers:
+                return
+            time.sleep(0.1)
+        raise AssertionError(
+            f"health checks: {[(r.get('svname'), r.get('status'), r.get('check_desc')) for r in self._rows()]}"
+        )
+
+    def served(self) -> dict[str, int]:
+        """Requests each backend served (``s0``, ``s1``...), from HAProxy's own statistics."""
         served = {}
-        for row in rows:
-            cells = dict(zip(names, row.split(","), strict=False))
+        for cells in self._rows():
             if cells.get("pxname") == "mcp_instances" and cells.get("svname", "").startswith("s"):
                 served[cells["svname"]] = int(cells["stot"])
         return served
@@ -74,7 +101,11 @@ class HAProxy:
         if binary is None:
             raise RuntimeError("haproxy is missing: scripts/test installs it (apt-get install haproxy)")
         config = self.directory / "haproxy.cfg"
-        config.write_text(haproxy_config(self.port, self.backends, self.stats_port))
+        config.write_text(
+            haproxy_config(self.port, self.backends, self.stats_port)
+            if self._config_text is None
+            else self._config_text + STATS.format(stats_port=self.stats_port)
+        )
         check = subprocess.run([binary, "-c", "-f", str(config)], capture_output=True, check=False)
         if check.returncode != 0:
             raise RuntimeError(f"haproxy refused its config: {check.stdout!r} {check.stderr!r}")

@@ -55,8 +55,11 @@ class IdentityProvider:
                 length = int(self.headers.get("Content-Length") or 0)
                 form = {k: v[0] for k, v in urllib.parse.parse_qs(self.rfile.read(length).decode()).items()}
                 if path == "/token" and form.get("grant_type") == "client_credentials":
-                    claims = {"scope": form.get("scope", "mail")}
-                    token = provider.jwt(form.get("user", ""), audience=form.get("resource", ""), **claims)
+                    token = provider.jwt(
+                        form.get("user", ""),
+                        audience=form.get("resource", ""),
+                        scope=form.get("scope", "mail"),
+                    )
                     self._json(200, {"access_token": token, "token_type": "Bearer", "expires_in": 300})
                 elif path == "/introspect":
                     if self.headers.get("Authorization") != provider.basic_credentials():

@@ -8,8 +8,9 @@ from pathlib import Path
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-def readme_block(name: str) -> str:
-    """The code of the README block marked ``readme-test: NAME`` (the test fails if there is none)."""
-    match = re.search(rf"<!-- readme-test: {name} -->\n```\w+\n(.*?)```", README.read_text(), re.DOTALL)
-    assert match, f"README.md has no block marked readme-test: {name}"
+def readme_block(name: str, document: Path = README) -> str:
+    """The code of the block marked ``readme-test: NAME`` in the README (or ``document``, another page of
+    the documentation); the test fails if there is none."""
+    match = re.search(rf"<!-- readme-test: {name} -->\n```\w+\n(.*?)```", document.read_text(), re.DOTALL)
+    assert match, f"{document.name} has no block marked readme-test: {name}"
     return match.group(1)
