@@ -191,6 +191,11 @@ def test_the_bundle_manifest_says_what_the_project_says(bundle: Path) -> None:
         (spec.name, spec.description) for spec in TOOLS
     ]
     assert manifest["server"]["type"] == "uv"
+    # Windows by the simulation of tests/integration/test_windows_simulation.py (docs/bundle.md).
+    assert manifest["compatibility"] == {
+        "platforms": ["darwin", "linux", "win32"],
+        "runtimes": {"python": ">=3.11"},
+    }
     assert {"manifest.json", "icon.png", "server/main.py", "pyproject.toml", "uv.lock"} <= names
     assert f"wheels/mail_imap_mcp-{package_version()}-py3-none-any.whl" in names
     # The dependencies are the tested ones: every pin of the runtime lock is a constraint.

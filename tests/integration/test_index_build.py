@@ -146,7 +146,7 @@ def test_the_readme_index_commands_build_the_index(dovecot: MatrixServer, tmp_pa
     dovecot.seed(user, "INBOX", messages(5))
     config = tmp_path / "config.toml"
     settings = config_toml({"default": account_settings(dovecot, user)})
-    config.write_text(f"{settings}\n{readme_block('index-config')}index_dir = \"{tmp_path / 'ix'}\"\n")
+    config.write_text(f'{settings}\n{readme_block("index-config")}index_dir = "{tmp_path / "ix"}"\n')
     command = readme_block("index").split("#")[0].split()
     assert command == ["mail-imap-mcp", "index"]
     done = index(config, *command[2:])
