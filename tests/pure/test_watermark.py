@@ -158,7 +158,7 @@ def test_paging_by_one_position_lists_every_message_once_in_arrival_order(
     _pages_list_every_message_once_in_order(boxes, limit, ties_reversed=ties_reversed, partial=partial)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(boxes=st.one_of(mailboxes, spread), limit=st.integers(1, 7), shuffled=st.randoms())
 def test_without_sort_paging_by_bands_of_days_lists_every_message_once_in_arrival_order(
     boxes: list[list[tuple[int, int]]], limit: int, shuffled: random.Random
