@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal, Protocol
@@ -25,7 +24,6 @@ from mail_imap_mcp.imap.across import summaries_each
 from mail_imap_mcp.imap.directory import MailboxDirectory, configured_roles
 from mail_imap_mcp.imap.errors import mailbox_failure
 from mail_imap_mcp.imap.fetch import SummaryBatch
-from mail_imap_mcp.imap.ids import parse_message_id
 from mail_imap_mcp.imap.mailboxes import MailboxCounts, list_with_message_counts
 from mail_imap_mcp.imap.pipeline import status_each
 from mail_imap_mcp.imap.records import SearchPage, SummaryRecord
@@ -41,21 +39,18 @@ from mail_imap_mcp.imap.search.plan import reads_at_once
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import OrderedPage, ordered_page
 from mail_imap_mcp.query import Query, search_keys
-from mail_imap_mcp.query.structure import split, structure_holds
+from mail_imap_mcp.query.structure import split
 from mail_imap_mcp.services.index_search import index_page
 from mail_imap_mcp.services.search_backend import choose_backend
 from mail_imap_mcp.services.search_position import (
-    PositionPage,
     position_page,
     reads_by_position,
 )
+from mail_imap_mcp.services.search_structure import PageRead, judged, place_of
 
 ALL_MAILBOXES = "*"
 #: A search of every mailbox covers at most this many (all read in the same few round trips).
 MAX_MAILBOXES = 100
-#: A page whose query tests attachments (without an index) judges at most this many of the server's
-#: matches by their structure; a page cut by it says so and continues from there.
-MAX_STRUCTURE_CANDIDATES = 200
 #: The longest cursor accepted: one of :data:`MAX_MAILBOXES` mailboxes keeps a row per mailbox (its name,
 #: UIDVALIDITY, snapshot, position), about 50-60 characters each with names like ``INBOX.Archive.2024``.
 MAX_CURSOR_CHARS = 32768
@@ -204,15 +199,9 @@ def _summaries(
                 )
             )
         issues += batch.issues
-        found.update({_place(summary): summary for summary in batch.messages})
+        found.update({place_of(summary): summary for summary in batch.messages})
     ordered = [found[(mailbox, uid)] for mailbox, _, uid in page.picks if (mailbox, uid) in found]
     return ordered, issues
-
-
-def _place(summary: SummaryRecord) -> tuple[str, int]:
-    """(mailbox, uid) of a summary, from its message id (the field every summary shape keeps)."""
-    ref = parse_message_id(summary.message_id)
-    return ref.mailbox, ref.uid
 
 
 def _epoch(iso: str | None) -> int | None:
@@ -229,7 +218,7 @@ def _learn_keys(page: OrderedPage, messages: list[SummaryRecord], sort: str) -> 
     summary, whose date is that key (Date header, else INTERNALDATE)."""
     if sort != "date":
         return
-    dates = {_place(m): m.date for m in messages}
+    dates = {place_of(m): m.date for m in messages}
     for state in page.next_streams:
         if state.key is None and state.after:
             state.key = _epoch(dates.get((state.mailbox, state.after[-1])))
@@ -246,7 +235,7 @@ def _by_watermark(
     limit: int,
     snippet_chars: int,
     adds_roles: tuple[str, ...],
-) -> _Read:
+) -> PageRead:
     """A page of several mailboxes by one position (:mod:`.search_position`)."""
     issues: list[Issue] = []
     if cursor is None:
@@ -278,23 +267,7 @@ def _by_watermark(
     window = app.config.server.max_text_part_bytes
     ordered = OrderedPage(page.picks, page.total, [])
     messages, fetch_issues = _summaries(session, account_id, ordered, snippet_chars, False, window)
-    return _Read(page, messages, issues, fetch_issues, page.next_cursor)
-
-
-@dataclass
-class _Read:
-    """What one run of a page read: the page, its summaries, the issues before and after its search, and
-    the cursor continuing it."""
-
-    page: OrderedPage | PositionPage
-    messages: list[SummaryRecord]
-    listed_issues: list[Issue]
-    fetch_issues: list[Issue]
-    next_cursor: StreamCursor | WatermarkCursor | None = None
-    #: Messages the page tried to read, where not its picks (candidates judged by their structure).
-    attempted: int | None = None
-    #: Candidates judged by their structure when :data:`MAX_STRUCTURE_CANDIDATES` cut the page short.
-    structure_cut: int | None = None
+    return PageRead(page, messages, issues, fetch_issues, page.next_cursor)
 
 
 def server_sort(args: SearchArgs) -> Literal["arrival", "date"]:
@@ -367,7 +340,9 @@ def search_page(
     snippet_chars = min(args.snippet_chars, app.config.server.max_snippet_chars)
     window = app.config.server.max_text_part_bytes
 
-    def read_page(session: ImapSession, cursor: StreamCursor | WatermarkCursor | None, limit: int) -> _Read:
+    def read_page(
+        session: ImapSession, cursor: StreamCursor | WatermarkCursor | None, limit: int
+    ) -> PageRead:
         backend = choose_backend(session.personality)
         assert backend == "imap"  # the one backend so far: the server's own SEARCH
         # Where a search of every mailbox is one mailbox (Gmail: All Mail), it is read as one mailbox is.
@@ -410,13 +385,13 @@ def search_page(
         _learn_keys(page, messages, sort)
         returned = cursor.returned if cursor else 0
         next_cursor = _next_cursor(page, account_id, digest, sort, returned)
-        return _Read(page, messages, first.issues, fetch_issues, next_cursor)
+        return PageRead(page, messages, first.issues, fetch_issues, next_cursor)
 
-    def work(session: ImapSession) -> _Read:
+    def work(session: ImapSession) -> PageRead:
         read = read_page(session, cursor, limit)
         if structure is None:
             return read
-        return _judged(read, structure, limit, lambda cursor, wanted: read_page(session, cursor, wanted))
+        return judged(read, structure, limit, lambda cursor, wanted: read_page(session, cursor, wanted))
 
     # A recreated mailbox (UidValidityChanged): the registry's conflict reruns the search; a refused
     # charset (CharsetRejected) is the caller's to say.
@@ -455,34 +430,3 @@ def _next_cursor(
         returned=returned_before + len(page.picks),
         streams=page.next_streams,
     )
-
-
-def _judged(
-    read: _Read,
-    structure: Query,
-    limit: int,
-    read_next: Callable[[StreamCursor | WatermarkCursor, int], _Read],
-) -> _Read:
-    """The candidates of ``read`` and of as many next pages as it takes whose attachments pass
-    ``structure``: up to ``limit``, each next page asking only as many candidates as remain to be found
-    (so every candidate up to the cursor was judged), at most :data:`MAX_STRUCTURE_CANDIDATES` judged."""
-    judged = len(read.page.picks)
-    kept = [m for m in read.messages if structure_holds(structure, m.attachment_names)]
-    unreadable = len(read.page.picks) - len(read.messages)
-    fetch_issues = list(read.fetch_issues)
-    last = read
-    while len(kept) < limit and last.next_cursor is not None:
-        if judged >= MAX_STRUCTURE_CANDIDATES:
-            read.structure_cut = judged
-            break
-        last = read_next(last.next_cursor, limit - len(kept))
-        judged += len(last.page.picks)
-        kept += [m for m in last.messages if structure_holds(structure, m.attachment_names)]
-        unreadable += len(last.page.picks) - len(last.messages)
-        fetch_issues += last.fetch_issues
-        read.page.mailboxes = list(dict.fromkeys([*read.page.mailboxes, *last.page.mailboxes]))
-        read.page.failed += [f for f in last.page.failed if f not in read.page.failed]
-    read.messages, read.fetch_issues = kept, fetch_issues
-    read.attempted = len(kept) + unreadable
-    read.next_cursor = last.next_cursor
-    return read

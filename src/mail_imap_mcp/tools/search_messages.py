@@ -35,12 +35,12 @@ from mail_imap_mcp.services.needs_reply import answered_from_sent
 from mail_imap_mcp.services.search import (
     MAX_CURSOR_CHARS,
     MAX_MAILBOXES,
-    MAX_STRUCTURE_CANDIDATES,
     search_page,
     searchable,
     searched_label,
 )
 from mail_imap_mcp.services.search_scope import ANYWHERE_ROLES, searched_where
+from mail_imap_mcp.services.search_structure import MAX_STRUCTURE_CANDIDATES
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = TOOL_NAME
