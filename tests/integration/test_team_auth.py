@@ -16,6 +16,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.support import mailgen
+from tests.support.accounts import account_settings, config_toml
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import INITIALIZE_REQUEST
 from tests.support.http_server import HttpServer, http_client
@@ -180,3 +181,50 @@ async def test_opaque_tokens_are_checked_by_introspection(
         assert token not in server.log()
     finally:
         server.stop()
+
+
+MASTER_ENV = "MIM_TEST_MASTER_PASSWORD"
+MASTER_PASSWORD = "master-secret-for-tests"
+
+
+@pytest.fixture
+def master_dovecot() -> Iterator[Dovecot]:
+    """A Dovecot with master logins: ``<user>*mailmcp`` with the master's password logs in as
+    ``<user>`` (every user's own password stays another)."""
+    extra = (
+        "auth_master_user_separator = *\n"
+        f"passdb {{\n  driver = static\n  args = password={MASTER_PASSWORD}\n  master = yes\n}}\n"
+    )
+    with Dovecot(extra_config=extra) as server:
+        yield server
+
+
+async def test_a_per_user_template_logs_in_as_each_user_through_a_dovecot_master_user(
+    tmp_path: Path, master_dovecot: Dovecot, idp: IdentityProvider
+) -> None:
+    alice, bob = master_dovecot.new_user("t-alice"), master_dovecot.new_user("t-bob")
+    for user in (alice, bob):
+        master_dovecot.seed(user, "INBOX", [mailgen.plain_message(f"mail of {user}", "x")])
+    (port,) = free_ports("127.0.0.1")
+    audience = f"http://127.0.0.1:{port}/mcp"
+    own = account_settings(
+        master_dovecot, "{user}*mailmcp", password_env=MASTER_ENV, per_user=True, users=[alice, bob]
+    )
+    config = tmp_path / "config.toml"
+    config.write_text(
+        config_toml({"own": own})
+        + "[http.auth]\n"
+        + f'issuer = "{idp.issuer}"\naudience = "{audience}"\njwks_url = "{idp.jwks_url}"\n'
+        + 'user_claim = "preferred_username"\n'
+    )
+    (server,) = start_instances(config, [port], env={MASTER_ENV: MASTER_PASSWORD})
+    try:
+        for user in (alice, bob):
+            async with http_client(server.url, idp.jwt(user, audience=audience)) as mcp:
+                found = await mcp.ok("imap_search_messages", {"account_id": "own", "fields": "full"})
+                assert [m["subject"] for m in found["messages"]] == [f"mail of {user}"]
+    finally:
+        server.stop()
+    # The master's password is no user's own: a login as the user with it fails.
+    with pytest.raises(Exception, match=r"(?i)authentication"):
+        master_dovecot.connect(alice, password=MASTER_PASSWORD)

@@ -83,14 +83,13 @@ def team_config(
     return path
 
 
-def start_instances(config: Path, ports: list[int]) -> list[HttpServer]:
-    """A server process of ``config`` on each of ``ports``."""
+def start_instances(config: Path, ports: list[int], env: dict[str, str] | None = None) -> list[HttpServer]:
+    """A server process of ``config`` on each of ``ports`` (``env`` added to their environment)."""
     servers: list[HttpServer] = []
     try:
         for port in ports:
-            servers.append(
-                start_http_server(config, "--port", str(port), env={CLIENT_SECRET_ENV: CLIENT_SECRET})
-            )
+            environ = {CLIENT_SECRET_ENV: CLIENT_SECRET, **(env or {})}
+            servers.append(start_http_server(config, "--port", str(port), env=environ))
     except BaseException:
         for server in servers:
             server.stop()
