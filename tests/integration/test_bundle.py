@@ -243,3 +243,32 @@ def test_the_built_wheel_runs_with_uvx_as_a_user_runs_it(
     assert done.stdout.startswith(
         f"ok   default: {dovecot.host}:{dovecot.tls_port} (tls) as {user}: logged in"
     )
+
+
+@pytest.mark.skipif(shutil.which("pipx", path=str(DEV_VENV / "bin")) is None, reason="pipx is not installed")
+def test_the_built_wheel_runs_with_pipx_as_a_user_runs_it(bundle: Path, tmp_path: Path) -> None:
+    # `pipx run --spec dist/<wheel> mail-imap-mcp`: pipx makes a virtualenv of its own and pip installs
+    # the wheel's dependencies into it (the newest compatible ones, as pipx does).
+    (wheel,) = bundle.parent.glob("mail_imap_mcp-*-py3-none-any.whl")
+    pipx = shutil.which("pipx", path=str(DEV_VENV / "bin"))
+    assert pipx is not None
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "PIPX_HOME": str(tmp_path / "pipx"),
+        "PIPX_BIN_DIR": str(tmp_path / "bin"),
+        **{name: value for name, value in os.environ.items() if name.startswith("PIP_")},
+        **{name: os.environ[name] for name in MACHINE_NETWORK_ENV if name in os.environ},
+    }
+    done = subprocess.run(
+        [pipx, "run", "--spec", str(wheel), "mail-imap-mcp", "--version"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    from mail_imap_mcp.version import package_version
+
+    assert done.stdout.strip() == f"mail-imap-mcp {package_version()}"
