@@ -188,7 +188,10 @@ class _PipeReader:
 
     def join(self) -> None:
         self._thread.join(timeout=5)
-        self._pipe.close()
+        # A descendant outside the killed group (no groups on Windows) may still hold the pipe: then the
+        # reader, a daemon, ends when it lets go; closing under a blocked read would wait for it here.
+        if not self._thread.is_alive():
+            self._pipe.close()
 
 
 def _exchange(
