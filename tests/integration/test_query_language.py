@@ -28,6 +28,7 @@ def message(
     *,
     sender: str = "Alice Johnson <alice@example.com>",
     cc: str | None = None,
+    bcc: str | None = None,
     days_ago: int = 1,
     attachments: tuple[str, ...] = (),
     padding: int = 0,
@@ -37,6 +38,8 @@ def message(
     msg["To"] = "Test User <user@example.org>"
     if cc:
         msg["Cc"] = cc
+    if bcc:
+        msg["Bcc"] = bcc
     msg["Subject"] = subject
     msg["Date"] = (NOW - dt.timedelta(days=days_ago)).strftime("%a, %d %b %Y %H:%M:%S +0000")
     msg["Message-ID"] = f"<{abs(hash((subject, sender, days_ago)))}@query.example>"
@@ -59,7 +62,13 @@ INBOX = [
         attachments=("beach.JPG", "notes.txt"),
         days_ago=10,
     ),
-    message("Quarterly report", "See the report, budget inside.", cc="Dan <dan@example.com>", padding=20_000),
+    message(
+        "Quarterly report",
+        "See the report, budget inside.",
+        cc="Dan <dan@example.com>",
+        bcc="erin@example.com",
+        padding=20_000,
+    ),
     message("Re: Lunch", "Yes, budget talk at noon.", sender="Bob Stone <bob@example.net>", days_ago=0),
     message(
         "Invoice 42", "Please pay.", sender="Billing <billing@shop.example>", attachments=("invoice42.pdf",)
@@ -119,6 +128,7 @@ async def test_every_operator_on_the_imap_path(
         "Quarterly report"
     ]
     assert await subjects(mcp, {**inbox, "query": "cc:dan"}) == ["Quarterly report"]
+    assert await subjects(mcp, {**inbox, "query": "bcc:erin"}) == ["Quarterly report"]
     assert await subjects(mcp, {**inbox, "query": 'subject:"re: lunch"'}) == ["Re: Lunch"]
     # Flags.
     assert await subjects(mcp, {**inbox, "query": "is:unread"}) == ["Invoice 42", "Re: Lunch", "Lunch"]
@@ -128,6 +138,8 @@ async def test_every_operator_on_the_imap_path(
     ]
     assert await subjects(mcp, {**inbox, "query": "is:starred"}) == ["Invoice 42", "Holiday photos"]
     assert await subjects(mcp, {**inbox, "query": "is:answered"}) == ["Quarterly report"]
+    assert "Quarterly report" not in await subjects(mcp, {**inbox, "query": "is:unanswered"})
+    assert len(await subjects(mcp, {**inbox, "query": "is:unanswered"})) == 5
     # Arrival dates and sizes.
     recent, older = (
         ["Invoice 42", "Re: Lunch", "Quarterly report"],
