@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mail_imap_mcp.index.location import IndexPermissions, drop_index, index_path, open_index
-from mail_imap_mcp.index.sqlite_store import IndexUnusable, SqliteStore
+from mail_imap_mcp.index.sqlite_store import IndexUnusable, IndexWriteFailed, SqliteStore
 from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, IndexedMessage
 from mail_imap_mcp.query import EVERYTHING, Contains, HasFlag
 from mail_imap_mcp.query.fts5 import compile_fts5
@@ -116,3 +116,15 @@ def test_a_file_of_another_schema_version_is_unusable(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(IndexUnusable, match="schema 99"):
         SqliteStore(path)
+
+
+def test_a_full_disk_is_a_write_failure_and_leaves_the_last_batch(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "full.sqlite3")
+    state = store.start_folder("INBOX", 1)
+    store.put(state, [message(1, body="kept")])
+    pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+    store._db.execute(f"PRAGMA max_page_count = {pages + 2}")  # SQLite's own "database or disk is full"
+    with pytest.raises(IndexWriteFailed, match="full"):
+        store.put(state, [message(uid, body="x " * 5000 + str(uid)) for uid in range(2, 200)])
+    assert uids(store, Contains("body", "kept")) == [1]
+    assert store.count() == 1

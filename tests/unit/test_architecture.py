@@ -145,6 +145,18 @@ def test_layer_imports_point_one_way(layer: str) -> None:
     assert wrong == []
 
 
+def test_sqlite_is_reached_through_the_index_store_alone() -> None:
+    """The local index keeps its engine behind one interface (``index/store.py``): only its SQLite
+    implementation imports ``sqlite3``, so a server-grade engine can replace it in one module."""
+    wrong = sorted(
+        name
+        for name, path in modules(SRC, PACKAGE).items()
+        if any(target == "sqlite3" or target.startswith("sqlite3.") for target in imported(path, name))
+        and name != "mail_imap_mcp.index.sqlite_store"
+    )
+    assert wrong == []
+
+
 def test_the_query_package_imports_only_itself_and_the_standard_library() -> None:
     """``query/`` is pure: an index or a Gmail compiler reads its trees without any IMAP or MCP."""
     wrong = sorted(
