@@ -259,3 +259,30 @@ async def test_property_the_index_answers_what_the_server_searches_after_another
                     )
     finally:
         imap.logout()
+
+
+async def test_past_its_budget_the_index_answers_as_it_is_and_says_how_stale(
+    dovecot: MatrixServer, tmp_path: Path
+) -> None:
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", [message(i, "kiwiword") for i in range(4)])
+    config = make_config(
+        {"default": account_settings(dovecot, user)},
+        index=True,
+        index_dir=str(tmp_path / "ix"),
+        index_fresh_budget_ms=0,
+    )
+    app = AppContext.from_config(config)
+    async for mcp in open_client(config, app):
+        assert await wait_ready(mcp) == "ready"
+        # The background sync comes back a minute after its build: not within this test.
+        other = other_client(dovecot, user)
+        try:
+            other.append("INBOX", message(50, "kiwiword"))
+        finally:
+            other.logout()
+        envelope = await mcp.call(SEARCH, {"query": "kiwiword", "mailbox": "INBOX"})
+        assert envelope["data"]["total"] == 4  # the new message is not in the index yet
+        assert any(
+            "not fully brought up to date" in w and "INBOX" in w for w in envelope["meta"]["warnings"]
+        ), envelope["meta"]["warnings"]
