@@ -151,11 +151,17 @@ async def test_before_the_index_is_built_the_server_answers_and_says_so(
         async for mcp in open_client(config, app):
             state = (await mcp.ok("imap_list_accounts", {}))["accounts"][0]["index"]
             assert state.startswith("building")
-            envelope = await mcp.call(SEARCH, {"query": "kiwiword"})
+            envelope = await mcp.call(SEARCH, {"query": "kiwiword", "limit": 3})
             assert envelope["data"]["total"] == 5
             assert any("not ready" in w and "the server answered" in w for w in envelope["meta"]["warnings"])
+            first = {m["message_id"] for m in envelope["data"]["messages"]}
             index.lock.release()
             assert await wait_ready(mcp) == "ready"
+            # The server's cursor goes on with the server, not with the index's first page.
+            rest = await mcp.ok(
+                SEARCH, {"query": "kiwiword", "limit": 3, "cursor": envelope["data"]["next_cursor"]}
+            )
+            assert len(rest["messages"]) == 2 and not first & {m["message_id"] for m in rest["messages"]}
             ranked = await mcp.call(SEARCH, {"query": "kiwiword"})
             assert ranked["data"]["total"] == 5 and ranked["summary"].endswith("best match first")
     finally:

@@ -77,6 +77,8 @@ def index_page(
     """The page of ``args`` from the index, ``order`` (None: no query, the server answers)."""
     account_id = app.connection(args.account_id).account_id
     cursor = IndexCursor.decode(args.cursor) if args.cursor else None
+    if args.cursor and cursor is None:
+        return IndexAnswer(None)  # a page the server began (before the index was ready): it goes on
     choice = choose_index(
         app, account_id, search, order if order is not None or cursor is None else "relevance"
     )
