@@ -14,11 +14,12 @@ from typing import Any
 import httpx2
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
+from mcp import MCPError
 
 from tests.support import mailgen
 from tests.support.accounts import account_settings, config_toml
 from tests.support.dovecot import Dovecot
-from tests.support.envelope_client import INITIALIZE_REQUEST
+from tests.support.envelope_client import INITIALIZE_REQUEST, EnvelopeClient
 from tests.support.http_server import HttpServer, http_client
 from tests.support.identity_provider import IdentityProvider
 from tests.support.imapserver import free_ports
@@ -228,3 +229,39 @@ async def test_a_per_user_template_logs_in_as_each_user_through_a_dovecot_master
     # The master's password is no user's own: a login as the user with it fails.
     with pytest.raises(Exception, match=r"(?i)authentication"):
         master_dovecot.connect(alice, password=MASTER_PASSWORD)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_resources_and_subscriptions_are_the_users_own(
+    server: HttpServer, idp: IdentityProvider, team: Team, mode: str
+) -> None:
+    inbox = "imap://support/mailbox/INBOX"
+    async with http_client(server.url, idp.jwt(team.alice, audience=server.url), mode=mode) as alice:
+        read = await alice.client.read_resource(inbox)
+        assert json.loads(read.contents[0].text)["messages"] == 1  # type: ignore[union-attr]
+        (message,) = (await alice.ok("imap_search_messages", {"account_id": "support"}))["messages"]
+        await subscribe(alice, inbox, mode)
+    async with http_client(server.url, idp.jwt(team.outsider, audience=server.url), mode=mode) as eve:
+        _, account_id, mailbox, uidvalidity, uid = message["message_id"].split(":")
+        message_uri = f"imap://{account_id}/mailbox/{mailbox}/message/{uidvalidity}/{uid}"
+        with pytest.raises(MCPError) as refused:
+            await eve.client.read_resource(inbox)
+        assert "not configured" in refused.value.error.message
+        assert team.shared_user not in str(refused.value)
+        # A message resource answers with the envelope imap_get_message would: not_found.
+        answer = await eve.client.read_resource(message_uri)
+        envelope = json.loads(answer.contents[0].text)  # type: ignore[union-attr]
+        assert (envelope["success"], envelope["error"]["code"]) == (False, "not_found")
+        assert "mail of" not in json.dumps(envelope)
+        with pytest.raises(MCPError) as refused:
+            await subscribe(eve, inbox, mode)
+        assert "Account 'support' is not configured (configured: none)" in refused.value.error.message
+
+
+async def subscribe(mcp: EnvelopeClient, uri: str, mode: str) -> None:
+    """Subscribe to ``uri`` in the wire form of ``mode`` (the listen stream is closed again at once)."""
+    if mode == "legacy":
+        await mcp.client.subscribe_resource(uri)
+        return
+    async with mcp.client.listen(resource_subscriptions=[uri]):
+        pass
