@@ -13,6 +13,7 @@ import pytest
 
 from mail_imap_mcp.config import ConfigError, load_config
 from mail_imap_mcp.config.keychain import KeychainUnavailable, backend_name, store_password
+from mail_imap_mcp.config.team import HttpAuthSettings
 
 FILE_BACKEND = "keyrings.alt.file.PlaintextKeyring"
 NO_KEYCHAIN = "keyring.backends.fail.Keyring"
@@ -90,3 +91,28 @@ def test_password_keyring_is_one_password_source_among_the_others(tmp_path: Path
     path.write_text(CONFIG + 'password_env = "PW"\n')
     with pytest.raises(ConfigError, match="found: password_env, password_keyring"):
         load_config(path, env={})
+
+
+def introspection(**secret: str) -> HttpAuthSettings:
+    return HttpAuthSettings(
+        issuer="https://sso.example.com",
+        audience="https://mail-mcp.example.com/mcp",
+        introspection_url="https://sso.example.com/introspect",
+        client_id="mail-mcp",
+        **secret,  # type: ignore[arg-type]
+    )
+
+
+def test_the_introspection_client_secret_comes_from_the_keychain(backend: Callable[[str], None]) -> None:
+    # The one OAuth secret the server itself holds: the client secret of [http.auth] introspection.
+    backend(FILE_BACKEND)
+    store_password("mail-imap-mcp", "mail-mcp", "client-s3cret")
+    assert introspection(client_secret_keyring="mail-imap-mcp").resolve_client_secret() == "client-s3cret"
+    backend(NO_KEYCHAIN)
+    with pytest.raises(KeychainUnavailable) as caught:
+        introspection(client_secret_keyring="mail-imap-mcp").resolve_client_secret()
+    assert str(caught.value).startswith("client_secret_keyring in [http.auth]: the keychain failed")
+    with pytest.raises(
+        ValueError, match="exactly one of client_secret_env, client_secret_file, client_secret_keyring"
+    ):
+        introspection(client_secret_keyring="mail-imap-mcp", client_secret_env="SECRET")

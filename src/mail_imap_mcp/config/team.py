@@ -52,6 +52,10 @@ class StateSettings(BaseModel):
         return self.redis_url
 
 
+#: Where the introspection client's secret comes from: exactly one of them.
+CLIENT_SECRET_SOURCES = ("client_secret_env", "client_secret_file", "client_secret_keyring")
+
+
 class HttpAuthSettings(BaseModel):
     """``[http.auth]``: the server is an OAuth 2.1 resource server; each request carries a user's
     access token, checked here, and sees only that user's accounts."""
@@ -81,6 +85,13 @@ class HttpAuthSettings(BaseModel):
     )
     client_secret_file: Path | None = Field(
         default=None, description="File holding the introspection client secret."
+    )
+    client_secret_keyring: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="Read the introspection client secret from the OS keychain: the entry of this "
+        "service name and client_id (keyring library; mail-imap-mcp[keyring]).",
     )
     user_claim: str = Field(
         default="email",
@@ -112,11 +123,11 @@ class HttpAuthSettings(BaseModel):
         if (self.jwks_url is None) == (self.introspection_url is None):
             raise ValueError("set exactly one of jwks_url (JWT access tokens) or introspection_url")
         if self.introspection_url is not None:
-            secrets = [n for n in ("client_secret_env", "client_secret_file") if getattr(self, n) is not None]
+            secrets = [n for n in CLIENT_SECRET_SOURCES if getattr(self, n) is not None]
             if self.client_id is None or len(secrets) != 1:
                 raise ValueError(
                     "introspection_url needs client_id and exactly one of client_secret_env, "
-                    "client_secret_file"
+                    "client_secret_file, client_secret_keyring"
                 )
         if self.client_secret_env is not None:
             check_env_names([self.client_secret_env])
@@ -131,8 +142,16 @@ class HttpAuthSettings(BaseModel):
 
     def resolve_client_secret(self, env: Mapping[str, str] | None = None) -> str:
         """The introspection client's secret; :class:`ConfigError` naming the setting."""
+        if self.client_secret_keyring is not None and self.client_id is not None:
+            from .keychain import read_password
+
+            return read_password(
+                self.client_secret_keyring, self.client_id, "client_secret_keyring in [http.auth]"
+            )
         if self.client_secret_env is None and self.client_secret_file is None:
-            raise ConfigError("[http.auth] introspection needs client_secret_env or client_secret_file")
+            raise ConfigError(
+                "[http.auth] introspection needs client_secret_env, client_secret_file or client_secret_keyring"
+            )
         return resolve_secret(
             env_var=self.client_secret_env,
             file=self.client_secret_file,
