@@ -323,3 +323,34 @@ async def test_gmails_connection_limit_is_unavailable_and_retryable_not_a_login_
             )
         found = await client.ok("imap_search_messages", {"mailbox": "INBOX"})
         assert subjects(found["messages"]) == ["About two", "About one"]
+
+
+async def test_filters_go_out_as_gmails_own_search_beside_imap_keys(gmail: Gmail, gmail_user: str) -> None:
+    """Read from the wire: what Gmail's language says is one X-GM-RAW; a keyword, which it cannot say, is
+    an IMAP key beside it; the answer is the same as IMAP's would be."""
+    with recording(gmail) as recorder:  # type: ignore[arg-type]
+        async with rig(plain_settings(gmail, gmail_user, recorder.port), recorder) as r:  # type: ignore[arg-type]
+            await r.call("imap_list_mailboxes", {})  # the login is not part of the plan below
+            found, plan = await r.call(
+                "imap_search_messages",
+                {
+                    "mailbox": "*",
+                    "from": "alice",
+                    "subject": "three",
+                    "since": "2026-09-30",
+                    "larger_than_bytes": 10,
+                },
+            )
+            assert b'UID SEARCH X-GM-RAW "from:alice subject:three after:2026/09/30 larger:10"' in r.last_sent
+            assert subjects(found["messages"]) == ["About three"]
+            assert plan == Plan(("LIST", "EXAMINE", "UID SEARCH", "UID FETCH"), 4)
+            unread, _ = await r.call(
+                "imap_search_messages",
+                {"mailbox": "INBOX", "unread_only": True, "has_keyword": "$Work", "query": "two"},
+            )
+            assert (
+                b"X-GM-RAW " in r.last_sent
+                and b"is:unread" in r.last_sent
+                and b"KEYWORD $Work" in r.last_sent
+            )
+            assert unread["messages"] == []  # no message has the keyword

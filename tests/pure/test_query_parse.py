@@ -214,9 +214,9 @@ def test_a_malformed_query_names_where_and_what_was_expected(
 
 
 def test_an_unknown_operator_lists_the_known_ones() -> None:
-    caught = error("a label:work")
+    caught = error("a rank:work")
     assert caught.position == 2
-    assert caught.found == "label:"
+    assert caught.found == "rank:"
     for name in OPERATORS:
         assert f"{name}:" in caught.expected
     assert "in quotes" in caught.expected

@@ -276,14 +276,15 @@ class Account:
 # ---------------------------------------------------------------------- X-GM-RAW
 
 
-_RAW_TOKEN = re.compile(r'\s*(\(|\)|\{|\}|-?"[^"]*"|-?[^\s(){}"]+)')
+_RAW_TOKEN = re.compile(r'\s*(\(|\)|\{|\}|-?[A-Za-z_]+:"[^"]*"|-?"[^"]*"|-?[^\s(){}"]+)')
 _AGE = re.compile(r"(\d+)([dmy])")
 
 
 def raw_matcher(query: str, account: Account, now: dt.datetime) -> Callable[[Message], bool]:
     """A test of Gmail's search syntax (``X-GM-RAW``) for the operators the emulation knows: words and
     "phrases", ``from: to: cc: subject: label: in: is: has:attachment filename: older_than:
-    newer_than: after: before: larger: smaller: rfc822msgid:``, ``-`` (not), ``OR``, ``( )`` and
+    newer_than: after: before: larger: smaller: rfc822msgid: category:`` (from an ``X-Gmail-Category``
+    test header: Gmail's classifier is not emulated), ``-`` (not), ``OR``, ``( )`` and
     ``{ }`` (any of); anything else raises ``ValueError`` (Gmail answers BAD)."""
     tokens = list(_RAW_TOKEN.findall(query))
     position = 0
@@ -433,6 +434,8 @@ def _term(token: str, account: Account, now: dt.datetime) -> Callable[[Message],
         if operator == "larger":
             return lambda m: len(m.raw) > size
         return lambda m: len(m.raw) < size
+    if operator == "category":  # Gmail's classifier is not emulated: a test header says the category
+        return lambda m: (m.header("x-gmail-category").strip().lower() or "primary") == value.lower()
     if operator == "rfc822msgid":
         return lambda m: m.header("message-id").strip().strip("<>") == value.strip("<>")
     raise ValueError(f"{operator}: is not an operator the emulation knows")

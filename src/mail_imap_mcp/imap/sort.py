@@ -18,7 +18,7 @@ throughout comes exactly once, whatever arrives or is deleted in between.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from mail_imap_mcp.imap.errors import UidValidityChanged, mailbox_failure
@@ -29,7 +29,7 @@ from mail_imap_mcp.imap.search.execute import KEY_ITEMS, SearchExecutor, respons
 from mail_imap_mcp.imap.search.merge import Candidate, StreamPage, merge, page_full_before
 from mail_imap_mcp.imap.search.plan import Newest, StreamStart
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.query import Query, needs_utf8, search_keys
+from mail_imap_mcp.query import Key, Query, needs_utf8, search_keys
 
 #: Without SORT, date order is exact within windows of this many matches (newest by UID first).
 DATE_WINDOW = 1000
@@ -93,18 +93,19 @@ class StreamSearch:
         *,
         merged: bool,
         listed: Collection[str] = frozenset(),
+        compile_keys: Callable[[Query], list[Key]] = search_keys,
     ) -> None:
         self.session = session
         #: Arrival order: the newest matches of each mailbox (with their merge keys when ``merged``).
-        self.reader = SearchExecutor(session, account_id, search, merged=merged)
+        self.reader = SearchExecutor(session, account_id, search, merged=merged, compile_keys=compile_keys)
         #: Date order without SORT: the windows of matches, sorted here.
-        self.windows = SearchExecutor(session, account_id, search, merged=False)
+        self.windows = SearchExecutor(session, account_id, search, merged=False, compile_keys=compile_keys)
         #: Mailboxes this call's LIST just showed: like those of a cursor, known to exist.
         self.listed = listed
         self.sort = sort
         self.limit = limit
         self.charset = "UTF-8" if needs_utf8(search) else None
-        self.criteria = search_keys(search)
+        self.criteria = compile_keys(search)
 
     @property
     def server_sorts(self) -> bool:
@@ -246,6 +247,7 @@ def ordered_page(
     listed: Collection[str] = frozenset(),
     account_id: str = "",
     hints: dict[str, MailboxCounts] | None = None,
+    compile_keys: Callable[[Query], list[Key]] = search_keys,
 ) -> OrderedPage:
     """One page over ``streams``, merged newest first. ``strict`` (one mailbox named alone): a mailbox
     error is the call's error; otherwise a failed mailbox leaves the search (``failed``).
@@ -253,7 +255,9 @@ def ordered_page(
     the mailboxes that this call's LIST showed; ``hints``: their counts from LIST-STATUS or STATUS
     (a first page's windows, where the streams are read all at once)."""
     merged = len(streams) > 1
-    reader = StreamSearch(session, account_id, search, sort, limit, merged=merged, listed=listed)
+    reader = StreamSearch(
+        session, account_id, search, sort, limit, merged=merged, listed=listed, compile_keys=compile_keys
+    )
     pages: list[StreamPage] = []
     waiting: list[StreamState] = []
     failed: list[tuple[str, Exception]] = []

@@ -10,7 +10,7 @@ from typing import Any
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.presentation.call import Call
 from mail_imap_mcp.query import QuerySyntaxError, QueryTooComplex
-from mail_imap_mcp.query.imap import NotSearchable
+from mail_imap_mcp.query.imap import GmailOnly, NotSearchable
 from mail_imap_mcp.query.structure import MixedStructure
 
 
@@ -38,10 +38,19 @@ def _structure(exc: MixedStructure | NotSearchable, call: Call | None) -> ToolFa
     )
 
 
+def _gmail_only(exc: GmailOnly, call: Call | None) -> ToolFailure:
+    return ToolFailure.invalid_input(
+        "query",
+        "label:, is:important and category: are Gmail's: only a server with Gmail's search (X-GM-EXT-1) "
+        "answers them, and this one has none. Leave them out, or search a mailbox (in:) instead of a label.",
+    )
+
+
 #: The registry's lines of queries the search cannot take.
 QUERY_FAILURES: Mapping[type[BaseException], Callable[[Any, Call | None], ToolFailure]] = {
     QuerySyntaxError: _malformed,
     QueryTooComplex: _too_complex,
     MixedStructure: _structure,
     NotSearchable: _structure,
+    GmailOnly: _gmail_only,
 }

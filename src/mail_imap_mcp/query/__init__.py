@@ -3,13 +3,14 @@
 :mod:`.tree` holds the nodes (text in a field, a header, a flag, a keyword, a date or size bound, an
 attachment or its file name, ``needs_reply``, and their AND, OR and NOT); :mod:`.parse` reads the
 Gmail-style query language into a tree and a mailbox scope (:func:`parse`); :mod:`.imap` compiles a
-tree into IMAP ``SEARCH`` keys. The compilers for a local index (FTS5) and Gmail (``X-GM-RAW``) go
-beside them, each reading the same tree.
+tree into IMAP ``SEARCH`` keys, :mod:`.gmail` into Gmail's ``X-GM-RAW`` with IMAP keys beside it, and
+:mod:`.fts5` into a local index's query, each reading the same tree.
 """
 
 from collections.abc import Callable
 
-from mail_imap_mcp.query.imap import QueryTooComplex, search_keys
+from mail_imap_mcp.query.gmail import gmail_search_keys
+from mail_imap_mcp.query.imap import GmailOnly, Key, QueryTooComplex, search_keys
 from mail_imap_mcp.query.parse import (
     OPERATORS,
     Anywhere,
@@ -24,6 +25,7 @@ from mail_imap_mcp.query.tree import (
     STRUCTURE_TESTS,
     AllOf,
     AnyOf,
+    Category,
     Contains,
     DateBound,
     Filename,
@@ -31,6 +33,7 @@ from mail_imap_mcp.query.tree import (
     HasFlag,
     HasKeyword,
     Header,
+    Label,
     NeedsReply,
     Not,
     Query,
@@ -42,7 +45,7 @@ from mail_imap_mcp.query.tree import (
 )
 
 #: Every query compiler, by the dialect it writes (which one a search uses: services/search_backend.py).
-DIALECTS: dict[str, Callable[[Query], object]] = {"imap": search_keys}
+DIALECTS: dict[str, Callable[[Query], list[Key]]] = {"imap": search_keys, "gmail": gmail_search_keys}
 
 __all__ = [
     "DIALECTS",
@@ -52,14 +55,18 @@ __all__ = [
     "AllOf",
     "AnyOf",
     "Anywhere",
+    "Category",
     "Contains",
     "DateBound",
     "Filename",
+    "GmailOnly",
     "HasAttachment",
     "HasFlag",
     "HasKeyword",
     "Header",
     "InMailbox",
+    "Key",
+    "Label",
     "NeedsReply",
     "Not",
     "ParsedQuery",
@@ -70,6 +77,7 @@ __all__ = [
     "SizeBound",
     "TextField",
     "all_of",
+    "gmail_search_keys",
     "is_everything",
     "needs_utf8",
     "parse",

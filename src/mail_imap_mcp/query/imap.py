@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 
 from mail_imap_mcp.query.tree import (
+    GMAIL_TESTS,
     STRUCTURE_TESTS,
     AllOf,
     AnyOf,
@@ -64,6 +65,11 @@ class QueryTooComplex(ValueError):
 class NotSearchable(ValueError):
     """The query holds a test IMAP SEARCH has no key for (:data:`~mail_imap_mcp.query.tree.STRUCTURE_TESTS`:
     the caller answers those from the messages' structure, :func:`mail_imap_mcp.query.structure.split`)."""
+
+
+class GmailOnly(ValueError):
+    """The query holds a test only Gmail's own search answers (a label or a category:
+    :data:`~mail_imap_mcp.query.tree.GMAIL_TESTS`), on a server without it."""
 
 
 def search_keys(query: Query) -> list[Key]:
@@ -126,6 +132,8 @@ def _positive_keys(node: Query) -> list[Key]:
         return [b"LARGER" if node.bound == "larger" else b"SMALLER", node.octets]
     if isinstance(node, STRUCTURE_TESTS):
         raise NotSearchable(f"IMAP SEARCH has no key for {node!r}")
+    if isinstance(node, GMAIL_TESTS):
+        raise GmailOnly(f"only Gmail's search (X-GM-EXT-1) answers {node!r}")
     raise TypeError(f"not a single test: {node!r}")
 
 

@@ -8,7 +8,16 @@ from calendar import monthrange
 from collections.abc import Callable
 from datetime import date, timedelta
 
-from mail_imap_mcp.query.tree import DateBound, HasAttachment, HasFlag, Query, SizeBound
+from mail_imap_mcp.query.tree import (
+    CATEGORIES,
+    Category,
+    DateBound,
+    HasAttachment,
+    HasFlag,
+    Label,
+    Query,
+    SizeBound,
+)
 
 #: The largest size ``larger:`` and ``smaller:`` accept, in bytes (IMAP's numbers are 32-bit).
 MAX_SIZE = 2**31
@@ -51,10 +60,22 @@ def _has(text: str, position: int, today: date) -> Query:
 
 
 def _is(text: str, position: int, today: date) -> Query:
+    if text.lower() == "important":  # Gmail's: a label, answered by Gmail's search only
+        return Label("\\Important")
     flag = FLAGS.get(text.lower())
     if flag is None:
-        raise QuerySyntaxError(position, "is:" + "|".join(FLAGS), f"is:{text}")
+        raise QuerySyntaxError(position, "is:" + "|".join([*FLAGS, "important"]), f"is:{text}")
     return flag
+
+
+def _label(text: str, position: int, today: date) -> Query:
+    return Label(text)
+
+
+def _category(text: str, position: int, today: date) -> Query:
+    if text.lower() not in CATEGORIES:
+        raise QuerySyntaxError(position, "category:" + "|".join(CATEGORIES), f"category:{text}")
+    return Category(text.lower())
 
 
 def _day(text: str, position: int, name: str) -> date:
@@ -134,4 +155,6 @@ OPERANDS: dict[str, Callable[[str, int, date], Query]] = {
     "newer_than": _newer,
     "larger": _larger,
     "smaller": _smaller,
+    "label": _label,
+    "category": _category,
 }

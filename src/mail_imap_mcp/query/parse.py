@@ -95,6 +95,8 @@ OPERATORS = (
     "newer_than",
     "larger",
     "smaller",
+    "label",
+    "category",
 )
 _OPERATOR = re.compile(r"([A-Za-z_]+):")
 _DELIMITERS = '(){}"'

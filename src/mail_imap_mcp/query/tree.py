@@ -98,6 +98,32 @@ class Filename:
         object.__setattr__(self, "value", _nfc(self.value))
 
 
+@dataclass(frozen=True)
+class Label:
+    """The message carries Gmail label ``name`` (X-GM-LABELS spelling: a user's label, or a system one
+    such as ``\\Important``). Only Gmail's search answers it (``label:``, ``is:important``)."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", _nfc(self.name))
+
+
+#: Gmail's inbox categories (``category:``).
+CATEGORIES = ("primary", "social", "promotions", "updates", "forums", "reservations", "purchases")
+
+
+@dataclass(frozen=True)
+class Category:
+    """The message is in Gmail's inbox category ``name`` (one of :data:`CATEGORIES`). Only Gmail's search
+    answers it."""
+
+    name: str
+
+
+#: The tests only a server with labels answers (Gmail's own search), never IMAP SEARCH keys.
+GMAIL_TESTS = (Label, Category)
+
 #: The tests answered from a message's MIME structure, never by IMAP SEARCH keys.
 STRUCTURE_TESTS = (HasAttachment, Filename)
 
@@ -156,6 +182,8 @@ Query = (
     | SizeBound
     | HasAttachment
     | Filename
+    | Label
+    | Category
     | NeedsReply
     | AllOf
     | AnyOf

@@ -12,6 +12,7 @@ the model.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
@@ -38,7 +39,7 @@ from mail_imap_mcp.imap.search.cursors import (
 from mail_imap_mcp.imap.search.plan import reads_at_once
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import OrderedPage, ordered_page
-from mail_imap_mcp.query import Query, search_keys
+from mail_imap_mcp.query import DIALECTS, GmailOnly, Query, search_keys
 from mail_imap_mcp.query.structure import split
 from mail_imap_mcp.services.index_search import index_page
 from mail_imap_mcp.services.search_backend import choose_backend
@@ -259,6 +260,7 @@ def _by_watermark(
         filter_digest=digest,
         cursor=cursor,
         failure_of=mailbox_failure,
+        compile_keys=DIALECTS[choose_backend(session.personality)],
     )
     if page.next_cursor is not None:
         # Its next pages, on any instance sharing the state, list no mailbox again.
@@ -280,7 +282,8 @@ def searchable(search: Query) -> tuple[Query, Query | None]:
     structures (None: none); :class:`~mail_imap_mcp.query.structure.MixedStructure` or
     :class:`~mail_imap_mcp.query.QueryTooComplex` when the server cannot answer it, before any round trip."""
     server, structure = split(search)
-    search_keys(server)
+    with contextlib.suppress(GmailOnly):  # Gmail's own tests: the server's search dialect decides
+        search_keys(server)
     return server, structure
 
 
@@ -343,8 +346,7 @@ def search_page(
     def read_page(
         session: ImapSession, cursor: StreamCursor | WatermarkCursor | None, limit: int
     ) -> PageRead:
-        backend = choose_backend(session.personality)
-        assert backend == "imap"  # the one backend so far: the server's own SEARCH
+        compile_keys = DIALECTS[choose_backend(session.personality)]  # IMAP's SEARCH keys, or Gmail's
         # Where a search of every mailbox is one mailbox (Gmail: All Mail), it is read as one mailbox is.
         one_for_all = (
             session.personality.every_mailbox_is_one
@@ -379,6 +381,7 @@ def search_page(
             listed=first.listed,
             account_id=account_id,
             hints=first.counts,
+            compile_keys=compile_keys,
         )
         page.mailboxes += first.empty  # searched too: LIST-STATUS said they hold nothing
         messages, fetch_issues = _summaries(session, account_id, page, snippet_chars, strict, window)

@@ -17,7 +17,7 @@ from mail_imap_mcp.imap.search.plan import reads_at_once
 from mail_imap_mcp.imap.search.watermark import Trusted, Watermark, merge
 from mail_imap_mcp.imap.search.watermark_read import read_parts
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.query import Query, needs_utf8, search_keys
+from mail_imap_mcp.query import Key, Query, needs_utf8, search_keys
 
 
 def reads_by_position(*, merged: bool) -> bool:
@@ -55,6 +55,7 @@ def position_page(
     filter_digest: str,
     cursor: WatermarkCursor | None,
     failure_of: Callable[[Exception], Exception | None],
+    compile_keys: Callable[[Query], list[Key]] = search_keys,
 ) -> PositionPage:
     """A page over ``names`` (those whose bit is set in ``skipped`` are left out), after ``cursor``'s
     position (None: a first page). ``failure_of``: whether a mailbox's failure leaves the search (a
@@ -67,7 +68,7 @@ def position_page(
     reading = [(index, name) for index, name in enumerate(names) if not skipped >> index & 1]
     at_once = reads_at_once(sort, search, merged=True, by_position=True)
     charset = "UTF-8" if needs_utf8(search) else None
-    criteria = search_keys(search)
+    criteria = compile_keys(search)
     found = read_parts(
         session, account_id, reading, criteria, wanted, watermark, sort, charset, at_once=at_once
     )

@@ -14,7 +14,7 @@ from typing import ClassVar
 
 from mail_imap_mcp.imap import parsing
 from mail_imap_mcp.imap.personality.profile import Profile
-from mail_imap_mcp.imap.personality.standard import Listing, Personality
+from mail_imap_mcp.imap.personality.standard import Dialect, Listing, Personality
 from mail_imap_mcp.imap.roles import ALL, JUNK, TRASH
 
 #: Gmail's system labels as X-GM-LABELS names them, and as a summary shows them (its web interface's
@@ -46,6 +46,8 @@ class Gmail(Personality):
     has_labels: ClassVar[bool] = True
     every_mailbox_is_one: ClassVar[bool] = True
     summary_items: ClassVar[tuple[str, ...]] = ("X-GM-LABELS",)
+    #: Gmail's own search (X-GM-RAW, with IMAP keys beside it for what it cannot say) first.
+    search_dialects: ClassVar[tuple[Dialect, ...]] = ("gmail", "imap")
 
     @classmethod
     def fits(cls, profile: Profile) -> bool:

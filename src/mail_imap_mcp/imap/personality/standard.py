@@ -18,7 +18,7 @@ from mail_imap_mcp.imap.write_errors import ExtensionMissing
 
 Action = Literal["move", "copy", "delete", "archive"]
 #: A query language the server's own search answers; ``imap``: RFC 9051 SEARCH keys (query.search_keys).
-Dialect = Literal["imap"]
+Dialect = Literal["imap", "gmail"]
 
 
 class Listing(Protocol):

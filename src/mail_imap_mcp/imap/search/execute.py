@@ -15,7 +15,7 @@ from __future__ import annotations
 import calendar
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from mail_imap_mcp import mime
@@ -25,7 +25,7 @@ from mail_imap_mcp.imap.pipeline import Command, MailboxRead, MailboxReply, read
 from mail_imap_mcp.imap.search.plan import Answer, Newest, Read, StreamRead, StreamStart, reads_at_once
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import parse_uid_set
-from mail_imap_mcp.query import Query, needs_utf8, search_keys
+from mail_imap_mcp.query import Key, Query, needs_utf8, search_keys
 
 _KEY_ITEMS = ["INTERNALDATE"]
 #: What a FETCH asks for a message's sort key, per order.
@@ -103,10 +103,19 @@ class SearchExecutor:
     mailbox's candidates need their INTERNALDATE, the merge key, and the mailboxes are read at once
     where the query allows it."""
 
-    def __init__(self, session: ImapSession, account_id: str, query: Query, *, merged: bool) -> None:
+    def __init__(
+        self,
+        session: ImapSession,
+        account_id: str,
+        query: Query,
+        *,
+        merged: bool,
+        compile_keys: Callable[[Query], list[Key]] = search_keys,
+    ) -> None:
         self.session = session
         self.account_id = account_id
-        self.criteria = search_keys(query)
+        #: The query as SEARCH keys, in the dialect the search service chose (IMAP's, or Gmail's).
+        self.criteria = compile_keys(query)
         self.charset = "UTF-8" if needs_utf8(query) else None
         self.merged = merged
         #: Every mailbox's reads in the same round trips (else one mailbox after the other).
