@@ -354,3 +354,26 @@ async def test_filters_go_out_as_gmails_own_search_beside_imap_keys(gmail: Gmail
                 and b"KEYWORD $Work" in r.last_sent
             )
             assert unread["messages"] == []  # no message has the keyword
+
+
+async def test_the_query_languages_gmail_operators_on_gmail_and_elsewhere(
+    gmail: Gmail, gmail_unmarked: Gmail
+) -> None:
+    user = gmail.new_user("q")
+    seed_labelled(gmail, user)
+    async for client in client_of(gmail, user):
+        work = await client.ok("imap_search_messages", {"mailbox": "*", "query": "label:work"})
+        assert sorted(subjects(work["messages"])) == ["About one", "About three"]
+        important = await client.ok(
+            "imap_search_messages", {"mailbox": "*", "query": "is:important OR label:work -from:nobody"}
+        )
+        assert sorted(subjects(important["messages"])) == ["About one", "About three"]
+        inbox = await client.ok("imap_search_messages", {"query": "in:inbox two"})
+        assert subjects(inbox["messages"]) == ["About two"]
+    other = gmail_unmarked.new_user("q")
+    seed_labelled(gmail_unmarked, other)
+    async for client in client_of(gmail_unmarked, other):
+        refused = await client.fail(
+            "imap_search_messages", {"mailbox": "*", "query": "label:work"}, "invalid_input"
+        )
+        assert refused["error"]["details"]["parameter"] == "query" and "Gmail" in refused["error"]["message"]
