@@ -377,3 +377,21 @@ async def test_the_query_languages_gmail_operators_on_gmail_and_elsewhere(
             "imap_search_messages", {"mailbox": "*", "query": "label:work"}, "invalid_input"
         )
         assert refused["error"]["details"]["parameter"] == "query" and "Gmail" in refused["error"]["message"]
+
+
+async def test_attachments_are_found_by_gmail_not_judged_here(gmail: Gmail) -> None:
+    """has:attachment and filename: go to Gmail in X-GM-RAW: one search, where another server's page
+    judges every candidate's structure."""
+    user = gmail.new_user("a")
+    seed_labelled(gmail, user)
+    scan = mailgen.large_attachment_message(3000, filename="scan-2026.pdf", subject="Scanned contract")
+    gmail.seed(user, "INBOX", [scan])
+    with recording(gmail) as recorder:  # type: ignore[arg-type]
+        async with rig(plain_settings(gmail, user, recorder.port), recorder) as r:  # type: ignore[arg-type]
+            await r.call("imap_list_mailboxes", {})
+            found, plan = await r.call(
+                "imap_search_messages", {"mailbox": "*", "query": "has:attachment filename:scan"}
+            )
+            assert b'X-GM-RAW "has:attachment filename:scan"' in r.last_sent
+            assert subjects(found["messages"]) == ["Scanned contract"]
+            assert plan == Plan(("LIST", "EXAMINE", "UID SEARCH", "UID FETCH"), 4)

@@ -39,7 +39,7 @@ from mail_imap_mcp.imap.search.cursors import (
 from mail_imap_mcp.imap.search.plan import reads_at_once
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import OrderedPage, ordered_page
-from mail_imap_mcp.query import DIALECTS, GmailOnly, Query, search_keys
+from mail_imap_mcp.query import DIALECTS, GmailOnly, Query, all_of, search_keys
 from mail_imap_mcp.query.structure import split
 from mail_imap_mcp.services.index_search import index_page
 from mail_imap_mcp.services.search_backend import choose_backend
@@ -344,7 +344,10 @@ def search_page(
     window = app.config.server.max_text_part_bytes
 
     def read_page(
-        session: ImapSession, cursor: StreamCursor | WatermarkCursor | None, limit: int
+        session: ImapSession,
+        cursor: StreamCursor | WatermarkCursor | None,
+        limit: int,
+        query: Query = search,
     ) -> PageRead:
         compile_keys = DIALECTS[choose_backend(session.personality)]  # IMAP's SEARCH keys, or Gmail's
         # Where a search of every mailbox is one mailbox (Gmail: All Mail), it is read as one mailbox is.
@@ -356,10 +359,10 @@ def search_page(
         by_position = reads_by_position(merged=not strict) and not one_for_all
         if isinstance(cursor, WatermarkCursor) or (cursor is None and by_position):
             return _by_watermark(
-                session, app, account_id, args, search, digest, cursor, limit, snippet_chars, adds_roles
+                session, app, account_id, args, query, digest, cursor, limit, snippet_chars, adds_roles
             )
         assert not isinstance(cursor, WatermarkCursor)
-        pipelined = reads_at_once(sort, search, merged=not strict)
+        pipelined = reads_at_once(sort, query, merged=not strict)
         first = _Mailboxes(opened=[])
         if cursor is None:
             first = _resolve(session, app, account_id, args, pipelined=pipelined, adds_roles=adds_roles)
@@ -372,7 +375,7 @@ def search_page(
         page = ordered_page(
             session,
             streams=streams,
-            search=search,
+            search=query,
             sort=sort,
             limit=limit,
             strict=strict,
@@ -391,6 +394,9 @@ def search_page(
         return PageRead(page, messages, first.issues, fetch_issues, next_cursor)
 
     def work(session: ImapSession) -> PageRead:
+        if structure is not None and choose_backend(session.personality) == "gmail":
+            # Gmail's search answers has:attachment and filename: itself (X-GM-RAW): nothing to judge here.
+            return read_page(session, cursor, limit, all_of(search, structure))
         read = read_page(session, cursor, limit)
         if structure is None:
             return read
