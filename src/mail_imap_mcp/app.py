@@ -34,10 +34,13 @@ from mail_imap_mcp.state import (
     open_store,
     shared_secret,
     user_key,
+    user_tag,
 )
 
 log = logging.getLogger("mail_imap_mcp")
 
+#: The store's channel on which writes announce the accounts they changed.
+CHANGES_CHANNEL = "mim:changes"
 #: How long a position cursor's mailbox list is kept for its next pages (then they list again).
 MAILBOX_LIST_TTL_S = 3600.0
 
@@ -215,6 +218,19 @@ class AppContext:
             )
         except StateUnavailable as exc:
             log.warning("mailbox list not kept in the shared state: %s", exc.detail)
+
+    def announce_change(self, account_id: str) -> None:
+        """Tell every instance sharing the store that a write changed mail of ``account_id`` (as the
+        current user reaches it), so that their listen streams of its mailboxes hear of it at once
+        (``subscriptions.py``); nothing without a shared store (the watches of this process see it)."""
+        if not self.store.shared or account_id not in self.config.accounts:
+            return
+        mine = self.config.accounts[account_id].per_user
+        event = {"account": account_id, "user": user_tag() if mine else "-"}
+        try:
+            self.store.publish(CHANGES_CHANNEL, json.dumps(event).encode())
+        except StateUnavailable as exc:  # the watches still see it, later
+            log.warning("change of account %s not announced: %s", account_id, exc.detail)
 
     def resolve_account(self, account_id: str) -> str:
         if (

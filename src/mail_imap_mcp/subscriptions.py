@@ -51,7 +51,7 @@ from mcp_types import (
     UnsubscribeRequestParams,
 )
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.app import CHANGES_CHANNEL, AppContext
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.errors import ImapError
@@ -59,7 +59,7 @@ from mail_imap_mcp.imap.mailboxes import mailbox_counts
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.watch import Watch, WatchHub
 from mail_imap_mcp.sdk import connection_of, lowlevel_server
-from mail_imap_mcp.state import ANONYMOUS, current_user, user_of
+from mail_imap_mcp.state import ANONYMOUS, current_user, user_of, user_tag
 
 log = logging.getLogger("mail_imap_mcp.subscriptions")
 
@@ -140,8 +140,14 @@ class MailboxSubscriptions:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """Deliver notifications while inside; at the end, stop every watch."""
+        """Deliver notifications while inside; at the end, stop every watch. With a shared store, the
+        writes of every instance are heard too (:meth:`_changed_elsewhere`)."""
         self._token = anyio.lowlevel.current_token()
+        heard = (
+            self._app.store.subscribe(CHANGES_CHANNEL, self._changed_elsewhere)
+            if self._app.store.shared
+            else None
+        )
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(self._deliver)
@@ -150,8 +156,24 @@ class MailboxSubscriptions:
                 finally:
                     group.cancel_scope.cancel()
         finally:
+            if heard is not None:
+                heard.close()
             with anyio.CancelScope(shield=True):
                 await self.close()
+
+    def _changed_elsewhere(self, message: bytes) -> None:
+        """A write on some instance changed mail of an account (a store thread calls this): tell the
+        listen streams of this process that listen to that account's mailboxes, the writer's own for a
+        ``per_user`` account and every allowed user's for a shared one. A hint, as any update: the
+        client reads the mailbox again."""
+        try:
+            event = json.loads(message)
+            account_id, tag = str(event["account"]), str(event["user"])
+        except (ValueError, KeyError, TypeError):
+            return
+        keys = [key for key in self._shared if key[1] == account_id and tag in ("-", user_tag(key[0]))]
+        for key in keys:
+            self._post(functools.partial(self._publish, key))
 
     async def close(self) -> None:
         """End every subscription's watch."""

@@ -7,8 +7,10 @@ away fails only the calls that need it, and they work again once it is back."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +32,7 @@ from tests.support.imapserver import free_ports
 from tests.support.mail_state import message_id_counts
 from tests.support.redis_server import RedisServer
 from tests.support.team import Team, new_team, start_instances, team_config
+from tests.support.updates import Updates
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -240,3 +243,65 @@ async def test_redis_away_fails_only_what_needs_it_and_recovers(deployment: Depl
         assert "Old" in [box["name"] for box in boxes["mailboxes"]]  # nothing was changed
         deployment.redis.start()
         await alice.ok("imap_manage_mailbox", {**delete, "confirm_token": token})
+
+
+async def test_a_write_on_one_instance_reaches_the_listen_streams_held_by_another(
+    tmp_path: Path, dovecot_rev1: Dovecot
+) -> None:
+    """The server has neither IDLE nor NOTIFY and the watches poll once an hour: only the store's
+    publish/subscribe can tell instance 1's streams of a write made through instance 0, at once. A
+    shared mailbox's change reaches every allowed user's stream; a per-user account's reaches only
+    its user's (the same URI names Bob's own mailbox, which did not change)."""
+    team = new_team(dovecot_rev1)
+    for user in (team.alice, team.bob, team.shared_user):
+        dovecot_rev1.seed(user, "INBOX", [mailgen.plain_message(f"mail of {user}", "x")])
+    ports = free_ports("127.0.0.1", "127.0.0.1")
+    with IdentityProvider() as idp, RedisServer(tmp_path / "redis") as redis:
+        audience = f"http://127.0.0.1:{ports[0]}/mcp"
+        config = team_config(
+            tmp_path / "config.toml",
+            dovecot_rev1,
+            team,
+            idp,
+            audience=audience,
+            redis_url=redis.url,
+            server={"watch_poll_interval_s": 3600},
+        )
+        instances = start_instances(config, ports)
+        shared, own = "imap://support/mailbox/INBOX", "imap://own/mailbox/INBOX"
+        heard = {team.alice: Updates(), team.bob: Updates()}
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                group = await stack.enter_async_context(anyio.create_task_group())
+                for user in (team.alice, team.bob):
+                    listener = await stack.enter_async_context(
+                        http_client(instances[1].url, idp.jwt(user, audience=audience))
+                    )
+                    stream = await stack.enter_async_context(
+                        listener.client.listen(resource_subscriptions=[shared, own])
+                    )
+                    group.start_soon(heard[user].collect, stream)
+                async with http_client(instances[0].url, idp.jwt(team.alice, audience=audience)) as writer:
+                    for account_id in ("support", "own"):
+                        (message,) = (await writer.ok("imap_search_messages", {"account_id": account_id}))[
+                            "messages"
+                        ]
+                        started = time.monotonic()
+                        await writer.ok(
+                            "imap_update_message_flags",
+                            {
+                                "message_ids": [message["message_id"]],
+                                "operation": "add",
+                                "flags": ["\\Flagged"],
+                            },
+                        )
+                        uri = shared if account_id == "support" else own
+                        assert await heard[team.alice].first_after(started, uri, 10) is not None, account_id
+                        if account_id == "support":
+                            assert await heard[team.bob].first_after(started, uri, 10) is not None
+                await anyio.sleep(1)
+                assert heard[team.bob].since(0, own) == []  # Alice's own mailbox is not Bob's
+                group.cancel_scope.cancel()
+        finally:
+            for instance in instances:
+                instance.stop()

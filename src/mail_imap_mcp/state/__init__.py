@@ -8,7 +8,14 @@ user (:func:`user_key`) and with a time to live. The caller of a request is :dat
 
 from __future__ import annotations
 
-from mail_imap_mcp.state.principal import ANONYMOUS, USER_CLAIM, current_user, user_key, user_of
+from mail_imap_mcp.state.principal import (
+    ANONYMOUS,
+    USER_CLAIM,
+    current_user,
+    user_key,
+    user_of,
+    user_tag,
+)
 from mail_imap_mcp.state.store import (
     MemoryStore,
     StateUnavailable,
@@ -29,6 +36,7 @@ __all__ = [
     "shared_secret",
     "user_key",
     "user_of",
+    "user_tag",
 ]
 
 

@@ -13,12 +13,16 @@ ANONYMOUS = ""
 current_user: ContextVar[str] = ContextVar("current_user", default=ANONYMOUS)
 
 
-def user_key(kind: str, *parts: str, user: str | None = None) -> str:
-    """The store key of ``kind`` for the user (the current one unless given): the user's name is
-    hashed, so keys neither grow with it nor show it to whoever lists the store's keys."""
+def user_tag(user: str | None = None) -> str:
+    """The user (the current one unless given) as the store names them: a hash of the name, so keys
+    neither grow with it nor show it to whoever lists the store's keys; ``-`` for nobody in particular."""
     who = current_user.get() if user is None else user
-    tag = hashlib.sha256(who.encode()).hexdigest()[:24] if who else "-"
-    return ":".join(("mim", kind, tag, *parts))
+    return hashlib.sha256(who.encode()).hexdigest()[:24] if who else "-"
+
+
+def user_key(kind: str, *parts: str, user: str | None = None) -> str:
+    """The store key of ``kind`` for the user (the current one unless given, :func:`user_tag`)."""
+    return ":".join(("mim", kind, user_tag(user), *parts))
 
 
 #: Where the HTTP transport puts the user's name among the claims of the access token it verified

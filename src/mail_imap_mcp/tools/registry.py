@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
+from mail_imap_mcp.imap.ids import InvalidMessageId, parse_message_id
+from mail_imap_mcp.operations import OperationRef
 from mail_imap_mcp.presentation import failures
 from mail_imap_mcp.tools import (
     apply_to_messages,
@@ -45,8 +49,42 @@ TOOLS: list[ToolSpec[Any]] = [
 ]
 
 
+def _changed_account(app: AppContext, args: Any) -> str | None:
+    """The account a write's arguments name (``account_id``, else its message ids')."""
+    ids = getattr(args, "message_ids", None) or [getattr(args, "message_id", None)]
+    if isinstance(ids[0], str):
+        try:
+            return app.resolve_account(parse_message_id(ids[0]).account_id)
+        except InvalidMessageId:
+            return None
+    account_id = getattr(args, "account_id", None)
+    return app.resolve_account(account_id) if isinstance(account_id, str) else None
+
+
+def _announcing(
+    handler: Callable[[Any], ToolResult[Any]], app: AppContext
+) -> Callable[[Any], ToolResult[Any]]:
+    """``handler`` of a write tool that, once it changed mail (not a dry run, not gone to the
+    background: its watchers see that later), announces the account to the other instances."""
+
+    @functools.wraps(handler)
+    def run(args: Any) -> ToolResult[Any]:
+        result = handler(args)
+        data = result.data
+        if not getattr(args, "dry_run", False) and not any(
+            isinstance(getattr(data, name, None), OperationRef) for name in ("background", "operation")
+        ):
+            account_id = _changed_account(app, args)
+            if account_id is not None:
+                app.announce_change(account_id)
+        return result
+
+    return run
+
+
 def build_tools(app: AppContext) -> list[EnvelopeTool]:
-    """One envelope tool per declaration, its handler bound to ``app``."""
+    """One envelope tool per declaration, its handler bound to ``app`` (a write's announcing the
+    account it changed, :meth:`AppContext.announce_change`)."""
     return [
         envelope_tool(
             name=spec.name,
@@ -55,7 +93,9 @@ def build_tools(app: AppContext) -> list[EnvelopeTool]:
             input_model=spec.input_model,
             data_model=spec.data_model,
             other_data_models=spec.other_data_models,
-            handler=functools.partial(failures.run, spec.handle, app),
+            handler=_announcing(functools.partial(failures.run, spec.handle, app), app)
+            if spec.writes
+            else functools.partial(failures.run, spec.handle, app),
             read_only=not spec.writes,
             destructive=spec.effect is Effect.DESTRUCTIVE,
             idempotent=spec.idempotent,
