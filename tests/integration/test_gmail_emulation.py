@@ -8,6 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
+import signal
+import ssl
+import subprocess
+import sys
+from pathlib import Path
 
 import imapclient
 import pytest
@@ -170,3 +176,29 @@ def test_xoauth2_and_the_connection_limit(gmail: Gmail, user: str) -> None:
             stack.enter_context(gmail.connect(user, tls=False, starttls=False))
         with pytest.raises(imapclient.exceptions.LoginError, match="Too many simultaneous connections"):
             gmail.connect(user, tls=False, starttls=False)
+
+
+def test_scripts_gmail_emulator_prints_where_it_listens_and_serves_a_seeded_account(tmp_path: Path) -> None:
+    """scripts/gmail-emulator (its Python part: the wrapper only prepares the virtualenv) for anyone: one
+    JSON line, then it serves until it is told to stop, and cleans up."""
+    script = Path(__file__).resolve().parents[2] / "scripts" / "gmail_emulator.py"
+    process = subprocess.Popen(
+        [sys.executable, str(script), "--seed", "--user", "demo"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        line = json.loads(process.stdout.readline())
+        assert line["user"] == "demo" and "[accounts.gmail]" in line["config"]
+        assert 'password_env = "GMAIL_EMULATOR_PASSWORD"' in line["config"]
+        context = ssl.create_default_context(cafile=line["ca_file"])
+        with imapclient.IMAPClient(line["host"], port=line["port"], ssl_context=context) as client:
+            client.login(line["user"], line["password"])
+            assert b"X-GM-EXT-1" in client.capabilities()
+            client.select_folder(ALL_MAIL, readonly=True)
+            assert len(client.search("ALL")) == 4
+            assert client.folder_status("INBOX", [b"MESSAGES"])[b"MESSAGES"] == 2
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=10) == 0
+    root = Path(line["ca_file"]).parents[1]
+    assert not root.exists()  # the instance's directory is gone
