@@ -144,6 +144,10 @@ def check(config_path: Path | None) -> int:
         if account.auth is not AuthMethod.PASSWORD:
             how += f", {account.auth.value}"
         target = f"{account.host}:{account.effective_port} ({how})"
+        if account.per_user:
+            # A template logs in as each signed-in user: there is nobody to log in as here.
+            print(f"skip {account_id}: {target}: per_user template, logged in as each user who signs in")
+            continue
         if account.password is not None:
             print(
                 f"warning {account_id}: password is stored inline in the config file; prefer "

@@ -6,6 +6,7 @@ mailbox for a few. A real ``mail-imap-mcp serve --transport http`` process, the 
 from __future__ import annotations
 
 import json
+import subprocess
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ from tests.support import mailgen
 from tests.support.accounts import account_settings, config_toml
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import INITIALIZE_REQUEST, EnvelopeClient
-from tests.support.http_server import HttpServer, http_client
+from tests.support.http_server import SERVER, HttpServer, http_client
 from tests.support.identity_provider import IdentityProvider
 from tests.support.imapserver import free_ports
 from tests.support.team import Team, new_team, start_instances, team_config
@@ -265,3 +266,15 @@ async def subscribe(mcp: EnvelopeClient, uri: str, mode: str) -> None:
         return
     async with mcp.client.listen(resource_subscriptions=[uri]):
         pass
+
+
+def test_check_logs_in_to_the_shared_account_and_skips_a_template(
+    tmp_path: Path, dovecot: Dovecot, team: Team, idp: IdentityProvider
+) -> None:
+    config = team_config(tmp_path / "config.toml", dovecot, team, idp, audience="http://127.0.0.1:1/mcp")
+    done = subprocess.run(
+        [SERVER, "check", "--config", str(config)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ok   support: " in done.stdout and f"as {team.shared_user}: logged in" in done.stdout
+    assert "skip own: " in done.stdout and "per_user template" in done.stdout
