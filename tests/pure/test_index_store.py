@@ -128,3 +128,36 @@ def test_a_full_disk_is_a_write_failure_and_leaves_the_last_batch(tmp_path: Path
         store.put(state, [message(uid, body="x " * 5000 + str(uid)) for uid in range(2, 200)])
     assert uids(store, Contains("body", "kept")) == [1]
     assert store.count() == 1
+
+
+def test_row_ids_follow_sent_dates_and_a_query_of_many_matches_ranks_the_newest(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = store.start_folder("INBOX", 1)
+    # Sent out of UID order, two in the same second; the oldest has the word in its subject (best rank).
+    sent = {1: 500, 2: 100, 3: 300, 4: 300, 5: 400}
+    messages = [
+        IndexedMessage(
+            uid,
+            sent[uid],
+            20260101,
+            1,
+            (),
+            False,
+            tuple(
+                ("fig" if uid == 2 else "") if c == "subject" else "fig" if c == "body" else ""
+                for c in TEXT_COLUMNS
+            ),
+        )
+        for uid in sent
+    ]
+    store.put(state, messages)
+    by_id = [row[0] for row in store._db.execute("SELECT uid FROM messages ORDER BY id")]
+    assert by_id in ([2, 3, 4, 5, 1], [2, 4, 3, 5, 1])
+    query = compile_fts5(Contains("text", "fig"))
+    everything = store.search(query, folders=["INBOX"], order="relevance", limit=5, offset=0)
+    assert everything.hits[0].uid == 2 and everything.ranked_among is None
+    monkeypatch.setattr("mail_imap_mcp.index.sqlite_store.RANKED_MATCHES", 3)
+    newest = store.search(query, folders=["INBOX"], order="relevance", limit=5, offset=0)
+    assert newest.total == 5 and newest.ranked_among == 3
+    assert {hit.uid for hit in newest.hits} == {1, 5, 3} or {hit.uid for hit in newest.hits} == {1, 5, 4}

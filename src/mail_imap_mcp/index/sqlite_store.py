@@ -34,7 +34,12 @@ from mail_imap_mcp.index.store import (
 
 #: "MIMX": marks a database as this index (``PRAGMA application_id``).
 APPLICATION_ID = 0x4D494D58
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: Row ids per second of sent date (a row id is the sent time times this, plus a counter).
+IDS_PER_SECOND = 4096
+#: A text query matching more messages than this is ranked among its newest this many matches: ranking
+#: costs a few microseconds a match, and a word in most messages says little of relevance anyway.
+RANKED_MATCHES = 2_000
 #: How long a writer waits for another process's transaction before it gives up.
 BUSY_TIMEOUT_S = 30.0
 #: System flags by their bit, as servers spell them.
@@ -55,7 +60,6 @@ CREATE TABLE messages(
 CREATE INDEX messages_sent ON messages(sent);
 CREATE VIRTUAL TABLE fts USING fts5({", ".join(TEXT_COLUMNS)}, content='',
     tokenize='unicode61 remove_diacritics 2');
-INSERT INTO fts(fts, rank) VALUES('rank', 'bm25({", ".join(str(w) for w in COLUMN_WEIGHTS)})');
 PRAGMA application_id = {APPLICATION_ID};
 PRAGMA user_version = {SCHEMA_VERSION};
 """
@@ -171,6 +175,18 @@ class SqliteStore:
         )
         self._db.execute("DELETE FROM messages WHERE id = ?", (row_id,))
 
+    def _free_id(self, sent: int) -> int:
+        """A row id in the order of sent dates (:data:`IDS_PER_SECOND` per second), so that FTS5, which
+        walks its matches by row id, walks them by date: the newest matches first without a sort."""
+        base = max(sent, 0) * IDS_PER_SECOND
+        row = self._db.execute(
+            "SELECT max(id) FROM messages WHERE id BETWEEN ? AND ?", (base, base + IDS_PER_SECOND - 1)
+        ).fetchone()
+        candidate = base if row[0] is None else row[0] + 1
+        while self._db.execute("SELECT 1 FROM messages WHERE id = ?", (candidate,)).fetchone():
+            candidate += 1  # more than IDS_PER_SECOND messages sent in one second: the next free one
+        return int(candidate)
+
     def put(self, state: FolderState, messages: Sequence[IndexedMessage]) -> None:
         columns = ", ".join(TEXT_COLUMNS)
         placeholders = ", ".join("?" for _ in TEXT_COLUMNS)
@@ -183,10 +199,12 @@ class SqliteStore:
                 if old is not None:
                     self._forget(old[0], old[1])
                 bits, keywords = flag_bits(message.flags)
-                cursor = self._db.execute(
-                    "INSERT INTO messages(folder, uid, sent, arrival_day, size, flag_bits, keywords, "
-                    "has_attachment, filenames, doc) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                row_id = self._free_id(message.sent)
+                self._db.execute(
+                    "INSERT INTO messages(id, folder, uid, sent, arrival_day, size, flag_bits, keywords, "
+                    "has_attachment, filenames, doc) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
+                        row_id,
                         folder,
                         message.uid,
                         message.sent,
@@ -201,7 +219,7 @@ class SqliteStore:
                 )
                 self._db.execute(
                     f"INSERT INTO fts(rowid, {columns}) VALUES(?, {placeholders})",
-                    (cursor.lastrowid, *message.texts),
+                    (row_id, *message.texts),
                 )
             self._db.execute(
                 "UPDATE folders SET messages = (SELECT count(*) FROM messages WHERE folder = ?) WHERE id = ?",
@@ -266,20 +284,15 @@ class SqliteStore:
     ) -> HitPage:
         if not folders:
             return HitPage([], 0)
-        if (
-            query.match is not None
-            and query.where == "1"
-            and order == "relevance"
-            and set(folders) >= set(self.folders())
-        ):
-            return self._ranked_everywhere(query.match, limit, offset, list(folders))
+        if query.match is not None and query.where == "1" and set(folders) >= set(self.folders()):
+            return self._everywhere(query.match, order, limit, offset, list(folders))
         in_folders = f"f.name IN ({', '.join('?' for _ in folders)})"
         params: list[object] = []
         if query.match is not None:
             source = "fts JOIN messages m ON m.id = fts.rowid JOIN folders f ON f.id = m.folder"
             condition = f"fts MATCH ? AND {in_folders} AND ({query.where})"
             params = [query.match, *folders, *query.params]
-            rank = "fts.rank"
+            rank = _BM25
         else:
             source = "messages m JOIN folders f ON f.id = m.folder"
             condition = f"{in_folders} AND ({query.where})"
@@ -298,28 +311,50 @@ class SqliteStore:
             raise IndexUnusable(f"{self.path}: {exc}") from exc
         return HitPage([_hit(row) for row in rows], total, list(folders))
 
-    def _ranked_everywhere(self, match: str, limit: int, offset: int, folders: list[str]) -> HitPage:
-        """A text query over every folder, best first: FTS5 ranks and counts its own matches alone (every
-        row of the FTS5 table is a message of a folder), and only the page's rows are joined."""
+    def _everywhere(self, match: str, order: Order, limit: int, offset: int, folders: list[str]) -> HitPage:
+        """A text query over every folder: FTS5 ranks (or, by date, walks its row ids, which follow sent
+        dates) and counts its own matches alone (every row of the FTS5 table is a message of a folder),
+        and only the page's rows are joined. Beyond :data:`RANKED_MATCHES` matches, the newest that many
+        are ranked."""
         try:
             total = int(
                 self._db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (match,)).fetchone()[0]
             )
+            ranked_among = None
+            if order == "date":
+                inner = "SELECT rowid, 0.0 AS rank FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ? OFFSET ?"
+                params: tuple[object, ...] = (match, limit, offset)
+                ordering = "m.id DESC"
+            else:
+                floor = 0
+                if total > RANKED_MATCHES:
+                    ranked_among = RANKED_MATCHES
+                    found = self._db.execute(
+                        "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+                        (match, RANKED_MATCHES - 1),
+                    ).fetchone()
+                    floor = int(found[0]) if found else 0
+                inner = (
+                    f"SELECT rowid, {_BM25} AS rank FROM fts WHERE fts MATCH ? AND rowid >= ? "
+                    "ORDER BY rank LIMIT ? OFFSET ?"
+                )
+                params = (match, floor, limit, offset)
+                ordering = "top.rank, m.sent DESC, m.id DESC"
             rows = self._db.execute(
-                f"SELECT {_HIT_COLUMNS.format(rank='top.rank')} FROM "
-                "(SELECT rowid, rank FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT ? OFFSET ?) AS top "
-                "JOIN messages m ON m.id = top.rowid JOIN folders f ON f.id = m.folder "
-                "ORDER BY top.rank, m.sent DESC, m.id DESC",
-                (match, limit, offset),
+                f"SELECT {_HIT_COLUMNS.format(rank='top.rank')} FROM ({inner}) AS top "
+                f"JOIN messages m ON m.id = top.rowid JOIN folders f ON f.id = m.folder ORDER BY {ordering}",
+                params,
             ).fetchall()
         except sqlite3.DatabaseError as exc:
             raise IndexUnusable(f"{self.path}: {exc}") from exc
-        return HitPage([_hit(row) for row in rows], total, folders)
+        return HitPage([_hit(row) for row in rows], total, folders, ranked_among)
 
     def close(self) -> None:
         self._close_quietly()
 
 
+#: BM25 with the columns' weights, called as a function (as FTS5's ``rank`` column it took twice as long).
+_BM25 = f"bm25(fts, {', '.join(str(w) for w in COLUMN_WEIGHTS)})"
 _HIT_COLUMNS = (
     "f.name, f.uidvalidity, m.uid, {rank}, m.sent, m.doc, m.flag_bits, m.keywords, m.size, m.has_attachment"
 )

@@ -111,6 +111,8 @@ class HitPage:
     hits: list[Hit]
     total: int
     folders: list[str] = field(default_factory=list)
+    #: Only the newest this many matches were ranked (None: all were).
+    ranked_among: int | None = None
 
 
 Order = Literal["relevance", "date"]

@@ -122,11 +122,11 @@ def index_page(
                 summary_of(account_id, hit, own=own, snippet_chars=snippet_chars, words=words)
                 for hit in page.hits
             ]
-            return _Read(folders, page.total, page.hits, summaries, [], fresh)
+            return _Read(folders, page.total, page.hits, summaries, [], fresh, page.ranked_among)
         bodies = {(hit.folder, hit.uid): hit.body for hit in page.hits}
         messages, issues = _summaries(session, account_id, page.hits, snippet_chars, app)
         messages = [_with_snippet(m, bodies.get((m.mailbox, m.uid)), words, snippet_chars) for m in messages]
-        return _Read(folders, page.total, page.hits, messages, issues, fresh)
+        return _Read(folders, page.total, page.hits, messages, issues, fresh, page.ranked_among)
 
     words = matched_words(search)
     read = app.connection(account_id).run(work)
@@ -136,6 +136,11 @@ def index_page(
     if returned < read.total and read.hits:
         next_cursor = IndexCursor(account_id, digest, read.total, returned).encode()
     warnings = [*choice.warnings, *_stale_words(read.fresh)]
+    if read.ranked_among is not None:
+        warnings.append(
+            f"{read.total:,} messages match; the best of the newest {read.ranked_among:,} matches are listed "
+            "(a word in that many messages says little). Add words to narrow it, or sort by date."
+        )
     page = SearchPage(
         account_id=account_id,
         label=args.mailbox if args.mailboxes is None else ", ".join(args.mailboxes),
@@ -164,6 +169,7 @@ class _Read:
     messages: list[SummaryRecord]
     issues: list[Issue]
     fresh: Freshness
+    ranked_among: int | None = None
 
 
 def _summaries(
