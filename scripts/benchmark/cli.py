@@ -124,7 +124,11 @@ async def run(settings: Settings) -> int:
         from benchmark.index import run_index_bench
 
         await run_index_bench(
-            settings.index_messages, settings.index_folders, settings.out_dir, BENCH_DIR / "index-run"
+            settings.index_messages,
+            settings.index_folders,
+            settings.out_dir,
+            BENCH_DIR / "index-run",
+            ours_only=settings.index_ours_only,
         )
         return 0
     machine = machine_info()
@@ -275,6 +279,11 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
         help="the local index section alone: ours, notmuch, Dovecot UID SEARCH and fts-xapian",
     )
     parser.add_argument("--index-messages", type=int, default=100_000, help="index section: messages")
+    parser.add_argument(
+        "--index-ours-only",
+        action="store_true",
+        help="index section: measure ours again, keep the anchors of the last full run (same size)",
+    )
     parser.add_argument("--index-folders", type=int, default=40, help="index section: folders")
     parser.add_argument(
         "--team-only",
