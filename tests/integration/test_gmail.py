@@ -395,3 +395,12 @@ async def test_attachments_are_found_by_gmail_not_judged_here(gmail: Gmail) -> N
             assert b'X-GM-RAW "has:attachment filename:scan"' in r.last_sent
             assert subjects(found["messages"]) == ["Scanned contract"]
             assert plan == Plan(("LIST", "EXAMINE", "UID SEARCH", "UID FETCH"), 4)
+
+
+async def test_a_message_under_several_labels_comes_once_in_a_search_of_them(gmcp: EnvelopeClient) -> None:
+    data = await gmcp.ok(
+        "imap_search_messages", {"mailboxes": ["INBOX", "Work"], "limit": 20, "fields": "full"}
+    )
+    # "About one" is in INBOX and in Work: one Gmail message (one X-GM-MSGID), listed once, where found first.
+    assert sorted(subjects(data["messages"])) == ["About one", "About three", "About two"]
+    assert (data["attempted"], data["returned"], data["failed"]) == (3, 3, 0)

@@ -22,7 +22,11 @@ def test_every_server_of_the_matrix_gets_the_standard_personality_and_x_gm_ext_1
         assert not chosen.has_labels and chosen.summary_items == () and chosen.thread_key() is None
     gmail = standard("X-GM-EXT-1", "MOVE", "UIDPLUS")
     assert type(gmail) is Gmail and gmail.name == "gmail" and gmail.has_labels
-    assert gmail.summary_items == ("X-GM-LABELS",) and gmail.thread_key() == "X-GM-THRID"
+    assert gmail.summary_items == ("X-GM-LABELS", "X-GM-MSGID") and gmail.thread_key() == "X-GM-THRID"
+    assert (
+        gmail.identity_of({b"X-GM-MSGID": 2**60}) == 2**60
+        and standard().identity_of({b"X-GM-MSGID": 1}) is None
+    )
 
 
 class _Listing:

@@ -219,9 +219,12 @@ def fetch_summaries(
                 )
             continue
         if uid in kept:
+            personality = session.personality
             batch.messages.append(
                 replace(
-                    with_flags(kept[uid], _flags(response)), labels=session.personality.labels_of(response)
+                    with_flags(kept[uid], _flags(response)),
+                    labels=personality.labels_of(response),
+                    identity=personality.identity_of(response),
                 )
             )
             continue
@@ -233,6 +236,7 @@ def fetch_summaries(
                 snippet = _snippet(response, parts, snippet_chars, headers)
             summary = summary_record(ref, response, parts, snippet, headers, own)
             summary.labels = session.personality.labels_of(response)
+            summary.identity = session.personality.identity_of(response)
             batch.messages.append(summary)
             if parts is None:
                 untrusted[uid] = summary

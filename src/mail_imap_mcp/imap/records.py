@@ -43,6 +43,8 @@ class SummaryRecord:
     header_message_id: str | None = None
     #: Its labels where the server has labels (Gmail: ``X-GM-LABELS``), else None.
     labels: list[str] | None = None
+    #: The server's own id of the message, the same in every mailbox showing it (Gmail: X-GM-MSGID).
+    identity: int | None = None
     #: The file names of its attachments (None: one without a name; bounded, see ``mime.summary``).
     attachment_names: tuple[str | None, ...] = ()
 

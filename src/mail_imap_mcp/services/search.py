@@ -205,6 +205,20 @@ def _summaries(
     return ordered, issues
 
 
+def once_each(messages: list[SummaryRecord]) -> tuple[list[SummaryRecord], int]:
+    """The page with each message once where the server shows one message in several mailboxes (Gmail's
+    labels: its X-GM-MSGID), the first place kept; and how many were left out."""
+    seen: set[int] = set()
+    kept: list[SummaryRecord] = []
+    for message in messages:
+        if message.identity is not None and message.identity in seen:
+            continue
+        if message.identity is not None:
+            seen.add(message.identity)
+        kept.append(message)
+    return kept, len(messages) - len(kept)
+
+
 def _epoch(iso: str | None) -> int | None:
     if not iso:
         return None
@@ -269,7 +283,9 @@ def _by_watermark(
     window = app.config.server.max_text_part_bytes
     ordered = OrderedPage(page.picks, page.total, [])
     messages, fetch_issues = _summaries(session, account_id, ordered, snippet_chars, False, window)
-    return PageRead(page, messages, issues, fetch_issues, page.next_cursor)
+    messages, doubles = once_each(messages)
+    attempted = len(page.picks) - doubles if doubles else None
+    return PageRead(page, messages, issues, fetch_issues, page.next_cursor, attempted=attempted)
 
 
 def server_sort(args: SearchArgs) -> Literal["arrival", "date"]:
@@ -388,10 +404,12 @@ def search_page(
         )
         page.mailboxes += first.empty  # searched too: LIST-STATUS said they hold nothing
         messages, fetch_issues = _summaries(session, account_id, page, snippet_chars, strict, window)
+        messages, doubles = once_each(messages)
         _learn_keys(page, messages, sort)
         returned = cursor.returned if cursor else 0
         next_cursor = _next_cursor(page, account_id, digest, sort, returned)
-        return PageRead(page, messages, first.issues, fetch_issues, next_cursor)
+        attempted = len(page.picks) - doubles if doubles else None
+        return PageRead(page, messages, first.issues, fetch_issues, next_cursor, attempted=attempted)
 
     def work(session: ImapSession) -> PageRead:
         if structure is not None and choose_backend(session.personality) == "gmail":

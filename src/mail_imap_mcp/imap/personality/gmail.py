@@ -45,7 +45,7 @@ class Gmail(Personality):
     name: ClassVar[str] = "gmail"
     has_labels: ClassVar[bool] = True
     every_mailbox_is_one: ClassVar[bool] = True
-    summary_items: ClassVar[tuple[str, ...]] = ("X-GM-LABELS",)
+    summary_items: ClassVar[tuple[str, ...]] = ("X-GM-LABELS", "X-GM-MSGID")
     #: Gmail's own search (X-GM-RAW, with IMAP keys beside it for what it cannot say) first.
     search_dialects: ClassVar[tuple[Dialect, ...]] = ("gmail", "imap")
 
@@ -72,6 +72,10 @@ class Gmail(Personality):
             parsing.mailbox_name(label) if isinstance(label, bytes | str) else str(label) for label in raw
         ]
         return sorted(shown for name in names if (shown := shown_label(name)) is not None)
+
+    def identity_of(self, response: dict[bytes, object]) -> int | None:
+        found = response.get(b"X-GM-MSGID")
+        return found if isinstance(found, int) else None
 
     def thread_key(self) -> str | None:
         return "X-GM-THRID"

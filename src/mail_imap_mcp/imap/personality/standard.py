@@ -83,6 +83,11 @@ class Personality:
         """The labels of a message, from its FETCH answer (None: the server has no labels)."""
         return None
 
+    def identity_of(self, response: dict[bytes, object]) -> int | None:
+        """The server's own id of a message, the same in every mailbox that shows it (Gmail's X-GM-MSGID),
+        from its FETCH answer; None where a message is in one mailbox only."""
+        return None
+
     def thread_key(self) -> str | None:
         """The FETCH item (and SEARCH key) that names a message's conversation on this server, where
         it has one (None: conversations are found by their headers)."""
