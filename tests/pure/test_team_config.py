@@ -102,3 +102,8 @@ def test_state_takes_a_redis_url_or_the_variable_holding_it() -> None:
     assert from_env.resolve_url({"REDIS": "redis://:pw@cache:6379/1"}) == "redis://:pw@cache:6379/1"
     with pytest.raises(ValidationError, match="must start with redis://"):
         config({"w": account()}, state={"redis_url": "http://cache"})
+
+
+def test_a_template_that_fills_in_nobody_is_refused() -> None:
+    with pytest.raises(ValidationError, match=r"put \{user\} in username"):
+        config({"own": account(username="shared@corp.example", per_user=True)}, http={"auth": AUTH})

@@ -270,6 +270,14 @@ class AccountConfig(BaseModel):
                 "security = 'plain' sends the password unencrypted and is only allowed for loopback "
                 "hosts; use 'tls' or 'starttls'"
             )
+        if self.per_user:
+            filled = [self.username, *(self.password_command or []), *(self.oauth2_token_command or [])]
+            if not any("{user}" in text for text in filled):
+                raise ValueError(
+                    "per_user = true serves each user their own mailbox: put {user} in username (e.g. "
+                    '"{user}*master" for a Dovecot master user) or in an argument of password_command or '
+                    "oauth2_token_command; otherwise every user would open the same mailbox"
+                )
         if self.ca_file is not None and not self.ca_file.expanduser().is_file():
             raise ValueError("ca_file does not exist or is not a file")
         return self
