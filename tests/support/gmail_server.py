@@ -54,11 +54,13 @@ from tests.support.gmail_protocol import (
 CAPABILITIES_BEFORE = (
     "IMAP4rev1 UNSELECT IDLE NAMESPACE ID CHILDREN X-GM-EXT-1 SASL-IR AUTH=XOAUTH2 AUTH=PLAIN"
 )
-#: What it offers once logged in (Gmail's list, less COMPRESS, UTF8=ACCEPT, APPENDLIMIT and QUOTA).
+#: What it offers once logged in (Gmail's list, less COMPRESS, UTF8=ACCEPT, XLIST and QUOTA).
 CAPABILITIES = (
     "IMAP4rev1 UNSELECT IDLE NAMESPACE ID CHILDREN X-GM-EXT-1 UIDPLUS ENABLE MOVE CONDSTORE ESEARCH "
-    "LIST-EXTENDED LIST-STATUS LITERAL+ SPECIAL-USE"
+    "LIST-EXTENDED LIST-STATUS LITERAL- SPECIAL-USE APPENDLIMIT=35651584"
 )
+#: Gmail's largest message (APPENDLIMIT, RFC 7889).
+APPEND_LIMIT = 35_651_584
 #: Gmail's limit of simultaneous IMAP connections per account.
 MAX_CONNECTIONS = 15
 SYSTEM_FLAGS = ["\\Answered", "\\Flagged", "\\Draft", "\\Deleted", "\\Seen"]
@@ -443,6 +445,8 @@ class Session:
         raw = rest[0]
         if not isinstance(raw, bytes) or not raw:
             raise Bad("APPEND needs a message literal")
+        if len(raw) > APPEND_LIMIT:
+            raise No("[TOOBIG] Message too large. (Failure)")
         message = self.mail.append(name, raw, flags, when)
         return f"[APPENDUID {folder.uidvalidity} {folder.by_msgid[message.msgid]}] (Success)"
 
