@@ -404,3 +404,27 @@ async def test_a_message_under_several_labels_comes_once_in_a_search_of_them(gmc
     # "About one" is in INBOX and in Work: one Gmail message (one X-GM-MSGID), listed once, where found first.
     assert sorted(subjects(data["messages"])) == ["About one", "About three", "About two"]
     assert (data["attempted"], data["returned"], data["failed"]) == (3, 3, 0)
+
+
+async def test_label_writes_send_their_plans(gmail: Gmail, gmail_user: str) -> None:
+    """Read from the wire: adding a label is a read and one STORE whose answer is the labels after;
+    removing Inbox also looks the message up in All Mail by its X-GM-MSGID (it left INBOX)."""
+    with recording(gmail) as recorder:  # type: ignore[arg-type]
+        async with rig(
+            {**plain_settings(gmail, gmail_user, recorder.port), "write_enabled": True}, recorder
+        ) as r:  # type: ignore[arg-type]
+            inbox, _ = await r.call("imap_search_messages", {"mailbox": "INBOX"})
+            ids = [m["message_id"] for m in inbox["messages"]]
+            _, added = await r.call(
+                "imap_update_message_flags", {"message_ids": ids, "operation": "add", "labels": ["X"]}
+            )
+            assert b'UID STORE 1:2 +X-GM-LABELS ("X")' in r.last_sent
+            _, archived = await r.call(
+                "imap_update_message_flags",
+                {"message_ids": ids[:1], "operation": "remove", "labels": ["Inbox"]},
+            )
+    assert added == Plan(("SELECT", "UID FETCH", "UID STORE"), 3)
+    # Then: which left INBOX, the LIST that names All Mail, and the message found there by X-GM-MSGID.
+    assert archived == Plan(
+        ("SELECT", "UID FETCH", "UID STORE", "UID SEARCH", "LIST", "EXAMINE", "UID SEARCH", "UID FETCH"), 8
+    )

@@ -207,7 +207,8 @@ def _update_labels(
             return
         outcome.wrote = True
     moved: dict[int, MessageRef] = {}
-    if not request.dry_run and request.account is not None:
+    # Only a label taken off can take a message out of its mailbox (an added one never does).
+    if not request.dry_run and request.account is not None and request.operation != "add":
         gone = step.left(list(states))
         gmail_ids = {uid: found for uid in gone if (found := states[uid].gmail_id) is not None}
         moved = step.found_in_all_mail(request.account, group.items[0].ref.account_id, gmail_ids)
