@@ -1184,5 +1184,18 @@ HOSTILE_HTML = st.lists(st.one_of(st.sampled_from(HTML_FRAGMENTS), st.text(max_s
 def test_sanitized_html_never_keeps_script_event_handler_or_remote_resource(html: str) -> None:
     assert_inert_html(sanitize_html(html))
     for converted in (html_to_text(html), html_to_markdown(html)):
-        assert HIDDEN not in converted
+        assert HIDDEN not in converted or shown_by_html5(html)
         assert "\x00" not in converted
+
+
+#: A bogus comment left open (``<!x``, ``<![CDATA[``, ``<?``, ``</`` before no letter): HTML5 ends it at the
+#: next ``>``, whatever quotes come before it.
+_OPEN_BOGUS_COMMENT = re.compile(r"<(?:!(?!--)|\?|/(?![A-Za-z>]))[^>]*\Z")
+
+
+def shown_by_html5(html: str) -> bool:
+    """Whether a hiding fragment's start tag is swallowed by a bogus comment opened just before it, so
+    that a browser shows its text as every reader sees it (``<![CDATA[<p style='display:none'>X</p>``:
+    outside SVG and MathML, HTML5 reads ``<![CDATA[`` as a bogus comment that ends inside the tag)."""
+    starts = [m.start() for m in re.finditer(r"<(?:p|div|span) (?:style|hidden)", html)]
+    return any(_OPEN_BOGUS_COMMENT.search(html[:start]) for start in starts)
