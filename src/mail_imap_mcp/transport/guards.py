@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 import time
@@ -362,3 +363,22 @@ class RateLimitedLog(logging.Filter):
 
 #: The event loop's message for a failed accept (e.g. no file descriptor left).
 ACCEPT_FAILURE = "socket.accept() out of system resource"
+
+
+async def send_json(
+    send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]
+) -> None:
+    """Answer an HTTP request with ``body`` as JSON (a refusal or metadata the MCP app never sees)."""
+    payload = json.dumps(body).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})

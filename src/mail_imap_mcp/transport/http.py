@@ -24,7 +24,6 @@ import re
 import signal
 import socket
 from collections.abc import Iterator
-from typing import Any
 
 import anyio
 import uvicorn
@@ -48,6 +47,7 @@ from mail_imap_mcp.transport.guards import (
     TrustOnToken,
     guarded_protocol,
     log_refusal,
+    send_json,
 )
 from mail_imap_mcp.transport.oauth import AccessTokenVerifier, ResourceServerAuth, metadata_url
 
@@ -114,24 +114,6 @@ def with_cors(app: ASGIApp, settings: HttpSettings) -> ASGIApp:
     )
 
 
-async def _send_json(
-    send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]
-) -> None:
-    payload = json.dumps(body).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": payload})
-
-
 class BearerAuth:
     """Lets a request through only with ``Authorization: Bearer <token>`` (compared in constant
     time); otherwise 401 with ``WWW-Authenticate: Bearer``. The header is removed before the request
@@ -164,7 +146,7 @@ class BearerAuth:
             challenge = f'Bearer realm="{REALM}", error="invalid_token"'
             error, description = "invalid_token", "the bearer token is not valid for this server"
         log_refusal(scope, 401, description)
-        await _send_json(
+        await send_json(
             send,
             401,
             {"error": error, "error_description": description},
@@ -231,7 +213,7 @@ class Drain:
 
     @staticmethod
     async def _refuse(send: Send) -> None:
-        await _send_json(
+        await send_json(
             send,
             503,
             {

@@ -37,7 +37,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mail_imap_mcp.config import HttpAuthSettings
 from mail_imap_mcp.state import USER_CLAIM
-from mail_imap_mcp.transport.guards import log_refusal
+from mail_imap_mcp.transport.guards import log_refusal, send_json
 
 log = logging.getLogger("mail_imap_mcp.http")
 
@@ -222,24 +222,6 @@ def metadata_url(settings: HttpAuthSettings) -> str:
     return str(build_resource_metadata_url(AnyHttpUrl(settings.audience)))
 
 
-async def _send_json(
-    send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]
-) -> None:
-    payload = json.dumps(body).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": payload})
-
-
 class ResourceServerAuth:
     """ASGI: publishes the protected resource metadata, and lets a request through only with a valid
     access token, as its user (``scope["user"]``, the SDK's ``AuthenticatedUser``) and without its
@@ -269,9 +251,9 @@ class ResourceServerAuth:
             return
         if scope["path"] in self._metadata_paths:
             if scope["method"] not in ("GET", "HEAD"):
-                await _send_json(send, 405, {"error": "method_not_allowed"}, [(b"allow", b"GET")])
+                await send_json(send, 405, {"error": "method_not_allowed"}, [(b"allow", b"GET")])
             else:
-                await _send_json(send, 200, self._metadata, [(b"cache-control", b"max-age=3600")])
+                await send_json(send, 200, self._metadata, [(b"cache-control", b"max-age=3600")])
             return
         given: bytes | None = None
         others = []
@@ -292,7 +274,7 @@ class ResourceServerAuth:
             return
         except IssuerUnreachable as exc:
             log.warning("access token not checked: %s", exc)
-            await _send_json(
+            await send_json(
                 send,
                 503,
                 {
@@ -321,4 +303,4 @@ class ResourceServerAuth:
             parts.append(f'scope="{" ".join(self.verifier.settings.required_scopes)}"')
         log_refusal(scope, status, why)
         body = {"error": error or "unauthorized", "error_description": why}
-        await _send_json(send, status, body, [(b"www-authenticate", ("Bearer " + ", ".join(parts)).encode())])
+        await send_json(send, status, body, [(b"www-authenticate", ("Bearer " + ", ".join(parts)).encode())])
