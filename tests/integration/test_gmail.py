@@ -16,6 +16,7 @@ from tests.support import mailgen
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
+from tests.support.faultproxy import FaultProxy
 from tests.support.gmail import ALL_MAIL, TRASH, Gmail
 from tests.support.round_trips import Plan, plain_settings, recording, rig
 
@@ -428,3 +429,25 @@ async def test_label_writes_send_their_plans(gmail: Gmail, gmail_user: str) -> N
     assert archived == Plan(
         ("SELECT", "UID FETCH", "UID STORE", "UID SEARCH", "LIST", "EXAMINE", "UID SEARCH", "UID FETCH"), 8
     )
+
+
+async def test_a_label_store_whose_answer_is_lost_is_outcome_unknown_and_never_replayed(
+    gmail: Gmail, gmail_user: str
+) -> None:
+    before = census(gmail, gmail_user)
+    with FaultProxy(gmail.host, gmail.plain_port) as proxy:
+        settings = {**plain_settings(gmail, gmail_user, proxy.port), "write_enabled": True}
+        async with rig(settings, None) as r:
+            inbox = await r.client.ok("imap_search_messages", {"mailbox": "INBOX"})
+            ids = [m["message_id"] for m in inbox["messages"]]
+            proxy.cut_after_sent(b"X-GM-LABELS (")
+            data = await r.client.ok(
+                "imap_update_message_flags", {"message_ids": ids, "operation": "add", "labels": ["Lost"]}
+            )
+            assert proxy.cuts == 1 and proxy.sent().count(b"+X-GM-LABELS") == 1, "the STORE was sent again"
+            assert data["status"] == "partial" and data["messages"] == []
+            assert {(i["code"], i["retryable"]) for i in data["issues"]} == {("outcome_unknown", False)}
+            assert data["next_action"]["tool"] == "imap_search_messages"
+    after = census(gmail, gmail_user)
+    # Gmail did make the change, once; nothing else moved.
+    assert after["Lost"] == 2 and {k: v for k, v in after.items() if k != "Lost"} == before
