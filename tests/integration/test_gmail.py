@@ -299,10 +299,10 @@ async def test_labels_are_refused_where_the_server_has_none(gmail_unmarked: Gmai
         inbox = await client.ok("imap_search_messages", {"mailbox": "INBOX"})
         ids = [m["message_id"] for m in inbox["messages"]]
         args = {"message_ids": ids, "operation": "add", "labels": ["Work"]}
-        refused = await client.fail("imap_update_message_flags", args, "invalid_input")
-        assert refused["error"]["details"]["parameter"] == "labels"
+        refused = await client.fail("imap_update_message_flags", args, "unsupported")
+        assert refused["error"]["details"] == {"parameter": "labels", "missing_capability": "X-GM-EXT-1"}
         refused = await client.fail(
-            "imap_apply_to_messages", {"message_ids": ids, "action": "archive"}, "invalid_input"
+            "imap_apply_to_messages", {"message_ids": ids, "action": "archive"}, "unsupported"
         )
         assert refused["error"]["details"]["parameter"] == "action"
         await client.fail(
@@ -375,7 +375,7 @@ async def test_the_query_languages_gmail_operators_on_gmail_and_elsewhere(
     seed_labelled(gmail_unmarked, other)
     async for client in client_of(gmail_unmarked, other):
         refused = await client.fail(
-            "imap_search_messages", {"mailbox": "*", "query": "label:work"}, "invalid_input"
+            "imap_search_messages", {"mailbox": "*", "query": "label:work"}, "unsupported"
         )
         assert refused["error"]["details"]["parameter"] == "query" and "Gmail" in refused["error"]["message"]
 

@@ -31,6 +31,7 @@ class ErrorCode(StrEnum):
     TIMEOUT = "timeout"
     UNAVAILABLE = "unavailable"
     LIMIT_EXCEEDED = "limit_exceeded"
+    UNSUPPORTED = "unsupported"
     INTERNAL = "internal"
 
 
@@ -99,6 +100,14 @@ ERROR_REGISTRY: dict[ErrorCode, ErrorCodeInfo] = {
         False,
         "VALIDATION_INVALID_TYPE",
         "Narrow the request (smaller limit, window or filter) and call again.",
+    ),
+    ErrorCode.UNSUPPORTED: ErrorCodeInfo(
+        "The call is well formed, but this server does not offer what it asks for (Gmail's labels and "
+        "search, X-GM-EXT-1, on another server); nothing was changed.",
+        False,
+        "CAPABILITY_NOT_SUPPORTED",
+        "Do without the argument named in error.details.parameter; the message says what this server "
+        "offers instead.",
     ),
     ErrorCode.INTERNAL: ErrorCodeInfo(
         "An unexpected failure inside this server. Details stay in the server log.",
@@ -285,6 +294,15 @@ class ToolFailure(Exception):
             ErrorCode.INVALID_INPUT,
             f"Invalid '{parameter}': {problem}",
             details={"parameter": parameter, **details},
+        )
+
+    @classmethod
+    def unsupported(cls, parameter: str, problem: str, capability: str) -> ToolFailure:
+        """An ``unsupported`` failure: ``parameter`` asks for what the server lacks (``capability``)."""
+        return cls(
+            ErrorCode.UNSUPPORTED,
+            f"Unsupported '{parameter}': {problem}",
+            details={"parameter": parameter, "missing_capability": capability},
         )
 
     def to_error(self) -> ErrorInfo:

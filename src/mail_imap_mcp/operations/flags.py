@@ -113,8 +113,10 @@ def _update_mailbox(
         return
     items = group.by_uid()
     if request.labels is not None and not session.profile.gmail_extensions:
-        raise ToolFailure.invalid_input(
-            "labels", "this server has no labels (it does not offer X-GM-EXT-1); nothing was changed."
+        raise ToolFailure.unsupported(
+            "labels",
+            "this server has no labels (it does not offer X-GM-EXT-1); nothing was changed.",
+            "X-GM-EXT-1",
         )
     if request.flags:
         _update_flags(session, group, request, outcome, state, items)

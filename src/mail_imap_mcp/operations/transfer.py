@@ -188,10 +188,11 @@ def _archive(session: ImapSession, batch: Batch, request: TransferRequest) -> st
     """Where archived messages go (Gmail: All Mail, where a move out of INBOX removes the Inbox label);
     refused before anything changes on a server without labels, or for messages not in INBOX."""
     if not session.personality.has_labels:
-        raise ToolFailure.invalid_input(
+        raise ToolFailure.unsupported(
             "action",
             "archive needs a server with labels (Gmail: X-GM-EXT-1); elsewhere move the messages to an "
             "archive mailbox (action move).",
+            "X-GM-EXT-1",
         )
     directory = MailboxDirectory.load(session, request.account)
     inbox = directory.inbox() or "INBOX"

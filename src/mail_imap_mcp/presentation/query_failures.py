@@ -39,10 +39,11 @@ def _structure(exc: MixedStructure | NotSearchable, call: Call | None) -> ToolFa
 
 
 def _gmail_only(exc: GmailOnly, call: Call | None) -> ToolFailure:
-    return ToolFailure.invalid_input(
+    return ToolFailure.unsupported(
         "query",
         "label:, is:important and category: are Gmail's: only a server with Gmail's search (X-GM-EXT-1) "
         "answers them, and this one has none. Leave them out, or search a mailbox (in:) instead of a label.",
+        "X-GM-EXT-1",
     )
 
 

@@ -60,7 +60,7 @@ DETAILS = (
     "repeat; dry_run shows what would change. On Gmail (X-GM-EXT-1), `labels` are changed by the same "
     "operation (UID STORE X-GM-LABELS): Inbox, Important and the user's labels, as summaries show them; "
     "removing Inbox archives. A message a label change takes out of its mailbox gets its All Mail id as "
-    "new_message_id, which the undo uses. Elsewhere labels are refused (invalid_input)."
+    "new_message_id, which the undo uses. Elsewhere labels are refused (unsupported)."
 )
 ERRORS = {
     "invalid_input": "A message id or flag is malformed or not allowed (e.g. \\Deleted), ids name several "
@@ -276,7 +276,9 @@ TOOL = ToolSpec(
     changes=(
         "`labels` (Gmail, X-GM-EXT-1) changes Gmail labels with the same operation, beside or instead of `flags` "
         "(which are no longer required); results carry `labels`, `previous_labels` and, for a message the "
-        "change took out of its mailbox, `new_message_id` in All Mail, which the undo uses",
+        "change took out of its mailbox, `new_message_id` in All Mail, which the undo uses; on a server "
+        "without X-GM-EXT-1 `labels` is `unsupported`, a new error code (as are `archive` and the query's "
+        "Gmail operators)",
     ),
     idempotent=True,
 )
