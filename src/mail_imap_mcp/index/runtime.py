@@ -46,7 +46,7 @@ class IndexStatus:
 
     def words(self) -> str:
         if self.state == "building":
-            return f"building {self.indexed} of {self.total}"
+            return f"building {self.indexed} of {self.total}" if self.total else "building"
         if self.state == "behind":
             return f"behind by {max(self.total - self.indexed, 0)}"
         if self.state == "unavailable":
