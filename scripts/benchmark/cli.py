@@ -129,6 +129,7 @@ async def run(settings: Settings) -> int:
             settings.out_dir,
             BENCH_DIR / "index-run",
             ours_only=settings.index_ours_only,
+            xapian_messages=settings.index_xapian_messages,
         )
         return 0
     machine = machine_info()
@@ -279,6 +280,9 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
         help="the local index section alone: ours, notmuch, Dovecot UID SEARCH and fts-xapian",
     )
     parser.add_argument("--index-messages", type=int, default=100_000, help="index section: messages")
+    parser.add_argument(
+        "--index-xapian-messages", type=int, help="index section: messages for fts-xapian (default: all)"
+    )
     parser.add_argument(
         "--index-ours-only",
         action="store_true",

@@ -139,6 +139,10 @@ def _pick_queries(db_path: Path) -> list[Query]:
     db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING fts5vocab(main, fts, 'col')")
     total = db.execute("SELECT count(*) FROM messages").fetchone()[0]
 
+    def hits(column: str, term: str) -> int:
+        row = db.execute("SELECT doc FROM temp.vocab WHERE col = ? AND term = ?", (column, term)).fetchone()
+        return int(row[0]) if row else 0
+
     def pick(column: str, low: float, high: float, *, glob: str = "[a-z][a-z]*") -> tuple[str, int]:
         rows = db.execute(
             "SELECT term, doc FROM temp.vocab WHERE col = ? AND doc BETWEEN ? AND ? AND length(term) > 1 "
@@ -149,10 +153,12 @@ def _pick_queries(db_path: Path) -> list[Query]:
             raise RuntimeError(f"no {column} term between {low} and {high} of {total} messages")
         return rows[0][0], rows[0][1]
 
-    sender, sender_hits = pick("sender", 0.02, 0.06)
-    subject, subject_hits = pick("subject", 0.02, 0.06)
+    # Words of mailgen's corpus that every engine reads alike: ASCII (the servers fold no accents), at
+    # least four letters (fts-xapian indexes no shorter ones), and found as words.
+    sender, sender_hits = "dvolkov", hits("sender", "dvolkov")
+    subject, subject_hits = "itinerary", hits("subject", "itinerary")
     rare, rare_hits = pick("body", 0.0, 0.0, glob="[0-9][0-9][0-9][0-9]*")  # a reference number: one message
-    common, common_hits = pick("body", 0.5, 0.95)
+    common, common_hits = pick("body", 0.5, 0.95, glob="[a-z][a-z][a-z][a-z]*")
     db.close()
     return [
         Query("sender", "from", sender, sender_hits),
@@ -363,7 +369,13 @@ async def _end_to_end(config: Path, work: Path, password: str, queries: list[Que
 
 
 async def run_index_bench(
-    messages: int, folder_count: int, out_dir: Path, work: Path, *, ours_only: bool = False
+    messages: int,
+    folder_count: int,
+    out_dir: Path,
+    work: Path,
+    *,
+    ours_only: bool = False,
+    xapian_messages: int | None = None,
 ) -> IndexRun:
     """The whole section: build every engine's index over the same messages and time the same queries.
     ``ours_only``: measure our index again and keep the anchors' figures of the last full run (from
@@ -419,7 +431,9 @@ async def run_index_bench(
     shutil.rmtree(maildir, ignore_errors=True)
     say("index: Dovecot + fts-xapian")
     try:
-        run.results["xapian"] = _xapian(work, os.urandom(8).hex(), messages, folders, queries)
+        count = xapian_messages or messages
+        run.results["xapian"] = _xapian(work, os.urandom(8).hex(), count, folders, queries)
+        run.results["xapian"]["messages"] = count
     except (subprocess.CalledProcessError, OSError) as exc:
         run.results["xapian"] = {"error": str(exc)[:300]}
     write_index_results(run, out_dir)
@@ -434,13 +448,22 @@ def _cell(found: dict[str, Any], label: str) -> str:
 def index_section(run: IndexRun, machine: dict[str, Any]) -> str:
     r = run.results
     queries = [Query(**q) for q in r["queries"]]
+    build, notmuch, xapian = r["ours_build"], r["notmuch"], r.get("xapian", {})
+    xapian_count = xapian.get("messages", run.messages)
+    xapian_note = (
+        f" (fts-xapian: {xapian_count:,} of the messages, over the same folders: its `doveadm index` of all "
+        f"{run.messages:,} took about 25 minutes here, its searches are over those {xapian_count:,})"
+        if xapian_count != run.messages
+        else ""
+    )
     lines = [
         MARKER_BEGIN,
         "",
         f"{run.messages:,} generated messages over {run.folders} folders; {machine.get('cpu_model')}, "
         f"{machine.get('nproc')} cores shared with other work (load average {machine.get('load_average_at_start')} "
         f"at the start), {machine.get('date_utc')}. Median of {QUERY_RUNS} (ours), "
-        f"{CLI_RUNS} (notmuch, process start included) and {IMAP_RUNS} (Dovecot, every folder in turn) runs, ms.",
+        f"{CLI_RUNS} (notmuch, process start included) and {IMAP_RUNS} (Dovecot, every folder in turn) runs, "
+        f"ms{xapian_note}.",
         *(
             [
                 "",
@@ -466,7 +489,6 @@ def index_section(run: IndexRun, machine: dict[str, Any]) -> str:
     lines.append(
         f"| `BODY {queries[-1].word}` | | | | {_cell(r['dovecot'], body)} | {_cell(r.get('xapian', {}), body)} |"
     )
-    build, notmuch, xapian = r["ours_build"], r["notmuch"], r.get("xapian", {})
     appended = r["ours"]["appended"]
     lines += [
         "",
@@ -476,7 +498,7 @@ def index_section(run: IndexRun, machine: dict[str, Any]) -> str:
         f"{build['bytes_per_message']:,} | {build['peak_rss_mb']} MB |",
         f"| notmuch new (local files) | {notmuch['new_seconds']} s | {notmuch['new_messages_per_s']:,} | "
         f"{notmuch['index_bytes_per_message']:,} | |",
-        f"| Dovecot fts-xapian (`doveadm index`) | {xapian.get('index_seconds', '–')} s | "
+        f"| Dovecot fts-xapian (`doveadm index`, {xapian_count:,} messages) | {xapian.get('index_seconds', '–')} s | "
         f"{xapian.get('index_messages_per_s', '–')} | {xapian.get('index_bytes_per_message', '–')} | |",
         "",
         f"Freshness: the round trip over every folder is {r['ours'][queries[0].label]['round_trips']} round "

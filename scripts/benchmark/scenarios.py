@@ -240,6 +240,7 @@ class Settings:
     index_messages: int = 100_000
     index_folders: int = 40
     index_ours_only: bool = False
+    index_xapian_messages: int | None = None
     #: Only the team mode (benchmark/team.py): the shared state's cost and pages/s through HAProxy.
     team_only: bool = False
     team_clients: int = 8
