@@ -320,6 +320,8 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
         index_only=bool(args.index_only),
         index_messages=args.index_messages,
         index_folders=args.index_folders,
+        index_ours_only=bool(args.index_ours_only),
+        index_xapian_messages=args.index_xapian_messages,
         team_only=bool(args.team_only),
         team_clients=args.team_clients,
         team_seconds=args.team_seconds,
