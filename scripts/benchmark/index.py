@@ -461,7 +461,7 @@ def index_section(run: IndexRun, machine: dict[str, Any]) -> str:
         "",
         f"{run.messages:,} generated messages over {run.folders} folders; {machine.get('cpu_model')}, "
         f"{machine.get('nproc')} cores shared with other work (load average {machine.get('load_average_at_start')} "
-        f"at the start), {machine.get('date_utc')}. Median of {QUERY_RUNS} (ours), "
+        f"when the run ended, {machine.get('date_utc')}). Median of {QUERY_RUNS} (ours), "
         f"{CLI_RUNS} (notmuch, process start included) and {IMAP_RUNS} (Dovecot, every folder in turn) runs, "
         f"ms{xapian_note}.",
         *(
@@ -515,10 +515,12 @@ def index_section(run: IndexRun, machine: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_index_results(run: IndexRun, out_dir: Path) -> None:
+def write_index_results(run: IndexRun, out_dir: Path, machine: dict[str, Any] | None = None) -> None:
+    """``benchmarks-index.json`` and the section of ``benchmarks.md`` (``machine``: the run's, when the
+    section is written again from the JSON)."""
     from tests.support.machine import machine_info
 
-    machine = machine_info()
+    machine = machine or machine_info()
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "benchmarks-index.json").write_text(
         json.dumps(
