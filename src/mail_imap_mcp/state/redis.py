@@ -76,7 +76,11 @@ class _RedisSubscription:
                             self._deliver(message["data"])
                         except Exception:  # a listener's bug must not end the subscription
                             log.exception("subscriber of %s failed", self._channel)
-            except redis.RedisError as exc:
+            # A socket closed under the read (the store closing, or the connection lost) raises OSError
+            # or ValueError from the client rather than a RedisError.
+            except (redis.RedisError, OSError, ValueError) as exc:
+                if self._closed.is_set():
+                    return
                 log.warning("subscription to %s lost (%s); subscribing again", self._channel, exc)
                 self._closed.wait(RESUBSCRIBE_S)
             finally:
