@@ -20,6 +20,7 @@ from mail_imap_mcp.imap.draft_errors import DraftNotReplaceable
 from mail_imap_mcp.imap.name_errors import MailboxNameRefused, MailboxNameUnknown
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.imap.watch import WatchHub, WatchSettings
+from mail_imap_mcp.index.attachments import AttachmentReading
 from mail_imap_mcp.index.location import index_path
 from mail_imap_mcp.index.runtime import AccountIndex
 from mail_imap_mcp.operations import OperationRegistry
@@ -96,6 +97,7 @@ class AppContext:
                 index_path(config.server.index_dir, account_id),
                 config.server.index_text_bytes,
                 partial(own.pool.new_connection, account_id, enable_qresync=True),
+                AttachmentReading.of(config.server) if config.attachments_indexed(account_id) else None,
             )
             for account_id in own.config.accounts
             if config.indexed(account_id)

@@ -15,6 +15,7 @@ from tqdm import tqdm
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import ImapError
+from mail_imap_mcp.index.attachments import AttachmentReading
 from mail_imap_mcp.index.build import BuildHooks, build
 from mail_imap_mcp.index.location import IndexPermissions, drop_index, index_path, open_index
 from mail_imap_mcp.index.sqlite_store import IndexWriteFailed
@@ -123,7 +124,8 @@ def _build_one(config: Config, account_id: str, words: Words) -> int:
     if opened.warning:
         print(f"index {account_id}: warning: {opened.warning}", file=sys.stderr)
     connection = AccountConnection(account_id, config.accounts[account_id], enable_qresync=True)
-    indexer = Indexer(opened.store, account_id, config.server.index_text_bytes)
+    reading = AttachmentReading.of(config.server) if config.attachments_indexed(account_id) else None
+    indexer = Indexer(opened.store, account_id, config.server.index_text_bytes, attachments=reading)
     progress = _Progress(account_id)
     hooks = BuildHooks(on_plan=progress.plan, on_folder=progress.enter, on_progress=progress.advance)
     try:

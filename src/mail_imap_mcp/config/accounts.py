@@ -181,6 +181,11 @@ class AccountConfig(BaseModel):
         description="Keep a local full-text index of this account (docs/index.md); unset means [server] "
         "index.",
     )
+    index_attachments: bool | None = Field(
+        default=None,
+        description="Also index the text of this account's document attachments (docs/index.md); unset "
+        "means [server] index_attachments.",
+    )
     trash_mailbox: str | None = Field(
         default=None,
         min_length=1,

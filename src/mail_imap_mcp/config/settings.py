@@ -69,6 +69,21 @@ class ServerSettings(BaseModel):
         description="Bytes of each message's body read into the index (its start: the text part, or the "
         "HTML part as text).",
     )
+    index_attachments: bool = Field(
+        default=False,
+        description="With the index on, also index the text of document attachments (PDF, Office, "
+        "OpenDocument, calendar, CSV, plain text), extracted in the same sandbox as imap_get_attachment "
+        "reads them, the first 16,384 characters per message. Off by default: it fetches and parses "
+        "attachments, far more than the text the index reads otherwise.",
+    )
+    index_attachment_bytes: int = Field(
+        default=2_097_152,
+        ge=4096,
+        le=67_108_864,
+        description="With index_attachments: most bytes of attachments fetched per message (as sent, "
+        "encoded). A document larger than what is left is not read (a cut PDF or Office file cannot be "
+        "parsed); a text or CSV attachment is read up to it.",
+    )
     index_fresh_budget_ms: int = Field(
         default=1500,
         ge=0,
@@ -391,6 +406,11 @@ class Config(BaseModel):
         """Whether ``account_id`` keeps a local full-text index."""
         own = self.accounts[account_id].index
         return self.server.index if own is None else own
+
+    def attachments_indexed(self, account_id: str) -> bool:
+        """Whether ``account_id``'s index also holds the text of its attachments."""
+        own = self.accounts[account_id].index_attachments
+        return self.server.index_attachments if own is None else own
 
     @model_validator(mode="after")
     def _check_ids(self) -> Config:

@@ -19,6 +19,8 @@ from typing import Any, BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from mail_imap_mcp.config import ServerSettings
+
 from ._window import TextCollector
 from .charsets import codec_for
 from .errors import ExtractionError, ExtractionErrorCode
@@ -33,7 +35,9 @@ __all__ = [
     "ExtractedText",
     "ExtractionError",
     "ExtractionErrorCode",
+    "declared_format",
     "detect_format",
+    "extract_limits",
     "extract_text",
 ]
 
@@ -67,6 +71,19 @@ class ExtractLimits(BaseModel):
     )
     max_compression_ratio: int = Field(
         200, ge=1, description="Office/ODF: largest uncompressed/compressed ratio of a member over 1 MB."
+    )
+
+
+def extract_limits(server: ServerSettings) -> ExtractLimits:
+    """The sandbox's limits from ``[server]``."""
+    return ExtractLimits(
+        max_input_bytes=server.max_attachment_bytes,
+        timeout_s=server.extract_timeout_s,
+        cpu_s=server.extract_timeout_s,
+        memory_bytes=server.extract_memory_mb * _MiB,
+        # A window anywhere in the attachment (a character takes a byte at least): the child's answer is
+        # bounded by the window, not by this.
+        max_chars=max(server.max_attachment_bytes, MAX_DOCUMENT_CHARS),
     )
 
 
@@ -244,6 +261,20 @@ def detect_format(content_type: str, filename: str | None, head: bytes) -> str |
     if by_extension in ("pdf", "docx", "xlsx", "pptx", "odt", "ods", "odp"):
         return None  # the magic bytes above did not match: not really that format
     return by_extension
+
+
+def declared_format(content_type: str, filename: str | None) -> str | None:
+    """The document format a part claims by its type or file name, before its bytes are read (None: not
+    a document read as text). :func:`detect_format` decides on the bytes."""
+    media_type = _media_type(content_type or "")
+    if media_type in _NOT_HERE or media_type.startswith(("image/", "audio/", "video/")):
+        return None
+    by_type = _TYPE_FORMATS.get(media_type)
+    if by_type is not None:
+        return by_type
+    if media_type.startswith("text/"):
+        return "text"
+    return _EXTENSION_FORMATS.get(_extension(filename))
 
 
 # --------------------------------------------------------------------------------------

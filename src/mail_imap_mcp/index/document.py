@@ -65,9 +65,20 @@ def _flags(response: dict[bytes, Any]) -> tuple[str, ...]:
     return tuple(f.decode() if isinstance(f, bytes) else str(f) for f in response.get(b"FLAGS", ()))
 
 
-def indexed_message(uid: int, response: dict[bytes, Any]) -> IndexedMessage:
-    """The index's record of the message ``uid`` from its FETCH answer (:func:`index_items`)."""
-    headers = mime.parse_header_block(find_item(response, b"BODY[HEADER") or b"")
+def _headers(response: dict[bytes, Any]) -> dict[str, list[str]]:
+    return mime.parse_header_block(find_item(response, b"BODY[HEADER") or b"")
+
+
+def message_parts(response: dict[bytes, Any]) -> list[mime.Part]:
+    """The leaf parts of a message from its FETCH answer (:func:`index_items`); empty when its
+    BODYSTRUCTURE cannot be trusted."""
+    return trusted_structure(response, _headers(response))[0] or []
+
+
+def indexed_message(uid: int, response: dict[bytes, Any], attachment_text: str = "") -> IndexedMessage:
+    """The index's record of the message ``uid`` from its FETCH answer (:func:`index_items`), with the
+    text of its attachments when they were read (:mod:`.attachments`)."""
+    headers = _headers(response)
     parts, _ = trusted_structure(response, headers)
     prefix = find_item(response, b"BODY[TEXT]") or b""
     if parts:
@@ -97,6 +108,7 @@ def indexed_message(uid: int, response: dict[bytes, Any]) -> IndexedMessage:
         own,
         quoted,
         " ".join(filenames),
+        attachment_text,
     )
     return IndexedMessage(
         uid=uid,

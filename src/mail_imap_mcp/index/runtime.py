@@ -19,6 +19,7 @@ from pathlib import Path
 
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import ImapError
+from mail_imap_mcp.index.attachments import AttachmentReading
 from mail_imap_mcp.index.build import BuildHooks, build
 from mail_imap_mcp.index.location import IndexPermissions, open_index
 from mail_imap_mcp.index.sqlite_store import IndexUnusable, IndexWriteFailed, SqliteStore
@@ -63,10 +64,12 @@ class AccountIndex:
         path: Path,
         text_bytes: int,
         connect: Callable[[], AccountConnection],
+        attachments: AttachmentReading | None = None,
     ) -> None:
         self.account_id = account_id
         self.path = path
         self.text_bytes = text_bytes
+        self.attachments = attachments
         self._connect = connect
         self._lock = threading.RLock()
         self._stop = threading.Event()
@@ -83,6 +86,9 @@ class AccountIndex:
             self.warning = opened.warning
         return opened.store
 
+    def _indexer(self, store: SqliteStore) -> Indexer:
+        return Indexer(store, self.account_id, self.text_bytes, lock=self._lock, attachments=self.attachments)
+
     @property
     def lock(self) -> threading.RLock:
         return self._lock
@@ -98,7 +104,7 @@ class AccountIndex:
                 self.fail(str(exc))
                 return None
             self._search_store = store
-            self._search_indexer = Indexer(store, self.account_id, self.text_bytes, lock=self._lock)
+            self._search_indexer = self._indexer(store)
         return self._search_indexer
 
     @property
@@ -122,7 +128,7 @@ class AccountIndex:
         except (IndexPermissions, IndexUnusable, OSError) as exc:
             self.fail(str(exc))
             return
-        indexer = Indexer(store, self.account_id, self.text_bytes, lock=self._lock)
+        indexer = self._indexer(store)
         built = store.folders() and all(state.complete for state in store.folders().values())
         if built:
             self.status = IndexStatus("ready", store.count(), store.count())

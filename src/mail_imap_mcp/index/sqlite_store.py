@@ -34,7 +34,7 @@ from mail_imap_mcp.index.store import (
 
 #: "MIMX": marks a database as this index (``PRAGMA application_id``).
 APPLICATION_ID = 0x4D494D58
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: Row ids per second of sent date (a row id is the sent time times this, plus a counter).
 IDS_PER_SECOND = 4096
 #: A text query matching more messages than this is ranked among its newest this many matches: ranking

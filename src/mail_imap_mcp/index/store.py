@@ -28,10 +28,12 @@ TEXT_COLUMNS = (
     "body",
     "quoted",
     "attachments",
+    "attachment_text",
 )
 #: BM25 weight of each column of :data:`TEXT_COLUMNS`: a word in the subject or sender counts most,
-#: one in quoted replies and signatures least, so a thread does not drown the message that started it.
-COLUMN_WEIGHTS = (10.0, 6.0, 3.0, 2.0, 2.0, 1.0, 2.0, 0.3, 4.0)
+#: one in quoted replies and signatures least, so a thread does not drown the message that started it;
+#: the text of attachments (``index_attachments``) below the body.
+COLUMN_WEIGHTS = (10.0, 6.0, 3.0, 2.0, 2.0, 1.0, 2.0, 0.3, 4.0, 1.0)
 
 #: System flags as bits of :attr:`IndexedMessage.flag_bits`.
 FLAG_BITS = {"\\seen": 1, "\\answered": 2, "\\flagged": 4, "\\deleted": 8, "\\draft": 16}

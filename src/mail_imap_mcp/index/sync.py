@@ -9,6 +9,8 @@ UIDNEXT in chunks of :data:`CHUNK` UIDs, :data:`IN_FLIGHT` chunks pipelined per 
 (:func:`~mail_imap_mcp.index.document.index_items`: metadata and ``BODY.PEEK`` only), each chunk stored
 in one transaction with the folder's new UIDNEXT, so a killed run loses at most the chunks in flight and
 the next one continues from there. Memory holds one round trip's chunks, whatever the folder's size.
+With ``index_attachments`` a chunk's messages with document attachments are fetched again for those
+parts (:mod:`.attachments`: bounded per message and per round trip) before the chunk is stored.
 
 A changed UIDVALIDITY drops the folder's rows and indexes it again; a folder no longer listed is dropped
 (:meth:`Indexer.prune`).
@@ -20,6 +22,7 @@ import threading
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from mail_imap_mcp.imap.changes import changes_since, start
 from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError
@@ -27,7 +30,14 @@ from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.fetch import expunged
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.index.document import index_items, indexed_message
+from mail_imap_mcp.index.attachments import (
+    AttachmentReading,
+    PartRead,
+    attachment_plan,
+    attachment_text,
+    rounds,
+)
+from mail_imap_mcp.index.document import index_items, indexed_message, message_parts
 from mail_imap_mcp.index.store import FLAG_BITS, FolderState, IndexStore
 
 #: UIDs per ``UID FETCH``.
@@ -56,11 +66,19 @@ class FolderSync:
     """One folder brought up to date: :meth:`begin` applies the changes and finds the new messages,
     :meth:`fetch` indexes them a bounded step at a time."""
 
-    def __init__(self, store: IndexStore, account_id: str, name: str, text_bytes: int) -> None:
+    def __init__(
+        self,
+        store: IndexStore,
+        account_id: str,
+        name: str,
+        text_bytes: int,
+        attachments: AttachmentReading | None = None,
+    ) -> None:
         self.store = store
         self.account_id = account_id
         self.name = name
         self.text_bytes = text_bytes
+        self.attachments = attachments
         self.pending: array[int] = array("Q")
         self.state: FolderState | None = None
         self.server_uidnext = 1
@@ -119,13 +137,16 @@ class FolderSync:
             batch = chunks[round_start : round_start + IN_FLIGHT]
             answers = session.fetch_each([(chunk, items) for chunk in batch])
             for chunk in batch:
-                messages, size = [], 0
+                found = {}
                 for uid in chunk:
                     response = answers.get(uid)
                     if response is None or expunged(response):
                         continue  # gone meanwhile: VANISHED or the UID comparison says so next time
-                    size += sum(len(v) for v in response.values() if isinstance(v, bytes))
-                    messages.append(indexed_message(uid, response))
+                    found[uid] = response
+                size = sum(len(v) for r in found.values() for v in r.values() if isinstance(v, bytes))
+                texts, read = self._attachment_texts(session, found)
+                messages = [indexed_message(uid, r, texts.get(uid, "")) for uid, r in found.items()]
+                size += read
                 self.state = replace(self.state, uidnext=max(self.state.uidnext, chunk[-1] + 1))
                 self.store.put(self.state, messages)
                 if on_progress is not None:
@@ -134,6 +155,30 @@ class FolderSync:
         if not self.pending:
             self._finish()
         return len(self.pending)
+
+    def _attachment_texts(
+        self, session: ImapSession, found: dict[int, dict[bytes, Any]]
+    ) -> tuple[dict[int, str], int]:
+        """The text of the attachments of ``found`` (by UID; none unless ``index_attachments``), and the
+        bytes fetched for it."""
+        reading = self.attachments
+        if reading is None:
+            return {}, 0
+        plans: dict[int, list[PartRead]] = {}
+        for uid, response in found.items():
+            plan = attachment_plan(message_parts(response), reading.fetch_bytes)
+            if plan:
+                plans[uid] = plan
+        texts, size = {}, 0
+        for requests in rounds(plans):
+            answers = session.fetch_each(requests)
+            for (uid, *_), _ in requests:
+                answer = answers.get(uid)
+                if answer is None or expunged(answer):
+                    continue
+                size += sum(len(v) for v in answer.values() if isinstance(v, bytes))
+                texts[uid] = attachment_text(answer, plans[uid], reading)
+        return texts, size
 
 
 @dataclass
@@ -150,11 +195,19 @@ class Indexer:
     """The index of one account kept up to date: the folders listed, each synced in steps."""
 
     def __init__(
-        self, store: IndexStore, account_id: str, text_bytes: int, *, lock: threading.RLock | None = None
+        self,
+        store: IndexStore,
+        account_id: str,
+        text_bytes: int,
+        *,
+        lock: threading.RLock | None = None,
+        attachments: AttachmentReading | None = None,
     ) -> None:
         self.store = store
         self.account_id = account_id
         self.text_bytes = text_bytes
+        #: How attachments are read into the index (None: they are not, ``index_attachments`` off).
+        self.attachments = attachments
         #: Held while a folder is synced, so the background sync and a search's freshness check of the
         #: same process (each with an indexer of its own, sharing this lock) do not interleave.
         self.lock = lock or threading.RLock()
@@ -167,7 +220,7 @@ class Indexer:
         return gone
 
     def folder(self, name: str) -> FolderSync:
-        return FolderSync(self.store, self.account_id, name, self.text_bytes)
+        return FolderSync(self.store, self.account_id, name, self.text_bytes, self.attachments)
 
 
 def sync_folder_now(

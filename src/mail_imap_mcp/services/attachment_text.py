@@ -16,10 +16,9 @@ from mail_imap_mcp import mime
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import ServerSettings
 from mail_imap_mcp.content.documents import (
-    MAX_DOCUMENT_CHARS,
     CalendarEvent,
-    ExtractLimits,
     detect_format,
+    extract_limits,
     extract_text,
 )
 from mail_imap_mcp.content.errors import ExtractionError
@@ -96,19 +95,6 @@ def reader_of(part: mime.Part) -> str:
     if part.content_type in ("text/html", "application/xhtml+xml"):
         return "html"
     return "document"
-
-
-def extract_limits(server: ServerSettings) -> ExtractLimits:
-    """The sandbox's limits from ``[server]``."""
-    return ExtractLimits(
-        max_input_bytes=server.max_attachment_bytes,
-        timeout_s=server.extract_timeout_s,
-        cpu_s=server.extract_timeout_s,
-        memory_bytes=server.extract_memory_mb * 1024 * 1024,
-        # A window anywhere in the attachment (a character takes a byte at least): the child's answer is
-        # bounded by the window, not by this.
-        max_chars=max(server.max_attachment_bytes, MAX_DOCUMENT_CHARS),
-    )
 
 
 def image_limits(server: ServerSettings) -> ImageLimits:
