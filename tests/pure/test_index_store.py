@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from mail_imap_mcp.index.location import IndexPermissions, drop_index, index_path, open_index
 from mail_imap_mcp.index.sqlite_store import IndexUnusable, IndexWriteFailed, SqliteStore
 from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, IndexedMessage
-from mail_imap_mcp.query import EVERYTHING, Contains, HasFlag
+from mail_imap_mcp.query import EVERYTHING, Contains, HasFlag, Label
 from mail_imap_mcp.query.fts5 import compile_fts5
 
 
@@ -162,3 +163,21 @@ def test_row_ids_follow_sent_dates_and_a_query_of_many_matches_ranks_the_newest(
     newest = store.search(query, folders=["INBOX"], order="relevance", limit=5, offset=0)
     assert newest.total == 5 and newest.ranked_among == 3
     assert {hit.uid for hit in newest.hits} == {1, 5, 3} or {hit.uid for hit in newest.hits} == {1, 5, 4}
+
+
+def test_a_message_with_a_global_id_has_one_row_and_label_answers_from_its_labels(store: SqliteStore) -> None:
+    labelled = replace(message(1, subject="fig"), global_id=77, labels=("\\Inbox", "My Project"))
+    store.put(store.start_folder("[Gmail]/All Mail", 7), [labelled])
+    # The same message (X-GM-MSGID 77) stored under Trash replaces its All Mail row: one row, never two.
+    store.put(store.start_folder("[Gmail]/Trash", 9), [replace(labelled, uid=5, labels=())])
+    assert store.count() == 1
+    assert uids(store, Contains("subject", "fig"), ("[Gmail]/All Mail", "[Gmail]/Trash")) == [5]
+    store.put(store.start_folder("[Gmail]/All Mail", 7), [labelled])
+    every = ("[Gmail]/All Mail",)
+    assert uids(store, Label("my-project"), every) == [1] == uids(store, Label("inbox"), every)
+    assert uids(store, Label("\\Inbox"), every) == [1] and uids(store, Label("project"), every) == []
+    state = store.folders()["[Gmail]/All Mail"]
+    store.update(state, flags={}, removed=(), labels={1: ("Travel",)})
+    assert uids(store, Label("travel"), every) == [1] and uids(store, Label("inbox"), every) == []
+    page = store.search(compile_fts5(Label("travel")), folders=list(every), order="date", limit=5, offset=0)
+    assert page.hits[0].labels == ("Travel",)

@@ -6,7 +6,8 @@ import pytest
 
 from mail_imap_mcp.imap.personality import PERSONALITIES, Personality, Profile, personality_for
 from mail_imap_mcp.imap.personality.gmail import Gmail, gmail_label
-from mail_imap_mcp.imap.roles import ALL, JUNK, TRASH
+from mail_imap_mcp.imap.personality.standard import IndexView
+from mail_imap_mcp.imap.roles import ALL, JUNK, SENT, TRASH
 from mail_imap_mcp.imap.write_errors import ExtensionMissing
 
 
@@ -103,3 +104,28 @@ def test_the_profile_names_the_sasl_mechanisms_offered_in_any_case_and_spelling(
     assert not profile.offers_mechanism("OAUTHBEARER")
     assert Profile.of(["IMAP4rev1"]).mechanisms == frozenset()
     assert profile.unselects and not Profile.of(["IMAP4rev1"]).unselects
+
+
+def test_gmail_indexes_all_mail_and_a_label_folder_is_all_mail_with_its_label() -> None:
+    gmail = standard("X-GM-EXT-1")
+    roles = {
+        "INBOX": None,
+        "Work": None,
+        "[Gmail]/All Mail": ALL,
+        "[Gmail]/Trash": TRASH,
+        "[Gmail]/Spam": JUNK,
+    }
+    listing = _Listing(roles | {"[Gmail]/Sent Mail": SENT})
+    plan = gmail.index_plan(listing, list(listing.roles))
+    assert (plan.always, plan.on_request) == (["[Gmail]/All Mail"], ["[Gmail]/Spam", "[Gmail]/Trash"])
+    views = [gmail.index_view(name, lambda: listing) for name in ("INBOX", "Work", "[Gmail]/Sent Mail")]
+    assert [(v.folder, v.label) for v in views] == [
+        ("[Gmail]/All Mail", label) for label in ("\\Inbox", "Work", "\\Sent")
+    ]
+    assert gmail.index_view("[Gmail]/Trash", lambda: listing) == IndexView("[Gmail]/Trash")
+    # The standard personality indexes every folder as itself, without asking for the listing.
+    assert standard().index_plan(listing, ["INBOX", "Work"]).kept == ["INBOX", "Work"]
+    assert standard().index_view("Work", lambda: pytest.fail("no LIST needed")) == IndexView("Work")
+    # A Gmail that marks no All Mail indexes every folder.
+    bare = _Listing({"INBOX": None, "Work": None})
+    assert gmail.index_plan(bare, ["INBOX", "Work"]).always == ["INBOX", "Work"]

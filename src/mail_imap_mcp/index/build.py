@@ -1,7 +1,8 @@
 """Building or updating one account's whole index on a connection of its own (``mail-imap-mcp index``
 and the running server's background sync).
 
-The folders are listed (those no longer there dropped), each folder's changes applied and its new
+The folders the personality plans are listed (those no longer there dropped; a folder indexed only on
+request is kept current once a search asked for it), each folder's changes applied and its new
 messages counted (:meth:`~mail_imap_mcp.index.sync.FolderSync.begin`), then the new messages fetched a
 step of :data:`STEP` at a time, each step one call on the connection (within its time budget; a lost
 connection runs the step again, which stores the same rows again). Interrupted anywhere, the next build
@@ -52,8 +53,10 @@ def build(
     fetched per call on the connection)."""
     hooks = hooks or BuildHooks()
     report = BuildReport()
-    names = connection.run(indexable)
-    report.dropped = indexer.prune(names)
+    plan = connection.run(indexable)
+    report.dropped = indexer.prune(plan.kept)
+    stored = indexer.store.folders()
+    names = [*plan.always, *(name for name in plan.on_request if name in stored)]
     report.folders = len(names)
     syncs: list[tuple[FolderSync, int]] = []
     with indexer.lock:

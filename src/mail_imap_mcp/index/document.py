@@ -29,9 +29,11 @@ HEADER_BYTES = 16 * 1024
 MAX_FIELD_CHARS = 2000
 
 
-def index_items(text_bytes: int) -> list[str]:
-    """The FETCH items of one message to index (metadata and PEEK only)."""
+def index_items(text_bytes: int, extra: tuple[str, ...] = ()) -> list[str]:
+    """The FETCH items of one message to index (metadata and PEEK only; ``extra``: the personality's,
+    :attr:`~mail_imap_mcp.imap.personality.Personality.index_items`)."""
     return [
+        *extra,
         "FLAGS",
         "INTERNALDATE",
         "RFC822.SIZE",
@@ -75,9 +77,17 @@ def message_parts(response: dict[bytes, Any]) -> list[mime.Part]:
     return trusted_structure(response, _headers(response))[0] or []
 
 
-def indexed_message(uid: int, response: dict[bytes, Any], attachment_text: str = "") -> IndexedMessage:
+def indexed_message(
+    uid: int,
+    response: dict[bytes, Any],
+    attachment_text: str = "",
+    *,
+    global_id: int | None = None,
+    labels: tuple[str, ...] = (),
+) -> IndexedMessage:
     """The index's record of the message ``uid`` from its FETCH answer (:func:`index_items`), with the
-    text of its attachments when they were read (:mod:`.attachments`)."""
+    text of its attachments when they were read (:mod:`.attachments`), and the server's own id of it and
+    its labels where the server has them."""
     headers = _headers(response)
     parts, _ = trusted_structure(response, headers)
     prefix = find_item(response, b"BODY[TEXT]") or b""
@@ -119,4 +129,6 @@ def indexed_message(uid: int, response: dict[bytes, Any], attachment_text: str =
         has_attachment=bool(attachments),
         texts=texts,
         filenames=filenames,
+        global_id=global_id,
+        labels=labels,
     )

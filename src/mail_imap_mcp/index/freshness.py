@@ -14,14 +14,15 @@ what is left is said, never hidden (:attr:`Freshness.stale`).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.mailboxes import MailboxCounts, MailboxInfo, list_with_message_counts
 from mail_imap_mcp.imap.pipeline import status_each
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.store import FolderState
-from mail_imap_mcp.index.sync import Indexer, sync_folder_now
+from mail_imap_mcp.index.sync import Indexer, plan_of, sync_folder_now
 
 #: New messages one search fetches into the index of a folder before it answers.
 FRESH_LIMIT = 2000
@@ -61,9 +62,12 @@ def refresh(
     *,
     deadline: float,
     flags_tested: bool,
+    scope: Callable[[list[MailboxInfo]], list[str]] | None = None,
 ) -> Freshness:
-    """Bring ``folders`` (None: every folder the server lists) up to date in ``indexer`` until
-    ``deadline`` (``time.monotonic()``); ``flags_tested``: the query tests flags or keywords."""
+    """Bring ``folders`` up to date in ``indexer`` until ``deadline`` (``time.monotonic()``); ``folders``
+    None: those ``scope`` picks from the listing (every folder the personality's plan keeps, without
+    ``scope``), the folders outside the plan dropped. ``flags_tested``: the query tests flags or
+    keywords."""
     fresh = Freshness()
     condstore = session.profile.condstore
     trips = session.client.round_trips
@@ -81,8 +85,9 @@ def refresh(
         if not session.profile.lists_with_status:
             counts = status_each(session, [box.name for box in boxes if box.selectable], _items(session))
         fresh.boxes = boxes
-        names = [box.name for box in boxes if box.selectable]
-        indexer.prune(names)
+        plan = plan_of(session, MailboxDirectory(boxes, {}))
+        indexer.prune(plan.kept)
+        names = scope(boxes) if scope is not None else plan.always
     else:
         names = list(folders)
         counts = status_each(session, names, _items(session))

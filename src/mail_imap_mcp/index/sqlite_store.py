@@ -31,10 +31,11 @@ from mail_imap_mcp.index.store import (
     Order,
     flag_bits,
 )
+from mail_imap_mcp.query.fts5 import label_keys
 
 #: "MIMX": marks a database as this index (``PRAGMA application_id``).
 APPLICATION_ID = 0x4D494D58
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: Row ids per second of sent date (a row id is the sent time times this, plus a counter).
 IDS_PER_SECOND = 4096
 #: A text query matching more messages than this is ranked among its newest this many matches: ranking
@@ -55,9 +56,12 @@ CREATE TABLE messages(
     sent INTEGER NOT NULL, arrival_day INTEGER NOT NULL, size INTEGER NOT NULL,
     flag_bits INTEGER NOT NULL, keywords TEXT NOT NULL, has_attachment INTEGER NOT NULL,
     filenames TEXT NOT NULL, doc BLOB NOT NULL,
-    global_id INTEGER, -- reserved: X-GM-MSGID, where Gmail keys a message once for all its labels
+    global_id INTEGER, -- X-GM-MSGID: Gmail's id of a message in every folder (one row per message)
+    labels TEXT NOT NULL DEFAULT '', -- X-GM-LABELS, one a line
+    label_keys TEXT NOT NULL DEFAULT '', -- the labels as label: compares them (query.fts5.label_key)
     UNIQUE(folder, uid));
 CREATE INDEX messages_sent ON messages(sent);
+CREATE INDEX messages_global_id ON messages(global_id) WHERE global_id IS NOT NULL;
 CREATE VIRTUAL TABLE fts USING fts5({", ".join(TEXT_COLUMNS)}, content='',
     tokenize='unicode61 remove_diacritics 2');
 PRAGMA application_id = {APPLICATION_ID};
@@ -198,11 +202,17 @@ class SqliteStore:
                 ).fetchone()
                 if old is not None:
                     self._forget(old[0], old[1])
+                if message.global_id is not None:  # shown in another folder before: one row, this one
+                    for row_id, doc in self._db.execute(
+                        "SELECT id, doc FROM messages WHERE global_id = ?", (message.global_id,)
+                    ).fetchall():
+                        self._forget(row_id, doc)
                 bits, keywords = flag_bits(message.flags)
                 row_id = self._free_id(message.sent)
                 self._db.execute(
                     "INSERT INTO messages(id, folder, uid, sent, arrival_day, size, flag_bits, keywords, "
-                    "has_attachment, filenames, doc) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "has_attachment, filenames, doc, global_id, labels, label_keys) "
+                    "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         row_id,
                         folder,
@@ -215,6 +225,9 @@ class SqliteStore:
                         message.has_attachment,
                         "\n".join(message.filenames),
                         _pack(message.texts),
+                        message.global_id,
+                        "\n".join(message.labels),
+                        label_keys(message.labels),
                     ),
                 )
                 self._db.execute(
@@ -227,10 +240,20 @@ class SqliteStore:
             )
 
     def update(
-        self, state: FolderState, *, flags: dict[int, tuple[str, ...]], removed: Iterable[int]
+        self,
+        state: FolderState,
+        *,
+        flags: dict[int, tuple[str, ...]],
+        removed: Iterable[int],
+        labels: dict[int, tuple[str, ...]] | None = None,
     ) -> None:
         with self._transaction():
             folder = self._save(state)
+            for uid, names in (labels or {}).items():
+                self._db.execute(
+                    "UPDATE messages SET labels = ?, label_keys = ? WHERE folder = ? AND uid = ?",
+                    ("\n".join(names), label_keys(names), folder, uid),
+                )
             for uid, now in flags.items():
                 bits, keywords = flag_bits(now)
                 self._db.execute(
@@ -356,13 +379,15 @@ class SqliteStore:
 #: BM25 with the columns' weights, called as a function (as FTS5's ``rank`` column it took twice as long).
 _BM25 = f"bm25(fts, {', '.join(str(w) for w in COLUMN_WEIGHTS)})"
 _HIT_COLUMNS = (
-    "f.name, f.uidvalidity, m.uid, {rank}, m.sent, m.doc, m.flag_bits, m.keywords, m.size, m.has_attachment"
+    "f.name, f.uidvalidity, m.uid, {rank}, m.sent, m.doc, m.flag_bits, m.keywords, m.size, m.has_attachment, "
+    "m.labels"
 )
 
 
 def _hit(row: tuple[object, ...]) -> Hit:
-    name, uidvalidity, uid, rank, sent, doc, bits, keywords, size, attached = row
+    name, uidvalidity, uid, rank, sent, doc, bits, keywords, size, attached, labels = row
     assert isinstance(doc, bytes) and isinstance(bits, int) and isinstance(keywords, str)
+    assert isinstance(labels, str)
     flags = (*(flag for bit, flag in _FLAG_NAMES.items() if bits & bit), *keywords.split())
     return Hit(
         str(name),
@@ -374,6 +399,7 @@ def _hit(row: tuple[object, ...]) -> Hit:
         flags,
         int(size),  # type: ignore[call-overload]
         bool(attached),
+        tuple(labels.split("\n")) if labels else (),
     )
 
 

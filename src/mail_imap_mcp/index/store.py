@@ -6,9 +6,11 @@ on). It answers a compiled query (:class:`~mail_imap_mcp.query.fts5.Fts5Query`) 
 :class:`Hit` rows. SQLite FTS5 backs it by default (:mod:`.sqlite_store`); a server-grade engine for a
 hosted deployment would implement the same :class:`IndexStore`.
 
-Messages are keyed by (folder, UID) under the folder's UIDVALIDITY. Gmail (X-GM-EXT-1) keys them by
-X-GM-MSGID instead, so that a message in several labels is indexed once: that key and the labels are a
-column and a table the Gmail personality adds beside these (``global_id`` is reserved for it).
+Messages are keyed by (folder, UID) under the folder's UIDVALIDITY. Where the server has an id of its own
+for a message in every folder that shows it (Gmail's X-GM-MSGID, :meth:`Personality.identity_of
+<mail_imap_mcp.imap.personality.Personality.identity_of>`), it is the message's ``global_id`` too: a
+message stored again under another folder replaces its row, so it is never indexed twice. Its labels
+(Gmail's X-GM-LABELS) are stored with it and answer ``label:`` and a label folder's search.
 """
 
 from __future__ import annotations
@@ -82,6 +84,10 @@ class IndexedMessage:
     texts: tuple[str, ...]
     #: The attachments' file names, lower-case (what ``filename:`` matches).
     filenames: tuple[str, ...] = ()
+    #: The server's own id of the message in every folder (Gmail's X-GM-MSGID), where it has one.
+    global_id: int | None = None
+    #: Its labels as the server names them (Gmail's X-GM-LABELS), where it has labels.
+    labels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -99,6 +105,8 @@ class Hit:
     flags: tuple[str, ...] = ()
     size: int = 0
     has_attachment: bool = False
+    #: Its labels as the server names them (Gmail's X-GM-LABELS; none elsewhere).
+    labels: tuple[str, ...] = ()
 
     @property
     def body(self) -> str:
@@ -150,9 +158,15 @@ class IndexStore(Protocol):
         ...
 
     def update(
-        self, state: FolderState, *, flags: dict[int, tuple[str, ...]], removed: Iterable[int]
+        self,
+        state: FolderState,
+        *,
+        flags: dict[int, tuple[str, ...]],
+        removed: Iterable[int],
+        labels: dict[int, tuple[str, ...]] | None = None,
     ) -> None:
-        """Set the flags of messages, remove others, and record ``state``, in one transaction."""
+        """Set the flags (and labels) of messages, remove others, and record ``state``, in one
+        transaction."""
         ...
 
     def uids(self, folder: str) -> list[int]:

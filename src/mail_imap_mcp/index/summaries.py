@@ -22,9 +22,16 @@ _HEADERS = {
 
 
 def summary_of(
-    account_id: str, hit: Hit, *, own: frozenset[str], snippet_chars: int, words: list[str]
+    account_id: str,
+    hit: Hit,
+    *,
+    own: frozenset[str],
+    snippet_chars: int,
+    words: list[str],
+    labels: list[str] | None = None,
 ) -> SummaryRecord:
-    """The summary of ``hit``: its snippet where ``words`` are in what the sender wrote, else its start."""
+    """The summary of ``hit``: its snippet where ``words`` are in what the sender wrote, else its start;
+    ``labels``: its labels as a summary shows them (None: the server has none)."""
     headers = {
         header: [text]
         for column, text in zip(TEXT_COLUMNS, hit.texts, strict=True)
@@ -55,4 +62,5 @@ def summary_of(
         snippet=found.snippet,
         short_recipients=found.short_recipients,
         header_message_id=found.header_message_id,
+        labels=labels,
     )

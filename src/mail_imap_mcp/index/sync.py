@@ -12,8 +12,13 @@ the next one continues from there. Memory holds one round trip's chunks, whateve
 With ``index_attachments`` a chunk's messages with document attachments are fetched again for those
 parts (:mod:`.attachments`: bounded per message and per round trip) before the chunk is stored.
 
-A changed UIDVALIDITY drops the folder's rows and indexes it again; a folder no longer listed is dropped
-(:meth:`Indexer.prune`).
+Which folders are synced is the personality's answer (:meth:`~mail_imap_mcp.imap.personality.Personality.
+index_plan`: every folder; on Gmail All Mail, and Spam and Trash once a search asked for them). Where the
+server has labels, each message's labels are read with it and read again for every message whose flags
+changed (a label change raises its MODSEQ as a flag change does): one more ``UID FETCH`` of those alone.
+
+A changed UIDVALIDITY drops the folder's rows and indexes it again; a folder no longer listed (or no longer
+in the plan) is dropped (:meth:`Indexer.prune`).
 """
 
 from __future__ import annotations
@@ -26,9 +31,11 @@ from typing import Any
 
 from mail_imap_mcp.imap.changes import changes_since, start
 from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError
+from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.fetch import expunged
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
+from mail_imap_mcp.imap.personality.standard import IndexPlan
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.attachments import (
     AttachmentReading,
@@ -57,9 +64,16 @@ def _flags_from(bits: int, keywords: str) -> tuple[str, ...]:
     return tuple(sorted([*(name for bit, name in _FLAG_NAMES.items() if bits & bit), *keywords.split()]))
 
 
-def indexable(session: ImapSession) -> list[str]:
-    """The folders an index keeps: every selectable mailbox of the account."""
-    return [box.name for box in list_mailboxes(session) if box.selectable]
+def indexable(session: ImapSession) -> IndexPlan:
+    """The folders an index keeps, as the server's personality plans them from one LIST."""
+    boxes = list_mailboxes(session)
+    return plan_of(session, MailboxDirectory(boxes, {}))
+
+
+def plan_of(session: ImapSession, directory: MailboxDirectory) -> IndexPlan:
+    """The personality's plan for the folders of ``directory``."""
+    selectable = [box.name for box in directory.boxes if box.selectable]
+    return session.personality.index_plan(directory, selectable)
 
 
 class FolderSync:
@@ -100,12 +114,21 @@ class FolderSync:
             self.store.drop_folder(self.name)
             return self.begin(session)
         state = replace(state, highestmodseq=changes.token.modseq if changes.token.modseq else 0)
-        self.store.update(state, flags=dict(changes.changed), removed=changes.expunged)
+        labels = self._labels(session, list(changes.changed)) if changes.changed else None
+        self.store.update(state, flags=dict(changes.changed), removed=changes.expunged, labels=labels)
         self.state = state
         self.pending = array("Q", sorted(changes.new))
         if not self.pending:
             self._finish()
         return len(self.pending)
+
+    def _labels(self, session: ImapSession, uids: list[int]) -> dict[int, tuple[str, ...]] | None:
+        """The labels of the messages ``uids`` now (None: the server has no labels)."""
+        personality = session.personality
+        if not personality.has_labels:
+            return None
+        answers = session.fetch_each([(uids, list(personality.index_items))])
+        return {uid: personality.stored_labels(answer) for uid, answer in answers.items() if uid in set(uids)}
 
     def _token(self, session: ImapSession, state: FolderState) -> ChangesToken:
         modseq = state.highestmodseq
@@ -132,7 +155,8 @@ class FolderSync:
         session.settle()
         taken = self.pending[: max(limit, 1)]
         chunks = [list(taken[i : i + CHUNK]) for i in range(0, len(taken), CHUNK)]
-        items = index_items(self.text_bytes)
+        personality = session.personality
+        items = index_items(self.text_bytes, personality.index_items)
         for round_start in range(0, len(chunks), IN_FLIGHT):
             batch = chunks[round_start : round_start + IN_FLIGHT]
             answers = session.fetch_each([(chunk, items) for chunk in batch])
@@ -145,7 +169,16 @@ class FolderSync:
                     found[uid] = response
                 size = sum(len(v) for r in found.values() for v in r.values() if isinstance(v, bytes))
                 texts, read = self._attachment_texts(session, found)
-                messages = [indexed_message(uid, r, texts.get(uid, "")) for uid, r in found.items()]
+                messages = [
+                    indexed_message(
+                        uid,
+                        r,
+                        texts.get(uid, ""),
+                        global_id=personality.identity_of(r),
+                        labels=personality.stored_labels(r),
+                    )
+                    for uid, r in found.items()
+                ]
                 size += read
                 self.state = replace(self.state, uidnext=max(self.state.uidnext, chunk[-1] + 1))
                 self.store.put(self.state, messages)
@@ -213,7 +246,8 @@ class Indexer:
         self.lock = lock or threading.RLock()
 
     def prune(self, listed: Sequence[str]) -> list[str]:
-        """Drop the folders the server no longer lists (deleted or renamed); their names."""
+        """Drop the folders not in ``listed`` (deleted or renamed on the server, or no longer planned);
+        their names."""
         gone = [name for name in self.store.folders() if name not in set(listed)]
         for name in gone:
             self.store.drop_folder(name)

@@ -15,6 +15,7 @@ raises :class:`Unsupported`: the caller asks the server instead.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from mail_imap_mcp.query.tree import (
@@ -27,6 +28,7 @@ from mail_imap_mcp.query.tree import (
     HasFlag,
     HasKeyword,
     Header,
+    Label,
     NeedsReply,
     Not,
     Query,
@@ -61,6 +63,19 @@ class Fts5Query:
     match: str | None
     where: str
     params: tuple[object, ...]
+
+
+def label_key(name: str) -> str:
+    """A label as ``label:`` compares it: case ignored, a system label's ``\\`` dropped, spaces and
+    slashes written ``-`` (as Gmail's search writes them: ``label:my-project`` is "My Project")."""
+    return name.removeprefix("\\").casefold().replace(" ", "-").replace("/", "-")
+
+
+def label_keys(names: Iterable[str]) -> str:
+    """Labels as the index stores them for ``label:``: each :func:`label_key` on a line of its own, the
+    whole wrapped in newlines (so one is found whole with ``instr``)."""
+    keys = [label_key(name) for name in names]
+    return "\n" + "\n".join(keys) + "\n" if keys else ""
 
 
 def compile_fts5(query: Query) -> Fts5Query:
@@ -139,6 +154,9 @@ def _condition(node: Query, params: list[object]) -> str:
     if isinstance(node, Filename):  # a substring of a name, as Gmail's filename: matches "pdf"
         params.append(node.value.lower())
         return "instr(m.filenames, ?) > 0"
+    if isinstance(node, Label):  # the labels stored with the message (Gmail's X-GM-LABELS)
+        params.append("\n" + label_key(node.name) + "\n")
+        return "instr(m.label_keys, ?) > 0"
     if isinstance(node, Not):
         return f"NOT ({_condition(node.part, params)})"
     if isinstance(node, AllOf):

@@ -22,6 +22,7 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.across import summaries_each
 from mail_imap_mcp.imap.directory import MailboxDirectory, configured_roles
+from mail_imap_mcp.imap.mailboxes import MailboxInfo
 from mail_imap_mcp.imap.records import SearchPage, SummaryRecord
 from mail_imap_mcp.imap.search.cursors import DIGEST_CHARS, CursorMismatch, IndexCursor
 from mail_imap_mcp.imap.session import ImapSession
@@ -30,6 +31,8 @@ from mail_imap_mcp.index.snippets import matched_words, snippet_around
 from mail_imap_mcp.index.store import Hit
 from mail_imap_mcp.index.summaries import summary_of
 from mail_imap_mcp.query import Query
+from mail_imap_mcp.query.fts5 import Fts5Query, compile_fts5
+from mail_imap_mcp.query.tree import AllOf, AnyOf, Label, nodes
 from mail_imap_mcp.services.search_backend import IndexChoice, choose_index
 
 ALL_MAILBOXES = "*"
@@ -100,26 +103,52 @@ def index_page(
 
     def work(session: ImapSession) -> _Read:
         deadline = time.monotonic() + budget_s
+        personality = session.personality
+        listing: list[MailboxDirectory] = []
+
+        def directory() -> MailboxDirectory:
+            if not listing:
+                listing.append(MailboxDirectory.load(session, account))
+            return listing[0]
+
+        if not personality.has_labels and any(isinstance(node, Label) for node in nodes(search)):
+            return _Read([], 0, [], [], [], Freshness(), declined=_NO_LABELS)
+        views = [personality.index_view(name, directory) for name in named]
+        compiled = _with_labels(choice.compiled, search, [view.label for view in views])
+        if compiled is None or (everything and compiled is not choice.compiled):
+            return _Read([], 0, [], [], [], Freshness(), declined=_MIXED_VIEWS)
+        folders = list(dict.fromkeys(view.folder for view in views))
+
+        def scope(boxes: list[MailboxInfo]) -> list[str]:
+            known = MailboxDirectory(boxes, configured_roles(account))
+            added = [name for role in adds_roles for name in known.with_role(role)]
+            return list(dict.fromkeys([*personality.every_mailbox(known), *folders, *added]))
+
         with choice.indexer.lock:
             fresh = refresh(
                 session,
                 choice.indexer,
-                None if everything else named,
+                None if everything else folders,
                 deadline=deadline,
                 flags_tested=choice.flags_tested,
+                scope=scope,
             )
-        folders = named
         if everything and fresh.boxes is not None:
-            directory = MailboxDirectory(fresh.boxes, configured_roles(account))
-            added = [name for role in adds_roles for name in directory.with_role(role)]
-            folders = list(dict.fromkeys([*session.personality.every_mailbox(directory), *named, *added]))
+            folders = scope(fresh.boxes)
         page = choice.indexer.store.search(
-            choice.compiled, folders=folders, order=choice.order, limit=limit, offset=offset
+            compiled, folders=folders, order=choice.order, limit=limit, offset=offset
         )
         if session.profile.condstore and not fresh.stale:  # the stored flags are the server's now
             own = session.own_addresses
             summaries = [
-                summary_of(account_id, hit, own=own, snippet_chars=snippet_chars, words=words)
+                summary_of(
+                    account_id,
+                    hit,
+                    own=own,
+                    snippet_chars=snippet_chars,
+                    words=words,
+                    labels=personality.labels_of({b"X-GM-LABELS": hit.labels}),
+                )
                 for hit in page.hits
             ]
             return _Read(folders, page.total, page.hits, summaries, [], fresh, page.ranked_among)
@@ -130,6 +159,10 @@ def index_page(
 
     words = matched_words(search)
     read = app.connection(account_id).run(work)
+    if read.declined is not None:
+        if cursor is not None:
+            raise CursorMismatch()
+        return IndexAnswer(None, [*choice.warnings, read.declined])
     messages = read.messages
     returned = offset + len(read.hits)
     next_cursor = None
@@ -170,6 +203,29 @@ class _Read:
     issues: list[Issue]
     fresh: Freshness
     ranked_among: int | None = None
+    #: Why the index did not answer after all (the server answers, and the page says this).
+    declined: str | None = None
+
+
+_MIXED_VIEWS = (
+    "The local index keeps label folders as All Mail's messages with the label and cannot search them beside "
+    "other folders in one search: the server answered it, unranked."
+)
+
+
+_NO_LABELS = "This server has no labels: the server answered this search."
+
+
+def _with_labels(compiled: Fts5Query, search: Query, labels: list[str | None]) -> Fts5Query | None:
+    """The compiled query limited to messages with one of ``labels`` (the views of label folders); as
+    compiled where no view is a label's; None where label views and folders are mixed."""
+    wanted = [label for label in labels if label is not None]
+    if not wanted:
+        return compiled
+    if len(wanted) != len(labels):
+        return None
+    within = AnyOf(tuple(Label(label) for label in dict.fromkeys(wanted)))
+    return compile_fts5(AllOf((search, within)))
 
 
 def _summaries(

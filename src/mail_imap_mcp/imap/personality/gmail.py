@@ -10,17 +10,20 @@ expunge removes a message for good only in Trash or Spam (elsewhere it removes o
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from mail_imap_mcp.imap import parsing
 from mail_imap_mcp.imap.personality.profile import Profile
-from mail_imap_mcp.imap.personality.standard import Dialect, Listing, Personality
-from mail_imap_mcp.imap.roles import ALL, JUNK, TRASH
+from mail_imap_mcp.imap.personality.standard import Dialect, IndexPlan, IndexView, Listing, Personality
+from mail_imap_mcp.imap.roles import ALL, DRAFTS, FLAGGED, IMPORTANT, INBOX, JUNK, SENT, TRASH
 
 #: Gmail's system labels as X-GM-LABELS names them, and as a summary shows them (its web interface's
 #: words); ``\\Starred`` is the ``\\Flagged`` flag, which a summary shows already.
 SYSTEM_LABELS = {"\\Inbox": "Inbox", "\\Important": "Important", "\\Sent": "Sent", "\\Draft": "Draft"}
 HIDDEN_LABELS = frozenset({"\\Starred"})
+#: The system label each special-use folder of Gmail shows (Starred: the ``\\Flagged`` flag).
+ROLE_LABELS = {SENT: "\\Sent", DRAFTS: "\\Draft", IMPORTANT: "\\Important", FLAGGED: "\\Starred"}
 
 
 def shown_label(label: str) -> str | None:
@@ -46,6 +49,7 @@ class Gmail(Personality):
     has_labels: ClassVar[bool] = True
     every_mailbox_is_one: ClassVar[bool] = True
     summary_items: ClassVar[tuple[str, ...]] = ("X-GM-LABELS", "X-GM-MSGID")
+    index_items: ClassVar[tuple[str, ...]] = ("X-GM-MSGID", "X-GM-LABELS")
     #: Gmail's own search (X-GM-RAW, with IMAP keys beside it for what it cannot say) first.
     search_dialects: ClassVar[tuple[Dialect, ...]] = ("gmail", "imap")
 
@@ -58,6 +62,28 @@ class Gmail(Personality):
         Where no mailbox is marked ``\\All``, the standard mailboxes."""
         found = listing.with_role(ALL)
         return found[:1] if found else listing.searchable()
+
+    def index_plan(self, listing: Listing, selectable: Sequence[str]) -> IndexPlan:
+        """All Mail (every message once, with its labels); Spam and Trash, which All Mail leaves out, only
+        once a search asks for them. Where no mailbox is marked ``\\All``, every folder."""
+        found = listing.with_role(ALL)
+        if not found:
+            return super().index_plan(listing, selectable)
+        return IndexPlan(found[:1], [*listing.with_role(JUNK), *listing.with_role(TRASH)])
+
+    def index_view(self, name: str, listing: Callable[[], Listing]) -> IndexView:
+        """A label folder (INBOX, Sent Mail, a user's label...) is All Mail's messages with its label; All
+        Mail, Spam and Trash are themselves."""
+        known = listing()
+        every = known.with_role(ALL)
+        if not every or name in (*every, *known.with_role(JUNK), *known.with_role(TRASH)):
+            return IndexView(name)
+        if name.upper() == INBOX:
+            return IndexView(every[0], "\\Inbox")
+        for role, label in ROLE_LABELS.items():
+            if name in known.with_role(role):
+                return IndexView(every[0], label)
+        return IndexView(every[0], name)
 
     def expunges_for_good(self, role: str | None) -> bool:
         """Only in Trash and Spam: in a label folder Gmail removes the label (and what it does in All
@@ -72,6 +98,17 @@ class Gmail(Personality):
             parsing.mailbox_name(label) if isinstance(label, bytes | str) else str(label) for label in raw
         ]
         return sorted(shown for name in names if (shown := shown_label(name)) is not None)
+
+    def stored_labels(self, response: dict[bytes, object]) -> tuple[str, ...]:
+        """The labels as X-GM-LABELS names them (``\\Inbox``, a user's label), for the local index."""
+        raw = response.get(b"X-GM-LABELS")
+        if not isinstance(raw, tuple | list):
+            return ()
+        return tuple(
+            sorted(
+                parsing.mailbox_name(label) if isinstance(label, bytes | str) else str(label) for label in raw
+            )
+        )
 
     def identity_of(self, response: dict[bytes, object]) -> int | None:
         found = response.get(b"X-GM-MSGID")

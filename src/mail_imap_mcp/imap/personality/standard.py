@@ -10,6 +10,8 @@ that overrides the hooks it must, registered in :data:`PERSONALITIES`; nothing o
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import ClassVar, Literal, Protocol
 
 from mail_imap_mcp.imap.personality.profile import Profile
@@ -29,6 +31,28 @@ class Listing(Protocol):
     def with_role(self, role: str) -> list[str]: ...
 
 
+@dataclass(frozen=True)
+class IndexPlan:
+    """Which folders a local index of the account syncs: ``always`` (the background sync keeps them), and
+    ``on_request`` (indexed only once a search asks for them, then kept)."""
+
+    always: list[str]
+    on_request: list[str]
+
+    @property
+    def kept(self) -> list[str]:
+        return [*self.always, *self.on_request]
+
+
+@dataclass(frozen=True)
+class IndexView:
+    """Where the local index finds a mailbox's messages: ``folder`` itself, or (``label`` set) the messages
+    of ``folder`` that carry that label (Gmail: a label folder is All Mail's messages with the label)."""
+
+    folder: str
+    label: str | None = None
+
+
 class Personality:
     """How a server means what it says, hook by hook: this class is the standard meaning."""
 
@@ -44,6 +68,8 @@ class Personality:
     every_mailbox_is_one: ClassVar[bool] = False
     #: FETCH items a summary reads besides the standard ones (Gmail: its labels).
     summary_items: ClassVar[tuple[str, ...]] = ()
+    #: FETCH items the local index reads of a message besides its own (Gmail: its id and labels).
+    index_items: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
@@ -57,6 +83,15 @@ class Personality:
         """The mailboxes a search of every mailbox (``mailbox: "*"``) covers, in LIST order: every one
         but deleted mail, spam and virtual views of mail kept elsewhere, so a message comes once."""
         return listing.searchable()
+
+    def index_plan(self, listing: Listing, selectable: Sequence[str]) -> IndexPlan:
+        """The folders a local index syncs: every selectable one (a message is in one folder only)."""
+        return IndexPlan(list(selectable), [])
+
+    def index_view(self, name: str, listing: Callable[[], Listing]) -> IndexView:
+        """Where the local index finds the messages of mailbox ``name`` (``listing``: the account's LIST,
+        asked only where the answer needs it): the folder itself."""
+        return IndexView(name)
 
     def transfer_commands(self, action: Action, *, permanent: bool) -> str:
         """The commands that move, copy or delete exactly the messages asked for on this server;
@@ -82,6 +117,10 @@ class Personality:
     def labels_of(self, response: dict[bytes, object]) -> list[str] | None:
         """The labels of a message, from its FETCH answer (None: the server has no labels)."""
         return None
+
+    def stored_labels(self, response: dict[bytes, object]) -> tuple[str, ...]:
+        """The labels the local index keeps of a message, from its FETCH answer (none without labels)."""
+        return ()
 
     def identity_of(self, response: dict[bytes, object]) -> int | None:
         """The server's own id of a message, the same in every mailbox that shows it (Gmail's X-GM-MSGID),
