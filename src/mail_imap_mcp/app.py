@@ -13,7 +13,7 @@ from functools import partial
 from mail_imap_mcp.config import AccountConfig, Config, ConfigError
 from mail_imap_mcp.confirmation import ConfirmationGate
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.imap import sealing
+from mail_imap_mcp.imap import ids, sealing
 from mail_imap_mcp.imap.attachment_errors import AttachmentTooLarge, ModeUnsupported
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.draft_errors import DraftNotReplaceable
@@ -131,6 +131,13 @@ class AppContext:
                 config = accounts_of(self.full_config, who)
                 scope = self._scopes[who] = self._scope_of(config, self._pool_for(dict(config.accounts)))
             return scope
+
+    def bind_ids(self) -> None:
+        """Make the message ids of the current call carry its user where the account is served per user
+        (:mod:`mail_imap_mcp.imap.ids`): another user's id of such an account is then ``not_found``."""
+        ids.bind_to_user(
+            account_id for account_id, account in self.config.accounts.items() if account.per_user
+        )
 
     @property
     def config(self) -> Config:

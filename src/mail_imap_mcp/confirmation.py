@@ -122,8 +122,16 @@ class ConfirmationGate:
         )
 
     def _digest(self, tool: str, request: dict[str, Any], expires: int, nonce: str) -> str:
+        """The token's MAC: half of it over the request alone, half over the request and its user, so a
+        token given to another user for the same request is told from a forged one (:meth:`_accept`)."""
+        return (
+            self._mac(tool, request, expires, nonce, "")[:12]
+            + self._mac(tool, request, expires, nonce, current_user.get())[12:]
+        )
+
+    def _mac(self, tool: str, request: dict[str, Any], expires: int, nonce: str, user: str) -> str:
         canonical = json.dumps(
-            [tool, request, expires, nonce, current_user.get()],
+            [tool, request, expires, nonce, user],
             sort_keys=True,
             separators=(",", ":"),
             default=str,
@@ -148,9 +156,19 @@ class ConfirmationGate:
         if not isinstance(token, str) or not token.isascii() or token.count(".") != 2:
             raise refuse("not a confirmation token")
         stamp, nonce, digest = token.split(".")
-        if not stamp.isdigit() or not hmac.compare_digest(
-            digest, self._digest(tool, request, int(stamp), nonce)
-        ):
+        if not stamp.isdigit():
+            raise refuse("this token was issued for a different request (or by another server process)")
+        expected = self._digest(tool, request, int(stamp), nonce)
+        if not hmac.compare_digest(digest, expected):
+            if current_user.get() and hmac.compare_digest(digest[:12], expected[:12]):
+                # Another user's token for this very request: said as none at all, naming nobody.
+                raise ToolFailure(
+                    ErrorCode.NOT_FOUND,
+                    "No such confirmation token (argument 'confirm_token'); call without confirm_token "
+                    "for a new one.",
+                    details={"parameter": "confirm_token"},
+                    retryable=False,
+                )
             raise refuse("this token was issued for a different request (or by another server process)")
         now = time.time()
         if int(stamp) < now:

@@ -170,6 +170,13 @@ def _resource_reader(tool: EnvelopeTool) -> Callable[[str, str, str, str], Await
     return read
 
 
+def _attachment_of_user(app: AppContext, message_id: str, part_id: str) -> tuple[bytes, str]:
+    """:func:`attachment_blob` with the ids of the reader's per-user accounts bound to them (on the
+    worker thread's own context)."""
+    app.bind_ids()
+    return attachment_blob(app, message_id, part_id)
+
+
 def _register_attachment_resource(server: MailServer, app: AppContext) -> None:
     """Serve ``resource_uri`` of each listed attachment: its decoded bytes, up to ``max_resource_bytes``."""
 
@@ -178,7 +185,7 @@ def _register_attachment_resource(server: MailServer, app: AppContext) -> None:
     ) -> tuple[bytes, str]:
         message_id = f"imap:{account_id}:{mailbox}:{uidvalidity}:{uid}"
         try:
-            return await anyio.to_thread.run_sync(attachment_blob, app, message_id, part_id)
+            return await anyio.to_thread.run_sync(_attachment_of_user, app, message_id, part_id)
         except (
             ToolFailure,
             ImapError,

@@ -125,10 +125,10 @@ async def test_each_user_sees_their_own_mailbox_and_the_shared_one_and_nothing_e
             shared = await mcp.ok("imap_search_messages", {"account_id": "support", "fields": "full"})
             assert [m["subject"] for m in shared["messages"]] == [f"mail of {team.shared_user}"]
             seen[user] = {"own": own["messages"][0], "support": shared["messages"][0]}
-    # Alice's message ids name her own mailbox: for Bob, the same id names his (never hers).
+    # Alice's message ids name her own mailbox and carry her: for Bob they are not_found (never hers).
     async with http_client(server.url, idp.jwt(team.bob, audience=server.url)) as bob:
         alice_own = seen[team.alice]["own"]["message_id"]
-        answer = await bob.call("imap_get_message", {"message_id": alice_own})
+        answer = await bob.fail("imap_get_message", {"message_id": alice_own}, "not_found")
         assert f"mail of {team.alice}" not in json.dumps(answer)
     # Someone signed in whom no account lists sees none, and an id of the shared mailbox is not_found,
     # worded as for an account that does not exist.
@@ -160,11 +160,20 @@ async def test_a_users_cursor_and_changes_token_mean_nothing_to_another_user(
             )
         )["messages"]
     async with http_client(server.url, idp.jwt(team.bob, audience=server.url)) as bob:
+        # Alice's are not_found, worded as for none at all; a garbled one of Bob's own is invalid_input.
         stolen = {"account_id": "support", "limit": 1, "cursor": page["next_cursor"]}
-        await bob.fail("imap_search_messages", stolen, "invalid_input")
+        failure = await bob.fail("imap_search_messages", stolen, "not_found")
+        assert team.alice not in json.dumps(failure)
         await bob.fail(
-            "imap_get_changes", {"account_id": "support", "since": changes["changes_token"]}, "invalid_input"
+            "imap_get_changes", {"account_id": "support", "since": changes["changes_token"]}, "not_found"
         )
+        own = await bob.ok("imap_search_messages", {"account_id": "support", "limit": 1})
+        cursor = own["next_cursor"]
+        garbled = cursor[:2] + ("A" if cursor[2] != "A" else "B") + cursor[3:]
+        await bob.fail("imap_search_messages", {**stolen, "cursor": garbled}, "invalid_input")
+        token = (await bob.ok("imap_get_changes", {"account_id": "support"}))["changes_token"]
+        garbled = token[:-3] + ("A" if token[-3] != "A" else "B") + token[-2:]
+        await bob.fail("imap_get_changes", {"account_id": "support", "since": garbled}, "invalid_input")
 
 
 async def test_opaque_tokens_are_checked_by_introspection(
@@ -201,16 +210,14 @@ def master_dovecot() -> Iterator[Dovecot]:
         yield server
 
 
-async def test_a_per_user_template_logs_in_as_each_user_through_a_dovecot_master_user(
-    tmp_path: Path, master_dovecot: Dovecot, idp: IdentityProvider
-) -> None:
-    alice, bob = master_dovecot.new_user("t-alice"), master_dovecot.new_user("t-bob")
-    for user in (alice, bob):
-        master_dovecot.seed(user, "INBOX", [mailgen.plain_message(f"mail of {user}", "x")])
+def _serve_per_user(
+    tmp_path: Path, master_dovecot: Dovecot, idp: IdentityProvider, users: list[str]
+) -> HttpServer:
+    """A server whose account ``own`` is a ``per_user`` template logging in through the master user."""
     (port,) = free_ports("127.0.0.1")
     audience = f"http://127.0.0.1:{port}/mcp"
     own = account_settings(
-        master_dovecot, "{user}*mailmcp", password_env=MASTER_ENV, per_user=True, users=[alice, bob]
+        master_dovecot, "{user}*mailmcp", password_env=MASTER_ENV, per_user=True, users=users
     )
     config = tmp_path / "config.toml"
     config.write_text(
@@ -220,9 +227,19 @@ async def test_a_per_user_template_logs_in_as_each_user_through_a_dovecot_master
         + 'user_claim = "preferred_username"\n'
     )
     (server,) = start_instances(config, [port], env={MASTER_ENV: MASTER_PASSWORD})
+    return server
+
+
+async def test_a_per_user_template_logs_in_as_each_user_through_a_dovecot_master_user(
+    tmp_path: Path, master_dovecot: Dovecot, idp: IdentityProvider
+) -> None:
+    alice, bob = master_dovecot.new_user("t-alice"), master_dovecot.new_user("t-bob")
+    for user in (alice, bob):
+        master_dovecot.seed(user, "INBOX", [mailgen.plain_message(f"mail of {user}", "x")])
+    server = _serve_per_user(tmp_path, master_dovecot, idp, [alice, bob])
     try:
         for user in (alice, bob):
-            async with http_client(server.url, idp.jwt(user, audience=audience)) as mcp:
+            async with http_client(server.url, idp.jwt(user, audience=server.url)) as mcp:
                 found = await mcp.ok("imap_search_messages", {"account_id": "own", "fields": "full"})
                 assert [m["subject"] for m in found["messages"]] == [f"mail of {user}"]
     finally:
@@ -230,6 +247,60 @@ async def test_a_per_user_template_logs_in_as_each_user_through_a_dovecot_master
     # The master's password is no user's own: a login as the user with it fails.
     with pytest.raises(Exception, match=r"(?i)authentication"):
         master_dovecot.connect(alice, password=MASTER_PASSWORD)
+
+
+async def test_a_per_user_accounts_ids_are_their_users_own(
+    tmp_path: Path, master_dovecot: Dovecot, idp: IdentityProvider
+) -> None:
+    """The same account id names each user's own mailbox, so its message ids carry the user: another
+    user's id (or message URI) is not_found in the words of a message that does not exist."""
+    alice, bob = master_dovecot.new_user("t-alice"), master_dovecot.new_user("t-bob")
+    for user in (alice, bob):
+        # Several messages each, so Alice's UIDs exist in Bob's mailbox too (same UIDs, not hers).
+        master_dovecot.seed(
+            user, "INBOX", [mailgen.plain_message(f"mail {i} of {user}", "x") for i in range(3)]
+        )
+    server = _serve_per_user(tmp_path, master_dovecot, idp, [alice, bob])
+    try:
+        async with http_client(server.url, idp.jwt(alice, audience=server.url)) as mcp:
+            found = await mcp.ok("imap_search_messages", {"account_id": "own", "fields": "full"})
+            message = found["messages"][0]
+            assert message["message_id"].startswith("imap:own~")
+            assert message["message_uri"].startswith("imap://own~")
+            # Alice's own ids and URIs keep working.
+            read = await mcp.ok("imap_get_message", {"message_id": message["message_id"]})
+            assert read["message"]["subject"] == message["subject"]
+            resource = await mcp.client.read_resource(message["message_uri"])
+            assert json.loads(resource.contents[0].text)["success"] is True  # type: ignore[union-attr]
+            changes = await mcp.ok("imap_get_changes", {"account_id": "own"})
+            page = await mcp.ok("imap_search_messages", {"account_id": "own", "limit": 1})
+        async with http_client(server.url, idp.jwt(bob, audience=server.url)) as mcp:
+            own = (await mcp.ok("imap_search_messages", {"account_id": "own"}))["messages"]
+            assert own[0]["message_id"] != message["message_id"]
+            *head, _ = own[0]["message_id"].split(":")
+            nowhere = ":".join([*head, "4000000000"])
+            absent = await mcp.fail("imap_get_message", {"message_id": nowhere}, "not_found")
+            _, _, mailbox, alice_validity, alice_uid = message["message_id"].split(":")
+            untagged = f"imap:own:{mailbox}:{alice_validity}:{alice_uid}"
+            for foreign in (message["message_id"], untagged):
+                failure = await mcp.fail("imap_get_message", {"message_id": foreign}, "not_found")
+                assert (
+                    failure["error"]["message"].replace(f"UID {alice_uid} ", "UID 4000000000 ")
+                    == (absent["error"]["message"])
+                )
+                assert alice not in json.dumps(failure) and "mail " not in json.dumps(failure)
+            answer = await mcp.client.read_resource(message["message_uri"])
+            envelope = json.loads(answer.contents[0].text)  # type: ignore[union-attr]
+            assert (envelope["success"], envelope["error"]["code"]) == (False, "not_found")
+            assert "mail " not in json.dumps(envelope)
+            # Alice's cursor and changes token are not_found too, worded as for none at all.
+            stolen = {"account_id": "own", "limit": 1, "cursor": page["next_cursor"]}
+            await mcp.fail("imap_search_messages", stolen, "not_found")
+            await mcp.fail(
+                "imap_get_changes", {"account_id": "own", "since": changes["changes_token"]}, "not_found"
+            )
+    finally:
+        server.stop()
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])

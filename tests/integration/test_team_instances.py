@@ -143,9 +143,10 @@ async def test_a_confirmation_asked_of_one_instance_is_given_on_another_once(dep
     async with deployment.client(deployment.team.alice, 0) as first:
         asked = await first.fail("imap_manage_mailbox", delete, "confirmation_required")
     token = asked["error"]["details"]["confirm_token"]
-    async with deployment.client(deployment.team.bob, 1) as bob:  # not Bob's: as if issued for another call
-        refused = await bob.fail("imap_manage_mailbox", {**delete, "confirm_token": token}, "invalid_input")
-        assert "different request" in refused["error"]["message"]
+    async with deployment.client(deployment.team.bob, 1) as bob:  # not Bob's: as if none existed
+        refused = await bob.fail("imap_manage_mailbox", {**delete, "confirm_token": token}, "not_found")
+        assert refused["error"]["message"].startswith("No such confirmation token")
+        assert deployment.team.alice not in json.dumps(refused)
     async with deployment.client(deployment.team.alice, 1) as second:
         await second.ok("imap_manage_mailbox", {**delete, "confirm_token": token})
     # Made again by another client: the same request with the same token is a replay, refused.

@@ -8,9 +8,12 @@ it makes of the answers (a MODSEQ per message, an unsolicited FETCH without UID,
 
 from __future__ import annotations
 
+import contextvars
 import random
 import stat
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from hypothesis import given, settings
@@ -20,9 +23,10 @@ from mail_imap_mcp.config import Config
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap import changes_token, sealing
 from mail_imap_mcp.imap.changes import TOKEN_CHARS, Changes, changes_since, fitted
-from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError, PageCursor
+from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError, ForeignChangesToken, PageCursor
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.presentation.failures import as_tool_failure
+from mail_imap_mcp.presentation.failures import as_tool_failure, tool_failure
+from mail_imap_mcp.state import current_user
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, Step, answer, ok
 
 UIDVALIDITY = 1700000000
@@ -57,6 +61,7 @@ def changes_on_a_fresh_connection(
     return changes, [sent.text.split(b" ", 1)[1] for sent in server.received[2:]], connection.round_trips
 
 
+T = TypeVar("T")
 TOKEN = ChangesToken(
     "default",
     "Entwürfe: 2026",
@@ -281,3 +286,29 @@ def test_the_newest_300_of_2000_scattered_messages_are_tracked_as_far_as_300_cha
         print(
             f"flags={'yes' if flags else 'no'}: {len(token.uids)} tracked, {len(token.encode())} characters"
         )
+
+
+def test_another_users_changes_token_or_page_cursor_is_foreign_and_a_garbled_one_is_not() -> None:
+    def as_user(user: str, run: Callable[[], T]) -> T:
+        def call() -> T:
+            current_user.set(user)
+            return run()
+
+        return contextvars.copy_context().run(call)
+
+    alices = as_user("alice@corp.example", TOKEN.encode)
+    assert as_user("alice@corp.example", lambda: ChangesToken.decode(alices)) == TOKEN
+    with pytest.raises(ForeignChangesToken) as foreign:
+        as_user("bob@corp.example", lambda: ChangesToken.decode(alices))
+    said = tool_failure(foreign.value, None)
+    assert said is not None and said.code == ErrorCode.NOT_FOUND and "alice" not in said.message
+    page = as_user("alice@corp.example", lambda: PageCursor("0" * 16, 5, alices).encode())
+    with pytest.raises(ForeignChangesToken):
+        as_user("bob@corp.example", lambda: PageCursor.decode(page))
+    bobs = as_user("bob@corp.example", TOKEN.encode)
+    garbled = bobs[:-3] + ("A" if bobs[-3] != "A" else "B") + bobs[-2:]
+    with pytest.raises(ChangesTokenError) as refused:
+        as_user("bob@corp.example", lambda: ChangesToken.decode(garbled))
+    assert not isinstance(refused.value, ForeignChangesToken)
+    said = tool_failure(refused.value, None)
+    assert said is not None and said.code == ErrorCode.INVALID_INPUT

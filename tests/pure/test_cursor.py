@@ -4,9 +4,12 @@ every page), and the cursors earlier versions handed out still decode into it.""
 from __future__ import annotations
 
 import base64
+import contextvars
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import asdict
+from typing import TypeVar
 
 import pytest
 
@@ -15,12 +18,17 @@ from mail_imap_mcp.imap.search.cursors import (
     PACKED_TAG,
     CursorError,
     CursorState,
+    ForeignCursor,
     StreamCursor,
     StreamState,
     seal_packed,
+    unseal,
     unseal_packed,
 )
+from mail_imap_mcp.state import current_user
 from tests.support.cursors import seal_json
+
+T = TypeVar("T")
 
 ONE = StreamCursor(
     account_id="default",
@@ -171,3 +179,29 @@ def test_regression_a_cursor_sealed_with_another_key_says_so(cursor: StreamCurso
     token = base64.urlsafe_b64encode(sealing.mac(body + b"x", 6) + body).decode().rstrip("=")
     with pytest.raises(CursorError, match="another key"):
         StreamCursor.decode(token)
+
+
+def test_another_users_cursor_is_foreign_and_a_garbled_one_of_ones_own_is_a_cursor_error() -> None:
+    body = b'{"a":1}'
+
+    def as_user(user: str, run: Callable[[], T]) -> T:
+        def call() -> T:
+            current_user.set(user)
+            return run()
+
+        return contextvars.copy_context().run(call)
+
+    alices = as_user("alice@corp.example", lambda: seal_json({"a": 1}))
+    assert as_user("alice@corp.example", lambda: unseal(alices)) == body
+    with pytest.raises(ForeignCursor):
+        as_user("bob@corp.example", lambda: unseal(alices))
+    bobs = as_user("bob@corp.example", lambda: seal_json({"a": 1}))
+    garbled = bobs[:2] + ("A" if bobs[2] != "A" else "B") + bobs[3:]
+    with pytest.raises(CursorError) as refused:
+        as_user("bob@corp.example", lambda: unseal(garbled))
+    assert not isinstance(refused.value, ForeignCursor)
+    # A packed cursor too; on a one-person server nobody else's cursor exists.
+    packed = as_user("alice@corp.example", lambda: seal_packed(bytes([PACKED_TAG]) + b"\x01"))
+    with pytest.raises(ForeignCursor):
+        as_user("bob@corp.example", lambda: unseal_packed(packed))
+    assert as_user("", lambda: unseal_packed(packed)) is None

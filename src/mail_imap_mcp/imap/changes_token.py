@@ -33,6 +33,11 @@ class ChangesTokenError(ValueError):
         self.parameter = parameter
 
 
+class ForeignChangesToken(ChangesTokenError):
+    """A token or page cursor of this server, sealed for another user
+    (:func:`~mail_imap_mcp.imap.sealing.sealed_for_another`)."""
+
+
 Flags = tuple[str, ...]
 
 
@@ -154,6 +159,8 @@ def _unseal(prefix: str, text: str, parameter: str, what: str) -> list[Any]:
     except (binascii.Error, ValueError):
         raise ChangesTokenError(parameter, "it is not valid base64") from None
     check, body = raw[:8], raw[8:]
+    if len(raw) >= 9 and sealing.sealed_for_another(prefix.encode() + body, check):
+        raise ForeignChangesToken(parameter, f"no such {what}")
     if len(raw) < 9 or not sealing.matches(prefix.encode() + body, check):
         raise ChangesTokenError(
             parameter,
@@ -192,7 +199,7 @@ def decode_since(
         try:
             inner = ChangesToken.decode(page.changes_token)
         except ChangesTokenError as exc:
-            raise ChangesTokenError("cursor", str(exc)) from None
+            raise type(exc)("cursor", str(exc)) from None
         if page.since_digest != since_digest(since) or (inner.account_id, inner.mailbox) != (
             account_id,
             mailbox,

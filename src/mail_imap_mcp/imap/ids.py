@@ -2,18 +2,49 @@
 
 A UID only names a message together with the mailbox's UIDVALIDITY, so both travel in every id;
 a changed UIDVALIDITY is detected instead of silently reading another message.
+
+An account served per user (``per_user = true``) names each user's own mailbox with the same account
+id, so its ids carry the user too: the account part is ``{account}~{tag}``, ``tag`` a short keyed digest
+of the user (:func:`~mail_imap_mcp.imap.sealing.user_digest` under the user's key), checked when the id is read.
+Another user's id is :class:`ForeignMessageId` (said as a message that does not exist); ids of every
+other account are unchanged.
 """
 
 from __future__ import annotations
 
+import base64
 import functools
+import hmac
 import re
+from collections.abc import Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
 from mail_imap_mcp.envelope import Issue
+from mail_imap_mcp.imap import sealing
 
-_ACCOUNT = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_TAGGED_ACCOUNT = re.compile(r"^([A-Za-z0-9_-]{1,64})(?:~([a-z2-7]{8}))?$")
+_TAG_BYTES = 5  # 8 base32 characters
+
+#: The accounts of the current call served per user (``per_user = true``): their ids carry the user.
+_per_user_accounts: ContextVar[frozenset[str]] = ContextVar("per_user_accounts", default=frozenset())
+
+
+def bind_to_user(account_ids: Iterable[str]) -> None:
+    """Make the ids of ``account_ids`` (the current user's accounts served per user) carry the user, for
+    the rest of the current call (a background operation it starts inherits it)."""
+    _per_user_accounts.set(frozenset(account_ids))
+
+
+def _user_tag(account_id: str) -> str:
+    """``~tag`` of the current user for an account served per user, else nothing."""
+    if account_id not in _per_user_accounts.get():
+        return ""
+    digest = sealing.user_digest(b"mail-imap-mcp message id\0" + account_id.encode(), _TAG_BYTES)
+    return "~" + base64.b32encode(digest).decode("ascii").lower()
+
+
 _NUMBER = re.compile(r"^[0-9]{1,10}$")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 MAX_UINT32 = 2**32 - 1
@@ -28,6 +59,17 @@ class InvalidMessageId(ValueError):
         self.parameter = parameter
 
 
+class ForeignMessageId(InvalidMessageId):
+    """A well-formed id of an account served per user that was not given to the current user (another
+    user's, or one without the user's tag): said as a message that does not exist, like any unknown UID,
+    so nothing tells whether it is someone else's. ``text``: the id as given."""
+
+    def __init__(self, ref: MessageRef, text: str) -> None:
+        super().__init__(f"message {text} does not exist")
+        self.ref = ref
+        self.text = text
+
+
 @dataclass(frozen=True)
 class MessageRef:
     account_id: str
@@ -37,12 +79,15 @@ class MessageRef:
 
     @property
     def message_id(self) -> str:
-        return f"imap:{self.account_id}:{self.mailbox}:{self.uidvalidity}:{self.uid}"
+        return (
+            f"imap:{self.account_id}{_user_tag(self.account_id)}:{self.mailbox}:{self.uidvalidity}:{self.uid}"
+        )
 
     @property
     def message_uri(self) -> str:
         mailbox = _quoted(self.mailbox)
-        return f"imap://{self.account_id}/mailbox/{mailbox}/message/{self.uidvalidity}/{self.uid}"
+        account = self.account_id + _user_tag(self.account_id)
+        return f"imap://{account}/mailbox/{mailbox}/message/{self.uidvalidity}/{self.uid}"
 
     @property
     def message_raw_uri(self) -> str:
@@ -88,14 +133,25 @@ def parse_message_id(text: str) -> MessageRef:
     account_id, sep3, mailbox = rest.partition(":")
     if not (sep1 and sep2 and sep3):
         raise InvalidMessageId("message_id must look like imap:{account_id}:{mailbox}:{uidvalidity}:{uid}")
-    if not _ACCOUNT.match(account_id):
+    tagged = _TAGGED_ACCOUNT.match(account_id)
+    if not tagged:
         raise InvalidMessageId("the account part of message_id is not a valid account id")
     if not mailbox:
         raise InvalidMessageId("the mailbox part of message_id is empty")
     if _CONTROL.search(mailbox):
         # Dovecot echoes unknown names raw in its NO reply: CR/LF would inject lines into the stream.
         raise InvalidMessageId("the mailbox part of message_id contains control characters")
-    return MessageRef(account_id, mailbox, _number(uidvalidity, "uidvalidity"), _number(uid, "uid"))
+    ref = MessageRef(tagged[1], mailbox, _number(uidvalidity, "uidvalidity"), _number(uid, "uid"))
+    return _owned(ref, tagged[2], text)
+
+
+def _owned(ref: MessageRef, tag: str | None, text: str) -> MessageRef:
+    """``ref`` when the id's user tag is the current user's for its account (none for an account not
+    served per user); :class:`ForeignMessageId` otherwise."""
+    given = f"~{tag}" if tag else ""
+    if not hmac.compare_digest(given, _user_tag(ref.account_id)):
+        raise ForeignMessageId(ref, text)
+    return ref
 
 
 _URI = re.compile(r"^imap://([^/]+)/mailbox/([^/]+)/message/([^/]+)/([^/]+?)(/raw)?$")
@@ -107,7 +163,8 @@ def parse_message_uri(uri: str) -> tuple[MessageRef, bool]:
     if not match:
         raise InvalidMessageId("not a message URI of this server")
     account_id, mailbox, uidvalidity, uid, raw = match.groups()
-    if not _ACCOUNT.match(account_id):
+    tagged = _TAGGED_ACCOUNT.match(account_id)
+    if not tagged:
         raise InvalidMessageId("the account part of the URI is not a valid account id")
-    ref = MessageRef(account_id, unquote(mailbox), _number(uidvalidity, "uidvalidity"), _number(uid, "uid"))
-    return ref, raw is not None
+    ref = MessageRef(tagged[1], unquote(mailbox), _number(uidvalidity, "uidvalidity"), _number(uid, "uid"))
+    return _owned(ref, tagged[2], uri), raw is not None

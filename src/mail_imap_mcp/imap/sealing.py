@@ -8,9 +8,12 @@ with a key of its own (a warning says so): its cursors and tokens then end with 
 refuses them as ``invalid_input``, with the advice to start over (docs/security.md, L2). With ``[state]
 redis_url`` the key is the one every instance shares (:func:`use_key`), kept in Redis.
 
-Each user's cursors and tokens are sealed under a key of their own (derived from the key and the user's
-name, :data:`~mail_imap_mcp.state.current_user`): one user's cursor or token is refused as forged when
-another user presents it.
+Each user's cursors and tokens are sealed under a key of their own too (derived from the key and the
+user's name, :data:`~mail_imap_mcp.state.current_user`): a team user's seal is the first half of the
+server's seal followed by the first half of the user's. So a cursor or token another user was given is
+told from a forged one (:func:`sealed_for_another`: the server's half holds, the user's does not) and
+said as something that does not exist, while a garbled one stays ``invalid_input``. A one-person
+server's seals are the server's alone, as before.
 """
 
 from __future__ import annotations
@@ -96,11 +99,36 @@ def _user_key() -> bytes:
     return hmac.new(_key, b"mail-imap-mcp user\0" + user.encode(), hashlib.sha256).digest()
 
 
-def mac(data: bytes, size: int) -> bytes:
-    """The first ``size`` bytes of the HMAC-SHA256 of ``data`` under the current user's sealing key."""
+def user_digest(data: bytes, size: int) -> bytes:
+    """The first ``size`` bytes of the HMAC-SHA256 of ``data`` under the current user's key alone."""
     return hmac.new(_user_key(), data, hashlib.sha256).digest()[:size]
+
+
+def _server_digest(data: bytes, size: int) -> bytes:
+    return hmac.new(_key, data, hashlib.sha256).digest()[:size]
+
+
+def mac(data: bytes, size: int) -> bytes:
+    """The seal of ``data`` for the current user, ``size`` bytes: the HMAC-SHA256 under the server's key
+    (nobody in particular), else half of it followed by half of the one under the user's key."""
+    if not current_user.get():
+        return _server_digest(data, size)
+    half = size // 2
+    return _server_digest(data, half) + user_digest(data, size - half)
 
 
 def matches(data: bytes, check: bytes) -> bool:
     """Whether ``check`` is the seal of ``data`` (compared in constant time)."""
     return len(check) > 0 and hmac.compare_digest(check, mac(data, len(check)))
+
+
+def sealed_for_another(data: bytes, check: bytes) -> bool:
+    """Whether ``check``, not the current team user's seal of ``data``, is this server's seal of it for
+    another user (the server's half holds); False on a one-person server."""
+    half = len(check) // 2
+    return (
+        bool(current_user.get())
+        and half > 0
+        and hmac.compare_digest(check[:half], _server_digest(data, half))
+        and not matches(data, check)
+    )

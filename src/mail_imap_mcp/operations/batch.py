@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.directory import canonical_inbox
-from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
+from mail_imap_mcp.imap.ids import ForeignMessageId, InvalidMessageId, MessageRef, parse_message_id
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,8 @@ def group_message_ids(
     for index, text in enumerate(message_ids):
         try:
             ref = parse_message_id(text)
+        except ForeignMessageId:  # said as a message that does not exist
+            raise
         except InvalidMessageId as exc:
             raise ToolFailure.invalid_input(parameter, f"item {index}: {exc}.", index=index) from None
         account = resolve_account(ref.account_id)

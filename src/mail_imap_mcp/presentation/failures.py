@@ -21,7 +21,7 @@ from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure, ToolResult
 from mail_imap_mcp.imap import errors
-from mail_imap_mcp.imap.changes_token import ChangesTokenError
+from mail_imap_mcp.imap.changes_token import ChangesTokenError, ForeignChangesToken
 from mail_imap_mcp.imap.errors import (
     AccountBusy,
     AccountUnknown,
@@ -51,7 +51,7 @@ from mail_imap_mcp.imap.errors import (
     classify,
 )
 from mail_imap_mcp.imap.flags import ALLOWED_FLAGS, SYSTEM_FLAGS
-from mail_imap_mcp.imap.ids import InvalidMessageId
+from mail_imap_mcp.imap.ids import ForeignMessageId, InvalidMessageId
 from mail_imap_mcp.imap.parts import (
     NotAnAttachment,
     PartError,
@@ -61,7 +61,7 @@ from mail_imap_mcp.imap.parts import (
     StructureUnusable,
 )
 from mail_imap_mcp.imap.read import MessageGone
-from mail_imap_mcp.imap.search.cursors import CursorError, CursorMismatch, MailboxesChanged
+from mail_imap_mcp.imap.search.cursors import CursorError, CursorMismatch, ForeignCursor, MailboxesChanged
 from mail_imap_mcp.imap.uidplus import MalformedUidSet
 from mail_imap_mcp.imap.write_errors import (
     AppendRefused,
@@ -291,6 +291,11 @@ def _message_gone(exc: MessageGone, call: Call | None) -> ToolFailure:
     return message_gone(ref)
 
 
+def _foreign_message_id(exc: ForeignMessageId, call: Call | None) -> ToolFailure:
+    """Another user's id (of an account served per user): the words of a message that does not exist."""
+    return message_gone(exc.ref, exc.text)
+
+
 def _part_failure(exc: PartError, call: Call | None) -> ToolFailure:
     ref = exc.ref or (call.message_ref() if call is not None else None)
     if ref is None:
@@ -313,6 +318,13 @@ def _invalid_message_id(exc: InvalidMessageId, call: Call | None) -> ToolFailure
 
 
 def _cursor_error(exc: CursorError, call: Call | None) -> ToolFailure:
+    if isinstance(exc, ForeignCursor):  # another user's: said as none at all, naming nobody
+        return ToolFailure(
+            ErrorCode.NOT_FOUND,
+            "No such cursor (argument 'cursor'); rerun the search without a cursor to start again.",
+            details={"parameter": "cursor"},
+            retryable=False,
+        )
     if isinstance(exc, CursorMismatch):
         return ToolFailure.invalid_input(
             "cursor",
@@ -342,6 +354,14 @@ def _mailboxes_changed(exc: MailboxesChanged, call: Call | None) -> ToolFailure:
 
 
 def _changes_token_error(exc: ChangesTokenError, call: Call | None) -> ToolFailure:
+    if isinstance(exc, ForeignChangesToken):  # another user's: said as none at all, naming nobody
+        return ToolFailure(
+            ErrorCode.NOT_FOUND,
+            f"No such token (argument {exc.parameter!r}). Call imap_get_changes without since (and cursor) "
+            "for a new token.",
+            details={"parameter": exc.parameter},
+            retryable=False,
+        )
     return ToolFailure.invalid_input(
         exc.parameter, f"{exc}. Call imap_get_changes without since (and cursor) for a new token."
     )
@@ -402,10 +422,13 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     PartRefused: _part_failure,
     PartError: _part_failure,
     InvalidMessageId: _invalid_message_id,
+    ForeignMessageId: _foreign_message_id,
     CursorError: _cursor_error,
+    ForeignCursor: _cursor_error,
     CursorMismatch: _cursor_error,
     MailboxesChanged: _mailboxes_changed,
     ChangesTokenError: _changes_token_error,
+    ForeignChangesToken: _changes_token_error,
     MalformedUidSet: _malformed_uid_set,
     ExtractionError: _extraction_failed,
     **STATE_FAILURES,

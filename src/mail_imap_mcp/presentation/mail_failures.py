@@ -186,12 +186,13 @@ def rerun_search(account_id: str, mailbox: str, arguments: dict[str, Any] | None
     )
 
 
-def message_gone(ref: MessageRef) -> ToolFailure:
-    """The message of an id no longer exists in its mailbox."""
+def message_gone(ref: MessageRef, message_id: str | None = None) -> ToolFailure:
+    """The message of an id no longer exists in its mailbox (``message_id``: the id as given, where it
+    is not the one ``ref`` renders: another user's)."""
     return ToolFailure(
         ErrorCode.NOT_FOUND,
         f"Message UID {ref.uid} no longer exists in {ref.mailbox!r} (deleted or moved); search again.",
-        details={"message_id": ref.message_id, "uid": ref.uid, "mailbox": ref.mailbox},
+        details={"message_id": message_id or ref.message_id, "uid": ref.uid, "mailbox": ref.mailbox},
         next_action=NextAction(
             instruction="Search the mailbox again",
             tool="imap_search_messages",

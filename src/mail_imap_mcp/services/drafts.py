@@ -40,7 +40,7 @@ from mail_imap_mcp.imap.draft_errors import (
 )
 from mail_imap_mcp.imap.errors import CommandRefused, ImapError, MailboxMissing, OutcomeUnknown
 from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES
-from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
+from mail_imap_mcp.imap.ids import ForeignMessageId, InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.read import ReadOptions
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid
@@ -72,6 +72,8 @@ def parse_own_id(app: AppContext, account_id: str, text: str, parameter: str) ->
     """A message id of ``account_id``; ``invalid_input`` naming ``parameter`` otherwise."""
     try:
         ref = parse_message_id(text)
+    except ForeignMessageId:  # said as a message that does not exist
+        raise
     except InvalidMessageId as exc:  # named as the argument that gave it; the registry words it
         raise InvalidMessageId(str(exc), parameter) from None
     if app.resolve_account(ref.account_id) != account_id:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import UidValidityChanged
-from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
+from mail_imap_mcp.imap.ids import ForeignMessageId, InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
 
@@ -25,6 +25,8 @@ def resolve_message(app: AppContext, message_id: str) -> tuple[AccountConnection
     """Parse and check a message id against the configured accounts."""
     try:
         ref = parse_message_id(message_id)
+    except ForeignMessageId:  # said as a message that does not exist
+        raise
     except InvalidMessageId as exc:  # named as the argument that gave it; the registry words it
         raise InvalidMessageId(str(exc), "message_id") from None
     return app.connection(ref.account_id), ref

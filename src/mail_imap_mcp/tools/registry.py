@@ -61,6 +61,20 @@ def _changed_account(app: AppContext, args: Any) -> str | None:
     return app.resolve_account(account_id) if isinstance(account_id, str) else None
 
 
+def _bound_to_user(
+    handler: Callable[[Any], ToolResult[Any]], app: AppContext
+) -> Callable[[Any], ToolResult[Any]]:
+    """``handler`` run with the message ids of its caller's per-user accounts bound to the caller
+    (:meth:`AppContext.bind_ids`); it runs on a worker thread of its own context, so that stays there."""
+
+    @functools.wraps(handler)
+    def run(args: Any) -> ToolResult[Any]:
+        app.bind_ids()
+        return handler(args)
+
+    return run
+
+
 def _announcing(
     handler: Callable[[Any], ToolResult[Any]], app: AppContext
 ) -> Callable[[Any], ToolResult[Any]]:
@@ -93,9 +107,12 @@ def build_tools(app: AppContext) -> list[EnvelopeTool]:
             input_model=spec.input_model,
             data_model=spec.data_model,
             other_data_models=spec.other_data_models,
-            handler=_announcing(functools.partial(failures.run, spec.handle, app), app)
-            if spec.writes
-            else functools.partial(failures.run, spec.handle, app),
+            handler=_bound_to_user(
+                _announcing(functools.partial(failures.run, spec.handle, app), app)
+                if spec.writes
+                else functools.partial(failures.run, spec.handle, app),
+                app,
+            ),
             read_only=not spec.writes,
             destructive=spec.effect is Effect.DESTRUCTIVE,
             idempotent=spec.idempotent,

@@ -35,6 +35,10 @@ class CursorError(ValueError):
     """The cursor is garbled, from another version, or does not fit the request."""
 
 
+class ForeignCursor(CursorError):
+    """The cursor is this server's, sealed for another user (:func:`~mail_imap_mcp.imap.sealing.sealed_for_another`)."""
+
+
 class CursorMismatch(CursorError):
     """The cursor is sound but belongs to another search: another account, mailbox, filters or order."""
 
@@ -107,7 +111,11 @@ def unseal_packed(token: str) -> bytes | None:
     except (binascii.Error, ValueError):
         return None
     body = raw[6:]
-    if body[:1] not in _PACKED_TAGS or not sealing.matches(body, raw[:6]):
+    if body[:1] not in _PACKED_TAGS:
+        return None
+    if not sealing.matches(body, raw[:6]):
+        if sealing.sealed_for_another(body, raw[:6]):
+            raise ForeignCursor("no such cursor")
         return None
     return body
 
@@ -119,6 +127,8 @@ def unseal(token: str) -> bytes:
     except (binascii.Error, ValueError):
         raise CursorError("cursor is not valid base64") from None
     check, body = raw[:6], raw[6:]
+    if len(raw) >= 8 and sealing.sealed_for_another(body, check):
+        raise ForeignCursor("no such cursor")
     if len(raw) < 8 or not sealing.matches(body, check):
         raise CursorError(
             "cursor is garbled, truncated or edited, or was made by a server with another key (after a "
