@@ -8,12 +8,9 @@ it makes of the answers (a MODSEQ per message, an unsolicited FETCH without UID,
 
 from __future__ import annotations
 
-import contextvars
 import random
 import stat
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 from hypothesis import given, settings
@@ -26,8 +23,8 @@ from mail_imap_mcp.imap.changes import TOKEN_CHARS, Changes, changes_since, fitt
 from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError, ForeignChangesToken, PageCursor
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.presentation.failures import as_tool_failure, tool_failure
-from mail_imap_mcp.state import current_user
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, Step, answer, ok
+from tests.support.users import as_user
 
 UIDVALIDITY = 1700000000
 #: What LOGIN answers on a server without CONDSTORE (as Courier or an IMAP4rev1-only Dovecot).
@@ -61,7 +58,6 @@ def changes_on_a_fresh_connection(
     return changes, [sent.text.split(b" ", 1)[1] for sent in server.received[2:]], connection.round_trips
 
 
-T = TypeVar("T")
 TOKEN = ChangesToken(
     "default",
     "Entwürfe: 2026",
@@ -289,13 +285,6 @@ def test_the_newest_300_of_2000_scattered_messages_are_tracked_as_far_as_300_cha
 
 
 def test_another_users_changes_token_or_page_cursor_is_foreign_and_a_garbled_one_is_not() -> None:
-    def as_user(user: str, run: Callable[[], T]) -> T:
-        def call() -> T:
-            current_user.set(user)
-            return run()
-
-        return contextvars.copy_context().run(call)
-
     alices = as_user("alice@corp.example", TOKEN.encode)
     assert as_user("alice@corp.example", lambda: ChangesToken.decode(alices)) == TOKEN
     with pytest.raises(ForeignChangesToken) as foreign:

@@ -4,12 +4,9 @@ every page), and the cursors earlier versions handed out still decode into it.""
 from __future__ import annotations
 
 import base64
-import contextvars
 import hashlib
 import json
-from collections.abc import Callable
 from dataclasses import asdict
-from typing import TypeVar
 
 import pytest
 
@@ -25,10 +22,8 @@ from mail_imap_mcp.imap.search.cursors import (
     unseal,
     unseal_packed,
 )
-from mail_imap_mcp.state import current_user
 from tests.support.cursors import seal_json
-
-T = TypeVar("T")
+from tests.support.users import as_user
 
 ONE = StreamCursor(
     account_id="default",
@@ -183,13 +178,6 @@ def test_regression_a_cursor_sealed_with_another_key_says_so(cursor: StreamCurso
 
 def test_another_users_cursor_is_foreign_and_a_garbled_one_of_ones_own_is_a_cursor_error() -> None:
     body = b'{"a":1}'
-
-    def as_user(user: str, run: Callable[[], T]) -> T:
-        def call() -> T:
-            current_user.set(user)
-            return run()
-
-        return contextvars.copy_context().run(call)
 
     alices = as_user("alice@corp.example", lambda: seal_json({"a": 1}))
     assert as_user("alice@corp.example", lambda: unseal(alices)) == body

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextvars
 import re
 from collections.abc import Callable
 from typing import TypeVar
@@ -13,25 +12,19 @@ from mail_imap_mcp.imap.ids import (
     ForeignMessageId,
     InvalidMessageId,
     MessageRef,
-    bind_to_user,
     parse_message_id,
     parse_message_uri,
 )
-from mail_imap_mcp.state import current_user
+from tests.support.users import as_user as as_team_user
 
 T = TypeVar("T")
+
 REF = MessageRef("own", "Projects:2026", 1700000000, 42)
 
 
 def as_user(user: str, run: Callable[[], T], per_user: tuple[str, ...] = ("own",)) -> T:
-    """``run()`` as a call of ``user`` whose accounts ``per_user`` are served per user."""
-
-    def call() -> T:
-        current_user.set(user)
-        bind_to_user(per_user)
-        return run()
-
-    return contextvars.copy_context().run(call)
+    """``run()`` as a call of ``user`` whose account ``own`` is served per user (unless told)."""
+    return as_team_user(user, run, per_user)
 
 
 def test_an_ordinary_accounts_id_and_uri_are_unchanged_for_every_user() -> None:
