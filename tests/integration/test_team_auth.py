@@ -293,6 +293,9 @@ async def test_a_per_user_accounts_ids_are_their_users_own(
             envelope = json.loads(answer.contents[0].text)  # type: ignore[union-attr]
             assert (envelope["success"], envelope["error"]["code"]) == (False, "not_found")
             assert "mail " not in json.dumps(envelope)
+            with pytest.raises(MCPError) as refused:  # an attachment URI too, before any IMAP command
+                await mcp.client.read_resource(message["message_uri"] + "/attachment/2")
+            assert refused.value.error.message.startswith(f"not_found: Message UID {alice_uid} no longer")
             # Alice's cursor and changes token are not_found too, worded as for none at all.
             stolen = {"account_id": "own", "limit": 1, "cursor": page["next_cursor"]}
             await mcp.fail("imap_search_messages", stolen, "not_found")
