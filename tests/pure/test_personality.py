@@ -118,6 +118,7 @@ def test_gmail_indexes_all_mail_and_a_label_folder_is_all_mail_with_its_label() 
     listing = _Listing(roles | {"[Gmail]/Sent Mail": SENT})
     plan = gmail.index_plan(listing, list(listing.roles))
     assert (plan.always, plan.on_request) == (["[Gmail]/All Mail"], ["[Gmail]/Spam", "[Gmail]/Trash"])
+    assert plan.one_row_per_message  # All Mail, Spam and Trash never show one message twice
     views = [gmail.index_view(name, lambda: listing) for name in ("INBOX", "Work", "[Gmail]/Sent Mail")]
     assert [(v.folder, v.label) for v in views] == [
         ("[Gmail]/All Mail", label) for label in ("\\Inbox", "Work", "\\Sent")
@@ -126,6 +127,7 @@ def test_gmail_indexes_all_mail_and_a_label_folder_is_all_mail_with_its_label() 
     # The standard personality indexes every folder as itself, without asking for the listing.
     assert standard().index_plan(listing, ["INBOX", "Work"]).kept == ["INBOX", "Work"]
     assert standard().index_view("Work", lambda: pytest.fail("no LIST needed")) == IndexView("Work")
-    # A Gmail that marks no All Mail indexes every folder.
     bare = _Listing({"INBOX": None, "Work": None})
-    assert gmail.index_plan(bare, ["INBOX", "Work"]).always == ["INBOX", "Work"]
+    # A Gmail that marks no All Mail indexes every folder, a row per folder that shows a message.
+    fallback = gmail.index_plan(bare, ["INBOX", "Work"])
+    assert fallback.always == ["INBOX", "Work"] and not fallback.one_row_per_message

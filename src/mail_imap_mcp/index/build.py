@@ -54,7 +54,7 @@ def build(
     hooks = hooks or BuildHooks()
     report = BuildReport()
     plan = connection.run(indexable)
-    report.dropped = indexer.prune(plan.kept)
+    report.dropped = indexer.adopt(plan)
     stored = indexer.store.folders()
     names = [*plan.always, *(name for name in plan.on_request if name in stored)]
     report.folders = len(names)

@@ -86,7 +86,7 @@ def refresh(
             counts = status_each(session, [box.name for box in boxes if box.selectable], _items(session))
         fresh.boxes = boxes
         plan = plan_of(session, MailboxDirectory(boxes, {}))
-        indexer.prune(plan.kept)
+        indexer.adopt(plan)
         names = scope(boxes) if scope is not None else plan.always
     else:
         names = list(folders)

@@ -87,9 +87,12 @@ class FolderSync:
         name: str,
         text_bytes: int,
         attachments: AttachmentReading | None = None,
+        *,
+        keyed: bool = False,
     ) -> None:
         self.store = store
         self.account_id = account_id
+        self.keyed = keyed
         self.name = name
         self.text_bytes = text_bytes
         self.attachments = attachments
@@ -174,7 +177,7 @@ class FolderSync:
                         uid,
                         r,
                         texts.get(uid, ""),
-                        global_id=personality.identity_of(r),
+                        global_id=personality.identity_of(r) if self.keyed else None,
                         labels=personality.stored_labels(r),
                     )
                     for uid, r in found.items()
@@ -244,6 +247,14 @@ class Indexer:
         #: Held while a folder is synced, so the background sync and a search's freshness check of the
         #: same process (each with an indexer of its own, sharing this lock) do not interleave.
         self.lock = lock or threading.RLock()
+        #: Messages are keyed by the server's own id (the last plan adopted said so).
+        self.keyed = False
+
+    def adopt(self, plan: IndexPlan) -> list[str]:
+        """Follow the personality's ``plan``: key messages as it says, and drop the folders it no longer
+        keeps (their names)."""
+        self.keyed = plan.one_row_per_message
+        return self.prune(plan.kept)
 
     def prune(self, listed: Sequence[str]) -> list[str]:
         """Drop the folders not in ``listed`` (deleted or renamed on the server, or no longer planned);
@@ -254,7 +265,9 @@ class Indexer:
         return gone
 
     def folder(self, name: str) -> FolderSync:
-        return FolderSync(self.store, self.account_id, name, self.text_bytes, self.attachments)
+        return FolderSync(
+            self.store, self.account_id, name, self.text_bytes, self.attachments, keyed=self.keyed
+        )
 
 
 def sync_folder_now(

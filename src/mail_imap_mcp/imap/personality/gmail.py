@@ -65,11 +65,12 @@ class Gmail(Personality):
 
     def index_plan(self, listing: Listing, selectable: Sequence[str]) -> IndexPlan:
         """All Mail (every message once, with its labels); Spam and Trash, which All Mail leaves out, only
-        once a search asks for them. Where no mailbox is marked ``\\All``, every folder."""
+        once a search asks for them; a message keyed by its X-GM-MSGID. Where no mailbox is marked
+        ``\\All`` (All Mail hidden from IMAP), every folder, a row per folder that shows a message."""
         found = listing.with_role(ALL)
         if not found:
             return super().index_plan(listing, selectable)
-        return IndexPlan(found[:1], [*listing.with_role(JUNK), *listing.with_role(TRASH)])
+        return IndexPlan(found[:1], [*listing.with_role(JUNK), *listing.with_role(TRASH)], True)
 
     def index_view(self, name: str, listing: Callable[[], Listing]) -> IndexView:
         """A label folder (INBOX, Sent Mail, a user's label...) is All Mail's messages with its label; All

@@ -38,6 +38,10 @@ class IndexPlan:
 
     always: list[str]
     on_request: list[str]
+    #: The planned folders never show one message twice (Gmail's All Mail, Spam and Trash): a message is
+    #: keyed by the server's own id of it (:meth:`Personality.identity_of`), one row wherever it is seen.
+    #: False where a message may be in several planned folders (each folder's search needs its row).
+    one_row_per_message: bool = False
 
     @property
     def kept(self) -> list[str]:
