@@ -19,9 +19,8 @@ from pydantic import BaseModel
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.errors import ExtractionError
-from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure, ToolResult
+from mail_imap_mcp.envelope import ErrorCode, Issue, ToolFailure, ToolResult
 from mail_imap_mcp.imap import errors
-from mail_imap_mcp.imap.changes_token import ChangesTokenError, ForeignChangesToken
 from mail_imap_mcp.imap.errors import (
     AccountBusy,
     AccountUnknown,
@@ -51,7 +50,7 @@ from mail_imap_mcp.imap.errors import (
     classify,
 )
 from mail_imap_mcp.imap.flags import ALLOWED_FLAGS, SYSTEM_FLAGS
-from mail_imap_mcp.imap.ids import ForeignMessageId, InvalidMessageId
+from mail_imap_mcp.imap.ids import ForeignMessageId
 from mail_imap_mcp.imap.parts import (
     NotAnAttachment,
     PartError,
@@ -61,7 +60,6 @@ from mail_imap_mcp.imap.parts import (
     StructureUnusable,
 )
 from mail_imap_mcp.imap.read import MessageGone
-from mail_imap_mcp.imap.search.cursors import CursorError, CursorMismatch, ForeignCursor, MailboxesChanged
 from mail_imap_mcp.imap.uidplus import MalformedUidSet
 from mail_imap_mcp.imap.write_errors import (
     AppendRefused,
@@ -92,6 +90,7 @@ from mail_imap_mcp.presentation.mail_failures import (
 from mail_imap_mcp.presentation.name_failures import NAME_FAILURES
 from mail_imap_mcp.presentation.query_failures import QUERY_FAILURES
 from mail_imap_mcp.presentation.state_failures import STATE_FAILURES
+from mail_imap_mcp.presentation.token_failures import TOKEN_FAILURES
 
 InputT = TypeVar("InputT", bound=BaseModel)
 AppT = TypeVar("AppT", bound=App)
@@ -305,68 +304,6 @@ def _part_failure(exc: PartError, call: Call | None) -> ToolFailure:
     return part_failure(exc, ref)
 
 
-def _invalid_message_id(exc: InvalidMessageId, call: Call | None) -> ToolFailure:
-    parameter = exc.parameter or next(
-        (
-            name
-            for name in ("message_id", "message_ids", "in_reply_to")
-            if call is not None and call.argument(name) is not None
-        ),
-        "message_id",
-    )
-    return ToolFailure.invalid_input(parameter, f"{exc}.")
-
-
-def _cursor_error(exc: CursorError, call: Call | None) -> ToolFailure:
-    if isinstance(exc, ForeignCursor):  # another user's: said as none at all, naming nobody
-        return ToolFailure(
-            ErrorCode.NOT_FOUND,
-            "No such cursor (argument 'cursor'); rerun the search without a cursor to start again.",
-            details={"parameter": "cursor"},
-            retryable=False,
-        )
-    if isinstance(exc, CursorMismatch):
-        return ToolFailure.invalid_input(
-            "cursor",
-            "it belongs to a search with a different account, mailbox or filters, or another sort order. "
-            "Pass exactly the filters of the first page with this cursor, or drop the cursor to start a new search.",
-        )
-    return ToolFailure.invalid_input("cursor", f"{exc}. Rerun the search without a cursor to start again.")
-
-
-def _mailboxes_changed(exc: MailboxesChanged, call: Call | None) -> ToolFailure:
-    """A cursor of several mailboxes whose set changed (created, deleted, renamed, recreated)."""
-    account_id, _ = _account(call)
-    arguments = {**(call.rerun_arguments() if call is not None else {}), "account_id": account_id}
-    return ToolFailure(
-        ErrorCode.CONFLICT,
-        "The mailboxes this search covers changed since its first page (one was created, deleted, renamed "
-        "or recreated), so the cursor (argument 'cursor') no longer applies; run the search again from its "
-        "first page.",
-        details={"parameter": "cursor"},
-        retryable=False,
-        next_action=NextAction(
-            instruction="Run the search again from its first page",
-            tool="imap_search_messages",
-            arguments=arguments,
-        ),
-    )
-
-
-def _changes_token_error(exc: ChangesTokenError, call: Call | None) -> ToolFailure:
-    if isinstance(exc, ForeignChangesToken):  # another user's: said as none at all, naming nobody
-        return ToolFailure(
-            ErrorCode.NOT_FOUND,
-            f"No such token (argument {exc.parameter!r}). Call imap_get_changes without since (and cursor) "
-            "for a new token.",
-            details={"parameter": exc.parameter},
-            retryable=False,
-        )
-    return ToolFailure.invalid_input(
-        exc.parameter, f"{exc}. Call imap_get_changes without since (and cursor) for a new token."
-    )
-
-
 def _malformed_uid_set(exc: MalformedUidSet, call: Call | None) -> ToolFailure:
     return ToolFailure(
         ErrorCode.UNAVAILABLE, f"The server answered with a malformed UID set ({exc}).", retryable=False
@@ -421,14 +358,7 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     StructureUnusable: _part_failure,
     PartRefused: _part_failure,
     PartError: _part_failure,
-    InvalidMessageId: _invalid_message_id,
     ForeignMessageId: _foreign_message_id,
-    CursorError: _cursor_error,
-    ForeignCursor: _cursor_error,
-    CursorMismatch: _cursor_error,
-    MailboxesChanged: _mailboxes_changed,
-    ChangesTokenError: _changes_token_error,
-    ForeignChangesToken: _changes_token_error,
     MalformedUidSet: _malformed_uid_set,
     ExtractionError: _extraction_failed,
     **STATE_FAILURES,
@@ -436,6 +366,7 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     **DRAFT_FAILURES,
     **NAME_FAILURES,
     **QUERY_FAILURES,
+    **TOKEN_FAILURES,
 }
 
 
