@@ -74,29 +74,31 @@ def deployment(tmp_path: Path, dovecot: Dovecot) -> Iterator[Deployment]:
         )
     dovecot.seed(team.shared_user, "Archive", [])
     dovecot.seed(team.shared_user, "Old", [])
-    ports = free_ports(*["127.0.0.1"] * 4)
     with (
         IdentityProvider() as idp,
         RedisServer(tmp_path / "redis") as redis,
         FaultProxy(dovecot.host, dovecot.tls_port) as proxy,
-        HAProxy(tmp_path / "haproxy", ports[1:], port=ports[0]) as balancer,
     ):
-        config = team_config(
-            tmp_path / "config.toml",
-            dovecot,
-            team,
-            idp,
-            audience=balancer.url,
-            redis_url=redis.url,
-            server={"background_after_s": 0, "allow_permanent_delete": True},
-            support={"port": proxy.port, "command_timeout_s": 30},
-        )
-        instances = start_instances(config, ports[1:])
-        try:
-            yield Deployment(team, idp, redis, proxy, instances, balancer, dovecot)
-        finally:
-            for instance in instances:
-                instance.stop()
+        # Chosen once the others listen: a port the system hands one of them (port 0) can no longer be
+        # one of these (it was: "Address already in use" when an instance started).
+        ports = free_ports(*["127.0.0.1"] * 4)
+        with HAProxy(tmp_path / "haproxy", ports[1:], port=ports[0]) as balancer:
+            config = team_config(
+                tmp_path / "config.toml",
+                dovecot,
+                team,
+                idp,
+                audience=balancer.url,
+                redis_url=redis.url,
+                server={"background_after_s": 0, "allow_permanent_delete": True},
+                support={"port": proxy.port, "command_timeout_s": 30},
+            )
+            instances = start_instances(config, ports[1:])
+            try:
+                yield Deployment(team, idp, redis, proxy, instances, balancer, dovecot)
+            finally:
+                for instance in instances:
+                    instance.stop()
 
 
 async def ids_of(mcp: EnvelopeClient) -> list[str]:
