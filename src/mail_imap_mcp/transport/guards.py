@@ -382,3 +382,17 @@ async def send_json(
         }
     )
     await send({"type": "http.response.body", "body": payload})
+
+
+def bearer_of(scope: Scope) -> tuple[bytes, bytes, list[tuple[bytes, bytes]]]:
+    """A request's Authorization scheme and credentials (empty when absent), and its other headers:
+    what goes on once the header is checked, so nothing downstream sees or logs it."""
+    given = b""
+    others = []
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            given = value
+        else:
+            others.append((name, value))
+    scheme, _, credentials = given.strip().partition(b" ")
+    return scheme, credentials, others

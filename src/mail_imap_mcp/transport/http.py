@@ -45,6 +45,7 @@ from mail_imap_mcp.transport.guards import (
     RateLimitedLog,
     RequestLimits,
     TrustOnToken,
+    bearer_of,
     guarded_protocol,
     log_refusal,
     send_json,
@@ -127,14 +128,7 @@ class BearerAuth:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        given: bytes | None = None
-        others = []
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                given = value
-            else:
-                others.append((name, value))
-        scheme, _, credentials = (given or b"").strip().partition(b" ")
+        scheme, credentials, others = bearer_of(scope)
         if scheme.lower() != b"bearer":
             # RFC 6750 section 3.1: no error code when the request carried no bearer credentials.
             challenge = f'Bearer realm="{REALM}"'

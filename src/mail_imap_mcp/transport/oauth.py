@@ -37,7 +37,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mail_imap_mcp.config import HttpAuthSettings
 from mail_imap_mcp.state import USER_CLAIM
-from mail_imap_mcp.transport.guards import log_refusal, send_json
+from mail_imap_mcp.transport.guards import bearer_of, log_refusal, send_json
 
 log = logging.getLogger("mail_imap_mcp.http")
 
@@ -255,14 +255,7 @@ class ResourceServerAuth:
             else:
                 await send_json(send, 200, self._metadata, [(b"cache-control", b"max-age=3600")])
             return
-        given: bytes | None = None
-        others = []
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                given = value
-            else:
-                others.append((name, value))
-        scheme, _, credentials = (given or b"").strip().partition(b" ")
+        scheme, credentials, others = bearer_of(scope)
         if scheme.lower() != b"bearer" or not credentials.strip():
             # RFC 6750 section 3.1: no error code when the request carried no bearer credentials.
             await self._refuse(scope, send, 401, None, "Authorization: Bearer <access token> is required")
