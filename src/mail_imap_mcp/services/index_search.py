@@ -16,7 +16,7 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol
+from typing import Literal
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import Issue
@@ -33,26 +33,8 @@ from mail_imap_mcp.index.summaries import summary_of
 from mail_imap_mcp.query import Query
 from mail_imap_mcp.query.fts5 import Fts5Query, compile_fts5
 from mail_imap_mcp.query.tree import AllOf, AnyOf, Label, nodes
+from mail_imap_mcp.services.search_args import ALL_MAILBOXES, SearchArgs
 from mail_imap_mcp.services.search_backend import IndexChoice, choose_index
-
-ALL_MAILBOXES = "*"
-
-
-class IndexSearchArgs(Protocol):
-    """The arguments of imap_search_messages the index reads."""
-
-    @property
-    def account_id(self) -> str: ...
-    @property
-    def mailbox(self) -> str: ...
-    @property
-    def mailboxes(self) -> list[str] | None: ...
-    @property
-    def limit(self) -> int: ...
-    @property
-    def snippet_chars(self) -> int: ...
-    @property
-    def cursor(self) -> str | None: ...
 
 
 @dataclass
@@ -63,14 +45,14 @@ class IndexAnswer:
     warnings: list[str] = field(default_factory=list)
 
 
-def _digest(args: IndexSearchArgs, filter_digest: str, order: str) -> str:
+def _digest(args: SearchArgs, filter_digest: str, order: str) -> str:
     spec = json.dumps(["index", filter_digest, args.mailbox, args.mailboxes, order], ensure_ascii=False)
     return hashlib.sha256(spec.encode()).hexdigest()[:DIGEST_CHARS]
 
 
 def index_page(
     app: AppContext,
-    args: IndexSearchArgs,
+    args: SearchArgs,
     search: Query,
     filter_digest: str,
     *,

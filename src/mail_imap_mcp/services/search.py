@@ -17,7 +17,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import Issue
@@ -42,6 +42,7 @@ from mail_imap_mcp.imap.sort import OrderedPage, ordered_page
 from mail_imap_mcp.query import DIALECTS, GmailOnly, Query, all_of, search_keys
 from mail_imap_mcp.query.structure import split
 from mail_imap_mcp.services.index_search import index_page
+from mail_imap_mcp.services.search_args import ALL_MAILBOXES, SearchArgs
 from mail_imap_mcp.services.search_backend import choose_backend
 from mail_imap_mcp.services.search_position import (
     position_page,
@@ -49,31 +50,11 @@ from mail_imap_mcp.services.search_position import (
 )
 from mail_imap_mcp.services.search_structure import PageRead, judged, place_of
 
-ALL_MAILBOXES = "*"
 #: A search of every mailbox covers at most this many (all read in the same few round trips).
 MAX_MAILBOXES = 100
 #: The longest cursor accepted: one of :data:`MAX_MAILBOXES` mailboxes keeps a row per mailbox (its name,
 #: UIDVALIDITY, snapshot, position), about 50-60 characters each with names like ``INBOX.Archive.2024``.
 MAX_CURSOR_CHARS = 32768
-
-
-class SearchArgs(Protocol):
-    """The arguments of imap_search_messages this module reads (declared in tools/search_messages.py)."""
-
-    @property
-    def account_id(self) -> str: ...
-    @property
-    def mailbox(self) -> str: ...
-    @property
-    def mailboxes(self) -> list[str] | None: ...
-    @property
-    def sort(self) -> Literal["arrival", "date", "relevance"]: ...
-    @property
-    def limit(self) -> int: ...
-    @property
-    def snippet_chars(self) -> int: ...
-    @property
-    def cursor(self) -> str | None: ...
 
 
 def wanted_mailboxes(args: SearchArgs) -> tuple[list[str], bool]:

@@ -12,7 +12,7 @@ from mail_imap_mcp.imap.directory import MailboxDirectory, canonical_inbox
 from mail_imap_mcp.imap.roles import ALL, ARCHIVE, DRAFTS, INBOX, JUNK, SENT, TRASH
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.query import Anywhere, InMailbox, Scope
-from mail_imap_mcp.services.search import ALL_MAILBOXES
+from mail_imap_mcp.services.search_args import ALL_MAILBOXES
 
 #: What ``in:`` words name by role (RFC 6154 special use, else a usual name), as Gmail users write them.
 ROLE_WORDS = {
