@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +157,15 @@ async def test_cors_answers_only_the_configured_origins_any_port_where_asked() -
         assert (await _preflight(cors, origin)).get(b"access-control-allow-origin") == origin.encode()
     for origin in ("https://agent.example.com:8443", "http://dev.example", "http://dev.example.evil:80"):
         assert b"access-control-allow-origin" not in await _preflight(cors, origin)
+
+
+def test_regression_on_windows_a_token_file_draws_no_warning_from_mode_bits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows' st_mode shows every file as readable by others whatever its ACL: the warning was
+    needless there, every start."""
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    token_file.chmod(0o644)
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert token_file_warning(HttpSettings(token_file=token_file)) is None

@@ -23,6 +23,7 @@ import os
 import re
 import signal
 import socket
+import sys
 from collections.abc import Iterator
 
 import anyio
@@ -286,7 +287,8 @@ def bind(host: str, port: int) -> socket.socket:
 def token_file_warning(settings: HttpSettings) -> str | None:
     """A warning when ``token_file`` can be read by other users of the machine."""
     path = settings.token_file
-    if path is None:
+    # Windows keeps no POSIX mode bits (stat answers 0o666 for any file); the profile is private by ACL.
+    if path is None or sys.platform == "win32":
         return None
     try:
         mode = path.expanduser().stat().st_mode
