@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
 from mail_imap_mcp.app import accounts_of
-from mail_imap_mcp.config import Config
-from mail_imap_mcp.state import ANONYMOUS
+from mail_imap_mcp.config import Config, HttpAuthSettings
+from mail_imap_mcp.state import ANONYMOUS, USER_CLAIM
+from mail_imap_mcp.transport.oauth import AccessTokenVerifier, TokenRefused
 
 AUTH = {
     "issuer": "https://sso.example",
@@ -107,3 +109,30 @@ def test_state_takes_a_redis_url_or_the_variable_holding_it() -> None:
 def test_a_template_that_fills_in_nobody_is_refused() -> None:
     with pytest.raises(ValidationError, match=r"put \{user\} in username"):
         config({"own": account(username="shared@corp.example", per_user=True)}, http={"auth": AUTH})
+
+
+def test_regression_keys_and_introspection_in_the_clear_are_refused_beyond_loopback() -> None:
+    """Over plain http anyone on the path could hand over their own signing keys and sign any user."""
+    for name in ("issuer", "jwks_url"):
+        with pytest.raises(ValidationError, match=f"{name} must be an https URL"):
+            config({"w": account(users=["a"])}, http={"auth": {**AUTH, name: "http://sso.example/x"}})
+    loopback = {**AUTH, "issuer": "http://127.0.0.1:8080", "jwks_url": "http://localhost:8080/jwks"}
+    assert config({"w": account(users=["a"])}, http={"auth": loopback}).http.auth is not None
+
+
+@pytest.mark.parametrize("verified", [False, None, "true"])
+def test_regression_an_unverified_email_names_nobody(
+    verified: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With user_claim = "email" (the default), an address a user typed in at the identity provider
+    (email_verified false or absent) named that address's mailbox; and a token without email fell back
+    to its sub. Both are refused now; a verified address is the user."""
+    verifier = AccessTokenVerifier(HttpAuthSettings.model_validate(AUTH))
+    claims: dict[str, Any] = {"email": "victim@corp.example", "sub": "victim@corp.example", "exp": 2**31}
+    if verified is not None:
+        claims["email_verified"] = verified
+    monkeypatch.setattr(verifier, "_claims", lambda token: claims)
+    with pytest.raises(TokenRefused, match="not verified"):
+        asyncio.run(verifier.verify("t"))
+    claims["email_verified"] = True
+    assert asyncio.run(verifier.verify("t")).claims[USER_CLAIM] == "victim@corp.example"

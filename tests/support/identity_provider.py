@@ -118,6 +118,7 @@ class IdentityProvider:
             "aud": audience,
             "preferred_username": user,
             "email": f"{user}@corp.example",
+            "email_verified": True,
             "iat": now,
             "nbf": now,
             "exp": now + int(lifetime_s),

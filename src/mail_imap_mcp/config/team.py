@@ -3,12 +3,13 @@ token from the team's identity provider): the settings of a team deployment."""
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .accounts import ConfigError, check_env_names, resolve_secret
+from .accounts import ConfigError, check_env_names, is_loopback_host, resolve_secret
 
 
 class StateSettings(BaseModel):
@@ -97,7 +98,8 @@ class HttpAuthSettings(BaseModel):
         default="email",
         min_length=1,
         description="The claim naming the user, as `users` of an account lists them and `{user}` "
-        "substitutes; with the default, `sub` when a token has no `email`.",
+        "substitutes; `email` counts only with `email_verified: true` (an address a user typed in names "
+        "nobody).",
     )
     required_scopes: list[str] = Field(
         default_factory=list, description='Scopes every token must carry (e.g. `["mail"]`).'
@@ -138,6 +140,11 @@ class HttpAuthSettings(BaseModel):
             value = getattr(self, name)
             if value is not None and not value.startswith(("https://", "http://")):
                 raise ValueError(f"{name} must be an http(s) URL")
+        # Keys and introspection in the clear would let anyone on the path sign or vouch for any user.
+        for name in ("issuer", "jwks_url", "introspection_url"):
+            value = getattr(self, name)
+            if value is not None and value.startswith("http://") and not _is_loopback_url(value):
+                raise ValueError(f"{name} must be an https URL (plain http only on loopback)")
         return self
 
     def resolve_client_secret(self, env: Mapping[str, str] | None = None) -> str:
@@ -159,3 +166,8 @@ class HttpAuthSettings(BaseModel):
             file_setting="client_secret_file in [http.auth]",
             what="client secret",
         )
+
+
+def _is_loopback_url(url: str) -> bool:
+    host = urllib.parse.urlsplit(url).hostname or ""
+    return is_loopback_host(host)

@@ -41,6 +41,8 @@ def _reaching(url_shown: str) -> Iterator[None]:
         yield
     except redis.RedisError as exc:
         raise StateUnavailable(f"Redis at {url_shown} cannot be used ({type(exc).__name__}: {exc})") from None
+    except ValueError:  # a URL the client cannot read: its words may quote the password
+        raise StateUnavailable(f"Redis at {url_shown} cannot be used: the URL cannot be read") from None
 
 
 def shown_url(url: str) -> str:

@@ -107,8 +107,10 @@ class AccessTokenVerifier:
         claims = await anyio.to_thread.run_sync(self._claims, token)
         missing = [scope for scope in self.settings.required_scopes if scope not in _scopes(claims)]
         user = claims.get(self.settings.user_claim)
-        if user is None and self.settings.user_claim == "email":
-            user = claims.get("sub")
+        # An address the user may have typed in (some providers let them) names nobody: only a verified
+        # one does, never another claim in its place (a sub that looks like someone's address).
+        if self.settings.user_claim == "email" and claims.get("email_verified") is not True:
+            raise TokenRefused("the token's email is not verified (email_verified), so it names nobody")
         expires = claims.get("exp")
         return AccessToken(
             token="sha256:" + hashlib.sha256(token.encode()).hexdigest(),
