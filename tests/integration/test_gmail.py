@@ -292,6 +292,21 @@ async def test_delete_lands_in_trash_and_permanent_is_refused_outside_trash(
     assert trashed[ALL_MAIL] == before[ALL_MAIL] - 2 and trashed["messages"] == before["messages"]
 
 
+async def test_regression_trash_spam_and_no_labels_are_refused_as_label_changes(
+    gmcp: EnvelopeClient, gmail: Gmail, gmail_user: str
+) -> None:
+    """A label change that sends mail to Trash or Spam is a delete without its Trash, audit and undo
+    rules; an empty list with replace stripped every label (Inbox too) of every message given."""
+    before = census(gmail, gmail_user)
+    inbox = await gmcp.ok("imap_search_messages", {"mailbox": "INBOX"})
+    ids = [m["message_id"] for m in inbox["messages"]]
+    for labels in (["\\Trash"], ["[Gmail]/Spam"], ["Work", "spam"], []):
+        args = {"message_ids": ids, "operation": "replace", "labels": labels}
+        refused = await gmcp.fail("imap_update_message_flags", args, "invalid_input")
+        assert refused["error"]["details"]["parameter"] == "labels", labels
+    assert census(gmail, gmail_user) == before
+
+
 async def test_labels_are_refused_where_the_server_has_none(gmail_unmarked: Gmail) -> None:
     user = gmail_unmarked.new_user("n")
     seed_labelled(gmail_unmarked, user)

@@ -149,7 +149,7 @@ def handle(app: AppContext, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsDat
     action = f"dry_run:{args.operation}" if args.dry_run else args.operation
     line = AuditLine(NAME, batch.account_id, action, len(batch.items), failure_prefix="failed:")
     with audited(line.failed):  # the tool runner words the call's failure
-        if not args.flags and not args.labels:
+        if not args.flags and args.labels is None:
             raise ToolFailure.invalid_input("flags", "give flags, labels (Gmail) or both.")
         connection = batch_connection(app, batch)
         flags = parse_flags(args.flags) if args.flags else ()
@@ -226,11 +226,24 @@ def _answer(
     return ToolResult(summary=_summary(data), data=data, warnings=outcome.warnings)
 
 
+#: Labels that move mail out of sight rather than tag it: that is a delete (imap_apply_to_messages, with
+#: its Trash, audit and undo), not a label change.
+_NOT_LABELS = {"\\trash", "\\spam", "trash", "spam", "[gmail]/trash", "[gmail]/spam"}
+
+
 def _checked_labels(labels: list[str]) -> list[str]:
-    """Labels as given, each a name Gmail can hold (no control characters, at most 255 characters)."""
+    """Labels as given, each a name Gmail can hold (no control characters, at most 255 characters), at
+    least one, and none of Trash or Spam."""
+    if not labels:
+        raise ToolFailure.invalid_input("labels", "give at least one label (or leave labels out).")
     for label in labels:
         if not label.strip() or len(label) > 255 or any(ord(c) < 32 or ord(c) == 127 for c in label):
             raise ToolFailure.invalid_input("labels", f"{label[:50]!r} is not a label name.")
+        if label.strip().lower() in _NOT_LABELS:
+            raise ToolFailure.invalid_input(
+                "labels",
+                f"{label!r} would take the messages out of sight: use imap_apply_to_messages delete.",
+            )
     return labels
 
 
