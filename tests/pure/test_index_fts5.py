@@ -178,3 +178,11 @@ def test_the_store_answers_what_the_tree_means(
         assert page.total == len(page.hits)
     finally:
         store.close()
+
+
+def test_regression_an_underscore_alone_is_no_word_of_the_index() -> None:
+    """unicode61 splits words at "_": the phrase "_" matched nothing, so the index answered an empty page
+    where the server would have found the text; now the search goes to the server."""
+    with pytest.raises(Unsupported):
+        phrase("_")
+    assert phrase("snake_case") == '"snake_case"'

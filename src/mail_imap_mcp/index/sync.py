@@ -130,8 +130,17 @@ class FolderSync:
         personality = session.personality
         if not personality.has_labels:
             return None
-        answers = session.fetch_each([(uids, list(personality.index_items))])
-        return {uid: personality.stored_labels(answer) for uid, answer in answers.items() if uid in set(uids)}
+        items = list(personality.index_items)
+        wanted = set(uids)
+        labels: dict[int, tuple[str, ...]] = {}
+        # In chunks, as the build fetches: a mass archive changes the labels of thousands at once.
+        for first in range(0, len(uids), CHUNK * IN_FLIGHT):
+            batch = uids[first : first + CHUNK * IN_FLIGHT]
+            answers = session.fetch_each([(batch[i : i + CHUNK], items) for i in range(0, len(batch), CHUNK)])
+            labels.update(
+                {uid: personality.stored_labels(answer) for uid, answer in answers.items() if uid in wanted}
+            )
+        return labels
 
     def _token(self, session: ImapSession, state: FolderState) -> ChangesToken:
         modseq = state.highestmodseq
@@ -259,7 +268,8 @@ class Indexer:
     def prune(self, listed: Sequence[str]) -> list[str]:
         """Drop the folders not in ``listed`` (deleted or renamed on the server, or no longer planned);
         their names."""
-        gone = [name for name in self.store.folders() if name not in set(listed)]
+        kept = set(listed)
+        gone = [name for name in self.store.folders() if name not in kept]
         for name in gone:
             self.store.drop_folder(name)
         return gone

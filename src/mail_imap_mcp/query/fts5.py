@@ -48,7 +48,8 @@ TEXT_FIELDS: dict[str, tuple[str, ...]] = {
 HEADER_FIELDS = {"list-id": "list_id", "message-id": "message_id"}
 #: Bits of ``m.flag_bits`` (as the store writes them).
 FLAG_BITS = {"seen": 1, "answered": 2, "flagged": 4, "deleted": 8, "draft": 16}
-_WORD = re.compile(r"\w")
+#: A character the index's tokenizer (unicode61) keeps in a word: "_" separates words there.
+_WORD = re.compile(r"[^\W_]")
 
 
 class Unsupported(ValueError):
