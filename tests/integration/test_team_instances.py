@@ -81,24 +81,26 @@ def deployment(tmp_path: Path, dovecot: Dovecot) -> Iterator[Deployment]:
     ):
         # Chosen once the others listen: a port the system hands one of them (port 0) can no longer be
         # one of these (it was: "Address already in use" when an instance started).
-        ports = free_ports(*["127.0.0.1"] * 4)
-        with HAProxy(tmp_path / "haproxy", ports[1:], port=ports[0]) as balancer:
-            config = team_config(
-                tmp_path / "config.toml",
-                dovecot,
-                team,
-                idp,
-                audience=balancer.url,
-                redis_url=redis.url,
-                server={"background_after_s": 0, "allow_permanent_delete": True},
-                support={"port": proxy.port, "command_timeout_s": 30},
-            )
-            instances = start_instances(config, ports[1:])
-            try:
+        # The instances take the ports the system gives them (port 0); only the balancer's is chosen
+        # ahead, since the instances' audience names it (free ports chosen ahead were taken meanwhile).
+        (front,) = free_ports("127.0.0.1")
+        config = team_config(
+            tmp_path / "config.toml",
+            dovecot,
+            team,
+            idp,
+            audience=f"http://127.0.0.1:{front}/mcp",
+            redis_url=redis.url,
+            server={"background_after_s": 0, "allow_permanent_delete": True},
+            support={"port": proxy.port, "command_timeout_s": 30},
+        )
+        instances = start_instances(config, [0, 0, 0])
+        try:
+            with HAProxy(tmp_path / "haproxy", [i.port for i in instances], port=front) as balancer:
                 yield Deployment(team, idp, redis, proxy, instances, balancer, dovecot)
-            finally:
-                for instance in instances:
-                    instance.stop()
+        finally:
+            for instance in instances:
+                instance.stop()
 
 
 async def ids_of(mcp: EnvelopeClient) -> list[str]:
