@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp import MCPError
@@ -196,6 +197,46 @@ async def test_opaque_tokens_are_checked_by_introspection(
 
 MASTER_ENV = "MIM_TEST_MASTER_PASSWORD"
 MASTER_PASSWORD = "master-secret-for-tests"
+
+
+def challenge_params(challenge: str) -> list[tuple[str, str]]:
+    """The auth-params of a ``Bearer`` challenge, read as RFC 9110 says (quoted-string with quoted-pair)."""
+    assert challenge.startswith("Bearer ")
+    params, rest = [], challenge[len("Bearer ") :]
+    while rest:
+        name, _, rest = rest.partition("=")
+        assert rest.startswith('"'), challenge
+        value, index = [], 1
+        while rest[index] != '"':
+            if rest[index] == "\\":
+                index += 1
+            value.append(rest[index])
+            index += 1
+        params.append((name.strip(), "".join(value)))
+        rest = rest[index + 1 :].lstrip(", ")
+    return params
+
+
+def test_a_refusal_quoting_the_tokens_own_words_cannot_break_or_add_to_the_challenge(
+    server: HttpServer, idp: IdentityProvider, team: Team
+) -> None:
+    """Regression: the key id of a token is quoted in the refusal (the JWT library's words), and went
+    into WWW-Authenticate unescaped: a quote added parameters of the sender's choosing, a line break
+    broke the response."""
+    claims = idp.claims(team.alice, audience=server.url)
+    for kid in ('k", error="insufficient_scope", scope="admin', 'k\\" x', "k\r\nX-Injected: yes\x7f\x00"):
+        token = jwt.encode(claims, idp.key, algorithm="RS256", headers={"kid": kid})
+        answer = post(server, token)
+        assert answer.status_code == 401, kid
+        assert "x-injected" not in answer.headers, kid
+        params = challenge_params(answer.headers["www-authenticate"])
+        assert [name for name, _ in params] == ["error", "error_description", "resource_metadata"], kid
+        assert params[0][1] == "invalid_token", kid
+        description = params[1][1]
+        assert description.startswith("not a token signed with one of the issuer's keys"), kid
+        assert not any(ord(char) < 0x20 or ord(char) == 0x7F for char in description), kid
+        assert description == answer.json()["error_description"], kid
+    assert post(server, idp.jwt(team.alice, audience=server.url)).status_code == 200
 
 
 @pytest.fixture

@@ -48,6 +48,24 @@ ISSUER_TIMEOUT_S = 5.0
 _MAX_CACHED = 10_000
 
 
+#: The longest description a refusal carries (it may quote the token, e.g. its key id).
+MAX_DESCRIPTION_CHARS = 300
+
+
+def plain_text(text: str) -> str:
+    """``text`` as one printable ASCII line of at most :data:`MAX_DESCRIPTION_CHARS`: a refusal's words
+    may quote what the sender wrote (a token's key id), so control characters (a line break would end
+    the header) and anything beyond ASCII become ``?``."""
+    plain = "".join(char if " " <= char <= "~" else "?" for char in text)
+    return plain if len(plain) <= MAX_DESCRIPTION_CHARS else plain[: MAX_DESCRIPTION_CHARS - 3] + "..."
+
+
+def quoted(text: str) -> str:
+    """``text`` (printable ASCII, :func:`plain_text`) as an RFC 9110 quoted-string: a quote or backslash
+    is escaped, so it cannot end the value and start parameters of the sender's choosing."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 class TokenRefused(Exception):
     """The access token is not valid for this server; the message says why (never the token)."""
 
@@ -291,11 +309,12 @@ class ResourceServerAuth:
         )
 
     async def _refuse(self, scope: Scope, send: Send, status: int, error: str | None, why: str) -> None:
-        parts = [f'resource_metadata="{self._metadata_url}"']
+        why = plain_text(why)
+        parts = [f"resource_metadata={quoted(self._metadata_url)}"]
         if error is not None:
-            parts = [f'error="{error}"', f'error_description="{why}"', *parts]
+            parts = [f"error={quoted(error)}", f"error_description={quoted(why)}", *parts]
         if error == "insufficient_scope":
-            parts.append(f'scope="{" ".join(self.verifier.settings.required_scopes)}"')
+            parts.append(f"scope={quoted(' '.join(self.verifier.settings.required_scopes))}")
         log_refusal(scope, status, why)
         body = {"error": error or "unauthorized", "error_description": why}
         await send_json(send, status, body, [(b"www-authenticate", ("Bearer " + ", ".join(parts)).encode())])
