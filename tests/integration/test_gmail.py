@@ -466,3 +466,58 @@ async def test_a_label_store_whose_answer_is_lost_is_outcome_unknown_and_never_r
     after = census(gmail, gmail_user)
     # Gmail did make the change, once; nothing else moved.
     assert after["Lost"] == 2 and {k: v for k, v in after.items() if k != "Lost"} == before
+
+
+async def test_regression_a_label_store_lost_while_looking_in_all_mail_is_outcome_unknown(
+    gmail: Gmail, gmail_user: str
+) -> None:
+    """Removing Inbox takes the messages out of INBOX; the connection dies while they are looked up in All
+    Mail, after the STORE was answered: the change happened, so it is never not_attempted (an invitation
+    to send it again) but outcome_unknown, and nothing is sent again."""
+    before = census(gmail, gmail_user)
+    with FaultProxy(gmail.host, gmail.plain_port) as proxy:
+        settings = {**plain_settings(gmail, gmail_user, proxy.port), "write_enabled": True}
+        async with rig(settings, None) as r:
+            inbox = await r.client.ok("imap_search_messages", {"mailbox": "INBOX"})
+            ids = [m["message_id"] for m in inbox["messages"]]
+            proxy.cut_after_sent(b'EXAMINE "[Gmail]/All Mail"')
+            data = await r.client.ok(
+                "imap_update_message_flags", {"message_ids": ids, "operation": "remove", "labels": ["Inbox"]}
+            )
+            assert proxy.cuts == 1 and proxy.sent().count(b"-X-GM-LABELS") == 1, "the STORE was sent again"
+            assert data["status"] == "partial" and data["messages"] == []
+            assert sorted(i["message_id"] for i in data["issues"]) == sorted(ids)
+            assert {(i["code"], i["retryable"]) for i in data["issues"]} == {("outcome_unknown", False)}
+            assert data["next_action"]["tool"] == "imap_search_messages"
+    after = census(gmail, gmail_user)
+    assert after["INBOX"] == before["INBOX"] - 2 and after["messages"] == before["messages"]
+    assert {k: v for k, v in after.items() if k != "INBOX"} == {
+        k: v for k, v in before.items() if k != "INBOX"
+    }
+
+
+async def test_regression_labels_lost_before_their_store_after_the_flags_changed_are_said(
+    gmail: Gmail, gmail_user: str
+) -> None:
+    """Flags and labels in one call: the flags are stored, then the connection dies reading the labels.
+    The flags' results stand, and each message says its labels were not changed (not_attempted), where
+    the label change used to vanish without a word."""
+    before = census(gmail, gmail_user)
+    with FaultProxy(gmail.host, gmail.plain_port) as proxy:
+        settings = {**plain_settings(gmail, gmail_user, proxy.port), "write_enabled": True}
+        async with rig(settings, None) as r:
+            inbox = await r.client.ok("imap_search_messages", {"mailbox": "INBOX"})
+            ids = [m["message_id"] for m in inbox["messages"]]
+            proxy.cut_after_sent(b"(FLAGS X-GM-LABELS X-GM-MSGID)")
+            data = await r.client.ok(
+                "imap_update_message_flags",
+                {"message_ids": ids, "operation": "add", "flags": ["\\Flagged"], "labels": ["Later"]},
+            )
+            assert proxy.cuts == 1 and b"X-GM-LABELS (" not in proxy.sent()
+    assert data["status"] == "partial"
+    assert [m["flags"] for m in data["messages"]] == [["\\Flagged"], ["\\Flagged"]]
+    assert all(m.get("labels") is None for m in data["messages"])
+    assert sorted(i["message_id"] for i in data["issues"]) == sorted(ids)
+    after = census(gmail, gmail_user)
+    # Flagged is Gmail's Starred: the two messages are there now, and nothing else changed.
+    assert "Later" not in after and after == {**before, "[Gmail]/Starred": before["[Gmail]/Starred"] + 2}

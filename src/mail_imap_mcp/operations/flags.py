@@ -186,7 +186,21 @@ def _update_labels(
     ids in All Mail of those the change took out of the mailbox."""
     step = LabelStep(session, request.operation, request.labels or ())
     pending = [uid for uid, item in items.items() if item not in outcome.failed]
-    states = step.read(pending)
+    try:
+        states = step.read(pending)
+    except Exception as exc:
+        if not (outcome.wrote and is_lost(exc)):
+            raise
+        # The flags of these messages may have changed (their results stand); their labels were not.
+        outcome.fail(
+            [items[uid] for uid in pending],
+            "not_attempted",
+            "store",
+            "The connection was lost before the label change of this message was sent; its labels were "
+            "not changed.",
+            retryable=True,
+        )
+        raise StopRun() from exc
     if not request.flags:
         _gone(outcome, [items[uid] for uid in pending if uid not in states], "fetch_labels")
         outcome.mailboxes.append(MailboxFlags(group.mailbox, group.uidvalidity, len(states), 0, False))
@@ -211,9 +225,16 @@ def _update_labels(
     moved: dict[int, MessageRef] = {}
     # Only a label taken off can take a message out of its mailbox (an added one never does).
     if not request.dry_run and request.account is not None and request.operation != "add":
-        gone = step.left(list(states))
-        gmail_ids = {uid: found for uid in gone if (found := states[uid].gmail_id) is not None}
-        moved = step.found_in_all_mail(request.account, group.items[0].ref.account_id, gmail_ids)
+        try:
+            gone = step.left(list(states))
+            gmail_ids = {uid: found for uid in gone if (found := states[uid].gmail_id) is not None}
+            moved = step.found_in_all_mail(request.account, group.items[0].ref.account_id, gmail_ids)
+        except Exception as exc:
+            if not is_lost(exc):
+                raise
+            # The STORE was sent: where the messages are now is not known, and it is never sent again.
+            outcome.outcome_unknown(items[uid] for uid in states)
+            raise StopRun() from exc
     for uid, now in states.items():
         item = items[uid]
         change = outcome.results.get(item) or _result(item, now.flags, now.flags)
