@@ -310,3 +310,43 @@ async def test_a_write_on_one_instance_reaches_the_listen_streams_held_by_anothe
         finally:
             for instance in instances:
                 instance.stop()
+
+
+async def test_redis_stopped_during_a_background_write_is_unavailable_and_its_heartbeat_goes_on(
+    deployment: Deployment,
+) -> None:
+    """Regression: with Redis gone while a write ran on instance 0, another instance's poll and cancel
+    must be ``unavailable`` envelopes (retryable), and instance 0's heartbeat must outlive the outage,
+    so that once Redis is back (empty: it kept nothing) the operation is seen and cancelled again."""
+    before = deployment.counts()
+    async with (
+        deployment.client(deployment.team.alice, 0) as first,
+        deployment.client(deployment.team.alice, 1) as second,
+    ):
+        ids = await ids_of(first)
+        deployment.proxy.set_latency(0.3)
+        started = await first.ok(
+            "imap_apply_to_messages", {"message_ids": ids, "action": "move", "destination_mailbox": "Archive"}
+        )
+        operation_id = started["operation"]["operation_id"]
+        await until(second, operation_id, lambda data: data["operation"]["done"] > 0)
+        deployment.redis.stop()
+        polled = await second.fail("imap_get_operation", {"operation_id": operation_id}, "unavailable")
+        assert polled["error"]["retryable"] is True
+        await second.fail("imap_cancel_operation", {"operation_id": operation_id}, "unavailable")
+        assert (await first.ok("imap_get_operation", {"operation_id": operation_id}))["operation"][
+            "state"
+        ] == ("running")  # its own instance answers from memory
+        await anyio.sleep(2.5)  # a heartbeat or more failed meanwhile
+        deployment.redis.start()
+        with anyio.fail_after(30):
+            while True:  # written again by the heartbeat (Redis came back empty)
+                seen = await second.call("imap_get_operation", {"operation_id": operation_id})
+                if seen.get("success"):
+                    break
+                await anyio.sleep(0.2)
+        await second.ok("imap_cancel_operation", {"operation_id": operation_id})
+        finished = await until(second, operation_id, lambda data: data["operation"]["state"] != "running")
+        deployment.proxy.pass_through()
+    assert finished["operation"]["state"] == "canceled"
+    assert deployment.counts() == before

@@ -92,8 +92,13 @@ class SharedOperations:
             )
         except StateUnavailable as exc:
             log.warning("operation %s not written to the shared state: %s", view.operation_id, exc.detail)
+        except Exception:  # a bug must not end the write (nor the heartbeat) either: the next write may do
+            log.exception("operation %s not written to the shared state", view.operation_id)
 
     def read(self, user: str, operation_id: str) -> OperationView | None:
+        """The view any instance wrote of ``operation_id`` (None: none did, or not for ``user``);
+        :class:`StateUnavailable` when the store cannot be reached, which the tool answers as
+        ``unavailable`` (retryable), never as an operation that does not exist."""
         if not self.store.shared:
             return None
         raw = self.store.get(user_key("op", operation_id, user=user))
@@ -111,6 +116,8 @@ class SharedOperations:
                 self.store.delete(user_key("op", operation_id, user=user))
 
     def ask_cancel(self, user: str, operation_id: str) -> None:
+        """Ask the instance running ``operation_id`` to stop it; :class:`StateUnavailable` (the tool's
+        ``unavailable``, retryable) when the store cannot be reached: nobody was asked."""
         self.store.set(user_key("op-cancel", operation_id, user=user), b"1", self.ttl_s)
 
     def cancel_asked(self, user: str, operation_id: str) -> bool:
@@ -129,9 +136,14 @@ class SharedOperations:
             self._heartbeat.start()
 
     def _beat(self) -> None:
+        """Write every running operation's view each :data:`HEARTBEAT_S` until closed. No failure ends
+        it (regression: one did, and the other instances then said a running write had stopped)."""
         while not self._stop.wait(HEARTBEAT_S):
-            for view, user in self._running():
-                self.publish(view, user)
+            try:
+                for view, user in self._running():
+                    self.publish(view, user)
+            except Exception:
+                log.exception("heartbeat of the running operations failed; trying again in %g s", HEARTBEAT_S)
 
     def close(self) -> None:
         self._stop.set()
