@@ -521,3 +521,41 @@ async def test_regression_labels_lost_before_their_store_after_the_flags_changed
     after = census(gmail, gmail_user)
     # Flagged is Gmail's Starred: the two messages are there now, and nothing else changed.
     assert "Later" not in after and after == {**before, "[Gmail]/Starred": before["[Gmail]/Starred"] + 2}
+
+
+async def test_regression_a_label_replace_that_fails_part_way_says_which_messages_changed(
+    gmail: Gmail, gmail_user: str, gmcp: EnvelopeClient
+) -> None:
+    """Gmail changes the first message, then answers NO: the first is reported changed with its labels
+    now, the second refused and unchanged (the whole mailbox was reported refused); every folder counted."""
+    before = census(gmail, gmail_user)
+    inbox = await gmcp.ok("imap_search_messages", {"mailbox": "INBOX"})
+    one, two = (
+        next(m["message_id"] for m in inbox["messages"] if m["subject"] == s)
+        for s in ("About one", "About two")
+    )
+    gmail.fail_label_store(gmail_user, after=1)
+    data = await gmcp.ok(
+        "imap_update_message_flags",
+        {"message_ids": [one, two], "operation": "replace", "labels": ["Inbox", "Receipts"]},
+    )
+    assert data["status"] == "partial" and data["changed"] == 1
+    (changed,) = data["messages"]
+    assert changed["message_id"] == one and changed["changed"]
+    assert (changed["previous_labels"], changed["labels"]) == (
+        ["Important", "Inbox", "Work"],
+        ["Inbox", "Receipts"],
+    )
+    (issue,) = data["issues"]
+    assert (issue["message_id"], issue["code"]) == (two, "store_refused")
+    after = census(gmail, gmail_user)
+    assert after == {
+        **before,
+        "Receipts": 1,
+        "Work": before["Work"] - 1,
+        "[Gmail]/Important": before["[Gmail]/Important"] - 1,
+    }
+    undo = data["next_action"]
+    assert undo["tool"] == "imap_update_message_flags" and undo["arguments"]["message_ids"] == [one]
+    await gmcp.ok(undo["tool"], undo["arguments"])
+    assert {k: v for k, v in census(gmail, gmail_user).items() if k != "Receipts"} == before

@@ -81,6 +81,13 @@ class Gmail(AppendSeeding):
             return "(not started)"
         return tail_file(self.log_path, lines) or "(no log output)"
 
+    def fail_label_store(self, user: str, after: int) -> None:
+        """The user's next ``STORE [+-]X-GM-LABELS`` changes its first ``after`` messages, then answers NO
+        (the emulation's fault hook)."""
+        with self.connect(user, tls=False, starttls=False) as client:
+            typ, data = client._imap.xatom("XEMULATION", "FAIL-LABEL-STORE", str(after))
+            assert typ == "OK", data
+
     def label(self, user: str, mailbox: str, labels: Sequence[Iterable[str]]) -> None:
         """``STORE +X-GM-LABELS``: the i-th message (by UID order) of ``mailbox`` gains ``labels[i]``."""
         with self.connect(user, tls=False, starttls=False) as client:

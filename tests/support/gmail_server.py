@@ -12,6 +12,10 @@ removes every label; LOGIN, ``AUTHENTICATE PLAIN`` and ``XOAUTH2`` (the password
 at most 15 simultaneous connections per user, as Gmail allows. Besides: IMAP4rev1 with UIDPLUS, MOVE,
 CONDSTORE, ESEARCH, LIST-EXTENDED + LIST-STATUS, SPECIAL-USE, IDLE, NAMESPACE, UNSELECT, ENABLE.
 
+One command is the tests' own, never offered in CAPABILITY: ``XEMULATION FAIL-LABEL-STORE <n>`` makes
+the account's next ``STORE [+-]X-GM-LABELS`` change its first ``n`` messages and then answer NO, as a
+server whose store fails part way (the FETCH answers of the messages changed come before the NO).
+
 Run it alone with ``scripts/gmail-emulator`` (one JSON line: host, port, user, password, CA file), or
 from tests as :class:`Gmail` (tests/support/gmail_harness.py), an ``ImapServer`` like Dovecot.
 """
@@ -614,6 +618,11 @@ class Session:
             if kind == "FLAGS":
                 self.store_flags(folder, uid, message, action[0] if action[0] in "+-" else "=", names)
             else:
+                if self.mail.failing_label_store == 0:
+                    self.mail.failing_label_store = None
+                    raise No("[CANNOT] The labels of some messages could not be changed. (Failure)")
+                if self.mail.failing_label_store is not None:
+                    self.mail.failing_label_store -= 1
                 labels = {self.label_name(n) for n in names}
                 current = message.all_labels()
                 new = (
@@ -633,6 +642,13 @@ class Session:
             if kind == "FLAGS":
                 self.reported[uid] = message.modseq
         return "Success"
+
+    def do_XEMULATION(self, args: list[Token]) -> str:
+        """The tests' fault hook (module docstring): ``FAIL-LABEL-STORE <n>``."""
+        if len(args) != 2 or text(args[0]).upper() != "FAIL-LABEL-STORE":
+            raise Bad("XEMULATION FAIL-LABEL-STORE <n>")
+        self.mail.failing_label_store = int(text(args[1]))
+        return "Armed"
 
     def label_name(self, name: str) -> str:
         """A label as a client names it: ``\\Inbox`` and the other system labels in any case."""

@@ -135,6 +135,8 @@ class Account:
         self._uidvalidity = uidvalidity
         self._msgids = itertools.count(FIRST_MSGID)
         self.folders: dict[str, Folder] = {}
+        #: The fault armed by XEMULATION FAIL-LABEL-STORE: messages the next label STORE still changes.
+        self.failing_label_store: int | None = None
         for name in SYSTEM:
             self.create(name)
 

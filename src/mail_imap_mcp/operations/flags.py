@@ -211,15 +211,18 @@ def _update_labels(
         after = targets
     else:
         try:
-            after = step.store(states, targets)
-        except OutcomeUnknown:
+            stores = step.store(states, targets)
+        except Exception as exc:
+            if not (isinstance(exc, OutcomeUnknown) or is_lost(exc)):
+                raise
             outcome.outcome_unknown(items[uid] for uid in states)
             raise StopRun() from None
-        except WriteRefused as exc:
-            refused = request.refusals.refused(exc)
-            outcome.fail(
-                (items[uid] for uid in states), "store_refused", "store", refused.message, failure=refused
-            )
+        for uid, refusal in stores.refused.items():
+            refused = request.refusals.refused(refusal)
+            outcome.fail([items[uid]], "store_refused", "store", refused.message, failure=refused)
+        after = stores.after
+        states = {uid: state for uid, state in states.items() if uid in after}
+        if not states:
             return
         outcome.wrote = True
     moved: dict[int, MessageRef] = {}

@@ -11,6 +11,7 @@ put the label back.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap.directory import MailboxDirectory
@@ -21,6 +22,7 @@ from mail_imap_mcp.imap.roles import ALL
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import LabelState
 from mail_imap_mcp.imap.uidplus import format_uid_set
+from mail_imap_mcp.imap.write_errors import WriteRefused
 
 #: At most this many X-GM-MSGID keys in one search for messages that left their mailbox.
 _SEARCH_CHUNK = 64
@@ -45,6 +47,16 @@ def target_labels(operation: FlagOperation, requested: Sequence[str], before: Se
     return list(requested)
 
 
+@dataclass
+class LabelStores:
+    """What the label STOREs of one mailbox did."""
+
+    #: The labels now of each message the STOREs changed (or set, where they already had them).
+    after: dict[int, list[str]] = field(default_factory=dict)
+    #: The messages a refused STORE left as they were, with the refusal.
+    refused: dict[int, WriteRefused] = field(default_factory=dict)
+
+
 class LabelStep:
     """The label change of one mailbox's messages; ``results`` and failures go to the caller's ledger
     through ``settle`` and ``fail`` (see :func:`mail_imap_mcp.operations.flags.change_flags`)."""
@@ -63,9 +75,10 @@ class LabelStep:
             uid: target_labels(self.operation, self.labels, state.labels) for uid, state in states.items()
         }
 
-    def store(self, states: dict[int, LabelState], targets: dict[int, list[str]]) -> dict[int, list[str]]:
-        """Send the STOREs; the labels each message has now (answered by the server, else as set).
-        OutcomeUnknown and WriteRefused go to the caller."""
+    def store(self, states: dict[int, LabelState], targets: dict[int, list[str]]) -> LabelStores:
+        """Send the STOREs; what each message has now. A STORE the server refused may have changed some of
+        its messages before the NO: their labels are read again, and only those left as they were count
+        as refused. OutcomeUnknown goes to the caller."""
         uids = sorted(states)
         if self.operation != "replace":
             commands = [(uids, "+" if self.operation == "add" else "-", list(self.labels))]
@@ -74,11 +87,20 @@ class LabelStep:
             for uid in uids:
                 by_target.setdefault(tuple(targets[uid]), []).append(uid)
             commands = [(group, "", list(target)) for target, group in by_target.items()]
-        after: dict[int, list[str]] = {}
+        done = LabelStores()
         for group, mode, labels in commands:
-            answered = self.session.store_labels(group, mode, labels)
-            after.update({uid: answered.get(uid, targets[uid]) for uid in group})
-        return after
+            try:
+                answered = self.session.store_labels(group, mode, labels)
+            except WriteRefused as exc:
+                now = self.read(group)
+                for uid in group:
+                    if uid in now and set(now[uid].labels) != set(states[uid].labels):
+                        done.after[uid] = now[uid].labels
+                    else:
+                        done.refused[uid] = exc
+                continue
+            done.after.update({uid: answered.get(uid, targets[uid]) for uid in group})
+        return done
 
     def left(self, uids: Sequence[int]) -> list[int]:
         """Those of ``uids`` no longer in the selected mailbox (the change took them out)."""
