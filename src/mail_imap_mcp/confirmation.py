@@ -174,5 +174,5 @@ class ConfirmationGate:
         if int(stamp) < now:
             raise refuse("this token has expired")
         # Recorded until it expires, by whichever instance sees it first: it works once.
-        if not self._store.add(user_key("confirm-used", digest), b"1", int(stamp) - now + 1):
+        if not self._store.mark_used(user_key("confirm-used", digest), int(stamp) - now + 1):
             raise refuse("this token was already used")

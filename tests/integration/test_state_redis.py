@@ -55,6 +55,15 @@ def test_a_value_is_added_once_and_taken_once_whoever_races_for_it(redis: RedisS
     assert sorted(taken, key=lambda value: value is None) == [b"once", None, None, None]
 
 
+def test_a_single_use_is_recorded_once_for_every_instance(redis: RedisServer) -> None:
+    one, two = RedisStore(redis.url), RedisStore(redis.url)
+    assert one.mark_used("mim:confirm-used:x", 60)
+    assert not two.mark_used("mim:confirm-used:x", 60)
+    assert two.mark_used("mim:confirm-used:y", 0.2)
+    time.sleep(0.3)
+    assert one.mark_used("mim:confirm-used:y", 60)  # expired with the token it recorded
+
+
 def test_a_message_published_by_one_instance_reaches_the_other(redis: RedisServer) -> None:
     one, two = RedisStore(redis.url), RedisStore(redis.url)
     got: list[bytes] = []

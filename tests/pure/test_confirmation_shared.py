@@ -7,7 +7,8 @@ import pytest
 
 from mail_imap_mcp.confirmation import ConfirmationGate
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.state import MemoryStore, current_user
+from mail_imap_mcp.presentation.failures import failure_of
+from mail_imap_mcp.state import MemoryStore, UsedMarkersFull, current_user
 
 REQUEST = {"account_id": "support", "mailbox": "Old"}
 
@@ -63,3 +64,31 @@ def test_another_users_token_is_not_found_and_a_forged_one_invalid_input() -> No
 def test_without_a_shared_secret_each_process_signs_its_own() -> None:
     token = issued(ConfirmationGate(store=MemoryStore()))
     assert "different request" in refusal(ConfirmationGate(store=MemoryStore()), token)
+
+
+def test_a_used_token_stays_used_however_many_other_keys_the_store_holds() -> None:
+    """Regression: the used marker shared the store's bounded set of keys, oldest first out, so enough
+    other keys (mailbox lists, operations) made the store forget it and the token worked again."""
+    store = MemoryStore(max_keys=10)
+    gate = ConfirmationGate(store=store)
+    token = issued(gate)
+    gate.require("imap_manage_mailbox", {**REQUEST, "confirm_token": token}, "delete mailbox Old")
+    for number in range(100):
+        store.set(f"mim:other:{number}", b"x", 3600)
+        store.incr(f"mim:counter:{number}", 3600)
+    assert "already used" in refusal(gate, token)
+
+
+def test_when_no_more_used_tokens_can_be_kept_a_new_one_is_refused_not_an_old_one_forgotten() -> None:
+    store = MemoryStore(max_used=2)
+    gate = ConfirmationGate(store=store)
+    first, second, third = issued(gate), issued(gate), issued(gate)
+    for token in (first, second):
+        gate.require("imap_manage_mailbox", {**REQUEST, "confirm_token": token}, "delete mailbox Old")
+    with pytest.raises(UsedMarkersFull) as full:
+        gate.require("imap_manage_mailbox", {**REQUEST, "confirm_token": third}, "delete mailbox Old")
+    refused = failure_of(full.value)
+    assert refused is not None and refused.code == ErrorCode.LIMIT_EXCEEDED and refused.retryable
+    assert "nothing was changed" in refused.message
+    for token in (first, second):
+        assert "already used" in refusal(gate, token)

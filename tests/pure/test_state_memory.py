@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from mail_imap_mcp.state import ANONYMOUS, MemoryStore, current_user, shared_secret, user_key
+import pytest
+
+from mail_imap_mcp.state import ANONYMOUS, MemoryStore, UsedMarkersFull, current_user, shared_secret, user_key
 
 
 class Clock:
@@ -86,3 +88,28 @@ def test_keys_are_per_user_and_do_not_show_the_user() -> None:
     assert len({alice, bob, nobody}) == 3
     assert "alice" not in alice
     assert alice == user_key("op", "op_1", user="alice@corp.example")
+
+
+def test_counters_count_towards_the_bound_too() -> None:
+    store = MemoryStore(max_keys=2)
+    for key in "abc":
+        store.incr(key, 60)
+    assert [store.get(key) for key in "abc"] == [None, b"1", b"1"]
+
+
+def test_a_used_mark_lives_until_its_own_expiry_and_a_full_set_refuses_new_ones() -> None:
+    clock = Clock()
+    store = MemoryStore(max_keys=1, max_used=2, clock=clock)
+    assert store.mark_used("u1", 10) and store.mark_used("u2", 20)
+    assert not store.mark_used("u1", 10)
+    store.set("other", b"x", 60)
+    store.set("another", b"x", 60)  # the values' bound leaves the marks alone
+    with pytest.raises(UsedMarkersFull):
+        store.mark_used("u3", 10)
+    assert not store.mark_used("u2", 20)  # still known while full
+    clock.now += 10  # u1 expired: room for one
+    assert store.mark_used("u3", 10)
+    with pytest.raises(UsedMarkersFull):
+        store.mark_used("u4", 10)
+    clock.now += 10  # u2 and u3 expired
+    assert store.mark_used("u1", 10) and store.mark_used("u4", 10)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.state import StateUnavailable
+from mail_imap_mcp.state import StateUnavailable, UsedMarkersFull
 
 
 def _state_unavailable(exc: StateUnavailable, call: Any) -> ToolFailure:
@@ -19,6 +19,18 @@ def _state_unavailable(exc: StateUnavailable, call: Any) -> ToolFailure:
     )
 
 
+def _used_markers_full(exc: UsedMarkersFull, call: Any) -> ToolFailure:
+    return ToolFailure(
+        ErrorCode.LIMIT_EXCEEDED,
+        f"This server process already holds {exc.limit} confirmation tokens used in the last minutes, each "
+        "remembered until it expires so that it works only once; nothing was changed. Try again in a few "
+        "minutes, or share the state of the instances in Redis ([state] redis_url).",
+        details={"limit": exc.limit},
+        retryable=True,
+    )
+
+
 STATE_FAILURES: Mapping[type[BaseException], Callable[[Any, Any], ToolFailure]] = {
     StateUnavailable: _state_unavailable,
+    UsedMarkersFull: _used_markers_full,
 }

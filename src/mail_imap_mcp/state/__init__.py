@@ -21,6 +21,7 @@ from mail_imap_mcp.state.store import (
     StateUnavailable,
     Store,
     Subscription,
+    UsedMarkersFull,
     shared_secret,
 )
 
@@ -31,6 +32,7 @@ __all__ = [
     "StateUnavailable",
     "Store",
     "Subscription",
+    "UsedMarkersFull",
     "current_user",
     "open_store",
     "shared_secret",

@@ -128,6 +128,11 @@ class RedisStore:
         with _reaching(self.url_shown):
             return bool(self._client.set(key, value, px=max(1, int(ttl_s * 1000)), nx=True))
 
+    def mark_used(self, key: str, ttl_s: float) -> bool:
+        # Redis keeps a key until its time to live unless memory runs out under an eviction policy
+        # (docs/team.md: maxmemory-policy noeviction).
+        return self.add(key, b"1", ttl_s)
+
     def take(self, key: str) -> bytes | None:
         with _reaching(self.url_shown):
             value: bytes | None = self._client.getdel(key)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import secrets
 import threading
 import time
@@ -17,6 +18,16 @@ class StateUnavailable(Exception):
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
         self.detail = detail
+
+
+class UsedMarkersFull(Exception):
+    """No more single uses can be recorded until some expire (:meth:`Store.mark_used`): the use is
+    refused rather than an earlier one forgotten. Worded by the failure registry as ``limit_exceeded``
+    (retryable)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"{limit} single uses recorded, none expired yet")
+        self.limit = limit
 
 
 class Subscription(Protocol):
@@ -51,6 +62,12 @@ class Store(Protocol):
         with its first increment."""
         ...
 
+    def mark_used(self, key: str, ttl_s: float) -> bool:
+        """Record the single use ``key`` for ``ttl_s`` (the used thing's own lifetime): True for the
+        one caller that recorded it, False when it was recorded before. A mark is never forgotten
+        before its time (no other key pushes it out); :class:`UsedMarkersFull` where no more fit."""
+        ...
+
     def delete(self, key: str) -> None: ...
 
     def publish(self, channel: str, message: bytes) -> None: ...
@@ -65,6 +82,10 @@ class Store(Protocol):
 
 #: At most this many keys in memory: the oldest go first (every key has a time to live anyway).
 MAX_MEMORY_KEYS = 10_000
+#: At most this many single uses recorded in memory (:meth:`MemoryStore.mark_used`), apart from the keys:
+#: each lives until its own expiry, and past this many a new use is refused (confirmation tokens live
+#: five minutes: 10,000 confirmations within five minutes on one process).
+MAX_USED_MARKS = 10_000
 
 
 class _MemorySubscription:
@@ -81,9 +102,17 @@ class MemoryStore:
     shared = False
 
     def __init__(
-        self, *, max_keys: int = MAX_MEMORY_KEYS, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        max_keys: int = MAX_MEMORY_KEYS,
+        max_used: int = MAX_USED_MARKS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._values: OrderedDict[str, tuple[bytes, float]] = OrderedDict()
+        #: The single uses (key: expiry), and their expiries in a heap, soonest first.
+        self._used: dict[str, float] = {}
+        self._used_expiries: list[tuple[float, str]] = []
+        self._max_used = max_used
         self._subscribers: list[_MemorySubscription] = []
         self._lock = threading.Lock()
         self._max_keys = max_keys
@@ -130,8 +159,23 @@ class MemoryStore:
             value = self._live(key)
             count = int(value or b"0") + 1
             expires = self._values[key][1] if value is not None else self._clock() + ttl_s
-            self._values[key] = (str(count).encode(), expires)
+            self._put(key, str(count).encode(), expires - self._clock())
             return count
+
+    def mark_used(self, key: str, ttl_s: float) -> bool:
+        with self._lock:
+            now = self._clock()
+            while self._used_expiries and self._used_expiries[0][0] <= now:
+                expires, gone = heapq.heappop(self._used_expiries)
+                if self._used.get(gone) == expires:
+                    del self._used[gone]
+            if key in self._used:
+                return False
+            if len(self._used) >= self._max_used:
+                raise UsedMarkersFull(self._max_used)
+            self._used[key] = now + ttl_s
+            heapq.heappush(self._used_expiries, (now + ttl_s, key))
+            return True
 
     def delete(self, key: str) -> None:
         with self._lock:
