@@ -94,7 +94,7 @@ def start(session: ImapSession, account_id: str, mailbox: str) -> ChangesToken:
     state = _examined(session, mailbox)
     qresync = session.qresync  # with QRESYNC the newest message is read for UIDNEXT only: no digest
     commands = [_newest(state, 1 if qresync else DIGEST_MESSAGES)] if state.exists else []
-    if _condstore(session):
+    if _condstore(session, state):
         answers = _pipelined(session, account_id, mailbox, [_status_modseq(session, mailbox), *commands])
         modseq = _read_modseq(answers[0])
         if modseq:
@@ -111,9 +111,9 @@ def changes_since(session: ImapSession, since: ChangesToken) -> Changes:
     token was made with CONDSTORE and the mailbox no longer has it."""
     state = _examined(session, since.mailbox, since.uidvalidity)
     if since.flags is None:
-        if not _condstore(session):
+        if not _condstore(session, state):
             raise ChangesTokenError(
-                "since", "it was made while the server offered CONDSTORE, which it no longer does"
+                "since", "it was made while the mailbox had CONDSTORE, which it no longer has"
             )
         if session.qresync:
             return _since_by_vanished(session, state, since)
@@ -332,8 +332,10 @@ def _examined(session: ImapSession, mailbox: str, uidvalidity: int | None = None
     return state
 
 
-def _condstore(session: ImapSession) -> bool:
-    return session.profile.condstore
+def _condstore(session: ImapSession, state: MailboxState) -> bool:
+    """CONDSTORE may be used on the mailbox of ``state``: the server has it and the mailbox keeps MODSEQs
+    (a ``NOMODSEQ`` mailbox answers ``CHANGEDSINCE`` with BAD)."""
+    return session.profile.condstore and state.modseqs
 
 
 def _newest(state: MailboxState, count: int = DIGEST_MESSAGES) -> Command:

@@ -17,3 +17,6 @@ class MailboxState:
     readonly: bool = True
     #: PERMANENTFLAGS of the SELECT answer (``\\*``: new keywords allowed); None when the server sent none.
     permanent_flags: frozenset[str] | None = None
+    #: The mailbox keeps MODSEQs (False: its SELECT answered ``NOMODSEQ``, RFC 7162 3.1.2: no CONDSTORE
+    #: command may be used on it, whatever the server advertises).
+    modseqs: bool = True

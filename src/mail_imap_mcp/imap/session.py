@@ -235,6 +235,7 @@ class ImapSession(SearchCommands, FetchCommands, WriteCommands):
             exists=int(response.get(b"EXISTS", 0)),
             readonly=readonly,
             permanent_flags=parsing.permanent_flags(response.get(b"PERMANENTFLAGS")),
+            modseqs=b"NOMODSEQ" not in response,
         )
         self._owner.selected = state
         self._examined = mailbox

@@ -5,9 +5,11 @@ The round trip is ``LIST ... RETURN (STATUS (MESSAGES UIDNEXT UIDVALIDITY HIGHES
 server has LIST-STATUS and the search covers every mailbox (the listing also says which mailboxes a search
 of every mailbox covers, and which folders are gone), else one ``STATUS`` per folder, all sent at once. A
 folder is up to date when its UIDVALIDITY, UIDNEXT, message count and (with CONDSTORE) HIGHESTMODSEQ
-are what the index stored. Without CONDSTORE a flag change shows in none of them: when the query tests
-flags, every folder searched is synced (its flags compared), and on such a server the selected mailbox,
-whose STATUS may come from the session's stale view, is always synced. Syncing stops at the deadline:
+are what the index stored. Without CONDSTORE, or in a folder whose stored HIGHESTMODSEQ is 0 (a
+``NOMODSEQ`` mailbox: the server keeps no MODSEQ there, whatever it advertises), a flag change shows in
+none of them: when the query tests flags, every such folder searched is synced (its flags compared), and
+on a server without CONDSTORE the selected mailbox, whose STATUS may come from the session's stale view,
+is always synced. Syncing stops at the deadline:
 what is left is said, never hidden (:attr:`Freshness.stale`).
 """
 
@@ -44,15 +46,28 @@ def _items(session: ImapSession) -> bytes:
     return b"(MESSAGES UIDNEXT UIDVALIDITY" + modseq + b")"
 
 
-def _current(stored: FolderState | None, counts: MailboxCounts | None, condstore: bool) -> bool:
+def _flags_known(stored: FolderState | None, condstore: bool) -> bool:
+    """STATUS tells a flag change of the folder: the server has CONDSTORE and the index stored a
+    HIGHESTMODSEQ of it (0: unknown, the mailbox keeps none)."""
+    return condstore and stored is not None and stored.highestmodseq > 0
+
+
+def needs_sync(
+    stored: FolderState | None, counts: MailboxCounts | None, *, condstore: bool, flags_tested: bool
+) -> bool:
+    """The folder must be synced before the index answers: STATUS (``counts``) differs from what the
+    index ``stored``, or the query tests flags and STATUS cannot tell a flag change (:func:`_flags_known`)."""
     if stored is None or counts is None or not stored.complete:
-        return False
+        return True
+    flags_known = _flags_known(stored, condstore)
+    if flags_tested and not flags_known:
+        return True
     same = (
         counts.uidvalidity == stored.uidvalidity
         and counts.uidnext == stored.uidnext
         and counts.messages == stored.messages
     )
-    return same and (not condstore or (counts.highestmodseq or 0) == stored.highestmodseq)
+    return not same or (flags_known and (counts.highestmodseq or 0) != stored.highestmodseq)
 
 
 def refresh(
@@ -100,9 +115,8 @@ def refresh(
     changed = [
         name
         for name in names
-        if not _current(stored.get(name), counts.get(name), condstore)
-        or name == selected
-        or (not condstore and flags_tested)
+        if name == selected
+        or needs_sync(stored.get(name), counts.get(name), condstore=condstore, flags_tested=flags_tested)
     ]
     for name in changed:
         if time.monotonic() >= deadline:
