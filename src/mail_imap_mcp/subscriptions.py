@@ -22,6 +22,7 @@ each user).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
@@ -116,6 +117,7 @@ class MailboxSubscriptions:
         self._shared: dict[tuple[str, str, str], tuple[Watch, dict[str, int]]] = {}
         self._outbox, self._inbox = anyio.create_memory_object_stream[Send](_QUEUE)
         self._token: anyio.lowlevel.EventLoopToken | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- wiring --------------------------------------------------------------------------------------
 
@@ -143,6 +145,7 @@ class MailboxSubscriptions:
         """Deliver notifications while inside; at the end, stop every watch. With a shared store, the
         writes of every instance are heard too (:meth:`_changed_elsewhere`)."""
         self._token = anyio.lowlevel.current_token()
+        self._loop = asyncio.get_running_loop()  # the server runs on asyncio (uvicorn, anyio.run's default)
         heard = (
             self._app.store.subscribe(CHANGES_CHANNEL, self._changed_elsewhere)
             if self._app.store.shared
@@ -162,18 +165,27 @@ class MailboxSubscriptions:
                 await self.close()
 
     def _changed_elsewhere(self, message: bytes) -> None:
-        """A write on some instance changed mail of an account (a store thread calls this): tell the
-        listen streams of this process that listen to that account's mailboxes, the writer's own for a
-        ``per_user`` account and every allowed user's for a shared one. A hint, as any update: the
-        client reads the mailbox again."""
+        """A write on some instance changed mail of an account (a store thread calls this): handed to
+        the event loop (:meth:`_heard_change`) without waiting for it, since the subscriptions it looks
+        at change there (regression: read from this thread, they changed under it)."""
         try:
             event = json.loads(message)
             account_id, tag = str(event["account"]), str(event["user"])
         except (ValueError, KeyError, TypeError):
             return
-        keys = [key for key in self._shared if key[1] == account_id and tag in ("-", user_tag(key[0]))]
-        for key in keys:
-            self._post(functools.partial(self._publish, key))
+        if self._loop is None:
+            return
+        try:
+            self._loop.call_soon_threadsafe(self._heard_change, account_id, tag)
+        except RuntimeError:  # the loop is closed: the server is stopping
+            log.debug("a change announced after the server stopped", exc_info=True)
+
+    def _heard_change(self, account_id: str, tag: str) -> None:
+        """(On the event loop.) Tell the listen streams of this process that listen to ``account_id``'s
+        mailboxes, the writer's own for a ``per_user`` account (``tag``: the writer, :func:`user_tag`) and
+        every allowed user's for a shared one (``-``). A hint, as any update: the client reads again."""
+        for key in [key for key in self._shared if key[1] == account_id and tag in ("-", user_tag(key[0]))]:
+            self._queue(functools.partial(self._publish, key))
 
     async def close(self) -> None:
         """End every subscription's watch."""
