@@ -21,7 +21,6 @@ from pathlib import Path
 
 from mail_imap_mcp.index.store import (
     COLUMN_WEIGHTS,
-    FLAG_BITS,
     TEXT_COLUMNS,
     CompiledQuery,
     FolderState,
@@ -30,6 +29,7 @@ from mail_imap_mcp.index.store import (
     IndexedMessage,
     Order,
     flag_bits,
+    flag_names,
 )
 from mail_imap_mcp.query.fts5 import label_keys
 
@@ -43,8 +43,6 @@ IDS_PER_SECOND = 4096
 RANKED_MATCHES = 2_000
 #: How long a writer waits for another process's transaction before it gives up.
 BUSY_TIMEOUT_S = 30.0
-#: System flags by their bit, as servers spell them.
-_FLAG_NAMES = {bit: "\\" + name[1:].title() for name, bit in FLAG_BITS.items()}
 
 _SCHEMA = f"""
 CREATE TABLE folders(
@@ -388,7 +386,7 @@ def _hit(row: tuple[object, ...]) -> Hit:
     name, uidvalidity, uid, rank, sent, doc, bits, keywords, size, attached, labels = row
     assert isinstance(doc, bytes) and isinstance(bits, int) and isinstance(keywords, str)
     assert isinstance(labels, str)
-    flags = (*(flag for bit, flag in _FLAG_NAMES.items() if bits & bit), *keywords.split())
+    flags = (*flag_names(bits), *keywords.split())
     return Hit(
         str(name),
         int(uidvalidity),  # type: ignore[call-overload]

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from mail_imap_mcp.query.fts5 import FLAG_BITS
+
 #: The text columns of a message, in the order the store keeps them (and FTS5 weighs them).
 TEXT_COLUMNS = (
     "subject",
@@ -37,8 +39,10 @@ TEXT_COLUMNS = (
 #: the text of attachments (``index_attachments``) below the body.
 COLUMN_WEIGHTS = (10.0, 6.0, 3.0, 2.0, 2.0, 1.0, 2.0, 0.3, 4.0, 1.0)
 
-#: System flags as bits of :attr:`IndexedMessage.flag_bits`.
-FLAG_BITS = {"\\seen": 1, "\\answered": 2, "\\flagged": 4, "\\deleted": 8, "\\draft": 16}
+#: The system flags as the store's bits (:data:`~mail_imap_mcp.query.fts5.FLAG_BITS`, which the compiled
+#: queries test), by their lower-case spelling and by bit as servers spell them.
+_BITS = {"\\" + name: bit for name, bit in FLAG_BITS.items()}
+_NAMES = {bit: "\\" + name.title() for name, bit in FLAG_BITS.items()}
 
 
 def flag_bits(flags: Iterable[str]) -> tuple[int, str]:
@@ -47,11 +51,16 @@ def flag_bits(flags: Iterable[str]) -> tuple[int, str]:
     bits, keywords = 0, []
     for flag in flags:
         lowered = flag.lower()
-        if lowered in FLAG_BITS:
-            bits |= FLAG_BITS[lowered]
+        if lowered in _BITS:
+            bits |= _BITS[lowered]
         elif not lowered.startswith("\\"):
             keywords.append(flag)
     return bits, " ".join(sorted(set(keywords)))
+
+
+def flag_names(bits: int) -> tuple[str, ...]:
+    """The system flags of stored ``bits``, as servers spell them (``\\Seen``)."""
+    return tuple(name for bit, name in _NAMES.items() if bits & bit)
 
 
 @dataclass(frozen=True)

@@ -45,15 +45,12 @@ from mail_imap_mcp.index.attachments import (
     rounds,
 )
 from mail_imap_mcp.index.document import index_items, indexed_message, message_parts
-from mail_imap_mcp.index.store import FLAG_BITS, FolderState, IndexStore
+from mail_imap_mcp.index.store import FolderState, IndexStore, flag_names
 
 #: UIDs per ``UID FETCH``.
 CHUNK = 250
 #: ``UID FETCH`` commands sent before the first answer is read.
 IN_FLIGHT = 4
-
-#: The system flags by their bit, as servers spell them.
-_FLAG_NAMES = {bit: "\\" + name[1:].title() for name, bit in FLAG_BITS.items()}
 
 #: Called with (folder, messages indexed now, bytes of their answers).
 OnProgress = Callable[[str, int, int], None]
@@ -61,7 +58,7 @@ OnProgress = Callable[[str, int, int], None]
 
 def _flags_from(bits: int, keywords: str) -> tuple[str, ...]:
     """Stored flags as the changes machinery compares them (sorted, as the server spells them)."""
-    return tuple(sorted([*(name for bit, name in _FLAG_NAMES.items() if bits & bit), *keywords.split()]))
+    return tuple(sorted([*flag_names(bits), *keywords.split()]))
 
 
 def indexable(session: ImapSession) -> IndexPlan:

@@ -46,7 +46,8 @@ TEXT_FIELDS: dict[str, tuple[str, ...]] = {
 }
 #: Headers the index keeps, and their columns.
 HEADER_FIELDS = {"list-id": "list_id", "message-id": "message_id"}
-#: Bits of ``m.flag_bits`` (as the store writes them).
+#: The system flags as bits of ``m.flag_bits``, by the query's name of each (``is:flagged``: ``flagged``,
+#: the server's ``\\Flagged``): the one definition the store writes and this compiler reads.
 FLAG_BITS = {"seen": 1, "answered": 2, "flagged": 4, "deleted": 8, "draft": 16}
 #: A character the index's tokenizer (unicode61) keeps in a word: "_" separates words there.
 _WORD = re.compile(r"[^\W_]")
