@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import threading
 from array import array
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -157,9 +158,30 @@ class FolderSync:
         self.state = replace(self.state, uidnext=max(self.state.uidnext, self.server_uidnext), complete=True)
         self.store.update(self.state, flags={}, removed=())
 
+    def _resume(self) -> bool:
+        """Go on from the folder's state as stored now, not as this sync last wrote it: another sync of
+        the folder between two steps (a search's freshness check between two steps of the background
+        sync) may have gone further, and writing the older state back would lower its UIDNEXT below
+        messages the index holds (VANISHED names only UIDs below it: their expunge would go unseen).
+        The pending messages below the stored UIDNEXT were looked at by that sync. False: the folder
+        was dropped or indexed again meanwhile, and this sync stores nothing more."""
+        assert self.state is not None
+        stored = self.store.folders().get(self.name)
+        if stored is None or stored.uidvalidity != self.state.uidvalidity:
+            self.pending = array("Q")
+            return False
+        self.state = stored
+        del self.pending[: bisect_left(self.pending, stored.uidnext)]
+        return True
+
     def fetch(self, session: ImapSession, limit: int, on_progress: OnProgress | None = None) -> int:
         """Index up to ``limit`` of the pending messages (whole chunks, pipelined); the number left."""
         assert self.state is not None
+        if not self._resume():
+            return 0
+        if not self.pending:
+            self._finish()
+            return 0
         session.examine(self.name)
         session.settle()
         taken = self.pending[: max(limit, 1)]
