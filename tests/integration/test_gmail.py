@@ -559,3 +559,20 @@ async def test_regression_a_label_replace_that_fails_part_way_says_which_message
     assert undo["tool"] == "imap_update_message_flags" and undo["arguments"]["message_ids"] == [one]
     await gmcp.ok(undo["tool"], undo["arguments"])
     assert {k: v for k, v in census(gmail, gmail_user).items() if k != "Receipts"} == before
+
+
+async def test_regression_a_label_that_reads_as_a_number_is_kept_in_a_label_writes_results(
+    gmail: Gmail, gmail_user: str, gmcp: EnvelopeClient
+) -> None:
+    """Gmail sends a label named 2026 as an atom, which reads as a number: a label write read it as no
+    label (its previous and new labels lacked it), where a search showed it."""
+    gmail.label(gmail_user, "INBOX", [[], ["2026"]])
+    inbox = await gmcp.ok("imap_search_messages", {"mailbox": "INBOX", "fields": "full"})
+    two = next(m for m in inbox["messages"] if m["subject"] == "About two")
+    assert two["labels"] == ["2026", "Inbox"]
+    data = await gmcp.ok(
+        "imap_update_message_flags",
+        {"message_ids": [two["message_id"]], "operation": "add", "labels": ["Tax"]},
+    )
+    (result,) = data["messages"]
+    assert (result["previous_labels"], result["labels"]) == (["2026", "Inbox"], ["2026", "Inbox", "Tax"])

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mail_imap_mcp.envelope import NextAction
-from mail_imap_mcp.operations.labels import label_names, shown, target_labels
+from mail_imap_mcp.imap.personality.gmail import label_names_of, shown_labels
+from mail_imap_mcp.operations.labels import label_names, target_labels
 from mail_imap_mcp.presentation.flag_undo import undo_labels
 
 
@@ -24,7 +25,16 @@ def test_labels_are_spelled_as_x_gm_labels_names_them_and_shown_as_summaries_sho
     assert label_names(["Inbox", "\\inbox", " Work ", "Starred", "important", "Work"]) == (
         "\\Inbox", "Work", "\\Starred", "\\Important"
     )  # fmt: skip
-    assert shown(["\\Inbox", "\\Starred", "Work", "\\Sent", "\\Draft"]) == ["Draft", "Inbox", "Sent", "Work"]
+    shown = shown_labels(["\\Inbox", "\\Starred", "Work", "\\Sent", "\\Draft", "Work"])
+    assert shown == ["Draft", "Inbox", "Sent", "Work"]
+
+
+def test_x_gm_labels_are_read_once_for_writes_summaries_and_the_index() -> None:
+    """One reading (personality/gmail.py): a label that reads as a number is its name, a quoted or
+    modified UTF-7 one is decoded."""
+    answer: dict[bytes, object] = {b"X-GM-LABELS": (b"\\Inbox", 2026, b"Caf&AOk-", "Two words")}
+    assert label_names_of(answer) == ["\\Inbox", "2026", "Caf\u00e9", "Two words"]
+    assert label_names_of({b"FLAGS": ()}) == []
 
 
 def test_add_remove_replace() -> None:

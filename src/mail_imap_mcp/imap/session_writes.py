@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeVar
 from mail_imap_mcp.imap import parsing, wire
 from mail_imap_mcp.imap.errors import Context, ServerRefused, classify, says_mailbox_missing
 from mail_imap_mcp.imap.personality import Profile
+from mail_imap_mcp.imap.personality.gmail import label_names_of
 from mail_imap_mcp.imap.uidplus import CopyUid, MalformedUidSet, format_uid_set, parse_copyuids, parse_uid_set
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
 from mail_imap_mcp.imap.write_errors import DestinationMissing, ExtensionMissing, WriteRefused
@@ -285,7 +286,5 @@ def _label_state(data: dict[bytes, Any]) -> LabelState:
     flags = tuple(
         t for t in (parsing.as_text(f) for f in data.get(b"FLAGS", ())) if t and t.lower() != "\\recent"
     )
-    raw = data.get(b"X-GM-LABELS") or ()
-    labels = [parsing.mailbox_name(label) for label in raw if isinstance(label, bytes | str)]
     msgid = data.get(b"X-GM-MSGID")
-    return LabelState(flags, labels, msgid if isinstance(msgid, int) else None)
+    return LabelState(flags, label_names_of(data), msgid if isinstance(msgid, int) else None)

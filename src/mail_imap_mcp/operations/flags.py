@@ -18,12 +18,13 @@ from mail_imap_mcp.imap.errors import OutcomeUnknown
 from mail_imap_mcp.imap.flags import FlagOperation, flag_keys, not_permitted, ordered, target_flags
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.mailbox_state import MailboxState
+from mail_imap_mcp.imap.personality.gmail import shown_labels
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import FlagState
 from mail_imap_mcp.imap.write_errors import WriteRefused
 from mail_imap_mcp.operations.background import Progress
 from mail_imap_mcp.operations.batch import Batch, BatchItem, MailboxGroup
-from mail_imap_mcp.operations.labels import LabelStep, shown
+from mail_imap_mcp.operations.labels import LabelStep
 from mail_imap_mcp.operations.ledger import Ledger
 from mail_imap_mcp.operations.runner import SelectRefusals, StopRun, each_mailbox, is_lost
 
@@ -245,8 +246,8 @@ def _update_labels(
             item,
             replace(
                 change,
-                labels_before=shown(now.labels),
-                labels_after=shown(after[uid]),
+                labels_before=shown_labels(now.labels),
+                labels_after=shown_labels(after[uid]),
                 moved_to=moved.get(uid),
             ),
         )

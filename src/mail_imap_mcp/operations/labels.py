@@ -17,7 +17,7 @@ from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.flags import FlagOperation
 from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.personality.gmail import gmail_label, shown_label
+from mail_imap_mcp.imap.personality.gmail import gmail_label
 from mail_imap_mcp.imap.roles import ALL
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import LabelState
@@ -31,11 +31,6 @@ _SEARCH_CHUNK = 64
 def label_names(labels: Sequence[str]) -> tuple[str, ...]:
     """Labels as given (``Inbox`` or ``\\Inbox``, ``Work``) as X-GM-LABELS names them, without duplicates."""
     return tuple(dict.fromkeys(gmail_label(label.strip()) for label in labels if label.strip()))
-
-
-def shown(labels: Sequence[str]) -> list[str]:
-    """Labels as a summary shows them (``\\Starred`` left out: the \\Flagged flag says it)."""
-    return sorted({name for label in labels if (name := shown_label(label)) is not None})
 
 
 def target_labels(operation: FlagOperation, requested: Sequence[str], before: Sequence[str]) -> list[str]:

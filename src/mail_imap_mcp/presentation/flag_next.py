@@ -8,8 +8,8 @@ from typing import Any
 
 from mail_imap_mcp.envelope import Issue, NextAction
 from mail_imap_mcp.imap.ids import parse_message_id
+from mail_imap_mcp.imap.personality.gmail import shown_labels
 from mail_imap_mcp.operations.flags import FlagRequest
-from mail_imap_mcp.operations.labels import shown
 from mail_imap_mcp.presentation.flag_undo import ChangedLabels, undo_flags, undo_labels
 from mail_imap_mcp.presentation.mail_failures import rerun_search
 
@@ -22,7 +22,7 @@ def _call(request: FlagRequest, message_ids: Iterable[str | None], **changes: An
     if request.flags:
         arguments["flags"] = list(request.flags)
     if request.labels is not None:
-        arguments["labels"] = shown(request.labels)
+        arguments["labels"] = shown_labels(request.labels)
     return {**arguments, **changes}
 
 

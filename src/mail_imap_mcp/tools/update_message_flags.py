@@ -22,11 +22,12 @@ from mail_imap_mcp.envelope import (
 )
 from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.flags import FlagOperation, ordered, parse_flags
+from mail_imap_mcp.imap.personality.gmail import shown_labels
 from mail_imap_mcp.operations import Operation, OperationRef
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.batch import Batch, group_message_ids
 from mail_imap_mcp.operations.flags import FlagChange, FlagOutcome, FlagRequest, change_flags
-from mail_imap_mcp.operations.labels import label_names, shown
+from mail_imap_mcp.operations.labels import label_names
 from mail_imap_mcp.operations.runner import run_bulk_write
 from mail_imap_mcp.presentation.arguments import MessageIdArg
 from mail_imap_mcp.presentation.flag_next import flag_next_action
@@ -213,7 +214,7 @@ def _answer(
         account_id=account,
         operation=request.operation,
         flags=ordered(request.flags),
-        labels=shown(request.labels) if request.labels is not None else None,
+        labels=shown_labels(request.labels) if request.labels is not None else None,
         dry_run=request.dry_run,
         requested=len(batch.items),
         changed=sum(result.changed for result in results),

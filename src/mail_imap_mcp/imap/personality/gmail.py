@@ -10,7 +10,7 @@ expunge removes a message for good only in Trash or Spam (elsewhere it removes o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import ClassVar
 
 from mail_imap_mcp.imap import parsing
@@ -31,6 +31,21 @@ def shown_label(label: str) -> str | None:
     if label in HIDDEN_LABELS:
         return None
     return SYSTEM_LABELS.get(label, label)
+
+
+def label_names_of(response: dict[bytes, object]) -> list[str]:
+    """The labels of a FETCH answer (its ``X-GM-LABELS``) as Gmail names them (``\\Inbox``, a user's
+    label), decoded; a label that reads as a number (an atom such as ``2026``) is its name."""
+    raw = response.get(b"X-GM-LABELS")
+    if not isinstance(raw, tuple | list):
+        return []
+    return [parsing.mailbox_name(label) if isinstance(label, bytes | str) else str(label) for label in raw]
+
+
+def shown_labels(labels: Iterable[str]) -> list[str]:
+    """Labels as a summary shows them, sorted, each once (``\\Starred`` left out: the ``\\Flagged``
+    flag says it)."""
+    return sorted({name for label in labels if (name := shown_label(label)) is not None})
 
 
 def gmail_label(shown: str) -> str:
@@ -92,24 +107,11 @@ class Gmail(Personality):
         return role in (TRASH, JUNK)
 
     def labels_of(self, response: dict[bytes, object]) -> list[str] | None:
-        raw = response.get(b"X-GM-LABELS")
-        if not isinstance(raw, tuple | list):
-            return []
-        names = [
-            parsing.mailbox_name(label) if isinstance(label, bytes | str) else str(label) for label in raw
-        ]
-        return sorted(shown for name in names if (shown := shown_label(name)) is not None)
+        return shown_labels(label_names_of(response))
 
     def stored_labels(self, response: dict[bytes, object]) -> tuple[str, ...]:
         """The labels as X-GM-LABELS names them (``\\Inbox``, a user's label), for the local index."""
-        raw = response.get(b"X-GM-LABELS")
-        if not isinstance(raw, tuple | list):
-            return ()
-        return tuple(
-            sorted(
-                parsing.mailbox_name(label) if isinstance(label, bytes | str) else str(label) for label in raw
-            )
-        )
+        return tuple(sorted(label_names_of(response)))
 
     def identity_of(self, response: dict[bytes, object]) -> int | None:
         found = response.get(b"X-GM-MSGID")
