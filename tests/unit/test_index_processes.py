@@ -1,6 +1,8 @@
 """Two processes writing one index file at once (a second server on the same account, or
 `mail-imap-mcp index` beside a running server) leave it whole: SQLite's locking serialises their
-transactions, and the terms in FTS5 match the rows."""
+transactions, and the terms in FTS5 match the rows. The check of wholeness
+(:func:`tests.support.index_integrity.index_problems`) is itself shown to fail on deliberately broken
+files."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from pathlib import Path
 
 from mail_imap_mcp.index.location import open_index
 from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, IndexedMessage
+from tests.support.index_integrity import index_problems
 
 BATCHES = 40
 PER_BATCH = 25
@@ -51,8 +54,7 @@ def test_two_processes_writing_at_once_leave_a_whole_index(tmp_path: Path) -> No
         process.join(timeout=120)
         assert process.exitcode == 0
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    db.execute("INSERT INTO fts(fts) VALUES('integrity-check')")  # raises when terms and rows disagree
+    assert index_problems(db) == []
     per_folder = dict(
         db.execute(
             "SELECT f.name, count(*) FROM messages m JOIN folders f ON f.id = m.folder GROUP BY f.name"
@@ -66,4 +68,82 @@ def test_two_processes_writing_at_once_leave_a_whole_index(tmp_path: Path) -> No
     rows = db.execute("SELECT count(*) FROM messages").fetchone()[0]
     matched = db.execute("SELECT count(*) FROM fts WHERE fts MATCH 'subject'").fetchone()[0]
     assert matched == rows
+    db.close()
+
+
+def small_index(path: Path) -> None:
+    store = open_index(path).store
+    store.put(FolderState("INBOX", 1, uidnext=11), [message(uid, 1) for uid in range(1, 11)])
+    store.close()
+
+
+def test_a_whole_index_has_no_problems(tmp_path: Path) -> None:
+    path = tmp_path / "ix" / "whole.sqlite3"
+    small_index(path)
+    db = sqlite3.connect(path)
+    assert index_problems(db) == []
+    db.close()
+
+
+def fts_write(db: sqlite3.Connection, row_id: int, texts: tuple[str, ...], *, delete: bool) -> None:
+    columns = ", ".join(TEXT_COLUMNS)
+    placeholders = ", ".join("?" for _ in TEXT_COLUMNS)
+    command = (
+        "INSERT INTO fts(fts, rowid, {c}) VALUES('delete', ?, {p})"
+        if delete
+        else ("INSERT INTO fts(rowid, {c}) VALUES(?, {p})")
+    )
+    db.execute(command.format(c=columns, p=placeholders), (row_id, *texts))
+
+
+def test_a_delete_told_the_wrong_text_is_found(tmp_path: Path) -> None:
+    """FTS5's own integrity-check passes this on a contentless table (the message's terms stay behind):
+    the row counts tell."""
+    path = tmp_path / "ix" / "wrong-delete.sqlite3"
+    small_index(path)
+    db = sqlite3.connect(path)
+    row_id = db.execute("SELECT id FROM messages WHERE uid = 3").fetchone()[0]
+    fts_write(db, row_id, tuple("nothing like it" if c == "body" else "" for c in TEXT_COLUMNS), delete=True)
+    db.commit()
+    db.execute("INSERT INTO fts(fts, rank) VALUES('integrity-check', 0)")  # blind to it
+    assert index_problems(db) == ["fts holds 9 rows, messages 10"]
+    db.close()
+
+
+def test_terms_that_are_not_the_rows_text_are_found(tmp_path: Path) -> None:
+    """A row's terms replaced by other text (an update that forgot to tell FTS5 the old text): FTS5's
+    own check and the row counts pass it, the comparison of terms with the rows' text does not."""
+    path = tmp_path / "ix" / "stale-terms.sqlite3"
+    small_index(path)
+    db = sqlite3.connect(path)
+    row_id = db.execute("SELECT id FROM messages WHERE uid = 3").fetchone()[0]
+    fts_write(db, row_id, message(3, 1).texts, delete=True)
+    fts_write(db, row_id, tuple("stale words" if c == "body" else "" for c in TEXT_COLUMNS), delete=False)
+    db.commit()
+    db.execute("INSERT INTO fts(fts, rank) VALUES('integrity-check', 0)")  # blind to it
+    problems = index_problems(db)
+    assert len(problems) == 1 and "terms differ" in problems[0] and "stale" in problems[0], problems
+    db.close()
+
+
+def test_a_row_deleted_without_its_terms_is_found(tmp_path: Path) -> None:
+    path = tmp_path / "ix" / "orphan-terms.sqlite3"
+    small_index(path)
+    db = sqlite3.connect(path)
+    db.execute("DELETE FROM messages WHERE uid = 4")
+    db.commit()
+    problems = index_problems(db)
+    assert any("fts holds 10 rows, messages 9" in p for p in problems), problems
+    assert any("terms differ" in p for p in problems), problems
+    db.close()
+
+
+def test_a_damaged_inverted_index_is_found(tmp_path: Path) -> None:
+    path = tmp_path / "ix" / "damaged.sqlite3"
+    small_index(path)
+    db = sqlite3.connect(path)
+    db.execute("UPDATE fts_data SET block = zeroblob(length(block)) WHERE id > 10")
+    db.commit()
+    problems = index_problems(db)
+    assert problems and "integrity-check" in problems[0], problems
     db.close()
