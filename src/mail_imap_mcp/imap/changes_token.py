@@ -158,10 +158,11 @@ def _unseal(prefix: str, text: str, parameter: str, what: str) -> list[Any]:
         raw = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
     except (binascii.Error, ValueError):
         raise ChangesTokenError(parameter, "it is not valid base64") from None
-    check, body = raw[:8], raw[8:]
-    if len(raw) >= 9 and sealing.sealed_for_another(prefix.encode() + body, check):
+    size = sealing.seal_size(8)
+    check, body = raw[:size], raw[size:]
+    if len(raw) > size and sealing.sealed_for_another(check):
         raise ForeignChangesToken(parameter, f"no such {what}")
-    if len(raw) < 9 or not sealing.matches(prefix.encode() + body, check):
+    if len(raw) <= size or not sealing.matches(prefix.encode() + body, check):
         raise ChangesTokenError(
             parameter,
             "it is garbled, truncated or was edited, or was made by a server with another key (after a "

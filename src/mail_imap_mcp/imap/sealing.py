@@ -8,12 +8,15 @@ with a key of its own (a warning says so): its cursors and tokens then end with 
 refuses them as ``invalid_input``, with the advice to start over (docs/security.md, L2). With ``[state]
 redis_url`` the key is the one every instance shares (:func:`use_key`), kept in Redis.
 
-Each user's cursors and tokens are sealed under a key of their own too (derived from the key and the
-user's name, :data:`~mail_imap_mcp.state.current_user`): a team user's seal is the first half of the
-server's seal followed by the first half of the user's. So a cursor or token another user was given is
-told from a forged one (:func:`sealed_for_another`: the server's half holds, the user's does not) and
-said as something that does not exist, while a garbled one stays ``invalid_input``. A one-person
-server's seals are the server's alone, as before.
+Each team user's cursors and tokens are sealed under a key of their own (derived from the key and the
+user's name, :data:`~mail_imap_mcp.state.current_user`): one MAC over the user's mark and the content,
+followed by the mark, :data:`USER_MARK_BYTES` naming the user (an HMAC of the name under the server's
+key: it shows nobody's name). A cursor or token whose mark is another user's is said as something that
+does not exist (:func:`sealed_for_another`), one with the user's own mark whose MAC fails is garbled
+(``invalid_input``): which refusal comes depends only on the mark, never on any part of the MAC, so a
+forger learns nothing of the MAC from it (regression: the seal was two halves, the server's and the
+user's, and whether the first held was told apart, so each half could be found on its own). A
+one-person server's seals are the server's alone, as before.
 """
 
 from __future__ import annotations
@@ -99,36 +102,49 @@ def _user_key() -> bytes:
     return hmac.new(_key, b"mail-imap-mcp user\0" + user.encode(), hashlib.sha256).digest()
 
 
+#: Bytes of a team user's mark, after the MAC of their seals (another user's mark is told from one's
+#: own; two users share one with a chance of one in 2**24, and then another's token is merely garbled).
+USER_MARK_BYTES = 3
+
+
 def user_digest(data: bytes, size: int) -> bytes:
     """The first ``size`` bytes of the HMAC-SHA256 of ``data`` under the current user's key alone."""
     return hmac.new(_user_key(), data, hashlib.sha256).digest()[:size]
 
 
-def _server_digest(data: bytes, size: int) -> bytes:
-    return hmac.new(_key, data, hashlib.sha256).digest()[:size]
+def _user_mark(user: str) -> bytes:
+    return hmac.new(_key, b"mail-imap-mcp user mark\0" + user.encode(), hashlib.sha256).digest()[
+        :USER_MARK_BYTES
+    ]
+
+
+def seal_size(size: int) -> int:
+    """How long the current user's seal of a ``size``-byte MAC is (:func:`mac`)."""
+    return size + USER_MARK_BYTES if current_user.get() else size
 
 
 def mac(data: bytes, size: int) -> bytes:
-    """The seal of ``data`` for the current user, ``size`` bytes: the HMAC-SHA256 under the server's key
-    (nobody in particular), else half of it followed by half of the one under the user's key."""
-    if not current_user.get():
-        return _server_digest(data, size)
-    half = size // 2
-    return _server_digest(data, half) + user_digest(data, size - half)
+    """The seal of ``data`` for the current user, :func:`seal_size` bytes: the HMAC-SHA256 under the
+    server's key (nobody in particular), else one under the user's key over their mark and ``data``,
+    ``size`` bytes, followed by the mark."""
+    user = current_user.get()
+    if not user:
+        return hmac.new(_key, data, hashlib.sha256).digest()[:size]
+    mark = _user_mark(user)
+    return user_digest(mark + data, size) + mark
 
 
 def matches(data: bytes, check: bytes) -> bool:
-    """Whether ``check`` is the seal of ``data`` (compared in constant time)."""
-    return len(check) > 0 and hmac.compare_digest(check, mac(data, len(check)))
+    """Whether ``check`` is the current user's seal of ``data`` (the whole MAC, compared in constant
+    time)."""
+    size = len(check) - (USER_MARK_BYTES if current_user.get() else 0)
+    return size > 0 and hmac.compare_digest(check, mac(data, size))
 
 
-def sealed_for_another(data: bytes, check: bytes) -> bool:
-    """Whether ``check``, not the current team user's seal of ``data``, is this server's seal of it for
-    another user (the server's half holds); False on a one-person server."""
-    half = len(check) // 2
-    return (
-        bool(current_user.get())
-        and half > 0
-        and hmac.compare_digest(check[:half], _server_digest(data, half))
-        and not matches(data, check)
-    )
+def sealed_for_another(check: bytes) -> bool:
+    """Whether the seal ``check`` is marked for another user than the current team user (decided on
+    the mark alone, never on the MAC); False on a one-person server."""
+    user = current_user.get()
+    if not user or len(check) <= USER_MARK_BYTES:
+        return False
+    return not hmac.compare_digest(check[-USER_MARK_BYTES:], _user_mark(user))

@@ -100,7 +100,8 @@ _PACKED_TAGS = tuple(bytes([tag]) for tag in (PACKED_TAG, STREAMS_TAG, WATERMARK
 
 
 def seal_packed(body: bytes) -> str:
-    """An opaque cursor from a binary body behind a 6-byte seal, URL-safe base64 without padding."""
+    """An opaque cursor from a binary body behind its seal (6 bytes, a team user's with their mark:
+    :func:`~mail_imap_mcp.imap.sealing.seal_size`), URL-safe base64 without padding."""
     return base64.urlsafe_b64encode(sealing.mac(body, 6) + body).decode().rstrip("=")
 
 
@@ -110,11 +111,12 @@ def unseal_packed(token: str) -> bytes | None:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
     except (binascii.Error, ValueError):
         return None
-    body = raw[6:]
+    size = sealing.seal_size(6)
+    check, body = raw[:size], raw[size:]
     if body[:1] not in _PACKED_TAGS:
         return None
-    if not sealing.matches(body, raw[:6]):
-        if sealing.sealed_for_another(body, raw[:6]):
+    if not sealing.matches(body, check):
+        if sealing.sealed_for_another(check):
             raise ForeignCursor("no such cursor")
         return None
     return body
@@ -126,10 +128,11 @@ def unseal(token: str) -> bytes:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
     except (binascii.Error, ValueError):
         raise CursorError("cursor is not valid base64") from None
-    check, body = raw[:6], raw[6:]
-    if len(raw) >= 8 and sealing.sealed_for_another(body, check):
+    size = sealing.seal_size(6)
+    check, body = raw[:size], raw[size:]
+    if len(raw) >= size + 2 and sealing.sealed_for_another(check):
         raise ForeignCursor("no such cursor")
-    if len(raw) < 8 or not sealing.matches(body, check):
+    if len(raw) < size + 2 or not sealing.matches(body, check):
         raise CursorError(
             "cursor is garbled, truncated or edited, or was made by a server with another key (after a "
             "restart without its state_dir)"
