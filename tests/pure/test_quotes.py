@@ -242,6 +242,10 @@ def test_never_empty_when_the_input_has_text(lines: list[str]) -> None:
 # ... and a delimiter whose block reached past a second delimiter was too long to drop until the second
 # block was dropped: each delimiter's block now ends at the next one.
 @example(["0", "--", *["0"] * 11, "--", "0"])
+# ... and a bare delimiter and a quote counted among the lines of a header block kept its Subject: line
+# out of reach until both were dropped: a signature's lines, an attribution's, any line a run drops could
+# do the same, so the run now repeats on its own result until that changes nothing.
+@example(["0", "FROM:", "0", "0", "0", "0", "TO:", "SENT:", "--", ">", "SUBJECT:"])
 def test_idempotent(lines: list[str]) -> None:
     once = new_text("\n".join(lines))
     assert new_text(once.text).text == once.text

@@ -179,7 +179,27 @@ def new_text(text: str, *, enough: int | None = None) -> NewText:
 
     ``enough``: stop once this many characters of new text are found (a snippet needs no more), leaving
     the rest of ``text`` unread.
+
+    What one reading drops can bring lines together that it judged apart (a quote or a signature
+    between an Outlook block's labels), so the reading repeats on its own result until that is left as
+    it is: the new text of the new text is itself. Each repeat reads a shorter text (it only drops), and
+    mail needs one repeat, over the new text alone.
     """
+    result = _read_once(text, enough)
+    while result.dropped:
+        again = _read_once(result.text, enough)
+        if not again.dropped:
+            return result
+        result = NewText(
+            again.text,
+            result.dropped_quote or again.dropped_quote,
+            result.dropped_signature or again.dropped_signature,
+        )
+    return result
+
+
+def _read_once(text: str, enough: int | None) -> NewText:
+    """One reading of ``text``, line by line (see :func:`new_text`)."""
     normalized = text.replace("\r\n", "\n").replace("\r", "\n")
     if not _may_leave_out(normalized):
         return NewText(text)
