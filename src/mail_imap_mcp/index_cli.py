@@ -18,7 +18,7 @@ from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.index.attachments import AttachmentReading
 from mail_imap_mcp.index.build import BuildHooks, build
 from mail_imap_mcp.index.location import IndexPermissions, drop_index, index_path, open_index
-from mail_imap_mcp.index.sqlite_store import IndexWriteFailed
+from mail_imap_mcp.index.store import IndexWriteFailed
 from mail_imap_mcp.index.sync import Indexer
 
 #: Seconds between the plain progress lines when stderr is not a terminal.

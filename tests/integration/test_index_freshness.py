@@ -9,6 +9,9 @@ of 0 and STATUS says nothing of flags.
 from __future__ import annotations
 
 import os
+import sqlite3
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -97,3 +100,86 @@ async def test_flags_another_client_changed_are_current_without_a_modseq(
         assert unread["total"] == 4
         flagged = await mcp.ok(SEARCH, {"query": "kiwiword is:flagged", "limit": 50})
         assert subjects(flagged) == {"note 3"}
+
+
+#: A second process that takes the index's write lock (``BEGIN IMMEDIATE``), says so, and holds it
+#: until its stdin closes: another server or ``mail-imap-mcp index`` in the middle of a long write.
+LOCK_HOLDER = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+sys.stdin.read()
+db.execute("ROLLBACK")
+"""
+
+
+async def test_an_index_another_process_is_writing_answers_as_it_is_and_says_so(
+    dovecot: MatrixServer, tmp_path: Path
+) -> None:
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", [note(i) for i in range(4)])
+    config = make_config(
+        {"default": account_settings(dovecot, user)},
+        index=True,
+        index_dir=str(tmp_path / "ix"),
+        index_fresh_budget_ms=300,
+    )
+    app = AppContext.from_config(config)
+    async for mcp in open_client(config, app):
+        assert await wait_ready(mcp) == "ready"
+        other = dovecot.connect(user, tls=False, starttls=False)
+        try:
+            other.append("INBOX", note(50))  # the freshness check must write it into the index
+        finally:
+            other.logout()
+        holder = subprocess.Popen(
+            [sys.executable, "-c", LOCK_HOLDER, str(app.indexes["default"].path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+            envelope = await mcp.call(SEARCH, {"query": "kiwiword", "mailbox": "INBOX", "limit": 2})
+            assert envelope["success"], envelope
+            data, warnings = envelope["data"], envelope["meta"]["warnings"]
+            assert data["total"] == 4  # the index as it was: the new message could not be written
+            assert any("could not be written" in w and "locked" in w and "INBOX" in w for w in warnings), (
+                warnings
+            )
+            rest = await mcp.call(
+                SEARCH, {"query": "kiwiword", "mailbox": "INBOX", "cursor": data["next_cursor"]}
+            )
+            assert rest["success"], rest
+        finally:
+            assert holder.stdin is not None
+            holder.stdin.close()
+            holder.wait(timeout=10)
+        fresh = await mcp.ok(SEARCH, {"query": "kiwiword", "mailbox": "INBOX", "limit": 50})
+        assert fresh["total"] == 5 and "note 50" in subjects(fresh)
+
+
+async def test_an_index_found_damaged_by_a_search_hands_it_to_the_server(
+    dovecot: MatrixServer, tmp_path: Path
+) -> None:
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", [note(i) for i in range(4)])
+    config = make_config(
+        {"default": account_settings(dovecot, user)}, index=True, index_dir=str(tmp_path / "ix")
+    )
+    app = AppContext.from_config(config)
+    async for mcp in open_client(config, app):
+        assert await wait_ready(mcp) == "ready"
+        damage = sqlite3.connect(app.indexes["default"].path)
+        damage.execute(
+            "UPDATE fts_data SET block = x'ffffffffffffffff' WHERE id = 10"
+        )  # its structure record
+        damage.commit()
+        damage.close()
+        envelope = await mcp.call(SEARCH, {"query": "kiwiword", "mailbox": "INBOX"})
+        assert envelope["success"], envelope
+        assert envelope["data"]["total"] == 4
+        assert any(
+            "could not be read" in w and "the server answered" in w for w in envelope["meta"]["warnings"]
+        )

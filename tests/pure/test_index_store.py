@@ -13,8 +13,14 @@ from pathlib import Path
 import pytest
 
 from mail_imap_mcp.index.location import IndexPermissions, drop_index, index_path, open_index
-from mail_imap_mcp.index.sqlite_store import IndexUnusable, IndexWriteFailed, SqliteStore
-from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, IndexedMessage
+from mail_imap_mcp.index.sqlite_store import SqliteStore
+from mail_imap_mcp.index.store import (
+    TEXT_COLUMNS,
+    FolderState,
+    IndexedMessage,
+    IndexUnusable,
+    IndexWriteFailed,
+)
 from mail_imap_mcp.query import EVERYTHING, Contains, HasFlag, Label
 from mail_imap_mcp.query.fts5 import compile_fts5
 

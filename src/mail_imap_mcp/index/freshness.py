@@ -23,7 +23,7 @@ from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.mailboxes import MailboxCounts, MailboxInfo, list_with_message_counts
 from mail_imap_mcp.imap.pipeline import status_each
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.index.store import FolderState
+from mail_imap_mcp.index.store import FolderState, IndexWriteFailed
 from mail_imap_mcp.index.sync import Indexer, plan_of, sync_folder_now
 
 #: New messages one search fetches into the index of a folder before it answers.
@@ -39,6 +39,9 @@ class Freshness:
     #: Folders not brought up to date within the deadline, and the messages they are behind by (at least).
     stale: dict[str, int] = field(default_factory=dict)
     round_trips: int = 0
+    #: Why the index could not be written (another process holding its write lock past the deadline, a
+    #: full disk): the folders left are in :attr:`stale`, the answer is the index's as it was.
+    write_failure: str | None = None
 
 
 def _items(session: ImapSession) -> bytes:
@@ -119,10 +122,19 @@ def refresh(
         or needs_sync(stored.get(name), counts.get(name), condstore=condstore, flags_tested=flags_tested)
     ]
     for name in changed:
-        if time.monotonic() >= deadline:
+        now = time.monotonic()
+        if now >= deadline or fresh.write_failure is not None:
             fresh.stale[name] = _behind(stored.get(name), counts.get(name))
             continue
-        left = sync_folder_now(session, indexer, name, limit=FRESH_LIMIT)
+        # Another process writing the file (a second server, ``mail-imap-mcp index``) is waited for
+        # within the deadline only: past it the index answers as it is (IndexBusy).
+        indexer.store.wait_for_writers(deadline - now)
+        try:
+            left = sync_folder_now(session, indexer, name, limit=FRESH_LIMIT)
+        except IndexWriteFailed as exc:
+            fresh.write_failure = str(exc)
+            fresh.stale[name] = _behind(stored.get(name), counts.get(name))
+            continue
         fresh.synced.append(name)
         if left:
             fresh.stale[name] = left

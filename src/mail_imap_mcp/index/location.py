@@ -21,7 +21,8 @@ from pathlib import Path
 
 import platformdirs
 
-from mail_imap_mcp.index.sqlite_store import IndexUnusable, SqliteStore
+from mail_imap_mcp.index.sqlite_store import SqliteStore
+from mail_imap_mcp.index.store import IndexUnusable
 
 log = logging.getLogger("mail_imap_mcp.index")
 

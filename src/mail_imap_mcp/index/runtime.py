@@ -22,7 +22,8 @@ from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.index.attachments import AttachmentReading
 from mail_imap_mcp.index.build import BuildHooks, build
 from mail_imap_mcp.index.location import IndexPermissions, open_index
-from mail_imap_mcp.index.sqlite_store import IndexUnusable, IndexWriteFailed, SqliteStore
+from mail_imap_mcp.index.sqlite_store import SqliteStore
+from mail_imap_mcp.index.store import IndexBusy, IndexUnusable, IndexWriteFailed
 from mail_imap_mcp.index.sync import Indexer
 
 log = logging.getLogger("mail_imap_mcp.index")
@@ -158,6 +159,9 @@ class AccountIndex:
         hooks = BuildHooks(on_plan=plan, on_progress=advance, stop=self._stop.is_set)
         try:
             build(connection, indexer, hooks, step=500)
+        except IndexBusy as exc:  # another process writes the file (``mail-imap-mcp index``): later
+            log.info("background index sync of %s waits: %s", self.account_id, exc)
+            return RETRY_S
         except IndexWriteFailed as exc:
             self.fail(f"the index could not be written ({exc})")
             return 0

@@ -26,7 +26,10 @@ from mail_imap_mcp.index.store import (
     FolderState,
     Hit,
     HitPage,
+    IndexBusy,
     IndexedMessage,
+    IndexUnusable,
+    IndexWriteFailed,
     Order,
     flag_bits,
     flag_names,
@@ -65,14 +68,6 @@ CREATE VIRTUAL TABLE fts USING fts5({", ".join(TEXT_COLUMNS)}, content='',
 PRAGMA application_id = {APPLICATION_ID};
 PRAGMA user_version = {SCHEMA_VERSION};
 """
-
-
-class IndexUnusable(Exception):
-    """The file is no index of this version, or SQLite cannot read it (corrupt)."""
-
-
-class IndexWriteFailed(Exception):
-    """SQLite could not write (a full disk, a read-only file): indexing stops, searches use the server."""
 
 
 def _pack(texts: Sequence[str]) -> bytes:
@@ -370,6 +365,9 @@ class SqliteStore:
             raise IndexUnusable(f"{self.path}: {exc}") from exc
         return HitPage([_hit(row) for row in rows], total, folders, ranked_among)
 
+    def wait_for_writers(self, seconds: float) -> None:
+        self._db.execute(f"PRAGMA busy_timeout = {max(int(seconds * 1000), 1)}")
+
     def close(self) -> None:
         self._close_quietly()
 
@@ -403,7 +401,9 @@ def _hit(row: tuple[object, ...]) -> Hit:
 
 class _Transaction:
     """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on an exception); nested use joins the open one.
-    A write SQLite refuses (disk full, read-only) is :class:`IndexWriteFailed`."""
+    A write SQLite refuses (disk full, read-only) is :class:`IndexWriteFailed`; the write lock held by
+    another process longer than the connection waits (:meth:`SqliteStore.wait_for_writers`) is
+    :class:`IndexBusy`."""
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
@@ -411,8 +411,13 @@ class _Transaction:
 
     def __enter__(self) -> None:
         if not self._db.in_transaction:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as failure:
+                if _busy(failure):
+                    raise IndexBusy(str(failure)) from failure
+                raise
             self._outer = True
-            self._db.execute("BEGIN IMMEDIATE")
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
         if not self._outer:
@@ -426,8 +431,15 @@ class _Transaction:
                 raise IndexWriteFailed(str(failure)) from failure
         if self._db.in_transaction:
             self._db.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.OperationalError) and _busy(exc):
+            raise IndexBusy(str(exc)) from exc
         if isinstance(exc, sqlite3.OperationalError) and _write_failure(exc):
             raise IndexWriteFailed(str(exc)) from exc
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    words = str(exc).lower()
+    return "locked" in words or "busy" in words
 
 
 def _write_failure(exc: sqlite3.OperationalError) -> bool:

@@ -63,6 +63,20 @@ def flag_names(bits: int) -> tuple[str, ...]:
     return tuple(name for bit, name in _NAMES.items() if bits & bit)
 
 
+class IndexUnusable(Exception):
+    """The file is no index of this version, or the engine cannot read it (corrupt)."""
+
+
+class IndexWriteFailed(Exception):
+    """The index could not be written (a full disk, a read-only file): indexing stops, searches use the
+    server."""
+
+
+class IndexBusy(IndexWriteFailed):
+    """Another process held the index's write lock longer than this writer waits: nothing was written;
+    a later write may succeed."""
+
+
 @dataclass(frozen=True)
 class FolderState:
     """Where one folder's sync stands: every message below ``uidnext`` has been looked at, and its flags
@@ -198,6 +212,11 @@ class IndexStore(Protocol):
         self, query: CompiledQuery, *, folders: Sequence[str], order: Order, limit: int, offset: int
     ) -> HitPage:
         """The page of messages of ``folders`` that ``query`` matches, best (or newest) first."""
+        ...
+
+    def wait_for_writers(self, seconds: float) -> None:
+        """Wait at most ``seconds`` for another process's write before a write gives up
+        (:class:`IndexBusy`)."""
         ...
 
     def close(self) -> None: ...

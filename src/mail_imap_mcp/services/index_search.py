@@ -28,7 +28,7 @@ from mail_imap_mcp.imap.search.cursors import DIGEST_CHARS, CursorMismatch, Inde
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.freshness import Freshness, refresh
 from mail_imap_mcp.index.snippets import matched_words, snippet_around
-from mail_imap_mcp.index.store import Hit
+from mail_imap_mcp.index.store import Hit, IndexUnusable
 from mail_imap_mcp.index.summaries import summary_of
 from mail_imap_mcp.query import Query
 from mail_imap_mcp.query.fts5 import Fts5Query, compile_fts5
@@ -106,20 +106,23 @@ def index_page(
             added = [name for role in adds_roles for name in known.with_role(role)]
             return list(dict.fromkeys([*personality.every_mailbox(known), *folders, *added]))
 
-        with choice.indexer.lock:
-            fresh = refresh(
-                session,
-                choice.indexer,
-                None if everything else folders,
-                deadline=deadline,
-                flags_tested=choice.flags_tested,
-                scope=scope,
+        try:
+            with choice.indexer.lock:
+                fresh = refresh(
+                    session,
+                    choice.indexer,
+                    None if everything else folders,
+                    deadline=deadline,
+                    flags_tested=choice.flags_tested,
+                    scope=scope,
+                )
+            if everything and fresh.boxes is not None:
+                folders = scope(fresh.boxes)
+            page = choice.indexer.store.search(
+                compiled, folders=folders, order=choice.order, limit=limit, offset=offset
             )
-        if everything and fresh.boxes is not None:
-            folders = scope(fresh.boxes)
-        page = choice.indexer.store.search(
-            compiled, folders=folders, order=choice.order, limit=limit, offset=offset
-        )
+        except IndexUnusable as exc:
+            return _Read([], 0, [], [], [], Freshness(), declined=_UNUSABLE.format(why=exc))
         if session.profile.condstore and not fresh.stale:  # the stored flags are the server's now
             own = session.own_addresses
             summaries = [
@@ -197,6 +200,8 @@ _MIXED_VIEWS = (
 
 _NO_LABELS = "This server has no labels: the server answered this search."
 
+_UNUSABLE = "The local index could not be read ({why}): the server answered this search, unranked."
+
 
 def _with_labels(compiled: Fts5Query, search: Query, labels: list[str | None]) -> Fts5Query | None:
     """The compiled query limited to messages with one of ``labels`` (the views of label folders); as
@@ -256,8 +261,11 @@ def _stale_words(fresh: Freshness) -> list[str]:
         return []
     behind = sum(fresh.stale.values())
     names = ", ".join(sorted(fresh.stale)[:5])
+    why = "within its time budget"
+    if fresh.write_failure is not None:
+        why = f"because it could not be written ({fresh.write_failure}; another process may be writing it)"
     return [
-        f"The index was not fully brought up to date within its time budget: {len(fresh.stale)} mailbox(es) "
+        f"The index was not fully brought up to date {why}: {len(fresh.stale)} mailbox(es) "
         f"({names}) are behind the server by about {behind} message(s) or changes; the background sync "
         "catches up, search again in a moment for a complete answer."
     ]
