@@ -1,5 +1,5 @@
 """What the search services read of imap_search_messages' arguments (declared in
-tools/search_messages.py), one Protocol for the server's search and the index's."""
+tools/search_messages.py), one declaration for the server's search, the index's and where they look."""
 
 from __future__ import annotations
 
@@ -9,13 +9,9 @@ from typing import Literal, Protocol
 ALL_MAILBOXES = "*"
 
 
-class SearchArgs(Protocol):
-    """The arguments of imap_search_messages a search reads."""
+class PageArgs(Protocol):
+    """The arguments of imap_search_messages every search reads as given, wherever it looks."""
 
-    @property
-    def account_id(self) -> str: ...
-    @property
-    def mailbox(self) -> str: ...
     @property
     def mailboxes(self) -> list[str] | None: ...
     @property
@@ -26,3 +22,23 @@ class SearchArgs(Protocol):
     def snippet_chars(self) -> int: ...
     @property
     def cursor(self) -> str | None: ...
+
+
+class ScopeArgs(PageArgs, Protocol):
+    """The arguments as the tool was given them: ``mailbox`` may be left out for the query's ``in:``
+    (:func:`~mail_imap_mcp.services.search_scope.searched_where` resolves it)."""
+
+    @property
+    def mailbox(self) -> str | None: ...
+    @property
+    def query(self) -> str | None: ...
+
+
+class SearchArgs(PageArgs, Protocol):
+    """The arguments a search reads once it is known where it looks (the server's search and the
+    index's)."""
+
+    @property
+    def account_id(self) -> str: ...
+    @property
+    def mailbox(self) -> str: ...

@@ -5,14 +5,14 @@ mailbox with a query and INBOX without one."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.imap.directory import MailboxDirectory, canonical_inbox
 from mail_imap_mcp.imap.roles import ALL, ARCHIVE, DRAFTS, INBOX, JUNK, SENT, TRASH
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.query import Anywhere, InMailbox, Scope
-from mail_imap_mcp.services.search_args import ALL_MAILBOXES
+from mail_imap_mcp.services.search_args import ALL_MAILBOXES, ScopeArgs
 
 #: What ``in:`` words name by role (RFC 6154 special use, else a usual name), as Gmail users write them.
 ROLE_WORDS = {
@@ -57,28 +57,9 @@ def scope_mailbox(app: AppContext, account_id: str, name: str) -> str:
     return app.connection(account_id).run(find)
 
 
-class ScopeArgs(Protocol):
-    """The arguments of imap_search_messages where a search looks, and those passed on with them."""
-
-    @property
-    def mailbox(self) -> str | None: ...
-    @property
-    def mailboxes(self) -> list[str] | None: ...
-    @property
-    def query(self) -> str | None: ...
-    @property
-    def sort(self) -> Literal["arrival", "date", "relevance"]: ...
-    @property
-    def limit(self) -> int: ...
-    @property
-    def snippet_chars(self) -> int: ...
-    @property
-    def cursor(self) -> str | None: ...
-
-
 @dataclass(frozen=True)
 class Searched:
-    """The search's arguments with its mailboxes resolved (``services.search.SearchArgs``)."""
+    """The search's arguments with its mailboxes resolved (a :class:`~.search_args.SearchArgs`)."""
 
     account_id: str
     mailbox: str
