@@ -20,6 +20,11 @@ import anyio
 import pytest
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.config import Config
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.index.build import build
+from mail_imap_mcp.index.location import open_index
+from mail_imap_mcp.index.sync import Indexer
 from tests.support.accounts import PASSWORD_ENV, account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.dovecot import Dovecot
@@ -183,3 +188,52 @@ async def test_an_index_found_damaged_by_a_search_hands_it_to_the_server(
         assert any(
             "could not be read" in w and "the server answered" in w for w in envelope["meta"]["warnings"]
         )
+
+
+def catch_up(config: Config, path: Path) -> None:
+    """What the background sync does a minute later: the index brought up to date, beside the server."""
+    connection = AccountConnection("default", config.accounts["default"], enable_qresync=True)
+    store = open_index(path).store
+    try:
+        build(connection, Indexer(store, "default", config.server.index_text_bytes))
+    finally:
+        connection.close()
+        store.close()
+
+
+async def test_past_its_budget_the_total_is_about_and_every_folder_left_is_named(
+    dovecot: MatrixServer, tmp_path: Path
+) -> None:
+    user = dovecot.new_user()
+    archive = dovecot.mailbox_name("Archive")
+    dovecot.seed(user, "INBOX", [note(i) for i in range(3)])
+    dovecot.seed(user, archive, [note(i) for i in range(10, 13)])
+    config = make_config(
+        {"default": account_settings(dovecot, user)},
+        index=True,
+        index_dir=str(tmp_path / "ix"),
+        index_fresh_budget_ms=0,
+    )
+    app = AppContext.from_config(config)
+    async for mcp in open_client(config, app):
+        assert await wait_ready(mcp) == "ready"
+        other = dovecot.connect(user, tls=False, starttls=False)
+        try:  # the background sync comes back a minute after its build: not within this test
+            other.append("INBOX", note(50))
+            other.append(archive, note(51))
+        finally:
+            other.logout()
+        first = await mcp.call(SEARCH, {"query": "kiwiword", "mailbox": "*", "limit": 4})
+        data, warnings = first["data"], first["meta"]["warnings"]
+        assert data["total"] == 6  # what the index holds, said as such
+        assert first["summary"].startswith("1-4 of about 6"), first["summary"]
+        stale = next(w for w in warnings if "not fully brought up to date" in w)
+        assert "'INBOX'" in stale and repr(archive) in stale and "2 mailbox(es)" in stale, stale
+        assert "The total counts the index as it is" in stale
+
+        await anyio.to_thread.run_sync(catch_up, config, app.indexes["default"].path)
+        rest = await mcp.call(SEARCH, {"query": "kiwiword", "mailbox": "*", "cursor": data["next_cursor"]})
+        assert rest["success"], rest
+        assert rest["data"]["total"] == 8
+        assert rest["summary"].startswith("5-8 of 8"), rest["summary"]
+        assert any("changed since the first page" in w and "6 then, 8" in w for w in rest["meta"]["warnings"])

@@ -98,6 +98,8 @@ class SearchPage:
     warnings: list[str] = field(default_factory=list)
     #: Best match first (the local index's ranking), not newest first.
     ranked: bool = False
+    #: ``total`` counts an index that is behind the server in some mailbox (said in ``warnings``): about.
+    total_approximate: bool = False
     #: A query with attachment tests (``has:attachment``, ``filename:``) judged this many of the server's
     #: matches by their structure and stopped at its bound before the page was full (None: not cut).
     structure_cut: int | None = None

@@ -175,6 +175,8 @@ class PageFound:
     warnings: list[str]
     #: Best match first (the local index), not newest first.
     ranked: bool = False
+    #: The total counts an index behind the server (the warnings say where): "of about".
+    total_approximate: bool = False
 
     def summary(self, *, by_date: bool) -> str:
         return page_summary(
@@ -185,6 +187,7 @@ class PageFound:
             self.where,
             by_date,
             ranked=self.ranked,
+            approximate=self.total_approximate,
         )
 
 
@@ -228,12 +231,22 @@ def compact_search_result(found: PageFound, *, by_date: bool) -> ToolResult[Comp
 
 
 def page_summary(
-    start: int, taken: int, returned: int, total: int, where: str, by_date: bool, *, ranked: bool = False
+    start: int,
+    taken: int,
+    returned: int,
+    total: int,
+    where: str,
+    by_date: bool,
+    *,
+    ranked: bool = False,
+    approximate: bool = False,
 ) -> str:
     """The one-line summary of a search page: its range of the matches and where; short, as it is in every
     page. Pages are newest first unless named: sent-date order, or best match first (the local index).
-    Messages that could not be read are counted (the details are in data.issues)."""
-    shown = f"{start}-{start + taken - 1} of {total}" if taken else f"0 of {total}"
+    Messages that could not be read are counted (the details are in data.issues). ``approximate``: the
+    total counts an index that is behind the server ("of about")."""
+    of = f"of about {total}" if approximate else f"of {total}"
+    shown = f"{start}-{start + taken - 1} {of}" if taken else f"0 {of}"
     order = ", best match first" if ranked else ", newest first by sent date" if by_date else ""
     unreadable = f" ({taken - returned} unreadable)" if taken > returned else ""
     return f"{shown} in {where}{order}{unreadable}"
@@ -300,6 +313,7 @@ def page_result(
         issues=issues,
         warnings=warnings,
         ranked=page.ranked,
+        total_approximate=page.total_approximate,
     )
     if compact and page.strict:
         return compact_search_result(found, by_date=by_date)

@@ -154,6 +154,12 @@ def index_page(
     if returned < read.total and read.hits:
         next_cursor = IndexCursor(account_id, digest, read.total, returned).encode()
     warnings = [*choice.warnings, *_stale_words(read.fresh)]
+    if cursor is not None and cursor.total != read.total:
+        warnings.append(
+            f"The matches changed since the first page of this search ({cursor.total:,} then, {read.total:,} "
+            "now: the index caught up with the server or another client changed mail), so this page may "
+            "repeat or skip a message; search again without the cursor for a consistent list."
+        )
     if read.ranked_among is not None:
         warnings.append(
             f"{read.total:,} messages match; the best of the newest {read.ranked_among:,} matches are listed "
@@ -176,6 +182,7 @@ def index_page(
     )
     page.warnings = warnings
     page.ranked = choice.order == "relevance"
+    page.total_approximate = bool(read.fresh.stale)
     return IndexAnswer(page)
 
 
@@ -256,16 +263,26 @@ def _with_snippet(summary: SummaryRecord, body: str | None, words: list[str], ch
     return replace(summary, snippet=snippet) if snippet else summary
 
 
+#: Mailboxes a staleness warning names at most (the rest are counted).
+_STALE_NAMED = 20
+
+
 def _stale_words(fresh: Freshness) -> list[str]:
     if not fresh.stale:
         return []
     behind = sum(fresh.stale.values())
-    names = ", ".join(sorted(fresh.stale)[:5])
+    names = sorted(fresh.stale)
+    named = ", ".join(repr(name) for name in names[:_STALE_NAMED])
+    if len(names) > _STALE_NAMED:
+        named += f" and {len(names) - _STALE_NAMED} more"
     why = "within its time budget"
     if fresh.write_failure is not None:
         why = f"because it could not be written ({fresh.write_failure}; another process may be writing it)"
     return [
-        f"The index was not fully brought up to date {why}: {len(fresh.stale)} mailbox(es) "
-        f"({names}) are behind the server by about {behind} message(s) or changes; the background sync "
-        "catches up, search again in a moment for a complete answer."
+        f"The index was not fully brought up to date {why}: {len(names)} mailbox(es) are behind the "
+        f"server ({f'by about {behind} message(s)' if behind else 'their flags not compared'}), and were "
+        "answered as the index holds them: "
+        f"{named}. The total counts the index as it is (about: matches among those changes are not in it), "
+        "and the next page goes on from it; the background sync catches up, search again in a moment for "
+        "a complete answer."
     ]
