@@ -3,10 +3,12 @@ as the user of the call sees them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -46,14 +48,36 @@ CHANGES_CHANNEL = "mim:changes"
 MAILBOX_LIST_TTL_S = 3600.0
 
 
+#: At most this many team users' scopes are kept (their accounts, connections and watches); past it the
+#: least recently used are closed, never one in use (see :meth:`AppContext.scope`).
+MAX_USER_SCOPES = 256
+#: A team user's scope unused this long is closed (its connections logged out); their next call makes
+#: it again.
+USER_SCOPE_IDLE_S = 900.0
+#: Nor is a scope closed sooner than this after its last use, however many there are (a call that just
+#: got it may not have sent its first command yet).
+USER_SCOPE_MIN_IDLE_S = 60.0
+
+
 @dataclass
 class UserScope:
     """What one user reaches: their accounts (templates filled in for them), their connections and
-    their mailbox watches."""
+    their mailbox watches; ``last_used`` (monotonic seconds) and ``held`` (calls under way,
+    :meth:`AppContext.holding`) say whether it may be closed."""
 
     config: Config
     pool: ConnectionPool
     watches: WatchHub
+    last_used: float = 0.0
+    held: int = 0
+
+    def in_use(self) -> bool:
+        """A call holds it, a connection is running a command, or a mailbox is watched."""
+        return self.held > 0 or self.pool.busy() or self.watches.watching()
+
+    def close(self) -> None:
+        self.watches.close()
+        self.pool.close_all()
 
 
 def accounts_of(config: Config, user: str) -> Config:
@@ -79,8 +103,14 @@ class AppContext:
         *,
         store: Store | None = None,
         pool_for: Callable[[dict[str, AccountConfig]], ConnectionPool] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.full_config = config
+        #: The bounds of the team users' scopes (:data:`MAX_USER_SCOPES` and friends).
+        self.max_user_scopes = MAX_USER_SCOPES
+        self.user_scope_idle_s = USER_SCOPE_IDLE_S
+        self.user_scope_min_idle_s = USER_SCOPE_MIN_IDLE_S
+        self._clock = clock
         self.store: Store = store or MemoryStore()
         self.confirmations = confirmations or ConfirmationGate(store=self.store)
         self.operations = operations or OperationRegistry(store=self.store)
@@ -123,14 +153,68 @@ class AppContext:
         return UserScope(config, pool, watches)
 
     def scope(self, user: str | None = None) -> UserScope:
-        """The scope of ``user`` (the current user's unless given), made on their first call."""
+        """The scope of ``user`` (the current user's unless given), made on their first call (again
+        after it was closed: the scopes of team users are bounded, see :meth:`_evict`)."""
         who = current_user.get() if user is None else user
         with self._lock:
-            scope = self._scopes.get(who)
+            now = self._clock()
+            scope = self._scopes.pop(who, None)
             if scope is None:
                 config = accounts_of(self.full_config, who)
-                scope = self._scopes[who] = self._scope_of(config, self._pool_for(dict(config.accounts)))
-            return scope
+                scope = self._scope_of(config, self._pool_for(dict(config.accounts)))
+            self._scopes[who] = scope  # the most recently used last
+            scope.last_used = now
+            evicted = self._evict(now)
+        if evicted:
+            threading.Thread(
+                target=_close_scopes, args=(evicted,), name="close-user-scopes", daemon=True
+            ).start()
+        return scope
+
+    def _evict(self, now: float) -> list[UserScope]:
+        """(Under the lock.) Take out the team users' scopes unused for :attr:`user_scope_idle_s`, and
+        the least recently used past :attr:`max_user_scopes`; never one in use or used within
+        :attr:`user_scope_min_idle_s`, nor the server's own (nobody in particular)."""
+        evicted: list[UserScope] = []
+        team = len(self._scopes) - (ANONYMOUS in self._scopes)
+        writing: set[str] | None = None
+        for who, scope in list(self._scopes.items()):  # least recently used first
+            idle = now - scope.last_used
+            if idle < self.user_scope_min_idle_s:
+                break
+            if who == ANONYMOUS or scope.in_use():
+                continue
+            if writing is None:
+                writing = self.operations.running_users()
+            if who in writing:  # a background write goes on with the user's connection
+                continue
+            if team - len(evicted) > self.max_user_scopes or idle >= self.user_scope_idle_s:
+                evicted.append(self._scopes.pop(who))
+        if evicted:
+            log.info("closed the scopes of %d team users not used lately", len(evicted))
+        return evicted
+
+    @contextlib.contextmanager
+    def holding(self, user: str | None = None) -> Iterator[UserScope]:
+        """Keep the scope of ``user`` (the current user's unless given) for the length of a call: it is
+        not closed meanwhile, however long the call takes."""
+        who = current_user.get() if user is None else user
+        scope = self.scope(who)
+        with self._lock:
+            scope.held += 1
+        try:
+            yield scope
+        finally:
+            with self._lock:
+                scope.held -= 1
+                scope.last_used = self._clock()
+                if self._scopes.get(who) is scope:  # the most recently used last
+                    self._scopes[who] = self._scopes.pop(who)
+
+    def user_scopes(self) -> int:
+        """How many team users' scopes are open now."""
+        with self._lock:
+            return len(self._scopes) - (ANONYMOUS in self._scopes)
 
     def bind_ids(self) -> None:
         """Make the message ids of the current call carry its user where the account is served per user
@@ -291,8 +375,14 @@ class AppContext:
             index.close()
         with self._lock:
             scopes = list(self._scopes.values())
-        for scope in scopes:
-            scope.watches.close()
-            scope.pool.close_all()
+        _close_scopes(scopes)
         self.operations.close()
         self.store.close()
+
+
+def _close_scopes(scopes: list[UserScope]) -> None:
+    for scope in scopes:
+        try:
+            scope.close()
+        except Exception:  # one scope's failure must not keep the others open
+            log.warning("a user's scope did not close cleanly", exc_info=True)

@@ -172,9 +172,10 @@ def _resource_reader(tool: EnvelopeTool) -> Callable[[str, str, str, str], Await
 
 def _attachment_of_user(app: AppContext, message_id: str, part_id: str) -> tuple[bytes, str]:
     """:func:`attachment_blob` with the ids of the reader's per-user accounts bound to them (on the
-    worker thread's own context)."""
-    app.bind_ids()
-    return attachment_blob(app, message_id, part_id)
+    worker thread's own context), their scope held meanwhile."""
+    with app.holding():
+        app.bind_ids()
+        return attachment_blob(app, message_id, part_id)
 
 
 def _register_attachment_resource(server: MailServer, app: AppContext) -> None:

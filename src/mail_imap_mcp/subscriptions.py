@@ -102,9 +102,11 @@ class MailboxSubscriptions:
         self, app: AppContext, bus: SubscriptionBus, bus_for: Callable[[str], SubscriptionBus] | None = None
     ) -> None:
         self._app = app
-        #: Each user's bus and listen handler (``bus`` is the one-person server's).
+        #: Each user's bus and listen handler (``bus`` is the one-person server's), kept while the user has
+        #: a listen stream open (``_listening`` counts them): a team user's goes with their last stream.
         self._bus_for = bus_for or (lambda user: InMemorySubscriptionBus())
         self._buses: dict[str, tuple[SubscriptionBus, ListenHandler]] = {ANONYMOUS: (bus, ListenHandler(bus))}
+        self._listening: dict[str, int] = {}
         #: The hub each watch was started on (its user's), to end it there.
         self._hubs: dict[Watch, WatchHub] = {}
         #: Handshake-era subscriptions: one watch per session and mailbox (account, the server's name),
@@ -234,9 +236,10 @@ class MailboxSubscriptions:
                 "uidnext": found.uidnext,
             }
 
-        connection = self._app.connection(resolved)
         try:
-            name, found = await anyio.to_thread.run_sync(connection.run, look)
+            with self._app.holding():
+                connection = self._app.connection(resolved)
+                name, found = await anyio.to_thread.run_sync(connection.run, look)
         except (ToolFailure, ImapError) as exc:  # a resource read's boundary: the registry's words
             failure = self._app.failure_of(exc)
             if failure is None:
@@ -327,6 +330,19 @@ class MailboxSubscriptions:
         current_user.set(user)
         uris = list(dict.fromkeys(params.notifications.resource_subscriptions or ()))
         _check_cap(len(uris))
+        self._listening[user] = self._listening.get(user, 0) + 1
+        try:
+            return await self._listen(ctx, params, user, uris)
+        finally:
+            self._listening[user] -= 1
+            if not self._listening[user]:
+                del self._listening[user]
+                if user != ANONYMOUS:
+                    self._buses.pop(user, None)
+
+    async def _listen(
+        self, ctx: Context, params: SubscriptionsListenRequestParams, user: str, uris: list[str]
+    ) -> SubscriptionsListenResult:
         resolved = [(uri, *await self._resolve(uri)) for uri in uris]
         keys = []
         for uri, account_id, mailbox in resolved:
@@ -359,9 +375,11 @@ class MailboxSubscriptions:
         """Tell the user's streams listening to the mailbox ``key`` of a change: once per URI they
         listen to."""
         _, listened = self._shared.get(key, (None, {}))
-        bus = self._bus(key[0])[0]
+        held = self._buses.get(key[0])
+        if held is None:  # the user's last stream ended meanwhile
+            return
         for uri in list(listened):
-            await bus.publish(ResourceUpdated(uri))
+            await held[0].publish(ResourceUpdated(uri))
 
     # -- delivery ----------------------------------------------------------------------------------------
 

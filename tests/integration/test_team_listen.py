@@ -16,15 +16,17 @@ import pytest
 from mcp import Client
 
 import mail_imap_mcp.server
+import mail_imap_mcp.subscriptions
 from mail_imap_mcp.app import CHANGES_CHANNEL, AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.server import build_server
+from mail_imap_mcp.state import ANONYMOUS
 from mail_imap_mcp.state.redis import RedisStore
 from mail_imap_mcp.subscriptions import MailboxSubscriptions, mailbox_uri
 from tests.support.clients import AccountFactory
 from tests.support.dovecot import Dovecot
 from tests.support.redis_server import RedisServer
-from tests.support.updates import Updates
+from tests.support.updates import Updates, append
 
 pytestmark = pytest.mark.anyio
 
@@ -121,3 +123,52 @@ async def _listening(
         async with client.listen(resource_subscriptions=uris) as events:
             task_status.started(scope)
             await updates.collect(events)
+
+
+async def test_a_team_users_bus_goes_with_their_last_listen_stream(
+    dovecot: Dovecot, user: str, account: AccountFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: each team user's bus (and its listen handler) was kept for the life of the process
+    once they had listened: a long-running server with many users grew without bound."""
+    users = [f"user{number}@corp.example" for number in range(6)]
+    made: list[MailboxSubscriptions] = []
+
+    class Recorded(MailboxSubscriptions):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    caller = {"user": users[0]}
+    monkeypatch.setattr(mail_imap_mcp.server, "MailboxSubscriptions", Recorded)
+    monkeypatch.setattr(mail_imap_mcp.subscriptions, "user_of", lambda context: caller["user"])
+    config = Config.model_validate({"accounts": {"support": {**account(user), "users": users}}})
+    app = AppContext.from_config(config)
+    inbox = mailbox_uri("support", "INBOX")
+    updates = Updates()
+    try:
+        async with Client(build_server(config, app)) as client:
+            for who in users:
+                caller["user"] = who
+                async with client.listen(resource_subscriptions=[inbox]):
+                    async with client.listen(resource_subscriptions=[inbox]):
+                        pass
+                    assert who in made[0]._buses  # one stream of theirs still open
+            await _until_only_the_servers_own(made[0])
+            caller["user"] = users[0]  # back after their bus went: a new one, and it is told of changes
+            async with anyio.create_task_group() as group:
+                stream = await group.start(_listening, client, [inbox], updates)
+                started = time.monotonic()
+                with dovecot.connect(user) as other:
+                    await anyio.to_thread.run_sync(append, other, "INBOX", "news")
+                assert await updates.first_after(started, inbox, 10) is not None
+                stream.cancel()
+            await _until_only_the_servers_own(made[0])
+    finally:
+        await anyio.to_thread.run_sync(app.close)
+
+
+async def _until_only_the_servers_own(subscriptions: MailboxSubscriptions) -> None:
+    """Wait for the server to end the streams the client left (it learns of it a moment later)."""
+    with anyio.fail_after(5):
+        while list(subscriptions._buses) != [ANONYMOUS]:
+            await anyio.sleep(0.02)

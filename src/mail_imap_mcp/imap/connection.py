@@ -154,6 +154,11 @@ class AccountConnection:
         return self._round_trips_before + current
 
     @property
+    def busy(self) -> bool:
+        """Whether a call is running on the connection now."""
+        return self._lock.locked()
+
+    @property
     def budget_s(self) -> float:
         """What one call may take: ``connect_timeout_s + command_timeout_s`` (plus the retry's pause)."""
         return self.config.connect_timeout_s + self.config.command_timeout_s

@@ -117,6 +117,10 @@ class ConnectionPool:
             account.account_id, account.config, open_socket=self._open_socket, enable_qresync=enable_qresync
         )
 
+    def busy(self) -> bool:
+        """Whether a connection of the pool is running a command now."""
+        return any(connection.busy for connection in self._connections.values())
+
     def close_all(self) -> None:
         self.keepalive.stop()
         if self._preparing is not None:

@@ -463,6 +463,11 @@ class WatchHub:
         for watcher in watchers:
             _join(watcher)
 
+    def watching(self) -> bool:
+        """Whether any mailbox is watched now."""
+        with self.lock:
+            return any(self._watchers.values())
+
     def connections(self, account_id: str) -> int:
         """Watching connections of ``account_id`` now."""
         with self.lock:

@@ -152,6 +152,11 @@ class OperationRegistry:
         self._numbers = itertools.count(1)
         self.shared = SharedOperations(store or MemoryStore(), ttl_s, self._running_views)
 
+    def running_users(self) -> set[str]:
+        """The users whose operations are running in this process now."""
+        with self._lock:
+            return {op.user for op in self._operations.values() if op.state not in FINISHED}
+
     def _running_views(self) -> list[tuple[OperationView, str]]:
         with self._lock:
             return [(op.view(), op.user) for op in self._operations.values() if op.state not in FINISHED]

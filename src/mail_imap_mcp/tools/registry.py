@@ -65,12 +65,14 @@ def _bound_to_user(
     handler: Callable[[Any], ToolResult[Any]], app: AppContext
 ) -> Callable[[Any], ToolResult[Any]]:
     """``handler`` run with the message ids of its caller's per-user accounts bound to the caller
-    (:meth:`AppContext.bind_ids`); it runs on a worker thread of its own context, so that stays there."""
+    (:meth:`AppContext.bind_ids`), their scope held meanwhile (:meth:`AppContext.holding`: not closed
+    under the call); it runs on a worker thread of its own context, so that stays there."""
 
     @functools.wraps(handler)
     def run(args: Any) -> ToolResult[Any]:
-        app.bind_ids()
-        return handler(args)
+        with app.holding():
+            app.bind_ids()
+            return handler(args)
 
     return run
 
