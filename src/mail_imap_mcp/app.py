@@ -164,17 +164,17 @@ class AppContext:
                 scope = self._scope_of(config, self._pool_for(dict(config.accounts)))
             self._scopes[who] = scope  # the most recently used last
             scope.last_used = now
-            evicted = self._evict(now)
+            evicted = self._evict(now, keep=who)
         if evicted:
             threading.Thread(
                 target=_close_scopes, args=(evicted,), name="close-user-scopes", daemon=True
             ).start()
         return scope
 
-    def _evict(self, now: float) -> list[UserScope]:
+    def _evict(self, now: float, keep: str) -> list[UserScope]:
         """(Under the lock.) Take out the team users' scopes unused for :attr:`user_scope_idle_s`, and
         the least recently used past :attr:`max_user_scopes`; never one in use or used within
-        :attr:`user_scope_min_idle_s`, nor the server's own (nobody in particular)."""
+        :attr:`user_scope_min_idle_s`, nor ``keep``'s (being handed out), nor the server's own."""
         evicted: list[UserScope] = []
         team = len(self._scopes) - (ANONYMOUS in self._scopes)
         writing: set[str] | None = None
@@ -182,7 +182,7 @@ class AppContext:
             idle = now - scope.last_used
             if idle < self.user_scope_min_idle_s:
                 break
-            if who == ANONYMOUS or scope.in_use():
+            if who in (ANONYMOUS, keep) or scope.in_use():
                 continue
             if writing is None:
                 writing = self.operations.running_users()

@@ -4,14 +4,17 @@ Dovecot sessions end), never one in use, and a user whose scope was closed gets 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.operations import Operation, OperationState
 from tests.support.clients import AccountFactory, make_config
 from tests.support.dovecot import Dovecot
+from tests.support.users import as_user
 
 USERS = [f"user{number}@corp.example" for number in range(8)]
 
@@ -59,3 +62,34 @@ def test_team_users_scopes_are_bounded_closed_when_evicted_and_never_under_a_cal
     finally:
         app.close()
     until(lambda: sessions(dovecot, user) == 0)
+
+
+def test_a_users_scope_stays_open_while_their_background_write_runs(
+    dovecot: Dovecot, user: str, account: AccountFactory
+) -> None:
+    app = AppContext.from_config(make_config({"support": {**account(user), "users": USERS}}))
+    app.max_user_scopes, app.user_scope_min_idle_s = 1, 0.0
+    writing, release = USERS[0], threading.Event()
+    connection = app.scope(writing).pool.get("support")
+
+    def work(progress: Any) -> str:  # between two batches, holding the user's connection
+        connection.run(nothing)
+        release.wait(20)
+        connection.run(nothing)
+        return "done"
+
+    try:
+        operation = as_user(
+            writing, lambda: app.operations.run("t", "support", 2, work, lambda result: OperationState.OK)
+        )
+        assert isinstance(operation, Operation)
+        until(lambda: connection.logins == 1 and not connection.busy)
+        for who in USERS[1:4]:
+            app.scope(who).pool.get("support").run(nothing)
+        assert app.user_scopes() == 2  # the writer's and the most recent: past the cap, but in use
+        release.set()
+        until(operation.finished.is_set)
+        assert operation.result == "done" and connection.logins == 1  # never closed under it
+    finally:
+        release.set()
+        app.close()
