@@ -120,6 +120,16 @@ async def run(settings: Settings) -> int:
         return await run_folders_only(settings)
     if settings.startup_only:
         return await run_startup_only(settings)
+    if settings.index_only and settings.index_attachments:
+        from benchmark.index_attachments import run_attachments_bench
+
+        run_attachments_bench(
+            settings.index_messages,
+            settings.index_folders,
+            settings.out_dir,
+            BENCH_DIR / "index-attachments-run",
+        )
+        return 0
     if settings.index_only:
         from benchmark.index import run_index_bench
 
@@ -290,6 +300,12 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
     )
     parser.add_argument("--index-folders", type=int, default=40, help="index section: folders")
     parser.add_argument(
+        "--index-attachments",
+        action="store_true",
+        help="with --index-only: indexing with index_attachments on against off instead (documents attached "
+        "to about 17%% of the messages), its own section",
+    )
+    parser.add_argument(
         "--team-only",
         action="store_true",
         help="team mode alone: the shared state's cost per call, pages/s through HAProxy with 1-3 instances",
@@ -322,6 +338,7 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
         index_folders=args.index_folders,
         index_ours_only=bool(args.index_ours_only),
         index_xapian_messages=args.index_xapian_messages,
+        index_attachments=bool(args.index_attachments),
         team_only=bool(args.team_only),
         team_clients=args.team_clients,
         team_seconds=args.team_seconds,

@@ -1,11 +1,14 @@
-"""What every part of the benchmark shares: paths and constants, errors and progress output, and the
-statistics of a series of timings (``Series``, ``OpResult``)."""
+"""What every part of the benchmark shares: paths and constants, errors and progress output, the
+statistics of a series of timings (``Series``, ``OpResult``), and a command's run with its memory
+sampled (``run_sampled``)."""
 
 from __future__ import annotations
 
 import math
 import statistics
+import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +47,66 @@ MARKER_END = "<!-- bench:end -->"
 
 class BenchError(RuntimeError):
     """Something the benchmark cannot continue without."""
+
+
+#: Seconds between two samples of a command's memory and its children's (``run_sampled``).
+SAMPLE_S = 0.02
+
+
+@dataclass
+class SampledRun:
+    """A command run to its end: its time and exit code, its peak RSS, and the largest peak RSS of its
+    children seen (None: none seen)."""
+
+    seconds: float
+    returncode: int
+    peak_rss_mb: float
+    child_peak_rss_mb: float | None
+    children: int
+
+
+def _vm_hwm_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def run_sampled(argv: list[str], env: dict[str, str], stderr: Path) -> SampledRun:
+    """Run ``argv`` (stderr to the file ``stderr``), reading its ``VmHWM`` and its children's every
+    :data:`SAMPLE_S`. Its own peak is exact (``VmHWM`` only grows: the last read before it exits); a
+    child's is a lower bound (it may grow after its last sample). Not ``ru_maxrss`` of ``wait4`` or
+    ``RUSAGE_CHILDREN``: a child's counts the pages of its parent it had between fork and exec (the
+    benchmark's own, tens of MB)."""
+    own_kb = child_kb = 0
+    seen: set[int] = set()
+    with stderr.open("wb") as log:
+        started = time.perf_counter()
+        process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=log)
+        while process.poll() is None:
+            own_kb = max(own_kb, _vm_hwm_kb(process.pid))
+            for child in _children(process.pid):
+                child_kb = max(child_kb, _vm_hwm_kb(child))
+                seen.add(child)
+            time.sleep(SAMPLE_S)
+        seconds = time.perf_counter() - started
+    return SampledRun(
+        seconds,
+        process.returncode,
+        round(own_kb / 1024, 1),
+        round(child_kb / 1024, 1) if child_kb else None,
+        len(seen),
+    )
 
 
 def say(message: str) -> None:

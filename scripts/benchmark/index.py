@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import sqlite3
 import statistics
@@ -43,7 +42,7 @@ from tests.support import mailgen
 from tests.support.accounts import account_settings, config_toml
 from tests.support.dovecot import Dovecot
 
-from benchmark.common import PASSWORD_ENV, ROOT, SERVER_BIN, say
+from benchmark.common import PASSWORD_ENV, ROOT, SERVER_BIN, run_sampled, say
 from benchmark.report import replace_between
 from benchmark.servers import our_server
 from mail_imap_mcp.config import load_config
@@ -179,21 +178,13 @@ def _config(path: Path, dovecot: Dovecot, user: str, index_dir: Path) -> Path:
     return path
 
 
-def _build_ours(config: Path, password: str) -> dict[str, Any]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    started = time.perf_counter()
-    done = subprocess.run(
-        [str(SERVER_BIN), "--config", str(config), "index"],
-        env={**os.environ, PASSWORD_ENV: password},
-        capture_output=True,
-        text=True,
-        check=False,
+def _build_ours(config: Path, password: str, log: Path) -> dict[str, Any]:
+    done = run_sampled(
+        [str(SERVER_BIN), "--config", str(config), "index"], {**os.environ, PASSWORD_ENV: password}, log
     )
-    seconds = time.perf_counter() - started
     if done.returncode != 0:
-        raise RuntimeError(f"mail-imap-mcp index failed: {done.stderr[-2000:]}")
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return {"seconds": round(seconds, 1), "peak_rss_mb": round(max(peak, before) / 1024, 1)}
+        raise RuntimeError(f"mail-imap-mcp index failed: {log.read_text()[-2000:]}")
+    return {"seconds": round(done.seconds, 1), "peak_rss_mb": done.peak_rss_mb}
 
 
 def _ours_queries(
@@ -397,7 +388,7 @@ async def run_index_bench(
         _seed(dovecot, user, messages, folders, maildir)
         config = _config(work / "config.toml", dovecot, user, work / "ix")
         say("index: mail-imap-mcp index")
-        build = _build_ours(config, dovecot.password)
+        build = _build_ours(config, dovecot.password, work / "index.log")
         db_path = work / "ix" / "default.sqlite3"
         checkpoint = sqlite3.connect(db_path)
         checkpoint.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -241,6 +241,8 @@ class Settings:
     index_folders: int = 40
     index_ours_only: bool = False
     index_xapian_messages: int | None = None
+    #: Instead of the index section: indexing with ``index_attachments`` on against off.
+    index_attachments: bool = False
     #: Only the team mode (benchmark/team.py): the shared state's cost and pages/s through HAProxy.
     team_only: bool = False
     team_clients: int = 8
