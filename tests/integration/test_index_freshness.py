@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -22,9 +23,14 @@ import pytest
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.index import freshness as freshness_module
+from mail_imap_mcp.index import sync as sync_module
 from mail_imap_mcp.index.build import build
+from mail_imap_mcp.index.freshness import Freshness, refresh
 from mail_imap_mcp.index.location import open_index
 from mail_imap_mcp.index.sync import Indexer
+from mail_imap_mcp.query.fts5 import FLAG_BITS
 from tests.support.accounts import PASSWORD_ENV, account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.dovecot import Dovecot
@@ -237,3 +243,81 @@ async def test_past_its_budget_the_total_is_about_and_every_folder_left_is_named
         assert rest["data"]["total"] == 8
         assert rest["summary"].startswith("5-8 of 8"), rest["summary"]
         assert any("changed since the first page" in w and "6 then, 8" in w for w in rest["meta"]["warnings"])
+
+
+class SlowServer:
+    """A clock that a round trip of ``UID FETCH`` moves on by ``per_round_trip`` seconds: a slow server,
+    with no test waiting for it (the sync and the freshness check read this clock)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, per_round_trip: float) -> None:
+        self.now = 0.0
+        clock = SimpleNamespace(monotonic=lambda: self.now)
+        monkeypatch.setattr(freshness_module, "time", clock)
+        monkeypatch.setattr(sync_module, "time", clock, raising=False)
+        fetch_each = ImapSession.fetch_each
+
+        def slow_fetch_each(session: ImapSession, requests: Any) -> Any:
+            self.now += per_round_trip
+            return fetch_each(session, requests)
+
+        monkeypatch.setattr(ImapSession, "fetch_each", slow_fetch_each)
+
+
+def indexed_beside(server: MatrixServer, user: str, tmp_path: Path) -> tuple[Config, Indexer]:
+    config = make_config(
+        {"default": account_settings(server, user)}, index=True, index_dir=str(tmp_path / "ix")
+    )
+    path = tmp_path / "ix" / "default.sqlite3"
+    catch_up(config, path)
+    return config, Indexer(open_index(path).store, "default", config.server.index_text_bytes)
+
+
+def refreshed(config: Config, indexer: Indexer, *, flags_tested: bool) -> Freshness:
+    connection = AccountConnection("default", config.accounts["default"], enable_qresync=True)
+    try:
+        return connection.run(
+            lambda session: refresh(session, indexer, ["INBOX"], deadline=1.0, flags_tested=flags_tested)
+        )
+    finally:
+        connection.close()
+
+
+def test_one_folder_with_much_new_mail_stops_at_the_deadline(
+    dovecot: MatrixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deadline is checked inside the folder's sync: 1,000 new messages in rounds of 200, each
+    round trip 0.4 s on this clock, a budget of 1 s: three rounds are indexed, the rest said."""
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", [note(i) for i in range(10)])
+    config, indexer = indexed_beside(dovecot, user, tmp_path)
+    dovecot.seed(user, "INBOX", [note(i) for i in range(100, 1100)])
+    SlowServer(monkeypatch, per_round_trip=0.4)
+    fresh = refreshed(config, indexer, flags_tested=False)
+    assert fresh.stale == {"INBOX": 400}
+    assert indexer.store.count() == 610
+    indexer.store.close()
+
+
+def test_a_flag_comparison_without_modseq_stops_at_the_deadline(
+    dovecot_rev1: MatrixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without CONDSTORE a flag query compares the stored flags in bounded rounds (here 4 x 3 UIDs, 0.4
+    s each on this clock) until the deadline, and says how many it could not compare."""
+    user = dovecot_rev1.new_user()
+    dovecot_rev1.seed(user, "INBOX", [note(i) for i in range(50)])
+    config, indexer = indexed_beside(dovecot_rev1, user, tmp_path)
+    other = dovecot_rev1.connect(user, tls=False, starttls=False)
+    try:
+        other.select_folder("INBOX")
+        other.add_flags(other.search("ALL"), [b"\\Flagged"])
+    finally:
+        other.logout()
+    monkeypatch.setattr(sync_module, "FLAG_CHUNK", 3)
+    SlowServer(monkeypatch, per_round_trip=0.4)
+    fresh = refreshed(config, indexer, flags_tested=True)
+    assert fresh.stale == {"INBOX": 50 - 3 * 12}
+    flagged = [
+        uid for uid, (bits, _) in indexer.store.flags_of("INBOX").items() if bits & FLAG_BITS["flagged"]
+    ]
+    assert sorted(flagged) == list(range(1, 37))
+    indexer.store.close()

@@ -63,7 +63,8 @@ def _split_quoted(text: str) -> tuple[str, str]:
     return own, "\n".join(quoted)
 
 
-def _flags(response: dict[bytes, Any]) -> tuple[str, ...]:
+def message_flags(response: dict[bytes, Any]) -> tuple[str, ...]:
+    """The flags of a ``FETCH`` answer, as the server spells them."""
     return tuple(f.decode() if isinstance(f, bytes) else str(f) for f in response.get(b"FLAGS", ()))
 
 
@@ -125,7 +126,7 @@ def indexed_message(
         sent=int(moment.timestamp()) if moment else 0,
         arrival_day=_arrival_day(arrived),
         size=int(response.get(b"RFC822.SIZE") or 0),
-        flags=_flags(response),
+        flags=message_flags(response),
         has_attachment=bool(attachments),
         texts=texts,
         filenames=filenames,

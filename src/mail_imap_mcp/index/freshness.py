@@ -10,7 +10,9 @@ are what the index stored. Without CONDSTORE, or in a folder whose stored HIGHES
 none of them: when the query tests flags, every such folder searched is synced (its flags compared), and
 on a server without CONDSTORE the selected mailbox, whose STATUS may come from the session's stale view,
 is always synced. Syncing stops at the deadline:
-what is left is said, never hidden (:attr:`Freshness.stale`).
+what is left is said, never hidden (:attr:`Freshness.stale`). The deadline is also checked inside a
+folder's sync, before each round trip of its flag comparison and of its fetch of new messages (small
+chunks, pipelined): one folder with much new mail cannot overrun it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ from mail_imap_mcp.index.sync import Indexer, plan_of, sync_folder_now
 
 #: New messages one search fetches into the index of a folder before it answers.
 FRESH_LIMIT = 2000
+#: UIDs per ``UID FETCH`` of new messages before a search answers: small rounds (:data:`~.sync.IN_FLIGHT`
+#: of them pipelined), so the deadline is checked often inside a folder with much new mail.
+FRESH_CHUNK = 50
 
 
 @dataclass
@@ -130,7 +135,9 @@ def refresh(
         # within the deadline only: past it the index answers as it is (IndexBusy).
         indexer.store.wait_for_writers(deadline - now)
         try:
-            left = sync_folder_now(session, indexer, name, limit=FRESH_LIMIT)
+            left = sync_folder_now(
+                session, indexer, name, limit=FRESH_LIMIT, deadline=deadline, chunk_size=FRESH_CHUNK
+            )
         except IndexWriteFailed as exc:
             fresh.write_failure = str(exc)
             fresh.stale[name] = _behind(stored.get(name), counts.get(name))

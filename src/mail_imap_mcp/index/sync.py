@@ -24,6 +24,7 @@ in the plan) is dropped (:meth:`Indexer.prune`).
 from __future__ import annotations
 
 import threading
+import time
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
@@ -45,11 +46,13 @@ from mail_imap_mcp.index.attachments import (
     attachment_text,
     rounds,
 )
-from mail_imap_mcp.index.document import index_items, indexed_message, message_parts
-from mail_imap_mcp.index.store import FolderState, IndexStore, flag_names
+from mail_imap_mcp.index.document import index_items, indexed_message, message_flags, message_parts
+from mail_imap_mcp.index.store import FolderState, IndexStore, flag_bits, flag_names
 
 #: UIDs per ``UID FETCH``.
 CHUNK = 250
+#: UIDs per ``UID FETCH (FLAGS)`` of the flag comparison where the folder keeps no MODSEQ.
+FLAG_CHUNK = 1000
 #: ``UID FETCH`` commands sent before the first answer is read.
 IN_FLIGHT = 4
 
@@ -98,9 +101,13 @@ class FolderSync:
         self.state: FolderState | None = None
         self.server_uidnext = 1
         self.server_messages = 0
+        #: Stored messages whose flags the last :meth:`begin` could not compare within its deadline.
+        self.unchecked = 0
 
-    def begin(self, session: ImapSession) -> int:
-        """Apply the folder's expunges and flag changes; the number of messages left to fetch."""
+    def begin(self, session: ImapSession, deadline: float | None = None) -> int:
+        """Apply the folder's expunges and flag changes; the number of messages left to fetch. Where the
+        folder keeps no MODSEQ its stored flags are compared with the server's a bounded round at a
+        time, until ``deadline`` (``time.monotonic()``): :attr:`unchecked` counts those not compared."""
         view = session.examine(self.name)
         session.settle()
         view = session.refresh_counts(view)
@@ -113,10 +120,13 @@ class FolderSync:
             changes = changes_since(session, self._token(session, state))
         except (UidValidityChanged, ChangesTokenError):
             self.store.drop_folder(self.name)
-            return self.begin(session)
+            return self.begin(session, deadline)
         state = replace(state, highestmodseq=changes.token.modseq if changes.token.modseq else 0)
-        labels = self._labels(session, list(changes.changed)) if changes.changed else None
-        self.store.update(state, flags=dict(changes.changed), removed=changes.expunged, labels=labels)
+        changed, removed = dict(changes.changed), list(changes.expunged)
+        if not state.highestmodseq:
+            changed, removed = self._compare_flags(session, deadline)
+        labels = self._labels(session, list(changed)) if changed else None
+        self.store.update(state, flags=changed, removed=removed, labels=labels)
         self.state = state
         self.pending = array("Q", sorted(changes.new))
         if not self.pending:
@@ -148,10 +158,42 @@ class FolderSync:
         uids = tuple(self.store.uids(self.name))
         if modseq and session.profile.condstore:
             return ChangesToken(*common, uids=uids)
+        # No MODSEQ: the token asks for the new messages alone; :meth:`_compare_flags` compares the rest.
+        return ChangesToken(*common[:4], 0, 0, uids=(), flags=())
+
+    def _compare_flags(
+        self, session: ImapSession, deadline: float | None
+    ) -> tuple[dict[int, tuple[str, ...]], list[int]]:
+        """The stored messages' flags compared with the server's (a folder without MODSEQ): those that
+        changed (with their flags now) and those gone, ``UID FETCH (FLAGS)`` in chunks of
+        :data:`FLAG_CHUNK`, :data:`IN_FLIGHT` per round trip, until ``deadline``."""
         stored = self.store.flags_of(self.name)
-        return ChangesToken(
-            *common[:4], 0, 0, uids=uids, flags=tuple(_flags_from(*stored[uid]) for uid in uids)
-        )
+        uids = sorted(stored)
+        changed: dict[int, tuple[str, ...]] = {}
+        removed: list[int] = []
+        step = FLAG_CHUNK * IN_FLIGHT
+        self.unchecked = len(uids)
+        for first in range(0, len(uids), step):
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            batch = uids[first : first + step]
+            # RFC822.SIZE too: a message another session expunged is answered with its flags alone.
+            answers = session.fetch_each(
+                [
+                    (batch[i : i + FLAG_CHUNK], ["FLAGS", "RFC822.SIZE"])
+                    for i in range(0, len(batch), FLAG_CHUNK)
+                ]
+            )
+            for uid in batch:
+                answer = answers.get(uid)
+                if answer is None or expunged(answer):
+                    removed.append(uid)
+                    continue
+                now = _flags_from(*flag_bits(message_flags(answer)))
+                if now != _flags_from(*stored[uid]):
+                    changed[uid] = now
+            self.unchecked -= len(batch)
+        return changed, removed
 
     def _finish(self) -> None:
         assert self.state is not None
@@ -174,8 +216,18 @@ class FolderSync:
         del self.pending[: bisect_left(self.pending, stored.uidnext)]
         return True
 
-    def fetch(self, session: ImapSession, limit: int, on_progress: OnProgress | None = None) -> int:
-        """Index up to ``limit`` of the pending messages (whole chunks, pipelined); the number left."""
+    def fetch(
+        self,
+        session: ImapSession,
+        limit: int,
+        on_progress: OnProgress | None = None,
+        *,
+        deadline: float | None = None,
+        chunk_size: int = CHUNK,
+    ) -> int:
+        """Index up to ``limit`` of the pending messages (chunks of ``chunk_size``, :data:`IN_FLIGHT` per
+        round trip) and none after ``deadline`` (``time.monotonic()``: checked before each round trip);
+        the number left."""
         assert self.state is not None
         if not self._resume():
             return 0
@@ -185,10 +237,13 @@ class FolderSync:
         session.examine(self.name)
         session.settle()
         taken = self.pending[: max(limit, 1)]
-        chunks = [list(taken[i : i + CHUNK]) for i in range(0, len(taken), CHUNK)]
+        chunks = [list(taken[i : i + chunk_size]) for i in range(0, len(taken), chunk_size)]
         personality = session.personality
         items = index_items(self.text_bytes, personality.index_items)
+        done = 0
         for round_start in range(0, len(chunks), IN_FLIGHT):
+            if deadline is not None and time.monotonic() >= deadline:
+                break
             batch = chunks[round_start : round_start + IN_FLIGHT]
             answers = session.fetch_each([(chunk, items) for chunk in batch])
             for chunk in batch:
@@ -215,7 +270,8 @@ class FolderSync:
                 self.store.put(self.state, messages)
                 if on_progress is not None:
                     on_progress(self.name, len(chunk), size)
-        del self.pending[: len(taken)]
+            done += sum(len(chunk) for chunk in batch)
+        del self.pending[:done]
         if not self.pending:
             self._finish()
         return len(self.pending)
@@ -300,13 +356,21 @@ class Indexer:
 
 
 def sync_folder_now(
-    session: ImapSession, indexer: Indexer, name: str, *, limit: int, on_progress: OnProgress | None = None
+    session: ImapSession,
+    indexer: Indexer,
+    name: str,
+    *,
+    limit: int,
+    on_progress: OnProgress | None = None,
+    deadline: float | None = None,
+    chunk_size: int = CHUNK,
 ) -> int:
-    """Bring one folder up to date on ``session`` (fetching at most ``limit`` new messages); how many new
-    messages are left (0: up to date)."""
+    """Bring one folder up to date on ``session`` (fetching at most ``limit`` new messages, in chunks of
+    ``chunk_size``, nothing more after ``deadline``); how many new messages, and messages whose flags
+    were not compared, are left (0: up to date)."""
     with indexer.lock:
         sync = indexer.folder(name)
-        left = sync.begin(session)
+        left = sync.begin(session, deadline)
         if left:
-            left = sync.fetch(session, limit, on_progress)
-        return left
+            left = sync.fetch(session, limit, on_progress, deadline=deadline, chunk_size=chunk_size)
+        return left + sync.unchecked
