@@ -58,6 +58,9 @@ USER_SCOPE_IDLE_S = 900.0
 #: got it may not have sent its first command yet).
 USER_SCOPE_MIN_IDLE_S = 60.0
 
+#: How often at most the scopes are looked over for one to close, while no new one is made.
+SCOPE_SWEEP_S = 1.0
+
 
 @dataclass
 class UserScope:
@@ -111,6 +114,7 @@ class AppContext:
         self.user_scope_idle_s = USER_SCOPE_IDLE_S
         self.user_scope_min_idle_s = USER_SCOPE_MIN_IDLE_S
         self._clock = clock
+        self._swept = clock()
         self.store: Store = store or MemoryStore()
         self.confirmations = confirmations or ConfirmationGate(store=self.store)
         self.operations = operations or OperationRegistry(store=self.store)
@@ -159,12 +163,18 @@ class AppContext:
         with self._lock:
             now = self._clock()
             scope = self._scopes.pop(who, None)
+            made = scope is None
             if scope is None:
                 config = accounts_of(self.full_config, who)
                 scope = self._scope_of(config, self._pool_for(dict(config.accounts)))
             self._scopes[who] = scope  # the most recently used last
             scope.last_used = now
-            evicted = self._evict(now, keep=who)
+            # Looked over when a scope is made, else at most every SCOPE_SWEEP_S: this runs at every
+            # step of every call.
+            evicted: list[UserScope] = []
+            if made or now - self._swept >= SCOPE_SWEEP_S:
+                self._swept = now
+                evicted = self._evict(now, keep=who)
         if evicted:
             threading.Thread(
                 target=_close_scopes, args=(evicted,), name="close-user-scopes", daemon=True
