@@ -53,7 +53,7 @@ def test_text_of_a_top_level_conjunction_is_the_match_and_the_rest_parameters() 
         SizeBound("larger", 1000),
     )
     compiled = compile_fts5(query)
-    assert compiled.match == '({sender} : "alice") AND ("quarterly report")'
+    assert compiled.match == '({sender} : "alice") AND (- place : "quarterly report")'
     assert "alice" not in compiled.where and "important" not in compiled.where.lower()
     assert compiled.params == (" $important ", 20260102, 1000)
 

@@ -11,17 +11,20 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mail_imap_mcp.index.location import IndexPermissions, drop_index, index_path, open_index
 from mail_imap_mcp.index.sqlite_store import SqliteStore
 from mail_imap_mcp.index.store import (
+    COLUMN_WEIGHTS,
     TEXT_COLUMNS,
     FolderState,
     IndexedMessage,
     IndexUnusable,
     IndexWriteFailed,
 )
-from mail_imap_mcp.query import EVERYTHING, Contains, HasFlag, Label
+from mail_imap_mcp.query import EVERYTHING, AllOf, Contains, HasFlag, Label
 from mail_imap_mcp.query.fts5 import compile_fts5
 
 
@@ -138,9 +141,7 @@ def test_a_full_disk_is_a_write_failure_and_leaves_the_last_batch(tmp_path: Path
     assert store.count() == 1
 
 
-def test_row_ids_follow_sent_dates_and_a_query_of_many_matches_ranks_the_newest(
-    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_row_ids_follow_sent_dates_and_every_match_is_ranked(store: SqliteStore) -> None:
     state = store.start_folder("INBOX", 1)
     # Sent out of UID order, two in the same second; the oldest has the word in its subject (best rank).
     sent = {1: 500, 2: 100, 3: 300, 4: 300, 5: 400}
@@ -163,12 +164,76 @@ def test_row_ids_follow_sent_dates_and_a_query_of_many_matches_ranks_the_newest(
     by_id = [row[0] for row in store._db.execute("SELECT uid FROM messages ORDER BY id")]
     assert by_id in ([2, 3, 4, 5, 1], [2, 4, 3, 5, 1])
     query = compile_fts5(Contains("text", "fig"))
-    everything = store.search(query, folders=["INBOX"], order="relevance", limit=5, offset=0)
-    assert everything.hits[0].uid == 2 and everything.ranked_among is None
-    monkeypatch.setattr("mail_imap_mcp.index.sqlite_store.RANKED_MATCHES", 3)
-    newest = store.search(query, folders=["INBOX"], order="relevance", limit=5, offset=0)
-    assert newest.total == 5 and newest.ranked_among == 3
-    assert {hit.uid for hit in newest.hits} == {1, 5, 3} or {hit.uid for hit in newest.hits} == {1, 5, 4}
+    page = store.search(query, folders=["INBOX"], order="relevance", limit=5, offset=0)
+    assert page.total == 5 and page.hits[0].uid == 2  # the oldest match ranks first: nothing is left out
+    assert [hit.uid for hit in page.hits][1:] in ([1, 5, 4, 3], [1, 5, 3, 4])  # equal ranks: newest first
+
+
+def test_a_search_of_some_folders_matches_their_place_and_no_word_matches_a_place(store: SqliteStore) -> None:
+    inbox = store.start_folder("INBOX", 1)
+    store.put(inbox, [message(1, body="fig"), message(2, body="kiwi")])
+    store.put(store.start_folder("Archive", 1), [message(3, body="fig"), message(4, body="fig")])
+    store.put(store.start_folder("Sent", 1), [message(5, body="fig f1 f2 f3")])
+    # The searched folders hold fewer messages (INBOX) or more (INBOX and Archive) than the others: the
+    # MATCH names them, or excludes the others; the answer is the same either way.
+    assert uids(store, Contains("text", "fig")) == [1]
+    assert uids(store, Contains("text", "fig"), ("INBOX", "Archive")) == [4, 3, 1]
+    assert uids(store, Contains("text", "fig"), ("Nowhere",)) == []
+    # A folder is the word "f<id>" of the place column; a user's "f1" finds the message that says it.
+    for word in ("f1", "f2", "f3"):
+        assert uids(store, Contains("text", word), ("INBOX", "Archive", "Sent")) == [5]
+    assert uids(store, AllOf((Contains("text", "fig"), HasFlag("seen", False))), ("Archive",)) == [4, 3]
+
+
+_WORDS = ("fig", "kiwi", "plum", "lime")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    bodies=st.lists(
+        st.tuples(st.integers(0, 40), st.lists(st.sampled_from(_WORDS), min_size=1, max_size=8)),
+        min_size=1,
+        max_size=60,
+    ),
+    shards=st.integers(1, 4),
+    word=st.sampled_from(_WORDS),
+    two_folders=st.booleans(),
+    offset=st.integers(0, 30),
+    limit=st.integers(1, 15),
+)
+def test_ranking_in_shards_gives_the_page_one_order_by_over_every_match_gives(
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    bodies: list[tuple[int, list[str]]],
+    shards: int,
+    word: str,
+    two_folders: bool,
+    offset: int,
+    limit: int,
+) -> None:
+    monkeypatch.setattr("mail_imap_mcp.index.sqlite_ranking.MESSAGES_PER_SHARD", 1)
+    monkeypatch.setattr("mail_imap_mcp.index.sqlite_ranking.SHARD_MATCHES", 1)
+    store = SqliteStore(tmp_path_factory.mktemp("shards") / "a.sqlite3")
+    store._ranker._shards = shards
+    folders = ["INBOX", "Archive"]
+    for number, (sent, words) in enumerate(bodies, 1):
+        texts = tuple(" ".join(words) if c == "body" else "" for c in TEXT_COLUMNS)
+        folder = folders[number % 2]
+        store.put(
+            store.start_folder(folder, 1), [IndexedMessage(number, sent, 20260101, 1, (), False, texts)]
+        )
+    searched = folders if two_folders else ["INBOX"]
+    query = compile_fts5(Contains("text", word))
+    page = store.search(query, folders=searched, order="relevance", limit=limit, offset=offset)
+    expected = store._db.execute(
+        f"SELECT m.uid, bm25(fts, {', '.join(map(str, COLUMN_WEIGHTS))}) AS rank FROM fts JOIN messages m ON m.id = fts.rowid "
+        "JOIN folders f ON f.id = m.folder WHERE fts MATCH ? "
+        f"AND f.name IN ({', '.join('?' for _ in searched)}) ORDER BY rank, m.id DESC",
+        (query.match, *searched),
+    ).fetchall()
+    assert page.total == len(expected)
+    assert [hit.uid for hit in page.hits] == [uid for uid, _ in expected[offset : offset + limit]]
+    store.close()
 
 
 def test_a_message_with_a_global_id_has_one_row_and_label_answers_from_its_labels(store: SqliteStore) -> None:

@@ -147,12 +147,13 @@ def test_layer_imports_point_one_way(layer: str) -> None:
 
 def test_sqlite_is_reached_through_the_index_store_alone() -> None:
     """The local index keeps its engine behind one interface (``index/store.py``): only its SQLite
-    implementation imports ``sqlite3``, so a server-grade engine can replace it in one module."""
+    implementation (``index/sqlite_*.py``) imports ``sqlite3``, so a server-grade engine can replace it
+    in one place."""
     wrong = sorted(
         name
         for name, path in modules(SRC, PACKAGE).items()
         if any(target == "sqlite3" or target.startswith("sqlite3.") for target in imported(path, name))
-        and name != "mail_imap_mcp.index.sqlite_store"
+        and not name.startswith("mail_imap_mcp.index.sqlite_")
     )
     assert wrong == []
 

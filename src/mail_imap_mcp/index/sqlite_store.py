@@ -16,9 +16,11 @@ import contextlib
 import json
 import sqlite3
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
+from mail_imap_mcp.index.sqlite_ranking import Ranker, ReadConnections
 from mail_imap_mcp.index.store import (
     COLUMN_WEIGHTS,
     TEXT_COLUMNS,
@@ -34,18 +36,20 @@ from mail_imap_mcp.index.store import (
     flag_bits,
     flag_names,
 )
-from mail_imap_mcp.query.fts5 import label_keys
+from mail_imap_mcp.query.fts5 import PLACE_COLUMN, in_places, label_keys, place_token
 
 #: "MIMX": marks a database as this index (``PRAGMA application_id``).
 APPLICATION_ID = 0x4D494D58
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: Row ids per second of sent date (a row id is the sent time times this, plus a counter).
 IDS_PER_SECOND = 4096
-#: A text query matching more messages than this is ranked among its newest this many matches: ranking
-#: costs a few microseconds a match, and a word in most messages says little of relevance anyway.
-RANKED_MATCHES = 2_000
 #: How long a writer waits for another process's transaction before it gives up.
 BUSY_TIMEOUT_S = 30.0
+
+#: The FTS5 table's columns: the text columns, then the folder of the message as one word
+#: (:func:`~mail_imap_mcp.query.fts5.place_token`), so that a search of some folders is one MATCH.
+_FTS_COLUMNS = (*TEXT_COLUMNS, PLACE_COLUMN)
+_FTS_VALUES = ", ".join("?" for _ in _FTS_COLUMNS)
 
 _SCHEMA = f"""
 CREATE TABLE folders(
@@ -63,7 +67,7 @@ CREATE TABLE messages(
     UNIQUE(folder, uid));
 CREATE INDEX messages_sent ON messages(sent);
 CREATE INDEX messages_global_id ON messages(global_id) WHERE global_id IS NOT NULL;
-CREATE VIRTUAL TABLE fts USING fts5({", ".join(TEXT_COLUMNS)}, content='',
+CREATE VIRTUAL TABLE fts USING fts5({", ".join(_FTS_COLUMNS)}, content='',
     tokenize='unicode61 remove_diacritics 2');
 PRAGMA application_id = {APPLICATION_ID};
 PRAGMA user_version = {SCHEMA_VERSION};
@@ -92,6 +96,7 @@ class SqliteStore:
         except sqlite3.DatabaseError as exc:
             self._close_quietly()
             raise IndexUnusable(f"{path}: {exc}") from exc
+        self._ranker = Ranker(ReadConnections(path, BUSY_TIMEOUT_S))
 
     def _prepare(self) -> None:
         db = self._db
@@ -162,13 +167,11 @@ class SqliteStore:
         assert folder is not None
         return folder
 
-    def _forget(self, row_id: int, doc: bytes) -> None:
+    def _forget(self, row_id: int, folder: int, doc: bytes) -> None:
         """Take a message's terms out of the FTS5 table (a contentless table is told the old text)."""
-        texts = _unpack(doc)
-        placeholders = ", ".join("?" for _ in TEXT_COLUMNS)
         self._db.execute(
-            f"INSERT INTO fts(fts, rowid, {', '.join(TEXT_COLUMNS)}) VALUES('delete', ?, {placeholders})",
-            (row_id, *texts),
+            f"INSERT INTO fts(fts, rowid, {', '.join(_FTS_COLUMNS)}) VALUES('delete', ?, {_FTS_VALUES})",
+            (row_id, *_unpack(doc), place_token(folder)),
         )
         self._db.execute("DELETE FROM messages WHERE id = ?", (row_id,))
 
@@ -185,8 +188,6 @@ class SqliteStore:
         return int(candidate)
 
     def put(self, state: FolderState, messages: Sequence[IndexedMessage]) -> None:
-        columns = ", ".join(TEXT_COLUMNS)
-        placeholders = ", ".join("?" for _ in TEXT_COLUMNS)
         with self._transaction():
             folder = self._save(state)
             for message in messages:
@@ -194,12 +195,12 @@ class SqliteStore:
                     "SELECT id, doc FROM messages WHERE folder = ? AND uid = ?", (folder, message.uid)
                 ).fetchone()
                 if old is not None:
-                    self._forget(old[0], old[1])
+                    self._forget(old[0], folder, old[1])
                 if message.global_id is not None:  # shown in another folder before: one row, this one
-                    for row_id, doc in self._db.execute(
-                        "SELECT id, doc FROM messages WHERE global_id = ?", (message.global_id,)
+                    for row_id, shown_in, doc in self._db.execute(
+                        "SELECT id, folder, doc FROM messages WHERE global_id = ?", (message.global_id,)
                     ).fetchall():
-                        self._forget(row_id, doc)
+                        self._forget(row_id, shown_in, doc)
                 bits, keywords = flag_bits(message.flags)
                 row_id = self._free_id(message.sent)
                 self._db.execute(
@@ -224,8 +225,8 @@ class SqliteStore:
                     ),
                 )
                 self._db.execute(
-                    f"INSERT INTO fts(rowid, {columns}) VALUES(?, {placeholders})",
-                    (row_id, *message.texts),
+                    f"INSERT INTO fts(rowid, {', '.join(_FTS_COLUMNS)}) VALUES(?, {_FTS_VALUES})",
+                    (row_id, *message.texts, place_token(folder)),
                 )
             self._db.execute(
                 "UPDATE folders SET messages = (SELECT count(*) FROM messages WHERE folder = ?) WHERE id = ?",
@@ -258,7 +259,7 @@ class SqliteStore:
                     "SELECT id, doc FROM messages WHERE folder = ? AND uid = ?", (folder, uid)
                 ).fetchone()
                 if old is not None:
-                    self._forget(old[0], old[1])
+                    self._forget(old[0], folder, old[1])
             self._db.execute(
                 "UPDATE folders SET messages = (SELECT count(*) FROM messages WHERE folder = ?) WHERE id = ?",
                 (folder, folder),
@@ -285,7 +286,7 @@ class SqliteStore:
         for row_id, doc in self._db.execute(
             "SELECT id, doc FROM messages WHERE folder = ?", (folder,)
         ).fetchall():
-            self._forget(row_id, doc)
+            self._forget(row_id, folder, doc)
         self._db.execute("DELETE FROM folders WHERE id = ?", (folder,))
 
     def drop_folder(self, name: str) -> None:
@@ -298,86 +299,109 @@ class SqliteStore:
     def search(
         self, query: CompiledQuery, *, folders: Sequence[str], order: Order, limit: int, offset: int
     ) -> HitPage:
-        if not folders:
-            return HitPage([], 0)
-        if query.match is not None and query.where == "1" and set(folders) >= set(self.folders()):
-            return self._everywhere(query.match, order, limit, offset, list(folders))
-        in_folders = f"f.name IN ({', '.join('?' for _ in folders)})"
-        params: list[object] = []
-        if query.match is not None:
-            source = "fts JOIN messages m ON m.id = fts.rowid JOIN folders f ON f.id = m.folder"
-            condition = f"fts MATCH ? AND {in_folders} AND ({query.where})"
-            params = [query.match, *folders, *query.params]
-            rank = _BM25
-        else:
-            source = "messages m JOIN folders f ON f.id = m.folder"
-            condition = f"{in_folders} AND ({query.where})"
-            params = [*folders, *query.params]
-            rank = "0.0"
-        ordering = f"{rank}, m.sent DESC, m.id DESC" if order == "relevance" else "m.sent DESC, m.id DESC"
-        try:
-            counted = self._db.execute(f"SELECT count(*) FROM {source} WHERE {condition}", params)
-            total = int(counted.fetchone()[0])
-            rows = self._db.execute(
-                f"SELECT {_HIT_COLUMNS.format(rank=rank)} FROM {source} "
-                f"WHERE {condition} ORDER BY {ordering} LIMIT ? OFFSET ?",
-                [*params, limit, offset],
-            ).fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise IndexUnusable(f"{self.path}: {exc}") from exc
-        return HitPage([_hit(row) for row in rows], total, list(folders))
+        return self.start_search(query, folders=folders, order=order, limit=limit, offset=offset).result()
 
-    def _everywhere(self, match: str, order: Order, limit: int, offset: int, folders: list[str]) -> HitPage:
-        """A text query over every folder: FTS5 ranks (or, by date, walks its row ids, which follow sent
-        dates) and counts its own matches alone (every row of the FTS5 table is a message of a folder),
-        and only the page's rows are joined. Beyond :data:`RANKED_MATCHES` matches, the newest that many
-        are ranked."""
+    def start_search(
+        self, query: CompiledQuery, *, folders: Sequence[str], order: Order, limit: int, offset: int
+    ) -> PendingSearch:
+        """Start :meth:`search` on the read connections and return at once (the search's freshness round
+        trip runs meanwhile); :meth:`PendingSearch.result` is the page. Ranked, every match is ranked
+        (:mod:`.sqlite_ranking`)."""
+        folders = list(folders)
+        if not folders:
+            return PendingSearch(lambda: HitPage([], 0))
         try:
-            total = int(
-                self._db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (match,)).fetchone()[0]
-            )
-            ranked_among = None
-            if order == "date":
-                inner = "SELECT rowid, 0.0 AS rank FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ? OFFSET ?"
-                params: tuple[object, ...] = (match, limit, offset)
-                ordering = "m.id DESC"
-            else:
-                floor = 0
-                if total > RANKED_MATCHES:
-                    ranked_among = RANKED_MATCHES
-                    found = self._db.execute(
-                        "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-                        (match, RANKED_MATCHES - 1),
-                    ).fetchone()
-                    floor = int(found[0]) if found else 0
-                inner = (
-                    f"SELECT rowid, {_BM25} AS rank FROM fts WHERE fts MATCH ? AND rowid >= ? "
-                    "ORDER BY rank LIMIT ? OFFSET ?"
-                )
-                params = (match, floor, limit, offset)
-                ordering = "top.rank, m.sent DESC, m.id DESC"
-            rows = self._db.execute(
-                f"SELECT {_HIT_COLUMNS.format(rank='top.rank')} FROM ({inner}) AS top "
-                f"JOIN messages m ON m.id = top.rowid JOIN folders f ON f.id = m.folder ORDER BY {ordering}",
-                params,
-            ).fetchall()
+            stored = self._db.execute("SELECT name, id, messages FROM folders").fetchall()
         except sqlite3.DatabaseError as exc:
             raise IndexUnusable(f"{self.path}: {exc}") from exc
-        return HitPage([_hit(row) for row in rows], total, folders, ranked_among)
+        wanted = set(folders)
+        searched = {folder: count for name, folder, count in stored if name in wanted}
+        others = {folder: count for name, folder, count in stored if name not in wanted}
+        if not searched:
+            return PendingSearch(lambda: HitPage([], 0, folders))
+        if query.match is not None:
+            # The folders are words of the place column: the MATCH names the searched ones, or the
+            # others where they hold fewer messages (FTS5's cost follows the lists it merges).
+            match = query.match
+            if others:
+                excluded = sum(others.values()) < sum(searched.values())
+                match = in_places(match, others if excluded else searched, excluded=excluded)
+            source, condition = "fts", "fts MATCH ?"
+            params: list[object] = [match]
+            if query.where != "1":  # FTS5 drives (CROSS JOIN keeps the order): its matches are fewer
+                source = "fts CROSS JOIN messages m ON m.id = fts.rowid"
+                condition = f"fts MATCH ? AND ({query.where})"
+                params = [match, *query.params]
+            row_id = "fts.rowid"
+        else:
+            source = "messages m"
+            condition = f"m.folder IN ({', '.join('?' for _ in searched)}) AND ({query.where})"
+            params = [*searched, *query.params]
+            row_id = "m.id"
+        count_sql = f"SELECT count(*) FROM {source} WHERE {condition}"
+        stored = sum(searched.values()) + sum(others.values())
+        if order == "relevance" and query.match is not None:
+            shard_sql = (
+                f"SELECT {_BM25} AS rank, fts.rowid FROM {source} WHERE {condition} "
+                "AND fts.rowid BETWEEN ? AND ? ORDER BY rank, fts.rowid DESC LIMIT ?"
+            )
+
+            def page(db: sqlite3.Connection) -> HitPage:
+                total = int(db.execute(count_sql, params).fetchone()[0])
+                pairs = self._ranker.rank(
+                    db, shard_sql, params, matches=total, stored=stored, best=offset + limit
+                )
+                chosen = pairs[offset:]
+                return HitPage(
+                    _rows_of(db, [row for _, row in chosen], [rank for rank, _ in chosen]), total, folders
+                )
+
+        else:
+            by_date = (
+                f"SELECT {row_id} FROM {source} WHERE {condition} ORDER BY "
+                + ("fts.rowid DESC" if query.match is not None else "m.sent DESC, m.id DESC")
+                + " LIMIT ? OFFSET ?"
+            )
+
+            def page(db: sqlite3.Connection) -> HitPage:
+                total = int(db.execute(count_sql, params).fetchone()[0])
+                ids = [row[0] for row in db.execute(by_date, [*params, limit, offset])]
+                return HitPage(_rows_of(db, ids, [0.0] * len(ids)), total, folders)
+
+        started = self._ranker.submit(page)
+        return PendingSearch(started.result, started.cancel)
 
     def wait_for_writers(self, seconds: float) -> None:
         self._db.execute(f"PRAGMA busy_timeout = {max(int(seconds * 1000), 1)}")
 
     def close(self) -> None:
+        self._ranker.close()
         self._close_quietly()
 
 
 #: BM25 with the columns' weights, called as a function (as FTS5's ``rank`` column it took twice as long).
-_BM25 = f"bm25(fts, {', '.join(str(w) for w in COLUMN_WEIGHTS)})"
+_BM25 = f"bm25(fts, {', '.join(str(w) for w in (*COLUMN_WEIGHTS, 0.0))})"  # the place weighs nothing
 _HIT_COLUMNS = (
     "f.name, f.uidvalidity, m.uid, {rank}, m.sent, m.doc, m.flag_bits, m.keywords, m.size, m.has_attachment, "
     "m.labels"
 )
+
+
+def _rows_of(db: sqlite3.Connection, ids: list[int], ranks: list[float]) -> list[Hit]:
+    """The hits of the rows ``ids`` (with their ``ranks``), in that order."""
+    if not ids:
+        return []
+    found = db.execute(
+        f"SELECT m.id, {_HIT_COLUMNS.format(rank='0.0')} FROM messages m JOIN folders f ON f.id = m.folder "
+        f"WHERE m.id IN ({', '.join('?' for _ in ids)})",
+        ids,
+    ).fetchall()
+    by_id = {row[0]: row[1:] for row in found}
+    return [
+        replace(_hit(by_id[row_id]), rank=rank)
+        for row_id, rank in zip(ids, ranks, strict=True)
+        if row_id in by_id
+    ]
 
 
 def _hit(row: tuple[object, ...]) -> Hit:
@@ -397,6 +421,26 @@ def _hit(row: tuple[object, ...]) -> Hit:
         bool(attached),
         tuple(labels.split("\n")) if labels else (),
     )
+
+
+class PendingSearch:
+    """A search under way (:meth:`SqliteStore.start_search`)."""
+
+    def __init__(self, finish: Callable[[], HitPage], cancel: Callable[[], object] | None = None) -> None:
+        self._finish = finish
+        self._cancel = cancel
+
+    def result(self) -> HitPage:
+        """The page (waiting for it); an unreadable file is :class:`IndexUnusable`."""
+        try:
+            return self._finish()
+        except sqlite3.DatabaseError as exc:
+            raise IndexUnusable(str(exc)) from exc
+
+    def cancel(self) -> None:
+        """Not needed after all (the index changed before it was taken)."""
+        if self._cancel is not None:
+            self._cancel()
 
 
 class _Transaction:

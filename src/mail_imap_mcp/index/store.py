@@ -144,8 +144,6 @@ class HitPage:
     hits: list[Hit]
     total: int
     folders: list[str] = field(default_factory=list)
-    #: Only the newest this many matches were ranked (None: all were).
-    ranked_among: int | None = None
 
 
 Order = Literal["relevance", "date"]
@@ -162,6 +160,18 @@ class CompiledQuery(Protocol):
     def where(self) -> str: ...
     @property
     def params(self) -> tuple[object, ...]: ...
+
+
+class PendingPage(Protocol):
+    """A search under way (:meth:`IndexStore.start_search`)."""
+
+    def result(self) -> HitPage:
+        """The page, once ready."""
+        ...
+
+    def cancel(self) -> None:
+        """Not needed after all."""
+        ...
 
 
 class IndexStore(Protocol):
@@ -211,7 +221,14 @@ class IndexStore(Protocol):
     def search(
         self, query: CompiledQuery, *, folders: Sequence[str], order: Order, limit: int, offset: int
     ) -> HitPage:
-        """The page of messages of ``folders`` that ``query`` matches, best (or newest) first."""
+        """The page of messages of ``folders`` that ``query`` matches, best (or newest) first: ranked,
+        every match is ranked."""
+        ...
+
+    def start_search(
+        self, query: CompiledQuery, *, folders: Sequence[str], order: Order, limit: int, offset: int
+    ) -> PendingPage:
+        """:meth:`search` begun in the background, to be taken (or dropped) later."""
         ...
 
     def wait_for_writers(self, seconds: float) -> None:

@@ -37,13 +37,16 @@ from mail_imap_mcp.query.tree import (
 
 #: The FTS5 columns each text field searches.
 TEXT_FIELDS: dict[str, tuple[str, ...]] = {
-    "text": (),  # every column
+    "text": (),  # every column but the place
     "from": ("sender",),
     "to": ("recipients_to",),
     "cc": ("recipients_cc",),
     "subject": ("subject",),
     "body": ("body", "quoted"),
 }
+#: The FTS5 column that holds a message's folder as one word (:func:`place_token`): no text test
+#: searches it, so a word of the user's never matches a folder.
+PLACE_COLUMN = "place"
 #: Headers the index keeps, and their columns.
 HEADER_FIELDS = {"list-id": "list_id", "message-id": "message_id"}
 #: The system flags as bits of ``m.flag_bits``, by the query's name of each (``is:flagged``: ``flagged``,
@@ -65,6 +68,18 @@ class Fts5Query:
     match: str | None
     where: str
     params: tuple[object, ...]
+
+
+def place_token(folder_id: int) -> str:
+    """The word of :data:`PLACE_COLUMN` that says a message is in the folder ``folder_id`` of the index."""
+    return f"f{folder_id}"
+
+
+def in_places(match: str, folder_ids: Iterable[int], *, excluded: bool = False) -> str:
+    """``match`` limited to messages of the folders ``folder_ids`` (``excluded``: of none of them; at
+    least one folder)."""
+    places = " OR ".join(place_token(folder) for folder in folder_ids)
+    return f"({match}) {'NOT' if excluded else 'AND'} {PLACE_COLUMN} : ({places})"
 
 
 def label_key(name: str) -> str:
@@ -108,7 +123,7 @@ def _contains(node: Contains) -> str:
         raise Unsupported(f"the index keeps no {node.field} field")
     columns = TEXT_FIELDS[node.field]
     quoted = phrase(node.value)
-    return f"{{{' '.join(columns)}}} : {quoted}" if columns else quoted
+    return f"{{{' '.join(columns)}}} : {quoted}" if columns else f"- {PLACE_COLUMN} : {quoted}"
 
 
 def _header(node: Header) -> str:

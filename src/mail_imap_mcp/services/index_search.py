@@ -26,7 +26,8 @@ from mail_imap_mcp.imap.mailboxes import MailboxInfo
 from mail_imap_mcp.imap.records import SearchPage, SummaryRecord
 from mail_imap_mcp.imap.search.cursors import DIGEST_CHARS, CursorMismatch, IndexCursor
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.index.freshness import Freshness, refresh
+from mail_imap_mcp.index.answer import fresh_page
+from mail_imap_mcp.index.freshness import Freshness
 from mail_imap_mcp.index.snippets import matched_words, snippet_around
 from mail_imap_mcp.index.store import Hit, IndexUnusable
 from mail_imap_mcp.index.summaries import summary_of
@@ -107,22 +108,21 @@ def index_page(
             return list(dict.fromkeys([*personality.every_mailbox(known), *folders, *added]))
 
         try:
-            with choice.indexer.lock:
-                fresh = refresh(
-                    session,
-                    choice.indexer,
-                    None if everything else folders,
-                    deadline=deadline,
-                    flags_tested=choice.flags_tested,
-                    scope=scope,
-                )
-            if everything and fresh.boxes is not None:
-                folders = scope(fresh.boxes)
-            page = choice.indexer.store.search(
-                compiled, folders=folders, order=choice.order, limit=limit, offset=offset
+            answer = fresh_page(
+                session,
+                choice.indexer,
+                compiled,
+                folders=None if everything else folders,
+                order=choice.order,
+                limit=limit,
+                offset=offset,
+                deadline=deadline,
+                flags_tested=choice.flags_tested,
+                scope=scope,
             )
         except IndexUnusable as exc:
             return _Read([], 0, [], [], [], Freshness(), declined=_UNUSABLE.format(why=exc))
+        page, fresh, folders = answer.page, answer.fresh, answer.folders
         if session.profile.condstore and not fresh.stale:  # the stored flags are the server's now
             own = session.own_addresses
             summaries = [
@@ -136,11 +136,11 @@ def index_page(
                 )
                 for hit in page.hits
             ]
-            return _Read(folders, page.total, page.hits, summaries, [], fresh, page.ranked_among)
+            return _Read(folders, page.total, page.hits, summaries, [], fresh)
         bodies = {(hit.folder, hit.uid): hit.body for hit in page.hits}
         messages, issues = _summaries(session, account_id, page.hits, snippet_chars, app)
         messages = [_with_snippet(m, bodies.get((m.mailbox, m.uid)), words, snippet_chars) for m in messages]
-        return _Read(folders, page.total, page.hits, messages, issues, fresh, page.ranked_among)
+        return _Read(folders, page.total, page.hits, messages, issues, fresh)
 
     words = matched_words(search)
     read = app.connection(account_id).run(work)
@@ -159,11 +159,6 @@ def index_page(
             f"The matches changed since the first page of this search ({cursor.total:,} then, {read.total:,} "
             "now: the index caught up with the server or another client changed mail), so this page may "
             "repeat or skip a message; search again without the cursor for a consistent list."
-        )
-    if read.ranked_among is not None:
-        warnings.append(
-            f"{read.total:,} messages match; the best of the newest {read.ranked_among:,} matches are listed "
-            "(a word in that many messages says little). Add words to narrow it, or sort by date."
         )
     page = SearchPage(
         account_id=account_id,
@@ -194,7 +189,6 @@ class _Read:
     messages: list[SummaryRecord]
     issues: list[Issue]
     fresh: Freshness
-    ranked_among: int | None = None
     #: Why the index did not answer after all (the server answers, and the page says this).
     declined: str | None = None
 
