@@ -4,7 +4,7 @@
 table checks the inverted index against itself (there is no content to compare it with): terms left
 behind by a delete told the wrong text, or a row deleted without its terms, pass both. So the terms are
 also compared with the text the ``messages`` rows keep: every message's text is indexed again into a
-scratch FTS5 table of the same schema, and both tables' term instances (``fts5vocab``) must be equal, as
+scratch FTS5 table of the same schema (the folder as its place word), and both tables' term instances (``fts5vocab``) must be equal, as
 must the row counts of ``fts`` and ``messages``.
 """
 
@@ -15,6 +15,7 @@ import sqlite3
 import zlib
 
 from mail_imap_mcp.index.store import TEXT_COLUMNS
+from mail_imap_mcp.query.fts5 import PLACE_COLUMN, place_token
 
 
 def index_problems(db: sqlite3.Connection) -> list[str]:
@@ -34,12 +35,12 @@ def index_problems(db: sqlite3.Connection) -> list[str]:
     try:
         tokenizer = db.execute("SELECT sql FROM sqlite_master WHERE name = 'fts'").fetchone()[0]
         scratch.execute(tokenizer)
-        columns = ", ".join(TEXT_COLUMNS)
-        for row_id, doc in db.execute("SELECT id, doc FROM messages"):
+        columns = (*TEXT_COLUMNS, PLACE_COLUMN)
+        for row_id, folder, doc in db.execute("SELECT id, folder, doc FROM messages"):
             texts = json.loads(zlib.decompress(doc))
             scratch.execute(
-                f"INSERT INTO fts(rowid, {columns}) VALUES(?, {', '.join('?' for _ in TEXT_COLUMNS)})",
-                (row_id, *texts),
+                f"INSERT INTO fts(rowid, {', '.join(columns)}) VALUES(?, {', '.join('?' for _ in columns)})",
+                (row_id, *texts, place_token(folder)),
             )
         expected = _instances(scratch)
     finally:
