@@ -45,24 +45,30 @@ class _Progress:
         self.started = time.monotonic()
         if self.tty:
             self.bar = tqdm(
-                total=messages, unit="msg", desc=self.account_id, file=sys.stderr, dynamic_ncols=True
+                total=messages,
+                unit="msg",
+                desc=self.account_id,
+                file=sys.stderr,
+                dynamic_ncols=True,
+                postfix=self._where(),  # from its first drawing: folders and MB beside messages and rate
             )
         else:
             self._line(f"{folders} folder(s), {messages} message(s) to index")
 
+    def _where(self) -> str:
+        return f"folder {self.folder}/{self.folders}, {self.bytes / 1e6:.1f} MB"
+
     def enter(self, number: int, name: str) -> None:
         self.folder = number
         if self.bar is not None:
-            self.bar.set_postfix_str(f"folder {number}/{self.folders}, {self.bytes / 1e6:.1f} MB")
+            self.bar.set_postfix_str(self._where())
 
     def advance(self, folder: str, messages: int, size: int) -> None:
         self.messages += messages
         self.bytes += size
         if self.bar is not None:
+            self.bar.set_postfix_str(self._where(), refresh=False)
             self.bar.update(messages)
-            self.bar.set_postfix_str(
-                f"folder {self.folder}/{self.folders}, {self.bytes / 1e6:.1f} MB", refresh=False
-            )
         elif time.monotonic() - self.last_line >= PLAIN_EVERY_S:
             self._status()
 
