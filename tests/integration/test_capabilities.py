@@ -506,16 +506,17 @@ def normalise_cursor(token: str) -> dict[str, Any]:
         mark = (found.key, found.index, found.uid)
         return {"digest": found.filter_digest, "total": found.total, "returned": found.returned, "at": mark}
     cursor = found
+    stream = cursor.stream
     if cursor.sort == "arrival":
-        streams: list[Any] = [(s.mailbox, s.upper, s.after, s.head) for s in cursor.streams]
+        at: tuple[Any, ...] = (stream.mailbox, stream.upper, stream.after)
     else:  # date order without SORT also keeps the window it reads in: only where the page ended must match
-        streams = [(stream.mailbox, stream.after, stream.key) for stream in cursor.streams]
+        at = (stream.mailbox, stream.after, stream.key)
     return {
         "digest": cursor.filter_digest,
         "sort": cursor.sort,
         "total": cursor.total,
         "returned": cursor.returned,
-        "streams": streams,
+        "stream": at,
     }
 
 

@@ -1,7 +1,8 @@
 """Round trips of a search across mailboxes (``mailbox: "*"``, ``mailboxes``) and in date order, pinned.
 
-Such a page reads each mailbox in two phases (:func:`mail_imap_mcp.imap.sort.ordered_page`, then the
-summaries of the page's picks, mailbox by mailbox), so its cost grows with the mailboxes that take part:
+Such a page reads its mailboxes in two phases (by one position, :mod:`mail_imap_mcp.services.search_position`;
+one mailbox by :func:`mail_imap_mcp.imap.sort.ordered_page`; then the summaries of the page's picks,
+mailbox by mailbox), so its cost grows with the mailboxes that take part:
 on a real network each round trip costs the link's RTT. The test pins what each page sends (the IMAP
 verbs in order) and how often it waits for the server (``AccountConnection.round_trips``), like
 tests/integration/test_round_trips.py does for the one-mailbox calls; a change that adds a command or a round trip

@@ -1,5 +1,6 @@
-"""The search cursor: one format for every search (packed binary behind a keyed seal, short as it is in
-every page), and the cursors earlier versions handed out still decode into it."""
+"""The search cursor of a page of one mailbox: packed binary behind a keyed seal, short as it is in every
+page; the one-mailbox cursors earlier versions handed out still decode into it, their cursors of a row
+per mailbox are refused."""
 
 from __future__ import annotations
 
@@ -31,19 +32,15 @@ ONE = StreamCursor(
     sort="arrival",
     total=100_000,
     returned=20,
-    streams=[StreamState("Archiv/2025 – Büro", 1795384193, 100_000, [99_981])],
+    stream=StreamState("Archiv/2025 – Büro", 1795384193, 100_000, [99_981]),
 )
-STREAMS = StreamCursor(
+DATED = StreamCursor(
     account_id="default",
     filter_digest="d448e2735666",
     sort="date",
     total=240,
     returned=20,
-    streams=[
-        StreamState("INBOX", 1795384193, 100, [81, 80], 1795000000, 0, 0, 1794000000),
-        StreamState("Archive", 7, 0),
-        StreamState("Old", 9, 500, [12], -86_400, 1, 400),  # a Date header before 1970
-    ],
+    stream=StreamState("Old", 9, 500, [12, 11], -86_400, 1, 400),  # a Date header before 1970
 )
 #: The one-mailbox cursor of earlier versions, for the position ONE stands for (its digest had 16 hex
 #: digits, of which a cursor keeps 12 now).
@@ -77,7 +74,7 @@ def legacy_packed(state: CursorState) -> str:
     return seal_packed(bytes([PACKED_TAG]) + texts + bytes.fromhex(state.filter_digest) + numbers)
 
 
-@pytest.mark.parametrize("cursor", [ONE, STREAMS], ids=["one mailbox", "three mailboxes"])
+@pytest.mark.parametrize("cursor", [ONE, DATED], ids=["arrival", "date"])
 def test_every_search_s_cursor_round_trips_in_one_packed_format(cursor: StreamCursor) -> None:
     token = cursor.encode()
     assert StreamCursor.decode(token) == cursor
@@ -91,7 +88,7 @@ def test_a_one_mailbox_cursor_stays_short() -> None:
         "arrival",
         100_000,
         20,
-        [StreamState("INBOX", 1795384193, 100_000, [99_981])],
+        StreamState("INBOX", 1795384193, 100_000, [99_981]),
     )
     assert len(inbox.encode()) <= 64
     keyed = json.dumps(asdict(LEGACY), separators=(",", ":"), ensure_ascii=False).encode()
@@ -104,17 +101,29 @@ def test_the_one_mailbox_cursors_of_earlier_versions_still_decode() -> None:
         assert StreamCursor.decode(token) == ONE
 
 
-def test_the_json_stream_cursors_of_earlier_versions_still_decode() -> None:
-    rows: list[list[object]] = [
-        ["INBOX", 1795384193, 100, [81, 80], 1795000000, 0, 0, 1794000000],
-        ["Archive", 7, 0],
-        ["Old", 9, 500, [12], -86_400, 1, 400],
-    ]
-    values = [2, "default", "d448e2735666387f", "date", 240, 20, rows]
-    assert StreamCursor.decode(seal_json(values)) == STREAMS
-    keyed = dict(zip(("v", "a", "d", "s", "t", "r", "m"), values, strict=True))
-    assert StreamCursor.decode(seal_json(keyed)) == STREAMS
-    assert len(STREAMS.encode()) < len(seal_json(values))
+def rows_packed(rows: list[tuple[str, int, int, list[int]]]) -> str:
+    """A packed stream cursor of several mailboxes in arrival order (a row each: name, UIDVALIDITY,
+    snapshot, anchors), as versions before the one position of every search of several wrote it."""
+    body = bytearray([2]) + varints([7]) + b"default" + bytes.fromhex("d448e2735666")
+    body += varints([len(rows) * 2, 3000, 20])
+    for name, uidvalidity, upper, after in rows:
+        body += varints([len(name.encode())]) + name.encode()
+        body += varints([uidvalidity, upper, len(after) << 3, *after])
+    return seal_packed(bytes(body))
+
+
+def test_regression_a_cursor_of_a_row_per_mailbox_is_refused_as_from_an_earlier_version() -> None:
+    """Such cursors continued page after page through a merge of every mailbox's stream, kept only for
+    them; no release handed them out, and a search of several mailboxes reads by one position now."""
+    rows = [("INBOX", 1795384193, 100, [81]), ("Archive", 7, 40, [12])]
+    with pytest.raises(CursorError, match="earlier version of this server"):
+        StreamCursor.decode(rows_packed(rows))
+    json_rows = [2, "default", "d448e2735666387f", "arrival", 240, 20, [list(row) for row in rows]]
+    for payload in (json_rows, dict(zip(("v", "a", "d", "s", "t", "r", "m"), json_rows, strict=True))):
+        with pytest.raises(CursorError):
+            StreamCursor.decode(seal_json(payload))
+    # The same packing with one row is this version's cursor of one mailbox.
+    assert StreamCursor.decode(rows_packed(rows[:1])).stream == StreamState("INBOX", 1795384193, 100, [81])
 
 
 def test_regression_l2_a_cursor_with_a_checksum_anyone_can_compute_is_refused() -> None:
@@ -126,7 +135,7 @@ def test_regression_l2_a_cursor_with_a_checksum_anyone_can_compute_is_refused() 
 
 
 @pytest.mark.parametrize("cut", [1, 3, 8])
-@pytest.mark.parametrize("cursor", [ONE, STREAMS], ids=["one mailbox", "three mailboxes"])
+@pytest.mark.parametrize("cursor", [ONE, DATED], ids=["arrival", "date"])
 def test_a_truncated_or_altered_cursor_is_a_cursor_error(cursor: StreamCursor, cut: int) -> None:
     token = cursor.encode()
     for bad in (token[:-cut], token[: -cut - 1] + ("A" if token[-cut - 1] != "A" else "B") + token[-cut:]):
@@ -168,7 +177,7 @@ def test_json_of_any_other_shape_is_a_cursor_error(values: object) -> None:
         StreamCursor.decode(seal_json(values))
 
 
-@pytest.mark.parametrize("cursor", [ONE, STREAMS], ids=["one mailbox", "three mailboxes"])
+@pytest.mark.parametrize("cursor", [ONE, DATED], ids=["arrival", "date"])
 def test_regression_a_cursor_sealed_with_another_key_says_so(cursor: StreamCursor) -> None:
     body = unseal_packed(cursor.encode()) or b""
     token = base64.urlsafe_b64encode(sealing.mac(body + b"x", 6) + body).decode().rstrip("=")

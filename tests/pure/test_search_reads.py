@@ -1,6 +1,6 @@
-"""A search page as data (imap/search/plan.py and merge.py), without a server: what each mailbox's part
-of a page sends, given its state and cursor; what the answers make of it; and how the merge picks the
-page and says where the next one continues. A model mailbox answers the reads here as a server would."""
+"""A page of one mailbox as data (imap/search/plan.py and merge.py), without a server: what its read
+sends, given its state and cursor; what the answers make of it; and how the page takes its messages and
+says where the next one continues. A model mailbox answers the reads here as a server would."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mail_imap_mcp.imap.mailboxes import MailboxCounts
 from mail_imap_mcp.imap.parsing import uid_runs
 from mail_imap_mcp.imap.search.cursors import StreamState
-from mail_imap_mcp.imap.search.merge import Candidate, StreamPage, merge, page_full_before
+from mail_imap_mcp.imap.search.merge import Candidate, StreamPage, take
 from mail_imap_mcp.imap.search.plan import (
     MIN_FILTERED_WINDOW,
     Answer,
@@ -61,17 +60,14 @@ class Box:
         if read.kind == "count_all":
             count, runs = uid_runs(sorted(pool))
             return Answer(count=count, runs=runs)
-        if read.kind == "search":
-            return Answer(uids=sorted(pool if read.uids is None else pool & self.covered(read.uids)))
-        assert read.uids is not None
-        return Answer(keys={uid: self.keys[uid] for uid in sorted(self.covered(read.uids))})
+        return Answer(uids=sorted(pool if read.uids is None else pool & self.covered(read.uids)))
 
 
 def read_alone(
     box: Box, start: StreamStart, wanted: int, *, esearch: bool = True
 ) -> tuple[StreamRead, Newest]:
     """One mailbox read on its own, as the executor does it: EXAMINE first, then the plan's reads."""
-    plan = StreamRead(start, wanted, box.matching is not None, keyed=False, esearch=esearch)
+    plan = StreamRead(start, wanted, box.matching is not None, esearch=esearch)
     plan.opened(box.state, [box.answer(read) for read in plan.opening(box.state)])
     while reads := plan.widening():
         plan.took(box.answer(reads[0]))
@@ -82,10 +78,9 @@ def read_alone(
 
 def test_a_filtered_first_page_of_a_large_mailbox_is_one_counted_scan() -> None:
     box = Box("INBOX", {uid: uid for uid in range(1, 5001)}, matching={5, 2990, 2991, 4000})
-    plan, newest = read_alone(box, StreamStart("INBOX"), wanted=3)
+    _, newest = read_alone(box, StreamStart("INBOX"), wanted=3)
     assert box.reads == [Read("count_all")]  # the total and every match, as runs: no window search
     assert newest.uids == [4000, 2991, 2990, 5] and newest.total == 4 and newest.upper == 5000
-    assert plan.keying() == []  # one mailbox: no merge keys needed
 
 
 def test_without_esearch_the_one_scan_is_a_plain_search_of_the_whole_mailbox() -> None:
@@ -119,33 +114,11 @@ def test_a_later_page_reads_below_its_anchor_and_leaves_out_what_arrived_since()
     assert again.uids[:3] == [150, 149, 148]
 
 
-def test_a_merged_page_reads_windows_with_their_keys_and_asks_keys_only_for_a_filter() -> None:
-    hint = MailboxCounts(messages=100, unseen=None, uidvalidity=None, uidnext=101)  # LIST-STATUS said
-    unfiltered = StreamRead(
-        StreamStart("INBOX", hint=hint), 4, filtered=False, keyed=True, esearch=True, batched=True
-    )
-    (first,) = unfiltered.opening()
-    assert first.kind == "keys" and first.uids is not None and first.uids.endswith(":*")
-    box = Box("INBOX", {uid: 1000 + uid for uid in range(1, 101)})
-    unfiltered.opened(box.state, [box.answer(first)])
-    assert unfiltered.keying() == []  # the window's FETCH gave the keys with the UIDs
-    filtered = StreamRead(
-        StreamStart("INBOX", hint=hint), 4, filtered=True, keyed=True, esearch=True, batched=True
-    )
-    box.matching = {10, 20, 30}
-    filtered.opened(box.state, [box.answer(read) for read in filtered.opening()])
-    (keys,) = filtered.keying()
-    assert keys == Read("keys", "10,20,30")
-    filtered.keyed_by(box.answer(keys))
-    result = filtered.result()
-    assert isinstance(result, Newest) and result.keys == {30: 1030, 20: 1020, 10: 1010}
-
-
 def test_a_mailbox_that_failed_is_its_failure_and_reads_nothing_more() -> None:
-    plan = StreamRead(StreamStart("Gone"), 4, filtered=True, keyed=True, esearch=True, batched=True)
-    plan.opening()
+    plan = StreamRead(StreamStart("Gone"), 4, filtered=True, esearch=True)
+    plan.opening(MailboxState("Gone", 7, 5000, 4000))
     plan.failure = LookupError("Gone")
-    assert plan.widening() == [] and plan.keying() == [] and plan.result() is plan.failure
+    assert plan.widening() == [] and plan.result() is plan.failure
 
 
 def page(mailbox: str, keys: list[int], *, more: bool = False) -> StreamPage:
@@ -154,22 +127,13 @@ def page(mailbox: str, keys: list[int], *, more: bool = False) -> StreamPage:
     return StreamPage(state, candidates=candidates, more_beyond=more)
 
 
-def test_the_merge_takes_the_newest_keys_and_each_stream_continues_after_what_it_gave() -> None:
-    inbox, archive = page("INBOX", [50, 30, 10]), page("Archive", [40, 20], more=True)
-    picks, ongoing = merge([inbox, archive], [], 3, "arrival", merged=True)
-    assert picks == [("INBOX", 7, 100), ("Archive", 7, 100), ("INBOX", 7, 99)]
-    assert inbox.state.after == [99] and archive.state.after == [100]
-    # Each keeps the key of its next candidate: a later page opens it only when that key can make it.
-    assert (inbox.state.head, archive.state.head) == (10, 20)
-    assert ongoing == [inbox.state, archive.state]
-    assert page_full_before([page("A", [90, 80, 70])], 3, key=60)
-    assert not page_full_before([page("A", [90, 50])], 3, key=60)
-
-
-def test_a_stream_not_opened_is_carried_to_the_next_page() -> None:
-    waiting = StreamState("Old", 7, 10, [3], head=5)
-    picks, ongoing = merge([page("INBOX", [50])], [waiting], 5, "arrival", merged=True)
-    assert picks == [("INBOX", 7, 100)] and ongoing == [waiting]
+def test_a_page_takes_the_first_candidates_and_its_stream_continues_after_them() -> None:
+    inbox = page("INBOX", [50, 30, 10], more=True)
+    picks, ongoing = take(inbox, 2, "arrival")
+    assert picks == [("INBOX", 7, 100), ("INBOX", 7, 99)] and inbox.state.after == [99]
+    assert ongoing is inbox.state
+    last = page("INBOX", [50])
+    assert take(last, 2, "arrival") == ([("INBOX", 7, 100)], None)
 
 
 @settings(max_examples=150, deadline=None)
@@ -197,7 +161,7 @@ def test_paging_one_mailbox_gives_every_match_once_newest_first_whatever_arrives
         state.uidvalidity, state.upper = newest.state.uidvalidity, newest.upper
         stream = StreamPage(state, newest.state, [Candidate(uid, None) for uid in newest.uids[: limit + 1]])
         stream.more_beyond = len(newest.uids) > limit + 1
-        picks, ongoing = merge([stream], [], limit, "arrival", merged=False)
+        picks, ongoing = take(stream, limit, "arrival")
         shown += [uid for _, _, uid in picks]
         if not ongoing or not picks:
             break

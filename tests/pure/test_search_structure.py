@@ -63,7 +63,7 @@ class ModelMailbox:
         end = start + len(taken)
         self.reach = max(self.reach, end)
         more = end < len(self.attached)
-        page = OrderedPage(picks, len(self.attached), [])
+        page = OrderedPage(picks, len(self.attached), None)
         return PageRead(page, messages, [], [], Position(end) if more else None)  # type: ignore[arg-type]
 
 

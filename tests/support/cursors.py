@@ -22,7 +22,7 @@ def forge_cursor(cursor: str, changes: dict[str, Any]) -> str:
     """A one-mailbox cursor sealed again after changing its fields, in the JSON with field names that
     earlier versions wrote (which still decodes): the fields of any value an attacker may choose."""
     decoded = StreamCursor.decode(cursor)
-    (stream,) = decoded.streams
+    stream = decoded.stream
     fields = {
         "account_id": decoded.account_id,
         "mailbox": stream.mailbox,

@@ -383,9 +383,7 @@ def test_whether_mailboxes_are_read_at_once_is_decided_by_one_rule_outside_the_t
     }
     assert asking == {
         "mail_imap_mcp.imap.search.plan",  # the rule
-        "mail_imap_mcp.imap.search.execute",  # the executor of the windows reads by it
         "mail_imap_mcp.services.search_position",  # the page by one position reads by it
-        "mail_imap_mcp.services.search",  # a first page asks counts ahead by it
     }
 
 

@@ -1,6 +1,7 @@
-"""Ordered streams: search pages in sent-date order and across several mailboxes, with one cursor.
+"""Ordered streams: search pages of one mailbox, in arrival or sent-date order, with one cursor.
 
-Each mailbox searched is a *stream* of its matching messages in the page's order:
+The mailbox searched (one named alone, or Gmail's All Mail for every folder) is a *stream* of its
+matching messages in the page's order:
 
 * arrival order: UID descending, read in UID windows (:mod:`mail_imap_mcp.imap.search.plan`);
 * date order where the server advertises SORT: ``UID SORT (REVERSE DATE)`` of the matches (UIDs only);
@@ -8,12 +9,11 @@ Each mailbox searched is a *stream* of its matching messages in the page's order
   with their Date header and sorted here; older matches follow in further windows of that size, each
   sorted within itself, and the page says so (``date_order_windowed``) when a search spans several.
 
-A page takes up to ``limit + 1`` candidates from every stream and merges them newest first by one key,
-INTERNALDATE (arrival) or the sent date (Date header in UTC, else INTERNALDATE), so a page costs
-O(limit x mailboxes), never a full listing. The cursor (:class:`StreamCursor`) keeps, per mailbox, its
-UIDVALIDITY, the snapshot's highest UID (mail arriving later stays out of later pages) and the last UIDs
-taken from it: the next page continues each stream right after them, so every message that exists
-throughout comes exactly once, whatever arrives or is deleted in between.
+A page takes up to ``limit + 1`` candidates, so it costs O(limit), never a full listing. The cursor
+(:class:`StreamCursor`) keeps the mailbox's UIDVALIDITY, the snapshot's highest UID (mail arriving later
+stays out of later pages) and the last UIDs taken from it: the next page continues right after them, so
+every message that exists throughout comes exactly once, whatever arrives or is deleted in between. A
+page of several mailboxes is read by one position (:mod:`mail_imap_mcp.imap.search.watermark`).
 """
 
 from __future__ import annotations
@@ -22,11 +22,10 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from mail_imap_mcp.imap.errors import UidValidityChanged, mailbox_failure
-from mail_imap_mcp.imap.mailboxes import MailboxCounts
 from mail_imap_mcp.imap.search.cursors import SortOrder, StreamState
 from mail_imap_mcp.imap.search.dated_plan import DateWindows, Locate, after_anchor
 from mail_imap_mcp.imap.search.execute import KEY_ITEMS, SearchExecutor, response_key
-from mail_imap_mcp.imap.search.merge import Candidate, StreamPage, merge, page_full_before
+from mail_imap_mcp.imap.search.merge import Candidate, StreamPage, take
 from mail_imap_mcp.imap.search.plan import Newest, StreamStart
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.query import Key, Query, needs_utf8, search_keys
@@ -37,12 +36,12 @@ DATE_WINDOW = 1000
 
 @dataclass
 class OrderedPage:
-    """A merged page: ``(mailbox, uidvalidity, uid)`` newest first, plus what continues it."""
+    """A page of one mailbox: ``(mailbox, uidvalidity, uid)`` in the page's order, plus what continues it."""
 
     picks: list[tuple[str, int, int]]
     total: int
-    #: The streams that continue on a next page (empty: this was the last page).
-    next_streams: list[StreamState]
+    #: The stream that continues on a next page (None: this was the last page).
+    next_stream: StreamState | None
     #: The mailboxes that could not be searched, and why (see :func:`~mail_imap_mcp.imap.errors.mailbox_failure`).
     failed: list[tuple[str, Exception]] = field(default_factory=list)
     windowed: bool = False
@@ -91,15 +90,12 @@ class StreamSearch:
         sort: SortOrder,
         limit: int,
         *,
-        merged: bool,
         listed: Collection[str] = frozenset(),
         compile_keys: Callable[[Query], list[Key]] = search_keys,
     ) -> None:
         self.session = session
-        #: Arrival order: the newest matches of each mailbox (with their merge keys when ``merged``).
-        self.reader = SearchExecutor(session, account_id, search, merged=merged, compile_keys=compile_keys)
-        #: Date order without SORT: the windows of matches, sorted here.
-        self.windows = SearchExecutor(session, account_id, search, merged=False, compile_keys=compile_keys)
+        #: Arrival order: the newest matches; date order without SORT: the windows of matches, sorted here.
+        self.reader = SearchExecutor(session, account_id, search, compile_keys=compile_keys)
         #: Mailboxes this call's LIST just showed: like those of a cursor, known to exist.
         self.listed = listed
         self.sort = sort
@@ -111,9 +107,8 @@ class StreamSearch:
     def server_sorts(self) -> bool:
         return self.sort == "date" and self.session.profile.sorts
 
-    def open(self, state: StreamState, *, with_keys: bool) -> StreamPage:
-        """Examine the stream's mailbox and read its candidates for this page (``with_keys``: with their
-        sort keys, which a merge of several streams needs)."""
+    def open(self, state: StreamState) -> StreamPage:
+        """Examine the stream's mailbox and read its candidates for this page."""
         if self.sort == "arrival":
             return self.opened(state, self.reader.newest(_start(state), self.limit + 1))
         first = not state.uidvalidity
@@ -130,23 +125,7 @@ class StreamSearch:
             self._sorted(page, first, order)
         else:
             self._windowed(page, first)
-        if with_keys and any(c.key is None for c in page.candidates):
-            keys = sort_keys(self.session, [c.uid for c in page.candidates], self.sort)
-            for candidate in page.candidates:
-                candidate.key = keys.get(candidate.uid)
         return page
-
-    def prefetch(
-        self, states: list[StreamState], hints: dict[str, MailboxCounts]
-    ) -> dict[int, Newest | Exception]:
-        """The newest candidates of every stream at once where the page reads them so (arrival order, by
-        ``id`` of the state); else nothing, and each stream is opened when the merge needs it."""
-        if self.sort != "arrival":
-            return {}
-        found = self.reader.prefetch([_start(s, hints.get(s.mailbox)) for s in states], self.limit + 1)
-        return (
-            {} if found is None else {id(state): result for state, result in zip(states, found, strict=True)}
-        )
 
     def opened(self, state: StreamState, found: Newest | Exception) -> StreamPage:
         """The stream's page from what was read of it (its failure raised here)."""
@@ -155,7 +134,7 @@ class StreamSearch:
         state.uidvalidity, state.upper = found.state.uidvalidity, found.upper
         page = StreamPage(state, found.state, total=found.total)
         wanted = self.limit + 1
-        page.candidates = [Candidate(uid, found.keys.get(uid)) for uid in found.uids[:wanted]]
+        page.candidates = [Candidate(uid, None) for uid in found.uids[:wanted]]
         page.more_beyond = len(found.uids) > wanted
         return page
 
@@ -216,7 +195,7 @@ class StreamSearch:
         """The next :data:`DATE_WINDOW` matches below ``below`` (None: the newest), read and sorted by
         date; on a first page, the one scan that also counts every match."""
         start = StreamStart(state.mailbox, 0 if first else state.uidvalidity, state.upper, below)
-        found = self.windows.newest(start, DATE_WINDOW + 1)
+        found = self.reader.newest(start, DATE_WINDOW + 1)
         if isinstance(found, Exception):
             raise found
         uids, state.upper = found.uids, found.upper
@@ -237,7 +216,7 @@ class StreamSearch:
 def ordered_page(
     session: ImapSession,
     *,
-    streams: list[StreamState],
+    stream: StreamState,
     search: Query,
     sort: SortOrder,
     limit: int,
@@ -246,52 +225,32 @@ def ordered_page(
     returned: int,
     listed: Collection[str] = frozenset(),
     account_id: str = "",
-    hints: dict[str, MailboxCounts] | None = None,
     compile_keys: Callable[[Query], list[Key]] = search_keys,
 ) -> OrderedPage:
-    """One page over ``streams``, merged newest first. ``strict`` (one mailbox named alone): a mailbox
-    error is the call's error; otherwise a failed mailbox leaves the search (``failed``).
-    ``total``: from the cursor, None on the first page (then summed over the mailboxes); ``listed``:
-    the mailboxes that this call's LIST showed; ``hints``: their counts from LIST-STATUS or STATUS
-    (a first page's windows, where the streams are read all at once)."""
-    merged = len(streams) > 1
-    reader = StreamSearch(
-        session, account_id, search, sort, limit, merged=merged, listed=listed, compile_keys=compile_keys
-    )
-    pages: list[StreamPage] = []
-    waiting: list[StreamState] = []
-    failed: list[tuple[str, Exception]] = []
-    # Unknown heads first, then the newest: a stream whose head cannot make the page is not opened.
-    ordered = sorted(streams, key=lambda s: (s.head is not None, -(s.head or 0)))
-    # Read at once, every stream's candidates are there before the merge; those the one-at-a-time plan
-    # would not open are dropped the same way, so the page and its cursor are the same.
-    found = reader.prefetch(ordered, hints or {})
-    for state in ordered:
-        if merged and state.head is not None and page_full_before(pages, limit, state.head):
-            waiting.append(state)
-            continue
-        try:
-            opened = found.get(id(state))
-            page = reader.open(state, with_keys=merged) if opened is None else reader.opened(state, opened)
-            pages.append(page)
-        except Exception as exc:
-            failure = mailbox_failure(exc)
-            if strict or failure is None:
-                raise
-            failed.append((state.mailbox, failure))
-    picks, ongoing = merge(pages, waiting, limit, sort, merged=merged)
+    """One page of ``stream``'s mailbox, in its order. ``strict`` (one mailbox named alone): a mailbox
+    error is the call's error; otherwise (Gmail's All Mail for every folder) it is the page's ``failed``.
+    ``total``: from the cursor, None on the first page; ``listed``: the mailboxes that this call's LIST
+    showed."""
+    reader = StreamSearch(session, account_id, search, sort, limit, listed=listed, compile_keys=compile_keys)
+    try:
+        page = reader.open(stream)
+    except Exception as exc:
+        failure = mailbox_failure(exc)
+        if strict or failure is None:
+            raise
+        return OrderedPage(picks=[], total=total or 0, next_stream=None, failed=[(stream.mailbox, failure)])
+    picks, ongoing = take(page, limit, sort)
     return OrderedPage(
         picks=picks,
-        total=total if total is not None else sum(page.total for page in pages),
-        next_streams=ongoing if picks else [],
-        failed=failed,
-        windowed=any(page.windowed for page in pages),
-        mailboxes=[page.state.mailbox for page in pages],
+        total=total if total is not None else page.total,
+        next_stream=ongoing if picks else None,
+        windowed=page.windowed,
+        mailboxes=[stream.mailbox],
     )
 
 
-def _start(state: StreamState, hint: MailboxCounts | None = None) -> StreamStart:
+def _start(state: StreamState) -> StreamStart:
     """Where a stream's arrival-order read starts: below the last UID a page took from it."""
     return StreamStart(
-        state.mailbox, state.uidvalidity, state.upper, state.after[-1] if state.after else None, hint
+        state.mailbox, state.uidvalidity, state.upper, state.after[-1] if state.after else None
     )

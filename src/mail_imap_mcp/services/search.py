@@ -1,11 +1,10 @@
 """The search service: one page of imap_search_messages, whatever it searches and in whichever order.
 
-A page of one mailbox (arrival or sent-date order) is read by :func:`mail_imap_mcp.imap.sort.ordered_page`
-and continues with a :class:`~mail_imap_mcp.imap.search.cursors.StreamCursor`; a page of several
-mailboxes (``mailbox: "*"`` or ``mailboxes``) is read by one position (:mod:`.search_position`) and
-continues with a :class:`~mail_imap_mcp.imap.search.cursors.WatermarkCursor` (a cursor of one row per
-mailbox, made before every server was read so, still continues by ``ordered_page``). The
-backend is chosen by :mod:`.search_backend`; the summaries of every mailbox are read at once. The page
+A page of one mailbox (arrival or sent-date order; Gmail's All Mail for every folder) is read by
+:func:`mail_imap_mcp.imap.sort.ordered_page` and continues with a
+:class:`~mail_imap_mcp.imap.search.cursors.StreamCursor`; a page of several mailboxes (``mailbox: "*"``
+or ``mailboxes``) is read by one position (:mod:`.search_position`) and continues with a
+:class:`~mail_imap_mcp.imap.search.cursors.WatermarkCursor`. The backend is chosen by :mod:`.search_backend`; the summaries of every mailbox are read at once. The page
 is data (:class:`~mail_imap_mcp.imap.records.SearchPage`); ``presentation/search_page.py`` words it for
 the model.
 """
@@ -25,8 +24,7 @@ from mail_imap_mcp.imap.across import summaries_each
 from mail_imap_mcp.imap.directory import MailboxDirectory, configured_roles
 from mail_imap_mcp.imap.errors import mailbox_failure
 from mail_imap_mcp.imap.fetch import SummaryBatch
-from mail_imap_mcp.imap.mailboxes import MailboxCounts, list_with_message_counts
-from mail_imap_mcp.imap.pipeline import status_each
+from mail_imap_mcp.imap.mailboxes import list_with_message_counts
 from mail_imap_mcp.imap.records import SearchPage, SummaryRecord
 from mail_imap_mcp.imap.search.cursors import (
     DIGEST_CHARS,
@@ -36,7 +34,6 @@ from mail_imap_mcp.imap.search.cursors import (
     WatermarkCursor,
     decode_search_cursor,
 )
-from mail_imap_mcp.imap.search.plan import reads_at_once
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import OrderedPage, ordered_page
 from mail_imap_mcp.query import DIALECTS, GmailOnly, Query, all_of, search_keys
@@ -52,9 +49,9 @@ from mail_imap_mcp.services.search_structure import PageRead, judged, place_of
 
 #: A search of every mailbox covers at most this many (all read in the same few round trips).
 MAX_MAILBOXES = 100
-#: The longest cursor accepted: one of :data:`MAX_MAILBOXES` mailboxes keeps a row per mailbox (its name,
-#: UIDVALIDITY, snapshot, position), about 50-60 characters each with names like ``INBOX.Archive.2024``.
-MAX_CURSOR_CHARS = 32768
+#: The longest cursor accepted: a page of one mailbox keeps its name (up to 1,000 characters, at most 4
+#: bytes each in UTF-8) in base64; a page of several keeps one position, a few dozen characters.
+MAX_CURSOR_CHARS = 8192
 
 
 def wanted_mailboxes(args: SearchArgs) -> tuple[list[str], bool]:
@@ -87,8 +84,6 @@ class _Mailboxes:
     issues: list[Issue] = field(default_factory=list)
     #: Every selectable mailbox the LIST showed (empty when none was run).
     listed: set[str] = field(default_factory=set)
-    #: What LIST-STATUS or STATUS said of each mailbox (its first window's size).
-    counts: dict[str, MailboxCounts] = field(default_factory=dict)
 
 
 def _resolve(
@@ -97,17 +92,13 @@ def _resolve(
     account_id: str,
     args: SearchArgs,
     *,
-    pipelined: bool,
     adds_roles: tuple[str, ...] = (),
 ) -> _Mailboxes:
     """The mailboxes of a first page: the names given, or every searchable one of the account (and
-    those of ``adds_roles``, from the same LIST).
-    ``pipelined`` (several mailboxes read at once): their counts are asked first where LIST did not
-    give them (one STATUS each, all in one round trip), to size the windows and skip empty mailboxes."""
+    those of ``adds_roles``, from the same LIST)."""
     names, everything = wanted_mailboxes(args)
     if not everything:
-        counts = status_each(session, names) if pipelined and len(names) > 1 else {}
-        return _Mailboxes(opened=names, chosen=names, counts=counts)
+        return _Mailboxes(opened=names, chosen=names)
     account = app.config.accounts[account_id]
     boxes = list_with_message_counts(session)
     directory = MailboxDirectory(boxes, configured_roles(account))
@@ -126,11 +117,6 @@ def _resolve(
             )
         )
         chosen = chosen[:MAX_MAILBOXES]
-    uncounted = {box.name: box for box in boxes if box.counts is None and box.selectable}
-    if pipelined and uncounted:
-        counted = status_each(session, [name for name in chosen if name in uncounted])
-        for box in uncounted.values():
-            box.counts = counted.get(box.name)
     # The selected mailbox's STATUS may come from the session's older view: it is always opened.
     empty = {
         box.name
@@ -143,7 +129,6 @@ def _resolve(
         empty=[n for n in chosen if n in empty],
         issues=issues,
         listed={box.name for box in boxes if box.selectable},
-        counts={box.name: box.counts for box in boxes if box.counts is not None},
     )
 
 
@@ -215,9 +200,9 @@ def _learn_keys(page: OrderedPage, messages: list[SummaryRecord], sort: str) -> 
     if sort != "date":
         return
     dates = {place_of(m): m.date for m in messages}
-    for state in page.next_streams:
-        if state.key is None and state.after:
-            state.key = _epoch(dates.get((state.mailbox, state.after[-1])))
+    state = page.next_stream
+    if state is not None and state.key is None and state.after:
+        state.key = _epoch(dates.get((state.mailbox, state.after[-1])))
 
 
 def _by_watermark(
@@ -235,13 +220,13 @@ def _by_watermark(
     """A page of several mailboxes by one position (:mod:`.search_position`)."""
     issues: list[Issue] = []
     if cursor is None:
-        first = _resolve(session, app, account_id, args, pipelined=False, adds_roles=adds_roles)
+        first = _resolve(session, app, account_id, args, adds_roles=adds_roles)
         names, issues = first.chosen, first.issues
         skipped = sum(1 << i for i, name in enumerate(names) if name in set(first.empty))
     else:
         names = list(
             app.mailbox_list(account_id, cursor.mailboxes_digest)
-            or _resolve(session, app, account_id, args, pipelined=False, adds_roles=adds_roles).chosen
+            or _resolve(session, app, account_id, args, adds_roles=adds_roles).chosen
         )
         skipped = cursor.skipped
     page = position_page(
@@ -262,7 +247,7 @@ def _by_watermark(
         app.remember_mailbox_list(account_id, page.next_cursor.mailboxes_digest, names)
     page.mailboxes += [name for i, name in enumerate(names) if skipped >> i & 1 and cursor is None]
     window = app.config.server.max_text_part_bytes
-    ordered = OrderedPage(page.picks, page.total, [])
+    ordered = OrderedPage(page.picks, page.total, None)
     messages, fetch_issues = _summaries(session, account_id, ordered, snippet_chars, False, window)
     messages, doubles = once_each(messages)
     attempted = len(page.picks) - doubles if doubles else None
@@ -328,7 +313,7 @@ def search_page(
         if isinstance(cursor, WatermarkCursor):
             return not strict
         if one_by_arrival:
-            return cursor.sort == "arrival" and [s.mailbox for s in cursor.streams] == [args.mailbox]
+            return cursor.sort == "arrival" and cursor.stream.mailbox == args.mailbox
         return True
 
     cursor = None
@@ -359,30 +344,33 @@ def search_page(
                 session, app, account_id, args, query, digest, cursor, limit, snippet_chars, adds_roles
             )
         assert not isinstance(cursor, WatermarkCursor)
-        pipelined = reads_at_once(sort, query, merged=not strict)
         first = _Mailboxes(opened=[])
         if cursor is None:
-            first = _resolve(session, app, account_id, args, pipelined=pipelined, adds_roles=adds_roles)
-        # A copy per attempt: a page moves its streams on, and a read run again (a lost connection) must
-        # start where the cursor stood, not where the failed attempt left them.
+            first = _resolve(session, app, account_id, args, adds_roles=adds_roles)
+        # A copy per attempt: a page moves its stream on, and a read run again (a lost connection) must
+        # start where the cursor stood, not where the failed attempt left it.
+        stream: StreamState | None = None
         if cursor is not None:
-            streams = [replace(state, after=list(state.after)) for state in cursor.streams]
-        else:
-            streams = [StreamState(name) for name in first.opened]
-        page = ordered_page(
-            session,
-            streams=streams,
-            search=query,
-            sort=sort,
-            limit=limit,
-            strict=strict,
-            total=cursor.total if cursor else None,
-            returned=cursor.returned if cursor else 0,
-            listed=first.listed,
-            account_id=account_id,
-            hints=first.counts,
-            compile_keys=compile_keys,
-        )
+            stream = replace(cursor.stream, after=list(cursor.stream.after))
+        elif first.opened:
+            (name,) = first.opened  # one mailbox: named alone, or Gmail's All Mail for every folder
+            stream = StreamState(name)
+        # Else the one mailbox is empty (LIST-STATUS said so): nothing to read.
+        page = OrderedPage(picks=[], total=0, next_stream=None)
+        if stream is not None:
+            page = ordered_page(
+                session,
+                stream=stream,
+                search=query,
+                sort=sort,
+                limit=limit,
+                strict=strict,
+                total=cursor.total if cursor else None,
+                returned=cursor.returned if cursor else 0,
+                listed=first.listed,
+                account_id=account_id,
+                compile_keys=compile_keys,
+            )
         page.mailboxes += first.empty  # searched too: LIST-STATUS said they hold nothing
         messages, fetch_issues = _summaries(session, account_id, page, snippet_chars, strict, window)
         messages, doubles = once_each(messages)
@@ -428,7 +416,7 @@ def _next_cursor(
     page: OrderedPage, account_id: str, digest: str, sort: Literal["arrival", "date"], returned_before: int
 ) -> StreamCursor | None:
     """The cursor continuing an ordered page (None: it was the last)."""
-    if not page.next_streams:
+    if page.next_stream is None:
         return None
     return StreamCursor(
         account_id=account_id,
@@ -436,5 +424,5 @@ def _next_cursor(
         sort=sort,
         total=page.total,
         returned=returned_before + len(page.picks),
-        streams=page.next_streams,
+        stream=page.next_stream,
     )

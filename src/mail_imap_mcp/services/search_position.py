@@ -66,7 +66,7 @@ def position_page(
     watermark = Watermark(cursor.key, cursor.index, cursor.uid) if cursor is not None else None
     wanted = limit + 1
     reading = [(index, name) for index, name in enumerate(names) if not skipped >> index & 1]
-    at_once = reads_at_once(sort, search, merged=True, by_position=True)
+    at_once = reads_at_once(search)
     charset = "UTF-8" if needs_utf8(search) else None
     criteria = compile_keys(search)
     found = read_parts(

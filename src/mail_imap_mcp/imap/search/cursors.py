@@ -2,10 +2,12 @@
 self-contained, so a fresh server process with the same key follows it; every number decoded is
 range-checked before it reaches UID arithmetic.
 
-:class:`StreamCursor`: the search's account, a digest of what it searches, its order, the total and
-the messages returned so far, and per mailbox (a stream) where the next page continues; packed binary, as
-it travels in every page an agent reads. The cursors of earlier versions still decode into it: the JSON
-stream cursor, and the one-mailbox cursor (:class:`CursorState`, packed or JSON).
+:class:`StreamCursor`: a page of one mailbox (one named alone, or Gmail's All Mail for every folder):
+the search's account, a digest of what it searches, its order, the total and the messages returned so
+far, and where in the mailbox (its stream) the next page continues; packed binary, as it travels in every
+page an agent reads. The one-mailbox cursor of earlier versions (:class:`CursorState`, packed or JSON)
+still decodes into it. A stream cursor of several mailboxes (a row each, merged page by page), made
+before every search of several mailboxes was read by one position, is refused: search again.
 
 :class:`WatermarkCursor`: a page of several mailboxes in arrival order on a server that sorts: one
 position in the order of every message searched (:mod:`.watermark`) and a digest of the mailboxes, the
@@ -160,7 +162,7 @@ class CursorState:
         search in arrival order binds its cursors."""
         stream = StreamState(self.mailbox, self.uidvalidity, self.upper_uid, [self.anchor_uid])
         return StreamCursor(
-            self.account_id, self.filter_digest[:DIGEST_CHARS], "arrival", self.total, self.returned, [stream]
+            self.account_id, self.filter_digest[:DIGEST_CHARS], "arrival", self.total, self.returned, stream
         )
 
     @classmethod
@@ -171,8 +173,9 @@ class CursorState:
         if packed is not None:
             state = cls._unpack(packed)
         else:
+            body = unseal(token)  # a CursorError of its own: garbled, or sealed with another key
             try:
-                fields: list[Any] | dict[str, Any] = json.loads(unseal(token))
+                fields: list[Any] | dict[str, Any] = json.loads(body)
                 state = cls(**fields) if isinstance(fields, dict) else cls(*fields)
             except (ValueError, TypeError):
                 raise CursorError("cursor has an unknown format") from None
@@ -219,43 +222,15 @@ class StreamState:
     #: Without SORT, date order: the UID range of the window being read (0, 0 before the first).
     window_lo: int = 0
     window_hi: int = 0
-    #: Merge key of the stream's next message (None: unknown). A later page opens the mailbox only when
-    #: this key could make its page: merging by the heads of the streams, nothing else decides.
-    head: int | None = None
-
-    @classmethod
-    def from_row(cls, row: Any) -> StreamState:
-        """A stream as a JSON cursor of earlier versions listed it (trailing defaults left out)."""
-        if not isinstance(row, list) or not 3 <= len(row) <= 8:
-            raise CursorError("cursor has an unknown format")
-        mailbox, uidvalidity, upper, after, key, lo, hi, head = row + [[], None, 0, 0, None][len(row) - 3 :]
-        numbers = [uidvalidity, upper, lo, hi, *(after if isinstance(after, list) else [None])]
-        if (
-            not isinstance(mailbox, str)
-            or not isinstance(after, list)
-            or len(after) > ANCHORS
-            or not all(_uint(n) for n in numbers)
-            or not all(_key_or_none(k) for k in (key, head))
-        ):
-            raise CursorError("cursor is garbled")
-        return cls(mailbox, uidvalidity, upper, list(after), key, lo, hi, head)
-
-
-def _key_or_none(value: Any) -> bool:
-    return value is None or (isinstance(value, int) and not isinstance(value, bool))
 
 
 def _uint(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_UINT32
 
 
-#: The keys of a stream cursor's values, in the order a cursor lists them.
-_STREAM_KEYS = ("v", "a", "d", "s", "t", "r", "m")
-
-
 _SORTS: tuple[SortOrder, ...] = ("arrival", "date")
-#: Bits of a packed stream's flags byte: which optional values follow.
-_KEY, _HEAD, _WINDOW = 1, 2, 4
+#: Bits of a packed stream's flags byte: which optional values follow (2 was a merge key of several).
+_KEY, _WINDOW = 1, 4
 
 
 def _zigzag(value: int) -> int:
@@ -269,7 +244,7 @@ def _unzigzag(value: int) -> int:
 
 @dataclass
 class StreamCursor:
-    """The cursor of every search page (see the module's docstring): checksummed, stateless."""
+    """The cursor of a page of one mailbox (see the module's docstring): checksummed, stateless."""
 
     account_id: str
     #: A digest of what the search searches: its filters (one mailbox in arrival order), or its filters,
@@ -278,42 +253,37 @@ class StreamCursor:
     sort: SortOrder
     total: int
     returned: int
-    streams: list[StreamState]
+    stream: StreamState
 
     def encode(self) -> str:
         # Packed binary (varints): JSON spent about twice the bytes, in every page an agent reads. The
-        # order shares a varint with the number of streams, and a stream's flags with its anchors'.
+        # order shares a varint with the number of streams (one; earlier versions wrote several), and the
+        # stream's flags with its anchors'.
         if not _HEX_DIGEST.fullmatch(self.filter_digest):
             raise ValueError(f"a cursor's digest is {DIGEST_CHARS} hex digits")
+        stream = self.stream
         body = bytearray([STREAMS_TAG])
         body += _text(self.account_id) + bytes.fromhex(self.filter_digest)
-        body += _varints([len(self.streams) * 2 + _SORTS.index(self.sort), self.total, self.returned])
-        for stream in self.streams:
-            flags = (stream.key is not None) * _KEY | (stream.head is not None) * _HEAD
-            flags |= bool(stream.window_lo or stream.window_hi) * _WINDOW
-            body += _text(stream.mailbox)
-            body += _varints(
-                [stream.uidvalidity, stream.upper, len(stream.after) << 3 | flags, *stream.after]
-            )
-            optional = [_zigzag(stream.key)] if stream.key is not None else []
-            optional += [_zigzag(stream.head)] if stream.head is not None else []
-            optional += [stream.window_lo, stream.window_hi] if flags & _WINDOW else []
-            body += _varints(optional)
+        body += _varints([2 + _SORTS.index(self.sort), self.total, self.returned])
+        flags = (stream.key is not None) * _KEY | bool(stream.window_lo or stream.window_hi) * _WINDOW
+        body += _text(stream.mailbox)
+        body += _varints([stream.uidvalidity, stream.upper, len(stream.after) << 3 | flags, *stream.after])
+        optional = [_zigzag(stream.key)] if stream.key is not None else []
+        optional += [stream.window_lo, stream.window_hi] if flags & _WINDOW else []
+        body += _varints(optional)
         return seal_packed(bytes(body))
 
     @classmethod
     def decode(cls, token: str) -> StreamCursor:
-        """The cursor ``token`` stands for, whichever version of this server made it."""
+        """The cursor ``token`` stands for (this version's, or an earlier one-mailbox cursor)."""
         packed = unseal_packed(token)
         if packed is not None and packed[:1] == bytes([STREAMS_TAG]):
             cursor = cls._unpack(packed)
         elif packed is not None and packed[:1] == bytes([WATERMARK_TAG]):
             raise CursorError("cursor comes from another kind of search")
-        elif packed is not None:
+        else:  # packed or JSON: the one-mailbox cursor of earlier versions, else garbled
             return CursorState.decode(token).stream_cursor()
-        else:
-            cursor = cls._from_json(token)
-        if not cursor.streams or not all(_uint(n) for n in (cursor.total, cursor.returned)):
+        if not all(_uint(n) for n in (cursor.total, cursor.returned)):
             raise CursorError("cursor is garbled")
         return cursor
 
@@ -324,56 +294,27 @@ class StreamCursor:
         digest = reader.take(DIGEST_CHARS // 2).hex()
         counted, total, returned = (reader.varint() for _ in range(3))
         count, sort = divmod(counted, 2)
-        if count > 1000:
+        if count > 1:
+            raise CursorError(
+                "cursor comes from an earlier version of this server (a row per mailbox), which no longer "
+                "continues"
+            )
+        if count != 1:
             raise CursorError("cursor is garbled")
-        streams = []
-        for _ in range(count):
-            mailbox = reader.text()
-            uidvalidity, upper, packed = reader.varint(), reader.varint(), reader.varint()
-            anchors, flags = packed >> 3, packed & 7
-            if anchors > ANCHORS:
-                raise CursorError("cursor is garbled")
-            after = [reader.varint() for _ in range(anchors)]
-            key = _unzigzag(reader.varint()) if flags & _KEY else None
-            head = _unzigzag(reader.varint()) if flags & _HEAD else None
-            lo, hi = (reader.varint(), reader.varint()) if flags & _WINDOW else (0, 0)
-            stream = StreamState(mailbox, uidvalidity, upper, after, key, lo, hi, head)
-            if not all(_uint(n) for n in (uidvalidity, upper, lo, hi, *after)):
-                raise CursorError("cursor is garbled")
-            streams.append(stream)
+        mailbox = reader.text()
+        uidvalidity, upper, packed = reader.varint(), reader.varint(), reader.varint()
+        anchors, flags = packed >> 3, packed & 7
+        if anchors > ANCHORS or flags & ~(_KEY | _WINDOW):
+            raise CursorError("cursor is garbled")
+        after = [reader.varint() for _ in range(anchors)]
+        key = _unzigzag(reader.varint()) if flags & _KEY else None
+        lo, hi = (reader.varint(), reader.varint()) if flags & _WINDOW else (0, 0)
+        stream = StreamState(mailbox, uidvalidity, upper, after, key, lo, hi)
+        if not all(_uint(n) for n in (uidvalidity, upper, lo, hi, *after)):
+            raise CursorError("cursor is garbled")
         if reader.pos != len(reader.data):
             raise CursorError("cursor is garbled")
-        return cls(account_id, digest, _SORTS[sort], total, returned, streams)
-
-    @classmethod
-    def _from_json(cls, token: str) -> StreamCursor:
-        """A JSON cursor of earlier versions: a stream cursor (values in order, or one-letter names), or
-        the one-mailbox cursor."""
-        body = unseal(token)  # a CursorError of its own: garbled, or sealed with another key
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            raise CursorError("cursor has an unknown format") from None
-        if isinstance(payload, list) and len(payload) == len(_STREAM_KEYS):
-            payload = dict(zip(_STREAM_KEYS, payload, strict=True))
-        if not isinstance(payload, dict) or payload.get("v") != STREAM_CURSOR_VERSION or "a" not in payload:
-            return CursorState.decode(token).stream_cursor()
-        account, digest, sort = payload.get("a"), payload.get("d"), payload.get("s")
-        total: Any = payload.get("t")
-        returned: Any = payload.get("r")
-        rows = payload.get("m")
-        if (
-            not isinstance(account, str)
-            or not isinstance(digest, str)
-            or sort not in _SORTS
-            or not _uint(total)
-            or not _uint(returned)
-            or not isinstance(rows, list)
-            or not rows
-        ):
-            raise CursorError("cursor is garbled")
-        streams = [StreamState.from_row(row) for row in rows]
-        return cls(account, digest[:DIGEST_CHARS], sort, int(total), int(returned), streams)
+        return cls(account_id, digest, _SORTS[sort], total, returned, stream)
 
 
 def _text(value: str) -> bytes:

@@ -1,13 +1,11 @@
-"""The merge of a page's streams, as data: each mailbox offers candidates in its order, the page takes
-the newest by one key (INTERNALDATE in arrival order, the sent date in date order) and each stream moves
-past what it gave. Pure: no session; :func:`~mail_imap_mcp.imap.sort.ordered_page` reads the candidates.
+"""A page of one mailbox's stream, as data: the mailbox offers candidates in the page's order, the page
+takes the first ones and the stream moves past what it gave. Pure: no session;
+:func:`~mail_imap_mcp.imap.sort.ordered_page` reads the candidates. (A page of several mailboxes is read
+by one position: :mod:`.watermark`.)
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from mail_imap_mcp.imap.mailbox_state import MailboxState
@@ -44,36 +42,6 @@ class StreamPage:
         return self.more_beyond or len(self.taken) < len(self.candidates)
 
 
-def page_full_before(pages: list[StreamPage], limit: int, key: int) -> bool:
-    """Whether merging ``pages`` fills the page with messages newer than ``key`` (so a stream whose next
-    message has that key contributes nothing to it)."""
-    taken = 0
-    for candidate, _ in itertools.islice(merge_order(pages), limit):
-        if (candidate.key or 0) <= key:
-            return False
-        taken += 1
-    return taken >= limit
-
-
-def merge_order(pages: list[StreamPage]) -> Iterator[tuple[Candidate, StreamPage]]:
-    """The candidates newest first, always the head with the newest key, keeping each stream's order."""
-    heap = [(-(page.candidates[0].key or 0), index, 0) for index, page in enumerate(pages) if page.candidates]
-    heapq.heapify(heap)
-    while heap:
-        _, index, position = heapq.heappop(heap)
-        page = pages[index]
-        yield page.candidates[position], page
-        if position + 1 < len(page.candidates):
-            heapq.heappush(heap, (-(page.candidates[position + 1].key or 0), index, position + 1))
-
-
-def _take(pages: list[StreamPage], limit: int) -> None:
-    """Take up to ``limit`` candidates in merge order."""
-    for order, (candidate, page) in enumerate(itertools.islice(merge_order(pages), limit)):
-        candidate.order = order
-        page.taken.append(candidate)
-
-
 def advance(state: StreamState, taken: list[Candidate], sort: SortOrder) -> None:
     """Move the stream past what this page took from it."""
     if not taken:
@@ -89,19 +57,14 @@ def advance(state: StreamState, taken: list[Candidate], sort: SortOrder) -> None
         state.window_lo, state.window_hi = last.window
 
 
-def merge(
-    pages: list[StreamPage], waiting: list[StreamState], limit: int, sort: SortOrder, *, merged: bool
-) -> tuple[list[tuple[str, int, int]], list[StreamState]]:
-    """Take up to ``limit`` candidates of ``pages`` newest first: the page's ``(mailbox, uidvalidity,
-    uid)`` picks and the streams that continue on a next page (``waiting``: not opened, as their next
-    message could not make this page). Each stream moves past what it gave; ``merged`` (a page of
-    several), each keeps the key of its next candidate (its head), so a later page opens it only when
-    that key can make it."""
-    _take(pages, limit)
-    taken = sorted(((c, page) for page in pages for c in page.taken), key=lambda pair: pair[0].order)
-    picks = [(page.state.mailbox, page.state.uidvalidity, candidate.uid) for candidate, page in taken]
-    for page in pages:
-        advance(page.state, page.taken, sort)
-        rest = page.candidates[len(page.taken) :]
-        page.state.head = rest[0].key if merged and rest else None
-    return picks, [page.state for page in pages if page.has_more] + waiting
+def take(
+    page: StreamPage, limit: int, sort: SortOrder
+) -> tuple[list[tuple[str, int, int]], StreamState | None]:
+    """Take up to ``limit`` of the stream's candidates, in its order: the page's ``(mailbox, uidvalidity,
+    uid)`` picks, and the stream moved past them when it continues on a next page (else None)."""
+    page.taken = page.candidates[:limit]
+    for order, candidate in enumerate(page.taken):
+        candidate.order = order
+    picks = [(page.state.mailbox, page.state.uidvalidity, candidate.uid) for candidate in page.taken]
+    advance(page.state, page.taken, sort)
+    return picks, page.state if page.has_more else None

@@ -3,9 +3,8 @@
 Pure: no session, no socket. :class:`UidWindows` holds the window rules (UID windows that grow until a
 page has enough matches, kept inside the snapshot); :class:`StreamRead` is one mailbox's part of a page:
 the :class:`Read` commands to send after its EXAMINE, then after each answer (:class:`Answer`) the next
-ones, until it gives the mailbox's newest matches (:class:`Newest`). The one executor
-(:mod:`.execute`) sends them, every mailbox's in the same round trip or one mailbox after the other, so
-a page of one mailbox and a page of forty follow the same rules.
+ones, until it gives the mailbox's newest matches (:class:`Newest`). The executor (:mod:`.execute`)
+sends them.
 """
 
 from __future__ import annotations
@@ -13,10 +12,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal
 
 from mail_imap_mcp.imap.mailbox_state import MailboxState
-from mail_imap_mcp.imap.uidplus import format_uid_set
 from mail_imap_mcp.query import Query, needs_utf8
 
 #: A filtered search's first window spans at least this many UIDs (matches are sparser than messages).
@@ -25,14 +23,12 @@ MIN_FILTERED_WINDOW = 2000
 WINDOW_GROWTH = 4
 
 
-def reads_at_once(sort: str, query: Query, *, merged: bool, by_position: bool = False) -> bool:
-    """Whether a page reads its mailboxes all at once (pipelined: every mailbox's EXAMINE and reads in
-    one round trip) rather than one after the other: for a merged page (several mailboxes) and a query
-    without non-ASCII text (a CHARSET search sends literals, which wait for the server's continuation);
-    by UID windows in arrival order only, by one position (:mod:`.watermark`) in either order. The one
-    rule: the executors (:mod:`.execute`, :mod:`.watermark_read`) read by it, and a first page of
-    windows asks the mailboxes' counts ahead (to size them) by it."""
-    return merged and not needs_utf8(query) and (by_position or sort == "arrival")
+def reads_at_once(query: Query) -> bool:
+    """Whether a page of several mailboxes (read by one position, :mod:`.watermark_read`) reads them all
+    at once (pipelined: every mailbox's EXAMINE and reads in one round trip) rather than one after the
+    other: for a query without non-ASCII text (a CHARSET search sends literals, which wait for the
+    server's continuation)."""
+    return not needs_utf8(query)
 
 
 def first_window(state: MailboxState, wanted: int, *, filtered: bool) -> int:
@@ -105,15 +101,6 @@ def newest_of(runs: list[tuple[int, int]], wanted: int) -> list[int]:
     return newest
 
 
-class Counts(Protocol):
-    """What LIST-STATUS or STATUS said of a mailbox before it was opened."""
-
-    @property
-    def messages(self) -> int | None: ...
-    @property
-    def uidnext(self) -> int | None: ...
-
-
 @dataclass
 class StreamStart:
     """Where one mailbox's part of a page starts."""
@@ -124,8 +111,6 @@ class StreamStart:
     upper: int = 0
     #: Continue below this UID (None: from the newest).
     below: int | None = None
-    #: What LIST-STATUS or STATUS said of it before it was opened (a first page's window size).
-    hint: Counts | None = None
 
     @property
     def first(self) -> bool:
@@ -133,9 +118,8 @@ class StreamStart:
 
 
 #: ``search``: ``UID SEARCH`` of the query in ``uids`` (None: the whole mailbox); ``count_all``: the same
-#: with ``RETURN (COUNT ALL)`` (ESEARCH: the number of matches and every one as a compact set);
-#: ``keys``: ``UID FETCH uids (INTERNALDATE)``, the merge keys (and, of a window, its UIDs).
-ReadKind = Literal["search", "count_all", "keys"]
+#: with ``RETURN (COUNT ALL)`` (ESEARCH: the number of matches and every one as a compact set).
+ReadKind = Literal["search", "count_all"]
 
 
 @dataclass(frozen=True)
@@ -152,8 +136,6 @@ class Answer:
 
     #: ``search``: the UIDs found (any order).
     uids: list[int] = field(default_factory=list)
-    #: ``keys``: UID -> INTERNALDATE in epoch seconds.
-    keys: dict[int, int | None] = field(default_factory=dict)
     #: ``count_all``: the number of matches and their ascending ``(first, last)`` runs.
     count: int = 0
     runs: list[tuple[int, int]] = field(default_factory=list)
@@ -161,11 +143,10 @@ class Answer:
 
 @dataclass
 class Newest:
-    """One mailbox's newest matches (UIDs newest first, as the windows found them) and their keys."""
+    """One mailbox's newest matches (UIDs newest first, as the windows found them)."""
 
     state: MailboxState
     uids: list[int]
-    keys: dict[int, int | None]
     #: Matches on a first page (0 on later pages: the cursor keeps the total).
     total: int
     #: The snapshot's highest UID.
@@ -175,25 +156,20 @@ class Newest:
 @dataclass
 class StreamRead:
     """One mailbox's part of a page, as data: :meth:`opening` says what to send with its EXAMINE,
-    :meth:`opened` takes the answers, then :meth:`widening` (while a window held too few matches) and
-    :meth:`keying` (the merge keys still missing) say what to send next, until :meth:`result`.
+    :meth:`opened` takes the answers, then :meth:`widening` says what to send next while a window held
+    too few matches, until :meth:`result`.
 
     A filtered first page reads every match in one scan, whose number is the total: a ``UID SEARCH``
     of the whole mailbox, or ``RETURN (COUNT ALL)`` where ESEARCH is offered and the mailbox is larger
-    than the first window (a compact UID set instead of every UID). An unfiltered page reads UID windows;
-    where the merge needs keys (``keyed``) and the reads go out at once (``batched``), a window is read
-    by ``UID FETCH lo:* (INTERNALDATE)``, which gives its UIDs and their keys at once."""
+    than the first window (a compact UID set instead of every UID). An unfiltered page reads UID windows."""
 
     start: StreamStart
     #: Matches the page needs from this mailbox (``limit + 1``: one more tells whether more follow).
     wanted: int
     filtered: bool
-    keyed: bool
     esearch: bool
-    batched: bool = False
     windows: UidWindows | None = None
     state: MailboxState | None = None
-    keys: dict[int, int | None] = field(default_factory=dict)
     total: int = 0
     #: What ended this mailbox's read (the mailbox missing, recreated, refused): its result.
     failure: Exception | None = None
@@ -202,39 +178,25 @@ class StreamRead:
     #: ... counted by ``RETURN (COUNT ALL)``.
     counted_all: bool = False
 
-    def opening(self, state: MailboxState | None = None) -> list[Read]:
-        """The reads sent right after the mailbox's EXAMINE. ``state``: what EXAMINE said, where it is
-        known before they are sent (one mailbox at a time); else the first window is sized from what
-        LIST-STATUS or STATUS said (the start's hint) or, on a later page, from the cursor's snapshot."""
+    def opening(self, state: MailboxState) -> list[Read]:
+        """The reads sent right after the mailbox's EXAMINE (``state``: what it said, which sizes the
+        first window)."""
         start = self.start
-        sizing = state if state is not None else self._sizing()
         upper = start.upper or None
         self.windows = UidWindows.start(
-            sizing, self.wanted, filtered=self.filtered, below=start.below, upper=upper
+            state, self.wanted, filtered=self.filtered, below=start.below, upper=upper
         )
         self.whole = start.first and self.filtered
         self.counted_all = self.whole and self.esearch and self.windows.lo > 1
-        if self.windows.done or (state is not None and start.first and state.exists == 0):
+        if self.windows.done or (start.first and state.exists == 0):
             return []
         if self.whole:
             return [Read("count_all" if self.counted_all else "search")]
         return [self._window()]
 
-    def _sizing(self) -> MailboxState:
-        hint = self.start.hint
-        if hint is not None and hint.uidnext is not None:
-            return MailboxState(self.start.mailbox, 0, hint.uidnext, hint.messages or 0)
-        # A later page: the snapshot from the cursor; density unknown, taken as 1.
-        return MailboxState(self.start.mailbox, 0, self.start.upper + 1, self.start.upper)
-
     def _window(self) -> Read:
         assert self.windows is not None
-        uid_set = self.windows.uid_set()
-        return Read("keys" if self._windows_read_keys else "search", uid_set)
-
-    @property
-    def _windows_read_keys(self) -> bool:
-        return self.keyed and self.batched and not self.filtered
+        return Read("search", self.windows.uid_set())
 
     def opened(self, state: MailboxState, answers: list[Answer]) -> None:
         """What EXAMINE said of the mailbox and the answers of :meth:`opening`'s reads."""
@@ -271,31 +233,11 @@ class StreamRead:
     def took(self, answer: Answer) -> None:
         """The answer of a window just read: its matches kept by the windows' rules."""
         assert self.windows is not None and self.state is not None
-        if self._windows_read_keys:
-            self.keys.update(answer.keys)
-            found: Iterable[int] = list(answer.keys)
-        else:
-            found = answer.uids
-        self.windows.take(found, self.state.uidnext)
-
-    def candidates(self) -> list[int]:
-        """The matches a page can take from this mailbox, newest first."""
-        return self.windows.matches[: self.wanted] if self.windows is not None else []
-
-    def keying(self) -> list[Read]:
-        """The INTERNALDATE of every candidate still without one (a filtered search's), for the merge."""
-        candidates = self.candidates()
-        if not self.keyed or self.failure is not None or all(uid in self.keys for uid in candidates):
-            return []
-        return [Read("keys", format_uid_set(candidates))]
-
-    def keyed_by(self, answer: Answer) -> None:
-        for uid in self.candidates():
-            self.keys[uid] = answer.keys.get(uid)
+        self.windows.take(answer.uids, self.state.uidnext)
 
     def result(self) -> Newest | Exception:
         if self.failure is not None:
             return self.failure
         assert self.state is not None and self.windows is not None
         windows = self.windows
-        return Newest(self.state, windows.matches, self.keys, self.total, windows.upper or 0)
+        return Newest(self.state, windows.matches, self.total, windows.upper or 0)
