@@ -42,8 +42,8 @@ from tests.support import mailgen
 from tests.support.accounts import account_settings, config_toml
 from tests.support.dovecot import Dovecot
 
-from benchmark.common import PASSWORD_ENV, ROOT, SERVER_BIN, run_sampled, say
-from benchmark.report import replace_between
+from benchmark.common import PASSWORD_ENV, ROOT, SERVER_BIN, SampledRun, run_sampled, say
+from benchmark.report import write_section
 from benchmark.servers import our_server
 from mail_imap_mcp.config import load_config
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -186,12 +186,18 @@ def _config(path: Path, dovecot: Dovecot, user: str, index_dir: Path) -> Path:
     return path
 
 
-def _build_ours(config: Path, password: str, log: Path) -> dict[str, Any]:
+def run_index_command(config: Path, password: str, log: Path) -> SampledRun:
+    """``mail-imap-mcp index`` with ``config`` run to its end, its memory sampled (stderr to ``log``)."""
     done = run_sampled(
         [str(SERVER_BIN), "--config", str(config), "index"], {**os.environ, PASSWORD_ENV: password}, log
     )
     if done.returncode != 0:
         raise RuntimeError(f"mail-imap-mcp index failed: {log.read_text()[-2000:]}")
+    return done
+
+
+def _build_ours(config: Path, password: str, log: Path) -> dict[str, Any]:
+    done = run_index_command(config, password, log)
     return {"seconds": round(done.seconds, 1), "peak_rss_mb": done.peak_rss_mb}
 
 
@@ -547,10 +553,7 @@ def write_index_results(run: IndexRun, out_dir: Path, machine: dict[str, Any] | 
         + "\n"
     )
     markdown = out_dir / "benchmarks.md"
-    text = markdown.read_text() if markdown.exists() else ""
-    section = index_section(run, machine)
-    replaced = replace_between(text, MARKER_BEGIN, MARKER_END, section)
-    markdown.write_text(replaced if replaced is not None else text.rstrip() + "\n\n" + section + "\n")
+    write_section(markdown, MARKER_BEGIN, MARKER_END, index_section(run, machine))
     say(f"index: wrote benchmarks-index.json and the index section of {markdown}")
 
 

@@ -38,6 +38,7 @@ from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, MatrixServer
+from tests.support.random_changes import random_change
 
 pytestmark = pytest.mark.anyio
 
@@ -96,32 +97,15 @@ class OtherClient:
             self.inside_syncs += seam
 
     def _change(self) -> None:
-        imap, rng = self.imap, self.rng
-        folder = rng.choice(self.folders)
+        folder = self.rng.choice(self.folders)
         other = self.folders[1] if folder == self.folders[0] else self.folders[0]
-        imap.select_folder(folder)
-        uids = imap.search("ALL")
-        action = rng.choice(("append", "append", "flag", "unflag", "move", "expunge")) if uids else "append"
         self.changes += 1
-        if action == "append":
+
+        def new_message() -> bytes:
             self.number += 1
-            flags = [b"\\Seen"] if rng.random() < 0.3 else []
-            imap.append(folder, message(self.number, rng), flags=flags)
-            return
-        chosen = rng.sample(uids, min(len(uids), rng.randint(1, 3)))
-        if action in ("flag", "unflag"):
-            flag = rng.choice((b"\\Seen", b"\\Flagged"))
-            (imap.add_flags if action == "flag" else imap.remove_flags)(chosen, [flag])
-        elif action == "move":
-            if imap.has_capability("MOVE"):
-                imap.move(chosen, other)
-            else:
-                imap.copy(chosen, other)
-                imap.add_flags(chosen, [b"\\Deleted"])
-                imap.expunge()
-        else:
-            imap.add_flags(chosen, [b"\\Deleted"])
-            imap.expunge()
+            return message(self.number, self.rng)
+
+        random_change(self.imap, self.rng, folder, other, new_message)
 
     def _run(self) -> None:
         try:

@@ -15,6 +15,7 @@ import json
 import os
 import random
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, MatrixServer
+from tests.support.random_changes import random_change
 
 pytestmark = pytest.mark.anyio
 
@@ -211,33 +213,6 @@ async def test_an_index_that_cannot_be_written_stops_and_the_server_answers(
         assert any("unavailable" in w and "the server answered" in w for w in envelope["meta"]["warnings"])
 
 
-def mutate(imap: imapclient.IMAPClient, rng: random.Random, number: int, other_box: str) -> None:
-    """One random change another client makes: append, flag, unflag, move, expunge."""
-    imap.select_folder("INBOX")
-    uids = imap.search("ALL")
-    action = rng.choice(["append", "append", "flag", "unflag", "move", "expunge"]) if uids else "append"
-    if action == "append":
-        imap.append(
-            "INBOX", message(number, rng.choice(WORDS)), flags=[b"\\Seen"] if rng.random() < 0.3 else []
-        )
-        return
-    chosen = rng.sample(uids, min(len(uids), rng.randint(1, 3)))
-    if action == "flag":
-        imap.add_flags(chosen, [rng.choice([b"\\Seen", b"\\Flagged"])])
-    elif action == "unflag":
-        imap.remove_flags(chosen, [b"\\Seen"])
-    elif action == "move":
-        if imap.has_capability("MOVE"):
-            imap.move(chosen, other_box)
-        else:
-            imap.copy(chosen, other_box)
-            imap.add_flags(chosen, [b"\\Deleted"])
-            imap.expunge()
-    else:
-        imap.add_flags(chosen, [b"\\Deleted"])
-        imap.expunge()
-
-
 async def test_property_the_index_answers_what_the_server_searches_after_another_clients_changes(
     indexed: tuple[EnvelopeClient, MatrixServer, str, AppContext],
 ) -> None:
@@ -251,7 +226,7 @@ async def test_property_the_index_answers_what_the_server_searches_after_another
         for _ in range(6):
             for _ in range(rng.randint(1, 4)):
                 number += 1
-                mutate(imap, rng, number, other_box)
+                random_change(imap, rng, "INBOX", other_box, partial(message, number, rng.choice(WORDS)))
             word = rng.choice(WORDS)
             for extra, keys in (
                 ({}, []),
