@@ -6,48 +6,23 @@ X-GM-EXT-1 is searched as before."""
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from tests.support import mailgen
-from tests.support.accounts import account_settings
-from tests.support.clients import make_config, open_client
+from tests.support.clients import account_client
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.faultproxy import FaultProxy
-from tests.support.gmail import ALL_MAIL, TRASH, Gmail
+from tests.support.gmail import ALL_MAIL, TRASH, Gmail, message, seed_labelled
 from tests.support.round_trips import Plan, plain_settings, recording, rig
 
 pytestmark = pytest.mark.anyio
 
-BASE = dt.datetime(2026, 10, 1, 9, tzinfo=dt.UTC)
-
-
-def message(name: str, days: int, **headers: str) -> bytes:
-    return mailgen.plain_message(
-        subject=f"About {name}",
-        body=f"This is {name}.",
-        date=BASE + dt.timedelta(days=days),
-        message_id=f"<{name}@gmail.example>",
-        headers=headers,
-    )
-
-
-def seed_labelled(gmail: Gmail, user: str) -> None:
-    """Two messages in INBOX (one also labelled Work), one archived with Work, one archived bare, one
-    in Trash."""
-    gmail.seed(user, "INBOX", [message("one", 0), message("two", 1)])
-    gmail.seed(user, "Work", [message("three", 2)])
-    gmail.seed(user, ALL_MAIL, [message("four", 3)])
-    gmail.seed(user, TRASH, [message("binned", 4)])
-    gmail.label(user, "INBOX", [["Work", "\\Important"], []])
-
 
 async def client_of(server: Gmail, user: str, **settings: Any) -> AsyncIterator[EnvelopeClient]:
-    config = make_config({"default": account_settings(server, user)}, write_enabled=True, **settings)
-    async for client in open_client(config):
+    async for client in account_client(server, user, write_enabled=True, **settings):
         yield client
 
 
@@ -62,6 +37,12 @@ def gmail_user(gmail: Gmail) -> str:
 async def gmcp(gmail: Gmail, gmail_user: str) -> AsyncIterator[EnvelopeClient]:
     async for client in client_of(gmail, gmail_user):
         yield client
+
+
+async def ids_in(client: EnvelopeClient, mailbox: str) -> list[str]:
+    """The ids of a mailbox's messages (its first page)."""
+    found = await client.ok("imap_search_messages", {"mailbox": mailbox})
+    return [m["message_id"] for m in found["messages"]]
 
 
 def subjects(messages: list[dict[str, Any]]) -> list[str]:
@@ -246,8 +227,7 @@ async def test_archive_moves_inbox_messages_to_all_mail_and_back(
     gmail: Gmail, gmail_user: str, gmcp: EnvelopeClient
 ) -> None:
     before = census(gmail, gmail_user)
-    inbox = await gmcp.ok("imap_search_messages", {"mailbox": "INBOX"})
-    ids = [m["message_id"] for m in inbox["messages"]]
+    ids = await ids_in(gmcp, "INBOX")
     done = await gmcp.ok("imap_apply_to_messages", {"message_ids": ids, "action": "archive"})
     assert {r["outcome"] for r in done["results"]} == {"archived"} and done["destination_mailbox"] == ALL_MAIL
     archived = census(gmail, gmail_user)
@@ -274,8 +254,7 @@ async def test_delete_lands_in_trash_and_permanent_is_refused_outside_trash(
     gmail: Gmail, gmail_user: str, gmcp: EnvelopeClient
 ) -> None:
     before = census(gmail, gmail_user)
-    work = await gmcp.ok("imap_search_messages", {"mailbox": "Work"})
-    ids = [m["message_id"] for m in work["messages"]]
+    ids = await ids_in(gmcp, "Work")
     permanent = {"message_ids": ids, "action": "delete", "permanent": True}
     await gmcp.fail("imap_apply_to_messages", permanent, "permission_denied")  # off by default
     async for allowed in client_of(gmail, gmail_user, allow_permanent_delete=True):
@@ -298,8 +277,7 @@ async def test_regression_trash_spam_and_no_labels_are_refused_as_label_changes(
     """A label change that sends mail to Trash or Spam is a delete without its Trash, audit and undo
     rules; an empty list with replace stripped every label (Inbox too) of every message given."""
     before = census(gmail, gmail_user)
-    inbox = await gmcp.ok("imap_search_messages", {"mailbox": "INBOX"})
-    ids = [m["message_id"] for m in inbox["messages"]]
+    ids = await ids_in(gmcp, "INBOX")
     for labels in (["\\Trash"], ["[Gmail]/Spam"], ["Work", "spam"], []):
         args = {"message_ids": ids, "operation": "replace", "labels": labels}
         refused = await gmcp.fail("imap_update_message_flags", args, "invalid_input")
@@ -311,8 +289,7 @@ async def test_labels_are_refused_where_the_server_has_none(gmail_unmarked: Gmai
     user = gmail_unmarked.new_user("n")
     seed_labelled(gmail_unmarked, user)
     async for client in client_of(gmail_unmarked, user):
-        inbox = await client.ok("imap_search_messages", {"mailbox": "INBOX"})
-        ids = [m["message_id"] for m in inbox["messages"]]
+        ids = await ids_in(client, "INBOX")
         args = {"message_ids": ids, "operation": "add", "labels": ["Work"]}
         refused = await client.fail("imap_update_message_flags", args, "unsupported")
         assert refused["error"]["details"] == {"parameter": "labels", "missing_capability": "X-GM-EXT-1"}
@@ -446,23 +423,33 @@ async def test_label_writes_send_their_plans(gmail: Gmail, gmail_user: str) -> N
     )
 
 
+async def cut_while_changing(
+    gmail: Gmail, user: str, marker: bytes, change: dict[str, Any]
+) -> tuple[dict[str, Any], bytes, list[str]]:
+    """imap_update_message_flags with ``change`` on the user's INBOX messages through the fault proxy,
+    which cuts the connection once, when ``marker`` was sent: the answer, every byte that reached the
+    emulation and the ids changed."""
+    with FaultProxy(gmail.host, gmail.plain_port) as proxy:
+        settings = {**plain_settings(gmail, user, proxy.port), "write_enabled": True}
+        async with rig(settings, None) as r:
+            ids = await ids_in(r.client, "INBOX")
+            proxy.cut_after_sent(marker)
+            data = await r.client.ok("imap_update_message_flags", {"message_ids": ids, **change})
+            assert proxy.cuts == 1
+            return data, proxy.sent(), ids
+
+
 async def test_a_label_store_whose_answer_is_lost_is_outcome_unknown_and_never_replayed(
     gmail: Gmail, gmail_user: str
 ) -> None:
     before = census(gmail, gmail_user)
-    with FaultProxy(gmail.host, gmail.plain_port) as proxy:
-        settings = {**plain_settings(gmail, gmail_user, proxy.port), "write_enabled": True}
-        async with rig(settings, None) as r:
-            inbox = await r.client.ok("imap_search_messages", {"mailbox": "INBOX"})
-            ids = [m["message_id"] for m in inbox["messages"]]
-            proxy.cut_after_sent(b"X-GM-LABELS (")
-            data = await r.client.ok(
-                "imap_update_message_flags", {"message_ids": ids, "operation": "add", "labels": ["Lost"]}
-            )
-            assert proxy.cuts == 1 and proxy.sent().count(b"+X-GM-LABELS") == 1, "the STORE was sent again"
-            assert data["status"] == "partial" and data["messages"] == []
-            assert {(i["code"], i["retryable"]) for i in data["issues"]} == {("outcome_unknown", False)}
-            assert data["next_action"]["tool"] == "imap_search_messages"
+    data, sent, _ = await cut_while_changing(
+        gmail, gmail_user, b"X-GM-LABELS (", {"operation": "add", "labels": ["Lost"]}
+    )
+    assert sent.count(b"+X-GM-LABELS") == 1, "the STORE was sent again"
+    assert data["status"] == "partial" and data["messages"] == []
+    assert {(i["code"], i["retryable"]) for i in data["issues"]} == {("outcome_unknown", False)}
+    assert data["next_action"]["tool"] == "imap_search_messages"
     after = census(gmail, gmail_user)
     # Gmail did make the change, once; nothing else moved.
     assert after["Lost"] == 2 and {k: v for k, v in after.items() if k != "Lost"} == before
@@ -475,20 +462,14 @@ async def test_regression_a_label_store_lost_while_looking_in_all_mail_is_outcom
     Mail, after the STORE was answered: the change happened, so it is never not_attempted (an invitation
     to send it again) but outcome_unknown, and nothing is sent again."""
     before = census(gmail, gmail_user)
-    with FaultProxy(gmail.host, gmail.plain_port) as proxy:
-        settings = {**plain_settings(gmail, gmail_user, proxy.port), "write_enabled": True}
-        async with rig(settings, None) as r:
-            inbox = await r.client.ok("imap_search_messages", {"mailbox": "INBOX"})
-            ids = [m["message_id"] for m in inbox["messages"]]
-            proxy.cut_after_sent(b'EXAMINE "[Gmail]/All Mail"')
-            data = await r.client.ok(
-                "imap_update_message_flags", {"message_ids": ids, "operation": "remove", "labels": ["Inbox"]}
-            )
-            assert proxy.cuts == 1 and proxy.sent().count(b"-X-GM-LABELS") == 1, "the STORE was sent again"
-            assert data["status"] == "partial" and data["messages"] == []
-            assert sorted(i["message_id"] for i in data["issues"]) == sorted(ids)
-            assert {(i["code"], i["retryable"]) for i in data["issues"]} == {("outcome_unknown", False)}
-            assert data["next_action"]["tool"] == "imap_search_messages"
+    data, sent, ids = await cut_while_changing(
+        gmail, gmail_user, b'EXAMINE "[Gmail]/All Mail"', {"operation": "remove", "labels": ["Inbox"]}
+    )
+    assert sent.count(b"-X-GM-LABELS") == 1, "the STORE was sent again"
+    assert data["status"] == "partial" and data["messages"] == []
+    assert sorted(i["message_id"] for i in data["issues"]) == sorted(ids)
+    assert {(i["code"], i["retryable"]) for i in data["issues"]} == {("outcome_unknown", False)}
+    assert data["next_action"]["tool"] == "imap_search_messages"
     after = census(gmail, gmail_user)
     assert after["INBOX"] == before["INBOX"] - 2 and after["messages"] == before["messages"]
     assert {k: v for k, v in after.items() if k != "INBOX"} == {
@@ -503,17 +484,9 @@ async def test_regression_labels_lost_before_their_store_after_the_flags_changed
     The flags' results stand, and each message says its labels were not changed (not_attempted), where
     the label change used to vanish without a word."""
     before = census(gmail, gmail_user)
-    with FaultProxy(gmail.host, gmail.plain_port) as proxy:
-        settings = {**plain_settings(gmail, gmail_user, proxy.port), "write_enabled": True}
-        async with rig(settings, None) as r:
-            inbox = await r.client.ok("imap_search_messages", {"mailbox": "INBOX"})
-            ids = [m["message_id"] for m in inbox["messages"]]
-            proxy.cut_after_sent(b"(FLAGS X-GM-LABELS X-GM-MSGID)")
-            data = await r.client.ok(
-                "imap_update_message_flags",
-                {"message_ids": ids, "operation": "add", "flags": ["\\Flagged"], "labels": ["Later"]},
-            )
-            assert proxy.cuts == 1 and b"X-GM-LABELS (" not in proxy.sent()
+    change = {"operation": "add", "flags": ["\\Flagged"], "labels": ["Later"]}
+    data, sent, ids = await cut_while_changing(gmail, gmail_user, b"(FLAGS X-GM-LABELS X-GM-MSGID)", change)
+    assert b"X-GM-LABELS (" not in sent
     assert data["status"] == "partial"
     assert [m["flags"] for m in data["messages"]] == [["\\Flagged"], ["\\Flagged"]]
     assert all(m.get("labels") is None for m in data["messages"])

@@ -20,18 +20,11 @@ import pytest
 
 from tests.support import mailgen
 from tests.support.gmail import ALL_MAIL, TRASH, Gmail
-
-BASE = dt.datetime(2026, 10, 1, 9, tzinfo=dt.UTC)
+from tests.support.gmail import message as gmail_message
 
 
 def message(name: str, days: int, **headers: str) -> bytes:
-    return mailgen.plain_message(
-        subject=f"About {name}",
-        body=f"This is {name}.",
-        date=BASE + dt.timedelta(days=days),
-        message_id=f"<{name}@emulation.example>",
-        headers=headers,
-    )
+    return gmail_message(name, days, domain="emulation.example", **headers)
 
 
 @pytest.fixture

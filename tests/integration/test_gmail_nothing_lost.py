@@ -23,8 +23,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from tests.support import mailgen
-from tests.support.accounts import account_settings
-from tests.support.clients import make_config, open_client
+from tests.support.clients import account_client
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.gmail import ALL_MAIL, TRASH, Gmail
 
@@ -85,8 +84,7 @@ async def run(gmail: Gmail, steps: list[tuple[str, list[int], list[str], bool]])
     before = census(gmail, user)
     undo: list[dict[str, Any]] = []
     reported: dict[str, list[str]] = {}
-    config = make_config({"default": account_settings(gmail, user)}, write_enabled=True)
-    async for mcp in open_client(config):
+    async for mcp in account_client(gmail, user, write_enabled=True):
         for action, picks, labels, whole in steps:
             await step(mcp, action, picks, labels, whole, undo, reported)
             now = census(gmail, user)

@@ -9,8 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.support import mailgen
-from tests.support.accounts import account_settings
-from tests.support.clients import make_config, open_client
+from tests.support.clients import account_client
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.gmail import ALL_MAIL, Gmail
 
@@ -22,8 +21,7 @@ async def client(gmail: Gmail) -> AsyncIterator[tuple[EnvelopeClient, str]]:
     user = gmail.new_user("o")
     scan = mailgen.large_attachment_message(3000, filename="scan-2026.pdf", subject="Scanned contract")
     gmail.seed(user, "INBOX", [scan, mailgen.plain_message("Lunch", "Friday at noon?")])
-    config = make_config({"default": account_settings(gmail, user)}, write_enabled=True)
-    async for mcp in open_client(config):
+    async for mcp in account_client(gmail, user, write_enabled=True):
         yield mcp, user
 
 

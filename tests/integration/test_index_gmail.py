@@ -14,12 +14,11 @@ from typing import Any
 import pytest
 
 from mail_imap_mcp.app import AppContext
-from tests.integration.test_gmail import seed_labelled
 from tests.integration.test_index_search import wait_ready
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
-from tests.support.gmail import ALL_MAIL, TRASH, Gmail
+from tests.support.gmail import ALL_MAIL, TRASH, Gmail, seed_labelled
 
 pytestmark = pytest.mark.anyio
 
@@ -27,16 +26,19 @@ SEARCH = "imap_search_messages"
 RANKED = "best match first"
 
 
+async def indexed_client(server: Gmail, user: str, index_dir: Path) -> AsyncIterator[EnvelopeClient]:
+    """A client of the labelled mail of ``user`` on ``server``, indexed in ``index_dir`` (built first)."""
+    seed_labelled(server, user)
+    config = make_config({"default": account_settings(server, user)}, index=True, index_dir=str(index_dir))
+    async for mcp in open_client(config, AppContext.from_config(config)):
+        assert await wait_ready(mcp) == "ready"
+        yield mcp
+
+
 @pytest.fixture
 async def indexed(gmail: Gmail, tmp_path: Path) -> AsyncIterator[tuple[EnvelopeClient, str, Path]]:
     user = gmail.new_user("gi")
-    seed_labelled(gmail, user)
-    config = make_config(
-        {"default": account_settings(gmail, user)}, index=True, index_dir=str(tmp_path / "ix")
-    )
-    app = AppContext.from_config(config)
-    async for mcp in open_client(config, app):
-        assert await wait_ready(mcp) == "ready"
+    async for mcp in indexed_client(gmail, user, tmp_path / "ix"):
         yield mcp, user, tmp_path / "ix" / "default.sqlite3"
 
 
@@ -130,12 +132,7 @@ async def test_without_labels_label_is_refused_as_without_the_index(
     """Regression guard: the index keeps no labels of a server without X-GM-EXT-1, so it does not answer
     ``label:`` with an empty page; the server's path refuses it as it does without the index."""
     user = gmail_unmarked.new_user("gu")
-    seed_labelled(gmail_unmarked, user)
-    config = make_config(
-        {"default": account_settings(gmail_unmarked, user)}, index=True, index_dir=str(tmp_path / "ix")
-    )
-    async for mcp in open_client(config, AppContext.from_config(config)):
-        assert await wait_ready(mcp) == "ready"
+    async for mcp in indexed_client(gmail_unmarked, user, tmp_path / "ix"):
         refused = await mcp.fail(SEARCH, {"query": "label:work"}, "unsupported")
         assert refused["error"]["details"]["parameter"] == "query" and "Gmail" in refused["error"]["message"]
         # Every folder is indexed as itself there (no All Mail): a word search is ranked from the index.

@@ -11,7 +11,9 @@ from mcp import Client
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.server import build_server
+from tests.support.accounts import account_settings
 from tests.support.envelope_client import EnvelopeClient
+from tests.support.imapserver import ImapServer
 
 #: ``account_settings`` bound to a server: ``account(user, **overrides)`` (the ``account`` fixture).
 AccountFactory = Callable[..., dict[str, Any]]
@@ -31,3 +33,10 @@ async def open_client(
         yield EnvelopeClient(client)
     if app is not None:
         await anyio.to_thread.run_sync(app.close)
+
+
+async def account_client(server: ImapServer, user: str, **settings: Any) -> AsyncIterator[EnvelopeClient]:
+    """A client of a server whose one account, ``default``, is ``user`` on ``server`` (``settings``: the
+    server's settings, e.g. ``write_enabled``)."""
+    async for client in open_client(make_config({"default": account_settings(server, user)}, **settings)):
+        yield client

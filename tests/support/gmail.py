@@ -5,16 +5,31 @@ name logs in with ``password`` (an account is made at first login), ``seed()`` o
 
 from __future__ import annotations
 
+import datetime as dt
 import secrets
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from tests.support import mailgen
 from tests.support.gmail_server import CAPABILITIES
 from tests.support.imapserver import REPO_ROOT, AppendSeeding, tail_file
 
 ALL_MAIL = "[Gmail]/All Mail"
 TRASH = "[Gmail]/Trash"
+#: The date of the first message the Gmail tests seed.
+BASE = dt.datetime(2026, 10, 1, 9, tzinfo=dt.UTC)
+
+
+def message(name: str, days: int, *, domain: str = "gmail.example", **headers: str) -> bytes:
+    """A message "About {name}", sent ``days`` after :data:`BASE`, its Message-ID ``<{name}@{domain}>``."""
+    return mailgen.plain_message(
+        subject=f"About {name}",
+        body=f"This is {name}.",
+        date=BASE + dt.timedelta(days=days),
+        message_id=f"<{name}@{domain}>",
+        headers=headers,
+    )
 
 
 class Gmail(AppendSeeding):
@@ -97,3 +112,13 @@ class Gmail(AppendSeeding):
                 names = list(names)
                 if names:
                     client.add_gmail_labels([uid], names)
+
+
+def seed_labelled(gmail: Gmail, user: str) -> None:
+    """Two messages in INBOX (one also labelled Work and Important), one archived with Work, one archived
+    bare, one in Trash."""
+    gmail.seed(user, "INBOX", [message("one", 0), message("two", 1)])
+    gmail.seed(user, "Work", [message("three", 2)])
+    gmail.seed(user, ALL_MAIL, [message("four", 3)])
+    gmail.seed(user, TRASH, [message("binned", 4)])
+    gmail.label(user, "INBOX", [["Work", "\\Important"], []])

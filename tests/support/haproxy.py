@@ -9,13 +9,9 @@ import subprocess
 import time
 import urllib.request
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
-from tests.support.imapserver import free_ports, which
-
-READY_TIMEOUT_S = 10.0
-
+from tests.support.daemon import LoopbackDaemon
+from tests.support.imapserver import free_ports
 
 STATS = """\
 listen stats
@@ -46,21 +42,21 @@ backend mcp_instances
 {servers}""" + STATS.format(stats_port=stats_port)
 
 
-class HAProxy:
+class HAProxy(LoopbackDaemon):
     """``with HAProxy(tmp, [port1, port2, port3]) as proxy: proxy.url``."""
+
+    program = "haproxy"
+    package = "haproxy"
 
     def __init__(
         self, directory: Path, backends: list[int], port: int | None = None, config_text: str | None = None
     ) -> None:
         """``config_text``: a configuration of one's own (its frontend on ``port``) instead of the
         generated one, whose statistics listener is then added to it."""
-        self.directory = directory
+        super().__init__(directory, port)
         self._config_text = config_text
-        directory.mkdir(parents=True, exist_ok=True)
         self.backends = backends
-        self.port = port or free_ports("127.0.0.1")[0]
         self.stats_port = free_ports("127.0.0.1")[0]
-        self._proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
@@ -96,10 +92,8 @@ class HAProxy:
                 served[cells["svname"]] = int(cells["stot"])
         return served
 
-    def start(self) -> None:
-        binary = which("haproxy")
-        if binary is None:
-            raise RuntimeError("haproxy is missing: scripts/test installs it (apt-get install haproxy)")
+    def command(self) -> list[str]:
+        binary = self.binary()
         config = self.directory / "haproxy.cfg"
         config.write_text(
             haproxy_config(self.port, self.backends, self.stats_port)
@@ -109,36 +103,8 @@ class HAProxy:
         check = subprocess.run([binary, "-c", "-f", str(config)], capture_output=True, check=False)
         if check.returncode != 0:
             raise RuntimeError(f"haproxy refused its config: {check.stdout!r} {check.stderr!r}")
-        with (self.directory / "haproxy.log").open("ab") as log:
-            self._proc = subprocess.Popen(
-                [binary, "-db", "-f", str(config)], stdin=subprocess.DEVNULL, stdout=log, stderr=log
-            )
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"haproxy exited: {(self.directory / 'haproxy.log').read_text()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                time.sleep(0.02)
-        raise RuntimeError(f"haproxy did not listen on {self.port}")
+        return [binary, "-db", "-f", str(config)]
 
-    def stop(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-        self._proc = None
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
+    def answers(self) -> bool:
+        socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+        return True
