@@ -1,8 +1,8 @@
 """A page of the index, fresh: ranked while the server is asked whether the index is current.
 
 :func:`fresh_page` starts the store's search, then runs the freshness round trip
-(:func:`~mail_imap_mcp.index.freshness.refresh`) while the store works; when the round trip changed
-nothing (the common case) the page is taken as it is, else it is searched again on what the sync stored.
+(:func:`~mail_imap_mcp.index.freshness.refresh`) while the store works; when the round trip synced no
+folder (the common case) the page is taken as it is, else it is searched again on what the sync stored.
 So a search costs the longer of the two, not their sum.
 """
 
@@ -58,7 +58,9 @@ def fresh_page(
         if folders is None:
             listed = fresh.boxes or []
             covered = scope(listed) if scope is not None else [box.name for box in listed]
-        if store.folders() == before and set(covered) >= set(guess):
+        # A sync may change flags alone, which no folder state shows (a folder without MODSEQ): any
+        # folder synced means searching again.
+        if not fresh.synced and store.folders() == before and set(covered) >= set(guess):
             return FreshPage(early.result(), covered, fresh)
         early.cancel()
         page = store.search(query, folders=covered, order=order, limit=limit, offset=offset)
