@@ -299,17 +299,22 @@ class SqliteStore:
     def search(
         self, query: CompiledQuery, *, folders: Sequence[str], order: Order, limit: int, offset: int
     ) -> HitPage:
-        return self.start_search(query, folders=folders, order=order, limit=limit, offset=offset).result()
+        task = self._page_task(query, list(folders), order, limit, offset)
+        return PendingSearch(lambda: self._ranker.run(task)).result()
 
     def start_search(
         self, query: CompiledQuery, *, folders: Sequence[str], order: Order, limit: int, offset: int
     ) -> PendingSearch:
-        """Start :meth:`search` on the read connections and return at once (the search's freshness round
-        trip runs meanwhile); :meth:`PendingSearch.result` is the page. Ranked, every match is ranked
+        """Start :meth:`search` in a thread on a read connection and return at once (the search's
+        freshness round trip runs meanwhile); :meth:`PendingSearch.result` is the page."""
+        started = self._ranker.submit(self._page_task(query, list(folders), order, limit, offset))
+        return PendingSearch(started.result, started.cancel)
+
+    def _page_task(
+        self, query: CompiledQuery, folders: list[str], order: Order, limit: int, offset: int
+    ) -> Callable[[sqlite3.Connection], HitPage]:
+        """The work of a page, to run on a read connection. Ranked, every match is ranked
         (:mod:`.sqlite_ranking`)."""
-        folders = list(folders)
-        if not folders:
-            return PendingSearch(lambda: HitPage([], 0))
         try:
             stored = self._db.execute("SELECT name, id, messages FROM folders").fetchall()
         except sqlite3.DatabaseError as exc:
@@ -318,7 +323,7 @@ class SqliteStore:
         searched = {folder: count for name, folder, count in stored if name in wanted}
         others = {folder: count for name, folder, count in stored if name not in wanted}
         if not searched:
-            return PendingSearch(lambda: HitPage([], 0, folders))
+            return lambda db: HitPage([], 0, folders)
         if query.match is not None:
             # The folders are words of the place column: the MATCH names the searched ones, or the
             # others where they hold fewer messages (FTS5's cost follows the lists it merges).
@@ -368,8 +373,7 @@ class SqliteStore:
                 ids = [row[0] for row in db.execute(by_date, [*params, limit, offset])]
                 return HitPage(_rows_of(db, ids, [0.0] * len(ids)), total, folders)
 
-        started = self._ranker.submit(page)
-        return PendingSearch(started.result, started.cancel)
+        return page
 
     def wait_for_writers(self, seconds: float) -> None:
         self._db.execute(f"PRAGMA busy_timeout = {max(int(seconds * 1000), 1)}")
