@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mail_imap_mcp.index.location import IndexPermissions, drop_index, index_path, open_index
-from mail_imap_mcp.index.sqlite_store import SqliteStore
+from mail_imap_mcp.index.sqlite_store import SCHEMA_VERSION, SqliteStore
 from mail_imap_mcp.index.store import (
     COLUMN_WEIGHTS,
     TEXT_COLUMNS,
@@ -127,6 +127,31 @@ def test_a_file_of_another_schema_version_is_unusable(tmp_path: Path, version: i
     db.close()
     with pytest.raises(IndexUnusable, match=f"schema {version},"):
         SqliteStore(path)
+
+
+def test_an_index_of_schema_5_is_kept_and_its_attachments_are_to_be_read(tmp_path: Path) -> None:
+    """Schema 6 records which messages' attachments were read: a schema 5 file gains the column, every
+    message with attachments counted unread (``index_attachments`` reads them on its next sync)."""
+    path = tmp_path / "five.sqlite3"
+    store = SqliteStore(path)
+    state = store.start_folder("INBOX", 1)
+    attached = replace(message(2, body="with a file"), has_attachment=True)
+    store.put(
+        state,
+        [message(1, body="kept"), attached, replace(message(3), has_attachment=True, attachments_read=True)],
+    )
+    store.close()
+    db = sqlite3.connect(path)
+    db.execute("ALTER TABLE messages DROP COLUMN attachments_read")
+    db.execute("PRAGMA user_version = 5")
+    db.close()
+    store = SqliteStore(path)
+    assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    assert uids(store, Contains("body", "kept")) == [1]
+    assert store.unread_attachments("INBOX") == [3, 2]
+    store.put(state, [replace(attached, attachments_read=True)])
+    assert store.unread_attachments("INBOX") == [3]
+    store.close()
 
 
 def test_a_full_disk_is_a_write_failure_and_leaves_the_last_batch(tmp_path: Path) -> None:

@@ -65,7 +65,9 @@ def build(
                 return report
             sync = indexer.folder(name)
             syncs.append((sync, connection.run(sync.begin)))
-    report.to_fetch = sum(left for _, left in syncs)
+            # Messages indexed while index_attachments was off are read again with it on (after the new).
+            sync.plan_backfill()
+    report.to_fetch = sum(left + len(sync.unread) for sync, left in syncs)
     if hooks.on_plan is not None:
         hooks.on_plan(len(syncs), report.to_fetch)
 
@@ -82,8 +84,16 @@ def build(
         while left and not hooks.stop():
             with indexer.lock:
                 left = connection.run(fetch)
+        backfill = partial(_backfill, sync, step, progress)
+        while sync.unread and not hooks.stop():
+            with indexer.lock:
+                connection.run(backfill)
     return report
 
 
 def _fetch(sync: FolderSync, step: int, progress: OnProgress, session: ImapSession) -> int:
     return sync.fetch(session, step, progress)
+
+
+def _backfill(sync: FolderSync, step: int, progress: OnProgress, session: ImapSession) -> int:
+    return sync.backfill(session, step, progress)

@@ -85,10 +85,11 @@ def indexed_message(
     *,
     global_id: int | None = None,
     labels: tuple[str, ...] = (),
+    attachments_read: bool = False,
 ) -> IndexedMessage:
     """The index's record of the message ``uid`` from its FETCH answer (:func:`index_items`), with the
-    text of its attachments when they were read (:mod:`.attachments`), and the server's own id of it and
-    its labels where the server has them."""
+    text of its attachments when they were read (:mod:`.attachments`; ``attachments_read``), and the
+    server's own id of it and its labels where the server has them."""
     headers = _headers(response)
     parts, _ = trusted_structure(response, headers)
     prefix = find_item(response, b"BODY[TEXT]") or b""
@@ -132,4 +133,5 @@ def indexed_message(
         filenames=filenames,
         global_id=global_id,
         labels=labels,
+        attachments_read=attachments_read,
     )

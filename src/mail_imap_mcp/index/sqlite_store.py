@@ -13,9 +13,7 @@ schema version or unreadable is :class:`IndexUnusable` (:mod:`.location` moves i
 from __future__ import annotations
 
 import contextlib
-import json
 import sqlite3
-import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -35,12 +33,14 @@ from mail_imap_mcp.index.store import (
     Order,
     flag_bits,
     flag_names,
+    pack_texts,
+    unpack_texts,
 )
 from mail_imap_mcp.query.fts5 import PLACE_COLUMN, in_places, label_keys, place_token
 
 #: "MIMX": marks a database as this index (``PRAGMA application_id``).
 APPLICATION_ID = 0x4D494D58
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 #: Row ids per second of sent date (a row id is the sent time times this, plus a counter).
 IDS_PER_SECOND = 4096
 #: How long a writer waits for another process's transaction before it gives up.
@@ -64,6 +64,7 @@ CREATE TABLE messages(
     global_id INTEGER, -- X-GM-MSGID: Gmail's id of a message in every folder (one row per message)
     labels TEXT NOT NULL DEFAULT '', -- X-GM-LABELS, one a line
     label_keys TEXT NOT NULL DEFAULT '', -- the labels as label: compares them (query.fts5.label_key)
+    attachments_read INTEGER NOT NULL DEFAULT 0, -- with index_attachments (schema 6)
     UNIQUE(folder, uid));
 CREATE INDEX messages_sent ON messages(sent);
 CREATE INDEX messages_global_id ON messages(global_id) WHERE global_id IS NOT NULL;
@@ -72,15 +73,6 @@ CREATE VIRTUAL TABLE fts USING fts5({", ".join(_FTS_COLUMNS)}, content='',
 PRAGMA application_id = {APPLICATION_ID};
 PRAGMA user_version = {SCHEMA_VERSION};
 """
-
-
-def _pack(texts: Sequence[str]) -> bytes:
-    return zlib.compress(json.dumps(list(texts), ensure_ascii=False).encode(), 6)
-
-
-def _unpack(doc: bytes) -> list[str]:
-    texts: list[str] = json.loads(zlib.decompress(doc))
-    return texts
 
 
 class SqliteStore:
@@ -116,6 +108,12 @@ class SqliteStore:
             return
         if application_id != APPLICATION_ID:
             raise IndexUnusable(f"{self.path} is a database of something else")
+        if version == 5:  # schema 6 records which messages' attachments were read: none yet
+            with self._transaction():
+                if db.execute("PRAGMA user_version").fetchone()[0] == 5:  # not migrated meanwhile
+                    db.execute("ALTER TABLE messages ADD COLUMN attachments_read INTEGER NOT NULL DEFAULT 0")
+                    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            version = SCHEMA_VERSION
         if version != SCHEMA_VERSION:
             raise IndexUnusable(f"{self.path} is an index of schema {version}, not {SCHEMA_VERSION}")
         db.execute("SELECT count(*) FROM folders").fetchone()
@@ -171,7 +169,7 @@ class SqliteStore:
         """Take a message's terms out of the FTS5 table (a contentless table is told the old text)."""
         self._db.execute(
             f"INSERT INTO fts(fts, rowid, {', '.join(_FTS_COLUMNS)}) VALUES('delete', ?, {_FTS_VALUES})",
-            (row_id, *_unpack(doc), place_token(folder)),
+            (row_id, *unpack_texts(doc), place_token(folder)),
         )
         self._db.execute("DELETE FROM messages WHERE id = ?", (row_id,))
 
@@ -205,8 +203,8 @@ class SqliteStore:
                 row_id = self._free_id(message.sent)
                 self._db.execute(
                     "INSERT INTO messages(id, folder, uid, sent, arrival_day, size, flag_bits, keywords, "
-                    "has_attachment, filenames, doc, global_id, labels, label_keys) "
-                    "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "has_attachment, filenames, doc, global_id, labels, label_keys, attachments_read) "
+                    "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         row_id,
                         folder,
@@ -218,10 +216,11 @@ class SqliteStore:
                         keywords,
                         message.has_attachment,
                         "\n".join(message.filenames),
-                        _pack(message.texts),
+                        pack_texts(message.texts),
                         message.global_id,
                         "\n".join(message.labels),
                         label_keys(message.labels),
+                        message.attachments_read,
                     ),
                 )
                 self._db.execute(
@@ -268,6 +267,14 @@ class SqliteStore:
     def uids(self, folder: str) -> list[int]:
         rows = self._db.execute(
             "SELECT uid FROM messages WHERE folder = (SELECT id FROM folders WHERE name = ?) ORDER BY uid",
+            (folder,),
+        )
+        return [row[0] for row in rows]
+
+    def unread_attachments(self, folder: str) -> list[int]:
+        rows = self._db.execute(
+            "SELECT uid FROM messages WHERE folder = (SELECT id FROM folders WHERE name = ?) "
+            "AND has_attachment AND NOT attachments_read ORDER BY uid DESC",
             (folder,),
         )
         return [row[0] for row in rows]
@@ -419,7 +426,7 @@ def _hit(row: tuple[object, ...]) -> Hit:
         int(uid),  # type: ignore[call-overload]
         float(rank),  # type: ignore[arg-type]
         int(sent),  # type: ignore[call-overload]
-        tuple(_unpack(doc)),
+        tuple(unpack_texts(doc)),
         flags,
         int(size),  # type: ignore[call-overload]
         bool(attached),

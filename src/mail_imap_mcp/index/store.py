@@ -15,6 +15,8 @@ message stored again under another folder replaces its row, so it is never index
 
 from __future__ import annotations
 
+import json
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -56,6 +58,17 @@ def flag_bits(flags: Iterable[str]) -> tuple[int, str]:
         elif not lowered.startswith("\\"):
             keywords.append(flag)
     return bits, " ".join(sorted(set(keywords)))
+
+
+def pack_texts(texts: Sequence[str]) -> bytes:
+    """A message's text columns as a store keeps them (compressed: snippets are cut from them)."""
+    return zlib.compress(json.dumps(list(texts), ensure_ascii=False).encode(), 6)
+
+
+def unpack_texts(doc: bytes) -> list[str]:
+    """The text columns :func:`pack_texts` kept."""
+    texts: list[str] = json.loads(zlib.decompress(doc))
+    return texts
 
 
 def flag_names(bits: int) -> tuple[str, ...]:
@@ -111,6 +124,8 @@ class IndexedMessage:
     global_id: int | None = None
     #: Its labels as the server names them (Gmail's X-GM-LABELS), where it has labels.
     labels: tuple[str, ...] = ()
+    #: The text of its attachments was read (``index_attachments`` on when it was indexed).
+    attachments_read: bool = False
 
 
 @dataclass(frozen=True)
@@ -204,6 +219,11 @@ class IndexStore(Protocol):
 
     def uids(self, folder: str) -> list[int]:
         """The UIDs the index holds for ``folder``, ascending."""
+        ...
+
+    def unread_attachments(self, folder: str) -> list[int]:
+        """The UIDs of ``folder``'s messages with attachments indexed without their text (indexed while
+        ``index_attachments`` was off), newest first."""
         ...
 
     def flags_of(self, folder: str) -> dict[int, tuple[int, str]]:

@@ -103,6 +103,8 @@ class FolderSync:
         self.server_messages = 0
         #: Stored messages whose flags the last :meth:`begin` could not compare within its deadline.
         self.unchecked = 0
+        #: Messages indexed without their attachments' text, to index again (:meth:`plan_backfill`).
+        self.unread: array[int] = array("Q")
 
     def begin(self, session: ImapSession, deadline: float | None = None) -> int:
         """Apply the folder's expunges and flag changes; the number of messages left to fetch. Where the
@@ -238,6 +240,43 @@ class FolderSync:
         session.settle()
         taken = self.pending[: max(limit, 1)]
         chunks = [list(taken[i : i + chunk_size]) for i in range(0, len(taken), chunk_size)]
+        done = self._index_chunks(session, chunks, on_progress, deadline)
+        del self.pending[:done]
+        if not self.pending:
+            self._finish()
+        return len(self.pending)
+
+    def plan_backfill(self) -> int:
+        """With ``index_attachments``: find the messages indexed without their attachments' text (while
+        it was off), to index again with it (:meth:`backfill`); how many."""
+        self.unread = array("Q", self.store.unread_attachments(self.name) if self.attachments else ())
+        return len(self.unread)
+
+    def backfill(self, session: ImapSession, limit: int, on_progress: OnProgress | None = None) -> int:
+        """Index up to ``limit`` of the messages :meth:`plan_backfill` found again, their attachments read
+        (each chunk one transaction: a killed run goes on where it stopped); the number left."""
+        stored = self.store.folders().get(self.name)
+        if stored is None or self.state is None or stored.uidvalidity != self.state.uidvalidity:
+            self.unread = array("Q")  # dropped or indexed again meanwhile: read with the new messages
+            return 0
+        self.state = stored
+        session.examine(self.name)
+        session.settle()
+        taken = sorted(self.unread[: max(limit, 1)])
+        self._index_chunks(session, [taken[i : i + CHUNK] for i in range(0, len(taken), CHUNK)], on_progress)
+        del self.unread[: len(taken)]
+        return len(self.unread)
+
+    def _index_chunks(
+        self,
+        session: ImapSession,
+        chunks: list[list[int]],
+        on_progress: OnProgress | None,
+        deadline: float | None = None,
+    ) -> int:
+        """Fetch and store the messages of ``chunks`` (ascending UIDs each), :data:`IN_FLIGHT` chunks per
+        round trip, each chunk one transaction; the messages done before ``deadline``."""
+        assert self.state is not None
         personality = session.personality
         items = index_items(self.text_bytes, personality.index_items)
         done = 0
@@ -262,6 +301,7 @@ class FolderSync:
                         texts.get(uid, ""),
                         global_id=personality.identity_of(r) if self.keyed else None,
                         labels=personality.stored_labels(r),
+                        attachments_read=self.attachments is not None,
                     )
                     for uid, r in found.items()
                 ]
@@ -271,10 +311,7 @@ class FolderSync:
                 if on_progress is not None:
                     on_progress(self.name, len(chunk), size)
             done += sum(len(chunk) for chunk in batch)
-        del self.pending[:done]
-        if not self.pending:
-            self._finish()
-        return len(self.pending)
+        return done
 
     def _attachment_texts(
         self, session: ImapSession, found: dict[int, dict[bytes, Any]]

@@ -1,0 +1,115 @@
+"""Turning ``index_attachments`` on for an index already built reads the attachments of the messages it
+already holds (issue 35): the next sync indexes those messages again with their attachments' text, in
+bounded steps that a stop (or a kill) leaves to the next run, never twice."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.config import Config
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.index.attachments import AttachmentReading
+from mail_imap_mcp.index.build import BuildHooks, build
+from mail_imap_mcp.index.location import open_index
+from mail_imap_mcp.index.sync import Indexer
+from tests.integration.test_index_attachments import FETCH_BYTES, MESSAGES, found
+from tests.integration.test_index_search import wait_ready
+from tests.support.accounts import account_settings, config_toml
+from tests.support.clients import make_config, open_client
+from tests.support.matrix import MatrixServer
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[2]
+#: The messages of MESSAGES with attachments (the last has none).
+WITH_ATTACHMENTS = 4
+
+
+def built_without_attachments(dovecot: MatrixServer, tmp_path: Path) -> str:
+    """A user with MESSAGES, indexed by ``mail-imap-mcp index`` with ``index_attachments`` off."""
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", MESSAGES)
+    path = tmp_path / "config.toml"
+    extra = f'\n[server]\nindex = true\nindex_dir = "{tmp_path / "ix"}"\n'
+    path.write_text(config_toml({"default": account_settings(dovecot, user)}) + extra)
+    argv = [sys.executable, "-m", "mail_imap_mcp", "--config", str(path), "index"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return user
+
+
+def attachments_read(tmp_path: Path) -> int:
+    db = sqlite3.connect(tmp_path / "ix" / "default.sqlite3")
+    try:
+        return int(
+            db.execute("SELECT count(*) FROM messages WHERE has_attachment AND attachments_read").fetchone()[
+                0
+            ]
+        )
+    finally:
+        db.close()
+
+
+def with_attachments_on(dovecot: MatrixServer, user: str, tmp_path: Path) -> Config:
+    return make_config(
+        {"default": account_settings(dovecot, user)},
+        index=True,
+        index_dir=str(tmp_path / "ix"),
+        index_attachments=True,
+        index_attachment_bytes=FETCH_BYTES,
+    )
+
+
+async def test_turned_on_for_a_built_index_the_attachments_of_indexed_mail_are_read(
+    dovecot: MatrixServer, tmp_path: Path
+) -> None:
+    user = built_without_attachments(dovecot, tmp_path)
+    assert attachments_read(tmp_path) == 0
+    config = with_attachments_on(dovecot, user, tmp_path)
+    async for mcp in open_client(config, AppContext.from_config(config)):
+        assert await wait_ready(mcp, timeout=120) == "ready"
+        assert await found(mcp, "quokkaword") == ["quarterly report"]  # inside the PDF
+        assert await found(mcp, "wombatword") == ["meeting notes"]  # inside the DOCX
+        assert await found(mcp, "dugongword") == ["after them"]
+    assert attachments_read(tmp_path) == WITH_ATTACHMENTS
+
+
+def test_the_backfill_goes_in_steps_and_a_stopped_one_continues(
+    dovecot: MatrixServer, tmp_path: Path
+) -> None:
+    user = built_without_attachments(dovecot, tmp_path)
+    config = with_attachments_on(dovecot, user, tmp_path)
+    path = tmp_path / "ix" / "default.sqlite3"
+
+    def run(stop_after: int | None) -> int:
+        read: list[int] = []
+        hooks = BuildHooks(
+            on_progress=lambda folder, messages, size: read.append(messages),
+            stop=lambda: stop_after is not None and len(read) >= stop_after,
+        )
+        connection = AccountConnection("default", config.accounts["default"], enable_qresync=True)
+        store = open_index(path).store
+        reading = AttachmentReading.of(config.server)
+        try:
+            build(
+                connection,
+                Indexer(store, "default", config.server.index_text_bytes, attachments=reading),
+                hooks,
+                step=1,
+            )
+        finally:
+            connection.close()
+            store.close()
+        return sum(read)
+
+    assert run(stop_after=1) == 1  # one step of one message, then stopped (as a kill would)
+    assert attachments_read(tmp_path) == 1
+    assert run(stop_after=None) == WITH_ATTACHMENTS - 1  # the rest, not the one already read
+    assert attachments_read(tmp_path) == WITH_ATTACHMENTS
+    assert run(stop_after=None) == 0  # nothing read twice
