@@ -21,7 +21,8 @@ Actions:
 
 * ``reset_connections()`` -- send a TCP RST to every open client connection now (``shutdown(SHUT_RD)``
   wakes the forwarding threads, then a linger-0 ``close()`` makes the kernel send the RST at once).
-* ``cut_after_sent(marker)`` -- once a client has sent bytes containing ``marker`` (e.g. ``b" UID MOVE "``),
+* ``cut_after_sent(marker, times=1)`` -- once a client has sent bytes containing ``marker`` (e.g. ``b" UID MOVE "``;
+  ``times``: that many times in all),
   reset that connection instead of forwarding the server's next answer (once; ``cuts`` counts them): a
   write command that reached the server whose answer never arrives.
 * ``reset_after(server_bytes, connections=1)`` -- the next ``connections`` connections that carry server
@@ -137,6 +138,7 @@ class FaultProxy:
         self._mode = Mode.PASS
         self._latency = 0.0
         self._cut_marker: bytes | None = None
+        self._cut_times = 1
         self.cuts = 0
         self._rule: _ResetRule | None = None
         self._listening = False
@@ -244,10 +246,12 @@ class FaultProxy:
             conn.closed.wait(_JOIN_TIMEOUT_S)
         return len(connections)
 
-    def cut_after_sent(self, marker: bytes) -> None:
-        """Reset the connection that sent ``marker`` instead of forwarding the server's next answer (once)."""
+    def cut_after_sent(self, marker: bytes, times: int = 1) -> None:
+        """Reset the connection that sent ``marker`` (``times`` times in all) instead of forwarding the
+        server's next answer (once)."""
         with self._lock:
             self._cut_marker = marker
+            self._cut_times = times
 
     def reset_after(self, server_bytes: int, *, connections: int | None = 1) -> None:
         """Reset the next ``connections`` connections (None: all) after ``server_bytes`` more server bytes."""
@@ -420,7 +424,7 @@ class FaultProxy:
     def _apply_reset_rule(self, conn: _Connection, data: bytes) -> tuple[bytes, bool]:
         """Count server bytes; return the part to forward and whether to reset after it."""
         marker = self._cut_marker
-        if marker is not None and marker in self.sent(conn.ident):
+        if marker is not None and self.sent(conn.ident).count(marker) >= self._cut_times:
             with self._lock:
                 self._cut_marker = None
                 self.cuts += 1

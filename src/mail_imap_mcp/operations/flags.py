@@ -168,6 +168,8 @@ def _update_flags(
             raise
         _lost_after_store(outcome, items, before, stored)
         plan.changed = sum(outcome.results[items[uid]].changed for uid in stored)
+        if request.labels is not None:
+            _labels_not_sent(outcome, [items[uid] for uid in stored])
         raise StopRun() from exc
     _gone(outcome, [items[uid] for uid in stored if uid not in after], "fetch_flags")
     for uid in stored:
@@ -192,15 +194,7 @@ def _update_labels(
     except Exception as exc:
         if not (outcome.wrote and is_lost(exc)):
             raise
-        # The flags of these messages may have changed (their results stand); their labels were not.
-        outcome.fail(
-            [items[uid] for uid in pending],
-            "not_attempted",
-            "store",
-            "The connection was lost before the label change of this message was sent; its labels were "
-            "not changed.",
-            retryable=True,
-        )
+        _labels_not_sent(outcome, [items[uid] for uid in pending])
         raise StopRun() from exc
     if not request.flags:
         _gone(outcome, [items[uid] for uid in pending if uid not in states], "fetch_labels")
@@ -305,6 +299,19 @@ def _lost_after_store(
         "not_attempted",
         "store",
         "The connection was lost before the change of this message was sent; nothing was changed for it.",
+        retryable=True,
+    )
+
+
+def _labels_not_sent(outcome: FlagOutcome, items: Sequence[BatchItem]) -> None:
+    """The connection died before the label change of ``items`` was sent: their flags may have changed
+    (their results stand), their labels did not."""
+    outcome.fail(
+        items,
+        "not_attempted",
+        "store",
+        "The connection was lost before the label change of this message was sent; its labels were not "
+        "changed.",
         retryable=True,
     )
 
