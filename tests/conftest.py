@@ -157,6 +157,15 @@ def dovecot_rev1() -> Iterator[Dovecot]:
 
 
 @pytest.fixture(scope="session")
+def dovecot_nomodseq() -> Iterator[Dovecot]:
+    """A Dovecot that advertises CONDSTORE and QRESYNC but keeps its indexes in memory, so every mailbox
+    answers SELECT with ``NOMODSEQ`` (RFC 7162 3.1.2: no MODSEQ, and CHANGEDSINCE is refused with BAD)."""
+    yield from _serve(
+        Dovecot(extra_config="mail_location = maildir:~/Maildir:INDEX=MEMORY\n", password=SESSION_PASSWORD)
+    )
+
+
+@pytest.fixture(scope="session")
 def introspection() -> Iterator[IntrospectionEndpoint]:
     """The OAuth2 token introspection endpoint of ``oauth_dovecot``: ``accept(token, user)`` makes a token valid."""
     with IntrospectionEndpoint() as endpoint:

@@ -8,11 +8,10 @@ of 0 and STATUS says nothing of flags.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -31,27 +30,15 @@ from mail_imap_mcp.index.freshness import Freshness, refresh
 from mail_imap_mcp.index.location import open_index
 from mail_imap_mcp.index.sync import Indexer
 from mail_imap_mcp.query.fts5 import FLAG_BITS
-from tests.support.accounts import PASSWORD_ENV, account_settings
+from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
-from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.mailgen import plain_message
-from tests.support.matrix import SESSION_PASSWORD, MatrixServer
+from tests.support.matrix import MatrixServer
 
 pytestmark = pytest.mark.anyio
 
 SEARCH = "imap_search_messages"
-
-
-@pytest.fixture(scope="module")
-def dovecot_nomodseq() -> Iterator[Dovecot]:
-    """A Dovecot with CONDSTORE advertised whose mailboxes answer SELECT with ``NOMODSEQ``."""
-    server = Dovecot(
-        extra_config="mail_location = maildir:~/Maildir:INDEX=MEMORY\n", password=SESSION_PASSWORD
-    )
-    with server:
-        os.environ[PASSWORD_ENV] = server.password
-        yield server
 
 
 @pytest.fixture(params=("dovecot_rev1", "courier", "dovecot_nomodseq"))
