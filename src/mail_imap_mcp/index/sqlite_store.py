@@ -272,12 +272,11 @@ class SqliteStore:
         return [row[0] for row in rows]
 
     def unread_attachments(self, folder: str) -> list[int]:
-        rows = self._db.execute(
-            "SELECT uid FROM messages WHERE folder = (SELECT id FROM folders WHERE name = ?) "
-            "AND has_attachment AND NOT attachments_read ORDER BY uid DESC",
-            (folder,),
+        unread = "has_attachment AND NOT attachments_read"
+        query = (
+            f"SELECT uid FROM messages WHERE folder = (SELECT id FROM folders WHERE name = ?) AND {unread}"
         )
-        return [row[0] for row in rows]
+        return [row[0] for row in self._db.execute(query + " ORDER BY uid DESC", (folder,))]
 
     def flags_of(self, folder: str) -> dict[int, tuple[int, str]]:
         rows = self._db.execute(
@@ -493,10 +492,8 @@ class _Transaction:
 
 
 def _busy(exc: sqlite3.OperationalError) -> bool:
-    words = str(exc).lower()
-    return "locked" in words or "busy" in words
+    return any(word in str(exc).lower() for word in ("locked", "busy"))
 
 
 def _write_failure(exc: sqlite3.OperationalError) -> bool:
-    words = str(exc).lower()
-    return any(word in words for word in ("full", "readonly", "read-only", "disk i/o"))
+    return any(word in str(exc).lower() for word in ("full", "readonly", "read-only", "disk i/o"))
