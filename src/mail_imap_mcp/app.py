@@ -9,8 +9,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 
 from mail_imap_mcp.config import AccountConfig, Config, ConfigError
 from mail_imap_mcp.confirmation import ConfirmationGate
@@ -23,7 +24,7 @@ from mail_imap_mcp.imap.name_errors import MailboxNameRefused, MailboxNameUnknow
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.imap.watch import WatchHub, WatchSettings
 from mail_imap_mcp.index.attachments import AttachmentReading
-from mail_imap_mcp.index.location import index_path
+from mail_imap_mcp.index.location import index_path, user_index_path
 from mail_imap_mcp.index.runtime import AccountIndex
 from mail_imap_mcp.operations import OperationRegistry
 from mail_imap_mcp.presentation import failures
@@ -64,8 +65,9 @@ SCOPE_SWEEP_S = 1.0
 
 @dataclass
 class UserScope:
-    """What one user reaches: their accounts (templates filled in for them), their connections and
-    their mailbox watches; ``last_used`` (monotonic seconds) and ``held`` (calls under way,
+    """What one user reaches: their accounts (templates filled in for them), their connections,
+    their mailbox watches and the local indexes of their accounts with ``index_per_user`` (started by
+    their first search); ``last_used`` (monotonic seconds) and ``held`` (calls under way,
     :meth:`AppContext.holding`) say whether it may be closed."""
 
     config: Config
@@ -73,12 +75,15 @@ class UserScope:
     watches: WatchHub
     last_used: float = 0.0
     held: int = 0
+    indexes: dict[str, AccountIndex] = field(default_factory=dict)
 
     def in_use(self) -> bool:
         """A call holds it, a connection is running a command, or a mailbox is watched."""
         return self.held > 0 or self.pool.busy() or self.watches.watching()
 
     def close(self) -> None:
+        for index in self.indexes.values():  # its sync stops, its connection logs out, its file closes
+            index.close()
         self.watches.close()
         self.pool.close_all()
 
@@ -121,28 +126,57 @@ class AppContext:
         self._pool_for = pool_for or (lambda accounts: ConnectionPool(accounts))
         self._scopes: dict[str, UserScope] = {ANONYMOUS: self._scope_of(accounts_of(config, ANONYMOUS), pool)}
         self._lock = threading.Lock()
-        # The local search index of each account that keeps one (index = true), synced in the background.
-        # Only accounts of the server's own configuration: an account served per user in team mode is not
-        # indexed (the index would keep every user's mail on the server's disk).
+        # The local search index of each account of the server's own configuration that keeps one
+        # (index = true), synced in the background. A team user's accounts are indexed only with
+        # index_per_user (each user's index of their own, see index_of): off by default, as every user's
+        # mail would land on the server's disk.
         own = self._scopes[ANONYMOUS]
         self.indexes = {
-            account_id: AccountIndex(
-                account_id,
-                index_path(config.server.index_dir, account_id),
-                config.server.index_text_bytes,
-                partial(own.pool.new_connection, account_id, enable_qresync=True),
-                AttachmentReading.of(config.server) if config.attachments_indexed(account_id) else None,
-            )
+            account_id: self._new_index(own, account_id, index_path(config.server.index_dir, account_id))
             for account_id in own.config.accounts
             if config.indexed(account_id)
         }
         for index in self.indexes.values():
             index.start()
 
-    def index_of(self, account_id: str) -> AccountIndex | None:
-        """The local index of ``account_id`` as the current user reaches it (None: it keeps none, or the
-        call is a team user's)."""
-        return self.indexes.get(account_id) if current_user.get() == ANONYMOUS else None
+    def _new_index(self, scope: UserScope, account_id: str, path: Path) -> AccountIndex:
+        config = self.full_config
+        return AccountIndex(
+            account_id,
+            path,
+            config.server.index_text_bytes,
+            partial(scope.pool.new_connection, account_id, enable_qresync=True),
+            AttachmentReading.of(config.server) if config.attachments_indexed(account_id) else None,
+        )
+
+    def index_of(self, account_id: str, *, start: bool = True) -> AccountIndex | None:
+        """The local index of ``account_id`` as the current user reaches it (None: it keeps none). A
+        team user's, of an account with ``index_per_user``, is theirs alone: its own file, synced on
+        their own connection, started here on first use (unless ``start`` is False) and closed with
+        their scope."""
+        who = current_user.get()
+        if who == ANONYMOUS:
+            return self.indexes.get(account_id)
+        scope = self.scope(who)
+        account = scope.config.accounts.get(account_id)
+        if account is None or not account.index_per_user:
+            return None
+        with self._lock:
+            index = scope.indexes.get(account_id)
+            if index is None and start:
+                path = user_index_path(self.full_config.server.index_dir, account_id)
+                index = scope.indexes[account_id] = self._new_index(scope, account_id, path)
+                index.start()
+        return index
+
+    def index_state(self, account_id: str) -> str:
+        """What ``imap_list_accounts`` says of the current user's index of ``account_id``."""
+        index = self.index_of(account_id, start=False)
+        if index is not None:
+            return index.status.words()
+        account = self.config.accounts.get(account_id)
+        waiting = current_user.get() != ANONYMOUS and account is not None and account.index_per_user
+        return "not started (the first search starts it)" if waiting else "off"
 
     def _scope_of(self, config: Config, pool: ConnectionPool) -> UserScope:
         server = config.server
@@ -259,11 +293,7 @@ class AppContext:
 
     @classmethod
     def _from_config(cls, config: Config) -> AppContext:
-        store = open_store(config.state.resolve_url())
-        if store.shared:
-            sealing.use_key(shared_secret(store, "seal"))
-        else:
-            sealing.load_key(config.server.state_dir or sealing.default_state_dir())
+        store = open_sealing_store(config)
 
         def pool_for(accounts: dict[str, AccountConfig]) -> ConnectionPool:
             return ConnectionPool(
@@ -291,7 +321,7 @@ class AppContext:
             inline_s=config.server.background_after_s, store=store, ttl_s=config.state.operation_ttl_s
         )
         anonymous = accounts_of(config, ANONYMOUS)
-        return cls(
+        app = cls(
             config,
             pool_for(dict(anonymous.accounts)),
             gate,
@@ -299,6 +329,10 @@ class AppContext:
             store=store,
             pool_for=pool_for,
         )
+        if config.http.auth is not None:
+            app.user_scope_idle_s = config.http.auth.user_idle_s
+            app.user_scope_min_idle_s = min(USER_SCOPE_MIN_IDLE_S, app.user_scope_idle_s)
+        return app
 
     def mailbox_list(self, account_id: str, digest: str) -> tuple[str, ...] | None:
         """The mailbox list a position cursor's first page made (``digest``), where any instance
@@ -388,6 +422,18 @@ class AppContext:
         _close_scopes(scopes)
         self.operations.close()
         self.store.close()
+
+
+def open_sealing_store(config: Config) -> Store:
+    """The state store of ``config``, with the key that seals cursors (and names team users' index
+    files) in use: the one every instance shares in Redis, else the state directory's;
+    :class:`StateUnavailable` when Redis cannot be reached."""
+    store = open_store(config.state.resolve_url())
+    if store.shared:
+        sealing.use_key(shared_secret(store, "seal"))
+    else:
+        sealing.load_key(config.server.state_dir or sealing.default_state_dir())
+    return store
 
 
 def _close_scopes(scopes: list[UserScope]) -> None:

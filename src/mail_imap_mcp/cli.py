@@ -220,6 +220,11 @@ def main(argv: list[str] | None = None) -> None:
     index.add_argument("--config", type=Path, default=argparse.SUPPRESS, help=_CONFIG_HELP)
     index.add_argument("--account", metavar="ID", help="this account only (default: every indexed one)")
     index.add_argument("--drop", action="store_true", help="delete the index file(s) instead")
+    index.add_argument(
+        "--user",
+        metavar="NAME",
+        help="with --drop and --account: delete this team user's index only (index_per_user)",
+    )
     commands.add_parser("config-example", help="print a commented example config file")
     setup = commands.add_parser(
         "setup",
@@ -242,7 +247,9 @@ def main(argv: list[str] | None = None) -> None:
         _configure_logging("WARNING")
         from mail_imap_mcp.index_cli import run_index
 
-        raise SystemExit(run_index(_load(args.config), args.account, drop=args.drop, words=_in_words))
+        raise SystemExit(
+            run_index(_load(args.config), args.account, drop=args.drop, words=_in_words, user=args.user)
+        )
     _configure_logging("INFO")
     if args.command is None and sys.stdin.isatty():
         print(

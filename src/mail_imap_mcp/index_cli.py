@@ -1,4 +1,5 @@
-"""``mail-imap-mcp index [--account ID] [--drop]``: build or update the local index, or delete it.
+"""``mail-imap-mcp index [--account ID] [--drop [--user NAME]]``: build or update the local index, or
+delete it (with ``--user``, one team user's index of an account with ``index_per_user``).
 
 A progress bar (tqdm: messages, folders, MB, rate, ETA) when stderr is a terminal, a plain line every few
 seconds otherwise. Killed at any point, the next run continues from the last committed batch.
@@ -12,14 +13,23 @@ from collections.abc import Callable
 
 from tqdm import tqdm
 
+from mail_imap_mcp.app import open_sealing_store
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.index.attachments import AttachmentReading
 from mail_imap_mcp.index.build import BuildHooks, build
-from mail_imap_mcp.index.location import IndexPermissions, drop_index, index_path, open_index
+from mail_imap_mcp.index.location import (
+    IndexPermissions,
+    drop_index,
+    index_path,
+    open_index,
+    user_index_path,
+    user_index_paths,
+)
 from mail_imap_mcp.index.store import IndexWriteFailed
 from mail_imap_mcp.index.sync import Indexer
+from mail_imap_mcp.state import StateUnavailable, current_user
 
 #: Seconds between the plain progress lines when stderr is not a terminal.
 PLAIN_EVERY_S = 5.0
@@ -96,12 +106,24 @@ class _Progress:
 Words = Callable[[ImapError], str]
 
 
-def run_index(config: Config, account: str | None, *, drop: bool, words: Words) -> int:
-    """Build (or with ``drop`` delete) the index of ``account`` or of every account that keeps one."""
+def run_index(
+    config: Config, account: str | None, *, drop: bool, words: Words, user: str | None = None
+) -> int:
+    """Build (or with ``drop`` delete) the index of ``account`` or of every account that keeps one;
+    deleting, also its team users' indexes (``user``: that user's alone)."""
     if account is not None and account not in config.accounts:
         print(f"mail-imap-mcp index: no account {account!r} in the configuration", file=sys.stderr)
         return 2
-    chosen = [account] if account else [a for a in sorted(config.accounts) if config.indexed(a)]
+    if user is not None:
+        if not drop or account is None:
+            print(
+                "mail-imap-mcp index: --user deletes a team user's index: give --drop and --account",
+                file=sys.stderr,
+            )
+            return 2
+        return _drop_users_index(config, account, user)
+    kept = [a for a in sorted(config.accounts) if config.indexed(a) or (drop and _per_user(config, a))]
+    chosen = [account] if account else kept
     if not drop and account is not None and not config.indexed(account):
         setting = config.accounts[account].setting("index", "true")
         print(f"mail-imap-mcp index: the index is off for {account!r}; set {setting} first", file=sys.stderr)
@@ -115,9 +137,36 @@ def run_index(config: Config, account: str | None, *, drop: bool, words: Words) 
         if drop:
             removed = drop_index(path)
             print(f"index {account_id}: {'deleted ' + str(path) if removed else 'no index at ' + str(path)}")
+            users = user_index_paths(config.server.index_dir, account_id)
+            for users_path in users:
+                drop_index(users_path)
+            if users:
+                print(f"index {account_id}: deleted the indexes of {len(users)} team user(s)")
             continue
         failures += _build_one(config, account_id, words)
     return 1 if failures else 0
+
+
+def _per_user(config: Config, account_id: str) -> bool:
+    return config.accounts[account_id].index_per_user
+
+
+def _drop_users_index(config: Config, account_id: str, user: str) -> int:
+    """Delete ``user``'s index of ``account_id``: its file is named by a digest under the key that seals
+    cursors, read as the server reads it (the state directory, or Redis with ``[state]``)."""
+    try:
+        open_sealing_store(config).close()
+    except StateUnavailable as exc:
+        print(f"mail-imap-mcp index: [state] redis_url: {exc.detail}", file=sys.stderr)
+        return 1
+    token = current_user.set(user)
+    try:
+        path = user_index_path(config.server.index_dir, account_id)
+    finally:
+        current_user.reset(token)
+    removed = drop_index(path)
+    print(f"index {account_id}: {'deleted' if removed else 'no index of'} the user's index {path}")
+    return 0
 
 
 def _build_one(config: Config, account_id: str, words: Words) -> int:

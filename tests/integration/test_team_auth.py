@@ -19,13 +19,20 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp import MCPError
 
 from tests.support import mailgen
-from tests.support.accounts import account_settings, config_toml
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import INITIALIZE_REQUEST, EnvelopeClient
 from tests.support.http_server import SERVER, HttpServer, http_client
 from tests.support.identity_provider import IdentityProvider
 from tests.support.imapserver import free_ports
-from tests.support.team import Team, new_team, start_instances, team_config
+from tests.support.team import (
+    MASTER_LOGINS,
+    MASTER_PASSWORD,
+    Team,
+    new_team,
+    serve_per_user,
+    start_instances,
+    team_config,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -195,10 +202,6 @@ async def test_opaque_tokens_are_checked_by_introspection(
         server.stop()
 
 
-MASTER_ENV = "MIM_TEST_MASTER_PASSWORD"
-MASTER_PASSWORD = "master-secret-for-tests"
-
-
 def challenge_params(challenge: str) -> list[tuple[str, str]]:
     """The auth-params of a ``Bearer`` challenge, read as RFC 9110 says (quoted-string with quoted-pair)."""
     assert challenge.startswith("Bearer ")
@@ -241,34 +244,8 @@ def test_a_refusal_quoting_the_tokens_own_words_cannot_break_or_add_to_the_chall
 
 @pytest.fixture
 def master_dovecot() -> Iterator[Dovecot]:
-    """A Dovecot with master logins: ``<user>*mailmcp`` with the master's password logs in as
-    ``<user>`` (every user's own password stays another)."""
-    extra = (
-        "auth_master_user_separator = *\n"
-        f"passdb {{\n  driver = static\n  args = password={MASTER_PASSWORD}\n  master = yes\n}}\n"
-    )
-    with Dovecot(extra_config=extra) as server:
+    with Dovecot(extra_config=MASTER_LOGINS) as server:
         yield server
-
-
-def _serve_per_user(
-    tmp_path: Path, master_dovecot: Dovecot, idp: IdentityProvider, users: list[str]
-) -> HttpServer:
-    """A server whose account ``own`` is a ``per_user`` template logging in through the master user."""
-    (port,) = free_ports("127.0.0.1")
-    audience = f"http://127.0.0.1:{port}/mcp"
-    own = account_settings(
-        master_dovecot, "{user}*mailmcp", password_env=MASTER_ENV, per_user=True, users=users
-    )
-    config = tmp_path / "config.toml"
-    config.write_text(
-        config_toml({"own": own})
-        + "[http.auth]\n"
-        + f'issuer = "{idp.issuer}"\naudience = "{audience}"\njwks_url = "{idp.jwks_url}"\n'
-        + 'user_claim = "preferred_username"\n'
-    )
-    (server,) = start_instances(config, [port], env={MASTER_ENV: MASTER_PASSWORD})
-    return server
 
 
 async def test_a_per_user_template_logs_in_as_each_user_through_a_dovecot_master_user(
@@ -277,7 +254,7 @@ async def test_a_per_user_template_logs_in_as_each_user_through_a_dovecot_master
     alice, bob = master_dovecot.new_user("t-alice"), master_dovecot.new_user("t-bob")
     for user in (alice, bob):
         master_dovecot.seed(user, "INBOX", [mailgen.plain_message(f"mail of {user}", "x")])
-    server = _serve_per_user(tmp_path, master_dovecot, idp, [alice, bob])
+    server = serve_per_user(tmp_path, master_dovecot, idp, [alice, bob])
     try:
         for user in (alice, bob):
             async with http_client(server.url, idp.jwt(user, audience=server.url)) as mcp:
@@ -301,7 +278,7 @@ async def test_a_per_user_accounts_ids_are_their_users_own(
         master_dovecot.seed(
             user, "INBOX", [mailgen.plain_message(f"mail {i} of {user}", "x") for i in range(3)]
         )
-    server = _serve_per_user(tmp_path, master_dovecot, idp, [alice, bob])
+    server = serve_per_user(tmp_path, master_dovecot, idp, [alice, bob])
     try:
         async with http_client(server.url, idp.jwt(alice, audience=server.url)) as mcp:
             found = await mcp.ok("imap_search_messages", {"account_id": "own", "fields": "full"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,8 +11,10 @@ from pydantic import ValidationError
 
 from mail_imap_mcp.app import accounts_of
 from mail_imap_mcp.config import Config, HttpAuthSettings
+from mail_imap_mcp.index.location import user_index_path
 from mail_imap_mcp.state import ANONYMOUS, USER_CLAIM
 from mail_imap_mcp.transport.oauth import AccessTokenVerifier, TokenRefused
+from tests.support.users import as_user
 
 AUTH = {
     "issuer": "https://sso.example",
@@ -109,6 +112,25 @@ def test_state_takes_a_redis_url_or_the_variable_holding_it() -> None:
 def test_a_template_that_fills_in_nobody_is_refused() -> None:
     with pytest.raises(ValidationError, match=r"put \{user\} in username"):
         config({"own": account(username="shared@corp.example", per_user=True)}, http={"auth": AUTH})
+
+
+def test_index_per_user_is_off_by_default_and_only_for_an_account_served_to_team_users() -> None:
+    served = config({"own": account(username="{user}", per_user=True)}, http={"auth": AUTH})
+    assert served.accounts["own"].index_per_user is False
+    shared = config({"s": account(users=["a@corp.example"], index_per_user=True)}, http={"auth": AUTH})
+    assert shared.accounts["s"].index_per_user
+    with pytest.raises(ValidationError, match="index_per_user = true indexes the mailbox of each team user"):
+        config({"w": account(index_per_user=True)})
+
+
+def test_a_team_users_index_file_is_named_by_a_keyed_tag_of_the_user_and_the_account() -> None:
+    def named(user: str, account_id: str = "own") -> str:
+        return as_user(user, lambda: user_index_path(Path("/ix"), account_id)).name
+
+    alice = named("alice@corp.example")
+    assert alice == named("alice@corp.example")  # the same file at every call
+    assert len({alice, named("bob@corp.example"), named("alice@corp.example", "other")}) == 3
+    assert alice.startswith("own~") and alice.endswith(".sqlite3") and "alice" not in alice
 
 
 def test_regression_keys_and_introspection_in_the_clear_are_refused_beyond_loopback() -> None:

@@ -13,6 +13,7 @@ from tests.support.accounts import account_settings, config_toml
 from tests.support.dovecot import Dovecot
 from tests.support.http_server import HttpServer, start_http_server
 from tests.support.identity_provider import CLIENT_SECRET, IdentityProvider
+from tests.support.imapserver import free_ports
 
 #: The variable the servers read the introspection client's secret from.
 CLIENT_SECRET_ENV = "MIM_TEST_INTROSPECTION_SECRET"
@@ -95,3 +96,44 @@ def start_instances(config: Path, ports: list[int], env: dict[str, str] | None =
             server.stop()
         raise
     return servers
+
+
+#: The variable the servers read a Dovecot master user's password from.
+MASTER_ENV = "MIM_TEST_MASTER_PASSWORD"
+MASTER_PASSWORD = "master-secret-for-tests"
+#: Dovecot's configuration of master logins: ``<user>*mailmcp`` with the master's password logs in as
+#: ``<user>`` (every user's own password stays another).
+MASTER_LOGINS = (
+    "auth_master_user_separator = *\n"
+    f"passdb {{\n  driver = static\n  args = password={MASTER_PASSWORD}\n  master = yes\n}}\n"
+)
+
+
+def serve_per_user(
+    tmp_path: Path,
+    master_dovecot: Dovecot,
+    idp: IdentityProvider,
+    users: list[str],
+    *,
+    own: dict[str, Any] | None = None,
+    server: dict[str, Any] | None = None,
+    auth: dict[str, Any] | None = None,
+) -> HttpServer:
+    """A server whose account ``own`` is a ``per_user`` template logging in through the master user
+    (``own``, ``server`` and ``auth``: settings added to the account, ``[server]`` and ``[http.auth]``)."""
+    (port,) = free_ports("127.0.0.1")
+    audience = f"http://127.0.0.1:{port}/mcp"
+    account = account_settings(
+        master_dovecot, "{user}*mailmcp", password_env=MASTER_ENV, per_user=True, users=users, **(own or {})
+    )
+    settings = {"issuer": idp.issuer, "audience": audience, "jwks_url": idp.jwks_url}
+    settings |= {"user_claim": "preferred_username", **(auth or {})}
+    config = tmp_path / "config.toml"
+    config.write_text(
+        config_toml({"own": account})
+        + ("[server]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in server.items()) if server else "")
+        + "[http.auth]\n"
+        + "".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items())
+    )
+    (started,) = start_instances(config, [port], env={MASTER_ENV: MASTER_PASSWORD})
+    return started

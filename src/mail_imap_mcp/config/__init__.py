@@ -16,11 +16,10 @@ from .accounts import (
     AuthMethod,
     ConfigError,
     Security,
-    helper_environment,
     is_loopback_host,
-    resolve_secret,
 )
 from .loading import env_accounts, load_config, parse_command, resolve_config_path
+from .secrets import helper_environment, resolve_secret
 from .settings import Config, HttpSettings, ServerSettings
 from .team import HttpAuthSettings, StateSettings
 

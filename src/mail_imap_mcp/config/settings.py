@@ -22,8 +22,8 @@ from .accounts import (
     ConfigError,
     format_validation_error,
     is_loopback_host,
-    resolve_secret,
 )
+from .secrets import resolve_secret
 from .team import HttpAuthSettings, StateSettings
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .accounts import ConfigError, check_env_names, is_loopback_host, resolve_secret
+from .accounts import ConfigError, is_loopback_host
+from .secrets import check_env_names, resolve_secret
 
 
 class StateSettings(BaseModel):
@@ -109,6 +110,14 @@ class HttpAuthSettings(BaseModel):
         min_length=1,
         description="Signature algorithms accepted for JWT access tokens (never `none` or a shared "
         "secret's HS*).",
+    )
+    user_idle_s: float = Field(
+        default=900.0,
+        ge=1,
+        le=86400,
+        description="A signed-in user's connections, mailbox watches and local indexes unused this long "
+        "are closed (their IMAP sessions logged out, index files closed); their next call opens them "
+        "again.",
     )
     leeway_s: float = Field(default=30.0, ge=0, le=300, description="Clock skew allowed for exp and nbf.")
     cache_s: float = Field(

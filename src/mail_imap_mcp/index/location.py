@@ -7,6 +7,11 @@ Windows). The directory is made 0700 and the file 0600 before SQLite opens it (S
 and shared-memory files the same mode); a file or directory others can read is refused, as the index
 holds the text of mail. A file SQLite cannot read, or one that is not this index, is moved aside
 (``<name>.unusable-<time>``) and a new one built, with a warning.
+
+A team user's index of an account served to them (``index_per_user = true``) is
+``<account>~<tag>.sqlite3`` in the same directory: ``tag`` a keyed digest of the user (under the key that
+seals their cursors, :mod:`mail_imap_mcp.imap.sealing`), so the file names nobody and cannot be
+guessed from a name.
 """
 
 from __future__ import annotations
@@ -21,12 +26,17 @@ from pathlib import Path
 
 import platformdirs
 
+from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.index.sqlite_store import SqliteStore
 from mail_imap_mcp.index.store import IndexUnusable
 
 log = logging.getLogger("mail_imap_mcp.index")
 
 SUFFIX = ".sqlite3"
+#: Between an account's id and a team user's tag in the name of the user's index file.
+USER_SEPARATOR = "~"
+#: Bytes of the keyed digest naming a team user's index file (hex in the name).
+USER_TAG_BYTES = 12
 _COMPANIONS = ("-wal", "-shm")
 
 
@@ -49,6 +59,19 @@ def default_index_dir() -> Path:
 def index_path(index_dir: Path | None, account_id: str) -> Path:
     """The file of ``account_id``'s index."""
     return (index_dir or default_index_dir()).expanduser() / f"{account_id}{SUFFIX}"
+
+
+def user_index_path(index_dir: Path | None, account_id: str) -> Path:
+    """The file of the current team user's index of ``account_id`` (set the user first:
+    :data:`~mail_imap_mcp.state.current_user`)."""
+    tag = sealing.user_digest(b"mail-imap-mcp index\0" + account_id.encode(), USER_TAG_BYTES).hex()
+    return index_path(index_dir, f"{account_id}{USER_SEPARATOR}{tag}")
+
+
+def user_index_paths(index_dir: Path | None, account_id: str) -> list[Path]:
+    """The index files of every team user of ``account_id`` found in the directory."""
+    folder = (index_dir or default_index_dir()).expanduser()
+    return sorted(folder.glob(f"{account_id}{USER_SEPARATOR}*{SUFFIX}"))
 
 
 def _check_private(path: Path) -> None:

@@ -55,7 +55,7 @@ def handle(app: AppContext, args: ListAccountsInput) -> ToolResult[ListAccountsD
             secure=cfg.security.value != "plain",
             username=cfg.username,
             addresses=cfg.effective_addresses,
-            index=index.status.words() if (index := app.index_of(account_id)) else "off",
+            index=app.index_state(account_id),
         )
         for account_id, cfg in sorted(app.config.accounts.items())
     ]

@@ -1,0 +1,236 @@
+"""Team users' local indexes (``index_per_user``, docs/index.md): an account served per user is not
+indexed unless it says so; with it, each signed-in user gets an index of their own (one file, named by a
+keyed tag of the user, 0600 in a 0700 directory), built on their own IMAP login from their first search,
+reported by imap_list_accounts, and closed with their scope when they are idle. A real ``mail-imap-mcp
+serve --transport http`` process with ``[http.auth]``, a Dovecot master user, the SDK's HTTP client."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.support import mailgen
+from tests.support.dovecot import Dovecot
+from tests.support.envelope_client import EnvelopeClient
+from tests.support.http_server import SERVER, HttpServer, http_client
+from tests.support.identity_provider import IdentityProvider
+from tests.support.team import MASTER_LOGINS, serve_per_user
+
+pytestmark = pytest.mark.anyio
+
+SEARCH = "imap_search_messages"
+RANKED = "best match first"
+#: Words of one user's mail only (no other text of the generated mail holds them).
+ALICES_WORD, BOBS_WORD = "kiwiword", "mangoword"
+#: The name of a team user's index file: the account, ``~``, a 24-hex-digit keyed tag.
+USER_FILE = re.compile(r"^own~[0-9a-f]{24}\.sqlite3(-wal|-shm)?$")
+
+
+@pytest.fixture(scope="module")
+def master_dovecot() -> Iterator[Dovecot]:
+    with Dovecot(extra_config=MASTER_LOGINS) as server:
+        yield server
+
+
+@pytest.fixture
+def idp() -> Iterator[IdentityProvider]:
+    with IdentityProvider() as provider:
+        yield provider
+
+
+@pytest.fixture
+def users(master_dovecot: Dovecot) -> tuple[str, str]:
+    """Alice and Bob, each with mail of their own: three messages with their word, one without."""
+    alice, bob = master_dovecot.new_user("t-alice"), master_dovecot.new_user("t-bob")
+    for user, word in ((alice, ALICES_WORD), (bob, BOBS_WORD)):
+        mail = [mailgen.plain_message(f"note {i} of {word}", f"the text says {word}\r\n") for i in range(3)]
+        master_dovecot.seed(user, "INBOX", [*mail, mailgen.plain_message("other", "nothing of note\r\n")])
+    return alice, bob
+
+
+def serve(
+    tmp_path: Path, dovecot: Dovecot, idp: IdentityProvider, users: tuple[str, str], **own: Any
+) -> HttpServer:
+    return serve_per_user(
+        tmp_path,
+        dovecot,
+        idp,
+        list(users),
+        own=own,
+        # index = true for every account: an account served per user is still not indexed without its own
+        # index_per_user.
+        server={"index": True, "index_dir": str(tmp_path / "ix"), "state_dir": str(tmp_path / "state")},
+        auth={"user_idle_s": 1},
+    )
+
+
+async def index_state(mcp: EnvelopeClient) -> str:
+    (account,) = (await mcp.ok("imap_list_accounts", {}))["accounts"]
+    state: str = account["index"]
+    return state
+
+
+async def wait_ready(mcp: EnvelopeClient, timeout: float = 60.0) -> None:
+    with anyio.fail_after(timeout):
+        while (state := await index_state(mcp)) != "ready":
+            assert not state.startswith("unavailable"), state
+            await anyio.sleep(0.05)
+
+
+def warnings(envelope: dict[str, Any]) -> list[str]:
+    found: list[str] = envelope.get("meta", {}).get("warnings", [])
+    return found
+
+
+def sessions(dovecot: Dovecot, user: str) -> int:
+    """The IMAP sessions Dovecot holds for ``user`` now."""
+    listed = dovecot.doveadm("who", "-1", user.lower(), check=False).stdout.splitlines()
+    return sum(1 for line in listed if line.split()[:1] == [user.lower()] and "imap" in line)
+
+
+def open_files(server: HttpServer) -> set[str]:
+    """The names of the index files the server process holds open now."""
+    names = set()
+    for fd in Path(f"/proc/{server.proc.pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:  # closed meanwhile
+            continue
+        if "/ix/" in target:
+            names.add(Path(target).name)
+    return names
+
+
+def until(condition: Callable[[], Any], timeout_s: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "not within the time"
+        time.sleep(0.05)
+
+
+async def test_an_account_served_per_user_is_not_indexed_by_default(
+    tmp_path: Path, master_dovecot: Dovecot, idp: IdentityProvider, users: tuple[str, str]
+) -> None:
+    alice, _ = users
+    server = serve(tmp_path, master_dovecot, idp, users)
+    try:
+        async with http_client(server.url, idp.jwt(alice, audience=server.url)) as mcp:
+            assert await index_state(mcp) == "off"
+            envelope = await mcp.call(SEARCH, {"account_id": "own", "query": ALICES_WORD})
+            assert envelope["success"] and envelope["data"]["total"] == 3
+            assert not envelope["summary"].endswith(RANKED)  # the server answered, unranked
+            assert not any("index" in warning for warning in warnings(envelope))
+            assert await index_state(mcp) == "off"
+    finally:
+        server.stop()
+    folder = tmp_path / "ix"
+    assert not folder.exists() or not list(folder.iterdir())
+
+
+async def test_each_user_has_an_index_of_their_own_that_finds_only_their_mail(
+    tmp_path: Path, master_dovecot: Dovecot, idp: IdentityProvider, users: tuple[str, str]
+) -> None:
+    server = serve(tmp_path, master_dovecot, idp, users, index_per_user=True)
+    try:
+        for user, word, other in ((users[0], ALICES_WORD, BOBS_WORD), (users[1], BOBS_WORD, ALICES_WORD)):
+            async with http_client(server.url, idp.jwt(user, audience=server.url)) as mcp:
+                assert await index_state(mcp) == "not started (the first search starts it)"
+                first = await mcp.call(SEARCH, {"account_id": "own", "query": word})
+                assert first["success"] and first["data"]["total"] == 3
+                assert any("not ready" in w and "the server answered" in w for w in warnings(first))
+                await wait_ready(mcp)
+                ranked = await mcp.call(SEARCH, {"account_id": "own", "query": word, "fields": "full"})
+                assert ranked["summary"].endswith(RANKED) and not warnings(ranked)
+                assert ranked["data"]["total"] == 3
+                assert all(m["message_id"].startswith("imap:own~") for m in ranked["data"]["messages"])
+                assert all(word in m["subject"] for m in ranked["data"]["messages"])
+                opened = await mcp.ok(
+                    "imap_get_message", {"message_id": ranked["data"]["messages"][0]["message_id"]}
+                )
+                assert word in opened["message"]["subject"]
+                # The other user's word is in the other index only: none of this user's messages holds it.
+                foreign = await mcp.call(SEARCH, {"account_id": "own", "query": other})
+                assert foreign["success"] and foreign["data"]["total"] == 0, foreign
+                assert foreign["data"]["messages"] == [] and not warnings(foreign)
+                both = await mcp.ok(SEARCH, {"account_id": "own", "query": f"{word} OR {other}"})
+                assert both["total"] == 3
+        assert len([name for name in open_files(server) if name.endswith(".sqlite3")]) == 2
+    finally:
+        server.stop()
+
+    folder = tmp_path / "ix"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    files = sorted(path.name for path in folder.iterdir())
+    assert files and all(USER_FILE.match(name) for name in files), files
+    assert len({name.split(".")[0] for name in files}) == 2  # one index per user
+    for path in folder.iterdir():
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+        assert not any(user.split("@")[0] in path.name for user in users)
+
+    # A user who leaves: their index is deleted by name (the CLI reads the key that tags it), the other
+    # user's stays; without --user, every user's index of the account goes.
+    config = str(tmp_path / "config.toml")
+    dropped = subprocess.run(
+        [SERVER, "index", "--config", config, "--drop", "--account", "own", "--user", users[0]],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "deleted the user's index" in dropped.stdout, dropped
+    left = {name.split(".")[0] for name in os.listdir(folder)}
+    assert len(left) == 1
+    again = subprocess.run(
+        [SERVER, "index", "--config", config, "--drop", "--account", "own", "--user", users[0]],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "no index of the user's index" in again.stdout, again
+    everyone = subprocess.run(
+        [SERVER, "index", "--config", config, "--drop", "--account", "own"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "deleted the indexes of 1 team user(s)" in everyone.stdout, everyone
+    assert os.listdir(folder) == []
+
+
+async def test_a_users_index_is_closed_with_their_idle_scope_and_opened_again_by_their_next_search(
+    tmp_path: Path, master_dovecot: Dovecot, idp: IdentityProvider, users: tuple[str, str]
+) -> None:
+    alice, bob = users
+    server = serve(tmp_path, master_dovecot, idp, users, index_per_user=True)
+    try:
+        async with http_client(server.url, idp.jwt(alice, audience=server.url)) as mcp:
+            await mcp.ok(SEARCH, {"account_id": "own", "query": ALICES_WORD})
+            await wait_ready(mcp)
+            held = open_files(server)
+            assert held and all(USER_FILE.match(name) for name in held), held
+            # Her tool calls' connection and the index's own.
+            until(lambda: sessions(master_dovecot, alice) == 2)
+        time.sleep(1.5)  # past user_idle_s
+        async with http_client(server.url, idp.jwt(bob, audience=server.url)) as mcp:
+            assert (
+                await index_state(mcp) == "not started (the first search starts it)"
+            )  # looks the scopes over
+        until(lambda: not open_files(server))
+        until(lambda: sessions(master_dovecot, alice) == 0)
+        async with http_client(server.url, idp.jwt(alice, audience=server.url)) as mcp:
+            assert await index_state(mcp) == "not started (the first search starts it)"
+            await mcp.ok(SEARCH, {"account_id": "own", "query": ALICES_WORD})
+            await wait_ready(mcp)  # the same file: what it held is kept
+            ranked = await mcp.call(SEARCH, {"account_id": "own", "query": ALICES_WORD})
+            assert ranked["summary"].endswith(RANKED) and ranked["data"]["total"] == 3
+        assert open_files(server) == held
+    finally:
+        server.stop()
