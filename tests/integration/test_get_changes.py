@@ -1,7 +1,7 @@
 """imap_get_changes on real servers: exactly the new, changed and expunged messages since a token.
 
-On the matrix (Dovecot and Cyrus with CONDSTORE; Courier and an IMAP4rev1-only Dovecot through the digest
-the token carries): another client (imapclient on the test server) delivers mail, changes flags and
+On the matrix (Dovecot and Cyrus with CONDSTORE; Courier, an IMAP4rev1-only Dovecot and a Dovecot whose
+mailboxes are NOMODSEQ though it advertises QRESYNC through the digest the token carries): another client (imapclient on the test server) delivers mail, changes flags and
 expunges; the tool reports exactly those, pages ``new`` with its cursor, and never sets a flag (every
 message's flags are read by the other client before and after). A mailbox recreated since the token is a
 ``conflict`` whose next_action starts again; garbled, edited or foreign tokens are ``invalid_input``
@@ -33,8 +33,9 @@ from tests.support.wire import Command, ImapRecorder, check_traffic
 pytestmark = pytest.mark.anyio
 
 TOOL = "imap_get_changes"
-#: The servers: the matrix, and a Dovecot that advertises nothing but IMAP4rev1 (no CONDSTORE).
-SERVERS = (*MATRIX, "dovecot_rev1")
+#: The servers: the matrix, a Dovecot that advertises nothing but IMAP4rev1 (no CONDSTORE), and one that
+#: advertises CONDSTORE and QRESYNC but whose mailboxes answer SELECT with NOMODSEQ (the digest's plan).
+SERVERS = (*MATRIX, "dovecot_rev1", "dovecot_nomodseq")
 #: The messages at the start and their flags.
 SEED = {"m0": "", "m1": "\\Seen", "m2": "", "m3": "\\Flagged", "m4": "", "m5": "\\Seen"}
 
@@ -67,7 +68,14 @@ class Other:
     def __init__(self, server: MatrixServer, user: str, mailbox: str) -> None:
         self.imap = server.connect(user, tls=False, starttls=False)
         self.mailbox = mailbox
-        self.uidvalidity = int(self.imap.select_folder(mailbox)[b"UIDVALIDITY"])
+        selected = self.imap.select_folder(mailbox)
+        self.uidvalidity = int(selected[b"UIDVALIDITY"])
+        #: The mailbox keeps MODSEQs (a NOMODSEQ mailbox has neither CONDSTORE nor QRESYNC).
+        self.modseqs = b"NOMODSEQ" not in selected
+
+    def uses(self, extension: str) -> bool:
+        """The tool can use ``extension`` (CONDSTORE or QRESYNC) on this mailbox."""
+        return self.imap.has_capability(extension) and self.modseqs
 
     def uids(self) -> dict[str, int]:
         """Each message's name (from its subject) and UID."""
@@ -216,13 +224,13 @@ async def test_beyond_the_digest_bound_the_answer_says_what_it_cannot_tell(
         envelope = await mcp.call(TOOL, {"since": token})
         data, warnings = envelope["data"], envelope["meta"]["warnings"]
         assert names_of(data["new"]) == ["n0"]
-        if other.imap.has_capability("QRESYNC"):
+        if other.uses("QRESYNC"):
             assert data["expunged"] == [other.message_id(m1), other.message_id(m5)]
             assert [c["message_id"] for c in data["changed"]] == [other.message_id(uids["m0"])]
             assert warnings == []
             return
         assert data["expunged"] == [other.message_id(m5)]
-        condstore = other.imap.has_capability("CONDSTORE")
+        condstore = other.uses("CONDSTORE")
         if condstore:
             assert [c["message_id"] for c in data["changed"]] == [other.message_id(uids["m0"])]
         else:
@@ -406,8 +414,8 @@ async def test_a_mailbox_larger_than_the_digest_with_the_default_bound(
     first = await mcp.ok(TOOL, {})
     other = Other(server, user, "INBOX")
     try:
-        qresync = other.imap.has_capability("QRESYNC")
-        condstore = other.imap.has_capability("CONDSTORE")
+        qresync = other.uses("QRESYNC")
+        condstore = other.uses("CONDSTORE")
         uids = other.uids()
         other.imap.add_flags([uids["b000"]], [b"\\Seen"])
         other.imap.add_flags([uids["b001"], uids["b300"]], [b"\\Deleted"])
@@ -464,7 +472,7 @@ async def test_a_token_stays_within_300_characters_where_expunges_scattered_the_
         other.close()
     data, warnings = envelope["data"], envelope["meta"]["warnings"]
     assert other.message_id(left[-1]) in data["expunged"] and len(data["changes_token"]) <= 300
-    if other.imap.has_capability("QRESYNC"):
+    if other.uses("QRESYNC"):
         assert other.message_id(uids["s000"]) in data["expunged"] and warnings == []
     else:
         assert other.message_id(uids["s000"]) not in data["expunged"]

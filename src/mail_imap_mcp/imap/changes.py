@@ -92,9 +92,12 @@ class Changes:
 def start(session: ImapSession, account_id: str, mailbox: str) -> ChangesToken:
     """The token of ``mailbox`` as it is now: the starting point."""
     state = _examined(session, mailbox)
-    qresync = session.qresync  # with QRESYNC the newest message is read for UIDNEXT only: no digest
+    condstore = _condstore(session, state)
+    # With QRESYNC the newest message is read for UIDNEXT only: no digest. A NOMODSEQ mailbox has no
+    # QRESYNC whatever the server says, and its token is the digest of the newest messages.
+    qresync = session.qresync and condstore
     commands = [_newest(state, 1 if qresync else DIGEST_MESSAGES)] if state.exists else []
-    if _condstore(session, state):
+    if condstore:
         answers = _pipelined(session, account_id, mailbox, [_status_modseq(session, mailbox), *commands])
         modseq = _read_modseq(answers[0])
         if modseq:
