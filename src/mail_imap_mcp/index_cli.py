@@ -196,8 +196,10 @@ def _build_one(config: Config, account_id: str, words: Words) -> int:
         connection.close()
         opened.store.close()
     dropped = f", {len(report.dropped)} folder(s) gone dropped" if report.dropped else ""
+    skipped = ", ".join(f"{count} {reason}" for reason, count in sorted(report.skipped_attachments.items()))
+    unread = f"; attachments not read: {skipped}" if skipped else ""
     print(
         f"index {account_id}: {report.fetched} new message(s) indexed in "
-        f"{report.folders} folder(s){dropped}; {path}"
+        f"{report.folders} folder(s){dropped}{unread}; {path}"
     )
     return 0

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import functools
 import io
+import random
+import string
 import struct
 import zipfile
 import zlib
@@ -291,6 +293,16 @@ P = "http://schemas.openxmlformats.org/presentationml/2006/main"
 A = "http://schemas.openxmlformats.org/drawingml/2006/main"
 MC = "http://schemas.openxmlformats.org/markup-compatibility/2006"
 XML_DECL = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+
+
+def deep_nesting_docx(depth: int) -> bytes:
+    """A DOCX whose body opens ``depth`` elements (random names, so that it compresses like text, not like
+    a bomb) before closing them: the streaming parser keeps every open element, a memory bomb."""
+    rng = random.Random(depth)
+    names = ["".join(rng.choices(string.ascii_lowercase, k=4)) for _ in range(depth)]
+    return docx_bytes(
+        "".join(f"<{name}>" for name in names) + "".join(f"</{name}>" for name in reversed(names))
+    )
 
 
 def zip_bytes(members: dict[str, str | bytes], *, stored: tuple[str, ...] = ()) -> bytes:

@@ -1,11 +1,15 @@
 """Which attachments the index reads (``index_attachments``) and in how many bytes, from BODYSTRUCTURE
 alone: documents only, in order, within the per-message bound; a cut text is still read, a cut PDF is
-not; round trips are bounded in bytes; the text kept per message is bounded."""
+not; round trips are bounded in bytes; the text kept per message is bounded; an attachment not read is counted
+by reason."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from mail_imap_mcp.config import ServerSettings
 from mail_imap_mcp.content.documents import extract_limits
+from mail_imap_mcp.content.sandbox_worker import SandboxWorker
 from mail_imap_mcp.index.attachments import (
     ROUND_BYTES,
     AttachmentReading,
@@ -54,6 +58,11 @@ def test_the_text_kept_per_message_is_bounded_and_an_unreadable_part_is_skipped(
         b"BODY[3]<0>": b"alpha " * 50,
         b"BODY[4]<0>": b"omega",
     }
-    text = attachment_text(response, plan, reading)
+    skipped: Counter[str] = Counter()
+    with SandboxWorker() as worker:
+        text = attachment_text(response, plan, reading, worker, skipped)
     assert text.startswith("alpha alpha") and len(text) == 50
     assert "omega" not in text
+    assert skipped == {"extract_failed": 1}
+    # Without a worker, each document is read in a child of its own: the same text.
+    assert attachment_text(response, plan, reading) == text

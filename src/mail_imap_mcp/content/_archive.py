@@ -9,6 +9,7 @@ import zipfile
 from collections.abc import Iterator
 from typing import IO, Any
 from xml.etree.ElementTree import Element
+from xml.parsers.expat import errors as expat_errors
 
 from .errors import ExtractionError, format_bytes
 
@@ -117,6 +118,9 @@ class SafeArchive:
         self.zip.close()
 
 
+_EXPAT_NO_MEMORY = expat_errors.codes[expat_errors.XML_ERROR_NO_MEMORY]
+
+
 def iterparse(
     archive: SafeArchive, name: str, events: tuple[str, ...] = ("end",)
 ) -> Iterator[tuple[str, Element]]:
@@ -132,6 +136,8 @@ def iterparse(
             "(entity expansion and external entities are a known attack).",
         ) from exc
     except (SyntaxError, zipfile.BadZipFile, EOFError) as exc:  # ParseError is a SyntaxError
+        if getattr(exc, "code", None) == _EXPAT_NO_MEMORY:
+            raise MemoryError from exc  # expat out of memory: the memory limit, not a malformed part
         raise ExtractionError(
             "extract_failed", f"The document part {name} is not well-formed ({exc})."
         ) from exc

@@ -25,6 +25,7 @@ from ._window import TextCollector
 from .charsets import codec_for
 from .errors import ExtractionError, ExtractionErrorCode
 from .sandbox import SandboxLimits, check_input, run_in_sandbox
+from .sandbox_worker import SandboxWorker
 from .text import remove_unsafe_characters
 
 __all__ = [
@@ -378,8 +379,10 @@ def extract_text(
     *,
     offset: int = 0,
     max_chars: int,
+    worker: SandboxWorker | None = None,
 ) -> ExtractedText:
-    """Read one window (``offset``, ``max_chars`` characters) of the attachment's text.
+    """Read one window (``offset``, ``max_chars`` characters) of the attachment's text (a parser's
+    format in a child of its own, or in ``worker``'s child, which serves many, each bounded alike).
 
     Raises :class:`ExtractionError`: ``unsupported_format`` (not a document read as text),
     ``limit_exceeded`` (``limit`` names the cap: ``max_attachment_bytes``,
@@ -389,7 +392,7 @@ def extract_text(
         raise ValueError("offset must be >= 0")
     if max_chars < 1:
         raise ValueError("max_chars must be >= 1")
-    check_input(path, limits.max_input_bytes)
+    size = check_input(path, limits.max_input_bytes)
     fmt = detect_format(content_type, filename, _read_head(path))
     if fmt is None:
         raise ExtractionError(
@@ -414,7 +417,11 @@ def extract_text(
         }
         # Up to 4 UTF-8 bytes a character plus JSON escapes, and room for calendar events.
         response_cap = 8 * (min(offset + max_chars, limits.max_chars) + 1) + 4 * _MiB
-        result = run_in_sandbox("document", params, SandboxLimits.of(limits, response_cap))
+        child_limits = SandboxLimits.of(limits, response_cap)
+        if worker is None:
+            result = run_in_sandbox("document", params, child_limits)
+        else:
+            result = worker.run("document", params, child_limits, input_bytes=size)
     return _validated(result)
 
 

@@ -35,16 +35,18 @@ __all__ = ["ChildLimits", "SandboxLimits", "check_input", "run_in_sandbox"]
 # The child imports this package from where the server imported it (an installed wheel, an
 # editable install or a source tree on PYTHONPATH, which -I would otherwise ignore).
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
-_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from mail_imap_mcp.content._child import main; sys.exit(main())"
+_BOOT = (
+    "import sys; sys.path.insert(0, sys.argv[1]); from mail_imap_mcp.content._child import {}; sys.exit({}())"
+)
 # At most this many children at once (each may use memory_bytes of address space); further
 # extractions wait for a slot within their own wall-clock limit.
 MAX_CONCURRENT_CHILDREN = max(2, os.cpu_count() or 2)
 _SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_CHILDREN)
 _MAX_STDERR_BYTES = 64 * 1024
 _MAX_MESSAGE_CHARS = 500
-_READ_CHUNK = 64 * 1024
+READ_CHUNK = 64 * 1024
 #: How often the parent reads the child's resident memory while it runs.
-_MEMORY_WATCH_S = 0.05
+MEMORY_WATCH_S = 0.05
 
 
 class ChildLimits(Protocol):
@@ -100,38 +102,20 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def child_command(limits: SandboxLimits) -> list[str]:
-    """The argv of the child interpreter (exposed for the startup benchmark)."""
+def child_command(limits: SandboxLimits, *, serve_tasks: int = 0) -> list[str]:
+    """The argv of the child interpreter (exposed for the startup benchmark): one task, or with
+    ``serve_tasks`` up to that many, one a line (:class:`.sandbox_worker.SandboxWorker`)."""
     cpu = max(1, int(limits.cpu_s + 0.999))
-    return [sys.executable, "-I", "-B", "-c", _BOOT, _PACKAGE_ROOT, str(cpu), str(limits.memory_bytes)]
+    entry = "serve" if serve_tasks else "main"
+    command = [sys.executable, "-I", "-B", "-c", _BOOT.format(entry, entry), _PACKAGE_ROOT, str(cpu)]
+    return [*command, str(limits.memory_bytes), *([str(serve_tasks)] if serve_tasks else [])]
 
 
-def run_in_sandbox(task: str, params: dict[str, Any], limits: SandboxLimits) -> dict[str, Any]:
-    """Run ``task`` in a limited child and return its result object.
-
-    Raises :class:`ExtractionError` for everything that is not a well-formed successful
-    answer: an error reported by the child, a timeout (``extract_timeout_s``), exhausted
-    memory (``memory``), a signal death, or malformed/oversized output.
-    """
-    request = json.dumps({"task": task, "params": params}).encode()
-    started = time.monotonic()
-    if not _SLOTS.acquire(timeout=limits.timeout_s):
-        raise ExtractionError(
-            "limit_exceeded",
-            f"{MAX_CONCURRENT_CHILDREN} other extractions were running for the whole extract_timeout_s "
-            f"({limits.timeout_s:g} s); try again shortly.",
-            limit="extract_timeout_s",
-        )
+def start_child(command: list[str]) -> subprocess.Popen[bytes]:
+    """The child process of ``command``: its own session, a bare environment, pipes on every stream."""
     try:
-        return _run_child(request, started, limits)
-    finally:
-        _SLOTS.release()
-
-
-def _run_child(request: bytes, started: float, limits: SandboxLimits) -> dict[str, Any]:
-    try:
-        proc = subprocess.Popen(
-            child_command(limits),
+        return subprocess.Popen(
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -144,8 +128,44 @@ def _run_child(request: bytes, started: float, limits: SandboxLimits) -> dict[st
         raise ExtractionError(
             "extract_failed", f"Could not start the extraction process: {exc.strerror or exc}."
         ) from exc
-    out = _PipeReader(proc.stdout, limits.max_response_bytes)
-    err = _PipeReader(proc.stderr, None)
+
+
+def acquire_slot(limits: SandboxLimits) -> None:
+    """One of the :data:`MAX_CONCURRENT_CHILDREN` slots, waited for within ``limits.timeout_s``; release
+    it with :func:`release_slot`."""
+    if not _SLOTS.acquire(timeout=limits.timeout_s):
+        raise ExtractionError(
+            "limit_exceeded",
+            f"{MAX_CONCURRENT_CHILDREN} other extractions were running for the whole extract_timeout_s "
+            f"({limits.timeout_s:g} s); try again shortly.",
+            limit="extract_timeout_s",
+        )
+
+
+def release_slot() -> None:
+    _SLOTS.release()
+
+
+def run_in_sandbox(task: str, params: dict[str, Any], limits: SandboxLimits) -> dict[str, Any]:
+    """Run ``task`` in a limited child and return its result object.
+
+    Raises :class:`ExtractionError` for everything that is not a well-formed successful
+    answer: an error reported by the child, a timeout (``extract_timeout_s``), exhausted
+    memory (``memory``), a signal death, or malformed/oversized output.
+    """
+    request = json.dumps({"task": task, "params": params}).encode()
+    started = time.monotonic()
+    acquire_slot(limits)
+    try:
+        return _run_child(request, started, limits)
+    finally:
+        release_slot()
+
+
+def _run_child(request: bytes, started: float, limits: SandboxLimits) -> dict[str, Any]:
+    proc = start_child(child_command(limits))
+    out = PipeReader(proc.stdout, limits.max_response_bytes)
+    err = PipeReader(proc.stderr, None)
     try:
         outcome = _exchange(proc, request, started + limits.timeout_s, limits, out, err)
     finally:
@@ -156,7 +176,7 @@ def _run_child(request: bytes, started: float, limits: SandboxLimits) -> dict[st
     return _interpret(proc.returncode, out.data(), err.data(), outcome, limits)
 
 
-class _PipeReader:
+class PipeReader:
     """Reads one of the child's pipes on a thread of its own until EOF, or until ``most`` bytes (then it
     says so and stops), keeping the last ``_MAX_STDERR_BYTES`` when there is no bound."""
 
@@ -171,7 +191,7 @@ class _PipeReader:
 
     def _read(self) -> None:
         try:
-            while chunk := self._pipe.read1(_READ_CHUNK):
+            while chunk := self._pipe.read1(READ_CHUNK):
                 self._buffer += chunk
                 if self._most is not None and len(self._buffer) > self._most:
                     self.overflow = True
@@ -199,8 +219,8 @@ def _exchange(
     request: bytes,
     deadline: float,
     limits: SandboxLimits,
-    out: _PipeReader,
-    err: _PipeReader,
+    out: PipeReader,
+    err: PipeReader,
 ) -> str:
     """Send the request and wait for the answer: "done", or the first of "timeout" (the deadline),
     "overflow" (more output than allowed) and "memory" (resident memory past the limit)."""
@@ -219,7 +239,7 @@ def _exchange(
         used = resident_bytes(proc.pid)
         if used is not None and used > limits.memory_bytes and proc.poll() is None:
             return "memory"
-        (err if out.ended.is_set() else out).ended.wait(min(_MEMORY_WATCH_S, remaining))
+        (err if out.ended.is_set() else out).ended.wait(min(MEMORY_WATCH_S, remaining))
     if out.overflow:
         return "overflow"
     try:
@@ -257,41 +277,61 @@ def _last_line(stderr: bytes) -> str:
 def _interpret(
     returncode: int | None, stdout: bytes, stderr: bytes, outcome: str, limits: SandboxLimits
 ) -> dict[str, Any]:
-    if outcome == "timeout":
-        raise _timeout_error(limits, cpu=False)
-    if outcome == "memory":
-        raise _memory_error(limits)
-    if outcome == "overflow":
-        raise ExtractionError(
-            "extract_failed",
-            f"The extraction process produced more than {format_bytes(limits.max_response_bytes)} of output; "
-            "its answer was discarded.",
-        )
+    if outcome != "done":
+        raise outcome_error(outcome, limits)
     if returncode is not None and returncode < 0:
-        signum = -returncode
-        if signum == getattr(signal, "SIGXCPU", None):
-            raise _timeout_error(limits, cpu=True)
-        fatal = {getattr(signal, name, None) for name in ("SIGKILL", "SIGSEGV", "SIGABRT", "SIGBUS")}
-        if signum in fatal and b"MemoryError" in stderr:
-            raise _memory_error(limits)
-        name = signal.Signals(signum).name if signum in signal.Signals._value2member_map_ else str(signum)
-        raise ExtractionError(
-            "extract_failed",
-            f"The document parser crashed (signal {name}); the file is malformed or hostile, or it "
-            f"exhausted the extraction memory limit ({format_bytes(limits.memory_bytes)}).",
-        )
+        raise ended_error(returncode, stderr, limits)
     try:
         answer = json.loads(stdout)
     except ValueError:
         answer = None
+    return result_of(answer, stderr, limits)
+
+
+def outcome_error(outcome: str, limits: SandboxLimits) -> ExtractionError:
+    """The error of a child the parent stopped: "timeout", "memory" or "overflow"."""
+    if outcome == "timeout":
+        return _timeout_error(limits, cpu=False)
+    if outcome == "memory":
+        return _memory_error(limits)
+    return ExtractionError(
+        "extract_failed",
+        f"The extraction process produced more than {format_bytes(limits.max_response_bytes)} of output; "
+        "its answer was discarded.",
+    )
+
+
+def ended_error(returncode: int | None, stderr: bytes, limits: SandboxLimits) -> ExtractionError:
+    """The error of a child that ended without a well-formed answer (``returncode`` < 0: by a signal)."""
+    if returncode is not None and returncode < 0:
+        return _signal_error(-returncode, stderr, limits)
+    if b"MemoryError" in stderr:
+        return _memory_error(limits)
+    detail = _last_line(stderr)
+    return ExtractionError(
+        "extract_failed",
+        "The extraction process ended without an answer" + (f" ({detail})." if detail else "."),
+    )
+
+
+def _signal_error(signum: int, stderr: bytes, limits: SandboxLimits) -> ExtractionError:
+    if signum == getattr(signal, "SIGXCPU", None):
+        return _timeout_error(limits, cpu=True)
+    fatal = {getattr(signal, name, None) for name in ("SIGKILL", "SIGSEGV", "SIGABRT", "SIGBUS")}
+    if signum in fatal and b"MemoryError" in stderr:
+        return _memory_error(limits)
+    name = signal.Signals(signum).name if signum in signal.Signals._value2member_map_ else str(signum)
+    return ExtractionError(
+        "extract_failed",
+        f"The document parser crashed (signal {name}); the file is malformed or hostile, or it "
+        f"exhausted the extraction memory limit ({format_bytes(limits.memory_bytes)}).",
+    )
+
+
+def result_of(answer: object, stderr: bytes, limits: SandboxLimits) -> dict[str, Any]:
+    """The result of the child's ``answer`` (its JSON), or the error it reports or amounts to."""
     if not isinstance(answer, dict):
-        if b"MemoryError" in stderr:
-            raise _memory_error(limits)
-        detail = _last_line(stderr)
-        raise ExtractionError(
-            "extract_failed",
-            "The extraction process ended without an answer" + (f" ({detail})." if detail else "."),
-        )
+        raise ended_error(None, stderr, limits)
     error = answer.get("error")
     if isinstance(error, dict):
         if error.get("limit") == "memory":

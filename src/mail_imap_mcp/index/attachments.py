@@ -5,15 +5,19 @@ Which attachments are read is decided from BODYSTRUCTURE alone (:func:`attachmen
 ``fetch_bytes`` per message; a PDF or Office file larger than what is left is skipped (cut, it cannot be
 parsed), a text or CSV one is read up to it. They are fetched with ``BODY.PEEK[<part>]<0.n>`` (never
 ``\\Seen``), decoded, and read by :func:`~mail_imap_mcp.content.documents.extract_text`, the same
-sandboxed extraction ``imap_get_attachment`` uses; the texts of one message are kept up to
-:data:`TEXT_CHARS`. An attachment that cannot be read (damaged, encrypted, over a sandbox limit) is
-logged and skipped: the message is indexed with the rest.
+sandboxed extraction ``imap_get_attachment`` uses, with its limits per document, but in the child of a
+:class:`~mail_imap_mcp.content.sandbox_worker.SandboxWorker` that reads many documents one after another
+(a fresh child per document spent nearly all its time starting); the texts of one message are kept up to
+:data:`TEXT_CHARS`. An attachment that cannot be read (damaged, encrypted, over a sandbox limit, hanging
+or crashing its child) is logged with its reason, counted by reason (the indexer's ``skipped_attachments``), and
+skipped: the message is indexed with the rest, and the other documents are read.
 """
 
 from __future__ import annotations
 
 import logging
 import tempfile
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +27,7 @@ from mail_imap_mcp import mime
 from mail_imap_mcp.config import ServerSettings
 from mail_imap_mcp.content.documents import ExtractLimits, declared_format, extract_limits, extract_text
 from mail_imap_mcp.content.errors import ExtractionError
+from mail_imap_mcp.content.sandbox_worker import SandboxWorker
 from mail_imap_mcp.imap.fetch import find_item
 
 log = logging.getLogger(__name__)
@@ -91,8 +96,16 @@ def rounds(plans: dict[int, list[PartRead]]) -> Iterator[list[tuple[list[int], l
         yield batch
 
 
-def attachment_text(response: dict[bytes, Any], plan: Sequence[PartRead], reading: AttachmentReading) -> str:
-    """The text of the attachments of ``plan`` from their FETCH answer, at most ``reading.text_chars``."""
+def attachment_text(
+    response: dict[bytes, Any],
+    plan: Sequence[PartRead],
+    reading: AttachmentReading,
+    worker: SandboxWorker | None = None,
+    skipped: Counter[str] | None = None,
+) -> str:
+    """The text of the attachments of ``plan`` from their FETCH answer, at most ``reading.text_chars``: read
+    in ``worker``'s child (without one, each in a child of its own); those not read are counted in
+    ``skipped`` by reason (the limit hit, or the error's code)."""
     texts: list[str] = []
     left = reading.text_chars
     with tempfile.TemporaryDirectory(prefix="mim-index-") as scratch:  # mode 0700
@@ -107,10 +120,19 @@ def attachment_text(response: dict[bytes, Any], plan: Sequence[PartRead], readin
             path.write_bytes(mime.decode_transfer(raw, part.encoding))
             try:
                 extracted = extract_text(
-                    path, part.content_type, part.filename, reading.limits, max_chars=left
+                    path, part.content_type, part.filename, reading.limits, max_chars=left, worker=worker
                 )
             except (ExtractionError, OSError, ValueError) as exc:
-                log.info("index: attachment %s (%s) not read: %s", part.section, part.content_type, exc)
+                reason = (exc.limit or exc.code) if isinstance(exc, ExtractionError) else "unreadable"
+                log.info(
+                    "index: attachment %s (%s) not read (%s): %s",
+                    part.section,
+                    part.content_type,
+                    reason,
+                    exc,
+                )
+                if skipped is not None:
+                    skipped[reason] += 1
                 continue
             finally:
                 path.unlink(missing_ok=True)

@@ -33,6 +33,8 @@ class BuildReport:
     fetched: int = 0
     fetched_bytes: int = 0
     dropped: list[str] = field(default_factory=list)
+    #: Attachments not read (``index_attachments``), by reason, since the indexer was made.
+    skipped_attachments: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -77,17 +79,21 @@ def build(
         if hooks.on_progress is not None:
             hooks.on_progress(folder, messages, size)
 
-    for number, (sync, left) in enumerate(syncs, 1):
-        if hooks.on_folder is not None:
-            hooks.on_folder(number, sync.name)
-        fetch = partial(_fetch, sync, step, progress)
-        while left and not hooks.stop():
-            with indexer.lock:
-                left = connection.run(fetch)
-        backfill = partial(_backfill, sync, step, progress)
-        while sync.unread and not hooks.stop():
-            with indexer.lock:
-                connection.run(backfill)
+    try:
+        for number, (sync, left) in enumerate(syncs, 1):
+            if hooks.on_folder is not None:
+                hooks.on_folder(number, sync.name)
+            fetch = partial(_fetch, sync, step, progress)
+            while left and not hooks.stop():
+                with indexer.lock:
+                    left = connection.run(fetch)
+            backfill = partial(_backfill, sync, step, progress)
+            while sync.unread and not hooks.stop():
+                with indexer.lock:
+                    connection.run(backfill)
+    finally:
+        indexer.rest()
+    report.skipped_attachments = dict(indexer.skipped_attachments)
     return report
 
 

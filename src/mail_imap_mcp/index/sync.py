@@ -27,10 +27,12 @@ import threading
 import time
 from array import array
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from mail_imap_mcp.content.sandbox_worker import SandboxWorker
 from mail_imap_mcp.imap.changes import changes_since, start
 from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError
 from mail_imap_mcp.imap.directory import MailboxDirectory
@@ -90,6 +92,8 @@ class FolderSync:
         attachments: AttachmentReading | None = None,
         *,
         keyed: bool = False,
+        worker: SandboxWorker | None = None,
+        skipped: Counter[str] | None = None,
     ) -> None:
         self.store = store
         self.account_id = account_id
@@ -97,6 +101,9 @@ class FolderSync:
         self.name = name
         self.text_bytes = text_bytes
         self.attachments = attachments
+        #: Where attachments are read (a child of their own each without one), and what was not, by reason.
+        self.worker = worker
+        self.skipped = skipped
         self.pending: array[int] = array("Q")
         self.state: FolderState | None = None
         self.server_uidnext = 1
@@ -334,7 +341,7 @@ class FolderSync:
                 if answer is None or expunged(answer):
                     continue
                 size += sum(len(v) for v in answer.values() if isinstance(v, bytes))
-                texts[uid] = attachment_text(answer, plans[uid], reading)
+                texts[uid] = attachment_text(answer, plans[uid], reading, self.worker, self.skipped)
         return texts, size
 
 
@@ -365,6 +372,11 @@ class Indexer:
         self.text_bytes = text_bytes
         #: How attachments are read into the index (None: they are not, ``index_attachments`` off).
         self.attachments = attachments
+        #: The sandboxed child that reads them, one document after another: started by the first
+        #: document of a sync, stopped at its end (:meth:`rest`), so no idle child waits between syncs.
+        self.worker = SandboxWorker() if attachments is not None else None
+        #: Attachments not read, by reason (``extract_timeout_s``, ``memory``, ``extract_failed``, ...).
+        self.skipped_attachments: Counter[str] = Counter()
         #: Held while a folder is synced, so the background sync and a search's freshness check of the
         #: same process (each with an indexer of its own, sharing this lock) do not interleave.
         self.lock = lock or threading.RLock()
@@ -388,8 +400,20 @@ class Indexer:
 
     def folder(self, name: str) -> FolderSync:
         return FolderSync(
-            self.store, self.account_id, name, self.text_bytes, self.attachments, keyed=self.keyed
+            self.store,
+            self.account_id,
+            name,
+            self.text_bytes,
+            self.attachments,
+            keyed=self.keyed,
+            worker=self.worker,
+            skipped=self.skipped_attachments,
         )
+
+    def rest(self) -> None:
+        """Stop the attachment reader's child, if one runs (the next document starts a fresh one)."""
+        if self.worker is not None:
+            self.worker.close()
 
 
 def sync_folder_now(
@@ -409,5 +433,8 @@ def sync_folder_now(
         sync = indexer.folder(name)
         left = sync.begin(session, deadline)
         if left:
-            left = sync.fetch(session, limit, on_progress, deadline=deadline, chunk_size=chunk_size)
+            try:
+                left = sync.fetch(session, limit, on_progress, deadline=deadline, chunk_size=chunk_size)
+            finally:
+                indexer.rest()
         return left + sync.unchecked
