@@ -253,7 +253,8 @@ def attachments_section(results: dict[str, Any], machine: dict[str, Any]) -> str
             "",
             f"With attachments on, indexing took {on['seconds'] / off['seconds']:.1f}x as long "
             f"({(on['seconds'] - off['seconds']) / max(documents, 1) * 1000:,.0f} ms more per document: "
-            "a fetch of the document and a sandboxed child process that extracts its text) and the index "
+            "a fetch of the document and its text extracted in the sandboxed worker child, which reads up "
+            "to 256 documents before a fresh one takes over) and the index "
             f"grew by {on['bytes_per_message'] - off['bytes_per_message']:,} bytes per message "
             f"({(on['bytes_per_message'] - off['bytes_per_message']) * messages / max(documents, 1):,.0f} "
             "per document).",

@@ -5,11 +5,13 @@ A word that occurs only inside a PDF or DOCX attachment finds its message throug
 ``index_attachments`` on, and not without. The text read is bounded: a text attachment larger than
 ``index_attachment_bytes`` is read up to it (a word past the cut is not found, the message is indexed), a
 PDF larger than what is left is not read. An attachment the sandbox cannot read does not stop indexing:
-its message is indexed with the rest of its text, and the messages after it too.
+its message is indexed with the rest of its text, and the messages after it too; ``mail-imap-mcp index``
+counts it by reason.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
@@ -17,8 +19,9 @@ from typing import Any
 import pytest
 
 from mail_imap_mcp.app import AppContext
+from tests.integration.test_index_build import index
 from tests.integration.test_index_search import wait_ready
-from tests.support.accounts import account_settings
+from tests.support.accounts import account_settings, config_toml
 from tests.support.clients import make_config, open_client
 from tests.support.documents import _w_par, docx_bytes, text_pdf
 from tests.support.envelope_client import EnvelopeClient
@@ -130,3 +133,28 @@ async def test_without_index_attachments_attachment_text_is_not_found(
         assert results[word] == [], word
     assert results["platypusword"] == ["huge log"]
     assert results["dugongword"] == ["after them"]
+
+
+def test_mail_imap_mcp_index_counts_the_attachments_it_could_not_read_by_reason(
+    dovecot: MatrixServer, tmp_path: Path
+) -> None:
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", MESSAGES)
+    config = tmp_path / "config.toml"
+    config.write_text(
+        config_toml({"default": account_settings(dovecot, user)})
+        + f'\n[server]\nindex = true\nindex_dir = "{tmp_path / "ix"}"\nindex_attachments = true\n'
+        + f"index_attachment_bytes = {FETCH_BYTES}\n"
+    )
+    done = index(config)
+    assert done.returncode == 0, done.stderr
+    assert "5 new message(s) indexed in 1 folder(s); attachments not read: 1 extract_failed;" in done.stdout
+    db = sqlite3.connect(tmp_path / "ix" / "default.sqlite3")
+    try:
+        found = {
+            word: db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (word,)).fetchone()[0]
+            for word in ("quokkaword", "wombatword", "numbatword", "dugongword")
+        }
+    finally:
+        db.close()
+    assert found == dict.fromkeys(found, 1)

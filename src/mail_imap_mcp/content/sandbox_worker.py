@@ -42,8 +42,8 @@ __all__ = ["SandboxWorker"]
 
 #: Tasks and input bytes one child serves before a fresh one takes over (what a parser leaves behind,
 #: memory it keeps or fragments, stays bounded).
-MAX_TASKS = 64
-MAX_INPUT_BYTES = 64 << 20
+MAX_TASKS = 256
+MAX_INPUT_BYTES = 256 << 20
 
 
 class _LineReader(PipeReader):
