@@ -19,6 +19,7 @@ import json
 import queue
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from mail_imap_mcp.processes import kill_tree, resident_bytes
@@ -77,13 +78,12 @@ class _LineReader(PipeReader):
         self._bound = most
 
 
-class _Failed(Exception):
+@dataclass(frozen=True)
+class _Failed:
     """A task's error, and whether the child's earlier tasks could have caused it."""
 
-    def __init__(self, error: ExtractionError, *, shared_cause: bool) -> None:
-        super().__init__(error.message)
-        self.error = error
-        self.shared_cause = shared_cause
+    error: ExtractionError
+    shared_cause: bool
 
 
 class _Child:
@@ -175,17 +175,15 @@ class SandboxWorker:
             if self._child is not None and self._child.key != (limits.cpu_s, limits.memory_bytes):
                 self._retire()
             shared = self._child is not None
-            try:
-                return self._ask(request, limits, input_bytes)
-            except _Failed as failed:
-                if not (shared and failed.shared_cause):
-                    raise failed.error from None
-            try:  # alone in a fresh child: what it ends with now is its own
-                return self._ask(request, limits, input_bytes)
-            except _Failed as failed:
-                raise failed.error from None
+            outcome = self._ask(request, limits, input_bytes)
+            if isinstance(outcome, _Failed) and shared and outcome.shared_cause:
+                # Alone in a fresh child: what it ends with now is its own.
+                outcome = self._ask(request, limits, input_bytes)
+            if isinstance(outcome, _Failed):
+                raise outcome.error
+            return outcome
 
-    def _ask(self, request: bytes, limits: SandboxLimits, input_bytes: int) -> dict[str, Any]:
+    def _ask(self, request: bytes, limits: SandboxLimits, input_bytes: int) -> dict[str, Any] | _Failed:
         child = self._child
         if child is None:
             child = self._child = _Child(limits, self.max_tasks)
@@ -204,7 +202,7 @@ class SandboxWorker:
                 shared_cause = exc.limit == "memory" or not isinstance(answer, dict)
                 if shared_cause:
                     self._retire()  # what its heap holds now, the next task should not inherit
-                raise _Failed(exc, shared_cause=shared_cause) from None
+                return _Failed(exc, shared_cause=shared_cause)
             finally:
                 if child.served >= self.max_tasks or child.input_bytes >= self.max_input_bytes:
                     self._retire()
@@ -212,9 +210,9 @@ class SandboxWorker:
         if outcome == "ended":
             error = ended_error(returncode, stderr, limits)
             # Out of its own CPU time (SIGXCPU) is its own; any other end may be the heap's.
-            raise _Failed(error, shared_cause=error.limit != "extract_timeout_s")
+            return _Failed(error, shared_cause=error.limit != "extract_timeout_s")
         # Stopped by the parent: its own deadline and output; memory may be the heap's.
-        raise _Failed(outcome_error(outcome, limits), shared_cause=outcome == "memory")
+        return _Failed(outcome_error(outcome, limits), shared_cause=outcome == "memory")
 
     def _retire(self) -> tuple[int | None, bytes]:
         child, self._child = self._child, None
