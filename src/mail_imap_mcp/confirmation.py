@@ -29,7 +29,7 @@ from typing import Any
 
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
 from mail_imap_mcp.envelope.mcp import ASK_USER, client_can_ask_user, user_confirmed
-from mail_imap_mcp.state import MemoryStore, Store, current_user, user_key
+from mail_imap_mcp.state import MemoryStore, Store, current_user, user_key, user_tag
 
 TOKEN_TTL_S = 300.0
 
@@ -174,5 +174,7 @@ class ConfirmationGate:
         if int(stamp) < now:
             raise refuse("this token has expired")
         # Recorded until it expires, by whichever instance sees it first: it works once.
-        if not self._store.mark_used(user_key("confirm-used", digest), int(stamp) - now + 1):
+        if not self._store.mark_used(
+            user_key("confirm-used", digest), int(stamp) - now + 1, owner=user_tag()
+        ):
             raise refuse("this token was already used")

@@ -9,6 +9,7 @@ from mail_imap_mcp.confirmation import ConfirmationGate
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.presentation.failures import failure_of
 from mail_imap_mcp.state import MemoryStore, UsedMarkersFull, current_user
+from mail_imap_mcp.state.store import MAX_USED_MARKS, MAX_USED_MARKS_PER_USER
 
 REQUEST = {"account_id": "support", "mailbox": "Old"}
 
@@ -92,3 +93,40 @@ def test_when_no_more_used_tokens_can_be_kept_a_new_one_is_refused_not_an_old_on
     assert "nothing was changed" in refused.message
     for token in (first, second):
         assert "already used" in refusal(gate, token)
+
+
+def confirmed_until_refused(gate: ConfirmationGate) -> tuple[list[str], UsedMarkersFull]:
+    """Issue and confirm tokens until a confirmation is refused (at most :data:`MAX_USED_MARKS` + 1)."""
+    confirmed: list[str] = []
+    while len(confirmed) <= MAX_USED_MARKS:
+        token = issued(gate)
+        try:
+            gate.require("imap_manage_mailbox", {**REQUEST, "confirm_token": token}, "delete mailbox Old")
+        except UsedMarkersFull as full:
+            return confirmed, full
+        confirmed.append(token)
+    raise AssertionError(f"{len(confirmed)} confirmations, none refused")
+
+
+def test_one_user_confirming_by_script_cannot_block_another_users_confirmations() -> None:
+    """Regression: the single process's used tokens were one pool for every user, so one user
+    confirming cheap requests by script filled it and everyone's confirmations were refused."""
+    gate = ConfirmationGate(store=MemoryStore())
+    alice = current_user.set("alice@corp.example")
+    try:
+        confirmed, full = confirmed_until_refused(gate)
+        assert len(confirmed) == MAX_USED_MARKS_PER_USER
+        refused = failure_of(full)
+        assert refused is not None and refused.code == ErrorCode.LIMIT_EXCEEDED and refused.retryable
+        assert refused.details["limit"] == MAX_USED_MARKS_PER_USER and "You confirmed" in refused.message
+        for used in (confirmed[0], confirmed[-1]):  # hers stay used while she is refused
+            assert "already used" in refusal(gate, used)
+    finally:
+        current_user.reset(alice)
+    bob = current_user.set("bob@corp.example")
+    try:
+        token = issued(gate)
+        gate.require("imap_manage_mailbox", {**REQUEST, "confirm_token": token}, "delete mailbox Old")
+        assert "already used" in refusal(gate, token)
+    finally:
+        current_user.reset(bob)

@@ -113,3 +113,24 @@ def test_a_used_mark_lives_until_its_own_expiry_and_a_full_set_refuses_new_ones(
         store.mark_used("u4", 10)
     clock.now += 10  # u2 and u3 expired
     assert store.mark_used("u1", 10) and store.mark_used("u4", 10)
+
+
+def test_each_owner_has_a_share_of_the_used_marks_and_only_who_exceeds_it_is_refused() -> None:
+    clock = Clock()
+    store = MemoryStore(max_used=5, max_used_per_owner=2, clock=clock)
+    assert store.mark_used("a1", 10, owner="alice") and store.mark_used("a2", 20, owner="alice")
+    with pytest.raises(UsedMarkersFull) as full:
+        store.mark_used("a3", 10, owner="alice")
+    assert full.value.limit == 2 and full.value.per_owner
+    assert not store.mark_used("a2", 20, owner="alice")  # still known while she is at her share
+    assert store.mark_used("b1", 10, owner="bob") and store.mark_used("b2", 10, owner="bob")
+    assert store.mark_used("c1", 10, owner="carol")
+    with pytest.raises(UsedMarkersFull) as full:  # the process's bound: five in all
+        store.mark_used("d1", 10, owner="dave")
+    assert full.value.limit == 5 and not full.value.per_owner
+    clock.now += 10  # a1, b1, b2 and c1 expired: alice has room for one again
+    assert store.mark_used("a3", 10, owner="alice") and store.mark_used("d1", 10, owner="dave")
+    with pytest.raises(UsedMarkersFull):
+        store.mark_used("a4", 10, owner="alice")
+    clock.now += 10
+    assert store.mark_used("a4", 10, owner="alice") and store.mark_used("a1", 10, owner="alice")

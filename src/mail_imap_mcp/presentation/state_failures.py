@@ -20,12 +20,21 @@ def _state_unavailable(exc: StateUnavailable, call: Any) -> ToolFailure:
 
 
 def _used_markers_full(exc: UsedMarkersFull, call: Any) -> ToolFailure:
+    remembered = "each remembered until it expires so that it works only once; nothing was changed"
+    if exc.per_owner:
+        return ToolFailure(
+            ErrorCode.LIMIT_EXCEEDED,
+            f"You confirmed {exc.limit} requests with tokens in the last minutes, the most one user may on "
+            f"this server process ({remembered}). Try again in a few minutes.",
+            details={"limit": exc.limit, "per": "user"},
+            retryable=True,
+        )
     return ToolFailure(
         ErrorCode.LIMIT_EXCEEDED,
-        f"This server process already holds {exc.limit} confirmation tokens used in the last minutes, each "
-        "remembered until it expires so that it works only once; nothing was changed. Try again in a few "
-        "minutes, or share the state of the instances in Redis ([state] redis_url).",
-        details={"limit": exc.limit},
+        f"This server process already holds {exc.limit} confirmation tokens used in the last minutes "
+        f"({remembered}). Try again in a few minutes, or share the state of the instances in Redis "
+        "([state] redis_url).",
+        details={"limit": exc.limit, "per": "process"},
         retryable=True,
     )
 

@@ -128,9 +128,10 @@ class RedisStore:
         with _reaching(self.url_shown):
             return bool(self._client.set(key, value, px=max(1, int(ttl_s * 1000)), nx=True))
 
-    def mark_used(self, key: str, ttl_s: float) -> bool:
+    def mark_used(self, key: str, ttl_s: float, *, owner: str = "") -> bool:
         # Redis keeps a key until its time to live unless memory runs out under an eviction policy
-        # (docs/team.md: maxmemory-policy noeviction).
+        # (docs/team.md: maxmemory-policy noeviction). No count here, in all or per owner: Redis'
+        # memory is the operator's to size (docs/team.md), so one user's marks never refuse another's.
         return self.add(key, b"1", ttl_s)
 
     def take(self, key: str) -> bytes | None:

@@ -22,12 +22,14 @@ class StateUnavailable(Exception):
 
 class UsedMarkersFull(Exception):
     """No more single uses can be recorded until some expire (:meth:`Store.mark_used`): the use is
-    refused rather than an earlier one forgotten. Worded by the failure registry as ``limit_exceeded``
-    (retryable)."""
+    refused rather than an earlier one forgotten. ``per_owner``: the caller's own share is full (else
+    the whole store is). Worded by the failure registry as ``limit_exceeded`` (retryable)."""
 
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"{limit} single uses recorded, none expired yet")
+    def __init__(self, limit: int, *, per_owner: bool = False) -> None:
+        whose = "by this user" if per_owner else "in all"
+        super().__init__(f"{limit} single uses recorded {whose}, none expired yet")
         self.limit = limit
+        self.per_owner = per_owner
 
 
 class Subscription(Protocol):
@@ -62,10 +64,11 @@ class Store(Protocol):
         with its first increment."""
         ...
 
-    def mark_used(self, key: str, ttl_s: float) -> bool:
-        """Record the single use ``key`` for ``ttl_s`` (the used thing's own lifetime): True for the
-        one caller that recorded it, False when it was recorded before. A mark is never forgotten
-        before its time (no other key pushes it out); :class:`UsedMarkersFull` where no more fit."""
+    def mark_used(self, key: str, ttl_s: float, *, owner: str = "") -> bool:
+        """Record the single use ``key`` of ``owner`` (a user's tag) for ``ttl_s`` (the used thing's
+        own lifetime): True for the one caller that recorded it, False when it was recorded before. A
+        mark is never forgotten before its time (no other key pushes it out); :class:`UsedMarkersFull`
+        where no more fit, in the owner's share or in all."""
         ...
 
     def delete(self, key: str) -> None: ...
@@ -84,8 +87,11 @@ class Store(Protocol):
 MAX_MEMORY_KEYS = 10_000
 #: At most this many single uses recorded in memory (:meth:`MemoryStore.mark_used`), apart from the keys:
 #: each lives until its own expiry, and past this many a new use is refused (confirmation tokens live
-#: five minutes: 10,000 confirmations within five minutes on one process).
-MAX_USED_MARKS = 10_000
+#: five minutes: 50,000 confirmations within five minutes on one process, about 16 MB).
+MAX_USED_MARKS = 50_000
+#: At most this many of them per owner (a user), so that one user confirming by script is refused
+#: before the others are (1,000 within five minutes: one every 0.3 s, more than a person confirms).
+MAX_USED_MARKS_PER_USER = 1_000
 
 
 class _MemorySubscription:
@@ -106,13 +112,17 @@ class MemoryStore:
         *,
         max_keys: int = MAX_MEMORY_KEYS,
         max_used: int = MAX_USED_MARKS,
+        max_used_per_owner: int = MAX_USED_MARKS_PER_USER,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._values: OrderedDict[str, tuple[bytes, float]] = OrderedDict()
-        #: The single uses (key: expiry), and their expiries in a heap, soonest first.
-        self._used: dict[str, float] = {}
+        #: The single uses (key: expiry and owner), their expiries in a heap, soonest first, and how
+        #: many each owner holds.
+        self._used: dict[str, tuple[float, str]] = {}
         self._used_expiries: list[tuple[float, str]] = []
+        self._used_by_owner: dict[str, int] = {}
         self._max_used = max_used
+        self._max_used_per_owner = max_used_per_owner
         self._subscribers: list[_MemorySubscription] = []
         self._lock = threading.Lock()
         self._max_keys = max_keys
@@ -162,20 +172,32 @@ class MemoryStore:
             self._put(key, str(count).encode(), expires - self._clock())
             return count
 
-    def mark_used(self, key: str, ttl_s: float) -> bool:
+    def mark_used(self, key: str, ttl_s: float, *, owner: str = "") -> bool:
         with self._lock:
             now = self._clock()
             while self._used_expiries and self._used_expiries[0][0] <= now:
                 expires, gone = heapq.heappop(self._used_expiries)
-                if self._used.get(gone) == expires:
+                mark = self._used.get(gone)
+                if mark is not None and mark[0] == expires:
                     del self._used[gone]
+                    self._count_used(mark[1], -1)
             if key in self._used:
                 return False
+            if self._used_by_owner.get(owner, 0) >= self._max_used_per_owner:
+                raise UsedMarkersFull(self._max_used_per_owner, per_owner=True)
             if len(self._used) >= self._max_used:
                 raise UsedMarkersFull(self._max_used)
-            self._used[key] = now + ttl_s
+            self._used[key] = (now + ttl_s, owner)
+            self._count_used(owner, 1)
             heapq.heappush(self._used_expiries, (now + ttl_s, key))
             return True
+
+    def _count_used(self, owner: str, change: int) -> None:
+        held = self._used_by_owner.get(owner, 0) + change
+        if held:
+            self._used_by_owner[owner] = held
+        else:  # owners holding none are forgotten: the count stays as small as the marks
+            del self._used_by_owner[owner]
 
     def delete(self, key: str) -> None:
         with self._lock:
