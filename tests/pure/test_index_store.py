@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -277,3 +278,41 @@ def test_a_message_with_a_global_id_has_one_row_and_label_answers_from_its_label
     assert uids(store, Label("travel"), every) == [1] and uids(store, Label("inbox"), every) == []
     page = store.search(compile_fts5(Label("travel")), folders=list(every), order="date", limit=5, offset=0)
     assert page.hits[0].labels == ("Travel",)
+
+
+def test_regression_pages_begun_at_once_never_wait_behind_each_others_shards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One pool ran pages and their shards: pages that filled it waited for shards queued behind them.
+    monkeypatch.setattr("mail_imap_mcp.index.sqlite_ranking.MESSAGES_PER_SHARD", 1)
+    monkeypatch.setattr("mail_imap_mcp.index.sqlite_ranking.SHARD_MATCHES", 1)
+    store = SqliteStore(tmp_path / "pages.sqlite3")
+    store._ranker._shards = 2
+    store.put(store.start_folder("INBOX", 1), [message(uid, body=f"fig {uid}") for uid in range(1, 41)])
+    query = compile_fts5(Contains("text", "fig"))
+    pending = [
+        store.start_search(query, folders=["INBOX"], order="relevance", limit=5, offset=0) for _ in range(8)
+    ]
+    totals: list[int] = []
+    reader = threading.Thread(target=lambda: totals.extend(p.result().total for p in pending), daemon=True)
+    reader.start()
+    reader.join(20)
+    assert totals == [40] * 8
+    store.close()
+
+
+def test_a_search_dropped_before_it_is_taken_is_interrupted_and_the_store_closes(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "dropped.sqlite3")
+    store.put(store.start_folder("INBOX", 1), [message(uid, body="fig") for uid in range(1, 21)])
+    query = compile_fts5(Contains("text", "fig"))
+    dropped = [
+        store.start_search(query, folders=["INBOX"], order="relevance", limit=5, offset=0) for _ in range(6)
+    ]
+    for search in dropped:
+        search.cancel()
+    kept = store.search(query, folders=["INBOX"], order="relevance", limit=5, offset=0)
+    assert kept.total == 20
+    closing = threading.Thread(target=store.close, daemon=True)
+    closing.start()
+    closing.join(10)
+    assert not closing.is_alive()

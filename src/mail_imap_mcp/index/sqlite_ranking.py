@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 #: Shards a ranked query is split into (and threads ranking them): one a core, at most four.
 SHARDS = max(1, min(4, os.cpu_count() or 1))
@@ -77,6 +77,12 @@ class ReadConnections:
             self._all.append(db)
         return db
 
+    def interrupt(self) -> None:
+        """Stop every statement running on these connections (they raise ``interrupted``)."""
+        with self._guard:
+            for db in self._all:
+                db.interrupt()
+
     def close(self) -> None:
         with self._guard:
             self._closed = True
@@ -92,7 +98,10 @@ class Ranker:
     def __init__(self, readers: ReadConnections, shards: int = SHARDS) -> None:
         self._readers = readers
         self._shards = shards
-        self._pool = ThreadPoolExecutor(max_workers=shards + 1, thread_name_prefix="index-rank")
+        # Two pools: a page waits for its shards, so shards never queue behind pages (one pool of both
+        # deadlocked when pages filled it). Shards wait for nothing.
+        self._pages = ThreadPoolExecutor(max_workers=2, thread_name_prefix="index-page")
+        self._pool = ThreadPoolExecutor(max_workers=max(shards - 1, 1), thread_name_prefix="index-shard")
         self._bounds: tuple[int, list[int]] = (-1, [])
         self._bounds_guard = threading.Lock()
 
@@ -153,13 +162,54 @@ class Ranker:
         with self._readers.connection() as db:
             return task(db)
 
-    def submit(self, task: Callable[[sqlite3.Connection], T]) -> Future[T]:
-        """``task`` on a read connection, in a thread of the pool."""
-        return self._pool.submit(self.run, task)
+    def submit(self, task: Callable[[sqlite3.Connection], T]) -> Started[T]:
+        """``task`` on a read connection, in a thread of the pages' pool."""
+        started = Started[T]()
+
+        def run() -> T:
+            with self._readers.connection() as db:
+                if not started.bind(db):
+                    raise sqlite3.OperationalError("interrupted")
+                try:
+                    return task(db)
+                finally:
+                    started.bind(None)
+
+        started.future = self._pages.submit(run)
+        return started
 
     def close(self) -> None:
+        self._readers.interrupt()
+        self._pages.shutdown(wait=True, cancel_futures=True)
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._readers.close()
+
+
+class Started(Generic[T]):
+    """A task begun on the pages' pool: its result, or stopped (SQLite interrupts its statement)."""
+
+    def __init__(self) -> None:
+        self.future: Future[T] = Future()
+        self._guard = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        self._cancelled = False
+
+    def bind(self, db: sqlite3.Connection | None) -> bool:
+        """The connection the task runs on now (None: done); False when it was cancelled already."""
+        with self._guard:
+            self._db = db
+            return not self._cancelled
+
+    def result(self) -> T:
+        return self.future.result()
+
+    def cancel(self) -> None:
+        """Not needed: not run when not begun, its statement interrupted when running."""
+        with self._guard:
+            self._cancelled = True
+            self.future.cancel()
+            if self._db is not None:
+                self._db.interrupt()
 
 
 def _ranked(db: sqlite3.Connection, sql: str, params: list[object]) -> Ranked:

@@ -36,7 +36,8 @@ class AccountSummary(Payload):
         "the username is not an address and none are configured."
     )
     index: str = Field(
-        default="off", description="Local search index: off, not started, building n of N, ready, behind by N, unavailable."
+        default="off",
+        description="Local search index: off, not started, building n of N, ready, behind by N, unavailable.",
     )
 
 
