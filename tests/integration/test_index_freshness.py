@@ -100,6 +100,25 @@ async def test_flags_another_client_changed_are_current_without_a_modseq(
         assert subjects(flagged) == {"note 3"}
 
 
+async def test_regression_a_summary_shows_the_flags_of_now_where_the_folder_keeps_no_modseq(
+    server: MatrixServer, indexed: tuple[EnvelopeClient, str]
+) -> None:
+    # A query that tests no flag syncs no NOMODSEQ folder (its counts are the same), and its summaries
+    # were built from the stored flags as if current: a message read on a phone was listed unread.
+    mcp, user = indexed
+    before = await mcp.ok(SEARCH, {"query": "kiwiword", "limit": 50})
+    assert all(message.get("unread") for message in before["messages"])
+    other = server.connect(user, tls=False, starttls=False)
+    try:
+        other.select_folder("INBOX")
+        other.add_flags(other.search(["SUBJECT", "note 1"]), [b"\\Seen"])
+    finally:
+        other.logout()
+    after = await mcp.ok(SEARCH, {"query": "kiwiword", "limit": 50})
+    unread = {message["subject"] for message in after["messages"] if message.get("unread")}
+    assert unread == {f"note {i}" for i in (0, 2, 3, 4, 5)}
+
+
 #: A second process that takes the index's write lock (``BEGIN IMMEDIATE``), says so, and holds it
 #: until its stdin closes: another server or ``mail-imap-mcp index`` in the middle of a long write.
 LOCK_HOLDER = """

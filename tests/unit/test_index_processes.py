@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import multiprocessing
 import sqlite3
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 from mail_imap_mcp.index.location import open_index
+from mail_imap_mcp.index.runtime import AccountIndex
 from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, IndexedMessage
 from tests.support.index_integrity import index_problems
 
@@ -147,3 +151,26 @@ def test_a_damaged_inverted_index_is_found(tmp_path: Path) -> None:
     problems = index_problems(db)
     assert problems and "integrity-check" in problems[0], problems
     db.close()
+
+
+def test_regression_two_first_searches_at_once_open_one_search_store(tmp_path: Path) -> None:
+    # search_indexer opened the store lazily without a lock: two first searches at once each opened one,
+    # and the one overwritten was never closed (its connections and threads leaked).
+    index = AccountIndex("default", tmp_path / "ix" / "default.sqlite3", 4096, connect=lambda: None)  # type: ignore[arg-type, return-value]
+    opened: list[object] = []
+    real_open = index._open
+
+    def slow_open() -> Any:
+        time.sleep(0.2)
+        store = real_open()
+        opened.append(store)
+        return store
+
+    index._open = slow_open  # type: ignore[method-assign]
+    threads = [threading.Thread(target=index.search_indexer) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len(opened) == 1
+    index.close()

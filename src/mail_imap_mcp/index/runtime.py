@@ -76,6 +76,7 @@ class AccountIndex:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._search_store: SqliteStore | None = None
+        self._opening = threading.Lock()
         self._search_indexer: Indexer | None = None
         self.status = IndexStatus("building")
         #: A warning of opening the file (moved aside and built again), said once by the next search.
@@ -98,15 +99,16 @@ class AccountIndex:
         """The searches' own indexer (its own SQLite connection); None when the index is unavailable."""
         if self.status.state == "unavailable":
             return None
-        if self._search_indexer is None:
-            try:
-                store = self._open()
-            except (IndexPermissions, IndexUnusable, OSError) as exc:
-                self.fail(str(exc))
-                return None
-            self._search_store = store
-            self._search_indexer = self._indexer(store)
-        return self._search_indexer
+        with self._opening:  # two first searches at once open one store (the other one leaked)
+            if self._search_indexer is None:
+                try:
+                    store = self._open()
+                except (IndexPermissions, IndexUnusable, OSError) as exc:
+                    self.fail(str(exc))
+                    return None
+                self._search_store = store
+                self._search_indexer = self._indexer(store)
+            return self._search_indexer
 
     @property
     def ready(self) -> bool:

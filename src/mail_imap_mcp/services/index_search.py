@@ -123,7 +123,11 @@ def index_page(
         except IndexUnusable as exc:
             return _Read([], 0, [], [], [], Freshness(), declined=_UNUSABLE.format(why=exc))
         page, fresh, folders = answer.page, answer.fresh, answer.folders
-        if session.profile.condstore and not fresh.stale:  # the stored flags are the server's now
+        stored = choice.indexer.store.folders()
+        # The stored flags are the server's now where every folder of the page keeps MODSEQs (a flag
+        # change shows in HIGHESTMODSEQ) and none was left behind; a NOMODSEQ folder's are read again.
+        current = all(stored[hit.folder].highestmodseq > 0 for hit in page.hits if hit.folder in stored)
+        if session.profile.condstore and not fresh.stale and current:
             own = session.own_addresses
             summaries = [
                 summary_of(
