@@ -251,6 +251,33 @@ async def test_past_its_budget_the_total_is_about_and_every_folder_left_is_named
         assert any("changed since the first page" in w and "6 then, 8" in w for w in rest["meta"]["warnings"])
 
 
+async def test_a_later_ranked_page_says_when_the_index_took_in_mail_though_the_total_is_the_same(
+    dovecot: MatrixServer, tmp_path: Path
+) -> None:
+    # Ranks follow word counts over every message: mail that does not match still moves them, so a
+    # cursor that only compared totals said nothing while its next page could repeat or skip a message.
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", [note(i) for i in range(6)])
+    config = make_config(
+        {"default": account_settings(dovecot, user)}, index=True, index_dir=str(tmp_path / "ix")
+    )
+    app = AppContext.from_config(config)
+    async for mcp in open_client(config, app):
+        assert await wait_ready(mcp) == "ready"
+        first = await mcp.call(SEARCH, {"query": "kiwiword", "limit": 3})
+        cursor = first["data"]["next_cursor"]
+        quiet = await mcp.call(SEARCH, {"query": "kiwiword", "cursor": cursor})
+        assert not any("first page" in w for w in quiet["meta"]["warnings"]), quiet["meta"]["warnings"]
+        other = dovecot.connect(user, tls=False, starttls=False)
+        try:
+            other.append("INBOX", plain_message("unrelated", "nothing of the query here\r\n"))
+        finally:
+            other.logout()
+        moved = await mcp.call(SEARCH, {"query": "kiwiword", "cursor": cursor})
+        assert moved["data"]["total"] == 6
+        assert any("took in changes since the first page" in w for w in moved["meta"]["warnings"]), moved
+
+
 class SlowServer:
     """A clock that a round trip of ``UID FETCH`` moves on by ``per_round_trip`` seconds: a slow server,
     with no test waiting for it (the sync and the freshness check read this clock)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import zlib
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -29,7 +30,7 @@ from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.answer import fresh_page
 from mail_imap_mcp.index.freshness import Freshness
 from mail_imap_mcp.index.snippets import matched_words, snippet_around
-from mail_imap_mcp.index.store import Hit, IndexUnusable
+from mail_imap_mcp.index.store import FolderState, Hit, IndexUnusable
 from mail_imap_mcp.index.summaries import summary_of
 from mail_imap_mcp.query import Query
 from mail_imap_mcp.query.fts5 import Fts5Query, compile_fts5
@@ -140,11 +141,11 @@ def index_page(
                 )
                 for hit in page.hits
             ]
-            return _Read(folders, page.total, page.hits, summaries, [], fresh)
+            return _Read(folders, page.total, page.hits, summaries, [], fresh, _mark(stored))
         bodies = {(hit.folder, hit.uid): hit.body for hit in page.hits}
         messages, issues = _summaries(session, account_id, page.hits, snippet_chars, app)
         messages = [_with_snippet(m, bodies.get((m.mailbox, m.uid)), words, snippet_chars) for m in messages]
-        return _Read(folders, page.total, page.hits, messages, issues, fresh)
+        return _Read(folders, page.total, page.hits, messages, issues, fresh, _mark(stored))
 
     words = matched_words(search)
     read = app.connection(account_id).run(work)
@@ -156,13 +157,19 @@ def index_page(
     returned = offset + len(read.hits)
     next_cursor = None
     if returned < read.total and read.hits:
-        next_cursor = IndexCursor(account_id, digest, read.total, returned).encode()
+        next_cursor = IndexCursor(account_id, digest, read.total, returned, read.mark).encode()
     warnings = [*choice.warnings, *_stale_words(read.fresh)]
     if cursor is not None and cursor.total != read.total:
         warnings.append(
             f"The matches changed since the first page of this search ({cursor.total:,} then, {read.total:,} "
             "now: the index caught up with the server or another client changed mail), so this page may "
             "repeat or skip a message; search again without the cursor for a consistent list."
+        )
+    elif cursor is not None and cursor.mark and cursor.mark != read.mark and choice.order == "relevance":
+        warnings.append(
+            "The index took in changes since the first page of this search (same number of matches): "
+            "ranks follow word counts over every message, so this page may repeat or skip a message; "
+            "search again without the cursor for a consistent list."
         )
     page = SearchPage(
         account_id=account_id,
@@ -193,6 +200,8 @@ class _Read:
     messages: list[SummaryRecord]
     issues: list[Issue]
     fresh: Freshness
+    #: A mark of the index's contents when the page was read (:func:`_mark`).
+    mark: int = 0
     #: Why the index did not answer after all (the server answers, and the page says this).
     declined: str | None = None
 
@@ -263,6 +272,16 @@ def _with_snippet(summary: SummaryRecord, body: str | None, words: list[str], ch
 
 #: Mailboxes a staleness warning names at most (the rest are counted).
 _STALE_NAMED = 20
+
+
+def _mark(folders: dict[str, FolderState]) -> int:
+    """A 32-bit mark of what the index holds (every folder's sync state): another mark on a later page
+    means messages came or went since the first, which moves ranks even where the total is the same."""
+    states = sorted(
+        (state.name, state.uidvalidity, state.uidnext, state.highestmodseq, state.messages)
+        for state in folders.values()
+    )
+    return zlib.crc32(repr(states).encode()) or 1
 
 
 def _stale_words(fresh: Freshness) -> list[str]:

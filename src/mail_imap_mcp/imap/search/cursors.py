@@ -383,18 +383,20 @@ class WatermarkCursor:
 @dataclass(frozen=True)
 class IndexCursor:
     """Where a ranked page of the local index continues: the search (account, digest of its filters,
-    mailboxes and order), how many matched when it started and how many pages returned (its offset)."""
+    mailboxes and order), how many matched when it started, how many pages returned (its offset), and a
+    mark of the index's contents then (0: not known, a cursor of an earlier build)."""
 
     account_id: str
     digest: str
     total: int
     returned: int
+    mark: int = 0
 
     def encode(self) -> str:
         if not _HEX_DIGEST.fullmatch(self.digest):
             raise ValueError(f"a cursor's digest is {DIGEST_CHARS} hex digits")
         body = bytearray([INDEX_TAG]) + _text(self.account_id) + bytes.fromhex(self.digest)
-        return seal_packed(bytes(body + _varints([self.total, self.returned])))
+        return seal_packed(bytes(body + _varints([self.total, self.returned, self.mark])))
 
     @classmethod
     def decode(cls, token: str) -> IndexCursor | None:
@@ -406,9 +408,10 @@ class IndexCursor:
         account_id = reader.text()
         digest = reader.take(DIGEST_CHARS // 2).hex()
         total, returned = reader.varint(), reader.varint()
-        if reader.pos != len(reader.data) or not (_uint(total) and _uint(returned)):
+        mark = reader.varint() if reader.pos < len(reader.data) else 0
+        if reader.pos != len(reader.data) or not (_uint(total) and _uint(returned) and _uint(mark)):
             raise CursorError("cursor is garbled")
-        return cls(account_id, digest, total, returned)
+        return cls(account_id, digest, total, returned, mark)
 
 
 def decode_search_cursor(token: str) -> StreamCursor | WatermarkCursor:
