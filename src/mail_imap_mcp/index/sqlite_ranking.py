@@ -148,7 +148,7 @@ class Ranker:
         lows = [0, *bounds]
         highs = [*(bound - 1 for bound in bounds), _LAST_ROW_ID]
         others = [
-            self._pool.submit(self.run, partial(_ranked, sql=shard_sql, params=[*params, low, high, best]))
+            self._pool.submit(self._shard, partial(_ranked, sql=shard_sql, params=[*params, low, high, best]))
             for low, high in zip(lows[1:], highs[1:], strict=True)
         ]
         first = _ranked(db, shard_sql, [*params, lows[0], highs[0], best])
@@ -158,7 +158,12 @@ class Ranker:
         return [pair for _, pair in zip(range(best), merged, strict=False)]
 
     def run(self, task: Callable[[sqlite3.Connection], T]) -> T:
-        """``task`` on a read connection, in this thread."""
+        """``task`` on a read connection, in this thread, in one read transaction (one snapshot: a
+        page's count, ranking and rows agree whatever a writer commits meanwhile)."""
+        with self._readers.connection() as db:
+            return _in_snapshot(db, task)
+
+    def _shard(self, task: Callable[[sqlite3.Connection], T]) -> T:
         with self._readers.connection() as db:
             return task(db)
 
@@ -171,7 +176,7 @@ class Ranker:
                 if not started.bind(db):
                     raise sqlite3.OperationalError("interrupted")
                 try:
-                    return task(db)
+                    return _in_snapshot(db, task)
                 finally:
                     started.bind(None)
 
@@ -210,6 +215,16 @@ class Started(Generic[T]):
             self.future.cancel()
             if self._db is not None:
                 self._db.interrupt()
+
+
+def _in_snapshot(db: sqlite3.Connection, task: Callable[[sqlite3.Connection], T]) -> T:
+    db.execute("BEGIN")
+    try:
+        return task(db)
+    finally:
+        if db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):  # a read: nothing to lose; the pool rolls back
+                db.execute("COMMIT")
 
 
 def _ranked(db: sqlite3.Connection, sql: str, params: list[object]) -> Ranked:
