@@ -542,6 +542,50 @@ async def test_regression_a_label_replace_that_fails_part_way_says_which_message
     assert {k: v for k, v in census(gmail, gmail_user).items() if k != "Receipts"} == before
 
 
+def labels_of_every_message(gmail: Gmail, user: str) -> dict[int, set[str]]:
+    """Each message of the account (by X-GM-MSGID; All Mail, Spam and Trash) with its labels."""
+    labels: dict[int, set[str]] = {}
+    with gmail.connect(user) as client:
+        for name in (ALL_MAIL, TRASH, "[Gmail]/Spam"):
+            client.select_folder(name, readonly=True)
+            found = client.search("ALL")
+            for data in client.fetch(found, ["X-GM-MSGID", "X-GM-LABELS"]).values() if found else ():
+                names = (n.decode() if isinstance(n, bytes) else str(n) for n in data[b"X-GM-LABELS"])
+                labels.setdefault(data[b"X-GM-MSGID"], set()).update(names)
+    return labels
+
+
+@pytest.mark.parametrize("operation", ["add", "remove"])
+async def test_regression_a_message_already_as_asked_is_not_refused_when_the_label_store_fails_part_way(
+    gmail: Gmail, gmail_user: str, gmcp: EnvelopeClient, operation: str
+) -> None:
+    """Gmail changes the first message, then answers NO: the second, which already had the label added
+    (or lacked the label removed), is in the state asked for and is reported unchanged, not refused (it
+    was store_refused because its labels were as before). Every message's labels counted."""
+    gmail.label(gmail_user, "INBOX", [["Later"], []] if operation == "remove" else [[], ["Later"]])
+    before = labels_of_every_message(gmail, gmail_user)
+    inbox = await gmcp.ok("imap_search_messages", {"mailbox": "INBOX"})
+    one, two = (
+        next(m["message_id"] for m in inbox["messages"] if m["subject"] == s)
+        for s in ("About one", "About two")
+    )
+    gmail.fail_label_store(gmail_user, after=1)
+    data = await gmcp.ok(
+        "imap_update_message_flags", {"message_ids": [one, two], "operation": operation, "labels": ["Later"]}
+    )
+    assert (data["status"], data["issues"]) == ("ok", [])
+    assert data["changed"] == 1
+    assert [(m["message_id"], m["changed"]) for m in data["messages"]] == [(one, True), (two, False)]
+    (second,) = (m for m in data["messages"] if m["message_id"] == two)
+    assert second["labels"] == second["previous_labels"]
+    assert ("Later" in second["labels"]) == (operation == "add")
+    assert data["next_action"]["arguments"]["message_ids"] == [one]  # the undo leaves the second alone
+    after = labels_of_every_message(gmail, gmail_user)
+    first = next(msgid for msgid, names in before.items() if ("Later" in names) != (operation == "add"))
+    expected = before[first] | {"Later"} if operation == "add" else before[first] - {"Later"}
+    assert after == {**before, first: expected}
+
+
 async def test_regression_a_label_that_reads_as_a_number_is_kept_in_a_label_writes_results(
     gmail: Gmail, gmail_user: str, gmcp: EnvelopeClient
 ) -> None:

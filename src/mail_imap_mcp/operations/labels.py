@@ -72,8 +72,9 @@ class LabelStep:
 
     def store(self, states: dict[int, LabelState], targets: dict[int, list[str]]) -> LabelStores:
         """Send the STOREs; what each message has now. A STORE the server refused may have changed some of
-        its messages before the NO: their labels are read again, and only those left as they were count
-        as refused. OutcomeUnknown goes to the caller."""
+        its messages before the NO: their labels are read again, and only those left short of what was
+        asked count as refused (one that already had the labels added, or lacked those removed, is as
+        asked: unchanged because already so). OutcomeUnknown goes to the caller."""
         uids = sorted(states)
         if self.operation != "replace":
             commands = [(uids, "+" if self.operation == "add" else "-", list(self.labels))]
@@ -89,7 +90,10 @@ class LabelStep:
             except WriteRefused as exc:
                 now = self.read(group)
                 for uid in group:
-                    if uid in now and set(now[uid].labels) != set(states[uid].labels):
+                    if uid in now and (
+                        set(now[uid].labels) != set(states[uid].labels)
+                        or set(now[uid].labels) == set(targets[uid])
+                    ):
                         done.after[uid] = now[uid].labels
                     else:
                         done.refused[uid] = exc
