@@ -7,8 +7,11 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
 from mail_imap_mcp.app import AppContext
@@ -74,6 +77,11 @@ async def test_turned_on_for_a_built_index_the_attachments_of_indexed_mail_are_r
     config = with_attachments_on(dovecot, user, tmp_path)
     async for mcp in open_client(config, AppContext.from_config(config)):
         assert await wait_ready(mcp, timeout=120) == "ready"
+        # The index was ready before: the backfill runs in the background, and searches do not wait
+        # for it (it holds the index's lock a chunk's write at a time).
+        with anyio.fail_after(120):
+            while attachments_read(tmp_path) < WITH_ATTACHMENTS:
+                await anyio.sleep(0.05)
         assert await found(mcp, "quokkaword") == ["quarterly report"]  # inside the PDF
         assert await found(mcp, "wombatword") == ["meeting notes"]  # inside the DOCX
         assert await found(mcp, "dugongword") == ["after them"]
@@ -113,3 +121,52 @@ def test_the_backfill_goes_in_steps_and_a_stopped_one_continues(
     assert run(stop_after=None) == WITH_ATTACHMENTS - 1  # the rest, not the one already read
     assert attachments_read(tmp_path) == WITH_ATTACHMENTS
     assert run(stop_after=None) == 0  # nothing read twice
+
+
+class LockProbe:
+    """The indexer's attachment reader, asking at each document whether another thread could take the
+    indexer's lock now (a search of the same process would wait for it otherwise)."""
+
+    def __init__(self, worker: Any, lock: Any) -> None:
+        self._worker = worker
+        self._lock = lock
+        self.free: list[bool] = []
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        taken: list[bool] = []
+
+        def take() -> None:
+            got = self._lock.acquire(timeout=0)
+            taken.append(got)
+            if got:
+                self._lock.release()
+
+        other = threading.Thread(target=take)
+        other.start()
+        other.join()
+        self.free.append(taken[0])
+        return self._worker.run(*args, **kwargs)
+
+    def close(self) -> None:
+        self._worker.close()
+
+
+def test_the_backfill_reads_attachments_without_holding_the_index_lock(
+    dovecot: MatrixServer, tmp_path: Path
+) -> None:
+    user = built_without_attachments(dovecot, tmp_path)
+    config = with_attachments_on(dovecot, user, tmp_path)
+    connection = AccountConnection("default", config.accounts["default"], enable_qresync=True)
+    store = open_index(tmp_path / "ix" / "default.sqlite3").store
+    indexer = Indexer(
+        store, "default", config.server.index_text_bytes, attachments=AttachmentReading.of(config.server)
+    )
+    probe = LockProbe(indexer.worker, indexer.lock)
+    indexer.worker = probe  # type: ignore[assignment]
+    try:
+        build(connection, indexer, step=500)
+    finally:
+        connection.close()
+        store.close()
+    assert attachments_read(tmp_path) == WITH_ATTACHMENTS
+    assert probe.free and all(probe.free), probe.free

@@ -8,6 +8,7 @@ So a search costs the longer of the two, not their sum.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -43,7 +44,9 @@ def fresh_page(
     """The page of ``query`` over ``folders`` (None: every folder ``scope`` picks from the listing, as
     :func:`~mail_imap_mcp.index.freshness.refresh` does), brought up to date until ``deadline``."""
     store = indexer.store
-    with indexer.lock:
+    if not indexer.lock.acquire(timeout=max(deadline - time.monotonic(), 0)):
+        return _as_it_is(indexer, query, folders, order=order, limit=limit, offset=offset)
+    try:
         before = store.folders()
         guess = list(before) if folders is None else list(folders)
         early = store.start_search(query, folders=guess, order=order, limit=limit, offset=offset)
@@ -65,3 +68,25 @@ def fresh_page(
         early.cancel()
         page = store.search(query, folders=covered, order=order, limit=limit, offset=offset)
         return FreshPage(page, covered, fresh)
+    finally:
+        indexer.lock.release()
+
+
+#: Why a page is the index's as it is when another sync of this process held the index past the deadline.
+HELD = "the index's background sync held it past the search's time budget"
+
+
+def _as_it_is(
+    indexer: Indexer,
+    query: CompiledQuery,
+    folders: Sequence[str] | None,
+    *,
+    order: Order,
+    limit: int,
+    offset: int,
+) -> FreshPage:
+    """The page from the index as it is, every folder searched said to be possibly behind: another sync
+    held the index's lock until the deadline, so the server was not asked."""
+    covered = list(indexer.store.folders()) if folders is None else list(folders)
+    page = indexer.store.search(query, folders=covered, order=order, limit=limit, offset=offset)
+    return FreshPage(page, covered, Freshness(stale=dict.fromkeys(covered, 0), write_failure=HELD))

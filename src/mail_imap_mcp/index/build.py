@@ -12,7 +12,7 @@ starts from what was committed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -54,6 +54,8 @@ def build(
     """Bring every folder of ``connection``'s account up to date in ``indexer`` (``step``: new messages
     fetched per call on the connection)."""
     hooks = hooks or BuildHooks()
+    if indexer.stop is not None:  # the indexer's own stop (its server closing) stops the build too
+        hooks = replace(hooks, stop=_either(hooks.stop, indexer.stop))
     report = BuildReport()
     plan = connection.run(indexable)
     report.dropped = indexer.adopt(plan)
@@ -61,11 +63,11 @@ def build(
     names = [*plan.always, *(name for name in plan.on_request if name in stored)]
     report.folders = len(names)
     syncs: list[tuple[FolderSync, int]] = []
-    with indexer.lock:
-        for name in names:
-            if hooks.stop():
-                return report
-            sync = indexer.folder(name)
+    for name in names:
+        if hooks.stop():
+            return report
+        sync = indexer.folder(name)
+        with indexer.lock:
             syncs.append((sync, connection.run(sync.begin)))
             # Messages indexed while index_attachments was off are read again with it on (after the new).
             sync.plan_backfill()
@@ -83,18 +85,22 @@ def build(
         for number, (sync, left) in enumerate(syncs, 1):
             if hooks.on_folder is not None:
                 hooks.on_folder(number, sync.name)
+            # The indexer's lock is held per chunk stored (FolderSync.lock), not while messages are
+            # fetched and their attachments read: a search waits for one chunk's write at most.
             fetch = partial(_fetch, sync, step, progress)
             while left and not hooks.stop():
-                with indexer.lock:
-                    left = connection.run(fetch)
+                left = connection.run(fetch)
             backfill = partial(_backfill, sync, step, progress)
             while sync.unread and not hooks.stop():
-                with indexer.lock:
-                    connection.run(backfill)
+                connection.run(backfill)
     finally:
         indexer.rest()
     report.skipped_attachments = dict(indexer.skipped_attachments)
     return report
+
+
+def _either(first: Callable[[], bool], second: Callable[[], bool]) -> Callable[[], bool]:
+    return lambda: first() or second()
 
 
 def _fetch(sync: FolderSync, step: int, progress: OnProgress, session: ImapSession) -> int:

@@ -89,7 +89,14 @@ class AccountIndex:
         return opened.store
 
     def _indexer(self, store: SqliteStore) -> Indexer:
-        return Indexer(store, self.account_id, self.text_bytes, lock=self._lock, attachments=self.attachments)
+        return Indexer(
+            store,
+            self.account_id,
+            self.text_bytes,
+            lock=self._lock,
+            attachments=self.attachments,
+            stop=self._stop.is_set,
+        )
 
     @property
     def lock(self) -> threading.RLock:

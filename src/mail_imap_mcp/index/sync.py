@@ -49,7 +49,7 @@ from mail_imap_mcp.index.attachments import (
     rounds,
 )
 from mail_imap_mcp.index.document import index_items, indexed_message, message_flags, message_parts
-from mail_imap_mcp.index.store import FolderState, IndexStore, flag_bits, flag_names
+from mail_imap_mcp.index.store import FolderState, IndexedMessage, IndexStore, flag_bits, flag_names
 
 #: UIDs per ``UID FETCH``.
 CHUNK = 250
@@ -94,6 +94,8 @@ class FolderSync:
         keyed: bool = False,
         worker: SandboxWorker | None = None,
         skipped: Counter[str] | None = None,
+        lock: threading.RLock | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> None:
         self.store = store
         self.account_id = account_id
@@ -104,6 +106,11 @@ class FolderSync:
         #: Where attachments are read (a child of their own each without one), and what was not, by reason.
         self.worker = worker
         self.skipped = skipped
+        #: Held while a chunk is stored (not while it is fetched or its attachments read), so the other
+        #: syncs of the file in this process wait a chunk's write at most; :meth:`_store_chunk`.
+        self.lock = lock or threading.RLock()
+        #: Asked before each chunk and each round of attachments: True stops the sync there.
+        self.stop = stop or (lambda: False)
         self.pending: array[int] = array("Q")
         self.state: FolderState | None = None
         self.server_uidnext = 1
@@ -206,8 +213,13 @@ class FolderSync:
 
     def _finish(self) -> None:
         assert self.state is not None
-        self.state = replace(self.state, uidnext=max(self.state.uidnext, self.server_uidnext), complete=True)
-        self.store.update(self.state, flags={}, removed=())
+        with self.lock:
+            stored = self.store.folders().get(self.name)
+            if stored is None or stored.uidvalidity != self.state.uidvalidity:
+                return  # dropped or indexed again meanwhile
+            uidnext = max(stored.uidnext, self.state.uidnext, self.server_uidnext)
+            self.state = replace(stored, uidnext=uidnext, complete=True)
+            self.store.update(self.state, flags={}, removed=())
 
     def _resume(self) -> bool:
         """Go on from the folder's state as stored now, not as this sync last wrote it: another sync of
@@ -269,9 +281,9 @@ class FolderSync:
         self.state = stored
         session.examine(self.name)
         session.settle()
-        taken = sorted(self.unread[: max(limit, 1)])
-        self._index_chunks(session, [taken[i : i + CHUNK] for i in range(0, len(taken), CHUNK)], on_progress)
-        del self.unread[: len(taken)]
+        taken = self.unread[: max(limit, 1)]
+        chunks = [sorted(taken[i : i + CHUNK]) for i in range(0, len(taken), CHUNK)]
+        del self.unread[: self._index_chunks(session, chunks, on_progress)]
         return len(self.unread)
 
     def _index_chunks(
@@ -282,17 +294,21 @@ class FolderSync:
         deadline: float | None = None,
     ) -> int:
         """Fetch and store the messages of ``chunks`` (ascending UIDs each), :data:`IN_FLIGHT` chunks per
-        round trip, each chunk one transaction; the messages done before ``deadline``."""
+        round trip, each chunk one transaction; the messages of the leading chunks stored before
+        ``deadline``, a stop (:attr:`stop`), or another sync of the folder storing first (the chunk is
+        then left to the next step, fetched again from the state that sync left)."""
         assert self.state is not None
         personality = session.personality
         items = index_items(self.text_bytes, personality.index_items)
         done = 0
         for round_start in range(0, len(chunks), IN_FLIGHT):
-            if deadline is not None and time.monotonic() >= deadline:
+            if (deadline is not None and time.monotonic() >= deadline) or self.stop():
                 break
             batch = chunks[round_start : round_start + IN_FLIGHT]
             answers = session.fetch_each([(chunk, items) for chunk in batch])
             for chunk in batch:
+                if self.stop():
+                    return done
                 found = {}
                 for uid in chunk:
                     response = answers.get(uid)
@@ -300,7 +316,10 @@ class FolderSync:
                         continue  # gone meanwhile: VANISHED or the UID comparison says so next time
                     found[uid] = response
                 size = sum(len(v) for r in found.values() for v in r.values() if isinstance(v, bytes))
-                texts, read = self._attachment_texts(session, found)
+                try:
+                    texts, read = self._attachment_texts(session, found)
+                except _Stopped:
+                    return done
                 messages = [
                     indexed_message(
                         uid,
@@ -313,12 +332,26 @@ class FolderSync:
                     for uid, r in found.items()
                 ]
                 size += read
-                self.state = replace(self.state, uidnext=max(self.state.uidnext, chunk[-1] + 1))
-                self.store.put(self.state, messages)
+                if not self._store_chunk(chunk[-1] + 1, messages):
+                    return done
                 if on_progress is not None:
                     on_progress(self.name, len(chunk), size)
-            done += sum(len(chunk) for chunk in batch)
+                done += len(chunk)
         return done
+
+    def _store_chunk(self, uidnext: int, messages: list[IndexedMessage]) -> bool:
+        """Store a chunk's ``messages`` (the folder's UIDNEXT raised to ``uidnext``) under :attr:`lock`,
+        unless another sync of the folder stored something since this one last did (its state no longer
+        the one stored): the chunk was fetched before that sync's changes (an expunge, new flags) and
+        would undo them. False: not stored."""
+        assert self.state is not None
+        with self.lock:
+            stored = self.store.folders().get(self.name)
+            if stored != self.state:
+                return False
+            self.store.put(replace(stored, uidnext=max(stored.uidnext, uidnext)), messages)
+            self.state = self.store.folders()[self.name]
+        return True
 
     def _attachment_texts(
         self, session: ImapSession, found: dict[int, dict[bytes, Any]]
@@ -335,6 +368,8 @@ class FolderSync:
                 plans[uid] = plan
         texts, size = {}, 0
         for requests in rounds(plans):
+            if self.stop():
+                raise _Stopped
             answers = session.fetch_each(requests)
             for (uid, *_), _ in requests:
                 answer = answers.get(uid)
@@ -343,6 +378,10 @@ class FolderSync:
                 size += sum(len(v) for v in answer.values() if isinstance(v, bytes))
                 texts[uid] = attachment_text(answer, plans[uid], reading, self.worker, self.skipped)
         return texts, size
+
+
+class _Stopped(Exception):
+    """The sync was asked to stop (:attr:`FolderSync.stop`) while it read a chunk's attachments."""
 
 
 @dataclass
@@ -366,6 +405,7 @@ class Indexer:
         *,
         lock: threading.RLock | None = None,
         attachments: AttachmentReading | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> None:
         self.store = store
         self.account_id = account_id
@@ -380,6 +420,8 @@ class Indexer:
         #: Held while a folder is synced, so the background sync and a search's freshness check of the
         #: same process (each with an indexer of its own, sharing this lock) do not interleave.
         self.lock = lock or threading.RLock()
+        #: Asked between chunks: True stops a sync (the server shutting down).
+        self.stop = stop
         #: Messages are keyed by the server's own id (the last plan adopted said so).
         self.keyed = False
 
@@ -408,6 +450,8 @@ class Indexer:
             keyed=self.keyed,
             worker=self.worker,
             skipped=self.skipped_attachments,
+            lock=self.lock,
+            stop=self.stop,
         )
 
     def rest(self) -> None:

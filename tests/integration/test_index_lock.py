@@ -1,0 +1,75 @@
+"""A search never waits for the index longer than its freshness budget (issue 35): when the background
+sync of the same process holds the index past it, the search answers from the index as it is and says
+so, as it does when another process holds the file's write lock."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from mail_imap_mcp.app import AppContext
+from tests.integration.test_index_search import SEARCH, message, other_client, wait_ready
+from tests.support.accounts import account_settings
+from tests.support.clients import make_config, open_client
+from tests.support.matrix import MatrixServer
+
+pytestmark = pytest.mark.anyio
+
+
+class Holder:
+    """A thread holding the index's lock (as a long background sync step would) until told to let go."""
+
+    def __init__(self, lock: threading.RLock) -> None:
+        self.lock = lock
+        self.taken = threading.Event()
+        self.release = threading.Event()
+        self.thread = threading.Thread(target=self._hold, daemon=True)
+
+    def _hold(self) -> None:
+        with self.lock:
+            self.taken.set()
+            self.release.wait(timeout=20)
+
+    def __enter__(self) -> Holder:
+        self.thread.start()
+        assert self.taken.wait(timeout=10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release.set()
+        self.thread.join(timeout=10)
+
+
+async def test_a_search_does_not_wait_past_its_budget_for_the_background_sync(
+    dovecot: MatrixServer, tmp_path: Path
+) -> None:
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", [message(i, "kiwiword") for i in range(4)])
+    config = make_config(
+        {"default": account_settings(dovecot, user)},
+        index=True,
+        index_dir=str(tmp_path / "ix"),
+        index_fresh_budget_ms=300,
+    )
+    app = AppContext.from_config(config)
+    async for mcp in open_client(config, app):
+        assert await wait_ready(mcp) == "ready"
+        other = other_client(dovecot, user)
+        try:
+            other.append("INBOX", message(50, "kiwiword"))
+        finally:
+            other.logout()
+        index = app.index_of("default")
+        assert index is not None
+        with Holder(index.lock) as holder:
+            envelope = await mcp.call(SEARCH, {"query": "kiwiword", "mailbox": "INBOX"})
+            # Answered while the lock was still held: from the index as it is, said to be behind.
+            assert not holder.release.is_set()
+        assert envelope["data"]["total"] == 4
+        warnings = envelope["meta"]["warnings"]
+        assert any("not fully brought up to date" in w and "INBOX" in w for w in warnings), warnings
+        # Once the lock is free, the next search is fresh again.
+        envelope = await mcp.call(SEARCH, {"query": "kiwiword", "mailbox": "INBOX"})
+        assert envelope["data"]["total"] == 5
