@@ -131,15 +131,23 @@ def test_a_file_of_another_schema_version_is_unusable(tmp_path: Path, version: i
 
 
 def test_an_index_of_schema_5_is_kept_and_its_attachments_are_to_be_read(tmp_path: Path) -> None:
-    """Schema 6 records which messages' attachments were read: a schema 5 file gains the column, every
+    """Schema 6 records which messages' attachments were read: a schema 5 file gains the column, a
+    message with attachment text marked read (it was indexed with ``index_attachments`` on), every other
     message with attachments counted unread (``index_attachments`` reads them on its next sync)."""
     path = tmp_path / "five.sqlite3"
     store = SqliteStore(path)
     state = store.start_folder("INBOX", 1)
     attached = replace(message(2, body="with a file"), has_attachment=True)
+    texts = tuple("numbat report" if column == "attachment_text" else "" for column in TEXT_COLUMNS)
+    read = replace(message(4), texts=texts, has_attachment=True)
     store.put(
         state,
-        [message(1, body="kept"), attached, replace(message(3), has_attachment=True, attachments_read=True)],
+        [
+            message(1, body="kept"),
+            attached,
+            replace(message(3), has_attachment=True, attachments_read=True),
+            read,
+        ],
     )
     store.close()
     db = sqlite3.connect(path)

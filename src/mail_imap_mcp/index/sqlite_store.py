@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from mail_imap_mcp.index.sqlite_migration import migrate_5_to_6
 from mail_imap_mcp.index.sqlite_ranking import Ranker, ReadConnections
 from mail_imap_mcp.index.store import (
     COLUMN_WEIGHTS,
@@ -108,10 +109,10 @@ class SqliteStore:
             return
         if application_id != APPLICATION_ID:
             raise IndexUnusable(f"{self.path} is a database of something else")
-        if version == 5:  # schema 6 records which messages' attachments were read: none yet
+        if version == 5:  # schema 6 records which messages' attachments were read
             with self._transaction():
                 if db.execute("PRAGMA user_version").fetchone()[0] == 5:  # not migrated meanwhile
-                    db.execute("ALTER TABLE messages ADD COLUMN attachments_read INTEGER NOT NULL DEFAULT 0")
+                    migrate_5_to_6(db)
                     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             version = SCHEMA_VERSION
         if version != SCHEMA_VERSION:
