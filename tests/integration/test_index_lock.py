@@ -4,6 +4,7 @@ so, as it does when another process holds the file's write lock."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -73,3 +74,48 @@ async def test_a_search_does_not_wait_past_its_budget_for_the_background_sync(
         # Once the lock is free, the next search is fresh again.
         envelope = await mcp.call(SEARCH, {"query": "kiwiword", "mailbox": "INBOX"})
         assert envelope["data"]["total"] == 5
+
+
+async def test_a_search_whose_index_writes_are_refused_answers_as_the_index_is(
+    dovecot: MatrixServer, tmp_path: Path
+) -> None:
+    """A search that must drop a folder deleted on the server (and sync another) while another process
+    holds the file's write lock waits its budget at most, then answers from the index as it is, and
+    leaves the store's writers waiting as long as before."""
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", [message(i, "kiwiword") for i in range(4)])
+    gone = dovecot.mailbox_name("Gone")
+    dovecot.seed(user, gone, [message(20, "kiwiword")])
+    config = make_config(
+        {"default": account_settings(dovecot, user)},
+        index=True,
+        index_dir=str(tmp_path / "ix"),
+        index_fresh_budget_ms=300,
+    )
+    app = AppContext.from_config(config)
+    async for mcp in open_client(config, app):
+        assert await wait_ready(mcp) == "ready"
+        other = other_client(dovecot, user)
+        try:
+            other.delete_folder(gone)
+            other.append("INBOX", message(50, "kiwiword"))
+        finally:
+            other.logout()
+        writer = sqlite3.connect(tmp_path / "ix" / "default.sqlite3", isolation_level=None)
+        try:
+            writer.execute("BEGIN IMMEDIATE")
+            envelope = await mcp.call(SEARCH, {"query": "kiwiword", "mailboxes": ["*"]})
+            writer.execute("ROLLBACK")
+        finally:
+            writer.close()
+        assert envelope["success"], envelope
+        assert envelope["data"]["total"] == 4  # INBOX as the index holds it; the folder gone not searched
+        warnings = envelope["meta"]["warnings"]
+        assert any("could not be written" in w and "INBOX" in w for w in warnings), warnings
+        index = app.index_of("default")
+        assert index is not None
+        searches = index.search_indexer()
+        assert searches is not None
+        assert searches.store._db.execute("PRAGMA busy_timeout").fetchone()[0] == 30_000  # type: ignore[attr-defined]
+        envelope = await mcp.call(SEARCH, {"query": "kiwiword", "mailboxes": ["*"]})
+        assert envelope["data"]["total"] == 5 and not envelope["meta"].get("warnings"), envelope

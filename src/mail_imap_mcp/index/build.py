@@ -58,7 +58,8 @@ def build(
         hooks = replace(hooks, stop=_either(hooks.stop, indexer.stop))
     report = BuildReport()
     plan = connection.run(indexable)
-    report.dropped = indexer.adopt(plan)
+    with indexer.lock:  # a search's freshness check of this process may be syncing a folder it drops
+        report.dropped = indexer.adopt(plan)
     stored = indexer.store.folders()
     names = [*plan.always, *(name for name in plan.on_request if name in stored)]
     report.folders = len(names)

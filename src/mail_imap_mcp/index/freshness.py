@@ -25,7 +25,7 @@ from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.mailboxes import MailboxCounts, MailboxInfo, list_with_message_counts
 from mail_imap_mcp.imap.pipeline import status_each
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.index.store import FolderState, IndexWriteFailed
+from mail_imap_mcp.index.store import WRITER_WAIT_S, FolderState, IndexWriteFailed
 from mail_imap_mcp.index.sync import Indexer, plan_of, sync_folder_now
 
 #: New messages one search fetches into the index of a folder before it answers.
@@ -90,7 +90,22 @@ def refresh(
     """Bring ``folders`` up to date in ``indexer`` until ``deadline`` (``time.monotonic()``); ``folders``
     None: those ``scope`` picks from the listing (every folder the personality's plan keeps, without
     ``scope``), the folders outside the plan dropped. ``flags_tested``: the query tests flags or
-    keywords."""
+    keywords. A write the index refuses (another process holding it past the deadline, a full disk)
+    leaves the folders not synced yet as they are (:attr:`Freshness.write_failure`)."""
+    try:
+        return _refresh(session, indexer, folders, deadline, flags_tested, scope)
+    finally:  # each write of the search waited at most its remaining budget: later writes wait as usual
+        indexer.store.wait_for_writers(WRITER_WAIT_S)
+
+
+def _refresh(
+    session: ImapSession,
+    indexer: Indexer,
+    folders: Sequence[str] | None,
+    deadline: float,
+    flags_tested: bool,
+    scope: Callable[[list[MailboxInfo]], list[str]] | None,
+) -> Freshness:
     fresh = Freshness()
     condstore = session.profile.condstore
     trips = session.client.round_trips
@@ -109,7 +124,11 @@ def refresh(
             counts = status_each(session, [box.name for box in boxes if box.selectable], _items(session))
         fresh.boxes = boxes
         plan = plan_of(session, MailboxDirectory(boxes, {}))
-        indexer.adopt(plan)
+        try:  # drops the folders gone: a write, bounded as the syncs are
+            indexer.store.wait_for_writers(deadline - time.monotonic())
+            indexer.adopt(plan)
+        except IndexWriteFailed as exc:
+            fresh.write_failure = str(exc)
         names = scope(boxes) if scope is not None else plan.always
     else:
         names = list(folders)
@@ -133,8 +152,8 @@ def refresh(
             continue
         # Another process writing the file (a second server, ``mail-imap-mcp index``) is waited for
         # within the deadline only: past it the index answers as it is (IndexBusy).
-        indexer.store.wait_for_writers(deadline - now)
         try:
+            indexer.store.wait_for_writers(deadline - now)
             left = sync_folder_now(
                 session, indexer, name, limit=FRESH_LIMIT, deadline=deadline, chunk_size=FRESH_CHUNK
             )

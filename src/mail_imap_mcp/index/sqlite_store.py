@@ -23,6 +23,7 @@ from mail_imap_mcp.index.sqlite_ranking import Ranker, ReadConnections
 from mail_imap_mcp.index.store import (
     COLUMN_WEIGHTS,
     TEXT_COLUMNS,
+    WRITER_WAIT_S,
     CompiledQuery,
     FolderState,
     Hit,
@@ -44,8 +45,7 @@ APPLICATION_ID = 0x4D494D58
 SCHEMA_VERSION = 6
 #: Row ids per second of sent date (a row id is the sent time times this, plus a counter).
 IDS_PER_SECOND = 4096
-#: How long a writer waits for another process's transaction before it gives up.
-BUSY_TIMEOUT_S = 30.0
+BUSY_TIMEOUT_S = WRITER_WAIT_S
 
 #: The FTS5 table's columns: the text columns, then the folder of the message as one word
 #: (:func:`~mail_imap_mcp.query.fts5.place_token`), so that a search of some folders is one MATCH.

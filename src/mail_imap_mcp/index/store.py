@@ -76,6 +76,11 @@ def flag_names(bits: int) -> tuple[str, ...]:
     return tuple(name for bit, name in _NAMES.items() if bits & bit)
 
 
+#: How long a write waits for another process's transaction before it gives up (:class:`IndexBusy`),
+#: unless told otherwise (:meth:`IndexStore.wait_for_writers`: a search waits its remaining budget).
+WRITER_WAIT_S = 30.0
+
+
 class IndexUnusable(Exception):
     """The file is no index of this version, or the engine cannot read it (corrupt)."""
 
