@@ -8,12 +8,16 @@ import sqlite3
 import threading
 from pathlib import Path
 
+import anyio
 import pytest
 
+import mail_imap_mcp.index.runtime as runtime
+import mail_imap_mcp.index.sqlite_store as sqlite_store
 from mail_imap_mcp.app import AppContext
 from tests.integration.test_index_search import SEARCH, message, other_client, wait_ready
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
+from tests.support.envelope_client import EnvelopeClient
 from tests.support.matrix import MatrixServer
 
 pytestmark = pytest.mark.anyio
@@ -119,3 +123,44 @@ async def test_a_search_whose_index_writes_are_refused_answers_as_the_index_is(
         assert searches.store._db.execute("PRAGMA busy_timeout").fetchone()[0] == 30_000  # type: ignore[attr-defined]
         envelope = await mcp.call(SEARCH, {"query": "kiwiword", "mailboxes": ["*"]})
         assert envelope["data"]["total"] == 5 and not envelope["meta"].get("warnings"), envelope
+
+
+async def test_an_index_file_locked_while_its_schema_is_made_is_unavailable_then_built(
+    dovecot: MatrixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process holding the new file's write lock when the server makes its schema: the index
+    says it is unavailable and why, searches go to the server with a warning, and it is built once the
+    lock is let go (it stayed "building" forever, its thread dead)."""
+    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(runtime, "RETRY_S", 0.2)
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", [message(i, "kiwiword") for i in range(3)])
+    folder = tmp_path / "ix"
+    folder.mkdir(mode=0o700)
+    (folder / "default.sqlite3").touch(mode=0o600)
+    writer = sqlite3.connect(folder / "default.sqlite3", isolation_level=None)
+    writer.execute("PRAGMA journal_mode = WAL")
+    writer.execute("BEGIN IMMEDIATE")
+    config = make_config({"default": account_settings(dovecot, user)}, index=True, index_dir=str(folder))
+    async for mcp in open_client(config, AppContext.from_config(config)):
+        try:
+            with anyio.fail_after(30):
+                while not (state := await account_index(mcp)).startswith("unavailable"):
+                    await anyio.sleep(0.05)
+            assert "another process is writing it" in state and "locked" in state, state
+            envelope = await mcp.call(SEARCH, {"query": "kiwiword"})
+            assert envelope["data"]["total"] == 3
+            assert any("the server answered" in w for w in envelope["meta"]["warnings"]), envelope
+        finally:
+            writer.execute("ROLLBACK")
+            writer.close()
+        with anyio.fail_after(30):  # tried again, opened and built
+            while await account_index(mcp) != "ready":
+                await anyio.sleep(0.05)
+        envelope = await mcp.call(SEARCH, {"query": "kiwiword"})
+        assert envelope["data"]["total"] == 3 and envelope["summary"].endswith("best match first")
+
+
+async def account_index(mcp: EnvelopeClient) -> str:
+    state: str = (await mcp.ok("imap_list_accounts", {}))["accounts"][0]["index"]
+    return state

@@ -81,6 +81,8 @@ class AccountIndex:
         self.status = IndexStatus("building")
         #: A warning of opening the file (moved aside and built again), said once by the next search.
         self.warning: str | None = None
+        #: Why the searches' store could not be opened the last time it was tried (it is tried again).
+        self.open_failure: str | None = None
 
     def _open(self) -> SqliteStore:
         opened = open_index(self.path)
@@ -110,9 +112,13 @@ class AccountIndex:
             if self._search_indexer is None:
                 try:
                     store = self._open()
-                except (IndexPermissions, IndexUnusable, OSError) as exc:
+                except IndexBusy as exc:  # its schema being set: the background sync tries again
+                    self.open_failure = f"another process is writing it ({exc})"
+                    return None
+                except (IndexPermissions, IndexUnusable, IndexWriteFailed, OSError) as exc:
                     self.fail(str(exc))
                     return None
+                self.open_failure = None
                 self._search_store = store
                 self._search_indexer = self._indexer(store)
             return self._search_indexer
@@ -132,11 +138,29 @@ class AccountIndex:
             self._thread = threading.Thread(target=self._run, name=f"index-{self.account_id}", daemon=True)
             self._thread.start()
 
+    def _open_to_sync(self) -> SqliteStore | None:
+        """The background sync's store; None: the index is unavailable, or closed meanwhile. A file
+        another process holds locked while this one sets its schema is ``unavailable`` until it is
+        opened, tried again every :data:`RETRY_S` seconds."""
+        while not self._stop.is_set():
+            try:
+                store = self._open()
+            except IndexBusy as exc:
+                why = f"another process is writing it ({exc}); tried again in {RETRY_S:g} s"
+                log.info("index of %s waits: %s", self.account_id, why)
+                self.status = IndexStatus("unavailable", detail=why)
+                self._stop.wait(RETRY_S)
+                continue
+            except (IndexPermissions, IndexUnusable, IndexWriteFailed, OSError) as exc:
+                self.fail(str(exc))
+                return None
+            self.status = IndexStatus("building")
+            return store
+        return None
+
     def _run(self) -> None:
-        try:
-            store = self._open()
-        except (IndexPermissions, IndexUnusable, OSError) as exc:
-            self.fail(str(exc))
+        store = self._open_to_sync()
+        if store is None:
             return
         indexer = self._indexer(store)
         built = store.folders() and all(state.complete for state in store.folders().values())

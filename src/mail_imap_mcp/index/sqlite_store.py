@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from mail_imap_mcp.index.sqlite_errors import busy, open_failure, write_failure
 from mail_imap_mcp.index.sqlite_migration import migrate_5_to_6
 from mail_imap_mcp.index.sqlite_ranking import Ranker, ReadConnections
 from mail_imap_mcp.index.store import (
@@ -88,7 +89,10 @@ class SqliteStore:
             self._prepare()
         except sqlite3.DatabaseError as exc:
             self._close_quietly()
-            raise IndexUnusable(f"{path}: {exc}") from exc
+            raise open_failure(path, exc) from exc
+        except IndexWriteFailed:  # the schema could not be written (IndexBusy: another process's lock)
+            self._close_quietly()
+            raise
         self._ranker = Ranker(ReadConnections(path, BUSY_TIMEOUT_S))
 
     def _prepare(self) -> None:
@@ -469,7 +473,7 @@ class _Transaction:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as failure:
-                if _busy(failure):
+                if busy(failure):
                     raise IndexBusy(str(failure)) from failure
                 raise
             self._outer = True
@@ -486,15 +490,7 @@ class _Transaction:
                 raise IndexWriteFailed(str(failure)) from failure
         if self._db.in_transaction:
             self._db.execute("ROLLBACK")
-        if isinstance(exc, sqlite3.OperationalError) and _busy(exc):
+        if isinstance(exc, sqlite3.OperationalError) and busy(exc):
             raise IndexBusy(str(exc)) from exc
-        if isinstance(exc, sqlite3.OperationalError) and _write_failure(exc):
+        if isinstance(exc, sqlite3.OperationalError) and write_failure(exc):
             raise IndexWriteFailed(str(exc)) from exc
-
-
-def _busy(exc: sqlite3.OperationalError) -> bool:
-    return any(word in str(exc).lower() for word in ("locked", "busy"))
-
-
-def _write_failure(exc: sqlite3.OperationalError) -> bool:
-    return any(word in str(exc).lower() for word in ("full", "readonly", "read-only", "disk i/o"))

@@ -58,7 +58,10 @@ def choose_index(
         return [f"The local index cannot answer this search ({exc}): the server answered it, unranked."]
     indexer = runtime.search_indexer()
     if indexer is None:
-        return [f"The local index is {runtime.status.words()}: the server answered this search, unranked."]
+        state = (
+            runtime.status.words() if runtime.open_failure is None else f"not open ({runtime.open_failure})"
+        )
+        return [f"The local index is {state}: the server answered this search, unranked."]
     warnings = [runtime.warning] if runtime.warning else []
     runtime.warning = None
     flags = any(isinstance(node, HasFlag | HasKeyword) for node in nodes(search))
