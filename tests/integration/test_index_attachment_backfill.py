@@ -170,3 +170,42 @@ def test_the_backfill_reads_attachments_without_holding_the_index_lock(
         store.close()
     assert attachments_read(tmp_path) == WITH_ATTACHMENTS
     assert probe.free and all(probe.free), probe.free
+
+
+def test_a_stop_ends_the_backfill_inside_its_step(dovecot: MatrixServer, tmp_path: Path) -> None:
+    """Closing an index (its stop flag) ends a step of the sync at the next chunk or round of
+    attachments, not after the whole step (500 messages with attachments: over a minute)."""
+    user = built_without_attachments(dovecot, tmp_path)
+    config = with_attachments_on(dovecot, user, tmp_path)
+    connection = AccountConnection("default", config.accounts["default"], enable_qresync=True)
+    store = open_index(tmp_path / "ix" / "default.sqlite3").store
+    stop = threading.Event()
+    indexer = Indexer(
+        store,
+        "default",
+        config.server.index_text_bytes,
+        attachments=AttachmentReading.of(config.server),
+        stop=stop.is_set,
+    )
+    read: list[str] = []
+
+    class StopAtFirst:
+        def __init__(self, worker: Any) -> None:
+            self._worker = worker
+
+        def run(self, *args: Any, **kwargs: Any) -> Any:
+            read.append(args[0])
+            stop.set()  # as AccountIndex.close() does
+            return self._worker.run(*args, **kwargs)
+
+        def close(self) -> None:
+            self._worker.close()
+
+    indexer.worker = StopAtFirst(indexer.worker)  # type: ignore[assignment]
+    try:
+        build(connection, indexer, step=500)
+    finally:
+        connection.close()
+        store.close()
+    assert len(read) == 1  # the step of every message stopped after the first document
+    assert attachments_read(tmp_path) == 0  # the chunk not stored: the next run reads it

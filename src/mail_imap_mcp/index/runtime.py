@@ -36,6 +36,19 @@ RETRY_S = 30.0
 STEP_PAUSE_S = 0.05
 
 
+_file_locks: dict[Path, threading.RLock] = {}
+_file_locks_guard = threading.Lock()
+
+
+def file_lock(path: Path) -> threading.RLock:
+    """The one lock of the index file at ``path`` in this process, whichever :class:`AccountIndex` opens
+    it: an index closed while its sync still ran (past :meth:`AccountIndex.close`'s wait) and the one
+    made again on the same file take turns, never sync the same folder at once."""
+    key = path.expanduser().resolve()
+    with _file_locks_guard:
+        return _file_locks.setdefault(key, threading.RLock())
+
+
 @dataclass
 class IndexStatus:
     """What ``imap_list_accounts`` says of an account's index."""
@@ -72,7 +85,7 @@ class AccountIndex:
         self.text_bytes = text_bytes
         self.attachments = attachments
         self._connect = connect
-        self._lock = threading.RLock()
+        self._lock = file_lock(path)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._search_store: SqliteStore | None = None
@@ -210,5 +223,7 @@ class AccountIndex:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+            if self._thread.is_alive():  # inside one IMAP command: it stops at the next chunk
+                log.warning("index of %s: its sync goes on past close", self.account_id)
         if self._search_store is not None:
             self._search_store.close()

@@ -109,7 +109,7 @@ class FolderSync:
         #: Held while a chunk is stored (not while it is fetched or its attachments read), so the other
         #: syncs of the file in this process wait a chunk's write at most; :meth:`_store_chunk`.
         self.lock = lock or threading.RLock()
-        #: Asked before each chunk and each round of attachments: True stops the sync there.
+        #: Asked before each chunk and each message's attachments: True stops the sync there.
         self.stop = stop or (lambda: False)
         self.pending: array[int] = array("Q")
         self.state: FolderState | None = None
@@ -368,10 +368,10 @@ class FolderSync:
                 plans[uid] = plan
         texts, size = {}, 0
         for requests in rounds(plans):
-            if self.stop():
-                raise _Stopped
             answers = session.fetch_each(requests)
             for (uid, *_), _ in requests:
+                if self.stop():  # a document may take seconds to read
+                    raise _Stopped
                 answer = answers.get(uid)
                 if answer is None or expunged(answer):
                     continue
@@ -381,7 +381,7 @@ class FolderSync:
 
 
 class _Stopped(Exception):
-    """The sync was asked to stop (:attr:`FolderSync.stop`) while it read a chunk's attachments."""
+    """The sync was asked to stop (:attr:`FolderSync.stop`) between two messages' attachments."""
 
 
 @dataclass
