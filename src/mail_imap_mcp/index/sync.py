@@ -129,9 +129,13 @@ class FolderSync:
         view = session.refresh_counts(view)
         state = self.store.start_folder(self.name, view.uidvalidity)
         self.server_uidnext, self.server_messages = view.uidnext, view.exists
-        profile = session.profile
-        if state.uidnext == 1 and state.highestmodseq == 0 and profile.condstore:
-            state = replace(state, highestmodseq=start(session, self.account_id, self.name).modseq)
+        # A folder stored without MODSEQs (seen NOMODSEQ once) whose SELECT now keeps them: read the
+        # server's HIGHESTMODSEQ before the full flag comparison below, and track MODSEQs from it on.
+        modseq_now = 0
+        if state.highestmodseq == 0 and session.profile.condstore and (state.uidnext == 1 or view.modseqs):
+            modseq_now = start(session, self.account_id, self.name).modseq
+            if state.uidnext == 1:
+                state = replace(state, highestmodseq=modseq_now)
         try:
             changes = changes_since(session, self._token(session, state))
         except (UidValidityChanged, ChangesTokenError):
@@ -141,6 +145,8 @@ class FolderSync:
         changed, removed = dict(changes.changed), list(changes.expunged)
         if not state.highestmodseq:
             changed, removed = self._compare_flags(session, deadline)
+            if modseq_now and not self.unchecked:  # every flag compared as of modseq_now
+                state = replace(state, highestmodseq=modseq_now)
         labels = self._labels(session, list(changed)) if changed else None
         self.store.update(state, flags=changed, removed=removed, labels=labels)
         self.state = state

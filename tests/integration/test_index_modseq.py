@@ -1,0 +1,67 @@
+"""A folder the index first stored without MODSEQs (seen ``NOMODSEQ``, or its HIGHESTMODSEQ 0) tracks
+them once the server keeps them (issue 35): its next sync compares every flag, then stores the server's
+HIGHESTMODSEQ, so later flag changes show in STATUS and are asked for with CHANGEDSINCE."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.index.sqlite_store import SqliteStore
+from mail_imap_mcp.index.store import flag_bits
+from mail_imap_mcp.index.sync import Indexer, sync_folder_now
+from tests.integration.test_index_search import message, other_client
+from tests.support.accounts import account_settings
+from tests.support.clients import make_config
+from tests.support.matrix import MatrixServer
+
+
+@pytest.fixture(params=("dovecot", "cyrus"))  # the servers with CONDSTORE
+def server(request: pytest.FixtureRequest) -> MatrixServer:
+    found: MatrixServer = request.getfixturevalue(request.param)
+    return found
+
+
+def test_a_folder_stored_without_modseqs_tracks_them_once_the_server_keeps_them(
+    server: MatrixServer, tmp_path: Path
+) -> None:
+    user = server.new_user()
+    server.seed(user, "INBOX", [message(i, "kiwiword") for i in range(3)])
+    config = make_config({"default": account_settings(server, user)})
+    connection = AccountConnection("default", config.accounts["default"], enable_qresync=True)
+    path = tmp_path / "a.sqlite3"
+    store = SqliteStore(path)
+    indexer = Indexer(store, "default", 1000)
+
+    def sync(session: ImapSession) -> int:
+        return sync_folder_now(session, indexer, "INBOX", limit=1000)
+
+    try:
+        connection.run(sync)
+        assert store.folders()["INBOX"].highestmodseq > 0
+        # As an index made while the mailbox kept no MODSEQs stored it.
+        db = sqlite3.connect(path)
+        db.execute("UPDATE folders SET highestmodseq = 0")
+        db.commit()
+        db.close()
+        other = other_client(server, user)
+        try:
+            other.select_folder("INBOX")
+            other.add_flags([1], ["\\Flagged"])
+            assert connection.run(sync) == 0
+            first = store.folders()["INBOX"].highestmodseq
+            assert first > 0  # tracked again, after a full flag comparison
+            assert store.flags_of("INBOX")[1] == flag_bits(("\\Flagged",))
+            other.add_flags([2], ["\\Seen"])
+            assert connection.run(sync) == 0
+            assert store.folders()["INBOX"].highestmodseq > first
+            assert store.flags_of("INBOX")[2] == flag_bits(("\\Seen",))
+        finally:
+            other.logout()
+    finally:
+        connection.close()
+        store.close()
