@@ -12,11 +12,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from mail_imap_mcp.imap.mailboxes import MailboxInfo
+from mail_imap_mcp.imap.directory import MailboxDirectory
+from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.freshness import Freshness, refresh
 from mail_imap_mcp.index.store import CompiledQuery, HitPage, Order
-from mail_imap_mcp.index.sync import Indexer
+from mail_imap_mcp.index.sync import Indexer, plan_of
 
 
 @dataclass
@@ -45,7 +46,7 @@ def fresh_page(
     :func:`~mail_imap_mcp.index.freshness.refresh` does), brought up to date until ``deadline``."""
     store = indexer.store
     if not indexer.lock.acquire(timeout=max(deadline - time.monotonic(), 0)):
-        return _as_it_is(indexer, query, folders, order=order, limit=limit, offset=offset)
+        return _as_it_is(session, indexer, query, folders, scope, order=order, limit=limit, offset=offset)
     try:
         before = store.folders()
         guess = list(before) if folders is None else list(folders)
@@ -77,16 +78,29 @@ HELD = "the index's background sync held it past the search's time budget"
 
 
 def _as_it_is(
+    session: ImapSession,
     indexer: Indexer,
     query: CompiledQuery,
     folders: Sequence[str] | None,
+    scope: Callable[[list[MailboxInfo]], list[str]] | None,
     *,
     order: Order,
     limit: int,
     offset: int,
 ) -> FreshPage:
     """The page from the index as it is, every folder searched said to be possibly behind: another sync
-    held the index's lock until the deadline, so the server was not asked."""
-    covered = list(indexer.store.folders()) if folders is None else list(folders)
+    held the index's lock until the deadline, so the folders' state was not asked (a search of every
+    mailbox still lists them, one round trip, to leave out those it does not cover: Trash, Junk)."""
+    fresh = Freshness(write_failure=HELD)
+    if folders is None:
+        fresh.boxes = list_mailboxes(session)
+        covered = (
+            scope(fresh.boxes)
+            if scope is not None
+            else plan_of(session, MailboxDirectory(fresh.boxes, {})).always
+        )
+    else:
+        covered = list(folders)
+    fresh.stale = dict.fromkeys(covered, 0)
     page = indexer.store.search(query, folders=covered, order=order, limit=limit, offset=offset)
-    return FreshPage(page, covered, Freshness(stale=dict.fromkeys(covered, 0), write_failure=HELD))
+    return FreshPage(page, covered, fresh)
