@@ -252,10 +252,28 @@ def _ours_queries(
             ),
             "hits": hits,
         }
+        found["shards"] = _shards_compared(store, common, runs)
         found["appended"] = _appended_found(connection, indexer, store, dovecot, user)
     finally:
         connection.close()
         store.close()
+    return found
+
+
+def _shards_compared(store: Any, common: Any, runs: int) -> dict[str, float]:
+    """The word in most messages ranked by the store alone in one thread and in two shards (two threads,
+    forced whatever the machine's cores), every folder searched."""
+    everywhere = list(store.folders())
+    search = partial(store.search, common, folders=everywhere, order="relevance", limit=20, offset=0)
+    found = {}
+    kept = store._ranker._shards
+    try:
+        for shards in (1, 2):
+            store._ranker._shards = shards
+            search()
+            found[f"{shards}_median_ms"] = _median_ms(_timed(search, runs))
+    finally:
+        store._ranker._shards = kept
     return found
 
 
@@ -508,6 +526,12 @@ def index_section(run: IndexRun, machine: dict[str, Any]) -> str:
         lines.append(
             f"| {queries[-1].label}, INBOX alone: `{queries[-1].word}` ({inbox['hits']:,}) | "
             f"{inbox['median_ms']:,.1f} | {inbox['store_only_median_ms']:,.1f} | | | |"
+        )
+    shards = r["ours"].get("shards")
+    if shards is not None:
+        lines.append(
+            f"| {queries[-1].label}, store alone in two shards (two threads): `{queries[-1].word}` | | "
+            f"{shards['2_median_ms']:,.1f} (one thread: {shards['1_median_ms']:,.1f}) | | | |"
         )
     body = "BODY " + queries[-1].word
     lines.append(

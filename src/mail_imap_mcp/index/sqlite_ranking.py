@@ -1,5 +1,5 @@
-"""Ranking every match of a text query, on every core: the matches are split by row id into shards, each
-shard is ranked on a read connection of its own in a thread, and the shards' best are merged.
+"""Ranking every match of a text query, on several cores: the matches are split by row id into shards,
+each shard is ranked on a read connection of its own in a thread, and the shards' best are merged.
 
 FTS5 scores one match at a time (BM25, about a microsecond each), so a word found in most of 100,000
 messages costs tens of milliseconds on one core; SQLite lets go of Python's lock while it works, so
@@ -25,8 +25,11 @@ from functools import partial
 from pathlib import Path
 from typing import Generic, TypeVar
 
-#: Shards a ranked query is split into (and threads ranking them): one a core, at most four.
-SHARDS = max(1, min(4, os.cpu_count() or 1))
+#: Shards a ranked query is split into (and threads ranking them): one for every two cores, at most four,
+#: leaving cores to the server's other work (the freshness round trip runs meanwhile). On a machine of
+#: two virtual cores (where the benchmarks run) two threads ranking halves took longer than one thread
+#: ranking the whole: the cores did not run that work in parallel.
+SHARDS = max(1, min(4, (os.cpu_count() or 1) // 2))
 #: Matches below which a query is ranked whole in one thread (threads would cost more than they save).
 SHARD_MATCHES = 20_000
 #: Stored messages per shard at least.
