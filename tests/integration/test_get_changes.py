@@ -119,6 +119,39 @@ def names_of(messages: list[dict[str, Any]]) -> list[str]:
     return [m["subject"].split("changes ", 1)[1] for m in messages]
 
 
+async def test_regression_an_expunge_made_while_the_changes_are_asked_is_named(
+    client: tuple[EnvelopeClient, MatrixServer, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An expunge made after the tool's view of the mailbox was brought up to date, before the server ran
+    # its UID FETCH (CHANGEDSINCE m VANISHED): Dovecot announced it as the view's own "* VANISHED", not
+    # in the FETCH's VANISHED (EARLIER), and the answer (and the index's sync) never named it.
+    mcp, token, other = await seeded_with_token(client)
+    real = changes_plan._pipelined
+    gone: list[str] = []
+
+    def expunge_first(session: Any, account_id: str, mailbox: str, commands: Any) -> Any:
+        if not gone:  # the first commands of the call: its view is up to date, its questions unsent
+            uids = other.uids()
+            gone.append(other.message_id(uids["m2"]))
+            other.imap.add_flags([uids["m2"]], [b"\\Deleted"])
+            other.imap.expunge()
+        return real(session, account_id, mailbox, commands)
+
+    monkeypatch.setattr(changes_plan, "_pipelined", expunge_first)
+    qresync = other.uses("QRESYNC")
+    try:
+        answer = await mcp.ok(TOOL, {"since": token})
+    finally:
+        other.close()
+    monkeypatch.setattr(changes_plan, "_pipelined", real)
+    if gone[0] not in answer["expunged"]:
+        # Without QRESYNC the digest is compared with the view, which the server tells of the expunge
+        # after this call: the next answer names it. With QRESYNC nothing would name it later.
+        assert not qresync, answer
+        later = await mcp.ok(TOOL, {"since": answer["changes_token"]})
+        assert gone[0] in later["expunged"], later
+
+
 async def test_new_changed_and_expunged_are_exactly_what_another_client_did(
     client: tuple[EnvelopeClient, MatrixServer, str],
 ) -> None:

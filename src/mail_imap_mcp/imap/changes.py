@@ -156,8 +156,14 @@ def _since_by_vanished(session: ImapSession, state: MailboxState, since: Changes
         ("SEARCH", ["UID", b"SEARCH", b"UID", f"{since.uidnext}:*".encode()]),
     ]
     view.take_vanished_earlier(session.client.untagged)  # none of an earlier command may count
+    announced = len(view.plain_vanished(session.client.untagged))
     answers = _pipelined(session, since.account_id, mailbox, commands)
-    vanished = view.take_vanished_earlier(session.client.untagged)
+    # An expunge made after the view was last brought up to date comes as the view's own VANISHED while
+    # these commands run, and the FETCH's VANISHED (EARLIER) leaves it out: both name what is gone.
+    vanished = [
+        *view.take_vanished_earlier(session.client.untagged),
+        *view.plain_vanished(session.client.untagged)[announced:],
+    ]
     fetched = _read_fetch(answers[1])
     new = dict.fromkeys((uid for uid in parsing.search_uids(answers[2]) if uid >= since.uidnext), ())
     # Only UIDs below the token's UIDNEXT: those above were never in the caller's view (new since and

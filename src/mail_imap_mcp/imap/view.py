@@ -70,6 +70,13 @@ def take_vanished_earlier(untagged: Untagged) -> list[bytes]:
     return earlier
 
 
+def plain_vanished(untagged: Untagged) -> list[bytes]:
+    """The UID sets of the view's VANISHED responses queued (not EARLIER), in arrival order, left queued:
+    expunges announced to the view, which a ``UID FETCH ... (CHANGEDSINCE m VANISHED)`` does not name
+    again (Dovecot announces an expunge made while the command waited so, and not in its EARLIER answer)."""
+    return [_text(item).strip() for item in untagged.get("VANISHED", []) if not _is_earlier(item)]
+
+
 def uids_below(uid_set: bytes, below: int) -> list[int]:
     """The UIDs of ``uid_set`` (``4:6,9``) under ``below``, ascending, without expanding the part at or
     above it (a server may name a range far larger than the mailbox). A malformed set names none."""
