@@ -25,7 +25,7 @@ from mail_imap_mcp.index.store import (
     IndexUnusable,
     IndexWriteFailed,
 )
-from mail_imap_mcp.query import EVERYTHING, AllOf, Contains, HasFlag, Label
+from mail_imap_mcp.query import EVERYTHING, AllOf, AnyOf, Contains, HasFlag, Label
 from mail_imap_mcp.query.fts5 import compile_fts5
 
 
@@ -81,6 +81,7 @@ def test_a_word_in_the_subject_ranks_above_the_same_word_quoted(store: SqliteSto
     store.put(
         state, [message(1, quoted="budget budget"), message(2, subject="budget"), message(3, body="budget")]
     )
+    store.put(state, [message(uid, body="other words") for uid in range(4, 8)])  # budget: in 3 of 7
     assert uids(store, Contains("text", "budget")) == [2, 3, 1]
     by_date = store.search(
         compile_fts5(Contains("text", "budget")), folders=["INBOX"], order="date", limit=2, offset=1
@@ -197,10 +198,40 @@ def test_row_ids_follow_sent_dates_and_every_match_is_ranked(store: SqliteStore)
     store.put(state, messages)
     by_id = [row[0] for row in store._db.execute("SELECT uid FROM messages ORDER BY id")]
     assert by_id in ([2, 3, 4, 5, 1], [2, 4, 3, 5, 1])
+    store.put(state, [message(uid, body="plum") for uid in range(10, 16)])  # fig: in 5 of 11, ranked
     query = compile_fts5(Contains("text", "fig"))
     page = store.search(query, folders=["INBOX"], order="relevance", limit=5, offset=0)
     assert page.total == 5 and page.hits[0].uid == 2  # the oldest match ranks first: nothing is left out
+    assert not page.unweighted
     assert [hit.uid for hit in page.hits][1:] in ([1, 5, 4, 3], [1, 5, 3, 4])  # equal ranks: newest first
+
+
+def test_a_word_in_more_than_half_the_messages_weighs_nothing_and_its_matches_come_newest_first(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("mail_imap_mcp.index.sqlite_ranking.UNWEIGHTED_MATCHES", 4)
+    state = store.start_folder("INBOX", 1)
+    store.put(
+        state, [message(1, subject="fig fig", body="fig"), *(message(uid, body="fig") for uid in range(2, 7))]
+    )
+    store.put(state, [message(uid, body="plum") for uid in range(7, 10)])
+    common = store.search(
+        compile_fts5(Contains("text", "fig")), folders=["INBOX"], order="relevance", limit=3, offset=0
+    )
+    assert common.unweighted and common.total == 6
+    assert [hit.uid for hit in common.hits] == [6, 5, 4]  # newest first, though 1 says it most
+    either = store.search(
+        compile_fts5(AnyOf((Contains("text", "fig"), Contains("text", "kiwi")))),
+        folders=["INBOX"],
+        order="relevance",
+        limit=3,
+        offset=0,
+    )
+    assert not either.unweighted and either.hits[0].uid == 1  # an OR is ranked: its words may be rare
+    rare = store.search(
+        compile_fts5(Contains("text", "plum")), folders=["INBOX"], order="relevance", limit=3, offset=0
+    )
+    assert not rare.unweighted and rare.total == 3
 
 
 def test_a_search_of_some_folders_matches_their_place_and_no_word_matches_a_place(store: SqliteStore) -> None:
@@ -234,6 +265,7 @@ _WORDS = ("fig", "kiwi", "plum", "lime")
     two_folders=st.booleans(),
     offset=st.integers(0, 30),
     limit=st.integers(1, 15),
+    unweighted_from=st.sampled_from((1, 10**9)),
 )
 def test_ranking_in_shards_gives_the_page_one_order_by_over_every_match_gives(
     tmp_path_factory: pytest.TempPathFactory,
@@ -244,9 +276,11 @@ def test_ranking_in_shards_gives_the_page_one_order_by_over_every_match_gives(
     two_folders: bool,
     offset: int,
     limit: int,
+    unweighted_from: int,
 ) -> None:
     monkeypatch.setattr("mail_imap_mcp.index.sqlite_ranking.MESSAGES_PER_SHARD", 1)
     monkeypatch.setattr("mail_imap_mcp.index.sqlite_ranking.SHARD_MATCHES", 1)
+    monkeypatch.setattr("mail_imap_mcp.index.sqlite_ranking.UNWEIGHTED_MATCHES", unweighted_from)
     store = SqliteStore(tmp_path_factory.mktemp("shards") / "a.sqlite3")
     store._ranker._shards = shards
     folders = ["INBOX", "Archive"]
@@ -266,7 +300,14 @@ def test_ranking_in_shards_gives_the_page_one_order_by_over_every_match_gives(
         (query.match, *searched),
     ).fetchall()
     assert page.total == len(expected)
-    assert [hit.uid for hit in page.hits] == [uid for uid, _ in expected[offset : offset + limit]]
+    if len(expected) >= unweighted_from and len(expected) * 2 > len(bodies):  # BM25 weighs it at nothing
+        expected = store._db.execute(
+            "SELECT m.uid FROM fts JOIN messages m ON m.id = fts.rowid JOIN folders f ON f.id = m.folder "
+            f"WHERE fts MATCH ? AND f.name IN ({', '.join('?' for _ in searched)}) ORDER BY m.id DESC",
+            (query.match, *searched),
+        ).fetchall()
+        assert page.unweighted == bool(page.hits)
+    assert [hit.uid for hit in page.hits] == [row[0] for row in expected[offset : offset + limit]]
     store.close()
 
 

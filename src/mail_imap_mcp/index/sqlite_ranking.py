@@ -25,6 +25,8 @@ from functools import partial
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from mail_imap_mcp.index.store import CompiledQuery
+
 #: Shards a ranked query is split into (and threads ranking them): one for every two cores, at most four,
 #: leaving cores to the server's other work (the freshness round trip runs meanwhile). On a machine of
 #: two virtual cores (where the benchmarks run) two threads ranking halves took longer than one thread
@@ -32,6 +34,9 @@ from typing import Generic, TypeVar
 SHARDS = max(1, min(4, (os.cpu_count() or 1) // 2))
 #: Matches below which a query is ranked whole in one thread (threads would cost more than they save).
 SHARD_MATCHES = 20_000
+#: Matches from which a query whose every word is in more than half the messages is listed newest first
+#: (:func:`weighs_nothing`).
+UNWEIGHTED_MATCHES = 20_000
 #: Stored messages per shard at least.
 MESSAGES_PER_SHARD = 5_000
 #: How much the number of stored messages may change before the shards' bounds are computed again.
@@ -218,6 +223,20 @@ class Started(Generic[T]):
             self.future.cancel()
             if self._db is not None:
                 self._db.interrupt()
+
+
+def weighs_nothing(query: CompiledQuery, matches: int, stored: int) -> bool:
+    """Whether the matches are listed newest first instead of scored: a conjunction of words (no OR)
+    that more than half the ``stored`` messages match has each word in more than half of them, where
+    BM25's IDF is at or below zero (FTS5 floors it at a millionth, so only word counts and lengths still
+    order them); from :data:`UNWEIGHTED_MATCHES` matches, scoring each (tens of milliseconds for a word in
+    most of 100,000 messages) buys an order BM25 itself calls meaningless."""
+    return (
+        query.match is not None
+        and " OR " not in query.match
+        and matches >= UNWEIGHTED_MATCHES
+        and matches * 2 > stored
+    )
 
 
 def _in_snapshot(db: sqlite3.Connection, task: Callable[[sqlite3.Connection], T]) -> T:

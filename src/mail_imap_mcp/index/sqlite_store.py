@@ -20,7 +20,7 @@ from pathlib import Path
 
 from mail_imap_mcp.index.sqlite_errors import busy, open_failure, write_failure
 from mail_imap_mcp.index.sqlite_migration import migrate_5_to_6
-from mail_imap_mcp.index.sqlite_ranking import Ranker, ReadConnections
+from mail_imap_mcp.index.sqlite_ranking import Ranker, ReadConnections, weighs_nothing
 from mail_imap_mcp.index.store import (
     COLUMN_WEIGHTS,
     TEXT_COLUMNS,
@@ -356,33 +356,30 @@ class SqliteStore:
             row_id = "m.id"
         count_sql = f"SELECT count(*) FROM {source} WHERE {condition}"
         stored = sum(searched.values()) + sum(others.values())
-        if order == "relevance" and query.match is not None:
-            shard_sql = (
-                f"SELECT {_BM25} AS rank, fts.rowid FROM {source} WHERE {condition} "
-                "AND fts.rowid BETWEEN ? AND ? ORDER BY rank, fts.rowid DESC LIMIT ?"
-            )
+        by_date = (
+            f"SELECT {row_id} FROM {source} WHERE {condition} ORDER BY "
+            + ("fts.rowid DESC" if query.match is not None else "m.sent DESC, m.id DESC")
+            + " LIMIT ? OFFSET ?"
+        )
+        ranked = order == "relevance" and query.match is not None
+        shard_sql = (
+            f"SELECT {_BM25} AS rank, fts.rowid FROM {source} WHERE {condition} "
+            "AND fts.rowid BETWEEN ? AND ? ORDER BY rank, fts.rowid DESC LIMIT ?"
+        )
 
-            def page(db: sqlite3.Connection) -> HitPage:
-                total = int(db.execute(count_sql, params).fetchone()[0])
+        def page(db: sqlite3.Connection) -> HitPage:
+            total = int(db.execute(count_sql, params).fetchone()[0])
+            if ranked and not weighs_nothing(query, total, stored):
                 pairs = self._ranker.rank(
                     db, shard_sql, params, matches=total, stored=stored, best=offset + limit
                 )
-                chosen = pairs[offset:]
-                return HitPage(
-                    _rows_of(db, [row for _, row in chosen], [rank for rank, _ in chosen]), total, folders
-                )
-
-        else:
-            by_date = (
-                f"SELECT {row_id} FROM {source} WHERE {condition} ORDER BY "
-                + ("fts.rowid DESC" if query.match is not None else "m.sent DESC, m.id DESC")
-                + " LIMIT ? OFFSET ?"
-            )
-
-            def page(db: sqlite3.Connection) -> HitPage:
-                total = int(db.execute(count_sql, params).fetchone()[0])
+                ids, ranks = [row for _, row in pairs[offset:]], [rank for rank, _ in pairs[offset:]]
+            else:
                 ids = [row[0] for row in db.execute(by_date, [*params, limit, offset])]
-                return HitPage(_rows_of(db, ids, [0.0] * len(ids)), total, folders)
+                ranks = [0.0] * len(ids)
+            return HitPage(
+                _rows_of(db, ids, ranks), total, folders, unweighted=ranked and ids != [] and not any(ranks)
+            )
 
         return page
 

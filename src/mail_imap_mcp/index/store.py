@@ -164,6 +164,9 @@ class HitPage:
     hits: list[Hit]
     total: int
     folders: list[str] = field(default_factory=list)
+    #: Ranked, but every word of the query is in more than half the messages, which BM25 weighs at
+    #: nothing: the matches are listed newest first.
+    unweighted: bool = False
 
 
 Order = Literal["relevance", "date"]

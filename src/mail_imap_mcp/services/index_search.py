@@ -141,11 +141,11 @@ def index_page(
                 )
                 for hit in page.hits
             ]
-            return _Read(folders, page.total, page.hits, summaries, [], fresh, _mark(stored))
+            return _Read(folders, page.total, page.hits, summaries, [], fresh, _mark(stored), page.unweighted)
         bodies = {(hit.folder, hit.uid): hit.body for hit in page.hits}
         messages, issues = _summaries(session, account_id, page.hits, snippet_chars, app)
         messages = [_with_snippet(m, bodies.get((m.mailbox, m.uid)), words, snippet_chars) for m in messages]
-        return _Read(folders, page.total, page.hits, messages, issues, fresh, _mark(stored))
+        return _Read(folders, page.total, page.hits, messages, issues, fresh, _mark(stored), page.unweighted)
 
     words = matched_words(search)
     read = app.connection(account_id).run(work)
@@ -165,7 +165,18 @@ def index_page(
             "now: the index caught up with the server or another client changed mail), so this page may "
             "repeat or skip a message; search again without the cursor for a consistent list."
         )
-    elif cursor is not None and cursor.mark and cursor.mark != read.mark and choice.order == "relevance":
+    if read.unweighted:
+        warnings.append(
+            f"Every word of this query is in more than half the messages, which relevance ranking weighs at "
+            f"nothing: its {read.total:,} matches are listed newest first. Add a rarer word to rank them."
+        )
+    if (
+        cursor is not None
+        and cursor.total == read.total
+        and cursor.mark
+        and cursor.mark != read.mark
+        and choice.order == "relevance"
+    ):
         warnings.append(
             "The index took in changes since the first page of this search (same number of matches): "
             "ranks follow word counts over every message, so this page may repeat or skip a message; "
@@ -187,7 +198,7 @@ def index_page(
         windowed=False,
     )
     page.warnings = warnings
-    page.ranked = choice.order == "relevance"
+    page.ranked = choice.order == "relevance" and not read.unweighted
     page.total_approximate = bool(read.fresh.stale)
     return IndexAnswer(page)
 
@@ -202,6 +213,8 @@ class _Read:
     fresh: Freshness
     #: A mark of the index's contents when the page was read (:func:`_mark`).
     mark: int = 0
+    #: Every word of the query is in more than half the messages: listed newest first (HitPage).
+    unweighted: bool = False
     #: Why the index did not answer after all (the server answers, and the page says this).
     declined: str | None = None
 
