@@ -22,9 +22,9 @@ from mail_imap_mcp.index.build import BuildHooks, build
 from mail_imap_mcp.index.location import open_index
 from mail_imap_mcp.index.sync import Indexer
 from tests.integration.test_index_attachments import FETCH_BYTES, MESSAGES, found
-from tests.integration.test_index_search import wait_ready
 from tests.support.accounts import account_settings, config_toml
 from tests.support.clients import make_config, open_client
+from tests.support.index_clients import wait_ready
 from tests.support.matrix import MatrixServer
 
 pytestmark = pytest.mark.anyio

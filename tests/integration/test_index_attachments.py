@@ -20,11 +20,11 @@ import pytest
 
 from mail_imap_mcp.app import AppContext
 from tests.integration.test_index_build import index
-from tests.integration.test_index_search import wait_ready
 from tests.support.accounts import account_settings, config_toml
 from tests.support.clients import make_config, open_client
 from tests.support.documents import _w_par, docx_bytes, text_pdf
 from tests.support.envelope_client import EnvelopeClient
+from tests.support.index_clients import wait_ready
 from tests.support.mailgen import crlf
 from tests.support.matrix import MatrixServer
 

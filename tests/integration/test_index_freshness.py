@@ -30,9 +30,9 @@ from mail_imap_mcp.index.freshness import Freshness, refresh
 from mail_imap_mcp.index.location import open_index
 from mail_imap_mcp.index.sync import Indexer
 from mail_imap_mcp.query.fts5 import FLAG_BITS
-from tests.support.accounts import account_settings
-from tests.support.clients import make_config, open_client
+from tests.support.clients import open_client
 from tests.support.envelope_client import EnvelopeClient
+from tests.support.index_clients import index_config, wait_ready
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MatrixServer
 
@@ -47,17 +47,6 @@ def server(request: pytest.FixtureRequest) -> MatrixServer:
     return found
 
 
-async def wait_ready(mcp: EnvelopeClient, timeout: float = 60.0) -> str:
-    state = ""
-    with anyio.fail_after(timeout):
-        while state != "ready":
-            state = (await mcp.ok("imap_list_accounts", {}))["accounts"][0]["index"]
-            if state.startswith("unavailable"):
-                return state
-            await anyio.sleep(0.05)
-    return state
-
-
 def note(number: int) -> bytes:
     return plain_message(f"note {number}", f"the text of note {number} says kiwiword\r\n")
 
@@ -66,9 +55,7 @@ def note(number: int) -> bytes:
 async def indexed(server: MatrixServer, tmp_path: Path) -> AsyncIterator[tuple[EnvelopeClient, str]]:
     user = server.new_user()
     server.seed(user, "INBOX", [note(i) for i in range(6)])
-    config = make_config(
-        {"default": account_settings(server, user)}, index=True, index_dir=str(tmp_path / "ix")
-    )
+    config = index_config(server, user, tmp_path)
     app = AppContext.from_config(config)
     async for mcp in open_client(config, app):
         assert await wait_ready(mcp) == "ready"
@@ -136,12 +123,7 @@ async def test_an_index_another_process_is_writing_answers_as_it_is_and_says_so(
 ) -> None:
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [note(i) for i in range(4)])
-    config = make_config(
-        {"default": account_settings(dovecot, user)},
-        index=True,
-        index_dir=str(tmp_path / "ix"),
-        index_fresh_budget_ms=300,
-    )
+    config = index_config(dovecot, user, tmp_path, index_fresh_budget_ms=300)
     app = AppContext.from_config(config)
     async for mcp in open_client(config, app):
         assert await wait_ready(mcp) == "ready"
@@ -182,9 +164,7 @@ async def test_an_index_found_damaged_by_a_search_hands_it_to_the_server(
 ) -> None:
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [note(i) for i in range(4)])
-    config = make_config(
-        {"default": account_settings(dovecot, user)}, index=True, index_dir=str(tmp_path / "ix")
-    )
+    config = index_config(dovecot, user, tmp_path)
     app = AppContext.from_config(config)
     async for mcp in open_client(config, app):
         assert await wait_ready(mcp) == "ready"
@@ -220,12 +200,7 @@ async def test_past_its_budget_the_total_is_about_and_every_folder_left_is_named
     archive = dovecot.mailbox_name("Archive")
     dovecot.seed(user, "INBOX", [note(i) for i in range(3)])
     dovecot.seed(user, archive, [note(i) for i in range(10, 13)])
-    config = make_config(
-        {"default": account_settings(dovecot, user)},
-        index=True,
-        index_dir=str(tmp_path / "ix"),
-        index_fresh_budget_ms=0,
-    )
+    config = index_config(dovecot, user, tmp_path, index_fresh_budget_ms=0)
     app = AppContext.from_config(config)
     async for mcp in open_client(config, app):
         assert await wait_ready(mcp) == "ready"
@@ -258,9 +233,7 @@ async def test_a_later_ranked_page_says_when_the_index_took_in_mail_though_the_t
     # cursor that only compared totals said nothing while its next page could repeat or skip a message.
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [note(i) for i in range(6)])
-    config = make_config(
-        {"default": account_settings(dovecot, user)}, index=True, index_dir=str(tmp_path / "ix")
-    )
+    config = index_config(dovecot, user, tmp_path)
     app = AppContext.from_config(config)
     async for mcp in open_client(config, app):
         assert await wait_ready(mcp) == "ready"
@@ -297,9 +270,7 @@ class SlowServer:
 
 
 def indexed_beside(server: MatrixServer, user: str, tmp_path: Path) -> tuple[Config, Indexer]:
-    config = make_config(
-        {"default": account_settings(server, user)}, index=True, index_dir=str(tmp_path / "ix")
-    )
+    config = index_config(server, user, tmp_path)
     path = tmp_path / "ix" / "default.sqlite3"
     catch_up(config, path)
     return config, Indexer(open_index(path).store, "default", config.server.index_text_bytes)

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from mail_imap_mcp.app import AppContext
-from tests.integration.test_index_search import wait_ready
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.gmail import ALL_MAIL, TRASH, Gmail, seed_labelled
+from tests.support.index_clients import wait_ready
 
 pytestmark = pytest.mark.anyio
 

@@ -14,10 +14,11 @@ import pytest
 import mail_imap_mcp.index.runtime as runtime
 import mail_imap_mcp.index.sqlite_store as sqlite_store
 from mail_imap_mcp.app import AppContext
-from tests.integration.test_index_search import SEARCH, message, other_client, wait_ready
+from tests.integration.test_index_search import SEARCH, message, other_client
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
+from tests.support.index_clients import index_config, wait_ready
 from tests.support.matrix import MatrixServer
 
 pytestmark = pytest.mark.anyio
@@ -53,12 +54,7 @@ async def test_a_search_does_not_wait_past_its_budget_for_the_background_sync(
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [message(i, "kiwiword") for i in range(4)])
     dovecot.seed(user, dovecot.mailbox_name("Trash"), [message(30, "kiwiword")])
-    config = make_config(
-        {"default": account_settings(dovecot, user)},
-        index=True,
-        index_dir=str(tmp_path / "ix"),
-        index_fresh_budget_ms=300,
-    )
+    config = index_config(dovecot, user, tmp_path, index_fresh_budget_ms=300)
     app = AppContext.from_config(config)
     async for mcp in open_client(config, app):
         assert await wait_ready(mcp) == "ready"
@@ -95,12 +91,7 @@ async def test_a_search_whose_index_writes_are_refused_answers_as_the_index_is(
     dovecot.seed(user, "INBOX", [message(i, "kiwiword") for i in range(4)])
     gone = dovecot.mailbox_name("Gone")
     dovecot.seed(user, gone, [message(20, "kiwiword")])
-    config = make_config(
-        {"default": account_settings(dovecot, user)},
-        index=True,
-        index_dir=str(tmp_path / "ix"),
-        index_fresh_budget_ms=300,
-    )
+    config = index_config(dovecot, user, tmp_path, index_fresh_budget_ms=300)
     app = AppContext.from_config(config)
     async for mcp in open_client(config, app):
         assert await wait_ready(mcp) == "ready"

@@ -19,7 +19,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import anyio
 import imapclient
 import pytest
 
@@ -29,6 +28,7 @@ from mail_imap_mcp.index.store import IndexWriteFailed
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
+from tests.support.index_clients import index_config, wait_ready
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, MatrixServer
 from tests.support.random_changes import random_change
@@ -55,17 +55,6 @@ def message(number: int, word: str, extra: str = "") -> bytes:
     )
 
 
-async def wait_ready(mcp: EnvelopeClient, timeout: float = 60.0) -> str:
-    state = ""
-    with anyio.fail_after(timeout):
-        while state != "ready":
-            state = (await mcp.ok("imap_list_accounts", {}))["accounts"][0]["index"]
-            if state.startswith("unavailable"):
-                return state
-            await anyio.sleep(0.05)
-    return state
-
-
 @pytest.fixture
 async def indexed(
     server: MatrixServer, tmp_path: Path
@@ -77,9 +66,7 @@ async def indexed(
         [message(i, WORDS[i % 3]) for i in range(12)],
         flags=lambda i: "\\Seen" if i % 4 == 0 else "",
     )
-    config = make_config(
-        {"default": account_settings(server, user)}, index=True, index_dir=str(tmp_path / "ix")
-    )
+    config = index_config(server, user, tmp_path)
     app = AppContext.from_config(config)
     async for mcp in open_client(config, app):
         assert await wait_ready(mcp) == "ready"
@@ -144,9 +131,7 @@ async def test_before_the_index_is_built_the_server_answers_and_says_so(
 ) -> None:
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [message(i, "kiwiword") for i in range(5)])
-    config = make_config(
-        {"default": account_settings(dovecot, user)}, index=True, index_dir=str(tmp_path / "ix")
-    )
+    config = index_config(dovecot, user, tmp_path)
     app = AppContext.from_config(config)
     index = app.indexes["default"]
     index.lock.acquire()  # the build waits for it: the index stays "building"
@@ -202,9 +187,7 @@ async def test_an_index_that_cannot_be_written_stops_and_the_server_answers(
         raise IndexWriteFailed("database or disk is full")
 
     monkeypatch.setattr(SqliteStore, "put", full)
-    config = make_config(
-        {"default": account_settings(dovecot, user)}, index=True, index_dir=str(tmp_path / "ix")
-    )
+    config = index_config(dovecot, user, tmp_path)
     async for mcp in open_client(config, AppContext.from_config(config)):
         state = await wait_ready(mcp)
         assert state.startswith("unavailable") and "disk is full" in state
@@ -250,12 +233,7 @@ async def test_past_its_budget_the_index_answers_as_it_is_and_says_how_stale(
 ) -> None:
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [message(i, "kiwiword") for i in range(4)])
-    config = make_config(
-        {"default": account_settings(dovecot, user)},
-        index=True,
-        index_dir=str(tmp_path / "ix"),
-        index_fresh_budget_ms=0,
-    )
+    config = index_config(dovecot, user, tmp_path, index_fresh_budget_ms=0)
     app = AppContext.from_config(config)
     async for mcp in open_client(config, app):
         assert await wait_ready(mcp) == "ready"

@@ -75,33 +75,25 @@ def list_with_message_counts(session: ImapSession, items: bytes = b"(MESSAGES UI
 def status_answers(statuses: list[Any]) -> dict[str, MailboxCounts]:
     """The counts of untagged ``STATUS name (items)`` answers, by decoded mailbox name (a mailbox whose
     answer has no MESSAGES count is left out)."""
-    found: dict[str, MailboxCounts] = {}
-    usual = parsing.status_lines(statuses)
-    if usual is not None:  # the usual shape, read without imapclient's parser (same values)
-        parsed: Sequence[Any] = [part for name, items in usual for part in (name, _flat(items))]
-    else:
+    answers: Sequence[tuple[Any, dict[Any, Any]]] | None = parsing.status_lines(statuses)
+    if answers is None:  # not the usual shape (read above without imapclient's parser): imapclient reads it
         parsed = parsing.response_values(statuses)
-    for name, items in zip(parsed[::2], parsed[1::2], strict=False):
-        pairs = dict(zip(items[::2], items[1::2], strict=False)) if isinstance(items, tuple) else {}
-
-        def number(key: bytes, pairs: dict[Any, Any] = pairs) -> int | None:
-            value = pairs.get(key)
-            return value if isinstance(value, int) else None
-
-        if number(b"MESSAGES") is not None:
-            decoded = parsing.mailbox_name(name)
-            found[decoded] = MailboxCounts(
-                number(b"MESSAGES"),
-                number(b"UNSEEN"),
-                number(b"UIDVALIDITY"),
-                number(b"UIDNEXT"),
-                number(b"HIGHESTMODSEQ"),
+        answers = [
+            (name, dict(zip(items[::2], items[1::2], strict=False)) if isinstance(items, tuple) else {})
+            for name, items in zip(parsed[::2], parsed[1::2], strict=False)
+        ]
+    found: dict[str, MailboxCounts] = {}
+    for name, pairs in answers:
+        counts = [pairs.get(item) for item in _COUNTED]
+        if isinstance(counts[0], int):
+            found[parsing.mailbox_name(name)] = MailboxCounts(
+                *(value if isinstance(value, int) else None for value in counts)
             )
     return found
 
 
-def _flat(items: dict[bytes, int]) -> tuple[bytes | int, ...]:
-    return tuple(part for pair in items.items() for part in pair)
+#: The STATUS items of :class:`MailboxCounts`, in its order.
+_COUNTED = (b"MESSAGES", b"UNSEEN", b"UIDVALIDITY", b"UIDNEXT", b"HIGHESTMODSEQ")
 
 
 def _infos(folders: list[tuple[Any, Any, Any]]) -> list[MailboxInfo]:

@@ -4,6 +4,7 @@ the wire (:mod:`.wire`) reads the lines, the plans read them with these."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterator
@@ -149,4 +150,12 @@ def response_values(lines: list[Any]) -> tuple[Any, ...]:
 
 def mailbox_name(raw: bytes | str) -> str:
     """A mailbox name as a server sends it (modified UTF-7, RFC 3501 5.1.3) as text."""
-    return decode_utf7(raw) if isinstance(raw, bytes) else str(raw)
+    return decode_name(raw) if isinstance(raw, bytes) else str(raw)
+
+
+@functools.lru_cache(maxsize=4096)
+def decode_name(raw: bytes) -> str:
+    """A modified UTF-7 mailbox name decoded; kept, since the same names come back on every listing (a
+    search's freshness check lists every folder twice over, LIST and STATUS, each time)."""
+    decoded: str = decode_utf7(raw)
+    return decoded

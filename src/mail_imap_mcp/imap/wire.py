@@ -23,7 +23,6 @@ from typing import Any
 
 from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
-from imapclient.imap_utf7 import decode as decode_utf7
 from imapclient.imapclient import _literal, join_message_ids, seq_to_parenstr_upper
 from imapclient.response_parser import parse_response
 
@@ -254,7 +253,7 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
             name = str(name).encode("ascii")
         if not isinstance(name, bytes):
             return None
-        decoded: str = decode_utf7(name) if self.folder_encode else name.decode("utf-8", "replace")
+        decoded: str = parsing.decode_name(name) if self.folder_encode else name.decode("utf-8", "replace")
         return decoded
 
     def read_response_line(self) -> bytes:
@@ -362,7 +361,7 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
         usual = parsing.list_lines(lines)
         if usual is None or not self.folder_encode:
             return self._proc_folder_list(lines), statuses
-        return [(flags, delimiter, decode_utf7(name)) for flags, delimiter, name in usual], statuses
+        return [(flags, delimiter, parsing.decode_name(name)) for flags, delimiter, name in usual], statuses
 
 
 @contextmanager

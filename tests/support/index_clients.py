@@ -1,0 +1,34 @@
+"""What the local index's integration tests share: a config with the index on, and waiting for its build."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from mail_imap_mcp.config import Config
+from tests.support.accounts import account_settings
+from tests.support.clients import make_config
+from tests.support.envelope_client import EnvelopeClient
+from tests.support.matrix import MatrixServer
+
+
+def index_config(server: MatrixServer, user: str, tmp_path: Path, **settings: Any) -> Config:
+    """One account, ``default``, of ``user`` on ``server``, with the index on in ``tmp_path/ix`` (and
+    ``settings``, e.g. ``index_fresh_budget_ms``)."""
+    return make_config(
+        {"default": account_settings(server, user)}, index=True, index_dir=str(tmp_path / "ix"), **settings
+    )
+
+
+async def wait_ready(mcp: EnvelopeClient, timeout: float = 60.0) -> str:
+    """Wait until ``imap_list_accounts`` says the index is ready (or unavailable: returned as said)."""
+    state = ""
+    with anyio.fail_after(timeout):
+        while state != "ready":
+            state = (await mcp.ok("imap_list_accounts", {}))["accounts"][0]["index"]
+            if state.startswith("unavailable"):
+                return state
+            await anyio.sleep(0.05)
+    return state
