@@ -19,7 +19,6 @@ from typing import Any
 import anyio
 import pytest
 
-from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
@@ -30,9 +29,8 @@ from mail_imap_mcp.index.freshness import Freshness, refresh
 from mail_imap_mcp.index.location import open_index
 from mail_imap_mcp.index.sync import Indexer
 from mail_imap_mcp.query.fts5 import FLAG_BITS
-from tests.support.clients import open_client
 from tests.support.envelope_client import EnvelopeClient
-from tests.support.index_clients import index_config, wait_ready
+from tests.support.index_clients import index_config, indexed_client
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MatrixServer
 
@@ -55,10 +53,7 @@ def note(number: int) -> bytes:
 async def indexed(server: MatrixServer, tmp_path: Path) -> AsyncIterator[tuple[EnvelopeClient, str]]:
     user = server.new_user()
     server.seed(user, "INBOX", [note(i) for i in range(6)])
-    config = index_config(server, user, tmp_path)
-    app = AppContext.from_config(config)
-    async for mcp in open_client(config, app):
-        assert await wait_ready(mcp) == "ready"
+    async for mcp, _app, _config in indexed_client(server, user, tmp_path):
         yield mcp, user
 
 
@@ -123,10 +118,7 @@ async def test_an_index_another_process_is_writing_answers_as_it_is_and_says_so(
 ) -> None:
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [note(i) for i in range(4)])
-    config = index_config(dovecot, user, tmp_path, index_fresh_budget_ms=300)
-    app = AppContext.from_config(config)
-    async for mcp in open_client(config, app):
-        assert await wait_ready(mcp) == "ready"
+    async for mcp, app, _config in indexed_client(dovecot, user, tmp_path, index_fresh_budget_ms=300):
         other = dovecot.connect(user, tls=False, starttls=False)
         try:
             other.append("INBOX", note(50))  # the freshness check must write it into the index
@@ -164,10 +156,7 @@ async def test_an_index_found_damaged_by_a_search_hands_it_to_the_server(
 ) -> None:
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [note(i) for i in range(4)])
-    config = index_config(dovecot, user, tmp_path)
-    app = AppContext.from_config(config)
-    async for mcp in open_client(config, app):
-        assert await wait_ready(mcp) == "ready"
+    async for mcp, app, _config in indexed_client(dovecot, user, tmp_path):
         damage = sqlite3.connect(app.indexes["default"].path)
         damage.execute(
             "UPDATE fts_data SET block = x'ffffffffffffffff' WHERE id = 10"
@@ -200,10 +189,7 @@ async def test_past_its_budget_the_total_is_about_and_every_folder_left_is_named
     archive = dovecot.mailbox_name("Archive")
     dovecot.seed(user, "INBOX", [note(i) for i in range(3)])
     dovecot.seed(user, archive, [note(i) for i in range(10, 13)])
-    config = index_config(dovecot, user, tmp_path, index_fresh_budget_ms=0)
-    app = AppContext.from_config(config)
-    async for mcp in open_client(config, app):
-        assert await wait_ready(mcp) == "ready"
+    async for mcp, app, config in indexed_client(dovecot, user, tmp_path, index_fresh_budget_ms=0):
         other = dovecot.connect(user, tls=False, starttls=False)
         try:  # the background sync comes back a minute after its build: not within this test
             other.append("INBOX", note(50))
@@ -233,10 +219,7 @@ async def test_a_later_ranked_page_says_when_the_index_took_in_mail_though_the_t
     # cursor that only compared totals said nothing while its next page could repeat or skip a message.
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [note(i) for i in range(6)])
-    config = index_config(dovecot, user, tmp_path)
-    app = AppContext.from_config(config)
-    async for mcp in open_client(config, app):
-        assert await wait_ready(mcp) == "ready"
+    async for mcp, _app, _config in indexed_client(dovecot, user, tmp_path):
         first = await mcp.call(SEARCH, {"query": "kiwiword", "limit": 3})
         cursor = first["data"]["next_cursor"]
         quiet = await mcp.call(SEARCH, {"query": "kiwiword", "cursor": cursor})

@@ -18,7 +18,7 @@ from tests.integration.test_index_search import SEARCH, message, other_client
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
-from tests.support.index_clients import index_config, wait_ready
+from tests.support.index_clients import indexed_client
 from tests.support.matrix import MatrixServer
 
 pytestmark = pytest.mark.anyio
@@ -54,10 +54,7 @@ async def test_a_search_does_not_wait_past_its_budget_for_the_background_sync(
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [message(i, "kiwiword") for i in range(4)])
     dovecot.seed(user, dovecot.mailbox_name("Trash"), [message(30, "kiwiword")])
-    config = index_config(dovecot, user, tmp_path, index_fresh_budget_ms=300)
-    app = AppContext.from_config(config)
-    async for mcp in open_client(config, app):
-        assert await wait_ready(mcp) == "ready"
+    async for mcp, app, _config in indexed_client(dovecot, user, tmp_path, index_fresh_budget_ms=300):
         other = other_client(dovecot, user)
         try:
             other.append("INBOX", message(50, "kiwiword"))
@@ -91,10 +88,7 @@ async def test_a_search_whose_index_writes_are_refused_answers_as_the_index_is(
     dovecot.seed(user, "INBOX", [message(i, "kiwiword") for i in range(4)])
     gone = dovecot.mailbox_name("Gone")
     dovecot.seed(user, gone, [message(20, "kiwiword")])
-    config = index_config(dovecot, user, tmp_path, index_fresh_budget_ms=300)
-    app = AppContext.from_config(config)
-    async for mcp in open_client(config, app):
-        assert await wait_ready(mcp) == "ready"
+    async for mcp, app, _config in indexed_client(dovecot, user, tmp_path, index_fresh_budget_ms=300):
         other = other_client(dovecot, user)
         try:
             other.delete_folder(gone)

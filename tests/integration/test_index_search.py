@@ -28,7 +28,7 @@ from mail_imap_mcp.index.store import IndexWriteFailed
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
-from tests.support.index_clients import index_config, wait_ready
+from tests.support.index_clients import index_config, indexed_client, wait_ready
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, MatrixServer
 from tests.support.random_changes import random_change
@@ -66,10 +66,7 @@ async def indexed(
         [message(i, WORDS[i % 3]) for i in range(12)],
         flags=lambda i: "\\Seen" if i % 4 == 0 else "",
     )
-    config = index_config(server, user, tmp_path)
-    app = AppContext.from_config(config)
-    async for mcp in open_client(config, app):
-        assert await wait_ready(mcp) == "ready"
+    async for mcp, app, _config in indexed_client(server, user, tmp_path):
         yield mcp, server, user, app
 
 
@@ -233,10 +230,7 @@ async def test_past_its_budget_the_index_answers_as_it_is_and_says_how_stale(
 ) -> None:
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [message(i, "kiwiword") for i in range(4)])
-    config = index_config(dovecot, user, tmp_path, index_fresh_budget_ms=0)
-    app = AppContext.from_config(config)
-    async for mcp in open_client(config, app):
-        assert await wait_ready(mcp) == "ready"
+    async for mcp, _app, _config in indexed_client(dovecot, user, tmp_path, index_fresh_budget_ms=0):
         # The background sync comes back a minute after its build: not within this test.
         other = other_client(dovecot, user)
         try:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from tests.support.accounts import account_settings
-from tests.support.clients import make_config
+from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.matrix import MatrixServer
 
@@ -32,3 +34,15 @@ async def wait_ready(mcp: EnvelopeClient, timeout: float = 60.0) -> str:
                 return state
             await anyio.sleep(0.05)
     return state
+
+
+async def indexed_client(
+    server: MatrixServer, user: str, tmp_path: Path, **settings: Any
+) -> AsyncIterator[tuple[EnvelopeClient, AppContext, Config]]:
+    """An MCP client on a server with :func:`index_config`, once its index is built: the client, the
+    server's application (its indexes) and the config."""
+    config = index_config(server, user, tmp_path, **settings)
+    app = AppContext.from_config(config)
+    async for mcp in open_client(config, app):
+        assert await wait_ready(mcp) == "ready"
+        yield mcp, app, config
