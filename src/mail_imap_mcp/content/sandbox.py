@@ -35,8 +35,11 @@ __all__ = ["ChildLimits", "SandboxLimits", "check_input", "run_in_sandbox"]
 # The child imports this package from where the server imported it (an installed wheel, an
 # editable install or a source tree on PYTHONPATH, which -I would otherwise ignore).
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+#: The child's one line; ``__ENTRY__`` names its entry point (replaced, not ``str.format``-ed: code put
+#: before it, as the Windows simulation's, may hold braces of its own).
 _BOOT = (
-    "import sys; sys.path.insert(0, sys.argv[1]); from mail_imap_mcp.content._child import {}; sys.exit({}())"
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from mail_imap_mcp.content._child import __ENTRY__; sys.exit(__ENTRY__())"
 )
 # At most this many children at once (each may use memory_bytes of address space); further
 # extractions wait for a slot within their own wall-clock limit.
@@ -107,7 +110,7 @@ def child_command(limits: SandboxLimits, *, serve_tasks: int = 0) -> list[str]:
     ``serve_tasks`` up to that many, one a line (:class:`.sandbox_worker.SandboxWorker`)."""
     cpu = max(1, int(limits.cpu_s + 0.999))
     entry = "serve" if serve_tasks else "main"
-    command = [sys.executable, "-I", "-B", "-c", _BOOT.format(entry, entry), _PACKAGE_ROOT, str(cpu)]
+    command = [sys.executable, "-I", "-B", "-c", _BOOT.replace("__ENTRY__", entry), _PACKAGE_ROOT, str(cpu)]
     return [*command, str(limits.memory_bytes), *([str(serve_tasks)] if serve_tasks else [])]
 
 
