@@ -142,16 +142,7 @@ def census(gmail: Gmail, user: str) -> dict[str, int]:
             for _, _, name in client.list_folders()
             if name != "[Gmail]"
         }
-        ids: set[int] = set()
-        for name in (ALL_MAIL, TRASH, "[Gmail]/Spam"):
-            client.select_folder(name, readonly=True)
-            found = client.search("ALL")
-            ids |= (
-                {data[b"X-GM-MSGID"] for data in client.fetch(found, ["X-GM-MSGID"]).values()}
-                if found
-                else set()
-            )
-    return {**counts, "messages": len(ids)}
+    return {**counts, "messages": len(labels_of_every_message(gmail, user))}
 
 
 async def test_labels_added_removed_and_undone_nothing_lost(
@@ -510,11 +501,7 @@ async def test_regression_a_label_replace_that_fails_part_way_says_which_message
     """Gmail changes the first message, then answers NO: the first is reported changed with its labels
     now, the second refused and unchanged (the whole mailbox was reported refused); every folder counted."""
     before = census(gmail, gmail_user)
-    inbox = await gmcp.ok("imap_search_messages", {"mailbox": "INBOX"})
-    one, two = (
-        next(m["message_id"] for m in inbox["messages"] if m["subject"] == s)
-        for s in ("About one", "About two")
-    )
+    one, two = await inbox_ids(gmcp, "About one", "About two")
     gmail.fail_label_store(gmail_user, after=1)
     data = await gmcp.ok(
         "imap_update_message_flags",
@@ -542,6 +529,12 @@ async def test_regression_a_label_replace_that_fails_part_way_says_which_message
     assert {k: v for k, v in census(gmail, gmail_user).items() if k != "Receipts"} == before
 
 
+async def inbox_ids(gmcp: EnvelopeClient, *subjects: str) -> list[str]:
+    """The message ids of INBOX's messages with ``subjects``, in that order."""
+    inbox = await gmcp.ok("imap_search_messages", {"mailbox": "INBOX"})
+    return [next(m["message_id"] for m in inbox["messages"] if m["subject"] == s) for s in subjects]
+
+
 def labels_of_every_message(gmail: Gmail, user: str) -> dict[int, set[str]]:
     """Each message of the account (by X-GM-MSGID; All Mail, Spam and Trash) with its labels."""
     labels: dict[int, set[str]] = {}
@@ -564,11 +557,7 @@ async def test_regression_a_message_already_as_asked_is_not_refused_when_the_lab
     was store_refused because its labels were as before). Every message's labels counted."""
     gmail.label(gmail_user, "INBOX", [["Later"], []] if operation == "remove" else [[], ["Later"]])
     before = labels_of_every_message(gmail, gmail_user)
-    inbox = await gmcp.ok("imap_search_messages", {"mailbox": "INBOX"})
-    one, two = (
-        next(m["message_id"] for m in inbox["messages"] if m["subject"] == s)
-        for s in ("About one", "About two")
-    )
+    one, two = await inbox_ids(gmcp, "About one", "About two")
     gmail.fail_label_store(gmail_user, after=1)
     data = await gmcp.ok(
         "imap_update_message_flags", {"message_ids": [one, two], "operation": operation, "labels": ["Later"]}
