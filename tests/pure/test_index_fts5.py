@@ -54,6 +54,11 @@ def test_text_of_a_top_level_conjunction_is_the_match_and_the_rest_parameters() 
     )
     compiled = compile_fts5(query)
     assert compiled.match == '({sender} : "alice") AND (- place : "quarterly report")'
+    assert compiled.conjunctive  # every word matches at least what the whole does
+    either = compile_fts5(
+        all_of(Contains("from", "alice"), AnyOf((Contains("text", "a"), Contains("text", "b"))))
+    )
+    assert not either.conjunctive and " OR " in (either.match or "")
     assert "alice" not in compiled.where and "important" not in compiled.where.lower()
     assert compiled.params == (" $important ", 20260102, 1000)
 

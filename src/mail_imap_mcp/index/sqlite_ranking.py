@@ -233,7 +233,7 @@ def weighs_nothing(query: CompiledQuery, matches: int, stored: int) -> bool:
     most of 100,000 messages) buys an order BM25 itself calls meaningless."""
     return (
         query.match is not None
-        and " OR " not in query.match
+        and query.conjunctive
         and matches >= UNWEIGHTED_MATCHES
         and matches * 2 > stored
     )

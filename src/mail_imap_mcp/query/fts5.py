@@ -33,6 +33,7 @@ from mail_imap_mcp.query.tree import (
     Not,
     Query,
     SizeBound,
+    nodes,
 )
 
 #: The FTS5 columns each text field searches.
@@ -68,6 +69,9 @@ class Fts5Query:
     match: str | None
     where: str
     params: tuple[object, ...]
+    #: ``match`` is words and phrases under AND alone (no OR): each of its words matches at least every
+    #: message the whole does.
+    conjunctive: bool = True
 
 
 def place_token(folder_id: int) -> str:
@@ -101,14 +105,17 @@ def compile_fts5(query: Query) -> Fts5Query:
     matches: list[str] = []
     conditions: list[str] = []
     params: list[object] = []
+    conjunctive = True
     for part in parts:
         expression = _text_only(part)
         if expression is not None:
             matches.append(expression)
+            conjunctive = conjunctive and not any(isinstance(node, AnyOf) for node in nodes(part))
         else:
             conditions.append(_condition(part, params))
     match = " AND ".join(f"({m})" for m in matches) if matches else None
-    return Fts5Query(match, " AND ".join(f"({c})" for c in conditions) or "1", tuple(params))
+    where = " AND ".join(f"({c})" for c in conditions) or "1"
+    return Fts5Query(match, where, tuple(params), conjunctive)
 
 
 def phrase(value: str) -> str:
