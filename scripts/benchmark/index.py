@@ -50,6 +50,7 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.answer import fresh_page
 from mail_imap_mcp.index.location import index_path, open_index
+from mail_imap_mcp.index.sqlite_store import SqliteStore
 from mail_imap_mcp.index.sync import Indexer
 from mail_imap_mcp.query import AnyOf, Contains
 from mail_imap_mcp.query.fts5 import compile_fts5
@@ -254,7 +255,7 @@ def _ours_queries(
         }
         either = [Contains(q.field, q.word) for q in (queries[-1], queries[1])]  # type: ignore[arg-type]
         scored = compile_fts5(AnyOf(tuple(either)))
-        found["shards"] = _shards_compared(store, scored, runs)
+        found["shards"] = _shards_compared(path, scored, runs)
         found["appended"] = _appended_found(connection, indexer, store, dovecot, user)
     finally:
         connection.close()
@@ -262,21 +263,21 @@ def _ours_queries(
     return found
 
 
-def _shards_compared(store: Any, common: Any, runs: int) -> dict[str, float]:
+def _shards_compared(path: Path, query: Any, runs: int) -> dict[str, float]:
     """A query whose every match is scored (the word in most messages OR the subject word: an OR is
-    ranked however common its words) by the store alone in one thread and in two shards (two threads,
-    forced whatever the machine's cores), every folder searched."""
-    everywhere = list(store.folders())
-    search = partial(store.search, common, folders=everywhere, order="relevance", limit=20, offset=0)
+    ranked however common its words) by a store of the index ``path`` alone, in one thread and in two
+    shards (two threads, whatever the machine's cores), every folder searched."""
     found: dict[str, float] = {}
-    kept = store._ranker._shards
-    try:
-        for shards in (1, 2):
-            store._ranker._shards = shards
+    for shards in (1, 2):
+        store = SqliteStore(path, shards=shards)
+        try:
+            search = partial(
+                store.search, query, folders=list(store.folders()), order="relevance", limit=20, offset=0
+            )
             found["hits"] = search().total
             found[f"{shards}_median_ms"] = _median_ms(_timed(search, runs))
-    finally:
-        store._ranker._shards = kept
+        finally:
+            store.close()
     return found
 
 

@@ -281,8 +281,7 @@ def test_ranking_in_shards_gives_the_page_one_order_by_over_every_match_gives(
     monkeypatch.setattr("mail_imap_mcp.index.sqlite_ranking.MESSAGES_PER_SHARD", 1)
     monkeypatch.setattr("mail_imap_mcp.index.sqlite_ranking.SHARD_MATCHES", 1)
     monkeypatch.setattr("mail_imap_mcp.index.sqlite_ranking.UNWEIGHTED_MATCHES", unweighted_from)
-    store = SqliteStore(tmp_path_factory.mktemp("shards") / "a.sqlite3")
-    store._ranker._shards = shards
+    store = SqliteStore(tmp_path_factory.mktemp("shards") / "a.sqlite3", shards=shards)
     folders = ["INBOX", "Archive"]
     for number, (sent, words) in enumerate(bodies, 1):
         texts = tuple(" ".join(words) if c == "body" else "" for c in TEXT_COLUMNS)
@@ -335,8 +334,7 @@ def test_regression_pages_begun_at_once_never_wait_behind_each_others_shards(
     # One pool ran pages and their shards: pages that filled it waited for shards queued behind them.
     monkeypatch.setattr("mail_imap_mcp.index.sqlite_ranking.MESSAGES_PER_SHARD", 1)
     monkeypatch.setattr("mail_imap_mcp.index.sqlite_ranking.SHARD_MATCHES", 1)
-    store = SqliteStore(tmp_path / "pages.sqlite3")
-    store._ranker._shards = 2
+    store = SqliteStore(tmp_path / "pages.sqlite3", shards=2)
     store.put(store.start_folder("INBOX", 1), [message(uid, body=f"fig {uid}") for uid in range(1, 41)])
     query = compile_fts5(Contains("text", "fig"))
     pending = [

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from mail_imap_mcp.index.sqlite_errors import busy, open_failure, write_failure
 from mail_imap_mcp.index.sqlite_migration import migrate_5_to_6
-from mail_imap_mcp.index.sqlite_ranking import Ranker, ReadConnections, weighs_nothing
+from mail_imap_mcp.index.sqlite_ranking import SHARDS, Ranker, ReadConnections, weighs_nothing
 from mail_imap_mcp.index.store import (
     COLUMN_WEIGHTS,
     TEXT_COLUMNS,
@@ -80,7 +80,7 @@ PRAGMA user_version = {SCHEMA_VERSION};
 class SqliteStore:
     """:class:`~mail_imap_mcp.index.store.IndexStore` in one SQLite file."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, shards: int = SHARDS) -> None:
         self.path = path
         try:
             self._db = sqlite3.connect(
@@ -93,7 +93,7 @@ class SqliteStore:
         except IndexWriteFailed:  # the schema could not be written (IndexBusy: another process's lock)
             self._close_quietly()
             raise
-        self._ranker = Ranker(ReadConnections(path, BUSY_TIMEOUT_S))
+        self._ranker = Ranker(ReadConnections(path, BUSY_TIMEOUT_S), shards)
 
     def _prepare(self) -> None:
         db = self._db
