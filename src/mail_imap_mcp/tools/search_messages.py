@@ -65,7 +65,9 @@ DETAILS = (
     '- `sort: "relevance"` (the default when `query` is given) lists the best match first where the account '
     "keeps a local index (`index = true`, [index.md](index.md)): ranked by BM25, a word in the subject or "
     "sender counting most and one in quoted replies least, after one round trip that brings the index up "
-    "to date; each snippet shows where the words are. Without an index (or while it is being built, "
+    "to date; each snippet shows where the words are. A query of words alone that matches 20,000 "
+    "messages or more, over half of all, is listed newest first: BM25 weighs its words at nothing, and "
+    "`meta.warnings` says so. Without an index (or while it is being built, "
     "said in `meta.warnings`) the server answers, newest first.\n"
     "- `needs_reply: true` lists only mail that awaits the user's answer: not `\\Answered`, not from the "
     "account's own addresses (imap_list_accounts), not automated (List-Id, Auto-Submitted, Precedence "
