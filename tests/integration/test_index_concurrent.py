@@ -277,8 +277,7 @@ def test_regression_a_sync_resumed_after_another_sync_of_its_folder_still_sees_l
     searches = AccountConnection("default", account, enable_qresync=True)
     store = SqliteStore(tmp_path / "index.sqlite3")
     indexer = Indexer(store, "default", 4096)
-    other = server.connect(user, tls=False, starttls=False)
-    try:
+    with server.connect(user, tls=False, starttls=False) as other:
         steps = indexer.folder("INBOX")
         assert background.run(steps.begin) == 10
         assert background.run(lambda session: steps.fetch(session, 4)) == 6
@@ -292,8 +291,6 @@ def test_regression_a_sync_resumed_after_another_sync_of_its_folder_still_sees_l
         searches.run(lambda session: sync_folder_now(session, indexer, "INBOX", limit=100))
         assert store.uids("INBOX") == sorted(other.search("ALL"))
         assert store.folders()["INBOX"].uidnext == newest + 1
-    finally:
-        other.logout()
         background.close()
         searches.close()
         store.close()

@@ -66,14 +66,11 @@ async def test_flags_another_client_changed_are_current_without_a_modseq(
 ) -> None:
     mcp, user = indexed
     assert len((await mcp.ok(SEARCH, {"query": "kiwiword is:unread", "limit": 50}))["messages"]) == 6
-    other = server.connect(user, tls=False, starttls=False)
-    try:
+    with server.connect(user, tls=False, starttls=False) as other:
         other.select_folder("INBOX")
         seen = other.search(["SUBJECT", "note 1"]) + other.search(["SUBJECT", "note 2"])
         other.add_flags(seen, [b"\\Seen"])
         other.add_flags(other.search(["SUBJECT", "note 3"]), [b"\\Flagged"])
-    finally:
-        other.logout()
     for _ in range(2):  # and again, with nothing changed since
         unread = await mcp.ok(SEARCH, {"query": "kiwiword is:unread", "limit": 50})
         assert subjects(unread) == {f"note {i}" for i in (0, 3, 4, 5)}
@@ -90,12 +87,9 @@ async def test_regression_a_summary_shows_the_flags_of_now_where_the_folder_keep
     mcp, user = indexed
     before = await mcp.ok(SEARCH, {"query": "kiwiword", "limit": 50})
     assert all(message.get("unread") for message in before["messages"])
-    other = server.connect(user, tls=False, starttls=False)
-    try:
+    with server.connect(user, tls=False, starttls=False) as other:
         other.select_folder("INBOX")
         other.add_flags(other.search(["SUBJECT", "note 1"]), [b"\\Seen"])
-    finally:
-        other.logout()
     after = await mcp.ok(SEARCH, {"query": "kiwiword", "limit": 50})
     unread = {message["subject"] for message in after["messages"] if message.get("unread")}
     assert unread == {f"note {i}" for i in (0, 2, 3, 4, 5)}
@@ -119,11 +113,8 @@ async def test_an_index_another_process_is_writing_answers_as_it_is_and_says_so(
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [note(i) for i in range(4)])
     async for mcp, app, _config in indexed_client(dovecot, user, tmp_path, index_fresh_budget_ms=300):
-        other = dovecot.connect(user, tls=False, starttls=False)
-        try:
+        with dovecot.connect(user, tls=False, starttls=False) as other:
             other.append("INBOX", note(50))  # the freshness check must write it into the index
-        finally:
-            other.logout()
         holder = subprocess.Popen(
             [sys.executable, "-c", LOCK_HOLDER, str(app.indexes["default"].path)],
             stdin=subprocess.PIPE,
@@ -224,11 +215,8 @@ async def test_a_later_ranked_page_says_when_the_index_took_in_mail_though_the_t
         cursor = first["data"]["next_cursor"]
         quiet = await mcp.call(SEARCH, {"query": "kiwiword", "cursor": cursor})
         assert not any("first page" in w for w in quiet["meta"]["warnings"]), quiet["meta"]["warnings"]
-        other = dovecot.connect(user, tls=False, starttls=False)
-        try:
+        with dovecot.connect(user, tls=False, starttls=False) as other:
             other.append("INBOX", plain_message("unrelated", "nothing of the query here\r\n"))
-        finally:
-            other.logout()
         moved = await mcp.call(SEARCH, {"query": "kiwiword", "cursor": cursor})
         assert moved["data"]["total"] == 6
         assert any("took in changes since the first page" in w for w in moved["meta"]["warnings"]), moved

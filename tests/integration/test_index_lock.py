@@ -55,11 +55,8 @@ async def test_a_search_does_not_wait_past_its_budget_for_the_background_sync(
     dovecot.seed(user, "INBOX", [message(i, "kiwiword") for i in range(4)])
     dovecot.seed(user, dovecot.mailbox_name("Trash"), [message(30, "kiwiword")])
     async for mcp, app, _config in indexed_client(dovecot, user, tmp_path, index_fresh_budget_ms=300):
-        other = other_client(dovecot, user)
-        try:
+        with other_client(dovecot, user) as other:
             other.append("INBOX", message(50, "kiwiword"))
-        finally:
-            other.logout()
         index = app.index_of("default")
         assert index is not None
         with Holder(index.lock) as holder:
@@ -89,12 +86,9 @@ async def test_a_search_whose_index_writes_are_refused_answers_as_the_index_is(
     gone = dovecot.mailbox_name("Gone")
     dovecot.seed(user, gone, [message(20, "kiwiword")])
     async for mcp, app, _config in indexed_client(dovecot, user, tmp_path, index_fresh_budget_ms=300):
-        other = other_client(dovecot, user)
-        try:
+        with other_client(dovecot, user) as other:
             other.delete_folder(gone)
             other.append("INBOX", message(50, "kiwiword"))
-        finally:
-            other.logout()
         writer = sqlite3.connect(tmp_path / "ix" / "default.sqlite3", isolation_level=None)
         try:
             writer.execute("BEGIN IMMEDIATE")

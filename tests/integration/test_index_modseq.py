@@ -48,8 +48,7 @@ def test_a_folder_stored_without_modseqs_tracks_them_once_the_server_keeps_them(
         db.execute("UPDATE folders SET highestmodseq = 0")
         db.commit()
         db.close()
-        other = other_client(server, user)
-        try:
+        with other_client(server, user) as other:
             other.select_folder("INBOX")
             other.add_flags([1], ["\\Flagged"])
             assert connection.run(sync) == 0
@@ -60,8 +59,6 @@ def test_a_folder_stored_without_modseqs_tracks_them_once_the_server_keeps_them(
             assert connection.run(sync) == 0
             assert store.folders()["INBOX"].highestmodseq > first
             assert store.flags_of("INBOX")[2] == flag_bits(("\\Seen",))
-        finally:
-            other.logout()
     finally:
         connection.close()
         store.close()

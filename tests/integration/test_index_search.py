@@ -97,8 +97,7 @@ async def test_a_query_is_ranked_fresh_and_its_ids_open(
     opened = await mcp.ok("imap_get_message", {"message_id": data["messages"][0]["message_id"]})
     assert "kiwiword" in json.dumps(opened)
 
-    other = other_client(server, user)
-    try:
+    with other_client(server, user) as other:
         other.append("INBOX", message(100, "kiwiword"))  # a moment before the search
         other.select_folder("INBOX")
         gone = other.search(["SUBJECT", "note 9 "]) or other.search(["SUBJECT", "note 9"])
@@ -112,8 +111,6 @@ async def test_a_query_is_ranked_fresh_and_its_ids_open(
             SEARCH, {"query": "kiwiword", "mailbox": "INBOX", "unread_only": True, "limit": 50}
         )
         assert uids_of(unread) == set(other.search(["TEXT", "kiwiword", "UNSEEN"]))
-    finally:
-        other.logout()
 
     page = await mcp.ok(SEARCH, {"query": "note", "limit": 5})
     rest = await mcp.ok(SEARCH, {"query": "note", "limit": 5, "cursor": page["next_cursor"]})
@@ -232,11 +229,8 @@ async def test_past_its_budget_the_index_answers_as_it_is_and_says_how_stale(
     dovecot.seed(user, "INBOX", [message(i, "kiwiword") for i in range(4)])
     async for mcp, _app, _config in indexed_client(dovecot, user, tmp_path, index_fresh_budget_ms=0):
         # The background sync comes back a minute after its build: not within this test.
-        other = other_client(dovecot, user)
-        try:
+        with other_client(dovecot, user) as other:
             other.append("INBOX", message(50, "kiwiword"))
-        finally:
-            other.logout()
         envelope = await mcp.call(SEARCH, {"query": "kiwiword", "mailbox": "INBOX"})
         assert envelope["data"]["total"] == 4  # the new message is not in the index yet
         assert any(
