@@ -16,6 +16,7 @@ import pytest
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.content import sandbox
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.index.attachments import AttachmentReading
 from mail_imap_mcp.index.build import BuildHooks, build
@@ -209,3 +210,32 @@ def test_a_stop_ends_the_backfill_inside_its_step(dovecot: MatrixServer, tmp_pat
         store.close()
     assert len(read) == 1  # the step of every message stopped after the first document
     assert attachments_read(tmp_path) == 0  # the chunk not stored: the next run reads it
+
+
+def test_regression_the_build_holds_no_sandbox_slot_between_chunks_of_documents(
+    dovecot: MatrixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The reader's child was kept from the first document to the build's end (hours on a large mailbox),
+    # holding one of the few sandbox slots: the user's own attachment reads waited for one and failed.
+    user = built_without_attachments(dovecot, tmp_path)
+    config = with_attachments_on(dovecot, user, tmp_path)
+    connection = AccountConnection("default", config.accounts["default"], enable_qresync=True)
+    store = open_index(tmp_path / "ix" / "default.sqlite3").store
+    indexer = Indexer(
+        store, "default", config.server.index_text_bytes, attachments=AttachmentReading.of(config.server)
+    )
+    free_between: list[int] = []
+    real_put = store.put
+
+    def put(*args: Any, **kwargs: Any) -> None:  # a chunk stored: its documents read
+        free_between.append(sandbox._SLOTS._value)  # type: ignore[attr-defined]
+        real_put(*args, **kwargs)
+
+    monkeypatch.setattr(store, "put", put)
+    try:
+        build(connection, indexer, step=500)
+    finally:
+        connection.close()
+        store.close()
+    assert attachments_read(tmp_path) > 0
+    assert free_between and set(free_between) == {sandbox.MAX_CONCURRENT_CHILDREN}

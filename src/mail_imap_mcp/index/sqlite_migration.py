@@ -18,7 +18,8 @@ def migrate_5_to_6(db: sqlite3.Connection) -> None:
     is read again once with the setting on. Runs inside the caller's transaction."""
     db.execute("ALTER TABLE messages ADD COLUMN attachments_read INTEGER NOT NULL DEFAULT 0")
     read: list[tuple[int]] = []
-    for row_id, doc in db.execute("SELECT id, doc FROM messages WHERE has_attachment").fetchall():
+    # Row by row (the cursor, not fetchall): every document's text at once was the whole index in memory.
+    for row_id, doc in db.execute("SELECT id, doc FROM messages WHERE has_attachment"):
         if unpack_texts(doc)[_ATTACHMENT_TEXT]:
             read.append((row_id,))
     for first in range(0, len(read), _BATCH):

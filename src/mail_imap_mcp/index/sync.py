@@ -373,16 +373,23 @@ class FolderSync:
             if plan:
                 plans[uid] = plan
         texts, size = {}, 0
-        for requests in rounds(plans):
-            answers = session.fetch_each(requests)
-            for (uid, *_), _ in requests:
-                if self.stop():  # a document may take seconds to read
-                    raise _Stopped
-                answer = answers.get(uid)
-                if answer is None or expunged(answer):
-                    continue
-                size += sum(len(v) for v in answer.values() if isinstance(v, bytes))
-                texts[uid] = attachment_text(answer, plans[uid], reading, self.worker, self.skipped)
+        try:
+            for requests in rounds(plans):
+                answers = session.fetch_each(requests)
+                for (uid, *_), _ in requests:
+                    if self.stop():  # a document may take seconds to read
+                        raise _Stopped
+                    answer = answers.get(uid)
+                    if answer is None or expunged(answer):
+                        continue
+                    size += sum(len(v) for v in answer.values() if isinstance(v, bytes))
+                    texts[uid] = attachment_text(answer, plans[uid], reading, self.worker, self.skipped)
+        finally:
+            # The child holds one of the few sandbox slots: kept between two chunks (IMAP round trips,
+            # pauses, folders without attachments) it left a build of hours holding it, and the user's
+            # own attachment reads waited for a slot until they failed.
+            if self.worker is not None:
+                self.worker.close()
         return texts, size
 
 
