@@ -248,3 +248,19 @@ MCPB_CLI_DIR="$ROOT/.cache/mcpb"
 ensure_mcpb_cli() {
   _npm_ci_locked "$MCPB_CLI_DIR" "$ROOT/packaging/mcpb" "the MCP Bundle CLI"
 }
+
+# The Claude Code CLI (@anthropic-ai/claude-code), which runs the commands `mail-imap-mcp setup` prints for
+# it (tests/integration/test_setup_claude_code.py). Its package is a placeholder until its own postinstall
+# copies the platform's native binary over it: run here, that package's only, as npm ci runs no scripts.
+CLAUDE_CLI_DIR="$ROOT/.cache/claude-code"
+
+ensure_claude_cli() {
+  local package="$CLAUDE_CLI_DIR/node_modules/@anthropic-ai/claude-code"
+  _npm_ci_locked "$CLAUDE_CLI_DIR" "$ROOT/tests/node/claude-code" "the Claude Code CLI"
+  command -v node >/dev/null 2>&1 || return 0
+  "$package/bin/claude.exe" --version >/dev/null 2>&1 && return 0
+  if ! (cd "$package" && node install.cjs >/dev/null) || ! "$package/bin/claude.exe" --version >/dev/null 2>&1; then
+    say "the Claude Code CLI in $CLAUDE_CLI_DIR does not run (its postinstall failed)"
+    exit 1
+  fi
+}

@@ -77,7 +77,8 @@ def snippets(
             ],
             **vscode,
         }
-    env_flag = f"-e {password_env}={shlex.quote(PASSWORD_PLACEHOLDER)} " if password_env else ""
+    # The name before -e: Claude Code's -e takes every value up to the next option, the name included.
+    env_flag = f" -e {password_env}={shlex.quote(PASSWORD_PLACEHOLDER)}" if password_env else ""
     server_args = [*command, "serve", "--config", str(config)]
     lines = [
         "Claude Desktop: the MCP Bundle is the easiest (docs/bundle.md); or add this to",
@@ -85,7 +86,7 @@ def snippets(
         json.dumps(desktop, indent=2),
         "",
         "Claude Code:",
-        f"  claude mcp add --scope user {env_flag}{SERVER_NAME} -- {shlex.join(server_args)}",
+        f"  claude mcp add --scope user {SERVER_NAME}{env_flag} -- {shlex.join(server_args)}",
         "",
         "VS Code: add this to .vscode/mcp.json (or the user mcp.json: 'MCP: Open User Configuration'):",
         json.dumps(vscode, indent=2),

@@ -195,7 +195,7 @@ def test_without_a_keychain_the_password_stays_out_of_every_file_and_the_reason_
     assert 'password_env = "MAIL_PASSWORD_WORK"' in text and dovecot.password not in text
     assert dovecot.password not in done.stdout + done.stderr
     # The snippets name the variable with a placeholder; VS Code asks for it in a password prompt.
-    assert "claude mcp add --scope user -e MAIL_PASSWORD_WORK='<your password>' mail -- " in done.stdout
+    assert "claude mcp add --scope user mail -e MAIL_PASSWORD_WORK='<your password>' -- " in done.stdout
     vscode = json.loads(done.stdout.split("'MCP: Open User Configuration'):\n", 1)[1].split("\n\n", 1)[0])
     assert vscode["inputs"][0]["password"] is True
     assert vscode["servers"]["mail"]["env"] == {"MAIL_PASSWORD_WORK": "${input:mail-imap-password}"}

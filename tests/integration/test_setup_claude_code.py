@@ -1,0 +1,75 @@
+"""The command ``mail-imap-mcp setup`` prints for Claude Code, run by the real Claude Code CLI (pinned in
+tests/node/claude-code/package-lock.json): ``claude mcp add`` exactly as printed, the password typed where the
+placeholder stands, then ``claude mcp get``, which starts the server with the config setup wrote and reports
+whether it connected.
+
+scripts/test installs the CLI into .cache/claude-code/ (``ensure_claude_cli``); the test skips only when node
+itself is missing (then nothing of npm is installed). HOME is a temporary directory: the CLI writes its config
+there, and Dovecot is this test's own.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mail_imap_mcp.setup_clients import PASSWORD_PLACEHOLDER
+from tests.integration.test_setup import FILE_KEYRING, NO_KEYCHAIN, environment, script_setup
+from tests.support.dovecot import Dovecot
+
+ROOT = Path(__file__).resolve().parents[2]
+CLAUDE = ROOT / ".cache" / "claude-code" / "node_modules" / ".bin" / "claude"
+
+
+def pinned_cli_version() -> str:
+    lock = json.loads((ROOT / "tests" / "node" / "claude-code" / "package-lock.json").read_text())
+    return str(lock["packages"]["node_modules/@anthropic-ai/claude-code"]["version"])
+
+
+def claude(home: Path, backend: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(CLAUDE), *args],
+        env=environment(home, backend),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def printed_claude_command(setup_output: str) -> list[str]:
+    (line,) = [line.strip() for line in setup_output.splitlines() if line.strip().startswith("claude mcp ")]
+    return shlex.split(line)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+@pytest.mark.parametrize("backend", [NO_KEYCHAIN, FILE_KEYRING], ids=["no-keychain", "keychain"])
+def test_claude_code_accepts_the_printed_claude_mcp_add_and_connects_to_the_server(
+    tmp_path: Path, dovecot: Dovecot, user: str, backend: str
+) -> None:
+    assert CLAUDE.is_file(), (
+        "Claude Code is not installed: run scripts/test (npm ci into .cache/claude-code/)"
+    )
+    home = tmp_path / "home"
+    home.mkdir()
+    assert claude(home, backend, "--version").stdout.startswith(pinned_cli_version())
+    config = home / "mail.toml"
+    done = script_setup(home, backend, dovecot, user, "--config", str(config))
+    assert done.returncode == 0, done.stdout + done.stderr
+    command = printed_claude_command(done.stdout)
+    assert command[:3] == ["claude", "mcp", "add"]
+    # What the user does: run it as printed, their password typed over the placeholder.
+    typed = [part.replace(PASSWORD_PLACEHOLDER, dovecot.password) for part in command[1:]]
+    added = claude(home, backend, *typed)
+    assert added.returncode == 0, added.stdout + added.stderr
+    assert "Added stdio MCP server mail" in added.stdout
+    got = claude(home, backend, "mcp", "get", "mail")
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert re.search(r"^  Status: \S+ Connected$", got.stdout, re.MULTILINE), got.stdout + got.stderr
+    assert "Scope: User config" in got.stdout
