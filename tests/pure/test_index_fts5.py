@@ -7,7 +7,9 @@ and compares the store's answer with a model that evaluates the tree word by wor
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 
@@ -169,20 +171,29 @@ def matches(query: Query, message: IndexedMessage) -> bool:
     return any(matches(part, message) for part in query.parts)
 
 
+@pytest.fixture(scope="module")
+def model_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteStore]:
+    """One store for every example, each example in a folder of its own: opening a store (its schema, its
+    connections) cost more than the example's own work, and made this the slowest test of the pure tier."""
+    store = SqliteStore(tmp_path_factory.mktemp("model") / "model.sqlite3")
+    yield store
+    store.close()
+
+
+_example_folders = itertools.count()
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(corpus=messages(), query=trees())
 def test_the_store_answers_what_the_tree_means(
-    tmp_path: Path, corpus: list[IndexedMessage], query: Query
+    model_store: SqliteStore, corpus: list[IndexedMessage], query: Query
 ) -> None:
-    store = SqliteStore(tmp_path / f"model-{abs(hash((tuple(corpus), query)))}.sqlite3")
-    try:
-        state = store.start_folder("INBOX", 1)
-        store.put(state, corpus)
-        page = store.search(compile_fts5(query), folders=["INBOX"], order="date", limit=100, offset=0)
-        assert sorted(hit.uid for hit in page.hits) == sorted(m.uid for m in corpus if matches(query, m))
-        assert page.total == len(page.hits)
-    finally:
-        store.close()
+    # The other examples' folders hold messages too: the page must come from this folder alone.
+    folder = f"Example {next(_example_folders)}"
+    model_store.put(model_store.start_folder(folder, 1), corpus)
+    page = model_store.search(compile_fts5(query), folders=[folder], order="date", limit=100, offset=0)
+    assert sorted(hit.uid for hit in page.hits) == sorted(m.uid for m in corpus if matches(query, m))
+    assert page.total == len(page.hits)
 
 
 def test_regression_an_underscore_alone_is_no_word_of_the_index() -> None:

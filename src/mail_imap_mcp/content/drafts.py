@@ -158,12 +158,6 @@ def reply_recipients(
     return to, cc
 
 
-def own_address(headers: Mapping[str, str], identities: Sequence[str]) -> str | None:
-    """The first of ``identities`` (the account's addresses) the message was sent to (To, Cc), if any."""
-    named = {_key(a) for a in header_addresses(headers.get("To")) + header_addresses(headers.get("Cc"))}
-    return next((address for address in identities if address.lower() in named), None)
-
-
 def reply_subject(theirs: str | None) -> str:
     """``Re: `` and the original's subject without its reply prefixes (``Re: Re:``, ``AW:``, ``SV:``...):
     exactly one ``Re:``."""

@@ -37,17 +37,6 @@ class SearchCommands:
             data = self._client.uid_command_untagged(b"SEARCH", wire.search_args(criteria, charset))
         return parsing.search_uids(data)
 
-    def uid_search_count(
-        self: SearchSession, criteria: list[bytes | str | int], *, charset: str | None = None
-    ) -> int:
-        """``UID SEARCH RETURN (COUNT)`` (RFC 4731) when supported, else the length of a full search."""
-        if not self.profile.esearch:
-            return len(self.uid_search(criteria, charset=charset))
-        args = [b"RETURN", b"(COUNT)", *wire.search_args(criteria, charset)]
-        with self._selected_mailbox_errors():
-            data = self._client.uid_command_untagged(b"SEARCH", args, response_name="ESEARCH")
-        return parsing.search_count(data)
-
     def uid_search_counted(
         self: SearchSession, criteria: list[bytes | str | int], *, charset: str | None = None
     ) -> tuple[int, list[tuple[int, int]]]:

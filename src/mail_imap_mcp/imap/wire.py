@@ -403,11 +403,6 @@ def is_flag_atom(flag: str) -> bool:
     return _FLAG_ATOM.match(flag) is not None
 
 
-def is_literal(token: object) -> bool:
-    """Whether a search token is sent as a literal (it then waits for the server's continuation)."""
-    return isinstance(token, _literal)
-
-
 def search_args(criteria: list[bytes | str | int], charset: str | None) -> list[bytes]:
     args: list[bytes] = [b"CHARSET", charset.encode("ascii")] if charset else []
     return args + [encode_search_token(item, charset) for item in criteria]

@@ -29,7 +29,7 @@ from array import array
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from mail_imap_mcp.content.sandbox_worker import SandboxWorker
@@ -395,16 +395,6 @@ class FolderSync:
 
 class _Stopped(Exception):
     """The sync was asked to stop (:attr:`FolderSync.stop`) between two messages' attachments."""
-
-
-@dataclass
-class AccountProgress:
-    """How far a build of one account is (the server's ``imap_list_accounts`` reports it)."""
-
-    state: str = "building"
-    indexed: int = 0
-    total: int = 0
-    error: str | None = None
 
 
 class Indexer:

@@ -154,7 +154,7 @@ class SearchMessagesInput(BaseModel):
     subject: SearchText | None = Field(default=None, description="Subject contains.")
     body: SearchText | None = Field(default=None, description="Body contains.")
     since: date | None = Field(default=None, description="On or after.")
-    before: date | None = Field(default=None, description="Before.")
+    before: date | None = Field(default=None, description="Before this date (not on it).")
     last_days: int | None = Field(default=None, ge=1, le=36500, description="Received in the last N days.")
     unread_only: bool = Field(default=False, description="Only unread ones.")
     flagged: bool | None = Field(default=None, description="Only flagged (true) or unflagged (false).")

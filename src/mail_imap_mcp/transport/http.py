@@ -64,7 +64,7 @@ _DRAIN_BODY_LIMIT = 4 * 1024 * 1024
 #: At most one "accept() out of system resource" line per this many seconds (the loop repeats it).
 _ACCEPT_FAILURE_LOG_INTERVAL_S = 10.0
 #: Refused requests are logged at most once per this many seconds, with how many were not.
-_REFUSAL_LOG_INTERVAL_S = 5.0
+REFUSAL_LOG_INTERVAL_S = 5.0
 #: After the calls in flight ended (or the grace ran out): time left for open streams to close.
 _STREAMS_CLOSE_S = 2
 
@@ -332,7 +332,7 @@ async def serve_http(config: Config, settings: HttpSettings, token: str | None, 
         HostOriginCheck(with_cors(checked, settings), allowed.allowed_hosts, allowed.allowed_origins)
     )
     logging.getLogger("asyncio").addFilter(RateLimitedLog(ACCEPT_FAILURE, _ACCEPT_FAILURE_LOG_INTERVAL_S))
-    log.addFilter(RateLimitedLog(REFUSED, _REFUSAL_LOG_INTERVAL_S))
+    log.addFilter(RateLimitedLog(REFUSED, REFUSAL_LOG_INTERVAL_S))
     uvicorn_server = _Uvicorn(
         uvicorn.Config(
             asgi,
