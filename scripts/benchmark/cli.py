@@ -291,7 +291,9 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
     )
     parser.add_argument("--index-messages", type=int, default=100_000, help="index section: messages")
     parser.add_argument(
-        "--index-xapian-messages", type=int, help="index section: messages for fts-xapian (default: all)"
+        "--index-xapian-messages",
+        type=int,
+        help="index section: messages for fts-xapian (default: all; 0: none)",
     )
     parser.add_argument(
         "--index-ours-only",

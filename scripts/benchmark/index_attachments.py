@@ -278,5 +278,7 @@ def write_attachments_results(results: dict[str, Any], out_dir: Path) -> None:
         json.dumps({**results, "machine": machine}, indent=2) + "\n"
     )
     markdown = out_dir / "benchmarks.md"
-    write_section(markdown, MARKER_BEGIN, MARKER_END, attachments_section(results, machine))
+    section = attachments_section(results, machine)
+    print(section)
+    write_section(markdown, MARKER_BEGIN, MARKER_END, section)
     say(f"index attachments: wrote benchmarks-index-attachments.json and its section of {markdown}")

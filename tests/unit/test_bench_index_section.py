@@ -1,0 +1,74 @@
+"""scripts/bench --index-only: what it prints and how it treats Dovecot + fts-xapian (issue 47 item 19)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from benchmark import index as bench_index  # noqa: E402
+
+QUERIES = [
+    {"label": "sender word", "field": "from", "word": "garcia", "hits": 40},
+    {"label": "subject word", "field": "subject", "word": "budget", "hits": 41},
+    {"label": "rare word", "field": "text", "word": "zyzzyva", "hits": 1},
+    {"label": "common word", "field": "text", "word": "team", "hits": 700},
+]
+
+
+def finished_run(xapian: dict[str, Any]) -> bench_index.IndexRun:
+    """A run's results as run_index_bench leaves them, with ``xapian`` as given."""
+    timed = {q["label"]: {"median_ms": 1.5, "store_only_median_ms": 0.5, "round_trips": 1} for q in QUERIES}
+    run = bench_index.IndexRun(1000, 4)
+    run.results.update(
+        queries=QUERIES,
+        ours_build={"seconds": 1.0, "messages_per_s": 1000, "bytes_per_message": 900, "peak_rss_mb": 80},
+        ours={**timed, "appended": {"found": True, "ms": 3.0, "round_trips": 2}},
+        notmuch={**timed, "new_seconds": 2.0, "new_messages_per_s": 500, "index_bytes_per_message": 3000},
+        dovecot=timed,
+        ours_mcp={"newest page of 20 (INBOX, no query)": {"median_ms": 9.0}},
+        xapian=xapian,
+    )
+    return run
+
+
+def test_the_index_section_is_printed_as_it_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = finished_run({"skipped": "--index-xapian-messages 0"})
+    bench_index.write_index_results(run, tmp_path, machine={"nproc": 2, "cpu_model": "test"})
+    printed = capsys.readouterr().out
+    written = (tmp_path / "benchmarks.md").read_text()
+    assert "| query (hits in our index) |" in printed
+    assert printed.strip() in written
+
+
+def test_a_skipped_fts_xapian_is_said_and_its_cells_are_empty() -> None:
+    section = bench_index.index_section(finished_run({"skipped": "--index-xapian-messages 0"}), {})
+    assert "Dovecot + fts-xapian not measured: --index-xapian-messages 0" in section
+    xapian_row = next(line for line in section.splitlines() if line.startswith("| Dovecot fts-xapian"))
+    assert xapian_row.count("–") == 3
+
+
+def test_zero_xapian_messages_means_none() -> None:
+    assert bench_index.xapian_skip_reason(0) == "--index-xapian-messages 0"
+
+
+def test_a_missing_fts_xapian_plugin_is_said_before_seeding(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Dovecot's module directory as doveconf names it: empty here, then holding the plugin.
+    def doveconf(*args: Any, **kwargs: Any) -> Any:
+        return type("Done", (), {"stdout": f"{tmp_path}\n"})()
+
+    monkeypatch.setattr(bench_index.subprocess, "run", doveconf)
+    reason = bench_index.xapian_skip_reason(None)
+    assert reason is not None and "dovecot-fts-xapian" in reason and str(tmp_path) in reason
+    (tmp_path / "lib21_fts_xapian_plugin.so").write_bytes(b"")
+    assert bench_index.xapian_skip_reason(None) is None
+    assert bench_index.xapian_skip_reason(500) is None
