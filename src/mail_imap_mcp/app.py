@@ -29,6 +29,7 @@ from mail_imap_mcp.index.runtime import AccountIndex
 from mail_imap_mcp.operations import OperationRegistry
 from mail_imap_mcp.presentation import failures
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT
+from mail_imap_mcp.query import GmailOnly
 from mail_imap_mcp.state import (
     ANONYMOUS,
     MemoryStore,
@@ -309,6 +310,7 @@ class AppContext:
                     DraftNotReplaceable,
                     MailboxNameUnknown,
                     MailboxNameRefused,
+                    GmailOnly,  # its answers read first: left unread, the connection was dropped
                 ),
             )
 

@@ -13,8 +13,11 @@ from typing import Any
 import pytest
 
 from tests.support import mailgen
+from tests.support.accounts import account_settings
+from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.matrix import MatrixServer
+from tests.support.round_trips import rig
 
 pytestmark = pytest.mark.anyio
 
@@ -264,6 +267,31 @@ async def test_gmail_s_operators_are_unsupported_elsewhere(mcp: EnvelopeClient) 
         assert envelope["error"]["code"] == "unsupported", envelope
         assert envelope["error"]["details"] == {"parameter": "query", "missing_capability": "X-GM-EXT-1"}
         assert "Gmail's" in envelope["error"]["message"]
+
+
+async def test_regression_gmails_operators_elsewhere_keep_the_connection_and_a_lone_minus_is_refused(
+    dovecot: Dovecot,
+) -> None:
+    """On a server without Gmail's search, label:, is:important and category: were refused after the
+    mailbox's EXAMINE had gone out: its answer was left unread, the connection dropped and the next call
+    logged in again. Now refused before any command, on the one connection (its logins counted). A lone
+    ``-`` was the word "-", which matched every message: ``invalid_input`` where it stands."""
+    user = dovecot.new_user()
+    seed(dovecot, user)
+    async with rig(account_settings(dovecot, user)) as r:
+        await r.client.ok("imap_search_messages", {"mailbox": "INBOX"})
+        for query in ("label:work", "is:important budget", "category:promotions"):
+            for where in ({"mailbox": "INBOX"}, {"mailbox": "*"}, {}):
+                refused = await r.client.fail(
+                    "imap_search_messages", {**where, "query": query}, "unsupported"
+                )
+                assert refused["error"]["details"]["missing_capability"] == "X-GM-EXT-1"
+        lone = await r.client.fail("imap_search_messages", {"query": "budget -"}, "invalid_input")
+        details = lone["error"]["details"]
+        assert (details["parameter"], details["position"]) == ("query", 8)
+        assert "right after '-'" in details["expected"]
+        assert await subjects(r.client, {"mailbox": "INBOX", "query": "from:bob"}) == ["Re: Lunch", "Lunch"]
+        assert r.connection.logins == 1
 
 
 async def test_an_or_of_ands_too_large_for_imap_is_invalid_input(mcp: EnvelopeClient) -> None:

@@ -26,6 +26,7 @@ from mail_imap_mcp.query import (
     QuerySyntaxError,
     SizeBound,
     gmail_search_keys,
+    needs_utf8,
     parse,
     search_keys,
 )
@@ -101,3 +102,27 @@ def test_the_language_reads_gmails_operators() -> None:
     )
     with pytest.raises(QuerySyntaxError):
         parse("category:spam", today=TODAY)
+
+
+def test_regression_a_quoted_operator_word_is_sent_as_a_phrase_not_as_the_operator() -> None:
+    """``"a" "OR" "b"`` went out as ``a OR b`` (either word) and ``"-a"`` as ``-a`` (not a): a quoted
+    word that Gmail reads as an operator bare stays quoted in X-GM-RAW."""
+
+    def raw(query: str) -> object:
+        (key, value) = gmail_search_keys(parse(query, today=TODAY).tree)
+        assert key == b"X-GM-RAW"
+        return value
+
+    assert raw('"a" "OR" "b"') == 'a "OR" b'
+    assert raw('"-a"') == '"-a"'
+    assert raw('"+a" "and" "AROUND" from:"OR"') == '"+a" "and" "AROUND" from:"OR"'
+    assert raw("a OR b -c") == "(a OR b) -c"
+    assert raw("e-mail or") == 'e-mail "or"'  # a hyphen inside a word as it is; "or" quoted in any case
+
+
+def test_regression_a_file_name_or_label_beyond_ascii_is_sent_in_utf8() -> None:
+    """``filename:übersicht`` and ``label:Café`` went out as ASCII (an internal error): the charset is
+    UTF-8 wherever any text of the query, a file name or a label included, is beyond ASCII."""
+    assert needs_utf8(Filename("übersicht")) and needs_utf8(Label("Café"))
+    assert needs_utf8(parse("has:attachment filename:übersicht", today=TODAY).tree)
+    assert not needs_utf8(AllOf((Filename("report.pdf"), Label("Work"), Category("social"))))

@@ -41,11 +41,18 @@ _SYSTEM_LABELS = {
 _FLAG_WORDS = {("seen", True): "is:read", ("seen", False): "is:unread", ("flagged", True): "is:starred"}
 
 
+#: Words Gmail's search reads as operators where they stand bare (``OR``, ``AND``, ``AROUND``: Gmail's
+#: "Search operators you can use with Gmail" help page), in any case: such a word is sent in quotes.
+_OPERATOR_WORDS = frozenset({"or", "and", "around"})
+
+
 def quoted(text: str) -> str:
-    """A value of Gmail's search: itself where it is one word, else a phrase in double quotes (a quote
-    inside cannot be written and is dropped, as Gmail's own search box does)."""
+    """A value of Gmail's search: itself where it is one plain word, else a phrase in double quotes (a
+    quote inside cannot be written and is dropped, as Gmail's own search box does). A word Gmail would
+    read as an operator (``OR``; ``-a``: not a; ``+a``) is a phrase too."""
     clean = text.replace('"', " ").strip()
-    if clean and all(c.isalnum() or c in "@._-+'" for c in clean):
+    plain = all(c.isalnum() or c in "@._-+'" for c in clean) and clean[:1] not in ("-", "+")
+    if clean and plain and clean.casefold() not in _OPERATOR_WORDS:
         return clean
     return f'"{" ".join(clean.split())}"'
 

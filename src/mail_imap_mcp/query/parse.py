@@ -132,7 +132,10 @@ def _tokens(text: str) -> list[_Token]:
                 raise QuerySyntaxError(index, "text between the quotes", '""')
             tokens.append(_Token("phrase", " ".join(text[index + 1 : end].split()), index))
             index = end + 1
-        elif char == "-" and not literal and index + 1 < len(text) and not text[index + 1].isspace():
+        elif char == "-" and not literal:
+            if index + 1 == len(text) or text[index + 1].isspace():
+                # Not a word: read as text, it matched nearly every message (IMAP's TEXT "-").
+                raise QuerySyntaxError(index, "a search term right after '-' (to leave it out)", "-")
             tokens.append(_Token("-", "-", index))
             index += 1
         else:

@@ -223,10 +223,13 @@ def is_everything(query: Query) -> bool:
 
 
 def needs_utf8(query: Query) -> bool:
-    """Whether any text of ``query`` is beyond ASCII (a server is then told the charset)."""
+    """Whether any text of ``query`` is beyond ASCII (a server is then told the charset): words, headers,
+    file names and labels (Gmail's search gets these in its own string)."""
     for node in nodes(query):
-        if isinstance(node, Contains) and not node.value.isascii():
+        if isinstance(node, Contains | Filename) and not node.value.isascii():
             return True
         if isinstance(node, Header) and not (node.value + node.name).isascii():
+            return True
+        if isinstance(node, Label) and not node.name.isascii():
             return True
     return False

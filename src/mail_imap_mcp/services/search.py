@@ -381,7 +381,11 @@ def search_page(
         return PageRead(page, messages, first.issues, fetch_issues, next_cursor, attempted=attempted)
 
     def work(session: ImapSession) -> PageRead:
-        if structure is not None and choose_backend(session.personality) == "gmail":
+        dialect = choose_backend(session.personality)
+        # A test this server's search cannot say (GmailOnly: label: on a server without Gmail's search) is
+        # refused before the search sends a command of its own (the pool settles the view's revalidation).
+        DIALECTS[dialect](search)
+        if structure is not None and dialect == "gmail":
             # Gmail's search answers has:attachment and filename: itself (X-GM-RAW): nothing to judge here.
             return read_page(session, cursor, limit, all_of(search, structure))
         read = read_page(session, cursor, limit)
