@@ -2,11 +2,14 @@
 
 It asks for the address and proposes the provider's server, port and security (the provider table of
 ``config/providers.py``) with the provider's advice on app passwords, reads the password without echo,
-logs in to prove the settings (a failure is the diagnosis ``check`` gives, and nothing is written), keeps
-the password in the OS keychain where one is usable (else in no file: the config names an environment
-variable the client sets, and says why), writes the config file (0600) and prints what to paste into
-Claude Desktop, Claude Code, VS Code and Cursor. Every question has a flag, for scripts; ``--dry-run``
-logs in and prints, but writes nothing. A top module like ``cli.py``: nothing imports it but ``cli``.
+logs in to prove the settings (a failure is the diagnosis ``check`` gives; on a terminal setup then asks
+again what the failure points at, keeping every other answer: the password, the certificate to trust, the
+server; a script stops and nothing is written), keeps the password in the OS keychain where one is usable
+(else in no file: the config names an environment variable the client sets, and says why), writes the
+config file (0600; ``--replace`` replaces an account of the same id) and prints what to paste into Claude
+Desktop, Claude Code, VS Code and Cursor. Every question has a flag, for scripts; ``--dry-run`` logs in and
+prints what the same run would write, deciding where the password goes as the run does, but writes
+nothing. A top module like ``cli.py``: nothing imports it but ``cli``.
 """
 
 from __future__ import annotations
@@ -16,9 +19,13 @@ import getpass
 import json
 import os
 import re
+import ssl
 import sys
+import tempfile
 import tomllib
 from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +41,17 @@ from mail_imap_mcp.config import (
     resolve_config_path,
 )
 from mail_imap_mcp.config.accounts import format_validation_error
-from mail_imap_mcp.config.keychain import KeychainUnavailable, store_password
+from mail_imap_mcp.config.keychain import KeychainUnavailable, backend_name, read_password, store_password
 from mail_imap_mcp.config.providers import Provider, provider_for_address
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.errors import ImapError
+from mail_imap_mcp.imap.errors import ConnectFailed, ConnectPhase, ImapError, LoginRefused
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.setup_clients import snippets
 
 KEYRING_SERVICE = "mail-imap-mcp"
+# Logins a person gets before setup gives up (each failure asks again only what it points at).
+MAX_LOGINS = 5
 
 
 class SetupRefused(Exception):
@@ -69,7 +78,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--no-keyring", action="store_true", help="keep the password out of the keychain (an env variable)")
     add("--write-enabled", action="store_true", help="allow the write tools on this account")
     add("--yes", action="store_true", help="take every proposal without asking")
-    add("--dry-run", action="store_true", help="log in and print, but write no file and no keychain entry")
+    add("--replace", action="store_true", help="replace the config's account of the same id")
+    add(
+        "--dry-run",
+        action="store_true",
+        help="log in and print what the run would write, but write no file and no keychain entry",
+    )
 
 
 class _Asker:
@@ -92,6 +106,11 @@ class _Asker:
             answer = input(f"{question}{shown}: ").strip()
             if answer or proposal:
                 return answer or str(proposal)
+
+    def again(self, question: str, previous: str) -> str:
+        """Asked again on a terminal after a failed login: the earlier answer is the proposal."""
+        answer = input(f"{question} [{previous}]: ").strip()
+        return answer or previous
 
     def secret(self, question: str) -> str:
         if not self.interactive:
@@ -131,7 +150,7 @@ def _ask_account(args: argparse.Namespace, ask: _Asker) -> tuple[dict[str, Any],
     username = ask.text("Username", "--username", args.username, address)
     settings: dict[str, Any] = {
         "host": host,
-        "port": int(port) if port.isdigit() else port,
+        "port": _port(port),
         "security": security,
         "username": username,
         "addresses": [address],
@@ -143,6 +162,10 @@ def _ask_account(args: argparse.Namespace, ask: _Asker) -> tuple[dict[str, Any],
     return settings, provider
 
 
+def _port(answer: str) -> int | str:
+    return int(answer) if answer.isdigit() else answer
+
+
 def _validated(settings: dict[str, Any]) -> AccountConfig:
     try:
         return AccountConfig.model_validate(settings)
@@ -150,8 +173,8 @@ def _validated(settings: dict[str, Any]) -> AccountConfig:
         raise SetupRefused(format_validation_error(exc).removeprefix("invalid configuration: ")) from None
 
 
-def _prove(account_id: str, account: AccountConfig, words: Callable[[ImapError], str]) -> None:
-    """Log in and list the mailboxes, as ``check`` does; SetupRefused with the diagnosis otherwise."""
+def _prove(account_id: str, account: AccountConfig) -> None:
+    """Log in and list the mailboxes, as ``check`` does; the ImapError of a failure propagates."""
     target = f"{account.host}:{account.effective_port} ({account.security.value})"
     _say(f"Logging in to {target} as {account.username}...")
 
@@ -161,11 +184,73 @@ def _prove(account_id: str, account: AccountConfig, words: Callable[[ImapError],
     connection = AccountConnection(account_id, account)
     try:
         mailboxes = connection.run(probe, retry=False)
-    except ImapError as exc:
-        raise SetupRefused(f"the login failed, so nothing was written: {words(exc)}") from None
     finally:
         connection.close()
     _say(f"ok: logged in, {mailboxes} mailbox(es).")
+
+
+class _Fault(Enum):
+    """What a failed login points at: what setup asks again."""
+
+    CERTIFICATE = "certificate"
+    CREDENTIALS = "credentials"
+    SERVER = "server"
+
+
+def _fault(exc: ImapError) -> _Fault:
+    if not isinstance(exc, ConnectFailed):
+        return _Fault.SERVER
+    if isinstance(exc.cause, ssl.SSLCertVerificationError):
+        return _Fault.CERTIFICATE
+    if isinstance(exc.cause, LoginRefused) or exc.phase is ConnectPhase.LOGIN:
+        return _Fault.CREDENTIALS
+    return _Fault.SERVER
+
+
+def _log_in(
+    ask: _Asker, account_id: str, settings: dict[str, Any], words: Callable[[ImapError], str]
+) -> str | None:
+    """Log in with ``settings`` (changed in place by the answers given again); the password, or None
+    for an OAuth2 account. On a terminal a failure asks again only what it points at, every other answer
+    kept; a script, or the last of MAX_LOGINS, stops with the diagnosis (SetupRefused)."""
+    secret = None if "oauth2_token_command" in settings else ask.secret("Password or app password")
+    for attempt in range(1, MAX_LOGINS + 1):
+        try:
+            _prove(account_id, _validated(settings if secret is None else {**settings, "password": secret}))
+            return secret
+        except ImapError as exc:
+            failure, fault = words(exc), _fault(exc)
+        if not ask.interactive or attempt == MAX_LOGINS:
+            flag = (
+                " Give the certificate to trust with --ca-file FILE." if fault is _Fault.CERTIFICATE else ""
+            )
+            raise SetupRefused(f"the login failed, so nothing was written: {failure}{flag}")
+        _say(f"The login failed: {failure}")
+        if fault is _Fault.CERTIFICATE:
+            settings["ca_file"] = _ask_certificate(ask)
+        elif fault is _Fault.CREDENTIALS:
+            settings["username"] = ask.again("Username", str(settings["username"]))
+            if secret is not None:
+                secret = ask.secret("Password or app password")
+        else:
+            settings["host"] = ask.again("IMAP server", str(settings["host"]))
+            settings["security"] = ask.again("Security (tls, starttls, plain)", str(settings["security"]))
+            settings["port"] = _port(ask.again("Port", str(settings["port"])))
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _ask_certificate(ask: _Asker) -> str:
+    while True:
+        answer = ask.text(
+            "The server's certificate is not trusted. Certificate file to trust (PEM, e.g. the one Proton "
+            "Mail Bridge exports)",
+            "--ca-file",
+            None,
+        )
+        path = Path(answer).expanduser()
+        if path.is_file():
+            return str(path.resolve())
+        _say(f"{path} is not a file.")
 
 
 def _account_table(account_id: str, settings: dict[str, Any]) -> str:
@@ -174,20 +259,55 @@ def _account_table(account_id: str, settings: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write_config(path: Path, table: str) -> None:
-    """Append ``table`` to the config file, created 0600 in a 0700 directory; the file stays 0600."""
+_HEADER = "# Written by `mail-imap-mcp setup`; see `mail-imap-mcp config-example`.\n"
+_TABLE_HEADER = re.compile(r"^\s*\[")
+
+
+def _write_config(path: Path, table: str, replaced: str | None) -> None:
+    """Add ``table`` to the config file (in place of account ``replaced``'s table, if given), created
+    0600 in a 0700 directory; the file is replaced whole, and stays 0600."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    existed = path.exists()
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    with os.fdopen(descriptor, "a", encoding="utf-8") as file:
-        file.write(
-            ("\n" if existed else "# Written by `mail-imap-mcp setup`; see `mail-imap-mcp config-example`.\n")
-            + table
+    text = path.read_text(encoding="utf-8") if path.exists() else _HEADER
+    if replaced is not None:
+        text = _without_account(path, text, replaced)
+    text = text.rstrip("\n") + "\n\n" + table if text.strip() else _HEADER + table
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.chmod(temporary, 0o600)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def _without_account(path: Path, text: str, account_id: str) -> str:
+    """``text`` without the table ``[accounts.ID]`` and its subtables, every other line kept as it is;
+    SetupRefused where the account is written otherwise (the result still holds it, or is not TOML)."""
+    own = re.compile(
+        rf"^\s*\[\s*accounts\s*\.\s*(?:{re.escape(account_id)}|\"{re.escape(account_id)}\")\s*[.\]]"
+    )
+    kept: list[str] = []
+    inside = False
+    for line in text.splitlines(keepends=True):
+        if _TABLE_HEADER.match(line):
+            inside = bool(own.match(line))
+        if not inside:
+            kept.append(line)
+    result = "".join(kept)
+    try:
+        still = account_id in tomllib.loads(result).get("accounts", {})
+    except tomllib.TOMLDecodeError:
+        still = True
+    if still:
+        raise SetupRefused(
+            f"[accounts.{account_id}] in {path} is not written as one table setup can replace: edit the file"
         )
-    os.chmod(path, 0o600)
+    return result
 
 
-def _free_account_id(path: Path, wanted: str | None) -> str:
+def _account_id(path: Path, wanted: str | None, replace: bool) -> str:
     existing: dict[str, Any] = {}
     if path.is_file():
         try:
@@ -197,9 +317,10 @@ def _free_account_id(path: Path, wanted: str | None) -> str:
     account_id = wanted or "default"
     if not re.fullmatch(ACCOUNT_ID_PATTERN, account_id):
         raise SetupRefused(f"--account {account_id!r}: use letters, digits, _ and - (at most 64)")
-    if account_id in existing:
+    if account_id in existing and not replace:
         raise SetupRefused(
-            f"[accounts.{account_id}] is already in {path}: choose another --account or edit the file"
+            f"[accounts.{account_id}] is already in {path}: choose another --account, replace it with "
+            "--replace, or edit the file"
         )
     return account_id
 
@@ -223,9 +344,9 @@ def run_setup(args: argparse.Namespace, words: Callable[[ImapError], str]) -> in
 
 def _setup(args: argparse.Namespace, path: Path, words: Callable[[ImapError], str]) -> int:
     ask = _Asker(args)
-    account_id = _free_account_id(path, args.account)
+    account_id = _account_id(path, args.account, args.replace)
+    replacing = account_id if path.is_file() and account_id in _accounts_in(path) else None
     settings, provider = _ask_account(args, ask)
-    secret: str | None = None
     if args.oauth2_token_command or (provider is not None and provider.oauth2_only and ask.interactive):
         command = ask.text(
             "OAuth2 token command (e.g. pizauth show work)",
@@ -239,47 +360,79 @@ def _setup(args: argparse.Namespace, path: Path, words: Callable[[ImapError], st
             }
         except ConfigError as exc:
             raise SetupRefused(str(exc)) from None
-        _prove(account_id, _validated(settings), words)
-    else:
-        secret = ask.secret("Password or app password")
-        _prove(account_id, _validated({**settings, "password": secret}), words)
+    secret = _log_in(ask, account_id, settings, words)
     password_env: str | None = None
     if secret is not None:
-        settings, password_env = _keep_password(args, settings, str(settings["username"]), secret, account_id)
+        place = password_place(args, account_id, str(settings["username"]))
+        _keep_password(args, place, str(settings["username"]), secret)
+        settings, password_env = {**settings, **place.setting}, place.variable
     _validated(settings)
     table = _account_table(account_id, settings)
+    where = f"[accounts.{account_id}] in" if replacing else f"[accounts.{account_id}] to"
     if args.dry_run:
-        _say(f"--dry-run: nothing written. {path} would get:\n\n{table}")
+        verb = "replace" if replacing else "write"
+        _say(f"--dry-run: nothing written. The run would {verb} {where} {path}:\n\n{table}")
     else:
-        _write_config(path, table)
-        _say(f"Wrote [accounts.{account_id}] to {path} (readable by you only).")
+        _write_config(path, table, replacing)
+        _say(f"{'Replaced' if replacing else 'Wrote'} {where} {path} (readable by you only).")
     _say("\n" + snippets(path, password_env))
     return 0
 
 
-def _keep_password(
-    args: argparse.Namespace, settings: dict[str, Any], username: str, secret: str, account_id: str
-) -> tuple[dict[str, Any], str | None]:
-    """Where the password goes: the keychain (the config names the entry), else an environment variable
+def _accounts_in(path: Path) -> dict[str, Any]:
+    accounts: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8")).get("accounts", {})
+    return accounts
+
+
+@dataclass(frozen=True)
+class PasswordPlace:
+    """Where the password goes: the setting the config gets, the environment variable a client sets
+    (None with the keychain), and the sentence that says so."""
+
+    setting: dict[str, str]
+    variable: str | None
+    said: str
+
+
+def password_place(args: argparse.Namespace, account_id: str, username: str) -> PasswordPlace:
+    """The one decision, for ``--dry-run`` and the run alike: the keychain where it is usable (read
+    for this entry without an error; nothing is written to decide), else an environment variable that
     the client sets (the config names it): never a file."""
     why = "--no-keyring"
     if not args.no_keyring:
         try:
-            if args.dry_run:
-                from mail_imap_mcp.config.keychain import backend_name
-
-                _say(f"--dry-run: the password would go to the keychain ({backend_name()}).")
-            else:
-                backend = store_password(args.keyring_service, username, secret)
-                _say(
-                    f"The password is in the keychain ({backend}), service {args.keyring_service!r}, user {username!r}."
-                )
-            return {**settings, "password_keyring": args.keyring_service}, None
+            read_password(args.keyring_service, username, "password_keyring")
+            usable = True
         except KeychainUnavailable as exc:
-            why = str(exc).removeprefix("password_keyring: ")
+            why, usable = str(exc).removeprefix("password_keyring: "), False
+        except ConfigError:  # usable, and holds no password for this entry yet
+            usable = True
+        if usable:
+            return PasswordPlace(
+                {"password_keyring": args.keyring_service},
+                None,
+                f"The password is in the keychain ({backend_name()}), service {args.keyring_service!r}, "
+                f"user {username!r}.",
+            )
     variable = _password_env_name(account_id)
-    _say(
+    return PasswordPlace(
+        {"password_env": variable},
+        variable,
         f"The password is in no file ({why}): the config reads it from the environment variable {variable}, "
-        "which the MCP client sets (the snippets below show where)."
+        "which the MCP client sets (the snippets below show where).",
     )
-    return {**settings, "password_env": variable}, variable
+
+
+def _keep_password(args: argparse.Namespace, place: PasswordPlace, username: str, secret: str) -> None:
+    """Put the password where ``place`` says (nothing with ``--dry-run``) and say where it is."""
+    if args.dry_run:
+        _say(f"--dry-run: nothing stored. {place.said}")
+        return
+    if place.variable is None:
+        try:
+            store_password(args.keyring_service, username, secret)
+        except KeychainUnavailable as exc:
+            raise SetupRefused(
+                f"{exc}; nothing was written: run setup again with --no-keyring to use an environment variable"
+            ) from None
+    _say(place.said)

@@ -1,0 +1,139 @@
+"""``mail-imap-mcp setup`` after a failed login, over an existing account and with ``--dry-run``, against
+Dovecot: on a terminal a failure asks again only what it points at (the password, the certificate to trust),
+keeping every other answer; ``--replace`` replaces an account; ``--dry-run`` prints what the run writes."""
+
+from __future__ import annotations
+
+import subprocess
+import tomllib
+from pathlib import Path
+
+from tests.integration.test_setup import (
+    FILE_KEYRING,
+    NO_KEYCHAIN,
+    SERVER,
+    Terminal,
+    environment,
+    files_under,
+    script_setup,
+)
+from tests.support.dovecot import Dovecot
+
+
+def account_flags(dovecot: Dovecot, user: str) -> list[str]:
+    return ["--address", f"{user}@example.org", "--host", dovecot.host, "--port", str(dovecot.tls_port)]
+
+
+def test_a_wrong_password_on_a_terminal_is_asked_again_and_the_other_answers_are_kept(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    config = home / "mail.toml"
+    term = Terminal(
+        [SERVER, "setup", "--config", str(config), "--ca-file", str(dovecot.ca_file)],
+        environment(home, FILE_KEYRING),
+    )
+    term.expect(r"Email address: ")
+    term.send(f"{user}@example.org")
+    term.expect(r"IMAP server: ")
+    term.send(dovecot.host)
+    term.expect(r"Security \(tls, starttls, plain\) \[tls\]: ")
+    term.send("")
+    term.expect(r"Port \[993\]: ")
+    term.send(str(dovecot.tls_port))
+    term.expect(r"Username \[.*\]: ")
+    term.send(user)
+    term.expect(r"Password or app password \(not shown\): ")
+    term.send("not-the-password")
+    term.expect(r"The login failed: \[auth_failed\]")
+    # Only what a refused login points at is asked again, the earlier answer proposed.
+    term.expect(rf"Username \[{user}\]: ")
+    term.send("")
+    term.expect(r"Password or app password \(not shown\): ")
+    term.send(dovecot.password)
+    term.expect(r"ok: logged in")
+    assert term.wait() == 0
+    assert term.transcript.count("Email address") == 1 and term.transcript.count("IMAP server") == 1
+    account = tomllib.loads(config.read_text())["accounts"]["default"]
+    assert (account["host"], account["port"], account["username"]) == (dovecot.host, dovecot.tls_port, user)
+
+
+def test_an_untrusted_certificate_on_a_terminal_asks_for_the_certificate_file(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    config = home / "mail.toml"
+    flags = [*account_flags(dovecot, user), "--username", user, "--yes", "--config", str(config)]
+    term = Terminal([SERVER, "setup", *flags], environment(home, FILE_KEYRING))
+    term.expect(r"Password or app password \(not shown\): ")
+    term.send(dovecot.password)
+    term.expect(r"The login failed: .*certificate")
+    term.expect(r"Certificate file to trust \(PEM.*\): ")
+    term.send(str(home / "missing.pem"))
+    term.expect(r"missing\.pem is not a file")
+    term.expect(r"Certificate file to trust \(PEM.*\): ")
+    term.send(str(dovecot.ca_file))
+    # The password is not asked again: the certificate was all the failure pointed at.
+    term.expect(r"ok: logged in")
+    assert term.wait() == 0
+    assert tomllib.loads(config.read_text())["accounts"]["default"]["ca_file"] == str(
+        Path(dovecot.ca_file).resolve()
+    )
+
+
+def test_a_script_without_the_certificate_is_told_the_flag_that_gives_it(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    done = subprocess.run(
+        [SERVER, "setup", *account_flags(dovecot, user), "--username", user, "--password-stdin"],
+        input=dovecot.password + "\n",
+        env=environment(tmp_path, FILE_KEYRING),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "certificate" in done.stderr and "--ca-file FILE" in done.stderr
+    assert files_under(tmp_path, tmp_path / "nothing") == []
+
+
+def test_replace_replaces_the_account_and_keeps_the_others(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    config = home / "mail.toml"
+    for account in ("work", "other"):
+        first = script_setup(home, NO_KEYCHAIN, dovecot, user, "--config", str(config), "--account", account)
+        assert first.returncode == 0, first.stdout + first.stderr
+    again = ["--config", str(config), "--account", "work", "--write-enabled"]
+    refused = script_setup(home, NO_KEYCHAIN, dovecot, user, *again)
+    assert refused.returncode == 2 and "--replace" in refused.stderr
+    replaced = script_setup(home, NO_KEYCHAIN, dovecot, user, *again, "--replace")
+    assert replaced.returncode == 0, replaced.stdout + replaced.stderr
+    assert f"Replaced [accounts.work] in {config}" in replaced.stdout
+    accounts = tomllib.loads(config.read_text())["accounts"]
+    assert accounts["work"]["write_enabled"] is True and "write_enabled" not in accounts["other"]
+    assert config.read_text().count("[accounts.work]") == 1
+    assert config.stat().st_mode & 0o777 == 0o600
+
+
+def test_dry_run_shows_where_the_run_puts_the_password_and_the_table_it_writes(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    config = home / "mail.toml"
+    preview = script_setup(home, NO_KEYCHAIN, dovecot, user, "--config", str(config), "--dry-run")
+    assert preview.returncode == 0, preview.stdout + preview.stderr
+    assert not config.exists()
+    done = script_setup(home, NO_KEYCHAIN, dovecot, user, "--config", str(config))
+    assert done.returncode == 0, done.stdout + done.stderr
+    shown = preview.stdout.split(f"The run would write [accounts.default] to {config}:\n\n", 1)[1]
+    assert config.read_text().endswith(shown.split("\n\n", 1)[0] + "\n")
+    said = "The password is in no file (the keychain failed"
+    assert said in preview.stdout and said in done.stdout
+    assert "environment variable MAIL_PASSWORD_DEFAULT" in preview.stdout
