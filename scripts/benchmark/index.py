@@ -401,11 +401,13 @@ async def _end_to_end(config: Path, work: Path, password: str, queries: list[Que
         cases = {
             "ranked page of 20, query=" + queries[1].word: {
                 "query": queries[1].word,
+                "sort": "relevance",
                 "mailbox": "*",
                 "limit": 20,
             },
             "ranked page of 20, query=" + queries[-1].word: {
                 "query": queries[-1].word,
+                "sort": "relevance",
                 "mailbox": "*",
                 "limit": 20,
             },

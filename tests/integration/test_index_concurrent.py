@@ -189,7 +189,7 @@ def index_answer(data: dict[str, Any]) -> dict[tuple[str, int], tuple[bool, bool
 
 async def every_page(mcp: EnvelopeClient, query: str) -> dict[tuple[str, int], tuple[bool, bool]]:
     """The index's whole answer to ``query``, page after page (the index answered, up to date)."""
-    arguments: dict[str, Any] = {"query": query, "limit": 100}
+    arguments: dict[str, Any] = {"query": query, "sort": "relevance", "limit": 100}
     found: dict[tuple[str, int], tuple[bool, bool]] = {}
     while True:
         envelope = await mcp.call(SEARCH, arguments)

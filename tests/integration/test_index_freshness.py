@@ -211,13 +211,13 @@ async def test_a_later_ranked_page_says_when_the_index_took_in_mail_though_the_t
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [note(i) for i in range(6)])
     async for mcp, _app, _config in indexed_client(dovecot, user, tmp_path):
-        first = await mcp.call(SEARCH, {"query": "kiwiword", "limit": 3})
+        first = await mcp.call(SEARCH, {"query": "kiwiword", "sort": "relevance", "limit": 3})
         cursor = first["data"]["next_cursor"]
-        quiet = await mcp.call(SEARCH, {"query": "kiwiword", "cursor": cursor})
+        quiet = await mcp.call(SEARCH, {"query": "kiwiword", "sort": "relevance", "cursor": cursor})
         assert not any("first page" in w for w in quiet["meta"]["warnings"]), quiet["meta"]["warnings"]
         with dovecot.connect(user, tls=False, starttls=False) as other:
             other.append("INBOX", plain_message("unrelated", "nothing of the query here\r\n"))
-        moved = await mcp.call(SEARCH, {"query": "kiwiword", "cursor": cursor})
+        moved = await mcp.call(SEARCH, {"query": "kiwiword", "sort": "relevance", "cursor": cursor})
         assert moved["data"]["total"] == 6
         assert any("took in changes since the first page" in w for w in moved["meta"]["warnings"]), moved
 

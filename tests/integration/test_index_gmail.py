@@ -76,7 +76,7 @@ async def test_a_search_of_every_folder_returns_each_message_once_with_its_label
     indexed: tuple[EnvelopeClient, str, Path],
 ) -> None:
     mcp, _, path = indexed
-    envelope = await mcp.call(SEARCH, {"query": "about", "limit": 20})
+    envelope = await mcp.call(SEARCH, {"sort": "relevance", "query": "about", "limit": 20})
     assert envelope["summary"].endswith(RANKED), envelope["summary"]
     assert by_subject(envelope["data"]) == {
         "About one": ["Important", "Inbox", "Work"],
@@ -85,7 +85,7 @@ async def test_a_search_of_every_folder_returns_each_message_once_with_its_label
         "About four": None,  # archived without a label: compact leaves the empty list out
     }
     # in:anywhere adds Trash (and Spam): indexed now, on request, and still each message once.
-    anywhere = await mcp.call(SEARCH, {"query": "about in:anywhere", "limit": 20})
+    anywhere = await mcp.call(SEARCH, {"sort": "relevance", "query": "about in:anywhere", "limit": 20})
     assert anywhere["summary"].endswith(RANKED), anywhere["summary"]
     assert set(by_subject(anywhere["data"])) == {
         "About one",
@@ -102,7 +102,7 @@ async def test_label_and_a_label_folder_are_answered_from_the_stored_labels(
 ) -> None:
     mcp, _, path = indexed
     for query in ("label:work", "about in:Work", "about label:WORK"):
-        envelope = await mcp.call(SEARCH, {"query": query, "limit": 20})
+        envelope = await mcp.call(SEARCH, {"sort": "relevance", "query": query, "limit": 20})
         assert envelope["summary"].endswith(RANKED), (query, envelope["summary"])
         assert set(by_subject(envelope["data"])) == {"About one", "About three"}, query
     inbox = await mcp.call(SEARCH, {"query": "about in:inbox", "limit": 20})
@@ -119,7 +119,7 @@ async def test_a_label_added_by_another_client_shows_after_the_freshness_check(
     before = await mcp.call(SEARCH, {"query": "label:travel", "limit": 20})
     assert before["data"]["messages"] == []
     gmail.label(user, "INBOX", [[], ["Travel"]])  # "two" gains Travel
-    after = await mcp.call(SEARCH, {"query": "label:travel", "limit": 20})
+    after = await mcp.call(SEARCH, {"sort": "relevance", "query": "label:travel", "limit": 20})
     assert after["summary"].endswith(RANKED), after["summary"]
     assert by_subject(after["data"]) == {"About two": ["Inbox", "Travel"]}
     every = by_subject(await mcp.ok(SEARCH, {"query": "about", "limit": 20}))
@@ -136,5 +136,5 @@ async def test_without_labels_label_is_refused_as_without_the_index(
         refused = await mcp.fail(SEARCH, {"query": "label:work"}, "unsupported")
         assert refused["error"]["details"]["parameter"] == "query" and "Gmail" in refused["error"]["message"]
         # Every folder is indexed as itself there (no All Mail): a word search is ranked from the index.
-        ranked = await mcp.call(SEARCH, {"query": "about", "limit": 20})
+        ranked = await mcp.call(SEARCH, {"query": "about", "sort": "relevance", "limit": 20})
         assert ranked["summary"].endswith(RANKED), ranked["summary"]

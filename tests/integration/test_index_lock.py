@@ -141,7 +141,7 @@ async def test_an_index_file_locked_while_its_schema_is_made_is_unavailable_then
         with anyio.fail_after(30):  # tried again, opened and built
             while await account_index(mcp) != "ready":
                 await anyio.sleep(0.05)
-        envelope = await mcp.call(SEARCH, {"query": "kiwiword"})
+        envelope = await mcp.call(SEARCH, {"query": "kiwiword", "sort": "relevance"})
         assert envelope["data"]["total"] == 3 and envelope["summary"].endswith("best match first")
 
 

@@ -98,7 +98,9 @@ def places(data: dict[str, Any]) -> set[tuple[str, int]]:
 
 async def test_every_operator_from_the_index_equals_the_servers_answer(both: EnvelopeClient) -> None:
     for query in QUERIES:
-        indexed = await both.call(SEARCH, {"account_id": "indexed", "query": query, "limit": 50})
+        indexed = await both.call(
+            SEARCH, {"account_id": "indexed", "query": query, "sort": "relevance", "limit": 50}
+        )
         plain = await both.ok(SEARCH, {"account_id": "plain", "query": query, "limit": 50})
         assert indexed["success"], (query, indexed)
         assert indexed["summary"].endswith("best match first"), (query, indexed["summary"], indexed["meta"])

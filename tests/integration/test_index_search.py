@@ -86,7 +86,9 @@ async def test_a_query_is_ranked_fresh_and_its_ids_open(
     indexed: tuple[EnvelopeClient, MatrixServer, str, AppContext],
 ) -> None:
     mcp, server, user, _ = indexed
-    envelope = await mcp.call(SEARCH, {"query": "kiwiword", "mailbox": "INBOX", "fields": "full"})
+    envelope = await mcp.call(
+        SEARCH, {"query": "kiwiword", "mailbox": "INBOX", "sort": "relevance", "fields": "full"}
+    )
     data = envelope["data"]
     assert envelope["summary"].endswith("best match first"), envelope["summary"]
     assert data["total"] == 4
@@ -146,7 +148,7 @@ async def test_before_the_index_is_built_the_server_answers_and_says_so(
                 SEARCH, {"query": "kiwiword", "limit": 3, "cursor": envelope["data"]["next_cursor"]}
             )
             assert len(rest["messages"]) == 2 and not first & {m["message_id"] for m in rest["messages"]}
-            ranked = await mcp.call(SEARCH, {"query": "kiwiword"})
+            ranked = await mcp.call(SEARCH, {"query": "kiwiword", "sort": "relevance"})
             assert ranked["data"]["total"] == 5 and ranked["summary"].endswith("best match first")
     finally:
         if held:

@@ -148,7 +148,9 @@ async def test_each_user_has_an_index_of_their_own_that_finds_only_their_mail(
                 assert first["success"] and first["data"]["total"] == 3
                 assert any("not ready" in w and "the server answered" in w for w in warnings(first))
                 await wait_ready(mcp)
-                ranked = await mcp.call(SEARCH, {"account_id": "own", "query": word, "fields": "full"})
+                ranked = await mcp.call(
+                    SEARCH, {"account_id": "own", "query": word, "sort": "relevance", "fields": "full"}
+                )
                 assert ranked["summary"].endswith(RANKED) and not warnings(ranked)
                 assert ranked["data"]["total"] == 3
                 assert all(m["message_id"].startswith("imap:own~") for m in ranked["data"]["messages"])
@@ -212,7 +214,7 @@ async def test_a_users_index_is_closed_with_their_idle_scope_and_opened_again_by
     server = serve(tmp_path, master_dovecot, idp, users, index_per_user=True)
     try:
         async with http_client(server.url, idp.jwt(alice, audience=server.url)) as mcp:
-            await mcp.ok(SEARCH, {"account_id": "own", "query": ALICES_WORD})
+            await mcp.ok(SEARCH, {"account_id": "own", "query": ALICES_WORD, "sort": "relevance"})
             await wait_ready(mcp)
             held = open_files(server)
             assert held and all(USER_FILE.match(name) for name in held), held
@@ -227,9 +229,9 @@ async def test_a_users_index_is_closed_with_their_idle_scope_and_opened_again_by
         until(lambda: sessions(master_dovecot, alice) == 0)
         async with http_client(server.url, idp.jwt(alice, audience=server.url)) as mcp:
             assert await index_state(mcp) == "not started (the first search starts it)"
-            await mcp.ok(SEARCH, {"account_id": "own", "query": ALICES_WORD})
+            await mcp.ok(SEARCH, {"account_id": "own", "query": ALICES_WORD, "sort": "relevance"})
             await wait_ready(mcp)  # the same file: what it held is kept
-            ranked = await mcp.call(SEARCH, {"account_id": "own", "query": ALICES_WORD})
+            ranked = await mcp.call(SEARCH, {"account_id": "own", "query": ALICES_WORD, "sort": "relevance"})
             assert ranked["summary"].endswith(RANKED) and ranked["data"]["total"] == 3
         assert open_files(server) == held
     finally:

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mail_imap_mcp.index.location import IndexPermissions, drop_index, index_path, open_index
-from mail_imap_mcp.index.sqlite_store import SCHEMA_VERSION, SqliteStore
+from mail_imap_mcp.index.sqlite_store import SqliteStore
 from mail_imap_mcp.index.store import (
     COLUMN_WEIGHTS,
     TEXT_COLUMNS,
@@ -120,7 +120,8 @@ def test_a_corrupt_or_foreign_file_is_moved_aside_and_built_again(tmp_path: Path
     assert path in removed and not path.exists()
 
 
-@pytest.mark.parametrize("version", [1, 2, 99])  # 1 and 2: before the column of attachment text
+# 1 and 2: before the column of attachment text; 5 and 6: before the arrival time (built again)
+@pytest.mark.parametrize("version", [1, 2, 5, 6, 99])
 def test_a_file_of_another_schema_version_is_unusable(tmp_path: Path, version: int) -> None:
     path = tmp_path / "a.sqlite3"
     SqliteStore(path).close()
@@ -131,37 +132,35 @@ def test_a_file_of_another_schema_version_is_unusable(tmp_path: Path, version: i
         SqliteStore(path)
 
 
-def test_an_index_of_schema_5_is_kept_and_its_attachments_are_to_be_read(tmp_path: Path) -> None:
-    """Schema 6 records which messages' attachments were read: a schema 5 file gains the column, a
-    message with attachment text marked read (it was indexed with ``index_attachments`` on), every other
-    message with attachments counted unread (``index_attachments`` reads them on its next sync)."""
-    path = tmp_path / "five.sqlite3"
-    store = SqliteStore(path)
-    state = store.start_folder("INBOX", 1)
-    attached = replace(message(2, body="with a file"), has_attachment=True)
-    texts = tuple("numbat report" if column == "attachment_text" else "" for column in TEXT_COLUMNS)
-    read = replace(message(4), texts=texts, has_attachment=True)
-    store.put(
-        state,
-        [
-            message(1, body="kept"),
-            attached,
-            replace(message(3), has_attachment=True, attachments_read=True),
-            read,
-        ],
-    )
-    store.close()
-    db = sqlite3.connect(path)
-    db.execute("ALTER TABLE messages DROP COLUMN attachments_read")
-    db.execute("PRAGMA user_version = 5")
-    db.close()
-    store = SqliteStore(path)
-    assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
-    assert uids(store, Contains("body", "kept")) == [1]
-    assert store.unread_attachments("INBOX") == [3, 2]
-    store.put(state, [replace(attached, attachments_read=True)])
-    assert store.unread_attachments("INBOX") == [3]
-    store.close()
+def test_arrival_order_is_internaldate_then_the_folders_place_then_uid(store: SqliteStore) -> None:
+    """The server's order of a search of several mailboxes (docs/search.md): INTERNALDATE newest first,
+    then the mailbox's place in the searched list, then UID ascending; one mailbox by UID, newest first.
+    Sent dates (here the reverse of arrival) play no part."""
+    inbox, archive = store.start_folder("INBOX", 1), store.start_folder("Archive", 1)
+    arrivals = {
+        ("INBOX", 1): 300,
+        ("INBOX", 2): 200,
+        ("INBOX", 3): 200,
+        ("Archive", 1): 200,
+        ("Archive", 9): 400,
+    }
+    for state in (inbox, archive):
+        store.put(
+            state,
+            [
+                replace(message(uid, body="kiwi"), sent=1000 - arrival, arrival=arrival)
+                for (folder, uid), arrival in arrivals.items()
+                if folder == state.name
+            ],
+        )
+    for query in (Contains("body", "kiwi"), EVERYTHING):
+        compiled = compile_fts5(query)
+        page = store.search(compiled, folders=["Archive", "INBOX"], order="arrival", limit=3, offset=1)
+        assert [(hit.folder, hit.uid) for hit in page.hits] == [("INBOX", 1), ("Archive", 1), ("INBOX", 2)]
+        rest = store.search(compiled, folders=["Archive", "INBOX"], order="arrival", limit=9, offset=4)
+        assert [(hit.folder, hit.uid) for hit in rest.hits] == [("INBOX", 3)]
+        one = store.search(compiled, folders=["INBOX"], order="uid", limit=9, offset=0)
+        assert [hit.uid for hit in one.hits] == [3, 2, 1]
 
 
 def test_a_full_disk_is_a_write_failure_and_leaves_the_last_batch(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from mail_imap_mcp import mime
 from mail_imap_mcp.content.quotes import new_text
 from mail_imap_mcp.imap.bodystructure import top_level_boundary
 from mail_imap_mcp.imap.fetch import find_item, trusted_structure
+from mail_imap_mcp.imap.search.execute import epoch
 from mail_imap_mcp.index.store import IndexedMessage
 from mail_imap_mcp.mime.summary import first
 
@@ -134,4 +135,5 @@ def indexed_message(
         global_id=global_id,
         labels=labels,
         attachments_read=attachments_read,
+        arrival=(epoch(arrived) or 0) if isinstance(arrived, datetime) else 0,
     )

@@ -15,19 +15,16 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from mail_imap_mcp.index.sqlite_errors import busy, open_failure, write_failure
-from mail_imap_mcp.index.sqlite_migration import migrate_5_to_6
-from mail_imap_mcp.index.sqlite_ranking import SHARDS, Ranker, ReadConnections, weighs_nothing
+from mail_imap_mcp.index.sqlite_pages import page_task
+from mail_imap_mcp.index.sqlite_ranking import SHARDS, Ranker, ReadConnections
 from mail_imap_mcp.index.store import (
-    COLUMN_WEIGHTS,
     TEXT_COLUMNS,
     WRITER_WAIT_S,
     CompiledQuery,
     FolderState,
-    Hit,
     HitPage,
     IndexBusy,
     IndexedMessage,
@@ -35,15 +32,14 @@ from mail_imap_mcp.index.store import (
     IndexWriteFailed,
     Order,
     flag_bits,
-    flag_names,
     pack_texts,
     unpack_texts,
 )
-from mail_imap_mcp.query.fts5 import PLACE_COLUMN, in_places, label_keys, place_token
+from mail_imap_mcp.query.fts5 import PLACE_COLUMN, label_keys, place_token
 
 #: "MIMX": marks a database as this index (``PRAGMA application_id``).
 APPLICATION_ID = 0x4D494D58
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 #: Row ids per second of sent date (a row id is the sent time times this, plus a counter).
 IDS_PER_SECOND = 4096
 BUSY_TIMEOUT_S = WRITER_WAIT_S
@@ -67,8 +63,10 @@ CREATE TABLE messages(
     labels TEXT NOT NULL DEFAULT '', -- X-GM-LABELS, one a line
     label_keys TEXT NOT NULL DEFAULT '', -- the labels as label: compares them (query.fts5.label_key)
     attachments_read INTEGER NOT NULL DEFAULT 0, -- with index_attachments (schema 6)
+    arrival INTEGER NOT NULL, -- INTERNALDATE, seconds since the epoch (schema 7)
     UNIQUE(folder, uid));
 CREATE INDEX messages_sent ON messages(sent);
+CREATE INDEX messages_arrival ON messages(arrival);
 CREATE INDEX messages_global_id ON messages(global_id) WHERE global_id IS NOT NULL;
 CREATE VIRTUAL TABLE fts USING fts5({", ".join(_FTS_COLUMNS)}, content='',
     tokenize='unicode61 remove_diacritics 2');
@@ -113,12 +111,6 @@ class SqliteStore:
             return
         if application_id != APPLICATION_ID:
             raise IndexUnusable(f"{self.path} is a database of something else")
-        if version == 5:  # schema 6 records which messages' attachments were read
-            with self._transaction():
-                if db.execute("PRAGMA user_version").fetchone()[0] == 5:  # not migrated meanwhile
-                    migrate_5_to_6(db)
-                    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            version = SCHEMA_VERSION
         if version != SCHEMA_VERSION:
             raise IndexUnusable(f"{self.path} is an index of schema {version}, not {SCHEMA_VERSION}")
         db.execute("SELECT count(*) FROM folders").fetchone()
@@ -208,8 +200,8 @@ class SqliteStore:
                 row_id = self._free_id(message.sent)
                 self._db.execute(
                     "INSERT INTO messages(id, folder, uid, sent, arrival_day, size, flag_bits, keywords, "
-                    "has_attachment, filenames, doc, global_id, labels, label_keys, attachments_read) "
-                    "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "has_attachment, filenames, doc, global_id, labels, label_keys, attachments_read, arrival) "
+                    "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         row_id,
                         folder,
@@ -226,6 +218,7 @@ class SqliteStore:
                         "\n".join(message.labels),
                         label_keys(message.labels),
                         message.attachments_read,
+                        message.arrival,
                     ),
                 )
                 self._db.execute(
@@ -324,64 +317,11 @@ class SqliteStore:
     def _page_task(
         self, query: CompiledQuery, folders: list[str], order: Order, limit: int, offset: int
     ) -> Callable[[sqlite3.Connection], HitPage]:
-        """The work of a page, to run on a read connection. Ranked, every match is ranked
-        (:mod:`.sqlite_ranking`)."""
         try:
             stored = self._db.execute("SELECT name, id, messages FROM folders").fetchall()
         except sqlite3.DatabaseError as exc:
             raise IndexUnusable(f"{self.path}: {exc}") from exc
-        wanted = set(folders)
-        searched = {folder: count for name, folder, count in stored if name in wanted}
-        others = {folder: count for name, folder, count in stored if name not in wanted}
-        if not searched:
-            return lambda db: HitPage([], 0, folders)
-        if query.match is not None:
-            # The folders are words of the place column: the MATCH names the searched ones, or the
-            # others where they hold fewer messages (FTS5's cost follows the lists it merges).
-            match = query.match
-            if others:
-                excluded = sum(others.values()) < sum(searched.values())
-                match = in_places(match, others if excluded else searched, excluded=excluded)
-            source, condition = "fts", "fts MATCH ?"
-            params: list[object] = [match]
-            if query.where != "1":  # FTS5 drives (CROSS JOIN keeps the order): its matches are fewer
-                source = "fts CROSS JOIN messages m ON m.id = fts.rowid"
-                condition = f"fts MATCH ? AND ({query.where})"
-                params = [match, *query.params]
-            row_id = "fts.rowid"
-        else:
-            source = "messages m"
-            condition = f"m.folder IN ({', '.join('?' for _ in searched)}) AND ({query.where})"
-            params = [*searched, *query.params]
-            row_id = "m.id"
-        count_sql = f"SELECT count(*) FROM {source} WHERE {condition}"
-        stored = sum(searched.values()) + sum(others.values())
-        by_date = (
-            f"SELECT {row_id} FROM {source} WHERE {condition} ORDER BY "
-            + ("fts.rowid DESC" if query.match is not None else "m.sent DESC, m.id DESC")
-            + " LIMIT ? OFFSET ?"
-        )
-        ranked = order == "relevance" and query.match is not None
-        shard_sql = (
-            f"SELECT {_BM25} AS rank, fts.rowid FROM {source} WHERE {condition} "
-            "AND fts.rowid BETWEEN ? AND ? ORDER BY rank, fts.rowid DESC LIMIT ?"
-        )
-
-        def page(db: sqlite3.Connection) -> HitPage:
-            total = int(db.execute(count_sql, params).fetchone()[0])
-            if ranked and not weighs_nothing(query, total, stored):
-                pairs = self._ranker.rank(
-                    db, shard_sql, params, matches=total, stored=stored, best=offset + limit
-                )
-                ids, ranks = [row for _, row in pairs[offset:]], [rank for rank, _ in pairs[offset:]]
-            else:
-                ids = [row[0] for row in db.execute(by_date, [*params, limit, offset])]
-                ranks = [0.0] * len(ids)
-            return HitPage(
-                _rows_of(db, ids, ranks), total, folders, unweighted=ranked and ids != [] and not any(ranks)
-            )
-
-        return page
+        return page_task(stored, self._ranker, query, folders, order, limit, offset)
 
     def wait_for_writers(self, seconds: float) -> None:
         self._db.execute(f"PRAGMA busy_timeout = {max(int(seconds * 1000), 1)}")
@@ -389,50 +329,6 @@ class SqliteStore:
     def close(self) -> None:
         self._ranker.close()
         self._close_quietly()
-
-
-#: BM25 with the columns' weights, called as a function (as FTS5's ``rank`` column it took twice as long).
-_BM25 = f"bm25(fts, {', '.join(str(w) for w in (*COLUMN_WEIGHTS, 0.0))})"  # the place weighs nothing
-_HIT_COLUMNS = (
-    "f.name, f.uidvalidity, m.uid, {rank}, m.sent, m.doc, m.flag_bits, m.keywords, m.size, m.has_attachment, "
-    "m.labels"
-)
-
-
-def _rows_of(db: sqlite3.Connection, ids: list[int], ranks: list[float]) -> list[Hit]:
-    """The hits of the rows ``ids`` (with their ``ranks``), in that order."""
-    if not ids:
-        return []
-    found = db.execute(
-        f"SELECT m.id, {_HIT_COLUMNS.format(rank='0.0')} FROM messages m JOIN folders f ON f.id = m.folder "
-        f"WHERE m.id IN ({', '.join('?' for _ in ids)})",
-        ids,
-    ).fetchall()
-    by_id = {row[0]: row[1:] for row in found}
-    return [
-        replace(_hit(by_id[row_id]), rank=rank)
-        for row_id, rank in zip(ids, ranks, strict=True)
-        if row_id in by_id
-    ]
-
-
-def _hit(row: tuple[object, ...]) -> Hit:
-    name, uidvalidity, uid, rank, sent, doc, bits, keywords, size, attached, labels = row
-    assert isinstance(doc, bytes) and isinstance(bits, int) and isinstance(keywords, str)
-    assert isinstance(labels, str)
-    flags = (*flag_names(bits), *keywords.split())
-    return Hit(
-        str(name),
-        int(uidvalidity),  # type: ignore[call-overload]
-        int(uid),  # type: ignore[call-overload]
-        float(rank),  # type: ignore[arg-type]
-        int(sent),  # type: ignore[call-overload]
-        tuple(unpack_texts(doc)),
-        flags,
-        int(size),  # type: ignore[call-overload]
-        bool(attached),
-        tuple(labels.split("\n")) if labels else (),
-    )
 
 
 class PendingSearch:

@@ -131,6 +131,8 @@ class IndexedMessage:
     labels: tuple[str, ...] = ()
     #: The text of its attachments was read (``index_attachments`` on when it was indexed).
     attachments_read: bool = False
+    #: INTERNALDATE as seconds since the epoch: the order of ``sort: "arrival"`` across folders.
+    arrival: int = 0
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,8 @@ class Hit:
     has_attachment: bool = False
     #: Its labels as the server names them (Gmail's X-GM-LABELS; none elsewhere).
     labels: tuple[str, ...] = ()
+    #: INTERNALDATE as seconds since the epoch.
+    arrival: int = 0
 
     @property
     def body(self) -> str:
@@ -169,7 +173,10 @@ class HitPage:
     unweighted: bool = False
 
 
-Order = Literal["relevance", "date"]
+#: A page's order: ``relevance`` best match first; ``date`` newest sent date first; ``arrival`` newest
+#: INTERNALDATE first, then the folder's place in the searched list, then UID ascending (the server's
+#: order of a search of several mailboxes); ``uid`` the highest UID first (its order of one mailbox).
+Order = Literal["relevance", "date", "arrival", "uid"]
 
 
 class CompiledQuery(Protocol):

@@ -30,7 +30,7 @@ from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.answer import fresh_page
 from mail_imap_mcp.index.freshness import Freshness
 from mail_imap_mcp.index.snippets import matched_words, snippet_around
-from mail_imap_mcp.index.store import FolderState, Hit, IndexUnusable
+from mail_imap_mcp.index.store import FolderState, Hit, IndexUnusable, Order
 from mail_imap_mcp.index.summaries import summary_of
 from mail_imap_mcp.query import Query
 from mail_imap_mcp.query.fts5 import Fts5Query, compile_fts5
@@ -58,7 +58,7 @@ def index_page(
     search: Query,
     filter_digest: str,
     *,
-    order: Literal["relevance", "date"] | None,
+    order: Literal["relevance", "date", "arrival"] | None,
     adds_roles: tuple[str, ...] = (),
 ) -> IndexAnswer:
     """The page of ``args`` from the index, ``order`` (None: no query, the server answers)."""
@@ -114,7 +114,7 @@ def index_page(
                 choice.indexer,
                 compiled,
                 folders=None if everything else folders,
-                order=choice.order,
+                order=_store_order(choice.order, args, personality.every_mailbox_is_one and not adds_roles),
                 limit=limit,
                 offset=offset,
                 deadline=deadline,
@@ -201,6 +201,15 @@ def index_page(
     page.ranked = choice.order == "relevance" and not read.unweighted
     page.total_approximate = bool(read.fresh.stale)
     return IndexAnswer(page)
+
+
+def _store_order(order: Order, args: SearchArgs, every_mailbox_is_one: bool) -> Order:
+    """The store's order of the page: arrival order is the server's, which reads one mailbox (named
+    alone, or Gmail's All Mail for every mailbox) by UID, and several by INTERNALDATE."""
+    named = args.mailboxes if args.mailboxes is not None else [args.mailbox]
+    alone = args.mailboxes is None and args.mailbox != ALL_MAILBOXES
+    one = alone or (every_mailbox_is_one and set(named) == {ALL_MAILBOXES})
+    return "uid" if order == "arrival" and one else order
 
 
 @dataclass

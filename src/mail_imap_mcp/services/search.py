@@ -289,9 +289,7 @@ def search_page(
     :class:`~mail_imap_mcp.imap.errors.CharsetRejected`, a query the server cannot answer
     :class:`~mail_imap_mcp.query.structure.MixedStructure` or :class:`~mail_imap_mcp.query.QueryTooComplex`
     (before any round trip)."""
-    order: Literal["relevance", "date"] | None = None
-    if ranked_query and args.sort != "arrival":
-        order = args.sort
+    order = args.sort if ranked_query else None
     answer = index_page(app, args, search, filter_digest, order=order, adds_roles=adds_roles)
     if answer.page is not None:
         return answer.page

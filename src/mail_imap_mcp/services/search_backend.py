@@ -33,18 +33,20 @@ class IndexChoice:
 
     indexer: Indexer
     compiled: Fts5Query
-    order: Literal["relevance", "date"]
+    order: Literal["relevance", "date", "arrival"]
     #: The query tests flags or keywords (a server without CONDSTORE then compares every folder's flags).
     flags_tested: bool
     warnings: list[str] = field(default_factory=list)
 
 
 def choose_index(
-    app: AppContext, account_id: str, search: Query, order: Literal["relevance", "date"] | None
+    app: AppContext, account_id: str, search: Query, order: Literal["relevance", "date", "arrival"] | None
 ) -> IndexChoice | list[str]:
     """The index's answer plan, or (the server answers) the warnings that say why not; ``order`` None:
     no query was given, the server answers without a word."""
     runtime = app.index_of(account_id)
+    if runtime is None and order == "relevance":
+        return [UNRANKED]
     if runtime is None or order is None:
         return []
     if not runtime.ready:
@@ -66,6 +68,13 @@ def choose_index(
     runtime.warning = None
     flags = any(isinstance(node, HasFlag | HasKeyword) for node in nodes(search))
     return IndexChoice(indexer, compiled, order, flags, warnings)
+
+
+#: Why a page asked for in relevance order is in arrival order: no index ranks this account's mail.
+UNRANKED = (
+    'No local index ranks this account\'s mail (`index = true` keeps one): `sort: "relevance"` was '
+    "answered by the server in arrival order, newest first."
+)
 
 
 def choose_backend(personality: Personality) -> Dialect:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any, Literal, TypeGuard
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
@@ -59,16 +59,18 @@ DETAILS = (
     "Trash). The pages of several mailboxes are merged newest first and each summary names its mailbox "
     "([search.md](search.md)). On Gmail (X-GM-EXT-1) it searches All Mail alone: each message once, "
     "archived mail included, each summary with its `labels`.\n"
-    '- `sort: "arrival"` (the default) lists the newest received first (UID order); `"date"` the '
-    "newest Date header first, through the server's SORT where it has one, else sorted here in blocks "
-    f"of the {DATE_WINDOW} newest matches (a warning says when a search spans several).\n"
-    '- `sort: "relevance"` (the default when `query` is given) lists the best match first where the account '
-    "keeps a local index (`index = true`, [index.md](index.md)): ranked by BM25, a word in the subject or "
-    "sender counting most and one in quoted replies least, after one round trip that brings the index up "
-    "to date; each snippet shows where the words are. A query of words alone that matches 20,000 "
-    "messages or more, over half of all, is listed newest first: BM25 weighs its words at nothing, and "
-    "`meta.warnings` says so. Without an index (or while it is being built, "
-    "said in `meta.warnings`) the server answers, newest first.\n"
+    '- `sort: "arrival"` (the default, with or without `query`) lists the newest received first (one '
+    "mailbox: UID order; several: INTERNALDATE, then mailbox, then UID), the same page whether the "
+    'server or the local index answers; `"date"` the newest Date header first, through the server\'s SORT '
+    f"where it has one, else sorted here in blocks of the {DATE_WINDOW} newest matches (a warning says "
+    "when a search spans several).\n"
+    '- `sort: "relevance"` lists the best match first where the account keeps a local index (`index = '
+    "true`, [index.md](index.md)): ranked by BM25, a word in the subject or sender counting most and one "
+    "in quoted replies least, after one round trip that brings the index up to date; each snippet shows "
+    "where the words are. A query of words alone that matches 20,000 messages or more, over half of all, "
+    "is listed newest first: BM25 weighs its words at nothing, and `meta.warnings` says so. Without an "
+    "index (or while it is being built) the server answers in arrival order and `meta.warnings` says so. "
+    "Later pages keep the first page's ranking: mail that arrived since is left out (said).\n"
     "- `needs_reply: true` lists only mail that awaits the user's answer: not `\\Answered`, not from the "
     "account's own addresses (imap_list_accounts), not automated (List-Id, Auto-Submitted, Precedence "
     "bulk/list/junk, no-reply and mailer-daemon senders), and not answered by a message in the Sent "
@@ -140,7 +142,8 @@ class SearchMessagesInput(BaseModel):
     )
     sort: Literal["arrival", "date", "relevance"] = Field(
         default="arrival",
-        description="date: newest Date header first; relevance: best match first (default with query).",
+        description="arrival (default, also with query): newest received first; date: newest Date "
+        "header first; relevance: best match first (local index).",
     )
     query: SearchText | None = Field(
         default=None,
@@ -180,14 +183,6 @@ class SearchMessagesInput(BaseModel):
         description="data.next_cursor; repeat the other arguments.",
     )
     fields: Shape = Field(default="compact", description=SHAPE_DESCRIPTION)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _relevance_with_query(cls, data: Any) -> Any:
-        """A query without a sort is answered best match first (newest first where there is no index)."""
-        if isinstance(data, dict) and data.get("query") and "sort" not in data:
-            return {**data, "sort": "relevance"}
-        return data
 
 
 def _same_search(args: SearchMessagesInput, account_id: str) -> dict[str, Any]:
@@ -257,8 +252,9 @@ TOOL = ToolSpec(
         "and `OR`/`-` are understood. `mailbox` has no default any more: a search with `query` and no "
         'mailbox covers every mailbox (as `mailbox: "*"`), where it covered INBOX; a search without `query` '
         "still covers INBOX.",
-        'A search with `query` and no `sort` is `sort: "relevance"`: best match first from the local index '
-        "where the account keeps one (`index = true`), newest first from the server otherwise.",
+        'A search with `query` and no `sort` is `sort: "arrival"` (newest received first), also where the '
+        'account keeps a local index: ask `sort: "relevance"` for the best match first. The index lists a '
+        "page in the server's order, so a page is the same whichever answers.",
         "A search of several mailboxes continues from one position, on every server: its cursor is "
         "about 52 characters whatever the number of mailboxes (it grew by about 30 a mailbox), in arrival "
         "and in date order. A mailbox deleted or recreated since the first page (or, after a server "

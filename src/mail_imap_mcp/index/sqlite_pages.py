@@ -1,0 +1,148 @@
+"""A page of the SQLite index: the SQL of a query's count, its order and its rows, run on a read connection.
+
+Ranked (``relevance``), every match is scored (:mod:`.sqlite_ranking`). Every other order is the
+server's own, so a page is the same whichever answers: ``arrival`` newest INTERNALDATE first, then the
+folder's place in the searched list, then UID ascending (a search of several mailboxes,
+docs/search.md); ``uid`` the highest UID first (one mailbox in arrival order); ``date`` the newest sent
+date first.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from mail_imap_mcp.index.sqlite_ranking import Ranker, weighs_nothing
+from mail_imap_mcp.index.store import (
+    COLUMN_WEIGHTS,
+    CompiledQuery,
+    Hit,
+    HitPage,
+    Order,
+    flag_names,
+    unpack_texts,
+)
+from mail_imap_mcp.query.fts5 import in_places
+
+#: BM25 with the columns' weights, called as a function (as FTS5's ``rank`` column it took twice as long).
+_BM25 = f"bm25(fts, {', '.join(str(w) for w in (*COLUMN_WEIGHTS, 0.0))})"  # the place weighs nothing
+_HIT_COLUMNS = (
+    "f.name, f.uidvalidity, m.uid, 0.0, m.sent, m.doc, m.flag_bits, m.keywords, m.size, m.has_attachment, "
+    "m.labels, m.arrival"
+)
+
+
+def page_task(
+    stored: Sequence[tuple[str, int, int]],
+    ranker: Ranker,
+    query: CompiledQuery,
+    folders: list[str],
+    order: Order,
+    limit: int,
+    offset: int,
+) -> Callable[[sqlite3.Connection], HitPage]:
+    """The work of a page of ``query`` over ``folders`` (in the search's order), to run on a read
+    connection; ``stored``: every folder's (name, id, messages)."""
+    wanted = set(folders)
+    searched = {folder: count for name, folder, count in stored if name in wanted}
+    others = {folder: count for name, folder, count in stored if name not in wanted}
+    if not searched:
+        return lambda db: HitPage([], 0, folders)
+    ordered = order in ("arrival", "uid")  # the key is the message row's: it is joined
+    if query.match is not None:
+        # The folders are words of the place column: the MATCH names the searched ones, or the
+        # others where they hold fewer messages (FTS5's cost follows the lists it merges).
+        match = query.match
+        if others:
+            excluded = sum(others.values()) < sum(searched.values())
+            match = in_places(match, others if excluded else searched, excluded=excluded)
+        source, condition = "fts", "fts MATCH ?"
+        params: list[object] = [match]
+        if query.where != "1" or ordered:  # FTS5 drives (CROSS JOIN keeps the order): its matches are fewer
+            source = "fts CROSS JOIN messages m ON m.id = fts.rowid"
+            condition = f"fts MATCH ? AND ({query.where})"
+            params = [match, *query.params]
+        row_id = "fts.rowid"
+    else:
+        source = "messages m"
+        condition = f"m.folder IN ({', '.join('?' for _ in searched)}) AND ({query.where})"
+        params = [*searched, *query.params]
+        row_id = "m.id"
+    count_sql = f"SELECT count(*) FROM {source} WHERE {condition}"
+    total_stored = sum(searched.values()) + sum(others.values())
+    order_by, order_params = _order_by(order, query.match is not None, folders, stored)
+    listed = f"SELECT {row_id} FROM {source} WHERE {condition} ORDER BY {order_by} LIMIT ? OFFSET ?"
+    ranked = order == "relevance" and query.match is not None
+    shard_sql = (
+        f"SELECT {_BM25} AS rank, fts.rowid FROM {source} WHERE {condition} "
+        "AND fts.rowid BETWEEN ? AND ? ORDER BY rank, fts.rowid DESC LIMIT ?"
+    )
+
+    def page(db: sqlite3.Connection) -> HitPage:
+        total = int(db.execute(count_sql, params).fetchone()[0])
+        if ranked and not weighs_nothing(query, total, total_stored):
+            pairs = ranker.rank(
+                db, shard_sql, params, matches=total, stored=total_stored, best=offset + limit
+            )
+            ids, ranks = [row for _, row in pairs[offset:]], [rank for rank, _ in pairs[offset:]]
+        else:
+            ids = [row[0] for row in db.execute(listed, [*params, *order_params, limit, offset])]
+            ranks = [0.0] * len(ids)
+        return HitPage(
+            rows_of(db, ids, ranks), total, folders, unweighted=ranked and ids != [] and not any(ranks)
+        )
+
+    return page
+
+
+def _order_by(
+    order: Order, matched: bool, folders: list[str], stored: Sequence[tuple[str, int, int]]
+) -> tuple[str, list[object]]:
+    """The ORDER BY of a page listed in ``order`` (relevance past ranking: newest sent date first), and
+    its parameters."""
+    if order == "uid":
+        return "m.uid DESC", []
+    if order == "arrival":
+        ids = {name: folder for name, folder, _ in stored}
+        places = [(ids[name], place) for place, name in enumerate(folders) if name in ids]
+        cases = " ".join("WHEN ? THEN ?" for _ in places)
+        return f"m.arrival DESC, CASE m.folder {cases} END, m.uid", [n for pair in places for n in pair]
+    return ("fts.rowid DESC" if matched else "m.sent DESC, m.id DESC"), []
+
+
+def rows_of(db: sqlite3.Connection, ids: list[int], ranks: list[float]) -> list[Hit]:
+    """The hits of the rows ``ids`` (with their ``ranks``), in that order."""
+    if not ids:
+        return []
+    found = db.execute(
+        f"SELECT m.id, {_HIT_COLUMNS} FROM messages m JOIN folders f ON f.id = m.folder "
+        f"WHERE m.id IN ({', '.join('?' for _ in ids)})",
+        ids,
+    ).fetchall()
+    by_id = {row[0]: row[1:] for row in found}
+    return [
+        replace(_hit(by_id[row_id]), rank=rank)
+        for row_id, rank in zip(ids, ranks, strict=True)
+        if row_id in by_id
+    ]
+
+
+def _hit(row: tuple[object, ...]) -> Hit:
+    name, uidvalidity, uid, rank, sent, doc, bits, keywords, size, attached, labels, arrival = row
+    assert isinstance(doc, bytes) and isinstance(bits, int) and isinstance(keywords, str)
+    assert isinstance(labels, str)
+    flags = (*flag_names(bits), *keywords.split())
+    return Hit(
+        str(name),
+        int(uidvalidity),  # type: ignore[call-overload]
+        int(uid),  # type: ignore[call-overload]
+        float(rank),  # type: ignore[arg-type]
+        int(sent),  # type: ignore[call-overload]
+        tuple(unpack_texts(doc)),
+        flags,
+        int(size),  # type: ignore[call-overload]
+        bool(attached),
+        tuple(labels.split("\n")) if labels else (),
+        arrival=int(arrival),  # type: ignore[call-overload]
+    )
