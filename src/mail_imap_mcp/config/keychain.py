@@ -8,11 +8,24 @@ the backend keyring chose and what to do instead, never the password.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
 
-INSTALL_HINT = "pip install 'mail-imap-mcp[keyring]'"
+
+def install_hint() -> str:
+    """How to add the keyring extra to this installation, with this virtualenv's own pip: the locked
+    way (requirements-keyring.lock beside the source, hash-checked) or by the extra's name."""
+    found = Path(sys.executable).parent / ("pip.exe" if sys.platform == "win32" else "pip")
+    pip = str(found) if found.is_file() else f"{sys.executable} -m pip"
+    return (
+        f"{pip} install --require-hashes -r mail-imap-mcp/requirements-keyring.lock (the file is in the "
+        f"source, beside requirements-runtime.lock), or {pip} install 'mail-imap-mcp[keyring]'"
+    )
+
+
 NO_KEYCHAIN_HINT = (
     "no keychain is usable here; on a desktop, unlock or start the keychain, on a machine without one use "
     "password_command or password_env instead (or choose a keyring backend with PYTHON_KEYRING_BACKEND)"
@@ -27,7 +40,7 @@ def _keyring() -> Any:
     try:
         import keyring
     except ImportError:
-        raise KeychainUnavailable(f"the keyring library is not installed: {INSTALL_HINT}") from None
+        raise KeychainUnavailable(f"the keyring library is not installed: {install_hint()}") from None
     return keyring
 
 
