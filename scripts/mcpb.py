@@ -8,8 +8,9 @@ platform (hash-checked), so the host's uv installs exactly the tested dependenci
 included, on the user's machine; docs/bundle.md says why this is chosen over bundled wheels.
 
 Everything the manifest says is generated: the version from pyproject.toml, the tools from the tool
-declarations (``mail_imap_mcp.tools.registry.TOOLS``), the form from :data:`USER_CONFIG`, each field
-mapped to the ``MAIL_IMAP_DEFAULT_*`` variable the server already reads (an empty field is unset there).
+declarations (``mail_imap_mcp.tools.registry.TOOLS``), the form from ``mail_imap_mcp.config.form`` (where the
+server reads its labels), each field mapped to the ``MAIL_IMAP_DEFAULT_*`` variable the server already reads
+(an empty field is unset there).
 
     scripts/mcpb                      build, validate and pack into dist/
     scripts/mcpb --out DIR            into DIR instead
@@ -47,104 +48,6 @@ DESCRIPTION = "Safe, structured access to your IMAP mail: search, read, attachme
 #: the suite simulates on Linux (tests/integration/test_windows_simulation.py; docs/bundle.md).
 PLATFORMS = ["darwin", "linux", "win32"]
 
-#: The bundle's form: key -> (the variable it sets, what the manifest says of the field).
-USER_CONFIG: dict[str, tuple[str, dict[str, Any]]] = {
-    "email_address": (
-        "MAIL_IMAP_DEFAULT_ADDRESSES",
-        {
-            "type": "string",
-            "title": "Email address",
-            "description": "Your address, e.g. you@gmail.com. At Gmail, iCloud, Yahoo, AOL, Fastmail, Microsoft "
-            "365/Outlook.com and Proton Mail (Bridge) the server finds the IMAP host from it.",
-            "required": True,
-        },
-    ),
-    "password": (
-        "MAIL_IMAP_DEFAULT_PASS",
-        {
-            "type": "string",
-            "title": "Password or app password",
-            "description": "Kept in your system keychain. Gmail, iCloud, Yahoo and Fastmail need an app "
-            "password, not the account password. Leave empty when you sign in with a token command.",
-            "sensitive": True,
-            "required": False,
-            "default": "",
-        },
-    ),
-    "imap_host": (
-        "MAIL_IMAP_DEFAULT_HOST",
-        {
-            "type": "string",
-            "title": "IMAP server (optional)",
-            "description": "Leave empty at a known provider; else your IMAP server's host name, e.g. "
-            "mail.example.org.",
-            "required": False,
-            "default": "",
-        },
-    ),
-    "imap_port": (
-        "MAIL_IMAP_DEFAULT_PORT",
-        {
-            "type": "string",
-            "title": "IMAP port (optional)",
-            "description": "Leave empty for the provider's port, else 993 with TLS and 143 with STARTTLS.",
-            "required": False,
-            "default": "",
-        },
-    ),
-    "security": (
-        "MAIL_IMAP_DEFAULT_SECURITY",
-        {
-            "type": "string",
-            "title": "Connection security (optional)",
-            "description": "tls (the default), starttls, or plain (only for a server on this computer).",
-            "required": False,
-            "default": "",
-        },
-    ),
-    "username": (
-        "MAIL_IMAP_DEFAULT_USER",
-        {
-            "type": "string",
-            "title": "Username (optional)",
-            "description": "The login name, when it is not your email address.",
-            "required": False,
-            "default": "",
-        },
-    ),
-    "oauth2_token_command": (
-        "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND",
-        {
-            "type": "string",
-            "title": "OAuth2 token command (optional)",
-            "description": "For Gmail or Microsoft 365 without an app password: a command printing an access "
-            "token, e.g. pizauth show work (docs/providers.md). Leave the password empty then.",
-            "required": False,
-            "default": "",
-        },
-    ),
-    "ca_file": (
-        "MAIL_IMAP_DEFAULT_CA_FILE",
-        {
-            "type": "file",
-            "title": "Server certificate (optional)",
-            "description": "A PEM certificate to trust, for Proton Mail Bridge or a self-signed server.",
-            "required": False,
-            "default": "",
-        },
-    ),
-    "allow_writes": (
-        "MAIL_IMAP_WRITE_ENABLED",
-        {
-            "type": "boolean",
-            "title": "Allow changes to mail",
-            "description": "Flags, moves, deletions (to Trash), folders and drafts. Off: the server only reads.",
-            "required": False,
-            "default": False,
-        },
-    ),
-}
-
 
 def project() -> dict[str, Any]:
     with (ROOT / "pyproject.toml").open("rb") as file:
@@ -154,6 +57,15 @@ def project() -> dict[str, Any]:
 
 def version() -> str:
     return str(project()["version"])
+
+
+def user_config() -> dict[str, tuple[str, dict[str, Any]]]:
+    """The bundle's form: key -> (the variable it sets, the manifest's field); the server names a field
+    it finds wrong by the label given here."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from mail_imap_mcp.config.form import BUNDLE_FORM
+
+    return BUNDLE_FORM
 
 
 def tools() -> list[dict[str, str]]:
@@ -166,7 +78,7 @@ def tools() -> list[dict[str, str]]:
 
 def manifest(release: str) -> dict[str, Any]:
     """The bundle's manifest.json."""
-    env = {variable: f"${{user_config.{key}}}" for key, (variable, _) in USER_CONFIG.items()}
+    env = {variable: f"${{user_config.{key}}}" for key, (variable, _) in user_config().items()}
     return {
         "manifest_version": "0.4",
         "name": NAME,
@@ -192,7 +104,7 @@ def manifest(release: str) -> dict[str, Any]:
             "platforms": PLATFORMS,
             "runtimes": {"python": str(project()["requires-python"])},
         },
-        "user_config": {key: field for key, (_, field) in USER_CONFIG.items()},
+        "user_config": {key: field for key, (_, field) in user_config().items()},
     }
 
 
@@ -240,7 +152,7 @@ def server_json(release: str, bundle: Path | None = None) -> dict[str, Any]:
                     "isSecret": bool(field.get("sensitive")),
                     "format": {"boolean": "boolean", "file": "filepath"}.get(field["type"], "string"),
                 }
-                for variable, field in USER_CONFIG.values()
+                for variable, field in user_config().values()
             ],
         }
     ]

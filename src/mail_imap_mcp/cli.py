@@ -94,6 +94,15 @@ def serve(config_path: Path | None, http: dict[str, Any] | None = None) -> None:
     of ``[http]`` (``host``, ``port``, ...)."""
     config = _load(config_path)
     _configure_audit(config)
+    for account_id, account in sorted(config.accounts.items()):
+        for fault in account.faults:
+            # Served all the same: the client shows the account as unusable, with the field to correct.
+            logging.getLogger("mail_imap_mcp").warning(
+                "account %r cannot be used until %s is corrected: it %s",
+                account_id,
+                fault.named,
+                fault.reason,
+            )
     if http is None:
         from mail_imap_mcp.transport.stdio import serve_stdio
 
@@ -143,7 +152,7 @@ def check(config_path: Path | None) -> int:
         how = account.security.value
         if account.auth is not AuthMethod.PASSWORD:
             how += f", {account.auth.value}"
-        target = f"{account.host}:{account.effective_port} ({how})"
+        target = f"{account.host}:{account.effective_port} ({how})" if not account.faults else "not usable"
         if account.per_user:
             # A template logs in as each signed-in user: there is nobody to log in as here.
             print(f"skip {account_id}: {target}: per_user template, logged in as each user who signs in")

@@ -236,6 +236,18 @@ def _environment_section() -> list[str]:
         "defaults to the first address, and `_OAUTH2_TOKEN_COMMAND` without `_AUTH` means `xoauth2`. "
         "`MAIL_IMAP_WRITE_ENABLED` sets `[server] write_enabled`.",
         "",
+        "A wrong setting of an environment account does not stop the server, as a wrong configuration file "
+        "does: an MCP client that starts the server shows only that the connection closed. A host missing "
+        "for an address at no known provider, a port that is no number from 1 to 65535, a security that "
+        "is none of `tls`, `starttls` and `plain` (or `plain` to a remote host), an empty password, a "
+        "password beside a token command, an address that is none, or a certificate file that is not "
+        "there leaves the account unusable: `imap_list_accounts` lists it with `usable: false` and its "
+        "`problems`, the server's log says the same at start, and every call on it answers `auth_failed` "
+        "(the password) or `unavailable` with `retryable: false` (the rest), its `details` naming "
+        "`setting` (the variable) and, for a variable the MCP Bundle's form sets, `field` (the form's "
+        'label, e.g. "Password or app password"). No server is contacted for it. A misspelt variable, '
+        "or an account without `_USER` or an address, is still refused at start.",
+        "",
         "| variable | key |",
         "|---|---|",
     ]

@@ -140,20 +140,7 @@ async def test_the_bundle_installs_as_claude_desktop_does_and_reads_mail(
 ) -> None:
     bundle_dir = tmp_path / "Claude" / "Claude Extensions" / "mail-imap-mcp"
     (tmp_path / "Claude" / "home").mkdir(parents=True)
-    # The form as a user fills it: address, password, this Dovecot's host, port and certificate;
-    # username, security and token command left empty (their default, ""), writes off.
-    params = install(
-        bundle,
-        bundle_dir,
-        {
-            "email_address": f"{seeded}@example.org",
-            "password": dovecot.password,
-            "imap_host": dovecot.host,
-            "imap_port": str(dovecot.tls_port),
-            "ca_file": str(dovecot.ca_file),
-            "username": seeded,
-        },
-    )
+    params = install(bundle, bundle_dir, the_form(dovecot, seeded))
     assert params.command == "uv" and str(ROOT) not in json.dumps(params.args)
     async with Client(params) as client:
         mcp = EnvelopeClient(client)
@@ -175,6 +162,81 @@ async def test_the_bundle_installs_as_claude_desktop_does_and_reads_mail(
     # The manifest's tools are the server's (writes off: the write tools are not listed).
     assert tools <= {tool["name"] for tool in manifest["tools"]}
     assert "imap_search_messages" in tools and "imap_update_message_flags" not in tools
+
+
+def the_form(dovecot: Dovecot, user: str) -> dict[str, Any]:
+    """The form as a user fills it for this Dovecot: address, password, host, port and certificate;
+    security and token command left empty (their default, ""), writes off."""
+    return {
+        "email_address": f"{user}@example.org",
+        "password": dovecot.password,
+        "imap_host": dovecot.host,
+        "imap_port": str(dovecot.tls_port),
+        "ca_file": str(dovecot.ca_file),
+        "username": user,
+    }
+
+
+def field_of(bundle_dir: Path, key: str) -> tuple[str, str]:
+    """The label Claude Desktop shows for the form's field ``key``, and the variable it sets."""
+    manifest = json.loads((bundle_dir / "manifest.json").read_text())
+    env = manifest["server"]["mcp_config"]["env"]
+    (variable,) = [name for name, value in env.items() if value == f"${{user_config.{key}}}"]
+    return manifest["user_config"][key]["title"], variable
+
+
+#: One wrong field of the form per case (issue 47, item 6): what is entered, and the code every call answers.
+WRONG_FIELDS = {
+    "empty password": ({"password": ""}, "password", "auth_failed"),
+    "own domain without a server": ({"imap_host": ""}, "imap_host", "unavailable"),
+    "port not a number": ({"imap_port": "imaps"}, "imap_port", "unavailable"),
+    "unknown security": ({"security": "ssl"}, "security", "unavailable"),
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("case", WRONG_FIELDS)
+async def test_regression_a_wrong_field_of_the_form_keeps_the_server_up_and_each_call_names_it(
+    bundle: Path, tmp_path: Path, dovecot: Dovecot, seeded: str, case: str
+) -> None:
+    # The server exited at start ("connection closed" in Claude Desktop; the log named MAIL_IMAP_DEFAULT_*).
+    entered, key, code = WRONG_FIELDS[case]
+    bundle_dir = tmp_path / "Claude" / "Claude Extensions" / "mail-imap-mcp"
+    (tmp_path / "Claude" / "home").mkdir(parents=True)
+    params = install(bundle, bundle_dir, {**the_form(dovecot, seeded), **entered})
+    label, variable = field_of(bundle_dir, key)
+    async with Client(params) as client:
+        mcp = EnvelopeClient(client)
+        assert "imap_search_messages" in {tool.name for tool in (await client.list_tools()).tools}
+        (account,) = (await mcp.ok("imap_list_accounts"))["accounts"]
+        assert account["usable"] is False
+        assert [(problem["field"], problem["setting"]) for problem in account["problems"]] == [
+            (label, variable)
+        ]
+        for tool, arguments in (("imap_search_messages", {"query": "bundle"}), ("imap_list_mailboxes", {})):
+            error = (await mcp.fail(tool, arguments, code))["error"]
+            assert error["retryable"] is False
+            assert error["details"] == {"account_id": "default", "field": label, "setting": variable}
+            assert f'"{label}" ({variable})' in error["message"]
+            assert dovecot.password not in json.dumps(error)
+
+
+@pytest.mark.anyio
+async def test_regression_a_refused_password_of_the_form_names_its_field(
+    bundle: Path, tmp_path: Path, dovecot: Dovecot, seeded: str
+) -> None:
+    bundle_dir = tmp_path / "Claude" / "Claude Extensions" / "mail-imap-mcp"
+    (tmp_path / "Claude" / "home").mkdir(parents=True)
+    params = install(bundle, bundle_dir, {**the_form(dovecot, seeded), "password": "not-the-password"})
+    label, variable = field_of(bundle_dir, "password")
+    async with Client(params) as client:
+        mcp = EnvelopeClient(client)
+        (account,) = (await mcp.ok("imap_list_accounts"))["accounts"]
+        assert account["usable"] is True and account["problems"] == []
+        error = (await mcp.fail("imap_search_messages", {"query": "bundle"}, "auth_failed"))["error"]
+        assert error["details"] == {"account_id": "default", "field": label, "setting": variable}
+        assert f'"{label}" ({variable})' in error["message"]
+        assert "not-the-password" not in json.dumps(error)
 
 
 def test_the_bundle_manifest_says_what_the_project_says(bundle: Path) -> None:

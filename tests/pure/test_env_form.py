@@ -3,6 +3,8 @@ from the provider table when the address is at a known provider, a token command
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mail_imap_mcp.config import AuthMethod, ConfigError, Security, load_config
@@ -53,19 +55,110 @@ def test_an_unsubstituted_form_field_counts_as_unset() -> None:
     assert load_config(None, env).accounts["default"].host == "imap.gmail.com"
 
 
-def test_an_unknown_domain_without_host_names_both_variables() -> None:
+def fault_of(env: dict[str, str]) -> tuple[str, str | None, str]:
+    """The one fault of the form's account: its setting, the form's label of it, and why."""
+    account = load_config(None, env).accounts["default"]
+    ((setting, label, reason),) = [(fault.setting, fault.label, fault.reason) for fault in account.faults]
+    return setting, label, reason
+
+
+def test_regression_an_own_domain_without_a_server_is_the_host_fields_fault_not_a_refusal() -> None:
+    # Issue 47 item 6: the server exited at start, and Claude Desktop said only "connection closed".
     env = {**FORM, "MAIL_IMAP_DEFAULT_ADDRESSES": "you@example.org"}
-    with pytest.raises(ConfigError) as caught:
-        load_config(None, env)
-    message = str(caught.value)
-    assert message.startswith("MAIL_IMAP_DEFAULT_ADDRESSES is set but MAIL_IMAP_DEFAULT_HOST is not")
-    assert "'you@example.org'" in message and "set MAIL_IMAP_DEFAULT_HOST" in message
-    assert "app-password" not in message
+    setting, label, reason = fault_of(env)
+    assert (setting, label) == ("MAIL_IMAP_DEFAULT_HOST", "IMAP server (optional)")
+    assert "'you@example.org' is no address at a provider" in reason and "host name" in reason
+    account = load_config(None, env).accounts["default"]
+    assert account.host == "host.invalid" and account.username == "you@example.org"
+    assert "app-password" not in repr(account.faults)
 
 
-def test_an_empty_password_is_unset_and_named() -> None:
-    with pytest.raises(ConfigError, match=r"^MAIL_IMAP_DEFAULT_PASS is not set"):
-        load_config(None, {**FORM, "MAIL_IMAP_DEFAULT_PASS": ""})
+@pytest.mark.parametrize("password", ["", "   ", "${user_config.password}"])
+def test_regression_an_empty_password_is_the_password_fields_fault_not_a_refusal(password: str) -> None:
+    setting, label, reason = fault_of({**FORM, "MAIL_IMAP_DEFAULT_PASS": password})
+    assert (setting, label) == ("MAIL_IMAP_DEFAULT_PASS", "Password or app password")
+    assert reason.startswith("is empty")
+
+
+@pytest.mark.parametrize("port", ["imaps", "0", "65536", "99x", "-993"])
+def test_regression_a_port_that_is_no_number_from_1_to_65535_is_the_port_fields_fault(port: str) -> None:
+    setting, label, reason = fault_of({**FORM, "MAIL_IMAP_DEFAULT_PORT": port})
+    assert (setting, label) == ("MAIL_IMAP_DEFAULT_PORT", "IMAP port (optional)")
+    assert "1 to 65535" in reason
+    assert load_config(None, {**FORM, "MAIL_IMAP_DEFAULT_PORT": " 1143 "}).accounts["default"].port == 1143
+
+
+@pytest.mark.parametrize("security", ["ssl", "SSL/TLS", "yes"])
+def test_regression_an_unknown_security_is_the_security_fields_fault(security: str) -> None:
+    setting, label, reason = fault_of({**FORM, "MAIL_IMAP_DEFAULT_SECURITY": security})
+    assert (setting, label) == ("MAIL_IMAP_DEFAULT_SECURITY", "Connection security (optional)")
+    assert reason == "is none of tls, starttls and plain"
+    assert (
+        load_config(None, {**FORM, "MAIL_IMAP_DEFAULT_SECURITY": "ssl"}).accounts["default"].faults[0].given
+        == "ssl"
+    )
+
+
+def test_plain_security_to_a_remote_server_is_the_security_fields_fault() -> None:
+    env = {**FORM, "MAIL_IMAP_DEFAULT_HOST": "imap.example.org", "MAIL_IMAP_DEFAULT_SECURITY": "plain"}
+    setting, _, reason = fault_of(env)
+    assert setting == "MAIL_IMAP_DEFAULT_SECURITY" and "only for a server on this computer" in reason
+    local = {**env, "MAIL_IMAP_DEFAULT_HOST": "127.0.0.1"}
+    assert load_config(None, local).accounts["default"].faults == ()
+
+
+def test_a_missing_certificate_file_and_a_wrong_address_are_faults_of_their_fields(tmp_path: Path) -> None:
+    setting, label, _ = fault_of({**FORM, "MAIL_IMAP_DEFAULT_CA_FILE": str(tmp_path / "missing.pem")})
+    assert (setting, label) == ("MAIL_IMAP_DEFAULT_CA_FILE", "Server certificate (optional)")
+    env = {**FORM, "MAIL_IMAP_DEFAULT_HOST": "imap.example.org", "MAIL_IMAP_DEFAULT_ADDRESSES": "Ana"}
+    setting, label, reason = fault_of({**env, "MAIL_IMAP_DEFAULT_USER": "ana"})
+    assert (setting, label, reason) == (
+        "MAIL_IMAP_DEFAULT_ADDRESSES",
+        "Email address",
+        "'Ana' is not an email address (name@domain)",
+    )
+
+
+def test_a_password_beside_a_token_command_is_the_password_fields_fault() -> None:
+    env = {**FORM, "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND": "pizauth show gmail"}
+    setting, _, reason = fault_of(env)
+    assert setting == "MAIL_IMAP_DEFAULT_PASS" and "OAuth2 token command" in reason
+
+
+def test_every_fault_of_an_account_is_kept_host_first() -> None:
+    env = {**FORM, "MAIL_IMAP_DEFAULT_ADDRESSES": "you@example.org", "MAIL_IMAP_DEFAULT_PASS": ""}
+    env |= {"MAIL_IMAP_DEFAULT_PORT": "imaps", "MAIL_IMAP_DEFAULT_SECURITY": "ssl"}
+    faults = load_config(None, env).accounts["default"].faults
+    assert [fault.key for fault in faults] == ["host", "port", "security", "password_env"]
+
+
+def test_another_environment_account_is_named_by_its_variable_alone() -> None:
+    env = {"MAIL_IMAP_WORK_HOST": "imap.example.org", "MAIL_IMAP_WORK_USER": "me", "MAIL_IMAP_WORK_PORT": "x"}
+    account = load_config(None, {**env, "MAIL_IMAP_WORK_PASS": "p", "HOME": "/nonexistent"}).accounts["work"]
+    ((fault,),) = [account.faults]
+    assert (fault.setting, fault.label, fault.named) == ("MAIL_IMAP_WORK_PORT", None, "MAIL_IMAP_WORK_PORT")
+
+
+def test_a_config_files_wrong_setting_is_still_refused_as_a_whole(tmp_path: Path) -> None:
+    # The file's author reads the error when the server starts: only environment accounts are served
+    # with a fault.
+    path = tmp_path / "config.toml"
+    path.write_text('[accounts.work]\nhost = "h"\nusername = "u"\npassword_env = "P"\nport = 70000\n')
+    with pytest.raises(
+        ConfigError, match=r"accounts\.work\.port: Input should be less than or equal to 65535"
+    ):
+        load_config(path, {"HOME": "/nonexistent"})
+    path.write_text('[accounts.work]\nhost = "h"\nusername = "u"\n')
+    with pytest.raises(ConfigError, match="set exactly one of password_env"):
+        load_config(path, {"HOME": "/nonexistent"})
+
+
+def test_the_forms_labels_are_the_manifests_titles() -> None:
+    from mail_imap_mcp.config.form import BUNDLE_FORM, form_label
+
+    for variable, field in BUNDLE_FORM.values():
+        assert form_label(variable) == field["title"]
+    assert form_label("MAIL_IMAP_WORK_PASS") is None
 
 
 def test_a_token_command_logs_in_with_xoauth2_without_a_password() -> None:

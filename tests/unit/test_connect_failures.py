@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
-from mail_imap_mcp.config import AccountConfig, Config, ConfigError
+from mail_imap_mcp.config import AccountConfig, Config, ConfigError, load_config
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import (
     AccountBusy,
     AccountUnknown,
+    AccountUnusable,
     CallTimedOut,
     ConnectFailed,
     ConnectPhase,
@@ -127,6 +128,7 @@ def test_a_refused_login_is_the_login_phase_with_the_providers_hint(monkeypatch:
     assert failure.message.endswith(
         "Otherwise check username in [accounts.work] and password_env in [accounts.work]."
     )
+    assert failure.details == {"account_id": "work", "setting": "password_env in [accounts.work]"}
 
 
 def test_the_connections_translate_gives_the_registrys_words() -> None:
@@ -370,3 +372,82 @@ def test_a_copy_to_a_missing_mailbox_is_the_destination_not_found() -> None:
         connection.run_write(copy)
     assert missing.value.mailbox == "Archiv" and missing.value.parameter == "destination_mailbox"
     assert envelope_of(missing.value).details == {"parameter": "destination_mailbox", "mailbox": "Archiv"}
+
+
+#: The bundle's form as Claude Desktop passes it, with the address at a domain of its own.
+FORM_ENV = {
+    "MAIL_IMAP_DEFAULT_ADDRESSES": "ann@example.org",
+    "MAIL_IMAP_DEFAULT_HOST": "imap.example.org",
+    "MAIL_IMAP_DEFAULT_PASS": "secret",
+    "HOME": "/nonexistent",
+}
+
+
+def unusable(env: dict[str, str]) -> tuple[ToolFailure, int]:
+    """What a call on the form's account says, and how many sockets it opened."""
+    opened: list[object] = []
+
+    def open_socket(*args: object) -> socket.socket:
+        opened.append(args)
+        raise AssertionError("an account with a wrong setting is never connected")
+
+    config = load_config(None, {**FORM_ENV, **env}).accounts["default"]
+    connection = AccountConnection("default", config, open_socket=open_socket)
+    with pytest.raises(AccountUnusable) as failed:
+        connection.run(lambda session: None, retry=False)
+    return envelope_of(failed.value), len(opened)
+
+
+@pytest.mark.parametrize(
+    ("env", "code", "field", "setting"),
+    [
+        ({"MAIL_IMAP_DEFAULT_PASS": ""}, ErrorCode.AUTH_FAILED, "Password or app password", "PASS"),
+        ({"MAIL_IMAP_DEFAULT_HOST": ""}, ErrorCode.UNAVAILABLE, "IMAP server (optional)", "HOST"),
+        ({"MAIL_IMAP_DEFAULT_PORT": "99999"}, ErrorCode.UNAVAILABLE, "IMAP port (optional)", "PORT"),
+        (
+            {"MAIL_IMAP_DEFAULT_SECURITY": "ssl"},
+            ErrorCode.UNAVAILABLE,
+            "Connection security (optional)",
+            "SECURITY",
+        ),
+    ],
+)
+def test_regression_a_call_on_an_account_with_a_wrong_setting_names_the_forms_field_unconnected(
+    env: dict[str, str], code: ErrorCode, field: str, setting: str
+) -> None:
+    failure, opened = unusable(env)
+    assert opened == 0
+    assert (failure.code, failure.retryable) == (code, False)
+    assert failure.details == {
+        "account_id": "default",
+        "field": field,
+        "setting": f"MAIL_IMAP_DEFAULT_{setting}",
+    }
+    assert failure.message.startswith(
+        f"Account 'default' cannot be used as set up: \"{field}\" (MAIL_IMAP_DEFAULT_"
+    )
+    assert "Correct it in the extension's settings" in failure.message
+    assert "secret" not in failure.message
+
+
+def test_every_wrong_setting_is_said_the_first_in_details() -> None:
+    failure, _ = unusable({"MAIL_IMAP_DEFAULT_PORT": "x", "MAIL_IMAP_DEFAULT_PASS": ""})
+    assert failure.code is ErrorCode.UNAVAILABLE and failure.details["setting"] == "MAIL_IMAP_DEFAULT_PORT"
+    assert '"Password or app password" (MAIL_IMAP_DEFAULT_PASS) is empty' in failure.message
+
+
+def test_regression_a_refused_password_of_the_form_names_its_field() -> None:
+    config = load_config(None, FORM_ENV).accounts["default"]
+    failure = envelope_of(
+        ConnectFailed("default", config, ConnectPhase.LOGIN, LoginRefused("[AUTHENTICATIONFAILED] no"))
+    )
+    assert failure.code is ErrorCode.AUTH_FAILED
+    assert failure.details == {
+        "account_id": "default",
+        "field": "Password or app password",
+        "setting": "MAIL_IMAP_DEFAULT_PASS",
+    }
+    assert failure.message.endswith(
+        'Otherwise check "Username (optional)" (MAIL_IMAP_DEFAULT_USER) and "Password or app password" '
+        "(MAIL_IMAP_DEFAULT_PASS)."
+    )

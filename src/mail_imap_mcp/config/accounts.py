@@ -21,6 +21,8 @@ from pydantic import (
 )
 
 from .errors import ConfigError as ConfigError
+from .errors import SettingFault
+from .form import form_label
 from .secrets import check_env_names, resolve_secret
 
 ACCOUNT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
@@ -312,10 +314,11 @@ class AccountConfig(BaseModel):
             if command is not None:
                 changes[name] = [fill(arg) for arg in command]
         copy = self.model_copy(update=changes)
-        copy._file_section, copy._env_prefix, copy._env_secure = (
+        copy._file_section, copy._env_prefix, copy._env_secure, copy._faults = (
             self._file_section,
             self._env_prefix,
             self._env_secure,
+            self._faults,
         )
         return copy
 
@@ -331,6 +334,13 @@ class AccountConfig(BaseModel):
     _file_section: str | None = PrivateAttr(default=None)
     _env_prefix: str | None = PrivateAttr(default=None)
     _env_secure: bool = PrivateAttr(default=False)
+    # The settings of an environment account that cannot work (config/faults.py): none for a usable one.
+    _faults: tuple[SettingFault, ...] = PrivateAttr(default=())
+
+    @property
+    def faults(self) -> tuple[SettingFault, ...]:
+        """What is wrong with this account's settings; while there is anything, it is never connected."""
+        return self._faults
 
     def setting(self, key: str, value: str | None = None) -> str:
         """How the user sets ``key`` for this account, optionally to ``value``.
@@ -348,6 +358,16 @@ class AccountConfig(BaseModel):
             return name if value is None else f"{name}={value}"
         assignment = key if value is None else f"{key} = {toml_value(value)}"
         return assignment if self._file_section is None else f"{assignment} in [{self._file_section}]"
+
+    def label(self, key: str) -> str | None:
+        """The label of the bundle form's field that sets ``key`` for this account, where one does."""
+        return form_label(self.setting(key))
+
+    def named(self, key: str) -> str:
+        """The setting ``key`` as its user knows it: the form's label and the variable (``"Password or app
+        password" (MAIL_IMAP_DEFAULT_PASS)``) where the bundle's form sets it, else :meth:`setting`."""
+        label = self.label(key)
+        return self.setting(key) if label is None else f'"{label}" ({self.setting(key)})'
 
     @property
     def effective_addresses(self) -> list[str]:

@@ -30,7 +30,9 @@ from .accounts import (
     ConfigError,
     format_validation_error,
 )
-from .providers import PROVIDERS, provider_for_address
+from .errors import SettingFault
+from .faults import set_aside
+from .providers import provider_for_address
 from .settings import HTTP_TOKEN_SOURCES, Config
 
 #: A value Claude Desktop leaves as it is when an optional field of an MCP Bundle's form was never filled
@@ -94,7 +96,8 @@ def env_accounts(
     """Accounts from ``MAIL_IMAP_<ID>_*`` variables (seed-server compatible) and the write switch.
 
     The password is referenced by variable name, never copied, so it cannot end up in a dump.
-    Unknown suffixes and accounts without ``_HOST`` are a :class:`ConfigError` naming the variable.
+    Unknown suffixes are a :class:`ConfigError` naming the variable; an account without ``_HOST`` at no
+    known provider gets no host (:func:`~.faults.set_aside` makes it a fault).
     """
     accounts: dict[str, dict[str, Any]] = {}
     env = set_variables(env)
@@ -151,17 +154,12 @@ def env_accounts(
 
 def _provider_server(prefix: str, raw: Mapping[str, Any]) -> dict[str, Any]:
     """The host, port and security of the provider of an environment account without ``_HOST``, from
-    its address (``_ADDRESSES``, else ``_USER``); ConfigError naming both when it is no known one."""
+    its address (``_ADDRESSES``, else ``_USER``); none when it is no known one (a fault: faults.py)."""
     addresses = [*raw.get("addresses", []), str(raw.get("username", ""))]
     address = next((item for item in addresses if "@" in item), addresses[0])
     provider = provider_for_address(address)
     if provider is None:
-        names = ", ".join(known.name.split(" (")[0] for known in PROVIDERS)
-        source = f"{prefix}ADDRESSES" if raw.get("addresses") else f"{prefix}USER"
-        raise ConfigError(
-            f"{source} is set but {prefix}HOST is not, and {address!r} is no address at a provider whose "
-            f"IMAP server this server knows ({names}): set {prefix}HOST to your IMAP server's host name"
-        )
+        return {}
     return {"host": provider.imap_host, "port": provider.port, "security": provider.security.value}
 
 
@@ -198,9 +196,13 @@ def resolve_config_path(explicit: Path | None, env: Mapping[str, str]) -> tuple[
 
 
 def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) -> Config:
-    """Load, merge and validate the file and env accounts; raise :class:`ConfigError` on any problem.
+    """Load, merge and validate the file and env accounts; raise :class:`ConfigError` on any problem of the
+    file, or of the environment that is no account's setting (a misspelt variable).
 
-    A ``MAIL_IMAP_*`` variable that is empty counts as unset (:func:`is_unset`)."""
+    A wrong setting of an environment account (its password, host, port, security, addresses or
+    certificate: :mod:`.faults`) leaves that account in the configuration, unusable, with its
+    :attr:`~.AccountConfig.faults`. A ``MAIL_IMAP_*`` variable that is empty counts as unset
+    (:func:`is_unset`)."""
     env = set_variables(os.environ if env is None else env)
     file_path, required = resolve_config_path(path, env)
     raw: dict[str, Any] = {}
@@ -229,10 +231,12 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
                 f"account {account_id!r} is defined twice: [accounts.{account_id}] in {file_path} "
                 f"and MAIL_IMAP_{account_id.upper()}_HOST in the environment; remove one"
             )
-    for account_id, account in from_env.items():
+    faults: dict[str, list[SettingFault]] = {}
+    for account_id, account in list(from_env.items()):
         prefix = f"{ENV_PREFIX}{account_id.upper()}_"
         oauth2 = account.get("auth") in {AuthMethod.XOAUTH2.value, AuthMethod.OAUTHBEARER.value}
-        for key in ("username", "oauth2_token_command" if oauth2 else "password_env"):
+        # No field of the bundle's form leaves these out (its address is required; AUTH is not on it).
+        for key in ("username", "oauth2_token_command") if oauth2 else ("username",):
             if key not in account:
                 needs = [f"{prefix}{suffix}" for suffix in ("HOST", "USER")]
                 needs += [f"{prefix}AUTH", f"{prefix}OAUTH2_TOKEN_COMMAND"] if oauth2 else [f"{prefix}PASS"]
@@ -240,13 +244,9 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
                     f"{prefix}{ENV_SUFFIXES[key]} is not set: an environment account needs "
                     f"{', '.join(needs[:-1])} and {needs[-1]}"
                 )
-        if oauth2 and "password_env" in account:
-            raise ConfigError(
-                f"{prefix}PASS is set, but {prefix}AUTH={account['auth']} logs in with the token of "
-                f"{prefix}OAUTH2_TOKEN_COMMAND; unset {prefix}PASS"
-            )
+        from_env[account_id], faults[account_id] = set_aside(prefix, account)
         try:
-            AccountConfig.model_validate(account)
+            AccountConfig.model_validate(from_env[account_id])
         except ValidationError as exc:
             raise ConfigError(
                 format_validation_error(
@@ -282,4 +282,5 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
             prefix = f"{ENV_PREFIX}{account_id.upper()}_"
             settings._env_prefix = prefix
             settings._env_secure = f"{prefix}{SECURE_ENV_SUFFIX}" in env and f"{prefix}SECURITY" not in env
+            settings._faults = tuple(faults[account_id])
     return config

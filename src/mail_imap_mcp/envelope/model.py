@@ -59,7 +59,9 @@ ERROR_REGISTRY: dict[ErrorCode, ErrorCodeInfo] = {
     ),
     ErrorCode.AUTH_FAILED: ErrorCodeInfo(
         "The server rejected the configured credentials (password or OAuth2 access token), or none "
-        "could be obtained (password source or oauth2_token_command failed).",
+        "could be obtained (password source or oauth2_token_command failed, or the password is empty). "
+        "error.details.setting names the setting, and details.field the label of the MCP Bundle's form "
+        "field where that form sets it.",
         False,
         "PERMISSION_DENIED",
         "Tell the user to fix the account's credentials (or sign in to the OAuth2 token helper again); "
@@ -90,7 +92,9 @@ ERROR_REGISTRY: dict[ErrorCode, ErrorCodeInfo] = {
         "Retry after a short pause; if it persists, the server is overloaded or unreachable.",
     ),
     ErrorCode.UNAVAILABLE: ErrorCodeInfo(
-        "The IMAP server cannot be reached or dropped the connection.",
+        "The IMAP server cannot be reached or dropped the connection; not retryable where a setting "
+        "cannot work (an environment account's host, port, security, address or certificate: "
+        "error.details.setting and, set by the MCP Bundle's form, details.field name it).",
         True,
         "INTERNAL_ERROR",
         "Retry after a short pause; tell the user if it keeps failing.",

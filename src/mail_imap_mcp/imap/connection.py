@@ -32,6 +32,7 @@ from mail_imap_mcp.imap.auth import Login
 from mail_imap_mcp.imap.budget import CallBudget, OpenSocket
 from mail_imap_mcp.imap.errors import (
     AccountBusy,
+    AccountUnusable,
     CallTimedOut,
     ConnectFailed,
     ConnectionLost,
@@ -393,6 +394,8 @@ class AccountConnection:
         if self._client is not None and not self._closed_by_server(self._client):
             return self._client
         config = self.config
+        if config.faults:
+            raise AccountUnusable(self.account_id, config)
         started = time.perf_counter()
         progress = ConnectProgress()
         with self._connect_errors(progress):

@@ -463,6 +463,13 @@ class LoginDisabled(ConnectFailed):
         super().__init__(account_id, config, ConnectPhase.LOGIN)
 
 
+class AccountUnusable(ConnectFailed):
+    """The account's settings cannot work (``config.faults``): nothing was sent to any server."""
+
+    def __init__(self, account_id: str, config: AccountConfig) -> None:
+        super().__init__(account_id, config, ConnectPhase.TCP)
+
+
 class MechanismNotOffered(ConnectFailed):
     """The server does not advertise ``AUTH=<mechanism>`` of an OAuth2 account: no token is sent.
     ``offered``: the SASL mechanisms it does advertise (its profile's ``mechanisms``), upper case, sorted."""

@@ -16,6 +16,7 @@ from mail_imap_mcp.config import AccountConfig, AuthMethod, ConfigError, Securit
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.errors import (
     AccountBusy,
+    AccountUnusable,
     CallTimedOut,
     ConnectFailed,
     ConnectPhase,
@@ -71,6 +72,8 @@ def reconnect_failed(exc: ReconnectFailed) -> ToolFailure:
 
 def connect_failed(exc: ConnectFailed) -> ToolFailure:
     """The envelope failure of a connect or login that failed (the refusals of their own first)."""
+    if isinstance(exc, AccountUnusable):
+        return account_unusable(exc.account_id, exc.config)
     if isinstance(exc, StartTlsMissing):
         return starttls_missing(exc.account_id, exc.config)
     if isinstance(exc, LoginDisabled):
@@ -94,7 +97,7 @@ def connect_failure(
         return ToolFailure(
             ErrorCode.AUTH_FAILED,
             f"No password for account {account_id!r}: {exc}. Fix the account's password source.",
-            details=details,
+            details={**details, **_field_of(config, _password_key(config))},
         )
     if isinstance(exc, TokenCommandFailed):
         program = (config.oauth2_token_command or ["?"])[0]
@@ -119,9 +122,9 @@ def connect_failure(
         return ToolFailure(
             ErrorCode.AUTH_FAILED,
             f"The server {host} refused the login of {config.username!r} (account {account_id!r}). "
-            f"Hint: {login_hint(config.host)}. Otherwise check {config.setting('username')} and "
-            f"{config.setting(_password_key(config))}.",
-            details=details,
+            f"Hint: {login_hint(config.host)}. Otherwise check {config.named('username')} and "
+            f"{config.named(_password_key(config))}.",
+            details={**details, **_field_of(config, _password_key(config))},
         )
     if isinstance(exc, ssl.SSLCertVerificationError):
         return unavailable(
@@ -187,6 +190,37 @@ def _connect_timed_out(
         f"The server {host} did not answer within {config.connect_timeout_s:g}s while connecting "
         f"({phase.value}); retry shortly.",
         details=details,
+    )
+
+
+def account_unusable(account_id: str, config: AccountConfig) -> ToolFailure:
+    """An account whose settings cannot work (``config.faults``, the first named in ``details``): a
+    missing password is ``auth_failed``, a host, port, security, address or certificate ``unavailable``;
+    neither changes until the setting does."""
+    first, *others = config.faults
+    wrong = "; ".join(f"{fault.named} {fault.reason}" for fault in (first, *others))
+    where = (
+        "Correct it in the extension's settings (in Claude Desktop: Settings, Extensions, Mail (IMAP))"
+        if first.label is not None
+        else "Correct it where the MCP client sets the server's environment"
+    )
+    return ToolFailure(
+        ErrorCode.AUTH_FAILED if first.key == "password_env" else ErrorCode.UNAVAILABLE,
+        f"Account {account_id!r} cannot be used as set up: {wrong}. {where}; the server reads it when "
+        "it starts again.",
+        details={"account_id": account_id, **_field_of(config, first.key)},
+        retryable=False,
+    )
+
+
+def _field_of(config: AccountConfig, key: str) -> dict[str, object]:
+    """``details`` naming the setting ``key``: ``setting`` as it is set, and ``field``, the label of the
+    bundle form's field that sets it, where one does."""
+    label = config.label(key)
+    return (
+        {"setting": config.setting(key)}
+        if label is None
+        else {"field": label, "setting": config.setting(key)}
     )
 
 

@@ -24,6 +24,7 @@ from mail_imap_mcp.imap import errors
 from mail_imap_mcp.imap.errors import (
     AccountBusy,
     AccountUnknown,
+    AccountUnusable,
     CallTimedOut,
     CharsetRejected,
     CommandRefused,
@@ -341,6 +342,7 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     ConnectFailed: _account_failure,
     StartTlsMissing: _account_failure,
     LoginDisabled: _account_failure,
+    AccountUnusable: _account_failure,
     MechanismNotOffered: _account_failure,
     AccountUnknown: _account_unknown,
     DestinationMissing: _destination_missing,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import NextAction, Payload, ToolResult
 from mail_imap_mcp.tools.spec import ToolSpec
 
@@ -24,6 +25,12 @@ class ListAccountsInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class AccountProblem(Payload):
+    field: str | None = Field(description="The label of the extension's settings field to correct, if any.")
+    setting: str = Field(description="The setting (environment variable) to correct.")
+    reason: str = Field(description="What is wrong with it.")
+
+
 class AccountSummary(Payload):
     account_id: str = Field(description="Id to pass as account_id to the other tools.")
     host: str = Field(description="IMAP server host.")
@@ -39,6 +46,13 @@ class AccountSummary(Payload):
         default="off",
         description="Local search index: off, not started, building n of N, ready, behind by N, unavailable.",
     )
+    usable: bool = Field(
+        default=True,
+        description="False when a setting cannot work (problems says which): every call on the account "
+        "fails until it is corrected and the server restarted. host is empty without a host, port 0 when "
+        "the port given is none, security as given.",
+    )
+    problems: list[AccountProblem] = Field(default_factory=list, description="The settings to correct.")
 
 
 class ListAccountsData(Payload):
@@ -46,18 +60,30 @@ class ListAccountsData(Payload):
     next_action: NextAction | None = Field(default=None, description="The obvious next call.")
 
 
+def summary(account_id: str, cfg: AccountConfig, index: str) -> AccountSummary:
+    """What the listing says of one account; of a setting at fault, what was given (nothing else)."""
+    given = {fault.key: fault.given for fault in cfg.faults}
+    security = str(given.get("security", cfg.security.value))
+    return AccountSummary(
+        account_id=account_id,
+        host=(given["host"] or "") if "host" in given else cfg.host,
+        port=0 if "port" in given else cfg.effective_port,
+        security=security,
+        secure=security in {"tls", "starttls"},
+        username=cfg.username,
+        addresses=cfg.effective_addresses,
+        index=index,
+        usable=not cfg.faults,
+        problems=[
+            AccountProblem(field=fault.label, setting=fault.setting, reason=fault.reason)
+            for fault in cfg.faults
+        ],
+    )
+
+
 def handle(app: AppContext, args: ListAccountsInput) -> ToolResult[ListAccountsData]:
     accounts = [
-        AccountSummary(
-            account_id=account_id,
-            host=cfg.host,
-            port=cfg.effective_port,
-            security=cfg.security.value,
-            secure=cfg.security.value != "plain",
-            username=cfg.username,
-            addresses=cfg.effective_addresses,
-            index=app.index_state(account_id),
-        )
+        summary(account_id, cfg, app.index_state(account_id))
         for account_id, cfg in sorted(app.config.accounts.items())
     ]
     first = accounts[0].account_id if accounts else None

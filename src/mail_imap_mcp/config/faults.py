@@ -1,0 +1,94 @@
+"""An environment account's settings that cannot work, set aside so that the server still starts.
+
+An MCP client that starts the server (Claude Desktop with the bundle's form, or a client's JSON with
+``MAIL_IMAP_<ID>_*`` variables) shows only "connection closed" when it exits at start, and its log names
+variables the user never saw. So a wrong password, host, port, security, address or certificate of an
+environment account is a :class:`SettingFault`: the account is listed as not usable, and every call on
+it is answered with the field and the variable to correct. A configuration file is still refused as a
+whole (:func:`~mail_imap_mcp.config.loading.load_config`): its author reads the error at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .accounts import ENV_SUFFIXES, AccountConfig, AuthMethod, Security, is_loopback_host
+from .errors import SettingFault
+from .form import form_label
+from .providers import PROVIDERS
+
+#: The host an account without one is validated with: ``.invalid`` never resolves (RFC 2606), and no
+#: connection is tried for an account with a fault.
+PLACEHOLDER_HOST = "host.invalid"
+#: Keys whose wrong value is a fault: the settings of the bundle's form (the username is required there).
+_FAULT_KEYS = ("host", "port", "security", "password_env", "addresses", "ca_file")
+
+
+def set_aside(prefix: str, account: Mapping[str, Any]) -> tuple[dict[str, Any], list[SettingFault]]:
+    """``account`` (raw settings of ``MAIL_IMAP_<ID>_*``) with each wrong setting replaced by a placeholder
+    or its default, and the faults found; what is still invalid is left for validation to refuse."""
+    raw = dict(account)
+    faults: list[SettingFault] = []
+
+    def fault(key: str, reason: str, given: str | None = None) -> None:
+        setting = prefix + ENV_SUFFIXES[key]
+        faults.append(SettingFault(key, setting, form_label(setting), reason, given))
+
+    if "host" not in raw:
+        addresses = [*raw.get("addresses", []), str(raw.get("username", ""))]
+        address = next((item for item in addresses if "@" in item), addresses[0])
+        names = ", ".join(known.name.split(" (")[0] for known in PROVIDERS)
+        fault(
+            "host",
+            f"is empty, and {address!r} is no address at a provider whose IMAP server this server knows "
+            f"({names}): enter your IMAP server's host name",
+        )
+        raw["host"] = PLACEHOLDER_HOST
+    if "port" in raw:
+        port = str(raw["port"]).strip()
+        if not (port.isdigit() and 1 <= int(port) <= 65535):
+            fault("port", "is not a port number from 1 to 65535 (993 with TLS, 143 with STARTTLS)", port)
+            del raw["port"]
+    security = raw.get("security")
+    if security is not None and security not in {member.value for member in Security}:
+        fault("security", "is none of tls, starttls and plain", str(security))
+        del raw["security"]
+    elif security == Security.PLAIN and raw["host"] != PLACEHOLDER_HOST and not is_loopback_host(raw["host"]):
+        fault(
+            "security",
+            "is plain, which sends the password unencrypted: only for a server on this computer; use tls "
+            "or starttls",
+            str(security),
+        )
+        del raw["security"]
+    oauth2 = raw.get("auth") in {AuthMethod.XOAUTH2.value, AuthMethod.OAUTHBEARER.value}
+    if not oauth2 and "password_env" not in raw:
+        fault("password_env", "is empty: enter the password (or app password) of the account")
+        raw["password_env"] = prefix + ENV_SUFFIXES["password_env"]
+    elif oauth2 and "password_env" in raw:
+        fault(
+            "password_env", "is set, but the account signs in with its OAuth2 token command: leave it empty"
+        )
+        del raw["password_env"]
+    ca_file = raw.get("ca_file")
+    if ca_file is not None and not Path(str(ca_file)).expanduser().is_file():
+        fault("ca_file", "names no file: choose the server's certificate (PEM)", str(ca_file))
+        del raw["ca_file"]
+    try:
+        AccountConfig.model_validate(raw)
+    except ValidationError as exc:
+        for error in exc.errors(include_url=False, include_input=False):
+            key = str(error["loc"][0]) if error["loc"] else ""
+            if key in _FAULT_KEYS and key in raw:
+                value = raw.pop(key)
+                given = (
+                    None if key == "password_env" else ", ".join(value) if isinstance(value, list) else value
+                )
+                fault(key, str(error["msg"]).removeprefix("Value error, "), given)
+        if "host" not in raw:
+            raw["host"] = PLACEHOLDER_HOST
+    return raw, faults

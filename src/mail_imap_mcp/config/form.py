@@ -1,0 +1,114 @@
+"""The MCP Bundle's form (Claude Desktop's settings of the extension): each field, the ``MAIL_IMAP_DEFAULT_*``
+variable it sets and what the manifest says of it. ``scripts/mcpb`` writes it into the bundle's manifest;
+the server names a setting the form sets by the field's label, the words its user saw."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: The bundle's form: key -> (the variable it sets, what the manifest says of the field).
+BUNDLE_FORM: dict[str, tuple[str, dict[str, Any]]] = {
+    "email_address": (
+        "MAIL_IMAP_DEFAULT_ADDRESSES",
+        {
+            "type": "string",
+            "title": "Email address",
+            "description": "Your address, e.g. you@gmail.com. At Gmail, iCloud, Yahoo, AOL, Fastmail, Microsoft "
+            "365/Outlook.com and Proton Mail (Bridge) the server finds the IMAP host from it.",
+            "required": True,
+        },
+    ),
+    "password": (
+        "MAIL_IMAP_DEFAULT_PASS",
+        {
+            "type": "string",
+            "title": "Password or app password",
+            "description": "Kept in your system keychain. Gmail, iCloud, Yahoo and Fastmail need an app "
+            "password, not the account password. Leave empty when you sign in with a token command.",
+            "sensitive": True,
+            "required": False,
+            "default": "",
+        },
+    ),
+    "imap_host": (
+        "MAIL_IMAP_DEFAULT_HOST",
+        {
+            "type": "string",
+            "title": "IMAP server (optional)",
+            "description": "Leave empty at a known provider; else your IMAP server's host name, e.g. "
+            "mail.example.org.",
+            "required": False,
+            "default": "",
+        },
+    ),
+    "imap_port": (
+        "MAIL_IMAP_DEFAULT_PORT",
+        {
+            "type": "string",
+            "title": "IMAP port (optional)",
+            "description": "Leave empty for the provider's port, else 993 with TLS and 143 with STARTTLS.",
+            "required": False,
+            "default": "",
+        },
+    ),
+    "security": (
+        "MAIL_IMAP_DEFAULT_SECURITY",
+        {
+            "type": "string",
+            "title": "Connection security (optional)",
+            "description": "tls (the default), starttls, or plain (only for a server on this computer).",
+            "required": False,
+            "default": "",
+        },
+    ),
+    "username": (
+        "MAIL_IMAP_DEFAULT_USER",
+        {
+            "type": "string",
+            "title": "Username (optional)",
+            "description": "The login name, when it is not your email address.",
+            "required": False,
+            "default": "",
+        },
+    ),
+    "oauth2_token_command": (
+        "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND",
+        {
+            "type": "string",
+            "title": "OAuth2 token command (optional)",
+            "description": "For Gmail or Microsoft 365 without an app password: a command printing an access "
+            "token, e.g. pizauth show work (docs/providers.md). Leave the password empty then.",
+            "required": False,
+            "default": "",
+        },
+    ),
+    "ca_file": (
+        "MAIL_IMAP_DEFAULT_CA_FILE",
+        {
+            "type": "file",
+            "title": "Server certificate (optional)",
+            "description": "A PEM certificate to trust, for Proton Mail Bridge or a self-signed server.",
+            "required": False,
+            "default": "",
+        },
+    ),
+    "allow_writes": (
+        "MAIL_IMAP_WRITE_ENABLED",
+        {
+            "type": "boolean",
+            "title": "Allow changes to mail",
+            "description": "Flags, moves, deletions (to Trash), folders and drafts. Off: the server only reads.",
+            "required": False,
+            "default": False,
+        },
+    ),
+}
+
+
+#: Variable -> the label of the form field that sets it.
+_LABELS = {variable: str(field["title"]) for variable, field in BUNDLE_FORM.values()}
+
+
+def form_label(variable: str) -> str | None:
+    """The label of the bundle form's field that sets ``variable``; None where no field sets it."""
+    return _LABELS.get(variable)
