@@ -285,7 +285,10 @@ def test_check_of_an_env_account_names_its_variables(dovecot: Dovecot, user: str
         [SERVER, "check"], capture_output=True, text=True, timeout=60, env={"PATH": os.environ["PATH"], **env}
     )
     assert done.returncode == 1
-    assert "MAIL_IMAP_DEFAULT_USER and MAIL_IMAP_DEFAULT_PASS" in done.stdout
+    assert (
+        '"Username (optional)" (MAIL_IMAP_DEFAULT_USER) and "Password or app password" (MAIL_IMAP_DEFAULT_PASS)'
+        in done.stdout
+    )
     assert done.stderr == ""
 
 
@@ -337,3 +340,22 @@ def test_no_accounts_message_points_at_what_the_package_contains(tmp_path: Path)
     assert done.returncode == 2
     assert "mail-imap-mcp config-example" in done.stderr
     assert "config.example.toml" not in done.stderr
+
+
+def test_check_names_the_forms_field_of_an_account_it_cannot_use(tmp_path: Path) -> None:
+    # Issue 47 item 6: the wrong field is said as a call says it (the server starts all the same).
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "MAIL_IMAP_DEFAULT_ADDRESSES": "you@example.org",
+        "MAIL_IMAP_DEFAULT_HOST": "imap.example.org",
+        "MAIL_IMAP_DEFAULT_PASS": "secret-value",
+        "MAIL_IMAP_DEFAULT_PORT": "imaps",
+    }
+    done = subprocess.run([SERVER, "check"], capture_output=True, text=True, timeout=20, env=env, check=False)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.startswith(
+        "FAIL default: not usable as you@example.org: [unavailable] Account 'default' cannot be used as set "
+        'up: "IMAP port (optional)" (MAIL_IMAP_DEFAULT_PORT) is not a port number from 1 to 65535'
+    )
+    assert "secret-value" not in done.stdout + done.stderr

@@ -35,6 +35,8 @@ async def test_list_accounts_shows_settings_but_never_the_password(
         "username": user,
         "addresses": [],  # the login is not an address and none are configured
         "index": "off",
+        "usable": True,
+        "problems": [],
     }
     assert envelope["data"]["next_action"]["tool"] == "imap_list_mailboxes"
     assert dovecot.password not in str(envelope)
