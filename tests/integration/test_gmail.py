@@ -15,7 +15,7 @@ from tests.support import mailgen
 from tests.support.clients import account_client
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.faultproxy import FaultProxy
-from tests.support.gmail import ALL_MAIL, TRASH, Gmail, message, seed_labelled
+from tests.support.gmail import ALL_MAIL, TRASH, Gmail, attached, message, seed_labelled
 from tests.support.round_trips import Plan, plain_settings, recording, rig
 
 pytestmark = pytest.mark.anyio
@@ -379,6 +379,32 @@ async def test_attachments_are_found_by_gmail_not_judged_here(gmail: Gmail) -> N
             assert b'X-GM-RAW "has:attachment filename:scan"' in r.last_sent
             assert subjects(found["messages"]) == ["Scanned contract"]
             assert plan == Plan(("LIST", "EXAMINE", "UID SEARCH", "UID FETCH"), 4)
+
+
+async def test_regression_gmails_search_takes_text_beyond_ascii_and_quoted_operator_words(
+    gmail: Gmail,
+) -> None:
+    """Without the index: ``filename:übersicht`` and ``label:Café`` were an internal error (the X-GM-RAW
+    string went out as ASCII); ``"alpha" "OR" "beta"`` went out as ``alpha OR beta`` (either word) and
+    ``"-alpha"`` as ``-alpha`` (every message without it)."""
+    user = gmail.new_user("u")
+    overview = attached("overview", 0, "filename*=utf-8''%C3%BCbersicht.pdf")
+    gmail.seed(
+        user, "INBOX", [overview, message("alpha", 1), message("beta", 2), message("alpha or beta", 3)]
+    )
+    gmail.label(user, "INBOX", [["Café"]])
+
+    async for client in client_of(gmail, user):
+
+        async def found(query: str, client: EnvelopeClient = client) -> list[str]:
+            data = await client.ok("imap_search_messages", {"mailbox": "*", "query": query})
+            return sorted(subjects(data["messages"]))
+
+        assert await found("filename:übersicht") == ["About overview"]
+        assert await found("label:Café") == ["About overview"]
+        assert await found("alpha OR beta") == ["About alpha", "About alpha or beta", "About beta"]
+        assert await found('"alpha" "OR" "beta"') == ["About alpha or beta"]
+        assert await found('"-alpha"') == ["About alpha", "About alpha or beta"]
 
 
 async def test_a_message_under_several_labels_comes_once_in_a_search_of_them(gmcp: EnvelopeClient) -> None:

@@ -19,7 +19,7 @@ import imapclient
 import pytest
 
 from tests.support import mailgen
-from tests.support.gmail import ALL_MAIL, TRASH, Gmail
+from tests.support.gmail import ALL_MAIL, TRASH, Gmail, attached
 from tests.support.gmail import message as gmail_message
 
 
@@ -115,6 +115,49 @@ def test_gmail_search_operators(gmail: Gmail, user: str) -> None:
         assert raw("{label:receipts has:attachment}") == [1, 2]
         with pytest.raises(imapclient.exceptions.IMAPClientError):
             client.search(["X-GM-RAW", "nosuchoperator:x"])
+
+
+def flat(structure: object) -> list[bytes]:
+    """Every string of a parsed BODYSTRUCTURE."""
+    if isinstance(structure, bytes):
+        return [structure]
+    if isinstance(structure, tuple | list):
+        return [item for part in structure for item in flat(part)]
+    return []
+
+
+def test_regression_file_names_and_negated_groups_as_gmail_documents_them(gmail: Gmail, user: str) -> None:
+    """The emulation alone, against Gmail's help page "Search operators you can use with Gmail": an RFC
+    2231 file name is written in BODYSTRUCTURE as the message writes it (it was a Python tuple's repr);
+    ``filename:`` matches the name's words (``pdf``, ``homework.txt``; not ``home``: it matched any
+    substring); ``-(a OR b)`` removes the messages with either (the ``-`` was read as a word and the
+    group kept)."""
+    gmail.seed(
+        user,
+        "INBOX",
+        [
+            attached("overview", 0, "filename*=utf-8''%C3%BCbersicht.pdf"),
+            attached("homework", 1, 'filename="homework.TXT"'),
+            message("budget meeting", 2),
+            message("budget review", 3),
+            message("budget plan", 4),
+        ],
+    )
+    with gmail.connect(user) as client:
+        client.select_folder("INBOX", readonly=True)
+
+        def raw(query: str) -> list[int]:
+            return sorted(client.search(["X-GM-RAW", query], charset="UTF-8"))
+
+        structure = client.fetch([1], ["BODYSTRUCTURE"])[1][b"BODYSTRUCTURE"]
+        strings = flat(structure)
+        assert b"FILENAME*" in strings and b"utf-8''%C3%BCbersicht.pdf" in strings
+        assert not any(s.startswith(b"(") for s in strings), strings
+        assert raw("filename:übersicht") == raw("filename:pdf") == [1]
+        assert raw("filename:homework.txt") == raw("filename:txt") == [2]
+        assert raw("filename:home") == raw("filename:bersicht") == []
+        assert raw("budget -(meeting OR review)") == raw("budget -{meeting review}") == [5]
+        assert raw("budget -meeting") == [4, 5]
 
 
 def test_expunge_in_a_label_folder_removes_the_label_and_trash_removes_every_label(

@@ -32,6 +32,20 @@ def message(name: str, days: int, *, domain: str = "gmail.example", **headers: s
     )
 
 
+def attached(name: str, days: int, disposition: str, *, domain: str = "gmail.example") -> bytes:
+    """A message "About {name}" with one PDF attachment whose ``Content-Disposition`` parameters are
+    ``disposition`` as written (e.g. an RFC 2231 ``filename*=utf-8''%C3%BC...``)."""
+    date = (BASE + dt.timedelta(days=days)).strftime("%a, %d %b %Y %H:%M:%S +0000")
+    return (
+        f"From: Alice <alice@example.com>\r\nTo: User <user@example.org>\r\nSubject: About {name}\r\n"
+        f"Date: {date}\r\nMessage-ID: <{name}@{domain}>\r\nMIME-Version: 1.0\r\n"
+        'Content-Type: multipart/mixed; boundary="b1"\r\n\r\n'
+        "--b1\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nSee the attachment.\r\n"
+        f"--b1\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment; {disposition}\r\n"
+        "Content-Transfer-Encoding: base64\r\n\r\nJVBERi0xLjQK\r\n--b1--\r\n"
+    ).encode("ascii")
+
+
 class Gmail(AppendSeeding):
     """A private Gmail emulation on loopback. ``capabilities`` replaces what it offers after login (e.g.
     without ``X-GM-EXT-1``: the same server as a standard one)."""

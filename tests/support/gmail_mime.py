@@ -49,8 +49,7 @@ class Entity:
         return self.fields.get_content_subtype()
 
     def params(self) -> list[tuple[str, str]]:
-        found = self.fields.get_params() or []
-        return [(str(k), str(v)) for k, v in found[1:]]
+        return written_params(self.fields.get("content-type"))
 
     def section(self, path: list[int]) -> Entity | None:
         """The entity a section number names (RFC 3501 6.4.5): part 1 of a single-part body is itself."""
@@ -104,6 +103,25 @@ def _split(body: bytes, boundary: str) -> list[bytes]:
     return parts
 
 
+#: One ``; name=value`` of a header (a value quoted, with its escapes, or a token).
+_PARAM = re.compile(r';\s*([^\s=;]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;\s]*)')
+
+
+def written_params(value: object) -> list[tuple[str, str]]:
+    """The parameters of a header value as the message writes them (an RFC 2231 ``filename*`` keeps its
+    name and its ``charset''%xx`` value), as BODYSTRUCTURE gives them (RFC 3501 7.4.2: "as defined in
+    [MIME-IMB]"); compat32's own reading turns such a value into a tuple."""
+    if value is None:
+        return []
+    unfolded = re.sub(r"\r?\n[ \t]", " ", str(value))
+    found = []
+    for name, raw in _PARAM.findall(unfolded):
+        if raw.startswith('"'):
+            raw = re.sub(r"\\(.)", r"\1", raw[1:-1])
+        found.append((name, raw))
+    return found
+
+
 def _header_value(fields: Message, name: str) -> str | None:
     value = fields.get(name)
     return None if value is None else str(value)
@@ -153,9 +171,7 @@ def _disposition(entity: Entity) -> bytes:
     if value is None:
         return b"NIL"
     kind = str(value).split(";", 1)[0].strip()
-    params = entity.fields.get_params(header="content-disposition") or []
-    pairs = [(str(k), str(v)) for k, v in params[1:]]
-    return b"(" + nstring(kind.upper()) + b" " + _param_list(pairs) + b")"
+    return b"(" + nstring(kind.upper()) + b" " + _param_list(written_params(value)) + b")"
 
 
 def _lines(data: bytes) -> int:

@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from imapclient import imap_utf7
+
 from tests.support import gmail_mime
 
 INBOX, ALL, DRAFTS, IMPORTANT, SENT, SPAM, STARRED, TRASH = (
@@ -286,8 +288,14 @@ def raw_matcher(query: str, account: Account, now: dt.datetime) -> Callable[[Mes
     """A test of Gmail's search syntax (``X-GM-RAW``) for the operators the emulation knows: words and
     "phrases", ``from: to: cc: subject: label: in: is: has:attachment filename: older_than:
     newer_than: after: before: larger: smaller: rfc822msgid: category:`` (from an ``X-Gmail-Category``
-    test header: Gmail's classifier is not emulated), ``-`` (not), ``OR``, ``( )`` and
-    ``{ }`` (any of); anything else raises ``ValueError`` (Gmail answers BAD)."""
+    test header: Gmail's classifier is not emulated), ``-`` (not: of a term, a phrase or a group), ``OR``,
+    ``( )`` and ``{ }`` (any of); anything else raises ``ValueError`` (Gmail answers BAD).
+
+    As Gmail's help page "Search operators you can use with Gmail" (support.google.com/mail/answer/7190)
+    documents them: ``-`` removes the messages that match what follows it (``dinner -movie``), ``( )``
+    groups terms, so ``-(a OR b)`` removes those with either; ``filename:`` finds an attachment "with a
+    certain name or file type" (``filename:pdf``, ``filename:homework.txt``): Gmail matches whole words,
+    so ``pdf`` finds ``report.PDF`` and ``homework.txt`` that name, and ``home`` does not find it."""
     tokens = list(_RAW_TOKEN.findall(query))
     position = 0
 
@@ -306,6 +314,9 @@ def raw_matcher(query: str, account: Account, now: dt.datetime) -> Callable[[Mes
                 continue
             negate = token.startswith("-") and len(token) > 1
             token = token[1:] if negate else token
+            if token == "-" and position < len(tokens) and tokens[position] in ("(", "{"):
+                negate, token = True, tokens[position]  # -(a OR b): not the group
+                position += 1
             if token in ("(", "{"):
                 test, _ = sequence(")" if token == "(" else "}")
             else:
@@ -357,10 +368,15 @@ def _folder_of_in(value: str, account: Account) -> str | None:
 
 
 def _label_folder(value: str, account: Account) -> str:
-    """Gmail's spelling of a label in search (case-insensitive; ``-`` or ``/`` for ``/``, ``-`` for a space)."""
-    wanted = value.lower().replace("/", "-").replace(" ", "-")
+    """Gmail's spelling of a label in search (case-insensitive; ``-`` or ``/`` for ``/``, ``-`` for a space;
+    a label's own name, where IMAP writes its folder in modified UTF-7: ``label:Café``, ``Caf&AOk-``)."""
+
+    def spelled(name: str) -> str:
+        return name.casefold().replace("/", "-").replace(" ", "-")
+
+    wanted = spelled(value)
     for name in account.folders:
-        if name.lower().replace("/", "-").replace(" ", "-") == wanted:
+        if spelled(imap_utf7.decode(name.encode("utf-8"))) == wanted:
             return name
     return "\x00no such label"
 
@@ -420,7 +436,7 @@ def _term(token: str, account: Account, now: dt.datetime) -> Callable[[Message],
             raise ValueError(f"has:{value} is not known to the emulation")
         return lambda m: gmail_mime.has_attachment(m.entity)
     if operator == "filename":
-        return lambda m: any(value.lower() in name.lower() for name in gmail_mime.filenames(m.entity))
+        return lambda m: any(_contains(name, value) for name in gmail_mime.filenames(m.entity))
     if operator in ("older_than", "newer_than"):
         limit = now - _age(value)
         if operator == "older_than":
