@@ -24,6 +24,7 @@ from mcp import Client, StdioServerParameters
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config, load_config
+from mail_imap_mcp.imap.pool import ConnectionPool
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml, env_account
 from tests.support.clients import make_config, open_client
 from tests.support.dovecot import Dovecot
@@ -135,7 +136,7 @@ async def test_expired_token_is_fetched_again_and_the_login_retried_once(
 
 
 @pytest.mark.anyio
-async def test_the_command_runs_at_each_login(
+async def test_a_login_reuses_the_token_until_the_server_refuses_it(
     oauth_dovecot: Dovecot, introspection: IntrospectionEndpoint, oauth_user: str, helper: TokenHelper
 ) -> None:
     first, second = new_token(), new_token()
@@ -531,3 +532,34 @@ def test_setup_with_a_token_command_writes_an_oauth2_account_that_logs_in(
         [SERVER, "check", "--config", str(config)], env=env, capture_output=True, text=True, timeout=60
     )
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_every_connection_of_the_account_shares_one_token_and_one_refresh(
+    oauth_dovecot: Dovecot,
+    introspection: IntrospectionEndpoint,
+    oauth_user: str,
+    helper: TokenHelper,
+    good_token: str,
+) -> None:
+    # Issue 48's seam: the pool's connection, a watcher's and the index sync's each logged in with a token
+    # of their own (a command run each); an expired token cost one run per connection.
+    config = one_account(oauth_account(oauth_dovecot, oauth_user, helper.command))
+    pool = ConnectionPool(config.accounts)
+    connections = [pool.get("default"), pool.new_connection("default"), pool.new_connection("default")]
+    try:
+        for connection in connections:
+            connection.connect()
+        assert helper.runs == 1
+        fresh = new_token()
+        introspection.revoke(good_token)
+        introspection.accept(fresh, oauth_user)
+        helper.queue(fresh)
+        for connection in connections:
+            connection.discard()
+            connection.connect()  # the first is refused the old token and gets the fresh one for all
+        assert helper.runs == 2
+        assert all(connection.logins == 2 for connection in connections)
+    finally:
+        for connection in connections[1:]:
+            connection.close()
+        pool.close_all()

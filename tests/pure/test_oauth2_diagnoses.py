@@ -11,18 +11,18 @@ from typing import Any
 
 import pytest
 
-from mail_imap_mcp.config import AccountConfig, AuthMethod
+from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.imap.auth import SaslExchange, run_token_command, sasl_initial_response
 from mail_imap_mcp.imap.errors import (
     ConnectFailed,
     ConnectPhase,
     MechanismNotOffered,
     OAuthRejected,
-    TokenCommandFailed,
 )
-from mail_imap_mcp.imap.oauth_challenge import OAuthChallenge
 from mail_imap_mcp.imap.personality import Profile
+from mail_imap_mcp.net.oauth_challenge import OAuthChallenge
+from mail_imap_mcp.net.sasl import SaslExchange, oauth_initial_response
+from mail_imap_mcp.net.tokens import TokenUnavailable, run_token_command
 from mail_imap_mcp.presentation.failures import envelope_of
 
 
@@ -52,20 +52,20 @@ def account(host: str = "imap.example.org", auth: str = "xoauth2", **extra: Any)
 
 
 def test_xoauth2_initial_response_is_googles_format() -> None:
-    sent = sasl_initial_response(AuthMethod.XOAUTH2, "me@example.org", "ya29.abc", "imap.gmail.com", 993)
+    sent = oauth_initial_response("XOAUTH2", "me@example.org", "ya29.abc", "imap.gmail.com", 993)
     assert sent == b"user=me@example.org\x01auth=Bearer ya29.abc\x01\x01"
 
 
 def test_oauthbearer_initial_response_follows_rfc_7628_and_escapes_the_authzid() -> None:
-    sent = sasl_initial_response(AuthMethod.OAUTHBEARER, "a,b=c@example.org", "tok", "mail.example.org", 993)
+    sent = oauth_initial_response("OAUTHBEARER", "a,b=c@example.org", "tok", "mail.example.org", 993)
     assert (
         sent == b"n,a=a=2Cb=3Dc@example.org,\x01host=mail.example.org\x01port=993\x01auth=Bearer tok\x01\x01"
     )
 
 
-@pytest.mark.parametrize(("method", "answer"), [(AuthMethod.XOAUTH2, b""), (AuthMethod.OAUTHBEARER, b"\x01")])
+@pytest.mark.parametrize(("method", "answer"), [("XOAUTH2", b""), ("OAUTHBEARER", b"\x01")])
 def test_the_exchange_keeps_the_servers_challenge_and_answers_as_the_mechanism_asks(
-    method: AuthMethod, answer: bytes
+    method: str, answer: bytes
 ) -> None:
     exchange = SaslExchange(method, b"initial")
     assert exchange(b"") == b"initial"
@@ -162,6 +162,6 @@ def test_the_challenge_reaches_the_details() -> None:
 
 def test_no_time_left_runs_nothing_and_says_so(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
-    with pytest.raises(TokenCommandFailed, match="time budget was used up before the command could run"):
+    with pytest.raises(TokenUnavailable, match="time budget was used up before the command could run"):
         run_token_command(["touch", str(marker)], 0, {})
     assert not marker.exists()

@@ -44,6 +44,19 @@ FORBIDDEN_IMPORTS = {
     "query": ("imap", "index", "mime", "content", "envelope", "operations", *_ABOVE_OPERATIONS, *_TOP),
     "mime": ("imap", "index", "operations", "envelope", *_ABOVE_OPERATIONS, *_TOP),
     "content": ("imap", "index", "operations", *_ABOVE_OPERATIONS, *_TOP),
+    # Sockets, TLS, deadlines, SASL and tokens: below every protocol, the same for IMAP and SMTP.
+    "net": (
+        "imap",
+        "index",
+        "mime",
+        "content",
+        "query",
+        "envelope",
+        "state",
+        "operations",
+        *_ABOVE_OPERATIONS,
+        *_TOP,
+    ),
     "imap": ("index", "operations", *_ABOVE_OPERATIONS, *_TOP),
     # The local index sits beside imap/: it syncs through it and answers what query/ compiles.
     "index": ("operations", *_ABOVE_OPERATIONS, *_TOP),
@@ -141,6 +154,31 @@ def test_layer_imports_point_one_way(layer: str) -> None:
         if name == f"mail_imap_mcp.{layer}" or name.startswith(f"mail_imap_mcp.{layer}.")
         for target in imported(path, name)
         if target in forbidden or target.startswith(tuple(prefix + "." for prefix in forbidden))
+    )
+    assert wrong == []
+
+
+#: The standard library's network modules: only ``net/`` imports them.
+_NETWORK_MODULES = ("socket", "ssl", "select")
+#: Text only a SASL message or a token's fetch carries: only ``net/`` writes it.
+_SASL_MARKERS = ("auth=Bearer", "n,a=", "subprocess.Popen")
+
+
+def test_sockets_tls_and_sasl_live_in_net_alone() -> None:
+    """No protocol package (``imap/``) opens a socket, wraps TLS, waits with ``select``, writes a SASL
+    message or runs a token command: those are ``net/``'s, so SMTP submission uses the same pieces."""
+    wrong = sorted(
+        f"{name} imports {target}"
+        for name, path in modules(SRC, PACKAGE).items()
+        if name.startswith("mail_imap_mcp.imap.")
+        for target in imported(path, name)
+        if target in _NETWORK_MODULES or target.startswith(tuple(f"{m}." for m in _NETWORK_MODULES))
+    ) + sorted(
+        f"{name} holds {marker!r}"
+        for name, path in modules(SRC, PACKAGE).items()
+        if name.startswith("mail_imap_mcp.imap.")
+        for marker in _SASL_MARKERS
+        if marker in path.read_text(encoding="utf-8")
     )
     assert wrong == []
 

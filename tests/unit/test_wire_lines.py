@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from mail_imap_mcp.imap import budget, wire
+from mail_imap_mcp.imap import wire
 from mail_imap_mcp.imap.errors import ConnectProgress
+from mail_imap_mcp.net.budget import CallBudget
 from tests.support.fake_imap import ScriptedServer, answer
 
 ANSWERS = {
@@ -49,7 +50,7 @@ def _client(server: ScriptedServer) -> wire.BudgetedIMAPClient:
         1143,
         tls=False,
         ssl_context=None,  # type: ignore[arg-type]  # plain: never used
-        budget=budget.CallBudget(10),
+        budget=CallBudget(10),
         progress=ConnectProgress(),
         open_socket=server.open_socket,
     )

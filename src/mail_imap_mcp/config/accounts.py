@@ -121,7 +121,8 @@ class AccountConfig(BaseModel):
         default=None,
         min_length=1,
         description="Command (argv list) printing a current OAuth2 access token (e.g. from oauth2l, "
-        "pizauth or mailctl); run at each login, and once more when the server rejects the token.",
+        "pizauth or mailctl); its token is shared by the account's connections for 5 minutes, and it "
+        "runs once more when the server rejects the token.",
     )
     oauth2_token_timeout_s: float = Field(
         default=20.0,

@@ -1,30 +1,24 @@
-"""The budgeted socket and imaplib's IMAP4 over it: every blocking socket operation takes its timeout
-from the call's :class:`CallBudget` (see docs/reliability.md), and a connection without TLS whose
-greeting is late checks whether the port speaks TLS instead (:func:`.tls.answers_tls`). imapclient runs
-on top of it in :mod:`.wire`.
+"""imaplib's IMAP4 over a budgeted socket: every blocking socket operation takes its timeout from the
+call's :class:`~mail_imap_mcp.net.budget.CallBudget` (see docs/reliability.md), and a connection without
+TLS whose greeting is late checks whether the port speaks TLS instead
+(:func:`~mail_imap_mcp.net.tls.answers_tls`). The socket itself (TCP connect, TLS handshake) is
+:mod:`mail_imap_mcp.net`'s; imapclient runs on top of this in :mod:`.wire`.
 """
 
 from __future__ import annotations
 
 import imaplib
 import logging
-import math
-import select
-import socket
-import ssl
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from mail_imap_mcp.imap.errors import ConnectPhase, ConnectProgress, ImplicitTlsPort
-from mail_imap_mcp.imap.tls import TLS_PROBE_S, answers_tls, handshake_round_trips
+from mail_imap_mcp.net.budget import CallBudget
+from mail_imap_mcp.net.sockets import OpenSocket, Socket, connect_tcp, no_delay, readable
+from mail_imap_mcp.net.tls import TLS_PROBE_S, TlsContext, answers_tls, handshake_round_trips, wrap
 
 log = logging.getLogger("mail_imap_mcp.imap")
-
-#: Opens the TCP connection to ``(host, port)`` within ``timeout`` seconds. The default is a TCP connect
-#: to each address of the host in turn; unit tests pass a scripted server's (tests/support/fake_imap.py).
-OpenSocket = Callable[[str, int, float], socket.socket]
 
 #: How long a connection without TLS (plain, STARTTLS) waits for the greeting before it checks whether
 #: the port speaks TLS instead (``security = "starttls"`` on port 993); a server that greets later still
@@ -32,46 +26,6 @@ OpenSocket = Callable[[str, int, float], socket.socket]
 GREETING_WAIT_S = 2.0
 # Large literals are read in pieces of this size, with the call's deadline checked before each.
 _READ_CHUNK = 64 * 1024
-
-
-class CallBudget:
-    """How long the current call may still wait on the network; read before every blocking socket operation.
-
-    A call runs until its ``deadline`` (``math.inf`` between calls). Inside it, the connect phase (TCP
-    connect, TLS handshake, greeting, STARTTLS) gets ``connect_timeout_s`` in total, and every later
-    wait for the server (login, each command's reads and sends) at most ``command_timeout_s``, never
-    past the deadline. Used only by the thread holding the account's lock.
-    """
-
-    def __init__(self, command_timeout_s: float) -> None:
-        self.command_timeout_s = command_timeout_s
-        self.deadline = math.inf
-        self._connect_deadline: float | None = None
-
-    def remaining(self) -> float:
-        return self.deadline - time.monotonic()
-
-    @contextmanager
-    def connecting(self, until: float) -> Iterator[None]:
-        """Bound everything inside (a part of the connect phase) by the monotonic time ``until``."""
-        self._connect_deadline = until
-        try:
-            yield
-        finally:
-            self._connect_deadline = None
-
-    def timeout(self, *, strict: bool = True) -> float:
-        """Socket timeout for the next operation; with ``strict`` raise ``TimeoutError`` once spent."""
-        now = time.monotonic()
-        if self._connect_deadline is not None:
-            left = min(self.deadline, self._connect_deadline) - now
-        else:
-            left = min(self.deadline - now, self.command_timeout_s)
-        if left <= 0:
-            if strict:
-                raise TimeoutError("the call's time budget is used up")
-            return 0.001
-        return left
 
 
 class BudgetedIMAP4(imaplib.IMAP4):
@@ -87,7 +41,7 @@ class BudgetedIMAP4(imaplib.IMAP4):
         self,
         host: str,
         port: int,
-        ssl_context: ssl.SSLContext | None,
+        ssl_context: TlsContext | None,
         budget: CallBudget,
         progress: ConnectProgress,
         open_socket: OpenSocket | None = None,
@@ -155,44 +109,30 @@ class BudgetedIMAP4(imaplib.IMAP4):
         self.round_trips += handshake_round_trips(self.sock)
         return answer
 
-    def _create_socket(self, timeout: float | None = None) -> socket.socket:
+    def _create_socket(self, timeout: float | None = None) -> Socket:
         sock = self._connect_tcp()
-        # Nagle would hold back the second write of a command (imapclient sends some in two).
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if self._ssl_context is None:
             self._progress.phase = ConnectPhase.GREETING
             return sock
         self._progress.phase = ConnectPhase.TLS
-        try:
-            sock.settimeout(self._budget.timeout())  # the handshake draws on the same connect budget
-            wrapped = self._ssl_context.wrap_socket(sock, server_hostname=self.host)
-        except BaseException:
-            sock.close()
-            raise
+        # The handshake draws on the same connect budget.
+        wrapped = wrap(sock, self._ssl_context, self.host, self._budget.timeout())
         self.round_trips += handshake_round_trips(wrapped)
         self._progress.phase = ConnectPhase.GREETING
         return wrapped
 
-    def _connect_tcp(self) -> socket.socket:
-        """``socket.create_connection``, except that each address tried gets only what is left."""
+    def _connect_tcp(self) -> Socket:
+        """The TCP connection, each address tried (each a round trip) getting only what is left."""
+
+        def attempt() -> None:
+            self.round_trips += 1
+
         if self._open_socket is not None:
-            self.round_trips += 1
-            return self._open_socket(self.host, self.port, self._budget.timeout())
-        last_error: OSError = OSError(f"{self.host!r} resolved to no address")
-        for family, kind, proto, _, address in socket.getaddrinfo(
-            self.host, self.port, type=socket.SOCK_STREAM
-        ):
-            sock = socket.socket(family, kind, proto)
-            self.round_trips += 1
-            try:
-                sock.settimeout(self._budget.timeout())
-                sock.connect(address)
-            except OSError as exc:
-                sock.close()
-                last_error = exc
-                continue
+            attempt()
+            sock = self._open_socket(self.host, self.port, self._budget.timeout())
+            no_delay(sock)
             return sock
-        raise last_error
+        return connect_tcp(self.host, self.port, self._budget.timeout, attempt)
 
     def read(self, size: int) -> bytes:
         self._count_wait()
@@ -269,7 +209,7 @@ class BudgetedIMAP4(imaplib.IMAP4):
         :class:`ImplicitTlsPort` if the port answers a TLS handshake (a TLS server waits for the client
         and never greets in plain text), else leave the rest of the connect budget to the greeting."""
         wait = min(GREETING_WAIT_S, self._budget.timeout())
-        if select.select([self.sock], [], [], wait)[0]:
+        if readable(self.sock, wait):
             return
         probe_s = min(TLS_PROBE_S, self._budget.timeout(strict=False))
         if answers_tls(self.sock.getpeername(), probe_s):

@@ -16,9 +16,6 @@ from __future__ import annotations
 
 import logging
 import math
-import select
-import socket
-import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -29,7 +26,6 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from mail_imap_mcp.config import AccountConfig, Security
 from mail_imap_mcp.imap.auth import Login
-from mail_imap_mcp.imap.budget import CallBudget, OpenSocket
 from mail_imap_mcp.imap.errors import (
     AccountBusy,
     AccountUnusable,
@@ -63,6 +59,10 @@ from mail_imap_mcp.imap.write_errors import (
     RoleMailboxMissing,
     WriteRefused,
 )
+from mail_imap_mcp.net.budget import CallBudget
+from mail_imap_mcp.net.sockets import OpenSocket, closed_while_idle
+from mail_imap_mcp.net.tls import TlsContext, client_context
+from mail_imap_mcp.net.tokens import TokenSource
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -105,8 +105,12 @@ class AccountConnection:
         translate: Translate | None = None,
         judged_on_the_view: tuple[type[Exception], ...] = (),
         enable_qresync: bool = False,
+        tokens: TokenSource | None = None,
     ) -> None:
         self.account_id = account_id
+        #: Where an OAuth2 login gets its token: the account's, shared with its other connections (the
+        #: pool's); None: a source of this connection's own.
+        self.tokens = tokens
         #: ENABLE QRESYNC (RFC 7162) after login where the server offers it: for the connection serving
         #: tool calls, whose view reads VANISHED like EXPUNGE (:mod:`.view`); not for a watch's.
         self.enable_qresync = enable_qresync
@@ -134,7 +138,7 @@ class AccountConnection:
         self._commands_before = 0
         self._round_trips_before = 0
         self._budget = CallBudget(config.command_timeout_s)
-        self._ssl_context: ssl.SSLContext | None = None
+        self._ssl_context: TlsContext | None = None
         self._context_lock = threading.Lock()
         #: When the connection last carried a call or a keepalive (monotonic seconds).
         self.last_used = time.monotonic()
@@ -309,15 +313,12 @@ class AccountConnection:
         except Exception as exc:
             raise ConnectFailed(self.account_id, self.config, progress.phase, exc) from None
 
-    def ssl_context(self) -> ssl.SSLContext:
+    def ssl_context(self) -> TlsContext:
         """The account's TLS context, built on first use and reused by every (re)connect: loading the
         system's trust store takes about 0.1 s of CPU (see :meth:`~mail_imap_mcp.imap.pool.ConnectionPool.prepare`)."""
         with self._context_lock:
             if self._ssl_context is None:
-                context = ssl.create_default_context()
-                if self.config.ca_file is not None:
-                    context.load_verify_locations(cafile=str(self.config.ca_file.expanduser()))
-                self._ssl_context = context
+                self._ssl_context = client_context(self.config.ca_file)
             return self._ssl_context
 
     @property
@@ -364,25 +365,8 @@ class AccountConnection:
         """Whether the idle connection was closed or reset by the server (or a router on the way); such
         a connection is dropped, so the next command does not fail on it. Costs no round trip: with
         nothing asked, the socket is readable only for an EOF, a reset, a BYE (or a TLS record)."""
-        sock = client.socket()
-        try:
-            if not select.select([sock], [], [], 0)[0]:
-                return False
-            if isinstance(sock, ssl.SSLSocket):
-                # Decrypted data read here is lost to imaplib's reader: any makes the connection unusable.
-                sock.setblocking(False)
-                try:
-                    sock.recv(4096)
-                finally:
-                    sock.settimeout(self._budget.command_timeout_s)
-            else:
-                data = sock.recv(4096, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-                if data and not data.startswith(b"* BYE"):
-                    return False  # an unsolicited response: imaplib reads it with the next command
-        except (ssl.SSLWantReadError, BlockingIOError, InterruptedError):
-            return False  # a TLS record that carried no data (a session ticket), or nothing after all
-        except (OSError, ValueError):
-            pass  # reset, or the socket is already closed
+        if not closed_while_idle(client.socket(), self._budget.command_timeout_s, goodbye=b"* BYE"):
+            return False
         log.info("account=%s connection closed by the server while idle; reconnecting", self.account_id)
         self.found_closed += 1
         self.discard()
@@ -400,7 +384,7 @@ class AccountConnection:
         progress = ConnectProgress()
         with self._connect_errors(progress):
             # The password, or a token from oauth2_token_command: before connecting, as that may take a while.
-            login = Login(self.account_id, config, self._budget.remaining)
+            login = Login(self.account_id, config, self._budget.remaining, self.tokens)
             context = self.ssl_context()
             # TCP connect, TLS handshake, greeting and STARTTLS share connect_timeout_s; login is a command.
             connect_until = time.monotonic() + config.connect_timeout_s

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import imaplib
 import re
-import socket
-import ssl
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -21,10 +19,11 @@ from typing import ClassVar
 from imapclient.exceptions import IMAPClientAbortError, IMAPClientError, LoginError
 
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.imap.oauth_challenge import OAuthChallenge
+from mail_imap_mcp.net.oauth_challenge import OAuthChallenge
+from mail_imap_mcp.net.sockets import CONNECTION_DEAD, is_timeout
 
 # Errors that mean "this connection is dead", as raised by imaplib, imapclient and the socket layer.
-_DEAD_CONNECTION = (imaplib.IMAP4.abort, IMAPClientAbortError, ConnectionError, ssl.SSLEOFError, EOFError)
+_DEAD_CONNECTION = (imaplib.IMAP4.abort, IMAPClientAbortError, *CONNECTION_DEAD)
 
 # Dovecot answers NO with this text once the selected mailbox changed under the session (e.g. a
 # new UIDVALIDITY or a repaired index); only a new session sees the mailbox as it now is.
@@ -36,14 +35,6 @@ _MAILBOX_MISSING = re.compile(
     rb"\[(NONEXISTENT|TRYCREATE)\]|mailbox does not exist|mailbox doesn't exist|no such mailbox|"
     rb"invalid mailbox name|unknown mailbox|mailbox not found",
     re.IGNORECASE,
-)
-
-# What an SSL error says when the peer answered in plaintext (an IMAP greeting is not a TLS record).
-_PLAINTEXT_PEER = (
-    "WRONG_VERSION_NUMBER",
-    "RECORD_LAYER_FAILURE",
-    "PACKET_LENGTH_TOO_LONG",
-    "UNKNOWN_PROTOCOL",
 )
 
 
@@ -246,9 +237,7 @@ def is_connection_broken(exc: BaseException) -> bool:
     if isinstance(exc, imaplib.IMAP4.error | IMAPClientError) and not isinstance(exc, _DEAD_CONNECTION):
         text = str(exc).lower()
         return any(marker in text for marker in _SESSION_BROKEN_MARKERS)
-    return isinstance(exc, _DEAD_CONNECTION) or (
-        isinstance(exc, OSError) and not isinstance(exc, socket.timeout | TimeoutError)
-    )
+    return isinstance(exc, _DEAD_CONNECTION) or (isinstance(exc, OSError) and not is_timeout(exc))
 
 
 def says_mailbox_missing(exc: BaseException) -> bool:
@@ -296,12 +285,6 @@ class Context:
     #: The account, when ``mailbox`` is the one this call had selected: "does not exist" then means it
     #: went away meanwhile (:class:`MailboxGone`).
     account_id: str = ""
-
-
-def answered_in_plaintext(exc: BaseException) -> bool:
-    """True when a TLS handshake failed because the peer answered without TLS (an IMAP greeting is no
-    TLS record): the port is no implicit-TLS port."""
-    return isinstance(exc, ssl.SSLError) and any(reason in str(exc) for reason in _PLAINTEXT_PEER)
 
 
 def server_said(exc: BaseException | str, limit: int = 200) -> str:

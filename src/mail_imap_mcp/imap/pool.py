@@ -8,10 +8,12 @@ import logging
 import threading
 from collections.abc import Sequence
 
-from mail_imap_mcp.config import AccountConfig, Security
-from mail_imap_mcp.imap.budget import OpenSocket
+from mail_imap_mcp.config import AccountConfig, AuthMethod, Security
+from mail_imap_mcp.imap.auth import token_source_for
 from mail_imap_mcp.imap.connection import AccountConnection, Translate
 from mail_imap_mcp.imap.errors import AccountUnknown
+from mail_imap_mcp.net.sockets import OpenSocket
+from mail_imap_mcp.net.tokens import TokenSource
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -59,7 +61,7 @@ class Keepalive:
 
 class ConnectionPool:
     """One :class:`AccountConnection` per configured account, kept alive while idle (``keepalive_interval_s``,
-    0: off). ``open_socket`` replaces the TCP connect (:data:`~mail_imap_mcp.imap.budget.OpenSocket`).
+    0: off). ``open_socket`` replaces the TCP connect (:data:`~mail_imap_mcp.net.sockets.OpenSocket`).
     ``translate``: see :data:`~mail_imap_mcp.imap.connection.Translate`."""
 
     def __init__(
@@ -73,6 +75,11 @@ class ConnectionPool:
         judged_on_the_view: tuple[type[Exception], ...] = (),
     ) -> None:
         self._open_socket = open_socket
+        #: One token source per OAuth2 account, shared by every connection the account opens (this
+        #: pool's and :meth:`new_connection`'s: watchers, the index sync).
+        self._tokens: dict[str, TokenSource] = {
+            aid: token_source_for(cfg) for aid, cfg in accounts.items() if cfg.auth is not AuthMethod.PASSWORD
+        }
         self._connections = {
             aid: AccountConnection(
                 aid,
@@ -82,6 +89,7 @@ class ConnectionPool:
                 translate=translate,
                 judged_on_the_view=judged_on_the_view,
                 enable_qresync=True,
+                tokens=self._tokens.get(aid),
             )
             for aid, cfg in accounts.items()
         }
@@ -114,7 +122,11 @@ class ConnectionPool:
         tool calls; its owner closes it."""
         account = self.get(account_id)
         return AccountConnection(
-            account.account_id, account.config, open_socket=self._open_socket, enable_qresync=enable_qresync
+            account.account_id,
+            account.config,
+            open_socket=self._open_socket,
+            enable_qresync=enable_qresync,
+            tokens=self._tokens.get(account_id),
         )
 
     def busy(self) -> bool:

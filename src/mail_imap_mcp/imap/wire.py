@@ -13,10 +13,6 @@ from __future__ import annotations
 import imaplib
 import logging
 import re
-import select
-import socket
-import ssl
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -27,13 +23,16 @@ from imapclient.imapclient import _literal, join_message_ids, seq_to_parenstr_up
 from imapclient.response_parser import parse_response
 
 from mail_imap_mcp.imap import parsing
-from mail_imap_mcp.imap.budget import BudgetedIMAP4, CallBudget, OpenSocket
+from mail_imap_mcp.imap.budget import BudgetedIMAP4
 from mail_imap_mcp.imap.errors import (
     ConnectProgress,
     ServerRefused,
     is_connection_broken,
 )
 from mail_imap_mcp.imap.fetch_response import parse_fetch_response
+from mail_imap_mcp.net.budget import CallBudget
+from mail_imap_mcp.net.sockets import OpenSocket, wait_for_input
+from mail_imap_mcp.net.tls import TlsContext
 
 
 class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no type hints
@@ -46,7 +45,7 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
         port: int,
         *,
         tls: bool,
-        ssl_context: ssl.SSLContext,
+        ssl_context: TlsContext,
         budget: CallBudget,
         progress: ConnectProgress,
         open_socket: OpenSocket | None = None,
@@ -159,32 +158,9 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
         imaplib's read buffer or TLS's, or on the socket. An EOF or a reset counts (the read then fails),
         a TLS record without data (a session ticket) does not. Unlike imapclient's ``idle_check``, the
         reads that follow keep the call budget's timeouts."""
-        sock = self.socket()
-        deadline = time.monotonic() + timeout
-        while True:
-            if self._buffered_input(sock):
-                return True
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([sock], [], [], left)[0]:
-                return False
-
-    def _buffered_input(self, sock: socket.socket) -> bool:
-        if isinstance(sock, ssl.SSLSocket) and sock.pending():
-            return True
-        sock.setblocking(False)
-        try:
-            # One non-blocking read at most: imaplib's buffer, else what the socket has. Over TLS, b""
-            # is the EOF (no data raises); over plain TCP it may also be "nothing yet": the socket says.
-            if self._imap.file.peek(1) or isinstance(sock, ssl.SSLSocket):
-                return True
-            sock.recv(1, socket.MSG_PEEK)  # data, or b"" at the EOF; raises when there is nothing
-            return True
-        except (BlockingIOError, ssl.SSLWantReadError, InterruptedError):
-            return False
-        except OSError:
-            return True  # reset: the next read reports it
-        finally:
-            sock.settimeout(self._budget.command_timeout_s)
+        return wait_for_input(
+            self.socket(), timeout, lambda: self._imap.file.peek(1), self._budget.command_timeout_s
+        )
 
     def end_idle(self) -> list[bytes]:
         """DONE: the lines the server sent before IDLE's tagged answer (imapclient's ``idle_done``

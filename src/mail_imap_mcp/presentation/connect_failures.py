@@ -29,9 +29,9 @@ from mail_imap_mcp.imap.errors import (
     ServerLimited,
     StartTlsMissing,
     TokenCommandFailed,
-    answered_in_plaintext,
 )
 from mail_imap_mcp.imap.providers import login_hint, oauth2_scope_hint
+from mail_imap_mcp.net.tls import answered_in_plaintext
 
 
 def account_busy(exc: AccountBusy) -> ToolFailure:
