@@ -25,6 +25,9 @@ Actions:
   ``times``: that many times in all),
   reset that connection instead of forwarding the server's next answer (once; ``cuts`` counts them): a
   write command that reached the server whose answer never arrives.
+* ``drop_when_sent(marker, times=1)`` -- reset the connection whose client bytes would carry ``marker``
+  for the ``times``-th time, instead of forwarding them (once; ``drops`` counts it): a write command
+  the client sent that never reached the server.
 * ``reset_after(server_bytes, connections=1)`` -- the next ``connections`` connections that carry server
   data (``None``: every one, until ``pass_through()``) are reset once ``server_bytes`` more bytes from
   the server have been handed on, counted from the first server chunk each connection forwards after
@@ -140,6 +143,9 @@ class FaultProxy:
         self._cut_marker: bytes | None = None
         self._cut_times = 1
         self.cuts = 0
+        self._drop_marker: bytes | None = None
+        self._drop_times = 1
+        self.drops = 0
         self._rule: _ResetRule | None = None
         self._listening = False
         self._stopping = threading.Event()
@@ -220,6 +226,7 @@ class FaultProxy:
             self._latency = 0.0
             self._rule = None
             self._cut_marker = None
+            self._drop_marker = None
         self._set_mode(Mode.PASS)
 
     def set_latency(self, seconds: float) -> None:
@@ -252,6 +259,13 @@ class FaultProxy:
         with self._lock:
             self._cut_marker = marker
             self._cut_times = times
+
+    def drop_when_sent(self, marker: bytes, times: int = 1) -> None:
+        """Reset the connection whose bytes would carry ``marker`` for the ``times``-th time, without
+        forwarding them (once; ``drops`` counts it): a write command that never reaches the server."""
+        with self._lock:
+            self._drop_marker = marker
+            self._drop_times = times
 
     def reset_after(self, server_bytes: int, *, connections: int | None = 1) -> None:
         """Reset the next ``connections`` connections (None: all) after ``server_bytes`` more server bytes."""
@@ -392,8 +406,9 @@ class FaultProxy:
                     data, cut = self._apply_reset_rule(conn, data)
                 else:
                     cut = False
-                    with self._lock:
-                        self._log.append((conn.ident, data))
+                    if self._drops(conn, data):
+                        conn.abort()
+                        break
                 try:
                     dst.sendall(data)
                 except OSError:
@@ -406,6 +421,19 @@ class FaultProxy:
                 # Forward the half-close (FIN) so the other side sees an orderly EOF.
                 _shutdown(dst, socket.SHUT_WR)
             conn.pump_finished()
+
+    def _drops(self, conn: _Connection, data: bytes) -> bool:
+        """Log client bytes to be forwarded; True (nothing logged) when they are to be dropped instead."""
+        with self._lock:
+            marker = self._drop_marker
+            if marker is not None:
+                sent = b"".join(chunk for ident, chunk in self._log if ident == conn.ident)
+                if (sent + data).count(marker) >= self._drop_times:
+                    self._drop_marker = None
+                    self.drops += 1
+                    return True
+            self._log.append((conn.ident, data))
+            return False
 
     def _hold(self, conn: _Connection, arrival: float) -> bool:
         """Delay a chunk until ``arrival`` + the current latency; False when the connection is aborted.

@@ -5,6 +5,7 @@ or deleted. Each carries the facts its words need, never the words (the failure 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from mail_imap_mcp.imap.errors import ImapError
@@ -28,6 +29,8 @@ class NameProblem(StrEnum):
     EMPTY_LEVEL = "empty_level"
     #: A new name that is taken.
     EXISTS = "exists"
+    #: A new name that is a special-use folder's (``why``: its role).
+    SPECIAL_USE = "special_use"
     #: A mailbox (or one inside it) that is never renamed or deleted.
     PROTECTED = "protected"
 
@@ -56,3 +59,25 @@ class MailboxNameRefused(ImapError):
         self.action = action
         self.contained = contained
         self.why = why
+
+
+@dataclass(eq=False)
+class RenamedIntoSpecialUse(ImapError):
+    """RENAME of the ordinary folder ``mailbox`` of ``account_id`` to ``destination`` made it the server's
+    special-use ``role`` folder (the server gives that role by name). ``now``: the name the folder has
+    after the rename back was tried (``mailbox`` when undone, ``destination`` when the rename back was
+    refused, None when unknown); ``messages``: what it holds."""
+
+    account_id: str
+    mailbox: str
+    destination: str
+    role: str
+    messages: int
+    now: str | None
+
+    def __post_init__(self) -> None:
+        super().__init__(f"RENAME of {self.mailbox!r} to {self.destination!r} made it {self.role}")
+
+    def located(self, now: str | None) -> RenamedIntoSpecialUse:
+        """The same failure, the folder's name now found by a LIST on another connection."""
+        return replace(self, now=now)

@@ -6,8 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.imap.name_errors import MailboxNameRefused, MailboxNameUnknown, NameProblem
+from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
+from mail_imap_mcp.imap.name_errors import (
+    MailboxNameRefused,
+    MailboxNameUnknown,
+    NameProblem,
+    RenamedIntoSpecialUse,
+)
 from mail_imap_mcp.presentation.call import Call
 
 
@@ -28,14 +33,55 @@ def _name_refused(exc: MailboxNameRefused, call: Call | None) -> ToolFailure:
         problem = f"{name!r} has an empty level (a leading, trailing or doubled separator {sep!r})."
     elif exc.problem == NameProblem.EXISTS:
         problem = f"mailbox {name!r} already exists; choose another name."
+    elif exc.problem == NameProblem.SPECIAL_USE:
+        problem = f"{name!r} is the special-use {exc.why} folder's name; choose another name."
     else:
         inside = "" if exc.contained is None else f" (it contains {exc.contained!r})"
         problem = f"{name!r} cannot be {exc.action}d{inside}: {exc.why} is never renamed or deleted."
     return ToolFailure.invalid_input(exc.parameter, problem)
 
 
+def _renamed_into_special_use(exc: RenamedIntoSpecialUse, call: Call | None) -> ToolFailure:
+    old, new, role = exc.mailbox, exc.destination, exc.role
+    made = f"this server makes a folder named {new!r} its special-use {role} folder"
+    details = {"mailbox_now": exc.now, "special_use": role, "messages": exc.messages}
+    if exc.now == old:
+        return ToolFailure.invalid_input(
+            "destination_mailbox",
+            f"{made}, so the rename was undone at once: the folder is {old!r} again, with its "
+            f"{exc.messages} message(s). Choose another name.",
+            **details,
+        )
+    where = (
+        f"it is now {new!r}, the {role} folder"
+        if exc.now == new
+        else f"whether it is now {old!r} or {new!r} could not be told (list the mailboxes to see)"
+    )
+    steps = [
+        f"imap_manage_mailbox: create {old!r}",
+        f"imap_search_messages in mailbox {new!r}, then imap_apply_to_messages: move every message "
+        f"listed to {old!r}",
+        f"or rename {new!r} back to {old!r} in another mail client (this tool never renames a "
+        "special-use folder)",
+    ]
+    return ToolFailure(
+        ErrorCode.INVALID_INPUT,
+        f"Invalid 'destination_mailbox': {made}. Renaming it back failed: {where}, with its "
+        f"{exc.messages} message(s), which searches of every mailbox leave out. To restore {old!r}: "
+        + "; ".join(f"{n}. {step}" for n, step in enumerate(steps, 1))
+        + ".",
+        details={"parameter": "destination_mailbox", **details, "steps": steps},
+        next_action=NextAction(
+            instruction=f"Step 1: create {old!r} again",
+            tool="imap_manage_mailbox",
+            arguments={"account_id": exc.account_id, "action": "create", "mailbox": old},
+        ),
+    )
+
+
 #: The registry's lines of the refusals of mailbox names.
 NAME_FAILURES: Mapping[type[BaseException], Callable[[Any, Call | None], ToolFailure]] = {
     MailboxNameUnknown: _name_unknown,
     MailboxNameRefused: _name_refused,
+    RenamedIntoSpecialUse: _renamed_into_special_use,
 }

@@ -48,5 +48,13 @@ def refuse_protected(names: MailboxDirectory, name: str, parameter: str, action:
             )
 
 
+def refuse_special_use_name(names: MailboxDirectory, name: str, parameter: str) -> None:
+    """Refuse a new name that LIST shows as a special-use folder's (as given or with the prefix)."""
+    for candidate in (names.canonical(name), names.prefix + name):
+        box = names.get(candidate)
+        if box is not None and box.special_use:
+            raise MailboxNameRefused(parameter, NameProblem.SPECIAL_USE, box.name, why=box.special_use)
+
+
 def prefix_note(prefix: str, name: str) -> str:
     return f"This server keeps personal mailboxes below {prefix!r}: {name!r} was taken as {prefix + name!r}."

@@ -7,10 +7,10 @@ found as given; the result says so. Hostile names (control characters, the LIST 
 ``%``, empty levels, absurd lengths) are refused before anything is sent.
 
 Safety: INBOX and the special-use folders (and the configured trash/drafts folders) are never renamed
-or deleted; delete refuses a mailbox that holds messages (Dovecot would delete them silently), counted
-with a fresh EXAMINE right before the DELETE, and one with child mailboxes (Dovecot and Courier would leave them
-orphaned). Rename and delete need confirmation. A connection lost after the command was sent is
-``outcome_unknown``, never retried.
+or deleted, nor is a folder renamed into a name that makes it one (undone at once); delete refuses a
+mailbox that holds messages (Dovecot would delete them silently) or child mailboxes (Dovecot and Courier
+would leave them orphaned), and deletes through a name aside (services/mailbox_changes.py). Rename and
+delete need confirmation. A connection lost after the command was sent is ``outcome_unknown``.
 """
 
 from __future__ import annotations
@@ -33,12 +33,24 @@ from mail_imap_mcp.envelope import (
 )
 from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing, OutcomeUnknown
+from mail_imap_mcp.imap.name_errors import RenamedIntoSpecialUse
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.write_errors import MailboxCommandRefused
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId
 from mail_imap_mcp.presentation.writes import CONFIRM_TOKEN_DESCRIPTION, DRY_RUN_DESCRIPTION, audited
-from mail_imap_mcp.services.mailbox_names import existing_mailbox, new_mailbox, refuse_protected
+from mail_imap_mcp.services.mailbox_changes import (
+    count_messages,
+    delete_if_empty,
+    refused_as_argument,
+    rename_undoing_special_use,
+    where_now,
+)
+from mail_imap_mcp.services.mailbox_names import (
+    existing_mailbox,
+    new_mailbox,
+    refuse_protected,
+    refuse_special_use_name,
+)
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 
 NAME = "imap_manage_mailbox"
@@ -59,7 +71,8 @@ DETAILS = (
 )
 ERRORS = {
     "invalid_input": "A name is malformed, names INBOX or a special-use folder, already exists (create, "
-    "rename destination), or the mailbox to delete holds messages or child mailboxes.",
+    "rename destination), would make the renamed folder special-use (renamed back at once; details "
+    "say where it is), or the mailbox to delete holds messages or child mailboxes.",
     "not_found": "The account or the mailbox to rename or delete does not exist.",
     "confirmation_required": "Rename and delete: ask the user, then repeat the call with confirm_token.",
     "permission_denied": "Writes are off for this account (write_enabled), or the server does not allow it.",
@@ -139,17 +152,6 @@ class _Plan:
         return f"rename the mailbox {self.mailbox!r} to {self.destination!r}, with {moved}"
 
 
-def _count(session: ImapSession, mailbox: str) -> int:
-    """Messages in ``mailbox`` from a fresh EXAMINE, left again at once (UNSELECT, or CLOSE, which
-    expunges nothing after EXAMINE). Not STATUS: Dovecot answers it from its index, which misses a
-    message written into the Maildir in the same second (measured); EXAMINE syncs on every server."""
-    if session.selected_mailbox == mailbox:
-        session.deselect()
-    messages = session.examine(mailbox).exists
-    session.deselect()
-    return messages
-
-
 def _refuse_nonempty(mailbox: str, messages: int, account_id: str) -> ToolFailure:
     return ToolFailure(
         ErrorCode.INVALID_INPUT,
@@ -175,7 +177,7 @@ def _plan(session: ImapSession, app: AppContext, account_id: str, args: ManageMa
     box = names.get(mailbox)
     assert box is not None  # INBOX, the one name not listed, is protected
     children = names.children(mailbox)
-    messages = _count(session, mailbox) if box.selectable else None
+    messages = count_messages(session, mailbox) if box.selectable else None
     if args.action == "delete":
         if children:
             shown = ", ".join(repr(c) for c in children[:5]) + (" ..." if len(children) > 5 else "")
@@ -189,6 +191,7 @@ def _plan(session: ImapSession, app: AppContext, account_id: str, args: ManageMa
             raise _refuse_nonempty(mailbox, messages, account_id)
         return _Plan("delete", mailbox, messages=messages, selectable=box.selectable, notes=tuple(notes))
     assert args.destination_mailbox is not None
+    refuse_special_use_name(names, args.destination_mailbox, "destination_mailbox")
     destination, more = new_mailbox(names, args.destination_mailbox, "destination_mailbox")
     if names.separator and destination.startswith(mailbox + names.separator):
         raise ToolFailure.invalid_input(
@@ -199,29 +202,24 @@ def _plan(session: ImapSession, app: AppContext, account_id: str, args: ManageMa
 
 
 def _execute(session: ImapSession, plan: _Plan, account_id: str) -> None:
-    """Send the one command; delete counts the messages again right before."""
-    command = plan.action.upper()
+    """Send the change: delete through a name aside, rename undone where it made a special-use folder."""
     if session.selected_mailbox == plan.mailbox:
         session.deselect()
     try:
-        if plan.action == "delete" and plan.selectable:
-            messages = _count(session, plan.mailbox)
+        if plan.action == "create":
+            with session.write_command():
+                session.create_mailbox(plan.mailbox)
+        elif plan.action == "delete":
+            messages = delete_if_empty(session, plan.mailbox, selectable=plan.selectable)
             if messages:
                 raise _refuse_nonempty(plan.mailbox, messages, account_id)
-        with session.write_command():
-            if plan.action == "create":
-                session.create_mailbox(plan.mailbox)
-            elif plan.action == "delete":
-                session.delete_mailbox(plan.mailbox)
-            else:
-                assert plan.destination is not None
-                session.rename_mailbox(plan.mailbox, plan.destination)
+        else:
+            assert plan.destination is not None
+            rename_undoing_special_use(
+                session, NAME, account_id, plan.mailbox, plan.destination, plan.messages or 0
+            )
     except (CommandRefused, MailboxMissing) as failure:
-        target, parameter = (plan.mailbox, "mailbox")
-        if plan.action == "rename" and not isinstance(failure, MailboxMissing):  # else the source is missing
-            target, parameter = (plan.destination or plan.mailbox, "destination_mailbox")
-        # Named as the argument that gave the mailbox; the failure registry words it.
-        raise MailboxCommandRefused(failure, account_id, command, target, parameter) from None
+        raise refused_as_argument(failure, account_id, plan.action, plan.mailbox, plan.destination) from None
 
 
 def handle(app: AppContext, args: ManageMailboxInput) -> ToolResult[ManageMailboxData]:
@@ -240,6 +238,10 @@ def handle(app: AppContext, args: ManageMailboxInput) -> ToolResult[ManageMailbo
         if not args.dry_run:
             try:
                 connection.run_write(lambda session: _execute(session, plan, account_id))
+            except RenamedIntoSpecialUse as renamed:
+                if renamed.now is not None:
+                    raise
+                raise renamed.located(connection.run(lambda session: where_now(session, plan))) from None
             except OutcomeUnknown:
                 issues.append(
                     Issue(

@@ -1,0 +1,120 @@
+"""The RENAME and DELETE of imap_manage_mailbox, made safe against what the server does meanwhile.
+
+Delete: a mailbox found empty can still be delivered to before its DELETE, and Dovecot deletes a
+mailbox with messages without a word (14 acknowledged messages lost in 6 of 45 deletes under
+delivery). So the mailbox is first renamed aside, to a name nobody delivers to; a delivery after that
+RENAME is refused by the server (``[TRYCREATE]``), never acknowledged. The mailbox is counted again
+there by a fresh EXAMINE and deleted only when empty, else renamed back.
+
+Rename: a server may make a folder special-use by its name alone (Dovecot's ``mailbox Junk {
+special_use = \\Junk }``): an ordinary folder renamed to ``Junk`` becomes the spam folder, left out of
+every search of all mailboxes and never renamed again by this tool. LIST after the RENAME tells; such
+a rename is undone at once (:class:`RenamedIntoSpecialUse`).
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Protocol
+
+from mail_imap_mcp.imap.directory import MailboxDirectory
+from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing, OutcomeUnknown
+from mail_imap_mcp.imap.name_errors import RenamedIntoSpecialUse
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.write_errors import MailboxCommandRefused
+from mail_imap_mcp.operations.audit import audit
+
+
+def count_messages(session: ImapSession, mailbox: str) -> int:
+    """Messages in ``mailbox`` from a fresh EXAMINE, left again at once (UNSELECT, or CLOSE, which
+    expunges nothing after EXAMINE). Not STATUS: Dovecot answers it from its index, which misses a
+    message written into the Maildir in the same second (measured); EXAMINE syncs on every server."""
+    if session.selected_mailbox == mailbox:
+        session.deselect()
+    messages = session.examine(mailbox).exists
+    session.deselect()
+    return messages
+
+
+def aside_name(mailbox: str) -> str:
+    """A sibling name for ``mailbox`` that nobody delivers to (no separator of any server in it)."""
+    return f"{mailbox}-deleting-{secrets.token_hex(4)}"
+
+
+def delete_if_empty(session: ImapSession, mailbox: str, *, selectable: bool) -> int:
+    """DELETE ``mailbox`` when it holds no message; 0 when deleted, else the messages found (the mailbox
+    is kept under its name). A mailbox that cannot be selected holds none and is deleted at once."""
+    if not selectable:
+        with session.write_command():
+            session.delete_mailbox(mailbox)
+        return 0
+    messages = count_messages(session, mailbox)
+    if messages:
+        return messages
+    aside = aside_name(mailbox)
+    with session.write_command():
+        session.rename_mailbox(mailbox, aside)
+    messages = count_messages(session, aside)
+    with session.write_command():
+        if messages:
+            session.rename_mailbox(aside, mailbox)
+        else:
+            session.delete_mailbox(aside)
+    return messages
+
+
+def rename_undoing_special_use(
+    session: ImapSession, tool: str, account_id: str, mailbox: str, destination: str, messages: int
+) -> None:
+    """RENAME ``mailbox`` (no special-use folder) to ``destination``; where LIST then shows
+    ``destination`` special-use, RENAME it back at once (audited) and raise
+    :class:`RenamedIntoSpecialUse`."""
+    with session.write_command():
+        session.rename_mailbox(mailbox, destination)
+    renamed = MailboxDirectory.matching(session, destination).get(destination)
+    role = renamed.special_use if renamed is not None else None
+    if role is None:
+        return
+    try:
+        with session.write_command():
+            session.rename_mailbox(destination, mailbox)
+    except (CommandRefused, MailboxMissing, OutcomeUnknown) as failure:
+        unknown = isinstance(failure, OutcomeUnknown)
+        audit(tool, account_id, "rename_back", messages, "outcome_unknown" if unknown else "refused")
+        raise RenamedIntoSpecialUse(
+            account_id, mailbox, destination, role, messages, now=None if unknown else destination
+        ) from None
+    audit(tool, account_id, "rename_back", messages, "ok")
+    raise RenamedIntoSpecialUse(account_id, mailbox, destination, role, messages, now=mailbox)
+
+
+class Renaming(Protocol):
+    """What :func:`where_now` reads of a rename."""
+
+    @property
+    def mailbox(self) -> str: ...
+    @property
+    def destination(self) -> str | None: ...
+
+
+def where_now(session: ImapSession, rename: Renaming) -> str | None:
+    """Which of a rename's two names the folder has now (LIST of each), None when LIST shows neither."""
+    for name in (rename.destination or rename.mailbox, rename.mailbox):
+        if MailboxDirectory.matching(session, name).get(name) is not None:
+            return name
+    return None
+
+
+def refused_as_argument(
+    failure: CommandRefused | MailboxMissing,
+    account_id: str,
+    action: str,
+    mailbox: str,
+    destination: str | None,
+) -> MailboxCommandRefused:
+    """A refusal of ``action`` named as the argument that gave the mailbox (the failure registry words
+    it): the destination of a rename unless its source is missing, else ``mailbox``."""
+    target, parameter = (mailbox, "mailbox")
+    if action == "rename" and not isinstance(failure, MailboxMissing):
+        target, parameter = (destination or mailbox, "destination_mailbox")
+    return MailboxCommandRefused(failure, account_id, action.upper(), target, parameter)

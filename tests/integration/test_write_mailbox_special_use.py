@@ -1,0 +1,112 @@
+"""imap_manage_mailbox's rename into a name the server makes special-use, through an MCP client.
+
+The test Dovecot gives ``\\Junk`` by name (``mailbox Junk { special_use = \\Junk }`` in its config, as a
+stock Dovecot does): an ordinary folder renamed to ``Junk`` would become the spam folder, left out of
+every search of all mailboxes and never renamed back by the tool. Every test counts the account's
+messages (the Message-IDs of every mailbox) before and after.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from tests.integration.test_write_mailboxes import TOOL, confirmed, messages, writable
+from tests.support.clients import AccountFactory, make_config, open_client
+from tests.support.faultproxy import FaultProxy
+from tests.support.mail_state import message_id_listing
+from tests.support.matrix import MatrixServer
+
+pytestmark = pytest.mark.anyio
+
+RENAME = {"action": "rename", "mailbox": "Old", "destination_mailbox": "Junk"}
+
+
+def audit_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "mail_imap_mcp.audit"]
+
+
+async def test_a_rename_that_makes_a_folder_special_use_is_undone_at_once(
+    dovecot: MatrixServer, user: str, account: AccountFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Renamed to ``Junk``, LIST shows the folder ``\\Junk``: it is renamed back at once, the call answers
+    invalid_input naming destination_mailbox, both renames are audited, and every message is where it was."""
+    caplog.set_level(logging.INFO, logger="mail_imap_mcp.audit")
+    dovecot.seed(user, "Old", messages(3, "old"))
+    dovecot.seed(user, "INBOX", messages(1, "inbox"))
+    before = message_id_listing(dovecot, user)
+    async for mcp in open_client(writable(account, user)):
+        first = await mcp.fail(TOOL, RENAME, "confirmation_required")
+        envelope = await mcp.fail(TOOL, first["data"]["next_action"]["arguments"], "invalid_input")
+        error = envelope["error"]
+        assert error["details"]["parameter"] == "destination_mailbox"
+        assert (error["details"]["mailbox_now"], error["details"]["special_use"]) == ("Old", "\\Junk")
+        assert "undone" in error["message"] and "'Old' again" in error["message"], error["message"]
+    assert message_id_listing(dovecot, user) == before
+    lines = audit_lines(caplog)
+    assert any("action=rename_back messages=3 outcome=ok" in line for line in lines), lines
+    assert any("action=rename messages=0 outcome=invalid_input" in line for line in lines), lines
+
+
+async def test_renaming_into_a_listed_special_use_folders_name_is_refused_first(
+    dovecot: MatrixServer, user: str, account: AccountFactory
+) -> None:
+    """Where LIST shows ``Junk`` special-use already, the name is refused before anything is sent, in
+    words that say why (not only that it exists)."""
+    dovecot.seed(user, "Old", messages(2, "old"))
+    dovecot.seed(user, "Junk", messages(1, "spam"))
+    before = message_id_listing(dovecot, user)
+    async for mcp in open_client(writable(account, user)):
+        envelope = await mcp.fail(TOOL, RENAME, "invalid_input")
+        assert envelope["error"]["details"]["parameter"] == "destination_mailbox"
+        assert "special-use \\Junk" in envelope["error"]["message"], envelope["error"]["message"]
+    assert message_id_listing(dovecot, user) == before
+
+
+async def test_a_failed_rename_back_names_the_folder_now_and_the_steps_that_restore_it(
+    dovecot: MatrixServer, user: str, account: AccountFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The rename back never reaches the server (the fault proxy drops it and resets the connection):
+    the answer says the folder is now ``Junk`` (found by LIST on a new connection), with the steps to
+    restore it; following them with the tools brings every message back to ``Old``."""
+    caplog.set_level(logging.INFO, logger="mail_imap_mcp.audit")
+    dovecot.seed(user, "Old", messages(3, "old"))
+    before = message_id_listing(dovecot, user)
+    with FaultProxy(dovecot.host, dovecot.plain_port) as proxy:
+        proxy.drop_when_sent(b" RENAME ", times=2)
+        settings = account(user, host="127.0.0.1", port=proxy.port, security="plain", ca_file=None)
+        async for mcp in open_client(make_config({"default": settings}, write_enabled=True)):
+            first = await mcp.fail(TOOL, RENAME, "confirmation_required")
+            envelope = await mcp.fail(TOOL, first["data"]["next_action"]["arguments"], "invalid_input")
+            assert proxy.drops == 1
+            error = envelope["error"]
+            details: dict[str, Any] = error["details"]
+            assert (details["parameter"], details["mailbox_now"]) == ("destination_mailbox", "Junk")
+            assert "it is now 'Junk'" in error["message"], error["message"]
+            assert len(details["steps"]) == 3
+            assert message_id_listing(dovecot, user) == {"INBOX": [], "Junk": before["Old"]}
+
+            step = envelope["data"]["next_action"]
+            assert step["arguments"] == {"account_id": "default", "action": "create", "mailbox": "Old"}
+            await mcp.ok(step["tool"], step["arguments"])
+            found = await mcp.ok("imap_search_messages", {"mailbox": "Junk"})
+            ids = [message["message_id"] for message in found["messages"]]
+            move = {"action": "move", "message_ids": ids, "destination_mailbox": "Old"}
+            assert (await mcp.ok("imap_apply_to_messages", move))["status"] == "ok"
+    assert message_id_listing(dovecot, user) == {"INBOX": [], "Junk": [], "Old": before["Old"]}
+    lines = audit_lines(caplog)
+    assert any("action=rename_back messages=3 outcome=outcome_unknown" in line for line in lines), lines
+
+
+async def test_an_ordinary_rename_still_lands_with_its_messages(
+    dovecot: MatrixServer, user: str, account: AccountFactory
+) -> None:
+    """The check after RENAME leaves a rename into an ordinary name as it was."""
+    dovecot.seed(user, "Old", messages(2, "old"))
+    before = message_id_listing(dovecot, user)
+    async for mcp in open_client(writable(account, user)):
+        data = await confirmed(mcp, {**RENAME, "destination_mailbox": "Spam-ish"})
+        assert (data["result_mailbox"], data["changed"]) == ("Spam-ish", True)
+    assert message_id_listing(dovecot, user) == {"INBOX": before["INBOX"], "Spam-ish": before["Old"]}
