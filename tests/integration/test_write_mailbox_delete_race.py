@@ -76,7 +76,7 @@ async def test_no_acknowledged_delivery_is_lost_to_a_delete(
     box, kept = server.mailbox_name("Box"), server.mailbox_name("Kept")
     server.seed(user, kept, [])
     deliverer = Deliverer(server, user, box)
-    deleted = refused = 0
+    deleted = refused = timeouts = 0
     with server.connect(user) as direct:
         async for mcp in open_client(writable(account, user)):
             deliverer.start()
@@ -92,6 +92,8 @@ async def test_no_acknowledged_delivery_is_lost_to_a_delete(
                         envelope = await mcp.call(TOOL, envelope["data"]["next_action"]["arguments"])
                     if envelope["success"]:
                         deleted += 1
+                    elif envelope["error"]["code"] == "timeout":  # the folder may be left aside
+                        timeouts += 1
                     else:  # a delivery came first, or Dovecot had the folder half made by one
                         assert envelope["error"]["code"] in {"invalid_input", "not_found"}, envelope
                         refused += 1
@@ -104,4 +106,5 @@ async def test_no_acknowledged_delivery_is_lost_to_a_delete(
     lost = [message_id for message_id in deliverer.acknowledged if message_id not in found]
     assert not lost, f"{len(lost)} acknowledged deliveries lost ({deleted} deletes, {refused} refused)"
     assert deleted > 0 and len(deliverer.acknowledged) > DELETES / 2, (deleted, len(deliverer.acknowledged))
-    assert not [name for name in listing if "-deleting-" in name], listing
+    left_aside = [name for name in listing if "-deleting-" in name]
+    assert len(left_aside) <= timeouts, listing
