@@ -195,3 +195,27 @@ def test_no_provider_for_a_lookalike_domain_or_no_address() -> None:
     assert provider_for_address("you@evilgmail.com") is None
     assert provider_for_address("gmail.com") is None
     assert provider_for_address("") is None
+
+
+@pytest.mark.anyio
+async def test_the_listing_says_an_unusable_account_first_and_offers_no_call_on_it() -> None:
+    from mcp import Client
+
+    from mail_imap_mcp.server import build_server
+    from tests.support.envelope_client import EnvelopeClient
+
+    env = {**FORM, "MAIL_IMAP_DEFAULT_PORT": "imaps"}
+    env |= {
+        "MAIL_IMAP_WORK_HOST": "imap.example.org",
+        "MAIL_IMAP_WORK_USER": "me",
+        "MAIL_IMAP_WORK_PASS": "p",
+    }
+    async with Client(build_server(load_config(None, env))) as client:
+        envelope = await EnvelopeClient(client).call("imap_list_accounts")
+    assert envelope["summary"] == (
+        "2 account(s) configured; not usable until a setting is corrected (problems): default"
+    )
+    default, work = envelope["data"]["accounts"]
+    assert (default["usable"], default["port"], work["usable"]) == (False, 0, True)
+    assert default["problems"][0]["field"] == "IMAP port (optional)"
+    assert envelope["data"]["next_action"]["arguments"] == {"account_id": "work"}

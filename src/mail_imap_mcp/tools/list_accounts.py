@@ -14,7 +14,11 @@ TITLE = "List IMAP accounts"
 DESCRIPTION = "The configured accounts: id, host, username, own addresses (never passwords). Start here."
 DETAILS = (
     "List the configured IMAP accounts (id, host, port, security, username, own addresses; never passwords). "
-    "Start here: pass an account_id from the result to imap_list_mailboxes or imap_search_messages."
+    "Start here: pass an account_id from the result to imap_list_mailboxes or imap_search_messages. An "
+    "environment account whose settings cannot work (an empty password, no host for an address at no known "
+    "provider, a wrong port or security: docs/bundle.md) is listed with usable false and its problems, each "
+    "naming the bundle form's field and the setting; the summary names it, next_action skips it, and every "
+    "call on it fails until the user corrects the setting."
 )
 ERRORS: dict[str, str] = {"invalid_input": "Any argument was given (the tool takes none)."}
 
@@ -86,7 +90,7 @@ def handle(app: AppContext, args: ListAccountsInput) -> ToolResult[ListAccountsD
         summary(account_id, cfg, app.index_state(account_id))
         for account_id, cfg in sorted(app.config.accounts.items())
     ]
-    first = accounts[0].account_id if accounts else None
+    first = next((account.account_id for account in accounts if account.usable), None)
     next_action = (
         NextAction(
             instruction="List the mailboxes of an account",
@@ -96,8 +100,11 @@ def handle(app: AppContext, args: ListAccountsInput) -> ToolResult[ListAccountsD
         if first
         else None
     )
+    unusable = [account.account_id for account in accounts if not account.usable]
+    # Said in the summary, which a model reads first: the user must correct a setting, no call can.
+    wrong = f"; not usable until a setting is corrected (problems): {', '.join(unusable)}" if unusable else ""
     return ToolResult(
-        summary=f"{len(accounts)} account(s) configured",
+        summary=f"{len(accounts)} account(s) configured{wrong}",
         data=ListAccountsData(accounts=accounts, next_action=next_action),
     )
 
