@@ -4,6 +4,7 @@ as the user of the call sees them."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import logging
 import threading
@@ -16,7 +17,7 @@ from pathlib import Path
 from mail_imap_mcp.config import AccountConfig, Config, ConfigError
 from mail_imap_mcp.confirmation import ConfirmationGate
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.imap import ids, sealing
+from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.imap.attachment_errors import AttachmentTooLarge, ModeUnsupported
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.draft_errors import DraftNotReplaceable
@@ -32,14 +33,14 @@ from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT
 from mail_imap_mcp.query import GmailOnly
 from mail_imap_mcp.state import (
     ANONYMOUS,
+    ANONYMOUS_CALLER,
+    Caller,
     MemoryStore,
     StateUnavailable,
     Store,
-    current_user,
     open_store,
+    sealing_caller,
     shared_secret,
-    user_key,
-    user_tag,
 )
 
 log = logging.getLogger("mail_imap_mcp")
@@ -98,10 +99,13 @@ def accounts_of(config: Config, user: str) -> Config:
 
 
 class AppContext:
-    """Shared state of a running server, and each user's scope of it (the current user's:
-    :data:`~mail_imap_mcp.state.current_user`): ``config``, ``pool`` and ``watches`` are the current
-    user's, ``full_config`` is everything configured. ``store``: the state instances share
-    (:mod:`mail_imap_mcp.state`)."""
+    """Shared state of a running server, and each user's scope of it. A tool handler is given the
+    application as its caller sees it (:meth:`for_caller`; ``caller``: the :class:`Caller` record):
+    ``config``, ``pool`` and ``watches`` are that user's, ``full_config`` is everything configured.
+    ``store``: the state instances share (:mod:`mail_imap_mcp.state`)."""
+
+    #: Whom this view of the application serves (the server's own: nobody in particular).
+    caller: Caller = ANONYMOUS_CALLER
 
     def __init__(
         self,
@@ -120,7 +124,7 @@ class AppContext:
         self.user_scope_idle_s = USER_SCOPE_IDLE_S
         self.user_scope_min_idle_s = USER_SCOPE_MIN_IDLE_S
         self._clock = clock
-        self._swept = clock()
+        self._swept = [clock()]  # shared by every caller's view
         self.store: Store = store or MemoryStore()
         self.confirmations = confirmations or ConfirmationGate(store=self.store)
         self.operations = operations or OperationRegistry(store=self.store)
@@ -151,11 +155,10 @@ class AppContext:
         )
 
     def index_of(self, account_id: str, *, start: bool = True) -> AccountIndex | None:
-        """The local index of ``account_id`` as the current user reaches it (None: it keeps none). A
-        team user's, of an account with ``index_per_user``, is theirs alone: its own file, synced on
-        their own connection, started here on first use (unless ``start`` is False) and closed with
-        their scope."""
-        who = current_user.get()
+        """The local index of ``account_id`` as the caller reaches it (None: it keeps none). A team
+        user's, of an account with ``index_per_user``, is theirs alone: its own file, synced on their own
+        connection, started here on first use (unless ``start`` is False) and closed with their scope."""
+        who = self.caller.user
         if who == ANONYMOUS:
             return self.indexes.get(account_id)
         scope = self.scope(who)
@@ -165,18 +168,18 @@ class AppContext:
         with self._lock:
             index = scope.indexes.get(account_id)
             if index is None and start:
-                path = user_index_path(self.full_config.server.index_dir, account_id)
+                path = user_index_path(self.full_config.server.index_dir, account_id, who)
                 index = scope.indexes[account_id] = self._new_index(scope, account_id, path)
                 index.start()
         return index
 
     def index_state(self, account_id: str) -> str:
-        """What ``imap_list_accounts`` says of the current user's index of ``account_id``."""
+        """What ``imap_list_accounts`` says of the caller's index of ``account_id``."""
         index = self.index_of(account_id, start=False)
         if index is not None:
             return index.status.words()
         account = self.config.accounts.get(account_id)
-        waiting = current_user.get() != ANONYMOUS and account is not None and account.index_per_user
+        waiting = self.caller.user != ANONYMOUS and account is not None and account.index_per_user
         return "not started (the first search starts it)" if waiting else "off"
 
     def _scope_of(self, config: Config, pool: ConnectionPool) -> UserScope:
@@ -192,9 +195,9 @@ class AppContext:
         return UserScope(config, pool, watches)
 
     def scope(self, user: str | None = None) -> UserScope:
-        """The scope of ``user`` (the current user's unless given), made on their first call (again
-        after it was closed: the scopes of team users are bounded, see :meth:`_evict`)."""
-        who = current_user.get() if user is None else user
+        """The scope of ``user`` (the caller's unless given), made on their first call (again after it
+        was closed: the scopes of team users are bounded, see :meth:`_evict`)."""
+        who = self.caller.user if user is None else user
         with self._lock:
             now = self._clock()
             scope = self._scopes.pop(who, None)
@@ -207,8 +210,8 @@ class AppContext:
             # Looked over when a scope is made, else at most every SCOPE_SWEEP_S: this runs at every
             # step of every call.
             evicted: list[UserScope] = []
-            if made or now - self._swept >= SCOPE_SWEEP_S:
-                self._swept = now
+            if made or now - self._swept[0] >= SCOPE_SWEEP_S:
+                self._swept[0] = now
                 evicted = self._evict(now, keep=who)
         if evicted:
             threading.Thread(
@@ -241,9 +244,9 @@ class AppContext:
 
     @contextlib.contextmanager
     def holding(self, user: str | None = None) -> Iterator[UserScope]:
-        """Keep the scope of ``user`` (the current user's unless given) for the length of a call: it is
-        not closed meanwhile, however long the call takes."""
-        who = current_user.get() if user is None else user
+        """Keep the scope of ``user`` (the caller's unless given) for the length of a call: it is not
+        closed meanwhile, however long the call takes."""
+        who = self.caller.user if user is None else user
         scope = self.scope(who)
         with self._lock:
             scope.held += 1
@@ -261,16 +264,32 @@ class AppContext:
         with self._lock:
             return len(self._scopes) - (ANONYMOUS in self._scopes)
 
-    def bind_ids(self) -> None:
-        """Make the message ids of the current call carry its user where the account is served per user
-        (:mod:`mail_imap_mcp.imap.ids`): another user's id of such an account is then ``not_found``."""
-        ids.bind_to_user(
-            account_id for account_id, account in self.config.accounts.items() if account.per_user
+    def for_caller(self, user: str) -> AppContext:
+        """The application as ``user`` (folded, :func:`~mail_imap_mcp.state.fold_user`) sees it, for
+        one call: ``caller`` is their :class:`Caller` (the accounts served per user for them from their
+        scope); everything else is this application's, shared."""
+        per_user = frozenset(
+            account_id for account_id, account in self.scope(user).config.accounts.items() if account.per_user
         )
+        view = copy.copy(self)
+        view.caller = Caller(user, per_user)
+        return view
+
+    @contextlib.contextmanager
+    def entered(self) -> Iterator[AppContext]:
+        """This view's call under way: its scope held (:meth:`holding`), and its caller the one the IMAP
+        layer's seals and message ids are made for (another user's id of an account served per user is
+        then ``not_found``); a background operation the call starts inherits both."""
+        with self.holding():
+            token = sealing_caller.set(self.caller)
+            try:
+                yield self
+            finally:
+                sealing_caller.reset(token)
 
     @property
     def config(self) -> Config:
-        """The configuration as the current user sees it: their accounts only."""
+        """The configuration as the caller sees it: their accounts only."""
         return self.scope().config
 
     @property
@@ -340,7 +359,7 @@ class AppContext:
         """The mailbox list a position cursor's first page made (``digest``), where any instance
         sharing the store made it for this user; None when none did (the next page lists again)."""
         try:
-            raw = self.store.get(user_key("mailboxes", account_id, digest))
+            raw = self.store.get(self.caller.key("mailboxes", account_id, digest))
         except StateUnavailable as exc:  # the page lists the mailboxes again: a read needs no store
             log.warning("mailbox list not read from the shared state: %s", exc.detail)
             return None
@@ -351,7 +370,7 @@ class AppContext:
         where the store cannot be reached, the next page lists them again."""
         try:
             self.store.set(
-                user_key("mailboxes", account_id, digest),
+                self.caller.key("mailboxes", account_id, digest),
                 json.dumps(list(names), ensure_ascii=False).encode(),
                 MAILBOX_LIST_TTL_S,
             )
@@ -360,12 +379,12 @@ class AppContext:
 
     def announce_change(self, account_id: str) -> None:
         """Tell every instance sharing the store that a write changed mail of ``account_id`` (as the
-        current user reaches it), so that their listen streams of its mailboxes hear of it at once
+        caller reaches it), so that their listen streams of its mailboxes hear of it at once
         (``subscriptions.py``); nothing without a shared store (the watches of this process see it)."""
         if not self.store.shared or account_id not in self.config.accounts:
             return
         mine = self.config.accounts[account_id].per_user
-        event = {"account": account_id, "user": user_tag() if mine else "-"}
+        event = {"account": account_id, "user": self.caller.tag if mine else "-"}
         try:
             self.store.publish(CHANGES_CHANNEL, json.dumps(event).encode())
         except StateUnavailable as exc:  # the watches still see it, later

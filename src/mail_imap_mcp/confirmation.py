@@ -29,7 +29,7 @@ from typing import Any
 
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
 from mail_imap_mcp.envelope.mcp import ASK_USER, client_can_ask_user, user_confirmed
-from mail_imap_mcp.state import MemoryStore, Store, current_user, user_key, user_tag
+from mail_imap_mcp.state import MemoryStore, Store, user_key, user_tag
 
 TOKEN_TTL_S = 300.0
 
@@ -54,9 +54,11 @@ class ConfirmationGate:
         self._tokens_for_irreversible = tokens_for_irreversible
         self._store: Store = store or MemoryStore()
 
-    def require(self, tool: str, arguments: dict[str, Any], what: str, *, irreversible: bool = False) -> None:
-        """Return when the user confirmed this exact request (through the client, or with a valid
-        ``confirm_token``); otherwise raise what asks for it.
+    def require(
+        self, tool: str, arguments: dict[str, Any], what: str, *, user: str, irreversible: bool = False
+    ) -> None:
+        """Return when the user confirmed this exact request of ``user`` (the caller; through the
+        client, or with a valid ``confirm_token``); otherwise raise what asks for it.
 
         ``what`` says, for the user, what will happen (e.g. "permanently delete 3 messages");
         ``irreversible``: it cannot be undone, so only the user may confirm it (see the module).
@@ -68,9 +70,9 @@ class ConfirmationGate:
         if irreversible and not self._tokens_for_irreversible:
             self._ask_user(what, token)
         if token is not None:
-            self._accept(tool, request, token)
+            self._accept(tool, request, token, user)
             return
-        fresh = self._issue(tool, request)
+        fresh = self._issue(tool, request, user)
         raise ToolFailure(
             ErrorCode.CONFIRMATION_REQUIRED,
             f"This will {what}. Ask the user to confirm; if they agree, make the same call again with "
@@ -121,12 +123,12 @@ class ConfirmationGate:
             {"setting": "confirm_without_elicitation", "parameter": "permanent"},
         )
 
-    def _digest(self, tool: str, request: dict[str, Any], expires: int, nonce: str) -> str:
+    def _digest(self, tool: str, request: dict[str, Any], expires: int, nonce: str, user: str) -> str:
         """The token's MAC: half of it over the request alone, half over the request and its user, so a
         token given to another user for the same request is told from a forged one (:meth:`_accept`)."""
         return (
             self._mac(tool, request, expires, nonce, "")[:12]
-            + self._mac(tool, request, expires, nonce, current_user.get())[12:]
+            + self._mac(tool, request, expires, nonce, user)[12:]
         )
 
     def _mac(self, tool: str, request: dict[str, Any], expires: int, nonce: str, user: str) -> str:
@@ -139,14 +141,14 @@ class ConfirmationGate:
         mac = hmac.new(self._secret, canonical.encode(), hashlib.sha256).digest()[:18]
         return base64.urlsafe_b64encode(mac).decode()
 
-    def _issue(self, tool: str, request: dict[str, Any]) -> str:
+    def _issue(self, tool: str, request: dict[str, Any], user: str) -> str:
         # The nonce makes every token new: the same request asked twice within a second (e.g. a mailbox
         # deleted, created again and deleted again) must not get the token already used the first time.
         expires = int(time.time() + self._ttl_s)
         nonce = secrets.token_urlsafe(6)
-        return f"{expires}.{nonce}.{self._digest(tool, request, expires, nonce)}"
+        return f"{expires}.{nonce}.{self._digest(tool, request, expires, nonce, user)}"
 
-    def _accept(self, tool: str, request: dict[str, Any], token: object) -> None:
+    def _accept(self, tool: str, request: dict[str, Any], token: object, user: str) -> None:
         def refuse(problem: str) -> ToolFailure:
             return ToolFailure.invalid_input(
                 "confirm_token", f"{problem}; call without confirm_token for a new one"
@@ -158,9 +160,9 @@ class ConfirmationGate:
         stamp, nonce, digest = token.split(".")
         if not stamp.isdigit():
             raise refuse("this token was issued for a different request (or by another server process)")
-        expected = self._digest(tool, request, int(stamp), nonce)
+        expected = self._digest(tool, request, int(stamp), nonce, user)
         if not hmac.compare_digest(digest, expected):
-            if current_user.get() and hmac.compare_digest(digest[:12], expected[:12]):
+            if user and hmac.compare_digest(digest[:12], expected[:12]):
                 # Another user's token for this very request: said as none at all, naming nobody.
                 raise ToolFailure(
                     ErrorCode.NOT_FOUND,
@@ -175,6 +177,6 @@ class ConfirmationGate:
             raise refuse("this token has expired")
         # Recorded until it expires, by whichever instance sees it first: it works once.
         if not self._store.mark_used(
-            user_key("confirm-used", digest), int(stamp) - now + 1, owner=user_tag()
+            user_key("confirm-used", digest, user=user), int(stamp) - now + 1, owner=user_tag(user)
         ):
             raise refuse("this token was already used")

@@ -29,7 +29,7 @@ from mail_imap_mcp.index.location import (
 )
 from mail_imap_mcp.index.store import IndexWriteFailed
 from mail_imap_mcp.index.sync import Indexer
-from mail_imap_mcp.state import StateUnavailable, current_user
+from mail_imap_mcp.state import StateUnavailable, fold_user
 
 #: Seconds between the plain progress lines when stderr is not a terminal.
 PLAIN_EVERY_S = 5.0
@@ -152,18 +152,18 @@ def _per_user(config: Config, account_id: str) -> bool:
 
 
 def _drop_users_index(config: Config, account_id: str, user: str) -> int:
-    """Delete ``user``'s index of ``account_id``: its file is named by a digest under the key that seals
+    """Delete ``user``'s index of ``account_id``: its file is named by a digest of the name (folded as
+    the server folds the token's, :func:`~mail_imap_mcp.state.fold_user`) under the key that seals
     cursors, read as the server reads it (the state directory, or Redis with ``[state]``)."""
     try:
         open_sealing_store(config).close()
     except StateUnavailable as exc:
         print(f"mail-imap-mcp index: [state] redis_url: {exc.detail}", file=sys.stderr)
         return 1
-    token = current_user.set(user)
-    try:
-        path = user_index_path(config.server.index_dir, account_id)
-    finally:
-        current_user.reset(token)
+    auth = config.http.auth
+    path = user_index_path(
+        config.server.index_dir, account_id, fold_user(user, auth.user_claim if auth else "")
+    )
     removed = drop_index(path)
     print(f"index {account_id}: {'deleted' if removed else 'no index of'} the user's index {path}")
     return 0

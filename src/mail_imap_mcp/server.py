@@ -26,7 +26,7 @@ from mail_imap_mcp.envelope.mcp import EnvelopeTool
 from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.ids import InvalidMessageId
 from mail_imap_mcp.services.attachment_fetch import attachment_blob
-from mail_imap_mcp.state import current_user, user_of
+from mail_imap_mcp.state import user_of
 from mail_imap_mcp.subscriptions import MailboxSubscriptions
 from mail_imap_mcp.tools.registry import build_tools, unlisted_tools
 from mail_imap_mcp.version import package_version
@@ -77,12 +77,11 @@ class MailServer(MCPServer[None]):
     async def read_resource(
         self, uri: AnyUrl | str, context: Context[None, Any] | None = None
     ) -> Iterable[ReadResourceContents] | InputRequiredResult:
-        # Whose read it is (the HTTP transport's verified access token): the readers see only theirs.
-        current_user.set(user_of(context))
         for template, reader in self._blobs:
             params = template.matches(str(uri))
             if params is not None:
-                data, declared = await reader(**params)
+                # Whose read it is (the HTTP transport's verified access token): handed to the reader.
+                data, declared = await reader(**params, request=context)
                 served = served_type(declared, data)
                 # The sender's type is reported, never served: a client could run an SVG or HTML page.
                 meta = None if served == declared.strip().lower() else {"declared_content_type": declared}
@@ -161,32 +160,46 @@ def _register_message_resources(server: MCPServer[None], get: EnvelopeTool, get_
         )(_resource_reader(tool))
 
 
-def _resource_reader(tool: EnvelopeTool) -> Callable[[str, str, str, str], Awaitable[str]]:
-    async def read(account_id: str, mailbox: str, uidvalidity: str, uid: str) -> str:
-        # Parsed and validated by the tool, exactly like an id from a search result.
-        envelope = await tool.envelope({"message_id": f"imap:{account_id}:{mailbox}:{uidvalidity}:{uid}"})
+def _resource_reader(tool: EnvelopeTool) -> Callable[..., Awaitable[str]]:
+    async def read(
+        account_id: str,
+        mailbox: str,
+        uidvalidity: str,
+        uid: str,
+        request: Context,  # bare: the SDK finds only an unparametrised Context
+    ) -> str:
+        # Parsed and validated by the tool, exactly like an id from a search result, for the reader
+        # (the HTTP transport's verified access token).
+        message_id = f"imap:{account_id}:{mailbox}:{uidvalidity}:{uid}"
+        envelope = await tool.envelope({"message_id": message_id}, user_of(request))
         return envelope.model_dump_json(by_alias=True)
 
     return read
 
 
-def _attachment_of_user(app: AppContext, message_id: str, part_id: str) -> tuple[bytes, str]:
-    """:func:`attachment_blob` with the ids of the reader's per-user accounts bound to them (on the
-    worker thread's own context), their scope held meanwhile."""
-    with app.holding():
-        app.bind_ids()
-        return attachment_blob(app, message_id, part_id)
+def _attachment_of_user(app: AppContext, user: str, message_id: str, part_id: str) -> tuple[bytes, str]:
+    """:func:`attachment_blob` as ``user`` reads it (:meth:`AppContext.for_caller`, on the worker
+    thread's own context), their scope held meanwhile."""
+    with app.for_caller(user).entered() as called:
+        return attachment_blob(called, message_id, part_id)
 
 
 def _register_attachment_resource(server: MailServer, app: AppContext) -> None:
     """Serve ``resource_uri`` of each listed attachment: its decoded bytes, up to ``max_resource_bytes``."""
 
     async def read(
-        account_id: str, mailbox: str, uidvalidity: str, uid: str, part_id: str
+        account_id: str,
+        mailbox: str,
+        uidvalidity: str,
+        uid: str,
+        part_id: str,
+        request: Context,  # bare: the SDK finds only an unparametrised Context
     ) -> tuple[bytes, str]:
         message_id = f"imap:{account_id}:{mailbox}:{uidvalidity}:{uid}"
         try:
-            return await anyio.to_thread.run_sync(_attachment_of_user, app, message_id, part_id)
+            return await anyio.to_thread.run_sync(
+                _attachment_of_user, app, user_of(request), message_id, part_id
+            )
         except (
             ToolFailure,
             ImapError,

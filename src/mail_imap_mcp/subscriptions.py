@@ -14,7 +14,7 @@ expunge, a flag). The SDK decides the wire form by the protocol version the clie
 Watching threads hand each change to the event loop; one delivery task (run by the server's lifespan)
 sends it, so a slow client never holds a watching connection.
 
-Every subscription is its user's (:data:`~mail_imap_mcp.state.current_user`, from the request's access
+Every subscription is its user's (the caller's view of the application, from the request's access
 token): it watches that user's mailbox, and its notifications go only to that user's streams (each
 user listens on a bus of their own: the same URI of a ``per_user`` account names another mailbox for
 each user).
@@ -36,6 +36,7 @@ import anyio.lowlevel
 import anyio.to_thread
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
+from mcp.server.mcpserver import Context as ReadContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.resources.templates import ResourceSecurity
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, SubscriptionBus
@@ -60,7 +61,7 @@ from mail_imap_mcp.imap.mailboxes import mailbox_counts
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.watch import Watch, WatchHub
 from mail_imap_mcp.sdk import connection_of, lowlevel_server
-from mail_imap_mcp.state import ANONYMOUS, current_user, user_of, user_tag
+from mail_imap_mcp.state import ANONYMOUS, user_of, user_tag
 
 log = logging.getLogger("mail_imap_mcp.subscriptions")
 
@@ -199,8 +200,14 @@ class MailboxSubscriptions:
 
     # -- reading ---------------------------------------------------------------------------------------
 
-    async def read(self, account_id: str, mailbox: str) -> str:
-        account_id, name, counts = await self._examine(account_id, mailbox, counts=True)
+    async def read(
+        self,
+        account_id: str,
+        mailbox: str,
+        request: ReadContext,  # bare: the SDK finds only an unparametrised Context
+    ) -> str:
+        app = self._app.for_caller(user_of(request))
+        account_id, name, counts = await self._examine(app, account_id, mailbox, counts=True)
         return json.dumps(
             {
                 "account_id": account_id,
@@ -211,13 +218,14 @@ class MailboxSubscriptions:
         )
 
     async def _examine(
-        self, account_id: str, mailbox: str, *, counts: bool = False
+        self, app: AppContext, account_id: str, mailbox: str, *, counts: bool = False
     ) -> tuple[str, str, dict[str, int | None] | None]:
-        """The account's id and the server's spelling of ``mailbox`` (and its counts); an MCP error
-        naming the URI's part when the account is not configured or the mailbox does not exist."""
-        resolved = self._app.resolve_account(account_id)
-        if resolved not in self._app.config.accounts:
-            known = ", ".join(sorted(self._app.config.accounts)) or "none"
+        """The account's id and the server's spelling of ``mailbox`` (and its counts) as ``app``'s caller
+        reaches them; an MCP error naming the URI's part when the account is not configured or the
+        mailbox does not exist."""
+        resolved = app.resolve_account(account_id)
+        if resolved not in app.config.accounts:
+            known = ", ".join(sorted(app.config.accounts)) or "none"
             raise MCPError(
                 INVALID_PARAMS,
                 f"Account {account_id!r} is not configured (configured: {known}).",
@@ -237,11 +245,11 @@ class MailboxSubscriptions:
             }
 
         try:
-            with self._app.holding():
-                connection = self._app.connection(resolved)
+            with app.holding():
+                connection = app.connection(resolved)
                 name, found = await anyio.to_thread.run_sync(connection.run, look)
         except (ToolFailure, ImapError) as exc:  # a resource read's boundary: the registry's words
-            failure = self._app.failure_of(exc)
+            failure = app.failure_of(exc)
             if failure is None:
                 raise
             code = INVALID_PARAMS if failure.code is ErrorCode.INVALID_INPUT else INTERNAL_ERROR
@@ -257,7 +265,7 @@ class MailboxSubscriptions:
             )
         return resolved, name, found
 
-    async def _resolve(self, uri: str) -> tuple[str, str]:
+    async def _resolve(self, app: AppContext, uri: str) -> tuple[str, str]:
         params = _TEMPLATE.match(uri)
         if params is None:
             raise MCPError(
@@ -266,7 +274,7 @@ class MailboxSubscriptions:
                 "imap://<account_id>/mailbox/<mailbox>.",
                 data={"uri": uri},
             )
-        account_id, name, _ = await self._examine(str(params["account_id"]), str(params["mailbox"]))
+        account_id, name, _ = await self._examine(app, str(params["account_id"]), str(params["mailbox"]))
         return account_id, name
 
     # -- handshake era: resources/subscribe ------------------------------------------------------------
@@ -277,30 +285,32 @@ class MailboxSubscriptions:
             self._buses[user] = (bus, ListenHandler(bus))
         return self._buses[user]
 
-    def _watch(self, account_id: str, mailbox: str, send: Send) -> Watch:
-        hub = self._app.watches
+    def _watch(self, app: AppContext, account_id: str, mailbox: str, send: Send) -> Watch:
+        hub = app.watches
         watch = hub.watch(account_id, mailbox, functools.partial(self._post, send))
         self._hubs[watch] = hub
         return watch
 
     async def subscribe(self, ctx: Context, params: SubscribeRequestParams) -> EmptyResult:
-        current_user.set(user_of(ctx))
+        app = self._app.for_caller(user_of(ctx))
         uri = str(params.uri)
         connection = connection_of(ctx)
         if (connection, uri) in self._uris:
             return EmptyResult()
         _check_cap(sum(1 for known, _ in self._uris if known is connection) + 1)
-        account_id, mailbox = await self._resolve(uri)
+        account_id, mailbox = await self._resolve(app, uri)
         self._uris[connection, uri] = (account_id, mailbox)
         if connection not in self._watched_sessions:
             self._watched_sessions.add(connection)
             connection.exit_stack.push_async_callback(self._end_session, connection)
         if (connection, account_id, mailbox) in self._sessions:
             return EmptyResult()  # another spelling of a watched mailbox: its one watch tells of changes
-        watch = self._watch(account_id, mailbox, functools.partial(connection.send_resource_updated, uri))
+        watch = self._watch(
+            app, account_id, mailbox, functools.partial(connection.send_resource_updated, uri)
+        )
         self._sessions[connection, account_id, mailbox] = watch
         log.info("account=%s watching a mailbox for a session", account_id)
-        await self._until_watched([watch])
+        await self._until_watched(app, [watch])
         return EmptyResult()
 
     async def unsubscribe(self, ctx: Context, params: UnsubscribeRequestParams) -> EmptyResult:
@@ -327,7 +337,6 @@ class MailboxSubscriptions:
         self, ctx: Context, params: SubscriptionsListenRequestParams
     ) -> SubscriptionsListenResult:
         user = user_of(ctx)
-        current_user.set(user)
         uris = list(dict.fromkeys(params.notifications.resource_subscriptions or ()))
         _check_cap(len(uris))
         self._listening[user] = self._listening.get(user, 0) + 1
@@ -343,18 +352,21 @@ class MailboxSubscriptions:
     async def _listen(
         self, ctx: Context, params: SubscriptionsListenRequestParams, user: str, uris: list[str]
     ) -> SubscriptionsListenResult:
-        resolved = [(uri, *await self._resolve(uri)) for uri in uris]
+        app = self._app.for_caller(user)
+        resolved = [(uri, *await self._resolve(app, uri)) for uri in uris]
         keys = []
         for uri, account_id, mailbox in resolved:
             key = (user, account_id, mailbox)
             if key not in self._shared:
-                watch = self._watch(account_id, mailbox, functools.partial(self._publish, key))
+                watch = self._watch(app, account_id, mailbox, functools.partial(self._publish, key))
                 self._shared[key] = (watch, {})
             listened = self._shared[key][1]
             listened[uri] = listened.get(uri, 0) + 1
             keys.append((key, uri))
         try:
-            await self._until_watched(list({self._shared[key][0] for key, _ in keys if key in self._shared}))
+            await self._until_watched(
+                app, list({self._shared[key][0] for key, _ in keys if key in self._shared})
+            )
             return await self._bus(user)[1](ctx, params)
         finally:
             ended = []
@@ -408,13 +420,13 @@ class MailboxSubscriptions:
                 except Exception:  # the session ended meanwhile: its watches end with it
                     log.debug("a mailbox notification could not be sent", exc_info=True)
 
-    async def _until_watched(self, watches: list[Watch]) -> None:
+    async def _until_watched(self, app: AppContext, watches: list[Watch]) -> None:
         """Answer a subscription only once its mailboxes are watched, so that every change made after the
         answer is reported (regression: a message appended right after a subscription on Courier went into
         what the watch started from, and no notification came). Bounded by the account's connect and
         command timeouts; a watch still not ready then goes on trying, and the answer is sent anyway.
         Looked at every 20 ms rather than waited for in a thread: the tool calls share the thread pool."""
-        accounts = self._app.config.accounts
+        accounts = app.config.accounts
         started = anyio.current_time()
         for watch in watches:
             account = accounts[watch.account_id]

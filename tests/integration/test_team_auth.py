@@ -370,3 +370,69 @@ def test_check_logs_in_to_the_shared_account_and_skips_a_template(
     assert done.returncode == 0, done.stdout + done.stderr
     assert "ok   support: " in done.stdout and f"as {team.shared_user}: logged in" in done.stdout
     assert "skip own: " in done.stdout and "per_user template" in done.stdout
+
+
+async def test_the_audit_names_the_user_of_a_shared_mailbox_write_and_whose_mailbox_a_per_user_one_was(
+    tmp_path: Path, dovecot: Dovecot, team: Team, idp: IdentityProvider
+) -> None:
+    """Regression (issue 47): a team's writes were audited without who made them, nor whose mailbox a
+    ``per_user`` account's write changed."""
+    audit = tmp_path / "audit.jsonl"
+    server = _serve(tmp_path, dovecot, team, idp, server={"audit_file": str(audit)})
+    try:
+        async with http_client(server.url, idp.jwt(team.alice, audience=server.url)) as alice:
+            for account_id in ("support", "own"):
+                (message,) = (await alice.ok("imap_search_messages", {"account_id": account_id}))["messages"]
+                flag = {"message_ids": [message["message_id"]], "operation": "add", "flags": ["\\Flagged"]}
+                await alice.ok("imap_update_message_flags", flag)
+        log = server.log()
+    finally:
+        server.stop()
+    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert [(line["account"], line["user"], line.get("mailbox_of")) for line in lines] == [
+        ("support", team.alice, None),
+        ("own", team.alice, team.alice),
+    ]
+    assert f"user={team.alice} tool=imap_update_message_flags account=support action=" in log
+    assert f"user={team.alice} mailbox_of={team.alice} tool=imap_update_message_flags account=own" in log
+
+
+async def test_case_variants_of_the_email_claim_are_one_user(
+    tmp_path: Path, master_dovecot: Dovecot, idp: IdentityProvider
+) -> None:
+    """Regression (issue 47): ``ALICE@`` and ``Alice@`` got their own message id tag, sealing key and
+    audit name. With ``user_claim = "email"`` the name is folded (``str.casefold()``) where it keys
+    anything: an id or changes token issued to one spelling is the other's, and the audit says one name."""
+    alice = master_dovecot.new_user("t-alice")
+    address = f"{alice}@corp.example"
+    audit = tmp_path / "audit.jsonl"
+    server = serve_per_user(
+        tmp_path,
+        master_dovecot,
+        idp,
+        [address],
+        own={"drafts_mailbox": "Drafts"},
+        server={"write_enabled": True, "audit_file": str(audit)},
+        auth={"user_claim": "email"},
+    )
+    shouted, titled = address.upper(), address[0].upper() + address[1:].replace("@corp", "@Corp")
+    try:
+        async with http_client(server.url, idp.jwt(alice, audience=server.url, email=shouted)) as first:
+            await first.ok(
+                "imap_manage_mailbox", {"account_id": "own", "action": "create", "mailbox": "Drafts"}
+            )
+            draft = await first.ok(
+                "imap_save_draft", {"account_id": "own", "subject": "Folded", "body_text": "x"}
+            )
+            token = (await first.ok("imap_get_changes", {"account_id": "own"}))["changes_token"]
+        async with http_client(server.url, idp.jwt(alice, audience=server.url, email=titled)) as second:
+            read = await second.ok("imap_get_message", {"message_id": draft["message_id"]})
+            assert read["message"]["subject"] == "Folded"
+            await second.ok("imap_get_changes", {"account_id": "own", "since": token})
+    finally:
+        server.stop()
+    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert [(line["tool"], line["user"], line["mailbox_of"]) for line in lines] == [
+        ("imap_manage_mailbox", address, address),
+        ("imap_save_draft", address, address),
+    ]

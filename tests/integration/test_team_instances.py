@@ -250,6 +250,28 @@ async def test_redis_away_fails_only_what_needs_it_and_recovers(deployment: Depl
         await alice.ok("imap_manage_mailbox", {**delete, "confirm_token": token})
 
 
+async def test_a_bulk_write_with_redis_away_is_refused_before_anything_is_changed(
+    deployment: Deployment,
+) -> None:
+    """Regression (issue 47): with Redis down a background write was accepted and ran, but its status
+    lived on its own instance alone (the others said it did not exist). Refused instead: ``unavailable``
+    (retryable) naming the state store, before anything is written; accepted again once Redis is back."""
+    before = deployment.counts()
+    move = {"action": "move", "destination_mailbox": "Archive"}
+    async with deployment.client(deployment.team.alice, 0) as first:
+        ids = await ids_of(first)
+        deployment.redis.stop()
+        refused = await first.fail("imap_apply_to_messages", {"message_ids": ids, **move}, "unavailable")
+        assert refused["error"]["retryable"] is True and refused["error"]["details"]["setting"] == "redis_url"
+        assert "nothing was changed" in refused["error"]["message"]
+        assert deployment.counts() == before
+        deployment.redis.start()
+        started = await first.ok("imap_apply_to_messages", {"message_ids": ids[:1], **move})
+    async with deployment.client(deployment.team.alice, 1) as second:
+        operation_id = started["operation"]["operation_id"]
+        await until(second, operation_id, lambda data: data["operation"]["state"] != "running")
+
+
 async def test_a_write_on_one_instance_reaches_the_listen_streams_held_by_another(
     tmp_path: Path, dovecot_rev1: Dovecot
 ) -> None:

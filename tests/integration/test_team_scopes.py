@@ -14,7 +14,6 @@ from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.operations import Operation, OperationState
 from tests.support.clients import AccountFactory, make_config
 from tests.support.dovecot import Dovecot
-from tests.support.users import as_user
 
 USERS = [f"user{number}@corp.example" for number in range(8)]
 
@@ -79,8 +78,8 @@ def test_a_users_scope_stays_open_while_their_background_write_runs(
         return "done"
 
     try:
-        operation = as_user(
-            writing, lambda: app.operations.run("t", "support", 2, work, lambda result: OperationState.OK)
+        operation = app.operations.run(
+            "t", "support", 2, work, lambda result: OperationState.OK, user=writing
         )
         assert isinstance(operation, Operation)
         until(lambda: connection.logins == 1 and not connection.busy)

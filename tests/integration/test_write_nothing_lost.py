@@ -1082,9 +1082,9 @@ def test_the_same_request_confirmed_twice_in_one_second_gets_a_new_token(
     tokens = []
     for _ in range(2):
         with pytest.raises(ToolFailure) as asked:
-            gate.require(MANAGE, request, "delete the empty mailbox 'Projects'")
+            gate.require(MANAGE, request, "delete the empty mailbox 'Projects'", user="")
         token = asked.value.details["confirm_token"]
-        gate.require(MANAGE, {**request, "confirm_token": token}, "delete")
+        gate.require(MANAGE, {**request, "confirm_token": token}, "delete", user="")
         tokens.append(token)
     assert tokens[0] != tokens[1]
 

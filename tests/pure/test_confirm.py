@@ -14,7 +14,7 @@ REQUEST = {"account_id": "default", "mailbox": "Old", "action": "delete"}
 
 def token_for(gate: ConfirmationGate, request: dict[str, object] = REQUEST) -> str:
     with pytest.raises(ToolFailure) as caught:
-        gate.require("imap_manage_mailbox", request, "delete the mailbox 'Old'")
+        gate.require("imap_manage_mailbox", request, "delete the mailbox 'Old'", user="")
     failure = caught.value
     assert failure.code == "confirmation_required"
     assert failure.next_action is not None
@@ -26,9 +26,9 @@ def token_for(gate: ConfirmationGate, request: dict[str, object] = REQUEST) -> s
 def test_the_same_request_with_its_token_runs_once() -> None:
     gate = ConfirmationGate()
     token = token_for(gate)
-    gate.require("imap_manage_mailbox", {**REQUEST, "confirm_token": token}, "delete")
+    gate.require("imap_manage_mailbox", {**REQUEST, "confirm_token": token}, "delete", user="")
     with pytest.raises(ToolFailure, match="already used") as caught:
-        gate.require("imap_manage_mailbox", {**REQUEST, "confirm_token": token}, "delete")
+        gate.require("imap_manage_mailbox", {**REQUEST, "confirm_token": token}, "delete", user="")
     assert caught.value.details["parameter"] == "confirm_token"
 
 
@@ -45,7 +45,7 @@ def test_a_token_fits_no_other_request(tool: str, changed: dict[str, str]) -> No
     gate = ConfirmationGate()
     token = token_for(gate)
     with pytest.raises(ToolFailure, match="different request"):
-        gate.require(tool, {**REQUEST, **changed, "confirm_token": token}, "delete")
+        gate.require(tool, {**REQUEST, **changed, "confirm_token": token}, "delete", user="")
 
 
 def test_tokens_expire_and_mean_nothing_to_another_process() -> None:
@@ -53,13 +53,17 @@ def test_tokens_expire_and_mean_nothing_to_another_process() -> None:
     token = token_for(short)
     time.sleep(1.1)
     with pytest.raises(ToolFailure, match="expired"):
-        short.require("imap_manage_mailbox", {**REQUEST, "confirm_token": token}, "delete")
+        short.require("imap_manage_mailbox", {**REQUEST, "confirm_token": token}, "delete", user="")
     with pytest.raises(ToolFailure, match="different request"):
-        ConfirmationGate().require("imap_manage_mailbox", {**REQUEST, "confirm_token": token_for(short)}, "x")
+        ConfirmationGate().require(
+            "imap_manage_mailbox", {**REQUEST, "confirm_token": token_for(short)}, "x", user=""
+        )
 
 
 @pytest.mark.parametrize("garbage", ["", "abc", "1.2", "999999999999.x", 5])
 def test_garbage_tokens_are_invalid_input(garbage: object) -> None:
     with pytest.raises(ToolFailure) as caught:
-        ConfirmationGate().require("imap_manage_mailbox", {**REQUEST, "confirm_token": garbage}, "delete")
+        ConfirmationGate().require(
+            "imap_manage_mailbox", {**REQUEST, "confirm_token": garbage}, "delete", user=""
+        )
     assert caught.value.code == "invalid_input"

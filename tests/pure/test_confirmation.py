@@ -41,9 +41,13 @@ def server_and_counter(
     gate = ConfirmationGate(tokens_for_irreversible=tokens_for_irreversible)
     done: list[str] = []
 
-    def drop(args: DropInput) -> ToolResult[DropData]:
+    def drop(args: DropInput, user: str) -> ToolResult[DropData]:
         gate.require(
-            "drop", args.model_dump(), f"delete the mailbox {args.name!r}", irreversible=irreversible
+            "drop",
+            args.model_dump(),
+            f"delete the mailbox {args.name!r}",
+            irreversible=irreversible,
+            user=user,
         )
         done.append(args.name)
         return ToolResult(summary="dropped", data=DropData(dropped=args.name))

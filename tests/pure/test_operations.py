@@ -35,7 +35,7 @@ def test_quick_work_answers_inline_and_is_not_kept() -> None:
     reports: list[tuple[int, int, str]] = []
     token = progress_reporter.set(lambda done, total, message: reports.append((done, total, message)))
     try:
-        assert registry.run("t", "a", 3, batches(3, 0.01, []), ok) == "all done"
+        assert registry.run("t", "a", 3, batches(3, 0.01, []), ok, user="") == "all done"
     finally:
         progress_reporter.reset(token)
     assert reports and reports[-1] == (3, 3, "batch 2")
@@ -43,23 +43,23 @@ def test_quick_work_answers_inline_and_is_not_kept() -> None:
 
 def test_slow_work_becomes_an_operation_that_finishes_in_the_background() -> None:
     registry = OperationRegistry(inline_s=0.1)
-    operation = registry.run("t", "a", 4, batches(4, 0.1, []), ok)
+    operation = registry.run("t", "a", 4, batches(4, 0.1, []), ok, user="")
     assert isinstance(operation, Operation)
     assert operation.state in {OperationState.ACCEPTED, OperationState.RUNNING}
     assert operation.finished.wait(5)
-    polled = registry.get(operation.operation_id)
+    polled = registry.get(operation.operation_id, "")
     assert (polled.state, polled.done, operation.result) == (OperationState.OK, 4, "all done")
 
 
 def test_cancel_takes_effect_between_batches_and_keeps_what_was_done() -> None:
     registry = OperationRegistry(inline_s=0.05)
     done: list[int] = []
-    operation = registry.run("t", "a", 50, batches(50, 0.05, done), ok)
+    operation = registry.run("t", "a", 50, batches(50, 0.05, done), ok, user="")
     assert isinstance(operation, Operation)
     deadline = time.monotonic() + 5
     while not done and time.monotonic() < deadline:  # a batch done first, however late its thread starts
         time.sleep(0.01)
-    registry.cancel(operation.operation_id)
+    registry.cancel(operation.operation_id, "")
     assert operation.finished.wait(5)
     assert operation.state is OperationState.CANCELED
     assert 0 < len(done) < 50
@@ -72,7 +72,7 @@ def test_a_failure_inline_is_raised_and_in_the_background_is_kept() -> None:
         raise ToolFailure(ErrorCode.UNAVAILABLE, "down")
 
     with pytest.raises(ToolFailure, match="down"):
-        OperationRegistry().run("t", "a", 1, fail, ok)
+        OperationRegistry().run("t", "a", 1, fail, ok, user="")
 
     release = threading.Event()
 
@@ -81,7 +81,7 @@ def test_a_failure_inline_is_raised_and_in_the_background_is_kept() -> None:
         raise RuntimeError("bug")
 
     registry = OperationRegistry(inline_s=0.05)
-    operation = registry.run("t", "a", 1, fail_late, ok)
+    operation = registry.run("t", "a", 1, fail_late, ok, user="")
     assert isinstance(operation, Operation)
     release.set()
     assert operation.finished.wait(5)
@@ -107,13 +107,13 @@ def test_finished_operations_are_bounded_oldest_first() -> None:
     started = []
     for _ in range(4):
         release = threading.Event()
-        operation = registry.run("t", "a", 1, held_until(release), ok)
+        operation = registry.run("t", "a", 1, held_until(release), ok, user="")
         assert isinstance(operation, Operation)
         release.set()
         operation.finished.wait(5)
         started.append(operation.operation_id)
-    registry.run("t", "a", 1, batches(1, 0.0, []), ok)  # the next start evicts
+    registry.run("t", "a", 1, batches(1, 0.0, []), ok, user="")  # the next start evicts
     with pytest.raises(ToolFailure) as caught:
-        registry.get(started[0])
+        registry.get(started[0], "")
     assert caught.value.code == ErrorCode.NOT_FOUND
-    assert registry.get(started[-1]).state == OperationState.OK
+    assert registry.get(started[-1], "").state == OperationState.OK

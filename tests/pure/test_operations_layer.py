@@ -17,6 +17,7 @@ from mail_imap_mcp.operations.batch import Batch, MailboxGroup, group_message_id
 from mail_imap_mcp.operations.ledger import Ledger
 from mail_imap_mcp.operations.runner import StopRun, each_mailbox, run_bulk_write
 from mail_imap_mcp.presentation.failures import envelope_of
+from mail_imap_mcp.state import ANONYMOUS_CALLER
 
 
 def only_account(name: str) -> str:
@@ -258,7 +259,7 @@ def hand_off(
     answer = run_bulk_write(
         OperationRegistry(inline_s=inline_s),
         connection,  # type: ignore[arg-type]
-        AuditLine("imap_tool", "work", "add", 3, failure_prefix="failed:"),
+        AuditLine(ANONYMOUS_CALLER, "imap_tool", "work", "add", 3, failure_prefix="failed:"),
         dry_run=dry_run,
         work=work,
         finish=lambda outcome: f"answer {outcome}",

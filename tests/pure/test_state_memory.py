@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mail_imap_mcp.state import ANONYMOUS, MemoryStore, UsedMarkersFull, current_user, shared_secret, user_key
+from mail_imap_mcp.state import ANONYMOUS, MemoryStore, UsedMarkersFull, shared_secret, user_key
 
 
 class Clock:
@@ -78,11 +78,7 @@ def test_a_shared_secret_is_made_once_and_read_by_every_later_caller() -> None:
 
 
 def test_keys_are_per_user_and_do_not_show_the_user() -> None:
-    token = current_user.set("alice@corp.example")
-    try:
-        alice = user_key("op", "op_1")
-    finally:
-        current_user.reset(token)
+    alice = user_key("op", "op_1", user="alice@corp.example")
     bob = user_key("op", "op_1", user="bob@corp.example")
     nobody = user_key("op", "op_1", user=ANONYMOUS)
     assert len({alice, bob, nobody}) == 3

@@ -14,7 +14,6 @@ from mail_imap_mcp.config import Config, HttpAuthSettings
 from mail_imap_mcp.index.location import user_index_path
 from mail_imap_mcp.state import ANONYMOUS, USER_CLAIM
 from mail_imap_mcp.transport.oauth import AccessTokenVerifier, TokenRefused
-from tests.support.users import as_user
 
 AUTH = {
     "issuer": "https://sso.example",
@@ -125,7 +124,7 @@ def test_index_per_user_is_off_by_default_and_only_for_an_account_served_to_team
 
 def test_a_team_users_index_file_is_named_by_a_keyed_tag_of_the_user_and_the_account() -> None:
     def named(user: str, account_id: str = "own") -> str:
-        return as_user(user, lambda: user_index_path(Path("/ix"), account_id)).name
+        return user_index_path(Path("/ix"), account_id, user).name
 
     alice = named("alice@corp.example")
     assert alice == named("alice@corp.example")  # the same file at every call

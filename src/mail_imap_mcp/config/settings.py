@@ -39,8 +39,10 @@ class ServerSettings(BaseModel):
     )
     audit_file: Path | None = Field(
         default=None,
-        description="Append one JSON line per write (time, request id, tool, account, action, message "
-        "count, outcome; never content) to this file, besides the log line on stderr.",
+        description="Append one JSON line per write (time, request id, user, tool, account, action, "
+        "message count, outcome; never content) to this file, besides the log line on stderr. With "
+        "[http.auth] the user is the name the access token gives (an email address with user_claim = "
+        "email), and a per_user account's line says whose mailbox it was (mailbox_of).",
     )
     state_dir: Path | None = Field(
         default=None,

@@ -46,7 +46,7 @@ from mail_imap_mcp.envelope.schemas import (
     validation_failure,
 )
 from mail_imap_mcp.sdk import InternalTool, no_argument_metadata
-from mail_imap_mcp.state import current_user, user_of
+from mail_imap_mcp.state import ANONYMOUS, user_of
 
 log = logging.getLogger("mail_imap_mcp.calls")
 
@@ -62,7 +62,9 @@ InputT = TypeVar("InputT", bound=BaseModel)
 DataT = TypeVar("DataT", bound=BaseModel)
 
 
-Handler = Callable[[InputT], ToolResult[Any]]
+#: A tool's handler: the validated arguments and the user the call is made for (the name the HTTP
+#: transport's verified access token gives, :data:`~mail_imap_mcp.state.ANONYMOUS` for nobody).
+Handler = Callable[[InputT, str], ToolResult[Any]]
 
 
 def _media_content(block: MediaBlock) -> ImageContent | AudioContent:
@@ -105,7 +107,7 @@ class EnvelopeTool(InternalTool):
 
     input_model: type[BaseModel] = Field(exclude=True)
     output_schema_doc: dict[str, Any] = Field(exclude=True)
-    handler: Callable[[Any], ToolResult[Any]] = Field(exclude=True)
+    handler: Callable[[Any, str], ToolResult[Any]] = Field(exclude=True)
     multi_item: bool = Field(default=False, exclude=True)
 
     @functools.cached_property
@@ -115,16 +117,16 @@ class EnvelopeTool(InternalTool):
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         if context is not None and hasattr(context, "report_progress"):
             progress_reporter.set(_reporter(context))
-        # Whose call it is (the HTTP transport's verified access token): the handler sees only theirs.
-        current_user.set(user_of(context))
+        # Whose call it is (the HTTP transport's verified access token): handed to the handler.
+        user = user_of(context)
         client_can_ask_user.set(_can_elicit(context))
-        envelope, media = await self.answer(arguments)
+        envelope, media = await self.answer(arguments, user)
         if _needs_confirmation(envelope) and _can_elicit(context):
-            envelope = await self._confirm_by_elicitation(arguments, envelope, context)
+            envelope = await self._confirm_by_elicitation(arguments, envelope, context, user)
         return _to_result(envelope, media)
 
     async def _confirm_by_elicitation(
-        self, arguments: dict[str, Any], asked: FailureEnvelope, context: Any
+        self, arguments: dict[str, Any], asked: FailureEnvelope, context: Any, user: str
     ) -> SuccessEnvelope[Any] | FailureEnvelope:
         """Ask the user through the client (MCP elicitation) instead of handing the agent a token.
 
@@ -146,10 +148,10 @@ class EnvelopeTool(InternalTool):
             )
         if answer.action == "accept" and answer.data.confirm:
             if "confirm_token" in details:
-                return await self.envelope({**arguments, "confirm_token": details["confirm_token"]})
+                return await self.envelope({**arguments, "confirm_token": details["confirm_token"]}, user)
             confirmed = user_confirmed.set(True)
             try:
-                return await self.envelope(arguments)
+                return await self.envelope(arguments, user)
             finally:
                 user_confirmed.reset(confirmed)
         return self._unconfirmed(
@@ -162,19 +164,22 @@ class EnvelopeTool(InternalTool):
         )
         return self._failure(new_request_id(), time.perf_counter(), failure)
 
-    async def invoke(self, arguments: dict[str, Any]) -> CallToolResult:
-        """Run the tool on raw arguments and return the envelope as a ``CallToolResult``."""
-        return _to_result(*await self.answer(arguments))
+    async def invoke(self, arguments: dict[str, Any], user: str = ANONYMOUS) -> CallToolResult:
+        """Run the tool on raw arguments for ``user`` and return the envelope as a ``CallToolResult``."""
+        return _to_result(*await self.answer(arguments, user))
 
-    async def envelope(self, arguments: dict[str, Any]) -> SuccessEnvelope[Any] | FailureEnvelope:
-        """Run the tool on raw arguments and return the envelope model."""
-        envelope, _ = await self.answer(arguments)
+    async def envelope(
+        self, arguments: dict[str, Any], user: str = ANONYMOUS
+    ) -> SuccessEnvelope[Any] | FailureEnvelope:
+        """Run the tool on raw arguments for ``user`` and return the envelope model."""
+        envelope, _ = await self.answer(arguments, user)
         return envelope
 
     async def answer(
-        self, arguments: dict[str, Any]
+        self, arguments: dict[str, Any], user: str = ANONYMOUS
     ) -> tuple[SuccessEnvelope[Any] | FailureEnvelope, list[MediaBlock]]:
-        """Run the tool on raw arguments: the envelope model, and the media blocks of a success."""
+        """Run the tool on raw arguments for ``user``: the envelope model, and the media blocks of a
+        success."""
         request_id = new_request_id()
         current_request_id.set(request_id)  # the handler's thread sees it (anyio copies the context)
         started = time.perf_counter()
@@ -183,7 +188,7 @@ class EnvelopeTool(InternalTool):
                 args = self.input_model.model_validate(arguments)
             except ValidationError as exc:
                 raise validation_failure(exc, flat_input_schema(self.input_model)) from None
-            result = await anyio.to_thread.run_sync(self.handler, args)
+            result = await anyio.to_thread.run_sync(self.handler, args, user)
         except ToolFailure as failure:
             return self._failure(request_id, started, failure), []
         except Exception:
@@ -265,7 +270,7 @@ def envelope_tool(
     description: str,
     input_model: type[InputT],
     data_model: type[BaseModel],
-    handler: Callable[[InputT], ToolResult[Any]],
+    handler: Handler[InputT],
     other_data_models: tuple[type[BaseModel], ...] = (),
     read_only: bool = True,
     destructive: bool = False,

@@ -16,30 +16,20 @@ import base64
 import functools
 import hmac
 import re
-from collections.abc import Iterable
-from contextvars import ContextVar
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap import sealing
+from mail_imap_mcp.state import sealing_caller
 
 _TAGGED_ACCOUNT = re.compile(r"^([A-Za-z0-9_-]{1,64})(?:~([a-z2-7]{8}))?$")
 _TAG_BYTES = 5  # 8 base32 characters
 
-#: The accounts of the current call served per user (``per_user = true``): their ids carry the user.
-_per_user_accounts: ContextVar[frozenset[str]] = ContextVar("per_user_accounts", default=frozenset())
-
-
-def bind_to_user(account_ids: Iterable[str]) -> None:
-    """Make the ids of ``account_ids`` (the current user's accounts served per user) carry the user, for
-    the rest of the current call (a background operation it starts inherits it)."""
-    _per_user_accounts.set(frozenset(account_ids))
-
 
 def _user_tag(account_id: str) -> str:
-    """``~tag`` of the current user for an account served per user, else nothing."""
-    if account_id not in _per_user_accounts.get():
+    """``~tag`` of the call's caller for an account served per user, else nothing."""
+    if not sealing_caller.get().owns_mailbox_of(account_id):
         return ""
     digest = sealing.user_digest(b"mail-imap-mcp message id\0" + account_id.encode(), _TAG_BYTES)
     return "~" + base64.b32encode(digest).decode("ascii").lower()

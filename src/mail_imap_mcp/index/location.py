@@ -61,10 +61,10 @@ def index_path(index_dir: Path | None, account_id: str) -> Path:
     return (index_dir or default_index_dir()).expanduser() / f"{account_id}{SUFFIX}"
 
 
-def user_index_path(index_dir: Path | None, account_id: str) -> Path:
-    """The file of the current team user's index of ``account_id`` (set the user first:
-    :data:`~mail_imap_mcp.state.current_user`)."""
-    tag = sealing.user_digest(b"mail-imap-mcp index\0" + account_id.encode(), USER_TAG_BYTES).hex()
+def user_index_path(index_dir: Path | None, account_id: str, user: str) -> Path:
+    """The file of team ``user``'s index of ``account_id`` (``user`` folded as a
+    :class:`~mail_imap_mcp.state.Caller`'s is: :func:`~mail_imap_mcp.state.fold_user`)."""
+    tag = sealing.user_digest(b"mail-imap-mcp index\0" + account_id.encode(), USER_TAG_BYTES, user).hex()
     return index_path(index_dir, f"{account_id}{USER_SEPARATOR}{tag}")
 
 

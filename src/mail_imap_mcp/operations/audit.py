@@ -7,20 +7,27 @@ from dataclasses import dataclass
 
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.envelope.mcp import current_request_id
+from mail_imap_mcp.state import Caller
 
 audit_log = logging.getLogger("mail_imap_mcp.audit")
 
 
-def audit(tool: str, account_id: str, action: str, count: int, outcome: str, **ids: str) -> None:
+def audit(
+    caller: Caller, tool: str, account_id: str, action: str, count: int, outcome: str, **ids: str
+) -> None:
     """One INFO line per write: who asked what, on how many messages, and how it ended.
 
+    ``user`` is the caller's name as their access token gives it (folded: ``Caller``; ``-`` on a
+    one-person server) and, for an account served per user, ``mailbox_of`` whose mailbox it was.
     ``ids`` name the messages a write removed or put elsewhere beyond those asked for by id (e.g. the
     draft a revision replaced: ``removed=<its message_id>``, ``moved_to=<its id in Trash>``). Never
-    message content, addresses, subjects or secrets: ids and counts only. The same fields go to the
-    JSON-lines audit file when ``[server] audit_file`` is set (see ``cli``).
+    message content, subjects or secrets, and no address but the user's own name (an address where
+    ``user_claim = "email"``): ids and counts. The same fields go to the JSON-lines audit file when
+    ``[server] audit_file`` is set (see ``cli``).
     """
     fields = {
         "request_id": current_request_id.get(),
+        **caller.audit_fields(account_id),
         "tool": tool,
         "account": account_id,
         "action": action,
@@ -28,9 +35,8 @@ def audit(tool: str, account_id: str, action: str, count: int, outcome: str, **i
         "outcome": outcome,
         **ids,
     }
-    named = "".join(f" {key}=%s" for key in ids)
     audit_log.info(
-        "write request_id=%s tool=%s account=%s action=%s messages=%d outcome=%s" + named,
+        "write" + "".join(f" {key}=%s" for key in fields),
         *fields.values(),
         extra={"audit": fields},
     )
@@ -38,8 +44,9 @@ def audit(tool: str, account_id: str, action: str, count: int, outcome: str, **i
 
 @dataclass(frozen=True)
 class AuditLine:
-    """The audit line of one call, written once its outcome is known."""
+    """The audit line of one call of ``caller``, written once its outcome is known."""
 
+    caller: Caller
     tool: str
     account_id: str
     action: str
@@ -48,7 +55,7 @@ class AuditLine:
     failure_prefix: str = ""
 
     def done(self, outcome: str) -> None:
-        audit(self.tool, self.account_id, self.action, self.count, outcome)
+        audit(self.caller, self.tool, self.account_id, self.action, self.count, outcome)
 
     def failed(self, failure: ToolFailure) -> None:
         self.done(f"{self.failure_prefix}{failure.code.value}")

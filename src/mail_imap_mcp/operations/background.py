@@ -8,7 +8,7 @@ server is never undone or abandoned half-way). While the caller waits, progress 
 client as progress notifications when it asked for them. Finished operations are kept, at most
 :data:`MAX_FINISHED`, and evicted oldest first.
 
-An operation belongs to the user who started it (:data:`~mail_imap_mcp.state.current_user`): to any
+An operation belongs to the user who started it (the call's caller, given to it): to any
 other user it does not exist. With a shared store (``[state] redis_url``) its view (state, progress,
 result) is written there as it changes, so any instance answers imap_get_operation, and a cancel asked
 of another instance reaches the one running it through the store (:mod:`.shared`).
@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.envelope.mcp import progress_reporter
 from mail_imap_mcp.operations.shared import OperationView, SharedOperations
-from mail_imap_mcp.state import MemoryStore, Store, current_user
+from mail_imap_mcp.state import MemoryStore, Store
 
 INLINE_S = 1.5
 MAX_FINISHED = 100
@@ -105,8 +105,8 @@ class Operation:
     cancel_requested: threading.Event = field(default_factory=threading.Event)
     updates: queue.SimpleQueue[tuple[int, str]] = field(default_factory=queue.SimpleQueue)
     finished: threading.Event = field(default_factory=threading.Event)
-    #: Whose it is: nobody else sees it.
-    user: str = field(default_factory=current_user.get)
+    #: Whose it is (the caller's name): nobody else sees it.
+    user: str = ""
 
     def ref(self) -> OperationRef:
         return OperationRef(
@@ -168,17 +168,25 @@ class OperationRegistry:
         total: int,
         work: Callable[[Progress], Any],
         state_of: Callable[[Any], OperationState],
+        *,
+        user: str,
     ) -> Any | Operation:
-        """Run ``work(progress)``; its result when done within :attr:`inline_s`, else the :class:`Operation`.
+        """Run ``work(progress)`` for ``user``; its result when done within :attr:`inline_s`, else the
+        :class:`Operation`.
 
         ``state_of(result)`` says whether a finished result is ok or partial. A :class:`ToolFailure`
-        from the work is raised to the caller when inline, kept on the operation otherwise.
+        from the work is raised to the caller when inline, kept on the operation otherwise. With a shared
+        store out of reach nothing is run: :class:`~mail_imap_mcp.state.StateUnavailable` (an operation
+        gone to the background would be known to this instance alone, and every other would say it
+        does not exist).
         """
-        operation = Operation(f"op_{next(self._numbers)}_{secrets.token_hex(6)}", tool, account_id, total)
+        operation = Operation(
+            f"op_{next(self._numbers)}_{secrets.token_hex(6)}", tool, account_id, total, user=user
+        )
+        self.shared.announce(operation.view(), user)
         with self._lock:
             self._operations[operation.operation_id] = operation
             self._evict()
-        self.shared.publish(operation.view(), operation.user)
         # The work's thread sees this call's context (request id for the audit line, and so on).
         context = contextvars.copy_context()
         thread = threading.Thread(
@@ -239,11 +247,11 @@ class OperationRegistry:
         for op_id in finished[: max(0, len(finished) - self._max_finished)]:
             del self._operations[op_id]
 
-    def _local(self, operation_id: str) -> Operation | None:
+    def _local(self, operation_id: str, user: str) -> Operation | None:
         with self._lock:
             operation = self._operations.get(operation_id)
         # Another user's operation is answered as one that does not exist.
-        return operation if operation is not None and operation.user == current_user.get() else None
+        return operation if operation is not None and operation.user == user else None
 
     def _not_found(self, operation_id: str) -> ToolFailure:
         where = (
@@ -258,26 +266,26 @@ class OperationRegistry:
             details={"parameter": "operation_id", "operation_id": operation_id},
         )
 
-    def get(self, operation_id: str) -> OperationView:
-        """The operation's view, from this process or (with a shared store) from the instance running
-        it; ``not_found`` for an unknown one and another user's."""
-        operation = self._local(operation_id)
+    def get(self, operation_id: str, user: str) -> OperationView:
+        """``user``'s operation's view, from this process or (with a shared store) from the instance
+        running it; ``not_found`` for an unknown one and another user's."""
+        operation = self._local(operation_id, user)
         if operation is not None:
             return operation.view()
-        view = self.shared.read(current_user.get(), operation_id)
+        view = self.shared.read(user, operation_id)
         if view is None:
             raise self._not_found(operation_id)
         return view
 
-    def cancel(self, operation_id: str) -> OperationView:
-        """Ask the operation to stop after its current batch (wherever it runs); its view."""
-        operation = self._local(operation_id)
+    def cancel(self, operation_id: str, user: str) -> OperationView:
+        """Ask ``user``'s operation to stop after its current batch (wherever it runs); its view."""
+        operation = self._local(operation_id, user)
         if operation is not None:
             operation.cancel_requested.set()
             return operation.view()
-        view = self.get(operation_id)
+        view = self.get(operation_id, user)
         if view.state not in FINISHED:
-            self.shared.ask_cancel(current_user.get(), operation_id)
+            self.shared.ask_cancel(user, operation_id)
         return view
 
     def close(self) -> None:

@@ -151,7 +151,9 @@ def run_bulk_write(
     def state_of(result: Any) -> OperationState:
         return OperationState.PARTIAL if status_of(result) == "partial" else OperationState.OK
 
-    done = registry.run(line.tool, connection.account_id, line.count, background, state_of)
+    done = registry.run(
+        line.tool, connection.account_id, line.count, background, state_of, user=line.caller.user
+    )
     if isinstance(done, Operation):
         return accepted(done)
     result: R = done

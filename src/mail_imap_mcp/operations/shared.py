@@ -79,21 +79,32 @@ class SharedOperations:
         self._stop = threading.Event()
         self._lock = threading.Lock()
 
+    def announce(self, view: OperationView, user: str) -> None:
+        """Write a new operation's first view before it runs (only with a shared store);
+        :class:`StateUnavailable` when the store cannot be reached: the write is then refused, since its
+        status would live on this instance alone (regression: it ran, and the other instances said
+        it did not exist)."""
+        if self.store.shared:
+            self._write(view, user)
+
     def publish(self, view: OperationView, user: str) -> None:
         """Write ``view`` for any instance to read (only with a shared store); a store out of reach is
         logged, never the end of the write itself."""
         if not self.store.shared:
             return
-        self._start_heartbeat()
-        stamped = view.model_copy(update={"written_at": time.time()})
         try:
-            self.store.set(
-                user_key("op", view.operation_id, user=user), stamped.model_dump_json().encode(), self.ttl_s
-            )
+            self._write(view, user)
         except StateUnavailable as exc:
             log.warning("operation %s not written to the shared state: %s", view.operation_id, exc.detail)
         except Exception:  # a bug must not end the write (nor the heartbeat) either: the next write may do
             log.exception("operation %s not written to the shared state", view.operation_id)
+
+    def _write(self, view: OperationView, user: str) -> None:
+        self._start_heartbeat()
+        stamped = view.model_copy(update={"written_at": time.time()})
+        self.store.set(
+            user_key("op", view.operation_id, user=user), stamped.model_dump_json().encode(), self.ttl_s
+        )
 
     def read(self, user: str, operation_id: str) -> OperationView | None:
         """The view any instance wrote of ``operation_id`` (None: none did, or not for ``user``);

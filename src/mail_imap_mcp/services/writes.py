@@ -34,4 +34,4 @@ def confirm_permanent_delete(
     connection.run(check)
     where = f"from {', '.join(repr(g.mailbox) for g in batch.groups)} (account {batch.given_account_id!r})"
     what = f"permanently delete {len(batch.items)} message(s) {where}; they cannot be recovered"
-    app.confirmations.require(tool, arguments, what, irreversible=True)
+    app.confirmations.require(tool, arguments, what, user=app.caller.user, irreversible=True)

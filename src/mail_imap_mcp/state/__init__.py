@@ -3,15 +3,16 @@
 
 What lives here: confirmation tokens already used, background operations (status, cancel, result),
 the signing secret of cursors and tokens, and the mailbox lists of position cursors, each keyed per
-user (:func:`user_key`) and with a time to live. The caller of a request is :data:`current_user`.
+user (:func:`user_key`) and with a time to live. A request's caller is a :class:`Caller`
+(:mod:`.caller`).
 """
 
 from __future__ import annotations
 
+from mail_imap_mcp.state.caller import ANONYMOUS_CALLER, Caller, fold_user, sealing_caller
 from mail_imap_mcp.state.principal import (
     ANONYMOUS,
     USER_CLAIM,
-    current_user,
     user_key,
     user_of,
     user_tag,
@@ -27,14 +28,17 @@ from mail_imap_mcp.state.store import (
 
 __all__ = [
     "ANONYMOUS",
+    "ANONYMOUS_CALLER",
     "USER_CLAIM",
+    "Caller",
     "MemoryStore",
     "StateUnavailable",
     "Store",
     "Subscription",
     "UsedMarkersFull",
-    "current_user",
+    "fold_user",
     "open_store",
+    "sealing_caller",
     "shared_secret",
     "user_key",
     "user_of",

@@ -4,24 +4,19 @@ nobody in particular (stdio, the static bearer token: one person's server)."""
 from __future__ import annotations
 
 import hashlib
-from contextvars import ContextVar
 
 #: The user of a one-person server (stdio, a static bearer token): every account is theirs.
 ANONYMOUS = ""
 
-#: The user the current call is made for (set where a request enters: the tool call, the resource read).
-current_user: ContextVar[str] = ContextVar("current_user", default=ANONYMOUS)
+
+def user_tag(user: str) -> str:
+    """``user`` as the store names them: a hash of the name, so keys neither grow with it nor show it to
+    whoever lists the store's keys; ``-`` for nobody in particular."""
+    return hashlib.sha256(user.encode()).hexdigest()[:24] if user else "-"
 
 
-def user_tag(user: str | None = None) -> str:
-    """The user (the current one unless given) as the store names them: a hash of the name, so keys
-    neither grow with it nor show it to whoever lists the store's keys; ``-`` for nobody in particular."""
-    who = current_user.get() if user is None else user
-    return hashlib.sha256(who.encode()).hexdigest()[:24] if who else "-"
-
-
-def user_key(kind: str, *parts: str, user: str | None = None) -> str:
-    """The store key of ``kind`` for the user (the current one unless given, :func:`user_tag`)."""
+def user_key(kind: str, *parts: str, user: str) -> str:
+    """The store key of ``kind`` for ``user`` (:func:`user_tag`)."""
     return ":".join(("mim", kind, user_tag(user), *parts))
 
 

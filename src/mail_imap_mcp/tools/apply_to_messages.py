@@ -169,7 +169,7 @@ def handle(app: AppContext, args: ApplyToMessagesInput) -> ToolResult[ApplyToMes
     account = batch.given_account_id
     requested = len(batch.items)
     label = ("dry_run:" if args.dry_run else "") + args.action + ("_permanent" if args.permanent else "")
-    line = AuditLine(NAME, connection.account_id, label, requested)
+    line = AuditLine(app.caller, NAME, connection.account_id, label, requested)
     if args.permanent:
         with writes.audited(line.failed):  # the tool runner words the call's failure
             if not app.config.server.allow_permanent_delete:

@@ -26,7 +26,7 @@ class CancelOperationInput(BaseModel):
 
 
 def handle(app: AppContext, args: CancelOperationInput) -> ToolResult[OperationDetail]:
-    return describe(app.operations.cancel(args.operation_id), include_result=False)
+    return describe(app.operations.cancel(args.operation_id, app.caller.user), include_result=False)
 
 
 TOOL = ToolSpec(

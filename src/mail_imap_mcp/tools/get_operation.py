@@ -29,7 +29,7 @@ class GetOperationInput(BaseModel):
 
 
 def handle(app: AppContext, args: GetOperationInput) -> ToolResult[OperationDetail]:
-    return describe(app.operations.get(args.operation_id), args.include_result)
+    return describe(app.operations.get(args.operation_id, app.caller.user), args.include_result)
 
 
 TOOL = ToolSpec(

@@ -230,10 +230,12 @@ def handle(app: AppContext, args: ManageMailboxInput) -> ToolResult[ManageMailbo
     connection = app.write_connection(args.account_id)
     account_id = connection.account_id
     action = f"dry_run:{args.action}" if args.dry_run else args.action
-    with audited(lambda failure: audit(NAME, account_id, action, 0, failure.code)):
+    with audited(lambda failure: audit(app.caller, NAME, account_id, action, 0, failure.code)):
         plan = connection.run(lambda session: _plan(session, app, account_id, args))
         if not args.dry_run and args.action != "create":
-            app.confirmations.require(NAME, args.model_dump(), f"{plan.words()} in account {account_id!r}")
+            app.confirmations.require(
+                NAME, args.model_dump(), f"{plan.words()} in account {account_id!r}", user=app.caller.user
+            )
         issues: list[Issue] = []
         if not args.dry_run:
             try:
@@ -253,7 +255,7 @@ def handle(app: AppContext, args: ManageMailboxInput) -> ToolResult[ManageMailbo
                         retryable=False,
                     )
                 )
-    audit(NAME, account_id, action, plan.messages or 0, "outcome_unknown" if issues else "ok")
+    audit(app.caller, NAME, account_id, action, plan.messages or 0, "outcome_unknown" if issues else "ok")
     changed = not args.dry_run and not issues
     result = {"create": plan.mailbox, "rename": plan.destination, "delete": None}[plan.action]
     if args.dry_run:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -61,39 +60,29 @@ def _changed_account(app: AppContext, args: Any) -> str | None:
     return app.resolve_account(account_id) if isinstance(account_id, str) else None
 
 
-def _bound_to_user(
-    handler: Callable[[Any], ToolResult[Any]], app: AppContext
-) -> Callable[[Any], ToolResult[Any]]:
-    """``handler`` run with the message ids of its caller's per-user accounts bound to the caller
-    (:meth:`AppContext.bind_ids`), their scope held meanwhile (:meth:`AppContext.holding`: not closed
-    under the call); it runs on a worker thread of its own context, so that stays there."""
-
-    @functools.wraps(handler)
-    def run(args: Any) -> ToolResult[Any]:
-        with app.holding():
-            app.bind_ids()
-            return handler(args)
-
-    return run
+def _announce_change(app: AppContext, args: Any, result: ToolResult[Any]) -> None:
+    """After a write tool that changed mail (not a dry run, not gone to the background: its watchers see
+    that later), announce the account to the other instances."""
+    data = result.data
+    if not getattr(args, "dry_run", False) and not any(
+        isinstance(getattr(data, name, None), OperationRef) for name in ("background", "operation")
+    ):
+        account_id = _changed_account(app, args)
+        if account_id is not None:
+            app.announce_change(account_id)
 
 
-def _announcing(
-    handler: Callable[[Any], ToolResult[Any]], app: AppContext
-) -> Callable[[Any], ToolResult[Any]]:
-    """``handler`` of a write tool that, once it changed mail (not a dry run, not gone to the
-    background: its watchers see that later), announces the account to the other instances."""
+def _handler(spec: ToolSpec[Any], app: AppContext) -> Callable[[Any, str], ToolResult[Any]]:
+    """The envelope tool's handler of ``spec``: the caller's view of ``app`` (:meth:`AppContext.for_caller`:
+    the :class:`~mail_imap_mcp.state.Caller` record, their scope held under the call) handed to the
+    tool's handler through the failure registry; a write's announcing the account it changed."""
 
-    @functools.wraps(handler)
-    def run(args: Any) -> ToolResult[Any]:
-        result = handler(args)
-        data = result.data
-        if not getattr(args, "dry_run", False) and not any(
-            isinstance(getattr(data, name, None), OperationRef) for name in ("background", "operation")
-        ):
-            account_id = _changed_account(app, args)
-            if account_id is not None:
-                app.announce_change(account_id)
-        return result
+    def run(args: Any, user: str) -> ToolResult[Any]:
+        with app.for_caller(user).entered() as called:
+            result = failures.run(spec.handle, called, args)
+            if spec.writes:
+                _announce_change(called, args, result)
+            return result
 
     return run
 
@@ -109,12 +98,7 @@ def build_tools(app: AppContext) -> list[EnvelopeTool]:
             input_model=spec.input_model,
             data_model=spec.data_model,
             other_data_models=spec.other_data_models,
-            handler=_bound_to_user(
-                _announcing(functools.partial(failures.run, spec.handle, app), app)
-                if spec.writes
-                else functools.partial(failures.run, spec.handle, app),
-                app,
-            ),
+            handler=_handler(spec, app),
             read_only=not spec.writes,
             destructive=spec.effect is Effect.DESTRUCTIVE,
             idempotent=spec.idempotent,

@@ -182,7 +182,7 @@ def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
             conflicts_with="in_reply_to",
         )
     issues: list[Issue] = []
-    with audited(lambda failure: audit(NAME, account_id, action, 1, failure.code)):
+    with audited(lambda failure: audit(app.caller, NAME, account_id, action, 1, failure.code)):
         original = None
         if args.in_reply_to is not None:
             original = read_original(app, parse_own_id(app, account_id, args.in_reply_to, "in_reply_to"))
@@ -209,7 +209,8 @@ def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
         removed = saving.removed
         issues += saving.issues
     outcome = "outcome_unknown" if not saved and not args.dry_run else "ok"
-    audit(NAME, account_id, action, 1 if replaced is None else 2, outcome, **audit_ids(replaced, retired))
+    messages = 1 if replaced is None else 2
+    audit(app.caller, NAME, account_id, action, messages, outcome, **audit_ids(replaced, retired))
     if original is not None:
         warnings += original.warnings
     ref = MessageRef(account_id, mailbox, *found) if found is not None else None

@@ -148,7 +148,7 @@ class UpdateFlagsData(MultiItemData):
 def handle(app: AppContext, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsData]:
     batch = group_message_ids(args.message_ids, app.resolve_account)
     action = f"dry_run:{args.operation}" if args.dry_run else args.operation
-    line = AuditLine(NAME, batch.account_id, action, len(batch.items), failure_prefix="failed:")
+    line = AuditLine(app.caller, NAME, batch.account_id, action, len(batch.items), failure_prefix="failed:")
     with audited(line.failed):  # the tool runner words the call's failure
         if not args.flags and args.labels is None:
             raise ToolFailure.invalid_input("flags", "give flags, labels (Gmail) or both.")

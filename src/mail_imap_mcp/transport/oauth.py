@@ -36,7 +36,7 @@ from starlette.authentication import AuthCredentials
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mail_imap_mcp.config import HttpAuthSettings
-from mail_imap_mcp.state import USER_CLAIM
+from mail_imap_mcp.state import USER_CLAIM, fold_user
 from mail_imap_mcp.transport.guards import bearer_of, log_refusal, send_json
 
 log = logging.getLogger("mail_imap_mcp.http")
@@ -137,7 +137,11 @@ class AccessTokenVerifier:
             expires_at=int(expires) if isinstance(expires, int | float) else None,
             resource=self.settings.audience,
             subject=str(claims.get("sub")) if claims.get("sub") is not None else None,
-            claims={"iss": self.settings.issuer, USER_CLAIM: _valid_user(user), "missing_scopes": missing},
+            claims={
+                "iss": self.settings.issuer,
+                USER_CLAIM: fold_user(_valid_user(user), self.settings.user_claim),
+                "missing_scopes": missing,
+            },
         )
 
     def _claims(self, token: str) -> dict[str, Any]:

@@ -1,0 +1,65 @@
+"""Who a call is made for, as one record handed to each tool handler (:class:`Caller`).
+
+Where a request enters (a tool call, a resource read, a subscription) the user its access token names
+(:func:`~mail_imap_mcp.state.principal.user_of`, folded by :func:`fold_user`) becomes a :class:`Caller`
+with the accounts served per user for them; the handler reads it from the application it is given
+(``AppContext.caller``) and hands what the layers below need to them as arguments.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from mail_imap_mcp.state.principal import ANONYMOUS, user_key, user_tag
+
+#: The ``user_claim`` whose values are folded (:func:`fold_user`).
+FOLDED_CLAIM = "email"
+
+
+def fold_user(name: str, user_claim: str) -> str:
+    """The user's name as everything is keyed by it (the tag, the sealing key, the index file, the
+    store's keys, the audit line): ``str.casefold()`` of an address (``user_claim = "email"``:
+    ``Alice@`` and ``alice@`` are one person), any other claim exactly as the token gives it."""
+    return name.casefold() if user_claim == FOLDED_CLAIM else name
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The user a call is made for (:data:`ANONYMOUS` on a one-person server), folded
+    (:func:`fold_user`), and the accounts served per user for them (``per_user = true``: their ids and
+    audit lines name the user's own mailbox)."""
+
+    user: str = ANONYMOUS
+    per_user_accounts: frozenset[str] = frozenset()
+
+    @property
+    def tag(self) -> str:
+        """The user as the store names them (:func:`~mail_imap_mcp.state.principal.user_tag`)."""
+        return user_tag(self.user)
+
+    def key(self, kind: str, *parts: str) -> str:
+        """The store key of ``kind`` for this user."""
+        return user_key(kind, *parts, user=self.user)
+
+    def owns_mailbox_of(self, account_id: str) -> bool:
+        """Whether ``account_id`` opens this user's own mailbox (an account served per user)."""
+        return account_id in self.per_user_accounts
+
+    def audit_fields(self, account_id: str) -> dict[str, str]:
+        """What an audit line says of the caller: ``user`` (``-`` for nobody in particular) and, for an
+        account served per user, ``mailbox_of``: whose mailbox the write changed."""
+        fields = {"user": self.user or "-"}
+        if self.owns_mailbox_of(account_id):
+            fields["mailbox_of"] = self.user
+        return fields
+
+
+#: The caller of a one-person server (stdio, the static bearer token): every account that is not a
+#: template.
+ANONYMOUS_CALLER = Caller()
+
+#: The caller as the IMAP layer's seals and message ids read it (``imap/sealing.py``, ``imap/ids.py``,
+#: whose cursors and ids are made deep below the handler): set from the handler's :class:`Caller` where
+#: a call enters (``AppContext.entered``); nothing above the IMAP layer reads it.
+sealing_caller: ContextVar[Caller] = ContextVar("sealing_caller", default=ANONYMOUS_CALLER)
