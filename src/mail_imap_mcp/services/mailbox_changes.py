@@ -22,7 +22,7 @@ from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing, OutcomeUnk
 from mail_imap_mcp.imap.name_errors import RenamedIntoSpecialUse
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.write_errors import MailboxCommandRefused
-from mail_imap_mcp.operations.audit import audit
+from mail_imap_mcp.operations.audit import AuditLine
 
 
 def count_messages(session: ImapSession, mailbox: str) -> int:
@@ -63,12 +63,11 @@ def delete_if_empty(session: ImapSession, mailbox: str, *, selectable: bool) -> 
     return messages
 
 
-def rename_undoing_special_use(
-    session: ImapSession, tool: str, account_id: str, mailbox: str, destination: str, messages: int
-) -> None:
+def rename_undoing_special_use(session: ImapSession, back: AuditLine, mailbox: str, destination: str) -> None:
     """RENAME ``mailbox`` (no special-use folder) to ``destination``; where LIST then shows
-    ``destination`` special-use, RENAME it back at once (audited) and raise
+    ``destination`` special-use, RENAME it back at once (audited as ``back``) and raise
     :class:`RenamedIntoSpecialUse`."""
+    account_id, messages = back.account_id, back.count
     with session.write_command():
         session.rename_mailbox(mailbox, destination)
     renamed = MailboxDirectory.matching(session, destination).get(destination)
@@ -80,11 +79,11 @@ def rename_undoing_special_use(
             session.rename_mailbox(destination, mailbox)
     except (CommandRefused, MailboxMissing, OutcomeUnknown) as failure:
         unknown = isinstance(failure, OutcomeUnknown)
-        audit(tool, account_id, "rename_back", messages, "outcome_unknown" if unknown else "refused")
+        back.done("outcome_unknown" if unknown else "refused")
         raise RenamedIntoSpecialUse(
             account_id, mailbox, destination, role, messages, now=None if unknown else destination
         ) from None
-    audit(tool, account_id, "rename_back", messages, "ok")
+    back.done("ok")
     raise RenamedIntoSpecialUse(account_id, mailbox, destination, role, messages, now=mailbox)
 
 

@@ -35,7 +35,7 @@ from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing, OutcomeUnknown
 from mail_imap_mcp.imap.name_errors import RenamedIntoSpecialUse
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.operations.audit import audit
+from mail_imap_mcp.operations.audit import AuditLine, audit
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId
 from mail_imap_mcp.presentation.writes import CONFIRM_TOKEN_DESCRIPTION, DRY_RUN_DESCRIPTION, audited
 from mail_imap_mcp.services.mailbox_changes import (
@@ -201,8 +201,8 @@ def _plan(session: ImapSession, app: AppContext, account_id: str, args: ManageMa
     return _Plan("rename", mailbox, destination, messages, children, box.selectable, tuple(notes + more))
 
 
-def _execute(session: ImapSession, plan: _Plan, account_id: str) -> None:
-    """Send the change: delete through a name aside, rename undone where it made a special-use folder."""
+def _execute(session: ImapSession, plan: _Plan, account_id: str, back: AuditLine) -> None:
+    """Send the change: delete through a name aside, rename undone (``back``) if it made a special-use one."""
     if session.selected_mailbox == plan.mailbox:
         session.deselect()
     try:
@@ -215,9 +215,7 @@ def _execute(session: ImapSession, plan: _Plan, account_id: str) -> None:
                 raise _refuse_nonempty(plan.mailbox, messages, account_id)
         else:
             assert plan.destination is not None
-            rename_undoing_special_use(
-                session, NAME, account_id, plan.mailbox, plan.destination, plan.messages or 0
-            )
+            rename_undoing_special_use(session, back, plan.mailbox, plan.destination)
     except (CommandRefused, MailboxMissing) as failure:
         raise refused_as_argument(failure, account_id, plan.action, plan.mailbox, plan.destination) from None
 
@@ -233,13 +231,13 @@ def handle(app: AppContext, args: ManageMailboxInput) -> ToolResult[ManageMailbo
     with audited(lambda failure: audit(app.caller, NAME, account_id, action, 0, failure.code)):
         plan = connection.run(lambda session: _plan(session, app, account_id, args))
         if not args.dry_run and args.action != "create":
-            app.confirmations.require(
-                NAME, args.model_dump(), f"{plan.words()} in account {account_id!r}", user=app.caller.user
-            )
+            what = f"{plan.words()} in account {account_id!r}"
+            app.confirmations.require(NAME, args.model_dump(), what, user=app.caller.user)
         issues: list[Issue] = []
         if not args.dry_run:
             try:
-                connection.run_write(lambda session: _execute(session, plan, account_id))
+                back = AuditLine(app.caller, NAME, account_id, "rename_back", plan.messages or 0)
+                connection.run_write(lambda session: _execute(session, plan, account_id, back))
             except RenamedIntoSpecialUse as renamed:
                 if renamed.now is not None:
                     raise
