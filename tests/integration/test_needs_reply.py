@@ -142,6 +142,30 @@ async def test_regression_l1_a_reused_message_id_does_not_hide_mail_from_needs_r
     assert subjects(data) == ["wait frank again", "wait mallory"], data
 
 
+async def test_a_message_reusing_an_answered_message_id_that_arrives_after_the_answer_is_listed(
+    dovecot: Dovecot, user: str, account: AccountFactory
+) -> None:
+    """Issue 47 item 14: the sender of an answered message sends a new one with the same Message-ID and
+    a Date header as old as the first's (the Date is the sender's to write). It reached the server
+    after the answer was saved in Sent (INTERNALDATE, the server's own clock), so that answer is not
+    its answer: it is listed, the answered one is not."""
+    written = dt.datetime(2024, 3, 14, 8, 26, 53, tzinfo=dt.UTC)  # as the answer's Date header says
+    reused = plain_message(
+        "wait frank reused",
+        "Text.\n",
+        from_="Frank <frank@example.com>",
+        to=ME,
+        message_id="<frank-1@example.com>",
+        date=written,
+    )
+    arrivals = [written, written + dt.timedelta(days=3)]
+    dovecot.seed(user, "INBOX", [INBOX["answered in sent"], reused], internaldates=arrivals)
+    dovecot.seed(user, "Sent", SENT[:1], flags="\\Seen", internaldates=[written + dt.timedelta(days=1)])
+    async for mcp in open_client(make_config({"default": account(user, addresses=[ME])})):
+        data = await mcp.ok("imap_search_messages", {"needs_reply": True})
+    assert subjects(data) == ["wait frank reused"], data
+
+
 #: A page of needs_reply in one mailbox, after another (which left Sent selected): EXAMINE of the mailbox,
 #: the window's UID SEARCH and the page's UID FETCH as any search; then LIST (to find Sent), EXAMINE of
 #: Sent with its UID SEARCH for the page's Message-IDs (one round trip), and the UID FETCH of the answers'

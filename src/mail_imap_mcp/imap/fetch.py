@@ -22,7 +22,7 @@ from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.summary_cache import SummaryKey, with_flags
-from mail_imap_mcp.mime.summary import attachment_names, cut_snippet, first, summarise
+from mail_imap_mcp.mime.summary import attachment_names, cut_snippet, first, iso_utc, summarise
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -90,6 +90,7 @@ def summary_record(
         snippet=found.snippet,
         short_recipients=found.short_recipients,
         header_message_id=found.header_message_id,
+        arrived=iso_utc(response.get(b"INTERNALDATE")),
         attachment_names=found.attachment_names,
     )
 

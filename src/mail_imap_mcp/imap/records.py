@@ -41,6 +41,8 @@ class SummaryRecord:
     short_recipients: str | None = None
     #: Its Message-ID header (``<left@right>``), when it has one.
     header_message_id: str | None = None
+    #: ISO 8601 UTC, the server's INTERNALDATE (when it arrived, by the server's clock), when known.
+    arrived: str | None = None
     #: Its labels where the server has labels (Gmail: ``X-GM-LABELS``), else None.
     labels: list[str] | None = None
     #: The server's own id of the message, the same in every mailbox showing it (Gmail: X-GM-MSGID).

@@ -9,7 +9,9 @@ a no-reply or mailer-daemon sender. Then one search of the Sent mailbox for the 
 which candidates were answered from a client that does not set ``\\Answered``. A Sent message answers a
 candidate only when it is addressed to the candidate's sender and not older than it: a Message-ID is the
 sender's to choose, and one reusing the id of a message the user answered must not pass as answered
-(docs/security.md, L1).
+(docs/security.md, L1). Its Date header is the sender's to write too, so where the server says when
+both arrived (INTERNALDATE, one clock), a candidate that arrived after the Sent message was saved is
+not answered by it.
 """
 
 from __future__ import annotations
@@ -41,12 +43,13 @@ def first_message_id(value: str | None) -> str | None:
 @dataclass(frozen=True)
 class Candidate:
     """A message that may await an answer: its key (the caller's name for it), its Message-ID, its
-    sender's address and its date."""
+    sender's address, its date and when it arrived (INTERNALDATE)."""
 
     key: str
     header_id: str
     sender: str | None
     date: datetime | None
+    arrived: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -54,13 +57,22 @@ class _Answer:
     named: frozenset[str]
     recipients: frozenset[str]
     date: datetime | None
+    arrived: datetime | None
 
     def answers(self, candidate: Candidate) -> bool:
         if candidate.header_id not in self.named:
             return False
+        if candidate.arrived and self.arrived and candidate.arrived > _aware(self.arrived):
+            return False  # it reached the server after this answer was saved: not what it answers
         if candidate.sender is None or candidate.sender.lower() not in self.recipients:
             return False
         return candidate.date is None or self.date is None or self.date >= candidate.date - CLOCK_SKEW
+
+
+def _aware(moment: datetime) -> datetime:
+    """A naive INTERNALDATE (imapclient's where the server's zone is unknown) taken as local time, as
+    summaries take it."""
+    return moment if moment.tzinfo else moment.astimezone()
 
 
 def answered_in(session: ImapSession, sent_mailbox: str, candidates: Sequence[Candidate]) -> set[str]:
@@ -93,7 +105,8 @@ def answered_in(session: ImapSession, sent_mailbox: str, candidates: Sequence[Ca
         }
         date = mime.parse_date(next(iter(headers.get("date", [])), None))
         internal = response.get(b"INTERNALDATE")
-        if date is None and isinstance(internal, datetime):
-            date = internal if internal.tzinfo else None
-        answers.append(_Answer(frozenset(named), frozenset(recipients), date))
+        arrived = internal if isinstance(internal, datetime) else None
+        if date is None and arrived is not None:
+            date = arrived if arrived.tzinfo else None
+        answers.append(_Answer(frozenset(named), frozenset(recipients), date, arrived))
     return {c.key for c in candidates if any(answer.answers(c) for answer in answers)}

@@ -10,7 +10,7 @@ from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.index.snippets import snippet_around
 from mail_imap_mcp.index.store import TEXT_COLUMNS, Hit
-from mail_imap_mcp.mime.summary import snippet_of, summarise
+from mail_imap_mcp.mime.summary import iso_utc, snippet_of, summarise
 
 _HEADERS = {
     "subject": "subject",
@@ -62,5 +62,6 @@ def summary_of(
         snippet=found.snippet,
         short_recipients=found.short_recipients,
         header_message_id=found.header_message_id,
+        arrived=iso_utc(datetime.fromtimestamp(hit.arrival, UTC)) if hit.arrival else None,
         labels=labels,
     )

@@ -84,8 +84,10 @@ class MessageSummary(MailModel):
     # is made from the headers (cheaper than parsing the joined full forms again); "" for this account
     # alone.
     _short_recipients: str | None = PrivateAttr(default=None)
-    # Its Message-ID header, kept for needs_reply's look into the Sent mailbox (not shown).
+    # Its Message-ID header and arrival (INTERNALDATE), kept for needs_reply's look into the Sent mailbox
+    # (not shown).
     _header_message_id: str | None = PrivateAttr(default=None)
+    _arrived: str | None = PrivateAttr(default=None)
 
     def set_short_recipients(self, recipients: str | None) -> None:
         self._short_recipients = recipients
@@ -93,6 +95,10 @@ class MessageSummary(MailModel):
     @property
     def header_message_id(self) -> str | None:
         return self._header_message_id
+
+    @property
+    def arrived(self) -> str | None:
+        return self._arrived
 
 
 #: The fields a full summary takes from its record (all but the short recipients, kept privately).
@@ -104,6 +110,7 @@ def summary_shape(record: SummaryRecord) -> MessageSummary:
     summary = MessageSummary(**{name: getattr(record, name) for name in SUMMARY_FIELDS})
     summary.set_short_recipients(record.short_recipients)
     summary._header_message_id = record.header_message_id
+    summary._arrived = record.arrived
     return summary
 
 

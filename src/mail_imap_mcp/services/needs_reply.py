@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol
 
 from mail_imap_mcp import mime
@@ -33,6 +34,8 @@ class Listed(Protocol):
     def from_(self) -> str | None: ...
     @property
     def date(self) -> str | None: ...
+    @property
+    def arrived(self) -> str | None: ...
 
 
 @dataclass
@@ -43,6 +46,10 @@ class Answered:
     #: The Sent mailbox could not be searched.
     issues: list[Issue] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+
+
+def _instant(iso: str | None) -> datetime | None:
+    return datetime.fromisoformat(iso) if iso else None
 
 
 def _sent_mailbox(session: ImapSession, account: AccountConfig) -> str | None:
@@ -66,7 +73,8 @@ def answered_from_sent(app: AppContext, account_id: str, messages: Sequence[List
         if header_id is not None:
             senders = mime.parse_address_list(message.from_)
             sender = senders[0].email if senders else None
-            candidates.append(Candidate(message.message_id, header_id, sender, mime.parse_date(message.date)))
+            dates = (mime.parse_date(message.date), _instant(message.arrived))
+            candidates.append(Candidate(message.message_id, header_id, sender, *dates))
     if not candidates:
         return answered
 
