@@ -25,7 +25,7 @@ from mail_imap_mcp.imap.name_errors import MailboxNameRefused, MailboxNameUnknow
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.imap.watch import WatchHub, WatchSettings
 from mail_imap_mcp.index.attachments import AttachmentReading
-from mail_imap_mcp.index.location import index_path, user_index_path
+from mail_imap_mcp.index.location import account_identity, index_path, user_index_path
 from mail_imap_mcp.index.runtime import AccountIndex
 from mail_imap_mcp.operations import OperationRegistry
 from mail_imap_mcp.presentation import failures
@@ -152,6 +152,7 @@ class AppContext:
             config.server.index_text_bytes,
             partial(scope.pool.new_connection, account_id, enable_qresync=True),
             AttachmentReading.of(config.server) if config.attachments_indexed(account_id) else None,
+            account_identity(scope.config.accounts[account_id], path),
         )
 
     def index_of(self, account_id: str, *, start: bool = True) -> AccountIndex | None:

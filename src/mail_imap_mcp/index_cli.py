@@ -21,13 +21,14 @@ from mail_imap_mcp.index.attachments import AttachmentReading
 from mail_imap_mcp.index.build import BuildHooks, build
 from mail_imap_mcp.index.location import (
     IndexPermissions,
+    account_identity,
     drop_index,
     index_path,
     open_index,
     user_index_path,
     user_index_paths,
 )
-from mail_imap_mcp.index.store import IndexWriteFailed
+from mail_imap_mcp.index.store import IndexUnusable, IndexWriteFailed
 from mail_imap_mcp.index.sync import Indexer
 from mail_imap_mcp.state import StateUnavailable, fold_user
 
@@ -172,8 +173,11 @@ def _drop_users_index(config: Config, account_id: str, user: str) -> int:
 def _build_one(config: Config, account_id: str, words: Words) -> int:
     path = index_path(config.server.index_dir, account_id)
     try:
-        opened = open_index(path)
-    except (IndexPermissions, OSError) as exc:
+        opened = open_index(path, account_identity(config.accounts[account_id], path))
+    except IndexWriteFailed as exc:  # a full disk: the file is kept as it is
+        print(f"index {account_id}: could not open the index ({exc}); it stays as it was", file=sys.stderr)
+        return 1
+    except (IndexPermissions, IndexUnusable, OSError) as exc:
         print(f"index {account_id}: {exc}", file=sys.stderr)
         return 1
     if opened.warning:
@@ -190,6 +194,9 @@ def _build_one(config: Config, account_id: str, words: Words) -> int:
         return 1
     except IndexWriteFailed as exc:
         print(f"index {account_id}: could not write the index ({exc}); it stays as it was", file=sys.stderr)
+        return 1
+    except IndexUnusable as exc:  # a damaged page met while building: the next run moves it aside
+        print(f"index {account_id}: {exc}; run again to move it aside and build it anew", file=sys.stderr)
         return 1
     finally:
         progress.close()

@@ -362,3 +362,32 @@ def test_a_search_dropped_before_it_is_taken_is_interrupted_and_the_store_closes
     closing.start()
     closing.join(10)
     assert not closing.is_alive()
+
+
+def test_a_file_that_records_no_account_is_adopted_once_and_another_accounts_is_moved_aside(
+    tmp_path: Path,
+) -> None:
+    """A file made before the index recorded its account (no ``owner`` table) keeps its rows and records
+    the first account that opens it; an account of the same id on another login then finds it another
+    account's: moved aside whole with a warning, its own built anew, never the rows rebuilt in place."""
+    path = tmp_path / "i" / "work.sqlite3"
+    store = open_index(path).store
+    store.put(store.start_folder("INBOX", 1), [message(1, body="kept rows")])
+    store.close()
+    db = sqlite3.connect(path)
+    db.execute("DROP TABLE owner")  # as every file made before the record
+    db.close()
+    adopted = open_index(path, "identity of the first")
+    assert adopted.warning is None and adopted.store.count() == 1
+    adopted.store.close()
+    again = open_index(path, "identity of the first")
+    assert again.warning is None and again.store.count() == 1
+    again.store.close()
+    other = open_index(path, "identity of another")
+    assert other.warning is not None and "another account of that name" in other.warning
+    assert other.store.count() == 0
+    other.store.close()
+    [aside] = [p for p in path.parent.iterdir() if p.name.startswith("work.sqlite3.unusable-")]
+    kept = SqliteStore(aside, identity="identity of the first")
+    assert kept.count() == 1
+    kept.close()

@@ -8,6 +8,11 @@ and shared-memory files the same mode); a file or directory others can read is r
 holds the text of mail. A file SQLite cannot read, or one that is not this index, is moved aside
 (``<name>.unusable-<time>``) and a new one built, with a warning.
 
+Each file records the account it indexes (:func:`account_identity`: the server, port and user name, and
+a team user's tag in the file's name): a file of another account of the same id is moved aside in the
+same way, never rebuilt in place; a file that records none (made before the record) records the first
+account that opens it. A full disk or an I/O error never moves a file aside (:class:`IndexWriteFailed`).
+
 A team user's index of an account served to them (``index_per_user = true``) is
 ``<account>~<tag>.sqlite3`` in the same directory: ``tag`` a keyed digest of the user (under the key that
 seals their cursors, :mod:`mail_imap_mcp.imap.sealing`), so the file names nobody and cannot be
@@ -16,6 +21,7 @@ guessed from a name.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import stat
@@ -26,6 +32,7 @@ from pathlib import Path
 
 import platformdirs
 
+from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.index.sqlite_store import SqliteStore
 from mail_imap_mcp.index.store import IndexUnusable
@@ -74,6 +81,14 @@ def user_index_paths(index_dir: Path | None, account_id: str) -> list[Path]:
     return sorted(folder.glob(f"{account_id}{USER_SEPARATOR}*{SUFFIX}"))
 
 
+def account_identity(account: AccountConfig, path: Path) -> str:
+    """What the index file at ``path`` records of the account it indexes: a digest of the server, port
+    and user name, and of the file's name (a team user's tag), so that two accounts of one id never
+    share rows."""
+    who = "\0".join((account.host.lower(), str(account.effective_port), account.username, path.name))
+    return hashlib.sha256(who.encode()).hexdigest()
+
+
 def _check_private(path: Path) -> None:
     if sys.platform == "win32":  # the user's profile directory is private by ACL
         return
@@ -100,21 +115,28 @@ class Opened:
     warning: str | None = None
 
 
-def open_index(path: Path) -> Opened:
-    """The index at ``path``: made where missing, moved aside and made again where unusable."""
+def open_index(path: Path, identity: str | None = None) -> Opened:
+    """The index at ``path`` of the account ``identity`` names (:func:`account_identity`; None: not
+    checked): made where missing, moved aside and made again where unusable or another account's. A
+    write refused (:class:`IndexWriteFailed`: a full disk) leaves the file where it is."""
     _prepare(path)
     try:
-        return Opened(SqliteStore(path))
+        return Opened(SqliteStore(path, identity=identity))
     except IndexUnusable as exc:
-        aside = path.with_name(f"{path.name}.unusable-{time.strftime('%Y%m%dT%H%M%S')}")
-        for companion in ("", *_COMPANIONS):
-            source = Path(f"{path}{companion}")
-            if source.exists():
-                source.replace(Path(f"{aside}{companion}"))
-        warning = f"the index file was unusable ({exc}); it was moved to {aside} and is being built again"
+        warning = f"the index file was unusable ({exc}); it was moved to {move_aside(path)} and is being built again"
         log.warning("%s", warning)
         _prepare(path)
-        return Opened(SqliteStore(path), warning)
+        return Opened(SqliteStore(path, identity=identity), warning)
+
+
+def move_aside(path: Path) -> Path:
+    """Move the index file (and its WAL companions) to ``<name>.unusable-<time>``; where it went."""
+    aside = path.with_name(f"{path.name}.unusable-{time.strftime('%Y%m%dT%H%M%S')}")
+    for companion in ("", *_COMPANIONS):
+        source = Path(f"{path}{companion}")
+        if source.exists():
+            source.replace(Path(f"{aside}{companion}"))
+    return aside
 
 
 def drop_index(path: Path) -> list[Path]:

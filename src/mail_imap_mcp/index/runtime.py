@@ -5,8 +5,9 @@ The background thread builds the index (:func:`~mail_imap_mcp.index.build.build`
 date every :data:`RESYNC_S` seconds, in steps of :data:`BACKGROUND_STEP` messages with a pause between
 them, so tool calls on the account's own connection are never starved. Searches read and update the
 file through a store of their own (:meth:`AccountIndex.search_store`); both take the indexer's lock
-while they sync a folder. A full disk or an unusable file stops the index (``unavailable``): searches
-then go to the server, with a warning.
+while they sync a folder. A full disk, a damaged file or any other error stops the sync: the index says
+``unavailable`` and why, searches go to the server with a warning, and the sync starts again (a damaged
+file moved aside and built again; else the same file, every :data:`RETRY_S` seconds).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.index.attachments import AttachmentReading
 from mail_imap_mcp.index.build import BuildHooks, build
-from mail_imap_mcp.index.location import IndexPermissions, open_index
+from mail_imap_mcp.index.location import IndexPermissions, move_aside, open_index
 from mail_imap_mcp.index.sqlite_store import SqliteStore
 from mail_imap_mcp.index.store import IndexBusy, IndexUnusable, IndexWriteFailed
 from mail_imap_mcp.index.sync import Indexer
@@ -79,9 +80,12 @@ class AccountIndex:
         text_bytes: int,
         connect: Callable[[], AccountConnection],
         attachments: AttachmentReading | None = None,
+        identity: str | None = None,
     ) -> None:
         self.account_id = account_id
         self.path = path
+        #: The account the file must record (:func:`~.location.account_identity`; None: not checked).
+        self.identity = identity
         self.text_bytes = text_bytes
         self.attachments = attachments
         self._connect = connect
@@ -98,7 +102,7 @@ class AccountIndex:
         self.open_failure: str | None = None
 
     def _open(self) -> SqliteStore:
-        opened = open_index(self.path)
+        opened = open_index(self.path, self.identity)
         if opened.warning:
             self.warning = opened.warning
         return opened.store
@@ -151,44 +155,80 @@ class AccountIndex:
             self._thread = threading.Thread(target=self._run, name=f"index-{self.account_id}", daemon=True)
             self._thread.start()
 
-    def _open_to_sync(self) -> SqliteStore | None:
-        """The background sync's store; None: the index is unavailable, or closed meanwhile. A file
-        another process holds locked while this one sets its schema is ``unavailable`` until it is
-        opened, tried again every :data:`RETRY_S` seconds."""
+    def _open_to_sync(self, damaged: bool) -> SqliteStore | None:
+        """The background sync's store (``damaged``: the file is moved aside first, and built again);
+        None: the index is unavailable for good (a file others can read), or closed meanwhile. A file
+        another process holds locked while this one sets its schema, or one that cannot be written (a
+        full disk), is ``unavailable`` until it is opened, tried again every :data:`RETRY_S` seconds."""
         while not self._stop.is_set():
             try:
+                if damaged:
+                    self._close_search_store()
+                    self.warning = f"the index file was damaged; it was moved to {move_aside(self.path)}"
+                    log.warning("index of %s: %s and is being built again", self.account_id, self.warning)
+                    damaged = False
                 store = self._open()
             except IndexBusy as exc:
-                why = f"another process is writing it ({exc}); tried again in {RETRY_S:g} s"
-                log.info("index of %s waits: %s", self.account_id, why)
-                self.status = IndexStatus("unavailable", detail=why)
-                self._stop.wait(RETRY_S)
+                self._unavailable(f"another process is writing it ({exc})", warn=False)
                 continue
-            except (IndexPermissions, IndexUnusable, IndexWriteFailed, OSError) as exc:
+            except (IndexWriteFailed, OSError) as exc:  # a full disk: kept where it is, tried again
+                self._unavailable(f"the index could not be opened ({exc})")
+                continue
+            except (IndexPermissions, IndexUnusable) as exc:
                 self.fail(str(exc))
                 return None
             self.status = IndexStatus("building")
             return store
         return None
 
+    def _unavailable(self, why: str, *, warn: bool = True) -> None:
+        """Say ``why`` the index is unavailable, and wait :data:`RETRY_S` seconds to try again."""
+        log.log(logging.WARNING if warn else logging.INFO, "index of %s waits: %s", self.account_id, why)
+        self.status = IndexStatus(
+            "unavailable", self.status.indexed, self.status.total, f"{why}; tried again in {RETRY_S:g} s"
+        )
+        self._stop.wait(RETRY_S)
+
+    def _close_search_store(self) -> None:
+        """Close the searches' store (the next search opens the file again)."""
+        with self._opening:
+            if self._search_store is not None:
+                self._search_store.close()
+            self._search_store = self._search_indexer = None
+
     def _run(self) -> None:
-        store = self._open_to_sync()
-        if store is None:
-            return
+        """Keep the index current until closed; whatever stops a sync (a full disk, a damaged file, any
+        error) is said as ``unavailable`` with its reason, and the sync starts again from the file."""
+        connection = self._connect()
+        damaged = False
+        try:
+            while not self._stop.is_set():
+                store = self._open_to_sync(damaged)
+                if store is None:
+                    return
+                damaged = False
+                try:
+                    self._keep_current(connection, store)
+                except IndexUnusable as exc:  # a damaged page met mid-sync: moved aside, built again
+                    damaged = True
+                    self.fail(f"the index file is damaged ({exc}); it is moved aside and built again")
+                except IndexWriteFailed as exc:
+                    self._unavailable(f"the index could not be written ({exc})")
+                except Exception as exc:  # never a silent dead thread: said, and tried again
+                    log.exception("index of %s: its sync failed", self.account_id)
+                    self._unavailable(f"its sync failed ({type(exc).__name__}: {exc})")
+                finally:
+                    store.close()
+        finally:
+            connection.close()
+
+    def _keep_current(self, connection: AccountConnection, store: SqliteStore) -> None:
         indexer = self._indexer(store)
         built = store.folders() and all(state.complete for state in store.folders().values())
         if built:
             self.status = IndexStatus("ready", store.count(), store.count())
-        connection = self._connect()
-        try:
-            while not self._stop.is_set():
-                wait = self._sync_once(connection, indexer, store)
-                if self.status.state == "unavailable":
-                    return
-                self._stop.wait(wait)
-        finally:
-            connection.close()
-            store.close()
+        while not self._stop.is_set():
+            self._stop.wait(self._sync_once(connection, indexer, store))
 
     def _sync_once(self, connection: AccountConnection, indexer: Indexer, store: SqliteStore) -> float:
         status = self.status
@@ -208,9 +248,6 @@ class AccountIndex:
         except IndexBusy as exc:  # another process writes the file (``mail-imap-mcp index``): later
             log.info("background index sync of %s waits: %s", self.account_id, exc)
             return RETRY_S
-        except IndexWriteFailed as exc:
-            self.fail(f"the index could not be written ({exc})")
-            return 0
         except ImapError as exc:
             log.info("background index sync of %s failed: %s", self.account_id, type(exc).__name__)
             return RETRY_S

@@ -6,8 +6,10 @@ terms again) and ``fts``, a contentless FTS5 table of the text columns (the term
 kept once, compressed, in ``messages``). Every change is one transaction (``BEGIN IMMEDIATE``), the
 journal is WAL, so a process killed at any point leaves the last batch committed or not at all, and a
 second process on the same file waits for the first one's transaction (SQLite's locking) instead of
-corrupting it. ``application_id`` marks the file as this index; a file without the mark, of another
-schema version or unreadable is :class:`IndexUnusable` (:mod:`.location` moves it aside).
+corrupting it. ``application_id`` marks the file as this index, and a table records the account it
+indexes (:mod:`.sqlite_schema`); a file without the mark, of another schema version or account, or
+damaged is :class:`IndexUnusable` (:mod:`.location` moves it aside). Every other error of SQLite (a
+full disk, an I/O error) is :class:`IndexWriteFailed`: the file is kept (:mod:`.sqlite_errors`).
 """
 
 from __future__ import annotations
@@ -17,16 +19,15 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from mail_imap_mcp.index.sqlite_errors import busy, open_failure, write_failure
+from mail_imap_mcp.index.sqlite_errors import Transaction, failure_of, translated
 from mail_imap_mcp.index.sqlite_pages import page_task
 from mail_imap_mcp.index.sqlite_ranking import SHARDS, Ranker, ReadConnections
+from mail_imap_mcp.index.sqlite_schema import FTS_COLUMNS, prepare
 from mail_imap_mcp.index.store import (
-    TEXT_COLUMNS,
     WRITER_WAIT_S,
     CompiledQuery,
     FolderState,
     HitPage,
-    IndexBusy,
     IndexedMessage,
     IndexUnusable,
     IndexWriteFailed,
@@ -35,93 +36,42 @@ from mail_imap_mcp.index.store import (
     pack_texts,
     unpack_texts,
 )
-from mail_imap_mcp.query.fts5 import PLACE_COLUMN, label_keys, place_token
+from mail_imap_mcp.query.fts5 import label_keys, place_token
 
-#: "MIMX": marks a database as this index (``PRAGMA application_id``).
-APPLICATION_ID = 0x4D494D58
-SCHEMA_VERSION = 7
 #: Row ids per second of sent date (a row id is the sent time times this, plus a counter).
 IDS_PER_SECOND = 4096
 BUSY_TIMEOUT_S = WRITER_WAIT_S
-
-#: The FTS5 table's columns: the text columns, then the folder of the message as one word
-#: (:func:`~mail_imap_mcp.query.fts5.place_token`), so that a search of some folders is one MATCH.
-_FTS_COLUMNS = (*TEXT_COLUMNS, PLACE_COLUMN)
-_FTS_VALUES = ", ".join("?" for _ in _FTS_COLUMNS)
-
-_SCHEMA = f"""
-CREATE TABLE folders(
-    id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, uidvalidity INTEGER NOT NULL,
-    uidnext INTEGER NOT NULL, highestmodseq INTEGER NOT NULL, messages INTEGER NOT NULL,
-    complete INTEGER NOT NULL);
-CREATE TABLE messages(
-    id INTEGER PRIMARY KEY, folder INTEGER NOT NULL REFERENCES folders(id), uid INTEGER NOT NULL,
-    sent INTEGER NOT NULL, arrival_day INTEGER NOT NULL, size INTEGER NOT NULL,
-    flag_bits INTEGER NOT NULL, keywords TEXT NOT NULL, has_attachment INTEGER NOT NULL,
-    filenames TEXT NOT NULL, doc BLOB NOT NULL,
-    global_id INTEGER, -- X-GM-MSGID: Gmail's id of a message in every folder (one row per message)
-    labels TEXT NOT NULL DEFAULT '', -- X-GM-LABELS, one a line
-    label_keys TEXT NOT NULL DEFAULT '', -- the labels as label: compares them (query.fts5.label_key)
-    attachments_read INTEGER NOT NULL DEFAULT 0, -- with index_attachments (schema 6)
-    arrival INTEGER NOT NULL, -- INTERNALDATE, seconds since the epoch (schema 7)
-    UNIQUE(folder, uid));
-CREATE INDEX messages_sent ON messages(sent);
-CREATE INDEX messages_arrival ON messages(arrival);
-CREATE INDEX messages_global_id ON messages(global_id) WHERE global_id IS NOT NULL;
-CREATE VIRTUAL TABLE fts USING fts5({", ".join(_FTS_COLUMNS)}, content='',
-    tokenize='unicode61 remove_diacritics 2');
-PRAGMA application_id = {APPLICATION_ID};
-PRAGMA user_version = {SCHEMA_VERSION};
-"""
+_FTS_VALUES = ", ".join("?" for _ in FTS_COLUMNS)
 
 
 class SqliteStore:
     """:class:`~mail_imap_mcp.index.store.IndexStore` in one SQLite file."""
 
-    def __init__(self, path: Path, *, shards: int = SHARDS) -> None:
+    def __init__(self, path: Path, *, shards: int = SHARDS, identity: str | None = None) -> None:
+        """The index at ``path``; ``identity`` (the account's, :func:`.location.account_identity`): the
+        one the file must record, recorded where it records none."""
         self.path = path
         try:
             self._db = sqlite3.connect(
                 path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
             )
-            self._prepare()
-        except sqlite3.DatabaseError as exc:
+            prepare(self._db, path, self._transaction, identity)
+        except sqlite3.Error as exc:
             self._close_quietly()
-            raise open_failure(path, exc) from exc
-        except IndexWriteFailed:  # the schema could not be written (IndexBusy: another process's lock)
+            raise failure_of(path, exc) from exc
+        except (IndexWriteFailed, IndexUnusable):  # IndexBusy: another process's lock
             self._close_quietly()
             raise
         self._ranker = Ranker(ReadConnections(path, BUSY_TIMEOUT_S), shards)
-
-    def _prepare(self) -> None:
-        db = self._db
-        db.execute("PRAGMA journal_mode = WAL")
-        db.execute("PRAGMA synchronous = NORMAL")
-        application_id = db.execute("PRAGMA application_id").fetchone()[0]
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        if application_id == 0 and version == 0:
-            tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-            if tables:
-                raise IndexUnusable(f"{self.path} is a database of something else")
-            with self._transaction():
-                if db.execute("PRAGMA application_id").fetchone()[0] == 0:  # not made meanwhile
-                    for statement in _SCHEMA.split(";\n"):
-                        if statement.strip():
-                            db.execute(statement)
-            return
-        if application_id != APPLICATION_ID:
-            raise IndexUnusable(f"{self.path} is a database of something else")
-        if version != SCHEMA_VERSION:
-            raise IndexUnusable(f"{self.path} is an index of schema {version}, not {SCHEMA_VERSION}")
-        db.execute("SELECT count(*) FROM folders").fetchone()
 
     def _close_quietly(self) -> None:
         with contextlib.suppress(sqlite3.Error, AttributeError):
             self._db.close()
 
-    def _transaction(self) -> _Transaction:
-        return _Transaction(self._db)
+    def _transaction(self) -> Transaction:
+        return Transaction(self._db, self.path)
 
+    @translated
     def folders(self) -> dict[str, FolderState]:
         rows = self._db.execute(
             "SELECT name, uidvalidity, uidnext, highestmodseq, messages, complete FROM folders"
@@ -132,6 +82,7 @@ class SqliteStore:
         row = self._db.execute("SELECT id FROM folders WHERE name = ?", (name,)).fetchone()
         return None if row is None else int(row[0])
 
+    @translated
     def start_folder(self, name: str, uidvalidity: int) -> FolderState:
         with self._transaction():
             known = self.folders().get(name)
@@ -165,7 +116,7 @@ class SqliteStore:
     def _forget(self, row_id: int, folder: int, doc: bytes) -> None:
         """Take a message's terms out of the FTS5 table (a contentless table is told the old text)."""
         self._db.execute(
-            f"INSERT INTO fts(fts, rowid, {', '.join(_FTS_COLUMNS)}) VALUES('delete', ?, {_FTS_VALUES})",
+            f"INSERT INTO fts(fts, rowid, {', '.join(FTS_COLUMNS)}) VALUES('delete', ?, {_FTS_VALUES})",
             (row_id, *unpack_texts(doc), place_token(folder)),
         )
         self._db.execute("DELETE FROM messages WHERE id = ?", (row_id,))
@@ -182,6 +133,7 @@ class SqliteStore:
             candidate += 1  # more than IDS_PER_SECOND messages sent in one second: the next free one
         return int(candidate)
 
+    @translated
     def put(self, state: FolderState, messages: Sequence[IndexedMessage]) -> None:
         with self._transaction():
             folder = self._save(state)
@@ -222,7 +174,7 @@ class SqliteStore:
                     ),
                 )
                 self._db.execute(
-                    f"INSERT INTO fts(rowid, {', '.join(_FTS_COLUMNS)}) VALUES(?, {_FTS_VALUES})",
+                    f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)}) VALUES(?, {_FTS_VALUES})",
                     (row_id, *message.texts, place_token(folder)),
                 )
             self._db.execute(
@@ -230,6 +182,7 @@ class SqliteStore:
                 (folder, folder),
             )
 
+    @translated
     def update(
         self,
         state: FolderState,
@@ -262,6 +215,7 @@ class SqliteStore:
                 (folder, folder),
             )
 
+    @translated
     def uids(self, folder: str) -> list[int]:
         rows = self._db.execute(
             "SELECT uid FROM messages WHERE folder = (SELECT id FROM folders WHERE name = ?) ORDER BY uid",
@@ -269,6 +223,7 @@ class SqliteStore:
         )
         return [row[0] for row in rows]
 
+    @translated
     def unread_attachments(self, folder: str) -> list[int]:
         unread = "has_attachment AND NOT attachments_read"
         query = (
@@ -276,6 +231,7 @@ class SqliteStore:
         )
         return [row[0] for row in self._db.execute(query + " ORDER BY uid DESC", (folder,))]
 
+    @translated
     def flags_of(self, folder: str) -> dict[int, tuple[int, str]]:
         rows = self._db.execute(
             "SELECT uid, flag_bits, keywords FROM messages WHERE folder = (SELECT id FROM folders WHERE name = ?)",
@@ -293,10 +249,12 @@ class SqliteStore:
             self._forget(row_id, folder, doc)
         self._db.execute("DELETE FROM folders WHERE id = ?", (folder,))
 
+    @translated
     def drop_folder(self, name: str) -> None:
         with self._transaction():
             self._drop(name)
 
+    @translated
     def count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM messages").fetchone()[0])
 
@@ -319,10 +277,11 @@ class SqliteStore:
     ) -> Callable[[sqlite3.Connection], HitPage]:
         try:
             stored = self._db.execute("SELECT name, id, messages FROM folders").fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise IndexUnusable(f"{self.path}: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise failure_of(self.path, exc) from exc
         return page_task(stored, self._ranker, query, folders, order, limit, offset)
 
+    @translated
     def wait_for_writers(self, seconds: float) -> None:
         self._db.execute(f"PRAGMA busy_timeout = {max(int(seconds * 1000), 1)}")
 
@@ -342,48 +301,10 @@ class PendingSearch:
         """The page (waiting for it); an unreadable file is :class:`IndexUnusable`."""
         try:
             return self._finish()
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.Error as exc:  # the page cannot be read: the server answers
             raise IndexUnusable(str(exc)) from exc
 
     def cancel(self) -> None:
         """Not needed after all (the index changed before it was taken)."""
         if self._cancel is not None:
             self._cancel()
-
-
-class _Transaction:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on an exception); nested use joins the open one.
-    A write SQLite refuses (disk full, read-only) is :class:`IndexWriteFailed`; the write lock held by
-    another process longer than the connection waits (:meth:`SqliteStore.wait_for_writers`) is
-    :class:`IndexBusy`."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self._db = db
-        self._outer = False
-
-    def __enter__(self) -> None:
-        if not self._db.in_transaction:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as failure:
-                if busy(failure):
-                    raise IndexBusy(str(failure)) from failure
-                raise
-            self._outer = True
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
-        if not self._outer:
-            return
-        if kind is None:
-            try:
-                self._db.execute("COMMIT")
-                return
-            except sqlite3.OperationalError as failure:
-                self._db.execute("ROLLBACK")
-                raise IndexWriteFailed(str(failure)) from failure
-        if self._db.in_transaction:
-            self._db.execute("ROLLBACK")
-        if isinstance(exc, sqlite3.OperationalError) and busy(exc):
-            raise IndexBusy(str(exc)) from exc
-        if isinstance(exc, sqlite3.OperationalError) and write_failure(exc):
-            raise IndexWriteFailed(str(exc)) from exc
