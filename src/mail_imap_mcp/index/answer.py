@@ -62,6 +62,7 @@ def fresh_page(
         if folders is None:
             listed = fresh.boxes or []
             covered = scope(listed) if scope is not None else [box.name for box in listed]
+        covered = [name for name in covered if name not in fresh.gone]
         # A sync may change flags alone, which no folder state shows (a folder without MODSEQ): any
         # folder synced means searching again.
         if not fresh.synced and store.folders() == before and set(covered) >= set(guess):

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from mail_imap_mcp.imap.directory import MailboxDirectory
+from mail_imap_mcp.imap.errors import ImapError, MailboxGone, MailboxMissing
 from mail_imap_mcp.imap.mailboxes import MailboxCounts, MailboxInfo, list_with_message_counts
 from mail_imap_mcp.imap.pipeline import status_each
 from mail_imap_mcp.imap.session import ImapSession
@@ -47,6 +48,9 @@ class Freshness:
     #: Why the index could not be written (another process holding its write lock past the deadline, a
     #: full disk): the folders left are in :attr:`stale`, the answer is the index's as it was.
     write_failure: str | None = None
+    #: Folders of a search of several that were gone (deleted by another client) when their sync opened
+    #: them, and the error: left out of the page, which says so as a search by the server does.
+    gone: dict[str, ImapError] = field(default_factory=dict)
 
 
 def _items(session: ImapSession) -> bytes:
@@ -91,7 +95,8 @@ def refresh(
     None: those ``scope`` picks from the listing (every folder the personality's plan keeps, without
     ``scope``), the folders outside the plan dropped. ``flags_tested``: the query tests flags or
     keywords. A write the index refuses (another process holding it past the deadline, a full disk)
-    leaves the folders not synced yet as they are (:attr:`Freshness.write_failure`)."""
+    leaves the folders not synced yet as they are (:attr:`Freshness.write_failure`); a folder of several
+    deleted before its sync is said in :attr:`Freshness.gone`."""
     try:
         return _refresh(session, indexer, folders, deadline, flags_tested, scope)
     finally:  # each write of the search waited at most its remaining budget: later writes wait as usual
@@ -160,6 +165,11 @@ def _refresh(
         except IndexWriteFailed as exc:
             fresh.write_failure = str(exc)
             fresh.stale[name] = _behind(stored.get(name), counts.get(name))
+            continue
+        except (MailboxMissing, MailboxGone) as exc:
+            if folders is not None and len(names) == 1:  # the one mailbox asked for: not_found
+                raise
+            fresh.gone[name] = exc
             continue
         fresh.synced.append(name)
         if left:

@@ -193,7 +193,7 @@ def index_page(
         messages=messages,
         next_cursor=next_cursor,
         listed_issues=[],
-        failed=[],
+        failed=list(read.fresh.gone.items()),
         fetch_issues=read.issues,
         windowed=False,
     )
