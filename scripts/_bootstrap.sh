@@ -57,6 +57,15 @@ ensure_team_servers() {
   [ -z "$added_policy" ] || rm -f /usr/sbin/policy-rc.d
 }
 
+# The tests' keychain: a real Secret Service, GNOME Keyring's daemon on a session bus of its own
+# (tests/support/secret_service.py runs it under dbus-run-session); never a system service.
+ensure_secret_service() {
+  local missing=()
+  command -v gnome-keyring-daemon >/dev/null 2>&1 || missing+=(gnome-keyring)
+  command -v dbus-run-session >/dev/null 2>&1 || missing+=(dbus-daemon dbus-bin)
+  [ "${#missing[@]}" -eq 0 ] || apt_install --no-install-recommends "${missing[@]}"
+}
+
 # A Python >= 3.11 with venv, installed with apt-get when missing; sets SYSTEM_PYTHON. Separate from
 # ensure_venv so that apt-get is done before other setup runs beside ensure_venv (see scripts/test).
 ensure_python() {

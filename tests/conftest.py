@@ -32,6 +32,7 @@ from tests.support.gmail_server import CAPABILITIES as GMAIL_CAPABILITIES
 from tests.support.matrix import MATRIX, SESSION_PASSWORD, MatrixServer
 from tests.support.oauth2 import IntrospectionEndpoint
 from tests.support.run_lifetime import end_run_on_sigterm
+from tests.support.secret_service import SecretService, running_secret_service
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -142,6 +143,13 @@ def _serve(server: ServerT) -> Iterator[ServerT]:
     with server:
         os.environ[PASSWORD_ENV] = server.password
         yield server
+
+
+@pytest.fixture
+def secret_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecretService]:
+    """The keychain of one test: a Secret Service of its own (GNOME Keyring on its own session bus)."""
+    with running_secret_service(tmp_path_factory.mktemp("keychain")) as service:
+        yield service
 
 
 @pytest.fixture(scope="session")

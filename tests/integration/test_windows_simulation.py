@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.support.accounts import env_account
+from tests.support.accounts import account_settings, config_toml, env_account
 from tests.support.documents import CORPUS
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import INITIALIZE_REQUEST, EnvelopeClient
@@ -158,3 +158,42 @@ print(hidden, processes.HAS_PROCESS_GROUPS, hasattr(os, "killpg"), hasattr(signa
         "False",
         "False",
     ]
+
+
+def test_a_password_file_is_judged_by_its_access_list_where_there_is_no_getuid(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    """Where ``os.getuid`` is missing (Windows) mode bits say nothing of who may read a file: its access
+    list decides, and one that cannot be read refuses the file, naming the setting, as a file open to
+    others is refused; the same file and config log in where POSIX owner and mode decide."""
+    secret = tmp_path / "work.password"
+    secret.write_text(dovecot.password + "\n")
+    secret.chmod(0o600)
+    config = tmp_path / "config.toml"
+    config.write_text(
+        config_toml({"work": account_settings(dovecot, user, password_env=None, password_file=secret)})
+    )
+    env = {"HOME": str(tmp_path), "PATH": os.environ["PATH"]}
+    posix = subprocess.run(
+        [sys.executable, "-m", "mail_imap_mcp", "check", "--config", str(config)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert posix.returncode == 0 and posix.stdout.startswith("ok   work: "), posix.stdout + posix.stderr
+    windows = subprocess.run(
+        [sys.executable, "-c", server_code("check", "--config", str(config))],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert windows.returncode == 1
+    assert (
+        f"password_file in [accounts.work]: {secret} must be yours alone, but its access list cannot be read"
+        in windows.stdout
+    )
+    assert dovecot.password not in windows.stdout + windows.stderr

@@ -63,7 +63,9 @@ def test_bad_port_is_named(tmp_path: Path) -> None:
 
 
 def test_two_password_sources_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="exactly one of password_env, password_command, password"):
+    with pytest.raises(
+        ConfigError, match="exactly one of password_env, password_file, password_command, password"
+    ):
         load_config(write(tmp_path, GOOD + 'password = "s3cret-value"\n'), env={})
 
 

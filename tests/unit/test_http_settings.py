@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mail_imap_mcp.config import HTTP_TOKEN_ENV, ConfigError, HttpSettings, load_config
-from mail_imap_mcp.transport.http import token_file_warning, transport_security, with_cors
+from mail_imap_mcp.transport.http import transport_security, with_cors
 
 TOKEN = "0123456789abcdef-token"
 ACCOUNT = '[accounts.a]\nhost = "127.0.0.1"\nsecurity = "plain"\nusername = "u"\npassword_env = "PW"\n'
@@ -55,6 +54,7 @@ def test_one_token_source_at_most(tmp_path: Path) -> None:
 def test_token_from_file_command_and_env(tmp_path: Path) -> None:
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o600)
     assert HttpSettings(token_file=token_file).resolve_token() == TOKEN
     assert HttpSettings(token_command=["printf", TOKEN]).resolve_token() == TOKEN
     assert HttpSettings(token_env="MY_TOKEN").resolve_token({"MY_TOKEN": TOKEN}) == TOKEN
@@ -92,6 +92,7 @@ def test_token_problems_name_the_setting_and_never_the_value(settings: HttpSetti
 def test_empty_token_file(tmp_path: Path) -> None:
     empty = tmp_path / "token"
     empty.write_text("\n")
+    empty.chmod(0o600)
     with pytest.raises(ConfigError, match="is empty"):
         HttpSettings(token_file=empty).resolve_token()
 
@@ -107,15 +108,18 @@ def test_cli_flags_override_the_file(tmp_path: Path) -> None:
     assert config.http.with_overrides(port=None).host == "localhost"
 
 
-def test_a_token_file_others_can_read_is_warned_about(tmp_path: Path) -> None:
+def test_regression_a_token_file_others_can_read_is_refused_not_only_warned_about(tmp_path: Path) -> None:
+    """The one rule for secret files: the bearer token's file is refused as a password file is."""
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN)
     token_file.chmod(0o644)
-    warning = token_file_warning(HttpSettings(token_file=token_file))
-    assert warning is not None and "chmod 600" in warning and "644" in warning and TOKEN not in warning
+    with pytest.raises(ConfigError) as caught:
+        HttpSettings(token_file=token_file).resolve_token()
+    message = str(caught.value)
+    assert message.startswith(f"token_file in [http]: {token_file} must be yours alone, but its mode")
+    assert message.endswith(f"chmod 600 {token_file}") and TOKEN not in message
     token_file.chmod(0o600)
-    assert token_file_warning(HttpSettings(token_file=token_file)) is None
-    assert token_file_warning(HttpSettings()) is None
+    assert HttpSettings(token_file=token_file).resolve_token() == TOKEN
 
 
 def test_a_config_file_binding_beyond_loopback_without_a_token_does_not_load(tmp_path: Path) -> None:
@@ -157,15 +161,3 @@ async def test_cors_answers_only_the_configured_origins_any_port_where_asked() -
         assert (await _preflight(cors, origin)).get(b"access-control-allow-origin") == origin.encode()
     for origin in ("https://agent.example.com:8443", "http://dev.example", "http://dev.example.evil:80"):
         assert b"access-control-allow-origin" not in await _preflight(cors, origin)
-
-
-def test_regression_on_windows_a_token_file_draws_no_warning_from_mode_bits(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Windows' st_mode shows every file as readable by others whatever its ACL: the warning was
-    needless there, every start."""
-    token_file = tmp_path / "token"
-    token_file.write_text(TOKEN)
-    token_file.chmod(0o644)
-    monkeypatch.setattr(sys, "platform", "win32")
-    assert token_file_warning(HttpSettings(token_file=token_file)) is None

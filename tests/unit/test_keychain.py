@@ -1,6 +1,8 @@
-"""password_keyring through the keyring library, with real backends chosen by keyring's own
-configuration (``PYTHON_KEYRING_BACKEND``): a file-based keyring (keyrings.alt) for a keychain that
-works, keyring's ``fail`` backend for a machine without one (headless Linux)."""
+"""password_keyring through the keyring library, with real backends: a real Secret Service (GNOME
+Keyring on a session bus of its own, tests/support/secret_service.py) found as a desktop user's keychain
+is found, and the backends that are no keychain (keyring's fail and null, every keyrings.alt backend,
+PlaintextKeyring included) chosen through keyring's own configuration (``PYTHON_KEYRING_BACKEND``) or
+left as keyring's only choice, to prove they are refused and never written."""
 
 from __future__ import annotations
 
@@ -8,15 +10,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import keyring
+import keyring.backend
 import keyring.core
 import pytest
 
 from mail_imap_mcp.config import ConfigError, load_config
 from mail_imap_mcp.config.keychain import KeychainUnavailable, backend_name, store_password
+from mail_imap_mcp.config.secret_storage import REFUSED_KEYCHAINS
 from mail_imap_mcp.config.team import HttpAuthSettings
+from tests.support.secret_service import SECRET_SERVICE_BACKEND, SecretService
 
-FILE_BACKEND = "keyrings.alt.file.PlaintextKeyring"
 NO_KEYCHAIN = "keyring.backends.fail.Keyring"
+PLAINTEXT = "keyrings.alt.file.PlaintextKeyring"
 CONFIG = """
 [accounts.work]
 host = "imap.example.com"
@@ -26,17 +31,39 @@ password_keyring = "mail-imap-mcp"
 
 
 @pytest.fixture
-def backend(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Callable[[str], None]]:
-    """Selects keyring's backend the way a user would: the environment variable keyring reads."""
+def environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[dict[str, str]], None]]:
+    """Puts keyring in the environment ``env`` (the variables it reads), none of the test run's own."""
 
-    def select(name: str) -> None:
-        monkeypatch.setenv("PYTHON_KEYRING_BACKEND", name)
-        monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-        keyring.core.init_backend()
+    def use(env: dict[str, str]) -> None:
+        for name in (
+            "PYTHON_KEYRING_BACKEND",
+            "DBUS_SESSION_BUS_ADDRESS",
+            "XDG_DATA_HOME",
+            "XDG_CONFIG_HOME",
+        ):
+            monkeypatch.delenv(name, raising=False)
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        reload_keyring()
 
-    yield select
+    yield use
     monkeypatch.undo()
+    reload_keyring()
+
+
+def reload_keyring() -> None:
+    """keyring finds its backends once per process: find them again in the environment now."""
+    vars(keyring.backend.get_all_keyring).pop("saved_result", None)
     keyring.core.init_backend()
+
+
+def without_keychain(tmp_path: Path, backend: str | None = None) -> dict[str, str]:
+    """A machine with no Secret Service (no session bus), ``backend`` chosen if given."""
+    env = {
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+    }
+    return env | ({"PYTHON_KEYRING_BACKEND": backend} if backend else {})
 
 
 def config_file(tmp_path: Path) -> Path:
@@ -45,45 +72,70 @@ def config_file(tmp_path: Path) -> Path:
     return path
 
 
-def test_a_stored_password_is_read_back_from_the_keychain(
-    backend: Callable[[str], None], tmp_path: Path
+def test_a_stored_password_is_read_back_from_the_secret_service(
+    environment: Callable[[dict[str, str]], None], secret_service: SecretService, tmp_path: Path
 ) -> None:
-    backend(FILE_BACKEND)
-    assert store_password("mail-imap-mcp", "me@example.com", "s3cret-pw") == FILE_BACKEND
+    environment(secret_service.environment())
+    # keyrings.alt is installed beside it (keyring chains both): the Secret Service is the one used.
+    assert backend_name() == SECRET_SERVICE_BACKEND
+    assert store_password("mail-imap-mcp", "me@example.com", "s3cret-pw") == SECRET_SERVICE_BACKEND
     account = load_config(config_file(tmp_path), env={}).accounts["work"]
     assert account.password_source == "keyring:mail-imap-mcp"
     assert account.resolve_password() == "s3cret-pw"
-    # The file backend keeps it in its own file under XDG_DATA_HOME, nowhere else.
-    assert (tmp_path / "data" / "python_keyring" / "keyring_pass.cfg").is_file()
+    # GNOME Keyring keeps it in its login keyring (encrypted); keyrings.alt wrote no file of its own.
+    assert (secret_service.home / ".local" / "share" / "keyrings" / "login.keyring").is_file()
+    assert not (secret_service.home / ".local" / "share" / "python_keyring").exists()
 
 
 def test_a_missing_entry_names_the_setting_service_and_backend(
-    backend: Callable[[str], None], tmp_path: Path
+    environment: Callable[[dict[str, str]], None], secret_service: SecretService, tmp_path: Path
 ) -> None:
-    backend(FILE_BACKEND)
+    environment(secret_service.environment())
     account = load_config(config_file(tmp_path), env={}).accounts["work"]
     with pytest.raises(ConfigError) as caught:
         account.resolve_password()
     message = str(caught.value)
-    assert message.startswith("password_keyring in [accounts.work]: the keychain (keyrings.alt.file.")
+    assert message.startswith(f"password_keyring in [accounts.work]: the keychain ({SECRET_SERVICE_BACKEND})")
     assert "'mail-imap-mcp'" in message and "mail-imap-mcp setup" in message
 
 
-def test_no_keychain_is_a_clear_error_naming_the_backend(
-    backend: Callable[[str], None], tmp_path: Path
+@pytest.mark.parametrize(
+    "refused",
+    [
+        NO_KEYCHAIN,
+        "keyring.backends.null.Keyring",
+        PLAINTEXT,
+    ],
+)
+def test_regression_a_backend_that_is_no_keychain_is_refused_by_name_and_never_written(
+    environment: Callable[[dict[str, str]], None], tmp_path: Path, refused: str
 ) -> None:
-    backend(NO_KEYCHAIN)
-    assert backend_name() == NO_KEYCHAIN
-    account = load_config(config_file(tmp_path), env={}).accounts["work"]
+    """With keyrings.alt installed, setup called PlaintextKeyring's base64 file "the keychain"."""
+    environment(without_keychain(tmp_path, refused))
+    assert backend_name() == refused
     with pytest.raises(KeychainUnavailable) as caught:
-        account.resolve_password()
+        store_password("mail-imap-mcp", "me@example.com", "s3cret-pw")
     message = str(caught.value)
-    assert message.startswith(
-        f"password_keyring in [accounts.work]: the keychain failed (keyring backend {NO_KEYCHAIN}: "
-    )
-    assert "password_command or password_env" in message
-    with pytest.raises(KeychainUnavailable, match=NO_KEYCHAIN):
-        store_password("mail-imap-mcp", "me@example.com", "pw")
+    assert message.startswith(f"password_keyring: no keychain here: keyring offers only {refused}, and ")
+    assert REFUSED_KEYCHAINS in message and "PlaintextKeyring included" in message
+    assert "password_file" in message and "s3cret-pw" not in message
+    assert not list(tmp_path.rglob("*.cfg"))
+    account = load_config(config_file(tmp_path), env={}).accounts["work"]
+    with pytest.raises(
+        KeychainUnavailable, match=r"^password_keyring in \[accounts.work\]: no keychain here"
+    ):
+        account.resolve_password()
+
+
+def test_regression_keyrings_own_choice_of_a_plaintext_file_is_refused(
+    environment: Callable[[dict[str, str]], None], tmp_path: Path
+) -> None:
+    """No Secret Service and no backend named: keyring itself picks keyrings.alt's PlaintextKeyring."""
+    environment(without_keychain(tmp_path))
+    assert keyring.get_keyring().__class__.__module__.startswith("keyrings.alt.")
+    with pytest.raises(KeychainUnavailable, match=f"keyring offers only {PLAINTEXT}"):
+        store_password("mail-imap-mcp", "me@example.com", "s3cret-pw")
+    assert not list(tmp_path.rglob("*.cfg"))
 
 
 def test_password_keyring_is_one_password_source_among_the_others(tmp_path: Path) -> None:
@@ -103,15 +155,17 @@ def introspection(**secret: str) -> HttpAuthSettings:
     )
 
 
-def test_the_introspection_client_secret_comes_from_the_keychain(backend: Callable[[str], None]) -> None:
+def test_the_introspection_client_secret_comes_from_the_keychain(
+    environment: Callable[[dict[str, str]], None], secret_service: SecretService, tmp_path: Path
+) -> None:
     # The one OAuth secret the server itself holds: the client secret of [http.auth] introspection.
-    backend(FILE_BACKEND)
+    environment(secret_service.environment())
     store_password("mail-imap-mcp", "mail-mcp", "client-s3cret")
     assert introspection(client_secret_keyring="mail-imap-mcp").resolve_client_secret() == "client-s3cret"
-    backend(NO_KEYCHAIN)
+    environment(without_keychain(tmp_path, NO_KEYCHAIN))
     with pytest.raises(KeychainUnavailable) as caught:
         introspection(client_secret_keyring="mail-imap-mcp").resolve_client_secret()
-    assert str(caught.value).startswith("client_secret_keyring in [http.auth]: the keychain failed")
+    assert str(caught.value).startswith("client_secret_keyring in [http.auth]: no keychain here")
     with pytest.raises(
         ValueError, match="exactly one of client_secret_env, client_secret_file, client_secret_keyring"
     ):

@@ -23,6 +23,7 @@ from pydantic import (
 from .errors import ConfigError as ConfigError
 from .errors import SettingFault
 from .form import form_label
+from .secret_storage import read_secret_file
 from .secrets import check_env_names, resolve_secret
 
 ACCOUNT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
@@ -78,7 +79,7 @@ class AuthMethod(StrEnum):
         return "LOGIN" if self is AuthMethod.PASSWORD else self.value.upper()
 
 
-_PASSWORD_KEYS = ("password_env", "password_command", "password_keyring", "password")
+_PASSWORD_KEYS = ("password_env", "password_file", "password_command", "password_keyring", "password")
 
 
 def is_loopback_host(host: str) -> bool:
@@ -133,6 +134,12 @@ class AccountConfig(BaseModel):
     )
     password_env: str | None = Field(
         default=None, min_length=1, description="Name of an environment variable holding the password."
+    )
+    password_file: Path | None = Field(
+        default=None,
+        description="A file holding the password (its first line's newline trimmed); refused unless it is "
+        "yours alone: mode 0600 or stricter and owned by you (on Windows, an access list granting you "
+        "alone). Keeps the password out of an MCP client's config where the client cannot prompt.",
     )
     password_command: list[str] | None = Field(
         default=None, min_length=1, description="Command (argv list) whose stdout is the password."
@@ -275,7 +282,7 @@ class AccountConfig(BaseModel):
         elif len(sources) != 1:
             found = ", ".join(sources) if sources else "none"
             raise ValueError(
-                "set exactly one of password_env, password_command, password_keyring, password "
+                "set exactly one of password_env, password_file, password_command, password_keyring, password "
                 f"(found: {found})"
             )
         if self.security is Security.PLAIN and not is_loopback_host(self.host):
@@ -399,6 +406,8 @@ class AccountConfig(BaseModel):
             return f"env:{self.password_env}"
         if self.password_command is not None:
             return "command"
+        if self.password_file is not None:
+            return f"file:{self.password_file}"
         if self.password_keyring is not None:
             return f"keyring:{self.password_keyring}"
         return "inline"
@@ -411,6 +420,8 @@ class AccountConfig(BaseModel):
             from .keychain import read_password
 
             return read_password(self.password_keyring, self.username, self.setting("password_keyring"))
+        if self.password_file is not None:
+            return read_secret_file(self.password_file, self.setting("password_file"))
         return resolve_secret(
             env_var=self.password_env,
             command=self.password_command,

@@ -1,9 +1,11 @@
 """Passwords in the operating system's keychain, through the keyring library (``password_keyring``).
 
 keyring picks the keychain itself (macOS Keychain, Windows Credential Locker, the Secret Service of GNOME
-Keyring or KWallet; ``PYTHON_KEYRING_BACKEND`` or its config file chooses another). Where it finds none
-(a headless Linux machine without a Secret Service), every failure is a :class:`ConfigError` that names
-the backend keyring chose and what to do instead, never the password.
+Keyring or KWallet; ``PYTHON_KEYRING_BACKEND`` or its config file chooses another). A backend that is no
+keychain (:data:`.secret_storage.REFUSED_KEYCHAINS`: keyring's fail and null, every keyrings.alt file) is
+never used, not even behind keyring's chainer; where only such backends are found (a headless Linux
+machine without a Secret Service), every failure is a :class:`ConfigError` that names the backends and
+what to do instead, never the password.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .secret_storage import REFUSED_KEYCHAINS, is_refused_keychain
 
 
 def install_hint() -> str:
@@ -28,7 +31,8 @@ def install_hint() -> str:
 
 NO_KEYCHAIN_HINT = (
     "no keychain is usable here; on a desktop, unlock or start the keychain, on a machine without one use "
-    "password_command or password_env instead (or choose a keyring backend with PYTHON_KEYRING_BACKEND)"
+    "password_file (a file only you can read), password_command or password_env instead (or choose a "
+    "keyring backend with PYTHON_KEYRING_BACKEND)"
 )
 
 
@@ -44,14 +48,45 @@ def _keyring() -> Any:
     return keyring
 
 
-def backend_name() -> str:
-    """The keychain keyring uses here, as a dotted class name (``keyring.backends.macOS.Keyring``)."""
-    try:
-        backend = _keyring().get_keyring()
-    except Exception as exc:  # e.g. PYTHON_KEYRING_BACKEND names no class keyring can load
-        return f"none loaded ({type(exc).__name__}: {exc})"
+def _dotted(backend: object) -> str:
     kind = type(backend)
     return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _candidates() -> list[Any]:
+    """The backends keyring would use, best first: its chainer's, or the one it chose."""
+    chosen = _keyring().get_keyring()
+    chained = getattr(chosen, "backends", None)
+    return [chosen] if chained is None else list(chained)
+
+
+def backend_name() -> str:
+    """The keychain used here, as a dotted class name (``keyring.backends.macOS.Keyring``), whether it is
+    usable or refused."""
+    try:
+        candidates = _candidates()
+    except Exception as exc:  # e.g. PYTHON_KEYRING_BACKEND names no class keyring can load
+        return f"none loaded ({type(exc).__name__}: {exc})"
+    usable = [backend for backend in candidates if not is_refused_keychain(_dotted(backend))]
+    return _dotted((usable or candidates)[0]) if candidates else "none found"
+
+
+def _backend(setting: str) -> Any:
+    """The best backend that is a keychain; :class:`KeychainUnavailable` naming the refused ones."""
+    try:
+        candidates = _candidates()
+    except KeychainUnavailable:  # the keyring library is missing: the message says how to add it
+        raise
+    except Exception as exc:  # as in backend_name
+        raise _unavailable(setting, exc) from None
+    for backend in candidates:
+        if not is_refused_keychain(_dotted(backend)):
+            return backend
+    found = ", ".join(_dotted(backend) for backend in candidates) or "no backend"
+    raise KeychainUnavailable(
+        f"{setting}: no keychain here: keyring offers only {found}, and {REFUSED_KEYCHAINS} (PlaintextKeyring "
+        f"included) are refused, as they keep no secret safe; {NO_KEYCHAIN_HINT}"
+    )
 
 
 def _unavailable(setting: str, exc: Exception) -> KeychainUnavailable:
@@ -64,14 +99,14 @@ def _unavailable(setting: str, exc: Exception) -> KeychainUnavailable:
 
 def read_password(service: str, username: str, setting: str) -> str:
     """The password stored under ``service`` for ``username``; ConfigError naming ``setting`` otherwise."""
-    keyring = _keyring()
+    backend = _backend(setting)
     try:
-        value = keyring.get_password(service, username)
+        value = backend.get_password(service, username)
     except Exception as exc:  # keyring's backends raise their own types (D-Bus, Security framework...)
         raise _unavailable(setting, exc) from None
     if not value:
         raise ConfigError(
-            f"{setting}: the keychain ({backend_name()}) holds no password for {username!r} under the "
+            f"{setting}: the keychain ({_dotted(backend)}) holds no password for {username!r} under the "
             f"service {service!r}; store it with `mail-imap-mcp setup` or `keyring set {service} {username}`"
         )
     return str(value)
@@ -79,9 +114,9 @@ def read_password(service: str, username: str, setting: str) -> str:
 
 def store_password(service: str, username: str, password: str, setting: str = "password_keyring") -> str:
     """Store ``password`` under ``service`` for ``username``; returns the backend's name."""
-    keyring = _keyring()
+    backend = _backend(setting)
     try:
-        keyring.set_password(service, username, password)
+        backend.set_password(service, username, password)
     except Exception as exc:  # as in read_password: each backend has its own failures
         raise _unavailable(setting, exc) from None
-    return backend_name()
+    return _dotted(backend)

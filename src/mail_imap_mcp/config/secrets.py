@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .errors import ConfigError
+from .secret_storage import read_secret_file
 
 PASSWORD_COMMAND_TIMEOUT_S = 30.0
 
@@ -57,8 +58,8 @@ def resolve_secret(
     what: str = "secret",
     command_env: Sequence[str] = (),
 ) -> str:
-    """A secret from exactly one of an environment variable, a command's stdout or a file (trailing
-    newlines trimmed). The command runs with :func:`helper_environment` (plus ``command_env``). Raises
+    """A secret from exactly one of an environment variable, a command's stdout or a file of the user's
+    alone (:func:`.secret_storage.read_secret_file`; trailing newlines trimmed). The command runs with :func:`helper_environment` (plus ``command_env``). Raises
     :class:`ConfigError` naming the setting, never echoing the value or the command's output."""
     env = os.environ if env is None else env
     if env_var is not None:
@@ -67,15 +68,7 @@ def resolve_secret(
             raise ConfigError(f"the environment variable {env_var} is not set or empty")
         return value
     if file is not None:
-        try:
-            value = file.expanduser().read_text(encoding="utf-8").rstrip("\r\n")
-        except OSError as exc:
-            raise ConfigError(f"{file_setting}: cannot read {file} ({exc.strerror})") from None
-        except UnicodeDecodeError:
-            raise ConfigError(f"{file_setting}: {file} is not UTF-8 text") from None
-        if not value:
-            raise ConfigError(f"{file_setting}: {file} is empty")
-        return value
+        return read_secret_file(file, file_setting)
     assert command is not None
     try:
         done = subprocess.run(

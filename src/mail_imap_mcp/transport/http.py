@@ -23,7 +23,6 @@ import os
 import re
 import signal
 import socket
-import sys
 from collections.abc import Iterator
 
 import anyio
@@ -284,21 +283,6 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def token_file_warning(settings: HttpSettings) -> str | None:
-    """A warning when ``token_file`` can be read by other users of the machine."""
-    path = settings.token_file
-    # Windows keeps no POSIX mode bits (stat answers 0o666 for any file); the profile is private by ACL.
-    if path is None or sys.platform == "win32":
-        return None
-    try:
-        mode = path.expanduser().stat().st_mode
-    except OSError:
-        return None  # resolve_token already refused a file it cannot read
-    if mode & 0o077:
-        return f"token_file {path} is readable by other users (mode {mode & 0o777:o}): chmod 600 it"
-    return None
-
-
 def _url(sock: socket.socket) -> str:
     host, port = sock.getsockname()[:2]
     return f"http://{f'[{host}]' if ':' in host else host}:{port}{MCP_PATH}"
@@ -345,8 +329,6 @@ async def serve_http(config: Config, settings: HttpSettings, token: str | None, 
             timeout_graceful_shutdown=_STREAMS_CLOSE_S,
         )
     )
-    if (warning := token_file_warning(settings)) is not None:
-        log.warning("%s", warning)
     if settings.auth is not None:
         log.info(
             "each user signs in with an access token of %s; metadata at %s",
