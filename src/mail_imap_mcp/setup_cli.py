@@ -4,12 +4,13 @@ It asks for the address and proposes the provider's server, port and security (t
 ``config/providers.py``) with the provider's advice on app passwords, reads the password without echo,
 logs in to prove the settings (a failure is the diagnosis ``check`` gives; on a terminal setup then asks
 again what the failure points at, keeping every other answer: the password, the certificate to trust, the
-server; a script stops and nothing is written), keeps the password in the OS keychain where one is usable
-(else in no file: the config names an environment variable the client sets, and says why), writes the
-config file (0600; ``--replace`` replaces an account of the same id) and prints what to paste into Claude
-Desktop, Claude Code, VS Code and Cursor. Every question has a flag, for scripts; ``--dry-run`` logs in and
-prints what the same run would write, deciding where the password goes as the run does, but writes
-nothing. A top module like ``cli.py``: nothing imports it but ``cli``.
+server; a script stops and nothing is written), keeps the password in the OS keychain where one is usable,
+else in a file only the user can read beside the config (``password_file``; or, asked, an environment
+variable each client sets), says exactly where, writes the config file (0600; ``--replace`` replaces an
+account of the same id) and prints what to paste into Claude Desktop, Claude Code, VS Code and Cursor.
+Every question has a flag, for scripts; ``--dry-run`` logs in and prints what the same run would write,
+deciding where the password goes as the run does, but writes nothing. A top module like ``cli.py``: nothing
+imports it but ``cli``.
 """
 
 from __future__ import annotations
@@ -43,11 +44,12 @@ from mail_imap_mcp.config import (
 from mail_imap_mcp.config.accounts import format_validation_error
 from mail_imap_mcp.config.keychain import KeychainUnavailable, backend_name, read_password, store_password
 from mail_imap_mcp.config.providers import Provider, provider_for_address
+from mail_imap_mcp.config.secret_storage import write_secret_file
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import ConnectFailed, ConnectPhase, ImapError, LoginRefused
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.setup_clients import snippets
+from mail_imap_mcp.setup_clients import password_env_wording, snippets
 
 KEYRING_SERVICE = "mail-imap-mcp"
 # Logins a person gets before setup gives up (each failure asks again only what it points at).
@@ -75,7 +77,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add(
         "--keyring-service", default=KEYRING_SERVICE, help=f"the keychain entry's service ({KEYRING_SERVICE})"
     )
-    add("--no-keyring", action="store_true", help="keep the password out of the keychain (an env variable)")
+    add("--no-keyring", action="store_true", help="keep the password in a file only you can read instead")
+    add(
+        "--password-env",
+        action="store_true",
+        help="keep the password in no file of this server's: an environment variable each client sets",
+    )
     add("--write-enabled", action="store_true", help="allow the write tools on this account")
     add("--yes", action="store_true", help="take every proposal without asking")
     add("--replace", action="store_true", help="replace the config's account of the same id")
@@ -363,7 +370,7 @@ def _setup(args: argparse.Namespace, path: Path, words: Callable[[ImapError], st
     secret = _log_in(ask, account_id, settings, words)
     password_env: str | None = None
     if secret is not None:
-        place = password_place(args, account_id, str(settings["username"]))
+        place = password_place(args, path, account_id, str(settings["username"]))
         _keep_password(args, place, str(settings["username"]), secret)
         settings, password_env = {**settings, **place.setting}, place.variable
     _validated(settings)
@@ -387,17 +394,22 @@ def _accounts_in(path: Path) -> dict[str, Any]:
 @dataclass(frozen=True)
 class PasswordPlace:
     """Where the password goes: the setting the config gets, the environment variable a client sets
-    (None with the keychain), and the sentence that says so."""
+    (None with the keychain or a file), the sentence that says so, and the file setup writes."""
 
     setting: dict[str, str]
     variable: str | None
     said: str
+    file: Path | None = None
 
 
-def password_place(args: argparse.Namespace, account_id: str, username: str) -> PasswordPlace:
-    """The one decision, for ``--dry-run`` and the run alike: the keychain where it is usable (read
-    for this entry without an error; nothing is written to decide), else an environment variable that
-    the client sets (the config names it): never a file."""
+def password_place(args: argparse.Namespace, path: Path, account_id: str, username: str) -> PasswordPlace:
+    """The one decision, for ``--dry-run`` and the run alike: with ``--password-env`` an environment
+    variable each client sets (the config names it); else the keychain where it is usable (read for this
+    entry without an error, refused backends never; nothing is written to decide); else a file of the
+    user's alone beside the config. No MCP client's config holds it but with ``--password-env``."""
+    if args.password_env:
+        variable = _password_env_name(account_id)
+        return PasswordPlace({"password_env": variable}, variable, password_env_wording(variable))
     why = "--no-keyring"
     if not args.no_keyring:
         try:
@@ -412,14 +424,15 @@ def password_place(args: argparse.Namespace, account_id: str, username: str) -> 
                 {"password_keyring": args.keyring_service},
                 None,
                 f"The password is in the keychain ({backend_name()}), service {args.keyring_service!r}, "
-                f"user {username!r}.",
+                f"user {username!r}; no file holds it.",
             )
-    variable = _password_env_name(account_id)
+    secret_file = path.parent / f"{account_id}.password"
     return PasswordPlace(
-        {"password_env": variable},
-        variable,
-        f"The password is in no file ({why}): the config reads it from the environment variable {variable}, "
-        "which the MCP client sets (the snippets below show where).",
+        {"password_file": str(secret_file)},
+        None,
+        f"The password is in {secret_file}, readable by you only ({why}); the config names it "
+        "(password_file) and no MCP client's config holds it.",
+        secret_file,
     )
 
 
@@ -428,11 +441,24 @@ def _keep_password(args: argparse.Namespace, place: PasswordPlace, username: str
     if args.dry_run:
         _say(f"--dry-run: nothing stored. {place.said}")
         return
-    if place.variable is None:
+    if place.file is not None:
+        if args.replace:  # the account's own file, replaced with it
+            place.file.unlink(missing_ok=True)
+        try:
+            write_secret_file(place.file, secret, "password_file")
+        except FileExistsError:
+            raise SetupRefused(
+                f"{place.file} already exists: move it away, or choose another --account"
+            ) from None
+        except ConfigError as exc:
+            raise SetupRefused(
+                f"{exc}; or keep the password in the environment with --password-env"
+            ) from None
+    elif place.variable is None:
         try:
             store_password(args.keyring_service, username, secret)
         except KeychainUnavailable as exc:
             raise SetupRefused(
-                f"{exc}; nothing was written: run setup again with --no-keyring to use an environment variable"
+                f"{exc}; nothing was written: run setup again with --no-keyring to keep it in a file of yours"
             ) from None
     _say(place.said)

@@ -1,9 +1,10 @@
 """What ``mail-imap-mcp setup`` prints for each MCP client: the exact snippet or command that starts this
 server with the config file it wrote (a top module like ``cli.py``: only ``setup_cli.py`` imports it).
 
-No password is ever in a snippet: with the keychain the config file names the entry; without one the
-snippet names the environment variable the client must set, with a placeholder (VS Code asks for it in a
-password prompt of its own).
+No password is ever in a snippet: the config file names the keychain entry or the password file; with
+``--password-env`` the snippet names the environment variable the client must set, with a placeholder
+(VS Code asks for it in a password prompt of its own), and :func:`password_env_wording` says where each
+client then keeps it.
 """
 
 from __future__ import annotations
@@ -38,6 +39,17 @@ def claude_desktop_config_path(platform: str = sys.platform, home: Path | None =
     if platform == "win32":
         return str(PureWindowsPath("%APPDATA%", "Claude", "claude_desktop_config.json"))
     return str((home or Path.home()) / ".config" / "Claude" / "claude_desktop_config.json")
+
+
+def password_env_wording(variable: str, platform: str = sys.platform) -> str:
+    """Where the password is once each client sets ``variable``: said exactly, as setup prints it."""
+    return (
+        f"The password is in no file of this server's: the config reads it from the environment variable "
+        f"{variable}, which each MCP client sets. VS Code asks for it in a password prompt and keeps it in "
+        f"its own secret storage; Claude Desktop keeps it in clear in {claude_desktop_config_path(platform)}, "
+        "Cursor in ~/.cursor/mcp.json and Claude Code in ~/.claude.json (the snippets below show where). "
+        "To keep it out of those files, run setup again without --password-env."
+    )
 
 
 def _entry(

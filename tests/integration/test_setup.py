@@ -1,8 +1,10 @@
 """``mail-imap-mcp setup`` as a person runs it: in a pseudo-terminal, answering its questions (expect-style),
 against Dovecot; and as a script runs it, with flags.
 
-The keychain is a real one chosen through keyring's own configuration (``PYTHON_KEYRING_BACKEND``): the
-file keyring of keyrings.alt, and keyring's ``fail`` backend for a machine without a keychain.
+The keychain is a real Secret Service (GNOME Keyring on a session bus of its own: the ``secret_service``
+fixture, tests/support/secret_service.py), found as a desktop user's; a machine without one is keyring's
+``fail`` backend, chosen through keyring's own configuration (``PYTHON_KEYRING_BACKEND``). keyrings.alt's
+PlaintextKeyring appears only where it is proved refused.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ import pytest
 
 from tests.support.dovecot import Dovecot
 from tests.support.readme import readme_block
+from tests.support.secret_service import SECRET_SERVICE_BACKEND, SecretService
 
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
-FILE_KEYRING = "keyrings.alt.file.PlaintextKeyring"
 NO_KEYCHAIN = "keyring.backends.fail.Keyring"
+#: No Secret Service and no backend named: keyring's own choice, keyrings.alt's PlaintextKeyring here.
+KEYRINGS_OWN_CHOICE = ""
 
 
 class Terminal:
@@ -78,14 +82,14 @@ class Terminal:
         raise AssertionError(f"setup did not end; the terminal shows:\n{self.transcript}")
 
 
-def environment(home: Path, backend: str) -> dict[str, str]:
-    return {
-        "HOME": str(home),
-        "PATH": os.environ["PATH"],
-        "TERM": "dumb",
-        "PYTHON_KEYRING_BACKEND": backend,
-        "XDG_DATA_HOME": str(home / "keyring-data"),
-    }
+def environment(home: Path, keychain: SecretService | str) -> dict[str, str]:
+    """A user's environment whose keychain is ``keychain``: a Secret Service, or a keyring backend's name
+    (empty: keyring chooses)."""
+    env = {"HOME": str(home), "PATH": os.environ["PATH"], "TERM": "dumb"}
+    env["XDG_DATA_HOME"] = str(home / "keyring-data")  # where keyrings.alt would write its file
+    if isinstance(keychain, SecretService):
+        return env | {"DBUS_SESSION_BUS_ADDRESS": keychain.bus}
+    return env | ({"PYTHON_KEYRING_BACKEND": keychain} if keychain else {})
 
 
 def files_under(root: Path, but: Path) -> list[Path]:
@@ -93,7 +97,7 @@ def files_under(root: Path, but: Path) -> list[Path]:
 
 
 def test_setup_in_a_terminal_proposes_logs_in_keeps_the_password_in_the_keychain(
-    tmp_path: Path, dovecot: Dovecot, user: str
+    tmp_path: Path, dovecot: Dovecot, user: str, secret_service: SecretService
 ) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -101,7 +105,7 @@ def test_setup_in_a_terminal_proposes_logs_in_keeps_the_password_in_the_keychain
     password = dovecot.password
     # The README's command, with the one flag this Dovecot needs: its certificate is self-signed.
     assert readme_block("setup").strip() == "mail-imap-mcp setup"
-    term = Terminal([SERVER, "setup", "--ca-file", str(dovecot.ca_file)], environment(home, FILE_KEYRING))
+    term = Terminal([SERVER, "setup", "--ca-file", str(dovecot.ca_file)], environment(home, secret_service))
     term.expect(r"Email address: ")
     term.send("someone@gmail.com")
     # The provider's server, port and security are proposed, with its advice on app passwords.
@@ -117,7 +121,9 @@ def test_setup_in_a_terminal_proposes_logs_in_keeps_the_password_in_the_keychain
     term.expect(r"Password or app password \(not shown\): ")
     term.send(password)
     term.expect(r"ok: logged in, \d+ mailbox\(es\)")
-    term.expect(r"The password is in the keychain \(keyrings\.alt\.file\.PlaintextKeyring\)")
+    term.expect(
+        rf"The password is in the keychain \({re.escape(SECRET_SERVICE_BACKEND)}\), .*no file holds it"
+    )
     term.expect(r"Wrote \[accounts\.default\] to .*config\.toml \(readable by you only\)")
     term.expect(r"claude mcp add --scope user mail -- ")
     assert term.wait() == 0
@@ -127,14 +133,15 @@ def test_setup_in_a_terminal_proposes_logs_in_keeps_the_password_in_the_keychain
     assert config.parent.stat().st_mode & 0o777 == 0o700
     text = config.read_text()
     assert 'password_keyring = "mail-imap-mcp"' in text and f'username = "{user}"' in text
-    # No file setup wrote holds the password, but the keychain's own.
-    keychain = home / "keyring-data"
-    assert (keychain / "python_keyring" / "keyring_pass.cfg").is_file()
-    assert not [path for path in files_under(home, keychain) if password in path.read_text(errors="replace")]
+    # No file setup wrote holds the password; GNOME Keyring keeps it in its login keyring (encrypted).
+    assert not [
+        path for path in files_under(home, home / "nothing") if password in path.read_text(errors="replace")
+    ]
+    assert (secret_service.home / ".local" / "share" / "keyrings" / "login.keyring").is_file()
     # The server reads it back from the keychain: `check` logs in with the config setup wrote.
     done = subprocess.run(
         [SERVER, "check", "--config", str(config)],
-        env=environment(home, FILE_KEYRING),
+        env=environment(home, secret_service),
         capture_output=True,
         text=True,
         timeout=60,
@@ -157,7 +164,7 @@ def test_a_wrong_password_gets_the_diagnosis_and_nothing_is_written(
     done = subprocess.run(
         [SERVER, "setup", *flags],
         input="not-the-password\n",
-        env=environment(home, FILE_KEYRING),
+        env=environment(home, NO_KEYCHAIN),
         capture_output=True,
         text=True,
         timeout=60,
@@ -169,7 +176,7 @@ def test_a_wrong_password_gets_the_diagnosis_and_nothing_is_written(
 
 
 def script_setup(
-    home: Path, backend: str, dovecot: Dovecot, user: str, *flags: str
+    home: Path, keychain: SecretService | str, dovecot: Dovecot, user: str, *flags: str
 ) -> subprocess.CompletedProcess[str]:
     """setup as a script runs it: every answer a flag, the password on standard input."""
     argv = [SERVER, "setup", "--address", f"{user}@example.org", "--host", dovecot.host]
@@ -177,7 +184,7 @@ def script_setup(
     return subprocess.run(
         [*argv, "--password-stdin", *flags],
         input=dovecot.password + "\n",
-        env=environment(home, backend),
+        env=environment(home, keychain),
         capture_output=True,
         text=True,
         timeout=60,
@@ -185,27 +192,8 @@ def script_setup(
     )
 
 
-def test_without_a_keychain_the_password_stays_out_of_every_file_and_the_reason_is_said(
-    tmp_path: Path, dovecot: Dovecot, user: str
-) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    config = home / "mail.toml"
-    done = script_setup(home, NO_KEYCHAIN, dovecot, user, "--config", str(config), "--account", "work")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert f"The password is in no file (the keychain failed (keyring backend {NO_KEYCHAIN}:" in done.stdout
-    assert "environment variable MAIL_PASSWORD_WORK" in done.stdout
-    text = config.read_text()
-    assert 'password_env = "MAIL_PASSWORD_WORK"' in text and dovecot.password not in text
-    assert dovecot.password not in done.stdout + done.stderr
-    # The snippets name the variable with a placeholder; VS Code asks for it in a password prompt.
-    assert "claude mcp add --scope user mail -e MAIL_PASSWORD_WORK='<your password>' -- " in done.stdout
-    vscode = json.loads(done.stdout.split("'MCP: Open User Configuration'):\n", 1)[1].split("\n\n", 1)[0])
-    assert vscode["inputs"][0]["password"] is True
-    assert vscode["servers"]["mail"]["env"] == {"MAIL_PASSWORD_WORK": "${input:mail-imap-password}"}
-    # The server starts with the variable set, as the client's snippet sets it.
-    env = {**environment(home, NO_KEYCHAIN), "MAIL_PASSWORD_WORK": dovecot.password}
-    check = subprocess.run(
+def check(config: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [SERVER, "check", "--config", str(config)],
         env=env,
         capture_output=True,
@@ -213,21 +201,103 @@ def test_without_a_keychain_the_password_stays_out_of_every_file_and_the_reason_
         timeout=60,
         check=False,
     )
-    assert check.returncode == 0, check.stdout + check.stderr
+
+
+@pytest.mark.parametrize(
+    ("keychain", "named"),
+    [(NO_KEYCHAIN, NO_KEYCHAIN), (KEYRINGS_OWN_CHOICE, "keyrings.alt.file.PlaintextKeyring")],
+    ids=["no-keychain", "plaintext-keyring"],
+)
+def test_regression_without_a_keychain_the_password_is_in_a_file_of_the_users_alone_and_setup_says_where(
+    tmp_path: Path, dovecot: Dovecot, user: str, keychain: str, named: str
+) -> None:
+    """setup said "The password is in no file" while the clients' snippets put it in their config files
+    in clear, and called keyrings.alt's base64 file "the keychain"."""
+    home = tmp_path / "home"
+    home.mkdir()
+    config = home / "mail.toml"
+    done = script_setup(home, keychain, dovecot, user, "--config", str(config), "--account", "work")
+    assert done.returncode == 0, done.stdout + done.stderr
+    secret = home / "work.password"
+    assert (
+        f"The password is in {secret}, readable by you only (no keychain here: keyring offers only {named}, "
+        "and keyring.backends.fail.Keyring, keyring.backends.null.Keyring and every keyrings.alt backend "
+        "(PlaintextKeyring included) are refused"
+    ) in done.stdout
+    assert "no MCP client's config holds it" in done.stdout
+    assert secret.read_text() == dovecot.password + "\n" and secret.stat().st_mode & 0o777 == 0o600
+    assert not (home / "keyring-data").exists()  # keyrings.alt wrote nothing
+    text = config.read_text()
+    assert f'password_file = "{secret}"' in text and dovecot.password not in text
+    assert dovecot.password not in done.stdout + done.stderr
+    # No snippet sets a password: every client starts the server with the config alone.
+    assert "claude mcp add --scope user mail -- " in done.stdout and "-e MAIL_PASSWORD" not in done.stdout
+    assert '"env"' not in done.stdout and "inputs" not in done.stdout
+    ok = check(config, environment(home, NO_KEYCHAIN))
+    assert ok.returncode == 0 and ok.stdout.startswith("ok   work: "), ok.stdout + ok.stderr
+    # The file opened to others is refused, naming the setting and the fix.
+    secret.chmod(0o644)
+    refused = check(config, environment(home, NO_KEYCHAIN))
+    assert refused.returncode == 1
+    assert f"password_file in [accounts.work]: {secret} must be yours alone" in refused.stdout
+    assert f"chmod 600 {secret}" in refused.stdout
+
+
+def test_password_env_says_which_client_keeps_the_password_where(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    config = home / "mail.toml"
+    flags = ("--config", str(config), "--account", "work", "--password-env")
+    done = script_setup(home, NO_KEYCHAIN, dovecot, user, *flags)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (
+        "The password is in no file of this server's: the config reads it from the environment variable "
+        "MAIL_PASSWORD_WORK, which each MCP client sets. VS Code asks for it in a password prompt and keeps "
+        "it in its own secret storage; Claude Desktop keeps it in clear in "
+    ) in done.stdout
+    assert "Cursor in ~/.cursor/mcp.json and Claude Code in ~/.claude.json" in done.stdout
+    text = config.read_text()
+    assert 'password_env = "MAIL_PASSWORD_WORK"' in text and dovecot.password not in text
+    assert dovecot.password not in done.stdout + done.stderr
+    assert not [path for path in files_under(home, home / "nothing") if path != config]
+    # The snippets name the variable with a placeholder; VS Code asks for it in a password prompt.
+    assert "claude mcp add --scope user mail -e MAIL_PASSWORD_WORK='<your password>' -- " in done.stdout
+    vscode = json.loads(done.stdout.split("'MCP: Open User Configuration'):\n", 1)[1].split("\n\n", 1)[0])
+    assert vscode["inputs"][0]["password"] is True
+    assert vscode["servers"]["mail"]["env"] == {"MAIL_PASSWORD_WORK": "${input:mail-imap-password}"}
+    # The server starts with the variable set, as the client's snippet sets it.
+    env = {**environment(home, NO_KEYCHAIN), "MAIL_PASSWORD_WORK": dovecot.password}
+    ok = check(config, env)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
     # A second account goes beside the first; the same id again is refused, naming the file.
-    again = script_setup(home, NO_KEYCHAIN, dovecot, user, "--config", str(config), "--account", "work")
+    again = script_setup(home, NO_KEYCHAIN, dovecot, user, *flags)
     assert again.returncode == 2
     assert f"[accounts.work] is already in {config}" in again.stderr
 
 
-def test_dry_run_logs_in_and_writes_nothing(tmp_path: Path, dovecot: Dovecot, user: str) -> None:
+def test_dry_run_logs_in_and_writes_nothing(
+    tmp_path: Path, dovecot: Dovecot, user: str, secret_service: SecretService
+) -> None:
     home = tmp_path / "home"
     home.mkdir()
     config = home / "mail.toml"
-    done = script_setup(home, FILE_KEYRING, dovecot, user, "--config", str(config), "--dry-run")
+    done = script_setup(home, secret_service, dovecot, user, "--config", str(config), "--dry-run")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "ok: logged in" in done.stdout and "--dry-run: nothing written" in done.stdout
+    assert (
+        f"--dry-run: nothing stored. The password is in the keychain ({SECRET_SERVICE_BACKEND})"
+        in done.stdout
+    )
     assert 'password_keyring = "mail-imap-mcp"' in done.stdout
+    # Without a keychain it says the file the real run writes.
+    done = script_setup(home, NO_KEYCHAIN, dovecot, user, "--config", str(config), "--dry-run")
+    assert (
+        f"--dry-run: nothing stored. The password is in {home / 'default.password'}, readable by you only"
+        in done.stdout
+    )
+    assert f'password_file = "{home / "default.password"}"' in done.stdout
     assert files_under(home, home / "nothing") == []
 
 
@@ -235,7 +305,7 @@ def test_a_script_without_the_address_is_told_which_flag_is_missing(tmp_path: Pa
     done = subprocess.run(
         [SERVER, "setup", "--password-stdin", "--config", str(tmp_path / "c.toml")],
         input="pw\n",
-        env=environment(tmp_path, FILE_KEYRING),
+        env=environment(tmp_path, NO_KEYCHAIN),
         capture_output=True,
         text=True,
         timeout=60,

@@ -9,7 +9,6 @@ import tomllib
 from pathlib import Path
 
 from tests.integration.test_setup import (
-    FILE_KEYRING,
     NO_KEYCHAIN,
     SERVER,
     Terminal,
@@ -32,7 +31,7 @@ def test_a_wrong_password_on_a_terminal_is_asked_again_and_the_other_answers_are
     config = home / "mail.toml"
     term = Terminal(
         [SERVER, "setup", "--config", str(config), "--ca-file", str(dovecot.ca_file)],
-        environment(home, FILE_KEYRING),
+        environment(home, NO_KEYCHAIN),
     )
     term.expect(r"Email address: ")
     term.send(f"{user}@example.org")
@@ -66,7 +65,7 @@ def test_an_untrusted_certificate_on_a_terminal_asks_for_the_certificate_file(
     home.mkdir()
     config = home / "mail.toml"
     flags = [*account_flags(dovecot, user), "--username", user, "--yes", "--config", str(config)]
-    term = Terminal([SERVER, "setup", *flags], environment(home, FILE_KEYRING))
+    term = Terminal([SERVER, "setup", *flags], environment(home, NO_KEYCHAIN))
     term.expect(r"Password or app password \(not shown\): ")
     term.send(dovecot.password)
     term.expect(r"The login failed: .*certificate")
@@ -89,7 +88,7 @@ def test_a_script_without_the_certificate_is_told_the_flag_that_gives_it(
     done = subprocess.run(
         [SERVER, "setup", *account_flags(dovecot, user), "--username", user, "--password-stdin"],
         input=dovecot.password + "\n",
-        env=environment(tmp_path, FILE_KEYRING),
+        env=environment(tmp_path, NO_KEYCHAIN),
         capture_output=True,
         text=True,
         timeout=60,
@@ -134,6 +133,6 @@ def test_dry_run_shows_where_the_run_puts_the_password_and_the_table_it_writes(
     assert done.returncode == 0, done.stdout + done.stderr
     shown = preview.stdout.split(f"The run would write [accounts.default] to {config}:\n\n", 1)[1]
     assert config.read_text().endswith(shown.split("\n\n", 1)[0] + "\n")
-    said = "The password is in no file (the keychain failed"
+    said = f"The password is in {home / 'default.password'}, readable by you only (no keychain here"
     assert said in preview.stdout and said in done.stdout
-    assert "environment variable MAIL_PASSWORD_DEFAULT" in preview.stdout
+    assert f'password_file = "{home / "default.password"}"' in shown

@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from mail_imap_mcp.setup_clients import PASSWORD_PLACEHOLDER
-from tests.integration.test_setup import FILE_KEYRING, NO_KEYCHAIN, environment, script_setup
+from tests.integration.test_setup import NO_KEYCHAIN, environment, script_setup
 from tests.support.dovecot import Dovecot
+from tests.support.secret_service import SecretService
 
 ROOT = Path(__file__).resolve().parents[2]
 CLAUDE = ROOT / ".cache" / "claude-code" / "node_modules" / ".bin" / "claude"
@@ -32,10 +33,10 @@ def pinned_cli_version() -> str:
     return str(lock["packages"]["node_modules/@anthropic-ai/claude-code"]["version"])
 
 
-def claude(home: Path, backend: str, *args: str) -> subprocess.CompletedProcess[str]:
+def claude(home: Path, keychain: SecretService | str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(CLAUDE), *args],
-        env=environment(home, backend),
+        env=environment(home, keychain),
         capture_output=True,
         text=True,
         timeout=120,
@@ -49,18 +50,29 @@ def printed_claude_command(setup_output: str) -> list[str]:
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
-@pytest.mark.parametrize("backend", [NO_KEYCHAIN, FILE_KEYRING], ids=["no-keychain", "keychain"])
+@pytest.mark.parametrize(
+    ("where", "flags"),
+    [("keychain", ()), ("password-file", ()), ("password-env", ("--password-env",))],
+)
 def test_claude_code_accepts_the_printed_claude_mcp_add_and_connects_to_the_server(
-    tmp_path: Path, dovecot: Dovecot, user: str, backend: str
+    tmp_path: Path,
+    dovecot: Dovecot,
+    user: str,
+    where: str,
+    flags: tuple[str, ...],
+    request: pytest.FixtureRequest,
 ) -> None:
     assert CLAUDE.is_file(), (
         "Claude Code is not installed: run scripts/test (npm ci into .cache/claude-code/)"
+    )
+    backend: SecretService | str = (
+        request.getfixturevalue("secret_service") if where == "keychain" else NO_KEYCHAIN
     )
     home = tmp_path / "home"
     home.mkdir()
     assert claude(home, backend, "--version").stdout.startswith(pinned_cli_version())
     config = home / "mail.toml"
-    done = script_setup(home, backend, dovecot, user, "--config", str(config))
+    done = script_setup(home, backend, dovecot, user, "--config", str(config), *flags)
     assert done.returncode == 0, done.stdout + done.stderr
     command = printed_claude_command(done.stdout)
     assert command[:3] == ["claude", "mcp", "add"]
