@@ -250,6 +250,14 @@ ensure_node_client() {
   _npm_ci_locked "$NODE_CLIENT_DIR" "$ROOT/tests/node" "the TypeScript MCP SDK"
 }
 
+# node-oidc-provider, the OAuth 2.0 / OpenID provider the built-in sign-in is tested against on loopback
+# (tests/support/oidc_provider.py runs tests/node/oidc-provider/server.mjs with it).
+OIDC_PROVIDER_DIR="$ROOT/.cache/oidc-provider"
+
+ensure_oidc_provider() {
+  _npm_ci_locked "$OIDC_PROVIDER_DIR" "$ROOT/tests/node/oidc-provider" "node-oidc-provider"
+}
+
 # The official MCP Bundle CLI (@anthropic-ai/mcpb), which scripts/mcpb validates and packs the bundle
 # with (packaging/mcpb/; tests/integration/test_bundle.py builds one).
 MCPB_CLI_DIR="$ROOT/.cache/mcpb"

@@ -31,6 +31,7 @@ from tests.support.gmail import Gmail
 from tests.support.gmail_server import CAPABILITIES as GMAIL_CAPABILITIES
 from tests.support.matrix import MATRIX, SESSION_PASSWORD, MatrixServer
 from tests.support.oauth2 import IntrospectionEndpoint
+from tests.support.oidc_provider import OidcProvider
 from tests.support.run_lifetime import end_run_on_sigterm
 from tests.support.secret_service import SecretService, running_secret_service
 
@@ -184,6 +185,19 @@ def introspection() -> Iterator[IntrospectionEndpoint]:
 def oauth_dovecot(introspection: IntrospectionEndpoint) -> Iterator[Dovecot]:
     """A Dovecot that also logs users in with OAuth2 tokens (XOAUTH2, OAUTHBEARER) via ``introspection``."""
     yield from _serve(Dovecot(oauth2_introspection_url=introspection.url, password=SESSION_PASSWORD))
+
+
+@pytest.fixture(scope="session")
+def oidc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OidcProvider]:
+    """node-oidc-provider on loopback (tests/support/oidc_provider.py), the issuer ``oidc_dovecot`` trusts."""
+    with OidcProvider(tmp_path_factory.mktemp("oidc")) as provider:
+        yield provider
+
+
+@pytest.fixture(scope="session")
+def oidc_dovecot(oidc: OidcProvider) -> Iterator[Dovecot]:
+    """A Dovecot whose ``oauth2`` passdb asks ``oidc``'s introspection endpoint about every token."""
+    yield from _serve(Dovecot(oauth2_introspection_url=oidc.introspection_url, password=SESSION_PASSWORD))
 
 
 @pytest.fixture(scope="session")

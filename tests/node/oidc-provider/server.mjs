@@ -1,0 +1,62 @@
+// node-oidc-provider on loopback for the built-in sign-in's tests (tests/support/oidc_provider.py starts it).
+// argv: <oidc-provider's index.js> <port> <settings JSON>: {"ttl_file": path, "clients": [...]}; the file
+// holds how many seconds an access token issued now lasts (a test changes it while the provider runs)
+// (the package is installed into .cache/oidc-provider/, not beside this file, so it is imported by path).
+// Prints "listening <issuer>" once it serves. Its development login pages accept any login and password:
+// the login becomes the account id (`sub`), which introspection also reports as `username` for Dovecot.
+// Stderr gets one line per token-endpoint request ("token <status>"), which the fixture counts.
+import { readFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+
+const [modulePath, port, settingsJson] = process.argv.slice(2);
+const { default: Provider } = await import(pathToFileURL(modulePath).href);
+const settings = JSON.parse(settingsJson);
+const issuer = `http://127.0.0.1:${port}`;
+
+const provider = new Provider(issuer, {
+  clients: settings.clients,
+  scopes: ['openid', 'offline_access', 'mail', 'other'],
+  ttl: {
+    AccessToken: () => Number(readFileSync(settings.ttl_file, 'utf8')),
+    RefreshToken: 86400,
+    DeviceCode: 600,
+    Interaction: 600,
+    Session: 3600,
+    Grant: 86400,
+  },
+  pkce: { required: () => true },
+  features: {
+    devInteractions: { enabled: true },
+    deviceFlow: { enabled: true },
+    revocation: { enabled: true },
+    introspection: { enabled: true },
+    clientCredentials: { enabled: true },
+    // Opaque access tokens for the userinfo "resource" carry only OpenID scopes unless told otherwise.
+    resourceIndicators: { enabled: false },
+  },
+  // Every refresh-token use rotates it; a used one presented again revokes the grant (reuse detection).
+  rotateRefreshToken: () => true,
+  issueRefreshToken: async (ctx, client, code) => client.grantTypeAllowed('refresh_token')
+    && code.scopes.has('offline_access'),
+  extraTokenClaims: async (ctx, token) => (token.accountId ? { username: token.accountId } : undefined),
+  loadExistingGrant: async (ctx) => {
+    const grantId = ctx.oidc.result?.consent?.grantId
+      || ctx.oidc.session.grantIdFor(ctx.oidc.client.clientId);
+    return grantId ? ctx.oidc.provider.Grant.find(grantId) : undefined;
+  },
+  cookies: { keys: ['mail-imap-mcp-tests'] },
+});
+
+provider.use(async (ctx, next) => {
+  if (ctx.method === 'POST' && ctx.path === '/token') {
+    await next();
+    process.stderr.write(`token ${ctx.status}\n`);
+    return;
+  }
+  await next();
+});
+
+const server = provider.listen(Number(port), '127.0.0.1', () => {
+  process.stdout.write(`listening ${issuer}\n`);
+});
+process.on('SIGTERM', () => server.close(() => process.exit(0)));

@@ -1,0 +1,62 @@
+"""A stand-in for the person at the browser: follows an authorization URL through node-oidc-provider's
+development login and consent pages with an HTTP client (cookies kept), then delivers the provider's
+redirect to the application's loopback listener. Standard library only, so that it also runs as the
+``BROWSER`` command ``login`` opens: ``python oidc_browser.py <url>`` with ``OIDC_TEST_LOGIN`` (the user
+to sign in as) and ``OIDC_TEST_DECLINE=1`` (press "cancel" on the consent page) in its environment.
+"""
+
+from __future__ import annotations
+
+import http.cookiejar
+import os
+import re
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+
+_PROMPT = re.compile(r'name="prompt" value="(login|consent)"')
+
+
+class _Stay(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None  # every redirect is looked at here before it is followed
+
+
+def approve(url: str, login: str, decline: bool = False, deliver: bool = True) -> str:
+    """Sign in as ``login`` and consent (or decline); returns the URL the provider redirected to at the
+    end, which it also requests (``deliver``) as the browser would."""
+    issuer = urllib.parse.urlsplit(url)._replace(path="", query="", fragment="").geturl()
+    opener = urllib.request.build_opener(
+        urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()), _Stay()
+    )
+    data: bytes | None = None
+    for _ in range(20):
+        try:
+            response = opener.open(urllib.request.Request(url, data=data), timeout=30)
+        except urllib.error.HTTPError as redirect:
+            if redirect.code not in (302, 303):
+                raise
+            url = urllib.parse.urljoin(url, redirect.headers["Location"])
+            data = None
+            if not url.startswith(issuer + "/"):
+                if deliver:
+                    with urllib.request.urlopen(url, timeout=30) as answer:
+                        answer.read()
+                return url
+            continue
+        page = response.read().decode("utf-8", "replace")
+        prompt = _PROMPT.search(page)
+        if prompt is None:
+            raise RuntimeError(f"no login or consent form at {url}: {page[:300]!r}")
+        if prompt.group(1) == "consent" and decline:
+            url, data = url.rstrip("/") + "/abort", None
+        elif prompt.group(1) == "consent":
+            data = b"prompt=consent"
+        else:
+            data = urllib.parse.urlencode({"prompt": "login", "login": login, "password": "any"}).encode()
+    raise RuntimeError("the provider kept redirecting")
+
+
+if __name__ == "__main__":
+    approve(sys.argv[1], os.environ["OIDC_TEST_LOGIN"], decline=os.environ.get("OIDC_TEST_DECLINE") == "1")

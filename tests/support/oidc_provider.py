@@ -1,0 +1,206 @@
+"""node-oidc-provider (OpenID Certified) on a loopback port, the authorization server the built-in
+sign-in is tested against: tests/node/oidc-provider/server.mjs, installed by scripts/test into
+.cache/oidc-provider/ (``ensure_oidc_provider``).
+
+Its clients: :data:`PUBLIC_CLIENT` (a native app: PKCE S256 required, any loopback port, refresh tokens
+rotated on every use with reuse detection, the device grant), :data:`RESOURCE_CLIENT` (the resource
+server's identity Dovecot introspects tokens with) and :data:`SERVICE_CLIENT` (client credentials).
+Access tokens last ``access_token_ttl`` seconds (:meth:`OidcProvider.set_access_token_ttl` changes it
+for the tokens issued next); introspection reports the login as ``username`` and
+the scope, which is what Dovecot's ``oauth2`` passdb checks (:meth:`OidcProvider.dovecot_settings`).
+:attr:`OidcProvider.token_requests` counts the token endpoint's requests.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from tests.support.imapserver import free_ports
+from tests.support.oidc_browser import approve
+
+ROOT = Path(__file__).resolve().parents[2]
+INSTALL_DIR = ROOT / ".cache" / "oidc-provider"
+MODULE = INSTALL_DIR / "node_modules" / "oidc-provider" / "lib" / "index.js"
+SCRIPT = ROOT / "tests" / "node" / "oidc-provider" / "server.mjs"
+BROWSER_SCRIPT = Path(__file__).with_name("oidc_browser.py")
+
+PUBLIC_CLIENT = "mail-imap-mcp-tests"
+RESOURCE_CLIENT = "dovecot"
+RESOURCE_SECRET = "dovecot-introspection-secret"
+SERVICE_CLIENT = "mail-service"
+SERVICE_SECRET = "mail-service-secret"
+#: The scope Dovecot requires of a token (its ``scope = mail``).
+MAIL_SCOPE = "mail"
+
+
+def installed() -> bool:
+    return shutil.which("node") is not None and MODULE.is_file()
+
+
+class OidcProvider:
+    """Use as a context manager; ``issuer`` is its URL (its OpenID discovery document lies below it)."""
+
+    def __init__(self, directory: Path, access_token_ttl: int = 3600) -> None:
+        self.port = free_ports("127.0.0.1")[0]
+        self.issuer = f"http://127.0.0.1:{self.port}"
+        directory.mkdir(parents=True, exist_ok=True)
+        self._ttl_file = directory / "access-token-ttl"
+        self.set_access_token_ttl(access_token_ttl)
+        self._token_requests = 0
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[str] | None = None
+
+    def set_access_token_ttl(self, seconds: int) -> None:
+        """How long the access tokens issued from now on last."""
+        self._ttl_file.write_text(str(seconds))
+
+    @property
+    def token_requests(self) -> int:
+        """Requests the token endpoint has answered so far (any grant, granted or refused)."""
+        with self._lock:
+            return self._token_requests
+
+    def metadata(self) -> dict[str, Any]:
+        with urllib.request.urlopen(f"{self.issuer}/.well-known/openid-configuration", timeout=10) as answer:
+            result: dict[str, Any] = json.load(answer)
+        return result
+
+    @property
+    def introspection_url(self) -> str:
+        """The introspection endpoint with the resource server's credentials in it (Dovecot sends them
+        as HTTP Basic authentication)."""
+        return f"http://{RESOURCE_CLIENT}:{RESOURCE_SECRET}@127.0.0.1:{self.port}/token/introspection"
+
+    def _settings(self) -> str:
+        native = {
+            "client_id": PUBLIC_CLIENT,
+            "application_type": "native",
+            "token_endpoint_auth_method": "none",
+            "redirect_uris": ["http://127.0.0.1/callback"],
+            "grant_types": [
+                "authorization_code",
+                "refresh_token",
+                "urn:ietf:params:oauth:grant-type:device_code",
+            ],
+            "response_types": ["code"],
+        }
+        resource = {
+            "client_id": RESOURCE_CLIENT,
+            "client_secret": RESOURCE_SECRET,
+            "grant_types": [],
+            "redirect_uris": [],
+            "response_types": [],
+        }
+        service = {
+            "client_id": SERVICE_CLIENT,
+            "client_secret": SERVICE_SECRET,
+            "grant_types": ["client_credentials"],
+            "redirect_uris": [],
+            "response_types": [],
+        }
+        return json.dumps({"ttl_file": str(self._ttl_file), "clients": [native, resource, service]})
+
+    def _read_stderr(self, stream: Any) -> None:
+        for line in stream:
+            if line.startswith("token "):
+                with self._lock:
+                    self._token_requests += 1
+
+    def __enter__(self) -> Self:
+        assert installed(), (
+            "oidc-provider is not installed: run scripts/test (npm ci into .cache/oidc-provider/)"
+        )
+        env = {**os.environ, "NODE_ENV": "development", "DEBUG": ""}
+        self._process = subprocess.Popen(
+            ["node", str(SCRIPT), str(MODULE), str(self.port), self._settings()],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert self._process.stdout is not None and self._process.stderr is not None
+        threading.Thread(target=self._read_stderr, args=(self._process.stderr,), daemon=True).start()
+        first = self._process.stdout.readline()
+        if not first.startswith("listening "):
+            self._process.kill()
+            raise RuntimeError(f"oidc-provider did not start (exit {self._process.wait()}): {first!r}")
+        return self
+
+    def stop(self) -> None:
+        """Stop serving (a provider that is down)."""
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def wait_for(condition: Any, timeout: float = 20.0) -> None:
+    """Poll ``condition()`` until it is true (or fail after ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)
+
+
+def pkce_pair() -> tuple[str, str]:
+    """A PKCE code verifier and its S256 challenge (RFC 7636)."""
+    verifier = secrets.token_urlsafe(48)
+    digest = hashlib.sha256(verifier.encode()).digest()
+    return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def sign_in(
+    provider: OidcProvider, login: str, scope: str = f"openid offline_access {MAIL_SCOPE}"
+) -> dict[str, Any]:
+    """The token response of an authorization code grant with PKCE for ``login`` (the test's own client
+    code, independent of the product's): what a signed-in application holds."""
+    metadata = provider.metadata()
+    verifier, challenge = pkce_pair()
+    redirect_uri = "http://127.0.0.1:9/callback"  # never requested: approve(deliver=False)
+    query = urllib.parse.urlencode(
+        {
+            "client_id": PUBLIC_CLIENT,
+            "response_type": "code",
+            "redirect_uri": redirect_uri,
+            "scope": scope,
+            "state": "test",
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "prompt": "consent",
+        }
+    )
+    final = approve(f"{metadata['authorization_endpoint']}?{query}", login, deliver=False)
+    code = urllib.parse.parse_qs(urllib.parse.urlsplit(final).query)["code"][0]
+    form = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": redirect_uri,
+        "client_id": PUBLIC_CLIENT,
+        "code_verifier": verifier,
+    }
+    with urllib.request.urlopen(
+        metadata["token_endpoint"], urllib.parse.urlencode(form).encode(), timeout=30
+    ) as answer:
+        result: dict[str, Any] = json.load(answer)
+    return result
