@@ -225,6 +225,12 @@ def gmail() -> Iterator[Gmail]:
 
 
 @pytest.fixture(scope="session")
+def gmail_german() -> Iterator[Gmail]:
+    """The Gmail emulation of a German account: its system folders are ``[Google Mail]/Papierkorb``..."""
+    yield from _serve(Gmail(password=SESSION_PASSWORD, locale="de"))
+
+
+@pytest.fixture(scope="session")
 def gmail_unmarked() -> Iterator[Gmail]:
     """The Gmail emulation without X-GM-EXT-1: the same mail, served as by a standard server."""
     capabilities = " ".join(name for name in GMAIL_CAPABILITIES.split() if name != "X-GM-EXT-1")

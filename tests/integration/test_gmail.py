@@ -6,6 +6,7 @@ X-GM-EXT-1 is searched as before."""
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -139,8 +140,8 @@ def census(gmail: Gmail, user: str) -> dict[str, int]:
     with gmail.connect(user) as client:
         counts = {
             name: client.folder_status(name, [b"MESSAGES"])[b"MESSAGES"]
-            for _, _, name in client.list_folders()
-            if name != "[Gmail]"
+            for flags, _, name in client.list_folders()
+            if b"\\Noselect" not in flags
         }
     return {**counts, "messages": len(labels_of_every_message(gmail, user))}
 
@@ -433,7 +434,8 @@ async def test_label_writes_send_their_plans(gmail: Gmail, gmail_user: str) -> N
                 "imap_update_message_flags",
                 {"message_ids": ids[:1], "operation": "remove", "labels": ["Inbox"]},
             )
-    assert added == Plan(("SELECT", "UID FETCH", "UID STORE"), 3)
+    # The LIST: whether a label added names the Trash or Spam (by special use), before anything changes.
+    assert added == Plan(("LIST", "SELECT", "UID FETCH", "UID STORE"), 4)
     # Then: which left INBOX, the LIST that names All Mail, and the message found there by X-GM-MSGID.
     assert archived == Plan(
         ("SELECT", "UID FETCH", "UID STORE", "UID SEARCH", "LIST", "EXAMINE", "UID SEARCH", "UID FETCH"), 8
@@ -565,7 +567,10 @@ def labels_of_every_message(gmail: Gmail, user: str) -> dict[int, set[str]]:
     """Each message of the account (by X-GM-MSGID; All Mail, Spam and Trash) with its labels."""
     labels: dict[int, set[str]] = {}
     with gmail.connect(user) as client:
-        for name in (ALL_MAIL, TRASH, "[Gmail]/Spam"):
+        every = [
+            name for flags, _, name in client.list_folders() if {b"\\All", b"\\Trash", b"\\Junk"} & set(flags)
+        ]
+        for name in every:
             client.select_folder(name, readonly=True)
             found = client.search("ALL")
             for data in client.fetch(found, ["X-GM-MSGID", "X-GM-LABELS"]).values() if found else ():
@@ -616,3 +621,83 @@ async def test_regression_a_label_that_reads_as_a_number_is_kept_in_a_label_writ
     )
     (result,) = data["messages"]
     assert (result["previous_labels"], result["labels"]) == (["2026", "Inbox"], ["2026", "Inbox", "Tax"])
+
+
+def audited(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    """The audit lines written so far."""
+    return [record.audit for record in caplog.records if hasattr(record, "audit")]
+
+
+async def test_regression_a_copy_or_move_into_trash_is_a_delete_and_into_spam_is_refused(
+    gmail: Gmail, gmail_user: str, gmcp: EnvelopeClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A copy into [Gmail]/Trash took the message out of Inbox and All Mail (Gmail deletes what lands in
+    Trash) and was answered "Copied 1 of 1", audited ``copy``, with no undo. A copy or move into the
+    mailbox marked ``\\Trash`` is answered as action delete (its answer, audit and undo); into the one
+    marked ``\\Junk`` it is refused. Every message of the account and its labels counted throughout."""
+    caplog.set_level(logging.INFO, logger="mail_imap_mcp.audit")
+    before, labels = census(gmail, gmail_user), labels_of_every_message(gmail, gmail_user)
+    (two,) = await inbox_ids(gmcp, "About two")
+    for action in ("copy", "move"):
+        spam = {"message_ids": [two], "action": action, "destination_mailbox": "[Gmail]/Spam"}
+        refused = await gmcp.fail("imap_apply_to_messages", spam, "invalid_input")
+        assert refused["error"]["details"]["parameter"] == "destination_mailbox"
+    copy = {"message_ids": [two], "action": "copy", "destination_mailbox": TRASH}
+    dry = await gmcp.ok("imap_apply_to_messages", {**copy, "dry_run": True})
+    assert (dry["action"], dry["results"][0]["outcome"]) == ("delete", "would_move_to_trash")
+    assert census(gmail, gmail_user) == before and labels_of_every_message(gmail, gmail_user) == labels
+    envelope = await gmcp.call("imap_apply_to_messages", copy)
+    done = envelope["data"]
+    assert envelope["summary"].startswith("Moved to Trash 1 of 1") and done["action"] == "delete"
+    assert [r["outcome"] for r in done["results"]] == ["moved_to_trash"] and done[
+        "destination_mailbox"
+    ] == TRASH
+    assert any("done as action delete" in warning for warning in envelope["meta"]["warnings"])
+    assert (audited(caplog)[-1]["action"], audited(caplog)[-1]["outcome"]) == ("delete", "ok")
+    trashed = census(gmail, gmail_user)
+    assert (trashed[TRASH], trashed["INBOX"]) == (before[TRASH] + 1, before["INBOX"] - 1)
+    assert trashed[ALL_MAIL] == before[ALL_MAIL] - 1 and trashed["messages"] == before["messages"]
+    undo = done["next_action"]
+    assert undo["arguments"]["action"] == "move" and undo["arguments"]["destination_mailbox"] == "INBOX"
+    await gmcp.ok(undo["tool"], undo["arguments"])
+    assert census(gmail, gmail_user) == before and labels_of_every_message(gmail, gmail_user) == labels
+    # A move out of a label folder into Trash: the same delete, undone into that folder.
+    work = await gmcp.ok("imap_search_messages", {"mailbox": "Work"})
+    (three,) = [m["message_id"] for m in work["messages"] if m["subject"] == "About three"]
+    moved = await gmcp.ok(
+        "imap_apply_to_messages", {"message_ids": [three], "action": "move", "destination_mailbox": TRASH}
+    )
+    assert (moved["action"], moved["results"][0]["outcome"]) == ("delete", "moved_to_trash")
+    assert audited(caplog)[-1]["action"] == "delete"
+    assert census(gmail, gmail_user)[TRASH] == before[TRASH] + 1
+    await gmcp.ok(moved["next_action"]["tool"], moved["next_action"]["arguments"])
+    assert census(gmail, gmail_user) == before and labels_of_every_message(gmail, gmail_user) == labels
+
+
+async def test_regression_trash_and_spam_are_known_by_their_special_use_not_their_names(
+    gmail_german: Gmail,
+) -> None:
+    """A German account's Trash is ``[Google Mail]/Papierkorb``: a copy into it is a delete, a move into
+    ``[Google Mail]/Spam`` is refused, and neither is a label; by special-use attribute, not by name
+    (the label path refused ``[Gmail]/Trash`` by its name only)."""
+    user = gmail_german.new_user("de")
+    gmail_german.seed(user, "INBOX", [message("eins", 0), message("zwei", 1)])
+    trash, spam = "[Google Mail]/Papierkorb", "[Google Mail]/Spam"
+    before, labels = census(gmail_german, user), labels_of_every_message(gmail_german, user)
+    async for client in client_of(gmail_german, user):
+        ids = await ids_in(client, "INBOX")
+        for label in (trash, spam, "[google mail]/papierkorb"):
+            args = {"message_ids": ids, "operation": "add", "labels": [label]}
+            refused = await client.fail("imap_update_message_flags", args, "invalid_input")
+            assert refused["error"]["details"]["parameter"] == "labels", label
+        args = {"message_ids": ids[:1], "action": "move", "destination_mailbox": spam}
+        refused = await client.fail("imap_apply_to_messages", args, "invalid_input")
+        assert refused["error"]["details"]["parameter"] == "destination_mailbox"
+        assert census(gmail_german, user) == before and labels_of_every_message(gmail_german, user) == labels
+        args = {"message_ids": ids[:1], "action": "copy", "destination_mailbox": trash}
+        done = await client.ok("imap_apply_to_messages", args)
+        assert (done["action"], done["destination_mailbox"]) == ("delete", trash)
+        after = census(gmail_german, user)
+        assert (after[trash], after["INBOX"], after["messages"]) == (1, 1, 2)
+        await client.ok(done["next_action"]["tool"], done["next_action"]["arguments"])
+        assert census(gmail_german, user) == before and labels_of_every_message(gmail_german, user) == labels

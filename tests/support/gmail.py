@@ -55,10 +55,17 @@ class Gmail(AppendSeeding):
     personal_prefix = ""
 
     def __init__(
-        self, *, default_user: str = "user", password: str | None = None, capabilities: str = CAPABILITIES
+        self,
+        *,
+        default_user: str = "user",
+        password: str | None = None,
+        capabilities: str = CAPABILITIES,
+        locale: str = "en",
     ) -> None:
         super().__init__(default_user=default_user, password=password)
         self.capabilities = capabilities
+        #: The language of the system folders' names (``de``: ``[Google Mail]/Papierkorb``...).
+        self.locale = locale
         self._mark = "mim-" + secrets.token_hex(6)
 
     @property
@@ -101,7 +108,12 @@ class Gmail(AppendSeeding):
                 self._mark,
             ],
             self.log_path,
-            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT), "PYTHONDONTWRITEBYTECODE": "1"},
+            env={
+                "PATH": "/usr/bin:/bin",
+                "PYTHONPATH": str(REPO_ROOT),
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "GMAIL_EMULATION_LOCALE": self.locale,
+            },
         )
         self._wait_ready("Gmail emulation")
 

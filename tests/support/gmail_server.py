@@ -332,7 +332,7 @@ class Session:
 
     def do_CREATE(self, args: list[Token]) -> str:
         name = self.folder_name(args[0]).rstrip("/")
-        if name in self.mail.folders or name.startswith("[Gmail]"):
+        if name in self.mail.folders or name.startswith(store.PARENT):
             raise No("[ALREADYEXISTS] Folder name conflicts with existing folder name. (Failure)")
         self.mail.create(name)
         return "Success"
@@ -365,12 +365,12 @@ class Session:
         return [
             "INBOX",
             *sorted(set(labels) | parents),
-            "[Gmail]",
+            store.PARENT,
             *[n for n in store.SYSTEM if n != "INBOX"],
         ]
 
     def attributes(self, name: str) -> list[str]:
-        if name == "[Gmail]":
+        if name == store.PARENT:
             return ["\\HasChildren", "\\Noselect"]
         children = any(other.startswith(name + "/") for other in self.mail.folders)
         out = ["\\HasChildren" if children else "\\HasNoChildren"]

@@ -16,6 +16,7 @@ import email.errors
 import email.header
 import email.utils
 import itertools
+import os
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -26,15 +27,21 @@ from imapclient import imap_utf7
 
 from tests.support import gmail_mime
 
-INBOX, ALL, DRAFTS, IMPORTANT, SENT, SPAM, STARRED, TRASH = (
-    "INBOX",
-    "[Gmail]/All Mail",
-    "[Gmail]/Drafts",
-    "[Gmail]/Important",
-    "[Gmail]/Sent Mail",
-    "[Gmail]/Spam",
-    "[Gmail]/Starred",
-    "[Gmail]/Trash",
+#: The system folders' parent and names by the account's language (``GMAIL_EMULATION_LOCALE``): English,
+#: or as Gmail names them for a German account, under ``[Google Mail]`` (a client must know them by their
+#: special-use attributes, not their names).
+LOCALES = {
+    "en": ("[Gmail]", ("All Mail", "Drafts", "Important", "Sent Mail", "Spam", "Starred", "Trash")),
+    "de": (
+        "[Google Mail]",
+        ("Alle Nachrichten", "Entwürfe", "Wichtig", "Gesendet", "Spam", "Markiert", "Papierkorb"),
+    ),
+}
+PARENT, _LOCAL_NAMES = LOCALES[os.environ.get("GMAIL_EMULATION_LOCALE", "en")]
+INBOX = "INBOX"
+#: As IMAP names them (modified UTF-7, as the emulation keeps every folder name).
+ALL, DRAFTS, IMPORTANT, SENT, SPAM, STARRED, TRASH = (
+    f"{PARENT}/{imap_utf7.encode(name).decode('ascii')}" for name in _LOCAL_NAMES
 )
 #: The system folders, their special-use attribute (RFC 6154) and the label that puts a message there.
 SYSTEM = {

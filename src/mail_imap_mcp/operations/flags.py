@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.errors import OutcomeUnknown
 from mail_imap_mcp.imap.flags import FlagOperation, flag_keys, not_permitted, ordered, target_flags
 from mail_imap_mcp.imap.ids import MessageRef
@@ -81,6 +82,8 @@ class FlagRequest:
 
 def change_flags(session: ImapSession, batch: Batch, request: FlagRequest, progress: Progress) -> FlagOutcome:
     """Change the flags of the batch's messages, mailbox by mailbox (see the module's docstring)."""
+    if request.labels and request.operation != "remove":
+        _refuse_landing_labels(session, request.labels)
     outcome = FlagOutcome()
     each_mailbox(
         batch.groups,
@@ -90,6 +93,24 @@ def change_flags(session: ImapSession, batch: Batch, request: FlagRequest, progr
         request.refusals.refused,
     )
     return outcome
+
+
+def _refuse_landing_labels(session: ImapSession, labels: Sequence[str]) -> None:
+    """Refuse, before anything changes, a label naming a mailbox where a message put is more than
+    labelled (the personality's ``lands_as``: Gmail's Trash deletes it, Spam reports it), found by its
+    special-use attribute whatever its name: that is a delete (imap_apply_to_messages) or no action."""
+    lands_as = session.personality.lands_as
+    if not lands_as:
+        return
+    special = {box.name.casefold(): box for box in MailboxDirectory.load(session).boxes}
+    for label in labels:
+        box = special.get(label.casefold())
+        if box is not None and box.special_use in lands_as:
+            raise ToolFailure.invalid_input(
+                "labels",
+                f"{label!r} is the mailbox {box.name!r} ({box.special_use}): that label takes the messages out "
+                "of sight; nothing was changed. To delete them, use imap_apply_to_messages delete.",
+            )
 
 
 #: The issue code of a mailbox the refusals say cannot be selected.

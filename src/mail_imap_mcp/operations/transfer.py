@@ -84,6 +84,8 @@ class TransferRequest:
     account: AccountConfig
     #: How the tool words a source mailbox that cannot be opened.
     refusals: SelectRefusals
+    #: The move or copy asked for, where this server makes it a delete (see :func:`lands_as_delete`).
+    asked: Action | None = None
 
 
 @dataclass
@@ -116,6 +118,11 @@ def transfer(
 ) -> TransferOutcome:
     """Check everything, then change the batch's messages mailbox by mailbox (module docstring)."""
     outcome = _prepare(session, batch, request)
+    if request.asked is not None:
+        outcome.warnings.append(
+            f"On this server a {request.asked} into {outcome.destination!r} deletes the messages (they leave "
+            "every other folder): it was done as action delete, with its rules, audit and undo."
+        )
     groups = batch.groups
     if not any(outcome.present[group] for group in groups):
         return outcome  # every message is gone: the tool answers not_found
@@ -145,6 +152,28 @@ def commands_for(session: ImapSession, action: Action, permanent: bool) -> str:
     """The commands the action takes on this server (its personality's); refused (nothing changed) where
     an extension is missing that is needed to touch exactly these messages."""
     return session.personality.transfer_commands(action, permanent=permanent)
+
+
+def lands_as_delete(session: ImapSession, action: Action, destination: str) -> bool:
+    """Whether a move or copy into ``destination`` is a delete on this server (its personality's
+    ``lands_as`` of the mailbox's special-use role: Gmail's Trash), to be answered as action delete; one
+    it makes a report as spam is refused (``invalid_input``), nothing changed: there is no spam action.
+    One LIST of that name, only where some role is more than a mailbox."""
+    lands_as = session.personality.lands_as
+    if not lands_as:
+        return False
+    for box in MailboxDirectory.matching(session, destination).boxes:
+        landing = lands_as.get(box.special_use or "")
+        if landing == "spam":
+            raise ToolFailure.invalid_input(
+                "destination_mailbox",
+                f"on this server a {action} into {box.name!r} reports the messages as spam and takes them "
+                "out of every other folder; there is no spam action, and nothing was changed. Use action "
+                "delete to put them in the Trash, or move them to another mailbox.",
+            )
+        if landing == "delete":
+            return True
+    return False
 
 
 def _existing_mailbox(directory: MailboxDirectory, name: str, parameter: str) -> str:

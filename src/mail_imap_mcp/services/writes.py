@@ -1,5 +1,5 @@
-"""The connection a bulk write runs on (the account's write connection, gated by the configuration), and
-the user's confirmation a permanent delete needs."""
+"""The connection a bulk write runs on (the account's write connection, gated by the configuration), the
+user's confirmation a permanent delete needs, and a move or copy that is a delete on the server."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import AccountUnknown
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.operations.batch import Batch
-from mail_imap_mcp.operations.transfer import commands_for
+from mail_imap_mcp.operations.transfer import Action, commands_for, lands_as_delete
 
 
 def batch_connection(app: AppContext, batch: Batch) -> AccountConnection:
@@ -35,3 +35,11 @@ def confirm_permanent_delete(
     where = f"from {', '.join(repr(g.mailbox) for g in batch.groups)} (account {batch.given_account_id!r})"
     what = f"permanently delete {len(batch.items)} message(s) {where}; they cannot be recovered"
     app.confirmations.require(tool, arguments, what, user=app.caller.user, irreversible=True)
+
+
+def deletes_by_landing(connection: AccountConnection, action: Action, destination: str | None) -> bool:
+    """Whether a move or copy into ``destination`` is a delete on this server (Gmail: into the mailbox
+    marked ``\\Trash``), to be answered as action delete; into the one it reports as spam it is refused."""
+    if action not in ("move", "copy") or destination is None:
+        return False
+    return connection.run(lambda session: lands_as_delete(session, action, destination))

@@ -1,10 +1,7 @@
-"""imap_apply_to_messages: move, copy or delete messages by id, with their new ids and an undo.
-
-The work, mailbox by mailbox, is :mod:`mail_imap_mcp.operations.transfer`: every source mailbox is
-selected afresh and its UIDs checked before anything changes; each change is sent once, never retried.
-``delete`` moves to the account's Trash; ``permanent`` removal needs the configuration
-(``allow_permanent_delete``), UIDPLUS and the user's confirmation.
-"""
+"""imap_apply_to_messages: move, copy or delete messages by id, with their new ids and an undo. The work
+is :mod:`mail_imap_mcp.operations.transfer`; ``delete`` moves to the account's Trash (so does a move or
+copy into Gmail's Trash, answered as a delete); ``permanent`` removal needs ``allow_permanent_delete``,
+UIDPLUS and the user's confirmation."""
 
 from __future__ import annotations
 
@@ -29,7 +26,7 @@ from mail_imap_mcp.operations.transfer import (
 )
 from mail_imap_mcp.presentation import writes
 from mail_imap_mcp.presentation.arguments import MessageIdArg
-from mail_imap_mcp.services.writes import batch_connection, confirm_permanent_delete
+from mail_imap_mcp.services.writes import batch_connection, confirm_permanent_delete, deletes_by_landing
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 
 NAME = "imap_apply_to_messages"
@@ -166,8 +163,10 @@ def handle(app: AppContext, args: ApplyToMessagesInput) -> ToolResult[ApplyToMes
     batch = group_message_ids(args.message_ids, app.resolve_account)
     _check_arguments(args, batch)
     connection = batch_connection(app, batch)
-    account = batch.given_account_id
-    requested = len(batch.items)
+    asked = args.action
+    if deletes_by_landing(connection, asked, args.destination_mailbox):
+        args = args.model_copy(update={"action": "delete", "destination_mailbox": None})
+    account, requested = batch.given_account_id, len(batch.items)
     label = ("dry_run:" if args.dry_run else "") + args.action + ("_permanent" if args.permanent else "")
     line = AuditLine(app.caller, NAME, connection.account_id, label, requested)
     if args.permanent:
@@ -183,6 +182,7 @@ def handle(app: AppContext, args: ApplyToMessagesInput) -> ToolResult[ApplyToMes
         destination=args.destination_mailbox,
         account=app.config.accounts[connection.account_id],
         refusals=writes.select_refusals(account),
+        asked=asked if asked != args.action else None,
     )
     return run_bulk_write(
         app.operations,

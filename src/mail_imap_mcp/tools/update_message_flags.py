@@ -227,9 +227,10 @@ def _answer(
     return ToolResult(summary=_summary(data), data=data, warnings=outcome.warnings)
 
 
-#: Labels that move mail out of sight rather than tag it: that is a delete (imap_apply_to_messages, with
-#: its Trash, audit and undo), not a label change.
-_NOT_LABELS = {"\\trash", "\\spam", "trash", "spam", "[gmail]/trash", "[gmail]/spam"}
+#: Gmail's system words for Trash and Spam, which move mail out of sight rather than tag it: that is a
+#: delete (imap_apply_to_messages, with its Trash, audit and undo), not a label change. Their folders, by
+#: any name, are known by their special-use attributes (operations/flags.py).
+_NOT_LABELS = {"\\trash", "\\spam", "trash", "spam"}
 
 
 def _checked_labels(labels: list[str]) -> list[str]:

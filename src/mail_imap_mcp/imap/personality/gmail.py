@@ -10,12 +10,20 @@ expunge removes a message for good only in Trash or Spam (elsewhere it removes o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import ClassVar
 
 from mail_imap_mcp.imap import parsing
 from mail_imap_mcp.imap.personality.profile import Profile
-from mail_imap_mcp.imap.personality.standard import Dialect, IndexPlan, IndexView, Listing, Personality
+from mail_imap_mcp.imap.personality.standard import (
+    Dialect,
+    IndexPlan,
+    IndexView,
+    Landing,
+    Listing,
+    Personality,
+)
 from mail_imap_mcp.imap.roles import ALL, DRAFTS, FLAGGED, IMPORTANT, INBOX, JUNK, SENT, TRASH
 
 #: Gmail's system labels as X-GM-LABELS names them, and as a summary shows them (its web interface's
@@ -62,6 +70,10 @@ class Gmail(Personality):
 
     name: ClassVar[str] = "gmail"
     has_labels: ClassVar[bool] = True
+    #: A COPY (or MOVE) into Trash deletes the message (Gmail removes every other label, Inbox and All
+    #: Mail included); into Spam it reports it as spam: by their special-use attributes, whatever their
+    #: names (``[Google Mail]/...``, localised).
+    lands_as: ClassVar[Mapping[str, Landing]] = MappingProxyType({TRASH: "delete", JUNK: "spam"})
     every_mailbox_is_one: ClassVar[bool] = True
     summary_items: ClassVar[tuple[str, ...]] = ("X-GM-LABELS", "X-GM-MSGID")
     index_items: ClassVar[tuple[str, ...]] = ("X-GM-MSGID", "X-GM-LABELS")

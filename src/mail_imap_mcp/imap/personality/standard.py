@@ -10,8 +10,9 @@ that overrides the hooks it must, registered in :data:`PERSONALITIES`; nothing o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import ClassVar, Literal, Protocol
 
 from mail_imap_mcp.imap.personality.profile import Profile
@@ -19,6 +20,8 @@ from mail_imap_mcp.imap.roles import TRASH
 from mail_imap_mcp.imap.write_errors import ExtensionMissing
 
 Action = Literal["move", "copy", "delete", "archive"]
+#: What a move or copy into a special-use mailbox is where it is more than one (see ``Personality.lands_as``).
+Landing = Literal["delete", "spam"]
 #: A query language the server's own search answers; ``imap``: RFC 9051 SEARCH keys (query.search_keys).
 Dialect = Literal["imap", "gmail"]
 
@@ -68,6 +71,10 @@ class Personality:
     deletes_to: ClassVar[str] = TRASH
     #: Whether messages carry labels (read with a summary, written by imap_update_message_flags).
     has_labels: ClassVar[bool] = False
+    #: What a move or copy into the mailbox of a special-use role (or a label naming it) is where it is
+    #: more than a move or copy, by role (Gmail: into Trash a delete, into Spam a report as spam); none
+    #: where a copy is a copy.
+    lands_as: ClassVar[Mapping[str, Landing]] = MappingProxyType({})
     #: Whether a search of every mailbox covers one mailbox (Gmail: All Mail), read as one mailbox is.
     every_mailbox_is_one: ClassVar[bool] = False
     #: FETCH items a summary reads besides the standard ones (Gmail: its labels).
