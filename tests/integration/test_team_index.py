@@ -58,8 +58,15 @@ def users(master_dovecot: Dovecot) -> tuple[str, str]:
 
 
 def serve(
-    tmp_path: Path, dovecot: Dovecot, idp: IdentityProvider, users: tuple[str, str], **own: Any
+    tmp_path: Path,
+    dovecot: Dovecot,
+    idp: IdentityProvider,
+    users: tuple[str, str],
+    user_idle_s: float = 600,
+    **own: Any,
 ) -> HttpServer:
+    """The team server; ``user_idle_s``: long, so that a test of two users in turn keeps both scopes
+    however slow the machine (at 1 s, a busy machine's gap between two sessions closed the first)."""
     return serve_per_user(
         tmp_path,
         dovecot,
@@ -69,7 +76,7 @@ def serve(
         # index = true for every account: an account served per user is still not indexed without its own
         # index_per_user.
         server={"index": True, "index_dir": str(tmp_path / "ix"), "state_dir": str(tmp_path / "state")},
-        auth={"user_idle_s": 1},
+        auth={"user_idle_s": user_idle_s},
     )
 
 
@@ -211,7 +218,7 @@ async def test_a_users_index_is_closed_with_their_idle_scope_and_opened_again_by
     tmp_path: Path, master_dovecot: Dovecot, idp: IdentityProvider, users: tuple[str, str]
 ) -> None:
     alice, bob = users
-    server = serve(tmp_path, master_dovecot, idp, users, index_per_user=True)
+    server = serve(tmp_path, master_dovecot, idp, users, user_idle_s=1, index_per_user=True)
     try:
         async with http_client(server.url, idp.jwt(alice, audience=server.url)) as mcp:
             await mcp.ok(SEARCH, {"account_id": "own", "query": ALICES_WORD, "sort": "relevance"})
