@@ -399,6 +399,13 @@ class AccountConfig(BaseModel):
         return self.port if self.port is not None else DEFAULT_PORTS[self.security]
 
     @property
+    def password_key(self) -> str:
+        """The setting the login's secret comes from (``password_file``, ``oauth2_token_command``...)."""
+        if self.auth is not AuthMethod.PASSWORD:
+            return "oauth2_token_command"
+        return next(key for key in _PASSWORD_KEYS if getattr(self, key) is not None)
+
+    @property
     def password_source(self) -> str:
         if self.auth is not AuthMethod.PASSWORD:
             return "oauth2_token_command"

@@ -97,7 +97,7 @@ def connect_failure(
         return ToolFailure(
             ErrorCode.AUTH_FAILED,
             f"No password for account {account_id!r}: {exc}. Fix the account's password source.",
-            details={**details, **_field_of(config, _password_key(config))},
+            details={**details, **_field_of(config, config.password_key)},
         )
     if isinstance(exc, TokenCommandFailed):
         program = (config.oauth2_token_command or ["?"])[0]
@@ -123,8 +123,8 @@ def connect_failure(
             ErrorCode.AUTH_FAILED,
             f"The server {host} refused the login of {config.username!r} (account {account_id!r}). "
             f"Hint: {login_hint(config.host)}. Otherwise check {config.named('username')} and "
-            f"{config.named(_password_key(config))}.",
-            details={**details, **_field_of(config, _password_key(config))},
+            f"{config.named(config.password_key)}.",
+            details={**details, **_field_of(config, config.password_key)},
         )
     if isinstance(exc, ssl.SSLCertVerificationError):
         return unavailable(
@@ -317,11 +317,3 @@ def mechanism_not_offered(account_id: str, config: AccountConfig, offered: list[
         details={"account_id": account_id, "auth": config.auth.value, "offered": offered},
         retryable=False,
     )
-
-
-def _password_key(config: AccountConfig) -> str:
-    if config.auth is not AuthMethod.PASSWORD:
-        return "oauth2_token_command"
-    if config.password_env is not None:
-        return "password_env"
-    return "password_command" if config.password_command is not None else "password"
