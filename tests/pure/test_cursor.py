@@ -7,16 +7,18 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import pytest
 
 from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.imap.search.cursors import (
+    DIGEST_CHARS,
     PACKED_TAG,
     CursorError,
     CursorState,
     ForeignCursor,
+    IndexCursor,
     StreamCursor,
     StreamState,
     seal_packed,
@@ -202,3 +204,10 @@ def test_another_users_cursor_is_foreign_and_a_garbled_one_of_ones_own_is_a_curs
     with pytest.raises(ForeignCursor):
         as_user("bob@corp.example", lambda: unseal_packed(packed))
     assert as_user("", lambda: unseal_packed(packed)) is None
+
+
+def test_an_index_cursor_round_trips_with_the_key_of_its_first_pages_places() -> None:
+    cursor = IndexCursor("work", "ab" * (DIGEST_CHARS // 2), total=14, returned=4, mark=77, places=123_456)
+    assert IndexCursor.decode(cursor.encode()) == cursor
+    none_kept = replace(cursor, places=0)
+    assert IndexCursor.decode(none_kept.encode()) == none_kept

@@ -391,3 +391,20 @@ def test_a_file_that_records_no_account_is_adopted_once_and_another_accounts_is_
     kept = SqliteStore(aside, identity="identity of the first")
     assert kept.count() == 1
     kept.close()
+
+
+def test_a_first_page_keeps_its_matches_places_and_a_later_page_lists_those_still_matching(
+    store: SqliteStore,
+) -> None:
+    state = store.start_folder("INBOX", 1)
+    store.put(state, [message(uid, body="kiwi " * uid) for uid in range(1, 6)])
+    kiwi = compile_fts5(Contains("body", "kiwi"))
+    first = store.search(kiwi, folders=["INBOX"], order="relevance", limit=2, offset=0, keep=4)
+    assert first.places == [("INBOX", hit.uid) for hit in first.hits] + first.places[2:]
+    assert len(first.places) == 4
+    store.update(state, flags={}, removed=[first.places[2][1]])
+    store.put(state, [message(9, body="kiwi " * 50)])  # ranks first now: not in the kept places
+    later = store.search(
+        kiwi, folders=["INBOX"], order="relevance", limit=2, offset=0, places=first.places[2:]
+    )
+    assert [("INBOX", hit.uid) for hit in later.hits] == first.places[3:]

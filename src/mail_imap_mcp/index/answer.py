@@ -16,7 +16,7 @@ from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.freshness import Freshness, refresh
-from mail_imap_mcp.index.store import CompiledQuery, HitPage, Order
+from mail_imap_mcp.index.store import CompiledQuery, HitPage, Order, PageAsk, Place
 from mail_imap_mcp.index.sync import Indexer, plan_of
 
 
@@ -41,16 +41,23 @@ def fresh_page(
     deadline: float,
     flags_tested: bool,
     scope: Callable[[list[MailboxInfo]], list[str]] | None = None,
+    keep: int = 0,
+    places: Sequence[Place] | None = None,
 ) -> FreshPage:
     """The page of ``query`` over ``folders`` (None: every folder ``scope`` picks from the listing, as
-    :func:`~mail_imap_mcp.index.freshness.refresh` does), brought up to date until ``deadline``."""
+    :func:`~mail_imap_mcp.index.freshness.refresh` does), brought up to date until ``deadline``;
+    ``keep`` and ``places`` as :meth:`~mail_imap_mcp.index.store.IndexStore.search` takes them."""
     store = indexer.store
+
+    def ask(searched: Sequence[str]) -> PageAsk:
+        return PageAsk(folders=searched, order=order, limit=limit, offset=offset, keep=keep, places=places)
+
     if not indexer.lock.acquire(timeout=max(deadline - time.monotonic(), 0)):
-        return _as_it_is(session, indexer, query, folders, scope, order=order, limit=limit, offset=offset)
+        return _as_it_is(session, indexer, query, folders, scope, ask)
     try:
         before = store.folders()
         guess = list(before) if folders is None else list(folders)
-        early = store.start_search(query, folders=guess, order=order, limit=limit, offset=offset)
+        early = store.start_search(query, **ask(guess))
         try:
             fresh = refresh(
                 session, indexer, folders, deadline=deadline, flags_tested=flags_tested, scope=scope
@@ -68,7 +75,7 @@ def fresh_page(
         if not fresh.synced and store.folders() == before and set(covered) >= set(guess):
             return FreshPage(early.result(), covered, fresh)
         early.cancel()
-        page = store.search(query, folders=covered, order=order, limit=limit, offset=offset)
+        page = store.search(query, **ask(covered))
         return FreshPage(page, covered, fresh)
     finally:
         indexer.lock.release()
@@ -84,10 +91,7 @@ def _as_it_is(
     query: CompiledQuery,
     folders: Sequence[str] | None,
     scope: Callable[[list[MailboxInfo]], list[str]] | None,
-    *,
-    order: Order,
-    limit: int,
-    offset: int,
+    ask: Callable[[Sequence[str]], PageAsk],
 ) -> FreshPage:
     """The page from the index as it is, every folder searched said to be possibly behind: another sync
     held the index's lock until the deadline, so the folders' state was not asked (a search of every
@@ -103,5 +107,5 @@ def _as_it_is(
     else:
         covered = list(folders)
     fresh.stale = dict.fromkeys(covered, 0)
-    page = indexer.store.search(query, folders=covered, order=order, limit=limit, offset=offset)
+    page = indexer.store.search(query, **ask(covered))
     return FreshPage(page, covered, fresh)

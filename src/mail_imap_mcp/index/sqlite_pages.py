@@ -20,6 +20,8 @@ from mail_imap_mcp.index.store import (
     Hit,
     HitPage,
     Order,
+    PageAsk,
+    Place,
     flag_names,
     unpack_texts,
 )
@@ -34,16 +36,12 @@ _HIT_COLUMNS = (
 
 
 def page_task(
-    stored: Sequence[tuple[str, int, int]],
-    ranker: Ranker,
-    query: CompiledQuery,
-    folders: list[str],
-    order: Order,
-    limit: int,
-    offset: int,
+    stored: Sequence[tuple[str, int, int]], ranker: Ranker, query: CompiledQuery, ask: PageAsk
 ) -> Callable[[sqlite3.Connection], HitPage]:
-    """The work of a page of ``query`` over ``folders`` (in the search's order), to run on a read
+    """The work of the page ``ask`` of ``query`` (its folders in the search's order), to run on a read
     connection; ``stored``: every folder's (name, id, messages)."""
+    folders, order, limit, offset = list(ask["folders"]), ask["order"], ask["limit"], ask["offset"]
+    keep, places = ask.get("keep", 0), ask.get("places")
     wanted = set(folders)
     searched = {folder: count for name, folder, count in stored if name in wanted}
     others = {folder: count for name, folder, count in stored if name not in wanted}
@@ -78,22 +76,76 @@ def page_task(
         f"SELECT {_BM25} AS rank, fts.rowid FROM {source} WHERE {condition} "
         "AND fts.rowid BETWEEN ? AND ? ORDER BY rank, fts.rowid DESC LIMIT ?"
     )
+    matching = f"SELECT {row_id} FROM {source} WHERE {condition} AND {row_id} IN "
 
     def page(db: sqlite3.Connection) -> HitPage:
         total = int(db.execute(count_sql, params).fetchone()[0])
+        if places is not None:
+            ids = _still_matching(db, matching, params, _ids_at(db, places))
+            return HitPage(rows_of(db, ids, [0.0] * len(ids)), total, folders)
+        kept: list[int] = []
         if ranked and not weighs_nothing(query, total, total_stored):
-            pairs = ranker.rank(
-                db, shard_sql, params, matches=total, stored=total_stored, best=offset + limit
-            )
-            ids, ranks = [row for _, row in pairs[offset:]], [rank for rank, _ in pairs[offset:]]
+            best = max(offset + limit, keep)
+            pairs = ranker.rank(db, shard_sql, params, matches=total, stored=total_stored, best=best)
+            chosen = pairs[offset : offset + limit]
+            ids, ranks = [row for _, row in chosen], [rank for rank, _ in chosen]
+            kept = [row for _, row in pairs[:keep]]
         else:
             ids = [row[0] for row in db.execute(listed, [*params, *order_params, limit, offset])]
             ranks = [0.0] * len(ids)
+            if keep:
+                kept = [row[0] for row in db.execute(listed, [*params, *order_params, keep, 0])]
         return HitPage(
-            rows_of(db, ids, ranks), total, folders, unweighted=ranked and ids != [] and not any(ranks)
+            rows_of(db, ids, ranks),
+            total,
+            folders,
+            unweighted=ranked and ids != [] and not any(ranks),
+            places=_places_of(db, kept),
         )
 
     return page
+
+
+#: Rows named in one statement at most (SQLite's bound on parameters is 32,766 since 3.32, 999 before).
+_CHUNK = 400
+
+
+def _places_of(db: sqlite3.Connection, ids: list[int]) -> list[Place]:
+    """The (folder, UID) of each of the rows ``ids``, in that order."""
+    found: dict[int, Place] = {}
+    for first in range(0, len(ids), _CHUNK):
+        chunk = ids[first : first + _CHUNK]
+        found.update(
+            (row_id, (name, uid))
+            for row_id, name, uid in db.execute(
+                "SELECT m.id, f.name, m.uid FROM messages m JOIN folders f ON f.id = m.folder "
+                f"WHERE m.id IN ({', '.join('?' for _ in chunk)})",
+                chunk,
+            )
+        )
+    return [found[row_id] for row_id in ids if row_id in found]
+
+
+def _ids_at(db: sqlite3.Connection, places: Sequence[Place]) -> list[int]:
+    """The rows of ``places`` the index still holds, in that order."""
+    ids = []
+    for name, uid in places:
+        row = db.execute(
+            "SELECT m.id FROM messages m JOIN folders f ON f.id = m.folder WHERE f.name = ? AND m.uid = ?",
+            (name, uid),
+        ).fetchone()
+        if row is not None:
+            ids.append(int(row[0]))
+    return ids
+
+
+def _still_matching(db: sqlite3.Connection, matching: str, params: list[object], ids: list[int]) -> list[int]:
+    """Those of ``ids`` the query still matches (``matching``: its rows among a list that follows), in
+    that order."""
+    if not ids:
+        return []
+    found = {row[0] for row in db.execute(f"{matching}({', '.join('?' for _ in ids)})", [*params, *ids])}
+    return [row_id for row_id in ids if row_id in found]
 
 
 def _order_by(

@@ -18,6 +18,7 @@ import contextlib
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Unpack
 
 from mail_imap_mcp.index.sqlite_errors import Transaction, failure_of, translated
 from mail_imap_mcp.index.sqlite_pages import page_task
@@ -31,7 +32,7 @@ from mail_imap_mcp.index.store import (
     IndexedMessage,
     IndexUnusable,
     IndexWriteFailed,
-    Order,
+    PageAsk,
     flag_bits,
     pack_texts,
     unpack_texts,
@@ -258,28 +259,22 @@ class SqliteStore:
     def count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM messages").fetchone()[0])
 
-    def search(
-        self, query: CompiledQuery, *, folders: Sequence[str], order: Order, limit: int, offset: int
-    ) -> HitPage:
-        task = self._page_task(query, list(folders), order, limit, offset)
+    def search(self, query: CompiledQuery, **ask: Unpack[PageAsk]) -> HitPage:
+        task = self._page_task(query, ask)
         return PendingSearch(lambda: self._ranker.run(task)).result()
 
-    def start_search(
-        self, query: CompiledQuery, *, folders: Sequence[str], order: Order, limit: int, offset: int
-    ) -> PendingSearch:
+    def start_search(self, query: CompiledQuery, **ask: Unpack[PageAsk]) -> PendingSearch:
         """Start :meth:`search` in a thread on a read connection and return at once (the search's
         freshness round trip runs meanwhile); :meth:`PendingSearch.result` is the page."""
-        started = self._ranker.submit(self._page_task(query, list(folders), order, limit, offset))
+        started = self._ranker.submit(self._page_task(query, ask))
         return PendingSearch(started.result, started.cancel)
 
-    def _page_task(
-        self, query: CompiledQuery, folders: list[str], order: Order, limit: int, offset: int
-    ) -> Callable[[sqlite3.Connection], HitPage]:
+    def _page_task(self, query: CompiledQuery, ask: PageAsk) -> Callable[[sqlite3.Connection], HitPage]:
         try:
             stored = self._db.execute("SELECT name, id, messages FROM folders").fetchall()
         except sqlite3.Error as exc:
             raise failure_of(self.path, exc) from exc
-        return page_task(stored, self._ranker, query, folders, order, limit, offset)
+        return page_task(stored, self._ranker, query, ask)
 
     @translated
     def wait_for_writers(self, seconds: float) -> None:

@@ -19,7 +19,7 @@ import json
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, NotRequired, Protocol, TypedDict, Unpack
 
 from mail_imap_mcp.query.fts5 import FLAG_BITS
 
@@ -171,12 +171,31 @@ class HitPage:
     #: Ranked, but every word of the query is in more than half the messages, which BM25 weighs at
     #: nothing: the matches are listed newest first.
     unweighted: bool = False
+    #: The first matches in the page's order, as (folder, UID), up to the ``keep`` asked for: what later
+    #: pages list, in this order, whatever arrives meanwhile (:data:`Place`).
+    places: list[Place] = field(default_factory=list)
 
+
+#: Where a message is: its folder and UID.
+Place = tuple[str, int]
 
 #: A page's order: ``relevance`` best match first; ``date`` newest sent date first; ``arrival`` newest
 #: INTERNALDATE first, then the folder's place in the searched list, then UID ascending (the server's
 #: order of a search of several mailboxes); ``uid`` the highest UID first (its order of one mailbox).
 Order = Literal["relevance", "date", "arrival", "uid"]
+
+
+class PageAsk(TypedDict):
+    """What a page asks of the store (:meth:`IndexStore.search`): its folders (in the search's order),
+    order, size and offset; the first page the places of its first ``keep`` matches, a later one the
+    ``places`` it lists."""
+
+    folders: Sequence[str]
+    order: Order
+    limit: int
+    offset: int
+    keep: NotRequired[int]
+    places: NotRequired[Sequence[Place] | None]
 
 
 class CompiledQuery(Protocol):
@@ -255,16 +274,14 @@ class IndexStore(Protocol):
         """The messages indexed, in every folder."""
         ...
 
-    def search(
-        self, query: CompiledQuery, *, folders: Sequence[str], order: Order, limit: int, offset: int
-    ) -> HitPage:
+    def search(self, query: CompiledQuery, **ask: Unpack[PageAsk]) -> HitPage:
         """The page of messages of ``folders`` that ``query`` matches, best (or newest) first: ranked,
-        every match is ranked."""
+        every match is ranked; with it the places of the first ``keep`` matches. ``places``: the page
+        is those of them that still match, in that order (a later page of a search whose first page
+        kept them), ``order`` and ``offset`` aside."""
         ...
 
-    def start_search(
-        self, query: CompiledQuery, *, folders: Sequence[str], order: Order, limit: int, offset: int
-    ) -> PendingPage:
+    def start_search(self, query: CompiledQuery, **ask: Unpack[PageAsk]) -> PendingPage:
         """:meth:`search` begun in the background, to be taken (or dropped) later."""
         ...
 

@@ -30,11 +30,12 @@ from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.answer import fresh_page
 from mail_imap_mcp.index.freshness import Freshness
 from mail_imap_mcp.index.snippets import matched_words, snippet_around
-from mail_imap_mcp.index.store import FolderState, Hit, IndexUnusable, Order
+from mail_imap_mcp.index.store import FolderState, Hit, IndexUnusable, Order, Place
 from mail_imap_mcp.index.summaries import summary_of
 from mail_imap_mcp.query import Query
 from mail_imap_mcp.query.fts5 import Fts5Query, compile_fts5
 from mail_imap_mcp.query.tree import AllOf, AnyOf, Label, nodes
+from mail_imap_mcp.services.index_places import KEPT_PLACES, keep_places, kept_places
 from mail_imap_mcp.services.search_args import ALL_MAILBOXES, SearchArgs
 from mail_imap_mcp.services.search_backend import IndexChoice, choose_index
 
@@ -79,6 +80,9 @@ def index_page(
     limit = min(args.limit, app.config.server.max_search_limit)
     snippet_chars = min(args.snippet_chars, app.config.server.max_snippet_chars)
     offset = cursor.returned if cursor else 0
+    # A later page lists the places its first page kept, in their order (item 16 of issue 47).
+    kept = kept_places(app, account_id, cursor.places) if cursor is not None else None
+    listed = kept[offset : offset + limit] if kept is not None and offset < len(kept) else None
     budget_s = app.config.server.index_fresh_budget_ms / 1000
     names = list(dict.fromkeys(args.mailboxes if args.mailboxes is not None else [args.mailbox]))
     everything = ALL_MAILBOXES in names
@@ -120,6 +124,8 @@ def index_page(
                 deadline=deadline,
                 flags_tested=choice.flags_tested,
                 scope=scope,
+                keep=KEPT_PLACES if cursor is None else 0,
+                places=listed,
             )
         except IndexUnusable as exc:
             return _Read([], 0, [], [], [], Freshness(), declined=_UNUSABLE.format(why=exc))
@@ -141,11 +147,31 @@ def index_page(
                 )
                 for hit in page.hits
             ]
-            return _Read(folders, page.total, page.hits, summaries, [], fresh, _mark(stored), page.unweighted)
+            return _Read(
+                folders,
+                page.total,
+                page.hits,
+                summaries,
+                [],
+                fresh,
+                _mark(stored),
+                page.unweighted,
+                page.places,
+            )
         bodies = {(hit.folder, hit.uid): hit.body for hit in page.hits}
         messages, issues = _summaries(session, account_id, page.hits, snippet_chars, app)
         messages = [_with_snippet(m, bodies.get((m.mailbox, m.uid)), words, snippet_chars) for m in messages]
-        return _Read(folders, page.total, page.hits, messages, issues, fresh, _mark(stored), page.unweighted)
+        return _Read(
+            folders,
+            page.total,
+            page.hits,
+            messages,
+            issues,
+            fresh,
+            _mark(stored),
+            page.unweighted,
+            page.places,
+        )
 
     words = matched_words(search)
     read = app.connection(account_id).run(work)
@@ -154,12 +180,22 @@ def index_page(
             raise CursorMismatch()
         return IndexAnswer(None, [*choice.warnings, read.declined])
     messages = read.messages
-    returned = offset + len(read.hits)
-    next_cursor = None
-    if returned < read.total and read.hits:
-        next_cursor = IndexCursor(account_id, digest, read.total, returned, read.mark).encode()
     warnings = [*choice.warnings, *_stale_words(read.fresh)]
-    if cursor is not None and cursor.total != read.total:
+    next_cursor = None
+    if listed is not None and cursor is not None:
+        returned = offset + len(listed)
+        if returned < cursor.total:
+            next_cursor = replace(cursor, returned=returned).encode()
+        if (cursor.total, cursor.mark) != (read.total, read.mark):
+            warnings.append(_KEPT_ORDER.format(then=cursor.total, now=read.total))
+        read.total = cursor.total
+    else:
+        returned = offset + len(read.hits)
+        if returned < read.total and read.hits:
+            places = keep_places(app, account_id, read.places) if cursor is None and read.places else 0
+            key = cursor.places if cursor is not None else places
+            next_cursor = IndexCursor(account_id, digest, read.total, returned, read.mark, key).encode()
+    if listed is None and cursor is not None and cursor.total != read.total:
         warnings.append(
             f"The matches changed since the first page of this search ({cursor.total:,} then, {read.total:,} "
             "now: the index caught up with the server or another client changed mail), so this page may "
@@ -171,7 +207,8 @@ def index_page(
             f"nothing: its {read.total:,} matches are listed newest first. Add a rarer word to rank them."
         )
     if (
-        cursor is not None
+        listed is None
+        and cursor is not None
         and cursor.total == read.total
         and cursor.mark
         and cursor.mark != read.mark
@@ -224,6 +261,8 @@ class _Read:
     mark: int = 0
     #: Every word of the query is in more than half the messages: listed newest first (HitPage).
     unweighted: bool = False
+    #: Where the first matches are, in the page's order (a first page: kept for the later ones).
+    places: list[Place] = field(default_factory=list)
     #: Why the index did not answer after all (the server answers, and the page says this).
     declined: str | None = None
 
@@ -233,6 +272,13 @@ _MIXED_VIEWS = (
     "other folders in one search: the server answered it, unranked."
 )
 
+
+_KEPT_ORDER = (
+    "Mail changed since the first page of this search ({then:,} matches then, {now:,} now): its later "
+    "pages list the messages the first page found, in its order, so none is repeated or skipped; mail "
+    "that arrived or came to match since is left out (search again without the cursor to see it), and "
+    "one deleted since is not listed."
+)
 
 _NO_LABELS = "This server has no labels: the server answered this search."
 

@@ -384,19 +384,21 @@ class WatermarkCursor:
 class IndexCursor:
     """Where a ranked page of the local index continues: the search (account, digest of its filters,
     mailboxes and order), how many matched when it started, how many pages returned (its offset), and a
-    mark of the index's contents then (0: not known, a cursor of an earlier build)."""
+    mark of the index's contents then (0: not known, a cursor of an earlier build), and the key of the
+    places its first page kept (0: none)."""
 
     account_id: str
     digest: str
     total: int
     returned: int
     mark: int = 0
+    places: int = 0
 
     def encode(self) -> str:
         if not _HEX_DIGEST.fullmatch(self.digest):
             raise ValueError(f"a cursor's digest is {DIGEST_CHARS} hex digits")
         body = bytearray([INDEX_TAG]) + _text(self.account_id) + bytes.fromhex(self.digest)
-        return seal_packed(bytes(body + _varints([self.total, self.returned, self.mark])))
+        return seal_packed(bytes(body + _varints([self.total, self.returned, self.mark, self.places])))
 
     @classmethod
     def decode(cls, token: str) -> IndexCursor | None:
@@ -409,9 +411,10 @@ class IndexCursor:
         digest = reader.take(DIGEST_CHARS // 2).hex()
         total, returned = reader.varint(), reader.varint()
         mark = reader.varint() if reader.pos < len(reader.data) else 0
-        if reader.pos != len(reader.data) or not (_uint(total) and _uint(returned) and _uint(mark)):
+        places = reader.varint() if reader.pos < len(reader.data) else 0
+        if reader.pos != len(reader.data) or not all(map(_uint, (total, returned, mark, places))):
             raise CursorError("cursor is garbled")
-        return cls(account_id, digest, total, returned, mark)
+        return cls(account_id, digest, total, returned, mark, places)
 
 
 def decode_search_cursor(token: str) -> StreamCursor | WatermarkCursor:

@@ -1,0 +1,82 @@
+"""Later pages of a search the local index answers, while mail arrives (issue 47, item 16).
+
+A first page keeps where its matches are, in its order; later pages list the next of them, so every
+message the first page found comes once, in that order, whatever arrives meanwhile: mail that arrives
+(and would rank first, or be the newest) is left out and ``meta.warnings`` says so, as the server's
+date-ordered cursor leaves it out. Ranks follow word counts over every message, so even mail that does
+not match moves them: the ranked order is kept, not computed again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.index_clients import indexed_client
+from tests.support.mailgen import plain_message
+from tests.support.matrix import MatrixServer
+
+pytestmark = pytest.mark.anyio
+
+SEARCH = "imap_search_messages"
+BASE = dt.datetime(2026, 4, 1, 9, 0, tzinfo=dt.UTC)
+
+
+def note(number: int, *, strong: bool = False) -> bytes:
+    """A message matching ``kiwiword`` more or less strongly (its subject, how often, how long the text)."""
+    words = "kiwiword " * (3 if strong else 1 + number % 3)
+    subject = f"note {number} {'kiwiword' if strong or number % 4 == 0 else ''}"
+    filler = "plain words about the weather " * (number % 5)
+    return plain_message(
+        subject,
+        f"{filler}{words}\r\n",
+        date=BASE + dt.timedelta(hours=number),
+        message_id=f"<page{number}@pages.test>",
+    )
+
+
+def unrelated(number: int) -> bytes:
+    return plain_message(
+        f"other {number}", "nothing of the query " * 40 + "\r\n", date=BASE + dt.timedelta(hours=number)
+    )
+
+
+@pytest.mark.parametrize("sort", ["relevance", "arrival", "date"])
+async def test_later_pages_list_the_first_pages_matches_in_its_order_while_mail_arrives(
+    dovecot: MatrixServer, tmp_path: Path, sort: str
+) -> None:
+    user = dovecot.new_user()
+    archive = dovecot.mailbox_name("Archive")
+    dovecot.seed(user, "INBOX", [note(i) for i in range(0, 14, 2)])
+    dovecot.seed(user, archive, [note(i) for i in range(1, 14, 2)])
+    search: dict[str, Any] = {"query": "kiwiword", "sort": sort, "mailbox": "*"}
+    async for mcp, _app, _config in indexed_client(dovecot, user, tmp_path):
+        whole = [m["message_id"] for m in (await mcp.ok(SEARCH, {**search, "limit": 50}))["messages"]]
+        assert len(whole) == 14
+        listed: list[str] = []
+        warnings: list[str] = []
+        cursor: str | None = None
+        arriving = 100
+        while True:
+            envelope = await mcp.call(
+                SEARCH, {**search, "limit": 4, **({"cursor": cursor} if cursor else {})}
+            )
+            assert envelope["success"], envelope
+            listed += [m["message_id"] for m in envelope["data"]["messages"]]
+            warnings += envelope["meta"]["warnings"]
+            cursor = envelope["data"].get("next_cursor")
+            if not cursor:
+                break
+            with dovecot.connect(user, tls=False, starttls=False) as other:
+                # Mail that ranks first, is the newest and the latest sent, and mail that only moves ranks.
+                for folder in ("INBOX", archive):
+                    other.append(folder, note(arriving, strong=True))
+                    other.append(folder, unrelated(arriving + 1))
+                    arriving += 2
+        assert listed == whole  # none repeated, none skipped, in the first page's order
+        assert any("left out" in w and "14 matches then" in w for w in warnings), warnings
+        again = await mcp.ok(SEARCH, {**search, "limit": 50})
+        assert again["total"] == 14 + (arriving - 100) // 2
