@@ -1,0 +1,28 @@
+"""The caller record (state/caller.py): the user's name folded where it is an address, and what an audit
+line says of them."""
+
+from __future__ import annotations
+
+from mail_imap_mcp.state import ANONYMOUS_CALLER, Caller, fold_user
+
+
+def test_an_email_claim_is_casefolded_and_every_other_claim_kept_exactly() -> None:
+    assert fold_user("Alice@Corp.Example", "email") == fold_user("ALICE@corp.example", "email")
+    assert fold_user("Alice@Corp.Example", "email") == "alice@corp.example"
+    assert fold_user("Straße@corp.example", "email") == "strasse@corp.example"  # casefold, not lower
+    for claim in ("preferred_username", "sub", "oid", "upn"):
+        assert fold_user("Alice@Corp.Example", claim) == "Alice@Corp.Example"
+
+
+def test_an_audit_line_names_the_user_and_whose_mailbox_a_per_user_account_opened() -> None:
+    alice = Caller("alice@corp.example", frozenset({"own"}))
+    assert alice.audit_fields("own") == {"user": "alice@corp.example", "mailbox_of": "alice@corp.example"}
+    assert alice.audit_fields("support") == {"user": "alice@corp.example"}
+    assert ANONYMOUS_CALLER.audit_fields("default") == {"user": "-"}
+
+
+def test_store_keys_and_tags_are_per_user_and_show_no_name() -> None:
+    alice, bob = Caller("alice@corp.example"), Caller("bob@corp.example")
+    assert alice.key("op", "op_1") != bob.key("op", "op_1") != ANONYMOUS_CALLER.key("op", "op_1")
+    assert "alice" not in alice.key("op", "op_1") and alice.tag not in ("", "-")
+    assert ANONYMOUS_CALLER.tag == "-"
