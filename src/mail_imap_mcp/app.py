@@ -417,6 +417,11 @@ class AppContext:
         config = self.full_config
         return any(config.writes_allowed(account_id) for account_id in config.accounts)
 
+    def sending_possible(self, user: str) -> bool:
+        """Whether an account ``user`` may use has send_enabled (otherwise a sending tool is not listed)."""
+        accounts = self.full_config.accounts.values()
+        return any(account.send_enabled and account.serves(user) for account in accounts)
+
     def write_connection(self, account_id: str) -> AccountConnection:
         """The connection of ``account_id`` for a write; ``permission_denied`` when writes are off."""
         connection = self.connection(account_id)

@@ -21,6 +21,7 @@ from mail_imap_mcp.config import (
     ServerSettings,
     StateSettings,
 )
+from mail_imap_mcp.config.endpoints import SmtpSettings
 from mail_imap_mcp.config.providers import PROVIDERS
 from mail_imap_mcp.envelope import ERROR_REGISTRY
 from mail_imap_mcp.envelope.schemas import (
@@ -199,6 +200,7 @@ def configuration_markdown() -> str:
     lines += _environment_section()
     for title, model in (
         ("`[accounts.<account_id>]`", AccountConfig),
+        ("`[accounts.<account_id>.smtp]` (the SMTP submission server)", SmtpSettings),
         ("`[server]`", ServerSettings),
         ("`[http]` (`serve --transport http`)", HttpSettings),
         ("`[http.auth]` (each user signs in: a team's server)", HttpAuthSettings),
@@ -235,7 +237,9 @@ def _environment_section() -> list[str]:
         "`${user_config.*}`). Without `_HOST`, the domain of the first address (`_ADDRESSES`, else "
         f"`_USER`) chooses the host, port and security from the provider table ({names}); the username "
         "defaults to the first address, and `_OAUTH2_TOKEN_COMMAND` without `_AUTH` means `xoauth2`. "
-        "`MAIL_IMAP_WRITE_ENABLED` sets `[server] write_enabled`.",
+        "`MAIL_IMAP_WRITE_ENABLED` sets `[server] write_enabled`. `_SMTP_HOST`, `_SMTP_PORT` and "
+        "`_SMTP_SECURITY` set the account's submission server over its provider's (`_SMTP_HOST` declares "
+        "no account of its own).",
         "",
         "A wrong setting of an environment account does not stop the server, as a wrong configuration file "
         "does: an MCP client that starts the server shows only that the connection closed. A host missing "
@@ -253,6 +257,11 @@ def _environment_section() -> list[str]:
         "|---|---|",
     ]
     meaning = {"password_env": "the password itself (`password_env` names this variable)"}
+    meaning |= {
+        key: f"`{key.removeprefix('smtp_')}` of `[accounts.<id>.smtp]`"
+        for key in ENV_SUFFIXES
+        if key.startswith("smtp_")
+    }
     lines += [
         f"| `MAIL_IMAP_<ID>_{suffix}` | {meaning.get(key, f'`{key}`')} |"
         for key, suffix in ENV_SUFFIXES.items()

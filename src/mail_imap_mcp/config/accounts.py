@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import ipaddress
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,14 +14,20 @@ from pydantic import (
     Field,
     PrivateAttr,
     SecretStr,
-    ValidationError,
     field_validator,
     model_validator,
 )
 
+from .endpoints import DEFAULT_PORTS as DEFAULT_PORTS
+from .endpoints import Endpoint, SmtpSettings
+from .endpoints import Security as Security
+from .endpoints import is_loopback_host as is_loopback_host
 from .errors import ConfigError as ConfigError
 from .errors import SettingFault
+from .errors import format_validation_error as format_validation_error
 from .form import form_label
+from .providers import Provider, provider_for, provider_for_address
+from .recipients import AllowedRecipients, NotAnEntry
 from .secret_storage import read_secret_file
 from .secrets import check_env_names, resolve_secret
 
@@ -51,19 +56,15 @@ ENV_SUFFIXES = {
     "auth": "AUTH",
     "oauth2_token_command": "OAUTH2_TOKEN_COMMAND",
     "helper_env": "HELPER_ENV",
+    "smtp_host": "SMTP_HOST",
+    "smtp_port": "SMTP_PORT",
+    "smtp_security": "SMTP_SECURITY",
+    "send_enabled": "SEND_ENABLED",
+    "allowed_recipients": "ALLOWED_RECIPIENTS",
 }
 SECURE_ENV_SUFFIX = "SECURE"
 _ADDRESS = re.compile(r"[^@\s<>,;\"]+@[^@\s<>,;\"]+")
 KNOWN_ENV_SUFFIXES = (*ENV_SUFFIXES.values(), SECURE_ENV_SUFFIX)
-
-
-class Security(StrEnum):
-    TLS = "tls"
-    STARTTLS = "starttls"
-    PLAIN = "plain"
-
-
-DEFAULT_PORTS = {Security.TLS: 993, Security.STARTTLS: 143, Security.PLAIN: 143}
 
 
 class AuthMethod(StrEnum):
@@ -80,16 +81,6 @@ class AuthMethod(StrEnum):
 
 
 _PASSWORD_KEYS = ("password_env", "password_file", "password_command", "password_keyring", "password")
-
-
-def is_loopback_host(host: str) -> bool:
-    """True for ``localhost`` and literal loopback addresses (no DNS lookups)."""
-    if host.lower() in {"localhost", "localhost.localdomain"}:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 class AccountConfig(BaseModel):
@@ -183,6 +174,23 @@ class AccountConfig(BaseModel):
         default=None,
         description="Allow write tools (flags, move, copy, delete, mailboxes, drafts) on this account; "
         "unset means [server] write_enabled.",
+    )
+    smtp: SmtpSettings = Field(
+        default_factory=SmtpSettings,
+        description="The SMTP submission server ([accounts.<account_id>.smtp]: host, port, security), "
+        "where it is not the provider's; it logs in with this account's credentials.",
+    )
+    send_enabled: bool = Field(
+        default=False,
+        description="Allow sending mail from this account, each message approved by the user; off by "
+        "default and never implied by write_enabled. Needs allowed_recipients.",
+    )
+    allowed_recipients: list[Annotated[str, Field(min_length=1, max_length=254)]] | None = Field(
+        default=None,
+        max_length=1000,
+        description='Whom this account may send to (To, Cc and Bcc): addresses, domains ("@example.com": '
+        'that domain exactly; "*.example.com": its subdomains only), or "*" written out for anyone. '
+        "Compared case-folded and IDNA-normalised.",
     )
     index: bool | None = Field(
         default=None,
@@ -305,6 +313,21 @@ class AccountConfig(BaseModel):
             )
         if self.ca_file is not None and not self.ca_file.expanduser().is_file():
             raise ValueError("ca_file does not exist or is not a file")
+        if self.allowed_recipients is not None:
+            try:
+                AllowedRecipients.parse(self.allowed_recipients)
+            except NotAnEntry as refused:
+                raise ValueError(f"allowed_recipients: {refused}") from None
+        if self.send_enabled and self.allowed_recipients is None:
+            raise ValueError(
+                "send_enabled = true needs allowed_recipients: the addresses and domains mail may go to "
+                '(e.g. ["@example.com", "bob@example.org"]), or ["*"] to allow anyone'
+            )
+        if self.send_enabled and self.submission is None:
+            raise ValueError(
+                "send_enabled = true needs an SMTP submission server: set host in the account's smtp "
+                "table (no known provider's is the default here)"
+            )
         return self
 
     def for_user(self, user: str) -> AccountConfig:
@@ -364,8 +387,11 @@ class AccountConfig(BaseModel):
                 value = None if value is None else str(value == "tls").lower()
             name = self._env_prefix + suffix
             return name if value is None else f"{name}={value}"
+        section = self._file_section
+        if key.startswith("smtp_"):  # a key of the account's [accounts.<id>.smtp] table
+            key, section = key.removeprefix("smtp_"), None if section is None else f"{section}.smtp"
         assignment = key if value is None else f"{key} = {toml_value(value)}"
-        return assignment if self._file_section is None else f"{assignment} in [{self._file_section}]"
+        return assignment if section is None else f"{assignment} in [{section}]"
 
     def label(self, key: str) -> str | None:
         """The label of the bundle form's field that sets ``key`` for this account, where one does."""
@@ -406,6 +432,29 @@ class AccountConfig(BaseModel):
         return next(key for key in _PASSWORD_KEYS if getattr(self, key) is not None)
 
     @property
+    def imap(self) -> Endpoint:
+        """The IMAP server (the flat host, port and security)."""
+        return Endpoint(self.host, self.effective_port, self.security)
+
+    @property
+    def provider(self) -> Provider | None:
+        """The known provider whose IMAP server this is, else whose domain the account's address is at."""
+        return provider_for(self.host) or next(
+            filter(None, map(provider_for_address, [*self.effective_addresses, self.username])), None
+        )
+
+    @property
+    def submission(self) -> Endpoint | None:
+        """The SMTP submission server: the smtp table over the provider's; None where neither names one."""
+        provider = self.provider
+        return self.smtp.endpoint(provider.submission_endpoint if provider else None)
+
+    @property
+    def recipients_allowed(self) -> AllowedRecipients:
+        """Whom mail from this account may go to (nobody while allowed_recipients is unset)."""
+        return AllowedRecipients.parse(self.allowed_recipients or [])
+
+    @property
     def password_source(self) -> str:
         if self.auth is not AuthMethod.PASSWORD:
             return "oauth2_token_command"
@@ -441,16 +490,3 @@ class AccountConfig(BaseModel):
 
 def toml_value(value: str) -> str:
     return value if value.isdigit() or value in {"true", "false"} else f'"{value}"'
-
-
-def format_validation_error(
-    exc: ValidationError, name_of: Callable[[str], str] | None = None, fallback: str = "config"
-) -> str:
-    """One line per error, each naming its key; ``name_of`` turns a key into the user's spelling."""
-    lines = []
-    for err in exc.errors(include_url=False, include_input=False):
-        key = ".".join(str(p) for p in err["loc"])
-        key = (name_of(key) if name_of else key) if key else fallback
-        reason = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-        lines.append(f"{key}: {reason.removeprefix('Value error, ')}")
-    return "invalid configuration: " + "; ".join(lines)

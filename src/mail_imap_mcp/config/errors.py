@@ -3,7 +3,10 @@ the environment unusable (their own module: the keychain, the settings and the l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from pydantic import ValidationError
 
 
 class ConfigError(Exception):
@@ -27,3 +30,16 @@ class SettingFault:
     def named(self) -> str:
         """The field as its user knows it: ``"IMAP port (optional)" (MAIL_IMAP_DEFAULT_PORT)``."""
         return self.setting if self.label is None else f'"{self.label}" ({self.setting})'
+
+
+def format_validation_error(
+    exc: ValidationError, name_of: Callable[[str], str] | None = None, fallback: str = "config"
+) -> str:
+    """One line per error, each naming its key; ``name_of`` turns a key into the user's spelling."""
+    lines = []
+    for err in exc.errors(include_url=False, include_input=False):
+        key = ".".join(str(p) for p in err["loc"])
+        key = (name_of(key) if name_of else key) if key else fallback
+        reason = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        lines.append(f"{key}: {reason.removeprefix('Value error, ')}")
+    return "invalid configuration: " + "; ".join(lines)

@@ -35,6 +35,7 @@ from .faults import set_aside
 from .providers import provider_for_address
 from .settings import HTTP_TOKEN_SOURCES, Config
 
+_SMTP_HOST = "_" + ENV_SUFFIXES["smtp_host"]
 #: A value Claude Desktop leaves as it is when an optional field of an MCP Bundle's form was never filled
 #: and has no default (modelcontextprotocol/mcpb issue 250): as unset as an empty one.
 _UNSUBSTITUTED = re.compile(r"^\$\{user_config\.[^}]*\}$")
@@ -57,6 +58,7 @@ def _truthy(value: str) -> bool:
 
 
 def _env_name(prefix: str, key: str) -> str:
+    key = key.replace(".", "_")  # smtp.port, a key of the nested table, is SMTP_PORT
     return prefix + ENV_SUFFIXES.get(key, key.upper())
 
 
@@ -80,7 +82,7 @@ def _check_env_names(env: Mapping[str, str], prefixes: list[str], referenced: se
                 f"{name} is not a setting of account {owner.removeprefix(ENV_PREFIX)[:-1].lower()!r}: "
                 f"{hint}Known: {', '.join(owner + known for known in KNOWN_ENV_SUFFIXES)}"
             )
-        for suffix in KNOWN_ENV_SUFFIXES:
+        for suffix in sorted(KNOWN_ENV_SUFFIXES, key=len, reverse=True):  # SMTP_HOST before HOST
             if name.endswith(f"_{suffix}") and len(name) > len(ENV_PREFIX) + len(suffix) + 1:
                 host = name.removesuffix(suffix) + "HOST"
                 raise ConfigError(
@@ -106,7 +108,9 @@ def env_accounts(
         {
             match.group(1)
             for name in env
-            if name not in referenced and (match := ENV_ACCOUNT_PATTERN.match(name)) is not None
+            if name not in referenced
+            and not name.endswith(_SMTP_HOST)  # the submission server of an account, declaring none
+            and (match := ENV_ACCOUNT_PATTERN.match(name)) is not None
         }
     )
     prefixes = [f"{ENV_PREFIX}{account_id}_" for account_id in account_ids]
@@ -115,7 +119,11 @@ def env_accounts(
     for account_id in account_ids:
         prefix = f"{ENV_PREFIX}{account_id}_"
         raw: dict[str, Any] = {}
-        for key, suffix in (("addresses", "ADDRESSES"), ("helper_env", "HELPER_ENV")):
+        for key, suffix in (
+            ("addresses", "ADDRESSES"),
+            ("helper_env", "HELPER_ENV"),
+            ("allowed_recipients", "ALLOWED_RECIPIENTS"),
+        ):
             if f"{prefix}{suffix}" in env:
                 raw[key] = [item.strip() for item in env[f"{prefix}{suffix}"].split(",") if item.strip()]
         if f"{prefix}USER" in env:
@@ -137,8 +145,16 @@ def env_accounts(
             raw["security"] = "tls" if _truthy(env[f"{prefix}SECURE"]) else "starttls"
         if f"{prefix}CA_FILE" in env:
             raw["ca_file"] = env[f"{prefix}CA_FILE"]
-        if f"{prefix}WRITE_ENABLED" in env:
-            raw["write_enabled"] = _truthy(env[f"{prefix}WRITE_ENABLED"])
+        for key in ("write_enabled", "send_enabled"):
+            if f"{prefix}{ENV_SUFFIXES[key]}" in env:
+                raw[key] = _truthy(env[f"{prefix}{ENV_SUFFIXES[key]}"])
+        smtp = {
+            key: env[f"{prefix}SMTP_{key.upper()}"].strip()
+            for key in ("host", "port", "security")
+            if f"{prefix}SMTP_{key.upper()}" in env
+        }
+        if smtp:
+            raw["smtp"] = {**smtp, **({"security": smtp["security"].lower()} if "security" in smtp else {})}
         if f"{prefix}AUTH" in env:
             raw["auth"] = env[f"{prefix}AUTH"].strip().lower()
         if f"{prefix}OAUTH2_TOKEN_COMMAND" in env:

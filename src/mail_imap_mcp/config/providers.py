@@ -1,5 +1,5 @@
-"""The well-known mail providers as data: their IMAP servers, the address domains whose mail they keep,
-and what their login needs.
+"""The well-known mail providers as data: their IMAP and SMTP submission servers, the address domains
+whose mail they keep, what their login needs, and whether they file a copy of sent mail themselves.
 
 One table serves three readers: an account that names an address but no host gets its provider's
 server (``MAIL_IMAP_<ID>_HOST`` left empty, as the MCP Bundle's form allows), ``mail-imap-mcp setup``
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .accounts import Security
+from .endpoints import Endpoint, Security
 
 _YAHOO_HINT = "Yahoo and AOL need an app password (Account security > Generate app password)"
 
@@ -37,11 +37,22 @@ class Provider(NamedTuple):
     local_host: str | None = None
     #: Password login is refused: only OAuth2 works (Microsoft 365).
     oauth2_only: bool = False
+    #: Its SMTP submission server (the account's credentials and token source log in there too); on a
+    #: local bridge, on ``local_host``.
+    submission: tuple[str, int, Security] | None = None
+    #: Its submission server files a copy of each message in Sent itself (a client that appended one
+    #: too would leave two).
+    files_sent_copy: bool = False
 
     @property
     def imap_host(self) -> str:
         """The host an account at this provider connects to."""
         return self.local_host or self.hosts[0]
+
+    @property
+    def submission_endpoint(self) -> Endpoint | None:
+        """Where an account at this provider submits mail, if the table knows."""
+        return None if self.submission is None else Endpoint(*self.submission)
 
 
 PROVIDERS = (
@@ -54,6 +65,8 @@ PROVIDERS = (
         "the scope https://mail.google.com/",
         authserv_ids=("mx.google.com",),
         domains=("gmail.com", "googlemail.com"),
+        submission=("smtp.gmail.com", 465, Security.TLS),
+        files_sent_copy=True,
     ),
     Provider(
         "iCloud",
@@ -61,20 +74,29 @@ PROVIDERS = (
         "iCloud needs an app-specific password (account.apple.com > Sign-In and Security > "
         "App-Specific Passwords); the username is the address without @icloud.com or the full address",
         domains=("icloud.com", "me.com", "mac.com"),
+        submission=("smtp.mail.me.com", 587, Security.STARTTLS),
     ),
     Provider(
         "Yahoo",
         ("imap.mail.yahoo.com",),
         _YAHOO_HINT,
         domains=("yahoo.com", "ymail.com", "rocketmail.com"),
+        submission=("smtp.mail.yahoo.com", 465, Security.TLS),
     ),
-    Provider("AOL", ("imap.aol.com",), _YAHOO_HINT, domains=("aol.com",)),
+    Provider(
+        "AOL",
+        ("imap.aol.com",),
+        _YAHOO_HINT,
+        domains=("aol.com",),
+        submission=("smtp.aol.com", 465, Security.TLS),
+    ),
     Provider(
         "Fastmail",
         ("imap.fastmail.com",),
         "Fastmail needs an app password with IMAP access (Settings > Privacy & Security > "
         "Manage app passwords)",
         domains=("fastmail.com", "fastmail.fm"),
+        submission=("smtp.fastmail.com", 465, Security.TLS),
     ),
     Provider(
         "Microsoft 365 / Outlook.com",
@@ -85,6 +107,9 @@ PROVIDERS = (
         unnamed_authserv=True,
         domains=("outlook.com", "hotmail.com", "live.com", "msn.com"),
         oauth2_only=True,
+        # Microsoft 365's name; Outlook.com's pages name smtp-mail.outlook.com (docs/providers.md).
+        submission=("smtp.office365.com", 587, Security.STARTTLS),
+        files_sent_copy=True,
     ),
     Provider(
         "Proton Mail (through Proton Mail Bridge)",
@@ -97,6 +122,7 @@ PROVIDERS = (
         port=1143,
         security=Security.STARTTLS,
         local_host="127.0.0.1",
+        submission=("127.0.0.1", 1025, Security.STARTTLS),
     ),
 )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mail_imap_mcp.app import AppContext
@@ -11,6 +11,7 @@ from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
 from mail_imap_mcp.imap.ids import InvalidMessageId, parse_message_id
 from mail_imap_mcp.operations import OperationRef
 from mail_imap_mcp.presentation import failures
+from mail_imap_mcp.state import ANONYMOUS
 from mail_imap_mcp.tools import (
     apply_to_messages,
     cancel_operation,
@@ -107,8 +108,11 @@ def build_tools(app: AppContext) -> list[EnvelopeTool]:
     ]
 
 
-def unlisted_tools(app: AppContext) -> set[str]:
+def unlisted_tools(
+    app: AppContext, user: str = ANONYMOUS, tools: Sequence[ToolSpec[Any]] = TOOLS
+) -> set[str]:
     """Tools left out of ``tools/list``: the write tools when no account allows writes, so a read-only
-    user pays no tokens for them. They still answer a call, with ``permission_denied`` naming the
-    setting."""
-    return set() if app.writes_possible else {spec.name for spec in TOOLS if spec.needs_writes}
+    user pays no tokens for them, and a sending tool when no account ``user`` may use has send_enabled.
+    They still answer a call, with ``permission_denied`` naming the setting."""
+    writes, sends = app.writes_possible, app.sending_possible(user)
+    return {spec.name for spec in tools if (spec.needs_writes and not writes) or (spec.sends and not sends)}

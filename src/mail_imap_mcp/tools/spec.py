@@ -28,6 +28,8 @@ class Effect(StrEnum):
     WRITE = "write"
     #: Moves or removes something (move, delete, rename, delete a mailbox).
     DESTRUCTIVE = "destructive"
+    #: Sends mail: gated by the account's send_enabled alone (write_enabled neither allows nor lists it).
+    SEND = "send"
 
 
 @dataclass(frozen=True)
@@ -60,9 +62,13 @@ class ToolSpec(Generic[InputT]):
         return self.effect is not Effect.READ
 
     @property
+    def sends(self) -> bool:
+        return self.effect is Effect.SEND
+
+    @property
     def needs_writes(self) -> bool:
         """Listed only when some account allows writes."""
-        return self.writes or self.for_writes
+        return (self.writes or self.for_writes) and not self.sends
 
     def annotations(self) -> dict[str, Any]:
         """The MCP tool annotations (``readOnlyHint``, ``destructiveHint``, ...) of this tool."""
