@@ -561,3 +561,35 @@ async def test_changed_and_expunged_lists_are_bounded_and_say_how_many_more(
     assert sum("Cut: changed lists the newest 2; 1 more" in w for w in warnings) == 1
     assert sum("Cut: expunged lists the newest 2; 1 more" in w for w in warnings) == 1
     assert "3 changed, 3 expunged" in envelope["summary"]
+
+
+@pytest.mark.parametrize("server", ["courier", "dovecot_rev1"], indirect=True)
+async def test_without_condstore_a_token_tracks_every_message_of_a_scattered_55_message_mailbox(
+    client: tuple[EnvelopeClient, MatrixServer, str],
+) -> None:
+    """Issue 47 item 23: 55 messages of four flag sets left at random among 550 by expunges; the token
+    tracked the newest 47 (a UID set as text), so deleting the oldest showed only as a count in a
+    warning. UIDs as gaps or a bitmap where shorter, flag sets as bits: every one is tracked, the
+    deletion named, and a flag change of the second oldest seen."""
+    mcp, server, user = client
+    chance = random.Random(23)
+    sets = ["", "\\Seen", "\\Seen \\Flagged", "\\Answered"]
+    seed(server, user, "INBOX", {f"c{i:03d}": chance.choice(sets) for i in range(550)})
+    other = Other(server, user, "INBOX")
+    try:
+        uids = other.uids()
+        kept = sorted(chance.sample(sorted(uids.values()), 55))
+        other.imap.delete_messages(sorted(set(uids.values()) - set(kept)))
+        other.imap.expunge()
+        first = await mcp.ok(TOOL, {})
+        assert len(kept) == 55 and len(first["changes_token"]) <= 300
+        other.imap.add_flags([kept[1]], [b"$Noticed"])
+        other.imap.delete_messages([kept[0]])
+        other.imap.expunge()
+        envelope = await mcp.call(TOOL, {"since": first["changes_token"]})
+    finally:
+        other.close()
+    data, warnings = envelope["data"], envelope["meta"]["warnings"]
+    assert data["expunged"] == [other.message_id(kept[0])]
+    assert [c["message_id"] for c in data["changed"]] == [other.message_id(kept[1])]
+    assert warnings == [], warnings

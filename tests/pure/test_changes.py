@@ -77,9 +77,28 @@ def test_a_token_keeps_what_it_names() -> None:
         ChangesToken("a", "INBOX", 1, 1, 0, 0, (), ()),
     ):
         text = token.encode()
-        assert text.startswith("chg1.") and text.isascii()
+        assert text.startswith("chg2.") and text.isascii()
         assert ChangesToken.decode(text) == token
         assert token.encode() == text  # the same state, the same token
+
+
+@pytest.mark.parametrize("span", [55, 550, 2000])
+def test_a_token_of_scattered_uids_and_flag_sets_keeps_them_within_300_characters(span: int) -> None:
+    """Issue 47 item 23: 55 UIDs at random below ``span`` with four flag sets are all tracked (as a UID
+    set and a character per message, 47 of them were among 550) and read back exactly."""
+    chance = random.Random(span)
+    sets = [(), ("\\Seen",), ("\\Flagged", "\\Seen"), ("\\Answered",)]
+    uids = tuple(sorted(chance.sample(range(1, span + 1), 55)))
+    flags = tuple(chance.choice(sets) for _ in uids)
+    token = fitted(ChangesToken("default", "INBOX", UIDVALIDITY, span + 1, 0, 0, uids, flags))
+    assert (token.uids, len(token.encode()) <= 300) == (uids, True)
+    assert ChangesToken.decode(token.encode()) == token
+
+
+def test_a_version_1_token_is_still_read() -> None:
+    payload = ["default", "INBOX", 1, 5, 0, 0, "1:3", ["", "\\Seen"], "010"]
+    token = ChangesToken.decode(changes_token._seal("chg1.", payload))
+    assert (token.uids, token.flags) == ((1, 2, 3), ((), ("\\Seen",), ()))
 
 
 def test_an_edited_truncated_or_foreign_token_is_refused_naming_since() -> None:
@@ -89,7 +108,7 @@ def test_an_edited_truncated_or_foreign_token_is_refused_naming_since() -> None:
         text[:middle] + ("A" if text[middle] != "A" else "B") + text[middle + 1 :],
         text[:-3],
         text + "A",
-        "chg2." + text[5:],
+        "chg9." + text[5:],
         "",
         "imap:default:INBOX:1:2",
         PageCursor("0" * 16, 5, text).encode(),

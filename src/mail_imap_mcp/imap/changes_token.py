@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import itertools
 import json
 import zlib
 from dataclasses import dataclass
@@ -19,8 +20,10 @@ from mail_imap_mcp.imap.uidplus import MalformedUidSet, format_uid_set, parse_ui
 
 #: Distinct flag sets a digest can name (one character each); a message with yet another is not tracked.
 PALETTE_CHARS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-TOKEN_VERSION = 1
+TOKEN_VERSION = 2
 _TOKEN_PREFIX = f"chg{TOKEN_VERSION}."
+#: Tokens of version 1 (each message's flag set as one character) are still read.
+_V1_TOKEN_PREFIX = "chg1."
 _CURSOR_PREFIX = f"chgp{TOKEN_VERSION}."
 _MAX_BODY_BYTES = 256 * 1024
 
@@ -59,13 +62,14 @@ class ChangesToken:
     flags: tuple[Flags, ...] | None = None
 
     def encode(self) -> str:
-        uid_set = format_uid_set(self.uids) if self.uids else ""
+        uid_set = _uid_field(self.uids)
         palette: list[Flags] = []
-        marks = ""
+        indexes = []
         for flags in self.flags or ():
             if flags not in palette:
                 palette.append(flags)
-            marks += PALETTE_CHARS[palette.index(flags)]
+            indexes.append(palette.index(flags))
+        marks = _packed(indexes, len(palette))
         payload = [
             self.account_id,
             self.mailbox,
@@ -81,7 +85,8 @@ class ChangesToken:
 
     @classmethod
     def decode(cls, token: str) -> ChangesToken:
-        fields = _unseal(_TOKEN_PREFIX, token, "since", "a changes token")
+        v1 = token.startswith(_V1_TOKEN_PREFIX)
+        fields = _unseal(_V1_TOKEN_PREFIX if v1 else _TOKEN_PREFIX, token, "since", "a changes token")
         if len(fields) != 9:
             raise ChangesTokenError("since", "it is not a changes token of this version")
         account_id, mailbox, uidvalidity, uidnext, modseq, older, uid_set, palette, marks = fields
@@ -90,7 +95,7 @@ class ChangesToken:
         ):
             raise ChangesTokenError("since", "the token is garbled")
         try:
-            uids = tuple(parse_uid_set(uid_set)) if uid_set else ()
+            uids = _uids_of(uid_set, packed=not v1)
         except MalformedUidSet:
             raise ChangesTokenError("since", "the token is garbled") from None
         flags: tuple[Flags, ...] | None = None
@@ -98,7 +103,10 @@ class ChangesToken:
             if not isinstance(palette, list) or not all(isinstance(p, str) for p in palette):
                 raise ChangesTokenError("since", "the token is garbled")
             sets = [tuple(p.split()) for p in palette]
-            indexes = [PALETTE_CHARS.find(mark) for mark in marks]
+            if v1:
+                indexes = [PALETTE_CHARS.find(mark) for mark in marks]
+            else:
+                indexes = _unpacked(marks, len(uids), len(sets))
             if len(indexes) != len(uids) or any(not 0 <= i < len(sets) for i in indexes):
                 raise ChangesTokenError("since", "the token is garbled")
             flags = tuple(sets[i] for i in indexes)
@@ -133,6 +141,100 @@ class PageCursor:
         if not _is_number(fields[1]) or not 0 < fields[1] <= MAX_UINT32:
             raise ChangesTokenError("cursor", "the cursor is garbled")
         return cls(fields[0], fields[1], fields[2])
+
+
+def _uid_field(uids: tuple[int, ...]) -> str:
+    """The tracked UIDs in the shortest of three forms once compressed: an IMAP UID set (``1:40,52``:
+    runs), ``+<first>:<bitmap>`` (a bit for each UID from the first on: UIDs that expunges left dense) or
+    ``~<first>:<gaps>`` (each gap to the next UID in 7-bit groups: sparse ones), both in base64. As a
+    UID set alone, 55 UIDs scattered among 550 filled a token with their flags (47 tracked)."""
+    if not uids:
+        return ""
+    span = uids[-1] - uids[0] + 1
+    value = 0
+    for uid in uids:
+        value |= 1 << (span - 1 - (uid - uids[0]))
+    size = (span + 7) // 8
+    bitmap = (value << (size * 8 - span)).to_bytes(size, "big")
+    gaps = bytearray()
+    for low, high in itertools.pairwise(uids):
+        gap = high - low
+        while gap >= 0x80:
+            gaps.append(gap & 0x7F | 0x80)
+            gap >>= 7
+        gaps.append(gap)
+    forms = [
+        format_uid_set(uids),
+        f"+{uids[0]}:" + base64.b64encode(bitmap).decode(),
+        f"~{uids[0]}:" + base64.b64encode(bytes(gaps)).decode(),
+    ]
+    return min(forms, key=lambda form: len(zlib.compress(form.encode(), 9)))
+
+
+def _uids_of(field: str, *, packed: bool) -> tuple[int, ...]:
+    """The UIDs :func:`_uid_field` wrote (:class:`MalformedUidSet` where garbled)."""
+    if not field:
+        return ()
+    if not (packed and field[0] in "+~"):
+        return tuple(parse_uid_set(field))
+    first, _, encoded = field[1:].partition(":")
+    try:
+        raw = base64.b64decode(encoded, validate=True)
+        uids = [int(first)]
+    except (binascii.Error, ValueError):
+        raise MalformedUidSet(field) from None
+    if field[0] == "+":
+        value, bits = int.from_bytes(raw, "big"), len(raw) * 8
+        uids = [uids[0] + n for n in range(bits) if value >> (bits - 1 - n) & 1]
+    else:
+        gap = shift = 0
+        for byte in raw:
+            gap |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                uids.append(uids[-1] + gap)
+                gap = shift = 0
+        if shift or any(b <= a for a, b in itertools.pairwise(uids)):
+            raise MalformedUidSet(field)
+    if not uids or uids[0] < 1 or str(uids[0]) != first:
+        raise MalformedUidSet(field)
+    return tuple(uids)
+
+
+def _width(sets: int) -> int:
+    """Bits per message that tell ``sets`` flag sets apart (at least one)."""
+    return max(1, (sets - 1).bit_length())
+
+
+def _packed(indexes: list[int], sets: int) -> str:
+    """Each message's flag set (its index among ``sets``) in as few bits as tell them apart, as base64:
+    a bit a message where there are two sets (it was a character each: about 49 messages of varied
+    flags filled a token)."""
+    if not indexes:
+        return ""
+    width = _width(sets)
+    value = 0
+    for index in indexes:
+        value = value << width | index
+    size = (len(indexes) * width + 7) // 8
+    value <<= size * 8 - len(indexes) * width
+    return base64.b64encode(value.to_bytes(size, "big")).decode()
+
+
+def _unpacked(marks: str, count: int, sets: int) -> list[int]:
+    """The ``count`` indexes :func:`_packed` wrote; an index out of ``sets`` where the text is garbled."""
+    if not count:
+        return [] if not marks else [-1]
+    width = _width(sets)
+    try:
+        raw = base64.b64decode(marks, validate=True)
+    except (binascii.Error, ValueError):
+        return [-1]
+    if len(raw) != (count * width + 7) // 8:
+        return [-1]
+    value = int.from_bytes(raw, "big") >> (len(raw) * 8 - count * width)
+    mask = (1 << width) - 1
+    return [value >> (width * (count - 1 - n)) & mask for n in range(count)]
 
 
 def since_digest(since: str) -> str:
