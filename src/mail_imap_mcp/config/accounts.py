@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -30,6 +29,7 @@ from .providers import Provider, provider_for, provider_for_address
 from .recipients import AllowedRecipients, NotAnEntry
 from .secret_storage import read_secret_file
 from .secrets import check_env_names, resolve_secret
+from .sign_in import SignInSettings
 
 ACCOUNT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 DEFAULT_CONFIG_PATH = Path("~/.config/mail-imap-mcp/config.toml")
@@ -83,7 +83,7 @@ class AuthMethod(StrEnum):
 _PASSWORD_KEYS = ("password_env", "password_file", "password_command", "password_keyring", "password")
 
 
-class AccountConfig(BaseModel):
+class AccountConfig(SignInSettings):
     """One IMAP account (``[accounts.<account_id>]``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -107,7 +107,8 @@ class AccountConfig(BaseModel):
     auth: AuthMethod = Field(
         default=AuthMethod.PASSWORD,
         description="password (LOGIN with one of the password settings), or xoauth2 / oauthbearer "
-        "(SASL with an OAuth2 access token from oauth2_token_command; e.g. Gmail, Microsoft 365).",
+        "(SASL with an OAuth2 access token from the built-in sign-in, oauth2_provider, or from "
+        "oauth2_token_command; e.g. Gmail, Microsoft 365).",
     )
     oauth2_token_command: list[str] | None = Field(
         default=None,
@@ -272,20 +273,23 @@ class AccountConfig(BaseModel):
     def _check(self) -> AccountConfig:
         sources = [name for name in _PASSWORD_KEYS if getattr(self, name) is not None]
         if self.auth is not AuthMethod.PASSWORD:
-            if self.oauth2_token_command is None:
+            if (self.oauth2_token_command is None) == (self.oauth2_provider is None):
                 raise ValueError(
-                    f"auth = '{self.auth.value}' needs oauth2_token_command (a command printing an access "
-                    'token, e.g. ["pizauth", "show", "work"])'
+                    f"auth = '{self.auth.value}' needs either oauth2_provider (the built-in sign-in: "
+                    "`mail-imap-mcp login`) or oauth2_token_command (a command printing an access token, "
+                    'e.g. ["pizauth", "show", "work"]), not both'
                 )
+            if (problem := self.sign_in_problem()) is not None:
+                raise ValueError(problem)
             if sources:
                 raise ValueError(
                     f"auth = '{self.auth.value}' logs in with oauth2_token_command; remove "
                     f"{', '.join(sources)} (passwords are not used)"
                 )
-        elif self.oauth2_token_command is not None:
+        elif self.oauth2_token_command is not None or self.oauth2_provider is not None:
             raise ValueError(
-                "oauth2_token_command is only used with auth = 'xoauth2' or 'oauthbearer'; set auth, "
-                "or remove oauth2_token_command"
+                "oauth2_token_command and oauth2_provider are only used with auth = 'xoauth2' or "
+                "'oauthbearer'; set auth, or remove them"
             )
         elif len(sources) != 1:
             found = ", ".join(sources) if sources else "none"

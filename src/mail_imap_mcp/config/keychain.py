@@ -120,3 +120,24 @@ def store_password(service: str, username: str, password: str, setting: str = "p
     except Exception as exc:  # as in read_password: each backend has its own failures
         raise _unavailable(setting, exc) from None
     return _dotted(backend)
+
+
+def find_secret(service: str, username: str, setting: str) -> str | None:
+    """The secret stored under ``service`` for ``username``, None when there is none."""
+    backend = _backend(setting)
+    try:
+        value = backend.get_password(service, username)
+    except Exception as exc:  # as in read_password
+        raise _unavailable(setting, exc) from None
+    return str(value) if value else None
+
+
+def delete_secret(service: str, username: str, setting: str) -> None:
+    """Forget the secret stored under ``service`` for ``username`` (nothing if there is none)."""
+    backend = _backend(setting)
+    if find_secret(service, username, setting) is None:
+        return
+    try:
+        backend.delete_password(service, username)
+    except Exception as exc:  # as in read_password
+        raise _unavailable(setting, exc) from None

@@ -1,7 +1,8 @@
 """Logging in: ``LOGIN`` with a password, or SASL ``XOAUTH2`` / ``OAUTHBEARER`` with an OAuth2 access token.
 
 The token comes from the account's token source (:mod:`mail_imap_mcp.net.tokens`), one per account
-shared by every connection it opens: today a :class:`~mail_imap_mcp.net.tokens.SharedToken` fed by the
+shared by every connection it opens: a :class:`~mail_imap_mcp.net.tokens.SharedToken` fed by the
+built-in sign-in (:mod:`mail_imap_mcp.net.oauth`, the refresh token in the keychain) or by the
 account's ``oauth2_token_command`` (helpers such as pizauth, oauth2l or mailctl cache and refresh tokens
 themselves). When the server refuses the token, the source is told so and asked once more (the helper
 may have refreshed it by then, or refreshes it when asked again), and the login is retried once on the
@@ -16,25 +17,49 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from mail_imap_mcp.config import AccountConfig, AuthMethod, helper_environment
+from mail_imap_mcp.config import AccountConfig, AuthMethod, ConfigError, helper_environment
+from mail_imap_mcp.config.sign_in import KeychainRefreshTokens, oauth_client
 from mail_imap_mcp.imap.errors import MechanismNotOffered, OAuthRejected, TokenCommandFailed, command_refused
 from mail_imap_mcp.imap.personality import Profile
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
+from mail_imap_mcp.net.oauth import SignInRequired, sign_in_fetcher
 from mail_imap_mcp.net.sasl import SaslExchange, oauth_initial_response
-from mail_imap_mcp.net.tokens import AccessToken, SharedToken, TokenSource, TokenUnavailable, command_fetcher
+from mail_imap_mcp.net.tokens import (
+    AccessToken,
+    FetchToken,
+    SharedToken,
+    TokenSource,
+    TokenUnavailable,
+    command_fetcher,
+)
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
 
-def token_source_for(config: AccountConfig) -> TokenSource:
-    """A new token source for an OAuth2 account: its ``oauth2_token_command``, the token shared by the
-    connections it is given to (the pool gives one to every connection of the account)."""
+def token_source_for(account_id: str, config: AccountConfig) -> TokenSource:
+    """A new token source for an OAuth2 account: the built-in sign-in's refresh token in the keychain
+    (``oauth2_provider``) or its ``oauth2_token_command``, the token shared by the connections it is
+    given to (the pool gives one to every connection of the account)."""
+    if config.oauth2_provider is not None:
+        return SharedToken(_sign_in_fetcher(account_id, config))
     command = config.oauth2_token_command
     if command is None:
         return SharedToken(_no_token_command)
     return SharedToken(
         command_fetcher(command, config.oauth2_token_timeout_s, helper_environment(config.helper_env))
     )
+
+
+def _sign_in_fetcher(account_id: str, config: AccountConfig) -> FetchToken:
+    store = KeychainRefreshTokens(account_id)
+
+    def fetch(time_left: float) -> AccessToken:
+        try:
+            return sign_in_fetcher(oauth_client(config, time_left), store)(time_left)
+        except ConfigError as exc:  # no usable keychain: the message names the backend, never a token
+            raise TokenUnavailable(str(exc)) from None
+
+    return fetch
 
 
 def _no_token_command(time_left: float) -> AccessToken:
@@ -77,7 +102,7 @@ class Login:
         if config.auth is AuthMethod.PASSWORD:
             self._password = config.resolve_password()
         else:
-            self._tokens = tokens or token_source_for(config)
+            self._tokens = tokens or token_source_for(account_id, config)
             self._token = self._obtain()
 
     def _obtain(self) -> AccessToken:
@@ -85,7 +110,7 @@ class Login:
         try:
             return self._tokens.token(self._time_left())
         except TokenUnavailable as exc:
-            raise TokenCommandFailed(exc.reason) from None
+            raise TokenCommandFailed(exc.reason, sign_in_required=isinstance(exc, SignInRequired)) from None
 
     def perform(self, client: BudgetedIMAPClient) -> Any:
         """Log ``client`` in: LOGIN, or AUTHENTICATE once the server advertises the mechanism, retried

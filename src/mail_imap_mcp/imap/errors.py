@@ -205,14 +205,16 @@ def says_limited(answer: str) -> bool:
 class TokenCommandFailed(ImapError):
     """``oauth2_token_command`` gave no token: it could not start, failed, hung or printed nothing.
 
-    ``reason`` says which, in words safe to show (never stdout, which may hold a token).
+    ``reason`` says which, in words safe to show (never stdout, which may hold a token);
+    ``sign_in_required``: the built-in sign-in has no usable refresh token (`mail-imap-mcp login`).
     """
 
     ends_call = True
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, sign_in_required: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.sign_in_required = sign_in_required
 
 
 class OAuthRejected(ImapError):

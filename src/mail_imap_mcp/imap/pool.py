@@ -78,7 +78,9 @@ class ConnectionPool:
         #: One token source per OAuth2 account, shared by every connection the account opens (this
         #: pool's and :meth:`new_connection`'s: watchers, the index sync).
         self._tokens: dict[str, TokenSource] = {
-            aid: token_source_for(cfg) for aid, cfg in accounts.items() if cfg.auth is not AuthMethod.PASSWORD
+            aid: token_source_for(aid, cfg)
+            for aid, cfg in accounts.items()
+            if cfg.auth is not AuthMethod.PASSWORD
         }
         self._connections = {
             aid: AccountConnection(

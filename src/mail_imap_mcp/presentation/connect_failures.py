@@ -13,7 +13,7 @@ import socket
 import ssl
 
 from mail_imap_mcp.config import AccountConfig, AuthMethod, ConfigError, Security
-from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
 from mail_imap_mcp.imap.errors import (
     AccountBusy,
     AccountUnusable,
@@ -83,6 +83,32 @@ def connect_failed(exc: ConnectFailed) -> ToolFailure:
     return connect_failure(exc.cause or exc, exc.account_id, exc.config, exc.phase)
 
 
+def sign_in_failed(exc: TokenCommandFailed, account_id: str, config: AccountConfig) -> ToolFailure:
+    """The built-in sign-in gave no token: nobody signed in, the sign-in ended (the refresh token was
+    revoked or expired), or the provider could not be asked."""
+    command = f"mail-imap-mcp login {account_id}"
+    details: dict[str, object] = {"account_id": account_id, "auth": config.auth.value}
+    if not exc.sign_in_required:
+        return ToolFailure(
+            ErrorCode.AUTH_FAILED,
+            f"No OAuth2 access token for account {account_id!r}: {exc.reason}. The sign-in is kept; retry "
+            f"shortly, or check the provider's address ({config.setting('oauth2_provider')}).",
+            details=details,
+            retryable=True,
+        )
+    return ToolFailure(
+        ErrorCode.AUTH_FAILED,
+        f"Account {account_id!r} needs its user to sign in ({exc.reason}). Ask the user to run "
+        f"`{command}` in a terminal, then try again.",
+        details={**details, "reason": "sign_in_required", "command": command},
+        next_action=NextAction(
+            instruction=f"After the user has run `{command}`, list the account's mailboxes again",
+            tool="imap_list_mailboxes",
+            arguments={"account_id": account_id},
+        ),
+    )
+
+
 def connect_failure(
     exc: BaseException, account_id: str, config: AccountConfig, phase: ConnectPhase
 ) -> ToolFailure:
@@ -99,6 +125,8 @@ def connect_failure(
             f"No password for account {account_id!r}: {exc}. Fix the account's password source.",
             details={**details, **_field_of(config, config.password_key)},
         )
+    if isinstance(exc, TokenCommandFailed) and config.oauth2_provider is not None:
+        return sign_in_failed(exc, account_id, config)
     if isinstance(exc, TokenCommandFailed):
         program = (config.oauth2_token_command or ["?"])[0]
         return ToolFailure(

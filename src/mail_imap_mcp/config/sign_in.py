@@ -1,0 +1,158 @@
+"""The built-in sign-in's settings (``oauth2_provider`` and its companions), the providers' presets, and
+where a signed-in account's refresh token is kept: the OS keychain (:mod:`.keychain`, under the
+secret-storage rule of :mod:`.secret_storage`), never the configuration file.
+
+The presets are written from Microsoft's and Google's documentation and have not been checked against
+their live services (docs/providers.md); each endpoint can be overridden, and ``custom`` takes an
+``oauth2_issuer`` whose metadata names the endpoints (RFC 8414 / OpenID Connect discovery).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import BaseModel, Field, StringConstraints
+
+from mail_imap_mcp.net.oauth import Endpoints, OAuthClient, discover
+
+from .keychain import delete_secret, find_secret, store_password
+
+#: The keychain service a refresh token is stored under (the entry's user is the account id).
+KEYCHAIN_SERVICE = "mail-imap-mcp oauth2"
+#: The offline_access scope makes Microsoft issue a refresh token.
+_MICROSOFT_SCOPES = ("https://outlook.office.com/IMAP.AccessAsUser.All", "offline_access")
+_GOOGLE_SCOPES = ("https://mail.google.com/",)
+
+
+class SignInProvider(StrEnum):
+    MICROSOFT = "microsoft"
+    GOOGLE = "google"
+    CUSTOM = "custom"
+
+
+class SignInSettings(BaseModel):
+    """The account settings of the built-in sign-in (part of :class:`~.accounts.AccountConfig`)."""
+
+    oauth2_provider: SignInProvider | None = Field(
+        default=None,
+        description="Sign in from the server itself (`mail-imap-mcp login <account>`) instead of an "
+        "oauth2_token_command: microsoft, google, or custom (oauth2_issuer, or the oauth2_*_url "
+        "settings). Needs auth = xoauth2 or oauthbearer and oauth2_client_id; the refresh token is kept "
+        "in the OS keychain.",
+    )
+    oauth2_client_id: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        default=None,
+        description="The OAuth client ID you or your organisation registered (docs/providers.md).",
+    )
+    oauth2_tenant: str = Field(
+        default="common",
+        min_length=1,
+        max_length=100,
+        pattern=r"^[A-Za-z0-9.-]+$",
+        description="microsoft: common, organizations, consumers, or your tenant's ID or domain.",
+    )
+    oauth2_issuer: str | None = Field(
+        default=None,
+        min_length=1,
+        description="custom: the issuer URL whose metadata names the endpoints.",
+    )
+    oauth2_scopes: list[str] | None = Field(
+        default=None, description="The scopes to ask for; default: the provider's IMAP scope."
+    )
+    oauth2_authorization_url: str | None = Field(
+        default=None, description="Override the provider's authorization endpoint."
+    )
+    oauth2_token_url: str | None = Field(default=None, description="Override the provider's token endpoint.")
+    oauth2_device_url: str | None = Field(
+        default=None, description="Override the provider's device authorization endpoint."
+    )
+    oauth2_revocation_url: str | None = Field(
+        default=None, description="Override the provider's revocation endpoint."
+    )
+
+    def sign_in_problem(self) -> str | None:
+        """What is missing for the built-in sign-in, if anything."""
+        if self.oauth2_provider is None:
+            return None
+        if self.oauth2_client_id is None:
+            return "oauth2_provider needs oauth2_client_id (the client ID registered for this application)"
+        overridden = self.oauth2_authorization_url and self.oauth2_token_url
+        if self.oauth2_provider is SignInProvider.CUSTOM and not (self.oauth2_issuer or overridden):
+            return "oauth2_provider = 'custom' needs oauth2_issuer, or oauth2_authorization_url and oauth2_token_url"
+        return None
+
+
+def preset_endpoints(settings: SignInSettings) -> Endpoints | None:
+    """The provider's own endpoints (None for custom)."""
+    if settings.oauth2_provider is SignInProvider.MICROSOFT:
+        base = f"https://login.microsoftonline.com/{settings.oauth2_tenant}/oauth2/v2.0"
+        return Endpoints(f"{base}/authorize", f"{base}/token", device=f"{base}/devicecode")
+    if settings.oauth2_provider is SignInProvider.GOOGLE:
+        return Endpoints(
+            "https://accounts.google.com/o/oauth2/v2/auth",
+            "https://oauth2.googleapis.com/token",
+            device="https://oauth2.googleapis.com/device/code",
+            revocation="https://oauth2.googleapis.com/revoke",
+        )
+    return None
+
+
+def oauth_client(settings: SignInSettings, timeout_s: float = 10.0) -> OAuthClient:
+    """The OAuth client of an account with ``oauth2_provider`` set (a custom issuer is asked for its
+    endpoints here: :class:`~mail_imap_mcp.net.tokens.TokenUnavailable` if it cannot be reached)."""
+    assert settings.oauth2_provider is not None and settings.oauth2_client_id is not None
+    found = preset_endpoints(settings)
+    if found is None and not (settings.oauth2_authorization_url and settings.oauth2_token_url):
+        assert settings.oauth2_issuer is not None
+        found = discover(settings.oauth2_issuer, timeout_s)
+    endpoints = Endpoints(
+        settings.oauth2_authorization_url or (found.authorization if found else ""),
+        settings.oauth2_token_url or (found.token if found else ""),
+        settings.oauth2_device_url or (found.device if found else None),
+        settings.oauth2_revocation_url or (found.revocation if found else None),
+    )
+    default_scopes = {SignInProvider.MICROSOFT: _MICROSOFT_SCOPES, SignInProvider.GOOGLE: _GOOGLE_SCOPES}
+    scopes = settings.oauth2_scopes or default_scopes.get(
+        settings.oauth2_provider, ("openid", "offline_access")
+    )
+    # Google issues a refresh token only for access_type=offline.
+    extra = (("access_type", "offline"),) if settings.oauth2_provider is SignInProvider.GOOGLE else ()
+    return OAuthClient(endpoints, settings.oauth2_client_id, tuple(scopes), extra_authorization=extra)
+
+
+class KeychainRefreshTokens:
+    """One account's refresh token in the OS keychain, with when it was last stored (for ``status``)."""
+
+    def __init__(self, account_id: str) -> None:
+        self.account_id = account_id
+        self._setting = f"the sign-in of account {account_id!r}"
+
+    def _entry(self) -> dict[str, object] | None:
+        stored = find_secret(KEYCHAIN_SERVICE, self.account_id, self._setting)
+        if stored is None:
+            return None
+        try:
+            entry = json.loads(stored)
+        except ValueError:
+            return None
+        return entry if isinstance(entry, dict) and isinstance(entry.get("refresh_token"), str) else None
+
+    def load(self) -> str | None:
+        entry = self._entry()
+        return str(entry["refresh_token"]) if entry else None
+
+    def save(self, refresh_token: str) -> None:
+        entry = json.dumps({"refresh_token": refresh_token, "stored_at": time.time()})
+        store_password(KEYCHAIN_SERVICE, self.account_id, entry, self._setting)
+
+    def forget(self) -> None:
+        delete_secret(KEYCHAIN_SERVICE, self.account_id, self._setting)
+
+    def stored_at(self) -> float | None:
+        """When the refresh token was last stored (at sign-in or on a rotation), as a Unix time."""
+        entry = self._entry()
+        stored = entry.get("stored_at") if entry else None
+        return float(stored) if isinstance(stored, (int, float)) else None

@@ -1,0 +1,223 @@
+"""The built-in sign-in's OAuth 2.0 client: the authorization code grant with PKCE (RFC 7636, S256), the
+refresh token grant, revocation (RFC 7009) and discovery (RFC 8414 / OpenID Connect Discovery).
+
+authlib writes and reads the protocol's messages (the authorization URL, the redirect's parameters with
+their ``state`` checked, the token requests' bodies); httpx2, the runtime's HTTP client, carries them.
+:func:`sign_in_fetcher` is the :data:`~.tokens.FetchToken` of an account that signed in: it spends the
+stored refresh token for an access token, whose expiry is counted from ``expires_in`` on receipt (the
+provider's clock is never compared with ours), and stores a rotated refresh token before it is used.
+A refresh token is never put in a message, a log line or an exception.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx2
+from authlib.common.security import generate_token
+from authlib.oauth2.rfc6749.errors import OAuth2Error
+from authlib.oauth2.rfc6749.parameters import parse_authorization_code_response, prepare_grant_uri
+from authlib.oauth2.rfc7636 import create_s256_code_challenge
+
+from .tokens import AccessToken, FetchToken, TokenUnavailable
+
+#: An access token that says nothing of its lifetime is kept this long (RFC 6749 leaves it to the server).
+DEFAULT_EXPIRES_IN_S = 3600
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """Where a provider's authorization server answers (``None``: it does not offer that endpoint)."""
+
+    authorization: str
+    token: str
+    device: str | None = None
+    revocation: str | None = None
+
+
+@dataclass(frozen=True)
+class OAuthClient:
+    """The application as the provider knows it: its client ID (a secret only where the provider
+    requires one of desktop apps, Google), the scopes it asks for and extra authorization parameters."""
+
+    endpoints: Endpoints
+    client_id: str
+    scopes: tuple[str, ...]
+    client_secret: str | None = field(default=None, repr=False)
+    extra_authorization: tuple[tuple[str, str], ...] = ()
+
+
+class SignInRequired(TokenUnavailable):
+    """No refresh token is stored, or the provider no longer accepts it: the user must sign in again."""
+
+
+class RefreshTokenStore(Protocol):
+    """Where an account's refresh token is kept (the OS keychain)."""
+
+    def load(self) -> str | None: ...
+
+    def save(self, refresh_token: str) -> None:
+        """Keep ``refresh_token`` in place of the one before (which stays until this succeeds)."""
+        ...
+
+    def forget(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class TokenResponse:
+    access: AccessToken
+    refresh_token: str | None = field(repr=False)
+    scope: str | None = None
+
+
+def discover(issuer: str, timeout_s: float = 10.0) -> Endpoints:
+    """The endpoints an issuer publishes: OAuth 2.0 authorization server metadata (RFC 8414), else its
+    OpenID Connect discovery document."""
+    base = issuer.rstrip("/")
+    for path in ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"):
+        try:
+            answer = httpx2.get(base + path, timeout=timeout_s)
+        except httpx2.HTTPError as exc:
+            raise TokenUnavailable(
+                f"the provider {base} could not be reached ({type(exc).__name__})"
+            ) from None
+        if answer.status_code == 200:
+            meta = answer.json()
+            return Endpoints(
+                authorization=meta["authorization_endpoint"],
+                token=meta["token_endpoint"],
+                device=meta.get("device_authorization_endpoint"),
+                revocation=meta.get("revocation_endpoint"),
+            )
+    raise TokenUnavailable(f"{base} publishes no authorization server metadata")
+
+
+@dataclass(frozen=True)
+class AuthorizationRequest:
+    """One authorization code request: its URL, and what its answer is checked and redeemed with."""
+
+    url: str
+    redirect_uri: str
+    state: str = field(repr=False)
+    code_verifier: str = field(repr=False)
+
+
+def authorization_request(client: OAuthClient, redirect_uri: str) -> AuthorizationRequest:
+    """A new request with a fresh ``state`` and PKCE verifier (S256)."""
+    state, verifier = generate_token(32), generate_token(64)
+    url = prepare_grant_uri(
+        client.endpoints.authorization,
+        client.client_id,
+        "code",
+        redirect_uri=redirect_uri,
+        scope=" ".join(client.scopes),
+        state=state,
+        code_challenge=create_s256_code_challenge(verifier),
+        code_challenge_method="S256",
+        **dict(client.extra_authorization),
+    )
+    return AuthorizationRequest(url, redirect_uri, state, verifier)
+
+
+def code_from_redirect(request: AuthorizationRequest, redirect_url: str) -> str:
+    """The authorization code of the provider's redirect to ``request``; :class:`SignInRequired` when
+    the redirect carries an error (the user declined) or a ``state`` of another request."""
+    try:
+        params = parse_authorization_code_response(redirect_url, state=request.state)
+    except OAuth2Error as exc:
+        said = exc.description or exc.error
+        raise SignInRequired(f"the provider did not grant access ({exc.error}: {said})") from None
+    return str(params["code"])
+
+
+def redeem_code(
+    client: OAuthClient, request: AuthorizationRequest, code: str, timeout_s: float
+) -> TokenResponse:
+    """The tokens the authorization code ``code`` buys."""
+    form = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": request.redirect_uri,
+        "code_verifier": request.code_verifier,
+    }
+    return token_request(client, form, timeout_s)
+
+
+def refresh(client: OAuthClient, refresh_token: str, timeout_s: float) -> TokenResponse:
+    """A new access token (and maybe a rotated refresh token) for ``refresh_token``."""
+    form = {"grant_type": "refresh_token", "refresh_token": refresh_token, "scope": " ".join(client.scopes)}
+    return token_request(client, form, timeout_s)
+
+
+def token_request(client: OAuthClient, form: dict[str, str], timeout_s: float) -> TokenResponse:
+    """POST ``form`` to the token endpoint; :class:`SignInRequired` when the provider refuses the grant
+    (``invalid_grant``: expired, revoked or spent), :class:`TokenUnavailable` for any other failure."""
+    body = {**form, "client_id": client.client_id}
+    if client.client_secret is not None:
+        body["client_secret"] = client.client_secret
+    if timeout_s <= 0:
+        raise TokenUnavailable("the call's time budget was used up before the token request")
+    try:
+        answer = httpx2.post(
+            client.endpoints.token, data=body, timeout=timeout_s, headers={"Accept": "application/json"}
+        )
+    except httpx2.HTTPError as exc:
+        raise TokenUnavailable(
+            f"the provider's token endpoint could not be reached ({type(exc).__name__})"
+        ) from None
+    received = time.monotonic()
+    payload = _json(answer)
+    if answer.status_code != 200 or "access_token" not in payload:
+        error = str(payload.get("error") or f"HTTP {answer.status_code}")[:100]
+        said = str(payload.get("error_description") or "")[:200]
+        reason = f"the provider refused the token request ({error}{': ' + said if said else ''})"
+        if error in {"invalid_grant", "unauthorized_client"}:
+            raise SignInRequired(reason)
+        raise TokenUnavailable(reason)
+    expires_in = payload.get("expires_in")
+    lifetime = (
+        float(expires_in) if isinstance(expires_in, (int, float, str)) and str(expires_in).isdigit() else None
+    )
+    return TokenResponse(
+        AccessToken(str(payload["access_token"]), received + (lifetime or DEFAULT_EXPIRES_IN_S)),
+        payload.get("refresh_token"),
+        payload.get("scope"),
+    )
+
+
+def revoke(client: OAuthClient, token: str, timeout_s: float = 10.0) -> bool:
+    """Ask the provider to revoke ``token`` (RFC 7009); whether it offers revocation and said yes."""
+    if client.endpoints.revocation is None:
+        return False
+    body = {"token": token, "token_type_hint": "refresh_token", "client_id": client.client_id}
+    if client.client_secret is not None:
+        body["client_secret"] = client.client_secret
+    try:
+        return httpx2.post(client.endpoints.revocation, data=body, timeout=timeout_s).status_code == 200
+    except httpx2.HTTPError:
+        return False
+
+
+def sign_in_fetcher(client: OAuthClient, store: RefreshTokenStore) -> FetchToken:
+    """A :data:`FetchToken` that refreshes with the stored refresh token, keeping a rotated one."""
+
+    def fetch(time_left: float) -> AccessToken:
+        refresh_token = store.load()
+        if refresh_token is None:
+            raise SignInRequired("no one has signed in to this account yet")
+        answer = refresh(client, refresh_token, time_left)
+        if answer.refresh_token and answer.refresh_token != refresh_token:
+            store.save(answer.refresh_token)
+        return answer.access
+
+    return fetch
+
+
+def _json(answer: httpx2.Response) -> dict[str, Any]:
+    try:
+        payload = answer.json()
+    except ValueError:
+        return {}
+    return payload if isinstance(payload, dict) else {}

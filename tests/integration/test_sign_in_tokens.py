@@ -1,0 +1,189 @@
+"""The built-in sign-in's token source (issue 48): an account with ``oauth2_provider`` logs in with access
+tokens it gets by spending the refresh token kept in the keychain (a real Secret Service), against
+node-oidc-provider on loopback, whose tokens Dovecot checks by introspection. Through the SDK's MCP
+client in process.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import keyring
+import pytest
+from keyring.backends.SecretService import Keyring as SecretServiceKeyring
+
+from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
+from tests.support.accounts import account_settings
+from tests.support.clients import make_config, open_client
+from tests.support.dovecot import Dovecot
+from tests.support.imapserver import free_ports
+from tests.support.oidc_provider import MAIL_SCOPE, PUBLIC_CLIENT, OidcProvider, sign_in, wait_for
+from tests.support.secret_service import SecretService
+
+pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+
+ACCOUNT = "default"
+
+
+@pytest.fixture
+def keychain(
+    secret_service: SecretService, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[KeychainRefreshTokens]:
+    """The account's refresh token entry, in this test's own Secret Service."""
+    for name, value in secret_service.environment().items():
+        monkeypatch.setenv(name, value)
+    before = keyring.get_keyring()
+    keyring.set_keyring(SecretServiceKeyring())
+    try:
+        yield KeychainRefreshTokens(ACCOUNT)
+    finally:
+        keyring.set_keyring(before)
+
+
+def sign_in_account(dovecot: Dovecot, user: str, oidc: OidcProvider, **overrides: Any) -> dict[str, Any]:
+    settings = {
+        "password_env": None,
+        "auth": "xoauth2",
+        "oauth2_provider": "custom",
+        "oauth2_client_id": PUBLIC_CLIENT,
+        "oauth2_issuer": oidc.issuer,
+        "oauth2_scopes": ["openid", "offline_access", MAIL_SCOPE],
+        **overrides,
+    }
+    return account_settings(dovecot, user, **settings)
+
+
+async def outcomes(
+    settings: dict[str, Any],
+    calls: int = 1,
+    between: Any = None,
+    tool: str = "imap_list_mailboxes",
+    arguments: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """The envelopes of ``calls`` calls of ``tool`` in one session (``between()`` runs between two)."""
+    envelopes = []
+    async for mcp in open_client(make_config({ACCOUNT: settings})):
+        for number in range(calls):
+            if number and between is not None:
+                between()
+            envelopes.append(await mcp.call(tool, arguments))
+    return envelopes
+
+
+@pytest.fixture
+def user(oidc_dovecot: Dovecot) -> str:
+    return oidc_dovecot.new_user()
+
+
+@pytest.fixture
+def refresh_token(oidc: OidcProvider, user: str, keychain: KeychainRefreshTokens) -> str:
+    """``user`` signed in: the refresh token of a sign-in, stored in the keychain as ``login`` stores it."""
+    token = str(sign_in(oidc, user)["refresh_token"])
+    keychain.save(token)
+    return token
+
+
+@pytest.mark.anyio
+async def test_a_signed_in_account_logs_in_with_a_refreshed_token_and_keeps_the_rotated_one(
+    oidc: OidcProvider, oidc_dovecot: Dovecot, user: str, keychain: KeychainRefreshTokens, refresh_token: str
+) -> None:
+    first = refresh_token
+    before = oidc.token_requests
+    (envelope,) = await outcomes(sign_in_account(oidc_dovecot, user, oidc))
+    assert envelope["success"] is True, envelope
+    wait_for(lambda: oidc.token_requests == before + 1)
+    rotated = keychain.load()
+    assert rotated is not None and rotated != first
+    assert refresh_refused(oidc, first)  # spent: only the rotated one signs in now
+
+
+@pytest.mark.anyio
+async def test_an_access_token_that_expires_mid_session_is_refreshed_with_one_token_request(
+    oidc: OidcProvider, oidc_dovecot: Dovecot, user: str, refresh_token: str
+) -> None:
+    oidc.set_access_token_ttl(2)
+    before = oidc.token_requests
+
+    def expire_and_drop_the_connection() -> None:
+        time.sleep(3)  # the provider's access token is past its expiry: Dovecot would refuse it
+        oidc_dovecot.kick(user)
+
+    try:
+        envelopes = await outcomes(
+            sign_in_account(oidc_dovecot, user, oidc),
+            3,
+            expire_and_drop_the_connection,
+            "imap_search_messages",
+            {"mailbox": "INBOX"},
+        )
+    finally:
+        oidc.set_access_token_ttl(3600)
+    assert [envelope["success"] for envelope in envelopes] == [True, True, True], envelopes
+    # One at the first login, one after each expiry: never one per connection or per retry.
+    wait_for(lambda: oidc.token_requests >= before + 3)
+    assert oidc.token_requests == before + 3, oidc.token_requests - before
+
+
+@pytest.mark.anyio
+async def test_an_account_nobody_signed_in_to_says_to_sign_in(
+    oidc: OidcProvider, oidc_dovecot: Dovecot, user: str, keychain: KeychainRefreshTokens
+) -> None:
+    before = oidc.token_requests
+    (envelope,) = await outcomes(sign_in_account(oidc_dovecot, user, oidc))
+    error = envelope["error"]
+    assert error["code"] == "auth_failed"
+    assert error["details"]["reason"] == "sign_in_required"
+    assert f"mail-imap-mcp login {ACCOUNT}" in error["message"]
+    assert f"mail-imap-mcp login {ACCOUNT}" in envelope["data"]["next_action"]["instruction"]
+    assert oidc.token_requests == before
+
+
+@pytest.mark.anyio
+async def test_a_revoked_refresh_token_says_to_sign_in_again(
+    oidc: OidcProvider, oidc_dovecot: Dovecot, user: str, refresh_token: str
+) -> None:
+    form = {"token": refresh_token, "client_id": PUBLIC_CLIENT}
+    urllib.request.urlopen(
+        oidc.metadata()["revocation_endpoint"], urllib.parse.urlencode(form).encode()
+    ).close()
+    (envelope,) = await outcomes(sign_in_account(oidc_dovecot, user, oidc))
+    assert envelope["error"]["details"]["reason"] == "sign_in_required", envelope
+    assert refresh_token not in str(envelope)
+
+
+@pytest.mark.anyio
+async def test_a_provider_that_is_down_keeps_the_sign_in(
+    oidc: OidcProvider, oidc_dovecot: Dovecot, user: str, keychain: KeychainRefreshTokens, refresh_token: str
+) -> None:
+    down = f"http://127.0.0.1:{free_ports('127.0.0.1')[0]}"
+    settings = sign_in_account(
+        oidc_dovecot,
+        user,
+        oidc,
+        oauth2_issuer=None,
+        oauth2_authorization_url=f"{down}/auth",
+        oauth2_token_url=f"{down}/token",
+    )
+    (envelope,) = await outcomes(settings)
+    error = envelope["error"]
+    assert error["code"] == "auth_failed" and error["retryable"] is True, error
+    assert "reason" not in error["details"]
+    assert "could not be reached" in error["message"]
+    assert keychain.load() == refresh_token
+
+
+def refresh_refused(oidc: OidcProvider, refresh_token: str) -> bool:
+    form = {"grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": PUBLIC_CLIENT}
+    try:
+        urllib.request.urlopen(
+            oidc.metadata()["token_endpoint"], urllib.parse.urlencode(form).encode()
+        ).close()
+    except urllib.error.HTTPError as refused:
+        return refused.code == 400
+    return False
