@@ -314,7 +314,10 @@ def test_oauth2_account_loads_without_a_password(tmp_path: Path) -> None:
 
 def test_oauth2_needs_a_token_command(tmp_path: Path) -> None:
     text = OAUTH.replace('oauth2_token_command = ["pizauth", "show", "work"]\n', "")
-    with pytest.raises(ConfigError, match=r"accounts\.work: auth = 'xoauth2' needs either oauth2_provider .* or oauth2_token_command"):
+    with pytest.raises(
+        ConfigError,
+        match=r"accounts\.work: auth = 'xoauth2' needs either oauth2_provider .* or oauth2_token_command",
+    ):
         load_config(write(tmp_path, text), env={})
 
 
@@ -329,7 +332,9 @@ def test_oauth2_refuses_password_settings_and_names_them(tmp_path: Path) -> None
 
 def test_a_token_command_without_oauth2_auth_is_refused(tmp_path: Path) -> None:
     text = GOOD + 'oauth2_token_command = ["pizauth", "show", "work"]\n'
-    with pytest.raises(ConfigError, match="oauth2_token_command and oauth2_provider are only used with auth = 'xoauth2'"):
+    with pytest.raises(
+        ConfigError, match="oauth2_token_command and oauth2_provider are only used with auth = 'xoauth2'"
+    ):
         load_config(write(tmp_path, text), env={})
 
 
