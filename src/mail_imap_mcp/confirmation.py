@@ -2,7 +2,9 @@
 rename and mailbox delete.
 
 What cannot be undone (a permanent delete) is confirmed by the user, never by the agent: where the
-client supports MCP elicitation the envelope layer asks the user and runs the call again on "yes";
+client supports MCP elicitation the envelope layer asks the user and runs the call again on "yes", with
+that "yes" approving exactly the question shown for the call's arguments (a gate passes only on its own:
+``envelope.mcp.approved``);
 where it does not, the call is refused, saying how to allow it, unless the user opted in with
 ``[server] confirm_without_elicitation = true``. No token is issued or accepted for it otherwise.
 
@@ -28,7 +30,7 @@ import time
 from typing import Any
 
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
-from mail_imap_mcp.envelope.mcp import ASK_USER, client_can_ask_user, user_confirmed
+from mail_imap_mcp.envelope.mcp import ASK_USER, approved, client_can_ask_user
 from mail_imap_mcp.state import MemoryStore, Store, user_key, user_tag
 
 TOKEN_TTL_S = 300.0
@@ -63,16 +65,16 @@ class ConfirmationGate:
         ``what`` says, for the user, what will happen (e.g. "permanently delete 3 messages");
         ``irreversible``: it cannot be undone, so only the user may confirm it (see the module).
         """
-        if user_confirmed.get():
+        if approved(_sentence(what)):
             return
         request = {key: value for key, value in arguments.items() if key != "confirm_token"}
         token = arguments.get("confirm_token")
         if irreversible and not self._tokens_for_irreversible:
             self._ask_user(what, token)
         if token is not None:
-            self._accept(tool, request, token, user)
+            self._accept(tool, request, token, user, what)
             return
-        fresh = self._issue(tool, request, user)
+        fresh = self._issue(tool, request, user, what)
         raise ToolFailure(
             ErrorCode.CONFIRMATION_REQUIRED,
             f"This will {what}. Ask the user to confirm; if they agree, make the same call again with "
@@ -80,7 +82,7 @@ class ConfirmationGate:
             details={
                 "confirm_token": fresh,
                 "expires_in_s": int(self._ttl_s),
-                "confirm": what[:1].upper() + what[1:],
+                "confirm": _sentence(what),
             },
             next_action=NextAction(
                 instruction=f"Only after the user confirmed: {what}",
@@ -94,14 +96,18 @@ class ConfirmationGate:
         """Return when the user confirmed ``what`` through the client (MCP elicitation); otherwise raise
         what has the client ask them, or, for a client that cannot ask, ``permission_denied`` with
         ``refusal`` (what to do instead) and ``details``. No token is issued or accepted: an agent
-        cannot confirm this for the user, whatever ``confirm_without_elicitation`` says."""
-        if user_confirmed.get():
+        cannot confirm this for the user, whatever ``confirm_without_elicitation`` says.
+
+        The user's "yes" passes this gate only: it approves the question shown (``what``) for this call's
+        arguments (:func:`~mail_imap_mcp.envelope.mcp.approved`), so a call with two gates asks twice, and
+        is run again from the start after each "yes": ask every question before changing anything."""
+        if approved(_sentence(what)):
             return
         if client_can_ask_user.get():
             raise ToolFailure(
                 ErrorCode.CONFIRMATION_REQUIRED,
                 f"This will {what}; the user is asked to confirm it.",
-                details={"confirm": what[:1].upper() + what[1:], ASK_USER: True},
+                details={"confirm": _sentence(what), ASK_USER: True},
             )
         raise ToolFailure(ErrorCode.PERMISSION_DENIED, refusal, details=details, retryable=False)
 
@@ -123,17 +129,21 @@ class ConfirmationGate:
             {"setting": "confirm_without_elicitation", "parameter": "permanent"},
         )
 
-    def _digest(self, tool: str, request: dict[str, Any], expires: int, nonce: str, user: str) -> str:
+    def _digest(
+        self, tool: str, request: dict[str, Any], expires: int, nonce: str, user: str, what: str
+    ) -> str:
         """The token's MAC: half of it over the request alone, half over the request and its user, so a
-        token given to another user for the same request is told from a forged one (:meth:`_accept`)."""
+        token given to another user for the same request is told from a forged one (:meth:`_accept`).
+        Both cover ``what`` the confirmation said: a token passes no other gate, and none whose words
+        changed since (a rename's message count)."""
         return (
-            self._mac(tool, request, expires, nonce, "")[:12]
-            + self._mac(tool, request, expires, nonce, user)[12:]
+            self._mac(tool, request, expires, nonce, "", what)[:12]
+            + self._mac(tool, request, expires, nonce, user, what)[12:]
         )
 
-    def _mac(self, tool: str, request: dict[str, Any], expires: int, nonce: str, user: str) -> str:
+    def _mac(self, tool: str, request: dict[str, Any], expires: int, nonce: str, user: str, what: str) -> str:
         canonical = json.dumps(
-            [tool, request, expires, nonce, user],
+            [tool, request, expires, nonce, user, what],
             sort_keys=True,
             separators=(",", ":"),
             default=str,
@@ -141,14 +151,14 @@ class ConfirmationGate:
         mac = hmac.new(self._secret, canonical.encode(), hashlib.sha256).digest()[:18]
         return base64.urlsafe_b64encode(mac).decode()
 
-    def _issue(self, tool: str, request: dict[str, Any], user: str) -> str:
+    def _issue(self, tool: str, request: dict[str, Any], user: str, what: str) -> str:
         # The nonce makes every token new: the same request asked twice within a second (e.g. a mailbox
         # deleted, created again and deleted again) must not get the token already used the first time.
         expires = int(time.time() + self._ttl_s)
         nonce = secrets.token_urlsafe(6)
-        return f"{expires}.{nonce}.{self._digest(tool, request, expires, nonce, user)}"
+        return f"{expires}.{nonce}.{self._digest(tool, request, expires, nonce, user, what)}"
 
-    def _accept(self, tool: str, request: dict[str, Any], token: object, user: str) -> None:
+    def _accept(self, tool: str, request: dict[str, Any], token: object, user: str, what: str) -> None:
         def refuse(problem: str) -> ToolFailure:
             return ToolFailure.invalid_input(
                 "confirm_token", f"{problem}; call without confirm_token for a new one"
@@ -160,7 +170,7 @@ class ConfirmationGate:
         stamp, nonce, digest = token.split(".")
         if not stamp.isdigit():
             raise refuse("this token was issued for a different request (or by another server process)")
-        expected = self._digest(tool, request, int(stamp), nonce, user)
+        expected = self._digest(tool, request, int(stamp), nonce, user, what)
         if not hmac.compare_digest(digest, expected):
             if user and hmac.compare_digest(digest[:12], expected[:12]):
                 # Another user's token for this very request: said as none at all, naming nobody.
@@ -171,7 +181,10 @@ class ConfirmationGate:
                     details={"parameter": "confirm_token"},
                     retryable=False,
                 )
-            raise refuse("this token was issued for a different request (or by another server process)")
+            raise refuse(
+                "this token was issued for a different request, or what it confirms changed since (or "
+                "another server process issued it)"
+            )
         now = time.time()
         if int(stamp) < now:
             raise refuse("this token has expired")
@@ -180,3 +193,8 @@ class ConfirmationGate:
             user_key("confirm-used", digest, user=user), int(stamp) - now + 1, owner=user_tag(user)
         ):
             raise refuse("this token was already used")
+
+
+def _sentence(what: str) -> str:
+    """``what`` as the user reads it (``Delete the mailbox 'Old'``)."""
+    return what[:1].upper() + what[1:]

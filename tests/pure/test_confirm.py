@@ -10,11 +10,12 @@ from mail_imap_mcp.confirmation import ConfirmationGate
 from mail_imap_mcp.envelope import ToolFailure
 
 REQUEST = {"account_id": "default", "mailbox": "Old", "action": "delete"}
+WHAT = "delete the mailbox 'Old'"
 
 
 def token_for(gate: ConfirmationGate, request: dict[str, object] = REQUEST) -> str:
     with pytest.raises(ToolFailure) as caught:
-        gate.require("imap_manage_mailbox", request, "delete the mailbox 'Old'", user="")
+        gate.require("imap_manage_mailbox", request, WHAT, user="")
     failure = caught.value
     assert failure.code == "confirmation_required"
     assert failure.next_action is not None
@@ -26,9 +27,9 @@ def token_for(gate: ConfirmationGate, request: dict[str, object] = REQUEST) -> s
 def test_the_same_request_with_its_token_runs_once() -> None:
     gate = ConfirmationGate()
     token = token_for(gate)
-    gate.require("imap_manage_mailbox", {**REQUEST, "confirm_token": token}, "delete", user="")
+    gate.require("imap_manage_mailbox", {**REQUEST, "confirm_token": token}, WHAT, user="")
     with pytest.raises(ToolFailure, match="already used") as caught:
-        gate.require("imap_manage_mailbox", {**REQUEST, "confirm_token": token}, "delete", user="")
+        gate.require("imap_manage_mailbox", {**REQUEST, "confirm_token": token}, WHAT, user="")
     assert caught.value.details["parameter"] == "confirm_token"
 
 
@@ -45,7 +46,19 @@ def test_a_token_fits_no_other_request(tool: str, changed: dict[str, str]) -> No
     gate = ConfirmationGate()
     token = token_for(gate)
     with pytest.raises(ToolFailure, match="different request"):
-        gate.require(tool, {**REQUEST, **changed, "confirm_token": token}, "delete", user="")
+        gate.require(tool, {**REQUEST, **changed, "confirm_token": token}, WHAT, user="")
+
+
+def test_a_token_passes_no_gate_whose_words_differ_from_those_it_was_issued_with() -> None:
+    # The user was told "delete the mailbox 'Old'": the same request confirming other words (another gate
+    # of the same call, or a rename whose message count changed since) is not what they agreed to.
+    gate = ConfirmationGate()
+    token = token_for(gate)
+    with pytest.raises(ToolFailure, match="what it confirms changed"):
+        gate.require(
+            "imap_manage_mailbox", {**REQUEST, "confirm_token": token}, WHAT + " and 3 more", user=""
+        )
+    gate.require("imap_manage_mailbox", {**REQUEST, "confirm_token": token}, WHAT, user="")
 
 
 def test_tokens_expire_and_mean_nothing_to_another_process() -> None:
@@ -53,7 +66,7 @@ def test_tokens_expire_and_mean_nothing_to_another_process() -> None:
     token = token_for(short)
     time.sleep(1.1)
     with pytest.raises(ToolFailure, match="expired"):
-        short.require("imap_manage_mailbox", {**REQUEST, "confirm_token": token}, "delete", user="")
+        short.require("imap_manage_mailbox", {**REQUEST, "confirm_token": token}, WHAT, user="")
     with pytest.raises(ToolFailure, match="different request"):
         ConfirmationGate().require(
             "imap_manage_mailbox", {**REQUEST, "confirm_token": token_for(short)}, "x", user=""

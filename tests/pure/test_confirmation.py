@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
+from mcp_types import ElicitRequestParams, ElicitResult
 from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.confirmation import ConfirmationGate
@@ -52,18 +53,23 @@ def server_and_counter(
         done.append(args.name)
         return ToolResult(summary="dropped", data=DropData(dropped=args.name))
 
+    return server_of("drop", drop), done
+
+
+def server_of(name: str, handler: Any) -> MCPServer[None]:
+    """A server whose one destructive tool ``name`` runs ``handler``."""
     tool = envelope_tool(
-        name="drop",
-        title="Drop",
+        name=name,
+        title=name.title(),
         description="d",
         input_model=DropInput,
         data_model=DropData,
-        handler=drop,
+        handler=handler,
         read_only=False,
         destructive=True,
         idempotent=False,
     )
-    return MCPServer(name="t", tools=[tool]), done
+    return MCPServer(name="t", tools=[tool])
 
 
 async def test_a_client_that_can_elicit_asks_the_user_and_runs_on_yes() -> None:
@@ -160,3 +166,86 @@ async def test_irreversible_keeps_the_token_path_where_the_user_opted_in() -> No
         first = await mcp.fail("drop", {"name": "Old"}, "confirmation_required")
         assert (await mcp.ok("drop", first["data"]["next_action"]["arguments"]))["dropped"] == "Old"
     assert done == ["Old"]
+
+
+# -- one "yes" approves what the user was shown, for that call: no other gate, no other question -------
+
+
+def two_gate_server(
+    second: str = "user",
+) -> tuple[MCPServer[None], list[str]]:
+    """A server whose tool ``purge`` passes two gates before it changes anything: the user's own for
+    the first, and for the second the user's own (``second="user"``) or a token's (``"token"``)."""
+    gate = ConfirmationGate()
+    done: list[str] = []
+
+    def purge(args: DropInput, user: str) -> ToolResult[DropData]:
+        refusal, details = "The client cannot ask the user; nothing was changed.", {"parameter": "name"}
+        gate.require_user(f"empty the mailbox {args.name!r}", refusal, details)
+        if second == "user":
+            gate.require_user(f"delete the mailbox {args.name!r} for good", refusal, details)
+        else:
+            gate.require("purge", args.model_dump(), f"delete the mailbox {args.name!r}", user=user)
+        done.append(args.name)
+        return ToolResult(summary="purged", data=DropData(dropped=args.name))
+
+    return server_of("purge", purge), done
+
+
+def answering_in_turn(*answers: str) -> Any:
+    """A callback giving ``answers`` in order (``accept`` with confirm, ``decline`` or ``cancel``); the
+    questions it was asked are in its ``asked`` list."""
+    asked: list[str] = []
+
+    async def callback(context: Any, params: ElicitRequestParams) -> ElicitResult:
+        asked.append(params.message)
+        action = answers[len(asked) - 1]
+        return ElicitResult(action=action, content={"confirm": True} if action == "accept" else None)
+
+    callback.asked = asked  # type: ignore[attr-defined]
+    return callback
+
+
+@pytest.mark.parametrize("second", ["user", "token"])
+async def test_regression_one_approval_passes_one_gate_and_the_second_asks_again(second: str) -> None:
+    # One per-call "the user confirmed" flag passed every gate of the call: the user, asked once to empty
+    # a mailbox, had also deleted it for good (or passed a token's gate) without being asked.
+    server, done = two_gate_server(second)
+    callback = answering_in_turn("accept", "decline")
+    async with Client(server, elicitation_callback=callback, mode="legacy") as client:
+        envelope = await EnvelopeClient(client).fail("purge", {"name": "Old"}, "confirmation_required")
+    assert done == []
+    second_question = (
+        "Delete the mailbox 'Old' for good?" if second == "user" else "Delete the mailbox 'Old'?"
+    )
+    assert callback.asked == ["Empty the mailbox 'Old'?", second_question]
+    assert "The user did not confirm (decline)" in envelope["error"]["message"]
+
+
+@pytest.mark.parametrize("second", ["user", "token"])
+async def test_two_gates_both_approved_run_the_change_once(second: str) -> None:
+    server, done = two_gate_server(second)
+    callback = answering("accept")
+    async with Client(server, elicitation_callback=callback, mode="legacy") as client:
+        assert (await EnvelopeClient(client).ok("purge", {"name": "Old"}))["dropped"] == "Old"
+    assert done == ["Old"] and len(callback.asked) == 2
+
+
+async def test_an_approval_is_of_its_call_arguments_and_ends_with_the_call() -> None:
+    server, done = two_gate_server()
+    callback = answering("accept")
+    async with Client(server, elicitation_callback=callback, mode="legacy") as client:
+        mcp = EnvelopeClient(client)
+        await mcp.ok("purge", {"name": "Old"})
+        await mcp.ok("purge", {"name": "Other"})
+        await mcp.ok("purge", {"name": "Old"})
+    assert done == ["Old", "Other", "Old"]
+    assert len(callback.asked) == 6  # each call asked both of its questions again
+
+
+async def test_the_per_request_era_cannot_ask_so_nothing_passes_either_gate() -> None:
+    # The client offers elicitation, but this protocol era has no channel for the server to ask on.
+    server, done = two_gate_server()
+    async with Client(server, elicitation_callback=answering("accept")) as client:
+        envelope = await EnvelopeClient(client).fail("purge", {"name": "Old"}, "confirmation_required")
+    assert done == [] and "could not ask the user" in envelope["error"]["message"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import contextvars
 import functools
+import hashlib
 import json
 import logging
 import time
@@ -90,10 +91,39 @@ def _to_result(envelope: BaseModel, media: list[MediaBlock] | None = None) -> Ca
 client_can_ask_user: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "client_can_ask_user", default=False
 )
-#: True while a call runs again because its user confirmed it through the client (elicitation).
-user_confirmed: contextvars.ContextVar[bool] = contextvars.ContextVar("user_confirmed", default=False)
+#: The tool call being handled: its tool and its arguments as the client sent them (an approval's key).
+current_call: contextvars.ContextVar[tuple[str, dict[str, Any]] | None] = contextvars.ContextVar(
+    "current_call", default=None
+)
+#: The approvals the user gave through the client in this call, each the :func:`approval_digest` of the
+#: question they were shown and the call's arguments: a gate passes only on its own (:func:`approved`).
+user_approvals: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
+    "user_approvals", default=frozenset()
+)
 #: ``error.details`` key of a ``confirmation_required`` failure that only the user can answer.
 ASK_USER = "ask_user"
+#: How often one call may ask its user: a tool asks each of its questions before it changes anything, and
+#: runs again from the start after each "yes".
+MAX_QUESTIONS = 4
+
+
+def question(confirm: str) -> str:
+    """The question the user is shown for a failure's ``details["confirm"]``."""
+    return f"{confirm}?"
+
+
+def approval_digest(tool: str, arguments: dict[str, Any], shown: str) -> str:
+    """What one "yes" approves: ``shown`` (exactly the question the user read) for this tool and these
+    arguments (``confirm_token`` aside: the token path runs the same request again with it)."""
+    request = {key: value for key, value in arguments.items() if key != "confirm_token"}
+    canonical = json.dumps([tool, request, shown], sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def approved(confirm: str) -> bool:
+    """Whether the user approved, in this call, exactly the question of ``confirm`` for its arguments."""
+    call = current_call.get()
+    return call is not None and approval_digest(*call, question(confirm)) in user_approvals.get()
 
 
 class EnvelopeTool(InternalTool):
@@ -131,31 +161,43 @@ class EnvelopeTool(InternalTool):
         """Ask the user through the client (MCP elicitation) instead of handing the agent a token.
 
         Accepted: the call runs again, with the token it was issued or, for what only the user may
-        confirm (``ask_user``), marked as confirmed by the user. Declined or cancelled: nothing changed,
-        and the envelope says so. A client that fails to ask leaves the token path as it was; where
-        there is none, nothing changes.
+        confirm (``ask_user``), with the approval of exactly the question shown for these arguments
+        (:func:`approval_digest`), which passes that gate alone: a gate that asks something else asks the
+        user again (at most :data:`MAX_QUESTIONS` times). Declined or cancelled: nothing changed, and the
+        envelope says so. A client that fails to ask leaves the token path as it was; where there is
+        none, nothing changes.
         """
-        details = asked.error.details
-        question = f"{details.get('confirm', 'Confirm this change')}?"
-        try:
-            answer = await context.elicit(message=question, schema=Confirmation)
-        except Exception:
-            log.warning("tool=%s elicitation failed", self.name, exc_info=True)
-            if "confirm_token" in details:
-                return asked
-            return self._unconfirmed(
-                "The client could not ask the user to confirm; nothing was changed.", "error"
-            )
-        if answer.action == "accept" and answer.data.confirm:
-            if "confirm_token" in details:
-                return await self.envelope({**arguments, "confirm_token": details["confirm_token"]}, user)
-            confirmed = user_confirmed.set(True)
+        approvals = user_approvals.get()
+        for _ in range(MAX_QUESTIONS):
+            details = asked.error.details
+            shown = question(details.get("confirm", "Confirm this change"))
             try:
-                return await self.envelope(arguments, user)
+                answer = await context.elicit(message=shown, schema=Confirmation)
+            except Exception:
+                log.warning("tool=%s elicitation failed", self.name, exc_info=True)
+                if "confirm_token" in details:
+                    return asked
+                return self._unconfirmed(
+                    "The client could not ask the user to confirm; nothing was changed.", "error"
+                )
+            if answer.action != "accept" or not answer.data.confirm:
+                return self._unconfirmed(
+                    f"The user did not confirm ({answer.action}); nothing was changed.", answer.action
+                )
+            if "confirm_token" in details:
+                arguments = {**arguments, "confirm_token": details["confirm_token"]}
+            else:
+                approvals |= {approval_digest(self.name, arguments, shown)}
+            given = user_approvals.set(approvals)
+            try:
+                envelope = await self.envelope(arguments, user)
             finally:
-                user_confirmed.reset(confirmed)
+                user_approvals.reset(given)
+            if not _needs_confirmation(envelope):
+                return envelope
+            asked = envelope
         return self._unconfirmed(
-            f"The user did not confirm ({answer.action}); nothing was changed.", answer.action
+            f"The call asked the user more than {MAX_QUESTIONS} times; nothing more was done.", "error"
         )
 
     def _unconfirmed(self, message: str, elicitation: str) -> FailureEnvelope:
@@ -182,6 +224,7 @@ class EnvelopeTool(InternalTool):
         success."""
         request_id = new_request_id()
         current_request_id.set(request_id)  # the handler's thread sees it (anyio copies the context)
+        current_call.set((self.name, arguments))
         started = time.perf_counter()
         try:
             try:
