@@ -205,6 +205,13 @@ def _learn_keys(page: OrderedPage, messages: list[SummaryRecord], sort: str) -> 
         state.key = _epoch(dates.get((state.mailbox, state.after[-1])))
 
 
+#: Reads of a page of several mailboxes at most: a message expunged between the page's search and its
+#: FETCH may have been moved to another mailbox searched, at the same place in the order (MOVE and COPY
+#: keep INTERNALDATE), behind the next cursor: the page is read again from the same position, so such a
+#: message is listed once, in its new place, rather than reported gone and never listed (issue 47 item 22).
+PAGE_READS = 3
+
+
 def _by_watermark(
     session: ImapSession,
     app: AppContext,
@@ -229,26 +236,29 @@ def _by_watermark(
             or _resolve(session, app, account_id, args, adds_roles=adds_roles).chosen
         )
         skipped = cursor.skipped
-    page = position_page(
-        session,
-        account_id=account_id,
-        names=names,
-        skipped=skipped,
-        search=search,
-        sort=server_sort(args),
-        limit=limit,
-        filter_digest=digest,
-        cursor=cursor,
-        failure_of=mailbox_failure,
-        compile_keys=DIALECTS[choose_backend(session.personality)],
-    )
+    window = app.config.server.max_text_part_bytes
+    for _ in range(PAGE_READS):
+        page = position_page(
+            session,
+            account_id=account_id,
+            names=names,
+            skipped=skipped,
+            search=search,
+            sort=server_sort(args),
+            limit=limit,
+            filter_digest=digest,
+            cursor=cursor,
+            failure_of=mailbox_failure,
+            compile_keys=DIALECTS[choose_backend(session.personality)],
+        )
+        ordered = OrderedPage(page.picks, page.total, None)
+        messages, fetch_issues = _summaries(session, account_id, ordered, snippet_chars, False, window)
+        if not any(issue.code == "not_found" for issue in fetch_issues):
+            break
     if page.next_cursor is not None:
         # Its next pages, on any instance sharing the state, list no mailbox again.
         app.remember_mailbox_list(account_id, page.next_cursor.mailboxes_digest, names)
     page.mailboxes += [name for i, name in enumerate(names) if skipped >> i & 1 and cursor is None]
-    window = app.config.server.max_text_part_bytes
-    ordered = OrderedPage(page.picks, page.total, None)
-    messages, fetch_issues = _summaries(session, account_id, ordered, snippet_chars, False, window)
     messages, doubles = once_each(messages)
     attempted = len(page.picks) - doubles if doubles else None
     return PageRead(page, messages, issues, fetch_issues, page.next_cursor, attempted=attempted)

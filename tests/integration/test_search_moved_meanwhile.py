@@ -1,0 +1,74 @@
+"""A cursor walk of every mailbox while another client moves a message of the page being read.
+
+Without the local index, a message moved to another searched mailbox between the page's search and its
+FETCH was reported on that page as "UID n was expunged while the page was being read" and then never
+listed in its new mailbox, whose place in the order (MOVE and COPY keep INTERNALDATE) the cursor had
+passed. The move is made by a hook at that exact moment (no timing luck): every message must be listed
+exactly once, in one of its two places.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from mail_imap_mcp.services import search as search_service
+from tests.support.clients import AccountFactory, make_config, open_client
+from tests.support.mailgen import plain_message
+from tests.support.matrix import MatrixServer
+
+pytestmark = pytest.mark.anyio
+
+START = dt.datetime(2026, 1, 5, 9, 0, tzinfo=dt.UTC)
+
+
+def messages(label: str, count: int) -> list[bytes]:
+    return [
+        plain_message(f"{label} {i}", "Text.\n", message_id=f"<{label}-{i}@moved.test>") for i in range(count)
+    ]
+
+
+@pytest.mark.parametrize("imap_server", ["dovecot", "courier"], indirect=True)
+async def test_a_message_moved_while_its_page_is_read_is_listed_exactly_once(
+    imap_server: MatrixServer, user: str, account: AccountFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = imap_server
+    archive = server.mailbox_name("Archive")
+    # Interleaved arrivals: INBOX at even hours, Archive at odd ones.
+    server.seed(
+        user, "INBOX", messages("inbox", 12), internaldates=lambda i: START + dt.timedelta(hours=2 * i)
+    )
+    server.seed(
+        user, archive, messages("archive", 12), internaldates=lambda i: START + dt.timedelta(hours=2 * i + 1)
+    )
+    original = search_service._summaries
+    moved: list[int] = []
+
+    def move_one_then_read(session: Any, account_id: str, page: Any, *args: Any) -> Any:
+        inbox = [uid for mailbox, _, uid in page.picks if mailbox == "INBOX"]
+        if not moved and len(inbox) >= 2:
+            uid = inbox[-1]  # the last INBOX message of this page, at another client's hand now
+            with server.connect(user) as other:
+                other.select_folder("INBOX")
+                other.copy([uid], archive)
+                other.delete_messages([uid])
+                other.expunge()
+            moved.append(uid)
+        return original(session, account_id, page, *args)
+
+    monkeypatch.setattr(search_service, "_summaries", move_one_then_read)
+    listed: list[str] = []
+    async for mcp in open_client(make_config({"default": account(user)})):
+        arguments: dict[str, Any] = {"mailbox": "*", "limit": 5}
+        for _ in range(10):
+            data = await mcp.ok("imap_search_messages", arguments)
+            listed += [message["subject"] for message in data["messages"]]
+            assert not [issue for issue in data.get("issues", []) if "expunged" in issue["message"]], data
+            if not data.get("next_cursor"):
+                break
+            arguments = {**arguments, "cursor": data["next_cursor"]}
+    assert moved, "the hook never ran"
+    expected = sorted([f"inbox {i}" for i in range(12)] + [f"archive {i}" for i in range(12)])
+    assert sorted(listed) == expected, listed
