@@ -39,6 +39,7 @@ def connection_of(ctx: ServerRequestContext[Any, Any]) -> Connection:
 
 def lowlevel_server(server: MCPServer[Any]) -> Server[Any]:
     """The low-level server under ``server``, whose registry takes request handlers ``MCPServer`` has
-    no decorator for (``add_request_handler(method, params_type, handler)``)."""
+    no decorator for (``add_request_handler(method, params_type, handler)``), or whose own handler does not
+    see the request (``tools/list``, answered per caller)."""
     lowlevel: Server[Any] = server._lowlevel_server
     return lowlevel

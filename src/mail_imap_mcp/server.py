@@ -9,12 +9,13 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio.to_thread
+from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.server.mcpserver.resources.templates import ResourceSecurity, ResourceTemplate
 from mcp.server.subscriptions import InMemorySubscriptionBus
-from mcp_types import InputRequiredResult
+from mcp_types import InputRequiredResult, ListToolsResult, PaginatedRequestParams
 from mcp_types import Tool as MCPTool
 from pydantic import AnyUrl
 
@@ -25,8 +26,9 @@ from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.envelope.mcp import EnvelopeTool
 from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.ids import InvalidMessageId
+from mail_imap_mcp.sdk import lowlevel_server
 from mail_imap_mcp.services.attachment_fetch import attachment_blob
-from mail_imap_mcp.state import user_of
+from mail_imap_mcp.state import ANONYMOUS, user_of
 from mail_imap_mcp.subscriptions import MailboxSubscriptions
 from mail_imap_mcp.tools.registry import build_tools, unlisted_tools
 from mail_imap_mcp.version import package_version
@@ -52,16 +54,30 @@ BlobReader = Callable[..., Awaitable[tuple[bytes, str]]]
 
 
 class MailServer(MCPServer[None]):
-    """``MCPServer`` that can keep registered tools out of ``tools/list`` (see ``unlisted_tools``), and
-    serves blob resources with the content type of each blob (a template has only one)."""
+    """``MCPServer`` that keeps registered tools out of each caller's ``tools/list`` (``unlisted``, for
+    the request's user: see ``unlisted_tools``), and serves blob resources with the content type of each
+    blob (a template has only one)."""
 
-    def __init__(self, *, unlisted: set[str], **options: Any) -> None:
+    def __init__(self, *, unlisted: Callable[[str], set[str]], **options: Any) -> None:
         super().__init__(**options)
-        self._unlisted = frozenset(unlisted)
+        self._unlisted = unlisted
         self._blobs: list[tuple[ResourceTemplate, BlobReader]] = []
+        lowlevel_server(self).add_request_handler(
+            "tools/list", PaginatedRequestParams, self._list_for_request
+        )
 
     async def list_tools(self) -> list[MCPTool]:
-        return [tool for tool in await super().list_tools() if tool.name not in self._unlisted]
+        return await self.list_tools_for(ANONYMOUS)
+
+    async def list_tools_for(self, user: str) -> list[MCPTool]:
+        """The tools ``user`` sees listed."""
+        hidden = self._unlisted(user)
+        return [tool for tool in await super().list_tools() if tool.name not in hidden]
+
+    async def _list_for_request(
+        self, ctx: ServerRequestContext[None], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        return ListToolsResult(tools=await self.list_tools_for(user_of(ctx)))
 
     def blob_resource(self, uri: str, reader: BlobReader, **options: Any) -> None:
         """Register a resource template whose reader returns ``(bytes, declared content type)``; it is
@@ -111,7 +127,7 @@ def build_server(config: Config, app: AppContext | None = None) -> MCPServer[Non
 
     tools = {tool.name: tool for tool in build_tools(app)}
     server = MailServer(
-        unlisted=unlisted_tools(app),
+        unlisted=functools.partial(unlisted_tools, app),
         name="mail-imap-mcp",
         title="Mail IMAP",
         instructions=WRITE_INSTRUCTIONS if app.writes_possible else INSTRUCTIONS,

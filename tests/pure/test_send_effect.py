@@ -3,22 +3,41 @@ whatever write_enabled says (a test-only spec stands in for the send tool, which
 
 from __future__ import annotations
 
+import functools
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from mcp import Client
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.envelope import ToolResult
+from mail_imap_mcp.envelope import Payload, ToolResult
+from mail_imap_mcp.envelope.mcp import envelope_tool
+from mail_imap_mcp.sdk import lowlevel_server
+from mail_imap_mcp.server import MailServer
+from mail_imap_mcp.state import USER_CLAIM
 from mail_imap_mcp.tools.registry import TOOLS, unlisted_tools
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
+
+pytestmark = pytest.mark.anyio
 
 GMAIL = {"host": "imap.gmail.com", "username": "me@gmail.com", "password_env": "P"}
 SENDING = {**GMAIL, "send_enabled": True, "allowed_recipients": ["@example.com"]}
 
+TEAM = {
+    "http": {
+        "auth": {
+            "issuer": "https://sso.example",
+            "audience": "https://mail.example/mcp",
+            "jwks_url": "https://sso.example/jwks",
+        }
+    },
+    "accounts": {"shared": {**SENDING, "users": ["alice@example.com"]}, "own": {**GMAIL, "users": ["bob"]}},
+}
 
-class _Nothing(BaseModel):
+
+class _Nothing(Payload):
     pass
 
 
@@ -90,3 +109,32 @@ def test_a_send_spec_is_a_write_that_destroys_nothing() -> None:
         "idempotentHint": False,
         "openWorldHint": True,
     }
+
+
+def _request_of(user: str) -> Any:
+    """A request context as the HTTP transport leaves it: the verified token's user among its claims."""
+    token = SimpleNamespace(claims={USER_CLAIM: user})
+    return SimpleNamespace(request=SimpleNamespace(scope={"user": SimpleNamespace(access_token=token)}))
+
+
+async def test_tools_list_answers_each_caller_with_the_tools_their_accounts_allow() -> None:
+    app = AppContext.from_config(Config.model_validate(TEAM))
+    declared = ("name", "title", "description", "input_model", "data_model", "idempotent")
+    tool = envelope_tool(
+        **{key: getattr(SEND_SPEC, key) for key in declared},
+        handler=lambda args, user: ToolResult(summary="x", data=_Nothing()),
+        read_only=False,
+    )
+    server = MailServer(
+        unlisted=functools.partial(unlisted_tools, app, tools=[SEND_SPEC]), name="t", tools=[tool]
+    )
+    try:
+        entry = lowlevel_server(server).get_request_handler("tools/list")
+        assert entry is not None
+        alice = await entry.handler(_request_of("alice@example.com"), None)
+        bob = await entry.handler(_request_of("bob"), None)
+        assert [tool.name for tool in alice.tools] == ["test_send"] and bob.tools == []
+        async with Client(server) as client:  # stdio's caller, through a real client: the route is this one
+            assert [tool.name for tool in (await client.list_tools()).tools] == ["test_send"]
+    finally:
+        app.close()
