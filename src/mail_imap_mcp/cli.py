@@ -1,5 +1,6 @@
 """Command line: ``mail-imap-mcp serve`` (stdio MCP server, also the default), ``check``, ``setup``
-(:mod:`mail_imap_mcp.setup_cli`), ``index`` (:mod:`mail_imap_mcp.index_cli`) and ``config-example``."""
+(:mod:`mail_imap_mcp.setup_cli`), ``index`` (:mod:`mail_imap_mcp.index_cli`), ``login``, ``logout`` and
+``status`` (:mod:`mail_imap_mcp.login_cli`) and ``config-example``."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.login_cli import add_arguments as add_login_arguments
+from mail_imap_mcp.login_cli import run as run_login_command
 from mail_imap_mcp.presentation.failures import envelope_of
 from mail_imap_mcp.setup_cli import add_arguments as add_setup_arguments
 from mail_imap_mcp.setup_cli import run_setup
@@ -242,7 +245,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     setup.add_argument("--config", type=Path, default=argparse.SUPPRESS, help=_CONFIG_HELP)
     add_setup_arguments(setup)
+    add_login_arguments(commands, _CONFIG_HELP)
     args = parser.parse_args(argv)
+    if args.command in {"login", "logout", "status"}:
+        _configure_logging("WARNING")
+        raise SystemExit(
+            run_login_command(args.command, _load(args.config), args.account, getattr(args, "device", False))
+        )
     if args.command == "setup":
         _configure_logging("WARNING")
         raise SystemExit(run_setup(args, words=_in_words))

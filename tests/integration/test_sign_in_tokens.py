@@ -46,13 +46,15 @@ def keychain(
         keyring.set_keyring(before)
 
 
-def sign_in_account(dovecot: Dovecot, user: str, oidc: OidcProvider, **overrides: Any) -> dict[str, Any]:
+def sign_in_account(
+    dovecot: Dovecot, user: str, oidc: OidcProvider | None, **overrides: Any
+) -> dict[str, Any]:
     settings = {
         "password_env": None,
         "auth": "xoauth2",
         "oauth2_provider": "custom",
         "oauth2_client_id": PUBLIC_CLIENT,
-        "oauth2_issuer": oidc.issuer,
+        "oauth2_issuer": oidc.issuer if oidc else None,
         "oauth2_scopes": ["openid", "offline_access", MAIL_SCOPE],
         **overrides,
     }

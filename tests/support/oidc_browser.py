@@ -2,7 +2,8 @@
 development login and consent pages with an HTTP client (cookies kept), then delivers the provider's
 redirect to the application's loopback listener. Standard library only, so that it also runs as the
 ``BROWSER`` command ``login`` opens: ``python oidc_browser.py <url>`` with ``OIDC_TEST_LOGIN`` (the user
-to sign in as) and ``OIDC_TEST_DECLINE=1`` (press "cancel" on the consent page) in its environment.
+to sign in as), ``OIDC_TEST_DECLINE=1`` (press "cancel" on the consent page) and ``OIDC_TEST_STATE`` (a
+``state`` put in the redirect in place of the provider's, as a forged redirect would) in its environment.
 """
 
 from __future__ import annotations
@@ -23,9 +24,21 @@ class _Stay(urllib.request.HTTPRedirectHandler):
         return None  # every redirect is looked at here before it is followed
 
 
-def approve(url: str, login: str, decline: bool = False, deliver: bool = True) -> str:
+_XSRF = re.compile(r'name="xsrf" value="([^"]+)"')
+
+
+def approve(
+    url: str,
+    login: str,
+    decline: bool = False,
+    deliver: bool = True,
+    state: str | None = None,
+    user_code: str | None = None,
+) -> str:
     """Sign in as ``login`` and consent (or decline); returns the URL the provider redirected to at the
-    end, which it also requests (``deliver``) as the browser would."""
+    end (its ``state`` replaced by ``state`` if given), which it also requests (``deliver``) as the
+    browser would. With ``user_code``, ``url`` is the device flow's verification page: the code is
+    typed and confirmed first, and the provider's own page ends it (its URL is returned)."""
     issuer = urllib.parse.urlsplit(url)._replace(path="", query="", fragment="").geturl()
     opener = urllib.request.build_opener(
         urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()), _Stay()
@@ -40,16 +53,20 @@ def approve(url: str, login: str, decline: bool = False, deliver: bool = True) -
             url = urllib.parse.urljoin(url, redirect.headers["Location"])
             data = None
             if not url.startswith(issuer + "/"):
-                if deliver:
-                    with urllib.request.urlopen(url, timeout=30) as answer:
-                        answer.read()
-                return url
+                return _leave(url, deliver, state)
             continue
         page = response.read().decode("utf-8", "replace")
-        prompt = _PROMPT.search(page)
-        if prompt is None:
+        prompt, xsrf = _PROMPT.search(page), _XSRF.search(page)
+        if user_code is not None and xsrf is not None:  # the device flow's code, then its confirmation
+            form = {"xsrf": xsrf.group(1), "user_code": user_code}
+            if "op.deviceConfirmForm" in page:
+                form["abort" if decline else "confirm"] = "yes"
+            url, data = urllib.parse.urljoin(url, "/device"), urllib.parse.urlencode(form).encode()
+        elif prompt is None and user_code is not None:
+            return url  # the device flow's last page
+        elif prompt is None:
             raise RuntimeError(f"no login or consent form at {url}: {page[:300]!r}")
-        if prompt.group(1) == "consent" and decline:
+        elif prompt.group(1) == "consent" and decline:
             url, data = url.rstrip("/") + "/abort", None
         elif prompt.group(1) == "consent":
             data = b"prompt=consent"
@@ -58,5 +75,22 @@ def approve(url: str, login: str, decline: bool = False, deliver: bool = True) -
     raise RuntimeError("the provider kept redirecting")
 
 
+def _leave(url: str, deliver: bool, state: str | None) -> str:
+    """The redirect back to the application: its ``state`` replaced if asked, requested if asked."""
+    if state is not None:
+        parts = urllib.parse.urlsplit(url)
+        query = dict(urllib.parse.parse_qsl(parts.query)) | {"state": state}
+        url = parts._replace(query=urllib.parse.urlencode(query)).geturl()
+    if deliver:
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            answer.read()
+    return url
+
+
 if __name__ == "__main__":
-    approve(sys.argv[1], os.environ["OIDC_TEST_LOGIN"], decline=os.environ.get("OIDC_TEST_DECLINE") == "1")
+    approve(
+        sys.argv[1],
+        os.environ["OIDC_TEST_LOGIN"],
+        decline=os.environ.get("OIDC_TEST_DECLINE") == "1",
+        state=os.environ.get("OIDC_TEST_STATE"),
+    )

@@ -118,8 +118,12 @@ def oauth_client(settings: SignInSettings, timeout_s: float = 10.0) -> OAuthClie
     scopes = settings.oauth2_scopes or default_scopes.get(
         settings.oauth2_provider, ("openid", "offline_access")
     )
-    # Google issues a refresh token only for access_type=offline.
-    extra = (("access_type", "offline"),) if settings.oauth2_provider is SignInProvider.GOOGLE else ()
+    # A refresh token needs consent to offline access: OpenID Connect grants offline_access only with
+    # prompt=consent, and Google issues one only for access_type=offline (again on a later sign-in
+    # only with prompt=consent).
+    extra: tuple[tuple[str, str], ...] = (("prompt", "consent"),)
+    if settings.oauth2_provider is SignInProvider.GOOGLE:
+        extra += (("access_type", "offline"),)
     return OAuthClient(endpoints, settings.oauth2_client_id, tuple(scopes), extra_authorization=extra)
 
 

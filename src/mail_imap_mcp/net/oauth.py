@@ -12,16 +12,21 @@ A refresh token is never put in a message, a log line or an exception.
 from __future__ import annotations
 
 import time
+import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol
 
-import httpx2
 from authlib.common.security import generate_token
 from authlib.oauth2.rfc6749.errors import OAuth2Error
 from authlib.oauth2.rfc6749.parameters import parse_authorization_code_response, prepare_grant_uri
 from authlib.oauth2.rfc7636 import create_s256_code_challenge
 
 from .tokens import AccessToken, FetchToken, TokenUnavailable
+
+if TYPE_CHECKING:
+    import httpx2
 
 #: An access token that says nothing of its lifetime is kept this long (RFC 6749 leaves it to the server).
 DEFAULT_EXPIRES_IN_S = 3600
@@ -53,6 +58,14 @@ class SignInRequired(TokenUnavailable):
     """No refresh token is stored, or the provider no longer accepts it: the user must sign in again."""
 
 
+class ProviderRefused(TokenUnavailable):
+    """The token endpoint answered with an error; ``error`` is its RFC 6749 code (``slow_down``...)."""
+
+    def __init__(self, reason: str, error: str) -> None:
+        super().__init__(reason)
+        self.error = error
+
+
 class RefreshTokenStore(Protocol):
     """Where an account's refresh token is kept (the OS keychain)."""
 
@@ -78,8 +91,8 @@ def discover(issuer: str, timeout_s: float = 10.0) -> Endpoints:
     base = issuer.rstrip("/")
     for path in ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"):
         try:
-            answer = httpx2.get(base + path, timeout=timeout_s)
-        except httpx2.HTTPError as exc:
+            answer = _http().get(base + path, timeout=timeout_s)
+        except _http().HTTPError as exc:
             raise TokenUnavailable(
                 f"the provider {base} could not be reached ({type(exc).__name__})"
             ) from None
@@ -124,6 +137,10 @@ def authorization_request(client: OAuthClient, redirect_uri: str) -> Authorizati
 def code_from_redirect(request: AuthorizationRequest, redirect_url: str) -> str:
     """The authorization code of the provider's redirect to ``request``; :class:`SignInRequired` when
     the redirect carries an error (the user declined) or a ``state`` of another request."""
+    answered = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(redirect_url).query))
+    if "error" in answered and answered.get("state") == request.state:
+        said = answered.get("error_description") or answered["error"]
+        raise SignInRequired(f"the provider did not grant access ({answered['error'][:100]}: {said[:200]})")
     try:
         params = parse_authorization_code_response(redirect_url, state=request.state)
     except OAuth2Error as exc:
@@ -160,10 +177,10 @@ def token_request(client: OAuthClient, form: dict[str, str], timeout_s: float) -
     if timeout_s <= 0:
         raise TokenUnavailable("the call's time budget was used up before the token request")
     try:
-        answer = httpx2.post(
+        answer = _http().post(
             client.endpoints.token, data=body, timeout=timeout_s, headers={"Accept": "application/json"}
         )
-    except httpx2.HTTPError as exc:
+    except _http().HTTPError as exc:
         raise TokenUnavailable(
             f"the provider's token endpoint could not be reached ({type(exc).__name__})"
         ) from None
@@ -175,7 +192,7 @@ def token_request(client: OAuthClient, form: dict[str, str], timeout_s: float) -
         reason = f"the provider refused the token request ({error}{': ' + said if said else ''})"
         if error in {"invalid_grant", "unauthorized_client"}:
             raise SignInRequired(reason)
-        raise TokenUnavailable(reason)
+        raise ProviderRefused(reason, error)
     expires_in = payload.get("expires_in")
     lifetime = (
         float(expires_in) if isinstance(expires_in, (int, float, str)) and str(expires_in).isdigit() else None
@@ -187,6 +204,65 @@ def token_request(client: OAuthClient, form: dict[str, str], timeout_s: float) -
     )
 
 
+DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+
+
+@dataclass(frozen=True)
+class DeviceAuthorization:
+    """What the user is shown (RFC 8628): where to go and the code to type there."""
+
+    device_code: str = field(repr=False)
+    user_code: str
+    verification_uri: str
+    verification_uri_complete: str | None
+    interval_s: float
+    expires_in_s: float
+
+
+def device_authorization(client: OAuthClient, timeout_s: float = 10.0) -> DeviceAuthorization:
+    """Start the device authorization grant (the provider must offer its endpoint)."""
+    if client.endpoints.device is None:
+        raise TokenUnavailable("the provider offers no device authorization endpoint")
+    body = {"client_id": client.client_id, "scope": " ".join(client.scopes)}
+    try:
+        answer = _http().post(client.endpoints.device, data=body, timeout=timeout_s)
+    except _http().HTTPError as exc:
+        raise TokenUnavailable(f"the provider could not be reached ({type(exc).__name__})") from None
+    payload = _json(answer)
+    if answer.status_code != 200 or "device_code" not in payload:
+        error = str(payload.get("error") or f"HTTP {answer.status_code}")[:100]
+        said = str(payload.get("error_description") or "")[:200]
+        raise ProviderRefused(
+            f"the provider refused the device sign-in ({error}{': ' + said if said else ''})", error
+        )
+    return DeviceAuthorization(
+        str(payload["device_code"]),
+        str(payload["user_code"]),
+        str(payload.get("verification_uri") or payload.get("verification_url")),
+        payload.get("verification_uri_complete"),
+        float(payload.get("interval") or 5),
+        float(payload.get("expires_in") or 600),
+    )
+
+
+def poll_device(
+    client: OAuthClient, device: DeviceAuthorization, sleep: Callable[[float], None] = time.sleep
+) -> TokenResponse:
+    """Ask the token endpoint until the user approved the device (or declined, or the code expired)."""
+    interval, deadline = device.interval_s, time.monotonic() + device.expires_in_s
+    form = {"grant_type": DEVICE_GRANT, "device_code": device.device_code}
+    while time.monotonic() < deadline:
+        sleep(interval)
+        try:
+            return token_request(client, form, 30.0)
+        except ProviderRefused as refused:
+            if refused.error == "slow_down":
+                interval += 5  # RFC 8628 section 3.5
+            elif refused.error != "authorization_pending":
+                raise SignInRequired(refused.reason) from None
+    raise SignInRequired("the code expired before the sign-in was approved")
+
+
 def revoke(client: OAuthClient, token: str, timeout_s: float = 10.0) -> bool:
     """Ask the provider to revoke ``token`` (RFC 7009); whether it offers revocation and said yes."""
     if client.endpoints.revocation is None:
@@ -195,8 +271,10 @@ def revoke(client: OAuthClient, token: str, timeout_s: float = 10.0) -> bool:
     if client.client_secret is not None:
         body["client_secret"] = client.client_secret
     try:
-        return httpx2.post(client.endpoints.revocation, data=body, timeout=timeout_s).status_code == 200
-    except httpx2.HTTPError:
+        return bool(
+            _http().post(client.endpoints.revocation, data=body, timeout=timeout_s).status_code == 200
+        )
+    except _http().HTTPError:
         return False
 
 
@@ -221,3 +299,10 @@ def _json(answer: httpx2.Response) -> dict[str, Any]:
     except ValueError:
         return {}
     return payload if isinstance(payload, dict) else {}
+
+
+def _http() -> ModuleType:
+    """httpx2, imported on first use: the commands that never sign in start without it (0.1 s)."""
+    import httpx2
+
+    return httpx2

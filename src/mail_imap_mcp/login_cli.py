@@ -1,0 +1,167 @@
+"""``mail-imap-mcp login [ACCOUNT]``, ``logout`` and ``status``: the built-in sign-in of an account with
+``oauth2_provider``.
+
+``login`` runs the authorization code grant with PKCE through the system browser (Python's webbrowser,
+which honours ``BROWSER``) and a loopback redirect (:mod:`mail_imap_mcp.net.loopback_redirect`), the
+URL printed as well; ``--device`` runs the device grant where no browser can open. The refresh token
+goes to the OS keychain; nothing of a token is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import webbrowser
+from datetime import UTC, datetime
+from pathlib import Path
+
+from mail_imap_mcp.config import AccountConfig, Config, ConfigError
+from mail_imap_mcp.config.sign_in import KeychainRefreshTokens, SignInProvider, oauth_client
+from mail_imap_mcp.net.loopback_redirect import RedirectListener
+from mail_imap_mcp.net.oauth import (
+    OAuthClient,
+    TokenResponse,
+    authorization_request,
+    code_from_redirect,
+    device_authorization,
+    poll_device,
+    redeem_code,
+    revoke,
+)
+from mail_imap_mcp.net.tokens import TokenUnavailable
+
+#: How long ``login`` waits for the browser's redirect.
+BROWSER_WAIT_S = 300.0
+_GOOGLE_DEVICE = (
+    "Google does not allow its mail scope (https://mail.google.com/) on the device sign-in: run "
+    "`mail-imap-mcp login` without --device on a machine with a browser"
+)
+
+
+def add_arguments(commands: argparse._SubParsersAction[argparse.ArgumentParser], config_help: str) -> None:
+    """The ``login``, ``logout`` and ``status`` commands."""
+    for name, help_text in (
+        ("login", "sign in to an account with oauth2_provider (opens the browser) and keep the sign-in"),
+        ("logout", "revoke the account's sign-in where the provider offers it, and forget it"),
+        ("status", "say which accounts are signed in (no token is shown)"),
+    ):
+        sub = commands.add_parser(name, help=help_text)
+        sub.add_argument("--config", type=Path, default=argparse.SUPPRESS, help=config_help)
+        sub.add_argument(
+            "account", nargs="?", help="the account id (default: the only one with oauth2_provider)"
+        )
+        if name == "login":
+            sub.add_argument(
+                "--device", action="store_true", help="sign in on another device (a code to type)"
+            )
+
+
+def run(command: str, config: Config, account_id: str | None, device: bool = False) -> int:
+    """Run ``command`` (login, logout, status); the process's exit status."""
+    try:
+        if command == "status":
+            return _status(config, account_id)
+        account_id, account = _signing_in_account(config, account_id)
+        if command == "logout":
+            return _logout(account_id, account)
+        return _login(account_id, account, device)
+    except (ConfigError, TokenUnavailable) as exc:
+        reason = exc.reason if isinstance(exc, TokenUnavailable) else str(exc)
+        print(f"mail-imap-mcp {command}: {reason}", file=sys.stderr)
+        return 1
+
+
+def _signing_in_account(config: Config, account_id: str | None) -> tuple[str, AccountConfig]:
+    candidates = {aid: acc for aid, acc in config.accounts.items() if acc.oauth2_provider is not None}
+    if account_id is None:
+        if len(candidates) != 1:
+            names = ", ".join(sorted(candidates)) or "none"
+            raise ConfigError(f"name the account to sign in to (accounts with oauth2_provider: {names})")
+        account_id = next(iter(candidates))
+    if account_id not in candidates:
+        raise ConfigError(
+            f"account {account_id!r} has no oauth2_provider: it does not use the built-in sign-in "
+            "(docs/providers.md)"
+        )
+    return account_id, candidates[account_id]
+
+
+def _login(account_id: str, account: AccountConfig, device: bool) -> int:
+    client = oauth_client(account)
+    if device:
+        if account.oauth2_provider is SignInProvider.GOOGLE:
+            raise TokenUnavailable(_GOOGLE_DEVICE)
+        started = device_authorization(client)
+        where = started.verification_uri_complete or started.verification_uri
+        print(
+            f"To sign in to {account_id!r}, open {where} and enter the code {started.user_code}",
+            file=sys.stderr,
+        )
+        answer = poll_device(client, started)
+    else:
+        answer = _browser_sign_in(account_id, client)
+    if not answer.refresh_token:
+        raise TokenUnavailable(
+            "the provider gave no refresh token (the offline_access scope, or Google's access_type=offline, "
+            "is needed to stay signed in)"
+        )
+    KeychainRefreshTokens(account_id).save(answer.refresh_token)
+    print(f"Signed in: account {account_id!r} is ready.", file=sys.stderr)
+    return 0
+
+
+def _browser_sign_in(account_id: str, client: OAuthClient) -> TokenResponse:
+    with RedirectListener() as listener:
+        request = authorization_request(client, listener.redirect_uri)
+        print(
+            f"To sign in to {account_id!r}, open this address in a browser (opening it now):\n{request.url}",
+            file=sys.stderr,
+        )
+        # webbrowser may wait for the browser command to end: the listener must answer meanwhile.
+        threading.Thread(target=webbrowser.open, args=(request.url,), daemon=True).start()
+        redirect = listener.wait(BROWSER_WAIT_S)
+    if redirect is None:
+        raise TokenUnavailable(f"no answer from the browser within {BROWSER_WAIT_S:g}s; nothing was stored")
+    code = code_from_redirect(request, redirect)
+    return redeem_code(client, request, code, 30.0)
+
+
+def _logout(account_id: str, account: AccountConfig) -> int:
+    store = KeychainRefreshTokens(account_id)
+    refresh_token = store.load()
+    if refresh_token is None:
+        print(f"Account {account_id!r} was not signed in.", file=sys.stderr)
+        return 0
+    try:
+        revoked = revoke(oauth_client(account), refresh_token)
+    except TokenUnavailable:
+        revoked = False
+    store.forget()
+    said = (
+        "revoked at the provider and forgotten"
+        if revoked
+        else "forgotten (the provider was not asked or did not revoke it)"
+    )
+    print(f"Signed out of {account_id!r}: the sign-in was {said}.", file=sys.stderr)
+    return 0
+
+
+def _status(config: Config, account_id: str | None) -> int:
+    accounts = {aid: acc for aid, acc in config.accounts.items() if acc.oauth2_provider is not None}
+    if account_id is not None:
+        accounts = {aid: acc for aid, acc in accounts.items() if aid == account_id}
+    if not accounts:
+        print("No account uses the built-in sign-in (oauth2_provider).")
+        return 1
+    for aid, account in sorted(accounts.items()):
+        stored_at = KeychainRefreshTokens(aid).stored_at()
+        if stored_at is None:
+            print(f"{aid}: not signed in (run `mail-imap-mcp login {aid}`)")
+            continue
+        when = datetime.fromtimestamp(stored_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        print(
+            f"{aid}: signed in as {account.username} with {account.oauth2_provider}; sign-in last stored "
+            f"(signed in or refreshed with a new refresh token) {when}"
+        )
+    return 0

@@ -1,0 +1,146 @@
+"""``mail-imap-mcp login``, ``status`` and ``logout`` as a user runs them (issue 48): the authorization code
+grant with PKCE through the "browser" (``BROWSER`` set to tests/support/oidc_browser.py, which signs in
+and consents on node-oidc-provider's pages with an HTTP client and follows the redirect to the loopback
+listener), the device grant approved the same way, the refresh token kept in a real Secret Service; then
+an MCP client lists the mailboxes on a Dovecot that checks the tokens with the provider. Failures store
+nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
+from tests.integration.test_sign_in_tokens import ACCOUNT, outcomes, sign_in_account
+from tests.integration.test_sign_in_tokens import keychain as keychain
+from tests.support.accounts import config_toml
+from tests.support.dovecot import Dovecot
+from tests.support.imapserver import free_ports
+from tests.support.oidc_browser import approve
+from tests.support.oidc_provider import BROWSER_SCRIPT, OidcProvider
+from tests.support.secret_service import SecretService
+
+SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
+
+pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+
+
+@dataclass
+class Terminal:
+    """A user at a terminal with ``user``'s browser and a keychain, and an account to sign in to."""
+
+    directory: Path
+    secret_service: SecretService
+    keychain: KeychainRefreshTokens
+    user: str
+    settings: dict[str, Any]
+
+    def command(self, *args: str, **browser: str) -> tuple[list[str], dict[str, str]]:
+        """``mail-imap-mcp <args> --config <the settings>`` and its environment."""
+        config = self.directory / "config.toml"
+        config.write_text(config_toml({ACCOUNT: self.settings}))
+        env = {
+            "PATH": os.environ["PATH"],
+            **self.secret_service.environment(),
+            "BROWSER": f"{shlex.quote(sys.executable)} {shlex.quote(str(BROWSER_SCRIPT))} %s",
+            "OIDC_TEST_LOGIN": self.user,
+            **browser,
+        }
+        return [SERVER, *args, "--config", str(config)], env
+
+    def run(self, *args: str, **browser: str) -> subprocess.CompletedProcess[str]:
+        argv, env = self.command(*args, **browser)
+        return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.fixture
+def terminal(
+    tmp_path: Path,
+    oidc: OidcProvider,
+    oidc_dovecot: Dovecot,
+    secret_service: SecretService,
+    keychain: KeychainRefreshTokens,
+) -> Terminal:
+    user = oidc_dovecot.new_user()
+    return Terminal(tmp_path, secret_service, keychain, user, sign_in_account(oidc_dovecot, user, oidc))
+
+
+@pytest.mark.anyio
+async def test_login_signs_in_through_the_browser_and_the_account_lists_its_mailboxes(
+    oidc: OidcProvider, terminal: Terminal
+) -> None:
+    done = terminal.run("login", ACCOUNT)
+    assert done.returncode == 0, done.stderr
+    assert f"{oidc.issuer}/auth?" in done.stderr  # the URL is printed as well
+    refresh_token = terminal.keychain.load()
+    assert refresh_token is not None and refresh_token not in done.stderr + done.stdout
+    (envelope,) = await outcomes(terminal.settings)
+    assert envelope["success"] is True, envelope
+    assert f"{ACCOUNT}: signed in as {terminal.user}" in terminal.run("status").stdout
+    out = terminal.run("logout", ACCOUNT)
+    assert "revoked at the provider and forgotten" in out.stderr, out.stderr
+    assert terminal.keychain.load() is None
+    assert "not signed in" in terminal.run("status").stdout
+
+
+@pytest.mark.parametrize(
+    ("browser", "said"),
+    [
+        ({"OIDC_TEST_DECLINE": "1"}, "did not grant access (access_denied"),
+        ({"OIDC_TEST_STATE": "forged"}, "did not grant access (mismatching_state"),
+    ],
+    ids=["consent declined", "state mismatch"],
+)
+def test_a_sign_in_that_fails_says_why_and_stores_nothing(
+    oidc: OidcProvider, terminal: Terminal, browser: dict[str, str], said: str
+) -> None:
+    before = oidc.token_requests
+    done = terminal.run("login", **browser)
+    assert done.returncode == 1
+    assert said in done.stderr, done.stderr
+    assert terminal.keychain.load() is None
+    assert oidc.token_requests == before  # no code was redeemed
+
+
+def test_login_says_when_the_provider_is_down(terminal: Terminal) -> None:
+    down = f"http://127.0.0.1:{free_ports('127.0.0.1')[0]}"
+    terminal.settings["oauth2_issuer"] = down
+    done = terminal.run("login")
+    assert done.returncode == 1
+    assert f"the provider {down} could not be reached" in done.stderr, done.stderr
+    assert terminal.keychain.load() is None
+
+
+@pytest.mark.anyio
+async def test_login_with_a_device_code_signs_in(terminal: Terminal) -> None:
+    argv, env = terminal.command("login", "--device")
+    with subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True) as login:
+        assert login.stderr is not None
+        shown = login.stderr.readline()
+        found = re.search(r"open (\S+) and enter the code (\S+)", shown)
+        assert found is not None, shown
+        approve(found.group(1), terminal.user, user_code=found.group(2))
+        assert login.wait(timeout=120) == 0, login.stderr.read()
+    assert terminal.keychain.load() is not None
+    (envelope,) = await outcomes(terminal.settings)
+    assert envelope["success"] is True, envelope
+
+
+def test_google_refuses_the_device_code_for_its_mail_scope(terminal: Terminal) -> None:
+    terminal.settings.update(oauth2_provider="google", oauth2_issuer=None)
+    terminal.settings = {key: value for key, value in terminal.settings.items() if value is not None}
+    done = terminal.run("login", "--device")
+    assert done.returncode == 1
+    assert (
+        "Google does not allow its mail scope (https://mail.google.com/) on the device sign-in" in done.stderr
+    )
