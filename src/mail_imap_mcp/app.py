@@ -25,7 +25,7 @@ from mail_imap_mcp.imap.name_errors import MailboxNameRefused, MailboxNameUnknow
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.imap.watch import WatchHub, WatchSettings
 from mail_imap_mcp.index.attachments import AttachmentReading
-from mail_imap_mcp.index.location import account_identity, index_path, user_index_path
+from mail_imap_mcp.index.location import account_identity, delete_index, index_path, user_index_path
 from mail_imap_mcp.index.runtime import AccountIndex
 from mail_imap_mcp.operations import OperationRegistry
 from mail_imap_mcp.presentation import failures
@@ -170,9 +170,20 @@ class AppContext:
             index = scope.indexes.get(account_id)
             if index is None and start:
                 path = user_index_path(self.full_config.server.index_dir, account_id, who)
+                self._drop_index_as_spelled(account_id)
                 index = scope.indexes[account_id] = self._new_index(scope, account_id, path)
                 index.start()
         return index
+
+    def _drop_index_as_spelled(self, account_id: str) -> None:
+        """Delete the caller's index file of ``account_id`` made by an earlier version under the tag of
+        the name as their token spells it, before folding: nothing opens it any more."""
+        spelled = self.caller.spelled_otherwise
+        if spelled is None:
+            return
+        old = user_index_path(self.full_config.server.index_dir, account_id, spelled)
+        if delete_index(old):
+            log.info("deleted %s, a team user's index of %s under an unfolded name", old.name, account_id)
 
     def index_state(self, account_id: str) -> str:
         """What ``imap_list_accounts`` says of the caller's index of ``account_id``."""
@@ -265,15 +276,16 @@ class AppContext:
         with self._lock:
             return len(self._scopes) - (ANONYMOUS in self._scopes)
 
-    def for_caller(self, user: str) -> AppContext:
-        """The application as ``user`` (folded, :func:`~mail_imap_mcp.state.fold_user`) sees it, for
-        one call: ``caller`` is their :class:`Caller` (the accounts served per user for them from their
-        scope); everything else is this application's, shared."""
+    def for_caller(self, user: str, as_given: str = ANONYMOUS) -> AppContext:
+        """The application as ``user`` (folded, :func:`~mail_imap_mcp.state.fold_user`; spelled
+        ``as_given`` by their token) sees it, for one call: ``caller`` is their :class:`Caller` (the
+        accounts served per user for them from their scope); everything else is this application's,
+        shared."""
         per_user = frozenset(
             account_id for account_id, account in self.scope(user).config.accounts.items() if account.per_user
         )
         view = copy.copy(self)
-        view.caller = Caller(user, per_user)
+        view.caller = Caller(user, per_user, as_given)
         return view
 
     @contextlib.contextmanager

@@ -10,6 +10,7 @@ import os
 import re
 import stat
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -243,3 +244,58 @@ async def test_a_users_index_is_closed_with_their_idle_scope_and_opened_again_by
         assert open_files(server) == held
     finally:
         server.stop()
+
+
+def index_path_under_spelling(tmp_path: Path, user: str) -> Path:
+    """The file an earlier version named ``user``'s index of ``own`` by: the tag of the name exactly as
+    spelled (under the server's key in its state_dir; computed in a process of its own, so that this
+    one's key is left alone)."""
+    program = (
+        "import sys; from pathlib import Path; from mail_imap_mcp.imap import sealing; "
+        "from mail_imap_mcp.index.location import user_index_path; "
+        "assert sealing.load_key(Path(sys.argv[1])); print(user_index_path(Path(sys.argv[2]), 'own', sys.argv[3]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program, str(tmp_path / "state"), str(tmp_path / "ix"), user],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return Path(done.stdout.strip())
+
+
+async def test_a_users_index_under_the_unfolded_spelling_of_their_address_is_deleted_on_first_use(
+    tmp_path: Path, master_dovecot: Dovecot, idp: IdentityProvider
+) -> None:
+    """Regression (issue 47 item 13): with ``user_claim = "email"`` a user's index file is named by the
+    folded address; the file an earlier version made under the tag of the token's own spelling
+    (``Alice@``) held their mail and was never opened again. Their first search deletes it."""
+    address = f"{master_dovecot.new_user('t-alice')}@corp.example"
+    titled = address[0].upper() + address[1:]
+    master_dovecot.seed(address, "INBOX", [mailgen.plain_message(f"a note of {ALICES_WORD}", "text\r\n")])
+    server = serve_per_user(
+        tmp_path,
+        master_dovecot,
+        idp,
+        [address],
+        own={"index_per_user": True},
+        server={"index": True, "index_dir": str(tmp_path / "ix"), "state_dir": str(tmp_path / "state")},
+        auth={"user_claim": "email"},
+    )
+    try:
+        old = index_path_under_spelling(tmp_path, titled)
+        folded = index_path_under_spelling(tmp_path, address)
+        assert old != folded
+        old.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for companion in ("", "-wal"):
+            Path(f"{old}{companion}").write_bytes(b"an index of an earlier version")
+        token = idp.jwt(address.split("@")[0], audience=server.url, email=titled)
+        async with http_client(server.url, token) as mcp:
+            await mcp.ok(SEARCH, {"account_id": "own", "query": ALICES_WORD})
+            await wait_ready(mcp)
+            ranked = await mcp.ok(SEARCH, {"account_id": "own", "query": ALICES_WORD, "sort": "relevance"})
+            assert ranked["total"] == 1
+    finally:
+        server.stop()
+    assert not old.exists() and not Path(f"{old}-wal").exists()
+    assert folded.exists()

@@ -42,7 +42,7 @@ def server_and_counter(
     gate = ConfirmationGate(tokens_for_irreversible=tokens_for_irreversible)
     done: list[str] = []
 
-    def drop(args: DropInput, user: str) -> ToolResult[DropData]:
+    def drop(args: DropInput, user: str, as_given: str) -> ToolResult[DropData]:
         gate.require(
             "drop",
             args.model_dump(),
@@ -179,7 +179,7 @@ def two_gate_server(
     gate = ConfirmationGate()
     done: list[str] = []
 
-    def purge(args: DropInput, user: str) -> ToolResult[DropData]:
+    def purge(args: DropInput, user: str, as_given: str) -> ToolResult[DropData]:
         refusal, details = "The client cannot ask the user; nothing was changed.", {"parameter": "name"}
         gate.require_user(f"empty the mailbox {args.name!r}", refusal, details)
         if second == "user":

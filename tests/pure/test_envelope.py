@@ -32,7 +32,7 @@ class ItemsData(MultiItemData):
     items: list[str]
 
 
-def echo(args: EchoInput, user: str) -> ToolResult[EchoData]:
+def echo(args: EchoInput, user: str, as_given: str) -> ToolResult[EchoData]:
     if args.word == "boom":
         raise RuntimeError("secret internal detail /etc/passwd")
     if args.word == "nope":
@@ -192,7 +192,7 @@ async def test_unexpected_exception_is_internal_without_leaking_its_text() -> No
 
 
 async def test_multi_item_failure_data_says_failed() -> None:
-    def failing(args: EchoInput, user: str) -> ToolResult[ItemsData]:
+    def failing(args: EchoInput, user: str, as_given: str) -> ToolResult[ItemsData]:
         raise ToolFailure(ErrorCode.UNAVAILABLE, "down")
 
     tool = envelope_tool(

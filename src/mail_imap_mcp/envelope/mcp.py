@@ -47,7 +47,7 @@ from mail_imap_mcp.envelope.schemas import (
     validation_failure,
 )
 from mail_imap_mcp.sdk import InternalTool, no_argument_metadata
-from mail_imap_mcp.state import ANONYMOUS, user_of
+from mail_imap_mcp.state import ANONYMOUS, user_as_given, user_of
 
 log = logging.getLogger("mail_imap_mcp.calls")
 
@@ -63,9 +63,10 @@ InputT = TypeVar("InputT", bound=BaseModel)
 DataT = TypeVar("DataT", bound=BaseModel)
 
 
-#: A tool's handler: the validated arguments and the user the call is made for (the name the HTTP
-#: transport's verified access token gives, :data:`~mail_imap_mcp.state.ANONYMOUS` for nobody).
-Handler = Callable[[InputT, str], ToolResult[Any]]
+#: A tool's handler: the validated arguments, the user the call is made for (the name the HTTP
+#: transport's verified access token gives, folded; :data:`~mail_imap_mcp.state.ANONYMOUS` for nobody)
+#: and that name as the token spelled it (:func:`~mail_imap_mcp.state.user_as_given`).
+Handler = Callable[[InputT, str, str], ToolResult[Any]]
 
 
 def _media_content(block: MediaBlock) -> ImageContent | AudioContent:
@@ -137,7 +138,7 @@ class EnvelopeTool(InternalTool):
 
     input_model: type[BaseModel] = Field(exclude=True)
     output_schema_doc: dict[str, Any] = Field(exclude=True)
-    handler: Callable[[Any, str], ToolResult[Any]] = Field(exclude=True)
+    handler: Callable[[Any, str, str], ToolResult[Any]] = Field(exclude=True)
     multi_item: bool = Field(default=False, exclude=True)
 
     @functools.cached_property
@@ -148,15 +149,15 @@ class EnvelopeTool(InternalTool):
         if context is not None and hasattr(context, "report_progress"):
             progress_reporter.set(_reporter(context))
         # Whose call it is (the HTTP transport's verified access token): handed to the handler.
-        user = user_of(context)
+        user, as_given = user_of(context), user_as_given(context)
         client_can_ask_user.set(_can_elicit(context))
-        envelope, media = await self.answer(arguments, user)
+        envelope, media = await self.answer(arguments, user, as_given)
         if _needs_confirmation(envelope) and _can_elicit(context):
-            envelope = await self._confirm_by_elicitation(arguments, envelope, context, user)
+            envelope = await self._confirm_by_elicitation(arguments, envelope, context, user, as_given)
         return _to_result(envelope, media)
 
     async def _confirm_by_elicitation(
-        self, arguments: dict[str, Any], asked: FailureEnvelope, context: Any, user: str
+        self, arguments: dict[str, Any], asked: FailureEnvelope, context: Any, user: str, as_given: str
     ) -> SuccessEnvelope[Any] | FailureEnvelope:
         """Ask the user through the client (MCP elicitation) instead of handing the agent a token.
 
@@ -190,7 +191,7 @@ class EnvelopeTool(InternalTool):
                 approvals |= {approval_digest(self.name, arguments, shown)}
             given = user_approvals.set(approvals)
             try:
-                envelope = await self.envelope(arguments, user)
+                envelope = await self.envelope(arguments, user, as_given)
             finally:
                 user_approvals.reset(given)
             if not _needs_confirmation(envelope):
@@ -211,17 +212,18 @@ class EnvelopeTool(InternalTool):
         return _to_result(*await self.answer(arguments, user))
 
     async def envelope(
-        self, arguments: dict[str, Any], user: str = ANONYMOUS
+        self, arguments: dict[str, Any], user: str = ANONYMOUS, as_given: str = ANONYMOUS
     ) -> SuccessEnvelope[Any] | FailureEnvelope:
-        """Run the tool on raw arguments for ``user`` and return the envelope model."""
-        envelope, _ = await self.answer(arguments, user)
+        """Run the tool on raw arguments for ``user`` (spelled ``as_given`` by their token) and return the
+        envelope model."""
+        envelope, _ = await self.answer(arguments, user, as_given)
         return envelope
 
     async def answer(
-        self, arguments: dict[str, Any], user: str = ANONYMOUS
+        self, arguments: dict[str, Any], user: str = ANONYMOUS, as_given: str = ANONYMOUS
     ) -> tuple[SuccessEnvelope[Any] | FailureEnvelope, list[MediaBlock]]:
-        """Run the tool on raw arguments for ``user``: the envelope model, and the media blocks of a
-        success."""
+        """Run the tool on raw arguments for ``user`` (spelled ``as_given`` by their token, that name
+        when not given): the envelope model, and the media blocks of a success."""
         request_id = new_request_id()
         current_request_id.set(request_id)  # the handler's thread sees it (anyio copies the context)
         current_call.set((self.name, arguments))
@@ -231,7 +233,7 @@ class EnvelopeTool(InternalTool):
                 args = self.input_model.model_validate(arguments)
             except ValidationError as exc:
                 raise validation_failure(exc, flat_input_schema(self.input_model)) from None
-            result = await anyio.to_thread.run_sync(self.handler, args, user)
+            result = await anyio.to_thread.run_sync(self.handler, args, user, as_given or user)
         except ToolFailure as failure:
             return self._failure(request_id, started, failure), []
         except Exception:

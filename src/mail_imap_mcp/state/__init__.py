@@ -12,7 +12,9 @@ from __future__ import annotations
 from mail_imap_mcp.state.caller import ANONYMOUS_CALLER, Caller, fold_user, sealing_caller
 from mail_imap_mcp.state.principal import (
     ANONYMOUS,
+    USER_AS_GIVEN_CLAIM,
     USER_CLAIM,
+    user_as_given,
     user_key,
     user_of,
     user_tag,
@@ -29,6 +31,7 @@ from mail_imap_mcp.state.store import (
 __all__ = [
     "ANONYMOUS",
     "ANONYMOUS_CALLER",
+    "USER_AS_GIVEN_CLAIM",
     "USER_CLAIM",
     "Caller",
     "MemoryStore",
@@ -40,6 +43,7 @@ __all__ = [
     "open_store",
     "sealing_caller",
     "shared_secret",
+    "user_as_given",
     "user_key",
     "user_of",
     "user_tag",

@@ -27,11 +27,19 @@ def fold_user(name: str, user_claim: str) -> str:
 @dataclass(frozen=True)
 class Caller:
     """The user a call is made for (:data:`ANONYMOUS` on a one-person server), folded
-    (:func:`fold_user`), and the accounts served per user for them (``per_user = true``: their ids and
-    audit lines name the user's own mailbox)."""
+    (:func:`fold_user`), the accounts served per user for them (``per_user = true``: their ids and
+    audit lines name the user's own mailbox), and the name as their token spelled it."""
 
     user: str = ANONYMOUS
     per_user_accounts: frozenset[str] = frozenset()
+    #: The name as the caller's token spelled it, before folding (``Alice@`` of ``alice@``).
+    as_given: str = ANONYMOUS
+
+    @property
+    def spelled_otherwise(self) -> str | None:
+        """The token's own spelling where folding changed it (what an earlier version keyed the
+        user's index file by), else None."""
+        return self.as_given if self.as_given not in (ANONYMOUS, self.user) else None
 
     @property
     def tag(self) -> str:

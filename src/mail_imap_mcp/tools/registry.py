@@ -73,13 +73,13 @@ def _announce_change(app: AppContext, args: Any, result: ToolResult[Any]) -> Non
             app.announce_change(account_id)
 
 
-def _handler(spec: ToolSpec[Any], app: AppContext) -> Callable[[Any, str], ToolResult[Any]]:
+def _handler(spec: ToolSpec[Any], app: AppContext) -> Callable[[Any, str, str], ToolResult[Any]]:
     """The envelope tool's handler of ``spec``: the caller's view of ``app`` (:meth:`AppContext.for_caller`:
     the :class:`~mail_imap_mcp.state.Caller` record, their scope held under the call) handed to the
     tool's handler through the failure registry; a write's announcing the account it changed."""
 
-    def run(args: Any, user: str) -> ToolResult[Any]:
-        with app.for_caller(user).entered() as called:
+    def run(args: Any, user: str, as_given: str) -> ToolResult[Any]:
+        with app.for_caller(user, as_given).entered() as called:
             result = failures.run(spec.handle, called, args)
             if spec.writes:
                 _announce_change(called, args, result)

@@ -36,7 +36,7 @@ from starlette.authentication import AuthCredentials
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mail_imap_mcp.config import HttpAuthSettings
-from mail_imap_mcp.state import USER_CLAIM, fold_user
+from mail_imap_mcp.state import USER_AS_GIVEN_CLAIM, USER_CLAIM, fold_user
 from mail_imap_mcp.transport.guards import bearer_of, log_refusal, send_json
 
 log = logging.getLogger("mail_imap_mcp.http")
@@ -140,6 +140,7 @@ class AccessTokenVerifier:
             claims={
                 "iss": self.settings.issuer,
                 USER_CLAIM: fold_user(_valid_user(user), self.settings.user_claim),
+                USER_AS_GIVEN_CLAIM: user,
                 "missing_scopes": missing,
             },
         )
