@@ -1079,12 +1079,13 @@ def test_the_same_request_confirmed_twice_in_one_second_gets_a_new_token(
     gate = ConfirmationGate()
     monkeypatch.setattr(confirmation_module.time, "time", lambda: 1_000_000.0)
     request = {"account_id": "default", "action": "delete", "mailbox": "Projects"}
+    what = "delete the empty mailbox 'Projects'"
     tokens = []
     for _ in range(2):
         with pytest.raises(ToolFailure) as asked:
-            gate.require(MANAGE, request, "delete the empty mailbox 'Projects'", user="")
+            gate.require(MANAGE, request, what, user="")
         token = asked.value.details["confirm_token"]
-        gate.require(MANAGE, {**request, "confirm_token": token}, "delete", user="")
+        gate.require(MANAGE, {**request, "confirm_token": token}, what, user="")
         tokens.append(token)
     assert tokens[0] != tokens[1]
 
