@@ -291,7 +291,7 @@ class AppContext:
     @contextlib.contextmanager
     def entered(self) -> Iterator[AppContext]:
         """This view's call under way: its scope held (:meth:`holding`), and its caller the one the IMAP
-        layer's seals and message ids are made for (another user's id of an account served per user is
+        layer's message ids are made for (another user's id of an account served per user is
         then ``not_found``); a background operation the call starts inherits both."""
         with self.holding():
             token = sealing_caller.set(self.caller)

@@ -501,7 +501,7 @@ _MESSAGE_URI = re.compile(r"^(imap://[^/]+/mailbox/[^/]+/message/)(\d+)(/.*)$")
 
 def normalise_cursor(token: str) -> dict[str, Any]:
     """A cursor's state without its UIDVALIDITYs (the two servers' mailboxes differ only there)."""
-    found = decode_search_cursor(token)
+    found = decode_search_cursor(token, "")
     if isinstance(found, WatermarkCursor):
         mark = (found.key, found.index, found.uid)
         return {"digest": found.filter_digest, "total": found.total, "returned": found.returned, "at": mark}

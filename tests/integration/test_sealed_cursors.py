@@ -37,16 +37,16 @@ async def test_regression_l2_forged_tokens_and_cursors_are_invalid_input(
     dovecot.seed(user, "Archive", [])
     async for mcp in open_client(make_config({"default": account(user)})):
         since = (await mcp.ok("imap_get_changes", {}))["changes_token"]
-        token = ChangesToken.decode(since)
+        token = ChangesToken.decode(since, "")
         for forged in (
             ChangesToken("default", "INBOX", token.uidvalidity, uidnext=2**32, modseq=0, older=0),
             ChangesToken("default", "INBOX", token.uidvalidity, uidnext=6, modseq=0, older=99_959),
         ):
-            refused = await mcp.fail("imap_get_changes", {"since": forged.encode()}, "invalid_input")
+            refused = await mcp.fail("imap_get_changes", {"since": forged.encode("")}, "invalid_input")
             assert refused["error"]["details"]["parameter"] == "since"
         # A page cursor bound to this since, carrying the token of another mailbox.
-        other = ChangesToken("default", "Archive", token.uidvalidity, 1, 0, 0).encode()
-        cursor = PageCursor(since_digest(since), 3, other).encode()
+        other = ChangesToken("default", "Archive", token.uidvalidity, 1, 0, 0).encode("")
+        cursor = PageCursor(since_digest(since), 3, other).encode("")
         refused = await mcp.fail("imap_get_changes", {"since": since, "cursor": cursor}, "invalid_input")
         assert refused["error"]["details"]["parameter"] == "cursor"
 

@@ -58,7 +58,7 @@ def test_the_cursor_of_a_mailbox_with_the_longest_name_is_accepted() -> None:
     """A page of one mailbox keeps its name in its cursor: one of the longest a mailbox argument takes
     (1,000 characters of four bytes in UTF-8) still fits the cursor argument."""
     stream = StreamState("\U0001f4e8" * 1000, 1795440829, 30, [20], None, 0, 0)
-    cursor = StreamCursor("default", "b05faab905b1", "arrival", 3000, 20, stream).encode()
+    cursor = StreamCursor("default", "b05faab905b1", "arrival", 3000, 20, stream).encode("")
     assert len(cursor) > 4096
     arguments = SearchMessagesInput.model_validate({"mailbox": stream.mailbox, "cursor": cursor})
-    assert StreamCursor.decode(arguments.cursor or "").stream == stream
+    assert StreamCursor.decode(arguments.cursor or "", "").stream == stream

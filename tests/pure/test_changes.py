@@ -24,7 +24,6 @@ from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError, Fo
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.presentation.failures import as_tool_failure, tool_failure
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, Step, answer, ok
-from tests.support.users import as_user
 
 UIDVALIDITY = 1700000000
 #: What LOGIN answers on a server without CONDSTORE (as Courier or an IMAP4rev1-only Dovecot).
@@ -54,7 +53,7 @@ def changes_on_a_fresh_connection(
     connection = AccountConnection(
         "default", config, open_socket=server.open_socket, translate=as_tool_failure
     )
-    changes = connection.run(lambda session: changes_since(session, token))
+    changes = connection.run(lambda session: changes_since(session, token, ""))
     return changes, [sent.text.split(b" ", 1)[1] for sent in server.received[2:]], connection.round_trips
 
 
@@ -76,10 +75,10 @@ def test_a_token_keeps_what_it_names() -> None:
         ChangesToken("a", "INBOX", 1, 1, 7, 0),
         ChangesToken("a", "INBOX", 1, 1, 0, 0, (), ()),
     ):
-        text = token.encode()
+        text = token.encode("")
         assert text.startswith("chg2.") and text.isascii()
-        assert ChangesToken.decode(text) == token
-        assert token.encode() == text  # the same state, the same token
+        assert ChangesToken.decode(text, "") == token
+        assert token.encode("") == text  # the same state, the same token
 
 
 @pytest.mark.parametrize("span", [55, 550, 2000])
@@ -90,19 +89,19 @@ def test_a_token_of_scattered_uids_and_flag_sets_keeps_them_within_300_character
     sets = [(), ("\\Seen",), ("\\Flagged", "\\Seen"), ("\\Answered",)]
     uids = tuple(sorted(chance.sample(range(1, span + 1), 55)))
     flags = tuple(chance.choice(sets) for _ in uids)
-    token = fitted(ChangesToken("default", "INBOX", UIDVALIDITY, span + 1, 0, 0, uids, flags))
-    assert (token.uids, len(token.encode()) <= 300) == (uids, True)
-    assert ChangesToken.decode(token.encode()) == token
+    token = fitted("", ChangesToken("default", "INBOX", UIDVALIDITY, span + 1, 0, 0, uids, flags))
+    assert (token.uids, len(token.encode("")) <= 300) == (uids, True)
+    assert ChangesToken.decode(token.encode(""), "") == token
 
 
 def test_a_version_1_token_is_still_read() -> None:
     payload = ["default", "INBOX", 1, 5, 0, 0, "1:3", ["", "\\Seen"], "010"]
-    token = ChangesToken.decode(changes_token._seal("chg1.", payload))
+    token = ChangesToken.decode(changes_token._seal("chg1.", payload, ""), "")
     assert (token.uids, token.flags) == ((1, 2, 3), ((), ("\\Seen",), ()))
 
 
 def test_an_edited_truncated_or_foreign_token_is_refused_naming_since() -> None:
-    text = TOKEN.encode()
+    text = TOKEN.encode("")
     middle = len(text) // 2
     edits = [
         text[:middle] + ("A" if text[middle] != "A" else "B") + text[middle + 1 :],
@@ -111,11 +110,11 @@ def test_an_edited_truncated_or_foreign_token_is_refused_naming_since() -> None:
         "chg9." + text[5:],
         "",
         "imap:default:INBOX:1:2",
-        PageCursor("0" * 16, 5, text).encode(),
+        PageCursor("0" * 16, 5, text).encode(""),
     ]
     for edited in edits:
         with pytest.raises(ChangesTokenError) as refused:
-            ChangesToken.decode(edited)
+            ChangesToken.decode(edited, "")
         assert refused.value.parameter == "since"
 
 
@@ -140,10 +139,10 @@ def test_an_edited_truncated_or_foreign_token_is_refused_naming_since() -> None:
 def test_a_sealed_token_with_contents_out_of_range_is_refused(payload: list[object]) -> None:
     # The same contents in range decode (the seal is made the way the server makes it).
     assert ChangesToken.decode(
-        changes_token._seal("chg1.", ["default", "INBOX", 1, 5, 0, 0, "1:3", [""], "000"])
+        changes_token._seal("chg1.", ["default", "INBOX", 1, 5, 0, 0, "1:3", [""], "000"], ""), ""
     )
     with pytest.raises(ChangesTokenError):
-        ChangesToken.decode(changes_token._seal("chg1.", payload))
+        ChangesToken.decode(changes_token._seal("chg1.", payload, ""), "")
 
 
 def test_with_condstore_one_round_trip_asks_changedsince_and_which_tracked_messages_remain() -> None:
@@ -227,7 +226,7 @@ def test_a_refused_command_of_the_pipeline_leaves_the_connection_in_step() -> No
         "default", config, open_socket=server.open_socket, translate=as_tool_failure
     )
     with pytest.raises(ToolFailure) as failed:
-        connection.run(lambda session: changes_since(session, token))
+        connection.run(lambda session: changes_since(session, token, ""))
     assert failed.value.code is ErrorCode.CONFLICT and "was deleted or replaced" in failed.value.message
     assert connection.run(lambda session: session.client.noop()[0]) == b"NOOP completed"
     assert server.connections == 1
@@ -235,13 +234,13 @@ def test_a_refused_command_of_the_pipeline_leaves_the_connection_in_step() -> No
 
 def test_regression_l2_a_token_sealed_with_another_key_is_refused(tmp_path: Path) -> None:
     # Issue 33 L2: the seal's key was a constant in the source, so anyone could forge a token.
-    text = TOKEN.encode()
+    text = TOKEN.encode("")
     assert sealing.load_key(tmp_path / "other")
     try:
         with pytest.raises(ChangesTokenError, match="another key"):
-            ChangesToken.decode(text)
-        again = TOKEN.encode()
-        assert again != text and ChangesToken.decode(again) == TOKEN
+            ChangesToken.decode(text, "")
+        again = TOKEN.encode("")
+        assert again != text and ChangesToken.decode(again, "") == TOKEN
     finally:
         sealing.load_key(sealing.default_state_dir())
 
@@ -279,13 +278,13 @@ def test_a_token_stays_within_300_characters_whatever_its_uids_and_flags(
     uidnext = (uids[-1] if uids else 0) + 1
     older = min(40, uidnext - 1 - count)  # messages below the digest: as many as its gaps can hold
     made = ChangesToken("default", mailbox, 7, uidnext, 0, older, tuple(uids), flags)
-    token = fitted(made)
-    assert len(token.encode()) <= TOKEN_CHARS
+    token = fitted("", made)
+    assert len(token.encode("")) <= TOKEN_CHARS
     kept = len(token.uids)
     assert token.uids == made.uids[len(made.uids) - kept :] and token.older == made.older + count - kept
     assert token.flags == (made.flags[count - kept :] if made.flags is not None else None)
-    assert ChangesToken.decode(token.encode()) == token
-    if len(made.encode()) <= TOKEN_CHARS:
+    assert ChangesToken.decode(token.encode(""), "") == token
+    if len(made.encode("")) <= TOKEN_CHARS:
         assert token == made
 
 
@@ -296,27 +295,27 @@ def test_the_newest_300_of_2000_scattered_messages_are_tracked_as_far_as_300_cha
     uids = tuple(sorted(chance.sample(range(1, 2001), 300)))
     sets = [(), ("\\Seen",), ("\\Seen", "\\Flagged"), ("\\Answered", "\\Seen")]
     for flags in (None, tuple(chance.choice(sets) for _ in uids)):
-        token = fitted(ChangesToken("default", "INBOX", 7, 2001, 0, 0, uids, flags))
-        assert len(token.encode()) <= TOKEN_CHARS and 20 <= len(token.uids) < 300
+        token = fitted("", ChangesToken("default", "INBOX", 7, 2001, 0, 0, uids, flags))
+        assert len(token.encode("")) <= TOKEN_CHARS and 20 <= len(token.uids) < 300
         print(
-            f"flags={'yes' if flags else 'no'}: {len(token.uids)} tracked, {len(token.encode())} characters"
+            f"flags={'yes' if flags else 'no'}: {len(token.uids)} tracked, {len(token.encode(''))} characters"
         )
 
 
 def test_another_users_changes_token_or_page_cursor_is_foreign_and_a_garbled_one_is_not() -> None:
-    alices = as_user("alice@corp.example", TOKEN.encode)
-    assert as_user("alice@corp.example", lambda: ChangesToken.decode(alices)) == TOKEN
+    alices = TOKEN.encode("alice@corp.example")
+    assert ChangesToken.decode(alices, "alice@corp.example") == TOKEN
     with pytest.raises(ForeignChangesToken) as foreign:
-        as_user("bob@corp.example", lambda: ChangesToken.decode(alices))
+        ChangesToken.decode(alices, "bob@corp.example")
     said = tool_failure(foreign.value, None)
     assert said is not None and said.code == ErrorCode.NOT_FOUND and "alice" not in said.message
-    page = as_user("alice@corp.example", lambda: PageCursor("0" * 16, 5, alices).encode())
+    page = PageCursor("0" * 16, 5, alices).encode("alice@corp.example")
     with pytest.raises(ForeignChangesToken):
-        as_user("bob@corp.example", lambda: PageCursor.decode(page))
-    bobs = as_user("bob@corp.example", TOKEN.encode)
+        PageCursor.decode(page, "bob@corp.example")
+    bobs = TOKEN.encode("bob@corp.example")
     garbled = bobs[:-3] + ("A" if bobs[-3] != "A" else "B") + bobs[-2:]
     with pytest.raises(ChangesTokenError) as refused:
-        as_user("bob@corp.example", lambda: ChangesToken.decode(garbled))
+        ChangesToken.decode(garbled, "bob@corp.example")
     assert not isinstance(refused.value, ForeignChangesToken)
     said = tool_failure(refused.value, None)
     assert said is not None and said.code == ErrorCode.INVALID_INPUT

@@ -26,7 +26,6 @@ from mail_imap_mcp.imap.search.cursors import (
     unseal_packed,
 )
 from tests.support.cursors import seal_json
-from tests.support.users import as_user
 
 ONE = StreamCursor(
     account_id="default",
@@ -73,14 +72,14 @@ def legacy_packed(state: CursorState) -> str:
     UTF-8), the digest's 8 bytes, then UIDVALIDITY, upper UID, anchor, total and returned as varints."""
     texts = b"".join(varints([len(t)]) + t for t in (state.account_id.encode(), state.mailbox.encode()))
     numbers = varints([state.uidvalidity, state.upper_uid, state.anchor_uid, state.total, state.returned])
-    return seal_packed(bytes([PACKED_TAG]) + texts + bytes.fromhex(state.filter_digest) + numbers)
+    return seal_packed(bytes([PACKED_TAG]) + texts + bytes.fromhex(state.filter_digest) + numbers, "")
 
 
 @pytest.mark.parametrize("cursor", [ONE, DATED], ids=["arrival", "date"])
 def test_every_search_s_cursor_round_trips_in_one_packed_format(cursor: StreamCursor) -> None:
-    token = cursor.encode()
-    assert StreamCursor.decode(token) == cursor
-    assert (unseal_packed(token) or b"")[:1] == b"\x02"
+    token = cursor.encode("")
+    assert StreamCursor.decode(token, "") == cursor
+    assert (unseal_packed(token, "") or b"")[:1] == b"\x02"
 
 
 def test_a_one_mailbox_cursor_stays_short() -> None:
@@ -92,15 +91,15 @@ def test_a_one_mailbox_cursor_stays_short() -> None:
         20,
         StreamState("INBOX", 1795384193, 100_000, [99_981]),
     )
-    assert len(inbox.encode()) <= 64
+    assert len(inbox.encode("")) <= 64
     keyed = json.dumps(asdict(LEGACY), separators=(",", ":"), ensure_ascii=False).encode()
-    assert len(ONE.encode()) < len(base64.urlsafe_b64encode(keyed)) * 0.45
+    assert len(ONE.encode("")) < len(base64.urlsafe_b64encode(keyed)) * 0.45
 
 
 def test_the_one_mailbox_cursors_of_earlier_versions_still_decode() -> None:
     for token in (legacy_packed(LEGACY), seal_json(list(asdict(LEGACY).values())), seal_json(asdict(LEGACY))):
-        assert CursorState.decode(token) == LEGACY
-        assert StreamCursor.decode(token) == ONE
+        assert CursorState.decode(token, "") == LEGACY
+        assert StreamCursor.decode(token, "") == ONE
 
 
 def rows_packed(rows: list[tuple[str, int, int, list[int]]]) -> str:
@@ -111,7 +110,7 @@ def rows_packed(rows: list[tuple[str, int, int, list[int]]]) -> str:
     for name, uidvalidity, upper, after in rows:
         body += varints([len(name.encode())]) + name.encode()
         body += varints([uidvalidity, upper, len(after) << 3, *after])
-    return seal_packed(bytes(body))
+    return seal_packed(bytes(body), "")
 
 
 def test_regression_a_cursor_of_a_row_per_mailbox_is_refused_as_from_an_earlier_version() -> None:
@@ -119,46 +118,48 @@ def test_regression_a_cursor_of_a_row_per_mailbox_is_refused_as_from_an_earlier_
     them; no release handed them out, and a search of several mailboxes reads by one position now."""
     rows = [("INBOX", 1795384193, 100, [81]), ("Archive", 7, 40, [12])]
     with pytest.raises(CursorError, match="earlier version of this server"):
-        StreamCursor.decode(rows_packed(rows))
+        StreamCursor.decode(rows_packed(rows), "")
     json_rows = [2, "default", "d448e2735666387f", "arrival", 240, 20, [list(row) for row in rows]]
     for payload in (json_rows, dict(zip(("v", "a", "d", "s", "t", "r", "m"), json_rows, strict=True))):
         with pytest.raises(CursorError):
-            StreamCursor.decode(seal_json(payload))
+            StreamCursor.decode(seal_json(payload), "")
     # The same packing with one row is this version's cursor of one mailbox.
-    assert StreamCursor.decode(rows_packed(rows[:1])).stream == StreamState("INBOX", 1795384193, 100, [81])
+    assert StreamCursor.decode(rows_packed(rows[:1]), "").stream == StreamState(
+        "INBOX", 1795384193, 100, [81]
+    )
 
 
 def test_regression_l2_a_cursor_with_a_checksum_anyone_can_compute_is_refused() -> None:
     # Issue 33 L2: the cursor's check was a plain SHA-256 of its content, so anyone could forge one.
-    for body in (json.dumps(asdict(LEGACY)).encode(), unseal_packed(ONE.encode()) or b""):
+    for body in (json.dumps(asdict(LEGACY)).encode(), unseal_packed(ONE.encode(""), "") or b""):
         token = base64.urlsafe_b64encode(hashlib.sha256(body).digest()[:6] + body).decode().rstrip("=")
         with pytest.raises(CursorError):
-            StreamCursor.decode(token)
+            StreamCursor.decode(token, "")
 
 
 @pytest.mark.parametrize("cut", [1, 3, 8])
 @pytest.mark.parametrize("cursor", [ONE, DATED], ids=["arrival", "date"])
 def test_a_truncated_or_altered_cursor_is_a_cursor_error(cursor: StreamCursor, cut: int) -> None:
-    token = cursor.encode()
+    token = cursor.encode("")
     for bad in (token[:-cut], token[: -cut - 1] + ("A" if token[-cut - 1] != "A" else "B") + token[-cut:]):
         with pytest.raises(CursorError):
-            StreamCursor.decode(bad)
+            StreamCursor.decode(bad, "")
 
 
 @pytest.mark.parametrize("extra", [b"\x00", b"\x05INBOX"])
 def test_a_packed_cursor_with_trailing_bytes_is_a_cursor_error(extra: bytes) -> None:
-    for token in (ONE.encode(), legacy_packed(LEGACY)):
-        body = unseal_packed(token)
+    for token in (ONE.encode(""), legacy_packed(LEGACY)):
+        body = unseal_packed(token, "")
         assert body is not None
         with pytest.raises(CursorError):
-            StreamCursor.decode(seal_packed(body + extra))
+            StreamCursor.decode(seal_packed(body + extra, ""), "")
 
 
 def test_a_packed_cursor_whose_numbers_overflow_a_uid_is_a_cursor_error() -> None:
     body = bytearray([2]) + varints([7]) + b"default" + bytes.fromhex("d448e2735666")
     body += varints([2, 1, 0]) + varints([5]) + b"INBOX" + varints([2**33, 1, 0])
     with pytest.raises(CursorError):
-        StreamCursor.decode(seal_packed(bytes(body)))
+        StreamCursor.decode(seal_packed(bytes(body), ""), "")
 
 
 @pytest.mark.parametrize(
@@ -176,38 +177,38 @@ def test_a_packed_cursor_whose_numbers_overflow_a_uid_is_a_cursor_error() -> Non
 )
 def test_json_of_any_other_shape_is_a_cursor_error(values: object) -> None:
     with pytest.raises(CursorError):
-        StreamCursor.decode(seal_json(values))
+        StreamCursor.decode(seal_json(values), "")
 
 
 @pytest.mark.parametrize("cursor", [ONE, DATED], ids=["arrival", "date"])
 def test_regression_a_cursor_sealed_with_another_key_says_so(cursor: StreamCursor) -> None:
-    body = unseal_packed(cursor.encode()) or b""
-    token = base64.urlsafe_b64encode(sealing.mac(body + b"x", 6) + body).decode().rstrip("=")
+    body = unseal_packed(cursor.encode(""), "") or b""
+    token = base64.urlsafe_b64encode(sealing.mac(body + b"x", 6, "") + body).decode().rstrip("=")
     with pytest.raises(CursorError, match="another key"):
-        StreamCursor.decode(token)
+        StreamCursor.decode(token, "")
 
 
 def test_another_users_cursor_is_foreign_and_a_garbled_one_of_ones_own_is_a_cursor_error() -> None:
     body = b'{"a":1}'
 
-    alices = as_user("alice@corp.example", lambda: seal_json({"a": 1}))
-    assert as_user("alice@corp.example", lambda: unseal(alices)) == body
+    alices = seal_json({"a": 1}, "alice@corp.example")
+    assert unseal(alices, "alice@corp.example") == body
     with pytest.raises(ForeignCursor):
-        as_user("bob@corp.example", lambda: unseal(alices))
-    bobs = as_user("bob@corp.example", lambda: seal_json({"a": 1}))
+        unseal(alices, "bob@corp.example")
+    bobs = seal_json({"a": 1}, "bob@corp.example")
     garbled = bobs[:2] + ("A" if bobs[2] != "A" else "B") + bobs[3:]
     with pytest.raises(CursorError) as refused:
-        as_user("bob@corp.example", lambda: unseal(garbled))
+        unseal(garbled, "bob@corp.example")
     assert not isinstance(refused.value, ForeignCursor)
     # A packed cursor too; on a one-person server nobody else's cursor exists.
-    packed = as_user("alice@corp.example", lambda: seal_packed(bytes([PACKED_TAG]) + b"\x01"))
+    packed = seal_packed(bytes([PACKED_TAG]) + b"\x01", "alice@corp.example")
     with pytest.raises(ForeignCursor):
-        as_user("bob@corp.example", lambda: unseal_packed(packed))
-    assert as_user("", lambda: unseal_packed(packed)) is None
+        unseal_packed(packed, "bob@corp.example")
+    assert unseal_packed(packed, "") is None
 
 
 def test_an_index_cursor_round_trips_with_the_key_of_its_first_pages_places() -> None:
     cursor = IndexCursor("work", "ab" * (DIGEST_CHARS // 2), total=14, returned=4, mark=77, places=123_456)
-    assert IndexCursor.decode(cursor.encode()) == cursor
+    assert IndexCursor.decode(cursor.encode(""), "") == cursor
     none_kept = replace(cursor, places=0)
-    assert IndexCursor.decode(none_kept.encode()) == none_kept
+    assert IndexCursor.decode(none_kept.encode(""), "") == none_kept

@@ -10,7 +10,6 @@ import pytest
 from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError, ForeignChangesToken
 from mail_imap_mcp.imap.search.cursors import PACKED_TAG, ForeignCursor, unseal_packed
-from tests.support.users import as_user
 
 BOB, ALICE = "bob@corp.example", "alice@corp.example"
 BODY = bytes([PACKED_TAG]) + b"\x01\x02\x03"
@@ -37,30 +36,30 @@ def test_a_forged_cursor_is_refused_alike_whichever_part_of_its_seal_is_right() 
     """Regression: the seal was two halves, the server's and the user's, and a cursor whose first half
     held was refused as another user's (not_found), any other as garbled (invalid_input): a forger
     learnt each 3-byte half on its own (2 x 2^24 tries instead of 2^48)."""
-    real = unb64(as_user(BOB, lambda: b64(_seal_packed())))
-    assert as_user(BOB, lambda: unseal_packed(b64(real))) == BODY
+    real = _seal_packed(BOB)
+    assert unseal_packed(b64(real), BOB) == BODY
     for forged in forgeries(real, 6):
-        assert as_user(BOB, lambda forged=forged: unseal_packed(b64(forged))) is None  # garbled, not foreign
+        assert unseal_packed(b64(forged), BOB) is None  # garbled, not foreign
 
 
 def test_a_forged_changes_token_is_refused_alike_whichever_part_of_its_seal_is_right() -> None:
-    prefix, _, encoded = as_user(BOB, TOKEN.encode).partition(".")
+    prefix, _, encoded = TOKEN.encode(BOB).partition(".")
     real = unb64(encoded)
     for forged in forgeries(real, 8):
         with pytest.raises(ChangesTokenError) as refused:
-            as_user(BOB, lambda forged=forged: ChangesToken.decode(f"{prefix}.{b64(forged)}"))
+            ChangesToken.decode(f"{prefix}.{b64(forged)}", BOB)
         assert not isinstance(refused.value, ForeignChangesToken)
 
 
 def test_another_users_seal_is_foreign_however_it_was_made() -> None:
-    alices = as_user(ALICE, lambda: b64(_seal_packed()))
+    alices = b64(_seal_packed(ALICE))
     with pytest.raises(ForeignCursor):
-        as_user(BOB, lambda: unseal_packed(alices))
+        unseal_packed(alices, BOB)
     with pytest.raises(ForeignChangesToken):
-        as_user(BOB, lambda: ChangesToken.decode(as_user(ALICE, TOKEN.encode)))
+        ChangesToken.decode(TOKEN.encode(ALICE), BOB)
     # A one-person server's seals stay as long as they were: six bytes before the body.
-    assert len(unb64(as_user("", lambda: b64(_seal_packed())))) == 6 + len(BODY)
+    assert len(_seal_packed("")) == 6 + len(BODY)
 
 
-def _seal_packed() -> bytes:
-    return sealing.mac(BODY, 6) + BODY
+def _seal_packed(user: str) -> bytes:
+    return sealing.mac(BODY, 6, user) + BODY

@@ -122,7 +122,7 @@ async def test_tools_list_answers_each_caller_with_the_tools_their_accounts_allo
     declared = ("name", "title", "description", "input_model", "data_model", "idempotent")
     tool = envelope_tool(
         **{key: getattr(SEND_SPEC, key) for key in declared},
-        handler=lambda args, user: ToolResult(summary="x", data=_Nothing()),
+        handler=lambda args, user, as_given: ToolResult(summary="x", data=_Nothing()),
         read_only=False,
     )
     server = MailServer(

@@ -239,8 +239,8 @@ def test_a_watermark_cursor_is_short_whatever_the_number_of_mailboxes_and_checke
     cursor = WatermarkCursor(
         "default", "d448e2735666", "0123456789ab", 100, 2**99 | 1, 3000, 20, START, 99, 4_000_000_000
     )
-    token = cursor.encode()
-    assert len(token) <= 80 and WatermarkCursor.decode(token) == cursor
+    token = cursor.encode("")
+    assert len(token) <= 80 and WatermarkCursor.decode(token, "") == cursor
     for garbled in (
         WatermarkCursor(
             "default", "d448e2735666", "0123456789ab", 3, 0, 1, 1, START, 3, 1
@@ -250,7 +250,7 @@ def test_a_watermark_cursor_is_short_whatever_the_number_of_mailboxes_and_checke
         ),  # a bit past the list
     ):
         try:
-            WatermarkCursor.decode(garbled.encode())
+            WatermarkCursor.decode(garbled.encode(""), "")
         except CursorError:
             continue
         raise AssertionError(f"{garbled} decoded")

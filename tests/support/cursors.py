@@ -12,16 +12,17 @@ from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.imap.search.cursors import StreamCursor
 
 
-def seal_json(payload: Any) -> str:
-    """A cursor as earlier versions wrote them: compact JSON behind the 6-byte seal, URL-safe base64."""
+def seal_json(payload: Any, user: str = "") -> str:
+    """A cursor as earlier versions wrote them: compact JSON behind the 6-byte seal (``user``'s: nobody's
+    unless given), URL-safe base64."""
     body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
-    return base64.urlsafe_b64encode(sealing.mac(body, 6) + body).decode().rstrip("=")
+    return base64.urlsafe_b64encode(sealing.mac(body, 6, user) + body).decode().rstrip("=")
 
 
 def forge_cursor(cursor: str, changes: dict[str, Any]) -> str:
     """A one-mailbox cursor sealed again after changing its fields, in the JSON with field names that
     earlier versions wrote (which still decodes): the fields of any value an attacker may choose."""
-    decoded = StreamCursor.decode(cursor)
+    decoded = StreamCursor.decode(cursor, "")
     stream = decoded.stream
     fields = {
         "account_id": decoded.account_id,

@@ -89,8 +89,8 @@ class Changes:
     tracked: int = 0
 
 
-def start(session: ImapSession, account_id: str, mailbox: str) -> ChangesToken:
-    """The token of ``mailbox`` as it is now: the starting point."""
+def start(session: ImapSession, account_id: str, mailbox: str, user: str) -> ChangesToken:
+    """The token of ``mailbox`` as it is now: the starting point (fitted to ``user``'s seal)."""
     state = _examined(session, mailbox)
     condstore = _condstore(session, state)
     # With QRESYNC the newest message is read for UIDNEXT only: no digest. A NOMODSEQ mailbox has no
@@ -102,13 +102,15 @@ def start(session: ImapSession, account_id: str, mailbox: str) -> ChangesToken:
         modseq = _read_modseq(answers[0])
         if modseq:
             found = _flags_of(answers[1]) if commands else {}
-            return _token(session, account_id, state, 1, modseq, found, with_flags=False, digest=not qresync)
+            qresynced = {"with_flags": False, "digest": not qresync}
+            return _token(session, account_id, state, 1, modseq, found, user, **qresynced)
     found = _flags_of(_pipelined(session, account_id, mailbox, commands)[0]) if commands else {}
-    return _token(session, account_id, state, 1, 0, found, with_flags=True)
+    return _token(session, account_id, state, 1, 0, found, user, with_flags=True)
 
 
-def changes_since(session: ImapSession, since: ChangesToken) -> Changes:
-    """New messages, flag changes and expunges in ``since.mailbox`` since ``since``, and the token of now.
+def changes_since(session: ImapSession, since: ChangesToken, user: str) -> Changes:
+    """New messages, flag changes and expunges in ``since.mailbox`` since ``since``, and the token of now
+    (fitted to ``user``'s seal).
 
     :class:`UidValidityChanged` when the mailbox was recreated since; :class:`ChangesTokenError` when the
     token was made with CONDSTORE and the mailbox no longer has it."""
@@ -119,9 +121,9 @@ def changes_since(session: ImapSession, since: ChangesToken) -> Changes:
                 "since", "it was made while the mailbox had CONDSTORE, which it no longer has"
             )
         if session.qresync:
-            return _since_by_vanished(session, state, since)
-        return _since_by_modseq(session, state, since)
-    return _since_by_digest(session, state, since)
+            return _since_by_vanished(session, state, since, user)
+        return _since_by_modseq(session, state, since, user)
+    return _since_by_digest(session, state, since, user)
 
 
 def new_below(session: ImapSession, since: ChangesToken, anchor: int, until: int) -> list[int]:
@@ -139,7 +141,7 @@ def new_below(session: ImapSession, since: ChangesToken, anchor: int, until: int
 # -- the plans ------------------------------------------------------------------------------------------
 
 
-def _since_by_vanished(session: ImapSession, state: MailboxState, since: ChangesToken) -> Changes:
+def _since_by_vanished(session: ImapSession, state: MailboxState, since: ChangesToken, user: str) -> Changes:
     mailbox = since.mailbox
     # HIGHESTMODSEQ before the FETCH: every change up to it is in the FETCH's answer, expunges included
     # (they raise HIGHESTMODSEQ but have no MODSEQ to read), so it is the new token's. Sent even to an
@@ -171,7 +173,7 @@ def _since_by_vanished(session: ImapSession, state: MailboxState, since: Changes
     gone = {uid for uid_set in vanished for uid in view.uids_below(uid_set, since.uidnext)}
     modseq = max([since.modseq, _read_modseq(answers[0]), *(modseq for _, modseq in fetched.values())])
     token = _token(
-        session, since.account_id, state, since.uidnext, modseq, new, with_flags=False, digest=False
+        session, since.account_id, state, since.uidnext, modseq, new, user, with_flags=False, digest=False
     )
     return Changes(
         token=token,
@@ -181,7 +183,7 @@ def _since_by_vanished(session: ImapSession, state: MailboxState, since: Changes
     )
 
 
-def _since_by_modseq(session: ImapSession, state: MailboxState, since: ChangesToken) -> Changes:
+def _since_by_modseq(session: ImapSession, state: MailboxState, since: ChangesToken, user: str) -> Changes:
     mailbox = since.mailbox
     answers: list[list[Any]] = [[], []]
     if state.exists:
@@ -203,11 +205,12 @@ def _since_by_modseq(session: ImapSession, state: MailboxState, since: ChangesTo
     # Every change not in this answer has a higher MODSEQ than every change in it.
     modseq = max([since.modseq, *(modseq for _, modseq in fetched.values())])
     known = dict.fromkeys(present, ()) | new
-    changes.token = _token(session, since.account_id, state, since.uidnext, modseq, known, with_flags=False)
+    floor = since.uidnext
+    changes.token = _token(session, since.account_id, state, floor, modseq, known, user, with_flags=False)
     return changes
 
 
-def _since_by_digest(session: ImapSession, state: MailboxState, since: ChangesToken) -> Changes:
+def _since_by_digest(session: ImapSession, state: MailboxState, since: ChangesToken, user: str) -> Changes:
     mailbox = since.mailbox
     answers: list[list[Any]] = [[], [], []]
     if state.exists:
@@ -234,7 +237,7 @@ def _since_by_digest(session: ImapSession, state: MailboxState, since: ChangesTo
     changes.flags_untracked = since.older
     # The newest messages refill the digest where tracked ones went (their flags are known now).
     known: dict[int, Flags | None] = {**newest, **fetched, **{uid: newest.get(uid) for uid in new}}
-    changes.token = _token(session, since.account_id, state, since.uidnext, 0, known, with_flags=True)
+    changes.token = _token(session, since.account_id, state, since.uidnext, 0, known, user, with_flags=True)
     return changes
 
 
@@ -265,6 +268,7 @@ def _token(
     floor: int,
     modseq: int,
     known: dict[int, Any],
+    user: str,
     *,
     with_flags: bool,
     digest: bool = True,
@@ -287,6 +291,7 @@ def _token(
         tracked.append(uid)
     tracked.sort()
     return fitted(
+        user,
         ChangesToken(
             account_id=account_id,
             mailbox=state.name,
@@ -296,25 +301,25 @@ def _token(
             older=max(0, exists - len(tracked)),
             uids=tuple(tracked),
             flags=tuple(known[uid] for uid in tracked) if with_flags else None,
-        )
+        ),
     )
 
 
-def fitted(token: ChangesToken) -> ChangesToken:
-    """``token`` within :data:`TOKEN_CHARS`: its digest keeps as many of its newest messages as fit (the
+def fitted(user: str, token: ChangesToken) -> ChangesToken:
+    """``token`` within :data:`TOKEN_CHARS` when sealed for ``user``: its digest keeps as many of its newest messages as fit (the
     others are counted in ``older``, as every message beyond the digest is). A token without a digest
     is as long as its account and mailbox names make it."""
-    if not token.uids or len(token.encode()) <= TOKEN_CHARS:
+    if not token.uids or len(token.encode(user)) <= TOKEN_CHARS:
         return token
     low, high = 0, len(token.uids) - 1  # the most newest messages kept that fit lies in [low, high]
     while low < high:
         middle = (low + high + 1) // 2
-        if len(_newest_kept(token, middle).encode()) <= TOKEN_CHARS:
+        if len(_newest_kept(token, middle).encode(user)) <= TOKEN_CHARS:
             low = middle
         else:
             high = middle - 1
     # Compression makes the length only nearly monotonic in the count: what was found is checked.
-    while low and len(_newest_kept(token, low).encode()) > TOKEN_CHARS:
+    while low and len(_newest_kept(token, low).encode(user)) > TOKEN_CHARS:
         low -= 1
     return _newest_kept(token, low)
 

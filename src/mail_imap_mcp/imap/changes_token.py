@@ -61,7 +61,8 @@ class ChangesToken:
     #: Their flags, in the same order, where the server has no CONDSTORE; None with CONDSTORE.
     flags: tuple[Flags, ...] | None = None
 
-    def encode(self) -> str:
+    def encode(self, user: str) -> str:
+        """The token, sealed for ``user``."""
         uid_set = _uid_field(self.uids)
         palette: list[Flags] = []
         indexes = []
@@ -81,12 +82,14 @@ class ChangesToken:
             None if self.flags is None else [" ".join(flags) for flags in palette],
             marks,
         ]
-        return _seal(_TOKEN_PREFIX, payload)
+        return _seal(_TOKEN_PREFIX, payload, user)
 
     @classmethod
-    def decode(cls, token: str) -> ChangesToken:
+    def decode(cls, token: str, user: str) -> ChangesToken:
+        """The token ``token`` stands for, sealed for ``user``."""
         v1 = token.startswith(_V1_TOKEN_PREFIX)
-        fields = _unseal(_V1_TOKEN_PREFIX if v1 else _TOKEN_PREFIX, token, "since", "a changes token")
+        prefix = _V1_TOKEN_PREFIX if v1 else _TOKEN_PREFIX
+        fields = _unseal(prefix, token, "since", "a changes token", user)
         if len(fields) != 9:
             raise ChangesTokenError("since", "it is not a changes token of this version")
         account_id, mailbox, uidvalidity, uidnext, modseq, older, uid_set, palette, marks = fields
@@ -130,12 +133,12 @@ class PageCursor:
     anchor: int
     changes_token: str
 
-    def encode(self) -> str:
-        return _seal(_CURSOR_PREFIX, [self.since_digest, self.anchor, self.changes_token])
+    def encode(self, user: str) -> str:
+        return _seal(_CURSOR_PREFIX, [self.since_digest, self.anchor, self.changes_token], user)
 
     @classmethod
-    def decode(cls, text: str) -> PageCursor:
-        fields = _unseal(_CURSOR_PREFIX, text, "cursor", "a cursor of imap_get_changes")
+    def decode(cls, text: str, user: str) -> PageCursor:
+        fields = _unseal(_CURSOR_PREFIX, text, "cursor", "a cursor of imap_get_changes", user)
         if len(fields) != 3 or not isinstance(fields[0], str) or not isinstance(fields[2], str):
             raise ChangesTokenError("cursor", "the cursor is garbled")
         if not _is_number(fields[1]) or not 0 < fields[1] <= MAX_UINT32:
@@ -246,13 +249,13 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**63 - 1
 
 
-def _seal(prefix: str, payload: list[Any]) -> str:
+def _seal(prefix: str, payload: list[Any], user: str) -> str:
     body = zlib.compress(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode(), 9)
-    check = sealing.mac(prefix.encode() + body, 8)
+    check = sealing.mac(prefix.encode() + body, 8, user)
     return prefix + base64.urlsafe_b64encode(check + body).decode().rstrip("=")
 
 
-def _unseal(prefix: str, text: str, parameter: str, what: str) -> list[Any]:
+def _unseal(prefix: str, text: str, parameter: str, what: str, user: str) -> list[Any]:
     if not text.startswith(prefix):
         raise ChangesTokenError(parameter, f"it is not {what} (or comes from another version of this server)")
     encoded = text[len(prefix) :]
@@ -260,11 +263,11 @@ def _unseal(prefix: str, text: str, parameter: str, what: str) -> list[Any]:
         raw = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
     except (binascii.Error, ValueError):
         raise ChangesTokenError(parameter, "it is not valid base64") from None
-    size = sealing.seal_size(8)
+    size = sealing.seal_size(8, user)
     check, body = raw[:size], raw[size:]
-    if len(raw) > size and sealing.sealed_for_another(check):
+    if len(raw) > size and sealing.sealed_for_another(check, user):
         raise ForeignChangesToken(parameter, f"no such {what}")
-    if len(raw) <= size or not sealing.matches(prefix.encode() + body, check):
+    if len(raw) <= size or not sealing.matches(prefix.encode() + body, check, user):
         raise ChangesTokenError(
             parameter,
             "it is garbled, truncated or was edited, or was made by a server with another key (after a "
@@ -282,25 +285,25 @@ def _unseal(prefix: str, text: str, parameter: str, what: str) -> list[Any]:
 
 
 def decode_since(
-    since: str | None, cursor: str | None, account_id: str, mailbox: str
+    since: str | None, cursor: str | None, account_id: str, mailbox: str, user: str
 ) -> tuple[ChangesToken | None, PageCursor | None]:
-    """The token (argument ``since``) and page cursor (``cursor``) of an imap_get_changes call, each
-    checked against the call's account and mailbox, and the cursor against its token;
+    """The token (argument ``since``) and page cursor (``cursor``) of an imap_get_changes call, sealed
+    for ``user``, each checked against the call's account and mailbox, and the cursor against its token;
     :class:`ChangesTokenError` naming the argument that does not fit."""
     if since is None:
         if cursor is not None:
             raise ChangesTokenError("cursor", "it continues a page of changes; pass the same since with it")
         return None, None
-    token = ChangesToken.decode(since)
+    token = ChangesToken.decode(since, user)
     if (token.account_id, token.mailbox) != (account_id, mailbox):
         raise ChangesTokenError(
             "since",
             "it was made for another account or mailbox; pass the token of this account_id and mailbox",
         )
-    page = PageCursor.decode(cursor) if cursor is not None else None
+    page = PageCursor.decode(cursor, user) if cursor is not None else None
     if page is not None:
         try:
-            inner = ChangesToken.decode(page.changes_token)
+            inner = ChangesToken.decode(page.changes_token, user)
         except ChangesTokenError as exc:
             raise type(exc)("cursor", str(exc)) from None
         if page.since_digest != since_digest(since) or (inner.account_id, inner.mailbox) != (

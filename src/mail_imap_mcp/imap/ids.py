@@ -29,9 +29,10 @@ _TAG_BYTES = 5  # 8 base32 characters
 
 def _user_tag(account_id: str) -> str:
     """``~tag`` of the call's caller for an account served per user, else nothing."""
-    if not sealing_caller.get().owns_mailbox_of(account_id):
+    caller = sealing_caller.get()
+    if not caller.owns_mailbox_of(account_id):
         return ""
-    digest = sealing.user_digest(b"mail-imap-mcp message id\0" + account_id.encode(), _TAG_BYTES)
+    digest = sealing.user_digest(b"mail-imap-mcp message id\0" + account_id.encode(), _TAG_BYTES, caller.user)
     return "~" + base64.b32encode(digest).decode("ascii").lower()
 
 

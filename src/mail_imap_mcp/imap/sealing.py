@@ -9,7 +9,7 @@ refuses them as ``invalid_input``, with the advice to start over (docs/security.
 redis_url`` the key is the one every instance shares (:func:`use_key`), kept in Redis.
 
 Each team user's cursors and tokens are sealed under a key of their own (derived from the key and the
-user's name, the call's :class:`~mail_imap_mcp.state.Caller`): one MAC over the user's mark and the content,
+user's name, the call's :class:`~mail_imap_mcp.state.Caller`, handed to each function here as ``user``): one MAC over the user's mark and the content,
 followed by the mark, :data:`USER_MARK_BYTES` naming the user (an HMAC of the name under the server's
 key: it shows nobody's name). A cursor or token whose mark is another user's is said as something that
 does not exist (:func:`sealed_for_another`), one with the user's own mark whose MAC fails is garbled
@@ -29,8 +29,6 @@ import os
 import secrets
 import sys
 from pathlib import Path
-
-from mail_imap_mcp.state import sealing_caller
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -95,10 +93,6 @@ def _create(path: Path) -> None:
         temporary.unlink(missing_ok=True)
 
 
-def _caller() -> str:
-    return sealing_caller.get().user
-
-
 def _user_key(user: str) -> bytes:
     if not user:  # a one-person server: the key itself, so existing cursors stay valid
         return _key
@@ -110,10 +104,9 @@ def _user_key(user: str) -> bytes:
 USER_MARK_BYTES = 3
 
 
-def user_digest(data: bytes, size: int, user: str | None = None) -> bytes:
-    """The first ``size`` bytes of the HMAC-SHA256 of ``data`` under the key of ``user`` alone (the
-    call's caller unless given)."""
-    return hmac.new(_user_key(_caller() if user is None else user), data, hashlib.sha256).digest()[:size]
+def user_digest(data: bytes, size: int, user: str) -> bytes:
+    """The first ``size`` bytes of the HMAC-SHA256 of ``data`` under the key of ``user`` alone."""
+    return hmac.new(_user_key(user), data, hashlib.sha256).digest()[:size]
 
 
 def _user_mark(user: str) -> bytes:
@@ -122,33 +115,30 @@ def _user_mark(user: str) -> bytes:
     ]
 
 
-def seal_size(size: int) -> int:
-    """How long the current user's seal of a ``size``-byte MAC is (:func:`mac`)."""
-    return size + USER_MARK_BYTES if _caller() else size
+def seal_size(size: int, user: str) -> int:
+    """How long ``user``'s seal of a ``size``-byte MAC is (:func:`mac`)."""
+    return size + USER_MARK_BYTES if user else size
 
 
-def mac(data: bytes, size: int) -> bytes:
-    """The seal of ``data`` for the current user, :func:`seal_size` bytes: the HMAC-SHA256 under the
-    server's key (nobody in particular), else one under the user's key over their mark and ``data``,
-    ``size`` bytes, followed by the mark."""
-    user = _caller()
+def mac(data: bytes, size: int, user: str) -> bytes:
+    """The seal of ``data`` for ``user``, :func:`seal_size` bytes: the HMAC-SHA256 under the server's key
+    (nobody in particular: ``""``), else one under the user's key over their mark and ``data``, ``size``
+    bytes, followed by the mark."""
     if not user:
         return hmac.new(_key, data, hashlib.sha256).digest()[:size]
     mark = _user_mark(user)
     return user_digest(mark + data, size, user) + mark
 
 
-def matches(data: bytes, check: bytes) -> bool:
-    """Whether ``check`` is the current user's seal of ``data`` (the whole MAC, compared in constant
-    time)."""
-    size = len(check) - (USER_MARK_BYTES if _caller() else 0)
-    return size > 0 and hmac.compare_digest(check, mac(data, size))
+def matches(data: bytes, check: bytes, user: str) -> bool:
+    """Whether ``check`` is ``user``'s seal of ``data`` (the whole MAC, compared in constant time)."""
+    size = len(check) - (USER_MARK_BYTES if user else 0)
+    return size > 0 and hmac.compare_digest(check, mac(data, size, user))
 
 
-def sealed_for_another(check: bytes) -> bool:
-    """Whether the seal ``check`` is marked for another user than the current team user (decided on
-    the mark alone, never on the MAC); False on a one-person server."""
-    user = _caller()
+def sealed_for_another(check: bytes, user: str) -> bool:
+    """Whether the seal ``check`` is marked for another user than team ``user`` (decided on the mark
+    alone, never on the MAC); False for nobody in particular (a one-person server)."""
     if not user or len(check) <= USER_MARK_BYTES:
         return False
     return not hmac.compare_digest(check[-USER_MARK_BYTES:], _user_mark(user))

@@ -52,6 +52,8 @@ from mail_imap_mcp.index.document import index_items, indexed_message, message_f
 from mail_imap_mcp.index.store import FolderState, IndexedMessage, IndexStore, flag_bits, flag_names
 
 #: UIDs per ``UID FETCH``.
+#: Whom the sync's changes tokens are fitted to: nobody (they stay in this process, never sealed).
+NOBODY = ""
 CHUNK = 250
 #: UIDs per ``UID FETCH (FLAGS)`` of the flag comparison where the folder keeps no MODSEQ.
 FLAG_CHUNK = 1000
@@ -133,11 +135,11 @@ class FolderSync:
         # server's HIGHESTMODSEQ before the full flag comparison below, and track MODSEQs from it on.
         modseq_now = 0
         if state.highestmodseq == 0 and session.profile.condstore and (state.uidnext == 1 or view.modseqs):
-            modseq_now = start(session, self.account_id, self.name).modseq
+            modseq_now = start(session, self.account_id, self.name, NOBODY).modseq
             if state.uidnext == 1:
                 state = replace(state, highestmodseq=modseq_now)
         try:
-            changes = changes_since(session, self._token(session, state))
+            changes = changes_since(session, self._token(session, state), NOBODY)
         except (UidValidityChanged, ChangesTokenError):
             self.store.drop_folder(self.name)
             return self.begin(session, deadline)

@@ -64,7 +64,7 @@ def index_page(
 ) -> IndexAnswer:
     """The page of ``args`` from the index, ``order`` (None: no query, the server answers)."""
     account_id = app.connection(args.account_id).account_id
-    cursor = IndexCursor.decode(args.cursor) if args.cursor else None
+    cursor = IndexCursor.decode(args.cursor, app.caller.user) if args.cursor else None
     if args.cursor and cursor is None:
         return IndexAnswer(None)  # a page the server began (before the index was ready): it goes on
     choice = choose_index(
@@ -123,7 +123,6 @@ def index_page(
                 offset=offset,
                 deadline=deadline,
                 flags_tested=choice.flags_tested,
-                flag_tests=choice.flag_tests,
                 scope=scope,
                 keep=KEPT_PLACES if cursor is None else 0,
                 places=listed,
@@ -186,7 +185,7 @@ def index_page(
     if listed is not None and cursor is not None:
         returned = offset + len(listed)
         if returned < cursor.total:
-            next_cursor = replace(cursor, returned=returned).encode()
+            next_cursor = replace(cursor, returned=returned).encode(app.caller.user)
         if (cursor.total, cursor.mark) != (read.total, read.mark):
             warnings.append(_KEPT_ORDER.format(then=cursor.total, now=read.total))
         read.total = cursor.total
@@ -195,7 +194,8 @@ def index_page(
         if returned < read.total and read.hits:
             places = keep_places(app, account_id, read.places) if cursor is None and read.places else 0
             key = cursor.places if cursor is not None else places
-            next_cursor = IndexCursor(account_id, digest, read.total, returned, read.mark, key).encode()
+            after = IndexCursor(account_id, digest, read.total, returned, read.mark, key)
+            next_cursor = after.encode(app.caller.user)
     if listed is None and cursor is not None and cursor.total != read.total:
         warnings.append(
             f"The matches changed since the first page of this search ({cursor.total:,} then, {read.total:,} "

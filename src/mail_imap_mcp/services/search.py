@@ -326,7 +326,9 @@ def search_page(
 
     cursor = None
     if args.cursor is not None:
-        cursor = decode_search_cursor(args.cursor)  # CursorError: the registry names the argument
+        cursor = decode_search_cursor(
+            args.cursor, app.caller.user
+        )  # CursorError: the registry names the argument
         if not fits(cursor):
             raise CursorMismatch()
     limit = min(args.limit, app.config.server.max_search_limit)
@@ -414,7 +416,7 @@ def search_page(
         returned_before=cursor.returned if cursor else 0,
         attempted=read.attempted if read.attempted is not None else len(page.picks),
         messages=read.messages,
-        next_cursor=read.next_cursor.encode() if read.next_cursor is not None else None,
+        next_cursor=read.next_cursor.encode(app.caller.user) if read.next_cursor is not None else None,
         listed_issues=read.listed_issues,
         failed=list(page.failed),
         fetch_issues=read.fetch_issues,

@@ -67,7 +67,7 @@ class Caller:
 #: template.
 ANONYMOUS_CALLER = Caller()
 
-#: The caller as the IMAP layer's seals and message ids read it (``imap/sealing.py``, ``imap/ids.py``,
-#: whose cursors and ids are made deep below the handler): set from the handler's :class:`Caller` where
-#: a call enters (``AppContext.entered``); nothing above the IMAP layer reads it.
+#: The caller as the IMAP layer's message ids read it (``imap/ids.py``, whose ids are made deep below the
+#: handler; seals take the user as an argument): set from the handler's :class:`Caller` where a call
+#: enters (``AppContext.entered``); nothing above the IMAP layer reads it.
 sealing_caller: ContextVar[Caller] = ContextVar("sealing_caller", default=ANONYMOUS_CALLER)

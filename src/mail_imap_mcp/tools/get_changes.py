@@ -135,19 +135,20 @@ class _Answer:
 def handle(app: AppContext, args: GetChangesInput) -> ToolResult[GetChangesData]:
     connection = app.connection(args.account_id)
     account_id = connection.account_id
-    since, cursor = decode_since(args.since, args.cursor, account_id, args.mailbox)
+    user = app.caller.user
+    since, cursor = decode_since(args.since, args.cursor, account_id, args.mailbox, user)
     limit = min(args.limit, app.config.server.max_search_limit)
     snippet_chars = min(SNIPPET_CHARS, app.config.server.max_snippet_chars)
 
     def work(session: ImapSession) -> _Answer:
         if since is None:
-            return _Answer(None, start(session, account_id, args.mailbox), SummaryBatch(), [], [])
+            return _Answer(None, start(session, account_id, args.mailbox, user), SummaryBatch(), [], [])
         changes: Changes | None = None
         if cursor is None:
-            changes = changes_since(session, since)
+            changes = changes_since(session, since, user)
             token, new = changes.token, changes.new
         else:
-            token = ChangesToken.decode(cursor.changes_token)
+            token = ChangesToken.decode(cursor.changes_token, user)
             new = new_below(session, since, cursor.anchor, token.uidnext)
         batch = fetch_summaries(
             session,
@@ -164,13 +165,13 @@ def handle(app: AppContext, args: GetChangesInput) -> ToolResult[GetChangesData]
         answer = connection.run(work)
     except UidValidityChanged as exc:  # not a rerun of the call: the token itself is outdated
         raise changes_token_outdated(account_id, args.mailbox, exc.expected, exc.actual) from None
-    return _result(args, account_id, since, answer)
+    return _result(args, account_id, since, answer, user)
 
 
 def _result(
-    args: GetChangesInput, account_id: str, since: ChangesToken | None, answer: _Answer
+    args: GetChangesInput, account_id: str, since: ChangesToken | None, answer: _Answer, user: str
 ) -> ToolResult[GetChangesData]:
-    token = answer.token.encode()
+    token = answer.token.encode(user)
     where = named_in_summary(args.mailbox)
     same = {"account_id": account_id, "mailbox": args.mailbox}
     if since is None:
@@ -190,7 +191,7 @@ def _result(
     expunged_uids, expunged_more = _newest(changes.expunged if changes else ())
     next_cursor = None
     if answer.more and answer.page:
-        next_cursor = PageCursor(since_digest(args.since or ""), answer.page[-1], token).encode()
+        next_cursor = PageCursor(since_digest(args.since or ""), answer.page[-1], token).encode(user)
     messages = answer.batch.messages
     data = GetChangesData(
         mailbox=args.mailbox,

@@ -101,40 +101,40 @@ class _Reader:
 _PACKED_TAGS = tuple(bytes([tag]) for tag in (PACKED_TAG, STREAMS_TAG, WATERMARK_TAG, INDEX_TAG))
 
 
-def seal_packed(body: bytes) -> str:
+def seal_packed(body: bytes, user: str) -> str:
     """An opaque cursor from a binary body behind its seal (6 bytes, a team user's with their mark:
     :func:`~mail_imap_mcp.imap.sealing.seal_size`), URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(sealing.mac(body, 6) + body).decode().rstrip("=")
+    return base64.urlsafe_b64encode(sealing.mac(body, 6, user) + body).decode().rstrip("=")
 
 
-def unseal_packed(token: str) -> bytes | None:
+def unseal_packed(token: str, user: str) -> bytes | None:
     """The body of a cursor made by :func:`seal_packed`, None when ``token`` is not one (e.g. JSON)."""
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
     except (binascii.Error, ValueError):
         return None
-    size = sealing.seal_size(6)
+    size = sealing.seal_size(6, user)
     check, body = raw[:size], raw[size:]
     if body[:1] not in _PACKED_TAGS:
         return None
-    if not sealing.matches(body, check):
-        if sealing.sealed_for_another(check):
+    if not sealing.matches(body, check, user):
+        if sealing.sealed_for_another(check, user):
             raise ForeignCursor("no such cursor")
         return None
     return body
 
 
-def unseal(token: str) -> bytes:
+def unseal(token: str, user: str) -> bytes:
     """The JSON body of a cursor made by :func:`seal`; :class:`CursorError` when garbled."""
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
     except (binascii.Error, ValueError):
         raise CursorError("cursor is not valid base64") from None
-    size = sealing.seal_size(6)
+    size = sealing.seal_size(6, user)
     check, body = raw[:size], raw[size:]
-    if len(raw) >= size + 2 and sealing.sealed_for_another(check):
+    if len(raw) >= size + 2 and sealing.sealed_for_another(check, user):
         raise ForeignCursor("no such cursor")
-    if len(raw) < size + 2 or not sealing.matches(body, check):
+    if len(raw) < size + 2 or not sealing.matches(body, check, user):
         raise CursorError(
             "cursor is garbled, truncated or edited, or was made by a server with another key (after a "
             "restart without its state_dir)"
@@ -166,14 +166,14 @@ class CursorState:
         )
 
     @classmethod
-    def decode(cls, token: str) -> CursorState:
-        packed = unseal_packed(token)
+    def decode(cls, token: str, user: str) -> CursorState:
+        packed = unseal_packed(token, user)
         if packed is not None and packed[:1] != bytes([PACKED_TAG]):
             raise CursorError("cursor comes from another kind of search")
         if packed is not None:
             state = cls._unpack(packed)
         else:
-            body = unseal(token)  # a CursorError of its own: garbled, or sealed with another key
+            body = unseal(token, user)  # a CursorError of its own: garbled, or sealed with another key
             try:
                 fields: list[Any] | dict[str, Any] = json.loads(body)
                 state = cls(**fields) if isinstance(fields, dict) else cls(*fields)
@@ -255,7 +255,7 @@ class StreamCursor:
     returned: int
     stream: StreamState
 
-    def encode(self) -> str:
+    def encode(self, user: str) -> str:
         # Packed binary (varints): JSON spent about twice the bytes, in every page an agent reads. The
         # order shares a varint with the number of streams (one; earlier versions wrote several), and the
         # stream's flags with its anchors'.
@@ -271,18 +271,19 @@ class StreamCursor:
         optional = [_zigzag(stream.key)] if stream.key is not None else []
         optional += [stream.window_lo, stream.window_hi] if flags & _WINDOW else []
         body += _varints(optional)
-        return seal_packed(bytes(body))
+        return seal_packed(bytes(body), user)
 
     @classmethod
-    def decode(cls, token: str) -> StreamCursor:
-        """The cursor ``token`` stands for (this version's, or an earlier one-mailbox cursor)."""
-        packed = unseal_packed(token)
+    def decode(cls, token: str, user: str) -> StreamCursor:
+        """The cursor ``token`` stands for (this version's, or an earlier one-mailbox cursor), sealed
+        for ``user``."""
+        packed = unseal_packed(token, user)
         if packed is not None and packed[:1] == bytes([STREAMS_TAG]):
             cursor = cls._unpack(packed)
         elif packed is not None and packed[:1] == bytes([WATERMARK_TAG]):
             raise CursorError("cursor comes from another kind of search")
         else:  # packed or JSON: the one-mailbox cursor of earlier versions, else garbled
-            return CursorState.decode(token).stream_cursor()
+            return CursorState.decode(token, user).stream_cursor()
         if not all(_uint(n) for n in (cursor.total, cursor.returned)):
             raise CursorError("cursor is garbled")
         return cursor
@@ -349,7 +350,7 @@ class WatermarkCursor:
     index: int
     uid: int
 
-    def encode(self) -> str:
+    def encode(self, user: str) -> str:
         if not (_HEX_DIGEST.fullmatch(self.filter_digest) and _HEX_DIGEST.fullmatch(self.mailboxes_digest)):
             raise ValueError(f"a cursor's digests are {DIGEST_CHARS} hex digits")
         body = bytearray([WATERMARK_TAG]) + _text(self.account_id)
@@ -357,11 +358,11 @@ class WatermarkCursor:
         skipped = self.skipped.to_bytes((self.skipped.bit_length() + 7) // 8, "little")
         body += _varints([self.count, len(skipped)]) + skipped
         body += _varints([self.total, self.returned, _zigzag(self.key), self.index, self.uid])
-        return seal_packed(bytes(body))
+        return seal_packed(bytes(body), user)
 
     @classmethod
-    def decode(cls, token: str) -> WatermarkCursor:
-        packed = unseal_packed(token)
+    def decode(cls, token: str, user: str) -> WatermarkCursor:
+        packed = unseal_packed(token, user)
         if packed is None or packed[:1] != bytes([WATERMARK_TAG]):
             raise CursorError("cursor comes from another kind of search")
         reader = _Reader(packed[1:])
@@ -394,16 +395,16 @@ class IndexCursor:
     mark: int = 0
     places: int = 0
 
-    def encode(self) -> str:
+    def encode(self, user: str) -> str:
         if not _HEX_DIGEST.fullmatch(self.digest):
             raise ValueError(f"a cursor's digest is {DIGEST_CHARS} hex digits")
         body = bytearray([INDEX_TAG]) + _text(self.account_id) + bytes.fromhex(self.digest)
-        return seal_packed(bytes(body + _varints([self.total, self.returned, self.mark, self.places])))
+        return seal_packed(bytes(body + _varints([self.total, self.returned, self.mark, self.places])), user)
 
     @classmethod
-    def decode(cls, token: str) -> IndexCursor | None:
+    def decode(cls, token: str, user: str) -> IndexCursor | None:
         """The cursor, None when ``token`` is a cursor of another kind (or none of this server)."""
-        packed = unseal_packed(token)
+        packed = unseal_packed(token, user)
         if packed is None or packed[:1] != bytes([INDEX_TAG]):
             return None
         reader = _Reader(packed[1:])
@@ -417,9 +418,9 @@ class IndexCursor:
         return cls(account_id, digest, total, returned, mark, places)
 
 
-def decode_search_cursor(token: str) -> StreamCursor | WatermarkCursor:
-    """Any search page's cursor, of whichever kind and version of this server."""
-    packed = unseal_packed(token)
+def decode_search_cursor(token: str, user: str) -> StreamCursor | WatermarkCursor:
+    """Any search page's cursor, of whichever kind and version of this server, sealed for ``user``."""
+    packed = unseal_packed(token, user)
     if packed is not None and packed[:1] == bytes([WATERMARK_TAG]):
-        return WatermarkCursor.decode(token)
-    return StreamCursor.decode(token)
+        return WatermarkCursor.decode(token, user)
+    return StreamCursor.decode(token, user)
