@@ -113,6 +113,19 @@ async def run_team_only(settings: Settings) -> int:
     return 0
 
 
+async def run_flags_only(settings: Settings) -> int:
+    """``--index-flags-only``: a flag query over every folder of Courier with the index on and off."""
+    from benchmark.index_flags import flags_section, run_flags, update_flags_markdown
+
+    machine = machine_info()
+    result = await run_flags(BENCH_DIR / "index-flags-run", messages=settings.flags_messages, folders=10)
+    section = flags_section(result, machine)
+    print(section)
+    settings.out_dir.mkdir(parents=True, exist_ok=True)
+    update_flags_markdown(settings.out_dir / "benchmarks.md", section)
+    return 0
+
+
 async def run(settings: Settings) -> int:
     if settings.team_only:
         return await run_team_only(settings)
@@ -120,6 +133,8 @@ async def run(settings: Settings) -> int:
         return await run_folders_only(settings)
     if settings.startup_only:
         return await run_startup_only(settings)
+    if settings.index_flags_only:
+        return await run_flags_only(settings)
     if settings.index_only and settings.index_attachments:
         from benchmark.index_attachments import run_attachments_bench
 
@@ -308,6 +323,12 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
         "to about 17%% of the messages), its own section",
     )
     parser.add_argument(
+        "--index-flags-only",
+        action="store_true",
+        help="a flag query over every folder of Courier (no CONDSTORE) with the local index on and off",
+    )
+    parser.add_argument("--flags-messages", type=int, default=5_000, help="--index-flags-only: messages")
+    parser.add_argument(
         "--team-only",
         action="store_true",
         help="team mode alone: the shared state's cost per call, pages/s through HAProxy with 1-3 instances",
@@ -341,6 +362,8 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
         index_ours_only=bool(args.index_ours_only),
         index_xapian_messages=args.index_xapian_messages,
         index_attachments=bool(args.index_attachments),
+        index_flags_only=bool(args.index_flags_only),
+        flags_messages=args.flags_messages,
         team_only=bool(args.team_only),
         team_clients=args.team_clients,
         team_seconds=args.team_seconds,

@@ -244,6 +244,8 @@ class Settings:
     #: Instead of the index section: indexing with ``index_attachments`` on against off.
     index_attachments: bool = False
     #: Only the team mode (benchmark/team.py): the shared state's cost and pages/s through HAProxy.
+    index_flags_only: bool = False
+    flags_messages: int = 5_000
     team_only: bool = False
     team_clients: int = 8
     team_seconds: float = 10.0

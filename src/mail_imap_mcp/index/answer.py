@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.index.flag_check import FlagTest
 from mail_imap_mcp.index.freshness import Freshness, refresh
 from mail_imap_mcp.index.store import CompiledQuery, HitPage, Order, PageAsk, Place
 from mail_imap_mcp.index.sync import Indexer, plan_of
@@ -43,10 +44,11 @@ def fresh_page(
     scope: Callable[[list[MailboxInfo]], list[str]] | None = None,
     keep: int = 0,
     places: Sequence[Place] | None = None,
+    flag_tests: Sequence[FlagTest] = (),
 ) -> FreshPage:
     """The page of ``query`` over ``folders`` (None: every folder ``scope`` picks from the listing, as
     :func:`~mail_imap_mcp.index.freshness.refresh` does), brought up to date until ``deadline``;
-    ``keep`` and ``places`` as :meth:`~mail_imap_mcp.index.store.IndexStore.search` takes them."""
+    ``flag_tests`` as :func:`~mail_imap_mcp.index.freshness.refresh` takes them, ``keep`` and ``places`` as :meth:`~mail_imap_mcp.index.store.IndexStore.search` takes them."""
     store = indexer.store
 
     def ask(searched: Sequence[str]) -> PageAsk:
@@ -60,7 +62,13 @@ def fresh_page(
         early = store.start_search(query, **ask(guess))
         try:
             fresh = refresh(
-                session, indexer, folders, deadline=deadline, flags_tested=flags_tested, scope=scope
+                session,
+                indexer,
+                folders,
+                deadline=deadline,
+                flags_tested=flags_tested,
+                scope=scope,
+                flag_tests=flag_tests,
             )
         except BaseException:
             early.cancel()

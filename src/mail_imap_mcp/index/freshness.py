@@ -26,6 +26,7 @@ from mail_imap_mcp.imap.errors import ImapError, MailboxGone, MailboxMissing
 from mail_imap_mcp.imap.mailboxes import MailboxCounts, MailboxInfo, list_with_message_counts
 from mail_imap_mcp.imap.pipeline import status_each
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.index.flag_check import FlagTest, check_flags
 from mail_imap_mcp.index.store import WRITER_WAIT_S, FolderState, IndexWriteFailed
 from mail_imap_mcp.index.sync import Indexer, plan_of, sync_folder_now
 
@@ -90,15 +91,17 @@ def refresh(
     deadline: float,
     flags_tested: bool,
     scope: Callable[[list[MailboxInfo]], list[str]] | None = None,
+    flag_tests: Sequence[FlagTest] = (),
 ) -> Freshness:
     """Bring ``folders`` up to date in ``indexer`` until ``deadline`` (``time.monotonic()``); ``folders``
     None: those ``scope`` picks from the listing (every folder the personality's plan keeps, without
     ``scope``), the folders outside the plan dropped. ``flags_tested``: the query tests flags or
-    keywords. A write the index refuses (another process holding it past the deadline, a full disk)
+    keywords; ``flag_tests``: those tests, where known, read from the server in one round trip in the
+    folders whose counts are current but whose flags STATUS cannot tell. A write the index refuses (another process holding it past the deadline, a full disk)
     leaves the folders not synced yet as they are (:attr:`Freshness.write_failure`); a folder of several
     deleted before its sync is said in :attr:`Freshness.gone`."""
     try:
-        return _refresh(session, indexer, folders, deadline, flags_tested, scope)
+        return _refresh(session, indexer, folders, deadline, flags_tested, scope, flag_tests)
     finally:  # each write of the search waited at most its remaining budget: later writes wait as usual
         indexer.store.wait_for_writers(WRITER_WAIT_S)
 
@@ -110,6 +113,7 @@ def _refresh(
     deadline: float,
     flags_tested: bool,
     scope: Callable[[list[MailboxInfo]], list[str]] | None,
+    flag_tests: Sequence[FlagTest],
 ) -> Freshness:
     fresh = Freshness()
     condstore = session.profile.condstore
@@ -144,12 +148,29 @@ def _refresh(
         selected = None
     fresh.round_trips = session.client.round_trips - trips
     stored = indexer.store.folders()
+    # Where the query's flag tests are known, a folder whose counts are current has them read from the
+    # server (one round trip for all, :mod:`.flag_check`) instead of every flag compared by a sync.
+    by_counts = flags_tested and bool(flag_tests)
+    # The selected mailbox's STATUS may be stale (no UNSELECT): it is synced, or its flags checked, whose
+    # EXAMINE tells what STATUS may not.
     changed = [
         name
         for name in names
-        if name == selected
-        or needs_sync(stored.get(name), counts.get(name), condstore=condstore, flags_tested=flags_tested)
+        if (name == selected and not by_counts)
+        or needs_sync(
+            stored.get(name),
+            counts.get(name),
+            condstore=condstore,
+            flags_tested=flags_tested and not by_counts,
+        )
     ]
+    if by_counts:
+        unknown = [
+            name
+            for name in names
+            if name not in changed and (name == selected or not _flags_known(stored[name], condstore))
+        ]
+        changed += _check_flags(session, indexer, unknown, stored, flag_tests, deadline, fresh, selected)
     for name in changed:
         now = time.monotonic()
         if now >= deadline or fresh.write_failure is not None:
@@ -175,6 +196,35 @@ def _refresh(
         if left:
             fresh.stale[name] = left
     return fresh
+
+
+def _check_flags(
+    session: ImapSession,
+    indexer: Indexer,
+    names: list[str],
+    stored: dict[str, FolderState],
+    tests: Sequence[FlagTest],
+    deadline: float,
+    fresh: Freshness,
+    selected: str | None,
+) -> list[str]:
+    """The flags ``tests`` name brought up to date in ``names`` (:func:`~.flag_check.check_flags`); the
+    folders it could not read, to be synced."""
+    if not names:
+        return []
+    now = time.monotonic()
+    if now >= deadline or fresh.write_failure is not None:
+        fresh.stale.update(dict.fromkeys(names, 0))
+        return []
+    try:
+        indexer.store.wait_for_writers(deadline - now)
+        changed, unread = check_flags(session, indexer, names, stored, tests, unsure=selected)
+    except IndexWriteFailed as exc:
+        fresh.write_failure = str(exc)
+        fresh.stale.update(dict.fromkeys(names, 0))
+        return []
+    fresh.synced += changed
+    return unread
 
 
 def _behind(stored: FolderState | None, counts: MailboxCounts | None) -> int:

@@ -123,6 +123,7 @@ def index_page(
                 offset=offset,
                 deadline=deadline,
                 flags_tested=choice.flags_tested,
+                flag_tests=choice.flag_tests,
                 scope=scope,
                 keep=KEPT_PLACES if cursor is None else 0,
                 places=listed,

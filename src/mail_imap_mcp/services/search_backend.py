@@ -34,9 +34,13 @@ class IndexChoice:
     indexer: Indexer
     compiled: Fts5Query
     order: Literal["relevance", "date", "arrival"]
-    #: The query tests flags or keywords (a server without CONDSTORE then compares every folder's flags).
-    flags_tested: bool
+    #: The query's tests of flags and keywords (a server without CONDSTORE is asked for them first).
+    flag_tests: tuple[HasFlag | HasKeyword, ...]
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def flags_tested(self) -> bool:
+        return bool(self.flag_tests)
 
 
 def choose_index(
@@ -66,7 +70,7 @@ def choose_index(
         return [f"The local index is {state}: the server answered this search, unranked."]
     warnings = [runtime.warning] if runtime.warning else []
     runtime.warning = None
-    flags = any(isinstance(node, HasFlag | HasKeyword) for node in nodes(search))
+    flags = tuple(node for node in nodes(search) if isinstance(node, HasFlag | HasKeyword))
     return IndexChoice(indexer, compiled, order, flags, warnings)
 
 
