@@ -6,6 +6,7 @@ client in process.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import time
 import urllib.error
@@ -66,15 +67,17 @@ async def outcomes(
     calls: int = 1,
     between: Any = None,
     tool: str = "imap_list_mailboxes",
-    arguments: dict[str, Any] | None = None,
+    arguments: dict[str, Any] | list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """The envelopes of ``calls`` calls of ``tool`` in one session (``between()`` runs between two)."""
+    """The envelopes of ``calls`` calls of ``tool`` in one session (``between()`` runs between two);
+    ``arguments`` of each call, or the same for all."""
     envelopes = []
     async for mcp in open_client(make_config({ACCOUNT: settings})):
         for number in range(calls):
             if number and between is not None:
                 between()
-            envelopes.append(await mcp.call(tool, arguments))
+            given = arguments[number] if isinstance(arguments, list) else arguments
+            envelopes.append(await mcp.call(tool, given))
     return envelopes
 
 
@@ -189,3 +192,41 @@ def refresh_refused(oidc: OidcProvider, refresh_token: str) -> bool:
     except urllib.error.HTTPError as refused:
         return refused.code == 400
     return False
+
+
+@pytest.mark.anyio
+async def test_an_access_token_the_server_refuses_is_replaced_once_and_no_token_is_logged(
+    oidc: OidcProvider,
+    oidc_dovecot: Dovecot,
+    user: str,
+    refresh_token: str,
+    keychain: KeychainRefreshTokens,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The provider ends the access token the server holds before its expiry (so Dovecot refuses it):
+    the login asks for a new one once and succeeds; no token reaches a log record or an envelope."""
+    caplog.set_level(logging.DEBUG)
+    access_tokens: list[str] = []
+
+    def end_the_access_token_and_drop_the_connection() -> None:
+        access_tokens.extend(oidc.access_tokens(user))
+        for token in access_tokens:
+            oidc.forget_access_token(token)
+        oidc_dovecot.kick(user)
+
+    before = oidc.token_requests
+    envelopes = await outcomes(
+        sign_in_account(oidc_dovecot, user, oidc),
+        2,
+        end_the_access_token_and_drop_the_connection,
+        "imap_search_messages",
+        [{"mailbox": "INBOX", "query": word} for word in ("alpha", "beta")],  # not answered from a cache
+    )
+    assert [envelope["success"] for envelope in envelopes] == [True, True], envelopes
+    wait_for(lambda: oidc.token_requests >= before + 2)
+    assert oidc.token_requests == before + 2
+    assert access_tokens
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "refused the OAuth2 token" in logged
+    for secret in [refresh_token, keychain.load() or "", *access_tokens]:
+        assert secret and secret not in logged and secret not in str(envelopes)

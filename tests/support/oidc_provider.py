@@ -60,6 +60,7 @@ class OidcProvider:
         self._ttl_file = directory / "access-token-ttl"
         self.set_access_token_ttl(access_token_ttl)
         self._token_requests = 0
+        self._access_tokens: dict[str, list[str]] = {}
         self._lock = threading.Lock()
         self._process: subprocess.Popen[str] | None = None
 
@@ -118,6 +119,22 @@ class OidcProvider:
             if line.startswith("token "):
                 with self._lock:
                     self._token_requests += 1
+            elif line.startswith("access_token "):
+                _, account, token = line.split()
+                with self._lock:
+                    self._access_tokens.setdefault(account, []).append(token)
+
+    def forget_access_token(self, token: str) -> None:
+        """Make ``token`` unknown to the provider (Dovecot's introspection then finds it inactive) while
+        its grant, and so the refresh token, stays: as an access token the provider ended early."""
+        query = urllib.parse.urlencode({"token": token})
+        with urllib.request.urlopen(f"{self.issuer}/test/forget-access-token?{query}", timeout=10) as answer:
+            assert json.load(answer)["forgotten"] is True
+
+    def access_tokens(self, login: str) -> list[str]:
+        """The access tokens issued to ``login`` so far, oldest first."""
+        with self._lock:
+            return list(self._access_tokens.get(login, []))
 
     def __enter__(self) -> Self:
         assert installed(), (

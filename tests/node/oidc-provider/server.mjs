@@ -4,7 +4,8 @@
 // (the package is installed into .cache/oidc-provider/, not beside this file, so it is imported by path).
 // Prints "listening <issuer>" once it serves. Its development login pages accept any login and password:
 // the login becomes the account id (`sub`), which introspection also reports as `username` for Dovecot.
-// Stderr gets one line per token-endpoint request ("token <status>"), which the fixture counts.
+// Stderr gets one line per token-endpoint request ("token <status>"), which the fixture counts, and one
+// per access token issued ("access_token <account> <token>").
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 
@@ -48,12 +49,25 @@ const provider = new Provider(issuer, {
 });
 
 provider.use(async (ctx, next) => {
+  // The tests' own door: forget one access token (as its expiry would) without revoking its grant,
+  // which revocation does here (revokeGrantPolicy).
+  if (ctx.method === 'GET' && ctx.path === '/test/forget-access-token') {
+    const token = await provider.AccessToken.find(ctx.query.token);
+    await token?.destroy();
+    ctx.body = { forgotten: Boolean(token) };
+    return;
+  }
   if (ctx.method === 'POST' && ctx.path === '/token') {
     await next();
     process.stderr.write(`token ${ctx.status}\n`);
     return;
   }
   await next();
+});
+
+// The tests revoke an access token the application holds: they learn it here (loopback, test tokens).
+provider.on('access_token.saved', (token) => {
+  process.stderr.write(`access_token ${token.accountId} ${token.jti}\n`);
 });
 
 const server = provider.listen(Number(port), '127.0.0.1', () => {
