@@ -27,7 +27,7 @@ from tests.support.accounts import config_toml
 from tests.support.dovecot import Dovecot
 from tests.support.imapserver import free_ports
 from tests.support.oidc_browser import approve
-from tests.support.oidc_provider import BROWSER_SCRIPT, OidcProvider
+from tests.support.oidc_provider import BROWSER_SCRIPT, SECRET_CLIENT, SECRET_CLIENT_SECRET, OidcProvider
 from tests.support.secret_service import SecretService
 
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
@@ -144,3 +144,33 @@ def test_google_refuses_the_device_code_for_its_mail_scope(terminal: Terminal) -
     assert (
         "Google does not allow its mail scope (https://mail.google.com/) on the device sign-in" in done.stderr
     )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("secret", [SECRET_CLIENT_SECRET, "wrong"], ids=["its secret", "a wrong secret"])
+async def test_a_google_shaped_account_signs_in_with_its_client_secret(
+    oidc: OidcProvider, terminal: Terminal, secret: str
+) -> None:
+    """The google preset with its endpoints pointed at the local provider: the client secret (from a
+    file of the user's alone) goes with the code and every refresh; a wrong one stores nothing."""
+    metadata = oidc.metadata()
+    secret_file = terminal.directory / "client-secret"
+    secret_file.write_text(secret)
+    secret_file.chmod(0o600)
+    terminal.settings = {key: value for key, value in terminal.settings.items() if key != "oauth2_issuer"}
+    terminal.settings |= {
+        "oauth2_provider": "google",
+        "oauth2_client_id": SECRET_CLIENT,
+        "oauth2_client_secret_file": str(secret_file),
+        "oauth2_authorization_url": metadata["authorization_endpoint"],
+        "oauth2_token_url": metadata["token_endpoint"],
+    }
+    done = terminal.run("login")
+    if secret != SECRET_CLIENT_SECRET:
+        assert done.returncode == 1 and "invalid_client" in done.stderr, done.stderr
+        assert terminal.keychain.load() is None
+        return
+    assert done.returncode == 0, done.stderr
+    assert "access_type=offline" in done.stderr and "prompt=consent" in done.stderr
+    (envelope,) = await outcomes(terminal.settings)
+    assert envelope["success"] is True, envelope

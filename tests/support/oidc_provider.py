@@ -3,7 +3,8 @@ sign-in is tested against: tests/node/oidc-provider/server.mjs, installed by scr
 .cache/oidc-provider/ (``ensure_oidc_provider``).
 
 Its clients: :data:`PUBLIC_CLIENT` (a native app: PKCE S256 required, any loopback port, refresh tokens
-rotated on every use with reuse detection, the device grant), :data:`RESOURCE_CLIENT` (the resource
+rotated on every use with reuse detection, the device grant), :data:`SECRET_CLIENT` (the same with a
+client secret, as Google's desktop clients have), :data:`RESOURCE_CLIENT` (the resource
 server's identity Dovecot introspects tokens with) and :data:`SERVICE_CLIENT` (client credentials).
 Access tokens last ``access_token_ttl`` seconds (:meth:`OidcProvider.set_access_token_ttl` changes it
 for the tokens issued next); introspection reports the login as ``username`` and
@@ -40,6 +41,9 @@ BROWSER_SCRIPT = Path(__file__).with_name("oidc_browser.py")
 PUBLIC_CLIENT = "mail-imap-mcp-tests"
 RESOURCE_CLIENT = "dovecot"
 RESOURCE_SECRET = "dovecot-introspection-secret"
+#: A Google-shaped desktop client: a native app that also has a client secret (sent in the body).
+SECRET_CLIENT = "desktop-with-secret"
+SECRET_CLIENT_SECRET = "desktop-client-secret-for-tests"
 SERVICE_CLIENT = "mail-service"
 SERVICE_SECRET = "mail-service-secret"
 #: The scope Dovecot requires of a token (its ``scope = mail``).
@@ -98,6 +102,11 @@ class OidcProvider:
             ],
             "response_types": ["code"],
         }
+        with_secret = native | {
+            "client_id": SECRET_CLIENT,
+            "client_secret": SECRET_CLIENT_SECRET,
+            "token_endpoint_auth_method": "client_secret_post",
+        }
         resource = {
             "client_id": RESOURCE_CLIENT,
             "client_secret": RESOURCE_SECRET,
@@ -112,7 +121,9 @@ class OidcProvider:
             "redirect_uris": [],
             "response_types": [],
         }
-        return json.dumps({"ttl_file": str(self._ttl_file), "clients": [native, resource, service]})
+        return json.dumps(
+            {"ttl_file": str(self._ttl_file), "clients": [native, with_secret, resource, service]}
+        )
 
     def _read_stderr(self, stream: Any) -> None:
         for line in stream:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated
 
 from pydantic import BaseModel, Field, StringConstraints
@@ -19,6 +20,7 @@ from pydantic import BaseModel, Field, StringConstraints
 from mail_imap_mcp.net.oauth import Endpoints, OAuthClient, discover
 
 from .keychain import delete_secret, find_secret, store_password
+from .secrets import resolve_secret
 
 #: The keychain service a refresh token is stored under (the entry's user is the account id).
 KEYCHAIN_SERVICE = "mail-imap-mcp oauth2"
@@ -46,6 +48,15 @@ class SignInSettings(BaseModel):
     oauth2_client_id: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         default=None,
         description="The OAuth client ID you or your organisation registered (docs/providers.md).",
+    )
+    oauth2_client_secret_env: str | None = Field(
+        default=None,
+        min_length=1,
+        description="google: the environment variable holding the client secret Google issues for a "
+        "desktop app (kept like a password; Microsoft's public clients have none).",
+    )
+    oauth2_client_secret_file: Path | None = Field(
+        default=None, description="google: a file of yours alone (mode 0600) holding that client secret."
     )
     oauth2_tenant: str = Field(
         default="common",
@@ -79,6 +90,8 @@ class SignInSettings(BaseModel):
             return None
         if self.oauth2_client_id is None:
             return "oauth2_provider needs oauth2_client_id (the client ID registered for this application)"
+        if self.oauth2_client_secret_env is not None and self.oauth2_client_secret_file is not None:
+            return "set one of oauth2_client_secret_env and oauth2_client_secret_file"
         overridden = self.oauth2_authorization_url and self.oauth2_token_url
         if self.oauth2_provider is SignInProvider.CUSTOM and not (self.oauth2_issuer or overridden):
             return "oauth2_provider = 'custom' needs oauth2_issuer, or oauth2_authorization_url and oauth2_token_url"
@@ -124,7 +137,15 @@ def oauth_client(settings: SignInSettings, timeout_s: float = 10.0) -> OAuthClie
     extra: tuple[tuple[str, str], ...] = (("prompt", "consent"),)
     if settings.oauth2_provider is SignInProvider.GOOGLE:
         extra += (("access_type", "offline"),)
-    return OAuthClient(endpoints, settings.oauth2_client_id, tuple(scopes), extra_authorization=extra)
+    secret = None
+    if settings.oauth2_client_secret_env is not None or settings.oauth2_client_secret_file is not None:
+        secret = resolve_secret(
+            env_var=settings.oauth2_client_secret_env,
+            file=settings.oauth2_client_secret_file,
+            file_setting="oauth2_client_secret_file",
+            what="client secret",
+        )
+    return OAuthClient(endpoints, settings.oauth2_client_id, tuple(scopes), secret, extra)
 
 
 class KeychainRefreshTokens:

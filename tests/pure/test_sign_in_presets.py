@@ -1,0 +1,50 @@
+"""The built-in sign-in's presets (config/sign_in.py): Microsoft's tenant in the endpoints' path and its
+IMAP scope with offline_access; Google's mail scope, revocation endpoint and access_type=offline; an
+override replaces one endpoint only. The URLs are as the providers document them (docs/providers.md),
+not checked against their live services."""
+
+from __future__ import annotations
+
+import pytest
+
+from mail_imap_mcp.config import ConfigError
+from mail_imap_mcp.config.sign_in import SignInSettings, oauth_client
+
+
+def settings(**given: object) -> SignInSettings:
+    return SignInSettings.model_validate({"oauth2_client_id": "client", **given})
+
+
+@pytest.mark.parametrize("tenant", ["common", "organizations", "consumers", "contoso.onmicrosoft.com"])
+def test_microsoft_names_the_tenant_in_every_endpoint_and_asks_offline_access(tenant: str) -> None:
+    client = oauth_client(settings(oauth2_provider="microsoft", oauth2_tenant=tenant))
+    base = f"https://login.microsoftonline.com/{tenant}/oauth2/v2.0"
+    assert (client.endpoints.authorization, client.endpoints.token, client.endpoints.device) == (
+        f"{base}/authorize",
+        f"{base}/token",
+        f"{base}/devicecode",
+    )
+    assert client.endpoints.revocation is None
+    assert client.scopes == ("https://outlook.office.com/IMAP.AccessAsUser.All", "offline_access")
+    assert client.client_secret is None
+
+
+def test_google_asks_the_mail_scope_offline_and_offers_revocation(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GOOGLE_SECRET", "s3cret")
+    client = oauth_client(settings(oauth2_provider="google", oauth2_client_secret_env="GOOGLE_SECRET"))
+    assert client.scopes == ("https://mail.google.com/",)
+    assert client.endpoints.revocation == "https://oauth2.googleapis.com/revoke"
+    assert ("access_type", "offline") in client.extra_authorization
+    assert client.client_secret == "s3cret" and "s3cret" not in repr(client)
+
+
+def test_an_override_replaces_one_endpoint() -> None:
+    client = oauth_client(settings(oauth2_provider="google", oauth2_token_url="https://tokens.example.org/t"))
+    assert client.endpoints.token == "https://tokens.example.org/t"
+    assert client.endpoints.authorization == "https://accounts.google.com/o/oauth2/v2/auth"
+
+
+def test_a_missing_client_secret_variable_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GOOGLE_SECRET", raising=False)
+    with pytest.raises(ConfigError, match="GOOGLE_SECRET"):
+        oauth_client(settings(oauth2_provider="google", oauth2_client_secret_env="GOOGLE_SECRET"))
