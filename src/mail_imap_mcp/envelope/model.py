@@ -59,13 +59,14 @@ ERROR_REGISTRY: dict[ErrorCode, ErrorCodeInfo] = {
     ),
     ErrorCode.AUTH_FAILED: ErrorCodeInfo(
         "The server rejected the configured credentials (password or OAuth2 access token), or none "
-        "could be obtained (password source or oauth2_token_command failed, or the password is empty). "
-        "error.details.setting names the setting, and details.field the label of the MCP Bundle's form "
-        "field where that form sets it.",
+        "could be obtained (password source or oauth2_token_command failed, or the password is empty; "
+        "with the built-in sign-in, details.reason 'sign_in_required': nobody signed in, or the sign-in "
+        "was revoked or expired, and details.command is what the user runs). error.details.setting names "
+        "the setting, and details.field the label of the MCP Bundle's form field where that form sets it.",
         False,
         "PERMISSION_DENIED",
-        "Tell the user to fix the account's credentials (or sign in to the OAuth2 token helper again); "
-        "retrying will not help.",
+        "Tell the user to fix the account's credentials (or sign in to the OAuth2 token helper again, or "
+        "run details.command); retrying will not help until they have.",
     ),
     ErrorCode.PERMISSION_DENIED: ErrorCodeInfo(
         "The operation is not allowed by the server or by this server's configuration.",
