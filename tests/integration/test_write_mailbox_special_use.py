@@ -110,3 +110,32 @@ async def test_an_ordinary_rename_still_lands_with_its_messages(
         data = await confirmed(mcp, {**RENAME, "destination_mailbox": "Spam-ish"})
         assert (data["result_mailbox"], data["changed"]) == ("Spam-ish", True)
     assert message_id_listing(dovecot, user) == {"INBOX": before["INBOX"], "Spam-ish": before["Old"]}
+
+
+async def test_a_delete_cut_after_the_rename_aside_says_the_name_the_mailbox_has_now(
+    dovecot: MatrixServer, user: str, account: AccountFactory
+) -> None:
+    """Delete renames the mailbox aside before it deletes it: a connection lost when the DELETE of that
+    name is sent is outcome_unknown (never sent again), and the answer names where LIST finds the
+    mailbox now, where it said only that the mailbox may or may not have
+    changed and the mailbox sat under a name nobody was told (found by the random write test on Cyrus)."""
+    with dovecot.connect(user) as other:
+        other.create_folder("Empty")
+    before = message_id_listing(dovecot, user)
+    with FaultProxy(dovecot.host, dovecot.plain_port) as proxy:
+        proxy.drop_when_sent(b" DELETE ", times=1)
+        settings = account(user, host="127.0.0.1", port=proxy.port, security="plain", ca_file=None)
+        async for mcp in open_client(make_config({"default": settings}, write_enabled=True)):
+            first = await mcp.fail(TOOL, {"action": "delete", "mailbox": "Empty"}, "confirmation_required")
+            result = await mcp.ok(TOOL, first["data"]["next_action"]["arguments"])
+            assert proxy.drops == 1
+            assert result["status"] == "partial" and not result["changed"]
+            (issue,) = result["issues"]
+            now = result["result_mailbox"]
+            assert issue["code"] == "outcome_unknown" and not issue["retryable"]
+            # The DELETE never reached the server: the mailbox is under the name it was renamed to.
+            listed = set(message_id_listing(dovecot, user))
+            assert now.startswith("Empty-deleting-") and now in listed and "Empty" not in listed
+            assert f"now named {now!r}" in issue["message"] and "rename it back" in issue["message"]
+    after = message_id_listing(dovecot, user)
+    assert sum(map(len, after.values())) == sum(map(len, before.values()))  # no message anywhere changed

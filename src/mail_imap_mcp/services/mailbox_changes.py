@@ -15,8 +15,9 @@ a rename is undone at once (:class:`RenamedIntoSpecialUse`).
 from __future__ import annotations
 
 import secrets
-from typing import Protocol
+from collections.abc import Callable, Sequence
 
+from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing, OutcomeUnknown
 from mail_imap_mcp.imap.name_errors import RenamedIntoSpecialUse
@@ -41,9 +42,11 @@ def aside_name(mailbox: str) -> str:
     return f"{mailbox}-deleting-{secrets.token_hex(4)}"
 
 
-def delete_if_empty(session: ImapSession, mailbox: str, *, selectable: bool) -> int:
-    """DELETE ``mailbox`` when it holds no message; 0 when deleted, else the messages found (the mailbox
-    is kept under its name). A mailbox that cannot be selected holds none and is deleted at once."""
+def delete_if_empty(session: ImapSession, mailbox: str, aside: str, *, selectable: bool) -> int:
+    """DELETE ``mailbox`` when it holds no message, through the name ``aside`` (:func:`aside_name`); 0
+    when deleted, else the messages found (the mailbox is kept under its name). A mailbox that cannot be
+    selected holds none and is deleted at once. A connection lost on the way may leave it under
+    ``aside``: :func:`where_now` and :func:`lost_connection_issue` say so."""
     if not selectable:
         with session.write_command():
             session.delete_mailbox(mailbox)
@@ -51,7 +54,6 @@ def delete_if_empty(session: ImapSession, mailbox: str, *, selectable: bool) -> 
     messages = count_messages(session, mailbox)
     if messages:
         return messages
-    aside = aside_name(mailbox)
     with session.write_command():
         session.rename_mailbox(mailbox, aside)
     messages = count_messages(session, aside)
@@ -87,21 +89,47 @@ def rename_undoing_special_use(session: ImapSession, back: AuditLine, mailbox: s
     raise RenamedIntoSpecialUse(account_id, mailbox, destination, role, messages, now=mailbox)
 
 
-class Renaming(Protocol):
-    """What :func:`where_now` reads of a rename."""
-
-    @property
-    def mailbox(self) -> str: ...
-    @property
-    def destination(self) -> str | None: ...
-
-
-def where_now(session: ImapSession, rename: Renaming) -> str | None:
-    """Which of a rename's two names the folder has now (LIST of each), None when LIST shows neither."""
-    for name in (rename.destination or rename.mailbox, rename.mailbox):
-        if MailboxDirectory.matching(session, name).get(name) is not None:
+def where_now(session: ImapSession, names: Sequence[str | None]) -> str | None:
+    """Which of ``names`` (None: no such name) a folder has now (LIST of each, in turn), None when LIST
+    shows none of them."""
+    for name in names:
+        if name is not None and MailboxDirectory.matching(session, name).get(name) is not None:
             return name
     return None
+
+
+def where_now_or_failure(
+    run: Callable[[Callable[[ImapSession], str | None]], str | None], names: Sequence[str | None]
+) -> str | Exception | None:
+    """:func:`where_now` through ``run`` (a new connection after a lost one), or the failure of that LIST:
+    it only tells, so its failure leaves the outcome unknown instead of failing the call."""
+    try:
+        return run(lambda session: where_now(session, names))
+    except Exception as failure:
+        return failure
+
+
+def lost_connection_issue(action: str, mailbox: str, aside: str | None, now: str | Exception | None) -> Issue:
+    """The issue of a rename or delete whose connection was lost after a command was sent (never sent
+    again), saying where the folder is now as a LIST on a new connection found it (``now``: its name,
+    None for gone, an exception when that LIST failed too)."""
+    if isinstance(now, Exception):
+        where = "the mailbox may or may not have been changed; list the mailboxes to see"
+    elif now is None:
+        where = f"{mailbox!r} is gone" + (" (deleted)" if action == "delete" else "")
+    elif now == aside:
+        where = (
+            f"the mailbox is now named {aside!r}: it was renamed aside to be deleted and was not deleted; "
+            "rename it back, or delete that name"
+        )
+    else:
+        where = f"the mailbox is named {now!r} now"
+    return Issue(
+        code="outcome_unknown",
+        stage="write",
+        message=f"The connection was lost after {action.upper()} was sent and it was not retried: {where}.",
+        retryable=False,
+    )
 
 
 def refused_as_argument(

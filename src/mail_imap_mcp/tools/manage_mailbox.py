@@ -39,11 +39,14 @@ from mail_imap_mcp.operations.audit import AuditLine, audit
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId
 from mail_imap_mcp.presentation.writes import CONFIRM_TOKEN_DESCRIPTION, DRY_RUN_DESCRIPTION, audited
 from mail_imap_mcp.services.mailbox_changes import (
+    aside_name,
     count_messages,
     delete_if_empty,
+    lost_connection_issue,
     refused_as_argument,
     rename_undoing_special_use,
     where_now,
+    where_now_or_failure,
 )
 from mail_imap_mcp.services.mailbox_names import (
     existing_mailbox,
@@ -140,6 +143,7 @@ class _Plan:
     children: tuple[str, ...] = ()
     selectable: bool = True
     notes: tuple[str, ...] = ()
+    aside: str | None = None  # where a delete puts the mailbox before it deletes it
 
     def words(self) -> str:
         if self.action == "create":
@@ -189,7 +193,7 @@ def _plan(session: ImapSession, app: AppContext, account_id: str, args: ManageMa
             )
         if messages:
             raise _refuse_nonempty(mailbox, messages, account_id)
-        return _Plan("delete", mailbox, messages=messages, selectable=box.selectable, notes=tuple(notes))
+        return _Plan("delete", mailbox, None, messages, (), box.selectable, tuple(notes), aside_name(mailbox))
     assert args.destination_mailbox is not None
     refuse_special_use_name(names, args.destination_mailbox, "destination_mailbox")
     destination, more = new_mailbox(names, args.destination_mailbox, "destination_mailbox")
@@ -210,7 +214,8 @@ def _execute(session: ImapSession, plan: _Plan, account_id: str, back: AuditLine
             with session.write_command():
                 session.create_mailbox(plan.mailbox)
         elif plan.action == "delete":
-            messages = delete_if_empty(session, plan.mailbox, selectable=plan.selectable)
+            assert plan.aside is not None
+            messages = delete_if_empty(session, plan.mailbox, plan.aside, selectable=plan.selectable)
             if messages:
                 raise _refuse_nonempty(plan.mailbox, messages, account_id)
         else:
@@ -234,6 +239,7 @@ def handle(app: AppContext, args: ManageMailboxInput) -> ToolResult[ManageMailbo
             what = f"{plan.words()} in account {account_id!r}"
             app.confirmations.require(NAME, args.model_dump(), what, user=app.caller.user)
         issues: list[Issue] = []
+        result = {"create": plan.mailbox, "rename": plan.destination, "delete": None}[plan.action]
         if not args.dry_run:
             try:
                 back = AuditLine(app.caller, NAME, account_id, "rename_back", plan.messages or 0)
@@ -241,21 +247,17 @@ def handle(app: AppContext, args: ManageMailboxInput) -> ToolResult[ManageMailbo
             except RenamedIntoSpecialUse as renamed:
                 if renamed.now is not None:
                     raise
-                raise renamed.located(connection.run(lambda session: where_now(session, plan))) from None
-            except OutcomeUnknown:
-                issues.append(
-                    Issue(
-                        code="outcome_unknown",
-                        stage="write",
-                        message=f"The connection was lost after {args.action.upper()} was sent: the "
-                        "mailbox may or may not have been changed. It was not retried; list the mailboxes "
-                        "to see.",
-                        retryable=False,
+                raise renamed.located(
+                    connection.run(
+                        lambda session: where_now(session, (plan.destination, plan.aside, plan.mailbox))
                     )
-                )
+                ) from None
+            except OutcomeUnknown:
+                now = where_now_or_failure(connection.run, (plan.destination, plan.aside, plan.mailbox))
+                issues.append(lost_connection_issue(args.action, plan.mailbox, plan.aside, now))
+                result = None if isinstance(now, Exception) else now
     audit(app.caller, NAME, account_id, action, plan.messages or 0, "outcome_unknown" if issues else "ok")
     changed = not args.dry_run and not issues
-    result = {"create": plan.mailbox, "rename": plan.destination, "delete": None}[plan.action]
     if args.dry_run:
         summary = f"Dry run: would {plan.words()}; nothing was changed"
     elif issues:
@@ -276,9 +278,7 @@ def handle(app: AppContext, args: ManageMailboxInput) -> ToolResult[ManageMailbo
         status=status_for(issues),
         issues=issues,
         next_action=NextAction(
-            instruction="List the mailboxes to see the result"
-            if not args.dry_run
-            else "List the mailboxes as they are now",
+            instruction=f"List the mailboxes {'as they are now' if args.dry_run else 'to see the result'}",
             tool="imap_list_mailboxes",
             arguments={"account_id": account_id},
         ),
