@@ -338,6 +338,30 @@ def test_a_token_command_without_oauth2_auth_is_refused(tmp_path: Path) -> None:
         load_config(write(tmp_path, text), env={})
 
 
+SIGN_IN = """
+[accounts.work]
+host = "outlook.office365.com"
+username = "me@example.com"
+auth = "xoauth2"
+oauth2_provider = "microsoft"
+oauth2_client_id = "client"
+"""
+
+
+def test_a_built_in_sign_in_account_loads_and_refuses_what_it_cannot_use(tmp_path: Path) -> None:
+    work = load_config(write(tmp_path, SIGN_IN), env={}).accounts["work"]
+    assert work.oauth2_provider == "microsoft" and work.oauth2_token_command is None
+    for extra, said in (
+        ('oauth2_token_command = ["pizauth", "show", "work"]\n', "either oauth2_provider .* not both"),
+        ('password_env = "WORK_PW"\n', "remove password_env"),
+        ('per_user = true\nusers = ["a"]\n', "keeps one person's sign-in: every user would get it"),
+    ):
+        with pytest.raises(ConfigError, match=said):
+            load_config(write(tmp_path, SIGN_IN + extra), env={})
+    with pytest.raises(ConfigError, match="oauth2_provider needs oauth2_client_id"):
+        load_config(write(tmp_path, SIGN_IN.replace('oauth2_client_id = "client"\n', "")), env={})
+
+
 def test_unknown_auth_value_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"accounts\.work\.auth: Input should be 'password', 'xoauth2'"):
         load_config(write(tmp_path, OAUTH.replace('"xoauth2"', '"oauth2"')), env={})

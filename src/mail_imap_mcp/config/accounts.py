@@ -279,7 +279,7 @@ class AccountConfig(SignInSettings):
                     "`mail-imap-mcp login`) or oauth2_token_command (a command printing an access token, "
                     'e.g. ["pizauth", "show", "work"]), not both'
                 )
-            if (problem := self.sign_in_problem()) is not None:
+            if (problem := self.sign_in_problem(self.per_user)) is not None:
                 raise ValueError(problem)
             if sources:
                 raise ValueError(

@@ -84,10 +84,17 @@ class SignInSettings(BaseModel):
         default=None, description="Override the provider's revocation endpoint."
     )
 
-    def sign_in_problem(self) -> str | None:
-        """What is missing for the built-in sign-in, if anything."""
+    def sign_in_problem(self, per_user: bool = False) -> str | None:
+        """What is missing for the built-in sign-in, or wrong beside it (``per_user``: the account is a
+        template for many users), if anything."""
         if self.oauth2_provider is None:
             return None
+        if per_user:
+            return (
+                "per_user = true serves each user their own mailbox, but the built-in sign-in "
+                "(oauth2_provider) keeps one person's sign-in: every user would get it; use "
+                "oauth2_token_command with {user} instead"
+            )
         if self.oauth2_client_id is None:
             return "oauth2_provider needs oauth2_client_id (the client ID registered for this application)"
         if self.oauth2_client_secret_env is not None and self.oauth2_client_secret_file is not None:
