@@ -41,6 +41,7 @@ from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.presentation.failures import tool_failure
 from mail_imap_mcp.server import build_server
+from mail_imap_mcp.state.principal import ANONYMOUS
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config
 from tests.support.dovecot import Dovecot
@@ -112,7 +113,7 @@ class Rig:
             "imap_get_thread": {"message_id": self.big_message_id},
             # Everything is new since this token: the CHANGEDSINCE plan, then the page's summaries.
             "imap_get_changes": {
-                "since": ChangesToken("default", "INBOX", self.uidvalidity, 1, 1, 0).encode()
+                "since": ChangesToken("default", "INBOX", self.uidvalidity, 1, 1, 0).encode(ANONYMOUS)
             },
         }
         return arguments[tool]
