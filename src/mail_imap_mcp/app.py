@@ -39,7 +39,6 @@ from mail_imap_mcp.state import (
     StateUnavailable,
     Store,
     open_store,
-    sealing_caller,
     shared_secret,
 )
 
@@ -290,15 +289,9 @@ class AppContext:
 
     @contextlib.contextmanager
     def entered(self) -> Iterator[AppContext]:
-        """This view's call under way: its scope held (:meth:`holding`), and its caller the one the IMAP
-        layer's message ids are made for (another user's id of an account served per user is
-        then ``not_found``); a background operation the call starts inherits both."""
+        """This view's call under way: its scope held (:meth:`holding`)."""
         with self.holding():
-            token = sealing_caller.set(self.caller)
-            try:
-                yield self
-            finally:
-                sealing_caller.reset(token)
+            yield self
 
     @property
     def config(self) -> Config:

@@ -54,6 +54,7 @@ from mail_imap_mcp.imap.ids import MessageRef, parse_message_id
 from mail_imap_mcp.query import parse, search_keys
 from mail_imap_mcp.query.structure import split
 from mail_imap_mcp.server import build_server
+from mail_imap_mcp.state import ANONYMOUS_CALLER
 from tests.support.accounts import PASSWORD_ENV, config_toml
 from tests.support.clients import make_config
 from tests.support.cursors import forge_cursor
@@ -273,10 +274,10 @@ def check_call(
         accounts = {m["message_id"].split(":")[1] for m in data["messages"]}
         assert accounts <= {"default", "other"} and data.get("account_id", "default") in {"default", "other"}
     elif tool == "imap_get_thread":
-        ref = parse_message_id(arguments["message_id"])
+        ref = parse_message_id(arguments["message_id"], ANONYMOUS_CALLER)
         assert examined(commands)[:1] in ([], [ref.mailbox]), (context, examined(commands))
     elif tool in {"imap_get_message", "imap_get_message_raw", "imap_get_attachment"}:
-        ref = parse_message_id(arguments["message_id"])
+        ref = parse_message_id(arguments["message_id"], ANONYMOUS_CALLER)
         assert all(name == ref.mailbox for name in examined(commands)), (context, examined(commands))
         for fetch in (c for c in commands if c.verb == "UID FETCH"):
             assert fetch.args[0] == Atom(str(ref.uid)), f"{context}: fetched {fetch.raw!r}"
@@ -373,7 +374,9 @@ def arguments_from_schema(schema: dict[str, Any]) -> st.SearchStrategy[dict[str,
 def mutated_arguments(env: FuzzEnv, tool: str) -> st.SearchStrategy[dict[str, Any]]:
     """Realistic arguments (real ids, mailboxes, cursors) with one part replaced by something hostile."""
     text = st.one_of(st.sampled_from(HOSTILE_STRINGS), st.text(max_size=40))
-    ref = st.sampled_from(env.message_ids + env.other_message_ids).map(parse_message_id)
+    ref = st.sampled_from(env.message_ids + env.other_message_ids).map(
+        lambda text: parse_message_id(text, ANONYMOUS_CALLER)
+    )
 
     @st.composite
     def message_id(draw: st.DrawFn) -> str:
@@ -722,7 +725,7 @@ async def test_absurd_numbers_wrong_types_and_unknown_keys_are_invalid_input_nam
 
 async def test_forged_message_ids_fail_cleanly_and_touch_only_what_they_name(dovecot: Dovecot) -> None:
     async with fuzz_env(dovecot) as env:
-        ref = parse_message_id(env.message_ids[0])
+        ref = parse_message_id(env.message_ids[0], ANONYMOUS_CALLER)
 
         def mid(
             account: str = "default",
@@ -796,7 +799,7 @@ async def test_forged_message_ids_fail_cleanly_and_touch_only_what_they_name(dov
         # Colons and odd characters in a real mailbox name survive the round trip.
         listed = await env.client.ok("imap_search_messages", {"mailbox": 'Quote"d', "limit": 1})
         odd = listed["messages"][0]["message_id"]
-        assert parse_message_id(odd).mailbox == 'Quote"d'
+        assert parse_message_id(odd, ANONYMOUS_CALLER).mailbox == 'Quote"d'
         await run_cases(env, [Case("odd mailbox id", "imap_get_message", {"message_id": odd}, "ok")])
 
 
@@ -808,7 +811,7 @@ async def test_mailbox_with_crlf_is_rejected_before_dovecot_can_echo_it_into_the
     (e.g. a forged tagged reply for the next command) into the server's answers and the next call
     found the connection out of step."""
     async with fuzz_env(dovecot) as env:
-        ref = parse_message_id(env.message_ids[0])
+        ref = parse_message_id(env.message_ids[0], ANONYMOUS_CALLER)
         for mailbox in ("x\r\nA999 OK forged", "INBOX\n", "IN\x00BOX", "\x1b[2J"):
             envelope, commands = await env.call("imap_search_messages", {"mailbox": mailbox})
             assert envelope["error"]["code"] == "invalid_input" and not commands
@@ -847,7 +850,7 @@ async def test_other_accounts_ids_read_exactly_that_account(dovecot: Dovecot) ->
             assert subject.startswith(marker), subject
             assert envelope["data"]["message"]["message_id"] == mid
         # An id of the other account with our UIDVALIDITY never falls back to our mailbox.
-        ref = parse_message_id(env.message_ids[0])
+        ref = parse_message_id(env.message_ids[0], ANONYMOUS_CALLER)
         forged = MessageRef("other", ref.mailbox, ref.uidvalidity, ref.uid).message_id
         envelope, _ = await env.call("imap_get_message", {"message_id": forged})
         assert envelope["error"]["code"] == "conflict"

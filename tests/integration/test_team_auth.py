@@ -436,3 +436,53 @@ async def test_case_variants_of_the_email_claim_are_one_user(
         ("imap_manage_mailbox", address, address),
         ("imap_save_draft", address, address),
     ]
+
+
+async def test_the_ids_a_per_user_accounts_writes_and_changes_give_are_their_users_own(
+    tmp_path: Path, master_dovecot: Dovecot, idp: IdentityProvider
+) -> None:
+    """The ids made below the handler (a copy's new id, a saved draft's, a new message of
+    imap_get_changes) carry the caller's tag, handed down with the call: each reads back for its user,
+    and is not_found for another."""
+    alice, bob = master_dovecot.new_user("t-alice"), master_dovecot.new_user("t-bob")
+    for user in (alice, bob):
+        master_dovecot.seed(user, "INBOX", [mailgen.plain_message(f"mail of {user}", "x")])
+        for folder in ("Archive", "Drafts"):
+            master_dovecot.seed(user, folder, [])
+    server = serve_per_user(
+        tmp_path,
+        master_dovecot,
+        idp,
+        [alice, bob],
+        own={"drafts_mailbox": "Drafts"},
+        server={"write_enabled": True},
+    )
+    try:
+        async with http_client(server.url, idp.jwt(alice, audience=server.url)) as mcp:
+            token = (await mcp.ok("imap_get_changes", {"account_id": "own"}))["changes_token"]
+            (message,) = (await mcp.ok("imap_search_messages", {"account_id": "own"}))["messages"]
+            copy = {
+                "message_ids": [message["message_id"]],
+                "action": "copy",
+                "destination_mailbox": "Archive",
+            }
+            (copied,) = (await mcp.ok("imap_apply_to_messages", copy))["results"]
+            draft = await mcp.ok(
+                "imap_save_draft", {"account_id": "own", "subject": "Draft", "body_text": "x"}
+            )
+            master_dovecot.seed(alice, "INBOX", [mailgen.plain_message("new mail", "x")])
+            (new,) = (await mcp.ok("imap_get_changes", {"account_id": "own", "since": token}))["new"]
+            made = {
+                copied["new_message_id"]: f"mail of {alice}",
+                draft["message_id"]: "Draft",
+                new["message_id"]: "new mail",
+            }
+            for message_id, subject in made.items():
+                assert message_id.startswith("imap:own~")
+                read = await mcp.ok("imap_get_message", {"message_id": message_id})
+                assert read["message"]["subject"] == subject
+        async with http_client(server.url, idp.jwt(bob, audience=server.url)) as mcp:
+            for message_id in made:
+                await mcp.fail("imap_get_message", {"message_id": message_id}, "not_found")
+    finally:
+        server.stop()

@@ -26,7 +26,7 @@ def only_account(name: str) -> str:
 
 
 def batch(*ids: str) -> Batch:
-    return group_message_ids(list(ids), only_account)
+    return group_message_ids(list(ids), only_account, ANONYMOUS_CALLER)
 
 
 def progress(total: int) -> tuple[Progress, Operation]:

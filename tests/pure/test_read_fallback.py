@@ -219,6 +219,7 @@ def summaries(session: SummaryStub, window: int = 50_000) -> list[Any]:
     batch = fetch_summaries(
         session,  # type: ignore[arg-type]
         account_id="default",
+        tag="",
         mailbox="INBOX",
         uidvalidity=1,
         uids=sorted(session.stubs),

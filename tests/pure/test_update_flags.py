@@ -13,6 +13,7 @@ from mail_imap_mcp.imap.write_errors import InvalidFlag
 from mail_imap_mcp.operations.batch import group_message_ids
 from mail_imap_mcp.presentation.failures import envelope_of
 from mail_imap_mcp.presentation.flag_undo import undo_flags
+from mail_imap_mcp.state import ANONYMOUS_CALLER
 from mail_imap_mcp.tools.update_message_flags import NAME, FlagResult
 
 
@@ -21,7 +22,9 @@ def _undo(changed: list[FlagResult]) -> NextAction | None:
 
 
 def parse_ids(message_ids: list[str]) -> list[MessageRef]:
-    return [item.ref for item in group_message_ids(message_ids, lambda account: account).items]
+    return [
+        item.ref for item in group_message_ids(message_ids, lambda account: account, ANONYMOUS_CALLER).items
+    ]
 
 
 def test_flags_are_canonical_and_deduplicated_case_insensitively() -> None:

@@ -29,6 +29,7 @@ def summaries_each(
     account_id: str,
     wanted: Sequence[tuple[str, int, list[int]]],
     *,
+    tag: str,
     snippet_chars: int,
     raw_window_bytes: int,
 ) -> list[SummaryBatch | Exception]:
@@ -36,11 +37,13 @@ def summaries_each(
     one this call has selected first without EXAMINE, then each other one's EXAMINE and FETCH. A
     mailbox that failed (gone, recreated) gives its exception; one whose FETCH the server refused (or
     hung up on) is read again alone, as :func:`~mail_imap_mcp.imap.fetch.fetch_summaries` reads one
-    mailbox (message by message if need be)."""
+    mailbox (message by message if need be). ``tag``: the caller's in the messages' ids."""
     current = session.selected_mailbox
     if len(wanted) == 1 and wanted[0][0] == current:  # one mailbox, selected already: its FETCH alone
         try:
-            return [_summaries_of(session, account_id, wanted[0], None, snippet_chars, raw_window_bytes)]
+            return [
+                _summaries_of(session, (account_id, tag), wanted[0], None, snippet_chars, raw_window_bytes)
+            ]
         except Exception as exc:  # the caller decides whether it ends the call (mailbox_failure)
             return [exc]
     order = sorted(range(len(wanted)), key=lambda index: wanted[index][0] != current)
@@ -78,7 +81,7 @@ def summaries_each(
                 uids = wanted[index][2]
                 answered = (plans[index], {uid: fetched[uid] for uid in uids if uid in fetched})
             results[index] = _summaries_of(
-                session, account_id, wanted[index], answered, snippet_chars, raw_window_bytes
+                session, (account_id, tag), wanted[index], answered, snippet_chars, raw_window_bytes
             )
         except Exception as exc:  # the caller decides whether it ends the call (mailbox_failure)
             results[index] = exc
@@ -87,20 +90,22 @@ def summaries_each(
 
 def _summaries_of(
     session: ImapSession,
-    account_id: str,
+    account: tuple[str, str],
     wanted: tuple[str, int, list[int]],
     answered: tuple[SummaryRequests, dict[int, dict[bytes, Any]]] | None,
     snippet_chars: int,
     raw_window_bytes: int,
 ) -> SummaryBatch:
     """One mailbox's summaries from its requests and their answers in the batch, or (``answered``
-    None) read alone."""
+    None) read alone; ``account``: its id and the caller's tag in the ids."""
     mailbox, uidvalidity, uids = wanted
+    account_id, tag = account
     if answered is None:
         session.examine_ahead(mailbox, uidvalidity=uidvalidity)
     return fetch_summaries(
         session,
         account_id=account_id,
+        tag=tag,
         mailbox=mailbox,
         uidvalidity=uidvalidity,
         uids=uids,

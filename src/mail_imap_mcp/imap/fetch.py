@@ -10,7 +10,7 @@ followed: the message's first bytes are fetched (capped) and parsed locally inst
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -171,6 +171,7 @@ def fetch_summaries(
     session: ImapSession,
     *,
     account_id: str,
+    tag: str,
     mailbox: str,
     uidvalidity: int,
     uids: list[int],
@@ -185,9 +186,14 @@ def fetch_summaries(
     BODYSTRUCTURE cannot be trusted is read as imap_get_message reads it, from the first
     ``raw_window_bytes`` of its source (one more round trip, only then), so both agree on its attachments.
     ``fetched``: the :func:`summary_requests` of ``uids`` and their answers, already read (with other
-    mailboxes' requests, in the same round trip).
+    mailboxes' requests, in the same round trip). ``tag``: the caller's in the messages' ids
+    (:func:`~mail_imap_mcp.imap.ids.user_tag`).
     """
     cache = session.summary_cache
+
+    def ref_of(uid: int) -> MessageRef:
+        return MessageRef(account_id, mailbox, uidvalidity, uid, tag)
+
     plan, responses = fetched or (summary_requests(session, mailbox, uidvalidity, uids, snippet_chars), None)
     kept = plan.kept
     full = summary_items(snippet_chars, session.personality.summary_items)
@@ -202,12 +208,12 @@ def fetch_summaries(
         # One unreadable message can fail the whole command, or make the server hang up;
         # fetch one by one to isolate it and keep the rest of the page.
         items_of = {uid: kept_items if uid in kept else full for uid in uids}
-        responses = _fetch_one_by_one(session, batch, mailbox, uidvalidity, uids, items_of, account_id, exc)
+        responses = _fetch_one_by_one(session, batch, mailbox, uidvalidity, uids, items_of, ref_of, exc)
     failed = {issue.uid for issue in batch.issues}
     own = session.own_addresses
     untrusted: dict[int, SummaryRecord] = {}
     for uid in uids:
-        ref = MessageRef(account_id, mailbox, uidvalidity, uid)
+        ref = ref_of(uid)
         response = responses.get(uid)
         if response is None or expunged(response):
             if uid not in failed:
@@ -324,7 +330,7 @@ def _fetch_one_by_one(
     uidvalidity: int,
     uids: list[int],
     items_of: dict[int, list[str]],
-    account_id: str,
+    ref_of: Callable[[int], MessageRef],
     first_error: Exception,
 ) -> dict[int, dict[bytes, Any]]:
     responses: dict[int, dict[bytes, Any]] = {}
@@ -340,7 +346,7 @@ def _fetch_one_by_one(
             if failure is None:
                 raise
             broken, error = isinstance(failure, ConnectionLost), exc
-        ref = MessageRef(account_id, mailbox, uidvalidity, uid)
+        ref = ref_of(uid)
         batch.add_issue(
             ref,
             "fetch_failed",

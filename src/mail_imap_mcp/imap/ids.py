@@ -5,7 +5,8 @@ a changed UIDVALIDITY is detected instead of silently reading another message.
 
 An account served per user (``per_user = true``) names each user's own mailbox with the same account
 id, so its ids carry the user too: the account part is ``{account}~{tag}``, ``tag`` a short keyed digest
-of the user (:func:`~mail_imap_mcp.imap.sealing.user_digest` under the user's key), checked when the id is read.
+of the user (:func:`~mail_imap_mcp.imap.sealing.user_digest` under the user's key, :func:`user_tag`): a
+:class:`MessageRef` carries it where it is made, and the caller's is checked when an id is read.
 Another user's id is :class:`ForeignMessageId` (said as a message that does not exist); ids of every
 other account are unchanged.
 """
@@ -16,20 +17,19 @@ import base64
 import functools
 import hmac
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from urllib.parse import quote, unquote
 
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap import sealing
-from mail_imap_mcp.state import sealing_caller
+from mail_imap_mcp.state import Caller
 
 _TAGGED_ACCOUNT = re.compile(r"^([A-Za-z0-9_-]{1,64})(?:~([a-z2-7]{8}))?$")
 _TAG_BYTES = 5  # 8 base32 characters
 
 
-def _user_tag(account_id: str) -> str:
-    """``~tag`` of the call's caller for an account served per user, else nothing."""
-    caller = sealing_caller.get()
+def user_tag(caller: Caller, account_id: str) -> str:
+    """``~tag`` of ``caller`` in the ids of ``account_id`` when it is served per user, else nothing."""
     if not caller.owns_mailbox_of(account_id):
         return ""
     digest = sealing.user_digest(b"mail-imap-mcp message id\0" + account_id.encode(), _TAG_BYTES, caller.user)
@@ -67,17 +67,17 @@ class MessageRef:
     mailbox: str
     uidvalidity: int
     uid: int
+    #: The user's ``~tag`` in the account part (:func:`user_tag`); not part of which message it is.
+    tag: str = field(default="", compare=False)
 
     @property
     def message_id(self) -> str:
-        return (
-            f"imap:{self.account_id}{_user_tag(self.account_id)}:{self.mailbox}:{self.uidvalidity}:{self.uid}"
-        )
+        return f"imap:{self.account_id}{self.tag}:{self.mailbox}:{self.uidvalidity}:{self.uid}"
 
     @property
     def message_uri(self) -> str:
         mailbox = _quoted(self.mailbox)
-        account = self.account_id + _user_tag(self.account_id)
+        account = self.account_id + self.tag
         return f"imap://{account}/mailbox/{mailbox}/message/{self.uidvalidity}/{self.uid}"
 
     @property
@@ -112,8 +112,21 @@ def _number(text: str, what: str) -> int:
     return int(text)
 
 
-def parse_message_id(text: str) -> MessageRef:
-    """Parse a message id, splitting from the right so mailbox names may contain ':'."""
+def parse_message_id(text: str, caller: Caller) -> MessageRef:
+    """Parse a message id given to ``caller``, splitting from the right so mailbox names may contain ':'."""
+    ref, tag = _parsed(text)
+    return _owned(ref, tag, text, caller)
+
+
+def place_of(message_id: str) -> tuple[str, int]:
+    """(mailbox, uid) of an id this call was just given by the IMAP layer (its summaries, its issues),
+    whoever's it is."""
+    ref, _ = _parsed(message_id)
+    return ref.mailbox, ref.uid
+
+
+def _parsed(text: str) -> tuple[MessageRef, str | None]:
+    """The message a message id names and the user tag its account part carries, unchecked."""
     if not text.startswith("imap:"):
         raise InvalidMessageId(
             "message_id must start with 'imap:' (use an id returned by imap_search_messages)"
@@ -133,23 +146,25 @@ def parse_message_id(text: str) -> MessageRef:
         # Dovecot echoes unknown names raw in its NO reply: CR/LF would inject lines into the stream.
         raise InvalidMessageId("the mailbox part of message_id contains control characters")
     ref = MessageRef(tagged[1], mailbox, _number(uidvalidity, "uidvalidity"), _number(uid, "uid"))
-    return _owned(ref, tagged[2], text)
+    return ref, tagged[2]
 
 
-def _owned(ref: MessageRef, tag: str | None, text: str) -> MessageRef:
-    """``ref`` when the id's user tag is the current user's for its account (none for an account not
-    served per user); :class:`ForeignMessageId` otherwise."""
+def _owned(ref: MessageRef, tag: str | None, text: str, caller: Caller) -> MessageRef:
+    """``ref`` with its tag when the id's user tag is ``caller``'s for its account (none for an account
+    not served per user); :class:`ForeignMessageId` otherwise."""
     given = f"~{tag}" if tag else ""
-    if not hmac.compare_digest(given, _user_tag(ref.account_id)):
+    expected = user_tag(caller, ref.account_id)
+    if not hmac.compare_digest(given, expected):
         raise ForeignMessageId(ref, text)
-    return ref
+    return replace(ref, tag=expected)
 
 
 _URI = re.compile(r"^imap://([^/]+)/mailbox/([^/]+)/message/([^/]+)/([^/]+?)(/raw)?$")
 
 
-def parse_message_uri(uri: str) -> tuple[MessageRef, bool]:
-    """Parse a ``message_uri`` (or ``message_raw_uri``); the bool says whether it is the raw form."""
+def parse_message_uri(uri: str, caller: Caller) -> tuple[MessageRef, bool]:
+    """Parse a ``message_uri`` (or ``message_raw_uri``) given to ``caller``; the bool says whether it is
+    the raw form."""
     match = _URI.match(uri)
     if not match:
         raise InvalidMessageId("not a message URI of this server")
@@ -158,4 +173,4 @@ def parse_message_uri(uri: str) -> tuple[MessageRef, bool]:
     if not tagged:
         raise InvalidMessageId("the account part of the URI is not a valid account id")
     ref = MessageRef(tagged[1], unquote(mailbox), _number(uidvalidity, "uidvalidity"), _number(uid, "uid"))
-    return _owned(ref, tagged[2], uri), raw is not None
+    return _owned(ref, tagged[2], uri, caller), raw is not None

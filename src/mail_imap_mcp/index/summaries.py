@@ -25,13 +25,15 @@ def summary_of(
     account_id: str,
     hit: Hit,
     *,
+    tag: str,
     own: frozenset[str],
     snippet_chars: int,
     words: list[str],
     labels: list[str] | None = None,
 ) -> SummaryRecord:
     """The summary of ``hit``: its snippet where ``words`` are in what the sender wrote, else its start;
-    ``labels``: its labels as a summary shows them (None: the server has none)."""
+    ``labels``: its labels as a summary shows them (None: the server has none); ``tag``: the caller's in
+    its id (:func:`~mail_imap_mcp.imap.ids.user_tag`)."""
     headers = {
         header: [text]
         for column, text in zip(TEXT_COLUMNS, hit.texts, strict=True)
@@ -42,7 +44,7 @@ def summary_of(
         snippet = snippet_around(hit.body, words, snippet_chars) or snippet_of(hit.body, snippet_chars)
     sent = datetime.fromtimestamp(hit.sent, UTC) if hit.sent else None
     found = summarise(headers, arrived=sent, snippet=snippet, own=own)
-    ref = MessageRef(account_id, hit.folder, hit.uidvalidity, hit.uid)
+    ref = MessageRef(account_id, hit.folder, hit.uidvalidity, hit.uid, tag)
     uri = ref.message_uri
     return SummaryRecord(
         message_id=ref.message_id,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.directory import canonical_inbox
 from mail_imap_mcp.imap.ids import ForeignMessageId, InvalidMessageId, MessageRef, parse_message_id
+from mail_imap_mcp.state import Caller
 
 
 @dataclass(frozen=True)
@@ -57,9 +58,12 @@ class Batch:
 
 
 def group_message_ids(
-    message_ids: Sequence[str], resolve_account: Callable[[str], str], parameter: str = "message_ids"
+    message_ids: Sequence[str],
+    resolve_account: Callable[[str], str],
+    caller: Caller,
+    parameter: str = "message_ids",
 ) -> Batch:
-    """Parse ``message_ids`` (``invalid_input`` naming the item that is malformed), drop repeats of a
+    """Parse ``message_ids`` given to ``caller`` (``invalid_input`` naming the item that is malformed), drop repeats of a
     message (also under another alias of its account), and group them per mailbox and UIDVALIDITY in the
     order given. Ids of several accounts are refused: one call writes to one account."""
     items: list[BatchItem] = []
@@ -68,7 +72,7 @@ def group_message_ids(
     accounts: set[str] = set()
     for index, text in enumerate(message_ids):
         try:
-            ref = parse_message_id(text)
+            ref = parse_message_id(text, caller)
         except ForeignMessageId:  # said as a message that does not exist
             raise
         except InvalidMessageId as exc:

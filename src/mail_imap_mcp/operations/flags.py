@@ -247,7 +247,7 @@ def _update_labels(
         try:
             gone = step.left(list(states))
             gmail_ids = {uid: found for uid in gone if (found := states[uid].gmail_id) is not None}
-            moved = step.found_in_all_mail(request.account, group.items[0].ref.account_id, gmail_ids)
+            moved = step.found_in_all_mail(request.account, group.items[0].ref, gmail_ids)
         except Exception as exc:
             if not is_lost(exc):
                 raise

@@ -11,7 +11,7 @@ put the label back.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap.directory import MailboxDirectory
@@ -109,9 +109,10 @@ class LabelStep:
         return [uid for uid in uids if uid not in still]
 
     def found_in_all_mail(
-        self, account: AccountConfig, account_id: str, gmail_ids: dict[int, int]
+        self, account: AccountConfig, first: MessageRef, gmail_ids: dict[int, int]
     ) -> dict[int, MessageRef]:
-        """The refs in All Mail of messages that left their mailbox, by their UID there before."""
+        """The refs in All Mail of messages that left their mailbox, by their UID there before (their
+        account spelled, and tagged, as the group's ``first``)."""
         if not gmail_ids:
             return {}
         directory = MailboxDirectory.load(self.session, account)
@@ -129,7 +130,7 @@ class LabelStep:
             for uid, data in (self.session.fetch(sorted(set(uids)), ["X-GM-MSGID"]) if uids else {}).items()
         }
         return {
-            old: MessageRef(account_id, all_mail, state.uidvalidity, by_gmail_id[gmail_id])
+            old: replace(first, mailbox=all_mail, uidvalidity=state.uidvalidity, uid=by_gmail_id[gmail_id])
             for old, gmail_id in gmail_ids.items()
             if gmail_id in by_gmail_id
         }

@@ -11,7 +11,7 @@ confirmation, asked by the tool before the work starts, so that it is never aske
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from mail_imap_mcp.config import AccountConfig
@@ -312,7 +312,7 @@ def _apply_group(
         uid = item.ref.uid
         if uid not in present:
             continue
-        new_id = _new_id(batch.given_account_id, destination, copied, uid)
+        new_id = _new_id(batch.items[0].ref, destination, copied, uid)
         if copied is not None and new_id is None:  # gone between the check and the command
             message = f"UID {uid} disappeared from {group.mailbox!r} before it was changed."
             outcome.fail([item], "not_found", "write", message)
@@ -324,7 +324,11 @@ def _apply_group(
         outcome.moved_from.append((group.mailbox, new_ids))
 
 
-def _new_id(account: str, mailbox: str, copied: CopyUid | None, uid: int) -> str | None:
+def _new_id(first: MessageRef, mailbox: str, copied: CopyUid | None, uid: int) -> str | None:
+    """The id of UID ``uid``'s copy in ``mailbox`` where the server said its new UID, its account
+    spelled as the batch's ``first`` id spells it (with the caller's tag)."""
     if copied is None or uid not in copied.new_uids:
         return None
-    return MessageRef(account, mailbox, copied.uidvalidity, copied.new_uids[uid]).message_id
+    return replace(
+        first, mailbox=mailbox, uidvalidity=copied.uidvalidity, uid=copied.new_uids[uid]
+    ).message_id

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from mail_imap_mcp.config import AccountConfig, Config
 from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
+from mail_imap_mcp.state import Caller
 
 
 class App(Protocol):
@@ -17,6 +18,9 @@ class App(Protocol):
 
     @property
     def config(self) -> Config: ...
+
+    @property
+    def caller(self) -> Caller: ...
 
     def resolve_account(self, account_id: str) -> str: ...
 
@@ -45,7 +49,7 @@ class Call:
         """The message the call names (``message_id``), if it names one."""
         value = self.argument("message_id")
         try:
-            return parse_message_id(value) if isinstance(value, str) else None
+            return parse_message_id(value, self.app.caller) if isinstance(value, str) else None
         except InvalidMessageId:
             return None
 

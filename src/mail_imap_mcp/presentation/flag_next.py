@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from mail_imap_mcp.envelope import Issue, NextAction
-from mail_imap_mcp.imap.ids import parse_message_id
+from mail_imap_mcp.imap.ids import place_of
 from mail_imap_mcp.imap.personality.gmail import shown_labels
 from mail_imap_mcp.operations.flags import FlagRequest
 from mail_imap_mcp.presentation.flag_undo import ChangedLabels, undo_flags, undo_labels
@@ -44,11 +44,11 @@ def flag_next_action(
             tool="imap_search_messages",
             arguments={
                 "account_id": account,
-                "mailbox": parse_message_id(unknown[0] or "").mailbox,
+                "mailbox": place_of(unknown[0] or "")[0],
             },
         )
     if conflicts := by_code.get("conflict"):
-        return rerun_search(account, parse_message_id(conflicts[0] or "").mailbox)
+        return rerun_search(account, place_of(conflicts[0] or "")[0])
     if pending := by_code.get("not_attempted"):
         return NextAction(
             instruction="Nothing was sent for these messages: make the change for them",

@@ -12,7 +12,7 @@ set, and without attachments unless the user confirms through the client).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from email.headerregistry import Address
 from email.message import EmailMessage
 from typing import Literal, Protocol
@@ -71,7 +71,7 @@ class Original:
 def parse_own_id(app: AppContext, account_id: str, text: str, parameter: str) -> MessageRef:
     """A message id of ``account_id``; ``invalid_input`` naming ``parameter`` otherwise."""
     try:
-        ref = parse_message_id(text)
+        ref = parse_message_id(text, app.caller)
     except ForeignMessageId:  # said as a message that does not exist
         raise
     except InvalidMessageId as exc:  # named as the argument that gave it; the registry words it
@@ -343,13 +343,13 @@ def retire_replaced(
         if not moved:
             return None, None
         if copied is not None and ref.uid in copied.new_uids:
-            trash_ref = MessageRef(
-                ref.account_id, replaced.trash, copied.uidvalidity, copied.new_uids[ref.uid]
+            trash_ref = replace(
+                ref, mailbox=replaced.trash, uidvalidity=copied.uidvalidity, uid=copied.new_uids[ref.uid]
             )
             return Retired(trash_ref.message_id), None
         header_id = replaced.detail.headers.get("Message-ID")
         found, _ = locate(app, ref.account_id, replaced.trash, header_id) if header_id else (None, None)
-        trash_id = MessageRef(ref.account_id, replaced.trash, *found).message_id if found else None
+        trash_id = MessageRef(ref.account_id, replaced.trash, *found, ref.tag).message_id if found else None
         return Retired(trash_id), None
     return None, Issue(
         code="replaced_draft_kept",

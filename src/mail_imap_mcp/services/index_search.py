@@ -23,6 +23,7 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.across import summaries_each
 from mail_imap_mcp.imap.directory import MailboxDirectory, configured_roles
+from mail_imap_mcp.imap.ids import user_tag
 from mail_imap_mcp.imap.mailboxes import MailboxInfo
 from mail_imap_mcp.imap.records import SearchPage, SummaryRecord
 from mail_imap_mcp.imap.search.cursors import DIGEST_CHARS, CursorMismatch, IndexCursor
@@ -141,6 +142,7 @@ def index_page(
                 summary_of(
                     account_id,
                     hit,
+                    tag=user_tag(app.caller, account_id),
                     own=own,
                     snippet_chars=snippet_chars,
                     words=words,
@@ -311,6 +313,7 @@ def _summaries(
         session,
         account_id,
         wanted,
+        tag=user_tag(app.caller, account_id),
         snippet_chars=snippet_chars,
         raw_window_bytes=app.config.server.max_text_part_bytes,
     )

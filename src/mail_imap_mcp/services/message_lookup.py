@@ -24,7 +24,7 @@ MESSAGE_TOOL_ERRORS = {
 def resolve_message(app: AppContext, message_id: str) -> tuple[AccountConnection, MessageRef]:
     """Parse and check a message id against the configured accounts."""
     try:
-        ref = parse_message_id(message_id)
+        ref = parse_message_id(message_id, app.caller)
     except ForeignMessageId:  # said as a message that does not exist
         raise
     except InvalidMessageId as exc:  # named as the argument that gave it; the registry words it

@@ -24,6 +24,7 @@ from mail_imap_mcp.imap.across import summaries_each
 from mail_imap_mcp.imap.directory import MailboxDirectory, configured_roles
 from mail_imap_mcp.imap.errors import mailbox_failure
 from mail_imap_mcp.imap.fetch import SummaryBatch
+from mail_imap_mcp.imap.ids import user_tag
 from mail_imap_mcp.imap.mailboxes import list_with_message_counts
 from mail_imap_mcp.imap.records import SearchPage, SummaryRecord
 from mail_imap_mcp.imap.search.cursors import (
@@ -134,20 +135,25 @@ def _resolve(
 
 def _summaries(
     session: ImapSession,
-    account_id: str,
+    account: tuple[str, str],
     page: OrderedPage,
     snippet_chars: int,
     strict: bool,
     raw_window_bytes: int,
 ) -> tuple[list[SummaryRecord], list[Issue]]:
     """Summaries of the page's picks in merge order, every mailbox read in one round trip (the selected
-    one first, each other one with its EXAMINE)."""
+    one first, each other one with its EXAMINE); ``account``: its id and the caller's tag in the ids."""
     by_mailbox: dict[str, tuple[int, list[int]]] = {}
     for mailbox, uidvalidity, uid in page.picks:
         by_mailbox.setdefault(mailbox, (uidvalidity, []))[1].append(uid)
     wanted = [(mailbox, uidvalidity, uids) for mailbox, (uidvalidity, uids) in by_mailbox.items()]
     batches = summaries_each(
-        session, account_id, wanted, snippet_chars=snippet_chars, raw_window_bytes=raw_window_bytes
+        session,
+        account[0],
+        wanted,
+        tag=account[1],
+        snippet_chars=snippet_chars,
+        raw_window_bytes=raw_window_bytes,
     )
     found: dict[tuple[str, int], SummaryRecord] = {}
     issues: list[Issue] = []
@@ -252,7 +258,9 @@ def _by_watermark(
             compile_keys=DIALECTS[choose_backend(session.personality)],
         )
         ordered = OrderedPage(page.picks, page.total, None)
-        messages, fetch_issues = _summaries(session, account_id, ordered, snippet_chars, False, window)
+        messages, fetch_issues = _summaries(
+            session, (account_id, user_tag(app.caller, account_id)), ordered, snippet_chars, False, window
+        )
         if not any(issue.code == "not_found" for issue in fetch_issues):
             break
     if page.next_cursor is not None:
@@ -382,7 +390,9 @@ def search_page(
                 compile_keys=compile_keys,
             )
         page.mailboxes += first.empty  # searched too: LIST-STATUS said they hold nothing
-        messages, fetch_issues = _summaries(session, account_id, page, snippet_chars, strict, window)
+        messages, fetch_issues = _summaries(
+            session, (account_id, user_tag(app.caller, account_id)), page, snippet_chars, strict, window
+        )
         messages, doubles = once_each(messages)
         _learn_keys(page, messages, sort)
         returned = cursor.returned if cursor else 0

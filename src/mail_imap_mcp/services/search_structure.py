@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mail_imap_mcp.envelope import Issue
-from mail_imap_mcp.imap.ids import parse_message_id
+from mail_imap_mcp.imap.ids import place_of as id_place
 from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.search.cursors import StreamCursor, WatermarkCursor
 from mail_imap_mcp.imap.sort import OrderedPage
@@ -41,8 +41,7 @@ class PageRead:
 
 def place_of(summary: SummaryRecord) -> tuple[str, int]:
     """(mailbox, uid) of a summary, from its message id (the field every summary shape keeps)."""
-    ref = parse_message_id(summary.message_id)
-    return ref.mailbox, ref.uid
+    return id_place(summary.message_id)
 
 
 def judged(

@@ -9,7 +9,7 @@ user (:func:`user_key`) and with a time to live. A request's caller is a :class:
 
 from __future__ import annotations
 
-from mail_imap_mcp.state.caller import ANONYMOUS_CALLER, Caller, fold_user, sealing_caller
+from mail_imap_mcp.state.caller import ANONYMOUS_CALLER, Caller, fold_user
 from mail_imap_mcp.state.principal import (
     ANONYMOUS,
     USER_AS_GIVEN_CLAIM,
@@ -41,7 +41,6 @@ __all__ = [
     "UsedMarkersFull",
     "fold_user",
     "open_store",
-    "sealing_caller",
     "shared_secret",
     "user_as_given",
     "user_key",

@@ -8,7 +8,6 @@ with the accounts served per user for them; the handler reads it from the applic
 
 from __future__ import annotations
 
-from contextvars import ContextVar
 from dataclasses import dataclass
 
 from mail_imap_mcp.state.principal import ANONYMOUS, user_key, user_tag
@@ -66,8 +65,3 @@ class Caller:
 #: The caller of a one-person server (stdio, the static bearer token): every account that is not a
 #: template.
 ANONYMOUS_CALLER = Caller()
-
-#: The caller as the IMAP layer's message ids read it (``imap/ids.py``, whose ids are made deep below the
-#: handler; seals take the user as an argument): set from the handler's :class:`Caller` where a call
-#: enters (``AppContext.entered``); nothing above the IMAP layer reads it.
-sealing_caller: ContextVar[Caller] = ContextVar("sealing_caller", default=ANONYMOUS_CALLER)

@@ -160,7 +160,7 @@ def _check_arguments(args: ApplyToMessagesInput, batch: Batch) -> None:
 
 
 def handle(app: AppContext, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessagesData]:
-    batch = group_message_ids(args.message_ids, app.resolve_account)
+    batch = group_message_ids(args.message_ids, app.resolve_account, app.caller)
     _check_arguments(args, batch)
     connection = batch_connection(app, batch)
     asked = args.action

@@ -16,12 +16,13 @@ from mail_imap_mcp.imap.changes import DIGEST_MESSAGES, Changes, changes_since, 
 from mail_imap_mcp.imap.changes_token import ChangesToken, PageCursor, decode_since, since_digest
 from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
-from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.ids import MessageRef, user_tag
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId, MailboxName
 from mail_imap_mcp.presentation.mail_failures import changes_token_outdated
 from mail_imap_mcp.presentation.search_page import named_in_summary
 from mail_imap_mcp.presentation.shapes import CompactSummary, compact_summary, summary_shape
+from mail_imap_mcp.state import Caller
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_get_changes"
@@ -153,6 +154,7 @@ def handle(app: AppContext, args: GetChangesInput) -> ToolResult[GetChangesData]
         batch = fetch_summaries(
             session,
             account_id=account_id,
+            tag=user_tag(app.caller, account_id),
             mailbox=args.mailbox,
             uidvalidity=since.uidvalidity,
             uids=new[:limit],
@@ -165,12 +167,13 @@ def handle(app: AppContext, args: GetChangesInput) -> ToolResult[GetChangesData]
         answer = connection.run(work)
     except UidValidityChanged as exc:  # not a rerun of the call: the token itself is outdated
         raise changes_token_outdated(account_id, args.mailbox, exc.expected, exc.actual) from None
-    return _result(args, account_id, since, answer, user)
+    return _result(args, account_id, since, answer, app.caller)
 
 
 def _result(
-    args: GetChangesInput, account_id: str, since: ChangesToken | None, answer: _Answer, user: str
+    args: GetChangesInput, account_id: str, since: ChangesToken | None, answer: _Answer, caller: Caller
 ) -> ToolResult[GetChangesData]:
+    user = caller.user
     token = answer.token.encode(user)
     where = named_in_summary(args.mailbox)
     same = {"account_id": account_id, "mailbox": args.mailbox}
@@ -182,9 +185,10 @@ def _result(
         )
         return ToolResult(summary=f"Changes token for {where}: pass it as since later", data=data)
     uidvalidity = since.uidvalidity
+    tag = user_tag(caller, account_id)
 
     def message_id(uid: int) -> str:
-        return MessageRef(account_id, args.mailbox, uidvalidity, uid).message_id
+        return MessageRef(account_id, args.mailbox, uidvalidity, uid, tag).message_id
 
     changes = answer.changes
     changed_uids, changed_more = _newest(changes.changed if changes else ())

@@ -22,7 +22,7 @@ from mail_imap_mcp.envelope import (
 from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.imap.errors import mailbox_failure
 from mail_imap_mcp.imap.fetch import fetch_summaries
-from mail_imap_mcp.imap.ids import MessageRef, parse_message_id
+from mail_imap_mcp.imap.ids import MessageRef, place_of
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.session import ImapSession
@@ -170,6 +170,7 @@ def handle(
                 batch = fetch_summaries(
                     session,
                     account_id=ref.account_id,
+                    tag=ref.tag,
                     mailbox=mailbox,
                     uidvalidity=state.uidvalidity,
                     uids=wanted,
@@ -185,15 +186,13 @@ def handle(
                 continue
             found += batch.messages
             issues += batch.issues
-        elsewhere = sorted(
-            found, key=lambda m: parse_message_id(m.message_id).mailbox != ref.mailbox, reverse=True
-        )
+        elsewhere = sorted(found, key=lambda m: place_of(m.message_id)[0] != ref.mailbox, reverse=True)
         unique = {_key(m): m for m in elsewhere}
         total -= len(found) - len(unique)
         return _Conversation(list(unique.values()), total, mailboxes, threaded, issues, seed.root_id)
 
     conversation = connection.run(work)
-    conversation.messages.sort(key=lambda m: (m.date or "", parse_message_id(m.message_id).uid))
+    conversation.messages.sort(key=lambda m: (m.date or "", place_of(m.message_id)[1]))
     kept = _newest(conversation.messages, limit, ref)
     total, issues = conversation.total, conversation.issues
     truncated = total > len(kept)

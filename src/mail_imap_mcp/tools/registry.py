@@ -54,7 +54,7 @@ def _changed_account(app: AppContext, args: Any) -> str | None:
     ids = getattr(args, "message_ids", None) or [getattr(args, "message_id", None)]
     if isinstance(ids[0], str):
         try:
-            return app.resolve_account(parse_message_id(ids[0]).account_id)
+            return app.resolve_account(parse_message_id(ids[0], app.caller).account_id)
         except InvalidMessageId:
             return None
     account_id = getattr(args, "account_id", None)

@@ -25,7 +25,7 @@ from mail_imap_mcp.content.drafts import (
 from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.ids import MessageRef, user_tag
 from mail_imap_mcp.imap.roles import DRAFTS, TRASH
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId
@@ -213,7 +213,11 @@ def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
     audit(app.caller, NAME, account_id, action, messages, outcome, **audit_ids(replaced, retired))
     if original is not None:
         warnings += original.warnings
-    ref = MessageRef(account_id, mailbox, *found) if found is not None else None
+    ref = (
+        MessageRef(account_id, mailbox, *found, user_tag(app.caller, account_id))
+        if found is not None
+        else None
+    )
     headers = {name: one_line(str(value)) for name, value in message.items()}
     undo = undo_replacement(replaced, retired, ref, warnings)
     data = SaveDraftData(

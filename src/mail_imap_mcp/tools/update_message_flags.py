@@ -146,7 +146,7 @@ class UpdateFlagsData(MultiItemData):
 
 
 def handle(app: AppContext, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsData]:
-    batch = group_message_ids(args.message_ids, app.resolve_account)
+    batch = group_message_ids(args.message_ids, app.resolve_account, app.caller)
     action = f"dry_run:{args.operation}" if args.dry_run else args.operation
     line = AuditLine(app.caller, NAME, batch.account_id, action, len(batch.items), failure_prefix="failed:")
     with audited(line.failed):  # the tool runner words the call's failure
