@@ -105,6 +105,11 @@ async def test_no_acknowledged_delivery_is_lost_to_a_delete(
     found = {message_id for ids in listing.values() for message_id in ids or []}
     lost = [message_id for message_id in deliverer.acknowledged if message_id not in found]
     assert not lost, f"{len(lost)} acknowledged deliveries lost ({deleted} deletes, {refused} refused)"
-    assert deleted > 0 and len(deliverer.acknowledged) > DELETES / 2, (deleted, len(deliverer.acknowledged))
+    # The race was run: deletes went through and deliveries were acknowledged around them (how many
+    # depends on the machine's load: 91 of 200 on a busy two-core machine, so no share is asked).
+    assert deleted > 0 and len(deliverer.acknowledged) >= DELETES // 10, (
+        deleted,
+        len(deliverer.acknowledged),
+    )
     left_aside = [name for name in listing if "-deleting-" in name]
     assert len(left_aside) <= timeouts, listing

@@ -19,6 +19,7 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.presentation.failures import as_tool_failure
+from mail_imap_mcp.state.principal import ANONYMOUS
 from tests.pure.test_changes import UIDVALIDITY, examine_answer
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, answer, ok
 
@@ -186,7 +187,7 @@ def test_with_qresync_changes_name_every_expunge_below_the_tokens_uidnext() -> N
     )
     account = connection(server)
     try:
-        changes = account.run(lambda session: changes_since(session, token))
+        changes = account.run(lambda session: changes_since(session, token, ANONYMOUS))
         sent = [s.text.split(b" ", 1)[1] for s in server.received[3:]]
         assert sent == [
             b'STATUS "INBOX" (HIGHESTMODSEQ)\r\n',
