@@ -92,6 +92,15 @@ def environment(home: Path, keychain: SecretService | str) -> dict[str, str]:
     return env | ({"PYTHON_KEYRING_BACKEND": keychain} if keychain else {})
 
 
+def run_server(
+    args: list[str], env: dict[str, str], stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``mail-imap-mcp ARGS`` as a user runs it in a terminal's place: ``stdin`` typed, its output kept."""
+    return subprocess.run(
+        [SERVER, *args], input=stdin, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
 def files_under(root: Path, but: Path) -> list[Path]:
     return [path for path in root.rglob("*") if path.is_file() and but not in path.parents]
 
@@ -139,14 +148,7 @@ def test_setup_in_a_terminal_proposes_logs_in_keeps_the_password_in_the_keychain
     ]
     assert (secret_service.home / ".local" / "share" / "keyrings" / "login.keyring").is_file()
     # The server reads it back from the keychain: `check` logs in with the config setup wrote.
-    done = subprocess.run(
-        [SERVER, "check", "--config", str(config)],
-        env=environment(home, secret_service),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_server(["check", "--config", str(config)], environment(home, secret_service))
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith(
         f"ok   default: {dovecot.host}:{dovecot.tls_port} (tls) as {user}: logged in"
@@ -161,15 +163,7 @@ def test_a_wrong_password_gets_the_diagnosis_and_nothing_is_written(
     flags = ["--address", f"{user}@example.org", "--host", dovecot.host, "--port", str(dovecot.tls_port)]
     flags += ["--username", user, "--ca-file", str(dovecot.ca_file), "--password-stdin"]
     # A script stops at the first failure (a person is asked again: test_setup_answers.py).
-    done = subprocess.run(
-        [SERVER, "setup", *flags],
-        input="not-the-password\n",
-        env=environment(home, NO_KEYCHAIN),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_server(["setup", *flags], environment(home, NO_KEYCHAIN), "not-the-password\n")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "the login failed, so nothing was written: [auth_failed]" in done.stderr
     assert files_under(home, home / "nothing") == []
@@ -179,28 +173,15 @@ def script_setup(
     home: Path, keychain: SecretService | str, dovecot: Dovecot, user: str, *flags: str
 ) -> subprocess.CompletedProcess[str]:
     """setup as a script runs it: every answer a flag, the password on standard input."""
-    argv = [SERVER, "setup", "--address", f"{user}@example.org", "--host", dovecot.host]
-    argv += ["--port", str(dovecot.tls_port), "--username", user, "--ca-file", str(dovecot.ca_file)]
-    return subprocess.run(
-        [*argv, "--password-stdin", *flags],
-        input=dovecot.password + "\n",
-        env=environment(home, keychain),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    args = ["setup", "--address", f"{user}@example.org", "--host", dovecot.host]
+    args += ["--port", str(dovecot.tls_port), "--username", user, "--ca-file", str(dovecot.ca_file)]
+    return run_server(
+        [*args, "--password-stdin", *flags], environment(home, keychain), dovecot.password + "\n"
     )
 
 
 def check(config: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [SERVER, "check", "--config", str(config)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_server(["check", "--config", str(config)], env)
 
 
 @pytest.mark.parametrize(
@@ -302,14 +283,10 @@ def test_dry_run_logs_in_and_writes_nothing(
 
 
 def test_a_script_without_the_address_is_told_which_flag_is_missing(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [SERVER, "setup", "--password-stdin", "--config", str(tmp_path / "c.toml")],
-        input="pw\n",
-        env=environment(tmp_path, NO_KEYCHAIN),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    done = run_server(
+        ["setup", "--password-stdin", "--config", str(tmp_path / "c.toml")],
+        environment(tmp_path, NO_KEYCHAIN),
+        "pw\n",
     )
     assert done.returncode == 2
     assert done.stderr == "mail-imap-mcp setup: --address is needed when standard input is not a terminal\n"

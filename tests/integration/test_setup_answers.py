@@ -4,7 +4,6 @@ keeping every other answer; ``--replace`` replaces an account; ``--dry-run`` pri
 
 from __future__ import annotations
 
-import subprocess
 import tomllib
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from tests.integration.test_setup import (
     Terminal,
     environment,
     files_under,
+    run_server,
     script_setup,
 )
 from tests.support.dovecot import Dovecot
@@ -85,14 +85,10 @@ def test_an_untrusted_certificate_on_a_terminal_asks_for_the_certificate_file(
 def test_a_script_without_the_certificate_is_told_the_flag_that_gives_it(
     tmp_path: Path, dovecot: Dovecot, user: str
 ) -> None:
-    done = subprocess.run(
-        [SERVER, "setup", *account_flags(dovecot, user), "--username", user, "--password-stdin"],
-        input=dovecot.password + "\n",
-        env=environment(tmp_path, NO_KEYCHAIN),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    done = run_server(
+        ["setup", *account_flags(dovecot, user), "--username", user, "--password-stdin"],
+        environment(tmp_path, NO_KEYCHAIN),
+        dovecot.password + "\n",
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "certificate" in done.stderr and "--ca-file FILE" in done.stderr
