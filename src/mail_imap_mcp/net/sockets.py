@@ -68,16 +68,17 @@ def closed_while_idle(sock: Socket, restore_timeout: float, *, goodbye: bytes) -
     try:
         if not readable(sock, 0):
             return False
-        if isinstance(sock, ssl.SSLSocket):
-            sock.setblocking(False)
-            try:
+        # Non-blocking by the socket's mode, not by MSG_DONTWAIT, which Windows lacks.
+        sock.setblocking(False)
+        try:
+            if isinstance(sock, ssl.SSLSocket):
                 sock.recv(4096)
-            finally:
-                sock.settimeout(restore_timeout)
-        else:
-            data = sock.recv(4096, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-            if data and not data.startswith(goodbye):
-                return False  # an unsolicited response: the client reads it with the next command
+            else:
+                data = sock.recv(4096, socket.MSG_PEEK)
+                if data and not data.startswith(goodbye):
+                    return False  # an unsolicited response: the client reads it with the next command
+        finally:
+            sock.settimeout(restore_timeout)
     except (ssl.SSLWantReadError, BlockingIOError, InterruptedError):
         return False  # a TLS record that carried no data (a session ticket), or nothing after all
     except (OSError, ValueError):
