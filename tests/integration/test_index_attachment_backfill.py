@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.index.attachments import AttachmentReading
 from mail_imap_mcp.index.build import BuildHooks, build
 from mail_imap_mcp.index.location import open_index
+from mail_imap_mcp.index.sqlite_store import SqliteStore
 from mail_imap_mcp.index.sync import Indexer
 from tests.integration.test_index_attachments import FETCH_BYTES, MESSAGES, found
 from tests.support.accounts import account_settings, config_toml
@@ -152,16 +154,24 @@ class LockProbe:
         self._worker.close()
 
 
-def test_the_backfill_reads_attachments_without_holding_the_index_lock(
-    dovecot: MatrixServer, tmp_path: Path
-) -> None:
+def backfill_parts(
+    dovecot: MatrixServer, tmp_path: Path, stop: Callable[[], bool] | None = None
+) -> tuple[AccountConnection, SqliteStore, Indexer]:
+    """An account built without attachments, then turned on: its connection, its index's store and an
+    indexer that reads attachments (``stop``: its stop flag)."""
     user = built_without_attachments(dovecot, tmp_path)
     config = with_attachments_on(dovecot, user, tmp_path)
     connection = AccountConnection("default", config.accounts["default"], enable_qresync=True)
     store = open_index(tmp_path / "ix" / "default.sqlite3").store
-    indexer = Indexer(
-        store, "default", config.server.index_text_bytes, attachments=AttachmentReading.of(config.server)
-    )
+    reading = AttachmentReading.of(config.server)
+    indexer = Indexer(store, "default", config.server.index_text_bytes, attachments=reading, stop=stop)
+    return connection, store, indexer
+
+
+def test_the_backfill_reads_attachments_without_holding_the_index_lock(
+    dovecot: MatrixServer, tmp_path: Path
+) -> None:
+    connection, store, indexer = backfill_parts(dovecot, tmp_path)
     probe = LockProbe(indexer.worker, indexer.lock)
     indexer.worker = probe  # type: ignore[assignment]
     try:
@@ -176,18 +186,8 @@ def test_the_backfill_reads_attachments_without_holding_the_index_lock(
 def test_a_stop_ends_the_backfill_inside_its_step(dovecot: MatrixServer, tmp_path: Path) -> None:
     """Closing an index (its stop flag) ends a step of the sync at the next chunk or round of
     attachments, not after the whole step (500 messages with attachments: over a minute)."""
-    user = built_without_attachments(dovecot, tmp_path)
-    config = with_attachments_on(dovecot, user, tmp_path)
-    connection = AccountConnection("default", config.accounts["default"], enable_qresync=True)
-    store = open_index(tmp_path / "ix" / "default.sqlite3").store
     stop = threading.Event()
-    indexer = Indexer(
-        store,
-        "default",
-        config.server.index_text_bytes,
-        attachments=AttachmentReading.of(config.server),
-        stop=stop.is_set,
-    )
+    connection, store, indexer = backfill_parts(dovecot, tmp_path, stop.is_set)
     read: list[str] = []
 
     class StopAtFirst:
@@ -217,13 +217,7 @@ def test_regression_the_build_holds_no_sandbox_slot_between_chunks_of_documents(
 ) -> None:
     # The reader's child was kept from the first document to the build's end (hours on a large mailbox),
     # holding one of the few sandbox slots: the user's own attachment reads waited for one and failed.
-    user = built_without_attachments(dovecot, tmp_path)
-    config = with_attachments_on(dovecot, user, tmp_path)
-    connection = AccountConnection("default", config.accounts["default"], enable_qresync=True)
-    store = open_index(tmp_path / "ix" / "default.sqlite3").store
-    indexer = Indexer(
-        store, "default", config.server.index_text_bytes, attachments=AttachmentReading.of(config.server)
-    )
+    connection, store, indexer = backfill_parts(dovecot, tmp_path)
     free_between: list[int] = []
     real_put = store.put
 
