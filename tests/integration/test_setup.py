@@ -101,6 +101,13 @@ def run_server(
     )
 
 
+def user_home(tmp_path: Path) -> tuple[Path, Path]:
+    """A user's empty home directory and the config file setup is told to write in it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    return home, home / "mail.toml"
+
+
 def files_under(root: Path, but: Path) -> list[Path]:
     return [path for path in root.rglob("*") if path.is_file() and but not in path.parents]
 
@@ -194,9 +201,7 @@ def test_regression_without_a_keychain_the_password_is_in_a_file_of_the_users_al
 ) -> None:
     """setup said "The password is in no file" while the clients' snippets put it in their config files
     in clear, and called keyrings.alt's base64 file "the keychain"."""
-    home = tmp_path / "home"
-    home.mkdir()
-    config = home / "mail.toml"
+    home, config = user_home(tmp_path)
     done = script_setup(home, keychain, dovecot, user, "--config", str(config), "--account", "work")
     assert done.returncode == 0, done.stdout + done.stderr
     secret = home / "work.password"
@@ -227,9 +232,7 @@ def test_regression_without_a_keychain_the_password_is_in_a_file_of_the_users_al
 def test_password_env_says_which_client_keeps_the_password_where(
     tmp_path: Path, dovecot: Dovecot, user: str
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    config = home / "mail.toml"
+    home, config = user_home(tmp_path)
     flags = ("--config", str(config), "--account", "work", "--password-env")
     done = script_setup(home, NO_KEYCHAIN, dovecot, user, *flags)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -261,9 +264,7 @@ def test_password_env_says_which_client_keeps_the_password_where(
 def test_dry_run_logs_in_and_writes_nothing(
     tmp_path: Path, dovecot: Dovecot, user: str, secret_service: SecretService
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    config = home / "mail.toml"
+    home, config = user_home(tmp_path)
     done = script_setup(home, secret_service, dovecot, user, "--config", str(config), "--dry-run")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "ok: logged in" in done.stdout and "--dry-run: nothing written" in done.stdout

@@ -15,6 +15,7 @@ from tests.integration.test_setup import (
     files_under,
     run_server,
     script_setup,
+    user_home,
 )
 from tests.support.dovecot import Dovecot
 
@@ -26,9 +27,7 @@ def account_flags(dovecot: Dovecot, user: str) -> list[str]:
 def test_a_wrong_password_on_a_terminal_is_asked_again_and_the_other_answers_are_kept(
     tmp_path: Path, dovecot: Dovecot, user: str
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    config = home / "mail.toml"
+    home, config = user_home(tmp_path)
     term = Terminal(
         [SERVER, "setup", "--config", str(config), "--ca-file", str(dovecot.ca_file)],
         environment(home, NO_KEYCHAIN),
@@ -61,9 +60,7 @@ def test_a_wrong_password_on_a_terminal_is_asked_again_and_the_other_answers_are
 def test_an_untrusted_certificate_on_a_terminal_asks_for_the_certificate_file(
     tmp_path: Path, dovecot: Dovecot, user: str
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    config = home / "mail.toml"
+    home, config = user_home(tmp_path)
     flags = [*account_flags(dovecot, user), "--username", user, "--yes", "--config", str(config)]
     term = Terminal([SERVER, "setup", *flags], environment(home, NO_KEYCHAIN))
     term.expect(r"Password or app password \(not shown\): ")
@@ -98,9 +95,7 @@ def test_a_script_without_the_certificate_is_told_the_flag_that_gives_it(
 def test_replace_replaces_the_account_and_keeps_the_others(
     tmp_path: Path, dovecot: Dovecot, user: str
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    config = home / "mail.toml"
+    home, config = user_home(tmp_path)
     for account in ("work", "other"):
         first = script_setup(home, NO_KEYCHAIN, dovecot, user, "--config", str(config), "--account", account)
         assert first.returncode == 0, first.stdout + first.stderr
@@ -119,9 +114,7 @@ def test_replace_replaces_the_account_and_keeps_the_others(
 def test_dry_run_shows_where_the_run_puts_the_password_and_the_table_it_writes(
     tmp_path: Path, dovecot: Dovecot, user: str
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    config = home / "mail.toml"
+    home, config = user_home(tmp_path)
     preview = script_setup(home, NO_KEYCHAIN, dovecot, user, "--config", str(config), "--dry-run")
     assert preview.returncode == 0, preview.stdout + preview.stderr
     assert not config.exists()
