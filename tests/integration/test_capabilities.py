@@ -324,6 +324,13 @@ FOLDERS: dict[str, list[bytes]] = {
 
 
 def seed(dovecot: Dovecot) -> None:
+    """The script's mail for USER, once per server: the session's Dovecot outlives this module's fixtures,
+    which pytest-xdist may set up again on one worker when it runs the module's tests between others' (the
+    mail then seeded twice gave the full server more pages than the minimal one, and the transcripts could
+    not be compared). The script only reads, so mail seeded once stays as it was."""
+    if getattr(dovecot, "capability_script_seeded", False):
+        return
+    dovecot.capability_script_seeded = True  # type: ignore[attr-defined]
     for folder, messages in FOLDERS.items():
         if messages:
             dovecot.seed(USER, folder, messages, flags=lambda i: _FLAG_CYCLE[i % len(_FLAG_CYCLE)])
