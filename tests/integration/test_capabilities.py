@@ -48,6 +48,7 @@ pytestmark = pytest.mark.anyio
 
 MINIMAL_CAPABILITIES = "IMAP4rev1"
 MINIMAL_PASSWORD_ENV = "MIM_TEST_IMAP_PASSWORD_MINIMAL"
+FULL_PASSWORD_ENV = "MIM_TEST_IMAP_PASSWORD_FULL"
 #: The same user name on both servers, so nothing user-specific differs between the transcripts.
 USER = "u-capability-honesty"
 
@@ -475,12 +476,24 @@ def minimal_dovecot() -> Iterator[Dovecot]:
 
 
 @pytest.fixture(scope="module")
+def full_dovecot() -> Iterator[Dovecot]:
+    """A Dovecot with every extension, of this module's own like the minimal one: the session's outlives
+    this module's fixtures, which xdist may set up again on one worker, and its state then differed."""
+    with Dovecot() as server:
+        os.environ[FULL_PASSWORD_ENV] = server.password
+        try:
+            yield server
+        finally:
+            os.environ.pop(FULL_PASSWORD_ENV, None)
+
+
+@pytest.fixture(scope="module")
 async def transcripts(
-    anyio_backend: str, dovecot: Dovecot, minimal_dovecot: Dovecot
+    anyio_backend: str, full_dovecot: Dovecot, minimal_dovecot: Dovecot
 ) -> dict[str, Transcript]:
-    seed(dovecot)
+    seed(full_dovecot)
     seed(minimal_dovecot)
-    full = await record("full", dovecot, PASSWORD_ENV)
+    full = await record("full", full_dovecot, FULL_PASSWORD_ENV)
     minimal = await record("minimal", minimal_dovecot, MINIMAL_PASSWORD_ENV)
     print_round_trips(full, minimal)
     return {"full": full, "minimal": minimal}
