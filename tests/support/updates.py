@@ -5,7 +5,7 @@ the monotonic time it arrived; and a second IMAP client that changes a mailbox b
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Callable
 from typing import Any
 
 import anyio
@@ -46,6 +46,20 @@ class Updates:
             if time.monotonic() > deadline:
                 return None
             await anyio.sleep(0.02)
+
+    async def delay_after(self, change: Callable[[], None], uri: str, timeout: float) -> float | None:
+        """Run ``change`` (another client's command, in a thread) and return how long after its OK the first
+        update of ``uri`` came (0 where it came before: a server may tell the watching session before the
+        changing client reads its own OK); None if none came within ``timeout`` of that OK.
+
+        Measured from the OK, not from the command's start: on a busy machine Courier's own folder lock can
+        hold an APPEND for seconds while the watching session scans the folder (IMAP_USELOCKS), and the
+        server cannot report a change before it has made it."""
+        started = time.monotonic()
+        await anyio.to_thread.run_sync(change)
+        done = time.monotonic()
+        first = await self.first_after(started, uri, timeout=done - started + timeout)
+        return None if first is None else max(0.0, started + first - done)
 
 
 def append(client: imapclient.IMAPClient, mailbox: str, subject: str) -> None:
