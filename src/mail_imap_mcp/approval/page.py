@@ -1,0 +1,154 @@
+"""The approval page and its short answers, as HTML with the headers that keep them to themselves.
+
+Everything from the message is escaped; its HTML body is shown as the project's sanitiser leaves it (no
+script, style, form, frame or remote resource: :func:`mail_imap_mcp.content.html.sanitize_html`), and the
+page's Content-Security-Policy allows nothing but its own inline style and a form posted to itself.
+Characters that change how text reads without being seen (direction overrides, control characters) are
+shown as their code points, so an address cannot pass for another.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from html import escape
+
+from ..content.html import sanitize_html
+from .request import ApprovalRequest
+
+__all__ = ["PAGE_HEADERS", "answer_page", "approval_page"]
+
+_STYLE = (
+    "body{font:15px/1.45 system-ui,sans-serif;margin:0;background:#f4f4f4;color:#111}"
+    "main{max-width:52rem;margin:1.5rem auto;padding:1.5rem;background:#fff;border:1px solid #ccc}"
+    "h1{font-size:1.4rem;margin:0 0 .5rem}h2{font-size:1.05rem;margin:1.2rem 0 .4rem}"
+    "th{text-align:left;vertical-align:top;padding:.15rem .8rem .15rem 0;white-space:nowrap}"
+    "td{padding:.15rem 0;overflow-wrap:anywhere}"
+    "pre{white-space:pre-wrap;overflow-wrap:anywhere;font:14px/1.4 ui-monospace,monospace;margin:0}"
+    ".body{border:1px solid #bbb;padding:.8rem;max-height:30rem;overflow:auto;background:#fcfcfc}"
+    ".mark{background:#fd0;color:#000;font-size:.8em;padding:0 .15em}"
+    ".buttons{margin-top:1.5rem;display:flex;gap:1rem}"
+    "button{font-size:1.05rem;padding:.5rem 1.4rem;cursor:pointer}"
+    "#send{background:#0a5;color:#fff;border:1px solid #084}#decline{background:#fff;border:1px solid #888}"
+    ".note{color:#555;font-size:.9rem}ul.plain{list-style:none;margin:0;padding:0}"
+)
+_STYLE_HASH = base64.b64encode(hashlib.sha256(_STYLE.encode()).digest()).decode()
+
+#: Sent with every response: nothing loads but the page's own style, it posts only to itself, no other
+#: page may frame it, read it or get its address as a referrer, and nothing is cached.
+PAGE_HEADERS: tuple[tuple[str, str], ...] = (
+    (
+        "Content-Security-Policy",
+        f"default-src 'none'; style-src 'sha256-{_STYLE_HASH}'; img-src 'none'; form-action 'self'; "
+        "frame-ancestors 'none'; base-uri 'none'",
+    ),
+    ("Content-Type", "text/html; charset=utf-8"),
+    ("Cache-Control", "no-store"),
+    ("X-Content-Type-Options", "nosniff"),
+    ("X-Frame-Options", "DENY"),
+    # same-origin, not no-referrer: with no-referrer a browser sends "Origin: null" with the form's POST.
+    ("Referrer-Policy", "same-origin"),
+    ("Cross-Origin-Opener-Policy", "same-origin"),
+    ("Cross-Origin-Resource-Policy", "same-origin"),
+)
+
+# Direction controls and invisible marks that reorder or hide what a reader sees.
+_BIDI = frozenset(
+    {0x061C, 0x200B, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0xFEFF}
+)
+
+
+def _hidden(char: str, keep_lines: bool) -> bool:
+    code = ord(char)
+    if keep_lines and char in "\n\t":
+        return False
+    return code < 0x20 or 0x7F <= code < 0xA0 or code in _BIDI
+
+
+def _shown(text: str, *, keep_lines: bool = False) -> str:
+    """``text`` escaped, its invisible controls written out as marked code points."""
+    out: list[str] = []
+    for char in text.replace("\r\n", "\n") if keep_lines else text:
+        if _hidden(char, keep_lines):
+            out.append(f'<span class="mark">U+{ord(char):04X}</span>')
+        else:
+            out.append(escape(char, quote=True))
+    return "".join(out)
+
+
+def _size(size: int) -> str:
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit} ({size:,} bytes)"
+    return f"{size:,} bytes"
+
+
+def _addresses(label: str, key: str, values: list[str]) -> str:
+    if not values:
+        return ""
+    items = "".join(f"<li><bdi>{_shown(value)}</bdi></li>" for value in values)
+    return f'<tr><th>{label}</th><td><ul id="{key}" class="plain">{items}</ul></td></tr>'
+
+
+def _document(title: str, body: str) -> str:
+    return (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body><main>{body}</main></body></html>"
+    )
+
+
+def approval_page(request: ApprovalRequest, csrf_token: str, ttl_s: float) -> str:
+    """The page that asks: the message as it will go out, and "Send" / "Don't send"."""
+    headers = (
+        f'<tr><th>From</th><td><bdi id="from">{_shown(request.from_)}</bdi></td></tr>'
+        + _addresses("To", "to", request.to)
+        + _addresses("Cc", "cc", request.cc)
+        + _addresses("Bcc", "bcc", request.bcc)
+        + _addresses("Reply-To", "reply-to", request.reply_to)
+        + f'<tr><th>Subject</th><td><bdi id="subject">{_shown(request.subject)}</bdi></td></tr>'
+    )
+    parts = [
+        "<h1>Send this message?</h1>",
+        '<p class="note">Your assistant asks mail-imap-mcp to send the message below. It is sent only if you '
+        "press <b>Send</b>, and only as shown here.</p>",
+        f"<table>{headers}</table>",
+    ]
+    if request.text is not None:
+        parts.append(
+            f'<h2>Text</h2><div class="body"><pre id="text">{_shown(request.text, keep_lines=True)}</pre></div>'
+        )
+    if request.html is not None:
+        parts.append(
+            "<h2>HTML</h2>"
+            '<p class="note">As a mail program shows it, without scripts and without loading remote images.</p>'
+            f'<div class="body" id="html">{sanitize_html(request.html)}</div>'
+        )
+    if request.attachments:
+        items = "".join(
+            f'<li><bdi class="name">{_shown(item.name)}</bdi> <span class="size">{_size(item.size)}</span>'
+            + (f' <span class="type">{_shown(item.content_type)}</span>' if item.content_type else "")
+            + "</li>"
+            for item in request.attachments
+        )
+        parts.append(f'<h2>Attachments ({len(request.attachments)})</h2><ul id="attachments">{items}</ul>')
+    else:
+        parts.append('<h2>Attachments</h2><p id="attachments">None.</p>')
+    minutes = max(1, round(ttl_s / 60))
+    parts.append(
+        '<form method="post">'
+        f'<input type="hidden" name="csrf" value="{escape(csrf_token, quote=True)}">'
+        f'<input type="hidden" name="digest" value="{escape(request.digest, quote=True)}">'
+        '<div class="buttons"><button id="send" type="submit" name="decision" value="send">Send</button>'
+        '<button id="decline" type="submit" name="decision" value="decline">Don\'t send</button></div></form>'
+        f'<p class="note">This page answers once, and only for about {minutes} minute{"s" if minutes != 1 else ""} '
+        "after it was made; reloading it cancels the request.</p>"
+    )
+    return _document("Send this message? - mail-imap-mcp", "".join(parts))
+
+
+def answer_page(title: str, text: str) -> str:
+    """A short page that says what happened (and, for a refusal, why)."""
+    return _document(
+        f"{title} - mail-imap-mcp", f'<h1 id="answer">{escape(title)}</h1><p id="why">{escape(text)}</p>'
+    )

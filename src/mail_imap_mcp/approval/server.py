@@ -1,0 +1,266 @@
+"""The approval page served on 127.0.0.1 at a port the system gives, and :func:`ask`, which shows it.
+
+A small HTTP/1.1 server on the running event loop, for one page: every response closes its connection,
+a request's head and body are bounded, and nothing is logged that holds the address. The rules of who
+may answer are :mod:`.slot`'s; this module reads requests and applies them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import urllib.parse
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Self
+
+from .page import PAGE_HEADERS, answer_page, approval_page
+from .request import ApprovalRequest, Decision, Outcome
+from .slot import Answer, ApprovalSlot, Opening, host_allowed, origin_allowed
+
+__all__ = ["DEFAULT_TTL_S", "MAX_TTL_S", "ApprovalServer", "ask"]
+
+_log = logging.getLogger(__name__)
+
+DEFAULT_TTL_S = 300.0
+MAX_TTL_S = 3600.0
+_MAX_HEAD_BYTES = 16 * 1024
+_MAX_BODY_BYTES = 8 * 1024
+_READ_TIMEOUT_S = 10.0
+_MAX_CONNECTIONS = 32
+_REASONS = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed"}
+_REASONS |= {409: "Conflict", 410: "Gone", 411: "Length Required", 413: "Content Too Large"}
+_REASONS |= {415: "Unsupported Media Type", 421: "Misdirected Request"}
+_NOTHING_SENT = "Nothing was sent."
+
+
+class _BadRequest(Exception):
+    def __init__(self, status: int, why: str) -> None:
+        super().__init__(why)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class _Request:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+async def _read_request(reader: asyncio.StreamReader) -> _Request:
+    head = await reader.readuntil(b"\r\n\r\n")
+    line, *fields = head[:-4].decode("latin-1").split("\r\n")
+    parts = line.split(" ")
+    if len(parts) != 3 or parts[2] not in ("HTTP/1.1", "HTTP/1.0") or not parts[1].startswith("/"):
+        raise _BadRequest(400, "not an HTTP/1.1 request")
+    headers: dict[str, str] = {}
+    for field in fields:
+        name, colon, value = field.partition(":")
+        name = name.lower()
+        if not colon or not name or name != name.strip() or name in headers:
+            # A folded line or a repeated header (two Hosts, two Origins) is a request made to confuse.
+            raise _BadRequest(400, "a malformed or repeated header")
+        headers[name] = value.strip()
+    if "transfer-encoding" in headers:
+        raise _BadRequest(411, "a body without Content-Length")
+    length = headers.get("content-length", "0")
+    if not length.isdigit():
+        raise _BadRequest(400, "an invalid Content-Length")
+    if int(length) > _MAX_BODY_BYTES:
+        raise _BadRequest(413, "a body too large for the form")
+    body = await reader.readexactly(int(length))
+    return _Request(parts[0], parts[1].split("?", 1)[0], headers, body)
+
+
+def _form(request: _Request) -> dict[str, str]:
+    if (
+        request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        != "application/x-www-form-urlencoded"
+    ):
+        raise _BadRequest(415, "not a form")
+    try:
+        pairs = urllib.parse.parse_qsl(request.body.decode("ascii"), keep_blank_values=True, max_num_fields=8)
+    except (UnicodeDecodeError, ValueError) as error:
+        raise _BadRequest(400, "an unreadable form") from error
+    form = dict(pairs)
+    if len(form) != len(pairs):
+        raise _BadRequest(400, "a repeated form field")
+    return form
+
+
+_OPENINGS: dict[Opening, tuple[int, str, str]] = {
+    Opening.NOT_FOUND: (404, "Not found", "There is no approval page at this address."),
+    Opening.OPENED_TWICE: (
+        410,
+        "Request cancelled",
+        "This approval page was opened a second time, so the request was cancelled: someone else may have "
+        f"its address. {_NOTHING_SENT} Ask your assistant again if you want to send the message.",
+    ),
+    Opening.EXPIRED: (410, "Expired", f"This approval page has expired. {_NOTHING_SENT}"),
+    Opening.DECIDED: (410, "Already answered", "This approval page was already answered."),
+}
+_ANSWERS: dict[Answer, tuple[int, str, str]] = {
+    Answer.APPROVED: (
+        200,
+        "Approved",
+        "mail-imap-mcp sends the message now; your assistant tells you the outcome. You can close this tab.",
+    ),
+    Answer.DECLINED: (200, "Not sent", f"{_NOTHING_SENT} You can close this tab."),
+    Answer.NOT_FOUND: (404, "Not found", "There is no approval page at this address."),
+    Answer.FORBIDDEN: (403, "Refused", f"This answer is not from this approval page. {_NOTHING_SENT}"),
+    Answer.BAD_REQUEST: (400, "Refused", f"The answer was neither Send nor Don't send. {_NOTHING_SENT}"),
+    Answer.EXPIRED: (410, "Expired", f"This approval page has expired. {_NOTHING_SENT}"),
+    Answer.DECIDED: (409, "Already answered", "This approval page was already answered."),
+}
+
+
+class ApprovalServer:
+    """Serves one request's approval page; use as an async context manager, give :attr:`url` to the
+    browser alone, and :meth:`wait` for the decision. ``clock`` (monotonic seconds) times the expiry."""
+
+    def __init__(
+        self, request: ApprovalRequest, *, ttl_s: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if not 0 < ttl_s <= MAX_TTL_S:
+            raise ValueError(f"ttl_s must be in (0, {MAX_TTL_S:g}] seconds")
+        self.request = request
+        self.slot = ApprovalSlot(request.digest, ttl_s, clock)
+        self._decided = asyncio.Event()
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+        self.port = 0
+
+    async def __aenter__(self) -> Self:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0, limit=_MAX_HEAD_BYTES)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    @property
+    def url(self) -> str:
+        """The one-time address (holds the page's secret path: never log or return it)."""
+        return f"http://127.0.0.1:{self.port}{self.slot.path}"
+
+    def end(self, outcome: Outcome) -> None:
+        """Decide ``outcome`` unless the page decided first."""
+        self.slot.end(outcome)
+        self._decided.set()
+
+    async def wait(self, timeout_s: float) -> Decision:
+        """The decision, or ``expired`` when none came within ``timeout_s`` (the event loop's time)."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._decided.wait()
+        except TimeoutError:
+            self.end(Outcome.EXPIRED)
+        decision = self.slot.decision
+        assert decision is not None  # the event is set only once the slot has an outcome
+        return decision
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is None or len(self._connections) >= _MAX_CONNECTIONS:
+            writer.close()
+            return
+        self._connections.add(task)
+        try:
+            await self._serve(reader, writer)
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            self._connections.discard(task)
+            writer.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            async with asyncio.timeout(_READ_TIMEOUT_S):
+                request = await _read_request(reader)
+            status, title, text = self._respond(request)
+        except _BadRequest as error:
+            _log.info("approval page: a request refused (%s)", error)
+            status, title, text = error.status, "Refused", f"{error} {_NOTHING_SENT}"
+        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            return
+        if self.slot.expire_if_due():
+            self._decided.set()
+        body = (
+            approval_page(self.request, self.slot.csrf_token, self.slot.ttl_s)
+            if title == ""
+            else answer_page(title, text)
+        ).encode()
+        head = [
+            f"HTTP/1.1 {status} {_REASONS[status]}",
+            *(f"{name}: {value}" for name, value in PAGE_HEADERS),
+        ]
+        head += [f"Content-Length: {len(body)}", "Connection: close"]
+        if status == 405:
+            head.append("Allow: GET, POST")
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+        await writer.drain()
+
+    def _respond(self, request: _Request) -> tuple[int, str, str]:
+        """Status, title and text of the answer; an empty title is the approval page itself."""
+        if not host_allowed(request.headers.get("host"), self.port):
+            # A page of another site whose name was made to point here (DNS rebinding) names its own host.
+            raise _BadRequest(421, "a request for another host")
+        if request.method == "GET":
+            opening = self.slot.open(request.path)
+            return (200, "", "") if opening is Opening.SHOW else _OPENINGS[opening]
+        if request.method != "POST":
+            raise _BadRequest(405, "neither GET nor POST")
+        fetch_site = request.headers.get("sec-fetch-site")
+        if not origin_allowed(request.headers.get("origin"), self.port) or fetch_site not in (
+            None,
+            "same-origin",
+        ):
+            raise _BadRequest(403, "an answer from another origin")
+        form = _form(request)
+        answer = self.slot.answer(request.path, form.get("csrf"), form.get("digest"), form.get("decision"))
+        if answer in (Answer.FORBIDDEN, Answer.BAD_REQUEST):
+            _log.info("approval page: an answer refused (%s)", answer.value)
+        return _ANSWERS[answer]
+
+
+def _open(open_url: Callable[[str], bool], url: str) -> bool:
+    try:
+        return bool(open_url(url))
+    except Exception as error:  # an opener's failure is "could not open", whatever it was
+        _log.warning("approval page: the browser could not be opened (%s)", type(error).__name__)
+        return False
+
+
+async def ask(
+    request: ApprovalRequest,
+    open_url: Callable[[str], bool],
+    timeout: float = DEFAULT_TTL_S,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+) -> Decision:
+    """Show ``request`` on a one-time page opened with ``open_url`` (in a thread: an opener may wait for
+    the browser) and return what the user decided within ``timeout`` seconds, the page's life.
+
+    ``not_opened`` when ``open_url`` returns false or raises before the page was opened. The address is
+    handed to ``open_url`` alone: it is in no log line, exception or return value.
+    """
+    async with ApprovalServer(request, ttl_s=timeout, clock=clock) as server:
+        opening = asyncio.ensure_future(asyncio.to_thread(_open, open_url, server.url))
+        waiting = asyncio.ensure_future(server.wait(timeout))
+        try:
+            done, _ = await asyncio.wait({opening, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            if waiting not in done and not opening.result() and not server.slot.shown:
+                server.end(Outcome.NOT_OPENED)
+            return await waiting
+        finally:
+            waiting.cancel()
