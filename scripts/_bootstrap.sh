@@ -66,6 +66,15 @@ ensure_secret_service() {
   [ "${#missing[@]}" -eq 0 ] || apt_install --no-install-recommends "${missing[@]}"
 }
 
+# Headless Chromium and its WebDriver (chromedriver), for the tests that open the server's pages in a real
+# browser (tests/support/chromium.py: the approval page of a send).
+ensure_chromium() {
+  local missing=()
+  command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || missing+=(chromium)
+  command -v chromedriver >/dev/null 2>&1 || [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
+  [ "${#missing[@]}" -eq 0 ] || apt_install --no-install-recommends "${missing[@]}"
+}
+
 # A Python >= 3.11 with venv, installed with apt-get when missing; sets SYSTEM_PYTHON. Separate from
 # ensure_venv so that apt-get is done before other setup runs beside ensure_venv (see scripts/test).
 ensure_python() {

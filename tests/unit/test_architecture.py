@@ -67,7 +67,24 @@ FORBIDDEN_IMPORTS = {
     # Services raise domain errors and return records; what the model reads is presentation's.
     "services": ("presentation", "tools", *_TOP),
     "tools": _TOP,
+    # The approval page of a send: a message shown as display text, a loopback listener, a decision; the
+    # send tool builds the request from the draft and acts on the decision (it knows no mail protocol).
+    "approval": (
+        "imap",
+        "index",
+        "mime",
+        "query",
+        "envelope",
+        "state",
+        "net",
+        "operations",
+        *_ABOVE_OPERATIONS,
+        *_TOP,
+    ),
 }
+# Nothing below the tools and services shows an approval page.
+for _layer in ("envelope", "state", "query", "mime", "content", "net", "imap", "index", "operations"):
+    FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], "approval")
 
 
 def module_name(path: Path, base: Path) -> str:

@@ -193,8 +193,6 @@ class ApprovalServer:
             status, title, text = error.status, "Refused", f"{error} {_NOTHING_SENT}"
         except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             return
-        if self.slot.expire_if_due():
-            self._decided.set()
         body = (
             approval_page(self.request, self.slot.csrf_token, self.slot.ttl_s)
             if title == ""
@@ -208,7 +206,12 @@ class ApprovalServer:
         if status == 405:
             head.append("Allow: GET, POST")
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
-        await writer.drain()
+        try:
+            await writer.drain()
+        finally:
+            # After the answer is out: ask() closes the listener as soon as it learns the decision.
+            if self.slot.expire_if_due():
+                self._decided.set()
 
     def _respond(self, request: _Request) -> tuple[int, str, str]:
         """Status, title and text of the answer; an empty title is the approval page itself."""

@@ -78,8 +78,9 @@ class ApprovalSlot:
     digest: str
     ttl_s: float
     clock: Callable[[], float]
-    path_token: str = field(default_factory=new_token)
-    csrf_token: str = field(default_factory=new_token)
+    # Kept out of the repr: a slot written to a log must not hold the page's secrets.
+    path_token: str = field(default_factory=new_token, repr=False)
+    csrf_token: str = field(default_factory=new_token, repr=False)
     created: float = field(init=False)
     shown: bool = field(default=False, init=False)
     outcome: Outcome | None = field(default=None, init=False)

@@ -1,0 +1,271 @@
+"""The approval page's rules without a socket: its tokens, expiry (a moved clock), who may answer, and
+what the page shows (issue 49). The same rules in a real browser: tests/integration/test_approval_browser.py."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from pydantic import ValidationError
+
+from mail_imap_mcp.approval import ApprovalRequest, Outcome
+from mail_imap_mcp.approval.page import PAGE_HEADERS, answer_page, approval_page
+from mail_imap_mcp.approval.slot import Answer, ApprovalSlot, Opening, host_allowed, origin_allowed
+
+DIGEST = "sha256:" + "ab" * 32
+OTHER_DIGEST = "sha256:" + "cd" * 32
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def slot(clock: Clock) -> ApprovalSlot:
+    return ApprovalSlot(DIGEST, 300.0, clock)
+
+
+def test_the_slot_repr_holds_no_secret(slot: ApprovalSlot) -> None:
+    assert slot.path_token not in repr(slot) and slot.csrf_token not in repr(slot)
+
+
+def test_tokens_are_random_long_and_distinct(clock: Clock) -> None:
+    slots = [ApprovalSlot(DIGEST, 300.0, clock) for _ in range(50)]
+    tokens = [token for slot in slots for token in (slot.path_token, slot.csrf_token)]
+    assert len(set(tokens)) == 100
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{43}", token) for token in tokens)  # 256 bits
+    assert all(slot.csrf_token not in slot.path for slot in slots)
+
+
+def test_send_after_the_page_was_shown_approves_with_the_digest(slot: ApprovalSlot) -> None:
+    assert slot.open(slot.path) is Opening.SHOW
+    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "send") is Answer.APPROVED
+    decision = slot.decision
+    assert decision is not None and decision.approved and decision.digest == DIGEST
+
+
+def test_dont_send_declines_without_a_digest(slot: ApprovalSlot) -> None:
+    slot.open(slot.path)
+    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "decline") is Answer.DECLINED
+    assert slot.decision is not None and slot.decision.outcome is Outcome.DECLINED
+    assert slot.decision.digest is None and not slot.decision.approved
+
+
+def test_the_first_decision_stands(slot: ApprovalSlot) -> None:
+    slot.open(slot.path)
+    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "decline") is Answer.DECLINED
+    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "send") is Answer.DECIDED
+    assert slot.open(slot.path) is Opening.DECIDED
+    slot.end(Outcome.APPROVED)
+    assert slot.decision is not None and slot.decision.outcome is Outcome.DECLINED
+
+
+@pytest.mark.parametrize(
+    ("csrf", "digest", "choice"),
+    [
+        ("wrong", DIGEST, "send"),  # a token of another page
+        (None, DIGEST, "send"),
+        ("", DIGEST, "send"),
+        ("<csrf>", OTHER_DIGEST, "send"),  # the right page, another message's digest
+        ("<csrf>", None, "send"),
+    ],
+)
+def test_a_wrong_token_or_digest_decides_nothing(
+    slot: ApprovalSlot, csrf: str | None, digest: str | None, choice: str
+) -> None:
+    slot.open(slot.path)
+    given = slot.csrf_token if csrf == "<csrf>" else csrf
+    assert slot.answer(slot.path, given, digest, choice) is Answer.FORBIDDEN
+    assert slot.outcome is None
+    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "send") is Answer.APPROVED
+
+
+def test_another_messages_tokens_decide_nothing(clock: Clock) -> None:
+    first, second = ApprovalSlot(DIGEST, 300.0, clock), ApprovalSlot(OTHER_DIGEST, 300.0, clock)
+    first.open(first.path)
+    second.open(second.path)
+    assert second.answer(second.path, first.csrf_token, OTHER_DIGEST, "send") is Answer.FORBIDDEN
+    assert second.answer(second.path, second.csrf_token, DIGEST, "send") is Answer.FORBIDDEN
+    assert second.answer(first.path, second.csrf_token, OTHER_DIGEST, "send") is Answer.NOT_FOUND
+    assert first.outcome is None and second.outcome is None
+
+
+def test_an_unknown_choice_decides_nothing(slot: ApprovalSlot) -> None:
+    slot.open(slot.path)
+    for choice in (None, "", "SEND", "yes", "approve"):
+        assert slot.answer(slot.path, slot.csrf_token, DIGEST, choice) is Answer.BAD_REQUEST
+    assert slot.outcome is None
+
+
+def test_an_answer_to_a_page_never_shown_decides_nothing(slot: ApprovalSlot) -> None:
+    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "send") is Answer.FORBIDDEN
+    assert slot.outcome is None
+
+
+def test_another_address_is_not_found_and_changes_nothing(slot: ApprovalSlot) -> None:
+    for path in ("/", "/favicon.ico", "/approve/", slot.path + "x", slot.path[:-1], slot.path.upper()):
+        assert slot.open(path) is Opening.NOT_FOUND
+    assert not slot.shown and slot.outcome is None
+    assert slot.open(slot.path) is Opening.SHOW
+
+
+def test_a_second_opening_voids_the_approval(slot: ApprovalSlot) -> None:
+    assert slot.open(slot.path) is Opening.SHOW
+    assert slot.open(slot.path) is Opening.OPENED_TWICE
+    assert slot.decision is not None and slot.decision.outcome is Outcome.OPENED_TWICE
+    # The page opened first can no longer answer.
+    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "send") is Answer.DECIDED
+    assert slot.decision.digest is None
+
+
+def test_the_page_expires_on_the_clock(slot: ApprovalSlot, clock: Clock) -> None:
+    slot.open(slot.path)
+    clock.now += 299.9
+    assert not slot.expire_if_due()
+    clock.now += 0.1
+    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "send") is Answer.EXPIRED
+    assert slot.decision is not None and slot.decision.outcome is Outcome.EXPIRED
+    clock.now -= 1000  # a clock that went back does not revive it
+    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "send") is Answer.EXPIRED
+    assert slot.decision.outcome is Outcome.EXPIRED
+
+
+def test_an_expired_address_is_not_shown(slot: ApprovalSlot, clock: Clock) -> None:
+    clock.now += 300
+    assert slot.open(slot.path) is Opening.EXPIRED
+    assert not slot.shown
+
+
+@pytest.mark.parametrize(
+    ("host", "allowed"),
+    [
+        ("127.0.0.1:4711", True),
+        ("localhost:4711", True),
+        ("LOCALHOST:4711", True),
+        ("127.0.0.1", False),
+        ("localhost", False),
+        ("127.0.0.1:4712", False),
+        ("rebound.example:4711", False),
+        ("127.0.0.1.nip.io:4711", False),
+        ("[::1]:4711", False),
+        ("127.0.0.1:4711@evil.example", False),
+        (None, False),
+        ("", False),
+    ],
+)
+def test_only_the_listener_itself_is_an_allowed_host(host: str | None, allowed: bool) -> None:
+    assert host_allowed(host, 4711) is allowed
+
+
+@pytest.mark.parametrize(
+    ("origin", "allowed"),
+    [
+        ("http://127.0.0.1:4711", True),
+        ("http://localhost:4711", True),
+        ("null", False),
+        (None, False),
+        ("https://127.0.0.1:4711", False),
+        ("http://127.0.0.1:4712", False),
+        ("http://rebound.example:4711", False),
+        ("http://127.0.0.1:4711.evil.example", False),
+    ],
+)
+def test_only_the_page_itself_is_an_allowed_origin(origin: str | None, allowed: bool) -> None:
+    assert origin_allowed(origin, 4711) is allowed
+
+
+def _request(**fields: object) -> ApprovalRequest:
+    return ApprovalRequest.model_validate({"digest": DIGEST, "from": "Ann <ann@example.org>", **fields})
+
+
+def test_the_page_shows_every_field_escaped() -> None:
+    request = _request(
+        to=["Bob <bob@example.org>", '"<b>x</b>" <x@example.org>'],
+        cc=["cc@example.org"],
+        bcc=["hidden@example.org"],
+        reply_to=["other@example.net"],
+        subject="Q3 & <figures>",
+        text="Line one\n<script>alert(1)</script>",
+        attachments=[{"name": "report.pdf", "size": 123456, "content_type": "application/pdf"}],
+    )
+    page = approval_page(request, "CSRFTOKEN", 300)
+    for shown in ("bob@example.org", "&lt;b&gt;x&lt;/b&gt;", "cc@example.org", "hidden@example.org"):
+        assert shown in page
+    assert "other@example.net" in page and "Q3 &amp; &lt;figures&gt;" in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script" not in page
+    assert "report.pdf" in page and "120.6 KB (123,456 bytes)" in page
+    assert 'name="csrf" value="CSRFTOKEN"' in page and f'name="digest" value="{DIGEST}"' in page
+    assert '<form method="post">' in page  # posted to its own address, the token in the body
+
+
+def test_the_html_body_is_sanitised_on_the_page() -> None:
+    html = (
+        '<p onclick="x()">Hello <b>there</b></p><script>steal()</script><img src="http://tracker.example/p.png">'
+        '<style>p{}</style><iframe src="http://evil.example/"></iframe><a href="javascript:x()">link</a>'
+        '<form action="http://evil.example/"><button>Send</button></form>'
+    )
+    page = approval_page(_request(html=html), "T", 300)
+    body = page.split('id="html">', 1)[1].split("</div>", 1)[0]
+    assert "Hello <b>there</b>" in body
+    for gone in ("onclick", "script", "steal", "src=", "iframe", "javascript", "<style", "<form", "<button"):
+        assert gone not in body
+
+
+def test_invisible_characters_are_shown_as_code_points() -> None:
+    page = approval_page(
+        _request(to=["ann@example.org\u202egro.live@"], subject="a\r\nBcc: x", text="a\tb\nc\u200fd"),
+        "T",
+        300,
+    )
+    assert "\u202e" not in page and "U+202E" in page
+    assert "U+000D" in page and "U+000A" in page  # a line break in a header is shown, not followed
+    assert "a\tb\nc" in page and "U+200F" in page  # the text keeps its tabs and lines
+
+
+def test_every_response_forbids_other_origins_and_remote_loads() -> None:
+    headers = dict(PAGE_HEADERS)
+    policy = headers["Content-Security-Policy"]
+    assert (
+        "default-src 'none'" in policy
+        and "form-action 'self'" in policy
+        and "frame-ancestors 'none'" in policy
+    )
+    assert not re.search(r"https?:|\*", policy)
+    assert headers["Referrer-Policy"] == "same-origin" and headers["Cache-Control"] == "no-store"
+    assert not any(name.lower().startswith("access-control-") for name in headers)
+    assert "<script" not in answer_page("<b>", "<i>")
+
+
+def test_the_page_style_matches_its_policy_hash() -> None:
+    import base64
+    import hashlib
+
+    page = approval_page(_request(), "T", 300)
+    style = page.split("<style>", 1)[1].split("</style>", 1)[0]
+    digest = base64.b64encode(hashlib.sha256(style.encode()).digest()).decode()
+    assert f"'sha256-{digest}'" in dict(PAGE_HEADERS)["Content-Security-Policy"]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"digest": "short"},
+        {"digest": "has space in it 0123456789"},
+        {"to": ["x@example.org"] * 10_001},
+        {"text": "x" * 1_000_001},
+        {"attachments": [{"name": "a", "size": -1}]},
+        {"unknown": 1},
+    ],
+)
+def test_a_request_beyond_the_bounds_is_refused(fields: dict[str, object]) -> None:
+    with pytest.raises(ValidationError):
+        ApprovalRequest.model_validate({"digest": DIGEST, "from": "a@example.org", **fields})

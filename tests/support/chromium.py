@@ -1,0 +1,68 @@
+"""Debian's headless Chromium driven through its chromedriver (selenium's WebDriver): a real browser for
+the pages the server shows the user (the approval page of a send; the sign-in's pages may share it).
+
+``scripts/test`` installs ``chromium`` and ``chromium-driver`` (``ensure_chromium`` in _bootstrap.sh);
+without them a test that needs the browser fails, saying so, rather than skipping.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.chrome.webdriver import WebDriver
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+
+#: A browser that talks to nothing but the pages a test opens: no GPU, no QUIC, no first-run page,
+#: no background requests, updates or sync. Chromium's sandbox needs a non-root user (and often user
+#: namespaces a container lacks), so it is off: the pages a test opens are its own.
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+)
+
+
+def require_chromium() -> None:
+    missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not os.access(path, os.X_OK)]
+    if missing:
+        pytest.fail(
+            f"{' and '.join(missing)} not found: scripts/test installs them "
+            "(Debian: apt-get install chromium chromium-driver)"
+        )
+
+
+@contextmanager
+def chromium(profile: Path, *flags: str, page_load_timeout_s: float = 30.0) -> Iterator[WebDriver]:
+    """A new headless Chromium with its own profile directory ``profile`` (made here), ``flags`` added
+    to :data:`FLAGS` (e.g. ``--host-resolver-rules=MAP rebound.test 127.0.0.1``); quit on exit."""
+    require_chromium()
+    profile.mkdir(parents=True, exist_ok=True)
+    options = Options()
+    options.binary_location = CHROMIUM
+    for flag in (*FLAGS, f"--user-data-dir={profile}", *flags):
+        options.add_argument(flag)
+    # The driver named here: selenium then never looks for (or downloads) one of its own.
+    service = Service(executable_path=CHROMEDRIVER, log_output=subprocess.DEVNULL)
+    driver = webdriver.Chrome(options=options, service=service)
+    try:
+        driver.set_page_load_timeout(page_load_timeout_s)
+        yield driver
+    finally:
+        driver.quit()
