@@ -1,0 +1,211 @@
+"""The approval page's listener spoken to byte by byte: what a browser never sends (no Origin, two Hosts,
+a chunked or oversized body, a preflight, a text/plain form) decides nothing, a second answer is refused,
+no response carries a CORS header, and ``ask``'s own ends (the opener failing, the time running out)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import urllib.parse
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from mail_imap_mcp.approval import ApprovalRequest, ApprovalServer, Decision, Outcome, ask
+
+DIGEST = "sha256:" + "11" * 32
+
+
+def message() -> ApprovalRequest:
+    return ApprovalRequest.model_validate(
+        {"digest": DIGEST, "from": "ann@example.org", "to": ["bob@example.net"], "text": "Hello"}
+    )
+
+
+async def exchange(port: int, raw: bytes) -> tuple[int, dict[str, str], str]:
+    """Sends ``raw`` as it is; the status, headers (lower-cased names) and body of the answer (0 when the
+    connection was closed without one)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(raw)
+    await writer.drain()
+    data = await reader.read()
+    writer.close()
+    if not data:
+        return 0, {}, ""
+    head, _, body = data.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    headers = {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in lines)}
+    assert not [name for name in headers if name.startswith("access-control-")]
+    return int(status_line.split(" ")[1]), headers, body.decode()
+
+
+def get(server: ApprovalServer, path: str | None = None, host: str | None = None) -> bytes:
+    return (
+        f"GET {path or server.slot.path} HTTP/1.1\r\n"
+        + ("" if host == "<none>" else f"Host: {f'127.0.0.1:{server.port}' if host is None else host}\r\n")
+        + "\r\n"
+    ).encode()
+
+
+def post(
+    server: ApprovalServer,
+    fields: dict[str, str],
+    *,
+    origin: str | None = "<own>",
+    content_type: str = "application/x-www-form-urlencoded",
+    extra: str = "",
+) -> bytes:
+    body = urllib.parse.urlencode(fields)
+    own = f"http://127.0.0.1:{server.port}"
+    origin_line = "" if origin is None else f"Origin: {own if origin == '<own>' else origin}\r\n"
+    return (
+        f"POST {server.slot.path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n{origin_line}"
+        f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n{extra}\r\n{body}"
+    ).encode()
+
+
+def with_server(scenario: Callable[[ApprovalServer], Awaitable[None]]) -> ApprovalServer:
+    async def run() -> ApprovalServer:
+        async with ApprovalServer(message(), ttl_s=300) as server:
+            await scenario(server)
+            return server
+
+    return asyncio.run(run())
+
+
+async def shown(server: ApprovalServer) -> dict[str, str]:
+    status, headers, body = await exchange(server.port, get(server))
+    assert status == 200 and headers["content-security-policy"].startswith("default-src 'none'")
+    csrf = re.search(r'name="csrf" value="([^"]+)"', body)
+    assert csrf is not None
+    return {"csrf": csrf.group(1), "digest": DIGEST, "decision": "send"}
+
+
+@pytest.mark.parametrize(
+    ("origin", "extra", "content_type", "status"),
+    [
+        (None, "", "application/x-www-form-urlencoded", 403),  # no Origin
+        ("null", "", "application/x-www-form-urlencoded", 403),  # an opaque origin (a sandboxed frame)
+        ("http://localhost:1", "", "application/x-www-form-urlencoded", 403),
+        ("<own>", "Sec-Fetch-Site: cross-site\r\n", "application/x-www-form-urlencoded", 403),
+        ("<own>", "", "text/plain", 415),  # what a cross-origin fetch may send without a preflight
+        ("<own>", "", "multipart/form-data; boundary=x", 415),
+        ("<own>", "Transfer-Encoding: chunked\r\n", "application/x-www-form-urlencoded", 411),
+        ("<own>", "Host: 127.0.0.1:1\r\n", "application/x-www-form-urlencoded", 400),  # two Hosts
+        ("<own>", "Origin: http://localhost:1\r\n", "application/x-www-form-urlencoded", 400),  # two Origins
+    ],
+)
+def test_a_request_no_page_of_its_own_makes_decides_nothing(
+    origin: str | None, extra: str, content_type: str, status: int
+) -> None:
+    async def scenario(server: ApprovalServer) -> None:
+        fields = await shown(server)
+        answer = await exchange(
+            server.port, post(server, fields, origin=origin, content_type=content_type, extra=extra)
+        )
+        assert answer[0] == status and server.slot.outcome is None
+        assert (await exchange(server.port, post(server, fields)))[0] == 200
+
+    assert with_server(scenario).slot.decision == Decision(outcome=Outcome.APPROVED, digest=DIGEST)
+
+
+@pytest.mark.parametrize("method", ["OPTIONS", "HEAD", "PUT", "DELETE"])
+def test_other_methods_are_refused_without_cors_headers(method: str) -> None:
+    async def scenario(server: ApprovalServer) -> None:
+        raw = (
+            f"{method} {server.slot.path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+            "Origin: http://evil.example\r\nAccess-Control-Request-Method: POST\r\n\r\n"
+        ).encode()
+        status, headers, _ = await exchange(server.port, raw)
+        assert status == 405 and headers["allow"] == "GET, POST"
+        assert not server.slot.shown and server.slot.outcome is None
+
+    with_server(scenario)
+
+
+def test_a_second_answer_is_refused_and_the_first_stands() -> None:
+    async def scenario(server: ApprovalServer) -> None:
+        fields = await shown(server)
+        assert (await exchange(server.port, post(server, fields)))[0] == 200
+        assert (await exchange(server.port, post(server, {**fields, "decision": "decline"})))[0] == 409
+        assert (await exchange(server.port, post(server, fields)))[0] == 409
+        assert (await exchange(server.port, get(server)))[0] == 410
+
+    assert with_server(scenario).slot.decision == Decision(outcome=Outcome.APPROVED, digest=DIGEST)
+
+
+def test_oversized_requests_are_refused_and_decide_nothing() -> None:
+    async def scenario(server: ApprovalServer) -> None:
+        fields = await shown(server)
+        big = {**fields, "padding": "x" * 9000}
+        assert (await exchange(server.port, post(server, big)))[0] == 413
+        huge_head = get(server).replace(b"\r\n\r\n", b"\r\nX-Fill: " + b"x" * 20_000 + b"\r\n\r\n")
+        assert (await exchange(server.port, huge_head))[0] == 0  # closed unanswered
+        assert (await exchange(server.port, post(server, {**fields, "csrf": fields["csrf"][:-1]})))[0] == 403
+        assert server.slot.outcome is None
+
+    with_server(scenario)
+
+
+def test_a_wrong_host_does_not_use_up_the_page() -> None:
+    async def scenario(server: ApprovalServer) -> None:
+        for host in (
+            f"rebound.example:{server.port}",
+            "127.0.0.1",
+            f"127.0.0.1:{server.port + 1}",
+            "",
+            "<none>",
+        ):
+            assert (await exchange(server.port, get(server, host=host)))[0] in (400, 421)
+        assert not server.slot.shown
+        await shown(server)
+
+    with_server(scenario)
+
+
+def test_ask_ends_expired_when_no_answer_comes(caplog: pytest.LogCaptureFixture) -> None:
+    assert asyncio.run(ask(message(), lambda url: True, 0.05)) == Decision(outcome=Outcome.EXPIRED)
+
+
+def test_ask_says_not_opened_when_the_opener_fails_and_logs_no_address(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    urls: list[str] = []
+
+    def failing(url: str) -> bool:
+        urls.append(url)
+        raise OSError(f"no browser for {url}")
+
+    assert asyncio.run(ask(message(), failing, 30)) == Decision(outcome=Outcome.NOT_OPENED)
+    assert asyncio.run(ask(message(), lambda url: False, 30)) == Decision(outcome=Outcome.NOT_OPENED)
+    assert "the browser could not be opened (OSError)" in caplog.text
+    assert urls and urllib.parse.urlsplit(urls[0]).path not in caplog.text
+
+
+def test_ask_waits_for_the_page_an_opener_opened_though_it_said_it_could_not() -> None:
+    def opener(url: str) -> bool:
+        async def user() -> None:
+            port = urllib.parse.urlsplit(url).port
+            assert port is not None
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            path = urllib.parse.urlsplit(url).path
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+            page = (await reader.read()).decode()
+            writer.close()
+            csrf = re.search(r'name="csrf" value="([^"]+)"', page)
+            assert csrf is not None
+            body = urllib.parse.urlencode({"csrf": csrf.group(1), "digest": DIGEST, "decision": "decline"})
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(
+                f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://127.0.0.1:{port}\r\n"
+                f"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {len(body)}\r\n\r\n{body}".encode()
+            )
+            await reader.read()
+            writer.close()
+
+        asyncio.run(user())  # in the opener's own thread, as a browser is another process
+        return False
+
+    assert asyncio.run(ask(message(), opener, 30)) == Decision(outcome=Outcome.DECLINED)
