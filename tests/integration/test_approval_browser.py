@@ -259,6 +259,7 @@ def test_a_page_opened_twice_decides_nothing(browser: WebDriver, approve: Callab
         browser.switch_to.new_window("tab")
         browser.get(url)
         assert answer(browser) == "Request cancelled"
+        browser.close()  # a headless background tab may be throttled: the page's tab is the only one again
         browser.switch_to.window(first)
         browser.find_element(By.ID, "send").click()
         # The listener is closed once the approval is void, or it answers that it was decided.
@@ -315,6 +316,7 @@ def test_an_answer_from_another_origin_decides_nothing(
         browser.get(f"http://{attacker}:{hostile.port}/attack")
         browser.find_element(By.ID, "go").click()
         assert answer(browser) == "Refused"
+        browser.close()
         browser.switch_to.window(page)
         browser.find_element(By.ID, "decline").click()
         assert answer(browser) == "Not sent"
@@ -339,6 +341,7 @@ def test_a_request_for_another_host_decides_nothing(
         browser.get(f"http://{REBOUND}:{hostile.port}/attack")
         browser.find_element(By.ID, "go").click()
         assert answer(browser) == "Refused"
+        browser.close()
         browser.switch_to.window(page)
         browser.find_element(By.ID, "send").click()
         assert answer(browser) == "Approved"

@@ -30,7 +30,7 @@ _STYLE = (
     ".buttons{margin-top:1.5rem;display:flex;gap:1rem}"
     "button{font-size:1.05rem;padding:.5rem 1.4rem;cursor:pointer}"
     "#send{background:#0a5;color:#fff;border:1px solid #084}#decline{background:#fff;border:1px solid #888}"
-    ".note{color:#555;font-size:.9rem}ul.plain{list-style:none;margin:0;padding:0}"
+    ".note,.size,.type{color:#555;font-size:.9rem}ul.plain{list-style:none;margin:0;padding:0}"
 )
 _STYLE_HASH = base64.b64encode(hashlib.sha256(_STYLE.encode()).digest()).decode()
 
@@ -127,7 +127,7 @@ def approval_page(request: ApprovalRequest, csrf_token: str, ttl_s: float) -> st
     if request.attachments:
         items = "".join(
             f'<li><bdi class="name">{_shown(item.name)}</bdi> <span class="size">{_size(item.size)}</span>'
-            + (f' <span class="type">{_shown(item.content_type)}</span>' if item.content_type else "")
+            + (f' <span class="type">· {_shown(item.content_type)}</span>' if item.content_type else "")
             + "</li>"
             for item in request.attachments
         )
