@@ -117,6 +117,11 @@ _ANSWERS: dict[Answer, tuple[int, str, str]] = {
 }
 
 
+def _page(answer: tuple[int, str, str]) -> tuple[int, str]:
+    status, title, text = answer
+    return status, answer_page(title, text)
+
+
 class ApprovalServer:
     """Serves one request's approval page; use as an async context manager, give :attr:`url` to the
     browser alone, and :meth:`wait` for the decision. ``clock`` (monotonic seconds) times the expiry."""
@@ -187,17 +192,13 @@ class ApprovalServer:
         try:
             async with asyncio.timeout(_READ_TIMEOUT_S):
                 request = await _read_request(reader)
-            status, title, text = self._respond(request)
+            status, page = self._respond(request)
         except _BadRequest as error:
             _log.info("approval page: a request refused (%s)", error)
-            status, title, text = error.status, "Refused", f"{error} {_NOTHING_SENT}"
+            status, page = error.status, answer_page("Refused", f"Refused: {error}. {_NOTHING_SENT}")
         except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             return
-        body = (
-            approval_page(self.request, self.slot.csrf_token, self.slot.ttl_s)
-            if title == ""
-            else answer_page(title, text)
-        ).encode()
+        body = page.encode()
         head = [
             f"HTTP/1.1 {status} {_REASONS[status]}",
             *(f"{name}: {value}" for name, value in PAGE_HEADERS),
@@ -213,14 +214,16 @@ class ApprovalServer:
             if self.slot.expire_if_due():
                 self._decided.set()
 
-    def _respond(self, request: _Request) -> tuple[int, str, str]:
-        """Status, title and text of the answer; an empty title is the approval page itself."""
+    def _respond(self, request: _Request) -> tuple[int, str]:
+        """The status and page of the answer."""
         if not host_allowed(request.headers.get("host"), self.port):
             # A page of another site whose name was made to point here (DNS rebinding) names its own host.
             raise _BadRequest(421, "a request for another host")
         if request.method == "GET":
             opening = self.slot.open(request.path)
-            return (200, "", "") if opening is Opening.SHOW else _OPENINGS[opening]
+            if opening is Opening.SHOW:
+                return 200, approval_page(self.request, self.slot.csrf_token, self.slot.ttl_s)
+            return _page(_OPENINGS[opening])
         if request.method != "POST":
             raise _BadRequest(405, "neither GET nor POST")
         fetch_site = request.headers.get("sec-fetch-site")
@@ -233,7 +236,7 @@ class ApprovalServer:
         answer = self.slot.answer(request.path, form.get("csrf"), form.get("digest"), form.get("decision"))
         if answer in (Answer.FORBIDDEN, Answer.BAD_REQUEST):
             _log.info("approval page: an answer refused (%s)", answer.value)
-        return _ANSWERS[answer]
+        return _page(_ANSWERS[answer])
 
 
 def _open(open_url: Callable[[str], bool], url: str) -> bool:
