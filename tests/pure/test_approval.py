@@ -51,13 +51,14 @@ def test_send_after_the_page_was_shown_approves_with_the_digest(slot: ApprovalSl
     assert slot.answer(slot.path, slot.csrf_token, DIGEST, "send") is Answer.APPROVED
     decision = slot.decision
     assert decision is not None and decision.approved and decision.digest == DIGEST
+    assert decision.approves(DIGEST) and not decision.approves(OTHER_DIGEST)
 
 
 def test_dont_send_declines_without_a_digest(slot: ApprovalSlot) -> None:
     slot.open(slot.path)
     assert slot.answer(slot.path, slot.csrf_token, DIGEST, "decline") is Answer.DECLINED
     assert slot.decision is not None and slot.decision.outcome is Outcome.DECLINED
-    assert slot.decision.digest is None and not slot.decision.approved
+    assert slot.decision.digest is None and not slot.decision.approved and not slot.decision.approves(DIGEST)
 
 
 def test_the_first_decision_stands(slot: ApprovalSlot) -> None:

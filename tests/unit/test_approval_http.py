@@ -209,3 +209,24 @@ def test_ask_waits_for_the_page_an_opener_opened_though_it_said_it_could_not() -
         return False
 
     assert asyncio.run(ask(message(), opener, 30)) == Decision(outcome=Outcome.DECLINED)
+
+
+def test_a_cancelled_ask_closes_the_page() -> None:
+    """The send call cancelled (the client went away): the listener is gone, nothing waits on it."""
+    urls: list[str] = []
+
+    async def scenario() -> None:
+        task = asyncio.ensure_future(ask(message(), lambda url: urls.append(url) is None, 300))
+        async with asyncio.timeout(10):
+            while not urls:
+                await asyncio.sleep(0.01)  # the opener runs in a thread
+        port = urllib.parse.urlsplit(urls[0]).port
+        assert port is not None
+        (await asyncio.open_connection("127.0.0.1", port))[1].close()  # listening
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        with pytest.raises(ConnectionRefusedError):
+            await asyncio.open_connection("127.0.0.1", port)
+
+    asyncio.run(scenario())

@@ -89,3 +89,7 @@ class Decision(BaseModel):
     @property
     def approved(self) -> bool:
         return self.outcome is Outcome.APPROVED and self.digest is not None
+
+    def approves(self, digest: str) -> bool:
+        """Whether this is the user's "Send" for exactly ``digest`` (what the caller is about to send)."""
+        return self.approved and self.digest == digest
