@@ -57,21 +57,21 @@ ensure_team_servers() {
   [ -z "$added_policy" ] || rm -f /usr/sbin/policy-rc.d
 }
 
+# A real browser for the built-in sign-in's browser step (tests/support/chromium.py): Debian's Chromium,
+# headless, driven through its chromedriver by selenium (the dev lock).
+ensure_chromium() {
+  local missing=()
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+  command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+  [ "${#missing[@]}" -eq 0 ] || apt_install --no-install-recommends "${missing[@]}"
+}
+
 # The tests' keychain: a real Secret Service, GNOME Keyring's daemon on a session bus of its own
 # (tests/support/secret_service.py runs it under dbus-run-session); never a system service.
 ensure_secret_service() {
   local missing=()
   command -v gnome-keyring-daemon >/dev/null 2>&1 || missing+=(gnome-keyring)
   command -v dbus-run-session >/dev/null 2>&1 || missing+=(dbus-daemon dbus-bin)
-  [ "${#missing[@]}" -eq 0 ] || apt_install --no-install-recommends "${missing[@]}"
-}
-
-# Headless Chromium and its WebDriver (chromedriver), for the tests that open the server's pages in a real
-# browser (tests/support/chromium.py: the approval page of a send).
-ensure_chromium() {
-  local missing=()
-  command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || missing+=(chromium)
-  command -v chromedriver >/dev/null 2>&1 || [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
   [ "${#missing[@]}" -eq 0 ] || apt_install --no-install-recommends "${missing[@]}"
 }
 

@@ -24,7 +24,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from mail_imap_mcp.approval import ApprovalRequest, Decision, Outcome, ask
-from tests.support.chromium import chromium
+from tests.support.chromium_driver import chromium
 
 DIGEST = "sha256:" + "5e" * 32
 OTHER_DIGEST = "sha256:" + "a7" * 32

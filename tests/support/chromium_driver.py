@@ -1,5 +1,7 @@
-"""Debian's headless Chromium driven through its chromedriver (selenium's WebDriver): a real browser for
-the pages the server shows the user (the approval page of a send; the sign-in's pages may share it).
+"""Debian's headless Chromium driven through its chromedriver (selenium's WebDriver), in the test's own
+process: a real browser for the pages the server shows the user (the approval page of a send). A test
+gets the driver and acts the user (or an attacker) in it; ``tests/support/chromium.py`` is the sign-in's
+stand-alone script, run as the ``BROWSER`` command.
 
 ``scripts/test`` installs ``chromium`` and ``chromium-driver`` (``ensure_chromium`` in _bootstrap.sh);
 without them a test that needs the browser fails, saying so, rather than skipping.
@@ -58,7 +60,8 @@ def chromium(profile: Path, *flags: str, page_load_timeout_s: float = 30.0) -> I
     options.binary_location = CHROMIUM
     for flag in (*FLAGS, f"--user-data-dir={profile}", *flags):
         options.add_argument(flag)
-    # The driver named here: selenium then never looks for (or downloads) one of its own.
+    # The driver named here (and SE_OFFLINE): selenium never looks for, or downloads, one of its own.
+    os.environ.setdefault("SE_OFFLINE", "true")
     service = Service(executable_path=CHROMEDRIVER, log_output=subprocess.DEVNULL)
     driver = webdriver.Chrome(options=options, service=service)
     try:
