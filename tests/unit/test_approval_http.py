@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import threading
 import urllib.parse
 from collections.abc import Awaitable, Callable
 
 import pytest
 
-from mail_imap_mcp.approval import ApprovalRequest, ApprovalServer, Decision, Outcome, ask
+from mail_imap_mcp.approval import ApprovalRequest, ApprovalServer, Decision, Outcome, ask, ask_blocking
 
 DIGEST = "sha256:" + "11" * 32
 
@@ -184,28 +185,29 @@ def test_ask_says_not_opened_when_the_opener_fails_and_logs_no_address(
     assert urls and urllib.parse.urlsplit(urls[0]).path not in caplog.text
 
 
+async def _answer_as_a_browser(url: str, decision: str) -> None:
+    """Opens the page at ``url`` and answers it with its own form, from another event loop."""
+    port, path = urllib.parse.urlsplit(url).port, urllib.parse.urlsplit(url).path
+    assert port is not None
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+    page = (await reader.read()).decode()
+    writer.close()
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page)
+    assert csrf is not None
+    body = urllib.parse.urlencode({"csrf": csrf.group(1), "digest": DIGEST, "decision": decision})
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://127.0.0.1:{port}\r\n"
+        f"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {len(body)}\r\n\r\n{body}".encode()
+    )
+    await reader.read()
+    writer.close()
+
+
 def test_ask_waits_for_the_page_an_opener_opened_though_it_said_it_could_not() -> None:
     def opener(url: str) -> bool:
-        async def user() -> None:
-            port = urllib.parse.urlsplit(url).port
-            assert port is not None
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            path = urllib.parse.urlsplit(url).path
-            writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
-            page = (await reader.read()).decode()
-            writer.close()
-            csrf = re.search(r'name="csrf" value="([^"]+)"', page)
-            assert csrf is not None
-            body = urllib.parse.urlencode({"csrf": csrf.group(1), "digest": DIGEST, "decision": "decline"})
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.write(
-                f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://127.0.0.1:{port}\r\n"
-                f"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {len(body)}\r\n\r\n{body}".encode()
-            )
-            await reader.read()
-            writer.close()
-
-        asyncio.run(user())  # in the opener's own thread, as a browser is another process
+        asyncio.run(_answer_as_a_browser(url, "decline"))  # in the opener's thread: a browser is elsewhere
         return False
 
     assert asyncio.run(ask(message(), opener, 30)) == Decision(outcome=Outcome.DECLINED)
@@ -230,3 +232,20 @@ def test_a_cancelled_ask_closes_the_page() -> None:
             await asyncio.open_connection("127.0.0.1", port)
 
     asyncio.run(scenario())
+
+
+def test_ask_blocking_serves_the_page_from_a_worker_thread() -> None:
+    """As a tool handler calls it: in a thread of its own while the server's event loop runs elsewhere."""
+    decisions: list[Decision] = []
+
+    def opener(url: str) -> bool:
+        asyncio.run(_answer_as_a_browser(url, "send"))
+        return True
+
+    async def serving_elsewhere() -> None:
+        worker = threading.Thread(target=lambda: decisions.append(ask_blocking(message(), opener, 30)))
+        worker.start()
+        await asyncio.to_thread(worker.join)
+
+    asyncio.run(serving_elsewhere())
+    assert decisions == [Decision(outcome=Outcome.APPROVED, digest=DIGEST)]

@@ -20,7 +20,7 @@ from .page import PAGE_HEADERS, answer_page, approval_page
 from .request import ApprovalRequest, Decision, Outcome
 from .slot import Answer, ApprovalSlot, Opening, host_allowed, origin_allowed
 
-__all__ = ["DEFAULT_TTL_S", "MAX_TTL_S", "ApprovalServer", "ask"]
+__all__ = ["DEFAULT_TTL_S", "MAX_TTL_S", "ApprovalServer", "ask", "ask_blocking"]
 
 _log = logging.getLogger(__name__)
 
@@ -270,3 +270,11 @@ async def ask(
             return await waiting
         finally:
             waiting.cancel()
+
+
+def ask_blocking(
+    request: ApprovalRequest, open_url: Callable[[str], bool], timeout: float = DEFAULT_TTL_S
+) -> Decision:
+    """:func:`ask` for a synchronous caller (a tool handler in its worker thread): the page is served on
+    an event loop of this thread's own for as long as it waits. Not for a thread running an event loop."""
+    return asyncio.run(ask(request, open_url, timeout))
