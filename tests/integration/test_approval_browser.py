@@ -182,6 +182,7 @@ def test_the_page_shows_exactly_what_will_be_sent_and_send_approves(
             f'Hello <b>Bob</b></p><script src="{remote}/script.js"></script><script>document.title="owned"</script>'
             f'<img src="{remote}/pixel.png" alt="logo"><iframe src="{remote}/frame"></iframe>'
             '<p>See <a href="https://example.org/q3">the report</a>.</p>'
+            '<div style="display:none">account 4711 password hunter2</div><!-- more data -->'
         ),
         attachments=[
             {"name": "figures.xlsx", "size": 48_213, "content_type": "application/vnd.ms-excel"},
@@ -200,6 +201,10 @@ def test_the_page_shows_exactly_what_will_be_sent_and_send_approves(
         seen["text"] = texts(browser, "#text")
         seen["html"] = browser.find_element(By.ID, "html").get_property("innerHTML")
         seen["html_text"] = browser.find_element(By.ID, "html").text
+        seen["source"] = texts(browser, "#html-source")
+        seen["source_shown"] = browser.find_element(By.ID, "html-source").is_displayed()
+        browser.find_element(By.CSS_SELECTOR, "details summary").click()
+        seen["source_opened"] = browser.find_element(By.ID, "html-source").is_displayed()
         seen["names"] = texts(browser, "#attachments .name")
         seen["sizes"] = texts(browser, "#attachments .size")
         seen["loaded"] = browser.execute_script(
@@ -223,6 +228,9 @@ def test_the_page_shows_exactly_what_will_be_sent_and_send_approves(
     for gone in ("<script", "src=", "style", "<link", "<iframe", "owned"):
         assert gone not in html
     assert "Hello Bob" in str(seen["html_text"]) and "the report" in str(seen["html_text"])
+    # What the rendering leaves out (hidden text, a comment, the markup) is in the source, one click away.
+    assert "hunter2" not in html and seen["source"] == [request.html]
+    assert seen["source_shown"] is False and seen["source_opened"] is True
     assert seen["names"] == ["figures.xlsx", "notes.txt"]
     assert seen["sizes"] == ["47.1 KB (48,213 bytes)", "12 bytes"]
     # Nothing was fetched from anywhere: no image, style, script or frame of the message's.

@@ -4,6 +4,7 @@ what the page shows (issue 49). The same rules in a real browser: tests/integrat
 from __future__ import annotations
 
 import re
+from html import escape
 
 import pytest
 from pydantic import ValidationError
@@ -219,6 +220,10 @@ def test_the_html_body_is_sanitised_on_the_page() -> None:
     assert "Hello <b>there</b>" in body
     for gone in ("onclick", "script", "steal", "src=", "iframe", "javascript", "<style", "<form", "<button"):
         assert gone not in body
+    # All of it, as text, in the source section: nothing the HTML sends is kept from the user.
+    source = page.split('id="html-source">', 1)[1].split("</pre>", 1)[0]
+    assert source == escape(html, quote=True)
+    assert page.count("<script") == 0 and page.count("<iframe") == 0
 
 
 def test_invisible_characters_are_shown_as_code_points() -> None:

@@ -28,7 +28,7 @@ _STYLE = (
     ".body{border:1px solid #bbb;padding:.8rem;max-height:30rem;overflow:auto;background:#fcfcfc}"
     ".mark{background:#fd0;color:#000;font-size:.8em;padding:0 .15em}"
     ".buttons{margin-top:1.5rem;display:flex;gap:1rem}"
-    "button{font-size:1.05rem;padding:.5rem 1.4rem;cursor:pointer}"
+    "button{font-size:1.05rem;padding:.5rem 1.4rem;cursor:pointer}summary{cursor:pointer;margin:.6rem 0}"
     "#send{background:#0a5;color:#fff;border:1px solid #084}#decline{background:#fff;border:1px solid #888}"
     ".note,.size,.type{color:#555;font-size:.9rem}ul.plain{list-style:none;margin:0;padding:0}"
 )
@@ -121,8 +121,12 @@ def approval_page(request: ApprovalRequest, csrf_token: str, ttl_s: float) -> st
     if request.html is not None:
         parts.append(
             "<h2>HTML</h2>"
-            '<p class="note">As a mail program shows it, without scripts and without loading remote images.</p>'
+            '<p class="note">As a mail program shows it, without scripts and without loading remote images. '
+            "What a reader does not see (hidden text, comments, attributes, link addresses) is not shown here "
+            "but is sent: the source below is all of it.</p>"
             f'<div class="body" id="html">{sanitize_html(request.html)}</div>'
+            f"<details><summary>The HTML as it is sent: its source ({len(request.html):,} characters)</summary>"
+            f'<div class="body"><pre id="html-source">{_shown(request.html, keep_lines=True)}</pre></div></details>'
         )
     if request.attachments:
         items = "".join(
