@@ -196,7 +196,7 @@ def test_the_page_shows_exactly_what_will_be_sent_and_send_approves(
         seen["title"] = browser.title
         seen["from"] = texts(browser, "#from")
         for key in ("to", "cc", "bcc", "reply-to"):
-            seen[key] = texts(browser, f"#{key} li")
+            seen[key] = texts(browser, f"#{key} li > bdi")
         seen["subject"] = texts(browser, "#subject")
         seen["text"] = texts(browser, "#text")
         seen["html"] = browser.find_element(By.ID, "html").get_property("innerHTML")

@@ -237,6 +237,23 @@ def test_invisible_characters_are_shown_as_code_points() -> None:
     assert "a\tb\nc" in page and "U+200F" in page  # the text keeps its tabs and lines
 
 
+def test_a_domain_in_other_letters_is_shown_as_it_is_looked_up() -> None:
+    page = approval_page(
+        _request(
+            **{
+                "from": "Ann <ann@example.org>",
+                "to": ["Bob <bob@ex\u0430mple.net>", "zoe@b\u00fccher.example"],
+            }
+        ),
+        "T",
+        300,
+    )
+    assert "domain xn--exmple-4nf.net" in page and "domain xn--bcher-kva.example" in page
+    assert page.count('class="mark idna"') == 2  # none for the ASCII domain
+    broken = approval_page(_request(to=["x@\u00e4" + "a" * 70 + ".example"]), "T", 300)
+    assert "not a valid domain name" in broken
+
+
 def test_every_response_forbids_other_origins_and_remote_loads() -> None:
     headers = dict(PAGE_HEADERS)
     policy = headers["Content-Security-Policy"]

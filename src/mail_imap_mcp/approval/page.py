@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from html import escape
 
 from ..content.html import sanitize_html
@@ -83,10 +84,31 @@ def _size(size: int) -> str:
     return f"{size:,} bytes"
 
 
+_DOMAIN = re.compile(r"@([^\s<>@]+)>?\s*$")
+
+
+def _domain_note(address: str) -> str:
+    """For a domain written with non-ASCII letters, the name it is looked up by (``xn--...``): a look-alike
+    of a familiar domain (a Cyrillic "а" in "exаmple.net") shows there."""
+    found = _DOMAIN.search(address)
+    if found is None or found.group(1).isascii():
+        return ""
+    try:
+        ascii_name = found.group(1).encode("idna").decode("ascii")
+    except UnicodeError:
+        return ' <span class="mark idna">not a valid domain name</span>'
+    return f' <span class="mark idna">domain {escape(ascii_name)}</span>'
+
+
+def _address(value: str, key: str = "") -> str:
+    ident = f' id="{key}"' if key else ""
+    return f"<bdi{ident}>{_shown(value)}</bdi>{_domain_note(value)}"
+
+
 def _addresses(label: str, key: str, values: list[str]) -> str:
     if not values:
         return ""
-    items = "".join(f"<li><bdi>{_shown(value)}</bdi></li>" for value in values)
+    items = "".join(f"<li>{_address(value)}</li>" for value in values)
     return f'<tr><th>{label}</th><td><ul id="{key}" class="plain">{items}</ul></td></tr>'
 
 
@@ -101,7 +123,7 @@ def _document(title: str, body: str) -> str:
 def approval_page(request: ApprovalRequest, csrf_token: str, ttl_s: float) -> str:
     """The page that asks: the message as it will go out, and "Send" / "Don't send"."""
     headers = (
-        f'<tr><th>From</th><td><bdi id="from">{_shown(request.from_)}</bdi></td></tr>'
+        f"<tr><th>From</th><td>{_address(request.from_, 'from')}</td></tr>"
         + _addresses("To", "to", request.to)
         + _addresses("Cc", "cc", request.cc)
         + _addresses("Bcc", "bcc", request.bcc)
