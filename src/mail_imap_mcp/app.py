@@ -31,6 +31,7 @@ from mail_imap_mcp.operations import OperationRegistry
 from mail_imap_mcp.presentation import failures
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT
 from mail_imap_mcp.query import GmailOnly
+from mail_imap_mcp.sign_in_flow import SignInAttempts
 from mail_imap_mcp.state import (
     ANONYMOUS,
     ANONYMOUS_CALLER,
@@ -105,6 +106,9 @@ class AppContext:
 
     #: Whom this view of the application serves (the server's own: nobody in particular).
     caller: Caller = ANONYMOUS_CALLER
+    #: The sign-ins a call may start (:mod:`mail_imap_mcp.sign_in_flow`): a stdio server's; None over
+    #: HTTP, where a call only says to run ``mail-imap-mcp login``.
+    sign_ins: SignInAttempts | None = None
 
     def __init__(
         self,
@@ -447,6 +451,8 @@ class AppContext:
         return connection
 
     def close(self) -> None:
+        if self.sign_ins is not None:
+            self.sign_ins.close()
         for index in self.indexes.values():
             index.close()
         with self._lock:

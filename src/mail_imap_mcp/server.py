@@ -126,6 +126,9 @@ def build_server(config: Config, app: AppContext | None = None) -> MCPServer[Non
                 app.close()
 
     tools = {tool.name: tool for tool in build_tools(app)}
+    if app.sign_ins is not None:
+        for tool in tools.values():
+            tool.page_for = app.sign_ins.page_for
     server = MailServer(
         unlisted=functools.partial(unlisted_tools, app),
         name="mail-imap-mcp",

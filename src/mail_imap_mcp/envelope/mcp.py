@@ -40,6 +40,7 @@ from mail_imap_mcp.envelope.model import (
     new_request_id,
     utc_now_rfc3339,
 )
+from mail_imap_mcp.envelope.user_page import PageFor, send_user_to
 from mail_imap_mcp.envelope.schemas import (
     envelope_output_schema,
     flat_input_schema,
@@ -140,6 +141,8 @@ class EnvelopeTool(InternalTool):
     output_schema_doc: dict[str, Any] = Field(exclude=True)
     handler: Callable[[Any, str, str], ToolResult[Any]] = Field(exclude=True)
     multi_item: bool = Field(default=False, exclude=True)
+    #: The page a failure asks the user to visit (a sign-in), offered by URL elicitation or the browser.
+    page_for: PageFor | None = Field(default=None, exclude=True)
 
     @functools.cached_property
     def output_schema(self) -> dict[str, Any] | None:
@@ -154,6 +157,15 @@ class EnvelopeTool(InternalTool):
         envelope, media = await self.answer(arguments, user, as_given)
         if _needs_confirmation(envelope) and _can_elicit(context):
             envelope = await self._confirm_by_elicitation(arguments, envelope, context, user, as_given)
+        if isinstance(envelope, FailureEnvelope) and self.page_for is not None:
+            page = await anyio.to_thread.run_sync(self.page_for, envelope)
+            if page is not None:
+
+                async def rerun() -> CallToolResult:
+                    return _to_result(*await self.answer(arguments, user, as_given))
+
+                sent = await send_user_to(page, envelope, context, rerun)
+                return _to_result(sent) if isinstance(sent, FailureEnvelope) else sent
         return _to_result(envelope, media)
 
     async def _confirm_by_elicitation(

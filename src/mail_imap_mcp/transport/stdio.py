@@ -16,7 +16,9 @@ import anyio
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.net.browser import BrowserOpener
 from mail_imap_mcp.server import build_server
+from mail_imap_mcp.sign_in_flow import SignInAttempts
 from mail_imap_mcp.transport import close_app
 
 #: The signals that stop the server, of those this platform has.
@@ -27,6 +29,8 @@ STOP_SIGNALS = tuple(
 
 async def serve_stdio(config: Config) -> None:
     app = AppContext.from_config(config)
+    # The user sits at this machine: a call may start a sign-in and open their browser.
+    app.sign_ins = SignInAttempts(config.accounts, BrowserOpener.for_stdio())
     app.pool.prepare()
     server = build_server(config, app)
     async with anyio.create_task_group() as group:

@@ -1,0 +1,149 @@
+"""The built-in sign-in started by a call (issue 48 item 5): a call on an account that needs its user to
+sign in (``auth_failed`` with ``details.reason`` ``sign_in_required``) starts a sign-in attempt for that
+account, whose loopback redirect listener (:mod:`mail_imap_mcp.net.loopback_redirect`) waits in the
+background; the envelope layer takes the user to its page (URL elicitation, else the browser, through
+:class:`~mail_imap_mcp.envelope.user_page.UserPage`). The provider's redirect ends the attempt: the code
+is redeemed and the refresh token stored as ``mail-imap-mcp login`` stores it, so the next call works.
+
+One attempt per account runs at a time, for :data:`~mail_imap_mcp.net.browser.ATTEMPT_S` at most; a
+call meanwhile offers the same page. Only a server on the user's own machine (stdio) starts attempts: over
+HTTP any caller could sign the account in to their own mailbox.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from collections.abc import Mapping
+
+from mail_imap_mcp.config import AccountConfig, ConfigError
+from mail_imap_mcp.config.sign_in import KeychainRefreshTokens, oauth_client
+from mail_imap_mcp.envelope.model import ErrorCode, FailureEnvelope
+from mail_imap_mcp.net.browser import ATTEMPT_S, BrowserOpener
+from mail_imap_mcp.net.loopback_redirect import RedirectListener
+from mail_imap_mcp.net.oauth import (
+    OAuthClient,
+    authorization_request,
+    code_from_redirect,
+    redeem_code,
+)
+from mail_imap_mcp.net.tokens import TokenUnavailable
+
+log = logging.getLogger("mail_imap_mcp.sign_in")
+
+SIGNED_IN = "signed in"
+
+
+class SignInAttempt:
+    """One account's sign-in in the background: a :class:`~mail_imap_mcp.envelope.user_page.UserPage`."""
+
+    def __init__(
+        self, account_id: str, client: OAuthClient, opener: BrowserOpener, attempt_s: float = ATTEMPT_S
+    ) -> None:
+        self.account_id = account_id
+        self._client = client
+        self._opener = opener
+        self._listener = RedirectListener()
+        self._request = authorization_request(client, self._listener.redirect_uri)
+        self.url = self._request.url
+        self.elicitation_id = f"sign-in-{secrets.token_urlsafe(12)}"
+        self.message = (
+            f"Sign in to the mail account {account_id!r} (mail-imap-mcp): the page asks for your "
+            "account's permission to read its mail over IMAP."
+        )
+        self.opened_note = (
+            "The sign-in page was opened in the user's browser: once they have signed in there, call again."
+        )
+        #: None while it runs; then :data:`SIGNED_IN` or why it ended without.
+        self.outcome: str | None = None
+        self._done = threading.Event()
+        self._stop = threading.Event()
+        self._deadline = time.monotonic() + attempt_s
+        threading.Thread(target=self._run, name=f"sign-in-{account_id}", daemon=True).start()
+
+    @property
+    def running(self) -> bool:
+        return not self._done.is_set()
+
+    def finished(self, timeout_s: float) -> bool:
+        return self._done.wait(timeout_s) and self.outcome == SIGNED_IN
+
+    def open_browser(self) -> bool:
+        return self._opener.open_for_user(self.url, self.account_id)
+
+    def stop(self) -> None:
+        """End the attempt (the server is closing): its listener closes within a second."""
+        self._stop.set()
+
+    def _run(self) -> None:
+        try:
+            self.outcome = self._sign_in()
+        except TokenUnavailable as exc:
+            self.outcome = exc.reason
+        except Exception as exc:  # a thread's failure must still end the attempt
+            log.exception("sign-in of account %r failed", self.account_id)
+            self.outcome = f"the sign-in failed ({type(exc).__name__})"
+        finally:
+            self._listener.__exit__(None, None, None)
+            self._opener.attempt_ended(self.account_id)
+            self._done.set()
+        log.info("sign-in attempt of account %r ended: %s", self.account_id, self.outcome)
+
+    def _sign_in(self) -> str:
+        redirect = None
+        while redirect is None and not self._stop.is_set():
+            left = self._deadline - time.monotonic()
+            if left <= 0:
+                return "no answer from the browser in time"
+            redirect = self._listener.wait(min(left, 1.0))
+        if redirect is None:
+            return "the server stopped"
+        code = code_from_redirect(self._request, redirect)
+        answer = redeem_code(self._client, self._request, code, 30.0)
+        if not answer.refresh_token:
+            return "the provider gave no refresh token (offline access was not granted)"
+        KeychainRefreshTokens(self.account_id).save(answer.refresh_token)
+        return SIGNED_IN
+
+
+class SignInAttempts:
+    """The sign-in attempts of a server's accounts (``accounts``: those of its own configuration)."""
+
+    def __init__(
+        self, accounts: Mapping[str, AccountConfig], opener: BrowserOpener, attempt_s: float = ATTEMPT_S
+    ) -> None:
+        self._accounts = accounts
+        self.opener = opener
+        self._attempt_s = attempt_s
+        self._attempts: dict[str, SignInAttempt] = {}
+        self._lock = threading.Lock()
+
+    def page_for(self, failure: FailureEnvelope) -> SignInAttempt | None:
+        """The running sign-in of the account ``failure`` says needs one (started now if none runs), or
+        None for any other failure or when the provider cannot be asked."""
+        details = failure.error.details
+        if failure.error.code != ErrorCode.AUTH_FAILED or details.get("reason") != "sign_in_required":
+            return None
+        account_id = details.get("account_id")
+        account = self._accounts.get(account_id) if isinstance(account_id, str) else None
+        if account is None or account.oauth2_provider is None or account.per_user:
+            return None
+        assert isinstance(account_id, str)
+        with self._lock:
+            attempt = self._attempts.get(account_id)
+            if attempt is not None and attempt.running:
+                return attempt
+            try:
+                attempt = SignInAttempt(account_id, oauth_client(account), self.opener, self._attempt_s)
+            except (TokenUnavailable, ConfigError, OSError) as exc:
+                log.info("no sign-in attempt for account %r: %s", account_id, type(exc).__name__)
+                return None
+            self._attempts[account_id] = attempt
+            return attempt
+
+    def close(self) -> None:
+        with self._lock:
+            for attempt in self._attempts.values():
+                attempt.stop()
