@@ -34,6 +34,8 @@ from mail_imap_mcp.net.tokens import TokenUnavailable
 log = logging.getLogger("mail_imap_mcp.sign_in")
 
 SIGNED_IN = "signed in"
+#: How long the token endpoint is given to redeem the code.
+REDEEM_S = 30.0
 
 
 class SignInAttempt:
@@ -68,6 +70,10 @@ class SignInAttempt:
         return not self._done.is_set()
 
     def finished(self, timeout_s: float) -> bool:
+        # Once the browser came back, what is left is the server's (the code redeemed, the token
+        # stored): awaited whatever ``timeout_s``, so the call the user makes next finds it done.
+        if self._listener.received is not None:
+            timeout_s = max(timeout_s, REDEEM_S + 5)
         return self._done.wait(timeout_s) and self.outcome == SIGNED_IN
 
     def open_browser(self) -> bool:
@@ -101,7 +107,7 @@ class SignInAttempt:
         if redirect is None:
             return "the server stopped"
         code = code_from_redirect(self._request, redirect)
-        answer = redeem_code(self._client, self._request, code, 30.0)
+        answer = redeem_code(self._client, self._request, code, REDEEM_S)
         if not answer.refresh_token:
             return "the provider gave no refresh token (offline access was not granted)"
         KeychainRefreshTokens(self.account_id).save(answer.refresh_token)

@@ -58,6 +58,8 @@ FORBIDDEN_IMPORTS = {
         *_TOP,
     ),
     "imap": ("index", "operations", *_ABOVE_OPERATIONS, *_TOP),
+    # A sign-in a call starts: the account's settings, the OAuth client, the browser; no mail.
+    "sign_in_flow": ("imap", "index", "mime", "content", "query", "operations", *_ABOVE_OPERATIONS, *_TOP),
     # The local index sits beside imap/: it syncs through it and answers what query/ compiles.
     "index": ("operations", *_ABOVE_OPERATIONS, *_TOP),
     "operations": (*_ABOVE_OPERATIONS, *_TOP),

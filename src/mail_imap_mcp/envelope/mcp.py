@@ -40,13 +40,13 @@ from mail_imap_mcp.envelope.model import (
     new_request_id,
     utc_now_rfc3339,
 )
-from mail_imap_mcp.envelope.user_page import PageFor, send_user_to
 from mail_imap_mcp.envelope.schemas import (
     envelope_output_schema,
     flat_input_schema,
     published_input_schema,
     validation_failure,
 )
+from mail_imap_mcp.envelope.user_page import PageFor, send_user_to
 from mail_imap_mcp.sdk import InternalTool, no_argument_metadata
 from mail_imap_mcp.state import ANONYMOUS, user_as_given, user_of
 

@@ -39,7 +39,8 @@ class UserPage(Protocol):
     opened_note: str
 
     def finished(self, timeout_s: float) -> bool:
-        """Wait up to ``timeout_s`` for the visit to end; whether the user did what the call needs."""
+        """Wait up to ``timeout_s`` for the visit to end (longer once only the server's part is left);
+        whether the user did what the call needs."""
         ...
 
     def open_browser(self) -> bool:
@@ -98,16 +99,18 @@ async def send_user_to(
                 answer = await context.elicit_url(page.message, page.url, page.elicitation_id)
             except Exception as exc:  # a client that declared URL mode and then failed it
                 log.warning("the client could not show the user a page (%s)", type(exc).__name__)
-                return await _open_browser(page, failure)
+                return await _open_browser(page, failure, rerun)
             action = answer.action
         if action == "accept" and await anyio.to_thread.run_sync(page.finished, PAGE_WAIT_S):
             await _tell_completed(context, page)
             return await rerun()
         return noted(failure, elicitation=action)
-    return await _open_browser(page, failure)
+    return await _open_browser(page, failure, rerun)
 
 
-async def _open_browser(page: UserPage, failure: FailureEnvelope) -> FailureEnvelope:
+async def _open_browser(page: UserPage, failure: FailureEnvelope, rerun: Rerun) -> Any:
+    if await anyio.to_thread.run_sync(page.finished, 0.0):  # the user was done there a moment ago
+        return await rerun()
     opened = await anyio.to_thread.run_sync(page.open_browser)
     return noted(failure, page.opened_note if opened else None, browser_opened=opened)
 

@@ -140,7 +140,7 @@ def launch_detached(argv: list[str]) -> bool:
     started (``["startfile", url]``: Windows' own association for the URL)."""
     if argv[0] == "startfile" and sys.platform == "win32":
         try:
-            os.startfile(argv[1])  # noqa: S606 (the desktop's registered browser)
+            os.startfile(argv[1])
         except OSError:
             return False
         return True

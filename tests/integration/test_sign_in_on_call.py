@@ -1,0 +1,189 @@
+"""A call on an account nobody signed in to takes the user to the sign-in page (issue 48 item 5): by URL-mode
+elicitation where the client declares it (2025-11-25: a request during the call; 2026-07-28: an
+``input_required`` result and the call again), else by the server opening the browser; the loopback
+listener of that attempt waits in the background, and the call after the user signed in works. Against
+node-oidc-provider, whose tokens Dovecot checks, with a real Secret Service; the "user" at the browser is
+tests/support/oidc_browser.py (a real Chromium drives it in tests/integration/test_sign_in_chromium.py).
+The sign-in URL appears in the elicitation alone, never in an envelope.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio.to_thread
+import pytest
+from mcp_types import ElicitRequestParams, ElicitRequestURLParams, ElicitResult
+
+from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
+from mail_imap_mcp.net.browser import BrowserOpener
+from mail_imap_mcp.sign_in_flow import SignInAttempts
+from tests.integration.test_sign_in_tokens import ACCOUNT, sign_in_account
+from tests.integration.test_sign_in_tokens import keychain as keychain
+from tests.support.clients import make_config, open_client
+from tests.support.dovecot import Dovecot
+from tests.support.envelope_client import EnvelopeClient
+from tests.support.oidc_browser import approve
+from tests.support.oidc_provider import OidcProvider
+
+pytestmark = [
+    pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed"),
+    pytest.mark.anyio,
+]
+
+
+class Visitor:
+    """An elicitation callback: the user shown a page signs in there as ``login`` (or declines to go)."""
+
+    def __init__(self, login: str, action: str = "accept", **approve_options: Any) -> None:
+        self.login, self.action, self.options = login, action, approve_options
+        self.shown: list[ElicitRequestURLParams] = []
+
+    async def __call__(self, context: Any, params: ElicitRequestParams) -> ElicitResult:
+        assert isinstance(params, ElicitRequestURLParams), params
+        self.shown.append(params)
+        if self.action == "accept":
+            await anyio.to_thread.run_sync(functools.partial(approve, params.url, self.login, **self.options))
+        return ElicitResult(action=self.action)
+
+
+class Launches:
+    """The browser opener's launches, recorded (the real launch: tests/unit/test_browser_launch.py)."""
+
+    def __init__(self) -> None:
+        self.urls: list[str] = []
+
+    def __call__(self, argv: list[str]) -> bool:
+        self.urls.append(argv[-1])
+        return True
+
+
+@pytest.fixture
+def user(oidc_dovecot: Dovecot) -> str:
+    return oidc_dovecot.new_user()
+
+
+@pytest.fixture
+def launches() -> Launches:
+    return Launches()
+
+
+async def stdio_like_client(
+    settings: dict[str, Any], launches: Launches, **client_options: Any
+) -> AsyncIterator[EnvelopeClient]:
+    """A client of a server set up as over stdio (sign-ins started by calls; a macOS-like desktop
+    whose browser launches are recorded)."""
+    config = make_config({ACCOUNT: settings})
+    app = AppContext.from_config(config)
+    opener = BrowserOpener(allowed=True, environ={}, platform="darwin", launch=launches)
+    app.sign_ins = SignInAttempts(config.accounts, opener)
+    async for client in open_client(config, app, **client_options):
+        yield client
+
+
+def assert_no_url(envelope: dict[str, Any], oidc: OidcProvider) -> None:
+    assert oidc.issuer not in json.dumps(envelope), envelope
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"], ids=["2025-11-25", "2026-07-28"])
+async def test_a_client_with_url_elicitation_takes_the_user_to_sign_in_and_the_call_then_works(
+    oidc: OidcProvider,
+    oidc_dovecot: Dovecot,
+    user: str,
+    keychain: KeychainRefreshTokens,
+    launches: Launches,
+    mode: str,
+) -> None:
+    visitor = Visitor(user)
+    settings = sign_in_account(oidc_dovecot, user, oidc)
+    async for mcp in stdio_like_client(settings, launches, elicitation_callback=visitor, mode=mode):
+        assert mcp.client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+        data = await mcp.ok("imap_list_mailboxes")
+        assert "INBOX" in {box["name"] for box in data["mailboxes"]}
+        again = await mcp.ok("imap_list_mailboxes")  # signed in: no page again
+        assert again["mailboxes"] == data["mailboxes"]
+    (shown,) = visitor.shown
+    assert shown.url.startswith(f"{oidc.issuer}/auth?") and ACCOUNT in shown.message
+    assert (shown.elicitation_id is not None) is (mode == "legacy")  # an id only up to 2025-11-25
+    assert keychain.load() is not None
+    assert launches.urls == []  # the client showed the page: no browser of the server's
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"], ids=["2025-11-25", "2026-07-28"])
+async def test_a_user_who_declines_to_go_is_answered_sign_in_required_and_nothing_is_stored(
+    oidc: OidcProvider,
+    oidc_dovecot: Dovecot,
+    user: str,
+    keychain: KeychainRefreshTokens,
+    launches: Launches,
+    mode: str,
+) -> None:
+    visitor = Visitor(user, action="decline")
+    settings = sign_in_account(oidc_dovecot, user, oidc)
+    async for mcp in stdio_like_client(settings, launches, elicitation_callback=visitor, mode=mode):
+        envelope = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
+    details = envelope["error"]["details"]
+    assert details["reason"] == "sign_in_required" and details["elicitation"] == "decline", details
+    assert_no_url(envelope, oidc)
+    assert len(visitor.shown) == 1 and keychain.load() is None and launches.urls == []
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"], ids=["2025-11-25", "2026-07-28"])
+async def test_consent_declined_at_the_provider_stores_nothing_and_says_sign_in_required(
+    oidc: OidcProvider,
+    oidc_dovecot: Dovecot,
+    user: str,
+    keychain: KeychainRefreshTokens,
+    launches: Launches,
+    mode: str,
+) -> None:
+    visitor = Visitor(user, decline=True)
+    settings = sign_in_account(oidc_dovecot, user, oidc)
+    before = oidc.token_requests
+    async for mcp in stdio_like_client(settings, launches, elicitation_callback=visitor, mode=mode):
+        envelope = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
+    assert envelope["error"]["details"]["reason"] == "sign_in_required"
+    assert_no_url(envelope, oidc)
+    assert keychain.load() is None and oidc.token_requests == before
+
+
+async def test_a_client_without_elicitation_gets_the_browser_opened_once_and_the_call_after_sign_in_works(
+    oidc: OidcProvider,
+    oidc_dovecot: Dovecot,
+    user: str,
+    keychain: KeychainRefreshTokens,
+    launches: Launches,
+) -> None:
+    settings = sign_in_account(oidc_dovecot, user, oidc)
+    async for mcp in stdio_like_client(settings, launches):
+        first = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
+        details = first["error"]["details"]
+        assert details["reason"] == "sign_in_required" and details["browser_opened"] is True, details
+        assert "opened in the user's browser" in first["error"]["message"]
+        second = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
+        assert second["error"]["details"]["browser_opened"] is False  # the same attempt: not again
+        (url,) = launches.urls
+        assert url.startswith(f"{oidc.issuer}/auth?")
+        for envelope in (first, second):
+            assert_no_url(envelope, oidc)
+        await anyio.to_thread.run_sync(approve, url, user)  # the user signs in in that browser
+        data = await mcp.ok("imap_list_mailboxes")
+        assert "INBOX" in {box["name"] for box in data["mailboxes"]}
+    assert keychain.load() is not None
+
+
+async def test_a_server_without_sign_ins_over_http_only_says_to_run_login(
+    oidc: OidcProvider, oidc_dovecot: Dovecot, user: str, keychain: KeychainRefreshTokens
+) -> None:
+    visitor = Visitor(user)
+    config = make_config({ACCOUNT: sign_in_account(oidc_dovecot, user, oidc)})
+    async for mcp in open_client(config, elicitation_callback=visitor, mode="legacy"):
+        envelope = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
+    details = envelope["error"]["details"]
+    assert details["reason"] == "sign_in_required" and "browser_opened" not in details
+    assert visitor.shown == [] and keychain.load() is None
