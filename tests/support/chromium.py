@@ -1,0 +1,83 @@
+"""A real browser at the sign-in: Debian's Chromium, headless, driven through its chromedriver by selenium
+(scripts/_bootstrap.sh installs ``chromium`` and ``chromium-driver``). It opens the authorization URL, signs
+in on node-oidc-provider's login page, consents (or presses "Cancel") on its consent page, and follows the
+provider's redirect to the application's loopback listener, whose page it waits for.
+
+Runs as the ``BROWSER`` command the server opens, too: ``python chromium.py <url>``, with
+``OIDC_TEST_LOGIN`` (the user to sign in as), ``OIDC_TEST_DECLINE=1`` (cancel on the consent page) and
+``OIDC_TEST_DONE`` (a file it writes the loopback page's text to when done) in its environment; it needs
+nothing of the project, only selenium.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+#: Headless, and quiet: no network of Chromium's own (updates, sync, QUIC), no first-run pages.
+FLAGS = (
+    "--headless",
+    "--no-sandbox",  # the tests run as root, where Chromium's sandbox refuses to start
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+)
+WAIT_S = 60.0
+
+
+def installed() -> bool:
+    return Path(CHROMIUM).is_file() and Path(CHROMEDRIVER).is_file()
+
+
+def sign_in(url: str, login: str, decline: bool = False) -> str:
+    """Sign in as ``login`` at ``url`` and consent (or cancel) in headless Chromium; the text of the page
+    the provider's redirect led to (the application's loopback listener's)."""
+    profile = tempfile.mkdtemp(prefix="chromium-profile-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (*FLAGS, f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    os.environ.setdefault("SE_OFFLINE", "true")  # selenium must not look for drivers on the network
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    try:
+        driver.set_page_load_timeout(WAIT_S)
+        driver.get(url)
+        wait = WebDriverWait(driver, WAIT_S)
+        issuer = url.split("/auth", 1)[0]
+        wait.until(lambda d: d.find_elements(By.NAME, "login"))
+        driver.find_element(By.NAME, "login").send_keys(login)
+        driver.find_element(By.NAME, "password").send_keys("any")
+        driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "input[name=prompt][value=consent]"))
+        if decline:
+            driver.find_element(By.LINK_TEXT, "[ Cancel ]").click()
+        else:
+            driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        wait.until(lambda d: not d.current_url.startswith(issuer) and d.find_elements(By.TAG_NAME, "body"))
+        return str(driver.find_element(By.TAG_NAME, "body").text)
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    shown = sign_in(
+        sys.argv[1], os.environ["OIDC_TEST_LOGIN"], decline=os.environ.get("OIDC_TEST_DECLINE") == "1"
+    )
+    if done := os.environ.get("OIDC_TEST_DONE"):
+        Path(done + ".part").write_text(shown)
+        os.replace(done + ".part", done)
