@@ -256,7 +256,11 @@ def _environment_section() -> list[str]:
         "| variable | key |",
         "|---|---|",
     ]
-    meaning = {"password_env": "the password itself (`password_env` names this variable)"}
+    meaning = {
+        "password_env": "the password itself (`password_env` names this variable)",
+        "oauth2_provider": "`oauth2_provider` (`microsoft`, `google`, `custom`; `password` or empty: none)",
+        "oauth2_client_secret_env": "the client secret itself (`oauth2_client_secret_env` names this variable)",
+    }
     meaning |= {
         key: f"`{key.removeprefix('smtp_')}` of `[accounts.<id>.smtp]`"
         for key in ENV_SUFFIXES

@@ -9,6 +9,7 @@ import pytest
 
 from mail_imap_mcp.config import AuthMethod, ConfigError, Security, load_config
 from mail_imap_mcp.config.providers import PROVIDERS, Provider, provider_for_address
+from mail_imap_mcp.config.sign_in import SignInProvider
 
 #: What Claude Desktop passes for the bundle's form with only the address and the password filled in.
 FORM = {
@@ -19,6 +20,9 @@ FORM = {
     "MAIL_IMAP_DEFAULT_PASS": "app-password",
     "MAIL_IMAP_DEFAULT_SECURITY": "",
     "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND": "",
+    "MAIL_IMAP_DEFAULT_OAUTH2_PROVIDER": "",
+    "MAIL_IMAP_DEFAULT_OAUTH2_CLIENT_ID": "",
+    "MAIL_IMAP_DEFAULT_OAUTH2_CLIENT_SECRET": "",
     "MAIL_IMAP_WRITE_ENABLED": "false",
     "HOME": "/nonexistent",
 }
@@ -170,6 +174,54 @@ def test_a_token_command_logs_in_with_xoauth2_without_a_password() -> None:
     account = load_config(None, env).accounts["default"]
     assert account.auth is AuthMethod.XOAUTH2
     assert account.oauth2_token_command == ["pizauth", "show", "gmail"]
+
+
+def test_sign_in_with_microsoft_needs_only_the_address_and_the_client_id() -> None:
+    env = {
+        **FORM,
+        "MAIL_IMAP_DEFAULT_ADDRESSES": "you@outlook.com",
+        "MAIL_IMAP_DEFAULT_PASS": "",
+        "MAIL_IMAP_DEFAULT_OAUTH2_PROVIDER": "Microsoft",
+        "MAIL_IMAP_DEFAULT_OAUTH2_CLIENT_ID": " 00000000-1111-2222-3333-444444444444 ",
+    }
+    account = load_config(None, env).accounts["default"]
+    assert (account.oauth2_provider, account.auth) == (SignInProvider.MICROSOFT, AuthMethod.XOAUTH2)
+    assert account.oauth2_client_id == "00000000-1111-2222-3333-444444444444"
+    assert account.host == "outlook.office365.com" and account.oauth2_token_command is None
+    assert account.oauth2_client_secret_env is None and account.oauth2_tenant == "common"
+
+
+def test_sign_in_with_google_takes_the_client_secret_by_its_variables_name() -> None:
+    env = {
+        **FORM,
+        "MAIL_IMAP_DEFAULT_PASS": "",
+        "MAIL_IMAP_DEFAULT_OAUTH2_PROVIDER": "google",
+        "MAIL_IMAP_DEFAULT_OAUTH2_CLIENT_ID": "123-abc.apps.googleusercontent.com",
+        "MAIL_IMAP_DEFAULT_OAUTH2_CLIENT_SECRET": "GOCSPX-a-secret",
+    }
+    config = load_config(None, env)
+    account = config.accounts["default"]
+    assert account.oauth2_provider is SignInProvider.GOOGLE
+    assert account.oauth2_client_secret_env == "MAIL_IMAP_DEFAULT_OAUTH2_CLIENT_SECRET"
+    assert "GOCSPX-a-secret" not in config.model_dump_json()
+
+
+def test_sign_in_with_password_or_nothing_keeps_the_password() -> None:
+    for choice in ("", "password", "Password"):
+        account = load_config(None, {**FORM, "MAIL_IMAP_DEFAULT_OAUTH2_PROVIDER": choice}).accounts["default"]
+        assert account.oauth2_provider is None and account.auth is AuthMethod.PASSWORD
+
+
+def test_sign_in_without_a_client_id_is_refused_naming_it() -> None:
+    env = {**FORM, "MAIL_IMAP_DEFAULT_PASS": "", "MAIL_IMAP_DEFAULT_OAUTH2_PROVIDER": "microsoft"}
+    with pytest.raises(ConfigError, match="oauth2_client_id"):
+        load_config(None, env)
+
+
+def test_sign_in_with_an_unknown_provider_is_refused_naming_the_variable() -> None:
+    env = {**FORM, "MAIL_IMAP_DEFAULT_PASS": "", "MAIL_IMAP_DEFAULT_OAUTH2_PROVIDER": "yahoo"}
+    with pytest.raises(ConfigError, match="MAIL_IMAP_DEFAULT_OAUTH2_PROVIDER"):
+        load_config(None, env)
 
 
 def test_writes_follow_the_forms_toggle() -> None:

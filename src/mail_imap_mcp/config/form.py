@@ -71,13 +71,48 @@ BUNDLE_FORM: dict[str, tuple[str, dict[str, Any]]] = {
             "default": "",
         },
     ),
+    "sign_in": (
+        "MAIL_IMAP_DEFAULT_OAUTH2_PROVIDER",
+        {
+            "type": "string",
+            "title": "Sign in with (optional)",
+            "description": "microsoft or google: sign in in your browser, which opens the first time the "
+            "server needs it (leave the password empty; give the client ID below). Empty: log in with the "
+            "password, or with the token command.",
+            "required": False,
+            "default": "",
+        },
+    ),
+    "oauth2_client_id": (
+        "MAIL_IMAP_DEFAULT_OAUTH2_CLIENT_ID",
+        {
+            "type": "string",
+            "title": "OAuth client ID (with Sign in with)",
+            "description": "The application (client) ID you or your organisation registered with Microsoft "
+            "or Google for this server (docs/providers.md says how).",
+            "required": False,
+            "default": "",
+        },
+    ),
+    "oauth2_client_secret": (
+        "MAIL_IMAP_DEFAULT_OAUTH2_CLIENT_SECRET",
+        {
+            "type": "string",
+            "title": "OAuth client secret (Google only)",
+            "description": "Google gives desktop clients a secret with the client ID; kept in your system "
+            "keychain. Microsoft needs none.",
+            "sensitive": True,
+            "required": False,
+            "default": "",
+        },
+    ),
     "oauth2_token_command": (
         "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND",
         {
             "type": "string",
             "title": "OAuth2 token command (optional)",
-            "description": "For Gmail or Microsoft 365 without an app password: a command printing an access "
-            "token, e.g. pizauth show work (docs/providers.md). Leave the password empty then.",
+            "description": "Instead of Sign in with, a token helper you run yourself: a command printing an "
+            "access token, e.g. pizauth show work (docs/providers.md). Leave the password empty then.",
             "required": False,
             "default": "",
         },
