@@ -32,6 +32,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from mail_imap_mcp import setup_sign_in
 from mail_imap_mcp.config import (
     ACCOUNT_ID_PATTERN,
     DEFAULT_PORTS,
@@ -74,6 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--ca-file", type=Path, help="a PEM certificate to trust (Proton Mail Bridge, a self-signed server)")
     add("--password-stdin", action="store_true", help="read the password from standard input (one line)")
     add("--oauth2-token-command", metavar="COMMAND", help="log in with OAuth2: a command printing a token")
+    setup_sign_in.add_arguments(add)
     add(
         "--keyring-service", default=KEYRING_SERVICE, help=f"the keychain entry's service ({KEYRING_SERVICE})"
     )
@@ -220,7 +222,9 @@ def _log_in(
     """Log in with ``settings`` (changed in place by the answers given again); the password, or None
     for an OAuth2 account. On a terminal a failure asks again only what it points at, every other answer
     kept; a script, or the last of MAX_LOGINS, stops with the diagnosis (SetupRefused)."""
-    secret = None if "oauth2_token_command" in settings else ask.secret("Password or app password")
+    secret = (
+        None if settings.get("auth", "password") != "password" else ask.secret("Password or app password")
+    )
     for attempt in range(1, MAX_LOGINS + 1):
         try:
             _prove(account_id, _validated(settings if secret is None else {**settings, "password": secret}))
@@ -354,7 +358,13 @@ def _setup(args: argparse.Namespace, path: Path, words: Callable[[ImapError], st
     account_id = _account_id(path, args.account, args.replace)
     replacing = account_id if path.is_file() and account_id in _accounts_in(path) else None
     settings, provider = _ask_account(args, ask)
-    if args.oauth2_token_command or (provider is not None and provider.oauth2_only and ask.interactive):
+    sign_in = setup_sign_in.chosen(args, ask, provider)
+    if sign_in is not None:
+        try:
+            settings |= setup_sign_in.signed_in(args, ask, settings, sign_in, path, account_id)
+        except ConfigError as exc:
+            raise SetupRefused(str(exc)) from None
+    elif args.oauth2_token_command or (provider is not None and provider.oauth2_only and ask.interactive):
         command = ask.text(
             "OAuth2 token command (e.g. pizauth show work)",
             "--oauth2-token-command",

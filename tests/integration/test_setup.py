@@ -134,6 +134,9 @@ def test_setup_in_a_terminal_proposes_logs_in_keeps_the_password_in_the_keychain
     term.send(str(dovecot.tls_port))
     term.expect(r"Username \[someone@gmail\.com\]: ")
     term.send(user)
+    # Gmail offers the built-in sign-in (tests/integration/test_setup_sign_in.py); an app password here.
+    term.expect(r"Log in with: sign-in \(in your browser, built in\) or password \[sign-in\]: ")
+    term.send("password")
     term.expect(r"Password or app password \(not shown\): ")
     term.send(password)
     term.expect(r"ok: logged in, \d+ mailbox\(es\)")

@@ -25,7 +25,17 @@ MAX_TOOL_MODULE_LINES = 300
 MAX_MODULES_CATCHING_IMAP_LIBRARY_ERRORS = 1
 
 #: What each layer must not import (as ``mail_imap_mcp.<name>``).
-_TOP = ("transport", "server", "subscriptions", "cli", "index_cli", "setup_cli", "setup_clients", "login_cli")
+_TOP = (
+    "transport",
+    "server",
+    "subscriptions",
+    "cli",
+    "index_cli",
+    "setup_cli",
+    "setup_clients",
+    "setup_sign_in",
+    "login_cli",
+)
 _ABOVE_OPERATIONS = ("presentation", "services", "app", "confirmation", "tools")
 FORBIDDEN_IMPORTS = {
     "envelope": ("imap", "index", "mime", "content", "query", "operations", *_ABOVE_OPERATIONS, *_TOP),

@@ -1,0 +1,170 @@
+"""``mail-imap-mcp setup`` runs the built-in sign-in for Microsoft and Google addresses (issue 48): in a
+pseudo-terminal, the presets' endpoints pointed at node-oidc-provider on loopback (flags, as organisations
+and tests point them elsewhere), the browser step by ``BROWSER`` (tests/support/oidc_browser.py), the
+refresh token to a real Secret Service; setup then logs in to Dovecot with it (which asks the provider about
+the token) and writes the account, which ``check`` and an MCP client then use. Google's client secret is
+typed, unseen, and kept in a file of the user's alone.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
+from tests.integration.test_setup import SERVER, Terminal, environment, run_server, user_home
+from tests.integration.test_sign_in_tokens import ACCOUNT, outcomes
+from tests.integration.test_sign_in_tokens import keychain as keychain
+from tests.support.dovecot import Dovecot
+from tests.support.oidc_provider import (
+    BROWSER_SCRIPT,
+    MAIL_SCOPE,
+    PUBLIC_CLIENT,
+    SECRET_CLIENT,
+    SECRET_CLIENT_SECRET,
+    OidcProvider,
+)
+from tests.support.secret_service import SecretService
+
+pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+
+
+def endpoint_flags(oidc: OidcProvider) -> list[str]:
+    metadata = oidc.metadata()
+    return [
+        "--oauth2-authorization-url",
+        metadata["authorization_endpoint"],
+        "--oauth2-token-url",
+        metadata["token_endpoint"],
+        *(f"--oauth2-scope={scope}" for scope in ("openid", "offline_access", MAIL_SCOPE)),
+    ]
+
+
+def browser_environment(home: Path, secret_service: SecretService, user: str) -> dict[str, str]:
+    return environment(home, secret_service) | {
+        "BROWSER": f"{shlex.quote(sys.executable)} {shlex.quote(str(BROWSER_SCRIPT))} %s",
+        "OIDC_TEST_LOGIN": user,
+    }
+
+
+def answer_server_questions(term: Terminal, dovecot: Dovecot, user: str, address: str) -> None:
+    term.expect(r"IMAP server \[[^\]]+\]: ")
+    term.send(dovecot.host)
+    term.expect(r"Security \(tls, starttls, plain\) \[tls\]: ")
+    term.send("")
+    term.expect(r"Port \[993\]: ")
+    term.send(str(dovecot.tls_port))
+    term.expect(rf"Username \[{re.escape(address)}\]: ")
+    term.send(user)
+
+
+async def assert_the_written_account_works(config: Path, env: dict[str, str]) -> dict[str, Any]:
+    done = run_server(["check", "--config", str(config)], env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    account = tomllib.loads(config.read_text())["accounts"][ACCOUNT]
+    (envelope,) = await outcomes(account)
+    assert envelope["success"] is True, envelope
+    return dict(account)
+
+
+@pytest.mark.anyio
+async def test_setup_signs_a_microsoft_address_in_through_the_browser(
+    tmp_path: Path,
+    oidc: OidcProvider,
+    oidc_dovecot: Dovecot,
+    secret_service: SecretService,
+    keychain: KeychainRefreshTokens,
+) -> None:
+    user = oidc_dovecot.new_user()
+    home, config = user_home(tmp_path)
+    env = browser_environment(home, secret_service, user)
+    argv = [SERVER, "setup", "--config", str(config), "--ca-file", str(oidc_dovecot.ca_file)]
+    term = Terminal([*argv, *endpoint_flags(oidc)], env)
+    term.expect(r"Email address: ")
+    term.send("someone@outlook.com")
+    answer_server_questions(term, oidc_dovecot, user, "someone@outlook.com")
+    term.expect(
+        r"Log in with: sign-in \(in your browser, built in\) or command \(a token helper\) \[sign-in\]: "
+    )
+    term.send("")
+    term.expect(r"OAuth client ID \(Entra ID app, docs/providers\.md\): ")
+    term.send(PUBLIC_CLIENT)
+    term.expect(r"open this address in a browser \(opening it now\)")
+    term.expect(r"Signed in: account 'default' is ready\.")
+    term.expect(r"ok: logged in, \d+ mailbox\(es\)")
+    term.expect(r"Wrote \[accounts\.default\] to .*mail\.toml \(readable by you only\)")
+    assert term.wait() == 0
+    refresh_token = keychain.load()
+    assert refresh_token is not None and refresh_token not in term.transcript
+    assert "Password" not in term.transcript  # no password asked
+    account = await assert_the_written_account_works(config, env)
+    assert account["oauth2_provider"] == "microsoft" and account["oauth2_client_id"] == PUBLIC_CLIENT
+    assert "password_keyring" not in account and refresh_token not in config.read_text()
+
+
+@pytest.mark.anyio
+async def test_setup_signs_a_google_address_in_with_the_client_secret_typed_unseen(
+    tmp_path: Path,
+    oidc: OidcProvider,
+    oidc_dovecot: Dovecot,
+    secret_service: SecretService,
+    keychain: KeychainRefreshTokens,
+) -> None:
+    user = oidc_dovecot.new_user()
+    home, config = user_home(tmp_path)
+    env = browser_environment(home, secret_service, user)
+    argv = [SERVER, "setup", "--config", str(config), "--ca-file", str(oidc_dovecot.ca_file)]
+    term = Terminal([*argv, *endpoint_flags(oidc)], env)
+    term.expect(r"Email address: ")
+    term.send("someone@gmail.com")
+    answer_server_questions(term, oidc_dovecot, user, "someone@gmail.com")
+    term.expect(r"Log in with: sign-in \(in your browser, built in\) or password \[sign-in\]: ")
+    term.send("sign-in")
+    term.expect(r"OAuth client ID \(Google Cloud app, docs/providers\.md\): ")
+    term.send(SECRET_CLIENT)
+    term.expect(r"OAuth client secret \(Google gives it with the client ID\) \(not shown\): ")
+    term.send(SECRET_CLIENT_SECRET)
+    term.expect(r"access_type=offline")
+    term.expect(r"Signed in: account 'default' is ready\.")
+    term.expect(r"Wrote \[accounts\.default\]")
+    assert term.wait() == 0
+    assert SECRET_CLIENT_SECRET not in term.transcript
+    secret_file = Path(tomllib.loads(config.read_text())["accounts"][ACCOUNT]["oauth2_client_secret_file"])
+    assert secret_file.read_text().strip() == SECRET_CLIENT_SECRET
+    assert secret_file.stat().st_mode & 0o777 == 0o600
+    account = await assert_the_written_account_works(config, env)
+    assert account["oauth2_provider"] == "google"
+
+
+def test_a_sign_in_declined_in_the_browser_writes_nothing(
+    tmp_path: Path,
+    oidc: OidcProvider,
+    oidc_dovecot: Dovecot,
+    secret_service: SecretService,
+    keychain: KeychainRefreshTokens,
+) -> None:
+    user = oidc_dovecot.new_user()
+    home, config = user_home(tmp_path)
+    env = browser_environment(home, secret_service, user) | {"OIDC_TEST_DECLINE": "1"}
+    flags = [
+        "--address",
+        "someone@outlook.com",
+        "--host",
+        oidc_dovecot.host,
+        "--port",
+        str(oidc_dovecot.tls_port),
+    ]
+    flags += ["--username", user, "--ca-file", str(oidc_dovecot.ca_file), "--sign-in", "microsoft"]
+    flags += ["--oauth2-client-id", PUBLIC_CLIENT, *endpoint_flags(oidc)]
+    done = run_server(["setup", "--config", str(config), *flags], env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "did not grant access (access_denied" in done.stderr
+    assert "the login failed, so nothing was written" in done.stderr
+    assert not config.exists() and keychain.load() is None
