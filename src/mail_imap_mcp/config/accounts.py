@@ -29,7 +29,7 @@ from .providers import Provider, provider_for, provider_for_address
 from .recipients import AllowedRecipients, NotAnEntry
 from .secret_storage import read_secret_file
 from .secrets import check_env_names, resolve_secret
-from .sign_in import SignInSettings
+from .sign_in import SIGN_IN_ENV_SUFFIXES, SignInSettings
 
 ACCOUNT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 DEFAULT_CONFIG_PATH = Path("~/.config/mail-imap-mcp/config.toml")
@@ -55,11 +55,7 @@ ENV_SUFFIXES = {
     "write_enabled": "WRITE_ENABLED",
     "auth": "AUTH",
     "oauth2_token_command": "OAUTH2_TOKEN_COMMAND",
-    "oauth2_provider": "OAUTH2_PROVIDER",
-    "oauth2_client_id": "OAUTH2_CLIENT_ID",
-    "oauth2_client_secret_env": "OAUTH2_CLIENT_SECRET",
-    "oauth2_tenant": "OAUTH2_TENANT",
-    "oauth2_issuer": "OAUTH2_ISSUER",
+    **SIGN_IN_ENV_SUFFIXES,
     "helper_env": "HELPER_ENV",
     "smtp_host": "SMTP_HOST",
     "smtp_port": "SMTP_PORT",
