@@ -15,10 +15,12 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "providers.md"
 EXPECTED = {
     "gmail": ("imap.gmail.com", 993, Security.TLS, "app password"),
     "gmail-oauth2": ("imap.gmail.com", 993, Security.TLS, "OAuth2"),
+    "gmail-sign-in": ("imap.gmail.com", 993, Security.TLS, "OAuth2"),
     "icloud": ("imap.mail.me.com", 993, Security.TLS, "app-specific password"),
     "fastmail": ("imap.fastmail.com", 993, Security.TLS, "app password"),
     "yahoo": ("imap.mail.yahoo.com", 993, Security.TLS, "app password"),
     "microsoft": ("outlook.office365.com", 993, Security.TLS, "OAuth2"),
+    "microsoft-sign-in": ("outlook.office365.com", 993, Security.TLS, "OAuth2"),
     "proton-bridge": ("127.0.0.1", 1143, Security.STARTTLS, None),
     "own-server": ("mail.example.org", 143, Security.STARTTLS, None),
 }
@@ -67,3 +69,20 @@ def test_oauth2_blocks_use_a_token_helper_and_the_doc_names_their_scopes(
     assert account.oauth2_token_command and account.password_source == "oauth2_token_command"
     assert scope in (oauth2_scope_hint(account.host) or "")
     assert scope in DOC.read_text()
+
+
+@pytest.mark.parametrize(
+    ("provider", "preset"), [("gmail-sign-in", "google"), ("microsoft-sign-in", "microsoft")]
+)
+def test_gmail_and_microsoft_lead_with_the_built_in_sign_in(
+    provider: str, preset: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(provider_blocks()[provider])
+    (account,) = load_config(path, env={}).accounts.values()
+    assert account.auth is AuthMethod.XOAUTH2 and account.oauth2_token_command is None
+    assert account.oauth2_provider == preset and account.oauth2_client_id
+    text = DOC.read_text()
+    section = text[text.index("## Gmail" if preset == "google" else "## Microsoft 365") :]
+    first_block = re.search(r"<!-- provider: ([\w-]+) -->", section)
+    assert first_block is not None and first_block.group(1) == provider  # the sign-in comes first

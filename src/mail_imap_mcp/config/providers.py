@@ -59,9 +59,9 @@ PROVIDERS = (
     Provider(
         "Gmail",
         ("imap.gmail.com", "imap.googlemail.com"),
-        "Gmail refuses the account password over IMAP: turn on 2-Step Verification, create an app "
-        "password (Google Account > Security > App passwords) and use it as the password, or log in "
-        'with OAuth2 (auth = "xoauth2", see docs/providers.md)',
+        "Gmail refuses the account password over IMAP: sign in with Google (the built-in OAuth2 sign-in, "
+        'oauth2_provider = "google"), or turn on 2-Step Verification, create an app password (Google '
+        "Account > Security > App passwords) and use it as the password (docs/providers.md)",
         "the scope https://mail.google.com/",
         authserv_ids=("mx.google.com",),
         domains=("gmail.com", "googlemail.com"),
@@ -101,8 +101,9 @@ PROVIDERS = (
     Provider(
         "Microsoft 365 / Outlook.com",
         ("outlook.office365.com", "imap-mail.outlook.com", "outlook.office.com"),
-        'Microsoft has turned off password login for IMAP; it needs OAuth2: set auth = "xoauth2" and '
-        "an oauth2_token_command (docs/providers.md shows one with pizauth)",
+        "Microsoft has turned off password login for IMAP; it needs OAuth2: sign in with Microsoft (the "
+        'built-in sign-in, oauth2_provider = "microsoft" and your client ID), or an oauth2_token_command '
+        "(docs/providers.md)",
         "the scopes https://outlook.office.com/IMAP.AccessAsUser.All and offline_access",
         unnamed_authserv=True,
         domains=("outlook.com", "hotmail.com", "live.com", "msn.com"),
