@@ -267,8 +267,17 @@ def test_the_bundle_manifest_says_what_the_project_says(bundle: Path) -> None:
         assert f'"{pin}"' in pyproject
     # Secrets only through the form's sensitive field, mapped to the variable the server reads.
     fields = manifest["user_config"]
-    assert [key for key, field in fields.items() if field.get("sensitive")] == ["password"]
-    assert manifest["server"]["mcp_config"]["env"]["MAIL_IMAP_DEFAULT_PASS"] == "${user_config.password}"
+    assert [key for key, field in fields.items() if field.get("sensitive")] == [
+        "password",
+        "oauth2_client_secret",
+    ]
+    env = manifest["server"]["mcp_config"]["env"]
+    assert env["MAIL_IMAP_DEFAULT_PASS"] == "${user_config.password}"
+    assert env["MAIL_IMAP_DEFAULT_OAUTH2_CLIENT_SECRET"] == "${user_config.oauth2_client_secret}"
+    # The sign-in choice (issue 48): the provider and the client ID beside the token command's field.
+    assert env["MAIL_IMAP_DEFAULT_OAUTH2_PROVIDER"] == "${user_config.sign_in}"
+    assert env["MAIL_IMAP_DEFAULT_OAUTH2_CLIENT_ID"] == "${user_config.oauth2_client_id}"
+    assert "oauth2_token_command" in fields
     assert fields["allow_writes"]["default"] is False
 
 
