@@ -359,9 +359,11 @@ def _setup(args: argparse.Namespace, path: Path, words: Callable[[ImapError], st
     replacing = account_id if path.is_file() and account_id in _accounts_in(path) else None
     settings, provider = _ask_account(args, ask)
     sign_in = setup_sign_in.chosen(args, ask, provider)
+    secret_file: Path | None = None  # the client secret file the sign-in wrote
     if sign_in is not None:
         try:
-            settings |= setup_sign_in.signed_in(args, ask, settings, sign_in, path, account_id)
+            more, secret_file = setup_sign_in.signed_in(args, ask, settings, sign_in, path, account_id)
+            settings |= more
         except ConfigError as exc:
             raise SetupRefused(str(exc)) from None
     elif args.oauth2_token_command or (provider is not None and provider.oauth2_only and ask.interactive):
@@ -377,7 +379,12 @@ def _setup(args: argparse.Namespace, path: Path, words: Callable[[ImapError], st
             }
         except ConfigError as exc:
             raise SetupRefused(str(exc)) from None
-    secret = _log_in(ask, account_id, settings, words)
+    try:
+        secret = _log_in(ask, account_id, settings, words)
+    except SetupRefused:
+        if sign_in is not None:  # nothing is written: neither is the sign-in kept
+            setup_sign_in.forget(account_id, secret_file)
+        raise
     password_env: str | None = None
     if secret is not None:
         place = password_place(args, path, account_id, str(settings["username"]))

@@ -19,7 +19,7 @@ from mail_imap_mcp.config import Config, ConfigError
 from mail_imap_mcp.config.accounts import format_validation_error
 from mail_imap_mcp.config.providers import Provider
 from mail_imap_mcp.config.secret_storage import write_secret_file
-from mail_imap_mcp.config.sign_in import SignInProvider
+from mail_imap_mcp.config.sign_in import KeychainRefreshTokens, SignInProvider
 
 #: The providers whose addresses setup offers the built-in sign-in for, by the provider table's name.
 SIGN_IN_PRESETS = {
@@ -133,8 +133,9 @@ def signed_in(
     preset: SignInProvider,
     config_path: Path,
     account_id: str,
-) -> dict[str, Any]:
-    """The sign-in settings added to the account's ``settings``, once the user signed in as ``mail-imap-mcp
+) -> tuple[dict[str, Any], Path | None]:
+    """The sign-in settings added to the account's ``settings`` (and the client secret file written, if
+    any), once the user signed in as ``mail-imap-mcp
     login`` does (the browser opens; the URL is printed too). :class:`ConfigError` when it cannot run
     (``--dry-run``: it would keep a token) or did not complete ("the login failed..."), nothing kept."""
     if args.dry_run:
@@ -155,4 +156,12 @@ def signed_in(
         if secret_file is not None:
             secret_file.unlink(missing_ok=True)
         raise
-    return more
+    return more, secret_file
+
+
+def forget(account_id: str, secret_file: Path | None) -> None:
+    """Forget the sign-in :func:`signed_in` kept, and the client secret file it wrote (the account was
+    not written after all)."""
+    KeychainRefreshTokens(account_id).forget()
+    if secret_file is not None:
+        secret_file.unlink(missing_ok=True)

@@ -168,3 +168,32 @@ def test_a_sign_in_declined_in_the_browser_writes_nothing(
     assert "did not grant access (access_denied" in done.stderr
     assert "the login failed, so nothing was written" in done.stderr
     assert not config.exists() and keychain.load() is None
+
+
+def test_a_sign_in_whose_imap_login_then_fails_keeps_nothing(
+    tmp_path: Path,
+    oidc: OidcProvider,
+    oidc_dovecot: Dovecot,
+    secret_service: SecretService,
+    keychain: KeychainRefreshTokens,
+) -> None:
+    """Signed in as one user, logging in to the mailbox of another: Dovecot refuses the token, and setup
+    forgets the sign-in it kept (nothing is written, the keychain included)."""
+    user, other = oidc_dovecot.new_user(), oidc_dovecot.new_user()
+    home, config = user_home(tmp_path)
+    env = browser_environment(home, secret_service, user)
+    flags = [
+        "--address",
+        "someone@outlook.com",
+        "--host",
+        oidc_dovecot.host,
+        "--port",
+        str(oidc_dovecot.tls_port),
+    ]
+    flags += ["--username", other, "--ca-file", str(oidc_dovecot.ca_file), "--sign-in", "microsoft"]
+    flags += ["--oauth2-client-id", PUBLIC_CLIENT, *endpoint_flags(oidc)]
+    done = run_server(["setup", "--config", str(config), *flags], env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Signed in: account 'default' is ready." in done.stderr
+    assert "the login failed, so nothing was written" in done.stderr
+    assert not config.exists() and keychain.load() is None

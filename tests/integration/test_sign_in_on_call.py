@@ -47,6 +47,8 @@ class Visitor:
     async def __call__(self, context: Any, params: ElicitRequestParams) -> ElicitResult:
         assert isinstance(params, ElicitRequestURLParams), params
         self.shown.append(params)
+        if self.action == "fail":
+            raise RuntimeError("this client cannot show a page after all")
         if self.action == "accept":
             await anyio.to_thread.run_sync(functools.partial(approve, params.url, self.login, **self.options))
         return ElicitResult(action=self.action)
@@ -187,3 +189,21 @@ async def test_a_server_without_sign_ins_over_http_only_says_to_run_login(
     details = envelope["error"]["details"]
     assert details["reason"] == "sign_in_required" and "browser_opened" not in details
     assert visitor.shown == [] and keychain.load() is None
+
+
+async def test_a_client_that_fails_to_show_the_page_falls_back_to_the_browser(
+    oidc: OidcProvider,
+    oidc_dovecot: Dovecot,
+    user: str,
+    keychain: KeychainRefreshTokens,
+    launches: Launches,
+) -> None:
+    visitor = Visitor(user, action="fail")
+    settings = sign_in_account(oidc_dovecot, user, oidc)
+    async for mcp in stdio_like_client(settings, launches, elicitation_callback=visitor, mode="legacy"):
+        envelope = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
+        assert envelope["error"]["details"]["browser_opened"] is True, envelope
+        (url,) = launches.urls
+        assert url == visitor.shown[0].url
+        await anyio.to_thread.run_sync(approve, url, user)
+        await mcp.ok("imap_list_mailboxes")
