@@ -236,7 +236,7 @@ def _environment_section() -> list[str]:
         "lower-cased. A variable that is empty counts as unset (so does a bundle's unsubstituted "
         "`${user_config.*}`). Without `_HOST`, the domain of the first address (`_ADDRESSES`, else "
         f"`_USER`) chooses the host, port and security from the provider table ({names}); the username "
-        "defaults to the first address, and `_OAUTH2_TOKEN_COMMAND` without `_AUTH` means `xoauth2`. "
+        "defaults to the first address, and `_OAUTH2_TOKEN_COMMAND` or `_OAUTH2_PROVIDER` without `_AUTH` means `xoauth2`. "
         "`MAIL_IMAP_WRITE_ENABLED` sets `[server] write_enabled`. `_SMTP_HOST`, `_SMTP_PORT` and "
         "`_SMTP_SECURITY` set the account's submission server over its provider's (`_SMTP_HOST` declares "
         "no account of its own).",
@@ -258,8 +258,9 @@ def _environment_section() -> list[str]:
     ]
     meaning = {
         "password_env": "the password itself (`password_env` names this variable)",
-        "oauth2_provider": "`oauth2_provider` (`microsoft`, `google`, `custom`; `password` or empty: none)",
-        "oauth2_client_secret_env": "the client secret itself (`oauth2_client_secret_env` names this variable)",
+        "oauth2_client_secret_env": "the OAuth client secret itself (`oauth2_client_secret_env` names "
+        "this variable)",
+        "oauth2_scopes": "`oauth2_scopes`, separated by spaces or commas",
     }
     meaning |= {
         key: f"`{key.removeprefix('smtp_')}` of `[accounts.<id>.smtp]`"

@@ -51,7 +51,7 @@ def test_server_json_is_valid_and_generated_from_pyproject() -> None:
     (pypi,) = entry["packages"]
     assert (pypi["identifier"], pypi["version"]) == ("mail-imap-mcp", release)
     secrets = [variable["name"] for variable in pypi["environmentVariables"] if variable["isSecret"]]
-    assert secrets == ["MAIL_IMAP_DEFAULT_PASS"]
+    assert secrets == ["MAIL_IMAP_DEFAULT_PASS", "MAIL_IMAP_DEFAULT_OAUTH2_CLIENT_SECRET"]
 
 
 def test_a_releases_entry_lists_the_bundle_with_its_sha256(tmp_path: Path) -> None:

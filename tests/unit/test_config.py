@@ -409,7 +409,7 @@ def test_env_oauth2_account_needs_the_command_and_no_pass() -> None:
     assert str(caught.value) == (
         "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND is not set: an environment account needs "
         "MAIL_IMAP_DEFAULT_HOST, MAIL_IMAP_DEFAULT_USER, MAIL_IMAP_DEFAULT_AUTH and "
-        "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND"
+        "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND (or MAIL_IMAP_DEFAULT_OAUTH2_PROVIDER)"
     )
     env = {
         **OAUTH_ENV,

@@ -29,7 +29,8 @@ from .providers import Provider, provider_for, provider_for_address
 from .recipients import AllowedRecipients, NotAnEntry
 from .secret_storage import read_secret_file
 from .secrets import check_env_names, resolve_secret
-from .sign_in import SIGN_IN_ENV_SUFFIXES, SignInSettings
+from .sign_in import SignInSettings
+from .sign_in_env import SIGN_IN_ENV_SUFFIXES
 
 ACCOUNT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 DEFAULT_CONFIG_PATH = Path("~/.config/mail-imap-mcp/config.toml")
@@ -55,13 +56,13 @@ ENV_SUFFIXES = {
     "write_enabled": "WRITE_ENABLED",
     "auth": "AUTH",
     "oauth2_token_command": "OAUTH2_TOKEN_COMMAND",
-    **SIGN_IN_ENV_SUFFIXES,
     "helper_env": "HELPER_ENV",
     "smtp_host": "SMTP_HOST",
     "smtp_port": "SMTP_PORT",
     "smtp_security": "SMTP_SECURITY",
     "send_enabled": "SEND_ENABLED",
     "allowed_recipients": "ALLOWED_RECIPIENTS",
+    **SIGN_IN_ENV_SUFFIXES,
 }
 SECURE_ENV_SUFFIX = "SECURE"
 _ADDRESS = re.compile(r"[^@\s<>,;\"]+@[^@\s<>,;\"]+")

@@ -34,6 +34,7 @@ from .errors import SettingFault
 from .faults import set_aside
 from .providers import provider_for_address
 from .settings import HTTP_TOKEN_SOURCES, Config
+from .sign_in_env import sign_in_from_env
 
 _SMTP_HOST = "_" + ENV_SUFFIXES["smtp_host"]
 #: A value Claude Desktop leaves as it is when an optional field of an MCP Bundle's form was never filled
@@ -155,6 +156,7 @@ def env_accounts(
         }
         if smtp:
             raw["smtp"] = {**smtp, **({"security": smtp["security"].lower()} if "security" in smtp else {})}
+        raw.update(sign_in_from_env(env, prefix))
         if f"{prefix}AUTH" in env:
             raw["auth"] = env[f"{prefix}AUTH"].strip().lower()
         if f"{prefix}OAUTH2_TOKEN_COMMAND" in env:
@@ -163,25 +165,9 @@ def env_accounts(
             )
             # A token command says how the account logs in; XOAUTH2 is what Gmail and Microsoft speak.
             raw.setdefault("auth", "xoauth2")
-        raw.update(_sign_in_settings(env, prefix))
         accounts[account_id.lower()] = raw
     write = env.get("MAIL_IMAP_WRITE_ENABLED")
     return accounts, (None if write is None else _truthy(write))
-
-
-def _sign_in_settings(env: Mapping[str, str], prefix: str) -> dict[str, Any]:
-    """The built-in sign-in of an environment account (the bundle form's "Sign in with"): its provider
-    (``password`` or empty: none), client ID, tenant, issuer, and the client secret, by its variable's name."""
-    provider = env.get(f"{prefix}OAUTH2_PROVIDER", "").strip().lower()
-    if provider in ("", "password"):
-        return {}
-    raw: dict[str, Any] = {"oauth2_provider": provider, "auth": env.get(f"{prefix}AUTH", "xoauth2").lower()}
-    for key in ("oauth2_client_id", "oauth2_tenant", "oauth2_issuer"):
-        if f"{prefix}{ENV_SUFFIXES[key]}" in env:
-            raw[key] = env[f"{prefix}{ENV_SUFFIXES[key]}"].strip()
-    if f"{prefix}OAUTH2_CLIENT_SECRET" in env:
-        raw["oauth2_client_secret_env"] = f"{prefix}OAUTH2_CLIENT_SECRET"
-    return raw
 
 
 def _provider_server(prefix: str, raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -268,11 +254,16 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
         prefix = f"{ENV_PREFIX}{account_id.upper()}_"
         oauth2 = account.get("auth") in {AuthMethod.XOAUTH2.value, AuthMethod.OAUTHBEARER.value}
         # No field of the bundle's form leaves these out (its address is required; AUTH is not on it).
-        helper = oauth2 and "oauth2_provider" not in account  # the built-in sign-in needs no command
-        for key in ("username", "oauth2_token_command") if helper else ("username",):
+        # The built-in sign-in (_OAUTH2_PROVIDER) needs no token command.
+        command_needed = oauth2 and "oauth2_provider" not in account
+        for key in ("username", "oauth2_token_command") if command_needed else ("username",):
             if key not in account:
                 needs = [f"{prefix}{suffix}" for suffix in ("HOST", "USER")]
-                needs += [f"{prefix}AUTH", f"{prefix}OAUTH2_TOKEN_COMMAND"] if oauth2 else [f"{prefix}PASS"]
+                needs += (
+                    [f"{prefix}AUTH", f"{prefix}OAUTH2_TOKEN_COMMAND (or {prefix}OAUTH2_PROVIDER)"]
+                    if oauth2
+                    else [f"{prefix}PASS"]
+                )
                 raise ConfigError(
                     f"{prefix}{ENV_SUFFIXES[key]} is not set: an environment account needs "
                     f"{', '.join(needs[:-1])} and {needs[-1]}"

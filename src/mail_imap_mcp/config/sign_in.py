@@ -29,17 +29,6 @@ _MICROSOFT_SCOPES = ("https://outlook.office.com/IMAP.AccessAsUser.All", "offlin
 _GOOGLE_SCOPES = ("https://mail.google.com/",)
 
 
-#: Setting -> suffix of the ``MAIL_IMAP_<ID>_*`` variable of an environment account (the bundle's form):
-#: ``_OAUTH2_CLIENT_SECRET`` holds the secret itself, which ``oauth2_client_secret_env`` names.
-SIGN_IN_ENV_SUFFIXES = {
-    "oauth2_provider": "OAUTH2_PROVIDER",
-    "oauth2_client_id": "OAUTH2_CLIENT_ID",
-    "oauth2_client_secret_env": "OAUTH2_CLIENT_SECRET",
-    "oauth2_tenant": "OAUTH2_TENANT",
-    "oauth2_issuer": "OAUTH2_ISSUER",
-}
-
-
 class SignInProvider(StrEnum):
     MICROSOFT = "microsoft"
     GOOGLE = "google"
