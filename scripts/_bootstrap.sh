@@ -37,6 +37,26 @@ ensure_dovecot() {
   if ! command -v dovecot >/dev/null 2>&1 && [ ! -x /usr/sbin/dovecot ] || [ ! -x "$DOVECOT_IMAP_SERVICE" ]; then
     apt_install dovecot-imapd
   fi
+  ensure_submission_chain
+}
+
+# The sending tests' chain (tests/support/submission.py): Dovecot's submission service relaying to Exim
+# (Debian's MTA), which delivers by LMTP into the test Dovecot. All started by the tests on loopback with
+# their own configuration; the packages' system services are kept from starting.
+ensure_submission_chain() {
+  local missing=()
+  [ -x /usr/lib/dovecot/submission ] || missing+=(dovecot-submissiond)
+  [ -x /usr/lib/dovecot/lmtp ] || missing+=(dovecot-lmtpd)
+  command -v exim4 >/dev/null 2>&1 || [ -x /usr/sbin/exim4 ] || missing+=(exim4-daemon-light)
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  local added_policy=""
+  if [ "$(id -u)" -eq 0 ] && [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+    chmod 755 /usr/sbin/policy-rc.d
+    added_policy=1
+  fi
+  apt_install "${missing[@]}"
+  [ -z "$added_policy" ] || rm -f /usr/sbin/policy-rc.d
 }
 
 # Redis and HAProxy, for the tests of several instances sharing state behind a load balancer
