@@ -90,3 +90,13 @@ def answered_in_plaintext(exc: BaseException) -> bool:
     """True when a TLS handshake failed because the peer answered without TLS (a protocol's greeting is
     no TLS record): the port is no implicit-TLS port."""
     return isinstance(exc, ssl.SSLError) and any(reason in str(exc) for reason in _PLAINTEXT_PEER)
+
+
+def is_tls_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is a failed TLS handshake or certificate check (not a dead connection)."""
+    return isinstance(exc, ssl.SSLError) and not isinstance(exc, ssl.SSLEOFError)
+
+
+def is_certificate_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is the server's certificate failing verification (name, trust, expiry)."""
+    return isinstance(exc, ssl.SSLCertVerificationError)

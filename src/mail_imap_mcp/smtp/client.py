@@ -1,0 +1,234 @@
+"""An SMTP submission client (RFC 6409) on ``net/``'s sockets, TLS and SASL: implicit TLS (465) or STARTTLS
+(587, required), AUTH PLAIN with a password or XOAUTH2/OAUTHBEARER with the account's token, the
+server's SIZE respected, each recipient's refusal kept.
+
+smtplib speaks the protocol; it never opens a socket or wraps TLS itself (``_get_socket`` and
+:meth:`SubmissionClient.starttls` are ``net/``'s). :func:`submit` is the one call: connect, log in, send
+one message, quit. Where it fails, :func:`~mail_imap_mcp.smtp.errors.classify` says how far it got; once
+the message's bytes started to go out, a lost connection is an unknown outcome, never retried here.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import re
+import smtplib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mail_imap_mcp.net.sasl import SaslExchange, oauth_initial_response
+from mail_imap_mcp.net.sockets import Socket, connect_tcp
+from mail_imap_mcp.net.tls import TlsContext, client_context, is_tls, wrap
+from mail_imap_mcp.smtp.errors import (
+    MessageTooLarge,
+    RecipientsRefused,
+    Stage,
+    SubmissionError,
+    SubmissionLoginRefused,
+    SubmissionOutcomeUnknown,
+    SubmissionRefused,
+    SubmissionTlsFailed,
+    classify,
+)
+
+
+@dataclass(frozen=True)
+class Server:
+    """Where to submit and how: ``security`` is ``tls``, ``starttls`` or ``plain`` (loopback only)."""
+
+    host: str
+    port: int
+    security: str
+    ca_file: Path | None = None
+    connect_timeout_s: float = 10.0
+    command_timeout_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class Login:
+    """Who logs in: ``mechanism`` ``PLAIN`` with ``secret()`` the password, or ``XOAUTH2``/``OAUTHBEARER``
+    with ``secret()`` an access token (called once, when the server asks)."""
+
+    username: str
+    mechanism: str
+    secret: Callable[[float], str] = field(repr=False)
+    #: Told when the server refused the secret (a token source invalidates its token).
+    refused: Callable[[str], None] = field(default=lambda _: None, repr=False)
+
+
+@dataclass
+class Submitted:
+    """The server accepted the message for ``accepted``; ``refused`` maps each other address to the
+    server's reply; ``reply`` is the server's answer to the message (its queue id, as a rule)."""
+
+    accepted: list[str]
+    refused: dict[str, str]
+    reply: str
+
+
+class SubmissionClient(smtplib.SMTP):
+    """smtplib's protocol over ``net/``'s sockets (see the module)."""
+
+    def __init__(self, server: Server, context: TlsContext) -> None:
+        self._server = server
+        self._context = context
+        self._connect_deadline = time.monotonic() + server.connect_timeout_s
+        super().__init__(timeout=server.command_timeout_s)
+        self._host = server.host
+
+    def _get_socket(self, host: str, port: int, timeout: float) -> Socket:
+        sock = connect_tcp(host, port, self._connect_left, lambda: None)
+        if self._server.security == "tls":
+            sock = wrap(sock, self._context, host, self._connect_left())
+        sock.settimeout(self._server.command_timeout_s)
+        return sock
+
+    def _connect_left(self) -> float:
+        left = self._connect_deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the connect budget is used up")
+        return left
+
+    def starttls(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
+        """STARTTLS with ``net/``'s TLS (the account's context, the server's name verified)."""
+        self.ehlo_or_helo_if_needed()
+        if not self.has_extn("starttls"):
+            raise SubmissionTlsFailed(
+                Stage.TLS, "the server does not offer STARTTLS, which the account requires"
+            )
+        code, reply = self.docmd("STARTTLS")
+        if code != 220:
+            raise SubmissionTlsFailed(Stage.TLS, f"STARTTLS refused: {code} {reply.decode(errors='replace')}")
+        assert self.sock is not None
+        self.sock = wrap(self.sock, self._context, self._server.host, self._connect_left())
+        self.sock.settimeout(self._server.command_timeout_s)
+        self.file = None
+        self.helo_resp = self.ehlo_resp = None
+        self.esmtp_features = {}
+        self.does_esmtp = False
+        return code, reply
+
+
+_BARE_LINE_ENDS = re.compile(rb"\r\n|\r|\n")
+_LEADING_DOT = re.compile(rb"(?m)^\.")
+_MAX_AUTH_ROUNDS = 4
+
+
+def dot_stuffed(message: bytes) -> bytes:
+    """The DATA payload of ``message``: CRLF line ends, leading dots doubled, the final ``.`` line."""
+    data = _LEADING_DOT.sub(b"..", _BARE_LINE_ENDS.sub(b"\r\n", message))
+    if not data.endswith(b"\r\n"):
+        data += b"\r\n"
+    return data + b".\r\n"
+
+
+def submit(server: Server, login: Login, sender: str, recipients: list[str], message: bytes) -> Submitted:
+    """Submit ``message`` from ``sender`` to ``recipients`` (envelope addresses) on a connection of its
+    own. Raises a :class:`~mail_imap_mcp.smtp.errors.SubmissionError`; only
+    :class:`~mail_imap_mcp.smtp.errors.SubmissionOutcomeUnknown` means it may have been sent."""
+    context = client_context(server.ca_file)
+    stage = Stage.CONNECT
+    client: SubmissionClient | None = None
+    try:
+        client = SubmissionClient(server, context)
+        client.connect(server.host, server.port)
+        client.ehlo()
+        if server.security == "starttls":
+            stage = Stage.TLS
+            client.starttls()
+            client.ehlo()
+        stage = Stage.LOGIN
+        _log_in(client, server, login)
+        stage = Stage.ENVELOPE
+        data = dot_stuffed(message)
+        limit = int(client.esmtp_features.get("size", "0") or 0) if client.has_extn("size") else 0
+        if limit and len(data) > limit:
+            raise MessageTooLarge(len(data), limit)
+        options = [f"SIZE={len(data)}"] if client.has_extn("size") else []
+        code, reply = client.mail(sender, options)
+        if code != 250:
+            raise SubmissionRefused(stage, code, reply.decode("utf-8", "replace"))
+        accepted, refused = [], {}
+        for recipient in recipients:
+            code, reply = client.rcpt(recipient)
+            if code in (250, 251):
+                accepted.append(recipient)
+            else:
+                refused[recipient] = f"{code} {' '.join(reply.decode('utf-8', 'replace').split())}"[:300]
+        if not accepted:
+            raise RecipientsRefused(refused)
+        code, reply = client.docmd("DATA")
+        if code != 354:
+            raise SubmissionRefused(stage, code, reply.decode("utf-8", "replace"))
+        stage = Stage.DATA
+        client.send(data)
+        code, reply = client.getreply()
+        answer = " ".join(reply.decode("utf-8", "replace").split())[:300]
+        if code != 250:
+            if code == -1:  # smtplib's "connection closed" answer
+                raise SubmissionOutcomeUnknown(stage, answer or "the connection was closed")
+            raise SubmissionRefused(stage, code, answer)
+        _quit(client)
+        return Submitted(accepted, refused, answer)
+    except SubmissionError:
+        _close(client)
+        raise
+    except Exception as exc:
+        _close(client)
+        raise classify(exc, stage) from None
+
+
+def _log_in(client: SubmissionClient, server: Server, login: Login) -> None:
+    if not (is_tls(client.sock) if client.sock is not None else False) and server.security != "plain":
+        raise SubmissionTlsFailed(Stage.TLS, "the connection is not encrypted")
+    offered = client.esmtp_features.get("auth", "").upper().split()
+    if login.mechanism not in offered:
+        raise SubmissionLoginRefused(
+            Stage.LOGIN, f"the server offers AUTH {' '.join(offered) or 'nothing'}, not {login.mechanism}"
+        )
+    secret = login.secret(server.command_timeout_s)
+    if login.mechanism == "PLAIN":
+        initial = f"\0{login.username}\0{secret}".encode()
+        respond: Callable[[bytes], bytes | None] = lambda _: initial  # noqa: E731
+    else:
+        respond = SaslExchange(
+            login.mechanism,
+            oauth_initial_response(login.mechanism, login.username, secret, server.host, server.port),
+        )
+
+    # AUTH with an initial response (RFC 4954), the bytes as they are: smtplib's auth() takes ASCII only.
+    code, reply = client.docmd("AUTH", f"{login.mechanism} {_b64(respond(b'') or b'')}")
+    for _ in range(_MAX_AUTH_ROUNDS):
+        if code != 334:
+            break
+        answer = respond(base64.b64decode(reply or b"=", validate=False))
+        code, reply = client.docmd("*" if answer is None else base64.b64encode(answer).decode("ascii"))
+    if code != 235:
+        login.refused(secret)
+        raise SubmissionLoginRefused(
+            Stage.LOGIN, f"{code} {' '.join(reply.decode('utf-8', 'replace').split())}"[:300]
+        )
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii") if data else "="
+
+
+def _quit(client: SubmissionClient) -> None:
+    try:
+        client.quit()
+    except Exception:  # the message was accepted: a goodbye lost changes nothing
+        _close(client)
+
+
+def _close(client: SubmissionClient | None) -> None:
+    if client is not None:
+        with contextlib.suppress(Exception):  # closing a dead socket
+            client.close()
+
+
+__all__ = ["Login", "Server", "Submitted", "dot_stuffed", "submit"]
