@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 
 from mail_imap_mcp.config import AccountConfig, Config, ConfigError
-from mail_imap_mcp.confirmation import ConfirmationGate
+from mail_imap_mcp.confirmation import ApprovalPage, ConfirmationGate
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.imap.attachment_errors import AttachmentTooLarge, ModeUnsupported
@@ -130,6 +130,8 @@ class AppContext:
         self._swept = [clock()]  # shared by every caller's view
         self.store: Store = store or MemoryStore()
         self.confirmations = confirmations or ConfirmationGate(store=self.store)
+        #: Where the user approves a send when their client cannot ask (None: nowhere, sending refused).
+        self.approval_page: ApprovalPage | None = None
         self.operations = operations or OperationRegistry(store=self.store)
         self._pool_for = pool_for or (lambda accounts: ConnectionPool(accounts))
         self._scopes: dict[str, UserScope] = {ANONYMOUS: self._scope_of(accounts_of(config, ANONYMOUS), pool)}

@@ -27,13 +27,25 @@ import hmac
 import json
 import secrets
 import time
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
 from mail_imap_mcp.envelope.mcp import ASK_USER, approved, client_can_ask_user
 from mail_imap_mcp.state import MemoryStore, Store, user_key, user_tag
 
 TOKEN_TTL_S = 300.0
+
+#: What the user decided on an approval page; ``unavailable``: no page could be shown (no browser).
+Decision = Literal["send", "dont_send", "expired", "unavailable"]
+
+
+class ApprovalPage(Protocol):
+    """Where the user approves a send when the client cannot ask them (no MCP elicitation): the browser
+    approval page of a stdio server on the user's desktop plugs in here (``AppContext.approval_page``).
+    Called with exactly the text elicitation would show; blocks until the user decided or the page
+    expired. Nothing the agent sends reaches it but the call's arguments."""
+
+    def __call__(self, shown: str) -> Decision: ...
 
 
 class ConfirmationGate:
@@ -110,6 +122,40 @@ class ConfirmationGate:
                 details={"confirm": _sentence(what), ASK_USER: True},
             )
         raise ToolFailure(ErrorCode.PERMISSION_DENIED, refusal, details=details, retryable=False)
+
+    @staticmethod
+    def require_send_approval(what: str, page: ApprovalPage | None) -> None:
+        """Return when the user approved sending ``what`` (the message as shown) in this call: through the
+        client (MCP elicitation, the approval bound to exactly ``what`` and the call's arguments), else on
+        ``page``. Otherwise raise what asks the user, or the refusal saying why nobody can be asked. No token
+        and no setting passes this gate (``confirm_without_elicitation`` included)."""
+        shown = _sentence(what)
+        if approved(shown):
+            return
+        if client_can_ask_user.get():
+            raise ToolFailure(
+                ErrorCode.CONFIRMATION_REQUIRED,
+                "The user is asked to approve sending this message.",
+                details={"confirm": shown, ASK_USER: True},
+            )
+        decision: Decision = "unavailable" if page is None else page(shown + "?")
+        if decision == "send":
+            return
+        if decision != "unavailable":
+            raise ToolFailure(
+                ErrorCode.CONFIRMATION_REQUIRED,
+                f"The user did not approve sending ({decision}); nothing was sent.",
+                details={"approval": decision},
+                retryable=False,
+            )
+        raise ToolFailure(
+            ErrorCode.PERMISSION_DENIED,
+            "Sending needs the user's approval of this very message, and this client cannot ask the user "
+            "(it does not support MCP elicitation) and no approval page could be shown: nothing was sent. "
+            "The user can send the draft from their mail client, or use a client that supports elicitation.",
+            details={"approval": "unavailable"},
+            retryable=False,
+        )
 
     @classmethod
     def _ask_user(cls, what: str, token: object) -> None:

@@ -195,6 +195,13 @@ class AccountConfig(SignInSettings):
         'that domain exactly; "*.example.com": its subdomains only), or "*" written out for anyone. '
         "Compared case-folded and IDNA-normalised.",
     )
+    send_rate_per_hour: int = Field(
+        default=20,
+        ge=1,
+        le=1000,
+        description="At most this many messages sent from this account in an hour (held in the state "
+        "store, so across instances with [state] redis_url).",
+    )
     index: bool | None = Field(
         default=None,
         description="Keep a local full-text index of this account (docs/index.md); unset means [server] "

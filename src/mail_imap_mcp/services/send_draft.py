@@ -1,0 +1,344 @@
+"""Sending a saved draft, at most once, only as the user approved it.
+
+The order is the guarantee: the draft is read from the Drafts folder and checked (its From one of the
+account's addresses, every To, Cc and Bcc in ``allowed_recipients``, at most 100 recipients), an earlier
+send of its Message-ID looked for (the state store's record, then the Sent folder) and the hourly rate
+checked, all before the user is asked; the user approves exactly what they were shown (the approval is
+bound to its text, which carries the draft's fingerprint: a draft changed since is asked about again, never
+sent as approved); then the record of the send is taken in the state store (one caller wins), the
+message submitted on a connection of its own, and the record says ``sent`` or ``unknown``. A connection
+lost after the message's bytes went out is an unknown outcome, never retried; the record then refuses a
+second send of the draft. Only once the server accepted it do the follow-ups run (a copy in Sent unless
+the provider files one, ``\\Answered`` on the message replied to, the draft moved to Trash), each failure
+an issue of a successful answer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.config import AccountConfig
+from mail_imap_mcp.config.accounts import AuthMethod
+from mail_imap_mcp.content.drafts import message_id_domain
+from mail_imap_mcp.envelope import Issue
+from mail_imap_mcp.imap.auth import token_source_for
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.directory import MailboxDirectory, same_mailbox
+from mail_imap_mcp.imap.errors import ImapError, OutcomeUnknown
+from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.read import MessageGone, read_raw
+from mail_imap_mcp.imap.roles import DRAFTS, INBOX, SENT, TRASH
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.net.tokens import AccessToken, TokenUnavailable
+from mail_imap_mcp.operations.audit import audit
+from mail_imap_mcp.services.message_lookup import examine_for
+from mail_imap_mcp.smtp.client import Login, Server, Submitted, submit
+from mail_imap_mcp.smtp.errors import Stage, SubmissionError, SubmissionLoginRefused, SubmissionOutcomeUnknown
+from mail_imap_mcp.smtp.outgoing import Outgoing, now_date, outgoing, rewritten
+from mail_imap_mcp.smtp.refusals import (
+    AlreadySent,
+    DraftRefused,
+    DraftUnsendable,
+    RecipientsNotAllowed,
+    SendRateReached,
+)
+
+#: The largest draft sent (bytes as stored).
+MAX_SEND_BYTES = 25 * 1024 * 1024
+#: How long the record of a send keeps a second send of the same draft away.
+RECORD_TTL_S = 30 * 24 * 3600.0
+RATE_WINDOW_S = 3600
+SENDING, SENT_STATE, UNKNOWN = b"sending", b"sent", b"unknown"
+
+
+@dataclass
+class Prepared:
+    """A draft read and checked, ready to be approved and sent."""
+
+    account_id: str
+    account: AccountConfig
+    ref: MessageRef
+    raw: bytes
+    outgoing: Outgoing
+    sent_mailbox: str | None
+    trash_mailbox: str | None
+
+
+@dataclass
+class SendResult:
+    """What a send did: ``outcome`` ``sent`` (the server accepted it for ``accepted``) or
+    ``outcome_unknown``; ``refused``: each recipient the server refused, with its reply."""
+
+    header_id: str
+    outcome: Literal["sent", "outcome_unknown"]
+    accepted: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)
+    reply: str = ""
+    sent_copy: Literal["appended", "filed_by_provider"] | None = None
+    answered: bool = False
+    draft_moved: bool = False
+    issues: list[Issue] = field(default_factory=list)
+
+
+def _record_key(app: AppContext, account_id: str, header_id: str) -> str:
+    return app.caller.key("send", account_id, header_id.lower())
+
+
+def _rate_key(app: AppContext, account_id: str, now: float) -> str:
+    return app.caller.key("send-rate", account_id, str(int(now // RATE_WINDOW_S)))
+
+
+def prepare(app: AppContext, connection: AccountConnection, ref: MessageRef) -> Prepared:
+    """Read the draft ``ref`` and check everything that needs no approval (see the module); raises the
+    refusal of the first check that fails. Changes nothing."""
+    account_id = connection.account_id
+    account = app.config.accounts[account_id]
+
+    def read(session: ImapSession) -> tuple[bytes, str | None, str | None]:
+        directory = MailboxDirectory.load(session, account)
+        drafts = directory.require(DRAFTS, account_id)
+        if not same_mailbox(ref.mailbox, drafts):
+            raise DraftRefused(
+                DraftUnsendable.NOT_IN_DRAFTS,
+                f"only a draft of {drafts!r} is sent; this one is in {ref.mailbox!r}",
+            )
+        examine_for(session, ref)
+        sizes = session.fetch([ref.uid], ["RFC822.SIZE"]).get(ref.uid)
+        if not sizes:
+            raise MessageGone(ref)
+        size = int(sizes.get(b"RFC822.SIZE") or 0)
+        if size > MAX_SEND_BYTES:
+            raise DraftRefused(DraftUnsendable.TOO_LARGE, f"it has {size} bytes; at most {MAX_SEND_BYTES}")
+        window = read_raw(session, ref, 0, max(size, 1))
+        return window.data, directory.special_use(SENT), directory.special_use(TRASH)
+
+    raw, sent, trash = connection.run(read)
+    domain = message_id_domain(next(iter(account.effective_addresses), ""), account.host)
+    message = outgoing(raw, account.own_addresses, domain)
+    allowed = account.recipients_allowed
+    outside = [address for address in message.recipients if not allowed.allows(address)]
+    if outside:
+        raise RecipientsNotAllowed(account_id, account.setting("allowed_recipients"), outside)
+    return Prepared(account_id, account, ref, raw, message, sent, trash)
+
+
+def check_not_sent(app: AppContext, connection: AccountConnection, prepared: Prepared) -> None:
+    """:class:`AlreadySent` when the record of the state store or the Sent folder knows the draft's
+    Message-ID; :class:`SendRateReached` when the hour's sends are used up."""
+    header_id = prepared.outgoing.header_id
+    state = app.store.get(_record_key(app, prepared.account_id, header_id))
+    if state is not None:
+        raise AlreadySent(header_id, state.decode("ascii", "replace"), prepared.sent_mailbox)
+    sent = prepared.sent_mailbox
+    if sent is not None:
+
+        def search(session: ImapSession) -> list[int]:
+            session.examine(sent)
+            return session.uid_search([b"HEADER", b"MESSAGE-ID", header_id])
+
+        if connection.run(search):
+            raise AlreadySent(header_id, "sent", sent)
+    used = app.store.get(_rate_key(app, prepared.account_id, time.time()))
+    if used is not None and int(used) >= prepared.account.send_rate_per_hour:
+        raise _rate_reached(app, prepared)
+
+
+def _rate_reached(app: AppContext, prepared: Prepared) -> SendRateReached:
+    now = time.time()
+    return SendRateReached(
+        prepared.account_id,
+        prepared.account.setting("send_rate_per_hour"),
+        prepared.account.send_rate_per_hour,
+        int(RATE_WINDOW_S - now % RATE_WINDOW_S) + 1,
+    )
+
+
+def _login(account_id: str, account: AccountConfig) -> Login:
+    if account.auth is AuthMethod.PASSWORD:
+        return Login(account.username, "PLAIN", lambda _: account.resolve_password())
+    tokens = token_source_for(account_id, account)
+    used: list[AccessToken] = []
+
+    def token(timeout_s: float) -> str:
+        try:
+            used.append(tokens.token(timeout_s))
+        except TokenUnavailable as exc:
+            raise SubmissionLoginRefused(Stage.LOGIN, f"no access token: {exc.reason}") from None
+        return used[-1].value
+
+    def refused(_: str) -> None:
+        if used:
+            tokens.invalidate(used[-1])
+
+    return Login(account.username, account.auth.mechanism, token, refused)
+
+
+def send(app: AppContext, connection: AccountConnection, prepared: Prepared, tool: str) -> SendResult:
+    """Take the record of the send, submit the message, record the outcome, then the follow-ups (see the
+    module). Call only once the user approved ``prepared`` in this call."""
+    account_id, message = prepared.account_id, prepared.outgoing
+    header_id = message.header_id
+    key = _record_key(app, account_id, header_id)
+    if not app.store.add(key, SENDING, RECORD_TTL_S):
+        state = app.store.get(key) or SENDING
+        raise AlreadySent(header_id, state.decode("ascii", "replace"), prepared.sent_mailbox)
+    if app.store.incr(_rate_key(app, account_id, time.time()), RATE_WINDOW_S) > (
+        prepared.account.send_rate_per_hour
+    ):
+        app.store.delete(key)
+        raise _rate_reached(app, prepared)
+    date = now_date()
+    added = header_id if message.id_added else None
+    transmitted = rewritten(prepared.raw, date=date, header_id=added, keep_bcc=False)
+    endpoint = prepared.account.submission
+    assert endpoint is not None  # send_enabled needs one (the configuration says so)
+    server = Server(
+        endpoint.host,
+        endpoint.port,
+        endpoint.security.value,
+        prepared.account.ca_file,
+        prepared.account.connect_timeout_s,
+        prepared.account.command_timeout_s,
+    )
+    recipients = list(message.recipients)
+
+    def done(outcome: str, **more: str) -> None:
+        audit(
+            app.caller, tool, account_id, "send", len(recipients), outcome,
+            message_id=header_id, recipients=",".join(recipients), **more,
+        )  # fmt: skip
+
+    try:
+        submitted: Submitted = submit(
+            server, _login(account_id, prepared.account), message.sender, recipients, transmitted
+        )
+    except SubmissionOutcomeUnknown:
+        app.store.set(key, UNKNOWN, RECORD_TTL_S)
+        done("outcome_unknown")
+        return SendResult(header_id, "outcome_unknown", issues=[_unknown_issue(prepared)])
+    except SubmissionError as exc:
+        app.store.delete(key)  # nothing was sent: the draft may be sent again
+        done(f"refused:{type(exc).__name__}")
+        raise
+    except BaseException:
+        app.store.set(key, UNKNOWN, RECORD_TTL_S)  # a bug mid-send: assume the worst, never send twice
+        done("outcome_unknown")
+        raise
+    app.store.set(key, SENT_STATE, RECORD_TTL_S)
+    refused = ",".join(submitted.refused)
+    done("partial" if submitted.refused else "sent", **({"refused": refused} if refused else {}))
+    result = SendResult(header_id, "sent", submitted.accepted, submitted.refused, submitted.reply)
+    result.issues += [
+        Issue(
+            code="recipient_refused",
+            stage="submit",
+            message=f"The server refused {address}: {reply}. The others were sent the message.",
+            retryable=False,
+        )
+        for address, reply in submitted.refused.items()
+    ]
+    _follow_up(
+        app, connection, prepared, rewritten(prepared.raw, date=date, header_id=added, keep_bcc=True), result
+    )
+    return result
+
+
+def _unknown_issue(prepared: Prepared) -> Issue:
+    where = (
+        f"the Sent folder {prepared.sent_mailbox!r}" if prepared.sent_mailbox else "the recipients' mailboxes"
+    )
+    return Issue(
+        code="outcome_unknown",
+        stage="submit",
+        message="The connection was lost after the message was handed to the server: it may or may not have "
+        f"been sent. It was not sent again, and this draft will not be sent again by this server; look in {where} "
+        f"for Message-ID {prepared.outgoing.header_id}.",
+        retryable=False,
+    )
+
+
+def _follow_up(
+    app: AppContext, connection: AccountConnection, prepared: Prepared, copy: bytes, result: SendResult
+) -> None:
+    """After acceptance: the Sent copy, ``\\Answered`` on the original, the draft to Trash; each failure an
+    issue (the message is sent whatever happens here)."""
+    provider = prepared.account.provider
+    if provider is not None and provider.files_sent_copy:
+        result.sent_copy = "filed_by_provider"
+    elif prepared.sent_mailbox is None:
+        result.issues.append(_issue("sent_copy_failed", "no Sent folder is known (set sent_mailbox)"))
+    else:
+        sent = prepared.sent_mailbox
+
+        def append(session: ImapSession) -> bool:
+            if session.selected_mailbox is not None:
+                session.deselect()
+            with session.write_command():
+                session.append(sent, copy, ("\\Seen",))
+            return True
+
+        if _step(app, connection, append, result, "sent_copy_failed", "the copy in Sent") is True:
+            result.sent_copy = "appended"
+    replied = prepared.outgoing.in_reply_to
+    if replied is not None:
+
+        def answer(session: ImapSession) -> bool:
+            session.select(INBOX)
+            uids = session.uid_search([b"HEADER", b"MESSAGE-ID", replied])
+            if uids:
+                with session.write_command(uids):
+                    session.store_flags(uids, "+", ["\\Answered"])
+            return bool(uids)
+
+        result.answered = (
+            _step(app, connection, answer, result, "answered_failed", "\\Answered on the original") is True
+        )
+    trash, ref = prepared.trash_mailbox, prepared.ref
+    if trash is None:
+        result.issues.append(
+            _issue("draft_kept", "no Trash folder is known (set trash_mailbox); the draft stays")
+        )
+        return
+
+    def retire(session: ImapSession) -> bool:
+        session.select(ref.mailbox, uidvalidity=ref.uidvalidity)
+        if ref.uid not in session.fetch_flags([ref.uid]):
+            return False
+        session.uid_move([ref.uid], trash)
+        return True
+
+    result.draft_moved = (
+        _step(app, connection, retire, result, "draft_kept", "moving the draft to Trash") is True
+    )
+
+
+def _step(
+    app: AppContext,
+    connection: AccountConnection,
+    operation: Callable[[ImapSession], object],
+    result: SendResult,
+    code: str,
+    what: str,
+) -> object:
+    try:
+        return connection.run_write(operation)
+    except OutcomeUnknown:
+        result.issues.append(
+            _issue(code, f"{what}: the connection was lost; it may or may not have been done")
+        )
+    except ImapError as exc:
+        failure = app.failure_of(exc)
+        if failure is None:
+            raise
+        result.issues.append(_issue(code, f"{what} failed: {failure.message}"))
+    return None
+
+
+def _issue(code: str, problem: str) -> Issue:
+    return Issue(
+        code=code, stage="after_send", message=f"The message was sent, but {problem}.", retryable=False
+    )

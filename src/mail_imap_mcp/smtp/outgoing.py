@@ -1,0 +1,223 @@
+"""A saved draft as it goes out: its bytes with Date replaced, a Message-ID added where it has none and Bcc
+left out of the transmitted copy (the Sent copy keeps it); its envelope (the sender, every To, Cc and Bcc
+address); and what the user is shown to approve it.
+
+The bytes are the draft's own: header fields are removed or added as whole lines, nothing else is
+rewritten. The draft is read as a hostile one may be (saved by any client): a header the user is shown
+that appears twice, an address that does not parse, control characters (shown escaped, never as line
+breaks), more than :data:`MAX_SEND_RECIPIENTS` recipients, or a From that is not the account's are refused.
+"""
+
+from __future__ import annotations
+
+import email.policy
+import email.utils
+import hashlib
+import re
+from dataclasses import dataclass
+from email.message import EmailMessage
+from email.parser import BytesParser
+
+from mail_imap_mcp.smtp.refusals import DraftRefused, DraftUnsendable
+
+#: At most this many recipients (To, Cc and Bcc together) in one message.
+MAX_SEND_RECIPIENTS = 100
+#: Characters of the text the user is shown.
+TEXT_SHOWN_CHARS = 600
+#: Headers the user is shown or the envelope is made of: each at most once.
+_SINGLE = ("From", "Sender", "Reply-To", "To", "Cc", "Bcc", "Subject", "Message-ID", "In-Reply-To")
+_HEADER_END = re.compile(rb"\r?\n\r?\n")
+_FIELD_START = re.compile(rb"^([!-9;-~]+)[ \t]*:", re.MULTILINE)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+_TAGS = re.compile(r"<[^>]*>")
+_MESSAGE_ID = re.compile(r"<[!-;=?-~]{1,250}@[!-;=?-~]{1,250}>")
+
+
+@dataclass(frozen=True)
+class Attachment:
+    name: str
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """What a draft sends and what the user is shown of it."""
+
+    header_id: str
+    #: The draft had no Message-ID: this one (from the draft's digest) was added.
+    id_added: bool
+    sender: str
+    from_shown: str
+    reply_to: str
+    to: tuple[str, ...]
+    cc: tuple[str, ...]
+    bcc: tuple[str, ...]
+    subject: str
+    attachments: tuple[Attachment, ...]
+    text_start: str
+    in_reply_to: str | None
+    #: Every To, Cc and Bcc address (bare), each once: what RCPT TO names.
+    recipients: tuple[str, ...]
+    #: SHA-256 of the draft's bytes as approved (its Message-ID added): a changed draft has another.
+    fingerprint: str
+
+    def shown(self, account_id: str) -> str:
+        """What the user reads before approving (every value one line, control characters escaped)."""
+        lines = [
+            f"send this message from account {account_id!r}:",
+            f"From: {self.from_shown}",
+            *([f"Reply-To: {self.reply_to}"] if self.reply_to else []),
+            f"To: {', '.join(self.to) or '-'}",
+            f"Cc: {', '.join(self.cc) or '-'}",
+            f"Bcc: {', '.join(self.bcc) or '-'}",
+            f"Subject: {self.subject or '(no subject)'}",
+            "Attachments: "
+            + (", ".join(f"{a.name} ({a.size_bytes} bytes)" for a in self.attachments) or "none"),
+            f"Text: {self.text_start or '(empty)'}",
+            f"Message-ID: {self.header_id}" + (" (added to the draft)" if self.id_added else ""),
+            f"Fingerprint: {self.fingerprint[:16]}",
+        ]
+        return "\n".join(lines)
+
+
+def _escaped(text: str, limit: int = 300) -> str:
+    """``text`` on one line: control characters (CR, LF among them) shown as ``\\xNN``, cut at ``limit``."""
+    one = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", " ".join(text.split(" ")))
+    one = one.replace("\n", "\\n").replace("\t", " ")
+    return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def split_header(raw: bytes) -> tuple[bytes, bytes, bytes]:
+    """The header block, the blank line after it and the body."""
+    end = _HEADER_END.search(raw)
+    if end is None:
+        return raw, b"", b""
+    return raw[: end.start()], raw[end.start() : end.end()], raw[end.end() :]
+
+
+def _fields(header: bytes) -> list[tuple[str, bytes]]:
+    """The header block as (lower-cased name, the field's lines) in order, continuation lines kept."""
+    fields: list[tuple[str, bytes]] = []
+    for line in header.splitlines(keepends=True):
+        match = _FIELD_START.match(line)
+        if match is None and fields:
+            name, text = fields[-1]
+            fields[-1] = (name, text + line)
+        else:
+            name = match.group(1).decode("ascii").lower() if match else ""
+            fields.append((name, line))
+    return fields
+
+
+def rewritten(raw: bytes, *, date: str, header_id: str | None, keep_bcc: bool) -> bytes:
+    """``raw`` with its Date replaced by ``date``, ``Message-ID: header_id`` added (when given) and its Bcc
+    kept or left out; every other byte as it was."""
+    header, blank, body = split_header(raw)
+    newline = b"\n" if blank.startswith(b"\n") or (b"\n" in header and b"\r\n" not in header) else b"\r\n"
+    drop = {"date"} | (set() if keep_bcc else {"bcc"})
+    kept = [
+        text if text.endswith(b"\n") else text + newline for name, text in _fields(header) if name not in drop
+    ]
+    added = [f"Date: {date}".encode() + newline]
+    if header_id is not None:
+        added.append(f"Message-ID: {header_id}".encode() + newline)
+    return b"".join(added + kept) + newline + body
+
+
+def _addresses(message: EmailMessage, name: str) -> tuple[list[str], list[str]]:
+    """The bare addresses of header ``name`` and their shown forms; :class:`DraftRefused` when it does not
+    parse cleanly."""
+    value = message.get(name)
+    if value is None:
+        return [], []
+    try:
+        found = list(value.addresses)
+    except (AttributeError, ValueError):
+        found = []
+    bad = bool(getattr(value, "defects", ())) or (not found and str(value).strip())
+    bare = [a.addr_spec for a in found]
+    if bad or any(not a or _CONTROL.search(a) or " " in a or a.count("@") != 1 for a in bare):
+        raise DraftRefused(
+            DraftUnsendable.MALFORMED, f"its {name} header holds an address that does not parse"
+        )
+    shown = [_escaped(f"{a.display_name} <{a.addr_spec}>" if a.display_name else a.addr_spec) for a in found]
+    return bare, shown
+
+
+def _text_start(message: EmailMessage) -> str:
+    try:
+        body = message.get_body(preferencelist=("plain", "html"))
+        text = body.get_content() if body is not None else ""
+    except (LookupError, ValueError, AttributeError, TypeError):
+        return "(the text could not be read)"
+    if body is not None and body.get_content_subtype() == "html":
+        text = _TAGS.sub(" ", text)
+    return _escaped(" ".join(str(text).split()), TEXT_SHOWN_CHARS)
+
+
+def _attachments(message: EmailMessage) -> tuple[Attachment, ...]:
+    found = []
+    for part in message.iter_attachments():
+        payload = part.get_payload(decode=True)
+        size = len(payload) if isinstance(payload, bytes) else 0
+        found.append(Attachment(_escaped(part.get_filename() or "(unnamed)", 120), size))
+    return tuple(found)
+
+
+def outgoing(raw: bytes, own_addresses: frozenset[str], id_domain: str) -> Outgoing:
+    """Read the draft ``raw`` as it would go out (see the module); ``own_addresses`` lower-cased."""
+    message = BytesParser(policy=email.policy.default).parsebytes(raw)
+    assert isinstance(message, EmailMessage)
+    for name in _SINGLE:
+        if len(message.get_all(name) or []) > 1:
+            raise DraftRefused(DraftUnsendable.REPEATED_HEADER, f"it has more than one {name} header")
+    senders, from_shown = _addresses(message, "From")
+    if len(senders) != 1 or senders[0].lower() not in own_addresses:
+        raise DraftRefused(
+            DraftUnsendable.SENDER_NOT_OWN,
+            f"its From ({', '.join(from_shown) or 'none'}) must be exactly one of the account's addresses",
+        )
+    sender_field, _ = _addresses(message, "Sender")
+    if any(address.lower() not in own_addresses for address in sender_field):
+        raise DraftRefused(
+            DraftUnsendable.SENDER_NOT_OWN, "its Sender header is not one of the account's addresses"
+        )
+    to, to_shown = _addresses(message, "To")
+    cc, cc_shown = _addresses(message, "Cc")
+    bcc, bcc_shown = _addresses(message, "Bcc")
+    _, reply_to = _addresses(message, "Reply-To")
+    recipients = tuple({a.lower(): a for a in (*to, *cc, *bcc)}.values())
+    count = len(recipients)
+    if count == 0:
+        raise DraftRefused(DraftUnsendable.NO_RECIPIENTS, "it has no recipient in To, Cc or Bcc")
+    if count > MAX_SEND_RECIPIENTS:
+        raise DraftRefused(
+            DraftUnsendable.TOO_MANY_RECIPIENTS, f"it has {count} recipients; at most {MAX_SEND_RECIPIENTS}"
+        )
+    header_id = str(message.get("Message-ID") or "").strip()
+    id_added = not _MESSAGE_ID.fullmatch(header_id)
+    if id_added:  # the same draft always gets the same one: the key of its single send
+        header_id = f"<{hashlib.sha256(raw).hexdigest()[:32]}@{id_domain}>"
+    approved = raw if not id_added else raw + header_id.encode()
+    replied = str(message.get("In-Reply-To") or "").strip()
+    return Outgoing(
+        header_id=header_id,
+        id_added=id_added,
+        sender=senders[0],
+        from_shown=from_shown[0],
+        reply_to=", ".join(reply_to),
+        to=tuple(to_shown),
+        cc=tuple(cc_shown),
+        bcc=tuple(bcc_shown),
+        subject=_escaped(str(message.get("Subject") or "")),
+        attachments=_attachments(message),
+        text_start=_text_start(message),
+        in_reply_to=replied if _MESSAGE_ID.fullmatch(replied) else None,
+        recipients=recipients,
+        fingerprint=hashlib.sha256(approved).hexdigest(),
+    )
+
+
+def now_date() -> str:
+    """An RFC 5322 date of now, in UTC."""
+    return email.utils.formatdate(usegmt=True)
