@@ -111,7 +111,9 @@ class SubmissionDovecot(Dovecot):
     def _config(self) -> str:
         config = super()._config().replace("protocols = imap\n", "protocols = imap submission lmtp\n")
         chroot = "" if os.geteuid() == 0 else "  chroot =\n"
-        return config + f"""
+        return (
+            config
+            + f"""
 hostname = submission.{DOMAIN}
 submission_relay_host = 127.0.0.1
 submission_relay_port = {self.mta_port}
@@ -143,6 +145,7 @@ service lmtp {{
   }}
 }}
 """
+        )
 
     def _prepare_exim(self) -> None:
         base = self.exim_dir
@@ -242,6 +245,8 @@ dovecot_lmtp:
         exim = ""
         if self._root is not None:
             exim = "\n".join(
-                filter(None, (tail_file(self.exim_dir / name, lines) for name in ("log/mainlog", "exim.stdout")))
+                filter(
+                    None, (tail_file(self.exim_dir / name, lines) for name in ("log/mainlog", "exim.stdout"))
+                )
             )
         return super().log_tail(lines) + ("\n" + exim if exim else "")

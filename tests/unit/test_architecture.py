@@ -57,6 +57,7 @@ FORBIDDEN_IMPORTS = {
     # Sockets, TLS, deadlines, SASL and tokens: below every protocol, the same for IMAP and SMTP.
     "net": (
         "imap",
+        "smtp",
         "index",
         "mime",
         "content",
@@ -67,7 +68,9 @@ FORBIDDEN_IMPORTS = {
         *_ABOVE_OPERATIONS,
         *_TOP,
     ),
-    "imap": ("index", "operations", *_ABOVE_OPERATIONS, *_TOP),
+    "imap": ("index", "smtp", "operations", *_ABOVE_OPERATIONS, *_TOP),
+    # SMTP submission beside imap/: net/'s sockets, TLS and SASL, its own errors; no IMAP, nothing above.
+    "smtp": ("imap", "index", "query", "envelope", "state", "operations", *_ABOVE_OPERATIONS, *_TOP),
     # A sign-in a call starts: the account's settings, the OAuth client, the browser; no mail.
     "sign_in_flow": ("imap", "index", "mime", "content", "query", "operations", *_ABOVE_OPERATIONS, *_TOP),
     # The local index sits beside imap/: it syncs through it and answers what query/ compiles.
@@ -191,6 +194,8 @@ def test_layer_imports_point_one_way(layer: str) -> None:
 _NETWORK_MODULES = ("socket", "ssl", "select")
 #: Text only a SASL message or a token's fetch carries: only ``net/`` writes it.
 _SASL_MARKERS = ("auth=Bearer", "n,a=", "subprocess.Popen")
+#: The protocol packages: IMAP and SMTP submission.
+_PROTOCOL_PACKAGES = ("mail_imap_mcp.imap.", "mail_imap_mcp.smtp.")
 
 
 def test_sockets_tls_and_sasl_live_in_net_alone() -> None:
@@ -199,13 +204,13 @@ def test_sockets_tls_and_sasl_live_in_net_alone() -> None:
     wrong = sorted(
         f"{name} imports {target}"
         for name, path in modules(SRC, PACKAGE).items()
-        if name.startswith("mail_imap_mcp.imap.")
+        if name.startswith(_PROTOCOL_PACKAGES)
         for target in imported(path, name)
         if target in _NETWORK_MODULES or target.startswith(tuple(f"{m}." for m in _NETWORK_MODULES))
     ) + sorted(
         f"{name} holds {marker!r}"
         for name, path in modules(SRC, PACKAGE).items()
-        if name.startswith("mail_imap_mcp.imap.")
+        if name.startswith(_PROTOCOL_PACKAGES)
         for marker in _SASL_MARKERS
         if marker in path.read_text(encoding="utf-8")
     )

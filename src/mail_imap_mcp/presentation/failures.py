@@ -90,6 +90,7 @@ from mail_imap_mcp.presentation.mail_failures import (
 )
 from mail_imap_mcp.presentation.name_failures import NAME_FAILURES
 from mail_imap_mcp.presentation.query_failures import QUERY_FAILURES
+from mail_imap_mcp.presentation.send_failures import SEND_FAILURES
 from mail_imap_mcp.presentation.state_failures import STATE_FAILURES
 from mail_imap_mcp.presentation.token_failures import TOKEN_FAILURES
 
@@ -366,6 +367,7 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     **STATE_FAILURES,
     **ATTACHMENT_FAILURES,
     **DRAFT_FAILURES,
+    **SEND_FAILURES,
     **NAME_FAILURES,
     **QUERY_FAILURES,
     **TOKEN_FAILURES,

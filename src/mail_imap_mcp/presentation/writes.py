@@ -24,6 +24,8 @@ from mail_imap_mcp.operations.runner import SelectRefusals
 from mail_imap_mcp.operations.transfer import TransferOutcome
 from mail_imap_mcp.presentation.failures import envelope_of, failure_of
 from mail_imap_mcp.presentation.mail_failures import conflict, ids_mailbox_gone
+from mail_imap_mcp.smtp.errors import SubmissionError
+from mail_imap_mcp.smtp.refusals import SendRefused
 
 DRY_RUN_DESCRIPTION = "true: only say what would change."
 CONFIRM_TOKEN_DESCRIPTION = "From confirmation_required, after the user agreed."
@@ -98,7 +100,7 @@ def audited(failed: Callable[[ToolFailure], None]) -> Iterator[None]:
     failure leaves as it is, and the tool runner words it."""
     try:
         yield
-    except (ToolFailure, ImapError, InvalidMessageId) as exc:
+    except (ToolFailure, ImapError, InvalidMessageId, SendRefused, SubmissionError) as exc:
         failure = failure_of(exc)
         if failure is not None:
             failed(failure)

@@ -28,7 +28,7 @@ TEXT_SHOWN_CHARS = 600
 _SINGLE = ("From", "Sender", "Reply-To", "To", "Cc", "Bcc", "Subject", "Message-ID", "In-Reply-To")
 _HEADER_END = re.compile(rb"\r?\n\r?\n")
 _FIELD_START = re.compile(rb"^([!-9;-~]+)[ \t]*:", re.MULTILINE)
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
 _TAGS = re.compile(r"<[^>]*>")
 _MESSAGE_ID = re.compile(r"<[!-;=?-~]{1,250}@[!-;=?-~]{1,250}>")
 
@@ -83,7 +83,7 @@ class Outgoing:
 def _escaped(text: str, limit: int = 300) -> str:
     """``text`` on one line: control characters (CR, LF among them) shown as ``\\xNN``, cut at ``limit``."""
     one = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", " ".join(text.split(" ")))
-    one = one.replace("\n", "\\n").replace("\t", " ")
+    one = one.replace("\t", " ")
     return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
@@ -127,21 +127,28 @@ def rewritten(raw: bytes, *, date: str, header_id: str | None, keep_bcc: bool) -
 def _addresses(message: EmailMessage, name: str) -> tuple[list[str], list[str]]:
     """The bare addresses of header ``name`` and their shown forms; :class:`DraftRefused` when it does not
     parse cleanly."""
-    value = message.get(name)
-    if value is None:
-        return [], []
     try:
+        value = message.get(name)
+        if value is None:
+            return [], []
         found = list(value.addresses)
-    except (AttributeError, ValueError):
-        found = []
-    bad = bool(getattr(value, "defects", ())) or (not found and str(value).strip())
+    except (AttributeError, ValueError, TypeError, IndexError):  # a name or address holding CR/LF...
+        raise DraftRefused(DraftUnsendable.MALFORMED, f"its {name} header does not parse") from None
+    bad = bool(getattr(value, "defects", ())) or not (found or getattr(value, "groups", ()))
     bare = [a.addr_spec for a in found]
     if bad or any(not a or _CONTROL.search(a) or " " in a or a.count("@") != 1 for a in bare):
         raise DraftRefused(
             DraftUnsendable.MALFORMED, f"its {name} header holds an address that does not parse"
         )
-    shown = [_escaped(f"{a.display_name} <{a.addr_spec}>" if a.display_name else a.addr_spec) for a in found]
+    shown = [_escaped(str(a)) for a in found]
     return bare, shown
+
+
+def _subject(message: EmailMessage) -> str:
+    try:
+        return _escaped(str(message.get("Subject") or ""))
+    except (ValueError, TypeError, IndexError):
+        raise DraftRefused(DraftUnsendable.MALFORMED, "its Subject header does not parse") from None
 
 
 def _text_start(message: EmailMessage) -> str:
@@ -168,8 +175,9 @@ def outgoing(raw: bytes, own_addresses: frozenset[str], id_domain: str) -> Outgo
     """Read the draft ``raw`` as it would go out (see the module); ``own_addresses`` lower-cased."""
     message = BytesParser(policy=email.policy.default).parsebytes(raw)
     assert isinstance(message, EmailMessage)
+    present = [key.lower() for key in message]  # counted unparsed: a hostile value raises on parse
     for name in _SINGLE:
-        if len(message.get_all(name) or []) > 1:
+        if present.count(name.lower()) > 1:
             raise DraftRefused(DraftUnsendable.REPEATED_HEADER, f"it has more than one {name} header")
     senders, from_shown = _addresses(message, "From")
     if len(senders) != 1 or senders[0].lower() not in own_addresses:
@@ -209,7 +217,7 @@ def outgoing(raw: bytes, own_addresses: frozenset[str], id_domain: str) -> Outgo
         to=tuple(to_shown),
         cc=tuple(cc_shown),
         bcc=tuple(bcc_shown),
-        subject=_escaped(str(message.get("Subject") or "")),
+        subject=_subject(message),
         attachments=_attachments(message),
         text_start=_text_start(message),
         in_reply_to=replied if _MESSAGE_ID.fullmatch(replied) else None,

@@ -26,6 +26,7 @@ from mail_imap_mcp.tools import (
     manage_mailbox,
     save_draft,
     search_messages,
+    send_draft,
     update_message_flags,
 )
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
@@ -44,6 +45,7 @@ TOOLS: list[ToolSpec[Any]] = [
     apply_to_messages.TOOL,
     manage_mailbox.TOOL,
     save_draft.TOOL,
+    send_draft.TOOL,
     get_operation.TOOL,
     cancel_operation.TOOL,
 ]

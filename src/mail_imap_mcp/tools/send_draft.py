@@ -1,0 +1,154 @@
+"""imap_send_draft: send a saved draft over SMTP submission, once, only after the user approved exactly the
+message shown to them (MCP elicitation; an approval page where the client cannot ask, when one is plugged
+in; refused otherwise). Governed by the account's ``send_enabled`` alone; the rules are in
+``services/send_draft.py``."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.envelope import ErrorCode, MultiItemData, NextAction, ToolFailure, ToolResult
+from mail_imap_mcp.envelope.model import status_for
+from mail_imap_mcp.operations.audit import audit
+from mail_imap_mcp.presentation.arguments import MessageIdArg
+from mail_imap_mcp.presentation.writes import audited
+from mail_imap_mcp.services.message_lookup import resolve_message
+from mail_imap_mcp.services.send_draft import check_not_sent, prepare, send
+from mail_imap_mcp.tools.spec import Effect, ToolSpec
+
+NAME = "imap_send_draft"
+TITLE = "Send a saved draft (the user approves it)"
+DESCRIPTION = (
+    "Send a draft from Drafts (save it first with imap_save_draft). The user is shown it and must approve; "
+    "you cannot approve it. Sent once: never retry an outcome_unknown."
+)
+DETAILS = (
+    "Send a saved draft by its message_id over the account's SMTP submission server (implicit TLS or "
+    "STARTTLS; AUTH PLAIN with the account's password, or XOAUTH2/OAUTHBEARER with its token). Only for an "
+    "account with send_enabled, and only to allowed_recipients (To, Cc and Bcc, checked before any "
+    "connection). Before anything is sent the user is shown From, Reply-To, To, Cc, Bcc, the subject, each "
+    "attachment's name and size, the start of the text, the Message-ID and the draft's fingerprint, through "
+    "the client (MCP elicitation); the approval is bound to exactly that text and this call, so a draft "
+    "changed since is asked about again, never sent as approved. No argument, token or setting lets an agent "
+    "approve (confirm_without_elicitation does not apply); a client without elicitation is refused unless an "
+    "approval page is available. The draft's bytes are sent as saved, with Date replaced and Bcc left out of "
+    "the transmitted copy; From must be one of the account's addresses; at most 100 recipients. At most once: "
+    "the draft's Message-ID (one derived from its content is added when it has none) is recorded in the state "
+    "store and looked for in Sent before each send; a connection lost after the message went out is "
+    "outcome_unknown, never retried, and the draft is then refused (conflict) like one already sent. After "
+    "the server accepted it: a copy in Sent with \\Seen (unless the provider files one: Gmail, Microsoft "
+    "365), \\Answered on the message replied to (found in INBOX by In-Reply-To), the draft moved to Trash; a "
+    "step that fails is an issue of a successful answer. Recipients the server refused are named in "
+    "data.refused (status partial). At most send_rate_per_hour sends an hour per account."
+)
+ERRORS = {
+    "invalid_input": "message_id is malformed, or the draft cannot be sent as it is (not in Drafts, From not "
+    "the account's, a repeated header, an address that does not parse, no or over 100 recipients).",
+    "not_found": "The account or the draft is gone.",
+    "permission_denied": "send_enabled is off for the account; a recipient is outside allowed_recipients; the "
+    "client cannot ask the user and no approval page is available; the server refused the message or every "
+    "recipient. Nothing was sent.",
+    "confirmation_required": "The user declined or cancelled; nothing was sent.",
+    "conflict": "This draft was sent already, is being sent, or its earlier send's outcome is unknown.",
+    "limit_exceeded": "send_rate_per_hour reached, or the message is over the server's SIZE.",
+    "auth_failed": "The submission server refused the login.",
+    "unavailable": "The submission server could not be reached or TLS failed; nothing was sent.",
+    "timeout": "The submission server did not answer before the message was sent; nothing was sent.",
+}
+
+
+class SendDraftInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    message_id: MessageIdArg = Field(description="The draft's message_id (in Drafts).")
+
+
+class RefusedRecipient(BaseModel):
+    address: str = Field(description="A recipient the server refused.")
+    reply: str = Field(description="The server's reply.")
+
+
+class SendDraftData(MultiItemData):
+    account_id: str = Field(description="Account the message was sent from.")
+    message_id: str = Field(description="The draft's message_id.")
+    header_message_id: str = Field(description="The Message-ID the message was sent with.")
+    outcome: Literal["sent", "outcome_unknown"] = Field(
+        description="sent: the server accepted it; outcome_unknown: the connection was lost after the message "
+        "went out (never retried; look in Sent)."
+    )
+    accepted: list[str] = Field(description="Recipients the server accepted.")
+    refused: list[RefusedRecipient] = Field(description="Recipients the server refused.")
+    sent_copy: Literal["appended", "filed_by_provider"] | None = Field(
+        description="How the copy in Sent came to be (null: none, data.issues says why)."
+    )
+    answered: bool = Field(description="The message replied to was marked \\Answered.")
+    draft_moved_to_trash: bool = Field(description="The draft was moved to Trash.")
+
+
+def handle(app: AppContext, args: SendDraftInput) -> ToolResult[SendDraftData]:
+    connection, ref = resolve_message(app, args.message_id)
+    account_id = connection.account_id
+    account = app.config.accounts[account_id]
+    if not account.send_enabled:
+        raise ToolFailure(
+            ErrorCode.PERMISSION_DENIED,
+            f"Sending is turned off for account {account_id!r}; nothing was sent. Only the user can turn it on "
+            f"({account.setting('send_enabled', 'true')} with allowed_recipients).",
+            details={"account_id": account_id, "setting": "send_enabled"},
+            retryable=False,
+        )
+    with audited(lambda failure: audit(app.caller, NAME, account_id, "send", 0, failure.code)):
+        prepared = prepare(app, connection, ref)
+        check_not_sent(app, connection, prepared)
+        app.confirmations.require_send_approval(prepared.outgoing.shown(account_id), app.approval_page)
+        result = send(app, connection, prepared, NAME)
+    refused = [RefusedRecipient(address=a, reply=r) for a, r in result.refused.items()]
+    data = SendDraftData(
+        account_id=account_id,
+        message_id=ref.message_id,
+        header_message_id=result.header_id,
+        outcome=result.outcome,
+        accepted=result.accepted,
+        refused=refused,
+        sent_copy=result.sent_copy,
+        answered=result.answered,
+        draft_moved_to_trash=result.draft_moved,
+        status=status_for(result.issues),
+        issues=result.issues,
+        next_action=_look_in_sent(prepared.sent_mailbox, result.header_id),
+    )
+    if result.outcome == "outcome_unknown":
+        summary = "Outcome unknown: the connection was lost after the message went out; not sent again"
+    elif refused:
+        summary = f"Sent to {len(result.accepted)} recipient(s); {len(refused)} refused by the server"
+    else:
+        summary = f"Sent to {len(result.accepted)} recipient(s)"
+    return ToolResult(summary=summary, data=data)
+
+
+def _look_in_sent(sent: str | None, header_id: str) -> NextAction | None:
+    if sent is None:
+        return None
+    return NextAction(
+        instruction="Find the message in Sent",
+        tool="imap_search_messages",
+        arguments={"mailbox": sent, "query": header_id.strip("<>")},
+    )
+
+
+TOOL = ToolSpec(
+    name=NAME,
+    title=TITLE,
+    description=DESCRIPTION,
+    details=DETAILS,
+    input_model=SendDraftInput,
+    data_model=SendDraftData,
+    handle=handle,
+    errors=ERRORS,
+    effect=Effect.SEND,
+    idempotent=False,
+    changes=("New: sends a saved draft, approved by the user, at most once (issue 49).",),
+)

@@ -1,0 +1,341 @@
+"""imap_send_draft through the SDK's MCP client, against the real submission chain (Dovecot submission ->
+Exim -> LMTP into the same Dovecot, tests/support/submission.py): the recipient reads the message in their
+INBOX, compared byte for byte with the draft; the user's approval by elicitation (both protocol eras),
+declined, cancelled or impossible; faults through the fault proxy on the plaintext submission port; hostile
+drafts saved by another client with APPEND. Messages are counted before and after every send.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import imaplib
+import re
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.support.accounts import account_settings
+from tests.support.clients import make_config, open_client
+from tests.support.elicitation import answering
+from tests.support.envelope_client import EnvelopeClient
+from tests.support.faultproxy import FaultProxy
+from tests.support.submission import DOMAIN, SubmissionDovecot
+
+pytestmark = pytest.mark.anyio
+
+TOOL = "imap_send_draft"
+ERAS = ["legacy", "modern"]
+#: Headers the delivery chain writes above the message.
+TRACE = re.compile(rb"\A(?:(?:Return-Path|Delivered-To|Received):[^\n]*\n(?:[ \t][^\n]*\n)*)+")
+
+
+@pytest.fixture(scope="module")
+def chain() -> Iterator[SubmissionDovecot]:
+    with SubmissionDovecot() as server:
+        yield server
+
+
+def _settings(chain: SubmissionDovecot, user: str, port: int, security: str, **more: Any) -> dict[str, Any]:
+    return account_settings(
+        chain,
+        user,
+        password_env=None,
+        password=chain.password,
+        addresses=[chain.address(user)],
+        smtp={"host": "127.0.0.1", "port": port, "security": security},
+        send_enabled=True,
+        allowed_recipients=[f"@{DOMAIN}"],
+        **more,
+    )
+
+
+def _client(
+    settings: dict[str, Any], era: str | None = "modern", answer: Any = None
+) -> AsyncIterator[EnvelopeClient]:
+    options: dict[str, Any] = {}
+    if era is not None:
+        options = {"elicitation_callback": answer or answering("accept")}
+        if era == "legacy":
+            options["mode"] = "legacy"
+    return open_client(make_config({"default": settings}), **options)
+
+
+def _draft(sender: str, to: list[str], *, cc: list[str] = (), bcc: list[str] = (), subject: str = "Hello", extra: str = "",
+           body: str = "Dear Bob,\r\n.leading dot stays\r\nBest\r\n") -> bytes:  # fmt: skip
+    lines = [
+        f"From: Alice <{sender}>",
+        f"To: {', '.join(to)}",
+        *([f"Cc: {', '.join(cc)}"] if cc else []),
+        *([f"Bcc: {', '.join(bcc)}"] if bcc else []),
+        f"Subject: {subject}",
+        "Date: Mon, 02 Jan 2023 10:00:00 +0000",
+        f"Message-ID: <draft-{time.monotonic_ns()}@{DOMAIN}>",
+        "MIME-Version: 1.0",
+        "Content-Type: text/plain; charset=utf-8",
+        *([extra] if extra else []),
+    ]
+    return ("\r\n".join(lines) + "\r\n\r\n" + body).encode()
+
+
+def _append(chain: SubmissionDovecot, user: str, mailbox: str, raw: bytes, flags: str = "(\\Draft)") -> None:
+    """APPEND as another mail client would (not through this server)."""
+    imap = imaplib.IMAP4("127.0.0.1", chain.plain_port)
+    try:
+        imap.login(user, chain.password)
+        imap.create(mailbox)
+        imap.append(mailbox, flags, None, raw)
+    finally:
+        imap.logout()
+
+
+def _files(chain: SubmissionDovecot, user: str, mailbox: str = "INBOX") -> list[Path]:
+    folder = chain.folder_path(user, mailbox)
+    return sorted(p for sub in ("new", "cur") for p in (folder / sub).glob("*")) if folder.exists() else []
+
+
+def _received(chain: SubmissionDovecot) -> int:
+    """Messages Exim took (each one submitted and relayed)."""
+    return chain.mta_log().count(" <= ") - chain.mta_log().count(" <= <> ")
+
+
+async def _delivered(chain: SubmissionDovecot, user: str, count: int) -> list[bytes]:
+    """The INBOX of ``user`` once it holds ``count`` messages (delivery is asynchronous), then a moment more
+    to see that no other arrives."""
+    deadline = time.monotonic() + 15
+    while len(_files(chain, user)) < count and time.monotonic() < deadline:
+        await anyio.sleep(0.05)
+    await anyio.sleep(0.3)
+    return [path.read_bytes() for path in _files(chain, user)]
+
+
+def _setup(chain: SubmissionDovecot, *, sent: bool = True) -> tuple[str, str, str]:
+    """A sender with Drafts, Trash (and Sent), and two recipients."""
+    sender, bob, carol = chain.new_user(), chain.new_user(), chain.new_user()
+    for box in ("Drafts", "Trash", *(["Sent"] if sent else [])):
+        chain.ensure_folder(sender, box)
+    return sender, bob, carol
+
+
+async def _draft_id(mcp: EnvelopeClient, subject: str | None = None) -> str:
+    data = await mcp.ok(
+        "imap_search_messages", {"mailbox": "Drafts", **({"subject": subject} if subject else {})}
+    )
+    (found,) = data["messages"]
+    return str(found["message_id"])
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_an_approved_draft_reaches_each_recipient_once_as_saved(
+    chain: SubmissionDovecot, era: str
+) -> None:
+    sender, bob, carol = _setup(chain)
+    dave = chain.new_user()
+    original = _draft(chain.address(bob), [chain.address(sender)], subject="Question")
+    chain.seed(sender, "INBOX", [original])
+    asked_id = re.search(rb"Message-ID: (<[^>]+>)", original).group(1).decode()  # type: ignore[union-attr]
+    raw = _draft(
+        chain.address(sender), [f"Bob <{chain.address(bob)}>"], cc=[chain.address(carol)], bcc=[chain.address(dave)],
+        subject="Re: Question", extra=f"In-Reply-To: {asked_id}\r\nReferences: {asked_id}",
+    )  # fmt: skip
+    _append(chain, sender, "Drafts", raw)
+    received = _received(chain)
+    accepting = answering("accept")
+    async for mcp in _client(_settings(chain, sender, chain.submissions_port, "tls"), era, accepting):
+        draft = await _draft_id(mcp)
+        data = await mcp.ok(TOOL, {"message_id": draft})
+    assert (data["outcome"], data["status"], data["sent_copy"]) == ("sent", "ok", "appended")
+    assert (data["answered"], data["draft_moved_to_trash"]) == (True, True)
+    assert sorted(data["accepted"]) == sorted(chain.address(u) for u in (bob, carol, dave))
+    (question,) = accepting.asked
+    for shown in (f"From: Alice <{chain.address(sender)}>", f"To: Bob <{chain.address(bob)}>",
+                  f"Cc: {chain.address(carol)}", f"Bcc: {chain.address(dave)}", "Subject: Re: Question",
+                  "Attachments: none", "Text: Dear Bob, .leading dot stays Best"):  # fmt: skip
+        assert shown in question
+    expected = re.sub(rb"Bcc: [^\r]*\r\n", b"", raw)
+    for user in (bob, carol, dave):
+        (got,) = await _delivered(chain, user, 1)
+        body = TRACE.sub(b"", got.replace(b"\r\n", b"\n")).replace(b"\n", b"\r\n")
+        date = re.search(rb"^Date: ([^\r]*)\r\n", body, re.M)
+        assert date is not None and email.utils.parsedate_to_datetime(date.group(1).decode()).year >= 2026
+        assert body.replace(date.group(0), b"") == re.sub(rb"Date: [^\r]*\r\n", b"", expected)
+    assert _received(chain) == received + 1
+    (copy,) = _files(chain, sender, "Sent")
+    assert b"Bcc: " + chain.address(dave).encode() in copy.read_bytes() and copy.name.endswith("S")
+    assert len(_files(chain, sender, "Trash")) == 1 and _files(chain, sender, "Drafts") == []
+    (answered,) = _files(chain, sender)
+    assert "R" in answered.name.rpartition(":2,")[2]
+
+
+@pytest.mark.parametrize(
+    ("era", "action"), [("legacy", "decline"), ("modern", "cancel"), ("modern", "decline")]
+)
+async def test_a_user_who_does_not_approve_sends_nothing(
+    chain: SubmissionDovecot, era: str, action: str
+) -> None:
+    sender, bob, _ = _setup(chain)
+    _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
+    received = _received(chain)
+    async for mcp in _client(_settings(chain, sender, chain.submissions_port, "tls"), era, answering(action)):
+        failed = await mcp.fail(TOOL, {"message_id": await _draft_id(mcp)}, "confirmation_required")
+        assert failed["error"]["details"]["elicitation"] == action
+    assert _received(chain) == received and await _delivered(chain, bob, 0) == []
+    assert len(_files(chain, sender, "Drafts")) == 1
+
+
+async def test_a_client_without_elicitation_is_refused_and_no_setting_lets_the_agent_approve(
+    chain: SubmissionDovecot,
+) -> None:
+    sender, bob, _ = _setup(chain)
+    _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
+    received = _received(chain)
+    settings = _settings(chain, sender, chain.submissions_port, "tls")
+    config = make_config({"default": settings}, confirm_without_elicitation=True)
+    async for mcp in open_client(config):
+        draft = await _draft_id(mcp)
+        refused = await mcp.fail(TOOL, {"message_id": draft}, "permission_denied")
+        assert refused["error"]["details"] == {"approval": "unavailable"}
+        assert "confirm_token" not in str(refused)
+        await mcp.fail(TOOL, {"message_id": draft, "confirm_token": "x"}, "invalid_input")
+    assert _received(chain) == received
+
+
+async def test_a_recipient_outside_the_allowed_list_is_refused_before_any_connection(
+    chain: SubmissionDovecot,
+) -> None:
+    sender, bob, _ = _setup(chain)
+    _append(
+        chain,
+        sender,
+        "Drafts",
+        _draft(chain.address(sender), [chain.address(bob)], bcc=["eve@elsewhere.example"]),
+    )
+    with FaultProxy("127.0.0.1", chain.submission_port) as proxy:
+        async for mcp in _client(_settings(chain, sender, proxy.address[1], "plain")):
+            refused = await mcp.fail(TOOL, {"message_id": await _draft_id(mcp)}, "permission_denied")
+        assert proxy.accepted == 0
+    assert refused["error"]["details"]["recipients"] == ["eve@elsewhere.example"]
+
+
+async def test_one_of_three_recipients_refused_is_a_partial_answer_naming_it(
+    chain: SubmissionDovecot,
+) -> None:
+    sender, bob, carol = _setup(chain)
+    nobody = f"refused-{sender}@{DOMAIN}"
+    _append(
+        chain,
+        sender,
+        "Drafts",
+        _draft(chain.address(sender), [chain.address(bob), nobody], cc=[chain.address(carol)]),
+    )
+    async for mcp in _client(_settings(chain, sender, chain.submission_port, "starttls")):
+        data = await mcp.ok(TOOL, {"message_id": await _draft_id(mcp)})
+    assert (data["outcome"], data["status"]) == ("sent", "partial")
+    assert [r["address"] for r in data["refused"]] == [nobody] and data["refused"][0]["reply"].startswith(
+        "550"
+    )
+    assert [issue["code"] for issue in data["issues"]] == ["recipient_refused"]
+    assert len(await _delivered(chain, bob, 1)) == 1 and len(await _delivered(chain, carol, 1)) == 1
+
+
+async def test_a_connection_cut_after_the_data_is_outcome_unknown_and_never_sent_twice(
+    chain: SubmissionDovecot,
+) -> None:
+    sender, bob, _ = _setup(chain)
+    _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
+    with FaultProxy("127.0.0.1", chain.submission_port) as proxy:
+        settings = _settings(chain, sender, proxy.address[1], "plain")
+        config = make_config({"default": settings})
+        proxy.cut_after_sent(b"\r\n.\r\n")
+        async for mcp in open_client(config, elicitation_callback=answering("accept")):
+            draft = await _draft_id(mcp)
+            data = await mcp.ok(TOOL, {"message_id": draft})
+            assert (data["outcome"], data["status"]) == ("outcome_unknown", "partial")
+            assert [issue["code"] for issue in data["issues"]] == ["outcome_unknown"]
+            again = await mcp.fail(TOOL, {"message_id": draft}, "conflict")
+            assert again["error"]["details"]["state"] == "unknown"
+        assert proxy.cuts == 1
+    assert len(await _delivered(chain, bob, 1)) == 1  # the server had it: delivered once, never twice
+    assert len(_files(chain, sender, "Drafts")) == 1  # left alone: nothing after an unknown outcome
+
+
+async def test_a_server_down_sends_nothing_and_the_draft_can_be_sent_later(chain: SubmissionDovecot) -> None:
+    sender, bob, _ = _setup(chain)
+    _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
+    with FaultProxy("127.0.0.1", chain.submission_port) as proxy:
+        proxy.refuse()
+        async for mcp in _client(_settings(chain, sender, proxy.address[1], "plain")):
+            draft = await _draft_id(mcp)
+            down = await mcp.fail(TOOL, {"message_id": draft}, "unavailable")
+            assert down["error"]["retryable"] is True
+            proxy.pass_through()
+            assert (await mcp.ok(TOOL, {"message_id": draft}))["outcome"] == "sent"
+    assert len(await _delivered(chain, bob, 1)) == 1
+
+
+async def test_a_tls_failure_sends_nothing(chain: SubmissionDovecot) -> None:
+    sender, bob, _ = _setup(chain)
+    _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
+    received = _received(chain)
+    async for mcp in _client(_settings(chain, sender, chain.submissions_port, "tls", ca_file=None)):
+        failed = await mcp.fail(TOOL, {"message_id": await _draft_id(mcp)}, "unavailable")
+    assert "certificate" in failed["error"]["message"] and _received(chain) == received
+
+
+async def test_the_hourly_rate_is_held_per_account(chain: SubmissionDovecot) -> None:
+    sender, bob, _ = _setup(chain)
+    for subject in ("one", "two"):
+        _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)], subject=subject))
+    async for mcp in _client(
+        _settings(chain, sender, chain.submission_port, "starttls", send_rate_per_hour=1)
+    ):
+        await mcp.ok(TOOL, {"message_id": await _draft_id(mcp, "one")})
+        limited = await mcp.fail(TOOL, {"message_id": await _draft_id(mcp, "two")}, "limit_exceeded")
+    assert limited["error"]["details"]["setting"] == "send_rate_per_hour"
+    assert len(await _delivered(chain, bob, 1)) == 1
+
+
+async def test_a_follow_up_that_fails_after_acceptance_is_an_issue_of_a_success(
+    chain: SubmissionDovecot,
+) -> None:
+    sender, bob, _ = _setup(chain, sent=False)  # no Sent folder: the copy cannot be filed
+    _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
+    async for mcp in _client(_settings(chain, sender, chain.submission_port, "starttls")):
+        data = await mcp.ok(TOOL, {"message_id": await _draft_id(mcp)})
+    assert (data["outcome"], data["status"], data["sent_copy"]) == ("sent", "partial", None)
+    assert [issue["code"] for issue in data["issues"]] == ["sent_copy_failed"]
+    assert len(await _delivered(chain, bob, 1)) == 1
+
+
+HOSTILE = {
+    "header injection": lambda a, b: _draft(a, [b], subject="=?utf-8?q?Hi=0D=0ABcc:_eve@evil.example?="),
+    "injection in a name": lambda a, b: _draft(a, [f"=?utf-8?q?Bob=0D=0ATo:_eve@evil.example?= <{b}>"]),
+    "5,000 recipients": lambda a, b: _draft(a, [f"r{i}@{DOMAIN}" for i in range(5000)]),
+    "From of another domain": lambda a, b: _draft("alice@other.example", [b]),
+    "two To headers": lambda a, b: _draft(a, [b], extra="To: eve@evil.example"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+async def test_a_hostile_draft_saved_by_another_client_is_refused_or_shown_as_it_is(
+    chain: SubmissionDovecot, kind: str
+) -> None:
+    sender, bob, _ = _setup(chain)
+    _append(chain, sender, "Drafts", HOSTILE[kind](chain.address(sender), chain.address(bob)))
+    received = _received(chain)
+    accepting = answering("accept")
+    with FaultProxy("127.0.0.1", chain.submission_port) as proxy:
+        async for mcp in _client(_settings(chain, sender, proxy.address[1], "plain"), "modern", accepting):
+            answer = await mcp.call(TOOL, {"message_id": await _draft_id(mcp)})
+    if kind == "header injection":
+        # Sent as saved, to the one real recipient: the injected text is shown escaped, never a header.
+        assert answer["success"] and answer["data"]["accepted"] == [chain.address(bob)]
+        (question,) = accepting.asked
+        assert "Subject: Hi\\x0d\\x0aBcc: eve@evil.example" in question
+        assert await _delivered(chain, bob, 1) != []
+    else:
+        assert answer["error"]["code"] == "invalid_input" and accepting.asked == [] and proxy.accepted == 0
+        assert _received(chain) == received
