@@ -54,7 +54,7 @@ def _settings(chain: SubmissionDovecot, user: str, port: int, security: str, **m
 
 
 def _client(
-    settings: dict[str, Any], era: str | None = "modern", answer: Any = None
+    settings: dict[str, Any], era: str | None = "legacy", answer: Any = None
 ) -> AsyncIterator[EnvelopeClient]:
     options: dict[str, Any] = {}
     if era is not None:
@@ -250,7 +250,7 @@ async def test_a_connection_cut_after_the_data_is_outcome_unknown_and_never_sent
         settings = _settings(chain, sender, proxy.address[1], "plain")
         config = make_config({"default": settings})
         proxy.cut_after_sent(b"\r\n.\r\n")
-        async for mcp in open_client(config, elicitation_callback=answering("accept")):
+        async for mcp in open_client(config, elicitation_callback=answering("accept"), mode="legacy"):
             draft = await _draft_id(mcp)
             data = await mcp.ok(TOOL, {"message_id": draft})
             assert (data["outcome"], data["status"]) == ("outcome_unknown", "partial")
@@ -277,12 +277,14 @@ async def test_a_server_down_sends_nothing_and_the_draft_can_be_sent_later(chain
 
 
 async def test_a_tls_failure_sends_nothing(chain: SubmissionDovecot) -> None:
+    """Implicit TLS configured for the plaintext port: the handshake fails, nothing is sent."""
     sender, bob, _ = _setup(chain)
     _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
     received = _received(chain)
-    async for mcp in _client(_settings(chain, sender, chain.submissions_port, "tls", ca_file=None)):
+    async for mcp in _client(_settings(chain, sender, chain.submission_port, "tls")):
         failed = await mcp.fail(TOOL, {"message_id": await _draft_id(mcp)}, "unavailable")
-    assert "certificate" in failed["error"]["message"] and _received(chain) == received
+    assert failed["error"]["details"]["stage"] == "tls" and _received(chain) == received
+    assert "Nothing was sent" in failed["error"]["message"]
 
 
 async def test_the_hourly_rate_is_held_per_account(chain: SubmissionDovecot) -> None:
@@ -328,7 +330,7 @@ async def test_a_hostile_draft_saved_by_another_client_is_refused_or_shown_as_it
     received = _received(chain)
     accepting = answering("accept")
     with FaultProxy("127.0.0.1", chain.submission_port) as proxy:
-        async for mcp in _client(_settings(chain, sender, proxy.address[1], "plain"), "modern", accepting):
+        async for mcp in _client(_settings(chain, sender, proxy.address[1], "plain"), "legacy", accepting):
             answer = await mcp.call(TOOL, {"message_id": await _draft_id(mcp)})
     if kind == "header injection":
         # Sent as saved, to the one real recipient: the injected text is shown escaped, never a header.
