@@ -23,7 +23,18 @@ from typing import Any, TypeGuard, TypeVar
 
 import anyio.from_thread
 import anyio.to_thread
-from mcp_types import AudioContent, CallToolResult, ImageContent, TextContent, ToolAnnotations
+from mcp_types import (
+    AudioContent,
+    CallToolResult,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
+    ImageContent,
+    InputRequiredResult,
+    TextContent,
+    ToolAnnotations,
+)
+from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field, ValidationError
 
 from mail_imap_mcp.envelope.model import (
@@ -46,7 +57,7 @@ from mail_imap_mcp.envelope.schemas import (
     published_input_schema,
     validation_failure,
 )
-from mail_imap_mcp.envelope.user_page import PageFor, send_user_to
+from mail_imap_mcp.envelope.user_page import INPUT_REQUIRED_VERSION, PageFor, send_user_to
 from mail_imap_mcp.sdk import InternalTool, no_argument_metadata
 from mail_imap_mcp.state import ANONYMOUS, user_as_given, user_of
 
@@ -156,7 +167,13 @@ class EnvelopeTool(InternalTool):
         client_can_ask_user.set(_can_elicit(context))
         envelope, media = await self.answer(arguments, user, as_given)
         if _needs_confirmation(envelope) and _can_elicit(context):
-            envelope = await self._confirm_by_elicitation(arguments, envelope, context, user, as_given)
+            if _asks_in_result(context) and envelope.error.details.get(ASK_USER):
+                asked = await self._confirm_in_result(arguments, envelope, context, user, as_given)
+                if isinstance(asked, InputRequiredResult):
+                    return asked
+                envelope = asked
+            else:
+                envelope = await self._confirm_by_elicitation(arguments, envelope, context, user, as_given)
         if isinstance(envelope, FailureEnvelope) and self.page_for is not None:
             page = await anyio.to_thread.run_sync(self.page_for, envelope)
             if page is not None:
@@ -167,6 +184,48 @@ class EnvelopeTool(InternalTool):
                 sent = await send_user_to(page, envelope, context, rerun)
                 return _to_result(sent) if isinstance(sent, FailureEnvelope) else sent
         return _to_result(envelope, media)
+
+    async def _confirm_in_result(
+        self, arguments: dict[str, Any], asked: FailureEnvelope, context: Any, user: str, as_given: str
+    ) -> SuccessEnvelope[Any] | FailureEnvelope | InputRequiredResult:
+        """What only the user may confirm (``ask_user``), asked in the protocol that has no request back to the
+        client (2026-07-28 on): the call answers with the question (an ``InputRequiredResult``) and the client
+        calls again with the user's answer. Each question's key is its :func:`approval_digest`, so an answer
+        approves exactly the question shown for these arguments; a question that changed since (the message
+        to be sent changed) is asked anew. ``request_state`` carries the keys approved in earlier rounds of
+        this call (the client's own answers; nothing the agent sends)."""
+        answers = context.input_responses or {}
+        approved_keys = _approved_before(context.request_state)
+        approvals = user_approvals.get()
+        for _ in range(MAX_QUESTIONS):
+            shown = question(asked.error.details.get("confirm", "Confirm this change"))
+            digest = approval_digest(self.name, arguments, shown)
+            key = f"confirm-{digest[:24]}"
+            if key not in approved_keys:
+                answer = answers.get(key)
+                if not isinstance(answer, ElicitResult):
+                    request = ElicitRequest(
+                        params=ElicitRequestFormParams(message=shown, requested_schema=_CONFIRM_SCHEMA)
+                    )
+                    state = json.dumps(sorted(approved_keys))
+                    return InputRequiredResult(input_requests={key: request}, request_state=state)
+                if answer.action != "accept" or not (answer.content or {}).get("confirm"):
+                    return self._unconfirmed(
+                        f"The user did not confirm ({answer.action}); nothing was changed.", answer.action
+                    )
+                approved_keys.add(key)
+            approvals |= {digest}
+            given = user_approvals.set(approvals)
+            try:
+                envelope = await self.envelope(arguments, user, as_given)
+            finally:
+                user_approvals.reset(given)
+            if not (_needs_confirmation(envelope) and envelope.error.details.get(ASK_USER)):
+                return envelope
+            asked = envelope
+        return self._unconfirmed(
+            f"The call asked the user more than {MAX_QUESTIONS} times; nothing more was done.", "error"
+        )
 
     async def _confirm_by_elicitation(
         self, arguments: dict[str, Any], asked: FailureEnvelope, context: Any, user: str, as_given: str
@@ -299,6 +358,28 @@ def _needs_confirmation(envelope: SuccessEnvelope[Any] | FailureEnvelope) -> Typ
         and envelope.error.code == ErrorCode.CONFIRMATION_REQUIRED
         and ("confirm_token" in envelope.error.details or bool(envelope.error.details.get(ASK_USER)))
     )
+
+
+_CONFIRM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean", "description": "Yes, do it."}},
+    "required": ["confirm"],
+}
+
+
+def _asks_in_result(context: Any) -> bool:
+    """Whether this call's protocol asks the user through the result (no request back to the client)."""
+    version = getattr(context, "protocol_version", None)
+    return isinstance(version, str) and is_version_at_least(version, INPUT_REQUIRED_VERSION)
+
+
+def _approved_before(state: object) -> set[str]:
+    """The question keys the user approved in earlier rounds of this call (``request_state``)."""
+    try:
+        keys = json.loads(state) if isinstance(state, str) else []
+    except ValueError:
+        return set()
+    return {key for key in keys if isinstance(key, str)} if isinstance(keys, list) else set()
 
 
 def _can_elicit(context: Any) -> bool:
