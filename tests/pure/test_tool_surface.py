@@ -10,7 +10,8 @@ import pytest
 from mcp import Client
 
 from mail_imap_mcp.envelope.schemas import flat_input_schema, published_input_schema
-from mail_imap_mcp.envelope.surface import READ_ONLY_BUDGET, WRITES_BUDGET, surface_bytes
+from mail_imap_mcp.config import Config
+from mail_imap_mcp.envelope.surface import READ_ONLY_BUDGET, SENDS_BUDGET, WRITES_BUDGET, surface_bytes
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.tools.registry import TOOLS
 from tests.pure.test_protocol import OFFLINE, OFFLINE_WRITES
@@ -18,9 +19,29 @@ from tests.pure.test_protocol import OFFLINE, OFFLINE_WRITES
 pytestmark = pytest.mark.anyio
 
 
-async def _listed(writes: bool) -> tuple[str, list[dict[str, Any]]]:
+#: OFFLINE_WRITES with sending on for its account.
+OFFLINE_SENDS = Config.model_validate(
+    {
+        "accounts": {
+            account_id: {
+                **settings,
+                "smtp": {"host": "smtp.example.com"},
+                "send_enabled": True,
+                "allowed_recipients": ["@example.com"],
+            }
+            for account_id, settings in OFFLINE_WRITES.model_dump(mode="json", exclude_defaults=True)[
+                "accounts"
+            ].items()
+        },
+        "server": {"write_enabled": True},
+    }
+)
+
+
+async def _listed(writes: bool, sends: bool = False) -> tuple[str, list[dict[str, Any]]]:
     """The instructions the server gives at initialize, and its tools/list, as a client sees them."""
-    async with Client(build_server(OFFLINE_WRITES if writes else OFFLINE)) as client:
+    config = OFFLINE_SENDS if sends else OFFLINE_WRITES if writes else OFFLINE
+    async with Client(build_server(config)) as client:
         listed = await client.list_tools()
         instructions = client.instructions or ""
     return instructions, [
@@ -33,6 +54,15 @@ async def test_the_surface_a_model_reads_stays_within_its_budget(writes: bool, b
     instructions, wire = await _listed(writes)
     total, per_tool = surface_bytes(instructions, wire)
     assert total <= budget, f"the tool surface is {total} bytes, over its budget of {budget}: {per_tool}"
+
+
+async def test_with_sending_on_the_send_tool_is_listed_within_its_700_bytes() -> None:
+    instructions, wire = await _listed(True)
+    total_writes, _ = surface_bytes(instructions, wire)
+    instructions, wire = await _listed(True, sends=True)
+    total, per_tool = surface_bytes(instructions, wire)
+    assert "imap_send_draft" in per_tool and "imap_send_draft" not in (await _listed(True))[1].__str__()
+    assert total <= SENDS_BUDGET and total - total_writes <= 700, per_tool
 
 
 def test_every_argument_keeps_a_description_of_its_own() -> None:

@@ -196,11 +196,7 @@ class AccountConfig(SignInSettings):
         "Compared case-folded and IDNA-normalised.",
     )
     send_rate_per_hour: int = Field(
-        default=20,
-        ge=1,
-        le=1000,
-        description="At most this many messages sent from this account in an hour (held in the state "
-        "store, so across instances with [state] redis_url).",
+        default=20, ge=1, le=1000, description="At most this many sends an hour (held in the state store)."
     )
     index: bool | None = Field(
         default=None,

@@ -15,8 +15,10 @@ from typing import Any
 
 #: Bytes with writes off (instructions and the read tools) ...
 READ_ONLY_BUDGET = 8000
-#: ... and with every tool listed.
+#: ... with every tool but sending listed ...
 WRITES_BUDGET = 13000
+#: ... and with sending on as well (imap_send_draft adds at most 700 B).
+SENDS_BUDGET = 13700
 #: Rough bytes per token of this English-and-JSON text, for the estimate beside the bytes.
 BYTES_PER_TOKEN = 4
 
