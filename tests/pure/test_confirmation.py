@@ -243,9 +243,21 @@ async def test_an_approval_is_of_its_call_arguments_and_ends_with_the_call() -> 
     assert len(callback.asked) == 6  # each call asked both of its questions again
 
 
-async def test_the_per_request_era_cannot_ask_so_nothing_passes_either_gate() -> None:
-    # The client offers elicitation, but this protocol era has no channel for the server to ask on.
+async def test_the_per_request_era_asks_each_question_in_the_result_and_runs_once() -> None:
+    # No request back to the client in this era (2026-07-28): what only the user may confirm is asked in
+    # the call's result (InputRequiredResult), each question keyed by its approval, and the client calls
+    # again with the answer; one "yes" still passes one gate.
     server, done = two_gate_server()
-    async with Client(server, elicitation_callback=answering("accept")) as client:
+    callback = answering("accept")
+    async with Client(server, elicitation_callback=callback) as client:
+        assert (await EnvelopeClient(client).ok("purge", {"name": "Old"}))["dropped"] == "Old"
+    assert done == ["Old"]
+    assert callback.asked == ["Empty the mailbox 'Old'?", "Delete the mailbox 'Old' for good?"]
+
+
+async def test_the_per_request_era_declined_changes_nothing() -> None:
+    server, done = two_gate_server()
+    callback = answering_in_turn("accept", "decline")
+    async with Client(server, elicitation_callback=callback) as client:
         envelope = await EnvelopeClient(client).fail("purge", {"name": "Old"}, "confirmation_required")
-    assert done == [] and "could not ask the user" in envelope["error"]["message"]
+    assert done == [] and "The user did not confirm (decline)" in envelope["error"]["message"]

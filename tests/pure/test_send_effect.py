@@ -66,8 +66,8 @@ def _unlisted(config: dict[str, Any], user: str = "") -> set[str]:
         app.close()
 
 
-def test_the_send_spec_is_no_product_tool() -> None:
-    assert all(spec.effect is not Effect.SEND for spec in TOOLS)
+def test_imap_send_draft_is_the_one_product_tool_that_sends() -> None:
+    assert [spec.name for spec in TOOLS if spec.effect is Effect.SEND] == ["imap_send_draft"]
 
 
 @pytest.mark.parametrize("writes", [False, True])
