@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from mail_imap_mcp.envelope.schemas import flat_input_schema, published_input_schema
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.envelope.schemas import flat_input_schema, published_input_schema
 from mail_imap_mcp.envelope.surface import READ_ONLY_BUDGET, SENDS_BUDGET, WRITES_BUDGET, surface_bytes
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.tools.registry import TOOLS

@@ -134,7 +134,7 @@ def _addresses(message: EmailMessage, name: str) -> tuple[list[str], list[str]]:
         found = list(value.addresses)
     except (AttributeError, ValueError, TypeError, IndexError):  # a name or address holding CR/LF...
         raise DraftRefused(DraftUnsendable.MALFORMED, f"its {name} header does not parse") from None
-    bad = bool(getattr(value, "defects", ())) or not (found or getattr(value, "groups", ()))
+    bad = bool(getattr(value, "defects", None)) or not (found or getattr(value, "groups", None))
     bare = [a.addr_spec for a in found]
     if bad or any(not a or _CONTROL.search(a) or " " in a or a.count("@") != 1 for a in bare):
         raise DraftRefused(
