@@ -23,6 +23,7 @@ from tests.support.clients import make_config, open_client
 from tests.support.elicitation import answering
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.faultproxy import FaultProxy
+from tests.support.oauth2 import IntrospectionEndpoint, TokenHelper, new_token
 from tests.support.submission import DOMAIN, SubmissionDovecot
 
 pytestmark = pytest.mark.anyio
@@ -34,8 +35,15 @@ TRACE = re.compile(rb"\A(?:(?:Return-Path|Delivered-To|Received):[^\n]*\n(?:[ \t
 
 
 @pytest.fixture(scope="module")
-def chain() -> Iterator[SubmissionDovecot]:
-    with SubmissionDovecot() as server:
+def introspection() -> Iterator[IntrospectionEndpoint]:
+    with IntrospectionEndpoint() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture(scope="module")
+def chain(introspection: IntrospectionEndpoint) -> Iterator[SubmissionDovecot]:
+    """The chain; its passdb takes the password (PLAIN) and, for XOAUTH2, tokens the endpoint knows."""
+    with SubmissionDovecot(oauth2_introspection_url=introspection.url) as server:
         yield server
 
 
@@ -168,6 +176,24 @@ async def test_an_approved_draft_reaches_each_recipient_once_as_saved(
     assert len(_files(chain, sender, "Trash")) == 1 and _files(chain, sender, "Drafts") == []
     (answered,) = _files(chain, sender)
     assert "R" in answered.name.rpartition(":2,")[2]
+
+
+async def test_an_oauth2_account_submits_with_its_token_as_xoauth2(
+    chain: SubmissionDovecot, introspection: IntrospectionEndpoint, tmp_path: Path
+) -> None:
+    sender, bob, _ = _setup(chain)
+    token = new_token()
+    introspection.accept(token, sender)
+    helper = TokenHelper(tmp_path / "helper", token)
+    _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
+    settings = _settings(chain, sender, chain.submission_port, "starttls", auth="xoauth2")
+    settings = {**settings, "oauth2_token_command": helper.command}
+    del settings["password"]
+    requests = introspection.requests
+    async for mcp in _client(settings):
+        assert (await mcp.ok(TOOL, {"message_id": await _draft_id(mcp)}))["outcome"] == "sent"
+    assert len(await _delivered(chain, bob, 1)) == 1
+    assert introspection.requests >= requests + 2  # the IMAP login and the submission's
 
 
 @pytest.mark.parametrize(

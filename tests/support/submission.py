@@ -110,6 +110,11 @@ class SubmissionDovecot(Dovecot):
 
     def _config(self) -> str:
         config = super()._config().replace("protocols = imap\n", "protocols = imap submission lmtp\n")
+        # LMTP looks recipients up in the userdb alone; with an oauth2 passdb the static userdb cannot ask
+        # the passdb whether a user exists, so every user of user_patterns is taken as one.
+        config = config.replace(
+            f"home={self.root}/mail/%u\n", f"home={self.root}/mail/%u allow_all_users=yes\n"
+        )
         chroot = "" if os.geteuid() == 0 else "  chroot =\n"
         return (
             config
