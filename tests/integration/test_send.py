@@ -212,6 +212,42 @@ async def test_a_user_who_does_not_approve_sends_nothing(
     assert len(_files(chain, sender, "Drafts")) == 1
 
 
+async def test_a_draft_changed_while_the_user_was_asked_is_not_sent(chain: SubmissionDovecot) -> None:
+    """Another client replaces the draft (a Bcc added) while the user reads the question: the message the
+    user approved is no longer there, and the changed one is not sent on that approval."""
+    sender, bob, _ = _setup(chain)
+    raw = _draft(chain.address(sender), [chain.address(bob)])
+    _append(chain, sender, "Drafts", raw)
+    received = _received(chain)
+    asked: list[str] = []
+
+    async def change_then_accept(context: Any, params: Any) -> Any:
+        asked.append(params.message)
+        if len(asked) == 1:
+            changed = raw.replace(b"Subject: Hello", b"Bcc: eve@mail.test\r\nSubject: Hello")
+            await anyio.to_thread.run_sync(_replace_draft, chain, sender, changed)
+        return await answering("accept")(context, params)
+
+    async for mcp in _client(
+        _settings(chain, sender, chain.submission_port, "starttls"), "legacy", change_then_accept
+    ):
+        await mcp.fail(TOOL, {"message_id": await _draft_id(mcp)}, "not_found")
+    assert len(asked) == 1 and "Bcc: -" in asked[0]
+    assert _received(chain) == received and await _delivered(chain, bob, 0) == []
+
+
+def _replace_draft(chain: SubmissionDovecot, user: str, raw: bytes) -> None:
+    imap = imaplib.IMAP4("127.0.0.1", chain.plain_port)
+    try:
+        imap.login(user, chain.password)
+        imap.select("Drafts")
+        imap.store("1:*", "+FLAGS", "(\\Deleted)")
+        imap.expunge()
+        imap.append("Drafts", "(\\Draft)", None, raw)
+    finally:
+        imap.logout()
+
+
 async def test_a_client_without_elicitation_is_refused_and_no_setting_lets_the_agent_approve(
     chain: SubmissionDovecot,
 ) -> None:
