@@ -18,12 +18,14 @@ from typing import Any
 import anyio
 import pytest
 
+from mail_imap_mcp.config import Config
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.elicitation import answering
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.faultproxy import FaultProxy
 from tests.support.oauth2 import IntrospectionEndpoint, TokenHelper, new_token
+from tests.support.redis_server import RedisServer
 from tests.support.submission import DOMAIN, SubmissionDovecot
 
 pytestmark = pytest.mark.anyio
@@ -403,3 +405,54 @@ async def test_a_hostile_draft_saved_by_another_client_is_refused_or_shown_as_it
     else:
         assert answer["error"]["code"] == "invalid_input" and accepting.asked == [] and proxy.accepted == 0
         assert _received(chain) == received
+
+
+async def test_a_draft_whose_message_id_is_in_sent_is_refused_before_the_user_is_asked(
+    chain: SubmissionDovecot,
+) -> None:
+    sender, bob, _ = _setup(chain)
+    raw = _draft(chain.address(sender), [chain.address(bob)])
+    _append(chain, sender, "Drafts", raw)
+    _append(chain, sender, "Sent", raw, "(\\Seen)")  # sent before, by another client
+    accepting = answering("accept")
+    async for mcp in _client(
+        _settings(chain, sender, chain.submission_port, "starttls"), "legacy", accepting
+    ):
+        refused = await mcp.fail(TOOL, {"message_id": await _draft_id(mcp)}, "conflict")
+    assert refused["error"]["details"]["state"] == "sent" and accepting.asked == []
+    assert refused["data"]["next_action"]["arguments"]["mailbox"] == "Sent"
+
+
+async def test_the_servers_size_limit_is_respected(tmp_path: Path) -> None:
+    with SubmissionDovecot(max_mail_size=3000) as small:
+        sender, bob = small.new_user(), small.new_user()
+        for box in ("Drafts", "Trash", "Sent"):
+            small.ensure_folder(sender, box)
+        _append(small, sender, "Drafts", _draft(small.address(sender), [small.address(bob)], body="x" * 5000))
+        async for mcp in _client(_settings(small, sender, small.submission_port, "starttls")):
+            failed = await mcp.fail(TOOL, {"message_id": await _draft_id(mcp)}, "limit_exceeded")
+        assert "3000" in failed["error"]["message"] and _received(small) == 0
+
+
+async def test_the_record_of_a_send_is_shared_by_instances_through_redis(
+    chain: SubmissionDovecot, tmp_path: Path
+) -> None:
+    """Instance A loses the connection after the data; instance B (another process's view: its own app,
+    the same Redis) refuses the draft as of unknown outcome: never sent twice across instances."""
+    sender, bob, _ = _setup(chain)
+    _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
+    with RedisServer(tmp_path / "redis") as redis, FaultProxy("127.0.0.1", chain.submission_port) as proxy:
+        config = Config.model_validate(
+            {
+                "accounts": {"default": _settings(chain, sender, proxy.address[1], "plain")},
+                "state": {"redis_url": redis.url},
+            }
+        )
+        proxy.cut_after_sent(b"\r\n.\r\n")
+        async for first in open_client(config, elicitation_callback=answering("accept"), mode="legacy"):
+            draft = await _draft_id(first)
+            assert (await first.ok(TOOL, {"message_id": draft}))["outcome"] == "outcome_unknown"
+        async for second in open_client(config, elicitation_callback=answering("accept"), mode="legacy"):
+            again = await second.fail(TOOL, {"message_id": draft}, "conflict")
+        assert again["error"]["details"]["state"] == "unknown" and proxy.cuts == 1
+    assert len(await _delivered(chain, bob, 1)) == 1
