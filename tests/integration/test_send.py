@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import email.utils
 import imaplib
+import logging
 import re
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -140,8 +141,9 @@ async def _draft_id(mcp: EnvelopeClient, subject: str | None = None) -> str:
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_an_approved_draft_reaches_each_recipient_once_as_saved(
-    chain: SubmissionDovecot, era: str
+    chain: SubmissionDovecot, era: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="mail_imap_mcp.audit")
     sender, bob, carol = _setup(chain)
     dave = chain.new_user()
     original = _draft(chain.address(bob), [chain.address(sender)], subject="Question")
@@ -178,6 +180,14 @@ async def test_an_approved_draft_reaches_each_recipient_once_as_saved(
     assert len(_files(chain, sender, "Trash")) == 1 and _files(chain, sender, "Drafts") == []
     (answered,) = _files(chain, sender)
     assert "R" in answered.name.rpartition(":2,")[2]
+    (line,) = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "mail_imap_mcp.audit" and "outcome=sent" in r.getMessage()
+    ]
+    header_id = re.search(rb"Message-ID: (<[^>]+>)", raw).group(1).decode()  # type: ignore[union-attr]
+    assert f"tool={TOOL} account=default action=send messages=3 outcome=sent message_id={header_id}" in line
+    assert "recipients=" + ",".join(chain.address(u) for u in (bob, carol, dave)) in line
 
 
 async def test_an_oauth2_account_submits_with_its_token_as_xoauth2(
