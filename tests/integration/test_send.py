@@ -466,3 +466,23 @@ async def test_the_record_of_a_send_is_shared_by_instances_through_redis(
             again = await second.fail(TOOL, {"message_id": draft}, "conflict")
         assert again["error"]["details"]["state"] == "unknown" and proxy.cuts == 1
     assert len(await _delivered(chain, bob, 1)) == 1
+
+
+async def test_an_account_without_sending_answers_permission_denied_beside_one_that_sends(
+    chain: SubmissionDovecot,
+) -> None:
+    sender, bob, _ = _setup(chain)
+    _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
+    sending = _settings(chain, sender, chain.submission_port, "starttls")
+    quiet = {**sending, "send_enabled": False}
+    received = _received(chain)
+    config = make_config({"default": sending, "quiet": quiet})
+    async for mcp in open_client(config, elicitation_callback=answering("accept"), mode="legacy"):
+        assert TOOL in await mcp.schemas()
+        found = await mcp.ok("imap_search_messages", {"account_id": "quiet", "mailbox": "Drafts"})
+        (draft,) = found["messages"]
+        refused = await mcp.fail(TOOL, {"message_id": draft["message_id"]}, "permission_denied")
+    assert refused["error"]["details"] == {"account_id": "quiet", "setting": "send_enabled"}
+    assert _received(chain) == received
+    async for mcp in open_client(make_config({"quiet": quiet})):
+        assert TOOL not in await mcp.schemas()
