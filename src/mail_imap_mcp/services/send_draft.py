@@ -23,6 +23,7 @@ from typing import Literal
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.config.accounts import AuthMethod
+from mail_imap_mcp.config.errors import ConfigError
 from mail_imap_mcp.content.drafts import message_id_domain
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.auth import token_source_for
@@ -33,7 +34,7 @@ from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.read import MessageGone, read_raw
 from mail_imap_mcp.imap.roles import DRAFTS, INBOX, SENT, TRASH
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.net.tokens import AccessToken, TokenUnavailable
+from mail_imap_mcp.net.tokens import TokenUnavailable
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.services.message_lookup import examine_for
 from mail_imap_mcp.smtp.client import Login, Server, Submitted, submit
@@ -46,6 +47,7 @@ from mail_imap_mcp.smtp.refusals import (
     RecipientsNotAllowed,
     SendRateReached,
 )
+from mail_imap_mcp.state import StateUnavailable
 
 #: The largest draft sent (bytes as stored).
 MAX_SEND_BYTES = 25 * 1024 * 1024
@@ -158,23 +160,39 @@ def _rate_reached(app: AppContext, prepared: Prepared) -> SendRateReached:
 
 
 def _login(account_id: str, account: AccountConfig) -> Login:
+    """The account's login, its secret obtained now, before any record is taken: a password or token that
+    cannot be had is a refused login, with nothing sent."""
     if account.auth is AuthMethod.PASSWORD:
-        return Login(account.username, "PLAIN", lambda _: account.resolve_password())
-    tokens = token_source_for(account_id, account)
-    used: list[AccessToken] = []
-
-    def token(timeout_s: float) -> str:
         try:
-            used.append(tokens.token(timeout_s))
-        except TokenUnavailable as exc:
-            raise SubmissionLoginRefused(Stage.LOGIN, f"no access token: {exc.reason}") from None
-        return used[-1].value
+            password = account.resolve_password()
+        except ConfigError as exc:  # its words name the setting, never the secret
+            raise SubmissionLoginRefused(Stage.LOGIN, str(exc)) from None
+        return Login(account.username, "PLAIN", lambda _: password)
+    tokens = token_source_for(account_id, account)
+    try:
+        token = tokens.token(account.oauth2_token_timeout_s)
+    except TokenUnavailable as exc:
+        raise SubmissionLoginRefused(Stage.LOGIN, f"no access token: {exc.reason}") from None
+    return Login(
+        account.username, account.auth.mechanism, lambda _: token.value, lambda _: tokens.invalidate(token)
+    )
 
-    def refused(_: str) -> None:
-        if used:
-            tokens.invalidate(used[-1])
 
-    return Login(account.username, account.auth.mechanism, token, refused)
+def _record(app: AppContext, key: str, state: bytes, result: SendResult) -> None:
+    """Record the outcome of a send whose message went out; a store that fails here is an issue (the answer
+    must still say what happened to the message)."""
+    try:
+        app.store.set(key, state, RECORD_TTL_S)
+    except StateUnavailable as exc:
+        result.issues.append(
+            Issue(
+                code="record_failed",
+                stage="after_send",
+                message=f"The outcome could not be recorded in the state store ({exc.detail}): do not send this "
+                "draft again; it is in Sent once the follow-ups ran.",
+                retryable=False,
+            )
+        )
 
 
 def send(app: AppContext, connection: AccountConnection, prepared: Prepared, tool: str) -> SendResult:
@@ -183,6 +201,7 @@ def send(app: AppContext, connection: AccountConnection, prepared: Prepared, too
     account_id, message = prepared.account_id, prepared.outgoing
     header_id = message.header_id
     key = _record_key(app, account_id, header_id)
+    login = _login(account_id, prepared.account)
     if not app.store.add(key, SENDING, RECORD_TTL_S):
         state = app.store.get(key) or SENDING
         raise AlreadySent(header_id, state.decode("ascii", "replace"), prepared.sent_mailbox)
@@ -213,13 +232,12 @@ def send(app: AppContext, connection: AccountConnection, prepared: Prepared, too
         )  # fmt: skip
 
     try:
-        submitted: Submitted = submit(
-            server, _login(account_id, prepared.account), message.sender, recipients, transmitted
-        )
+        submitted: Submitted = submit(server, login, message.sender, recipients, transmitted)
     except SubmissionOutcomeUnknown:
-        app.store.set(key, UNKNOWN, RECORD_TTL_S)
         done("outcome_unknown")
-        return SendResult(header_id, "outcome_unknown", issues=[_unknown_issue(prepared)])
+        unknown = SendResult(header_id, "outcome_unknown", issues=[_unknown_issue(prepared)])
+        _record(app, key, UNKNOWN, unknown)
+        return unknown
     except SubmissionError as exc:
         app.store.delete(key)  # nothing was sent: the draft may be sent again
         done(f"refused:{type(exc).__name__}")
@@ -228,10 +246,10 @@ def send(app: AppContext, connection: AccountConnection, prepared: Prepared, too
         app.store.set(key, UNKNOWN, RECORD_TTL_S)  # a bug mid-send: assume the worst, never send twice
         done("outcome_unknown")
         raise
-    app.store.set(key, SENT_STATE, RECORD_TTL_S)
     refused = ",".join(submitted.refused)
     done("partial" if submitted.refused else "sent", **({"refused": refused} if refused else {}))
     result = SendResult(header_id, "sent", submitted.accepted, submitted.refused, submitted.reply)
+    _record(app, key, SENT_STATE, result)
     result.issues += [
         Issue(
             code="recipient_refused",
