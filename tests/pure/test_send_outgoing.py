@@ -111,3 +111,10 @@ def test_an_approval_page_decides_where_the_client_cannot_ask() -> None:
         ConfirmationGate.require_send_approval("send this", page)  # type: ignore[arg-type]
     assert refused.value.code.value == "confirmation_required" and shown_to_page == ["Send this?"]
     ConfirmationGate.require_send_approval("send this", lambda text: "send")
+
+
+def test_text_that_reorders_or_hides_itself_is_shown_escaped() -> None:
+    # A right-to-left override in a name would show "evil.example" reversed where the user reads it.
+    hostile = DRAFT.replace(b"Subject: Plans", "Subject: Pay \u202eelpmaxe.live\u202c now".encode())
+    shown = outgoing(hostile, OWN, "example.org").shown("default")
+    assert "Subject: Pay \\u202eelpmaxe.live\\u202c now" in shown.splitlines()

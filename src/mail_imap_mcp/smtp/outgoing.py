@@ -28,7 +28,9 @@ TEXT_SHOWN_CHARS = 600
 _SINGLE = ("From", "Sender", "Reply-To", "To", "Cc", "Bcc", "Subject", "Message-ID", "In-Reply-To")
 _HEADER_END = re.compile(rb"\r?\n\r?\n")
 _FIELD_START = re.compile(rb"^([!-9;-~]+)[ \t]*:", re.MULTILINE)
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+#: Control characters, and those that reorder or hide text where the user reads it (bidi overrides,
+#: zero-width): shown as escapes, so what the user approves reads as what is sent.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 _TAGS = re.compile(r"<[^>]*>")
 _MESSAGE_ID = re.compile(r"<[!-;=?-~]{1,250}@[!-;=?-~]{1,250}>")
 
@@ -80,9 +82,14 @@ class Outgoing:
         return "\n".join(lines)
 
 
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def _escaped(text: str, limit: int = 300) -> str:
     """``text`` on one line: control characters (CR, LF among them) shown as ``\\xNN``, cut at ``limit``."""
-    one = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", " ".join(text.split(" ")))
+    one = _CONTROL.sub(_escape, text)
     one = one.replace("\t", " ")
     return one if len(one) <= limit else one[: limit - 1] + "…"
 
