@@ -42,10 +42,11 @@ Decision = Literal["send", "dont_send", "expired", "unavailable"]
 class ApprovalPage(Protocol):
     """Where the user approves a send when the client cannot ask them (no MCP elicitation): the browser
     approval page of a stdio server on the user's desktop plugs in here (``AppContext.approval_page``).
-    Called with exactly the text elicitation would show; blocks until the user decided or the page
-    expired. Nothing the agent sends reaches it but the call's arguments."""
+    Called with exactly the text elicitation would show (``shown``, which carries the message's
+    fingerprint) and the message as it will go out (``message``: the draft's bytes, Bcc kept, for the page
+    to render safely); blocks until the user decided or the page expired."""
 
-    def __call__(self, shown: str) -> Decision: ...
+    def __call__(self, shown: str, message: bytes) -> Decision: ...
 
 
 class ConfirmationGate:
@@ -124,7 +125,7 @@ class ConfirmationGate:
         raise ToolFailure(ErrorCode.PERMISSION_DENIED, refusal, details=details, retryable=False)
 
     @staticmethod
-    def require_send_approval(what: str, page: ApprovalPage | None) -> None:
+    def require_send_approval(what: str, page: ApprovalPage | None, message: bytes = b"") -> None:
         """Return when the user approved sending ``what`` (the message as shown) in this call: through the
         client (MCP elicitation, the approval bound to exactly ``what`` and the call's arguments), else on
         ``page``. Otherwise raise what asks the user, or the refusal saying why nobody can be asked. No token
@@ -138,7 +139,7 @@ class ConfirmationGate:
                 "The user is asked to approve sending this message.",
                 details={"confirm": shown, ASK_USER: True},
             )
-        decision: Decision = "unavailable" if page is None else page(shown + "?")
+        decision: Decision = "unavailable" if page is None else page(shown + "?", message)
         if decision == "send":
             return
         if decision != "unavailable":

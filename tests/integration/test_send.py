@@ -19,7 +19,9 @@ from typing import Any
 import anyio
 import pytest
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.confirmation import Decision
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.elicitation import answering
@@ -486,3 +488,33 @@ async def test_an_account_without_sending_answers_permission_denied_beside_one_t
     assert _received(chain) == received
     async for mcp in open_client(make_config({"quiet": quiet})):
         assert TOOL not in await mcp.schemas()
+
+
+@pytest.mark.parametrize("decision", ["send", "dont_send", "expired"])
+async def test_where_the_client_cannot_ask_the_approval_page_hook_decides(
+    chain: SubmissionDovecot, decision: str
+) -> None:
+    """The seam the browser approval page plugs into (AppContext.approval_page): called, for a client
+    without elicitation, with the text elicitation would show and the message's bytes; only "send" sends.
+    (The page itself is another module's; this stand-in answers as a user would.)"""
+    sender, bob, _ = _setup(chain)
+    raw = _draft(chain.address(sender), [chain.address(bob)])
+    _append(chain, sender, "Drafts", raw)
+    config = make_config({"default": _settings(chain, sender, chain.submission_port, "starttls")})
+    app = AppContext.from_config(config)
+    shown: list[tuple[str, bytes]] = []
+
+    def page(text: str, message: bytes) -> Decision:
+        shown.append((text, message))
+        return decision  # type: ignore[return-value]
+
+    app.approval_page = page
+    async for mcp in open_client(config, app):  # no elicitation
+        answer = await mcp.call(TOOL, {"message_id": await _draft_id(mcp)})
+    ((text, message),) = shown
+    assert text.startswith("Send this message from account 'default':") and message == raw
+    if decision == "send":
+        assert answer["data"]["outcome"] == "sent" and len(await _delivered(chain, bob, 1)) == 1
+    else:
+        assert answer["error"]["code"] == "confirmation_required" and await _delivered(chain, bob, 0) == []
+        assert answer["error"]["details"] == {"approval": decision}

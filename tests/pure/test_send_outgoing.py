@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mail_imap_mcp.confirmation import ConfirmationGate
+from mail_imap_mcp.confirmation import ConfirmationGate, Decision
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.envelope.mcp import approval_digest, current_call, question, user_approvals
 from mail_imap_mcp.smtp.client import dot_stuffed
@@ -103,14 +103,15 @@ def test_an_approval_page_decides_where_the_client_cannot_ask() -> None:
     current_call.set(("imap_send_draft", {"message_id": "imap:default:Drafts:1:1"}))
     shown_to_page: list[str] = []
 
-    def page(text: str) -> str:
+    def page(text: str, message: bytes) -> Decision:
         shown_to_page.append(text)
+        assert message == DRAFT
         return "dont_send"
 
     with pytest.raises(ToolFailure) as refused:
-        ConfirmationGate.require_send_approval("send this", page)  # type: ignore[arg-type]
+        ConfirmationGate.require_send_approval("send this", page, DRAFT)
     assert refused.value.code.value == "confirmation_required" and shown_to_page == ["Send this?"]
-    ConfirmationGate.require_send_approval("send this", lambda text: "send")
+    ConfirmationGate.require_send_approval("send this", lambda text, message: "send", DRAFT)
 
 
 def test_text_that_reorders_or_hides_itself_is_shown_escaped() -> None:

@@ -103,7 +103,8 @@ def handle(app: AppContext, args: SendDraftInput) -> ToolResult[SendDraftData]:
     with audited(lambda failure: audit(app.caller, NAME, account_id, "send", 0, failure.code)):
         prepared = prepare(app, connection, ref)
         check_not_sent(app, connection, prepared)
-        app.confirmations.require_send_approval(prepared.outgoing.shown(account_id), app.approval_page)
+        shown = prepared.outgoing.shown(account_id)
+        app.confirmations.require_send_approval(shown, app.approval_page, prepared.raw)
         result = send(app, connection, prepared, NAME)
     refused = [RefusedRecipient(address=a, reply=r) for a, r in result.refused.items()]
     data = SendDraftData(
