@@ -15,7 +15,8 @@ from tests.support.dovecot import Dovecot
 
 pytestmark = pytest.mark.anyio
 
-WRITE_TOOLS = sorted(spec.name for spec in TOOLS if spec.writes and not spec.for_writes)
+# Sending has its own gate (send_enabled; tests/integration/test_send.py), never write_enabled.
+WRITE_TOOLS = sorted(spec.name for spec in TOOLS if spec.writes and not spec.for_writes and not spec.sends)
 
 
 def write_calls(message_id: str) -> dict[str, dict[str, Any]]:
