@@ -12,6 +12,8 @@ import imaplib
 import logging
 import re
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ import pytest
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.confirmation import Decision
+from mail_imap_mcp.services.send_approval import approval_page
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.elicitation import answering
@@ -518,3 +521,50 @@ async def test_where_the_client_cannot_ask_the_approval_page_hook_decides(
     else:
         assert answer["error"]["code"] == "confirmation_required" and await _delivered(chain, bob, 0) == []
         assert answer["error"]["details"] == {"approval": decision}
+
+
+def _answer_page(url: str, decision: str, seen: list[str]) -> bool:
+    """What a user's browser does: open the one-time page, then press one of its buttons (its own form)."""
+    parts = urllib.parse.urlsplit(url)
+    host = f"127.0.0.1:{parts.port}"
+    with urllib.request.urlopen(urllib.request.Request(url, headers={"Host": host}), timeout=10) as page:
+        html = page.read().decode()
+    seen.append(html)
+    fields = dict(re.findall(r'<input type="hidden" name="(csrf|digest)" value="([^"]+)"', html))
+    body = urllib.parse.urlencode({**fields, "decision": decision}).encode()
+    request = urllib.request.Request(
+        url,
+        data=body,
+        headers={"Origin": f"http://{host}", "Content-Type": "application/x-www-form-urlencoded"},
+    )
+    with urllib.request.urlopen(request, timeout=10):
+        pass
+    return True
+
+
+@pytest.mark.parametrize("decision", ["send", "decline"])
+async def test_the_browser_approval_page_sends_only_on_send(chain: SubmissionDovecot, decision: str) -> None:
+    """The real approval page (approval/) behind the send tool's hook, answered as a browser would: a client
+    without elicitation, the draft shown with its Bcc, "Send" sends it once and "Don't send" nothing."""
+    sender, bob, carol = _setup(chain)
+    _append(
+        chain,
+        sender,
+        "Drafts",
+        _draft(chain.address(sender), [chain.address(bob)], bcc=[chain.address(carol)]),
+    )
+    config = make_config({"default": _settings(chain, sender, chain.submission_port, "starttls")})
+    app = AppContext.from_config(config)
+    seen: list[str] = []
+    app.approval_page = approval_page(lambda url: _answer_page(url, decision, seen), timeout_s=30)
+    received = _received(chain)
+    async for mcp in open_client(config, app):  # no elicitation
+        answer = await mcp.call(TOOL, {"message_id": await _draft_id(mcp)})
+    (html,) = seen
+    assert chain.address(carol) in html and "Dear Bob," in html
+    if decision == "send":
+        assert answer["data"]["outcome"] == "sent" and len(await _delivered(chain, bob, 1)) == 1
+        assert _received(chain) == received + 1
+    else:
+        assert answer["error"]["details"] == {"approval": "dont_send"}
+        assert _received(chain) == received and await _delivered(chain, bob, 0) == []

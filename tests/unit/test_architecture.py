@@ -86,6 +86,7 @@ FORBIDDEN_IMPORTS = {
     # send tool builds the request from the draft and acts on the decision (it knows no mail protocol).
     "approval": (
         "imap",
+        "smtp",
         "index",
         "mime",
         "query",
@@ -98,7 +99,7 @@ FORBIDDEN_IMPORTS = {
     ),
 }
 # Nothing below the tools and services shows an approval page.
-for _layer in ("envelope", "state", "query", "mime", "content", "net", "imap", "index", "operations"):
+for _layer in ("envelope", "state", "query", "mime", "content", "net", "imap", "smtp", "index", "operations"):
     FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], "approval")
 
 

@@ -1,0 +1,87 @@
+"""The browser approval page as the send tool's :class:`~mail_imap_mcp.confirmation.ApprovalPage`: where
+the client cannot ask the user (no MCP elicitation), the draft is shown on a one-time page on 127.0.0.1
+(``approval/``) and the user's "Send" there approves exactly it.
+
+:func:`approval_page` takes the browser opener (whatever decides whether and how a browser may open, as
+the sign-in does); the server sets ``AppContext.approval_page`` to it where a browser may open (stdio on
+the user's desktop). The page's request carries the digest of the text the user would have been shown by
+elicitation (which holds the draft's fingerprint): a decision counts only when it carries that digest back.
+"""
+
+from __future__ import annotations
+
+import email.policy
+import hashlib
+from collections.abc import Callable
+from email.message import EmailMessage
+from email.parser import BytesParser
+
+from pydantic import ValidationError
+
+from mail_imap_mcp.approval import DEFAULT_TTL_S, ApprovalRequest, AttachmentShown, Outcome, ask_blocking
+from mail_imap_mcp.confirmation import ApprovalPage, Decision
+
+_DECISIONS: dict[Outcome, Decision] = {
+    Outcome.DECLINED: "dont_send",
+    Outcome.EXPIRED: "expired",
+    Outcome.OPENED_TWICE: "dont_send",
+    Outcome.NOT_OPENED: "unavailable",
+}
+
+
+def _addresses(message: EmailMessage, name: str) -> list[str]:
+    header = message.get(name)
+    return [str(address) for address in getattr(header, "addresses", ())] if header is not None else []
+
+
+def _part(message: EmailMessage, subtype: str) -> str | None:
+    body = message.get_body(preferencelist=(subtype,))
+    if body is None or body.get_content_subtype() != subtype:
+        return None
+    content = body.get_content()
+    return content if isinstance(content, str) else None
+
+
+def approval_request(shown: str, message: bytes) -> ApprovalRequest:
+    """The page's request for the draft ``message`` (parsed by the same rules the send checked it with),
+    bound to the digest of ``shown``. Raises ``ValueError`` when it cannot be shown whole."""
+    parsed = BytesParser(policy=email.policy.default).parsebytes(message)
+    assert isinstance(parsed, EmailMessage)
+    attachments = []
+    for part in parsed.iter_attachments():
+        payload = part.get_payload(decode=True)
+        attachments.append(
+            AttachmentShown(
+                name=part.get_filename() or "(unnamed)",
+                size=len(payload) if isinstance(payload, bytes) else 0,
+                content_type=part.get_content_type(),
+            )
+        )
+    return ApprovalRequest(
+        digest=hashlib.sha256(shown.encode()).hexdigest(),
+        from_=", ".join(_addresses(parsed, "From")),
+        to=_addresses(parsed, "To"),
+        cc=_addresses(parsed, "Cc"),
+        bcc=_addresses(parsed, "Bcc"),
+        reply_to=_addresses(parsed, "Reply-To"),
+        subject=str(parsed.get("Subject") or ""),
+        text=_part(parsed, "plain"),
+        html=_part(parsed, "html"),
+        attachments=attachments,
+    )
+
+
+def approval_page(open_url: Callable[[str], bool], timeout_s: float = DEFAULT_TTL_S) -> ApprovalPage:
+    """The send tool's approval page: the draft shown in the browser ``open_url`` opens, for ``timeout_s``."""
+
+    def ask(shown: str, message: bytes) -> Decision:
+        try:
+            request = approval_request(shown, message)
+        except (ValidationError, ValueError, LookupError):  # beyond the page's bounds: not approvable there
+            return "unavailable"
+        decision = ask_blocking(request, open_url, timeout_s)
+        if decision.approves(request.digest):
+            return "send"
+        return _DECISIONS.get(decision.outcome, "dont_send")
+
+    return ask
