@@ -568,3 +568,20 @@ async def test_the_browser_approval_page_sends_only_on_send(chain: SubmissionDov
     else:
         assert answer["error"]["details"] == {"approval": "dont_send"}
         assert _received(chain) == received and await _delivered(chain, bob, 0) == []
+
+
+async def test_a_certificate_not_for_the_host_sends_nothing(chain: SubmissionDovecot) -> None:
+    """The submission server reached under a name its certificate does not carry (127.0.0.3, through the
+    proxy): the handshake fails on the name, nothing is sent."""
+    sender, bob, _ = _setup(chain)
+    _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
+    received = _received(chain)
+    with FaultProxy("127.0.0.1", chain.submissions_port, host="127.0.0.3") as proxy:
+        settings = {
+            **_settings(chain, sender, 0, "tls"),
+            "smtp": {"host": "127.0.0.3", "port": proxy.address[1]},
+        }
+        async for mcp in _client(settings):
+            failed = await mcp.fail(TOOL, {"message_id": await _draft_id(mcp)}, "unavailable")
+    assert failed["error"]["details"]["stage"] == "tls" and "certificate" in failed["error"]["message"]
+    assert _received(chain) == received
