@@ -26,7 +26,7 @@ from .errors import SettingFault
 from .errors import format_validation_error as format_validation_error
 from .form import form_label
 from .providers import Provider, provider_for, provider_for_address
-from .recipients import AllowedRecipients, NotAnEntry
+from .recipients import AllowedRecipients, NotAnEntry, SendRate
 from .secret_storage import read_secret_file
 from .secrets import check_env_names, resolve_secret
 from .sign_in import SignInSettings
@@ -195,9 +195,7 @@ class AccountConfig(SignInSettings):
         'that domain exactly; "*.example.com": its subdomains only), or "*" written out for anyone. '
         "Compared case-folded and IDNA-normalised.",
     )
-    send_rate_per_hour: int = Field(
-        default=20, ge=1, le=1000, description="At most this many sends an hour (held in the state store)."
-    )
+    send_rate_per_hour: SendRate = 20
     index: bool | None = Field(
         default=None,
         description="Keep a local full-text index of this account (docs/index.md); unset means [server] "

@@ -11,8 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Annotated
+
+from pydantic import Field
 
 ANYONE = "*"
+#: ``send_rate_per_hour``: at most this many messages an hour from one account (counted in the state store).
+SendRate = Annotated[
+    int, Field(ge=1, le=1000, description="At most this many sends an hour (held in the state store).")
+]
 
 
 class NotAnEntry(ValueError):
