@@ -24,6 +24,7 @@ import pytest
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.confirmation import Decision
+from mail_imap_mcp.services import send_approval
 from mail_imap_mcp.services.send_approval import approval_page
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
@@ -585,3 +586,35 @@ async def test_a_certificate_not_for_the_host_sends_nothing(chain: SubmissionDov
             failed = await mcp.fail(TOOL, {"message_id": await _draft_id(mcp)}, "unavailable")
     assert failed["error"]["details"]["stage"] == "tls" and "certificate" in failed["error"]["message"]
     assert _received(chain) == received
+
+
+async def test_a_call_waiting_for_the_browser_page_reports_progress_without_the_address(
+    chain: SubmissionDovecot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page may take the user minutes: a client that asked for progress hears from the call meanwhile
+    (so its request does not time out), and never the page's one-time address."""
+    monkeypatch.setattr(send_approval, "PROGRESS_EVERY_S", 0.05)
+    sender, bob, _ = _setup(chain)
+    _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
+    config = make_config({"default": _settings(chain, sender, chain.submission_port, "starttls")})
+    app = AppContext.from_config(config)
+    urls: list[str] = []
+
+    def slow_user(url: str) -> bool:
+        urls.append(url)
+        time.sleep(0.5)  # reading the message
+        return _answer_page(url, "send", [])
+
+    app.approval_page = approval_page(slow_user, timeout_s=30)
+    messages: list[str | None] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        messages.append(message)
+
+    async for mcp in open_client(config, app):
+        draft = await _draft_id(mcp)
+        result = await mcp.client.call_tool(TOOL, {"message_id": draft}, progress_callback=on_progress)
+    assert result.structured_content is not None and result.structured_content["data"]["outcome"] == "sent"
+    assert messages and set(messages) == {"Waiting for the user to approve the message in their browser"}
+    (url,) = urls
+    assert urllib.parse.urlsplit(url).path not in str(result.structured_content)

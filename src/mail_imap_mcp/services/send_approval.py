@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import email.policy
 import hashlib
+import threading
+import time
 from collections.abc import Callable
 from email.message import EmailMessage
 from email.parser import BytesParser
@@ -19,8 +21,12 @@ from email.parser import BytesParser
 from pydantic import ValidationError
 
 from mail_imap_mcp.approval import DEFAULT_TTL_S, ApprovalRequest, AttachmentShown, Outcome, ask_blocking
+from mail_imap_mcp.approval import Decision as PageDecision
 from mail_imap_mcp.confirmation import ApprovalPage, Decision
+from mail_imap_mcp.envelope.mcp import progress_reporter
 
+#: How often a call waiting for the page tells the client it is still waiting (progress notifications).
+PROGRESS_EVERY_S = 10.0
 _DECISIONS: dict[Outcome, Decision] = {
     Outcome.DECLINED: "dont_send",
     Outcome.EXPIRED: "expired",
@@ -79,9 +85,28 @@ def approval_page(open_url: Callable[[str], bool], timeout_s: float = DEFAULT_TT
             request = approval_request(shown, message)
         except (ValidationError, ValueError, LookupError):  # beyond the page's bounds: not approvable there
             return "unavailable"
-        decision = ask_blocking(request, open_url, timeout_s)
+        decision = _waiting(lambda: ask_blocking(request, open_url, timeout_s), timeout_s)
+        if decision is None:
+            return "unavailable"
         if decision.approves(request.digest):
             return "send"
         return _DECISIONS.get(decision.outcome, "dont_send")
 
     return ask
+
+
+def _waiting(ask: Callable[[], PageDecision], timeout_s: float) -> PageDecision | None:
+    """``ask()`` on a thread of its own while this one (the call's) tells the client, every
+    :data:`PROGRESS_EVERY_S`, that the user is being waited for: a client that asked for progress keeps the
+    call alive meanwhile. None when the page failed."""
+    decided: list[PageDecision] = []
+    worker = threading.Thread(target=lambda: decided.append(ask()), name="approval-page", daemon=True)
+    worker.start()
+    report = progress_reporter.get()
+    started = time.monotonic()
+    while worker.is_alive():
+        worker.join(PROGRESS_EVERY_S)
+        if worker.is_alive() and report is not None:
+            waited = int(time.monotonic() - started)
+            report(waited, int(timeout_s), "Waiting for the user to approve the message in their browser")
+    return decided[0] if decided else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import signal
 
 import anyio
@@ -18,6 +19,7 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.net.browser import BrowserOpener
 from mail_imap_mcp.server import build_server
+from mail_imap_mcp.services.send_approval import approval_page
 from mail_imap_mcp.sign_in_flow import SignInAttempts
 from mail_imap_mcp.transport import close_app
 
@@ -30,7 +32,12 @@ STOP_SIGNALS = tuple(
 async def serve_stdio(config: Config) -> None:
     app = AppContext.from_config(config)
     # The user sits at this machine: a call may start a sign-in and open their browser.
-    app.sign_ins = SignInAttempts(config.accounts, BrowserOpener.for_stdio())
+    opener = BrowserOpener.for_stdio()
+    app.sign_ins = SignInAttempts(config.accounts, opener)
+    # ... and approve a send in their browser where the client cannot ask them (no MCP elicitation).
+    app.approval_page = approval_page(
+        lambda url: opener.open_for_user(url, f"approval-{secrets.token_hex(8)}")
+    )
     app.pool.prepare()
     server = build_server(config, app)
     async with anyio.create_task_group() as group:
