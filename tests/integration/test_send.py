@@ -10,7 +10,9 @@ from __future__ import annotations
 import email.utils
 import imaplib
 import logging
+import os
 import re
+import sys
 import time
 import urllib.parse
 import urllib.request
@@ -20,6 +22,7 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client, StdioServerParameters
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
@@ -618,3 +621,56 @@ async def test_a_call_waiting_for_the_browser_page_reports_progress_without_the_
     assert messages and set(messages) == {"Waiting for the user to approve the message in their browser"}
     (url,) = urls
     assert urllib.parse.urlsplit(url).path not in str(result.structured_content)
+
+
+#: A stand-in for the user's browser (``BROWSER``): opens the page it is given, keeps it, presses "Send".
+BROWSER_SCRIPT = """\
+import re, sys, urllib.parse, urllib.request
+url, keep = sys.argv[2], sys.argv[1]
+html = urllib.request.urlopen(url, timeout=10).read().decode()
+open(keep, "w").write(html)
+fields = dict(re.findall(r'<input type="hidden" name="(csrf|digest)" value="([^"]+)"', html))
+body = urllib.parse.urlencode({**fields, "decision": "send"}).encode()
+origin = "http://" + urllib.parse.urlsplit(url).netloc
+request = urllib.request.Request(url, data=body, headers={"Origin": origin})
+urllib.request.urlopen(request, timeout=10).read()
+"""
+
+
+async def test_claude_desktops_path_stdio_without_elicitation_approved_in_the_browser(
+    chain: SubmissionDovecot, tmp_path: Path
+) -> None:
+    """The server as Claude Desktop runs it (a stdio subprocess, a client without elicitation): the draft
+    is shown on the one-time page in the user's browser (BROWSER), "Send" there sends it, once."""
+    sender, bob, carol = _setup(chain)
+    _append(
+        chain,
+        sender,
+        "Drafts",
+        _draft(chain.address(sender), [chain.address(bob)], bcc=[chain.address(carol)]),
+    )
+    (tmp_path / "browser.py").write_text(BROWSER_SCRIPT)
+    page = tmp_path / "page.html"
+    config = tmp_path / "config.toml"
+    config.write_text(
+        "[accounts.default]\n"
+        f'host = "127.0.0.1"\nport = {chain.tls_port}\nsecurity = "tls"\nusername = "{sender}"\n'
+        f'password_env = "MIM_SEND_PASSWORD"\nca_file = "{chain.ca_file}"\n'
+        f'addresses = ["{chain.address(sender)}"]\nsend_enabled = true\nallowed_recipients = ["@{DOMAIN}"]\n'
+        f'[accounts.default.smtp]\nhost = "127.0.0.1"\nport = {chain.submissions_port}\nsecurity = "tls"\n'
+    )
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "MIM_SEND_PASSWORD": chain.password,
+        "BROWSER": f"{sys.executable} {tmp_path / 'browser.py'} {page}",
+    }
+    server = str(Path(sys.executable).parent / "mail-imap-mcp")
+    async with Client(
+        StdioServerParameters(command=server, args=["--config", str(config)], env=env)
+    ) as client:
+        mcp = EnvelopeClient(client)
+        data = await mcp.ok(TOOL, {"message_id": await _draft_id(mcp)})
+    assert data["outcome"] == "sent" and len(await _delivered(chain, bob, 1)) == 1
+    assert len(await _delivered(chain, carol, 1)) == 1
+    assert chain.address(carol) in page.read_text()  # the Bcc was shown on the page
