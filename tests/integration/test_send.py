@@ -674,3 +674,16 @@ async def test_claude_desktops_path_stdio_without_elicitation_approved_in_the_br
     assert data["outcome"] == "sent" and len(await _delivered(chain, bob, 1)) == 1
     assert len(await _delivered(chain, carol, 1)) == 1
     assert chain.address(carol) in page.read_text()  # the Bcc was shown on the page
+
+
+async def test_a_provider_that_files_sent_mail_itself_gets_no_second_copy(chain: SubmissionDovecot) -> None:
+    """An address at Gmail (its submission server files a copy in Sent itself, config/providers.py): no
+    copy is appended, so there are never two."""
+    sender, bob, _ = _setup(chain)
+    own = f"{sender}@gmail.com"
+    _append(chain, sender, "Drafts", _draft(own, [chain.address(bob)]))
+    settings = {**_settings(chain, sender, chain.submission_port, "starttls"), "addresses": [own]}
+    async for mcp in _client(settings):
+        data = await mcp.ok(TOOL, {"message_id": await _draft_id(mcp)})
+    assert (data["outcome"], data["sent_copy"], data["status"]) == ("sent", "filed_by_provider", "ok")
+    assert _files(chain, sender, "Sent") == [] and len(await _delivered(chain, bob, 1)) == 1
