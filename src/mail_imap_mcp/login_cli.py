@@ -12,12 +12,21 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
+import time
 import webbrowser
 from datetime import UTC, datetime
 from pathlib import Path
 
 from mail_imap_mcp.config import AccountConfig, Config, ConfigError
 from mail_imap_mcp.config.sign_in import KeychainRefreshTokens, SignInProvider, oauth_client
+from mail_imap_mcp.config.sign_in_state import (
+    LockTimeout,
+    SignInRecord,
+    forget_record,
+    read_record,
+    refresh_lock,
+    write_record,
+)
 from mail_imap_mcp.net.loopback_redirect import RedirectListener
 from mail_imap_mcp.net.oauth import (
     OAuthClient,
@@ -28,6 +37,7 @@ from mail_imap_mcp.net.oauth import (
     poll_device,
     redeem_code,
     revoke,
+    signed_in_as,
 )
 from mail_imap_mcp.net.tokens import TokenUnavailable
 
@@ -66,7 +76,7 @@ def run(command: str, config: Config, account_id: str | None, device: bool = Fal
         if command == "logout":
             return _logout(account_id, account)
         return _login(account_id, account, device)
-    except (ConfigError, TokenUnavailable) as exc:
+    except (ConfigError, TokenUnavailable, LockTimeout) as exc:
         reason = exc.reason if isinstance(exc, TokenUnavailable) else str(exc)
         print(f"mail-imap-mcp {command}: {reason}", file=sys.stderr)
         return 1
@@ -106,7 +116,10 @@ def _login(account_id: str, account: AccountConfig, device: bool) -> int:
             "the provider gave no refresh token (the offline_access scope, or Google's access_type=offline, "
             "is needed to stay signed in)"
         )
-    KeychainRefreshTokens(account_id).save(answer.refresh_token)
+    # Under the lock a running server refreshes with: it never spends the token this one replaces.
+    with refresh_lock(account_id, 30.0):
+        KeychainRefreshTokens(account_id).save(answer.refresh_token)
+    write_record(account_id, SignInRecord(signed_in_as(answer), time.time()))
     print(f"Signed in: account {account_id!r} is ready.", file=sys.stderr)
     return 0
 
@@ -137,7 +150,9 @@ def _logout(account_id: str, account: AccountConfig) -> int:
         revoked = revoke(oauth_client(account), refresh_token)
     except TokenUnavailable:
         revoked = False
-    store.forget()
+    with refresh_lock(account_id, 30.0):
+        store.forget()
+    forget_record(account_id)
     said = (
         "revoked at the provider and forgotten"
         if revoked
@@ -159,9 +174,37 @@ def _status(config: Config, account_id: str | None) -> int:
         if stored_at is None:
             print(f"{aid}: not signed in (run `mail-imap-mcp login {aid}`)")
             continue
-        when = datetime.fromtimestamp(stored_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
-        print(
-            f"{aid}: signed in as {account.username} with {account.oauth2_provider}; sign-in last stored "
-            f"(signed in or refreshed with a new refresh token) {when}"
-        )
+        print(status_line(aid, account, stored_at, read_record(aid)))
     return 0
+
+
+#: What each provider documents of a refresh token's lifetime (docs/providers.md cites the pages).
+EXPECTED_LIFETIME = {
+    SignInProvider.MICROSOFT: "90 days from its last use, renewed by each refresh (sliding), per "
+    "Microsoft's documentation",
+    SignInProvider.GOOGLE: "until revoked (7 days for an app whose OAuth consent screen is in testing "
+    "mode), per Google's documentation",
+    SignInProvider.CUSTOM: "as the provider sets it (no documented lifetime known here)",
+}
+
+
+def status_line(account_id: str, account: AccountConfig, stored_at: float, record: SignInRecord) -> str:
+    """One signed-in account's line of ``status``: who, when, the last refresh that succeeded and the
+    refresh token's expected lifetime (never a token)."""
+    assert account.oauth2_provider is not None
+    who = record.signed_in_as or f"{account.username} (the configured username)"
+    signed_in = _when(record.signed_in_at) if record.signed_in_at else f"(sign-in stored {_when(stored_at)})"
+    refreshed = _when(record.refreshed_at) if record.refreshed_at else "none yet"
+    lifetime = EXPECTED_LIFETIME[account.oauth2_provider]
+    if account.oauth2_provider is SignInProvider.MICROSOFT:
+        last_use = max(filter(None, (record.refreshed_at, record.signed_in_at, stored_at)))
+        lifetime += f": expected to last until {_when(last_use + 90 * 86400)} unless used before"
+    return (
+        f"{account_id}: signed in as {who} with {account.oauth2_provider}; signed in {signed_in}; last "
+        f"refresh succeeded: {refreshed}; refresh token expected to last {lifetime} (expected, not "
+        "checked with the provider)"
+    )
+
+
+def _when(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -144,8 +144,7 @@ class AccountConfig(SignInSettings):
         max_length=200,
         description="Read the password from the operating system's keychain (macOS Keychain, Windows "
         "Credential Locker, the Secret Service of GNOME Keyring or KWallet) through the keyring library: "
-        "the entry of this service name and the username, as `mail-imap-mcp setup` stores it. Needs the "
-        "keyring extra (pip install 'mail-imap-mcp[keyring]').",
+        "the entry of this service name and the username, as `mail-imap-mcp setup` stores it.",
     )
     helper_env: list[str] = Field(
         default_factory=list,

@@ -19,13 +19,13 @@ from .secret_storage import REFUSED_KEYCHAINS, is_refused_keychain
 
 
 def install_hint() -> str:
-    """How to add the keyring extra to this installation, with this virtualenv's own pip: the locked
-    way (requirements-keyring.lock beside the source, hash-checked) or by the extra's name."""
+    """How to repair an installation that lost keyring (a runtime dependency), with this virtualenv's own
+    pip: the locked way (requirements-runtime.lock beside the source, hash-checked)."""
     found = Path(sys.executable).parent / ("pip.exe" if sys.platform == "win32" else "pip")
     pip = str(found) if found.is_file() else f"{sys.executable} -m pip"
     return (
-        f"{pip} install --require-hashes -r mail-imap-mcp/requirements-keyring.lock (the file is in the "
-        f"source, beside requirements-runtime.lock), or {pip} install 'mail-imap-mcp[keyring]'"
+        f"it is a dependency of mail-imap-mcp: reinstall them with {pip} install --require-hashes -r "
+        "mail-imap-mcp/requirements-runtime.lock (the file is in the source)"
     )
 
 

@@ -1,6 +1,6 @@
 """The built-in sign-in's settings (``oauth2_provider`` and its companions), the providers' presets, and
-where a signed-in account's refresh token is kept: the OS keychain (:mod:`.keychain`, under the
-secret-storage rule of :mod:`.secret_storage`), never the configuration file.
+where a signed-in account's refresh token is kept: the OS keychain (:mod:`.sign_in_store`), never the
+configuration file.
 
 The presets are written from Microsoft's and Google's documentation and have not been checked against
 their live services (docs/providers.md); each endpoint can be overridden, and ``custom`` takes an
@@ -9,8 +9,6 @@ their live services (docs/providers.md); each endpoint can be overridden, and ``
 
 from __future__ import annotations
 
-import json
-import time
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -19,11 +17,10 @@ from pydantic import BaseModel, Field, StringConstraints
 
 from mail_imap_mcp.net.oauth import Endpoints, OAuthClient, discover
 
-from .keychain import delete_secret, find_secret, store_password
 from .secrets import resolve_secret
+from .sign_in_store import KEYCHAIN_SERVICE as KEYCHAIN_SERVICE
+from .sign_in_store import KeychainRefreshTokens as KeychainRefreshTokens
 
-#: The keychain service a refresh token is stored under (the entry's user is the account id).
-KEYCHAIN_SERVICE = "mail-imap-mcp oauth2"
 #: The offline_access scope makes Microsoft issue a refresh token.
 _MICROSOFT_SCOPES = ("https://outlook.office.com/IMAP.AccessAsUser.All", "offline_access")
 _GOOGLE_SCOPES = ("https://mail.google.com/",)
@@ -153,38 +150,3 @@ def oauth_client(settings: SignInSettings, timeout_s: float = 10.0) -> OAuthClie
             what="client secret",
         )
     return OAuthClient(endpoints, settings.oauth2_client_id, tuple(scopes), secret, extra)
-
-
-class KeychainRefreshTokens:
-    """One account's refresh token in the OS keychain, with when it was last stored (for ``status``)."""
-
-    def __init__(self, account_id: str) -> None:
-        self.account_id = account_id
-        self._setting = f"the sign-in of account {account_id!r}"
-
-    def _entry(self) -> dict[str, object] | None:
-        stored = find_secret(KEYCHAIN_SERVICE, self.account_id, self._setting)
-        if stored is None:
-            return None
-        try:
-            entry = json.loads(stored)
-        except ValueError:
-            return None
-        return entry if isinstance(entry, dict) and isinstance(entry.get("refresh_token"), str) else None
-
-    def load(self) -> str | None:
-        entry = self._entry()
-        return str(entry["refresh_token"]) if entry else None
-
-    def save(self, refresh_token: str) -> None:
-        entry = json.dumps({"refresh_token": refresh_token, "stored_at": time.time()})
-        store_password(KEYCHAIN_SERVICE, self.account_id, entry, self._setting)
-
-    def forget(self) -> None:
-        delete_secret(KEYCHAIN_SERVICE, self.account_id, self._setting)
-
-    def stored_at(self) -> float | None:
-        """When the refresh token was last stored (at sign-in or on a rotation), as a Unix time."""
-        entry = self._entry()
-        stored = entry.get("stored_at") if entry else None
-        return float(stored) if isinstance(stored, (int, float)) else None

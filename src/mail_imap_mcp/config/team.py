@@ -93,7 +93,7 @@ class HttpAuthSettings(BaseModel):
         min_length=1,
         max_length=200,
         description="Read the introspection client secret from the OS keychain: the entry of this "
-        "service name and client_id (keyring library; mail-imap-mcp[keyring]).",
+        "service name and client_id (keyring library).",
     )
     user_claim: str = Field(
         default="email",

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from mail_imap_mcp.config import AccountConfig, AuthMethod, ConfigError, helper_environment
 from mail_imap_mcp.config.sign_in import KeychainRefreshTokens, oauth_client
+from mail_imap_mcp.config.sign_in_state import LockTimeout, note_refresh, refresh_lock
 from mail_imap_mcp.imap.errors import MechanismNotOffered, OAuthRejected, TokenCommandFailed, command_refused
 from mail_imap_mcp.imap.personality import Profile
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
@@ -53,11 +55,17 @@ def token_source_for(account_id: str, config: AccountConfig) -> TokenSource:
 def _sign_in_fetcher(account_id: str, config: AccountConfig) -> FetchToken:
     store = KeychainRefreshTokens(account_id)
 
+    def lock(timeout_s: float) -> AbstractContextManager[None]:
+        return refresh_lock(account_id, timeout_s)
+
     def fetch(time_left: float) -> AccessToken:
         try:
-            return sign_in_fetcher(oauth_client(config, time_left), store)(time_left)
+            client = oauth_client(config, time_left)
+            return sign_in_fetcher(client, store, lock, lambda _: note_refresh(account_id))(time_left)
         except ConfigError as exc:  # no usable keychain: the message names the backend, never a token
             raise TokenUnavailable(str(exc)) from None
+        except (LockTimeout, OSError) as exc:  # the lock file: another process, or its directory
+            raise TokenUnavailable(f"the sign-in could not be used ({exc})") from None
 
     return fetch
 

@@ -11,9 +11,12 @@ A refresh token is never put in a message, a log line or an exception.
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 import urllib.parse
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -83,6 +86,27 @@ class TokenResponse:
     access: AccessToken
     refresh_token: str | None = field(repr=False)
     scope: str | None = None
+    id_token: str | None = field(default=None, repr=False)
+
+
+def signed_in_as(answer: TokenResponse) -> str | None:
+    """Who signed in, by the ID token's ``email``, ``preferred_username`` or ``sub`` claim (None without
+    an ID token). Shown, never trusted: it came straight from the token endpoint over the connection
+    the provider's certificate secured, which OpenID Connect Core 1.0 section 3.1.3.7 accepts in place of
+    checking the signature."""
+    if answer.id_token is None or answer.id_token.count(".") != 2:
+        return None
+    payload = answer.id_token.split(".")[1]
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except ValueError:
+        return None
+    if not isinstance(claims, dict):
+        return None
+    for claim in ("email", "preferred_username", "sub"):
+        if isinstance(claims.get(claim), str) and claims[claim]:
+            return str(claims[claim])[:200]
+    return None
 
 
 def discover(issuer: str, timeout_s: float = 10.0) -> Endpoints:
@@ -201,6 +225,7 @@ def token_request(client: OAuthClient, form: dict[str, str], timeout_s: float) -
         AccessToken(str(payload["access_token"]), received + (lifetime or DEFAULT_EXPIRES_IN_S)),
         payload.get("refresh_token"),
         payload.get("scope"),
+        payload.get("id_token") if isinstance(payload.get("id_token"), str) else None,
     )
 
 
@@ -278,16 +303,33 @@ def revoke(client: OAuthClient, token: str, timeout_s: float = 10.0) -> bool:
         return False
 
 
-def sign_in_fetcher(client: OAuthClient, store: RefreshTokenStore) -> FetchToken:
-    """A :data:`FetchToken` that refreshes with the stored refresh token, keeping a rotated one."""
+#: Holds the account's cross-process lock for at most the given seconds (raising if it cannot).
+RefreshLock = Callable[[float], AbstractContextManager[object]]
+
+
+def sign_in_fetcher(
+    client: OAuthClient,
+    store: RefreshTokenStore,
+    lock: RefreshLock = lambda _timeout_s: nullcontext(),
+    refreshed: Callable[[TokenResponse], None] = lambda _answer: None,
+) -> FetchToken:
+    """A :data:`FetchToken` that refreshes with the stored refresh token, keeping a rotated one.
+
+    The refresh token is read under ``lock`` (held until a rotated one is stored), so two processes of
+    one account never spend the same refresh token: the second reads the one the first stored, and the
+    provider's reuse detection, which ends the whole sign-in when a spent token comes back, never fires.
+    ``refreshed`` is told of each refresh that succeeded (for ``status``)."""
 
     def fetch(time_left: float) -> AccessToken:
-        refresh_token = store.load()
-        if refresh_token is None:
-            raise SignInRequired("no one has signed in to this account yet")
-        answer = refresh(client, refresh_token, time_left)
-        if answer.refresh_token and answer.refresh_token != refresh_token:
-            store.save(answer.refresh_token)
+        deadline = time.monotonic() + time_left
+        with lock(time_left):
+            refresh_token = store.load()
+            if refresh_token is None:
+                raise SignInRequired("no one has signed in to this account yet")
+            answer = refresh(client, refresh_token, deadline - time.monotonic())
+            if answer.refresh_token and answer.refresh_token != refresh_token:
+                store.save(answer.refresh_token)
+        refreshed(answer)
         return answer.access
 
     return fetch

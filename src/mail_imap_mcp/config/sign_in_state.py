@@ -1,0 +1,137 @@
+"""What a signed-in account keeps beside the configuration, none of it secret: the lock file that lets
+one process at a time spend the refresh token, and the record ``status`` reads (who signed in, when, and
+when a refresh last succeeded).
+
+Both live in :func:`sign_in_dir` (``sign-in/`` in the default configuration's directory), named by the
+account id as the keychain entry is: every process of the user that signs in to an account (Claude
+Desktop's server and Claude Code's, whatever ``--config`` each was given) meets the same keychain entry,
+so they must meet the same lock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .accounts import DEFAULT_CONFIG_PATH
+
+#: How often a process waiting for another's refresh tries the lock again.
+_LOCK_POLL_S = 0.05
+
+
+def sign_in_dir() -> Path:
+    """The directory of the lock files and records (made, mode 0700, on first use)."""
+    return DEFAULT_CONFIG_PATH.expanduser().parent / "sign-in"
+
+
+class LockTimeout(Exception):
+    """Another process held the account's sign-in lock for the whole time given."""
+
+
+@contextmanager
+def refresh_lock(account_id: str, timeout_s: float) -> Iterator[None]:
+    """Hold the account's cross-process lock (an OS lock on ``<account>.lock``: released by the OS when
+    the holder ends, even by a crash); :class:`LockTimeout` after ``timeout_s`` seconds of waiting."""
+    directory = sign_in_dir()
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    descriptor = os.open(directory / f"{account_id}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not _try_lock(descriptor):
+            if time.monotonic() >= deadline:
+                raise LockTimeout(f"another process was refreshing the sign-in of {account_id!r}")
+            time.sleep(_LOCK_POLL_S)
+        try:
+            yield
+        finally:
+            _unlock(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _try_lock(descriptor: int) -> bool:
+    if sys.platform == "win32":
+        import msvcrt
+
+        try:
+            msvcrt.locking(descriptor, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    import fcntl
+
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _unlock(descriptor: int) -> None:
+    if sys.platform == "win32":
+        import msvcrt
+
+        os.lseek(descriptor, 0, os.SEEK_SET)
+        msvcrt.locking(descriptor, msvcrt.LK_UNLCK, 1)
+    else:
+        import fcntl
+
+        fcntl.flock(descriptor, fcntl.LOCK_UN)
+
+
+@dataclass(frozen=True)
+class SignInRecord:
+    """What ``status`` says of a sign-in (Unix times; ``signed_in_as`` from the ID token, when the
+    provider gave one)."""
+
+    signed_in_as: str | None = None
+    signed_in_at: float | None = None
+    refreshed_at: float | None = None
+
+
+def _record_path(account_id: str) -> Path:
+    return sign_in_dir() / f"{account_id}.json"
+
+
+def read_record(account_id: str) -> SignInRecord:
+    """The account's record (empty when there is none or it cannot be read)."""
+    try:
+        raw = json.loads(_record_path(account_id).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return SignInRecord()
+    if not isinstance(raw, dict):
+        return SignInRecord()
+    who = raw.get("signed_in_as")
+    times = {key: raw.get(key) for key in ("signed_in_at", "refreshed_at")}
+    return SignInRecord(
+        who if isinstance(who, str) else None,
+        **{key: float(value) if isinstance(value, (int, float)) else None for key, value in times.items()},
+    )
+
+
+def write_record(account_id: str, record: SignInRecord) -> None:
+    """Replace the account's record (written to a new file, then renamed over the old one)."""
+    directory = sign_in_dir()
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = _record_path(account_id)
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(asdict(record)), encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def forget_record(account_id: str) -> None:
+    _record_path(account_id).unlink(missing_ok=True)
+
+
+def note_refresh(account_id: str) -> None:
+    """Record that a refresh of the account's sign-in succeeded now (a record that cannot be written is
+    left as it was: ``status`` then says less, the sign-in works on)."""
+    record = read_record(account_id)
+    with suppress(OSError):
+        write_record(account_id, SignInRecord(record.signed_in_as, record.signed_in_at, time.time()))
