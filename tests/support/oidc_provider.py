@@ -7,7 +7,7 @@ rotated on every use with reuse detection, the device grant), :data:`SECRET_CLIE
 client secret, as Google's desktop clients have), :data:`RESOURCE_CLIENT` (the resource
 server's identity Dovecot introspects tokens with) and :data:`SERVICE_CLIENT` (client credentials).
 Access tokens last ``access_token_ttl`` seconds (:meth:`OidcProvider.set_access_token_ttl` changes it
-for the tokens issued next); introspection reports the login as ``username`` and
+for the tokens issued next; :meth:`OidcProvider.set_token_delay` slows the token endpoint); introspection reports the login as ``username`` and
 the scope, which is what Dovecot's ``oauth2`` passdb checks (:meth:`OidcProvider.dovecot_settings`).
 :attr:`OidcProvider.token_requests` counts the token endpoint's requests.
 """
@@ -62,6 +62,7 @@ class OidcProvider:
         self.issuer = f"http://127.0.0.1:{self.port}"
         directory.mkdir(parents=True, exist_ok=True)
         self._ttl_file = directory / "access-token-ttl"
+        self._delay_file = directory / "token-delay-ms"
         self.set_access_token_ttl(access_token_ttl)
         self._token_requests = 0
         self._access_tokens: dict[str, list[str]] = {}
@@ -71,6 +72,10 @@ class OidcProvider:
     def set_access_token_ttl(self, seconds: int) -> None:
         """How long the access tokens issued from now on last."""
         self._ttl_file.write_text(str(seconds))
+
+    def set_token_delay(self, seconds: float) -> None:
+        """How long the token endpoint waits before it answers each request from now on."""
+        self._delay_file.write_text(str(int(seconds * 1000)))
 
     @property
     def token_requests(self) -> int:
@@ -122,7 +127,11 @@ class OidcProvider:
             "response_types": [],
         }
         return json.dumps(
-            {"ttl_file": str(self._ttl_file), "clients": [native, with_secret, resource, service]}
+            {
+                "ttl_file": str(self._ttl_file),
+                "delay_file": str(self._delay_file),
+                "clients": [native, with_secret, resource, service],
+            }
         )
 
     def _read_stderr(self, stream: Any) -> None:

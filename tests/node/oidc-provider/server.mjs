@@ -1,12 +1,14 @@
 // node-oidc-provider on loopback for the built-in sign-in's tests (tests/support/oidc_provider.py starts it).
-// argv: <oidc-provider's index.js> <port> <settings JSON>: {"ttl_file": path, "clients": [...]}; the file
-// holds how many seconds an access token issued now lasts (a test changes it while the provider runs)
+// argv: <oidc-provider's index.js> <port> <settings JSON>: {"ttl_file": path, "delay_file": path,
+// "clients": [...]}; the first file holds how many seconds an access token issued now lasts, the second
+// how many milliseconds the token endpoint waits before it answers (a test changes them while it runs)
 // (the package is installed into .cache/oidc-provider/, not beside this file, so it is imported by path).
 // Prints "listening <issuer>" once it serves. Its development login pages accept any login and password:
 // the login becomes the account id (`sub`), which introspection also reports as `username` for Dovecot.
 // Stderr gets one line per token-endpoint request ("token <status>"), which the fixture counts, and one
 // per access token issued ("access_token <account> <token>").
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 
 const [modulePath, port, settingsJson] = process.argv.slice(2);
@@ -58,6 +60,8 @@ provider.use(async (ctx, next) => {
     return;
   }
   if (ctx.method === 'POST' && ctx.path === '/token') {
+    const delay = existsSync(settings.delay_file) ? Number(readFileSync(settings.delay_file, 'utf8')) : 0;
+    if (delay > 0) await sleep(delay);
     await next();
     process.stderr.write(`token ${ctx.status}\n`);
     return;
