@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -174,3 +175,50 @@ async def test_a_google_shaped_account_signs_in_with_its_client_secret(
     assert "access_type=offline" in done.stderr and "prompt=consent" in done.stderr
     (envelope,) = await outcomes(terminal.settings)
     assert envelope["success"] is True, envelope
+
+
+@pytest.mark.anyio
+async def test_status_says_who_signed_in_when_the_last_refresh_succeeded_and_the_expected_lifetime(
+    oidc: OidcProvider, terminal: Terminal
+) -> None:
+    """status after login, then after a call refreshed the access token, for each provider's lifetime;
+    never a token in what it prints."""
+    assert terminal.run("login").returncode == 0
+    moment = r"\d{4}-\d\d-\d\d \d\d:\d\d UTC"
+    before_use = terminal.run("status").stdout
+    assert re.search(
+        rf"^{ACCOUNT}: signed in as {terminal.user} with custom; signed in {moment}; last refresh "
+        r"succeeded: none yet; refresh token expected to last as the provider sets it \(no documented "
+        r"lifetime known here\) \(expected, not checked with the provider\)$",
+        before_use,
+        re.MULTILINE,
+    ), before_use
+    (envelope,) = await outcomes(terminal.settings)  # a refresh, in this process, in the same home
+    assert envelope["success"] is True, envelope
+    after_use = terminal.run("status").stdout
+    assert re.search(rf"last refresh succeeded: {moment};", after_use), after_use
+    metadata = oidc.metadata()
+    endpoints = {
+        "oauth2_issuer": None,
+        "oauth2_authorization_url": metadata["authorization_endpoint"],
+        "oauth2_token_url": metadata["token_endpoint"],
+    }
+    terminal.settings = {
+        key: value for key, value in (terminal.settings | endpoints).items() if value is not None
+    }
+    terminal.settings["oauth2_provider"] = "microsoft"
+    microsoft = terminal.run("status").stdout
+    assert re.search(
+        rf"with microsoft; .* expected to last 90 days from its last use, renewed by each refresh "
+        rf"\(sliding\), per Microsoft's documentation: expected to last until {moment} unless used before",
+        microsoft,
+    ), microsoft
+    refreshed, until = re.findall(r"(\d{4}-\d\d-\d\d \d\d:\d\d) UTC", microsoft.split("last refresh")[1])
+    parsed = [datetime.strptime(moment, "%Y-%m-%d %H:%M") for moment in (refreshed, until)]
+    assert parsed[1] - parsed[0] == timedelta(days=90)  # counted from the last refresh
+    terminal.settings["oauth2_provider"] = "google"
+    google = terminal.run("status").stdout
+    assert "until revoked (7 days for an app whose OAuth consent screen is in testing mode)" in google
+    tokens = [terminal.keychain.load() or "", *oidc.access_tokens(terminal.user)]
+    for printed in (before_use, after_use, microsoft, google):
+        assert all(token and token not in printed for token in tokens)
