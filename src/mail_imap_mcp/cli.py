@@ -23,6 +23,7 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.login_cli import BROWSER_WAIT_S
 from mail_imap_mcp.login_cli import add_arguments as add_login_arguments
 from mail_imap_mcp.login_cli import run as run_login_command
 from mail_imap_mcp.presentation.failures import envelope_of
@@ -250,7 +251,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.command in {"login", "logout", "status"}:
         _configure_logging("WARNING")
         raise SystemExit(
-            run_login_command(args.command, _load(args.config), args.account, getattr(args, "device", False))
+            run_login_command(
+                args.command,
+                _load(args.config),
+                args.account,
+                getattr(args, "device", False),
+                getattr(args, "wait", BROWSER_WAIT_S),
+            )
         )
     if args.command == "setup":
         _configure_logging("WARNING")

@@ -65,17 +65,33 @@ def add_arguments(commands: argparse._SubParsersAction[argparse.ArgumentParser],
             sub.add_argument(
                 "--device", action="store_true", help="sign in on another device (a code to type)"
             )
+            sub.add_argument(
+                "--wait",
+                type=float,
+                default=BROWSER_WAIT_S,
+                metavar="SECONDS",
+                help=f"how long to wait for the browser's answer ({BROWSER_WAIT_S:g})",
+            )
 
 
-def run(command: str, config: Config, account_id: str | None, device: bool = False) -> int:
-    """Run ``command`` (login, logout, status); the process's exit status."""
+def run(
+    command: str,
+    config: Config,
+    account_id: str | None,
+    device: bool = False,
+    wait_s: float = BROWSER_WAIT_S,
+) -> int:
+    """Run ``command`` (login, logout, status); the process's exit status (130 after Ctrl-C)."""
     try:
         if command == "status":
             return _status(config, account_id)
         account_id, account = _signing_in_account(config, account_id)
         if command == "logout":
             return _logout(account_id, account)
-        return _login(account_id, account, device)
+        return _login(account_id, account, device, wait_s)
+    except KeyboardInterrupt:
+        print(f"mail-imap-mcp {command}: stopped (Ctrl-C); nothing was stored", file=sys.stderr)
+        return 130
     except (ConfigError, TokenUnavailable, LockTimeout) as exc:
         reason = exc.reason if isinstance(exc, TokenUnavailable) else str(exc)
         print(f"mail-imap-mcp {command}: {reason}", file=sys.stderr)
@@ -97,7 +113,7 @@ def _signing_in_account(config: Config, account_id: str | None) -> tuple[str, Ac
     return account_id, candidates[account_id]
 
 
-def _login(account_id: str, account: AccountConfig, device: bool) -> int:
+def _login(account_id: str, account: AccountConfig, device: bool, wait_s: float) -> int:
     client = oauth_client(account)
     if device:
         if account.oauth2_provider is SignInProvider.GOOGLE:
@@ -110,7 +126,7 @@ def _login(account_id: str, account: AccountConfig, device: bool) -> int:
         )
         answer = poll_device(client, started)
     else:
-        answer = _browser_sign_in(account_id, client)
+        answer = _browser_sign_in(account_id, client, account.oauth2_redirect_port or 0, wait_s)
     if not answer.refresh_token:
         raise TokenUnavailable(
             "the provider gave no refresh token (the offline_access scope, or Google's access_type=offline, "
@@ -124,8 +140,16 @@ def _login(account_id: str, account: AccountConfig, device: bool) -> int:
     return 0
 
 
-def _browser_sign_in(account_id: str, client: OAuthClient) -> TokenResponse:
-    with RedirectListener() as listener:
+def _browser_sign_in(account_id: str, client: OAuthClient, port: int, wait_s: float) -> TokenResponse:
+    try:
+        listener = RedirectListener(port)
+    except OSError as exc:
+        raise TokenUnavailable(
+            f"cannot listen for the browser's answer on 127.0.0.1:{port} ({exc.strerror}): another "
+            "program uses that port; stop it or set oauth2_redirect_port to another port registered with "
+            "the provider (or leave it unset: a free one is taken); nothing was stored"
+        ) from None
+    with listener:
         request = authorization_request(client, listener.redirect_uri)
         print(
             f"To sign in to {account_id!r}, open this address in a browser (opening it now):\n{request.url}",
@@ -133,9 +157,12 @@ def _browser_sign_in(account_id: str, client: OAuthClient) -> TokenResponse:
         )
         # webbrowser may wait for the browser command to end: the listener must answer meanwhile.
         threading.Thread(target=webbrowser.open, args=(request.url,), daemon=True).start()
-        redirect = listener.wait(BROWSER_WAIT_S)
+        redirect = listener.wait(wait_s)
     if redirect is None:
-        raise TokenUnavailable(f"no answer from the browser within {BROWSER_WAIT_S:g}s; nothing was stored")
+        raise TokenUnavailable(
+            f"no answer from the browser within {wait_s:g}s (the sign-in was not finished, or the "
+            f"provider sent the browser elsewhere than {listener.redirect_uri}); nothing was stored"
+        )
     code = code_from_redirect(request, redirect)
     return redeem_code(client, request, code, 30.0)
 

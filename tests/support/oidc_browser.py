@@ -2,8 +2,11 @@
 development login and consent pages with an HTTP client (cookies kept), then delivers the provider's
 redirect to the application's loopback listener. Standard library only, so that it also runs as the
 ``BROWSER`` command ``login`` opens: ``python oidc_browser.py <url>`` with ``OIDC_TEST_LOGIN`` (the user
-to sign in as), ``OIDC_TEST_DECLINE=1`` (press "cancel" on the consent page) and ``OIDC_TEST_STATE`` (a
-``state`` put in the redirect in place of the provider's, as a forged redirect would) in its environment.
+to sign in as), ``OIDC_TEST_DECLINE=1`` (press "cancel" on the consent page), ``OIDC_TEST_STATE`` (a
+``state`` put in the redirect in place of the provider's, as a forged redirect would) and
+``OIDC_TEST_REDIRECT_PORT`` (the authorization request's loopback redirect moved to that port, as a page
+that rewrote it would: the provider, which takes any loopback port of a native app, sends the browser
+there) in its environment.
 """
 
 from __future__ import annotations
@@ -87,9 +90,19 @@ def _leave(url: str, deliver: bool, state: str | None) -> str:
     return url
 
 
+def with_redirect_port(url: str, port: int) -> str:
+    """``url`` (an authorization request) with its ``redirect_uri`` moved to ``port``."""
+    parts = urllib.parse.urlsplit(url)
+    query = dict(urllib.parse.parse_qsl(parts.query))
+    redirect = urllib.parse.urlsplit(query["redirect_uri"])
+    query["redirect_uri"] = redirect._replace(netloc=f"{redirect.hostname}:{port}").geturl()
+    return parts._replace(query=urllib.parse.urlencode(query)).geturl()
+
+
 if __name__ == "__main__":
+    moved = os.environ.get("OIDC_TEST_REDIRECT_PORT")
     approve(
-        sys.argv[1],
+        with_redirect_port(sys.argv[1], int(moved)) if moved else sys.argv[1],
         os.environ["OIDC_TEST_LOGIN"],
         decline=os.environ.get("OIDC_TEST_DECLINE") == "1",
         state=os.environ.get("OIDC_TEST_STATE"),

@@ -63,6 +63,8 @@ class OidcProvider:
         directory.mkdir(parents=True, exist_ok=True)
         self._ttl_file = directory / "access-token-ttl"
         self._delay_file = directory / "token-delay-ms"
+        self._refresh_ttl_file = directory / "refresh-token-ttl"
+        self._clock_file = directory / "clock-offset"
         self.set_access_token_ttl(access_token_ttl)
         self._token_requests = 0
         self._access_tokens: dict[str, list[str]] = {}
@@ -72,6 +74,14 @@ class OidcProvider:
     def set_access_token_ttl(self, seconds: int) -> None:
         """How long the access tokens issued from now on last."""
         self._ttl_file.write_text(str(seconds))
+
+    def set_refresh_token_ttl(self, seconds: int) -> None:
+        """How long the refresh tokens issued from now on last (86,400 s unless set)."""
+        self._refresh_ttl_file.write_text(str(seconds))
+
+    def set_clock_offset(self, seconds: int) -> None:
+        """Put the provider's clock ``seconds`` ahead of the machine's (negative: behind)."""
+        self._clock_file.write_text(str(seconds))
 
     def set_token_delay(self, seconds: float) -> None:
         """How long the token endpoint waits before it answers each request from now on."""
@@ -130,6 +140,8 @@ class OidcProvider:
             {
                 "ttl_file": str(self._ttl_file),
                 "delay_file": str(self._delay_file),
+                "refresh_ttl_file": str(self._refresh_ttl_file),
+                "clock_file": str(self._clock_file),
                 "clients": [native, with_secret, resource, service],
             }
         )
@@ -150,6 +162,18 @@ class OidcProvider:
         query = urllib.parse.urlencode({"token": token})
         with urllib.request.urlopen(f"{self.issuer}/test/forget-access-token?{query}", timeout=10) as answer:
             assert json.load(answer)["forgotten"] is True
+
+    def introspect(self, token: str) -> dict[str, Any]:
+        """What the introspection endpoint says of ``token`` (asked as Dovecot asks)."""
+        credentials = base64.b64encode(f"{RESOURCE_CLIENT}:{RESOURCE_SECRET}".encode()).decode()
+        request = urllib.request.Request(
+            f"{self.issuer}/token/introspection",
+            urllib.parse.urlencode({"token": token}).encode(),
+            {"Authorization": f"Basic {credentials}"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            result: dict[str, Any] = json.load(answer)
+        return result
 
     def access_tokens(self, login: str) -> list[str]:
         """The access tokens issued to ``login`` so far, oldest first."""

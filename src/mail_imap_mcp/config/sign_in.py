@@ -80,6 +80,14 @@ class SignInSettings(BaseModel):
     oauth2_revocation_url: str | None = Field(
         default=None, description="Override the provider's revocation endpoint."
     )
+    oauth2_redirect_port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        description="login: the loopback port the browser is sent back to, for a provider that needs "
+        "the exact redirect URI registered (http://127.0.0.1:<port>/callback); default: a free port the "
+        "system gives, which Microsoft and Google accept.",
+    )
 
     def sign_in_problem(self, per_user: bool = False) -> str | None:
         """What is missing for the built-in sign-in, or wrong beside it (``per_user``: the account is a

@@ -20,7 +20,8 @@ _DONE_PAGE = (
 class RedirectListener:
     """Use as a context manager; :attr:`redirect_uri` goes in the authorization request."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
+        """Listen on 127.0.0.1 at ``port`` (0: one the system gives); OSError if it is taken."""
         self.received: str | None = None
         listener = self
 
@@ -39,7 +40,7 @@ class RedirectListener:
             def log_message(self, format: str, *args: object) -> None:
                 pass  # the request line holds the authorization code
 
-        self._server = HTTPServer(("127.0.0.1", 0), Handler)
+        self._server = HTTPServer(("127.0.0.1", port), Handler)
 
     @property
     def redirect_uri(self) -> str:

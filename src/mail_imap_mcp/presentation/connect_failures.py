@@ -286,6 +286,10 @@ def oauth_rejected(exc: OAuthRejected, account_id: str, config: AccountConfig) -
     scope = oauth2_scope_hint(config.host)
     said = f"the server said {challenge.describe()}" if challenge else f"the server said: {exc.said[:200]}"
     command = config.setting("oauth2_token_command")
+    if config.oauth2_provider is not None:
+        return _sign_in_token_refused(
+            exc, account_id, config, f"{host} refused the OAuth2 access token", said
+        )
     if exc.same_token_again:
         retried = (
             f"; run once more, {command} printed the same token again, so the token helper did not refresh it"
@@ -318,6 +322,27 @@ def oauth_rejected(exc: OAuthRejected, account_id: str, config: AccountConfig) -
         ErrorCode.AUTH_FAILED,
         f"The server {host} refused the OAuth2 access token ({mechanism}) of {config.username!r} "
         f"(account {account_id!r}){retried}: {said}. {advice}",
+        details=details,
+        retryable=False,
+    )
+
+
+def _sign_in_token_refused(
+    exc: OAuthRejected, account_id: str, config: AccountConfig, refused: str, said: str
+) -> ToolFailure:
+    """The built-in sign-in's token refused twice (the second freshly refreshed): the sign-in works at
+    the provider but does not let this user in, so its scopes or its user are wrong."""
+    wanted = exc.challenge.scope if exc.challenge is not None and exc.challenge.scope else None
+    details: dict[str, object] = {"account_id": account_id, "auth": config.auth.value}
+    if exc.challenge is not None:
+        details["server_status"] = exc.challenge.status
+        details["server_scope"] = exc.challenge.scope
+    return ToolFailure(
+        ErrorCode.AUTH_FAILED,
+        f"The server {refused} ({config.auth.mechanism}) of {config.username!r} (account {account_id!r}), "
+        f"also a fresh one from the built-in sign-in: {said}. Check that {config.setting('oauth2_scopes')} "
+        f"includes {repr(wanted) if wanted else 'the scope the server requires'} and that the sign-in is "
+        f"{config.username!r}'s own, then sign in again: mail-imap-mcp login {account_id}.",
         details=details,
         retryable=False,
     )

@@ -1,7 +1,9 @@
 // node-oidc-provider on loopback for the built-in sign-in's tests (tests/support/oidc_provider.py starts it).
-// argv: <oidc-provider's index.js> <port> <settings JSON>: {"ttl_file": path, "delay_file": path,
-// "clients": [...]}; the first file holds how many seconds an access token issued now lasts, the second
-// how many milliseconds the token endpoint waits before it answers (a test changes them while it runs)
+// argv: <oidc-provider's index.js> <port> <settings JSON>: {"ttl_file": path, "refresh_ttl_file": path,
+// "delay_file": path, "clock_file": path, "clients": [...]}; the files hold how many seconds an access
+// token issued now lasts, how many seconds a refresh token issued now lasts, how many milliseconds the
+// token endpoint waits before it answers, and how many seconds the provider's clock is ahead (negative:
+// behind), read on every request (a test changes them while it runs; a missing file means the default)
 // (the package is installed into .cache/oidc-provider/, not beside this file, so it is imported by path).
 // Prints "listening <issuer>" once it serves. Its development login pages accept any login and password:
 // the login becomes the account id (`sub`), which introspection also reports as `username` for Dovecot.
@@ -14,6 +16,11 @@ import { pathToFileURL } from 'node:url';
 const [modulePath, port, settingsJson] = process.argv.slice(2);
 const { default: Provider } = await import(pathToFileURL(modulePath).href);
 const settings = JSON.parse(settingsJson);
+const number = (file, otherwise) => (existsSync(file) ? Number(readFileSync(file, 'utf8')) : otherwise);
+// The provider's clock: every time it reads (token lifetimes, expiry checks) comes from Date.now.
+const realNow = Date.now.bind(Date);
+let clockOffsetMs = 0;
+Date.now = () => realNow() + clockOffsetMs;
 const issuer = `http://127.0.0.1:${port}`;
 
 const provider = new Provider(issuer, {
@@ -21,7 +28,7 @@ const provider = new Provider(issuer, {
   scopes: ['openid', 'offline_access', 'mail', 'other'],
   ttl: {
     AccessToken: () => Number(readFileSync(settings.ttl_file, 'utf8')),
-    RefreshToken: 86400,
+    RefreshToken: () => number(settings.refresh_ttl_file, 86400),
     DeviceCode: 600,
     Interaction: 600,
     Session: 3600,
@@ -51,6 +58,7 @@ const provider = new Provider(issuer, {
 });
 
 provider.use(async (ctx, next) => {
+  clockOffsetMs = number(settings.clock_file, 0) * 1000;
   // The tests' own door: forget one access token (as its expiry would) without revoking its grant,
   // which revocation does here (revokeGrantPolicy).
   if (ctx.method === 'GET' && ctx.path === '/test/forget-access-token') {
@@ -60,7 +68,7 @@ provider.use(async (ctx, next) => {
     return;
   }
   if (ctx.method === 'POST' && ctx.path === '/token') {
-    const delay = existsSync(settings.delay_file) ? Number(readFileSync(settings.delay_file, 'utf8')) : 0;
+    const delay = number(settings.delay_file, 0);
     if (delay > 0) await sleep(delay);
     await next();
     process.stderr.write(`token ${ctx.status}\n`);

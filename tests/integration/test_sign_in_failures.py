@@ -1,0 +1,212 @@
+"""The built-in sign-in's failures (issue 48), each a clear message or envelope with nothing stored,
+against node-oidc-provider with Dovecot checking its tokens and a real Secret Service: the browser sent
+to another port, the redirect port taken, Ctrl-C while ``login`` waits, an expired refresh token, the
+provider's clock five minutes ahead or behind, and an access token the IMAP server refuses.
+
+Covered elsewhere: consent declined and a state mismatch (test_login_command.py::
+test_a_sign_in_that_fails_says_why_and_stores_nothing), the provider down at login
+(test_login_command.py::test_login_says_when_the_provider_is_down) and at a refresh
+(test_sign_in_tokens.py::test_a_provider_that_is_down_keeps_the_sign_in), a revoked refresh token
+(test_sign_in_tokens.py::test_a_revoked_refresh_token_says_to_sign_in_again).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
+from tests.integration.test_login_command import Terminal
+from tests.integration.test_login_command import terminal as terminal
+from tests.integration.test_sign_in_tokens import ACCOUNT, outcomes, sign_in_account
+from tests.integration.test_sign_in_tokens import keychain as keychain
+from tests.integration.test_sign_in_tokens import user as user
+from tests.support.dovecot import Dovecot
+from tests.support.imapserver import free_ports
+from tests.support.oidc_provider import MAIL_SCOPE, OidcProvider, sign_in, wait_for
+
+pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+
+
+class Elsewhere:
+    """Another program's listener on a loopback port: records the requests the browser brings it."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                outer.paths.append(self.path)
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[Elsewhere]:
+    listener = Elsewhere()
+    yield listener
+    listener.server.shutdown()
+    listener.server.server_close()
+
+
+def test_a_redirect_to_another_port_is_never_taken_and_nothing_is_stored(
+    oidc: OidcProvider, terminal: Terminal, elsewhere: Elsewhere
+) -> None:
+    before = oidc.token_requests
+    done = terminal.run("login", "--wait", "8", OIDC_TEST_REDIRECT_PORT=str(elsewhere.port))
+    assert done.returncode == 1
+    assert "no answer from the browser within 8s" in done.stderr, done.stderr
+    assert "nothing was stored" in done.stderr
+    (went,) = elsewhere.paths  # the code went to the other program, which login never asked
+    assert urllib.parse.parse_qs(urllib.parse.urlsplit(went).query)["code"]
+    assert terminal.keychain.load() is None
+    assert oidc.token_requests == before
+
+
+def test_a_taken_redirect_port_says_so_and_a_free_one_signs_in(
+    oidc: OidcProvider, terminal: Terminal
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        terminal.settings["oauth2_redirect_port"] = port
+        done = terminal.run("login")
+    assert done.returncode == 1
+    assert f"cannot listen for the browser's answer on 127.0.0.1:{port}" in done.stderr, done.stderr
+    assert "set oauth2_redirect_port to another port" in done.stderr and "nothing was stored" in done.stderr
+    assert terminal.keychain.load() is None
+    free = free_ports("127.0.0.1")[0]
+    terminal.settings["oauth2_redirect_port"] = free
+    done = terminal.run("login")
+    assert done.returncode == 0, done.stderr
+    assert urllib.parse.quote(f"http://127.0.0.1:{free}/callback", safe="") in done.stderr
+    assert terminal.keychain.load() is not None
+
+
+def test_ctrl_c_while_login_waits_for_the_browser_stores_nothing(
+    oidc: OidcProvider, terminal: Terminal
+) -> None:
+    argv, env = terminal.command("login", BROWSER="true %s")  # a browser nobody uses
+    before = oidc.token_requests
+    with subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True) as login:
+        assert login.stderr is not None
+        shown = ""
+        while "redirect_uri=" not in shown:
+            shown += login.stderr.readline()
+        redirect = urllib.parse.unquote(re.search(r"redirect_uri=([^&\s]+)", shown).group(1))  # type: ignore[union-attr]
+        login.send_signal(signal.SIGINT)
+        assert login.wait(timeout=30) == 130
+        said = login.stderr.read()
+    assert "mail-imap-mcp login: stopped (Ctrl-C); nothing was stored" in said, said
+    assert "Traceback" not in said
+    port = urllib.parse.urlsplit(redirect).port
+    with socket.socket() as probe, pytest.raises(ConnectionRefusedError):
+        probe.connect(("127.0.0.1", port))  # the listener is closed
+    assert terminal.keychain.load() is None
+    assert oidc.token_requests == before
+
+
+@pytest.mark.anyio
+async def test_an_expired_refresh_token_says_to_sign_in_again(
+    oidc: OidcProvider, oidc_dovecot: Dovecot, user: str, keychain: KeychainRefreshTokens
+) -> None:
+    oidc.set_refresh_token_ttl(2)
+    try:
+        refresh_token = str(sign_in(oidc, user)["refresh_token"])
+    finally:
+        oidc.set_refresh_token_ttl(86400)
+    keychain.save(refresh_token)
+    time.sleep(3)
+    (envelope,) = await outcomes(sign_in_account(oidc_dovecot, user, oidc))
+    error = envelope["error"]
+    assert error["code"] == "auth_failed" and error["details"]["reason"] == "sign_in_required", error
+    assert f"mail-imap-mcp login {ACCOUNT}" in envelope["data"]["next_action"]["instruction"]
+    assert refresh_token not in str(envelope)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("offset", [300, -300], ids=["5 minutes ahead", "5 minutes behind"])
+async def test_the_providers_clock_ahead_or_behind_changes_nothing(
+    oidc: OidcProvider,
+    oidc_dovecot: Dovecot,
+    user: str,
+    keychain: KeychainRefreshTokens,
+    caplog: pytest.LogCaptureFixture,
+    offset: int,
+) -> None:
+    """An access token's expiry is counted from expires_in on receipt, on this machine's clock: with
+    the provider's clock five minutes off, a token of 3 s is replaced once per expiry, before the IMAP
+    server would refuse it (no refusal is logged), and every call works."""
+    caplog.set_level(logging.INFO)
+    oidc.set_clock_offset(offset)
+    oidc.set_access_token_ttl(3)
+    try:
+        keychain.save(str(sign_in(oidc, user)["refresh_token"]))
+        before = oidc.token_requests
+
+        def expire_and_drop_the_connection() -> None:
+            time.sleep(4)
+            oidc_dovecot.kick(user)
+
+        envelopes = await outcomes(
+            sign_in_account(oidc_dovecot, user, oidc),
+            3,
+            expire_and_drop_the_connection,
+            "imap_search_messages",
+            [{"mailbox": "INBOX", "query": word} for word in ("alpha", "beta", "gamma")],
+        )
+        # The provider's clock is off: the last token was issued at its time, not ours.
+        issued = oidc.introspect(oidc.access_tokens(user)[-1])["iat"]
+        assert abs(issued - (time.time() + offset)) < 60, issued - time.time()
+    finally:
+        oidc.set_access_token_ttl(3600)
+        oidc.set_clock_offset(0)
+    assert [envelope["success"] for envelope in envelopes] == [True, True, True], envelopes
+    wait_for(lambda: oidc.token_requests >= before + 3)
+    assert oidc.token_requests == before + 3
+    assert "refused the OAuth2 token" not in caplog.text
+
+
+@pytest.mark.anyio
+async def test_a_token_the_imap_server_refuses_fails_clearly_after_one_retry(
+    oidc: OidcProvider, oidc_dovecot: Dovecot, user: str, keychain: KeychainRefreshTokens
+) -> None:
+    """A sign-in whose tokens lack the scope Dovecot requires: the first token is refused, one more is
+    fetched and refused too, and the call fails with auth_failed naming the refusal (never a loop)."""
+    scopes = ["openid", "offline_access", "other"]
+    keychain.save(str(sign_in(oidc, user, scope=" ".join(scopes))["refresh_token"]))
+    before = oidc.token_requests
+    (envelope,) = await outcomes(sign_in_account(oidc_dovecot, user, oidc, oauth2_scopes=scopes))
+    assert MAIL_SCOPE not in scopes
+    error = envelope["error"]
+    assert error["code"] == "auth_failed", error
+    assert "refused the OAuth2 access token (XOAUTH2)" in error["message"], error["message"]
+    assert "also a fresh one from the built-in sign-in" in error["message"]
+    assert "oauth2_scopes in [accounts.default] includes 'mail'" in error["message"]
+    assert f"mail-imap-mcp login {ACCOUNT}" in error["message"]
+    assert "token_command" not in error["message"] and "helper" not in error["message"]
+    wait_for(lambda: oidc.token_requests >= before + 2)
+    time.sleep(0.5)
+    assert oidc.token_requests == before + 2
+    stored = keychain.load()
+    assert stored is not None and stored not in str(envelope)
