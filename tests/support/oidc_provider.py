@@ -68,6 +68,7 @@ class OidcProvider:
         self.set_access_token_ttl(access_token_ttl)
         self._token_requests = 0
         self._access_tokens: dict[str, list[str]] = {}
+        self._refresh_tokens: dict[str, list[str]] = {}
         self._lock = threading.Lock()
         self._process: subprocess.Popen[str] | None = None
 
@@ -151,10 +152,11 @@ class OidcProvider:
             if line.startswith("token "):
                 with self._lock:
                     self._token_requests += 1
-            elif line.startswith("access_token "):
-                _, account, token = line.split()
+            elif line.startswith(("access_token ", "refresh_token ")):
+                kind, account, token = line.split()
+                issued = self._access_tokens if kind == "access_token" else self._refresh_tokens
                 with self._lock:
-                    self._access_tokens.setdefault(account, []).append(token)
+                    issued.setdefault(account, []).append(token)
 
     def forget_access_token(self, token: str) -> None:
         """Make ``token`` unknown to the provider (Dovecot's introspection then finds it inactive) while
@@ -179,6 +181,11 @@ class OidcProvider:
         """The access tokens issued to ``login`` so far, oldest first."""
         with self._lock:
             return list(self._access_tokens.get(login, []))
+
+    def refresh_tokens(self, login: str) -> list[str]:
+        """The refresh tokens issued to ``login`` so far (each rotation's), oldest first."""
+        with self._lock:
+            return list(self._refresh_tokens.get(login, []))
 
     def __enter__(self) -> Self:
         assert installed(), (

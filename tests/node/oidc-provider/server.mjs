@@ -8,7 +8,7 @@
 // Prints "listening <issuer>" once it serves. Its development login pages accept any login and password:
 // the login becomes the account id (`sub`), which introspection also reports as `username` for Dovecot.
 // Stderr gets one line per token-endpoint request ("token <status>"), which the fixture counts, and one
-// per access token issued ("access_token <account> <token>").
+// per access token or refresh token issued ("access_token <account> <token>", "refresh_token ...").
 import { existsSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
@@ -80,6 +80,9 @@ provider.use(async (ctx, next) => {
 // The tests revoke an access token the application holds: they learn it here (loopback, test tokens).
 provider.on('access_token.saved', (token) => {
   process.stderr.write(`access_token ${token.accountId} ${token.jti}\n`);
+});
+provider.on('refresh_token.saved', (token) => {
+  process.stderr.write(`refresh_token ${token.accountId} ${token.jti}\n`);
 });
 
 const server = provider.listen(Number(port), '127.0.0.1', () => {
