@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client, StdioServerParameters
 
 from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
 from tests.integration.test_sign_in_tokens import ACCOUNT, outcomes, sign_in_account
 from tests.integration.test_sign_in_tokens import keychain as keychain
-from tests.support.accounts import config_toml
+from tests.support.accounts import config_toml, env_account
 from tests.support.dovecot import Dovecot
+from tests.support.envelope_client import EnvelopeClient
 from tests.support.imapserver import free_ports
 from tests.support.oidc_browser import approve
 from tests.support.oidc_provider import BROWSER_SCRIPT, SECRET_CLIENT, SECRET_CLIENT_SECRET, OidcProvider
@@ -222,3 +224,37 @@ async def test_status_says_who_signed_in_when_the_last_refresh_succeeded_and_the
     tokens = [terminal.keychain.load() or "", *oidc.access_tokens(terminal.user)]
     for printed in (before_use, after_use, microsoft, google):
         assert all(token and token not in printed for token in tokens)
+
+
+@pytest.mark.anyio
+async def test_an_environment_account_signs_in_and_the_server_lists_its_mailboxes(
+    oidc: OidcProvider,
+    oidc_dovecot: Dovecot,
+    secret_service: SecretService,
+    keychain: KeychainRefreshTokens,
+) -> None:
+    """A Google-shaped account set by MAIL_IMAP_WORK_* variables alone (as the bundle's form sets them):
+    login, then the server over stdio, with the client secret in its variable."""
+    user = oidc_dovecot.new_user()
+    metadata = oidc.metadata()
+    prefix = "MAIL_IMAP_WORK_"
+    env = {
+        "PATH": os.environ["PATH"],
+        **secret_service.environment(),
+        "BROWSER": f"{shlex.quote(sys.executable)} {shlex.quote(str(BROWSER_SCRIPT))} %s",
+        "OIDC_TEST_LOGIN": user,
+        **env_account(oidc_dovecot, user, "WORK", MAIL_IMAP_WORK_PASS=""),
+        f"{prefix}OAUTH2_PROVIDER": "google",
+        f"{prefix}OAUTH2_CLIENT_ID": SECRET_CLIENT,
+        f"{prefix}OAUTH2_CLIENT_SECRET": SECRET_CLIENT_SECRET,
+        f"{prefix}OAUTH2_AUTHORIZATION_URL": metadata["authorization_endpoint"],
+        f"{prefix}OAUTH2_TOKEN_URL": metadata["token_endpoint"],
+        f"{prefix}OAUTH2_SCOPES": "openid offline_access mail",
+    }
+    done = subprocess.run([SERVER, "login", "work"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert KeychainRefreshTokens("work").load() is not None
+    params = StdioServerParameters(command=SERVER, args=["serve"], env=env)
+    async with Client(params) as client:
+        listed = await EnvelopeClient(client).call("imap_list_mailboxes")
+    assert listed["success"] is True, listed
