@@ -114,6 +114,11 @@ def _signing_in_account(config: Config, account_id: str | None) -> tuple[str, Ac
 
 
 def _login(account_id: str, account: AccountConfig, device: bool, wait_s: float) -> int:
+    if account.oauth2_client_credentials:
+        raise ConfigError(
+            f"account {account_id!r} signs in as the application (oauth2_client_credentials): nobody signs "
+            "in and nothing is kept; `mail-imap-mcp check` tries its token"
+        )
     client = oauth_client(account)
     if device:
         if account.oauth2_provider is SignInProvider.GOOGLE:
@@ -197,6 +202,9 @@ def _status(config: Config, account_id: str | None) -> int:
         print("No account uses the built-in sign-in (oauth2_provider).")
         return 1
     for aid, account in sorted(accounts.items()):
+        if account.oauth2_client_credentials:
+            print(f"{aid}: signs in as the application ({account.oauth2_client_id}); no sign-in is kept")
+            continue
         stored_at = KeychainRefreshTokens(aid).stored_at()
         if stored_at is None:
             print(f"{aid}: not signed in (run `mail-imap-mcp login {aid}`)")

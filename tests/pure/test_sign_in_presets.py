@@ -48,3 +48,48 @@ def test_a_missing_client_secret_variable_is_a_config_error(monkeypatch: pytest.
     monkeypatch.delenv("GOOGLE_SECRET", raising=False)
     with pytest.raises(ConfigError, match="GOOGLE_SECRET"):
         oauth_client(settings(oauth2_provider="google", oauth2_client_secret_env="GOOGLE_SECRET"))
+
+
+def test_an_applications_own_sign_in_asks_microsofts_default_scope_of_its_tenant(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("APP_SECRET", "app-secret")
+    given = settings(
+        oauth2_provider="microsoft",
+        oauth2_tenant="contoso.onmicrosoft.com",
+        oauth2_client_credentials=True,
+        oauth2_client_secret_env="APP_SECRET",
+    )
+    assert given.sign_in_problem(per_user=True) is None  # one application token serves every user
+    client = oauth_client(given)
+    assert (
+        client.endpoints.token
+        == "https://login.microsoftonline.com/contoso.onmicrosoft.com/oauth2/v2.0/token"
+    )
+    assert client.scopes == ("https://outlook.office365.com/.default",)
+    assert client.client_secret == "app-secret"
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ({"oauth2_provider": "google"}, "Google has no client credentials grant for Gmail"),
+        ({"oauth2_provider": "microsoft"}, "needs the application's secret"),
+        (
+            {
+                "oauth2_provider": "microsoft",
+                "oauth2_client_secret_env": "S",
+                "oauth2_tenant": "organizations",
+            },
+            "needs your tenant's id or domain in oauth2_tenant, not 'organizations'",
+        ),
+        (
+            {"oauth2_provider": "custom", "oauth2_client_secret_env": "S"},
+            "needs oauth2_issuer or oauth2_token_url",
+        ),
+    ],
+    ids=["google", "no secret", "shared tenant", "custom without endpoint"],
+)
+def test_an_applications_own_sign_in_says_what_it_lacks(given: dict[str, object], said: str) -> None:
+    problem = settings(oauth2_client_credentials=True, **given).sign_in_problem(per_user=True)
+    assert problem is not None and said in problem, problem

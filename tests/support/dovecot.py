@@ -183,6 +183,7 @@ class Dovecot(ImapServer):
         oauth2_introspection_url: str | None = None,
         oauth2_introspection_mode: str = "post",
         oauth2_mechanisms: Sequence[str] = ("xoauth2", "oauthbearer"),
+        oauth2_master: bool = False,
     ) -> None:
         """Configure (but do not start) an instance.
 
@@ -200,7 +201,10 @@ class Dovecot(ImapServer):
         ``oauth2_mechanisms`` (advertised as ``AUTH=XOAUTH2``/``AUTH=OAUTHBEARER``) log a user in with an
         access token that the URL (e.g. tests/support/oauth2.py) says is active for that user;
         ``oauth2_introspection_mode`` is ``post`` (form field ``token``) or ``get`` (the token appended to
-        the URL). Passwords then work only with PLAIN and LOGIN.
+        the URL). Passwords then work only with PLAIN and LOGIN. ``oauth2_master`` makes that passdb a
+        master passdb: ``<user>*<application>`` logs in to ``<user>``'s mailbox with a token the URL says
+        is active for ``<application>`` (an application's own token, as Microsoft 365 lets an app an
+        admin allowed open mailboxes).
         """
         if not user_patterns:
             raise ValueError("user_patterns must not be empty")
@@ -220,6 +224,7 @@ class Dovecot(ImapServer):
         self.oauth2_introspection_url = oauth2_introspection_url
         self.oauth2_introspection_mode = oauth2_introspection_mode
         self.oauth2_mechanisms = tuple(oauth2_mechanisms)
+        self.oauth2_master = oauth2_master
         self.binary = ensure_dovecot()
         self.doveadm_binary = which("doveadm") or "doveadm"
         self._file_seq = itertools.count(1)
@@ -296,7 +301,12 @@ class Dovecot(ImapServer):
             mechanisms += " " + oauth2
             # Otherwise the static passdb would compare the token with the password and refuse it.
             password_only = "  mechanisms = plain login\n"
-            oauth2_passdb = f"passdb {{\n  driver = oauth2\n  mechanisms = {oauth2}\n  args = {root}/oauth2.conf.ext\n}}\n"
+            master = "  master = yes\n" if self.oauth2_master else ""
+            oauth2_passdb = (
+                ("auth_master_user_separator = *\n" if self.oauth2_master else "")
+                + f"passdb {{\n  driver = oauth2\n  mechanisms = {oauth2}\n  args = {root}/oauth2.conf.ext\n"
+                + f"{master}}}\n"
+            )
         specials = "".join(
             f"  mailbox {name} {{\n    special_use = \\{use}\n  }}\n"
             for name, use in (

@@ -136,6 +136,7 @@ class OidcProvider:
             "grant_types": ["client_credentials"],
             "redirect_uris": [],
             "response_types": [],
+            "token_endpoint_auth_method": "client_secret_post",
         }
         return json.dumps(
             {

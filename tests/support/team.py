@@ -123,9 +123,8 @@ def serve_per_user(
     (``own``, ``server`` and ``auth``: settings added to the account, ``[server]`` and ``[http.auth]``)."""
     (port,) = free_ports("127.0.0.1")
     audience = f"http://127.0.0.1:{port}/mcp"
-    account = account_settings(
-        master_dovecot, "{user}*mailmcp", password_env=MASTER_ENV, per_user=True, users=users, **(own or {})
-    )
+    template = {"password_env": MASTER_ENV, "per_user": True, "users": users}
+    account = account_settings(master_dovecot, "{user}*mailmcp", **(template | (own or {})))
     settings = {"issuer": idp.issuer, "audience": audience, "jwks_url": idp.jwks_url}
     settings |= {"user_claim": "preferred_username", **(auth or {})}
     config = tmp_path / "config.toml"

@@ -24,6 +24,10 @@ from .sign_in_store import KeychainRefreshTokens as KeychainRefreshTokens
 #: The offline_access scope makes Microsoft issue a refresh token.
 _MICROSOFT_SCOPES = ("https://outlook.office.com/IMAP.AccessAsUser.All", "offline_access")
 _GOOGLE_SCOPES = ("https://mail.google.com/",)
+#: An application's own token asks for the permissions an admin granted it (IMAP.AccessAsApp).
+_MICROSOFT_APP_SCOPES = ("https://outlook.office365.com/.default",)
+#: Microsoft's tenants of many organisations, which an application's own sign-in cannot use.
+_SHARED_TENANTS = frozenset({"common", "organizations", "consumers"})
 
 
 class SignInProvider(StrEnum):
@@ -80,6 +84,13 @@ class SignInSettings(BaseModel):
     oauth2_revocation_url: str | None = Field(
         default=None, description="Override the provider's revocation endpoint."
     )
+    oauth2_client_credentials: bool = Field(
+        default=False,
+        description="Organisations: sign in as the application itself (the client credentials grant of "
+        "your organisation's app registration, with its secret), no user signing in: with per_user and "
+        'username = "{user}", each team user opens their own mailbox among those an admin allowed the '
+        "app (docs/team.md). microsoft (a tenant's id or domain) or custom.",
+    )
     oauth2_redirect_port: int | None = Field(
         default=None,
         ge=1,
@@ -94,6 +105,8 @@ class SignInSettings(BaseModel):
         template for many users), if anything."""
         if self.oauth2_provider is None:
             return None
+        if self.oauth2_client_credentials:
+            return self._client_credentials_problem()
         if per_user:
             return (
                 "per_user = true serves each user their own mailbox, but the built-in sign-in "
@@ -107,6 +120,30 @@ class SignInSettings(BaseModel):
         overridden = self.oauth2_authorization_url and self.oauth2_token_url
         if self.oauth2_provider is SignInProvider.CUSTOM and not (self.oauth2_issuer or overridden):
             return "oauth2_provider = 'custom' needs oauth2_issuer, or oauth2_authorization_url and oauth2_token_url"
+        return None
+
+    def _client_credentials_problem(self) -> str | None:
+        if self.oauth2_provider is SignInProvider.GOOGLE:
+            return (
+                "oauth2_client_credentials: Google has no client credentials grant for Gmail; a Workspace "
+                "organisation uses domain-wide delegation through oauth2_token_command with {user} instead"
+            )
+        if self.oauth2_client_id is None:
+            return "oauth2_client_credentials needs oauth2_client_id (the organisation's app registration)"
+        if (self.oauth2_client_secret_env is None) == (self.oauth2_client_secret_file is None):
+            return (
+                "oauth2_client_credentials needs the application's secret: set one of "
+                "oauth2_client_secret_env and oauth2_client_secret_file"
+            )
+        if self.oauth2_provider is SignInProvider.MICROSOFT and self.oauth2_tenant in _SHARED_TENANTS:
+            return (
+                f"oauth2_client_credentials needs your tenant's id or domain in oauth2_tenant, not "
+                f"{self.oauth2_tenant!r}: an application signs in to one organisation"
+            )
+        if self.oauth2_provider is SignInProvider.CUSTOM and not (
+            self.oauth2_issuer or self.oauth2_token_url
+        ):
+            return "oauth2_client_credentials with oauth2_provider = 'custom' needs oauth2_issuer or oauth2_token_url"
         return None
 
 
@@ -130,7 +167,10 @@ def oauth_client(settings: SignInSettings, timeout_s: float = 10.0) -> OAuthClie
     endpoints here: :class:`~mail_imap_mcp.net.tokens.TokenUnavailable` if it cannot be reached)."""
     assert settings.oauth2_provider is not None and settings.oauth2_client_id is not None
     found = preset_endpoints(settings)
-    if found is None and not (settings.oauth2_authorization_url and settings.oauth2_token_url):
+    overridden = settings.oauth2_token_url and (
+        settings.oauth2_authorization_url or settings.oauth2_client_credentials
+    )
+    if found is None and not overridden:
         assert settings.oauth2_issuer is not None
         found = discover(settings.oauth2_issuer, timeout_s)
     endpoints = Endpoints(
@@ -139,10 +179,14 @@ def oauth_client(settings: SignInSettings, timeout_s: float = 10.0) -> OAuthClie
         settings.oauth2_device_url or (found.device if found else None),
         settings.oauth2_revocation_url or (found.revocation if found else None),
     )
-    default_scopes = {SignInProvider.MICROSOFT: _MICROSOFT_SCOPES, SignInProvider.GOOGLE: _GOOGLE_SCOPES}
-    scopes = settings.oauth2_scopes or default_scopes.get(
-        settings.oauth2_provider, ("openid", "offline_access")
-    )
+    default_scopes: dict[SignInProvider, tuple[str, ...]] = {
+        SignInProvider.MICROSOFT: _MICROSOFT_SCOPES,
+        SignInProvider.GOOGLE: _GOOGLE_SCOPES,
+    }
+    fallback: tuple[str, ...] = ("openid", "offline_access")
+    if settings.oauth2_client_credentials:
+        default_scopes, fallback = {SignInProvider.MICROSOFT: _MICROSOFT_APP_SCOPES}, ()
+    scopes = settings.oauth2_scopes or default_scopes.get(settings.oauth2_provider, fallback)
     # A refresh token needs consent to offline access: OpenID Connect grants offline_access only with
     # prompt=consent, and Google issues one only for access_type=offline (again on a later sign-in
     # only with prompt=consent).

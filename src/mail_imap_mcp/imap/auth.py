@@ -14,6 +14,7 @@ messages themselves are :mod:`mail_imap_mcp.net.sasl`'s.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
@@ -24,7 +25,7 @@ from mail_imap_mcp.config.sign_in_state import LockTimeout, note_refresh, refres
 from mail_imap_mcp.imap.errors import MechanismNotOffered, OAuthRejected, TokenCommandFailed, command_refused
 from mail_imap_mcp.imap.personality import Profile
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
-from mail_imap_mcp.net.oauth import SignInRequired, sign_in_fetcher
+from mail_imap_mcp.net.oauth import SignInRequired, client_credentials_fetcher, sign_in_fetcher
 from mail_imap_mcp.net.sasl import SaslExchange, oauth_initial_response
 from mail_imap_mcp.net.tokens import (
     AccessToken,
@@ -42,6 +43,8 @@ def token_source_for(account_id: str, config: AccountConfig) -> TokenSource:
     """A new token source for an OAuth2 account: the built-in sign-in's refresh token in the keychain
     (``oauth2_provider``) or its ``oauth2_token_command``, the token shared by the connections it is
     given to (the pool gives one to every connection of the account)."""
+    if config.oauth2_client_credentials:
+        return _application_token(account_id, config)
     if config.oauth2_provider is not None:
         return SharedToken(_sign_in_fetcher(account_id, config))
     command = config.oauth2_token_command
@@ -68,6 +71,30 @@ def _sign_in_fetcher(account_id: str, config: AccountConfig) -> FetchToken:
             raise TokenUnavailable(f"the sign-in could not be used ({exc})") from None
 
     return fetch
+
+
+#: The application's own token of each client-credentials account, shared by every user's connections
+#: (a per_user template's users all log in with it); keyed by what the token is asked with.
+_APPLICATION_TOKENS: dict[tuple[str, str | None, str | None, str | None], SharedToken] = {}
+_APPLICATION_TOKENS_LOCK = threading.Lock()
+
+
+def _application_token(account_id: str, config: AccountConfig) -> SharedToken:
+    key = (account_id, config.oauth2_client_id, config.oauth2_token_url, config.oauth2_tenant)
+    with _APPLICATION_TOKENS_LOCK:
+        shared = _APPLICATION_TOKENS.get(key)
+        if shared is None:
+
+            def fetch(time_left: float) -> AccessToken:
+                try:
+                    return client_credentials_fetcher(oauth_client(config, time_left))(time_left)
+                except ConfigError as exc:  # the application's secret: the message names the setting
+                    raise TokenUnavailable(str(exc)) from None
+                except SignInRequired as exc:  # no person can sign in for an application
+                    raise TokenUnavailable(exc.reason) from None
+
+            shared = _APPLICATION_TOKENS[key] = SharedToken(fetch)
+        return shared
 
 
 def _no_token_command(time_left: float) -> AccessToken:

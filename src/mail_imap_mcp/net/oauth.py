@@ -288,6 +288,17 @@ def poll_device(
     raise SignInRequired("the code expired before the sign-in was approved")
 
 
+def client_credentials_fetcher(client: OAuthClient) -> FetchToken:
+    """A :data:`FetchToken` of the application's own token (the client credentials grant, RFC 6749
+    section 4.4): no user, no refresh token, nothing stored; a new one is asked for when it expires."""
+
+    def fetch(time_left: float) -> AccessToken:
+        form = {"grant_type": "client_credentials", "scope": " ".join(client.scopes)}
+        return token_request(client, form, time_left).access
+
+    return fetch
+
+
 def revoke(client: OAuthClient, token: str, timeout_s: float = 10.0) -> bool:
     """Ask the provider to revoke ``token`` (RFC 7009); whether it offers revocation and said yes."""
     if client.endpoints.revocation is None:

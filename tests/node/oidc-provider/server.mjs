@@ -48,7 +48,9 @@ const provider = new Provider(issuer, {
   rotateRefreshToken: () => true,
   issueRefreshToken: async (ctx, client, code) => client.grantTypeAllowed('refresh_token')
     && code.scopes.has('offline_access'),
-  extraTokenClaims: async (ctx, token) => (token.accountId ? { username: token.accountId } : undefined),
+  // The user a token logs in as: its account, or for an application's own token (client credentials)
+  // the application, which Dovecot's master passdb lets open the mailboxes (tests/support/dovecot.py).
+  extraTokenClaims: async (ctx, token) => ({ username: token.accountId ?? token.clientId }),
   loadExistingGrant: async (ctx) => {
     const grantId = ctx.oidc.result?.consent?.grantId
       || ctx.oidc.session.grantIdFor(ctx.oidc.client.clientId);
