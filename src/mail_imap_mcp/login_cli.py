@@ -92,7 +92,7 @@ def run(
     except KeyboardInterrupt:
         print(f"mail-imap-mcp {command}: stopped (Ctrl-C); nothing was stored", file=sys.stderr)
         return 130
-    except (ConfigError, TokenUnavailable, LockTimeout) as exc:
+    except (ConfigError, TokenUnavailable, LockTimeout, OSError) as exc:
         reason = exc.reason if isinstance(exc, TokenUnavailable) else str(exc)
         print(f"mail-imap-mcp {command}: {reason}", file=sys.stderr)
         return 1

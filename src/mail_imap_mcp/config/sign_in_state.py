@@ -56,6 +56,13 @@ def refresh_lock(account_id: str, timeout_s: float) -> Iterator[None]:
 
 
 def _try_lock(descriptor: int) -> bool:
+    try:
+        return _try_os_lock(descriptor)
+    except ImportError as exc:  # neither fcntl nor msvcrt (only a simulated platform lacks both)
+        raise OSError(f"no file lock on this platform: {exc}") from None
+
+
+def _try_os_lock(descriptor: int) -> bool:
     if sys.platform == "win32":
         import msvcrt
 
