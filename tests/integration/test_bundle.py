@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -279,6 +280,24 @@ def test_the_bundle_manifest_says_what_the_project_says(bundle: Path) -> None:
     assert env["MAIL_IMAP_DEFAULT_OAUTH2_CLIENT_ID"] == "${user_config.oauth2_client_id}"
     assert "oauth2_token_command" in fields
     assert fields["allow_writes"]["default"] is False
+
+
+def test_the_bundle_locks_the_keychain_with_every_platforms_backend(bundle: Path) -> None:
+    """keyring is a runtime dependency: the bundle's uv.lock holds it with the Windows Credential
+    Manager's backend and the Secret Service's, each under its platform's marker, at the runtime lock's
+    versions (the refresh tokens of the built-in sign-in need a keychain in the bundle too)."""
+    with zipfile.ZipFile(bundle) as archive:
+        locked = tomllib.loads(archive.read("uv.lock").decode())
+    versions = {package["name"]: package["version"] for package in locked["package"]}
+    (keyring,) = [package for package in locked["package"] if package["name"] == "keyring"]
+    markers = {dependency["name"]: dependency.get("marker") for dependency in keyring["dependencies"]}
+    assert markers["pywin32-ctypes"] == "sys_platform == 'win32'"
+    assert markers["secretstorage"] == "sys_platform == 'linux'"
+    pins = dict(
+        re.findall(r"^([a-z0-9._-]+)==([^\s;]+)", (ROOT / "requirements-runtime.lock").read_text(), re.M)
+    )
+    for name in ("keyring", "pywin32-ctypes", "secretstorage", "jeepney"):
+        assert versions[name] == pins[name], name
 
 
 def test_the_built_wheel_runs_with_uvx_as_a_user_runs_it(
