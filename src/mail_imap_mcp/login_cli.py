@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
-import time
 import webbrowser
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,9 +22,9 @@ from mail_imap_mcp.config.sign_in_state import (
     LockTimeout,
     SignInRecord,
     forget_record,
+    keep_sign_in,
     read_record,
     refresh_lock,
-    write_record,
 )
 from mail_imap_mcp.net.loopback_redirect import RedirectListener
 from mail_imap_mcp.net.oauth import (
@@ -137,10 +136,7 @@ def _login(account_id: str, account: AccountConfig, device: bool, wait_s: float)
             "the provider gave no refresh token (the offline_access scope, or Google's access_type=offline, "
             "is needed to stay signed in)"
         )
-    # Under the lock a running server refreshes with: it never spends the token this one replaces.
-    with refresh_lock(account_id, 30.0):
-        KeychainRefreshTokens(account_id).save(answer.refresh_token)
-    write_record(account_id, SignInRecord(signed_in_as(answer), time.time()))
+    keep_sign_in(account_id, answer.refresh_token, signed_in_as(answer))
     print(f"Signed in: account {account_id!r} is ready.", file=sys.stderr)
     return 0
 

@@ -19,7 +19,8 @@ import time
 from collections.abc import Mapping
 
 from mail_imap_mcp.config import AccountConfig, ConfigError
-from mail_imap_mcp.config.sign_in import KeychainRefreshTokens, oauth_client
+from mail_imap_mcp.config.sign_in import oauth_client
+from mail_imap_mcp.config.sign_in_state import keep_sign_in
 from mail_imap_mcp.envelope.model import ErrorCode, FailureEnvelope
 from mail_imap_mcp.net.browser import ATTEMPT_S, BrowserOpener
 from mail_imap_mcp.net.loopback_redirect import RedirectListener
@@ -28,6 +29,7 @@ from mail_imap_mcp.net.oauth import (
     authorization_request,
     code_from_redirect,
     redeem_code,
+    signed_in_as,
 )
 from mail_imap_mcp.net.tokens import TokenUnavailable
 
@@ -110,7 +112,7 @@ class SignInAttempt:
         answer = redeem_code(self._client, self._request, code, REDEEM_S)
         if not answer.refresh_token:
             return "the provider gave no refresh token (offline access was not granted)"
-        KeychainRefreshTokens(self.account_id).save(answer.refresh_token)
+        keep_sign_in(self.account_id, answer.refresh_token, signed_in_as(answer))
         return SIGNED_IN
 
 

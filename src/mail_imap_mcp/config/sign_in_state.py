@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .accounts import DEFAULT_CONFIG_PATH
+from .sign_in_store import KeychainRefreshTokens
 
 #: How often a process waiting for another's refresh tries the lock again.
 _LOCK_POLL_S = 0.05
@@ -130,6 +131,14 @@ def write_record(account_id: str, record: SignInRecord) -> None:
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     temporary.write_text(json.dumps(asdict(record)), encoding="utf-8")
     os.replace(temporary, path)
+
+
+def keep_sign_in(account_id: str, refresh_token: str, signed_in_as: str | None) -> None:
+    """Keep a new sign-in's refresh token (under the account's lock, so a running server never spends
+    the token it replaces) and record who signed in, and when."""
+    with refresh_lock(account_id, 30.0):
+        KeychainRefreshTokens(account_id).save(refresh_token)
+    write_record(account_id, SignInRecord(signed_in_as, time.time()))
 
 
 def forget_record(account_id: str) -> None:
