@@ -12,6 +12,7 @@ import imaplib
 import logging
 import os
 import re
+import shlex
 import sys
 import time
 import urllib.parse
@@ -29,6 +30,7 @@ from mail_imap_mcp.config import Config
 from mail_imap_mcp.confirmation import Decision
 from mail_imap_mcp.services import send_approval
 from mail_imap_mcp.services.send_approval import approval_page
+from tests.support import chromium
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.elicitation import answering
@@ -623,35 +625,41 @@ async def test_a_call_waiting_for_the_browser_page_reports_progress_without_the_
     assert urllib.parse.urlsplit(url).path not in str(result.structured_content)
 
 
-#: A stand-in for the user's browser (``BROWSER``): opens the page it is given, keeps it, presses "Send".
-BROWSER_SCRIPT = """\
-import re, sys, urllib.parse, urllib.request
-url, keep = sys.argv[2], sys.argv[1]
-html = urllib.request.urlopen(url, timeout=10).read().decode()
-open(keep, "w").write(html)
-fields = dict(re.findall(r'<input type="hidden" name="(csrf|digest)" value="([^"]+)"', html))
-body = urllib.parse.urlencode({**fields, "decision": "send"}).encode()
-origin = "http://" + urllib.parse.urlsplit(url).netloc
-request = urllib.request.Request(url, data=body, headers={"Origin": origin})
-urllib.request.urlopen(request, timeout=10).read()
-"""
+#: The user's browser (``BROWSER``): headless Chromium opens the page and presses a button (APPROVAL_TEST_*).
+CHROMIUM_BROWSER = f"{shlex.quote(sys.executable)} {shlex.quote(chromium.__file__)} %s"
 
 
-async def test_claude_desktops_path_stdio_without_elicitation_approved_in_the_browser(
-    chain: SubmissionDovecot, tmp_path: Path
+def _everywhere(chain: SubmissionDovecot, sender: str, recipients: list[str]) -> dict[str, int]:
+    """How many messages each mailbox of the test holds, and how many Exim took."""
+    counts = {
+        f"{sender}/{box}": len(_files(chain, sender, box)) for box in ("INBOX", "Drafts", "Sent", "Trash")
+    }
+    counts.update({f"{user}/INBOX": len(_files(chain, user)) for user in recipients})
+    return {**counts, "relayed": _received(chain)}
+
+
+def _flags(path: Path) -> str:
+    return path.name.rpartition(":2,")[2]
+
+
+@pytest.mark.parametrize("press", ["send", "decline"])
+async def test_claude_desktops_path_a_reply_approved_in_chromium_reaches_the_recipient_once(
+    chain: SubmissionDovecot, tmp_path: Path, press: str
 ) -> None:
-    """The server as Claude Desktop runs it (a stdio subprocess, a client without elicitation): the draft
-    is shown on the one-time page in the user's browser (BROWSER), "Send" there sends it, once."""
+    """The server as Claude Desktop runs it (a stdio subprocess; the SDK's client declares no elicitation),
+    the user's browser (BROWSER) headless Chromium: the reply is shown on the one-time page, "Send" there
+    sends it once (the recipient reads it in their INBOX through the real chain; the original is
+    \\Answered, Sent has one copy, the draft is in Trash); "Don't send" changes nothing anywhere."""
     sender, bob, carol = _setup(chain)
-    _append(
-        chain,
-        sender,
-        "Drafts",
-        _draft(chain.address(sender), [chain.address(bob)], bcc=[chain.address(carol)]),
-    )
-    (tmp_path / "browser.py").write_text(BROWSER_SCRIPT)
-    page = tmp_path / "page.html"
-    config = tmp_path / "config.toml"
+    original = _draft(chain.address(bob), [chain.address(sender)], subject="Question")
+    chain.seed(sender, "INBOX", [original])
+    asked_id = re.search(rb"Message-ID: (<[^>]+>)", original).group(1).decode()  # type: ignore[union-attr]
+    reply = _draft(
+        chain.address(sender), [chain.address(bob)], bcc=[chain.address(carol)], subject="Re: Question",
+        extra=f"In-Reply-To: {asked_id}\r\nReferences: {asked_id}",
+    )  # fmt: skip
+    _append(chain, sender, "Drafts", reply)
+    config, done = tmp_path / "config.toml", tmp_path / "page.txt"
     config.write_text(
         "[accounts.default]\n"
         f'host = "127.0.0.1"\nport = {chain.tls_port}\nsecurity = "tls"\nusername = "{sender}"\n'
@@ -663,17 +671,46 @@ async def test_claude_desktops_path_stdio_without_elicitation_approved_in_the_br
         "PATH": os.environ["PATH"],
         "HOME": str(tmp_path),
         "MIM_SEND_PASSWORD": chain.password,
-        "BROWSER": f"{sys.executable} {tmp_path / 'browser.py'} {page}",
+        "BROWSER": CHROMIUM_BROWSER,  # no DISPLAY: BROWSER names the browser
+        "APPROVAL_TEST_PRESS": press,
+        "APPROVAL_TEST_DONE": str(done),
     }
+    before = _everywhere(chain, sender, [bob, carol])
     server = str(Path(sys.executable).parent / "mail-imap-mcp")
-    async with Client(
-        StdioServerParameters(command=server, args=["--config", str(config)], env=env)
-    ) as client:
+    params = StdioServerParameters(command=server, args=["serve", "--config", str(config)], env=env)
+    async with Client(params) as client:  # declares no elicitation
         mcp = EnvelopeClient(client)
-        data = await mcp.ok(TOOL, {"message_id": await _draft_id(mcp)})
-    assert data["outcome"] == "sent" and len(await _delivered(chain, bob, 1)) == 1
+        answer = await mcp.call(TOOL, {"message_id": await _draft_id(mcp)})
+    deadline = time.monotonic() + 30  # the browser writes down its page once the answer came up
+    while not done.exists() and time.monotonic() < deadline:
+        await anyio.sleep(0.05)
+    page, _, answered = done.read_text().partition("\n--- answer ---\n")
+    assert chain.address(carol) in page and "Re: Question" in page and "Dear Bob," in page
+    (kept,) = _files(chain, sender)
+    if press == "decline":
+        assert answered.startswith("Not sent")
+        assert answer["error"]["code"] == "confirmation_required" and answer["error"]["details"] == {
+            "approval": "dont_send"
+        }
+        assert await _delivered(chain, bob, 0) == [] and _everywhere(chain, sender, [bob, carol]) == before
+        assert "R" not in _flags(kept)
+        return
+    assert answered.startswith("Approved")
+    assert (answer["data"]["outcome"], answer["data"]["answered"]) == ("sent", True), answer
+    (got,) = await _delivered(chain, bob, 1)
+    assert f"In-Reply-To: {asked_id}".encode() in got and b"Bcc:" not in got
     assert len(await _delivered(chain, carol, 1)) == 1
-    assert chain.address(carol) in page.read_text()  # the Bcc was shown on the page
+    assert "R" in _flags(kept)
+    after = _everywhere(chain, sender, [bob, carol])
+    assert after == {
+        **before,
+        f"{sender}/Drafts": 0,
+        f"{sender}/Sent": 1,
+        f"{sender}/Trash": 1,
+        f"{bob}/INBOX": 1,
+        f"{carol}/INBOX": 1,
+        "relayed": before["relayed"] + 1,
+    }
 
 
 async def test_a_provider_that_files_sent_mail_itself_gets_no_second_copy(chain: SubmissionDovecot) -> None:

@@ -1,12 +1,16 @@
-"""A real browser at the sign-in: Debian's Chromium, headless, driven through its chromedriver by selenium
-(scripts/_bootstrap.sh installs ``chromium`` and ``chromium-driver``). It opens the authorization URL, signs
-in on node-oidc-provider's login page, consents (or presses "Cancel") on its consent page, and follows the
-provider's redirect to the application's loopback listener, whose page it waits for.
+"""A real browser at the sign-in and at a send's approval: Debian's Chromium, headless, driven through its
+chromedriver by selenium (scripts/_bootstrap.sh installs ``chromium`` and ``chromium-driver``).
 
-Runs as the ``BROWSER`` command the server opens, too: ``python chromium.py <url>``, with
+At the sign-in it opens the authorization URL, signs in on node-oidc-provider's login page, consents (or
+presses "Cancel") on its consent page, and follows the provider's redirect to the application's loopback
+listener, whose page it waits for. At a send's approval page it reads the page and presses "Send" or
+"Don't send" (or nothing, leaving the page to expire), and waits for the page's answer.
+
+Runs as the ``BROWSER`` command the server opens: ``python chromium.py <url>``. For the sign-in, with
 ``OIDC_TEST_LOGIN`` (the user to sign in as), ``OIDC_TEST_DECLINE=1`` (cancel on the consent page) and
-``OIDC_TEST_DONE`` (a file it writes the loopback page's text to when done) in its environment; it needs
-nothing of the project, only selenium.
+``OIDC_TEST_DONE`` (a file it writes the loopback page's text to when done) in its environment; for an
+approval page, with ``APPROVAL_TEST_PRESS`` (``send``, ``decline`` or ``nothing``) and ``APPROVAL_TEST_DONE``
+(a file it writes the page's text, then the answer's, to). It needs nothing of the project, only selenium.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import os
 import shutil
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from selenium import webdriver
@@ -43,18 +49,23 @@ def installed() -> bool:
     return Path(CHROMIUM).is_file() and Path(CHROMEDRIVER).is_file()
 
 
-def sign_in(url: str, login: str, decline: bool = False) -> str:
-    """Sign in as ``login`` at ``url`` and consent (or cancel) in headless Chromium; the text of the page
-    the provider's redirect led to (the application's loopback listener's)."""
-    profile = tempfile.mkdtemp(prefix="chromium-profile-")
+def _browser(profile: str) -> webdriver.Chrome:
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in (*FLAGS, f"--user-data-dir={profile}"):
         options.add_argument(flag)
     os.environ.setdefault("SE_OFFLINE", "true")  # selenium must not look for drivers on the network
     driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    driver.set_page_load_timeout(WAIT_S)
+    return driver
+
+
+def sign_in(url: str, login: str, decline: bool = False) -> str:
+    """Sign in as ``login`` at ``url`` and consent (or cancel) in headless Chromium; the text of the page
+    the provider's redirect led to (the application's loopback listener's)."""
+    profile = tempfile.mkdtemp(prefix="chromium-profile-")
+    driver = _browser(profile)
     try:
-        driver.set_page_load_timeout(WAIT_S)
         driver.get(url)
         wait = WebDriverWait(driver, WAIT_S)
         issuer = url.split("/auth", 1)[0]
@@ -74,10 +85,43 @@ def sign_in(url: str, login: str, decline: bool = False) -> str:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-if __name__ == "__main__":
+def answer_approval(
+    url: str, press: str, wait_s: float = 0.0, before_press: Callable[[], None] | None = None
+) -> tuple[str, str]:
+    """Open the approval page at ``url`` in headless Chromium and press ``press`` (``send``: "Send",
+    ``decline``: "Don't send"; ``nothing``: "Send" only after ``wait_s``, once the page expired), calling
+    ``before_press`` (what happens while the user reads) first; the page's text and the answer's."""
+    profile = tempfile.mkdtemp(prefix="chromium-profile-")
+    driver = _browser(profile)
+    try:
+        driver.get(url)
+        WebDriverWait(driver, WAIT_S).until(lambda d: d.find_elements(By.ID, "send"))
+        shown = str(driver.find_element(By.TAG_NAME, "body").text)
+        if press == "nothing":
+            time.sleep(wait_s)
+        if before_press is not None:
+            before_press()
+        driver.find_element(By.ID, "decline" if press == "decline" else "send").click()
+        WebDriverWait(driver, WAIT_S).until(lambda d: d.find_elements(By.ID, "answer"))
+        return shown, str(driver.find_element(By.TAG_NAME, "body").text)
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def _write(path: str, text: str) -> None:
+    Path(path + ".part").write_text(text)
+    os.replace(path + ".part", path)
+
+
+if __name__ == "__main__" and "APPROVAL_TEST_PRESS" in os.environ:
+    page, answered = answer_approval(
+        sys.argv[1], os.environ["APPROVAL_TEST_PRESS"], float(os.environ.get("APPROVAL_TEST_WAIT_S", "0"))
+    )
+    _write(os.environ["APPROVAL_TEST_DONE"], page + "\n--- answer ---\n" + answered)
+elif __name__ == "__main__":
     shown = sign_in(
         sys.argv[1], os.environ["OIDC_TEST_LOGIN"], decline=os.environ.get("OIDC_TEST_DECLINE") == "1"
     )
     if done := os.environ.get("OIDC_TEST_DONE"):
-        Path(done + ".part").write_text(shown)
-        os.replace(done + ".part", done)
+        _write(done, shown)

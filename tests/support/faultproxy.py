@@ -145,6 +145,7 @@ class FaultProxy:
         self.cuts = 0
         self._drop_marker: bytes | None = None
         self._drop_times = 1
+        self._refuse_after_drop = False
         self.drops = 0
         self._rule: _ResetRule | None = None
         self._listening = False
@@ -260,12 +261,14 @@ class FaultProxy:
             self._cut_marker = marker
             self._cut_times = times
 
-    def drop_when_sent(self, marker: bytes, times: int = 1) -> None:
+    def drop_when_sent(self, marker: bytes, times: int = 1, *, then_refuse: bool = False) -> None:
         """Reset the connection whose bytes would carry ``marker`` for the ``times``-th time, without
-        forwarding them (once; ``drops`` counts it): a write command that never reaches the server."""
+        forwarding them (once; ``drops`` counts it): a write command that never reaches the server.
+        ``then_refuse``: and refuse new connections from then on (the server went away at that command)."""
         with self._lock:
             self._drop_marker = marker
             self._drop_times = times
+            self._refuse_after_drop = then_refuse
 
     def reset_after(self, server_bytes: int, *, connections: int | None = 1) -> None:
         """Reset the next ``connections`` connections (None: all) after ``server_bytes`` more server bytes."""
@@ -431,6 +434,10 @@ class FaultProxy:
                 if (sent + data).count(marker) >= self._drop_times:
                     self._drop_marker = None
                     self.drops += 1
+                    if self._refuse_after_drop:  # closed before the client can connect again
+                        self._mode = Mode.REFUSE
+                        self._changed.notify_all()
+                        self._changed.wait_for(lambda: not self._listening, timeout=_JOIN_TIMEOUT_S)
                     return True
             self._log.append((conn.ident, data))
             return False

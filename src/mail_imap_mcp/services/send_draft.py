@@ -9,8 +9,8 @@ sent as approved); then the record of the send is taken in the state store (one 
 message submitted on a connection of its own, and the record says ``sent`` or ``unknown``. A connection
 lost after the message's bytes went out is an unknown outcome, never retried; the record then refuses a
 second send of the draft. Only once the server accepted it do the follow-ups run (a copy in Sent unless
-the provider files one, ``\\Answered`` on the message replied to, the draft moved to Trash), each failure
-an issue of a successful answer.
+the provider files one, ``\\Answered`` on the message replied to wherever it is kept, the draft moved to
+Trash), each failure an issue of a successful answer.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from mail_imap_mcp.imap.directory import MailboxDirectory, same_mailbox
 from mail_imap_mcp.imap.errors import ImapError, OutcomeUnknown
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.read import MessageGone, read_raw
-from mail_imap_mcp.imap.roles import DRAFTS, INBOX, SENT, TRASH
+from mail_imap_mcp.imap.roles import ALL, DRAFTS, INBOX, SENT, TRASH
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.net.tokens import TokenUnavailable
 from mail_imap_mcp.operations.audit import audit
@@ -54,6 +54,8 @@ MAX_SEND_BYTES = 25 * 1024 * 1024
 #: How long the record of a send keeps a second send of the same draft away.
 RECORD_TTL_S = 30 * 24 * 3600.0
 RATE_WINDOW_S = 3600
+#: How many mailboxes are searched for the message a reply answers (INBOX, All Mail, then LIST order).
+MAX_ANSWER_MAILBOXES = 20
 SENDING, SENT_STATE, UNKNOWN = b"sending", b"sent", b"unknown"
 
 
@@ -68,6 +70,8 @@ class Prepared:
     outgoing: Outgoing
     sent_mailbox: str | None
     trash_mailbox: str | None
+    #: Where the message replied to is looked for, in order (empty when the draft replies to nothing).
+    reply_mailboxes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -100,7 +104,7 @@ def prepare(app: AppContext, connection: AccountConnection, ref: MessageRef) -> 
     account_id = connection.account_id
     account = app.config.accounts[account_id]
 
-    def read(session: ImapSession) -> tuple[bytes, str | None, str | None]:
+    def read(session: ImapSession) -> tuple[bytes, MailboxDirectory]:
         directory = MailboxDirectory.load(session, account)
         drafts = directory.require(DRAFTS, account_id)
         if not same_mailbox(ref.mailbox, drafts):
@@ -116,16 +120,39 @@ def prepare(app: AppContext, connection: AccountConnection, ref: MessageRef) -> 
         if size > MAX_SEND_BYTES:
             raise DraftRefused(DraftUnsendable.TOO_LARGE, f"it has {size} bytes; at most {MAX_SEND_BYTES}")
         window = read_raw(session, ref, 0, max(size, 1))
-        return window.data, directory.special_use(SENT), directory.special_use(TRASH)
+        return window.data, directory
 
-    raw, sent, trash = connection.run(read)
+    raw, directory = connection.run(read)
     domain = message_id_domain(next(iter(account.effective_addresses), ""), account.host)
     message = outgoing(raw, account.own_addresses, domain)
     allowed = account.recipients_allowed
     outside = [address for address in message.recipients if not allowed.allows(address)]
     if outside:
         raise RecipientsNotAllowed(account_id, account.setting("allowed_recipients"), outside)
-    return Prepared(account_id, account, ref, raw, message, sent, trash)
+    sent, trash = directory.special_use(SENT), directory.special_use(TRASH)
+    replied = _reply_mailboxes(directory) if message.in_reply_to is not None else ()
+    return Prepared(account_id, account, ref, raw, message, sent, trash, replied)
+
+
+def _reply_mailboxes(directory: MailboxDirectory) -> tuple[str, ...]:
+    """Where the message a reply answers may be: INBOX, All Mail (Gmail-like servers keep every message
+    there), then the other mailboxes a search of all covers (no Drafts), at most
+    :data:`MAX_ANSWER_MAILBOXES`."""
+    drafts = directory.special_use(DRAFTS)
+    found: list[str] = []
+    for name in (directory.inbox() or INBOX, *directory.with_role(ALL)[:1], *directory.searchable()):
+        if drafts is not None and same_mailbox(name, drafts):
+            continue
+        if not any(same_mailbox(name, seen) for seen in found):
+            found.append(name)
+    return tuple(found[:MAX_ANSWER_MAILBOXES])
+
+
+def still_as_approved(app: AppContext, connection: AccountConnection, prepared: Prepared) -> None:
+    """Raise :class:`MessageGone` unless the draft is still in Drafts exactly as it was read: an approval
+    on a page may take the user minutes, during which another client may replace (or send) the draft."""
+    if prepare(app, connection, prepared.ref).raw != prepared.raw:
+        raise MessageGone(prepared.ref)
 
 
 def check_not_sent(app: AppContext, connection: AccountConnection, prepared: Prepared) -> None:
@@ -305,12 +332,17 @@ def _follow_up(
     if replied is not None:
 
         def answer(session: ImapSession) -> bool:
-            session.select(INBOX)
-            uids = session.uid_search([b"HEADER", b"MESSAGE-ID", replied])
-            if uids:
-                with session.write_command(uids):
-                    session.store_flags(uids, "+", ["\\Answered"])
-            return bool(uids)
+            for mailbox in prepared.reply_mailboxes:
+                session.examine(mailbox)
+                if not session.uid_search([b"HEADER", b"MESSAGE-ID", replied]):
+                    continue
+                session.select(mailbox)  # a write: searched again on the selected mailbox
+                uids = session.uid_search([b"HEADER", b"MESSAGE-ID", replied])
+                if uids:
+                    with session.write_command(uids):
+                        session.store_flags(uids, "+", ["\\Answered"])
+                    return True
+            return False
 
         result.answered = (
             _step(app, connection, answer, result, "answered_failed", "\\Answered on the original") is True

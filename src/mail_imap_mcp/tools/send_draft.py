@@ -12,11 +12,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import ErrorCode, MultiItemData, NextAction, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
+from mail_imap_mcp.imap.read import MessageGone
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.presentation.arguments import MessageIdArg
 from mail_imap_mcp.presentation.writes import audited
 from mail_imap_mcp.services.message_lookup import resolve_message
-from mail_imap_mcp.services.send_draft import check_not_sent, prepare, send
+from mail_imap_mcp.services.send_draft import check_not_sent, prepare, send, still_as_approved
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 
 NAME = "imap_send_draft"
@@ -40,14 +41,14 @@ DETAILS = (
     "store and looked for in Sent before each send; a connection lost after the message went out is "
     "outcome_unknown, never retried, and the draft is then refused (conflict) like one already sent. After "
     "the server accepted it: a copy in Sent with \\Seen (unless the provider files one: Gmail, Microsoft "
-    "365), \\Answered on the message replied to (found in INBOX by In-Reply-To), the draft moved to Trash; a "
+    "365), \\Answered on the message replied to (found by In-Reply-To in INBOX, All Mail or another folder), the draft moved to Trash; a "
     "step that fails is an issue of a successful answer. Recipients the server refused are named in "
     "data.refused (status partial). At most send_rate_per_hour sends an hour per account."
 )
 ERRORS = {
     "invalid_input": "message_id is malformed, or the draft cannot be sent as it is (not in Drafts, From not "
     "the account's, a repeated header, an address that does not parse, no or over 100 recipients).",
-    "not_found": "The account or the draft is gone.",
+    "not_found": "The account or the draft is gone, or the draft changed while the user was approving it.",
     "permission_denied": "send_enabled is off for the account; a recipient is outside allowed_recipients; the "
     "client cannot ask the user and no approval page is available; the server refused the message or every "
     "recipient. Nothing was sent.",
@@ -105,6 +106,20 @@ def handle(app: AppContext, args: SendDraftInput) -> ToolResult[SendDraftData]:
         check_not_sent(app, connection, prepared)
         shown = prepared.outgoing.shown(account_id)
         app.confirmations.require_send_approval(shown, app.approval_page, prepared.raw)
+        try:
+            still_as_approved(app, connection, prepared)
+        except MessageGone:
+            raise ToolFailure(
+                ErrorCode.NOT_FOUND,
+                "The draft was changed or removed while the user was approving it: nothing was sent. Find the "
+                "draft in Drafts again and send that; the user is asked anew.",
+                details={
+                    "parameter": "message_id",
+                    "message_id": ref.message_id,
+                    "approval": "draft_changed",
+                },
+                retryable=False,
+            ) from None
         result = send(app, connection, prepared, NAME)
     refused = [RefusedRecipient(address=a, reply=r) for a, r in result.refused.items()]
     data = SendDraftData(
