@@ -724,3 +724,158 @@ async def test_a_provider_that_files_sent_mail_itself_gets_no_second_copy(chain:
         data = await mcp.ok(TOOL, {"message_id": await _draft_id(mcp)})
     assert (data["outcome"], data["sent_copy"], data["status"]) == ("sent", "filed_by_provider", "ok")
     assert _files(chain, sender, "Sent") == [] and len(await _delivered(chain, bob, 1)) == 1
+
+
+def _reply_to(chain: SubmissionDovecot, sender: str, bob: str, mailbox: str) -> bytes:
+    """A question from Bob kept in ``mailbox`` of ``sender``, and the reply to it saved in Drafts; the reply."""
+    original = _draft(chain.address(bob), [chain.address(sender)], subject="Question")
+    chain.ensure_folder(sender, mailbox)
+    chain.seed(sender, mailbox, [original])
+    asked_id = re.search(rb"Message-ID: (<[^>]+>)", original).group(1).decode()  # type: ignore[union-attr]
+    reply = _draft(
+        chain.address(sender), [chain.address(bob)], subject="Re: Question",
+        extra=f"In-Reply-To: {asked_id}\r\nReferences: {asked_id}",
+    )  # fmt: skip
+    _append(chain, sender, "Drafts", reply)
+    return reply
+
+
+async def test_the_original_is_marked_answered_in_the_folder_it_is_kept(chain: SubmissionDovecot) -> None:
+    """The message replied to was filed away (not in INBOX): it is found by the reply's In-Reply-To in the
+    folder it is kept in, and marked \\Answered there."""
+    sender, bob, _ = _setup(chain)
+    chain.seed(sender, "INBOX", [_draft(chain.address(bob), [chain.address(sender)], subject="Other")])
+    _reply_to(chain, sender, bob, "Projects/2025")
+    async for mcp in _client(_settings(chain, sender, chain.submission_port, "starttls")):
+        data = await mcp.ok(TOOL, {"message_id": await _draft_id(mcp)})
+    assert (data["outcome"], data["answered"], data["status"]) == ("sent", True, "ok")
+    ((kept,), (other,)) = _files(chain, sender, "Projects/2025"), _files(chain, sender)
+    assert "R" in _flags(kept) and "R" not in _flags(other)
+    assert len(await _delivered(chain, bob, 1)) == 1
+
+
+async def test_the_state_store_failing_after_acceptance_is_success_with_an_issue_and_never_sent_twice(
+    chain: SubmissionDovecot, tmp_path: Path
+) -> None:
+    """Team mode: Redis goes away just as the outcome is recorded (the server had accepted the message).
+    The answer is success with a record_failed issue, never an error inviting a resend; with Redis back,
+    the same draft (restored from Trash) is refused: the record taken before sending still holds it."""
+    sender, bob, _ = _setup(chain)
+    raw = _draft(chain.address(sender), [chain.address(bob)])
+    _append(chain, sender, "Drafts", raw)
+    received = _received(chain)
+    with RedisServer(tmp_path / "redis") as redis, FaultProxy("127.0.0.1", redis.port) as proxy:
+        config = Config.model_validate(
+            {
+                "accounts": {"default": _settings(chain, sender, chain.submission_port, "starttls")},
+                "state": {"redis_url": f"redis://127.0.0.1:{proxy.address[1]}/0"},
+            }
+        )
+        proxy.drop_when_sent(b"$4\r\nsent\r\n", then_refuse=True)  # the record's SET ... sent
+        async for mcp in open_client(config, elicitation_callback=answering("accept"), mode="legacy"):
+            data = await mcp.ok(TOOL, {"message_id": await _draft_id(mcp)})
+        assert proxy.drops == 1
+        assert (data["outcome"], data["status"]) == ("sent", "partial")
+        assert [issue["code"] for issue in data["issues"]] == ["record_failed"]
+        assert "do not send this draft again" in data["issues"][0]["message"]
+        assert (data["sent_copy"], data["draft_moved_to_trash"]) == ("appended", True)
+        proxy.pass_through()  # Redis is back
+        _append(chain, sender, "Drafts", raw)
+        async for mcp in open_client(config, elicitation_callback=answering("accept"), mode="legacy"):
+            again = await mcp.fail(TOOL, {"message_id": await _draft_id(mcp)}, "conflict")
+    assert again["error"]["details"]["state"] in {"sending", "sent"}
+    assert _received(chain) == received + 1 and len(await _delivered(chain, bob, 1)) == 1
+
+
+async def test_a_login_secret_that_cannot_be_obtained_sends_nothing_and_records_nothing(
+    chain: SubmissionDovecot, tmp_path: Path
+) -> None:
+    """The password file is gone by the time the user approved (the IMAP session was open before): the
+    submission login is auth_failed, nothing is sent, and the draft is sent once the file is back."""
+    sender, bob, _ = _setup(chain)
+    _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
+    secret = tmp_path / "password"
+    secret.write_text(chain.password + "\n")
+    secret.chmod(0o600)
+    settings = {**_settings(chain, sender, chain.submission_port, "starttls"), "password_file": str(secret)}
+    del settings["password"]
+    received = _received(chain)
+
+    async def remove_then_accept(context: Any, params: Any) -> Any:
+        secret.unlink()
+        return await answering("accept")(context, params)
+
+    async for mcp in _client(settings, "legacy", remove_then_accept):
+        draft = await _draft_id(mcp)
+        failed = await mcp.fail(TOOL, {"message_id": draft}, "auth_failed")
+    assert "password_file" in failed["error"]["message"] and chain.password not in str(failed)
+    assert _received(chain) == received and len(_files(chain, sender, "Drafts")) == 1
+    secret.write_text(chain.password + "\n")
+    secret.chmod(0o600)
+    async for mcp in _client(settings):
+        assert (await mcp.ok(TOOL, {"message_id": draft}))["outcome"] == "sent"
+    assert _received(chain) == received + 1 and len(await _delivered(chain, bob, 1)) == 1
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = time.monotonic()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_an_approval_page_that_expired_sends_nothing_and_says_so(chain: SubmissionDovecot) -> None:
+    """The user presses "Send" in Chromium after the page's time ran out (on the clock it is timed by):
+    the page says Expired, the call says the approval expired, nothing is sent."""
+    sender, bob, _ = _setup(chain)
+    _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
+    config = make_config({"default": _settings(chain, sender, chain.submission_port, "starttls")})
+    app = AppContext.from_config(config)
+    clock, pages = _Clock(), []
+
+    def late_user(url: str) -> bool:
+        def away() -> None:
+            clock.now += 300
+
+        pages.append(chromium.answer_approval(url, "send", before_press=away))
+        return True
+
+    app.approval_page = approval_page(late_user, timeout_s=300, clock=clock)
+    before = _everywhere(chain, sender, [bob])
+    async for mcp in open_client(config, app):  # no elicitation
+        failed = await mcp.fail(TOOL, {"message_id": await _draft_id(mcp)}, "confirmation_required")
+    ((_, answered),) = pages
+    assert answered.startswith("Expired")
+    assert failed["error"]["details"] == {"approval": "expired"} and "expired" in failed["error"]["message"]
+    assert _everywhere(chain, sender, [bob]) == before
+
+
+async def test_a_draft_replaced_while_its_page_was_open_is_not_sent(chain: SubmissionDovecot) -> None:
+    """Another client replaces the draft (a Bcc added) while the user reads the page in Chromium; their
+    "Send" approved the message they saw, which is no longer the draft: nothing is sent, the call says so."""
+    sender, bob, _ = _setup(chain)
+    raw = _draft(chain.address(sender), [chain.address(bob)])
+    _append(chain, sender, "Drafts", raw)
+    changed = raw.replace(b"Subject: Hello", b"Bcc: eve@mail.test\r\nSubject: Hello")
+    config = make_config({"default": _settings(chain, sender, chain.submission_port, "starttls")})
+    app = AppContext.from_config(config)
+    pages = []
+
+    def user(url: str) -> bool:
+        pages.append(
+            chromium.answer_approval(url, "send", before_press=lambda: _replace_draft(chain, sender, changed))
+        )
+        return True
+
+    app.approval_page = approval_page(user, timeout_s=60)
+    received = _received(chain)
+    async for mcp in open_client(config, app):  # no elicitation
+        failed = await mcp.fail(TOOL, {"message_id": await _draft_id(mcp)}, "not_found")
+    ((shown, answered),) = pages
+    assert "eve@mail.test" not in shown and answered.startswith("Approved")
+    assert failed["error"]["details"]["approval"] == "draft_changed"
+    assert "nothing was sent" in failed["error"]["message"]
+    assert _received(chain) == received and await _delivered(chain, bob, 0) == []
+    (kept,) = _files(chain, sender, "Drafts")
+    assert b"eve@mail.test" in kept.read_bytes()

@@ -4,12 +4,12 @@ chromedriver by selenium (scripts/_bootstrap.sh installs ``chromium`` and ``chro
 At the sign-in it opens the authorization URL, signs in on node-oidc-provider's login page, consents (or
 presses "Cancel") on its consent page, and follows the provider's redirect to the application's loopback
 listener, whose page it waits for. At a send's approval page it reads the page and presses "Send" or
-"Don't send" (or nothing, leaving the page to expire), and waits for the page's answer.
+"Don't send", and waits for the page's answer.
 
 Runs as the ``BROWSER`` command the server opens: ``python chromium.py <url>``. For the sign-in, with
 ``OIDC_TEST_LOGIN`` (the user to sign in as), ``OIDC_TEST_DECLINE=1`` (cancel on the consent page) and
 ``OIDC_TEST_DONE`` (a file it writes the loopback page's text to when done) in its environment; for an
-approval page, with ``APPROVAL_TEST_PRESS`` (``send``, ``decline`` or ``nothing``) and ``APPROVAL_TEST_DONE``
+approval page, with ``APPROVAL_TEST_PRESS`` (``send`` or ``decline``) and ``APPROVAL_TEST_DONE``
 (a file it writes the page's text, then the answer's, to). It needs nothing of the project, only selenium.
 """
 
@@ -19,7 +19,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -85,20 +84,16 @@ def sign_in(url: str, login: str, decline: bool = False) -> str:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def answer_approval(
-    url: str, press: str, wait_s: float = 0.0, before_press: Callable[[], None] | None = None
-) -> tuple[str, str]:
+def answer_approval(url: str, press: str, before_press: Callable[[], None] | None = None) -> tuple[str, str]:
     """Open the approval page at ``url`` in headless Chromium and press ``press`` (``send``: "Send",
-    ``decline``: "Don't send"; ``nothing``: "Send" only after ``wait_s``, once the page expired), calling
-    ``before_press`` (what happens while the user reads) first; the page's text and the answer's."""
+    ``decline``: "Don't send"), calling ``before_press`` first (what happens while the user reads, e.g.
+    the page's time running out); the page's text and the text of the answer its form brought up."""
     profile = tempfile.mkdtemp(prefix="chromium-profile-")
     driver = _browser(profile)
     try:
         driver.get(url)
         WebDriverWait(driver, WAIT_S).until(lambda d: d.find_elements(By.ID, "send"))
         shown = str(driver.find_element(By.TAG_NAME, "body").text)
-        if press == "nothing":
-            time.sleep(wait_s)
         if before_press is not None:
             before_press()
         driver.find_element(By.ID, "decline" if press == "decline" else "send").click()
@@ -115,9 +110,7 @@ def _write(path: str, text: str) -> None:
 
 
 if __name__ == "__main__" and "APPROVAL_TEST_PRESS" in os.environ:
-    page, answered = answer_approval(
-        sys.argv[1], os.environ["APPROVAL_TEST_PRESS"], float(os.environ.get("APPROVAL_TEST_WAIT_S", "0"))
-    )
+    page, answered = answer_approval(sys.argv[1], os.environ["APPROVAL_TEST_PRESS"])
     _write(os.environ["APPROVAL_TEST_DONE"], page + "\n--- answer ---\n" + answered)
 elif __name__ == "__main__":
     shown = sign_in(

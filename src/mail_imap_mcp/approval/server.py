@@ -273,8 +273,12 @@ async def ask(
 
 
 def ask_blocking(
-    request: ApprovalRequest, open_url: Callable[[str], bool], timeout: float = DEFAULT_TTL_S
+    request: ApprovalRequest,
+    open_url: Callable[[str], bool],
+    timeout: float = DEFAULT_TTL_S,
+    *,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Decision:
     """:func:`ask` for a synchronous caller (a tool handler in its worker thread): the page is served on
     an event loop of this thread's own for as long as it waits. Not for a thread running an event loop."""
-    return asyncio.run(ask(request, open_url, timeout))
+    return asyncio.run(ask(request, open_url, timeout, clock=clock))

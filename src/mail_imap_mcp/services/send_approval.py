@@ -77,15 +77,21 @@ def approval_request(shown: str, message: bytes) -> ApprovalRequest:
     )
 
 
-def approval_page(open_url: Callable[[str], bool], timeout_s: float = DEFAULT_TTL_S) -> ApprovalPage:
-    """The send tool's approval page: the draft shown in the browser ``open_url`` opens, for ``timeout_s``."""
+def approval_page(
+    open_url: Callable[[str], bool],
+    timeout_s: float = DEFAULT_TTL_S,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+) -> ApprovalPage:
+    """The send tool's approval page: the draft shown in the browser ``open_url`` opens, for ``timeout_s``
+    (by ``clock``, monotonic seconds, as well as by the event loop's time)."""
 
     def ask(shown: str, message: bytes) -> Decision:
         try:
             request = approval_request(shown, message)
         except (ValidationError, ValueError, LookupError):  # beyond the page's bounds: not approvable there
             return "unavailable"
-        decision = _waiting(lambda: ask_blocking(request, open_url, timeout_s), timeout_s)
+        decision = _waiting(lambda: ask_blocking(request, open_url, timeout_s, clock=clock), timeout_s)
         if decision is None:
             return "unavailable"
         if decision.approves(request.digest):
