@@ -29,6 +29,7 @@ from tests.support import mailgen
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.readme import readme_block
+from tests.support.submission import DOMAIN, SubmissionDovecot
 
 ROOT = Path(__file__).resolve().parents[2]
 DEV_VENV = Path(sys.prefix)
@@ -362,3 +363,54 @@ def test_the_built_wheel_runs_with_pipx_as_a_user_runs_it(bundle: Path, tmp_path
     from mail_imap_mcp.version import package_version
 
     assert done.stdout.strip() == f"mail-imap-mcp {package_version()}"
+
+
+@pytest.mark.anyio
+async def test_the_bundle_sends_a_reply_once_the_user_pressed_send_in_the_browser(
+    bundle: Path, tmp_path: Path
+) -> None:
+    """Issue 49's Claude Desktop path whole: the bundle installed with sending allowed on its form, a client
+    without elicitation, the user's browser (BROWSER, as the desktop session has it) headless Chromium
+    pressing "Send" on the approval page; the recipient reads the reply once, through the real chain."""
+    from tests.integration.test_send import CHROMIUM_BROWSER, _append, _delivered, _draft, _files, _flags
+
+    with SubmissionDovecot() as chain:
+        sender, bob = chain.new_user(), chain.new_user()
+        for box in ("Drafts", "Trash", "Sent"):
+            chain.ensure_folder(sender, box)
+        original = _draft(chain.address(bob), [chain.address(sender)], subject="Question")
+        chain.seed(sender, "INBOX", [original])
+        asked_id = re.search(rb"Message-ID: (<[^>]+>)", original).group(1).decode()  # type: ignore[union-attr]
+        reply = _draft(
+            chain.address(sender), [chain.address(bob)], subject="Re: Question",
+            extra=f"In-Reply-To: {asked_id}\r\nReferences: {asked_id}",
+        )  # fmt: skip
+        _append(chain, sender, "Drafts", reply)
+        form = {
+            **the_form(chain, sender),
+            "email_address": chain.address(sender),
+            "allow_sending": True,
+            "allowed_recipients": f"@{DOMAIN}",
+            "smtp_host": "127.0.0.1",
+            "smtp_port": str(chain.submissions_port),
+        }
+        bundle_dir = tmp_path / "Claude" / "Claude Extensions" / "mail-imap-mcp"
+        (tmp_path / "Claude" / "home").mkdir(parents=True)
+        params = install(bundle, bundle_dir, form)
+        done = tmp_path / "page.txt"
+        assert params.env is not None
+        params.env |= {
+            "BROWSER": CHROMIUM_BROWSER,
+            "APPROVAL_TEST_PRESS": "send",
+            "APPROVAL_TEST_DONE": str(done),
+        }
+        async with Client(params) as client:  # declares no elicitation
+            mcp = EnvelopeClient(client)
+            (draft,) = (await mcp.ok("imap_search_messages", {"mailbox": "Drafts"}))["messages"]
+            data = await mcp.ok("imap_send_draft", {"message_id": draft["message_id"]})
+        assert (data["outcome"], data["answered"], data["sent_copy"]) == ("sent", True, "appended")
+        (got,) = await _delivered(chain, bob, 1)
+        assert f"In-Reply-To: {asked_id}".encode() in got and "Re: Question" in done.read_text()
+        (kept,) = _files(chain, sender)
+        assert "R" in _flags(kept) and len(_files(chain, sender, "Sent")) == 1
+        assert _files(chain, sender, "Drafts") == []

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mail_imap_mcp.config import AuthMethod, ConfigError, Security, load_config
+from mail_imap_mcp.config.endpoints import Endpoint
 from mail_imap_mcp.config.providers import PROVIDERS, Provider, provider_for_address
 from mail_imap_mcp.config.sign_in import SignInProvider
 
@@ -24,6 +25,11 @@ FORM = {
     "MAIL_IMAP_DEFAULT_OAUTH2_CLIENT_ID": "",
     "MAIL_IMAP_DEFAULT_OAUTH2_CLIENT_SECRET": "",
     "MAIL_IMAP_WRITE_ENABLED": "false",
+    "MAIL_IMAP_DEFAULT_SEND_ENABLED": "false",
+    "MAIL_IMAP_DEFAULT_ALLOWED_RECIPIENTS": "",
+    "MAIL_IMAP_DEFAULT_SMTP_HOST": "",
+    "MAIL_IMAP_DEFAULT_SMTP_PORT": "",
+    "MAIL_IMAP_DEFAULT_SMTP_SECURITY": "",
     "HOME": "/nonexistent",
 }
 
@@ -227,6 +233,43 @@ def test_writes_follow_the_forms_toggle() -> None:
     assert load_config(None, FORM).server.write_enabled is False
     assert load_config(None, {**FORM, "MAIL_IMAP_WRITE_ENABLED": "true"}).server.write_enabled is True
     assert load_config(None, {**FORM, "MAIL_IMAP_WRITE_ENABLED": ""}).server.write_enabled is False
+
+
+def test_sending_follows_the_forms_toggle_and_recipients() -> None:
+    account = load_config(None, FORM).accounts["default"]
+    assert account.send_enabled is False and account.faults == ()
+    env = {**FORM, "MAIL_IMAP_DEFAULT_SEND_ENABLED": "true"}
+    account = load_config(
+        None, {**env, "MAIL_IMAP_DEFAULT_ALLOWED_RECIPIENTS": "bob@example.org, @example.com"}
+    )
+    assert account.accounts["default"].send_enabled is True
+    allowed = account.accounts["default"].recipients_allowed
+    assert allowed.allows("x@example.com") and not allowed.allows("eve@elsewhere.example")
+    assert account.accounts["default"].submission == Endpoint("smtp.gmail.com", 465, Security.TLS)
+
+
+@pytest.mark.parametrize(
+    ("fields", "variable", "label", "words"),
+    [
+        ({"SEND_ENABLED": "true"}, "ALLOWED_RECIPIENTS", "Who may be sent mail", "is empty, but sending"),
+        ({"SEND_ENABLED": "true", "ALLOWED_RECIPIENTS": "bob"}, "ALLOWED_RECIPIENTS", "Who may be sent mail",
+         "'bob' is not an allowed recipient"),
+        ({"SMTP_PORT": "smtps"}, "SMTP_PORT", "SMTP port (optional)", "1 to 65535"),
+        ({"SMTP_SECURITY": "ssl"}, "SMTP_SECURITY", "SMTP security (optional)", "none of tls"),
+        ({"SMTP_HOST": "smtp.example.org", "SMTP_SECURITY": "plain"}, "SMTP_SECURITY",
+         "SMTP security (optional)", "only for a server on this computer"),
+        ({"HOST": "imap.example.org", "ADDRESSES": "you@example.org", "SEND_ENABLED": "true",
+          "ALLOWED_RECIPIENTS": "*"}, "SMTP_HOST", "SMTP server (optional)", "no provider's SMTP server"),
+    ],
+)  # fmt: skip
+def test_regression_a_wrong_sending_field_is_its_fault_and_sending_stays_off(
+    fields: dict[str, str], variable: str, label: str, words: str
+) -> None:
+    """Like every field of the form (issue 47), a wrong sending field keeps the server up and names itself."""
+    env = {**FORM, **{f"MAIL_IMAP_DEFAULT_{key}": value for key, value in fields.items()}}
+    setting, shown, reason = fault_of(env)
+    assert (setting, shown) == (f"MAIL_IMAP_DEFAULT_{variable}", label) and words in reason
+    assert load_config(None, env).accounts["default"].send_enabled is False
 
 
 def test_empty_variables_of_no_account_configure_nothing() -> None:

@@ -10,7 +10,7 @@ whole (:func:`~mail_imap_mcp.config.loading.load_config`): its author reads the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from .accounts import ENV_SUFFIXES, AccountConfig, AuthMethod, Security, is_loop
 from .errors import SettingFault
 from .form import form_label
 from .providers import PROVIDERS
+from .recipients import AllowedRecipients, NotAnEntry
 
 #: The host an account without one is validated with: ``.invalid`` never resolves (RFC 2606), and no
 #: connection is tried for an account with a fault.
@@ -78,6 +79,7 @@ def set_aside(prefix: str, account: Mapping[str, Any]) -> tuple[dict[str, Any], 
     if ca_file is not None and not Path(str(ca_file)).expanduser().is_file():
         fault("ca_file", "names no file: choose the server's certificate (PEM)", str(ca_file))
         del raw["ca_file"]
+    _sending_faults(raw, fault)
     try:
         AccountConfig.model_validate(raw)
     except ValidationError as exc:
@@ -92,3 +94,59 @@ def set_aside(prefix: str, account: Mapping[str, Any]) -> tuple[dict[str, Any], 
         if "host" not in raw:
             raw["host"] = PLACEHOLDER_HOST
     return raw, faults
+
+
+def _sending_faults(raw: dict[str, Any], fault: Callable[..., None]) -> None:
+    """The settings of sending (the form's "Allow sending drafts", its recipients and SMTP server): a wrong
+    one is its field's fault, and sending stays off."""
+    smtp = dict(raw.get("smtp") or {})
+    if "port" in smtp:
+        port = str(smtp["port"]).strip()
+        if not (port.isdigit() and 1 <= int(port) <= 65535):
+            fault("smtp_port", "is not a port number from 1 to 65535 (465 with TLS, 587 with STARTTLS)", port)
+            del smtp["port"]
+    security = smtp.get("security")
+    if security is not None and security not in {member.value for member in Security}:
+        fault("smtp_security", "is none of tls, starttls and plain", str(security))
+        del smtp["security"]
+    elif security == Security.PLAIN and not is_loopback_host(str(smtp.get("host") or "")):
+        fault(
+            "smtp_security",
+            "is plain, which sends the password unencrypted: only for a server on this computer named as "
+            "SMTP server; use tls or starttls",
+            str(security),
+        )
+        del smtp["security"]
+    if smtp:
+        raw["smtp"] = smtp
+    else:
+        raw.pop("smtp", None)
+    if raw.get("send_enabled") is not True:
+        return
+    entries = raw.get("allowed_recipients") or []
+    try:
+        AllowedRecipients.parse(entries)
+    except NotAnEntry as exc:
+        fault("allowed_recipients", str(exc), ", ".join(entries))
+        raw["send_enabled"] = False
+        del raw["allowed_recipients"]
+        return
+    if not entries:
+        fault(
+            "allowed_recipients",
+            "is empty, but sending is allowed: enter who may be sent mail (bob@example.org, @example.org for "
+            "a domain, * for anyone)",
+        )
+        raw["send_enabled"] = False
+        return
+    try:
+        account = AccountConfig.model_validate({**raw, "send_enabled": False})
+    except ValidationError:  # wrong for other reasons, each its own fault
+        return
+    if account.submission is None:
+        fault(
+            "smtp_host",
+            "is empty, and no provider's SMTP server is known for this account: enter your submission "
+            "server's host name",
+        )
+        raw["send_enabled"] = False

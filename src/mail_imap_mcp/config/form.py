@@ -137,6 +137,59 @@ BUNDLE_FORM: dict[str, tuple[str, dict[str, Any]]] = {
             "default": False,
         },
     ),
+    "allow_sending": (
+        "MAIL_IMAP_DEFAULT_SEND_ENABLED",
+        {
+            "type": "boolean",
+            "title": "Allow sending drafts",
+            "description": "Sends a saved draft only after you approve that very message in your browser, "
+            "and only to the recipients allowed below. Off: nothing is ever sent.",
+            "required": False,
+            "default": False,
+        },
+    ),
+    "allowed_recipients": (
+        "MAIL_IMAP_DEFAULT_ALLOWED_RECIPIENTS",
+        {
+            "type": "string",
+            "title": "Who may be sent mail",
+            "description": "Needed to allow sending: addresses and domains, comma-separated, e.g. "
+            "bob@example.org, @example.com (that domain), *.example.com (its subdomains); * for anyone.",
+            "required": False,
+            "default": "",
+        },
+    ),
+    "smtp_host": (
+        "MAIL_IMAP_DEFAULT_SMTP_HOST",
+        {
+            "type": "string",
+            "title": "SMTP server (optional)",
+            "description": "Leave empty at a known provider; else your submission server's host name, e.g. "
+            "smtp.example.org.",
+            "required": False,
+            "default": "",
+        },
+    ),
+    "smtp_port": (
+        "MAIL_IMAP_DEFAULT_SMTP_PORT",
+        {
+            "type": "string",
+            "title": "SMTP port (optional)",
+            "description": "Leave empty for the provider's port, else 465 with TLS and 587 with STARTTLS.",
+            "required": False,
+            "default": "",
+        },
+    ),
+    "smtp_security": (
+        "MAIL_IMAP_DEFAULT_SMTP_SECURITY",
+        {
+            "type": "string",
+            "title": "SMTP security (optional)",
+            "description": "tls (the default), starttls, or plain (only for a server on this computer).",
+            "required": False,
+            "default": "",
+        },
+    ),
 }
 
 
