@@ -254,6 +254,7 @@ def test_sending_follows_the_forms_toggle_and_recipients() -> None:
         ({"SEND_ENABLED": "true"}, "ALLOWED_RECIPIENTS", "Who may be sent mail", "is empty, but sending"),
         ({"SEND_ENABLED": "true", "ALLOWED_RECIPIENTS": "bob"}, "ALLOWED_RECIPIENTS", "Who may be sent mail",
          "'bob' is not an allowed recipient"),
+        ({"ALLOWED_RECIPIENTS": "@"}, "ALLOWED_RECIPIENTS", "Who may be sent mail", "'@' is not an allowed"),
         ({"SMTP_PORT": "smtps"}, "SMTP_PORT", "SMTP port (optional)", "1 to 65535"),
         ({"SMTP_SECURITY": "ssl"}, "SMTP_SECURITY", "SMTP security (optional)", "none of tls"),
         ({"SMTP_HOST": "smtp.example.org", "SMTP_SECURITY": "plain"}, "SMTP_SECURITY",

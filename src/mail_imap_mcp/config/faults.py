@@ -121,15 +121,15 @@ def _sending_faults(raw: dict[str, Any], fault: Callable[..., None]) -> None:
         raw["smtp"] = smtp
     else:
         raw.pop("smtp", None)
-    if raw.get("send_enabled") is not True:
-        return
     entries = raw.get("allowed_recipients") or []
     try:
         AllowedRecipients.parse(entries)
-    except NotAnEntry as exc:
+    except NotAnEntry as exc:  # with sending off too: the list is read at start either way
         fault("allowed_recipients", str(exc), ", ".join(entries))
         raw["send_enabled"] = False
         del raw["allowed_recipients"]
+        return
+    if raw.get("send_enabled") is not True:
         return
     if not entries:
         fault(
