@@ -53,7 +53,6 @@ from mail_imap_mcp.index.location import index_path, open_index
 from mail_imap_mcp.index.sqlite_store import SqliteStore
 from mail_imap_mcp.index.sync import Indexer
 from mail_imap_mcp.query import AnyOf, Contains
-from mail_imap_mcp.query.fts5 import compile_fts5
 
 #: How the bench asks :func:`fresh_page` for a page: every folder listed, ranked, the top 20.
 EVERY_FOLDER: dict[str, Any] = {
@@ -216,11 +215,11 @@ def _ours_queries(
     found: dict[str, Any] = {}
     try:
         for query in queries:
-            compiled = compile_fts5(Contains(query.field, query.word))  # type: ignore[arg-type]
+            asked = Contains(query.field, query.word)  # type: ignore[arg-type]
             trips: list[int] = []
 
-            def search(session: ImapSession, compiled: Any = compiled, trips: list[int] = trips) -> int:
-                answer = fresh_page(session, indexer, compiled, **EVERY_FOLDER, deadline=time.monotonic() + 5)
+            def search(session: ImapSession, asked: Any = asked, trips: list[int] = trips) -> int:
+                answer = fresh_page(session, indexer, asked, **EVERY_FOLDER, deadline=time.monotonic() + 5)
                 trips.append(answer.fresh.round_trips)
                 return answer.page.total
 
@@ -228,7 +227,7 @@ def _ours_queries(
             samples = _timed(partial(connection.run, search), runs)
             everywhere = list(store.folders())
             alone = _timed(
-                partial(store.search, compiled, folders=everywhere, order="relevance", limit=20, offset=0),
+                partial(store.search, asked, folders=everywhere, order="relevance", limit=20, offset=0),
                 runs,
             )
             found[query.label] = {
@@ -236,7 +235,7 @@ def _ours_queries(
                 "store_only_median_ms": _median_ms(alone),
                 "round_trips": max(trips),
             }
-        common = compile_fts5(Contains(queries[-1].field, queries[-1].word))  # type: ignore[arg-type]
+        common = Contains(queries[-1].field, queries[-1].word)  # type: ignore[arg-type]
         inbox = {**EVERY_FOLDER, "folders": ["INBOX"]}
 
         def in_inbox(session: ImapSession) -> int:
@@ -254,7 +253,7 @@ def _ours_queries(
             "hits": hits,
         }
         either = [Contains(q.field, q.word) for q in (queries[-1], queries[1])]  # type: ignore[arg-type]
-        scored = compile_fts5(AnyOf(tuple(either)))
+        scored = AnyOf(tuple(either))
         found["shards"] = _shards_compared(path, scored, runs)
         found["appended"] = _appended_found(connection, indexer, store, dovecot, user)
     finally:
@@ -289,10 +288,10 @@ def _appended_found(
     other.append("INBOX", mailgen.plain_message("zanzibarword freshness", "appended by another client\r\n"))
     other.logout()
     time.sleep(0.1)
-    compiled = compile_fts5(Contains("text", "zanzibarword"))
+    asked = Contains("text", "zanzibarword")
 
     def search(session: ImapSession) -> tuple[int, int]:
-        answer = fresh_page(session, indexer, compiled, **EVERY_FOLDER, deadline=time.monotonic() + 5)
+        answer = fresh_page(session, indexer, asked, **EVERY_FOLDER, deadline=time.monotonic() + 5)
         return answer.page.total, answer.fresh.round_trips
 
     started = time.perf_counter()

@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 
 from mail_imap_mcp.config import AccountConfig, Config, ConfigError
 from mail_imap_mcp.confirmation import ApprovalPage, ConfirmationGate
@@ -25,7 +24,8 @@ from mail_imap_mcp.imap.name_errors import MailboxNameRefused, MailboxNameUnknow
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.imap.watch import WatchHub, WatchSettings
 from mail_imap_mcp.index.attachments import AttachmentReading
-from mail_imap_mcp.index.location import account_identity, delete_index, index_path, user_index_path
+from mail_imap_mcp.index.engine import IndexEngine, IndexLocation
+from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.runtime import AccountIndex
 from mail_imap_mcp.operations import OperationRegistry
 from mail_imap_mcp.presentation import failures
@@ -141,23 +141,26 @@ class AppContext:
         # index_per_user (each user's index of their own, see index_of): off by default, as every user's
         # mail would land on the server's disk.
         own = self._scopes[ANONYMOUS]
+        #: The engine of every index (``[index] index_engine``), chosen here once.
+        self.index_engine: IndexEngine = open_engine(config)
         self.indexes = {
-            account_id: self._new_index(own, account_id, index_path(config.server.index_dir, account_id))
+            account_id: self._new_index(
+                own, account_id, self.index_engine.location(account_id, own.config.accounts[account_id])
+            )
             for account_id in own.config.accounts
             if config.indexed(account_id)
         }
         for index in self.indexes.values():
             index.start()
 
-    def _new_index(self, scope: UserScope, account_id: str, path: Path) -> AccountIndex:
+    def _new_index(self, scope: UserScope, account_id: str, location: IndexLocation) -> AccountIndex:
         config = self.full_config
         return AccountIndex(
             account_id,
-            path,
+            location,
             config.server.index_text_bytes,
             partial(scope.pool.new_connection, account_id, enable_qresync=True),
             AttachmentReading.of(config.server) if config.attachments_indexed(account_id) else None,
-            account_identity(scope.config.accounts[account_id], path),
         )
 
     def index_of(self, account_id: str, *, start: bool = True) -> AccountIndex | None:
@@ -174,21 +177,21 @@ class AppContext:
         with self._lock:
             index = scope.indexes.get(account_id)
             if index is None and start:
-                path = user_index_path(self.full_config.server.index_dir, account_id, who)
-                self._drop_index_as_spelled(account_id)
-                index = scope.indexes[account_id] = self._new_index(scope, account_id, path)
+                location = self.index_engine.location(account_id, account, who)
+                self._drop_index_as_spelled(account_id, account)
+                index = scope.indexes[account_id] = self._new_index(scope, account_id, location)
                 index.start()
         return index
 
-    def _drop_index_as_spelled(self, account_id: str) -> None:
+    def _drop_index_as_spelled(self, account_id: str, account: AccountConfig) -> None:
         """Delete the caller's index file of ``account_id`` made by an earlier version under the tag of
         the name as their token spells it, before folding: nothing opens it any more."""
         spelled = self.caller.spelled_otherwise
         if spelled is None:
             return
-        old = user_index_path(self.full_config.server.index_dir, account_id, spelled)
-        if delete_index(old):
-            log.info("deleted %s, a team user's index of %s under an unfolded name", old.name, account_id)
+        old = self.index_engine.location(account_id, account, spelled)
+        if old.drop():
+            log.info("deleted %s, a team user's index of %s under an unfolded name", old.where, account_id)
 
     def index_state(self, account_id: str) -> str:
         """What ``imap_list_accounts`` says of the caller's index of ``account_id``."""
@@ -460,6 +463,7 @@ class AppContext:
         with self._lock:
             scopes = list(self._scopes.values())
         _close_scopes(scopes)
+        self.index_engine.close()
         self.operations.close()
         self.store.close()
 

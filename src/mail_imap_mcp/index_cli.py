@@ -19,16 +19,9 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.index.attachments import AttachmentReading
 from mail_imap_mcp.index.build import BuildHooks, build
-from mail_imap_mcp.index.location import (
-    IndexPermissions,
-    account_identity,
-    drop_index,
-    index_path,
-    open_index,
-    user_index_path,
-    user_index_paths,
-)
-from mail_imap_mcp.index.store import IndexUnusable, IndexWriteFailed
+from mail_imap_mcp.index.engine import IndexEngine
+from mail_imap_mcp.index.engines import open_engine
+from mail_imap_mcp.index.store import IndexPermissions, IndexUnusable, IndexWriteFailed
 from mail_imap_mcp.index.sync import Indexer
 from mail_imap_mcp.state import StateUnavailable, fold_user
 
@@ -133,19 +126,28 @@ def run_index(
         print("mail-imap-mcp index: no account keeps an index; set index = true in [server] or an account")
         return 2
     failures = 0
-    for account_id in chosen:
-        path = index_path(config.server.index_dir, account_id)
-        if drop:
-            removed = drop_index(path)
-            print(f"index {account_id}: {'deleted ' + str(path) if removed else 'no index at ' + str(path)}")
-            users = user_index_paths(config.server.index_dir, account_id)
-            for users_path in users:
-                drop_index(users_path)
-            if users:
-                print(f"index {account_id}: deleted the indexes of {len(users)} team user(s)")
-            continue
-        failures += _build_one(config, account_id, words)
+    engine = open_engine(config)
+    try:
+        for account_id in chosen:
+            if drop:
+                _drop_one(engine, config, account_id)
+                continue
+            failures += _build_one(engine, config, account_id, words)
+    finally:
+        engine.close()
     return 1 if failures else 0
+
+
+def _drop_one(engine: IndexEngine, config: Config, account_id: str) -> None:
+    """Delete ``account_id``'s index and those of its team users."""
+    location = engine.location(account_id, config.accounts[account_id])
+    removed = location.drop()
+    print(f"index {account_id}: {'deleted ' if removed else 'no index at '}{location.where}")
+    users = engine.user_locations(account_id)
+    for user_location in users:
+        user_location.drop()
+    if users:
+        print(f"index {account_id}: deleted the indexes of {len(users)} team user(s)")
 
 
 def _per_user(config: Config, account_id: str) -> bool:
@@ -162,18 +164,22 @@ def _drop_users_index(config: Config, account_id: str, user: str) -> int:
         print(f"mail-imap-mcp index: [state] redis_url: {exc.detail}", file=sys.stderr)
         return 1
     auth = config.http.auth
-    path = user_index_path(
-        config.server.index_dir, account_id, fold_user(user, auth.user_claim if auth else "")
-    )
-    removed = drop_index(path)
-    print(f"index {account_id}: {'deleted' if removed else 'no index of'} the user's index {path}")
+    engine = open_engine(config)
+    try:
+        location = engine.location(
+            account_id, config.accounts[account_id], fold_user(user, auth.user_claim if auth else "")
+        )
+        removed = location.drop()
+    finally:
+        engine.close()
+    print(f"index {account_id}: {'deleted' if removed else 'no index of'} the user's index {location.where}")
     return 0
 
 
-def _build_one(config: Config, account_id: str, words: Words) -> int:
-    path = index_path(config.server.index_dir, account_id)
+def _build_one(engine: IndexEngine, config: Config, account_id: str, words: Words) -> int:
+    location = engine.location(account_id, config.accounts[account_id])
     try:
-        opened = open_index(path, account_identity(config.accounts[account_id], path))
+        opened = location.open()
     except IndexWriteFailed as exc:  # a full disk: the file is kept as it is
         print(f"index {account_id}: could not open the index ({exc}); it stays as it was", file=sys.stderr)
         return 1
@@ -207,6 +213,6 @@ def _build_one(config: Config, account_id: str, words: Words) -> int:
     unread = f"; attachments not read: {skipped}" if skipped else ""
     print(
         f"index {account_id}: {report.fetched} new message(s) indexed in "
-        f"{report.folders} folder(s){dropped}{unread}; {path}"
+        f"{report.folders} folder(s){dropped}{unread}; {location.where}"
     )
     return 0

@@ -27,8 +27,8 @@ from mail_imap_mcp.index import sync as sync_module
 from mail_imap_mcp.index.build import build
 from mail_imap_mcp.index.freshness import Freshness, refresh
 from mail_imap_mcp.index.location import open_index
+from mail_imap_mcp.index.store import FLAG_BITS
 from mail_imap_mcp.index.sync import Indexer
-from mail_imap_mcp.query.fts5 import FLAG_BITS
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.index_clients import index_config, indexed_client
 from tests.support.mailgen import plain_message

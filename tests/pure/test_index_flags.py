@@ -1,4 +1,4 @@
-"""The system flags as the index's bits: one definition (``query.fts5.FLAG_BITS``) that the store writes,
+"""The system flags as the index's bits: one definition (``index.store.FLAG_BITS``) that the store writes,
 reads back and the compiled queries test, so the three can never disagree."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mail_imap_mcp.index.store import flag_bits, flag_names
-from mail_imap_mcp.query.fts5 import FLAG_BITS, compile_fts5
+from mail_imap_mcp.index.sqlite_query import compile_fts5
+from mail_imap_mcp.index.store import FLAG_BITS, flag_bits, flag_names
 from mail_imap_mcp.query.tree import HasFlag
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "mail_imap_mcp"
@@ -30,9 +30,9 @@ def test_stored_bits_name_every_flag_they_hold() -> None:
 
 
 def test_the_flag_bits_are_defined_in_one_place() -> None:
-    """No module but ``query/fts5.py`` maps a flag name to its bit or a bit to its name."""
+    """No module but ``index/store.py`` maps a flag name to its bit or a bit to its name."""
     mapping = re.compile(r"""(?i:["']\\*seen["']\s*:\s*1\b)|_FLAG_NAMES\s*=|\bFLAG_BITS\s*=""")
     defining = sorted(
         str(path.relative_to(SRC)) for path in SRC.rglob("*.py") if mapping.search(path.read_text())
     )
-    assert defining == ["query/fts5.py"]
+    assert defining == ["index/store.py"]

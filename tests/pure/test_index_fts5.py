@@ -17,8 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mail_imap_mcp.index.sqlite_query import compile_fts5, phrase
 from mail_imap_mcp.index.sqlite_store import SqliteStore
-from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
+from mail_imap_mcp.index.store import TEXT_COLUMNS, TEXT_FIELDS, IndexedMessage, Unsupported
 from mail_imap_mcp.query import (
     AllOf,
     AnyOf,
@@ -35,7 +36,6 @@ from mail_imap_mcp.query import (
     SizeBound,
     all_of,
 )
-from mail_imap_mcp.query.fts5 import TEXT_FIELDS, Unsupported, compile_fts5, phrase
 
 
 def test_user_text_is_one_quoted_phrase_whatever_it_holds() -> None:
@@ -83,7 +83,7 @@ def test_regression_a_disjunction_beside_another_condition_keeps_its_parentheses
     store.put(store.start_folder("INBOX", 1), [seen])
     unseen = HasFlag("seen", present=False)
     query = all_of(unseen, AnyOf((unseen, Contains("text", "alpha"))))
-    assert store.search(compile_fts5(query), folders=["INBOX"], order="date", limit=5, offset=0).hits == []
+    assert store.search(query, folders=["INBOX"], order="date", limit=5, offset=0).hits == []
 
 
 @pytest.mark.parametrize(
@@ -191,7 +191,7 @@ def test_the_store_answers_what_the_tree_means(
     # The other examples' folders hold messages too: the page must come from this folder alone.
     folder = f"Example {next(_example_folders)}"
     model_store.put(model_store.start_folder(folder, 1), corpus)
-    page = model_store.search(compile_fts5(query), folders=[folder], order="date", limit=100, offset=0)
+    page = model_store.search(query, folders=[folder], order="date", limit=100, offset=0)
     assert sorted(hit.uid for hit in page.hits) == sorted(m.uid for m in corpus if matches(query, m))
     assert page.total == len(page.hits)
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.index.runtime import AccountIndex
+from mail_imap_mcp.index.sqlite_engine import SqliteLocation
 
 
 def never() -> AccountConnection:
@@ -14,8 +15,8 @@ def never() -> AccountConnection:
 
 def test_indexes_of_one_file_share_one_lock_and_other_files_have_their_own(tmp_path: Path) -> None:
     """An index closed while its sync went on and the one made again on the same file take turns."""
-    first = AccountIndex("default", tmp_path / "default.sqlite3", 1000, never)
-    again = AccountIndex("default", tmp_path / "." / "default.sqlite3", 1000, never)
-    other = AccountIndex("other", tmp_path / "other.sqlite3", 1000, never)
+    first = AccountIndex("default", SqliteLocation(tmp_path / "default.sqlite3"), 1000, never)
+    again = AccountIndex("default", SqliteLocation(tmp_path / "." / "default.sqlite3"), 1000, never)
+    other = AccountIndex("other", SqliteLocation(tmp_path / "other.sqlite3"), 1000, never)
     assert first.lock is again.lock
     assert first.lock is not other.lock

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mail_imap_mcp.index.location import IndexPermissions, drop_index, index_path, open_index
+from mail_imap_mcp.index.sqlite_query import compile_fts5
 from mail_imap_mcp.index.sqlite_store import SqliteStore
 from mail_imap_mcp.index.store import (
     COLUMN_WEIGHTS,
@@ -26,7 +27,6 @@ from mail_imap_mcp.index.store import (
     IndexWriteFailed,
 )
 from mail_imap_mcp.query import EVERYTHING, AllOf, AnyOf, Contains, HasFlag, Label
-from mail_imap_mcp.query.fts5 import compile_fts5
 
 
 def message(
@@ -43,7 +43,7 @@ def store(tmp_path: Path) -> SqliteStore:
 
 
 def uids(store: SqliteStore, query: object = EVERYTHING, folders: tuple[str, ...] = ("INBOX",)) -> list[int]:
-    page = store.search(compile_fts5(query), folders=list(folders), order="relevance", limit=50, offset=0)  # type: ignore[arg-type]
+    page = store.search(query, folders=list(folders), order="relevance", limit=50, offset=0)  # type: ignore[arg-type]
     return [hit.uid for hit in page.hits]
 
 
@@ -83,9 +83,7 @@ def test_a_word_in_the_subject_ranks_above_the_same_word_quoted(store: SqliteSto
     )
     store.put(state, [message(uid, body="other words") for uid in range(4, 8)])  # budget: in 3 of 7
     assert uids(store, Contains("text", "budget")) == [2, 3, 1]
-    by_date = store.search(
-        compile_fts5(Contains("text", "budget")), folders=["INBOX"], order="date", limit=2, offset=1
-    )
+    by_date = store.search(Contains("text", "budget"), folders=["INBOX"], order="date", limit=2, offset=1)
     assert [hit.uid for hit in by_date.hits] == [2, 1] and by_date.total == 3
 
 
@@ -154,7 +152,7 @@ def test_arrival_order_is_internaldate_then_the_folders_place_then_uid(store: Sq
             ],
         )
     for query in (Contains("body", "kiwi"), EVERYTHING):
-        compiled = compile_fts5(query)
+        compiled = query
         page = store.search(compiled, folders=["Archive", "INBOX"], order="arrival", limit=3, offset=1)
         assert [(hit.folder, hit.uid) for hit in page.hits] == [("INBOX", 1), ("Archive", 1), ("INBOX", 2)]
         rest = store.search(compiled, folders=["Archive", "INBOX"], order="arrival", limit=9, offset=4)
@@ -198,7 +196,7 @@ def test_row_ids_follow_sent_dates_and_every_match_is_ranked(store: SqliteStore)
     by_id = [row[0] for row in store._db.execute("SELECT uid FROM messages ORDER BY id")]
     assert by_id in ([2, 3, 4, 5, 1], [2, 4, 3, 5, 1])
     store.put(state, [message(uid, body="plum") for uid in range(10, 16)])  # fig: in 5 of 11, ranked
-    query = compile_fts5(Contains("text", "fig"))
+    query = Contains("text", "fig")
     page = store.search(query, folders=["INBOX"], order="relevance", limit=5, offset=0)
     assert page.total == 5 and page.hits[0].uid == 2  # the oldest match ranks first: nothing is left out
     assert not page.unweighted
@@ -214,22 +212,18 @@ def test_a_word_in_more_than_half_the_messages_weighs_nothing_and_its_matches_co
         state, [message(1, subject="fig fig", body="fig"), *(message(uid, body="fig") for uid in range(2, 7))]
     )
     store.put(state, [message(uid, body="plum") for uid in range(7, 10)])
-    common = store.search(
-        compile_fts5(Contains("text", "fig")), folders=["INBOX"], order="relevance", limit=3, offset=0
-    )
+    common = store.search(Contains("text", "fig"), folders=["INBOX"], order="relevance", limit=3, offset=0)
     assert common.unweighted and common.total == 6
     assert [hit.uid for hit in common.hits] == [6, 5, 4]  # newest first, though 1 says it most
     either = store.search(
-        compile_fts5(AnyOf((Contains("text", "fig"), Contains("text", "kiwi")))),
+        AnyOf((Contains("text", "fig"), Contains("text", "kiwi"))),
         folders=["INBOX"],
         order="relevance",
         limit=3,
         offset=0,
     )
     assert not either.unweighted and either.hits[0].uid == 1  # an OR is ranked: its words may be rare
-    rare = store.search(
-        compile_fts5(Contains("text", "plum")), folders=["INBOX"], order="relevance", limit=3, offset=0
-    )
+    rare = store.search(Contains("text", "plum"), folders=["INBOX"], order="relevance", limit=3, offset=0)
     assert not rare.unweighted and rare.total == 3
 
 
@@ -289,20 +283,20 @@ def test_ranking_in_shards_gives_the_page_one_order_by_over_every_match_gives(
             store.start_folder(folder, 1), [IndexedMessage(number, sent, 20260101, 1, (), False, texts)]
         )
     searched = folders if two_folders else ["INBOX"]
-    query = compile_fts5(Contains("text", word))
+    query = Contains("text", word)
     page = store.search(query, folders=searched, order="relevance", limit=limit, offset=offset)
     expected = store._db.execute(
         f"SELECT m.uid, bm25(fts, {', '.join(map(str, COLUMN_WEIGHTS))}) AS rank FROM fts JOIN messages m ON m.id = fts.rowid "
         "JOIN folders f ON f.id = m.folder WHERE fts MATCH ? "
         f"AND f.name IN ({', '.join('?' for _ in searched)}) ORDER BY rank, m.id DESC",
-        (query.match, *searched),
+        (compile_fts5(query).match, *searched),
     ).fetchall()
     assert page.total == len(expected)
     if len(expected) >= unweighted_from and len(expected) * 2 > len(bodies):  # BM25 weighs it at nothing
         expected = store._db.execute(
             "SELECT m.uid FROM fts JOIN messages m ON m.id = fts.rowid JOIN folders f ON f.id = m.folder "
             f"WHERE fts MATCH ? AND f.name IN ({', '.join('?' for _ in searched)}) ORDER BY m.id DESC",
-            (query.match, *searched),
+            (compile_fts5(query).match, *searched),
         ).fetchall()
         assert page.unweighted == bool(page.hits)
     assert [hit.uid for hit in page.hits] == [row[0] for row in expected[offset : offset + limit]]
@@ -323,7 +317,7 @@ def test_a_message_with_a_global_id_has_one_row_and_label_answers_from_its_label
     state = store.folders()["[Gmail]/All Mail"]
     store.update(state, flags={}, removed=(), labels={1: ("Travel",)})
     assert uids(store, Label("travel"), every) == [1] and uids(store, Label("inbox"), every) == []
-    page = store.search(compile_fts5(Label("travel")), folders=list(every), order="date", limit=5, offset=0)
+    page = store.search(Label("travel"), folders=list(every), order="date", limit=5, offset=0)
     assert page.hits[0].labels == ("Travel",)
 
 
@@ -335,7 +329,7 @@ def test_regression_pages_begun_at_once_never_wait_behind_each_others_shards(
     monkeypatch.setattr("mail_imap_mcp.index.sqlite_ranking.SHARD_MATCHES", 1)
     store = SqliteStore(tmp_path / "pages.sqlite3", shards=2)
     store.put(store.start_folder("INBOX", 1), [message(uid, body=f"fig {uid}") for uid in range(1, 41)])
-    query = compile_fts5(Contains("text", "fig"))
+    query = Contains("text", "fig")
     pending = [
         store.start_search(query, folders=["INBOX"], order="relevance", limit=5, offset=0) for _ in range(8)
     ]
@@ -350,7 +344,7 @@ def test_regression_pages_begun_at_once_never_wait_behind_each_others_shards(
 def test_a_search_dropped_before_it_is_taken_is_interrupted_and_the_store_closes(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "dropped.sqlite3")
     store.put(store.start_folder("INBOX", 1), [message(uid, body="fig") for uid in range(1, 21)])
-    query = compile_fts5(Contains("text", "fig"))
+    query = Contains("text", "fig")
     dropped = [
         store.start_search(query, folders=["INBOX"], order="relevance", limit=5, offset=0) for _ in range(6)
     ]
@@ -398,7 +392,7 @@ def test_a_first_page_keeps_its_matches_places_and_a_later_page_lists_those_stil
 ) -> None:
     state = store.start_folder("INBOX", 1)
     store.put(state, [message(uid, body="kiwi " * uid) for uid in range(1, 6)])
-    kiwi = compile_fts5(Contains("body", "kiwi"))
+    kiwi = Contains("body", "kiwi")
     first = store.search(kiwi, folders=["INBOX"], order="relevance", limit=2, offset=0, keep=4)
     assert first.places == [("INBOX", hit.uid) for hit in first.hits] + first.places[2:]
     assert len(first.places) == 4

@@ -14,8 +14,8 @@ import json
 import sqlite3
 import zlib
 
+from mail_imap_mcp.index.sqlite_query import PLACE_COLUMN, place_token
 from mail_imap_mcp.index.store import TEXT_COLUMNS
-from mail_imap_mcp.query.fts5 import PLACE_COLUMN, place_token
 
 
 def index_problems(db: sqlite3.Connection) -> list[str]:

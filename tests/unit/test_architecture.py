@@ -73,7 +73,8 @@ FORBIDDEN_IMPORTS = {
     "smtp": ("imap", "index", "query", "envelope", "state", "operations", *_ABOVE_OPERATIONS, *_TOP),
     # A sign-in a call starts: the account's settings, the OAuth client, the browser; no mail.
     "sign_in_flow": ("imap", "index", "mime", "content", "query", "operations", *_ABOVE_OPERATIONS, *_TOP),
-    # The local index sits beside imap/: it syncs through it and answers what query/ compiles.
+    # The local index sits beside imap/: it syncs through it and answers query/'s trees, each engine
+    # compiling them itself (index/engine.py).
     "index": ("operations", *_ABOVE_OPERATIONS, *_TOP),
     "operations": (*_ABOVE_OPERATIONS, *_TOP),
     "presentation": ("services", "tools", *_TOP),
@@ -227,6 +228,28 @@ def test_sqlite_is_reached_through_the_index_store_alone() -> None:
         for name, path in modules(SRC, PACKAGE).items()
         if any(target == "sqlite3" or target.startswith("sqlite3.") for target in imported(path, name))
         and not name.startswith("mail_imap_mcp.index.sqlite_")
+    )
+    assert wrong == []
+
+
+#: The modules of an index engine (its store, compiler, schema, places) by the prefix of their names.
+_ENGINE_MODULES = (
+    "mail_imap_mcp.index.sqlite_",
+    "mail_imap_mcp.index.postgres_",
+    "mail_imap_mcp.index.location",
+)
+
+
+def test_an_index_engine_is_chosen_in_one_place_and_reached_through_its_interface() -> None:
+    """Outside an engine's own modules only ``index/engines.py`` (the application root's choice) names
+    one: services, tools and the rest of ``index/`` see the store, the engine and the query tree alone,
+    so an engine is added or replaced in one place (issue 50)."""
+    wrong = sorted(
+        f"{name} -> {target}"
+        for name, path in modules(SRC, PACKAGE).items()
+        if not name.startswith(_ENGINE_MODULES) and name != "mail_imap_mcp.index.engines"
+        for target in imported(path, name)
+        if target.startswith(_ENGINE_MODULES)
     )
     assert wrong == []
 

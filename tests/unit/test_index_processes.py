@@ -15,6 +15,7 @@ from typing import Any
 
 from mail_imap_mcp.index.location import open_index
 from mail_imap_mcp.index.runtime import AccountIndex
+from mail_imap_mcp.index.sqlite_engine import SqliteLocation
 from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, IndexedMessage
 from tests.support.index_integrity import index_problems
 
@@ -156,7 +157,9 @@ def test_a_damaged_inverted_index_is_found(tmp_path: Path) -> None:
 def test_regression_two_first_searches_at_once_open_one_search_store(tmp_path: Path) -> None:
     # search_indexer opened the store lazily without a lock: two first searches at once each opened one,
     # and the one overwritten was never closed (its connections and threads leaked).
-    index = AccountIndex("default", tmp_path / "ix" / "default.sqlite3", 4096, connect=lambda: None)  # type: ignore[arg-type, return-value]
+    index = AccountIndex(
+        "default", SqliteLocation(tmp_path / "ix" / "default.sqlite3"), 4096, connect=lambda: None
+    )  # type: ignore[arg-type, return-value]
     opened: list[object] = []
     real_open = index._open
 

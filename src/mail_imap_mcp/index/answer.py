@@ -17,8 +17,9 @@ from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.flag_check import FlagTest
 from mail_imap_mcp.index.freshness import Freshness, refresh
-from mail_imap_mcp.index.store import CompiledQuery, HitPage, Order, PageAsk, Place
+from mail_imap_mcp.index.store import HitPage, Order, PageAsk, Place
 from mail_imap_mcp.index.sync import Indexer, plan_of
+from mail_imap_mcp.query.tree import Query
 
 
 @dataclass
@@ -33,7 +34,7 @@ class FreshPage:
 def fresh_page(
     session: ImapSession,
     indexer: Indexer,
-    query: CompiledQuery,
+    query: Query,
     *,
     folders: Sequence[str] | None,
     order: Order,
@@ -96,7 +97,7 @@ HELD = "the index's background sync held it past the search's time budget"
 def _as_it_is(
     session: ImapSession,
     indexer: Indexer,
-    query: CompiledQuery,
+    query: Query,
     folders: Sequence[str] | None,
     scope: Callable[[list[MailboxInfo]], list[str]] | None,
     ask: Callable[[Sequence[str]], PageAsk],

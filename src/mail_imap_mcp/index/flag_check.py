@@ -18,10 +18,9 @@ from mail_imap_mcp.imap import parsing
 from mail_imap_mcp.imap.mailbox_state import MailboxState
 from mail_imap_mcp.imap.pipeline import Command, MailboxRead, MailboxReply, read_each
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.index.store import FolderState, flag_names
+from mail_imap_mcp.index.store import FLAG_BITS, FolderState, flag_names
 from mail_imap_mcp.index.sync import Indexer
 from mail_imap_mcp.query import HasFlag, HasKeyword, Key, search_keys
-from mail_imap_mcp.query.fts5 import FLAG_BITS
 
 FlagTest = HasFlag | HasKeyword
 

@@ -1,4 +1,5 @@
-"""Where an account's index lives, and opening it safely.
+"""Where an account's SQLite index lives, and opening it safely (the SQLite engine's places,
+:mod:`.sqlite_engine`).
 
 One file per account, ``<index_dir>/<account>.sqlite3`` (``[server] index_dir``; by default the platform's
 user data directory from platformdirs: ``~/.local/share/mail-imap-mcp/index`` on Linux,
@@ -27,15 +28,15 @@ import os
 import stat
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap import sealing
+from mail_imap_mcp.index.engine import Opened
 from mail_imap_mcp.index.sqlite_store import SqliteStore
-from mail_imap_mcp.index.store import IndexUnusable
+from mail_imap_mcp.index.store import IndexPermissions, IndexUnusable
 
 log = logging.getLogger("mail_imap_mcp.index")
 
@@ -45,17 +46,6 @@ USER_SEPARATOR = "~"
 #: Bytes of the keyed digest naming a team user's index file (hex in the name).
 USER_TAG_BYTES = 12
 _COMPANIONS = ("-wal", "-shm")
-
-
-class IndexPermissions(Exception):
-    """The index file or its directory can be read by other users: it is not used."""
-
-    def __init__(self, path: Path, mode: int) -> None:
-        super().__init__(
-            f"{path} can be read by other users (mode {stat.filemode(mode)}); the index holds the text of "
-            f"mail: run `chmod go-rwx {path}` or set [server] index_dir to a private directory"
-        )
-        self.path = path
 
 
 def default_index_dir() -> Path:
@@ -68,11 +58,16 @@ def index_path(index_dir: Path | None, account_id: str) -> Path:
     return (index_dir or default_index_dir()).expanduser() / f"{account_id}{SUFFIX}"
 
 
-def user_index_path(index_dir: Path | None, account_id: str, user: str) -> Path:
-    """The file of team ``user``'s index of ``account_id`` (``user`` folded as a
+def user_tag(account_id: str, user: str) -> str:
+    """The tag that names team ``user``'s index of ``account_id`` in every engine (a file's name, a
+    schema's): a keyed digest, in hex, that names nobody (``user`` folded as a
     :class:`~mail_imap_mcp.state.Caller`'s is: :func:`~mail_imap_mcp.state.fold_user`)."""
-    tag = sealing.user_digest(b"mail-imap-mcp index\0" + account_id.encode(), USER_TAG_BYTES, user).hex()
-    return index_path(index_dir, f"{account_id}{USER_SEPARATOR}{tag}")
+    return sealing.user_digest(b"mail-imap-mcp index\0" + account_id.encode(), USER_TAG_BYTES, user).hex()
+
+
+def user_index_path(index_dir: Path | None, account_id: str, user: str) -> Path:
+    """The file of team ``user``'s index of ``account_id`` (:func:`user_tag`)."""
+    return index_path(index_dir, f"{account_id}{USER_SEPARATOR}{user_tag(account_id, user)}")
 
 
 def user_index_paths(index_dir: Path | None, account_id: str) -> list[Path]:
@@ -105,14 +100,6 @@ def _prepare(path: Path) -> None:
         descriptor = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
         os.close(descriptor)
     _check_private(path)
-
-
-@dataclass
-class Opened:
-    """An index store, and the warning of a file moved aside to make it (None: none was)."""
-
-    store: SqliteStore
-    warning: str | None = None
 
 
 def open_index(path: Path, identity: str | None = None) -> Opened:

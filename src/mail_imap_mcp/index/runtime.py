@@ -1,13 +1,14 @@
-"""One account's index in a running server: its file, its state, and the sync that keeps it current in
+"""One account's index in a running server: its place in the engine (a file, a schema), its state, and the sync that keeps it current in
 the background on a connection of its own.
 
 The background thread builds the index (:func:`~mail_imap_mcp.index.build.build`), then brings it up to
 date every :data:`RESYNC_S` seconds, in steps of :data:`BACKGROUND_STEP` messages with a pause between
 them, so tool calls on the account's own connection are never starved. Searches read and update the
-file through a store of their own (:meth:`AccountIndex.search_store`); both take the indexer's lock
+index through a store of their own (:meth:`AccountIndex.search_store`); both take the indexer's lock
 while they sync a folder. A full disk, a damaged file or any other error stops the sync: the index says
 ``unavailable`` and why, searches go to the server with a warning, and the sync starts again (a damaged
-file moved aside and built again; else the same file, every :data:`RETRY_S` seconds).
+index moved aside and built again; else the same one, every :data:`RETRY_S` seconds). The engine
+(:mod:`.engine`, chosen once by the application) says where the index is and opens it.
 """
 
 from __future__ import annotations
@@ -16,15 +17,13 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.index.attachments import AttachmentReading
 from mail_imap_mcp.index.build import BuildHooks, build
-from mail_imap_mcp.index.location import IndexPermissions, move_aside, open_index
-from mail_imap_mcp.index.sqlite_store import SqliteStore
-from mail_imap_mcp.index.store import IndexBusy, IndexUnusable, IndexWriteFailed
+from mail_imap_mcp.index.engine import IndexLocation
+from mail_imap_mcp.index.store import IndexBusy, IndexPermissions, IndexStore, IndexUnusable, IndexWriteFailed
 from mail_imap_mcp.index.sync import Indexer
 
 log = logging.getLogger("mail_imap_mcp.index")
@@ -35,19 +34,6 @@ RESYNC_S = 60.0
 RETRY_S = 30.0
 #: Seconds the background sync pauses between two steps of fetching.
 STEP_PAUSE_S = 0.05
-
-
-_file_locks: dict[Path, threading.RLock] = {}
-_file_locks_guard = threading.Lock()
-
-
-def file_lock(path: Path) -> threading.RLock:
-    """The one lock of the index file at ``path`` in this process, whichever :class:`AccountIndex` opens
-    it: an index closed while its sync still ran (past :meth:`AccountIndex.close`'s wait) and the one
-    made again on the same file take turns, never sync the same folder at once."""
-    key = path.expanduser().resolve()
-    with _file_locks_guard:
-        return _file_locks.setdefault(key, threading.RLock())
 
 
 @dataclass
@@ -76,23 +62,21 @@ class AccountIndex:
     def __init__(
         self,
         account_id: str,
-        path: Path,
+        location: IndexLocation,
         text_bytes: int,
         connect: Callable[[], AccountConnection],
         attachments: AttachmentReading | None = None,
-        identity: str | None = None,
     ) -> None:
         self.account_id = account_id
-        self.path = path
-        #: The account the file must record (:func:`~.location.account_identity`; None: not checked).
-        self.identity = identity
+        #: Where the index is, in its engine (and the account it must record).
+        self.location = location
         self.text_bytes = text_bytes
         self.attachments = attachments
         self._connect = connect
-        self._lock = file_lock(path)
+        self._lock = location.lock()  # an index closed while its sync still ran and the next take turns
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._search_store: SqliteStore | None = None
+        self._search_store: IndexStore | None = None
         self._opening = threading.Lock()
         self._search_indexer: Indexer | None = None
         self.status = IndexStatus("building")
@@ -101,13 +85,13 @@ class AccountIndex:
         #: Why the searches' store could not be opened the last time it was tried (it is tried again).
         self.open_failure: str | None = None
 
-    def _open(self) -> SqliteStore:
-        opened = open_index(self.path, self.identity)
+    def _open(self) -> IndexStore:
+        opened = self.location.open()
         if opened.warning:
             self.warning = opened.warning
         return opened.store
 
-    def _indexer(self, store: SqliteStore) -> Indexer:
+    def _indexer(self, store: IndexStore) -> Indexer:
         return Indexer(
             store,
             self.account_id,
@@ -122,7 +106,7 @@ class AccountIndex:
         return self._lock
 
     def search_indexer(self) -> Indexer | None:
-        """The searches' own indexer (its own SQLite connection); None when the index is unavailable."""
+        """The searches' own indexer (its own store's connections); None when the index is unavailable."""
         if self.status.state == "unavailable":
             return None
         with self._opening:  # two first searches at once open one store (the other one leaked)
@@ -155,7 +139,7 @@ class AccountIndex:
             self._thread = threading.Thread(target=self._run, name=f"index-{self.account_id}", daemon=True)
             self._thread.start()
 
-    def _open_to_sync(self, damaged: bool) -> SqliteStore | None:
+    def _open_to_sync(self, damaged: bool) -> IndexStore | None:
         """The background sync's store (``damaged``: the file is moved aside first, and built again);
         None: the index is unavailable for good (a file others can read), or closed meanwhile. A file
         another process holds locked while this one sets its schema, or one that cannot be written (a
@@ -164,7 +148,7 @@ class AccountIndex:
             try:
                 if damaged:
                     self._close_search_store()
-                    self.warning = f"the index file was damaged; it was moved to {move_aside(self.path)}"
+                    self.warning = f"the index file was damaged; it was moved to {self.location.move_aside()}"
                     log.warning("index of %s: %s and is being built again", self.account_id, self.warning)
                     damaged = False
                 store = self._open()
@@ -222,7 +206,7 @@ class AccountIndex:
         finally:
             connection.close()
 
-    def _keep_current(self, connection: AccountConnection, store: SqliteStore) -> None:
+    def _keep_current(self, connection: AccountConnection, store: IndexStore) -> None:
         indexer = self._indexer(store)
         built = store.folders() and all(state.complete for state in store.folders().values())
         if built:
@@ -230,7 +214,7 @@ class AccountIndex:
         while not self._stop.is_set():
             self._stop.wait(self._sync_once(connection, indexer, store))
 
-    def _sync_once(self, connection: AccountConnection, indexer: Indexer, store: SqliteStore) -> float:
+    def _sync_once(self, connection: AccountConnection, indexer: Indexer, store: IndexStore) -> float:
         status = self.status
 
         def plan(folders: int, messages: int) -> None:

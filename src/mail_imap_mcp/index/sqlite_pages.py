@@ -13,10 +13,10 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from mail_imap_mcp.index.sqlite_query import Fts5Query, in_places
 from mail_imap_mcp.index.sqlite_ranking import Ranker, weighs_nothing
 from mail_imap_mcp.index.store import (
     COLUMN_WEIGHTS,
-    CompiledQuery,
     Hit,
     HitPage,
     Order,
@@ -25,7 +25,6 @@ from mail_imap_mcp.index.store import (
     flag_names,
     unpack_texts,
 )
-from mail_imap_mcp.query.fts5 import in_places
 
 #: BM25 with the columns' weights, called as a function (as FTS5's ``rank`` column it took twice as long).
 _BM25 = f"bm25(fts, {', '.join(str(w) for w in (*COLUMN_WEIGHTS, 0.0))})"  # the place weighs nothing
@@ -36,7 +35,7 @@ _HIT_COLUMNS = (
 
 
 def page_task(
-    stored: Sequence[tuple[str, int, int]], ranker: Ranker, query: CompiledQuery, ask: PageAsk
+    stored: Sequence[tuple[str, int, int]], ranker: Ranker, query: Fts5Query, ask: PageAsk
 ) -> Callable[[sqlite3.Connection], HitPage]:
     """The work of the page ``ask`` of ``query`` (its folders in the search's order), to run on a read
     connection; ``stored``: every folder's (name, id, messages)."""

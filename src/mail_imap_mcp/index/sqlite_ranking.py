@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from mail_imap_mcp.index.store import CompiledQuery
+from mail_imap_mcp.index.sqlite_query import Fts5Query
 
 #: Shards a ranked query is split into (and threads ranking them): one for every two cores, at most four,
 #: leaving cores to the server's other work (the freshness round trip runs meanwhile). On a machine of
@@ -225,7 +225,7 @@ class Started(Generic[T]):
                 self._db.interrupt()
 
 
-def weighs_nothing(query: CompiledQuery, matches: int, stored: int) -> bool:
+def weighs_nothing(query: Fts5Query, matches: int, stored: int) -> bool:
     """Whether the matches are listed newest first instead of scored: a conjunction of words (no OR)
     that more than half the ``stored`` messages match has each word in more than half of them, where
     BM25's IDF is at or below zero (FTS5 floors it at a millionth, so only word counts and lengths still

@@ -8,14 +8,14 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+from mail_imap_mcp.index.sqlite_query import PLACE_COLUMN
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexUnusable
-from mail_imap_mcp.query.fts5 import PLACE_COLUMN
 
 #: "MIMX": marks a database as this index (``PRAGMA application_id``).
 APPLICATION_ID = 0x4D494D58
 SCHEMA_VERSION = 7
 #: The FTS5 table's columns: the text columns, then the folder of the message as one word
-#: (:func:`~mail_imap_mcp.query.fts5.place_token`), so that a search of some folders is one MATCH.
+#: (:func:`~mail_imap_mcp.index.sqlite_query.place_token`), so that a search of some folders is one MATCH.
 FTS_COLUMNS = (*TEXT_COLUMNS, PLACE_COLUMN)
 
 #: The one-row table of the account the file indexes (added beside schema 7: a file without it, or with
@@ -34,7 +34,7 @@ CREATE TABLE messages(
     filenames TEXT NOT NULL, doc BLOB NOT NULL,
     global_id INTEGER, -- X-GM-MSGID: Gmail's id of a message in every folder (one row per message)
     labels TEXT NOT NULL DEFAULT '', -- X-GM-LABELS, one a line
-    label_keys TEXT NOT NULL DEFAULT '', -- the labels as label: compares them (query.fts5.label_key)
+    label_keys TEXT NOT NULL DEFAULT '', -- the labels as label: compares them (index.store.label_key)
     attachments_read INTEGER NOT NULL DEFAULT 0, -- with index_attachments (schema 6)
     arrival INTEGER NOT NULL, -- INTERNALDATE, seconds since the epoch (schema 7)
     UNIQUE(folder, uid));

@@ -22,11 +22,11 @@ from typing import Unpack
 
 from mail_imap_mcp.index.sqlite_errors import Transaction, failure_of, translated
 from mail_imap_mcp.index.sqlite_pages import page_task
+from mail_imap_mcp.index.sqlite_query import Fts5Query, compile_fts5, label_keys, place_token
 from mail_imap_mcp.index.sqlite_ranking import SHARDS, Ranker, ReadConnections
 from mail_imap_mcp.index.sqlite_schema import FTS_COLUMNS, prepare
 from mail_imap_mcp.index.store import (
     WRITER_WAIT_S,
-    CompiledQuery,
     FolderState,
     HitPage,
     IndexedMessage,
@@ -37,7 +37,7 @@ from mail_imap_mcp.index.store import (
     pack_texts,
     unpack_texts,
 )
-from mail_imap_mcp.query.fts5 import label_keys, place_token
+from mail_imap_mcp.query.tree import Query
 
 #: Row ids per second of sent date (a row id is the sent time times this, plus a counter).
 IDS_PER_SECOND = 4096
@@ -259,17 +259,17 @@ class SqliteStore:
     def count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM messages").fetchone()[0])
 
-    def search(self, query: CompiledQuery, **ask: Unpack[PageAsk]) -> HitPage:
-        task = self._page_task(query, ask)
+    def search(self, query: Query, **ask: Unpack[PageAsk]) -> HitPage:
+        task = self._page_task(compile_fts5(query), ask)
         return PendingSearch(lambda: self._ranker.run(task)).result()
 
-    def start_search(self, query: CompiledQuery, **ask: Unpack[PageAsk]) -> PendingSearch:
+    def start_search(self, query: Query, **ask: Unpack[PageAsk]) -> PendingSearch:
         """Start :meth:`search` in a thread on a read connection and return at once (the search's
         freshness round trip runs meanwhile); :meth:`PendingSearch.result` is the page."""
-        started = self._ranker.submit(self._page_task(query, ask))
+        started = self._ranker.submit(self._page_task(compile_fts5(query), ask))
         return PendingSearch(started.result, started.cancel)
 
-    def _page_task(self, query: CompiledQuery, ask: PageAsk) -> Callable[[sqlite3.Connection], HitPage]:
+    def _page_task(self, query: Fts5Query, ask: PageAsk) -> Callable[[sqlite3.Connection], HitPage]:
         try:
             stored = self._db.execute("SELECT name, id, messages FROM folders").fetchall()
         except sqlite3.Error as exc:

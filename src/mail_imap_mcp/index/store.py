@@ -2,9 +2,11 @@
 
 A store holds, per account, the indexed folders (:class:`FolderState`: where their sync stands) and one
 row per message (:class:`IndexedMessage`: its place, the facts a query filters on and the text it ranks
-on). It answers a compiled query (:class:`~mail_imap_mcp.query.fts5.Fts5Query`) with ranked
-:class:`Hit` rows. SQLite FTS5 backs it by default (:mod:`.sqlite_store`); a server-grade engine for a
-hosted deployment would implement the same :class:`IndexStore`.
+on). It answers a query tree (:mod:`mail_imap_mcp.query.tree`) with ranked :class:`Hit` rows: each
+engine compiles the tree itself (:mod:`.engine`), so nothing of an engine's query language or SQL
+crosses this interface. SQLite FTS5 backs it by default (:mod:`.sqlite_store`, its compiler
+:mod:`.sqlite_query`); PostgreSQL for a team (:mod:`.postgres_store`) implements the same
+:class:`IndexStore`.
 
 Messages are keyed by (folder, UID) under the folder's UIDVALIDITY. Where the server has an id of its own
 for a message in every folder that shows it (Gmail's X-GM-MSGID, :meth:`Personality.identity_of
@@ -16,12 +18,14 @@ message stored again under another folder replaces its row, so it is never index
 from __future__ import annotations
 
 import json
+import stat
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal, NotRequired, Protocol, TypedDict, Unpack
 
-from mail_imap_mcp.query.fts5 import FLAG_BITS
+from mail_imap_mcp.query.tree import Query
 
 #: The text columns of a message, in the order the store keeps them (and FTS5 weighs them).
 TEXT_COLUMNS = (
@@ -41,8 +45,35 @@ TEXT_COLUMNS = (
 #: the text of attachments (``index_attachments``) below the body.
 COLUMN_WEIGHTS = (10.0, 6.0, 3.0, 2.0, 2.0, 1.0, 2.0, 0.3, 4.0, 1.0)
 
-#: The system flags as the store's bits (:data:`~mail_imap_mcp.query.fts5.FLAG_BITS`, which the compiled
-#: queries test), by their lower-case spelling and by bit as servers spell them.
+#: The text columns each text field of a query searches (``text``: every one).
+TEXT_FIELDS: dict[str, tuple[str, ...]] = {
+    "text": (),  # every column but the place
+    "from": ("sender",),
+    "to": ("recipients_to",),
+    "cc": ("recipients_cc",),
+    "subject": ("subject",),
+    "body": ("body", "quoted"),
+}
+#: Headers the index keeps, and their columns.
+HEADER_FIELDS = {"list-id": "list_id", "message-id": "message_id"}
+#: The system flags as the store's bits, by the query's name of each (``is:flagged``: ``flagged``, the
+#: server's ``\\Flagged``): the one definition every engine writes and its compiler reads.
+FLAG_BITS = {"seen": 1, "answered": 2, "flagged": 4, "deleted": 8, "draft": 16}
+
+
+class Unsupported(ValueError):
+    """The index cannot answer this test (a header it does not keep, Bcc, text without a word to
+    match); the server's search can."""
+
+
+def label_key(name: str) -> str:
+    """A label as ``label:`` compares it: case ignored, a system label's ``\\`` dropped, spaces and
+    slashes written ``-`` (as Gmail's search writes them: ``label:my-project`` is "My Project")."""
+    return name.removeprefix("\\").casefold().replace(" ", "-").replace("/", "-")
+
+
+#: The system flags as the store's bits (:data:`FLAG_BITS`), by their lower-case spelling and by bit as
+#: servers spell them.
 _BITS = {"\\" + name: bit for name, bit in FLAG_BITS.items()}
 _NAMES = {bit: "\\" + name.title() for name, bit in FLAG_BITS.items()}
 
@@ -79,6 +110,17 @@ def flag_names(bits: int) -> tuple[str, ...]:
 #: How long a write waits for another process's transaction before it gives up (:class:`IndexBusy`),
 #: unless told otherwise (:meth:`IndexStore.wait_for_writers`: a search waits its remaining budget).
 WRITER_WAIT_S = 30.0
+
+
+class IndexPermissions(Exception):
+    """The index file or its directory can be read by other users: it is not used."""
+
+    def __init__(self, path: Path, mode: int) -> None:
+        super().__init__(
+            f"{path} can be read by other users (mode {stat.filemode(mode)}); the index holds the text of "
+            f"mail: run `chmod go-rwx {path}` or set [server] index_dir to a private directory"
+        )
+        self.path = path
 
 
 class IndexUnusable(Exception):
@@ -198,21 +240,6 @@ class PageAsk(TypedDict):
     places: NotRequired[Sequence[Place] | None]
 
 
-class CompiledQuery(Protocol):
-    """A query compiled for the store (:class:`~mail_imap_mcp.query.fts5.Fts5Query`): an FTS5 MATCH
-    expression (None: no text to match) and an SQL condition on the message row ``m`` with its
-    parameters. Nothing of the user's text is in ``where``: it travels in ``params``."""
-
-    @property
-    def match(self) -> str | None: ...
-    @property
-    def where(self) -> str: ...
-    @property
-    def params(self) -> tuple[object, ...]: ...
-    @property
-    def conjunctive(self) -> bool: ...
-
-
 class PendingPage(Protocol):
     """A search under way (:meth:`IndexStore.start_search`)."""
 
@@ -274,14 +301,15 @@ class IndexStore(Protocol):
         """The messages indexed, in every folder."""
         ...
 
-    def search(self, query: CompiledQuery, **ask: Unpack[PageAsk]) -> HitPage:
-        """The page of messages of ``folders`` that ``query`` matches, best (or newest) first: ranked,
+    def search(self, query: Query, **ask: Unpack[PageAsk]) -> HitPage:
+        """The page of messages of ``folders`` that the query tree ``query`` matches (compiled by the
+        engine; :class:`Unsupported` where it cannot answer it), best (or newest) first: ranked,
         every match is ranked; with it the places of the first ``keep`` matches. ``places``: the page
         is those of them that still match, in that order (a later page of a search whose first page
         kept them), ``order`` and ``offset`` aside."""
         ...
 
-    def start_search(self, query: CompiledQuery, **ask: Unpack[PageAsk]) -> PendingPage:
+    def start_search(self, query: Query, **ask: Unpack[PageAsk]) -> PendingPage:
         """:meth:`search` begun in the background, to be taken (or dropped) later."""
         ...
 

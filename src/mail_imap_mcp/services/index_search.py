@@ -34,7 +34,6 @@ from mail_imap_mcp.index.snippets import matched_words, snippet_around
 from mail_imap_mcp.index.store import FolderState, Hit, IndexUnusable, Order, Place
 from mail_imap_mcp.index.summaries import summary_of
 from mail_imap_mcp.query import Query
-from mail_imap_mcp.query.fts5 import Fts5Query, compile_fts5
 from mail_imap_mcp.query.tree import AllOf, AnyOf, Label, nodes
 from mail_imap_mcp.services.index_places import KEPT_PLACES, keep_places, kept_places
 from mail_imap_mcp.services.search_args import ALL_MAILBOXES, SearchArgs
@@ -103,8 +102,8 @@ def index_page(
         if not personality.has_labels and any(isinstance(node, Label) for node in nodes(search)):
             return _Read([], 0, [], [], [], Freshness(), declined=_NO_LABELS)
         views = [personality.index_view(name, directory) for name in named]
-        compiled = _with_labels(choice.compiled, search, [view.label for view in views])
-        if compiled is None or (everything and compiled is not choice.compiled):
+        asked = _with_labels(choice.query, [view.label for view in views])
+        if asked is None or (everything and asked is not choice.query):
             return _Read([], 0, [], [], [], Freshness(), declined=_MIXED_VIEWS)
         folders = list(dict.fromkeys(view.folder for view in views))
 
@@ -117,7 +116,7 @@ def index_page(
             answer = fresh_page(
                 session,
                 choice.indexer,
-                compiled,
+                asked,
                 folders=None if everything else folders,
                 order=_store_order(choice.order, args, personality.every_mailbox_is_one and not adds_roles),
                 limit=limit,
@@ -289,16 +288,16 @@ _NO_LABELS = "This server has no labels: the server answered this search."
 _UNUSABLE = "The local index could not be read ({why}): the server answered this search, unranked."
 
 
-def _with_labels(compiled: Fts5Query, search: Query, labels: list[str | None]) -> Fts5Query | None:
-    """The compiled query limited to messages with one of ``labels`` (the views of label folders); as
-    compiled where no view is a label's; None where label views and folders are mixed."""
+def _with_labels(search: Query, labels: list[str | None]) -> Query | None:
+    """The query limited to messages with one of ``labels`` (the views of label folders); as it is where
+    no view is a label's; None where label views and folders are mixed."""
     wanted = [label for label in labels if label is not None]
     if not wanted:
-        return compiled
+        return search
     if len(wanted) != len(labels):
         return None
     within = AnyOf(tuple(Label(label) for label in dict.fromkeys(wanted)))
-    return compile_fts5(AllOf((search, within)))
+    return AllOf((search, within))
 
 
 def _summaries(

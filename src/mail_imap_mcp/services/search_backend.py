@@ -7,8 +7,8 @@ Gmail's own search is a further dialect that joins here (and its compiler in ``q
 and no IMAP module chooses.
 
 Before them, the local index (:func:`choose_index`): a search with a query is answered from it when the
-account keeps one (``index = true``), its first build is done, and the query compiles to FTS5
-(:func:`mail_imap_mcp.query.fts5.compile_fts5`). Otherwise the server answers, and the reason is a
+account keeps one (``index = true``), its first build is done, and the index engine can answer the
+query (:meth:`mail_imap_mcp.index.engine.IndexEngine.check`: each engine compiles the tree itself). Otherwise the server answers, and the reason is a
 warning of the page where the user would expect the index (a build still running, the index unavailable,
 a test it cannot answer).
 """
@@ -21,18 +21,18 @@ from typing import Literal
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.imap.personality import Personality
 from mail_imap_mcp.imap.personality.standard import Dialect
+from mail_imap_mcp.index.store import Unsupported
 from mail_imap_mcp.index.sync import Indexer
 from mail_imap_mcp.query import DIALECTS, HasFlag, HasKeyword, Query
-from mail_imap_mcp.query.fts5 import Fts5Query, Unsupported, compile_fts5
 from mail_imap_mcp.query.tree import nodes
 
 
 @dataclass
 class IndexChoice:
-    """The index answers: its indexer, the query compiled for it, the order, and what to say."""
+    """The index answers: its indexer, the query it answers, the order, and what to say."""
 
     indexer: Indexer
-    compiled: Fts5Query
+    query: Query
     order: Literal["relevance", "date", "arrival"]
     #: The query's tests of flags and keywords (a server without CONDSTORE is asked for them first).
     flag_tests: tuple[HasFlag | HasKeyword, ...]
@@ -59,7 +59,7 @@ def choose_index(
             "this search, unranked and newest first."
         ]
     try:
-        compiled = compile_fts5(search)
+        app.index_engine.check(search)
     except Unsupported as exc:
         return [f"The local index cannot answer this search ({exc}): the server answered it, unranked."]
     indexer = runtime.search_indexer()
@@ -71,7 +71,7 @@ def choose_index(
     warnings = [runtime.warning] if runtime.warning else []
     runtime.warning = None
     flags = tuple(node for node in nodes(search) if isinstance(node, HasFlag | HasKeyword))
-    return IndexChoice(indexer, compiled, order, flags, warnings)
+    return IndexChoice(indexer, search, order, flags, warnings)
 
 
 #: Why a page asked for in relevance order is in arrival order: no index ranks this account's mail.

@@ -1,4 +1,5 @@
-"""A query as an SQLite FTS5 search of the local index: a MATCH expression and an SQL condition.
+"""The SQLite engine's compiler: a query tree as an FTS5 search of the index, a MATCH expression and an
+SQL condition (an index engine owns its compiler: nothing of it crosses :class:`~.store.IndexStore`).
 
 The index keeps each message's text in the FTS5 columns of :data:`TEXT_FIELDS` and its facts (flags,
 arrival day, size, attachment names) in columns of the message row ``m``. A text test becomes an FTS5
@@ -18,6 +19,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from mail_imap_mcp.index.store import FLAG_BITS, HEADER_FIELDS, TEXT_FIELDS, Unsupported, label_key
 from mail_imap_mcp.query.tree import (
     AllOf,
     AnyOf,
@@ -36,29 +38,11 @@ from mail_imap_mcp.query.tree import (
     nodes,
 )
 
-#: The FTS5 columns each text field searches.
-TEXT_FIELDS: dict[str, tuple[str, ...]] = {
-    "text": (),  # every column but the place
-    "from": ("sender",),
-    "to": ("recipients_to",),
-    "cc": ("recipients_cc",),
-    "subject": ("subject",),
-    "body": ("body", "quoted"),
-}
 #: The FTS5 column that holds a message's folder as one word (:func:`place_token`): no text test
 #: searches it, so a word of the user's never matches a folder.
 PLACE_COLUMN = "place"
-#: Headers the index keeps, and their columns.
-HEADER_FIELDS = {"list-id": "list_id", "message-id": "message_id"}
-#: The system flags as bits of ``m.flag_bits``, by the query's name of each (``is:flagged``: ``flagged``,
-#: the server's ``\\Flagged``): the one definition the store writes and this compiler reads.
-FLAG_BITS = {"seen": 1, "answered": 2, "flagged": 4, "deleted": 8, "draft": 16}
 #: A character the index's tokenizer (unicode61) keeps in a word: "_" separates words there.
 _WORD = re.compile(r"[^\W_]")
-
-
-class Unsupported(ValueError):
-    """The index cannot answer this test; the server's search can."""
 
 
 @dataclass(frozen=True)
@@ -84,12 +68,6 @@ def in_places(match: str, folder_ids: Iterable[int], *, excluded: bool = False) 
     least one folder)."""
     places = " OR ".join(place_token(folder) for folder in folder_ids)
     return f"({match}) {'NOT' if excluded else 'AND'} {PLACE_COLUMN} : ({places})"
-
-
-def label_key(name: str) -> str:
-    """A label as ``label:`` compares it: case ignored, a system label's ``\\`` dropped, spaces and
-    slashes written ``-`` (as Gmail's search writes them: ``label:my-project`` is "My Project")."""
-    return name.removeprefix("\\").casefold().replace(" ", "-").replace("/", "-")
 
 
 def label_keys(names: Iterable[str]) -> str:
