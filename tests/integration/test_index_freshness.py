@@ -116,7 +116,7 @@ async def test_an_index_another_process_is_writing_answers_as_it_is_and_says_so(
         with dovecot.connect(user, tls=False, starttls=False) as other:
             other.append("INBOX", note(50))  # the freshness check must write it into the index
         holder = subprocess.Popen(
-            [sys.executable, "-c", LOCK_HOLDER, str(app.indexes["default"].path)],
+            [sys.executable, "-c", LOCK_HOLDER, str(Path(app.indexes["default"].location.where))],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -148,7 +148,7 @@ async def test_an_index_found_damaged_by_a_search_hands_it_to_the_server(
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [note(i) for i in range(4)])
     async for mcp, app, _config in indexed_client(dovecot, user, tmp_path):
-        damage = sqlite3.connect(app.indexes["default"].path)
+        damage = sqlite3.connect(Path(app.indexes["default"].location.where))
         damage.execute(
             "UPDATE fts_data SET block = x'ffffffffffffffff' WHERE id = 10"
         )  # its structure record
@@ -195,7 +195,7 @@ async def test_past_its_budget_the_total_is_about_and_every_folder_left_is_named
         assert "'INBOX'" in stale and repr(archive) in stale and "2 mailbox(es)" in stale, stale
         assert "The total counts the index as it is" in stale
 
-        await anyio.to_thread.run_sync(catch_up, config, app.indexes["default"].path)
+        await anyio.to_thread.run_sync(catch_up, config, Path(app.indexes["default"].location.where))
         rest = await mcp.call(SEARCH, {"query": "kiwiword", "mailbox": "*", "cursor": data["next_cursor"]})
         assert rest["success"], rest
         # The later page lists what the first page found (the 2 messages it did not take yet), in its
