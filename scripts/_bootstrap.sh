@@ -86,6 +86,30 @@ ensure_chromium() {
   [ "${#missing[@]}" -eq 0 ] || apt_install --no-install-recommends "${missing[@]}"
 }
 
+# PostgreSQL, for the index in PostgreSQL (tests/support/postgres.py): a throwaway cluster the tests make
+# with initdb and run on loopback (postgres in the foreground, what pg_ctl starts) as an unprivileged
+# user; never the system service (the package's own cluster and service are kept from being made).
+postgres_bin() {
+  local found
+  found="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
+  [ -n "$found" ] && [ -x "$found/initdb" ] && printf '%s\n' "$found"
+}
+
+ensure_postgres() {
+  postgres_bin >/dev/null && return 0
+  local added_policy=""
+  if [ "$(id -u)" -eq 0 ] && [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+    chmod 755 /usr/sbin/policy-rc.d
+    added_policy=1
+  fi
+  mkdir -p /etc/postgresql-common
+  [ -e /etc/postgresql-common/createcluster.conf ] ||
+    printf 'create_main_cluster = false\n' >/etc/postgresql-common/createcluster.conf
+  apt_install --no-install-recommends postgresql
+  [ -z "$added_policy" ] || rm -f /usr/sbin/policy-rc.d
+}
+
 # The tests' keychain: a real Secret Service, GNOME Keyring's daemon on a session bus of its own
 # (tests/support/secret_service.py runs it under dbus-run-session); never a system service.
 ensure_secret_service() {

@@ -32,6 +32,7 @@ from tests.support.gmail_server import CAPABILITIES as GMAIL_CAPABILITIES
 from tests.support.matrix import MATRIX, SESSION_PASSWORD, MatrixServer
 from tests.support.oauth2 import IntrospectionEndpoint
 from tests.support.oidc_provider import OidcProvider
+from tests.support.postgres import PostgresServer
 from tests.support.run_lifetime import end_run_on_sigterm
 from tests.support.secret_service import SecretService, running_secret_service
 
@@ -151,6 +152,14 @@ def secret_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecretS
     """The keychain of one test: a Secret Service of its own (GNOME Keyring on its own session bus)."""
     with running_secret_service(tmp_path_factory.mktemp("keychain")) as service:
         yield service
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A throwaway PostgreSQL of the session (the index in PostgreSQL); each test takes a database of
+    its own (:func:`tests.support.postgres.index_table`)."""
+    with PostgresServer() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

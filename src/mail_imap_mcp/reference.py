@@ -18,6 +18,7 @@ from mail_imap_mcp.config import (
     AccountConfig,
     HttpAuthSettings,
     HttpSettings,
+    IndexSettings,
     ServerSettings,
     StateSettings,
 )
@@ -205,6 +206,7 @@ def configuration_markdown() -> str:
         ("`[http]` (`serve --transport http`)", HttpSettings),
         ("`[http.auth]` (each user signs in: a team's server)", HttpAuthSettings),
         ("`[state]` (several instances share state)", StateSettings),
+        ("`[index]` (the engine of the local indexes)", IndexSettings),
     ):
         schema = model.model_json_schema()
         lines += [

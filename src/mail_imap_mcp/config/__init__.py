@@ -18,6 +18,7 @@ from .accounts import (
     Security,
     is_loopback_host,
 )
+from .index_settings import IndexSettings
 from .loading import env_accounts, load_config, parse_command, resolve_config_path
 from .secrets import helper_environment, resolve_secret
 from .settings import Config, HttpSettings, ServerSettings
@@ -36,6 +37,7 @@ __all__ = [
     "ConfigError",
     "HttpAuthSettings",
     "HttpSettings",
+    "IndexSettings",
     "Security",
     "ServerSettings",
     "StateSettings",

@@ -23,6 +23,7 @@ from .accounts import (
     format_validation_error,
     is_loopback_host,
 )
+from .index_settings import IndexSettings
 from .secrets import resolve_secret
 from .team import HttpAuthSettings, StateSettings
 
@@ -398,6 +399,7 @@ class Config(BaseModel):
     server: ServerSettings = Field(default_factory=ServerSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
     state: StateSettings = Field(default_factory=StateSettings)
+    index: IndexSettings = Field(default_factory=IndexSettings)
 
     def writes_allowed(self, account_id: str) -> bool:
         """Whether write tools may change mail of ``account_id``."""

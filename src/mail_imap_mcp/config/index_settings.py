@@ -1,0 +1,113 @@
+"""``[index]``: which engine keeps the local full-text indexes, and where.
+
+``index_engine = "sqlite"`` (the default) keeps one file per account under ``[server] index_dir``;
+``"postgresql"`` keeps every index in one PostgreSQL database that every instance of a team deployment
+shares (``index_url``), one schema per index. Whether an account keeps an index at all, how much of each
+message it reads and the freshness budget stay in ``[server]`` and the accounts (``index``,
+``index_per_user``, ``index_text_bytes``...). The database password is a secret like every other
+(:mod:`.secret_storage`): from an environment variable, a file of the user's alone or the OS keychain,
+never in the URL.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .errors import ConfigError
+from .secrets import check_env_names, resolve_secret
+
+#: Where the database password comes from: at most one of them (none: the URL's host trusts the user,
+#: e.g. a Unix socket with peer authentication).
+PASSWORD_SOURCES = ("index_password_env", "index_password_file", "index_password_keyring")
+
+
+class IndexSettings(BaseModel):
+    """``[index]``: the engine of every index of this server."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    index_engine: Literal["sqlite", "postgresql"] = Field(
+        default="sqlite",
+        description='The engine of the indexes: "sqlite" (a file per account in [server] index_dir, for '
+        'one person) or "postgresql" (one database every instance of a team shares, index_url; needs the '
+        "`postgres` extra). Which accounts keep an index stays `index` in [server] or the account.",
+    )
+    index_url: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=2000,
+        description='With index_engine = "postgresql": the database, e.g. '
+        "`postgresql://mail_index@db.internal:5432/mail_index?sslmode=verify-full`, without a password "
+        "(index_password_env, index_password_file or index_password_keyring give it).",
+    )
+    index_password_env: str | None = Field(
+        default=None, min_length=1, description="Environment variable holding the database password."
+    )
+    index_password_file: Path | None = Field(
+        default=None, description="File holding the database password (mode 0600, the user's own)."
+    )
+    index_password_keyring: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="Read the database password from the OS keychain: the entry of this service name and "
+        "the URL's user name (keyring library; mail-imap-mcp[keyring]).",
+    )
+    index_pool_size: int = Field(
+        default=4,
+        ge=1,
+        le=64,
+        description="With PostgreSQL: most connections this instance holds to the database.",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> IndexSettings:
+        given = [name for name in PASSWORD_SOURCES if getattr(self, name) is not None]
+        if len(given) > 1:
+            raise ValueError(f"set at most one of {', '.join(given)}")
+        if self.index_password_env is not None:
+            check_env_names([self.index_password_env])
+        if self.index_engine == "sqlite":
+            if self.index_url is not None or given:
+                raise ValueError('index_url and the password are for index_engine = "postgresql"')
+            return self
+        if self.index_url is None:
+            raise ValueError('index_engine = "postgresql" needs index_url (the database to keep indexes in)')
+        parts = urllib.parse.urlsplit(self.index_url)
+        if parts.scheme not in ("postgresql", "postgres"):
+            raise ValueError("index_url must start with postgresql://")
+        if parts.password is not None:
+            raise ValueError(
+                "index_url must not hold the password: give it with index_password_env, "
+                "index_password_file or index_password_keyring"
+            )
+        if self.index_password_keyring is not None and not parts.username:
+            raise ValueError(
+                "index_password_keyring needs the user name in index_url (postgresql://USER@...)"
+            )
+        return self
+
+    def password(self, env: Mapping[str, str] | None = None) -> str | None:
+        """The database password (None: none is configured); :class:`ConfigError` naming the setting."""
+        if self.index_password_keyring is not None:
+            from .keychain import read_password
+
+            user = urllib.parse.urlsplit(self.index_url or "").username or ""
+            return read_password(self.index_password_keyring, user, "index_password_keyring in [index]")
+        if self.index_password_env is None and self.index_password_file is None:
+            return None
+        try:
+            return resolve_secret(
+                env_var=self.index_password_env,
+                file=self.index_password_file,
+                env=env,
+                file_setting="index_password_file in [index]",
+                what="database password",
+            )
+        except ConfigError as exc:
+            raise ConfigError(f"[index] {exc}") from None

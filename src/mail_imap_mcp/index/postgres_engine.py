@@ -1,0 +1,157 @@
+"""The PostgreSQL engine: every index of the server in one database (``[index] index_url``) that every
+instance of a team deployment shares, a schema per index (:mod:`.postgres_schema`) named by the account
+and, with ``index_per_user``, by the team user's tag (:func:`~.location.user_tag`: a keyed digest that
+names nobody). Its queries are compiled by :mod:`.postgres_query`; its syncs take turns on one lock per
+index in a process and on the index's advisory lock across instances (:mod:`.postgres_store`); a ranked
+page keeps the places of its first matches for the later ones, as SQLite's does."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from mail_imap_mcp.config import AccountConfig, IndexSettings
+from mail_imap_mcp.index import postgres_schema
+from mail_imap_mcp.index.engine import IndexLocation, Opened
+from mail_imap_mcp.index.location import USER_SEPARATOR, account_identity, user_tag
+from mail_imap_mcp.index.postgres_query import PgCompiler
+from mail_imap_mcp.index.postgres_store import Connection, PostgresStore, failure_of
+from mail_imap_mcp.index.sqlite_tokens import Tokenizer
+from mail_imap_mcp.query.tree import Query
+
+#: The start of every index's schema name.
+SCHEMA_PREFIX = "mimx_"
+#: Seconds to wait for a connection of the pool (PostgreSQL out of reach: the index is unavailable).
+CONNECT_WAIT_S = 5.0
+_MAX_NAME_BYTES = 63
+
+
+def schema_name(account_id: str, tag: str | None = None) -> str:
+    """The schema of ``account_id``'s index (``tag``: a team user's, :func:`~.location.user_tag`)."""
+    base = f"{SCHEMA_PREFIX}{account_id}"
+    if len(base.encode()) + (len(USER_SEPARATOR) + len(tag) if tag else 0) > _MAX_NAME_BYTES:
+        base = f"{SCHEMA_PREFIX}{hashlib.sha256(account_id.encode()).hexdigest()[:24]}"
+    return f"{base}{USER_SEPARATOR}{tag}" if tag else base
+
+
+_locks: dict[tuple[str, str], threading.RLock] = {}
+_locks_guard = threading.Lock()
+
+
+@dataclass(frozen=True)
+class PostgresLocation:
+    """:class:`~.engine.IndexLocation` of one schema of the engine's database."""
+
+    engine: PostgresEngine
+    schema: str
+    identity: str | None = None
+
+    @property
+    def where(self) -> str:
+        return f"schema {self.schema} of {self.engine.display}"
+
+    def open(self) -> Opened:
+        """The schema's store, made or brought up to this release's version where needed; another
+        account's, or one of a newer release this one cannot use, is :class:`~.store.IndexUnusable` and
+        stays as it is (shared: never moved aside on sight)."""
+        pool = self.engine.pool()
+        try:
+            with pool.connection() as conn:
+                postgres_schema.prepare(conn, self.schema, self.identity)
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise failure_of(self.schema, exc) from exc
+        return Opened(PostgresStore(pool, self.schema, self.engine.tokenizer))
+
+    def move_aside(self) -> str:
+        aside = f"{SCHEMA_PREFIX}unusable_{time.strftime('%Y%m%dT%H%M%S')}_{hashlib.sha256(self.schema.encode()).hexdigest()[:8]}"
+        with self.engine.pool().connection() as conn:
+            postgres_schema.rename(conn, self.schema, aside)
+        return f"schema {aside}"
+
+    def drop(self) -> bool:
+        try:
+            with self.engine.pool().connection() as conn:
+                return postgres_schema.drop(conn, self.schema)
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise failure_of(self.schema, exc) from exc
+
+    def lock(self) -> threading.RLock:
+        with _locks_guard:
+            return _locks.setdefault((self.engine.display, self.schema), threading.RLock())
+
+
+class PostgresEngine:
+    """:class:`~.engine.IndexEngine` of one PostgreSQL database (``settings``: ``[index]``)."""
+
+    name = "postgresql"
+
+    def __init__(self, settings: IndexSettings, password: str | None) -> None:
+        assert settings.index_url is not None
+        self.settings = settings
+        self.display = settings.index_url
+        self._password = password
+        self._pool: ConnectionPool[Connection] | None = None
+        self._guard = threading.Lock()
+        self.tokenizer = Tokenizer()
+        self.compiler = PgCompiler(self.tokenizer)
+
+    def pool(self) -> ConnectionPool[Connection]:
+        """The pool of connections to the database, opened on first use (without waiting for it)."""
+        with self._guard:
+            if self._pool is None:
+                extra: dict[str, Any] = {"connect_timeout": int(CONNECT_WAIT_S), "autocommit": True}
+                if self._password is not None:
+                    extra["password"] = self._password
+                self._pool = ConnectionPool(
+                    self.settings.index_url or "",
+                    kwargs=extra,
+                    min_size=1,
+                    max_size=self.settings.index_pool_size,
+                    timeout=CONNECT_WAIT_S,
+                    check=ConnectionPool.check_connection,
+                    open=False,
+                    name="mail-imap-mcp-index",
+                )
+                self._pool.open(wait=False)
+            return self._pool
+
+    def check(self, query: Query) -> None:
+        self.compiler.compile(query)
+
+    def location(self, account_id: str, account: AccountConfig, user: str | None = None) -> PostgresLocation:
+        schema = schema_name(account_id, None if user is None else user_tag(account_id, user))
+        return PostgresLocation(self, schema, account_identity(account, Path(schema)))
+
+    def user_locations(self, account_id: str) -> list[IndexLocation]:
+        first = schema_name(account_id, "0" * 24)
+        prefix = first[:-24]
+        with self.pool().connection() as conn:
+            rows = conn.execute(
+                "SELECT schema_name FROM information_schema.schemata WHERE left(schema_name, %s) = %s",
+                (len(prefix), prefix),
+            ).fetchall()
+        return [PostgresLocation(self, str(row[0])) for row in rows if len(str(row[0])) == len(first)]
+
+    def schemas(self) -> list[str]:
+        """Every index's schema in the database (the state listing)."""
+        with self.pool().connection() as conn:
+            rows = conn.execute(
+                "SELECT schema_name FROM information_schema.schemata WHERE left(schema_name, %s) = %s "
+                "ORDER BY 1",
+                (len(SCHEMA_PREFIX), SCHEMA_PREFIX),
+            ).fetchall()
+        return [str(row[0]) for row in rows]
+
+    def close(self) -> None:
+        with self._guard:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
+        self.tokenizer.close()

@@ -1,0 +1,429 @@
+"""The index in PostgreSQL: one schema per index (:mod:`.postgres_schema`), reached through the engine's
+connection pool (:mod:`.postgres_engine`), shared by every instance of a team deployment.
+
+Every change is one transaction that first takes the index's advisory lock (``pg_advisory_xact_lock``),
+so two instances, or two syncs of one, write one at a time as SQLite's writers do, waiting at most
+:data:`~.store.WRITER_WAIT_S` (:class:`~.store.IndexBusy`). A message's words are the SQLite index's
+(:mod:`.sqlite_tokens`), made in Python and stored as ``tsvector`` input (:func:`terms_of`), never
+through PostgreSQL's text search parser. A ranked page orders every match by ``ts_rank`` (subject A,
+sender B, body C, the rest D), then newest first; every other order is the server's, as SQLite's is.
+PostgreSQL out of reach is :class:`~.store.IndexWriteFailed` for the sync (tried again) and
+:class:`~.store.IndexUnusable` for a search (the server answers, with a warning); nothing is lost.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
+
+import psycopg
+import psycopg.errors
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from mail_imap_mcp.index.postgres_query import WEIGHTS, PgCompiler, PgQuery, lexeme
+from mail_imap_mcp.index.sqlite_tokens import Tokenizer
+from mail_imap_mcp.index.store import (
+    TEXT_COLUMNS,
+    WRITER_WAIT_S,
+    FolderState,
+    Hit,
+    HitPage,
+    IndexBusy,
+    IndexedMessage,
+    IndexUnusable,
+    IndexWriteFailed,
+    PageAsk,
+    Place,
+    flag_bits,
+    flag_names,
+    label_key,
+    pack_texts,
+    unpack_texts,
+)
+from mail_imap_mcp.query.tree import Query
+
+#: PostgreSQL's bounds of a ``tsvector``: the last position, and positions kept per lexeme.
+_LAST_POSITION = 16383
+_POSITIONS_KEPT = 256
+#: Longest lexeme kept, in bytes (PostgreSQL's bound is 2,047).
+_LEXEME_BYTES = 2000
+#: ``ts_rank``'s weights of D, C, B and A.
+_RANK_WEIGHTS = "{0.1, 0.2, 0.4, 1.0}"
+_WRITING = "mail-imap-mcp index"
+_HIT_COLUMNS = (
+    "m.id, f.name, f.uidvalidity, m.uid, m.sent, m.doc, m.flag_bits, m.keywords, m.size, "
+    "m.has_attachment, m.labels, m.arrival"
+)
+
+Connection = psycopg.Connection[tuple[Any, ...]]
+
+
+def terms_of(tokenizer: Tokenizer, texts: Sequence[str]) -> str:
+    """The ``tsvector`` input of a message's text columns: each word as its column's lexeme, with its
+    positions (phrases) and its column's weight."""
+    parts: list[str] = []
+    position = 1
+    for column, text in zip(TEXT_COLUMNS, texts, strict=True):
+        found: dict[str, list[int]] = {}
+        for word in tokenizer.words(text):
+            at = found.setdefault(word, [])
+            if len(at) < _POSITIONS_KEPT and (not at or at[-1] < _LAST_POSITION):
+                at.append(min(position, _LAST_POSITION))
+            position += 1
+        weight = WEIGHTS[column]
+        parts.extend(
+            f"{lexeme(column, word)}:{','.join(f'{p}{weight}' for p in at)}"
+            for word, at in found.items()
+            if len(word.encode()) <= _LEXEME_BYTES
+        )
+    return " ".join(parts)
+
+
+def _label_keys(names: Iterable[str]) -> str:
+    keys = [label_key(name) for name in names]
+    return "\n" + "\n".join(keys) + "\n" if keys else ""
+
+
+S = TypeVar("S", bound="PostgresStore")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def failure_of(schema: str, exc: Exception) -> IndexWriteFailed:
+    """The index's error for ``exc`` of PostgreSQL or its pool."""
+    if isinstance(exc, psycopg.errors.LockNotAvailable):
+        return IndexBusy(f"another instance held the index {schema} longer than a writer waits")
+    if isinstance(exc, PoolTimeout | psycopg.OperationalError | psycopg.InterfaceError):
+        return IndexWriteFailed(f"PostgreSQL could not be reached for the index {schema} ({exc})")
+    return IndexWriteFailed(f"PostgreSQL refused a change of the index {schema} ({exc})")
+
+
+def translated(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+    """A store's ``method`` whose errors of PostgreSQL leave it as the index's (:func:`failure_of`)."""
+
+    @functools.wraps(method)
+    def run(store: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(store, *args, **kwargs)
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise failure_of(store.schema, exc) from exc
+
+    return run
+
+
+class PostgresStore:
+    """:class:`~mail_imap_mcp.index.store.IndexStore` in the schema ``schema`` of the pool's database."""
+
+    def __init__(self, pool: ConnectionPool[Connection], schema: str, tokenizer: Tokenizer) -> None:
+        self.pool = pool
+        self.schema = schema
+        self.tokenizer = tokenizer
+        self.compiler = PgCompiler(tokenizer)
+        self._path = '"' + schema.replace('"', '""') + '"'
+        self._writer_wait_ms = int(WRITER_WAIT_S * 1000)
+        self._searches = ThreadPoolExecutor(max_workers=2, thread_name_prefix=f"pg-{schema}")
+
+    def _enter(self, conn: Connection, *, write: bool) -> None:
+        """Inside a transaction: the index's schema first on the search path; a writer takes its lock."""
+        conn.execute("SELECT set_config('search_path', %s, true)", (self._path,))
+        if write:
+            conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{self._writer_wait_ms}ms",))
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{_WRITING}:{self.schema}",))
+
+    def _read(self, work: Callable[[Connection], R]) -> R:
+        with self.pool.connection() as conn, conn.transaction():
+            self._enter(conn, write=False)
+            return work(conn)
+
+    def _write(self, work: Callable[[Connection], R]) -> R:
+        with self.pool.connection() as conn, conn.transaction():
+            self._enter(conn, write=True)
+            return work(conn)
+
+    @translated
+    def folders(self) -> dict[str, FolderState]:
+        return self._read(_folders)
+
+    @translated
+    def start_folder(self, name: str, uidvalidity: int) -> FolderState:
+        def work(conn: Connection) -> FolderState:
+            known = _folders(conn).get(name)
+            if known is not None and known.uidvalidity == uidvalidity:
+                return known
+            conn.execute("DELETE FROM folders WHERE name = %s", (name,))
+            fresh = FolderState(name, uidvalidity)
+            _save(conn, fresh)
+            return fresh
+
+        return self._write(work)
+
+    @translated
+    def put(self, state: FolderState, messages: Sequence[IndexedMessage]) -> None:
+        terms = [terms_of(self.tokenizer, message.texts) for message in messages]
+
+        def work(conn: Connection) -> None:
+            folder = _save(conn, state)
+            uids = [message.uid for message in messages]
+            conn.execute("DELETE FROM messages WHERE folder = %s AND uid = ANY(%s)", (folder, uids))
+            shown = [message.global_id for message in messages if message.global_id is not None]
+            if shown:  # shown in another folder before: one row, this one
+                conn.execute("DELETE FROM messages WHERE global_id = ANY(%s::numeric[])", (shown,))
+            with conn.cursor() as cursor:
+                cursor.executemany(
+                    "INSERT INTO messages(folder, uid, sent, arrival_day, size, flag_bits, keywords, "
+                    "has_attachment, filenames, doc, global_id, labels, label_keys, attachments_read, arrival, "
+                    "terms) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector)",
+                    [
+                        (
+                            folder,
+                            message.uid,
+                            message.sent,
+                            message.arrival_day,
+                            message.size,
+                            *flag_bits(message.flags),
+                            message.has_attachment,
+                            "\n".join(message.filenames),
+                            pack_texts(message.texts),
+                            message.global_id,
+                            "\n".join(message.labels),
+                            _label_keys(message.labels),
+                            message.attachments_read,
+                            message.arrival,
+                            words,
+                        )
+                        for message, words in zip(messages, terms, strict=True)
+                    ],
+                )
+            _count(conn, folder)
+
+        self._write(work)
+
+    @translated
+    def update(
+        self,
+        state: FolderState,
+        *,
+        flags: dict[int, tuple[str, ...]],
+        removed: Iterable[int],
+        labels: dict[int, tuple[str, ...]] | None = None,
+    ) -> None:
+        gone = list(removed)
+
+        def work(conn: Connection) -> None:
+            folder = _save(conn, state)
+            with conn.cursor() as cursor:
+                if labels:
+                    cursor.executemany(
+                        "UPDATE messages SET labels = %s, label_keys = %s WHERE folder = %s AND uid = %s",
+                        [("\n".join(n), _label_keys(n), folder, uid) for uid, n in labels.items()],
+                    )
+                if flags:
+                    cursor.executemany(
+                        "UPDATE messages SET flag_bits = %s, keywords = %s WHERE folder = %s AND uid = %s",
+                        [(*flag_bits(now), folder, uid) for uid, now in flags.items()],
+                    )
+            if gone:
+                conn.execute("DELETE FROM messages WHERE folder = %s AND uid = ANY(%s)", (folder, gone))
+            _count(conn, folder)
+
+        self._write(work)
+
+    def _folder_rows(self, folder: str, columns: str, tail: str = "") -> list[tuple[Any, ...]]:
+        return self._read(
+            lambda conn: conn.execute(
+                f"SELECT {columns} FROM messages WHERE folder = (SELECT id FROM folders WHERE name = %s) {tail}",
+                (folder,),
+            ).fetchall()
+        )
+
+    @translated
+    def uids(self, folder: str) -> list[int]:
+        return [int(row[0]) for row in self._folder_rows(folder, "uid", "ORDER BY uid")]
+
+    @translated
+    def unread_attachments(self, folder: str) -> list[int]:
+        rows = self._folder_rows(
+            folder, "uid", "AND has_attachment AND NOT attachments_read ORDER BY uid DESC"
+        )
+        return [int(row[0]) for row in rows]
+
+    @translated
+    def flags_of(self, folder: str) -> dict[int, tuple[int, str]]:
+        rows = self._folder_rows(folder, "uid, flag_bits, keywords")
+        return {int(uid): (int(bits), str(keywords)) for uid, bits, keywords in rows}
+
+    @translated
+    def drop_folder(self, name: str) -> None:
+        self._write(lambda conn: conn.execute("DELETE FROM folders WHERE name = %s", (name,)))
+
+    @translated
+    def count(self) -> int:
+        return self._read(lambda conn: int(conn.execute("SELECT count(*) FROM messages").fetchone()[0]))  # type: ignore[index]
+
+    def search(self, query: Query, **ask: Unpack[PageAsk]) -> HitPage:
+        return PendingSearch(self._page_of(self.compiler.compile(query), ask)).result()
+
+    def start_search(self, query: Query, **ask: Unpack[PageAsk]) -> PendingSearch:
+        """:meth:`search` begun on a thread of its own (the search's freshness round trip runs meanwhile)."""
+        return PendingSearch(self._searches.submit(self._page_of, self.compiler.compile(query), ask))
+
+    def _page_of(self, query: PgQuery, ask: PageAsk) -> HitPage:
+        return self._read(lambda conn: page_of(conn, query, ask))
+
+    def wait_for_writers(self, seconds: float) -> None:
+        self._writer_wait_ms = max(int(seconds * 1000), 1)
+
+    def close(self) -> None:
+        """The pool stays the engine's: only this store's search threads end."""
+        self._searches.shutdown(wait=False, cancel_futures=True)
+
+
+class PendingSearch:
+    """A search under way (:meth:`PostgresStore.start_search`), or done."""
+
+    def __init__(self, page: Future[HitPage] | HitPage) -> None:
+        self._page = page
+
+    def result(self) -> HitPage:
+        """The page (waiting for it); PostgreSQL out of reach is :class:`IndexUnusable`: the server answers."""
+        try:
+            return self._page.result() if isinstance(self._page, Future) else self._page
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise IndexUnusable(f"PostgreSQL could not answer ({exc})") from exc
+
+    def cancel(self) -> None:
+        if isinstance(self._page, Future):
+            self._page.cancel()
+
+
+def _folders(conn: Connection) -> dict[str, FolderState]:
+    rows = conn.execute(
+        "SELECT name, uidvalidity, uidnext, highestmodseq, messages, complete FROM folders"
+    ).fetchall()
+    return {
+        str(r[0]): FolderState(str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]), bool(r[5]))
+        for r in rows
+    }
+
+
+def _save(conn: Connection, state: FolderState) -> int:
+    row = conn.execute(
+        "INSERT INTO folders(name, uidvalidity, uidnext, highestmodseq, messages, complete) "
+        "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (name) DO UPDATE SET uidvalidity = excluded.uidvalidity, "
+        "uidnext = excluded.uidnext, highestmodseq = excluded.highestmodseq, messages = excluded.messages, "
+        "complete = excluded.complete RETURNING id",
+        (state.name, state.uidvalidity, state.uidnext, state.highestmodseq, state.messages, state.complete),
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _count(conn: Connection, folder: int) -> None:
+    conn.execute(
+        "UPDATE folders SET messages = (SELECT count(*) FROM messages WHERE folder = %s) WHERE id = %s",
+        (folder, folder),
+    )
+
+
+def page_of(conn: Connection, query: PgQuery, ask: PageAsk) -> HitPage:
+    """The page ``ask`` of ``query`` (its folders in the search's order)."""
+    folders, order, limit, offset = list(ask["folders"]), ask["order"], ask["limit"], ask["offset"]
+    keep, places = ask.get("keep", 0), ask.get("places")
+    ids = {str(name): int(folder) for folder, name in conn.execute("SELECT id, name FROM folders")}
+    searched = [ids[name] for name in folders if name in ids]
+    if not searched:
+        return HitPage([], 0, folders)
+    condition = f"m.folder = ANY(%s) AND ({query.where})"
+    params: list[object] = [searched, *query.params]
+    total = int(conn.execute(f"SELECT count(*) FROM messages m WHERE {condition}", params).fetchone()[0])  # type: ignore[index]
+    if places is not None:
+        found = _still_matching(conn, query, _ids_at(conn, places))
+        return HitPage(_rows_of(conn, found, [0.0] * len(found)), total, folders)
+    ranked = order == "relevance" and query.rank is not None
+    if ranked:
+        score = f"ts_rank('{_RANK_WEIGHTS}', m.terms, %s::tsquery)"
+        head, head_params, order_by = f"SELECT m.id, {score}", [query.rank], "2 DESC, m.sent DESC, m.id DESC"
+    else:
+        head, head_params, order_by = "SELECT m.id, 0.0", [], "m.sent DESC, m.id DESC"
+        if order == "uid":
+            order_by = "m.uid DESC"
+        elif order == "arrival":
+            order_by = "m.arrival DESC, array_position(%s::integer[], m.folder), m.uid"
+    wanted = max(offset + limit, keep)
+    arrival = [searched] if order == "arrival" and not ranked else []
+    listed = conn.execute(
+        f"{head} FROM messages m WHERE {condition} ORDER BY {order_by} LIMIT %s",
+        [*head_params, *params, *arrival, wanted],
+    ).fetchall()
+    chosen = listed[offset : offset + limit]
+    page_ids = [int(row[0]) for row in chosen]
+    hits = _rows_of(conn, page_ids, [-float(row[1]) for row in chosen])
+    return HitPage(hits, total, folders, places=_places_of(conn, [int(row[0]) for row in listed[:keep]]))
+
+
+def _ids_at(conn: Connection, places: Sequence[Place]) -> list[int]:
+    """The rows of ``places`` the index still holds, in that order."""
+    rows = conn.execute(
+        "SELECT p.ord, m.id FROM unnest(%s::text[], %s::bigint[]) WITH ORDINALITY AS p(name, uid, ord) "
+        "JOIN folders f ON f.name = p.name JOIN messages m ON m.folder = f.id AND m.uid = p.uid ORDER BY p.ord",
+        ([name for name, _ in places], [uid for _, uid in places]),
+    ).fetchall()
+    return [int(row[1]) for row in rows]
+
+
+def _still_matching(conn: Connection, query: PgQuery, ids: list[int]) -> list[int]:
+    if not ids:
+        return []
+    found = {
+        int(row[0])
+        for row in conn.execute(
+            f"SELECT m.id FROM messages m WHERE m.id = ANY(%s) AND ({query.where})", [ids, *query.params]
+        )
+    }
+    return [row_id for row_id in ids if row_id in found]
+
+
+def _places_of(conn: Connection, ids: list[int]) -> list[Place]:
+    found = {
+        int(row_id): (str(name), int(uid))
+        for row_id, name, uid in conn.execute(
+            "SELECT m.id, f.name, m.uid FROM messages m JOIN folders f ON f.id = m.folder WHERE m.id = ANY(%s)",
+            (ids,),
+        )
+    }
+    return [found[row_id] for row_id in ids if row_id in found]
+
+
+def _rows_of(conn: Connection, ids: list[int], ranks: list[float]) -> list[Hit]:
+    if not ids:
+        return []
+    by_id = {
+        int(row[0]): row[1:]
+        for row in conn.execute(
+            f"SELECT {_HIT_COLUMNS} FROM messages m JOIN folders f ON f.id = m.folder WHERE m.id = ANY(%s)",
+            (ids,),
+        )
+    }
+    hits = []
+    for row_id, rank in zip(ids, ranks, strict=True):
+        if row_id not in by_id:
+            continue
+        name, uidvalidity, uid, sent, doc, bits, keywords, size, attached, labels, arrival = by_id[row_id]
+        hits.append(
+            Hit(
+                str(name),
+                int(uidvalidity),
+                int(uid),
+                rank,
+                int(sent),
+                tuple(unpack_texts(bytes(doc))),
+                (*flag_names(int(bits)), *str(keywords).split()),
+                int(size),
+                bool(attached),
+                tuple(str(labels).split("\n")) if labels else (),
+                arrival=int(arrival),
+            )
+        )
+    return hits

@@ -1,0 +1,227 @@
+"""A throwaway PostgreSQL (Debian's, ``/usr/lib/postgresql/<n>/bin``) on a free loopback port, for the
+index in PostgreSQL: ``initdb`` in a directory of its own, the server run in the foreground by
+``postgres`` itself (what ``pg_ctl start`` runs), never the system service. PostgreSQL refuses to run as
+root: as root, the cluster belongs to the ``postgres`` user (``nobody`` where there is none). Its
+superuser signs in with a password over TCP (scram-sha-256), as a deployment's would. ``stop`` (a fast
+shutdown, or ``kill``: a crash) and ``start`` again keep the port and the data."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from tests.support.imapserver import free_ports
+
+READY_TIMEOUT_S = 30.0
+SUPERUSER = "mimx_admin"
+
+
+def postgres_bin() -> Path:
+    """The newest installed PostgreSQL's programs (scripts/test installs the package)."""
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
+    if not found:
+        raise RuntimeError("PostgreSQL is missing: scripts/test installs it (apt-get install postgresql)")
+    return found[-1].parent
+
+
+def _run_as() -> str | None:
+    """The user the cluster runs as (None: this one, when it is not root)."""
+    if os.getuid() != 0:
+        return None
+    for name in ("postgres", "nobody"):
+        try:
+            pwd.getpwnam(name)
+            return name
+        except KeyError:
+            continue
+    raise RuntimeError("running as root with neither a postgres nor a nobody user to run PostgreSQL as")
+
+
+class PostgresServer:
+    """``with PostgresServer() as pg: pg.url, pg.password``."""
+
+    def __init__(self, port: int | None = None) -> None:
+        # Not under the tests' private temporary directory: the unprivileged user must reach it.
+        self.directory = Path(tempfile.mkdtemp(prefix="mail-imap-mcp-pg-"))
+        self.data = self.directory / "data"
+        self.socket_dir = self.directory / "run"
+        self.log_path = self.directory / "postgres.log"
+        self.port = port or free_ports("127.0.0.1")[0]
+        self.password = "pw-" + os.urandom(9).hex()
+        self.user = _run_as()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._made = False
+
+    @property
+    def url(self) -> str:
+        """The database's URL, without the password (the config gives it apart, as a secret)."""
+        return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/postgres"
+
+    @property
+    def conninfo(self) -> str:
+        return f"host=127.0.0.1 port={self.port} dbname=postgres user={SUPERUSER} password={self.password}"
+
+    def _own(self) -> None:
+        if self.user is not None:
+            entry = pwd.getpwnam(self.user)
+            for path in (self.directory, self.socket_dir):
+                os.chown(path, entry.pw_uid, entry.pw_gid)
+
+    def _initdb(self) -> None:
+        self.socket_dir.mkdir(mode=0o700)
+        pwfile = self.directory / "pwfile"
+        pwfile.write_text(self.password + "\n")
+        self._own()
+        if self.user is not None:
+            entry = pwd.getpwnam(self.user)
+            os.chown(pwfile, entry.pw_uid, entry.pw_gid)
+        done = subprocess.run(
+            [
+                str(postgres_bin() / "initdb"),
+                "-D",
+                str(self.data),
+                "-U",
+                SUPERUSER,
+                f"--pwfile={pwfile}",
+                "--auth-host=scram-sha-256",
+                "--auth-local=trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ],  # fmt: skip
+            user=self.user,
+            capture_output=True,
+            check=False,
+            cwd=self.directory,
+        )
+        pwfile.unlink()
+        if done.returncode != 0:
+            raise RuntimeError(f"initdb failed: {done.stderr.decode(errors='replace')[-2000:]}")
+        self._made = True
+
+    def start(self) -> None:
+        if not self._made:
+            self._initdb()
+        argv = [
+            str(postgres_bin() / "postgres"),
+            "-D", str(self.data),
+            "-p", str(self.port),
+            "-k", str(self.socket_dir),
+            "-c", "listen_addresses=127.0.0.1",
+            "-c", "fsync=off",
+            "-c", "synchronous_commit=off",
+            "-c", "full_page_writes=off",
+            "-c", "max_connections=60",
+            "-c", "shared_buffers=32MB",
+        ]  # fmt: skip
+        with self.log_path.open("ab") as log:
+            self._proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, user=self.user, cwd=self.directory
+            )
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"postgres exited: {self.log()}")
+            if self.answers():
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"postgres did not answer on port {self.port}: {self.log()}")
+
+    def answers(self) -> bool:
+        """Whether it accepts a session now (pg_isready)."""
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                pass
+        except OSError:
+            return False
+        done = subprocess.run(
+            [str(postgres_bin() / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port), "-q"],
+            check=False,
+            capture_output=True,
+        )
+        return done.returncode == 0
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-2000:] if self.log_path.exists() else ""
+
+    def stop(self, *, crash: bool = False) -> None:
+        """A fast shutdown (sessions ended, SIGINT), or with ``crash`` the postmaster killed."""
+        proc, self._proc = self._proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGKILL if crash else signal.SIGINT)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        if crash:  # its sessions notice the postmaster gone and end; wait for the port to be free
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and self._port_busy():
+                time.sleep(0.05)
+
+    def _port_busy(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                return True
+        except OSError:
+            return False
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+#: The environment variable the tests' configs read the database password from (a secret as any).
+PASSWORD_ENV = "MAIL_IMAP_MCP_TEST_INDEX_PASSWORD"
+#: The engines the index suite runs on.
+ENGINES = ("sqlite", "postgresql")
+
+
+def new_database(server: PostgresServer) -> str:
+    """A database of its own for one test (its schemas are the accounts' of that test), as a URL."""
+    import psycopg
+
+    name = "t_" + os.urandom(6).hex()
+    with psycopg.connect(server.conninfo, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return f"postgresql://{SUPERUSER}@127.0.0.1:{server.port}/{name}"
+
+
+def index_table(server: PostgresServer) -> dict[str, str]:
+    """The ``[index]`` table of a config keeping its indexes in a new database of ``server``."""
+    os.environ[PASSWORD_ENV] = server.password
+    return {
+        "index_engine": "postgresql",
+        "index_url": new_database(server),
+        "index_password_env": PASSWORD_ENV,
+    }
+
+
+def on_engine(config: Any, engine: str, server: PostgresServer | None) -> Any:
+    """``config`` (a :class:`~mail_imap_mcp.config.Config`) with its indexes in ``engine``."""
+    if engine == "sqlite":
+        return config
+    assert server is not None
+    from mail_imap_mcp.config import IndexSettings
+
+    return config.model_copy(update={"index": IndexSettings.model_validate(index_table(server))})
