@@ -84,21 +84,10 @@ class PostgresServer:
         if self.user is not None:
             entry = pwd.getpwnam(self.user)
             os.chown(pwfile, entry.pw_uid, entry.pw_gid)
+        initdb = [str(postgres_bin() / "initdb"), "-D", str(self.data), "-U", SUPERUSER, f"--pwfile={pwfile}"]
+        initdb += ["--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8", "--locale=C", "--no-sync"]
         done = subprocess.run(
-            [
-                str(postgres_bin() / "initdb"),
-                "-D",
-                str(self.data),
-                "-U",
-                SUPERUSER,
-                f"--pwfile={pwfile}",
-                "--auth-host=scram-sha-256",
-                "--auth-local=trust",
-                "-E",
-                "UTF8",
-                "--locale=C",
-                "--no-sync",
-            ],  # fmt: skip
+            initdb,
             user=self.user,
             capture_output=True,
             check=False,

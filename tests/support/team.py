@@ -118,9 +118,12 @@ def serve_per_user(
     own: dict[str, Any] | None = None,
     server: dict[str, Any] | None = None,
     auth: dict[str, Any] | None = None,
+    index: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
 ) -> HttpServer:
     """A server whose account ``own`` is a ``per_user`` template logging in through the master user
-    (``own``, ``server`` and ``auth``: settings added to the account, ``[server]`` and ``[http.auth]``)."""
+    (``own``, ``server``, ``auth`` and ``index``: settings added to the account, ``[server]``,
+    ``[http.auth]`` and ``[index]``; ``env``: added to the server's environment)."""
     (port,) = free_ports("127.0.0.1")
     audience = f"http://127.0.0.1:{port}/mcp"
     template = {"password_env": MASTER_ENV, "per_user": True, "users": users}
@@ -133,6 +136,7 @@ def serve_per_user(
         + ("[server]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in server.items()) if server else "")
         + "[http.auth]\n"
         + "".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items())
+        + ("[index]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in index.items()) if index else "")
     )
-    (started,) = start_instances(config, [port], env={MASTER_ENV: MASTER_PASSWORD})
+    (started,) = start_instances(config, [port], env={MASTER_ENV: MASTER_PASSWORD, **(env or {})})
     return started

@@ -31,7 +31,7 @@ from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.answer import fresh_page
 from mail_imap_mcp.index.freshness import Freshness
 from mail_imap_mcp.index.snippets import matched_words, snippet_around
-from mail_imap_mcp.index.store import FolderState, Hit, IndexUnusable, Order, Place
+from mail_imap_mcp.index.store import FolderState, Hit, IndexUnusable, IndexWriteFailed, Order, Place
 from mail_imap_mcp.index.summaries import summary_of
 from mail_imap_mcp.query import Query
 from mail_imap_mcp.query.tree import AllOf, AnyOf, Label, nodes
@@ -128,10 +128,11 @@ def index_page(
                 keep=KEPT_PLACES if cursor is None else 0,
                 places=listed,
             )
-        except IndexUnusable as exc:
+            # The folders' states as the page was read (a store that cannot be read: the server answers).
+            stored = choice.indexer.store.folders()
+        except (IndexUnusable, IndexWriteFailed) as exc:  # damaged, or its database out of reach
             return _Read([], 0, [], [], [], Freshness(), declined=_UNUSABLE.format(why=exc))
         page, fresh, folders = answer.page, answer.fresh, answer.folders
-        stored = choice.indexer.store.folders()
         # The stored flags are the server's now where every folder of the page keeps MODSEQs (a flag
         # change shows in HIGHESTMODSEQ) and none was left behind; a NOMODSEQ folder's are read again.
         current = all(stored[hit.folder].highestmodseq > 0 for hit in page.hits if hit.folder in stored)
