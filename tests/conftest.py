@@ -32,7 +32,7 @@ from tests.support.gmail_server import CAPABILITIES as GMAIL_CAPABILITIES
 from tests.support.matrix import MATRIX, SESSION_PASSWORD, MatrixServer
 from tests.support.oauth2 import IntrospectionEndpoint
 from tests.support.oidc_provider import OidcProvider
-from tests.support.postgres import PostgresServer
+from tests.support.postgres import ENGINES, IndexEngineParam, PostgresServer
 from tests.support.run_lifetime import end_run_on_sigterm
 from tests.support.secret_service import SecretService, running_secret_service
 
@@ -160,6 +160,14 @@ def postgres() -> Iterator[PostgresServer]:
     its own (:func:`tests.support.postgres.index_table`)."""
     with PostgresServer() as server:
         yield server
+
+
+@pytest.fixture(params=ENGINES)
+def index_engine(request: pytest.FixtureRequest) -> IndexEngineParam:
+    """The engine of the indexes of a test of the index suite (issue 50): SQLite, then PostgreSQL (the
+    session's, :func:`tests.support.postgres.on_engine` puts each test in a database of its own)."""
+    server = request.getfixturevalue("postgres") if request.param == "postgresql" else None
+    return request.param, server
 
 
 @pytest.fixture(scope="session")

@@ -135,6 +135,13 @@ async def run(settings: Settings) -> int:
         return await run_startup_only(settings)
     if settings.index_flags_only:
         return await run_flags_only(settings)
+    if settings.index_engines_only:
+        from benchmark.index_engines import run_engines_bench
+
+        run_engines_bench(
+            settings.index_messages, settings.index_folders, settings.out_dir, BENCH_DIR / "index-engines-run"
+        )
+        return 0
     if settings.index_only and settings.index_attachments:
         from benchmark.index_attachments import run_attachments_bench
 
@@ -323,6 +330,11 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
         "to about 17%% of the messages), its own section",
     )
     parser.add_argument(
+        "--index-engines-only",
+        action="store_true",
+        help="the index in PostgreSQL beside SQLite on the same messages (--index-messages, --index-folders)",
+    )
+    parser.add_argument(
         "--index-flags-only",
         action="store_true",
         help="a flag query over every folder of Courier (no CONDSTORE) with the local index on and off",
@@ -363,6 +375,7 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
         index_xapian_messages=args.index_xapian_messages,
         index_attachments=bool(args.index_attachments),
         index_flags_only=bool(args.index_flags_only),
+        index_engines_only=bool(args.index_engines_only),
         flags_messages=args.flags_messages,
         team_only=bool(args.team_only),
         team_clients=args.team_clients,

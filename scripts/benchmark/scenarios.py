@@ -245,6 +245,8 @@ class Settings:
     index_attachments: bool = False
     #: Only the team mode (benchmark/team.py): the shared state's cost and pages/s through HAProxy.
     index_flags_only: bool = False
+    #: Only the index in PostgreSQL beside SQLite (benchmark/index_engines.py).
+    index_engines_only: bool = False
     flags_messages: int = 5_000
     team_only: bool = False
     team_clients: int = 8

@@ -38,6 +38,7 @@ from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, MatrixServer
+from tests.support.postgres import IndexEngineParam, on_engine
 from tests.support.random_changes import random_change
 
 pytestmark = pytest.mark.anyio
@@ -212,7 +213,7 @@ async def wait_built(mcp: EnvelopeClient, timeout: float = 60.0) -> None:
 
 
 async def test_property_the_index_equals_the_servers_search_after_changes_during_its_syncs(
-    server: MatrixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: MatrixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index_engine: IndexEngineParam
 ) -> None:
     moved = server.mailbox_name("Moved")
     folders = ["INBOX", moved]
@@ -235,8 +236,11 @@ async def test_property_the_index_equals_the_servers_search_after_changes_during
         server.seed(user, moved, [message(100 + i, rng) for i in range(SEEDED // 3)])
         other = OtherClient(server, user, ("INBOX", moved), seed)
         checker = server.connect(user, tls=False, starttls=False)
-        config = make_config(
-            {"default": account_settings(server, user)}, index=True, index_dir=str(tmp_path / f"ix{seed}")
+        config = on_engine(
+            make_config(
+                {"default": account_settings(server, user)}, index=True, index_dir=str(tmp_path / f"ix{seed}")
+            ),
+            *index_engine,
         )
         try:
             with monkeypatch.context() as patch, changes_at_sync_boundaries(patch, other):

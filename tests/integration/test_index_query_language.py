@@ -1,6 +1,6 @@
 """The query language answered by the local index equals the same query answered by the server, for
 every operator and scope, on every server of the matrix and the IMAP4rev1-only Dovecot, whichever engine
-keeps the index (SQLite, PostgreSQL: ``engine``).
+keeps the index (SQLite, PostgreSQL: ``index_engine``).
 
 One user's mail (the scenario of ``test_query_language``: words, phrases, senders, Cc, flags, arrival
 dates, sizes, attachments, an archive, Trash and Junk) is searched through two accounts of one MCP
@@ -23,7 +23,7 @@ from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.matrix import MATRIX, MatrixServer
-from tests.support.postgres import ENGINES, PostgresServer, on_engine
+from tests.support.postgres import IndexEngineParam, on_engine
 
 pytestmark = pytest.mark.anyio
 
@@ -74,16 +74,9 @@ def server(request: pytest.FixtureRequest) -> MatrixServer:
     return found
 
 
-@pytest.fixture(params=ENGINES)
-def engine(request: pytest.FixtureRequest) -> tuple[str, PostgresServer | None]:
-    """The index engine (issue 50): SQLite, and PostgreSQL answering the same messages."""
-    server = request.getfixturevalue("postgres") if request.param == "postgresql" else None
-    return request.param, server
-
-
 @pytest.fixture
 async def both(
-    server: MatrixServer, tmp_path: Path, engine: tuple[str, PostgresServer | None]
+    server: MatrixServer, tmp_path: Path, index_engine: IndexEngineParam
 ) -> AsyncIterator[EnvelopeClient]:
     user = server.new_user()
     seed(server, user)
@@ -91,7 +84,7 @@ async def both(
         "indexed": account_settings(server, user, index=True),
         "plain": account_settings(server, user),
     }
-    config = on_engine(make_config(accounts, index_dir=str(tmp_path / "ix")), *engine)
+    config = on_engine(make_config(accounts, index_dir=str(tmp_path / "ix")), *index_engine)
     async for mcp in open_client(config, AppContext.from_config(config)):
         with anyio.fail_after(60):
             while True:

@@ -31,6 +31,7 @@ from tests.support.envelope_client import EnvelopeClient
 from tests.support.index_clients import index_config, indexed_client, wait_ready
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, MatrixServer
+from tests.support.postgres import IndexEngineParam
 from tests.support.random_changes import random_change
 
 pytestmark = pytest.mark.anyio
@@ -57,7 +58,7 @@ def message(number: int, word: str, extra: str = "") -> bytes:
 
 @pytest.fixture
 async def indexed(
-    server: MatrixServer, tmp_path: Path
+    server: MatrixServer, tmp_path: Path, index_engine: IndexEngineParam
 ) -> AsyncIterator[tuple[EnvelopeClient, MatrixServer, str, AppContext]]:
     user = server.new_user()
     server.seed(
@@ -66,7 +67,7 @@ async def indexed(
         [message(i, WORDS[i % 3]) for i in range(12)],
         flags=lambda i: "\\Seen" if i % 4 == 0 else "",
     )
-    async for mcp, app, _config in indexed_client(server, user, tmp_path):
+    async for mcp, app, _config in indexed_client(server, user, tmp_path, index_engine):
         yield mcp, server, user, app
 
 

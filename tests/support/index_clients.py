@@ -14,6 +14,7 @@ from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.matrix import MatrixServer
+from tests.support.postgres import IndexEngineParam, on_engine
 
 
 def index_config(server: MatrixServer, user: str, tmp_path: Path, **settings: Any) -> Config:
@@ -37,11 +38,15 @@ async def wait_ready(mcp: EnvelopeClient, timeout: float = 60.0) -> str:
 
 
 async def indexed_client(
-    server: MatrixServer, user: str, tmp_path: Path, **settings: Any
+    server: MatrixServer,
+    user: str,
+    tmp_path: Path,
+    engine: IndexEngineParam = ("sqlite", None),
+    **settings: Any,
 ) -> AsyncIterator[tuple[EnvelopeClient, AppContext, Config]]:
-    """An MCP client on a server with :func:`index_config`, once its index is built: the client, the
-    server's application (its indexes) and the config."""
-    config = index_config(server, user, tmp_path, **settings)
+    """An MCP client on a server with :func:`index_config` (its indexes in ``engine``, the fixture
+    ``index_engine``), once its index is built: the client, the server's application and the config."""
+    config = on_engine(index_config(server, user, tmp_path, **settings), *engine)
     app = AppContext.from_config(config)
     async for mcp in open_client(config, app):
         assert await wait_ready(mcp) == "ready"

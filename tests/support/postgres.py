@@ -184,6 +184,8 @@ class PostgresServer:
 PASSWORD_ENV = "MAIL_IMAP_MCP_TEST_INDEX_PASSWORD"
 #: The engines the index suite runs on.
 ENGINES = ("sqlite", "postgresql")
+#: The ``index_engine`` fixture: an engine's name, and the PostgreSQL of the session for ``postgresql``.
+IndexEngineParam = tuple[str, "PostgresServer | None"]
 
 
 def new_database(server: PostgresServer) -> str:
