@@ -14,6 +14,7 @@ PostgreSQL out of reach is :class:`~.store.IndexWriteFailed` for the sync (tried
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
@@ -58,6 +59,29 @@ _HIT_COLUMNS = (
 )
 
 Connection = psycopg.Connection[tuple[Any, ...]]
+#: Where a statement names one of the index's tables (qualified with its schema by :class:`Scoped`).
+_TABLE = re.compile(r"\b(FROM|JOIN|INTO|UPDATE)\s+(messages|folders)\b")
+
+
+class Scoped:
+    """A connection of the pool whose statements name the tables of one index's schema: no search path
+    is set, so a statement is one round trip and a pooled connection serves every index."""
+
+    def __init__(self, conn: Connection, schema: str) -> None:
+        self.conn = conn
+        self._schema = '"' + schema.replace('"', '""') + '"'
+
+    def _qualified(self, statement: str) -> str:
+        return _TABLE.sub(lambda m: f"{m.group(1)} {self._schema}.{m.group(2)}", statement)
+
+    def execute(
+        self, statement: str, params: Sequence[object] | None = None
+    ) -> psycopg.Cursor[tuple[Any, ...]]:
+        return self.conn.execute(self._qualified(statement), params)
+
+    def executemany(self, statement: str, rows: Sequence[Sequence[object]]) -> None:
+        with self.conn.cursor() as cursor:
+            cursor.executemany(self._qualified(statement), rows)
 
 
 def terms_of(tokenizer: Tokenizer, texts: Sequence[str]) -> str:
@@ -121,26 +145,20 @@ class PostgresStore:
         self.schema = schema
         self.tokenizer = tokenizer
         self.compiler = PgCompiler(tokenizer)
-        self._path = '"' + schema.replace('"', '""') + '"'
         self._writer_wait_ms = int(WRITER_WAIT_S * 1000)
         self._searches = ThreadPoolExecutor(max_workers=2, thread_name_prefix=f"pg-{schema}")
 
-    def _enter(self, conn: Connection, *, write: bool) -> None:
-        """Inside a transaction: the index's schema first on the search path; a writer takes its lock."""
-        conn.execute("SELECT set_config('search_path', %s, true)", (self._path,))
-        if write:
+    def _read(self, work: Callable[[Scoped], R]) -> R:
+        """``work`` on a connection of the pool, each statement on its own (as SQLite's readers)."""
+        with self.pool.connection() as conn:
+            return work(Scoped(conn, self.schema))
+
+    def _write(self, work: Callable[[Scoped], R]) -> R:
+        """``work`` in one transaction that holds the index's advisory lock (writers take turns)."""
+        with self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{self._writer_wait_ms}ms",))
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{_WRITING}:{self.schema}",))
-
-    def _read(self, work: Callable[[Connection], R]) -> R:
-        with self.pool.connection() as conn, conn.transaction():
-            self._enter(conn, write=False)
-            return work(conn)
-
-    def _write(self, work: Callable[[Connection], R]) -> R:
-        with self.pool.connection() as conn, conn.transaction():
-            self._enter(conn, write=True)
-            return work(conn)
+            return work(Scoped(conn, self.schema))
 
     @translated
     def folders(self) -> dict[str, FolderState]:
@@ -148,7 +166,7 @@ class PostgresStore:
 
     @translated
     def start_folder(self, name: str, uidvalidity: int) -> FolderState:
-        def work(conn: Connection) -> FolderState:
+        def work(conn: Scoped) -> FolderState:
             known = _folders(conn).get(name)
             if known is not None and known.uidvalidity == uidvalidity:
                 return known
@@ -163,39 +181,38 @@ class PostgresStore:
     def put(self, state: FolderState, messages: Sequence[IndexedMessage]) -> None:
         terms = [terms_of(self.tokenizer, message.texts) for message in messages]
 
-        def work(conn: Connection) -> None:
+        def work(conn: Scoped) -> None:
             folder = _save(conn, state)
             uids = [message.uid for message in messages]
             conn.execute("DELETE FROM messages WHERE folder = %s AND uid = ANY(%s)", (folder, uids))
             shown = [message.global_id for message in messages if message.global_id is not None]
             if shown:  # shown in another folder before: one row, this one
                 conn.execute("DELETE FROM messages WHERE global_id = ANY(%s::numeric[])", (shown,))
-            with conn.cursor() as cursor:
-                cursor.executemany(
-                    "INSERT INTO messages(folder, uid, sent, arrival_day, size, flag_bits, keywords, "
-                    "has_attachment, filenames, doc, global_id, labels, label_keys, attachments_read, arrival, "
-                    "terms) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector)",
-                    [
-                        (
-                            folder,
-                            message.uid,
-                            message.sent,
-                            message.arrival_day,
-                            message.size,
-                            *flag_bits(message.flags),
-                            message.has_attachment,
-                            "\n".join(message.filenames),
-                            pack_texts(message.texts),
-                            message.global_id,
-                            "\n".join(message.labels),
-                            _label_keys(message.labels),
-                            message.attachments_read,
-                            message.arrival,
-                            words,
-                        )
-                        for message, words in zip(messages, terms, strict=True)
-                    ],
-                )
+            conn.executemany(
+                "INSERT INTO messages(folder, uid, sent, arrival_day, size, flag_bits, keywords, "
+                "has_attachment, filenames, doc, global_id, labels, label_keys, attachments_read, arrival, "
+                "terms) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector)",
+                [
+                    (
+                        folder,
+                        message.uid,
+                        message.sent,
+                        message.arrival_day,
+                        message.size,
+                        *flag_bits(message.flags),
+                        message.has_attachment,
+                        "\n".join(message.filenames),
+                        pack_texts(message.texts),
+                        message.global_id,
+                        "\n".join(message.labels),
+                        _label_keys(message.labels),
+                        message.attachments_read,
+                        message.arrival,
+                        words,
+                    )
+                    for message, words in zip(messages, terms, strict=True)
+                ],
+            )
             _count(conn, folder)
 
         self._write(work)
@@ -211,19 +228,18 @@ class PostgresStore:
     ) -> None:
         gone = list(removed)
 
-        def work(conn: Connection) -> None:
+        def work(conn: Scoped) -> None:
             folder = _save(conn, state)
-            with conn.cursor() as cursor:
-                if labels:
-                    cursor.executemany(
-                        "UPDATE messages SET labels = %s, label_keys = %s WHERE folder = %s AND uid = %s",
-                        [("\n".join(n), _label_keys(n), folder, uid) for uid, n in labels.items()],
-                    )
-                if flags:
-                    cursor.executemany(
-                        "UPDATE messages SET flag_bits = %s, keywords = %s WHERE folder = %s AND uid = %s",
-                        [(*flag_bits(now), folder, uid) for uid, now in flags.items()],
-                    )
+            if labels:
+                conn.executemany(
+                    "UPDATE messages SET labels = %s, label_keys = %s WHERE folder = %s AND uid = %s",
+                    [("\n".join(n), _label_keys(n), folder, uid) for uid, n in labels.items()],
+                )
+            if flags:
+                conn.executemany(
+                    "UPDATE messages SET flag_bits = %s, keywords = %s WHERE folder = %s AND uid = %s",
+                    [(*flag_bits(now), folder, uid) for uid, now in flags.items()],
+                )
             if gone:
                 conn.execute("DELETE FROM messages WHERE folder = %s AND uid = ANY(%s)", (folder, gone))
             _count(conn, folder)
@@ -298,7 +314,7 @@ class PendingSearch:
             self._page.cancel()
 
 
-def _folders(conn: Connection) -> dict[str, FolderState]:
+def _folders(conn: Scoped) -> dict[str, FolderState]:
     rows = conn.execute(
         "SELECT name, uidvalidity, uidnext, highestmodseq, messages, complete FROM folders"
     ).fetchall()
@@ -308,7 +324,7 @@ def _folders(conn: Connection) -> dict[str, FolderState]:
     }
 
 
-def _save(conn: Connection, state: FolderState) -> int:
+def _save(conn: Scoped, state: FolderState) -> int:
     row = conn.execute(
         "INSERT INTO folders(name, uidvalidity, uidnext, highestmodseq, messages, complete) "
         "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (name) DO UPDATE SET uidvalidity = excluded.uidvalidity, "
@@ -320,50 +336,47 @@ def _save(conn: Connection, state: FolderState) -> int:
     return int(row[0])
 
 
-def _count(conn: Connection, folder: int) -> None:
+def _count(conn: Scoped, folder: int) -> None:
     conn.execute(
         "UPDATE folders SET messages = (SELECT count(*) FROM messages WHERE folder = %s) WHERE id = %s",
         (folder, folder),
     )
 
 
-def page_of(conn: Connection, query: PgQuery, ask: PageAsk) -> HitPage:
-    """The page ``ask`` of ``query`` (its folders in the search's order)."""
+def page_of(conn: Scoped, query: PgQuery, ask: PageAsk) -> HitPage:
+    """The page ``ask`` of ``query`` (its folders in the search's order): its first rows, their places and
+    the count of every match in one statement, then the page's rows."""
     folders, order, limit, offset = list(ask["folders"]), ask["order"], ask["limit"], ask["offset"]
     keep, places = ask.get("keep", 0), ask.get("places")
-    ids = {str(name): int(folder) for folder, name in conn.execute("SELECT id, name FROM folders")}
-    searched = [ids[name] for name in folders if name in ids]
-    if not searched:
-        return HitPage([], 0, folders)
-    condition = f"m.folder = ANY(%s) AND ({query.where})"
-    params: list[object] = [searched, *query.params]
-    total = int(conn.execute(f"SELECT count(*) FROM messages m WHERE {condition}", params).fetchone()[0])  # type: ignore[index]
+    condition = f"f.name = ANY(%s) AND ({query.where})"
+    params: list[object] = [folders, *query.params]
+    source = "FROM messages m JOIN folders f ON f.id = m.folder"
     if places is not None:
+        total = int(conn.execute(f"SELECT count(*) {source} WHERE {condition}", params).fetchone()[0])  # type: ignore[index]
         found = _still_matching(conn, query, _ids_at(conn, places))
         return HitPage(_rows_of(conn, found, [0.0] * len(found)), total, folders)
     ranked = order == "relevance" and query.rank is not None
+    score, score_params, order_by = "0.0", [], "m.sent DESC, m.id DESC"
     if ranked:
-        score = f"ts_rank('{_RANK_WEIGHTS}', m.terms, %s::tsquery)"
-        head, head_params, order_by = f"SELECT m.id, {score}", [query.rank], "2 DESC, m.sent DESC, m.id DESC"
-    else:
-        head, head_params, order_by = "SELECT m.id, 0.0", [], "m.sent DESC, m.id DESC"
-        if order == "uid":
-            order_by = "m.uid DESC"
-        elif order == "arrival":
-            order_by = "m.arrival DESC, array_position(%s::integer[], m.folder), m.uid"
-    wanted = max(offset + limit, keep)
-    arrival = [searched] if order == "arrival" and not ranked else []
+        score, score_params = f"ts_rank('{_RANK_WEIGHTS}', m.terms, %s::tsquery)", [query.rank]
+        order_by = "2 DESC, m.sent DESC, m.id DESC"
+    elif order == "uid":
+        order_by = "m.uid DESC"
+    elif order == "arrival":
+        order_by, params = "m.arrival DESC, array_position(%s::text[], f.name), m.uid", [*params, folders]
     listed = conn.execute(
-        f"{head} FROM messages m WHERE {condition} ORDER BY {order_by} LIMIT %s",
-        [*head_params, *params, *arrival, wanted],
+        f"SELECT m.id, {score}, f.name, m.uid, count(*) OVER () {source} WHERE {condition} "
+        f"ORDER BY {order_by} LIMIT %s",
+        [*score_params, *params, max(offset + limit, keep, 1)],
     ).fetchall()
+    total = int(listed[0][4]) if listed else 0  # the LIMIT is at least 1: a match lists a row
     chosen = listed[offset : offset + limit]
-    page_ids = [int(row[0]) for row in chosen]
-    hits = _rows_of(conn, page_ids, [-float(row[1]) for row in chosen])
-    return HitPage(hits, total, folders, places=_places_of(conn, [int(row[0]) for row in listed[:keep]]))
+    hits = _rows_of(conn, [int(row[0]) for row in chosen], [-float(row[1]) for row in chosen])
+    kept = [(str(row[2]), int(row[3])) for row in listed[:keep]]
+    return HitPage(hits, total, folders, places=kept)
 
 
-def _ids_at(conn: Connection, places: Sequence[Place]) -> list[int]:
+def _ids_at(conn: Scoped, places: Sequence[Place]) -> list[int]:
     """The rows of ``places`` the index still holds, in that order."""
     rows = conn.execute(
         "SELECT p.ord, m.id FROM unnest(%s::text[], %s::bigint[]) WITH ORDINALITY AS p(name, uid, ord) "
@@ -373,7 +386,7 @@ def _ids_at(conn: Connection, places: Sequence[Place]) -> list[int]:
     return [int(row[1]) for row in rows]
 
 
-def _still_matching(conn: Connection, query: PgQuery, ids: list[int]) -> list[int]:
+def _still_matching(conn: Scoped, query: PgQuery, ids: list[int]) -> list[int]:
     if not ids:
         return []
     found = {
@@ -385,18 +398,7 @@ def _still_matching(conn: Connection, query: PgQuery, ids: list[int]) -> list[in
     return [row_id for row_id in ids if row_id in found]
 
 
-def _places_of(conn: Connection, ids: list[int]) -> list[Place]:
-    found = {
-        int(row_id): (str(name), int(uid))
-        for row_id, name, uid in conn.execute(
-            "SELECT m.id, f.name, m.uid FROM messages m JOIN folders f ON f.id = m.folder WHERE m.id = ANY(%s)",
-            (ids,),
-        )
-    }
-    return [found[row_id] for row_id in ids if row_id in found]
-
-
-def _rows_of(conn: Connection, ids: list[int], ranks: list[float]) -> list[Hit]:
+def _rows_of(conn: Scoped, ids: list[int], ranks: list[float]) -> list[Hit]:
     if not ids:
         return []
     by_id = {
