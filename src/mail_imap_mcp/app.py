@@ -26,6 +26,7 @@ from mail_imap_mcp.imap.watch import WatchHub, WatchSettings
 from mail_imap_mcp.index.attachments import AttachmentReading
 from mail_imap_mcp.index.engine import IndexEngine, IndexLocation
 from mail_imap_mcp.index.engines import open_engine
+from mail_imap_mcp.index.lease import SyncLease
 from mail_imap_mcp.index.runtime import AccountIndex
 from mail_imap_mcp.operations import OperationRegistry
 from mail_imap_mcp.presentation import failures
@@ -155,12 +156,15 @@ class AppContext:
 
     def _new_index(self, scope: UserScope, account_id: str, location: IndexLocation) -> AccountIndex:
         config = self.full_config
+        # An index every instance shares is synced by the one holding its lease in the shared state.
+        shared = self.index_engine.shared and self.store.shared
         return AccountIndex(
             account_id,
             location,
             config.server.index_text_bytes,
             partial(scope.pool.new_connection, account_id, enable_qresync=True),
             AttachmentReading.of(config.server) if config.attachments_indexed(account_id) else None,
+            SyncLease(self.store, f"index-sync:{location.where}") if shared else None,
         )
 
     def index_of(self, account_id: str, *, start: bool = True) -> AccountIndex | None:

@@ -55,6 +55,28 @@ def test_a_value_is_added_once_and_taken_once_whoever_races_for_it(redis: RedisS
     assert sorted(taken, key=lambda value: value is None) == [b"once", None, None, None]
 
 
+@pytest.mark.parametrize("kind", ["redis", "memory"])
+def test_a_lease_is_renewed_and_given_back_by_its_holder_alone(redis: RedisServer, kind: str) -> None:
+    """The index's sync lease (issue 50): renewed only while it holds the holder's value, released by
+    the holder alone; another's value is left as it is."""
+    from mail_imap_mcp.state import MemoryStore
+
+    one, two = (RedisStore(redis.url), RedisStore(redis.url)) if kind == "redis" else (MemoryStore(),) * 2
+    assert one.add("lease", b"mine", 0.3) and not two.add("lease", b"theirs", 0.3)
+    assert not two.renew("lease", b"theirs", 60)
+    time.sleep(0.2)
+    assert one.renew("lease", b"mine", 0.3)
+    time.sleep(0.2)
+    assert two.get("lease") == b"mine"  # renewed: alive past its first time to live
+    two.release("lease", b"theirs")
+    assert one.get("lease") == b"mine"
+    one.release("lease", b"mine")
+    assert two.add("lease", b"theirs", 0.3)
+    time.sleep(0.4)
+    assert not two.renew("lease", b"theirs", 60)  # lapsed: renewing does not bring it back
+    assert two.get("lease") is None
+
+
 def test_a_single_use_is_recorded_once_for_every_instance(redis: RedisServer) -> None:
     one, two = RedisStore(redis.url), RedisStore(redis.url)
     assert one.mark_used("mim:confirm-used:x", 60)

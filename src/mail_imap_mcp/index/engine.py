@@ -59,6 +59,8 @@ class IndexEngine(Protocol):
 
     #: ``sqlite`` or ``postgresql`` (``[index] index_engine``).
     name: str
+    #: Every instance of a team deployment opens the same indexes (one sync each: :mod:`.lease`).
+    shared: bool
 
     def check(self, query: Query) -> None:
         """Raise :class:`~.store.Unsupported` when this engine cannot answer ``query`` (the server does)."""

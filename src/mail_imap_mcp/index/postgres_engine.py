@@ -91,6 +91,7 @@ class PostgresEngine:
     """:class:`~.engine.IndexEngine` of one PostgreSQL database (``settings``: ``[index]``)."""
 
     name = "postgresql"
+    shared = True
 
     def __init__(self, settings: IndexSettings, password: str | None) -> None:
         assert settings.index_url is not None

@@ -23,6 +23,7 @@ from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.index.attachments import AttachmentReading
 from mail_imap_mcp.index.build import BuildHooks, build
 from mail_imap_mcp.index.engine import IndexLocation
+from mail_imap_mcp.index.lease import SyncLease
 from mail_imap_mcp.index.store import IndexBusy, IndexPermissions, IndexStore, IndexUnusable, IndexWriteFailed
 from mail_imap_mcp.index.sync import Indexer
 
@@ -66,8 +67,11 @@ class AccountIndex:
         text_bytes: int,
         connect: Callable[[], AccountConnection],
         attachments: AttachmentReading | None = None,
+        lease: SyncLease | None = None,
     ) -> None:
         self.account_id = account_id
+        #: An index every instance shares: only the instance holding its lease syncs it in the background.
+        self.lease = lease
         #: Where the index is, in its engine (and the account it must record).
         self.location = location
         self.text_bytes = text_bytes
@@ -212,7 +216,21 @@ class AccountIndex:
         if built:
             self.status = IndexStatus("ready", store.count(), store.count())
         while not self._stop.is_set():
+            if self.lease is not None and not self.lease.hold():
+                self._follow(store)  # another instance syncs it: asked again every third of the lease
+                self._stop.wait(self.lease.ttl_s / 3)
+                continue
             self._stop.wait(self._sync_once(connection, indexer, store))
+
+    def _follow(self, store: IndexStore) -> None:
+        """The state of an index another instance builds and syncs, as it stands in the shared index."""
+        folders = store.folders()
+        count = store.count()
+        built = bool(folders) and all(state.complete for state in folders.values())
+        self.status = IndexStatus("ready", count, count) if built else IndexStatus("building", count)
+
+    def _lease_lost(self) -> bool:
+        return self.lease is not None and not self.lease.held
 
     def _sync_once(self, connection: AccountConnection, indexer: Indexer, store: IndexStore) -> float:
         status = self.status
@@ -226,7 +244,10 @@ class AccountIndex:
             self.status.indexed += messages
             self._stop.wait(STEP_PAUSE_S)
 
-        hooks = BuildHooks(on_plan=plan, on_progress=advance, stop=self._stop.is_set)
+        def stop() -> bool:  # closed, or the lease lapsed (another instance may sync it now)
+            return self._stop.is_set() or self._lease_lost()
+
+        hooks = BuildHooks(on_plan=plan, on_progress=advance, stop=stop)
         try:
             build(connection, indexer, hooks, step=500)
         except IndexBusy as exc:  # another process writes the file (``mail-imap-mcp index``): later
@@ -235,13 +256,15 @@ class AccountIndex:
         except ImapError as exc:
             log.info("background index sync of %s failed: %s", self.account_id, type(exc).__name__)
             return RETRY_S
-        if not self._stop.is_set():
+        if not stop():
             count = store.count()
             self.status = IndexStatus("ready", count, count)
         return RESYNC_S
 
     def close(self) -> None:
         self._stop.set()
+        if self.lease is not None:
+            self.lease.release()
         if self._thread is not None:
             self._thread.join(timeout=5)
             if self._thread.is_alive():  # inside one IMAP command: it stops at the next chunk

@@ -65,6 +65,7 @@ class SqliteEngine:
     """:class:`~.engine.IndexEngine` of SQLite files in ``index_dir`` (None: the platform's)."""
 
     name = "sqlite"
+    shared = False
 
     def __init__(self, index_dir: Path | None) -> None:
         self.index_dir = index_dir

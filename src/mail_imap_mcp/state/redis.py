@@ -93,6 +93,11 @@ class _RedisSubscription:
         self._closed.set()
 
 
+#: Lua: renew a lease (``PEXPIRE``) where the key still holds the caller's value; give one back likewise.
+_RENEW = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0"
+_RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
+
+
 class RedisStore:
     """The :class:`~mail_imap_mcp.state.Store` in Redis; thread-safe (the client pools connections)."""
 
@@ -138,6 +143,14 @@ class RedisStore:
         with _reaching(self.url_shown):
             value: bytes | None = self._client.getdel(key)
             return value
+
+    def renew(self, key: str, value: bytes, ttl_s: float) -> bool:
+        with _reaching(self.url_shown):  # compared and renewed in one step (a script runs alone)
+            return bool(self._client.eval(_RENEW, 1, key, value, max(1, int(ttl_s * 1000))))
+
+    def release(self, key: str, value: bytes) -> None:
+        with _reaching(self.url_shown):
+            self._client.eval(_RELEASE, 1, key, value)
 
     def incr(self, key: str, ttl_s: float) -> int:
         with _reaching(self.url_shown):

@@ -59,6 +59,15 @@ class Store(Protocol):
         """The value of ``key``, removed in the same step: only one caller ever gets it."""
         ...
 
+    def renew(self, key: str, value: bytes, ttl_s: float) -> bool:
+        """Set ``key``'s time to live again where it still holds ``value`` (a lease its holder keeps);
+        False where it lapsed or another holds it."""
+        ...
+
+    def release(self, key: str, value: bytes) -> None:
+        """Delete ``key`` where it still holds ``value`` (a lease given back by its holder alone)."""
+        ...
+
     def incr(self, key: str, ttl_s: float) -> int:
         """Add one to the counter ``key`` (0 when missing) and return it; its time to live starts
         with its first increment."""
@@ -163,6 +172,18 @@ class MemoryStore:
             value = self._live(key)
             self._values.pop(key, None)
             return value
+
+    def renew(self, key: str, value: bytes, ttl_s: float) -> bool:
+        with self._lock:
+            if self._live(key) != value:
+                return False
+            self._put(key, value, ttl_s)
+            return True
+
+    def release(self, key: str, value: bytes) -> None:
+        with self._lock:
+            if self._live(key) == value:
+                self._values.pop(key, None)
 
     def incr(self, key: str, ttl_s: float) -> int:
         with self._lock:

@@ -1,0 +1,89 @@
+"""One sync of a shared index for the team (issue 50): two instances of one deployment (each a whole
+application, sharing Redis as ``[state]`` and one PostgreSQL index) open the same index; the one holding
+its lease builds and syncs it, the other reads it and answers searches from it. The holder stopped as a
+killed process stops (its lease no longer renewed, never given back): the other takes the lease within
+twice its time to live (10 s), and the index holds each message once."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import psycopg
+import pytest
+
+from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.config import StateSettings
+from mail_imap_mcp.index.lease import LEASE_TTL_S
+from mail_imap_mcp.index.runtime import AccountIndex
+from tests.support import mailgen
+from tests.support.accounts import account_settings
+from tests.support.clients import make_config, open_client
+from tests.support.dovecot import Dovecot
+from tests.support.postgres import PostgresServer, on_engine
+from tests.support.redis_server import RedisServer
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def redis(tmp_path: Path) -> Iterator[RedisServer]:
+    with RedisServer(tmp_path / "redis") as server:
+        yield server
+
+
+def ready(index: AccountIndex, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while index.status.state != "ready":
+        assert not index.status.state.startswith("unavailable"), index.status
+        assert time.monotonic() < deadline, index.status
+        time.sleep(0.05)
+
+
+async def test_one_instance_syncs_a_shared_index_and_another_takes_over_when_it_dies(
+    dovecot: Dovecot, postgres: PostgresServer, redis: RedisServer, tmp_path: Path
+) -> None:
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", [mailgen.plain_message(f"budget {i}", "the budget\r\n") for i in range(6)])
+    config = on_engine(
+        make_config({"default": account_settings(dovecot, user, index=True)}, state_dir=str(tmp_path / "st")),
+        "postgresql",
+        postgres,
+    )
+    config = config.model_copy(update={"state": StateSettings(redis_url=redis.url)})
+    first = AppContext.from_config(config)
+    second: AppContext | None = None
+    try:
+        holder = first.indexes["default"]
+        await anyio.to_thread.run_sync(ready, holder)
+        second = AppContext.from_config(config)
+        follower = second.indexes["default"]
+        await anyio.to_thread.run_sync(ready, follower)  # read from the shared index, not built again
+        assert holder.lease is not None and follower.lease is not None
+        assert holder.lease.held and not follower.lease.held
+        # The holder dies: its lease is no longer renewed, nor given back; its sync stops.
+        holder.lease.abandon()
+        holder._stop.set()
+        started = time.monotonic()
+        while not follower.lease.held:
+            assert time.monotonic() - started < 2 * LEASE_TTL_S, (
+                "not taken over in 2 x TTL",
+                follower.status,
+            )
+            await anyio.sleep(0.1)
+        took = time.monotonic() - started
+        print(f"lease taken over {took:.1f} s after its holder stopped (TTL {LEASE_TTL_S:g} s)")
+        assert LEASE_TTL_S / 2 < took < 2 * LEASE_TTL_S
+        with psycopg.connect(config.index.index_url, password=postgres.password) as conn:
+            rows = conn.execute("SELECT count(*), count(DISTINCT uid) FROM mimx_default.messages").fetchone()
+        assert rows == (6, 6)
+        async for mcp in open_client(config, second):  # answered from the index (closes the instance)
+            found = await mcp.call("imap_search_messages", {"query": "budget", "sort": "relevance"})
+            assert found["summary"].endswith("best match first") and found["data"]["total"] == 6
+        second = None
+    finally:
+        first.close()
+        if second is not None:
+            second.close()
