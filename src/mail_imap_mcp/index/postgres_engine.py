@@ -107,7 +107,16 @@ class PostgresEngine:
         """The pool of connections to the database, opened on first use (without waiting for it)."""
         with self._guard:
             if self._pool is None:
-                extra: dict[str, Any] = {"connect_timeout": int(CONNECT_WAIT_S), "autocommit": True}
+                extra: dict[str, Any] = {
+                    "connect_timeout": int(CONNECT_WAIT_S),
+                    "autocommit": True,
+                    # The planner prices a tsvector match at one operator and scans the whole table for
+                    # a word it guesses common; every statement here has an index to use (the GIN of the
+                    # terms, the keys): measured 13 ms against 0.2 ms for a rare word at 5,000 messages.
+                    # JIT compiles a plan priced that high: 25 ms of compiling for a 0.02 ms statement.
+                    "options": "-c enable_seqscan=off -c jit=off",
+                    "prepare_threshold": None,
+                }
                 if self._password is not None:
                     extra["password"] = self._password
                 self._pool = ConnectionPool(

@@ -39,6 +39,7 @@ from mail_imap_mcp.query.tree import (
     Not,
     Query,
     SizeBound,
+    nodes,
 )
 
 #: The prefix of each text column's lexemes.
@@ -56,6 +57,9 @@ class PgQuery:
     rank: str | None
     where: str
     params: tuple[object, ...]
+    #: ``rank`` is words and phrases under AND alone (no OR of the user's): each of its words matches at
+    #: least every message the whole does (as :class:`~.sqlite_query.Fts5Query`'s).
+    conjunctive: bool = True
 
 
 def lexeme(column: str, word: str) -> str:
@@ -76,13 +80,16 @@ class PgCompiler:
         ranked: list[str] = []
         conditions: list[str] = []
         params: list[object] = []
+        conjunctive = True
         for part in parts:
             text = self._text_only(part)
             if text is not None:
                 ranked.append(text)
+                conjunctive = conjunctive and not any(isinstance(node, AnyOf) for node in nodes(part))
             conditions.append(self._condition(part, params))
         rank = " & ".join(f"({r})" for r in ranked) if ranked else None
-        return PgQuery(rank, " AND ".join(f"({c})" for c in conditions) or "TRUE", tuple(params))
+        where = " AND ".join(f"({c})" for c in conditions) or "TRUE"
+        return PgQuery(rank, where, tuple(params), conjunctive)
 
     def _phrase(self, columns: tuple[str, ...], value: str) -> str:
         words = self.tokenizer.words(value)

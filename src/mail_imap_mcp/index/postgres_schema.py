@@ -42,7 +42,7 @@ _TABLES = (
         filenames text NOT NULL, doc bytea NOT NULL, global_id numeric(20), labels text NOT NULL,
         label_keys text NOT NULL, attachments_read boolean NOT NULL, arrival bigint NOT NULL,
         terms tsvector NOT NULL, UNIQUE(folder, uid))""",
-    "CREATE INDEX ON {s}.messages USING gin(terms)",
+    "CREATE INDEX ON {s}.messages USING gin(terms) WITH (fastupdate = off)",
     "CREATE INDEX ON {s}.messages(sent DESC, id DESC)",
     "CREATE INDEX ON {s}.messages(global_id) WHERE global_id IS NOT NULL",
 )

@@ -24,6 +24,7 @@ import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mail_imap_mcp.index.postgres_query import WEIGHTS, PgCompiler, PgQuery, lexeme
+from mail_imap_mcp.index.sqlite_ranking import UNWEIGHTED_MATCHES
 from mail_imap_mcp.index.sqlite_tokens import Tokenizer
 from mail_imap_mcp.index.store import (
     TEXT_COLUMNS,
@@ -352,10 +353,18 @@ def page_of(conn: Scoped, query: PgQuery, ask: PageAsk) -> HitPage:
     params: list[object] = [folders, *query.params]
     source = "FROM messages m JOIN folders f ON f.id = m.folder"
     if places is not None:
-        total = int(conn.execute(f"SELECT count(*) {source} WHERE {condition}", params).fetchone()[0])  # type: ignore[index]
+        matches = int(conn.execute(f"SELECT count(*) {source} WHERE {condition}", params).fetchone()[0])  # type: ignore[index]
         found = _still_matching(conn, query, _ids_at(conn, places))
-        return HitPage(_rows_of(conn, found, [0.0] * len(found)), total, folders)
+        return HitPage(_rows_of(conn, found, [0.0] * len(found)), matches, folders)
     ranked = order == "relevance" and query.rank is not None
+    total: int | None = None
+    if ranked and query.conjunctive:  # SQLite's rule: every word in most messages is listed newest first
+        total = int(conn.execute(f"SELECT count(*) {source} WHERE {condition}", params).fetchone()[0])  # type: ignore[index]
+        stored = int(conn.execute("SELECT coalesce(sum(messages), 0) FROM folders").fetchone()[0])  # type: ignore[index]
+        unweighted = total >= UNWEIGHTED_MATCHES and total * 2 > stored
+        ranked = not unweighted
+    else:
+        unweighted = False
     score, score_params, order_by = "0.0", [], "m.sent DESC, m.id DESC"
     if ranked:
         score, score_params = f"ts_rank('{_RANK_WEIGHTS}', m.terms, %s::tsquery)", [query.rank]
@@ -364,16 +373,18 @@ def page_of(conn: Scoped, query: PgQuery, ask: PageAsk) -> HitPage:
         order_by = "m.uid DESC"
     elif order == "arrival":
         order_by, params = "m.arrival DESC, array_position(%s::text[], f.name), m.uid", [*params, folders]
+    counted = "count(*) OVER ()" if total is None else "0"  # counted with the rows (not to stop early)
     listed = conn.execute(
-        f"SELECT m.id, {score}, f.name, m.uid, count(*) OVER () {source} WHERE {condition} "
+        f"SELECT m.id, {score}, f.name, m.uid, {counted} {source} WHERE {condition} "
         f"ORDER BY {order_by} LIMIT %s",
         [*score_params, *params, max(offset + limit, keep, 1)],
     ).fetchall()
-    total = int(listed[0][4]) if listed else 0  # the LIMIT is at least 1: a match lists a row
+    if total is None:
+        total = int(listed[0][4]) if listed else 0  # the LIMIT is at least 1: a match lists a row
     chosen = listed[offset : offset + limit]
     hits = _rows_of(conn, [int(row[0]) for row in chosen], [-float(row[1]) for row in chosen])
     kept = [(str(row[2]), int(row[3])) for row in listed[:keep]]
-    return HitPage(hits, total, folders, places=kept)
+    return HitPage(hits, total, folders, unweighted=unweighted and bool(hits), places=kept)
 
 
 def _ids_at(conn: Scoped, places: Sequence[Place]) -> list[int]:
