@@ -36,6 +36,10 @@ def test_without_an_index_table_the_engine_is_sqlite_in_the_servers_index_dir(tm
             {"index_engine": "postgresql", "index_url": "postgresql://u:secret@h/db"},
             "must not hold the password",
         ),
+        (
+            {"index_engine": "postgresql", "index_url": "postgresql://u@h/db?password=secret"},
+            "must not hold the password",
+        ),
         ({"index_url": URL}, 'for index_engine = "postgresql"'),
         (
             {

@@ -81,7 +81,7 @@ class IndexSettings(BaseModel):
         parts = urllib.parse.urlsplit(self.index_url)
         if parts.scheme not in ("postgresql", "postgres"):
             raise ValueError("index_url must start with postgresql://")
-        if parts.password is not None:
+        if parts.password is not None or "password" in urllib.parse.parse_qs(parts.query):
             raise ValueError(
                 "index_url must not hold the password: give it with index_password_env, "
                 "index_password_file or index_password_keyring"
