@@ -144,8 +144,9 @@ async def wait_for(mcp: EnvelopeClient, account: str, state: str, timeout: float
 
 @pytest.fixture
 async def own_postgres(tmp_path: Path) -> AsyncIterator[PostgresServer]:
-    """A PostgreSQL of this test alone (it is stopped and started again)."""
-    server = PostgresServer()
+    """A PostgreSQL of this test alone (it is killed and started again: durable, as a deployment's; with
+    fsync off a killed server loses what it had committed)."""
+    server = PostgresServer(durable=True)
     server.start()
     try:
         yield server

@@ -49,7 +49,9 @@ def _run_as() -> str | None:
 class PostgresServer:
     """``with PostgresServer() as pg: pg.url, pg.password``."""
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(self, port: int | None = None, *, durable: bool = False) -> None:
+        """``durable``: every commit flushed to disk, as a deployment's (a test that kills the server and
+        counts on its data after); else fsync off, for speed."""
         # Not under the tests' private temporary directory: the unprivileged user must reach it.
         self.directory = Path(tempfile.mkdtemp(prefix="mail-imap-mcp-pg-"))
         self.data = self.directory / "data"
@@ -60,6 +62,7 @@ class PostgresServer:
         self.user = _run_as()
         self._proc: subprocess.Popen[bytes] | None = None
         self._made = False
+        self.durable = durable
 
     @property
     def url(self) -> str:
@@ -107,12 +110,11 @@ class PostgresServer:
             "-p", str(self.port),
             "-k", str(self.socket_dir),
             "-c", "listen_addresses=127.0.0.1",
-            "-c", "fsync=off",
-            "-c", "synchronous_commit=off",
-            "-c", "full_page_writes=off",
             "-c", "max_connections=60",
             "-c", "shared_buffers=32MB",
         ]  # fmt: skip
+        if not self.durable:
+            argv += ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
         with self.log_path.open("ab") as log:
             self._proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, user=self.user, cwd=self.directory
