@@ -35,8 +35,9 @@ from mail_imap_mcp.state import MemoryStore, Store, user_key, user_tag
 
 TOKEN_TTL_S = 300.0
 
-#: What the user decided on an approval page; ``unavailable``: no page could be shown (no browser).
-Decision = Literal["send", "dont_send", "expired", "unavailable"]
+#: What the user decided on an approval page; ``unavailable``: no page could be shown (no browser);
+#: ``cancelled``: the caller stopped waiting (imap_cancel_operation) before the user decided.
+Decision = Literal["send", "dont_send", "expired", "cancelled", "unavailable"]
 
 
 class ApprovalPage(Protocol):
@@ -125,6 +126,12 @@ class ConfirmationGate:
         raise ToolFailure(ErrorCode.PERMISSION_DENIED, refusal, details=details, retryable=False)
 
     @staticmethod
+    def asks_on_page(what: str, page: ApprovalPage | None) -> bool:
+        """Whether :meth:`require_send_approval` of ``what`` would wait for the user on ``page`` (not
+        approved yet, and a client that cannot ask the user)."""
+        return page is not None and not approved(_sentence(what)) and not client_can_ask_user.get()
+
+    @staticmethod
     def require_send_approval(what: str, page: ApprovalPage | None, message: bytes = b"") -> None:
         """Return when the user approved sending ``what`` (the message as shown) in this call: through the
         client (MCP elicitation, the approval bound to exactly ``what`` and the call's arguments), else on
@@ -143,9 +150,15 @@ class ConfirmationGate:
         if decision == "send":
             return
         if decision != "unavailable":
+            why = (
+                "The send was cancelled (imap_cancel_operation) before the user decided; the approval page "
+                "was closed and nothing was sent."
+                if decision == "cancelled"
+                else f"The user did not approve sending ({decision}); nothing was sent."
+            )
             raise ToolFailure(
                 ErrorCode.CONFIRMATION_REQUIRED,
-                f"The user did not approve sending ({decision}); nothing was sent.",
+                why,
                 details={"approval": decision},
                 retryable=False,
             )

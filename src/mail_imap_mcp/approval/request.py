@@ -76,6 +76,7 @@ class Outcome(StrEnum):
     EXPIRED = "expired"  # no answer before the page expired
     OPENED_TWICE = "opened_twice"  # the one-time address was opened again: someone else may hold it
     NOT_OPENED = "not_opened"  # the browser could not be opened
+    CANCELLED = "cancelled"  # the caller stopped waiting (imap_cancel_operation) before the user decided
 
 
 class Decision(BaseModel):

@@ -115,6 +115,14 @@ _ANSWERS: dict[Answer, tuple[int, str, str]] = {
     Answer.EXPIRED: (410, "Expired", f"This approval page has expired. {_NOTHING_SENT}"),
     Answer.DECIDED: (409, "Already answered", "This approval page was already answered."),
 }
+#: What the page's address answers once the request was cancelled by the caller (GET or POST alike).
+_CANCELLED = (
+    410,
+    "Cancelled",
+    f"Your assistant cancelled this request before you answered. {_NOTHING_SENT} You can close this tab.",
+)
+#: How often :func:`ask` checks whether its caller cancelled the request.
+CANCEL_POLL_S = 0.25
 
 
 def _page(answer: tuple[int, str, str]) -> tuple[int, str]:
@@ -221,6 +229,8 @@ class ApprovalServer:
             raise _BadRequest(421, "a request for another host")
         if request.method == "GET":
             opening = self.slot.open(request.path)
+            if opening is Opening.DECIDED and self.slot.outcome is Outcome.CANCELLED:
+                return _page(_CANCELLED)
             if opening is Opening.SHOW:
                 return 200, approval_page(self.request, self.slot.csrf_token, self.slot.ttl_s)
             return _page(_OPENINGS[opening])
@@ -236,6 +246,8 @@ class ApprovalServer:
         answer = self.slot.answer(request.path, form.get("csrf"), form.get("digest"), form.get("decision"))
         if answer in (Answer.FORBIDDEN, Answer.BAD_REQUEST):
             _log.info("approval page: an answer refused (%s)", answer.value)
+        if answer is Answer.DECIDED and self.slot.outcome is Outcome.CANCELLED:
+            return _page(_CANCELLED)
         return _page(_ANSWERS[answer])
 
 
@@ -247,29 +259,51 @@ def _open(open_url: Callable[[str], bool], url: str) -> bool:
         return False
 
 
+async def _watch(server: ApprovalServer, cancelled: Callable[[], bool]) -> None:
+    while not server.slot.expire_if_due():
+        if await asyncio.to_thread(cancelled):
+            server.end(Outcome.CANCELLED)
+            return
+        await asyncio.sleep(CANCEL_POLL_S)
+
+
 async def ask(
     request: ApprovalRequest,
     open_url: Callable[[str], bool],
     timeout: float = DEFAULT_TTL_S,
     *,
     clock: Callable[[], float] = time.monotonic,
+    cancelled: Callable[[], bool] | None = None,
+    decided: Callable[[Decision], None] | None = None,
 ) -> Decision:
     """Show ``request`` on a one-time page opened with ``open_url`` (in a thread: an opener may wait for
     the browser) and return what the user decided within ``timeout`` seconds, the page's life.
 
-    ``not_opened`` when ``open_url`` returns false or raises before the page was opened. The address is
-    handed to ``open_url`` alone: it is in no log line, exception or return value.
+    ``not_opened`` when ``open_url`` returns false or raises before the page was opened. ``cancelled``
+    (polled every :data:`CANCEL_POLL_S`, in a thread) true ends the request as ``cancelled``; the page
+    then stays, for the rest of its life, to tell a user who answers it that nothing was sent.
+    ``decided`` hears the decision as soon as it is known (before that stay). The address is handed to
+    ``open_url`` alone: it is in no log line, exception or return value.
     """
     async with ApprovalServer(request, ttl_s=timeout, clock=clock) as server:
         opening = asyncio.ensure_future(asyncio.to_thread(_open, open_url, server.url))
         waiting = asyncio.ensure_future(server.wait(timeout))
+        watching = asyncio.ensure_future(_watch(server, cancelled)) if cancelled is not None else None
+        started = asyncio.get_running_loop().time()
         try:
             done, _ = await asyncio.wait({opening, waiting}, return_when=asyncio.FIRST_COMPLETED)
             if waiting not in done and not opening.result() and not server.slot.shown:
                 server.end(Outcome.NOT_OPENED)
-            return await waiting
+            decision = await waiting
+            if decided is not None:
+                decided(decision)
+            if decision.outcome is Outcome.CANCELLED:
+                await asyncio.sleep(max(0.0, timeout - (asyncio.get_running_loop().time() - started)))
+            return decision
         finally:
             waiting.cancel()
+            if watching is not None:
+                watching.cancel()
 
 
 def ask_blocking(
@@ -278,7 +312,9 @@ def ask_blocking(
     timeout: float = DEFAULT_TTL_S,
     *,
     clock: Callable[[], float] = time.monotonic,
+    cancelled: Callable[[], bool] | None = None,
+    decided: Callable[[Decision], None] | None = None,
 ) -> Decision:
     """:func:`ask` for a synchronous caller (a tool handler in its worker thread): the page is served on
     an event loop of this thread's own for as long as it waits. Not for a thread running an event loop."""
-    return asyncio.run(ask(request, open_url, timeout, clock=clock))
+    return asyncio.run(ask(request, open_url, timeout, clock=clock, cancelled=cancelled, decided=decided))

@@ -52,6 +52,11 @@ class OperationState(StrEnum):
 FINISHED = {OperationState.OK, OperationState.PARTIAL, OperationState.FAILED, OperationState.CANCELED}
 
 
+class Cancelled(ToolFailure):
+    """Raised by work that stopped on cancellation before it changed anything: the operation ends
+    ``canceled``, its error saying what was (not) done."""
+
+
 class OperationRef(BaseModel):
     """A write still running in the background: poll it with imap_get_operation."""
 
@@ -231,7 +236,9 @@ class OperationRegistry:
             operation.state = OperationState.CANCELED if stopped else state_of(operation.result)
         except ToolFailure as failure:
             operation.failure = failure
-            operation.state = OperationState.FAILED
+            operation.state = (
+                OperationState.CANCELED if isinstance(failure, Cancelled) else OperationState.FAILED
+            )
         except Exception as exc:  # never lose an operation's end to a crash
             operation.failure = ToolFailure(
                 ErrorCode.INTERNAL,

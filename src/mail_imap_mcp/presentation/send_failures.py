@@ -77,6 +77,7 @@ def _already_sent(exc: AlreadySent, call: Call | None) -> ToolFailure:
     state = {
         "sent": "was already sent",
         "sending": "is being sent right now",
+        "approving": "is waiting for the user's approval on an approval page (an earlier call)",
         "unknown": "was sent once with an unknown outcome (the connection was lost after the message went out)",
     }.get(exc.state, "was already sent")
     look = (

@@ -6,6 +6,9 @@ the client cannot ask the user (no MCP elicitation), the draft is shown on a one
 the sign-in does); the server sets ``AppContext.approval_page`` to it where a browser may open (stdio on
 the user's desktop). The page's request carries the digest of the text the user would have been shown by
 elicitation (which holds the draft's fingerprint): a decision counts only when it carries that digest back.
+A call that carries a progressToken waits for the decision here, telling the client every
+:data:`PROGRESS_EVERY_S` that it still waits; a call waiting as a background operation sets
+:data:`stop_asked` to its cancellation, which closes the page (it then tells the user nothing was sent).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from email.message import EmailMessage
 from email.parser import BytesParser
 
@@ -32,7 +36,10 @@ _DECISIONS: dict[Outcome, Decision] = {
     Outcome.EXPIRED: "expired",
     Outcome.OPENED_TWICE: "dont_send",
     Outcome.NOT_OPENED: "unavailable",
+    Outcome.CANCELLED: "cancelled",
 }
+#: Whether the caller waiting for the page stopped waiting (its background operation was cancelled).
+stop_asked: ContextVar[Callable[[], bool] | None] = ContextVar("approval_stop_asked", default=None)
 
 
 def _addresses(message: EmailMessage, name: str) -> list[str]:
@@ -91,7 +98,14 @@ def approval_page(
             request = approval_request(shown, message)
         except (ValidationError, ValueError, LookupError):  # beyond the page's bounds: not approvable there
             return "unavailable"
-        decision = _waiting(lambda: ask_blocking(request, open_url, timeout_s, clock=clock), timeout_s)
+        cancelled = stop_asked.get()
+
+        def page(decided: Callable[[PageDecision], None]) -> PageDecision:
+            return ask_blocking(
+                request, open_url, timeout_s, clock=clock, cancelled=cancelled, decided=decided
+            )
+
+        decision = _waiting(page, timeout_s)
         if decision is None:
             return "unavailable"
         if decision.approves(request.digest):
@@ -101,18 +115,31 @@ def approval_page(
     return ask
 
 
-def _waiting(ask: Callable[[], PageDecision], timeout_s: float) -> PageDecision | None:
-    """``ask()`` on a thread of its own while this one (the call's) tells the client, every
+def _waiting(
+    ask: Callable[[Callable[[PageDecision], None]], PageDecision], timeout_s: float
+) -> PageDecision | None:
+    """``ask(decided)`` on a thread of its own while this one (the call's) tells the client, every
     :data:`PROGRESS_EVERY_S`, that the user is being waited for: a client that asked for progress keeps the
-    call alive meanwhile. None when the page failed."""
-    decided: list[PageDecision] = []
-    worker = threading.Thread(target=lambda: decided.append(ask()), name="approval-page", daemon=True)
-    worker.start()
+    call alive meanwhile. The decision as soon as ``decided`` hears it (a cancelled page stays open a while
+    to say so); None when the page failed."""
+    decisions: list[PageDecision] = []
+    known = threading.Event()
+
+    def heard(decision: PageDecision) -> None:
+        decisions.append(decision)
+        known.set()
+
+    def run() -> None:
+        try:
+            ask(heard)
+        finally:
+            known.set()
+
+    threading.Thread(target=run, name="approval-page", daemon=True).start()
     report = progress_reporter.get()
     started = time.monotonic()
-    while worker.is_alive():
-        worker.join(PROGRESS_EVERY_S)
-        if worker.is_alive() and report is not None:
+    while not known.wait(PROGRESS_EVERY_S):
+        if report is not None:
             waited = int(time.monotonic() - started)
             report(waited, int(timeout_s), "Waiting for the user to approve the message in their browser")
-    return decided[0] if decided else None
+    return decisions[0] if decisions else None

@@ -16,11 +16,13 @@ Trash), each failure an issue of a successful answer.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.approval import DEFAULT_TTL_S
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.config.accounts import AuthMethod
 from mail_imap_mcp.config.errors import ConfigError
@@ -57,6 +59,9 @@ RATE_WINDOW_S = 3600
 #: How many mailboxes are searched for the message a reply answers (INBOX, All Mail, then LIST order).
 MAX_ANSWER_MAILBOXES = 20
 SENDING, SENT_STATE, UNKNOWN = b"sending", b"sent", b"unknown"
+#: How long the mark of a draft waiting for the user on an approval page lasts at most (the page's life and
+#: a margin), should the process end without taking it back.
+APPROVING_TTL_S = DEFAULT_TTL_S + 60.0
 
 
 @dataclass
@@ -153,6 +158,19 @@ def still_as_approved(app: AppContext, connection: AccountConnection, prepared: 
     on a page may take the user minutes, during which another client may replace (or send) the draft."""
     if prepare(app, connection, prepared.ref).raw != prepared.raw:
         raise MessageGone(prepared.ref)
+
+
+@contextmanager
+def waiting_for_approval(app: AppContext, prepared: Prepared) -> Iterator[None]:
+    """Mark the draft as waiting for the user on an approval page for the duration: another send of it
+    meanwhile is refused (:class:`AlreadySent`, state ``approving``), not shown on a second page."""
+    key = app.caller.key("send-approving", prepared.account_id, prepared.outgoing.header_id.lower())
+    if not app.store.add(key, b"approving", APPROVING_TTL_S):
+        raise AlreadySent(prepared.outgoing.header_id, "approving", prepared.sent_mailbox)
+    try:
+        yield
+    finally:
+        app.store.delete(key)
 
 
 def check_not_sent(app: AppContext, connection: AccountConnection, prepared: Prepared) -> None:

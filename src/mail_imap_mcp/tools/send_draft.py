@@ -5,19 +5,34 @@ in; refused otherwise). Governed by the account's ``send_enabled`` alone; the ru
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import ExitStack
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import ErrorCode, MultiItemData, NextAction, ToolFailure, ToolResult
+from mail_imap_mcp.envelope.mcp import progress_reporter
 from mail_imap_mcp.envelope.model import status_for
+from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.read import MessageGone
+from mail_imap_mcp.operations import Operation, OperationRef, OperationState, Progress
 from mail_imap_mcp.operations.audit import audit
+from mail_imap_mcp.operations.background import Cancelled
 from mail_imap_mcp.presentation.arguments import MessageIdArg
-from mail_imap_mcp.presentation.writes import audited
+from mail_imap_mcp.presentation.failures import run as run_tool
+from mail_imap_mcp.presentation.writes import audited, operation_field
 from mail_imap_mcp.services.message_lookup import resolve_message
-from mail_imap_mcp.services.send_draft import check_not_sent, prepare, send, still_as_approved
+from mail_imap_mcp.services.send_approval import stop_asked
+from mail_imap_mcp.services.send_draft import (
+    Prepared,
+    check_not_sent,
+    prepare,
+    send,
+    still_as_approved,
+    waiting_for_approval,
+)
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 
 NAME = "imap_send_draft"
@@ -76,9 +91,10 @@ class SendDraftData(MultiItemData):
     account_id: str = Field(description="Account the message was sent from.")
     message_id: str = Field(description="The draft's message_id.")
     header_message_id: str = Field(description="The Message-ID the message was sent with.")
-    outcome: Literal["sent", "outcome_unknown"] = Field(
+    outcome: Literal["sent", "outcome_unknown", "waiting_for_approval"] = Field(
         description="sent: the server accepted it; outcome_unknown: the connection was lost after the message "
-        "went out (never retried; look in Sent)."
+        "went out (never retried; look in Sent); waiting_for_approval: the user decides on a page, see "
+        "background."
     )
     accepted: list[str] = Field(description="Recipients the server accepted.")
     refused: list[RefusedRecipient] = Field(description="Recipients the server refused.")
@@ -87,6 +103,7 @@ class SendDraftData(MultiItemData):
     )
     answered: bool = Field(description="The message replied to was marked \\Answered.")
     draft_moved_to_trash: bool = Field(description="The draft was moved to Trash.")
+    background: OperationRef | None = operation_field()
 
 
 def handle(app: AppContext, args: SendDraftInput) -> ToolResult[SendDraftData]:
@@ -101,26 +118,78 @@ def handle(app: AppContext, args: SendDraftInput) -> ToolResult[SendDraftData]:
             details={"account_id": account_id, "setting": "send_enabled"},
             retryable=False,
         )
-    with audited(lambda failure: audit(app.caller, NAME, account_id, "send", 0, failure.code)):
+    held = ExitStack()
+    with audited(_failed(app, account_id)):
         prepared = prepare(app, connection, ref)
         check_not_sent(app, connection, prepared)
         shown = prepared.outgoing.shown(account_id)
-        app.confirmations.require_send_approval(shown, app.approval_page, prepared.raw)
+        on_page = app.confirmations.asks_on_page(shown, app.approval_page)
+        if on_page:  # the user may take minutes: a second send of the draft meanwhile is refused
+            held.enter_context(waiting_for_approval(app, prepared))
+        if not on_page or progress_reporter.get() is not None:  # answered in this call
+            with held:
+                app.confirmations.require_send_approval(shown, app.approval_page, prepared.raw)
+                return _approved(app, connection, prepared)
+
+    def decided(progress: Progress) -> ToolResult[SendDraftData]:
+        """Without a progressToken: waits for the user in the background, polled (imap_get_operation) and
+        cancelled (imap_cancel_operation closes the page); its failures worded as the call's would be."""
+        asked = stop_asked.set(lambda: progress.cancelled)
         try:
-            still_as_approved(app, connection, prepared)
-        except MessageGone:
-            raise ToolFailure(
-                ErrorCode.NOT_FOUND,
-                "The draft was changed or removed while the user was approving it: nothing was sent. Find the "
-                "draft in Drafts again and send that; the user is asked anew.",
-                details={
-                    "parameter": "message_id",
-                    "message_id": ref.message_id,
-                    "approval": "draft_changed",
-                },
-                retryable=False,
-            ) from None
-        result = send(app, connection, prepared, NAME)
+            with held, audited(_failed(app, account_id)):
+                result = run_tool(lambda app, args: _on_page(app, connection, prepared, shown), app, args)
+            progress.advance(1, result.summary)
+            return result
+        finally:
+            stop_asked.reset(asked)
+
+    def state_of(result: ToolResult[SendDraftData]) -> OperationState:
+        return OperationState.PARTIAL if result.data.status == "partial" else OperationState.OK
+
+    try:
+        done = app.operations.run(NAME, account_id, 1, decided, state_of, user=app.caller.user)
+    except BaseException:
+        held.close()
+        raise
+    return _waiting(ref.message_id, account_id, done) if isinstance(done, Operation) else done
+
+
+def _on_page(
+    app: AppContext, connection: AccountConnection, prepared: Prepared, shown: str
+) -> ToolResult[SendDraftData]:
+    try:
+        app.confirmations.require_send_approval(shown, app.approval_page, prepared.raw)
+    except ToolFailure as failure:
+        if failure.details.get("approval") == "cancelled":  # the operation ends canceled
+            raise Cancelled(failure.code, failure.message, details=failure.details, retryable=False) from None
+        raise
+    return _approved(app, connection, prepared)
+
+
+def _failed(app: AppContext, account_id: str) -> Callable[[ToolFailure], None]:
+    return lambda failure: audit(app.caller, NAME, account_id, "send", 0, failure.code)
+
+
+def _approved(
+    app: AppContext, connection: AccountConnection, prepared: Prepared
+) -> ToolResult[SendDraftData]:
+    """Send ``prepared``, which the user approved in this call, unless it changed meanwhile."""
+    ref, account_id = prepared.ref, prepared.account_id
+    try:
+        still_as_approved(app, connection, prepared)
+    except MessageGone:
+        raise ToolFailure(
+            ErrorCode.NOT_FOUND,
+            "The draft was changed or removed while the user was approving it: nothing was sent. Find the "
+            "draft in Drafts again and send that; the user is asked anew.",
+            details={
+                "parameter": "message_id",
+                "message_id": ref.message_id,
+                "approval": "draft_changed",
+            },
+            retryable=False,
+        ) from None
+    result = send(app, connection, prepared, NAME)
     refused = [RefusedRecipient(address=a, reply=r) for a, r in result.refused.items()]
     data = SendDraftData(
         account_id=account_id,
@@ -142,6 +211,34 @@ def handle(app: AppContext, args: SendDraftInput) -> ToolResult[SendDraftData]:
         summary = f"Sent to {len(result.accepted)} recipient(s); {len(refused)} refused by the server"
     else:
         summary = f"Sent to {len(result.accepted)} recipient(s)"
+    return ToolResult(summary=summary, data=data)
+
+
+def _waiting(message_id: str, account_id: str, operation: Operation) -> ToolResult[SendDraftData]:
+    """The answer while the user decides on the approval page: the operation to poll (nothing sent yet)."""
+    data = SendDraftData(
+        account_id=account_id,
+        message_id=message_id,
+        header_message_id="",
+        outcome="waiting_for_approval",
+        accepted=[],
+        refused=[],
+        sent_copy=None,
+        answered=False,
+        draft_moved_to_trash=False,
+        status="ok",
+        issues=[],
+        next_action=NextAction(
+            instruction="The user is deciding in their browser: check the send (its result once decided)",
+            tool="imap_get_operation",
+            arguments={"operation_id": operation.operation_id},
+        ),
+        background=operation.ref(),
+    )
+    summary = (
+        f"Waiting for the user to approve the message in their browser, as {operation.operation_id}; follow "
+        "it with imap_get_operation (imap_cancel_operation closes the page, sending nothing)"
+    )
     return ToolResult(summary=summary, data=data)
 
 
