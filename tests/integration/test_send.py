@@ -17,7 +17,7 @@ import sys
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from mail_imap_mcp.config import Config
 from mail_imap_mcp.confirmation import Decision
 from mail_imap_mcp.services import send_approval
 from mail_imap_mcp.services.send_approval import approval_page
+from mail_imap_mcp.tools.send_draft import SendDraftData
 from tests.support import chromium
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
@@ -148,6 +149,32 @@ async def _draft_id(mcp: EnvelopeClient, subject: str | None = None) -> str:
     )
     (found,) = data["messages"]
     return str(found["message_id"])
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 30
+    while not condition() and time.monotonic() < deadline:
+        await anyio.sleep(0.05)
+
+
+async def _decided(mcp: EnvelopeClient, answer: dict[str, Any]) -> dict[str, Any]:
+    """The call's answer once the user decided on the page: ``answer`` itself, or, when the call handed
+    back a background operation, its end polled with imap_get_operation (``data`` the send's own data,
+    checked against its model, or ``error`` as the call would have answered), and ``state``."""
+    background = (answer.get("data") or {}).get("background")
+    if background is None:
+        return answer
+    deadline = time.monotonic() + 60
+    while True:
+        detail = await mcp.ok("imap_get_operation", {"operation_id": background["operation_id"]})
+        state = detail["operation"]["state"]
+        if state not in ("accepted", "running") or time.monotonic() > deadline:
+            break
+        await anyio.sleep(0.1)
+    if detail["error"] is not None:
+        return {"success": False, "error": detail["error"], "state": state}
+    SendDraftData.model_validate(detail["result"])
+    return {"success": True, "data": detail["result"], "summary": detail["summary"], "state": state}
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -519,7 +546,7 @@ async def test_where_the_client_cannot_ask_the_approval_page_hook_decides(
 
     app.approval_page = page
     async for mcp in open_client(config, app):  # no elicitation
-        answer = await mcp.call(TOOL, {"message_id": await _draft_id(mcp)})
+        answer = await _decided(mcp, await mcp.call(TOOL, {"message_id": await _draft_id(mcp)}))
     ((text, message),) = shown
     assert text.startswith("Send this message from account 'default':") and message == raw
     if decision == "send":
@@ -565,7 +592,7 @@ async def test_the_browser_approval_page_sends_only_on_send(chain: SubmissionDov
     app.approval_page = approval_page(lambda url: _answer_page(url, decision, seen), timeout_s=30)
     received = _received(chain)
     async for mcp in open_client(config, app):  # no elicitation
-        answer = await mcp.call(TOOL, {"message_id": await _draft_id(mcp)})
+        answer = await _decided(mcp, await mcp.call(TOOL, {"message_id": await _draft_id(mcp)}))
     (html,) = seen
     assert chain.address(carol) in html and "Dear Bob," in html
     if decision == "send":
@@ -680,7 +707,7 @@ async def test_claude_desktops_path_a_reply_approved_in_chromium_reaches_the_rec
     params = StdioServerParameters(command=server, args=["serve", "--config", str(config)], env=env)
     async with Client(params) as client:  # declares no elicitation
         mcp = EnvelopeClient(client)
-        answer = await mcp.call(TOOL, {"message_id": await _draft_id(mcp)})
+        answer = await _decided(mcp, await mcp.call(TOOL, {"message_id": await _draft_id(mcp)}))
     deadline = time.monotonic() + 30  # the browser writes down its page once the answer came up
     while not done.exists() and time.monotonic() < deadline:
         await anyio.sleep(0.05)
@@ -844,7 +871,9 @@ async def test_an_approval_page_that_expired_sends_nothing_and_says_so(chain: Su
     app.approval_page = approval_page(late_user, timeout_s=300, clock=clock)
     before = _everywhere(chain, sender, [bob])
     async for mcp in open_client(config, app):  # no elicitation
-        failed = await mcp.fail(TOOL, {"message_id": await _draft_id(mcp)}, "confirmation_required")
+        failed = await _decided(mcp, await mcp.call(TOOL, {"message_id": await _draft_id(mcp)}))
+        assert failed["error"]["code"] == "confirmation_required", failed
+    await _until(lambda: bool(pages))  # the call's answer may come before the browser closed
     ((_, answered),) = pages
     assert answered.startswith("Expired")
     assert failed["error"]["details"] == {"approval": "expired"} and "expired" in failed["error"]["message"]
@@ -871,7 +900,9 @@ async def test_a_draft_replaced_while_its_page_was_open_is_not_sent(chain: Submi
     app.approval_page = approval_page(user, timeout_s=60)
     received = _received(chain)
     async for mcp in open_client(config, app):  # no elicitation
-        failed = await mcp.fail(TOOL, {"message_id": await _draft_id(mcp)}, "not_found")
+        failed = await _decided(mcp, await mcp.call(TOOL, {"message_id": await _draft_id(mcp)}))
+        assert failed["error"]["code"] == "not_found", failed
+    await _until(lambda: bool(pages))
     ((shown, answered),) = pages
     assert "eve@mail.test" not in shown and answered.startswith("Approved")
     assert failed["error"]["details"]["approval"] == "draft_changed"
@@ -879,3 +910,91 @@ async def test_a_draft_replaced_while_its_page_was_open_is_not_sent(chain: Submi
     assert _received(chain) == received and await _delivered(chain, bob, 0) == []
     (kept,) = _files(chain, sender, "Drafts")
     assert b"eve@mail.test" in kept.read_bytes()
+
+
+@pytest.mark.parametrize("press", ["send", "decline"])
+async def test_without_a_progress_token_the_page_is_waited_for_as_a_background_operation(
+    chain: SubmissionDovecot, press: str
+) -> None:
+    """A client without elicitation and without a progressToken gets at once an operation to poll (nothing
+    sent yet, never the page's address); the same draft sent again meanwhile is refused (conflict). The
+    user answers later in Chromium: polled to its end, "Send" is the call's own answer (sent, once),
+    "Don't send" its refusal."""
+    sender, bob, _ = _setup(chain)
+    _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
+    config = make_config({"default": _settings(chain, sender, chain.submission_port, "starttls")})
+    app = AppContext.from_config(config)
+    urls: list[str] = []
+    app.approval_page = approval_page(lambda url: urls.append(url) is None, timeout_s=60)
+    before = _everywhere(chain, sender, [bob])
+    async for mcp in open_client(config, app):  # no elicitation, no progressToken
+        draft = await _draft_id(mcp)
+        waiting = await mcp.call(TOOL, {"message_id": draft})
+        operation_id = waiting["data"]["background"]["operation_id"]
+        assert waiting["data"]["outcome"] == "waiting_for_approval" and waiting["data"]["next_action"] == {
+            "instruction": waiting["data"]["next_action"]["instruction"],
+            "tool": "imap_get_operation",
+            "arguments": {"operation_id": operation_id},
+        }
+        again = await mcp.fail(TOOL, {"message_id": draft}, "conflict")
+        assert again["error"]["details"]["state"] == "approving"
+        status = await mcp.ok("imap_get_operation", {"operation_id": operation_id})
+        assert status["operation"]["state"] in ("accepted", "running")
+        (url,) = urls
+        _, answered = await anyio.to_thread.run_sync(chromium.answer_approval, url, press)
+        answer = await _decided(mcp, waiting)
+    path = urllib.parse.urlsplit(url).path
+    assert path not in str(waiting) and path not in str(status) and path not in str(answer)
+    if press == "decline":
+        assert answered.startswith("Not sent") and answer["state"] == "failed"
+        assert answer["error"]["code"] == "confirmation_required"
+        assert answer["error"]["details"] == {"approval": "dont_send"}
+        assert _everywhere(chain, sender, [bob]) == before
+        return
+    assert answered.startswith("Approved") and answer["state"] == "ok"
+    assert answer["data"]["outcome"] == "sent" and answer["data"]["accepted"] == [chain.address(bob)]
+    assert len(await _delivered(chain, bob, 1)) == 1
+    assert _everywhere(chain, sender, [bob]) == {
+        **before,
+        f"{sender}/Drafts": 0,
+        f"{sender}/Sent": 1,
+        f"{sender}/Trash": 1,
+        f"{bob}/INBOX": 1,
+        "relayed": before["relayed"] + 1,
+    }
+
+
+async def test_cancelling_the_background_send_closes_the_page_and_sends_nothing(
+    chain: SubmissionDovecot,
+) -> None:
+    """imap_cancel_operation while the user reads the page in Chromium: the operation ends canceled saying
+    nothing was sent; the user's "Send" afterwards gets a page that says the request was cancelled; nothing
+    is sent, and the draft can be sent later (asked anew)."""
+    sender, bob, _ = _setup(chain)
+    _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
+    config = make_config({"default": _settings(chain, sender, chain.submission_port, "starttls")})
+    app = AppContext.from_config(config)
+    urls: list[str] = []
+    app.approval_page = approval_page(lambda url: urls.append(url) is None, timeout_s=60)
+    before = _everywhere(chain, sender, [bob])
+    async for mcp in open_client(config, app):  # no elicitation, no progressToken
+        draft = await _draft_id(mcp)
+        waiting = await mcp.call(TOOL, {"message_id": draft})
+        operation_id = waiting["data"]["background"]["operation_id"]
+
+        def cancel_while_reading(mcp: EnvelopeClient = mcp, operation_id: str = operation_id) -> None:
+            anyio.from_thread.run(mcp.ok, "imap_cancel_operation", {"operation_id": operation_id})
+            anyio.from_thread.run(_decided, mcp, {"data": {"background": {"operation_id": operation_id}}})
+
+        (url,) = urls
+        shown, answered = await anyio.to_thread.run_sync(
+            chromium.answer_approval, url, "send", cancel_while_reading
+        )
+        answer = await _decided(mcp, waiting)
+        again = await mcp.call(TOOL, {"message_id": draft})  # no longer held: a new page is shown
+        assert again["data"]["outcome"] == "waiting_for_approval"
+        await mcp.ok("imap_cancel_operation", {"operation_id": again["data"]["background"]["operation_id"]})
+    assert "Dear Bob," in shown and answered.startswith("Cancelled") and "Nothing was sent" in answered
+    assert answer["state"] == "canceled" and answer["error"]["details"] == {"approval": "cancelled"}
+    assert "nothing was sent" in answer["error"]["message"]
+    assert await _delivered(chain, bob, 0) == [] and _everywhere(chain, sender, [bob]) == before

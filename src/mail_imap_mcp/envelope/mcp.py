@@ -70,6 +70,9 @@ current_request_id: ContextVar[str | None] = ContextVar("current_request_id", de
 progress_reporter: ContextVar[Callable[[int, int, str], None] | None] = ContextVar(
     "progress_reporter", default=None
 )
+#: Whether the tool call being handled carries a progressToken (the client listens for progress, so a
+#: call may wait long for the user without the client's request timing out).
+progress_asked: ContextVar[bool] = ContextVar("progress_asked", default=False)
 
 InputT = TypeVar("InputT", bound=BaseModel)
 DataT = TypeVar("DataT", bound=BaseModel)
@@ -162,6 +165,7 @@ class EnvelopeTool(InternalTool):
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         if context is not None and hasattr(context, "report_progress"):
             progress_reporter.set(_reporter(context))
+        progress_asked.set(_progress_asked(context))
         # Whose call it is (the HTTP transport's verified access token): handed to the handler.
         user, as_given = user_of(context), user_as_given(context)
         client_can_ask_user.set(_can_elicit(context))
@@ -382,6 +386,26 @@ def _approved_before(state: object) -> set[str]:
     return {key for key in keys if isinstance(key, str)} if isinstance(keys, list) else set()
 
 
+def _progress_asked(context: Any) -> bool:
+    """Whether the call carries a progressToken: in its ``_meta``, or as the SDK's dispatch context holds
+    it (a JSON-RPC request's token; an in-process client's progress callback, which has no token)."""
+    try:
+        request = context.request_context
+    except (AttributeError, ValueError):  # no request context
+        return False
+    meta = getattr(request, "meta", None)
+    if isinstance(meta, dict) and (meta.get("progressToken") or meta.get("progress_token")) is not None:
+        return True
+    dispatch = getattr(getattr(request, "session", None), "_request_outbound", None)
+    for _ in range(4):  # the SDK wraps its dispatch contexts; a few layers at most
+        if dispatch is None:
+            break
+        if getattr(dispatch, "_progress_token", None) is not None or getattr(dispatch, "_on_progress", None):
+            return True
+        dispatch = getattr(dispatch, "_inner", None)
+    return False
+
+
 def _can_elicit(context: Any) -> bool:
     capabilities = getattr(context, "client_capabilities", None) if context is not None else None
     return getattr(capabilities, "elicitation", None) is not None
@@ -446,5 +470,6 @@ __all__ = [
     "ToolResult",
     "current_request_id",
     "envelope_tool",
+    "progress_asked",
     "progress_reporter",
 ]

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import ErrorCode, MultiItemData, NextAction, ToolFailure, ToolResult
-from mail_imap_mcp.envelope.mcp import progress_reporter
+from mail_imap_mcp.envelope.mcp import progress_asked
 from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.read import MessageGone
@@ -126,7 +126,7 @@ def handle(app: AppContext, args: SendDraftInput) -> ToolResult[SendDraftData]:
         on_page = app.confirmations.asks_on_page(shown, app.approval_page)
         if on_page:  # the user may take minutes: a second send of the draft meanwhile is refused
             held.enter_context(waiting_for_approval(app, prepared))
-        if not on_page or progress_reporter.get() is not None:  # answered in this call
+        if not on_page or progress_asked.get():  # answered in this call
             with held:
                 app.confirmations.require_send_approval(shown, app.approval_page, prepared.raw)
                 return _approved(app, connection, prepared)
