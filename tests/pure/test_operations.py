@@ -11,6 +11,7 @@ import pytest
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.envelope.mcp import progress_reporter
 from mail_imap_mcp.operations import Operation, OperationRegistry, OperationState, Progress
+from mail_imap_mcp.operations.background import Cancelled
 
 
 def ok(result: Any) -> OperationState:
@@ -87,6 +88,26 @@ def test_a_failure_inline_is_raised_and_in_the_background_is_kept() -> None:
     assert operation.finished.wait(5)
     assert operation.state is OperationState.FAILED
     assert operation.failure is not None and operation.failure.code == ErrorCode.INTERNAL
+
+
+def test_work_that_stops_on_cancel_before_changing_anything_ends_canceled_with_its_words() -> None:
+    """A send waiting for the user's approval stops on cancel with nothing done: the operation is
+    canceled (not failed), and its error says what happened."""
+
+    def waits(progress: Progress) -> None:
+        deadline = time.monotonic() + 5
+        while not progress.cancelled and time.monotonic() < deadline:
+            time.sleep(0.01)
+        raise Cancelled(ErrorCode.CONFIRMATION_REQUIRED, "cancelled; nothing was sent", retryable=False)
+
+    registry = OperationRegistry(inline_s=0.05)
+    operation = registry.run("t", "a", 1, waits, ok, user="")
+    assert isinstance(operation, Operation)
+    registry.cancel(operation.operation_id, "")
+    assert operation.finished.wait(5)
+    view = registry.get(operation.operation_id, "")
+    assert (view.state, view.result) == (OperationState.CANCELED, None)
+    assert view.error is not None and view.error.message == "cancelled; nothing was sent"
 
 
 def held_until(release: threading.Event) -> Any:

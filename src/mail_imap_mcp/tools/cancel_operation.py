@@ -15,7 +15,9 @@ DESCRIPTION = "Stop a background write after its current batch; what was done st
 DETAILS = (
     "Stop a write running in the background. It stops after the batch in progress (a batch already "
     "sent to the server is never abandoned half-way): what was done stays done, and imap_get_operation "
-    "then reports state canceled with the progress reached. Cancelling a finished operation changes nothing."
+    "then reports state canceled with the progress reached. A send waiting for the user's approval "
+    "(imap_send_draft) is stopped at once: its page is closed (it tells the user), nothing is sent; once the "
+    "user pressed Send it is sent. Cancelling a finished operation changes nothing."
 )
 
 

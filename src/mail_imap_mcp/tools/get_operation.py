@@ -15,7 +15,8 @@ TITLE = "Get a background write"
 DESCRIPTION = "A background write's state, progress and, once finished, its result (from data.background)."
 DETAILS = (
     "Check a write that continues in the background (imap_apply_to_messages and "
-    "imap_update_message_flags answered with data.background instead of the result): state (accepted, "
+    "imap_update_message_flags answered with data.background instead of the result; imap_send_draft while "
+    "the user decides on its approval page): state (accepted, "
     "running, ok, partial, failed, canceled), progress, and with include_result the write's own result "
     "once it finished."
 )

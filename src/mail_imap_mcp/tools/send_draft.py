@@ -39,7 +39,8 @@ NAME = "imap_send_draft"
 TITLE = "Send a saved draft (the user approves it)"
 DESCRIPTION = (
     "Send a draft from Drafts (save it first with imap_save_draft). The user is shown it and must approve; "
-    "you cannot approve it. Sent once: never retry an outcome_unknown."
+    "you cannot approve it. Sent once: never retry an outcome_unknown. Waiting for the user, it may answer "
+    "data.background: poll imap_get_operation."
 )
 DETAILS = (
     "Send a saved draft by its message_id over the account's SMTP submission server (implicit TLS or "
@@ -50,7 +51,11 @@ DETAILS = (
     "the client (MCP elicitation); the approval is bound to exactly that text and this call, so a draft "
     "changed since is asked about again, never sent as approved. No argument, token or setting lets an agent "
     "approve (confirm_without_elicitation does not apply); a client without elicitation is refused unless an "
-    "approval page is available. The draft's bytes are sent as saved, with Date replaced and Bcc left out of "
+    "approval page is available. On the page (a browser on the user's desktop) the user may take minutes: a call "
+    "with a progressToken hears progress and answers the decision; one without answers at once "
+    "outcome waiting_for_approval with data.background, whose imap_get_operation result is the send's own answer "
+    "(sent, outcome_unknown, or the error: declined, expired, draft changed); imap_cancel_operation closes the "
+    "page and sends nothing; the same draft sent again meanwhile is conflict. The draft's bytes are sent as saved, with Date replaced and Bcc left out of "
     "the transmitted copy; From must be one of the account's addresses; at most 100 recipients. At most once: "
     "the draft's Message-ID (one derived from its content is added when it has none) is recorded in the state "
     "store and looked for in Sent before each send; a connection lost after the message went out is "
@@ -68,7 +73,8 @@ ERRORS = {
     "client cannot ask the user and no approval page is available; the server refused the message or every "
     "recipient. Nothing was sent.",
     "confirmation_required": "The user declined or cancelled; nothing was sent.",
-    "conflict": "This draft was sent already, is being sent, or its earlier send's outcome is unknown.",
+    "conflict": "This draft was sent already, is being sent or waits for the user on an approval page, or its "
+    "earlier send's outcome is unknown.",
     "limit_exceeded": "send_rate_per_hour reached, or the message is over the server's SIZE.",
     "auth_failed": "The submission server refused the login.",
     "unavailable": "The submission server could not be reached or TLS failed; nothing was sent.",
