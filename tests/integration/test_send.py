@@ -673,8 +673,9 @@ def _flags(path: Path) -> str:
 async def test_claude_desktops_path_a_reply_approved_in_chromium_reaches_the_recipient_once(
     chain: SubmissionDovecot, tmp_path: Path, press: str
 ) -> None:
-    """The server as Claude Desktop runs it (a stdio subprocess; the SDK's client declares no elicitation),
-    the user's browser (BROWSER) headless Chromium: the reply is shown on the one-time page, "Send" there
+    """The server as Claude Desktop runs it (a stdio subprocess; the SDK's client declares no elicitation
+    and asks for no progress, so the call hands back an operation, polled to its end), the user's browser
+    (BROWSER) headless Chromium: the reply is shown on the one-time page, "Send" there
     sends it once (the recipient reads it in their INBOX through the real chain; the original is
     \\Answered, Sent has one copy, the draft is in Trash); "Don't send" changes nothing anywhere."""
     sender, bob, carol = _setup(chain)
@@ -701,13 +702,16 @@ async def test_claude_desktops_path_a_reply_approved_in_chromium_reaches_the_rec
         "BROWSER": CHROMIUM_BROWSER,  # no DISPLAY: BROWSER names the browser
         "APPROVAL_TEST_PRESS": press,
         "APPROVAL_TEST_DONE": str(done),
+        "APPROVAL_TEST_DELAY_S": "2",  # past the call's inline wait: it hands back an operation to poll
     }
     before = _everywhere(chain, sender, [bob, carol])
     server = str(Path(sys.executable).parent / "mail-imap-mcp")
     params = StdioServerParameters(command=server, args=["serve", "--config", str(config)], env=env)
-    async with Client(params) as client:  # declares no elicitation
+    async with Client(params) as client:  # declares no elicitation, sends no progressToken
         mcp = EnvelopeClient(client)
-        answer = await _decided(mcp, await mcp.call(TOOL, {"message_id": await _draft_id(mcp)}))
+        waiting = await mcp.call(TOOL, {"message_id": await _draft_id(mcp)})
+        assert waiting["data"]["outcome"] == "waiting_for_approval", waiting
+        answer = await _decided(mcp, waiting)
     deadline = time.monotonic() + 30  # the browser writes down its page once the answer came up
     while not done.exists() and time.monotonic() < deadline:
         await anyio.sleep(0.05)

@@ -19,6 +19,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -110,6 +111,7 @@ def _write(path: str, text: str) -> None:
 
 
 if __name__ == "__main__" and "APPROVAL_TEST_PRESS" in os.environ:
+    time.sleep(float(os.environ.get("APPROVAL_TEST_DELAY_S", "0")))  # the user comes to the page later
     page, answered = answer_approval(sys.argv[1], os.environ["APPROVAL_TEST_PRESS"])
     _write(os.environ["APPROVAL_TEST_DONE"], page + "\n--- answer ---\n" + answered)
 elif __name__ == "__main__":
