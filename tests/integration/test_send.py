@@ -151,6 +151,16 @@ async def _draft_id(mcp: EnvelopeClient, subject: str | None = None) -> str:
     return str(found["message_id"])
 
 
+def _opened_later(urls: list[str]) -> Callable[[str], bool]:
+    """A browser the user reads later: the page's address is kept (for the test to answer it), and opened."""
+
+    def opener(url: str) -> bool:
+        urls.append(url)
+        return True
+
+    return opener
+
+
 async def _until(condition: Callable[[], bool]) -> None:
     deadline = time.monotonic() + 30
     while not condition() and time.monotonic() < deadline:
@@ -929,7 +939,7 @@ async def test_without_a_progress_token_the_page_is_waited_for_as_a_background_o
     config = make_config({"default": _settings(chain, sender, chain.submission_port, "starttls")})
     app = AppContext.from_config(config)
     urls: list[str] = []
-    app.approval_page = approval_page(lambda url: urls.append(url) is None, timeout_s=60)
+    app.approval_page = approval_page(_opened_later(urls), timeout_s=60)
     before = _everywhere(chain, sender, [bob])
     async for mcp in open_client(config, app):  # no elicitation, no progressToken
         draft = await _draft_id(mcp)
@@ -979,7 +989,7 @@ async def test_cancelling_the_background_send_closes_the_page_and_sends_nothing(
     config = make_config({"default": _settings(chain, sender, chain.submission_port, "starttls")})
     app = AppContext.from_config(config)
     urls: list[str] = []
-    app.approval_page = approval_page(lambda url: urls.append(url) is None, timeout_s=60)
+    app.approval_page = approval_page(_opened_later(urls), timeout_s=60)
     before = _everywhere(chain, sender, [bob])
     async for mcp in open_client(config, app):  # no elicitation, no progressToken
         draft = await _draft_id(mcp)
