@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from benchmark import index as bench_index  # noqa: E402
+from benchmark import index_sizes  # noqa: E402
 
 QUERIES = [
     {"label": "sender word", "field": "from", "word": "garcia", "hits": 40},
@@ -72,3 +73,27 @@ def test_a_missing_fts_xapian_plugin_is_said_before_seeding(
     (tmp_path / "lib21_fts_xapian_plugin.so").write_bytes(b"")
     assert bench_index.xapian_skip_reason(None) is None
     assert bench_index.xapian_skip_reason(500) is None
+
+
+def test_a_million_keeps_its_own_figures_and_both_sizes_stand_side_by_side(tmp_path: Path) -> None:
+    # Issue 51 item 4: a 1,000,000 run writes a JSON and a section of its own, never the 100,000 one's.
+    machine = {"nproc": 2, "cpu_model": "test", "date_utc": "today", "load_average_at_start": [1.0]}
+    small, large = finished_run({"skipped": "none"}), finished_run({"skipped": "none"})
+    small.messages, large.messages = 100_000, 1_000_000
+    large.results["notmuch"] = {**large.results["notmuch"], "sender word": {"median_ms": 22.0}}
+    bench_index.write_index_results(small, tmp_path, machine=machine)
+    bench_index.write_index_results(large, tmp_path, machine=machine)
+    assert (tmp_path / "benchmarks-index.json").exists()
+    assert (tmp_path / "benchmarks-index-1000000.json").exists()
+    written = (tmp_path / "benchmarks.md").read_text()
+    assert written.count("100,000 generated messages") == 1
+    assert written.count("1,000,000 generated messages") == 1
+    sizes = written.split(index_sizes.SIZES_BEGIN)[1].split(index_sizes.SIZES_END)[0]
+    assert (
+        "| query | 100,000: ours / store alone / notmuch | 1,000,000: ours / store alone / notmuch |" in sizes
+    )
+    sender = next(line for line in sizes.splitlines() if line.startswith("| sender word |"))
+    assert sender.endswith("1.5 / 0.5 / 1.5 | `garcia` (40): 1.5 / 0.5 / 22.0 |")
+    # Written again after another 100,000 run: still one table, both sizes.
+    bench_index.write_index_results(small, tmp_path, machine=machine)
+    assert (tmp_path / "benchmarks.md").read_text().count(index_sizes.SIZES_BEGIN) == 1
