@@ -26,7 +26,6 @@ import mail_imap_mcp.index.sqlite_ranking as ranking  # noqa: E402
 from mail_imap_mcp.index.sqlite_store import SqliteStore  # noqa: E402
 from mail_imap_mcp.index.store import HitPage  # noqa: E402
 from mail_imap_mcp.query import Contains  # noqa: E402
-from mail_imap_mcp.query.fts5 import compile_fts5  # noqa: E402
 from mail_imap_mcp.services.index_places import KEPT_PLACES  # noqa: E402
 
 QUERIES = (("from", "dvolkov"), ("subject", "itinerary"))
@@ -61,7 +60,7 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|")
     try:
         for field, word in QUERIES:
-            query = compile_fts5(Contains(field, word))  # type: ignore[arg-type]
+            query = Contains(field, word)  # type: ignore[arg-type]
             for keep in (0, KEPT_PLACES):
 
                 def page(keep: int = keep, query: Any = query) -> HitPage:
