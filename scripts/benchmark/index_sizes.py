@@ -48,7 +48,12 @@ def _runs(out_dir: Path) -> list[dict[str, Any]]:
     found = []
     for path in out_dir.glob("benchmarks-index*.json"):
         data = json.loads(path.read_text())
-        if path.name == results_name(data.get("messages", -1)) and "notmuch" in data:
+        # Only a size's own file: not benchmarks-index-attachments.json, benchmarks-index-engines.json.
+        if (
+            isinstance(data, dict)
+            and path.name == results_name(data.get("messages", -1))
+            and "notmuch" in data
+        ):
             found.append(data)
     return sorted(found, key=lambda run: run["messages"])
 
