@@ -24,11 +24,18 @@ from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
-from tests.support import mailgen
+from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
+from tests.integration.test_sign_in_chromium import CHROMIUM_BROWSER
+from tests.integration.test_sign_in_secrets import files_under, holding
+from tests.integration.test_sign_in_tokens import keychain as keychain
+from tests.support import chromium, mailgen
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
+from tests.support.oidc_provider import MAIL_SCOPE, PUBLIC_CLIENT, OidcProvider, wait_for
 from tests.support.readme import readme_block
+from tests.support.secret_service import SecretService
 from tests.support.submission import DOMAIN, SubmissionDovecot
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -164,6 +171,91 @@ async def test_the_bundle_installs_as_claude_desktop_does_and_reads_mail(
     # The manifest's tools are the server's (writes off: the write tools are not listed).
     assert tools <= {tool["name"] for tool in manifest["tools"]}
     assert "imap_search_messages" in tools and "imap_update_message_flags" not in tools
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif(not chromium.installed(), reason="chromium and chromium-driver are not installed")
+async def test_the_bundle_signs_in_with_microsoft_in_the_browser_then_lists_searches_and_reads(
+    bundle: Path,
+    tmp_path: Path,
+    oidc: OidcProvider,
+    oidc_dovecot: Dovecot,
+    secret_service: SecretService,
+    keychain: KeychainRefreshTokens,
+) -> None:
+    """Issue 48's end to end through the bundle: the form filled for "Sign in with" microsoft and the
+    client ID (no password), the server started as Claude Desktop starts it (stdio, a client that declares
+    no elicitation). The first call answers sign_in_required and opens the user's browser (``BROWSER``:
+    headless Chromium through node-oidc-provider's pages); the calls after it list, search and read, Dovecot
+    checking each token with the provider. The refresh token is in the Secret Service, in no file.
+
+    What the form cannot say comes from the machine's environment, as an organisation would set it: the
+    Microsoft preset's two endpoints pointed at the local provider, and its scopes (Dovecot's ``mail``
+    in place of Outlook's IMAP scope), the desktop session's D-Bus (where the keychain is) and the browser.
+    """
+    user = oidc_dovecot.new_user()
+    oidc_dovecot.seed(
+        user,
+        "INBOX",
+        [mailgen.plain_message(f"Signed {i}", f"Body of signed-in message {i}") for i in range(3)],
+    )
+    bundle_dir = tmp_path / "Claude" / "Claude Extensions" / "mail-imap-mcp"
+    home = tmp_path / "Claude" / "home"
+    home.mkdir(parents=True)
+    form = {
+        "email_address": "someone@outlook.com",
+        "imap_host": oidc_dovecot.host,
+        "imap_port": str(oidc_dovecot.tls_port),
+        "ca_file": str(oidc_dovecot.ca_file),
+        "username": user,
+        "sign_in": "microsoft",
+        "oauth2_client_id": PUBLIC_CLIENT,
+    }
+    params = install(bundle, bundle_dir, form)
+    assert params.env is not None and params.env["MAIL_IMAP_DEFAULT_PASS"] == ""
+    metadata = oidc.metadata()
+    signed_in = tmp_path / "browser-done.txt"
+    machine = {
+        "MAIL_IMAP_DEFAULT_OAUTH2_AUTHORIZATION_URL": metadata["authorization_endpoint"],
+        "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_URL": metadata["token_endpoint"],
+        "MAIL_IMAP_DEFAULT_OAUTH2_SCOPES": f"openid offline_access {MAIL_SCOPE}",
+        "DBUS_SESSION_BUS_ADDRESS": secret_service.bus,
+        "BROWSER": CHROMIUM_BROWSER,  # no DISPLAY: BROWSER names the browser
+        "OIDC_TEST_LOGIN": user,
+        "OIDC_TEST_DONE": str(signed_in),
+        "MAIL_IMAP_MCP_LOG_LEVEL": "DEBUG",
+    }
+    params = params.model_copy(update={"env": {**params.env, **machine}})
+    log = tmp_path / "server.log"
+    envelopes: list[dict[str, Any]] = []
+    with log.open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog)) as client:  # declares no elicitation
+            mcp = EnvelopeClient(client)
+            first = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
+            details = first["error"]["details"]
+            assert details["reason"] == "sign_in_required" and details["browser_opened"] is True, first
+            assert "mail-imap-mcp login default" in json.dumps(first["error"])
+            wait_for(signed_in.exists, timeout=120)  # Chromium signed in and consented
+            listed = await mcp.ok("imap_list_mailboxes")
+            assert "INBOX" in {box["name"] for box in listed["mailboxes"]}
+            page = await mcp.ok("imap_search_messages", {"query": "signed"})
+            assert page["total"] == 3
+            message = await mcp.ok("imap_get_message", {"message_id": page["messages"][0]["message_id"]})
+            assert "Body of signed-in message" in json.dumps(message)
+            envelopes += [first, listed, page, message]
+            server_env = the_servers_environment(bundle_dir)
+    assert server_env["VIRTUAL_ENV"] == str(bundle_dir / ".venv")  # the bundle's server, not this checkout's
+    assert "sign-in attempt of account 'default' ended: signed in" in log.read_text()
+    stored = keychain.load()
+    assert stored is not None
+    # The tokens: the refresh token in the Secret Service, no token in any file the run wrote or in an envelope.
+    wait_for(lambda: stored in oidc.refresh_tokens(user))
+    secrets = {f"refresh token {n}": token for n, token in enumerate(oidc.refresh_tokens(user))}
+    secrets |= {f"access token {n}": token for n, token in enumerate(oidc.access_tokens(user))}
+    (envelopes_file := tmp_path / "envelopes.json").write_text(json.dumps(envelopes))
+    written = files_under(tmp_path, skip=secret_service.home)
+    assert log in written and envelopes_file in written and bundle_dir / "manifest.json" in written
+    assert holding(written, secrets) == []
 
 
 def the_form(dovecot: Dovecot, user: str) -> dict[str, Any]:
