@@ -12,6 +12,8 @@ from __future__ import annotations
 import functools
 import json
 import shutil
+import time
+import urllib.error
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,6 +23,7 @@ from mcp_types import ElicitRequestParams, ElicitRequestURLParams, ElicitResult
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
+from mail_imap_mcp.envelope import user_page
 from mail_imap_mcp.net.browser import BrowserOpener
 from mail_imap_mcp.sign_in_flow import SignInAttempts
 from tests.integration.test_sign_in_tokens import ACCOUNT, sign_in_account
@@ -207,3 +210,93 @@ async def test_a_client_that_fails_to_show_the_page_falls_back_to_the_browser(
         assert url == visitor.shown[0].url
         await anyio.to_thread.run_sync(approve, url, user)
         await mcp.ok("imap_list_mailboxes")
+
+
+class Away:
+    """An elicitation callback: the user agrees to go to the page, then (after ``away_s``) does nothing
+    there; the pages shown are kept, so the test can sign in at one later."""
+
+    def __init__(self, away_s: float = 0.0) -> None:
+        self.away_s = away_s
+        self.shown: list[ElicitRequestURLParams] = []
+
+    async def __call__(self, context: Any, params: ElicitRequestParams) -> ElicitResult:
+        assert isinstance(params, ElicitRequestURLParams), params
+        self.shown.append(params)
+        await anyio.sleep(self.away_s)
+        return ElicitResult(action="accept")
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"], ids=["2025-11-25", "2026-07-28"])
+async def test_the_wait_after_an_accepted_page_runs_out_and_a_sign_in_after_it_still_counts(
+    oidc: OidcProvider,
+    oidc_dovecot: Dovecot,
+    user: str,
+    keychain: KeychainRefreshTokens,
+    launches: Launches,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+) -> None:
+    """The user accepted the page but did not sign in within the call's wait (120 s, shortened here):
+    the call answers sign_in_required saying the user accepted, stores nothing, and the attempt (10
+    minutes) goes on: the user signing in after the call ended makes the next call work, with no page
+    shown again (regression: a call made while the server redeemed the code showed the page again)."""
+    monkeypatch.setattr(user_page, "PAGE_WAIT_S", 1.5)
+    away = Away()
+    settings = sign_in_account(oidc_dovecot, user, oidc)
+    async for mcp in stdio_like_client(settings, launches, elicitation_callback=away, mode=mode):
+        started = time.monotonic()
+        envelope = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
+        assert time.monotonic() - started >= 1.5  # it waited for the user
+        details = envelope["error"]["details"]
+        assert details["reason"] == "sign_in_required" and details["elicitation"] == "accept", details
+        assert f"mail-imap-mcp login {ACCOUNT}" in json.dumps(envelope["error"])
+        assert_no_url(envelope, oidc)
+        assert keychain.load() is None
+        (shown,) = away.shown
+        # Late, at the same attempt's page; the next call comes while the server still redeems the code
+        # (its token request slowed): it waits for that instead of showing the page again.
+        oidc.set_token_delay(1.0)
+        try:
+            await anyio.to_thread.run_sync(approve, shown.url, user)
+            data = await mcp.ok("imap_list_mailboxes")
+        finally:
+            oidc.set_token_delay(0)
+        assert "INBOX" in {box["name"] for box in data["mailboxes"]}
+    assert len(away.shown) == 1 and keychain.load() is not None and launches.urls == []
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"], ids=["2025-11-25", "2026-07-28"])
+async def test_an_answer_arriving_after_its_sign_in_attempt_ended_asks_nothing_again(
+    oidc: OidcProvider,
+    oidc_dovecot: Dovecot,
+    user: str,
+    keychain: KeychainRefreshTokens,
+    launches: Launches,
+    mode: str,
+) -> None:
+    """The user answers the page after its attempt ended (10 minutes; 1 s here): up to 2025-11-25 the
+    call ends at once; from 2026-07-28 the retry carries the ended attempt's request_state, which is
+    refused without a new page (never a loop of pages). Nothing is stored, no browser opened, and the
+    ended attempt's page no longer signs in."""
+    config = make_config({ACCOUNT: sign_in_account(oidc_dovecot, user, oidc)})
+    app = AppContext.from_config(config)
+    app.sign_ins = SignInAttempts(
+        config.accounts,
+        BrowserOpener(allowed=True, environ={}, platform="darwin", launch=launches),
+        attempt_s=1.0,
+    )
+    away = Away(away_s=2.5)
+    async for mcp in open_client(config, app, elicitation_callback=away, mode=mode):
+        envelope = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
+    details = envelope["error"]["details"]
+    assert details["reason"] == "sign_in_required" and details["elicitation"] == "accept", details
+    assert "browser_opened" not in details
+    assert_no_url(envelope, oidc)
+    (shown,) = away.shown  # asked once: the late retry brought no second page
+    assert keychain.load() is None and launches.urls == []
+    with pytest.raises(
+        urllib.error.URLError
+    ):  # the ended attempt's listener is closed: its page leads nowhere
+        await anyio.to_thread.run_sync(approve, shown.url, user)
+    assert keychain.load() is None

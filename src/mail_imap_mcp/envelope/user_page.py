@@ -82,6 +82,8 @@ async def send_user_to(
     """Take the user to ``page`` for a call that answered ``failure``: the call's answer once they
     visited it (run again by ``rerun``), an ``input_required`` result asking the client to show it, or
     ``failure`` saying what happened (``details.elicitation``: the user's answer; ``details.browser_opened``)."""
+    if await anyio.to_thread.run_sync(page.finished, 0.0):  # the user was done there a moment ago
+        return await rerun()
     if can_elicit_url(context):
         if _input_required_era(context):
             state = getattr(context, "request_state", None)
@@ -109,8 +111,6 @@ async def send_user_to(
 
 
 async def _open_browser(page: UserPage, failure: FailureEnvelope, rerun: Rerun) -> Any:
-    if await anyio.to_thread.run_sync(page.finished, 0.0):  # the user was done there a moment ago
-        return await rerun()
     opened = await anyio.to_thread.run_sync(page.open_browser)
     return noted(failure, page.opened_note if opened else None, browser_opened=opened)
 
