@@ -38,6 +38,11 @@ from mail_imap_mcp.net.tokens import (
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
+#: The longest wait for a token (the longest oauth2_token_timeout_s): a connection outside a call (a
+#: watcher's reconnection, the index sync's) has no deadline, and no HTTP client or lock takes an
+#: infinite timeout (httpx2 raised OverflowError: such a connection never got a new token).
+MAX_TOKEN_WAIT_S = 300.0
+
 
 def token_source_for(account_id: str, config: AccountConfig) -> TokenSource:
     """A new token source for an OAuth2 account: the built-in sign-in's refresh token in the keychain
@@ -143,7 +148,7 @@ class Login:
     def _obtain(self) -> AccessToken:
         assert self._tokens is not None
         try:
-            return self._tokens.token(self._time_left())
+            return self._tokens.token(min(self._time_left(), MAX_TOKEN_WAIT_S))
         except TokenUnavailable as exc:
             raise TokenCommandFailed(exc.reason, sign_in_required=isinstance(exc, SignInRequired)) from None
 
