@@ -139,14 +139,36 @@ async def test_login_with_a_device_code_signs_in(terminal: Terminal) -> None:
     assert envelope["success"] is True, envelope
 
 
-def test_google_refuses_the_device_code_for_its_mail_scope(terminal: Terminal) -> None:
-    terminal.settings.update(oauth2_provider="google", oauth2_issuer=None)
-    terminal.settings = {key: value for key, value in terminal.settings.items() if value is not None}
+def test_google_refuses_the_device_code_for_its_mail_scope(oidc: OidcProvider, terminal: Terminal) -> None:
+    """The google preset (its mail scope) with every endpoint pointed at the local provider, whose device
+    grant would work (test_login_with_a_device_code_signs_in): login --device says Google does not allow
+    it and what to do instead, before asking the provider anything; nothing is stored."""
+    metadata = oidc.metadata()
+    secret_file = terminal.directory / "client-secret"
+    secret_file.write_text(SECRET_CLIENT_SECRET)
+    secret_file.chmod(0o600)
+    terminal.settings = {
+        key: value
+        for key, value in terminal.settings.items()
+        if key not in {"oauth2_issuer", "oauth2_scopes"}  # the preset's scopes: Google's mail scope
+    }
+    terminal.settings |= {
+        "oauth2_provider": "google",
+        "oauth2_client_id": SECRET_CLIENT,
+        "oauth2_client_secret_file": str(secret_file),
+        "oauth2_authorization_url": metadata["authorization_endpoint"],
+        "oauth2_token_url": metadata["token_endpoint"],
+        "oauth2_device_url": metadata["device_authorization_endpoint"],
+    }
+    before = oidc.token_requests
     done = terminal.run("login", "--device")
     assert done.returncode == 1
     assert (
-        "Google does not allow its mail scope (https://mail.google.com/) on the device sign-in" in done.stderr
-    )
+        "Google does not allow its mail scope (https://mail.google.com/) on the device sign-in: run "
+        "`mail-imap-mcp login` without --device on a machine with a browser" in done.stderr
+    ), done.stderr
+    assert "enter the code" not in done.stderr  # no device authorization was started
+    assert terminal.keychain.load() is None and oidc.token_requests == before
 
 
 @pytest.mark.anyio

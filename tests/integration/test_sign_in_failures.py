@@ -210,3 +210,31 @@ async def test_a_token_the_imap_server_refuses_fails_clearly_after_one_retry(
     assert oidc.token_requests == before + 2
     stored = keychain.load()
     assert stored is not None and stored not in str(envelope)
+
+
+@pytest.mark.anyio
+async def test_a_token_of_another_issuer_is_refused_by_dovecot_after_one_retry(
+    oidc: OidcProvider,
+    oidc_dovecot: Dovecot,
+    user: str,
+    keychain: KeychainRefreshTokens,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """An account signed in at another provider than the one Dovecot trusts: our code gets its tokens
+    (the other provider answers every refresh) and sends them; Dovecot refuses each (its introspection
+    at its own issuer does not know them), so the call fails with auth_failed after one retry."""
+    with OidcProvider(tmp_path_factory.mktemp("other-issuer")) as other:
+        keychain.save(str(sign_in(other, user)["refresh_token"]))
+        before, trusted_before = other.token_requests, oidc.token_requests
+        (envelope,) = await outcomes(sign_in_account(oidc_dovecot, user, other))
+        error = envelope["error"]
+        assert error["code"] == "auth_failed", error
+        assert "refused the OAuth2 access token (XOAUTH2)" in error["message"], error["message"]
+        assert f"mail-imap-mcp login {ACCOUNT}" in error["message"]
+        wait_for(lambda: other.token_requests >= before + 2)
+        time.sleep(0.5)
+        assert other.token_requests == before + 2  # the token, and one more after the refusal
+        assert oidc.token_requests == trusted_before
+        assert len(other.access_tokens(user)) >= 3 and not oidc.access_tokens(user)
+        stored = keychain.load()
+        assert stored is not None and stored not in str(envelope)
