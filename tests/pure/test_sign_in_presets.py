@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from mail_imap_mcp.config import ConfigError
+from mail_imap_mcp.config import AccountConfig, ConfigError
 from mail_imap_mcp.config.sign_in import SignInSettings, oauth_client
 
 
@@ -93,3 +93,23 @@ def test_an_applications_own_sign_in_asks_microsofts_default_scope_of_its_tenant
 def test_an_applications_own_sign_in_says_what_it_lacks(given: dict[str, object], said: str) -> None:
     problem = settings(oauth2_client_credentials=True, **given).sign_in_problem(per_user=True)
     assert problem is not None and said in problem, problem
+
+
+@pytest.mark.parametrize("sends", [False, True], ids=["reads only", "send_enabled"])
+def test_a_microsoft_account_that_sends_also_asks_the_smtp_send_scope(sends: bool) -> None:
+    """Microsoft's SMTP submission takes https://outlook.office.com/SMTP.Send (its IMAP/SMTP OAuth page):
+    asked, beside the IMAP scope, only of an account that sends; Google's mail scope covers SMTP too."""
+    account = {
+        "host": "outlook.office365.com",
+        "username": "me@contoso.com",
+        "auth": "xoauth2",
+        "oauth2_provider": "microsoft",
+        "oauth2_client_id": "client",
+        "send_enabled": sends,
+        "allowed_recipients": ["@contoso.com"],
+    }
+    scopes = oauth_client(AccountConfig.model_validate(account)).scopes
+    imap = ("https://outlook.office.com/IMAP.AccessAsUser.All", "offline_access")
+    assert scopes == ((*imap, "https://outlook.office.com/SMTP.Send") if sends else imap)
+    chosen = oauth_client(AccountConfig.model_validate({**account, "oauth2_scopes": ["a", "b"]})).scopes
+    assert chosen == ("a", "b")  # scopes set by the user are taken as they are

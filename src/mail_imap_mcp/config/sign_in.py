@@ -23,6 +23,10 @@ from .sign_in_store import KeychainRefreshTokens as KeychainRefreshTokens
 
 #: The offline_access scope makes Microsoft issue a refresh token.
 _MICROSOFT_SCOPES = ("https://outlook.office.com/IMAP.AccessAsUser.All", "offline_access")
+#: Sending over Microsoft's SMTP submission takes a scope of its own, of the same resource as the IMAP
+#: one (one token serves both); asked only of an account that sends (send_enabled), since consent to it
+#: lets the application send as the user.
+_MICROSOFT_SEND_SCOPE = "https://outlook.office.com/SMTP.Send"
 _GOOGLE_SCOPES = ("https://mail.google.com/",)
 #: An application's own token asks for the permissions an admin granted it (IMAP.AccessAsApp).
 _MICROSOFT_APP_SCOPES = ("https://outlook.office365.com/.default",)
@@ -187,6 +191,10 @@ def oauth_client(settings: SignInSettings, timeout_s: float = 10.0) -> OAuthClie
     if settings.oauth2_client_credentials:
         default_scopes, fallback = {SignInProvider.MICROSOFT: _MICROSOFT_APP_SCOPES}, ()
     scopes = settings.oauth2_scopes or default_scopes.get(settings.oauth2_provider, fallback)
+    sends = bool(getattr(settings, "send_enabled", False))  # AccountConfig's: the send tool's switch
+    preset = not settings.oauth2_scopes and not settings.oauth2_client_credentials
+    if sends and preset and settings.oauth2_provider is SignInProvider.MICROSOFT:
+        scopes = (*scopes, _MICROSOFT_SEND_SCOPE)
     # A refresh token needs consent to offline access: OpenID Connect grants offline_access only with
     # prompt=consent, and Google issues one only for access_type=offline (again on a later sign-in
     # only with prompt=consent).
