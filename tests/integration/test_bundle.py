@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import tomllib
 import zipfile
 from collections.abc import Mapping
@@ -33,7 +34,14 @@ from tests.integration.test_sign_in_tokens import keychain as keychain
 from tests.support import chromium, mailgen
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
-from tests.support.oidc_provider import MAIL_SCOPE, PUBLIC_CLIENT, OidcProvider, wait_for
+from tests.support.oidc_provider import (
+    MAIL_SCOPE,
+    PUBLIC_CLIENT,
+    SECRET_CLIENT,
+    SECRET_CLIENT_SECRET,
+    OidcProvider,
+    wait_for,
+)
 from tests.support.readme import readme_block
 from tests.support.secret_service import SecretService
 from tests.support.submission import DOMAIN, SubmissionDovecot
@@ -173,25 +181,40 @@ async def test_the_bundle_installs_as_claude_desktop_does_and_reads_mail(
     assert "imap_search_messages" in tools and "imap_update_message_flags" not in tools
 
 
+#: "Sign in with" of the bundle's form: the address, and the fields filled beside it.
+SIGN_IN_FORMS = {
+    "microsoft": {"email_address": "someone@outlook.com", "oauth2_client_id": PUBLIC_CLIENT},
+    "google": {
+        "email_address": "someone@gmail.com",
+        "oauth2_client_id": SECRET_CLIENT,
+        "oauth2_client_secret": SECRET_CLIENT_SECRET,
+    },
+}
+
+
 @pytest.mark.anyio
 @pytest.mark.skipif(not chromium.installed(), reason="chromium and chromium-driver are not installed")
-async def test_the_bundle_signs_in_with_microsoft_in_the_browser_then_lists_searches_and_reads(
+@pytest.mark.parametrize("provider", SIGN_IN_FORMS)
+async def test_the_bundle_signs_in_in_the_browser_then_lists_searches_and_reads(
     bundle: Path,
     tmp_path: Path,
     oidc: OidcProvider,
     oidc_dovecot: Dovecot,
     secret_service: SecretService,
     keychain: KeychainRefreshTokens,
+    provider: str,
 ) -> None:
-    """Issue 48's end to end through the bundle: the form filled for "Sign in with" microsoft and the
-    client ID (no password), the server started as Claude Desktop starts it (stdio, a client that declares
-    no elicitation). The first call answers sign_in_required and opens the user's browser (``BROWSER``:
-    headless Chromium through node-oidc-provider's pages); the calls after it list, search and read, Dovecot
-    checking each token with the provider. The refresh token is in the Secret Service, in no file.
+    """Issue 48's end to end through the bundle: the form filled for "Sign in with" microsoft (the client
+    ID, no password) or google (the client ID and its secret, in the form's sensitive field), the server
+    started as Claude Desktop starts it (stdio, a client that declares no elicitation). The first call
+    answers sign_in_required and opens the user's browser (``BROWSER``: headless Chromium through
+    node-oidc-provider's pages); the calls after it list, search and read, each after the access token
+    expired and Dovecot dropped the session (refreshed, the refresh token rotated), Dovecot checking each
+    token with the provider. The refresh token is in the Secret Service, in no file.
 
     What the form cannot say comes from the machine's environment, as an organisation would set it: the
-    Microsoft preset's two endpoints pointed at the local provider, and its scopes (Dovecot's ``mail``
-    in place of Outlook's IMAP scope), the desktop session's D-Bus (where the keychain is) and the browser.
+    preset's two endpoints pointed at the local provider, and its scopes (Dovecot's ``mail`` in place of
+    the provider's mail scope), the desktop session's D-Bus (where the keychain is) and the browser.
     """
     user = oidc_dovecot.new_user()
     oidc_dovecot.seed(
@@ -203,13 +226,12 @@ async def test_the_bundle_signs_in_with_microsoft_in_the_browser_then_lists_sear
     home = tmp_path / "Claude" / "home"
     home.mkdir(parents=True)
     form = {
-        "email_address": "someone@outlook.com",
         "imap_host": oidc_dovecot.host,
         "imap_port": str(oidc_dovecot.tls_port),
         "ca_file": str(oidc_dovecot.ca_file),
         "username": user,
-        "sign_in": "microsoft",
-        "oauth2_client_id": PUBLIC_CLIENT,
+        "sign_in": provider,
+        **SIGN_IN_FORMS[provider],
     }
     params = install(bundle, bundle_dir, form)
     assert params.env is not None and params.env["MAIL_IMAP_DEFAULT_PASS"] == ""
@@ -236,11 +258,18 @@ async def test_the_bundle_signs_in_with_microsoft_in_the_browser_then_lists_sear
             assert details["reason"] == "sign_in_required" and details["browser_opened"] is True, first
             assert "mail-imap-mcp login default" in json.dumps(first["error"])
             wait_for(signed_in.exists, timeout=120)  # Chromium signed in and consented
-            listed = await mcp.ok("imap_list_mailboxes")
-            assert "INBOX" in {box["name"] for box in listed["mailboxes"]}
-            page = await mcp.ok("imap_search_messages", {"query": "signed"})
-            assert page["total"] == 3
-            message = await mcp.ok("imap_get_message", {"message_id": page["messages"][0]["message_id"]})
+            oidc.set_access_token_ttl(3)
+            try:
+                listed = await mcp.ok("imap_list_mailboxes")
+                assert "INBOX" in {box["name"] for box in listed["mailboxes"]}
+                expire_and_drop(oidc_dovecot, user)
+                page = await mcp.ok("imap_search_messages", {"query": "signed"})
+                assert page["total"] == 3
+                expire_and_drop(oidc_dovecot, user)
+                message_id = page["messages"][0]["message_id"]
+                message = await mcp.ok("imap_get_message", {"message_id": message_id})
+            finally:
+                oidc.set_access_token_ttl(3600)
             assert "Body of signed-in message" in json.dumps(message)
             envelopes += [first, listed, page, message]
             server_env = the_servers_environment(bundle_dir)
@@ -250,12 +279,21 @@ async def test_the_bundle_signs_in_with_microsoft_in_the_browser_then_lists_sear
     assert stored is not None
     # The tokens: the refresh token in the Secret Service, no token in any file the run wrote or in an envelope.
     wait_for(lambda: stored in oidc.refresh_tokens(user))
-    secrets = {f"refresh token {n}": token for n, token in enumerate(oidc.refresh_tokens(user))}
+    issued = oidc.refresh_tokens(user)
+    assert len(issued) >= 4 and stored == issued[-1]  # the sign-in's, then one rotation per expiry
+    secrets = {f"refresh token {n}": token for n, token in enumerate(issued)}
+    secrets["client secret"] = SECRET_CLIENT_SECRET
     secrets |= {f"access token {n}": token for n, token in enumerate(oidc.access_tokens(user))}
     (envelopes_file := tmp_path / "envelopes.json").write_text(json.dumps(envelopes))
     written = files_under(tmp_path, skip=secret_service.home)
     assert log in written and envelopes_file in written and bundle_dir / "manifest.json" in written
     assert holding(written, secrets) == []
+
+
+def expire_and_drop(dovecot: Dovecot, user: str) -> None:
+    """Wait past a 3-second access token's expiry, then end ``user``'s sessions: the next call logs in anew."""
+    time.sleep(4)
+    dovecot.kick(user)
 
 
 def the_form(dovecot: Dovecot, user: str) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -169,6 +170,52 @@ def test_google_refuses_the_device_code_for_its_mail_scope(oidc: OidcProvider, t
     ), done.stderr
     assert "enter the code" not in done.stderr  # no device authorization was started
     assert terminal.keychain.load() is None and oidc.token_requests == before
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("device", [False, True], ids=["browser", "device code"])
+async def test_a_microsoft_shaped_account_signs_in_through_login(
+    oidc: OidcProvider, oidc_dovecot: Dovecot, terminal: Terminal, device: bool
+) -> None:
+    """The microsoft preset (a tenant of its own, no client secret) with its endpoints pointed at the local
+    provider, signed in by ``login`` through the browser and by ``login --device`` (which Microsoft allows
+    for mail); the account then lists its mailboxes and stays signed in across an access token's expiry."""
+    metadata = oidc.metadata()
+    terminal.settings = {key: value for key, value in terminal.settings.items() if key != "oauth2_issuer"}
+    terminal.settings |= {
+        "oauth2_provider": "microsoft",
+        "oauth2_tenant": "contoso.onmicrosoft.com",
+        "oauth2_authorization_url": metadata["authorization_endpoint"],
+        "oauth2_token_url": metadata["token_endpoint"],
+        "oauth2_device_url": metadata["device_authorization_endpoint"],
+    }
+    if device:
+        argv, env = terminal.command("login", "--device")
+        with subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True) as login:
+            assert login.stderr is not None
+            shown = login.stderr.readline()
+            found = re.search(r"open (\S+) and enter the code (\S+)", shown)
+            assert found is not None, shown
+            approve(found.group(1), terminal.user, user_code=found.group(2))
+            assert login.wait(timeout=120) == 0, login.stderr.read()
+    else:
+        done = terminal.run("login", ACCOUNT)
+        assert done.returncode == 0, done.stderr
+        assert f"{oidc.issuer}/auth?" in done.stderr
+    first = terminal.keychain.load()
+    assert first is not None
+    oidc.set_access_token_ttl(2)
+    try:
+
+        def expire() -> None:
+            time.sleep(3)  # past the access token's expiry; Dovecot drops the session
+            oidc_dovecot.kick(terminal.user)
+
+        envelopes = await outcomes(terminal.settings, 2, expire)
+    finally:
+        oidc.set_access_token_ttl(3600)
+    assert [envelope["success"] for envelope in envelopes] == [True, True], envelopes
+    assert terminal.keychain.load() not in (None, first)  # refreshed, the rotated token kept
 
 
 @pytest.mark.anyio

@@ -8,6 +8,7 @@ typed, unseen, and kept in a file of the user's alone.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import shutil
@@ -20,9 +21,11 @@ import pytest
 
 from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
 from tests.integration.test_setup import SERVER, Terminal, environment, run_server, user_home
-from tests.integration.test_sign_in_tokens import ACCOUNT, outcomes
+from tests.integration.test_sign_in_tokens import ACCOUNT
 from tests.integration.test_sign_in_tokens import keychain as keychain
+from tests.support.clients import make_config, open_client
 from tests.support.dovecot import Dovecot
+from tests.support.mailgen import plain_message
 from tests.support.oidc_provider import (
     BROWSER_SCRIPT,
     MAIL_SCOPE,
@@ -65,12 +68,21 @@ def answer_server_questions(term: Terminal, dovecot: Dovecot, user: str, address
     term.send(user)
 
 
-async def assert_the_written_account_works(config: Path, env: dict[str, str]) -> dict[str, Any]:
+async def assert_the_written_account_works(
+    config: Path, env: dict[str, str], dovecot: Dovecot, user: str
+) -> dict[str, Any]:
+    """``check`` passes, and an MCP client of the written account lists, searches and reads its mail."""
     done = run_server(["check", "--config", str(config)], env)
     assert done.returncode == 0, done.stdout + done.stderr
+    dovecot.seed(user, "INBOX", [plain_message("Signed in by setup", "Body read after setup's sign-in")])
     account = tomllib.loads(config.read_text())["accounts"][ACCOUNT]
-    (envelope,) = await outcomes(account)
-    assert envelope["success"] is True, envelope
+    async for mcp in open_client(make_config({ACCOUNT: account})):
+        listed = await mcp.ok("imap_list_mailboxes")
+        assert "INBOX" in {box["name"] for box in listed["mailboxes"]}
+        page = await mcp.ok("imap_search_messages", {"mailbox": "INBOX", "query": "setup"})
+        (found,) = page["messages"]
+        message = await mcp.ok("imap_get_message", {"message_id": found["message_id"]})
+        assert "Body read after setup's sign-in" in json.dumps(message)
     return dict(account)
 
 
@@ -104,7 +116,7 @@ async def test_setup_signs_a_microsoft_address_in_through_the_browser(
     refresh_token = keychain.load()
     assert refresh_token is not None and refresh_token not in term.transcript
     assert "Password" not in term.transcript  # no password asked
-    account = await assert_the_written_account_works(config, env)
+    account = await assert_the_written_account_works(config, env, oidc_dovecot, user)
     assert account["oauth2_provider"] == "microsoft" and account["oauth2_client_id"] == PUBLIC_CLIENT
     assert "password_keyring" not in account and refresh_token not in config.read_text()
 
@@ -139,7 +151,7 @@ async def test_setup_signs_a_google_address_in_with_the_client_secret_typed_unse
     secret_file = Path(tomllib.loads(config.read_text())["accounts"][ACCOUNT]["oauth2_client_secret_file"])
     assert secret_file.read_text().strip() == SECRET_CLIENT_SECRET
     assert secret_file.stat().st_mode & 0o777 == 0o600
-    account = await assert_the_written_account_works(config, env)
+    account = await assert_the_written_account_works(config, env, oidc_dovecot, user)
     assert account["oauth2_provider"] == "google"
 
 
