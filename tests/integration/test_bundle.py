@@ -502,7 +502,15 @@ async def test_the_bundle_sends_a_reply_once_the_user_pressed_send_in_the_browse
     """Issue 49's Claude Desktop path whole: the bundle installed with sending allowed on its form, a client
     without elicitation, the user's browser (BROWSER, as the desktop session has it) headless Chromium
     pressing "Send" on the approval page; the recipient reads the reply once, through the real chain."""
-    from tests.integration.test_send import CHROMIUM_BROWSER, _append, _delivered, _draft, _files, _flags
+    from tests.integration.test_send import (
+        CHROMIUM_BROWSER,
+        _append,
+        _decided,
+        _delivered,
+        _draft,
+        _files,
+        _flags,
+    )
 
     with SubmissionDovecot() as chain:
         sender, bob = chain.new_user(), chain.new_user()
@@ -537,7 +545,12 @@ async def test_the_bundle_sends_a_reply_once_the_user_pressed_send_in_the_browse
         async with Client(params) as client:  # declares no elicitation
             mcp = EnvelopeClient(client)
             (draft,) = (await mcp.ok("imap_search_messages", {"mailbox": "Drafts"}))["messages"]
-            data = await mcp.ok("imap_send_draft", {"message_id": draft["message_id"]})
+            # The call may hand back a background operation while the page waits (no progressToken here).
+            answer = await _decided(
+                mcp, await mcp.call("imap_send_draft", {"message_id": draft["message_id"]})
+            )
+        assert answer["success"], answer
+        data = answer["data"]
         assert (data["outcome"], data["answered"], data["sent_copy"]) == ("sent", True, "appended")
         (got,) = await _delivered(chain, bob, 1)
         assert f"In-Reply-To: {asked_id}".encode() in got and "Re: Question" in done.read_text()
