@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import socket
 import threading
 
 from mail_imap_mcp.state import StateUnavailable, Store
@@ -23,6 +24,12 @@ log = logging.getLogger("mail_imap_mcp.index")
 LEASE_TTL_S = 10.0
 
 
+def holder_token() -> bytes:
+    """The value this instance's leases hold: its host and process, then a random part (an operator who
+    reads the key in Redis sees which instance syncs the index; two instances never hold the same)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(8).hex()}".encode()
+
+
 class SyncLease:
     """The lease ``key`` of one index, as this instance holds it (or not)."""
 
@@ -30,7 +37,7 @@ class SyncLease:
         self.key = key
         self.ttl_s = LEASE_TTL_S if ttl_s is None else ttl_s
         self._store = store
-        self._token = os.urandom(12).hex().encode()
+        self._token = holder_token()
         self._held = threading.Event()
         self._stop = threading.Event()
         self._renewing: threading.Thread | None = None

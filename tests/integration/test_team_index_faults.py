@@ -1,0 +1,210 @@
+"""A shared index in PostgreSQL through faults mid-sync (issue 50): an instance killed (a real process,
+SIGKILL) while it builds hands its lease over within twice its time to live, and PostgreSQL stopped while
+an index is built, then started again, lets the build resume; either way the index ends with each of the
+server's messages once (its rows counted, and a search that the index answers finds what the server
+does). A FaultProxy's latency in front of Dovecot makes the build last long enough to be cut."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import psycopg
+import pytest
+import redis as redis_client
+
+from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.config import StateSettings
+from mail_imap_mcp.index import runtime
+from mail_imap_mcp.index.lease import LEASE_TTL_S
+from tests.support import mailgen
+from tests.support.accounts import account_settings
+from tests.support.clients import make_config, open_client
+from tests.support.dovecot import Dovecot
+from tests.support.faultproxy import FaultProxy
+from tests.support.http_server import HttpServer, http_client, http_config, new_token, start_http_server
+from tests.support.postgres import PostgresServer, index_table, on_engine
+from tests.support.redis_server import RedisServer
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+WORD = "ledger"
+FOLDERS = [f"Box{i:02d}" for i in range(12)]
+PER_FOLDER = 25
+#: Seconds the proxy adds to each chunk either way: a folder's sync takes several round trips.
+LATENCY_S = 0.06
+
+
+def seed(dovecot: Dovecot, user: str) -> int:
+    for folder in FOLDERS:
+        mail = [
+            mailgen.plain_message(f"{folder} {WORD} {i}", f"the {WORD} line {i}\r\n")
+            for i in range(PER_FOLDER)
+        ]
+        dovecot.seed(user, folder, mail)
+    return len(FOLDERS) * PER_FOLDER
+
+
+def until(condition: Callable[[], Any], timeout_s: float, what: str) -> float:
+    """Seconds until ``condition`` held (polled every 50 ms)."""
+    started = time.monotonic()
+    while not condition():
+        assert time.monotonic() - started < timeout_s, f"{what}: not within {timeout_s} s"
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
+class Schema:
+    """The rows of one index schema, read straight from PostgreSQL."""
+
+    def __init__(self, url: str, password: str, schema: str) -> None:
+        self.url, self.password, self.schema = url, password, schema
+
+    def _one(self, sql: str) -> tuple[Any, ...]:
+        try:
+            with psycopg.connect(self.url, password=self.password, connect_timeout=3) as conn:
+                row = conn.execute(sql.format(s=self.schema)).fetchone()
+        except psycopg.Error:
+            return ()
+        assert row is not None
+        return tuple(row)
+
+    def complete(self) -> int:
+        """Folders Box* built (0 while the schema is not made, or PostgreSQL is down)."""
+        row = self._one("SELECT count(*) FILTER (WHERE complete AND name LIKE 'Box%') FROM {s}.folders")
+        return int(row[0]) if row else 0
+
+    def folders(self) -> str:
+        """Each folder's state and rows (said by a failed assertion)."""
+        with psycopg.connect(self.url, password=self.password) as conn:
+            found = conn.execute(
+                "SELECT f.name, f.uidnext, f.highestmodseq, f.messages, f.complete, count(m.id) FROM "
+                f"{self.schema}.folders f LEFT JOIN {self.schema}.messages m ON m.folder = f.id GROUP BY f.id ORDER BY f.name"
+            ).fetchall()
+        return "\n".join(map(str, found))
+
+    def rows(self) -> tuple[int, int]:
+        """The messages' rows, and how many distinct (folder, uid) they hold."""
+        row = self._one("SELECT count(*), count(DISTINCT (folder, uid)) FROM {s}.messages")
+        return (int(row[0]), int(row[1])) if row else (-1, -1)
+
+
+def server_count(dovecot: Dovecot, user: str) -> int:
+    """The messages holding ``WORD`` as Dovecot's own search finds them, every folder."""
+    found = dovecot.doveadm("search", "-u", user, "mailbox", "Box*", "text", WORD).stdout.splitlines()
+    return len([line for line in found if line.strip()])
+
+
+@pytest.fixture
+def redis(tmp_path: Path) -> Iterator[RedisServer]:
+    with RedisServer(tmp_path / "redis") as server:
+        yield server
+
+
+def lease_holder(server: RedisServer) -> int | None:
+    """The process holding the index's lease, as its value says (``host:pid:random``)."""
+    client = redis_client.Redis.from_url(server.url)
+    try:
+        keys = list(client.scan_iter("*index-sync:*"))
+        if not keys:
+            return None
+        (key,) = keys
+        value = client.get(key)
+        return int(value.split(b":")[1]) if value else None
+    finally:
+        client.close()
+
+
+async def test_an_instance_killed_mid_sync_hands_its_lease_over_and_nothing_is_lost_or_doubled(
+    dovecot: Dovecot, postgres: PostgresServer, redis: RedisServer, tmp_path: Path
+) -> None:
+    user = dovecot.new_user()
+    total = seed(dovecot, user)
+    table = index_table(postgres)
+    with FaultProxy(dovecot.host, dovecot.tls_port) as proxy:
+        proxy.set_latency(LATENCY_S)
+        account = account_settings(dovecot, user, index=True, port=proxy.port, command_timeout_s=30)
+        extra = f'[state]\nredis_url = "{redis.url}"\n[index]\n' + "".join(
+            f'{key} = "{value}"\n' for key, value in table.items()
+        )
+        config = http_config(tmp_path, account, extra)
+        token = new_token()
+        instances: list[HttpServer] = []
+        try:
+            instances = [start_http_server(config, token=token) for _ in range(2)]
+            schema = Schema(table["index_url"], postgres.password, "mimx_default")
+            until(lambda: lease_holder(redis) in {i.proc.pid for i in instances}, 30, "a lease taken")
+            holder = next(i for i in instances if i.proc.pid == lease_holder(redis))
+            survivor = next(i for i in instances if i is not holder)
+            until(lambda: schema.complete() >= 2, 60, "two folders built")
+            built_then = schema.complete()
+            assert built_then < len(FOLDERS), "the build ended before the kill: more latency"
+            holder.proc.send_signal(signal.SIGKILL)
+            holder.proc.wait(timeout=10)
+            took = until(
+                lambda: lease_holder(redis) == survivor.proc.pid, 2 * LEASE_TTL_S, "lease taken over"
+            )
+            print(f"killed after {built_then} of {len(FOLDERS)} folders; lease taken over in {took:.1f} s")
+            assert took < 2 * LEASE_TTL_S
+            until(lambda: schema.complete() == len(FOLDERS), 90, "the build finished by the survivor")
+            assert schema.rows() == (total, total), schema.folders()
+            proxy.set_latency(0)
+            async with http_client(survivor.url, token) as mcp:
+                ask = {"account_id": "default", "query": WORD, "mailbox": "*", "sort": "relevance"}
+                found = await mcp.call("imap_search_messages", ask)
+            assert found["success"] and found["summary"].endswith("best match first"), found
+            assert found["data"]["total"] == server_count(dovecot, user) == total
+        finally:
+            for instance in instances:
+                instance.stop()
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL of this test alone, stopped and started again (durable, as a deployment's)."""
+    with PostgresServer(durable=True) as server:
+        yield server
+
+
+async def test_postgresql_stopped_mid_sync_then_started_again_the_build_resumes_with_nothing_lost_or_doubled(
+    dovecot: Dovecot, own_postgres: PostgresServer, redis: RedisServer, tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(runtime, "RETRY_S", 0.5)  # the sync's wait before it tries again (30 s)
+    user = dovecot.new_user()
+    total = seed(dovecot, user)
+    with FaultProxy(dovecot.host, dovecot.tls_port) as proxy:
+        proxy.set_latency(LATENCY_S)
+        account = account_settings(dovecot, user, index=True, port=proxy.port, command_timeout_s=30)
+        config = on_engine(
+            make_config({"default": account}, state_dir=str(tmp_path / "st")), "postgresql", own_postgres
+        )
+        config = config.model_copy(update={"state": StateSettings(redis_url=redis.url)})
+        schema = Schema(config.index.index_url, own_postgres.password, "mimx_default")
+        app = AppContext.from_config(config)
+        index = app.indexes["default"]
+        await anyio.to_thread.run_sync(lambda: until(lambda: schema.complete() >= 2, 60, "two folders built"))
+        built_then = schema.complete()
+        assert built_then < len(FOLDERS), "the build ended before PostgreSQL stopped: more latency"
+        own_postgres.stop()
+        await anyio.to_thread.run_sync(
+            lambda: until(lambda: index.status.state == "unavailable", 30, "the index said unavailable")
+        )
+        own_postgres.start()
+        await anyio.to_thread.run_sync(
+            lambda: until(lambda: schema.complete() == len(FOLDERS), 90, "the build resumed and finished")
+        )
+        print(f"PostgreSQL stopped after {built_then} of {len(FOLDERS)} folders; the build resumed")
+        assert schema.rows() == (total, total), schema.folders()
+        proxy.set_latency(0)
+        async for mcp in open_client(config, app):
+            with anyio.fail_after(30):
+                while index.status.state != "ready":
+                    await anyio.sleep(0.05)
+            ask = {"account_id": "default", "query": WORD, "mailbox": "*", "sort": "relevance"}
+            found = await mcp.call("imap_search_messages", ask)
+            assert found["success"] and found["summary"].endswith("best match first"), found
+            assert found["data"]["total"] == server_count(dovecot, user) == total
