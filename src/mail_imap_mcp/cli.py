@@ -234,6 +234,9 @@ def main(argv: list[str] | None = None) -> None:
     index.add_argument("--account", metavar="ID", help="this account only (default: every indexed one)")
     index.add_argument("--drop", action="store_true", help="delete the index file(s) instead")
     index.add_argument(
+        "--status", action="store_true", help="list each index's place, messages and folders built instead"
+    )
+    index.add_argument(
         "--user",
         metavar="NAME",
         help="with --drop and --account: delete this team user's index only (index_per_user)",
@@ -273,7 +276,14 @@ def main(argv: list[str] | None = None) -> None:
         from mail_imap_mcp.index_cli import run_index
 
         raise SystemExit(
-            run_index(_load(args.config), args.account, drop=args.drop, words=_in_words, user=args.user)
+            run_index(
+                _load(args.config),
+                args.account,
+                drop=args.drop,
+                words=_in_words,
+                user=args.user,
+                status=args.status,
+            )
         )
     _configure_logging("INFO")
     if args.command is None and sys.stdin.isatty():

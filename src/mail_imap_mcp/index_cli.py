@@ -1,5 +1,6 @@
-"""``mail-imap-mcp index [--account ID] [--drop [--user NAME]]``: build or update the local index, or
-delete it (with ``--user``, one team user's index of an account with ``index_per_user``).
+"""``mail-imap-mcp index [--account ID] [--drop [--user NAME] | --status]``: build or update the local
+index, delete it (with ``--user``, one team user's index of an account with ``index_per_user``), or list
+each index's state (its place, messages, folders built; its team users' indexes too), in either engine.
 
 A progress bar (tqdm: messages, folders, MB, rate, ETA) when stderr is a terminal, a plain line every few
 seconds otherwise. Killed at any point, the next run continues from the last committed batch.
@@ -101,12 +102,24 @@ Words = Callable[[ImapError], str]
 
 
 def run_index(
-    config: Config, account: str | None, *, drop: bool, words: Words, user: str | None = None
+    config: Config,
+    account: str | None,
+    *,
+    drop: bool,
+    words: Words,
+    user: str | None = None,
+    status: bool = False,
 ) -> int:
-    """Build (or with ``drop`` delete) the index of ``account`` or of every account that keeps one;
-    deleting, also its team users' indexes (``user``: that user's alone)."""
+    """Build (or with ``drop`` delete, with ``status`` list) the index of ``account`` or of every account
+    that keeps one; deleting or listing, also its team users' indexes (``user``: that user's alone)."""
     if account is not None and account not in config.accounts:
         print(f"mail-imap-mcp index: no account {account!r} in the configuration", file=sys.stderr)
+        return 2
+    if status and (drop or user is not None):
+        print(
+            "mail-imap-mcp index: --status lists the indexes: give it without --drop and --user",
+            file=sys.stderr,
+        )
         return 2
     if user is not None:
         if not drop or account is None:
@@ -116,9 +129,10 @@ def run_index(
             )
             return 2
         return _drop_users_index(config, account, user)
-    kept = [a for a in sorted(config.accounts) if config.indexed(a) or (drop and _per_user(config, a))]
+    listing = drop or status
+    kept = [a for a in sorted(config.accounts) if config.indexed(a) or (listing and _per_user(config, a))]
     chosen = [account] if account else kept
-    if not drop and account is not None and not config.indexed(account):
+    if not listing and account is not None and not config.indexed(account):
         setting = config.accounts[account].setting("index", "true")
         print(f"mail-imap-mcp index: the index is off for {account!r}; set {setting} first", file=sys.stderr)
         return 2
@@ -131,6 +145,9 @@ def run_index(
         for account_id in chosen:
             if drop:
                 _drop_one(engine, config, account_id)
+                continue
+            if status:
+                failures += _list_one(engine, config, account_id)
                 continue
             failures += _build_one(engine, config, account_id, words)
     finally:
@@ -148,6 +165,43 @@ def _drop_one(engine: IndexEngine, config: Config, account_id: str) -> None:
         user_location.drop()
     if users:
         print(f"index {account_id}: deleted the indexes of {len(users)} team user(s)")
+
+
+def _list_one(engine: IndexEngine, config: Config, account_id: str) -> int:
+    """Print the state of ``account_id``'s index and of its team users' (1: one could not be read)."""
+    failures = 0
+    own = engine.location(account_id, config.accounts[account_id])
+    try:
+        places = ([own] if own.exists() else []) + engine.user_locations(account_id)
+    except (IndexWriteFailed, IndexUnusable) as exc:  # the database out of reach
+        print(f"index {account_id}: {exc}", file=sys.stderr)
+        return 1
+    if not places:
+        print(f"index {account_id}: no index at {own.where}")
+    for location in places:
+        whose = "" if location is own else "team user's index, "
+        try:
+            store = location.open().store
+        except (IndexPermissions, IndexUnusable, IndexWriteFailed, OSError) as exc:
+            print(f"index {account_id}: {whose}{location.where}: {exc}", file=sys.stderr)
+            failures = 1
+            continue
+        try:
+            folders = store.folders()
+            count = store.count()
+        finally:
+            store.close()
+        built = sum(1 for state in folders.values() if state.complete)
+        state = (
+            "built"
+            if folders and built == len(folders)
+            else "not fully built (a server or this command goes on)"
+        )
+        print(
+            f"index {account_id}: {whose}{location.where}: {count} message(s), {built} of {len(folders)} "
+            f"folder(s) built; {state}"
+        )
+    return failures
 
 
 def _per_user(config: Config, account_id: str) -> bool:

@@ -7,13 +7,11 @@ does). A FaultProxy's latency in front of Dovecot makes the build last long enou
 from __future__ import annotations
 
 import signal
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
-import psycopg
 import pytest
 import redis as redis_client
 
@@ -21,76 +19,16 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import StateSettings
 from mail_imap_mcp.index import runtime
 from mail_imap_mcp.index.lease import LEASE_TTL_S
-from tests.support import mailgen
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.dovecot import Dovecot
 from tests.support.faultproxy import FaultProxy
 from tests.support.http_server import HttpServer, http_client, http_config, new_token, start_http_server
 from tests.support.postgres import PostgresServer, index_table, on_engine
+from tests.support.postgres_index import FOLDERS, LATENCY_S, WORD, Schema, seed, until
 from tests.support.redis_server import RedisServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
-
-WORD = "ledger"
-FOLDERS = [f"Box{i:02d}" for i in range(12)]
-PER_FOLDER = 25
-#: Seconds the proxy adds to each chunk either way: a folder's sync takes several round trips.
-LATENCY_S = 0.06
-
-
-def seed(dovecot: Dovecot, user: str) -> int:
-    for folder in FOLDERS:
-        mail = [
-            mailgen.plain_message(f"{folder} {WORD} {i}", f"the {WORD} line {i}\r\n")
-            for i in range(PER_FOLDER)
-        ]
-        dovecot.seed(user, folder, mail)
-    return len(FOLDERS) * PER_FOLDER
-
-
-def until(condition: Callable[[], Any], timeout_s: float, what: str) -> float:
-    """Seconds until ``condition`` held (polled every 50 ms)."""
-    started = time.monotonic()
-    while not condition():
-        assert time.monotonic() - started < timeout_s, f"{what}: not within {timeout_s} s"
-        time.sleep(0.05)
-    return time.monotonic() - started
-
-
-class Schema:
-    """The rows of one index schema, read straight from PostgreSQL."""
-
-    def __init__(self, url: str, password: str, schema: str) -> None:
-        self.url, self.password, self.schema = url, password, schema
-
-    def _one(self, sql: str) -> tuple[Any, ...]:
-        try:
-            with psycopg.connect(self.url, password=self.password, connect_timeout=3) as conn:
-                row = conn.execute(sql.format(s=self.schema)).fetchone()
-        except psycopg.Error:
-            return ()
-        assert row is not None
-        return tuple(row)
-
-    def complete(self) -> int:
-        """Folders Box* built (0 while the schema is not made, or PostgreSQL is down)."""
-        row = self._one("SELECT count(*) FILTER (WHERE complete AND name LIKE 'Box%') FROM {s}.folders")
-        return int(row[0]) if row else 0
-
-    def folders(self) -> str:
-        """Each folder's state and rows (said by a failed assertion)."""
-        with psycopg.connect(self.url, password=self.password) as conn:
-            found = conn.execute(
-                "SELECT f.name, f.uidnext, f.highestmodseq, f.messages, f.complete, count(m.id) FROM "
-                f"{self.schema}.folders f LEFT JOIN {self.schema}.messages m ON m.folder = f.id GROUP BY f.id ORDER BY f.name"
-            ).fetchall()
-        return "\n".join(map(str, found))
-
-    def rows(self) -> tuple[int, int]:
-        """The messages' rows, and how many distinct (folder, uid) they hold."""
-        row = self._one("SELECT count(*), count(DISTINCT (folder, uid)) FROM {s}.messages")
-        return (int(row[0]), int(row[1])) if row else (-1, -1)
 
 
 def server_count(dovecot: Dovecot, user: str) -> int:

@@ -36,6 +36,10 @@ class IndexLocation(Protocol):
         """The index's place as an operator finds it (a path, ``schema`` in a database)."""
         ...
 
+    def exists(self) -> bool:
+        """Whether the index is there (never makes it: the state listing)."""
+        ...
+
     def open(self) -> Opened:
         """The index, made where missing, moved aside and made again where unusable (a damaged file, one
         of another account); a write refused (:class:`~.store.IndexWriteFailed`) leaves it as it is."""

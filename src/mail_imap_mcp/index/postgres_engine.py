@@ -69,6 +69,13 @@ class PostgresLocation:
             raise failure_of(self.schema, exc) from exc
         return Opened(PostgresStore(pool, self.schema, self.engine.tokenizer))
 
+    def exists(self) -> bool:
+        try:
+            with self.engine.pool().connection() as conn:
+                return postgres_schema.exists(conn, self.schema)
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise failure_of(self.schema, exc) from exc
+
     def move_aside(self) -> str:
         aside = f"{SCHEMA_PREFIX}unusable_{time.strftime('%Y%m%dT%H%M%S')}_{hashlib.sha256(self.schema.encode()).hexdigest()[:8]}"
         with self.engine.pool().connection() as conn:

@@ -116,6 +116,12 @@ def prepare(conn: psycopg.Connection[tuple[object, ...]], schema: str, identity:
             )
 
 
+def exists(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> bool:
+    """Whether ``schema`` is in the database."""
+    found = conn.execute("SELECT 1 FROM information_schema.schemata WHERE schema_name = %s", (schema,))
+    return found.fetchone() is not None
+
+
 def drop(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> bool:
     """Drop ``schema`` and everything in it; whether there was one."""
     with conn.transaction():

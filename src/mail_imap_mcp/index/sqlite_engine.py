@@ -48,6 +48,9 @@ class SqliteLocation:
     def where(self) -> str:
         return str(self.path)
 
+    def exists(self) -> bool:
+        return self.path.exists()
+
     def open(self) -> Opened:
         return open_index(self.path, self.identity)
 
