@@ -26,7 +26,7 @@ from mail_imap_mcp.imap.watch import WatchHub, WatchSettings
 from mail_imap_mcp.index.attachments import AttachmentReading
 from mail_imap_mcp.index.engine import IndexEngine, IndexLocation
 from mail_imap_mcp.index.engines import open_engine
-from mail_imap_mcp.index.lease import SyncLease
+from mail_imap_mcp.index.lease import FOLDER_LEASE_MIN_TTL_S, FolderLeases, SyncLease
 from mail_imap_mcp.index.runtime import AccountIndex
 from mail_imap_mcp.operations import OperationRegistry
 from mail_imap_mcp.presentation import failures
@@ -165,6 +165,13 @@ class AppContext:
             partial(scope.pool.new_connection, account_id, enable_qresync=True),
             AttachmentReading.of(config.server) if config.attachments_indexed(account_id) else None,
             SyncLease(self.store, f"index-sync:{location.where}") if shared else None,
+            FolderLeases(
+                self.store,
+                f"index-folder:{location.where}",
+                max(FOLDER_LEASE_MIN_TTL_S, 2 * config.server.index_fresh_budget_ms / 1000),
+            )
+            if shared
+            else None,
         )
 
     def index_of(self, account_id: str, *, start: bool = True) -> AccountIndex | None:

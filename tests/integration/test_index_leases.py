@@ -6,6 +6,7 @@ twice its time to live (10 s), and the index holds each message once."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,3 +88,45 @@ async def test_one_instance_syncs_a_shared_index_and_another_takes_over_when_it_
         first.close()
         if second is not None:
             second.close()
+
+
+async def test_a_search_syncs_a_changed_folder_under_its_lease_and_waits_for_another_instance_holding_it(
+    dovecot: Dovecot, postgres: PostgresServer, redis: RedisServer, tmp_path: Path
+) -> None:
+    """A search's freshness round trip finds INBOX changed: while another instance holds INBOX's folder
+    lease, the search waits up to index_fresh_budget_ms, then answers from the index as it is with the
+    staleness warning; given back within the budget, the search takes it, syncs INBOX and answers it all."""
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", [mailgen.plain_message(f"budget {i}", "the budget\r\n") for i in range(3)])
+    settings = make_config(
+        {"default": account_settings(dovecot, user, index=True)},
+        state_dir=str(tmp_path / "st"),
+        index_fresh_budget_ms=1500,
+    )
+    config = on_engine(settings, "postgresql", postgres)
+    config = config.model_copy(update={"state": StateSettings(redis_url=redis.url)})
+    first = AppContext.from_config(config)
+    second = AppContext.from_config(config)
+    try:
+        await anyio.to_thread.run_sync(ready, first.indexes["default"])
+        other = second.indexes["default"].folder_leases
+        assert other is not None
+        ask = {"query": "budget", "sort": "relevance"}
+        async for mcp in open_client(config, first):
+            dovecot.seed(user, "INBOX", [mailgen.plain_message("budget late", "the budget\r\n")])
+            assert other.hold("INBOX", time.monotonic())  # another instance syncs INBOX
+            behind = await mcp.call("imap_search_messages", ask)
+            assert behind["success"] and behind["summary"].endswith("best match first"), behind
+            assert behind["data"]["total"] == 3  # the index as it is
+            said = " ".join(behind["meta"]["warnings"])
+            assert "another instance was bringing 1 of them up to date" in said and "'INBOX'" in said, said
+            # Given back well within the budget: this search takes the lease and syncs INBOX itself.
+            threading.Timer(0.3, other.release, ["INBOX"]).start()
+            caught_up = await mcp.call("imap_search_messages", ask)
+            assert caught_up["success"] and caught_up["data"]["total"] == 4, caught_up
+            assert not caught_up.get("meta", {}).get("warnings"), caught_up
+            assert other.hold("INBOX", time.monotonic())  # the search gave its lease back
+            other.release("INBOX")
+    finally:
+        first.close()
+        second.close()

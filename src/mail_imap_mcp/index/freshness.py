@@ -52,6 +52,8 @@ class Freshness:
     #: Folders of a search of several that were gone (deleted by another client) when their sync opened
     #: them, and the error: left out of the page, which says so as a search by the server does.
     gone: dict[str, ImapError] = field(default_factory=dict)
+    #: Folders of a shared index another instance was syncing past the deadline (their lease held).
+    held_elsewhere: list[str] = field(default_factory=list)
 
 
 def _items(session: ImapSession) -> bytes:
@@ -176,6 +178,13 @@ def _refresh(
         if now >= deadline or fresh.write_failure is not None:
             fresh.stale[name] = _behind(stored.get(name), counts.get(name))
             continue
+        # A shared index's folder another instance is syncing: waited for within the deadline, then
+        # answered as it is (that instance stores what it fetches).
+        leases = indexer.folder_leases
+        if leases is not None and not leases.hold(name, deadline):
+            fresh.held_elsewhere.append(name)
+            fresh.stale[name] = _behind(stored.get(name), counts.get(name))
+            continue
         # Another process writing the file (a second server, ``mail-imap-mcp index``) is waited for
         # within the deadline only: past it the index answers as it is (IndexBusy).
         try:
@@ -192,6 +201,9 @@ def _refresh(
                 raise
             fresh.gone[name] = exc
             continue
+        finally:
+            if leases is not None:
+                leases.release(name)
         fresh.synced.append(name)
         if left:
             fresh.stale[name] = left

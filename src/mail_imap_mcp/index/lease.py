@@ -15,6 +15,7 @@ import logging
 import os
 import socket
 import threading
+import time
 
 from mail_imap_mcp.state import StateUnavailable, Store
 
@@ -87,3 +88,46 @@ class SyncLease:
         if was_held:
             with contextlib.suppress(StateUnavailable):  # out of reach: it lapses
                 self._store.release(self.key, self._token)
+
+
+#: Seconds a search's lease of one folder lasts at least (never renewed: a search's sync is bounded by its
+#: time budget, and an instance that dies mid-sync leaves it to lapse this soon).
+FOLDER_LEASE_MIN_TTL_S = 5.0
+#: Seconds between two asks of a folder's lease another instance holds.
+FOLDER_LEASE_POLL_S = 0.05
+
+
+class FolderLeases:
+    """The short leases of one shared index's folders that a search takes to sync a folder its freshness
+    round trip found changed: one instance syncs a folder at a time; the others wait for it, within their
+    search's time budget, then answer from the index as it is, saying which folders are behind."""
+
+    def __init__(self, store: Store, key: str, ttl_s: float = FOLDER_LEASE_MIN_TTL_S) -> None:
+        self.key = key
+        self.ttl_s = ttl_s
+        self._store = store
+        self._token = holder_token()
+
+    def _key(self, folder: str) -> str:
+        return f"{self.key}:{folder}"
+
+    def hold(self, folder: str, deadline: float) -> bool:
+        """Take ``folder``'s lease, waiting while another instance holds it until ``deadline``
+        (``time.monotonic()``); False: not taken (held elsewhere past the deadline). Redis out of reach
+        takes it at once: the index's own lock still keeps two writes apart."""
+        while True:
+            try:
+                if self._store.add(self._key(folder), self._token, self.ttl_s):
+                    return True
+            except StateUnavailable as exc:
+                log.info("folder lease %s not asked: %s", self._key(folder), exc)
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(FOLDER_LEASE_POLL_S, left))
+
+    def release(self, folder: str) -> None:
+        """Give ``folder``'s lease back (it is this instance's)."""
+        with contextlib.suppress(StateUnavailable):  # out of reach: it lapses
+            self._store.release(self._key(folder), self._token)

@@ -23,7 +23,7 @@ from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.index.attachments import AttachmentReading
 from mail_imap_mcp.index.build import BuildHooks, build
 from mail_imap_mcp.index.engine import IndexLocation
-from mail_imap_mcp.index.lease import SyncLease
+from mail_imap_mcp.index.lease import FolderLeases, SyncLease
 from mail_imap_mcp.index.store import IndexBusy, IndexPermissions, IndexStore, IndexUnusable, IndexWriteFailed
 from mail_imap_mcp.index.sync import Indexer
 
@@ -68,10 +68,13 @@ class AccountIndex:
         connect: Callable[[], AccountConnection],
         attachments: AttachmentReading | None = None,
         lease: SyncLease | None = None,
+        folder_leases: FolderLeases | None = None,
     ) -> None:
         self.account_id = account_id
         #: An index every instance shares: only the instance holding its lease syncs it in the background.
         self.lease = lease
+        #: The folders' short leases a search takes before it syncs one (a shared index; None: not shared).
+        self.folder_leases = folder_leases
         #: Where the index is, in its engine (and the account it must record).
         self.location = location
         self.text_bytes = text_bytes
@@ -126,6 +129,7 @@ class AccountIndex:
                 self.open_failure = None
                 self._search_store = store
                 self._search_indexer = self._indexer(store)
+                self._search_indexer.folder_leases = self.folder_leases
             return self._search_indexer
 
     @property

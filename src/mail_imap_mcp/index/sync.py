@@ -49,6 +49,7 @@ from mail_imap_mcp.index.attachments import (
     rounds,
 )
 from mail_imap_mcp.index.document import index_items, indexed_message, message_flags, message_parts
+from mail_imap_mcp.index.lease import FolderLeases
 from mail_imap_mcp.index.store import FolderState, IndexedMessage, IndexStore, flag_bits, flag_names
 
 #: UIDs per ``UID FETCH``.
@@ -411,10 +412,13 @@ class Indexer:
         lock: threading.RLock | None = None,
         attachments: AttachmentReading | None = None,
         stop: Callable[[], bool] | None = None,
+        folder_leases: FolderLeases | None = None,
     ) -> None:
         self.store = store
         self.account_id = account_id
         self.text_bytes = text_bytes
+        #: A shared index's folder leases, taken by a search before it syncs a folder (None: not shared).
+        self.folder_leases = folder_leases
         #: How attachments are read into the index (None: they are not, ``index_attachments`` off).
         self.attachments = attachments
         #: The sandboxed child that reads them, one document after another: started by the first

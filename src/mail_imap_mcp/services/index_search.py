@@ -366,6 +366,11 @@ def _stale_words(fresh: Freshness) -> list[str]:
     if len(names) > _STALE_NAMED:
         named += f" and {len(names) - _STALE_NAMED} more"
     why = "within its time budget"
+    if fresh.held_elsewhere:
+        why = (
+            f"within its time budget: another instance was bringing {len(fresh.held_elsewhere)} of them up to "
+            "date (it holds their lease)"
+        )
     if fresh.write_failure is not None:
         why = f"because it could not be written ({fresh.write_failure}; another process may be writing it)"
     return [
