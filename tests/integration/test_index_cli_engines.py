@@ -1,7 +1,7 @@
-"""``mail-imap-mcp index`` on the PostgreSQL engine (issue 50), through the real command: it builds into
+"""``mail-imap-mcp index`` on both engines (issue 50), through the real command: into PostgreSQL it builds
 the account's schema with the same progress display as into SQLite, killed mid-build (SIGKILL) the next
 run goes on from the last stored chunk (each message stored once), ``--status`` lists the index's place,
-messages and folders built, and ``--drop`` drops the schema."""
+messages and folders built, and ``--drop`` drops the schema; ``--status`` and ``--drop`` of a file alike."""
 
 from __future__ import annotations
 
@@ -97,3 +97,23 @@ def test_index_builds_into_postgresql_resumes_after_a_kill_lists_its_state_and_d
         assert "no index at schema mimx_default" in index(config, "--status").stdout
         refused = index(config, "--status", "--drop")
         assert refused.returncode == 2 and "--status lists the indexes" in refused.stderr
+
+
+def test_index_status_and_drop_on_sqlite(dovecot: Dovecot, tmp_path: Path) -> None:
+    """The same listing and drop for an index file (the default engine)."""
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", [b"Subject: one\r\n\r\na ledger\r\n", b"Subject: two\r\n\r\nthe ledger\r\n"])
+    config = tmp_path / "config.toml"
+    account = account_settings(dovecot, user, index=True)
+    config.write_text(config_toml({"default": account}) + f'[server]\nindex_dir = "{tmp_path / "ix"}"\n')
+    path = tmp_path / "ix" / "default.sqlite3"
+    assert f"index default: no index at {path}" in index(config, "--status").stdout
+    assert index(config).returncode == 0
+    listed = index(config, "--status")
+    assert (
+        listed.returncode == 0
+        and f"index default: {path}: 2 message(s), 1 of 1 folder(s) built; built" in listed.stdout
+    ), listed
+    dropped = index(config, "--drop")
+    assert f"deleted {path}" in dropped.stdout and not path.exists(), dropped
+    assert f"no index at {path}" in index(config, "--status").stdout
