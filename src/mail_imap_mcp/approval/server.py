@@ -8,13 +8,14 @@ may answer are :mod:`.slot`'s; this module reads requests and applies them.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Self
+from typing import Any, ParamSpec, Self, TypeVar
 
 from .page import PAGE_HEADERS, answer_page, approval_page
 from .request import ApprovalRequest, Decision, Outcome
@@ -23,6 +24,8 @@ from .slot import Answer, ApprovalSlot, Opening, host_allowed, origin_allowed
 __all__ = ["DEFAULT_TTL_S", "MAX_TTL_S", "ApprovalServer", "ask", "ask_blocking"]
 
 _log = logging.getLogger(__name__)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 DEFAULT_TTL_S = 300.0
 MAX_TTL_S = 3600.0
@@ -306,15 +309,24 @@ async def ask(
                 watching.cancel()
 
 
-def ask_blocking(
-    request: ApprovalRequest,
-    open_url: Callable[[str], bool],
-    timeout: float = DEFAULT_TTL_S,
-    *,
-    clock: Callable[[], float] = time.monotonic,
-    cancelled: Callable[[], bool] | None = None,
-    decided: Callable[[Decision], None] | None = None,
-) -> Decision:
+def _blocking(
+    coroutine_function: Callable[_P, Coroutine[Any, Any, _R]], name: str, doc: str
+) -> Callable[_P, _R]:
+    """``coroutine_function`` run to its end on an event loop of the calling thread's own, named ``name``
+    and documented by ``doc``: one signature for both (the asynchronous one's)."""
+
+    @functools.wraps(coroutine_function)
+    def blocking(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return asyncio.run(coroutine_function(*args, **kwargs))
+
+    blocking.__name__ = blocking.__qualname__ = name
+    blocking.__doc__ = doc
+    return blocking
+
+
+ask_blocking = _blocking(
+    ask,
+    "ask_blocking",
     """:func:`ask` for a synchronous caller (a tool handler in its worker thread): the page is served on
-    an event loop of this thread's own for as long as it waits. Not for a thread running an event loop."""
-    return asyncio.run(ask(request, open_url, timeout, clock=clock, cancelled=cancelled, decided=decided))
+    an event loop of this thread's own for as long as it waits. Not for a thread running an event loop.""",
+)
