@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -31,7 +30,12 @@ from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.imapserver import free_ports
 from tests.support.oidc_browser import approve
-from tests.support.oidc_provider import BROWSER_SCRIPT, SECRET_CLIENT, SECRET_CLIENT_SECRET, OidcProvider
+from tests.support.oidc_provider import (
+    SECRET_CLIENT,
+    SECRET_CLIENT_SECRET,
+    OidcProvider,
+    browser_signing_in_as,
+)
 from tests.support.secret_service import SecretService
 
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
@@ -56,8 +60,7 @@ class Terminal:
         env = {
             "PATH": os.environ["PATH"],
             **self.secret_service.environment(),
-            "BROWSER": f"{shlex.quote(sys.executable)} {shlex.quote(str(BROWSER_SCRIPT))} %s",
-            "OIDC_TEST_LOGIN": self.user,
+            **browser_signing_in_as(self.user),
             **browser,
         }
         return [SERVER, *args, "--config", str(config)], env
@@ -310,8 +313,7 @@ async def test_an_environment_account_signs_in_and_the_server_lists_its_mailboxe
     env = {
         "PATH": os.environ["PATH"],
         **secret_service.environment(),
-        "BROWSER": f"{shlex.quote(sys.executable)} {shlex.quote(str(BROWSER_SCRIPT))} %s",
-        "OIDC_TEST_LOGIN": user,
+        **browser_signing_in_as(user),
         **env_account(oidc_dovecot, user, "WORK", MAIL_IMAP_WORK_PASS=""),
         f"{prefix}OAUTH2_PROVIDER": "google",
         f"{prefix}OAUTH2_CLIENT_ID": SECRET_CLIENT,

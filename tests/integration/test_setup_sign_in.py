@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import shutil
-import sys
+import subprocess
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +27,12 @@ from tests.support.clients import make_config, open_client
 from tests.support.dovecot import Dovecot
 from tests.support.mailgen import plain_message
 from tests.support.oidc_provider import (
-    BROWSER_SCRIPT,
     MAIL_SCOPE,
     PUBLIC_CLIENT,
     SECRET_CLIENT,
     SECRET_CLIENT_SECRET,
     OidcProvider,
+    browser_signing_in_as,
 )
 from tests.support.secret_service import SecretService
 
@@ -50,11 +50,40 @@ def endpoint_flags(oidc: OidcProvider) -> list[str]:
     ]
 
 
-def browser_environment(home: Path, secret_service: SecretService, user: str) -> dict[str, str]:
-    return environment(home, secret_service) | {
-        "BROWSER": f"{shlex.quote(sys.executable)} {shlex.quote(str(BROWSER_SCRIPT))} %s",
-        "OIDC_TEST_LOGIN": user,
-    }
+@dataclass
+class SetupUser:
+    """A user about to run ``setup``: their Dovecot login, the config file setup is to write in their
+    home, and their environment (a Secret Service, and a browser step that signs in as ``user``)."""
+
+    user: str
+    config: Path
+    env: dict[str, str]
+
+
+@pytest.fixture
+def person(tmp_path: Path, oidc_dovecot: Dovecot, secret_service: SecretService) -> SetupUser:
+    user = oidc_dovecot.new_user()
+    home, config = user_home(tmp_path)
+    return SetupUser(user, config, environment(home, secret_service) | browser_signing_in_as(user))
+
+
+def setup_signing_in_with_microsoft(
+    person: SetupUser, oidc: OidcProvider, dovecot: Dovecot, username: str, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """``setup`` answered by flags alone: someone@outlook.com on ``dovecot`` as ``username``, the
+    built-in sign-in with Microsoft's preset pointed at ``oidc``."""
+    flags = ["--address", "someone@outlook.com", "--host", dovecot.host, "--port", str(dovecot.tls_port)]
+    flags += ["--username", username, "--ca-file", str(dovecot.ca_file), "--sign-in", "microsoft"]
+    flags += ["--oauth2-client-id", PUBLIC_CLIENT, *endpoint_flags(oidc)]
+    return run_server(["setup", "--config", str(person.config), *flags], env)
+
+
+def assert_nothing_kept(
+    done: subprocess.CompletedProcess[str], person: SetupUser, keychain: KeychainRefreshTokens
+) -> None:
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "the login failed, so nothing was written" in done.stderr
+    assert not person.config.exists() and keychain.load() is None
 
 
 def answer_server_questions(term: Terminal, dovecot: Dovecot, user: str, address: str) -> None:
@@ -88,17 +117,11 @@ async def assert_the_written_account_works(
 
 @pytest.mark.anyio
 async def test_setup_signs_a_microsoft_address_in_through_the_browser(
-    tmp_path: Path,
-    oidc: OidcProvider,
-    oidc_dovecot: Dovecot,
-    secret_service: SecretService,
-    keychain: KeychainRefreshTokens,
+    oidc: OidcProvider, oidc_dovecot: Dovecot, keychain: KeychainRefreshTokens, person: SetupUser
 ) -> None:
-    user = oidc_dovecot.new_user()
-    home, config = user_home(tmp_path)
-    env = browser_environment(home, secret_service, user)
+    user, config = person.user, person.config
     argv = [SERVER, "setup", "--config", str(config), "--ca-file", str(oidc_dovecot.ca_file)]
-    term = Terminal([*argv, *endpoint_flags(oidc)], env)
+    term = Terminal([*argv, *endpoint_flags(oidc)], person.env)
     term.expect(r"Email address: ")
     term.send("someone@outlook.com")
     answer_server_questions(term, oidc_dovecot, user, "someone@outlook.com")
@@ -116,24 +139,18 @@ async def test_setup_signs_a_microsoft_address_in_through_the_browser(
     refresh_token = keychain.load()
     assert refresh_token is not None and refresh_token not in term.transcript
     assert "Password" not in term.transcript  # no password asked
-    account = await assert_the_written_account_works(config, env, oidc_dovecot, user)
+    account = await assert_the_written_account_works(config, person.env, oidc_dovecot, user)
     assert account["oauth2_provider"] == "microsoft" and account["oauth2_client_id"] == PUBLIC_CLIENT
     assert "password_keyring" not in account and refresh_token not in config.read_text()
 
 
 @pytest.mark.anyio
 async def test_setup_signs_a_google_address_in_with_the_client_secret_typed_unseen(
-    tmp_path: Path,
-    oidc: OidcProvider,
-    oidc_dovecot: Dovecot,
-    secret_service: SecretService,
-    keychain: KeychainRefreshTokens,
+    oidc: OidcProvider, oidc_dovecot: Dovecot, keychain: KeychainRefreshTokens, person: SetupUser
 ) -> None:
-    user = oidc_dovecot.new_user()
-    home, config = user_home(tmp_path)
-    env = browser_environment(home, secret_service, user)
+    user, config = person.user, person.config
     argv = [SERVER, "setup", "--config", str(config), "--ca-file", str(oidc_dovecot.ca_file)]
-    term = Terminal([*argv, *endpoint_flags(oidc)], env)
+    term = Terminal([*argv, *endpoint_flags(oidc)], person.env)
     term.expect(r"Email address: ")
     term.send("someone@gmail.com")
     answer_server_questions(term, oidc_dovecot, user, "someone@gmail.com")
@@ -151,61 +168,25 @@ async def test_setup_signs_a_google_address_in_with_the_client_secret_typed_unse
     secret_file = Path(tomllib.loads(config.read_text())["accounts"][ACCOUNT]["oauth2_client_secret_file"])
     assert secret_file.read_text().strip() == SECRET_CLIENT_SECRET
     assert secret_file.stat().st_mode & 0o777 == 0o600
-    account = await assert_the_written_account_works(config, env, oidc_dovecot, user)
+    account = await assert_the_written_account_works(config, person.env, oidc_dovecot, user)
     assert account["oauth2_provider"] == "google"
 
 
 def test_a_sign_in_declined_in_the_browser_writes_nothing(
-    tmp_path: Path,
-    oidc: OidcProvider,
-    oidc_dovecot: Dovecot,
-    secret_service: SecretService,
-    keychain: KeychainRefreshTokens,
+    oidc: OidcProvider, oidc_dovecot: Dovecot, keychain: KeychainRefreshTokens, person: SetupUser
 ) -> None:
-    user = oidc_dovecot.new_user()
-    home, config = user_home(tmp_path)
-    env = browser_environment(home, secret_service, user) | {"OIDC_TEST_DECLINE": "1"}
-    flags = [
-        "--address",
-        "someone@outlook.com",
-        "--host",
-        oidc_dovecot.host,
-        "--port",
-        str(oidc_dovecot.tls_port),
-    ]
-    flags += ["--username", user, "--ca-file", str(oidc_dovecot.ca_file), "--sign-in", "microsoft"]
-    flags += ["--oauth2-client-id", PUBLIC_CLIENT, *endpoint_flags(oidc)]
-    done = run_server(["setup", "--config", str(config), *flags], env)
-    assert done.returncode == 1, done.stdout + done.stderr
+    env = person.env | {"OIDC_TEST_DECLINE": "1"}
+    done = setup_signing_in_with_microsoft(person, oidc, oidc_dovecot, person.user, env)
+    assert_nothing_kept(done, person, keychain)
     assert "did not grant access (access_denied" in done.stderr
-    assert "the login failed, so nothing was written" in done.stderr
-    assert not config.exists() and keychain.load() is None
 
 
 def test_a_sign_in_whose_imap_login_then_fails_keeps_nothing(
-    tmp_path: Path,
-    oidc: OidcProvider,
-    oidc_dovecot: Dovecot,
-    secret_service: SecretService,
-    keychain: KeychainRefreshTokens,
+    oidc: OidcProvider, oidc_dovecot: Dovecot, keychain: KeychainRefreshTokens, person: SetupUser
 ) -> None:
     """Signed in as one user, logging in to the mailbox of another: Dovecot refuses the token, and setup
     forgets the sign-in it kept (nothing is written, the keychain included)."""
-    user, other = oidc_dovecot.new_user(), oidc_dovecot.new_user()
-    home, config = user_home(tmp_path)
-    env = browser_environment(home, secret_service, user)
-    flags = [
-        "--address",
-        "someone@outlook.com",
-        "--host",
-        oidc_dovecot.host,
-        "--port",
-        str(oidc_dovecot.tls_port),
-    ]
-    flags += ["--username", other, "--ca-file", str(oidc_dovecot.ca_file), "--sign-in", "microsoft"]
-    flags += ["--oauth2-client-id", PUBLIC_CLIENT, *endpoint_flags(oidc)]
-    done = run_server(["setup", "--config", str(config), *flags], env)
-    assert done.returncode == 1, done.stdout + done.stderr
+    other = oidc_dovecot.new_user()
+    done = setup_signing_in_with_microsoft(person, oidc, oidc_dovecot, other, person.env)
+    assert_nothing_kept(done, person, keychain)
     assert "Signed in: account 'default' is ready." in done.stderr
-    assert "the login failed, so nothing was written" in done.stderr
-    assert not config.exists() and keychain.load() is None

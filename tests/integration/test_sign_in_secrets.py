@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from tests.support.accounts import config_toml
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.mailgen import make_message
-from tests.support.oidc_provider import BROWSER_SCRIPT, OidcProvider, wait_for
+from tests.support.oidc_provider import OidcProvider, browser_signing_in_as, wait_for
 from tests.support.secret_service import SecretService
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
@@ -77,8 +76,7 @@ async def test_no_file_or_log_of_a_run_holds_a_token_but_the_keychain(
         "PATH": os.environ["PATH"],
         "TMPDIR": str(temp),
         "MAIL_IMAP_MCP_LOG_LEVEL": "DEBUG",
-        "BROWSER": f"{shlex.quote(sys.executable)} {shlex.quote(str(BROWSER_SCRIPT))} %s",
-        "OIDC_TEST_LOGIN": user,
+        **browser_signing_in_as(user),
     }
 
     def run(*args: str) -> None:

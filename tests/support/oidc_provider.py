@@ -19,8 +19,10 @@ import hashlib
 import json
 import os
 import secrets
+import shlex
 import shutil
 import subprocess
+import sys
 import threading
 import time
 import urllib.parse
@@ -52,6 +54,15 @@ MAIL_SCOPE = "mail"
 
 def installed() -> bool:
     return shutil.which("node") is not None and MODULE.is_file()
+
+
+def browser_signing_in_as(user: str) -> dict[str, str]:
+    """The environment whose ``BROWSER`` (:data:`BROWSER_SCRIPT`) signs in as ``user`` at the page the
+    server opens."""
+    return {
+        "BROWSER": f"{shlex.quote(sys.executable)} {shlex.quote(str(BROWSER_SCRIPT))} %s",
+        "OIDC_TEST_LOGIN": user,
+    }
 
 
 class OidcProvider:
