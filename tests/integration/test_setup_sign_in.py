@@ -86,7 +86,13 @@ def assert_nothing_kept(
     assert not person.config.exists() and keychain.load() is None
 
 
-def answer_server_questions(term: Terminal, dovecot: Dovecot, user: str, address: str) -> None:
+def setup_on_a_terminal(person: SetupUser, oidc: OidcProvider, dovecot: Dovecot, address: str) -> Terminal:
+    """``setup`` in a pseudo-terminal, the preset's endpoints pointed at ``oidc``, answered up to the way
+    to log in: ``address``, then ``dovecot``'s server, security (the proposed tls), port and username."""
+    argv = [SERVER, "setup", "--config", str(person.config), "--ca-file", str(dovecot.ca_file)]
+    term = Terminal([*argv, *endpoint_flags(oidc)], person.env)
+    term.expect(r"Email address: ")
+    term.send(address)
     term.expect(r"IMAP server \[[^\]]+\]: ")
     term.send(dovecot.host)
     term.expect(r"Security \(tls, starttls, plain\) \[tls\]: ")
@@ -94,7 +100,8 @@ def answer_server_questions(term: Terminal, dovecot: Dovecot, user: str, address
     term.expect(r"Port \[993\]: ")
     term.send(str(dovecot.tls_port))
     term.expect(rf"Username \[{re.escape(address)}\]: ")
-    term.send(user)
+    term.send(person.user)
+    return term
 
 
 async def assert_the_written_account_works(
@@ -119,12 +126,8 @@ async def assert_the_written_account_works(
 async def test_setup_signs_a_microsoft_address_in_through_the_browser(
     oidc: OidcProvider, oidc_dovecot: Dovecot, keychain: KeychainRefreshTokens, person: SetupUser
 ) -> None:
-    user, config = person.user, person.config
-    argv = [SERVER, "setup", "--config", str(config), "--ca-file", str(oidc_dovecot.ca_file)]
-    term = Terminal([*argv, *endpoint_flags(oidc)], person.env)
-    term.expect(r"Email address: ")
-    term.send("someone@outlook.com")
-    answer_server_questions(term, oidc_dovecot, user, "someone@outlook.com")
+    config = person.config
+    term = setup_on_a_terminal(person, oidc, oidc_dovecot, "someone@outlook.com")
     term.expect(
         r"Log in with: sign-in \(in your browser, built in\) or command \(a token helper\) \[sign-in\]: "
     )
@@ -148,12 +151,8 @@ async def test_setup_signs_a_microsoft_address_in_through_the_browser(
 async def test_setup_signs_a_google_address_in_with_the_client_secret_typed_unseen(
     oidc: OidcProvider, oidc_dovecot: Dovecot, keychain: KeychainRefreshTokens, person: SetupUser
 ) -> None:
-    user, config = person.user, person.config
-    argv = [SERVER, "setup", "--config", str(config), "--ca-file", str(oidc_dovecot.ca_file)]
-    term = Terminal([*argv, *endpoint_flags(oidc)], person.env)
-    term.expect(r"Email address: ")
-    term.send("someone@gmail.com")
-    answer_server_questions(term, oidc_dovecot, user, "someone@gmail.com")
+    config = person.config
+    term = setup_on_a_terminal(person, oidc, oidc_dovecot, "someone@gmail.com")
     term.expect(r"Log in with: sign-in \(in your browser, built in\) or password \[sign-in\]: ")
     term.send("sign-in")
     term.expect(r"OAuth client ID \(Google Cloud app, docs/providers\.md\): ")
