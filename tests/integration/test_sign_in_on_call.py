@@ -78,6 +78,18 @@ def launches() -> Launches:
     return Launches()
 
 
+@pytest.fixture
+def settings(oidc: OidcProvider, oidc_dovecot: Dovecot, user: str) -> dict[str, Any]:
+    """The account of ``user``, signed in to with ``oidc`` (nobody has yet)."""
+    return sign_in_account(oidc_dovecot, user, oidc)
+
+
+@pytest.fixture(params=["legacy", "auto"], ids=["2025-11-25", "2026-07-28"])
+def mode(request: pytest.FixtureRequest) -> str:
+    """The client's protocol: up to 2025-11-25 (elicitation during the call) or 2026-07-28 (input_required)."""
+    return str(request.param)
+
+
 async def stdio_like_client(
     settings: dict[str, Any], launches: Launches, **client_options: Any
 ) -> AsyncIterator[EnvelopeClient]:
@@ -95,17 +107,15 @@ def assert_no_url(envelope: dict[str, Any], oidc: OidcProvider) -> None:
     assert oidc.issuer not in json.dumps(envelope), envelope
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"], ids=["2025-11-25", "2026-07-28"])
 async def test_a_client_with_url_elicitation_takes_the_user_to_sign_in_and_the_call_then_works(
     oidc: OidcProvider,
-    oidc_dovecot: Dovecot,
     user: str,
+    settings: dict[str, Any],
     keychain: KeychainRefreshTokens,
     launches: Launches,
     mode: str,
 ) -> None:
     visitor = Visitor(user)
-    settings = sign_in_account(oidc_dovecot, user, oidc)
     async for mcp in stdio_like_client(settings, launches, elicitation_callback=visitor, mode=mode):
         assert mcp.client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
         data = await mcp.ok("imap_list_mailboxes")
@@ -119,17 +129,15 @@ async def test_a_client_with_url_elicitation_takes_the_user_to_sign_in_and_the_c
     assert launches.urls == []  # the client showed the page: no browser of the server's
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"], ids=["2025-11-25", "2026-07-28"])
 async def test_a_user_who_declines_to_go_is_answered_sign_in_required_and_nothing_is_stored(
     oidc: OidcProvider,
-    oidc_dovecot: Dovecot,
     user: str,
+    settings: dict[str, Any],
     keychain: KeychainRefreshTokens,
     launches: Launches,
     mode: str,
 ) -> None:
     visitor = Visitor(user, action="decline")
-    settings = sign_in_account(oidc_dovecot, user, oidc)
     async for mcp in stdio_like_client(settings, launches, elicitation_callback=visitor, mode=mode):
         envelope = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
     details = envelope["error"]["details"]
@@ -138,17 +146,15 @@ async def test_a_user_who_declines_to_go_is_answered_sign_in_required_and_nothin
     assert len(visitor.shown) == 1 and keychain.load() is None and launches.urls == []
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"], ids=["2025-11-25", "2026-07-28"])
 async def test_consent_declined_at_the_provider_stores_nothing_and_says_sign_in_required(
     oidc: OidcProvider,
-    oidc_dovecot: Dovecot,
     user: str,
+    settings: dict[str, Any],
     keychain: KeychainRefreshTokens,
     launches: Launches,
     mode: str,
 ) -> None:
     visitor = Visitor(user, decline=True)
-    settings = sign_in_account(oidc_dovecot, user, oidc)
     before = oidc.token_requests
     async for mcp in stdio_like_client(settings, launches, elicitation_callback=visitor, mode=mode):
         envelope = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
@@ -159,12 +165,11 @@ async def test_consent_declined_at_the_provider_stores_nothing_and_says_sign_in_
 
 async def test_a_client_without_elicitation_gets_the_browser_opened_once_and_the_call_after_sign_in_works(
     oidc: OidcProvider,
-    oidc_dovecot: Dovecot,
     user: str,
+    settings: dict[str, Any],
     keychain: KeychainRefreshTokens,
     launches: Launches,
 ) -> None:
-    settings = sign_in_account(oidc_dovecot, user, oidc)
     async for mcp in stdio_like_client(settings, launches):
         first = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
         details = first["error"]["details"]
@@ -183,10 +188,10 @@ async def test_a_client_without_elicitation_gets_the_browser_opened_once_and_the
 
 
 async def test_a_server_without_sign_ins_over_http_only_says_to_run_login(
-    oidc: OidcProvider, oidc_dovecot: Dovecot, user: str, keychain: KeychainRefreshTokens
+    user: str, settings: dict[str, Any], keychain: KeychainRefreshTokens
 ) -> None:
     visitor = Visitor(user)
-    config = make_config({ACCOUNT: sign_in_account(oidc_dovecot, user, oidc)})
+    config = make_config({ACCOUNT: settings})
     async for mcp in open_client(config, elicitation_callback=visitor, mode="legacy"):
         envelope = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
     details = envelope["error"]["details"]
@@ -196,13 +201,12 @@ async def test_a_server_without_sign_ins_over_http_only_says_to_run_login(
 
 async def test_a_client_that_fails_to_show_the_page_falls_back_to_the_browser(
     oidc: OidcProvider,
-    oidc_dovecot: Dovecot,
     user: str,
+    settings: dict[str, Any],
     keychain: KeychainRefreshTokens,
     launches: Launches,
 ) -> None:
     visitor = Visitor(user, action="fail")
-    settings = sign_in_account(oidc_dovecot, user, oidc)
     async for mcp in stdio_like_client(settings, launches, elicitation_callback=visitor, mode="legacy"):
         envelope = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
         assert envelope["error"]["details"]["browser_opened"] is True, envelope
