@@ -18,6 +18,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -926,6 +927,38 @@ async def test_a_draft_replaced_while_its_page_was_open_is_not_sent(chain: Submi
     assert b"eve@mail.test" in kept.read_bytes()
 
 
+@dataclass
+class _LaterReader:
+    """A draft from ``sender`` to ``bob`` in Drafts, and a server (``config``, ``app``) whose approval page
+    opens in a browser the user reads later (:func:`_opened_later`: its address kept in ``urls``);
+    ``before``: every mailbox's count before the send."""
+
+    sender: str
+    bob: str
+    config: Config
+    app: AppContext
+    urls: list[str]
+    before: dict[str, int]
+
+
+def _draft_for_a_later_reader(chain: SubmissionDovecot) -> _LaterReader:
+    sender, bob, _ = _setup(chain)
+    _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
+    config = make_config({"default": _settings(chain, sender, chain.submission_port, "starttls")})
+    app = AppContext.from_config(config)
+    urls: list[str] = []
+    app.approval_page = approval_page(_opened_later(urls), timeout_s=60)
+    return _LaterReader(sender, bob, config, app, urls, _everywhere(chain, sender, [bob]))
+
+
+async def _send_to_the_background(mcp: EnvelopeClient) -> tuple[str, dict[str, Any], str]:
+    """imap_send_draft on the one draft, by a client with neither elicitation nor a progressToken: the
+    draft's id, the answer (an operation waiting for the page) and the operation's id."""
+    draft = await _draft_id(mcp)
+    waiting = await mcp.call(TOOL, {"message_id": draft})
+    return draft, waiting, waiting["data"]["background"]["operation_id"]
+
+
 @pytest.mark.parametrize("press", ["send", "decline"])
 async def test_without_a_progress_token_the_page_is_waited_for_as_a_background_operation(
     chain: SubmissionDovecot, press: str
@@ -934,17 +967,10 @@ async def test_without_a_progress_token_the_page_is_waited_for_as_a_background_o
     sent yet, never the page's address); the same draft sent again meanwhile is refused (conflict). The
     user answers later in Chromium: polled to its end, "Send" is the call's own answer (sent, once),
     "Don't send" its refusal."""
-    sender, bob, _ = _setup(chain)
-    _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
-    config = make_config({"default": _settings(chain, sender, chain.submission_port, "starttls")})
-    app = AppContext.from_config(config)
-    urls: list[str] = []
-    app.approval_page = approval_page(_opened_later(urls), timeout_s=60)
-    before = _everywhere(chain, sender, [bob])
-    async for mcp in open_client(config, app):  # no elicitation, no progressToken
-        draft = await _draft_id(mcp)
-        waiting = await mcp.call(TOOL, {"message_id": draft})
-        operation_id = waiting["data"]["background"]["operation_id"]
+    later = _draft_for_a_later_reader(chain)
+    sender, bob, urls, before = later.sender, later.bob, later.urls, later.before
+    async for mcp in open_client(later.config, later.app):  # no elicitation, no progressToken
+        draft, waiting, operation_id = await _send_to_the_background(mcp)
         assert waiting["data"]["outcome"] == "waiting_for_approval" and waiting["data"]["next_action"] == {
             "instruction": waiting["data"]["next_action"]["instruction"],
             "tool": "imap_get_operation",
@@ -984,17 +1010,10 @@ async def test_cancelling_the_background_send_closes_the_page_and_sends_nothing(
     """imap_cancel_operation while the user reads the page in Chromium: the operation ends canceled saying
     nothing was sent; the user's "Send" afterwards gets a page that says the request was cancelled; nothing
     is sent, and the draft can be sent later (asked anew)."""
-    sender, bob, _ = _setup(chain)
-    _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
-    config = make_config({"default": _settings(chain, sender, chain.submission_port, "starttls")})
-    app = AppContext.from_config(config)
-    urls: list[str] = []
-    app.approval_page = approval_page(_opened_later(urls), timeout_s=60)
-    before = _everywhere(chain, sender, [bob])
-    async for mcp in open_client(config, app):  # no elicitation, no progressToken
-        draft = await _draft_id(mcp)
-        waiting = await mcp.call(TOOL, {"message_id": draft})
-        operation_id = waiting["data"]["background"]["operation_id"]
+    later = _draft_for_a_later_reader(chain)
+    sender, bob, urls, before = later.sender, later.bob, later.urls, later.before
+    async for mcp in open_client(later.config, later.app):  # no elicitation, no progressToken
+        draft, waiting, operation_id = await _send_to_the_background(mcp)
 
         def cancel_while_reading(mcp: EnvelopeClient = mcp, operation_id: str = operation_id) -> None:
             anyio.from_thread.run(mcp.ok, "imap_cancel_operation", {"operation_id": operation_id})
