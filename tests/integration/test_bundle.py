@@ -502,28 +502,13 @@ async def test_the_bundle_sends_a_reply_once_the_user_pressed_send_in_the_browse
     """Issue 49's Claude Desktop path whole: the bundle installed with sending allowed on its form, a client
     without elicitation, the user's browser (BROWSER, as the desktop session has it) headless Chromium
     pressing "Send" on the approval page; the recipient reads the reply once, through the real chain."""
-    from tests.integration.test_send import (
-        CHROMIUM_BROWSER,
-        _append,
-        _decided,
-        _delivered,
-        _draft,
-        _files,
-        _flags,
-    )
+    from tests.integration.test_send import CHROMIUM_BROWSER, _decided, _delivered, _files, _flags, _reply_to
 
     with SubmissionDovecot() as chain:
         sender, bob = chain.new_user(), chain.new_user()
         for box in ("Drafts", "Trash", "Sent"):
             chain.ensure_folder(sender, box)
-        original = _draft(chain.address(bob), [chain.address(sender)], subject="Question")
-        chain.seed(sender, "INBOX", [original])
-        asked_id = re.search(rb"Message-ID: (<[^>]+>)", original).group(1).decode()  # type: ignore[union-attr]
-        reply = _draft(
-            chain.address(sender), [chain.address(bob)], subject="Re: Question",
-            extra=f"In-Reply-To: {asked_id}\r\nReferences: {asked_id}",
-        )  # fmt: skip
-        _append(chain, sender, "Drafts", reply)
+        asked_id, _ = _reply_to(chain, sender, bob)
         form = {
             **the_form(chain, sender),
             "email_address": chain.address(sender),

@@ -144,6 +144,24 @@ def _setup(chain: SubmissionDovecot, *, sent: bool = True) -> tuple[str, str, st
     return sender, bob, carol
 
 
+def _reply_to(
+    chain: SubmissionDovecot, sender: str, bob: str, mailbox: str = "INBOX", *,
+    to: list[str] | None = None, cc: list[str] = (), bcc: list[str] = (),
+) -> tuple[str, bytes]:  # fmt: skip
+    """A question from Bob kept in ``mailbox`` of ``sender``, and the reply to it (to Bob's address unless
+    ``to``; ``cc``, ``bcc``) saved in Drafts; the question's Message-ID and the reply."""
+    original = _draft(chain.address(bob), [chain.address(sender)], subject="Question")
+    chain.ensure_folder(sender, mailbox)
+    chain.seed(sender, mailbox, [original])
+    asked_id = re.search(rb"Message-ID: (<[^>]+>)", original).group(1).decode()  # type: ignore[union-attr]
+    reply = _draft(
+        chain.address(sender), to or [chain.address(bob)], cc=cc, bcc=bcc, subject="Re: Question",
+        extra=f"In-Reply-To: {asked_id}\r\nReferences: {asked_id}",
+    )  # fmt: skip
+    _append(chain, sender, "Drafts", reply)
+    return asked_id, reply
+
+
 async def _draft_id(mcp: EnvelopeClient, subject: str | None = None) -> str:
     data = await mcp.ok(
         "imap_search_messages", {"mailbox": "Drafts", **({"subject": subject} if subject else {})}
@@ -195,14 +213,8 @@ async def test_an_approved_draft_reaches_each_recipient_once_as_saved(
     caplog.set_level(logging.INFO, logger="mail_imap_mcp.audit")
     sender, bob, carol = _setup(chain)
     dave = chain.new_user()
-    original = _draft(chain.address(bob), [chain.address(sender)], subject="Question")
-    chain.seed(sender, "INBOX", [original])
-    asked_id = re.search(rb"Message-ID: (<[^>]+>)", original).group(1).decode()  # type: ignore[union-attr]
-    raw = _draft(
-        chain.address(sender), [f"Bob <{chain.address(bob)}>"], cc=[chain.address(carol)], bcc=[chain.address(dave)],
-        subject="Re: Question", extra=f"In-Reply-To: {asked_id}\r\nReferences: {asked_id}",
-    )  # fmt: skip
-    _append(chain, sender, "Drafts", raw)
+    to, cc, bcc = [f"Bob <{chain.address(bob)}>"], [chain.address(carol)], [chain.address(dave)]
+    _, raw = _reply_to(chain, sender, bob, to=to, cc=cc, bcc=bcc)
     received = _received(chain)
     accepting = answering("accept")
     async for mcp in _client(_settings(chain, sender, chain.submissions_port, "tls"), era, accepting):
@@ -690,14 +702,7 @@ async def test_claude_desktops_path_a_reply_approved_in_chromium_reaches_the_rec
     sends it once (the recipient reads it in their INBOX through the real chain; the original is
     \\Answered, Sent has one copy, the draft is in Trash); "Don't send" changes nothing anywhere."""
     sender, bob, carol = _setup(chain)
-    original = _draft(chain.address(bob), [chain.address(sender)], subject="Question")
-    chain.seed(sender, "INBOX", [original])
-    asked_id = re.search(rb"Message-ID: (<[^>]+>)", original).group(1).decode()  # type: ignore[union-attr]
-    reply = _draft(
-        chain.address(sender), [chain.address(bob)], bcc=[chain.address(carol)], subject="Re: Question",
-        extra=f"In-Reply-To: {asked_id}\r\nReferences: {asked_id}",
-    )  # fmt: skip
-    _append(chain, sender, "Drafts", reply)
+    asked_id, _ = _reply_to(chain, sender, bob, bcc=[chain.address(carol)])
     config, done = tmp_path / "config.toml", tmp_path / "page.txt"
     config.write_text(
         "[accounts.default]\n"
@@ -766,20 +771,6 @@ async def test_a_provider_that_files_sent_mail_itself_gets_no_second_copy(chain:
         data = await mcp.ok(TOOL, {"message_id": await _draft_id(mcp)})
     assert (data["outcome"], data["sent_copy"], data["status"]) == ("sent", "filed_by_provider", "ok")
     assert _files(chain, sender, "Sent") == [] and len(await _delivered(chain, bob, 1)) == 1
-
-
-def _reply_to(chain: SubmissionDovecot, sender: str, bob: str, mailbox: str) -> bytes:
-    """A question from Bob kept in ``mailbox`` of ``sender``, and the reply to it saved in Drafts; the reply."""
-    original = _draft(chain.address(bob), [chain.address(sender)], subject="Question")
-    chain.ensure_folder(sender, mailbox)
-    chain.seed(sender, mailbox, [original])
-    asked_id = re.search(rb"Message-ID: (<[^>]+>)", original).group(1).decode()  # type: ignore[union-attr]
-    reply = _draft(
-        chain.address(sender), [chain.address(bob)], subject="Re: Question",
-        extra=f"In-Reply-To: {asked_id}\r\nReferences: {asked_id}",
-    )  # fmt: skip
-    _append(chain, sender, "Drafts", reply)
-    return reply
 
 
 async def test_the_original_is_marked_answered_in_the_folder_it_is_kept(chain: SubmissionDovecot) -> None:
