@@ -310,6 +310,20 @@ def _attack_page(target: str, csrf: str, digest: str) -> str:
     )
 
 
+def _refused_from_another_site(browser: WebDriver, hostile: Hostile, target: str, attacker: str) -> None:
+    """From the page now open, its form token leaked to another site (the hostile server by the name
+    ``attacker``): that site's form, opened in a new tab, posts "Send" to ``target`` and is refused; the
+    tab is closed and the page is current again."""
+    page = browser.current_window_handle
+    hostile.pages["/attack"] = _attack_page(target, form_field(browser, "csrf"), DIGEST)
+    browser.switch_to.new_window("tab")
+    browser.get(f"http://{attacker}:{hostile.port}/attack")
+    browser.find_element(By.ID, "go").click()
+    assert answer(browser) == "Refused"
+    browser.close()
+    browser.switch_to.window(page)
+
+
 @pytest.mark.parametrize("attacker", ["localhost", "127.0.0.1"])
 def test_an_answer_from_another_origin_decides_nothing(
     browser: WebDriver, hostile: Hostile, approve: Callable[..., Decision], attacker: str
@@ -318,14 +332,7 @@ def test_an_answer_from_another_origin_decides_nothing(
 
     def user(url: str) -> None:
         browser.get(url)
-        page = browser.current_window_handle
-        hostile.pages["/attack"] = _attack_page(url, form_field(browser, "csrf"), DIGEST)
-        browser.switch_to.new_window("tab")
-        browser.get(f"http://{attacker}:{hostile.port}/attack")
-        browser.find_element(By.ID, "go").click()
-        assert answer(browser) == "Refused"
-        browser.close()
-        browser.switch_to.window(page)
+        _refused_from_another_site(browser, hostile, url, attacker)
         browser.find_element(By.ID, "decline").click()
         assert answer(browser) == "Not sent"
 
@@ -343,14 +350,7 @@ def test_a_request_for_another_host_decides_nothing(
         browser.get(rebound)
         assert answer(browser) == "Refused"
         browser.get(url)  # the refused request did not use up the one-time address
-        page = browser.current_window_handle
-        hostile.pages["/attack"] = _attack_page(rebound, form_field(browser, "csrf"), DIGEST)
-        browser.switch_to.new_window("tab")
-        browser.get(f"http://{REBOUND}:{hostile.port}/attack")
-        browser.find_element(By.ID, "go").click()
-        assert answer(browser) == "Refused"
-        browser.close()
-        browser.switch_to.window(page)
+        _refused_from_another_site(browser, hostile, rebound, REBOUND)
         browser.find_element(By.ID, "send").click()
         assert answer(browser) == "Approved"
 
