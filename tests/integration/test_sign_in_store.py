@@ -37,13 +37,15 @@ from tests.support.windows_like import HIDE
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_python(code: str, secret_service: SecretService, *, windows: bool = False, stdin: str = "") -> str:
+def python_process(
+    code: str, secret_service: SecretService, *, windows: bool = False, stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a new Python (looking like Windows, with the Credential Manager's limit on the
-    keychain, when ``windows``) that finds ``secret_service``; its stdout (it must exit 0)."""
+    keychain, when ``windows``) that finds ``secret_service``, ``stdin`` its input; how it ended."""
     env = {**secret_service.environment(), "PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT)}
     if windows:
         env["PYTHON_KEYRING_BACKEND"] = BACKEND
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", (HIDE if windows else "") + textwrap.dedent(code)],
         input=stdin,
         env=env,
@@ -52,22 +54,18 @@ def run_python(code: str, secret_service: SecretService, *, windows: bool = Fals
         timeout=60,
         check=False,
     )
+
+
+def run_python(code: str, secret_service: SecretService, *, windows: bool = False, stdin: str = "") -> str:
+    """:func:`python_process`, which must exit 0; its stdout."""
+    done = python_process(code, secret_service, windows=windows, stdin=stdin)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
 
 def crash_in(code: str, secret_service: SecretService, stdin: str = "") -> None:
     """Run ``code``, which must end the process by ``os._exit(3)`` (a crash at a chosen step)."""
-    env = {**secret_service.environment(), "PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        input=stdin,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = python_process(code, secret_service, stdin=stdin)
     assert done.returncode == 3, done.stderr
 
 
