@@ -30,10 +30,13 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
-#: Headless, and quiet: no network of Chromium's own (updates, sync, QUIC), no first-run pages.
+#: Every test's Chromium (this script's and tests/support/chromium_driver.py's): headless, and talking to
+#: nothing but the pages a test opens: no GPU, no QUIC, no first-run page, no background requests, updates
+#: or sync. Chromium's sandbox needs a non-root user (and often user namespaces a container lacks), so it
+#: is off: the pages a test opens are its own.
 FLAGS = (
     "--headless",
-    "--no-sandbox",  # the tests run as root, where Chromium's sandbox refuses to start
+    "--no-sandbox",
     "--disable-gpu",
     "--disable-quic",
     "--no-first-run",

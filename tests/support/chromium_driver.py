@@ -22,23 +22,10 @@ from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.chrome.webdriver import WebDriver
 
+from tests.support.chromium import FLAGS
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-
-#: A browser that talks to nothing but the pages a test opens: no GPU, no QUIC, no first-run page,
-#: no background requests, updates or sync. Chromium's sandbox needs a non-root user (and often user
-#: namespaces a container lacks), so it is off: the pages a test opens are its own.
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-)
 
 
 def require_chromium() -> None:
@@ -53,7 +40,8 @@ def require_chromium() -> None:
 @contextmanager
 def chromium(profile: Path, *flags: str, page_load_timeout_s: float = 30.0) -> Iterator[WebDriver]:
     """A new headless Chromium with its own profile directory ``profile`` (made here), ``flags`` added
-    to :data:`FLAGS` (e.g. ``--host-resolver-rules=MAP rebound.test 127.0.0.1``); quit on exit."""
+    to every test's :data:`tests.support.chromium.FLAGS` (e.g. ``--host-resolver-rules=MAP rebound.test
+    127.0.0.1``); quit on exit."""
     require_chromium()
     profile.mkdir(parents=True, exist_ok=True)
     options = Options()
