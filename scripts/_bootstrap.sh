@@ -29,6 +29,19 @@ apt_install() {
   apt-get install -y -qq "$@" >/dev/null
 }
 
+# apt_install with the packages' system services kept from starting (a policy-rc.d refusing them, there
+# for the install alone unless one was there already): the tests start the servers they need themselves.
+apt_install_without_services() {
+  local added_policy=""
+  if [ "$(id -u)" -eq 0 ] && [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+    chmod 755 /usr/sbin/policy-rc.d
+    added_policy=1
+  fi
+  apt_install "$@"
+  [ -z "$added_policy" ] || rm -f /usr/sbin/policy-rc.d
+}
+
 # The `dovecot` binary alone is not enough: it comes with dovecot-core, and the IMAP service itself
 # (dovecot-imapd) can be missing, e.g. after another IMAP server package replaced it.
 DOVECOT_IMAP_SERVICE="${DOVECOT_IMAP_SERVICE:-/usr/lib/dovecot/imap}"
@@ -49,14 +62,7 @@ ensure_submission_chain() {
   [ -x /usr/lib/dovecot/lmtp ] || missing+=(dovecot-lmtpd)
   command -v exim4 >/dev/null 2>&1 || [ -x /usr/sbin/exim4 ] || missing+=(exim4-daemon-light)
   [ "${#missing[@]}" -eq 0 ] && return 0
-  local added_policy=""
-  if [ "$(id -u)" -eq 0 ] && [ ! -e /usr/sbin/policy-rc.d ]; then
-    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-    chmod 755 /usr/sbin/policy-rc.d
-    added_policy=1
-  fi
-  apt_install "${missing[@]}"
-  [ -z "$added_policy" ] || rm -f /usr/sbin/policy-rc.d
+  apt_install_without_services "${missing[@]}"
 }
 
 # Redis and HAProxy, for the tests of several instances sharing state behind a load balancer
@@ -67,14 +73,7 @@ ensure_team_servers() {
   command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || missing+=(redis-server)
   command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
   [ "${#missing[@]}" -eq 0 ] && return 0
-  local added_policy=""
-  if [ "$(id -u)" -eq 0 ] && [ ! -e /usr/sbin/policy-rc.d ]; then
-    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-    chmod 755 /usr/sbin/policy-rc.d
-    added_policy=1
-  fi
-  apt_install "${missing[@]}"
-  [ -z "$added_policy" ] || rm -f /usr/sbin/policy-rc.d
+  apt_install_without_services "${missing[@]}"
 }
 
 # A real browser for the built-in sign-in's browser step (tests/support/chromium.py): Debian's Chromium,
