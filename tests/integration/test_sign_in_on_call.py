@@ -15,6 +15,7 @@ import shutil
 import time
 import urllib.error
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import anyio.to_thread
@@ -68,20 +69,22 @@ class Launches:
         return True
 
 
-@pytest.fixture
-def user(oidc_dovecot: Dovecot) -> str:
-    return oidc_dovecot.new_user()
+@dataclass
+class SignedOut:
+    """An account nobody signed in to yet: its Dovecot ``user``, its ``settings`` (signing in with the
+    test's provider), the ``keychain`` entry a sign-in fills, and the browser ``launches`` of a server
+    over stdio."""
+
+    user: str
+    settings: dict[str, Any]
+    keychain: KeychainRefreshTokens
+    launches: Launches
 
 
 @pytest.fixture
-def launches() -> Launches:
-    return Launches()
-
-
-@pytest.fixture
-def settings(oidc: OidcProvider, oidc_dovecot: Dovecot, user: str) -> dict[str, Any]:
-    """The account of ``user``, signed in to with ``oidc`` (nobody has yet)."""
-    return sign_in_account(oidc_dovecot, user, oidc)
+def account(oidc: OidcProvider, oidc_dovecot: Dovecot, keychain: KeychainRefreshTokens) -> SignedOut:
+    user = oidc_dovecot.new_user()
+    return SignedOut(user, sign_in_account(oidc_dovecot, user, oidc), keychain, Launches())
 
 
 @pytest.fixture(params=["legacy", "auto"], ids=["2025-11-25", "2026-07-28"])
@@ -90,14 +93,12 @@ def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-async def stdio_like_client(
-    settings: dict[str, Any], launches: Launches, **client_options: Any
-) -> AsyncIterator[EnvelopeClient]:
+async def stdio_like_client(account: SignedOut, **client_options: Any) -> AsyncIterator[EnvelopeClient]:
     """A client of a server set up as over stdio (sign-ins started by calls; a macOS-like desktop
     whose browser launches are recorded)."""
-    config = make_config({ACCOUNT: settings})
+    config = make_config({ACCOUNT: account.settings})
     app = AppContext.from_config(config)
-    opener = BrowserOpener(allowed=True, environ={}, platform="darwin", launch=launches)
+    opener = BrowserOpener(allowed=True, environ={}, platform="darwin", launch=account.launches)
     app.sign_ins = SignInAttempts(config.accounts, opener)
     async for client in open_client(config, app, **client_options):
         yield client
@@ -108,15 +109,10 @@ def assert_no_url(envelope: dict[str, Any], oidc: OidcProvider) -> None:
 
 
 async def test_a_client_with_url_elicitation_takes_the_user_to_sign_in_and_the_call_then_works(
-    oidc: OidcProvider,
-    user: str,
-    settings: dict[str, Any],
-    keychain: KeychainRefreshTokens,
-    launches: Launches,
-    mode: str,
+    oidc: OidcProvider, mode: str, account: SignedOut
 ) -> None:
-    visitor = Visitor(user)
-    async for mcp in stdio_like_client(settings, launches, elicitation_callback=visitor, mode=mode):
+    visitor = Visitor(account.user)
+    async for mcp in stdio_like_client(account, elicitation_callback=visitor, mode=mode):
         assert mcp.client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
         data = await mcp.ok("imap_list_mailboxes")
         assert "INBOX" in {box["name"] for box in data["mailboxes"]}
@@ -125,94 +121,72 @@ async def test_a_client_with_url_elicitation_takes_the_user_to_sign_in_and_the_c
     (shown,) = visitor.shown
     assert shown.url.startswith(f"{oidc.issuer}/auth?") and ACCOUNT in shown.message
     assert (shown.elicitation_id is not None) is (mode == "legacy")  # an id only up to 2025-11-25
-    assert keychain.load() is not None
-    assert launches.urls == []  # the client showed the page: no browser of the server's
+    assert account.keychain.load() is not None
+    assert account.launches.urls == []  # the client showed the page: no browser of the server's
 
 
 async def test_a_user_who_declines_to_go_is_answered_sign_in_required_and_nothing_is_stored(
-    oidc: OidcProvider,
-    user: str,
-    settings: dict[str, Any],
-    keychain: KeychainRefreshTokens,
-    launches: Launches,
-    mode: str,
+    oidc: OidcProvider, mode: str, account: SignedOut
 ) -> None:
-    visitor = Visitor(user, action="decline")
-    async for mcp in stdio_like_client(settings, launches, elicitation_callback=visitor, mode=mode):
+    visitor = Visitor(account.user, action="decline")
+    async for mcp in stdio_like_client(account, elicitation_callback=visitor, mode=mode):
         envelope = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
     details = envelope["error"]["details"]
     assert details["reason"] == "sign_in_required" and details["elicitation"] == "decline", details
     assert_no_url(envelope, oidc)
-    assert len(visitor.shown) == 1 and keychain.load() is None and launches.urls == []
+    assert len(visitor.shown) == 1 and account.keychain.load() is None and account.launches.urls == []
 
 
 async def test_consent_declined_at_the_provider_stores_nothing_and_says_sign_in_required(
-    oidc: OidcProvider,
-    user: str,
-    settings: dict[str, Any],
-    keychain: KeychainRefreshTokens,
-    launches: Launches,
-    mode: str,
+    oidc: OidcProvider, mode: str, account: SignedOut
 ) -> None:
-    visitor = Visitor(user, decline=True)
+    visitor = Visitor(account.user, decline=True)
     before = oidc.token_requests
-    async for mcp in stdio_like_client(settings, launches, elicitation_callback=visitor, mode=mode):
+    async for mcp in stdio_like_client(account, elicitation_callback=visitor, mode=mode):
         envelope = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
     assert envelope["error"]["details"]["reason"] == "sign_in_required"
     assert_no_url(envelope, oidc)
-    assert keychain.load() is None and oidc.token_requests == before
+    assert account.keychain.load() is None and oidc.token_requests == before
 
 
 async def test_a_client_without_elicitation_gets_the_browser_opened_once_and_the_call_after_sign_in_works(
-    oidc: OidcProvider,
-    user: str,
-    settings: dict[str, Any],
-    keychain: KeychainRefreshTokens,
-    launches: Launches,
+    oidc: OidcProvider, account: SignedOut
 ) -> None:
-    async for mcp in stdio_like_client(settings, launches):
+    async for mcp in stdio_like_client(account):
         first = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
         details = first["error"]["details"]
         assert details["reason"] == "sign_in_required" and details["browser_opened"] is True, details
         assert "opened in the user's browser" in first["error"]["message"]
         second = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
         assert second["error"]["details"]["browser_opened"] is False  # the same attempt: not again
-        (url,) = launches.urls
+        (url,) = account.launches.urls
         assert url.startswith(f"{oidc.issuer}/auth?")
         for envelope in (first, second):
             assert_no_url(envelope, oidc)
-        await anyio.to_thread.run_sync(approve, url, user)  # the user signs in in that browser
+        await anyio.to_thread.run_sync(approve, url, account.user)  # the user signs in in that browser
         data = await mcp.ok("imap_list_mailboxes")
         assert "INBOX" in {box["name"] for box in data["mailboxes"]}
-    assert keychain.load() is not None
+    assert account.keychain.load() is not None
 
 
-async def test_a_server_without_sign_ins_over_http_only_says_to_run_login(
-    user: str, settings: dict[str, Any], keychain: KeychainRefreshTokens
-) -> None:
-    visitor = Visitor(user)
-    config = make_config({ACCOUNT: settings})
+async def test_a_server_without_sign_ins_over_http_only_says_to_run_login(account: SignedOut) -> None:
+    visitor = Visitor(account.user)
+    config = make_config({ACCOUNT: account.settings})
     async for mcp in open_client(config, elicitation_callback=visitor, mode="legacy"):
         envelope = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
     details = envelope["error"]["details"]
     assert details["reason"] == "sign_in_required" and "browser_opened" not in details
-    assert visitor.shown == [] and keychain.load() is None
+    assert visitor.shown == [] and account.keychain.load() is None
 
 
-async def test_a_client_that_fails_to_show_the_page_falls_back_to_the_browser(
-    oidc: OidcProvider,
-    user: str,
-    settings: dict[str, Any],
-    keychain: KeychainRefreshTokens,
-    launches: Launches,
-) -> None:
-    visitor = Visitor(user, action="fail")
-    async for mcp in stdio_like_client(settings, launches, elicitation_callback=visitor, mode="legacy"):
+async def test_a_client_that_fails_to_show_the_page_falls_back_to_the_browser(account: SignedOut) -> None:
+    visitor = Visitor(account.user, action="fail")
+    async for mcp in stdio_like_client(account, elicitation_callback=visitor, mode="legacy"):
         envelope = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
         assert envelope["error"]["details"]["browser_opened"] is True, envelope
-        (url,) = launches.urls
+        (url,) = account.launches.urls
         assert url == visitor.shown[0].url
-        await anyio.to_thread.run_sync(approve, url, user)
+        await anyio.to_thread.run_sync(approve, url, account.user)
         await mcp.ok("imap_list_mailboxes")
 
 
