@@ -142,7 +142,7 @@ async def test_setup_signs_a_microsoft_address_in_through_the_browser(
     refresh_token = keychain.load()
     assert refresh_token is not None and refresh_token not in term.transcript
     assert "Password" not in term.transcript  # no password asked
-    account = await assert_the_written_account_works(config, person.env, oidc_dovecot, user)
+    account = await assert_the_written_account_works(config, person.env, oidc_dovecot, person.user)
     assert account["oauth2_provider"] == "microsoft" and account["oauth2_client_id"] == PUBLIC_CLIENT
     assert "password_keyring" not in account and refresh_token not in config.read_text()
 
@@ -167,7 +167,7 @@ async def test_setup_signs_a_google_address_in_with_the_client_secret_typed_unse
     secret_file = Path(tomllib.loads(config.read_text())["accounts"][ACCOUNT]["oauth2_client_secret_file"])
     assert secret_file.read_text().strip() == SECRET_CLIENT_SECRET
     assert secret_file.stat().st_mode & 0o777 == 0o600
-    account = await assert_the_written_account_works(config, person.env, oidc_dovecot, user)
+    account = await assert_the_written_account_works(config, person.env, oidc_dovecot, person.user)
     assert account["oauth2_provider"] == "google"
 
 
