@@ -502,7 +502,15 @@ async def test_the_bundle_sends_a_reply_once_the_user_pressed_send_in_the_browse
     """Issue 49's Claude Desktop path whole: the bundle installed with sending allowed on its form, a client
     without elicitation, the user's browser (BROWSER, as the desktop session has it) headless Chromium
     pressing "Send" on the approval page; the recipient reads the reply once, through the real chain."""
-    from tests.integration.test_send import CHROMIUM_BROWSER, _decided, _delivered, _files, _flags, _reply_to
+    from tests.integration.test_send import (
+        CHROMIUM_BROWSER,
+        _decided,
+        _delivered,
+        _files,
+        _flags,
+        _page_and_answer,
+        _reply_to,
+    )
 
     with SubmissionDovecot() as chain:
         sender, bob = chain.new_user(), chain.new_user()
@@ -538,7 +546,8 @@ async def test_the_bundle_sends_a_reply_once_the_user_pressed_send_in_the_browse
         data = answer["data"]
         assert (data["outcome"], data["answered"], data["sent_copy"]) == ("sent", True, "appended")
         (got,) = await _delivered(chain, bob, 1)
-        assert f"In-Reply-To: {asked_id}".encode() in got and "Re: Question" in done.read_text()
+        page, _ = await _page_and_answer(done)
+        assert f"In-Reply-To: {asked_id}".encode() in got and "Re: Question" in page
         (kept,) = _files(chain, sender)
         assert "R" in _flags(kept) and len(_files(chain, sender, "Sent")) == 1
         assert _files(chain, sender, "Drafts") == []

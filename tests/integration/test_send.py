@@ -186,6 +186,16 @@ async def _until(condition: Callable[[], bool]) -> None:
         await anyio.sleep(0.05)
 
 
+async def _page_and_answer(done: Path) -> tuple[str, str]:
+    """What the browser script wrote down (``APPROVAL_TEST_DONE``): the page as shown, and the page that
+    came up after the user's answer. It writes once that answer came up, which may be after the call."""
+    deadline = time.monotonic() + 30
+    while not done.exists() and time.monotonic() < deadline:
+        await anyio.sleep(0.05)
+    page, _, answered = done.read_text().partition("\n--- answer ---\n")
+    return page, answered
+
+
 async def _decided(mcp: EnvelopeClient, answer: dict[str, Any]) -> dict[str, Any]:
     """The call's answer once the user decided on the page: ``answer`` itself, or, when the call handed
     back a background operation, its end polled with imap_get_operation (``data`` the send's own data,
@@ -728,10 +738,7 @@ async def test_claude_desktops_path_a_reply_approved_in_chromium_reaches_the_rec
         waiting = await mcp.call(TOOL, {"message_id": await _draft_id(mcp)})
         assert waiting["data"]["outcome"] == "waiting_for_approval", waiting
         answer = await _decided(mcp, waiting)
-    deadline = time.monotonic() + 30  # the browser writes down its page once the answer came up
-    while not done.exists() and time.monotonic() < deadline:
-        await anyio.sleep(0.05)
-    page, _, answered = done.read_text().partition("\n--- answer ---\n")
+    page, answered = await _page_and_answer(done)
     assert chain.address(carol) in page and "Re: Question" in page and "Dear Bob," in page
     (kept,) = _files(chain, sender)
     if press == "decline":

@@ -205,15 +205,8 @@ class Away:
         return ElicitResult(action="accept")
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"], ids=["2025-11-25", "2026-07-28"])
 async def test_the_wait_after_an_accepted_page_runs_out_and_a_sign_in_after_it_still_counts(
-    oidc: OidcProvider,
-    oidc_dovecot: Dovecot,
-    user: str,
-    keychain: KeychainRefreshTokens,
-    launches: Launches,
-    monkeypatch: pytest.MonkeyPatch,
-    mode: str,
+    oidc: OidcProvider, account: SignedOut, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
     """The user accepted the page but did not sign in within the call's wait (120 s, shortened here):
     the call answers sign_in_required saying the user accepted, stores nothing, and the attempt (10
@@ -221,8 +214,8 @@ async def test_the_wait_after_an_accepted_page_runs_out_and_a_sign_in_after_it_s
     shown again (regression: a call made while the server redeemed the code showed the page again)."""
     monkeypatch.setattr(user_page, "PAGE_WAIT_S", 1.5)
     away = Away()
-    settings = sign_in_account(oidc_dovecot, user, oidc)
-    async for mcp in stdio_like_client(settings, launches, elicitation_callback=away, mode=mode):
+    user, keychain, launches = account.user, account.keychain, account.launches
+    async for mcp in stdio_like_client(account, elicitation_callback=away, mode=mode):
         started = time.monotonic()
         envelope = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
         assert time.monotonic() - started >= 1.5  # it waited for the user
@@ -248,18 +241,14 @@ async def test_the_wait_after_an_accepted_page_runs_out_and_a_sign_in_after_it_s
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"], ids=["2025-11-25", "2026-07-28"])
 async def test_an_answer_arriving_after_its_sign_in_attempt_ended_asks_nothing_again(
-    oidc: OidcProvider,
-    oidc_dovecot: Dovecot,
-    user: str,
-    keychain: KeychainRefreshTokens,
-    launches: Launches,
-    mode: str,
+    oidc: OidcProvider, account: SignedOut, mode: str
 ) -> None:
     """The user answers the page after its attempt ended (10 minutes; 1 s here): up to 2025-11-25 the
     call ends at once; from 2026-07-28 the retry carries the ended attempt's request_state, which is
     refused without a new page (never a loop of pages). Nothing is stored, no browser opened, and the
     ended attempt's page no longer signs in."""
-    config = make_config({ACCOUNT: sign_in_account(oidc_dovecot, user, oidc)})
+    user, keychain, launches = account.user, account.keychain, account.launches
+    config = make_config({ACCOUNT: account.settings})
     app = AppContext.from_config(config)
     app.sign_ins = SignInAttempts(
         config.accounts,
