@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from mail_imap_mcp.config import AccountConfig, Config, ConfigError
-from mail_imap_mcp.config.sign_in import KeychainRefreshTokens, SignInProvider, oauth_client
+from mail_imap_mcp.config.sign_in import SignInProvider, oauth_client
+from mail_imap_mcp.config.sign_in_file import refresh_token_store
 from mail_imap_mcp.config.sign_in_state import (
     LockTimeout,
     SignInRecord,
@@ -136,7 +137,8 @@ def _login(account_id: str, account: AccountConfig, device: bool, wait_s: float)
             "the provider gave no refresh token (the offline_access scope, or Google's access_type=offline, "
             "is needed to stay signed in)"
         )
-    keep_sign_in(account_id, answer.refresh_token, signed_in_as(answer))
+    store = refresh_token_store(account_id, account)
+    keep_sign_in(account_id, answer.refresh_token, signed_in_as(answer), store)
     print(f"Signed in: account {account_id!r} is ready.", file=sys.stderr)
     return 0
 
@@ -169,7 +171,7 @@ def _browser_sign_in(account_id: str, client: OAuthClient, port: int, wait_s: fl
 
 
 def _logout(account_id: str, account: AccountConfig) -> int:
-    store = KeychainRefreshTokens(account_id)
+    store = refresh_token_store(account_id, account)
     refresh_token = store.load()
     if refresh_token is None:
         print(f"Account {account_id!r} was not signed in.", file=sys.stderr)
@@ -201,11 +203,14 @@ def _status(config: Config, account_id: str | None) -> int:
         if account.oauth2_client_credentials:
             print(f"{aid}: signs in as the application ({account.oauth2_client_id}); no sign-in is kept")
             continue
-        stored_at = KeychainRefreshTokens(aid).stored_at()
+        store = refresh_token_store(aid, account)
+        stored_at = store.stored_at()
         if stored_at is None:
             print(f"{aid}: not signed in (run `mail-imap-mcp login {aid}`)")
             continue
-        print(status_line(aid, account, stored_at, read_record(aid)))
+        print(
+            f"{status_line(aid, account, stored_at, read_record(aid))}; the refresh token is kept {store.where()}"
+        )
     return 0
 
 

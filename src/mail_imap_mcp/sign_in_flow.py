@@ -20,12 +20,14 @@ from collections.abc import Mapping
 
 from mail_imap_mcp.config import AccountConfig, ConfigError
 from mail_imap_mcp.config.sign_in import oauth_client
+from mail_imap_mcp.config.sign_in_file import refresh_token_store
 from mail_imap_mcp.config.sign_in_state import keep_sign_in
 from mail_imap_mcp.envelope.model import ErrorCode, FailureEnvelope
 from mail_imap_mcp.net.browser import ATTEMPT_S, BrowserOpener
 from mail_imap_mcp.net.loopback_redirect import RedirectListener
 from mail_imap_mcp.net.oauth import (
     OAuthClient,
+    RefreshTokenStore,
     authorization_request,
     code_from_redirect,
     redeem_code,
@@ -44,9 +46,15 @@ class SignInAttempt:
     """One account's sign-in in the background: a :class:`~mail_imap_mcp.envelope.user_page.UserPage`."""
 
     def __init__(
-        self, account_id: str, client: OAuthClient, opener: BrowserOpener, attempt_s: float = ATTEMPT_S
+        self,
+        account_id: str,
+        client: OAuthClient,
+        opener: BrowserOpener,
+        attempt_s: float = ATTEMPT_S,
+        store: RefreshTokenStore | None = None,
     ) -> None:
         self.account_id = account_id
+        self._store = store
         self._client = client
         self._opener = opener
         self._listener = RedirectListener()
@@ -112,7 +120,7 @@ class SignInAttempt:
         answer = redeem_code(self._client, self._request, code, REDEEM_S)
         if not answer.refresh_token:
             return "the provider gave no refresh token (offline access was not granted)"
-        keep_sign_in(self.account_id, answer.refresh_token, signed_in_as(answer))
+        keep_sign_in(self.account_id, answer.refresh_token, signed_in_as(answer), self._store)
         return SIGNED_IN
 
 
@@ -144,7 +152,9 @@ class SignInAttempts:
             if attempt is not None and attempt.running:
                 return attempt
             try:
-                attempt = SignInAttempt(account_id, oauth_client(account), self.opener, self._attempt_s)
+                store = refresh_token_store(account_id, account)
+                client = oauth_client(account)
+                attempt = SignInAttempt(account_id, client, self.opener, self._attempt_s, store)
             except (TokenUnavailable, ConfigError, OSError) as exc:
                 log.info("no sign-in attempt for account %r: %s", account_id, type(exc).__name__)
                 return None

@@ -48,7 +48,7 @@ class SignInSettings(BaseModel):
         description="Sign in from the server itself (`mail-imap-mcp login <account>`) instead of an "
         "oauth2_token_command: microsoft, google, or custom (oauth2_issuer, or the oauth2_*_url "
         "settings). Needs auth = xoauth2 or oauthbearer and oauth2_client_id; the refresh token is kept "
-        "in the OS keychain.",
+        "in the OS keychain (or oauth2_token_file).",
     )
     oauth2_client_id: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         default=None,
@@ -94,6 +94,12 @@ class SignInSettings(BaseModel):
         "your organisation's app registration, with its secret), no user signing in: with per_user and "
         'username = "{user}", each team user opens their own mailbox among those an admin allowed the '
         "app (docs/team.md). microsoft (a tenant's id or domain) or custom.",
+    )
+    oauth2_token_file: Path | None = Field(
+        default=None,
+        description="Keep the refresh token in this file instead of the OS keychain, for a machine "
+        "without one: written mode 0600 (a Windows access list of you alone), replaced whole on each "
+        "rotation, refused when others can read it; logout deletes it.",
     )
     oauth2_redirect_port: int | None = Field(
         default=None,

@@ -18,9 +18,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .accounts import DEFAULT_CONFIG_PATH
 from .sign_in_store import KeychainRefreshTokens
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.net.oauth import RefreshTokenStore
 
 #: How often a process waiting for another's refresh tries the lock again.
 _LOCK_POLL_S = 0.05
@@ -133,11 +137,13 @@ def write_record(account_id: str, record: SignInRecord) -> None:
     os.replace(temporary, path)
 
 
-def keep_sign_in(account_id: str, refresh_token: str, signed_in_as: str | None) -> None:
-    """Keep a new sign-in's refresh token (under the account's lock, so a running server never spends
-    the token it replaces) and record who signed in, and when."""
+def keep_sign_in(
+    account_id: str, refresh_token: str, signed_in_as: str | None, store: RefreshTokenStore | None = None
+) -> None:
+    """Keep a new sign-in's refresh token in ``store`` (default: the keychain) under the account's lock,
+    so a running server never spends the token it replaces, and record who signed in, and when."""
     with refresh_lock(account_id, 30.0):
-        KeychainRefreshTokens(account_id).save(refresh_token)
+        (store or KeychainRefreshTokens(account_id)).save(refresh_token)
     write_record(account_id, SignInRecord(signed_in_as, time.time()))
 
 

@@ -129,3 +129,6 @@ class KeychainRefreshTokens:
         """When the refresh token was last stored (at sign-in or on a rotation), as a Unix time."""
         current = self._current()
         return current[1].stored_at if current and current[1].stored_at else None
+
+    def where(self) -> str:
+        return "in the OS keychain"

@@ -20,7 +20,8 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from mail_imap_mcp.config import AccountConfig, AuthMethod, ConfigError, helper_environment
-from mail_imap_mcp.config.sign_in import KeychainRefreshTokens, oauth_client
+from mail_imap_mcp.config.sign_in import oauth_client
+from mail_imap_mcp.config.sign_in_file import refresh_token_store
 from mail_imap_mcp.config.sign_in_state import LockTimeout, note_refresh, refresh_lock
 from mail_imap_mcp.imap.errors import MechanismNotOffered, OAuthRejected, TokenCommandFailed, command_refused
 from mail_imap_mcp.imap.personality import Profile
@@ -61,7 +62,7 @@ def token_source_for(account_id: str, config: AccountConfig) -> TokenSource:
 
 
 def _sign_in_fetcher(account_id: str, config: AccountConfig) -> FetchToken:
-    store = KeychainRefreshTokens(account_id)
+    store = refresh_token_store(account_id, config)
 
     def lock(timeout_s: float) -> AbstractContextManager[None]:
         return refresh_lock(account_id, timeout_s)

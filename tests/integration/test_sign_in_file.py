@@ -1,0 +1,122 @@
+"""The opt-in file of a refresh token (``oauth2_token_file``, config/sign_in_file.py) on a machine whose
+keychain is keyring's ``fail`` backend (no keychain at all): ``mail-imap-mcp login`` signs in through the
+"browser" (tests/support/oidc_browser.py) against node-oidc-provider and writes the file 0600; the
+server in process lists mail across access-token expiries, each refresh rotating the token in the file;
+``logout`` revokes it at the provider and deletes the file. A file others can read is refused, naming
+the setting.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import keyring
+import pytest
+from keyring.backends.fail import Keyring as FailKeyring
+
+from tests.integration.test_sign_in_tokens import ACCOUNT, outcomes, refresh_refused, sign_in_account
+from tests.support.accounts import config_toml
+from tests.support.dovecot import Dovecot
+from tests.support.oidc_provider import OidcProvider, browser_signing_in_as, sign_in, wait_for
+
+SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
+NO_KEYCHAIN = {"PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
+
+pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+
+
+@pytest.fixture
+def no_keychain(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process and the commands it runs have no keychain (keyring's fail backend)."""
+    for name, value in NO_KEYCHAIN.items():
+        monkeypatch.setenv(name, value)
+    before = keyring.get_keyring()
+    keyring.set_keyring(FailKeyring())
+    try:
+        yield
+    finally:
+        keyring.set_keyring(before)
+
+
+def run(directory: Path, settings: dict[str, Any], user: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``mail-imap-mcp <args>`` with ``settings`` as the account, as ``user`` at a browser, no keychain."""
+    config = directory / "config.toml"
+    config.write_text(config_toml({ACCOUNT: settings}))
+    env = {"PATH": os.environ["PATH"], **NO_KEYCHAIN, **browser_signing_in_as(user)}
+    return subprocess.run(
+        [SERVER, *args, "--config", str(config)], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.mark.anyio
+async def test_login_keeps_the_refresh_token_in_the_file_and_the_server_rotates_it_there(
+    tmp_path: Path, oidc: OidcProvider, oidc_dovecot: Dovecot, no_keychain: None
+) -> None:
+    user, token_file = oidc_dovecot.new_user(), tmp_path / "tokens" / "work.token"
+    settings = sign_in_account(oidc_dovecot, user, oidc, oauth2_token_file=str(token_file))
+    done = run(tmp_path, settings, user, "login", ACCOUNT)
+    assert done.returncode == 0, done.stderr
+    assert mode(token_file) == 0o600
+    first = token_file.read_text().strip()
+    assert first and first not in done.stderr + done.stdout
+    status = run(tmp_path, settings, user, "status").stdout
+    assert f"{ACCOUNT}: signed in as {user}" in status and f"kept in the file {token_file}" in status, status
+
+    oidc.set_access_token_ttl(2)
+    before = oidc.token_requests
+
+    def expire_and_drop_the_connection() -> None:
+        time.sleep(3)  # past the access token's expiry: Dovecot would refuse it
+        oidc_dovecot.kick(user)
+
+    try:
+        envelopes = await outcomes(
+            settings, 3, expire_and_drop_the_connection, "imap_search_messages", {"mailbox": "INBOX"}
+        )
+    finally:
+        oidc.set_access_token_ttl(3600)
+    assert [envelope["success"] for envelope in envelopes] == [True, True, True], envelopes
+    wait_for(lambda: oidc.token_requests >= before + 3)
+    last = token_file.read_text().strip()
+    assert last != first and mode(token_file) == 0o600
+    assert refresh_refused(oidc, first)  # spent by the first refresh: only the rotated one works now
+    assert [p.name for p in token_file.parent.iterdir()] == [token_file.name]  # no temporary file left
+
+    out = run(tmp_path, settings, user, "logout", ACCOUNT)
+    assert "revoked at the provider and forgotten" in out.stderr, out.stderr
+    assert not token_file.exists()
+    assert refresh_refused(oidc, last)  # revoked at the provider, not only deleted here
+    assert "not signed in" in run(tmp_path, settings, user, "status").stdout
+
+
+@pytest.mark.anyio
+async def test_a_token_file_others_can_read_is_refused_naming_the_setting(
+    tmp_path: Path, oidc: OidcProvider, oidc_dovecot: Dovecot, no_keychain: None
+) -> None:
+    user, token_file = oidc_dovecot.new_user(), tmp_path / "work.token"
+    token = str(sign_in(oidc, user)["refresh_token"])
+    token_file.write_text(token + "\n")
+    token_file.chmod(0o644)
+    before = oidc.token_requests
+    (envelope,) = await outcomes(sign_in_account(oidc_dovecot, user, oidc, oauth2_token_file=str(token_file)))
+    error = envelope["error"]
+    assert error["code"] == "auth_failed", error
+    assert f"oauth2_token_file in [accounts.{ACCOUNT}]" in error["message"], error
+    assert f"chmod 600 {token_file}" in error["message"]
+    assert token not in str(envelope)
+    assert oidc.token_requests == before  # the token in it was never spent
+    token_file.chmod(0o600)
+    (envelope,) = await outcomes(sign_in_account(oidc_dovecot, user, oidc, oauth2_token_file=str(token_file)))
+    assert envelope["success"] is True, envelope
