@@ -23,7 +23,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
-from tests.integration.test_sign_in_tokens import ACCOUNT, outcomes, sign_in_account
+from tests.integration.test_sign_in_tokens import ACCOUNT, outcomes, refresh_refused, sign_in_account
 from tests.integration.test_sign_in_tokens import keychain as keychain
 from tests.support.accounts import config_toml, env_account
 from tests.support.dovecot import Dovecot
@@ -36,6 +36,7 @@ from tests.support.oidc_provider import (
     OidcProvider,
     browser_signing_in_as,
 )
+from tests.support.rfc8414_server import TENANT_PATH, Rfc8414Server
 from tests.support.secret_service import SecretService
 
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
@@ -94,9 +95,14 @@ async def test_login_signs_in_through_the_browser_and_the_account_lists_its_mail
     (envelope,) = await outcomes(terminal.settings)
     assert envelope["success"] is True, envelope
     assert f"{ACCOUNT}: signed in as {terminal.user}" in terminal.run("status").stdout
+    rotated = terminal.keychain.load()
+    assert rotated is not None
     out = terminal.run("logout", ACCOUNT)
     assert "revoked at the provider and forgotten" in out.stderr, out.stderr
     assert terminal.keychain.load() is None
+    assert refresh_refused(
+        oidc, rotated
+    )  # the provider no longer takes it (invalid_grant), not only forgotten
     assert "not signed in" in terminal.run("status").stdout
 
 
@@ -263,7 +269,8 @@ async def test_status_says_who_signed_in_when_the_last_refresh_succeeded_and_the
     assert re.search(
         rf"^{ACCOUNT}: signed in as {terminal.user} with custom; signed in {moment}; last refresh "
         r"succeeded: none yet; refresh token expected to last as the provider sets it \(no documented "
-        r"lifetime known here\) \(expected, not checked with the provider\)$",
+        r"lifetime known here\) \(expected, not checked with the provider\); the refresh token is kept in "
+        r"the OS keychain$",
         before_use,
         re.MULTILINE,
     ), before_use
@@ -329,3 +336,28 @@ async def test_an_environment_account_signs_in_and_the_server_lists_its_mailboxe
     async with Client(params) as client:
         listed = await EnvelopeClient(client).call("imap_list_mailboxes")
     assert listed["success"] is True, listed
+
+
+@pytest.mark.anyio
+async def test_a_custom_issuer_publishing_only_rfc_8414_metadata_is_discovered(
+    oidc: OidcProvider, terminal: Terminal
+) -> None:
+    """An issuer with a path whose only document is RFC 8414's, at the path the RFC inserts the
+    well-known name into (section 3.1); its endpoints are the real provider's."""
+    names = (
+        "authorization_endpoint",
+        "token_endpoint",
+        "revocation_endpoint",
+        "device_authorization_endpoint",
+    )
+    endpoints = {name: oidc.metadata()[name] for name in names}
+    with Rfc8414Server(endpoints) as metadata:
+        terminal.settings["oauth2_issuer"] = metadata.issuer
+        done = terminal.run("login", ACCOUNT)
+        assert done.returncode == 0, done.stderr
+        assert f"{oidc.issuer}/auth?" in done.stderr
+        assert metadata.requested[0] == f"/.well-known/oauth-authorization-server{TENANT_PATH}"
+        (envelope,) = await outcomes(terminal.settings)
+    assert envelope["success"] is True, envelope
+    assert "INBOX" in str(envelope["data"])
+    assert terminal.keychain.load() is not None

@@ -109,25 +109,49 @@ def signed_in_as(answer: TokenResponse) -> str | None:
     return None
 
 
+def metadata_urls(issuer: str) -> tuple[str, ...]:
+    """Where an issuer's metadata may be, in the order asked: RFC 8414's (``/.well-known/...`` inserted
+    before the issuer's path, section 3.1), OpenID Connect Discovery's (appended to the issuer), and
+    RFC 8414's appended to the issuer, which some servers of an issuer with a path publish instead."""
+    base = issuer.rstrip("/")
+    parts = urllib.parse.urlsplit(base)
+    inserted = f"{parts.scheme}://{parts.netloc}/.well-known/oauth-authorization-server{parts.path}"
+    found = (
+        inserted,
+        f"{base}/.well-known/openid-configuration",
+        f"{base}/.well-known/oauth-authorization-server",
+    )
+    return tuple(dict.fromkeys(found))
+
+
 def discover(issuer: str, timeout_s: float = 10.0) -> Endpoints:
     """The endpoints an issuer publishes: OAuth 2.0 authorization server metadata (RFC 8414), else its
-    OpenID Connect discovery document."""
+    OpenID Connect discovery document. A document naming another issuer is refused (RFC 8414 section
+    3.3: it may have been put there to send the sign-in elsewhere)."""
     base = issuer.rstrip("/")
-    for path in ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"):
+    for url in metadata_urls(base):
         try:
-            answer = _http().get(base + path, timeout=timeout_s)
+            answer = _http().get(url, timeout=timeout_s)
         except _http().HTTPError as exc:
             raise TokenUnavailable(
                 f"the provider {base} could not be reached ({type(exc).__name__})"
             ) from None
-        if answer.status_code == 200:
-            meta = answer.json()
-            return Endpoints(
-                authorization=meta["authorization_endpoint"],
-                token=meta["token_endpoint"],
-                device=meta.get("device_authorization_endpoint"),
-                revocation=meta.get("revocation_endpoint"),
-            )
+        if answer.status_code != 200:
+            continue
+        meta = _json(answer)
+        named = meta.get("issuer")
+        if isinstance(named, str) and named.rstrip("/") != base:
+            raise TokenUnavailable(f"the metadata at {url} names another issuer ({named[:200]}), not {base}")
+        authorization, token = meta.get("authorization_endpoint"), meta.get("token_endpoint")
+        if not isinstance(authorization, str) or not isinstance(token, str):
+            raise TokenUnavailable(f"the metadata at {url} names no authorization and token endpoints")
+        device, revocation = meta.get("device_authorization_endpoint"), meta.get("revocation_endpoint")
+        return Endpoints(
+            authorization=authorization,
+            token=token,
+            device=device if isinstance(device, str) else None,
+            revocation=revocation if isinstance(revocation, str) else None,
+        )
     raise TokenUnavailable(f"{base} publishes no authorization server metadata")
 
 
