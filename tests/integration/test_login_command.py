@@ -361,3 +361,18 @@ async def test_a_custom_issuer_publishing_only_rfc_8414_metadata_is_discovered(
     assert envelope["success"] is True, envelope
     assert "INBOX" in str(envelope["data"])
     assert terminal.keychain.load() is not None
+
+
+def test_rfc_8414_metadata_naming_another_issuer_is_refused_and_nothing_is_stored(
+    oidc: OidcProvider, terminal: Terminal
+) -> None:
+    """RFC 8414 section 3.3: metadata whose ``issuer`` is not the one configured may send the sign-in
+    elsewhere; login refuses it before any browser opens."""
+    names = ("authorization_endpoint", "token_endpoint")
+    with Rfc8414Server({name: oidc.metadata()[name] for name in names}, names_issuer=oidc.issuer) as metadata:
+        terminal.settings["oauth2_issuer"] = metadata.issuer
+        done = terminal.run("login", ACCOUNT)
+    assert done.returncode == 1
+    assert f"names another issuer ({oidc.issuer}), not {metadata.issuer}" in done.stderr, done.stderr
+    assert "/auth?" not in done.stderr
+    assert terminal.keychain.load() is None

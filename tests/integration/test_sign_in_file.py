@@ -22,6 +22,7 @@ import keyring
 import pytest
 from keyring.backends.fail import Keyring as FailKeyring
 
+from mail_imap_mcp.config.sign_in_file import SETTING, FileRefreshTokens
 from tests.integration.test_sign_in_tokens import ACCOUNT, outcomes, refresh_refused, sign_in_account
 from tests.support.accounts import config_toml
 from tests.support.dovecot import Dovecot
@@ -120,3 +121,25 @@ async def test_a_token_file_others_can_read_is_refused_naming_the_setting(
     token_file.chmod(0o600)
     (envelope,) = await outcomes(sign_in_account(oidc_dovecot, user, oidc, oauth2_token_file=str(token_file)))
     assert envelope["success"] is True, envelope
+
+
+def test_a_crash_before_the_new_file_replaces_the_old_keeps_the_old_token(tmp_path: Path) -> None:
+    """A process ended (``os._exit``) just before the rename: the old token is whole and still the one
+    read; the next store removes the crashed one's temporary file."""
+    token_file = tmp_path / "work.token"
+    store = FileRefreshTokens(token_file, SETTING)
+    store.save("old-token")
+    crash = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from mail_imap_mcp.config.sign_in_file import FileRefreshTokens\n"
+        "os.replace = lambda *_: os._exit(3)\n"
+        "FileRefreshTokens(Path(sys.argv[1]), 'oauth2_token_file').save('new-token')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", crash, str(token_file)], capture_output=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    assert store.load() == "old-token"
+    assert len(list(tmp_path.glob(".work.token.*.tmp"))) == 1  # the crashed store's, 0600 like the file
+    store.save("newer-token")
+    assert store.load() == "newer-token" and mode(token_file) == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["work.token"]

@@ -6,6 +6,7 @@ client in process.
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import time
@@ -190,7 +191,7 @@ def refresh_refused(oidc: OidcProvider, refresh_token: str) -> bool:
             oidc.metadata()["token_endpoint"], urllib.parse.urlencode(form).encode()
         ).close()
     except urllib.error.HTTPError as refused:
-        return refused.code == 400
+        return refused.code == 400 and json.loads(refused.read()).get("error") == "invalid_grant"
     return False
 
 

@@ -18,7 +18,8 @@ TENANT_PATH = "/tenant"
 class Rfc8414Server:
     """Use as a context manager; ``issuer`` is the issuer URL whose metadata it serves."""
 
-    def __init__(self, endpoints: dict[str, Any]) -> None:
+    def __init__(self, endpoints: dict[str, Any], names_issuer: str | None = None) -> None:
+        """``names_issuer``: the issuer the document names (default: its own ``issuer``)."""
         self.requested: list[str] = []
         server = self
 
@@ -28,7 +29,7 @@ class Rfc8414Server:
                 if self.path != f"/.well-known/oauth-authorization-server{TENANT_PATH}":
                     self.send_error(404)
                     return
-                body = json.dumps({**endpoints, "issuer": server.issuer}).encode()
+                body = json.dumps({**endpoints, "issuer": names_issuer or server.issuer}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))

@@ -5,7 +5,9 @@ for a password.
 The file is the user's alone (POSIX: mode 0600, owned by the user; Windows: an access list of the user
 alone); one readable by others is refused, naming the setting, before the token in it is used. A new
 token (at sign-in, or rotated by the provider) is written to a new file beside it, checked by the same
-rule, then renamed over the old one: a crash at any point leaves the old token or the new one whole.
+rule, then renamed over the old one: a crash at any point leaves the old token or the new one whole
+(a crashed store's temporary file is removed by the next store; every store runs under the account's
+lock).
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ class FileRefreshTokens:
     def save(self, refresh_token: str) -> None:
         """Keep ``refresh_token`` in place of the one before, which stays until the new file is whole."""
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):  # a crashed store's (under the lock)
+            stale.unlink(missing_ok=True)
         temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        temporary.unlink(missing_ok=True)
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             with os.fdopen(descriptor, "w", encoding="utf-8") as file:
