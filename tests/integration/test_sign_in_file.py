@@ -22,7 +22,9 @@ import keyring
 import pytest
 from keyring.backends.fail import Keyring as FailKeyring
 
+from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
 from mail_imap_mcp.config.sign_in_file import SETTING, FileRefreshTokens
+from tests.integration.test_sign_in_on_call import Launches, SignedOut, Visitor, stdio_like_client
 from tests.integration.test_sign_in_tokens import ACCOUNT, outcomes, refresh_refused, sign_in_account
 from tests.support.accounts import config_toml
 from tests.support.dovecot import Dovecot
@@ -143,3 +145,18 @@ def test_a_crash_before_the_new_file_replaces_the_old_keeps_the_old_token(tmp_pa
     store.save("newer-token")
     assert store.load() == "newer-token" and mode(token_file) == 0o600
     assert [p.name for p in tmp_path.iterdir()] == ["work.token"]
+
+
+@pytest.mark.anyio
+async def test_the_sign_in_a_call_starts_keeps_the_token_in_the_file(
+    tmp_path: Path, oidc: OidcProvider, oidc_dovecot: Dovecot, no_keychain: None
+) -> None:
+    """A call on the account nobody signed in to takes the user to sign in (URL-mode elicitation); the
+    token goes to the file, 0600, and the call after works."""
+    user, token_file = oidc_dovecot.new_user(), tmp_path / "work.token"
+    settings = sign_in_account(oidc_dovecot, user, oidc, oauth2_token_file=str(token_file))
+    account = SignedOut(user, settings, KeychainRefreshTokens(ACCOUNT), Launches())
+    async for mcp in stdio_like_client(account, elicitation_callback=Visitor(user), mode="legacy"):
+        data = await mcp.ok("imap_list_mailboxes")
+        assert "INBOX" in {box["name"] for box in data["mailboxes"]}
+    assert mode(token_file) == 0o600 and token_file.read_text().strip()
