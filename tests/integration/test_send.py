@@ -277,6 +277,9 @@ async def test_an_oauth2_account_submits_with_its_token_as_xoauth2(
         assert (await mcp.ok(TOOL, {"message_id": await _draft_id(mcp)}))["outcome"] == "sent"
     assert len(await _delivered(chain, bob, 1)) == 1
     assert introspection.requests >= requests + 2  # the IMAP login and the submission's
+    # One token for both protocols: the submission logs in with the pool's token, fetched once (a send
+    # used to build a token source of its own and run the helper again).
+    assert helper.runs == 1
 
 
 @pytest.mark.parametrize(

@@ -131,6 +131,11 @@ class ConnectionPool:
             tokens=self._tokens.get(account_id),
         )
 
+    def token_source(self, account_id: str) -> TokenSource | None:
+        """The account's one token source (None for a password account), for another protocol's login on
+        the same account (SMTP submission): the same access token, refreshed once for all."""
+        return self._tokens.get(account_id)
+
     def busy(self) -> bool:
         """Whether a connection of the pool is running a command now."""
         return any(connection.busy for connection in self._connections.values())

@@ -36,7 +36,7 @@ from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.read import MessageGone, read_raw
 from mail_imap_mcp.imap.roles import ALL, DRAFTS, INBOX, SENT, TRASH
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.net.tokens import TokenUnavailable
+from mail_imap_mcp.net.tokens import TokenSource, TokenUnavailable
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.services.message_lookup import examine_for
 from mail_imap_mcp.smtp.client import Login, Server, Submitted, submit
@@ -204,16 +204,17 @@ def _rate_reached(app: AppContext, prepared: Prepared) -> SendRateReached:
     )
 
 
-def _login(account_id: str, account: AccountConfig) -> Login:
+def _login(account_id: str, account: AccountConfig, shared: TokenSource | None) -> Login:
     """The account's login, its secret obtained now, before any record is taken: a password or token that
-    cannot be had is a refused login, with nothing sent."""
+    cannot be had is a refused login, with nothing sent. An OAuth2 account logs in with ``shared``, the
+    token its IMAP connections use (one refresh for both protocols), where the pool has one."""
     if account.auth is AuthMethod.PASSWORD:
         try:
             password = account.resolve_password()
         except ConfigError as exc:  # its words name the setting, never the secret
             raise SubmissionLoginRefused(Stage.LOGIN, str(exc)) from None
         return Login(account.username, "PLAIN", lambda _: password)
-    tokens = token_source_for(account_id, account)
+    tokens = shared or token_source_for(account_id, account)
     try:
         token = tokens.token(account.oauth2_token_timeout_s)
     except TokenUnavailable as exc:
@@ -246,7 +247,7 @@ def send(app: AppContext, connection: AccountConnection, prepared: Prepared, too
     account_id, message = prepared.account_id, prepared.outgoing
     header_id = message.header_id
     key = _record_key(app, account_id, header_id)
-    login = _login(account_id, prepared.account)
+    login = _login(account_id, prepared.account, app.pool.token_source(account_id))
     if not app.store.add(key, SENDING, RECORD_TTL_S):
         state = app.store.get(key) or SENDING
         raise AlreadySent(header_id, state.decode("ascii", "replace"), prepared.sent_mailbox)
