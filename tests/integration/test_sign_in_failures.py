@@ -112,7 +112,9 @@ def test_ctrl_c_while_login_waits_for_the_browser_stores_nothing(
         assert login.stderr is not None
         shown = ""
         while "redirect_uri=" not in shown:
-            shown += login.stderr.readline()
+            line = login.stderr.readline()
+            assert line, f"login ended before it printed the sign-in address: {shown}"  # EOF: never loop
+            shown += line
         redirect = urllib.parse.unquote(re.search(r"redirect_uri=([^&\s]+)", shown).group(1))  # type: ignore[union-attr]
         login.send_signal(signal.SIGINT)
         assert login.wait(timeout=30) == 130
