@@ -26,3 +26,27 @@ def test_store_keys_and_tags_are_per_user_and_show_no_name() -> None:
     assert alice.key("op", "op_1") != bob.key("op", "op_1") != ANONYMOUS_CALLER.key("op", "op_1")
     assert "alice" not in alice.key("op", "op_1") and alice.tag not in ("", "-")
     assert ANONYMOUS_CALLER.tag == "-"
+
+
+def test_a_mailbox_key_is_shared_by_the_users_of_a_shared_account_and_own_for_a_per_user_one() -> None:
+    alice, bob = (
+        Caller("alice@corp.example", frozenset({"own"})),
+        Caller("bob@corp.example", frozenset({"own"})),
+    )
+    assert alice.mailbox_key("send", "support", "<m@x>") == bob.mailbox_key("send", "support", "<m@x>")
+    assert alice.mailbox_key("send", "own", "<m@x>") != bob.mailbox_key("send", "own", "<m@x>")
+    assert "alice" not in alice.mailbox_key("send", "own", "<m@x>")
+
+
+def test_regression_a_sends_record_and_rate_belong_to_the_mailbox_not_the_user() -> None:
+    """Two team users of one shared account each had a record and an hourly allowance of their own, so
+    both could send the same draft at once and the account sent twice its send_rate_per_hour."""
+    from types import SimpleNamespace
+
+    from mail_imap_mcp.services import send_draft
+
+    alice, bob = (SimpleNamespace(caller=Caller(name)) for name in ("alice@corp.example", "bob@corp.example"))
+    assert send_draft._record_key(alice, "support", "<m@x>") == send_draft._record_key(
+        bob, "support", "<m@x>"
+    )  # type: ignore[arg-type]
+    assert send_draft._rate_key(alice, "support", 0.0) == send_draft._rate_key(bob, "support", 0.0)  # type: ignore[arg-type]

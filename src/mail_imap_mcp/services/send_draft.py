@@ -95,12 +95,14 @@ class SendResult:
     issues: list[Issue] = field(default_factory=list)
 
 
+# A send's record, its rate and its approval mark belong to the mailbox: two users of one shared account
+# must not each send the same draft, nor each get the account's hourly allowance.
 def _record_key(app: AppContext, account_id: str, header_id: str) -> str:
-    return app.caller.key("send", account_id, header_id.lower())
+    return app.caller.mailbox_key("send", account_id, header_id.lower())
 
 
 def _rate_key(app: AppContext, account_id: str, now: float) -> str:
-    return app.caller.key("send-rate", account_id, str(int(now // RATE_WINDOW_S)))
+    return app.caller.mailbox_key("send-rate", account_id, str(int(now // RATE_WINDOW_S)))
 
 
 def prepare(app: AppContext, connection: AccountConnection, ref: MessageRef) -> Prepared:
@@ -164,7 +166,7 @@ def still_as_approved(app: AppContext, connection: AccountConnection, prepared: 
 def waiting_for_approval(app: AppContext, prepared: Prepared) -> Iterator[None]:
     """Mark the draft as waiting for the user on an approval page for the duration: another send of it
     meanwhile is refused (:class:`AlreadySent`, state ``approving``), not shown on a second page."""
-    key = app.caller.key("send-approving", prepared.account_id, prepared.outgoing.header_id.lower())
+    key = app.caller.mailbox_key("send-approving", prepared.account_id, prepared.outgoing.header_id.lower())
     if not app.store.add(key, b"approving", APPROVING_TTL_S):
         raise AlreadySent(prepared.outgoing.header_id, "approving", prepared.sent_mailbox)
     try:

@@ -49,6 +49,12 @@ class Caller:
         """The store key of ``kind`` for this user."""
         return user_key(kind, *parts, user=self.user)
 
+    def mailbox_key(self, kind: str, account_id: str, *parts: str) -> str:
+        """The store key of ``kind`` for what belongs to the mailbox ``account_id`` opens, not to the user:
+        one key for every user of a shared account, the user's own for an account served per user."""
+        owner = self.user if self.owns_mailbox_of(account_id) else ANONYMOUS
+        return user_key(kind, account_id, *parts, user=owner)
+
     def owns_mailbox_of(self, account_id: str) -> bool:
         """Whether ``account_id`` opens this user's own mailbox (an account served per user)."""
         return account_id in self.per_user_accounts
