@@ -47,6 +47,8 @@ PREFIXES = dict(zip(TEXT_COLUMNS, ("s", "f", "t", "c", "l", "m", "b", "q", "a", 
 #: The weight of each column's lexemes: subject A, sender B, what the sender wrote C, the rest D
 #: (``ts_rank``'s default weights 1.0, 0.4, 0.2, 0.1).
 WEIGHTS = dict.fromkeys(TEXT_COLUMNS, "D") | {"subject": "A", "sender": "B", "body": "C"}
+#: The SQL of a text test, its ``tsquery`` the parameter.
+TEXT_TEST = "m.terms @@ %s::tsquery"
 
 
 @dataclass(frozen=True)
@@ -120,7 +122,7 @@ class PgCompiler:
         text = self._text_only(node)
         if text is not None:
             params.append(text)
-            return "m.terms @@ %s::tsquery"
+            return TEXT_TEST
         if isinstance(node, Header):
             raise Unsupported(f"the index keeps no {node.name} header test")
         if isinstance(node, HasFlag):

@@ -4,7 +4,10 @@ with ``index_per_user``), so users are kept apart by the database itself, not by
 Tables: ``meta`` (the schema's version, the oldest version of this code that may use it, the account it
 indexes), ``folders`` (each folder's sync state) and ``messages`` (a row per message: its place, the facts
 a query filters on, its text compressed for snippets, and ``terms``: a ``tsvector`` of the SQLite
-index's words, each named by its column and weighted, with a GIN index).
+index's words, each named by its column and weighted, with a GIN index). Since version 2, ``counted``
+(the text tests whose matches are counted as they change, :mod:`.postgres_counts`) and ``counts`` (their
+matches per folder), kept by triggers on ``messages`` in the transaction of each change, whichever
+release writes it.
 
 Versions are additive: a release that needs more adds it (expand: a column, an index, a table) and
 records its version, so the release before it keeps running beside it during a rolling upgrade; only a
@@ -20,12 +23,14 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
+from mail_imap_mcp.index.postgres_counts import COUNT_TABLES
 from mail_imap_mcp.index.store import IndexUnusable
 
 #: This release's schema.
-SCHEMA_VERSION = 1
-#: The steps from each version to the next, additive: ``MIGRATIONS[n]`` brings version n to n + 1.
-MIGRATIONS: dict[int, tuple[str, ...]] = {}
+SCHEMA_VERSION = 2
+#: The steps from each version to the next, additive: ``MIGRATIONS[n]`` brings version n to n + 1 (a new
+#: schema is made at version 1, then brought up by them).
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: COUNT_TABLES}
 #: Serialises the making and migrating of schemas across instances (with the schema's name).
 _MAKING = "mail-imap-mcp schema"
 
@@ -83,9 +88,8 @@ def prepare(conn: psycopg.Connection[tuple[object, ...]], schema: str, identity:
                 conn.execute(sql.SQL(statement).format(s=name))
             conn.execute(
                 sql.SQL(
-                    "INSERT INTO {}.meta(key, value) VALUES ('version', %s), ('readable_from', '1')"
-                ).format(name),
-                (str(SCHEMA_VERSION),),
+                    "INSERT INTO {}.meta(key, value) VALUES ('version', '1'), ('readable_from', '1')"
+                ).format(name)
             )
             meta = _meta(conn, schema) or {}
         version, readable_from = int(meta.get("version", "0")), int(meta.get("readable_from", "0"))

@@ -23,6 +23,7 @@ import psycopg
 import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from mail_imap_mcp.index.postgres_counts import keep_count, kept_total
 from mail_imap_mcp.index.postgres_query import WEIGHTS, PgCompiler, PgQuery, lexeme
 from mail_imap_mcp.index.sqlite_ranking import UNWEIGHTED_MATCHES
 from mail_imap_mcp.index.sqlite_tokens import Tokenizer
@@ -61,7 +62,7 @@ _HIT_COLUMNS = (
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 #: Where a statement names one of the index's tables (qualified with its schema by :class:`Scoped`).
-_TABLE = re.compile(r"\b(FROM|JOIN|INTO|UPDATE)\s+(messages|folders)\b")
+_TABLE = re.compile(r"\b(FROM|JOIN|INTO|UPDATE)\s+(messages|folders|counted|counts)\b")
 
 
 class Scoped:
@@ -70,6 +71,7 @@ class Scoped:
 
     def __init__(self, conn: Connection, schema: str) -> None:
         self.conn = conn
+        self.schema = schema
         self._schema = '"' + schema.replace('"', '""') + '"'
 
     def _qualified(self, statement: str) -> str:
@@ -104,6 +106,11 @@ def terms_of(tokenizer: Tokenizer, texts: Sequence[str]) -> str:
             if len(word.encode()) <= _LEXEME_BYTES
         )
     return " ".join(parts)
+
+
+def writer_lock(schema: str) -> str:
+    """The name of the advisory lock the writers of the index in ``schema`` take turns on."""
+    return f"{_WRITING}:{schema}"
 
 
 def _label_keys(names: Iterable[str]) -> str:
@@ -158,7 +165,7 @@ class PostgresStore:
         """``work`` in one transaction that holds the index's advisory lock (writers take turns)."""
         with self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{self._writer_wait_ms}ms",))
-            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{_WRITING}:{self.schema}",))
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (writer_lock(self.schema),))
             return work(Scoped(conn, self.schema))
 
     @translated
@@ -352,14 +359,14 @@ def page_of(conn: Scoped, query: PgQuery, ask: PageAsk) -> HitPage:
     condition = f"f.name = ANY(%s) AND ({query.where})"
     params: list[object] = [folders, *query.params]
     source = "FROM messages m JOIN folders f ON f.id = m.folder"
+    total = kept_total(conn, query, folders)
     if places is not None:
-        matches = int(conn.execute(f"SELECT count(*) {source} WHERE {condition}", params).fetchone()[0])  # type: ignore[index]
+        matches = _matches(conn, query, folders, total)
         found = _still_matching(conn, query, _ids_at(conn, places))
         return HitPage(_rows_of(conn, found, [0.0] * len(found)), matches, folders)
     ranked = order == "relevance" and query.rank is not None
-    total: int | None = None
     if ranked and query.conjunctive:  # SQLite's rule: every word in most messages is listed newest first
-        total = int(conn.execute(f"SELECT count(*) {source} WHERE {condition}", params).fetchone()[0])  # type: ignore[index]
+        total = _matches(conn, query, folders, total)
         stored = int(conn.execute("SELECT coalesce(sum(messages), 0) FROM folders").fetchone()[0])  # type: ignore[index]
         unweighted = total >= UNWEIGHTED_MATCHES and total * 2 > stored
         ranked = not unweighted
@@ -381,10 +388,26 @@ def page_of(conn: Scoped, query: PgQuery, ask: PageAsk) -> HitPage:
     ).fetchall()
     if total is None:
         total = int(listed[0][4]) if listed else 0  # the LIMIT is at least 1: a match lists a row
+        keep_count(conn, query, total, writer_lock(conn.schema))
     chosen = listed[offset : offset + limit]
     hits = _rows_of(conn, [int(row[0]) for row in chosen], [-float(row[1]) for row in chosen])
     kept = [(str(row[2]), int(row[3])) for row in listed[:keep]]
     return HitPage(hits, total, folders, unweighted=unweighted and bool(hits), places=kept)
+
+
+def _matches(conn: Scoped, query: PgQuery, folders: list[str], kept: int | None) -> int:
+    """How many messages of ``folders`` match ``query``: its ``kept`` count, else counted over every
+    match's row (and kept from then on where it qualifies, :mod:`.postgres_counts`)."""
+    if kept is not None:
+        return kept
+    row = conn.execute(
+        f"SELECT count(*) FROM messages m JOIN folders f ON f.id = m.folder WHERE f.name = ANY(%s) "
+        f"AND ({query.where})",
+        [folders, *query.params],
+    ).fetchone()
+    total = int(row[0]) if row is not None else 0
+    keep_count(conn, query, total, writer_lock(conn.schema))
+    return total
 
 
 def _ids_at(conn: Scoped, places: Sequence[Place]) -> list[int]:
