@@ -17,6 +17,7 @@ import pytest
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import StateSettings
+from mail_imap_mcp.index import runtime
 from mail_imap_mcp.index.lease import LEASE_TTL_S
 from mail_imap_mcp.index.runtime import AccountIndex
 from tests.support import mailgen
@@ -130,3 +131,67 @@ async def test_a_search_syncs_a_changed_folder_under_its_lease_and_waits_for_ano
     finally:
         first.close()
         second.close()
+
+
+def stored(url: str, password: str) -> int:
+    with psycopg.connect(url, password=password) as conn:
+        row = conn.execute("SELECT count(*) FROM mimx_default.messages").fetchone()
+    return int(row[0]) if row else 0
+
+
+async def test_a_search_waits_for_a_folder_the_lease_holders_own_sync_works_on_then_answers_behind(
+    dovecot: Dovecot,
+    postgres: PostgresServer,
+    redis: RedisServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The instance holding the index's lease syncs INBOX's new mail in the background under INBOX's
+    folder lease: a search on another instance finds INBOX changed, waits up to index_fresh_budget_ms,
+    then answers from the index as it is with the staleness warning; once the holder is done, it answers
+    it all. (Before, the holder's own sync took no folder lease: the search synced INBOX beside it.)"""
+    monkeypatch.setattr(runtime, "RESYNC_S", 0.3)  # the holder syncs again at once
+    monkeypatch.setattr(runtime, "STEP_PAUSE_S", 1.0)  # and pauses a second after each chunk it stores
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", [mailgen.plain_message(f"budget {i}", "the budget\r\n") for i in range(3)])
+    settings = make_config(
+        {"default": account_settings(dovecot, user, index=True)},
+        state_dir=str(tmp_path / "st"),
+        index_fresh_budget_ms=1500,
+    )
+    config = on_engine(settings, "postgresql", postgres)
+    config = config.model_copy(update={"state": StateSettings(redis_url=redis.url)})
+    url, password = config.index.index_url or "", postgres.password
+    first = AppContext.from_config(config)
+    second: AppContext | None = None
+    try:
+        await anyio.to_thread.run_sync(ready, first.indexes["default"])
+        second = AppContext.from_config(config)
+        await anyio.to_thread.run_sync(ready, second.indexes["default"])
+        assert first.indexes["default"].lease is not None and first.indexes["default"].lease.held
+        late = [mailgen.plain_message(f"budget late {i}", "the budget\r\n") for i in range(1000)]
+        dovecot.seed(user, "INBOX", late)  # four chunks for the holder, a second's pause after each
+        with anyio.fail_after(60):
+            while stored(url, password) == 3:  # the holder's sync of INBOX is under way
+                await anyio.sleep(0.05)
+        ask = {"query": "budget", "sort": "relevance"}
+        async for mcp in open_client(config, second):
+            started = time.monotonic()
+            behind = await mcp.call("imap_search_messages", ask)
+            waited = time.monotonic() - started
+            assert behind["success"] and behind["summary"].endswith("best match first"), behind
+            assert 3 < behind["data"]["total"] < 1003  # the index as the holder has stored it so far
+            said = " ".join(behind["meta"]["warnings"])
+            assert "another instance was bringing 1 of them up to date" in said and "'INBOX'" in said, said
+            assert waited >= 1.4, waited  # it waited its budget for the holder
+            with anyio.fail_after(60):
+                while stored(url, password) < 1003:
+                    await anyio.sleep(0.1)
+            caught_up = await mcp.call("imap_search_messages", ask)
+            assert caught_up["success"] and caught_up["data"]["total"] == 1003, caught_up
+            assert not caught_up.get("meta", {}).get("warnings"), caught_up
+            second = None  # closed with its client
+    finally:
+        first.close()
+        if second is not None:
+            second.close()

@@ -3,7 +3,8 @@ and the running server's background sync).
 
 The folders the personality plans are listed (those no longer there dropped; a folder indexed only on
 request is kept current once a search asked for it), each folder's changes applied and its new
-messages counted (:meth:`~mail_imap_mcp.index.sync.FolderSync.begin`), then the new messages fetched a
+messages counted (a shared index: under the folder's lease, as its fetching is, so a search of another
+instance waits for it within its budget, :class:`~mail_imap_mcp.index.lease.FolderLeases`) (:meth:`~mail_imap_mcp.index.sync.FolderSync.begin`), then the new messages fetched a
 step of :data:`STEP` at a time, each step one call on the connection (within its time budget; a lost
 connection runs the step again, which stores the same rows again). Interrupted anywhere, the next build
 starts from what was committed.
@@ -17,6 +18,7 @@ from functools import partial
 
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.index.lease import folder_lease
 from mail_imap_mcp.index.sync import FolderSync, Indexer, OnProgress, indexable
 
 #: New messages fetched per call on the connection.
@@ -68,7 +70,7 @@ def build(
         if hooks.stop():
             return report
         sync = indexer.folder(name)
-        with indexer.lock:
+        with folder_lease(indexer.folder_leases, name), indexer.lock:
             syncs.append((sync, connection.run(sync.begin)))
             # Messages indexed while index_attachments was off are read again with it on (after the new).
             sync.plan_backfill()
@@ -89,11 +91,12 @@ def build(
             # The indexer's lock is held per chunk stored (FolderSync.lock), not while messages are
             # fetched and their attachments read: a search waits for one chunk's write at most.
             fetch = partial(_fetch, sync, step, progress)
-            while left and not hooks.stop():
-                left = connection.run(fetch)
             backfill = partial(_backfill, sync, step, progress)
-            while sync.unread and not hooks.stop():
-                connection.run(backfill)
+            with folder_lease(indexer.folder_leases, sync.name):
+                while left and not hooks.stop():
+                    left = connection.run(fetch)
+                while sync.unread and not hooks.stop():
+                    connection.run(backfill)
     finally:
         indexer.rest()
     report.skipped_attachments = dict(indexer.skipped_attachments)

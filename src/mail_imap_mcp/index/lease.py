@@ -16,6 +16,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Iterator
 
 from mail_imap_mcp.state import StateUnavailable, Store
 
@@ -90,44 +91,110 @@ class SyncLease:
                 self._store.release(self.key, self._token)
 
 
-#: Seconds a search's lease of one folder lasts at least (never renewed: a search's sync is bounded by its
-#: time budget, and an instance that dies mid-sync leaves it to lapse this soon).
+#: Seconds a folder's lease lasts at least unless renewed (an instance that dies mid-sync leaves it to
+#: lapse this soon).
 FOLDER_LEASE_MIN_TTL_S = 5.0
 #: Seconds between two asks of a folder's lease another instance holds.
 FOLDER_LEASE_POLL_S = 0.05
 
 
 class FolderLeases:
-    """The short leases of one shared index's folders that a search takes to sync a folder its freshness
-    round trip found changed: one instance syncs a folder at a time; the others wait for it, within their
-    search's time budget, then answer from the index as it is, saying which folders are behind."""
+    """The short leases of one shared index's folders, one instance syncing a folder at a time: a search
+    takes one to sync a folder its freshness round trip found changed, and the instance holding the
+    index's lease (:class:`SyncLease`) takes one for each folder its own sync works on. The others wait
+    for it, a search within its time budget, then answer from the index as it is, saying which folders
+    are behind. Within one instance a folder's lease is shared by its threads (they take turns on the
+    indexer's lock); held, it is renewed every third of its time to live until its last holder gives it
+    back, so a sync longer than that keeps it."""
 
     def __init__(self, store: Store, key: str, ttl_s: float = FOLDER_LEASE_MIN_TTL_S) -> None:
         self.key = key
         self.ttl_s = ttl_s
         self._store = store
         self._token = holder_token()
+        #: The folders this instance holds, and how many of its threads hold each.
+        self._held: dict[str, int] = {}
+        self._guard = threading.Lock()
+        self._renewing: threading.Thread | None = None
 
     def _key(self, folder: str) -> str:
         return f"{self.key}:{folder}"
+
+    def _taken(self, folder: str) -> bool:
+        """Held by this instance already (one more holder), or taken now in the shared state."""
+        with self._guard:
+            if folder in self._held:
+                self._held[folder] += 1
+                return True
+            try:
+                taken = self._store.add(self._key(folder), self._token, self.ttl_s)
+            except StateUnavailable as exc:
+                log.info("folder lease %s not asked: %s", self._key(folder), exc)
+                taken = True
+            if taken:
+                self._held[folder] = 1
+                if self._renewing is None:
+                    self._renewing = threading.Thread(
+                        target=self._renew, name=f"lease-{self.key}", daemon=True
+                    )
+                    self._renewing.start()
+            return taken
 
     def hold(self, folder: str, deadline: float) -> bool:
         """Take ``folder``'s lease, waiting while another instance holds it until ``deadline``
         (``time.monotonic()``); False: not taken (held elsewhere past the deadline). Redis out of reach
         takes it at once: the index's own lock still keeps two writes apart."""
-        while True:
-            try:
-                if self._store.add(self._key(folder), self._token, self.ttl_s):
-                    return True
-            except StateUnavailable as exc:
-                log.info("folder lease %s not asked: %s", self._key(folder), exc)
-                return True
+        while not self._taken(folder):
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
             time.sleep(min(FOLDER_LEASE_POLL_S, left))
+        return True
+
+    @contextlib.contextmanager
+    def holding(self, folder: str, wait_s: float) -> Iterator[bool]:
+        """``folder``'s lease held while the block runs (waiting up to ``wait_s`` seconds for another
+        instance to give it back; whether it was taken), given back after."""
+        taken = self.hold(folder, time.monotonic() + wait_s)
+        try:
+            yield taken
+        finally:
+            if taken:
+                self.release(folder)
 
     def release(self, folder: str) -> None:
-        """Give ``folder``'s lease back (it is this instance's)."""
+        """Give ``folder``'s lease back (it is this instance's) once its last holder here is done."""
+        with self._guard:
+            left = self._held.get(folder, 0) - 1
+            if left > 0:
+                self._held[folder] = left
+                return
+            self._held.pop(folder, None)
         with contextlib.suppress(StateUnavailable):  # out of reach: it lapses
             self._store.release(self._key(folder), self._token)
+
+    def _renew(self) -> None:
+        """Renew the folders held every third of their time to live; ends when none is held."""
+        while True:
+            time.sleep(self.ttl_s / 3)
+            with self._guard:
+                held = list(self._held)
+                if not held:
+                    self._renewing = None
+                    return
+            for folder in held:
+                try:
+                    kept = self._store.renew(self._key(folder), self._token, self.ttl_s)
+                except StateUnavailable:
+                    kept = True  # out of reach: nobody else can take it there either
+                if not kept and folder in self._held:  # not given back meanwhile
+                    log.warning("folder lease %s lapsed: another instance may sync it now", self._key(folder))
+
+
+def folder_lease(leases: FolderLeases | None, folder: str) -> contextlib.AbstractContextManager[bool]:
+    """A shared index's lease of ``folder`` (``leases``) held while a sync works on it, waiting up to the
+    lease's time to live for another instance to give it back, then going on (the index's writer lock
+    still keeps two writes apart); nothing where the index is not shared (``leases`` None)."""
+    if leases is None:
+        return contextlib.nullcontext(True)
+    return leases.holding(folder, leases.ttl_s)

@@ -73,7 +73,8 @@ class AccountIndex:
         self.account_id = account_id
         #: An index every instance shares: only the instance holding its lease syncs it in the background.
         self.lease = lease
-        #: The folders' short leases a search takes before it syncs one (a shared index; None: not shared).
+        #: The folders' short leases a sync takes before it works on one, a search's or the background's
+        #: (a shared index; None: not shared).
         self.folder_leases = folder_leases
         #: Where the index is, in its engine (and the account it must record).
         self.location = location
@@ -106,6 +107,7 @@ class AccountIndex:
             lock=self._lock,
             attachments=self.attachments,
             stop=self._stop.is_set,
+            folder_leases=self.folder_leases,
         )
 
     @property
@@ -129,7 +131,6 @@ class AccountIndex:
                 self.open_failure = None
                 self._search_store = store
                 self._search_indexer = self._indexer(store)
-                self._search_indexer.folder_leases = self.folder_leases
             return self._search_indexer
 
     @property

@@ -417,7 +417,8 @@ class Indexer:
         self.store = store
         self.account_id = account_id
         self.text_bytes = text_bytes
-        #: A shared index's folder leases, taken by a search before it syncs a folder (None: not shared).
+        #: A shared index's folder leases, taken by a search before it syncs a folder and by the background
+        #: sync for each folder it works on (None: not shared).
         self.folder_leases = folder_leases
         #: How attachments are read into the index (None: they are not, ``index_attachments`` off).
         self.attachments = attachments
