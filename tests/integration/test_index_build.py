@@ -4,6 +4,7 @@ being killed at any point to the same index a run without a kill builds, follows
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -13,21 +14,35 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
+from mail_imap_mcp.config import load_config
 from tests.support.accounts import account_settings, config_toml
 from tests.support.index_integrity import index_problems
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, MatrixServer
+from tests.support.postgres import IndexEngineParam, ServerCase, case_id, engine_of, index_table, server_cases
 from tests.support.readme import readme_block
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(params=(*MATRIX, "dovecot_rev1"))
-def server(request: pytest.FixtureRequest) -> MatrixServer:
-    found: MatrixServer = request.getfixturevalue(request.param)
+@pytest.fixture(params=server_cases((*MATRIX, "dovecot_rev1"), ("dovecot",)), ids=case_id)
+def case(request: pytest.FixtureRequest) -> ServerCase:
+    found: ServerCase = request.param
     return found
+
+
+@pytest.fixture
+def server(request: pytest.FixtureRequest, case: ServerCase) -> MatrixServer:
+    found: MatrixServer = request.getfixturevalue(case[0])
+    return found
+
+
+@pytest.fixture
+def index_engine(request: pytest.FixtureRequest, case: ServerCase) -> IndexEngineParam:
+    return engine_of(request, case[1])
 
 
 def messages(count: int, start: int = 0) -> list[bytes]:
@@ -41,11 +56,32 @@ def messages(count: int, start: int = 0) -> list[bytes]:
     ]
 
 
-def write_config(tmp_path: Path, server: MatrixServer, user: str) -> Path:
+def write_config(
+    tmp_path: Path, server: MatrixServer, user: str, engine: IndexEngineParam = ("sqlite", None)
+) -> Path:
     path = tmp_path / "config.toml"
     extra = f'\n[server]\nindex = true\nindex_dir = "{tmp_path / "index"}"\n'
+    if engine[1] is not None:  # its indexes in a database of its own of the session's PostgreSQL
+        table = index_table(engine[1])
+        extra += "[index]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in table.items())
     path.write_text(config_toml({"default": account_settings(server, user)}) + extra)
     return path
+
+
+def stored(config: Path) -> tuple[list[Any], list[Any]]:
+    """What the index of ``config`` holds, without its row ids: folders and messages, whichever engine."""
+    loaded = load_config(config)
+    if loaded.index.index_engine == "sqlite":
+        return rows(Path(loaded.server.index_dir or "") / "default.sqlite3")[:2]
+    with psycopg.connect(loaded.index.index_url or "", password=loaded.index.password()) as conn:
+        folders = conn.execute(
+            "SELECT name, uidvalidity, uidnext, messages, complete FROM mimx_default.folders ORDER BY name"
+        ).fetchall()
+        kept = conn.execute(
+            "SELECT f.name, m.uid, m.sent, m.flag_bits, m.keywords, m.doc FROM mimx_default.messages m "
+            "JOIN mimx_default.folders f ON f.id = m.folder ORDER BY f.name, m.uid"
+        ).fetchall()
+    return folders, kept
 
 
 def index(config: Path, *args: str, wait: bool = True) -> Any:
@@ -86,22 +122,23 @@ def flags_of(server: MatrixServer, user: str, mailbox: str) -> dict[int, frozens
         imap.logout()
 
 
-def test_the_index_follows_the_server_and_sets_no_flag(server: MatrixServer, tmp_path: Path) -> None:
+def test_the_index_follows_the_server_and_sets_no_flag(
+    server: MatrixServer, tmp_path: Path, index_engine: IndexEngineParam
+) -> None:
     user = server.new_user()
     archive = server.mailbox_name("Archive")
     old = server.mailbox_name("Old")
     server.seed(user, "INBOX", messages(30), flags=lambda i: "\\Seen" if i % 2 else "")
     server.seed(user, archive, messages(10, 100))
     server.seed(user, old, messages(5, 200))
-    config = write_config(tmp_path, server, user)
+    config = write_config(tmp_path, server, user, index_engine)
     before = flags_of(server, user, "INBOX")
     done = index(config)
     assert done.returncode == 0, done.stderr
     assert "45 new message(s) indexed in" in done.stdout
     assert "45 message(s) to index" in done.stderr  # plain lines: stderr is no terminal here
     assert flags_of(server, user, "INBOX") == before
-    db_path = tmp_path / "index" / "default.sqlite3"
-    folders, kept, _ = rows(db_path)
+    folders, kept = stored(config)
     # Cyrus makes empty Trash, Sent... for a new user: every listed folder is indexed.
     assert {(name, count) for name, _, _, count, _ in folders if count} == {
         ("INBOX", 30),
@@ -124,7 +161,7 @@ def test_the_index_follows_the_server_and_sets_no_flag(server: MatrixServer, tmp
     server.seed(user, archive, messages(2, 400))
     again = index(config)
     assert again.returncode == 0, again.stderr
-    folders, kept, _ = rows(db_path)
+    folders, kept = stored(config)
     assert {(name, count) for name, _, _, count, _ in folders if count} == {("INBOX", 32), (archive, 2)}
     assert old not in {name for name, *_ in folders}
     inbox = {uid: bits for name, uid, _, bits, _, _ in kept if name == "INBOX"}
@@ -139,7 +176,7 @@ def test_the_index_follows_the_server_and_sets_no_flag(server: MatrixServer, tmp
 
     dropped = index(config, "--drop")
     assert dropped.returncode == 0 and "deleted" in dropped.stdout
-    assert not db_path.exists()
+    assert "no index" in index(config, "--status").stdout
 
 
 def test_the_readme_index_commands_build_the_index(dovecot: MatrixServer, tmp_path: Path) -> None:

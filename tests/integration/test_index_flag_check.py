@@ -21,6 +21,7 @@ from mail_imap_mcp.index import freshness
 from tests.support.courier import Courier
 from tests.support.index_clients import indexed_client
 from tests.support.mailgen import plain_message
+from tests.support.postgres import IndexEngineParam
 
 pytestmark = pytest.mark.anyio
 
@@ -46,7 +47,7 @@ def listed(data: dict[str, object]) -> set[tuple[str, int]]:
 
 
 async def test_a_flag_query_over_every_folder_without_condstore_is_the_servers_answer(
-    courier: Courier, tmp_path: Path
+    courier: Courier, tmp_path: Path, index_engine: IndexEngineParam
 ) -> None:
     user = courier.new_user()
     folders = [courier.mailbox_name(name) for name in FOLDERS]
@@ -57,7 +58,7 @@ async def test_a_flag_query_over_every_folder_without_condstore_is_the_servers_a
             [plain_message(f"{folder} {i}", f"flagword {i}\r\n") for i in range(6)],
             flags=lambda i: "\\Seen" if i % 2 else "",
         )
-    async for mcp, _app, _config in indexed_client(courier, user, tmp_path):
+    async for mcp, _app, _config in indexed_client(courier, user, tmp_path, index_engine):
         queries = (
             ({"query": "is:unread"}, ["UNSEEN"]),
             ({"query": "flagword is:flagged"}, ["FLAGGED"]),
@@ -83,7 +84,7 @@ async def test_a_flag_query_over_every_folder_without_condstore_is_the_servers_a
 
 
 async def test_a_flag_query_over_every_folder_without_condstore_syncs_no_folder_whose_counts_are_current(
-    courier: Courier, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    courier: Courier, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index_engine: IndexEngineParam
 ) -> None:
     # Every folder's flags were compared by a sync of its own, folder after folder (EXAMINE, then the
     # flags of every message): 2.95 s over every folder where the server answered in 0.48 s. Now the
@@ -99,7 +100,7 @@ async def test_a_flag_query_over_every_folder_without_condstore_syncs_no_folder_
         synced.append(name)
         return sync_folder_now(session, indexer, name, **options)
 
-    async for mcp, _app, _config in indexed_client(courier, user, tmp_path):
+    async for mcp, _app, _config in indexed_client(courier, user, tmp_path, index_engine):
         monkeypatch.setattr(freshness, "sync_folder_now", counted)
         for _ in range(2):
             data = await mcp.ok(SEARCH, {"query": "is:unread", "mailbox": "*", "limit": 5})

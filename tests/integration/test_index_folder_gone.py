@@ -15,16 +15,28 @@ from mail_imap_mcp.index.sync import Indexer
 from tests.support.index_clients import indexed_client
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, MatrixServer
+from tests.support.postgres import IndexEngineParam, ServerCase, case_id, engine_of, server_cases
 
 pytestmark = pytest.mark.anyio
 
 SEARCH = "imap_search_messages"
 
 
-@pytest.fixture(params=MATRIX)
-def server(request: pytest.FixtureRequest) -> MatrixServer:
-    found: MatrixServer = request.getfixturevalue(request.param)
+@pytest.fixture(params=server_cases(MATRIX, ("dovecot",)), ids=case_id)
+def case(request: pytest.FixtureRequest) -> ServerCase:
+    found: ServerCase = request.param
     return found
+
+
+@pytest.fixture
+def server(request: pytest.FixtureRequest, case: ServerCase) -> MatrixServer:
+    found: MatrixServer = request.getfixturevalue(case[0])
+    return found
+
+
+@pytest.fixture
+def index_engine(request: pytest.FixtureRequest, case: ServerCase) -> IndexEngineParam:
+    return engine_of(request, case[1])
 
 
 def fig(number: int) -> bytes:
@@ -33,7 +45,11 @@ def fig(number: int) -> bytes:
 
 @pytest.mark.parametrize("mailboxes", [None, "both"])
 async def test_a_folder_deleted_between_the_listing_and_its_sync_is_an_issue_and_the_rest_is_answered(
-    server: MatrixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mailboxes: str | None
+    server: MatrixServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mailboxes: str | None,
+    index_engine: IndexEngineParam,
 ) -> None:
     """The folder has new mail (so the search's freshness check syncs it) and a second client deletes
     it after the index listed the mailboxes, right before its sync opens it: the page has INBOX's
@@ -52,7 +68,7 @@ async def test_a_folder_deleted_between_the_listing_and_its_sync_is_an_issue_and
         return real_sync(session, indexer, name, **options)
 
     try:
-        async for mcp, _app, _config in indexed_client(server, user, tmp_path):
+        async for mcp, _app, _config in indexed_client(server, user, tmp_path, index_engine):
             other.append(doomed, fig(14))  # the folder changed: the next search syncs it
             monkeypatch.setattr(freshness, "sync_folder_now", delete_first)
             where = {"mailbox": "*"} if mailboxes is None else {"mailboxes": ["INBOX", doomed]}

@@ -33,15 +33,24 @@ from tests.support.envelope_client import EnvelopeClient
 from tests.support.index_clients import index_config, indexed_client
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MatrixServer
+from tests.support.postgres import IndexEngineParam, ServerCase, case_id, engine_of, server_cases
 
 pytestmark = pytest.mark.anyio
 
 SEARCH = "imap_search_messages"
 
 
-@pytest.fixture(params=("dovecot_rev1", "courier", "dovecot_nomodseq"))
-def server(request: pytest.FixtureRequest) -> MatrixServer:
-    found: MatrixServer = request.getfixturevalue(request.param)
+@pytest.fixture(
+    params=server_cases(("dovecot_rev1", "courier", "dovecot_nomodseq"), ("dovecot_rev1",)), ids=case_id
+)
+def case(request: pytest.FixtureRequest) -> ServerCase:
+    found: ServerCase = request.param
+    return found
+
+
+@pytest.fixture
+def server(request: pytest.FixtureRequest, case: ServerCase) -> MatrixServer:
+    found: MatrixServer = request.getfixturevalue(case[0])
     return found
 
 
@@ -50,10 +59,12 @@ def note(number: int) -> bytes:
 
 
 @pytest.fixture
-async def indexed(server: MatrixServer, tmp_path: Path) -> AsyncIterator[tuple[EnvelopeClient, str]]:
+async def indexed(
+    request: pytest.FixtureRequest, server: MatrixServer, case: ServerCase, tmp_path: Path
+) -> AsyncIterator[tuple[EnvelopeClient, str]]:
     user = server.new_user()
     server.seed(user, "INBOX", [note(i) for i in range(6)])
-    async for mcp, _app, _config in indexed_client(server, user, tmp_path):
+    async for mcp, _app, _config in indexed_client(server, user, tmp_path, engine_of(request, case[1])):
         yield mcp, user
 
 
@@ -206,14 +217,14 @@ async def test_past_its_budget_the_total_is_about_and_every_folder_left_is_named
 
 
 async def test_a_later_ranked_page_keeps_its_order_and_says_so_when_the_index_took_in_mail_though_the_total_is_the_same(
-    dovecot: MatrixServer, tmp_path: Path
+    dovecot: MatrixServer, tmp_path: Path, index_engine: IndexEngineParam
 ) -> None:
     # Ranks follow word counts over every message: mail that does not match still moves them, so a
     # cursor that only compared totals said nothing while its next page could repeat or skip a message;
     # the next page now lists what the first page ranked, in that order, and says the mail changed.
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [note(i) for i in range(6)])
-    async for mcp, _app, _config in indexed_client(dovecot, user, tmp_path):
+    async for mcp, _app, _config in indexed_client(dovecot, user, tmp_path, index_engine):
         first = await mcp.call(SEARCH, {"query": "kiwiword", "sort": "relevance", "limit": 3})
         cursor = first["data"]["next_cursor"]
         quiet = await mcp.call(SEARCH, {"query": "kiwiword", "sort": "relevance", "cursor": cursor})

@@ -21,6 +21,7 @@ from tests.support.envelope_client import EnvelopeClient
 from tests.support.index_clients import indexed_client
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, MatrixServer
+from tests.support.postgres import IndexEngineParam, ServerCase, case_id, engine_of, server_cases
 
 pytestmark = pytest.mark.anyio
 
@@ -28,10 +29,21 @@ SEARCH = "imap_search_messages"
 BASE = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 
 
-@pytest.fixture(params=MATRIX)
-def server(request: pytest.FixtureRequest) -> MatrixServer:
-    found: MatrixServer = request.getfixturevalue(request.param)
+@pytest.fixture(params=server_cases(MATRIX, ("dovecot",)), ids=case_id)
+def case(request: pytest.FixtureRequest) -> ServerCase:
+    found: ServerCase = request.param
     return found
+
+
+@pytest.fixture
+def server(request: pytest.FixtureRequest, case: ServerCase) -> MatrixServer:
+    found: MatrixServer = request.getfixturevalue(case[0])
+    return found
+
+
+@pytest.fixture
+def index_engine(request: pytest.FixtureRequest, case: ServerCase) -> IndexEngineParam:
+    return engine_of(request, case[1])
 
 
 def seed(server: MatrixServer, user: str) -> None:
@@ -73,7 +85,7 @@ async def every_page(mcp: EnvelopeClient, arguments: dict[str, Any]) -> tuple[li
 
 
 async def test_a_query_without_sort_is_in_arrival_order_the_same_from_the_index_and_the_server(
-    server: MatrixServer, tmp_path: Path
+    server: MatrixServer, tmp_path: Path, index_engine: IndexEngineParam
 ) -> None:
     user = server.new_user()
     seed(server, user)
@@ -89,7 +101,7 @@ async def test_a_query_without_sort_is_in_arrival_order_the_same_from_the_index_
             by_server.append(await every_page(mcp, arguments))
         unranked = await mcp.call(SEARCH, {"query": "orderword", "sort": "relevance", "limit": 3})
         assert any("relevance" in w and "arrival order" in w for w in unranked["meta"]["warnings"])
-    async for mcp, _app, _config in indexed_client(server, user, tmp_path):
+    async for mcp, _app, _config in indexed_client(server, user, tmp_path, index_engine):
         for arguments, (server_ids, _) in zip(searches, by_server, strict=True):
             index_ids, summaries = await every_page(mcp, arguments)
             assert index_ids == server_ids, arguments

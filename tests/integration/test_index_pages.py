@@ -18,6 +18,7 @@ import pytest
 from tests.support.index_clients import indexed_client
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MatrixServer
+from tests.support.postgres import IndexEngineParam
 
 pytestmark = pytest.mark.anyio
 
@@ -46,14 +47,14 @@ def unrelated(number: int) -> bytes:
 
 @pytest.mark.parametrize("sort", ["relevance", "arrival", "date"])
 async def test_later_pages_list_the_first_pages_matches_in_its_order_while_mail_arrives(
-    dovecot: MatrixServer, tmp_path: Path, sort: str
+    dovecot: MatrixServer, tmp_path: Path, sort: str, index_engine: IndexEngineParam
 ) -> None:
     user = dovecot.new_user()
     archive = dovecot.mailbox_name("Archive")
     dovecot.seed(user, "INBOX", [note(i) for i in range(0, 14, 2)])
     dovecot.seed(user, archive, [note(i) for i in range(1, 14, 2)])
     search: dict[str, Any] = {"query": "kiwiword", "sort": sort, "mailbox": "*"}
-    async for mcp, _app, _config in indexed_client(dovecot, user, tmp_path):
+    async for mcp, _app, _config in indexed_client(dovecot, user, tmp_path, index_engine):
         whole = [m["message_id"] for m in (await mcp.ok(SEARCH, {**search, "limit": 50}))["messages"]]
         assert len(whole) == 14
         listed: list[str] = []

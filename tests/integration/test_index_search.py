@@ -31,7 +31,7 @@ from tests.support.envelope_client import EnvelopeClient
 from tests.support.index_clients import index_config, indexed_client, wait_ready
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, MatrixServer
-from tests.support.postgres import IndexEngineParam
+from tests.support.postgres import IndexEngineParam, on_engine
 from tests.support.random_changes import random_change
 
 pytestmark = pytest.mark.anyio
@@ -124,11 +124,11 @@ async def test_a_query_is_ranked_fresh_and_its_ids_open(
 
 
 async def test_before_the_index_is_built_the_server_answers_and_says_so(
-    dovecot: MatrixServer, tmp_path: Path
+    dovecot: MatrixServer, tmp_path: Path, index_engine: IndexEngineParam
 ) -> None:
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [message(i, "kiwiword") for i in range(5)])
-    config = index_config(dovecot, user, tmp_path)
+    config = on_engine(index_config(dovecot, user, tmp_path), *index_engine)
     app = AppContext.from_config(config)
     index = app.indexes["default"]
     index.lock.acquire()  # the build waits for it: the index stays "building"
@@ -226,11 +226,13 @@ async def test_property_the_index_answers_what_the_server_searches_after_another
 
 
 async def test_past_its_budget_the_index_answers_as_it_is_and_says_how_stale(
-    dovecot: MatrixServer, tmp_path: Path
+    dovecot: MatrixServer, tmp_path: Path, index_engine: IndexEngineParam
 ) -> None:
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [message(i, "kiwiword") for i in range(4)])
-    async for mcp, _app, _config in indexed_client(dovecot, user, tmp_path, index_fresh_budget_ms=0):
+    async for mcp, _app, _config in indexed_client(
+        dovecot, user, tmp_path, index_engine, index_fresh_budget_ms=0
+    ):
         # The background sync comes back a minute after its build: not within this test.
         with other_client(dovecot, user) as other:
             other.append("INBOX", message(50, "kiwiword"))

@@ -218,3 +218,24 @@ def on_engine(config: Any, engine: str, server: PostgresServer | None) -> Any:
     from mail_imap_mcp.config import IndexSettings
 
     return config.model_copy(update={"index": IndexSettings.model_validate(index_table(server))})
+
+
+#: A module's case: the server fixture it runs on, and the index engine.
+ServerCase = tuple[str, str]
+
+
+def server_cases(servers: tuple[str, ...], on_postgresql: tuple[str, ...]) -> list[ServerCase]:
+    """The cases of a module of the index suite that runs on every one of ``servers`` with SQLite: each of
+    them, and those of ``on_postgresql`` (the cheapest that cover its paths) with PostgreSQL too, rather
+    than every server twice (the suite's time)."""
+    return [*((name, "sqlite") for name in servers), *((name, "postgresql") for name in on_postgresql)]
+
+
+def case_id(case: ServerCase) -> str:
+    return f"{case[0]}-{case[1]}"
+
+
+def engine_of(request: Any, engine: str) -> IndexEngineParam:
+    """The ``index_engine`` of ``engine`` for a test (``request``: its fixture request): the session's
+    PostgreSQL for ``postgresql``."""
+    return engine, request.getfixturevalue("postgres") if engine == "postgresql" else None
