@@ -4,6 +4,8 @@ bounded steps that a stop (or a kill) leaves to the next run, never twice."""
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -13,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import psycopg
 import pytest
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.config import Config
+from mail_imap_mcp.config import Config, IndexSettings
 from mail_imap_mcp.content import sandbox
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.index.attachments import AttachmentReading
@@ -29,6 +32,7 @@ from tests.support.accounts import account_settings, config_toml
 from tests.support.clients import make_config, open_client
 from tests.support.index_clients import wait_ready
 from tests.support.matrix import MatrixServer
+from tests.support.postgres import IndexEngineParam, index_table
 
 pytestmark = pytest.mark.anyio
 
@@ -37,12 +41,17 @@ ROOT = Path(__file__).resolve().parents[2]
 WITH_ATTACHMENTS = 4
 
 
-def built_without_attachments(dovecot: MatrixServer, tmp_path: Path) -> str:
-    """A user with MESSAGES, indexed by ``mail-imap-mcp index`` with ``index_attachments`` off."""
+def built_without_attachments(
+    dovecot: MatrixServer, tmp_path: Path, index: dict[str, str] | None = None
+) -> str:
+    """A user with MESSAGES, indexed by ``mail-imap-mcp index`` with ``index_attachments`` off (``index``:
+    the ``[index]`` table of an index in PostgreSQL; None: SQLite)."""
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", MESSAGES)
     path = tmp_path / "config.toml"
     extra = f'\n[server]\nindex = true\nindex_dir = "{tmp_path / "ix"}"\n'
+    if index is not None:
+        extra += "[index]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in index.items())
     path.write_text(config_toml({"default": account_settings(dovecot, user)}) + extra)
     argv = [sys.executable, "-m", "mail_imap_mcp", "--config", str(path), "index"]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT)
@@ -50,7 +59,13 @@ def built_without_attachments(dovecot: MatrixServer, tmp_path: Path) -> str:
     return user
 
 
-def attachments_read(tmp_path: Path) -> int:
+def attachments_read(tmp_path: Path, index: dict[str, str] | None = None) -> int:
+    if index is not None:
+        with psycopg.connect(index["index_url"], password=os.environ[index["index_password_env"]]) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM mimx_default.messages WHERE has_attachment AND attachments_read"
+            ).fetchone()
+        return int(row[0]) if row else 0
     db = sqlite3.connect(tmp_path / "ix" / "default.sqlite3")
     try:
         return int(
@@ -62,33 +77,39 @@ def attachments_read(tmp_path: Path) -> int:
         db.close()
 
 
-def with_attachments_on(dovecot: MatrixServer, user: str, tmp_path: Path) -> Config:
-    return make_config(
+def with_attachments_on(
+    dovecot: MatrixServer, user: str, tmp_path: Path, index: dict[str, str] | None = None
+) -> Config:
+    config = make_config(
         {"default": account_settings(dovecot, user)},
         index=True,
         index_dir=str(tmp_path / "ix"),
         index_attachments=True,
         index_attachment_bytes=FETCH_BYTES,
     )
+    if index is None:
+        return config
+    return config.model_copy(update={"index": IndexSettings.model_validate(index)})
 
 
 async def test_turned_on_for_a_built_index_the_attachments_of_indexed_mail_are_read(
-    dovecot: MatrixServer, tmp_path: Path
+    dovecot: MatrixServer, tmp_path: Path, index_engine: IndexEngineParam
 ) -> None:
-    user = built_without_attachments(dovecot, tmp_path)
-    assert attachments_read(tmp_path) == 0
-    config = with_attachments_on(dovecot, user, tmp_path)
+    index = index_table(index_engine[1]) if index_engine[1] is not None else None
+    user = built_without_attachments(dovecot, tmp_path, index)
+    assert attachments_read(tmp_path, index) == 0
+    config = with_attachments_on(dovecot, user, tmp_path, index)
     async for mcp in open_client(config, AppContext.from_config(config)):
         assert await wait_ready(mcp, timeout=120) == "ready"
         # The index was ready before: the backfill runs in the background, and searches do not wait
         # for it (it holds the index's lock a chunk's write at a time).
         with anyio.fail_after(120):
-            while attachments_read(tmp_path) < WITH_ATTACHMENTS:
+            while attachments_read(tmp_path, index) < WITH_ATTACHMENTS:
                 await anyio.sleep(0.05)
         assert await found(mcp, "quokkaword") == ["quarterly report"]  # inside the PDF
         assert await found(mcp, "wombatword") == ["meeting notes"]  # inside the DOCX
         assert await found(mcp, "dugongword") == ["after them"]
-    assert attachments_read(tmp_path) == WITH_ATTACHMENTS
+    assert attachments_read(tmp_path, index) == WITH_ATTACHMENTS
 
 
 def test_the_backfill_goes_in_steps_and_a_stopped_one_continues(

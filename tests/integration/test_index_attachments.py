@@ -27,6 +27,7 @@ from tests.support.envelope_client import EnvelopeClient
 from tests.support.index_clients import wait_ready
 from tests.support.mailgen import crlf
 from tests.support.matrix import MatrixServer
+from tests.support.postgres import IndexEngineParam, on_engine
 
 pytestmark = pytest.mark.anyio
 
@@ -86,7 +87,12 @@ async def found(mcp: EnvelopeClient, word: str) -> list[str]:
     return [m["subject"] for m in data["messages"]]
 
 
-async def searched(dovecot: MatrixServer, tmp_path: Path, **settings: object) -> dict[str, list[str]]:
+async def searched(
+    dovecot: MatrixServer,
+    tmp_path: Path,
+    engine: IndexEngineParam = ("sqlite", None),
+    **settings: object,
+) -> dict[str, list[str]]:
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", MESSAGES)
     config = make_config(
@@ -96,6 +102,7 @@ async def searched(dovecot: MatrixServer, tmp_path: Path, **settings: object) ->
         index_attachment_bytes=FETCH_BYTES,
         **settings,
     )
+    config = on_engine(config, *engine)
     app = AppContext.from_config(config)
     words = ("quokkaword", "wombatword", "numbatword", "dingoword", "echidnaword", "bilbyword")
     results: dict[str, list[str]] = {}
@@ -109,9 +116,9 @@ async def searched(dovecot: MatrixServer, tmp_path: Path, **settings: object) ->
 
 
 async def test_a_word_only_inside_an_attachment_is_found_with_index_attachments(
-    dovecot: MatrixServer, tmp_path: Path
+    dovecot: MatrixServer, tmp_path: Path, index_engine: IndexEngineParam
 ) -> None:
-    results = await searched(dovecot, tmp_path, index_attachments=True)
+    results = await searched(dovecot, tmp_path, index_engine, index_attachments=True)
     assert results["quokkaword"] == ["quarterly report"]
     assert results["wombatword"] == ["meeting notes"]
     # The broken PDF is skipped; the good attachment beside it and the messages after it are indexed.

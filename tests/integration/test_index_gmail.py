@@ -7,18 +7,22 @@ freshness check."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.config import Config
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.gmail import ALL_MAIL, TRASH, Gmail, seed_labelled
 from tests.support.index_clients import wait_ready
+from tests.support.postgres import IndexEngineParam, on_engine
 
 pytestmark = pytest.mark.anyio
 
@@ -26,29 +30,44 @@ SEARCH = "imap_search_messages"
 RANKED = "best match first"
 
 
-async def indexed_client(server: Gmail, user: str, index_dir: Path) -> AsyncIterator[EnvelopeClient]:
-    """A client of the labelled mail of ``user`` on ``server``, indexed in ``index_dir`` (built first)."""
+def labelled_config(server: Gmail, user: str, index_dir: Path, engine: IndexEngineParam) -> Config:
+    """The labelled mail of ``user`` on ``server`` (seeded now), indexed in ``index_dir`` or ``engine``."""
     seed_labelled(server, user)
     config = make_config({"default": account_settings(server, user)}, index=True, index_dir=str(index_dir))
+    found: Config = on_engine(config, *engine)
+    return found
+
+
+async def indexed_client(config: Config) -> AsyncIterator[EnvelopeClient]:
+    """A client of ``config`` once its index is built."""
     async for mcp in open_client(config, AppContext.from_config(config)):
         assert await wait_ready(mcp) == "ready"
         yield mcp
 
 
+Row = tuple[str, int | None, str]
+
+
 @pytest.fixture
-async def indexed(gmail: Gmail, tmp_path: Path) -> AsyncIterator[tuple[EnvelopeClient, str, Path]]:
+async def indexed(
+    gmail: Gmail, tmp_path: Path, index_engine: IndexEngineParam
+) -> AsyncIterator[tuple[EnvelopeClient, str, Callable[[], list[Row]]]]:
     user = gmail.new_user("gi")
-    async for mcp in indexed_client(gmail, user, tmp_path / "ix"):
-        yield mcp, user, tmp_path / "ix" / "default.sqlite3"
+    config = labelled_config(gmail, user, tmp_path / "ix", index_engine)
+    async for mcp in indexed_client(config):
+        yield mcp, user, partial(rows, config)
 
 
-def rows(path: Path) -> list[tuple[str, int | None, str]]:
-    """Every indexed message: its folder, global id and labels."""
-    with sqlite3.connect(path) as db:
-        found = db.execute(
-            "SELECT f.name, m.global_id, m.labels FROM messages m JOIN folders f ON f.id = m.folder"
-        ).fetchall()
-    return [(str(name), global_id, str(labels)) for name, global_id, labels in found]
+def rows(config: Config) -> list[Row]:
+    """Every indexed message of ``config``'s index: its folder, global id and labels."""
+    statement = "SELECT f.name, m.global_id, m.labels FROM {s}messages m JOIN {s}folders f ON f.id = m.folder"
+    if config.index.index_engine == "sqlite":
+        with sqlite3.connect(Path(config.server.index_dir or "") / "default.sqlite3") as db:
+            found = db.execute(statement.format(s="")).fetchall()
+    else:
+        with psycopg.connect(config.index.index_url or "", password=config.index.password()) as conn:
+            found = conn.execute(statement.format(s="mimx_default.")).fetchall()
+    return [(str(name), None if gid is None else int(gid), str(labels)) for name, gid, labels in found]
 
 
 def by_subject(data: dict[str, Any]) -> dict[str, list[str] | None]:
@@ -58,10 +77,10 @@ def by_subject(data: dict[str, Any]) -> dict[str, list[str] | None]:
 
 
 async def test_a_message_with_two_labels_is_indexed_once_in_all_mail(
-    indexed: tuple[EnvelopeClient, str, Path],
+    indexed: tuple[EnvelopeClient, str, Callable[[], list[Row]]],
 ) -> None:
-    _, _, path = indexed
-    found = rows(path)
+    _, _, stored = indexed
+    found = stored()
     assert {folder for folder, _, _ in found} == {ALL_MAIL}  # INBOX, Work, Important: not indexed apart
     assert len(found) == 4  # one, two, three, four (binned is in Trash, which no search asked for yet)
     ids = [global_id for _, global_id, _ in found]
@@ -73,9 +92,9 @@ async def test_a_message_with_two_labels_is_indexed_once_in_all_mail(
 
 
 async def test_a_search_of_every_folder_returns_each_message_once_with_its_labels(
-    indexed: tuple[EnvelopeClient, str, Path],
+    indexed: tuple[EnvelopeClient, str, Callable[[], list[Row]]],
 ) -> None:
-    mcp, _, path = indexed
+    mcp, _, stored = indexed
     envelope = await mcp.call(SEARCH, {"sort": "relevance", "query": "about", "limit": 20})
     assert envelope["summary"].endswith(RANKED), envelope["summary"]
     assert by_subject(envelope["data"]) == {
@@ -94,13 +113,13 @@ async def test_a_search_of_every_folder_returns_each_message_once_with_its_label
         "About four",
         "About binned",
     }
-    assert {folder for folder, _, _ in rows(path)} == {ALL_MAIL, TRASH}
+    assert {folder for folder, _, _ in stored()} == {ALL_MAIL, TRASH}
 
 
 async def test_label_and_a_label_folder_are_answered_from_the_stored_labels(
-    indexed: tuple[EnvelopeClient, str, Path],
+    indexed: tuple[EnvelopeClient, str, Callable[[], list[Row]]],
 ) -> None:
-    mcp, _, path = indexed
+    mcp, _, stored = indexed
     for query in ("label:work", "about in:Work", "about label:WORK"):
         envelope = await mcp.call(SEARCH, {"sort": "relevance", "query": query, "limit": 20})
         assert envelope["summary"].endswith(RANKED), (query, envelope["summary"])
@@ -109,11 +128,11 @@ async def test_label_and_a_label_folder_are_answered_from_the_stored_labels(
     assert set(by_subject(inbox["data"])) == {"About one", "About two"}
     important = await mcp.call(SEARCH, {"query": "is:important", "limit": 20})
     assert set(by_subject(important["data"])) == {"About one"}
-    assert {folder for folder, _, _ in rows(path)} == {ALL_MAIL}  # no label folder was indexed apart
+    assert {folder for folder, _, _ in stored()} == {ALL_MAIL}  # no label folder was indexed apart
 
 
 async def test_a_label_added_by_another_client_shows_after_the_freshness_check(
-    indexed: tuple[EnvelopeClient, str, Path], gmail: Gmail
+    indexed: tuple[EnvelopeClient, str, Callable[[], list[Row]]], gmail: Gmail
 ) -> None:
     mcp, user, _ = indexed
     before = await mcp.call(SEARCH, {"query": "label:travel", "limit": 20})
@@ -132,7 +151,7 @@ async def test_without_labels_label_is_refused_as_without_the_index(
     """Regression guard: the index keeps no labels of a server without X-GM-EXT-1, so it does not answer
     ``label:`` with an empty page; the server's path refuses it as it does without the index."""
     user = gmail_unmarked.new_user("gu")
-    async for mcp in indexed_client(gmail_unmarked, user, tmp_path / "ix"):
+    async for mcp in indexed_client(labelled_config(gmail_unmarked, user, tmp_path / "ix", ("sqlite", None))):
         refused = await mcp.fail(SEARCH, {"query": "label:work"}, "unsupported")
         assert refused["error"]["details"]["parameter"] == "query" and "Gmail" in refused["error"]["message"]
         # Every folder is indexed as itself there (no All Mail): a word search is ranked from the index.
