@@ -7,34 +7,56 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import psycopg
 import pytest
 
+from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.index.sqlite_store import SqliteStore
+from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.store import flag_bits
 from mail_imap_mcp.index.sync import Indexer, sync_folder_now
 from tests.integration.test_index_search import message, other_client
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config
 from tests.support.matrix import MatrixServer
+from tests.support.postgres import ServerCase, case_id, engine_of, on_engine, server_cases
 
 
-@pytest.fixture(params=("dovecot", "cyrus"))  # the servers with CONDSTORE
-def server(request: pytest.FixtureRequest) -> MatrixServer:
-    found: MatrixServer = request.getfixturevalue(request.param)
+@pytest.fixture(params=server_cases(("dovecot", "cyrus"), ("dovecot",)), ids=case_id)  # with CONDSTORE
+def case(request: pytest.FixtureRequest) -> ServerCase:
+    found: ServerCase = request.param
     return found
 
 
+@pytest.fixture
+def server(request: pytest.FixtureRequest, case: ServerCase) -> MatrixServer:
+    found: MatrixServer = request.getfixturevalue(case[0])
+    return found
+
+
+def forget_modseqs(config: Config) -> None:
+    """Store HIGHESTMODSEQ 0 for every folder, as an index made while the mailbox kept none did."""
+    if config.index.index_engine == "sqlite":
+        db = sqlite3.connect(Path(config.server.index_dir or "") / "default.sqlite3")
+        db.execute("UPDATE folders SET highestmodseq = 0")
+        db.commit()
+        db.close()
+        return
+    with psycopg.connect(config.index.index_url or "", password=config.index.password()) as conn:
+        conn.execute("UPDATE mimx_default.folders SET highestmodseq = 0")
+
+
 def test_a_folder_stored_without_modseqs_tracks_them_once_the_server_keeps_them(
-    server: MatrixServer, tmp_path: Path
+    request: pytest.FixtureRequest, server: MatrixServer, case: ServerCase, tmp_path: Path
 ) -> None:
     user = server.new_user()
     server.seed(user, "INBOX", [message(i, "kiwiword") for i in range(3)])
-    config = make_config({"default": account_settings(server, user)})
+    config = make_config({"default": account_settings(server, user)}, index_dir=str(tmp_path / "ix"))
+    config = on_engine(config, *engine_of(request, case[1]))
     connection = AccountConnection("default", config.accounts["default"], enable_qresync=True)
-    path = tmp_path / "a.sqlite3"
-    store = SqliteStore(path)
+    engine = open_engine(config)
+    store = engine.location("default", config.accounts["default"]).open().store
     indexer = Indexer(store, "default", 1000)
 
     def sync(session: ImapSession) -> int:
@@ -43,11 +65,7 @@ def test_a_folder_stored_without_modseqs_tracks_them_once_the_server_keeps_them(
     try:
         connection.run(sync)
         assert store.folders()["INBOX"].highestmodseq > 0
-        # As an index made while the mailbox kept no MODSEQs stored it.
-        db = sqlite3.connect(path)
-        db.execute("UPDATE folders SET highestmodseq = 0")
-        db.commit()
-        db.close()
+        forget_modseqs(config)
         with other_client(server, user) as other:
             other.select_folder("INBOX")
             other.add_flags([1], ["\\Flagged"])
@@ -62,3 +80,4 @@ def test_a_folder_stored_without_modseqs_tracks_them_once_the_server_keeps_them(
     finally:
         connection.close()
         store.close()
+        engine.close()
