@@ -4,22 +4,30 @@ so, as it does when another process holds the file's write lock."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
+import psycopg
 import pytest
 
 import mail_imap_mcp.index.runtime as runtime
 import mail_imap_mcp.index.sqlite_store as sqlite_store
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.config import Config
+from mail_imap_mcp.index.postgres_store import PostgresStore, writer_lock
+from mail_imap_mcp.index.sqlite_store import SqliteStore
+from mail_imap_mcp.index.store import WRITER_WAIT_S
 from tests.integration.test_index_search import SEARCH, message, other_client
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.index_clients import indexed_client
 from tests.support.matrix import MatrixServer
+from tests.support.postgres import IndexEngineParam
 
 pytestmark = pytest.mark.anyio
 
@@ -49,12 +57,14 @@ class Holder:
 
 
 async def test_a_search_does_not_wait_past_its_budget_for_the_background_sync(
-    dovecot: MatrixServer, tmp_path: Path
+    dovecot: MatrixServer, tmp_path: Path, index_engine: IndexEngineParam
 ) -> None:
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [message(i, "kiwiword") for i in range(4)])
     dovecot.seed(user, dovecot.mailbox_name("Trash"), [message(30, "kiwiword")])
-    async for mcp, app, _config in indexed_client(dovecot, user, tmp_path, index_fresh_budget_ms=300):
+    async for mcp, app, _config in indexed_client(
+        dovecot, user, tmp_path, index_engine, index_fresh_budget_ms=300
+    ):
         with other_client(dovecot, user) as other:
             other.append("INBOX", message(50, "kiwiword"))
         index = app.index_of("default")
@@ -75,27 +85,54 @@ async def test_a_search_does_not_wait_past_its_budget_for_the_background_sync(
         assert envelope["data"]["total"] == 5
 
 
+@contextlib.contextmanager
+def another_writer(config: Config) -> Iterator[None]:
+    """Another process writing the index: the SQLite file's write lock, or the index's advisory lock
+    that PostgreSQL's writers take turns on, held until the block ends."""
+    if config.index.index_engine == "sqlite":
+        writer = sqlite3.connect(
+            Path(config.server.index_dir or "") / "default.sqlite3", isolation_level=None
+        )
+        try:
+            writer.execute("BEGIN IMMEDIATE")
+            yield
+            writer.execute("ROLLBACK")
+        finally:
+            writer.close()
+        return
+    url, password = config.index.index_url or "", config.index.password()
+    with psycopg.connect(url, password=password) as conn, conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (writer_lock("mimx_default"),))
+        yield
+
+
+def writers_wait_s(store: object) -> float:
+    """How long the store's writers wait for another writer (SQLite's busy timeout, PostgreSQL's
+    lock_timeout of a write)."""
+    if isinstance(store, PostgresStore):
+        return store._writer_wait_ms / 1000
+    assert isinstance(store, SqliteStore)
+    return float(store._db.execute("PRAGMA busy_timeout").fetchone()[0]) / 1000
+
+
 async def test_a_search_whose_index_writes_are_refused_answers_as_the_index_is(
-    dovecot: MatrixServer, tmp_path: Path
+    dovecot: MatrixServer, tmp_path: Path, index_engine: IndexEngineParam
 ) -> None:
     """A search that must drop a folder deleted on the server (and sync another) while another process
-    holds the file's write lock waits its budget at most, then answers from the index as it is, and
+    holds the index's write lock waits its budget at most, then answers from the index as it is, and
     leaves the store's writers waiting as long as before."""
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [message(i, "kiwiword") for i in range(4)])
     gone = dovecot.mailbox_name("Gone")
     dovecot.seed(user, gone, [message(20, "kiwiword")])
-    async for mcp, app, _config in indexed_client(dovecot, user, tmp_path, index_fresh_budget_ms=300):
+    async for mcp, app, config in indexed_client(
+        dovecot, user, tmp_path, index_engine, index_fresh_budget_ms=300
+    ):
         with other_client(dovecot, user) as other:
             other.delete_folder(gone)
             other.append("INBOX", message(50, "kiwiword"))
-        writer = sqlite3.connect(tmp_path / "ix" / "default.sqlite3", isolation_level=None)
-        try:
-            writer.execute("BEGIN IMMEDIATE")
+        with another_writer(config):
             envelope = await mcp.call(SEARCH, {"query": "kiwiword", "mailboxes": ["*"]})
-            writer.execute("ROLLBACK")
-        finally:
-            writer.close()
         assert envelope["success"], envelope
         assert envelope["data"]["total"] == 4  # INBOX as the index holds it; the folder gone not searched
         warnings = envelope["meta"]["warnings"]
@@ -104,7 +141,7 @@ async def test_a_search_whose_index_writes_are_refused_answers_as_the_index_is(
         assert index is not None
         searches = index.search_indexer()
         assert searches is not None
-        assert searches.store._db.execute("PRAGMA busy_timeout").fetchone()[0] == 30_000  # type: ignore[attr-defined]
+        assert writers_wait_s(searches.store) == WRITER_WAIT_S == 30
         envelope = await mcp.call(SEARCH, {"query": "kiwiword", "mailboxes": ["*"]})
         assert envelope["data"]["total"] == 5 and not envelope["meta"].get("warnings"), envelope
 
