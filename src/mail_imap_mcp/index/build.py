@@ -3,11 +3,11 @@ and the running server's background sync).
 
 The folders the personality plans are listed (those no longer there dropped; a folder indexed only on
 request is kept current once a search asked for it), each folder's changes applied and its new
-messages counted (a shared index: under the folder's lease, as its fetching is, so a search of another
-instance waits for it within its budget, :class:`~mail_imap_mcp.index.lease.FolderLeases`) (:meth:`~mail_imap_mcp.index.sync.FolderSync.begin`), then the new messages fetched a
+messages counted (:meth:`~mail_imap_mcp.index.sync.FolderSync.begin`), then the new messages fetched a
 step of :data:`STEP` at a time, each step one call on the connection (within its time budget; a lost
-connection runs the step again, which stores the same rows again). Interrupted anywhere, the next build
-starts from what was committed.
+connection runs the step again, which stores the same rows again). A shared index's folder is under its
+lease while either is done (:class:`~.lease.FolderLeases`): a search of another instance waits for it
+within its budget. Interrupted anywhere, the next build starts from what was committed.
 """
 
 from __future__ import annotations
