@@ -365,14 +365,13 @@ def page_of(conn: Scoped, query: PgQuery, ask: PageAsk) -> HitPage:
         found = _still_matching(conn, query, _ids_at(conn, places))
         return HitPage(_rows_of(conn, found, [0.0] * len(found)), matches, folders)
     ranked = order == "relevance" and query.rank is not None
+    unweighted = False
     if ranked:  # counted apart: a count over the window of ranked rows kept every match's terms (spilled)
         total = _matches(conn, query, folders, total)
-    if ranked and query.conjunctive:  # SQLite's rule: every word in most messages is listed newest first
-        stored = int(conn.execute("SELECT coalesce(sum(messages), 0) FROM folders").fetchone()[0])  # type: ignore[index]
-        unweighted = total >= UNWEIGHTED_MATCHES and total * 2 > stored
-        ranked = not unweighted
-    else:
-        unweighted = False
+        if query.conjunctive:  # SQLite's rule: every word in most messages is listed newest first
+            stored = int(conn.execute("SELECT coalesce(sum(messages), 0) FROM folders").fetchone()[0])  # type: ignore[index]
+            unweighted = total >= UNWEIGHTED_MATCHES and total * 2 > stored
+            ranked = not unweighted
     score, score_params, order_by = "0.0", [], "m.sent DESC, m.id DESC"
     if ranked:
         score, score_params = f"ts_rank('{_RANK_WEIGHTS}', m.terms, %s::tsquery)", [query.rank]
