@@ -58,6 +58,9 @@ class PostgresServer:
         self.socket_dir = self.directory / "run"
         self.log_path = self.directory / "postgres.log"
         self.port = port or free_ports("127.0.0.1")[0]
+        #: The port was picked here (free when asked): another may be picked if it is taken meanwhile.
+        self._chosen_port = port is None
+        self._rebinds = 0
         self.password = "pw-" + os.urandom(9).hex()
         self.user = _run_as()
         self._proc: subprocess.Popen[bytes] | None = None
@@ -122,11 +125,29 @@ class PostgresServer:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
+                if self._chosen_port and "could not bind" in self.log() and self._rebinds < 3:
+                    # Another process took the free port first (tests of other work on this machine):
+                    # another port, as a fresh cluster would have been given.
+                    self._rebinds += 1
+                    self.port = free_ports("127.0.0.1")[0]
+                    self.start()
+                    return
                 raise RuntimeError(f"postgres exited: {self.log()}")
-            if self.answers():
+            if self._ready() and self.answers():
                 return
             time.sleep(0.05)
         raise RuntimeError(f"postgres did not answer on port {self.port}: {self.log()}")
+
+    def _ready(self) -> bool:
+        """This cluster's postmaster says it is ready (``postmaster.pid``: its pid, then its state on the
+        eighth line): pg_isready alone answered for another cluster that held the port first, and the
+        tests' sessions then failed its password."""
+        try:
+            lines = (self.data / "postmaster.pid").read_text().splitlines()
+        except OSError:
+            return False
+        ours = self._proc is not None and lines[:1] == [str(self._proc.pid)]
+        return ours and len(lines) >= 8 and lines[7].strip() == "ready"
 
     def answers(self) -> bool:
         """Whether it accepts a session now (pg_isready)."""
