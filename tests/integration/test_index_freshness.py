@@ -8,10 +8,11 @@ of 0 and STATUS says nothing of flags.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -25,15 +26,15 @@ from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index import freshness as freshness_module
 from mail_imap_mcp.index import sync as sync_module
 from mail_imap_mcp.index.build import build
+from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.freshness import Freshness, refresh
-from mail_imap_mcp.index.location import open_index
-from mail_imap_mcp.index.store import FLAG_BITS
+from mail_imap_mcp.index.store import FLAG_BITS, IndexStore
 from mail_imap_mcp.index.sync import Indexer
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.index_clients import index_config, indexed_client
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MatrixServer
-from tests.support.postgres import IndexEngineParam, ServerCase, case_id, engine_of, server_cases
+from tests.support.postgres import IndexEngineParam, ServerCase, case_id, engine_of, on_engine, server_cases
 
 pytestmark = pytest.mark.anyio
 
@@ -173,25 +174,38 @@ async def test_an_index_found_damaged_by_a_search_hands_it_to_the_server(
         )
 
 
-def catch_up(config: Config, path: Path) -> None:
+@contextlib.contextmanager
+def index_store(config: Config) -> Iterator[IndexStore]:
+    """The index of ``config``'s account ``default``, opened beside the server (its engine's)."""
+    engine = open_engine(config)
+    store = engine.location("default", config.accounts["default"]).open().store
+    try:
+        yield store
+    finally:
+        store.close()
+        engine.close()
+
+
+def catch_up(config: Config) -> None:
     """What the background sync does a minute later: the index brought up to date, beside the server."""
     connection = AccountConnection("default", config.accounts["default"], enable_qresync=True)
-    store = open_index(path).store
     try:
-        build(connection, Indexer(store, "default", config.server.index_text_bytes))
+        with index_store(config) as store:
+            build(connection, Indexer(store, "default", config.server.index_text_bytes))
     finally:
         connection.close()
-        store.close()
 
 
 async def test_past_its_budget_the_total_is_about_and_every_folder_left_is_named(
-    dovecot: MatrixServer, tmp_path: Path
+    dovecot: MatrixServer, tmp_path: Path, index_engine: IndexEngineParam
 ) -> None:
     user = dovecot.new_user()
     archive = dovecot.mailbox_name("Archive")
     dovecot.seed(user, "INBOX", [note(i) for i in range(3)])
     dovecot.seed(user, archive, [note(i) for i in range(10, 13)])
-    async for mcp, app, config in indexed_client(dovecot, user, tmp_path, index_fresh_budget_ms=0):
+    async for mcp, _app, config in indexed_client(
+        dovecot, user, tmp_path, index_engine, index_fresh_budget_ms=0
+    ):
         other = dovecot.connect(user, tls=False, starttls=False)
         try:  # the background sync comes back a minute after its build: not within this test
             other.append("INBOX", note(50))
@@ -206,7 +220,7 @@ async def test_past_its_budget_the_total_is_about_and_every_folder_left_is_named
         assert "'INBOX'" in stale and repr(archive) in stale and "2 mailbox(es)" in stale, stale
         assert "The total counts the index as it is" in stale
 
-        await anyio.to_thread.run_sync(catch_up, config, Path(app.indexes["default"].location.where))
+        await anyio.to_thread.run_sync(catch_up, config)
         rest = await mcp.call(SEARCH, {"query": "kiwiword", "mailbox": "*", "cursor": data["next_cursor"]})
         assert rest["success"], rest
         # The later page lists what the first page found (the 2 messages it did not take yet), in its
@@ -257,11 +271,14 @@ class SlowServer:
         monkeypatch.setattr(ImapSession, "fetch_each", slow_fetch_each)
 
 
-def indexed_beside(server: MatrixServer, user: str, tmp_path: Path) -> tuple[Config, Indexer]:
-    config = index_config(server, user, tmp_path)
-    path = tmp_path / "ix" / "default.sqlite3"
-    catch_up(config, path)
-    return config, Indexer(open_index(path).store, "default", config.server.index_text_bytes)
+@contextlib.contextmanager
+def indexed_beside(
+    server: MatrixServer, user: str, tmp_path: Path, engine: IndexEngineParam
+) -> Iterator[tuple[Config, Indexer]]:
+    config = on_engine(index_config(server, user, tmp_path), *engine)
+    catch_up(config)
+    with index_store(config) as store:
+        yield config, Indexer(store, "default", config.server.index_text_bytes)
 
 
 def refreshed(config: Config, indexer: Indexer, *, flags_tested: bool) -> Freshness:
@@ -275,41 +292,42 @@ def refreshed(config: Config, indexer: Indexer, *, flags_tested: bool) -> Freshn
 
 
 def test_one_folder_with_much_new_mail_stops_at_the_deadline(
-    dovecot: MatrixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    dovecot: MatrixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index_engine: IndexEngineParam
 ) -> None:
     """The deadline is checked inside the folder's sync: 1,000 new messages in rounds of 200, each
     round trip 0.4 s on this clock, a budget of 1 s: three rounds are indexed, the rest said."""
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [note(i) for i in range(10)])
-    config, indexer = indexed_beside(dovecot, user, tmp_path)
-    dovecot.seed(user, "INBOX", [note(i) for i in range(100, 1100)])
-    SlowServer(monkeypatch, per_round_trip=0.4)
-    fresh = refreshed(config, indexer, flags_tested=False)
-    assert fresh.stale == {"INBOX": 400}
-    assert indexer.store.count() == 610
-    indexer.store.close()
+    with indexed_beside(dovecot, user, tmp_path, index_engine) as (config, indexer):
+        dovecot.seed(user, "INBOX", [note(i) for i in range(100, 1100)])
+        SlowServer(monkeypatch, per_round_trip=0.4)
+        fresh = refreshed(config, indexer, flags_tested=False)
+        assert fresh.stale == {"INBOX": 400}
+        assert indexer.store.count() == 610
 
 
 def test_a_flag_comparison_without_modseq_stops_at_the_deadline(
-    dovecot_rev1: MatrixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    dovecot_rev1: MatrixServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    index_engine: IndexEngineParam,
 ) -> None:
     """Without CONDSTORE a flag query compares the stored flags in bounded rounds (here 4 x 3 UIDs, 0.4
     s each on this clock) until the deadline, and says how many it could not compare."""
     user = dovecot_rev1.new_user()
     dovecot_rev1.seed(user, "INBOX", [note(i) for i in range(50)])
-    config, indexer = indexed_beside(dovecot_rev1, user, tmp_path)
-    other = dovecot_rev1.connect(user, tls=False, starttls=False)
-    try:
-        other.select_folder("INBOX")
-        other.add_flags(other.search("ALL"), [b"\\Flagged"])
-    finally:
-        other.logout()
-    monkeypatch.setattr(sync_module, "FLAG_CHUNK", 3)
-    SlowServer(monkeypatch, per_round_trip=0.4)
-    fresh = refreshed(config, indexer, flags_tested=True)
-    assert fresh.stale == {"INBOX": 50 - 3 * 12}
-    flagged = [
-        uid for uid, (bits, _) in indexer.store.flags_of("INBOX").items() if bits & FLAG_BITS["flagged"]
-    ]
-    assert sorted(flagged) == list(range(1, 37))
-    indexer.store.close()
+    with indexed_beside(dovecot_rev1, user, tmp_path, index_engine) as (config, indexer):
+        other = dovecot_rev1.connect(user, tls=False, starttls=False)
+        try:
+            other.select_folder("INBOX")
+            other.add_flags(other.search("ALL"), [b"\\Flagged"])
+        finally:
+            other.logout()
+        monkeypatch.setattr(sync_module, "FLAG_CHUNK", 3)
+        SlowServer(monkeypatch, per_round_trip=0.4)
+        fresh = refreshed(config, indexer, flags_tested=True)
+        assert fresh.stale == {"INBOX": 50 - 3 * 12}
+        flagged = [
+            uid for uid, (bits, _) in indexer.store.flags_of("INBOX").items() if bits & FLAG_BITS["flagged"]
+        ]
+        assert sorted(flagged) == list(range(1, 37))
