@@ -24,6 +24,7 @@ from mail_imap_mcp.content import sandbox
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.index.attachments import AttachmentReading
 from mail_imap_mcp.index.build import BuildHooks, build
+from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.location import open_index
 from mail_imap_mcp.index.sqlite_store import SqliteStore
 from mail_imap_mcp.index.sync import Indexer
@@ -113,11 +114,11 @@ async def test_turned_on_for_a_built_index_the_attachments_of_indexed_mail_are_r
 
 
 def test_the_backfill_goes_in_steps_and_a_stopped_one_continues(
-    dovecot: MatrixServer, tmp_path: Path
+    dovecot: MatrixServer, tmp_path: Path, index_engine: IndexEngineParam
 ) -> None:
-    user = built_without_attachments(dovecot, tmp_path)
-    config = with_attachments_on(dovecot, user, tmp_path)
-    path = tmp_path / "ix" / "default.sqlite3"
+    index = index_table(index_engine[1]) if index_engine[1] is not None else None
+    user = built_without_attachments(dovecot, tmp_path, index)
+    config = with_attachments_on(dovecot, user, tmp_path, index)
 
     def run(stop_after: int | None) -> int:
         read: list[int] = []
@@ -126,7 +127,8 @@ def test_the_backfill_goes_in_steps_and_a_stopped_one_continues(
             stop=lambda: stop_after is not None and len(read) >= stop_after,
         )
         connection = AccountConnection("default", config.accounts["default"], enable_qresync=True)
-        store = open_index(path).store
+        engine = open_engine(config)
+        store = engine.location("default", config.accounts["default"]).open().store
         reading = AttachmentReading.of(config.server)
         try:
             build(
@@ -138,12 +140,13 @@ def test_the_backfill_goes_in_steps_and_a_stopped_one_continues(
         finally:
             connection.close()
             store.close()
+            engine.close()
         return sum(read)
 
     assert run(stop_after=1) == 1  # one step of one message, then stopped (as a kill would)
-    assert attachments_read(tmp_path) == 1
+    assert attachments_read(tmp_path, index) == 1
     assert run(stop_after=None) == WITH_ATTACHMENTS - 1  # the rest, not the one already read
-    assert attachments_read(tmp_path) == WITH_ATTACHMENTS
+    assert attachments_read(tmp_path, index) == WITH_ATTACHMENTS
     assert run(stop_after=None) == 0  # nothing read twice
 
 
