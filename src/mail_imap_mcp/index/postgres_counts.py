@@ -3,16 +3,16 @@ alone matches, kept exact by triggers on ``messages`` in the transaction of ever
 
 A page says how many messages match in all. PostgreSQL can tell that only by visiting every match's row
 (whether this transaction sees it, which folder holds it): the GIN index finds a word's 77,000 matches
-of 100,000 messages in about 10 ms, their rows take 70 ms more to visit (EXPLAIN ANALYZE,
+of 100,000 messages quickly, then visiting their rows reads every page of the table (EXPLAIN ANALYZE,
 docs/benchmarks.md), and PostgreSQL 15 as shipped now (15.18 here) never answers a count from the
 visibility map alone: its minor releases switched that shortcut of bitmap scans off (it could count rows
 a concurrent VACUUM had removed). SQLite's FTS5 counts a word's matches from its index.
 
 So a query whose count reached :data:`COUNTED_FROM` matches (a word in most messages, which a ranked
-page lists newest first) is recorded in ``counted`` with its
-count per folder in ``counts``, computed while holding the index's writer lock; from then on every
-insert, delete and move of a message row changes ``counts`` in its own transaction (statement triggers
-over the rows changed), so the count stays exact whichever instance, or release, writes. A page then
+page lists newest first) is recorded in ``counted`` with its count per folder in ``counts``, computed
+while holding the index's writer lock; from then on every insert and delete of message rows changes
+``counts`` in its own transaction (statement triggers over the rows changed; a row trigger where an
+update names ``folder`` or ``terms``), so the count stays exact whichever instance, or release, writes. A page then
 adds up its folders' counts instead of visiting the rows. At most :data:`MAX_COUNTED` queries are kept
 per index: each costs every write a ``tsquery`` test per row written.
 """
