@@ -23,10 +23,25 @@ def test_one_instance_holds_a_folder_another_waits_until_its_deadline_then_takes
     assert theirs.hold("INBOX", time.monotonic() + 5)  # given back within the wait
 
 
-def test_a_folder_lease_lapses_after_its_time_to_live() -> None:
+def test_a_held_folder_lease_is_renewed_and_lapses_once_its_holder_stops_renewing_it() -> None:
     store = MemoryStore()
-    FolderLeases(store, "k", ttl_s=0.1).hold("INBOX", time.monotonic())
+    holder = FolderLeases(store, "k", ttl_s=0.1)
+    assert holder.hold("INBOX", time.monotonic())
+    # A sync longer than the time to live keeps its lease: still held three times it later.
+    assert not FolderLeases(store, "k").hold("INBOX", time.monotonic() + 0.3)
+    holder.abandon()  # as a killed process: renewed no more, never given back
     assert FolderLeases(store, "k").hold("INBOX", time.monotonic() + 2)
+
+
+def test_the_threads_of_one_instance_share_a_folder_lease_until_the_last_gives_it_back() -> None:
+    store = MemoryStore()
+    mine, theirs = FolderLeases(store, "k"), FolderLeases(store, "k")
+    assert mine.hold("INBOX", time.monotonic())  # the background sync
+    assert mine.hold("INBOX", time.monotonic())  # a search of the same instance: not waited for
+    mine.release("INBOX")
+    assert not theirs.hold("INBOX", time.monotonic())  # one holder here still
+    mine.release("INBOX")
+    assert theirs.hold("INBOX", time.monotonic())
 
 
 class Unreachable(MemoryStore):

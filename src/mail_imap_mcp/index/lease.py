@@ -173,6 +173,12 @@ class FolderLeases:
         with contextlib.suppress(StateUnavailable):  # out of reach: it lapses
             self._store.release(self._key(folder), self._token)
 
+    def abandon(self) -> None:
+        """Stop renewing every folder held, without giving them back (what a killed process does): they
+        lapse within their time to live."""
+        with self._guard:
+            self._held.clear()
+
     def _renew(self) -> None:
         """Renew the folders held every third of their time to live; ends when none is held."""
         while True:
