@@ -14,7 +14,9 @@ import pytest
 from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.imap.search.cursors import (
     DIGEST_CHARS,
+    INDEX_TAG,
     PACKED_TAG,
+    RESUME_BYTES,
     CursorError,
     CursorState,
     ForeignCursor,
@@ -212,3 +214,23 @@ def test_an_index_cursor_round_trips_with_the_key_of_its_first_pages_places() ->
     assert IndexCursor.decode(cursor.encode(""), "") == cursor
     none_kept = replace(cursor, places=0)
     assert IndexCursor.decode(none_kept.encode(""), "") == none_kept
+
+
+def test_an_index_cursor_carries_an_engines_own_place_sealed_and_bounded() -> None:
+    cursor = IndexCursor(
+        "work", "ab" * (DIGEST_CHARS // 2), total=14, returned=4, mark=77, resume=b"\x01" * 37
+    )
+    token = cursor.encode("alice@corp.example")
+    assert IndexCursor.decode(token, "alice@corp.example") == cursor
+    assert len(token) < 120
+    # Sealed: a place changed by hand is no cursor of this server's.
+    raw = bytearray(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    raw[-1] ^= 1
+    forged = base64.urlsafe_b64encode(bytes(raw)).decode().rstrip("=")
+    assert IndexCursor.decode(forged, "alice@corp.example") is None
+    with pytest.raises(ValueError, match="64 bytes at most"):
+        replace(cursor, resume=b"x" * (RESUME_BYTES + 1)).encode("")
+    # A body naming a longer place than any engine makes is garbled, even sealed.
+    body = bytes([INDEX_TAG, 4]) + b"work" + bytes.fromhex("ab" * 6) + bytes([14, 4, 77, 0, 65]) + b"x" * 65
+    with pytest.raises(CursorError, match="garbled"):
+        IndexCursor.decode(seal_packed(body, ""), "")

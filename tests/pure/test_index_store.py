@@ -394,11 +394,11 @@ def test_a_first_page_keeps_its_matches_places_and_a_later_page_lists_those_stil
     store.put(state, [message(uid, body="kiwi " * uid) for uid in range(1, 6)])
     kiwi = Contains("body", "kiwi")
     first = store.search(kiwi, folders=["INBOX"], order="relevance", limit=2, offset=0, keep=4)
-    assert first.places == [("INBOX", hit.uid) for hit in first.hits] + first.places[2:]
-    assert len(first.places) == 4
-    store.update(state, flags={}, removed=[first.places[2][1]])
+    assert first.places is not None
+    places = first.places.result(timeout=10)  # found after the page was handed over, on its snapshot
+    assert places == [("INBOX", hit.uid) for hit in first.hits] + places[2:]
+    assert len(places) == 4
+    store.update(state, flags={}, removed=[places[2][1]])
     store.put(state, [message(9, body="kiwi " * 50)])  # ranks first now: not in the kept places
-    later = store.search(
-        kiwi, folders=["INBOX"], order="relevance", limit=2, offset=0, places=first.places[2:]
-    )
-    assert [("INBOX", hit.uid) for hit in later.hits] == first.places[3:]
+    later = store.search(kiwi, folders=["INBOX"], order="relevance", limit=2, offset=0, places=places[2:])
+    assert [("INBOX", hit.uid) for hit in later.hits] == places[3:]

@@ -45,15 +45,19 @@ def fresh_page(
     scope: Callable[[list[MailboxInfo]], list[str]] | None = None,
     keep: int = 0,
     places: Sequence[Place] | None = None,
+    after: bytes | None = None,
     flag_tests: Sequence[FlagTest] = (),
 ) -> FreshPage:
     """The page of ``query`` over ``folders`` (None: every folder ``scope`` picks from the listing, as
     :func:`~mail_imap_mcp.index.freshness.refresh` does), brought up to date until ``deadline``;
-    ``flag_tests`` as :func:`~mail_imap_mcp.index.freshness.refresh` takes them, ``keep`` and ``places`` as :meth:`~mail_imap_mcp.index.store.IndexStore.search` takes them."""
+    ``flag_tests`` as :func:`~mail_imap_mcp.index.freshness.refresh` takes them, ``keep``, ``places`` and ``after`` as
+    :meth:`~mail_imap_mcp.index.store.IndexStore.search` takes them."""
     store = indexer.store
 
     def ask(searched: Sequence[str]) -> PageAsk:
-        return PageAsk(folders=searched, order=order, limit=limit, offset=offset, keep=keep, places=places)
+        return PageAsk(
+            folders=searched, order=order, limit=limit, offset=offset, keep=keep, places=places, after=after
+        )
 
     if not indexer.lock.acquire(timeout=max(deadline - time.monotonic(), 0)):
         return _as_it_is(session, indexer, query, folders, scope, ask)

@@ -23,27 +23,22 @@ import psycopg
 import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from mail_imap_mcp.index.postgres_counts import keep_count, kept_total
+from mail_imap_mcp.index.postgres_pages import page_of
 from mail_imap_mcp.index.postgres_query import WEIGHTS, PgCompiler, PgQuery, lexeme
-from mail_imap_mcp.index.sqlite_ranking import UNWEIGHTED_MATCHES
 from mail_imap_mcp.index.sqlite_tokens import Tokenizer
 from mail_imap_mcp.index.store import (
     TEXT_COLUMNS,
     WRITER_WAIT_S,
     FolderState,
-    Hit,
     HitPage,
     IndexBusy,
     IndexedMessage,
     IndexUnusable,
     IndexWriteFailed,
     PageAsk,
-    Place,
     flag_bits,
-    flag_names,
     label_key,
     pack_texts,
-    unpack_texts,
 )
 from mail_imap_mcp.query.tree import Query
 
@@ -52,13 +47,7 @@ _LAST_POSITION = 16383
 _POSITIONS_KEPT = 256
 #: Longest lexeme kept, in bytes (PostgreSQL's bound is 2,047).
 _LEXEME_BYTES = 2000
-#: ``ts_rank``'s weights of D, C, B and A.
-_RANK_WEIGHTS = "{0.1, 0.2, 0.4, 1.0}"
 _WRITING = "mail-imap-mcp index"
-_HIT_COLUMNS = (
-    "m.id, f.name, f.uidvalidity, m.uid, m.sent, m.doc, m.flag_bits, m.keywords, m.size, "
-    "m.has_attachment, m.labels, m.arrival"
-)
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 #: Where a statement names one of the index's tables (qualified with its schema by :class:`Scoped`).
@@ -349,117 +338,3 @@ def _count(conn: Scoped, folder: int) -> None:
         "UPDATE folders SET messages = (SELECT count(*) FROM messages WHERE folder = %s) WHERE id = %s",
         (folder, folder),
     )
-
-
-def page_of(conn: Scoped, query: PgQuery, ask: PageAsk) -> HitPage:
-    """The page ``ask`` of ``query`` (its folders in the search's order): its first rows, their places and
-    the count of every match in one statement, then the page's rows."""
-    folders, order, limit, offset = list(ask["folders"]), ask["order"], ask["limit"], ask["offset"]
-    keep, places = ask.get("keep", 0), ask.get("places")
-    condition = f"f.name = ANY(%s) AND ({query.where})"
-    params: list[object] = [folders, *query.params]
-    source = "FROM messages m JOIN folders f ON f.id = m.folder"
-    total = kept_total(conn, query, folders)
-    if places is not None:
-        matches = _matches(conn, query, folders, total)
-        found = _still_matching(conn, query, _ids_at(conn, places))
-        return HitPage(_rows_of(conn, found, [0.0] * len(found)), matches, folders)
-    ranked = order == "relevance" and query.rank is not None
-    unweighted = False
-    if ranked:  # counted apart: a count over the window of ranked rows kept every match's terms (spilled)
-        total = _matches(conn, query, folders, total)
-        if query.conjunctive:  # SQLite's rule: every word in most messages is listed newest first
-            stored = int(conn.execute("SELECT coalesce(sum(messages), 0) FROM folders").fetchone()[0])  # type: ignore[index]
-            unweighted = total >= UNWEIGHTED_MATCHES and total * 2 > stored
-            ranked = not unweighted
-    score, score_params, order_by = "0.0", [], "m.sent DESC, m.id DESC"
-    if ranked:
-        score, score_params = f"ts_rank('{_RANK_WEIGHTS}', m.terms, %s::tsquery)", [query.rank]
-        order_by = "2 DESC, m.sent DESC, m.id DESC"
-    elif order == "uid":
-        order_by = "m.uid DESC"
-    elif order == "arrival":
-        order_by, params = "m.arrival DESC, array_position(%s::text[], f.name), m.uid", [*params, folders]
-    counted = "count(*) OVER ()" if total is None else "0"  # counted with the rows (not to stop early)
-    listed = conn.execute(
-        f"SELECT m.id, {score}, f.name, m.uid, {counted} {source} WHERE {condition} "
-        f"ORDER BY {order_by} LIMIT %s",
-        [*score_params, *params, max(offset + limit, keep, 1)],
-    ).fetchall()
-    if total is None:
-        total = int(listed[0][4]) if listed else 0  # the LIMIT is at least 1: a match lists a row
-        keep_count(conn, query, total, writer_lock(conn.schema))
-    chosen = listed[offset : offset + limit]
-    hits = _rows_of(conn, [int(row[0]) for row in chosen], [-float(row[1]) for row in chosen])
-    kept = [(str(row[2]), int(row[3])) for row in listed[:keep]]
-    return HitPage(hits, total, folders, unweighted=unweighted and bool(hits), places=kept)
-
-
-def _matches(conn: Scoped, query: PgQuery, folders: list[str], kept: int | None) -> int:
-    """How many messages of ``folders`` match ``query``: its ``kept`` count, else counted over every
-    match's row (and kept from then on where it qualifies, :mod:`.postgres_counts`)."""
-    if kept is not None:
-        return kept
-    row = conn.execute(
-        f"SELECT count(*) FROM messages m JOIN folders f ON f.id = m.folder WHERE f.name = ANY(%s) "
-        f"AND ({query.where})",
-        [folders, *query.params],
-    ).fetchone()
-    total = int(row[0]) if row is not None else 0
-    keep_count(conn, query, total, writer_lock(conn.schema))
-    return total
-
-
-def _ids_at(conn: Scoped, places: Sequence[Place]) -> list[int]:
-    """The rows of ``places`` the index still holds, in that order."""
-    rows = conn.execute(
-        "SELECT p.ord, m.id FROM unnest(%s::text[], %s::bigint[]) WITH ORDINALITY AS p(name, uid, ord) "
-        "JOIN folders f ON f.name = p.name JOIN messages m ON m.folder = f.id AND m.uid = p.uid ORDER BY p.ord",
-        ([name for name, _ in places], [uid for _, uid in places]),
-    ).fetchall()
-    return [int(row[1]) for row in rows]
-
-
-def _still_matching(conn: Scoped, query: PgQuery, ids: list[int]) -> list[int]:
-    if not ids:
-        return []
-    found = {
-        int(row[0])
-        for row in conn.execute(
-            f"SELECT m.id FROM messages m WHERE m.id = ANY(%s) AND ({query.where})", [ids, *query.params]
-        )
-    }
-    return [row_id for row_id in ids if row_id in found]
-
-
-def _rows_of(conn: Scoped, ids: list[int], ranks: list[float]) -> list[Hit]:
-    if not ids:
-        return []
-    by_id = {
-        int(row[0]): row[1:]
-        for row in conn.execute(
-            f"SELECT {_HIT_COLUMNS} FROM messages m JOIN folders f ON f.id = m.folder WHERE m.id = ANY(%s)",
-            (ids,),
-        )
-    }
-    hits = []
-    for row_id, rank in zip(ids, ranks, strict=True):
-        if row_id not in by_id:
-            continue
-        name, uidvalidity, uid, sent, doc, bits, keywords, size, attached, labels, arrival = by_id[row_id]
-        hits.append(
-            Hit(
-                str(name),
-                int(uidvalidity),
-                int(uid),
-                rank,
-                int(sent),
-                tuple(unpack_texts(bytes(doc))),
-                (*flag_names(int(bits)), *str(keywords).split()),
-                int(size),
-                bool(attached),
-                tuple(str(labels).split("\n")) if labels else (),
-                arrival=int(arrival),
-            )
-        )
-    return hits

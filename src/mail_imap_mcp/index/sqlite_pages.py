@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import replace
 
 from mail_imap_mcp.index.sqlite_query import Fts5Query, in_places
-from mail_imap_mcp.index.sqlite_ranking import Ranker, weighs_nothing
+from mail_imap_mcp.index.sqlite_ranking import Ranker, Then, weighs_nothing
 from mail_imap_mcp.index.store import (
     COLUMN_WEIGHTS,
     Hit,
@@ -22,6 +23,7 @@ from mail_imap_mcp.index.store import (
     Order,
     PageAsk,
     Place,
+    done,
     flag_names,
     unpack_texts,
 )
@@ -36,16 +38,18 @@ _HIT_COLUMNS = (
 
 def page_task(
     stored: Sequence[tuple[str, int, int]], ranker: Ranker, query: Fts5Query, ask: PageAsk
-) -> Callable[[sqlite3.Connection], HitPage]:
+) -> Callable[[sqlite3.Connection], tuple[HitPage, Then]]:
     """The work of the page ``ask`` of ``query`` (its folders in the search's order), to run on a read
-    connection; ``stored``: every folder's (name, id, messages)."""
+    connection (:meth:`Ranker.submit`); ``stored``: every folder's (name, id, messages). The page is
+    ranked (or listed) alone; the places of its first ``keep`` matches are found after it is handed
+    over, on the same snapshot (its :attr:`~.store.HitPage.places`), so they cost the page nothing."""
     folders, order, limit, offset = list(ask["folders"]), ask["order"], ask["limit"], ask["offset"]
     keep, places = ask.get("keep", 0), ask.get("places")
     wanted = set(folders)
     searched = {folder: count for name, folder, count in stored if name in wanted}
     others = {folder: count for name, folder, count in stored if name not in wanted}
     if not searched:
-        return lambda db: HitPage([], 0, folders)
+        return lambda db: (HitPage([], 0, folders, places=done([]) if keep else None), None)
     ordered = order in ("arrival", "uid")  # the key is the message row's: it is joined
     if query.match is not None:
         # The folders are words of the place column: the MATCH names the searched ones, or the
@@ -77,30 +81,47 @@ def page_task(
     )
     matching = f"SELECT {row_id} FROM {source} WHERE {condition} AND {row_id} IN "
 
-    def page(db: sqlite3.Connection) -> HitPage:
+    def page(db: sqlite3.Connection) -> tuple[HitPage, Then]:
         total = int(db.execute(count_sql, params).fetchone()[0])
         if places is not None:
             ids = _still_matching(db, matching, params, _ids_at(db, places))
-            return HitPage(rows_of(db, ids, [0.0] * len(ids)), total, folders)
-        kept: list[int] = []
-        if ranked and not weighs_nothing(query, total, total_stored):
-            best = max(offset + limit, keep)
-            pairs = ranker.rank(db, shard_sql, params, matches=total, stored=total_stored, best=best)
+            return HitPage(rows_of(db, ids, [0.0] * len(ids)), total, folders), None
+        by_rank = ranked and not weighs_nothing(query, total, total_stored)
+        if by_rank:
+            pairs = ranker.rank(
+                db, shard_sql, params, matches=total, stored=total_stored, best=offset + limit
+            )
             chosen = pairs[offset : offset + limit]
             ids, ranks = [row for _, row in chosen], [rank for rank, _ in chosen]
-            kept = [row for _, row in pairs[:keep]]
         else:
             ids = [row[0] for row in db.execute(listed, [*params, *order_params, limit, offset])]
             ranks = [0.0] * len(ids)
-            if keep:
-                kept = [row[0] for row in db.execute(listed, [*params, *order_params, keep, 0])]
-        return HitPage(
-            rows_of(db, ids, ranks),
-            total,
-            folders,
-            unweighted=ranked and ids != [] and not any(ranks),
-            places=_places_of(db, kept),
+        found = HitPage(
+            rows_of(db, ids, ranks), total, folders, unweighted=ranked and ids != [] and not any(ranks)
         )
+        if not keep:
+            return found, None
+        kept: Future[list[Place]] = Future()
+        found.places = kept
+        if offset + len(ids) >= total:  # no page follows
+            kept.set_result(_places_of(db, ids[:keep]))
+            return found, None
+
+        def keep_places() -> None:
+            """The first ``keep`` matches' places, found after the page is handed over, on its snapshot:
+            the page's own order (the first of them are the page's rows), off its critical path."""
+            try:
+                if by_rank:
+                    pairs = ranker.rank(db, shard_sql, params, matches=total, stored=total_stored, best=keep)
+                    first = [row for _, row in pairs[:keep]]
+                else:
+                    first = [row[0] for row in db.execute(listed, [*params, *order_params, keep, 0])]
+                kept.set_result(_places_of(db, first))
+            except BaseException as exc:
+                kept.set_exception(exc)
+                raise
+
+        return found, keep_places
 
     return page
 

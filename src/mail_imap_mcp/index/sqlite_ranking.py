@@ -46,6 +46,9 @@ T = TypeVar("T")
 _LAST_ROW_ID = 2**63 - 1
 #: One shard's best rows: (rank, row id) pairs in the page's order.
 Ranked = list[tuple[float, int]]
+#: Work a page's task leaves to run after its page is handed over, on the same read transaction (None:
+#: none).
+Then = Callable[[], None] | None
 
 
 class ReadConnections:
@@ -165,30 +168,43 @@ class Ranker:
         )
         return [pair for _, pair in zip(range(best), merged, strict=False)]
 
-    def run(self, task: Callable[[sqlite3.Connection], T]) -> T:
-        """``task`` on a read connection, in this thread, in one read transaction (one snapshot: a
-        page's count, ranking and rows agree whatever a writer commits meanwhile)."""
-        with self._readers.connection() as db:
-            return _in_snapshot(db, task)
-
     def _shard(self, task: Callable[[sqlite3.Connection], T]) -> T:
         with self._readers.connection() as db:
             return task(db)
 
-    def submit(self, task: Callable[[sqlite3.Connection], T]) -> Started[T]:
-        """``task`` on a read connection, in a thread of the pages' pool."""
+    def submit(self, task: Callable[[sqlite3.Connection], tuple[T, Then]]) -> Started[T]:
+        """``task`` on a read connection, in a thread of the pages' pool, in one read transaction (one
+        snapshot: a page's count, ranking and rows agree whatever a writer commits meanwhile). Its value
+        is the result as soon as it returns; the work it returns with it then runs on the same
+        transaction (what the page's cursor needs later, off its critical path)."""
         started = Started[T]()
 
-        def run() -> T:
+        def run() -> None:
+            if not started.future.set_running_or_notify_cancel():
+                return
             with self._readers.connection() as db:
-                if not started.bind(db):
-                    raise sqlite3.OperationalError("interrupted")
                 try:
-                    return _in_snapshot(db, task)
+                    if not started.bind(db):
+                        raise sqlite3.OperationalError("interrupted")
+                    db.execute("BEGIN")
+                    value, then = task(db)
+                except BaseException as exc:
+                    started.future.set_exception(exc)
+                    started.bind(None)
+                    _end(db)
+                    return
+                started.future.set_result(value)
+                try:
+                    if then is not None:
+                        then()
+                except sqlite3.Error:
+                    pass  # its own future says so to whoever waits for it
                 finally:
                     started.bind(None)
+                    _end(db)
 
-        started.future = self._pages.submit(run)
+        queued = self._pages.submit(run)
+        queued.add_done_callback(lambda ran: started.future.cancel() if ran.cancelled() else None)
         return started
 
     def close(self) -> None:
@@ -239,14 +255,10 @@ def weighs_nothing(query: Fts5Query, matches: int, stored: int) -> bool:
     )
 
 
-def _in_snapshot(db: sqlite3.Connection, task: Callable[[sqlite3.Connection], T]) -> T:
-    db.execute("BEGIN")
-    try:
-        return task(db)
-    finally:
-        if db.in_transaction:
-            with contextlib.suppress(sqlite3.Error):  # a read: nothing to lose; the pool rolls back
-                db.execute("COMMIT")
+def _end(db: sqlite3.Connection) -> None:
+    if db.in_transaction:
+        with contextlib.suppress(sqlite3.Error):  # a read: nothing to lose; the pool rolls back
+            db.execute("COMMIT")
 
 
 def _ranked(db: sqlite3.Connection, sql: str, params: list[object]) -> Ranked:

@@ -23,7 +23,7 @@ from typing import Unpack
 from mail_imap_mcp.index.sqlite_errors import Transaction, failure_of, translated
 from mail_imap_mcp.index.sqlite_pages import page_task
 from mail_imap_mcp.index.sqlite_query import Fts5Query, compile_fts5, label_keys, place_token
-from mail_imap_mcp.index.sqlite_ranking import SHARDS, Ranker, ReadConnections
+from mail_imap_mcp.index.sqlite_ranking import SHARDS, Ranker, ReadConnections, Then
 from mail_imap_mcp.index.sqlite_schema import FTS_COLUMNS, prepare
 from mail_imap_mcp.index.store import (
     WRITER_WAIT_S,
@@ -260,8 +260,7 @@ class SqliteStore:
         return int(self._db.execute("SELECT count(*) FROM messages").fetchone()[0])
 
     def search(self, query: Query, **ask: Unpack[PageAsk]) -> HitPage:
-        task = self._page_task(compile_fts5(query), ask)
-        return PendingSearch(lambda: self._ranker.run(task)).result()
+        return self.start_search(query, **ask).result()
 
     def start_search(self, query: Query, **ask: Unpack[PageAsk]) -> PendingSearch:
         """Start :meth:`search` in a thread on a read connection and return at once (the search's
@@ -269,7 +268,9 @@ class SqliteStore:
         started = self._ranker.submit(self._page_task(compile_fts5(query), ask))
         return PendingSearch(started.result, started.cancel)
 
-    def _page_task(self, query: Fts5Query, ask: PageAsk) -> Callable[[sqlite3.Connection], HitPage]:
+    def _page_task(
+        self, query: Fts5Query, ask: PageAsk
+    ) -> Callable[[sqlite3.Connection], tuple[HitPage, Then]]:
         try:
             stored = self._db.execute("SELECT name, id, messages FROM folders").fetchall()
         except sqlite3.Error as exc:

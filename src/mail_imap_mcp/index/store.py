@@ -21,6 +21,7 @@ import json
 import stat
 import zlib
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, NotRequired, Protocol, TypedDict, Unpack
@@ -214,8 +215,39 @@ class HitPage:
     #: nothing: the matches are listed newest first.
     unweighted: bool = False
     #: The first matches in the page's order, as (folder, UID), up to the ``keep`` asked for: what later
-    #: pages list, in this order, whatever arrives meanwhile (:data:`Place`).
-    places: list[Place] = field(default_factory=list)
+    #: pages list, in this order, whatever arrives meanwhile (:data:`Place`). A future: a store may hand
+    #: the page over first and find them after, on the same snapshot (None: none were asked for).
+    places: Future[list[Place]] | None = None
+    #: How the store pages: None by kept places and offsets (above), else by key (:class:`Keyed`).
+    keyed: Keyed | None = None
+
+
+@dataclass(frozen=True)
+class Keyed:
+    """A page of a store that pages by key: the next page goes on after this page's last row, in the first
+    page's order, over the rows the index held when the first page was read (no offset, no kept places)."""
+
+    #: What the next page hands back as :attr:`PageAsk.after`: opaque to the caller, at most
+    #: :data:`RESUME_BYTES` (None: no row follows).
+    resume: bytes | None
+    #: A later page: the matches that arrived since the first page, left out.
+    newer: int = 0
+
+
+#: The size a store's :attr:`Keyed.resume` keeps within (a cursor carries it).
+RESUME_BYTES = 64
+
+
+class StaleResume(ValueError):
+    """An ``after`` this store did not make, or made for another order (a cursor of another engine):
+    the search starts again."""
+
+
+def done(places: list[Place]) -> Future[list[Place]]:
+    """``places`` as a future already resolved (:attr:`HitPage.places` found with the page)."""
+    future: Future[list[Place]] = Future()
+    future.set_result(places)
+    return future
 
 
 #: Where a message is: its folder and UID.
@@ -230,7 +262,8 @@ Order = Literal["relevance", "date", "arrival", "uid"]
 class PageAsk(TypedDict):
     """What a page asks of the store (:meth:`IndexStore.search`): its folders (in the search's order),
     order, size and offset; the first page the places of its first ``keep`` matches, a later one the
-    ``places`` it lists."""
+    ``places`` it lists. A store that pages by key (:class:`Keyed`) keeps no places: a later page hands
+    back the previous page's :attr:`Keyed.resume` as ``after``."""
 
     folders: Sequence[str]
     order: Order
@@ -238,6 +271,7 @@ class PageAsk(TypedDict):
     offset: int
     keep: NotRequired[int]
     places: NotRequired[Sequence[Place] | None]
+    after: NotRequired[bytes | None]
 
 
 class PendingPage(Protocol):
@@ -306,7 +340,9 @@ class IndexStore(Protocol):
         engine; :class:`Unsupported` where it cannot answer it), best (or newest) first: ranked,
         every match is ranked; with it the places of the first ``keep`` matches. ``places``: the page
         is those of them that still match, in that order (a later page of a search whose first page
-        kept them), ``order`` and ``offset`` aside."""
+        kept them), ``order`` and ``offset`` aside. A store that pages by key says so
+        (:attr:`HitPage.keyed`), keeps no places, and goes on from ``after`` (:class:`StaleResume`
+        when it did not make it)."""
         ...
 
     def start_search(self, query: Query, **ask: Unpack[PageAsk]) -> PendingPage:

@@ -16,6 +16,7 @@ import hashlib
 import json
 import time
 import zlib
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -31,7 +32,16 @@ from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.answer import fresh_page
 from mail_imap_mcp.index.freshness import Freshness
 from mail_imap_mcp.index.snippets import matched_words, snippet_around
-from mail_imap_mcp.index.store import FolderState, Hit, IndexUnusable, IndexWriteFailed, Order, Place
+from mail_imap_mcp.index.store import (
+    FolderState,
+    Hit,
+    IndexUnusable,
+    IndexWriteFailed,
+    Keyed,
+    Order,
+    Place,
+    StaleResume,
+)
 from mail_imap_mcp.index.summaries import summary_of
 from mail_imap_mcp.query import Query
 from mail_imap_mcp.query.tree import AllOf, AnyOf, Label, nodes
@@ -80,8 +90,10 @@ def index_page(
     limit = min(args.limit, app.config.server.max_search_limit)
     snippet_chars = min(args.snippet_chars, app.config.server.max_snippet_chars)
     offset = cursor.returned if cursor else 0
-    # A later page lists the places its first page kept, in their order (item 16 of issue 47).
-    kept = kept_places(app, account_id, cursor.places) if cursor is not None else None
+    # A later page lists the places its first page kept, in their order (item 16 of issue 47), or goes
+    # on by key where the engine pages so (the cursor carries the engine's own place).
+    resume = cursor.resume if cursor is not None and cursor.resume else None
+    kept = kept_places(app, account_id, cursor.places) if cursor is not None and resume is None else None
     listed = kept[offset : offset + limit] if kept is not None and offset < len(kept) else None
     budget_s = app.config.server.index_fresh_budget_ms / 1000
     names = list(dict.fromkeys(args.mailboxes if args.mailboxes is not None else [args.mailbox]))
@@ -127,11 +139,14 @@ def index_page(
                 scope=scope,
                 keep=KEPT_PLACES if cursor is None else 0,
                 places=listed,
+                after=resume,
             )
             # The folders' states as the page was read (a store that cannot be read: the server answers).
             stored = choice.indexer.store.folders()
         except (IndexUnusable, IndexWriteFailed) as exc:  # damaged, or its database out of reach
             return _Read([], 0, [], [], [], Freshness(), declined=_UNUSABLE.format(why=exc))
+        except StaleResume as exc:  # a cursor of another engine: the search starts again
+            return _Read([], 0, [], [], [], Freshness(), declined=str(exc))
         page, fresh, folders = answer.page, answer.fresh, answer.folders
         # The stored flags are the server's now where every folder of the page keeps MODSEQs (a flag
         # change shows in HIGHESTMODSEQ) and none was left behind; a NOMODSEQ folder's are read again.
@@ -160,6 +175,7 @@ def index_page(
                 _mark(stored),
                 page.unweighted,
                 page.places,
+                page.keyed,
             )
         bodies = {(hit.folder, hit.uid): hit.body for hit in page.hits}
         messages, issues = _summaries(session, account_id, page.hits, snippet_chars, app)
@@ -174,6 +190,7 @@ def index_page(
             _mark(stored),
             page.unweighted,
             page.places,
+            page.keyed,
         )
 
     words = matched_words(search)
@@ -185,7 +202,14 @@ def index_page(
     messages = read.messages
     warnings = [*choice.warnings, *_stale_words(read.fresh)]
     next_cursor = None
-    if listed is not None and cursor is not None:
+    if read.keyed is not None:
+        next_cursor = _keyed_cursor(app, read, read.keyed, cursor, account_id, digest, offset)
+        if cursor is not None and (read.keyed.newer or read.total != cursor.total):
+            now = read.total + read.keyed.newer
+            warnings.append(_KEYED_ORDER.format(then=cursor.total, now=now, newer=read.keyed.newer))
+        if cursor is not None:
+            read.total = cursor.total
+    elif listed is not None and cursor is not None:
         returned = offset + len(listed)
         if returned < cursor.total:
             next_cursor = replace(cursor, returned=returned).encode(app.caller.user)
@@ -199,7 +223,7 @@ def index_page(
             key = cursor.places if cursor is not None else places
             after = IndexCursor(account_id, digest, read.total, returned, read.mark, key)
             next_cursor = after.encode(app.caller.user)
-    if listed is None and cursor is not None and cursor.total != read.total:
+    if listed is None and read.keyed is None and cursor is not None and cursor.total != read.total:
         warnings.append(
             f"The matches changed since the first page of this search ({cursor.total:,} then, {read.total:,} "
             "now: the index caught up with the server or another client changed mail), so this page may "
@@ -212,6 +236,7 @@ def index_page(
         )
     if (
         listed is None
+        and read.keyed is None
         and cursor is not None
         and cursor.total == read.total
         and cursor.mark
@@ -266,7 +291,9 @@ class _Read:
     #: Every word of the query is in more than half the messages: listed newest first (HitPage).
     unweighted: bool = False
     #: Where the first matches are, in the page's order (a first page: kept for the later ones).
-    places: list[Place] = field(default_factory=list)
+    places: Future[list[Place]] | None = None
+    #: The store pages by key: where the next page goes on (HitPage).
+    keyed: Keyed | None = None
     #: Why the index did not answer after all (the server answers, and the page says this).
     declined: str | None = None
 
@@ -283,6 +310,32 @@ _KEPT_ORDER = (
     "that arrived or came to match since is left out (search again without the cursor to see it), and "
     "one deleted since is not listed."
 )
+
+_KEYED_ORDER = (
+    "Mail changed since the first page of this search ({then:,} matches then, {now:,} now): its later "
+    "pages go on in the first page's order over the messages the index held then, so none is repeated or "
+    "skipped; {newer:,} that arrived since are left out (search again without the cursor to see them), "
+    "and one deleted since is not listed."
+)
+
+
+def _keyed_cursor(
+    app: AppContext,
+    read: _Read,
+    keyed: Keyed,
+    cursor: IndexCursor | None,
+    account_id: str,
+    digest: str,
+    offset: int,
+) -> str | None:
+    """The next page's cursor of a store that pages by key (None: no row follows): the first page's total
+    and mark, and the store's own place."""
+    if keyed.resume is None or not read.hits:
+        return None
+    total, mark = (cursor.total, cursor.mark) if cursor is not None else (read.total, read.mark)
+    following = IndexCursor(account_id, digest, total, offset + len(read.hits), mark, 0, keyed.resume)
+    return following.encode(app.caller.user)
+
 
 _NO_LABELS = "This server has no labels: the server answered this search."
 

@@ -54,6 +54,8 @@ INDEX_TAG = 4
 #: A cursor keeps this many hex digits of its search's digest (6 bytes: the seal, not the digest, is what
 #: stops a forged cursor; the digest only tells one search from another).
 DIGEST_CHARS = 12
+#: The bytes of an index engine's own place in an index cursor at most (:data:`mail_imap_mcp.index.store.RESUME_BYTES`).
+RESUME_BYTES = 64
 _HEX_DIGEST = re.compile(rf"[0-9a-f]{{{DIGEST_CHARS}}}")
 
 
@@ -386,7 +388,8 @@ class IndexCursor:
     """Where a ranked page of the local index continues: the search (account, digest of its filters,
     mailboxes and order), how many matched when it started, how many pages returned (its offset), and a
     mark of the index's contents then (0: not known, a cursor of an earlier build), and the key of the
-    places its first page kept (0: none)."""
+    places its first page kept (0: none), or where an index engine that pages by key goes on (its own
+    bytes, at most :data:`RESUME_BYTES`; empty: none)."""
 
     account_id: str
     digest: str
@@ -394,12 +397,18 @@ class IndexCursor:
     returned: int
     mark: int = 0
     places: int = 0
+    resume: bytes = b""
 
     def encode(self, user: str) -> str:
         if not _HEX_DIGEST.fullmatch(self.digest):
             raise ValueError(f"a cursor's digest is {DIGEST_CHARS} hex digits")
+        if len(self.resume) > RESUME_BYTES:
+            raise ValueError(f"an index cursor's resume is {RESUME_BYTES} bytes at most")
         body = bytearray([INDEX_TAG]) + _text(self.account_id) + bytes.fromhex(self.digest)
-        return seal_packed(bytes(body + _varints([self.total, self.returned, self.mark, self.places])), user)
+        body += _varints([self.total, self.returned, self.mark, self.places])
+        if self.resume:
+            body += _varints([len(self.resume)]) + self.resume
+        return seal_packed(bytes(body), user)
 
     @classmethod
     def decode(cls, token: str, user: str) -> IndexCursor | None:
@@ -413,9 +422,15 @@ class IndexCursor:
         total, returned = reader.varint(), reader.varint()
         mark = reader.varint() if reader.pos < len(reader.data) else 0
         places = reader.varint() if reader.pos < len(reader.data) else 0
+        resume = b""
+        if reader.pos < len(reader.data):
+            size = reader.varint()
+            if not 0 < size <= RESUME_BYTES:
+                raise CursorError("cursor is garbled")
+            resume = reader.take(size)
         if reader.pos != len(reader.data) or not all(map(_uint, (total, returned, mark, places))):
             raise CursorError("cursor is garbled")
-        return cls(account_id, digest, total, returned, mark, places)
+        return cls(account_id, digest, total, returned, mark, places, resume)
 
 
 def decode_search_cursor(token: str, user: str) -> StreamCursor | WatermarkCursor:

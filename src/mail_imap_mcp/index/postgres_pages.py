@@ -1,0 +1,257 @@
+"""A page of the PostgreSQL index, by key: a later page goes on after the previous page's last row.
+
+A first page lists its rows in its order and notes the highest row id of the index as it read them (one
+statement, one snapshot). Each page's last row's sort key, the order (:class:`Mode`) and that row id are
+its :attr:`~.store.Keyed.resume`; the next page is ``WHERE (key) < (last key) AND id <= highest ORDER
+BY key LIMIT n``: no OFFSET to walk past, no places kept. A row's key never changes while it is stored,
+so a message that matches on every page comes exactly once, in the first page's order, however many
+arrive or go meanwhile; rows added since the first page (new mail, a message stored again) have higher
+ids and are left out, counted (:attr:`~.store.Keyed.newer`).
+
+The keys: ranked, ``ts_rank`` then the newest sent date then the row id; ``date`` and the unweighted
+ranking (every word in most messages), the sent date then the row id; ``uid``, the UID then the row id;
+``arrival``, INTERNALDATE newest first, then the folder's place in the searched list, then the UID.
+``ts_rank`` weighs the query's lexemes in the message's own ``tsvector`` and nothing else (PostgreSQL's
+text search keeps no corpus statistics: no document frequency, no average length), so a row's rank is
+the same on every page whatever else arrives, unlike SQLite's BM25 (whose pages keep places instead).
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from mail_imap_mcp.index.postgres_query import PgQuery
+from mail_imap_mcp.index.sqlite_ranking import UNWEIGHTED_MATCHES
+from mail_imap_mcp.index.store import (
+    RESUME_BYTES,
+    Hit,
+    HitPage,
+    Keyed,
+    Order,
+    PageAsk,
+    Place,
+    StaleResume,
+    flag_names,
+    unpack_texts,
+)
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.index.postgres_store import Scoped
+
+#: ``ts_rank``'s weights of D, C, B and A.
+RANK_WEIGHTS = "{0.1, 0.2, 0.4, 1.0}"
+_HIT_COLUMNS = (
+    "m.id, f.name, f.uidvalidity, m.uid, m.sent, m.doc, m.flag_bits, m.keywords, m.size, "
+    "m.has_attachment, m.labels, m.arrival"
+)
+_SOURCE = "FROM messages m JOIN folders f ON f.id = m.folder"
+
+
+class Mode(enum.IntEnum):
+    """A page's order by key, as its resume records it."""
+
+    RANKED = 1
+    NEWEST = 2  # by sent date: ``date``, or relevance without words to rank
+    UNWEIGHTED = 3  # ranked, but every word in most messages: by sent date, said
+    UID = 4
+    ARRIVAL = 5
+
+
+#: The modes each order of a page may be in.
+_MODES: dict[Order, frozenset[Mode]] = {
+    "relevance": frozenset({Mode.RANKED, Mode.NEWEST, Mode.UNWEIGHTED}),
+    "date": frozenset({Mode.NEWEST}),
+    "uid": frozenset({Mode.UID}),
+    "arrival": frozenset({Mode.ARRIVAL}),
+}
+#: A resume: its mode, the highest row id of the first page, the rank (0 but ranked), the three integers
+#: of the last row's key.
+_RESUME = struct.Struct("<BqfqqQ")
+assert _RESUME.size <= RESUME_BYTES
+
+
+def page_of(conn: Scoped, query: PgQuery, ask: PageAsk) -> HitPage:
+    """The page ``ask`` of ``query`` (its folders in the search's order), by key (see the module's text):
+    the count of every match, then the page's rows and one more (does a row follow?)."""
+    folders, order, limit, offset = list(ask["folders"]), ask["order"], ask["limit"], ask["offset"]
+    places, after = ask.get("places"), ask.get("after")
+    condition = f"f.name = ANY(%s) AND ({query.where})"
+    params: list[object] = [folders, *query.params]
+    if places is not None:  # a later page of a cursor whose first page kept places (an earlier release)
+        matches = int(conn.execute(f"SELECT count(*) {_SOURCE} WHERE {condition}", params).fetchone()[0])  # type: ignore[index]
+        found = _still_matching(conn, query, _ids_at(conn, places))
+        return HitPage(rows_of(conn, found, [0.0] * len(found)), matches, folders)
+    if after:
+        mode, highest, last = _resumed(after, order, query)
+        then, newer = conn.execute(
+            f"SELECT count(*) FILTER (WHERE m.id <= %s), count(*) FILTER (WHERE m.id > %s) {_SOURCE} "
+            f"WHERE {condition}",
+            [highest, highest, *params],
+        ).fetchone() or (0, 0)
+        rows = _listed(conn, query, mode, condition, params, folders, limit, highest=highest, last=last)
+        return _page(conn, rows, mode, highest, int(then), folders, limit, newer=int(newer))
+    mode = {"date": Mode.NEWEST, "uid": Mode.UID, "arrival": Mode.ARRIVAL}.get(order, Mode.RANKED)
+    if mode is Mode.RANKED and query.rank is None:
+        mode = Mode.NEWEST
+    total: int | None = None
+    if (
+        mode is Mode.RANKED and query.conjunctive
+    ):  # SQLite's rule: every word in most messages is listed newest first
+        total = int(conn.execute(f"SELECT count(*) {_SOURCE} WHERE {condition}", params).fetchone()[0])  # type: ignore[index]
+        stored = int(conn.execute("SELECT coalesce(sum(messages), 0) FROM folders").fetchone()[0])  # type: ignore[index]
+        if total >= UNWEIGHTED_MATCHES and total * 2 > stored:
+            mode = Mode.UNWEIGHTED
+    rows = _listed(conn, query, mode, condition, params, folders, limit, offset=offset, counted=total is None)
+    if total is None:
+        total = int(rows[0][-1]) if rows else 0  # the LIMIT is at least 1: a match lists a row
+    highest = int(rows[0][-2]) if rows else 0
+    return _page(conn, rows, mode, highest, total, folders, limit)
+
+
+def _listed(
+    conn: Scoped,
+    query: PgQuery,
+    mode: Mode,
+    condition: str,
+    params: list[object],
+    folders: list[str],
+    limit: int,
+    *,
+    offset: int = 0,
+    highest: int | None = None,
+    last: tuple[float, int, int, int] | None = None,
+    counted: bool = False,
+) -> list[tuple[Any, ...]]:
+    """The page's rows and one more, each ``(id, rank, k1, k2, k3, highest id, count)``: after ``last``
+    among rows up to ``highest`` (a later page), else from ``offset`` with the index's highest row id
+    and (``counted``) the count of every match, read in the same statement."""
+    score, score_params = "0.0::real", []
+    if mode is Mode.RANKED:
+        score, score_params = f"ts_rank('{RANK_WEIGHTS}', m.terms, %s::tsquery)", [query.rank]
+    keys: tuple[str, str, str]
+    key_params: list[object] = []
+    if mode is Mode.UID:
+        keys, order_by, after = ("m.uid", "m.id", "0"), "m.uid DESC, m.id DESC", "(m.uid, m.id) < (%s, %s)"
+    elif mode is Mode.ARRIVAL:
+        keys = ("m.arrival", "array_position(%s::text[], f.name)", "m.uid")
+        key_params = [folders]
+        order_by = "m.arrival DESC, 4, m.uid"
+        after = "(-m.arrival, array_position(%s::text[], f.name), m.uid) > (%s, %s, %s)"
+    else:
+        keys, order_by, after = ("m.sent", "m.id", "0"), "m.sent DESC, m.id DESC", "(m.sent, m.id) < (%s, %s)"
+    where, where_params = condition, list(params)
+    if last is not None:
+        rank, first, second, third = last
+        if mode is Mode.RANKED:  # the rank first: ``ts_rank`` is a real, compared as one
+            after = f"({score}, m.sent, m.id) < (%s::real, %s, %s)"
+            where_params += [query.rank, rank, first, second]
+        elif mode is Mode.ARRIVAL:
+            where_params += [folders, -first, second, third]
+        else:
+            where_params += [first, second]
+        where = f"{condition} AND m.id <= %s AND {after}"
+        where_params.insert(len(params), highest)
+    if mode is Mode.RANKED:
+        order_by = "2 DESC, m.sent DESC, m.id DESC"
+    tail = "0, 0"
+    if last is None:
+        tail = "(SELECT coalesce(max(id), 0) FROM messages), " + ("count(*) OVER ()" if counted else "0")
+    return conn.execute(
+        f"SELECT m.id, {score}, {', '.join(keys)}, {tail} {_SOURCE} WHERE {where} "
+        f"ORDER BY {order_by} LIMIT %s OFFSET %s",
+        [*score_params, *key_params, *where_params, limit + 1, offset],
+    ).fetchall()
+
+
+def _page(
+    conn: Scoped,
+    rows: list[tuple[Any, ...]],
+    mode: Mode,
+    highest: int,
+    total: int,
+    folders: list[str],
+    limit: int,
+    *,
+    newer: int = 0,
+) -> HitPage:
+    chosen = rows[:limit]
+    resume = None
+    if len(rows) > limit and chosen:
+        _, rank, first, second, third, *_ = chosen[-1]
+        resume = _RESUME.pack(mode, highest, float(rank), int(first), int(second), int(third))
+    hits = rows_of(conn, [int(row[0]) for row in chosen], [-float(row[1]) for row in chosen])
+    unweighted = mode is Mode.UNWEIGHTED and bool(hits)
+    return HitPage(hits, total, folders, unweighted=unweighted, keyed=Keyed(resume, newer))
+
+
+def _resumed(after: bytes, order: Order, query: PgQuery) -> tuple[Mode, int, tuple[float, int, int, int]]:
+    """The mode, highest row id and last key of a resume this engine made for ``order``
+    (:class:`StaleResume` for any other)."""
+    if len(after) != _RESUME.size:
+        raise StaleResume("the cursor's place is none this index made")
+    raw_mode, highest, rank, first, second, third = _RESUME.unpack(after)
+    if raw_mode not in Mode.__members__.values() or Mode(raw_mode) not in _MODES[order]:
+        raise StaleResume("the cursor's place is of another order")
+    mode = Mode(raw_mode)
+    if mode is Mode.RANKED and query.rank is None:
+        raise StaleResume("the cursor's place is of a ranked search")
+    return mode, highest, (rank, first, second, third)
+
+
+def _ids_at(conn: Scoped, places: Sequence[Place]) -> list[int]:
+    """The rows of ``places`` the index still holds, in that order."""
+    rows = conn.execute(
+        "SELECT p.ord, m.id FROM unnest(%s::text[], %s::bigint[]) WITH ORDINALITY AS p(name, uid, ord) "
+        "JOIN folders f ON f.name = p.name JOIN messages m ON m.folder = f.id AND m.uid = p.uid ORDER BY p.ord",
+        ([name for name, _ in places], [uid for _, uid in places]),
+    ).fetchall()
+    return [int(row[1]) for row in rows]
+
+
+def _still_matching(conn: Scoped, query: PgQuery, ids: list[int]) -> list[int]:
+    if not ids:
+        return []
+    found = {
+        int(row[0])
+        for row in conn.execute(
+            f"SELECT m.id FROM messages m WHERE m.id = ANY(%s) AND ({query.where})", [ids, *query.params]
+        )
+    }
+    return [row_id for row_id in ids if row_id in found]
+
+
+def rows_of(conn: Scoped, ids: list[int], ranks: list[float]) -> list[Hit]:
+    """The hits of the rows ``ids`` (with their ``ranks``), in that order."""
+    if not ids:
+        return []
+    by_id = {
+        int(row[0]): row[1:]
+        for row in conn.execute(
+            f"SELECT {_HIT_COLUMNS} FROM messages m JOIN folders f ON f.id = m.folder WHERE m.id = ANY(%s)",
+            (ids,),
+        )
+    }
+    hits = []
+    for row_id, rank in zip(ids, ranks, strict=True):
+        if row_id not in by_id:
+            continue
+        name, uidvalidity, uid, sent, doc, bits, keywords, size, attached, labels, arrival = by_id[row_id]
+        hits.append(
+            Hit(
+                str(name),
+                int(uidvalidity),
+                int(uid),
+                rank,
+                int(sent),
+                tuple(unpack_texts(bytes(doc))),
+                (*flag_names(int(bits)), *str(keywords).split()),
+                int(size),
+                bool(attached),
+                tuple(str(labels).split("\n")) if labels else (),
+                arrival=int(arrival),
+            )
+        )
+    return hits
