@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from mail_imap_mcp.imap.search.cursors import IndexCursor
 from tests.support.index_clients import indexed_client
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MatrixServer
@@ -81,3 +82,67 @@ async def test_later_pages_list_the_first_pages_matches_in_its_order_while_mail_
         assert any("left out" in w and "14 matches then" in w for w in warnings), warnings
         again = await mcp.ok(SEARCH, {**search, "limit": 50})
         assert again["total"] == 14 + (arriving - 100) // 2
+
+
+def _expunge(other: Any, folder: str, uid: int) -> None:
+    """Delete the message ``uid`` of ``folder`` (counted before and after)."""
+    other.select_folder(folder)
+    before = len(other.search(["ALL"]))
+    other.add_flags([uid], [b"\\Deleted"])
+    other.expunge()
+    assert len(other.search(["ALL"])) == before - 1
+
+
+async def test_ranked_pages_never_repeat_or_skip_while_mail_arrives_and_is_deleted_on_both_engines(
+    dovecot: MatrixServer, tmp_path: Path, index_engine: IndexEngineParam
+) -> None:
+    """Between every two pages of a ranked search, mail that would rank first arrives and a message not
+    listed yet is deleted: every message that matched throughout comes once, in the first page's order;
+    the deleted ones and the newcomers are not listed, and the pages say so. PostgreSQL pages by key
+    (its cursor carries its own place and no kept places), SQLite by the places its first page kept."""
+    user = dovecot.new_user()
+    archive = dovecot.mailbox_name("Archive")
+    dovecot.seed(user, "INBOX", [note(i) for i in range(0, 24, 2)])
+    dovecot.seed(user, archive, [note(i) for i in range(1, 24, 2)])
+    search: dict[str, Any] = {"query": "kiwiword", "sort": "relevance", "mailbox": "*"}
+    async for mcp, app, _config in indexed_client(dovecot, user, tmp_path, index_engine):
+        found = (await mcp.ok(SEARCH, {**search, "limit": 50}))["messages"]
+        whole = [m["message_id"] for m in found]
+        place = {m["message_id"]: (m["mailbox"], int(m["message_id"].rsplit(":", 1)[1])) for m in found}
+        assert len(whole) == 24
+        listed: list[str] = []
+        deleted: list[str] = []
+        warnings: list[str] = []
+        cursor: str | None = None
+        arriving, pages = 100, 0
+        while True:
+            envelope = await mcp.call(
+                SEARCH, {**search, "limit": 3, **({"cursor": cursor} if cursor else {})}
+            )
+            assert envelope["success"], envelope
+            pages += 1
+            listed += [m["message_id"] for m in envelope["data"]["messages"]]
+            warnings += envelope["meta"]["warnings"]
+            cursor = envelope["data"].get("next_cursor")
+            if not cursor:
+                break
+            decoded = IndexCursor.decode(cursor, app.caller.user)
+            assert decoded is not None
+            keyed = index_engine[0] == "postgresql"
+            assert (bool(decoded.resume), decoded.places == 0) == (keyed, keyed)
+            with dovecot.connect(user, tls=False, starttls=False) as other:
+                for folder in ("INBOX", archive):
+                    other.append(folder, note(arriving, strong=True))
+                    other.append(folder, unrelated(arriving + 1))
+                    arriving += 2
+                waiting = [m for m in whole if m not in listed and m not in deleted]
+                if len(waiting) > 4:  # one that a later page would list
+                    gone = waiting[2]
+                    _expunge(other, *place[gone])
+                    deleted.append(gone)
+        assert deleted
+        assert listed == [m for m in whole if m not in deleted]  # none repeated, none skipped, in order
+        assert pages > 5
+        assert any("left out" in w and "24 matches then" in w for w in warnings), warnings
+        again = await mcp.ok(SEARCH, {**search, "limit": 50})
+        assert again["total"] == 24 - len(deleted) + (arriving - 100) // 2
