@@ -21,7 +21,9 @@ from __future__ import annotations
 import enum
 import struct
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
+
+import psycopg
 
 from mail_imap_mcp.index.postgres_query import PgQuery
 from mail_imap_mcp.index.sqlite_ranking import UNWEIGHTED_MATCHES
@@ -38,8 +40,14 @@ from mail_imap_mcp.index.store import (
     unpack_texts,
 )
 
-if TYPE_CHECKING:
-    from mail_imap_mcp.index.postgres_store import Scoped
+
+class Scoped(Protocol):
+    """A connection whose statements name one index's tables (:class:`.postgres_store.Scoped`)."""
+
+    def execute(
+        self, statement: str, params: Sequence[object] | None = None
+    ) -> psycopg.Cursor[tuple[Any, ...]]: ...
+
 
 #: ``ts_rank``'s weights of D, C, B and A.
 RANK_WEIGHTS = "{0.1, 0.2, 0.4, 1.0}"
