@@ -1,0 +1,146 @@
+"""Where a ranked page through MCP spends its time, layer by layer, beside a warm newest page (issue 51
+item 3): the client's wall time, and inside the server the search (``search_page``), the index's part of
+it (``index_page``), the fresh page (``fresh_page``: the store's search beside the freshness round trip),
+the round trip alone (``refresh``) and the keeping of the first page's places (``keep_places``).
+
+``scripts/profile_mcp_page [--messages N] [--folders F] [--runs R] [--tree PATH ...]`` seeds a throwaway
+Dovecot with ``mailgen.corpus`` (as ``scripts/bench --index-only`` does), builds the index with
+``mail-imap-mcp index``, then for each ``--tree`` (a checkout of this project, e.g. ``git archive main``
+unpacked, to compare before and after; default: this one) serves MCP from that tree's ``src`` with wall
+timers around those functions, and prints medians per call with the load average (the machine may be
+shared). The calls of one case are 50 ms apart, so work a page leaves running after it answers is not the
+next call's cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+#: The functions timed, by module.
+TIMED = {
+    "mail_imap_mcp.services.search": ("search_page", "index_page"),
+    "mail_imap_mcp.services.index_search": ("fresh_page", "keep_places"),
+    "mail_imap_mcp.index.answer": ("refresh",),
+}
+CASES: dict[str, dict[str, Any]] = {
+    "ranked, query=itinerary": {"query": "itinerary", "sort": "relevance", "mailbox": "*", "limit": 20},
+    "ranked, query=dvolkov": {"query": "dvolkov", "sort": "relevance", "mailbox": "*", "limit": 20},
+    "newest first, query=itinerary": {"query": "itinerary", "sort": "date", "mailbox": "*", "limit": 20},
+    "newest page (INBOX, no query)": {"mailbox": "INBOX", "limit": 20},
+}
+_OUT = "PROFILE_MCP_PAGE_OUT"
+
+
+def serve_timed(argv: list[str]) -> None:
+    """``mail-imap-mcp serve`` with a wall timer around each of :data:`TIMED`, one line per call to the
+    file ``$PROFILE_MCP_PAGE_OUT``."""
+    import importlib
+
+    out, guard = Path(os.environ[_OUT]), threading.Lock()
+
+    def timed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent = (time.perf_counter() - started) * 1000
+                with guard, out.open("a") as file:
+                    file.write(json.dumps([name, spent]) + "\n")
+
+        return run
+
+    for module_name, names in TIMED.items():
+        module = importlib.import_module(module_name)
+        for name in names:
+            setattr(module, name, timed(name, getattr(module, name)))
+    from mail_imap_mcp.cli import main
+
+    main(["serve", *argv])
+
+
+async def _cases(
+    config: Path, password: str, tree: Path, work: Path, runs: int
+) -> dict[str, dict[str, float]]:
+    from benchmark.common import PASSWORD_ENV
+    from benchmark.servers import StdioServer
+    from mcp import StdioServerParameters
+
+    out = work / "timed.jsonl"
+    env = {PASSWORD_ENV: password, "PYTHONPATH": f"{tree / 'src'}:{ROOT / 'scripts'}", _OUT: str(out)}
+    command = [str(Path(__file__).resolve()), "serve-timed", "--config", str(config)]
+    params = StdioServerParameters(command=sys.executable, args=command, env=env)
+    server = StdioServer("ours", params, work / f"serve-{tree.name}.log", str(config))
+    found: dict[str, dict[str, float]] = {}
+    async with server.running():
+        while (await server.call("imap_list_accounts", {})).content["data"]["accounts"][0][
+            "index"
+        ] != "ready":
+            await asyncio.sleep(0.2)
+        for label, arguments in CASES.items():
+            for _ in range(3):
+                await server.call("imap_search_messages", arguments)
+            out.write_text("")
+            samples = []
+            for _ in range(runs):
+                samples.append((await server.call("imap_search_messages", arguments)).ms)
+                await asyncio.sleep(0.05)
+            layers: dict[str, list[float]] = defaultdict(list)
+            for line in out.read_text().splitlines():
+                name, spent = json.loads(line)
+                layers[name].append(spent)
+            found[label] = {"client": statistics.median(samples)}
+            found[label].update({name: statistics.median(spent) for name, spent in layers.items()})
+    return found
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["serve-timed"]:
+        serve_timed(sys.argv[2:])
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--folders", type=int, default=40)
+    parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--tree", type=Path, action="append", help="a checkout to serve from (repeatable)")
+    args = parser.parse_args()
+    sys.path[:0] = [str(ROOT / "scripts"), str(ROOT)]
+    from benchmark.index import _build_ours, _config, _folder_names, _seed
+    from tests.support.dovecot import Dovecot
+
+    trees = [tree.resolve() for tree in args.tree or [ROOT]]
+    columns = ["client", "search_page", "index_page", "fresh_page", "refresh", "keep_places"]
+    with tempfile.TemporaryDirectory(prefix="profile-mcp-page-") as scratch, Dovecot() as dovecot:
+        work = Path(scratch)
+        user = dovecot.new_user()
+        _seed(dovecot, user, args.messages, _folder_names(args.folders), None)
+        config = _config(work / "config.toml", dovecot, user, work / "ix")
+        build = _build_ours(config, dovecot.password, work / "index.log")
+        print(f"{args.messages:,} messages over {args.folders} folders, built in {build['seconds']:.1f} s")
+        print(f"| tree | case | {' | '.join(columns)} | load |")
+        print(f"|---|---|{'---:|' * len(columns)}---|")
+        for tree in trees:
+            found = asyncio.run(_cases(config, dovecot.password, tree, work, args.runs))
+            load = ", ".join(f"{n:.1f}" for n in os.getloadavg())
+            for label, row in found.items():
+                cells = " | ".join(f"{row[c]:.1f}" if c in row else "" for c in columns)
+                print(f"| {tree.name} | {label} | {cells} | {load} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
