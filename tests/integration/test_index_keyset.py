@@ -38,7 +38,10 @@ FOLDERS = ["INBOX", "Archive"]
 
 def message(uid: int, *, kiwis: int, sent: int, subject: bool = False) -> IndexedMessage:
     """A message with ``kiwis`` times the word (none: it does not match), sent at ``sent``."""
-    values = {"subject": "kiwi" if subject and kiwis else "note", "body": "kiwi " * kiwis + "words " * (uid % 4)}
+    values = {
+        "subject": "kiwi" if subject and kiwis else "note",
+        "body": "kiwi " * kiwis + "words " * (uid % 4),
+    }
     texts = tuple(values.get(column, "") for column in TEXT_COLUMNS)
     return IndexedMessage(uid, sent, 20260101, 100, (), False, texts, arrival=sent // 2)
 
