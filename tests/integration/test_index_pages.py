@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from mail_imap_mcp.imap.search.cursors import IndexCursor
+from mail_imap_mcp.index import sqlite_pages
 from tests.support.index_clients import indexed_client
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MatrixServer
@@ -93,13 +94,21 @@ def _expunge(other: Any, folder: str, uid: int) -> None:
     assert len(other.search(["ALL"])) == before - 1
 
 
+@pytest.mark.parametrize("ranked_after", [False, True], ids=["kept-ranked-with-page", "kept-ranked-after"])
 async def test_ranked_pages_never_repeat_or_skip_while_mail_arrives_and_is_deleted_on_both_engines(
-    dovecot: MatrixServer, tmp_path: Path, index_engine: IndexEngineParam
+    dovecot: MatrixServer,
+    tmp_path: Path,
+    index_engine: IndexEngineParam,
+    ranked_after: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Between every two pages of a ranked search, mail that would rank first arrives and a message not
     listed yet is deleted: every message that matched throughout comes once, in the first page's order;
     the deleted ones and the newcomers are not listed, and the pages say so. PostgreSQL pages by key
     (its cursor carries its own place and no kept places), SQLite by the places its first page kept."""
+    if index_engine[0] != "sqlite" and ranked_after:
+        pytest.skip("PostgreSQL keeps no places")
+    monkeypatch.setattr(sqlite_pages, "RANK_KEPT_AFTER", ranked_after)
     user = dovecot.new_user()
     archive = dovecot.mailbox_name("Archive")
     dovecot.seed(user, "INBOX", [note(i) for i in range(0, 24, 2)])

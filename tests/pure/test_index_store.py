@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mail_imap_mcp.index import sqlite_pages
 from mail_imap_mcp.index.location import IndexPermissions, drop_index, index_path, open_index
 from mail_imap_mcp.index.sqlite_query import compile_fts5
 from mail_imap_mcp.index.sqlite_store import SqliteStore
@@ -387,17 +388,20 @@ def test_a_file_that_records_no_account_is_adopted_once_and_another_accounts_is_
     kept.close()
 
 
+@pytest.mark.parametrize("ranked_after", [False, True])
 def test_a_first_page_keeps_its_matches_places_and_a_later_page_lists_those_still_matching(
-    store: SqliteStore,
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch, ranked_after: bool
 ) -> None:
+    monkeypatch.setattr(sqlite_pages, "RANK_KEPT_AFTER", ranked_after)
     state = store.start_folder("INBOX", 1)
     store.put(state, [message(uid, body="kiwi " * uid) for uid in range(1, 6)])
     kiwi = Contains("body", "kiwi")
+    whole = store.search(kiwi, folders=["INBOX"], order="relevance", limit=50, offset=0)
     first = store.search(kiwi, folders=["INBOX"], order="relevance", limit=2, offset=0, keep=4)
     assert first.places is not None
     places = first.places.result(timeout=10)  # found after the page was handed over, on its snapshot
-    assert places == [("INBOX", hit.uid) for hit in first.hits] + places[2:]
-    assert len(places) == 4
+    assert places == [("INBOX", hit.uid) for hit in whole.hits[:4]]
+    assert places[:2] == [("INBOX", hit.uid) for hit in first.hits]
     store.update(state, flags={}, removed=[places[2][1]])
     store.put(state, [message(9, body="kiwi " * 50)])  # ranks first now: not in the kept places
     later = store.search(kiwi, folders=["INBOX"], order="relevance", limit=2, offset=0, places=places[2:])

@@ -40,9 +40,10 @@ def page_task(
     stored: Sequence[tuple[str, int, int]], ranker: Ranker, query: Fts5Query, ask: PageAsk
 ) -> Callable[[sqlite3.Connection], tuple[HitPage, Then]]:
     """The work of the page ``ask`` of ``query`` (its folders in the search's order), to run on a read
-    connection (:meth:`Ranker.submit`); ``stored``: every folder's (name, id, messages). The page is
-    ranked (or listed) alone; the places of its first ``keep`` matches are found after it is handed
-    over, on the same snapshot (its :attr:`~.store.HitPage.places`), so they cost the page nothing."""
+    connection (:meth:`Ranker.submit`); ``stored``: every folder's (name, id, messages). The places of
+    its first ``keep`` matches are found after it is handed over, on the same snapshot (its
+    :attr:`~.store.HitPage.places`): their look-up costs the page nothing, and their ranking what
+    :data:`RANK_KEPT_AFTER` says."""
     folders, order, limit, offset = list(ask["folders"]), ask["order"], ask["limit"], ask["offset"]
     keep, places = ask.get("keep", 0), ask.get("places")
     wanted = set(folders)
@@ -87,12 +88,14 @@ def page_task(
             ids = _still_matching(db, matching, params, _ids_at(db, places))
             return HitPage(rows_of(db, ids, [0.0] * len(ids)), total, folders), None
         by_rank = ranked and not weighs_nothing(query, total, total_stored)
+        ranked_first: list[int] | None = None  # the first ``keep`` matches, when ranked with the page
         if by_rank:
-            pairs = ranker.rank(
-                db, shard_sql, params, matches=total, stored=total_stored, best=offset + limit
-            )
+            rank_kept_now = keep and not RANK_KEPT_AFTER
+            best = max(offset + limit, keep) if rank_kept_now else offset + limit
+            pairs = ranker.rank(db, shard_sql, params, matches=total, stored=total_stored, best=best)
             chosen = pairs[offset : offset + limit]
             ids, ranks = [row for _, row in chosen], [rank for rank, _ in chosen]
+            ranked_first = [row for _, row in pairs[:keep]] if rank_kept_now else None
         else:
             ids = [row[0] for row in db.execute(listed, [*params, *order_params, limit, offset])]
             ranks = [0.0] * len(ids)
@@ -111,7 +114,9 @@ def page_task(
             """The first ``keep`` matches' places, found after the page is handed over, on its snapshot:
             the page's own order (the first of them are the page's rows), off its critical path."""
             try:
-                if by_rank:
+                if ranked_first is not None:
+                    first = ranked_first
+                elif by_rank:
                     pairs = ranker.rank(db, shard_sql, params, matches=total, stored=total_stored, best=keep)
                     first = [row for _, row in pairs[:keep]]
                 else:
@@ -125,6 +130,13 @@ def page_task(
 
     return page
 
+
+#: Whether a ranked first page ranks its 20 alone and the first ``keep`` matches again after it is handed
+#: over (True: the page waits for no more than its own ranking; the whole ranking is done twice), or
+#: ranks the ``keep`` with it (False: the page waits for the larger top-k, 5-7 ms more over 41,000
+#: matches of a million messages; nothing is ranked twice). Either way their places are looked up after.
+#: docs/benchmarks.md (issue 51, item 3) has both measured.
+RANK_KEPT_AFTER = False
 
 #: Rows named in one statement at most (SQLite's bound on parameters is 32,766 since 3.32, 999 before).
 _CHUNK = 400
