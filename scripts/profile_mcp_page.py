@@ -7,7 +7,8 @@ the round trip alone (``refresh``) and the keeping of the first page's places (`
 Dovecot with ``mailgen.corpus`` (as ``scripts/bench --index-only`` does), builds the index with
 ``mail-imap-mcp index``, then for each ``--tree`` (a checkout of this project, e.g. ``git archive main``
 unpacked, to compare before and after; default: this one) serves MCP from that tree's ``src`` with wall
-timers around those functions, and prints medians per call with the load average (the machine may be
+timers around those functions (a tree with ``sqlite_pages.RANK_KEPT_AFTER`` twice: as it is, and
+"ranked again", the first page's 20 ranked alone and its kept matches ranked again after it), and prints medians per call with the load average (the machine may be
 shared). The calls of one case are 50 ms apart, so work a page leaves running after it answers is not the
 next call's cost.
 """
@@ -43,6 +44,8 @@ CASES: dict[str, dict[str, Any]] = {
     "newest page (INBOX, no query)": {"mailbox": "INBOX", "limit": 20},
 }
 _OUT = "PROFILE_MCP_PAGE_OUT"
+#: Set: the server ranks a first page's 20 alone and its kept matches again after it.
+_RANKED_AGAIN = "PROFILE_MCP_PAGE_RANKED_AGAIN"
 
 
 def serve_timed(argv: list[str]) -> None:
@@ -69,13 +72,15 @@ def serve_timed(argv: list[str]) -> None:
         module = importlib.import_module(module_name)
         for name in names:
             setattr(module, name, timed(name, getattr(module, name)))
+    if os.environ.get(_RANKED_AGAIN):
+        importlib.import_module("mail_imap_mcp.index.sqlite_pages").RANK_KEPT_AFTER = True
     from mail_imap_mcp.cli import main
 
     main(["serve", *argv])
 
 
 async def _cases(
-    config: Path, password: str, tree: Path, work: Path, runs: int
+    config: Path, password: str, tree: Path, work: Path, runs: int, *, ranked_again: bool = False
 ) -> dict[str, dict[str, float]]:
     from benchmark.common import PASSWORD_ENV
     from benchmark.servers import StdioServer
@@ -83,6 +88,8 @@ async def _cases(
 
     out = work / "timed.jsonl"
     env = {PASSWORD_ENV: password, "PYTHONPATH": f"{tree / 'src'}:{ROOT / 'scripts'}", _OUT: str(out)}
+    if ranked_again:
+        env[_RANKED_AGAIN] = "1"
     command = [str(Path(__file__).resolve()), "serve-timed", "--config", str(config)]
     params = StdioServerParameters(command=sys.executable, args=command, env=env)
     server = StdioServer("ours", params, work / f"serve-{tree.name}.log", str(config))
@@ -135,11 +142,16 @@ def main() -> None:
         print(f"| tree | case | {' | '.join(columns)} | load |")
         print(f"|---|---|{'---:|' * len(columns)}---|")
         for tree in trees:
-            found = asyncio.run(_cases(config, dovecot.password, tree, work, args.runs))
-            load = ", ".join(f"{n:.1f}" for n in os.getloadavg())
-            for label, row in found.items():
-                cells = " | ".join(f"{row[c]:.1f}" if c in row else "" for c in columns)
-                print(f"| {tree.name} | {label} | {cells} | {load} |", flush=True)
+            switchable = "RANK_KEPT_AFTER" in (tree / "src/mail_imap_mcp/index/sqlite_pages.py").read_text()
+            for ranked_again in (False, True) if switchable else (False,):
+                found = asyncio.run(
+                    _cases(config, dovecot.password, tree, work, args.runs, ranked_again=ranked_again)
+                )
+                load = ", ".join(f"{n:.1f}" for n in os.getloadavg())
+                name = tree.name + (", ranked again" if ranked_again else "")
+                for label, row in found.items():
+                    cells = " | ".join(f"{row[c]:.1f}" if c in row else "" for c in columns)
+                    print(f"| {name} | {label} | {cells} | {load} |", flush=True)
 
 
 if __name__ == "__main__":
