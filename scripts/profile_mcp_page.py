@@ -73,7 +73,9 @@ def serve_timed(argv: list[str]) -> None:
         for name in names:
             setattr(module, name, timed(name, getattr(module, name)))
     if os.environ.get(_RANKED_AGAIN):
-        setattr(importlib.import_module("mail_imap_mcp.index.sqlite_pages"), "RANK_KEPT_AFTER", True)
+        from mail_imap_mcp.index import sqlite_pages
+
+        sqlite_pages.RANK_KEPT_AFTER = True
     from mail_imap_mcp.cli import main
 
     main(["serve", *argv])
