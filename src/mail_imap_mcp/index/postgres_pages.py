@@ -21,6 +21,7 @@ from __future__ import annotations
 import enum
 import struct
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import psycopg
@@ -83,7 +84,7 @@ assert _RESUME.size <= RESUME_BYTES
 
 def page_of(conn: Scoped, query: PgQuery, ask: PageAsk) -> HitPage:
     """The page ``ask`` of ``query`` (its folders in the search's order), by key (see the module's text):
-    the count of every match, then the page's rows and one more (does a row follow?)."""
+    the page's rows and one more (does a row follow?) with the count of the matches, in one statement."""
     folders, order, limit, offset = list(ask["folders"]), ask["order"], ask["limit"], ask["offset"]
     places, after = ask.get("places"), ask.get("after")
     condition = f"f.name = ANY(%s) AND ({query.where})"
@@ -94,29 +95,29 @@ def page_of(conn: Scoped, query: PgQuery, ask: PageAsk) -> HitPage:
         return HitPage(rows_of(conn, found, [0.0] * len(found)), matches, folders)
     if after:
         mode, highest, last = _resumed(after, order, query)
-        then, newer = conn.execute(
-            f"SELECT count(*) FILTER (WHERE m.id <= %s), count(*) FILTER (WHERE m.id > %s) {_SOURCE} "
-            f"WHERE {condition}",
-            [highest, highest, *params],
-        ).fetchone() or (0, 0)
-        rows = _listed(conn, query, mode, condition, params, folders, limit, highest=highest, last=last)
-        return _page(conn, rows, mode, highest, int(then), folders, limit, newer=int(newer))
+        listed = _listed(conn, query, mode, condition, params, folders, limit, highest=highest, last=last)
+        return _page(conn, listed, mode, highest, folders, limit)
     mode = {"date": Mode.NEWEST, "uid": Mode.UID, "arrival": Mode.ARRIVAL}.get(order, Mode.RANKED)
     if mode is Mode.RANKED and query.rank is None:
         mode = Mode.NEWEST
-    total: int | None = None
-    if (
-        mode is Mode.RANKED and query.conjunctive
-    ):  # SQLite's rule: every word in most messages is listed newest first
+    if mode is Mode.RANKED and query.conjunctive:  # SQLite's rule: every word in most messages, newest first
         total = int(conn.execute(f"SELECT count(*) {_SOURCE} WHERE {condition}", params).fetchone()[0])  # type: ignore[index]
         stored = int(conn.execute("SELECT coalesce(sum(messages), 0) FROM folders").fetchone()[0])  # type: ignore[index]
         if total >= UNWEIGHTED_MATCHES and total * 2 > stored:
             mode = Mode.UNWEIGHTED
-    rows = _listed(conn, query, mode, condition, params, folders, limit, offset=offset, counted=total is None)
-    if total is None:
-        total = int(rows[0][-1]) if rows else 0  # the LIMIT is at least 1: a match lists a row
-    highest = int(rows[0][-2]) if rows else 0
-    return _page(conn, rows, mode, highest, total, folders, limit)
+    listed = _listed(conn, query, mode, condition, params, folders, limit, offset=offset)
+    return _page(conn, listed, mode, listed.highest, folders, limit)
+
+
+@dataclass
+class _Found:
+    """A page's rows and one more, each ``(id, rank, k1, k2, k3)``; the matches among the rows up to the
+    first page's highest row id and above it; that id."""
+
+    rows: list[tuple[Any, ...]]
+    total: int
+    newer: int
+    highest: int
 
 
 def _listed(
@@ -131,68 +132,65 @@ def _listed(
     offset: int = 0,
     highest: int | None = None,
     last: tuple[float, int, int, int] | None = None,
-    counted: bool = False,
-) -> list[tuple[Any, ...]]:
-    """The page's rows and one more, each ``(id, rank, k1, k2, k3, highest id, count)``: after ``last``
-    among rows up to ``highest`` (a later page), else from ``offset`` with the index's highest row id
-    and (``counted``) the count of every match, read in the same statement."""
+) -> _Found:
+    """The page's rows and one more: after ``last`` among rows up to ``highest`` (a later page), else
+    from ``offset`` with the index's highest row id. Every match is read once, by the query's own plan
+    (the GIN index), into a materialized set, then counted and ordered: an index of the order walked
+    with the condition as a filter (what the planner picks for a small LIMIT) reads every message when
+    the words are rare."""
     score, score_params = "0.0::real", []
     if mode is Mode.RANKED:
         score, score_params = f"ts_rank('{RANK_WEIGHTS}', m.terms, %s::tsquery)", [query.rank]
-    keys: tuple[str, str, str]
     key_params: list[object] = []
-    if mode is Mode.UID:
-        keys, order_by, after = ("m.uid", "m.id", "0"), "m.uid DESC, m.id DESC", "(m.uid, m.id) < (%s, %s)"
-    elif mode is Mode.ARRIVAL:
-        keys = ("m.arrival", "array_position(%s::text[], f.name)", "m.uid")
+    if mode is Mode.ARRIVAL:
+        keys = "m.arrival, array_position(%s::text[], f.name), m.uid"
         key_params = [folders]
-        order_by = "m.arrival DESC, 4, m.uid"
-        after = "(-m.arrival, array_position(%s::text[], f.name), m.uid) > (%s, %s, %s)"
-    else:
-        keys, order_by, after = ("m.sent", "m.id", "0"), "m.sent DESC, m.id DESC", "(m.sent, m.id) < (%s, %s)"
-    where, where_params = condition, list(params)
-    if last is not None:
-        rank, first, second, third = last
-        if mode is Mode.RANKED:  # the rank first: ``ts_rank`` is a real, compared as one
-            after = f"({score}, m.sent, m.id) < (%s::real, %s, %s)"
-            where_params += [query.rank, rank, first, second]
-        elif mode is Mode.ARRIVAL:
-            where_params += [folders, -first, second, third]
-        else:
-            where_params += [first, second]
-        where = f"{condition} AND m.id <= %s AND {after}"
-        where_params.insert(len(params), highest)
-    if mode is Mode.RANKED:
-        order_by = "2 DESC, m.sent DESC, m.id DESC"
-    tail = "0, 0"
+        order_by, after = "k1 DESC, k2, k3", "(-k1, k2, k3) > (%s, %s, %s)"
+    else:  # ranked: the rank, then the sent date; else the sent date or the UID; then the row id
+        keys = ("m.uid" if mode is Mode.UID else "m.sent") + ", m.id, 0"
+        order_by, after = "k1 DESC, id DESC", "(k1, id) < (%s, %s)"
+        if mode is Mode.RANKED:
+            order_by, after = "rank DESC, k1 DESC, id DESC", "(rank, k1, id) < (%s::real, %s, %s)"
+    hits = f"WITH h(id, rank, k1, k2, k3) AS MATERIALIZED (SELECT m.id, {score}, {keys} {_SOURCE} WHERE {condition})"
+    scanned = [*score_params, *key_params, *params]
     if last is None:
-        tail = "(SELECT coalesce(max(id), 0) FROM messages), " + ("count(*) OVER ()" if counted else "0")
-    return conn.execute(
-        f"SELECT m.id, {score}, {', '.join(keys)}, {tail} {_SOURCE} WHERE {where} "
-        f"ORDER BY {order_by} LIMIT %s OFFSET %s",
-        [*score_params, *key_params, *where_params, limit + 1, offset],
+        rows = conn.execute(
+            f"{hits} SELECT id, rank, k1, k2, k3, count(*) OVER (), "
+            "(SELECT coalesce(max(id), 0) FROM messages) FROM h "
+            f"ORDER BY {order_by} LIMIT %s OFFSET %s",
+            [*scanned, limit + 1, offset],
+        ).fetchall()
+        if not rows and offset:  # past the end: the count alone
+            count = conn.execute(f"{hits} SELECT count(*) FROM h", scanned).fetchone()
+            return _Found([], int(count[0]) if count else 0, 0, 0)
+        total, top = (int(rows[0][5]), int(rows[0][6])) if rows else (0, 0)
+        return _Found([row[:5] for row in rows], total, 0, top)
+    assert highest is not None
+    rank, first, second, third = last
+    bound = [rank, first, second] if mode is Mode.RANKED else [first, second]
+    if mode is Mode.ARRIVAL:
+        bound = [-first, second, third]
+    rows = conn.execute(
+        f"{hits} SELECT c.then, c.newer, p.id, p.rank, p.k1, p.k2, p.k3 FROM "
+        "(SELECT count(*) FILTER (WHERE id <= %s) AS then, count(*) FILTER (WHERE id > %s) AS newer FROM h) c "
+        f"LEFT JOIN LATERAL (SELECT * FROM h WHERE id <= %s AND {after} ORDER BY {order_by} LIMIT %s) p "
+        "ON TRUE",
+        [*scanned, highest, highest, highest, *bound, limit + 1],
     ).fetchall()
+    then, newer = (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
+    return _Found([row[2:] for row in rows if row[2] is not None], then, newer, highest)
 
 
-def _page(
-    conn: Scoped,
-    rows: list[tuple[Any, ...]],
-    mode: Mode,
-    highest: int,
-    total: int,
-    folders: list[str],
-    limit: int,
-    *,
-    newer: int = 0,
-) -> HitPage:
-    chosen = rows[:limit]
+def _page(conn: Scoped, found: _Found, mode: Mode, highest: int, folders: list[str], limit: int) -> HitPage:
+    chosen = found.rows[:limit]
     resume = None
-    if len(rows) > limit and chosen:
-        _, rank, first, second, third, *_ = chosen[-1]
+    if len(found.rows) > limit and chosen:
+        _, rank, first, second, third = chosen[-1]
         resume = _RESUME.pack(mode, highest, float(rank), int(first), int(second), int(third))
     hits = rows_of(conn, [int(row[0]) for row in chosen], [-float(row[1]) for row in chosen])
     unweighted = mode is Mode.UNWEIGHTED and bool(hits)
-    return HitPage(hits, total, folders, unweighted=unweighted, keyed=Keyed(resume, newer))
+    keyed = Keyed(resume, found.newer)
+    return HitPage(hits, found.total, folders, unweighted=unweighted, keyed=keyed)
 
 
 def _resumed(after: bytes, order: Order, query: PgQuery) -> tuple[Mode, int, tuple[float, int, int, int]]:
