@@ -141,7 +141,7 @@ def test_rows_written_without_the_counts_keep_them_exact_and_a_common_word_is_li
     them. A word in most messages, its count kept, is listed newest first with its exact total, read
     from the counts (the rows' own count is not asked again: its statement would fail here)."""
     monkeypatch.setattr("mail_imap_mcp.index.postgres_counts.COUNTED_FROM", 3)
-    monkeypatch.setattr("mail_imap_mcp.index.postgres_store.UNWEIGHTED_MATCHES", 3)
+    monkeypatch.setattr("mail_imap_mcp.index.postgres_pages.UNWEIGHTED_MATCHES", 3)
     store = engine.location(f"c{next(_schemas)}", ACCOUNT).open().store
     assert isinstance(store, PostgresStore)
     try:

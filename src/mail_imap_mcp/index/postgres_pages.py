@@ -1,7 +1,8 @@
 """A page of the PostgreSQL index, by key: a later page goes on after the previous page's last row.
 
-A first page lists its rows in its order and notes the highest row id of the index as it read them (one
-statement, one snapshot). Each page's last row's sort key, the order (:class:`Mode`) and that row id are
+A page counts its matches apart (their kept count where :mod:`.postgres_counts` keeps one), then lists
+its rows in its order; a first page notes the highest row id of the index as it read them (in the same
+statement: one snapshot). Each page's last row's sort key, the order (:class:`Mode`) and that row id are
 its :attr:`~.store.Keyed.resume`; the next page is ``WHERE (key) < (last key) AND id <= highest ORDER
 BY key LIMIT n``: no OFFSET to walk past, no places kept. A row's key never changes while it is stored,
 so a message that matches on every page comes exactly once, in the first page's order, however many
@@ -21,11 +22,9 @@ from __future__ import annotations
 import enum
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-import psycopg
-
+from mail_imap_mcp.index.postgres_counts import Scoped, keep_count, kept_total
 from mail_imap_mcp.index.postgres_query import PgQuery
 from mail_imap_mcp.index.sqlite_ranking import UNWEIGHTED_MATCHES
 from mail_imap_mcp.index.store import (
@@ -40,15 +39,6 @@ from mail_imap_mcp.index.store import (
     flag_names,
     unpack_texts,
 )
-
-
-class Scoped(Protocol):
-    """A connection whose statements name one index's tables (:class:`.postgres_store.Scoped`)."""
-
-    def execute(
-        self, statement: str, params: Sequence[object] | None = None
-    ) -> psycopg.Cursor[tuple[Any, ...]]: ...
-
 
 #: ``ts_rank``'s weights of D, C, B and A.
 RANK_WEIGHTS = "{0.1, 0.2, 0.4, 1.0}"
@@ -82,42 +72,53 @@ _RESUME = struct.Struct("<BqfqqQ")
 assert _RESUME.size <= RESUME_BYTES
 
 
-def page_of(conn: Scoped, query: PgQuery, ask: PageAsk) -> HitPage:
+def page_of(conn: Scoped, query: PgQuery, ask: PageAsk, writer_lock: str) -> HitPage:
     """The page ``ask`` of ``query`` (its folders in the search's order), by key (see the module's text):
-    the page's rows and one more (does a row follow?) with the count of the matches, in one statement."""
+    the count of the matches (kept, :mod:`.postgres_counts`, or counted apart; ``writer_lock``: the index's
+    writers' lock, taken to start keeping one), then the page's rows and one more (does a row follow?)."""
     folders, order, limit, offset = list(ask["folders"]), ask["order"], ask["limit"], ask["offset"]
     places, after = ask.get("places"), ask.get("after")
     condition = f"f.name = ANY(%s) AND ({query.where})"
     params: list[object] = [folders, *query.params]
+    total = _matches(conn, query, folders, writer_lock)
     if places is not None:  # a later page of a cursor whose first page kept places (an earlier release)
-        matches = int(conn.execute(f"SELECT count(*) {_SOURCE} WHERE {condition}", params).fetchone()[0])  # type: ignore[index]
         found = _still_matching(conn, query, _ids_at(conn, places))
-        return HitPage(rows_of(conn, found, [0.0] * len(found)), matches, folders)
+        return HitPage(rows_of(conn, found, [0.0] * len(found)), total, folders)
     if after:
         mode, highest, last = _resumed(after, order, query)
-        listed = _listed(conn, query, mode, condition, params, folders, limit, highest=highest, last=last)
-        return _page(conn, listed, mode, highest, folders, limit)
+        # The rows added since the first page, read by the primary key (a few), then tested.
+        newer = conn.execute(
+            "WITH m AS MATERIALIZED (SELECT * FROM messages WHERE id > %s) "
+            f"SELECT count(*) FROM m JOIN folders f ON f.id = m.folder WHERE {condition}",
+            [highest, *params],
+        ).fetchone()
+        added = int(newer[0]) if newer else 0
+        rows = _listed(conn, query, mode, condition, params, folders, limit, highest=highest, last=last)
+        return _page(conn, rows, mode, highest, total - added, folders, limit, newer=added)
     mode = {"date": Mode.NEWEST, "uid": Mode.UID, "arrival": Mode.ARRIVAL}.get(order, Mode.RANKED)
     if mode is Mode.RANKED and query.rank is None:
         mode = Mode.NEWEST
     if mode is Mode.RANKED and query.conjunctive:  # SQLite's rule: every word in most messages, newest first
-        total = int(conn.execute(f"SELECT count(*) {_SOURCE} WHERE {condition}", params).fetchone()[0])  # type: ignore[index]
         stored = int(conn.execute("SELECT coalesce(sum(messages), 0) FROM folders").fetchone()[0])  # type: ignore[index]
         if total >= UNWEIGHTED_MATCHES and total * 2 > stored:
             mode = Mode.UNWEIGHTED
-    listed = _listed(conn, query, mode, condition, params, folders, limit, offset=offset)
-    return _page(conn, listed, mode, listed.highest, folders, limit)
+    rows = _listed(conn, query, mode, condition, params, folders, limit, offset=offset)
+    highest = int(rows[0][-1]) if rows else 0
+    return _page(conn, rows, mode, highest, total, folders, limit)
 
 
-@dataclass
-class _Found:
-    """A page's rows and one more, each ``(id, rank, k1, k2, k3)``; the matches among the rows up to the
-    first page's highest row id and above it; that id."""
-
-    rows: list[tuple[Any, ...]]
-    total: int
-    newer: int
-    highest: int
+def _matches(conn: Scoped, query: PgQuery, folders: list[str], writer_lock: str) -> int:
+    """How many messages of ``folders`` match ``query``: its kept count, else counted over every match's
+    row (and kept from then on where it qualifies, :mod:`.postgres_counts`)."""
+    kept = kept_total(conn, query, folders)
+    if kept is not None:
+        return kept
+    row = conn.execute(
+        f"SELECT count(*) {_SOURCE} WHERE f.name = ANY(%s) AND ({query.where})", [folders, *query.params]
+    ).fetchone()
+    total = int(row[0]) if row is not None else 0
+    keep_count(conn, query, total, writer_lock)
+    return total
 
 
 def _listed(
@@ -132,65 +133,63 @@ def _listed(
     offset: int = 0,
     highest: int | None = None,
     last: tuple[float, int, int, int] | None = None,
-) -> _Found:
-    """The page's rows and one more: after ``last`` among rows up to ``highest`` (a later page), else
-    from ``offset`` with the index's highest row id. Every match is read once, by the query's own plan
-    (the GIN index), into a materialized set, then counted and ordered: an index of the order walked
-    with the condition as a filter (what the planner picks for a small LIMIT) reads every message when
-    the words are rare."""
+) -> list[tuple[Any, ...]]:
+    """The page's rows and one more, each ``(id, rank, k1, k2, k3, highest id)``: after ``last`` among rows
+    up to ``highest`` (a later page), else from ``offset`` with the index's highest row id, read in the
+    same statement. Never counted here: a count over the window of the ordered rows reads every match
+    (and made the planner walk the sent dates' index with the words as a filter, reading every message)."""
     score, score_params = "0.0::real", []
     if mode is Mode.RANKED:
         score, score_params = f"ts_rank('{RANK_WEIGHTS}', m.terms, %s::tsquery)", [query.rank]
     key_params: list[object] = []
+    bound_params: list[object] = []
     if mode is Mode.ARRIVAL:
         keys = "m.arrival, array_position(%s::text[], f.name), m.uid"
         key_params = [folders]
-        order_by, after = "k1 DESC, k2, k3", "(-k1, k2, k3) > (%s, %s, %s)"
+        order_by = "m.arrival DESC, 4, m.uid"
+        after = "(-m.arrival, array_position(%s::text[], f.name), m.uid) > (%s, %s, %s)"
+        bound_params = [folders]
     else:  # ranked: the rank, then the sent date; else the sent date or the UID; then the row id
-        keys = ("m.uid" if mode is Mode.UID else "m.sent") + ", m.id, 0"
-        order_by, after = "k1 DESC, id DESC", "(k1, id) < (%s, %s)"
+        key = "m.uid" if mode is Mode.UID else "m.sent"
+        keys, order_by = f"{key}, m.id, 0", f"{key} DESC, m.id DESC"
+        after = f"({key}, m.id) < (%s, %s)"
         if mode is Mode.RANKED:
-            order_by, after = "rank DESC, k1 DESC, id DESC", "(rank, k1, id) < (%s::real, %s, %s)"
-    hits = f"WITH h(id, rank, k1, k2, k3) AS MATERIALIZED (SELECT m.id, {score}, {keys} {_SOURCE} WHERE {condition})"
-    scanned = [*score_params, *key_params, *params]
-    if last is None:
-        rows = conn.execute(
-            f"{hits} SELECT id, rank, k1, k2, k3, count(*) OVER (), "
-            "(SELECT coalesce(max(id), 0) FROM messages) FROM h "
-            f"ORDER BY {order_by} LIMIT %s OFFSET %s",
-            [*scanned, limit + 1, offset],
-        ).fetchall()
-        if not rows and offset:  # past the end: the count alone
-            count = conn.execute(f"{hits} SELECT count(*) FROM h", scanned).fetchone()
-            return _Found([], int(count[0]) if count else 0, 0, 0)
-        total, top = (int(rows[0][5]), int(rows[0][6])) if rows else (0, 0)
-        return _Found([row[:5] for row in rows], total, 0, top)
-    assert highest is not None
-    rank, first, second, third = last
-    bound = [rank, first, second] if mode is Mode.RANKED else [first, second]
-    if mode is Mode.ARRIVAL:
-        bound = [-first, second, third]
-    rows = conn.execute(
-        f"{hits} SELECT c.then, c.newer, p.id, p.rank, p.k1, p.k2, p.k3 FROM "
-        "(SELECT count(*) FILTER (WHERE id <= %s) AS then, count(*) FILTER (WHERE id > %s) AS newer FROM h) c "
-        f"LEFT JOIN LATERAL (SELECT * FROM h WHERE id <= %s AND {after} ORDER BY {order_by} LIMIT %s) p "
-        "ON TRUE",
-        [*scanned, highest, highest, highest, *bound, limit + 1],
+            order_by = "2 DESC, m.sent DESC, m.id DESC"
+            after, bound_params = f"({score}, m.sent, m.id) < (%s::real, %s, %s)", [query.rank]
+    where, where_params = condition, list(params)
+    if last is not None:
+        rank, first, second, third = last
+        bound: list[object] = [rank, first, second] if mode is Mode.RANKED else [first, second]
+        if mode is Mode.ARRIVAL:
+            bound = [-first, second, third]
+        where = f"{condition} AND m.id <= %s AND {after}"
+        where_params += [highest, *bound_params, *bound]
+    return conn.execute(
+        f"SELECT m.id, {score}, {keys}, (SELECT coalesce(max(id), 0) FROM messages) {_SOURCE} "
+        f"WHERE {where} ORDER BY {order_by} LIMIT %s OFFSET %s",
+        [*score_params, *key_params, *where_params, limit + 1, offset],
     ).fetchall()
-    then, newer = (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
-    return _Found([row[2:] for row in rows if row[2] is not None], then, newer, highest)
 
 
-def _page(conn: Scoped, found: _Found, mode: Mode, highest: int, folders: list[str], limit: int) -> HitPage:
-    chosen = found.rows[:limit]
+def _page(
+    conn: Scoped,
+    rows: list[tuple[Any, ...]],
+    mode: Mode,
+    highest: int,
+    total: int,
+    folders: list[str],
+    limit: int,
+    *,
+    newer: int = 0,
+) -> HitPage:
+    chosen = rows[:limit]
     resume = None
-    if len(found.rows) > limit and chosen:
-        _, rank, first, second, third = chosen[-1]
+    if len(rows) > limit and chosen:
+        _, rank, first, second, third, _ = chosen[-1]
         resume = _RESUME.pack(mode, highest, float(rank), int(first), int(second), int(third))
     hits = rows_of(conn, [int(row[0]) for row in chosen], [-float(row[1]) for row in chosen])
     unweighted = mode is Mode.UNWEIGHTED and bool(hits)
-    keyed = Keyed(resume, found.newer)
-    return HitPage(hits, found.total, folders, unweighted=unweighted, keyed=keyed)
+    return HitPage(hits, total, folders, unweighted=unweighted, keyed=Keyed(resume, newer))
 
 
 def _resumed(after: bytes, order: Order, query: PgQuery) -> tuple[Mode, int, tuple[float, int, int, int]]:

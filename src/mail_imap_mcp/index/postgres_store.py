@@ -283,7 +283,7 @@ class PostgresStore:
         return PendingSearch(self._searches.submit(self._page_of, self.compiler.compile(query), ask))
 
     def _page_of(self, query: PgQuery, ask: PageAsk) -> HitPage:
-        return self._read(lambda conn: page_of(conn, query, ask))
+        return self._read(lambda conn: page_of(conn, query, ask, writer_lock(self.schema)))
 
     def wait_for_writers(self, seconds: float) -> None:
         self._writer_wait_ms = max(int(seconds * 1000), 1)
