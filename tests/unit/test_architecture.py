@@ -221,13 +221,13 @@ def test_sockets_tls_and_sasl_live_in_net_alone() -> None:
 
 def test_sqlite_is_reached_through_the_index_store_alone() -> None:
     """The local index keeps its engine behind one interface (``index/store.py``): only its SQLite
-    implementation (``index/sqlite_*.py``) imports ``sqlite3``, so a server-grade engine can replace it
-    in one place."""
+    implementation (``index/sqlite_*.py``, and ``index/tantivy_*.py`` that ranks beside it) imports
+    ``sqlite3``, so a server-grade engine can replace it in one place."""
     wrong = sorted(
         name
         for name, path in modules(SRC, PACKAGE).items()
         if any(target == "sqlite3" or target.startswith("sqlite3.") for target in imported(path, name))
-        and not name.startswith("mail_imap_mcp.index.sqlite_")
+        and not name.startswith(("mail_imap_mcp.index.sqlite_", "mail_imap_mcp.index.tantivy_"))
     )
     assert wrong == []
 
@@ -236,6 +236,7 @@ def test_sqlite_is_reached_through_the_index_store_alone() -> None:
 _ENGINE_MODULES = (
     "mail_imap_mcp.index.sqlite_",
     "mail_imap_mcp.index.postgres_",
+    "mail_imap_mcp.index.tantivy_",
     "mail_imap_mcp.index.location",
 )
 

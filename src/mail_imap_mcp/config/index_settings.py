@@ -1,7 +1,8 @@
 """``[index]``: which engine keeps the local full-text indexes, and where.
 
 ``index_engine = "sqlite"`` (the default) keeps one file per account under ``[server] index_dir``;
-``"postgresql"`` keeps every index in one PostgreSQL database that every instance of a team deployment
+``"sqlite+tantivy"`` keeps the same files and ranks relevance pages with a Tantivy index of their text
+beside each (the ``tantivy`` extra); ``"postgresql"`` keeps every index in one PostgreSQL database that every instance of a team deployment
 shares (``index_url``), one schema per index. Whether an account keeps an index at all, how much of each
 message it reads and the freshness budget stay in ``[server]`` and the accounts (``index``,
 ``index_per_user``, ``index_text_bytes``...). The database password is a secret like every other
@@ -31,10 +32,11 @@ class IndexSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    index_engine: Literal["sqlite", "postgresql"] = Field(
+    index_engine: Literal["sqlite", "sqlite+tantivy", "postgresql"] = Field(
         default="sqlite",
         description='The engine of the indexes: "sqlite" (a file per account in [server] index_dir, for '
-        'one person) or "postgresql" (one database every instance of a team shares, index_url; needs the '
+        'one person), "sqlite+tantivy" (the same files, best-match pages ranked by a Tantivy index beside '
+        'each without scoring every match: for large mailboxes; needs the `tantivy` extra) or "postgresql" (one database every instance of a team shares, index_url; needs the '
         "`postgres` extra). Which accounts keep an index stays `index` in [server] or the account.",
     )
     index_url: str | None = Field(
@@ -72,7 +74,7 @@ class IndexSettings(BaseModel):
             raise ValueError(f"set at most one of {', '.join(given)}")
         if self.index_password_env is not None:
             check_env_names([self.index_password_env])
-        if self.index_engine == "sqlite":
+        if self.index_engine in ("sqlite", "sqlite+tantivy"):
             if self.index_url is not None or given:
                 raise ValueError('index_url and the password are for index_engine = "postgresql"')
             return self

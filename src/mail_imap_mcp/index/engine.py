@@ -61,7 +61,7 @@ class IndexLocation(Protocol):
 class IndexEngine(Protocol):
     """The engine every index of this server is kept in."""
 
-    #: ``sqlite`` or ``postgresql`` (``[index] index_engine``).
+    #: ``sqlite``, ``sqlite+tantivy`` or ``postgresql`` (``[index] index_engine``).
     name: str
     #: Every instance of a team deployment opens the same indexes (one sync each: :mod:`.lease`).
     shared: bool

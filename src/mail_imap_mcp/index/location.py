@@ -102,18 +102,19 @@ def _prepare(path: Path) -> None:
     _check_private(path)
 
 
-def open_index(path: Path, identity: str | None = None) -> Opened:
+def open_index(path: Path, identity: str | None = None, kind: type[SqliteStore] = SqliteStore) -> Opened:
     """The index at ``path`` of the account ``identity`` names (:func:`account_identity`; None: not
-    checked): made where missing, moved aside and made again where unusable or another account's. A
-    write refused (:class:`IndexWriteFailed`: a full disk) leaves the file where it is."""
+    checked), a store of ``kind``: made where missing, moved aside and made again where unusable or
+    another account's. A write refused (:class:`IndexWriteFailed`: a full disk) leaves the file where it
+    is."""
     _prepare(path)
     try:
-        return Opened(SqliteStore(path, identity=identity))
+        return Opened(kind(path, identity=identity))
     except IndexUnusable as exc:
         warning = f"the index file was unusable ({exc}); it was moved to {move_aside(path)} and is being built again"
         log.warning("%s", warning)
         _prepare(path)
-        return Opened(SqliteStore(path, identity=identity), warning)
+        return Opened(kind(path, identity=identity), warning)
 
 
 def delete_index(path: Path) -> bool:

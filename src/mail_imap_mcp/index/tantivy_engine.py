@@ -1,0 +1,46 @@
+"""The ``sqlite+tantivy`` engine: the SQLite engine's files (:mod:`.sqlite_engine`: folders, flags,
+labels, attachments, every order but relevance, counts, freshness, locking), each with a Tantivy index of
+its text beside it (``<file>.tantivy``, :mod:`.tantivy_text`) that ranks relevance pages
+(:mod:`.tantivy_store`). The Tantivy index is derived data: moved aside or dropped with its file, and
+built again from the file's texts whenever it does not match it."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+
+from mail_imap_mcp.config import AccountConfig
+from mail_imap_mcp.index.engine import IndexLocation, Opened
+from mail_imap_mcp.index.location import open_index, user_index_paths
+from mail_imap_mcp.index.sqlite_engine import SqliteEngine, SqliteLocation
+from mail_imap_mcp.index.tantivy_store import TantivyStore
+from mail_imap_mcp.index.tantivy_text import text_dir
+
+
+@dataclass(frozen=True)
+class TantivyLocation(SqliteLocation):
+    """An index file and the Tantivy index beside it."""
+
+    def open(self) -> Opened:
+        return open_index(self.path, self.identity, TantivyStore)
+
+    def move_aside(self) -> str:
+        shutil.rmtree(text_dir(self.path), ignore_errors=True)  # built again from the file
+        return super().move_aside()
+
+    def drop(self) -> bool:
+        shutil.rmtree(text_dir(self.path), ignore_errors=True)
+        return super().drop()
+
+
+class TantivyEngine(SqliteEngine):
+    """:class:`~.engine.IndexEngine` of SQLite files in ``index_dir`` ranked by Tantivy."""
+
+    name = "sqlite+tantivy"
+
+    def location(self, account_id: str, account: AccountConfig, user: str | None = None) -> TantivyLocation:
+        plain = super().location(account_id, account, user)
+        return TantivyLocation(plain.path, plain.identity)
+
+    def user_locations(self, account_id: str) -> list[IndexLocation]:
+        return [TantivyLocation(path) for path in user_index_paths(self.index_dir, account_id)]

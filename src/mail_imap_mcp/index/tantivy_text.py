@@ -1,0 +1,211 @@
+"""The Tantivy index beside an SQLite index file (engine ``sqlite+tantivy``): the terms of each message's
+text columns, for ranked pages that score only what can still enter the page (Tantivy's top-k skips
+blocks of postings whose best possible score cannot, block-max WAND; the result is the one scoring every
+match gives).
+
+A directory ``<index file>.tantivy`` holds one document per message row of the SQLite file: its row id
+and folder id (indexed, fast fields) and one text field per column of :data:`~.store.TEXT_COLUMNS`, fed
+the SQLite index's own words (:class:`~.sqlite_tokens.Tokenizer`) joined by spaces and split again by
+Tantivy's ``whitespace`` tokenizer: the same words as FTS5's, positions kept for phrases. Nothing else of
+a message is here (no stored text, no flags): SQLite keeps it.
+
+One more document (``meta``) carries the SQLite generation the index matches (:class:`Generation`: an
+epoch drawn when the SQLite side was made, and a count of the row changes since): every commit replaces
+it in the same commit, so the index says which state of the SQLite file it is, after a crash too.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tantivy
+
+from mail_imap_mcp.index.sqlite_tokens import Tokenizer
+from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexWriteFailed
+from mail_imap_mcp.index.tantivy_query import FOLDER_FIELD, ID_FIELD
+
+log = logging.getLogger("mail_imap_mcp.index")
+
+#: The layout of the directory (a directory of another layout is built again).
+LAYOUT = 1
+#: Tantivy's writer memory (one thread): it writes a segment when full.
+WRITER_HEAP_BYTES = 48_000_000
+_META, _EPOCH, _GENERATION, _LAYOUT = "meta", "epoch", "generation", "layout"
+
+
+@dataclass(frozen=True)
+class Generation:
+    """Which state of the SQLite file an index matches: the file's ``epoch`` (drawn when its table of
+    generations was made) and its count of message rows added and removed since."""
+
+    epoch: str
+    count: int
+
+
+@dataclass(frozen=True)
+class Change:
+    """A message row added (``texts``: its columns) or removed from the SQLite file."""
+
+    row_id: int
+    folder: int
+    texts: Sequence[str] | None
+
+
+def text_dir(index_file: Path) -> Path:
+    """The directory of the Tantivy index beside the SQLite file ``index_file``."""
+    return index_file.with_name(index_file.name + ".tantivy")
+
+
+def _schema() -> Any:
+    builder = tantivy.SchemaBuilder()
+    builder.add_unsigned_field(ID_FIELD, indexed=True, fast=True)
+    builder.add_unsigned_field(FOLDER_FIELD, indexed=True, fast=True)
+    builder.add_unsigned_field(_META, indexed=True)
+    builder.add_text_field(_EPOCH, stored=True, tokenizer_name="raw")
+    builder.add_unsigned_field(_GENERATION, stored=True)
+    builder.add_unsigned_field(_LAYOUT, stored=True)
+    for column in TEXT_COLUMNS:
+        builder.add_text_field(column, tokenizer_name="whitespace", index_option="position")
+    return builder.build()
+
+
+#: The schema of every Tantivy index of this layout.
+SCHEMA = _schema()
+
+
+def _term(field: str, value: int) -> Any:
+    """The documents whose unsigned ``field`` is ``value`` (a term of the schema's type: deleting by a
+    bare term of the binding took a Python int as signed, which deleted nothing)."""
+    return tantivy.Query.term_query(SCHEMA, field, value)
+
+
+class TextIndex:
+    """The Tantivy index of one SQLite file: its searcher, the generation it matches, and its writer
+    (taken at the first write, held until :meth:`close`: one process writes it at a time)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.tokenizer = Tokenizer()
+        self._guard = threading.Lock()
+        self._writer: Any = None
+        self.schema = SCHEMA
+        try:
+            self._index = self._open()
+        except (OSError, ValueError) as exc:  # damaged, or of another layout: built again
+            log.warning("the ranked text index %s was unreadable (%s); it is built again", directory, exc)
+            shutil.rmtree(directory, ignore_errors=True)
+            self._index = self._open()
+
+    def _open(self) -> Any:
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        index = tantivy.Index(self.schema, path=str(self.directory), reuse=True)
+        found = self._meta(index.searcher())
+        if found is not None and found.get(_LAYOUT) != [LAYOUT]:
+            raise ValueError(f"layout {found.get(_LAYOUT)}, not [{LAYOUT}]")
+        return index
+
+    @staticmethod
+    def _meta(searcher: Any) -> dict[str, list[Any]] | None:
+        hits = searcher.search(_term(_META, 1), 1).hits
+        if not hits:
+            return None
+        meta: dict[str, list[Any]] = searcher.doc(hits[0][1]).to_dict()
+        return meta
+
+    def searcher(self) -> tuple[Any, Generation | None]:
+        """A searcher of the last commit, and the generation it matches (None: none recorded)."""
+        searcher = self._index.searcher()
+        meta = self._meta(searcher)
+        if meta is None:
+            return searcher, None
+        return searcher, Generation(str(meta[_EPOCH][0]), int(meta[_GENERATION][0]))
+
+    def apply(self, changes: Iterable[Change], generation: Generation) -> None:
+        """Remove and add the rows of ``changes`` (in their order) and record ``generation``, in one
+        commit (:class:`IndexWriteFailed` when Tantivy refuses: its last commit stays)."""
+        with self._guard:
+            writer = self._take_writer()
+            try:
+                for change in changes:
+                    writer.delete_documents_by_query(_term(ID_FIELD, change.row_id))
+                    if change.texts is not None:
+                        writer.add_document(self.document(change.row_id, change.folder, change.texts))
+                self._commit(writer, generation)
+            except (OSError, ValueError, RuntimeError) as exc:
+                self._drop_writer()
+                raise IndexWriteFailed(f"{self.directory}: {exc}") from exc
+
+    def rebuild(self, rows: Iterable[tuple[int, int, Sequence[str]]], generation: Generation) -> int:
+        """Every document replaced by those of ``rows`` (row id, folder id, texts), recorded as
+        ``generation``; how many there are."""
+        with self._guard:
+            writer = self._take_writer()
+            count = 0
+            try:
+                writer.delete_all_documents()
+                for row_id, folder, texts in rows:
+                    writer.add_document(self.document(row_id, folder, texts))
+                    count += 1
+                self._commit(writer, generation)
+            except (OSError, ValueError, RuntimeError) as exc:
+                self._drop_writer()
+                raise IndexWriteFailed(f"{self.directory}: {exc}") from exc
+            return count
+
+    def document(self, row_id: int, folder: int, texts: Sequence[str]) -> Any:
+        """The document of one message row."""
+        document = tantivy.Document()
+        document.add_unsigned(ID_FIELD, row_id)
+        document.add_unsigned(FOLDER_FIELD, folder)
+        for column, text in zip(TEXT_COLUMNS, texts, strict=True):
+            if text:
+                words = self.tokenizer.words(text)
+                if words:
+                    document.add_text(column, " ".join(words))
+        return document
+
+    def _take_writer(self) -> Any:
+        if self._writer is None:
+            try:
+                self._writer = self._index.writer(WRITER_HEAP_BYTES, 1)
+            except ValueError as exc:  # another process holds the directory's lock
+                raise IndexWriteFailed(
+                    f"{self.directory} is being written by another process: {exc}"
+                ) from exc
+        return self._writer
+
+    def _drop_writer(self) -> None:
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            try:
+                writer.rollback()
+            except (OSError, ValueError, RuntimeError) as exc:
+                log.debug("rolling back %s: %s", self.directory, exc)
+
+    def _commit(self, writer: Any, generation: Generation) -> None:
+        writer.delete_documents_by_query(_term(_META, 1))
+        meta = tantivy.Document()
+        meta.add_unsigned(_META, 1)
+        meta.add_text(_EPOCH, generation.epoch)
+        meta.add_unsigned(_GENERATION, generation.count)
+        meta.add_unsigned(_LAYOUT, LAYOUT)
+        writer.add_document(meta)
+        writer.commit()
+        self._index.reload()
+
+    def close(self) -> None:
+        """Let go of the writer (and its lock), waiting for its merges."""
+        with self._guard:
+            writer, self._writer = self._writer, None
+            if writer is not None:
+                try:
+                    writer.wait_merging_threads()
+                except (OSError, ValueError, RuntimeError) as exc:
+                    log.debug("closing the writer of %s: %s", self.directory, exc)
+        self.tokenizer.close()
