@@ -205,8 +205,8 @@ class PostgresServer:
 
 #: The environment variable the tests' configs read the database password from (a secret as any).
 PASSWORD_ENV = "MAIL_IMAP_MCP_TEST_INDEX_PASSWORD"
-#: The engines the index suite runs on.
-ENGINES = ("sqlite", "postgresql")
+#: The engines the index suite runs on (``sqlite+tantivy``: SQLite files ranked by Tantivy, issue 51).
+ENGINES = ("sqlite", "sqlite+tantivy", "postgresql")
 #: The ``index_engine`` fixture: an engine's name, and the PostgreSQL of the session for ``postgresql``.
 IndexEngineParam = tuple[str, "PostgresServer | None"]
 
@@ -233,10 +233,13 @@ def index_table(server: PostgresServer) -> dict[str, str]:
 
 def on_engine(config: Any, engine: str, server: PostgresServer | None) -> Any:
     """``config`` (a :class:`~mail_imap_mcp.config.Config`) with its indexes in ``engine``."""
+    from mail_imap_mcp.config import IndexSettings
+
     if engine == "sqlite":
         return config
+    if engine == "sqlite+tantivy":
+        return config.model_copy(update={"index": IndexSettings(index_engine="sqlite+tantivy")})
     assert server is not None
-    from mail_imap_mcp.config import IndexSettings
 
     return config.model_copy(update={"index": IndexSettings.model_validate(index_table(server))})
 

@@ -44,7 +44,7 @@ from mail_imap_mcp.index.store import (
     unpack_texts,
 )
 from mail_imap_mcp.index.tantivy_query import ID_FIELD, RankedText, compile_tantivy, in_folders
-from mail_imap_mcp.index.tantivy_text import Change, Generation, TextIndex, text_dir
+from mail_imap_mcp.index.tantivy_text import Change, Generation, open_text_index, text_dir
 from mail_imap_mcp.query.tree import Query
 
 log = logging.getLogger("mail_imap_mcp.index")
@@ -86,11 +86,12 @@ class TantivyStore(SqliteStore):
                     self._db.execute(
                         "INSERT INTO ranked_generation(epoch, count) VALUES (?, 0)", (uuid.uuid4().hex,)
                     )
-            self.text = TextIndex(text_dir(path))
+            self.text = open_text_index(text_dir(path))
         except BaseException:
             super().close()
             raise
-        self._catch_up(self._generation(self._db))
+        with self.text.writing:
+            self._catch_up(self._generation(self._db))
 
     # -- writes -------------------------------------------------------------------------------------
 
@@ -101,6 +102,10 @@ class TantivyStore(SqliteStore):
 
     def _written(self, write: Callable[[], T], messages: Sequence[IndexedMessage] = ()) -> T:
         """``write`` (a write of the SQLite store) in one transaction, then its rows in Tantivy."""
+        with self.text.writing:
+            return self._write_both(write, messages)
+
+    def _write_both(self, write: Callable[[], T], messages: Sequence[IndexedMessage]) -> T:
         with self._transaction():
             before = self._generation(self._db)
             done = write()

@@ -87,11 +87,16 @@ def _term(field: str, value: int) -> Any:
 
 class TextIndex:
     """The Tantivy index of one SQLite file: its searcher, the generation it matches, and its writer
-    (taken at the first write, held until :meth:`close`: one process writes it at a time)."""
+    (taken at the first write, held until :meth:`close`: one process writes it at a time). The stores of
+    one file in a process share one (:func:`open_text_index`): Tantivy allows one writer per directory."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.tokenizer = Tokenizer()
+        #: Held by a store across a write's SQLite transaction and its Tantivy commit, so that two
+        #: stores of the file in this process commit in the same order on both sides.
+        self.writing = threading.RLock()
+        self._users = 0
         self._guard = threading.Lock()
         self._writer: Any = None
         self.schema = SCHEMA
@@ -200,7 +205,13 @@ class TextIndex:
         self._index.reload()
 
     def close(self) -> None:
-        """Let go of the writer (and its lock), waiting for its merges."""
+        """One store less uses it; the last one lets go of the writer (and its lock), waiting for its
+        merges."""
+        with _open_guard:
+            self._users -= 1
+            if self._users > 0:
+                return
+            _open.pop(self.directory, None)
         with self._guard:
             writer, self._writer = self._writer, None
             if writer is not None:
@@ -209,3 +220,19 @@ class TextIndex:
                 except (OSError, ValueError, RuntimeError) as exc:
                     log.debug("closing the writer of %s: %s", self.directory, exc)
         self.tokenizer.close()
+
+
+_open: dict[Path, TextIndex] = {}
+_open_guard = threading.Lock()
+
+
+def open_text_index(directory: Path) -> TextIndex:
+    """The Tantivy index in ``directory``, shared by every store of it in this process (each closes it
+    once)."""
+    key = directory.expanduser().resolve()
+    with _open_guard:
+        found = _open.get(key)
+        if found is None:
+            found = _open[key] = TextIndex(key)
+        found._users += 1
+        return found
