@@ -17,8 +17,16 @@ this engine too (``index_engine``)."""
 from __future__ import annotations
 
 import itertools
+import logging
+import os
+import random
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -32,9 +40,13 @@ from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage, IndexStore, 
 from mail_imap_mcp.index.tantivy_engine import TantivyEngine
 from mail_imap_mcp.index.tantivy_query import ID_FIELD, compile_tantivy, in_folders
 from mail_imap_mcp.index.tantivy_store import TantivyStore
+from mail_imap_mcp.index.tantivy_text import TextIndex, text_dir
 from mail_imap_mcp.query.tree import AllOf, AnyOf, Contains, HasFlag, Query
 from tests.integration.test_index_postgres import HOSTILE
 from tests.pure.test_index_fts5 import messages, trees
+from tests.support.index_clients import indexed_client
+from tests.support.mailgen import plain_message
+from tests.support.matrix import MatrixServer
 
 ACCOUNT = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
 #: Few words, repeated: many messages score alike, so ties at a page's edge are common.
@@ -186,3 +198,173 @@ def test_the_same_words_as_sqlite_accents_case_and_syntax_alike(
         Contains("text", "creme"), folders=["Words"], order="relevance", limit=9, offset=0
     )
     assert [hit.uid for hit in page.hits] == [1]
+
+
+# -- the two indexes stay one ----------------------------------------------------------------------------
+
+WRITER = """
+import random, sys, time
+from pathlib import Path
+from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
+from mail_imap_mcp.index import tantivy_text
+from mail_imap_mcp.index.tantivy_store import TantivyStore
+
+path, pause = Path(sys.argv[1]), sys.argv[2] == "pause"
+words = ("alpha", "beta", "gamma", "delta")
+store = TantivyStore(path)
+state = store.start_folder("F", 1)
+uid = max(store.uids("F"), default=0)
+print("ready", flush=True)
+if pause:  # stop between SQLite's commit and Tantivy's, and say so: the parent kills it there
+    def stopped(self, changes, generation):
+        print("between", flush=True)
+        time.sleep(60)
+    tantivy_text.TextIndex.apply = stopped
+rng = random.Random(uid)
+while True:
+    batch = []
+    for uid in range(uid + 1, uid + 41):
+        body = " ".join(rng.choices(words, k=6))
+        texts = tuple(body if c == "body" else "" for c in TEXT_COLUMNS)
+        batch.append(IndexedMessage(uid, 1000 + uid, 20260101, 10, (), False, texts))
+    store.put(state, batch)
+    store.update(state, flags={}, removed=rng.sample(store.uids("F"), 4))
+"""
+
+
+def run_writer(path: Path, mode: str) -> subprocess.Popen[str]:
+    child = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path), mode],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "ready"
+    return child
+
+
+def assert_one_index(path: Path) -> bool:
+    """Open the store (rebuilding the Tantivy index where it is behind) and check that it ranks what
+    SQLite finds; whether it was behind before the open."""
+    behind = TextIndex(text_dir(path))
+    try:
+        _, before = behind.searcher()
+    finally:
+        behind.close()
+    store = TantivyStore(path)
+    try:
+        _, recorded = store.text.searcher()
+        assert recorded == store._generation(store._db)
+        for word in ("alpha", "beta", "gamma", "delta"):
+            query = Contains("text", word)
+            ranked = store.search(query, folders=["F"], order="relevance", limit=100_000, offset=0)
+            plain_page = SqliteStore.search(
+                store, query, folders=["F"], order="date", limit=100_000, offset=0
+            )
+            assert sorted(hit.uid for hit in ranked.hits) == sorted(hit.uid for hit in plain_page.hits)
+            assert ranked.total == plain_page.total == len(ranked.hits)
+            assert any(hit.rank != 0 for hit in ranked.hits)  # Tantivy's scores, not FTS5's listing
+        return before != recorded
+    finally:
+        store.close()
+
+
+def test_killed_between_the_two_commits_the_next_open_rebuilds_from_sqlite(tmp_path: Path) -> None:
+    path = tmp_path / "killed.sqlite3"
+    child = run_writer(path, "pause")
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "between"  # SQLite has the batch, Tantivy does not
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
+    store = SqliteStore(path)
+    assert len(store.uids("F")) == 40
+    store.close()
+    assert assert_one_index(path)  # it was behind: rebuilt
+
+
+def test_killed_at_random_moments_while_writing_the_indexes_stay_one(tmp_path: Path) -> None:
+    path = tmp_path / "killed.sqlite3"
+    rng = random.Random(51)
+    behind = 0
+    for _ in range(5):
+        child = run_writer(path, "write")
+        time.sleep(rng.uniform(0.2, 1.5))
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        behind += assert_one_index(path)
+    print(f"the Tantivy index was behind after {behind} of 5 kills")
+    store = SqliteStore(path)
+    assert len(store.uids("F")) > 40  # the writers got somewhere
+    store.close()
+
+
+def message(uid: int, body: str) -> IndexedMessage:
+    return IndexedMessage(uid, 2000 + uid, 20260101, 10, (), False, texts("", body))
+
+
+def test_a_write_of_another_engine_is_ranked_by_fts5_until_the_next_write_rebuilds(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="mail_imap_mcp.index")
+    path = tmp_path / "shared.sqlite3"
+    ranked = TantivyStore(path)
+    try:
+        state = ranked.start_folder("F", 1)
+        ranked.put(state, [message(1, "kiwi apple"), message(2, "apple")])
+        other = SqliteStore(path)  # the plain SQLite engine on the same file (the user switched back)
+        other.put(other.start_folder("F", 1), [message(3, "kiwi kiwi")])
+        other.close()
+        caplog.clear()
+        page = ranked.search(Contains("text", "kiwi"), folders=["F"], order="relevance", limit=10, offset=0)
+        assert sorted(hit.uid for hit in page.hits) == [1, 3]  # found: FTS5 ranked it
+        assert "FTS5 ranks this page" in caplog.text
+        ranked.put(state, [message(4, "kiwi")])  # its own write finds Tantivy behind: rebuilt
+        caplog.clear()
+        page = ranked.search(Contains("text", "kiwi"), folders=["F"], order="relevance", limit=10, offset=0)
+        assert sorted(hit.uid for hit in page.hits) == [1, 3, 4]
+        assert page.hits[0].uid == 3  # twice the word in the shortest body: Tantivy's BM25 ranks it first
+        assert "FTS5" not in caplog.text
+    finally:
+        ranked.close()
+
+
+# -- through the MCP server --------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_ranked_page_through_mcp_comes_from_tantivy(
+    dovecot: MatrixServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="mail_imap_mcp.index")
+    user = dovecot.new_user()
+    dovecot.seed(
+        user,
+        "INBOX",
+        [
+            plain_message(f"note {n} {'quincewords' if n % 3 == 0 else ''}", f"body {n} says quincewords\r\n")
+            for n in range(9)
+        ]
+        + [plain_message(f"other {n}", "nothing here\r\n") for n in range(4)],
+    )
+    async for mcp, _app, _config in indexed_client(dovecot, user, tmp_path, ("sqlite+tantivy", None)):
+        caplog.clear()
+        envelope = await mcp.call(
+            "imap_search_messages",
+            {"query": "quincewords", "sort": "relevance", "limit": 5, "fields": "full"},
+        )
+        data = envelope["data"]
+        assert envelope["summary"].endswith("best match first"), envelope["summary"]
+        assert data["total"] == 9
+        subjects = [m["subject"] for m in data["messages"]]
+        assert all("quincewords" in s for s in subjects[:3]) and not any(
+            "quincewords" in s for s in subjects[3:]
+        )
+        rest = await mcp.ok(
+            "imap_search_messages",
+            {"query": "quincewords", "sort": "relevance", "limit": 5, "cursor": data["next_cursor"]},
+        )
+        assert len(rest["messages"]) == 4
+        assert not {m["message_id"] for m in rest["messages"]} & {m["message_id"] for m in data["messages"]}
+        assert "FTS5 ranks" not in caplog.text
+    assert (tmp_path / "ix" / "default.sqlite3.tantivy" / "meta.json").exists()
