@@ -139,7 +139,11 @@ async def run(settings: Settings) -> int:
         from benchmark.index_engines import run_engines_bench
 
         run_engines_bench(
-            settings.index_messages, settings.index_folders, settings.out_dir, BENCH_DIR / "index-engines-run"
+            settings.index_messages,
+            settings.index_folders,
+            settings.out_dir,
+            BENCH_DIR / "index-engines-run",
+            settings.index_engines,
         )
         return 0
     if settings.index_only and settings.index_attachments:
@@ -332,7 +336,14 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
     parser.add_argument(
         "--index-engines-only",
         action="store_true",
-        help="the index in PostgreSQL beside SQLite on the same messages (--index-messages, --index-folders)",
+        help="the index in PostgreSQL and in SQLite ranked by Tantivy beside SQLite on the same messages "
+        "(--index-messages, --index-folders, --index-engines)",
+    )
+    parser.add_argument(
+        "--index-engines",
+        default="sqlite,postgresql",
+        help="--index-engines-only: the engines, comma-separated, sqlite first (sqlite, sqlite+tantivy, "
+        "postgresql)",
     )
     parser.add_argument(
         "--index-flags-only",
@@ -376,6 +387,7 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
         index_attachments=bool(args.index_attachments),
         index_flags_only=bool(args.index_flags_only),
         index_engines_only=bool(args.index_engines_only),
+        index_engines=tuple(args.index_engines.split(",")),
         flags_messages=args.flags_messages,
         team_only=bool(args.team_only),
         team_clients=args.team_clients,

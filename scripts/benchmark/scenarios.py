@@ -247,6 +247,8 @@ class Settings:
     index_flags_only: bool = False
     #: Only the index in PostgreSQL beside SQLite (benchmark/index_engines.py).
     index_engines_only: bool = False
+    #: The engines ``--index-engines-only`` compares (sqlite first).
+    index_engines: tuple[str, ...] = ("sqlite", "postgresql")
     flags_messages: int = 5_000
     team_only: bool = False
     team_clients: int = 8
