@@ -27,6 +27,17 @@ def test_without_an_index_table_the_engine_is_sqlite_in_the_servers_index_dir(tm
     assert config.index.index_engine == "sqlite"
 
 
+def test_sqlite_ranked_by_tantivy_is_chosen_by_its_name_in_the_servers_index_dir(tmp_path: Path) -> None:
+    from mail_imap_mcp.index.tantivy_engine import TantivyEngine
+
+    config = Config.model_validate(
+        {"server": {"index": True, "index_dir": str(tmp_path)}, "index": {"index_engine": "sqlite+tantivy"}}
+    )
+    engine = open_engine(config)
+    assert isinstance(engine, TantivyEngine) and engine.index_dir == tmp_path
+    assert engine.name == "sqlite+tantivy" and not engine.shared
+
+
 @pytest.mark.parametrize(
     ("table", "said"),
     [
@@ -59,6 +70,7 @@ def test_without_an_index_table_the_engine_is_sqlite_in_the_servers_index_dir(tm
             "environment variable",
         ),
         ({"index_engine": "elastic"}, "index_engine"),
+        ({"index_engine": "sqlite+tantivy", "index_url": URL}, 'for index_engine = "postgresql"'),
     ],
 )
 def test_a_wrong_index_table_is_refused_naming_the_setting(table: dict[str, str], said: str) -> None:

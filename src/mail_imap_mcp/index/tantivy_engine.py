@@ -1,8 +1,8 @@
 """The ``sqlite+tantivy`` engine: the SQLite engine's files (:mod:`.sqlite_engine`: folders, flags,
 labels, attachments, every order but relevance, counts, freshness, locking), each with a Tantivy index of
 its text beside it (``<file>.tantivy``, :mod:`.tantivy_text`) that ranks relevance pages
-(:mod:`.tantivy_store`). The Tantivy index is derived data: moved aside or dropped with its file, and
-built again from the file's texts whenever it does not match it."""
+(:mod:`.tantivy_store`). The Tantivy index is derived data: dropped with its file, and built again from
+the file's texts whenever it does not match it."""
 
 from __future__ import annotations
 
@@ -19,14 +19,12 @@ from mail_imap_mcp.index.tantivy_text import text_dir
 
 @dataclass(frozen=True)
 class TantivyLocation(SqliteLocation):
-    """An index file and the Tantivy index beside it."""
+    """An index file and the Tantivy index beside it (a file moved aside keeps it where it is: the new
+    file's epoch differs, so it is rebuilt from the new file, by a store of this process that may hold
+    it open)."""
 
     def open(self) -> Opened:
         return open_index(self.path, self.identity, TantivyStore)
-
-    def move_aside(self) -> str:
-        shutil.rmtree(text_dir(self.path), ignore_errors=True)  # built again from the file
-        return super().move_aside()
 
     def drop(self) -> bool:
         shutil.rmtree(text_dir(self.path), ignore_errors=True)
