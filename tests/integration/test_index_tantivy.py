@@ -27,12 +27,14 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mail_imap_mcp.config import AccountConfig
+from mail_imap_mcp.index import tantivy_topk
 from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.sqlite_engine import SqliteEngine
 from mail_imap_mcp.index.sqlite_store import SqliteStore
@@ -114,17 +116,19 @@ def every_match_scored(store: TantivyStore, query: Query, folder: str) -> list[i
     return [uid_of[row] for _, row in scored if uid_of[row] in matching]
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pytest.mark.parametrize("walk_after", [tantivy_topk._WALK_AFTER, 0])  # 0: a run at the edge is looked into
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(corpus=corpora(), query=ranked_trees())
 def test_property_the_top_20_is_every_match_scored_first_20_in_order(
-    tantivy_store: TantivyStore, corpus: list[IndexedMessage], query: Query
+    tantivy_store: TantivyStore, walk_after: int, corpus: list[IndexedMessage], query: Query
 ) -> None:
     # Other examples' folders are in the index: the page is this folder's alone.
     folder = f"Example {next(_example_folders)}"
     tantivy_store.put(tantivy_store.start_folder(folder, 1), corpus)
     expected = every_match_scored(tantivy_store, query, folder)
-    first = tantivy_store.search(query, folders=[folder], order="relevance", limit=20, offset=0, keep=60)
-    second = tantivy_store.search(query, folders=[folder], order="relevance", limit=20, offset=20)
+    with mock.patch.object(tantivy_topk, "_WALK_AFTER", walk_after):
+        first = tantivy_store.search(query, folders=[folder], order="relevance", limit=20, offset=0, keep=60)
+        second = tantivy_store.search(query, folders=[folder], order="relevance", limit=20, offset=20)
     assert [hit.uid for hit in first.hits] == expected[:20], query
     assert [hit.uid for hit in second.hits] == expected[20:40], query
     assert [uid for _, uid in first.places] == expected[:60]
@@ -132,6 +136,43 @@ def test_property_the_top_20_is_every_match_scored_first_20_in_order(
     assert not first.unweighted
     ranks = [hit.rank for hit in first.hits]
     assert ranks == sorted(ranks) and all(rank < 0 for rank in ranks)  # Tantivy's scores, best first
+
+
+def test_a_long_run_of_equal_scores_is_listed_newest_first(tmp_path: Path) -> None:
+    """Every message of one sender scores alike: the page is the run's newest, found among the newest
+    matches, and it is what every match scored gives."""
+    store = TantivyStore(tmp_path / "run.sqlite3")
+    try:
+        sender = tuple("Dmitri Volkov <dvolkov@example.org>" if c == "sender" else "" for c in TEXT_COLUMNS)
+        corpus = [
+            IndexedMessage(uid, 5_000 + (uid * 7919) % 1500, 20260101, 10, (), False, sender)
+            for uid in range(1, 1501)
+        ]
+        store.put(store.start_folder("F", 1), corpus)
+        store.put(store.start_folder("G", 1), corpus[:10])  # a second folder: the page is F's
+        looked: list[object] = []
+        real = tantivy_topk._through_the_run
+
+        def look(*args: object) -> object:
+            looked.append(real(*args))  # type: ignore[arg-type]
+            return looked[-1]
+
+        with mock.patch.object(tantivy_topk, "_through_the_run", look):
+            page = store.search(
+                Contains("from", "dvolkov"), folders=["F"], order="relevance", limit=20, offset=0, keep=30
+            )
+        assert looked and looked[0] is not None  # the run's newest were found among the newest matches
+        sent = {m.uid: m.sent for m in corpus}
+        newest = sorted(corpus, key=lambda m: -m.sent)[:30]
+        assert [hit.uid for hit in page.hits] == [m.uid for m in newest[:20]]
+        assert [uid for _, uid in page.places] == [m.uid for m in newest]
+        assert page.hits == sorted(page.hits, key=lambda hit: -sent[hit.uid])
+        assert [hit.uid for hit in page.hits] == every_match_scored(store, Contains("from", "dvolkov"), "F")[
+            :20
+        ]
+        assert page.total == 1500
+    finally:
+        store.close()
 
 
 @pytest.fixture(scope="module")

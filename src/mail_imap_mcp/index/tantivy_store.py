@@ -13,11 +13,12 @@ compares the counts in its snapshot and ranks with FTS5 where they differ, so an
 
 **Ranked pages** (``relevance`` with text to rank): Tantivy's best ``offset + limit`` (or ``keep``) by
 its BM25 (a sum over the columns, each column's weight a boost), equal scores by newest row id first,
-as SQLite's order breaks them; the page's total from Tantivy's count. A query with parts that are not
-text (flags, dates, negations: :class:`~.tantivy_query.RankedText` ``filtered``) takes Tantivy's best in
-growing rounds and keeps those SQLite's condition passes, until the page is certain (the last kept has a
-better score than anything not yet read) or :data:`FILTERED_READ_MOST` are read; past that (a condition
-that passes few of the matches) FTS5 ranks it, logged. Every other page (by date, arrival or UID, no
+as SQLite's order breaks them (:mod:`.tantivy_topk`); the page's total from Tantivy's count. A query with
+parts that are not text (flags, dates, negations: :class:`~.tantivy_query.RankedText` ``filtered``) takes
+Tantivy's best in growing rounds and keeps those SQLite's condition passes, until the page is certain
+(the last kept has a better score than anything not yet read) or :data:`~.tantivy_topk.READ_MOST` are
+read; past that (a condition that passes few of the matches) FTS5 ranks it, logged, and the total is
+FTS5's count. Every other page (by date, arrival or UID, no
 text, a later page's ``places``) is SQLite's own.
 """
 
@@ -28,7 +29,7 @@ import sqlite3
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar, Unpack
+from typing import TypeVar, Unpack
 
 from mail_imap_mcp.index.sqlite_errors import translated
 from mail_imap_mcp.index.sqlite_pages import page_task, rows_of
@@ -43,16 +44,13 @@ from mail_imap_mcp.index.store import (
     Place,
     unpack_texts,
 )
-from mail_imap_mcp.index.tantivy_query import ID_FIELD, RankedText, compile_tantivy, in_folders
+from mail_imap_mcp.index.tantivy_query import RankedText, compile_tantivy, in_folders
 from mail_imap_mcp.index.tantivy_text import Change, Generation, open_text_index, text_dir
+from mail_imap_mcp.index.tantivy_topk import Passing, best_matches
 from mail_imap_mcp.query.tree import Query
 
 log = logging.getLogger("mail_imap_mcp.index")
 
-#: Ranked rows read at most for a page whose query has conditions SQLite checks (then FTS5 ranks it).
-FILTERED_READ_MOST = 20_000
-#: Rows read beyond a page's own in the first round (a tie at the page's edge reads more).
-_MARGIN = 16
 _CHUNK = 400
 T = TypeVar("T")
 
@@ -229,13 +227,13 @@ class TantivyStore(SqliteStore):
         )
         best = max(offset + limit, keep)
         if ranked.filtered:
-            pairs = _best_passing(searcher, text, best, _condition(db, fts))
+            pairs = best_matches(searcher, self.text.schema, text, best, _condition(db, fts))
             if pairs is None:
                 log.info("the query's conditions pass few of its best matches: FTS5 ranks this page")
                 return page_task(stored, self._ranker, fts, ask)(db)
             total = _count(db, fts, stored, searched)
         else:
-            pairs = _best_passing(searcher, text, best, None)
+            pairs = best_matches(searcher, self.text.schema, text, best, None)
             assert pairs is not None
             total = searcher.search(text, 1, count=True).count
         chosen = pairs[offset : offset + limit]
@@ -247,33 +245,6 @@ class TantivyStore(SqliteStore):
             self.text.close()
         finally:
             super().close()
-
-
-Ranked = list[tuple[float, int]]
-Passing = Callable[[list[int]], set[int]]
-
-
-def _best_passing(searcher: Any, text: Any, best: int, passing: Passing | None) -> Ranked | None:
-    """The best ``best`` (score, row id) pairs of the matches of ``text`` that ``passing`` keeps (None:
-    every one), by score, equal scores by newest row id first; None when a filtered page needed more
-    than :data:`FILTERED_READ_MOST` rows read."""
-    wanted = best + _MARGIN if passing is None else max(best * 4, 200)
-    while True:
-        hits = searcher.search(text, wanted, count=False).hits
-        ids = searcher.fast_field_values(ID_FIELD, [address for _, address in hits])
-        pairs = [(float(score), int(row)) for (score, _), row in zip(hits, ids, strict=True)]
-        if passing is not None:
-            kept = passing([row for _, row in pairs])
-            pairs = [pair for pair in pairs if pair[1] in kept]
-        pairs.sort(key=lambda pair: (-pair[0], -pair[1]))
-        if len(hits) < wanted:  # every match read
-            return pairs[:best]
-        floor = float(hits[-1][0])  # no row not read scores above it
-        if best == 0 or (len(pairs) >= best and pairs[best - 1][0] > floor):
-            return pairs[:best]
-        if passing is not None and wanted >= FILTERED_READ_MOST:
-            return None
-        wanted *= 4
 
 
 def _condition(db: sqlite3.Connection, fts: Fts5Query) -> Passing:
