@@ -46,7 +46,7 @@ from mail_imap_mcp.index.store import (
 )
 from mail_imap_mcp.index.tantivy_query import RankedText, compile_tantivy, in_folders
 from mail_imap_mcp.index.tantivy_text import Change, Generation, open_text_index, text_dir
-from mail_imap_mcp.index.tantivy_topk import Passing, best_matches
+from mail_imap_mcp.index.tantivy_topk import Newest, Passing, best_matches
 from mail_imap_mcp.query.tree import Query
 
 log = logging.getLogger("mail_imap_mcp.index")
@@ -227,13 +227,13 @@ class TantivyStore(SqliteStore):
         )
         best = max(offset + limit, keep)
         if ranked.filtered:
-            pairs = best_matches(searcher, self.text.schema, text, best, _condition(db, fts))
+            pairs = best_matches(searcher, self.text.schema, text, best, _condition(db, fts), _newest(db))
             if pairs is None:
                 log.info("the query's conditions pass few of its best matches: FTS5 ranks this page")
                 return page_task(stored, self._ranker, fts, ask)(db)
             total = _count(db, fts, stored, searched)
         else:
-            pairs = best_matches(searcher, self.text.schema, text, best, None)
+            pairs = best_matches(searcher, self.text.schema, text, best, None, _newest(db))
             assert pairs is not None
             total = searcher.search(text, 1, count=True).count
         chosen = pairs[offset : offset + limit]
@@ -265,6 +265,16 @@ def _condition(db: sqlite3.Connection, fts: Fts5Query) -> Passing:
         return found
 
     return passing
+
+
+def _newest(db: sqlite3.Connection) -> Newest:
+    """The lowest row id of the newest ``n`` stored rows, from the page's snapshot (0: fewer)."""
+
+    def bound(n: int) -> int:
+        row = db.execute("SELECT id FROM messages ORDER BY id DESC LIMIT 1 OFFSET ?", (n - 1,)).fetchone()
+        return 0 if row is None else int(row[0])
+
+    return bound
 
 
 def _count(
