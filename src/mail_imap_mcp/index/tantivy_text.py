@@ -35,7 +35,7 @@ log = logging.getLogger("mail_imap_mcp.index")
 #: The layout of the directory (a directory of another layout is built again).
 LAYOUT = 1
 #: Tantivy's writer memory (one thread): it writes a segment when full.
-WRITER_HEAP_BYTES = 48_000_000
+WRITER_HEAP_BYTES = 24_000_000
 _META, _EPOCH, _GENERATION, _LAYOUT = "meta", "epoch", "generation", "layout"
 
 
