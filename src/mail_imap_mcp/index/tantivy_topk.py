@@ -31,9 +31,12 @@ READ_MOST = 20_000
 #: a page that needs more than :data:`_WINDOW_MOST` / 32 from the run reads it in rounds).
 _WINDOW = 4_096
 _WINDOW_MOST = 16_384
+#: How many times more rows each round reads than the last: a round over many matches costs about the
+#: same whatever it reads (Tantivy scores the blocks it cannot skip), so few rounds are cheaper.
+_GROWTH = 8
 #: Rows a round reads before the look into a run is tried: it reads every match's id (a cost that grows
 #: with the matches), a round only the best (a cost that grows with the run), and most runs are short.
-_WALK_AFTER = 500
+_WALK_AFTER = 250
 #: Rows read beyond a page's own in the first round.
 _MARGIN = 16
 #: Rows of the first round's whose scores each walk step checks again.
@@ -74,7 +77,7 @@ def best_matches(
                 return found
         if passing is not None and wanted >= READ_MOST:
             return None
-        wanted *= 4
+        wanted *= _GROWTH
 
 
 def _through_the_run(
