@@ -28,12 +28,14 @@ import logging
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TypeVar, Unpack
 
 from mail_imap_mcp.index.sqlite_errors import translated
 from mail_imap_mcp.index.sqlite_pages import page_task, rows_of
 from mail_imap_mcp.index.sqlite_query import Fts5Query, compile_fts5, in_places
+from mail_imap_mcp.index.sqlite_ranking import Then
 from mail_imap_mcp.index.sqlite_store import BUSY_TIMEOUT_S, PendingSearch, SqliteStore
 from mail_imap_mcp.index.store import (
     FolderState,
@@ -42,6 +44,7 @@ from mail_imap_mcp.index.store import (
     IndexWriteFailed,
     PageAsk,
     Place,
+    done,
     unpack_texts,
 )
 from mail_imap_mcp.index.tantivy_query import RankedText, compile_tantivy, in_folders
@@ -184,10 +187,7 @@ class TantivyStore(SqliteStore):
     # -- ranked pages -------------------------------------------------------------------------------
 
     def search(self, query: Query, **ask: Unpack[PageAsk]) -> HitPage:
-        task = self._ranked_task(query, ask)
-        if task is None:
-            return super().search(query, **ask)
-        return PendingSearch(lambda: self._ranker.run(task)).result()
+        return self.start_search(query, **ask).result()
 
     def start_search(self, query: Query, **ask: Unpack[PageAsk]) -> PendingSearch:
         task = self._ranked_task(query, ask)
@@ -196,7 +196,9 @@ class TantivyStore(SqliteStore):
         started = self._ranker.submit(task)
         return PendingSearch(started.result, started.cancel)
 
-    def _ranked_task(self, query: Query, ask: PageAsk) -> Callable[[sqlite3.Connection], HitPage] | None:
+    def _ranked_task(
+        self, query: Query, ask: PageAsk
+    ) -> Callable[[sqlite3.Connection], tuple[HitPage, Then]] | None:
         """The page as Tantivy ranks it, None where SQLite's own page is the answer."""
         fts = compile_fts5(query)
         if ask["order"] != "relevance" or ask.get("places") is not None or fts.match is None:
@@ -208,14 +210,14 @@ class TantivyStore(SqliteStore):
 
     def _ranked_page(
         self, db: sqlite3.Connection, query: Query, fts: Fts5Query, ranked: RankedText, ask: PageAsk
-    ) -> HitPage:
+    ) -> tuple[HitPage, Then]:
         stored = db.execute("SELECT name, id, messages FROM folders").fetchall()
         folders, offset, limit = list(ask["folders"]), ask["offset"], ask["limit"]
         keep = ask.get("keep", 0)
         wanted = set(folders)
         searched = [folder for name, folder, _ in stored if name in wanted]
         if not searched:
-            return HitPage([], 0, folders)
+            return HitPage([], 0, folders, places=done([]) if keep else None), None
         searcher, recorded = self.text.searcher()
         if recorded != self._generation(db):
             log.info("the ranked text index is behind its SQLite file: FTS5 ranks this page")
@@ -238,7 +240,22 @@ class TantivyStore(SqliteStore):
             total = searcher.search(text, 1, count=True).count
         chosen = pairs[offset : offset + limit]
         hits = rows_of(db, [row for _, row in chosen], [-score for score, _ in chosen])
-        return HitPage(hits, total, folders, places=_places_of(db, [row for _, row in pairs[:keep]]))
+        found = HitPage(hits, total, folders)
+        if not keep:
+            return found, None
+        kept: Future[list[Place]] = Future()
+        found.places = kept
+
+        def keep_places() -> None:
+            """The first ``keep`` matches' places (ranked with the page), looked up after it is handed
+            over, on its snapshot."""
+            try:
+                kept.set_result(_places_of(db, [row for _, row in pairs[:keep]]))
+            except BaseException as exc:
+                kept.set_exception(exc)
+                raise
+
+        return found, keep_places
 
     def close(self) -> None:
         try:
