@@ -172,6 +172,7 @@ class AppContext:
             )
             if shared
             else None,
+            push=config.server.index_fresh_from_push,
         )
 
     def index_of(self, account_id: str, *, start: bool = True) -> AccountIndex | None:

@@ -94,6 +94,14 @@ class ServerSettings(BaseModel):
         description="How long a search may spend bringing the index up to date before it answers (new "
         "mail, flags, expunges); past it the answer says how stale it is in meta.warnings.",
     )
+    index_fresh_from_push: bool = Field(
+        default=False,
+        description="Let each indexed account keep one more connection, with NOTIFY (RFC 5465), whose NOOP "
+        "stands in for the STATUS of every folder before a search (docs/index.md). Only where the server "
+        "offers NOTIFY and CONDSTORE and flushes its notifications on NOOP (Dovecot), and all mail reaches "
+        "the mailboxes through the server (IMAP, LMTP, its delivery agent), never as files written into "
+        "its store behind its back, which NOTIFY does not tell.",
+    )
     allow_permanent_delete: bool = Field(
         default=False,
         description="Allow imap_apply_to_messages to expunge (permanent: true, after confirmation); "

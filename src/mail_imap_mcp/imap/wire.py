@@ -195,6 +195,13 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
                 statuses[mailbox] = values
         return statuses
 
+    def notify_personal(self, events: bytes) -> None:
+        """``NOTIFY SET (personal (events))`` (RFC 5465): the server then reports every change of the
+        personal namespace's mailboxes (none selected) as untagged STATUS (and LIST) responses."""
+        imaplib.Commands.setdefault("NOTIFY", ("AUTH", "SELECTED"))
+        typ, data = self._imap._simple_command("NOTIFY", "SET", b"(personal (" + events + b"))")
+        self.check_ok("notify", typ, data)
+
     def status_values(self, line: bytes) -> dict[bytes, int] | None:
         """The items of a ``* STATUS name (MESSAGES 3 UIDNEXT 4 ...)`` line by name; None for another line
         or one without numbers."""
@@ -221,6 +228,13 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
             position = -1
         else:
             return None
+        return self._name_at(line, position)
+
+    def listed_name(self, line: bytes) -> str | None:
+        """The mailbox of any ``* LIST (flags) "/" "name"`` line; None for another line."""
+        return self._name_at(line, -1) if line.upper().startswith(b"* LIST ") else None
+
+    def _name_at(self, line: bytes, position: int) -> str | None:
         try:
             name = parse_response([line.split(b" ", 2)[2]])[position]
         except Exception:

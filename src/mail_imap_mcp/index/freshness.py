@@ -13,6 +13,10 @@ is always synced. Syncing stops at the deadline:
 what is left is said, never hidden (:attr:`Freshness.stale`). The deadline is also checked inside a
 folder's sync, before each round trip of its flag comparison and of its fetch of new messages (small
 chunks, pipelined): one folder with much new mail cannot overrun it.
+
+Where the account has a push view (``index_fresh_from_push``: :attr:`~.sync.Indexer.pushed`), its
+listing, after one NOOP on its own NOTIFY connection, gives the counts instead: no STATUS, no LIST on the
+session, for every folder the view knows; the others are asked as above.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ class Freshness:
     #: Folders not brought up to date within the deadline, and the messages they are behind by (at least).
     stale: dict[str, int] = field(default_factory=dict)
     round_trips: int = 0
+    #: The counts came from the account's push view (one NOOP on its connection) instead of STATUS.
+    pushed: bool = False
     #: Why the index could not be written (another process holding its write lock past the deadline, a
     #: full disk): the folders left are in :attr:`stale`, the answer is the index's as it was.
     write_failure: str | None = None
@@ -128,11 +134,17 @@ def _refresh(
     if selected is not None and session.profile.unselects:
         unselect = session.client.send("UNSELECT")
         session.client.note_unselected()
+    # A push view's listing, after one NOOP on its own connection (while the UNSELECT above is on its
+    # way): every folder it knows the counts of needs no STATUS (the module's docstring says when).
+    pushed = indexer.pushed() if indexer.pushed is not None else None
+    fresh.pushed = pushed is not None
+    known = {box.name: box.counts for box in pushed or () if box.counts is not None}
     if folders is None:
-        boxes = list_with_message_counts(session, _items(session))
+        boxes = pushed if pushed is not None else list_with_message_counts(session, _items(session))
         counts = {box.name: box.counts for box in boxes if box.counts is not None}
-        if not session.profile.lists_with_status:
-            counts = status_each(session, [box.name for box in boxes if box.selectable], _items(session))
+        if pushed is not None or not session.profile.lists_with_status:
+            asked = [box.name for box in boxes if box.selectable and box.name not in known]
+            counts = {**counts, **status_each(session, asked, _items(session))}
         fresh.boxes = boxes
         plan = plan_of(session, MailboxDirectory(boxes, {}))
         try:  # drops the folders gone: a write, bounded as the syncs are
@@ -143,7 +155,8 @@ def _refresh(
         names = scope(boxes) if scope is not None else plan.always
     else:
         names = list(folders)
-        counts = status_each(session, names, _items(session))
+        counts = {name: known[name] for name in names if name in known}
+        counts.update(status_each(session, [name for name in names if name not in known], _items(session)))
     if unselect is not None:
         session.client.answer_of("UNSELECT", unselect)
         session.forget_selection()

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import ImapError
+from mail_imap_mcp.imap.push_view import PushView
 from mail_imap_mcp.index.attachments import AttachmentReading
 from mail_imap_mcp.index.build import BuildHooks, build
 from mail_imap_mcp.index.engine import IndexLocation
@@ -69,8 +70,13 @@ class AccountIndex:
         attachments: AttachmentReading | None = None,
         lease: SyncLease | None = None,
         folder_leases: FolderLeases | None = None,
+        *,
+        push: bool = False,
     ) -> None:
         self.account_id = account_id
+        #: The account's NOTIFY connection whose counts a search takes instead of STATUS (``push``:
+        #: ``index_fresh_from_push``); None: searches ask the server.
+        self.push_view = PushView(connect()) if push else None
         #: An index every instance shares: only the instance holding its lease syncs it in the background.
         self.lease = lease
         #: The folders' short leases a sync takes before it works on one, a search's or the background's
@@ -131,6 +137,8 @@ class AccountIndex:
                 self.open_failure = None
                 self._search_store = store
                 self._search_indexer = self._indexer(store)
+                if self.push_view is not None:
+                    self._search_indexer.pushed = self.push_view.listing
             return self._search_indexer
 
     @property
@@ -276,3 +284,5 @@ class AccountIndex:
                 log.warning("index of %s: its sync goes on past close", self.account_id)
         if self._search_store is not None:
             self._search_store.close()
+        if self.push_view is not None:
+            self.push_view.close()

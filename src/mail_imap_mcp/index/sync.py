@@ -38,7 +38,7 @@ from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError
 from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.fetch import expunged
-from mail_imap_mcp.imap.mailboxes import list_mailboxes
+from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes
 from mail_imap_mcp.imap.personality.standard import IndexPlan
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.attachments import (
@@ -420,6 +420,9 @@ class Indexer:
         #: A shared index's folder leases, taken by a search before it syncs a folder and by the background
         #: sync for each folder it works on (None: not shared).
         self.folder_leases = folder_leases
+        #: Every mailbox's counts as a push view was told them (:class:`~mail_imap_mcp.imap.push_view.PushView`),
+        #: asked by a search instead of the server's STATUS (None: not used, or it cannot vouch now).
+        self.pushed: Callable[[], list[MailboxInfo] | None] | None = None
         #: How attachments are read into the index (None: they are not, ``index_attachments`` off).
         self.attachments = attachments
         #: The sandboxed child that reads them, one document after another: started by the first

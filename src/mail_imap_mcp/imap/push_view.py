@@ -1,0 +1,176 @@
+"""Every mailbox's counts as a NOTIFY connection (RFC 5465) was told them: one ``NOOP`` on it stands in for
+a ``STATUS`` of every folder (docs/index.md, "Freshness from push").
+
+A :class:`PushView` holds a connection of its own, which selects nothing. Set up, it asks ``NOTIFY SET
+(personal (MessageNew MessageExpunge FlagChange MailboxName))`` with CONDSTORE enabled, lists the
+mailboxes and asks the STATUS of each (MESSAGES, UIDNEXT, UIDVALIDITY, HIGHESTMODSEQ), all in one round
+trip. Afterwards the server tells it of every change of those mailboxes as untagged STATUS responses,
+each carrying the items the change moved; they are merged into the counts in the order they came, so
+the counts are always what the last response said. :meth:`PushView.listing` sends one ``NOOP``: Dovecot
+flushes its pending notifications on NOOP (``cmd_noop`` calls ``imap_notify_flush``: it looks at the
+mailbox list index's log and INBOX's at once instead of after its half-second delay), so when NOOP is
+answered the counts are the server's for every change it had made before, whichever client made it
+(``scripts/push_flush``: thousands of appends, flag changes, expunges and moves, none missed). A message
+file written into the server's store behind its back (an MDA writing the Maildir itself) is not told
+until the server looks at that folder: that is why the index trusts the view only where its setting
+says that all mail reaches the mailboxes through the server.
+
+A mailbox created, deleted or renamed (a LIST response), a notification overflow, a refused command or a
+lost connection ends the view: the next call sets it up again (the listing then comes from that set-up,
+as a STATUS of every folder would), and the caller asks the server itself meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.mailboxes import MailboxCounts, MailboxInfo, list_mailboxes
+from mail_imap_mcp.imap.session import ImapSession
+
+log = logging.getLogger("mail_imap_mcp.imap.push_view")
+
+#: The events the view asks to be told of, for every mailbox of the personal namespace.
+EVENTS = b"MessageNew MessageExpunge FlagChange MailboxName"
+#: The STATUS items the counts hold (each reported change carries those it moved).
+ITEMS = (b"MESSAGES", b"UIDNEXT", b"UIDVALIDITY", b"HIGHESTMODSEQ")
+#: Untagged responses that end the view: the server dropped notifications (RFC 5465 section 5.8).
+OVERFLOW = "NOTIFICATIONOVERFLOW"
+
+
+@dataclass
+class _State:
+    """What the view knows: the listing it was set up with and each mailbox's items, as last told."""
+
+    logins: int
+    boxes: list[MailboxInfo]
+    values: dict[str, dict[bytes, int]] = field(default_factory=dict)
+
+
+class PushView:
+    """One account's NOTIFY connection and the counts it was told. Thread-safe."""
+
+    def __init__(self, connection: AccountConnection) -> None:
+        self._connection = connection
+        self._lock = threading.Lock()
+        self._state: _State | None = None
+        #: False once the server turned out not to offer NOTIFY with CONDSTORE: the view is never used.
+        self.offered = True
+        #: Set-ups (the first, and each after the view ended), and NOOPs answered on a live view.
+        self.setups = 0
+        self.flushes = 0
+
+    def listing(self) -> list[MailboxInfo] | None:
+        """Every mailbox with the counts of those the view covers (MESSAGES, UIDNEXT, UIDVALIDITY and
+        HIGHESTMODSEQ as the server has them now; ``counts`` None where it does not know them all), after
+        one NOOP on a live view, or after setting it up; None when it cannot vouch (not offered, its
+        connection lost or refused, another search using it)."""
+        if not self.offered or not self._lock.acquire(blocking=False):
+            return None
+        try:
+            return self._connection.run(self._look, retry=False)
+        except Exception as exc:  # refused, lost, timed out: the caller asks the server itself
+            log.info(
+                "account=%s push view ended (%s: %s)", self._connection.account_id, type(exc).__name__, exc
+            )
+            self._end()
+            return None
+        finally:
+            self._lock.release()
+
+    def close(self) -> None:
+        with self._lock:
+            self._state = None
+            self._connection.close()
+
+    def _end(self) -> None:
+        self._state = None
+        self._connection.discard()
+
+    def _look(self, session: ImapSession) -> list[MailboxInfo] | None:
+        profile = session.profile
+        if not (profile.notifies and profile.condstore):
+            self.offered = False
+            self._connection.close()
+            return None
+        state = self._state
+        if state is None or state.logins != self._connection.logins:
+            state = self._state = self._set_up(session)
+            self.setups += 1
+        else:
+            typ = session.client.keepalive_noop()
+            if typ != "OK" or not self._take_told(session, state):
+                self._end()
+                return None
+            self.flushes += 1
+        return [
+            MailboxInfo(
+                box.name,
+                box.delimiter,
+                list(box.attributes),
+                box.special_use,
+                box.selectable,
+                _counts(state, box),
+            )
+            for box in state.boxes
+        ]
+
+    def _set_up(self, session: ImapSession) -> _State:
+        """NOTIFY SET, ENABLE CONDSTORE, LIST and a STATUS of every selectable mailbox: one round trip
+        after the LIST (the STATUS commands pipelined)."""
+        client = session.client
+        client.enable("CONDSTORE")
+        client.notify_personal(EVENTS)
+        for name in ("STATUS", "LIST", OVERFLOW):
+            client.untagged.pop(name, None)
+        boxes = list_mailboxes(session)
+        state = _State(self._connection.logins, boxes)
+        items = b"(" + b" ".join(ITEMS) + b")"
+        tags = [
+            client.send("STATUS", client.mailbox_argument(box.name), items) for box in boxes if box.selectable
+        ]
+        session.note_pipelined(max(len(tags) - 1, 0))
+        for tag in tags:
+            client.answer_of("STATUS", tag)  # a mailbox refused is left without counts: not vouched for
+        self._take_told(session, state)
+        return state
+
+    def _take_told(self, session: ImapSession, state: _State) -> bool:
+        """Merge the STATUS responses received, in the order they came; False when the view must end (a
+        mailbox created, deleted or renamed, a notification overflow, a response it cannot read)."""
+        client = session.client
+        untagged = client.untagged
+        if untagged.pop(OVERFLOW, None) is not None:
+            return False
+        listed = untagged.pop("LIST", None)
+        known = {box.name for box in state.boxes}
+        for rest in listed or ():
+            line = b"* LIST " + rest if isinstance(rest, bytes) else b""
+            # A listing of a mailbox known and still there says nothing new (Dovecot lists some unasked).
+            name = client.listed_name(line)
+            if name is None or name not in known or b"\\NONEXISTENT" in line.upper():
+                return False
+        for rest in untagged.pop("STATUS", None) or ():
+            if not isinstance(rest, bytes):
+                return False
+            line = b"* STATUS " + rest
+            mailbox, values = client.notified_mailbox(line), client.status_values(line)
+            if mailbox is None or values is None:
+                return False
+            state.values.setdefault(mailbox, {}).update(values)
+        return True
+
+
+def _counts(state: _State, box: MailboxInfo) -> MailboxCounts | None:
+    values = state.values.get(box.name)
+    if not box.selectable or values is None or any(item not in values for item in ITEMS):
+        return None
+    return MailboxCounts(
+        messages=values[b"MESSAGES"],
+        unseen=None,
+        uidvalidity=values[b"UIDVALIDITY"],
+        uidnext=values[b"UIDNEXT"],
+        highestmodseq=values[b"HIGHESTMODSEQ"],
+    )

@@ -1,0 +1,151 @@
+"""Freshness from push (``index_fresh_from_push``, issue 51): a search asks the account's NOTIFY connection
+for one NOOP instead of the STATUS of every folder, and still finds what another client changed just
+before it, through a real MCP client on Dovecot, every command seen on the wire (a recording relay)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.imap.push_view import PushView
+from tests.support.clients import make_config, open_client
+from tests.support.dovecot import Dovecot
+from tests.support.envelope_client import EnvelopeClient
+from tests.support.index_clients import wait_ready
+from tests.support.mailgen import plain_message
+from tests.support.round_trips import plain_settings
+from tests.support.wire import ImapRecorder, parse_commands
+
+pytestmark = pytest.mark.anyio
+
+SEARCH = "imap_search_messages"
+FOLDERS = ("INBOX", "Work", "Lists/Python")
+
+
+def note(folder: str, number: int) -> bytes:
+    return plain_message(f"{folder} note {number}", f"the text of note {number} says kiwiword\r\n")
+
+
+@contextmanager
+def relay(dovecot: Dovecot) -> Iterator[ImapRecorder]:
+    recorder = ImapRecorder(dovecot.plain_port)
+    try:
+        yield recorder
+    finally:
+        recorder.close()
+
+
+async def pushed_client(
+    dovecot: Dovecot, user: str, port: int, tmp_path: Path, **settings: Any
+) -> AsyncIterator[tuple[EnvelopeClient, AppContext]]:
+    config = make_config(
+        {"default": plain_settings(dovecot, user, port)},
+        index=True,
+        index_dir=str(tmp_path / "ix"),
+        index_fresh_from_push=True,
+        **settings,
+    )
+    app = AppContext.from_config(config)
+    async for mcp in open_client(config, app):
+        assert await wait_ready(mcp) == "ready"
+        yield mcp, app
+
+
+def verbs(recorder: ImapRecorder) -> list[list[str]]:
+    """The commands each connection sent since the last look (connections that sent nothing left out);
+    a STATUS that asks a folder's counts (MESSAGES: the freshness check's, not a sync's HIGHESTMODSEQ
+    alone) as ``STATUS counts``."""
+    return [
+        [
+            "STATUS counts"
+            if command.verb == "STATUS" and b"MESSAGES" in command.raw.upper()
+            else command.verb
+            for command in parse_commands(sent)
+        ]
+        for sent, _ in recorder.take()
+        if sent
+    ]
+
+
+def every(sent: list[list[str]]) -> list[str]:
+    return [verb for connection in sent for verb in connection]
+
+
+def view_of(app: AppContext) -> PushView:
+    runtime = app.index_of("default")
+    assert runtime is not None and runtime.push_view is not None
+    return runtime.push_view
+
+
+async def found(mcp: EnvelopeClient, query: str) -> set[str]:
+    data = await mcp.ok(SEARCH, {"query": query, "limit": 50})
+    return {message["subject"] for message in data["messages"]}
+
+
+async def test_a_quiet_view_stands_in_for_status_and_changes_made_just_before_a_search_are_found(
+    dovecot: Dovecot, tmp_path: Path
+) -> None:
+    user = dovecot.new_user()
+    for folder in FOLDERS:
+        dovecot.seed(user, folder, [note(folder, n) for n in range(4)])
+    with relay(dovecot) as recorder:
+        async for mcp, app in pushed_client(dovecot, user, recorder.port, tmp_path):
+            assert len(await found(mcp, "kiwiword")) == 12  # the view is set up by the first search
+            view = view_of(app)
+            assert (view.setups, view.flushes) == (1, 0)
+            verbs(recorder)
+            # Nothing changed: one NOOP on the view's connection, no STATUS, no LIST, on any connection.
+            assert len(await found(mcp, "kiwiword")) == 12
+            sent = verbs(recorder)
+            assert sorted(every(sent)) == ["NOOP"], sent
+            assert (view.setups, view.flushes) == (1, 1)
+            with dovecot.connect(user, tls=False, starttls=False) as other:
+                for number, folder in enumerate(FOLDERS * 3):
+                    # Answered, then searched at once: long before Dovecot would tell the view on its own.
+                    other.append(folder, plain_message(f"fresh {number}", f"pineappleword{number}\r\n"))
+                    assert await found(mcp, f"pineappleword{number}") == {f"fresh {number}"}
+                other.select_folder("Work")
+                flagged = other.search(["SUBJECT", "Work note 2"])
+                other.add_flags(flagged, [b"\\Flagged"])
+                assert await found(mcp, "kiwiword is:flagged") == {"Work note 2"}
+                other.select_folder("Lists/Python")
+                gone = other.search(["SUBJECT", "Lists/Python note 1"])
+                other.add_flags(gone, [b"\\Deleted"])
+                other.expunge()
+                assert "Lists/Python note 1" not in await found(mcp, "kiwiword")
+                other.unselect_folder()
+            # The folders changed were synced (EXAMINE, FETCH); none was asked its counts, none listed.
+            sent = verbs(recorder)
+            assert not {"STATUS counts", "LIST"} & set(every(sent)), sent
+            assert every(sent).count("EXAMINE") >= 11, sent
+            assert view.setups == 1 and view.flushes == 1 + 9 + 2
+
+
+async def test_a_view_whose_connection_was_lost_is_set_up_again_and_misses_nothing(
+    dovecot: Dovecot, tmp_path: Path
+) -> None:
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", [note("INBOX", n) for n in range(3)])
+    with relay(dovecot) as recorder:
+        async for mcp, app in pushed_client(dovecot, user, recorder.port, tmp_path):
+            assert len(await found(mcp, "kiwiword")) == 3
+            view = view_of(app)
+            dovecot.kick(user)  # every connection of the user, the view's too
+            await anyio.sleep(0.2)
+            with dovecot.connect(user, tls=False, starttls=False) as other:
+                other.append("INBOX", plain_message("after the kick", "guavaword\r\n"))
+            assert await found(mcp, "guavaword") == {"after the kick"}
+            assert view.setups == 2
+            # A mailbox created ends the view (a LIST response): the next search sets it up again.
+            with dovecot.connect(user, tls=False, starttls=False) as other:
+                other.create_folder("Later")
+                other.append("Later", plain_message("in a new folder", "limeword\r\n"))
+            assert await found(mcp, "limeword") == {"in a new folder"}
+            assert await found(mcp, "limeword") == {"in a new folder"}
+            assert view.setups == 3
