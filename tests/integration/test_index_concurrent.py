@@ -35,6 +35,7 @@ from mail_imap_mcp.index.sqlite_store import SqliteStore
 from mail_imap_mcp.index.sync import Indexer, sync_folder_now
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
+from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, MatrixServer
@@ -212,9 +213,16 @@ async def wait_built(mcp: EnvelopeClient, timeout: float = 60.0) -> None:
             await anyio.sleep(0.05)
 
 
+@pytest.mark.parametrize("push", [False, True], ids=["status", "push"])
 async def test_property_the_index_equals_the_servers_search_after_changes_during_its_syncs(
-    server: MatrixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index_engine: IndexEngineParam
+    server: MatrixServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    index_engine: IndexEngineParam,
+    push: bool,
 ) -> None:
+    """``push``: with ``index_fresh_from_push``, the searches take the counts from the account's NOTIFY
+    connection (one NOOP) where the server offers NOTIFY (Dovecot), else they ask STATUS as without it."""
     moved = server.mailbox_name("Moved")
     folders = ["INBOX", moved]
     # Each query of the index, and the SEARCH keys of the same question in each folder it covers.
@@ -226,7 +234,7 @@ async def test_property_the_index_equals_the_servers_search_after_changes_during
         ("papayaword -is:unread", folders, ["TEXT", "papayaword", "SEEN"]),
         (f"in:{moved} note", [moved], ["TEXT", "note"]),
     ]
-    inside_all_rounds = 0
+    inside_all_rounds = pushed_rounds = 0
     for round_number in range(ROUNDS):
         seed = 3500 + round_number
         rng = random.Random(seed)
@@ -239,7 +247,10 @@ async def test_property_the_index_equals_the_servers_search_after_changes_during
         checker = server.connect(user, tls=False, starttls=False)
         config = on_engine(
             make_config(
-                {"default": account_settings(server, user)}, index=True, index_dir=str(tmp_path / f"ix{seed}")
+                {"default": account_settings(server, user)},
+                index=True,
+                index_dir=str(tmp_path / f"ix{seed}"),
+                index_fresh_from_push=push,
             ),
             *index_engine,
         )
@@ -260,6 +271,13 @@ async def test_property_the_index_equals_the_servers_search_after_changes_during
                         found = await every_page(mcp, query)
                         expected = server_answer(checker, covered, keys)
                         assert found == expected, (seed, query, changes)
+                    runtime_of = app.index_of("default")
+                    assert runtime_of is not None
+                    view = runtime_of.push_view
+                    assert (view is not None) == push
+                    if view is not None and view.offered:  # live: it answered, searches took its counts
+                        assert view.setups >= 1 and view.flushes >= 1, (view.setups, view.flushes)
+                        pushed_rounds += 1
         finally:
             other.close()
             checker.logout()
@@ -268,6 +286,10 @@ async def test_property_the_index_equals_the_servers_search_after_changes_during
         assert changes >= 20 and inside_syncs >= 1, (seed, changes, inside_syncs)
         inside_all_rounds += inside_syncs
     assert inside_all_rounds >= 5 * ROUNDS - 3, inside_all_rounds
+    # Dovecot offers NOTIFY and CONDSTORE (not the IMAP4rev1-only one): there the view vouched in every
+    # round; the other servers offer no NOTIFY, and their searches asked STATUS.
+    full_dovecot = isinstance(server, Dovecot) and not server.capabilities
+    assert pushed_rounds == (ROUNDS if push and full_dovecot else 0), (push, pushed_rounds)
 
 
 def test_regression_a_sync_resumed_after_another_sync_of_its_folder_still_sees_later_expunges(

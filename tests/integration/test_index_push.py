@@ -15,9 +15,10 @@ import pytest
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.imap.push_view import PushView
 from tests.support.clients import make_config, open_client
+from tests.support.courier import Courier
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
-from tests.support.index_clients import wait_ready
+from tests.support.index_clients import indexed_client, wait_ready
 from tests.support.mailgen import plain_message
 from tests.support.round_trips import plain_settings
 from tests.support.wire import ImapRecorder, parse_commands
@@ -149,3 +150,20 @@ async def test_a_view_whose_connection_was_lost_is_set_up_again_and_misses_nothi
             assert await found(mcp, "limeword") == {"in a new folder"}
             assert await found(mcp, "limeword") == {"in a new folder"}
             assert view.setups == 3
+
+
+async def test_on_a_server_without_notify_the_searches_ask_status_as_before(
+    courier: Courier, tmp_path: Path
+) -> None:
+    # Regression: the view closed its connection inside its own call, whose lock it held: the first
+    # search hung on a server without NOTIFY.
+    user = courier.new_user()
+    courier.seed(user, "INBOX", [note("INBOX", n) for n in range(3)])
+    async for mcp, app, _config in indexed_client(courier, user, tmp_path, index_fresh_from_push=True):
+        with anyio.fail_after(30):
+            assert len(await found(mcp, "kiwiword")) == 3
+            with courier.connect(user, tls=False, starttls=False) as other:
+                other.append("INBOX", plain_message("appended", "guavaword\r\n"))
+            assert await found(mcp, "guavaword") == {"appended"}
+        view = view_of(app)
+        assert not view.offered and view.setups == view.flushes == 0

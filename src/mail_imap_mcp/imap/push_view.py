@@ -70,7 +70,10 @@ class PushView:
         if not self.offered or not self._lock.acquire(blocking=False):
             return None
         try:
-            return self._connection.run(self._look, retry=False)
+            listing = self._connection.run(self._look, retry=False)
+            if not self.offered:
+                self._connection.close()  # after run(), which holds the connection's lock
+            return listing
         except Exception as exc:  # refused, lost, timed out: the caller asks the server itself
             log.info(
                 "account=%s push view ended (%s: %s)", self._connection.account_id, type(exc).__name__, exc
@@ -93,7 +96,6 @@ class PushView:
         profile = session.profile
         if not (profile.notifies and profile.condstore):
             self.offered = False
-            self._connection.close()
             return None
         state = self._state
         if state is None or state.logins != self._connection.logins:
