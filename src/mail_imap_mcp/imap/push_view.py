@@ -26,6 +26,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
+from mail_imap_mcp.imap import parsing
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.mailboxes import MailboxCounts, MailboxInfo, list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
@@ -47,6 +48,8 @@ class _State:
     logins: int
     boxes: list[MailboxInfo]
     values: dict[str, dict[bytes, int]] = field(default_factory=dict)
+    #: Mailboxes outside the personal namespace: NOTIFY does not tell their changes.
+    outside: set[str] = field(default_factory=set)
 
 
 class PushView:
@@ -94,7 +97,7 @@ class PushView:
 
     def _look(self, session: ImapSession) -> list[MailboxInfo] | None:
         profile = session.profile
-        if not (profile.notifies and profile.condstore):
+        if not (profile.notifies and profile.condstore and profile.namespaces):
             self.offered = False
             return None
         state = self._state
@@ -120,15 +123,24 @@ class PushView:
         ]
 
     def _set_up(self, session: ImapSession) -> _State:
-        """NOTIFY SET, ENABLE CONDSTORE, LIST and a STATUS of every selectable mailbox: one round trip
-        after the LIST (the STATUS commands pipelined)."""
+        """ENABLE CONDSTORE, NOTIFY SET, NAMESPACE, LIST and a STATUS of every selectable mailbox (those
+        pipelined in one round trip)."""
         client = session.client
         client.enable("CONDSTORE")
         client.notify_personal(EVENTS)
         for name in ("STATUS", "LIST", OVERFLOW):
             client.untagged.pop(name, None)
+        # NOTIFY's ``personal`` covers the personal namespace alone: mailboxes of the others (other users',
+        # shared) are left without counts, asked with STATUS by the search.
+        namespaces = client.namespace()
+        prefixes = [
+            parsing.as_text(entry[0]) or ""
+            for group in (namespaces.other, namespaces.shared)
+            for entry in group or ()
+        ]
         boxes = list_mailboxes(session)
         state = _State(self._connection.logins, boxes)
+        state.outside = {box.name for box in boxes if any(box.name.startswith(prefix) for prefix in prefixes)}
         items = b"(" + b" ".join(ITEMS) + b")"
         tags = [
             client.send("STATUS", client.mailbox_argument(box.name), items) for box in boxes if box.selectable
@@ -167,7 +179,12 @@ class PushView:
 
 def _counts(state: _State, box: MailboxInfo) -> MailboxCounts | None:
     values = state.values.get(box.name)
-    if not box.selectable or values is None or any(item not in values for item in ITEMS):
+    if (
+        not box.selectable
+        or box.name in state.outside
+        or values is None
+        or any(item not in values for item in ITEMS)
+    ):
         return None
     return MailboxCounts(
         messages=values[b"MESSAGES"],
