@@ -6,7 +6,8 @@ trust a quiet watcher instead of asking the server (docs/index.md, "The freshnes
 promises that a message the server had when the call started is found, so a watcher vouches for a folder
 only if the server tells it of every change before the next call can start. A push that comes hundreds of
 milliseconds after the change was answered leaves a window in which the server has the message and the
-watcher has heard nothing: a quiet watcher then vouches for nothing.
+watcher has heard nothing: a quiet watcher then vouches for nothing, unless it asks first
+(``scripts/push_flush``: one NOOP on a NOTIFY connection, which Dovecot answers after telling every change).
 """
 
 from __future__ import annotations

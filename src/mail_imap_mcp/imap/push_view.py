@@ -104,6 +104,8 @@ class PushView:
         if state is None or state.logins != self._connection.logins:
             state = self._state = self._set_up(session)
             self.setups += 1
+            if state is None:  # a mailbox created or deleted meanwhile: the search asks the server
+                return None
         else:
             typ = session.client.keepalive_noop()
             if typ != "OK" or not self._take_told(session, state):
@@ -122,7 +124,7 @@ class PushView:
             for box in state.boxes
         ]
 
-    def _set_up(self, session: ImapSession) -> _State:
+    def _set_up(self, session: ImapSession) -> _State | None:
         """ENABLE CONDSTORE, NOTIFY SET, NAMESPACE, LIST and a STATUS of every selectable mailbox (those
         pipelined in one round trip)."""
         client = session.client
@@ -148,8 +150,7 @@ class PushView:
         session.note_pipelined(max(len(tags) - 1, 0))
         for tag in tags:
             client.answer_of("STATUS", tag)  # a mailbox refused is left without counts: not vouched for
-        self._take_told(session, state)
-        return state
+        return state if self._take_told(session, state) else None
 
     def _take_told(self, session: ImapSession, state: _State) -> bool:
         """Merge the STATUS responses received, in the order they came; False when the view must end (a
