@@ -167,3 +167,24 @@ async def test_on_a_server_without_notify_the_searches_ask_status_as_before(
             assert await found(mcp, "guavaword") == {"appended"}
         view = view_of(app)
         assert not view.offered and view.setups == view.flushes == 0
+
+
+async def test_over_tls_what_the_view_was_told_between_searches_keeps_it_alive(
+    dovecot: Dovecot, tmp_path: Path
+) -> None:
+    # Regression: over TLS the connection's idle check reads whatever waits on the socket and takes it for
+    # a closed connection: a change told to the view between two searches cost the next one a new view.
+    user = dovecot.new_user()
+    for folder in ("INBOX", "Work"):
+        dovecot.seed(user, folder, [note(folder, n) for n in range(3)])
+    async for mcp, app, _config in indexed_client(dovecot, user, tmp_path, index_fresh_from_push=True):
+        assert len(await found(mcp, "kiwiword")) == 6
+        view = view_of(app)
+        for number in range(3):
+            with dovecot.connect(user, tls=False, starttls=False) as other:
+                other.append(
+                    "Work" if number % 2 else "INBOX", plain_message(f"told {number}", "figword\r\n")
+                )
+            await anyio.sleep(1.2)  # Dovecot tells the view half a second after the change, unasked
+            assert await found(mcp, "figword") == {f"told {n}" for n in range(number + 1)}
+        assert (view.setups, view.flushes) == (1, 3)

@@ -6,7 +6,8 @@ A :class:`PushView` holds a connection of its own, which selects nothing. Set up
 mailboxes and asks the STATUS of each (MESSAGES, UIDNEXT, UIDVALIDITY, HIGHESTMODSEQ), all in one round
 trip. Afterwards the server tells it of every change of those mailboxes as untagged STATUS responses,
 each carrying the items the change moved; they are merged into the counts in the order they came, so
-the counts are always what the last response said. :meth:`PushView.listing` sends one ``NOOP``: Dovecot
+the counts are always what the last response said (those told between two calls are read before the
+next, :meth:`PushView._drain`). :meth:`PushView.listing` sends one ``NOOP``: Dovecot
 flushes its pending notifications on NOOP (``cmd_noop`` calls ``imap_notify_flush``: it looks at the
 mailbox list index's log and INBOX's at once instead of after its half-second delay), so when NOOP is
 answered the counts are the server's for every change it had made before, whichever client made it
@@ -30,6 +31,7 @@ from mail_imap_mcp.imap import parsing
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.mailboxes import MailboxCounts, MailboxInfo, list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.wire import BudgetedIMAPClient
 
 log = logging.getLogger("mail_imap_mcp.imap.push_view")
 
@@ -46,6 +48,8 @@ class _State:
     """What the view knows: the listing it was set up with and each mailbox's items, as last told."""
 
     logins: int
+    #: The connection's client the view was set up on (read between calls by :meth:`PushView._drain`).
+    client: BudgetedIMAPClient
     boxes: list[MailboxInfo]
     values: dict[str, dict[bytes, int]] = field(default_factory=dict)
     #: Mailboxes outside the personal namespace: NOTIFY does not tell their changes.
@@ -73,6 +77,7 @@ class PushView:
         if not self.offered or not self._lock.acquire(blocking=False):
             return None
         try:
+            self._drain()
             listing = self._connection.run(self._look, retry=False)
             if not self.offered:
                 self._connection.close()  # after run(), which holds the connection's lock
@@ -141,7 +146,7 @@ class PushView:
             for entry in group or ()
         ]
         boxes = list_mailboxes(session)
-        state = _State(self._connection.logins, boxes)
+        state = _State(self._connection.logins, client, boxes)
         state.outside = {box.name for box in boxes if any(box.name.startswith(prefix) for prefix in prefixes)}
         items = b"(" + b" ".join(ITEMS) + b")"
         tags = [
@@ -153,29 +158,56 @@ class PushView:
         return state if self._take_told(session, state) else None
 
     def _take_told(self, session: ImapSession, state: _State) -> bool:
-        """Merge the STATUS responses received, in the order they came; False when the view must end (a
-        mailbox created, deleted or renamed, a notification overflow, a response it cannot read)."""
-        client = session.client
-        untagged = client.untagged
+        """Merge the STATUS responses imaplib received, in the order they came; False when the view must
+        end (a mailbox created, deleted or renamed, a notification overflow, a response it cannot read)."""
+        untagged = session.client.untagged
         if untagged.pop(OVERFLOW, None) is not None:
             return False
-        listed = untagged.pop("LIST", None)
-        known = {box.name for box in state.boxes}
-        for rest in listed or ():
-            line = b"* LIST " + rest if isinstance(rest, bytes) else b""
-            # A listing of a mailbox known and still there says nothing new (Dovecot lists some unasked).
-            name = client.listed_name(line)
-            if name is None or name not in known or b"\\NONEXISTENT" in line.upper():
-                return False
-        for rest in untagged.pop("STATUS", None) or ():
-            if not isinstance(rest, bytes):
-                return False
-            line = b"* STATUS " + rest
-            mailbox, values = client.notified_mailbox(line), client.status_values(line)
-            if mailbox is None or values is None:
-                return False
-            state.values.setdefault(mailbox, {}).update(values)
-        return True
+        told = [
+            prefix + rest if isinstance(rest, bytes) else b""
+            for name, prefix in (("LIST", b"* LIST "), ("STATUS", b"* STATUS "))
+            for rest in untagged.pop(name, None) or ()
+        ]
+        return all(_merge(session.client, state, line) for line in told)
+
+    def _drain(self) -> None:
+        """Read what the server told the live view since its last command, before the connection is used:
+        over TLS, the connection's idle check would take that data for a closed connection (and the
+        view would be set up again). The view ends where a line says so, or cannot be read."""
+        state = self._state
+        if state is None or state.logins != self._connection.logins:
+            return
+        client = state.client
+        try:
+            while client.input_waiting(0):
+                line = client.read_response_line()
+                if line.upper().startswith((b"* BYE", b"* OK [NOTIFICATIONOVERFLOW")) or line.endswith(b"}"):
+                    self._end()
+                    return
+                if not _merge(client, state, line):
+                    self._end()
+                    return
+        except Exception:  # a dead connection: set up again by the call that follows
+            self._end()
+
+
+def _merge(client: BudgetedIMAPClient, state: _State, line: bytes) -> bool:
+    """Merge one ``* STATUS`` line into ``state`` (any other line told says nothing the view keeps);
+    False for a ``* LIST`` of a mailbox created, deleted or renamed, or a line it cannot read."""
+    upper = line.upper()
+    if upper.startswith(b"* LIST "):
+        # A listing of a mailbox known and still there says nothing new (Dovecot lists some unasked).
+        name = client.listed_name(line)
+        return (
+            name is not None and name in {box.name for box in state.boxes} and b"\\NONEXISTENT" not in upper
+        )
+    if not upper.startswith(b"* STATUS "):
+        return bool(line)
+    mailbox, values = client.notified_mailbox(line), client.status_values(line)
+    if mailbox is None or values is None:
+        return False
+    state.values.setdefault(mailbox, {}).update(values)
+    return True
 
 
 def _counts(state: _State, box: MailboxInfo) -> MailboxCounts | None:
