@@ -22,27 +22,19 @@ from tests.support.accounts import account_settings, config_toml
 from tests.support.index_integrity import index_problems
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, MatrixServer
-from tests.support.postgres import IndexEngineParam, ServerCase, case_id, engine_of, index_table, server_cases
+from tests.support.postgres import (
+    IndexEngineParam,
+    case_fixtures,
+    case_index_engine,
+    index_table,
+)
 from tests.support.readme import readme_block
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(params=server_cases((*MATRIX, "dovecot_rev1"), ("dovecot",)), ids=case_id)
-def case(request: pytest.FixtureRequest) -> ServerCase:
-    found: ServerCase = request.param
-    return found
-
-
-@pytest.fixture
-def server(request: pytest.FixtureRequest, case: ServerCase) -> MatrixServer:
-    found: MatrixServer = request.getfixturevalue(case[0])
-    return found
-
-
-@pytest.fixture
-def index_engine(request: pytest.FixtureRequest, case: ServerCase) -> IndexEngineParam:
-    return engine_of(request, case[1])
+case, server = case_fixtures((*MATRIX, "dovecot_rev1"), ("dovecot",))
+index_engine = case_index_engine
 
 
 def messages(count: int, start: int = 0) -> list[bytes]:

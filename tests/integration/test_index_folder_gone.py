@@ -15,28 +15,19 @@ from mail_imap_mcp.index.sync import Indexer
 from tests.support.index_clients import indexed_client
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, MatrixServer
-from tests.support.postgres import IndexEngineParam, ServerCase, case_id, engine_of, server_cases
+from tests.support.postgres import (
+    IndexEngineParam,
+    case_fixtures,
+    case_index_engine,
+)
 
 pytestmark = pytest.mark.anyio
 
 SEARCH = "imap_search_messages"
 
 
-@pytest.fixture(params=server_cases(MATRIX, ("dovecot",)), ids=case_id)
-def case(request: pytest.FixtureRequest) -> ServerCase:
-    found: ServerCase = request.param
-    return found
-
-
-@pytest.fixture
-def server(request: pytest.FixtureRequest, case: ServerCase) -> MatrixServer:
-    found: MatrixServer = request.getfixturevalue(case[0])
-    return found
-
-
-@pytest.fixture
-def index_engine(request: pytest.FixtureRequest, case: ServerCase) -> IndexEngineParam:
-    return engine_of(request, case[1])
+case, server = case_fixtures(MATRIX, ("dovecot",))
+index_engine = case_index_engine
 
 
 def fig(number: int) -> bytes:

@@ -34,25 +34,20 @@ from tests.support.envelope_client import EnvelopeClient
 from tests.support.index_clients import index_config, indexed_client
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MatrixServer
-from tests.support.postgres import IndexEngineParam, ServerCase, case_id, engine_of, on_engine, server_cases
+from tests.support.postgres import (
+    IndexEngineParam,
+    ServerCase,
+    case_fixtures,
+    engine_of,
+    on_engine,
+)
 
 pytestmark = pytest.mark.anyio
 
 SEARCH = "imap_search_messages"
 
 
-@pytest.fixture(
-    params=server_cases(("dovecot_rev1", "courier", "dovecot_nomodseq"), ("dovecot_rev1",)), ids=case_id
-)
-def case(request: pytest.FixtureRequest) -> ServerCase:
-    found: ServerCase = request.param
-    return found
-
-
-@pytest.fixture
-def server(request: pytest.FixtureRequest, case: ServerCase) -> MatrixServer:
-    found: MatrixServer = request.getfixturevalue(case[0])
-    return found
+case, server = case_fixtures(("dovecot_rev1", "courier", "dovecot_nomodseq"), ("dovecot_rev1",))
 
 
 def note(number: int) -> bytes:

@@ -20,19 +20,9 @@ from tests.integration.test_index_search import message, other_client
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config
 from tests.support.matrix import MatrixServer
-from tests.support.postgres import ServerCase, case_id, engine_of, on_engine, server_cases
+from tests.support.postgres import ServerCase, case_fixtures, engine_of, on_engine
 
-
-@pytest.fixture(params=server_cases(("dovecot", "cyrus"), ("dovecot",)), ids=case_id)  # with CONDSTORE
-def case(request: pytest.FixtureRequest) -> ServerCase:
-    found: ServerCase = request.param
-    return found
-
-
-@pytest.fixture
-def server(request: pytest.FixtureRequest, case: ServerCase) -> MatrixServer:
-    found: MatrixServer = request.getfixturevalue(case[0])
-    return found
+case, server = case_fixtures(("dovecot", "cyrus"), ("dovecot",))  # with CONDSTORE
 
 
 def forget_modseqs(config: Config) -> None:

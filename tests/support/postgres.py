@@ -19,6 +19,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+import pytest
+
 from tests.support.imapserver import free_ports
 
 READY_TIMEOUT_S = 30.0
@@ -263,3 +265,25 @@ def engine_of(request: Any, engine: str) -> IndexEngineParam:
     """The ``index_engine`` of ``engine`` for a test (``request``: its fixture request): the session's
     PostgreSQL for ``postgresql``."""
     return engine, request.getfixturevalue("postgres") if engine == "postgresql" else None
+
+
+def case_fixtures(servers: tuple[str, ...], on_postgresql: tuple[str, ...]) -> tuple[Any, Any]:
+    """A module's ``case`` fixture (its :func:`server_cases`) and its ``server`` (that case's server
+    fixture), assigned at the module's top: ``case, server = case_fixtures(...)``."""
+
+    @pytest.fixture(name="case", params=server_cases(servers, on_postgresql), ids=case_id)
+    def case(request: pytest.FixtureRequest) -> ServerCase:
+        found: ServerCase = request.param
+        return found
+
+    @pytest.fixture(name="server")
+    def server(request: pytest.FixtureRequest, case: ServerCase) -> Any:
+        return request.getfixturevalue(case[0])
+
+    return case, server
+
+
+@pytest.fixture(name="index_engine")
+def case_index_engine(request: pytest.FixtureRequest, case: ServerCase) -> IndexEngineParam:
+    """The ``index_engine`` of a module's ``case`` (assigned at its top: ``index_engine = case_index_engine``)."""
+    return engine_of(request, case[1])

@@ -107,7 +107,7 @@ def page_task(
         kept: Future[list[Place]] = Future()
         found.places = kept
         if offset + len(ids) >= total:  # no page follows
-            kept.set_result(_places_of(db, ids[:keep]))
+            kept.set_result(places_of(db, ids[:keep]))
             return found, None
 
         def keep_places() -> None:
@@ -121,7 +121,7 @@ def page_task(
                     first = [row for _, row in pairs[:keep]]
                 else:
                     first = [row[0] for row in db.execute(listed, [*params, *order_params, keep, 0])]
-                kept.set_result(_places_of(db, first))
+                kept.set_result(places_of(db, first))
             except BaseException as exc:
                 kept.set_exception(exc)
                 raise
@@ -142,7 +142,7 @@ RANK_KEPT_AFTER = False
 _CHUNK = 400
 
 
-def _places_of(db: sqlite3.Connection, ids: list[int]) -> list[Place]:
+def places_of(db: sqlite3.Connection, ids: list[int]) -> list[Place]:
     """The (folder, UID) of each of the rows ``ids``, in that order."""
     found: dict[int, Place] = {}
     for first in range(0, len(ids), _CHUNK):

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TypeVar, Unpack
 
 from mail_imap_mcp.index.sqlite_errors import translated
-from mail_imap_mcp.index.sqlite_pages import page_task, rows_of
+from mail_imap_mcp.index.sqlite_pages import page_task, places_of, rows_of
 from mail_imap_mcp.index.sqlite_query import Fts5Query, compile_fts5, in_places
 from mail_imap_mcp.index.sqlite_ranking import Then
 from mail_imap_mcp.index.sqlite_store import BUSY_TIMEOUT_S, PendingSearch, SqliteStore
@@ -250,7 +250,7 @@ class TantivyStore(SqliteStore):
             """The first ``keep`` matches' places (ranked with the page), looked up after it is handed
             over, on its snapshot."""
             try:
-                kept.set_result(_places_of(db, [row for _, row in pairs[:keep]]))
+                kept.set_result(places_of(db, [row for _, row in pairs[:keep]]))
             except BaseException as exc:
                 kept.set_exception(exc)
                 raise
@@ -302,22 +302,6 @@ def _count(
     match = fts.match if len(searched) == len(stored) else in_places(fts.match, searched)
     sql = f"SELECT count(*) FROM fts CROSS JOIN messages m ON m.id = fts.rowid WHERE fts MATCH ? AND ({fts.where})"
     return int(db.execute(sql, [match, *fts.params]).fetchone()[0])
-
-
-def _places_of(db: sqlite3.Connection, ids: list[int]) -> list[Place]:
-    """The (folder, UID) of each of the rows ``ids``, in that order."""
-    found: dict[int, Place] = {}
-    for first in range(0, len(ids), _CHUNK):
-        chunk = ids[first : first + _CHUNK]
-        found.update(
-            (row_id, (name, uid))
-            for row_id, name, uid in db.execute(
-                "SELECT m.id, f.name, m.uid FROM messages m JOIN folders f ON f.id = m.folder "
-                f"WHERE m.id IN ({', '.join('?' for _ in chunk)})",
-                chunk,
-            )
-        )
-    return [found[row_id] for row_id in ids if row_id in found]
 
 
 def _stored_rows(db: sqlite3.Connection) -> Iterator[tuple[int, int, Sequence[str]]]:
