@@ -107,7 +107,9 @@ async def test_ranked_pages_never_repeat_or_skip_while_mail_arrives_and_is_delet
     the deleted ones and the newcomers are not listed, and the pages say so. PostgreSQL pages by key
     (its cursor carries its own place and no kept places), SQLite by the places its first page kept."""
     if index_engine[0] != "sqlite" and ranked_after:
-        pytest.skip("PostgreSQL keeps no places")
+        pytest.skip(
+            "RANK_KEPT_AFTER is the SQLite engine's switch (PostgreSQL keeps no places, Tantivy ranks them after)"
+        )
     monkeypatch.setattr(sqlite_pages, "RANK_KEPT_AFTER", ranked_after)
     user = dovecot.new_user()
     archive = dovecot.mailbox_name("Archive")
