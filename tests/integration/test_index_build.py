@@ -63,7 +63,7 @@ def write_config(
 def stored(config: Path) -> tuple[list[Any], list[Any]]:
     """What the index of ``config`` holds, without its row ids: folders and messages, whichever engine."""
     loaded = load_config(config)
-    if loaded.index.index_engine == "sqlite":
+    if loaded.index.index_engine != "postgresql":
         return rows(Path(loaded.server.index_dir or "") / "default.sqlite3")[:2]
     with psycopg.connect(loaded.index.index_url or "", password=loaded.index.password()) as conn:
         folders = conn.execute(

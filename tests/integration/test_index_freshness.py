@@ -245,7 +245,7 @@ async def test_a_later_ranked_page_keeps_its_order_and_says_so_when_the_index_to
         moved = await mcp.call(SEARCH, {"query": "kiwiword", "sort": "relevance", "cursor": cursor})
         assert moved["data"]["total"] == 6
         said = any("6 matches then, 6 now" in w for w in moved["meta"]["warnings"])
-        assert said == (index_engine[0] == "sqlite"), moved
+        assert said == (index_engine[0] != "postgresql"), moved  # BM25 (FTS5, Tantivy) ranks move
         assert [m["message_id"] for m in moved["data"]["messages"]] == [
             m["message_id"] for m in quiet["data"]["messages"]
         ]

@@ -61,7 +61,7 @@ async def indexed(
 def rows(config: Config) -> list[Row]:
     """Every indexed message of ``config``'s index: its folder, global id and labels."""
     statement = "SELECT f.name, m.global_id, m.labels FROM {s}messages m JOIN {s}folders f ON f.id = m.folder"
-    if config.index.index_engine == "sqlite":
+    if config.index.index_engine != "postgresql":  # sqlite, sqlite+tantivy: the SQLite file
         with sqlite3.connect(Path(config.server.index_dir or "") / "default.sqlite3") as db:
             found = db.execute(statement.format(s="")).fetchall()
     else:

@@ -89,7 +89,7 @@ async def test_a_search_does_not_wait_past_its_budget_for_the_background_sync(
 def another_writer(config: Config) -> Iterator[None]:
     """Another process writing the index: the SQLite file's write lock, or the index's advisory lock
     that PostgreSQL's writers take turns on, held until the block ends."""
-    if config.index.index_engine == "sqlite":
+    if config.index.index_engine != "postgresql":  # sqlite, sqlite+tantivy: the SQLite file's lock
         writer = sqlite3.connect(
             Path(config.server.index_dir or "") / "default.sqlite3", isolation_level=None
         )

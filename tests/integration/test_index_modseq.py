@@ -27,7 +27,7 @@ case, server = case_fixtures(("dovecot", "cyrus"), ("dovecot",))  # with CONDSTO
 
 def forget_modseqs(config: Config) -> None:
     """Store HIGHESTMODSEQ 0 for every folder, as an index made while the mailbox kept none did."""
-    if config.index.index_engine == "sqlite":
+    if config.index.index_engine != "postgresql":
         db = sqlite3.connect(Path(config.server.index_dir or "") / "default.sqlite3")
         db.execute("UPDATE folders SET highestmodseq = 0")
         db.commit()

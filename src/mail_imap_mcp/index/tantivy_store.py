@@ -80,13 +80,19 @@ class TantivyStore(SqliteStore):
     def __init__(self, path: Path, *, identity: str | None = None) -> None:
         super().__init__(path, identity=identity)
         try:
-            with self._transaction():
-                for statement in (*_GENERATION_SCHEMA.split(";\n"), *_CHANGE_LOG.split(";\n")):
-                    self._db.execute(statement)
-                if self._db.execute("SELECT count(*) FROM ranked_generation").fetchone()[0] == 0:
-                    self._db.execute(
-                        "INSERT INTO ranked_generation(epoch, count) VALUES (?, 0)", (uuid.uuid4().hex,)
-                    )
+            # Written only where missing: opening an index another process is writing waits for nobody.
+            if not self._db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ranked_generation'"
+            ).fetchone():
+                with self._transaction():
+                    for statement in _GENERATION_SCHEMA.split(";\n"):
+                        self._db.execute(statement)
+                    if self._db.execute("SELECT count(*) FROM ranked_generation").fetchone()[0] == 0:
+                        self._db.execute(
+                            "INSERT INTO ranked_generation(epoch, count) VALUES (?, 0)", (uuid.uuid4().hex,)
+                        )
+            for statement in _CHANGE_LOG.split(";\n"):  # TEMP: this connection's own, no lock on the file
+                self._db.execute(statement)
             self.text = open_text_index(text_dir(path))
         except BaseException:
             super().close()
