@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.config import StateSettings
+from mail_imap_mcp.config import Config, StateSettings
 from mail_imap_mcp.index import runtime
 from mail_imap_mcp.index.lease import LEASE_TTL_S
 from mail_imap_mcp.index.runtime import AccountIndex
@@ -28,6 +28,19 @@ from tests.support.postgres import PostgresServer, on_engine
 from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.anyio
+
+
+def shared_index_config(
+    dovecot: Dovecot, user: str, tmp_path: Path, postgres: PostgresServer, redis: RedisServer
+) -> Config:
+    """``user``'s account indexed in PostgreSQL, the instances' state in Redis, a 1.5 s freshness budget."""
+    settings = make_config(
+        {"default": account_settings(dovecot, user, index=True)},
+        state_dir=str(tmp_path / "st"),
+        index_fresh_budget_ms=1500,
+    )
+    config: Config = on_engine(settings, "postgresql", postgres)
+    return config.model_copy(update={"state": StateSettings(redis_url=redis.url)})
 
 
 @pytest.fixture
@@ -99,13 +112,7 @@ async def test_a_search_syncs_a_changed_folder_under_its_lease_and_waits_for_ano
     staleness warning; given back within the budget, the search takes it, syncs INBOX and answers it all."""
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [mailgen.plain_message(f"budget {i}", "the budget\r\n") for i in range(3)])
-    settings = make_config(
-        {"default": account_settings(dovecot, user, index=True)},
-        state_dir=str(tmp_path / "st"),
-        index_fresh_budget_ms=1500,
-    )
-    config = on_engine(settings, "postgresql", postgres)
-    config = config.model_copy(update={"state": StateSettings(redis_url=redis.url)})
+    config = shared_index_config(dovecot, user, tmp_path, postgres, redis)
     first = AppContext.from_config(config)
     second = AppContext.from_config(config)
     try:
@@ -154,13 +161,7 @@ async def test_a_search_waits_for_a_folder_the_lease_holders_own_sync_works_on_t
     monkeypatch.setattr(runtime, "STEP_PAUSE_S", 1.0)  # and pauses a second after each chunk it stores
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [mailgen.plain_message(f"budget {i}", "the budget\r\n") for i in range(3)])
-    settings = make_config(
-        {"default": account_settings(dovecot, user, index=True)},
-        state_dir=str(tmp_path / "st"),
-        index_fresh_budget_ms=1500,
-    )
-    config = on_engine(settings, "postgresql", postgres)
-    config = config.model_copy(update={"state": StateSettings(redis_url=redis.url)})
+    config = shared_index_config(dovecot, user, tmp_path, postgres, redis)
     url, password = config.index.index_url or "", postgres.password
     first = AppContext.from_config(config)
     second: AppContext | None = None

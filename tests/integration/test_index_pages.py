@@ -20,7 +20,7 @@ from mail_imap_mcp.index import sqlite_pages
 from tests.support.index_clients import indexed_client
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MatrixServer
-from tests.support.postgres import IndexEngineParam
+from tests.support.postgres import ENGINES, IndexEngineParam, engine_of
 
 pytestmark = pytest.mark.anyio
 
@@ -94,11 +94,19 @@ def _expunge(other: Any, folder: str, uid: int) -> None:
     assert len(other.search(["ALL"])) == before - 1
 
 
-@pytest.mark.parametrize("ranked_after", [False, True], ids=["kept-ranked-with-page", "kept-ranked-after"])
+@pytest.mark.parametrize(
+    ("engine", "ranked_after"),
+    [
+        *((engine, False) for engine in ENGINES),
+        ("sqlite", True),  # RANK_KEPT_AFTER is the SQLite engine's switch: the others rank theirs one way
+    ],
+    ids=lambda value: {False: "kept-ranked-with-page", True: "kept-ranked-after"}.get(value, value),
+)
 async def test_ranked_pages_never_repeat_or_skip_while_mail_arrives_and_is_deleted_on_both_engines(
+    request: pytest.FixtureRequest,
     dovecot: MatrixServer,
     tmp_path: Path,
-    index_engine: IndexEngineParam,
+    engine: str,
     ranked_after: bool,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -106,10 +114,7 @@ async def test_ranked_pages_never_repeat_or_skip_while_mail_arrives_and_is_delet
     listed yet is deleted: every message that matched throughout comes once, in the first page's order;
     the deleted ones and the newcomers are not listed, and the pages say so. PostgreSQL pages by key
     (its cursor carries its own place and no kept places), SQLite by the places its first page kept."""
-    if index_engine[0] != "sqlite" and ranked_after:
-        pytest.skip(
-            "RANK_KEPT_AFTER is the SQLite engine's switch (PostgreSQL keeps no places, Tantivy ranks them after)"
-        )
+    index_engine = engine_of(request, engine)
     monkeypatch.setattr(sqlite_pages, "RANK_KEPT_AFTER", ranked_after)
     user = dovecot.new_user()
     archive = dovecot.mailbox_name("Archive")
