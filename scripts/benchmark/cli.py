@@ -166,6 +166,7 @@ async def run(settings: Settings) -> int:
             BENCH_DIR / "index-run",
             ours_only=settings.index_ours_only,
             xapian_messages=settings.index_xapian_messages,
+            engine=settings.index_engine,
         )
         return 0
     machine = machine_info()
@@ -328,6 +329,12 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
     )
     parser.add_argument("--index-folders", type=int, default=40, help="index section: folders")
     parser.add_argument(
+        "--index-engine",
+        choices=("sqlite", "sqlite+tantivy"),
+        default="sqlite",
+        help="index section: our index's engine (sqlite+tantivy: its own JSON file and section)",
+    )
+    parser.add_argument(
         "--index-attachments",
         action="store_true",
         help="with --index-only: indexing with index_attachments on against off instead (documents attached "
@@ -383,6 +390,7 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
         index_messages=args.index_messages,
         index_folders=args.index_folders,
         index_ours_only=bool(args.index_ours_only),
+        index_engine=args.index_engine,
         index_xapian_messages=args.index_xapian_messages,
         index_attachments=bool(args.index_attachments),
         index_flags_only=bool(args.index_flags_only),

@@ -51,7 +51,8 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.push_view import PushView
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.answer import fresh_page
-from mail_imap_mcp.index.location import index_path, open_index
+from mail_imap_mcp.index.engines import open_engine
+from mail_imap_mcp.index.location import index_path
 from mail_imap_mcp.index.sqlite_store import SqliteStore
 from mail_imap_mcp.index.sync import Indexer
 from mail_imap_mcp.query import AnyOf, Contains
@@ -95,6 +96,8 @@ class IndexRun:
     messages: int
     folders: int
     results: dict[str, Any] = field(default_factory=dict)
+    #: Our index's engine (``[index] index_engine``): ``sqlite`` or ``sqlite+tantivy``.
+    engine: str = "sqlite"
 
 
 def _median_ms(samples: list[float]) -> float:
@@ -173,15 +176,23 @@ def _pick_queries(db_path: Path) -> list[Query]:
     ]
 
 
-def _config(path: Path, dovecot: Dovecot, user: str, index_dir: Path) -> Path:
+def _config(path: Path, dovecot: Dovecot, user: str, index_dir: Path, engine: str = "sqlite") -> Path:
     settings = account_settings(
         dovecot, user, password_env=PASSWORD_ENV, connect_timeout_s=None, command_timeout_s=120
     )
     path.write_text(
         config_toml({"default": settings})
         + f'\n[server]\nindex = true\nindex_dir = "{index_dir}"\nsummary_cache_entries = 0\n'
+        + ("" if engine == "sqlite" else f'\n[index]\nindex_engine = "{engine}"\n')
     )
     return path
+
+
+def _pushed_config(config: Path) -> Path:
+    """``config`` with ``index_fresh_from_push`` on (the MCP rows with a quiet push view)."""
+    pushed = config.with_name("config-push.toml")
+    pushed.write_text(config.read_text().replace("[server]\n", "[server]\nindex_fresh_from_push = true\n", 1))
+    return pushed
 
 
 def run_index_command(config: Path, password: str, log: Path) -> SampledRun:
@@ -207,7 +218,8 @@ def _ours_queries(
     loaded = load_config(config)
     account = loaded.accounts["default"]
     path = index_path(loaded.server.index_dir, "default")
-    store = open_index(path).store
+    engine = open_engine(loaded)
+    store = engine.location("default", account).open().store
     indexer = Indexer(store, "default", loaded.server.index_text_bytes)
     connection = AccountConnection("default", account, enable_qresync=True)
     found: dict[str, Any] = {}
@@ -253,11 +265,23 @@ def _ours_queries(
         either = [Contains(q.field, q.word) for q in (queries[-1], queries[1])]  # type: ignore[arg-type]
         scored = AnyOf(tuple(either))
         found["shards"] = _shards_compared(path, scored, runs)
+        if loaded.index.index_engine != "sqlite":
+            found["scored_engine"] = {
+                "median_ms": _median_ms(
+                    _timed(
+                        partial(
+                            store.search, scored, folders=everywhere, order="relevance", limit=20, offset=0
+                        ),
+                        runs,
+                    )
+                )
+            }
         found["appended"] = _appended_found(connection, indexer, store, dovecot, user)
         found["push"] = _with_push(connection, indexer, account, queries, runs, dovecot, user)
     finally:
         connection.close()
         store.close()
+        engine.close()
     return found
 
 
@@ -441,7 +465,10 @@ def _xapian(
         return found
 
 
-async def _end_to_end(config: Path, work: Path, password: str, queries: list[Query]) -> dict[str, Any]:
+async def _end_to_end(
+    config: Path, work: Path, password: str, queries: list[Query], said: str = ""
+) -> dict[str, Any]:
+    """Ranked and newest pages through MCP (stdio, warm); ``said`` ends each row's label."""
     server = our_server(config, work / "serve.log", password, debug=False)
     found: dict[str, Any] = {}
     async with server.running():
@@ -471,7 +498,7 @@ async def _end_to_end(config: Path, work: Path, password: str, queries: list[Que
             samples = []
             for _ in range(QUERY_RUNS):
                 samples.append((await server.call("imap_search_messages", arguments)).ms / 1000)
-            found[label] = {"median_ms": _median_ms(samples)}
+            found[label + said] = {"median_ms": _median_ms(samples)}
     return found
 
 
@@ -483,17 +510,19 @@ async def run_index_bench(
     *,
     ours_only: bool = False,
     xapian_messages: int | None = None,
+    engine: str = "sqlite",
 ) -> IndexRun:
     """The whole section: build every engine's index over the same messages and time the same queries.
     ``ours_only``: measure our index again and keep the anchors' figures of the last full run (from
-    ``benchmarks-index.json``; the corpus is the same, generated from one seed), both runs' times said."""
-    run = IndexRun(messages, folder_count)
+    ``benchmarks-index.json``; the corpus is the same, generated from one seed), both runs' times said.
+    ``engine``: our index's (``sqlite+tantivy``: its own JSON file and section)."""
+    run = IndexRun(messages, folder_count, engine=engine)
     xapian_skipped = None if ours_only else xapian_skip_reason(xapian_messages)
     if xapian_skipped:
         say(f"index: Dovecot + fts-xapian is not measured: {xapian_skipped}")
     kept: dict[str, Any] = {}
     if ours_only:
-        kept = json.loads((out_dir / results_name(messages)).read_text())
+        kept = json.loads((out_dir / results_name(messages, engine)).read_text())
         if (kept["messages"], kept["folders"]) != (messages, folder_count):
             raise RuntimeError("the last full run was of another size: run without --index-ours-only")
     folders = _folder_names(folder_count)
@@ -505,14 +534,14 @@ async def run_index_bench(
         user = dovecot.new_user()
         say(f"index: seeding {messages} messages over {folder_count} folders")
         _seed(dovecot, user, messages, folders, maildir)
-        config = _config(work / "config.toml", dovecot, user, work / "ix")
+        config = _config(work / "config.toml", dovecot, user, work / "ix", engine)
         say("index: mail-imap-mcp index")
         build = _build_ours(config, dovecot.password, work / "index.log")
         db_path = work / "ix" / "default.sqlite3"
         checkpoint = sqlite3.connect(db_path)
         checkpoint.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         checkpoint.close()
-        size = db_path.stat().st_size
+        size = _du(db_path.parent)  # the file and, for sqlite+tantivy, the Tantivy index beside it
         build.update(
             {
                 "messages_per_s": round(messages / build["seconds"]),
@@ -526,6 +555,9 @@ async def run_index_bench(
         run.results["ours"] = _ours_queries(config, dovecot, user, queries, QUERY_RUNS)
         say("index: end to end through MCP")
         run.results["ours_mcp"] = await _end_to_end(config, work, dovecot.password, queries)
+        run.results["ours_mcp"] |= await _end_to_end(
+            _pushed_config(config), work, dovecot.password, queries, ", quiet push view"
+        )
         if ours_only:
             if [q["word"] for q in kept["queries"]] != [q.word for q in queries]:
                 raise RuntimeError("the query words differ from the last full run's")
@@ -572,11 +604,12 @@ def index_section(run: IndexRun, machine: dict[str, Any]) -> str:
         )
     else:
         xapian_note = ""
-    begin, end = markers(run.messages)
+    begin, end = markers(run.messages, run.engine)
     lines = [
         begin,
         "",
-        f"{run.messages:,} generated messages over {run.folders} folders; {machine.get('cpu_model')}, "
+        f"{run.messages:,} generated messages over {run.folders} folders, our index in `{run.engine}`; "
+        f"{machine.get('cpu_model')}, "
         f"{machine.get('nproc')} cores shared with other work (load average {machine.get('load_average_at_start')} "
         f"when the run ended, {machine.get('date_utc')}). Median of {QUERY_RUNS} (ours), "
         f"{CLI_RUNS} (notmuch, process start included) and {IMAP_RUNS} (Dovecot, every folder in turn) runs, "
@@ -617,6 +650,11 @@ def index_section(run: IndexRun, machine: dict[str, Any]) -> str:
             f"| every match scored: `{queries[-1].word} OR {queries[1].word}` ({int(shards['hits']):,}), store alone "
             f"in one thread / in two shards (two threads) | | | {shards['1_median_ms']:,.1f} / "
             f"{shards['2_median_ms']:,.1f} | | | |"
+        )
+    scored = r["ours"].get("scored_engine")
+    if scored is not None:
+        lines.append(
+            f"| the same, ranked by `{run.engine}`: store alone | | | {scored['median_ms']:,.1f} | | | |"
         )
     body = "BODY " + queries[-1].word
     lines.append(
@@ -670,17 +708,24 @@ def write_index_results(run: IndexRun, out_dir: Path, machine: dict[str, Any] | 
 
     machine = machine or machine_info()
     out_dir.mkdir(parents=True, exist_ok=True)
-    name = results_name(run.messages)
+    name = results_name(run.messages, run.engine)
     (out_dir / name).write_text(
         json.dumps(
-            {"messages": run.messages, "folders": run.folders, "machine": machine, **run.results}, indent=2
+            {
+                "messages": run.messages,
+                "folders": run.folders,
+                "engine": run.engine,
+                "machine": machine,
+                **run.results,
+            },
+            indent=2,
         )
         + "\n"
     )
     markdown = out_dir / "benchmarks.md"
     section = index_section(run, machine)
     print(section)
-    write_section(markdown, *markers(run.messages), section)
+    write_section(markdown, *markers(run.messages, run.engine), section)
     write_sizes(out_dir)
     say(f"index: wrote {name}, its section of {markdown} and the sizes side by side")
 

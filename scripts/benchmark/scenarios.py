@@ -240,6 +240,8 @@ class Settings:
     index_messages: int = 100_000
     index_folders: int = 40
     index_ours_only: bool = False
+    #: Our index's engine in the index section (``--index-engine``).
+    index_engine: str = "sqlite"
     index_xapian_messages: int | None = None
     #: Instead of the index section: indexing with ``index_attachments`` on against off.
     index_attachments: bool = False

@@ -97,3 +97,26 @@ def test_a_million_keeps_its_own_figures_and_both_sizes_stand_side_by_side(tmp_p
     # Written again after another 100,000 run: still one table, both sizes.
     bench_index.write_index_results(small, tmp_path, machine=machine)
     assert (tmp_path / "benchmarks.md").read_text().count(index_sizes.SIZES_BEGIN) == 1
+
+
+def test_a_run_on_another_engine_keeps_its_own_figures_beside_the_sqlite_run_of_its_size(
+    tmp_path: Path,
+) -> None:
+    machine = {"nproc": 2, "cpu_model": "test", "date_utc": "today", "load_average_at_start": [1.0]}
+    plain, ranked = finished_run({"skipped": "none"}), finished_run({"skipped": "none"})
+    plain.messages = ranked.messages = 1_000_000
+    ranked.engine = "sqlite+tantivy"
+    ranked.results["ours"] = {**ranked.results["ours"], "scored_engine": {"median_ms": 48.6}}
+    bench_index.write_index_results(plain, tmp_path, machine=machine)
+    bench_index.write_index_results(ranked, tmp_path, machine=machine)
+    assert (tmp_path / "benchmarks-index-1000000.json").exists()
+    kept = (tmp_path / "benchmarks-index-1000000-sqlite_tantivy.json").read_text()
+    assert '"engine": "sqlite+tantivy"' in kept
+    written = (tmp_path / "benchmarks.md").read_text()
+    assert written.count("1,000,000 generated messages over 4 folders, our index in `sqlite`;") == 1
+    assert written.count("1,000,000 generated messages over 4 folders, our index in `sqlite+tantivy`;") == 1
+    assert "--index-messages 1000000 --index-engine sqlite+tantivy; edits inside are overwritten" in written
+    assert "| the same, ranked by `sqlite+tantivy`: store alone | | | 48.6 | | | |" in written
+    # The sizes side by side stay the SQLite runs': one 1,000,000 column.
+    sizes = written.split(index_sizes.SIZES_BEGIN)[1].split(index_sizes.SIZES_END)[0]
+    assert sizes.count("1,000,000: ours") == 1
