@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import random
 import re
-import socket
 import sys
 import time
 from collections import Counter
@@ -27,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from raw_imap import RawImap  # noqa: E402
 from tests.support.dovecot import Dovecot  # noqa: E402  (after the path above)
 from tests.support.mailgen import plain_message  # noqa: E402
 
@@ -34,47 +34,6 @@ FOLDERS = ("INBOX", "Work", "Lists/Python", "Archive", "Receipts")
 ITEMS = ("MESSAGES", "UIDNEXT", "UIDVALIDITY", "HIGHESTMODSEQ")
 STATUS_LINE = re.compile(rb'^\* STATUS ("(?:[^"\\]|\\.)*"|\S+) \((.*)\)\s*$')
 View = dict[str, dict[str, int]]
-
-
-class Connection:
-    """A plain IMAP connection that keeps the untagged lines of each command."""
-
-    def __init__(self, port: int, user: str, password: str) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port))
-        self.buffer = b""
-        self.tag = 0
-        self.read()
-        self.command(b'LOGIN "%s" "%s"' % (user.encode(), password.encode()))
-
-    def read(self) -> bytes:
-        while b"\r\n" not in self.buffer:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("closed")
-            self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\r\n", 1)
-        return line
-
-    def send(self, text: bytes, literal: bytes | None = None) -> bytes:
-        self.tag += 1
-        tag = b"t%d" % self.tag
-        if literal is None:
-            self.sock.sendall(tag + b" " + text + b"\r\n")
-        else:
-            self.sock.sendall(tag + b" " + text + b" {%d+}\r\n" % len(literal) + literal + b"\r\n")
-        return tag
-
-    def until(self, tag: bytes) -> list[bytes]:
-        """The untagged lines up to the tagged answer of ``tag`` (which must be OK)."""
-        untagged = []
-        while not (line := self.read()).startswith(tag + b" "):
-            untagged.append(line)
-        if not line.startswith(tag + b" OK"):
-            raise RuntimeError(line.decode(errors="replace"))
-        return untagged
-
-    def command(self, text: bytes, literal: bytes | None = None) -> list[bytes]:
-        return self.until(self.send(text, literal))
 
 
 def quoted(name: str) -> bytes:
@@ -96,7 +55,7 @@ def statuses(lines: list[bytes]) -> View:
     return found
 
 
-def truth(checker: Connection, name: str) -> dict[str, int]:
+def truth(checker: RawImap, name: str) -> dict[str, int]:
     lines = checker.command(b"STATUS " + quoted(name) + b" (" + " ".join(ITEMS).encode() + b")")
     return statuses(lines)[name]
 
@@ -106,9 +65,9 @@ class Trials:
         self.dovecot, self.user = dovecot, user
         self.random = random.Random(seed)
         port, password = dovecot.plain_port, dovecot.password
-        self.watcher = Connection(port, user, password)
-        self.writer = Connection(port, user, password)
-        self.checker = Connection(port, user, password)
+        self.watcher = RawImap(port).login(user, password)
+        self.writer = RawImap(port).login(user, password)
+        self.checker = RawImap(port).login(user, password)
         for connection in (self.watcher, self.checker):
             connection.command(b"ENABLE CONDSTORE")
         names = b" ".join(quoted(name) for name in FOLDERS)

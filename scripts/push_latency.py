@@ -13,7 +13,6 @@ watcher has heard nothing: a quiet watcher then vouches for nothing, unless it a
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
 import sys
 import time
@@ -22,56 +21,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from raw_imap import RawImap  # noqa: E402
 from tests.support.dovecot import Dovecot  # noqa: E402  (after the path above)
 from tests.support.mailgen import plain_message  # noqa: E402
 
 
-class Line:
-    """A plain IMAP connection that reads line by line (enough for LOGIN, APPEND, IDLE and NOTIFY)."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port))
-        self.buffer = b""
-        self.tag = 0
-        self.read()
-
-    def read(self, timeout: float | None = None) -> bytes | None:
-        self.sock.settimeout(timeout)
-        while b"\r\n" not in self.buffer:
-            try:
-                chunk = self.sock.recv(65536)
-            except TimeoutError:
-                return None
-            if not chunk:
-                raise ConnectionError("closed")
-            self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\r\n", 1)
-        return line
-
-    def command(self, text: bytes, literal: bytes | None = None) -> None:
-        self.tag += 1
-        tag = b"t%d" % self.tag
-        if literal is None:
-            self.sock.sendall(tag + b" " + text + b"\r\n")
-        else:
-            self.sock.sendall(tag + b" " + text + b" {%d+}\r\n" % len(literal) + literal + b"\r\n")
-        while not (line := self.read() or b"").startswith(tag + b" "):
-            pass
-        if not line.startswith(tag + b" OK"):
-            raise RuntimeError(line.decode(errors="replace"))
-
-    def wait_for(self, word: bytes, timeout: float) -> bool:
-        until = time.monotonic() + timeout
-        while (left := until - time.monotonic()) > 0:
-            line = self.read(left)
-            if line is not None and word in line:
-                return True
-        return False
-
-
 def measure(port: int, user: str, password: str, rounds: int, *, notify: bool) -> list[float]:
     """Milliseconds from the APPEND's tagged OK to the watcher's EXISTS (IDLE) or STATUS (NOTIFY)."""
-    watcher, writer = Line(port), Line(port)
+    watcher, writer = RawImap(port), RawImap(port)
     for connection in (watcher, writer):
         connection.command(b'LOGIN "%s" "%s"' % (user.encode(), password.encode()))
     if notify:
