@@ -180,9 +180,9 @@ def _logout(account_id: str, account: AccountConfig) -> int:
         revoked = revoke(oauth_client(account), refresh_token)
     except TokenUnavailable:
         revoked = False
-    with refresh_lock(account_id, 30.0):
+    with refresh_lock(account_id, 30.0, store):
         store.forget()
-    forget_record(account_id)
+    forget_record(account_id, store)
     said = (
         "revoked at the provider and forgotten"
         if revoked
@@ -209,7 +209,7 @@ def _status(config: Config, account_id: str | None) -> int:
             print(f"{aid}: not signed in (run `mail-imap-mcp login {aid}`)")
             continue
         print(
-            f"{status_line(aid, account, stored_at, read_record(aid))}; the refresh token is kept {store.where()}"
+            f"{status_line(aid, account, stored_at, read_record(aid, store))}; the refresh token is kept {store.where()}"
         )
     return 0
 

@@ -3,7 +3,11 @@ keychain is keyring's ``fail`` backend (no keychain at all): ``mail-imap-mcp log
 "browser" (tests/support/oidc_browser.py) against node-oidc-provider and writes the file 0600; the
 server in process lists mail across access-token expiries, each refresh rotating the token in the file;
 ``logout`` revokes it at the provider and deletes the file. A file others can read is refused, naming
-the setting.
+the setting. Two configurations whose accounts share an id but not a token file each say who signed in.
+
+Each test has its own home (``no_keychain``): the sign-in's lock files and records
+(config/sign_in_state.py) go below it, never to the home of the user running the tests, which every
+test and xdist worker would otherwise share.
 """
 
 from __future__ import annotations
@@ -37,10 +41,12 @@ pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is no
 
 
 @pytest.fixture
-def no_keychain(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """This process and the commands it runs have no keychain (keyring's fail backend)."""
+def no_keychain(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process and the commands it runs have no keychain (keyring's fail backend), and a home of
+    this test's own."""
     for name, value in NO_KEYCHAIN.items():
         monkeypatch.setenv(name, value)
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
     before = keyring.get_keyring()
     keyring.set_keyring(FailKeyring())
     try:
@@ -53,7 +59,12 @@ def run(directory: Path, settings: dict[str, Any], user: str, *args: str) -> sub
     """``mail-imap-mcp <args>`` with ``settings`` as the account, as ``user`` at a browser, no keychain."""
     config = directory / "config.toml"
     config.write_text(config_toml({ACCOUNT: settings}))
-    env = {"PATH": os.environ["PATH"], **NO_KEYCHAIN, **browser_signing_in_as(user)}
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ["HOME"],
+        **NO_KEYCHAIN,
+        **browser_signing_in_as(user),
+    }
     return subprocess.run(
         [SERVER, *args, "--config", str(config)], capture_output=True, text=True, env=env, timeout=120
     )
@@ -102,6 +113,29 @@ async def test_login_keeps_the_refresh_token_in_the_file_and_the_server_rotates_
     assert not token_file.exists()
     assert refresh_refused(oidc, last)  # revoked at the provider, not only deleted here
     assert "not signed in" in run(tmp_path, settings, user, "status").stdout
+
+
+def test_two_configurations_whose_accounts_share_an_id_but_not_a_token_file_each_say_who_signed_in(
+    tmp_path: Path, oidc: OidcProvider, oidc_dovecot: Dovecot, no_keychain: None
+) -> None:
+    """Two users sign in to an account of the same id, each in their own configuration and token file:
+    ``status`` of each names its own user (the record of who signed in belongs to the file, not to the
+    account id alone), and one's logout leaves the other signed in."""
+    people = []
+    for name in ("first", "second"):
+        user, directory = oidc_dovecot.new_user(), tmp_path / name
+        directory.mkdir()
+        settings = sign_in_account(oidc_dovecot, user, oidc, oauth2_token_file=str(directory / "work.token"))
+        done = run(directory, settings, user, "login", ACCOUNT)
+        assert done.returncode == 0, done.stderr
+        people.append((user, directory, settings))
+    for user, directory, settings in people:
+        status = run(directory, settings, user, "status").stdout
+        assert f"{ACCOUNT}: signed in as {user} " in status, status
+    (first, first_directory, first_settings), (second, second_directory, second_settings) = people
+    assert "revoked at the provider" in run(first_directory, first_settings, first, "logout", ACCOUNT).stderr
+    assert "not signed in" in run(first_directory, first_settings, first, "status").stdout
+    assert f"signed in as {second} " in run(second_directory, second_settings, second, "status").stdout
 
 
 @pytest.mark.anyio

@@ -2,14 +2,17 @@
 one process at a time spend the refresh token, and the record ``status`` reads (who signed in, when, and
 when a refresh last succeeded).
 
-Both live in :func:`sign_in_dir` (``sign-in/`` in the default configuration's directory), named by the
-account id as the keychain entry is: every process of the user that signs in to an account (Claude
-Desktop's server and Claude Code's, whatever ``--config`` each was given) meets the same keychain entry,
-so they must meet the same lock.
+Both live in :func:`sign_in_dir` (``sign-in/`` in the default configuration's directory), named after
+where the refresh token is kept (:func:`state_name`): by the account id as the keychain entry is, since
+every process of the user that signs in to an account (Claude Desktop's server and Claude Code's,
+whatever ``--config`` each was given) meets the same keychain entry, so they must meet the same lock; by
+the account id and the file for an ``oauth2_token_file``, since two configurations whose accounts share
+an id but not a file hold two sign-ins (perhaps of two users), which must not read each other's record.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -21,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .accounts import DEFAULT_CONFIG_PATH
+from .sign_in_file import FileRefreshTokens
 from .sign_in_store import KeychainRefreshTokens
 
 if TYPE_CHECKING:
@@ -35,17 +39,26 @@ def sign_in_dir() -> Path:
     return DEFAULT_CONFIG_PATH.expanduser().parent / "sign-in"
 
 
+def state_name(account_id: str, store: RefreshTokenStore | None = None) -> str:
+    """The name of the lock file and record of the sign-in kept in ``store`` (None: the keychain)."""
+    if not isinstance(store, FileRefreshTokens):
+        return account_id
+    digest = hashlib.sha256(os.fsencode(store.path.resolve())).hexdigest()[:16]
+    return f"{account_id}.file-{digest}"
+
+
 class LockTimeout(Exception):
     """Another process held the account's sign-in lock for the whole time given."""
 
 
 @contextmanager
-def refresh_lock(account_id: str, timeout_s: float) -> Iterator[None]:
-    """Hold the account's cross-process lock (an OS lock on ``<account>.lock``: released by the OS when
-    the holder ends, even by a crash); :class:`LockTimeout` after ``timeout_s`` seconds of waiting."""
+def refresh_lock(account_id: str, timeout_s: float, store: RefreshTokenStore | None = None) -> Iterator[None]:
+    """Hold the cross-process lock of the account's sign-in kept in ``store`` (an OS lock on
+    ``<state_name>.lock``: released by the OS when the holder ends, even by a crash);
+    :class:`LockTimeout` after ``timeout_s`` seconds of waiting."""
     directory = sign_in_dir()
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    descriptor = os.open(directory / f"{account_id}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    descriptor = os.open(directory / f"{state_name(account_id, store)}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         deadline = time.monotonic() + timeout_s
         while not _try_lock(descriptor):
@@ -107,14 +120,15 @@ class SignInRecord:
     refreshed_at: float | None = None
 
 
-def _record_path(account_id: str) -> Path:
-    return sign_in_dir() / f"{account_id}.json"
+def _record_path(account_id: str, store: RefreshTokenStore | None) -> Path:
+    return sign_in_dir() / f"{state_name(account_id, store)}.json"
 
 
-def read_record(account_id: str) -> SignInRecord:
-    """The account's record (empty when there is none or it cannot be read)."""
+def read_record(account_id: str, store: RefreshTokenStore | None = None) -> SignInRecord:
+    """The record of the account's sign-in kept in ``store`` (empty when there is none or it cannot be
+    read)."""
     try:
-        raw = json.loads(_record_path(account_id).read_text(encoding="utf-8"))
+        raw = json.loads(_record_path(account_id, store).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return SignInRecord()
     if not isinstance(raw, dict):
@@ -127,11 +141,12 @@ def read_record(account_id: str) -> SignInRecord:
     )
 
 
-def write_record(account_id: str, record: SignInRecord) -> None:
-    """Replace the account's record (written to a new file, then renamed over the old one)."""
+def write_record(account_id: str, record: SignInRecord, store: RefreshTokenStore | None = None) -> None:
+    """Replace the record of the account's sign-in kept in ``store`` (written to a new file, then
+    renamed over the old one)."""
     directory = sign_in_dir()
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path = _record_path(account_id)
+    path = _record_path(account_id, store)
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     temporary.write_text(json.dumps(asdict(record)), encoding="utf-8")
     os.replace(temporary, path)
@@ -142,18 +157,18 @@ def keep_sign_in(
 ) -> None:
     """Keep a new sign-in's refresh token in ``store`` (default: the keychain) under the account's lock,
     so a running server never spends the token it replaces, and record who signed in, and when."""
-    with refresh_lock(account_id, 30.0):
+    with refresh_lock(account_id, 30.0, store):
         (store or KeychainRefreshTokens(account_id)).save(refresh_token)
-    write_record(account_id, SignInRecord(signed_in_as, time.time()))
+    write_record(account_id, SignInRecord(signed_in_as, time.time()), store)
 
 
-def forget_record(account_id: str) -> None:
-    _record_path(account_id).unlink(missing_ok=True)
+def forget_record(account_id: str, store: RefreshTokenStore | None = None) -> None:
+    _record_path(account_id, store).unlink(missing_ok=True)
 
 
-def note_refresh(account_id: str) -> None:
-    """Record that a refresh of the account's sign-in succeeded now (a record that cannot be written is
-    left as it was: ``status`` then says less, the sign-in works on)."""
-    record = read_record(account_id)
+def note_refresh(account_id: str, store: RefreshTokenStore | None = None) -> None:
+    """Record that a refresh of the account's sign-in kept in ``store`` succeeded now (a record that
+    cannot be written is left as it was: ``status`` then says less, the sign-in works on)."""
+    record = read_record(account_id, store)
     with suppress(OSError):
-        write_record(account_id, SignInRecord(record.signed_in_as, record.signed_in_at, time.time()))
+        write_record(account_id, SignInRecord(record.signed_in_as, record.signed_in_at, time.time()), store)

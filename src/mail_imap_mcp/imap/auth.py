@@ -65,12 +65,12 @@ def _sign_in_fetcher(account_id: str, config: AccountConfig) -> FetchToken:
     store = refresh_token_store(account_id, config)
 
     def lock(timeout_s: float) -> AbstractContextManager[None]:
-        return refresh_lock(account_id, timeout_s)
+        return refresh_lock(account_id, timeout_s, store)
 
     def fetch(time_left: float) -> AccessToken:
         try:
             client = oauth_client(config, time_left)
-            return sign_in_fetcher(client, store, lock, lambda _: note_refresh(account_id))(time_left)
+            return sign_in_fetcher(client, store, lock, lambda _: note_refresh(account_id, store))(time_left)
         except ConfigError as exc:  # no usable keychain: the message names the backend, never a token
             raise TokenUnavailable(str(exc)) from None
         except (LockTimeout, OSError) as exc:  # the lock file: another process, or its directory
