@@ -6,10 +6,10 @@ client in process.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import shutil
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -113,11 +113,16 @@ async def test_a_signed_in_account_logs_in_with_a_refreshed_token_and_keeps_the_
 async def test_an_access_token_that_expires_mid_session_is_refreshed_with_one_token_request(
     oidc: OidcProvider, oidc_dovecot: Dovecot, user: str, refresh_token: str
 ) -> None:
-    oidc.set_access_token_ttl(2)
+    # Tokens of 10 s: less than the 30 s a login wants left, so each login after an expiry asks for a new
+    # one; and time enough for Dovecot to ask the provider about it on a busy machine (with 2 s, a slow
+    # login found its new token expired and asked once more).
+    oidc.set_access_token_ttl(10)
     before = oidc.token_requests
+    ahead = itertools.count(11, 11)
 
     def expire_and_drop_the_connection() -> None:
-        time.sleep(3)  # the provider's access token is past its expiry: Dovecot would refuse it
+        # The provider's clock moves past the access token's expiry (Dovecot would refuse it): no wait.
+        oidc.set_clock_offset(next(ahead))
         oidc_dovecot.kick(user)
 
     try:
@@ -130,6 +135,7 @@ async def test_an_access_token_that_expires_mid_session_is_refreshed_with_one_to
         )
     finally:
         oidc.set_access_token_ttl(3600)
+        oidc.set_clock_offset(0)
     assert [envelope["success"] for envelope in envelopes] == [True, True, True], envelopes
     # One at the first login, one after each expiry: never one per connection or per retry.
     wait_for(lambda: oidc.token_requests >= before + 3)
@@ -210,6 +216,9 @@ async def test_an_access_token_the_server_refuses_is_replaced_once_and_no_token_
     access_tokens: list[str] = []
 
     def end_the_access_token_and_drop_the_connection() -> None:
+        # The provider reports each token it issues on its stderr, read by a thread that may lag on a
+        # busy machine: wait for the one the first call's refresh got (the sign-in's came first).
+        wait_for(lambda: len(oidc.access_tokens(user)) >= 2)
         access_tokens.extend(oidc.access_tokens(user))
         for token in access_tokens:
             oidc.forget_access_token(token)
