@@ -453,9 +453,16 @@ local {self.strict_host} {{
         if home.exists():  # remove_tree goes on past errors; a user left behind must not pass unseen
             raise RuntimeError(f"could not delete {home}")
 
-    def kick(self, user: str) -> None:
-        """Disconnect all IMAP sessions of ``user`` (clients see EOF)."""
+    def kick(self, user: str, timeout: float = 10.0) -> None:
+        """Disconnect all IMAP sessions of ``user`` (clients see EOF), returning once Dovecot lists none
+        of them: ``doveadm kick`` only signals a session, which may still answer a command sent before
+        it ends (a test's next call then ran on the old connection, never logging in again)."""
         self.doveadm("kick", user.lower())
+        deadline = time.monotonic() + timeout
+        while user.lower() in self.doveadm("who", "-1", user.lower()).stdout.split():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the sessions of {user} were still there {timeout:g} s after the kick")
+            time.sleep(0.02)
 
     def set_uidvalidity(self, user: str, mailbox: str, value: int) -> None:
         """Change UIDVALIDITY of an existing mailbox (works for INBOX; selecting clients get dropped)."""
