@@ -34,7 +34,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.index import tantivy_topk
+from mail_imap_mcp.index import tantivy_text, tantivy_topk
 from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.sqlite_engine import SqliteEngine
 from mail_imap_mcp.index.sqlite_store import SqliteStore
@@ -250,8 +250,9 @@ from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
 from mail_imap_mcp.index import tantivy_text
 from mail_imap_mcp.index.tantivy_store import TantivyStore
 
-path, pause = Path(sys.argv[1]), sys.argv[2] == "pause"
+path, pause, batch = Path(sys.argv[1]), sys.argv[2] == "pause", sys.argv[2] == "batch"
 words = ("alpha", "beta", "gamma", "delta")
+tantivy_text.SETTLE_SECONDS = 600  # batch: the batch stays pending until the parent kills it
 store = TantivyStore(path)
 state = store.start_folder("F", 1)
 uid = max(store.uids("F"), default=0)
@@ -262,6 +263,15 @@ if pause:  # stop between SQLite's commit and Tantivy's, and say so: the parent 
         time.sleep(60)
     tantivy_text.TextIndex.apply = stopped
 rng = random.Random(uid)
+if batch:  # chunks of a bulk build (250 rows, as the sync writes them): Tantivy's commit is batched
+    for _ in range(3):
+        chunk = []
+        for uid in range(uid + 1, uid + 251):
+            texts = tuple(" ".join(rng.choices(words, k=6)) if c == "body" else "" for c in TEXT_COLUMNS)
+            chunk.append(IndexedMessage(uid, 1000 + uid, 20260101, 10, (), False, texts))
+        store.put(state, chunk)
+    print("pending" if store.text._pending is not None else "committed", flush=True)
+    time.sleep(60)
 while True:
     batch = []
     for uid in range(uid + 1, uid + 41):
@@ -338,6 +348,110 @@ def test_killed_at_random_moments_while_writing_the_indexes_stay_one(tmp_path: P
     store = SqliteStore(path)
     assert len(store.uids("F")) > 40  # the writers got somewhere
     store.close()
+
+
+def test_killed_with_a_batch_pending_the_next_open_rebuilds_from_sqlite(tmp_path: Path) -> None:
+    path = tmp_path / "killed.sqlite3"
+    child = run_writer(path, "batch")
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "pending"  # SQLite has 750 rows, Tantivy's commit waits
+    text = TextIndex(text_dir(path))  # what another process reads meanwhile: the generation before them
+    try:
+        _, recorded = text.committed()
+    finally:
+        text.close()
+    db = sqlite3.connect(path)
+    try:
+        assert recorded != TantivyStore._generation(db)  # so its searches rank with FTS5
+    finally:
+        db.close()
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
+    store = SqliteStore(path)
+    assert len(store.uids("F")) == 750
+    store.close()
+    assert assert_one_index(path)  # it was behind: rebuilt
+
+
+def chunk(first: int, words: str) -> list[IndexedMessage]:
+    """A chunk of a bulk build (250 rows, as the sync writes them): its Tantivy commit is batched."""
+    return [message(uid, f"{words} {uid % 7}") for uid in range(first, first + 250)]
+
+
+def assert_ranked_as_sqlite(store: TantivyStore, word: str) -> None:
+    query = Contains("text", word)
+    ranked = store.search(query, folders=["F"], order="relevance", limit=100_000, offset=0)
+    plain_page = SqliteStore.search(store, query, folders=["F"], order="date", limit=100_000, offset=0)
+    assert sorted(hit.uid for hit in ranked.hits) == sorted(hit.uid for hit in plain_page.hits)
+    assert ranked.total == plain_page.total
+
+
+def test_a_bulk_build_commits_tantivy_once_per_batch_and_its_searches_stay_exact(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caplog.set_level(logging.INFO, logger="mail_imap_mcp.index")
+    monkeypatch.setattr(tantivy_text, "SETTLE_SECONDS", 600.0)
+    monkeypatch.setattr(tantivy_text, "BATCH_SECONDS", 600.0)
+    path = tmp_path / "bulk.sqlite3"
+    commits = mock.patch.object(TextIndex, "_commit", autospec=True, side_effect=TextIndex._commit)
+    store = TantivyStore(path)
+    try:
+        state = store.start_folder("F", 1)
+        with commits as committed:
+            for first in range(1, 2_001, 250):
+                store.put(state, chunk(first, "apple"))
+            assert committed.call_count == 0  # eight SQLite writes, no Tantivy commit yet
+            _, recorded = store.text.committed()
+            assert recorded != store._generation(store._db)  # another process ranks with FTS5 meanwhile
+            caplog.clear()
+            assert_ranked_as_sqlite(store, "apple")  # a search commits the batch first, then ranks
+            assert committed.call_count == 1
+            assert "FTS5" not in caplog.text
+            assert store.text.committed()[1] == store._generation(store._db)
+            store.put(state, chunk(3_001, "pear"))  # pending again
+            other = SqliteStore(path)  # a write of another engine between two of the batch's writes
+            other.put(other.start_folder("F", 1), [message(5_000, "pear plum")])
+            other.close()
+            store.put(state, chunk(4_001, "pear"))  # finds the index behind its file: rebuilt
+            assert store.text.committed()[1] == store._generation(store._db)
+            caplog.clear()
+            assert_ranked_as_sqlite(store, "pear")
+            assert_ranked_as_sqlite(store, "plum")
+            assert "FTS5" not in caplog.text
+            store.put(state, [message(6_000, "quince")])  # a small write commits at once
+            assert store.text.committed()[1] == store._generation(store._db)
+    finally:
+        store.close()
+
+
+def test_a_batch_is_committed_once_writes_settle_and_at_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tantivy_text, "SETTLE_SECONDS", 0.2)
+    path = tmp_path / "settle.sqlite3"
+    store = TantivyStore(path)
+    try:
+        state = store.start_folder("F", 1)
+        store.put(state, chunk(1, "apple"))
+        deadline = time.monotonic() + 30
+        while store.text.committed()[1] != store._generation(store._db):
+            assert time.monotonic() < deadline, "the batch was never committed"
+            time.sleep(0.05)
+        monkeypatch.setattr(tantivy_text, "SETTLE_SECONDS", 600.0)
+        store.put(state, chunk(251, "pear"))
+        assert store.text.committed()[1] != store._generation(store._db)
+    finally:
+        store.close()  # commits the batch
+    text = TextIndex(text_dir(path))
+    try:
+        _, recorded = text.committed()
+    finally:
+        text.close()
+    db = sqlite3.connect(path)
+    try:
+        assert recorded == TantivyStore._generation(db)
+    finally:
+        db.close()
 
 
 def message(uid: int, body: str) -> IndexedMessage:

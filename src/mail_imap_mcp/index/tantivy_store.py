@@ -3,7 +3,8 @@ everything it keeps and answers today) with a Tantivy index of the text beside i
 that ranks relevance pages without scoring every match.
 
 **Writes.** Every write is SQLite's transaction first, then one Tantivy commit of the rows it added and
-removed. The SQLite file counts its row changes itself (a table of one row and triggers on ``messages``,
+removed (a bulk build's chunks: one commit per batch of them, :meth:`~.tantivy_text.TextIndex.apply`).
+The SQLite file counts its row changes itself (a table of one row and triggers on ``messages``,
 whoever writes: a store of the plain SQLite engine too) under an epoch drawn when the table was made;
 this connection's temporary triggers log which rows changed, read in the same transaction. The Tantivy
 commit records the count it reached (:class:`~.tantivy_text.Generation`). A crash between the two
@@ -121,8 +122,7 @@ class TantivyStore(SqliteStore):
             ).fetchall()
             self._db.execute("DELETE FROM ranked_changes")
             after = self._generation(self._db)
-        _, recorded = self.text.searcher()
-        if recorded != before:  # behind already (another process wrote, or a commit was lost)
+        if self.text.expected() != before:  # behind already (another process wrote, or a commit was lost)
             self._catch_up(after)
             return done
         texts = {message.uid: message.texts for message in messages}

@@ -12,6 +12,9 @@ a message is here (no stored text, no flags): SQLite keeps it.
 One more document (``meta``) carries the SQLite generation the index matches (:class:`Generation`: an
 epoch drawn when the SQLite side was made, and a count of the row changes since): every commit replaces
 it in the same commit, so the index says which state of the SQLite file it is, after a crash too.
+
+A bulk build's chunks are committed in batches (:meth:`TextIndex.apply`): a commit per batch, not per
+chunk of 250 rows; until it is made the recorded generation is the one before the batch.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +40,15 @@ log = logging.getLogger("mail_imap_mcp.index")
 LAYOUT = 1
 #: Tantivy's writer memory (one thread): it writes a segment when full.
 WRITER_HEAP_BYTES = 24_000_000
+#: A write of at least this many rows (a chunk of a bulk build: the sync writes 250 at a time) leaves its
+#: Tantivy commit to the batch (:meth:`TextIndex.apply`); a smaller one commits at once, as do the rows
+#: pending before it.
+BATCH_FROM_ROWS = 100
+#: A batch is committed once it holds this many rows, or has waited :data:`BATCH_SECONDS` since its first,
+#: or :data:`SETTLE_SECONDS` passed without a write, or a search or :meth:`TextIndex.close` reads it.
+BATCH_ROWS = 100_000
+BATCH_SECONDS = 15.0
+SETTLE_SECONDS = 1.0
 _META, _EPOCH, _GENERATION, _LAYOUT = "meta", "epoch", "generation", "layout"
 
 
@@ -99,6 +112,13 @@ class TextIndex:
         self._users = 0
         self._guard = threading.Lock()
         self._writer: Any = None
+        #: The generation the writer's uncommitted documents make (None: nothing pending), how many
+        #: rows changed since the last commit, when the first and the last of them came.
+        self._pending: Generation | None = None
+        self._pending_rows = 0
+        self._pending_since = self._last_write = 0.0
+        self._settle: threading.Timer | None = None
+        self._closed = False
         self.schema = SCHEMA
         try:
             self._index = self._open()
@@ -124,6 +144,18 @@ class TextIndex:
         return meta
 
     def searcher(self) -> tuple[Any, Generation | None]:
+        """A searcher of every change applied (a batch pending is committed first), and the generation it
+        matches (None: none recorded)."""
+        if self._pending is not None:
+            with self._guard:
+                try:
+                    self._commit_pending()
+                except (OSError, ValueError, RuntimeError) as exc:  # behind: FTS5 ranks until caught up
+                    log.warning("the ranked text index %s could not commit (%s)", self.directory, exc)
+                    self._drop_writer()
+        return self.committed()
+
+    def committed(self) -> tuple[Any, Generation | None]:
         """A searcher of the last commit, and the generation it matches (None: none recorded)."""
         searcher = self._index.searcher()
         meta = self._meta(searcher)
@@ -131,20 +163,73 @@ class TextIndex:
             return searcher, None
         return searcher, Generation(str(meta[_EPOCH][0]), int(meta[_GENERATION][0]))
 
-    def apply(self, changes: Iterable[Change], generation: Generation) -> None:
-        """Remove and add the rows of ``changes`` (in their order) and record ``generation``, in one
-        commit (:class:`IndexWriteFailed` when Tantivy refuses: its last commit stays)."""
+    def expected(self) -> Generation | None:
+        """The generation the index reaches with the batch pending (the last commit's without one): what
+        the next write's SQLite state must have started from."""
+        if self._pending is not None:
+            return self._pending
+        return self.committed()[1]
+
+    def apply(self, changes: Sequence[Change], generation: Generation) -> None:
+        """Remove and add the rows of ``changes`` (in their order) and record ``generation``: committed at
+        once for a small write, batched for a chunk of a bulk build (:data:`BATCH_FROM_ROWS`), so that a
+        commit (a segment, its merges, a reload) is paid per batch, not per chunk
+        (:class:`IndexWriteFailed` when Tantivy refuses: its last commit stays, the batch is dropped).
+
+        Until a batch is committed the index records the generation before it, so searches of other
+        processes rank with FTS5; a process killed with a batch pending leaves the index behind, and the
+        next open rebuilds it (as after a crash between the two commits)."""
         with self._guard:
             writer = self._take_writer()
             try:
                 for change in changes:
-                    writer.delete_documents_by_query(_term(ID_FIELD, change.row_id))
-                    if change.texts is not None:
+                    if change.texts is None:
+                        writer.delete_documents_by_query(_term(ID_FIELD, change.row_id))
+                    else:  # a new row id (SQLite's ids are not reused while a row holds them)
                         writer.add_document(self.document(change.row_id, change.folder, change.texts))
-                self._commit(writer, generation)
+                now = time.monotonic()
+                if self._pending is None:
+                    self._pending_since = now
+                self._pending, self._last_write = generation, now
+                self._pending_rows += len(changes)
+                if (
+                    len(changes) < BATCH_FROM_ROWS
+                    or self._pending_rows >= BATCH_ROWS
+                    or now - self._pending_since >= BATCH_SECONDS
+                ):
+                    self._commit_pending()
+                elif self._settle is None:
+                    self._arm(SETTLE_SECONDS)
             except (OSError, ValueError, RuntimeError) as exc:
                 self._drop_writer()
                 raise IndexWriteFailed(f"{self.directory}: {exc}") from exc
+
+    def _arm(self, seconds: float) -> None:
+        self._settle = threading.Timer(seconds, self._settled)
+        self._settle.daemon = True
+        self._settle.start()
+
+    def _settled(self) -> None:
+        """The timer's: commit the batch once no write came for :data:`SETTLE_SECONDS`."""
+        with self._guard:
+            self._settle = None
+            if self._pending is None or self._closed:
+                return
+            quiet = time.monotonic() - self._last_write
+            if quiet < SETTLE_SECONDS:
+                self._arm(SETTLE_SECONDS - quiet)
+                return
+            try:
+                self._commit_pending()
+            except (OSError, ValueError, RuntimeError) as exc:
+                log.warning("the ranked text index %s could not commit (%s)", self.directory, exc)
+                self._drop_writer()
+
+    def _commit_pending(self) -> None:
+        """Commit the batch pending, if any (under :attr:`_guard`)."""
+        if self._pending is None or self._writer is None:
+            return
+        self._commit(self._writer, self._pending)
 
     def rebuild(self, rows: Iterable[tuple[int, int, Sequence[str]]], generation: Generation) -> int:
         """Every document replaced by those of ``rows`` (row id, folder id, texts), recorded as
@@ -152,6 +237,7 @@ class TextIndex:
         with self._guard:
             writer = self._take_writer()
             count = 0
+            self._pending, self._pending_rows = None, 0  # deleted with the rest
             try:
                 writer.delete_all_documents()
                 for row_id, folder, texts in rows:
@@ -186,6 +272,7 @@ class TextIndex:
         return self._writer
 
     def _drop_writer(self) -> None:
+        self._pending, self._pending_rows = None, 0
         writer, self._writer = self._writer, None
         if writer is not None:
             try:
@@ -202,6 +289,7 @@ class TextIndex:
         meta.add_unsigned(_LAYOUT, LAYOUT)
         writer.add_document(meta)
         writer.commit()
+        self._pending, self._pending_rows = None, 0
         self._index.reload()
 
     def close(self) -> None:
@@ -213,6 +301,14 @@ class TextIndex:
                 return
             _open.pop(self.directory, None)
         with self._guard:
+            self._closed = True
+            if self._settle is not None:
+                self._settle.cancel()
+            try:
+                self._commit_pending()
+            except (OSError, ValueError, RuntimeError) as exc:  # left behind: the next open rebuilds it
+                log.warning("the ranked text index %s could not commit (%s)", self.directory, exc)
+                self._drop_writer()
             writer, self._writer = self._writer, None
             if writer is not None:
                 try:
