@@ -24,13 +24,14 @@ from mail_imap_mcp.config import AccountConfig, IndexSettings
 from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.postgres_engine import PostgresEngine
 from mail_imap_mcp.index.sqlite_engine import SqliteEngine
-from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage, IndexStore, Unsupported
+from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage, IndexStore
 from mail_imap_mcp.query.tree import Contains, Query
 from tests.pure.test_index_fts5 import messages, trees
 from tests.support import mailgen
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.dovecot import Dovecot
+from tests.support.engine_words import HOSTILE, assert_same_words
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.http_server import SERVER, http_client
 from tests.support.identity_provider import IdentityProvider
@@ -41,8 +42,7 @@ pytestmark = pytest.mark.anyio
 
 SEARCH = "imap_search_messages"
 RANKED = "best match first"
-#: Words shaped like SQL and ``tsquery`` syntax, in Alice's mail alone.
-HOSTILE = ("o'brien", "kiwi:*", "apple&pear", "plum|fig", "'); DROP SCHEMA public CASCADE; --", "!quince")
+#: Each user's own word (Alice's mail also holds the words of HOSTILE).
 ALICES_WORD, BOBS_WORD = "kiwiword", "mangoword"
 ACCOUNT = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
 
@@ -110,19 +110,7 @@ def test_words_are_the_sqlite_indexs_accents_case_and_syntax_alike(
         "kiwi wrote",
         "pear apple",
     ]
-    for store in both_stores:
-        store.put(store.start_folder("Words", 1), corpus)
-    for value in asked:
-        answers = []
-        for store in both_stores:
-            try:
-                page = store.search(
-                    Contains("text", value), folders=["Words"], order="relevance", limit=9, offset=0
-                )
-                answers.append(sorted(hit.uid for hit in page.hits))
-            except Unsupported:
-                answers.append(None)  # type: ignore[arg-type]
-        assert answers[0] == answers[1], (value, answers)
+    assert_same_words(both_stores, corpus, asked)
     page = both_stores[1].search(
         Contains("text", "o'brien"), folders=["Words"], order="relevance", limit=9, offset=0
     )

@@ -44,8 +44,8 @@ from mail_imap_mcp.index.tantivy_query import ID_FIELD, compile_tantivy, in_fold
 from mail_imap_mcp.index.tantivy_store import TantivyStore
 from mail_imap_mcp.index.tantivy_text import TextIndex, text_dir
 from mail_imap_mcp.query.tree import AllOf, AnyOf, Contains, HasFlag, Query
-from tests.integration.test_index_postgres import HOSTILE
 from tests.pure.test_index_fts5 import messages, trees
+from tests.support.engine_words import HOSTILE, assert_same_words
 from tests.support.index_clients import indexed_client
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MatrixServer
@@ -222,19 +222,7 @@ def test_the_same_words_as_sqlite_accents_case_and_syntax_alike(
         *("creme brulee", "cafe", "CRÈME", "example.org", "a-b", "c", "first.last@example.com"),
         *("strasse", "straße", "istanbul", "wrote kiwi", "kiwi wrote", "pear apple", "title:x", "AND", "(y"),
     ]
-    for store in both_stores:
-        store.put(store.start_folder("Words", 1), corpus)
-    for value in asked:
-        answers = []
-        for store in both_stores:
-            try:
-                page = store.search(
-                    Contains("text", value), folders=["Words"], order="relevance", limit=9, offset=0
-                )
-                answers.append(sorted(hit.uid for hit in page.hits))
-            except Unsupported:
-                answers.append(None)  # type: ignore[arg-type]
-        assert answers[0] == answers[1], (value, answers)
+    assert_same_words(both_stores, corpus, asked)
     page = both_stores[1].search(
         Contains("text", "creme"), folders=["Words"], order="relevance", limit=9, offset=0
     )
