@@ -5,6 +5,7 @@ sampled (``run_sampled``)."""
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -55,14 +56,15 @@ SAMPLE_S = 0.02
 
 @dataclass
 class SampledRun:
-    """A command run to its end: its time and exit code, its peak RSS, and the largest peak RSS of its
-    children seen (None: none seen)."""
+    """A command run to its end: its time and exit code, its peak RSS, the largest peak RSS of its
+    children seen (None: none seen), and the CPU time of its own threads (user and system)."""
 
     seconds: float
     returncode: int
     peak_rss_mb: float
     child_peak_rss_mb: float | None
     children: int
+    cpu_seconds: float
 
 
 def _vm_hwm_kb(pid: int) -> int:
@@ -93,11 +95,16 @@ def run_sampled(argv: list[str], env: dict[str, str], stderr: Path) -> SampledRu
     with stderr.open("wb") as log:
         started = time.perf_counter()
         process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=log)
-        while process.poll() is None:
+        while True:
             own_kb = max(own_kb, _vm_hwm_kb(process.pid))
             for child in _children(process.pid):
                 child_kb = max(child_kb, _vm_hwm_kb(child))
                 seen.add(child)
+            # wait4, not poll: the process's own rusage (every thread's CPU time) comes with its end.
+            ended, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if ended:
+                process.returncode = os.waitstatus_to_exitcode(status)
+                break
             time.sleep(SAMPLE_S)
         seconds = time.perf_counter() - started
     return SampledRun(
@@ -106,6 +113,7 @@ def run_sampled(argv: list[str], env: dict[str, str], stderr: Path) -> SampledRu
         round(own_kb / 1024, 1),
         round(child_kb / 1024, 1) if child_kb else None,
         len(seen),
+        round(usage.ru_utime + usage.ru_stime, 1),
     )
 
 

@@ -207,7 +207,7 @@ def run_index_command(config: Path, password: str, log: Path) -> SampledRun:
 
 def _build_ours(config: Path, password: str, log: Path) -> dict[str, Any]:
     done = run_index_command(config, password, log)
-    return {"seconds": round(done.seconds, 1), "peak_rss_mb": done.peak_rss_mb}
+    return {"seconds": round(done.seconds, 1), "peak_rss_mb": done.peak_rss_mb, "cpu_s": done.cpu_seconds}
 
 
 def _ours_queries(
@@ -663,10 +663,10 @@ def index_section(run: IndexRun, machine: dict[str, Any]) -> str:
     appended = r["ours"]["appended"]
     lines += [
         "",
-        "| building the index | time | messages/s | bytes per message | peak RSS |",
-        "|---|---:|---:|---:|---:|",
+        "| building the index | time | messages/s | bytes per message | peak RSS | CPU time of its threads |",
+        "|---|---:|---:|---:|---:|---:|",
         f"| ours (`mail-imap-mcp index`, over IMAP) | {build['seconds']} s | {build['messages_per_s']:,} | "
-        f"{build['bytes_per_message']:,} | {build['peak_rss_mb']} MB |",
+        f"{build['bytes_per_message']:,} | {build['peak_rss_mb']} MB | {build.get('cpu_s', '–')} s |",
         f"| notmuch new (local files) | {notmuch['new_seconds']} s | {notmuch['new_messages_per_s']:,} | "
         f"{notmuch['index_bytes_per_message']:,} | |",
         f"| Dovecot fts-xapian (`doveadm index`, {xapian_count:,} messages) | {xapian.get('index_seconds', '–')} s | "

@@ -120,3 +120,19 @@ def test_a_run_on_another_engine_keeps_its_own_figures_beside_the_sqlite_run_of_
     # The sizes side by side stay the SQLite runs': one 1,000,000 column.
     sizes = written.split(index_sizes.SIZES_BEGIN)[1].split(index_sizes.SIZES_END)[0]
     assert sizes.count("1,000,000: ours") == 1
+
+
+def test_a_sampled_run_says_its_exit_code_and_the_cpu_time_of_its_threads(tmp_path: Path) -> None:
+    from benchmark.common import run_sampled
+
+    busy = (
+        "import sys, threading, time\n"
+        "def spin():\n"
+        "    end = time.process_time() + 0.3\n"
+        "    while time.process_time() < end: pass\n"
+        "worker = threading.Thread(target=spin); worker.start(); spin(); worker.join(); sys.exit(3)\n"
+    )
+    done = run_sampled([sys.executable, "-c", busy], {}, tmp_path / "stderr")
+    assert done.returncode == 3
+    assert done.cpu_seconds >= 0.3  # the process's whole CPU time, not one thread's share alone
+    assert done.peak_rss_mb > 0
