@@ -198,6 +198,7 @@ def run_engines_bench(
                     "messages_per_s": round(messages / done.seconds),
                     "bytes_per_message": round(size / messages),
                     "peak_rss_mb": done.peak_rss_mb,
+                    "cpu_s": done.cpu_seconds,
                 }
             }
         queries = [Query(**q) for q in results["queries"]]
@@ -252,15 +253,16 @@ def engines_section(r: dict[str, Any]) -> str:
         lines.append(f"| {label} ({hits}) | {cells} |")
     lines += [
         "",
-        "| building the index (`mail-imap-mcp index`, over IMAP) | time | messages/s | bytes per message | peak RSS |",
-        "|---|---:|---:|---:|---:|",
+        "| building the index (`mail-imap-mcp index`, over IMAP) | time | messages/s | bytes per message | peak RSS "
+        "| CPU time of its threads |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for engine in engines:
         name = BUILD_NAMES[engine]
         b = r[engine]["build"]
         lines.append(
             f"| {name} | {b['seconds']} s | {b['messages_per_s']:,} | {b['bytes_per_message']:,} | "
-            f"{b['peak_rss_mb']} MB |"
+            f"{b['peak_rss_mb']} MB | {b.get('cpu_s', '–')} s |"
         )
     lines += ["", _markers(engines)[1]]
     return "\n".join(lines)
