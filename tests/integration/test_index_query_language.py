@@ -1,6 +1,6 @@
 """The query language answered by the local index equals the same query answered by the server, for
-every operator and scope, on every server of the matrix and the IMAP4rev1-only Dovecot, whichever engine
-keeps the index (SQLite, PostgreSQL: ``index_engine``).
+every operator and scope, on every server of the matrix and the IMAP4rev1-only Dovecot with SQLite, and
+with PostgreSQL and sqlite+tantivy on a server of each way of naming folders (``NAMINGS``).
 
 One user's mail (the scenario of ``test_query_language``: words, phrases, senders, Cc, flags, arrival
 dates, sizes, attachments, an archive, Trash and Junk) is searched through two accounts of one MCP
@@ -23,7 +23,7 @@ from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.matrix import MATRIX, MatrixServer
-from tests.support.postgres import IndexEngineParam, on_engine
+from tests.support.postgres import IndexEngineParam, case_fixtures, case_index_engine, on_engine
 
 pytestmark = pytest.mark.anyio
 
@@ -68,10 +68,14 @@ QUERIES = (
 )
 
 
-@pytest.fixture(params=(*MATRIX, "dovecot_rev1"))
-def server(request: pytest.FixtureRequest) -> MatrixServer:
-    found: MatrixServer = request.getfixturevalue(request.param)
-    return found
+#: Every server with SQLite; PostgreSQL and sqlite+tantivy on one server of each way of naming folders:
+#: Dovecot (beside INBOX), Cyrus's other namespace (``/``) and Courier (below ``INBOX.``, no SPECIAL-USE).
+#: Cyrus's default namespace names folders as Courier does, and the IMAP4rev1-only Dovecot holds the same
+#: mail as Dovecot (only the server's own SEARCH and the sync differ, which SQLite's cases cover): the
+#: engines' queries meet nothing new there.
+NAMINGS = ("dovecot", "cyrus_altns", "courier")
+case, server = case_fixtures((*MATRIX, "dovecot_rev1"), NAMINGS, NAMINGS)
+index_engine = case_index_engine
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """imap_search_messages answered by the local index, through a real MCP client, on every server of the
-matrix and the IMAP4rev1-only Dovecot.
+matrix and the IMAP4rev1-only Dovecot with SQLite, and with PostgreSQL and sqlite+tantivy on the servers
+``NAMINGS`` names (the tests on Dovecot alone run on each engine).
 
 A query is answered ranked from the index once it is built (``imap_list_accounts`` says ``ready``), with
 the summaries and message ids the server gives (they open with imap_get_message); before that, or when
@@ -31,7 +32,7 @@ from tests.support.envelope_client import EnvelopeClient
 from tests.support.index_clients import index_config, indexed_client, wait_ready
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, MatrixServer
-from tests.support.postgres import IndexEngineParam, on_engine
+from tests.support.postgres import IndexEngineParam, ServerCase, case_fixtures, engine_of, on_engine
 from tests.support.random_changes import random_change
 
 pytestmark = pytest.mark.anyio
@@ -42,10 +43,12 @@ SEARCH = "imap_search_messages"
 WORDS = ("kiwiword", "mangoword", "papayaword")
 
 
-@pytest.fixture(params=(*MATRIX, "dovecot_rev1"))
-def server(request: pytest.FixtureRequest) -> MatrixServer:
-    found: MatrixServer = request.getfixturevalue(request.param)
-    return found
+#: The servers of ``indexed``: every one with SQLite; PostgreSQL and sqlite+tantivy on one server of each
+#: sync path and way of naming folders: Dovecot (QRESYNC, folders beside INBOX), Cyrus's other namespace
+#: (QRESYNC, ``/``) and Courier (flags compared in full as on the IMAP4rev1-only Dovecot, folders below
+#: ``INBOX.`` as in Cyrus's default namespace).
+NAMINGS = ("dovecot", "cyrus_altns", "courier")
+case, server = case_fixtures((*MATRIX, "dovecot_rev1"), NAMINGS, NAMINGS)
 
 
 def message(number: int, word: str, extra: str = "") -> bytes:
@@ -58,8 +61,9 @@ def message(number: int, word: str, extra: str = "") -> bytes:
 
 @pytest.fixture
 async def indexed(
-    server: MatrixServer, tmp_path: Path, index_engine: IndexEngineParam
+    request: pytest.FixtureRequest, server: MatrixServer, case: ServerCase, tmp_path: Path
 ) -> AsyncIterator[tuple[EnvelopeClient, MatrixServer, str, AppContext]]:
+    index_engine = engine_of(request, case[1])
     user = server.new_user()
     server.seed(
         user,

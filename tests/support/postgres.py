@@ -250,11 +250,18 @@ def on_engine(config: Any, engine: str, server: PostgresServer | None) -> Any:
 ServerCase = tuple[str, str]
 
 
-def server_cases(servers: tuple[str, ...], on_postgresql: tuple[str, ...]) -> list[ServerCase]:
+def server_cases(
+    servers: tuple[str, ...], on_postgresql: tuple[str, ...], on_tantivy: tuple[str, ...] = ()
+) -> list[ServerCase]:
     """The cases of a module of the index suite that runs on every one of ``servers`` with SQLite: each of
-    them, and those of ``on_postgresql`` (the cheapest that cover its paths) with PostgreSQL too, rather
-    than every server twice (the suite's time)."""
-    return [*((name, "sqlite") for name in servers), *((name, "postgresql") for name in on_postgresql)]
+    them, and those of ``on_postgresql`` (the cheapest that cover its paths) with PostgreSQL too, and
+    those of ``on_tantivy`` with sqlite+tantivy, rather than every server on every engine (the suite's
+    time)."""
+    return [
+        *((name, "sqlite") for name in servers),
+        *((name, "sqlite+tantivy") for name in on_tantivy),
+        *((name, "postgresql") for name in on_postgresql),
+    ]
 
 
 def case_id(case: ServerCase) -> str:
@@ -267,11 +274,13 @@ def engine_of(request: Any, engine: str) -> IndexEngineParam:
     return engine, request.getfixturevalue("postgres") if engine == "postgresql" else None
 
 
-def case_fixtures(servers: tuple[str, ...], on_postgresql: tuple[str, ...]) -> tuple[Any, Any]:
+def case_fixtures(
+    servers: tuple[str, ...], on_postgresql: tuple[str, ...], on_tantivy: tuple[str, ...] = ()
+) -> tuple[Any, Any]:
     """A module's ``case`` fixture (its :func:`server_cases`) and its ``server`` (that case's server
     fixture), assigned at the module's top: ``case, server = case_fixtures(...)``."""
 
-    @pytest.fixture(name="case", params=server_cases(servers, on_postgresql), ids=case_id)
+    @pytest.fixture(name="case", params=server_cases(servers, on_postgresql, on_tantivy), ids=case_id)
     def case(request: pytest.FixtureRequest) -> ServerCase:
         found: ServerCase = request.param
         return found
