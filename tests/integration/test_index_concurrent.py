@@ -225,13 +225,13 @@ def property_cases() -> list[Any]:
     the IMAP4rev1-only Dovecot; Cyrus's other namespace changes the folders' names alone, which the
     SQLite case of it covers. sqlite+tantivy (the SQLite store and one Tantivy writer shared by the
     background sync and the searches' syncs) runs on Dovecot (QRESYNC) and Courier (flags compared in
-    full). The push view decides which folders a search syncs, before any store: it runs on SQLite,
-    where the server offers NOTIFY (Dovecot) and where it does not (Courier: its searches ask STATUS as
-    without it)."""
+    full). The push view decides which folders a search syncs, before any store: it runs on SQLite on
+    every server of the matrix, where the server offers NOTIFY (Dovecot) and where it does not (Cyrus
+    and Courier here: their searches ask STATUS as without it)."""
     on_postgresql = ("dovecot", "cyrus", "courier", "dovecot_rev1")
     on_tantivy = ("dovecot", "courier")
     cases = [(server, "sqlite", False) for server in (*MATRIX, "dovecot_rev1")]
-    cases += [(server, "sqlite", True) for server in ("dovecot", "courier")]
+    cases += [(server, "sqlite", True) for server in ("dovecot", "cyrus", "courier")]
     cases += [(server, "postgresql", False) for server in on_postgresql]
     cases += [(server, "sqlite+tantivy", False) for server in on_tantivy]
     assert {engine for _, engine, _ in cases} == set(ENGINES)
