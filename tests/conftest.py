@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -32,6 +33,7 @@ from tests.support.gmail_server import CAPABILITIES as GMAIL_CAPABILITIES
 from tests.support.matrix import MATRIX, SESSION_PASSWORD, MatrixServer
 from tests.support.oauth2 import IntrospectionEndpoint
 from tests.support.oidc_provider import OidcProvider
+from tests.support.own_home import XDG_BASES, home_of_the_process, remove_home, violations
 from tests.support.postgres import ENGINES, IndexEngineParam, PostgresServer
 from tests.support.run_lifetime import end_run_on_sigterm
 from tests.support.secret_service import SecretService, running_secret_service
@@ -45,9 +47,34 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+#: The temporary home of this test process (tests/support/own_home.py).
+_PROCESS_HOME = pytest.StashKey[Path]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     end_run_on_sigterm(config)  # servers never outlive a run ended by SIGTERM
     check_each_schema_once()
+    # Before any fixture: the session's servers and every child inherit a home that is not the user's.
+    config.stash[_PROCESS_HOME] = home_of_the_process()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _PROCESS_HOME in config.stash:
+        remove_home(config.stash[_PROCESS_HOME])
+
+
+@pytest.fixture(autouse=True)
+def own_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Each test has a ``HOME`` of its own (tests/support/own_home.py), and fails if it touched the real
+    one: its processes and xdist's other workers never share a sign-in lock, record or key file."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    for name in XDG_BASES:
+        monkeypatch.delenv(name, raising=False)
+    seen = len(violations)
+    yield home
+    if len(violations) > seen:
+        pytest.fail("the test touched the real home: " + "; ".join(violations[seen:]), pytrace=False)
 
 
 #: Tests one worker runs together, because they share something costly made once per process: a

@@ -5,9 +5,9 @@ server in process lists mail across access-token expiries, each refresh rotating
 ``logout`` revokes it at the provider and deletes the file. A file others can read is refused, naming
 the setting. Two configurations whose accounts share an id but not a token file each say who signed in.
 
-Each test has its own home (``no_keychain``): the sign-in's lock files and records
-(config/sign_in_state.py) go below it, never to the home of the user running the tests, which every
-test and xdist worker would otherwise share.
+Each test has its own home (``own_home`` in tests/conftest.py, passed on to the commands by ``run``):
+the sign-in's lock files and records (config/sign_in_state.py) go below it, never to the home of the
+user running the tests, which every test and xdist worker would otherwise share.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,12 +40,10 @@ pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is no
 
 
 @pytest.fixture
-def no_keychain(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """This process and the commands it runs have no keychain (keyring's fail backend), and a home of
-    this test's own."""
+def no_keychain(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process and the commands it runs have no keychain (keyring's fail backend)."""
     for name, value in NO_KEYCHAIN.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
     before = keyring.get_keyring()
     keyring.set_keyring(FailKeyring())
     try:
@@ -88,11 +85,11 @@ async def test_login_keeps_the_refresh_token_in_the_file_and_the_server_rotates_
     status = run(tmp_path, settings, user, "status").stdout
     assert f"{ACCOUNT}: signed in as {user}" in status and f"kept in the file {token_file}" in status, status
 
-    oidc.set_access_token_ttl(2)
+    oidc.set_access_token_ttl(10)  # under the 30 s a login wants left: each login refreshes
     before = oidc.token_requests
 
     def expire_and_drop_the_connection() -> None:
-        time.sleep(3)  # past the access token's expiry: Dovecot would refuse it
+        oidc.move_clock(11)  # the provider's clock passes the access token's expiry: Dovecot would refuse it
         oidc_dovecot.kick(user)
 
     try:
@@ -101,6 +98,7 @@ async def test_login_keeps_the_refresh_token_in_the_file_and_the_server_rotates_
         )
     finally:
         oidc.set_access_token_ttl(3600)
+        oidc.set_clock_offset(0)
     assert [envelope["success"] for envelope in envelopes] == [True, True, True], envelopes
     wait_for(lambda: oidc.token_requests >= before + 3)
     last = token_file.read_text().strip()
