@@ -132,14 +132,17 @@ def test_ctrl_c_while_login_waits_for_the_browser_stores_nothing(
 async def test_an_expired_refresh_token_says_to_sign_in_again(
     oidc: OidcProvider, oidc_dovecot: Dovecot, user: str, keychain: KeychainRefreshTokens
 ) -> None:
-    oidc.set_refresh_token_ttl(2)
+    oidc.set_refresh_token_ttl(60)
     try:
         refresh_token = str(sign_in(oidc, user)["refresh_token"])
     finally:
         oidc.set_refresh_token_ttl(86400)
     keychain.save(refresh_token)
-    time.sleep(3)
-    (envelope,) = await outcomes(sign_in_account(oidc_dovecot, user, oidc))
+    oidc.move_clock(61)  # past the refresh token's expiry at the provider, with no wait
+    try:
+        (envelope,) = await outcomes(sign_in_account(oidc_dovecot, user, oidc))
+    finally:
+        oidc.set_clock_offset(0)
     error = envelope["error"]
     assert error["code"] == "auth_failed" and error["details"]["reason"] == "sign_in_required", error
     assert f"mail-imap-mcp login {ACCOUNT}" in envelope["data"]["next_action"]["instruction"]
@@ -157,17 +160,22 @@ async def test_the_providers_clock_ahead_or_behind_changes_nothing(
     offset: int,
 ) -> None:
     """An access token's expiry is counted from expires_in on receipt, on this machine's clock: with
-    the provider's clock five minutes off, a token of 3 s is replaced once per expiry, before the IMAP
+    the provider's clock five minutes off, a token of 10 s is replaced once per expiry, before the IMAP
     server would refuse it (no refusal is logged), and every call works."""
     caplog.set_level(logging.INFO)
     oidc.set_clock_offset(offset)
-    oidc.set_access_token_ttl(3)
+    # Tokens of 10 s: less than the 30 s a login wants left, so each login after an expiry asks for a
+    # new one; and time enough for Dovecot to ask the provider about it on a busy machine (with 3 s and
+    # a 4 s sleep, a login slower than 3 s found its new token refused).
+    oidc.set_access_token_ttl(10)
     try:
         keychain.save(str(sign_in(oidc, user)["refresh_token"]))
         before = oidc.token_requests
 
         def expire_and_drop_the_connection() -> None:
-            time.sleep(4)
+            # The provider's clock moves a further 11 s: past the token's expiry (Dovecot would refuse
+            # it), still five minutes off. No wait.
+            oidc.move_clock(11)
             oidc_dovecot.kick(user)
 
         envelopes = await outcomes(
@@ -179,7 +187,7 @@ async def test_the_providers_clock_ahead_or_behind_changes_nothing(
         )
         # The provider's clock is off: the last token was issued at its time, not ours.
         issued = oidc.introspect(oidc.access_tokens(user)[-1])["iat"]
-        assert abs(issued - (time.time() + offset)) < 60, issued - time.time()
+        assert abs(issued - (time.time() + offset)) < 60, issued - time.time()  # moved 22 s at most
     finally:
         oidc.set_access_token_ttl(3600)
         oidc.set_clock_offset(0)

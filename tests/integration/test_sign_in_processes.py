@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -83,7 +82,7 @@ async def test_two_processes_refreshing_at_once_both_stay_signed_in(
     """Each token request takes the provider a second, so the two refreshes overlap unless one waits
     for the other: with the lock, two requests per round, each with the token the other stored."""
     settings = sign_in_account(oidc_dovecot, user, oidc)
-    oidc.set_access_token_ttl(4)
+    oidc.set_access_token_ttl(10)  # under the 30 s a login wants left: each login refreshes
     oidc.set_token_delay(1.0)
     try:
         async with servers(2, settings, secret_service, tmp_path) as clients:
@@ -91,7 +90,7 @@ async def test_two_processes_refreshing_at_once_both_stay_signed_in(
             first = await at_once(clients, "alpha")
             assert [envelope["success"] for envelope in first] == [True, True], first
             wait_for(lambda: oidc.token_requests >= before + 2)
-            time.sleep(5)  # both processes' access tokens are past their expiry
+            oidc.move_clock(11)  # both processes' access tokens are past their expiry (no wait)
             oidc_dovecot.kick(user)
             second = await at_once(clients, "beta")
             assert [envelope["success"] for envelope in second] == [True, True], second
@@ -100,6 +99,7 @@ async def test_two_processes_refreshing_at_once_both_stay_signed_in(
     finally:
         oidc.set_token_delay(0)
         oidc.set_access_token_ttl(3600)
+        oidc.set_clock_offset(0)
     # The grant lives: the token the processes left in the keychain refreshes (presenting the spent
     # first one instead would end the grant: the reuse detection a race would have tripped).
     latest = keychain.load()

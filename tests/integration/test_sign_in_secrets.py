@@ -14,7 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -87,7 +86,7 @@ async def test_no_file_or_log_of_a_run_holds_a_token_but_the_keychain(
         assert done.returncode == 0, (logs / f"{args[0]}.err").read_text()
 
     run("login")
-    oidc.set_access_token_ttl(3)
+    oidc.set_access_token_ttl(10)  # under the 30 s a login wants left: each login refreshes
     try:
         # The server's stderr, its log, goes to a file as a client's log file would keep it.
         params = StdioServerParameters(
@@ -99,7 +98,9 @@ async def test_no_file_or_log_of_a_run_holds_a_token_but_the_keychain(
             mcp = EnvelopeClient(client)
             envelopes = [await mcp.call("imap_list_mailboxes")]
             for word in ("alpha", "beta"):
-                time.sleep(4)  # the access token expired: the next login refreshes (and rotates)
+                oidc.move_clock(
+                    11
+                )  # the access token expired (no wait): the next login refreshes and rotates
                 oidc_dovecot.kick(user)
                 found = await mcp.call("imap_search_messages", {"mailbox": "INBOX", "query": word})
                 envelopes.append(found)
@@ -108,6 +109,7 @@ async def test_no_file_or_log_of_a_run_holds_a_token_but_the_keychain(
             envelopes.append(await mcp.call("imap_get_message", {"message_id": first["message_id"]}))
     finally:
         oidc.set_access_token_ttl(3600)
+        oidc.set_clock_offset(0)
     assert all(envelope["success"] for envelope in envelopes), envelopes
     run("status")
     wait_for(lambda: len(oidc.refresh_tokens(user)) >= 4)

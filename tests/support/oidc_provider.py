@@ -7,7 +7,8 @@ rotated on every use with reuse detection, the device grant), :data:`SECRET_CLIE
 client secret, as Google's desktop clients have), :data:`RESOURCE_CLIENT` (the resource
 server's identity Dovecot introspects tokens with) and :data:`SERVICE_CLIENT` (client credentials).
 Access tokens last ``access_token_ttl`` seconds (:meth:`OidcProvider.set_access_token_ttl` changes it
-for the tokens issued next; :meth:`OidcProvider.set_token_delay` slows the token endpoint); introspection reports the login as ``username`` and
+for the tokens issued next; :meth:`OidcProvider.move_clock` expires them with no wait;
+:meth:`OidcProvider.set_token_delay` slows the token endpoint); introspection reports the login as ``username`` and
 the scope, which is what Dovecot's ``oauth2`` passdb checks (:meth:`OidcProvider.dovecot_settings`).
 :attr:`OidcProvider.token_requests` counts the token endpoint's requests.
 """
@@ -76,6 +77,7 @@ class OidcProvider:
         self._delay_file = directory / "token-delay-ms"
         self._refresh_ttl_file = directory / "refresh-token-ttl"
         self._clock_file = directory / "clock-offset"
+        self._clock_offset = 0
         self.set_access_token_ttl(access_token_ttl)
         self._token_requests = 0
         self._access_tokens: dict[str, list[str]] = {}
@@ -93,7 +95,13 @@ class OidcProvider:
 
     def set_clock_offset(self, seconds: int) -> None:
         """Put the provider's clock ``seconds`` ahead of the machine's (negative: behind)."""
+        self._clock_offset = seconds
         self._clock_file.write_text(str(seconds))
+
+    def move_clock(self, seconds: int) -> None:
+        """Move the provider's clock ``seconds`` further ahead: its tokens expire as if that much time
+        had passed, with no wait (a test that slept instead failed when a login took longer than it)."""
+        self.set_clock_offset(self._clock_offset + seconds)
 
     def set_token_delay(self, seconds: float) -> None:
         """How long the token endpoint waits before it answers each request from now on."""
