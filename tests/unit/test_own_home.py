@@ -1,0 +1,64 @@
+"""The tests' own homes (tests/support/own_home.py, ``own_home`` in tests/conftest.py): a test and its
+children resolve every per-user directory below a home of the test's own, and the guard refuses, and
+records for the test to fail on, a child or an opening that would reach the real home."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import platformdirs
+import pytest
+
+from mail_imap_mcp.config.sign_in_state import sign_in_dir
+from mail_imap_mcp.imap.sealing import default_state_dir
+from tests.support import own_home as guard
+
+
+@pytest.fixture
+def refused() -> Iterator[None]:
+    """What the guard refuses during the test is taken back from its record (the test expects it)."""
+    seen = len(guard.violations)
+    yield
+    del guard.violations[seen:]
+
+
+def test_every_per_user_directory_of_a_test_is_below_its_own_home(own_home: Path) -> None:
+    assert os.environ["HOME"] == str(own_home) and str(own_home) not in guard.REAL_HOMES
+    assert not {name for name in guard.XDG_BASES if name in os.environ}
+    for directory in (
+        Path.home(),
+        sign_in_dir(),
+        default_state_dir(),
+        Path(platformdirs.user_data_dir("mail-imap-mcp")),
+        Path(platformdirs.user_config_dir("mail-imap-mcp")),
+    ):
+        assert directory.is_relative_to(own_home), directory
+
+
+def test_a_child_that_inherits_the_environment_has_the_tests_home(own_home: Path) -> None:
+    code = "import pathlib; print(pathlib.Path.home())"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == str(own_home)
+
+
+@pytest.mark.parametrize("home", [None, "real"], ids=["no HOME", "the real HOME"])
+@pytest.mark.usefixtures("refused")
+def test_a_child_started_without_the_tests_home_is_refused(home: str | None) -> None:
+    env = {"PATH": os.environ["PATH"]} | ({"HOME": guard.REAL_HOMES[0]} if home else {})
+    with pytest.raises(PermissionError, match="never touch the real home"):
+        subprocess.run([sys.executable, "-c", "pass"], env=env, timeout=60)
+    assert f"started {sys.executable}" in guard.violations[-1]
+
+
+@pytest.mark.usefixtures("refused")
+def test_opening_a_file_of_the_real_homes_config_is_refused() -> None:
+    config = Path(guard.REAL_HOMES[0]) / ".config" / "mail-imap-mcp" / "config.toml"
+    with pytest.raises(PermissionError, match="never touch the real home"):
+        config.open("a")
+    assert any(str(config) in what for what in guard.violations)
