@@ -132,7 +132,7 @@ def run_check(config_path: Path, env: dict[str, str]) -> subprocess.CompletedPro
         capture_output=True,
         text=True,
         timeout=60,
-        env={"PATH": os.environ["PATH"], **env},
+        env={"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **env},
         check=False,
     )
 

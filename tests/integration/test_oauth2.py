@@ -382,7 +382,12 @@ def run_check(path: Path, env: dict[str, str] | None = None) -> subprocess.Compl
         capture_output=True,
         text=True,
         timeout=90,
-        env={"PATH": os.environ["PATH"], PASSWORD_ENV: SESSION_PASSWORD, **(env or {})},
+        env={
+            "PATH": os.environ["PATH"],
+            "HOME": os.environ["HOME"],
+            PASSWORD_ENV: SESSION_PASSWORD,
+            **(env or {}),
+        },
         check=False,
     )
 
@@ -460,7 +465,11 @@ async def test_env_only_oauth2_account(
     (envelope,) = await call(load_config(None, {**env, "HOME": "/nonexistent"}))
     assert envelope["success"], envelope
     done = subprocess.run(
-        [SERVER, "check"], capture_output=True, text=True, timeout=60, env={"PATH": os.environ["PATH"], **env}
+        [SERVER, "check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **env},
     )
     assert done.stdout.startswith(f"ok   default: 127.0.0.1:{oauth_dovecot.tls_port} (tls, oauthbearer)"), (
         done
@@ -468,7 +477,11 @@ async def test_env_only_oauth2_account(
     # Shell words work too; a failure names the variable to fix.
     env["MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND"] = f"{shlex.quote(sys.executable)} -c 'raise SystemExit(4)'"
     done = subprocess.run(
-        [SERVER, "check"], capture_output=True, text=True, timeout=60, env={"PATH": os.environ["PATH"], **env}
+        [SERVER, "check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **env},
     )
     assert done.returncode == 1 and done.stderr == ""
     assert "exited with status 4" in done.stdout

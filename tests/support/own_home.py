@@ -8,10 +8,10 @@ keyring files and the MCP clients' configs go below it, in the test process and 
 inherits its environment.
 
 A child given an environment of its own escapes that: without ``HOME`` it falls back to the user's
-home from the password database. :func:`watch_the_real_home` refuses (and records, for the test to
-fail on) a child started with an environment that has no ``HOME`` or the real one, and any opening, in
-the test process, of a file below the real home's directories of this project, its keyrings and the
-MCP clients' configs.
+home from the password database. The audit hook :func:`home_of_the_process` installs refuses (and
+records, for the test to fail on) a command of this project started with an environment that has no
+``HOME`` or the real one, and any opening, in the test process, of a file below the real home's
+directories of this project, its keyrings and the MCP clients' configs.
 """
 
 from __future__ import annotations
@@ -46,9 +46,6 @@ REAL_HOMES = tuple(
 )
 _GUARDED = tuple(os.path.join(home, kept) for home in REAL_HOMES for kept in _KEPT_THERE)
 
-#: Children that are given an environment of their own on purpose and keep nothing in a home.
-_SYSTEM_TOOLS = {"ldconfig", "gcc", "cc", "ld", "objdump"}  # ctypes.util.find_library: LC_ALL, LANG only
-
 _installed: list[bool] = []
 
 #: What the guard refused since the process began, one line each.
@@ -77,13 +74,25 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
             if isinstance(opened, str) and _is_below(opened, _GUARDED):
                 _refuse(f"opened {opened}")
     elif event == "subprocess.Popen":
-        executable, argv, env = args[0], args[1], args[3]
-        if env is None or os.path.basename(os.fsdecode(executable or "")) in _SYSTEM_TOOLS:
+        argv, env = args[1], args[3]
+        if env is None or not _is_ours(argv):
             return
         home = _child_home(env)
         if home is None or _is_below(os.path.realpath(home), REAL_HOMES):
-            command = os.fsdecode(argv[0] if isinstance(argv, (list, tuple)) and argv else argv)
+            command = " ".join(_words(argv)[:3])
             _refuse(f"started {command} with HOME={home!r}: give it the test's HOME (os.environ['HOME'])")
+
+
+def _words(argv: Any) -> list[str]:
+    return [os.fsdecode(word) for word in (argv if isinstance(argv, (list, tuple)) else [argv])]
+
+
+def _is_ours(argv: Any) -> bool:
+    """A command of this project: its console script, or Python running its package (a server's
+    harness, a compiler, ``ldconfig`` may be given an environment of their own without a home)."""
+    return any(
+        os.path.basename(word).startswith("mail-imap-mcp") or "mail_imap_mcp" in word for word in _words(argv)
+    )
 
 
 def home_of_the_process() -> Path:
