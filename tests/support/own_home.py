@@ -40,9 +40,13 @@ _KEPT_THERE = (
     ".claude.json",
 )
 
+#: Where the run's first process leaves ``HOME`` as the run began, for its xdist workers.
+_REAL_HOME_ENV = "MIM_TEST_REAL_HOME"
+_STARTING_HOME = os.environ.setdefault(_REAL_HOME_ENV, os.environ.get("HOME", ""))
+
 #: The homes of the user running the tests (``HOME`` as the run began, and the password database's).
 REAL_HOMES = tuple(
-    {os.path.realpath(home) for home in (os.environ.get("HOME"), pwd.getpwuid(os.getuid()).pw_dir) if home}
+    {os.path.realpath(home) for home in (_STARTING_HOME, pwd.getpwuid(os.getuid()).pw_dir) if home}
 )
 _GUARDED = tuple(os.path.join(home, kept) for home in REAL_HOMES for kept in _KEPT_THERE)
 
