@@ -3,14 +3,16 @@ item 3): the client's wall time, and inside the server the search (``search_page
 it (``index_page``), the fresh page (``fresh_page``: the store's search beside the freshness round trip),
 the round trip alone (``refresh``) and the keeping of the first page's places (``keep_places``).
 
-``scripts/profile_mcp_page [--messages N] [--folders F] [--runs R] [--tree PATH ...]`` seeds a throwaway
+``scripts/profile_mcp_page [--messages N] [--folders F] [--runs R] [--engine E] [--apart S] [--tree PATH ...]``
+seeds a throwaway
 Dovecot with ``mailgen.corpus`` (as ``scripts/bench --index-only`` does), builds the index with
 ``mail-imap-mcp index``, then for each ``--tree`` (a checkout of this project, e.g. ``git archive main``
 unpacked, to compare before and after; default: this one) serves MCP from that tree's ``src`` with wall
 timers around those functions (a tree with ``sqlite_pages.RANK_KEPT_AFTER`` twice: as it is, and
 "ranked again", the first page's 20 ranked alone and its kept matches ranked again after it), and prints medians per call with the load average (the machine may be
-shared). The calls of one case are 50 ms apart, so work a page leaves running after it answers is not the
-next call's cost.
+shared). The calls of one case are ``--apart`` seconds apart (default 0.05), so work a page leaves running
+after it answers is not the next call's cost (``--apart 0``: back to back, as ``scripts/bench`` calls).
+``--engine sqlite+tantivy``: the index in that engine.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import itertools
 import json
 import os
 import statistics
@@ -82,7 +85,14 @@ def serve_timed(argv: list[str]) -> None:
 
 
 async def _cases(
-    config: Path, password: str, tree: Path, work: Path, runs: int, *, ranked_again: bool = False
+    config: Path,
+    password: str,
+    tree: Path,
+    work: Path,
+    runs: int,
+    *,
+    ranked_again: bool = False,
+    apart_s: float = 0.05,
 ) -> dict[str, dict[str, float]]:
     from benchmark.common import PASSWORD_ENV
     from benchmark.servers import StdioServer
@@ -108,7 +118,7 @@ async def _cases(
             samples = []
             for _ in range(runs):
                 samples.append((await server.call("imap_search_messages", arguments)).ms)
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(apart_s)
             layers: dict[str, list[float]] = defaultdict(list)
             for line in out.read_text().splitlines():
                 name, spent = json.loads(line)
@@ -127,6 +137,10 @@ def main() -> None:
     parser.add_argument("--folders", type=int, default=40)
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--tree", type=Path, action="append", help="a checkout to serve from (repeatable)")
+    parser.add_argument("--engine", choices=("sqlite", "sqlite+tantivy"), default="sqlite")
+    parser.add_argument(
+        "--apart", type=float, action="append", help="seconds between calls (repeatable; default 0.05)"
+    )
     args = parser.parse_args()
     sys.path[:0] = [str(ROOT / "scripts"), str(ROOT)]
     from benchmark.index import _build_ours, _config, _folder_names, _seed
@@ -138,19 +152,31 @@ def main() -> None:
         work = Path(scratch)
         user = dovecot.new_user()
         _seed(dovecot, user, args.messages, _folder_names(args.folders), None)
-        config = _config(work / "config.toml", dovecot, user, work / "ix")
+        config = _config(work / "config.toml", dovecot, user, work / "ix", args.engine)
         build = _build_ours(config, dovecot.password, work / "index.log")
-        print(f"{args.messages:,} messages over {args.folders} folders, built in {build['seconds']:.1f} s")
-        print(f"| tree | case | {' | '.join(columns)} | load |")
-        print(f"|---|---|{'---:|' * len(columns)}---|")
-        for tree in trees:
+        print(
+            f"{args.messages:,} messages over {args.folders} folders in {args.engine}, built in "
+            f"{build['seconds']:.1f} s"
+        )
+        print(f"| tree | calls apart | case | {' | '.join(columns)} | load |")
+        print(f"|---|---:|---|{'---:|' * len(columns)}---|")
+        ranked_again_too = args.engine == "sqlite"  # RANK_KEPT_AFTER is the SQLite store's
+        for tree, apart_s in itertools.product(trees, args.apart or [0.05]):
             switchable = "RANK_KEPT_AFTER" in (tree / "src/mail_imap_mcp/index/sqlite_pages.py").read_text()
-            for ranked_again in (False, True) if switchable else (False,):
+            for ranked_again in (False, True) if switchable and ranked_again_too else (False,):
                 found = asyncio.run(
-                    _cases(config, dovecot.password, tree, work, args.runs, ranked_again=ranked_again)
+                    _cases(
+                        config,
+                        dovecot.password,
+                        tree,
+                        work,
+                        args.runs,
+                        ranked_again=ranked_again,
+                        apart_s=apart_s,
+                    )
                 )
                 load = ", ".join(f"{n:.1f}" for n in os.getloadavg())
-                name = tree.name + (", ranked again" if ranked_again else "")
+                name = f"{tree.name}{', ranked again' if ranked_again else ''} | {apart_s:g} s"
                 for label, row in found.items():
                     cells = " | ".join(f"{row[c]:.1f}" if c in row else "" for c in columns)
                     print(f"| {name} | {label} | {cells} | {load} |", flush=True)

@@ -92,10 +92,16 @@ def _words(argv: Any) -> list[str]:
 
 
 def _is_ours(argv: Any) -> bool:
-    """A command of this project: its console script, or Python running its package (a server's
-    harness, a compiler, ``ldconfig`` may be given an environment of their own without a home)."""
+    """A command of this project that reads the user's home: its console script, Python running its
+    package (``-m mail_imap_mcp``) or its command line (a server's harness, a compiler, ``ldconfig`` may
+    be given an environment of their own without a home; so is the sandboxed document parser, on
+    purpose: it reads nothing but its pipe)."""
+    words = _words(argv)
     return any(
-        os.path.basename(word).startswith("mail-imap-mcp") or "mail_imap_mcp" in word for word in _words(argv)
+        os.path.basename(word).startswith("mail-imap-mcp")
+        or (before == "-m" and word.split(".")[0] == "mail_imap_mcp")
+        or "mail_imap_mcp.cli" in word
+        for before, word in zip(["", *words], words, strict=False)
     )
 
 

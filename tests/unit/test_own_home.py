@@ -48,17 +48,31 @@ def test_a_child_that_inherits_the_environment_has_the_tests_home(own_home: Path
 
 
 @pytest.mark.parametrize("home", [None, "real"], ids=["no HOME", "the real HOME"])
+@pytest.mark.parametrize(
+    "command",
+    [["-m", "mail_imap_mcp", "check"], ["-c", "from mail_imap_mcp.cli import main; main()"]],
+    ids=["-m", "-c"],
+)
 @pytest.mark.usefixtures("refused")
-def test_a_command_of_the_project_started_without_the_tests_home_is_refused(home: str | None) -> None:
+def test_a_command_of_the_project_started_without_the_tests_home_is_refused(
+    home: str | None, command: list[str]
+) -> None:
     env = {"PATH": os.environ["PATH"]} | ({"HOME": guard.REAL_HOMES[0]} if home else {})
     with pytest.raises(PermissionError, match="never touch the real home"):
-        subprocess.run([sys.executable, "-c", "import mail_imap_mcp"], env=env, timeout=60)
-    assert f"started {sys.executable} -c import mail_imap_mcp with HOME=" in guard.violations[-1]
+        subprocess.run([sys.executable, *command], env=env, timeout=60)
+    assert f"started {sys.executable} {command[0]} {command[1]} with HOME=" in guard.violations[-1]
 
 
-def test_another_program_may_have_an_environment_without_a_home() -> None:
-    """A server's harness, a compiler, ``ldconfig``: nothing of this project's below a home."""
-    subprocess.run([sys.executable, "-c", "pass"], env={"PATH": os.environ["PATH"]}, check=True, timeout=60)
+@pytest.mark.parametrize(
+    "command",
+    [["-c", "pass"], ["-c", "from mail_imap_mcp.content._child import main"]],
+    ids=["another program", "the sandboxed document parser"],
+)
+def test_another_program_may_have_an_environment_without_a_home(command: list[str]) -> None:
+    """A server's harness, a compiler, ``ldconfig``, the product's own sandboxed parser (a bare
+    environment on purpose): nothing that reads a home."""
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    subprocess.run([sys.executable, *command], env=env, check=True, timeout=60)
 
 
 @pytest.mark.usefixtures("refused")
