@@ -12,7 +12,7 @@ timers around those functions (a tree with ``sqlite_pages.RANK_KEPT_AFTER`` twic
 "ranked again", the first page's 20 ranked alone and its kept matches ranked again after it), and prints medians per call with the load average (the machine may be
 shared). The calls of one case are ``--apart`` seconds apart (default 0.05), so work a page leaves running
 after it answers is not the next call's cost (``--apart 0``: back to back, as ``scripts/bench`` calls).
-``--engine sqlite+tantivy``: the index in that engine.
+``--engine sqlite+tantivy``: the index in that engine; ``--push``: the server with ``index_fresh_from_push``.
 """
 
 from __future__ import annotations
@@ -138,12 +138,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--tree", type=Path, action="append", help="a checkout to serve from (repeatable)")
     parser.add_argument("--engine", choices=("sqlite", "sqlite+tantivy"), default="sqlite")
+    parser.add_argument("--push", action="store_true", help="serve with index_fresh_from_push on")
     parser.add_argument(
         "--apart", type=float, action="append", help="seconds between calls (repeatable; default 0.05)"
     )
     args = parser.parse_args()
     sys.path[:0] = [str(ROOT / "scripts"), str(ROOT)]
-    from benchmark.index import _build_ours, _config, _folder_names, _seed
+    from benchmark.index import _build_ours, _config, _folder_names, _pushed_config, _seed
     from tests.support.dovecot import Dovecot
 
     trees = [tree.resolve() for tree in args.tree or [ROOT]]
@@ -154,8 +155,11 @@ def main() -> None:
         _seed(dovecot, user, args.messages, _folder_names(args.folders), None)
         config = _config(work / "config.toml", dovecot, user, work / "ix", args.engine)
         build = _build_ours(config, dovecot.password, work / "index.log")
+        if args.push:
+            config = _pushed_config(config)
         print(
-            f"{args.messages:,} messages over {args.folders} folders in {args.engine}, built in "
+            f"{args.messages:,} messages over {args.folders} folders in {args.engine}"
+            f"{', index_fresh_from_push' if args.push else ''}, built in "
             f"{build['seconds']:.1f} s"
         )
         print(f"| tree | calls apart | case | {' | '.join(columns)} | load |")
