@@ -314,11 +314,7 @@ def test_killed_between_the_two_commits_the_next_open_rebuilds_from_sqlite(tmp_p
     child = run_writer(path, "pause")
     assert child.stdout is not None
     assert child.stdout.readline().strip() == "between"  # SQLite has the batch, Tantivy does not
-    os.killpg(child.pid, signal.SIGKILL)
-    child.wait()
-    store = SqliteStore(path)
-    assert len(store.uids("F")) == 40
-    store.close()
+    assert killed_rows(child, path) == 40
     assert assert_one_index(path)  # it was behind: rebuilt
 
 
@@ -343,21 +339,9 @@ def test_killed_with_a_batch_pending_the_next_open_rebuilds_from_sqlite(tmp_path
     child = run_writer(path, "batch")
     assert child.stdout is not None
     assert child.stdout.readline().strip() == "pending"  # SQLite has 750 rows, Tantivy's commit waits
-    text = TextIndex(text_dir(path))  # what another process reads meanwhile: the generation before them
-    try:
-        _, recorded = text.committed()
-    finally:
-        text.close()
-    db = sqlite3.connect(path)
-    try:
-        assert recorded != TantivyStore._generation(db)  # so its searches rank with FTS5
-    finally:
-        db.close()
-    os.killpg(child.pid, signal.SIGKILL)
-    child.wait()
-    store = SqliteStore(path)
-    assert len(store.uids("F")) == 750
-    store.close()
+    # What another process reads meanwhile: the generation before them, so its searches rank with FTS5.
+    assert not tantivy_matches_sqlite(path)
+    assert killed_rows(child, path) == 750
     assert assert_one_index(path)  # it was behind: rebuilt
 
 
@@ -430,6 +414,23 @@ def test_a_batch_is_committed_once_writes_settle_and_at_close(
         assert store.text.committed()[1] != store._generation(store._db)
     finally:
         store.close()  # commits the batch
+    assert tantivy_matches_sqlite(path)
+
+
+def killed_rows(child: subprocess.Popen[str], path: Path) -> int:
+    """Kill the writer ``child``; the rows its SQLite file ``path`` kept of folder ``F``."""
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
+    store = SqliteStore(path)
+    try:
+        return len(store.uids("F"))
+    finally:
+        store.close()
+
+
+def tantivy_matches_sqlite(path: Path) -> bool:
+    """Whether the Tantivy index beside ``path`` records the generation its SQLite file is at, as another
+    process opening them reads it."""
     text = TextIndex(text_dir(path))
     try:
         _, recorded = text.committed()
@@ -437,7 +438,7 @@ def test_a_batch_is_committed_once_writes_settle_and_at_close(
         text.close()
     db = sqlite3.connect(path)
     try:
-        assert recorded == TantivyStore._generation(db)
+        return recorded == TantivyStore._generation(db)
     finally:
         db.close()
 
