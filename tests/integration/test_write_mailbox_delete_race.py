@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import random
 import threading
+import time
 
 import pytest
 from imapclient import IMAPClient
@@ -58,13 +59,15 @@ class Deliverer(threading.Thread):
 
 def select_made(client: IMAPClient, mailbox: str) -> None:
     """SELECT ``mailbox``, made first where missing. A delivery in flight while Dovecot deleted the
-    folder can leave it listed but not selectable ("deleted under us"): it is made again."""
-    for _ in range(5):
+    folder can leave it listed but not selectable ("deleted under us") until Dovecot's own cleanup
+    of it ends: asked again after a pause (five attempts at once failed alike in a loaded CI run)."""
+    for attempt in range(10):
         with contextlib.suppress(IMAPClientError):
             if not client.folder_exists(mailbox):
                 client.create_folder(mailbox)
             client.select_folder(mailbox)
             return
+        time.sleep(0.05 * (attempt + 1))
     client.select_folder(mailbox)
 
 
