@@ -210,6 +210,18 @@ def _build_ours(config: Path, password: str, log: Path) -> dict[str, Any]:
     return {"seconds": round(done.seconds, 1), "peak_rss_mb": done.peak_rss_mb, "cpu_s": done.cpu_seconds}
 
 
+def _counted_search(indexer: Indexer, asked: Any, trips: list[int]) -> Callable[[ImapSession], int]:
+    """A search of ``asked`` over every folder as a tool call runs it (freshness, then the page): its
+    total, each call's round trips appended to ``trips``."""
+
+    def search(session: ImapSession) -> int:
+        answer = fresh_page(session, indexer, asked, **EVERY_FOLDER, deadline=time.monotonic() + 5)
+        trips.append(answer.fresh.round_trips)
+        return answer.page.total
+
+    return search
+
+
 def _ours_queries(
     config: Path, dovecot: Dovecot, user: str, queries: list[Query], runs: int
 ) -> dict[str, Any]:
@@ -227,11 +239,7 @@ def _ours_queries(
         for query in queries:
             asked = Contains(query.field, query.word)  # type: ignore[arg-type]
             trips: list[int] = []
-
-            def search(session: ImapSession, asked: Any = asked, trips: list[int] = trips) -> int:
-                answer = fresh_page(session, indexer, asked, **EVERY_FOLDER, deadline=time.monotonic() + 5)
-                trips.append(answer.fresh.round_trips)
-                return answer.page.total
+            search = _counted_search(indexer, asked, trips)
 
             connection.run(search)  # warm: connected, the index file in the page cache
             samples = _timed(partial(connection.run, search), runs)
@@ -303,11 +311,7 @@ def _with_push(
         for query in queries:
             asked = Contains(query.field, query.word)  # type: ignore[arg-type]
             trips: list[int] = []
-
-            def search(session: ImapSession, asked: Any = asked, trips: list[int] = trips) -> int:
-                answer = fresh_page(session, indexer, asked, **EVERY_FOLDER, deadline=time.monotonic() + 5)
-                trips.append(answer.fresh.round_trips)
-                return answer.page.total
+            search = _counted_search(indexer, asked, trips)
 
             pushed: list[float] = []
             asked_status: list[float] = []
