@@ -33,6 +33,7 @@ from tests.support.gmail_server import CAPABILITIES as GMAIL_CAPABILITIES
 from tests.support.matrix import MATRIX, SESSION_PASSWORD, MatrixServer
 from tests.support.oauth2 import IntrospectionEndpoint
 from tests.support.oidc_provider import OidcProvider
+from tests.support.patience import describe as describe_patience
 from tests.support.own_home import XDG_BASES, home_of_the_process, remove_home, violations
 from tests.support.postgres import ENGINES, IndexEngineParam, PostgresServer
 from tests.support.run_lifetime import end_run_on_sigterm
@@ -45,6 +46,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="deselect the tests that need Cyrus or Courier (scripts/test --fast)",
     )
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """The run's patience (tests/support/patience.py), in the header of every run."""
+    return describe_patience()
 
 
 #: The temporary home of this test process (tests/support/own_home.py).
