@@ -33,8 +33,8 @@ from tests.support.gmail_server import CAPABILITIES as GMAIL_CAPABILITIES
 from tests.support.matrix import MATRIX, SESSION_PASSWORD, MatrixServer
 from tests.support.oauth2 import IntrospectionEndpoint
 from tests.support.oidc_provider import OidcProvider
-from tests.support.patience import describe as describe_patience
 from tests.support.own_home import XDG_BASES, home_of_the_process, remove_home, violations
+from tests.support.patience import describe as describe_patience
 from tests.support.postgres import ENGINES, IndexEngineParam, PostgresServer
 from tests.support.run_lifetime import end_run_on_sigterm
 from tests.support.secret_service import SecretService, running_secret_service
