@@ -36,8 +36,16 @@ from mail_imap_mcp.state import MemoryStore, Store, user_key, user_tag
 TOKEN_TTL_S = 300.0
 
 #: What the user decided on an approval page; ``unavailable``: no page could be shown (no browser);
-#: ``cancelled``: the caller stopped waiting (imap_cancel_operation) before the user decided.
-Decision = Literal["send", "dont_send", "expired", "cancelled", "unavailable"]
+#: ``cancelled``: the caller stopped waiting (imap_cancel_operation) before the user decided;
+#: ``opened_twice``: the page was opened again (a reload, a restored tab), which cancels it.
+Decision = Literal["send", "dont_send", "expired", "cancelled", "opened_twice", "unavailable"]
+_NOT_SENT: dict[str, str] = {
+    "cancelled": "The send was cancelled (imap_cancel_operation) before the user decided; the approval page "
+    "was closed and nothing was sent.",
+    "opened_twice": "The approval page was opened a second time (a reload, a restored tab, or someone else "
+    "with its address), which cancels it: the user did not decline, and nothing was sent. Send the draft "
+    "again to show the user a new page.",
+}
 
 
 class ApprovalPage(Protocol):
@@ -126,21 +134,25 @@ class ConfirmationGate:
         raise ToolFailure(ErrorCode.PERMISSION_DENIED, refusal, details=details, retryable=False)
 
     @staticmethod
-    def asks_on_page(what: str, page: ApprovalPage | None) -> bool:
+    def asks_on_page(what: str, page: ApprovalPage | None, page_only: str | None = None) -> bool:
         """Whether :meth:`require_send_approval` of ``what`` would wait for the user on ``page`` (not
-        approved yet, and a client that cannot ask the user)."""
-        return page is not None and not approved(_sentence(what)) and not client_can_ask_user.get()
+        approved yet, and a client that cannot ask the user or a message only a page shows whole)."""
+        can_ask = client_can_ask_user.get() and page_only is None
+        return page is not None and not approved(_sentence(what)) and not can_ask
 
     @staticmethod
-    def require_send_approval(what: str, page: ApprovalPage | None, message: bytes = b"") -> None:
+    def require_send_approval(
+        what: str, page: ApprovalPage | None, message: bytes = b"", page_only: str | None = None
+    ) -> None:
         """Return when the user approved sending ``what`` (the message as shown) in this call: through the
         client (MCP elicitation, the approval bound to exactly ``what`` and the call's arguments), else on
-        ``page``. Otherwise raise what asks the user, or the refusal saying why nobody can be asked. No token
-        and no setting passes this gate (``confirm_without_elicitation`` included)."""
+        ``page``; only on ``page`` when ``page_only`` says why the client's question cannot show it whole.
+        Otherwise raise what asks the user, or the refusal saying why nobody can be asked. No token and no
+        setting passes this gate (``confirm_without_elicitation`` included)."""
         shown = _sentence(what)
         if approved(shown):
             return
-        if client_can_ask_user.get():
+        if client_can_ask_user.get() and page_only is None:
             raise ToolFailure(
                 ErrorCode.CONFIRMATION_REQUIRED,
                 "The user is asked to approve sending this message.",
@@ -150,16 +162,21 @@ class ConfirmationGate:
         if decision == "send":
             return
         if decision != "unavailable":
-            why = (
-                "The send was cancelled (imap_cancel_operation) before the user decided; the approval page "
-                "was closed and nothing was sent."
-                if decision == "cancelled"
-                else f"The user did not approve sending ({decision}); nothing was sent."
-            )
+            why = _NOT_SENT.get(decision, f"The user did not approve sending ({decision}); nothing was sent.")
             raise ToolFailure(
                 ErrorCode.CONFIRMATION_REQUIRED,
                 why,
                 details={"approval": decision},
+                retryable=False,
+            )
+        if page_only is not None:
+            raise ToolFailure(
+                ErrorCode.PERMISSION_DENIED,
+                f"Sending needs the user's approval of this very message, shown whole: {page_only}, so only "
+                "the approval page can show it, and no approval page can open here (it needs a browser on the "
+                "user's desktop, a stdio server): nothing was sent. The user can send the draft from their "
+                "mail client.",
+                details={"approval": "unavailable", "reason": page_only},
                 retryable=False,
             )
         raise ToolFailure(

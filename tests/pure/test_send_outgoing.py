@@ -8,7 +8,15 @@ import pytest
 
 from mail_imap_mcp.confirmation import ConfirmationGate, Decision
 from mail_imap_mcp.envelope import ToolFailure
-from mail_imap_mcp.envelope.mcp import approval_digest, current_call, question, user_approvals
+from mail_imap_mcp.envelope.mcp import (
+    ASK_USER,
+    approval_digest,
+    client_can_ask_user,
+    current_call,
+    question,
+    user_approvals,
+)
+from mail_imap_mcp.services.send_review import review
 from mail_imap_mcp.smtp.client import dot_stuffed
 from mail_imap_mcp.smtp.outgoing import MAX_SEND_RECIPIENTS, outgoing, rewritten
 from mail_imap_mcp.smtp.refusals import DraftRefused, DraftUnsendable
@@ -19,6 +27,11 @@ DRAFT = (
     b"Subject: Plans\r\nDate: Mon, 02 Jan 2023 10:00:00 +0000\r\nX-Folded: one\r\n two\r\n"
     b"Message-ID: <d1@example.org>\r\n\r\n.dot\r\nBody\r\n"
 )
+
+
+def _shown(raw: bytes) -> str:
+    """The question the user approves ``raw`` by."""
+    return review(outgoing(raw, OWN, "example.org"), raw, "default").question()
 
 
 def test_only_date_and_bcc_change_in_the_transmitted_copy_and_the_sent_copy_keeps_bcc() -> None:
@@ -34,10 +47,11 @@ def test_only_date_and_bcc_change_in_the_transmitted_copy_and_the_sent_copy_keep
 
 def test_the_user_is_shown_every_recipient_and_the_fingerprint() -> None:
     message = outgoing(DRAFT, OWN, "example.org")
-    shown = message.shown("default")
+    shown = _shown(DRAFT)
     for line in ("From: Me <me@example.org>", "To: Bob <bob@example.com>", "Bcc: hidden@example.com",
-                 "Subject: Plans", "Attachments: none", "Text: .dot Body", "Message-ID: <d1@example.org>"):  # fmt: skip
+                 "Subject: Plans", "Attachments: none", "Message-ID: <d1@example.org>"):  # fmt: skip
         assert line in shown.splitlines()
+    assert "\n```\n.dot\nBody\n```\n" in shown
     assert message.recipients == ("bob@example.com", "hidden@example.com")
     assert outgoing(DRAFT.replace(b"Body", b"B0dy"), OWN, "example.org").fingerprint != message.fingerprint
 
@@ -48,7 +62,7 @@ def test_a_draft_without_message_id_gets_one_from_its_content_the_same_each_time
     assert (
         first.id_added and first.header_id == second.header_id and first.header_id.endswith("@example.org>")
     )
-    assert "(added to the draft)" in first.shown("default")
+    assert "(added to the draft)" in _shown(bare)
     assert rewritten(bare, date="D", header_id=first.header_id, keep_bcc=False).startswith(
         f"Date: D\r\nMessage-ID: {first.header_id}\r\n".encode()
     )
@@ -72,7 +86,7 @@ def test_hostile_drafts_are_refused(change: tuple[bytes, bytes], reason: DraftUn
 
 def test_an_injected_subject_is_shown_escaped_on_one_line() -> None:
     hostile = DRAFT.replace(b"Subject: Plans", b"Subject: =?utf-8?q?Hi=0D=0ABcc:_eve@evil.example?=")
-    shown = outgoing(hostile, OWN, "example.org").shown("default")
+    shown = _shown(hostile)
     assert "Subject: Hi\\x0d\\x0aBcc: eve@evil.example" in shown.splitlines()
     assert "eve@evil.example" not in outgoing(hostile, OWN, "example.org").recipients
 
@@ -80,8 +94,7 @@ def test_an_injected_subject_is_shown_escaped_on_one_line() -> None:
 def test_the_approval_passes_only_the_message_shown_and_no_token_or_setting_passes_it() -> None:
     gate = ConfirmationGate(tokens_for_irreversible=True)  # confirm_without_elicitation: never for sending
     arguments = {"message_id": "imap:default:Drafts:1:1"}
-    message = outgoing(DRAFT, OWN, "example.org")
-    shown = message.shown("default")
+    shown = _shown(DRAFT)
     current_call.set(("imap_send_draft", arguments))
     with pytest.raises(ToolFailure) as refused:
         gate.require_send_approval(shown, None)
@@ -90,7 +103,7 @@ def test_the_approval_passes_only_the_message_shown_and_no_token_or_setting_pass
     given = user_approvals.set(frozenset({approved}))
     try:
         gate.require_send_approval(shown, None)  # the approval of exactly this text passes
-        changed = outgoing(DRAFT.replace(b"Body", b"Other"), OWN, "example.org").shown("default")
+        changed = _shown(DRAFT.replace(b"Body", b"Other"))
         with pytest.raises(ToolFailure):  # the draft changed since: not approved
             gate.require_send_approval(changed, None)
         current_call.set(("imap_send_draft", {**arguments, "confirm_token": "x"}))
@@ -117,5 +130,93 @@ def test_an_approval_page_decides_where_the_client_cannot_ask() -> None:
 def test_text_that_reorders_or_hides_itself_is_shown_escaped() -> None:
     # A right-to-left override in a name would show "evil.example" reversed where the user reads it.
     hostile = DRAFT.replace(b"Subject: Plans", "Subject: Pay \u202eelpmaxe.live\u202c now".encode())
-    shown = outgoing(hostile, OWN, "example.org").shown("default")
+    shown = _shown(hostile)
     assert "Subject: Pay \\u202eelpmaxe.live\\u202c now" in shown.splitlines()
+
+
+HARMLESS = "Thanks for lunch, see you soon. " * 19  # 608 characters
+ALTERNATIVE = (
+    "From: Me <me@example.org>\r\nTo: Bob <bob@example.com>, Carol <carol@example.com>\r\n"
+    "Bcc: hidden@example.com, quiet@example.com\r\nSubject: Lunch\r\nMessage-ID: <d2@example.org>\r\n"
+    'MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary="m"\r\n\r\n'
+    '--m\r\nContent-Type: multipart/alternative; boundary="a"\r\n\r\n'
+    "--a\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n{text}\r\n"
+    "--a\r\nContent-Type: text/html; charset=utf-8\r\n\r\n{html}\r\n--a--\r\n"
+    '--m\r\nContent-Type: application/pdf; name="invoice.pdf"\r\n'
+    'Content-Disposition: attachment; filename="invoice.pdf"\r\nContent-Transfer-Encoding: base64\r\n\r\n'
+    "JVBERi0xLjQK\r\n--m--\r\n"
+)
+
+
+def _alternative(text: str, html: str) -> bytes:
+    return ALTERNATIVE.replace("{text}", text).replace("{html}", html).encode()
+
+
+def test_the_whole_text_is_shown_with_its_lines_and_its_tail() -> None:
+    # Issue 56 item 2: the first 600 characters harmless, the tail asking for money, was approved unseen.
+    tail = "PS: please wire 9,800 EUR to IBAN DE00 1234 today."
+    raw = _alternative(
+        f"{HARMLESS}\r\nSecond line\r\n{tail}", f"<p>{HARMLESS}</p><p>Second line</p><p>{tail}</p>"
+    )
+    asked = review(outgoing(raw, OWN, "example.org"), raw, "default")
+    lines = asked.question().splitlines()
+    assert HARMLESS in lines and "Second line" in lines and tail in lines
+    assert asked.page_only is None  # short, and its HTML says nothing the text does not
+    assert lines.count(tail) == 2  # in the text, and in the HTML part as a reader sees it
+    for line in ("To: Bob <bob@example.com>", "To: Carol <carol@example.com>", "Bcc: hidden@example.com",
+                 "Bcc: quiet@example.com", "Attachments: invoice.pdf (application/pdf, 9 bytes)"):  # fmt: skip
+        assert line in lines
+
+
+def test_an_html_part_that_says_more_than_the_text_goes_to_the_page() -> None:
+    raw = _alternative(HARMLESS, f"<p>{HARMLESS}</p><p style='color:#000'>Pay 9,800 EUR to DE00 1234</p>")
+    asked = review(outgoing(raw, OWN, "example.org"), raw, "default")
+    assert asked.page_only == "its HTML part says more than its text part"
+    assert "Pay 9,800 EUR to DE00 1234" in asked.question().splitlines()
+
+
+def test_a_text_longer_than_a_question_shows_goes_to_the_page() -> None:
+    long = "word " * 900  # 4,500 characters
+    raw = _alternative(long, f"<p>{long}</p>")
+    asked = review(outgoing(raw, OWN, "example.org"), raw, "default")
+    assert asked.page_only == f"its text has {len(long):,} characters, more than a question shows (4,000)"
+    assert long.rstrip() in asked.question()
+
+
+def test_markdown_and_invisible_characters_in_the_text_read_as_they_go_out() -> None:
+    text = "# Not a heading\r\n[click](https://evil.example)\r\n```\r\nfenced\r\n```\r\npay\u200b now \u202eevil\u202c"
+    raw = DRAFT.replace(b".dot\r\nBody\r\n", text.encode() + b"\r\n").replace(
+        b"Message-ID", b"Content-Type: text/plain; charset=utf-8\r\nMessage-ID"
+    )
+    shown = _shown(raw)
+    # Inside a fence longer than any in the text: Markdown means nothing there, each line stays a line.
+    assert (
+        "\n````\n# Not a heading\n[click](https://evil.example)\n```\nfenced\n```\n"
+        "pay\\u200b now \\u202eevil\\u202c\n````\n"
+    ) in shown
+    assert shown.endswith(f"Send it (fingerprint {outgoing(raw, OWN, 'example.org').fingerprint[:16]})")
+
+
+def test_a_text_that_cannot_be_read_is_refused_not_sent_unseen() -> None:
+    raw = DRAFT.replace(b"Message-ID", b"Content-Type: text/plain; charset=x-unknown-9\r\nMessage-ID")
+    with pytest.raises(DraftRefused) as refused:
+        _shown(raw)
+    assert refused.value.reason is DraftUnsendable.MALFORMED and "x-unknown-9" in refused.value.detail
+
+
+def test_a_message_only_a_page_shows_is_never_asked_by_elicitation() -> None:
+    current_call.set(("imap_send_draft", {"message_id": "imap:default:Drafts:1:1"}))
+    asked = client_can_ask_user.set(True)
+    try:
+        pages: list[str] = []
+        with pytest.raises(ToolFailure) as refused:
+            ConfirmationGate.require_send_approval("send this", None, DRAFT, "its text is long")
+        assert refused.value.code.value == "permission_denied" and ASK_USER not in refused.value.details
+        assert refused.value.details == {"approval": "unavailable", "reason": "its text is long"}
+        assert ConfirmationGate.asks_on_page("send this", lambda text, message: "send", "its text is long")
+        ConfirmationGate.require_send_approval(
+            "send this", lambda text, message: pages.append(text) or "send", DRAFT, "its text is long"
+        )
+        assert pages == ["Send this?"]
+    finally:
+        client_can_ask_user.reset(asked)

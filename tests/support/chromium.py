@@ -20,7 +20,8 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from selenium import webdriver
@@ -88,24 +89,42 @@ def sign_in(url: str, login: str, decline: bool = False) -> str:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def answer_approval(url: str, press: str, before_press: Callable[[], None] | None = None) -> tuple[str, str]:
-    """Open the approval page at ``url`` in headless Chromium and press ``press`` (``send``: "Send",
-    ``decline``: "Don't send"), calling ``before_press`` first (what happens while the user reads, e.g.
-    the page's time running out); the page's text and the text of the answer its form brought up."""
+@contextmanager
+def _opened(url: str) -> Iterator[tuple[webdriver.Chrome, str]]:
+    """A fresh headless Chromium showing the approval page at ``url``, and the page's text."""
     profile = tempfile.mkdtemp(prefix="chromium-profile-")
     driver = _browser(profile)
     try:
         driver.get(url)
         WebDriverWait(driver, WAIT_S).until(lambda d: d.find_elements(By.ID, "send"))
-        shown = str(driver.find_element(By.TAG_NAME, "body").text)
-        if before_press is not None:
-            before_press()
-        driver.find_element(By.ID, "decline" if press == "decline" else "send").click()
-        WebDriverWait(driver, WAIT_S).until(lambda d: d.find_elements(By.ID, "answer"))
-        return shown, str(driver.find_element(By.TAG_NAME, "body").text)
+        yield driver, str(driver.find_element(By.TAG_NAME, "body").text)
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def _answer(driver: webdriver.Chrome) -> str:
+    WebDriverWait(driver, WAIT_S).until(lambda d: d.find_elements(By.ID, "answer"))
+    return str(driver.find_element(By.TAG_NAME, "body").text)
+
+
+def answer_approval(url: str, press: str, before_press: Callable[[], None] | None = None) -> tuple[str, str]:
+    """Open the approval page at ``url`` in headless Chromium and press ``press`` (``send``: "Send",
+    ``decline``: "Don't send"), calling ``before_press`` first (what happens while the user reads, e.g.
+    the page's time running out); the page's text and the text of the answer its form brought up."""
+    with _opened(url) as (driver, shown):
+        if before_press is not None:
+            before_press()
+        driver.find_element(By.ID, "decline" if press == "decline" else "send").click()
+        return shown, _answer(driver)
+
+
+def reload_approval(url: str) -> tuple[str, str]:
+    """Open the approval page at ``url`` in headless Chromium and reload it, as a user pressing F5 (or a
+    restored tab) does; the page's text and the text the reload brought up."""
+    with _opened(url) as (driver, shown):
+        driver.refresh()
+        return shown, _answer(driver)
 
 
 def _write(path: str, text: str) -> None:

@@ -167,8 +167,10 @@ def approval_page(request: ApprovalRequest, csrf_token: str, ttl_s: float) -> st
         f'<input type="hidden" name="digest" value="{escape(request.digest, quote=True)}">'
         '<div class="buttons"><button id="send" type="submit" name="decision" value="send">Send</button>'
         '<button id="decline" type="submit" name="decision" value="decline">Don\'t send</button></div></form>'
-        f'<p class="note">This page answers once, and only for about {minutes} minute{"s" if minutes != 1 else ""} '
-        "after it was made; reloading it cancels the request.</p>"
+        f'<p class="note" id="reload">This page answers once, and only for about {minutes} '
+        f"minute{'s' if minutes != 1 else ''} after it was made. Reloading or reopening it (a restored tab "
+        "too) cancels the request: nothing is sent, your assistant is told the page was reopened (not that "
+        "you declined), and it can show you a new page.</p>"
     )
     return _document("Send this message? - mail-imap-mcp", "".join(parts))
 

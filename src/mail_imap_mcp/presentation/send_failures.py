@@ -21,6 +21,7 @@ from mail_imap_mcp.smtp.errors import (
 )
 from mail_imap_mcp.smtp.refusals import (
     AlreadySent,
+    ApprovalPageOpen,
     DraftRefused,
     DraftUnsendable,
     RecipientsNotAllowed,
@@ -99,6 +100,17 @@ def _already_sent(exc: AlreadySent, call: Call | None) -> ToolFailure:
     )
 
 
+def _page_open(exc: ApprovalPageOpen, call: Call | None) -> ToolFailure:
+    return ToolFailure(
+        ErrorCode.CONFLICT,
+        f"An approval page of account {exc.account_id!r} is already open in the user's browser, waiting for "
+        f"them to decide on another message: one page at a time. {_NOTHING} Wait for that send to end "
+        "(imap_get_operation, or imap_cancel_operation to close its page), then send this draft again.",
+        details={"parameter": "message_id", "state": "page_open", "account_id": exc.account_id},
+        retryable=True,
+    )
+
+
 def _submission(exc: SubmissionError, call: Call | None) -> ToolFailure:
     details: dict[str, Any] = {"stage": exc.stage.value}
     if isinstance(exc, RecipientsRefused):
@@ -133,5 +145,6 @@ SEND_FAILURES: Mapping[type[BaseException], Callable[[Any, Call | None], ToolFai
     RecipientsNotAllowed: _not_allowed,
     SendRateReached: _rate_reached,
     AlreadySent: _already_sent,
+    ApprovalPageOpen: _page_open,
     SubmissionError: _submission,
 }

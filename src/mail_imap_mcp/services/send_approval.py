@@ -24,20 +24,23 @@ from email.parser import BytesParser
 
 from pydantic import ValidationError
 
-from mail_imap_mcp.approval import DEFAULT_TTL_S, ApprovalRequest, AttachmentShown, Outcome, ask_blocking
+from mail_imap_mcp.approval import DEFAULT_TTL_S, ApprovalRequest, Outcome, ask_blocking
 from mail_imap_mcp.approval import Decision as PageDecision
 from mail_imap_mcp.confirmation import ApprovalPage, Decision
 from mail_imap_mcp.envelope.mcp import progress_reporter
+from mail_imap_mcp.services.send_review import displayed
 
 #: How often a call waiting for the page tells the client it is still waiting (progress notifications).
 PROGRESS_EVERY_S = 10.0
 _DECISIONS: dict[Outcome, Decision] = {
     Outcome.DECLINED: "dont_send",
     Outcome.EXPIRED: "expired",
-    Outcome.OPENED_TWICE: "dont_send",
+    Outcome.OPENED_TWICE: "opened_twice",
     Outcome.NOT_OPENED: "unavailable",
     Outcome.CANCELLED: "cancelled",
 }
+#: What separates two parts of one kind (two text parts) where the page shows them in one box.
+_NEXT_PART = "\n\n──── next part ────\n\n"
 #: Whether the caller waiting for the page stopped waiting (its background operation was cancelled).
 stop_asked: ContextVar[Callable[[], bool] | None] = ContextVar("approval_stop_asked", default=None)
 
@@ -47,29 +50,15 @@ def _addresses(message: EmailMessage, name: str) -> list[str]:
     return [str(address) for address in getattr(header, "addresses", ())] if header is not None else []
 
 
-def _part(message: EmailMessage, subtype: str) -> str | None:
-    body = message.get_body(preferencelist=(subtype,))
-    if body is None or body.get_content_subtype() != subtype:
-        return None
-    content = body.get_content()
-    return content if isinstance(content, str) else None
-
-
 def approval_request(shown: str, message: bytes) -> ApprovalRequest:
     """The page's request for the draft ``message`` (parsed by the same rules the send checked it with),
-    bound to the digest of ``shown``. Raises ``ValueError`` when it cannot be shown whole."""
+    bound to the digest of ``shown``: every part a recipient's client may display (``send_review``), parts
+    of one kind in one box, told apart by a line. Raises ``ValueError`` when it cannot be shown whole."""
     parsed = BytesParser(policy=email.policy.default).parsebytes(message)
     assert isinstance(parsed, EmailMessage)
-    attachments = []
-    for part in parsed.iter_attachments():
-        payload = part.get_payload(decode=True)
-        attachments.append(
-            AttachmentShown(
-                name=part.get_filename() or "(unnamed)",
-                size=len(payload) if isinstance(payload, bytes) else 0,
-                content_type=part.get_content_type(),
-            )
-        )
+    found = displayed(message)
+    texts = [text for _, text in found.texts]
+    htmls = [source for _, source in found.htmls]
     return ApprovalRequest(
         digest=hashlib.sha256(shown.encode()).hexdigest(),
         from_=", ".join(_addresses(parsed, "From")),
@@ -78,9 +67,9 @@ def approval_request(shown: str, message: bytes) -> ApprovalRequest:
         bcc=_addresses(parsed, "Bcc"),
         reply_to=_addresses(parsed, "Reply-To"),
         subject=str(parsed.get("Subject") or ""),
-        text=_part(parsed, "plain"),
-        html=_part(parsed, "html"),
-        attachments=attachments,
+        text=_NEXT_PART.join(texts) if texts else None,
+        html="<hr>".join(htmls) if htmls else None,
+        attachments=found.attachments,
     )
 
 

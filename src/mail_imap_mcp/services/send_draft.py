@@ -44,6 +44,7 @@ from mail_imap_mcp.smtp.errors import Stage, SubmissionError, SubmissionLoginRef
 from mail_imap_mcp.smtp.outgoing import Outgoing, now_date, outgoing, rewritten
 from mail_imap_mcp.smtp.refusals import (
     AlreadySent,
+    ApprovalPageOpen,
     DraftRefused,
     DraftUnsendable,
     RecipientsNotAllowed,
@@ -164,13 +165,20 @@ def still_as_approved(app: AppContext, connection: AccountConnection, prepared: 
 
 @contextmanager
 def waiting_for_approval(app: AppContext, prepared: Prepared) -> Iterator[None]:
-    """Mark the draft as waiting for the user on an approval page for the duration: another send of it
-    meanwhile is refused (:class:`AlreadySent`, state ``approving``), not shown on a second page."""
+    """Mark the draft, and its account, as waiting for the user on an approval page for the duration:
+    another send of it meanwhile is refused (:class:`AlreadySent`, state ``approving``), and a send of any
+    other draft of the account too (:class:`ApprovalPageOpen`): at most one page per account is open."""
     key = app.caller.mailbox_key("send-approving", prepared.account_id, prepared.outgoing.header_id.lower())
+    page = app.caller.mailbox_key("send-page-open", prepared.account_id)
     if not app.store.add(key, b"approving", APPROVING_TTL_S):
         raise AlreadySent(prepared.outgoing.header_id, "approving", prepared.sent_mailbox)
     try:
-        yield
+        if not app.store.add(page, b"open", APPROVING_TTL_S):
+            raise ApprovalPageOpen(prepared.account_id)
+        try:
+            yield
+        finally:
+            app.store.delete(page)
     finally:
         app.store.delete(key)
 

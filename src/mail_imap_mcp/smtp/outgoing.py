@@ -1,11 +1,10 @@
 """A saved draft as it goes out: its bytes with Date replaced, a Message-ID added where it has none and Bcc
 left out of the transmitted copy (the Sent copy keeps it); its envelope (the sender, every To, Cc and Bcc
-address); and what the user is shown to approve it.
+address); and the header values the user is shown to approve it.
 
 The bytes are the draft's own: header fields are removed or added as whole lines, nothing else is
 rewritten. The draft is read as a hostile one may be (saved by any client): a header the user is shown
-that appears twice, an address that does not parse, control characters (shown escaped, never as line
-breaks), more than :data:`MAX_SEND_RECIPIENTS` recipients, or a From that is not the account's are refused.
+that appears twice, an address that does not parse or holds control characters, more than :data:`MAX_SEND_RECIPIENTS` recipients, or a From that is not the account's are refused.
 """
 
 from __future__ import annotations
@@ -22,64 +21,36 @@ from mail_imap_mcp.smtp.refusals import DraftRefused, DraftUnsendable
 
 #: At most this many recipients (To, Cc and Bcc together) in one message.
 MAX_SEND_RECIPIENTS = 100
-#: Characters of the text the user is shown.
-TEXT_SHOWN_CHARS = 600
 #: Headers the user is shown or the envelope is made of: each at most once.
 _SINGLE = ("From", "Sender", "Reply-To", "To", "Cc", "Bcc", "Subject", "Message-ID", "In-Reply-To")
 _HEADER_END = re.compile(rb"\r?\n\r?\n")
 _FIELD_START = re.compile(rb"^([!-9;-~]+)[ \t]*:", re.MULTILINE)
-#: Control characters, and those that reorder or hide text where the user reads it (bidi overrides,
-#: zero-width): shown as escapes, so what the user approves reads as what is sent.
+#: Control characters, and those that reorder or hide text (bidi overrides, zero-width): refused in an
+#: address, escaped in the words of a refusal.
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
-_TAGS = re.compile(r"<[^>]*>")
 _MESSAGE_ID = re.compile(r"<[!-;=?-~]{1,250}@[!-;=?-~]{1,250}>")
 
 
 @dataclass(frozen=True)
-class Attachment:
-    name: str
-    size_bytes: int
-
-
-@dataclass(frozen=True)
 class Outgoing:
-    """What a draft sends and what the user is shown of it."""
+    """What a draft sends: its envelope and the header values the user is shown, as written (the shown
+    forms of addresses and the subject decoded, unescaped: ``services/send_review.py`` shows them)."""
 
     header_id: str
     #: The draft had no Message-ID: this one (from the draft's digest) was added.
     id_added: bool
     sender: str
     from_shown: str
-    reply_to: str
+    reply_to: tuple[str, ...]
     to: tuple[str, ...]
     cc: tuple[str, ...]
     bcc: tuple[str, ...]
     subject: str
-    attachments: tuple[Attachment, ...]
-    text_start: str
     in_reply_to: str | None
     #: Every To, Cc and Bcc address (bare), each once: what RCPT TO names.
     recipients: tuple[str, ...]
     #: SHA-256 of the draft's bytes as approved (its Message-ID added): a changed draft has another.
     fingerprint: str
-
-    def shown(self, account_id: str) -> str:
-        """What the user reads before approving (every value one line, control characters escaped)."""
-        lines = [
-            f"send this message from account {account_id!r}:",
-            f"From: {self.from_shown}",
-            *([f"Reply-To: {self.reply_to}"] if self.reply_to else []),
-            f"To: {', '.join(self.to) or '-'}",
-            f"Cc: {', '.join(self.cc) or '-'}",
-            f"Bcc: {', '.join(self.bcc) or '-'}",
-            f"Subject: {self.subject or '(no subject)'}",
-            "Attachments: "
-            + (", ".join(f"{a.name} ({a.size_bytes} bytes)" for a in self.attachments) or "none"),
-            f"Text: {self.text_start or '(empty)'}",
-            f"Message-ID: {self.header_id}" + (" (added to the draft)" if self.id_added else ""),
-            f"Fingerprint: {self.fingerprint[:16]}",
-        ]
-        return "\n".join(lines)
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -147,35 +118,14 @@ def _addresses(message: EmailMessage, name: str) -> tuple[list[str], list[str]]:
         raise DraftRefused(
             DraftUnsendable.MALFORMED, f"its {name} header holds an address that does not parse"
         )
-    shown = [_escaped(str(a)) for a in found]
-    return bare, shown
+    return bare, [str(a) for a in found]
 
 
 def _subject(message: EmailMessage) -> str:
     try:
-        return _escaped(str(message.get("Subject") or ""))
+        return str(message.get("Subject") or "")
     except (ValueError, TypeError, IndexError):
         raise DraftRefused(DraftUnsendable.MALFORMED, "its Subject header does not parse") from None
-
-
-def _text_start(message: EmailMessage) -> str:
-    try:
-        body = message.get_body(preferencelist=("plain", "html"))
-        text = body.get_content() if body is not None else ""
-    except (LookupError, ValueError, AttributeError, TypeError):
-        return "(the text could not be read)"
-    if body is not None and body.get_content_subtype() == "html":
-        text = _TAGS.sub(" ", text)
-    return _escaped(" ".join(str(text).split()), TEXT_SHOWN_CHARS)
-
-
-def _attachments(message: EmailMessage) -> tuple[Attachment, ...]:
-    found = []
-    for part in message.iter_attachments():
-        payload = part.get_payload(decode=True)
-        size = len(payload) if isinstance(payload, bytes) else 0
-        found.append(Attachment(_escaped(part.get_filename() or "(unnamed)", 120), size))
-    return tuple(found)
 
 
 def outgoing(raw: bytes, own_addresses: frozenset[str], id_domain: str) -> Outgoing:
@@ -190,7 +140,7 @@ def outgoing(raw: bytes, own_addresses: frozenset[str], id_domain: str) -> Outgo
     if len(senders) != 1 or senders[0].lower() not in own_addresses:
         raise DraftRefused(
             DraftUnsendable.SENDER_NOT_OWN,
-            f"its From ({', '.join(from_shown) or 'none'}) must be exactly one of the account's addresses",
+            f"its From ({_escaped(', '.join(from_shown)) or 'none'}) must be exactly one of the account's addresses",
         )
     sender_field, _ = _addresses(message, "Sender")
     if any(address.lower() not in own_addresses for address in sender_field):
@@ -220,13 +170,11 @@ def outgoing(raw: bytes, own_addresses: frozenset[str], id_domain: str) -> Outgo
         id_added=id_added,
         sender=senders[0],
         from_shown=from_shown[0],
-        reply_to=", ".join(reply_to),
+        reply_to=tuple(reply_to),
         to=tuple(to_shown),
         cc=tuple(cc_shown),
         bcc=tuple(bcc_shown),
         subject=_subject(message),
-        attachments=_attachments(message),
-        text_start=_text_start(message),
         in_reply_to=replied if _MESSAGE_ID.fullmatch(replied) else None,
         recipients=recipients,
         fingerprint=hashlib.sha256(approved).hexdigest(),

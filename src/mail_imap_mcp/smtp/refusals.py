@@ -63,3 +63,11 @@ class AlreadySent(SendRefused):
         self.header_id = header_id
         self.state = state
         self.sent_mailbox = sent_mailbox
+
+
+class ApprovalPageOpen(SendRefused):
+    """An approval page of the account is open (another send waits for the user there): at most one is."""
+
+    def __init__(self, account_id: str) -> None:
+        super().__init__(f"an approval page of {account_id!r} is open")
+        self.account_id = account_id

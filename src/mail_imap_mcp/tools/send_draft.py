@@ -33,6 +33,7 @@ from mail_imap_mcp.services.send_draft import (
     still_as_approved,
     waiting_for_approval,
 )
+from mail_imap_mcp.services.send_review import review
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 
 NAME = "imap_send_draft"
@@ -46,15 +47,17 @@ DETAILS = (
     "Send a saved draft by its message_id over the account's SMTP submission server (implicit TLS or "
     "STARTTLS; AUTH PLAIN with the account's password, or XOAUTH2/OAUTHBEARER with its token). Only for an "
     "account with send_enabled, and only to allowed_recipients (To, Cc and Bcc, checked before any "
-    "connection). Before anything is sent the user is shown From, Reply-To, To, Cc, Bcc, the subject, each "
-    "attachment's name and size, the start of the text, the Message-ID and the draft's fingerprint, through "
-    "the client (MCP elicitation); the approval is bound to exactly that text and this call, so a draft "
+    "connection). Before anything is sent the user is shown every part a recipient's client may display: From, "
+    "Reply-To, each To, Cc and Bcc on its own line, the subject, each attachment's name, type and size, the whole "
+    "text with its lines, each HTML part as rendered text, the Message-ID and the draft's fingerprint; through "
+    "the client (MCP elicitation) when the text has at most 4,000 characters and no HTML part says more than "
+    "it, else on the approval page; the approval is bound to exactly that text and this call, so a draft "
     "changed since is asked about again, never sent as approved. No argument, token or setting lets an agent "
-    "approve (confirm_without_elicitation does not apply); a client without elicitation is refused unless an "
-    "approval page is available. On the page (a browser on the user's desktop) the user may take minutes: a call "
+    "approve (confirm_without_elicitation does not apply); without elicitation, or for a longer message, it "
+    "is refused unless an approval page is available (one open page per account). On the page (a browser on the user's desktop) the user may take minutes: a call "
     "with a progressToken hears progress and answers the decision; one without answers at once "
     "outcome waiting_for_approval with data.background, whose imap_get_operation result is the send's own answer "
-    "(sent, outcome_unknown, or the error: declined, expired, draft changed); imap_cancel_operation closes the "
+    "(sent, outcome_unknown, or the error: declined, expired, page reopened, draft changed); imap_cancel_operation closes the "
     "page and sends nothing; the same draft sent again meanwhile is conflict. The draft's bytes are sent as saved, with Date replaced and Bcc left out of "
     "the transmitted copy; From must be one of the account's addresses; at most 100 recipients. At most once: "
     "the draft's Message-ID (one derived from its content is added when it has none) is recorded in the state "
@@ -72,9 +75,9 @@ ERRORS = {
     "permission_denied": "send_enabled is off for the account; a recipient is outside allowed_recipients; the "
     "client cannot ask the user and no approval page is available; the server refused the message or every "
     "recipient. Nothing was sent.",
-    "confirmation_required": "The user declined or cancelled; nothing was sent.",
+    "confirmation_required": "The user declined or cancelled, or reopened the page; nothing was sent.",
     "conflict": "This draft was sent already, is being sent or waits for the user on an approval page, or its "
-    "earlier send's outcome is unknown.",
+    "earlier send's outcome is unknown; or another approval page of the account is open.",
     "limit_exceeded": "send_rate_per_hour reached, or the message is over the server's SIZE.",
     "auth_failed": "The submission server refused the login.",
     "unavailable": "The submission server could not be reached or TLS failed; nothing was sent.",
@@ -128,13 +131,14 @@ def handle(app: AppContext, args: SendDraftInput) -> ToolResult[SendDraftData]:
     with audited(_failed(app, account_id)):
         prepared = prepare(app, connection, ref)
         check_not_sent(app, connection, prepared)
-        shown = prepared.outgoing.shown(account_id)
-        on_page = app.confirmations.asks_on_page(shown, app.approval_page)
-        if on_page:  # the user may take minutes: a second send of the draft meanwhile is refused
+        asked = review(prepared.outgoing, prepared.raw, account_id)
+        shown, page_only = asked.question(), asked.page_only
+        on_page = app.confirmations.asks_on_page(shown, app.approval_page, page_only)
+        if on_page:  # the user may take minutes: another page for the account meanwhile is refused
             held.enter_context(waiting_for_approval(app, prepared))
         if not on_page or progress_asked.get():  # answered in this call
             with held:
-                app.confirmations.require_send_approval(shown, app.approval_page, prepared.raw)
+                app.confirmations.require_send_approval(shown, app.approval_page, prepared.raw, page_only)
                 return _approved(app, connection, prepared)
 
     def decided(progress: Progress) -> ToolResult[SendDraftData]:
@@ -143,7 +147,9 @@ def handle(app: AppContext, args: SendDraftInput) -> ToolResult[SendDraftData]:
         asked = stop_asked.set(lambda: progress.cancelled)
         try:
             with held, audited(_failed(app, account_id)):
-                result = run_tool(lambda app, args: _on_page(app, connection, prepared, shown), app, args)
+                result = run_tool(
+                    lambda app, args: _on_page(app, connection, prepared, shown, page_only), app, args
+                )
             progress.advance(1, result.summary)
             return result
         finally:
@@ -161,10 +167,10 @@ def handle(app: AppContext, args: SendDraftInput) -> ToolResult[SendDraftData]:
 
 
 def _on_page(
-    app: AppContext, connection: AccountConnection, prepared: Prepared, shown: str
+    app: AppContext, connection: AccountConnection, prepared: Prepared, shown: str, page_only: str | None
 ) -> ToolResult[SendDraftData]:
     try:
-        app.confirmations.require_send_approval(shown, app.approval_page, prepared.raw)
+        app.confirmations.require_send_approval(shown, app.approval_page, prepared.raw, page_only)
     except ToolFailure as failure:
         if failure.details.get("approval") == "cancelled":  # the operation ends canceled
             raise Cancelled(failure.code, failure.message, details=failure.details, retryable=False) from None

@@ -1,0 +1,110 @@
+"""What the user is asked to approve, as one generic request (:class:`Review`): a title, every field on its
+own line, the full content, and the question text a client shows (MCP elicitation), which the approval is
+bound to. It knows no mail: a renderer (``services/send_review.py`` for a message to send) fills it in.
+
+The question is plain text meant to read the same whether a client shows it as it is or as Markdown: each
+content is shown whole between code fences (inside, Markdown means nothing and every line stays a line),
+and every character that changes how text reads without being seen (control, bidirectional and zero-width
+characters, invisible fillers) is written out as ``\\xNN`` or ``\\uNNNN``, so what the user reads is what
+goes out. Field values are one line each; content keeps its lines and tabs.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["QUESTION_MAX_CHARS", "Review", "ReviewContent", "ReviewField", "visible"]
+
+#: The most characters of content a client's question is trusted to show whole (MCP elicitation has no
+#: size field; a longer content is approved on the page, or not at all).
+QUESTION_MAX_CHARS = 4_000
+#: Letters that draw nothing (Hangul fillers, the braille blank): a word of them reads as a blank.
+_INVISIBLE = frozenset({0x115F, 0x1160, 0x2800, 0x3164, 0xFFA0})
+_FENCE = re.compile(r"`{3,}")
+
+
+def _hidden(char: str, keep_lines: bool) -> bool:
+    if keep_lines and char in "\n\t":
+        return False
+    category = unicodedata.category(char)
+    return category in ("Cc", "Cf", "Zl", "Zp") or ord(char) in _INVISIBLE
+
+
+def visible(text: str, *, keep_lines: bool = False) -> str:
+    """``text`` with every invisible or reordering character written out (``\\x0a``, ``\\u202e``); line
+    breaks (CRLF, CR or LF) kept as ``\\n`` when ``keep_lines``, else escaped like the rest."""
+    if keep_lines:
+        text = text.replace("\r\n", "\n")
+    out = []
+    for char in text:
+        if _hidden(char, keep_lines):
+            code = ord(char)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+class ReviewField(BaseModel):
+    """One field the user must see (a recipient list, the subject): each value on a line of its own."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    label: str
+    values: list[str] = Field(default=[], description="Each shown on its own line, after the label.")
+    empty: str = Field(default="-", description="What is shown when there is no value.")
+
+    def lines(self) -> list[str]:
+        if not self.values:
+            return [f"{self.label}: {self.empty}"]
+        return [f"{self.label}: {visible(value)}" for value in self.values]
+
+
+class ReviewContent(BaseModel):
+    """One content shown whole, with its lines (a message's text, an HTML part as a reader sees it)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    label: str
+    text: str
+
+    def lines(self) -> list[str]:
+        shown = visible(self.text, keep_lines=True)
+        longest = max((len(run) for run in _FENCE.findall(shown)), default=0)
+        fence = "`" * max(3, longest + 1)
+        count = len(self.text)
+        lines = len(shown.splitlines())
+        return [
+            f"{self.label} ({count:,} characters, {lines:,} lines), whole between the {fence} lines:",
+            fence,
+            *shown.splitlines(),
+            fence,
+        ]
+
+
+class Review(BaseModel):
+    """A request for the user's approval: what is asked, every field and the full content, and the route
+    rule's answer (``page_only``: why the client's question cannot show it, so only a page may ask)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    title: str = Field(description="What will happen, as the question's first line (ends with ':').")
+    fields: list[ReviewField] = []
+    contents: list[ReviewContent] = []
+    closing: str = Field(description="The question's last line, without its question mark.")
+    page_only: str | None = Field(
+        default=None, description="Why this cannot be asked in the client's question; None when it can."
+    )
+
+    def question(self) -> str:
+        """The text the user reads and approves (the approval is bound to exactly it)."""
+        lines = [visible(self.title)]
+        for field in self.fields:
+            lines += field.lines()
+        for content in self.contents:
+            lines += content.lines()
+        lines.append(visible(self.closing))
+        return "\n".join(lines)

@@ -1,0 +1,142 @@
+"""A draft as the user approves it: every part a recipient's mail client may display, rendered into the
+generic :class:`~mail_imap_mcp.approval.review.Review` (the question a client shows); the approval page
+(``services/send_approval.py``) shows the same parts, read by :func:`displayed`.
+
+Shown whole: each text part with its lines, each HTML part as a reader sees it (rendered to text), each
+attachment's name, type and size, each recipient on a line of its own (Bcc too). The route is a fixed rule
+(:func:`page_only`): the client's question only when the text is at most
+:data:`~mail_imap_mcp.approval.review.QUESTION_MAX_CHARS` characters and no HTML part says more than the
+text (every word of its rendered text is in the text); otherwise the page, or a refusal where none opens.
+A part whose text cannot be read cannot be shown, so the draft is refused rather than sent unseen.
+"""
+
+from __future__ import annotations
+
+import email.policy
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from email.message import Message
+from email.parser import BytesParser
+
+from mail_imap_mcp.approval import AttachmentShown
+from mail_imap_mcp.approval.review import QUESTION_MAX_CHARS, Review, ReviewContent, ReviewField
+from mail_imap_mcp.content.html import html_to_text
+from mail_imap_mcp.smtp.outgoing import Outgoing
+from mail_imap_mcp.smtp.refusals import DraftRefused, DraftUnsendable
+
+_WORD = re.compile(r"\w+")
+
+
+@dataclass
+class Displayed:
+    """The parts of a message a recipient's client may display, in the message's order."""
+
+    #: (where it is, its text) of each text part: text/plain and any other inline text/*.
+    texts: list[tuple[str, str]] = field(default_factory=list)
+    #: (where it is, its source) of each HTML part.
+    htmls: list[tuple[str, str]] = field(default_factory=list)
+    attachments: list[AttachmentShown] = field(default_factory=list)
+
+
+def _text_of(part: Message) -> str:
+    try:
+        content = part.get_content()  # type: ignore[attr-defined]
+    except (LookupError, ValueError, AttributeError, TypeError, UnicodeError):
+        content = None
+    if not isinstance(content, str):
+        charset = part.get_content_charset() or "us-ascii"
+        raise DraftRefused(
+            DraftUnsendable.MALFORMED,
+            f"its {part.get_content_type()} part (charset {charset!r}) cannot be read, so it cannot be shown "
+            "to the user",
+        )
+    return content
+
+
+def _children(part: Message) -> list[Message]:
+    payload = part.get_payload()
+    return [child for child in payload if isinstance(child, Message)] if isinstance(payload, list) else []
+
+
+def _walk(part: Message, where: str, found: Displayed) -> None:
+    kind = part.get_content_type()
+    if part.is_multipart() and kind != "message/rfc822":
+        for child in _children(part):
+            _walk(child, where, found)
+        return
+    payload = part.get_payload(decode=True)
+    if part.get_content_disposition() == "attachment" or not kind.startswith("text/"):
+        name = part.get_filename() or "(unnamed)"
+        size = len(payload) if isinstance(payload, bytes) else len(str(part.get_payload()))
+        found.attachments.append(AttachmentShown(name=name, size=size, content_type=kind))
+        if kind == "message/rfc822":  # a client may show a forwarded message inline
+            for inner in _children(part):
+                _walk(inner, f"{where} in the attached message {name!r}", found)
+        return
+    if kind == "text/html":
+        found.htmls.append((where, _text_of(part)))
+    else:
+        found.texts.append((where if kind == "text/plain" else f"{where} ({kind})", _text_of(part)))
+
+
+def displayed(raw: bytes) -> Displayed:
+    """Every part of ``raw`` a recipient's client may display (see the module)."""
+    message = BytesParser(policy=email.policy.default).parsebytes(raw)
+    found = Displayed()
+    _walk(message, "", found)
+    return found
+
+
+def _words(text: str) -> Counter[str]:
+    return Counter(_WORD.findall(text.casefold()))
+
+
+def page_only(texts: list[str], rendered_htmls: list[str]) -> str | None:
+    """Why the message cannot be approved in the client's question (see the module); None when it can."""
+    total = sum(len(text) for text in texts)
+    if total > QUESTION_MAX_CHARS:
+        return f"its text has {total:,} characters, more than a question shows ({QUESTION_MAX_CHARS:,})"
+    said = _words("\n".join(texts))
+    for rendered in rendered_htmls:
+        if _words(rendered) - said:
+            return "its HTML part says more than its text part"
+    return None
+
+
+def _size(size: int) -> str:
+    return f"{size:,} bytes"
+
+
+def review(message: Outgoing, raw: bytes, account_id: str) -> Review:
+    """The question the user approves ``message`` (the draft ``raw``) by; see the module."""
+    found = displayed(raw)
+    rendered = [(where, html_to_text(source)) for where, source in found.htmls]
+    attachments = [f"{item.name} ({item.content_type}, {_size(item.size)})" for item in found.attachments]
+    fields = [
+        ReviewField(label="From", values=[message.from_shown]),
+        *([ReviewField(label="Reply-To", values=list(message.reply_to))] if message.reply_to else []),
+        ReviewField(label="To", values=list(message.to)),
+        ReviewField(label="Cc", values=list(message.cc)),
+        ReviewField(label="Bcc", values=list(message.bcc)),
+        ReviewField(label="Subject", values=[message.subject], empty="(no subject)"),
+        ReviewField(label="Attachments", values=attachments, empty="none"),
+        ReviewField(
+            label="Message-ID",
+            values=[message.header_id + (" (added to the draft)" if message.id_added else "")],
+        ),
+    ]
+    contents = [ReviewContent(label=f"Text{where}", text=text) for where, text in found.texts]
+    contents += [
+        ReviewContent(label=f"HTML part{where} as a mail program shows it", text=text)
+        for where, text in rendered
+    ]
+    if not contents:
+        contents = [ReviewContent(label="Text", text="")]
+    return Review(
+        title=f"send this message from account {account_id!r}:",
+        fields=fields,
+        contents=contents,
+        closing=f"Send it (fingerprint {message.fingerprint[:16]})",
+        page_only=page_only([text for _, text in found.texts], [text for _, text in rendered]),
+    )
