@@ -513,7 +513,7 @@ async def test_the_servers_size_limit_is_respected(tmp_path: Path) -> None:
         sender, bob = small.new_user(), small.new_user()
         for box in ("Drafts", "Trash", "Sent"):
             small.ensure_folder(sender, box)
-        _append(small, sender, "Drafts", _draft(small.address(sender), [small.address(bob)], body="x" * 5000))
+        _append(small, sender, "Drafts", _draft(small.address(sender), [small.address(bob)], body="x" * 3500))
         async for mcp in _client(_settings(small, sender, small.submission_port, "starttls")):
             failed = await mcp.fail(TOOL, {"message_id": await _draft_id(mcp)}, "limit_exceeded")
         assert "3000" in failed["error"]["message"] and _received(small) == 0
