@@ -16,6 +16,7 @@ from mail_imap_mcp.envelope.mcp import (
     question,
     user_approvals,
 )
+from mail_imap_mcp.services.send_approval import approval_request
 from mail_imap_mcp.services.send_review import review
 from mail_imap_mcp.smtp.client import dot_stuffed
 from mail_imap_mcp.smtp.outgoing import MAX_SEND_RECIPIENTS, outgoing, rewritten
@@ -220,3 +221,43 @@ def test_a_message_only_a_page_shows_is_never_asked_by_elicitation() -> None:
         assert pages == ["Send this?"]
     finally:
         client_can_ask_user.reset(asked)
+
+
+MIXED = (
+    b"From: Me <me@example.org>\r\nTo: bob@example.com\r\nSubject: Photos\r\nMessage-ID: <d3@example.org>\r\n"
+    b'MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary="m"\r\n\r\n'
+    b"--m\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nFirst part.\r\n"
+    b'--m\r\nContent-Type: image/png; name="a.png"\r\nContent-Disposition: inline; filename="a.png"\r\n'
+    b"Content-Transfer-Encoding: base64\r\n\r\niVBORw0KGgo=\r\n"
+    b"--m\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nSecond part, after the picture.\r\n"
+    b'--m\r\nContent-Type: message/rfc822\r\nContent-Disposition: attachment; filename="fwd.eml"\r\n\r\n'
+    b"From: x@example.net\r\nSubject: Old\r\n\r\nForwarded words.\r\n"
+    b"--m--\r\n"
+)
+
+
+def test_every_part_a_client_may_display_is_shown_on_both_routes() -> None:
+    # Apple Mail saves text, inline picture, text: the second text part was shown nowhere.
+    shown = _shown(MIXED)
+    lines = shown.splitlines()
+    for line in ("First part.", "Second part, after the picture.", "Forwarded words.",
+                 "Attachments: a.png (image/png, 8 bytes)", "Attachments: fwd.eml (message/rfc822, 53 bytes)"):  # fmt: skip
+        assert line in lines
+    assert any(line.startswith("Text in the attached message 'fwd.eml'") for line in lines)
+    page = approval_request(shown, MIXED)
+    assert page.text is not None and page.html is None
+    for text in ("First part.", "Second part, after the picture.", "Forwarded words."):
+        assert text in page.text
+    assert [(item.name, item.content_type) for item in page.attachments] == [
+        ("a.png", "image/png"),
+        ("fwd.eml", "message/rfc822"),
+    ]
+
+
+def test_a_message_with_html_alone_is_approved_on_the_page() -> None:
+    html_only = DRAFT.replace(b"Message-ID", b"Content-Type: text/html; charset=utf-8\r\nMessage-ID").replace(
+        b".dot\r\nBody", b"<p>Pay <b>now</b></p>"
+    )
+    asked = review(outgoing(html_only, OWN, "example.org"), html_only, "default")
+    assert asked.page_only == "its HTML part says more than its text part"
+    assert "Pay now" in asked.question().splitlines()

@@ -78,7 +78,8 @@ class ReviewContent(BaseModel):
         count = len(self.text)
         lines = len(shown.splitlines())
         return [
-            f"{self.label} ({count:,} characters, {lines:,} lines), whole between the {fence} lines:",
+            f"{self.label} ({count:,} characters, {lines:,} line{'' if lines == 1 else 's'}), whole between "
+            f"the {fence} lines:",
             fence,
             *shown.splitlines(),
             fence,

@@ -68,7 +68,11 @@ def _walk(part: Message, where: str, found: Displayed) -> None:
     payload = part.get_payload(decode=True)
     if part.get_content_disposition() == "attachment" or not kind.startswith("text/"):
         name = part.get_filename() or "(unnamed)"
-        size = len(payload) if isinstance(payload, bytes) else len(str(part.get_payload()))
+        size = (
+            len(payload)
+            if isinstance(payload, bytes)
+            else sum(len(c.as_bytes(policy=email.policy.SMTP)) for c in _children(part))
+        )
         found.attachments.append(AttachmentShown(name=name, size=size, content_type=kind))
         if kind == "message/rfc822":  # a client may show a forwarded message inline
             for inner in _children(part):
