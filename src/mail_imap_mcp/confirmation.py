@@ -173,9 +173,9 @@ class ConfirmationGate:
             raise ToolFailure(
                 ErrorCode.PERMISSION_DENIED,
                 f"Sending needs the user's approval of this very message, shown whole: {page_only}, so only "
-                "the approval page can show it, and no approval page can open here (it needs a browser on the "
-                "user's desktop, a stdio server): nothing was sent. The user can send the draft from their "
-                "mail client.",
+                "the approval page can show it, and no approval page could be shown (it opens only for a "
+                "stdio server, in the browser of the user's desktop): nothing was sent. The user can send the "
+                "draft from their mail client.",
                 details={"approval": "unavailable", "reason": page_only},
                 retryable=False,
             )

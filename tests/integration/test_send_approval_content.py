@@ -148,7 +148,7 @@ async def test_a_text_too_long_for_a_question_is_refused_with_the_reason_where_n
     assert accepting.asked == []
     assert refused["error"]["details"]["approval"] == "unavailable"
     assert "more than a question shows (4,000)" in refused["error"]["details"]["reason"]
-    assert "no approval page can open here" in refused["error"]["message"]
+    assert "no approval page could be shown" in refused["error"]["message"]
     assert _everywhere(chain, sender, [bob]) == before
 
 

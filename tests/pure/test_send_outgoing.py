@@ -189,7 +189,10 @@ def test_markdown_and_invisible_characters_in_the_text_read_as_they_go_out() -> 
     raw = DRAFT.replace(b".dot\r\nBody\r\n", text.encode() + b"\r\n").replace(
         b"Message-ID", b"Content-Type: text/plain; charset=utf-8\r\nMessage-ID"
     )
+    raw = raw.replace(b"Subject: Plans", b"Subject: [Invoice](https://evil.example) **now**")
     shown = _shown(raw)
+    assert "\n```\nFrom: Me <me@example.org>\n" in shown  # the fields too, in a fence of their own
+    assert "\nSubject: [Invoice](https://evil.example) **now**\nAttachments: none\n" in shown
     # Inside a fence longer than any in the text: Markdown means nothing there, each line stays a line.
     assert (
         "\n````\n# Not a heading\n[click](https://evil.example)\n```\nfenced\n```\n"
@@ -243,7 +246,7 @@ def test_every_part_a_client_may_display_is_shown_on_both_routes() -> None:
     for line in ("First part.", "Second part, after the picture.", "Forwarded words.",
                  "Attachments: a.png (image/png, 8 bytes)", "Attachments: fwd.eml (message/rfc822, 53 bytes)"):  # fmt: skip
         assert line in lines
-    assert any(line.startswith("Text in the attached message 'fwd.eml'") for line in lines)
+    assert any(line.startswith("Text in attachment 2 (16 characters") for line in lines)
     page = approval_request(shown, MIXED)
     assert page.text is not None and page.html is None
     for text in ("First part.", "Second part, after the picture.", "Forwarded words."):

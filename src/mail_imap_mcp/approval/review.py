@@ -2,8 +2,9 @@
 own line, the full content, and the question text a client shows (MCP elicitation), which the approval is
 bound to. It knows no mail: a renderer (``services/send_review.py`` for a message to send) fills it in.
 
-The question is plain text meant to read the same whether a client shows it as it is or as Markdown: each
-content is shown whole between code fences (inside, Markdown means nothing and every line stays a line),
+The question is plain text meant to read the same whether a client shows it as it is or as Markdown: the
+fields, and each content whole, are shown between code fences (inside, Markdown means nothing and every
+line stays a line),
 and every character that changes how text reads without being seen (control, bidirectional and zero-width
 characters, invisible fillers) is written out as ``\\xNN`` or ``\\uNNNN``, so what the user reads is what
 goes out. Field values are one line each; content keeps its lines and tabs.
@@ -24,6 +25,14 @@ QUESTION_MAX_CHARS = 4_000
 #: Letters that draw nothing (Hangul fillers, the braille blank): a word of them reads as a blank.
 _INVISIBLE = frozenset({0x115F, 0x1160, 0x2800, 0x3164, 0xFFA0})
 _FENCE = re.compile(r"`{3,}")
+
+
+def _fenced(lines: list[str]) -> list[str]:
+    """``lines`` between code fences longer than any run of backticks in them: Markdown means nothing
+    inside, and each line stays a line."""
+    longest = max((len(run) for line in lines for run in _FENCE.findall(line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, *lines, fence]
 
 
 def _hidden(char: str, keep_lines: bool) -> bool:
@@ -72,17 +81,13 @@ class ReviewContent(BaseModel):
     text: str
 
     def lines(self) -> list[str]:
-        shown = visible(self.text, keep_lines=True)
-        longest = max((len(run) for run in _FENCE.findall(shown)), default=0)
-        fence = "`" * max(3, longest + 1)
-        count = len(self.text)
-        lines = len(shown.splitlines())
+        shown = visible(self.text, keep_lines=True).splitlines()
+        count, lines = len(self.text), len(shown)
+        fenced = _fenced(shown)
         return [
             f"{self.label} ({count:,} characters, {lines:,} line{'' if lines == 1 else 's'}), whole between "
-            f"the {fence} lines:",
-            fence,
-            *shown.splitlines(),
-            fence,
+            f"the {fenced[0]} lines:",
+            *fenced,
         ]
 
 
@@ -102,9 +107,7 @@ class Review(BaseModel):
 
     def question(self) -> str:
         """The text the user reads and approves (the approval is bound to exactly it)."""
-        lines = [visible(self.title)]
-        for field in self.fields:
-            lines += field.lines()
+        lines = [visible(self.title), *_fenced([line for field in self.fields for line in field.lines()])]
         for content in self.contents:
             lines += content.lines()
         lines.append(visible(self.closing))

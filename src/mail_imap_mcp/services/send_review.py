@@ -76,7 +76,7 @@ def _walk(part: Message, where: str, found: Displayed) -> None:
         found.attachments.append(AttachmentShown(name=name, size=size, content_type=kind))
         if kind == "message/rfc822":  # a client may show a forwarded message inline
             for inner in _children(part):
-                _walk(inner, f"{where} in the attached message {name!r}", found)
+                _walk(inner, f"{where} in attachment {len(found.attachments)}", found)
         return
     if kind == "text/html":
         found.htmls.append((where, _text_of(part)))
