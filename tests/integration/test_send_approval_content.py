@@ -152,6 +152,22 @@ async def test_a_text_too_long_for_a_question_is_refused_with_the_reason_where_n
     assert _everywhere(chain, sender, [bob]) == before
 
 
+async def test_a_text_that_cannot_be_read_is_refused_before_anyone_is_asked(chain: SubmissionDovecot) -> None:
+    """A text part in a charset nobody knows was shown as "(the text could not be read)" and sent whole
+    on a "yes": now it is refused, naming the charset, before the user is asked."""
+    sender, bob, _ = _setup(chain)
+    raw = _draft(chain.address(sender), [chain.address(bob)], body="Pay now\r\n")
+    _append(chain, sender, "Drafts", raw.replace(b"charset=utf-8", b"charset=x-unknown-9"))
+    accepting = answering("accept")
+    settings = _settings(chain, sender, chain.submission_port, "starttls")
+    before = _everywhere(chain, sender, [bob])
+    async for mcp in open_client(make_config({"default": settings}), elicitation_callback=accepting):
+        refused = await mcp.fail(TOOL, {"message_id": await _draft_id(mcp)}, "invalid_input")
+    assert accepting.asked == [] and "x-unknown-9" in refused["error"]["message"]
+    assert refused["error"]["details"]["reason"] == "malformed"
+    assert _everywhere(chain, sender, [bob]) == before
+
+
 async def test_ten_sends_in_a_row_open_one_page_and_the_others_are_conflict(chain: SubmissionDovecot) -> None:
     """Ten drafts sent one after the other by a client without elicitation: one page opens; the nine others
     answer conflict saying a page is open, and nothing is sent."""
@@ -201,10 +217,10 @@ async def test_a_page_reloaded_in_chromium_is_reported_as_reopened_not_as_declin
         detail = await _polled(mcp, waiting["data"]["background"]["operation_id"])
         again = await mcp.call(TOOL, {"message_id": draft})  # the page is closed: a new one may open
         await mcp.ok("imap_cancel_operation", {"operation_id": again["data"]["background"]["operation_id"]})
-    assert "Reloading or reopening it (a restored tab too) cancels the request" in shown
-    assert reloaded.startswith("Request cancelled") and "Nothing was sent" in reloaded
     assert detail["operation"]["state"] == "failed"
     assert detail["error"]["details"] == {"approval": "opened_twice"}
     assert "did not decline" in detail["error"]["message"]
+    assert "Reloading or reopening it (a restored tab too) cancels the request" in shown
+    assert reloaded.startswith("Request cancelled") and "Nothing was sent" in reloaded
     assert len(urls) == 2 and urllib.parse.urlsplit(urls[0]).path not in str(detail)
     assert _everywhere(chain, sender, [bob]) == before
