@@ -40,6 +40,7 @@ from mail_imap_mcp.state import (
     MemoryStore,
     StateUnavailable,
     Store,
+    lasting_store,
     open_store,
     shared_secret,
 )
@@ -50,7 +51,6 @@ log = logging.getLogger("mail_imap_mcp")
 CHANGES_CHANNEL = "mim:changes"
 #: How long a position cursor's mailbox list is kept for its next pages (then they list again).
 MAILBOX_LIST_TTL_S = 3600.0
-
 
 #: At most this many team users' scopes are kept (their accounts, connections and watches); past it the
 #: least recently used are closed, never one in use (see :meth:`AppContext.scope`).
@@ -103,7 +103,8 @@ class AppContext:
     """Shared state of a running server, and each user's scope of it. A tool handler is given the
     application as its caller sees it (:meth:`for_caller`; ``caller``: the :class:`Caller` record):
     ``config``, ``pool`` and ``watches`` are that user's, ``full_config`` is everything configured.
-    ``store``: the state instances share (:mod:`mail_imap_mcp.state`)."""
+    ``store``: the state instances share (:mod:`mail_imap_mcp.state`); ``lasting_store``: what must outlive
+    the process and reach every process (a send's record; :func:`~mail_imap_mcp.state.lasting_store`)."""
 
     #: Whom this view of the application serves (the server's own: nobody in particular).
     caller: Caller = ANONYMOUS_CALLER
@@ -119,6 +120,7 @@ class AppContext:
         operations: OperationRegistry | None = None,
         *,
         store: Store | None = None,
+        lasting_store: Store | None = None,
         pool_for: Callable[[dict[str, AccountConfig]], ConnectionPool] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -130,6 +132,7 @@ class AppContext:
         self._clock = clock
         self._swept = [clock()]  # shared by every caller's view
         self.store: Store = store or MemoryStore()
+        self.lasting_store: Store = lasting_store or self.store
         self.confirmations = confirmations or ConfirmationGate(store=self.store)
         #: Where the user approves a send when their client cannot ask (None: nowhere, sending refused).
         self.approval_page: ApprovalPage | None = None
@@ -369,14 +372,9 @@ class AppContext:
             inline_s=config.server.background_after_s, store=store, ttl_s=config.state.operation_ttl_s
         )
         anonymous = accounts_of(config, ANONYMOUS)
-        app = cls(
-            config,
-            pool_for(dict(anonymous.accounts)),
-            gate,
-            operations,
-            store=store,
-            pool_for=pool_for,
-        )
+        state_dir = config.server.state_dir or sealing.default_state_dir()
+        app = cls(config, pool_for(dict(anonymous.accounts)), gate, operations, store=store, pool_for=pool_for,
+                  lasting_store=lasting_store(store, state_dir))  # fmt: skip
         if config.http.auth is not None:
             app.user_scope_idle_s = config.http.auth.user_idle_s
             app.user_scope_min_idle_s = min(USER_SCOPE_MIN_IDLE_S, app.user_scope_idle_s)
@@ -478,6 +476,8 @@ class AppContext:
         self.index_engine.close()
         self.operations.close()
         self.store.close()
+        if self.lasting_store is not self.store:
+            self.lasting_store.close()
 
 
 def open_sealing_store(config: Config) -> Store:

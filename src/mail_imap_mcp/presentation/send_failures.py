@@ -80,6 +80,8 @@ def _already_sent(exc: AlreadySent, call: Call | None) -> ToolFailure:
         "sending": "is being sent right now",
         "approving": "is waiting for the user's approval on an approval page (an earlier call)",
         "unknown": "was sent once with an unknown outcome (the connection was lost after the message went out)",
+        "claimed": "is claimed by another send (the keyword MailImapMcpSending: being sent elsewhere, or cut short "
+        "with an unknown outcome)",
     }.get(exc.state, "was already sent")
     look = (
         NextAction(

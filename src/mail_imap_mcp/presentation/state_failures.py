@@ -10,6 +10,14 @@ from mail_imap_mcp.state import StateUnavailable, UsedMarkersFull
 
 
 def _state_unavailable(exc: StateUnavailable, call: Any) -> ToolFailure:
+    if exc.setting == "state_dir":
+        return ToolFailure(
+            ErrorCode.UNAVAILABLE,
+            f"The server's record of sends cannot be used ({exc.detail}); nothing was changed or sent. The "
+            "user checks that [server] state_dir is a directory they can write.",
+            details={"setting": "state_dir"},
+            retryable=True,
+        )
     return ToolFailure(
         ErrorCode.UNAVAILABLE,
         f"The state the server instances share cannot be reached ({exc.detail}); nothing was changed. "

@@ -5,16 +5,19 @@ account's addresses, every To, Cc and Bcc in ``allowed_recipients``, at most 100
 send of its Message-ID looked for (the state store's record, then the Sent folder) and the hourly rate
 checked, all before the user is asked; the user approves exactly what they were shown (the approval is
 bound to its text, which carries the draft's fingerprint: a draft changed since is asked about again, never
-sent as approved); then the record of the send is taken in the state store (one caller wins), the
-message submitted on a connection of its own, and the record says ``sent`` or ``unknown``. A connection
-lost after the message's bytes went out is an unknown outcome, never retried; the record then refuses a
-second send of the draft. Only once the server accepted it do the follow-ups run (a copy in Sent unless
+sent as approved); then the record of the send is taken in the lasting store (``AppContext.lasting_store``:
+Redis in a team, else a file every process of the machine shares, kept across restarts; one caller wins),
+the draft claimed on the IMAP server where it can be (``services/send_claim.py``: one machine wins), Sent
+searched once more, the message submitted on a connection of its own, and the record says ``sent`` or
+``unknown``. A connection lost after the message's bytes went out is an unknown outcome, never retried; the
+record (and the claim) then refuse a second send of the draft, after a restart too. Only once the server accepted it do the follow-ups run (a copy in Sent unless
 the provider files one, ``\\Answered`` on the message replied to wherever it is kept, the draft moved to
 Trash), each failure an issue of a successful answer.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,6 +31,7 @@ from mail_imap_mcp.config.accounts import AuthMethod
 from mail_imap_mcp.config.errors import ConfigError
 from mail_imap_mcp.content.drafts import message_id_domain
 from mail_imap_mcp.envelope import Issue
+from mail_imap_mcp.imap import parsing
 from mail_imap_mcp.imap.auth import token_source_for
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.directory import MailboxDirectory, same_mailbox
@@ -39,6 +43,7 @@ from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.net.tokens import TokenSource, TokenUnavailable
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.services.message_lookup import examine_for
+from mail_imap_mcp.services.send_claim import Claim, carries_claim, claim_draft, release_draft
 from mail_imap_mcp.smtp.client import Login, Server, Submitted, submit
 from mail_imap_mcp.smtp.errors import Stage, SubmissionError, SubmissionLoginRefused, SubmissionOutcomeUnknown
 from mail_imap_mcp.smtp.outgoing import Outgoing, now_date, outgoing, rewritten
@@ -78,6 +83,8 @@ class Prepared:
     trash_mailbox: str | None
     #: Where the message replied to is looked for, in order (empty when the draft replies to nothing).
     reply_mailboxes: tuple[str, ...] = ()
+    #: The draft carries the claim of a send (``services/send_claim.py``) when it was read.
+    claimed: bool = False
 
 
 @dataclass
@@ -97,13 +104,21 @@ class SendResult:
 
 
 # A send's record, its rate and its approval mark belong to the mailbox: two users of one shared account
-# must not each send the same draft, nor each get the account's hourly allowance.
-def _record_key(app: AppContext, account_id: str, header_id: str) -> str:
-    return app.caller.mailbox_key("send", account_id, header_id.lower())
+# must not each send the same draft, nor each get the account's hourly allowance. The machine's file is
+# shared by every configuration: the server, port and user name keep two accounts of one id apart.
+def _mailbox_key(app: AppContext, kind: str, prepared: Prepared, *parts: str) -> str:
+    account = prepared.account
+    who = "\0".join((account.host.lower(), str(account.effective_port), account.username))
+    mailbox = hashlib.sha256(who.encode()).hexdigest()[:24]
+    return app.caller.mailbox_key(kind, prepared.account_id, mailbox, *parts)
 
 
-def _rate_key(app: AppContext, account_id: str, now: float) -> str:
-    return app.caller.mailbox_key("send-rate", account_id, str(int(now // RATE_WINDOW_S)))
+def _record_key(app: AppContext, prepared: Prepared) -> str:
+    return _mailbox_key(app, "send", prepared, prepared.outgoing.header_id.lower())
+
+
+def _rate_key(app: AppContext, prepared: Prepared, now: float) -> str:
+    return _mailbox_key(app, "send-rate", prepared, str(int(now // RATE_WINDOW_S)))
 
 
 def prepare(app: AppContext, connection: AccountConnection, ref: MessageRef) -> Prepared:
@@ -112,7 +127,7 @@ def prepare(app: AppContext, connection: AccountConnection, ref: MessageRef) -> 
     account_id = connection.account_id
     account = app.config.accounts[account_id]
 
-    def read(session: ImapSession) -> tuple[bytes, MailboxDirectory]:
+    def read(session: ImapSession) -> tuple[bytes, MailboxDirectory, bool]:
         directory = MailboxDirectory.load(session, account)
         drafts = directory.require(DRAFTS, account_id)
         if not same_mailbox(ref.mailbox, drafts):
@@ -121,16 +136,17 @@ def prepare(app: AppContext, connection: AccountConnection, ref: MessageRef) -> 
                 f"only a draft of {drafts!r} is sent; this one is in {ref.mailbox!r}",
             )
         examine_for(session, ref)
-        sizes = session.fetch([ref.uid], ["RFC822.SIZE"]).get(ref.uid)
+        sizes = session.fetch([ref.uid], ["RFC822.SIZE", "FLAGS"]).get(ref.uid)
         if not sizes:
             raise MessageGone(ref)
         size = int(sizes.get(b"RFC822.SIZE") or 0)
+        flags = [parsing.as_text(flag) or "" for flag in sizes.get(b"FLAGS", ())]
         if size > MAX_SEND_BYTES:
             raise DraftRefused(DraftUnsendable.TOO_LARGE, f"it has {size} bytes; at most {MAX_SEND_BYTES}")
         window = read_raw(session, ref, 0, max(size, 1))
-        return window.data, directory
+        return window.data, directory, carries_claim(flags)
 
-    raw, directory = connection.run(read)
+    raw, directory, claimed = connection.run(read)
     domain = message_id_domain(next(iter(account.effective_addresses), ""), account.host)
     message = outgoing(raw, account.own_addresses, domain)
     allowed = account.recipients_allowed
@@ -139,7 +155,7 @@ def prepare(app: AppContext, connection: AccountConnection, ref: MessageRef) -> 
         raise RecipientsNotAllowed(account_id, account.setting("allowed_recipients"), outside)
     sent, trash = directory.special_use(SENT), directory.special_use(TRASH)
     replied = _reply_mailboxes(directory) if message.in_reply_to is not None else ()
-    return Prepared(account_id, account, ref, raw, message, sent, trash, replied)
+    return Prepared(account_id, account, ref, raw, message, sent, trash, replied, claimed)
 
 
 def _reply_mailboxes(directory: MailboxDirectory) -> tuple[str, ...]:
@@ -168,40 +184,48 @@ def waiting_for_approval(app: AppContext, prepared: Prepared) -> Iterator[None]:
     """Mark the draft, and its account, as waiting for the user on an approval page for the duration:
     another send of it meanwhile is refused (:class:`AlreadySent`, state ``approving``), and a send of any
     other draft of the account too (:class:`ApprovalPageOpen`): at most one page per account is open."""
-    key = app.caller.mailbox_key("send-approving", prepared.account_id, prepared.outgoing.header_id.lower())
-    page = app.caller.mailbox_key("send-page-open", prepared.account_id)
-    if not app.store.add(key, b"approving", APPROVING_TTL_S):
+    key = _mailbox_key(app, "send-approving", prepared, prepared.outgoing.header_id.lower())
+    page = _mailbox_key(app, "send-page-open", prepared)
+    if not app.lasting_store.add(key, b"approving", APPROVING_TTL_S):
         raise AlreadySent(prepared.outgoing.header_id, "approving", prepared.sent_mailbox)
     try:
-        if not app.store.add(page, b"open", APPROVING_TTL_S):
+        if not app.lasting_store.add(page, b"open", APPROVING_TTL_S):
             raise ApprovalPageOpen(prepared.account_id)
         try:
             yield
         finally:
-            app.store.delete(page)
+            app.lasting_store.delete(page)
     finally:
-        app.store.delete(key)
+        app.lasting_store.delete(key)
 
 
 def check_not_sent(app: AppContext, connection: AccountConnection, prepared: Prepared) -> None:
-    """:class:`AlreadySent` when the record of the state store or the Sent folder knows the draft's
-    Message-ID; :class:`SendRateReached` when the hour's sends are used up."""
+    """:class:`AlreadySent` when the record of the lasting store, the draft's claim or the Sent folder
+    knows the draft's Message-ID; :class:`SendRateReached` when the hour's sends are used up."""
     header_id = prepared.outgoing.header_id
-    state = app.store.get(_record_key(app, prepared.account_id, header_id))
+    state = app.lasting_store.get(_record_key(app, prepared))
     if state is not None:
         raise AlreadySent(header_id, state.decode("ascii", "replace"), prepared.sent_mailbox)
-    sent = prepared.sent_mailbox
-    if sent is not None:
-
-        def search(session: ImapSession) -> list[int]:
-            session.examine(sent)
-            return session.uid_search([b"HEADER", b"MESSAGE-ID", header_id])
-
-        if connection.run(search):
-            raise AlreadySent(header_id, "sent", sent)
-    used = app.store.get(_rate_key(app, prepared.account_id, time.time()))
+    if prepared.claimed:
+        raise AlreadySent(header_id, "claimed", prepared.sent_mailbox)
+    if _in_sent(connection, prepared):
+        raise AlreadySent(header_id, "sent", prepared.sent_mailbox)
+    used = app.lasting_store.get(_rate_key(app, prepared, time.time()))
     if used is not None and int(used) >= prepared.account.send_rate_per_hour:
         raise _rate_reached(app, prepared)
+
+
+def _in_sent(connection: AccountConnection, prepared: Prepared) -> bool:
+    """Whether the Sent folder holds a message of the draft's Message-ID."""
+    sent = prepared.sent_mailbox
+    if sent is None:
+        return False
+
+    def search(session: ImapSession) -> list[int]:
+        session.examine(sent)
+        return session.uid_search([b"HEADER", b"MESSAGE-ID", prepared.outgoing.header_id])
+
+    return bool(connection.run(search))
 
 
 def _rate_reached(app: AppContext, prepared: Prepared) -> SendRateReached:
@@ -238,7 +262,7 @@ def _record(app: AppContext, key: str, state: bytes, result: SendResult) -> None
     """Record the outcome of a send whose message went out; a store that fails here is an issue (the answer
     must still say what happened to the message)."""
     try:
-        app.store.set(key, state, RECORD_TTL_S)
+        app.lasting_store.set(key, state, RECORD_TTL_S)
     except StateUnavailable as exc:
         result.issues.append(
             Issue(
@@ -256,16 +280,21 @@ def send(app: AppContext, connection: AccountConnection, prepared: Prepared, too
     module). Call only once the user approved ``prepared`` in this call."""
     account_id, message = prepared.account_id, prepared.outgoing
     header_id = message.header_id
-    key = _record_key(app, account_id, header_id)
+    key, records = _record_key(app, prepared), app.lasting_store
     login = _login(account_id, prepared.account, app.pool.token_source(account_id))
-    if not app.store.add(key, SENDING, RECORD_TTL_S):
-        state = app.store.get(key) or SENDING
+    if not records.add(key, SENDING, RECORD_TTL_S):
+        state = records.get(key) or SENDING
         raise AlreadySent(header_id, state.decode("ascii", "replace"), prepared.sent_mailbox)
-    if app.store.incr(_rate_key(app, account_id, time.time()), RATE_WINDOW_S) > (
-        prepared.account.send_rate_per_hour
-    ):
-        app.store.delete(key)
-        raise _rate_reached(app, prepared)
+    try:
+        if (
+            records.incr(_rate_key(app, prepared, time.time()), RATE_WINDOW_S)
+            > prepared.account.send_rate_per_hour
+        ):
+            raise _rate_reached(app, prepared)
+        claim = _claim(connection, prepared)
+    except BaseException:
+        records.delete(key)  # nothing was sent: the draft may be sent again
+        raise
     date = now_date()
     added = header_id if message.id_added else None
     transmitted = rewritten(prepared.raw, date=date, header_id=added, keep_bcc=False)
@@ -295,11 +324,13 @@ def send(app: AppContext, connection: AccountConnection, prepared: Prepared, too
         _record(app, key, UNKNOWN, unknown)
         return unknown
     except SubmissionError as exc:
-        app.store.delete(key)  # nothing was sent: the draft may be sent again
+        if claim is Claim.CLAIMED:
+            release_draft(connection, prepared.ref)
+        records.delete(key)  # nothing was sent: the draft may be sent again
         done(f"refused:{type(exc).__name__}")
         raise
     except BaseException:
-        app.store.set(key, UNKNOWN, RECORD_TTL_S)  # a bug mid-send: assume the worst, never send twice
+        records.set(key, UNKNOWN, RECORD_TTL_S)  # a bug mid-send: assume the worst, never send twice
         done("outcome_unknown")
         raise
     refused = ",".join(submitted.refused)
@@ -321,6 +352,18 @@ def send(app: AppContext, connection: AccountConnection, prepared: Prepared, too
     return result
 
 
+def _claim(connection: AccountConnection, prepared: Prepared) -> Claim:
+    """Claim the draft on the IMAP server, then look in Sent once more (another machine may have sent it
+    since it was checked): :class:`AlreadySent` when either says it is not this call's to send."""
+    claim = claim_draft(connection, prepared.ref)
+    header_id = prepared.outgoing.header_id
+    if claim is Claim.TAKEN:
+        raise AlreadySent(header_id, "claimed", prepared.sent_mailbox)
+    if _in_sent(connection, prepared):
+        raise AlreadySent(header_id, "sent", prepared.sent_mailbox)
+    return claim
+
+
 def _unknown_issue(prepared: Prepared) -> Issue:
     where = (
         f"the Sent folder {prepared.sent_mailbox!r}" if prepared.sent_mailbox else "the recipients' mailboxes"
@@ -329,7 +372,7 @@ def _unknown_issue(prepared: Prepared) -> Issue:
         code="outcome_unknown",
         stage="submit",
         message="The connection was lost after the message was handed to the server: it may or may not have "
-        f"been sent. It was not sent again, and this draft will not be sent again by this server; look in {where} "
+        f"been sent. It was not sent again, and this draft will not be sent again (nor after a restart); look in {where} "
         f"for Message-ID {prepared.outgoing.header_id}.",
         retryable=False,
     )

@@ -12,12 +12,14 @@ from typing import Protocol
 
 
 class StateUnavailable(Exception):
-    """The shared store cannot be reached (Redis down, refused, timed out): nothing was read or
-    written there. Worded by the failure registry as ``unavailable`` (retryable)."""
+    """The store cannot be reached (Redis down, refused, timed out; the state directory's file not
+    writable): nothing was read or written there. ``setting``: what the user checks. Worded by the failure
+    registry as ``unavailable`` (retryable)."""
 
-    def __init__(self, detail: str) -> None:
+    def __init__(self, detail: str, *, setting: str = "redis_url") -> None:
         super().__init__(detail)
         self.detail = detail
+        self.setting = setting
 
 
 class UsedMarkersFull(Exception):
@@ -44,7 +46,8 @@ class Store(Protocol):
     Every method may raise :class:`StateUnavailable`; none blocks for long.
     """
 
-    #: Whether other processes see what this one writes (Redis), or only this one does (memory).
+    #: Whether every instance, on any machine, sees what this one writes and hears what it publishes
+    #: (Redis); not so for this process's memory, nor for the state directory's file (one machine).
     shared: bool
 
     def get(self, key: str) -> bytes | None: ...
