@@ -1,0 +1,242 @@
+"""A draft is sent at most once across processes and restarts (issue 56, item 3), through real stdio server
+processes (``mail-imap-mcp serve``), the real submission chain (Dovecot submission -> Exim -> LMTP,
+tests/support/submission.py) and a real IMAP server holding the draft: the chain's own Dovecot, Cyrus or
+Courier (whose user logs in to the chain's submission with the same name and password).
+
+- Two processes of one machine (one state directory) both asked to send one draft: one copy goes out, on
+  Courier too, where only the machine's record (``state/file_store.py``) keeps them apart.
+- Two processes with state directories of their own (two machines): one copy, kept so by the claim on the
+  IMAP server (``services/send_claim.py``: a CONDSTORE keyword) on Dovecot and Cyrus.
+- A restart after ``outcome_unknown``: the new process asks nothing and sends nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp_types import ElicitRequestParams, ElicitResult
+
+from mail_imap_mcp.services.send_claim import CLAIM_KEYWORD
+from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
+from tests.support.elicitation import answering
+from tests.support.envelope_client import EnvelopeClient
+from tests.support.faultproxy import FaultProxy
+from tests.support.imapserver import ImapServer
+from tests.support.matrix import SESSION_PASSWORD
+from tests.support.patience import eventually, patient
+from tests.support.submission import DOMAIN, SubmissionDovecot
+
+pytestmark = pytest.mark.anyio
+
+TOOL = "imap_send_draft"
+SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
+
+
+@pytest.fixture(scope="module")
+def chain() -> Iterator[SubmissionDovecot]:
+    """The chain, its users' password the session's Cyrus and Courier give theirs."""
+    with SubmissionDovecot(password=SESSION_PASSWORD) as server:
+        yield server
+
+
+def _imap(request: pytest.FixtureRequest, kind: str, chain: SubmissionDovecot) -> ImapServer:
+    return chain if kind == "dovecot" else request.getfixturevalue(kind)  # type: ignore[no-any-return]
+
+
+def _sender(imap: ImapServer, chain: SubmissionDovecot) -> tuple[str, dict[str, str]]:
+    """A user of ``imap`` (a name the chain takes too) with Drafts, Sent and Trash, named in settings."""
+    user = imap.new_user("u")
+    boxes = {
+        role: imap.mailbox_name(name)
+        for role, name in (("drafts", "Drafts"), ("sent", "Sent"), ("trash", "Trash"))
+    }
+    with imap.connect(user, tls=False, starttls=False) as client:
+        for name in boxes.values():
+            if not client.folder_exists(name):
+                client.create_folder(name)
+    return user, {f"{role}_mailbox": name for role, name in boxes.items()}
+
+
+def _draft(chain: SubmissionDovecot, sender: str, to: str) -> bytes:
+    lines = [
+        f"From: <{chain.address(sender)}>",
+        f"To: <{chain.address(to)}>",
+        "Subject: Once only",
+        "Date: Mon, 02 Jan 2023 10:00:00 +0000",
+        f"Message-ID: <once-{os.urandom(6).hex()}@{DOMAIN}>",
+        "MIME-Version: 1.0",
+        "Content-Type: text/plain; charset=utf-8",
+    ]
+    return ("\r\n".join(lines) + "\r\n\r\nSent once.\r\n").encode()
+
+
+def _config(
+    path: Path, imap: ImapServer, sender: str, boxes: dict[str, str], chain: SubmissionDovecot, smtp_port: int,
+    security: str, state_dir: Path,
+) -> Path:  # fmt: skip
+    settings = account_settings(
+        imap, sender, addresses=[chain.address(sender)], send_enabled=True, allowed_recipients=[f"@{DOMAIN}"],
+        **boxes,
+    )  # fmt: skip
+    path.write_text(
+        config_toml({"default": settings})
+        + f'[accounts.default.smtp]\nhost = "127.0.0.1"\nport = {smtp_port}\nsecurity = "{security}"\n'
+        + f'[server]\nstate_dir = "{state_dir}"\n'
+    )
+    return path
+
+
+def _received(chain: SubmissionDovecot) -> int:
+    """Messages Exim took (each one submitted and relayed: counted before the submission's answer)."""
+    return chain.mta_log().count(" <= ") - chain.mta_log().count(" <= <> ")
+
+
+def _inbox(chain: SubmissionDovecot, user: str) -> int:
+    folder = chain.folder_path(user, "INBOX")
+    return sum(1 for sub in ("new", "cur") for _ in (folder / sub).glob("*")) if folder.exists() else 0
+
+
+class _AllAsked:
+    """An elicitation answer that approves once every process was asked (or its patience ran out): each
+    send passed every check made before the user is asked before either is approved."""
+
+    def __init__(self, processes: int) -> None:
+        self.processes, self.asked, self.everyone = processes, 0, anyio.Event()
+
+    async def __call__(self, context: Any, params: ElicitRequestParams) -> ElicitResult:
+        self.asked += 1
+        if self.asked >= self.processes:
+            self.everyone.set()
+        with anyio.move_on_after(patient(30)):
+            await self.everyone.wait()
+        return ElicitResult(action="accept", content={"confirm": True})
+
+
+def _process(config: Path, answer: Any) -> Client:
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], PASSWORD_ENV: SESSION_PASSWORD}
+    params = StdioServerParameters(command=SERVER, args=["serve", "--config", str(config)], env=env)
+    return Client(params, elicitation_callback=answer, mode="legacy")
+
+
+async def _send(config: Path, answer: Any, drafts: str) -> dict[str, Any]:
+    """One server process sends the account's one draft (in ``drafts``); its answer."""
+    async with _process(config, answer) as client:
+        mcp = EnvelopeClient(client)
+        (draft,) = (await mcp.ok("imap_search_messages", {"mailbox": drafts}))["messages"]
+        return await mcp.call(TOOL, {"message_id": draft["message_id"]})
+
+
+async def _send_together(configs: list[Path], drafts: str) -> list[dict[str, Any]]:
+    answer, answers = _AllAsked(len(configs)), [{} for _ in configs]
+
+    async def one(index: int) -> None:
+        answers[index] = await _send(configs[index], answer, drafts)
+
+    async with anyio.create_task_group() as group:
+        for index in range(len(configs)):
+            group.start_soon(one, index)
+    return answers
+
+
+def _flags_everywhere(imap: ImapServer, user: str, boxes: dict[str, str]) -> list[str]:
+    with imap.connect(user, tls=False, starttls=False) as client:
+        found: list[str] = []
+        for name in boxes.values():
+            client.select_folder(name, readonly=True)
+            held = client.search("ALL")
+            for data in (client.fetch(held, ["FLAGS"]) if held else {}).values():
+                found += [flag.decode() for flag in data[b"FLAGS"]]
+        return found
+
+
+async def _two_processes_send_once(
+    request: pytest.FixtureRequest, chain: SubmissionDovecot, tmp_path: Path, kind: str, *, machines: int
+) -> tuple[ImapServer, str, dict[str, str], list[dict[str, Any]]]:
+    """Two processes send one draft of a user of ``kind``, with one state directory or one each
+    (``machines``); exactly one is sent, once, and reaches the recipient once."""
+    imap = _imap(request, kind, chain)
+    sender, boxes = _sender(imap, chain)
+    bob = chain.new_user()
+    imap.seed(sender, boxes["drafts_mailbox"], [_draft(chain, sender, bob)], flags="\\Draft")
+    configs = [
+        _config(
+            tmp_path / f"config-{index}.toml",
+            imap,
+            sender,
+            boxes,
+            chain,
+            chain.submission_port,
+            "plain",
+            tmp_path / f"state-{index % machines}",
+        )
+        for index in range(2)
+    ]
+    before = _received(chain)
+    answers = await _send_together(configs, boxes["drafts_mailbox"])
+    sent = [answer for answer in answers if answer["success"]]
+    refused = [answer["error"] for answer in answers if not answer["success"]]
+    assert [answer["data"]["outcome"] for answer in sent] == ["sent"], answers
+    assert [error["code"] for error in refused] in (["conflict"], ["not_found"]), answers
+    assert _received(chain) == before + 1
+    eventually(lambda: _inbox(chain, bob) >= 1, what="the one copy delivered")
+    assert _inbox(chain, bob) == 1
+    return imap, sender, boxes, refused
+
+
+@pytest.mark.parametrize("kind", ["dovecot", "cyrus", "courier"])
+async def test_two_processes_of_one_machine_send_one_draft_once(
+    request: pytest.FixtureRequest, chain: SubmissionDovecot, tmp_path: Path, kind: str
+) -> None:
+    """Claude Desktop and Claude Code side by side: two stdio servers, one state directory; both ask the
+    user, both are approved, one sends (regression: each process kept its record in its memory, and both
+    sent). On Courier the claim on the server is impossible: the machine's record alone holds."""
+    imap, sender, boxes, refused = await _two_processes_send_once(request, chain, tmp_path, kind, machines=1)
+    if refused[0]["code"] == "conflict":
+        assert refused[0]["details"]["state"] in {"sending", "sent", "claimed"}
+    claimed = CLAIM_KEYWORD.lower() in (flag.lower() for flag in _flags_everywhere(imap, sender, boxes))
+    assert claimed is (kind != "courier")  # the draft (now in Trash) kept the winner's claim
+
+
+@pytest.mark.parametrize("kind", ["dovecot", "cyrus"])
+async def test_two_machines_send_one_draft_once_by_the_claim_on_the_imap_server(
+    request: pytest.FixtureRequest, chain: SubmissionDovecot, tmp_path: Path, kind: str
+) -> None:
+    """Two processes with state directories of their own share nothing but the IMAP server: the draft's
+    CONDSTORE claim lets one send it (regression: both sent)."""
+    await _two_processes_send_once(request, chain, tmp_path, kind, machines=2)
+
+
+@pytest.mark.parametrize("kind", ["dovecot", "courier"])
+async def test_a_restart_after_an_unknown_outcome_asks_nothing_and_sends_nothing(
+    request: pytest.FixtureRequest, chain: SubmissionDovecot, tmp_path: Path, kind: str
+) -> None:
+    """The connection is cut after the message's data went out (``outcome_unknown``); the server process
+    ends, a new one is started on the same state directory and asked to send the draft again: refused
+    before the user is asked, nothing submitted (regression: the record was in the first process's memory;
+    the new one asked again and sent a second copy)."""
+    imap = _imap(request, kind, chain)
+    sender, boxes = _sender(imap, chain)
+    bob = chain.new_user()
+    imap.seed(sender, boxes["drafts_mailbox"], [_draft(chain, sender, bob)], flags="\\Draft")
+    before = _received(chain)
+    with FaultProxy("127.0.0.1", chain.submission_port) as proxy:
+        config = _config(tmp_path / "config.toml", imap, sender, boxes, chain, proxy.address[1], "plain",
+                         tmp_path / "state")  # fmt: skip
+        proxy.cut_after_sent(b"\r\n.\r\n")
+        first = await _send(config, answering("accept"), boxes["drafts_mailbox"])
+        assert first["data"]["outcome"] == "outcome_unknown", first
+        again_asked = answering("accept")
+        again = await _send(config, again_asked, boxes["drafts_mailbox"])
+        assert proxy.cuts == 1
+    assert again["error"]["code"] == "conflict" and again["error"]["details"]["state"] == "unknown", again
+    assert again_asked.asked == []
+    assert _received(chain) == before + 1
+    eventually(lambda: _inbox(chain, bob) >= 1, what="the one copy delivered")
+    assert _inbox(chain, bob) == 1
