@@ -235,7 +235,8 @@ async def test_a_restart_after_an_unknown_outcome_asks_nothing_and_sends_nothing
         again_asked = answering("accept")
         again = await _send(config, again_asked, boxes["drafts_mailbox"])
         assert proxy.cuts == 1
-    assert again["error"]["code"] == "conflict" and again["error"]["details"]["state"] == "unknown", again
+    assert not again["success"], again
+    assert (again["error"]["code"], again["error"]["details"]["state"]) == ("conflict", "unknown")
     assert again_asked.asked == []
     assert _received(chain) == before + 1
     eventually(lambda: _inbox(chain, bob) >= 1, what="the one copy delivered")
