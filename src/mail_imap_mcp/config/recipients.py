@@ -18,7 +18,12 @@ from pydantic import Field
 ANYONE = "*"
 #: ``send_rate_per_hour``: at most this many messages an hour from one account (counted in the state store).
 SendRate = Annotated[
-    int, Field(ge=1, le=1000, description="At most this many sends an hour (held in the state store).")
+    int,
+    Field(
+        ge=1,
+        le=1000,
+        description="At most this many sends an hour (counted in the record of sends, see server.state_dir).",
+    ),
 ]
 
 

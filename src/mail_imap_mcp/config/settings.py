@@ -49,8 +49,10 @@ class ServerSettings(BaseModel):
         default=None,
         description="Where the server keeps the key that seals search cursors and changes tokens (file "
         "seal.key, made on first start, mode 0600), so they stay valid across restarts and processes "
-        "with this configuration. Default: $XDG_STATE_HOME/mail-imap-mcp (~/.local/state/mail-imap-mcp; "
-        "%LOCALAPPDATA%\\mail-imap-mcp on Windows). Unwritable: cursors end with the process.",
+        "with this configuration, and, without [state] redis_url, the record of sends (records.sqlite3: "
+        "each draft sent at most once by every process of the machine, across restarts). Default: "
+        "$XDG_STATE_HOME/mail-imap-mcp (~/.local/state/mail-imap-mcp; %LOCALAPPDATA%\\mail-imap-mcp on "
+        "Windows). Unwritable: cursors end with the process, and sends are refused.",
     )
     index: bool = Field(
         default=False,
