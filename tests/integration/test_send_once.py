@@ -241,3 +241,22 @@ async def test_a_restart_after_an_unknown_outcome_asks_nothing_and_sends_nothing
     assert _received(chain) == before + 1
     eventually(lambda: _inbox(chain, bob) >= 1, what="the one copy delivered")
     assert _inbox(chain, bob) == 1
+
+
+@pytest.mark.parametrize("kind", ["dovecot", "cyrus"])
+async def test_a_draft_claimed_on_another_machine_is_refused_before_the_user_is_asked(
+    request: pytest.FixtureRequest, chain: SubmissionDovecot, tmp_path: Path, kind: str
+) -> None:
+    """The draft carries the claim a process on another machine left (its send cut short, its outcome
+    unknown there): a process with a state directory of its own asks nothing and sends nothing."""
+    imap = _imap(request, kind, chain)
+    sender, boxes = _sender(imap, chain)
+    bob = chain.new_user()
+    imap.seed(sender, boxes["drafts_mailbox"], [_draft(chain, sender, bob)], flags=f"\\Draft {CLAIM_KEYWORD}")
+    config = _config(tmp_path / "config.toml", imap, sender, boxes, chain, chain.submission_port, "plain",
+                     tmp_path / "state")  # fmt: skip
+    before, asked = _received(chain), answering("accept")
+    answer = await _send(config, asked, boxes["drafts_mailbox"])
+    assert not answer["success"], answer
+    assert (answer["error"]["code"], answer["error"]["details"]["state"]) == ("conflict", "claimed")
+    assert asked.asked == [] and _received(chain) == before
