@@ -13,6 +13,7 @@ Courier (whose user logs in to the chain's submission with the same name and pas
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -119,9 +120,19 @@ class _AllAsked:
         return ElicitResult(action="accept", content={"confirm": True})
 
 
+#: A browser that opens the approval page and never answers (the user reads it later).
+NEVER_ANSWERS = f"{shlex.quote(sys.executable)} -c pass %s"
+
+
 def _process(config: Path, answer: Any) -> Client:
+    """A stdio server process on ``config``: its client answers questions with ``answer``; without one
+    (Claude Desktop), the approval page opens in a browser that never answers."""
     env = {"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], PASSWORD_ENV: SESSION_PASSWORD}
-    params = StdioServerParameters(command=SERVER, args=["serve", "--config", str(config)], env=env)
+    params = StdioServerParameters(
+        command=SERVER, args=["serve", "--config", str(config)], env={**env, "BROWSER": NEVER_ANSWERS}
+    )
+    if answer is None:
+        return Client(params)
     return Client(params, elicitation_callback=answer, mode="legacy")
 
 
@@ -260,3 +271,55 @@ async def test_a_draft_claimed_on_another_machine_is_refused_before_the_user_is_
     assert not answer["success"], answer
     assert (answer["error"]["code"], answer["error"]["details"]["state"]) == ("conflict", "claimed")
     assert asked.asked == [] and _received(chain) == before
+
+
+async def test_the_hourly_rate_is_counted_across_processes_and_restarts(
+    chain: SubmissionDovecot, tmp_path: Path
+) -> None:
+    """``send_rate_per_hour = 1``: one process sends a draft and ends; the next process (same state
+    directory) is refused the second draft (regression: each process counted from zero)."""
+    sender, boxes = _sender(chain, chain)
+    bob = chain.new_user()
+    config = _config(tmp_path / "config.toml", chain, sender, boxes, chain, chain.submission_port, "plain",
+                     tmp_path / "state")  # fmt: skip
+    config.write_text(
+        config.read_text().replace(
+            "[accounts.default.smtp]", "send_rate_per_hour = 1\n[accounts.default.smtp]"
+        )
+    )
+    before = _received(chain)
+    for attempt in range(2):
+        chain.seed(sender, boxes["drafts_mailbox"], [_draft(chain, sender, bob)], flags="\\Draft")
+        answer = await _send(config, answering("accept"), boxes["drafts_mailbox"])
+        if attempt == 0:
+            assert answer["data"]["outcome"] == "sent", answer
+    assert not answer["success"], answer
+    assert (answer["error"]["code"], answer["error"]["details"]["setting"]) == (
+        "limit_exceeded",
+        "send_rate_per_hour",
+    )
+    assert _received(chain) == before + 1
+
+
+async def test_a_draft_on_another_processs_approval_page_is_not_shown_on_a_second(
+    chain: SubmissionDovecot, tmp_path: Path
+) -> None:
+    """Two Claude Desktop processes (no elicitation: the approval page): while the first one's page waits
+    for the user, the second is refused the same draft (``approving``) rather than opening a second page
+    (regression: the mark lived in the first process's memory)."""
+    sender, boxes = _sender(chain, chain)
+    bob = chain.new_user()
+    chain.seed(sender, boxes["drafts_mailbox"], [_draft(chain, sender, bob)], flags="\\Draft")
+    config = _config(tmp_path / "config.toml", chain, sender, boxes, chain, chain.submission_port, "plain",
+                     tmp_path / "state")  # fmt: skip
+    before = _received(chain)
+    async with _process(config, None) as client:
+        mcp = EnvelopeClient(client)
+        (draft,) = (await mcp.ok("imap_search_messages", {"mailbox": boxes["drafts_mailbox"]}))["messages"]
+        waiting = await mcp.ok(TOOL, {"message_id": draft["message_id"]})
+        assert waiting["outcome"] == "waiting_for_approval", waiting
+        second = await _send(config, None, boxes["drafts_mailbox"])
+        await mcp.ok("imap_cancel_operation", {"operation_id": waiting["background"]["operation_id"]})
+    assert not second["success"], second
+    assert (second["error"]["code"], second["error"]["details"]["state"]) == ("conflict", "approving")
+    assert _received(chain) == before
