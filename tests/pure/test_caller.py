@@ -46,7 +46,29 @@ def test_regression_a_sends_record_and_rate_belong_to_the_mailbox_not_the_user()
     from mail_imap_mcp.services import send_draft
 
     alice, bob = (SimpleNamespace(caller=Caller(name)) for name in ("alice@corp.example", "bob@corp.example"))
-    assert send_draft._record_key(alice, "support", "<m@x>") == send_draft._record_key(
-        bob, "support", "<m@x>"
-    )  # type: ignore[arg-type]
-    assert send_draft._rate_key(alice, "support", 0.0) == send_draft._rate_key(bob, "support", 0.0)  # type: ignore[arg-type]
+    account = SimpleNamespace(host="imap.corp.example", effective_port=993, username="support@corp.example")
+    draft = SimpleNamespace(
+        account_id="support", account=account, outgoing=SimpleNamespace(header_id="<m@x>")
+    )
+    assert send_draft._record_key(alice, draft) == send_draft._record_key(bob, draft)  # type: ignore[arg-type]
+    assert send_draft._rate_key(alice, draft, 0.0) == send_draft._rate_key(bob, draft, 0.0)  # type: ignore[arg-type]
+
+
+def test_two_accounts_of_one_id_keep_records_and_rates_apart_on_one_machine() -> None:
+    """The state directory's file is shared by every configuration of the machine: two configurations
+    whose account ``default`` is another mailbox neither share a record nor an hourly count."""
+    from types import SimpleNamespace
+
+    from mail_imap_mcp.services import send_draft
+
+    app = SimpleNamespace(caller=Caller())
+    drafts = [
+        SimpleNamespace(
+            account_id="default",
+            account=SimpleNamespace(host="imap.example.org", effective_port=993, username=user),
+            outgoing=SimpleNamespace(header_id="<m@x>"),
+        )
+        for user in ("alice", "bob")
+    ]
+    assert len({send_draft._record_key(app, draft) for draft in drafts}) == 2  # type: ignore[arg-type]
+    assert len({send_draft._rate_key(app, draft, 0.0) for draft in drafts}) == 2  # type: ignore[arg-type]
