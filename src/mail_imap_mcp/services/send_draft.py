@@ -359,7 +359,13 @@ def _claim(connection: AccountConnection, prepared: Prepared) -> Claim:
     header_id = prepared.outgoing.header_id
     if claim is Claim.TAKEN:
         raise AlreadySent(header_id, "claimed", prepared.sent_mailbox)
-    if _in_sent(connection, prepared):
+    try:
+        in_sent = _in_sent(connection, prepared)
+    except BaseException:
+        if claim is Claim.CLAIMED:  # nothing was sent: the claim is not left behind
+            release_draft(connection, prepared.ref)
+        raise
+    if in_sent:
         raise AlreadySent(header_id, "sent", prepared.sent_mailbox)
     return claim
 
