@@ -1,8 +1,8 @@
 """``mail-imap-mcp login [ACCOUNT]``, ``logout`` and ``status``: the built-in sign-in of an account with
 ``oauth2_provider``.
 
-``login`` runs the authorization code grant with PKCE through the system browser (Python's webbrowser,
-which honours ``BROWSER``) and a loopback redirect (:mod:`mail_imap_mcp.net.loopback_redirect`), the
+``login`` runs the authorization code grant with PKCE through the system browser (:mod:`.net.browser`'s
+opener, which honours ``BROWSER``) and a loopback redirect (:mod:`mail_imap_mcp.net.loopback_redirect`), the
 URL printed as well; ``--device`` runs the device grant where no browser can open. The refresh token
 goes to the OS keychain; nothing of a token is printed.
 """
@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
-import webbrowser
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -27,6 +26,8 @@ from mail_imap_mcp.config.sign_in_state import (
     read_record,
     refresh_lock,
 )
+from mail_imap_mcp.imap.token_check import new_sign_in_refusal
+from mail_imap_mcp.net.browser import BrowserOpener
 from mail_imap_mcp.net.loopback_redirect import RedirectListener
 from mail_imap_mcp.net.oauth import (
     OAuthClient,
@@ -40,6 +41,7 @@ from mail_imap_mcp.net.oauth import (
     signed_in_as,
 )
 from mail_imap_mcp.net.tokens import TokenUnavailable
+from mail_imap_mcp.sign_in_flow import refuse_unless_kept
 
 #: How long ``login`` waits for the browser's redirect.
 BROWSER_WAIT_S = 300.0
@@ -138,6 +140,7 @@ def _login(account_id: str, account: AccountConfig, device: bool, wait_s: float)
             "is needed to stay signed in)"
         )
     store = refresh_token_store(account_id, account)
+    refuse_unless_kept(new_sign_in_refusal(account_id, account, answer.access), client, answer.refresh_token)
     keep_sign_in(account_id, answer.refresh_token, signed_in_as(answer), store)
     print(f"Signed in: account {account_id!r} is ready.", file=sys.stderr)
     return 0
@@ -154,12 +157,18 @@ def _browser_sign_in(account_id: str, client: OAuthClient, port: int, wait_s: fl
         ) from None
     with listener:
         request = authorization_request(client, listener.redirect_uri)
+        listener.expect(request.url, request.state)
         print(
-            f"To sign in to {account_id!r}, open this address in a browser (opening it now):\n{request.url}",
+            f"To sign in to {account_id!r}, open this address in a browser on this computer (opening it "
+            f"now):\n{listener.opening_url}",
             file=sys.stderr,
         )
-        # webbrowser may wait for the browser command to end: the listener must answer meanwhile.
-        threading.Thread(target=webbrowser.open, args=(request.url,), daemon=True).start()
+        # The opener may wait for the browser command to end: the listener must answer meanwhile. Its
+        # address, not the authorization URL, is on the browser's command line, which any user can read.
+        opener = BrowserOpener.for_terminal()
+        threading.Thread(
+            target=opener.open_for_user, args=(listener.opening_url, account_id), daemon=True
+        ).start()
         redirect = listener.wait(wait_s)
     if redirect is None:
         raise TokenUnavailable(

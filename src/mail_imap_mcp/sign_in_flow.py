@@ -3,7 +3,9 @@ sign in (``auth_failed`` with ``details.reason`` ``sign_in_required``) starts a 
 account, whose loopback redirect listener (:mod:`mail_imap_mcp.net.loopback_redirect`) waits in the
 background; the envelope layer takes the user to its page (URL elicitation, else the browser, through
 :class:`~mail_imap_mcp.envelope.user_page.UserPage`). The provider's redirect ends the attempt: the code
-is redeemed and the refresh token stored as ``mail-imap-mcp login`` stores it, so the next call works.
+is redeemed and, once the account's IMAP server took the new token for the account's username (the
+check the server hands in: :data:`NewSignInCheck`), the refresh token stored as ``mail-imap-mcp login``
+stores it, so the next call works.
 
 One attempt per account runs at a time, for :data:`~mail_imap_mcp.net.browser.ATTEMPT_S` at most; a
 call meanwhile offers the same page. Only a server on the user's own machine (stdio) starts attempts: over
@@ -12,11 +14,12 @@ HTTP any caller could sign the account in to their own mailbox.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from mail_imap_mcp.config import AccountConfig, ConfigError
 from mail_imap_mcp.config.sign_in import oauth_client
@@ -31,15 +34,29 @@ from mail_imap_mcp.net.oauth import (
     authorization_request,
     code_from_redirect,
     redeem_code,
+    revoke,
     signed_in_as,
 )
-from mail_imap_mcp.net.tokens import TokenUnavailable
+from mail_imap_mcp.net.tokens import AccessToken, TokenUnavailable
 
 log = logging.getLogger("mail_imap_mcp.sign_in")
 
 SIGNED_IN = "signed in"
 #: How long the token endpoint is given to redeem the code.
 REDEEM_S = 30.0
+#: Why a new sign-in of an account must not be kept (its mail server refused the account's username
+#: with the new access token), or None: :func:`mail_imap_mcp.imap.token_check.new_sign_in_refusal`.
+NewSignInCheck = Callable[[str, AccountConfig, AccessToken], str | None]
+
+
+def refuse_unless_kept(refused: str | None, client: OAuthClient, refresh_token: str) -> None:
+    """:class:`TokenUnavailable` saying ``refused`` (why a new sign-in is not kept, or None: it is), its
+    refresh token revoked first where the provider offers revocation."""
+    if refused is None:
+        return
+    with contextlib.suppress(TokenUnavailable):
+        revoke(client, refresh_token)
+    raise TokenUnavailable(refused)
 
 
 class SignInAttempt:
@@ -50,16 +67,20 @@ class SignInAttempt:
         account_id: str,
         client: OAuthClient,
         opener: BrowserOpener,
+        check: Callable[[AccessToken], str | None],
         attempt_s: float = ATTEMPT_S,
         store: RefreshTokenStore | None = None,
     ) -> None:
         self.account_id = account_id
+        self._check = check
         self._store = store
         self._client = client
         self._opener = opener
         self._listener = RedirectListener()
         self._request = authorization_request(client, self._listener.redirect_uri)
-        self.url = self._request.url
+        self._listener.expect(self._request.url, self._request.state)
+        #: What the user's browser is given: where peers are checked, an address that holds no secret.
+        self.url = self._listener.opening_url
         self.elicitation_id = f"sign-in-{secrets.token_urlsafe(12)}"
         self.message = (
             f"Sign in to the mail account {account_id!r} (mail-imap-mcp): the page asks for your "
@@ -120,6 +141,7 @@ class SignInAttempt:
         answer = redeem_code(self._client, self._request, code, REDEEM_S)
         if not answer.refresh_token:
             return "the provider gave no refresh token (offline access was not granted)"
+        refuse_unless_kept(self._check(answer.access), self._client, answer.refresh_token)
         keep_sign_in(self.account_id, answer.refresh_token, signed_in_as(answer), self._store)
         return SIGNED_IN
 
@@ -128,9 +150,15 @@ class SignInAttempts:
     """The sign-in attempts of a server's accounts (``accounts``: those of its own configuration)."""
 
     def __init__(
-        self, accounts: Mapping[str, AccountConfig], opener: BrowserOpener, attempt_s: float = ATTEMPT_S
+        self,
+        accounts: Mapping[str, AccountConfig],
+        opener: BrowserOpener,
+        attempt_s: float = ATTEMPT_S,
+        *,
+        check: NewSignInCheck,
     ) -> None:
         self._accounts = accounts
+        self._check = check
         self.opener = opener
         self._attempt_s = attempt_s
         self._attempts: dict[str, SignInAttempt] = {}
@@ -154,7 +182,14 @@ class SignInAttempts:
             try:
                 store = refresh_token_store(account_id, account)
                 client = oauth_client(account)
-                attempt = SignInAttempt(account_id, client, self.opener, self._attempt_s, store)
+                attempt = SignInAttempt(
+                    account_id,
+                    client,
+                    self.opener,
+                    lambda token: self._check(account_id, account, token),
+                    self._attempt_s,
+                    store,
+                )
             except (TokenUnavailable, ConfigError, OSError) as exc:
                 log.info("no sign-in attempt for account %r: %s", account_id, type(exc).__name__)
                 return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import shutil
 import time
 import urllib.error
@@ -25,6 +26,7 @@ from mcp_types import ElicitRequestParams, ElicitRequestURLParams, ElicitResult
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
 from mail_imap_mcp.envelope import user_page
+from mail_imap_mcp.imap.token_check import new_sign_in_refusal
 from mail_imap_mcp.net.browser import BrowserOpener
 from mail_imap_mcp.sign_in_flow import SignInAttempts
 from tests.integration.test_sign_in_tokens import ACCOUNT, sign_in_account
@@ -99,9 +101,15 @@ async def stdio_like_client(account: SignedOut, **client_options: Any) -> AsyncI
     config = make_config({ACCOUNT: account.settings})
     app = AppContext.from_config(config)
     opener = BrowserOpener(allowed=True, environ={}, platform="darwin", launch=account.launches)
-    app.sign_ins = SignInAttempts(config.accounts, opener)
+    app.sign_ins = SignInAttempts(config.accounts, opener, check=new_sign_in_refusal)
     async for client in open_client(config, app, **client_options):
         yield client
+
+
+def is_launch_address(url: str) -> bool:
+    """Whether ``url`` is a sign-in listener's launch address, which holds no secret (issue 56 item 1):
+    it forwards this OS user's browser to the authorization URL."""
+    return re.fullmatch(r"http://127\.0\.0\.1:\d+/start", url) is not None
 
 
 def assert_no_url(envelope: dict[str, Any], oidc: OidcProvider) -> None:
@@ -119,7 +127,7 @@ async def test_a_client_with_url_elicitation_takes_the_user_to_sign_in_and_the_c
         again = await mcp.ok("imap_list_mailboxes")  # signed in: no page again
         assert again["mailboxes"] == data["mailboxes"]
     (shown,) = visitor.shown
-    assert shown.url.startswith(f"{oidc.issuer}/auth?") and ACCOUNT in shown.message
+    assert is_launch_address(shown.url) and ACCOUNT in shown.message
     assert (shown.elicitation_id is not None) is (mode == "legacy")  # an id only up to 2025-11-25
     assert account.keychain.load() is not None
     assert account.launches.urls == []  # the client showed the page: no browser of the server's
@@ -160,7 +168,7 @@ async def test_a_client_without_elicitation_gets_the_browser_opened_once_and_the
         second = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
         assert second["error"]["details"]["browser_opened"] is False  # the same attempt: not again
         (url,) = account.launches.urls
-        assert url.startswith(f"{oidc.issuer}/auth?")
+        assert is_launch_address(url)
         for envelope in (first, second):
             assert_no_url(envelope, oidc)
         await anyio.to_thread.run_sync(approve, url, account.user)  # the user signs in in that browser
@@ -254,6 +262,7 @@ async def test_an_answer_arriving_after_its_sign_in_attempt_ended_asks_nothing_a
         config.accounts,
         BrowserOpener(allowed=True, environ={}, platform="darwin", launch=launches),
         attempt_s=1.0,
+        check=new_sign_in_refusal,
     )
     away = Away(away_s=2.5)
     async for mcp in open_client(config, app, elicitation_callback=away, mode=mode):

@@ -20,6 +20,7 @@ import shutil
 import sys
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -70,10 +71,10 @@ def sign_in(url: str, login: str, decline: bool = False) -> str:
     profile = tempfile.mkdtemp(prefix="chromium-profile-")
     driver = _browser(profile)
     try:
-        driver.get(url)
+        driver.get(url)  # the application's launch address forwards to the provider's
         wait = WebDriverWait(driver, WAIT_S)
-        issuer = url.split("/auth", 1)[0]
         wait.until(lambda d: d.find_elements(By.NAME, "login"))
+        issuer = "{0.scheme}://{0.netloc}".format(urllib.parse.urlsplit(driver.current_url))
         driver.find_element(By.NAME, "login").send_keys(login)
         driver.find_element(By.NAME, "password").send_keys("any")
         driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()

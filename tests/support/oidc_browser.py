@@ -6,7 +6,7 @@ to sign in as), ``OIDC_TEST_DECLINE=1`` (press "cancel" on the consent page), ``
 ``state`` put in the redirect in place of the provider's, as a forged redirect would) and
 ``OIDC_TEST_REDIRECT_PORT`` (the authorization request's loopback redirect moved to that port, as a page
 that rewrote it would: the provider, which takes any loopback port of a native app, sends the browser
-there) in its environment.
+there) and ``OIDC_TEST_SEEN`` (a file it writes the authorization URL it was led to) in its environment.
 """
 
 from __future__ import annotations
@@ -42,6 +42,10 @@ def approve(
     end (its ``state`` replaced by ``state`` if given), which it also requests (``deliver``) as the
     browser would. With ``user_code``, ``url`` is the device flow's verification page: the code is
     typed and confirmed first, and the provider's own page ends it (its URL is returned)."""
+    url = launched(url)
+    if seen := os.environ.get("OIDC_TEST_SEEN"):
+        with open(seen, "w", encoding="utf-8") as file:
+            file.write(url)
     issuer = urllib.parse.urlsplit(url)._replace(path="", query="", fragment="").geturl()
     opener = urllib.request.build_opener(
         urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()), _Stay()
@@ -78,6 +82,20 @@ def approve(
     raise RuntimeError("the provider kept redirecting")
 
 
+def launched(url: str) -> str:
+    """Where the address the application gave the browser leads: a loopback listener's launch address
+    (``/start``) forwards to the authorization URL; any other is that URL already."""
+    if urllib.parse.urlsplit(url).path != "/start":
+        return url
+    try:
+        urllib.request.build_opener(_Stay()).open(url, timeout=30)
+    except urllib.error.HTTPError as redirect:
+        if redirect.code == 303:
+            return str(redirect.headers["Location"])
+        raise
+    raise RuntimeError(f"{url} did not forward to the sign-in")
+
+
 def _leave(url: str, deliver: bool, state: str | None) -> str:
     """The redirect back to the application: its ``state`` replaced if asked, requested if asked."""
     if state is not None:
@@ -102,7 +120,7 @@ def with_redirect_port(url: str, port: int) -> str:
 if __name__ == "__main__":
     moved = os.environ.get("OIDC_TEST_REDIRECT_PORT")
     approve(
-        with_redirect_port(sys.argv[1], int(moved)) if moved else sys.argv[1],
+        with_redirect_port(launched(sys.argv[1]), int(moved)) if moved else sys.argv[1],
         os.environ["OIDC_TEST_LOGIN"],
         decline=os.environ.get("OIDC_TEST_DECLINE") == "1",
         state=os.environ.get("OIDC_TEST_STATE"),

@@ -186,13 +186,19 @@ def test_ask_says_not_opened_when_the_opener_fails_and_logs_no_address(
 
 
 async def _answer_as_a_browser(url: str, decision: str) -> None:
-    """Opens the page at ``url`` and answers it with its own form, from another event loop."""
+    """Opens the page at ``url`` (following the launch address's one redirect, as a browser does) and
+    answers it with its own form, from another event loop."""
     port, path = urllib.parse.urlsplit(url).port, urllib.parse.urlsplit(url).path
     assert port is not None
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
-    page = (await reader.read()).decode()
-    writer.close()
+    for _ in range(2):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        page = (await reader.read()).decode()
+        writer.close()
+        moved = re.search(r"^Location: (\S+)\r$", page, re.MULTILINE)
+        if moved is None:
+            break
+        path = moved.group(1)
     csrf = re.search(r'name="csrf" value="([^"]+)"', page)
     assert csrf is not None
     body = urllib.parse.urlencode({"csrf": csrf.group(1), "digest": DIGEST, "decision": decision})

@@ -85,6 +85,7 @@ FORBIDDEN_IMPORTS = {
     "tools": _TOP,
     # The approval page of a send: a message shown as display text, a loopback listener, a decision; the
     # send tool builds the request from the draft and acts on the decision (it knows no mail protocol).
+    # It refuses another OS user's connection through net/local_peer.py.
     "approval": (
         "imap",
         "smtp",
@@ -93,7 +94,6 @@ FORBIDDEN_IMPORTS = {
         "query",
         "envelope",
         "state",
-        "net",
         "operations",
         *_ABOVE_OPERATIONS,
         *_TOP,

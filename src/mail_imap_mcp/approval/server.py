@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, ParamSpec, Self, TypeVar
 
+from mail_imap_mcp.net.local_peer import LAUNCH_PATH, checks_peers, refusal, refused_page_text
+
 from .page import PAGE_HEADERS, answer_page, approval_page
 from .request import ApprovalRequest, Decision, Outcome
 from .slot import Answer, ApprovalSlot, Opening, host_allowed, origin_allowed
@@ -33,7 +35,14 @@ _MAX_HEAD_BYTES = 16 * 1024
 _MAX_BODY_BYTES = 8 * 1024
 _READ_TIMEOUT_S = 10.0
 _MAX_CONNECTIONS = 32
-_REASONS = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed"}
+_REASONS = {
+    200: "OK",
+    303: "See Other",
+    400: "Bad Request",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+}
 _REASONS |= {409: "Conflict", 410: "Gone", 411: "Length Required", 413: "Content Too Large"}
 _REASONS |= {415: "Unsupported Media Type", 421: "Misdirected Request"}
 _NOTHING_SENT = "Nothing was sent."
@@ -169,6 +178,12 @@ class ApprovalServer:
         """The one-time address (holds the page's secret path: never log or return it)."""
         return f"http://127.0.0.1:{self.port}{self.slot.path}"
 
+    @property
+    def opening_url(self) -> str:
+        """The address to give the browser: where peers are checked, :data:`LAUNCH_PATH`, which holds no
+        secret and forwards this OS user's browser to :attr:`url`; elsewhere :attr:`url` itself."""
+        return f"http://127.0.0.1:{self.port}{LAUNCH_PATH}" if checks_peers() else self.url
+
     def end(self, outcome: Outcome) -> None:
         """Decide ``outcome`` unless the page decided first."""
         self.slot.end(outcome)
@@ -192,6 +207,12 @@ class ApprovalServer:
             return
         self._connections.add(task)
         try:
+            why = refusal(writer.get_extra_info("sockname"), writer.get_extra_info("peername"))
+            if why is not None:
+                # Before a byte is read: another user's request opens, voids or answers nothing.
+                _log.info("approval page: a connection refused (%s)", why)
+                await self._write(writer, 403, answer_page("Refused", refused_page_text(why)))
+                return
             await self._serve(reader, writer)
         except (ConnectionError, asyncio.CancelledError):
             pass
@@ -209,6 +230,14 @@ class ApprovalServer:
             status, page = error.status, answer_page("Refused", f"Refused: {error}. {_NOTHING_SENT}")
         except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             return
+        try:
+            await self._write(writer, status, page)
+        finally:
+            # After the answer is out: ask() closes the listener as soon as it learns the decision.
+            if self.slot.expire_if_due():
+                self._decided.set()
+
+    async def _write(self, writer: asyncio.StreamWriter, status: int, page: str) -> None:
         body = page.encode()
         head = [
             f"HTTP/1.1 {status} {_REASONS[status]}",
@@ -217,19 +246,19 @@ class ApprovalServer:
         head += [f"Content-Length: {len(body)}", "Connection: close"]
         if status == 405:
             head.append("Allow: GET, POST")
+        if status == 303:
+            head.append(f"Location: {self.slot.path}")
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
-        try:
-            await writer.drain()
-        finally:
-            # After the answer is out: ask() closes the listener as soon as it learns the decision.
-            if self.slot.expire_if_due():
-                self._decided.set()
+        await writer.drain()
 
     def _respond(self, request: _Request) -> tuple[int, str]:
         """The status and page of the answer."""
         if not host_allowed(request.headers.get("host"), self.port):
             # A page of another site whose name was made to point here (DNS rebinding) names its own host.
             raise _BadRequest(421, "a request for another host")
+        if request.method == "GET" and request.path == LAUNCH_PATH and checks_peers():
+            # The peer was found to be this user's (:meth:`_accept`): the secret address, not yet opened.
+            return 303, answer_page("Approval page", "Go on to the approval page.")
         if request.method == "GET":
             opening = self.slot.open(request.path)
             if opening is Opening.DECIDED and self.slot.outcome is Outcome.CANCELLED:
@@ -285,11 +314,12 @@ async def ask(
     ``not_opened`` when ``open_url`` returns false or raises before the page was opened. ``cancelled``
     (polled every :data:`CANCEL_POLL_S`, in a thread) true ends the request as ``cancelled``; the page
     then stays, for the rest of its life, to tell a user who answers it that nothing was sent.
-    ``decided`` hears the decision as soon as it is known (before that stay). The address is handed to
-    ``open_url`` alone: it is in no log line, exception or return value.
+    ``decided`` hears the decision as soon as it is known (before that stay). The address
+    (:attr:`ApprovalServer.opening_url`) is handed to ``open_url`` alone: it is in no log line, exception
+    or return value.
     """
     async with ApprovalServer(request, ttl_s=timeout, clock=clock) as server:
-        opening = asyncio.ensure_future(asyncio.to_thread(_open, open_url, server.url))
+        opening = asyncio.ensure_future(asyncio.to_thread(_open, open_url, server.opening_url))
         waiting = asyncio.ensure_future(server.wait(timeout))
         watching = asyncio.ensure_future(_watch(server, cancelled)) if cancelled is not None else None
         started = asyncio.get_running_loop().time()

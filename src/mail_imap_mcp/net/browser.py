@@ -10,6 +10,11 @@ sign-in) until that attempt ends (:meth:`~BrowserOpener.attempt_ended`) or expir
 ``%s`` standing for the URL), and is used without a display too, except for a console browser. The
 browser runs detached, its standard streams kept away from the server's (over stdio they are the MCP
 connection), and the URL is never logged.
+
+A command line is readable by every user of the machine, so no secret may be on it. Where the owner of a
+loopback connection is checked (:func:`.local_peer.checks_peers`, Linux), the address a caller hands over
+is one that holds none (a listener's :data:`~.local_peer.LAUNCH_PATH`); elsewhere the URL is written to a
+file only this user can read (:mod:`.redirect_file`) and the browser is given that file.
 """
 
 from __future__ import annotations
@@ -22,6 +27,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from .local_peer import checks_peers
+from .redirect_file import write_redirect_file
 
 #: How long one attempt keeps its key: the page is not opened again for it meanwhile.
 ATTEMPT_S = 600.0
@@ -39,7 +48,9 @@ class BrowserOpener:
     """Opens pages in the user's browser, once per key per attempt (thread-safe).
 
     ``allowed``: whether this server may open one at all (a stdio server on the user's machine);
-    ``environ``, ``platform``, ``launch`` and ``clock`` default to this process's.
+    ``environ``, ``platform``, ``launch`` and ``clock`` default to this process's; ``peers_checked``
+    to :func:`.local_peer.checks_peers`, and where it is false ``redirect_file`` writes the file that
+    the browser is given instead of the URL.
     """
 
     def __init__(
@@ -51,8 +62,12 @@ class BrowserOpener:
         launch: Launch | None = None,
         clock: Callable[[], float] = time.monotonic,
         attempt_s: float = ATTEMPT_S,
+        peers_checked: bool | None = None,
+        redirect_file: Callable[[str], Path] = write_redirect_file,
     ) -> None:
         self.allowed = allowed
+        self._peers_checked = checks_peers() if peers_checked is None else peers_checked
+        self._redirect_file = redirect_file
         self._environ = os.environ if environ is None else environ
         self._platform = sys.platform if platform is None else platform
         self._launch = launch or launch_detached
@@ -64,6 +79,11 @@ class BrowserOpener:
     @classmethod
     def for_stdio(cls) -> BrowserOpener:
         """The opener of a server that one local client started over stdio."""
+        return cls(allowed=True)
+
+    @classmethod
+    def for_terminal(cls) -> BrowserOpener:
+        """The opener of a command the user runs in a terminal (``login``)."""
         return cls(allowed=True)
 
     @classmethod
@@ -100,7 +120,17 @@ class BrowserOpener:
 
     def open_for_user(self, url: str, key: str) -> bool:
         """Open ``url`` in the user's browser unless it cannot be shown here or ``key``'s attempt already
-        opened a page (until :meth:`attempt_ended` or :data:`ATTEMPT_S`); whether it was opened now."""
+        opened a page (until :meth:`attempt_ended` or :data:`ATTEMPT_S`); whether it was opened now.
+        Where peers are not checked, the browser is given a redirect file holding ``url`` (none written
+        when no browser can open, nothing opened when the file cannot be kept private)."""
+        if not self.can_open():
+            return False
+        if not self._peers_checked:
+            try:
+                page = self._redirect_file(url)
+            except OSError:
+                return False
+            url = str(page) if self._platform == "win32" else page.as_uri()
         argv = self.command(url)
         if argv is None:
             return False

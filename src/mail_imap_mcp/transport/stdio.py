@@ -17,6 +17,7 @@ import anyio
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.imap.token_check import new_sign_in_refusal
 from mail_imap_mcp.net.browser import BrowserOpener
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.services.send_approval import approval_page
@@ -33,7 +34,7 @@ async def serve_stdio(config: Config) -> None:
     app = AppContext.from_config(config)
     # The user sits at this machine: a call may start a sign-in and open their browser.
     opener = BrowserOpener.for_stdio()
-    app.sign_ins = SignInAttempts(config.accounts, opener)
+    app.sign_ins = SignInAttempts(config.accounts, opener, check=new_sign_in_refusal)
     # ... and approve a send in their browser where the client cannot ask them (no MCP elicitation).
     app.approval_page = approval_page(
         lambda url: opener.open_for_user(url, f"approval-{secrets.token_hex(8)}")

@@ -1,0 +1,51 @@
+"""Whose sign-in a new token is, as the mail server says (issue 56 item 4): before a new sign-in is kept,
+the account's username logs in to its IMAP server with the new access token. A token of another account
+(someone else signed in at the provider and handed their answer to the loopback listener) or one without
+the mail permission is refused there, and the sign-in is not kept. The provider's ID token is no proof:
+the server decides whose token it is.
+"""
+
+from __future__ import annotations
+
+from mail_imap_mcp.config import AccountConfig
+from mail_imap_mcp.net.tokens import AccessToken
+
+from .connection import AccountConnection
+from .errors import ConnectFailed, ConnectPhase, ImapError, LoginRefused, OAuthRejected
+
+__all__ = ["new_sign_in_refusal"]
+
+
+class _OneToken:
+    """A token source that has the new sign-in's access token and no other (no refresh, no keychain)."""
+
+    def __init__(self, token: AccessToken) -> None:
+        self._token = token
+
+    def token(self, timeout_s: float, min_valid_s: float = 30.0) -> AccessToken:
+        return self._token
+
+    def invalidate(self, refused: AccessToken) -> None:
+        pass  # there is no other: the login answers the refusal
+
+
+def new_sign_in_refusal(account_id: str, account: AccountConfig, token: AccessToken) -> str | None:
+    """Why a new sign-in of ``account_id`` whose access token is ``token`` must not be kept: the IMAP
+    server refused ``account.username`` with it, or could not be asked; None when it logged in."""
+    server = f"{account.host}:{account.effective_port}"
+    connection = AccountConnection(account_id, account, tokens=_OneToken(token))
+    try:
+        connection.run(lambda session: None, retry=False)
+    except ConnectFailed as failed:
+        if failed.phase is ConnectPhase.LOGIN or isinstance(failed.cause, LoginRefused | OAuthRejected):
+            return (
+                f"the mail server {server} refused to log in as {account.username} with the new sign-in: "
+                f"it is another account's (or lacks the permission to read mail), so it was not kept. "
+                f"Sign in again as {account.username}"
+            )
+        return f"the mail server {server} could not be asked whether the new sign-in is {account.username}'s ({failed}), so it was not kept; try again"
+    except ImapError as failed:
+        return f"the mail server {server} could not be asked whether the new sign-in is {account.username}'s ({type(failed).__name__}), so it was not kept; try again"
+    finally:
+        connection.close()
+    return None
