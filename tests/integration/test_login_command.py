@@ -396,3 +396,17 @@ def test_rfc_8414_metadata_naming_another_issuer_is_refused_and_nothing_is_store
     assert f"names another issuer ({oidc.issuer}), not {metadata.issuer}" in done.stderr, done.stderr
     assert "/auth?" not in done.stderr
     assert terminal.keychain.load() is None
+
+
+def test_a_sign_in_as_another_account_is_refused_by_the_mail_server_and_not_kept(
+    oidc: OidcProvider, terminal: Terminal
+) -> None:
+    """Issue 56 item 4: whoever signed in at the provider (the user in the wrong account, or anyone who
+    got the browser there), the new token is kept only once the IMAP server logged the account's username
+    in with it; Dovecot refuses another account's token, and login says so."""
+    done = terminal.run("login", ACCOUNT, OIDC_TEST_LOGIN="mallory")
+    assert done.returncode == 1, done.stderr
+    assert f"refused to log in as {terminal.user} with the new sign-in" in done.stderr, done.stderr
+    assert f"Sign in again as {terminal.user}" in done.stderr
+    assert terminal.keychain.load() is None
+    assert "not signed in" in terminal.run("status").stdout

@@ -278,3 +278,18 @@ async def test_an_answer_arriving_after_its_sign_in_attempt_ended_asks_nothing_a
     ):  # the ended attempt's listener is closed: its page leads nowhere
         await anyio.to_thread.run_sync(approve, shown.url, user)
     assert keychain.load() is None
+
+
+async def test_a_sign_in_as_another_account_is_refused_by_the_mail_server_and_not_kept(
+    account: SignedOut, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 56 item 4, for the sign-in a call starts: the user signed in at the provider as another
+    account; Dovecot refuses that token for the account's username, so nothing is kept and the call
+    still needs the sign-in."""
+    visitor = Visitor("mallory")
+    with caplog.at_level("INFO", logger="mail_imap_mcp.sign_in"):
+        async for mcp in stdio_like_client(account, elicitation_callback=visitor, mode="legacy"):
+            envelope = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
+    assert envelope["error"]["details"]["reason"] == "sign_in_required", envelope
+    assert account.keychain.load() is None
+    assert f"refused to log in as {account.user} with the new sign-in" in caplog.text, caplog.text
