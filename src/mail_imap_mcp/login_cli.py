@@ -41,7 +41,7 @@ from mail_imap_mcp.net.oauth import (
     signed_in_as,
 )
 from mail_imap_mcp.net.tokens import TokenUnavailable
-from mail_imap_mcp.sign_in_flow import refuse_unless_kept
+from mail_imap_mcp.sign_in_flow import check_new_sign_in
 
 #: How long ``login`` waits for the browser's redirect.
 BROWSER_WAIT_S = 300.0
@@ -131,22 +131,25 @@ def _login(account_id: str, account: AccountConfig, device: bool, wait_s: float)
             f"To sign in to {account_id!r}, open {where} and enter the code {started.user_code}",
             file=sys.stderr,
         )
-        answer = poll_device(client, started)
+        answer, nonce = poll_device(client, started), None  # the device grant sends no nonce
     else:
-        answer = _browser_sign_in(account_id, client, account.oauth2_redirect_port or 0, wait_s)
+        answer, nonce = _browser_sign_in(account_id, client, account.oauth2_redirect_port or 0, wait_s)
     if not answer.refresh_token:
         raise TokenUnavailable(
             "the provider gave no refresh token (the offline_access scope, or Google's access_type=offline, "
             "is needed to stay signed in)"
         )
     store = refresh_token_store(account_id, account)
-    refuse_unless_kept(new_sign_in_refusal(account_id, account, answer.access), client, answer.refresh_token)
+    check_new_sign_in(answer, client, nonce, lambda token: new_sign_in_refusal(account_id, account, token))
     keep_sign_in(account_id, answer.refresh_token, signed_in_as(answer), store)
     print(f"Signed in: account {account_id!r} is ready.", file=sys.stderr)
     return 0
 
 
-def _browser_sign_in(account_id: str, client: OAuthClient, port: int, wait_s: float) -> TokenResponse:
+def _browser_sign_in(
+    account_id: str, client: OAuthClient, port: int, wait_s: float
+) -> tuple[TokenResponse, str]:
+    """The provider's answer to a sign-in in the browser, and the nonce its ID token must carry."""
     try:
         listener = RedirectListener(port)
     except OSError as exc:
@@ -176,7 +179,7 @@ def _browser_sign_in(account_id: str, client: OAuthClient, port: int, wait_s: fl
             f"provider sent the browser elsewhere than {listener.redirect_uri}); nothing was stored"
         )
     code = code_from_redirect(request, redirect)
-    return redeem_code(client, request, code, 30.0)
+    return redeem_code(client, request, code, 30.0), request.nonce
 
 
 def _logout(account_id: str, account: AccountConfig) -> int:

@@ -31,8 +31,10 @@ from mail_imap_mcp.net.loopback_redirect import RedirectListener
 from mail_imap_mcp.net.oauth import (
     OAuthClient,
     RefreshTokenStore,
+    TokenResponse,
     authorization_request,
     code_from_redirect,
+    id_token_problem,
     redeem_code,
     revoke,
     signed_in_as,
@@ -49,13 +51,20 @@ REDEEM_S = 30.0
 NewSignInCheck = Callable[[str, AccountConfig, AccessToken], str | None]
 
 
-def refuse_unless_kept(refused: str | None, client: OAuthClient, refresh_token: str) -> None:
-    """:class:`TokenUnavailable` saying ``refused`` (why a new sign-in is not kept, or None: it is), its
-    refresh token revoked first where the provider offers revocation."""
+def check_new_sign_in(
+    answer: TokenResponse, client: OAuthClient, nonce: str | None, server: Callable[[AccessToken], str | None]
+) -> None:
+    """Nothing when the new sign-in ``answer`` may be kept: its ID token, if any, checks out
+    (:func:`~mail_imap_mcp.net.oauth.id_token_problem`, ``nonce`` the request's) and ``server`` (the
+    account's mail server) logs the account's username in with its access token. Otherwise
+    :class:`TokenUnavailable` saying why, its refresh token revoked first where the provider offers it."""
+    problem = id_token_problem(answer, client, nonce)
+    refused = f"the provider's answer was not kept: {problem}" if problem else server(answer.access)
     if refused is None:
         return
-    with contextlib.suppress(TokenUnavailable):
-        revoke(client, refresh_token)
+    if answer.refresh_token:
+        with contextlib.suppress(TokenUnavailable):
+            revoke(client, answer.refresh_token)
     raise TokenUnavailable(refused)
 
 
@@ -141,7 +150,7 @@ class SignInAttempt:
         answer = redeem_code(self._client, self._request, code, REDEEM_S)
         if not answer.refresh_token:
             return "the provider gave no refresh token (offline access was not granted)"
-        refuse_unless_kept(self._check(answer.access), self._client, answer.refresh_token)
+        check_new_sign_in(answer, self._client, self._request.nonce, self._check)
         keep_sign_in(self.account_id, answer.refresh_token, signed_in_as(answer), self._store)
         return SIGNED_IN
 

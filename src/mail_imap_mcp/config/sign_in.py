@@ -9,6 +9,7 @@ their live services (docs/providers.md); each endpoint can be overridden, and ``
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -215,4 +216,19 @@ def oauth_client(settings: SignInSettings, timeout_s: float = 10.0) -> OAuthClie
             file_setting="oauth2_client_secret_file",
             what="client secret",
         )
-    return OAuthClient(endpoints, settings.oauth2_client_id, tuple(scopes), secret, extra)
+    return OAuthClient(endpoints, settings.oauth2_client_id, tuple(scopes), secret, extra, _issuer(settings))
+
+
+def _issuer(settings: SignInSettings) -> str | None:
+    """The ``iss`` of the provider's ID tokens, where known: Google's, Microsoft's (the tenant's where it
+    is given by its id, else any tenant's), a custom provider's configured issuer; None where the
+    endpoints were set by hand (another cloud, a test's provider)."""
+    if settings.oauth2_authorization_url or settings.oauth2_token_url:
+        return None
+    if settings.oauth2_provider is SignInProvider.GOOGLE:
+        return "https://accounts.google.com"
+    if settings.oauth2_provider is SignInProvider.MICROSOFT:
+        tenant = settings.oauth2_tenant
+        by_id = re.fullmatch(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", tenant) is not None
+        return f"https://login.microsoftonline.com/{tenant if by_id else '{tenantid}'}/v2.0"
+    return settings.oauth2_issuer

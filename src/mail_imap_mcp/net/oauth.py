@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import time
 import urllib.parse
 from collections.abc import Callable
@@ -55,6 +56,8 @@ class OAuthClient:
     scopes: tuple[str, ...]
     client_secret: str | None = field(default=None, repr=False)
     extra_authorization: tuple[tuple[str, str], ...] = ()
+    #: The ``iss`` of its ID tokens where known (``{tenantid}``: any tenant's); None: not checked.
+    issuer: str | None = None
 
 
 class SignInRequired(TokenUnavailable):
@@ -89,21 +92,68 @@ class TokenResponse:
     id_token: str | None = field(default=None, repr=False)
 
 
-def signed_in_as(answer: TokenResponse) -> str | None:
-    """Who signed in, by the ID token's ``email``, ``preferred_username`` or ``sub`` claim (None without
-    an ID token). Shown, never trusted: it came straight from the token endpoint over the connection
-    the provider's certificate secured, which OpenID Connect Core 1.0 section 3.1.3.7 accepts in place of
-    checking the signature."""
-    if answer.id_token is None or answer.id_token.count(".") != 2:
+#: How far the provider's clock may be from ours when an ID token's ``exp`` is checked.
+ID_TOKEN_LEEWAY_S = 300
+
+
+def _id_token_claims(id_token: str) -> dict[str, Any] | None:
+    if id_token.count(".") != 2:
         return None
-    payload = answer.id_token.split(".")[1]
+    payload = id_token.split(".")[1]
     try:
         claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
     except ValueError:
         return None
-    if not isinstance(claims, dict):
+    return claims if isinstance(claims, dict) else None
+
+
+def id_token_problem(
+    answer: TokenResponse, client: OAuthClient, nonce: str | None, now: float | None = None
+) -> str | None:
+    """What is wrong with the answer's ID token (None: nothing, or there is none): its ``iss`` is not the
+    provider's (where the client knows it; ``{tenantid}`` in it stands for any tenant), its ``aud`` not
+    this client, its ``exp`` past, or its ``nonce`` not the request's (``nonce``; None: the device
+    grant, which sends none). The signature is not checked: the token came straight from the token
+    endpoint over the connection the provider's certificate secured, which OpenID Connect Core 1.0
+    section 3.1.3.7 accepts in its place."""
+    if answer.id_token is None:
         return None
-    for claim in ("email", "preferred_username", "sub"):
+    claims = _id_token_claims(answer.id_token)
+    if claims is None:
+        return "its ID token cannot be read"
+    issuer = str(claims.get("iss", "")).rstrip("/")
+    if "://" not in issuer:  # Google's tokens may name it without the scheme
+        issuer = f"https://{issuer}"
+    if client.issuer is not None:
+        expected = re.escape(client.issuer.rstrip("/")).replace(re.escape("{tenantid}"), "[^/]+")
+        if re.fullmatch(expected, issuer) is None:
+            return f"its ID token was issued by {issuer[:200]!r}, not {client.issuer!r}"
+    audience = claims.get("aud")
+    if client.client_id not in (audience if isinstance(audience, list) else [audience]):
+        return "its ID token is for another application (aud)"
+    expires = claims.get("exp")
+    if not isinstance(expires, int | float) or expires + ID_TOKEN_LEEWAY_S < (
+        time.time() if now is None else now
+    ):
+        return "its ID token has expired (exp)"
+    if nonce is not None and claims.get("nonce") != nonce:
+        return "its ID token answers another sign-in (nonce)"
+    return None
+
+
+def signed_in_as(answer: TokenResponse) -> str | None:
+    """Who signed in, by the ID token's ``email`` (where ``email_verified`` is not false),
+    ``preferred_username`` or ``sub`` claim (None without an ID token). Shown, never trusted, and only
+    once :func:`id_token_problem` found nothing wrong: the mail server decides whose a token is."""
+    claims = _id_token_claims(answer.id_token) if answer.id_token is not None else None
+    if claims is None:
+        return None
+    names = (
+        ("email", "preferred_username", "sub")
+        if claims.get("email_verified") is not False
+        else ("preferred_username", "sub")
+    )
+    for claim in names:
         if isinstance(claims.get(claim), str) and claims[claim]:
             return str(claims[claim])[:200]
     return None
@@ -163,11 +213,13 @@ class AuthorizationRequest:
     redirect_uri: str
     state: str = field(repr=False)
     code_verifier: str = field(repr=False)
+    #: What the ID token's ``nonce`` must be (OpenID Connect Core 1.0 section 3.1.2.1).
+    nonce: str = field(default="", repr=False)
 
 
 def authorization_request(client: OAuthClient, redirect_uri: str) -> AuthorizationRequest:
-    """A new request with a fresh ``state`` and PKCE verifier (S256)."""
-    state, verifier = generate_token(32), generate_token(64)
+    """A new request with a fresh ``state``, ``nonce`` and PKCE verifier (S256)."""
+    state, verifier, nonce = generate_token(32), generate_token(64), generate_token(32)
     url = prepare_grant_uri(
         client.endpoints.authorization,
         client.client_id,
@@ -177,9 +229,10 @@ def authorization_request(client: OAuthClient, redirect_uri: str) -> Authorizati
         state=state,
         code_challenge=create_s256_code_challenge(verifier),
         code_challenge_method="S256",
+        nonce=nonce,
         **dict(client.extra_authorization),
     )
-    return AuthorizationRequest(url, redirect_uri, state, verifier)
+    return AuthorizationRequest(url, redirect_uri, state, verifier, nonce)
 
 
 def code_from_redirect(request: AuthorizationRequest, redirect_url: str) -> str:
