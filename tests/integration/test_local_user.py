@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 import threading
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 from tests.integration.test_login_command import Terminal
 from tests.integration.test_login_command import terminal as terminal
@@ -38,6 +37,7 @@ from tests.integration.test_send import (
     _page_and_answer,
     _reply_to,
     _setup,
+    desktop_server,
 )
 from tests.integration.test_send import chain as chain
 from tests.integration.test_send import introspection as introspection
@@ -48,7 +48,7 @@ from tests.support.envelope_client import EnvelopeClient
 from tests.support.oidc_provider import OidcProvider
 from tests.support.os_users import PYTHON, OsUser, os_user, why_no_os_users
 from tests.support.patience import eventually, patient
-from tests.support.submission import DOMAIN, SubmissionDovecot
+from tests.support.submission import SubmissionDovecot
 
 pytestmark = [
     pytest.mark.skipif(why_no_os_users() is not None, reason=f"{why_no_os_users()}"),
@@ -83,7 +83,7 @@ def other_user() -> Iterator[OsUser]:
 @pytest.fixture
 def attacker(other_user: OsUser) -> Iterator[Attacker]:
     script = str(Path(chromium.__file__).with_name("local_attacker.py"))  # run, not imported: stdlib only
-    process = other_user.popen([PYTHON, script, MALLORY], stdout=subprocess.PIPE)
+    process = other_user.popen([PYTHON, script, MALLORY, str(os.getpid())], stdout=subprocess.PIPE)
     running = Attacker(process)
     reader = threading.Thread(target=running.read, daemon=True)
     reader.start()
@@ -116,26 +116,9 @@ async def test_another_os_user_cannot_approve_a_send_and_the_users_chromium_can(
     answered by it. The user's own Chromium then sends (once) or declines (nothing goes out)."""
     sender, bob, carol = _setup(chain)
     _reply_to(chain, sender, bob)
-    config, done = tmp_path / "config.toml", tmp_path / "page.txt"
-    config.write_text(
-        "[accounts.default]\n"
-        f'host = "127.0.0.1"\nport = {chain.tls_port}\nsecurity = "tls"\nusername = "{sender}"\n'
-        f'password_env = "MIM_SEND_PASSWORD"\nca_file = "{chain.ca_file}"\n'
-        f'addresses = ["{chain.address(sender)}"]\nsend_enabled = true\nallowed_recipients = ["@{DOMAIN}"]\n'
-        f'[accounts.default.smtp]\nhost = "127.0.0.1"\nport = {chain.submissions_port}\nsecurity = "tls"\n'
-    )
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(tmp_path),
-        "MIM_SEND_PASSWORD": chain.password,
-        "BROWSER": CHROMIUM_BROWSER,
-        "APPROVAL_TEST_PRESS": press,
-        "APPROVAL_TEST_DONE": str(done),
-        "APPROVAL_TEST_DELAY_S": "2",  # the user comes to the page later: the other user has time
-    }
+    done = tmp_path / "page.txt"
+    params = desktop_server(chain, sender, tmp_path, press, done)
     before = _everywhere(chain, sender, [bob, carol])
-    server = str(Path(sys.executable).parent / "mail-imap-mcp")
-    params = StdioServerParameters(command=server, args=["serve", "--config", str(config)], env=env)
     async with Client(params) as client:
         mcp = EnvelopeClient(client)
         waiting = await mcp.call(TOOL, {"message_id": await _draft_id(mcp)})

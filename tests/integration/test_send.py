@@ -693,6 +693,33 @@ async def test_a_call_waiting_for_the_browser_page_reports_progress_without_the_
 CHROMIUM_BROWSER = f"{shlex.quote(sys.executable)} {shlex.quote(chromium.__file__)} %s"
 
 
+def desktop_server(
+    chain: SubmissionDovecot, sender: str, directory: Path, press: str, done: Path
+) -> StdioServerParameters:
+    """The server as Claude Desktop starts it for ``sender`` (stdio, sending on), whose user's browser
+    (``BROWSER``) is headless Chromium pressing ``press`` on the approval page, 2 s after it opened
+    (past the call's inline wait: it hands back an operation to poll), and writing what it saw to ``done``."""
+    config = directory / "config.toml"
+    config.write_text(
+        "[accounts.default]\n"
+        f'host = "127.0.0.1"\nport = {chain.tls_port}\nsecurity = "tls"\nusername = "{sender}"\n'
+        f'password_env = "MIM_SEND_PASSWORD"\nca_file = "{chain.ca_file}"\n'
+        f'addresses = ["{chain.address(sender)}"]\nsend_enabled = true\nallowed_recipients = ["@{DOMAIN}"]\n'
+        f'[accounts.default.smtp]\nhost = "127.0.0.1"\nport = {chain.submissions_port}\nsecurity = "tls"\n'
+    )
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(directory),
+        "MIM_SEND_PASSWORD": chain.password,
+        "BROWSER": CHROMIUM_BROWSER,  # no DISPLAY: BROWSER names the browser
+        "APPROVAL_TEST_PRESS": press,
+        "APPROVAL_TEST_DONE": str(done),
+        "APPROVAL_TEST_DELAY_S": "2",
+    }
+    server = str(Path(sys.executable).parent / "mail-imap-mcp")
+    return StdioServerParameters(command=server, args=["serve", "--config", str(config)], env=env)
+
+
 def _everywhere(chain: SubmissionDovecot, sender: str, recipients: list[str]) -> dict[str, int]:
     """How many messages each mailbox of the test holds, and how many Exim took."""
     counts = {
@@ -717,26 +744,9 @@ async def test_claude_desktops_path_a_reply_approved_in_chromium_reaches_the_rec
     \\Answered, Sent has one copy, the draft is in Trash); "Don't send" changes nothing anywhere."""
     sender, bob, carol = _setup(chain)
     asked_id, _ = _reply_to(chain, sender, bob, bcc=[chain.address(carol)])
-    config, done = tmp_path / "config.toml", tmp_path / "page.txt"
-    config.write_text(
-        "[accounts.default]\n"
-        f'host = "127.0.0.1"\nport = {chain.tls_port}\nsecurity = "tls"\nusername = "{sender}"\n'
-        f'password_env = "MIM_SEND_PASSWORD"\nca_file = "{chain.ca_file}"\n'
-        f'addresses = ["{chain.address(sender)}"]\nsend_enabled = true\nallowed_recipients = ["@{DOMAIN}"]\n'
-        f'[accounts.default.smtp]\nhost = "127.0.0.1"\nport = {chain.submissions_port}\nsecurity = "tls"\n'
-    )
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(tmp_path),
-        "MIM_SEND_PASSWORD": chain.password,
-        "BROWSER": CHROMIUM_BROWSER,  # no DISPLAY: BROWSER names the browser
-        "APPROVAL_TEST_PRESS": press,
-        "APPROVAL_TEST_DONE": str(done),
-        "APPROVAL_TEST_DELAY_S": "2",  # past the call's inline wait: it hands back an operation to poll
-    }
+    done = tmp_path / "page.txt"
+    params = desktop_server(chain, sender, tmp_path, press, done)
     before = _everywhere(chain, sender, [bob, carol])
-    server = str(Path(sys.executable).parent / "mail-imap-mcp")
-    params = StdioServerParameters(command=server, args=["serve", "--config", str(config)], env=env)
     async with Client(params) as client:  # declares no elicitation, sends no progressToken
         mcp = EnvelopeClient(client)
         waiting = await mcp.call(TOOL, {"message_id": await _draft_id(mcp)})

@@ -99,7 +99,10 @@ def test_a_taken_redirect_port_says_so_and_a_free_one_signs_in(
     terminal.settings["oauth2_redirect_port"] = free
     done = terminal.run("login")
     assert done.returncode == 0, done.stderr
-    assert urllib.parse.quote(f"http://127.0.0.1:{free}/callback", safe="") in done.stderr
+    assert f"http://127.0.0.1:{free}/start" in done.stderr  # the listener's launch address, printed
+    assert f"redirect_uri={urllib.parse.quote(f'http://127.0.0.1:{free}/callback', safe='')}" in (
+        terminal.authorization_url()
+    )
     assert terminal.keychain.load() is not None
 
 
@@ -111,11 +114,11 @@ def test_ctrl_c_while_login_waits_for_the_browser_stores_nothing(
     with subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True) as login:
         assert login.stderr is not None
         shown = ""
-        while "redirect_uri=" not in shown:
+        while "/start" not in shown:
             line = login.stderr.readline()
             assert line, f"login ended before it printed the sign-in address: {shown}"  # EOF: never loop
             shown += line
-        redirect = urllib.parse.unquote(re.search(r"redirect_uri=([^&\s]+)", shown).group(1))  # type: ignore[union-attr]
+        redirect = re.search(r"http://127\.0\.0\.1:\d+/start", shown).group(0)  # type: ignore[union-attr]
         login.send_signal(signal.SIGINT)
         assert login.wait(timeout=30) == 130
         said = login.stderr.read()

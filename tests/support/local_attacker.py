@@ -1,5 +1,5 @@
-"""Another local user's program (issue 56 item 1), run as that OS user: it reads every process's command
-line, as any user may (``/proc/<pid>/cmdline``), and attacks every address it finds there, until killed:
+"""Another local user's program (issue 56 item 1), run as that OS user: it reads the test's processes'
+command lines, as any user may (``/proc/<pid>/cmdline``), and attacks every address it finds there, until killed:
 
 - a loopback address: it is fetched (its forwarding followed once); an approval page found is answered
   "Send" with a forged ``Origin``; the listener's ``/start`` and ``/callback`` (a forged code and state)
@@ -10,7 +10,9 @@ line, as any user may (``/proc/<pid>/cmdline``), and attacks every address it fi
 - a file (a redirect file): it tries to read it.
 
 Each attempt is one JSON line on stdout: ``{"kind": ..., "status": ..., "answer": ...}``. Standard library
-only (it runs on the system's Python): ``python3 local_attacker.py LOGIN``.
+only (it runs on the system's Python): ``python3 local_attacker.py LOGIN PID``, where only the processes
+below PID (the test's) are attacked: a real attacker reads all, but other test runs on this machine are
+not this test's to attack.
 """
 
 from __future__ import annotations
@@ -116,10 +118,28 @@ def attack(url: str, login: str) -> None:
         report("error", type(error).__name__, str(error))
 
 
-def command_lines() -> list[bytes]:
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as file:
+            return int(file.read().rpartition(")")[2].split()[1])  # after the command's name: state, ppid
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _descends(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        pid = _parent(pid)
+    return False
+
+
+def command_lines(under: int) -> list[bytes]:
+    """The command lines of the processes below ``under`` (any user may read them; only the test's own
+    are attacked, so that test runs of others on this machine are left alone)."""
     lines = []
     for pid in os.listdir("/proc"):
-        if pid.isdigit() and int(pid) != os.getpid():
+        if pid.isdigit() and int(pid) != os.getpid() and _descends(int(pid), under):
             try:
                 with open(f"/proc/{pid}/cmdline", "rb") as file:
                     lines.append(file.read())
@@ -128,11 +148,11 @@ def command_lines() -> list[bytes]:
     return lines
 
 
-def main(login: str) -> None:
-    ignored = {url for line in command_lines() for url in _URL.findall(line)}  # there before us
+def main(login: str, under: int) -> None:
+    ignored = {url for line in command_lines(under) for url in _URL.findall(line)}  # there before us
     report("started", os.getuid())
     while True:
-        for line in command_lines():
+        for line in command_lines(under):
             for found in _URL.findall(line):
                 if found not in ignored:
                     ignored.add(found)
@@ -142,4 +162,4 @@ def main(login: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], int(sys.argv[2]))

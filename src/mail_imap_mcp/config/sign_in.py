@@ -216,13 +216,14 @@ def oauth_client(settings: SignInSettings, timeout_s: float = 10.0) -> OAuthClie
             file_setting="oauth2_client_secret_file",
             what="client secret",
         )
-    return OAuthClient(endpoints, settings.oauth2_client_id, tuple(scopes), secret, extra, _issuer(settings))
+    issuer = _issuer(settings, found)
+    return OAuthClient(endpoints, settings.oauth2_client_id, tuple(scopes), secret, extra, issuer)
 
 
-def _issuer(settings: SignInSettings) -> str | None:
+def _issuer(settings: SignInSettings, found: Endpoints | None) -> str | None:
     """The ``iss`` of the provider's ID tokens, where known: Google's, Microsoft's (the tenant's where it
-    is given by its id, else any tenant's), a custom provider's configured issuer; None where the
-    endpoints were set by hand (another cloud, a test's provider)."""
+    is given by its id, else any tenant's), the issuer a custom provider's metadata names; None where the
+    endpoints were set by hand (another cloud, a test's provider) or the metadata names none."""
     if settings.oauth2_authorization_url or settings.oauth2_token_url:
         return None
     if settings.oauth2_provider is SignInProvider.GOOGLE:
@@ -231,4 +232,4 @@ def _issuer(settings: SignInSettings) -> str | None:
         tenant = settings.oauth2_tenant
         by_id = re.fullmatch(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", tenant) is not None
         return f"https://login.microsoftonline.com/{tenant if by_id else '{tenantid}'}/v2.0"
-    return settings.oauth2_issuer
+    return found.issuer if found is not None else None

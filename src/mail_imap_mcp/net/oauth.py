@@ -44,6 +44,8 @@ class Endpoints:
     token: str
     device: str | None = None
     revocation: str | None = None
+    #: The issuer an OpenID Connect discovery document named (the configured one): its ID tokens' ``iss``.
+    issuer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,9 @@ def discover(issuer: str, timeout_s: float = 10.0) -> Endpoints:
             token=token,
             device=device if isinstance(device, str) else None,
             revocation=revocation if isinstance(revocation, str) else None,
+            # OpenID Connect Core 1.0 section 3.1.3.7: an OpenID provider's ID tokens name the issuer its
+            # discovery document names; an RFC 8414 document promises nothing of ID tokens.
+            issuer=base if isinstance(named, str) and url.endswith("/openid-configuration") else None,
         )
     raise TokenUnavailable(f"{base} publishes no authorization server metadata")
 
