@@ -162,8 +162,8 @@ def _browser_sign_in(
         request = authorization_request(client, listener.redirect_uri)
         listener.expect(request.url, request.state)
         print(
-            f"To sign in to {account_id!r}, open this address in a browser on this computer (opening it "
-            f"now):\n{listener.opening_url}",
+            f"To sign in to {account_id!r}, open this address in a browser (opening it now):\n"
+            f"{listener.opening_url}",
             file=sys.stderr,
         )
         # The opener may wait for the browser command to end: the listener must answer meanwhile. Its

@@ -593,13 +593,17 @@ async def test_where_the_client_cannot_ask_the_approval_page_hook_decides(
         assert answer["error"]["details"] == {"approval": decision}
 
 
-def _answer_page(url: str, decision: str, seen: list[str]) -> bool:
-    """What a user's browser does: open the one-time page, then press one of its buttons (its own form)."""
+def _answer_page(url: str, decision: str, seen: list[str], addresses: list[str] | None = None) -> bool:
+    """What a user's browser does: open the one-time page (following the launch address to it, whose
+    address goes to ``addresses``), then press one of its buttons (its own form)."""
     parts = urllib.parse.urlsplit(url)
     host = f"127.0.0.1:{parts.port}"
     with urllib.request.urlopen(urllib.request.Request(url, headers={"Host": host}), timeout=10) as page:
         html = page.read().decode()
+        url = page.geturl()
     seen.append(html)
+    if addresses is not None:
+        addresses.append(url)
     fields = dict(re.findall(r'<input type="hidden" name="(csrf|digest)" value="([^"]+)"', html))
     body = urllib.parse.urlencode({**fields, "decision": decision}).encode()
     request = urllib.request.Request(
@@ -670,9 +674,8 @@ async def test_a_call_waiting_for_the_browser_page_reports_progress_without_the_
     urls: list[str] = []
 
     def slow_user(url: str) -> bool:
-        urls.append(url)
         time.sleep(0.5)  # reading the message
-        return _answer_page(url, "send", [])
+        return _answer_page(url, "send", [], urls)
 
     app.approval_page = approval_page(slow_user, timeout_s=30)
     messages: list[str | None] = []

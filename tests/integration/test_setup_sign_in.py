@@ -64,7 +64,8 @@ class SetupUser:
 def person(tmp_path: Path, oidc_dovecot: Dovecot, secret_service: SecretService) -> SetupUser:
     user = oidc_dovecot.new_user()
     home, config = user_home(tmp_path)
-    return SetupUser(user, config, environment(home, secret_service) | browser_signing_in_as(user))
+    seen = {"OIDC_TEST_SEEN": str(tmp_path / "authorization-url.txt")}  # where the browser was led
+    return SetupUser(user, config, environment(home, secret_service) | browser_signing_in_as(user) | seen)
 
 
 def setup_signing_in_with_microsoft(
@@ -159,10 +160,11 @@ async def test_setup_signs_a_google_address_in_with_the_client_secret_typed_unse
     term.send(SECRET_CLIENT)
     term.expect(r"OAuth client secret \(Google gives it with the client ID\) \(not shown\): ")
     term.send(SECRET_CLIENT_SECRET)
-    term.expect(r"access_type=offline")
+    term.expect(r"http://127\.0\.0\.1:\d+/start")  # the listener's launch address: no secret
     term.expect(r"Signed in: account 'default' is ready\.")
     term.expect(r"Wrote \[accounts\.default\]")
     assert term.wait() == 0
+    assert "access_type=offline" in Path(person.env["OIDC_TEST_SEEN"]).read_text()
     assert SECRET_CLIENT_SECRET not in term.transcript
     secret_file = Path(tomllib.loads(config.read_text())["accounts"][ACCOUNT]["oauth2_client_secret_file"])
     assert secret_file.read_text().strip() == SECRET_CLIENT_SECRET
@@ -188,4 +190,4 @@ def test_a_sign_in_whose_imap_login_then_fails_keeps_nothing(
     other = oidc_dovecot.new_user()
     done = setup_signing_in_with_microsoft(person, oidc, oidc_dovecot, other, person.env)
     assert_nothing_kept(done, person, keychain)
-    assert "Signed in: account 'default' is ready." in done.stderr
+    assert "refused to log in as" in done.stderr and "with the new sign-in" in done.stderr, done.stderr
