@@ -214,8 +214,9 @@ _CONFIG_HELP = "config file (default: $MAIL_IMAP_MCP_CONFIG, else ~/.config/mail
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="mail-imap-mcp",
-        description="MCP server for safe, structured read access to IMAP mail. Without a command it "
-        "serves MCP over stdio, as `serve` does.",
+        description="MCP server for safe, structured access to IMAP mail: reading, writes where turned on, "
+        "and sending a draft the user approved where sending is on. Without a command it serves MCP over "
+        "stdio, as `serve` does.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     parser.add_argument("--config", type=Path, default=None, help=_CONFIG_HELP)

@@ -127,6 +127,8 @@ def test_python_dash_m_is_the_same_cli() -> None:
     )
     assert done.returncode == 0
     assert b"serve" in done.stdout and b"check" in done.stdout
+    # Sending exists: --help no longer calls the server read access alone.
+    assert b"read access" not in done.stdout and b"sending" in done.stdout
 
 
 async def test_stdio_server_configured_only_by_the_readme_env_block(

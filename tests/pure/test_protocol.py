@@ -13,8 +13,9 @@ from mcp import Client
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.envelope.schemas import OUTPUT_SCHEMAS_FILE
-from mail_imap_mcp.reference import DOCS, output_schemas
+from mail_imap_mcp.reference import DOCS, README_TOOLS_MARKERS, output_schemas, with_readme_tools_table
 from mail_imap_mcp.server import build_server
+from mail_imap_mcp.tools.registry import TOOLS
 
 pytestmark = pytest.mark.anyio
 
@@ -96,6 +97,30 @@ def test_the_output_schemas_generated_ahead_match_the_models() -> None:
     assert OUTPUT_SCHEMAS_FILE.read_text(encoding="utf-8") == expected, (
         f"{OUTPUT_SCHEMAS_FILE.name} is stale: run python -m mail_imap_mcp.reference"
     )
+
+
+def test_readme_tool_table_is_generated_from_the_tool_declarations() -> None:
+    """README's table of tools is what the declarations say (every tool, sending included): a tool added
+    or a description changed without regenerating fails here."""
+    path = ROOT / "README.md"
+    readme = path.read_text(encoding="utf-8")
+    assert all(marker in readme for marker in README_TOOLS_MARKERS), "README.md lacks the tool-table markers"
+    expected = with_readme_tools_table(readme)
+    if UPDATE:
+        path.write_text(expected, encoding="utf-8")
+    assert readme == expected, "README.md's tool table is stale: run python -m mail_imap_mcp.reference"
+    assert "| `imap_send_draft` | *(send)* " in expected
+
+
+def test_readme_and_the_draft_tool_say_that_sending_exists() -> None:
+    """Sending landed: neither README's opening nor its environment paragraph nor imap_save_draft's
+    docs may still say that the server never sends or that no tool does."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    opening = readme.split("\n\n")[1]
+    assert "never send" not in opening and "send a saved draft" in opening
+    assert "which\nno tool does yet" not in readme and "no tool does yet" not in readme.replace("\n", " ")
+    details = next(spec for spec in TOOLS if spec.name == "imap_save_draft").details
+    assert "Nothing is ever sent" not in details and "imap_send_draft" in details
 
 
 @pytest.mark.parametrize("name", sorted(DOCS))

@@ -52,16 +52,16 @@ DESCRIPTION = (
     "next_action undoes it."
 )
 DETAILS = (
-    "Save a plain-text email draft in the account's Drafts folder. Nothing is ever sent: the user "
-    "reviews and sends it from their mail client. With in_reply_to (a message_id) the draft is a reply: "
-    "one 'Re:' before the original's subject, In-Reply-To and References headers, the original's start "
-    "quoted below body_text, and `to` defaulting to the original's Reply-To or From; reply_all adds its "
-    "To and Cc as Cc (never the account's own addresses, no address twice). from_address picks one of "
-    "the account's addresses. replace_message_id revises a draft: the new one is saved, then the old one "
-    "moved to Trash (never deleted for good), and next_action undoes it (data.undo: the old draft moved "
-    "back as it was, the new one to Trash); a draft with attachments is replaced only once the user "
-    "confirmed it through the client. Returns the draft's message_id (read it back with "
-    "imap_get_message). dry_run returns the message that would be saved, without saving it."
+    "Save a plain-text email draft in the account's Drafts folder. This tool never sends: the user sends it "
+    "from their mail client, or, where the account has sending on, imap_send_draft does once the user approved "
+    "it. With in_reply_to (a message_id) the draft is a reply: one 'Re:' before the original's subject, "
+    "In-Reply-To and References headers, the original's start quoted below body_text, and `to` defaulting to "
+    "the original's Reply-To or From; reply_all adds its To and Cc as Cc (never the account's own addresses, no"
+    " address twice). from_address picks one of the account's addresses. replace_message_id revises a draft: "
+    "the new one is saved, then the old one moved to Trash (never deleted for good), and next_action undoes it "
+    "(data.undo: the old draft moved back as it was, the new one to Trash); a draft with attachments is "
+    "replaced only once the user confirmed it through the client. Returns the draft's message_id (read it back "
+    "with imap_get_message). dry_run returns the message that would be saved, without saving it."
 )
 ERRORS = {
     "invalid_input": "An address, the subject or the body is malformed, contains control characters "
