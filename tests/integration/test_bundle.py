@@ -323,6 +323,11 @@ WRONG_FIELDS = {
     "own domain without a server": ({"imap_host": ""}, "imap_host", "unavailable"),
     "port not a number": ({"imap_port": "imaps"}, "imap_port", "unavailable"),
     "unknown security": ({"security": "ssl"}, "security", "unavailable"),
+    "tenant that is none": (
+        {"password": "", "sign_in": "microsoft", "oauth2_client_id": "client", "oauth2_tenant": "my company"},
+        "oauth2_tenant",
+        "unavailable",
+    ),
 }
 
 

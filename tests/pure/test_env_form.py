@@ -197,6 +197,44 @@ def test_sign_in_with_microsoft_needs_only_the_address_and_the_client_id() -> No
     assert account.oauth2_client_secret_env is None and account.oauth2_tenant == "common"
 
 
+MICROSOFT_FORM = {
+    **FORM,
+    "MAIL_IMAP_DEFAULT_ADDRESSES": "you@contoso.onmicrosoft.com",
+    "MAIL_IMAP_DEFAULT_HOST": "outlook.office365.com",
+    "MAIL_IMAP_DEFAULT_PASS": "",
+    "MAIL_IMAP_DEFAULT_OAUTH2_PROVIDER": "microsoft",
+    "MAIL_IMAP_DEFAULT_OAUTH2_CLIENT_ID": "00000000-1111-2222-3333-444444444444",
+}
+
+
+def test_regression_the_forms_microsoft_tenant_reaches_the_sign_in() -> None:
+    """Issue 56 item 8: the form had no tenant, so an Entra app of one organisation (Entra's default
+    registration) could not sign in from the bundle: ``common`` is refused there (AADSTS50194)."""
+    from mail_imap_mcp.config.form import BUNDLE_FORM
+    from mail_imap_mcp.config.sign_in import preset_endpoints
+
+    (field,) = [
+        field for variable, field in BUNDLE_FORM.values() if variable == "MAIL_IMAP_DEFAULT_OAUTH2_TENANT"
+    ]
+    assert field["title"] == "Microsoft tenant (optional)" and field["default"] == ""
+    tenant = "contoso.onmicrosoft.com"
+    account = load_config(None, {**MICROSOFT_FORM, "MAIL_IMAP_DEFAULT_OAUTH2_TENANT": tenant}).accounts[
+        "default"
+    ]
+    assert account.oauth2_tenant == tenant and account.faults == ()
+    preset = preset_endpoints(account)
+    assert preset is not None
+    assert preset.authorization == f"https://login.microsoftonline.com/{tenant}/oauth2/v2.0/authorize"
+    empty = load_config(None, {**MICROSOFT_FORM, "MAIL_IMAP_DEFAULT_OAUTH2_TENANT": ""}).accounts["default"]
+    assert empty.oauth2_tenant == "common"
+
+
+def test_a_tenant_that_is_none_is_the_tenant_fields_fault() -> None:
+    setting, label, reason = fault_of({**MICROSOFT_FORM, "MAIL_IMAP_DEFAULT_OAUTH2_TENANT": "my company"})
+    assert (setting, label) == ("MAIL_IMAP_DEFAULT_OAUTH2_TENANT", "Microsoft tenant (optional)")
+    assert "pattern" in reason
+
+
 def test_sign_in_with_google_takes_the_client_secret_by_its_variables_name() -> None:
     env = {
         **FORM,

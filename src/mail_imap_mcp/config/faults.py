@@ -26,7 +26,7 @@ from .recipients import AllowedRecipients, NotAnEntry
 #: connection is tried for an account with a fault.
 PLACEHOLDER_HOST = "host.invalid"
 #: Keys whose wrong value is a fault: the settings of the bundle's form (the username is required there).
-_FAULT_KEYS = ("host", "port", "security", "password_env", "addresses", "ca_file")
+_FAULT_KEYS = ("host", "port", "security", "password_env", "addresses", "ca_file", "oauth2_tenant")
 
 
 def set_aside(prefix: str, account: Mapping[str, Any]) -> tuple[dict[str, Any], list[SettingFault]]:

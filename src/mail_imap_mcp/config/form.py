@@ -106,6 +106,17 @@ BUNDLE_FORM: dict[str, tuple[str, dict[str, Any]]] = {
             "default": "",
         },
     ),
+    "oauth2_tenant": (
+        "MAIL_IMAP_DEFAULT_OAUTH2_TENANT",
+        {
+            "type": "string",
+            "title": "Microsoft tenant (optional)",
+            "description": "With Sign in with microsoft: your organisation's tenant ID or domain (e.g. "
+            "contoso.onmicrosoft.com) when its app is for that organisation only. Empty: common.",
+            "required": False,
+            "default": "",
+        },
+    ),
     "oauth2_token_command": (
         "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND",
         {
