@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from mail_imap_mcp.config import AccountConfig, Config, ConfigError
+from mail_imap_mcp.config.faults import how_to_allow_writes
 from mail_imap_mcp.confirmation import ApprovalPage, ConfirmationGate
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap import sealing
@@ -450,18 +451,12 @@ class AppContext:
         """The connection of ``account_id`` for a write; ``permission_denied`` when writes are off."""
         connection = self.connection(account_id)
         if not self.config.writes_allowed(connection.account_id):
-            account = self.config.accounts[connection.account_id]
-            how = (
-                f"{account.setting('write_enabled', 'true')}"
-                if account.write_enabled is not None
-                else "write_enabled = true in [server] (or MAIL_IMAP_WRITE_ENABLED=true), or "
-                f"{account.setting('write_enabled', 'true')} for this account only"
-            )
+            how, field = how_to_allow_writes(self.config.accounts[connection.account_id])
             raise ToolFailure(
                 ErrorCode.PERMISSION_DENIED,
                 f"Writes are turned off for account {connection.account_id!r}; nothing was changed. "
-                f"To allow them, the user sets {how}.",
-                details={"account_id": connection.account_id, "setting": "write_enabled"},
+                f"To allow them, the user {how}.",
+                details={"account_id": connection.account_id, "setting": "write_enabled"} | field,
             )
         return connection
 

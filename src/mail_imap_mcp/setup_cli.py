@@ -32,7 +32,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mail_imap_mcp import setup_sign_in
+from mail_imap_mcp import setup_sending, setup_sign_in
 from mail_imap_mcp.config import (
     ACCOUNT_ID_PATTERN,
     DEFAULT_PORTS,
@@ -86,6 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="keep the password in no file of this server's: an environment variable each client sets",
     )
     add("--write-enabled", action="store_true", help="allow the write tools on this account")
+    setup_sending.add_arguments(add)
     add("--yes", action="store_true", help="take every proposal without asking")
     add("--replace", action="store_true", help="replace the config's account of the same id")
     add(
@@ -266,8 +267,15 @@ def _ask_certificate(ask: _Asker) -> str:
 
 def _account_table(account_id: str, settings: dict[str, Any]) -> str:
     lines = [f"[accounts.{account_id}]"]
-    lines += [f"{key} = {json.dumps(value)}" for key, value in settings.items()]
+    lines += [f"{key} = {_toml_value(value)}" for key, value in settings.items()]
     return "\n".join(lines) + "\n"
+
+
+def _toml_value(value: Any) -> str:
+    """``value`` in TOML: JSON's strings, numbers, booleans and lists are TOML's; a table is inline."""
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{key} = {json.dumps(item)}" for key, item in value.items()) + " }"
+    return json.dumps(value)
 
 
 _HEADER = "# Written by `mail-imap-mcp setup`; see `mail-imap-mcp config-example`.\n"
@@ -359,6 +367,9 @@ def _setup(args: argparse.Namespace, path: Path, words: Callable[[ImapError], st
     replacing = account_id if path.is_file() and account_id in _accounts_in(path) else None
     settings, provider = _ask_account(args, ask)
     sign_in = setup_sign_in.chosen(args, ask, provider)
+    from_provider = provider is not None and settings["host"] == provider.imap_host
+    # Before the sign-in: an account that sends signs in for the send scope too.
+    settings |= setup_sending.sending_settings(args, ask, _say, SetupRefused, provider, from_provider)
     secret_file: Path | None = None  # the client secret file the sign-in wrote
     if sign_in is not None:
         try:

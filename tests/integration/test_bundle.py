@@ -556,3 +556,40 @@ async def test_the_bundle_sends_a_reply_once_the_user_pressed_send_in_the_browse
         (kept,) = _files(chain, sender)
         assert "R" in _flags(kept) and len(_files(chain, sender, "Sent")) == 1
         assert _files(chain, sender, "Drafts") == []
+
+
+@pytest.mark.anyio
+async def test_regression_sending_on_without_an_smtp_server_reads_and_each_refusal_names_its_field(
+    bundle: Path, tmp_path: Path, dovecot: Dovecot, seeded: str
+) -> None:
+    """Issue 56 item 9: "Allow sending drafts" on, at a domain of the user's own with the SMTP server left
+    empty, made the whole account unusable (a file account stopped the server at start); and a write with
+    "Allow changes to mail" off named write_enabled and variables the form's user never saw. Now the
+    account reads and searches, a send names the SMTP server field, and a draft's save names the write
+    toggle by its label."""
+    dovecot.seed(
+        seeded, "Drafts", [mailgen.plain_message("Draft to send", "Hello", from_=f"{seeded}@example.org")]
+    )
+    bundle_dir = tmp_path / "Claude" / "Claude Extensions" / "mail-imap-mcp"
+    (tmp_path / "Claude" / "home").mkdir(parents=True)
+    form = {**the_form(dovecot, seeded), "allow_sending": True, "allowed_recipients": "*"}
+    params = install(bundle, bundle_dir, form)
+    smtp_label, smtp_variable = field_of(bundle_dir, "smtp_host")
+    writes_label, writes_variable = field_of(bundle_dir, "allow_writes")
+    async with Client(params) as client:
+        mcp = EnvelopeClient(client)
+        (account,) = (await mcp.ok("imap_list_accounts"))["accounts"]
+        assert account["usable"] is True and account["problems"] == []
+        assert (await mcp.ok("imap_search_messages", {"query": "bundle"}))["total"] == 3
+        (draft,) = (await mcp.ok("imap_search_messages", {"mailbox": "Drafts"}))["messages"]
+        error = (await mcp.fail("imap_send_draft", {"message_id": draft["message_id"]}, "unavailable"))[
+            "error"
+        ]
+        assert error["retryable"] is False
+        assert error["details"] == {"account_id": "default", "field": smtp_label, "setting": smtp_variable}
+        assert f'"{smtp_label}" ({smtp_variable})' in error["message"]
+        saved = await mcp.fail(
+            "imap_save_draft", {"to": ["bob@example.org"], "body_text": "Hi"}, "permission_denied"
+        )
+        assert saved["error"]["details"]["field"] == writes_label
+        assert f'"{writes_label}" ({writes_variable}=true)' in saved["error"]["message"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tests.integration.test_setup import (
     NO_KEYCHAIN,
+    SENDING_QUESTION,
     SERVER,
     Terminal,
     environment,
@@ -42,6 +43,8 @@ def test_a_wrong_password_on_a_terminal_is_asked_again_and_the_other_answers_are
     term.send(str(dovecot.tls_port))
     term.expect(r"Username \[.*\]: ")
     term.send(user)
+    term.expect(SENDING_QUESTION)
+    term.send("")
     term.expect(r"Password or app password \(not shown\): ")
     term.send("not-the-password")
     term.expect(r"The login failed: \[auth_failed\]")

@@ -20,7 +20,14 @@ from typing import Any
 import pytest
 
 from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
-from tests.integration.test_setup import SERVER, Terminal, environment, run_server, user_home
+from tests.integration.test_setup import (
+    SENDING_QUESTION,
+    SERVER,
+    Terminal,
+    environment,
+    run_server,
+    user_home,
+)
 from tests.integration.test_sign_in_tokens import ACCOUNT
 from tests.integration.test_sign_in_tokens import keychain as keychain
 from tests.support.clients import make_config, open_client
@@ -133,6 +140,8 @@ async def test_setup_signs_a_microsoft_address_in_through_the_browser(
         r"Log in with: sign-in \(in your browser, built in\) or command \(a token helper\) \[sign-in\]: "
     )
     term.send("")
+    term.expect(SENDING_QUESTION)
+    term.send("")
     term.expect(r"OAuth client ID \(Entra ID app, docs/providers\.md\): ")
     term.send(PUBLIC_CLIENT)
     term.expect(r"open this address in a browser \(opening it now\)")
@@ -156,6 +165,8 @@ async def test_setup_signs_a_google_address_in_with_the_client_secret_typed_unse
     term = setup_on_a_terminal(person, oidc, oidc_dovecot, "someone@gmail.com")
     term.expect(r"Log in with: sign-in \(in your browser, built in\) or password \[sign-in\]: ")
     term.send("sign-in")
+    term.expect(SENDING_QUESTION)
+    term.send("")
     term.expect(r"OAuth client ID \(Google Cloud app, docs/providers\.md\): ")
     term.send(SECRET_CLIENT)
     term.expect(r"OAuth client secret \(Google gives it with the client ID\) \(not shown\): ")

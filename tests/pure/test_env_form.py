@@ -297,8 +297,6 @@ def test_sending_follows_the_forms_toggle_and_recipients() -> None:
         ({"SMTP_SECURITY": "ssl"}, "SMTP_SECURITY", "SMTP security (optional)", "none of tls"),
         ({"SMTP_HOST": "smtp.example.org", "SMTP_SECURITY": "plain"}, "SMTP_SECURITY",
          "SMTP security (optional)", "only for a server on this computer"),
-        ({"HOST": "imap.example.org", "ADDRESSES": "you@example.org", "SEND_ENABLED": "true",
-          "ALLOWED_RECIPIENTS": "*"}, "SMTP_HOST", "SMTP server (optional)", "no provider's SMTP server"),
     ],
 )  # fmt: skip
 def test_regression_a_wrong_sending_field_is_its_fault_and_sending_stays_off(
@@ -309,6 +307,20 @@ def test_regression_a_wrong_sending_field_is_its_fault_and_sending_stays_off(
     setting, shown, reason = fault_of(env)
     assert (setting, shown) == (f"MAIL_IMAP_DEFAULT_{variable}", label) and words in reason
     assert load_config(None, env).accounts["default"].send_enabled is False
+
+
+def test_regression_sending_on_without_an_smtp_server_leaves_the_account_usable() -> None:
+    """Issue 56 item 9: the SMTP server missing for an own domain made the whole account unusable; now
+    reading works and the send itself names the field (tests/integration/test_bundle.py)."""
+    env = {
+        **FORM,
+        "MAIL_IMAP_DEFAULT_HOST": "imap.example.org",
+        "MAIL_IMAP_DEFAULT_ADDRESSES": "you@example.org",
+    }
+    env |= {"MAIL_IMAP_DEFAULT_SEND_ENABLED": "true", "MAIL_IMAP_DEFAULT_ALLOWED_RECIPIENTS": "*"}
+    account = load_config(None, env).accounts["default"]
+    assert account.faults == () and account.send_enabled is True and account.submission is None
+    assert account.named("smtp_host") == '"SMTP server (optional)" (MAIL_IMAP_DEFAULT_SMTP_HOST)'
 
 
 def test_empty_variables_of_no_account_configure_nothing() -> None:

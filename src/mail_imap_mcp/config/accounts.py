@@ -329,11 +329,6 @@ class AccountConfig(SignInSettings):
                 "send_enabled = true needs allowed_recipients: the addresses and domains mail may go to "
                 '(e.g. ["@example.com", "bob@example.org"]), or ["*"] to allow anyone'
             )
-        if self.send_enabled and self.submission is None:
-            raise ValueError(
-                "send_enabled = true needs an SMTP submission server: set host in the account's smtp "
-                "table (no known provider's is the default here)"
-            )
         return self
 
     def for_user(self, user: str) -> AccountConfig:

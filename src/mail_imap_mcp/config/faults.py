@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .accounts import ENV_SUFFIXES, AccountConfig, AuthMethod, Security, is_loopback_host
+from .accounts import ENV_PREFIX, ENV_SUFFIXES, AccountConfig, AuthMethod, Security, is_loopback_host
 from .errors import SettingFault
 from .form import form_label
 from .providers import PROVIDERS
@@ -25,6 +25,8 @@ from .recipients import AllowedRecipients, NotAnEntry
 #: The host an account without one is validated with: ``.invalid`` never resolves (RFC 2606), and no
 #: connection is tried for an account with a fault.
 PLACEHOLDER_HOST = "host.invalid"
+#: The server-wide write toggle's variable, which the bundle form's "Allow changes to mail" sets.
+WRITE_ENABLED_ENV = "MAIL_IMAP_WRITE_ENABLED"
 #: Keys whose wrong value is a fault: the settings of the bundle's form (the username is required there).
 _FAULT_KEYS = ("host", "port", "security", "password_env", "addresses", "ca_file", "oauth2_tenant")
 
@@ -138,15 +140,20 @@ def _sending_faults(raw: dict[str, Any], fault: Callable[..., None]) -> None:
             "a domain, * for anyone)",
         )
         raw["send_enabled"] = False
-        return
-    try:
-        account = AccountConfig.model_validate({**raw, "send_enabled": False})
-    except ValidationError:  # wrong for other reasons, each its own fault
-        return
-    if account.submission is None:
-        fault(
-            "smtp_host",
-            "is empty, and no provider's SMTP server is known for this account: enter your submission "
-            "server's host name",
-        )
-        raw["send_enabled"] = False
+
+
+def how_to_allow_writes(account: AccountConfig) -> tuple[str, dict[str, str]]:
+    """How the user allows writes on ``account``, in the words of where they set it (the bundle form's
+    field by its label for an environment account), and ``{"field": label}`` for an error's details."""
+    own = account.setting("write_enabled", "true")
+    if account.write_enabled is not None:
+        return f"sets {own}", {}
+    label = form_label(WRITE_ENABLED_ENV) if own.startswith(ENV_PREFIX) else None
+    if label is not None:
+        return f'turns on "{label}" ({WRITE_ENABLED_ENV}=true), or sets {own} for this account only', {
+            "field": label
+        }
+    return (
+        f"sets write_enabled = true in [server] (or {WRITE_ENABLED_ENV}=true), or {own} for this account only",
+        {},
+    )

@@ -81,7 +81,8 @@ ERRORS = {
     "earlier send's outcome is unknown; or another approval page of the account is open.",
     "limit_exceeded": "send_rate_per_hour reached, or the message is over the server's SIZE.",
     "auth_failed": "The submission server refused the login.",
-    "unavailable": "The submission server could not be reached or TLS failed; nothing was sent.",
+    "unavailable": "The submission server could not be reached or TLS failed, or the account names none; "
+    "nothing was sent.",
     "timeout": "The submission server did not answer before the message was sent; nothing was sent.",
 }
 
@@ -124,8 +125,18 @@ def handle(app: AppContext, args: SendDraftInput) -> ToolResult[SendDraftData]:
         raise ToolFailure(
             ErrorCode.PERMISSION_DENIED,
             f"Sending is turned off for account {account_id!r}; nothing was sent. Only the user can turn it on "
-            f"({account.setting('send_enabled', 'true')} with allowed_recipients).",
+            f"({account.named('send_enabled')} with {account.named('allowed_recipients')}).",
             details={"account_id": account_id, "setting": "send_enabled"},
+            retryable=False,
+        )
+    if account.submission is None:  # reading works without one; sending names the setting to fill in
+        label = account.label("smtp_host")
+        raise ToolFailure(
+            ErrorCode.UNAVAILABLE,
+            f"Account {account_id!r} has no SMTP submission server (none is known for its domain); nothing "
+            f"was sent. The user enters it: {account.named('smtp_host')}.",
+            details={"account_id": account_id, "setting": account.setting("smtp_host")}
+            | ({"field": label} if label else {}),
             retryable=False,
         )
     held = ExitStack()

@@ -1,0 +1,101 @@
+"""``setup``'s sending: whether the account may send drafts (each approved by the user), to whom, and over
+which SMTP submission server where the provider table knows none. Asked on a terminal (the proposal: no);
+``--send-enabled`` with ``--allowed-recipients`` (and ``--smtp-host``) in a script. Settings only: an
+account that signs in asks for the send scope because ``send_enabled`` is among them when it signs in.
+A top module like ``setup_cli.py``: nothing imports it but ``setup_cli``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from mail_imap_mcp.config import Security
+from mail_imap_mcp.config.providers import Provider
+from mail_imap_mcp.config.recipients import AllowedRecipients, NotAnEntry
+
+_YES, _NO = ("yes", "y"), ("no", "n")
+#: The submission port of each security where no provider's is known (RFC 8314: implicit TLS on 465).
+_SMTP_PORTS = {Security.TLS: 465, Security.STARTTLS: 587}
+
+
+def add_arguments(add: Callable[..., Any]) -> None:
+    add(
+        "--send-enabled",
+        action="store_true",
+        help="allow sending drafts, each approved by you (needs --allowed-recipients)",
+    )
+    add(
+        "--allowed-recipients",
+        metavar="LIST",
+        help="with --send-enabled: who may be sent mail, comma-separated: bob@example.org, @example.org "
+        "(that domain), *.example.org (its subdomains), * for anyone",
+    )
+    add("--smtp-host", metavar="HOST", help="with --send-enabled: the SMTP server (default: your provider's)")
+    add("--smtp-port", type=int, metavar="PORT", help="with --smtp-host: its port (default 465, TLS)")
+
+
+def sending_settings(
+    args: argparse.Namespace,
+    ask: Any,
+    say: Callable[[str], None],
+    refused: Callable[[str], Exception],
+    provider: Provider | None,
+    from_provider: bool,
+) -> dict[str, Any]:
+    """The account's sending settings (none when it does not send); a mistyped answer on a terminal is
+    asked again, a wrong flag is ``refused``."""
+    if not args.send_enabled:
+        if args.allowed_recipients is not None or args.smtp_host is not None:
+            raise refused("--allowed-recipients and --smtp-host need --send-enabled")
+        if not _yes(ask, say):
+            return {}
+    settings: dict[str, Any] = {
+        "send_enabled": True,
+        "allowed_recipients": _recipients(args, ask, say, refused),
+    }
+    known = provider.submission_endpoint if provider is not None and from_provider else None
+    if args.smtp_host is None and known is not None:
+        return settings
+    host = ask.text("SMTP server (submission)", "--smtp-host", args.smtp_host).strip()
+    port = args.smtp_port if args.smtp_host is not None else None
+    port = port or int(_number(ask, "SMTP port (465 with TLS)", str(_SMTP_PORTS[Security.TLS]), say))
+    smtp: dict[str, Any] = {"host": host, "port": port}
+    if port != _SMTP_PORTS[Security.TLS]:  # 587 and the like: submission upgraded with STARTTLS
+        smtp["security"] = Security.STARTTLS.value
+    return {**settings, "smtp": smtp}
+
+
+def _yes(ask: Any, say: Callable[[str], None]) -> bool:
+    question = "Allow sending drafts, each only once you approved it in your browser (yes or no)"
+    while (answer := ask.text(question, "--send-enabled", None, "no").strip().lower()) not in _YES + _NO:
+        say(f"{answer!r} is neither yes nor no.")
+    return answer in _YES
+
+
+def _recipients(
+    args: argparse.Namespace, ask: Any, say: Callable[[str], None], refused: Callable[[str], Exception]
+) -> list[str]:
+    question = (
+        "Who may be sent mail (comma-separated: bob@example.org, @example.org for a domain, * for anyone)"
+    )
+    while True:
+        answer = ask.text(question, "--allowed-recipients", args.allowed_recipients)
+        entries = [entry.strip() for entry in answer.split(",") if entry.strip()]
+        try:
+            AllowedRecipients.parse(entries)
+            if entries:
+                return entries
+            problem = "nobody is named"
+        except NotAnEntry as exc:
+            problem = str(exc)
+        if args.allowed_recipients is not None or not ask.interactive:
+            raise refused(f"--allowed-recipients: {problem}")
+        say(f"{problem}; try again.")
+
+
+def _number(ask: Any, question: str, proposal: str, say: Callable[[str], None]) -> str:
+    while not (answer := str(ask.text(question, "--smtp-port", None, proposal)).strip()).isdigit():
+        say(f"{answer!r} is no port number.")
+    return answer
