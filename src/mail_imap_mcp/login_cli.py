@@ -15,7 +15,7 @@ import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
-from mail_imap_mcp.config import AccountConfig, Config, ConfigError
+from mail_imap_mcp.config import AccountConfig, AuthMethod, Config, ConfigError
 from mail_imap_mcp.config.sign_in import SignInProvider, oauth_client
 from mail_imap_mcp.config.sign_in_file import refresh_token_store
 from mail_imap_mcp.config.sign_in_state import (
@@ -56,7 +56,7 @@ def add_arguments(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     for name, help_text in (
         ("login", "sign in to an account with oauth2_provider (opens the browser) and keep the sign-in"),
         ("logout", "revoke the account's sign-in where the provider offers it, and forget it"),
-        ("status", "say which accounts are signed in (no token is shown)"),
+        ("status", "say how each account logs in and which are signed in (no token is shown)"),
     ):
         sub = commands.add_parser(name, help=help_text)
         sub.add_argument("--config", type=Path, default=argparse.SUPPRESS, help=config_help)
@@ -189,29 +189,39 @@ def _logout(account_id: str, account: AccountConfig) -> int:
         print(f"Account {account_id!r} was not signed in.", file=sys.stderr)
         return 0
     try:
-        revoked = revoke(oauth_client(account), refresh_token)
+        client = oauth_client(account)
+        offered = client.endpoints.revocation is not None
+        revoked = offered and revoke(client, refresh_token)
     except TokenUnavailable:
-        revoked = False
+        offered = revoked = False
     with refresh_lock(account_id, 30.0, store):
         store.forget()
     forget_record(account_id, store)
-    said = (
-        "revoked at the provider and forgotten"
-        if revoked
-        else "forgotten (the provider was not asked or did not revoke it)"
-    )
+    if revoked:
+        said = "revoked at the provider and forgotten"
+    elif offered:
+        said = "forgotten here, but the provider did not confirm its revocation (it may still be valid there)"
+    else:
+        said = (
+            f"forgotten here; {account.oauth2_provider} offers no revocation (RFC 7009), so the provider "
+            "honours it until it lapses, or until you end the app's sessions in your account's security "
+            "settings"
+        )
     print(f"Signed out of {account_id!r}: the sign-in was {said}.", file=sys.stderr)
     return 0
 
 
 def _status(config: Config, account_id: str | None) -> int:
-    accounts = {aid: acc for aid, acc in config.accounts.items() if acc.oauth2_provider is not None}
-    if account_id is not None:
-        accounts = {aid: acc for aid, acc in accounts.items() if aid == account_id}
-    if not accounts:
-        print("No account uses the built-in sign-in (oauth2_provider).")
-        return 1
+    """One line per account, as ``check`` lists them (every account, or the one named); no token shown."""
+    if account_id is not None and account_id not in config.accounts:
+        raise ConfigError(
+            f"no account {account_id!r} in the configuration ({', '.join(sorted(config.accounts))})"
+        )
+    accounts = {aid: acc for aid, acc in config.accounts.items() if account_id in (None, aid)}
     for aid, account in sorted(accounts.items()):
+        if account.faults or account.oauth2_provider is None:
+            print(f"{aid}: {_login_without_sign_in(account)}")
+            continue
         if account.oauth2_client_credentials:
             print(f"{aid}: signs in as the application ({account.oauth2_client_id}); no sign-in is kept")
             continue
@@ -224,6 +234,30 @@ def _status(config: Config, account_id: str | None) -> int:
             f"{status_line(aid, account, stored_at, read_record(aid, store))}; the refresh token is kept {store.where()}"
         )
     return 0
+
+
+_PASSWORD_PLACES = {
+    "keyring": "a password kept in the OS keychain (password_keyring)",
+    "file": "a password kept in the file {} (password_file)",
+    "env": "a password from the environment variable {} (password_env)",
+    "command": "a password printed by password_command",
+    "inline": "a password written in the config file",
+}
+
+
+def _login_without_sign_in(account: AccountConfig) -> str:
+    """How an account without the built-in sign-in logs in (nothing to sign in to), or why it cannot."""
+    if account.faults:
+        fault = account.faults[0]
+        return f"not usable until {fault.named} is corrected: it {fault.reason}"
+    if account.per_user:
+        return "per_user template, logged in as each user who signs in"
+    if account.auth is not AuthMethod.PASSWORD:
+        return (
+            "logs in with a token from oauth2_token_command (your helper keeps its sign-in); none kept here"
+        )
+    kind, _, detail = account.password_source.partition(":")
+    return f"logs in with {_PASSWORD_PLACES[kind].format(detail)}; no sign-in to keep"
 
 
 #: What each provider documents of a refresh token's lifetime (docs/providers.md cites the pages).
