@@ -276,16 +276,15 @@ def main(argv: list[str] | None = None) -> None:
         _configure_logging("WARNING")
         from mail_imap_mcp.index_cli import run_index
 
-        raise SystemExit(
-            run_index(
-                _load(args.config),
-                args.account,
-                drop=args.drop,
-                words=_in_words,
-                user=args.user,
-                status=args.status,
+        config = _load(args.config)
+        try:
+            done = run_index(
+                config, args.account, drop=args.drop, words=_in_words, user=args.user, status=args.status
             )
-        )
+        except ConfigError as exc:  # an engine it cannot open (its extra missing): one line, as serve says it
+            print(f"mail-imap-mcp index: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+        raise SystemExit(done)
     _configure_logging("INFO")
     if args.command is None and sys.stdin.isatty():
         print(

@@ -322,7 +322,10 @@ async def test_regression_no_subcommand_serves_over_stdio(
 def test_config_example_prints_a_valid_commented_config(tmp_path: Path) -> None:
     done = subprocess.run([SERVER, "config-example"], capture_output=True, text=True, timeout=20, check=True)
     assert "[accounts." in done.stdout and "# " in done.stdout
-    tomllib.loads(done.stdout)
+    # The index engines' settings are shown too (issue 56 item 18), each engine and the database's keys.
+    assert tomllib.loads(done.stdout)["index"] == {"index_engine": "sqlite"}
+    assert all(f'"{engine}"' in done.stdout for engine in ("sqlite+tantivy", "postgresql"))
+    assert "# index_url = " in done.stdout and "# index_password_env = " in done.stdout
     path = tmp_path / "config.toml"
     path.write_text(done.stdout)
     assert load_config(path, env={}).accounts

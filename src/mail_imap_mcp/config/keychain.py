@@ -10,23 +10,17 @@ what to do instead, never the password.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .installation import locked_install
 from .secret_storage import REFUSED_KEYCHAINS, is_refused_keychain
 
 
 def install_hint() -> str:
     """How to repair an installation that lost keyring (a runtime dependency), with this virtualenv's own
     pip: the locked way (requirements-runtime.lock beside the source, hash-checked)."""
-    found = Path(sys.executable).parent / ("pip.exe" if sys.platform == "win32" else "pip")
-    pip = str(found) if found.is_file() else f"{sys.executable} -m pip"
-    return (
-        f"it is a dependency of mail-imap-mcp: reinstall them with {pip} install --require-hashes -r "
-        "mail-imap-mcp/requirements-runtime.lock (the file is in the source)"
-    )
+    return f"it is a dependency of mail-imap-mcp: reinstall them with {locked_install('requirements-runtime.lock')}"
 
 
 NO_KEYCHAIN_HINT = (

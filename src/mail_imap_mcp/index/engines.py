@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mail_imap_mcp.config import Config, ConfigError
+from mail_imap_mcp.config.installation import locked_install
 from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.sqlite_engine import SqliteEngine
 
@@ -17,18 +18,19 @@ def open_engine(config: Config) -> IndexEngine:
     if settings.index_engine == "sqlite+tantivy":
         try:
             from mail_imap_mcp.index.tantivy_engine import TantivyEngine
-        except ImportError as exc:
-            raise ConfigError(
-                '[index] index_engine = "sqlite+tantivy" needs the tantivy extra: '
-                f"pip install 'mail-imap-mcp[tantivy]' ({exc})"
-            ) from None
+        except ImportError:
+            raise ConfigError(_missing_extra("sqlite+tantivy", "tantivy")) from None
         return TantivyEngine(config.server.index_dir)
     password = settings.password()
     try:
         from mail_imap_mcp.index.postgres_engine import PostgresEngine
-    except ImportError as exc:
-        raise ConfigError(
-            '[index] index_engine = "postgresql" needs the postgres extra: '
-            f"pip install 'mail-imap-mcp[postgres]' ({exc})"
-        ) from None
+    except ImportError:
+        raise ConfigError(_missing_extra("postgresql", "postgres")) from None
     return PostgresEngine(settings, password)
+
+
+def _missing_extra(engine: str, extra: str) -> str:
+    return (
+        f'[index] index_engine = "{engine}" needs the {extra} extra, which is not installed: install it '
+        f"with {locked_install(f'requirements-{extra}.lock')}"
+    )
