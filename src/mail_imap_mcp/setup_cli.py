@@ -27,6 +27,7 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +51,11 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import ConnectFailed, ConnectPhase, ImapError, LoginRefused
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.setup_clients import password_env_wording, snippets
+from mail_imap_mcp.setup_answers import answered
+from mail_imap_mcp.setup_clients import already_served, password_env_wording, snippets
 
 KEYRING_SERVICE = "mail-imap-mcp"
+_ADDRESS, _SECURITY = re.compile(r"[^@\s]+@[^@\s]+").fullmatch, {item.value for item in Security}.__contains__
 # Logins a person gets before setup gives up (each failure asks again only what it points at).
 MAX_LOGINS = 5
 
@@ -139,22 +142,24 @@ def _say(text: str) -> None:
 
 def _ask_account(args: argparse.Namespace, ask: _Asker) -> tuple[dict[str, Any], Provider | None]:
     """The account's settings (no secret yet) and the provider the address is at."""
-    address = ask.text("Email address", "--address", args.address).strip()
-    if "@" not in address:
-        raise SetupRefused(f"{address!r} is not an email address (name@domain)")
+    asked = partial(answered, ask, _say, SetupRefused)
+    address = asked(
+        "Email address", "--address", args.address, None, _ADDRESS, "is not an address (name@domain)"
+    )
     provider = provider_for_address(address)
     if provider is not None:
         _say(f"{provider.name}: {provider.login_hint}.")
     host = ask.text("IMAP server", "--host", args.host, provider.imap_host if provider else None)
     from_provider = provider is not None and host == provider.imap_host
-    security = ask.text(
+    proposed = provider.security.value if from_provider and provider else Security.TLS.value
+    security = asked(
         "Security (tls, starttls, plain)",
         "--security",
         args.security,
-        provider.security.value if from_provider and provider else Security.TLS.value,
+        proposed,
+        _SECURITY,
+        "is none of the three",
     )
-    if security not in {item.value for item in Security}:
-        raise SetupRefused(f"security {security!r}: use tls, starttls or plain")
     port_proposal = provider.port if from_provider and provider else DEFAULT_PORTS[Security(security)]
     port = ask.text("Port", "--port", args.port, str(port_proposal))
     username = ask.text("Username", "--username", args.username, address)
@@ -364,7 +369,8 @@ def run_setup(args: argparse.Namespace, words: Callable[[ImapError], str]) -> in
 def _setup(args: argparse.Namespace, path: Path, words: Callable[[ImapError], str]) -> int:
     ask = _Asker(args)
     account_id = _account_id(path, args.account, args.replace)
-    replacing = account_id if path.is_file() and account_id in _accounts_in(path) else None
+    held = sorted(_accounts_in(path)) if path.is_file() else []
+    replacing = account_id if account_id in held else None
     settings, provider = _ask_account(args, ask)
     sign_in = setup_sign_in.chosen(args, ask, provider)
     from_provider = provider is not None and settings["host"] == provider.imap_host
@@ -410,7 +416,8 @@ def _setup(args: argparse.Namespace, path: Path, words: Callable[[ImapError], st
     else:
         _write_config(path, table, replacing)
         _say(f"{'Replaced' if replacing else 'Wrote'} {where} {path} (readable by you only).")
-    _say("\n" + snippets(path, password_env))
+    others = [other for other in held if other != account_id]
+    _say("\n" + (already_served(path, account_id, others) if others else "") + snippets(path, password_env))
     return 0
 
 
@@ -444,7 +451,7 @@ def password_place(args: argparse.Namespace, path: Path, account_id: str, userna
             read_password(args.keyring_service, username, "password_keyring")
             usable = True
         except KeychainUnavailable as exc:
-            why, usable = str(exc).removeprefix("password_keyring: "), False
+            why, usable = exc.reason, False  # the file below is the advice: not given again
         except ConfigError:  # usable, and holds no password for this entry yet
             usable = True
         if usable:

@@ -112,3 +112,15 @@ def snippets(
     if password_env is not None:
         lines.append(f"  with the password in the environment variable {password_env}.")
     return "\n".join(lines) + "\n"
+
+
+def already_served(config: Path, account_id: str, others: Sequence[str]) -> str:
+    """What setup says instead of "paste this" when ``config`` already held ``others``: a client set up
+    for them starts the server with this file, which serves every account in it."""
+    held = ", ".join(repr(other) for other in others)
+    return (
+        f"Nothing to add where a client already starts the server with {config} (for {held}): it serves "
+        f"every account there, {account_id!r} included, once the client restarts it. Claude Code answers "
+        '"already exists" to `claude mcp add` then: nothing to add. Only a client not set up yet needs '
+        "these:\n"
+    )

@@ -14,10 +14,11 @@ from typing import Any
 from mail_imap_mcp.config import Security
 from mail_imap_mcp.config.providers import Provider
 from mail_imap_mcp.config.recipients import AllowedRecipients, NotAnEntry
+from mail_imap_mcp.setup_answers import answered
 
 _YES, _NO = ("yes", "y"), ("no", "n")
-#: The submission port of each security where no provider's is known (RFC 8314: implicit TLS on 465).
-_SMTP_PORTS = {Security.TLS: 465, Security.STARTTLS: 587}
+#: The submission port proposed where no provider's is known (RFC 8314: implicit TLS).
+_SMTPS_PORT = 465
 
 
 def add_arguments(add: Callable[..., Any]) -> None:
@@ -49,7 +50,7 @@ def sending_settings(
     if not args.send_enabled:
         if args.allowed_recipients is not None or args.smtp_host is not None:
             raise refused("--allowed-recipients and --smtp-host need --send-enabled")
-        if not _yes(ask, say):
+        if not _yes(ask, say, refused):
             return {}
     settings: dict[str, Any] = {
         "send_enabled": True,
@@ -59,19 +60,35 @@ def sending_settings(
     if args.smtp_host is None and known is not None:
         return settings
     host = ask.text("SMTP server (submission)", "--smtp-host", args.smtp_host).strip()
-    port = args.smtp_port if args.smtp_host is not None else None
-    port = port or int(_number(ask, "SMTP port (465 with TLS)", str(_SMTP_PORTS[Security.TLS]), say))
+    question = f"SMTP port ({_SMTPS_PORT} with TLS)"
+    asked = answered(
+        ask,
+        say,
+        refused,
+        question,
+        "--smtp-port",
+        args.smtp_port,
+        str(_SMTPS_PORT),
+        str.isdigit,
+        "is no port",
+    )
+    port = int(asked)
     smtp: dict[str, Any] = {"host": host, "port": port}
-    if port != _SMTP_PORTS[Security.TLS]:  # 587 and the like: submission upgraded with STARTTLS
+    if port != _SMTPS_PORT:  # 587 and the like: submission upgraded with STARTTLS
         smtp["security"] = Security.STARTTLS.value
     return {**settings, "smtp": smtp}
 
 
-def _yes(ask: Any, say: Callable[[str], None]) -> bool:
+def _yes(ask: Any, say: Callable[[str], None], refused: Callable[[str], Exception]) -> bool:
     question = "Allow sending drafts, each only once you approved it in your browser (yes or no)"
-    while (answer := ask.text(question, "--send-enabled", None, "no").strip().lower()) not in _YES + _NO:
-        say(f"{answer!r} is neither yes nor no.")
-    return answer in _YES
+    answer = answered(
+        ask, say, refused, question, "--send-enabled", None, "no", _yes_or_no, "is neither yes nor no"
+    )
+    return answer.lower() in _YES
+
+
+def _yes_or_no(answer: str) -> bool:
+    return answer.lower() in _YES + _NO
 
 
 def _recipients(
@@ -93,9 +110,3 @@ def _recipients(
         if args.allowed_recipients is not None or not ask.interactive:
             raise refused(f"--allowed-recipients: {problem}")
         say(f"{problem}; try again.")
-
-
-def _number(ask: Any, question: str, proposal: str, say: Callable[[str], None]) -> str:
-    while not (answer := str(ask.text(question, "--smtp-port", None, proposal)).strip()).isdigit():
-        say(f"{answer!r} is no port number.")
-    return answer

@@ -121,6 +121,11 @@ def sign_in_settings(
                     f"{written} already exists: move it away, or choose another --account"
                 ) from None
             settings["oauth2_client_secret_file"] = str(written)
+            print(
+                f"The client secret is in {written}, readable by you only; the config names it "
+                "(oauth2_client_secret_file) and no MCP client's config holds it.",
+                flush=True,
+            )
         else:
             raise ConfigError("--sign-in google needs --oauth2-client-secret-file (Google's client secret)")
     return settings, written

@@ -215,9 +215,10 @@ def test_regression_without_a_keychain_the_password_is_in_a_file_of_the_users_al
     secret = home / "work.password"
     assert (
         f"The password is in {secret}, readable by you only (no keychain here: keyring offers only {named}, "
-        "and keyring.backends.fail.Keyring, keyring.backends.null.Keyring and every keyrings.alt backend "
-        "(PlaintextKeyring included) are refused"
+        "which keeps no secret safe); the config names it (password_file)"
     ) in done.stdout
+    # Issue 56 item 17: said once, without advising password_file, the very setting it has just used.
+    assert done.stdout.count("keychain") == 1 and "use password_file" not in done.stdout
     assert "no MCP client's config holds it" in done.stdout
     assert secret.read_text() == dovecot.password + "\n" and secret.stat().st_mode & 0o777 == 0o600
     assert not (home / "keyring-data").exists()  # keyrings.alt wrote nothing

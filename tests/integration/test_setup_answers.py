@@ -128,3 +128,47 @@ def test_dry_run_shows_where_the_run_puts_the_password_and_the_table_it_writes(
     said = f"The password is in {home / 'default.password'}, readable by you only (no keychain here"
     assert said in preview.stdout and said in done.stdout
     assert f'password_file = "{home / "default.password"}"' in shown
+
+
+def test_regression_a_mistyped_answer_on_a_terminal_is_asked_again_keeping_the_others(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    """Issue 56 item 17: an address without @ or an unknown security ended setup, losing every answer."""
+    home, config = user_home(tmp_path)
+    term = Terminal(
+        [SERVER, "setup", "--config", str(config), "--ca-file", str(dovecot.ca_file)],
+        environment(home, NO_KEYCHAIN),
+    )
+    term.expect(r"Email address: ")
+    term.send("someone")
+    term.expect(r"'someone' is not an address \(name@domain\); try again\.")
+    term.expect(r"Email address: ")
+    term.send(f"{user}@example.org")
+    term.expect(r"IMAP server: ")
+    term.send(dovecot.host)
+    term.expect(r"Security \(tls, starttls, plain\) \[tls\]: ")
+    term.send("ssl")
+    term.expect(r"'ssl' is none of the three; try again\.")
+    term.expect(r"Security \(tls, starttls, plain\) \[tls\]: ")
+    term.send("")
+    term.expect(r"Port \[993\]: ")
+    term.send(str(dovecot.tls_port))
+    term.expect(r"Username \[.*\]: ")
+    term.send(user)
+    term.expect(SENDING_QUESTION)
+    term.send("")
+    term.expect(r"Password or app password \(not shown\): ")
+    term.send(dovecot.password)
+    term.expect(r"ok: logged in")
+    assert term.wait() == 0
+    assert term.transcript.count("IMAP server") == 1
+    account = tomllib.loads(config.read_text())["accounts"]["default"]
+    assert (account["addresses"], account["security"]) == ([f"{user}@example.org"], "tls")
+
+
+def test_a_mistyped_flag_is_refused_naming_it(tmp_path: Path, dovecot: Dovecot, user: str) -> None:
+    done = run_server(
+        ["setup", "--address", "someone", "--password-stdin"], environment(tmp_path, NO_KEYCHAIN), "x\n"
+    )
+    assert done.returncode == 2 and "--address 'someone' is not an address (name@domain)" in done.stderr
+    assert files_under(tmp_path, tmp_path / "nothing") == []

@@ -85,3 +85,28 @@ def test_claude_code_accepts_the_printed_claude_mcp_add_and_connects_to_the_serv
     assert got.returncode == 0, got.stdout + got.stderr
     assert re.search(r"^  Status: \S+ Connected$", got.stdout, re.MULTILINE), got.stdout + got.stderr
     assert "Scope: User config" in got.stdout
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_regression_a_second_account_says_there_is_nothing_to_add_where_claude_code_has_the_server(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    """Issue 56 item 17: setup of a second account reprinted `claude mcp add`, which Claude Code refuses
+    ("already exists") where the first one's ran; the server it starts serves the new account too."""
+    assert CLAUDE.is_file(), (
+        "Claude Code is not installed: run scripts/test (npm ci into .cache/claude-code/)"
+    )
+    home = tmp_path / "home"
+    home.mkdir()
+    config = home / "mail.toml"
+    first = script_setup(home, NO_KEYCHAIN, dovecot, user, "--config", str(config))
+    assert first.returncode == 0 and "Nothing to add" not in first.stdout, first.stdout + first.stderr
+    assert claude(home, NO_KEYCHAIN, *printed_claude_command(first.stdout)[1:]).returncode == 0
+    second = script_setup(home, NO_KEYCHAIN, dovecot, user, "--config", str(config), "--account", "work")
+    assert second.returncode == 0, second.stdout + second.stderr
+    said = second.stdout.split("Nothing to add where a client already starts the server with ", 1)[1]
+    assert said.startswith(f"{config} (for 'default'): it serves every account there, 'work' included")
+    again = claude(home, NO_KEYCHAIN, *printed_claude_command(second.stdout)[1:])
+    assert again.returncode != 0 and "already exists" in again.stdout + again.stderr  # as setup said
+    got = claude(home, NO_KEYCHAIN, "mcp", "get", "mail")
+    assert re.search(r"^  Status: \S+ Connected$", got.stdout, re.MULTILINE), got.stdout + got.stderr

@@ -31,7 +31,7 @@ def test_setup_on_a_terminal_turns_sending_on_asking_again_what_was_mistyped(
     term.send("")
     term.expect(SENDING_QUESTION)
     term.send("maybe")
-    term.expect(r"'maybe' is neither yes nor no\.")
+    term.expect(r"'maybe' is neither yes nor no; try again\.")
     term.expect(SENDING_QUESTION)
     term.send("yes")
     term.expect(r"Who may be sent mail \(comma-separated: .*\): ")

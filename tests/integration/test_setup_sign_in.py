@@ -171,6 +171,8 @@ async def test_setup_signs_a_google_address_in_with_the_client_secret_typed_unse
     term.send(SECRET_CLIENT)
     term.expect(r"OAuth client secret \(Google gives it with the client ID\) \(not shown\): ")
     term.send(SECRET_CLIENT_SECRET)
+    # Issue 56 item 17: where the secret went was not said.
+    secret_said = term.expect(r"The client secret is in (\S+), readable by you only; the config names it")
     term.expect(r"http://127\.0\.0\.1:\d+/start")  # the listener's launch address: no secret
     term.expect(r"Signed in: account 'default' is ready\.")
     term.expect(r"Wrote \[accounts\.default\]")
@@ -178,7 +180,9 @@ async def test_setup_signs_a_google_address_in_with_the_client_secret_typed_unse
     assert "access_type=offline" in Path(person.env["OIDC_TEST_SEEN"]).read_text()
     assert SECRET_CLIENT_SECRET not in term.transcript
     secret_file = Path(tomllib.loads(config.read_text())["accounts"][ACCOUNT]["oauth2_client_secret_file"])
-    assert secret_file.read_text().strip() == SECRET_CLIENT_SECRET
+    assert secret_file.read_text().strip() == SECRET_CLIENT_SECRET and secret_said.group(1) == str(
+        secret_file
+    )
     assert secret_file.stat().st_mode & 0o777 == 0o600
     account = await assert_the_written_account_works(config, person.env, oidc_dovecot, person.user)
     assert account["oauth2_provider"] == "google"

@@ -31,14 +31,21 @@ NO_KEYCHAIN_HINT = (
 
 
 class KeychainUnavailable(ConfigError):
-    """No usable keychain: keyring's backend failed or keyring is missing; the message names the backend."""
+    """No usable keychain: keyring's backend failed or keyring is missing; the message names the backend.
+    ``reason`` is why alone, without the advice, for a caller that acts on it itself (setup)."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason or message
 
 
 def _keyring() -> Any:
     try:
         import keyring
     except ImportError:
-        raise KeychainUnavailable(f"the keyring library is not installed: {install_hint()}") from None
+        raise KeychainUnavailable(
+            f"the keyring library is not installed: {install_hint()}", "the keyring library is not installed"
+        ) from None
     return keyring
 
 
@@ -79,16 +86,16 @@ def _backend(setting: str) -> Any:
     found = ", ".join(_dotted(backend) for backend in candidates) or "no backend"
     raise KeychainUnavailable(
         f"{setting}: no keychain here: keyring offers only {found}, and {REFUSED_KEYCHAINS} (PlaintextKeyring "
-        f"included) are refused, as they keep no secret safe; {NO_KEYCHAIN_HINT}"
+        f"included) are refused, as they keep no secret safe; {NO_KEYCHAIN_HINT}",
+        f"no keychain here: keyring offers only {found}, which keeps no secret safe",
     )
 
 
 def _unavailable(setting: str, exc: Exception) -> KeychainUnavailable:
     # keyring's messages say which backend failed and why; none of them holds a secret.
     reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-    return KeychainUnavailable(
-        f"{setting}: the keychain failed (keyring backend {backend_name()}: {reason}); {NO_KEYCHAIN_HINT}"
-    )
+    failed = f"the keychain failed (keyring backend {backend_name()}: {reason})"
+    return KeychainUnavailable(f"{setting}: {failed}; {NO_KEYCHAIN_HINT}", failed)
 
 
 def read_password(service: str, username: str, setting: str) -> str:
