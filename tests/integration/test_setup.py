@@ -69,6 +69,12 @@ class Terminal:
     def send(self, line: str) -> None:
         os.write(self.fd, line.encode() + b"\r")
 
+    def answer(self, *steps: tuple[str, str]) -> None:
+        """Each step: wait for its question (a pattern), then type its answer."""
+        for question, typed in steps:
+            self.expect(question)
+            self.send(typed)
+
     def wait(self, timeout: float = 30.0) -> int:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

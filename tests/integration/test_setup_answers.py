@@ -135,30 +135,17 @@ def test_regression_a_mistyped_answer_on_a_terminal_is_asked_again_keeping_the_o
 ) -> None:
     """Issue 56 item 17: an address without @ or an unknown security ended setup, losing every answer."""
     home, config = user_home(tmp_path)
-    term = Terminal(
-        [SERVER, "setup", "--config", str(config), "--ca-file", str(dovecot.ca_file)],
-        environment(home, NO_KEYCHAIN),
-    )
-    term.expect(r"Email address: ")
-    term.send("someone")
+    argv = [SERVER, "setup", "--config", str(config), "--ca-file", str(dovecot.ca_file)]
+    term = Terminal(argv, environment(home, NO_KEYCHAIN))
+    security = r"Security \(tls, starttls, plain\) \[tls\]: "
+    term.answer(("Email address: ", "someone"))
     term.expect(r"'someone' is not an address \(name@domain\); try again\.")
-    term.expect(r"Email address: ")
-    term.send(f"{user}@example.org")
-    term.expect(r"IMAP server: ")
-    term.send(dovecot.host)
-    term.expect(r"Security \(tls, starttls, plain\) \[tls\]: ")
-    term.send("ssl")
+    term.answer(
+        ("Email address: ", f"{user}@example.org"), ("IMAP server: ", dovecot.host), (security, "ssl")
+    )
     term.expect(r"'ssl' is none of the three; try again\.")
-    term.expect(r"Security \(tls, starttls, plain\) \[tls\]: ")
-    term.send("")
-    term.expect(r"Port \[993\]: ")
-    term.send(str(dovecot.tls_port))
-    term.expect(r"Username \[.*\]: ")
-    term.send(user)
-    term.expect(SENDING_QUESTION)
-    term.send("")
-    term.expect(r"Password or app password \(not shown\): ")
-    term.send(dovecot.password)
+    term.answer((security, ""), (r"Port \[993\]: ", str(dovecot.tls_port)), (r"Username \[.*\]: ", user))
+    term.answer((SENDING_QUESTION, ""), (r"Password or app password \(not shown\): ", dovecot.password))
     term.expect(r"ok: logged in")
     assert term.wait() == 0
     assert term.transcript.count("IMAP server") == 1

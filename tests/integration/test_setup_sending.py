@@ -27,25 +27,17 @@ def test_setup_on_a_terminal_turns_sending_on_asking_again_what_was_mistyped(
     flags = ["--address", f"{user}@example.org", "--host", dovecot.host, "--port", str(dovecot.tls_port)]
     flags += ["--username", user, "--ca-file", str(dovecot.ca_file), "--config", str(config)]
     term = Terminal([SERVER, "setup", *flags], environment(home, NO_KEYCHAIN))
-    term.expect(r"Security \(tls, starttls, plain\) \[tls\]: ")
-    term.send("")
-    term.expect(SENDING_QUESTION)
-    term.send("maybe")
+    term.answer((r"Security \(tls, starttls, plain\) \[tls\]: ", ""), (SENDING_QUESTION, "maybe"))
     term.expect(r"'maybe' is neither yes nor no; try again\.")
-    term.expect(SENDING_QUESTION)
-    term.send("yes")
-    term.expect(r"Who may be sent mail \(comma-separated: .*\): ")
-    term.send("bob")
+    recipients = r"Who may be sent mail \(comma-separated: .*\): "
+    term.answer((SENDING_QUESTION, "yes"), (recipients, "bob"))
     term.expect(r"'bob' is not an allowed recipient.*try again\.")
-    term.expect(r"Who may be sent mail \(comma-separated: .*\): ")
-    term.send("bob@example.org, @example.com")
+    term.answer((recipients, "bob@example.org, @example.com"))
     # example.org is no provider's: the SMTP server is asked, its port proposed.
-    term.expect(r"SMTP server \(submission\): ")
-    term.send("smtp.example.org")
-    term.expect(r"SMTP port \(465 with TLS\) \[465\]: ")
-    term.send("")
-    term.expect(r"Password or app password \(not shown\): ")
-    term.send(dovecot.password)
+    term.answer(
+        (r"SMTP server \(submission\): ", "smtp.example.org"), (r"SMTP port \(465 with TLS\) \[465\]: ", "")
+    )
+    term.answer((r"Password or app password \(not shown\): ", dovecot.password))
     term.expect(r"ok: logged in")
     assert term.wait() == 0
     account = tomllib.loads(config.read_text())["accounts"]["default"]
