@@ -194,6 +194,10 @@ def check(config_path: Path | None) -> int:
                 f"note    {account_id}: the username is not an email address; set {account.setting('addresses')} "
                 "to your addresses so results call mail to you 'me' and drafts have a From"
             )
+        if account.send_enabled and account.submission is None:  # reading works; a send would be refused
+            print(
+                f"note    {account_id}: sending is on but no SMTP server is known: set {account.named('smtp_host')}"
+            )
     return 1 if failures else 0
 
 

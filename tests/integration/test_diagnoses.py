@@ -362,3 +362,22 @@ def test_check_names_the_forms_field_of_an_account_it_cannot_use(tmp_path: Path)
         'up: "IMAP port (optional)" (MAIL_IMAP_DEFAULT_PORT) is not a port number from 1 to 65535'
     )
     assert "secret-value" not in done.stdout + done.stderr
+
+
+def test_regression_a_file_account_sending_without_an_smtp_server_checks_and_serves(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    """Issue 56 item 9: send_enabled with no SMTP server known for the account's domain refused the whole
+    configuration at start; the account now logs in and reads, and check says what sending lacks."""
+    path = tmp_path / "config.toml"
+    settings = account_settings(dovecot, user, addresses=[f"{user}@example.org"], send_enabled=True)
+    settings["allowed_recipients"] = ["@example.org"]
+    path.write_text(config_toml({"default": settings}))
+    done = run_check(path, {PASSWORD_ENV: dovecot.password})
+    assert done.returncode == 0, done.stdout + done.stderr
+    ok, note = done.stdout.splitlines()
+    assert ok.startswith("ok   default:")
+    assert (
+        note
+        == "note    default: sending is on but no SMTP server is known: set host in [accounts.default.smtp]"
+    )
