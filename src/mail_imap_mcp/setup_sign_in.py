@@ -8,6 +8,7 @@ A top module like ``setup_cli.py``: nothing imports it but ``setup_cli``.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,12 +21,15 @@ from mail_imap_mcp.config.accounts import format_validation_error
 from mail_imap_mcp.config.providers import Provider
 from mail_imap_mcp.config.secret_storage import write_secret_file
 from mail_imap_mcp.config.sign_in import KeychainRefreshTokens, SignInProvider
+from mail_imap_mcp.setup_answers import answered
 
 #: The providers whose addresses setup offers the built-in sign-in for, by the provider table's name.
 SIGN_IN_PRESETS = {
     "Gmail": SignInProvider.GOOGLE,
     "Microsoft 365 / Outlook.com": SignInProvider.MICROSOFT,
 }
+#: What oauth2_tenant accepts (config/sign_in.py): a tenant's name, ID or domain.
+_TENANT = re.compile(r"[A-Za-z0-9.-]{1,100}").fullmatch
 #: The answer that chooses the built-in sign-in.
 SIGN_IN = "sign-in"
 _PRESETS = [SignInProvider.MICROSOFT.value, SignInProvider.GOOGLE.value]
@@ -99,8 +103,21 @@ def sign_in_settings(
     }
     if args.oauth2_scope:
         settings["oauth2_scopes"] = list(args.oauth2_scope)
-    if args.oauth2_tenant and preset is SignInProvider.MICROSOFT:
-        settings["oauth2_tenant"] = args.oauth2_tenant
+    if preset is SignInProvider.MICROSOFT:  # Entra's default registration (one organisation) refuses common
+        question = "Microsoft tenant: common, or your tenant's ID or domain for an app of one organisation"
+        tenant = answered(
+            ask,
+            _say,
+            ConfigError,
+            question,
+            "--oauth2-tenant",
+            args.oauth2_tenant,
+            "common",
+            _TENANT,
+            "is no tenant",
+        )
+        if tenant != "common":
+            settings["oauth2_tenant"] = tenant
     for endpoint in ("authorization", "token", "revocation"):
         if (url := getattr(args, f"oauth2_{endpoint}_url")) is not None:
             settings[f"oauth2_{endpoint}_url"] = url
@@ -121,10 +138,9 @@ def sign_in_settings(
                     f"{written} already exists: move it away, or choose another --account"
                 ) from None
             settings["oauth2_client_secret_file"] = str(written)
-            print(
+            _say(
                 f"The client secret is in {written}, readable by you only; the config names it "
-                "(oauth2_client_secret_file) and no MCP client's config holds it.",
-                flush=True,
+                "(oauth2_client_secret_file) and no MCP client's config holds it."
             )
         else:
             raise ConfigError("--sign-in google needs --oauth2-client-secret-file (Google's client secret)")
@@ -170,3 +186,7 @@ def forget(account_id: str, secret_file: Path | None) -> None:
     KeychainRefreshTokens(account_id).forget()
     if secret_file is not None:
         secret_file.unlink(missing_ok=True)
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)

@@ -144,6 +144,13 @@ async def test_setup_signs_a_microsoft_address_in_through_the_browser(
     term.send("")
     term.expect(r"OAuth client ID \(Entra ID app, docs/providers\.md\): ")
     term.send(PUBLIC_CLIENT)
+    # Issue 56 item 8: the tenant is asked (Entra's default registration refuses common); mistyped, again.
+    tenant = (
+        r"Microsoft tenant: common, or your tenant's ID or domain for an app of one organisation \[common\]: "
+    )
+    term.answer((tenant, "my company"))
+    term.expect(r"'my company' is no tenant; try again\.")
+    term.answer((tenant, "contoso.onmicrosoft.com"))
     term.expect(r"open this address in a browser \(opening it now\)")
     term.expect(r"Signed in: account 'default' is ready\.")
     term.expect(r"ok: logged in, \d+ mailbox\(es\)")
@@ -154,6 +161,7 @@ async def test_setup_signs_a_microsoft_address_in_through_the_browser(
     assert "Password" not in term.transcript  # no password asked
     account = await assert_the_written_account_works(config, person.env, oidc_dovecot, person.user)
     assert account["oauth2_provider"] == "microsoft" and account["oauth2_client_id"] == PUBLIC_CLIENT
+    assert account["oauth2_tenant"] == "contoso.onmicrosoft.com"
     assert "password_keyring" not in account and refresh_token not in config.read_text()
 
 
