@@ -17,7 +17,6 @@ from pathlib import Path
 
 from mail_imap_mcp.config import AccountConfig, AuthMethod, Config, ConfigError
 from mail_imap_mcp.config.sign_in import SignInProvider, oauth_client
-from mail_imap_mcp.config.sign_in_file import refresh_token_store
 from mail_imap_mcp.config.sign_in_state import (
     LockTimeout,
     SignInRecord,
@@ -25,6 +24,7 @@ from mail_imap_mcp.config.sign_in_state import (
     keep_sign_in,
     read_record,
     refresh_lock,
+    refresh_token_store,
 )
 from mail_imap_mcp.imap.token_check import new_sign_in_refusal
 from mail_imap_mcp.net.browser import BrowserOpener

@@ -400,7 +400,7 @@ def _setup(args: argparse.Namespace, path: Path, words: Callable[[ImapError], st
         secret = _log_in(ask, account_id, settings, words)
     except SetupRefused:
         if sign_in is not None:  # nothing is written: neither is the sign-in kept
-            setup_sign_in.forget(account_id, secret_file)
+            setup_sign_in.forget(account_id, settings, secret_file)
         raise
     password_env: str | None = None
     if secret is not None:

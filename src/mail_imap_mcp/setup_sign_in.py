@@ -20,7 +20,8 @@ from mail_imap_mcp.config import Config, ConfigError
 from mail_imap_mcp.config.accounts import format_validation_error
 from mail_imap_mcp.config.providers import Provider
 from mail_imap_mcp.config.secret_storage import write_secret_file
-from mail_imap_mcp.config.sign_in import KeychainRefreshTokens, SignInProvider
+from mail_imap_mcp.config.sign_in import SignInProvider
+from mail_imap_mcp.config.sign_in_state import refresh_token_store
 from mail_imap_mcp.setup_answers import answered
 
 #: The providers whose addresses setup offers the built-in sign-in for, by the provider table's name.
@@ -180,10 +181,11 @@ def signed_in(
     return more, secret_file
 
 
-def forget(account_id: str, secret_file: Path | None) -> None:
-    """Forget the sign-in :func:`signed_in` kept, and the client secret file it wrote (the account was
-    not written after all)."""
-    KeychainRefreshTokens(account_id).forget()
+def forget(account_id: str, settings: dict[str, Any], secret_file: Path | None) -> None:
+    """Forget the sign-in :func:`signed_in` kept for the account of ``settings``, and the client secret
+    file it wrote (the account was not written after all)."""
+    account = Config.model_validate({"accounts": {account_id: settings}}).accounts[account_id]
+    refresh_token_store(account_id, account).forget()
     if secret_file is not None:
         secret_file.unlink(missing_ok=True)
 

@@ -23,8 +23,7 @@ from collections.abc import Callable, Mapping
 
 from mail_imap_mcp.config import AccountConfig, ConfigError
 from mail_imap_mcp.config.sign_in import oauth_client
-from mail_imap_mcp.config.sign_in_file import refresh_token_store
-from mail_imap_mcp.config.sign_in_state import keep_sign_in
+from mail_imap_mcp.config.sign_in_state import keep_sign_in, refresh_token_store
 from mail_imap_mcp.envelope.model import ErrorCode, FailureEnvelope
 from mail_imap_mcp.net.browser import ATTEMPT_S, BrowserOpener
 from mail_imap_mcp.net.loopback_redirect import RedirectListener

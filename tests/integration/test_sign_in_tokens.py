@@ -20,7 +20,7 @@ import keyring
 import pytest
 from keyring.backends.SecretService import Keyring as SecretServiceKeyring
 
-from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
+from mail_imap_mcp.config.sign_in import KEYCHAIN_SERVICE, KeychainRefreshTokens
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.dovecot import Dovecot
@@ -33,17 +33,37 @@ pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is no
 ACCOUNT = "default"
 
 
+class SignInEntries(KeychainRefreshTokens):
+    """The one sign-in kept in this test's own keychain, whatever its key: the server names its entries
+    by the sign-in's identity (``sign_in_key``); before any is there, the account id's, as a release
+    before named them (a token saved here is then taken over by the server's first use)."""
+
+    def __init__(self, backend: SecretServiceKeyring) -> None:
+        super().__init__(ACCOUNT)
+        self._backend = backend
+
+    def kept_keys(self) -> set[str]:
+        """The keys of the sign-ins kept in the keychain."""
+        items = self._backend.get_preferred_collection().search_items({"service": KEYCHAIN_SERVICE})
+        return {str(item.get_attributes().get("username", "")).split("/")[0] for item in items}
+
+    def _user(self, slot: str) -> str:
+        found = sorted(self.kept_keys() - {ACCOUNT})
+        assert len(found) <= 1, f"more than one sign-in kept: {found}"
+        self.key = found[0] if found else ACCOUNT
+        return super()._user(slot)
+
+
 @pytest.fixture
-def keychain(
-    secret_service: SecretService, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[KeychainRefreshTokens]:
-    """The account's refresh token entry, in this test's own Secret Service."""
+def keychain(secret_service: SecretService, monkeypatch: pytest.MonkeyPatch) -> Iterator[SignInEntries]:
+    """The account's refresh token entries, in this test's own Secret Service."""
     for name, value in secret_service.environment().items():
         monkeypatch.setenv(name, value)
     before = keyring.get_keyring()
-    keyring.set_keyring(SecretServiceKeyring())
+    backend = SecretServiceKeyring()
+    keyring.set_keyring(backend)
     try:
-        yield KeychainRefreshTokens(ACCOUNT)
+        yield SignInEntries(backend)
     finally:
         keyring.set_keyring(before)
 

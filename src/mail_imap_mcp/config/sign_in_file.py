@@ -16,8 +16,6 @@ import os
 from pathlib import Path
 
 from .secret_storage import read_secret_file
-from .sign_in import SignInSettings
-from .sign_in_store import KeychainRefreshTokens
 
 #: The account setting naming the file.
 SETTING = "oauth2_token_file"
@@ -64,13 +62,3 @@ class FileRefreshTokens:
 
     def where(self) -> str:
         return f"in the file {self.path} ({SETTING})"
-
-
-def refresh_token_store(
-    account_id: str, settings: SignInSettings
-) -> KeychainRefreshTokens | FileRefreshTokens:
-    """Where the account's refresh token is kept: its ``oauth2_token_file``, else the OS keychain."""
-    if settings.oauth2_token_file is None:
-        return KeychainRefreshTokens(account_id)
-    name = getattr(settings, "setting", None)  # AccountConfig's: how the user writes the setting
-    return FileRefreshTokens(settings.oauth2_token_file, name(SETTING) if callable(name) else SETTING)

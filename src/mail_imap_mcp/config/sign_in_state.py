@@ -3,11 +3,13 @@ one process at a time spend the refresh token, and the record ``status`` reads (
 when a refresh last succeeded).
 
 Both live in :func:`sign_in_dir` (``sign-in/`` in the default configuration's directory), named after
-where the refresh token is kept (:func:`state_name`): by the account id as the keychain entry is, since
-every process of the user that signs in to an account (Claude Desktop's server and Claude Code's,
-whatever ``--config`` each was given) meets the same keychain entry, so they must meet the same lock; by
-the account id and the file for an ``oauth2_token_file``, since two configurations whose accounts share
-an id but not a file hold two sign-ins (perhaps of two users), which must not read each other's record.
+where the refresh token is kept (:func:`state_name`): by the sign-in's key as the keychain entry is
+(:func:`~.sign_in_store.sign_in_key`: provider, client ID, tenant or issuer, username), since every
+process of the user that signs in as that identity (Claude Desktop's server and Claude Code's, whatever
+``--config`` or account id each was given) meets the same keychain entry, so they must meet the same
+lock, and two configurations whose accounts share an id but not an identity hold two sign-ins; by the
+account id and the file for an ``oauth2_token_file``, since two configurations whose accounts share an
+id but not a file hold two sign-ins (perhaps of two users), which must not read each other's record.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .accounts import DEFAULT_CONFIG_PATH
-from .sign_in_file import FileRefreshTokens
-from .sign_in_store import KeychainRefreshTokens
+from .accounts import DEFAULT_CONFIG_PATH, AccountConfig
+from .sign_in import SignInProvider
+from .sign_in_file import SETTING, FileRefreshTokens
+from .sign_in_store import KeychainRefreshTokens, sign_in_key
 
 if TYPE_CHECKING:
     from mail_imap_mcp.net.oauth import RefreshTokenStore
@@ -40,7 +43,10 @@ def sign_in_dir() -> Path:
 
 
 def state_name(account_id: str, store: RefreshTokenStore | None = None) -> str:
-    """The name of the lock file and record of the sign-in kept in ``store`` (None: the keychain)."""
+    """The name of the lock file and record of the sign-in kept in ``store`` (None: the keychain entry of
+    a release before, named by the account id)."""
+    if isinstance(store, KeychainRefreshTokens):
+        return store.state_name
     if not isinstance(store, FileRefreshTokens):
         return account_id
     digest = hashlib.sha256(os.fsencode(store.path.resolve())).hexdigest()[:16]
@@ -150,6 +156,36 @@ def write_record(account_id: str, record: SignInRecord, store: RefreshTokenStore
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     temporary.write_text(json.dumps(asdict(record)), encoding="utf-8")
     os.replace(temporary, path)
+
+
+def refresh_token_store(account_id: str, account: AccountConfig) -> KeychainRefreshTokens | FileRefreshTokens:
+    """Where the account's refresh token is kept: its ``oauth2_token_file``, else the OS keychain under
+    the sign-in's identity (an entry kept under the account id by a release before is taken over once,
+    unless its record names someone else)."""
+    if account.oauth2_token_file is not None:
+        return FileRefreshTokens(account.oauth2_token_file, account.setting(SETTING))
+    assert account.oauth2_provider is not None and account.oauth2_client_id is not None
+    where = {
+        SignInProvider.MICROSOFT: account.oauth2_tenant,
+        SignInProvider.GOOGLE: "",
+    }.get(account.oauth2_provider) or "\0".join(
+        filter(None, (account.oauth2_issuer, account.oauth2_authorization_url, account.oauth2_token_url))
+    )
+    key = sign_in_key(account.oauth2_provider.value, account.oauth2_client_id, where, account.username)
+    return KeychainRefreshTokens(
+        key, account_id, lambda: _take_over_record(account_id, key, account.username), account_id
+    )
+
+
+def _take_over_record(account_id: str, key: str, username: str) -> bool:
+    """Whether the sign-in a release before kept under ``account_id`` may be this one's (its record names
+    nobody, or ``username``); if so, its record becomes the record of ``key``."""
+    who = read_record(account_id).signed_in_as
+    if who is not None and who.casefold() != username.casefold():
+        return False
+    with suppress(OSError):
+        sign_in_dir().joinpath(f"{account_id}.json").replace(sign_in_dir() / f"{key}.json")
+    return True
 
 
 def keep_sign_in(

@@ -12,6 +12,12 @@ new token (at sign-in, or rotated by the provider) goes to the slot not holding 
 old slot is deleted only once the new header is written: a crash at any point leaves a complete slot,
 and :meth:`KeychainRefreshTokens.load` takes the complete slot of the highest sequence, so a rotated
 token, once stored, is never lost to a crash and the spent one is never presented again.
+
+The entries are named by the sign-in's identity (:func:`sign_in_key`: the provider, client ID, tenant or
+issuer and username), not by the account id, so two configurations whose accounts share an id (Claude
+Desktop's bundle and a ``setup``-made ``default``) keep two sign-ins. An entry a release before kept under
+the account id is taken over once, by the first identity of that account id that finds none of its own
+(and whose ``legacy_ours`` agrees), and deleted there.
 """
 
 from __future__ import annotations
@@ -19,17 +25,26 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .keychain import delete_secret, find_secret, store_password
 
-#: The keychain service of the slots' headers (the entry's user is the account id, or ``<id>/b``).
+#: The keychain service of the slots' headers (the entry's user is the sign-in's key, or ``<key>/b``).
 KEYCHAIN_SERVICE = "mail-imap-mcp oauth2"
-#: The keychain service of the parts of a long token (user ``<id>/<slot>/<n>``).
+#: The keychain service of the parts of a long token (user ``<key>/<slot>/<n>``).
 PARTS_SERVICE = "mail-imap-mcp oauth2 part"
 #: The most characters one entry holds: 2,000 bytes in UTF-16, under Windows' 2,560 with room to spare.
 ENTRY_CHARS = 1000
 _SLOTS = ("a", "b")
+
+
+def sign_in_key(provider: str, client_id: str, where: str, username: str) -> str:
+    """The name of a sign-in's entries, lock and record: ``<provider>.`` and a digest of who signs in
+    where (``where``: the tenant, or a custom provider's issuer or endpoints; the username folded, as
+    providers compare it)."""
+    who = "\0".join((provider, client_id, where, username.casefold()))
+    return f"{provider}.{hashlib.sha256(who.encode()).hexdigest()[:24]}"
 
 
 @dataclass(frozen=True)
@@ -40,15 +55,30 @@ class _Slot:
 
 
 class KeychainRefreshTokens:
-    """One account's refresh token in the OS keychain, with when it was last stored (for ``status``)."""
+    """One sign-in's refresh token in the OS keychain, with when it was last stored (for ``status``):
+    the entries named ``key`` (:func:`sign_in_key`); ``legacy``: the account id whose entry of a release
+    before is taken over when ``key`` has none and ``legacy_ours()`` says it is this sign-in's."""
 
-    def __init__(self, account_id: str) -> None:
-        self.account_id = account_id
-        self._setting = f"the sign-in of account {account_id!r}"
+    def __init__(
+        self,
+        key: str,
+        legacy: str | None = None,
+        legacy_ours: Callable[[], bool] = lambda: True,
+        account_id: str | None = None,
+    ) -> None:
+        self.key = key
+        self.legacy = legacy
+        self._legacy_ours = legacy_ours
+        self._setting = f"the sign-in of account {account_id or legacy or key!r}"
+
+    @property
+    def state_name(self) -> str:
+        """The name of the sign-in's lock file and record (:mod:`.sign_in_state`)."""
+        return self.key
 
     def _user(self, slot: str) -> str:
-        # Slot "a" is the account id itself: the entry a sign-in stored before there were slots.
-        return self.account_id if slot == "a" else f"{self.account_id}/{slot}"
+        # Slot "a" is the key itself: the entry a sign-in stored before there were slots.
+        return self.key if slot == "a" else f"{self.key}/{slot}"
 
     def _read(self, slot: str) -> _Slot | None:
         """The slot's token when the slot is complete (its parts all there and matching its digest)."""
@@ -80,9 +110,24 @@ class KeychainRefreshTokens:
             token,
         )
 
-    def _current(self) -> tuple[str, _Slot] | None:
+    def _own(self) -> tuple[str, _Slot] | None:
         found = [(slot, read) for slot in _SLOTS if (read := self._read(slot)) is not None]
         return max(found, key=lambda pair: pair[1].sequence) if found else None
+
+    def _current(self) -> tuple[str, _Slot] | None:
+        return self._own() or self._take_over()
+
+    def _take_over(self) -> tuple[str, _Slot] | None:
+        """The legacy entry's token, moved under this key (once: the legacy entry is then deleted)."""
+        if self.legacy is None or self.legacy == self.key:
+            return None
+        old = KeychainRefreshTokens(self.legacy)
+        found = old._current()
+        if found is None or not self._legacy_ours():
+            return None
+        self._store(found[1].refresh_token, found[1].stored_at)
+        old.forget()
+        return self._own()
 
     def load(self) -> str | None:
         current = self._current()
@@ -90,12 +135,15 @@ class KeychainRefreshTokens:
 
     def save(self, refresh_token: str) -> None:
         """Keep ``refresh_token`` in place of the one before, which stays until the new one is stored."""
-        current = self._current()
+        self._store(refresh_token, time.time())
+
+    def _store(self, refresh_token: str, stored_at: float) -> None:
+        current = self._own()
         slot = "b" if current is not None and current[0] == "a" else "a"
         user = self._user(slot)
         header: dict[str, object] = {
             "sequence": (current[1].sequence + 1) if current else 1,
-            "stored_at": time.time(),
+            "stored_at": stored_at,
             "sha256": hashlib.sha256(refresh_token.encode()).hexdigest(),
         }
         if len(refresh_token) + 200 <= ENTRY_CHARS:

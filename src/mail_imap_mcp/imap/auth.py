@@ -21,8 +21,7 @@ from typing import Any
 
 from mail_imap_mcp.config import AccountConfig, AuthMethod, ConfigError, helper_environment
 from mail_imap_mcp.config.sign_in import oauth_client
-from mail_imap_mcp.config.sign_in_file import refresh_token_store
-from mail_imap_mcp.config.sign_in_state import LockTimeout, note_refresh, refresh_lock
+from mail_imap_mcp.config.sign_in_state import LockTimeout, note_refresh, refresh_lock, refresh_token_store
 from mail_imap_mcp.imap.errors import MechanismNotOffered, OAuthRejected, TokenCommandFailed, command_refused
 from mail_imap_mcp.imap.personality import Profile
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
