@@ -5,7 +5,7 @@ item 3): the page of 20 alone, and the page that also keeps its first 2,000 matc
 page, on its snapshot), and the time spent ranking (the page's and the places') and looking the places
 up. On a checkout that keeps the places inside the page, the page's time is both.
 
-``scripts/profile_ranked_page INDEX_FILE [--runs N]`` (e.g. ``.bench/index-run/ix/default.sqlite3`` after
+``scripts/profile_ranked_page INDEX_FILE [--runs N]`` (e.g. ``.bench/index-run/ix/default.<tag>.sqlite3`` after
 ``scripts/bench --index-only --index-messages 1000000``). Read only; prints the load average with the
 figures (the machine is shared).
 """

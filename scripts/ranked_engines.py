@@ -1,7 +1,7 @@
 """The ``sqlite+tantivy`` engine's ranked pages against the SQLite engine's on the same messages (issue 51
 item 1), on a copy of an index file built by ``mail-imap-mcp index``.
 
-``scripts/ranked_engines INDEX_FILE [--runs N]`` (e.g. ``.bench/index-run/ix/default.sqlite3`` after
+``scripts/ranked_engines INDEX_FILE [--runs N]`` (e.g. ``.bench/index-run/ix/default.<tag>.sqlite3`` after
 ``scripts/bench --index-only --index-messages 1000000``) copies the file (SQLite's backup: the original is
 only read) into a private temporary directory, opens the copy with the ``sqlite+tantivy`` store (which
 builds its Tantivy index from the file's stored texts: timed, with the process's peak RSS and the

@@ -1,7 +1,7 @@
 """Top 20 by relevance without scoring every match: FTS5 as the index uses it against Tantivy, on the text of
 an index built by ``mail-imap-mcp index`` (issue 51 item 1, the measurements that decide the engine).
 
-``scripts/topk_engines INDEX_FILE`` (e.g. ``.bench/index-run/ix/default.sqlite3`` after
+``scripts/topk_engines INDEX_FILE`` (e.g. ``.bench/index-run/ix/default.<tag>.sqlite3`` after
 ``scripts/bench --index-only --index-messages 1000000``) reads every stored message's text columns,
 builds a Tantivy index of them (one text field per column, the column's BM25 weight as the field's
 boost), and times, for the bench's queries (the same picks as ``scripts/benchmark/index.py``):

@@ -52,7 +52,7 @@ from mail_imap_mcp.imap.push_view import PushView
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.answer import fresh_page
 from mail_imap_mcp.index.engines import open_engine
-from mail_imap_mcp.index.location import index_path
+from mail_imap_mcp.index.location import identity_index_path, identity_index_paths
 from mail_imap_mcp.index.sqlite_store import SqliteStore
 from mail_imap_mcp.index.sync import Indexer
 from mail_imap_mcp.query import AnyOf, Contains
@@ -229,7 +229,7 @@ def _ours_queries(
     os.environ[PASSWORD_ENV] = dovecot.password
     loaded = load_config(config)
     account = loaded.accounts["default"]
-    path = index_path(loaded.server.index_dir, "default")
+    path = identity_index_path(loaded.server.index_dir, "default", account)
     engine = open_engine(loaded)
     store = engine.location("default", account).open().store
     indexer = Indexer(store, "default", loaded.server.index_text_bytes)
@@ -541,7 +541,7 @@ async def run_index_bench(
         config = _config(work / "config.toml", dovecot, user, work / "ix", engine)
         say("index: mail-imap-mcp index")
         build = _build_ours(config, dovecot.password, work / "index.log")
-        db_path = work / "ix" / "default.sqlite3"
+        [db_path] = identity_index_paths(work / "ix", "default")
         checkpoint = sqlite3.connect(db_path)
         checkpoint.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         checkpoint.close()

@@ -44,6 +44,7 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.answer import fresh_page
 from mail_imap_mcp.index.engines import open_engine
+from mail_imap_mcp.index.location import identity_index_paths
 from mail_imap_mcp.index.sync import Indexer
 from mail_imap_mcp.query import AnyOf, Contains
 from mail_imap_mcp.query.tree import Query as Tree
@@ -180,16 +181,16 @@ def run_engines_bench(
             say(f"index engines: mail-imap-mcp index into {engine}")
             done = run_index_command(config, dovecot.password, work / f"index-{engine}.log")
             if engine == "sqlite":
-                db_path = work / "ix" / "default.sqlite3"
+                [db_path] = identity_index_paths(work / "ix", "default")
                 with sqlite3.connect(db_path) as checkpoint:
                     checkpoint.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 size = db_path.stat().st_size
                 results["queries"] = [q.__dict__ for q in _pick_queries(db_path)]
             elif engine == "sqlite+tantivy":
-                db_path = work / "ix-tantivy" / "default.sqlite3"
+                [db_path] = identity_index_paths(work / "ix-tantivy", "default")
                 with sqlite3.connect(db_path) as checkpoint:
                     checkpoint.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                size = db_path.stat().st_size + _tree_bytes(work / "ix-tantivy" / "default.sqlite3.tantivy")
+                size = db_path.stat().st_size + _tree_bytes(db_path.with_name(f"{db_path.name}.tantivy"))
             else:
                 size = _postgres_bytes(postgres.url, postgres.password)
             results[engine] = {

@@ -269,4 +269,11 @@ def _build_one(engine: IndexEngine, config: Config, account_id: str, words: Word
         f"index {account_id}: {report.fetched} new message(s) indexed in "
         f"{report.folders} folder(s){dropped}{unread}; {location.where}"
     )
+    try:
+        removed = location.discard_aside()
+    except (IndexWriteFailed, IndexUnusable, OSError) as exc:
+        print(f"index {account_id}: the copies moved aside were not deleted ({exc})", file=sys.stderr)
+        return 0
+    if removed:
+        print(f"index {account_id}: deleted the copies moved aside before: {', '.join(removed)}")
     return 0

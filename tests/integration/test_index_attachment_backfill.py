@@ -31,7 +31,7 @@ from mail_imap_mcp.index.sync import Indexer
 from tests.integration.test_index_attachments import FETCH_BYTES, MESSAGES, found
 from tests.support.accounts import account_settings, config_toml
 from tests.support.clients import make_config, open_client
-from tests.support.index_clients import wait_ready
+from tests.support.index_clients import index_file, wait_ready
 from tests.support.matrix import MatrixServer
 from tests.support.postgres import IndexEngineParam, index_table
 
@@ -67,7 +67,7 @@ def attachments_read(tmp_path: Path, index: dict[str, str] | None = None) -> int
                 "SELECT count(*) FROM mimx_default.messages WHERE has_attachment AND attachments_read"
             ).fetchone()
         return int(row[0]) if row else 0
-    db = sqlite3.connect(tmp_path / "ix" / "default.sqlite3")
+    db = sqlite3.connect(index_file(tmp_path / "ix"))
     try:
         return int(
             db.execute("SELECT count(*) FROM messages WHERE has_attachment AND attachments_read").fetchone()[
@@ -186,7 +186,7 @@ def backfill_parts(
     user = built_without_attachments(dovecot, tmp_path)
     config = with_attachments_on(dovecot, user, tmp_path)
     connection = AccountConnection("default", config.accounts["default"], enable_qresync=True)
-    store = open_index(tmp_path / "ix" / "default.sqlite3").store
+    store = open_index(index_file(tmp_path / "ix")).store
     reading = AttachmentReading.of(config.server)
     indexer = Indexer(store, "default", config.server.index_text_bytes, attachments=reading, stop=stop)
     return connection, store, indexer

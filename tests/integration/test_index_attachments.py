@@ -24,7 +24,7 @@ from tests.support.accounts import account_settings, config_toml
 from tests.support.clients import make_config, open_client
 from tests.support.documents import _w_par, docx_bytes, text_pdf
 from tests.support.envelope_client import EnvelopeClient
-from tests.support.index_clients import wait_ready
+from tests.support.index_clients import index_file, wait_ready
 from tests.support.mailgen import crlf
 from tests.support.matrix import MatrixServer
 from tests.support.postgres import IndexEngineParam, on_engine
@@ -156,7 +156,7 @@ def test_mail_imap_mcp_index_counts_the_attachments_it_could_not_read_by_reason(
     done = index(config)
     assert done.returncode == 0, done.stderr
     assert "5 new message(s) indexed in 1 folder(s); attachments not read: 1 extract_failed;" in done.stdout
-    db = sqlite3.connect(tmp_path / "ix" / "default.sqlite3")
+    db = sqlite3.connect(index_file(tmp_path / "ix"))
     try:
         found = {
             word: db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (word,)).fetchone()[0]

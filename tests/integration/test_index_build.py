@@ -19,6 +19,8 @@ import pytest
 
 from mail_imap_mcp.config import load_config
 from tests.support.accounts import account_settings, config_toml
+from tests.support.clients import make_config
+from tests.support.index_clients import identity_file, index_file
 from tests.support.index_integrity import index_problems
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, MatrixServer
@@ -64,7 +66,7 @@ def stored(config: Path) -> tuple[list[Any], list[Any]]:
     """What the index of ``config`` holds, without its row ids: folders and messages, whichever engine."""
     loaded = load_config(config)
     if loaded.index.index_engine != "postgresql":
-        return rows(Path(loaded.server.index_dir or "") / "default.sqlite3")[:2]
+        return rows(index_file(Path(loaded.server.index_dir or "")))[:2]
     with psycopg.connect(loaded.index.index_url or "", password=loaded.index.password()) as conn:
         folders = conn.execute(
             "SELECT name, uidvalidity, uidnext, messages, complete FROM mimx_default.folders ORDER BY name"
@@ -182,7 +184,7 @@ def test_the_readme_index_commands_build_the_index(dovecot: MatrixServer, tmp_pa
     done = index(config, *command[2:])
     assert done.returncode == 0, done.stderr
     assert "5 new message(s) indexed in" in done.stdout
-    assert (tmp_path / "ix" / "default.sqlite3").exists()
+    assert (index_file(tmp_path / "ix")).exists()
 
 
 @pytest.mark.slow
@@ -196,7 +198,7 @@ def test_a_build_killed_at_any_point_continues_to_the_same_index(
     killed_dir.mkdir()
     whole_dir.mkdir()
     killed_config = write_config(killed_dir, dovecot, user)
-    db_path = killed_dir / "index" / "default.sqlite3"
+    db_path = identity_file(killed_dir / "index", make_config({"default": account_settings(dovecot, user)}))
     kills = 0
     for _ in range(3):  # killed three times, each time later in the build
         running = index(killed_config, wait=False)
@@ -225,4 +227,4 @@ def test_a_build_killed_at_any_point_continues_to_the_same_index(
     assert f"{4500 - len(partial)} message(s) to index" in resumed.stderr
     whole = index(write_config(whole_dir, dovecot, user))
     assert whole.returncode == 0, whole.stderr
-    assert rows(db_path) == rows(whole_dir / "index" / "default.sqlite3")
+    assert rows(db_path) == rows(index_file(whole_dir / "index"))

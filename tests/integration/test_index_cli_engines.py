@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 
 from tests.support.accounts import account_settings, config_toml
+from tests.support.clients import make_config
 from tests.support.dovecot import Dovecot
 from tests.support.faultproxy import FaultProxy
 from tests.support.http_server import SERVER
+from tests.support.index_clients import identity_file
 from tests.support.postgres import PostgresServer, index_table
 from tests.support.postgres_index import FOLDERS, LATENCY_S, Schema, seed, until
 
@@ -106,7 +108,7 @@ def test_index_status_and_drop_on_sqlite(dovecot: Dovecot, tmp_path: Path) -> No
     config = tmp_path / "config.toml"
     account = account_settings(dovecot, user, index=True)
     config.write_text(config_toml({"default": account}) + f'[server]\nindex_dir = "{tmp_path / "ix"}"\n')
-    path = tmp_path / "ix" / "default.sqlite3"
+    path = identity_file(tmp_path / "ix", make_config({"default": account}))
     assert f"index default: no index at {path}" in index(config, "--status").stdout
     assert index(config).returncode == 0
     listed = index(config, "--status")

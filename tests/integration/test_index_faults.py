@@ -7,6 +7,7 @@ and exits 1, never with a traceback."""
 from __future__ import annotations
 
 import secrets
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -19,9 +20,9 @@ import pytest
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.index import runtime
 from tests.support.accounts import account_settings, config_toml
-from tests.support.clients import open_client
+from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
-from tests.support.index_clients import index_config
+from tests.support.index_clients import identity_file, index_config, index_file
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MatrixServer
 
@@ -121,7 +122,7 @@ def test_the_index_command_on_a_full_disk_says_so_exits_1_and_keeps_the_file(
     assert "full" in mid_build.stderr
     filler.unlink()
     assert index(config).returncode == 0
-    built = rows(disk / "default.sqlite3")
+    built = rows(index_file(disk))
     assert len(built) == 300
     fill(disk)
     at_start = index(config)
@@ -130,7 +131,7 @@ def test_the_index_command_on_a_full_disk_says_so_exits_1_and_keeps_the_file(
     assert "index default: could not open the index (" in at_start.stderr
     assert not [p for p in disk.iterdir() if ".unusable-" in p.name]
     (disk / "filler").unlink()
-    assert rows(disk / "default.sqlite3") == built
+    assert rows(index_file(disk)) == built
 
 
 async def test_a_full_disk_mid_build_makes_the_index_unavailable_and_it_is_tried_again(
@@ -187,7 +188,7 @@ async def test_damaged_pages_met_by_the_sync_move_the_file_aside_and_it_is_built
     config = index_config(dovecot, user, tmp_path)
     async for mcp in open_client(config, AppContext.from_config(config)):
         await states_until(mcp, "ready")
-    path = tmp_path / "ix" / "default.sqlite3"
+    path = index_file(tmp_path / "ix")
     assert damage(path, "messages") >= 3
     async for mcp in open_client(config, AppContext.from_config(config)):
         await states_until(mcp, "ready")
@@ -196,30 +197,58 @@ async def test_damaged_pages_met_by_the_sync_move_the_file_aside_and_it_is_built
         warnings = found["meta"]["warnings"]
         assert any("damaged" in w and "moved to" in w for w in warnings), warnings
         assert not any("unavailable" in w for w in warnings)
-    assert [p for p in (tmp_path / "ix").iterdir() if p.name.startswith("default.sqlite3.unusable-")]
+    assert not [p for p in (tmp_path / "ix").iterdir() if ".unusable-" in p.name]  # deleted once built
     assert len(rows(path)) == 20
 
 
-def test_two_accounts_of_one_id_never_share_an_index_file(dovecot: MatrixServer, tmp_path: Path) -> None:
-    """Two configurations name different logins ``default`` with one index directory: each run finds the
-    file of the other account, moves it aside whole with a warning and builds its own, where the second
-    rebuilt the first one's file in place (its rows gone)."""
+def test_two_accounts_of_one_id_keep_an_index_file_each(dovecot: MatrixServer, tmp_path: Path) -> None:
+    """Two configurations name different logins ``default`` with one index directory: each keeps a file
+    of its own, both built once and kept, where each run moved the other's file aside (another copy of
+    mail text left each time) and built its own again."""
     first, second = dovecot.new_user(), dovecot.new_user()
     dovecot.seed(first, "INBOX", [plain_message(f"first {i}", "pearword") for i in range(4)])
     dovecot.seed(second, "INBOX", [plain_message(f"second {i}", "plumword") for i in range(6)])
     folder = tmp_path / "ix"
-    path = folder / "default.sqlite3"
     one = write_config(tmp_path / "one.toml", dovecot, first, folder)
     other = write_config(tmp_path / "other.toml", dovecot, second, folder)
-    assert index(one).returncode == 0
-    first_rows = rows(path)
-    assert len(first_rows) == 4
-    moved = index(other)
-    assert moved.returncode == 0, moved.stderr
-    assert "is the index of another account of that name" in moved.stderr
-    assert len(rows(path)) == 6
-    [aside] = [p for p in folder.iterdir() if p.name.startswith("default.sqlite3.unusable-")]
-    assert rows(aside) == first_rows
-    again = index(other)
-    assert again.returncode == 0 and "warning" not in again.stderr
+    built = [index(config) for config in (one, other)]
+    assert [done.returncode for done in built] == [0, 0], [done.stderr for done in built]
+    for _ in range(2):  # each start after: nothing to fetch, nothing moved aside
+        for config in (one, other):
+            again = index(config)
+            assert again.returncode == 0 and "warning" not in again.stderr, again.stderr
+            assert "0 new message(s) indexed" in again.stdout
+    files = sorted(folder.glob("default.*.sqlite3"))
+    assert sorted(len(rows(path)) for path in files) == [4, 6]
+    assert not [path for path in folder.iterdir() if ".unusable-" in path.name]
+
+
+def test_a_file_named_by_the_account_id_is_taken_over_by_its_identity_and_its_copies_deleted(
+    dovecot: MatrixServer, tmp_path: Path
+) -> None:
+    """The file a release before kept as ``default.sqlite3`` goes on as the file of the identity it
+    records (nothing fetched again); the copies it moved aside that record this identity are deleted
+    once a build of it completes, and another account's copy is left alone."""
+    owner, other = dovecot.new_user(), dovecot.new_user()
+    dovecot.seed(owner, "INBOX", [plain_message(f"owner {i}", "figword") for i in range(5)])
+    dovecot.seed(other, "INBOX", [plain_message(f"other {i}", "dateword") for i in range(2)])
+    folder = tmp_path / "ix"
+    configs = {who: write_config(tmp_path / f"{who}.toml", dovecot, who, folder) for who in (owner, other)}
+    assert index(configs[other]).returncode == 0
+    assert index(configs[owner]).returncode == 0
+    owners, others = (index_file_of(folder, dovecot, who) for who in (owner, other))
+    kept = rows(owners)
+    shutil.copy(owners, folder / "default.sqlite3.unusable-20250101T000000")
+    shutil.copy(others, folder / "default.sqlite3.unusable-20250102T000000")
+    owners.rename(folder / "default.sqlite3")  # as a release before named it
+    again = index(configs[owner])
+    assert again.returncode == 0 and "warning" not in again.stderr, again.stderr
     assert "0 new message(s) indexed" in again.stdout
+    assert rows(owners) == kept and not (folder / "default.sqlite3").exists()
+    assert [path.name for path in folder.iterdir() if ".unusable-" in path.name] == [
+        "default.sqlite3.unusable-20250102T000000"
+    ]
+
+
+def index_file_of(folder: Path, server: MatrixServer, user: str) -> Path:
+    return identity_file(folder, make_config({"default": account_settings(server, user)}))

@@ -21,7 +21,7 @@ from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.gmail import ALL_MAIL, TRASH, Gmail, seed_labelled
-from tests.support.index_clients import wait_ready
+from tests.support.index_clients import index_file, wait_ready
 from tests.support.postgres import IndexEngineParam, on_engine
 
 pytestmark = pytest.mark.anyio
@@ -62,7 +62,7 @@ def rows(config: Config) -> list[Row]:
     """Every indexed message of ``config``'s index: its folder, global id and labels."""
     statement = "SELECT f.name, m.global_id, m.labels FROM {s}messages m JOIN {s}folders f ON f.id = m.folder"
     if config.index.index_engine != "postgresql":  # sqlite, sqlite+tantivy: the SQLite file
-        with sqlite3.connect(Path(config.server.index_dir or "") / "default.sqlite3") as db:
+        with sqlite3.connect(index_file(Path(config.server.index_dir or ""))) as db:
             found = db.execute(statement.format(s="")).fetchall()
     else:
         with psycopg.connect(config.index.index_url or "", password=config.index.password()) as conn:

@@ -25,7 +25,7 @@ from tests.integration.test_index_search import SEARCH, message, other_client
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
-from tests.support.index_clients import indexed_client
+from tests.support.index_clients import identity_file, index_file, indexed_client
 from tests.support.matrix import MatrixServer
 from tests.support.postgres import IndexEngineParam
 
@@ -90,9 +90,7 @@ def another_writer(config: Config) -> Iterator[None]:
     """Another process writing the index: the SQLite file's write lock, or the index's advisory lock
     that PostgreSQL's writers take turns on, held until the block ends."""
     if config.index.index_engine != "postgresql":  # sqlite, sqlite+tantivy: the SQLite file's lock
-        writer = sqlite3.connect(
-            Path(config.server.index_dir or "") / "default.sqlite3", isolation_level=None
-        )
+        writer = sqlite3.connect(index_file(Path(config.server.index_dir or "")), isolation_level=None)
         try:
             writer.execute("BEGIN IMMEDIATE")
             yield
@@ -158,11 +156,11 @@ async def test_an_index_file_locked_while_its_schema_is_made_is_unavailable_then
     dovecot.seed(user, "INBOX", [message(i, "kiwiword") for i in range(3)])
     folder = tmp_path / "ix"
     folder.mkdir(mode=0o700)
-    (folder / "default.sqlite3").touch(mode=0o600)
-    writer = sqlite3.connect(folder / "default.sqlite3", isolation_level=None)
+    config = make_config({"default": account_settings(dovecot, user)}, index=True, index_dir=str(folder))
+    identity_file(folder, config).touch(mode=0o600)
+    writer = sqlite3.connect(identity_file(folder, config), isolation_level=None)
     writer.execute("PRAGMA journal_mode = WAL")
     writer.execute("BEGIN IMMEDIATE")
-    config = make_config({"default": account_settings(dovecot, user)}, index=True, index_dir=str(folder))
     async for mcp in open_client(config, AppContext.from_config(config)):
         try:
             with anyio.fail_after(30):

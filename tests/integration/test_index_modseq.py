@@ -19,6 +19,7 @@ from mail_imap_mcp.index.sync import Indexer, sync_folder_now
 from tests.integration.test_index_search import message, other_client
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config
+from tests.support.index_clients import index_file
 from tests.support.matrix import MatrixServer
 from tests.support.postgres import ServerCase, case_fixtures, engine_of, on_engine
 
@@ -28,7 +29,7 @@ case, server = case_fixtures(("dovecot", "cyrus"), ("dovecot",))  # with CONDSTO
 def forget_modseqs(config: Config) -> None:
     """Store HIGHESTMODSEQ 0 for every folder, as an index made while the mailbox kept none did."""
     if config.index.index_engine != "postgresql":
-        db = sqlite3.connect(Path(config.server.index_dir or "") / "default.sqlite3")
+        db = sqlite3.connect(index_file(Path(config.server.index_dir or "")))
         db.execute("UPDATE folders SET highestmodseq = 0")
         db.commit()
         db.close()

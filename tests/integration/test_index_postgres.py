@@ -222,6 +222,27 @@ def schemas(url: str, password: str) -> dict[str, int]:
         return {name: conn.execute(f'SELECT count(*) FROM "{name}".messages').fetchone()[0] for name in names}
 
 
+def test_a_schema_moved_aside_is_dropped_once_the_same_index_is_built_again(postgres: PostgresServer) -> None:
+    """Issue 56, item 15: an index moved aside (damaged) leaves a schema of mail text; once the index is
+    built again it is dropped, and another account's schema moved aside is left alone."""
+    table = index_table(postgres)
+    settings = IndexSettings.model_validate(table)
+    engine = PostgresEngine(settings, settings.password())
+    try:
+        ours, theirs = engine.location("a", ACCOUNT), engine.location("b", ACCOUNT)
+        for location in (ours, theirs):
+            location.open().store.close()
+        ours_aside, theirs_aside = (
+            location.move_aside().removeprefix("schema ") for location in (ours, theirs)
+        )
+        ours.open().store.close()
+        assert set(schemas(table["index_url"], postgres.password)) == {ours.schema, ours_aside, theirs_aside}
+        assert ours.discard_aside() == [f"schema {ours_aside}"]
+        assert set(schemas(table["index_url"], postgres.password)) == {ours.schema, theirs_aside}
+    finally:
+        engine.close()
+
+
 async def test_two_users_indexes_are_schemas_of_their_own_whatever_their_words(
     tmp_path: Path, master_dovecot: Dovecot, idp: IdentityProvider, postgres: PostgresServer
 ) -> None:

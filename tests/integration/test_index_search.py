@@ -29,7 +29,7 @@ from mail_imap_mcp.index.store import IndexWriteFailed
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
-from tests.support.index_clients import index_config, indexed_client, wait_ready
+from tests.support.index_clients import identity_file, index_config, indexed_client, wait_ready
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, MatrixServer
 from tests.support.postgres import IndexEngineParam, ServerCase, case_fixtures, engine_of, on_engine
@@ -167,15 +167,15 @@ async def test_a_corrupt_index_is_moved_aside_and_rebuilt_with_a_warning(
     dovecot.seed(user, "INBOX", [message(i, "mangoword") for i in range(3)])
     folder = tmp_path / "ix"
     folder.mkdir(mode=0o700)
-    (folder / "default.sqlite3").write_bytes(b"\x00garbage, not SQLite" * 100)
-    os.chmod(folder / "default.sqlite3", 0o600)
     config = make_config({"default": account_settings(dovecot, user)}, index=True, index_dir=str(folder))
+    identity_file(folder, config).write_bytes(b"\x00garbage, not SQLite" * 100)
+    os.chmod(identity_file(folder, config), 0o600)
     async for mcp in open_client(config, AppContext.from_config(config)):
         assert await wait_ready(mcp) == "ready"
         envelope = await mcp.call(SEARCH, {"query": "mangoword"})
         assert envelope["data"]["total"] == 3
         assert any("moved to" in w for w in envelope["meta"]["warnings"])
-    assert [p for p in folder.iterdir() if ".unusable-" in p.name]
+    assert not [p for p in folder.iterdir() if ".unusable-" in p.name]  # deleted once built again
 
 
 async def test_an_index_that_cannot_be_written_stops_and_the_server_answers(

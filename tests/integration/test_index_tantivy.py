@@ -46,7 +46,7 @@ from mail_imap_mcp.index.tantivy_text import TextIndex, text_dir
 from mail_imap_mcp.query.tree import AllOf, AnyOf, Contains, HasFlag, Query
 from tests.pure.test_index_fts5 import messages, trees
 from tests.support.engine_words import HOSTILE, assert_same_words
-from tests.support.index_clients import indexed_client
+from tests.support.index_clients import index_file, indexed_client
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MatrixServer
 
@@ -511,4 +511,4 @@ async def test_a_ranked_page_through_mcp_comes_from_tantivy(
         assert len(rest["messages"]) == 4
         assert not {m["message_id"] for m in rest["messages"]} & {m["message_id"] for m in data["messages"]}
         assert "FTS5 ranks" not in caplog.text
-    assert (tmp_path / "ix" / "default.sqlite3.tantivy" / "meta.json").exists()
+    assert text_dir(index_file(tmp_path / "ix")).joinpath("meta.json").exists()

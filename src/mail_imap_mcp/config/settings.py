@@ -62,7 +62,7 @@ class ServerSettings(BaseModel):
     )
     index_dir: Path | None = Field(
         default=None,
-        description="Where the index files are kept (one per account, <account>.sqlite3, mode 0600, in a "
+        description="Where the index files are kept (one per account and login, <account>.<tag>.sqlite3, mode 0600, in a "
         "directory of mode 0700). Default: the platform's user data directory (~/.local/share/"
         "mail-imap-mcp/index on Linux, ~/Library/Application Support/mail-imap-mcp/index on macOS, "
         "%LOCALAPPDATA%\\mail-imap-mcp\\index on Windows).",

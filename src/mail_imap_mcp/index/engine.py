@@ -49,6 +49,10 @@ class IndexLocation(Protocol):
         """Keep the index as it is under another name (it is built again); where it went."""
         ...
 
+    def discard_aside(self) -> list[str]:
+        """Delete the copies of this index moved aside (a build of it completed); what was deleted."""
+        ...
+
     def drop(self) -> bool:
         """Delete the index; whether there was one."""
         ...

@@ -1,13 +1,19 @@
 """Where an account's SQLite index lives, and opening it safely (the SQLite engine's places,
 :mod:`.sqlite_engine`).
 
-One file per account, ``<index_dir>/<account>.sqlite3`` (``[server] index_dir``; by default the platform's
+One file per account and identity, ``<index_dir>/<account>.<tag>.sqlite3`` (:func:`identity_index_path`:
+``tag`` a digest of the server, port and user name, so two configurations whose accounts share an id keep
+two files; ``[server] index_dir``; by default the platform's
 user data directory from platformdirs: ``~/.local/share/mail-imap-mcp/index`` on Linux,
 ``~/Library/Application Support/mail-imap-mcp/index`` on macOS, ``%LOCALAPPDATA%\\mail-imap-mcp\\index`` on
 Windows). The directory is made 0700 and the file 0600 before SQLite opens it (SQLite gives its WAL
 and shared-memory files the same mode); a file or directory others can read is refused, as the index
 holds the text of mail. A file SQLite cannot read, or one that is not this index, is moved aside
-(``<name>.unusable-<time>``) and a new one built, with a warning.
+(``<name>.unusable-<time>``) and a new one built, with a warning; the copies moved aside are deleted
+once a build of the same identity completes (:func:`discard_aside`).
+
+A file a release before kept as ``<account>.sqlite3`` (one per account id) is taken over by the identity
+it records (:func:`take_over`): renamed, once, to that identity's name.
 
 Each file records the account it indexes (:func:`account_identity`: the server, port and user name, and
 a team user's tag in the file's name): a file of another account of the same id is moved aside in the
@@ -35,6 +41,7 @@ import platformdirs
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.index.engine import Opened
+from mail_imap_mcp.index.sqlite_schema import recorded_identity
 from mail_imap_mcp.index.sqlite_store import SqliteStore
 from mail_imap_mcp.index.store import IndexPermissions, IndexUnusable
 
@@ -45,6 +52,8 @@ SUFFIX = ".sqlite3"
 USER_SEPARATOR = "~"
 #: Bytes of the keyed digest naming a team user's index file (hex in the name).
 USER_TAG_BYTES = 12
+#: Hex digits of the digest of an account's identity in the name of its index file.
+IDENTITY_TAG_CHARS = 12
 _COMPANIONS = ("-wal", "-shm")
 
 
@@ -56,6 +65,62 @@ def default_index_dir() -> Path:
 def index_path(index_dir: Path | None, account_id: str) -> Path:
     """The file of ``account_id``'s index."""
     return (index_dir or default_index_dir()).expanduser() / f"{account_id}{SUFFIX}"
+
+
+def identity_index_path(index_dir: Path | None, account_id: str, account: AccountConfig) -> Path:
+    """The file of ``account_id``'s index of the account ``account`` names (its server, port and user
+    name), ``<account>.<tag>.sqlite3``: two configurations whose accounts share an id keep two files."""
+    who = "\0".join((account.host.lower(), str(account.effective_port), account.username))
+    tag = hashlib.sha256(who.encode()).hexdigest()[:IDENTITY_TAG_CHARS]
+    return index_path(index_dir, f"{account_id}.{tag}")
+
+
+def identity_index_paths(index_dir: Path | None, account_id: str) -> list[Path]:
+    """The index files of ``account_id`` of every identity found in the directory (team users' aside)."""
+    folder = (index_dir or default_index_dir()).expanduser()
+    return sorted(folder.glob(f"{account_id}.*{SUFFIX}"))
+
+
+def take_over(legacy: Path, path: Path, identity: str, companions: tuple[str, ...] = ()) -> bool:
+    """Rename the file a release before kept at ``legacy`` (and ``companions``: suffixes of what lives
+    beside it) to ``path``, when it records ``identity``, ``path`` has no file yet, and no other process
+    has it open (its WAL then stays: taken over by a later start); whether it was."""
+    if path.exists() or not legacy.exists() or recorded_identity(legacy) != identity:
+        return False
+    if any(Path(f"{legacy}{companion}").exists() for companion in _COMPANIONS):
+        return False
+    try:
+        legacy.replace(path)
+    except FileNotFoundError:  # taken over meanwhile by another process of the same identity
+        return False
+    for companion in companions:
+        source = Path(f"{legacy}{companion}")
+        if source.exists():
+            source.replace(Path(f"{path}{companion}"))
+    log.info("index file %s taken over as %s", legacy, path)
+    return True
+
+
+def discard_aside(path: Path, identity: str | None, legacy: Path | None = None) -> list[Path]:
+    """Delete the copies of the index at ``path`` moved aside (``<name>.unusable-<time>``), and those of
+    ``legacy`` that record ``identity``: a build of this identity completed. The paths deleted."""
+    found = [
+        aside for aside in path.parent.glob(f"{path.name}.unusable-*") if not aside.name.endswith(_COMPANIONS)
+    ]
+    if legacy is not None and identity is not None:
+        found += [
+            aside
+            for aside in path.parent.glob(f"{legacy.name}.unusable-*")
+            if not aside.name.endswith(_COMPANIONS) and recorded_identity(aside) == identity
+        ]
+    removed = []
+    for aside in found:
+        for companion in ("", *_COMPANIONS):
+            target = Path(f"{aside}{companion}")
+            if target.is_file():
+                target.unlink(missing_ok=True)
+                removed.append(target)
+    return removed
 
 
 def user_tag(account_id: str, user: str) -> str:

@@ -76,11 +76,26 @@ class PostgresLocation:
         except (psycopg.Error, PoolTimeout) as exc:
             raise failure_of(self.schema, exc) from exc
 
+    def _aside_suffix(self) -> str:
+        return f"_{hashlib.sha256(self.schema.encode()).hexdigest()[:8]}"
+
     def move_aside(self) -> str:
-        aside = f"{SCHEMA_PREFIX}unusable_{time.strftime('%Y%m%dT%H%M%S')}_{hashlib.sha256(self.schema.encode()).hexdigest()[:8]}"
+        aside = f"{SCHEMA_PREFIX}unusable_{time.strftime('%Y%m%dT%H%M%S')}{self._aside_suffix()}"
         with self.engine.pool().connection() as conn:
             postgres_schema.rename(conn, self.schema, aside)
         return f"schema {aside}"
+
+    def discard_aside(self) -> list[str]:
+        prefix, suffix = f"{SCHEMA_PREFIX}unusable_", self._aside_suffix()
+        try:
+            found = [n for n in self.engine.schemas() if n.startswith(prefix) and n.endswith(suffix)]
+            if found:
+                with self.engine.pool().connection() as conn:
+                    for name in found:
+                        postgres_schema.drop(conn, name)
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise failure_of(self.schema, exc) from exc
+        return [f"schema {name}" for name in found]
 
     def drop(self) -> bool:
         try:

@@ -272,7 +272,18 @@ class AccountIndex:
         if not stop():
             count = store.count()
             self.status = IndexStatus("ready", count, count)
+            self._discard_aside()
         return RESYNC_S
+
+    def _discard_aside(self) -> None:
+        """Delete the copies of this index moved aside: a build of it completed."""
+        try:
+            removed = self.location.discard_aside()
+        except (IndexWriteFailed, IndexUnusable, OSError) as exc:
+            log.warning("index of %s: the copies moved aside were not deleted (%s)", self.account_id, exc)
+            return
+        if removed:
+            log.info("index of %s built: deleted %s", self.account_id, ", ".join(removed))
 
     def close(self) -> None:
         self._stop.set()

@@ -8,15 +8,19 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.index.engine import IndexLocation, Opened
 from mail_imap_mcp.index.location import (
     account_identity,
+    discard_aside,
     drop_index,
+    identity_index_path,
     index_path,
     move_aside,
     open_index,
+    take_over,
     user_index_path,
     user_index_paths,
 )
@@ -39,25 +43,39 @@ def file_lock(path: Path) -> threading.RLock:
 @dataclass(frozen=True)
 class SqliteLocation:
     """:class:`~.engine.IndexLocation` of one file; ``identity``: the account it must record
-    (:func:`~.location.account_identity`; None: not checked)."""
+    (:func:`~.location.account_identity`; None: not checked); ``legacy``: where a release before kept it
+    (taken over, :func:`~.location.take_over`)."""
 
     path: Path
     identity: str | None = None
+    legacy: Path | None = None
+    #: What lives beside the file and moves with it when it is taken over.
+    companions: ClassVar[tuple[str, ...]] = ()
 
     @property
     def where(self) -> str:
         return str(self.path)
 
+    def _take_over(self) -> None:
+        if self.legacy is not None and self.identity is not None:
+            take_over(self.legacy, self.path, self.identity, self.companions)
+
     def exists(self) -> bool:
+        self._take_over()
         return self.path.exists()
 
     def open(self) -> Opened:
+        self._take_over()
         return open_index(self.path, self.identity)
 
     def move_aside(self) -> str:
         return str(move_aside(self.path))
 
+    def discard_aside(self) -> list[str]:
+        return [str(path) for path in discard_aside(self.path, self.identity, self.legacy)]
+
     def drop(self) -> bool:
+        self._take_over()
         return bool(drop_index(self.path))
 
     def lock(self) -> threading.RLock:
@@ -77,12 +95,13 @@ class SqliteEngine:
         compile_fts5(query)
 
     def location(self, account_id: str, account: AccountConfig, user: str | None = None) -> SqliteLocation:
-        path = (
-            index_path(self.index_dir, account_id)
-            if user is None
-            else user_index_path(self.index_dir, account_id, user)
-        )
-        return SqliteLocation(path, account_identity(account, path))
+        if user is not None:
+            path = user_index_path(self.index_dir, account_id, user)
+            return SqliteLocation(path, account_identity(account, path))
+        # The identity a file of a release before records (named by the account id alone).
+        legacy = index_path(self.index_dir, account_id)
+        path = identity_index_path(self.index_dir, account_id, account)
+        return SqliteLocation(path, account_identity(account, legacy), legacy)
 
     def user_locations(self, account_id: str) -> list[IndexLocation]:
         return [SqliteLocation(path) for path in user_index_paths(self.index_dir, account_id)]

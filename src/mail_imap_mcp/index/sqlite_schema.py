@@ -83,21 +83,35 @@ def _marks(db: sqlite3.Connection) -> tuple[int, int]:
 
 def _claim(db: sqlite3.Connection, path: Path, transaction: Transaction, identity: str) -> None:
     """Record ``identity`` in a file that records none; refuse a file that records another one."""
-    recorded = _owner(db)
+    recorded = owner(db)
     if recorded is None:
         with transaction():
             db.execute(_OWNER)
-            if _owner(db) is None:  # not recorded meanwhile by another connection
+            if owner(db) is None:  # not recorded meanwhile by another connection
                 db.execute("INSERT INTO owner(identity) VALUES(?)", (identity,))
-        recorded = _owner(db)
+        recorded = owner(db)
     if recorded != identity:
         raise IndexUnusable(
             f"{path} is the index of another account of that name (another server, port or user name)"
         )
 
 
-def _owner(db: sqlite3.Connection) -> str | None:
+def owner(db: sqlite3.Connection) -> str | None:
+    """The identity the file records (:func:`~.location.account_identity`), None where it records none."""
     if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'owner'").fetchone():
         return None
     row = db.execute("SELECT identity FROM owner").fetchone()
     return None if row is None else str(row[0])
+
+
+def recorded_identity(path: Path) -> str | None:
+    """The identity the index file at ``path`` records (None: none, or the file cannot be read as an
+    index); its WAL is folded into it when this is its last connection."""
+    try:
+        db = sqlite3.connect(path)
+        try:
+            return owner(db)
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return None

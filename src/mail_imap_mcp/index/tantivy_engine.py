@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
+from typing import ClassVar
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.index.engine import IndexLocation, Opened
@@ -23,10 +24,14 @@ class TantivyLocation(SqliteLocation):
     file's epoch differs, so it is rebuilt from the new file, by a store of this process that may hold
     it open)."""
 
+    companions: ClassVar[tuple[str, ...]] = (".tantivy",)
+
     def open(self) -> Opened:
+        self._take_over()
         return open_index(self.path, self.identity, TantivyStore)
 
     def drop(self) -> bool:
+        self._take_over()
         shutil.rmtree(text_dir(self.path), ignore_errors=True)
         return super().drop()
 
@@ -38,7 +43,7 @@ class TantivyEngine(SqliteEngine):
 
     def location(self, account_id: str, account: AccountConfig, user: str | None = None) -> TantivyLocation:
         plain = super().location(account_id, account, user)
-        return TantivyLocation(plain.path, plain.identity)
+        return TantivyLocation(plain.path, plain.identity, plain.legacy)
 
     def user_locations(self, account_id: str) -> list[IndexLocation]:
         return [TantivyLocation(path) for path in user_index_paths(self.index_dir, account_id)]
