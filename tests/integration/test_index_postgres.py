@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import AccountConfig, IndexSettings
+from mail_imap_mcp.index import runtime
 from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.postgres_engine import PostgresEngine
 from mail_imap_mcp.index.sqlite_engine import SqliteEngine
@@ -35,6 +36,8 @@ from tests.support.engine_words import HOSTILE, assert_same_words
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.http_server import SERVER, http_client
 from tests.support.identity_provider import IdentityProvider
+from tests.support.index_clients import index_config, wait_ready
+from tests.support.matrix import MatrixServer
 from tests.support.postgres import PASSWORD_ENV, PostgresServer, index_table, on_engine
 from tests.support.team import MASTER_LOGINS, serve_per_user
 
@@ -241,6 +244,31 @@ def test_a_schema_moved_aside_is_dropped_once_the_same_index_is_built_again(post
         assert set(schemas(table["index_url"], postgres.password)) == {ours.schema, theirs_aside}
     finally:
         engine.close()
+
+
+async def test_the_first_search_after_a_start_on_a_built_index_answers_from_it(
+    dovecot: MatrixServer, tmp_path: Path, postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 56, item 16: the index built, the server started again, its first search before the
+    background sync has looked at the index (here: started after that search) is answered by the index,
+    ranked, where it said "not ready (building)" (2 of 3 starts: the pool of PostgreSQL takes a moment
+    to open); the background sync, started then, keeps it ready."""
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", [mailgen.plain_message(f"note {i}", "kiwiword\r\n") for i in range(3)])
+    config = on_engine(index_config(dovecot, user, tmp_path), "postgresql", postgres)
+    async for mcp in open_client(config, AppContext.from_config(config)):
+        assert await wait_ready(mcp) == "ready"
+    start, held = runtime.AccountIndex.start, []
+    monkeypatch.setattr(runtime.AccountIndex, "start", lambda index: held.append(index))
+    async for mcp in open_client(config, AppContext.from_config(config)):
+        found = await mcp.call(SEARCH, {"query": "kiwiword", "sort": "relevance"})
+        assert found["success"] and found["summary"].endswith(RANKED), found
+        assert found["data"]["total"] == 3 and not found["meta"].get("warnings"), found
+        for index in held:
+            start(index)
+        assert await wait_ready(mcp) == "ready"
+        again = await mcp.call(SEARCH, {"query": "kiwiword", "sort": "relevance"})
+        assert again["summary"].endswith(RANKED) and again["data"]["total"] == 3, again
 
 
 async def test_two_users_indexes_are_schemas_of_their_own_whatever_their_words(

@@ -98,6 +98,8 @@ class AccountIndex:
         self.warning: str | None = None
         #: Why the searches' store could not be opened the last time it was tried (it is tried again).
         self.open_failure: str | None = None
+        #: The background sync has looked at the index once (until then a search looks for itself).
+        self._looked = False
 
     def _open(self) -> IndexStore:
         opened = self.location.open()
@@ -146,6 +148,22 @@ class AccountIndex:
         """The first build is done (every folder reached once): searches may use the index."""
         return self.status.state in {"ready", "behind"}
 
+    def ready_for_search(self) -> bool:
+        """:attr:`ready`, or, before the background sync has looked at the index (a start on a built
+        index, whose store takes a moment to open: a database's pool), whether the searches' own store
+        finds its first build done, said as ``ready`` from then on."""
+        if self.ready:
+            return True
+        if self._looked or self.status.state != "building" or self.search_indexer() is None:
+            return False
+        store = self._search_store
+        folders = store.folders() if store is not None else {}
+        if store is not None and folders and all(state.complete for state in folders.values()):
+            count = store.count()
+            if not self._looked and self.status.state == "building":
+                self.status = IndexStatus("ready", count, count)
+        return self.ready
+
     def fail(self, why: str) -> None:
         log.warning("index of %s stopped: %s", self.account_id, why)
         self.status = IndexStatus("unavailable", self.status.indexed, self.status.total, why)
@@ -178,7 +196,8 @@ class AccountIndex:
             except (IndexPermissions, IndexUnusable) as exc:
                 self.fail(str(exc))
                 return None
-            self.status = IndexStatus("building")
+            if not self.ready:  # a search may have found it built meanwhile
+                self.status = IndexStatus("building")
             return store
         return None
 
@@ -228,6 +247,7 @@ class AccountIndex:
         built = store.folders() and all(state.complete for state in store.folders().values())
         if built:
             self.status = IndexStatus("ready", store.count(), store.count())
+        self._looked = True
         while not self._stop.is_set():
             if self.lease is not None and not self.lease.hold():
                 self._follow(store)  # another instance syncs it: asked again every third of the lease

@@ -53,7 +53,7 @@ def choose_index(
         return [UNRANKED]
     if runtime is None or order is None:
         return []
-    if not runtime.ready:
+    if not runtime.ready_for_search():
         return [
             f"The local index of this account is not ready ({runtime.status.words()}): the server answered "
             "this search, unranked and newest first."
