@@ -43,6 +43,8 @@ from mail_imap_mcp.net.tokens import AccessToken, TokenUnavailable
 log = logging.getLogger("mail_imap_mcp.sign_in")
 
 SIGNED_IN = "signed in"
+#: Where the user of a sign-in a call started goes back to (a bundle user has no terminal).
+CONVERSATION = "your conversation with the assistant, and ask again"
 #: How long the token endpoint is given to redeem the code.
 REDEEM_S = 30.0
 #: Why a new sign-in of an account must not be kept (its mail server refused the account's username
@@ -84,7 +86,7 @@ class SignInAttempt:
         self._store = store
         self._client = client
         self._opener = opener
-        self._listener = RedirectListener()
+        self._listener = RedirectListener(back_to=CONVERSATION)
         self._request = authorization_request(client, self._listener.redirect_uri)
         self._listener.expect(self._request.url, self._request.state)
         #: What the user's browser is given: where peers are checked, an address that holds no secret.
@@ -97,6 +99,14 @@ class SignInAttempt:
         self.opened_note = (
             "The sign-in page was opened in the user's browser: once they have signed in there, call again."
         )
+        self.offered_message = (
+            f"Account {account_id!r} needs its user to sign in, on the sign-in page open to them (no "
+            "command to run): once they have signed in there, call again."
+        )
+        self.offered_instruction = (
+            "After the user has signed in on the page, list the account's mailboxes again"
+        )
+        self._opened = False
         #: None while it runs; then :data:`SIGNED_IN` or why it ended without.
         self.outcome: str | None = None
         self._done = threading.Event()
@@ -116,7 +126,13 @@ class SignInAttempt:
         return self._done.wait(timeout_s) and self.outcome == SIGNED_IN
 
     def open_browser(self) -> bool:
-        return self._opener.open_for_user(self.url, self.account_id)
+        opened = self._opener.open_for_user(self.url, self.account_id)
+        self._opened = self._opened or opened
+        return opened
+
+    @property
+    def open_to_user(self) -> bool:
+        return self._opened and self.running
 
     def stop(self) -> None:
         """End the attempt (the server is closing): its listener closes within a second."""

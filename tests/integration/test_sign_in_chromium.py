@@ -82,8 +82,14 @@ async def test_claude_desktops_path_the_server_opens_chromium_and_the_next_call_
             first = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
             details = first["error"]["details"]
             assert details["reason"] == "sign_in_required" and details["browser_opened"] is True, first
+            # A bundle user has no terminal and needs none: the page open in the browser is the way.
+            said = json.dumps(first)
+            assert "mail-imap-mcp login" not in said and "terminal" not in said, first
+            assert "sign-in page open to them" in first["error"]["message"], first
             wait_for(signed_in.exists, timeout=120)  # Chromium signed in and consented
-            assert "mail-imap-mcp received the answer of the sign-in" in signed_in.read_text()
+            page = signed_in.read_text()
+            assert "Signed in to mail-imap-mcp" in page and "terminal" not in page, page
+            assert "return to your conversation with the assistant" in page, page
             listed = await mcp.ok("imap_list_mailboxes")
             assert "INBOX" in {box["name"] for box in listed["mailboxes"]}
             envelopes += [first, listed]

@@ -167,6 +167,9 @@ async def test_a_client_without_elicitation_gets_the_browser_opened_once_and_the
         assert "opened in the user's browser" in first["error"]["message"]
         second = await mcp.fail("imap_list_mailboxes", None, "auth_failed")
         assert second["error"]["details"]["browser_opened"] is False  # the same attempt: not again
+        for envelope in (first, second):  # no terminal command: the page is open to them
+            assert "mail-imap-mcp login" not in json.dumps(envelope), envelope
+            assert "sign-in page open to them" in envelope["error"]["message"], envelope
         (url,) = account.launches.urls
         assert is_launch_address(url)
         for envelope in (first, second):
@@ -229,7 +232,8 @@ async def test_the_wait_after_an_accepted_page_runs_out_and_a_sign_in_after_it_s
         assert time.monotonic() - started >= 1.5  # it waited for the user
         details = envelope["error"]["details"]
         assert details["reason"] == "sign_in_required" and details["elicitation"] == "accept", details
-        assert f"mail-imap-mcp login {ACCOUNT}" in json.dumps(envelope["error"])
+        assert f"mail-imap-mcp login {ACCOUNT}" not in json.dumps(envelope)  # the page stays open to them
+        assert "sign-in page open to them" in envelope["error"]["message"], envelope
         assert_no_url(envelope, oidc)
         assert keychain.load() is None
         (shown,) = away.shown

@@ -58,7 +58,7 @@ def test_only_the_answer_for_its_host_and_state_ends_the_sign_in(listener: Redir
     assert listener.received is None  # none of them ended it
     status, _, page = get(listener, f"{CALLBACK_PATH}?code=the-code&state={STATE}")
     thread.join(patient(30))
-    assert status == 200 and "received the answer of the sign-in" in page
+    assert status == 200 and "Signed in to mail-imap-mcp" in page and "return to the terminal" in page
     assert taken == [f"{listener.redirect_uri}?code=the-code&state={STATE}"]
 
 

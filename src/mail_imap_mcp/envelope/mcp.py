@@ -49,6 +49,7 @@ from mail_imap_mcp.envelope.model import (
     ToolFailure,
     ToolResult,
     new_request_id,
+    one_line,
     utc_now_rfc3339,
 )
 from mail_imap_mcp.envelope.schemas import (
@@ -336,7 +337,7 @@ class EnvelopeTool(InternalTool):
         if self.multi_item:
             data.status = "failed"
             data.issues = []
-        summary = _one_line(f"{self.title or self.name} failed ({failure.code}): {failure.message}")
+        summary = one_line(f"{self.title or self.name} failed ({failure.code}): {failure.message}")
         return FailureEnvelope(summary=summary, data=data, error=failure.to_error(), meta=meta)
 
 
@@ -409,11 +410,6 @@ def _progress_asked(context: Any) -> bool:
 def _can_elicit(context: Any) -> bool:
     capabilities = getattr(context, "client_capabilities", None) if context is not None else None
     return getattr(capabilities, "elicitation", None) is not None
-
-
-def _one_line(text: str, limit: int = 240) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _meta(request_id: str, started: float, warnings: list[str]) -> Meta:

@@ -257,6 +257,12 @@ class SuccessEnvelope(BaseModel, Generic[DataT]):
     meta: Meta
 
 
+def one_line(text: str, limit: int = 240) -> str:
+    """``text`` on one line, cut to ``limit`` characters (an envelope's summary)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 class FailureEnvelope(BaseModel):
     """Envelope of a call that failed: ``error`` says why and what to do."""
 

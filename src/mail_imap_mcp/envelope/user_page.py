@@ -15,7 +15,7 @@ import anyio.to_thread
 from mcp_types import ElicitRequest, ElicitRequestURLParams, InputRequiredResult
 from mcp_types.version import is_version_at_least
 
-from mail_imap_mcp.envelope.model import FailureEnvelope
+from mail_imap_mcp.envelope.model import FailureEnvelope, one_line
 
 log = logging.getLogger("mail_imap_mcp.calls")
 
@@ -37,6 +37,11 @@ class UserPage(Protocol):
     elicitation_id: str
     #: Appended to the failure's message when the server opened the page in the browser itself.
     opened_note: str
+    #: The failure's message once the page is open to the user (shown by the client, or opened in their
+    #: browser): what to do there, in place of any other way (a terminal command the user may not have).
+    offered_message: str
+    #: The next call's instruction then.
+    offered_instruction: str
 
     def finished(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` for the visit to end (longer once only the server's part is left);
@@ -45,6 +50,11 @@ class UserPage(Protocol):
 
     def open_browser(self) -> bool:
         """Open the page in the user's browser where the server may; whether it was opened now."""
+        ...
+
+    @property
+    def open_to_user(self) -> bool:
+        """Whether the page was opened in the user's browser before (and still waits for them)."""
         ...
 
 
@@ -74,6 +84,22 @@ def noted(failure: FailureEnvelope, note: str | None = None, **details: Any) -> 
         }
     )
     return failure.model_copy(update={"error": error})
+
+
+def offered(
+    failure: FailureEnvelope, page: UserPage, note: str | None = None, **details: Any
+) -> FailureEnvelope:
+    """``failure`` as said once ``page`` is open to the user: the page's message (``note`` appended) and
+    next instruction, ``details`` added, its ``command`` dropped (the page is the way)."""
+    kept = {key: value for key, value in failure.error.details.items() if key != "command"}
+    message = f"{page.offered_message} {note}" if note else page.offered_message
+    error = failure.error.model_copy(update={"details": {**kept, **details}, "message": message})
+    data = failure.data
+    if data.next_action is not None:
+        action = data.next_action.model_copy(update={"instruction": page.offered_instruction})
+        data = data.model_copy(update={"next_action": action})
+    summary = one_line(f"{failure.summary.partition('): ')[0]}): {message}")
+    return failure.model_copy(update={"summary": summary, "error": error, "data": data})
 
 
 async def send_user_to(
@@ -106,13 +132,17 @@ async def send_user_to(
         if action == "accept" and await anyio.to_thread.run_sync(page.finished, PAGE_WAIT_S):
             await _tell_completed(context, page)
             return await rerun()
+        if action == "accept":  # the page stays open to them
+            return offered(failure, page, elicitation=action)
         return noted(failure, elicitation=action)
     return await _open_browser(page, failure, rerun)
 
 
 async def _open_browser(page: UserPage, failure: FailureEnvelope, rerun: Rerun) -> Any:
     opened = await anyio.to_thread.run_sync(page.open_browser)
-    return noted(failure, page.opened_note if opened else None, browser_opened=opened)
+    if opened or page.open_to_user:
+        return offered(failure, page, page.opened_note if opened else None, browser_opened=opened)
+    return noted(failure, browser_opened=opened)
 
 
 async def _tell_completed(context: Any, page: UserPage) -> None:

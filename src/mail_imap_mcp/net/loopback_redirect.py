@@ -22,11 +22,24 @@ from .local_peer import LAUNCH_PATH, checks_peers, loopback_host_allowed, refusa
 
 CALLBACK_PATH = "/callback"
 _READ_TIMEOUT_S = 10.0
-_DONE = "mail-imap-mcp received the answer of the sign-in. You can close this tab and return to the terminal."
 _NOT_THIS_SIGN_IN = (
     "This is not the answer to the sign-in mail-imap-mcp is waiting for (another address or another "
     "sign-in's state), so it was not taken; the sign-in goes on. Finish it in the tab mail-imap-mcp opened."
 )
+#: Where a user of ``mail-imap-mcp login`` goes back to.
+TERMINAL = "the terminal"
+
+
+def done_text(query: str, back_to: str) -> str:
+    """What the browser shows once the provider sent it back: signed in, or the provider's error code
+    (``back_to``: where the user returns, which says what happens next)."""
+    error = urllib.parse.parse_qs(query).get("error")
+    if error:
+        return (
+            f"The sign-in did not complete (the provider answered {error[0]}). You can close this tab; "
+            f"{back_to} says what to do next."
+        )
+    return f"Signed in to mail-imap-mcp. You can close this tab and return to {back_to}."
 
 
 def _page(text: str) -> bytes:
@@ -38,8 +51,9 @@ class RedirectListener:
     """Use as a context manager; :attr:`redirect_uri` goes in the authorization request, whose URL and
     ``state`` go to :meth:`expect` before the browser is opened on :attr:`opening_url`."""
 
-    def __init__(self, port: int = 0) -> None:
-        """Listen on 127.0.0.1 at ``port`` (0: one the system gives); OSError if it is taken."""
+    def __init__(self, port: int = 0, back_to: str = TERMINAL) -> None:
+        """Listen on 127.0.0.1 at ``port`` (0: one the system gives); OSError if it is taken.
+        ``back_to``: where the page sends the user back (:func:`done_text`)."""
         self.received: str | None = None
         self._authorization_url: str | None = None
         self._state: str | None = None
@@ -72,7 +86,7 @@ class RedirectListener:
                     self._answer(400, _NOT_THIS_SIGN_IN)
                 else:
                     listener.received = f"{listener.redirect_uri}{self.path[len(CALLBACK_PATH) :]}"
-                    self._answer(200, _DONE)
+                    self._answer(200, done_text(query, back_to))
 
             def _answer(self, status: int, text: str, location: str | None = None) -> None:
                 body = _page(text)
