@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from mail_imap_mcp.config import AccountConfig, AuthMethod, Config, ConfigError
+from mail_imap_mcp.config.keychain import KeychainUnavailable, backend_name
 from mail_imap_mcp.config.sign_in import SignInProvider, oauth_client
 from mail_imap_mcp.config.sign_in_state import (
     LockTimeout,
@@ -31,6 +32,7 @@ from mail_imap_mcp.net.browser import BrowserOpener
 from mail_imap_mcp.net.loopback_redirect import RedirectListener
 from mail_imap_mcp.net.oauth import (
     OAuthClient,
+    RefreshTokenStore,
     TokenResponse,
     authorization_request,
     code_from_redirect,
@@ -122,6 +124,8 @@ def _login(account_id: str, account: AccountConfig, device: bool, wait_s: float)
             "in and nothing is kept; `mail-imap-mcp check` tries its token"
         )
     client = oauth_client(account)
+    store = refresh_token_store(account_id, account)
+    _check_store(account_id, account, store)  # before the provider is asked: a token it could not keep
     if device:
         if account.oauth2_provider is SignInProvider.GOOGLE:
             raise TokenUnavailable(_GOOGLE_DEVICE)
@@ -139,11 +143,57 @@ def _login(account_id: str, account: AccountConfig, device: bool, wait_s: float)
             "the provider gave no refresh token (the offline_access scope, or Google's access_type=offline, "
             "is needed to stay signed in)"
         )
-    store = refresh_token_store(account_id, account)
     check_new_sign_in(answer, client, nonce, lambda token: new_sign_in_refusal(account_id, account, token))
-    keep_sign_in(account_id, answer.refresh_token, signed_in_as(answer), store)
+    try:
+        keep_sign_in(account_id, answer.refresh_token, signed_in_as(answer), store)
+    except (ConfigError, LockTimeout, OSError) as exc:
+        raise ConfigError(_not_kept(account_id, account, client, answer.refresh_token, exc)) from None
     print(f"Signed in: account {account_id!r} is ready.", file=sys.stderr)
     return 0
+
+
+def _token_file_advice(account_id: str, account: AccountConfig) -> str:
+    example = f"~/.config/mail-imap-mcp/{account_id}.token"
+    return (
+        f"on a machine without a keychain, keep it in a file only you can read: set "
+        f"{account.setting('oauth2_token_file', example)}, then run login again"
+    )
+
+
+def _check_store(account_id: str, account: AccountConfig, store: RefreshTokenStore) -> None:
+    """Refuse, before the provider is asked, a sign-in whose refresh token could not be kept."""
+    try:
+        store.load()
+    except KeychainUnavailable:
+        raise ConfigError(
+            f"no keychain is usable here (keyring backend {backend_name()}), so a sign-in could not be "
+            f"kept; nothing was asked of the provider: {_token_file_advice(account_id, account)}"
+        ) from None
+
+
+def _not_kept(
+    account_id: str, account: AccountConfig, client: OAuthClient, refresh_token: str, exc: Exception
+) -> str:
+    """Why the sign-in was not kept, and what became of the refresh token the provider issued: revoked
+    there where it offers revocation (RFC 7009), else said to stay valid."""
+    try:
+        revoked = revoke(client, refresh_token)
+    except TokenUnavailable:
+        revoked = False
+    if revoked:
+        fate = "the refresh token the provider issued was revoked there (nothing of it stays valid)"
+    elif account.oauth2_provider is SignInProvider.MICROSOFT:
+        fate = (
+            "Microsoft Entra ID offers no revocation of a refresh token (no RFC 7009 endpoint): the one "
+            "it issued stays valid at Microsoft until it expires unused (90 days), kept nowhere here; "
+            "removing the app's access in your account's settings ends it"
+        )
+    else:
+        fate = (
+            "the provider offers no revocation (RFC 7009) or refused it: the refresh token it issued "
+            "stays valid there until it expires, kept nowhere here"
+        )
+    return f"the sign-in could not be kept ({exc}); {fate}; {_token_file_advice(account_id, account)}"
 
 
 def _browser_sign_in(
@@ -172,11 +222,21 @@ def _browser_sign_in(
         threading.Thread(
             target=opener.open_for_user, args=(listener.opening_url, account_id), daemon=True
         ).start()
+        print(
+            f"Waiting up to {wait_s:g} s (--wait) for the browser to come back to {listener.redirect_uri} "
+            "once you have signed in; Ctrl-C stops.",
+            file=sys.stderr,
+        )
         redirect = listener.wait(wait_s)
     if redirect is None:
         raise TokenUnavailable(
             f"no answer from the browser within {wait_s:g}s (the sign-in was not finished, or the "
-            f"provider sent the browser elsewhere than {listener.redirect_uri}); nothing was stored"
+            f"provider sent the browser elsewhere than {listener.redirect_uri}). If the provider's page "
+            "showed an error, the two likely mistakes are the client ID (oauth2_client_id: the "
+            "application (client) ID of your registration) and a redirect URI the registration lacks "
+            f"({listener.redirect_uri}, or the loopback address for any port where the provider allows "
+            "it: docs/providers.md); if its page did not load, the provider was out of reach; nothing "
+            "was stored"
         )
     code = code_from_redirect(request, redirect)
     return redeem_code(client, request, code, 30.0), request.nonce

@@ -23,13 +23,14 @@ import time
 import urllib.parse
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
 
 import pytest
 
 from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
 from tests.integration.test_login_command import Terminal
 from tests.integration.test_login_command import terminal as terminal
-from tests.integration.test_sign_in_tokens import ACCOUNT, outcomes, sign_in_account
+from tests.integration.test_sign_in_tokens import ACCOUNT, outcomes, refresh_refused, sign_in_account
 from tests.integration.test_sign_in_tokens import keychain as keychain
 from tests.integration.test_sign_in_tokens import user as user
 from tests.support.dovecot import Dovecot
@@ -104,6 +105,49 @@ def test_a_taken_redirect_port_says_so_and_a_free_one_signs_in(
         terminal.authorization_url()
     )
     assert terminal.keychain.load() is not None
+
+
+def test_login_without_a_keychain_refuses_before_the_browser_naming_oauth2_token_file(
+    oidc: OidcProvider, terminal: Terminal
+) -> None:
+    """Issue 56, item 7: no usable keychain (keyring's fail backend): refused before the provider is
+    asked, naming oauth2_token_file, where the browser sign-in ran first and its token was left valid."""
+    before = oidc.token_requests
+    done = terminal.run("login", PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring")
+    assert done.returncode == 1, done.stderr
+    assert "nothing was asked of the provider" in done.stderr and "oauth2_token_file" in done.stderr, done
+    assert "password_file" not in done.stderr and f"{oidc.issuer}/auth?" not in done.stderr, done.stderr
+    assert oidc.token_requests == before and oidc.refresh_tokens(terminal.user) == []
+
+
+def test_a_sign_in_that_could_not_be_kept_is_revoked_at_the_provider(
+    oidc: OidcProvider, terminal: Terminal, tmp_path: Path
+) -> None:
+    """The token file's directory replaced by a file while the user signs in: the refresh token the
+    provider issued is revoked there (RFC 7009; node-oidc-provider offers it), and the message says so."""
+    tokens = tmp_path / "tokens"
+    terminal.settings["oauth2_token_file"] = str(tokens / "work.token")
+    done = terminal.run("login", OIDC_TEST_BREAK_DIR=str(tokens))
+    assert done.returncode == 1, done.stderr
+    assert "could not be kept" in done.stderr and "was revoked there" in done.stderr, done.stderr
+    assert "oauth2_token_file" in done.stderr
+    (issued,) = oidc.refresh_tokens(terminal.user)
+    assert issued not in done.stderr and refresh_refused(oidc, issued)
+
+
+def test_login_says_what_it_waits_for_and_on_timeout_names_the_two_likely_mistakes(
+    oidc: OidcProvider, terminal: Terminal
+) -> None:
+    """A client ID the provider does not know: its page shows an error and never sends the browser back;
+    login says what it waits for, how long and how to stop, then names the client ID and the redirect
+    URI, where it waited in silence."""
+    terminal.settings["oauth2_client_id"] = "no-such-client"
+    done = terminal.run("login", "--wait", "3")
+    assert done.returncode == 1
+    assert "Waiting up to 3 s (--wait) for the browser to come back to http://127.0.0.1:" in done.stderr
+    assert "Ctrl-C stops" in done.stderr
+    assert "no answer from the browser within 3s" in done.stderr, done.stderr
+    assert "oauth2_client_id" in done.stderr and "a redirect URI the registration lacks" in done.stderr
 
 
 def test_ctrl_c_while_login_waits_for_the_browser_stores_nothing(

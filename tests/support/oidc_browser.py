@@ -6,7 +6,9 @@ to sign in as), ``OIDC_TEST_DECLINE=1`` (press "cancel" on the consent page), ``
 ``state`` put in the redirect in place of the provider's, as a forged redirect would) and
 ``OIDC_TEST_REDIRECT_PORT`` (the authorization request's loopback redirect moved to that port, as a page
 that rewrote it would: the provider, which takes any loopback port of a native app, sends the browser
-there) and ``OIDC_TEST_SEEN`` (a file it writes the authorization URL it was led to) in its environment.
+there), ``OIDC_TEST_SEEN`` (a file it writes the authorization URL it was led to) and
+``OIDC_TEST_BREAK_DIR`` (a directory replaced by a file before signing in: a store that fails after
+``login`` checked it) in its environment.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import http.cookiejar
 import os
 import re
+import shutil
 import sys
 import urllib.error
 import urllib.parse
@@ -118,6 +121,10 @@ def with_redirect_port(url: str, port: int) -> str:
 
 
 if __name__ == "__main__":
+    if broken := os.environ.get("OIDC_TEST_BREAK_DIR"):
+        shutil.rmtree(broken, ignore_errors=True)
+        with open(broken, "w"):
+            pass
     moved = os.environ.get("OIDC_TEST_REDIRECT_PORT")
     approve(
         with_redirect_port(launched(sys.argv[1]), int(moved)) if moved else sys.argv[1],
