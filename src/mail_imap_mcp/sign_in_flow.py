@@ -96,9 +96,7 @@ class SignInAttempt:
             f"Sign in to the mail account {account_id!r} (mail-imap-mcp): the page asks for your "
             "account's permission to read its mail over IMAP."
         )
-        self.opened_note = (
-            "The sign-in page was opened in the user's browser: once they have signed in there, call again."
-        )
+        self.opened_note = "The page was opened in the user's browser just now."
         self.offered_message = (
             f"Account {account_id!r} needs its user to sign in, on the sign-in page open to them (no "
             "command to run): once they have signed in there, call again."
