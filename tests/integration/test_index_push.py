@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.imap.push_view import PushView
+from mail_imap_mcp.imap.push_view import RECHECK_S, PushView
 from tests.support.clients import make_config, open_client
 from tests.support.courier import Courier
 from tests.support.dovecot import Dovecot
@@ -42,6 +42,16 @@ def relay(dovecot: Dovecot) -> Iterator[ImapRecorder]:
         recorder.close()
 
 
+class Clock:
+    """The view's clock, moved by the test: no test waits out the time a view vouches for."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 async def pushed_client(
     dovecot: Dovecot, user: str, port: int, tmp_path: Path, **settings: Any
 ) -> AsyncIterator[tuple[EnvelopeClient, AppContext]]:
@@ -55,6 +65,7 @@ async def pushed_client(
     app = AppContext.from_config(config)
     async for mcp in open_client(config, app):
         assert await wait_ready(mcp) == "ready"
+        view_of(app).clock = Clock()  # still while the test does not move it: no check of every folder
         yield mcp, app
 
 
@@ -178,8 +189,9 @@ async def test_over_tls_what_the_view_was_told_between_searches_keeps_it_alive(
     for folder in ("INBOX", "Work"):
         dovecot.seed(user, folder, [note(folder, n) for n in range(3)])
     async for mcp, app, _config in indexed_client(dovecot, user, tmp_path, index_fresh_from_push=True):
-        assert len(await found(mcp, "kiwiword")) == 6
         view = view_of(app)
+        view.clock = Clock()
+        assert len(await found(mcp, "kiwiword")) == 6
         for number in range(3):
             with dovecot.connect(user, tls=False, starttls=False) as other:
                 other.append(
@@ -188,3 +200,44 @@ async def test_over_tls_what_the_view_was_told_between_searches_keeps_it_alive(
             await anyio.sleep(1.2)  # Dovecot tells the view half a second after the change, unasked
             assert await found(mcp, "figword") == {f"told {n}" for n in range(number + 1)}
         assert (view.setups, view.flushes) == (1, 3)
+
+
+async def test_regression_a_view_the_server_told_nothing_checks_every_folder_again_after_its_time(
+    dovecot: Dovecot, tmp_path: Path
+) -> None:
+    # Regression (issue 56 item 11): another client adds, expunges and flags mail, then creates and deletes
+    # a folder at once; Dovecot 2.3.19's NOTIFY then tells the view nothing at all, and the view took the
+    # silence as proof: every later search answered from the stale index. The view vouches only for a
+    # stated time after a STATUS of every folder, then asks again.
+    user = dovecot.new_user()
+    dovecot.seed(user, "Work", [note("Work", n) for n in range(10)])
+    with relay(dovecot) as recorder:
+        async for mcp, app in pushed_client(dovecot, user, recorder.port, tmp_path):
+            view = view_of(app)
+            clock = view.clock
+            assert isinstance(clock, Clock)
+            assert len(await found(mcp, "kiwiword")) == 10
+            with dovecot.connect(user, tls=False, starttls=False) as other:
+                # The raw sequence, in a few round trips: well within Dovecot's half-second delay.
+                other.multiappend(
+                    "Work", [plain_message(f"fresh {n}", f"pineappleword {n}\r\n") for n in range(30)]
+                )
+                other.select_folder("Work")
+                uids = other.search(["ALL"])
+                other.add_flags(uids[-5:], [b"\\Flagged"])
+                other.add_flags(uids[:10], [b"\\Deleted"])
+                other.expunge()
+                other.create_folder("Passing")
+                other.delete_folder("Passing")
+            # Within its time the view vouches for what it was told: one NOOP, no STATUS.
+            verbs(recorder)
+            await found(mcp, "pineappleword")
+            assert every(verbs(recorder)) == ["NOOP"]
+            clock.now += RECHECK_S + 0.5
+            assert await found(mcp, "pineappleword") == {f"fresh {n}" for n in range(30)}
+            # Past it, the view's connection asked the listing and every folder's counts again, no NOOP.
+            sent = every(verbs(recorder))
+            assert "LIST" in sent and "STATUS counts" in sent and "NOOP" not in sent, sent
+            assert await found(mcp, "kiwiword") == set()
+            assert await found(mcp, "pineappleword is:flagged") == {f"fresh {n}" for n in range(25, 30)}
+            assert (view.setups, view.rechecks, view.flushes) == (1, 1, 3)

@@ -16,6 +16,12 @@ file written into the server's store behind its back (an MDA writing the Maildir
 until the server looks at that folder: that is why the index trusts the view only where its setting
 says that all mail reaches the mailboxes through the server.
 
+Silence is never proof: Dovecot 2.3.19 tells a NOTIFY connection nothing at all of mail added, expunged
+or flagged in a folder other than INBOX when a folder is created and deleted within its half-second delay
+(issue 56). So the view vouches for its counts only :data:`RECHECK_S` seconds after a LIST and a STATUS
+of every folder on its connection (:attr:`PushView.clock` times it); the first listing past that time
+asks them again (:attr:`PushView.rechecks`) instead of sending NOOP.
+
 A mailbox created, deleted or renamed (a LIST response), a notification overflow, a refused command or a
 lost connection ends the view: the next call sets it up again (the listing then comes from that set-up,
 as a STATUS of every folder would), and the caller asks the server itself meanwhile.
@@ -25,6 +31,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mail_imap_mcp.imap import parsing
@@ -41,6 +49,9 @@ EVENTS = b"MessageNew MessageExpunge FlagChange MailboxName"
 ITEMS = (b"MESSAGES", b"UIDNEXT", b"UIDVALIDITY", b"HIGHESTMODSEQ")
 #: Untagged responses that end the view: the server dropped notifications (RFC 5465 section 5.8).
 OVERFLOW = "NOTIFICATIONOVERFLOW"
+#: Seconds the view vouches for its counts after a LIST and STATUS of every folder: past them, the next
+#: listing asks them again (the server's silence alone proves no folder unchanged).
+RECHECK_S = 30.0
 
 
 @dataclass
@@ -51,6 +62,8 @@ class _State:
     #: The connection's client the view was set up on (read between calls by :meth:`PushView._drain`).
     client: BudgetedIMAPClient
     boxes: list[MailboxInfo]
+    #: When the LIST and STATUS of every folder the counts start from were asked (on the view's clock).
+    checked: float
     values: dict[str, dict[bytes, int]] = field(default_factory=dict)
     #: Mailboxes outside the personal namespace: NOTIFY does not tell their changes.
     outside: set[str] = field(default_factory=set)
@@ -59,8 +72,19 @@ class _State:
 class PushView:
     """One account's NOTIFY connection and the counts it was told. Thread-safe."""
 
-    def __init__(self, connection: AccountConnection) -> None:
+    def __init__(
+        self,
+        connection: AccountConnection,
+        *,
+        recheck_s: float = RECHECK_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._connection = connection
+        self.recheck_s = recheck_s
+        #: What :attr:`recheck_s` is timed by (a test moves its own).
+        self.clock = clock
+        #: Prefixes of the namespaces NOTIFY's ``personal`` leaves out (other users', shared), once set up.
+        self._outside_prefixes: list[str] = []
         self._lock = threading.Lock()
         self._state: _State | None = None
         #: False once the server turned out not to offer NOTIFY with CONDSTORE: the view is never used.
@@ -68,6 +92,8 @@ class PushView:
         #: Set-ups (the first, and each after the view ended), and NOOPs answered on a live view.
         self.setups = 0
         self.flushes = 0
+        #: LISTs and STATUS of every folder asked again on a live view, its time to vouch over.
+        self.rechecks = 0
 
     def listing(self) -> list[MailboxInfo] | None:
         """Every mailbox with the counts of those the view covers (MESSAGES, UIDNEXT, UIDVALIDITY and
@@ -109,14 +135,17 @@ class PushView:
         if state is None or state.logins != self._connection.logins:
             state = self._state = self._set_up(session)
             self.setups += 1
-            if state is None:  # a mailbox created or deleted meanwhile: the search asks the server
-                return None
+        elif self.clock() - state.checked >= self.recheck_s:
+            state = self._state = self._check(session)
+            self.rechecks += 1
         else:
             typ = session.client.keepalive_noop()
             if typ != "OK" or not self._take_told(session, state):
                 self._end()
                 return None
             self.flushes += 1
+        if state is None:  # a mailbox created or deleted meanwhile: the search asks the server
+            return None
         return [
             MailboxInfo(
                 box.name,
@@ -130,8 +159,7 @@ class PushView:
         ]
 
     def _set_up(self, session: ImapSession) -> _State | None:
-        """ENABLE CONDSTORE, NOTIFY SET, NAMESPACE, LIST and a STATUS of every selectable mailbox (those
-        pipelined in one round trip)."""
+        """ENABLE CONDSTORE, NOTIFY SET, NAMESPACE, then :meth:`_check`."""
         client = session.client
         client.enable("CONDSTORE")
         client.notify_personal(EVENTS)
@@ -140,13 +168,21 @@ class PushView:
         # NOTIFY's ``personal`` covers the personal namespace alone: mailboxes of the others (other users',
         # shared) are left without counts, asked with STATUS by the search.
         namespaces = client.namespace()
-        prefixes = [
+        self._outside_prefixes = [
             parsing.as_text(entry[0]) or ""
             for group in (namespaces.other, namespaces.shared)
             for entry in group or ()
         ]
+        return self._check(session)
+
+    def _check(self, session: ImapSession) -> _State | None:
+        """LIST, then a STATUS of every selectable mailbox (pipelined in one round trip): the counts the view
+        vouches for until :attr:`recheck_s` has passed. None when the view must end."""
+        client = session.client
+        checked = self.clock()
         boxes = list_mailboxes(session)
-        state = _State(self._connection.logins, client, boxes)
+        state = _State(self._connection.logins, client, boxes, checked)
+        prefixes = self._outside_prefixes
         state.outside = {box.name for box in boxes if any(box.name.startswith(prefix) for prefix in prefixes)}
         items = b"(" + b" ".join(ITEMS) + b")"
         tags = [
