@@ -1,8 +1,9 @@
 """imap_manage_mailbox's rename into a name the server makes special-use, through an MCP client.
 
-The test Dovecot gives ``\\Junk`` by name (``mailbox Junk { special_use = \\Junk }`` in its config, as a
-stock Dovecot does): an ordinary folder renamed to ``Junk`` would become the spam folder, left out of
-every search of all mailboxes and never renamed back by the tool. Every test counts the account's
+The test Dovecot gives ``\\Archive`` by name (``mailbox Archive { special_use = \\Archive }`` in its config,
+as it gives ``\\Junk`` to ``Junk``): an ordinary folder renamed to ``Archive`` would become a special-use
+folder, never renamed back by the tool. (``Junk`` is refused before: a search of every mailbox leaves a
+folder so named out, marked or not: test_write_mailbox_hidden_names.py.) Every test counts the account's
 messages (the Message-IDs of every mailbox) before and after.
 """
 
@@ -21,7 +22,7 @@ from tests.support.matrix import MatrixServer
 
 pytestmark = pytest.mark.anyio
 
-RENAME = {"action": "rename", "mailbox": "Old", "destination_mailbox": "Junk"}
+RENAME = {"action": "rename", "mailbox": "Old", "destination_mailbox": "Archive"}
 
 
 def audit_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -31,7 +32,7 @@ def audit_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
 async def test_a_rename_that_makes_a_folder_special_use_is_undone_at_once(
     dovecot: MatrixServer, user: str, account: AccountFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Renamed to ``Junk``, LIST shows the folder ``\\Junk``: it is renamed back at once, the call answers
+    """Renamed to ``Archive``, LIST shows the folder ``\\Archive``: it is renamed back at once, the call answers
     invalid_input naming destination_mailbox, both renames are audited, and every message is where it was."""
     caplog.set_level(logging.INFO, logger="mail_imap_mcp.audit")
     dovecot.seed(user, "Old", messages(3, "old"))
@@ -42,7 +43,7 @@ async def test_a_rename_that_makes_a_folder_special_use_is_undone_at_once(
         envelope = await mcp.fail(TOOL, first["data"]["next_action"]["arguments"], "invalid_input")
         error = envelope["error"]
         assert error["details"]["parameter"] == "destination_mailbox"
-        assert (error["details"]["mailbox_now"], error["details"]["special_use"]) == ("Old", "\\Junk")
+        assert (error["details"]["mailbox_now"], error["details"]["special_use"]) == ("Old", "\\Archive")
         assert "undone" in error["message"] and "'Old' again" in error["message"], error["message"]
     assert message_id_listing(dovecot, user) == before
     lines = audit_lines(caplog)
@@ -53,15 +54,15 @@ async def test_a_rename_that_makes_a_folder_special_use_is_undone_at_once(
 async def test_renaming_into_a_listed_special_use_folders_name_is_refused_first(
     dovecot: MatrixServer, user: str, account: AccountFactory
 ) -> None:
-    """Where LIST shows ``Junk`` special-use already, the name is refused before anything is sent, in
+    """Where LIST shows ``Archive`` special-use already, the name is refused before anything is sent, in
     words that say why (not only that it exists)."""
     dovecot.seed(user, "Old", messages(2, "old"))
-    dovecot.seed(user, "Junk", messages(1, "spam"))
+    dovecot.seed(user, "Archive", messages(1, "kept"))
     before = message_id_listing(dovecot, user)
     async for mcp in open_client(writable(account, user)):
         envelope = await mcp.fail(TOOL, RENAME, "invalid_input")
         assert envelope["error"]["details"]["parameter"] == "destination_mailbox"
-        assert "special-use \\Junk" in envelope["error"]["message"], envelope["error"]["message"]
+        assert "special-use \\Archive" in envelope["error"]["message"], envelope["error"]["message"]
     assert message_id_listing(dovecot, user) == before
 
 
@@ -69,7 +70,7 @@ async def test_a_failed_rename_back_names_the_folder_now_and_the_steps_that_rest
     dovecot: MatrixServer, user: str, account: AccountFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The rename back never reaches the server (the fault proxy drops it and resets the connection):
-    the answer says the folder is now ``Junk`` (found by LIST on a new connection), with the steps to
+    the answer says the folder is now ``Archive`` (found by LIST on a new connection), with the steps to
     restore it; following them with the tools brings every message back to ``Old``."""
     caplog.set_level(logging.INFO, logger="mail_imap_mcp.audit")
     dovecot.seed(user, "Old", messages(3, "old"))
@@ -83,19 +84,19 @@ async def test_a_failed_rename_back_names_the_folder_now_and_the_steps_that_rest
             assert proxy.drops == 1
             error = envelope["error"]
             details: dict[str, Any] = error["details"]
-            assert (details["parameter"], details["mailbox_now"]) == ("destination_mailbox", "Junk")
-            assert "it is now 'Junk'" in error["message"], error["message"]
+            assert (details["parameter"], details["mailbox_now"]) == ("destination_mailbox", "Archive")
+            assert "it is now 'Archive'" in error["message"], error["message"]
             assert len(details["steps"]) == 3
-            assert message_id_listing(dovecot, user) == {"INBOX": [], "Junk": before["Old"]}
+            assert message_id_listing(dovecot, user) == {"INBOX": [], "Archive": before["Old"]}
 
             step = envelope["data"]["next_action"]
             assert step["arguments"] == {"account_id": "default", "action": "create", "mailbox": "Old"}
             await mcp.ok(step["tool"], step["arguments"])
-            found = await mcp.ok("imap_search_messages", {"mailbox": "Junk"})
+            found = await mcp.ok("imap_search_messages", {"mailbox": "Archive"})
             ids = [message["message_id"] for message in found["messages"]]
             move = {"action": "move", "message_ids": ids, "destination_mailbox": "Old"}
             assert (await mcp.ok("imap_apply_to_messages", move))["status"] == "ok"
-    assert message_id_listing(dovecot, user) == {"INBOX": [], "Junk": [], "Old": before["Old"]}
+    assert message_id_listing(dovecot, user) == {"INBOX": [], "Archive": [], "Old": before["Old"]}
     lines = audit_lines(caplog)
     assert any("action=rename_back messages=3 outcome=outcome_unknown" in line for line in lines), lines
 

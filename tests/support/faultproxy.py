@@ -28,6 +28,8 @@ Actions:
 * ``drop_when_sent(marker, times=1)`` -- reset the connection whose client bytes would carry ``marker``
   for the ``times``-th time, instead of forwarding them (once; ``drops`` counts it): a write command
   the client sent that never reached the server.
+* ``before_sent(marker, action)`` -- run ``action`` once, before forwarding the client bytes that first
+  carry ``marker`` (``befores`` counts it): another client's change that lands just before a command.
 * ``reset_after(server_bytes, connections=1)`` -- the next ``connections`` connections that carry server
   data (``None``: every one, until ``pass_through()``) are reset once ``server_bytes`` more bytes from
   the server have been handed on, counted from the first server chunk each connection forwards after
@@ -51,6 +53,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
 from types import TracebackType
 
 __all__ = ["FaultProxy", "Mode"]
@@ -147,6 +150,8 @@ class FaultProxy:
         self._drop_times = 1
         self._refuse_after_drop = False
         self.drops = 0
+        self._before: tuple[bytes, Callable[[], None]] | None = None
+        self.befores = 0
         self._rule: _ResetRule | None = None
         self._listening = False
         self._stopping = threading.Event()
@@ -269,6 +274,21 @@ class FaultProxy:
             self._drop_marker = marker
             self._drop_times = times
             self._refuse_after_drop = then_refuse
+
+    def before_sent(self, marker: bytes, action: Callable[[], None]) -> None:
+        """Run ``action`` once, in the forwarding thread, before the client bytes that first carry
+        ``marker`` are forwarded: the change of another client that lands just before that command."""
+        with self._lock:
+            self._before = (marker, action)
+
+    def _run_before(self, data: bytes) -> None:
+        with self._lock:
+            before = self._before
+            if before is None or before[0] not in data:
+                return
+            self._before = None
+            self.befores += 1
+        before[1]()
 
     def reset_after(self, server_bytes: int, *, connections: int | None = 1) -> None:
         """Reset the next ``connections`` connections (None: all) after ``server_bytes`` more server bytes."""
@@ -409,6 +429,7 @@ class FaultProxy:
                     data, cut = self._apply_reset_rule(conn, data)
                 else:
                     cut = False
+                    self._run_before(data)
                     if self._drops(conn, data):
                         conn.abort()
                         break

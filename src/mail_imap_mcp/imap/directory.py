@@ -10,7 +10,7 @@ and whether a name exists and can be selected.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes, list_matching
@@ -143,14 +143,36 @@ class MailboxDirectory:
 
     def searchable(self) -> list[str]:
         """The mailboxes a search of every mailbox (``mailbox: "*"``) covers, in LIST order: every
-        selectable one except :data:`EXCLUDED_FROM_ALL` by special use, the configured Trash, and, where
-        the server marks no Trash or Junk mailbox, ones with their usual names."""
-        left_out = {*self.with_role(TRASH), *self.with_role(JUNK), self.configured.get(TRASH)}
-        return [
-            box.name
+        selectable one but those it leaves out (:meth:`left_out`)."""
+        left_out = self.left_out()
+        return [box.name for box in self.boxes if box.selectable and box.name not in left_out]
+
+    def left_out(self) -> dict[str, str]:
+        """The mailboxes a search of every mailbox leaves out unless named, each with the role it is taken
+        for: :data:`EXCLUDED_FROM_ALL` by special use, the configured Trash, and, where the server marks
+        no Trash or Junk mailbox, ones with their usual names (:meth:`with_role`)."""
+        left_out = {
+            box.name: box.special_use
             for box in self.boxes
-            if box.selectable and box.special_use not in EXCLUDED_FROM_ALL and box.name not in left_out
-        ]
+            if box.selectable and box.special_use is not None and box.special_use in EXCLUDED_FROM_ALL
+        }
+        for role in (TRASH, JUNK):
+            left_out.update({name: role for name in self.with_role(role) if name not in left_out})
+        configured = self.configured.get(TRASH)
+        if configured is not None:
+            left_out.setdefault(configured, TRASH)
+        return left_out
+
+    def renamed(self, mailbox: str, destination: str) -> MailboxDirectory:
+        """This directory as it would be once ``mailbox`` (with the mailboxes below it) is ``destination``."""
+
+        def moved(box: MailboxInfo) -> MailboxInfo:
+            inside = bool(box.delimiter) and box.name.startswith(f"{mailbox}{box.delimiter}")
+            if box.name != mailbox and not inside:
+                return box
+            return replace(box, name=destination + box.name[len(mailbox) :])
+
+        return replace(self, boxes=[moved(box) for box in self.boxes])
 
     def children(self, name: str) -> tuple[str, ...]:
         """The mailboxes below ``name`` in the hierarchy, by name."""

@@ -33,6 +33,8 @@ class NameProblem(StrEnum):
     SPECIAL_USE = "special_use"
     #: A mailbox (or one inside it) that is never renamed or deleted.
     PROTECTED = "protected"
+    #: A new name a search of every mailbox leaves out (``why``: the role it is taken for).
+    LEFT_OUT = "left_out"
 
 
 class MailboxNameRefused(ImapError):
@@ -64,9 +66,10 @@ class MailboxNameRefused(ImapError):
 @dataclass(eq=False)
 class RenamedIntoSpecialUse(ImapError):
     """RENAME of the ordinary folder ``mailbox`` of ``account_id`` to ``destination`` made it the server's
-    special-use ``role`` folder (the server gives that role by name). ``now``: the name the folder has
-    after the rename back was tried (``mailbox`` when undone, ``destination`` when the rename back was
-    refused, None when unknown); ``messages``: what it holds."""
+    special-use ``role`` folder (the server gives that role by name), or (``marked`` False) a folder a
+    search of every mailbox takes for ``role`` by its name and leaves out. ``now``: the name the folder
+    has after the rename back was tried (``mailbox`` when undone, ``destination`` when the rename back
+    was refused, None when unknown); ``messages``: what it holds."""
 
     account_id: str
     mailbox: str
@@ -74,6 +77,7 @@ class RenamedIntoSpecialUse(ImapError):
     role: str
     messages: int
     now: str | None
+    marked: bool = True
 
     def __post_init__(self) -> None:
         super().__init__(f"RENAME of {self.mailbox!r} to {self.destination!r} made it {self.role}")

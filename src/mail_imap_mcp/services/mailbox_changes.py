@@ -8,7 +8,9 @@ there by a fresh EXAMINE and deleted only when empty, else renamed back.
 
 Rename: a server may make a folder special-use by its name alone (Dovecot's ``mailbox Junk {
 special_use = \\Junk }``): an ordinary folder renamed to ``Junk`` becomes the spam folder, left out of
-every search of all mailboxes and never renamed again by this tool. LIST after the RENAME tells; such
+every search of all mailboxes and never renamed again by this tool. A name checked beforehand can also
+turn out to be one that search leaves out by its name once renamed (another client deleted the folder
+the server marks ``\\Junk`` meanwhile, and ``Spam`` is taken for it). LIST after the RENAME tells; such
 a rename is undone at once (:class:`RenamedIntoSpecialUse`).
 """
 
@@ -20,10 +22,12 @@ from collections.abc import Callable, Sequence
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing, OutcomeUnknown
+from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.name_errors import RenamedIntoSpecialUse
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.write_errors import MailboxCommandRefused
 from mail_imap_mcp.operations.audit import AuditLine
+from mail_imap_mcp.services.mailbox_names import hidden_by_rename
 
 
 def count_messages(session: ImapSession, mailbox: str) -> int:
@@ -67,13 +71,19 @@ def delete_if_empty(session: ImapSession, mailbox: str, aside: str, *, selectabl
 
 def rename_undoing_special_use(session: ImapSession, back: AuditLine, mailbox: str, destination: str) -> None:
     """RENAME ``mailbox`` (no special-use folder) to ``destination``; where LIST then shows
-    ``destination`` special-use, RENAME it back at once (audited as ``back``) and raise
+    ``destination`` special-use, or a name a search of every mailbox leaves out where it searched
+    ``mailbox`` (:func:`~.mailbox_names.hidden_by_rename`; the configured Trash, which no other client
+    changes, was refused before), RENAME it back at once (audited as ``back``) and raise
     :class:`RenamedIntoSpecialUse`."""
     account_id, messages = back.account_id, back.count
     with session.write_command():
         session.rename_mailbox(mailbox, destination)
-    renamed = MailboxDirectory.matching(session, destination).get(destination)
+    listed = MailboxDirectory(list_mailboxes(session))
+    renamed = listed.get(destination)
     role = renamed.special_use if renamed is not None else None
+    marked = role is not None
+    if role is None:
+        role = hidden_by_rename(listed.renamed(destination, mailbox), mailbox, destination)
     if role is None:
         return
     try:
@@ -83,10 +93,10 @@ def rename_undoing_special_use(session: ImapSession, back: AuditLine, mailbox: s
         unknown = isinstance(failure, OutcomeUnknown)
         back.done("outcome_unknown" if unknown else "refused")
         raise RenamedIntoSpecialUse(
-            account_id, mailbox, destination, role, messages, now=None if unknown else destination
+            account_id, mailbox, destination, role, messages, None if unknown else destination, marked
         ) from None
     back.done("ok")
-    raise RenamedIntoSpecialUse(account_id, mailbox, destination, role, messages, now=mailbox)
+    raise RenamedIntoSpecialUse(account_id, mailbox, destination, role, messages, mailbox, marked)
 
 
 def where_now(session: ImapSession, names: Sequence[str | None]) -> str | None:

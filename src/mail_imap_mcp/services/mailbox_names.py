@@ -56,5 +56,27 @@ def refuse_special_use_name(names: MailboxDirectory, name: str, parameter: str) 
             raise MailboxNameRefused(parameter, NameProblem.SPECIAL_USE, box.name, why=box.special_use)
 
 
+def new_destination(names: MailboxDirectory, mailbox: str, given: str) -> tuple[str, list[str]]:
+    """The server's spelling of the new name of ``mailbox`` (``destination_mailbox``: ``given``), refused
+    where it is a special-use folder's, is taken or malformed (:func:`new_mailbox`), or would hide the
+    mail a search of every mailbox finds in ``mailbox`` now (a name that search leaves out:
+    :meth:`MailboxDirectory.left_out`, the rule the search itself follows)."""
+    parameter = "destination_mailbox"
+    refuse_special_use_name(names, given, parameter)
+    destination, notes = new_mailbox(names, given, parameter)
+    role = hidden_by_rename(names, mailbox, destination)
+    if role is not None:
+        raise MailboxNameRefused(parameter, NameProblem.LEFT_OUT, destination, why=role)
+    return destination, notes
+
+
+def hidden_by_rename(names: MailboxDirectory, mailbox: str, destination: str) -> str | None:
+    """The role a search of every mailbox would take ``destination`` for, and leave out, once ``mailbox``
+    (in ``names``) is renamed to it; None where it would search it, or left ``mailbox`` out already."""
+    if mailbox in names.left_out():
+        return None
+    return names.renamed(mailbox, destination).left_out().get(destination)
+
+
 def prefix_note(prefix: str, name: str) -> str:
     return f"This server keeps personal mailboxes below {prefix!r}: {name!r} was taken as {prefix + name!r}."

@@ -6,11 +6,12 @@ name), a new name without it gets it added, and an existing name is looked up wi
 found as given; the result says so. Hostile names (control characters, the LIST wildcards ``*`` and
 ``%``, empty levels, absurd lengths) are refused before anything is sent.
 
-Safety: INBOX and the special-use folders (and the configured trash/drafts folders) are never renamed
-or deleted, nor is a folder renamed into a name that makes it one (undone at once); delete refuses a
-mailbox that holds messages (Dovecot would delete them silently) or child mailboxes (Dovecot and Courier
-would leave them orphaned), and deletes through a name aside (services/mailbox_changes.py). Rename and
-delete need confirmation. A connection lost after the command was sent is ``outcome_unknown``.
+Safety: INBOX and the special-use folders (and the configured trash/drafts folders) are never renamed or
+deleted, nor is a folder renamed into a name that makes it one or that searches of every mailbox leave
+out (refused by their rule, undone at once if LIST shows it after); delete refuses a mailbox that holds
+messages (Dovecot would delete them silently) or child mailboxes (Dovecot and Courier would leave them
+orphaned), and deletes through a name aside (services/mailbox_changes.py). Rename and delete need
+confirmation. A connection lost after the command was sent is ``outcome_unknown``.
 """
 
 from __future__ import annotations
@@ -50,9 +51,9 @@ from mail_imap_mcp.services.mailbox_changes import (
 )
 from mail_imap_mcp.services.mailbox_names import (
     existing_mailbox,
+    new_destination,
     new_mailbox,
     refuse_protected,
-    refuse_special_use_name,
 )
 from mail_imap_mcp.tools.spec import Effect, ToolSpec
 
@@ -74,8 +75,8 @@ DETAILS = (
 )
 ERRORS = {
     "invalid_input": "A name is malformed, names INBOX or a special-use folder, already exists (create, "
-    "rename destination), would make the renamed folder special-use (renamed back at once; details "
-    "say where it is), or the mailbox to delete holds messages or child mailboxes.",
+    "rename destination), would make the renamed folder special-use or hidden from searches of every "
+    "mailbox (renamed back at once; details say where), or the mailbox to delete has messages or children.",
     "not_found": "The account or the mailbox to rename or delete does not exist.",
     "confirmation_required": "Rename and delete: ask the user, then repeat the call with confirm_token.",
     "permission_denied": "Writes are off for this account (write_enabled), or the server does not allow it.",
@@ -195,8 +196,7 @@ def _plan(session: ImapSession, app: AppContext, account_id: str, args: ManageMa
             raise _refuse_nonempty(mailbox, messages, account_id)
         return _Plan("delete", mailbox, None, messages, (), box.selectable, tuple(notes), aside_name(mailbox))
     assert args.destination_mailbox is not None
-    refuse_special_use_name(names, args.destination_mailbox, "destination_mailbox")
-    destination, more = new_mailbox(names, args.destination_mailbox, "destination_mailbox")
+    destination, more = new_destination(names, mailbox, args.destination_mailbox)
     if names.separator and destination.startswith(mailbox + names.separator):
         raise ToolFailure.invalid_input(
             "destination_mailbox",
@@ -206,7 +206,7 @@ def _plan(session: ImapSession, app: AppContext, account_id: str, args: ManageMa
 
 
 def _execute(session: ImapSession, plan: _Plan, account_id: str, back: AuditLine) -> None:
-    """Send the change: delete through a name aside, rename undone (``back``) if it made a special-use one."""
+    """Send the change: delete through a name aside, rename undone (``back``) if it hid the folder's mail."""
     if session.selected_mailbox == plan.mailbox:
         session.deselect()
     try:
