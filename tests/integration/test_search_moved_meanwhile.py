@@ -72,3 +72,42 @@ async def test_a_message_moved_while_its_page_is_read_is_listed_exactly_once(
     assert moved, "the hook never ran"
     expected = sorted([f"inbox {i}" for i in range(12)] + [f"archive {i}" for i in range(12)])
     assert sorted(listed) == expected, listed
+
+
+async def test_a_message_moved_behind_the_walk_between_pages_is_listed_or_said(
+    imap_server: MatrixServer, user: str, account: AccountFactory
+) -> None:
+    """Issue 56 item 13: messages of three mailboxes share one arrival time (a whole import, or mail
+    appended within one second), so the order breaks the tie by mailbox, then UID. Between two pages
+    another client moves a message of the last mailbox, not listed yet, into INBOX, whose part of the tie
+    the walk has passed (MOVE keeps INTERNALDATE): it was never listed, and no page said so. Every message
+    must be listed, or the page after the move must say that one filed meanwhile is not."""
+    server = imap_server
+    work, zeta = server.mailbox_name("Work"), server.mailbox_name("Zeta")
+    for label, mailbox in (("inbox", "INBOX"), ("work", work), ("zeta", zeta)):
+        server.seed(user, mailbox, messages(label, 4), internaldates=lambda _: START)
+    listed: list[str] = []
+    said: list[str] = []
+    async for mcp in open_client(make_config({"default": account(user)})):
+        arguments: dict[str, Any] = {"mailbox": "*", "limit": 6}
+        data = await mcp.ok("imap_search_messages", arguments)
+        listed += [message["subject"] for message in data["messages"]]
+        assert listed[:4] == [f"inbox {i}" for i in range(4)] and len(listed) == 6, listed
+        with server.connect(user) as other:
+            other.select_folder(zeta)
+            uid = max(other.search(["ALL"]))  # "zeta 3": not listed yet
+            if other.has_capability("MOVE"):
+                other.move([uid], "INBOX")
+            else:
+                other.copy([uid], "INBOX")
+                other.delete_messages([uid])
+                other.expunge()
+        while data.get("next_cursor"):
+            data = await mcp.ok("imap_search_messages", {**arguments, "cursor": data["next_cursor"]})
+            listed += [message["subject"] for message in data["messages"]]
+            said += [issue["code"] for issue in data.get("issues", [])]
+    everything = [f"{label} {i}" for label in ("inbox", "work", "zeta") for i in range(4)]
+    assert len(listed) == len(set(listed)), listed
+    if set(listed) != set(everything):
+        assert set(everything) - set(listed) == {"zeta 3"}, listed
+        assert said == ["filed_meanwhile"], said

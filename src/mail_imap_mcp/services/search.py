@@ -263,6 +263,17 @@ def _by_watermark(
         )
         if not any(issue.code == "not_found" for issue in fetch_issues):
             break
+    if page.filed_behind:
+        issues.append(
+            Issue(
+                code="filed_meanwhile",
+                stage="search",
+                message=f"{page.filed_behind} message(s) were filed into a searched mailbox since the last "
+                "page with the same time as its last message, at a place this walk had passed: one moved "
+                "from a place not reached yet is not listed. Search again from the first page to see them.",
+                retryable=True,
+            )
+        )
     if page.next_cursor is not None:
         # Its next pages, on any instance sharing the state, list no mailbox again.
         app.remember_mailbox_list(account_id, page.next_cursor.mailboxes_digest, names)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from mail_imap_mcp.imap.search.cursors import DIGEST_CHARS, MailboxesChanged, WatermarkCursor
 from mail_imap_mcp.imap.search.plan import reads_at_once
-from mail_imap_mcp.imap.search.watermark import Trusted, Watermark, merge
+from mail_imap_mcp.imap.search.watermark import Trusted, Watermark, merge, tied_before
 from mail_imap_mcp.imap.search.watermark_read import read_parts
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.query import Key, Query, needs_utf8, search_keys
@@ -41,6 +41,9 @@ class PositionPage:
     mailboxes: list[str]
     failed: list[tuple[str, Exception]] = field(default_factory=list)
     next_cursor: WatermarkCursor | None = None
+    #: Messages filed since the last page beside the cursor's message, where the order had passed
+    #: (:func:`~mail_imap_mcp.imap.search.watermark.tied_before`): not listed, perhaps never.
+    filed_behind: int = 0
 
 
 def position_page(
@@ -97,6 +100,10 @@ def position_page(
         cursor.total if cursor is not None else sum(p.count + len(p.near) for p in parts if p.failure is None)
     )
     page = PositionPage(picks, total, [p.mailbox for p in parts if p.failure is None], failed)
+    tied = 0
+    if watermark is not None:
+        tied = tied_before(parts, watermark)
+        page.filed_behind = max(tied - cursor.tied, 0) if cursor is not None else 0
     if merged.next_watermark is not None:
         digest = mailboxes_digest(names, list(read.values()))
         mark = merged.next_watermark
@@ -112,5 +119,7 @@ def position_page(
             mark.key,
             mark.index,
             mark.uid,
+            (tied if watermark is not None and watermark.key == mark.key else 0)
+            + sum(1 for _, _, key in merged.picks if key == mark.key),
         )
     return page

@@ -351,6 +351,9 @@ class WatermarkCursor:
     key: int
     index: int
     uid: int
+    #: Messages read with the last one's key, at or before it (listed): more of them on the next page
+    #: were filed meanwhile where the order had passed (:func:`~.watermark.tied_before`).
+    tied: int = 0
 
     def encode(self, user: str) -> str:
         if not (_HEX_DIGEST.fullmatch(self.filter_digest) and _HEX_DIGEST.fullmatch(self.mailboxes_digest)):
@@ -359,7 +362,7 @@ class WatermarkCursor:
         body += bytes.fromhex(self.filter_digest) + bytes.fromhex(self.mailboxes_digest)
         skipped = self.skipped.to_bytes((self.skipped.bit_length() + 7) // 8, "little")
         body += _varints([self.count, len(skipped)]) + skipped
-        body += _varints([self.total, self.returned, _zigzag(self.key), self.index, self.uid])
+        body += _varints([self.total, self.returned, _zigzag(self.key), self.index, self.uid, self.tied])
         return seal_packed(bytes(body), user)
 
     @classmethod
@@ -374,13 +377,14 @@ class WatermarkCursor:
         skipped = int.from_bytes(reader.take(reader.varint()), "little")
         total, returned = reader.varint(), reader.varint()
         key, index, uid = _unzigzag(reader.varint()), reader.varint(), reader.varint()
+        tied = reader.varint() if reader.pos < len(reader.data) else 0  # none in an earlier version's
         if reader.pos != len(reader.data):
             raise CursorError("cursor is garbled")
         if not 1 <= count <= 1000 or skipped >> count or index >= count:
             raise CursorError("cursor is garbled")
-        if not all(_uint(n) for n in (total, returned, uid)) or not 0 <= key + 2**40 <= 2**41:
+        if not all(_uint(n) for n in (total, returned, uid, tied)) or not 0 <= key + 2**40 <= 2**41:
             raise CursorError("cursor is garbled")
-        return cls(account_id, *digests, count, skipped, total, returned, key, index, uid)
+        return cls(account_id, *digests, count, skipped, total, returned, key, index, uid, tied)
 
 
 @dataclass(frozen=True)

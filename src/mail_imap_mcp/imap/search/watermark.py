@@ -252,6 +252,21 @@ def trusted(part: MailboxPart, watermark: Watermark | None, wanted: int) -> Trus
     return Trusted(index, complete, True) if len(complete) >= wanted else None
 
 
+def tied_before(parts: Sequence[MailboxPart], watermark: Watermark) -> int:
+    """How many messages of ``parts`` share the watermark's key at or before it (listed by then), as the
+    ``near`` reads found them (their keys are all read). More than when the watermark was set: messages
+    filed meanwhile (a move keeps INTERNALDATE) into a place the order had passed, where a mailbox or UID
+    before the watermark's breaks the tie: never listed if they came from a place not yet reached."""
+    key = watermark.key
+    return sum(
+        1
+        for part in parts
+        if part.failure is None
+        for uid in part.near
+        if part.keys.get(uid) == key and watermark.passed(key, part.index, uid)
+    )
+
+
 def _trusted_by_bands(part: MailboxPart, after: list[tuple[int, int]], wanted: int) -> Trusted | None:
     """What follows in a mailbox searched in bands: the messages of the bands read whole (and ``near``)
     that arrived after the latest time a message of an unread band can have (its dates are before the
