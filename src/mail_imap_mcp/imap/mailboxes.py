@@ -43,8 +43,10 @@ def _text(value: bytes | str | None) -> str | None:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
-def _sort_key(box: MailboxInfo) -> tuple[int, str]:
-    return (0 if box.name.upper() == "INBOX" else 1, box.name.casefold())
+def _sort_key(box: MailboxInfo) -> tuple[int, str, str]:
+    """INBOX first, then by name case-folded, then as spelled: no server's LIST order changes it (a
+    search of several mailboxes breaks ties of its order by this place, docs/search.md)."""
+    return (0 if box.name.upper() == "INBOX" else 1, box.name.casefold(), box.name)
 
 
 def list_mailboxes(session: ImapSession) -> list[MailboxInfo]:

@@ -9,9 +9,10 @@ so a message that matches on every page comes exactly once, in the first page's 
 arrive or go meanwhile; rows added since the first page (new mail, a message stored again) have higher
 ids and are left out, counted (:attr:`~.store.Keyed.newer`).
 
-The keys: ranked, ``ts_rank`` then the newest sent date then the row id; ``date`` and the unweighted
-ranking (every word in most messages), the sent date then the row id; ``uid``, the UID then the row id;
-``arrival``, INTERNALDATE newest first, then the folder's place in the searched list, then the UID.
+The keys: ranked, ``ts_rank`` then the newest sent date then the row id; the unweighted ranking (every
+word in most messages), the sent date then the row id; ``uid``, the UID then the row id; ``arrival``,
+INTERNALDATE newest first, then the folder's place in the searched list, then the UID; ``date`` (and
+relevance with no words to rank), the sent date newest first, then as ``arrival`` (the server's order).
 ``ts_rank`` weighs the query's lexemes in the message's own ``tsvector`` and nothing else (PostgreSQL's
 text search keeps no corpus statistics: no document frequency, no average length), so a row's rank is
 the same on every page whatever else arrives, unlike SQLite's BM25 (whose pages keep places instead).
@@ -143,13 +144,14 @@ def _listed(
         score, score_params = f"ts_rank('{RANK_WEIGHTS}', m.terms, %s::tsquery)", [query.rank]
     key_params: list[object] = []
     bound_params: list[object] = []
-    if mode is Mode.ARRIVAL:
-        keys = "m.arrival, array_position(%s::text[], f.name), m.uid"
+    if mode in (Mode.ARRIVAL, Mode.NEWEST):  # the server's order: ties by the folder's place, then UID
+        column = "m.arrival" if mode is Mode.ARRIVAL else "m.sent"
+        keys = f"{column}, array_position(%s::text[], f.name), m.uid"
         key_params = [folders]
-        order_by = "m.arrival DESC, 4, m.uid"
-        after = "(-m.arrival, array_position(%s::text[], f.name), m.uid) > (%s, %s, %s)"
+        order_by = f"{column} DESC, 4, m.uid"
+        after = f"(-{column}, array_position(%s::text[], f.name), m.uid) > (%s, %s, %s)"
         bound_params = [folders]
-    else:  # ranked: the rank, then the sent date; else the sent date or the UID; then the row id
+    else:  # ranked: the rank, then the sent date, then the row id; else the UID
         key = "m.uid" if mode is Mode.UID else "m.sent"
         keys, order_by = f"{key}, m.id, 0", f"{key} DESC, m.id DESC"
         after = f"({key}, m.id) < (%s, %s)"
@@ -160,7 +162,7 @@ def _listed(
     if last is not None:
         rank, first, second, third = last
         bound: list[object] = [rank, first, second] if mode is Mode.RANKED else [first, second]
-        if mode is Mode.ARRIVAL:
+        if mode in (Mode.ARRIVAL, Mode.NEWEST):
             bound = [-first, second, third]
         where = f"{condition} AND m.id <= %s AND {after}"
         where_params += [highest, *bound_params, *bound]

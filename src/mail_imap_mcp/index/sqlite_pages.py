@@ -4,7 +4,7 @@ Ranked (``relevance``), every match is scored (:mod:`.sqlite_ranking`). Every ot
 server's own, so a page is the same whichever answers: ``arrival`` newest INTERNALDATE first, then the
 folder's place in the searched list, then UID ascending (a search of several mailboxes,
 docs/search.md); ``uid`` the highest UID first (one mailbox in arrival order); ``date`` the newest sent
-date first.
+date first, then as ``arrival`` (never the row id: a build's order of rows is no order of the server's).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def page_task(
     others = {folder: count for name, folder, count in stored if name not in wanted}
     if not searched:
         return lambda db: (HitPage([], 0, folders, places=done([]) if keep else None), None)
-    ordered = order in ("arrival", "uid")  # the key is the message row's: it is joined
+    ordered = order in ("arrival", "uid", "date")  # the key is the message row's: it is joined
     if query.match is not None:
         # The folders are words of the place column: the MATCH names the searched ones, or the
         # others where they hold fewer messages (FTS5's cost follows the lists it merges).
@@ -187,11 +187,12 @@ def _order_by(
     its parameters."""
     if order == "uid":
         return "m.uid DESC", []
-    if order == "arrival":
+    if order in ("arrival", "date"):  # the server's order: ties by the folder's place, then UID
         ids = {name: folder for name, folder, _ in stored}
         places = [(ids[name], place) for place, name in enumerate(folders) if name in ids]
         cases = " ".join("WHEN ? THEN ?" for _ in places)
-        return f"m.arrival DESC, CASE m.folder {cases} END, m.uid", [n for pair in places for n in pair]
+        key = "m.arrival" if order == "arrival" else "m.sent"
+        return f"{key} DESC, CASE m.folder {cases} END, m.uid", [n for pair in places for n in pair]
     return ("fts.rowid DESC" if matched else "m.sent DESC, m.id DESC"), []
 
 
