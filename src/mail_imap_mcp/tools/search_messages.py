@@ -257,7 +257,7 @@ TOOL = ToolSpec(
         'account keeps a local index: ask `sort: "relevance"` for the best match first. The index lists a '
         "page in the server's order, so a page is the same whichever answers.",
         "A search of several mailboxes continues from one position, on every server: its cursor is "
-        "about 52 characters whatever the number of mailboxes (it grew by about 30 a mailbox), in arrival "
+        "about 54 characters whatever the number of mailboxes (it grew by about 30 a mailbox), in arrival "
         "and in date order. A mailbox deleted or recreated since the first page (or, after a server "
         "restart, one created) makes the next page a `conflict` whose `next_action` runs the search "
         "again; mail filed meanwhile with an earlier date comes once, at its place.",
