@@ -69,6 +69,15 @@ async def pushed_client(
         yield mcp, app
 
 
+async def relayed(
+    dovecot: Dovecot, user: str, tmp_path: Path
+) -> AsyncIterator[tuple[EnvelopeClient, AppContext, ImapRecorder]]:
+    """:func:`pushed_client` through a recording relay: the client, the application and the relay."""
+    with relay(dovecot) as recorder:
+        async for mcp, app in pushed_client(dovecot, user, recorder.port, tmp_path):
+            yield mcp, app, recorder
+
+
 def verbs(recorder: ImapRecorder) -> list[list[str]]:
     """The commands each connection sent since the last look (connections that sent nothing left out);
     a STATUS that asks a folder's counts (MESSAGES: the freshness check's, not a sync's HIGHESTMODSEQ
@@ -211,33 +220,32 @@ async def test_regression_a_view_the_server_told_nothing_checks_every_folder_aga
     # stated time after a STATUS of every folder, then asks again.
     user = dovecot.new_user()
     dovecot.seed(user, "Work", [note("Work", n) for n in range(10)])
-    with relay(dovecot) as recorder:
-        async for mcp, app in pushed_client(dovecot, user, recorder.port, tmp_path):
-            view = view_of(app)
-            clock = view.clock
-            assert isinstance(clock, Clock)
-            assert len(await found(mcp, "kiwiword")) == 10
-            with dovecot.connect(user, tls=False, starttls=False) as other:
-                # The raw sequence, in a few round trips: well within Dovecot's half-second delay.
-                other.multiappend(
-                    "Work", [plain_message(f"fresh {n}", f"pineappleword {n}\r\n") for n in range(30)]
-                )
-                other.select_folder("Work")
-                uids = other.search(["ALL"])
-                other.add_flags(uids[-5:], [b"\\Flagged"])
-                other.add_flags(uids[:10], [b"\\Deleted"])
-                other.expunge()
-                other.create_folder("Passing")
-                other.delete_folder("Passing")
-            # Within its time the view vouches for what it was told: one NOOP, no STATUS.
-            verbs(recorder)
-            await found(mcp, "pineappleword")
-            assert every(verbs(recorder)) == ["NOOP"]
-            clock.now += RECHECK_S + 0.5
-            assert await found(mcp, "pineappleword") == {f"fresh {n}" for n in range(30)}
-            # Past it, the view's connection asked the listing and every folder's counts again, no NOOP.
-            sent = every(verbs(recorder))
-            assert "LIST" in sent and "STATUS counts" in sent and "NOOP" not in sent, sent
-            assert await found(mcp, "kiwiword") == set()
-            assert await found(mcp, "pineappleword is:flagged") == {f"fresh {n}" for n in range(25, 30)}
-            assert (view.setups, view.rechecks, view.flushes) == (1, 1, 3)
+    async for mcp, app, recorder in relayed(dovecot, user, tmp_path):
+        view = view_of(app)
+        clock = view.clock
+        assert isinstance(clock, Clock)
+        assert len(await found(mcp, "kiwiword")) == 10
+        with dovecot.connect(user, tls=False, starttls=False) as other:
+            # The raw sequence, in a few round trips: well within Dovecot's half-second delay.
+            other.multiappend(
+                "Work", [plain_message(f"fresh {n}", f"pineappleword {n}\r\n") for n in range(30)]
+            )
+            other.select_folder("Work")
+            uids = other.search(["ALL"])
+            other.add_flags(uids[-5:], [b"\\Flagged"])
+            other.add_flags(uids[:10], [b"\\Deleted"])
+            other.expunge()
+            other.create_folder("Passing")
+            other.delete_folder("Passing")
+        # Within its time the view vouches for what it was told: one NOOP, no STATUS.
+        verbs(recorder)
+        await found(mcp, "pineappleword")
+        assert every(verbs(recorder)) == ["NOOP"]
+        clock.now += RECHECK_S + 0.5
+        assert await found(mcp, "pineappleword") == {f"fresh {n}" for n in range(30)}
+        # Past it, the view's connection asked the listing and every folder's counts again, no NOOP.
+        sent = every(verbs(recorder))
+        assert "LIST" in sent and "STATUS counts" in sent and "NOOP" not in sent, sent
+        assert await found(mcp, "kiwiword") == set()
+        assert await found(mcp, "pineappleword is:flagged") == {f"fresh {n}" for n in range(25, 30)}
+        assert (view.setups, view.rechecks, view.flushes) == (1, 1, 3)
