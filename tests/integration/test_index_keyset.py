@@ -10,6 +10,7 @@ SQLite index's BM25 is not (its pages keep places instead, tests/integration/tes
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,14 +37,15 @@ KIWI = Contains("text", "kiwi")
 FOLDERS = ["INBOX", "Archive"]
 
 
-def message(uid: int, *, kiwis: int, sent: int, subject: bool = False) -> IndexedMessage:
-    """A message with ``kiwis`` times the word (none: it does not match), sent at ``sent``."""
+def message(uid: int, *, kiwis: int, sent: int, subject: bool = False, arrival: int = 0) -> IndexedMessage:
+    """A message with ``kiwis`` times the word (none: it does not match), sent at ``sent``, arrived at
+    ``arrival`` (0: at half of it, long ago)."""
     values = {
         "subject": "kiwi" if subject and kiwis else "note",
         "body": "kiwi " * kiwis + "words " * (uid % 4),
     }
     texts = tuple(values.get(column, "") for column in TEXT_COLUMNS)
-    return IndexedMessage(uid, sent, 20260101, 100, (), False, texts, arrival=sent // 2)
+    return IndexedMessage(uid, sent, 20260101, 100, (), False, texts, arrival=arrival or sent // 2)
 
 
 @pytest.fixture
@@ -64,14 +66,19 @@ def pg(engine: IndexEngine) -> Iterator[IndexStore]:
 _uids = itertools.count(1)
 
 
-def fill(store: IndexStore, count: int, *, first_sent: int = 1000) -> dict[str, FolderState]:
-    """``count`` messages over two folders: ties of rank and of sent date, and some that do not match."""
+def fill(
+    store: IndexStore, count: int, *, first_sent: int = 1000, arrival: int = 0
+) -> dict[str, FolderState]:
+    """``count`` messages over two folders: ties of rank and of sent date, and some that do not match;
+    ``arrival``: when they arrived (0: long ago)."""
     states = {name: store.folders().get(name) or store.start_folder(name, 1) for name in FOLDERS}
     batches: dict[str, list[IndexedMessage]] = {name: [] for name in FOLDERS}
     for number in range(count):
         uid = next(_uids)
         batches[FOLDERS[uid % 2]].append(
-            message(uid, kiwis=number % 3, sent=first_sent + number // 3, subject=number % 7 == 1)
+            message(
+                uid, kiwis=number % 3, sent=first_sent + number // 3, subject=number % 7 == 1, arrival=arrival
+            )
         )
     for name, batch in batches.items():
         store.put(states[name], batch)
@@ -97,7 +104,8 @@ def test_pages_by_key_are_the_listing_cut_in_pieces_while_rows_arrive_and_go(
     while resume is not None:
         assert len(resume) <= RESUME_BYTES
         arrived += sum(1 for m in range(12) if m % 3)  # 12 more, 8 of them matching (and ranking first)
-        fill(pg, 12, first_sent=10_000 + arrived)
+        # Arrived now, after the first page (mail filed meanwhile keeps an older INTERNALDATE, and is listed).
+        fill(pg, 12, first_sent=10_000 + arrived, arrival=int(time.time()) + arrived)
         waiting = [place for place in whole if place not in listed and place not in deleted]
         if len(waiting) > 3:
             gone = waiting[1]

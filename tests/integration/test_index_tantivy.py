@@ -131,7 +131,7 @@ def test_property_the_top_20_is_every_match_scored_first_20_in_order(
         second = tantivy_store.search(query, folders=[folder], order="relevance", limit=20, offset=20)
     assert [hit.uid for hit in first.hits] == expected[:20], query
     assert [hit.uid for hit in second.hits] == expected[20:40], query
-    assert [uid for _, uid in first.places.result(timeout=10)] == expected[:60]
+    assert [place.uid for place in first.places.result(timeout=10)] == expected[:60]
     assert first.total == len(expected)
     assert not first.unweighted
     ranks = [hit.rank for hit in first.hits]
@@ -165,7 +165,7 @@ def test_a_long_run_of_equal_scores_is_listed_newest_first(tmp_path: Path) -> No
         sent = {m.uid: m.sent for m in corpus}
         newest = sorted(corpus, key=lambda m: -m.sent)[:30]
         assert [hit.uid for hit in page.hits] == [m.uid for m in newest[:20]]
-        assert [uid for _, uid in page.places.result(timeout=10)] == [m.uid for m in newest]
+        assert [place.uid for place in page.places.result(timeout=10)] == [m.uid for m in newest]
         assert page.hits == sorted(page.hits, key=lambda hit: -sent[hit.uid])
         assert [hit.uid for hit in page.hits] == every_match_scored(store, Contains("from", "dvolkov"), "F")[
             :20

@@ -15,6 +15,7 @@ from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.index_clients import indexed_client
+from tests.support.mail_state import move_last
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, MatrixServer
 from tests.support.postgres import ServerCase, case_fixtures, engine_of
@@ -68,3 +69,39 @@ async def test_date_ties_come_in_one_order_from_the_server_and_the_index(
         assert await walk(mcp) == expected
     async for mcp, _app, _config in indexed_client(server, user, tmp_path, engine_of(request, case[1])):
         assert await walk(mcp) == expected
+
+
+@pytest.mark.parametrize("order", ["relevance", "date"])
+async def test_a_message_moved_during_a_walk_of_the_index_is_listed_once(
+    request: pytest.FixtureRequest, server: MatrixServer, case: ServerCase, tmp_path: Path, order: str
+) -> None:
+    """Issue 56 item 12: with the index answering, a message moved to another searched mailbox between two
+    pages was never listed (the first page's list, or its keys, took the move for a delete and an
+    arrival): it is listed once, in one of its two places."""
+    user = server.new_user()
+    work = server.mailbox_name("Work")
+    for name, hour in (("INBOX", 0), (work, 1)):
+        server.seed(
+            user,
+            name,
+            [
+                plain_message(
+                    f"{name} {n}",
+                    "the figword report\r\n",
+                    date=DAY - dt.timedelta(hours=2 * n + hour),
+                    message_id=f"<{name}-{n}@moved.test>",
+                )
+                for n in range(6)
+            ],
+            internaldates=lambda n, hour=hour: DAY - dt.timedelta(hours=2 * n + hour),  # type: ignore[misc]
+        )
+    listed: list[str] = []
+    async for mcp, _app, _config in indexed_client(server, user, tmp_path, engine_of(request, case[1])):
+        arguments: dict[str, Any] = {"mailbox": "*", "query": "figword", "sort": order, "limit": 4}
+        data = await mcp.ok("imap_search_messages", arguments)
+        listed += [message["subject"] for message in data["messages"]]
+        move_last(server, user, work, "INBOX")  # "Work 5", the oldest: not listed yet in either order
+        while data.get("next_cursor"):
+            data = await mcp.ok("imap_search_messages", {**arguments, "cursor": data["next_cursor"]})
+            listed += [message["subject"] for message in data["messages"]]
+    assert sorted(listed) == sorted(f"{name} {n}" for name in ("INBOX", work) for n in range(6)), listed

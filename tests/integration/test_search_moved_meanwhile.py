@@ -16,6 +16,7 @@ import pytest
 
 from mail_imap_mcp.services import search as search_service
 from tests.support.clients import AccountFactory, make_config, open_client
+from tests.support.mail_state import move_last
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MatrixServer
 
@@ -93,15 +94,7 @@ async def test_a_message_moved_behind_the_walk_between_pages_is_listed_or_said(
         data = await mcp.ok("imap_search_messages", arguments)
         listed += [message["subject"] for message in data["messages"]]
         assert listed[:4] == [f"inbox {i}" for i in range(4)] and len(listed) == 6, listed
-        with server.connect(user) as other:
-            other.select_folder(zeta)
-            uid = max(other.search(["ALL"]))  # "zeta 3": not listed yet
-            if other.has_capability("MOVE"):
-                other.move([uid], "INBOX")
-            else:
-                other.copy([uid], "INBOX")
-                other.delete_messages([uid])
-                other.expunge()
+        move_last(server, user, zeta, "INBOX")  # "zeta 3": not listed yet
         while data.get("next_cursor"):
             data = await mcp.ok("imap_search_messages", {**arguments, "cursor": data["next_cursor"]})
             listed += [message["subject"] for message in data["messages"]]

@@ -15,7 +15,7 @@ from mail_imap_mcp.index.store import Place, done
 from mail_imap_mcp.services.index_places import keep_places, kept_places
 from mail_imap_mcp.state.store import MemoryStore
 
-PLACES: list[Place] = [("INBOX", 7), ("Archive", 3), ("INBOX", 2)]
+PLACES: list[Place] = [Place("INBOX", 7, 1_700_000_000, 420), Place("Archive", 3), Place("INBOX", 2)]
 ACCOUNTS = {"a": {"host": "imap.example.org", "username": "u", "password_env": "X"}}
 
 

@@ -125,3 +125,17 @@ def raw_messages(server: ImapServer, user: str, mailbox: str) -> dict[str, bytes
         match = _MESSAGE_ID.search(raw.split(b"\r\n\r\n", 1)[0].split(b"Message-ID:", 1)[-1])
         found[match.group().decode() if match else ""] = raw
     return found
+
+
+def move_last(server: ImapServer, user: str, source: str, target: str) -> None:
+    """As another client: move the message of ``source`` with the highest UID to ``target`` (MOVE, else
+    COPY and EXPUNGE, which keep its INTERNALDATE)."""
+    with server.connect(user) as other:
+        other.select_folder(source)
+        uid = max(other.search(["ALL"]))
+        if other.has_capability("MOVE"):
+            other.move([uid], target)
+        else:
+            other.copy([uid], target)
+            other.delete_messages([uid])
+            other.expunge()

@@ -6,8 +6,10 @@ statement: one snapshot). Each page's last row's sort key, the order (:class:`Mo
 its :attr:`~.store.Keyed.resume`; the next page is ``WHERE (key) < (last key) AND id <= highest ORDER
 BY key LIMIT n``: no OFFSET to walk past, no places kept. A row's key never changes while it is stored,
 so a message that matches on every page comes exactly once, in the first page's order, however many
-arrive or go meanwhile; rows added since the first page (new mail, a message stored again) have higher
-ids and are left out, counted (:attr:`~.store.Keyed.newer`).
+arrive or go meanwhile; rows added since the first page have higher ids: mail that arrived since is left
+out, counted (:attr:`~.store.Keyed.newer`), and a message filed meanwhile (moved, or stored again: its
+INTERNALDATE before the first page) comes at its new place if its key is still ahead (a move keeps the
+rank, the dates and so the key but for its place and UID: listed once, in one of its two places).
 
 The keys: ranked, ``ts_rank`` then the newest sent date then the row id; the unweighted ranking (every
 word in most messages), the sent date then the row id; ``uid``, the UID then the row id; ``arrival``,
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import enum
 import struct
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,8 +71,8 @@ _MODES: dict[Order, frozenset[Mode]] = {
     "arrival": frozenset({Mode.ARRIVAL}),
 }
 #: A resume: its mode, the highest row id of the first page, the rank (0 but ranked), the three integers
-#: of the last row's key.
-_RESUME = struct.Struct("<BqfqqQ")
+#: of the last row's key, and when the first page was read (epoch seconds).
+_RESUME = struct.Struct("<BqfqqQq")
 assert _RESUME.size <= RESUME_BYTES
 
 
@@ -86,16 +89,19 @@ def page_of(conn: Scoped, query: PgQuery, ask: PageAsk, writer_lock: str) -> Hit
         found = _still_matching(conn, query, _ids_at(conn, places))
         return HitPage(rows_of(conn, found, [0.0] * len(found)), total, folders)
     if after:
-        mode, highest, last = _resumed(after, order, query)
-        # The rows added since the first page, read by the primary key (a few), then tested.
+        mode, highest, last, since = _resumed(after, order, query)
+        # The rows added since the first page, read by the primary key (a few), then tested: mail that
+        # arrived since (a message filed meanwhile, moved or stored again, keeps its older arrival).
         newer = conn.execute(
             "WITH m AS MATERIALIZED (SELECT * FROM messages WHERE id > %s) "
-            f"SELECT count(*) FROM m JOIN folders f ON f.id = m.folder WHERE {condition}",
-            [highest, *params],
+            f"SELECT count(*) FROM m JOIN folders f ON f.id = m.folder WHERE m.arrival >= %s AND {condition}",
+            [highest, since, *params],
         ).fetchone()
         added = int(newer[0]) if newer else 0
-        rows = _listed(conn, query, mode, condition, params, folders, limit, highest=highest, last=last)
-        return _page(conn, rows, mode, highest, total - added, folders, limit, newer=added)
+        rows = _listed(
+            conn, query, mode, condition, params, folders, limit, highest=highest, last=last, since=since
+        )
+        return _page(conn, rows, mode, highest, total - added, folders, limit, since, newer=added)
     mode = {"date": Mode.NEWEST, "uid": Mode.UID, "arrival": Mode.ARRIVAL}.get(order, Mode.RANKED)
     if mode is Mode.RANKED and query.rank is None:
         mode = Mode.NEWEST
@@ -103,9 +109,10 @@ def page_of(conn: Scoped, query: PgQuery, ask: PageAsk, writer_lock: str) -> Hit
         stored = int(conn.execute("SELECT coalesce(sum(messages), 0) FROM folders").fetchone()[0])  # type: ignore[index]
         if total >= UNWEIGHTED_MATCHES and total * 2 > stored:
             mode = Mode.UNWEIGHTED
+    since = int(time.time())
     rows = _listed(conn, query, mode, condition, params, folders, limit, offset=offset)
     highest = int(rows[0][-1]) if rows else 0
-    return _page(conn, rows, mode, highest, total, folders, limit)
+    return _page(conn, rows, mode, highest, total, folders, limit, since)
 
 
 def _matches(conn: Scoped, query: PgQuery, folders: list[str], writer_lock: str) -> int:
@@ -134,10 +141,12 @@ def _listed(
     offset: int = 0,
     highest: int | None = None,
     last: tuple[float, int, int, int] | None = None,
+    since: int = 0,
 ) -> list[tuple[Any, ...]]:
     """The page's rows and one more, each ``(id, rank, k1, k2, k3, highest id)``: after ``last`` among rows
-    up to ``highest`` (a later page), else from ``offset`` with the index's highest row id, read in the
-    same statement. Never counted here: a count over the window of the ordered rows reads every match
+    up to ``highest`` and those stored since that arrived before ``since`` (a later page: a message moved
+    meanwhile is listed at its new place if its key is still ahead), else from ``offset`` with the index's
+    highest row id, read in the same statement. Never counted here: a count over the window of the ordered rows reads every match
     (and made the planner walk the sent dates' index with the words as a filter, reading every message)."""
     score, score_params = "0.0::real", []
     if mode is Mode.RANKED:
@@ -164,8 +173,8 @@ def _listed(
         bound: list[object] = [rank, first, second] if mode is Mode.RANKED else [first, second]
         if mode in (Mode.ARRIVAL, Mode.NEWEST):
             bound = [-first, second, third]
-        where = f"{condition} AND m.id <= %s AND {after}"
-        where_params += [highest, *bound_params, *bound]
+        where = f"{condition} AND (m.id <= %s OR m.arrival < %s) AND {after}"
+        where_params += [highest, since, *bound_params, *bound]
     return conn.execute(
         f"SELECT m.id, {score}, {keys}, (SELECT coalesce(max(id), 0) FROM messages) {_SOURCE} "
         f"WHERE {where} ORDER BY {order_by} LIMIT %s OFFSET %s",
@@ -181,6 +190,7 @@ def _page(
     total: int,
     folders: list[str],
     limit: int,
+    since: int,
     *,
     newer: int = 0,
 ) -> HitPage:
@@ -188,24 +198,26 @@ def _page(
     resume = None
     if len(rows) > limit and chosen:
         _, rank, first, second, third, _ = chosen[-1]
-        resume = _RESUME.pack(mode, highest, float(rank), int(first), int(second), int(third))
+        resume = _RESUME.pack(mode, highest, float(rank), int(first), int(second), int(third), since)
     hits = rows_of(conn, [int(row[0]) for row in chosen], [-float(row[1]) for row in chosen])
     unweighted = mode is Mode.UNWEIGHTED and bool(hits)
     return HitPage(hits, total, folders, unweighted=unweighted, keyed=Keyed(resume, newer))
 
 
-def _resumed(after: bytes, order: Order, query: PgQuery) -> tuple[Mode, int, tuple[float, int, int, int]]:
-    """The mode, highest row id and last key of a resume this engine made for ``order``
-    (:class:`StaleResume` for any other)."""
+def _resumed(
+    after: bytes, order: Order, query: PgQuery
+) -> tuple[Mode, int, tuple[float, int, int, int], int]:
+    """The mode, highest row id, last key and first page's time of a resume this engine made for
+    ``order`` (:class:`StaleResume` for any other)."""
     if len(after) != _RESUME.size:
         raise StaleResume("the cursor's place is none this index made")
-    raw_mode, highest, rank, first, second, third = _RESUME.unpack(after)
+    raw_mode, highest, rank, first, second, third, since = _RESUME.unpack(after)
     if raw_mode not in Mode.__members__.values() or Mode(raw_mode) not in _MODES[order]:
         raise StaleResume("the cursor's place is of another order")
     mode = Mode(raw_mode)
     if mode is Mode.RANKED and query.rank is None:
         raise StaleResume("the cursor's place is of a ranked search")
-    return mode, highest, (rank, first, second, third)
+    return mode, highest, (rank, first, second, third), since
 
 
 def _ids_at(conn: Scoped, places: Sequence[Place]) -> list[int]:
@@ -213,7 +225,7 @@ def _ids_at(conn: Scoped, places: Sequence[Place]) -> list[int]:
     rows = conn.execute(
         "SELECT p.ord, m.id FROM unnest(%s::text[], %s::bigint[]) WITH ORDINALITY AS p(name, uid, ord) "
         "JOIN folders f ON f.name = p.name JOIN messages m ON m.folder = f.id AND m.uid = p.uid ORDER BY p.ord",
-        ([name for name, _ in places], [uid for _, uid in places]),
+        ([place.folder for place in places], [place.uid for place in places]),
     ).fetchall()
     return [int(row[1]) for row in rows]
 

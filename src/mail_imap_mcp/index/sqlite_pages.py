@@ -85,7 +85,7 @@ def page_task(
     def page(db: sqlite3.Connection) -> tuple[HitPage, Then]:
         total = int(db.execute(count_sql, params).fetchone()[0])
         if places is not None:
-            ids = _still_matching(db, matching, params, _ids_at(db, places))
+            ids = _still_matching(db, matching, params, _ids_at(db, places, folders))
             return HitPage(rows_of(db, ids, [0.0] * len(ids)), total, folders), None
         by_rank = ranked and not weighs_nothing(query, total, total_stored)
         ranked_first: list[int] | None = None  # the first ``keep`` matches, when ranked with the page
@@ -143,14 +143,14 @@ _CHUNK = 400
 
 
 def places_of(db: sqlite3.Connection, ids: list[int]) -> list[Place]:
-    """The (folder, UID) of each of the rows ``ids``, in that order."""
+    """The place (folder, UID, INTERNALDATE, size) of each of the rows ``ids``, in that order."""
     found: dict[int, Place] = {}
     for first in range(0, len(ids), _CHUNK):
         chunk = ids[first : first + _CHUNK]
         found.update(
-            (row_id, (name, uid))
-            for row_id, name, uid in db.execute(
-                "SELECT m.id, f.name, m.uid FROM messages m JOIN folders f ON f.id = m.folder "
+            (row_id, Place(name, uid, arrival, size))
+            for row_id, name, uid, arrival, size in db.execute(
+                "SELECT m.id, f.name, m.uid, m.arrival, m.size FROM messages m JOIN folders f ON f.id = m.folder "
                 f"WHERE m.id IN ({', '.join('?' for _ in chunk)})",
                 chunk,
             )
@@ -158,14 +158,26 @@ def places_of(db: sqlite3.Connection, ids: list[int]) -> list[Place]:
     return [found[row_id] for row_id in ids if row_id in found]
 
 
-def _ids_at(db: sqlite3.Connection, places: Sequence[Place]) -> list[int]:
-    """The rows of ``places`` the index still holds, in that order."""
-    ids = []
-    for name, uid in places:
+def _ids_at(db: sqlite3.Connection, places: Sequence[Place], folders: Sequence[str]) -> list[int]:
+    """The rows of ``places`` the index still holds, in that order; where a place is gone, the row of a
+    message filed meanwhile in one of ``folders`` with its INTERNALDATE and size, at none of ``places``
+    (a move keeps both: the message listed at its new place). The caller drops one kept elsewhere."""
+    ids: list[int] = []
+    at = {(place.folder, place.uid) for place in places}
+    for place in places:
         row = db.execute(
             "SELECT m.id FROM messages m JOIN folders f ON f.id = m.folder WHERE f.name = ? AND m.uid = ?",
-            (name, uid),
+            (place.folder, place.uid),
         ).fetchone()
+        if row is None and place.arrival:
+            moved = db.execute(
+                "SELECT m.id, f.name, m.uid FROM messages m JOIN folders f ON f.id = m.folder WHERE "
+                f"m.arrival = ? AND m.size = ? AND f.name IN ({', '.join('?' for _ in folders)}) ORDER BY m.id",
+                (place.arrival, place.size, *folders),
+            ).fetchall()
+            row = next(
+                (found for found in moved if (found[1], found[2]) not in at and found[0] not in ids), None
+            )
         if row is not None:
             ids.append(int(row[0]))
     return ids

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, NotRequired, Protocol, TypedDict, Unpack
+from typing import Literal, NamedTuple, NotRequired, Protocol, TypedDict, Unpack
 
 from mail_imap_mcp.query.tree import Query
 
@@ -250,8 +250,15 @@ def done(places: list[Place]) -> Future[list[Place]]:
     return future
 
 
-#: Where a message is: its folder and UID.
-Place = tuple[str, int]
+class Place(NamedTuple):
+    """Where a message is: its folder and UID; and, where a first page kept it, its INTERNALDATE and size
+    (0: not known), which a move keeps: a later page finds it at its new place by them."""
+
+    folder: str
+    uid: int
+    arrival: int = 0
+    size: int = 0
+
 
 #: A page's order: ``relevance`` best match first; ``date`` newest sent date first; ``arrival`` newest
 #: INTERNALDATE first, then the folder's place in the searched list, then UID ascending (the server's

@@ -1,7 +1,8 @@
 """The places a first page of the local index kept for its later pages, in the shared state.
 
-A first page keeps where its first :data:`KEPT_PLACES` matches are, in its order (folder and UID); a
-later page lists the next of them that the query still matches. So the pages of one search are exact
+A first page keeps where its first :data:`KEPT_PLACES` matches are, in its order (folder and UID, and
+each one's INTERNALDATE and size); a later page lists the next of them that the query still matches, a
+message moved meanwhile at its new place (found by its INTERNALDATE and size, which a move keeps). So the pages of one search are exact
 for the messages the first page found, in its order, whatever arrives or is ranked otherwise meanwhile
 (a rank follows word counts over every message: mail that does not match moves it). Past them, and
 where the state cannot be reached or has forgotten them, pages go on by their offset.
@@ -79,9 +80,10 @@ def _put(app: AppContext, state_key: str, places: Future[list[Place]]) -> bool:
         if found is None:
             app.store.delete(state_key)
             return False
-        folders = list(dict.fromkeys(name for name, _ in found))
+        folders = list(dict.fromkeys(place.folder for place in found))
         at = {name: index for index, name in enumerate(folders)}
-        packed = zlib.compress(json.dumps([folders, [[at[name], uid] for name, uid in found]]).encode())
+        rows = [[at[place.folder], place.uid, place.arrival, place.size] for place in found]
+        packed = zlib.compress(json.dumps([folders, rows]).encode())
         app.store.set(state_key, packed, MAILBOX_LIST_TTL_S)
     except StateUnavailable as exc:
         log.warning("a search's places not kept in the shared state: %s", exc.detail)
@@ -118,4 +120,4 @@ def kept_places(app: AppContext, account_id: str, key: int) -> list[Place] | Non
     if packed is None:
         return None
     folders, rows = json.loads(zlib.decompress(packed))
-    return [(folders[index], uid) for index, uid in rows]
+    return [Place(folders[row[0]], *row[1:]) for row in rows]

@@ -95,6 +95,8 @@ def index_page(
     resume = cursor.resume if cursor is not None and cursor.resume else None
     kept = kept_places(app, account_id, cursor.places) if cursor is not None and resume is None else None
     listed = kept[offset : offset + limit] if kept is not None and offset < len(kept) else None
+    # A place gone is looked for at a new place (a move): never one the first page kept elsewhere.
+    elsewhere = {place[:2] for place in kept or ()} - {place[:2] for place in listed or ()}
     budget_s = app.config.server.index_fresh_budget_ms / 1000
     names = list(dict.fromkeys(args.mailboxes if args.mailboxes is not None else [args.mailbox]))
     everything = ALL_MAILBOXES in names
@@ -148,6 +150,7 @@ def index_page(
         except StaleResume as exc:  # a cursor of another engine: the search starts again
             return _Read([], 0, [], [], [], Freshness(), declined=str(exc))
         page, fresh, folders = answer.page, answer.fresh, answer.folders
+        page.hits = [hit for hit in page.hits if (hit.folder, hit.uid) not in elsewhere]
         # The stored flags are the server's now where every folder of the page keeps MODSEQs (a flag
         # change shows in HIGHESTMODSEQ) and none was left behind; a NOMODSEQ folder's are read again.
         current = all(stored[hit.folder].highestmodseq > 0 for hit in page.hits if hit.folder in stored)
@@ -307,15 +310,15 @@ _MIXED_VIEWS = (
 _KEPT_ORDER = (
     "Mail changed since the first page of this search ({then:,} matches then, {now:,} now): its later "
     "pages list the messages the first page found, in its order, so none is repeated or skipped; mail "
-    "that arrived or came to match since is left out (search again without the cursor to see it), and "
-    "one deleted since is not listed."
+    "that arrived or came to match since is left out (search again without the cursor to see it), one "
+    "moved is listed at its new place, and one deleted since is not listed."
 )
 
 _KEYED_ORDER = (
     "Mail changed since the first page of this search ({then:,} matches then, {now:,} now): its later "
     "pages go on in the first page's order over the messages the index held then, so none is repeated or "
     "skipped; {newer:,} that arrived since are left out (search again without the cursor to see them), "
-    "and one deleted since is not listed."
+    "one moved is listed at its new place if the walk has not passed it, and one deleted since is not listed."
 )
 
 
