@@ -25,6 +25,7 @@ from mail_imap_mcp.config import (
 )
 from mail_imap_mcp.config.endpoints import SmtpSettings
 from mail_imap_mcp.config.providers import PROVIDERS
+from mail_imap_mcp.config.settings import MAX_WINDOW_BYTES, MAX_WINDOW_CHARS
 from mail_imap_mcp.envelope import ERROR_REGISTRY
 from mail_imap_mcp.envelope.schemas import (
     OUTPUT_SCHEMAS_FILE,
@@ -33,6 +34,7 @@ from mail_imap_mcp.envelope.schemas import (
     output_schema_key,
     schema_constraints,
 )
+from mail_imap_mcp.presentation.result_size import RESULT_MAX_CHARS
 from mail_imap_mcp.tools.registry import TOOLS
 from mail_imap_mcp.tools.spec import Effect
 
@@ -114,6 +116,7 @@ def tools_markdown() -> str:
         "(see [errors.md](errors.md)). On failure `data` holds recovery context (`next_action`, and "
         '`status: "failed"` for multi-item tools).',
         "",
+        *_result_size(),
     ]
     for spec in TOOLS:
         annotations = ", ".join(f"`{key}: {json.dumps(value)}`" for key, value in spec.annotations().items())
@@ -131,6 +134,25 @@ def tools_markdown() -> str:
         lines += [f"| `{code}` | {_cell(when)} |" for code, when in spec.errors.items()]
         lines.append("")
     return "\n".join(lines)
+
+
+def _result_size() -> list[str]:
+    return [
+        "## Result size",
+        "",
+        f"Every result is at most {RESULT_MAX_CHARS:,} characters of JSON (about {RESULT_MAX_CHARS // 4:,} tokens), "
+        "within what Claude Code accepts by default (`MAX_MCP_OUTPUT_TOKENS`, 25,000 tokens). A window is "
+        f"bounded by its arguments' maxima: at most {MAX_WINDOW_BYTES:,} bytes (`max_bytes`; "
+        "`imap_get_message_raw` gives the window once, as `raw_text` where it is UTF-8, else as `raw_base64`) "
+        f"or {MAX_WINDOW_CHARS:,} characters of text (`body_max_chars`, `attachment_text_max_chars`, "
+        "`max_chars`); the next window starts at the offset the answer names. What no argument bounds is cut "
+        "to fit, each cut said in `warnings`: a page of summaries shortens its longest snippets, subjects and "
+        "addresses evenly (ending in …; `imap_get_message` reads a message whole); `imap_get_message` cuts "
+        "the attachments' extracted texts first (`extracted_text_truncated`: `imap_get_attachment` reads on "
+        "from an offset), then long headers (…), then the body (`body_truncated`). "
+        "tests/integration/test_result_bounds.py calls every reading tool at its largest arguments.",
+        "",
+    ]
 
 
 def errors_markdown() -> str:

@@ -71,7 +71,7 @@ async def message_id(mcp: EnvelopeClient, uid: int) -> str:
     return next(m["message_id"] for m in data["messages"] if uid_of(m) == uid)
 
 
-async def read_all_bytes(mcp: EnvelopeClient, mid: str, part_id: str, window: int = 65_536) -> bytes:
+async def read_all_bytes(mcp: EnvelopeClient, mid: str, part_id: str, window: int = 57_344) -> bytes:
     out = b""
     while True:
         data = await mcp.ok(

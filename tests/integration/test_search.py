@@ -528,7 +528,7 @@ async def test_reading_never_changes_flags(imap_server: MatrixServer, user: str,
                     "include_all_headers": True,
                 },
             )
-        await mcp.ok("imap_get_message_raw", {"message_id": message["message_id"], "max_bytes": 65536})
+        await mcp.ok("imap_get_message_raw", {"message_id": message["message_id"], "max_bytes": 57_344})
     await mcp.ok("imap_list_mailboxes", {"include_counts": True})
     assert flags_of(imap_server, user, "INBOX") == before
     assert any(not flags for flags in before.values()), "some messages must start unread"

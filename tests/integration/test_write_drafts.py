@@ -116,7 +116,11 @@ async def test_draft_and_quoted_replies_are_saved_and_read_back(
         assert message["body_text"] == "Hallo Zoë,\nanbei der Plan.\n\nBis bald\n"
         assert message["headers"]["Message-ID"] == data["header_message_id"]
         raw_data = await mcp.ok("imap_get_message_raw", {"message_id": data["message_id"]})
-        raw = base64.b64decode(raw_data["raw_base64"])
+        raw = (
+            raw_data["raw_text"].encode()
+            if raw_data["raw_base64"] is None
+            else base64.b64decode(raw_data["raw_base64"])
+        )
         assert b"Subject: =?utf-8?" in raw and raw.isascii(), "headers and body must be 7-bit (RFC 2047, QP)"
         assert raw.count(b"\n") == raw.count(b"\r\n"), "bare LF in the saved message"
         assert b"\nBcc:" not in raw and b"\nX-" not in raw

@@ -27,6 +27,12 @@ from .index_settings import IndexSettings
 from .secrets import resolve_secret
 from .team import HttpAuthSettings, StateSettings
 
+#: The largest window of bytes one call returns (imap_get_message_raw, imap_get_attachment's bytes): its
+#: base64, 76,460 characters, stays within a tool result's 80,000 (presentation/result_size.py).
+MAX_WINDOW_BYTES = 57_344
+#: The largest window of text one call returns (a body, an attachment's text).
+MAX_WINDOW_CHARS = 60_000
+
 
 class ServerSettings(BaseModel):
     """``[server]``: switches and the limits that bound every response."""
@@ -125,10 +131,13 @@ class ServerSettings(BaseModel):
     )
     max_snippet_chars: int = Field(default=500, ge=0, le=5000, description="Upper bound for `snippet_chars`.")
     max_body_chars: int = Field(
-        default=100_000, ge=100, le=2_000_000, description="Upper bound for `body_max_chars`."
+        default=MAX_WINDOW_CHARS, ge=100, le=MAX_WINDOW_CHARS, description="Upper bound for `body_max_chars`."
     )
     max_raw_bytes: int = Field(
-        default=65_536, ge=1024, le=1_048_576, description="Upper bound for imap_get_message_raw `max_bytes`."
+        default=MAX_WINDOW_BYTES,
+        ge=1024,
+        le=MAX_WINDOW_BYTES,
+        description="Upper bound for imap_get_message_raw and imap_get_attachment `max_bytes`.",
     )
     keepalive_interval_s: float = Field(
         default=240.0,
@@ -205,9 +214,9 @@ class ServerSettings(BaseModel):
         "(Windows, macOS).",
     )
     max_attachment_text_chars: int = Field(
-        default=100_000,
+        default=MAX_WINDOW_CHARS,
         ge=1000,
-        le=2_000_000,
+        le=MAX_WINDOW_CHARS,
         description="Upper bound for imap_get_attachment `max_chars` and imap_get_message "
         "`attachment_text_max_chars`.",
     )

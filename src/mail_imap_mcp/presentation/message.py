@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.records import BodyFormat, MessageRecord
 from mail_imap_mcp.mime.authentication import AuthenticationResults
 from mail_imap_mcp.mime.authentication import SenderWarning as SenderFact
+from mail_imap_mcp.presentation.result_size import (
+    DATA_MAX_CHARS,
+    ELLIPSIS,
+    RESULT_MAX_CHARS,
+    attribute_texts,
+    fit,
+    mapping_texts,
+)
 from mail_imap_mcp.presentation.shapes import (
     SUMMARY_FIELDS,
     Authentication,
@@ -69,3 +78,29 @@ def message_detail(read: ReadMessage) -> MessageDetail:
     ] or None
     setattr(detail, _BODY_FIELDS[read.body_format], read.body)
     return detail
+
+
+def fit_message(message: MessageDetail, size: Callable[[], int], warnings: list[str]) -> None:
+    """Keep the answer of ``message`` (``size()``: its characters with ``warnings``) within a result's bound:
+    the attachments' extracted texts are cut first, then long headers, then the body, each said in
+    ``warnings`` with where the rest is read."""
+    limit = DATA_MAX_CHARS - 900
+    if size() <= limit:
+        return
+    within = f"to keep this answer within {RESULT_MAX_CHARS:,} characters"
+    extracted = [attachment for attachment in message.attachments if attachment.extracted_text]
+    before = [len(attachment.extracted_text or "") for attachment in extracted]
+    if fit(size, attribute_texts(extracted, ("extracted_text",)), limit):
+        for attachment, length in zip(extracted, before, strict=True):
+            attachment.extracted_text_truncated |= len(attachment.extracted_text or "") < length
+        warnings.append(
+            f"Attachment texts were cut {within}; imap_get_attachment reads each on from offset = the "
+            "length of its extracted_text."
+        )
+    if fit(size, mapping_texts(message.headers), limit, mark=ELLIPSIS):
+        warnings.append(
+            f"Long headers were shortened ({ELLIPSIS}) {within}; imap_get_message_raw reads them whole."
+        )
+    if fit(size, attribute_texts([message], [_BODY_FIELDS[message.body_format]]), limit):
+        message.body_truncated = True
+        warnings.append(f"The body was cut {within}; imap_get_message_raw reads the message's source whole.")

@@ -8,16 +8,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.config.settings import MAX_WINDOW_BYTES, MAX_WINDOW_CHARS
 from mail_imap_mcp.content.documents import CalendarEvent
 from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.content.images import prepare_image
-from mail_imap_mcp.envelope import (
-    MediaBlock,
-    MultiItemData,
-    NextAction,
-    Payload,
-    ToolResult,
-)
+from mail_imap_mcp.envelope import MediaBlock, MultiItemData, NextAction, Payload, ToolResult
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.presentation.arguments import MessageIdArg, PartIdArg
 from mail_imap_mcp.presentation.shapes import AttachmentInfo, UntrustedContent, attachment_info
@@ -78,10 +73,10 @@ class GetAttachmentInput(BaseModel):
     )
     offset: int = Field(default=0, ge=0, le=2**31, description="text: window start (characters).")
     max_chars: int = Field(
-        default=20_000, ge=100, le=2_000_000, description="text: window size (characters)."
+        default=20_000, ge=100, le=MAX_WINDOW_CHARS, description="text: window size (characters)."
     )
     offset_bytes: int = Field(default=0, ge=0, le=2**31, description="bytes: window start.")
-    max_bytes: int = Field(default=16_384, ge=1, le=1_048_576, description="bytes: window size.")
+    max_bytes: int = Field(default=16_384, ge=1, le=MAX_WINDOW_BYTES, description="bytes: window size.")
 
 
 class ImageInfo(Payload):

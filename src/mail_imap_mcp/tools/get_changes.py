@@ -284,6 +284,7 @@ TOOL = ToolSpec(
     data_model=GetChangesData,
     handle=handle,
     errors=ERRORS,
+    summaries="new",
     changes=(
         "Tokens and cursors are sealed with the install's key (server.state_dir): they survive a restart; "
         "forged or out-of-range ones, and a cursor holding another mailbox's token, are invalid_input "

@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.config.settings import MAX_WINDOW_CHARS
 from mail_imap_mcp.envelope import (
     CompactPayload,
     Issue,
@@ -20,7 +21,8 @@ from mail_imap_mcp.imap.providers import trusted_servers
 from mail_imap_mcp.imap.read import ReadOptions
 from mail_imap_mcp.imap.records import BodyFormat
 from mail_imap_mcp.presentation.arguments import SHAPE_DESCRIPTION, AttachmentMode, MessageIdArg, Shape
-from mail_imap_mcp.presentation.message import message_detail
+from mail_imap_mcp.presentation.message import fit_message, message_detail
+from mail_imap_mcp.presentation.result_size import json_chars
 from mail_imap_mcp.presentation.shapes import (
     CompactMessage,
     MessageDetail,
@@ -65,7 +67,7 @@ class GetMessageInput(BaseModel):
 
     message_id: MessageIdArg
     body_max_chars: int = Field(
-        default=4000, ge=100, le=100_000, description="Cut the body after N characters."
+        default=4000, ge=100, le=MAX_WINDOW_CHARS, description="Cut the body after N characters."
     )
     body_format: BodyFormat = Field(default="text", description="html is sanitized.")
     include_headers: bool = Field(
@@ -80,7 +82,7 @@ class GetMessageInput(BaseModel):
     attachment_text_max_chars: int = Field(
         default=4000,
         ge=100,
-        le=100_000,
+        le=MAX_WINDOW_CHARS,
         description="Cut each extracted text after N characters.",
     )
     new_text_only: bool = Field(
@@ -115,9 +117,7 @@ class CompactGetMessageData(CompactPayload):
     )
 
 
-def handle(
-    app: AppContext, args: GetMessageInput
-) -> ToolResult[GetMessageData] | ToolResult[CompactGetMessageData]:
+def handle(app: AppContext, args: GetMessageInput) -> ToolResult[GetMessageData | CompactGetMessageData]:
     if args.new_text_only and args.body_format == "html":
         raise ToolFailure.invalid_input(
             "new_text_only",
@@ -149,18 +149,27 @@ def handle(
                 attachment.extracted_format = text.format
                 attachment.extracted_text = text.text
                 attachment.extracted_text_truncated = text.truncated
-    summary = _summary(message)
-    if args.fields == "compact":
-        brief = CompactGetMessageData(
-            status=status_for(issues),
-            issues=issues or None,
-            message=compact_message(message),
-            untrusted_content=COMPACT_UNTRUSTED,
-        )
-        return ToolResult(summary=summary, data=brief, warnings=warnings)
-    body_field = {"text": "body_text", "markdown": "body_markdown", "html": "body_html"}[args.body_format]
-    data = GetMessageData(
-        account_id=ref.account_id,
+
+    def shaped() -> GetMessageData | CompactGetMessageData:
+        if args.fields == "compact":
+            return CompactGetMessageData(
+                status=status_for(issues),
+                issues=issues or None,
+                message=compact_message(message),
+                untrusted_content=COMPACT_UNTRUSTED,
+            )
+        return _full_data(ref.account_id, message, args.body_format, issues)
+
+    fit_message(message, lambda: json_chars(shaped()) + json_chars(warnings), warnings)
+    return ToolResult(summary=_summary(message), data=shaped(), warnings=warnings)
+
+
+def _full_data(
+    account_id: str, message: MessageDetail, body_format: BodyFormat, issues: list[Issue]
+) -> GetMessageData:
+    body_field = {"text": "body_text", "markdown": "body_markdown", "html": "body_html"}[body_format]
+    return GetMessageData(
+        account_id=account_id,
         message=message,
         untrusted_content=UntrustedContent(
             fields=[
@@ -182,7 +191,6 @@ def handle(
         status=status_for(issues),
         issues=issues,
     )
-    return ToolResult(summary=summary, data=data, warnings=warnings)
 
 
 def _summary(message: MessageDetail) -> str:

@@ -7,11 +7,13 @@ import base64
 from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.config.settings import MAX_WINDOW_BYTES
 from mail_imap_mcp.envelope import Payload, ToolResult
 from mail_imap_mcp.imap.read import MessageGone, RawWindow, read_raw
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.presentation.arguments import MessageIdArg
 from mail_imap_mcp.presentation.mail_failures import message_gone
+from mail_imap_mcp.presentation.result_size import json_chars
 from mail_imap_mcp.services.message_lookup import MESSAGE_TOOL_ERRORS, examine_for, resolve_message
 from mail_imap_mcp.tools.spec import ToolSpec
 
@@ -24,7 +26,9 @@ DESCRIPTION = (
 DETAILS = (
     "Read a window of a message's raw source (headers and MIME parts as stored on the server), "
     "max_bytes at a time starting at offset_bytes; page through with offset_bytes += returned_bytes "
-    "while truncated is true. raw_text is set when the window is valid UTF-8. Never marks the message as read."
+    "while truncated is true. The window comes once: as raw_text where it is valid UTF-8 (and JSON "
+    "escapes do not make it longer than its base64), else as raw_base64; the other is null. Never marks "
+    "the message as read."
 )
 ERRORS = MESSAGE_TOOL_ERRORS
 
@@ -34,7 +38,7 @@ class GetMessageRawInput(BaseModel):
 
     message_id: MessageIdArg
     offset_bytes: int = Field(default=0, ge=0, le=2**31, description="Window start (bytes).")
-    max_bytes: int = Field(default=16_384, ge=1, le=65_536, description="Window size (bytes).")
+    max_bytes: int = Field(default=16_384, ge=1, le=MAX_WINDOW_BYTES, description="Window size (bytes).")
 
 
 class GetMessageRawData(Payload):
@@ -44,8 +48,23 @@ class GetMessageRawData(Payload):
     offset_bytes: int = Field(description="First byte of this window.")
     returned_bytes: int = Field(description="Bytes in this window.")
     truncated: bool = Field(description="True when bytes remain after this window.")
-    raw_base64: str = Field(description="The window, base64-encoded.")
+    raw_base64: str | None = Field(description="The window, base64-encoded, when raw_text is null.")
     raw_text: str | None = Field(description="The window as text, when it is valid UTF-8.")
+
+
+def window_text(data: bytes) -> str | None:
+    """``data`` as text where it is UTF-8 and its JSON form is no longer than its base64 (a window of control
+    characters, each escaped to six, comes as base64): a window's size in a result is at most its base64's."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text if json_chars(text) - 2 <= base64_chars(len(data)) else None
+
+
+def base64_chars(size: int) -> int:
+    """The characters of ``size`` bytes in base64."""
+    return 4 * ((size + 2) // 3)
 
 
 def handle(app: AppContext, args: GetMessageRawInput) -> ToolResult[GetMessageRawData]:
@@ -60,10 +79,7 @@ def handle(app: AppContext, args: GetMessageRawInput) -> ToolResult[GetMessageRa
             raise message_gone(ref) from None
 
     window = connection.run(work)
-    try:
-        raw_text: str | None = window.data.decode("utf-8")
-    except UnicodeDecodeError:
-        raw_text = None
+    raw_text = window_text(window.data)
     end = args.offset_bytes + len(window.data)
     truncated = end < window.total_size_bytes
     warnings = []
@@ -78,7 +94,7 @@ def handle(app: AppContext, args: GetMessageRawInput) -> ToolResult[GetMessageRa
         offset_bytes=args.offset_bytes,
         returned_bytes=len(window.data),
         truncated=truncated,
-        raw_base64=base64.b64encode(window.data).decode("ascii"),
+        raw_base64=None if raw_text is not None else base64.b64encode(window.data).decode("ascii"),
         raw_text=raw_text,
     )
     summary = f"{len(window.data)} byte(s) of {window.total_size_bytes} from offset {args.offset_bytes}"

@@ -266,6 +266,7 @@ TOOL = ToolSpec(
     other_data_models=(CompactThreadData,),
     handle=handle,
     errors=ERRORS,
+    summaries="messages",
     changes=(
         "On Gmail (X-GM-EXT-1) the conversation is Gmail's own: the message's X-GM-THRID, searched once in "
         "All Mail (`mailboxes` is All Mail), and each summary carries its `labels`",

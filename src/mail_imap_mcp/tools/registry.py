@@ -11,6 +11,7 @@ from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
 from mail_imap_mcp.imap.ids import InvalidMessageId, parse_message_id
 from mail_imap_mcp.operations import OperationRef
 from mail_imap_mcp.presentation import failures
+from mail_imap_mcp.presentation.result_size import fit_summaries
 from mail_imap_mcp.state import ANONYMOUS
 from mail_imap_mcp.tools import (
     apply_to_messages,
@@ -78,11 +79,14 @@ def _announce_change(app: AppContext, args: Any, result: ToolResult[Any]) -> Non
 def _handler(spec: ToolSpec[Any], app: AppContext) -> Callable[[Any, str, str], ToolResult[Any]]:
     """The envelope tool's handler of ``spec``: the caller's view of ``app`` (:meth:`AppContext.for_caller`:
     the :class:`~mail_imap_mcp.state.Caller` record, their scope held under the call) handed to the
-    tool's handler through the failure registry; a write's announcing the account it changed."""
+    tool's handler through the failure registry; a page of summaries kept within a result's bound; a
+    write's announcing the account it changed."""
 
     def run(args: Any, user: str, as_given: str) -> ToolResult[Any]:
         with app.for_caller(user, as_given).entered() as called:
             result = failures.run(spec.handle, called, args)
+            if spec.summaries:
+                fit_summaries(result, spec.summaries)
             if spec.writes:
                 _announce_change(called, args, result)
             return result

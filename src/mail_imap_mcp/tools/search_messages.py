@@ -273,4 +273,5 @@ TOOL = ToolSpec(
     other_data_models=(CompactSearchData,),
     handle=handle,
     errors=ERRORS,
+    summaries="messages",
 )

@@ -56,6 +56,9 @@ class ToolSpec(Generic[InputT]):
     #: The whole story for docs/tools.md, beyond the short ``description`` a model reads in tools/list
     #: (every byte of that is paid for in every conversation): rules, limits and why.
     details: str = ""
+    #: The attribute of ``data`` holding a page of message summaries, shortened where the page would pass
+    #: a result's bound (:func:`~mail_imap_mcp.presentation.result_size.fit_summaries`).
+    summaries: str | None = None
 
     @property
     def writes(self) -> bool:
