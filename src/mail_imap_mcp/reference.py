@@ -149,7 +149,8 @@ def _result_size() -> list[str]:
         "to fit, each cut said in `warnings`: a page of summaries shortens its longest snippets, subjects and "
         "addresses evenly (ending in …; `imap_get_message` reads a message whole); `imap_get_message` cuts "
         "the attachments' extracted texts first (`extracted_text_truncated`: `imap_get_attachment` reads on "
-        "from an offset), then long headers (…), then the body (`body_truncated`). "
+        "from an offset), then long headers (…), then the body (`body_truncated`); `imap_list_mailboxes` "
+        "lists the mailboxes that fit (`returned` of `total`). "
         "tests/integration/test_result_bounds.py calls every reading tool at its largest arguments.",
         "",
     ]

@@ -36,6 +36,7 @@ SIZE_ARGUMENTS = {
     "max_bytes",
 }
 THREAD = 110
+FOLDERS = 700
 
 
 def _prose(chars: int, label: str) -> str:
@@ -119,6 +120,8 @@ async def test_every_reading_tool_at_its_largest_arguments_stays_within_the_boun
     dovecot: Dovecot, user: str, mcp: EnvelopeClient
 ) -> None:
     dovecot.ensure_folder(user, "Feed")
+    for n in range(FOLDERS):
+        dovecot.ensure_folder(user, f"Archive {n:03d} of the long-running projects of the department")
     first = await mcp.ok("imap_get_changes", {"mailbox": "Feed"})
     dovecot.seed(
         user, "INBOX", [thread_message(i) for i in range(THREAD)] + [large_message(), latin1_message()]
@@ -134,7 +137,7 @@ async def test_every_reading_tool_at_its_largest_arguments_stays_within_the_boun
     sizes: dict[str, int] = {}
     calls: list[tuple[str, str, dict[str, Any]]] = [
         ("list_accounts", "imap_list_accounts", {}),
-        ("list_mailboxes", "imap_list_mailboxes", {}),
+        ("list_mailboxes", "imap_list_mailboxes", {"include_counts": True}),
         ("search", "imap_search_messages", {}),
         ("thread", "imap_get_thread", {"message_id": newest_reply}),
         ("changes", "imap_get_changes", {"mailbox": "Feed", "since": first["changes_token"]}),
@@ -178,3 +181,5 @@ async def test_every_reading_tool_at_its_largest_arguments_stays_within_the_boun
     texts = [a for a in data["message"]["attachments"] if a.get("extracted_format")]
     assert len(texts) == 3 and all(a["extracted_text_truncated"] for a in texts)
     assert len(answers["search"][1]["messages"]) == answers["search"][0]["limit"]
+    _, data = answers["list_mailboxes"]
+    assert data["total"] == FOLDERS + 2 and 0 < data["returned"] == len(data["mailboxes"]) < data["total"]

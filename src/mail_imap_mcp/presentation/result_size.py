@@ -80,6 +80,16 @@ def fit(size: Callable[[], int], texts: Sequence[Cuttable], limit: int, *, mark:
     return shortened
 
 
+def leading_that_fit(items: Sequence[BaseModel], room: int) -> int:
+    """How many of ``items``, from the first, take at most ``room`` characters of a result's JSON."""
+    taken = 0
+    for count, item in enumerate(items):
+        taken += json_chars(item) + 1
+        if taken > room:
+            return count
+    return len(items)
+
+
 def attribute_texts(items: Iterable[object], names: Sequence[str]) -> list[Cuttable]:
     """The string attributes ``names`` of each of ``items`` (where it has them) as texts to cut."""
 

@@ -11,6 +11,12 @@ from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes, mailbox_co
 from mail_imap_mcp.imap.roles import INBOX
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId
+from mail_imap_mcp.presentation.result_size import (
+    DATA_MAX_CHARS,
+    RESULT_MAX_CHARS,
+    json_chars,
+    leading_that_fit,
+)
 from mail_imap_mcp.presentation.shapes import UntrustedContent
 from mail_imap_mcp.tools.spec import ToolSpec
 
@@ -99,6 +105,13 @@ def handle(app: AppContext, args: ListMailboxesInput) -> ToolResult[ListMailboxe
     if len(boxes) > len(shown):
         warnings.append(
             f"Mailbox list cut to {len(shown)} of {len(boxes)} (server.max_mailboxes); raise the limit to see all."
+        )
+    fitting = leading_that_fit(shown, DATA_MAX_CHARS - 3_000 - json_chars(issues))
+    if fitting < len(shown):
+        shown = shown[:fitting]
+        warnings.append(
+            f"Mailbox list cut to {fitting} of {len(boxes)} to keep this answer within {RESULT_MAX_CHARS:,} "
+            "characters; the others are not listed."
         )
     inbox = next((m.name for m in shown if same_mailbox(m.name, INBOX)), shown[0].name if shown else None)
     data = ListMailboxesData(
