@@ -40,8 +40,8 @@ class Cuttable:
 
 def json_chars(value: Any) -> int:
     """The characters of ``value`` (a model or plain data) as the envelope serializes it."""
-    if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json", by_alias=True)
+    if isinstance(value, BaseModel):  # pydantic's own JSON: the same characters, several times faster
+        return len(value.model_dump_json(by_alias=True))
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
