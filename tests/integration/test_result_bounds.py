@@ -78,6 +78,8 @@ def large_message() -> bytes:
     msg.add_attachment(
         bytes(range(256)) * 1000, maintype="application", subtype="octet-stream", filename="blob.bin"
     )
+    # Quotes and backslashes: two characters each in JSON.
+    msg.add_attachment('say "\\" ' * 30_000, subtype="plain", filename="quotes.txt")
     return crlf(msg)
 
 
@@ -150,6 +152,7 @@ async def test_every_reading_tool_at_its_largest_arguments_stays_within_the_boun
         ("raw text", "imap_get_message_raw", {"message_id": large}),
         ("raw 8-bit", "imap_get_message_raw", {"message_id": latin1}),
         ("attachment text", "imap_get_attachment", {"message_id": large, "part_id": "2", "mode": "text"}),
+        ("attachment quotes", "imap_get_attachment", {"message_id": large, "part_id": "6", "mode": "text"}),
         ("attachment bytes", "imap_get_attachment", {"message_id": large, "part_id": "5", "mode": "bytes"}),
     ]
     answers: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
@@ -169,6 +172,8 @@ async def test_every_reading_tool_at_its_largest_arguments_stays_within_the_boun
     arguments, data = answers["attachment text"]
     assert data["returned_chars"] == arguments["max_chars"] and data["truncated"]
     assert data["next_action"]["arguments"]["offset"] == arguments["max_chars"]
+    _, data = answers["attachment quotes"]
+    assert data["truncated"] and data["next_action"]["arguments"]["offset"] == data["returned_chars"]
     arguments, data = answers["attachment bytes"]
     assert data["returned_bytes"] == arguments["max_bytes"]
     assert data["next_action"]["arguments"]["offset_bytes"] == arguments["max_bytes"]
@@ -179,7 +184,7 @@ async def test_every_reading_tool_at_its_largest_arguments_stays_within_the_boun
     _, data = answers["message extract_text"]
     # Cut to fit (the body and the headers first), each said truncated: imap_get_attachment reads on.
     texts = [a for a in data["message"]["attachments"] if a.get("extracted_format")]
-    assert len(texts) == 3 and all(a["extracted_text_truncated"] for a in texts)
+    assert len(texts) == 4 and all(a["extracted_text_truncated"] for a in texts)
     assert len(answers["search"][1]["messages"]) == answers["search"][0]["limit"]
     _, data = answers["list_mailboxes"]
     assert data["total"] == FOLDERS + 2 and 0 < data["returned"] == len(data["mailboxes"]) < data["total"]

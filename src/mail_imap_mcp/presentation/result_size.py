@@ -23,6 +23,9 @@ from mail_imap_mcp.envelope import ToolResult
 RESULT_MAX_CHARS = 80_000
 #: What ``data`` and the warnings may take of it; the rest is the envelope's summary and meta.
 DATA_MAX_CHARS = RESULT_MAX_CHARS - 2_000
+#: The most characters of JSON one window of text takes (60,000 characters of text but for escapes: a
+#: text of quotes or backslashes doubles in JSON).
+TEXT_WINDOW_JSON_MAX = 70_000
 #: The texts of a message summary that a long page shortens, in the order they are cut evenly.
 SUMMARY_TEXTS = ("snippet", "subject", "from_", "to", "cc")
 ELLIPSIS = "…"
@@ -48,6 +51,13 @@ def json_chars(value: Any) -> int:
 def result_chars(result: ToolResult[Any]) -> int:
     """What ``data`` and the warnings of ``result`` take of the envelope."""
     return json_chars(result.data) + json_chars(result.warnings)
+
+
+def json_prefix(text: str, most: int) -> str:
+    """The longest start of ``text`` (cut as :func:`truncate` cuts) whose JSON takes at most ``most``."""
+    while (size := json_chars(text) - 2) > most:
+        text = truncate(text, len(text) * most // size)[0]
+    return text
 
 
 def even_cap(lengths: Sequence[int], room: int) -> int:

@@ -15,6 +15,7 @@ from mail_imap_mcp.content.images import prepare_image
 from mail_imap_mcp.envelope import MediaBlock, MultiItemData, NextAction, Payload, ToolResult
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.presentation.arguments import MessageIdArg, PartIdArg
+from mail_imap_mcp.presentation.result_size import TEXT_WINDOW_JSON_MAX, json_prefix
 from mail_imap_mcp.presentation.shapes import AttachmentInfo, UntrustedContent, attachment_info
 from mail_imap_mcp.services.attachment_fetch import (
     ATTACHMENT_ERRORS,
@@ -186,6 +187,10 @@ def _text_result(
         window = read_text(spooled, server, plan, offset=args.offset, max_chars=max_chars)
     except ExtractionError as exc:
         return _unreadable(ref, spooled, exc, "extract_text", args)
+    if len(window.text) > (
+        kept := len(json_prefix(window.text, TEXT_WINDOW_JSON_MAX))
+    ):  # escapes: a result's bound
+        window.text, window.more, window.next_offset = window.text[:kept], True, args.offset + kept
     payload.update(
         format=window.format,
         text=window.text,
