@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -34,6 +35,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mail_imap_mcp.config import AccountConfig
+from mail_imap_mcp.index import tantivy_store as ranked_store
 from mail_imap_mcp.index import tantivy_text, tantivy_topk
 from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.sqlite_engine import SqliteEngine
@@ -43,7 +45,7 @@ from mail_imap_mcp.index.tantivy_engine import TantivyEngine
 from mail_imap_mcp.index.tantivy_query import ID_FIELD, compile_tantivy, in_folders
 from mail_imap_mcp.index.tantivy_store import TantivyStore
 from mail_imap_mcp.index.tantivy_text import TextIndex, text_dir
-from mail_imap_mcp.query.tree import AllOf, AnyOf, Contains, HasFlag, Query
+from mail_imap_mcp.query.tree import AllOf, AnyOf, Contains, HasFlag, Not, Query
 from tests.pure.test_index_fts5 import messages, trees
 from tests.support.engine_words import HOSTILE, assert_same_words
 from tests.support.index_clients import index_file, indexed_client
@@ -171,6 +173,43 @@ def test_a_long_run_of_equal_scores_is_listed_newest_first(tmp_path: Path) -> No
             :20
         ]
         assert page.total == 1500
+    finally:
+        store.close()
+
+
+def test_the_same_ranked_search_again_keeps_the_places_found_once(tmp_path: Path) -> None:
+    """Issue 56 item 20: a first page's kept matches are ranked again after it (Python rounds holding
+    the GIL, which the next call waits on); the same search on the same snapshot reuses them. A write, or a
+    condition SQLite checks (flags are not in the snapshot's generation), ranks them anew."""
+    store = TantivyStore(tmp_path / "again.sqlite3")
+    try:
+        sender = tuple("Dmitri Volkov <dvolkov@example.org>" if c == "sender" else "" for c in TEXT_COLUMNS)
+        corpus = [IndexedMessage(uid, 5_000 + uid, 20260101, 10, (), False, sender) for uid in range(1, 301)]
+        store.put(store.start_folder("F", 1), corpus)
+        ranked: list[int] = []
+        real = ranked_store.best_matches
+
+        def counted(*args: Any) -> Any:
+            ranked.append(args[3])  # best: the page's (20 + margin) or the kept matches' (keep)
+            return real(*args)
+
+        def kept_places(query: Query) -> list[tuple[str, int]]:
+            page = store.search(query, folders=["F"], order="relevance", limit=20, offset=0, keep=100)
+            assert page.places is not None
+            return page.places.result(timeout=10)
+
+        word = Contains("from", "dvolkov")
+        with mock.patch.object(ranked_store, "best_matches", counted):
+            first = kept_places(word)
+            assert kept_places(word) == first and ranked.count(100) == 1
+            store.put(
+                store.start_folder("F", 1), [IndexedMessage(301, 9_999, 20260101, 10, (), False, sender)]
+            )
+            assert kept_places(word)[0] == ("F", 301) and ranked.count(100) == 2
+            filtered = AllOf((word, Not(HasFlag("seen"))))
+            kept_places(filtered), kept_places(filtered)
+            assert ranked.count(100) == 4
+        assert len(first) == 100
     finally:
         store.close()
 

@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TypeVar, Unpack
@@ -95,6 +97,7 @@ class TantivyStore(SqliteStore):
             for statement in _CHANGE_LOG.split(";\n"):  # TEMP: this connection's own, no lock on the file
                 self._db.execute(statement)
             self.text = open_text_index(text_dir(path))
+            self._kept = KeptPlaces()
         except BaseException:
             super().close()
             raise
@@ -256,6 +259,14 @@ class TantivyStore(SqliteStore):
         if keep <= len(pairs) or len(pairs) < offset + limit:  # the page's ranking holds them all
             kept.set_result(places_of(db, [row for _, row in pairs[:keep]]))
             return found, None
+        # The same search on the same snapshot keeps the same places: found once (conditions on flags
+        # are not in the generation, so a filtered search finds its own).
+        same = None if ranked.filtered else (recorded, tuple(stored), tuple(folders), repr(query), keep)
+        if same is not None:
+            earlier = self._kept.claim(same, kept)
+            if earlier is not None:
+                found.places = earlier
+                return found, None
 
         def keep_places() -> None:
             """The first ``keep`` matches' places, ranked again after the page is handed over, by the
@@ -277,6 +288,31 @@ class TantivyStore(SqliteStore):
             self.text.close()
         finally:
             super().close()
+
+
+class KeptPlaces:
+    """The places the last few ranked first pages keep, by their search and snapshot, so that the same
+    search again (an agent asking twice, pages back to back) reuses them instead of ranking its best
+    2,000 again after its page: that work holds Python's lock in rounds, and the next call waits on it."""
+
+    #: Searches remembered (the newest).
+    MOST = 8
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._kept: OrderedDict[Hashable, Future[list[Place]]] = OrderedDict()
+
+    def claim(self, same: Hashable, kept: Future[list[Place]]) -> Future[list[Place]] | None:
+        """The places kept (or being found) for ``same``; else None, ``kept`` now standing for it."""
+        with self._guard:
+            earlier = self._kept.get(same)
+            if earlier is not None and not (earlier.done() and earlier.exception() is not None):
+                self._kept.move_to_end(same)
+                return earlier
+            self._kept[same] = kept
+            while len(self._kept) > self.MOST:
+                self._kept.popitem(last=False)
+            return None
 
 
 def _condition(db: sqlite3.Connection, fts: Fts5Query) -> Passing:
