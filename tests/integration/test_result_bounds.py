@@ -64,14 +64,18 @@ def thread_message(i: int) -> bytes:
 
 
 def large_message() -> bytes:
+    """A long body, 200 long headers, three long text attachments, a binary one and one of quotes."""
     msg = EmailMessage()
-    msg["From"] = "Reporter <reporter@bounds.example>"
-    msg["To"] = "user@bounds.example"
-    msg["Subject"] = "Everything at once"
-    msg["Date"] = "Mon, 03 Feb 2025 10:00:00 +0100"
-    msg["Message-ID"] = "<large@bounds.example>"
-    for n in range(200):
-        msg[f"X-Trace-{n}"] = f"hop {n} " + "t" * 120
+    headers = {
+        "From": "Reporter <reporter@bounds.example>",
+        "To": "user@bounds.example",
+        "Subject": "Everything at once",
+        "Date": "Mon, 03 Feb 2025 10:00:00 +0100",
+        "Message-ID": "<large@bounds.example>",
+        **{f"X-Trace-{n}": f"hop {n} " + "t" * 120 for n in range(200)},
+    }
+    for name, value in headers.items():
+        msg[name] = value
     msg.set_content(_prose(300_000, "body"))
     for name in ("notes.txt", "more-notes.txt", "appendix.txt"):
         msg.add_attachment(_prose(200_000, name), subtype="plain", filename=name)
