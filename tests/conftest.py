@@ -50,7 +50,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_report_header(config: pytest.Config) -> str:
     """The run's patience (tests/support/patience.py), in the header of every run."""
-    return describe_patience()
+    workers = getattr(config.option, "numprocesses", None)
+    return describe_patience(workers if isinstance(workers, int) else None)
 
 
 #: The temporary home of this test process (tests/support/own_home.py).

@@ -32,13 +32,13 @@ knowing (Courier-IMAP 5.0):
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import os
 import pwd
 import shlex
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 from tests.support.imapserver import (
@@ -49,6 +49,7 @@ from tests.support.imapserver import (
     servers_dir,
     tail_file,
 )
+from tests.support.patience import NotYet, eventually, patient
 
 __all__ = ["Courier", "courier_files"]
 
@@ -195,9 +196,8 @@ class Courier(AppendSeeding):
             env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"},
         )
         socket_path = self.root / "run" / "authdaemon" / "socket"
-        deadline = time.monotonic() + READY_TIMEOUT
-        while not socket_path.exists() and self.running and time.monotonic() < deadline:
-            time.sleep(0.01)
+        with contextlib.suppress(NotYet):  # _wait_ready says what went wrong
+            eventually(lambda: socket_path.exists() or not self.running, within=READY_TIMEOUT, interval=0.01)
         self._wait_ready("Courier")
 
     def _terminate(self, grace: float = STOP_GRACE) -> None:
@@ -206,15 +206,17 @@ class Courier(AppendSeeding):
         if self._proc is None:
             return
         super()._terminate(0)  # unshare ignores SIGTERM while it waits; nothing here needs a clean exit
-        deadline = time.monotonic() + 5.0
-        for port in (self.plain_port, self.tls_port):
-            while time.monotonic() < deadline:
-                try:
-                    with socket.create_connection((self.host, port), timeout=0.2):
-                        pass
-                except OSError:
-                    break
-                time.sleep(0.01)
+        with contextlib.suppress(NotYet):
+            eventually(
+                lambda: not any(map(self._listens, (self.plain_port, self.tls_port))), within=5, interval=0.01
+            )
+
+    def _listens(self, port: int) -> bool:
+        try:
+            with socket.create_connection((self.host, port), timeout=patient(0.2)):
+                return True
+        except OSError:
+            return False
 
     def log_tail(self, lines: int = 40) -> str:
         """The last ``lines`` lines of ``courier.log``."""

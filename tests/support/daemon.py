@@ -4,12 +4,12 @@ directory of its own, started in the foreground and waited for until it answers,
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 from types import TracebackType
 from typing import ClassVar, Self
 
 from tests.support.imapserver import free_ports, which
+from tests.support.patience import NotYet, eventually, patient
 
 READY_TIMEOUT_S = 10.0
 
@@ -58,17 +58,17 @@ class LoopbackDaemon:
         argv = self.command()
         with self.log_path.open("ab") as log:
             self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
+        proc = self._proc
+
+        def answered() -> bool:
+            if proc.poll() is not None:
                 raise RuntimeError(f"{self.program} exited: {self.log()}")
-            try:
-                if self.answers():
-                    return
-            except OSError:
-                pass
-            time.sleep(0.02)
-        raise RuntimeError(f"{self.program} did not answer on port {self.port}: {self.log()}")
+            return self.answers()
+
+        try:
+            eventually(answered, within=READY_TIMEOUT_S, interval=0.02, retry_on=(OSError,))
+        except NotYet:
+            raise RuntimeError(f"{self.program} did not answer on port {self.port}: {self.log()}") from None
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
@@ -77,12 +77,12 @@ class LoopbackDaemon:
         if self.graceful:
             proc.terminate()
             try:
-                proc.wait(timeout=5)
+                proc.wait(timeout=patient(5))
                 return
             except subprocess.TimeoutExpired:
                 pass
         proc.kill()
-        proc.wait(timeout=10)
+        proc.wait(timeout=patient(10))
 
     def __enter__(self) -> Self:
         self.start()

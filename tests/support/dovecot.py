@@ -46,6 +46,7 @@ from pathlib import Path
 from imapclient import imap_utf7
 
 from tests.support.imapserver import FFDHE2048_PEM, FlagSpec, ImapServer, header_date, remove_tree, which
+from tests.support.patience import eventually, patient
 
 __all__ = [
     "FFDHE2048_PEM",
@@ -427,14 +428,14 @@ local {self.strict_host} {{
     # ------------------------------------------------------------------ server-side control
 
     def doveadm(
-        self, *args: str, check: bool = True, timeout: float = 60.0
+        self, *args: str, check: bool = True, within: float = 60.0
     ) -> subprocess.CompletedProcess[str]:
         """Run ``doveadm -c <conf> <args>``; with ``check`` a non-zero exit raises ``RuntimeError``."""
         result = subprocess.run(
             [self.doveadm_binary, "-c", str(self.conf_path), *args],
             capture_output=True,
             text=True,
-            timeout=timeout,
+            timeout=patient(within),
             check=False,
         )
         if check and result.returncode != 0:
@@ -453,16 +454,17 @@ local {self.strict_host} {{
         if home.exists():  # remove_tree goes on past errors; a user left behind must not pass unseen
             raise RuntimeError(f"could not delete {home}")
 
-    def kick(self, user: str, timeout: float = 10.0) -> None:
+    def kick(self, user: str, within: float = 10.0) -> None:
         """Disconnect all IMAP sessions of ``user`` (clients see EOF), returning once Dovecot lists none
         of them: ``doveadm kick`` only signals a session, which may still answer a command sent before
         it ends (a test's next call then ran on the old connection, never logging in again)."""
         self.doveadm("kick", user.lower())
-        deadline = time.monotonic() + timeout
-        while user.lower() in self.doveadm("who", "-1", user.lower()).stdout.split():
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the sessions of {user} were still there {timeout:g} s after the kick")
-            time.sleep(0.02)
+        eventually(
+            lambda: user.lower() not in self.doveadm("who", "-1", user.lower()).stdout.split(),
+            within=within,
+            interval=0.02,
+            what=f"the end of the sessions of {user} after the kick",
+        )
 
     def set_uidvalidity(self, user: str, mailbox: str, value: int) -> None:
         """Change UIDVALIDITY of an existing mailbox (works for INBOX; selecting clients get dropped)."""

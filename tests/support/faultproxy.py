@@ -56,12 +56,14 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 
+from tests.support.patience import NotYet, eventually, patient
+
 __all__ = ["FaultProxy", "Mode"]
 
 _CHUNK = 256 * 1024
 _ACCEPT_POLL_S = 0.05
-_UPSTREAM_CONNECT_TIMEOUT_S = 2.0
-_JOIN_TIMEOUT_S = 5.0
+_UPSTREAM_CONNECT_TIMEOUT_S = patient(2.0)
+_JOIN_TIMEOUT_S = patient(5.0)
 THREAD_PREFIX = "faultproxy"
 
 
@@ -313,14 +315,11 @@ class FaultProxy:
         with self._lock:
             return sum(1 for c in self._connections.values() if not c.closed.is_set())
 
-    def wait_open_connections(self, at_most: int, timeout: float = 2.0) -> int:
+    def wait_open_connections(self, at_most: int, within: float = 2.0) -> int:
         """Wait until at most ``at_most`` connections are open (closing takes a few ms); return the count."""
-        deadline = time.monotonic() + timeout
-        while True:
-            count = self.open_connections
-            if count <= at_most or time.monotonic() >= deadline:
-                return count
-            time.sleep(0.01)
+        with contextlib.suppress(NotYet):
+            eventually(lambda: self.open_connections <= at_most, within=within, interval=0.01)
+        return self.open_connections
 
     @property
     def server_bytes(self) -> int:

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
 
 from tests.support.daemon import LoopbackDaemon
 from tests.support.imapserver import free_ports
+from tests.support.patience import NotYet, eventually, patient
 
 STATS = """\
 listen stats
@@ -63,26 +63,29 @@ class HAProxy(LoopbackDaemon):
         return f"http://127.0.0.1:{self.port}/mcp"
 
     def _rows(self) -> list[dict[str, str]]:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.stats_port}/stats;csv", timeout=5) as answer:
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{self.stats_port}/stats;csv", timeout=patient(5)
+        ) as answer:
             header, *rows = answer.read().decode().lstrip("# ").splitlines()
         names = header.split(",")
         return [dict(zip(names, row.split(","), strict=False)) for row in rows]
 
-    def wait_healthy(self, servers: int, timeout_s: float = 20.0) -> None:
+    def wait_healthy(self, servers: int, within: float = 20.0) -> None:
         """Wait until ``servers`` backend servers pass their health check."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+
+        def healthy() -> bool:
             up = [
                 r
                 for r in self._rows()
                 if r.get("svname") not in ("FRONTEND", "BACKEND") and r.get("status") == "UP"
             ]
-            if len([r for r in up if r.get("pxname") != "stats"]) >= servers:
-                return
-            time.sleep(0.1)
-        raise AssertionError(
-            f"health checks: {[(r.get('svname'), r.get('status'), r.get('check_desc')) for r in self._rows()]}"
-        )
+            return len([r for r in up if r.get("pxname") != "stats"]) >= servers
+
+        try:
+            eventually(healthy, within=within, interval=0.1)
+        except NotYet:
+            checks = [(r.get("svname"), r.get("status"), r.get("check_desc")) for r in self._rows()]
+            raise AssertionError(f"health checks: {checks}") from None
 
     def served(self) -> dict[str, int]:
         """Requests each backend served (``s0``, ``s1``...), from HAProxy's own statistics."""
@@ -106,5 +109,5 @@ class HAProxy(LoopbackDaemon):
         return [binary, "-db", "-f", str(config)]
 
     def answers(self) -> bool:
-        socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+        socket.create_connection(("127.0.0.1", self.port), timeout=patient(1)).close()
         return True

@@ -12,7 +12,6 @@ import secrets
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from tests.support import mailgen
 from tests.support.accounts import config_toml
 from tests.support.envelope_client import EnvelopeClient
+from tests.support.patience import NotYet, eventually, patient
 
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
 #: The variable the test servers read their bearer token from (``token_env``).
@@ -80,7 +80,7 @@ class HttpServer:
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
-        self.proc.wait(timeout=10)
+        self.proc.wait(timeout=patient(10))
 
 
 def start_http_server(
@@ -89,7 +89,7 @@ def start_http_server(
     token: str | None = None,
     env: dict[str, str] | None = None,
     argv: list[str] | None = None,
-    timeout: float = 30,
+    within: float = 30,
 ) -> HttpServer:
     """Start the server for ``config`` (``--port 0`` unless ``args`` say otherwise; ``argv`` replaces
     the whole command) and wait until it listens; ``token`` is handed over in ``TOKEN_ENV`` (the
@@ -106,17 +106,23 @@ def start_http_server(
             stderr=log,
             env=environ,
         )
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def listening() -> re.Match[str] | None:
         text = log_path.read_text(errors="replace")
         found = _LISTENING.search(text)
-        if found:  # the socket listens from then on: connections queue until uvicorn accepts them
-            return HttpServer(proc, found.group(1), int(found.group(2)), token, log_path)
-        if proc.poll() is not None:
+        if not found and proc.poll() is not None:
             raise AssertionError(f"server exited with {proc.returncode}:\n{text}")
-        time.sleep(0.05)
-    proc.kill()
-    raise AssertionError(f"server did not listen within {timeout} s:\n{log_path.read_text()}")
+        return found
+
+    try:
+        # the socket listens from then on: connections queue until uvicorn accepts them
+        found = eventually(listening, within=within)
+    except NotYet:
+        proc.kill()
+        raise AssertionError(
+            f"server did not listen within {patient(within):g} s:\n{log_path.read_text()}"
+        ) from None
+    return HttpServer(proc, found.group(1), int(found.group(2)), token, log_path)
 
 
 def auth_headers(token: str | None) -> dict[str, str]:

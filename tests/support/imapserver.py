@@ -38,7 +38,6 @@ import stat
 import subprocess
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -46,6 +45,8 @@ from typing import Any, Self
 
 import imapclient
 import trustme
+
+from tests.support.patience import NotYet, eventually, patient
 
 __all__ = [
     "FFDHE2048_PEM",
@@ -224,11 +225,12 @@ def terminate_group(proc: subprocess.Popen[bytes], grace: float) -> None:
         pgid = proc.pid  # session leader: its pid is the group id
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-                break
-            time.sleep(0.01)
+        with contextlib.suppress(NotYet):  # then SIGKILL
+            eventually(
+                lambda: os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None,
+                within=grace,
+                interval=0.01,
+            )
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
     proc.wait()
@@ -319,7 +321,7 @@ class SyslogSink:
             with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as wake:
                 wake.sendto(b"", self.path)  # end the listener's recv() now
             if self._thread is not None:
-                self._thread.join(timeout=2)
+                self._thread.join(timeout=patient(2))
             self._sock.close()
             self._sock = None
             with contextlib.suppress(OSError):
@@ -381,6 +383,14 @@ class SyslogSink:
 
 #: The process-wide ``/dev/log`` listener.
 SYSLOG = SyslogSink()
+
+
+class _NotGreeted(Exception):
+    """A server's port answered with something other than a greeting (yet)."""
+
+
+class _Exited(Exception):
+    """A server exited while it was waited for."""
 
 
 class PortTaken(RuntimeError):
@@ -564,30 +574,30 @@ class ImapServer:
 
     def _wait_ready(self, what: str) -> None:
         """Wait for a greeting on ``plain_port`` and a TLS handshake plus greeting on ``tls_port``."""
-        deadline = time.monotonic() + READY_TIMEOUT
-        last_error = "no attempt"
         context = self.client_ssl_context()
-        while time.monotonic() < deadline:
+
+        def greeted(greeting: bytes, port: int) -> None:
+            if not greeting.startswith(b"* OK"):
+                raise _NotGreeted(f"unexpected greeting {greeting!r}")
+            self._check_greeting(what, port, greeting)
+
+        def ready() -> bool:
             if not self.running:
-                last_error = f"{what} exited with status {self._proc.returncode if self._proc else '?'}"
-                break
-            try:
-                with socket.create_connection((self.host, self.plain_port), timeout=2.0) as sock:
-                    greeting = _greeting_line(sock)
-                if greeting.startswith(b"* OK"):
-                    self._check_greeting(what, self.plain_port, greeting)
-                    with (
-                        socket.create_connection((self.host, self.tls_port), timeout=2.0) as raw,
-                        context.wrap_socket(raw, server_hostname="localhost") as sock,
-                    ):
-                        greeting = _greeting_line(sock)
-                    if greeting.startswith(b"* OK"):
-                        self._check_greeting(what, self.tls_port, greeting)
-                        return
-                last_error = f"unexpected greeting {greeting!r}"
-            except OSError as exc:
-                last_error = repr(exc)
-            time.sleep(0.02)
+                raise _Exited(f"{what} exited with status {self._proc.returncode if self._proc else '?'}")
+            with socket.create_connection((self.host, self.plain_port), timeout=patient(2.0)) as sock:
+                greeted(_greeting_line(sock), self.plain_port)
+            with (
+                socket.create_connection((self.host, self.tls_port), timeout=patient(2.0)) as raw,
+                context.wrap_socket(raw, server_hostname="localhost") as sock,
+            ):
+                greeted(_greeting_line(sock), self.tls_port)
+            return True
+
+        try:
+            eventually(ready, within=READY_TIMEOUT, interval=0.02, retry_on=(OSError, _NotGreeted))
+            return
+        except (NotYet, _Exited) as failure:
+            last_error = str(failure)
         self._terminate(grace=DISCARD_GRACE)
         raise RuntimeError(f"{what} did not become ready ({last_error}).\n{self.log_tail()}")
 
@@ -648,7 +658,7 @@ class ImapServer:
         tls: bool = True,
         starttls: bool = True,
         password: str | None = None,
-        timeout: float = 10.0,
+        within: float = 10.0,
     ) -> imapclient.IMAPClient:
         """A logged-in ``IMAPClient`` for ``user`` (default ``default_user``), TLS verified against the CA.
 
@@ -662,10 +672,12 @@ class ImapServer:
                 port=self.tls_port,
                 ssl=True,
                 ssl_context=self.client_ssl_context(),
-                timeout=timeout,
+                timeout=patient(within),
             )
         else:
-            client = imapclient.IMAPClient(self.host, port=self.plain_port, ssl=False, timeout=timeout)
+            client = imapclient.IMAPClient(
+                self.host, port=self.plain_port, ssl=False, timeout=patient(within)
+            )
             if starttls:
                 client.starttls(self.client_ssl_context())
         try:
@@ -682,7 +694,7 @@ class ImapServer:
         if mailbox.upper() != "INBOX" and not client.folder_exists(mailbox):
             client.create_folder(mailbox)
 
-    def recreate_mailbox(self, user: str, mailbox: str, *, timeout: float = 5.0) -> tuple[int, int]:
+    def recreate_mailbox(self, user: str, mailbox: str, *, within: float = 5.0) -> tuple[int, int]:
         """DELETE and CREATE ``mailbox`` (not INBOX) of ``user`` in a session of its own, so that other
         sessions see it empty with a new UIDVALIDITY; return ``(old, new)`` UIDVALIDITY.
 
@@ -691,18 +703,19 @@ class ImapServer:
         """
         if mailbox.upper() == "INBOX":
             raise ValueError("INBOX cannot be deleted")
-        deadline = time.monotonic() + timeout
         with self.connect(user, tls=False, starttls=False) as client:
             old = int(client.folder_status(mailbox, [b"UIDVALIDITY"])[b"UIDVALIDITY"])
-            while True:
+
+            def recreated() -> int | None:
                 self.delete_mailbox(user, mailbox, client)
                 client.create_folder(mailbox)
                 new = int(client.folder_status(mailbox, [b"UIDVALIDITY"])[b"UIDVALIDITY"])
-                if new != old:
-                    return old, new
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"UIDVALIDITY of {mailbox!r} stays {old}")
-                time.sleep(0.25)
+                return new if new != old else None
+
+            try:
+                return old, eventually(recreated, within=within, interval=0.25)
+            except NotYet:
+                raise RuntimeError(f"UIDVALIDITY of {mailbox!r} stays {old}") from None
 
 
 class AppendSeeding(ImapServer):
@@ -738,7 +751,7 @@ class AppendSeeding(ImapServer):
             if stamp is not None:
                 item["date"] = _aware(stamp)
             items.append(item)
-        with self.connect(user, tls=False, starttls=False, timeout=60.0) as client:
+        with self.connect(user, tls=False, starttls=False, within=60.0) as client:
             # APPEND's literal goes out in several writes: without this each costs a delayed ACK (40 ms).
             client.socket().setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.ensure_mailbox(client, mailbox)

@@ -15,6 +15,7 @@ from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.matrix import MatrixServer
+from tests.support.patience import patient
 from tests.support.postgres import IndexEngineParam, on_engine
 
 
@@ -26,10 +27,10 @@ def index_config(server: MatrixServer, user: str, tmp_path: Path, **settings: An
     )
 
 
-async def wait_ready(mcp: EnvelopeClient, timeout: float = 60.0) -> str:
+async def wait_ready(mcp: EnvelopeClient, within: float = 60.0) -> str:
     """Wait until ``imap_list_accounts`` says the index is ready (or unavailable: returned as said)."""
     state = ""
-    with anyio.fail_after(timeout):
+    with anyio.fail_after(patient(within)):
         while state != "ready":
             state = (await mcp.ok("imap_list_accounts", {}))["accounts"][0]["index"]
             if state.startswith("unavailable"):

@@ -29,11 +29,13 @@ import threading
 import time
 from types import TracebackType
 
+from tests.support.patience import patient
+
 __all__ = ["LinkProxy"]
 
 _CHUNK = 256 * 1024
 _POLL_S = 0.05
-_JOIN_TIMEOUT_S = 5.0
+_JOIN_TIMEOUT_S = patient(5.0)
 THREAD_PREFIX = "linkproxy"
 
 
@@ -192,7 +194,7 @@ class LinkProxy:
                 return
             client.settimeout(None)
             try:
-                upstream = socket.create_connection(self.upstream, timeout=5)
+                upstream = socket.create_connection(self.upstream, timeout=patient(5))
             except OSError:
                 client.close()
                 continue

@@ -11,6 +11,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from tests.support.patience import patient
+
 
 def _proc_field(path: str, prefix: str) -> str | None:
     with contextlib.suppress(OSError):
@@ -44,7 +46,7 @@ def machine_info(dovecot_binary: str | None = None) -> dict[str, Any]:
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         binary = dovecot_binary or shutil.which("dovecot") or "/usr/sbin/dovecot"
         dovecot = subprocess.run(
-            [binary, "--version"], capture_output=True, text=True, timeout=10, check=True
+            [binary, "--version"], capture_output=True, text=True, timeout=patient(10), check=True
         ).stdout.strip()
     commit = _git_commit()
     return {

@@ -25,7 +25,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import Any, Self
 
 from tests.support.imapserver import free_ports
 from tests.support.oidc_browser import approve
+from tests.support.patience import eventually, patient
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALL_DIR = ROOT / ".cache" / "oidc-provider"
@@ -114,7 +114,9 @@ class OidcProvider:
             return self._token_requests
 
     def metadata(self) -> dict[str, Any]:
-        with urllib.request.urlopen(f"{self.issuer}/.well-known/openid-configuration", timeout=10) as answer:
+        with urllib.request.urlopen(
+            f"{self.issuer}/.well-known/openid-configuration", timeout=patient(10)
+        ) as answer:
             result: dict[str, Any] = json.load(answer)
         return result
 
@@ -182,7 +184,9 @@ class OidcProvider:
         """Make ``token`` unknown to the provider (Dovecot's introspection then finds it inactive) while
         its grant, and so the refresh token, stays: as an access token the provider ended early."""
         query = urllib.parse.urlencode({"token": token})
-        with urllib.request.urlopen(f"{self.issuer}/test/forget-access-token?{query}", timeout=10) as answer:
+        with urllib.request.urlopen(
+            f"{self.issuer}/test/forget-access-token?{query}", timeout=patient(10)
+        ) as answer:
             assert json.load(answer)["forgotten"] is True
 
     def introspect(self, token: str) -> dict[str, Any]:
@@ -193,7 +197,7 @@ class OidcProvider:
             urllib.parse.urlencode({"token": token}).encode(),
             {"Authorization": f"Basic {credentials}"},
         )
-        with urllib.request.urlopen(request, timeout=10) as answer:
+        with urllib.request.urlopen(request, timeout=patient(10)) as answer:
             result: dict[str, Any] = json.load(answer)
         return result
 
@@ -232,7 +236,7 @@ class OidcProvider:
         if self._process is not None and self._process.poll() is None:
             self._process.terminate()
             try:
-                self._process.wait(timeout=10)
+                self._process.wait(timeout=patient(10))
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()
@@ -243,12 +247,9 @@ class OidcProvider:
         self.stop()
 
 
-def wait_for(condition: Any, timeout: float = 20.0) -> None:
-    """Poll ``condition()`` until it is true (or fail after ``timeout`` seconds)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.05)
+def wait_for(condition: Any, within: float = 20.0) -> None:
+    """Poll ``condition()`` until it is true (or fail after ``within`` seconds, with patience)."""
+    eventually(condition, within=within)
 
 
 def pkce_pair() -> tuple[str, str]:
@@ -289,7 +290,7 @@ def sign_in(
     }
     counted = provider.token_requests
     with urllib.request.urlopen(
-        metadata["token_endpoint"], urllib.parse.urlencode(form).encode(), timeout=30
+        metadata["token_endpoint"], urllib.parse.urlencode(form).encode(), timeout=patient(30)
     ) as answer:
         result: dict[str, Any] = json.load(answer)
     # The provider logs the request once it answered: a test counting requests from here on must not

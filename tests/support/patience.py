@@ -36,27 +36,42 @@ def _workers() -> int:
         return 1
 
 
-def _factor() -> float:
+def _cores() -> int:
+    # The cores this process may run on (what nproc says), not every core of the machine.
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _setting() -> float | None:
     setting = os.environ.get(PATIENCE_ENV, "").strip()
-    if setting:
-        try:
-            value = float(setting)
-        except ValueError:
-            raise RuntimeError(f"{PATIENCE_ENV}={setting!r} is not a number") from None
-        if value <= 0:
-            raise RuntimeError(f"{PATIENCE_ENV}={setting!r} must be above 0")
-        return value
-    return max(1.0, _workers() / (os.cpu_count() or 1))
+    if not setting:
+        return None
+    try:
+        value = float(setting)
+    except ValueError:
+        raise RuntimeError(f"{PATIENCE_ENV}={setting!r} is not a number") from None
+    if value <= 0:
+        raise RuntimeError(f"{PATIENCE_ENV}={setting!r} must be above 0")
+    return value
+
+
+def _factor(workers: int) -> float:
+    setting = _setting()
+    return setting if setting is not None else max(1.0, workers / _cores())
 
 
 #: Read once per test process: every wait of the run is scaled by it.
-FACTOR = _factor()
+FACTOR = _factor(_workers())
 
 
-def describe() -> str:
-    """One line for the run's header: the factor and where it came from."""
-    source = PATIENCE_ENV if os.environ.get(PATIENCE_ENV, "").strip() else "xdist workers per core"
-    return f"patience: x{FACTOR:g} ({source})"
+def describe(workers: int | None = None) -> str:
+    """One line for the run's header: the factor its workers will use and where it came from.
+
+    The header is written by xdist's controller, which runs no test and knows the worker count only
+    from its options (``workers``); each worker reads its own from xdist's environment."""
+    if _setting() is not None:
+        return f"patience: x{FACTOR:g} ({PATIENCE_ENV})"
+    count = workers or _workers()
+    return f"patience: x{_factor(count):g} ({count} xdist workers on {_cores()} cores)"
 
 
 def patient(seconds: float) -> float:
@@ -72,6 +87,15 @@ def _failure(what: str | None, within: float, last: object, error: BaseException
     described = what or "the condition"
     detail = f"; last error: {error!r}" if error is not None else f"; last value: {last!r}"
     return NotYet(f"{described} did not hold within {patient(within):.1f} s{detail}")
+
+
+#: The longest pause between two tries (unless ``interval`` asks for more): a server that became ready
+#: is seen within this, where a pause growing to a second made every start of a server up to 1 s late.
+LONGEST_PAUSE = 0.2
+
+
+def _next_pause(pause: float, interval: float) -> float:
+    return min(pause * 1.5, max(interval, LONGEST_PAUSE))
 
 
 def eventually(
@@ -99,10 +123,11 @@ def eventually(
         else:
             if last:
                 return last
-        if time.monotonic() >= deadline:
+        left = deadline - time.monotonic()
+        if left <= 0:
             raise _failure(what, within, last, error)
-        time.sleep(pause)
-        pause = min(pause * 1.5, 1.0)
+        time.sleep(min(pause, left))  # the last try comes at the deadline, not a pause past it
+        pause = _next_pause(pause, interval)
 
 
 async def eventually_async(
@@ -127,7 +152,8 @@ async def eventually_async(
         else:
             if last:
                 return last  # type: ignore[return-value]  # last holds a T here
-        if time.monotonic() >= deadline:
+        left = deadline - time.monotonic()
+        if left <= 0:
             raise _failure(what, within, last, error)
-        await asyncio.sleep(pause)
-        pause = min(pause * 1.5, 1.0)
+        await asyncio.sleep(min(pause, left))
+        pause = _next_pause(pause, interval)

@@ -7,6 +7,7 @@ shutdown, or ``kill``: a crash) and ``start`` again keep the port and the data."
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -14,7 +15,6 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -22,6 +22,7 @@ from typing import Any, Self
 import pytest
 
 from tests.support.imapserver import free_ports
+from tests.support.patience import NotYet, eventually, patient
 
 READY_TIMEOUT_S = 30.0
 SUPERUSER = "mimx_admin"
@@ -124,21 +125,24 @@ class PostgresServer:
             self._proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, user=self.user, cwd=self.directory
             )
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                if self._chosen_port and "could not bind" in self.log() and self._rebinds < 3:
-                    # Another process took the free port first (tests of other work on this machine):
-                    # another port, as a fresh cluster would have been given.
-                    self._rebinds += 1
-                    self.port = free_ports("127.0.0.1")[0]
-                    self.start()
-                    return
-                raise RuntimeError(f"postgres exited: {self.log()}")
-            if self._ready() and self.answers():
+        proc = self._proc
+
+        def up_or_exited() -> bool:
+            return proc.poll() is not None or (self._ready() and self.answers())
+
+        try:
+            eventually(up_or_exited, within=READY_TIMEOUT_S)
+        except NotYet:
+            raise RuntimeError(f"postgres did not answer on port {self.port}: {self.log()}") from None
+        if proc.poll() is not None:
+            if self._chosen_port and "could not bind" in self.log() and self._rebinds < 3:
+                # Another process took the free port first (tests of other work on this machine):
+                # another port, as a fresh cluster would have been given.
+                self._rebinds += 1
+                self.port = free_ports("127.0.0.1")[0]
+                self.start()
                 return
-            time.sleep(0.05)
-        raise RuntimeError(f"postgres did not answer on port {self.port}: {self.log()}")
+            raise RuntimeError(f"postgres exited: {self.log()}")
 
     def _ready(self) -> bool:
         """This cluster's postmaster says it is ready (``postmaster.pid``: its pid, then its state on the
@@ -154,7 +158,7 @@ class PostgresServer:
     def answers(self) -> bool:
         """Whether it accepts a session now (pg_isready)."""
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+            with socket.create_connection(("127.0.0.1", self.port), timeout=patient(1)):
                 pass
         except OSError:
             return False
@@ -175,18 +179,17 @@ class PostgresServer:
             return
         proc.send_signal(signal.SIGKILL if crash else signal.SIGINT)
         try:
-            proc.wait(timeout=20)
+            proc.wait(timeout=patient(20))
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.wait(timeout=10)
+            proc.wait(timeout=patient(10))
         if crash:  # its sessions notice the postmaster gone and end; wait for the port to be free
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and self._port_busy():
-                time.sleep(0.05)
+            with contextlib.suppress(NotYet):
+                eventually(lambda: not self._port_busy(), within=10)
 
     def _port_busy(self) -> bool:
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+            with socket.create_connection(("127.0.0.1", self.port), timeout=patient(0.2)):
                 return True
         except OSError:
             return False

@@ -12,6 +12,7 @@ import psycopg
 
 from tests.support import mailgen
 from tests.support.dovecot import Dovecot
+from tests.support.patience import patient
 
 WORD = "ledger"
 FOLDERS = [f"Box{i:02d}" for i in range(12)]
@@ -48,7 +49,7 @@ class Schema:
 
     def _one(self, sql: str) -> tuple[Any, ...]:
         try:
-            with psycopg.connect(self.url, password=self.password, connect_timeout=3) as conn:
+            with psycopg.connect(self.url, password=self.password, connect_timeout=round(patient(3))) as conn:
                 row = conn.execute(sql.format(s=self.schema)).fetchone()
         except psycopg.Error:
             return ()

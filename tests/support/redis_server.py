@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 
 from tests.support.daemon import LoopbackDaemon
+from tests.support.patience import patient
 
 
 class RedisServer(LoopbackDaemon):
@@ -33,6 +34,6 @@ class RedisServer(LoopbackDaemon):
         ]  # fmt: skip
 
     def answers(self) -> bool:
-        with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=patient(1)) as sock:
             sock.sendall(b"PING\r\n")
             return sock.recv(64).startswith(b"+PONG")

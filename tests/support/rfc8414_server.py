@@ -12,6 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 
+from tests.support.patience import patient
+
 TENANT_PATH = "/tenant"
 
 
@@ -52,4 +54,4 @@ class Rfc8414Server:
     ) -> None:
         self._http.shutdown()
         self._http.server_close()
-        self._thread.join(timeout=10)
+        self._thread.join(timeout=patient(10))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -17,6 +16,8 @@ from pathlib import Path
 
 from jeepney.bus_messages import message_bus
 from jeepney.io.blocking import open_dbus_connection
+
+from tests.support.patience import eventually, patient
 
 SECRETS_BUS_NAME = "org.freedesktop.secrets"
 SECRET_SERVICE_BACKEND = "keyring.backends.SecretService.Keyring"
@@ -43,12 +44,12 @@ class SecretService:
 
 def _offers_secrets(bus: str) -> bool:
     with open_dbus_connection(bus=bus) as connection:
-        reply = connection.send_and_get_reply(message_bus.NameHasOwner(SECRETS_BUS_NAME), timeout=5)
+        reply = connection.send_and_get_reply(message_bus.NameHasOwner(SECRETS_BUS_NAME), timeout=patient(5))
     return bool(reply.body[0])
 
 
 @contextmanager
-def running_secret_service(root: Path, timeout: float = 30.0) -> Iterator[SecretService]:
+def running_secret_service(root: Path, within: float = 30.0) -> Iterator[SecretService]:
     """A Secret Service whose keyrings live under ``root``, stopped on leaving."""
     home, runtime = root / "home", root / "run"
     home.mkdir(parents=True, exist_ok=True)
@@ -72,14 +73,18 @@ def running_secret_service(root: Path, timeout: float = 30.0) -> Iterator[Secret
     process.stdin.close()
     daemon, bus = process.stdout.readline().split()
     try:
-        deadline = time.monotonic() + timeout
-        while not _offers_secrets(bus):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"gnome-keyring-daemon did not offer {SECRETS_BUS_NAME} on {bus}")
-            time.sleep(0.05)
+
+        def offered() -> bool:
+            if process.poll() is not None:
+                raise RuntimeError(
+                    f"gnome-keyring-daemon exited before it offered {SECRETS_BUS_NAME} on {bus}"
+                )
+            return _offers_secrets(bus)
+
+        eventually(offered, within=within, what=f"gnome-keyring-daemon offering {SECRETS_BUS_NAME} on {bus}")
         yield SecretService(bus, home)
     finally:
         with suppress(ProcessLookupError):
             os.kill(int(daemon), signal.SIGTERM)
-        process.wait(timeout=30)
+        process.wait(timeout=patient(30))
         process.stdout.close()

@@ -20,12 +20,12 @@ import pwd
 import shutil
 import socket
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 from tests.support.dovecot import Dovecot
 from tests.support.imapserver import free_ports, tail_file, terminate_group
+from tests.support.patience import NotYet, eventually, patient
 
 __all__ = ["DOMAIN", "SubmissionDovecot", "ensure_submission_chain"]
 
@@ -52,7 +52,7 @@ def ensure_submission_chain() -> str:
 
 def _greets(port: int, prefix: bytes) -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as sock:
+        with socket.create_connection(("127.0.0.1", port), timeout=patient(1.0)) as sock:
             return sock.recv(512).startswith(prefix)
     except OSError:
         return False
@@ -208,13 +208,19 @@ dovecot_lmtp:
     def _spawn(self) -> None:
         super()._spawn()
         self._start_exim()
-        deadline = time.monotonic() + _READY_S
-        while time.monotonic() < deadline:
-            if all(_greets(port, b"220") for port in (self.submission_port, self.mta_port, self.lmtp_port)):
+        exim = self._exim
+
+        def greeted_or_exited() -> bool:
+            if exim is not None and exim.poll() is not None:
+                return True
+            return all(
+                _greets(port, b"220") for port in (self.submission_port, self.mta_port, self.lmtp_port)
+            )
+
+        with contextlib.suppress(NotYet):
+            eventually(greeted_or_exited, within=_READY_S)
+            if exim is None or exim.poll() is None:
                 return
-            if self._exim is not None and self._exim.poll() is not None:
-                break
-            time.sleep(0.05)
         raise RuntimeError(f"the submission chain did not become ready\n{self.log_tail()}")
 
     def _start_exim(self) -> None:

@@ -14,6 +14,7 @@ from mcp.shared.subscriptions import ResourceUpdated
 from mcp_types import ResourceUpdatedNotification
 
 from tests.support import mailgen
+from tests.support.patience import NotYet, eventually_async
 
 
 class Updates:
@@ -36,21 +37,23 @@ class Updates:
     def since(self, started: float, uri: str) -> list[float]:
         return [at for at, got in self.received if got == uri and at >= started]
 
-    async def first_after(self, started: float, uri: str, timeout: float) -> float | None:
-        """Seconds from ``started`` to the first update of ``uri`` after it; None if none came in ``timeout``."""
-        deadline = started + timeout
-        while True:
-            times = self.since(started, uri)
-            if times:
-                return times[0] - started
-            if time.monotonic() > deadline:
-                return None
-            await anyio.sleep(0.02)
+    async def first_after(self, started: float, uri: str, within: float) -> float | None:
+        """Seconds from ``started`` to the first update of ``uri`` after it; None if none came ``within``
+        seconds from now (with the run's patience: the seconds returned are what is asserted)."""
 
-    async def delay_after(self, change: Callable[[], None], uri: str, timeout: float) -> float | None:
+        async def heard() -> list[float]:
+            return self.since(started, uri)
+
+        try:
+            times = await eventually_async(heard, within=within, interval=0.02)
+        except NotYet:
+            return None
+        return times[0] - started
+
+    async def delay_after(self, change: Callable[[], None], uri: str, within: float) -> float | None:
         """Run ``change`` (another client's command, in a thread) and return how long after its OK the first
         update of ``uri`` came (0 where it came before: a server may tell the watching session before the
-        changing client reads its own OK); None if none came within ``timeout`` of that OK.
+        changing client reads its own OK); None if none came ``within`` seconds of that OK.
 
         Measured from the OK, not from the command's start: on a busy machine Courier's own folder lock can
         hold an APPEND for seconds while the watching session scans the folder (IMAP_USELOCKS), and the
@@ -58,7 +61,7 @@ class Updates:
         started = time.monotonic()
         await anyio.to_thread.run_sync(change)
         done = time.monotonic()
-        first = await self.first_after(started, uri, timeout=done - started + timeout)
+        first = await self.first_after(started, uri, within=within)
         return None if first is None else max(0.0, started + first - done)
 
 

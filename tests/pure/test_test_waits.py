@@ -1,0 +1,174 @@
+"""Every test-side wait goes through tests/support/patience.py: no deadline loop, no bare timeout.
+
+A test module that counts down a deadline of its own (``deadline = time.monotonic() + 5``), or gives a
+client, socket, thread or child a timeout as a bare number (``timeout=10``, ``settimeout(5)``,
+``thread.join(10)``), waits as long on a loaded machine as on an idle one: that is how the suite's timing
+flakes came. Such a wait is ``eventually(condition, within=...)`` or ``patient(seconds)``. A helper of
+the tests takes its idle-machine seconds as ``within`` and scales them itself; a parameter named
+``timeout`` holds seconds already scaled, so it has no bare number for a default.
+
+``ALLOWED`` lists the few bare numbers that are the product's own argument under test, each with why.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TESTS = ROOT / "tests"
+
+#: (module, the line as written, stripped) -> why the bare number there is not a test-side wait.
+ALLOWED: dict[tuple[str, str], str] = {
+    (
+        "tests/integration/test_approval_browser.py",
+        "decision = approve(message(), user, timeout=120, clock=clock)",
+    ): "the approval page's lifetime under test: the test moves the page's own clock past it",
+    (
+        "tests/integration/test_write_nothing_lost.py",
+        "while time.time() % 1 > 0.2:  # start of a second: the next steps take a few ms",
+    ): "waits for the start of a wall-clock second (the server counts UIDVALIDITY in seconds); "
+    "it ends within a second by itself",
+    (
+        "tests/pure/test_confirm.py",
+        "later = time.time() + 1.1  # tokens count whole seconds: the clock moved on, where the test slept",
+    ): "a moment handed to the product's clock (confirmation tokens count whole seconds), not a deadline",
+    ("tests/support/gmail_server.py", "self.mail.changed.wait(0.05)"): "the emulated server's IDLE poll "
+    "tick: it wakes to look again, nothing fails when it passes",
+    ("tests/support/imapserver.py", "sock.settimeout(0.2)"): "the syslog listener's poll tick: it wakes to "
+    "see whether it should stop, nothing fails when it passes",
+}
+
+#: Calls whose first positional argument is a timeout in seconds.
+_FIRST_IS_TIMEOUT = {"settimeout", "wait", "join", "result", "fail_after", "move_on_after", "timeout"}
+_CLOCKS = {"monotonic", "time", "perf_counter"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    module: str
+    line: int
+    text: str
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.module}:{self.line}: {self.what}: {self.text}"
+
+
+def _called_name(call: ast.Call) -> str:
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
+
+
+def _is_clock_read(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and not node.args and _called_name(node) in _CLOCKS
+
+
+def _is_clock_sum(node: ast.AST) -> bool:
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and _is_clock_read(node.left)
+
+
+def _bare_seconds(node: ast.AST | None) -> bool:
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int | float)
+        and not isinstance(node.value, bool)
+        and node.value > 0
+    )
+
+
+def _timeout_keyword(name: str | None) -> bool:
+    # ``timeout_s`` is the product's own spelling of a limit it enforces (an argument under test).
+    return name is not None and (name == "timeout" or name.endswith("_timeout"))
+
+
+def _timeout_parameter(name: str) -> bool:
+    return _timeout_keyword(name) or name == "timeout_s"
+
+
+def _defaults(args: ast.arguments) -> list[tuple[ast.arg, ast.expr | None]]:
+    positional = [*args.posonlyargs, *args.args]
+    padded: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
+    return [
+        *zip(positional, [*padded, *args.defaults], strict=True),
+        *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+    ]
+
+
+def _why(node: ast.AST) -> str | None:
+    """What is wrong with ``node`` as a test-side wait, if anything."""
+    if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None and _is_clock_sum(node.value):
+        return "a deadline of its own (use eventually(condition, within=...))"
+    if isinstance(node, ast.While) and any(_is_clock_read(part) for part in ast.walk(node.test)):
+        return "a loop against the clock (use eventually(condition, within=...))"
+    if isinstance(node, ast.Call):
+        for keyword in node.keywords:
+            if _timeout_keyword(keyword.arg) and _bare_seconds(keyword.value):
+                return f"a bare {keyword.arg} (use patient(seconds))"
+        name = _called_name(node)
+        method = isinstance(node.func, ast.Attribute)
+        if method and name in _FIRST_IS_TIMEOUT and node.args and _bare_seconds(node.args[0]):
+            return f"a bare timeout of {name}() (use patient(seconds))"
+        if name == "wait_for" and len(node.args) > 1 and _bare_seconds(node.args[1]):
+            return "a bare timeout of wait_for() (use patient(seconds))"
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        for arg, default in _defaults(node.args):
+            if _timeout_parameter(arg.arg) and _bare_seconds(default):
+                return f"parameter {arg.arg} defaults to bare seconds (name it within and scale it)"
+    return None
+
+
+def findings(source: str, module: str) -> list[Finding]:
+    """Every wait in ``source`` that does not go through the suite's patience."""
+    lines = source.splitlines()
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        what = _why(node)
+        if what is not None:
+            line = getattr(node, "lineno", 0)
+            found.append(Finding(module, line, lines[line - 1].strip(), what))
+    return found
+
+
+def test_no_test_module_waits_by_a_clock_or_a_bare_number_of_its_own() -> None:
+    # One test reads the sources (a second of CPU to parse them all), for both checks.
+    sources = sorted(path for path in TESTS.rglob("*.py") if path != TESTS / "support" / "patience.py")
+    every = [
+        finding for path in sources for finding in findings(path.read_text(), str(path.relative_to(ROOT)))
+    ]
+    found = [finding for finding in every if (finding.module, finding.text) not in ALLOWED]
+    assert not found, "waits outside tests/support/patience.py:\n" + "\n".join(map(str, found))
+    gone = set(ALLOWED) - {(finding.module, finding.text) for finding in every}
+    assert not gone, f"allowed but gone (remove them from ALLOWED): {sorted(gone)}"
+
+
+def test_each_kind_of_wait_of_its_own_is_found() -> None:
+    source = """
+import socket, subprocess, time
+def helper(timeout: float = 5.0): ...
+def other(*, connect_timeout=3): ...
+deadline = time.monotonic() + 5
+while time.monotonic() < deadline: pass
+subprocess.run(["x"], timeout=60)
+socket.socket().settimeout(2)
+thread.join(10)
+asyncio.wait_for(step(), 5)
+"""
+    lines = sorted(finding.line for finding in findings(source, "m.py"))
+    assert lines == [3, 4, 5, 6, 7, 8, 9, 10]
+
+
+def test_waits_through_patience_and_clocks_given_to_the_product_pass() -> None:
+    source = """
+import time
+from tests.support.patience import eventually, patient
+def helper(within: float = 5.0, timeout: float | None = None): ...
+subprocess.run(["x"], timeout=patient(60))
+lock.acquire(timeout=0)
+leases.hold("INBOX", time.monotonic() + 0.1)
+eventually(lambda: done, within=5)
+"""
+    assert findings(source, "m.py") == []
