@@ -28,6 +28,7 @@ from mail_imap_mcp.index.store import (
     IndexWriteFailed,
 )
 from mail_imap_mcp.query import EVERYTHING, AllOf, AnyOf, Contains, HasFlag, Label
+from tests.support.patience import patient
 
 
 def message(
@@ -337,7 +338,7 @@ def test_regression_pages_begun_at_once_never_wait_behind_each_others_shards(
     totals: list[int] = []
     reader = threading.Thread(target=lambda: totals.extend(p.result().total for p in pending), daemon=True)
     reader.start()
-    reader.join(20)
+    reader.join(patient(20))
     assert totals == [40] * 8
     store.close()
 
@@ -355,7 +356,7 @@ def test_a_search_dropped_before_it_is_taken_is_interrupted_and_the_store_closes
     assert kept.total == 20
     closing = threading.Thread(target=store.close, daemon=True)
     closing.start()
-    closing.join(10)
+    closing.join(patient(10))
     assert not closing.is_alive()
 
 
@@ -399,7 +400,7 @@ def test_a_first_page_keeps_its_matches_places_and_a_later_page_lists_those_stil
     whole = store.search(kiwi, folders=["INBOX"], order="relevance", limit=50, offset=0)
     first = store.search(kiwi, folders=["INBOX"], order="relevance", limit=2, offset=0, keep=4)
     assert first.places is not None
-    places = first.places.result(timeout=10)  # found after the page was handed over, on its snapshot
+    places = first.places.result(timeout=patient(10))  # found after the page was handed over, on its snapshot
     assert [place[:2] for place in places] == [("INBOX", hit.uid) for hit in whole.hits[:4]]
     assert [place[:2] for place in places[:2]] == [("INBOX", hit.uid) for hit in first.hits]
     store.update(state, flags={}, removed=[places[2][1]])

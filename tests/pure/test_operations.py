@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from typing import Any
@@ -12,6 +13,7 @@ from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.envelope.mcp import progress_reporter
 from mail_imap_mcp.operations import Operation, OperationRegistry, OperationState, Progress
 from mail_imap_mcp.operations.background import Cancelled
+from tests.support.patience import NotYet, eventually, patient
 
 
 def ok(result: Any) -> OperationState:
@@ -47,7 +49,7 @@ def test_slow_work_becomes_an_operation_that_finishes_in_the_background() -> Non
     operation = registry.run("t", "a", 4, batches(4, 0.1, []), ok, user="")
     assert isinstance(operation, Operation)
     assert operation.state in {OperationState.ACCEPTED, OperationState.RUNNING}
-    assert operation.finished.wait(5)
+    assert operation.finished.wait(patient(5))
     polled = registry.get(operation.operation_id, "")
     assert (polled.state, polled.done, operation.result) == (OperationState.OK, 4, "all done")
 
@@ -57,11 +59,9 @@ def test_cancel_takes_effect_between_batches_and_keeps_what_was_done() -> None:
     done: list[int] = []
     operation = registry.run("t", "a", 50, batches(50, 0.05, done), ok, user="")
     assert isinstance(operation, Operation)
-    deadline = time.monotonic() + 5
-    while not done and time.monotonic() < deadline:  # a batch done first, however late its thread starts
-        time.sleep(0.01)
+    eventually(lambda: done, within=5, interval=0.01)  # a batch done first, however late its thread starts
     registry.cancel(operation.operation_id, "")
-    assert operation.finished.wait(5)
+    assert operation.finished.wait(patient(5))
     assert operation.state is OperationState.CANCELED
     assert 0 < len(done) < 50
     assert operation.done == len(done)  # the batch in progress was finished, none started after
@@ -78,14 +78,14 @@ def test_a_failure_inline_is_raised_and_in_the_background_is_kept() -> None:
     release = threading.Event()
 
     def fail_late(progress: Progress) -> None:
-        release.wait(5)
+        release.wait(patient(5))
         raise RuntimeError("bug")
 
     registry = OperationRegistry(inline_s=0.05)
     operation = registry.run("t", "a", 1, fail_late, ok, user="")
     assert isinstance(operation, Operation)
     release.set()
-    assert operation.finished.wait(5)
+    assert operation.finished.wait(patient(5))
     assert operation.state is OperationState.FAILED
     assert operation.failure is not None and operation.failure.code == ErrorCode.INTERNAL
 
@@ -95,16 +95,15 @@ def test_work_that_stops_on_cancel_before_changing_anything_ends_canceled_with_i
     canceled (not failed), and its error says what happened."""
 
     def waits(progress: Progress) -> None:
-        deadline = time.monotonic() + 5
-        while not progress.cancelled and time.monotonic() < deadline:
-            time.sleep(0.01)
+        with contextlib.suppress(NotYet):
+            eventually(lambda: progress.cancelled, within=5, interval=0.01)
         raise Cancelled(ErrorCode.CONFIRMATION_REQUIRED, "cancelled; nothing was sent", retryable=False)
 
     registry = OperationRegistry(inline_s=0.05)
     operation = registry.run("t", "a", 1, waits, ok, user="")
     assert isinstance(operation, Operation)
     registry.cancel(operation.operation_id, "")
-    assert operation.finished.wait(5)
+    assert operation.finished.wait(patient(5))
     view = registry.get(operation.operation_id, "")
     assert (view.state, view.result) == (OperationState.CANCELED, None)
     assert view.error is not None and view.error.message == "cancelled; nothing was sent"
@@ -114,7 +113,7 @@ def held_until(release: threading.Event) -> Any:
     """Work that ends only once ``release`` is set: it cannot finish before ``run`` looks."""
 
     def work(progress: Progress) -> str:
-        release.wait(5)
+        release.wait(patient(5))
         progress.advance(1, "released")
         return "all done"
 
@@ -131,7 +130,7 @@ def test_finished_operations_are_bounded_oldest_first() -> None:
         operation = registry.run("t", "a", 1, held_until(release), ok, user="")
         assert isinstance(operation, Operation)
         release.set()
-        operation.finished.wait(5)
+        operation.finished.wait(patient(5))
         started.append(operation.operation_id)
     registry.run("t", "a", 1, batches(1, 0.0, []), ok, user="")  # the next start evicts
     with pytest.raises(ToolFailure) as caught:

@@ -3,14 +3,15 @@ running operation's view every HEARTBEAT_S, and outlives any failure of one beat
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import time
 
 import pytest
 
 from mail_imap_mcp.operations import shared
 from mail_imap_mcp.operations.shared import OperationView, SharedOperations
 from mail_imap_mcp.state import MemoryStore, StateUnavailable, user_key
+from tests.support.patience import NotYet, eventually
 
 VIEW = OperationView(
     operation_id="op_1_abc", tool="t", account_id="a", state="running", done=1, total=9, started_utc="x"
@@ -46,9 +47,8 @@ def test_the_heartbeat_goes_on_after_any_failure_of_a_beat(
     try:
         with caplog.at_level(logging.WARNING, "mail_imap_mcp.operations"):
             operations.publish(VIEW, "alice")
-            deadline = time.monotonic() + 5
-            while store.writes < 6 and time.monotonic() < deadline:
-                time.sleep(0.01)
+            with contextlib.suppress(NotYet):  # asserted below, once closed
+                eventually(lambda: store.writes >= 6, within=5, interval=0.01)
     finally:
         operations.close()
     assert store.writes >= 6

@@ -18,6 +18,7 @@ from mail_imap_mcp.operations.ledger import Ledger
 from mail_imap_mcp.operations.runner import StopRun, each_mailbox, run_bulk_write
 from mail_imap_mcp.presentation.failures import envelope_of
 from mail_imap_mcp.state import ANONYMOUS_CALLER
+from tests.support.patience import patient
 
 
 def only_account(name: str) -> str:
@@ -293,7 +294,7 @@ def test_a_slow_write_continues_in_the_background() -> None:
     release = threading.Event()
 
     def slow(session: object, progress: Progress) -> str:
-        release.wait(5)
+        release.wait(patient(5))
         return "ok"
 
     try:

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from mail_imap_mcp.net.tokens import AccessToken, SharedToken, TokenUnavailable
+from tests.support.patience import patient
 
 
 class CountingFetch:
@@ -22,7 +23,7 @@ class CountingFetch:
         self.hold.set()
 
     def __call__(self, time_left: float) -> AccessToken:
-        self.hold.wait(5)
+        self.hold.wait(patient(5))
         self.fetched += 1
         return AccessToken(f"token-{self.fetched}", time.monotonic() + self.lifetime)
 
@@ -57,7 +58,7 @@ def test_a_refusal_met_by_many_connections_fetches_one_new_token() -> None:
         thread.start()
     fetch.hold.set()
     for thread in threads:
-        thread.join(10)
+        thread.join(patient(10))
     assert answers == ["token-2"] * 4 and fetch.fetched == 2
 
 

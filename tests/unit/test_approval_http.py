@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from mail_imap_mcp.approval import ApprovalRequest, ApprovalServer, Decision, Outcome, ask, ask_blocking
+from tests.support.patience import patient
 
 DIGEST = "sha256:" + "11" * 32
 
@@ -225,7 +226,7 @@ def test_a_cancelled_ask_closes_the_page() -> None:
 
     async def scenario() -> None:
         task = asyncio.ensure_future(ask(message(), lambda url: urls.append(url) is None, 300))
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(patient(10)):
             while not urls:
                 await asyncio.sleep(0.01)  # the opener runs in a thread
         port = urllib.parse.urlsplit(urls[0]).port

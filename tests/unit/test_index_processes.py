@@ -18,6 +18,7 @@ from mail_imap_mcp.index.runtime import AccountIndex
 from mail_imap_mcp.index.sqlite_engine import SqliteLocation
 from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, IndexedMessage
 from tests.support.index_integrity import index_problems
+from tests.support.patience import patient
 
 BATCHES = 40
 PER_BATCH = 25
@@ -56,7 +57,7 @@ def test_two_processes_writing_at_once_leave_a_whole_index(tmp_path: Path) -> No
     for process in writers:
         process.start()
     for process in writers:
-        process.join(timeout=120)
+        process.join(timeout=patient(120))
         assert process.exitcode == 0
     db = sqlite3.connect(path)
     assert index_problems(db) == []
@@ -174,6 +175,6 @@ def test_regression_two_first_searches_at_once_open_one_search_store(tmp_path: P
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(10)
+        thread.join(patient(10))
     assert len(opened) == 1
     index.close()

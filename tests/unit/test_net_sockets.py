@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from mail_imap_mcp.net.sockets import closed_while_idle, readable
+from tests.support.patience import patient
 
 
 @pytest.fixture
@@ -16,7 +17,7 @@ def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
     with socket.create_server(("127.0.0.1", 0)) as listener:
         ours = socket.create_connection(listener.getsockname())
         theirs, _ = listener.accept()
-    ours.settimeout(5)
+    ours.settimeout(patient(5))
     with ours, theirs:
         yield ours, theirs
 

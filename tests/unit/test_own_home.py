@@ -16,6 +16,7 @@ import pytest
 from mail_imap_mcp.config.sign_in_state import sign_in_dir
 from mail_imap_mcp.imap.sealing import default_state_dir
 from tests.support import own_home as guard
+from tests.support.patience import patient
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ def test_every_per_user_directory_of_a_test_is_below_its_own_home(own_home: Path
 def test_a_child_that_inherits_the_environment_has_the_tests_home(own_home: Path) -> None:
     code = "import pathlib; print(pathlib.Path.home())"
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=patient(60)
     )
     assert done.stdout.strip() == str(own_home)
 
@@ -59,7 +60,7 @@ def test_a_command_of_the_project_started_without_the_tests_home_is_refused(
 ) -> None:
     env = {"PATH": os.environ["PATH"]} | ({"HOME": guard.REAL_HOMES[0]} if home else {})
     with pytest.raises(PermissionError, match="never touch the real home"):
-        subprocess.run([sys.executable, *command], env=env, timeout=60)
+        subprocess.run([sys.executable, *command], env=env, timeout=patient(60))
     assert f"started {sys.executable} {command[0]} {command[1]} with HOME=" in guard.violations[-1]
 
 
@@ -72,7 +73,7 @@ def test_another_program_may_have_an_environment_without_a_home(command: list[st
     """A server's harness, a compiler, ``ldconfig``, the product's own sandboxed parser (a bare
     environment on purpose): nothing that reads a home."""
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
-    subprocess.run([sys.executable, *command], env=env, check=True, timeout=60)
+    subprocess.run([sys.executable, *command], env=env, check=True, timeout=patient(60))
 
 
 @pytest.mark.usefixtures("refused")

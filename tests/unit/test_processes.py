@@ -6,12 +6,12 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from mail_imap_mcp import processes
+from tests.support.patience import eventually, patient
 
 
 def kernel_rss(pid: int) -> int:
@@ -51,12 +51,9 @@ def test_kill_tree_stops_a_child_and_what_it_started() -> None:
     assert child.stdout is not None
     child.stdout.readline()  # the grandchild has started
     processes.kill_tree(child)
-    assert child.wait(timeout=5) != 0
+    assert child.wait(timeout=patient(5)) != 0
     # The whole group is gone: nothing of it runs (a zombie waits for whoever reaps orphans here).
-    deadline = time.monotonic() + 5
-    while living_members(child.pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert living_members(child.pid) == []
+    eventually(lambda: living_members(child.pid) == [], within=5, what="the whole group gone")
 
 
 def living_members(group: int) -> list[int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -15,6 +16,7 @@ from mail_imap_mcp.content.documents import ExtractionError, extract_text
 from mail_imap_mcp.content.sandbox import SandboxLimits, run_in_sandbox
 from tests.support.documents import CORPUS, operator_flood_pdf
 from tests.support.limits import default_extract_limits
+from tests.support.patience import NotYet, eventually
 from tests.support.processes import live_children
 
 pytestmark = pytest.mark.usefixtures("no_leftover_children")
@@ -51,27 +53,27 @@ def test_the_child_runs_with_its_limits_in_its_own_session_and_a_bare_environmen
     path.write_bytes(operator_flood_pdf())
     seen: dict[str, str] = {}
 
+    def caught() -> bool:
+        for child in filter(_is_extraction_child, live_children()):
+            pid = int(child.split()[0])
+            try:
+                seen["limits"] = Path(f"/proc/{pid}/limits").read_text()
+                seen["environ"] = Path(f"/proc/{pid}/environ").read_bytes().decode()
+                seen["session"] = str(os.getsid(pid) == pid)
+                seen["cmdline"] = Path(f"/proc/{pid}/cmdline").read_bytes().decode()
+            except OSError:
+                seen.clear()
+                continue
+            # The child limits itself first thing; wait until it has.
+            if "_child" not in seen["cmdline"] or "unlimited" in _row(seen["limits"], "Max address space"):
+                seen.clear()
+                continue
+            return True
+        return False
+
     def watch() -> None:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and not seen:
-            for child in filter(_is_extraction_child, live_children()):
-                pid = int(child.split()[0])
-                try:
-                    seen["limits"] = Path(f"/proc/{pid}/limits").read_text()
-                    seen["environ"] = Path(f"/proc/{pid}/environ").read_bytes().decode()
-                    seen["session"] = str(os.getsid(pid) == pid)
-                    seen["cmdline"] = Path(f"/proc/{pid}/cmdline").read_bytes().decode()
-                except OSError:
-                    seen.clear()
-                    continue
-                # The child limits itself first thing; wait until it has.
-                if "_child" not in seen["cmdline"] or "unlimited" in _row(
-                    seen["limits"], "Max address space"
-                ):
-                    seen.clear()
-                    continue
-                return
-            time.sleep(0.02)
+        with contextlib.suppress(NotYet):  # the test says what it saw
+            eventually(caught, within=10, interval=0.02)
 
     watcher = threading.Thread(target=watch)
     watcher.start()

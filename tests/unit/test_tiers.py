@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from tests.support.patience import patient
+
 ROOT = Path(__file__).resolve().parents[2]
 MIN_PURE_TESTS = 300
 
@@ -16,7 +18,7 @@ def run_pure(*arguments: str) -> subprocess.CompletedProcess[str]:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=patient(240),
         check=False,
     )
 
