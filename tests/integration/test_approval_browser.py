@@ -25,6 +25,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from mail_imap_mcp.approval import ApprovalRequest, Decision, Outcome, ask
 from tests.support.chromium_driver import chromium
+from tests.support.patience import patient
 
 DIGEST = "sha256:" + "5e" * 32
 OTHER_DIGEST = "sha256:" + "a7" * 32
@@ -120,7 +121,7 @@ def approve(caplog: pytest.LogCaptureFixture) -> Iterator[Callable[..., Decision
     def run(
         request: ApprovalRequest,
         scenario: Callable[[str], None],
-        timeout: float = 30.0,
+        timeout: float | None = None,
         clock: Callable[[], float] | None = None,
     ) -> Decision:
         failures: list[BaseException] = []
@@ -134,7 +135,8 @@ def approve(caplog: pytest.LogCaptureFixture) -> Iterator[Callable[..., Decision
             return True
 
         extra = {} if clock is None else {"clock": clock}
-        decision = asyncio.run(ask(request, open_url, timeout, **extra))
+        lifetime = patient(30) if timeout is None else timeout  # the page's, when not under test
+        decision = asyncio.run(ask(request, open_url, lifetime, **extra))
         if failures:
             raise failures[0]
         return decision

@@ -42,6 +42,7 @@ from tests.support.oidc_provider import (
     OidcProvider,
     wait_for,
 )
+from tests.support.patience import patient
 from tests.support.readme import readme_block
 from tests.support.secret_service import SecretService
 from tests.support.submission import DOMAIN, SubmissionDovecot
@@ -69,7 +70,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     command = readme_block("mcpb").split("#")[0].strip()
     assert command == "scripts/mcpb"
     done = subprocess.run(
-        [str(ROOT / command), "--out", str(out)], capture_output=True, timeout=600, check=False
+        [str(ROOT / command), "--out", str(out)], capture_output=True, timeout=patient(600), check=False
     )
     assert done.returncode == 0, done.stderr.decode() + done.stdout.decode()
     (path,) = out.glob("mail-imap-mcp-*.mcpb")
@@ -258,7 +259,7 @@ async def test_the_bundle_signs_in_in_the_browser_then_lists_searches_and_reads(
             assert details["reason"] == "sign_in_required" and details["browser_opened"] is True, first
             # The bundle gives its user no mail-imap-mcp command, and the page open in the browser is the way.
             assert "mail-imap-mcp login" not in json.dumps(first) and "terminal" not in json.dumps(first)
-            wait_for(signed_in.exists, timeout=120)  # Chromium signed in and consented
+            wait_for(signed_in.exists, within=120)  # Chromium signed in and consented
             assert "Signed in to mail-imap-mcp" in signed_in.read_text()
             oidc.set_access_token_ttl(3)
             try:
@@ -464,7 +465,7 @@ def test_the_built_wheel_runs_with_uvx_as_a_user_runs_it(
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=patient(300),
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
@@ -493,7 +494,7 @@ def test_the_built_wheel_runs_with_pipx_as_a_user_runs_it(bundle: Path, tmp_path
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=patient(600),
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -30,6 +30,7 @@ from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
 from tests.support.clients import AccountFactory, make_config, open_client
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
+from tests.support.patience import patient
 
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
 
@@ -131,7 +132,7 @@ def run_check(config_path: Path, env: dict[str, str]) -> subprocess.CompletedPro
         [SERVER, "check", "--config", str(config_path)],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=patient(60),
         env={"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **env},
         check=False,
     )
@@ -156,7 +157,7 @@ class SilentListener:
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)  # wakes the accept()
         self._sock.close()
-        self._thread.join(timeout=5)
+        self._thread.join(timeout=patient(5))
         for held in self._held:
             held.close()
 
@@ -196,7 +197,7 @@ class SlowGreeting:
             self._sock.shutdown(socket.SHUT_RDWR)  # wakes the accept()
         self._sock.close()
         for thread in self._threads:
-            thread.join(timeout=5)
+            thread.join(timeout=patient(5))
 
 
 def test_regression_check_names_starttls_on_an_implicit_tls_port_within_3s(
@@ -282,7 +283,11 @@ def test_regression_check_with_a_wrong_password_hints_at_app_passwords_without_n
 def test_check_of_an_env_account_names_its_variables(dovecot: Dovecot, user: str) -> None:
     env = env_account(dovecot, user, MAIL_IMAP_DEFAULT_PASS="not-the-password")
     done = subprocess.run(
-        [SERVER, "check"], capture_output=True, text=True, timeout=60, env={"PATH": os.environ["PATH"], **env}
+        [SERVER, "check"],
+        capture_output=True,
+        text=True,
+        timeout=patient(60),
+        env={"PATH": os.environ["PATH"], **env},
     )
     assert done.returncode == 1
     assert (
@@ -320,7 +325,9 @@ async def test_regression_no_subcommand_serves_over_stdio(
 
 
 def test_config_example_prints_a_valid_commented_config(tmp_path: Path) -> None:
-    done = subprocess.run([SERVER, "config-example"], capture_output=True, text=True, timeout=20, check=True)
+    done = subprocess.run(
+        [SERVER, "config-example"], capture_output=True, text=True, timeout=patient(20), check=True
+    )
     assert "[accounts." in done.stdout and "# " in done.stdout
     # The index engines' settings are shown too (issue 56 item 18), each engine and the database's keys.
     assert tomllib.loads(done.stdout)["index"] == {"index_engine": "sqlite"}
@@ -336,7 +343,7 @@ def test_no_accounts_message_points_at_what_the_package_contains(tmp_path: Path)
         [SERVER, "check"],
         capture_output=True,
         text=True,
-        timeout=20,
+        timeout=patient(20),
         env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)},
         check=False,
     )
@@ -355,7 +362,9 @@ def test_check_names_the_forms_field_of_an_account_it_cannot_use(tmp_path: Path)
         "MAIL_IMAP_DEFAULT_PASS": "secret-value",
         "MAIL_IMAP_DEFAULT_PORT": "imaps",
     }
-    done = subprocess.run([SERVER, "check"], capture_output=True, text=True, timeout=20, env=env, check=False)
+    done = subprocess.run(
+        [SERVER, "check"], capture_output=True, text=True, timeout=patient(20), env=env, check=False
+    )
     assert done.returncode == 1, done.stderr
     assert done.stdout.startswith(
         "FAIL default: not usable as you@example.org: [unavailable] Account 'default' cannot be used as set "

@@ -48,6 +48,7 @@ from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.faultproxy import FaultProxy
 from tests.support.mailgen import corpus, plain_message
+from tests.support.patience import eventually, patient
 
 # Each test waits out a timeout or a fault on purpose (about 2 s each, 70 of them): the full run only.
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -546,11 +547,11 @@ async def test_proxy_stops_cleanly_with_open_and_blackholed_connections(dovecot:
     proxy = FaultProxy(dovecot.host, dovecot.tls_port).start()
     live = dovecot_client_via(proxy, dovecot)
     proxy.blackhole()
-    silent = socket.create_connection(proxy.address, timeout=1)
+    silent = socket.create_connection(proxy.address, timeout=patient(1))
     wait_until(lambda: proxy.open_connections == 2)
     proxy.refuse()
     with pytest.raises(ConnectionRefusedError):
-        socket.create_connection(proxy.address, timeout=1)
+        socket.create_connection(proxy.address, timeout=patient(1))
     proxy.pass_through()  # listens again, on the same port
     with dovecot_client_via(proxy, dovecot) as again:
         again.noop()
@@ -562,17 +563,14 @@ async def test_proxy_stops_cleanly_with_open_and_blackholed_connections(dovecot:
     assert extra_threads(baseline) == []
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 2.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
+def wait_until(condition: Callable[[], bool], within: float = 2.0) -> None:
+    eventually(condition, within=within, interval=0.01)
 
 
 def dovecot_client_via(proxy: FaultProxy, dovecot: Dovecot) -> imapclient.IMAPClient:
     """A logged-in imapclient connection through ``proxy`` (TLS verified against the test CA)."""
     client = imapclient.IMAPClient(
-        "127.0.0.1", port=proxy.port, ssl=True, ssl_context=dovecot.client_ssl_context(), timeout=5
+        "127.0.0.1", port=proxy.port, ssl=True, ssl_context=dovecot.client_ssl_context(), timeout=patient(5)
     )
     client.login(dovecot.new_user(), dovecot.password)
     return client

@@ -21,6 +21,7 @@ import pytest
 from tests.support import mailgen
 from tests.support.gmail import ALL_MAIL, TRASH, Gmail, attached
 from tests.support.gmail import message as gmail_message
+from tests.support.patience import patient
 
 
 def message(name: str, days: int, **headers: str) -> bytes:
@@ -235,6 +236,6 @@ def test_scripts_gmail_emulator_prints_where_it_listens_and_serves_a_seeded_acco
             assert client.folder_status("INBOX", [b"MESSAGES"])[b"MESSAGES"] == 2
     finally:
         process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=10) == 0
+        assert process.wait(timeout=patient(10)) == 0
     root = Path(line["ca_file"]).parents[1]
     assert not root.exists()  # the instance's directory is gone

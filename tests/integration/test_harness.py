@@ -7,7 +7,6 @@ import email
 import imaplib
 import os
 import ssl
-import time
 from collections.abc import Iterator
 from email import policy
 from email.message import EmailMessage
@@ -18,6 +17,7 @@ from imapclient.exceptions import LoginError
 
 from tests.support import mailgen
 from tests.support.dovecot import Dovecot, ensure_dovecot, maildir_folder_name
+from tests.support.patience import eventually, patient
 
 _DEAD_CONNECTION = (imaplib.IMAP4.abort, imaplib.IMAP4.error, OSError, ssl.SSLError)
 
@@ -58,7 +58,7 @@ def test_tls_login_verified_against_ca(server: Dovecot) -> None:
 
 
 def test_starttls_login_on_plain_port(server: Dovecot) -> None:
-    client = imapclient.IMAPClient(server.host, port=server.plain_port, ssl=False, timeout=10)
+    client = imapclient.IMAPClient(server.host, port=server.plain_port, ssl=False, timeout=patient(10))
     try:
         assert b"STARTTLS" in client.capabilities()
         client.starttls(server.client_ssl_context())
@@ -78,14 +78,18 @@ def test_plaintext_login_allowed_on_loopback_port(server: Dovecot) -> None:
 
 
 def test_strict_listener_requires_starttls(server: Dovecot) -> None:
-    client = imapclient.IMAPClient(server.strict_host, port=server.strict_port, ssl=False, timeout=10)
+    client = imapclient.IMAPClient(
+        server.strict_host, port=server.strict_port, ssl=False, timeout=patient(10)
+    )
     try:
         assert b"LOGINDISABLED" in client.capabilities()
         with pytest.raises(LoginError):
             client.login(server.default_user, server.password)
     finally:
         client.shutdown()
-    client = imapclient.IMAPClient(server.strict_host, port=server.strict_port, ssl=False, timeout=10)
+    client = imapclient.IMAPClient(
+        server.strict_host, port=server.strict_port, ssl=False, timeout=patient(10)
+    )
     client.starttls(server.client_ssl_context())
     client.login(server.default_user, server.password)
     client.logout()
@@ -211,11 +215,13 @@ def test_kick_disconnects_client(server: Dovecot) -> None:
     bystander = server.connect(server.new_user())
     client.select_folder("INBOX")
     server.kick(user)
-    deadline = time.monotonic() + 5
-    with pytest.raises(_DEAD_CONNECTION):  # noqa: PT012 - the BYE may arrive a moment later
-        while time.monotonic() < deadline:
-            client.noop()
-            time.sleep(0.05)
+
+    def still_connected() -> bool:
+        client.noop()
+        return False
+
+    with pytest.raises(_DEAD_CONNECTION):  # the BYE may arrive a moment later
+        eventually(still_connected, within=5)
     bystander.noop()  # other users are unaffected
     bystander.logout()
 

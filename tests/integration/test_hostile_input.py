@@ -63,6 +63,7 @@ from tests.support.envelope_client import SEEN, EnvelopeClient
 from tests.support.mail_state import flag_snapshot
 from tests.support.mailgen import corpus, plain_message
 from tests.support.oauth2 import IntrospectionEndpoint, TokenHelper, new_token
+from tests.support.patience import patient
 from tests.support.wire import Atom, Command, ImapRecorder, check_traffic, examined, flat_tokens, token_bytes
 
 pytestmark = pytest.mark.anyio
@@ -991,7 +992,7 @@ def run_stdio_server(
             proc.stdin.flush()
             if b'"id"' in request:
                 lines.append(proc.stdout.readline())
-        stdout, stderr = proc.communicate(timeout=30)  # closes stdin: the server exits
+        stdout, stderr = proc.communicate(timeout=patient(30))  # closes stdin: the server exits
     finally:
         proc.kill()
     answers = [json.loads(line) for line in lines]
@@ -1164,7 +1165,7 @@ async def test_password_never_appears_in_envelopes_logs_stderr_or_check_output(
         [SERVER, "check", "--config", str(config_path)],
         capture_output=True,
         env=environ,
-        timeout=60,
+        timeout=patient(60),
         check=False,
     )
     check_output = check.stdout.decode() + check.stderr.decode()

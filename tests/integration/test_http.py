@@ -33,6 +33,7 @@ from tests.support.http_server import (
     new_token,
     start_http_server,
 )
+from tests.support.patience import patient
 from tests.support.readme import readme_block
 
 pytestmark = pytest.mark.anyio
@@ -225,7 +226,7 @@ def test_a_non_loopback_bind_without_a_token_is_refused_before_listening(
         done = subprocess.run(
             [SERVER, "serve", "--config", str(config), "--transport", "http", "--port", "0", *args],
             capture_output=True,
-            timeout=30,
+            timeout=patient(30),
             check=False,
             env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
         )
@@ -239,7 +240,7 @@ def test_a_non_loopback_bind_needs_allowed_hosts_too(tmp_path: Path, dovecot: Do
     done = subprocess.run(
         [SERVER, "serve", "--config", str(config), "--transport", "http", "--port", "0", "--host", "0.0.0.0"],
         capture_output=True,
-        timeout=30,
+        timeout=patient(30),
         check=False,
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), TOKEN_ENV: new_token()},
     )
@@ -249,7 +250,7 @@ def test_a_non_loopback_bind_needs_allowed_hosts_too(tmp_path: Path, dovecot: Do
 
 def test_http_flags_need_the_http_transport(tmp_path: Path) -> None:
     done = subprocess.run(
-        [SERVER, "serve", "--host", "127.0.0.1"], capture_output=True, timeout=30, check=False
+        [SERVER, "serve", "--host", "127.0.0.1"], capture_output=True, timeout=patient(30), check=False
     )
     assert done.returncode == 2 and b"--transport http" in done.stderr
 
@@ -324,8 +325,8 @@ def slow_imap_server(
     return start_http_server(config, token=new_token())
 
 
-async def wait_until(predicate: Any, timeout: float = 15.0) -> None:
-    with anyio.fail_after(timeout):
+async def wait_until(predicate: Any, within: float = 15.0) -> None:
+    with anyio.fail_after(patient(within)):
         while not predicate():
             await anyio.sleep(0.02)
 
@@ -418,7 +419,7 @@ async def test_the_readme_http_setup_works_as_written(tmp_path: Path, dovecot: D
     home = tmp_path / "home"
     home.mkdir()
     env = {"HOME": str(home), "PATH": os.environ["PATH"]}
-    subprocess.run(["bash", "-c", readme_block("http-token")], env=env, check=True, timeout=30)
+    subprocess.run(["bash", "-c", readme_block("http-token")], env=env, check=True, timeout=patient(30))
     token_file = home / ".config" / "mail-imap-mcp" / "http-token"
     assert token_file.stat().st_mode & 0o077 == 0
     token = token_file.read_text().strip()

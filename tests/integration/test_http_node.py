@@ -19,6 +19,7 @@ from tests.support import mailgen
 from tests.support.accounts import account_settings
 from tests.support.dovecot import Dovecot
 from tests.support.http_server import http_config, message_with_csv, new_token, start_http_server
+from tests.support.patience import patient
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tests" / "node" / "http_client.mjs"
@@ -57,7 +58,7 @@ def test_the_typescript_sdk_client_calls_every_read_tool_over_http(
         done = subprocess.run(
             ["node", str(SCRIPT), server.url, server.token],
             capture_output=True,
-            timeout=120,
+            timeout=patient(120),
             check=False,
             env={"PATH": os.environ["PATH"], "MCP_NODE_DIR": str(NODE_DIR)},
         )

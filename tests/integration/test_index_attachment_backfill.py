@@ -33,6 +33,7 @@ from tests.support.accounts import account_settings, config_toml
 from tests.support.clients import make_config, open_client
 from tests.support.index_clients import index_file, wait_ready
 from tests.support.matrix import MatrixServer
+from tests.support.patience import patient
 from tests.support.postgres import IndexEngineParam, index_table
 
 pytestmark = pytest.mark.anyio
@@ -55,7 +56,7 @@ def built_without_attachments(
         extra += "[index]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in index.items())
     path.write_text(config_toml({"default": account_settings(dovecot, user)}) + extra)
     argv = [sys.executable, "-m", "mail_imap_mcp", "--config", str(path), "index"]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=patient(120), cwd=ROOT)
     assert done.returncode == 0, done.stderr
     return user
 
@@ -101,10 +102,10 @@ async def test_turned_on_for_a_built_index_the_attachments_of_indexed_mail_are_r
     assert attachments_read(tmp_path, index) == 0
     config = with_attachments_on(dovecot, user, tmp_path, index)
     async for mcp in open_client(config, AppContext.from_config(config)):
-        assert await wait_ready(mcp, timeout=120) == "ready"
+        assert await wait_ready(mcp, within=120) == "ready"
         # The index was ready before: the backfill runs in the background, and searches do not wait
         # for it (it holds the index's lock a chunk's write at a time).
-        with anyio.fail_after(120):
+        with anyio.fail_after(patient(120)):
             while attachments_read(tmp_path, index) < WITH_ATTACHMENTS:
                 await anyio.sleep(0.05)
         assert await found(mcp, "quokkaword") == ["quarterly report"]  # inside the PDF

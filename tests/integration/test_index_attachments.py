@@ -107,7 +107,7 @@ async def searched(
     words = ("quokkaword", "wombatword", "numbatword", "dingoword", "echidnaword", "bilbyword")
     results: dict[str, list[str]] = {}
     async for mcp in open_client(config, app):
-        assert await wait_ready(mcp, timeout=120) == "ready"
+        assert await wait_ready(mcp, within=120) == "ready"
         for word in (*words, "platypusword", "dugongword"):
             results[word] = await found(mcp, word)
         envelope = await mcp.call(SEARCH, {"query": "quokkaword", "mailbox": "INBOX"})

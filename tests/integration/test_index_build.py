@@ -10,7 +10,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from tests.support.index_clients import identity_file, index_file
 from tests.support.index_integrity import index_problems
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, MatrixServer
+from tests.support.patience import eventually, patient
 from tests.support.postgres import (
     IndexEngineParam,
     case_fixtures,
@@ -82,7 +82,7 @@ def index(config: Path, *args: str, wait: bool = True) -> Any:
     argv = [sys.executable, "-m", "mail_imap_mcp", "--config", str(config), "index", *args]
     if not wait:
         return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
-    return subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=patient(300), cwd=ROOT)
 
 
 def rows(db_path: Path) -> tuple[list[Any], list[Any], int]:
@@ -202,21 +202,23 @@ def test_a_build_killed_at_any_point_continues_to_the_same_index(
     kills = 0
     for _ in range(3):  # killed three times, each time later in the build
         running = index(killed_config, wait=False)
-        deadline = time.monotonic() + 120
         target = 500 * (kills + 1)
-        while time.monotonic() < deadline and running.poll() is None:
+
+        def reached_or_ended(running: subprocess.Popen[str] = running, target: int = target) -> str | None:
+            if running.poll() is not None:
+                return "ended"
             try:
                 db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
                 count = db.execute("SELECT count(*) FROM messages").fetchone()[0]
                 db.close()
             except sqlite3.Error:
                 count = 0
-            if count >= target:
-                os.kill(running.pid, signal.SIGKILL)
-                kills += 1
-                break
-            time.sleep(0.02)
-        running.wait(timeout=60)
+            return "reached" if count >= target else None
+
+        if eventually(reached_or_ended, within=120, interval=0.02) == "reached":
+            os.kill(running.pid, signal.SIGKILL)
+            kills += 1
+        running.wait(timeout=patient(60))
         running.stdout.close()  # type: ignore[union-attr]
         running.stderr.close()  # type: ignore[union-attr]
     assert kills == 3

@@ -19,6 +19,7 @@ from tests.support.dovecot import Dovecot
 from tests.support.faultproxy import FaultProxy
 from tests.support.http_server import SERVER
 from tests.support.index_clients import identity_file
+from tests.support.patience import patient
 from tests.support.postgres import PostgresServer, index_table
 from tests.support.postgres_index import FOLDERS, LATENCY_S, Schema, seed, until
 
@@ -33,7 +34,7 @@ def index(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
         [SERVER, "index", "--config", str(config), "--account", "default", *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=patient(120),
         check=False,
     )
 
@@ -67,7 +68,7 @@ def test_index_builds_into_postgresql_resumes_after_a_kill_lists_its_state_and_d
             until(lambda: schema.complete() >= 2, 60, "two folders built")
         finally:
             first.send_signal(signal.SIGKILL)
-            first.wait(timeout=10)
+            first.wait(timeout=patient(10))
         stored, distinct = schema.rows()
         assert stored == distinct and 0 < stored < total, (stored, total)
         # Not a terminal: the plain progress lines, as into SQLite.

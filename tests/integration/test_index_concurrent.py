@@ -41,6 +41,7 @@ from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MATRIX, MatrixServer
+from tests.support.patience import patient
 from tests.support.postgres import ENGINES, engine_of, on_engine
 from tests.support.random_changes import random_change
 
@@ -80,7 +81,7 @@ class OtherClient:
         # 30 s, not the harness's 10: Courier once took more than 10 s to answer this client's SELECT
         # on a loaded machine (a CI run with seven workers, load about 7); what this test checks is the
         # answers, not the server's speed.
-        self.imap = server.connect(user, tls=False, starttls=False, timeout=30.0)
+        self.imap = server.connect(user, tls=False, starttls=False, within=30.0)
         self.folders = folders
         self.rng = random.Random(seed)
         self.number = 1000
@@ -131,7 +132,7 @@ class OtherClient:
         """No change after this returns."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=30)
+            self._thread.join(timeout=patient(30))
         with self._lock:
             self.active = False
         if self.failure is not None:
@@ -208,8 +209,8 @@ async def every_page(mcp: EnvelopeClient, query: str) -> dict[tuple[str, int], t
         arguments["cursor"] = envelope["data"]["next_cursor"]
 
 
-async def wait_built(mcp: EnvelopeClient, timeout: float = 60.0) -> None:
-    with anyio.fail_after(timeout):
+async def wait_built(mcp: EnvelopeClient, within: float = 60.0) -> None:
+    with anyio.fail_after(patient(within)):
         while True:
             state = (await mcp.ok("imap_list_accounts", {}))["accounts"][0]["index"]
             assert not state.startswith("unavailable"), state

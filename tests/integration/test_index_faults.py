@@ -25,6 +25,7 @@ from tests.support.envelope_client import EnvelopeClient
 from tests.support.index_clients import identity_file, index_config, index_file
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MatrixServer
+from tests.support.patience import patient
 
 pytestmark = pytest.mark.anyio
 
@@ -80,7 +81,7 @@ def write_config(path: Path, server: MatrixServer, user: str, index_dir: Path) -
 
 def index(config: Path) -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, "-m", "mail_imap_mcp", "--config", str(config), "index"]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=patient(300), cwd=ROOT)
 
 
 def rows(path: Path) -> list[tuple[object, ...]]:
@@ -93,10 +94,10 @@ def rows(path: Path) -> list[tuple[object, ...]]:
         db.close()
 
 
-async def states_until(mcp: EnvelopeClient, done: str, timeout: float = 60.0) -> list[str]:
+async def states_until(mcp: EnvelopeClient, done: str, within: float = 60.0) -> list[str]:
     """Every state ``imap_list_accounts`` says of the index until it says one starting with ``done``."""
     seen: list[str] = []
-    with anyio.fail_after(timeout):
+    with anyio.fail_after(patient(within)):
         while not seen or not seen[-1].startswith(done):
             state = (await mcp.ok("imap_list_accounts", {}))["accounts"][0]["index"]
             if not seen or seen[-1] != state:

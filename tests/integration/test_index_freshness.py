@@ -34,6 +34,7 @@ from tests.support.envelope_client import EnvelopeClient
 from tests.support.index_clients import index_config, indexed_client
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MatrixServer
+from tests.support.patience import patient
 from tests.support.postgres import (
     IndexEngineParam,
     ServerCase,
@@ -144,7 +145,7 @@ async def test_an_index_another_process_is_writing_answers_as_it_is_and_says_so(
         finally:
             assert holder.stdin is not None
             holder.stdin.close()
-            holder.wait(timeout=10)
+            holder.wait(timeout=patient(10))
         fresh = await mcp.ok(SEARCH, {"query": "kiwiword", "mailbox": "INBOX", "limit": 50})
         assert fresh["total"] == 5 and "note 50" in subjects(fresh)
 

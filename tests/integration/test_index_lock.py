@@ -27,6 +27,7 @@ from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.index_clients import identity_file, index_file, indexed_client
 from tests.support.matrix import MatrixServer
+from tests.support.patience import patient
 from tests.support.postgres import IndexEngineParam
 
 pytestmark = pytest.mark.anyio
@@ -44,16 +45,16 @@ class Holder:
     def _hold(self) -> None:
         with self.lock:
             self.taken.set()
-            self.release.wait(timeout=20)
+            self.release.wait(timeout=patient(20))
 
     def __enter__(self) -> Holder:
         self.thread.start()
-        assert self.taken.wait(timeout=10)
+        assert self.taken.wait(timeout=patient(10))
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.release.set()
-        self.thread.join(timeout=10)
+        self.thread.join(timeout=patient(10))
 
 
 async def test_a_search_does_not_wait_past_its_budget_for_the_background_sync(
@@ -163,7 +164,7 @@ async def test_an_index_file_locked_while_its_schema_is_made_is_unavailable_then
     writer.execute("BEGIN IMMEDIATE")
     async for mcp in open_client(config, AppContext.from_config(config)):
         try:
-            with anyio.fail_after(30):
+            with anyio.fail_after(patient(30)):
                 while not (state := await account_index(mcp)).startswith("unavailable"):
                     await anyio.sleep(0.05)
             assert "another process is writing it" in state and "locked" in state, state
@@ -173,7 +174,7 @@ async def test_an_index_file_locked_while_its_schema_is_made_is_unavailable_then
         finally:
             writer.execute("ROLLBACK")
             writer.close()
-        with anyio.fail_after(30):  # tried again, opened and built
+        with anyio.fail_after(patient(30)):  # tried again, opened and built
             while await account_index(mcp) != "ready":
                 await anyio.sleep(0.05)
         envelope = await mcp.call(SEARCH, {"query": "kiwiword", "sort": "relevance"})

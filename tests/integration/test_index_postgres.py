@@ -38,6 +38,7 @@ from tests.support.http_server import SERVER, http_client
 from tests.support.identity_provider import IdentityProvider
 from tests.support.index_clients import index_config, wait_ready
 from tests.support.matrix import MatrixServer
+from tests.support.patience import patient
 from tests.support.postgres import PASSWORD_ENV, PostgresServer, index_table, on_engine
 from tests.support.team import MASTER_LOGINS, serve_per_user
 
@@ -123,8 +124,8 @@ def test_words_are_the_sqlite_indexs_accents_case_and_syntax_alike(
 # -- through the MCP server ----------------------------------------------------------------------------
 
 
-async def wait_for(mcp: EnvelopeClient, account: str, state: str, timeout: float = 60.0) -> str:
-    with anyio.fail_after(timeout):
+async def wait_for(mcp: EnvelopeClient, account: str, state: str, within: float = 60.0) -> str:
+    with anyio.fail_after(patient(within)):
         while True:
             listed = (await mcp.ok("imap_list_accounts", {}))["accounts"]
             now = {a["account_id"]: a["index"] for a in listed}[account]
@@ -167,7 +168,7 @@ async def test_postgresql_stopped_under_a_running_server_hands_searches_to_the_m
         said = " ".join(answered["meta"]["warnings"])
         assert "the server answered" in said and ("could not be read" in said or "unavailable" in said), said
         own_postgres.start()
-        with anyio.fail_after(90):  # the pool connects again; the background sync reopens the index
+        with anyio.fail_after(patient(90)):  # the pool connects again; the background sync reopens the index
             while True:
                 again = await mcp.call(SEARCH, ask)
                 if again["success"] and again["summary"].endswith(RANKED):

@@ -17,6 +17,7 @@ from pathlib import Path
 from tests.support.accounts import account_settings, config_toml
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MatrixServer
+from tests.support.patience import patient
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The messages of each folder of the account (1,200 in all: the bar is drawn several times).
@@ -62,7 +63,7 @@ def run_on_a_terminal(argv: list[str], columns: int = 160) -> tuple[int, str]:
     os.close(controller)
     assert process.stdout is not None
     process.stdout.read()
-    return process.wait(timeout=120), received.decode("utf-8", "replace")
+    return process.wait(timeout=patient(120)), received.decode("utf-8", "replace")
 
 
 def test_on_a_terminal_the_bar_shows_messages_folders_mb_rate_and_eta(
@@ -100,7 +101,7 @@ def test_on_a_terminal_the_bar_shows_messages_folders_mb_rate_and_eta(
 def test_when_stderr_is_no_terminal_plain_lines_say_the_same(dovecot: MatrixServer, tmp_path: Path) -> None:
     total = sum(FOLDERS.values())
     done = subprocess.run(
-        index_argv(seeded(dovecot, tmp_path)), capture_output=True, text=True, timeout=120, cwd=ROOT
+        index_argv(seeded(dovecot, tmp_path)), capture_output=True, text=True, timeout=patient(120), cwd=ROOT
     )
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()

@@ -20,6 +20,7 @@ from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.index_clients import indexed_client, wait_ready
 from tests.support.mailgen import plain_message
+from tests.support.patience import patient
 from tests.support.round_trips import plain_settings
 from tests.support.wire import ImapRecorder, parse_commands
 
@@ -180,7 +181,7 @@ async def test_on_a_server_without_notify_the_searches_ask_status_as_before(
     user = courier.new_user()
     courier.seed(user, "INBOX", [note("INBOX", n) for n in range(3)])
     async for mcp, app, _config in indexed_client(courier, user, tmp_path, index_fresh_from_push=True):
-        with anyio.fail_after(30):
+        with anyio.fail_after(patient(30)):
             assert len(await found(mcp, "kiwiword")) == 3
             with courier.connect(user, tls=False, starttls=False) as other:
                 other.append("INBOX", plain_message("appended", "guavaword\r\n"))

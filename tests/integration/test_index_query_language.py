@@ -23,6 +23,7 @@ from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.matrix import MATRIX, MatrixServer
+from tests.support.patience import patient
 from tests.support.postgres import IndexEngineParam, case_fixtures, case_index_engine, on_engine
 
 pytestmark = pytest.mark.anyio
@@ -90,7 +91,7 @@ async def both(
     }
     config = on_engine(make_config(accounts, index_dir=str(tmp_path / "ix")), *index_engine)
     async for mcp in open_client(config, AppContext.from_config(config)):
-        with anyio.fail_after(60):
+        with anyio.fail_after(patient(60)):
             while True:
                 listed = (await mcp.ok("imap_list_accounts", {}))["accounts"]
                 if {a["account_id"]: a["index"] for a in listed} == {"indexed": "ready", "plain": "off"}:

@@ -51,7 +51,7 @@ from tests.support.engine_words import HOSTILE, assert_same_words
 from tests.support.index_clients import index_file, indexed_client
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MatrixServer
-from tests.support.patience import patient
+from tests.support.patience import eventually, patient
 
 ACCOUNT = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
 #: Few words, repeated: many messages score alike, so ties at a page's edge are common.
@@ -134,7 +134,7 @@ def test_property_the_top_20_is_every_match_scored_first_20_in_order(
         second = tantivy_store.search(query, folders=[folder], order="relevance", limit=20, offset=20)
     assert [hit.uid for hit in first.hits] == expected[:20], query
     assert [hit.uid for hit in second.hits] == expected[20:40], query
-    assert [place.uid for place in first.places.result(timeout=10)] == expected[:60]
+    assert [place.uid for place in first.places.result(timeout=patient(10))] == expected[:60]
     assert first.total == len(expected)
     assert not first.unweighted
     ranks = [hit.rank for hit in first.hits]
@@ -168,7 +168,7 @@ def test_a_long_run_of_equal_scores_is_listed_newest_first(tmp_path: Path) -> No
         sent = {m.uid: m.sent for m in corpus}
         newest = sorted(corpus, key=lambda m: -m.sent)[:30]
         assert [hit.uid for hit in page.hits] == [m.uid for m in newest[:20]]
-        assert [place.uid for place in page.places.result(timeout=10)] == [m.uid for m in newest]
+        assert [place.uid for place in page.places.result(timeout=patient(10))] == [m.uid for m in newest]
         assert page.hits == sorted(page.hits, key=lambda hit: -sent[hit.uid])
         assert [hit.uid for hit in page.hits] == every_match_scored(store, Contains("from", "dvolkov"), "F")[
             :20
@@ -445,10 +445,11 @@ def test_a_batch_is_committed_once_writes_settle_and_at_close(
     try:
         state = store.start_folder("F", 1)
         store.put(state, chunk(1, "apple"))
-        deadline = time.monotonic() + 30
-        while store.text.committed()[1] != store._generation(store._db):
-            assert time.monotonic() < deadline, "the batch was never committed"
-            time.sleep(0.05)
+        eventually(
+            lambda: store.text.committed()[1] == store._generation(store._db),
+            within=30,
+            what="the batch committed",
+        )
         monkeypatch.setattr(tantivy_text, "SETTLE_SECONDS", 600.0)
         store.put(state, chunk(251, "pear"))
         assert store.text.committed()[1] != store._generation(store._db)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -31,17 +30,17 @@ from tests.support.clients import make_config
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.imapserver import ImapServer
 from tests.support.linkproxy import LinkProxy
+from tests.support.patience import eventually_async
 from tests.support.wire import ImapRecorder, parse_commands
 
 pytestmark = pytest.mark.anyio
 
 
-async def wait_for(condition: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await anyio.sleep(0.02)
+async def wait_for(condition: Callable[[], bool], what: str, within: float = 10.0) -> None:
+    async def held() -> bool:
+        return condition()
+
+    await eventually_async(held, within=within, interval=0.02, what=what)
 
 
 #: Keepalive threads of servers this module did not start: a test elsewhere in the same worker that

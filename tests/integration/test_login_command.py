@@ -41,6 +41,7 @@ from tests.support.oidc_provider import (
     OidcProvider,
     browser_signing_in_as,
 )
+from tests.support.patience import patient
 from tests.support.rfc8414_server import TENANT_PATH, Rfc8414Server
 from tests.support.secret_service import SecretService
 
@@ -79,7 +80,7 @@ class Terminal:
 
     def run(self, *args: str, **browser: str) -> subprocess.CompletedProcess[str]:
         argv, env = self.command(*args, **browser)
-        return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+        return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=patient(120))
 
 
 @pytest.fixture
@@ -167,7 +168,7 @@ async def test_login_with_a_device_code_signs_in(terminal: Terminal) -> None:
         found = re.search(r"open (\S+) and enter the code (\S+)", shown)
         assert found is not None, shown
         approve(found.group(1), terminal.user, user_code=found.group(2))
-        assert login.wait(timeout=120) == 0, login.stderr.read()
+        assert login.wait(timeout=patient(120)) == 0, login.stderr.read()
     assert terminal.keychain.load() is not None
     (envelope,) = await outcomes(terminal.settings)
     assert envelope["success"] is True, envelope
@@ -230,7 +231,7 @@ async def test_a_microsoft_shaped_account_signs_in_through_login(
             found = re.search(r"open (\S+) and enter the code (\S+)", shown)
             assert found is not None, shown
             approve(found.group(1), terminal.user, user_code=found.group(2))
-            assert login.wait(timeout=120) == 0, login.stderr.read()
+            assert login.wait(timeout=patient(120)) == 0, login.stderr.read()
     else:
         done = terminal.run("login", ACCOUNT)
         assert done.returncode == 0, done.stderr
@@ -360,7 +361,9 @@ async def test_an_environment_account_signs_in_and_the_server_lists_its_mailboxe
         f"{prefix}OAUTH2_TOKEN_URL": metadata["token_endpoint"],
         f"{prefix}OAUTH2_SCOPES": "openid offline_access mail",
     }
-    done = subprocess.run([SERVER, "login", "work"], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [SERVER, "login", "work"], env=env, capture_output=True, text=True, timeout=patient(120)
+    )
     assert done.returncode == 0, done.stderr
     assert keychain.load() is not None
     params = StdioServerParameters(command=SERVER, args=["serve"], env=env)

@@ -31,6 +31,7 @@ from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.matrix import SESSION_PASSWORD
 from tests.support.oauth2 import IntrospectionEndpoint, TokenHelper, new_token
+from tests.support.patience import eventually, patient
 from tests.support.wire import ImapRecorder
 
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
@@ -107,10 +108,7 @@ async def test_login_with_a_good_token(
     assert introspection.requests == asked + 1
     # Dovecot's log process writes the login line a moment later, among other tests' lines.
     logged = f"Login: user=<{oauth_user}>, method={auth.upper()}"
-    deadline = time.monotonic() + 10
-    while logged not in oauth_dovecot.log_path.read_text() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert logged in oauth_dovecot.log_path.read_text()
+    eventually(lambda: logged in oauth_dovecot.log_path.read_text(), within=10, what=logged)
 
 
 @pytest.mark.anyio
@@ -260,10 +258,7 @@ async def test_a_hanging_token_command_is_stopped_with_what_it_started(
     assert time.monotonic() - started < 10  # 3 s, plus start-up on a loaded machine
     assert "did not finish within 3s and was stopped" in error["message"]
     grandchild = int(marker.read_text())
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _alive(grandchild):
-        time.sleep(0.05)
-    assert not _alive(grandchild)
+    eventually(lambda: not _alive(grandchild), within=5, what=f"the end of the helper's child {grandchild}")
 
 
 def _alive(pid: int) -> bool:
@@ -381,7 +376,7 @@ def run_check(path: Path, env: dict[str, str] | None = None) -> subprocess.Compl
         [SERVER, "check", "--config", str(path)],
         capture_output=True,
         text=True,
-        timeout=90,
+        timeout=patient(90),
         env={
             "PATH": os.environ["PATH"],
             "HOME": os.environ["HOME"],
@@ -468,7 +463,7 @@ async def test_env_only_oauth2_account(
         [SERVER, "check"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=patient(60),
         env={"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **env},
     )
     assert done.stdout.startswith(f"ok   default: 127.0.0.1:{oauth_dovecot.tls_port} (tls, oauthbearer)"), (
@@ -480,7 +475,7 @@ async def test_env_only_oauth2_account(
         [SERVER, "check"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=patient(60),
         env={"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **env},
     )
     assert done.returncode == 1 and done.stderr == ""
@@ -534,7 +529,9 @@ def test_setup_with_a_token_command_writes_an_oauth2_account_that_logs_in(
     argv += ["--host", oauth_dovecot.host, "--port", str(oauth_dovecot.tls_port), "--username", oauth_user]
     argv += ["--ca-file", str(oauth_dovecot.ca_file), "--oauth2-token-command", shlex.join(helper.command)]
     env = {"HOME": str(tmp_path), "PATH": os.environ["PATH"]}
-    done = subprocess.run(argv, stdin=subprocess.DEVNULL, env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        argv, stdin=subprocess.DEVNULL, env=env, capture_output=True, text=True, timeout=patient(60)
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "ok: logged in" in done.stdout
     (account,) = load_config(config, env={}).accounts.values()
@@ -542,7 +539,11 @@ def test_setup_with_a_token_command_writes_an_oauth2_account_that_logs_in(
     assert account.password_source == "oauth2_token_command"
     assert good_token not in config.read_text() + done.stdout
     check = subprocess.run(
-        [SERVER, "check", "--config", str(config)], env=env, capture_output=True, text=True, timeout=60
+        [SERVER, "check", "--config", str(config)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=patient(60),
     )
     assert check.returncode == 0, check.stdout + check.stderr
 

@@ -19,6 +19,7 @@ import pytest
 from mail_imap_mcp.net.sasl import oauth_initial_response
 from tests.support.dovecot import Dovecot
 from tests.support.oidc_provider import PUBLIC_CLIENT, OidcProvider, sign_in, wait_for
+from tests.support.patience import patient
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 
@@ -85,6 +86,6 @@ def test_refresh_tokens_rotate_and_a_spent_one_is_refused(oidc: OidcProvider, oi
 
 
 def post(url: str, form: dict[str, str]) -> dict[str, Any]:
-    with urllib.request.urlopen(url, urllib.parse.urlencode(form).encode(), timeout=30) as answer:
+    with urllib.request.urlopen(url, urllib.parse.urlencode(form).encode(), timeout=patient(30)) as answer:
         body = answer.read()
     return json.loads(body) if body else {}

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.patience import patient
+
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 
@@ -45,7 +47,7 @@ def test_regression_readme_demo_runs_every_step_and_exits_zero(tmp_path: Path) -
     demo = quick_start_commands()[0]
     env = {"HOME": str(tmp_path), "PATH": os.environ["PATH"], "LANG": "C.UTF-8"}
     done = subprocess.run(
-        ["bash", "-c", demo], cwd=ROOT, env=env, capture_output=True, text=True, timeout=240
+        ["bash", "-c", demo], cwd=ROOT, env=env, capture_output=True, text=True, timeout=patient(240)
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     shown = re.findall(r"^» (.+?)  \{", done.stdout, re.MULTILINE)

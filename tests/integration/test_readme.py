@@ -19,6 +19,7 @@ from mcp import Client, StdioServerParameters
 
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
+from tests.support.patience import patient
 from tests.support.readme import readme_block
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,7 +54,7 @@ def installed_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for line in readme_block("install").splitlines():
         command = line.replace("<repository URL>", shlex.quote(str(ROOT)))
         done = subprocess.run(
-            ["bash", "-c", command], cwd=home, env=env, capture_output=True, text=True, timeout=600
+            ["bash", "-c", command], cwd=home, env=env, capture_output=True, text=True, timeout=patient(600)
         )
         assert done.returncode == 0, f"README install step failed: {line}\n{done.stdout}\n{done.stderr}"
     return home
@@ -72,7 +73,9 @@ def test_readme_install_pulls_no_development_tools(installed_home: Path) -> None
 def test_readme_install_ships_the_repositorys_config_example(installed_home: Path) -> None:
     # The installed wheel holds a real copy of config.example.toml, the file at the repository root.
     server = installed_home / ".local/share/mail-imap-mcp/bin/mail-imap-mcp"
-    done = subprocess.run([server, "config-example"], capture_output=True, text=True, timeout=30, check=True)
+    done = subprocess.run(
+        [server, "config-example"], capture_output=True, text=True, timeout=patient(30), check=True
+    )
     assert done.stdout == (ROOT / "config.example.toml").read_text(encoding="utf-8")
 
 
@@ -129,7 +132,12 @@ def test_readme_check_command_logs_in(installed_home: Path, dovecot: Dovecot, us
         "MAIL_IMAP_DEFAULT_ADDRESSES": "you@fastmail.com",
     }
     done = subprocess.run(
-        ["bash", "-c", command], cwd=installed_home, env=env, capture_output=True, text=True, timeout=60
+        ["bash", "-c", command],
+        cwd=installed_home,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=patient(60),
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith(
@@ -153,7 +161,7 @@ def test_regression_bootstrap_installs_dovecot_imapd_when_only_its_imap_service_
         ["bash", "-c", script],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=patient(30),
         env={**os.environ, "DOVECOT_IMAP_SERVICE": service},
         check=True,
     )

@@ -9,17 +9,18 @@ cleanup at all, so only the processes are checked (the server's lifeline ends th
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.support.imapserver import REPO_ROOT
+from tests.support.patience import NotYet, eventually, patient
 from tests.support.processes import session_members
 
 INNER_CONFTEST = """\
@@ -48,24 +49,25 @@ def test_holds_a_dovecot():
 """
 
 
-def wait_for(path: Path, proc: subprocess.Popen[str], timeout: float) -> str:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
+def wait_for(path: Path, proc: subprocess.Popen[str], within: float) -> str:
+    def came_up() -> bool:
         if proc.poll() is not None:
             raise AssertionError(f"the inner run ended early:\n{proc.communicate()[0]}")
-        if time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError(f"the inner run's Dovecot never came up:\n{proc.communicate()[0]}")
-        time.sleep(0.05)
+        return path.exists()
+
+    try:
+        eventually(came_up, within=within)
+    except NotYet:
+        proc.kill()
+        raise AssertionError(f"the inner run's Dovecot never came up:\n{proc.communicate()[0]}") from None
     return path.read_text()
 
 
-def leftovers(leader: int, timeout: float) -> list[str]:
-    """The processes still in the server's session once they had ``timeout`` s to end."""
-    deadline = time.monotonic() + timeout
-    while (left := session_members(leader)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return left
+def leftovers(leader: int, within: float) -> list[str]:
+    """The processes still in the server's session once they had ``within`` s (with patience) to end."""
+    with contextlib.suppress(NotYet):
+        eventually(lambda: not session_members(leader), within=within)
+    return session_members(leader)
 
 
 @pytest.mark.slow
@@ -94,13 +96,13 @@ def test_a_run_ended_from_outside_leaves_no_server_running(
         stderr=subprocess.STDOUT,
         text=True,
     )
-    leader_text, root_text = wait_for(ready, proc, timeout=60).split()
+    leader_text, root_text = wait_for(ready, proc, within=60).split()
     leader, root = int(leader_text), Path(root_text)
     assert session_members(leader), "the Dovecot of the inner run is not running"
     try:
         proc.send_signal(how)
-        output = proc.communicate(timeout=60)[0]
-        assert leftovers(leader, timeout=10) == [], output
+        output = proc.communicate(timeout=patient(60))[0]
+        assert leftovers(leader, within=10) == [], output
         if how == signal.SIGTERM:
             assert proc.returncode != 0, output
             assert not root.exists(), f"the instance directory was left behind:\n{output}"

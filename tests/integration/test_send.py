@@ -7,6 +7,7 @@ drafts saved by another client with APPEND. Messages are counted before and afte
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import imaplib
 import logging
@@ -39,6 +40,7 @@ from tests.support.elicitation import answering
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.faultproxy import FaultProxy
 from tests.support.oauth2 import IntrospectionEndpoint, TokenHelper, new_token
+from tests.support.patience import NotYet, eventually_async, patient
 from tests.support.redis_server import RedisServer
 from tests.support.submission import DOMAIN, SubmissionDovecot
 
@@ -129,9 +131,12 @@ def _received(chain: SubmissionDovecot) -> int:
 async def _delivered(chain: SubmissionDovecot, user: str, count: int) -> list[bytes]:
     """The INBOX of ``user`` once it holds ``count`` messages (delivery is asynchronous), then a moment more
     to see that no other arrives."""
-    deadline = time.monotonic() + 15
-    while len(_files(chain, user)) < count and time.monotonic() < deadline:
-        await anyio.sleep(0.05)
+
+    async def arrived() -> bool:
+        return len(_files(chain, user)) >= count
+
+    with contextlib.suppress(NotYet):  # the test asserts what came
+        await eventually_async(arrived, within=15)
     await anyio.sleep(0.3)
     return [path.read_bytes() for path in _files(chain, user)]
 
@@ -181,17 +186,20 @@ def _opened_later(urls: list[str]) -> Callable[[str], bool]:
 
 
 async def _until(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + 30
-    while not condition() and time.monotonic() < deadline:
-        await anyio.sleep(0.05)
+    async def held() -> bool:
+        return condition()
+
+    await eventually_async(held, within=30)
 
 
 async def _page_and_answer(done: Path) -> tuple[str, str]:
     """What the browser script wrote down (``APPROVAL_TEST_DONE``): the page as shown, and the page that
     came up after the user's answer. It writes once that answer came up, which may be after the call."""
-    deadline = time.monotonic() + 30
-    while not done.exists() and time.monotonic() < deadline:
-        await anyio.sleep(0.05)
+
+    async def written() -> bool:
+        return done.exists()
+
+    await eventually_async(written, within=30, what=f"the browser script's {done}")
     page, _, answered = done.read_text().partition("\n--- answer ---\n")
     return page, answered
 
@@ -203,13 +211,15 @@ async def _decided(mcp: EnvelopeClient, answer: dict[str, Any]) -> dict[str, Any
     background = (answer.get("data") or {}).get("background")
     if background is None:
         return answer
-    deadline = time.monotonic() + 60
-    while True:
+
+    async def ended() -> dict[str, Any] | None:
         detail = await mcp.ok("imap_get_operation", {"operation_id": background["operation_id"]})
-        state = detail["operation"]["state"]
-        if state not in ("accepted", "running") or time.monotonic() > deadline:
-            break
-        await anyio.sleep(0.1)
+        return None if detail["operation"]["state"] in ("accepted", "running") else detail
+
+    detail = await eventually_async(
+        ended, within=60, interval=0.1, what="the send's background operation ended"
+    )
+    state = detail["operation"]["state"]
     if detail["error"] is not None:
         return {"success": False, "error": detail["error"], "state": state}
     SendDraftData.model_validate(detail["result"])
@@ -598,7 +608,9 @@ def _answer_page(url: str, decision: str, seen: list[str], addresses: list[str] 
     address goes to ``addresses``), then press one of its buttons (its own form)."""
     parts = urllib.parse.urlsplit(url)
     host = f"127.0.0.1:{parts.port}"
-    with urllib.request.urlopen(urllib.request.Request(url, headers={"Host": host}), timeout=10) as page:
+    with urllib.request.urlopen(
+        urllib.request.Request(url, headers={"Host": host}), timeout=patient(10)
+    ) as page:
         html = page.read().decode()
         url = page.geturl()
     seen.append(html)
@@ -611,7 +623,7 @@ def _answer_page(url: str, decision: str, seen: list[str], addresses: list[str] 
         data=body,
         headers={"Origin": f"http://{host}", "Content-Type": "application/x-www-form-urlencoded"},
     )
-    with urllib.request.urlopen(request, timeout=10):
+    with urllib.request.urlopen(request, timeout=patient(10)):
         pass
     return True
 

@@ -9,6 +9,7 @@ PlaintextKeyring appears only where it is proved refused.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
@@ -17,12 +18,12 @@ import select
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.support.dovecot import Dovecot
+from tests.support.patience import NotYet, eventually, patient
 from tests.support.readme import readme_block
 from tests.support.secret_service import SECRET_SERVICE_BACKEND, SecretService
 
@@ -45,26 +46,30 @@ class Terminal:
         self.seen = ""
         self.transcript = ""
 
-    def expect(self, pattern: str, timeout: float = 30.0) -> re.Match[str]:
-        deadline = time.monotonic() + timeout
-        while True:
-            match = re.search(pattern, self.seen)
-            if match:
-                self.seen = self.seen[match.end() :]
-                return match
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
-                raise AssertionError(f"{pattern!r} did not come; the terminal shows:\n{self.seen}")
-            try:
-                chunk = os.read(self.fd, 4096)
-            except OSError:  # the child ended
-                chunk = b""
-            if not chunk:
-                raise AssertionError(
-                    f"{pattern!r} did not come before the end; the terminal shows:\n{self.seen}"
-                )
-            self.seen += chunk.decode("utf-8", "replace").replace("\r\n", "\n")
-            self.transcript += chunk.decode("utf-8", "replace")
+    def expect(self, pattern: str, within: float = 30.0) -> re.Match[str]:
+        def shown() -> re.Match[str] | None:
+            while True:
+                match = re.search(pattern, self.seen)
+                if match:
+                    self.seen = self.seen[match.end() :]
+                    return match
+                if not select.select([self.fd], [], [], 0.05)[0]:
+                    return None
+                try:
+                    chunk = os.read(self.fd, 4096)
+                except OSError:  # the child ended
+                    chunk = b""
+                if not chunk:
+                    raise AssertionError(
+                        f"{pattern!r} did not come before the end; the terminal shows:\n{self.seen}"
+                    )
+                self.seen += chunk.decode("utf-8", "replace").replace("\r\n", "\n")
+                self.transcript += chunk.decode("utf-8", "replace")
+
+        try:
+            return eventually(shown, within=within, interval=0.01)
+        except NotYet:
+            raise AssertionError(f"{pattern!r} did not come; the terminal shows:\n{self.seen}") from None
 
     def send(self, line: str) -> None:
         os.write(self.fd, line.encode() + b"\r")
@@ -75,18 +80,20 @@ class Terminal:
             self.expect(question)
             self.send(typed)
 
-    def wait(self, timeout: float = 30.0) -> int:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+    def wait(self, within: float = 30.0) -> int:
+        def ended() -> tuple[int] | None:
             try:  # drain, so a child blocked on a full terminal can end
                 if select.select([self.fd], [], [], 0.1)[0]:
                     self.transcript += os.read(self.fd, 4096).decode("utf-8", "replace")
             except OSError:
                 pass
             pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                os.close(self.fd)
-                return os.waitstatus_to_exitcode(status)
+            return (os.waitstatus_to_exitcode(status),) if pid else None
+
+        with contextlib.suppress(NotYet):
+            (code,) = eventually(ended, within=within, interval=0.01)
+            os.close(self.fd)
+            return code
         os.kill(self.pid, signal.SIGKILL)
         raise AssertionError(f"setup did not end; the terminal shows:\n{self.transcript}")
 
@@ -106,7 +113,13 @@ def run_server(
 ) -> subprocess.CompletedProcess[str]:
     """``mail-imap-mcp ARGS`` as a user runs it in a terminal's place: ``stdin`` typed, its output kept."""
     return subprocess.run(
-        [SERVER, *args], input=stdin, env=env, capture_output=True, text=True, timeout=60, check=False
+        [SERVER, *args],
+        input=stdin,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=patient(60),
+        check=False,
     )
 
 

@@ -22,6 +22,7 @@ import pytest
 from mail_imap_mcp.setup_clients import PASSWORD_PLACEHOLDER
 from tests.integration.test_setup import NO_KEYCHAIN, environment, script_setup
 from tests.support.dovecot import Dovecot
+from tests.support.patience import patient
 from tests.support.secret_service import SecretService
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +40,7 @@ def claude(home: Path, keychain: SecretService | str, *args: str) -> subprocess.
         env=environment(home, keychain),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=patient(120),
         check=False,
     )
 

@@ -86,7 +86,7 @@ async def test_claude_desktops_path_the_server_opens_chromium_and_the_next_call_
             said = json.dumps(first)
             assert "mail-imap-mcp login" not in said and "terminal" not in said, first
             assert "sign-in page open to them" in first["error"]["message"], first
-            wait_for(signed_in.exists, timeout=120)  # Chromium signed in and consented
+            wait_for(signed_in.exists, within=120)  # Chromium signed in and consented
             page = signed_in.read_text()
             assert "Signed in to mail-imap-mcp" in page and "terminal" not in page, page
             assert "return to your conversation with the assistant" in page, page

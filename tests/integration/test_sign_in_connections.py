@@ -30,6 +30,7 @@ from tests.support.envelope_client import EnvelopeClient
 from tests.support.index_clients import wait_ready
 from tests.support.mailgen import make_message
 from tests.support.oidc_provider import OidcProvider, sign_in, wait_for
+from tests.support.patience import patient
 from tests.support.updates import Updates
 
 pytestmark = [
@@ -51,8 +52,8 @@ def logins(dovecot: Dovecot, login: str) -> int:
     return len(re.findall(rf"Login: user=<{re.escape(login)}>, method=XOAUTH2", dovecot.log_path.read_text()))
 
 
-async def wait_until(condition: object, timeout: float = 30.0) -> None:
-    with anyio.fail_after(timeout):
+async def wait_until(condition: object, within: float = 30.0) -> None:
+    with anyio.fail_after(patient(within)):
         while not condition():  # type: ignore[operator]
             await anyio.sleep(0.1)
 
@@ -102,7 +103,7 @@ async def test_the_pool_a_watcher_and_the_index_sync_share_one_token_and_one_ref
             # The watcher is back: another client's change is reported.
             started = time.monotonic()
             await anyio.to_thread.run_sync(oidc_dovecot.seed, user, "INBOX", [make_message(9)])
-            assert await updates.first_after(started, uri, timeout=10) is not None
+            assert await updates.first_after(started, uri, within=10) is not None
             await client.unsubscribe_resource(uri)
         await anyio.to_thread.run_sync(app.close)
     finally:
@@ -137,7 +138,7 @@ async def test_a_watcher_reconnecting_outside_any_call_gets_a_new_token(
         await wait_until(lambda: logins(oidc_dovecot, user) > logged_in)  # the watcher is back
         started = time.monotonic()
         await anyio.to_thread.run_sync(oidc_dovecot.seed, user, "INBOX", [make_message(9)])
-        assert await updates.first_after(started, uri, timeout=10) is not None
+        assert await updates.first_after(started, uri, within=10) is not None
         await client.unsubscribe_resource(uri)
     await anyio.to_thread.run_sync(app.close)
     time.sleep(0.5)  # a request made late would have been logged by now

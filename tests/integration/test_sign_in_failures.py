@@ -36,6 +36,7 @@ from tests.integration.test_sign_in_tokens import user as user
 from tests.support.dovecot import Dovecot
 from tests.support.imapserver import free_ports
 from tests.support.oidc_provider import MAIL_SCOPE, OidcProvider, sign_in, wait_for
+from tests.support.patience import patient
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 
@@ -164,7 +165,7 @@ def test_ctrl_c_while_login_waits_for_the_browser_stores_nothing(
             shown += line
         redirect = re.search(r"http://127\.0\.0\.1:\d+/start", shown).group(0)  # type: ignore[union-attr]
         login.send_signal(signal.SIGINT)
-        assert login.wait(timeout=30) == 130
+        assert login.wait(timeout=patient(30)) == 130
         said = login.stderr.read()
     assert "mail-imap-mcp login: stopped (Ctrl-C); nothing was stored" in said, said
     assert "Traceback" not in said

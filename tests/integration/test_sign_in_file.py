@@ -32,6 +32,7 @@ from tests.integration.test_sign_in_tokens import ACCOUNT, outcomes, refresh_ref
 from tests.support.accounts import config_toml
 from tests.support.dovecot import Dovecot
 from tests.support.oidc_provider import OidcProvider, browser_signing_in_as, sign_in, wait_for
+from tests.support.patience import patient
 
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
 NO_KEYCHAIN = {"PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
@@ -63,7 +64,11 @@ def run(directory: Path, settings: dict[str, Any], user: str, *args: str) -> sub
         **browser_signing_in_as(user),
     }
     return subprocess.run(
-        [SERVER, *args, "--config", str(config)], capture_output=True, text=True, env=env, timeout=120
+        [SERVER, *args, "--config", str(config)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=patient(120),
     )
 
 
@@ -170,7 +175,9 @@ def test_a_crash_before_the_new_file_replaces_the_old_keeps_the_old_token(tmp_pa
         "os.replace = lambda *_: os._exit(3)\n"
         "FileRefreshTokens(Path(sys.argv[1]), 'oauth2_token_file').save('new-token')\n"
     )
-    done = subprocess.run([sys.executable, "-c", crash, str(token_file)], capture_output=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", crash, str(token_file)], capture_output=True, timeout=patient(60)
+    )
     assert done.returncode == 3, done.stderr
     assert store.load() == "old-token"
     assert len(list(tmp_path.glob(".work.token.*.tmp"))) == 1  # the crashed store's, 0600 like the file

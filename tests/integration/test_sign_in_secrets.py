@@ -28,6 +28,7 @@ from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.mailgen import make_message
 from tests.support.oidc_provider import OidcProvider, browser_signing_in_as, wait_for
+from tests.support.patience import patient
 from tests.support.secret_service import SecretService
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
@@ -81,7 +82,11 @@ async def test_no_file_or_log_of_a_run_holds_a_token_but_the_keychain(
     def run(*args: str) -> None:
         with (logs / f"{args[0]}.out").open("w") as out, (logs / f"{args[0]}.err").open("w") as err:
             done = subprocess.run(
-                [SERVER, *args, "--config", str(config)], env=env, stdout=out, stderr=err, timeout=120
+                [SERVER, *args, "--config", str(config)],
+                env=env,
+                stdout=out,
+                stderr=err,
+                timeout=patient(120),
             )
         assert done.returncode == 0, (logs / f"{args[0]}.err").read_text()
 

@@ -30,6 +30,7 @@ from tests.integration.test_sign_in_tokens import refresh_token as refresh_token
 from tests.integration.test_sign_in_tokens import user as user
 from tests.support.dovecot import Dovecot
 from tests.support.oidc_provider import MAIL_SCOPE, PUBLIC_CLIENT, OidcProvider
+from tests.support.patience import patient
 from tests.support.secret_service import SecretService
 from tests.support.windows_credentials import BACKEND, BLOB_LIMIT
 from tests.support.windows_like import HIDE
@@ -51,7 +52,7 @@ def python_process(
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=patient(60),
         check=False,
     )
 

@@ -13,6 +13,7 @@ import pytest
 
 from mail_imap_mcp.state import StateUnavailable
 from mail_imap_mcp.state.redis import RedisStore, shown_url
+from tests.support.patience import patient
 from tests.support.redis_server import RedisServer
 
 
@@ -97,7 +98,7 @@ def test_a_message_published_by_one_instance_reaches_the_other(redis: RedisServe
 
     subscription = two.subscribe("mim:events", deliver)
     one.publish("mim:events", b"changed")
-    assert arrived.wait(5)
+    assert arrived.wait(patient(5))
     subscription.close()
     assert got == [b"changed"]
     one.close()

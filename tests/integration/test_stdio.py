@@ -16,6 +16,7 @@ from mcp import Client, StdioServerParameters
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml, env_account
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import INITIALIZE_REQUEST, EnvelopeClient
+from tests.support.patience import patient
 
 pytestmark = pytest.mark.anyio
 
@@ -72,7 +73,7 @@ def test_closing_stdin_ends_the_process_within_a_second(tmp_path: Path, dovecot:
         assert proc.stdin is not None
         started = time.monotonic()
         proc.stdin.close()
-        proc.wait(timeout=5)
+        proc.wait(timeout=patient(5))
         assert time.monotonic() - started < 1.5
         assert proc.returncode == 0
     finally:
@@ -85,7 +86,7 @@ def test_sigterm_ends_the_process_within_a_second(tmp_path: Path, dovecot: Dovec
         _initialize(proc)
         started = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=5)
+        proc.wait(timeout=patient(5))
         assert time.monotonic() - started < 1.5
     finally:
         proc.kill()
@@ -95,7 +96,7 @@ def test_invalid_config_fails_at_startup_with_one_clear_line(tmp_path: Path) -> 
     path = tmp_path / "config.toml"
     path.write_text('[accounts.x]\nhost = "h"\nusername = "u"\npassword = "topsecret"\nport = 0\n')
     done = subprocess.run(
-        [SERVER, "serve", "--config", str(path)], capture_output=True, timeout=20, check=False
+        [SERVER, "serve", "--config", str(path)], capture_output=True, timeout=patient(20), check=False
     )
     assert done.returncode == 2
     assert b"accounts.x.port" in done.stderr
@@ -109,7 +110,11 @@ def test_check_reports_each_account_and_fails_when_one_fails(
     path = write_config(tmp_path, dovecot, user, broken=broken)
     env = {**os.environ, PASSWORD_ENV: dovecot.password}
     done = subprocess.run(
-        [SERVER, "check", "--config", str(path)], capture_output=True, timeout=60, env=env, check=False
+        [SERVER, "check", "--config", str(path)],
+        capture_output=True,
+        timeout=patient(60),
+        env=env,
+        check=False,
     )
     out = done.stdout.decode()
     assert done.returncode == 1, out
@@ -123,7 +128,10 @@ def test_check_reports_each_account_and_fails_when_one_fails(
 
 def test_python_dash_m_is_the_same_cli() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "mail_imap_mcp", "--help"], capture_output=True, timeout=20, check=False
+        [sys.executable, "-m", "mail_imap_mcp", "--help"],
+        capture_output=True,
+        timeout=patient(20),
+        check=False,
     )
     assert done.returncode == 0
     assert b"serve" in done.stdout and b"check" in done.stdout

@@ -24,6 +24,7 @@ from tests.support.envelope_client import INITIALIZE_REQUEST, EnvelopeClient
 from tests.support.http_server import SERVER, HttpServer, http_client
 from tests.support.identity_provider import IdentityProvider
 from tests.support.imapserver import free_ports
+from tests.support.patience import patient
 from tests.support.team import (
     MASTER_LOGINS,
     MASTER_PASSWORD,
@@ -70,12 +71,14 @@ def server(tmp_path: Path, dovecot: Dovecot, team: Team, idp: IdentityProvider) 
 
 def post(server: HttpServer, token: str | None) -> httpx2.Response:
     headers = {**MCP_HEADERS, **({"Authorization": f"Bearer {token}"} if token else {})}
-    return httpx2.post(server.url, headers=headers, content=json.dumps(INITIALIZE_REQUEST), timeout=10)
+    return httpx2.post(
+        server.url, headers=headers, content=json.dumps(INITIALIZE_REQUEST), timeout=patient(10)
+    )
 
 
 def test_the_protected_resource_metadata_names_the_issuer(server: HttpServer, idp: IdentityProvider) -> None:
     for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
-        answer = httpx2.get(urllib.parse.urljoin(server.url, path), timeout=10)
+        answer = httpx2.get(urllib.parse.urljoin(server.url, path), timeout=patient(10))
         assert answer.status_code == 200, path
         metadata = answer.json()
         assert metadata["resource"] == server.url
@@ -365,7 +368,7 @@ def test_check_logs_in_to_the_shared_account_and_skips_a_template(
 ) -> None:
     config = team_config(tmp_path / "config.toml", dovecot, team, idp, audience="http://127.0.0.1:1/mcp")
     done = subprocess.run(
-        [SERVER, "check", "--config", str(config)], capture_output=True, text=True, timeout=60
+        [SERVER, "check", "--config", str(config)], capture_output=True, text=True, timeout=patient(60)
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "ok   support: " in done.stdout and f"as {team.shared_user}: logged in" in done.stdout

@@ -24,6 +24,7 @@ from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.http_server import SERVER, HttpServer, http_client
 from tests.support.identity_provider import IdentityProvider
+from tests.support.patience import eventually, patient
 from tests.support.team import MASTER_LOGINS, serve_per_user
 
 pytestmark = pytest.mark.anyio
@@ -87,8 +88,8 @@ async def index_state(mcp: EnvelopeClient) -> str:
     return state
 
 
-async def wait_ready(mcp: EnvelopeClient, timeout: float = 60.0) -> None:
-    with anyio.fail_after(timeout):
+async def wait_ready(mcp: EnvelopeClient, within: float = 60.0) -> None:
+    with anyio.fail_after(patient(within)):
         while (state := await index_state(mcp)) != "ready":
             assert not state.startswith("unavailable"), state
             await anyio.sleep(0.05)
@@ -118,11 +119,8 @@ def open_files(server: HttpServer) -> set[str]:
     return names
 
 
-def until(condition: Callable[[], Any], timeout_s: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "not within the time"
-        time.sleep(0.05)
+def until(condition: Callable[[], Any], within: float = 15.0) -> None:
+    eventually(condition, within=within)
 
 
 async def test_an_account_served_per_user_is_not_indexed_by_default(

@@ -25,7 +25,7 @@ from tests.support.clients import make_config, open_client
 from tests.support.dovecot import Dovecot
 from tests.support.faultproxy import FaultProxy
 from tests.support.http_server import HttpServer, http_client, http_config, new_token, start_http_server
-from tests.support.patience import eventually
+from tests.support.patience import eventually, patient
 from tests.support.postgres import PostgresServer, index_table, on_engine
 from tests.support.postgres_index import FOLDERS, LATENCY_S, PER_FOLDER, WORD, Schema, seed, until
 from tests.support.redis_server import RedisServer
@@ -96,7 +96,7 @@ async def test_an_instance_killed_mid_sync_hands_its_lease_over_and_nothing_is_l
             built_then = schema.complete()
             assert built_then < len(FOLDERS), "the build ended before the kill: more latency"
             holder.proc.send_signal(signal.SIGKILL)
-            holder.proc.wait(timeout=10)
+            holder.proc.wait(timeout=patient(10))
             proxy.set_latency(0)  # the rest of the build at full speed
             took = until(
                 lambda: lease_holder(redis) == survivor.proc.pid, 2 * LEASE_TTL_S, "lease taken over"
@@ -157,7 +157,7 @@ async def test_postgresql_stopped_mid_sync_then_started_again_the_build_resumes_
         print(f"PostgreSQL stopped after {built_then} of {len(FOLDERS)} folders; the build resumed")
         assert schema.rows() == (total, total), schema.folders()
         async for mcp in open_client(config, app):
-            with anyio.fail_after(30):
+            with anyio.fail_after(patient(30)):
                 while index.status.state != "ready":
                     await anyio.sleep(0.05)
             ask = {"account_id": "default", "query": WORD, "mailbox": "*", "sort": "relevance"}

@@ -30,6 +30,7 @@ from tests.support.http_server import HttpServer, http_client
 from tests.support.identity_provider import IdentityProvider
 from tests.support.imapserver import free_ports
 from tests.support.mail_state import message_id_counts
+from tests.support.patience import patient
 from tests.support.redis_server import RedisServer
 from tests.support.team import Team, new_team, start_instances, team_config
 from tests.support.updates import Updates
@@ -111,8 +112,8 @@ async def ids_of(mcp: EnvelopeClient) -> list[str]:
     return ids
 
 
-async def until(mcp: EnvelopeClient, operation_id: str, done: Any, timeout_s: float = 30) -> dict[str, Any]:
-    with anyio.fail_after(timeout_s):
+async def until(mcp: EnvelopeClient, operation_id: str, done: Any, within: float = 30) -> dict[str, Any]:
+    with anyio.fail_after(patient(within)):
         while True:
             data = await mcp.ok("imap_get_operation", {"operation_id": operation_id})
             if done(data):
@@ -210,7 +211,7 @@ async def test_an_instance_killed_during_a_write_leaves_its_outcome_to_the_other
     async with deployment.client(deployment.team.alice, 1) as second:
         await until(second, operation_id, lambda data: data["operation"]["done"] > 0)
         deployment.instances[0].proc.send_signal(signal.SIGKILL)
-        deployment.instances[0].proc.wait(timeout=10)
+        deployment.instances[0].proc.wait(timeout=patient(10))
         ended = await until(second, operation_id, lambda data: data["operation"]["state"] != "running", 40)
     deployment.proxy.pass_through()
     assert ended["operation"]["state"] == "failed"
@@ -361,7 +362,7 @@ async def test_redis_stopped_during_a_background_write_is_unavailable_and_its_he
         ] == ("running")  # its own instance answers from memory
         await anyio.sleep(2.5)  # a heartbeat or more failed meanwhile
         deployment.redis.start()
-        with anyio.fail_after(30):
+        with anyio.fail_after(patient(30)):
             while True:  # written again by the heartbeat (Redis came back empty)
                 seen = await second.call("imap_get_operation", {"operation_id": operation_id})
                 if seen.get("success"):

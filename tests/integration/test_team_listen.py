@@ -25,6 +25,7 @@ from mail_imap_mcp.state.redis import RedisStore
 from mail_imap_mcp.subscriptions import MailboxSubscriptions, mailbox_uri
 from tests.support.clients import AccountFactory
 from tests.support.dovecot import Dovecot
+from tests.support.patience import patient
 from tests.support.redis_server import RedisServer
 from tests.support.updates import Updates, append
 
@@ -169,6 +170,6 @@ async def test_a_team_users_bus_goes_with_their_last_listen_stream(
 
 async def _until_only_the_servers_own(subscriptions: MailboxSubscriptions) -> None:
     """Wait for the server to end the streams the client left (it learns of it a moment later)."""
-    with anyio.fail_after(5):
+    with anyio.fail_after(patient(5)):
         while list(subscriptions._buses) != [ANONYMOUS]:
             await anyio.sleep(0.02)

@@ -14,6 +14,7 @@ from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.operations import Operation, OperationState
 from tests.support.clients import AccountFactory, make_config
 from tests.support.dovecot import Dovecot
+from tests.support.patience import eventually, patient
 
 USERS = [f"user{number}@corp.example" for number in range(8)]
 
@@ -28,11 +29,8 @@ def sessions(dovecot: Dovecot, user: str) -> int:
     return sum(1 for line in listed if line.split()[:1] == [user.lower()] and "imap" in line)
 
 
-def until(condition: Callable[[], Any], timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "not within the time"
-        time.sleep(0.05)
+def until(condition: Callable[[], Any], within: float = 10.0) -> None:
+    eventually(condition, within=within)
 
 
 def test_team_users_scopes_are_bounded_closed_when_evicted_and_never_under_a_call(
@@ -73,7 +71,7 @@ def test_a_users_scope_stays_open_while_their_background_write_runs(
 
     def work(progress: Any) -> str:  # between two batches, holding the user's connection
         connection.run(nothing)
-        release.wait(20)
+        release.wait(patient(20))
         connection.run(nothing)
         return "done"
 

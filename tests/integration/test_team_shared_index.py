@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from tests.support.haproxy import HAProxy
 from tests.support.http_server import HttpServer, http_client
 from tests.support.identity_provider import IdentityProvider
 from tests.support.imapserver import free_ports
+from tests.support.patience import eventually, patient
 from tests.support.postgres import PostgresServer, index_table
 from tests.support.redis_server import RedisServer
 from tests.support.team import MASTER_ENV, MASTER_LOGINS, MASTER_PASSWORD, start_instances
@@ -125,8 +125,8 @@ async def index_state(mcp: EnvelopeClient) -> str:
     return state
 
 
-async def wait_ready(mcp: EnvelopeClient, timeout_s: float = 60.0) -> None:
-    with anyio.fail_after(timeout_s):
+async def wait_ready(mcp: EnvelopeClient, within: float = 60.0) -> None:
+    with anyio.fail_after(patient(within)):
         while (state := await index_state(mcp)) != "ready":
             assert not state.startswith("unavailable"), state
             await anyio.sleep(0.1)
@@ -179,10 +179,7 @@ async def test_each_mailbox_is_fetched_once_for_the_team_and_any_instance_answer
 
     for instance in team_index.instances:  # every session ends, so Dovecot logs its counts
         instance.stop()
-    deadline = time.monotonic() + 30
-    while sessions(team_index.dovecot):
-        assert time.monotonic() < deadline, "sessions left open"
-        time.sleep(0.1)
+    eventually(lambda: not sessions(team_index.dovecot), within=30, interval=0.1, what="no session left open")
     counts = fetch_counts(team_index.dovecot)
     for user in team_index.users.values():
         mine = counts[user]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from tests.support.patience import patient
 from tests.support.readme import readme_block
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -12,7 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_readme_s_surface_report_runs_and_shows_both_budgets_met() -> None:
     command = readme_block("surface").strip()
-    out = subprocess.run(["bash", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        ["bash", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=patient(120)
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "| met | yes | yes |" in out.stdout
     assert "`imap_save_draft` | — |" in out.stdout  # a write tool is listed only with writes on

@@ -107,7 +107,7 @@ async def test_every_change_made_while_the_watching_connection_switches_is_repor
                         prepare(other, name, server)
                         await anyio.sleep(QUIET_S)  # the preparation's updates are all in
                         started = await change_during(switch, delay, change, other)
-                        reported = await updates.first_after(started, inbox, timeout=REPORTED_WITHIN_S)
+                        reported = await updates.first_after(started, inbox, within=REPORTED_WITHIN_S)
                         if reported is None:
                             missed.append(f"{name} {delay:g} s into a subscription that {direction}")
                         assert app.watches.connections("default") == 1

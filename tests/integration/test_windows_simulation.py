@@ -22,6 +22,7 @@ from tests.support.documents import CORPUS
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import INITIALIZE_REQUEST, EnvelopeClient
 from tests.support.mailgen import crlf
+from tests.support.patience import patient
 from tests.support.windows_like import HIDE, SERVER_PRELUDE, server_code
 
 
@@ -81,7 +82,7 @@ def test_the_server_stops_when_stdin_closes(tmp_path: Path, dovecot: Dovecot, us
         assert json.loads(proc.stdout.readline())["id"] == INITIALIZE_REQUEST["id"]
         started = time.monotonic()
         proc.stdin.close()
-        assert proc.wait(timeout=10) == 0
+        assert proc.wait(timeout=patient(10)) == 0
         assert time.monotonic() - started < 5
     finally:
         if proc.poll() is None:
@@ -119,7 +120,7 @@ def test_the_extraction_child_without_rlimits_is_held_to_its_memory_by_the_paren
         [sys.executable, "-c", SERVER_PRELUDE + CHILD_PROBE, str(path), str(megabytes)],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=patient(60),
         check=False,
     )
     assert done.returncode == 0, done.stderr
@@ -145,7 +146,7 @@ import resource  # the standard library's own import still works
 print(hidden, processes.HAS_PROCESS_GROUPS, hasattr(os, "killpg"), hasattr(signal, "SIGHUP"))
 """
     done = subprocess.run(
-        [sys.executable, "-c", HIDE + probe], capture_output=True, text=True, timeout=30, check=False
+        [sys.executable, "-c", HIDE + probe], capture_output=True, text=True, timeout=patient(30), check=False
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [
@@ -179,7 +180,7 @@ def test_a_password_file_is_judged_by_its_access_list_where_there_is_no_getuid(
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=patient(60),
         check=False,
     )
     assert posix.returncode == 0 and posix.stdout.startswith("ok   work: "), posix.stdout + posix.stderr
@@ -188,7 +189,7 @@ def test_a_password_file_is_judged_by_its_access_list_where_there_is_no_getuid(
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=patient(60),
         check=False,
     )
     assert windows.returncode == 1

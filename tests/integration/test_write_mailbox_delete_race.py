@@ -23,6 +23,7 @@ from tests.support.clients import AccountFactory, open_client
 from tests.support.mail_state import message_id_listing
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MatrixServer
+from tests.support.patience import patient
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -102,7 +103,7 @@ async def test_no_acknowledged_delivery_is_lost_to_a_delete(
                         refused += 1
             finally:
                 deliverer.stop.set()
-                deliverer.join(10)
+                deliverer.join(patient(10))
                 deliverer.client.logout()
     listing = message_id_listing(server, user)
     found = {message_id for ids in listing.values() for message_id in ids or []}

@@ -99,6 +99,7 @@ from tests.support.envelope_client import EnvelopeClient
 from tests.support.faultproxy import FaultProxy
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MatrixServer
+from tests.support.patience import eventually
 
 APPLY = "imap_apply_to_messages"
 FLAGS = "imap_update_message_flags"
@@ -492,16 +493,15 @@ class NothingLost(RuleBasedStateMachine):
         if running is None:
             return envelope
         self.coverage.outcomes["background"] += 1
-        deadline = time.monotonic() + 60
         arguments = {"operation_id": running["operation_id"]}
-        while True:
+
+        def finished() -> dict[str, Any] | None:
             polled = self.portal.call(self.mcp.call, "imap_get_operation", arguments)
             self.check(polled["success"], f"imap_get_operation failed: {polled}")
-            detail = polled["data"]
-            if detail["operation"]["state"] in FINISHED_STATES:
-                break
-            self.check(time.monotonic() < deadline, f"a background write never finished: {detail}")
-            time.sleep(0.1)
+            detail: dict[str, Any] = polled["data"]
+            return detail if detail["operation"]["state"] in FINISHED_STATES else None
+
+        detail = eventually(finished, within=60, interval=0.1, what="a background write finished")
         if detail["error"] is not None:
             return {**envelope, "success": False, "data": None, "error": detail["error"]}
         return {**envelope, "data": detail["result"]}
