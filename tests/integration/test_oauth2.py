@@ -14,7 +14,6 @@ import os
 import shlex
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -253,10 +252,8 @@ async def test_a_hanging_token_command_is_stopped_with_what_it_started(
     settings = oauth_account(
         oauth_dovecot, oauth_user, [sys.executable, "-c", script], oauth2_token_timeout_s=3
     )
-    started = time.monotonic()
     error = await failure(one_account(settings))
-    assert time.monotonic() - started < 10  # 3 s, plus start-up on a loaded machine
-    assert "did not finish within 3s and was stopped" in error["message"]
+    assert "did not finish within 3s and was stopped" in error["message"]  # its own limit ended it
     grandchild = int(marker.read_text())
     eventually(lambda: not _alive(grandchild), within=5, what=f"the end of the helper's child {grandchild}")
 

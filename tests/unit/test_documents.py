@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -43,7 +42,6 @@ def read(path: Path, item: Document, *, limits: ExtractLimits = LIMITS, **window
 @pytest.mark.parametrize("item", documents(), ids=lambda item: item.name)
 def test_corpus_item_gives_its_text_or_its_error(tmp_path: Path, item: Document) -> None:
     path = write(tmp_path, item)
-    started = time.monotonic()
     if item.expect_error:
         with pytest.raises(ExtractionError) as caught:
             read(path, item)
@@ -68,7 +66,6 @@ def test_corpus_item_gives_its_text_or_its_error(tmp_path: Path, item: Document)
         assert result.total_chars == len(result.text)
     for fragment in item.expect_absent:
         assert fragment not in (getattr(caught.value, "message", "") if item.expect_error else result.text)
-    assert time.monotonic() - started < LIMITS.timeout_s + 5
 
 
 # Windows of a parsed format cost one child each: fewer, larger ones there.
@@ -139,14 +136,12 @@ def test_an_attachment_over_max_attachment_bytes_is_refused_before_parsing(tmp_p
 def test_a_slow_document_is_stopped_at_the_wall_limit(tmp_path: Path) -> None:
     path = tmp_path / "flood.pdf"
     path.write_bytes(operator_flood_pdf())
-    started = time.monotonic()
     with pytest.raises(ExtractionError) as caught:
         extract_text(path, "application/pdf", None, default_extract_limits(timeout_s=1.0), max_chars=100)
-    elapsed = time.monotonic() - started
-    assert caught.value.code == "limit_exceeded"
-    assert caught.value.limit == "extract_timeout_s"
-    assert "extract_timeout_s (1 s)" in caught.value.message
-    assert elapsed < 3
+    # Which limit ended it, from the error itself (how fast is scripts/bench's): the wall limit, not
+    # the memory limit nor the child's CPU time.
+    assert (caught.value.code, caught.value.limit) == ("limit_exceeded", "extract_timeout_s")
+    assert "extract_timeout_s (1 s)" in caught.value.message and "CPU time" not in caught.value.message
     # The server process goes on: the next extraction works.
     item = CORPUS["pdf_text"]
     assert "Contract total" in read(write(tmp_path, item), item).text

@@ -7,7 +7,6 @@ the in-process text reader and the window collector are driven with many example
 from __future__ import annotations
 
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -67,7 +66,6 @@ def check_document(name: str, data: bytes) -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / item.filename
         path.write_bytes(data)
-        started = time.monotonic()
         outcome = attempt(
             lambda: extract_text(path, item.content_type, item.filename, LIMITS, max_chars=5000)
         )
@@ -77,7 +75,6 @@ def check_document(name: str, data: bytes) -> None:
         else:
             assert isinstance(outcome, ExtractedText)
             assert remove_unsafe_characters(outcome.text) == outcome.text
-        assert time.monotonic() - started < LIMITS.timeout_s + 3
 
 
 @pytest.mark.parametrize(
