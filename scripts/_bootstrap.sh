@@ -18,6 +18,43 @@ find_python() {
   return 1
 }
 
+# Every apt-get these scripts run waits for apt's locks rather than failing at once when another apt-get
+# holds one (unattended upgrades on a fresh machine do), up to MIM_APT_LOCK_WAIT_S seconds, and says what
+# it waits for. apt's own -o DPkg::Lock::Timeout covers the dpkg lock; apt-get update (apt 2.6) ignores
+# it for the lists lock, hence the wait here, for every lock, before each run.
+APT_LOCK_WAIT_S="${MIM_APT_LOCK_WAIT_S:-900}"
+APT_LOCKS=(/var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock /var/cache/apt/archives/lock)
+
+# The process holding one of APT_LOCKS, if any (from /proc/locks: apt's locks are fcntl locks, which
+# flock(1) cannot see).
+apt_lock_holder() {
+  local lock inode
+  for lock in "${APT_LOCKS[@]}"; do
+    [ -e "$lock" ] || continue
+    inode="$(stat -c %i "$lock")"
+    # "N: POSIX ADVISORY WRITE <pid> <major>:<minor>:<inode> ...", the waiters' lines marked "->".
+    awk -v inode="$inode" '$2 != "->" { n = split($6, id, ":"); if (id[n] == inode) { print $5; exit } }' \
+      /proc/locks 2>/dev/null | grep . && return 0
+  done
+  return 0
+}
+
+apt_get() {
+  local holder waited=0
+  while holder="$(apt_lock_holder)" && [ -n "$holder" ]; do
+    if [ "$waited" -eq 0 ]; then
+      say "apt-get $1 waits for apt's lock, held by process $holder ($(tr '\0' ' ' <"/proc/$holder/cmdline" 2>/dev/null | cut -c1-100)), up to $APT_LOCK_WAIT_S s (MIM_APT_LOCK_WAIT_S)"
+    fi
+    if [ "$waited" -ge "$APT_LOCK_WAIT_S" ]; then
+      say "apt's lock is still held by process $holder after $APT_LOCK_WAIT_S s: giving up on apt-get $1"
+      return 1
+    fi
+    sleep 1
+    waited=$((waited + 1))
+  done
+  apt-get -o DPkg::Lock::Timeout="$APT_LOCK_WAIT_S" "$@"
+}
+
 apt_install() {
   if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
     say "missing: $*; install it with your package manager (Debian/Ubuntu: apt-get install $*)"
@@ -25,8 +62,8 @@ apt_install() {
   fi
   say "installing $* with apt-get"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq "$@" >/dev/null
+  apt_get update -qq >/dev/null
+  apt_get install -y -qq "$@" >/dev/null
 }
 
 # apt_install with the packages' system services kept from starting (a policy-rc.d refusing them, there
@@ -226,9 +263,9 @@ ensure_imap_matrix() {
   fi
   say "installing Cyrus/Courier test server dependencies (apt-get) and unpacking the servers into $IMAP_SERVERS_DIR"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
+  apt_get update -qq >/dev/null
   # A plain install would pull in recommended cyrus-imapd, which replaces dovecot-imapd.
-  simulated="$(apt-get install -s --no-install-recommends "${IMAP_MATRIX_DEPS[@]}")" || {
+  simulated="$(apt_get install -s --no-install-recommends "${IMAP_MATRIX_DEPS[@]}")" || {
     say "apt-get cannot install ${IMAP_MATRIX_DEPS[*]}"
     exit 1
   }
@@ -242,7 +279,7 @@ ensure_imap_matrix() {
     chmod 755 /usr/sbin/policy-rc.d
     added_policy=1
   fi
-  if ! apt-get install -y -qq --no-install-recommends "${IMAP_MATRIX_DEPS[@]}" >/dev/null; then
+  if ! apt_get install -y -qq --no-install-recommends "${IMAP_MATRIX_DEPS[@]}" >/dev/null; then
     [ -z "$added_policy" ] || rm -f /usr/sbin/policy-rc.d
     say "apt-get install ${IMAP_MATRIX_DEPS[*]} failed"
     exit 1
@@ -258,7 +295,7 @@ ensure_imap_matrix() {
     rm -f "$tmp"/*.deb
     # The unpacked binaries must match the installed libraries and tools: both packages depend on
     # exactly one version of $dep, which the apt-get install above brought to the candidate version.
-    if ! (cd "$tmp" && apt-get download -qq "$pkg" >/dev/null 2>&1) ||
+    if ! (cd "$tmp" && apt_get download -qq "$pkg" >/dev/null 2>&1) ||
       ! depends="$(dpkg-deb -f "$tmp"/"$pkg"_*.deb Depends)" || [[ "$depends" != *"$dep (= $version)"* ]]; then
       say "could not download $pkg for the installed $dep $version"
       rm -rf "$tmp"
