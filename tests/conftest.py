@@ -25,6 +25,8 @@ from mail_imap_mcp.imap.session import ImapSession
 from tests.support.accounts import PASSWORD_ENV, account_settings
 from tests.support.clients import AccountFactory, make_config, open_client
 from tests.support.courier import Courier
+from tests.support.cpu_report import CpuReport
+from tests.support.cpu_report import add_option as add_cpu_report_option
 from tests.support.cyrus import Cyrus
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient, check_each_schema_once
@@ -46,6 +48,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="deselect the tests that need Cyrus or Courier (scripts/test --fast)",
     )
+    add_cpu_report_option(parser)
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -60,6 +63,7 @@ _PROCESS_HOME = pytest.StashKey[Path]()
 
 def pytest_configure(config: pytest.Config) -> None:
     end_run_on_sigterm(config)  # servers never outlive a run ended by SIGTERM
+    config.pluginmanager.register(CpuReport(config), "cpu_report")
     check_each_schema_once()
     # Before any fixture: the session's servers and every child inherit a home that is not the user's.
     config.stash[_PROCESS_HOME] = home_of_the_process()

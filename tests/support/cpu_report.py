@@ -1,0 +1,119 @@
+"""What each test module costs in CPU seconds, not only wall: the suite is CPU-bound on two cores.
+
+Each test process (every xdist worker, or the one process) adds up, per test module, the CPU time its
+tests took: the process's own (every thread of it) and that of the child processes it reaped meanwhile
+(a command the test ran, a server a fixture stopped), from setup to teardown, with the wall time beside
+it. Workers hand their sums to xdist's controller, which adds them up; with ``--cpu-report=PATH`` the
+run writes them there (a tab-separated table, most expensive first) and shows the ten most expensive
+modules at the end. ``scripts/test`` asks for it (``.cache/test-cpu.tsv``).
+
+A server a worker keeps for the whole session is counted where it is stopped (the worker's last test),
+its CPU meanwhile nowhere: the table is what the tests' own processes spent, a floor of the run's CPU.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Generator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+#: The key of a worker's sums in ``workeroutput`` (xdist sends it to the controller as it ends).
+WORKER_KEY = "cpu_by_module"
+#: How many modules the end of the run shows.
+SHOWN = 10
+#: The row of what each process spent outside its tests: its start, imports, collection, the controller.
+OUTSIDE = "(outside tests: each process's start and collection)"
+
+
+@dataclass
+class ModuleCost:
+    tests: int = 0
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+
+    def add(self, tests: int, cpu_s: float, wall_s: float) -> None:
+        self.tests += tests
+        self.cpu_s += cpu_s
+        self.wall_s += wall_s
+
+
+def _cpu_now() -> float:
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+class CpuReport:
+    """The plugin: registered once per process by tests/conftest.py."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.costs: dict[str, ModuleCost] = {}
+
+    def cost(self, module: str) -> ModuleCost:
+        return self.costs.setdefault(module, ModuleCost())
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, Any, Any]:
+        cpu, wall = _cpu_now(), time.monotonic()
+        try:
+            return (yield)
+        finally:
+            module = item.nodeid.split("::", 1)[0]
+            self.cost(module).add(1, _cpu_now() - cpu, time.monotonic() - wall)
+
+    def _count_outside(self) -> None:
+        self.cost(OUTSIDE).add(0, _cpu_now() - sum(cost.cpu_s for cost in self.costs.values()), 0.0)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        output = getattr(self.config, "workeroutput", None)
+        if output is not None:  # an xdist worker: its controller adds it up
+            self._count_outside()
+            output[WORKER_KEY] = {module: vars(cost) for module, cost in self.costs.items()}
+
+    @pytest.hookimpl(optionalhook=True)  # xdist's hook: absent under -p no:xdist
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        for module, cost in getattr(node, "workeroutput", {}).get(WORKER_KEY, {}).items():
+            self.cost(module).add(cost["tests"], cost["cpu_s"], cost["wall_s"])
+
+    def ranked(self) -> list[tuple[str, ModuleCost]]:
+        return sorted(self.costs.items(), key=lambda entry: entry[1].cpu_s, reverse=True)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        path = self.config.getoption("cpu_report")
+        if path is None or hasattr(self.config, "workeroutput") or not self.costs:
+            return
+        self._count_outside()
+        ranked = self.ranked()
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(table(ranked))
+        total = sum(cost.cpu_s for _, cost in ranked)
+        terminalreporter.write_sep(
+            "=", f"CPU seconds per test module: {total:.0f} s in all, written to {path}"
+        )
+        for module, cost in ranked[:SHOWN]:
+            terminalreporter.write_line(
+                f"{cost.cpu_s:8.1f} s CPU {cost.wall_s:8.1f} s wall {cost.tests:5d} tests  {module}"
+            )
+
+
+def table(ranked: list[tuple[str, ModuleCost]]) -> str:
+    """The report file: a header, then one line per module, most CPU first."""
+    lines = ["module\ttests\tcpu_s\twall_s"]
+    lines += [f"{module}\t{cost.tests}\t{cost.cpu_s:.2f}\t{cost.wall_s:.2f}" for module, cost in ranked]
+    return "\n".join(lines) + "\n"
+
+
+def add_option(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--cpu-report",
+        metavar="PATH",
+        default=None,
+        help="write the CPU and wall seconds of each test module to PATH (scripts/test: .cache/test-cpu.tsv)",
+    )
