@@ -55,10 +55,9 @@ async def test_regression_starttls_against_an_implicit_tls_port_says_to_use_tls(
     config = make_config(
         {"default": account(user, security="starttls", port=dovecot.tls_port, connect_timeout_s=1)}
     )
-    started = time.monotonic()
     error = await first_failure(config, "unavailable")
-    assert time.monotonic() - started < 5
-    assert "implicit TLS" in error["message"]
+    # The cause named, not the connect timeout's end (which the error would say; how fast is bench's).
+    assert "implicit TLS" in error["message"] and "timed out" not in error["message"]
     assert 'security = "tls" in [accounts.default]' in error["message"]
     assert error["retryable"] is False
 
@@ -211,12 +210,11 @@ def test_regression_check_names_starttls_on_an_implicit_tls_port_within_3s(
     connection = AccountConnection(
         "default", make_config({"default": settings}).accounts["default"], translate=as_tool_failure
     )
-    started = time.monotonic()
     with pytest.raises(ToolFailure) as failed:
         connection.run(lambda session: None, retry=False)
-    # The greeting is given 2 s, the TLS probe at most 1 s: not the 10 s connect timeout.
-    assert time.monotonic() - started < 5
+    # Ended by the greeting's 2 s and the TLS probe, not the 10 s connect timeout: the error says which.
     assert failed.value.code == "unavailable"
+    assert "no IMAP greeting came within 2s and the port answered a TLS handshake" in failed.value.message
 
     path = tmp_path / "config.toml"
     path.write_text(config_toml({"default": settings}))

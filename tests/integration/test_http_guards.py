@@ -102,12 +102,10 @@ async def test_regression_a_flood_of_silent_connections_does_not_lock_out_a_clie
     server = guarded_server(tmp_path, dovecot, user, header_timeout_s=3)
     try:
         with silent_connections(server.port, SILENT_CONNECTIONS) as flood:
-            started = time.monotonic()
-            with anyio.fail_after(patient(5)):
+            with anyio.fail_after(patient(5)):  # served, not left to time out (how fast is bench's)
                 async with http_client(server.url, server.token) as mcp:
                     (account,) = (await mcp.ok("imap_list_accounts"))["accounts"]
             assert account["account_id"] == "default"
-            assert time.monotonic() - started < 5
             # Silent connections are closed by their header deadline (or earlier, to make room).
             assert all(closed_by_server(sock, within_s=10) for sock in flood)
         log = server.log()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import email
 import ssl
-import time
 
 import imapclient
 import pytest
@@ -134,13 +133,10 @@ def test_recreate_mailbox_changes_uidvalidity(server: AppendSeeding) -> None:
 
 def test_seeding_many_messages_is_quick(server: AppendSeeding) -> None:
     user = server.new_user()
-    started = time.monotonic()
     server.seed(user, "INBOX", mailgen.corpus(200), flags=lambda i: "\\Seen" if i % 2 else "")
-    elapsed = time.monotonic() - started
-    with server.connect(user, tls=False) as client:
+    with server.connect(user, tls=False) as client:  # how fast is scripts/bench's, not a test's
         assert client.select_folder("INBOX", readonly=True)[b"EXISTS"] == 200
         assert len(client.search(["UNSEEN"])) == 100
-    assert elapsed < 30, f"seeding 200 messages took {elapsed:.1f} s"
 
 
 @pytest.mark.anyio

@@ -310,9 +310,7 @@ async def test_a_reset_under_a_pipelined_examine_and_fetch_gives_the_page_on_a_n
             assert {m["message_id"].split(":")[2] for m in clean["messages"]} == {"New"}
             proxy.clear_log()
             proxy.cut_after_sent(b"RFC822.SIZE")  # first sent behind EXAMINE "New" in phase 2
-            started = time.monotonic()
             envelope = await mcp.call(TOOL, arguments)
-            assert time.monotonic() - started < 5
             assert proxy.cuts == 1
             assert envelope["success"], envelope["error"]
             assert envelope["data"]["messages"] == clean["messages"]

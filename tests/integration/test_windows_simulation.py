@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from email.message import EmailMessage
 from pathlib import Path
 
@@ -80,10 +79,8 @@ def test_the_server_stops_when_stdin_closes(tmp_path: Path, dovecot: Dovecot, us
         proc.stdin.write(json.dumps(INITIALIZE_REQUEST).encode() + b"\n")
         proc.stdin.flush()
         assert json.loads(proc.stdout.readline())["id"] == INITIALIZE_REQUEST["id"]
-        started = time.monotonic()
         proc.stdin.close()
-        assert proc.wait(timeout=patient(10)) == 0
-        assert time.monotonic() - started < 5
+        assert proc.wait(timeout=patient(10)) == 0  # ended by itself (how fast is not a test's)
     finally:
         if proc.poll() is None:
             proc.kill()

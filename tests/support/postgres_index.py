@@ -12,7 +12,7 @@ import psycopg
 
 from tests.support import mailgen
 from tests.support.dovecot import Dovecot
-from tests.support.patience import patient
+from tests.support.patience import eventually, patient
 
 WORD = "ledger"
 FOLDERS = [f"Box{i:02d}" for i in range(12)]
@@ -32,12 +32,10 @@ def seed(dovecot: Dovecot, user: str) -> int:
     return len(FOLDERS) * PER_FOLDER
 
 
-def until(condition: Callable[[], Any], timeout_s: float, what: str) -> float:
-    """Seconds until ``condition`` held (polled every 50 ms)."""
+def until(condition: Callable[[], Any], within: float, what: str) -> float:
+    """Seconds until ``condition`` held (failing after ``within`` seconds, with the run's patience)."""
     started = time.monotonic()
-    while not condition():
-        assert time.monotonic() - started < timeout_s, f"{what}: not within {timeout_s} s"
-        time.sleep(0.05)
+    eventually(condition, within=within, what=what)
     return time.monotonic() - started
 
 
