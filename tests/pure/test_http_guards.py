@@ -74,6 +74,33 @@ def test_accept_failures_are_logged_once_per_interval_with_a_count() -> None:
     assert "(1000 more suppressed)" in passed.getMessage()
 
 
+class Clock:
+    def __init__(self) -> None:
+        self.now = 7_000.123
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_flood_over_several_intervals_logs_one_line_each_and_counts_every_other() -> None:
+    # Issue 47 item 20: the HTTP test counted the lines a real flood left per interval of the wall
+    # clock, which a loaded machine stretched; here the interval's clock is the test's.
+    clock = Clock()
+    limit = RateLimitedLog(REFUSED, interval_s=5.0, clock=clock)
+    passed = []
+    for index in range(77):  # a refusal every 0.3 s for 23 s: never exactly an interval after a line
+        clock.now = 7_000.123 + index * 0.3
+        record = logging.LogRecord("http", logging.WARNING, __file__, 1, f"{REFUSED}401 x", None, None)
+        if limit.filter(record):
+            passed.append(record.getMessage())
+    assert len(passed) == 5  # at 0, 5.1, 10.2, 15.3 and 20.4 s
+    assert passed[0] == f"{REFUSED}401 x" and all("(16 more suppressed)" in line for line in passed[1:])
+    assert limit.suppressed == 8  # the last interval's, told with the next line
+    clock.now += 5.0 + 0.5  # past the interval, never by exactly it
+    late = logging.LogRecord("http", logging.WARNING, __file__, 1, f"{REFUSED}401 x", None, None)
+    assert limit.filter(late) and "(8 more suppressed)" in late.getMessage()
+
+
 def test_refusals_are_rate_limited_per_status_and_their_paths_cut() -> None:
     limit = RateLimitedLog(REFUSED, interval_s=3600)
 

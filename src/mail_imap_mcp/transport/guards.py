@@ -21,7 +21,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -331,12 +331,14 @@ class TrustOnToken:
 class RateLimitedLog(logging.Filter):
     """Lets a record whose message starts with ``prefix`` through at most once per ``interval_s`` for each
     ``rate_key`` it carries (``extra={"rate_key": ...}``; one for all without); the next one that passes
-    says how many were suppressed. Records without the prefix pass."""
+    says how many were suppressed. Records without the prefix pass. ``clock`` (monotonic seconds) is the
+    one the interval is timed by."""
 
-    def __init__(self, prefix: str, interval_s: float) -> None:
+    def __init__(self, prefix: str, interval_s: float, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.prefix = prefix
         self.interval_s = interval_s
+        self.clock = clock
         self._last: dict[object, float] = {}
         self._suppressed: dict[object, int] = {}
 
@@ -349,7 +351,7 @@ class RateLimitedLog(logging.Filter):
         if not record.getMessage().startswith(self.prefix):
             return True
         key = getattr(record, "rate_key", None)
-        now = time.monotonic()
+        now = self.clock()
         if now - self._last.get(key, -float("inf")) < self.interval_s:
             self._suppressed[key] = self._suppressed.get(key, 0) + 1
             return False
