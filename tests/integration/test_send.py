@@ -38,6 +38,7 @@ from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.elicitation import answering
 from tests.support.envelope_client import EnvelopeClient
+from tests.support.fake_clock import FakeClock
 from tests.support.faultproxy import FaultProxy
 from tests.support.oauth2 import IntrospectionEndpoint, TokenHelper, new_token
 from tests.support.patience import NotYet, eventually_async, patient
@@ -894,14 +895,6 @@ async def test_a_login_secret_that_cannot_be_obtained_sends_nothing_and_records_
     assert _received(chain) == received + 1 and len(await _delivered(chain, bob, 1)) == 1
 
 
-class _Clock:
-    def __init__(self, start: float) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-
 async def test_an_approval_page_that_expired_sends_nothing_and_says_so(chain: SubmissionDovecot) -> None:
     """The user presses "Send" in Chromium after the page's time ran out (on the clock it is timed by):
     the page says Expired, the call says the approval expired, nothing is sent."""
@@ -911,7 +904,7 @@ async def test_an_approval_page_that_expired_sends_nothing_and_says_so(chain: Su
     app = AppContext.from_config(config)
     # A start where (start + 300) - start is 299.99999999999955: moved by exactly the page's 300 s, it was
     # not expired and the message went out (about 3% of starts from the monotonic clock did so).
-    clock, pages = _Clock(start=4055.0984759064563), []
+    clock, pages = FakeClock(4055.0984759064563), []
 
     def late_user(url: str) -> bool:
         def away() -> None:

@@ -14,6 +14,7 @@ from mail_imap_mcp.transport.guards import (
     RateLimitedLog,
     loggable_path,
 )
+from tests.support.fake_clock import FakeClock
 
 
 @pytest.mark.parametrize(
@@ -74,18 +75,10 @@ def test_accept_failures_are_logged_once_per_interval_with_a_count() -> None:
     assert "(1000 more suppressed)" in passed.getMessage()
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 7_000.123
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_a_flood_over_several_intervals_logs_one_line_each_and_counts_every_other() -> None:
     # Issue 47 item 20: the HTTP test counted the lines a real flood left per interval of the wall
     # clock, which a loaded machine stretched; here the interval's clock is the test's.
-    clock = Clock()
+    clock = FakeClock(7_000.123)
     limit = RateLimitedLog(REFUSED, interval_s=5.0, clock=clock)
     passed = []
     for index in range(77):  # a refusal every 0.3 s for 23 s: never exactly an interval after a line
