@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +40,17 @@ ALLOWED: dict[tuple[str, str], str] = {
     "tick: it wakes to look again, nothing fails when it passes",
     ("tests/support/imapserver.py", "sock.settimeout(0.2)"): "the syslog listener's poll tick: it wakes to "
     "see whether it should stop, nothing fails when it passes",
+    **dict.fromkeys(
+        [
+            (
+                "tests/support/oidc_browser.py",
+                "response = opener.open(urllib.request.Request(url, data=data), timeout=30)",
+            ),
+            ("tests/support/oidc_browser.py", "with urllib.request.urlopen(url, timeout=30) as answer:"),
+        ],
+        "runs as the BROWSER command login opens, a script of the standard library alone: it cannot import "
+        "the suite's patience (it did, and every browser sign-in failed)",
+    ),
     (
         "tests/integration/test_sign_in_failures.py",
         "assert abs(issued - (time.time() + offset)) < 60, issued - time.time()  # moved 22 s at most",
@@ -217,3 +229,12 @@ eventually(lambda: done, within=5)
 assert time.monotonic() - started >= 0.5  # a lower bound stays exact
 """
     assert findings(source, "m.py") == []
+
+
+def test_the_browser_script_login_opens_imports_the_standard_library_alone() -> None:
+    # It runs as the BROWSER command, outside the suite: an import of tests.support.patience there
+    # failed every browser sign-in (its waits are allowed bare numbers above).
+    tree = ast.parse((TESTS / "support" / "oidc_browser.py").read_text())
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert {name.split(".")[0] for name in imported} <= set(sys.stdlib_module_names) | {"__future__"}

@@ -22,8 +22,6 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from tests.support.patience import patient
-
 _PROMPT = re.compile(r'name="prompt" value="(login|consent)"')
 
 
@@ -58,7 +56,7 @@ def approve(
     data: bytes | None = None
     for _ in range(20):
         try:
-            response = opener.open(urllib.request.Request(url, data=data), timeout=patient(30))
+            response = opener.open(urllib.request.Request(url, data=data), timeout=30)
         except urllib.error.HTTPError as redirect:
             if redirect.code not in (302, 303):
                 raise
@@ -108,7 +106,7 @@ def _leave(url: str, deliver: bool, state: str | None) -> str:
         query = dict(urllib.parse.parse_qsl(parts.query)) | {"state": state}
         url = parts._replace(query=urllib.parse.urlencode(query)).geturl()
     if deliver:
-        with urllib.request.urlopen(url, timeout=patient(30)) as answer:
+        with urllib.request.urlopen(url, timeout=30) as answer:
             answer.read()
     return url
 
