@@ -140,7 +140,7 @@ class Floor:
     """The same IMAP work as our server, with raw imapclient on one warm, selected connection."""
 
     def __init__(self, dovecot: Dovecot, user: str) -> None:
-        self.client: IMAPClient = dovecot.connect(user, timeout=120)
+        self.client: IMAPClient = dovecot.connect(user, within=120)
         started = time.perf_counter()
         state = self.client.select_folder("INBOX", readonly=True)
         self.first_select_s = time.perf_counter() - started

@@ -99,7 +99,7 @@ def _next_pause(pause: float, interval: float) -> float:
 
 
 def eventually(
-    condition: Callable[[], T],
+    condition: Callable[[], T | None],
     *,
     within: float = 10.0,
     interval: float = 0.05,
@@ -111,7 +111,7 @@ def eventually(
     ``within`` is the wait on an idle machine (scaled by the run's patience); ``retry_on`` are the
     exceptions that mean "not yet" (others fail at once); ``what`` names the wait in the failure."""
     deadline = time.monotonic() + patient(within)
-    last: object = None
+    last: T | None = None
     error: BaseException | None = None
     pause = interval
     while True:
@@ -131,7 +131,7 @@ def eventually(
 
 
 async def eventually_async(
-    condition: Callable[[], Awaitable[T]],
+    condition: Callable[[], Awaitable[T | None]],
     *,
     within: float = 10.0,
     interval: float = 0.05,
@@ -140,7 +140,7 @@ async def eventually_async(
 ) -> T:
     """``eventually`` for a coroutine condition, pausing with ``asyncio.sleep``."""
     deadline = time.monotonic() + patient(within)
-    last: object = None
+    last: T | None = None
     error: BaseException | None = None
     pause = interval
     while True:
@@ -151,7 +151,7 @@ async def eventually_async(
             error = caught
         else:
             if last:
-                return last  # type: ignore[return-value]  # last holds a T here
+                return last
         left = deadline - time.monotonic()
         if left <= 0:
             raise _failure(what, within, last, error)
