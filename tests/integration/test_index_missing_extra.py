@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_readme import pinned
+from tests.support.patience import patient
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
@@ -57,7 +58,7 @@ def test_regression_index_with_an_engine_whose_extra_is_missing_answers_one_line
             capture_output=True,
             text=True,
             env=env,
-            timeout=60,
+            timeout=patient(60),
             check=False,
             stdin=subprocess.DEVNULL,
         )

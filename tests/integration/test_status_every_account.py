@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.patience import patient
+
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
 
 
@@ -19,7 +21,9 @@ def run(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
         "HOME": str(home),
         "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
     }
-    return subprocess.run([SERVER, *args], capture_output=True, text=True, env=env, timeout=60, check=False)
+    return subprocess.run(
+        [SERVER, *args], capture_output=True, text=True, env=env, timeout=patient(60), check=False
+    )
 
 
 def write_config(home: Path) -> tuple[Path, Path]:

@@ -47,10 +47,16 @@ ALLOWED: dict[tuple[str, str], str] = {
                 "response = opener.open(urllib.request.Request(url, data=data), timeout=30)",
             ),
             ("tests/support/oidc_browser.py", "with urllib.request.urlopen(url, timeout=30) as answer:"),
+            ("tests/support/oidc_browser.py", "urllib.request.build_opener(_Stay()).open(url, timeout=30)"),
         ],
         "runs as the BROWSER command login opens, a script of the standard library alone: it cannot import "
         "the suite's patience (it did, and every browser sign-in failed)",
     ),
+    (
+        "tests/support/local_attacker.py",
+        "with urllib.request.build_opener(_Stay()).open(request, timeout=10) as answer:",
+    ): "runs as another OS user, a script of the standard library alone (beside oidc_browser.py); a probe "
+    "that times out is one more refusal, nothing fails on it",
     (
         "tests/integration/test_sign_in_failures.py",
         "assert abs(issued - (time.time() + offset)) < 60, issued - time.time()  # moved 22 s at most",
