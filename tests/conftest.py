@@ -32,7 +32,8 @@ from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient, check_each_schema_once
 from tests.support.gmail import Gmail
 from tests.support.gmail_server import CAPABILITIES as GMAIL_CAPABILITIES
-from tests.support.matrix import MATRIX, SESSION_PASSWORD, MatrixServer
+from tests.support.inbox_only import folders_seen, verdict
+from tests.support.matrix import INBOX_ONLY_MARK, MATRIX, SESSION_PASSWORD, MatrixServer
 from tests.support.oauth2 import IntrospectionEndpoint
 from tests.support.oidc_provider import OidcProvider
 from tests.support.own_home import XDG_BASES, home_of_the_process, remove_home, violations
@@ -168,6 +169,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = kept
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """A test marked ``inbox_only`` (tests/support/matrix.py) is checked on Cyrus's default namespace:
+    it fails if it named a folder other than INBOX after all (tests/support/inbox_only.py)."""
+    callspec = getattr(item, "callspec", None)
+    if item.get_closest_marker(INBOX_ONLY_MARK) is None or callspec is None:
+        return (yield)
+    if "cyrus" not in callspec.params.values():
+        return (yield)
+    with folders_seen() as seen:
+        result = yield
+    reason = verdict(seen)
+    if reason:
+        pytest.fail(reason, pytrace=False)
+    return result
 
 
 @pytest.fixture(scope="session")

@@ -1,10 +1,13 @@
 """The servers of the matrix: the session fixtures ``dovecot``, ``cyrus``, ``cyrus_altns`` and
-``courier`` (tests/conftest.py), one password for all of them, and ``on_matrix`` to mark one server's
-run of a matrix test as a known product defect."""
+``courier`` (tests/conftest.py), one password for all of them, ``on_matrix`` to mark one server's run of
+a matrix test as a known product defect, and ``inbox_only`` (``INBOX_ONLY``) for a matrix test that names
+no folder but INBOX (it skips Cyrus's second namespace)."""
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import pytest
 
@@ -35,3 +38,29 @@ def on_matrix(**xfail: str) -> pytest.MarkDecorator:
         for name in MATRIX
     ]
     return pytest.mark.parametrize("imap_server", params, indirect=True)
+
+
+#: The marker of a test that names no folder but INBOX (:func:`inbox_only`).
+INBOX_ONLY_MARK = "inbox_only"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def inbox_only(servers: Sequence[str] = MATRIX, fixture: str = "imap_server") -> Callable[[F], F]:
+    """Run a test that names no folder but INBOX on ``servers`` (the parameters of its server
+    ``fixture``) but Cyrus's second namespace, which differs from its default one (``cyrus``) only in how
+    other folders are named. Its run on ``cyrus`` fails if it names another folder after all
+    (tests/support/inbox_only.py), so the mark cannot keep a folder's name from the second namespace."""
+    parametrize = pytest.mark.parametrize(
+        fixture, [name for name in servers if name != "cyrus_altns"], indirect=True
+    )
+
+    def mark(test: F) -> F:
+        marked: F = parametrize(getattr(pytest.mark, INBOX_ONLY_MARK)(test))
+        return marked
+
+    return mark
+
+
+#: :func:`inbox_only` for a test that requests ``imap_server``.
+INBOX_ONLY = inbox_only()
