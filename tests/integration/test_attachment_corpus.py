@@ -26,7 +26,7 @@ from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient, uid_of
 from tests.support.mail_state import flags_of
 from tests.support.mailgen import crlf, inner_message
-from tests.support.matrix import MatrixServer
+from tests.support.matrix import INBOX_ONLY, MatrixServer
 
 pytestmark = pytest.mark.anyio
 
@@ -134,6 +134,7 @@ async def test_every_document_reads_as_text_on_dovecot(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("corpus_mailbox", [list(SUBSET)], indirect=True)
+@INBOX_ONLY
 async def test_representative_documents_on_every_server(
     imap_server: MatrixServer, corpus_mailbox: dict[str, int], mcp: EnvelopeClient
 ) -> None:
@@ -169,6 +170,7 @@ def several(names: list[str]) -> bytes:
 EXTRACTED = ["pdf_text", "docx_tables", "pdf_encrypted", "pdf_flate_bomb", "pdf_multipage", "png_rgba"]
 
 
+@INBOX_ONLY
 async def test_get_message_extract_text_gives_each_document_its_text_and_failures_as_issues(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
