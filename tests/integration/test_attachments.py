@@ -26,7 +26,7 @@ from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient, uid_of
 from tests.support.mail_state import flags_of
 from tests.support.mailgen import crlf, inner_message
-from tests.support.matrix import MatrixServer
+from tests.support.matrix import INBOX_ONLY, MatrixServer
 from tests.support.round_trips import Plan, plain_settings, recording, rig
 
 pytestmark = pytest.mark.anyio
@@ -94,6 +94,7 @@ async def read_all_bytes(mcp: EnvelopeClient, mid: str, part_id: str, window: in
         assert data["next_action"]["arguments"]["offset_bytes"] == len(out)
 
 
+@INBOX_ONLY
 async def test_attachment_list_carries_part_ids_and_resource_uris(
     imap_server: MatrixServer, seeded: dict[str, int], mcp: EnvelopeClient
 ) -> None:
@@ -105,6 +106,7 @@ async def test_attachment_list_carries_part_ids_and_resource_uris(
         assert attachment["resource_uri"] == (f"{message['message_uri']}/attachment/{attachment['part_id']}")
 
 
+@INBOX_ONLY
 async def test_bytes_windows_return_the_decoded_attachment_and_leave_flags_alone(
     imap_server: MatrixServer, user: str, seeded: dict[str, int], mcp: EnvelopeClient
 ) -> None:
@@ -120,6 +122,7 @@ async def test_bytes_windows_return_the_decoded_attachment_and_leave_flags_alone
     assert flags_of(imap_server, user, "INBOX") == before
 
 
+@INBOX_ONLY
 async def test_html_attachment_as_text_drops_hidden_text(
     imap_server: MatrixServer, seeded: dict[str, int], mcp: EnvelopeClient
 ) -> None:
@@ -134,6 +137,7 @@ async def test_html_attachment_as_text_drops_hidden_text(
     assert data["truncated"] is False and data["next_action"] is None
 
 
+@INBOX_ONLY
 async def test_attached_message_reads_like_a_message(
     imap_server: MatrixServer, seeded: dict[str, int], mcp: EnvelopeClient
 ) -> None:
@@ -148,6 +152,7 @@ async def test_attached_message_reads_like_a_message(
     assert "numbers.csv" in text
 
 
+@INBOX_ONLY
 async def test_text_pages_with_offset_and_next_action(
     imap_server: MatrixServer, seeded: dict[str, int], mcp: EnvelopeClient
 ) -> None:
@@ -163,6 +168,7 @@ async def test_text_pages_with_offset_and_next_action(
     assert second["total_chars"] == first["total_chars"]
 
 
+@INBOX_ONLY
 async def test_part_id_failures_name_part_id(
     imap_server: MatrixServer, seeded: dict[str, int], mcp: EnvelopeClient
 ) -> None:
@@ -196,6 +202,7 @@ async def test_stale_uidvalidity_is_conflict(
     assert envelope["data"]["next_action"]["tool"] == "imap_search_messages"
 
 
+@INBOX_ONLY
 async def test_large_attachment_is_fetched_in_bounded_chunks(
     imap_server: MatrixServer,
     seeded: dict[str, int],
@@ -245,6 +252,7 @@ async def test_window_beyond_max_attachment_bytes_is_limit_exceeded(
         assert envelope["error"]["details"]["setting"] == "max_attachment_bytes"
 
 
+@INBOX_ONLY
 async def test_attachment_resources_serve_the_decoded_bytes_with_their_type(
     imap_server: MatrixServer, seeded: dict[str, int], config: Config
 ) -> None:
@@ -394,6 +402,7 @@ def active_attachments_message() -> bytes:
     return crlf(msg)
 
 
+@INBOX_ONLY
 async def test_regression_attachment_resources_never_serve_a_type_a_client_would_run(
     imap_server: MatrixServer, user: str, config: Config
 ) -> None:
