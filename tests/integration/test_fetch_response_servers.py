@@ -18,12 +18,13 @@ from mail_imap_mcp.imap.fetch import MESSAGE_ITEMS, summary_items
 from mail_imap_mcp.imap.fetch_response import _values, parse_fetch_response
 from tests.pure.test_fetch_response import typed
 from tests.support import mailgen
-from tests.support.matrix import MatrixServer
+from tests.support.matrix import INBOX_ONLY, MatrixServer
 
 HOSTILE = Path(__file__).parents[1] / "data" / "hostile"
 ITEM_SETS = [summary_items(200), summary_items(0), MESSAGE_ITEMS, ["FLAGS", "RFC822.SIZE"], ["ENVELOPE"]]
 
 
+@INBOX_ONLY
 def test_every_answer_parses_as_imapclient_parses_it(imap_server: MatrixServer, user: str) -> None:
     imap_server.seed(user, "INBOX", mailgen.corpus(60), flags=lambda i: "" if i % 3 else "\\Seen $Label")
     stored = 60
