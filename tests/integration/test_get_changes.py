@@ -25,7 +25,7 @@ from tests.support.clients import make_config, open_client
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.mailgen import plain_message
-from tests.support.matrix import MATRIX, MatrixServer
+from tests.support.matrix import MATRIX, MatrixServer, inbox_only
 from tests.support.readme import readme_block
 from tests.support.round_trips import Plan, Rig, plain_settings, recording, rig
 from tests.support.wire import Command, ImapRecorder, check_traffic
@@ -36,6 +36,8 @@ TOOL = "imap_get_changes"
 #: The servers: the matrix, a Dovecot that advertises nothing but IMAP4rev1 (no CONDSTORE), and one that
 #: advertises CONDSTORE and QRESYNC but whose mailboxes answer SELECT with NOMODSEQ (the digest's plan).
 SERVERS = (*MATRIX, "dovecot_rev1", "dovecot_nomodseq")
+#: A test of ``server`` that names no folder but INBOX runs on each of ``SERVERS`` but Cyrus's second namespace.
+INBOX_ONLY = inbox_only(SERVERS, fixture="server")
 #: The messages at the start and their flags.
 SEED = {"m0": "", "m1": "\\Seen", "m2": "", "m3": "\\Flagged", "m4": "", "m5": "\\Seen"}
 
@@ -119,6 +121,7 @@ def names_of(messages: list[dict[str, Any]]) -> list[str]:
     return [m["subject"].split("changes ", 1)[1] for m in messages]
 
 
+@INBOX_ONLY
 async def test_regression_an_expunge_made_while_the_changes_are_asked_is_named(
     client: tuple[EnvelopeClient, MatrixServer, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -152,6 +155,7 @@ async def test_regression_an_expunge_made_while_the_changes_are_asked_is_named(
         assert gone[0] in later["expunged"], later
 
 
+@INBOX_ONLY
 async def test_new_changed_and_expunged_are_exactly_what_another_client_did(
     client: tuple[EnvelopeClient, MatrixServer, str],
 ) -> None:
@@ -235,6 +239,7 @@ async def test_a_mailbox_recreated_since_the_token_is_a_conflict_that_starts_aga
     assert (quiet["new"], quiet["changed"], quiet["expunged"]) == ([], [], [])
 
 
+@INBOX_ONLY
 async def test_beyond_the_digest_bound_the_answer_says_what_it_cannot_tell(
     client: tuple[EnvelopeClient, MatrixServer, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -410,6 +415,7 @@ async def test_the_readme_loop_reports_each_change_once_pages_and_starts_again_a
     assert capsys.readouterr().out.count("new ") == 1
 
 
+@INBOX_ONLY
 async def test_the_other_tools_read_the_mailbox_as_before_once_changes_were_asked(
     client: tuple[EnvelopeClient, MatrixServer, str],
 ) -> None:
@@ -436,6 +442,7 @@ async def test_the_other_tools_read_the_mailbox_as_before_once_changes_were_aske
     assert read["message"]["subject"] == "changes m5"
 
 
+@INBOX_ONLY
 async def test_a_mailbox_larger_than_the_digest_with_the_default_bound(
     client: tuple[EnvelopeClient, MatrixServer, str],
 ) -> None:
@@ -476,6 +483,7 @@ async def test_a_mailbox_larger_than_the_digest_with_the_default_bound(
     assert (again["new"], again["changed"], again["expunged"]) == ([], [], [])
 
 
+@INBOX_ONLY
 async def test_a_token_stays_within_300_characters_where_expunges_scattered_the_uids(
     client: tuple[EnvelopeClient, MatrixServer, str],
 ) -> None:
@@ -513,6 +521,7 @@ async def test_a_token_stays_within_300_characters_where_expunges_scattered_the_
         assert counted and "newest 300 " not in counted[0], warnings
 
 
+@INBOX_ONLY
 async def test_a_mailbox_emptied_since_the_token_names_every_message_gone(
     client: tuple[EnvelopeClient, MatrixServer, str],
 ) -> None:
