@@ -21,7 +21,7 @@ from tests.support import mailgen
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient, uid_of
 from tests.support.mailgen import crlf
-from tests.support.matrix import MatrixServer
+from tests.support.matrix import INBOX_ONLY, MatrixServer
 
 pytestmark = pytest.mark.anyio
 
@@ -71,6 +71,7 @@ async def message_id(mcp: EnvelopeClient, uid: int) -> str:
     return next(m["message_id"] for m in data["messages"] if uid_of(m) == uid)
 
 
+@INBOX_ONLY
 async def test_get_message_returns_headers_body_and_attachments(
     imap_server: MatrixServer, mailbox: dict[str, int], mcp: EnvelopeClient
 ) -> None:
@@ -129,6 +130,7 @@ async def test_get_message_returns_headers_body_and_attachments(
     assert "body" in compact["data"]["untrusted_content"]
 
 
+@INBOX_ONLY
 async def test_include_all_headers_and_no_headers(
     imap_server: MatrixServer, mailbox: dict[str, int], mcp: EnvelopeClient
 ) -> None:
@@ -142,6 +144,7 @@ async def test_include_all_headers_and_no_headers(
     assert none["message"]["headers"] == {}
 
 
+@INBOX_ONLY
 async def test_html_only_mail_yields_readable_text_markdown_and_safe_html(
     imap_server: MatrixServer, mailbox: dict[str, int], mcp: EnvelopeClient
 ) -> None:
@@ -164,6 +167,7 @@ async def test_html_only_mail_yields_readable_text_markdown_and_safe_html(
         assert forbidden not in html
 
 
+@INBOX_ONLY
 async def test_html_format_strips_script_from_alternative_part(
     imap_server: MatrixServer, mailbox: dict[str, int], mcp: EnvelopeClient
 ) -> None:
@@ -175,6 +179,7 @@ async def test_html_format_strips_script_from_alternative_part(
     assert "steal" not in html["body_html"]
 
 
+@INBOX_ONLY
 async def test_body_is_truncated_at_body_max_chars_with_a_warning(
     imap_server: MatrixServer, mailbox: dict[str, int], mcp: EnvelopeClient
 ) -> None:
@@ -186,6 +191,7 @@ async def test_body_is_truncated_at_body_max_chars_with_a_warning(
     assert any("body_max_chars" in w for w in envelope["meta"]["warnings"])
 
 
+@INBOX_ONLY
 async def test_message_with_25mb_attachment_fetches_only_the_text_part(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient, fetch_log: list[tuple[list[str], int]]
 ) -> None:
@@ -220,6 +226,7 @@ async def test_stale_uidvalidity_in_message_id_is_conflict(
         assert envelope["data"]["next_action"]["tool"] == "imap_search_messages"
 
 
+@INBOX_ONLY
 async def test_deleted_message_is_not_found(
     imap_server: MatrixServer, user: str, mailbox: dict[str, int], mcp: EnvelopeClient
 ) -> None:
@@ -260,6 +267,7 @@ async def test_message_id_of_unknown_account_or_mailbox(
     await mcp.fail("imap_get_message", {"message_id": "imap:default:Nope:1:1"}, "not_found")
 
 
+@INBOX_ONLY
 async def test_raw_windows_page_through_the_exact_source(
     imap_server: MatrixServer, user: str, mailbox: dict[str, int], mcp: EnvelopeClient
 ) -> None:
@@ -292,6 +300,7 @@ async def test_raw_windows_page_through_the_exact_source(
     assert source == expected
 
 
+@INBOX_ONLY
 async def test_raw_window_past_the_end_is_empty_and_not_truncated(
     imap_server: MatrixServer, mailbox: dict[str, int], mcp: EnvelopeClient
 ) -> None:
@@ -312,6 +321,7 @@ async def test_raw_window_is_bounded(mcp: EnvelopeClient) -> None:
     assert envelope["error"]["details"]["parameter"] == "max_bytes"
 
 
+@INBOX_ONLY
 async def test_message_uris_resolve_as_resources(
     imap_server: MatrixServer, mailbox: dict[str, int], config: Config
 ) -> None:
@@ -353,6 +363,7 @@ async def test_resource_uri_of_a_nested_mailbox(imap_server: MatrixServer, user:
         assert envelope["data"]["message"]["subject"] == "old"
 
 
+@INBOX_ONLY
 async def test_attachment_list_is_bounded_with_a_warning(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
@@ -374,6 +385,7 @@ async def test_attachment_list_is_bounded_with_a_warning(
     assert any(f"{MAX_LISTED_ATTACHMENTS + 20} attachment parts" in w for w in envelope["meta"]["warnings"])
 
 
+@INBOX_ONLY
 async def test_unclosed_svg_does_not_hide_the_rest_of_an_html_body(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
@@ -408,6 +420,7 @@ REPLY = (
 )
 
 
+@INBOX_ONLY
 async def test_snippets_and_new_text_only_give_what_the_sender_wrote(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
@@ -432,6 +445,7 @@ async def test_snippets_and_new_text_only_give_what_the_sender_wrote(
     assert refused["error"]["details"]["parameter"] == "new_text_only"
 
 
+@INBOX_ONLY
 async def test_a_reply_that_is_all_quote_keeps_its_body(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
