@@ -12,11 +12,12 @@ from __future__ import annotations
 import pytest
 
 from tests.support.envelope_client import EnvelopeClient, uid_of
-from tests.support.matrix import MatrixServer
+from tests.support.matrix import INBOX_ONLY, MatrixServer
 
 pytestmark = pytest.mark.anyio
 
 
+@INBOX_ONLY
 async def test_regression_html_message_without_mime_version_reads_as_text_without_hidden_content(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
@@ -71,6 +72,7 @@ async def test_regression_html_message_without_mime_version_reads_as_text_withou
     assert getattr(blob, "blob", None) == "JVBERi0="
 
 
+@INBOX_ONLY
 async def test_regression_summary_of_a_multipart_without_mime_version_says_it_has_attachments(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
