@@ -12,7 +12,7 @@ import pytest
 from tests.support.clients import AccountFactory, make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.mailgen import plain_message
-from tests.support.matrix import MatrixServer
+from tests.support.matrix import INBOX_ONLY, MatrixServer
 
 pytestmark = pytest.mark.anyio
 
@@ -60,6 +60,7 @@ DISGUISED = plain_message(
 )
 
 
+@INBOX_ONLY
 async def test_authentication_and_sender_warnings(
     imap_server: MatrixServer, user: str, account: AccountFactory
 ) -> None:
