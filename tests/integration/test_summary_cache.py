@@ -21,7 +21,7 @@ from tests.support.clients import make_config, open_client
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient, uid_of
 from tests.support.mail_state import change_inbox
-from tests.support.matrix import MatrixServer
+from tests.support.matrix import INBOX_ONLY, MatrixServer
 
 pytestmark = pytest.mark.anyio
 
@@ -58,6 +58,7 @@ def parsed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return seen
 
 
+@INBOX_ONLY
 async def test_a_page_seen_before_asks_only_for_flags_and_answers_the_same(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient, fetch_log: FetchLog, parsed: list[int]
 ) -> None:
@@ -76,6 +77,7 @@ async def test_a_page_seen_before_asks_only_for_flags_and_answers_the_same(
         assert all(b"\\Seen" not in flags for flags in direct.get_flags(direct.search("ALL")).values())
 
 
+@INBOX_ONLY
 async def test_a_flag_changed_elsewhere_shows_on_a_page_seen_before(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient, fetch_log: FetchLog
 ) -> None:
@@ -97,6 +99,7 @@ async def test_a_flag_changed_elsewhere_shows_on_a_page_seen_before(
     ]
 
 
+@INBOX_ONLY
 async def test_a_new_message_is_fetched_and_parsed_and_the_kept_ones_give_only_their_flags(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient, fetch_log: FetchLog, parsed: list[int]
 ) -> None:
@@ -141,6 +144,7 @@ async def test_the_flags_of_kept_messages_ride_with_the_fetch_of_new_ones(
     assert seen[100][1] == 2
 
 
+@INBOX_ONLY
 async def test_a_message_expunged_elsewhere_leaves_a_page_seen_before(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
@@ -154,6 +158,7 @@ async def test_a_message_expunged_elsewhere_leaves_a_page_seen_before(
     assert again["messages"][:4] == [first["messages"][0], *first["messages"][2:5]]
 
 
+@INBOX_ONLY
 async def test_the_snippet_length_is_part_of_what_is_kept(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient, fetch_log: FetchLog
 ) -> None:
@@ -186,6 +191,7 @@ async def test_a_recreated_mailbox_never_shows_what_was_kept_for_its_old_uidvali
     assert all(m["snippet"] == "new body" for m in after["messages"])
 
 
+@INBOX_ONLY
 async def test_with_summary_cache_entries_zero_every_page_fetches_the_content(
     imap_server: MatrixServer, user: str, account: Any, fetch_log: FetchLog, parsed: list[int]
 ) -> None:
