@@ -22,7 +22,7 @@ from tests.support.clients import make_config, open_client
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.mail_state import flags_of
-from tests.support.matrix import SESSION_PASSWORD, MatrixServer
+from tests.support.matrix import INBOX_ONLY, SESSION_PASSWORD, MatrixServer
 
 pytestmark = pytest.mark.anyio
 
@@ -234,6 +234,7 @@ async def test_a_message_without_any_ids_is_its_own_conversation(
     assert "thread_root" not in data  # unknown: absent in the compact shape
 
 
+@INBOX_ONLY
 async def test_bad_and_stale_ids(imap_server: MatrixServer, user: str, mcp: EnvelopeClient) -> None:
     imap_server.seed(user, "INBOX", [message("only", 0, "Only")])
     (only,) = (await mcp.ok("imap_search_messages", {"fields": "full"}))["messages"]
