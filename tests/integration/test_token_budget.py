@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.clients import AccountFactory, make_config, open_client
 from tests.support.envelope_client import EnvelopeClient, check_envelope
-from tests.support.matrix import MatrixServer
+from tests.support.matrix import INBOX_ONLY, MatrixServer
 from tests.support.realmail import OWNER, realistic_corpus, realistic_flags
 from tests.support.token_figures import GOAL_ENVELOPE, GOAL_SUMMARY_NON_SNIPPET, ShapeFigures
 
@@ -34,6 +34,7 @@ async def _page(mcp: EnvelopeClient, arguments: dict[str, Any], figures: ShapeFi
     return data
 
 
+@INBOX_ONLY
 async def test_compact_pages_of_realistic_mail_stay_within_the_byte_budget(
     imap_server: MatrixServer, user: str, account: AccountFactory
 ) -> None:
