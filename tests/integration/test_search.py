@@ -19,7 +19,7 @@ from tests.support.cursors import forge_cursor
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient, uid_of
 from tests.support.mail_state import flags_of
-from tests.support.matrix import MatrixServer
+from tests.support.matrix import INBOX_ONLY, MatrixServer
 from tests.support.round_trips import plain_settings, recording, rig
 
 pytestmark = pytest.mark.anyio
@@ -44,6 +44,7 @@ async def page_all(mcp: EnvelopeClient, arguments: dict[str, Any]) -> list[dict[
     return messages
 
 
+@INBOX_ONLY
 async def test_newest_first_with_decoded_fields_and_a_body_snippet(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
@@ -108,6 +109,7 @@ async def test_newest_first_with_decoded_fields_and_a_body_snippet(
     assert "messages[].snippet" in full["untrusted_content"]["fields"]
 
 
+@INBOX_ONLY
 async def test_compact_to_calls_the_accounts_own_address_me_and_leaves_out_mail_to_it_alone(
     imap_server: MatrixServer, user: str, account: AccountFactory
 ) -> None:
@@ -154,6 +156,7 @@ async def test_compact_to_calls_the_accounts_own_address_me_and_leaves_out_mail_
         assert accounts[0]["addresses"] == ["someone@else.example", "user@example.org"]
 
 
+@INBOX_ONLY
 async def test_snippet_comes_from_html_when_there_is_no_text_part(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
@@ -166,6 +169,7 @@ async def test_snippet_comes_from_html_when_there_is_no_text_part(
     assert message["snippet"] == "Hi there"
 
 
+@INBOX_ONLY
 async def test_snippet_chars_bounds_and_zero_disables(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
@@ -176,6 +180,7 @@ async def test_snippet_chars_bounds_and_zero_disables(
     assert "snippet" not in none
 
 
+@INBOX_ONLY
 async def test_paging_with_cursors_returns_every_message_once(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
@@ -185,6 +190,7 @@ async def test_paging_with_cursors_returns_every_message_once(
     assert uids == list(range(57, 0, -1))
 
 
+@INBOX_ONLY
 async def test_paging_does_not_skip_or_repeat_when_mail_arrives_and_is_deleted_meanwhile(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
@@ -210,6 +216,7 @@ async def test_paging_does_not_skip_or_repeat_when_mail_arrives_and_is_deleted_m
     assert set(range(20, 0, -1)) - {15} <= set(uids)
 
 
+@INBOX_ONLY
 async def test_cursor_survives_a_server_restart(imap_server: MatrixServer, user: str, config: Config) -> None:
     imap_server.seed(user, "INBOX", list(mailgen.corpus(25)))
     async for mcp in open_client(config):
@@ -229,6 +236,7 @@ async def test_garbled_cursor_is_invalid_input(mcp: EnvelopeClient) -> None:
     assert "without a cursor" in envelope["error"]["message"]
 
 
+@INBOX_ONLY
 async def test_tampered_cursor_is_invalid_input(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
@@ -284,6 +292,7 @@ async def test_cursor_after_uidvalidity_change_is_conflict_with_a_rerun(
     await mcp.ok("imap_search_messages", rerun["arguments"])
 
 
+@INBOX_ONLY
 async def test_filters_match_what_they_say(imap_server: MatrixServer, user: str, mcp: EnvelopeClient) -> None:
     messages = [
         dated(0, "Invoice 1", "pay now", from_="Billing <billing@shop.example>"),
@@ -316,6 +325,7 @@ async def test_filters_match_what_they_say(imap_server: MatrixServer, user: str,
     assert await uids(subject="no such subject") == []
 
 
+@INBOX_ONLY
 async def test_last_days_filters_by_recent_date(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
@@ -534,6 +544,7 @@ async def test_reading_never_changes_flags(imap_server: MatrixServer, user: str,
     assert any(not flags for flags in before.values()), "some messages must start unread"
 
 
+@INBOX_ONLY
 def test_flag_snapshot_helper_sees_seen_flags(imap_server: MatrixServer) -> None:
     # Guards the read-only test above against a helper that could never see a change.
     user = imap_server.new_user()
@@ -547,6 +558,7 @@ def test_flag_snapshot_helper_sees_seen_flags(imap_server: MatrixServer) -> None
     assert flags_of(imap_server, user, "INBOX") == {1: (b"\\Seen",)}
 
 
+@INBOX_ONLY
 async def test_server_refusing_utf8_search_is_reported_not_silently_empty(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -577,6 +589,7 @@ async def test_server_refusing_utf8_search_is_reported_not_silently_empty(
     assert (await mcp.ok("imap_search_messages", {"subject": "Gr"}))["total"] == 1
 
 
+@INBOX_ONLY
 async def test_decomposed_search_text_is_sent_as_nfc_and_its_cursor_fits_the_nfc_query(
     imap_server: MatrixServer, user: str, account: AccountFactory
 ) -> None:
