@@ -24,7 +24,7 @@ from tests.support.clients import make_config, open_client
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.mail_state import change_inbox
-from tests.support.matrix import SESSION_PASSWORD, MatrixServer
+from tests.support.matrix import INBOX_ONLY, SESSION_PASSWORD, MatrixServer
 from tests.support.round_trips import logged_cost
 from tests.support.wire import ImapRecorder
 
@@ -78,6 +78,7 @@ def by_sent_date(tag: str, indexes: list[int], n: int = N) -> list[str]:
 # ------------------------------------------------------------------------------------------ date order
 
 
+@INBOX_ONLY
 async def test_date_order_pages_by_sent_date_not_arrival(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
@@ -93,6 +94,7 @@ async def test_date_order_pages_by_sent_date_not_arrival(
     assert pages[-1]["next_action"]["tool"] == "imap_get_message"
 
 
+@INBOX_ONLY
 async def test_date_order_with_a_filter(imap_server: MatrixServer, user: str, mcp: EnvelopeClient) -> None:
     messages, arrivals = shuffled()
     imap_server.seed(user, "INBOX", messages, internaldates=arrivals)
@@ -103,6 +105,7 @@ async def test_date_order_with_a_filter(imap_server: MatrixServer, user: str, mc
     assert pages[0]["total"] == len(wanted)
 
 
+@INBOX_ONLY
 async def test_date_order_stays_stable_when_mail_arrives_and_is_deleted_between_pages(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
@@ -123,6 +126,7 @@ async def test_date_order_stays_stable_when_mail_arrives_and_is_deleted_between_
     assert subjects(rest) == [s for s in expected[6:] if s != expected[12]]
 
 
+@INBOX_ONLY
 async def test_date_order_continues_by_date_when_the_page_s_last_messages_were_deleted(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
@@ -145,6 +149,7 @@ async def test_sort_rejects_unknown_values(mcp: EnvelopeClient) -> None:
     assert "sort" in envelope["error"]["message"]
 
 
+@INBOX_ONLY
 async def test_a_date_cursor_does_not_fit_an_arrival_search_and_back(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
