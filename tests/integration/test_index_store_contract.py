@@ -3,7 +3,8 @@ PostgreSQL (the session's throwaway cluster) are given the same messages and wri
 the language (``test_index_query_language.QUERIES``) finds the same messages in each, in folders named
 as each server of the matrix names them (Dovecot beside INBOX, Cyrus's ``/`` namespace, Courier below
 ``INBOX.``); each refuses what the index cannot answer alike. That SQLite's answers equal the server's
-own SEARCH is proved end to end on every server (test_index_query_language, test_index_search); each
+own SEARCH is proved end to end on every server (test_index_query_language, test_index_search); Gmail's
+labels and global ids are kept and found alike too; each
 engine's own paths (its build and resume, freshness under concurrent writes, paging, locks, faults) run
 end to end on it (docs/index.md lists where)."""
 
@@ -13,7 +14,7 @@ import datetime as dt
 import itertools
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from email import message_from_bytes, policy
 from email.message import EmailMessage
 from pathlib import Path
@@ -24,6 +25,7 @@ from mail_imap_mcp.config import AccountConfig, IndexSettings
 from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.store import FolderState, IndexedMessage, IndexStore, Unsupported
+from mail_imap_mcp.query import EVERYTHING, Label, Query
 from mail_imap_mcp.query.parse import Anywhere, InMailbox, ParsedQuery, parse
 from tests.integration.test_index_query_language import QUERIES
 from tests.integration.test_query_language import INBOX, INBOX_ARRIVALS, INBOX_FLAGS, NOW, message
@@ -76,6 +78,10 @@ class Stores:
     def update(self, folder: str, flags: dict[int, tuple[str, ...]], removed: list[int]) -> None:
         for store in self.stores.values():
             store.update(store.folders()[folder], flags=flags, removed=removed)
+
+    def update_labels(self, folder: str, labels: dict[int, tuple[str, ...]]) -> None:
+        for store in self.stores.values():
+            store.update(store.folders()[folder], flags={}, removed=(), labels=labels)
 
     def drop(self, folder: str) -> None:
         for store in self.stores.values():
@@ -234,3 +240,31 @@ def test_a_folders_state_reads_back_alike_on_every_engine(stores: Stores) -> Non
         assert store.folders()[state.name] == state, name
         assert store.uids(NAMINGS["courier"]["archive"]) == [3], name
         assert store.flags_of(NAMINGS["dovecot"]["archive"]) == expected_flags, name
+
+
+def test_gmail_labels_and_global_ids_are_kept_and_found_alike_on_every_engine(stores: Stores) -> None:
+    """A message with the server's own id is one row wherever it is shown (Trash replaces All Mail's),
+    ``label:`` answers from its stored labels, a label changed by a sync shows, and each hit carries its
+    labels: alike on every engine (what test_index_gmail runs end to end on SQLite)."""
+    every = ["[Gmail]/All Mail", "[Gmail]/Trash"]
+    labels = (("\\Inbox", "\\Important", "Work"), ("\\Inbox",), ("Work",), ())
+    kept = [
+        replace(indexed(uid, INBOX[uid]), global_id=70 + uid, labels=labels[uid - 1]) for uid in (1, 2, 3, 4)
+    ]
+    stores.put(every[0], kept)
+    stores.put(every[1], [replace(kept[3], uid=9, labels=())], uidvalidity=9)
+
+    def alike(query: Query) -> set[tuple[str, int]]:
+        found = stores.found(ParsedQuery(query), every)
+        assert found["sqlite+tantivy"] == found["postgresql"] == found["sqlite"], (query, found)
+        return found["sqlite"]
+
+    assert alike(EVERYTHING) == {(every[0], 1), (every[0], 2), (every[0], 3), (every[1], 9)}
+    assert alike(Label("work")) == {(every[0], 1), (every[0], 3)}
+    assert alike(Label("inbox")) == {(every[0], 1), (every[0], 2)} == alike(Label("\\Inbox"))
+    stores.update_labels(every[0], {2: ("\\Inbox", "Travel")})
+    assert alike(Label("travel")) == {(every[0], 2)}
+    for name, store in stores.stores.items():
+        assert store.count() == 4, name
+        page = store.search(Label("travel"), folders=every, order="date", limit=5, offset=0)
+        assert [hit.labels for hit in page.hits] == [("\\Inbox", "Travel")], name
