@@ -32,7 +32,7 @@ from tests.support.dovecot import Dovecot
 from tests.support.faultproxy import FaultProxy
 from tests.support.http_server import http_client, http_config, new_token, start_http_server
 from tests.support.linkproxy import LinkProxy
-from tests.support.matrix import SESSION_PASSWORD, MatrixServer
+from tests.support.matrix import SESSION_PASSWORD, MatrixServer, inbox_only
 from tests.support.patience import eventually_async
 from tests.support.updates import Updates, append, expunge_first, flag_first
 
@@ -94,9 +94,7 @@ async def no_update_after(updates: Updates, server: MatrixServer, user: str, uri
     assert updates.since(started, uri) == []
 
 
-@pytest.mark.parametrize(
-    "imap_server", ["dovecot", "cyrus", "cyrus_altns", "courier", "dovecot_rev1"], indirect=True
-)
+@inbox_only(("dovecot", "cyrus", "cyrus_altns", "courier", "dovecot_rev1"))
 async def test_a_subscribed_mailbox_reports_each_change_by_another_client_within_2_s(
     imap_server: MatrixServer, user: str, account: AccountFactory
 ) -> None:
