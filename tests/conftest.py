@@ -32,6 +32,7 @@ from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient, check_each_schema_once
 from tests.support.gmail import Gmail
 from tests.support.gmail_server import CAPABILITIES as GMAIL_CAPABILITIES
+from tests.support.identity_provider import IdentityProvider
 from tests.support.inbox_only import folders_seen, verdict
 from tests.support.matrix import INBOX_ONLY_MARK, MATRIX, SESSION_PASSWORD, MatrixServer
 from tests.support.oauth2 import IntrospectionEndpoint
@@ -41,6 +42,7 @@ from tests.support.patience import describe as describe_patience
 from tests.support.postgres import ENGINES, IndexEngineParam, PostgresServer
 from tests.support.run_lifetime import end_run_on_sigterm
 from tests.support.secret_service import SecretService, running_secret_service
+from tests.support.team import MASTER_LOGINS
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -271,6 +273,23 @@ def oidc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OidcProvider]:
 def oidc_dovecot(oidc: OidcProvider) -> Iterator[Dovecot]:
     """A Dovecot whose ``oauth2`` passdb asks ``oidc``'s introspection endpoint about every token."""
     yield from _serve(Dovecot(oauth2_introspection_url=oidc.introspection_url, password=SESSION_PASSWORD))
+
+
+@pytest.fixture(scope="session")
+def idp() -> Iterator[IdentityProvider]:
+    """The authorization server of the ``[http.auth]`` tests (tests/support/identity_provider.py), one
+    per test process: each test signs tokens for fresh users, and reads its request counts as
+    differences."""
+    with IdentityProvider() as provider:
+        yield provider
+
+
+@pytest.fixture(scope="session")
+def master_dovecot() -> Iterator[Dovecot]:
+    """A Dovecot whose master user logs in as any of its users (``MASTER_LOGINS``, tests/support/team.py),
+    one per test process: each test makes users of its own."""
+    with Dovecot(extra_config=MASTER_LOGINS) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
