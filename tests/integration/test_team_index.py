@@ -12,7 +12,7 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from tests.support.envelope_client import EnvelopeClient
 from tests.support.http_server import SERVER, HttpServer, http_client
 from tests.support.identity_provider import IdentityProvider
 from tests.support.patience import eventually, patient
-from tests.support.team import MASTER_LOGINS, serve_per_user
+from tests.support.team import serve_per_user
 
 pytestmark = pytest.mark.anyio
 
@@ -35,18 +35,6 @@ RANKED = "best match first"
 ALICES_WORD, BOBS_WORD = "kiwiword", "mangoword"
 #: The name of a team user's index file: the account, ``~``, a 24-hex-digit keyed tag.
 USER_FILE = re.compile(r"^own~[0-9a-f]{24}\.sqlite3(-wal|-shm)?$")
-
-
-@pytest.fixture(scope="module")
-def master_dovecot() -> Iterator[Dovecot]:
-    with Dovecot(extra_config=MASTER_LOGINS) as server:
-        yield server
-
-
-@pytest.fixture
-def idp() -> Iterator[IdentityProvider]:
-    with IdentityProvider() as provider:
-        yield provider
 
 
 @pytest.fixture
