@@ -40,7 +40,7 @@ from tests.support.index_clients import index_config, wait_ready
 from tests.support.matrix import MatrixServer
 from tests.support.patience import patient
 from tests.support.postgres import PASSWORD_ENV, PostgresServer, index_table, on_engine
-from tests.support.team import MASTER_LOGINS, serve_per_user
+from tests.support.team import serve_per_user
 
 pytestmark = pytest.mark.anyio
 
@@ -200,18 +200,6 @@ async def test_a_schema_of_a_newer_release_is_refused_saying_so_and_the_server_a
 
 
 # -- team users ------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def master_dovecot() -> Iterator[Dovecot]:
-    with Dovecot(extra_config=MASTER_LOGINS) as server:
-        yield server
-
-
-@pytest.fixture
-def idp() -> Iterator[IdentityProvider]:
-    with IdentityProvider() as provider:
-        yield provider
 
 
 def schemas(url: str, password: str) -> dict[str, int]:
