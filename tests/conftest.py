@@ -241,6 +241,13 @@ def dovecot_rev1() -> Iterator[Dovecot]:
 
 
 @pytest.fixture(scope="session")
+def dovecot_without_uidplus() -> Iterator[Dovecot]:
+    """A Dovecot advertising neither UIDPLUS nor MOVE (nor SPECIAL-USE: a test configures its Trash), for
+    the writes that must do without them."""
+    yield from _serve(Dovecot(capabilities="IMAP4rev1 LITERAL+ UNSELECT", password=SESSION_PASSWORD))
+
+
+@pytest.fixture(scope="session")
 def dovecot_nomodseq() -> Iterator[Dovecot]:
     """A Dovecot that advertises CONDSTORE and QRESYNC but keeps its indexes in memory, so every mailbox
     answers SELECT with ``NOMODSEQ`` (RFC 7162 3.1.2: no MODSEQ, and CHANGEDSINCE is refused with BAD)."""
