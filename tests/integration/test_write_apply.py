@@ -14,7 +14,7 @@ import json
 import logging
 import re
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -30,7 +30,7 @@ from tests.support.envelope_client import EnvelopeClient
 from tests.support.faultproxy import FaultProxy
 from tests.support.mail_state import MessageIdCounts, message_id_counts
 from tests.support.mailgen import plain_message
-from tests.support.matrix import SESSION_PASSWORD, MatrixServer
+from tests.support.matrix import MatrixServer
 
 pytestmark = pytest.mark.anyio
 
@@ -394,21 +394,14 @@ async def test_delete_without_a_trash_names_the_setting(
 # --------------------------------------------------------------------- a server without UIDPLUS/MOVE
 
 
-@pytest.fixture(scope="module")
-def bare_dovecot() -> Iterator[Dovecot]:
-    """A Dovecot advertising neither UIDPLUS nor MOVE (nor SPECIAL-USE: its Trash is configured)."""
-    with Dovecot(capabilities="IMAP4rev1 LITERAL+ UNSELECT", password=SESSION_PASSWORD) as server:
-        yield server
-
-
-async def test_without_uidplus_and_move_only_copy_works(bare_dovecot: Dovecot) -> None:
+async def test_without_uidplus_and_move_only_copy_works(dovecot_without_uidplus: Dovecot) -> None:
     """Move, delete to Trash and permanent delete are refused (they would need a mailbox-wide EXPUNGE),
     nothing changed; copy works, with no new ids (no COPYUID) and a note saying so."""
-    user = bare_dovecot.new_user()
-    setup_user(bare_dovecot, user, ["one"])
-    settings = account_settings(bare_dovecot, user, trash_mailbox="Trash")
+    user = dovecot_without_uidplus.new_user()
+    setup_user(dovecot_without_uidplus, user, ["one"])
+    settings = account_settings(dovecot_without_uidplus, user, trash_mailbox="Trash")
     config = make_config({"default": settings}, write_enabled=True, allow_permanent_delete=True)
-    start = clean(message_id_counts(bare_dovecot, user))
+    start = clean(message_id_counts(dovecot_without_uidplus, user))
     async for mcp in open_client(config):
         (one,) = [i for s, i in (await ids_by_subject(mcp)).items() if s == "one"]
         for args in (
@@ -419,7 +412,7 @@ async def test_without_uidplus_and_move_only_copy_works(bare_dovecot: Dovecot) -
         ):
             envelope = await mcp.fail(TOOL, args, "permission_denied")
             assert "UIDPLUS" in envelope["error"]["details"]["missing_capability"], envelope["error"]
-        assert clean(message_id_counts(bare_dovecot, user)) == start
+        assert clean(message_id_counts(dovecot_without_uidplus, user)) == start
         envelope = await mcp.call(
             TOOL, {"message_ids": [one], "action": "copy", "destination_mailbox": "Archive"}
         )
@@ -429,7 +422,7 @@ async def test_without_uidplus_and_move_only_copy_works(bare_dovecot: Dovecot) -
         assert any("new_message_id is null" in w for w in envelope["meta"]["warnings"])
     expected = {name: Counter(found) for name, found in start.items()}
     expected["Archive"][mid_of("one")] += 1
-    assert clean(message_id_counts(bare_dovecot, user)) == clean(expected)
+    assert clean(message_id_counts(dovecot_without_uidplus, user)) == clean(expected)
 
 
 # ------------------------------------------------------------------ a connection lost after the MOVE
