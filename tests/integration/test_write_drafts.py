@@ -12,7 +12,6 @@ a Dovecot without UIDPLUS from a search by Message-ID; a connection reset after 
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,7 +25,7 @@ from tests.support.envelope_client import EnvelopeClient
 from tests.support.faultproxy import FaultProxy
 from tests.support.mail_state import MessageIdListing, message_id_listing
 from tests.support.mailgen import plain_message
-from tests.support.matrix import SESSION_PASSWORD, MatrixServer
+from tests.support.matrix import MatrixServer
 
 pytestmark = pytest.mark.anyio
 
@@ -244,12 +243,6 @@ async def test_writes_off_or_no_drafts_folder_saves_nothing(
 
 
 # -------------------------------------------------------------------------- a server without UIDPLUS
-
-
-@pytest.fixture(scope="module")
-def dovecot_without_uidplus() -> Iterator[Dovecot]:
-    with Dovecot(capabilities="IMAP4rev1 LITERAL+ UNSELECT", password=SESSION_PASSWORD) as server:
-        yield server
 
 
 async def test_without_uidplus_the_draft_is_found_by_its_message_id(dovecot_without_uidplus: Dovecot) -> None:
