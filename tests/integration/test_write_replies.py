@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_write_drafts import added, dovecot_without_uidplus, drafts_for, read
+from tests.integration.test_write_drafts import added, drafts_for, read
 from tests.support.accounts import account_settings
 from tests.support.clients import AccountFactory, make_config, open_client
 from tests.support.dovecot import Dovecot
@@ -24,7 +24,6 @@ from tests.support.matrix import MatrixServer
 
 pytestmark = pytest.mark.anyio
 
-__all__ = ["dovecot_without_uidplus"]  # the fixture, used here too
 
 TOOL = "imap_save_draft"
 ADDRESSES = ["user@example.org", "user.alias@example.org"]
