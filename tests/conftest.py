@@ -180,9 +180,11 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     callspec = getattr(item, "callspec", None)
     if item.get_closest_marker(INBOX_ONLY_MARK) is None or callspec is None:
         return (yield)
-    if "cyrus" not in callspec.params.values():
+    fixture = next((name for name, value in callspec.params.items() if value == "cyrus"), None)
+    if fixture is None:
         return (yield)
-    with folders_seen() as seen:
+    server: Cyrus = item.funcargs[fixture]  # type: ignore[attr-defined]
+    with folders_seen({server.plain_port, server.tls_port}) as seen:
         result = yield
     reason = verdict(seen)
     if reason:

@@ -1,13 +1,13 @@
 """The check behind ``INBOX_ONLY`` (tests/support/matrix.py): the folders a test names over IMAP, in
-every command imaplib sends in the test's process (the product's and the test's own), and those other
-than INBOX among them. A test marked so runs on Cyrus's default namespace under this check, which fails
-it when it named another folder (then it belongs on Cyrus's second namespace too) or sent nothing that
-could tell."""
+every command imaplib sends to the server under test from the test's process (the product's and the
+test's own), and those other than INBOX among them. A test marked so runs on Cyrus's default namespace
+under this check, which fails it when it named another folder (then it belongs on Cyrus's second
+namespace too) or sent nothing that could tell."""
 
 from __future__ import annotations
 
 import imaplib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,14 +68,16 @@ class Seen:
 
 
 @contextmanager
-def folders_seen() -> Iterator[Seen]:
-    """Record every IMAP command imaplib sends meanwhile (from any thread of this process)."""
+def folders_seen(ports: Collection[int]) -> Iterator[Seen]:
+    """Record every IMAP command imaplib sends meanwhile to ``ports`` (the server under test's), from
+    any thread of this process."""
     seen = Seen()
     original = getattr(imaplib.IMAP4, _SEND)
 
     def recording(self: imaplib.IMAP4, name: str, *arguments: Any) -> Any:
-        seen.commands += 1
-        seen.folders |= folders_named(name, arguments)
+        if getattr(self, "port", None) in ports:
+            seen.commands += 1
+            seen.folders |= folders_named(name, arguments)
         return original(self, name, *arguments)
 
     setattr(imaplib.IMAP4, _SEND, recording)
