@@ -4,7 +4,7 @@ the language (``test_index_query_language.QUERIES``) finds the same messages in 
 as each server of the matrix names them (Dovecot beside INBOX, Cyrus's ``/`` namespace, Courier below
 ``INBOX.``); each refuses what the index cannot answer alike. That SQLite's answers equal the server's
 own SEARCH is proved end to end on every server (test_index_query_language, test_index_search); Gmail's
-labels and global ids are kept and found alike too; each
+labels and global ids, and the text of attachments, are kept and found alike too; each
 engine's own paths (its build and resume, freshness under concurrent writes, paging, locks, faults) run
 end to end on it (docs/index.md lists where)."""
 
@@ -24,7 +24,7 @@ import pytest
 from mail_imap_mcp.config import AccountConfig, IndexSettings
 from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.engines import open_engine
-from mail_imap_mcp.index.store import FolderState, IndexedMessage, IndexStore, Unsupported
+from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, IndexedMessage, IndexStore, Unsupported
 from mail_imap_mcp.query import EVERYTHING, Label, Query
 from mail_imap_mcp.query.parse import Anywhere, InMailbox, ParsedQuery, parse
 from tests.integration.test_index_query_language import QUERIES
@@ -268,3 +268,26 @@ def test_gmail_labels_and_global_ids_are_kept_and_found_alike_on_every_engine(st
         assert store.count() == 4, name
         page = store.search(Label("travel"), folders=every, order="date", limit=5, offset=0)
         assert [hit.labels for hit in page.hits] == [("\\Inbox", "Travel")], name
+
+
+def test_attachment_text_and_the_attachments_left_to_read_are_alike_on_every_engine(stores: Stores) -> None:
+    """The text read from attachments is found as the message's (what test_index_attachments runs end
+    to end on SQLite, and test_index_attachment_backfill on every engine), and the messages indexed
+    without it are the ones each engine lists to read."""
+    column = TEXT_COLUMNS.index("attachment_text")
+
+    def with_text(uid: int, text: str, read: bool) -> IndexedMessage:
+        plain = indexed(uid, INBOX[uid - 1])
+        texts = tuple(text if i == column else value for i, value in enumerate(plain.texts))
+        return replace(plain, texts=texts, attachments_read=read)
+
+    stores.put(
+        "INBOX",
+        [with_text(1, "quokkaword figures", True), with_text(3, "", False), with_text(6, "dugongword", True)],
+    )
+    for word, expected in (("quokkaword", {1}), ("dugongword", {6}), ("figures", {1}), ("wombatword", set())):
+        found = stores.found(parse(word, today=NOW.date()), ["INBOX"])
+        assert found["sqlite+tantivy"] == found["postgresql"] == found["sqlite"], (word, found)
+        assert {uid for _, uid in found["sqlite"]} == expected, word
+    for name, store in stores.stores.items():
+        assert store.unread_attachments("INBOX") == [3], name
