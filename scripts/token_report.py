@@ -50,12 +50,8 @@ from tests.support.token_figures import (  # noqa: E402
     ShapeFigures,
 )
 
-from mail_imap_mcp.envelope.surface import (  # noqa: E402
-    BYTES_PER_TOKEN,
-    READ_ONLY_BUDGET,
-    WRITES_BUDGET,
-    surface_bytes,
-)
+from mail_imap_mcp.capabilities import READ_ONLY_BUDGET, WRITES_BUDGET  # noqa: E402
+from mail_imap_mcp.envelope.surface import BYTES_PER_TOKEN, surface_bytes  # noqa: E402
 
 SERVER_BIN = ROOT / ".venv" / "bin" / "mail-imap-mcp"
 PASSWORD_ENV = "MAIL_IMAP_TOKENS_PASSWORD"

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
+from mail_imap_mcp.capabilities import WRITING
 from mail_imap_mcp.config import AccountConfig, Config, ConfigError
-from mail_imap_mcp.config.faults import how_to_allow_writes
 from mail_imap_mcp.confirmation import ApprovalPage, ConfirmationGate
-from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.imap.attachment_errors import AttachmentTooLarge, ModeUnsupported
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -439,25 +439,12 @@ class AppContext:
     @property
     def writes_possible(self) -> bool:
         """Whether any account allows writes (otherwise write tools are not listed)."""
-        config = self.full_config
-        return any(config.writes_allowed(account_id) for account_id in config.accounts)
-
-    def sending_possible(self, user: str) -> bool:
-        """Whether an account ``user`` may use has send_enabled (otherwise a sending tool is not listed)."""
-        accounts = self.full_config.accounts.values()
-        return any(account.send_enabled and account.serves(user) for account in accounts)
+        return WRITING.on(self.full_config, ANONYMOUS)
 
     def write_connection(self, account_id: str) -> AccountConnection:
         """The connection of ``account_id`` for a write; ``permission_denied`` when writes are off."""
         connection = self.connection(account_id)
-        if not self.config.writes_allowed(connection.account_id):
-            how, field = how_to_allow_writes(self.config.accounts[connection.account_id])
-            raise ToolFailure(
-                ErrorCode.PERMISSION_DENIED,
-                f"Writes are turned off for account {connection.account_id!r}; nothing was changed. "
-                f"To allow them, the user {how}.",
-                details={"account_id": connection.account_id, "setting": "write_enabled"} | field,
-            )
+        WRITING.gate(self.config, connection.account_id)
         return connection
 
     def close(self) -> None:

@@ -11,6 +11,8 @@ import pytest
 from mcp import Client
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.capabilities import SENDING as SENDING_CAPABILITY
+from mail_imap_mcp.capabilities import Effect
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.envelope import Payload, ToolResult
 from mail_imap_mcp.envelope.mcp import envelope_tool
@@ -18,7 +20,7 @@ from mail_imap_mcp.sdk import lowlevel_server
 from mail_imap_mcp.server import MailServer
 from mail_imap_mcp.state import USER_CLAIM
 from mail_imap_mcp.tools.registry import TOOLS, unlisted_tools
-from mail_imap_mcp.tools.spec import Effect, ToolSpec
+from mail_imap_mcp.tools.spec import ToolSpec
 
 pytestmark = pytest.mark.anyio
 
@@ -53,7 +55,7 @@ SEND_SPEC = ToolSpec(
     data_model=_Nothing,
     handle=_never,
     errors={},
-    effect=Effect.SEND,
+    capability=SENDING_CAPABILITY,
     idempotent=False,
 )
 

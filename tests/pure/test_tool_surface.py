@@ -9,9 +9,18 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from mail_imap_mcp.capabilities import (
+    CAPABILITIES,
+    PLANNED_SHARES,
+    READ_ONLY_BUDGET,
+    SENDING,
+    WRITES_BUDGET,
+    SurfaceGroup,
+    budget,
+)
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.envelope.schemas import flat_input_schema, published_input_schema
-from mail_imap_mcp.envelope.surface import READ_ONLY_BUDGET, SENDS_BUDGET, WRITES_BUDGET, surface_bytes
+from mail_imap_mcp.envelope.surface import surface_bytes
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.tools.registry import TOOLS
 from tests.pure.test_protocol import OFFLINE, OFFLINE_WRITES
@@ -38,9 +47,18 @@ OFFLINE_SENDS = Config.model_validate(
 )
 
 
+def _config(writes: bool, sends: bool = False) -> Config:
+    return OFFLINE_SENDS if sends else OFFLINE_WRITES if writes else OFFLINE
+
+
+def _budget_of(config: Config) -> int:
+    """The sum of the shares of the capabilities ``config`` turns on, as the tools declare them."""
+    return budget(spec.listed_with for spec in TOOLS if spec.listed_with.on(config, ""))
+
+
 async def _listed(writes: bool, sends: bool = False) -> tuple[str, list[dict[str, Any]]]:
     """The instructions the server gives at initialize, and its tools/list, as a client sees them."""
-    config = OFFLINE_SENDS if sends else OFFLINE_WRITES if writes else OFFLINE
+    config = _config(writes, sends)
     async with Client(build_server(config)) as client:
         listed = await client.list_tools()
         instructions = client.instructions or ""
@@ -49,11 +67,27 @@ async def _listed(writes: bool, sends: bool = False) -> tuple[str, list[dict[str
     ]
 
 
-@pytest.mark.parametrize(("writes", "budget"), [(False, READ_ONLY_BUDGET), (True, WRITES_BUDGET)])
-async def test_the_surface_a_model_reads_stays_within_its_budget(writes: bool, budget: int) -> None:
-    instructions, wire = await _listed(writes)
+@pytest.mark.parametrize(("writes", "sends"), [(False, False), (True, False), (True, True)])
+async def test_the_surface_a_model_reads_stays_within_its_budget(writes: bool, sends: bool) -> None:
+    instructions, wire = await _listed(writes, sends)
     total, per_tool = surface_bytes(instructions, wire)
+    budget = _budget_of(_config(writes, sends))
     assert total <= budget, f"the tool surface is {total} bytes, over its budget of {budget}: {per_tool}"
+
+
+def test_the_budgets_are_the_sums_of_the_capabilities_shares() -> None:
+    assert (
+        (_budget_of(OFFLINE), _budget_of(OFFLINE_WRITES), _budget_of(OFFLINE_SENDS))
+        == (
+            READ_ONLY_BUDGET,
+            WRITES_BUDGET,
+            WRITES_BUDGET + 700,
+        )
+        == (8000, 13000, 13700)
+    )
+    groups = {capability.group for capability in CAPABILITIES}
+    assert groups == set(SurfaceGroup) and SENDING.share == 700
+    assert sorted(PLANNED_SHARES.values()) == [800, 900]
 
 
 async def test_with_sending_on_the_send_tool_is_listed_within_its_700_bytes() -> None:
@@ -62,7 +96,7 @@ async def test_with_sending_on_the_send_tool_is_listed_within_its_700_bytes() ->
     instructions, wire = await _listed(True, sends=True)
     total, per_tool = surface_bytes(instructions, wire)
     assert "imap_send_draft" in per_tool and "imap_send_draft" not in (await _listed(True))[1].__str__()
-    assert total <= SENDS_BUDGET and total - total_writes <= 700, per_tool
+    assert total <= _budget_of(OFFLINE_SENDS) and total - total_writes <= SENDING.share == 700, per_tool
 
 
 def test_every_argument_keeps_a_description_of_its_own() -> None:

@@ -79,6 +79,8 @@ FORBIDDEN_IMPORTS = {
     "operations": (*_ABOVE_OPERATIONS, *_TOP),
     "presentation": ("services", "tools", *_TOP),
     "confirmation": ("presentation", "services", "app", "tools", *_TOP),
+    # What each capability is, allows and costs: settings, annotations, budget shares and the one gate.
+    "capabilities": ("presentation", "services", "app", "confirmation", "tools", "approval", *_TOP),
     "app": ("services", "tools", *_TOP),
     # Services raise domain errors and return records; what the model reads is presentation's.
     "services": ("presentation", "tools", *_TOP),

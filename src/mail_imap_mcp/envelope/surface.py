@@ -3,8 +3,9 @@
 A client puts the server's ``instructions`` and, for every listed tool, its name, description and
 ``inputSchema`` into the model's context on every turn of every conversation: those bytes are paid for
 whether a tool is called or not. Measured as the UTF-8 length of the instructions plus each tool's
-``{"name", "description", "inputSchema"}`` in compact JSON (``scripts/token-report`` prints it; a test
-holds both budgets).
+``{"name", "description", "inputSchema"}`` in compact JSON (``scripts/token-report`` prints it). Each
+capability declares its share of the budget (``capabilities.py``); a test holds every configuration to the
+sum of the shares it turns on.
 """
 
 from __future__ import annotations
@@ -13,12 +14,6 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-#: Bytes with writes off (instructions and the read tools) ...
-READ_ONLY_BUDGET = 8000
-#: ... with every tool but sending listed ...
-WRITES_BUDGET = 13000
-#: ... and with sending on as well (imap_send_draft adds at most 700 B).
-SENDS_BUDGET = 13700
 #: Rough bytes per token of this English-and-JSON text, for the estimate beside the bytes.
 BYTES_PER_TOKEN = 4
 

@@ -27,7 +27,7 @@ from mail_imap_mcp.operations.transfer import (
 from mail_imap_mcp.presentation import writes
 from mail_imap_mcp.presentation.arguments import MessageIdArg
 from mail_imap_mcp.services.writes import batch_connection, confirm_permanent_delete, deletes_by_landing
-from mail_imap_mcp.tools.spec import Effect, ToolSpec
+from mail_imap_mcp.tools.spec import DESTRUCTIVE_WRITING, ToolSpec
 
 NAME = "imap_apply_to_messages"
 TITLE = "Move, copy or delete messages"
@@ -286,7 +286,7 @@ TOOL = ToolSpec(
     data_model=ApplyToMessagesData,
     handle=handle,
     errors=ERRORS,
-    effect=Effect.DESTRUCTIVE,
+    capability=DESTRUCTIVE_WRITING,
     idempotent=False,
     changes=(
         '`action: "archive"` (Gmail, X-GM-EXT-1) takes INBOX messages out of the inbox, undone by moving them '

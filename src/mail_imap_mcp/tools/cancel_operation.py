@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.presentation.operations import ERRORS, OPERATION_ID, OperationDetail, describe
-from mail_imap_mcp.tools.spec import Effect, ToolSpec
+from mail_imap_mcp.tools.spec import WRITING, ToolSpec
 
 NAME = "imap_cancel_operation"
 TITLE = "Cancel a background write"
@@ -40,6 +40,6 @@ TOOL = ToolSpec(
     data_model=OperationDetail,
     handle=handle,
     errors=ERRORS,
-    effect=Effect.WRITE,
+    capability=WRITING,
     for_writes=True,
 )

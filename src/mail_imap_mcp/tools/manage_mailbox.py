@@ -55,7 +55,7 @@ from mail_imap_mcp.services.mailbox_names import (
     new_mailbox,
     refuse_protected,
 )
-from mail_imap_mcp.tools.spec import Effect, ToolSpec
+from mail_imap_mcp.tools.spec import DESTRUCTIVE_WRITING, ToolSpec
 
 NAME = "imap_manage_mailbox"
 TITLE = "Create, rename or delete a mailbox"
@@ -295,6 +295,6 @@ TOOL = ToolSpec(
     data_model=ManageMailboxData,
     handle=handle,
     errors=ERRORS,
-    effect=Effect.DESTRUCTIVE,
+    capability=DESTRUCTIVE_WRITING,
     idempotent=False,
 )

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.capabilities import Effect
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
 from mail_imap_mcp.imap.ids import InvalidMessageId, parse_message_id
@@ -30,7 +31,7 @@ from mail_imap_mcp.tools import (
     send_draft,
     update_message_flags,
 )
-from mail_imap_mcp.tools.spec import Effect, ToolSpec
+from mail_imap_mcp.tools.spec import ToolSpec
 
 #: Every tool, in the order clients list them.
 TOOLS: list[ToolSpec[Any]] = [
@@ -76,6 +77,21 @@ def _announce_change(app: AppContext, args: Any, result: ToolResult[Any]) -> Non
             app.announce_change(account_id)
 
 
+def _gated(spec: ToolSpec[Any]) -> Callable[[AppContext, Any], ToolResult[Any]]:
+    """``spec``'s handler behind its capability's gate where that is checked at the call: on the account
+    its arguments name (one they do not resolve to is left to the handler to refuse)."""
+    if not spec.capability.checked_at_call:
+        return spec.handle
+
+    def handle(app: AppContext, args: Any) -> ToolResult[Any]:
+        account_id = _changed_account(app, args)
+        if account_id is not None and account_id in app.config.accounts:
+            spec.capability.gate(app.config, account_id)
+        return spec.handle(app, args)
+
+    return handle
+
+
 def _handler(spec: ToolSpec[Any], app: AppContext) -> Callable[[Any, str, str], ToolResult[Any]]:
     """The envelope tool's handler of ``spec``: the caller's view of ``app`` (:meth:`AppContext.for_caller`:
     the :class:`~mail_imap_mcp.state.Caller` record, their scope held under the call) handed to the
@@ -84,7 +100,7 @@ def _handler(spec: ToolSpec[Any], app: AppContext) -> Callable[[Any, str, str], 
 
     def run(args: Any, user: str, as_given: str) -> ToolResult[Any]:
         with app.for_caller(user, as_given).entered() as called:
-            result = failures.run(spec.handle, called, args)
+            result = failures.run(_gated(spec), called, args)
             if spec.summaries:
                 fit_summaries(result, spec.summaries)
             if spec.writes:
@@ -117,8 +133,9 @@ def build_tools(app: AppContext) -> list[EnvelopeTool]:
 def unlisted_tools(
     app: AppContext, user: str = ANONYMOUS, tools: Sequence[ToolSpec[Any]] = TOOLS
 ) -> set[str]:
-    """Tools left out of ``tools/list``: the write tools when no account allows writes, so a read-only
-    user pays no tokens for them, and a sending tool when no account ``user`` may use has send_enabled.
-    They still answer a call, with ``permission_denied`` naming the setting."""
-    writes, sends = app.writes_possible, app.sending_possible(user)
-    return {spec.name for spec in tools if (spec.needs_writes and not writes) or (spec.sends and not sends)}
+    """Tools left out of ``tools/list``: those whose capability is off (:meth:`Capability.on`: the write
+    tools when no account allows writes, so a read-only user pays no tokens for them; a sending tool when
+    no account ``user`` may use has send_enabled). They still answer a call, with ``permission_denied``
+    naming the setting."""
+    off = {spec.listed_with for spec in tools if not spec.listed_with.on(app.full_config, user)}
+    return {spec.name for spec in tools if spec.listed_with in off}

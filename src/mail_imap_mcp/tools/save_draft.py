@@ -42,7 +42,7 @@ from mail_imap_mcp.services.drafts import (
     save_and_retire,
     undo_replacement,
 )
-from mail_imap_mcp.tools.spec import Effect, ToolSpec
+from mail_imap_mcp.tools.spec import WRITING, ToolSpec
 
 NAME = "imap_save_draft"
 TITLE = "Save a draft (never sends)"
@@ -290,7 +290,7 @@ TOOL = ToolSpec(
     data_model=SaveDraftData,
     handle=handle,
     errors=ERRORS,
-    effect=Effect.WRITE,
+    capability=WRITING,
     idempotent=False,
     changes=(
         "replace_message_id moves the replaced draft to Trash, never expunges it (security.md, C1); "

@@ -34,7 +34,7 @@ from mail_imap_mcp.services.send_draft import (
     waiting_for_approval,
 )
 from mail_imap_mcp.services.send_review import review
-from mail_imap_mcp.tools.spec import Effect, ToolSpec
+from mail_imap_mcp.tools.spec import SENDING, ToolSpec
 
 NAME = "imap_send_draft"
 TITLE = "Send a saved draft (the user approves it)"
@@ -119,26 +119,7 @@ class SendDraftData(MultiItemData):
 
 def handle(app: AppContext, args: SendDraftInput) -> ToolResult[SendDraftData]:
     connection, ref = resolve_message(app, args.message_id)
-    account_id = connection.account_id
-    account = app.config.accounts[account_id]
-    if not account.send_enabled:
-        raise ToolFailure(
-            ErrorCode.PERMISSION_DENIED,
-            f"Sending is turned off for account {account_id!r}; nothing was sent. Only the user can turn it on "
-            f"({account.named('send_enabled')} with {account.named('allowed_recipients')}).",
-            details={"account_id": account_id, "setting": "send_enabled"},
-            retryable=False,
-        )
-    if account.submission is None:  # reading works without one; sending names the setting to fill in
-        label = account.label("smtp_host")
-        raise ToolFailure(
-            ErrorCode.UNAVAILABLE,
-            f"Account {account_id!r} has no SMTP submission server (none is known for its domain); nothing "
-            f"was sent. The user enters it: {account.named('smtp_host')}.",
-            details={"account_id": account_id, "setting": account.setting("smtp_host")}
-            | ({"field": label} if label else {}),
-            retryable=False,
-        )
+    account_id = connection.account_id  # sending allowed there: the registry checked SENDING's gate
     held = ExitStack()
     with audited(_failed(app, account_id)):
         prepared = prepare(app, connection, ref)
@@ -285,7 +266,7 @@ TOOL = ToolSpec(
     data_model=SendDraftData,
     handle=handle,
     errors=ERRORS,
-    effect=Effect.SEND,
+    capability=SENDING,
     idempotent=False,
     changes=("New: sends a saved draft, approved by the user, at most once (issue 49).",),
 )

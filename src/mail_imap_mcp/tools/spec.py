@@ -9,32 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.capabilities import DESTRUCTIVE_WRITING, READING, SENDING, WRITING, Capability, Effect
 from mail_imap_mcp.envelope import ToolResult
 
 InputT = TypeVar("InputT", bound=BaseModel)
 
 
-class Effect(StrEnum):
-    """What a tool does to the user's mail; decides its MCP annotations and the write gate."""
-
-    READ = "read"
-    #: Changes mail, but nothing is lost (flags, copy, create a mailbox, save a draft).
-    WRITE = "write"
-    #: Moves or removes something (move, delete, rename, delete a mailbox).
-    DESTRUCTIVE = "destructive"
-    #: Sends mail: gated by the account's send_enabled alone (write_enabled neither allows nor lists it).
-    SEND = "send"
-
-
 @dataclass(frozen=True)
 class ToolSpec(Generic[InputT]):
-    """One tool: name, words for the model, models, handler, errors, and its effect on mail."""
+    """One tool: name, words for the model, models, handler, errors, and its capability (its effect on
+    mail, its gate, whether it is listed and its share of the surface budget)."""
 
     name: str
     title: str
@@ -46,10 +35,10 @@ class ToolSpec(Generic[InputT]):
     #: Other shapes ``data`` takes on success, chosen by an argument (e.g. the compact default besides
     #: the full shape of ``data_model``); the outputSchema accepts each.
     other_data_models: tuple[type[BaseModel], ...] = ()
-    effect: Effect = Effect.READ
+    capability: Capability = READING
     #: Calling it twice with the same arguments has the effect of calling it once.
     idempotent: bool = True
-    #: Only useful where writes are possible (e.g. following a background write): listed only then.
+    #: A read only useful where writes are possible (following a background write): listed only then.
     for_writes: bool = False
     #: What changed in this release that a caller relies on (docs/tools.md's "Changed" list).
     changes: tuple[str, ...] = ()
@@ -61,23 +50,30 @@ class ToolSpec(Generic[InputT]):
     summaries: str | None = None
 
     @property
+    def effect(self) -> Effect:
+        return self.capability.effect
+
+    @property
     def writes(self) -> bool:
-        return self.effect is not Effect.READ
+        return self.capability.writes
 
     @property
     def sends(self) -> bool:
         return self.effect is Effect.SEND
 
     @property
+    def listed_with(self) -> Capability:
+        """The capability that must be on for it to be listed (a read ``for_writes``: writing's)."""
+        return WRITING if self.for_writes and not self.writes else self.capability
+
+    @property
     def needs_writes(self) -> bool:
         """Listed only when some account allows writes."""
-        return (self.writes or self.for_writes) and not self.sends
+        return self.listed_with.setting == "write_enabled"
 
     def annotations(self) -> dict[str, Any]:
         """The MCP tool annotations (``readOnlyHint``, ``destructiveHint``, ...) of this tool."""
-        return {
-            "readOnlyHint": not self.writes,
-            "destructiveHint": self.effect is Effect.DESTRUCTIVE,
-            "idempotentHint": self.idempotent,
-            "openWorldHint": True,
-        }
+        return self.capability.annotations(self.idempotent)
+
+
+__all__ = ["DESTRUCTIVE_WRITING", "READING", "SENDING", "WRITING", "Effect", "ToolSpec"]

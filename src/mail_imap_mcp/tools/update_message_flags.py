@@ -43,7 +43,7 @@ from mail_imap_mcp.presentation.writes import (
     write_failure,
 )
 from mail_imap_mcp.services.writes import batch_connection
-from mail_imap_mcp.tools.spec import Effect, ToolSpec
+from mail_imap_mcp.tools.spec import WRITING, ToolSpec
 
 NAME = "imap_update_message_flags"
 TITLE = "Update message flags"
@@ -287,7 +287,7 @@ TOOL = ToolSpec(
     data_model=UpdateFlagsData,
     handle=handle,
     errors=ERRORS,
-    effect=Effect.WRITE,
+    capability=WRITING,
     changes=(
         "`labels` (Gmail, X-GM-EXT-1) changes Gmail labels with the same operation, beside or instead of `flags` "
         "(which are no longer required); results carry `labels`, `previous_labels` and, for a message the "

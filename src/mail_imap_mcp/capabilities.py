@@ -1,0 +1,189 @@
+"""What a tool may do to mail, declared once per capability: its settings, its effect and MCP annotations,
+its share of the tool-surface budget, and :meth:`Capability.permits`, the one gate.
+
+Every tool declares its capability (``tools/spec.py``); ``tools/registry.py`` lists a tool only where its
+capability is on and runs the gate of a capability checked at the call; ``AppContext.write_connection``
+runs the writes' gate where a write tool takes its connection; the surface test sums the budget shares of
+the capabilities a configuration turns on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Literal
+
+from mail_imap_mcp.config import AccountConfig, Config
+from mail_imap_mcp.config.faults import how_to_allow_writes
+from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+
+
+class Effect(StrEnum):
+    """What a tool does to the user's mail; decides its MCP annotations."""
+
+    READ = "read"
+    #: Changes mail, but nothing is lost (flags, copy, create a mailbox, save a draft).
+    WRITE = "write"
+    #: Moves or removes something (move, delete, rename, delete a mailbox).
+    DESTRUCTIVE = "destructive"
+    #: Sends mail: gated by the account's send_enabled alone (write_enabled neither allows nor lists it).
+    SEND = "send"
+
+
+class SurfaceGroup(StrEnum):
+    """A part of the tool surface a configuration turns on as a whole; its budget is the sum of the
+    shares of its capabilities that have tools."""
+
+    READS = "reads"
+    WRITES = "writes"
+    SENDING = "sending"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A capability the account does not allow: the setting that would (``field``: the MCP Bundle form's
+    label of it, where the form sets it) and what the user does."""
+
+    account_id: str
+    setting: str
+    message: str
+    field: str | None = None
+    #: ``unavailable`` where a setting it needs is missing rather than off (no SMTP server).
+    code: ErrorCode = ErrorCode.PERMISSION_DENIED
+
+    def failure(self) -> ToolFailure:
+        details = {"account_id": self.account_id, "setting": self.setting}
+        return ToolFailure(
+            self.code,
+            self.message,
+            details=details if self.field is None else {**details, "field": self.field},
+            retryable=False,
+        )
+
+
+@dataclass(frozen=True)
+class Capability:
+    """One capability: ``setting`` turns it on per account (None: always on), ``group`` and ``share`` its
+    bytes of the tool surface, ``checked`` where its gate runs (``call``: the registry, before the tool;
+    ``connection``: ``AppContext.write_connection``, the write tool's first step)."""
+
+    name: str
+    effect: Effect
+    group: SurfaceGroup
+    share: int
+    setting: str | None = None
+    checked: Literal["call", "connection"] = "connection"
+    #: Listed where any configured account allows it (False: any account the caller may use).
+    listed_for_everyone: bool = True
+
+    @property
+    def writes(self) -> bool:
+        return self.effect is not Effect.READ
+
+    @property
+    def checked_at_call(self) -> bool:
+        return self.checked == "call"
+
+    def gate(self, config: Config, account_id: str) -> None:
+        """Return when :meth:`permits` allows it; else raise its refusal (``permission_denied``)."""
+        refusal = self.permits(config, account_id)
+        if refusal is not None:
+            raise refusal.failure()
+
+    def annotations(self, idempotent: bool) -> dict[str, Any]:
+        """The MCP tool annotations (``readOnlyHint``, ``destructiveHint``, ...) of a tool of it."""
+        return {
+            "readOnlyHint": not self.writes,
+            "destructiveHint": self.effect is Effect.DESTRUCTIVE,
+            "idempotentHint": idempotent,
+            "openWorldHint": True,
+        }
+
+    def allows(self, config: Config, account_id: str) -> bool:
+        if self.setting is None:
+            return True
+        if self.setting == "write_enabled":
+            return config.writes_allowed(account_id)
+        return bool(getattr(config.accounts[account_id], self.setting))
+
+    def on(self, config: Config, user: str) -> bool:
+        """Whether its tools are listed for ``user`` (``config``: everything configured)."""
+        return any(
+            self.allows(config, account_id) and (self.listed_for_everyone or account.serves(user))
+            for account_id, account in config.accounts.items()
+        )
+
+    def permits(self, config: Config, account_id: str) -> Refusal | None:
+        """None when it may be used on ``account_id`` (``config``: the caller's view, their accounts
+        only); else the refusal naming the setting that would allow it."""
+        account = config.accounts[account_id]
+        if self.setting == "write_enabled":
+            return None if config.writes_allowed(account_id) else _writes_refused(account_id, account)
+        if self.setting == "send_enabled":
+            return _sending_refused(account_id, account)
+        return None
+
+
+def _writes_refused(account_id: str, account: AccountConfig) -> Refusal:
+    how, field = how_to_allow_writes(account)
+    return Refusal(
+        account_id,
+        "write_enabled",
+        f"Writes are turned off for account {account_id!r}; nothing was changed. To allow them, the user {how}.",
+        field.get("field"),
+    )
+
+
+def _sending_refused(account_id: str, account: AccountConfig) -> Refusal | None:
+    if not account.send_enabled:
+        return Refusal(
+            account_id,
+            "send_enabled",
+            f"Sending is turned off for account {account_id!r}; nothing was sent. Only the user can turn it on "
+            f"({account.named('send_enabled')} with {account.named('allowed_recipients')}).",
+            account.label("send_enabled"),
+        )
+    if account.submission is None:  # reading works without one; sending names the setting to fill in
+        return Refusal(
+            account_id,
+            account.setting("smtp_host"),
+            f"Account {account_id!r} has no SMTP submission server (none is known for its domain); nothing "
+            f"was sent. The user enters it: {account.named('smtp_host')}.",
+            account.label("smtp_host"),
+            ErrorCode.UNAVAILABLE,
+        )
+    return None
+
+
+READING = Capability("reading", Effect.READ, SurfaceGroup.READS, 8000)
+#: Writing and destructive writing share one switch and one budget (13,000 B with reads).
+WRITING = Capability("writing", Effect.WRITE, SurfaceGroup.WRITES, 5000, "write_enabled")
+DESTRUCTIVE_WRITING = Capability(
+    "destructive writing", Effect.DESTRUCTIVE, SurfaceGroup.WRITES, 0, "write_enabled"
+)
+SENDING = Capability(
+    "sending", Effect.SEND, SurfaceGroup.SENDING, 700, "send_enabled", "call", listed_for_everyone=False
+)
+#: Every capability with tools today.
+CAPABILITIES = (READING, WRITING, DESTRUCTIVE_WRITING, SENDING)
+
+#: The next issues' shares, held for them now (bytes, in the writes group): forwarding, attachments and
+#: invitation replies; acting on a search with unsubscribe, within which saving attachments, a capability
+#: of its own listed only where its folder is set, takes its bytes.
+PLANNED_SHARES = {
+    "forwarding, attachments and invitation replies": 900,
+    "acting on a search, unsubscribe and saving attachments": 800,
+}
+
+
+def budget(listed: Iterable[Capability]) -> int:
+    """The surface budget, in bytes, of a configuration that lists the tools of ``listed``: the sum of
+    their shares."""
+    return sum(capability.share for capability in set(listed))
+
+
+#: Bytes with writes off (instructions and the read tools) ...
+READ_ONLY_BUDGET = budget([READING])
+#: ... and with writes on (every tool but sending listed).
+WRITES_BUDGET = budget([READING, WRITING, DESTRUCTIVE_WRITING])

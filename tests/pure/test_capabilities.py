@@ -1,0 +1,45 @@
+"""A capability is one declaration (``capabilities.py``): every tool names one, and its gate refuses naming
+the setting that would allow it and, where the MCP Bundle's form sets that, the form field's label."""
+
+from __future__ import annotations
+
+from mail_imap_mcp.capabilities import CAPABILITIES, DESTRUCTIVE_WRITING, READING, SENDING, WRITING
+from mail_imap_mcp.config import Config, load_config
+from mail_imap_mcp.tools.registry import TOOLS
+from tests.pure.test_env_form import FORM
+
+FILE_ACCOUNT = {"host": "imap.example.org", "username": "me", "password_env": "P"}
+
+
+def test_every_tool_declares_one_of_the_capabilities() -> None:
+    assert {spec.capability for spec in TOOLS} == set(CAPABILITIES)
+    assert {spec.name for spec in TOOLS if spec.capability is SENDING} == {"imap_send_draft"}
+
+
+def test_a_bundle_account_is_refused_naming_the_form_fields_that_would_allow_it() -> None:
+    config = load_config(None, FORM)
+    writes, sends = WRITING.permits(config, "default"), SENDING.permits(config, "default")
+    assert writes is not None and sends is not None
+    assert (writes.setting, writes.field) == ("write_enabled", "Allow changes to mail")
+    assert (sends.setting, sends.field) == ("send_enabled", "Allow sending drafts")
+    assert sends.failure().details == {
+        "account_id": "default",
+        "setting": "send_enabled",
+        "field": "Allow sending drafts",
+    }
+    assert "MAIL_IMAP_DEFAULT_SEND_ENABLED=true" in sends.message
+    assert READING.permits(config, "default") is None
+
+
+def test_a_file_account_is_refused_naming_the_setting_alone() -> None:
+    config = Config.model_validate({"accounts": {"work": FILE_ACCOUNT}})
+    refusal = DESTRUCTIVE_WRITING.permits(config, "work")
+    assert refusal is not None and refusal.field is None
+    assert refusal.failure().details == {"account_id": "work", "setting": "write_enabled"}
+    assert "write_enabled = true in [server]" in refusal.message
+
+
+def test_a_capability_turned_on_permits_and_lists() -> None:
+    config = Config.model_validate({"accounts": {"work": FILE_ACCOUNT}, "server": {"write_enabled": True}})
+    assert WRITING.permits(config, "work") is None and WRITING.on(config, "")
+    assert not SENDING.on(config, "")
