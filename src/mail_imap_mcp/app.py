@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any, NoReturn
 
 from mail_imap_mcp.capabilities import WRITING
 from mail_imap_mcp.config import AccountConfig, Config, ConfigError
@@ -67,6 +68,10 @@ USER_SCOPE_MIN_IDLE_S = 60.0
 SCOPE_SWEEP_S = 1.0
 
 
+def _no_call_to_ask(request: object) -> NoReturn:
+    raise RuntimeError("only a tool call's view of the application asks its user")
+
+
 @dataclass
 class UserScope:
     """What one user reaches: their accounts (templates filled in for them), their connections,
@@ -109,6 +114,9 @@ class AppContext:
 
     #: Whom this view of the application serves (the server's own: nobody in particular).
     caller: Caller = ANONYMOUS_CALLER
+    #: How a call asks its user to approve something (``asking.Ask`` -> its answer, or the background
+    #: operation waiting for the user): set on the per-call view by the tool registry (``asking.asker``).
+    ask: Callable[[Any], Any] = staticmethod(_no_call_to_ask)
     #: The sign-ins a call may start (:mod:`mail_imap_mcp.sign_in_flow`): a stdio server's; None over
     #: HTTP, where a call only says to run ``mail-imap-mcp login``.
     sign_ins: SignInAttempts | None = None

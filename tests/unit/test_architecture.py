@@ -85,6 +85,8 @@ FORBIDDEN_IMPORTS = {
     # Services raise domain errors and return records; what the model reads is presentation's.
     "services": ("presentation", "tools", *_TOP),
     "tools": _TOP,
+    # The ways of asking the user (``app.ask``): above the services and the approval page, below the tools.
+    "asking": ("tools", *_TOP),
     # The approval page of a send: a message shown as display text, a loopback listener, a decision; the
     # send tool builds the request from the draft and acts on the decision (it knows no mail protocol).
     # It refuses another OS user's connection through net/local_peer.py.
@@ -101,6 +103,9 @@ FORBIDDEN_IMPORTS = {
         *_TOP,
     ),
 }
+# Only the tools (and the registry that hands each call its ``ask``) reach the ways of asking.
+for _layer in ("presentation", "services", "app", "confirmation", "capabilities"):
+    FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], "asking")
 # Nothing below the tools and services shows an approval page.
 for _layer in ("envelope", "state", "query", "mime", "content", "net", "imap", "smtp", "index", "operations"):
     FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], "approval")
@@ -776,3 +781,46 @@ def test_the_registry_check_sees_each_form(tmp_path: Path) -> None:
     relative = tmp_path / "r.py"
     relative.write_text("from .failures import as_tool_failure\n")
     assert list(registry_uses(relative, "mail_imap_mcp.presentation.r")) == ["as_tool_failure"]
+
+
+#: What asks the user or gates a capability: a tool reaches none of it (it asks through ``app.ask`` once,
+#: and its capability's gate runs in the registry or where its connection is taken).
+_ASKING_AND_GATES = frozenset(
+    {
+        "elicit",
+        "approval_page",
+        "asks_on_page",
+        "require_send_approval",
+        "require_user",
+        "progress_asked",
+        "stop_asked",
+        "client_can_ask_user",
+        "user_approvals",
+        "current_call",
+        "permits",
+        "gate",
+        "Cancelled",
+    }
+)
+
+
+def test_no_tool_module_asks_the_user_or_runs_a_gate_itself() -> None:
+    found: dict[str, list[str]] = {}
+    for path in sorted((PACKAGE / "tools").glob("*.py")):
+        if path.name in ("registry.py", "spec.py"):  # the declarations' readers, not tools
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = [
+            node.attr
+            if isinstance(node, ast.Attribute)
+            else node.id
+            if isinstance(node, ast.Name)
+            else alias.name
+            for node in ast.walk(tree)
+            for alias in (node.names if isinstance(node, ast.ImportFrom) else [None])  # type: ignore[list-item]
+            if isinstance(node, ast.Attribute | ast.Name) or alias is not None
+        ]
+        hits = sorted({name for name in names if name in _ASKING_AND_GATES})
+        if hits:
+            found[path.name] = hits
+    assert found == {}, "a tool asks through app.ask and leaves gates to its capability"

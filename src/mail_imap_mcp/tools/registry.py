@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.asking import asker
 from mail_imap_mcp.capabilities import Effect
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
@@ -100,6 +101,7 @@ def _handler(spec: ToolSpec[Any], app: AppContext) -> Callable[[Any, str, str], 
 
     def run(args: Any, user: str, as_given: str) -> ToolResult[Any]:
         with app.for_caller(user, as_given).entered() as called:
+            called.ask = asker(called, spec.name, args)
             result = failures.run(_gated(spec), called, args)
             if spec.summaries:
                 fit_summaries(result, spec.summaries)

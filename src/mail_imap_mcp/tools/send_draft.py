@@ -6,25 +6,21 @@ in; refused otherwise). Governed by the account's ``send_enabled`` alone; the ru
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import ExitStack
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.asking import Ask
 from mail_imap_mcp.envelope import ErrorCode, MultiItemData, NextAction, ToolFailure, ToolResult
-from mail_imap_mcp.envelope.mcp import progress_asked
 from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.read import MessageGone
-from mail_imap_mcp.operations import Operation, OperationRef, OperationState, Progress
+from mail_imap_mcp.operations import Operation, OperationRef
 from mail_imap_mcp.operations.audit import audit
-from mail_imap_mcp.operations.background import Cancelled
 from mail_imap_mcp.presentation.arguments import MessageIdArg
-from mail_imap_mcp.presentation.failures import run as run_tool
 from mail_imap_mcp.presentation.writes import audited, operation_field
 from mail_imap_mcp.services.message_lookup import resolve_message
-from mail_imap_mcp.services.send_approval import stop_asked
 from mail_imap_mcp.services.send_draft import (
     Prepared,
     check_not_sent,
@@ -120,55 +116,19 @@ class SendDraftData(MultiItemData):
 def handle(app: AppContext, args: SendDraftInput) -> ToolResult[SendDraftData]:
     connection, ref = resolve_message(app, args.message_id)
     account_id = connection.account_id  # sending allowed there: the registry checked SENDING's gate
-    held = ExitStack()
     with audited(_failed(app, account_id)):
         prepared = prepare(app, connection, ref)
         check_not_sent(app, connection, prepared)
-        asked = review(prepared.outgoing, prepared.raw, account_id)
-        shown, page_only = asked.question(), asked.page_only
-        on_page = app.confirmations.asks_on_page(shown, app.approval_page, page_only)
-        if on_page:  # the user may take minutes: another page for the account meanwhile is refused
-            held.enter_context(waiting_for_approval(app, prepared))
-        if not on_page or progress_asked.get():  # answered in this call
-            with held:
-                app.confirmations.require_send_approval(shown, app.approval_page, prepared.raw, page_only)
-                return _approved(app, connection, prepared)
-
-    def decided(progress: Progress) -> ToolResult[SendDraftData]:
-        """Without a progressToken: waits for the user in the background, polled (imap_get_operation) and
-        cancelled (imap_cancel_operation closes the page); its failures worded as the call's would be."""
-        asked = stop_asked.set(lambda: progress.cancelled)
-        try:
-            with held, audited(_failed(app, account_id)):
-                result = run_tool(
-                    lambda app, args: _on_page(app, connection, prepared, shown, page_only), app, args
-                )
-            progress.advance(1, result.summary)
-            return result
-        finally:
-            stop_asked.reset(asked)
-
-    def state_of(result: ToolResult[SendDraftData]) -> OperationState:
-        return OperationState.PARTIAL if result.data.status == "partial" else OperationState.OK
-
-    try:
-        done = app.operations.run(NAME, account_id, 1, decided, state_of, user=app.caller.user)
-    except BaseException:
-        held.close()
-        raise
+        asked = Ask(
+            account_id,
+            review(prepared.outgoing, prepared.raw, account_id),
+            prepared.raw,
+            then=lambda: _approved(app, connection, prepared),
+            waiting=lambda: waiting_for_approval(app, prepared),  # another page for the draft is refused
+            audited=lambda: audited(_failed(app, account_id)),
+        )
+    done = app.ask(asked)
     return _waiting(ref.message_id, account_id, done) if isinstance(done, Operation) else done
-
-
-def _on_page(
-    app: AppContext, connection: AccountConnection, prepared: Prepared, shown: str, page_only: str | None
-) -> ToolResult[SendDraftData]:
-    try:
-        app.confirmations.require_send_approval(shown, app.approval_page, prepared.raw, page_only)
-    except ToolFailure as failure:
-        if failure.details.get("approval") == "cancelled":  # the operation ends canceled
-            raise Cancelled(failure.code, failure.message, details=failure.details, retryable=False) from None
-        raise
-    return _approved(app, connection, prepared)
 
 
 def _failed(app: AppContext, account_id: str) -> Callable[[ToolFailure], None]:
