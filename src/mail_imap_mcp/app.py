@@ -18,6 +18,7 @@ from mail_imap_mcp.capabilities import WRITING
 from mail_imap_mcp.config import AccountConfig, Config, ConfigError
 from mail_imap_mcp.confirmation import ApprovalPage, ConfirmationGate
 from mail_imap_mcp.envelope import ToolFailure
+from mail_imap_mcp.envelope.user_call import UserCall
 from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.imap.attachment_errors import AttachmentTooLarge, ModeUnsupported
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -117,6 +118,8 @@ class AppContext:
     #: How a call asks its user to approve something (``asking.Ask`` -> its answer, or the background
     #: operation waiting for the user): set on the per-call view by the tool registry (``asking.asker``).
     ask: Callable[[Any], Any] = staticmethod(_no_call_to_ask)
+    #: The call being handled as asking its user goes (the registry's, for its per-call view).
+    user_call: UserCall = UserCall()
     #: The sign-ins a call may start (:mod:`mail_imap_mcp.sign_in_flow`): a stdio server's; None over
     #: HTTP, where a call only says to run ``mail-imap-mcp login``.
     sign_ins: SignInAttempts | None = None

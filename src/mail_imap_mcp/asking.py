@@ -6,8 +6,8 @@ background :class:`~mail_imap_mcp.operations.Operation` the agent polls while th
 of asking live here and below, each in one place, and the tool knows none of them:
 
 - MCP elicitation (both protocol eras): the gate's ``confirmation_required`` with ``ask_user``, which the
-  envelope layer (``envelope/mcp.py``) asks and runs the call again on (2026-07-28: the rerun after an
-  ``InputRequiredResult``);
+  envelope layer (``envelope/mcp.py``) asks and runs the call again on with the approval in its
+  ``UserCall`` (2026-07-28: the rerun after an ``InputRequiredResult``);
 - the approval page within the call, where the call carries a progressToken (progress keeps it alive);
 - the approval page in a background operation the agent polls (``imap_get_operation``), which
   ``imap_cancel_operation`` ends, closing the page.
@@ -22,12 +22,11 @@ from typing import Any
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.approval.review import Review
+from mail_imap_mcp.confirmation import StoppablePage
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
-from mail_imap_mcp.envelope.mcp import progress_asked
 from mail_imap_mcp.operations import Operation, OperationState, Progress
 from mail_imap_mcp.operations.background import Cancelled
 from mail_imap_mcp.presentation.failures import run as run_tool
-from mail_imap_mcp.services.send_approval import stop_asked
 
 
 @dataclass(frozen=True)
@@ -57,14 +56,17 @@ def ask(app: AppContext, tool: str, args: Any, request: Ask) -> ToolResult[Any] 
         on_page = gate.asks_on_page(shown, page, page_only)
         if on_page:  # the user may take minutes: what the request holds is held meanwhile
             held.enter_context(request.waiting())
-        if not on_page or progress_asked.get():  # answered in this call
+        if not on_page or app.user_call.progress_asked:  # answered in this call
             with held:
                 gate.require_send_approval(shown, page, request.content, page_only)
                 return request.then()
 
-    def on_page_now(app: AppContext, args: Any) -> ToolResult[Any]:
+    def on_the_page(progress: Progress) -> ToolResult[Any]:
         try:
-            gate.require_send_approval(shown, page, request.content, page_only)
+            stoppable = (
+                page.stopped_by(lambda: progress.cancelled) if isinstance(page, StoppablePage) else page
+            )
+            gate.require_send_approval(shown, stoppable, request.content, page_only)
         except ToolFailure as failure:
             if failure.details.get("approval") == "cancelled":  # the operation ends canceled
                 raise Cancelled(
@@ -76,14 +78,10 @@ def ask(app: AppContext, tool: str, args: Any, request: Ask) -> ToolResult[Any] 
     def decided(progress: Progress) -> ToolResult[Any]:
         """Waits for the user in the background, polled (imap_get_operation) and cancelled
         (imap_cancel_operation closes the page); its failures worded as the call's would be."""
-        cancelled = stop_asked.set(lambda: progress.cancelled)
-        try:
-            with held, request.audited():
-                result = run_tool(on_page_now, app, args)
-            progress.advance(1, result.summary)
-            return result
-        finally:
-            stop_asked.reset(cancelled)
+        with held, request.audited():
+            result = run_tool(lambda app, args: on_the_page(progress), app, args)
+        progress.advance(1, result.summary)
+        return result
 
     try:
         return app.operations.run(tool, request.account_id, 1, decided, _state_of, user=app.caller.user)

@@ -4,7 +4,7 @@ rename and mailbox delete.
 What cannot be undone (a permanent delete) is confirmed by the user, never by the agent: where the
 client supports MCP elicitation the envelope layer asks the user and runs the call again on "yes", with
 that "yes" approving exactly the question shown for the call's arguments (a gate passes only on its own:
-``envelope.mcp.approved``);
+``UserCall.approved`` of the call the gate is bound to, :meth:`ConfirmationGate.for_call`);
 where it does not, the call is refused, saying how to allow it, unless the user opted in with
 ``[server] confirm_without_elicitation = true``. No token is issued or accepted for it otherwise.
 
@@ -22,15 +22,17 @@ of them (see docs/security.md, which says what each mode protects against).
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import hmac
 import json
 import secrets
 import time
-from typing import Any, Literal, Protocol
+from collections.abc import Callable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
-from mail_imap_mcp.envelope.mcp import ASK_USER, approved, client_can_ask_user
+from mail_imap_mcp.envelope.user_call import ASK_USER, UserCall
 from mail_imap_mcp.state import MemoryStore, Store, user_key, user_tag
 
 TOKEN_TTL_S = 300.0
@@ -58,6 +60,14 @@ class ApprovalPage(Protocol):
     def __call__(self, shown: str, message: bytes) -> Decision: ...
 
 
+@runtime_checkable
+class StoppablePage(Protocol):
+    """An approval page its caller can close early: ``stopped_by(cancelled)`` is the page closed as soon
+    as ``cancelled()`` (a background operation cancelled; the user is told nothing was sent)."""
+
+    def stopped_by(self, cancelled: Callable[[], bool]) -> ApprovalPage: ...
+
+
 class ConfirmationGate:
     """Asks for confirmation, and issues and checks confirmation tokens (thread-safe).
 
@@ -77,6 +87,13 @@ class ConfirmationGate:
         self._ttl_s = ttl_s
         self._tokens_for_irreversible = tokens_for_irreversible
         self._store: Store = store or MemoryStore()
+        self._call = UserCall()
+
+    def for_call(self, call: UserCall) -> ConfirmationGate:
+        """This gate for one tool call: what its client can ask and what its user approved in it."""
+        gate = copy.copy(self)
+        gate._call = call
+        return gate
 
     def require(
         self, tool: str, arguments: dict[str, Any], what: str, *, user: str, irreversible: bool = False
@@ -87,7 +104,7 @@ class ConfirmationGate:
         ``what`` says, for the user, what will happen (e.g. "permanently delete 3 messages");
         ``irreversible``: it cannot be undone, so only the user may confirm it (see the module).
         """
-        if approved(_sentence(what)):
+        if self._call.approved(_sentence(what)):
             return
         request = {key: value for key, value in arguments.items() if key != "confirm_token"}
         token = arguments.get("confirm_token")
@@ -113,19 +130,18 @@ class ConfirmationGate:
             ),
         )
 
-    @staticmethod
-    def require_user(what: str, refusal: str, details: dict[str, Any]) -> None:
+    def require_user(self, what: str, refusal: str, details: dict[str, Any]) -> None:
         """Return when the user confirmed ``what`` through the client (MCP elicitation); otherwise raise
         what has the client ask them, or, for a client that cannot ask, ``permission_denied`` with
         ``refusal`` (what to do instead) and ``details``. No token is issued or accepted: an agent
         cannot confirm this for the user, whatever ``confirm_without_elicitation`` says.
 
         The user's "yes" passes this gate only: it approves the question shown (``what``) for this call's
-        arguments (:func:`~mail_imap_mcp.envelope.mcp.approved`), so a call with two gates asks twice, and
+        arguments (:meth:`UserCall.approved`), so a call with two gates asks twice, and
         is run again from the start after each "yes": ask every question before changing anything."""
-        if approved(_sentence(what)):
+        if self._call.approved(_sentence(what)):
             return
-        if client_can_ask_user.get():
+        if self._call.can_ask_user:
             raise ToolFailure(
                 ErrorCode.CONFIRMATION_REQUIRED,
                 f"This will {what}; the user is asked to confirm it.",
@@ -133,16 +149,18 @@ class ConfirmationGate:
             )
         raise ToolFailure(ErrorCode.PERMISSION_DENIED, refusal, details=details, retryable=False)
 
-    @staticmethod
-    def asks_on_page(what: str, page: ApprovalPage | None, page_only: str | None = None) -> bool:
+    def asks_on_page(self, what: str, page: ApprovalPage | None, page_only: str | None = None) -> bool:
         """Whether :meth:`require_send_approval` of ``what`` would wait for the user on ``page`` (not
         approved yet, and a client that cannot ask the user or a message only a page shows whole)."""
-        can_ask = client_can_ask_user.get() and page_only is None
-        return page is not None and not approved(_sentence(what)) and not can_ask
+        can_ask = self._call.can_ask_user and page_only is None
+        return page is not None and not self._call.approved(_sentence(what)) and not can_ask
 
-    @staticmethod
     def require_send_approval(
-        what: str, page: ApprovalPage | None, message: bytes = b"", page_only: str | None = None
+        self,
+        what: str,
+        page: ApprovalPage | None,
+        message: bytes = b"",
+        page_only: str | None = None,
     ) -> None:
         """Return when the user approved sending ``what`` (the message as shown) in this call: through the
         client (MCP elicitation, the approval bound to exactly ``what`` and the call's arguments), else on
@@ -150,9 +168,9 @@ class ConfirmationGate:
         Otherwise raise what asks the user, or the refusal saying why nobody can be asked. No token and no
         setting passes this gate (``confirm_without_elicitation`` included)."""
         shown = _sentence(what)
-        if approved(shown):
+        if self._call.approved(shown):
             return
-        if client_can_ask_user.get() and page_only is None:
+        if self._call.can_ask_user and page_only is None:
             raise ToolFailure(
                 ErrorCode.CONFIRMATION_REQUIRED,
                 "The user is asked to approve sending this message.",
@@ -188,8 +206,7 @@ class ConfirmationGate:
             retryable=False,
         )
 
-    @classmethod
-    def _ask_user(cls, what: str, token: object) -> None:
+    def _ask_user(self, what: str, token: object) -> None:
         """Raise what has the user asked through the client, or the refusal when it cannot ask."""
         if token is not None:
             raise ToolFailure.invalid_input(
@@ -197,7 +214,7 @@ class ConfirmationGate:
                 "is not accepted for what cannot be undone: the user confirms it through the client "
                 "(MCP elicitation), not with a token; call without confirm_token",
             )
-        cls.require_user(
+        self.require_user(
             what,
             f"This would {what}, which cannot be undone, so only the user may confirm it, and this client "
             "cannot ask the user (it does not support MCP elicitation): nothing was changed. Delete to Trash "

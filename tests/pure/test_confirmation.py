@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mail_imap_mcp.confirmation import ConfirmationGate
 from mail_imap_mcp.envelope import Payload
 from mail_imap_mcp.envelope.mcp import ToolResult, envelope_tool
+from mail_imap_mcp.envelope.user_call import UserCall
 from tests.support.elicitation import answering
 from tests.support.envelope_client import EnvelopeClient
 
@@ -42,8 +43,8 @@ def server_and_counter(
     gate = ConfirmationGate(tokens_for_irreversible=tokens_for_irreversible)
     done: list[str] = []
 
-    def drop(args: DropInput, user: str, as_given: str) -> ToolResult[DropData]:
-        gate.require(
+    def drop(args: DropInput, user: str, as_given: str, call: UserCall) -> ToolResult[DropData]:
+        gate.for_call(call).require(
             "drop",
             args.model_dump(),
             f"delete the mailbox {args.name!r}",
@@ -68,6 +69,7 @@ def server_of(name: str, handler: Any) -> MCPServer[None]:
         read_only=False,
         destructive=True,
         idempotent=False,
+        takes_call=True,
     )
     return MCPServer(name="t", tools=[tool])
 
@@ -179,13 +181,14 @@ def two_gate_server(
     gate = ConfirmationGate()
     done: list[str] = []
 
-    def purge(args: DropInput, user: str, as_given: str) -> ToolResult[DropData]:
+    def purge(args: DropInput, user: str, as_given: str, call: UserCall) -> ToolResult[DropData]:
         refusal, details = "The client cannot ask the user; nothing was changed.", {"parameter": "name"}
-        gate.require_user(f"empty the mailbox {args.name!r}", refusal, details)
+        asked = gate.for_call(call)
+        asked.require_user(f"empty the mailbox {args.name!r}", refusal, details)
         if second == "user":
-            gate.require_user(f"delete the mailbox {args.name!r} for good", refusal, details)
+            asked.require_user(f"delete the mailbox {args.name!r} for good", refusal, details)
         else:
-            gate.require("purge", args.model_dump(), f"delete the mailbox {args.name!r}", user=user)
+            asked.require("purge", args.model_dump(), f"delete the mailbox {args.name!r}", user=user)
         done.append(args.name)
         return ToolResult(summary="purged", data=DropData(dropped=args.name))
 

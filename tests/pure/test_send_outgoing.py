@@ -8,14 +8,7 @@ import pytest
 
 from mail_imap_mcp.confirmation import ConfirmationGate, Decision
 from mail_imap_mcp.envelope import ToolFailure
-from mail_imap_mcp.envelope.mcp import (
-    ASK_USER,
-    approval_digest,
-    client_can_ask_user,
-    current_call,
-    question,
-    user_approvals,
-)
+from mail_imap_mcp.envelope.user_call import ASK_USER, UserCall, approval_digest, question
 from mail_imap_mcp.services.send_approval import approval_request
 from mail_imap_mcp.services.send_review import review
 from mail_imap_mcp.smtp.client import dot_stuffed
@@ -96,25 +89,22 @@ def test_the_approval_passes_only_the_message_shown_and_no_token_or_setting_pass
     gate = ConfirmationGate(tokens_for_irreversible=True)  # confirm_without_elicitation: never for sending
     arguments = {"message_id": "imap:default:Drafts:1:1"}
     shown = _shown(DRAFT)
-    current_call.set(("imap_send_draft", arguments))
+    call = UserCall("imap_send_draft", arguments)
     with pytest.raises(ToolFailure) as refused:
-        gate.require_send_approval(shown, None)
+        gate.for_call(call).require_send_approval(shown, None)
     assert refused.value.details == {"approval": "unavailable"}
     approved = approval_digest("imap_send_draft", arguments, question(shown[:1].upper() + shown[1:]))
-    given = user_approvals.set(frozenset({approved}))
-    try:
-        gate.require_send_approval(shown, None)  # the approval of exactly this text passes
-        changed = _shown(DRAFT.replace(b"Body", b"Other"))
-        with pytest.raises(ToolFailure):  # the draft changed since: not approved
-            gate.require_send_approval(changed, None)
-        current_call.set(("imap_send_draft", {**arguments, "confirm_token": "x"}))
-        gate.require_send_approval(shown, None)  # a token argument changes nothing either way
-    finally:
-        user_approvals.reset(given)
+    call = UserCall("imap_send_draft", arguments, approvals=frozenset({approved}))
+    gate.for_call(call).require_send_approval(shown, None)  # the approval of exactly this text passes
+    changed = _shown(DRAFT.replace(b"Body", b"Other"))
+    with pytest.raises(ToolFailure):  # the draft changed since: not approved
+        gate.for_call(call).require_send_approval(changed, None)
+    call = UserCall("imap_send_draft", {**arguments, "confirm_token": "x"}, approvals=frozenset({approved}))
+    gate.for_call(call).require_send_approval(shown, None)  # a token argument changes nothing either way
 
 
 def test_an_approval_page_decides_where_the_client_cannot_ask() -> None:
-    current_call.set(("imap_send_draft", {"message_id": "imap:default:Drafts:1:1"}))
+    gate = ConfirmationGate().for_call(UserCall("imap_send_draft", {"message_id": "imap:default:Drafts:1:1"}))
     shown_to_page: list[str] = []
 
     def page(text: str, message: bytes) -> Decision:
@@ -123,9 +113,9 @@ def test_an_approval_page_decides_where_the_client_cannot_ask() -> None:
         return "dont_send"
 
     with pytest.raises(ToolFailure) as refused:
-        ConfirmationGate.require_send_approval("send this", page, DRAFT)
+        gate.require_send_approval("send this", page, DRAFT)
     assert refused.value.code.value == "confirmation_required" and shown_to_page == ["Send this?"]
-    ConfirmationGate.require_send_approval("send this", lambda text, message: "send", DRAFT)
+    gate.require_send_approval("send this", lambda text, message: "send", DRAFT)
 
 
 def test_text_that_reorders_or_hides_itself_is_shown_escaped() -> None:
@@ -209,21 +199,18 @@ def test_a_text_that_cannot_be_read_is_refused_not_sent_unseen() -> None:
 
 
 def test_a_message_only_a_page_shows_is_never_asked_by_elicitation() -> None:
-    current_call.set(("imap_send_draft", {"message_id": "imap:default:Drafts:1:1"}))
-    asked = client_can_ask_user.set(True)
-    try:
-        pages: list[str] = []
-        with pytest.raises(ToolFailure) as refused:
-            ConfirmationGate.require_send_approval("send this", None, DRAFT, "its text is long")
-        assert refused.value.code.value == "permission_denied" and ASK_USER not in refused.value.details
-        assert refused.value.details == {"approval": "unavailable", "reason": "its text is long"}
-        assert ConfirmationGate.asks_on_page("send this", lambda text, message: "send", "its text is long")
-        ConfirmationGate.require_send_approval(
-            "send this", lambda text, message: pages.append(text) or "send", DRAFT, "its text is long"
-        )
-        assert pages == ["Send this?"]
-    finally:
-        client_can_ask_user.reset(asked)
+    call = UserCall("imap_send_draft", {"message_id": "imap:default:Drafts:1:1"}, can_ask_user=True)
+    gate = ConfirmationGate().for_call(call)
+    pages: list[str] = []
+    with pytest.raises(ToolFailure) as refused:
+        gate.require_send_approval("send this", None, DRAFT, "its text is long")
+    assert refused.value.code.value == "permission_denied" and ASK_USER not in refused.value.details
+    assert refused.value.details == {"approval": "unavailable", "reason": "its text is long"}
+    assert gate.asks_on_page("send this", lambda text, message: "send", "its text is long")
+    gate.require_send_approval(
+        "send this", lambda text, message: pages.append(text) or "send", DRAFT, "its text is long"
+    )
+    assert pages == ["Send this?"]
 
 
 MIXED = (

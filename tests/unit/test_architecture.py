@@ -824,3 +824,22 @@ def test_no_tool_module_asks_the_user_or_runs_a_gate_itself() -> None:
         if hits:
             found[path.name] = hits
     assert found == {}, "a tool asks through app.ask and leaves gates to its capability"
+
+
+#: The only context variables: what a log line and a progress notification need of the call under way.
+#: Whether the client can ask its user, what the user approved, the call's arguments, whether it listens
+#: for progress and whether a waiting caller stopped are handed down with the call (``UserCall``,
+#: ``ConfirmationGate.for_call``, ``app.ask``), never carried by a ContextVar.
+_CONTEXT_VARIABLES = {"current_request_id", "progress_reporter"}
+
+
+def test_no_context_variable_holds_approval_state() -> None:
+    found: set[str] = set()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.AnnAssign | ast.Assign) and "ContextVar(" in ast.unparse(
+                node.value or node
+            ):
+                targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
+                found |= {ast.unparse(target) for target in targets}
+    assert found == _CONTEXT_VARIABLES

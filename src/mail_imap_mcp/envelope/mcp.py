@@ -11,14 +11,13 @@ audio) after the text block. Knows nothing about mail.
 from __future__ import annotations
 
 import base64
-import contextvars
 import functools
-import hashlib
 import json
 import logging
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
+from dataclasses import replace
 from typing import Any, TypeGuard, TypeVar
 
 import anyio.from_thread
@@ -58,6 +57,7 @@ from mail_imap_mcp.envelope.schemas import (
     published_input_schema,
     validation_failure,
 )
+from mail_imap_mcp.envelope.user_call import ASK_USER, UserCall, approval_digest, question
 from mail_imap_mcp.envelope.user_page import INPUT_REQUIRED_VERSION, PageFor, send_user_to
 from mail_imap_mcp.sdk import InternalTool, no_argument_metadata
 from mail_imap_mcp.state import ANONYMOUS, user_as_given, user_of
@@ -71,9 +71,6 @@ current_request_id: ContextVar[str | None] = ContextVar("current_request_id", de
 progress_reporter: ContextVar[Callable[[int, int, str], None] | None] = ContextVar(
     "progress_reporter", default=None
 )
-#: Whether the tool call being handled carries a progressToken (the client listens for progress, so a
-#: call may wait long for the user without the client's request timing out).
-progress_asked: ContextVar[bool] = ContextVar("progress_asked", default=False)
 
 InputT = TypeVar("InputT", bound=BaseModel)
 DataT = TypeVar("DataT", bound=BaseModel)
@@ -82,7 +79,7 @@ DataT = TypeVar("DataT", bound=BaseModel)
 #: A tool's handler: the validated arguments, the user the call is made for (the name the HTTP
 #: transport's verified access token gives, folded; :data:`~mail_imap_mcp.state.ANONYMOUS` for nobody)
 #: and that name as the token spelled it (:func:`~mail_imap_mcp.state.user_as_given`).
-Handler = Callable[[InputT, str, str], ToolResult[Any]]
+Handler = Callable[..., ToolResult[Any]]
 
 
 def _media_content(block: MediaBlock) -> ImageContent | AudioContent:
@@ -104,43 +101,9 @@ def _to_result(envelope: BaseModel, media: list[MediaBlock] | None = None) -> Ca
     )
 
 
-#: Whether the client of the current call can ask its user (it declared MCP elicitation).
-client_can_ask_user: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "client_can_ask_user", default=False
-)
-#: The tool call being handled: its tool and its arguments as the client sent them (an approval's key).
-current_call: contextvars.ContextVar[tuple[str, dict[str, Any]] | None] = contextvars.ContextVar(
-    "current_call", default=None
-)
-#: The approvals the user gave through the client in this call, each the :func:`approval_digest` of the
-#: question they were shown and the call's arguments: a gate passes only on its own (:func:`approved`).
-user_approvals: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
-    "user_approvals", default=frozenset()
-)
-#: ``error.details`` key of a ``confirmation_required`` failure that only the user can answer.
-ASK_USER = "ask_user"
 #: How often one call may ask its user: a tool asks each of its questions before it changes anything, and
 #: runs again from the start after each "yes".
 MAX_QUESTIONS = 4
-
-
-def question(confirm: str) -> str:
-    """The question the user is shown for a failure's ``details["confirm"]``."""
-    return f"{confirm}?"
-
-
-def approval_digest(tool: str, arguments: dict[str, Any], shown: str) -> str:
-    """What one "yes" approves: ``shown`` (exactly the question the user read) for this tool and these
-    arguments (``confirm_token`` aside: the token path runs the same request again with it)."""
-    request = {key: value for key, value in arguments.items() if key != "confirm_token"}
-    canonical = json.dumps([tool, request, shown], sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def approved(confirm: str) -> bool:
-    """Whether the user approved, in this call, exactly the question of ``confirm`` for its arguments."""
-    call = current_call.get()
-    return call is not None and approval_digest(*call, question(confirm)) in user_approvals.get()
 
 
 class EnvelopeTool(InternalTool):
@@ -154,10 +117,12 @@ class EnvelopeTool(InternalTool):
 
     input_model: type[BaseModel] = Field(exclude=True)
     output_schema_doc: dict[str, Any] = Field(exclude=True)
-    handler: Callable[[Any, str, str], ToolResult[Any]] = Field(exclude=True)
+    handler: Callable[..., ToolResult[Any]] = Field(exclude=True)
     multi_item: bool = Field(default=False, exclude=True)
     #: The page a failure asks the user to visit (a sign-in), offered by URL elicitation or the browser.
     page_for: PageFor | None = Field(default=None, exclude=True)
+    #: The handler takes the :class:`UserCall` as a fourth argument (how its call may ask its user).
+    takes_call: bool = Field(default=False, exclude=True)
 
     @functools.cached_property
     def output_schema(self) -> dict[str, Any] | None:
@@ -166,32 +131,39 @@ class EnvelopeTool(InternalTool):
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         if context is not None and hasattr(context, "report_progress"):
             progress_reporter.set(_reporter(context))
-        progress_asked.set(_progress_asked(context))
         # Whose call it is (the HTTP transport's verified access token): handed to the handler.
         user, as_given = user_of(context), user_as_given(context)
-        client_can_ask_user.set(_can_elicit(context))
-        envelope, media = await self.answer(arguments, user, as_given)
+        call = UserCall(can_ask_user=_can_elicit(context), progress_asked=_progress_asked(context))
+        envelope, media = await self.answer(arguments, user, as_given, call)
         if _needs_confirmation(envelope) and _can_elicit(context):
             if _asks_in_result(context) and envelope.error.details.get(ASK_USER):
-                asked = await self._confirm_in_result(arguments, envelope, context, user, as_given)
+                asked = await self._confirm_in_result(arguments, envelope, context, user, as_given, call)
                 if isinstance(asked, InputRequiredResult):
                     return asked
                 envelope = asked
             else:
-                envelope = await self._confirm_by_elicitation(arguments, envelope, context, user, as_given)
+                envelope = await self._confirm_by_elicitation(
+                    arguments, envelope, context, user, as_given, call
+                )
         if isinstance(envelope, FailureEnvelope) and self.page_for is not None:
             page = await anyio.to_thread.run_sync(self.page_for, envelope)
             if page is not None:
 
                 async def rerun() -> CallToolResult:
-                    return _to_result(*await self.answer(arguments, user, as_given))
+                    return _to_result(*await self.answer(arguments, user, as_given, call))
 
                 sent = await send_user_to(page, envelope, context, rerun)
                 return _to_result(sent) if isinstance(sent, FailureEnvelope) else sent
         return _to_result(envelope, media)
 
     async def _confirm_in_result(
-        self, arguments: dict[str, Any], asked: FailureEnvelope, context: Any, user: str, as_given: str
+        self,
+        arguments: dict[str, Any],
+        asked: FailureEnvelope,
+        context: Any,
+        user: str,
+        as_given: str,
+        call: UserCall,
     ) -> SuccessEnvelope[Any] | FailureEnvelope | InputRequiredResult:
         """What only the user may confirm (``ask_user``), asked in the protocol that has no request back to the
         client (2026-07-28 on): the call answers with the question (an ``InputRequiredResult``) and the client
@@ -201,7 +173,7 @@ class EnvelopeTool(InternalTool):
         this call (the client's own answers; nothing the agent sends)."""
         answers = context.input_responses or {}
         approved_keys = _approved_before(context.request_state)
-        approvals = user_approvals.get()
+        approvals = call.approvals
         for _ in range(MAX_QUESTIONS):
             shown = question(asked.error.details.get("confirm", "Confirm this change"))
             digest = approval_digest(self.name, arguments, shown)
@@ -220,11 +192,7 @@ class EnvelopeTool(InternalTool):
                     )
                 approved_keys.add(key)
             approvals |= {digest}
-            given = user_approvals.set(approvals)
-            try:
-                envelope = await self.envelope(arguments, user, as_given)
-            finally:
-                user_approvals.reset(given)
+            envelope, _ = await self.answer(arguments, user, as_given, replace(call, approvals=approvals))
             if not (_needs_confirmation(envelope) and envelope.error.details.get(ASK_USER)):
                 return envelope
             asked = envelope
@@ -233,7 +201,13 @@ class EnvelopeTool(InternalTool):
         )
 
     async def _confirm_by_elicitation(
-        self, arguments: dict[str, Any], asked: FailureEnvelope, context: Any, user: str, as_given: str
+        self,
+        arguments: dict[str, Any],
+        asked: FailureEnvelope,
+        context: Any,
+        user: str,
+        as_given: str,
+        call: UserCall,
     ) -> SuccessEnvelope[Any] | FailureEnvelope:
         """Ask the user through the client (MCP elicitation) instead of handing the agent a token.
 
@@ -244,7 +218,7 @@ class EnvelopeTool(InternalTool):
         envelope says so. A client that fails to ask leaves the token path as it was; where there is
         none, nothing changes.
         """
-        approvals = user_approvals.get()
+        approvals = call.approvals
         for _ in range(MAX_QUESTIONS):
             details = asked.error.details
             shown = question(details.get("confirm", "Confirm this change"))
@@ -265,11 +239,7 @@ class EnvelopeTool(InternalTool):
                 arguments = {**arguments, "confirm_token": details["confirm_token"]}
             else:
                 approvals |= {approval_digest(self.name, arguments, shown)}
-            given = user_approvals.set(approvals)
-            try:
-                envelope = await self.envelope(arguments, user, as_given)
-            finally:
-                user_approvals.reset(given)
+            envelope, _ = await self.answer(arguments, user, as_given, replace(call, approvals=approvals))
             if not _needs_confirmation(envelope):
                 return envelope
             asked = envelope
@@ -296,20 +266,28 @@ class EnvelopeTool(InternalTool):
         return envelope
 
     async def answer(
-        self, arguments: dict[str, Any], user: str = ANONYMOUS, as_given: str = ANONYMOUS
+        self,
+        arguments: dict[str, Any],
+        user: str = ANONYMOUS,
+        as_given: str = ANONYMOUS,
+        call: UserCall | None = None,
     ) -> tuple[SuccessEnvelope[Any] | FailureEnvelope, list[MediaBlock]]:
         """Run the tool on raw arguments for ``user`` (spelled ``as_given`` by their token, that name
-        when not given): the envelope model, and the media blocks of a success."""
+        when not given), as ``call`` may ask its user (nobody, unless given): the envelope model, and
+        the media blocks of a success."""
         request_id = new_request_id()
         current_request_id.set(request_id)  # the handler's thread sees it (anyio copies the context)
-        current_call.set((self.name, arguments))
+        asking = replace(call or UserCall(), tool=self.name, arguments=arguments)
         started = time.perf_counter()
         try:
             try:
                 args = self.input_model.model_validate(arguments)
             except ValidationError as exc:
                 raise validation_failure(exc, flat_input_schema(self.input_model)) from None
-            result = await anyio.to_thread.run_sync(self.handler, args, user, as_given or user)
+            given = (
+                (args, user, as_given or user, asking) if self.takes_call else (args, user, as_given or user)
+            )
+            result = await anyio.to_thread.run_sync(self.handler, *given)
         except ToolFailure as failure:
             return self._failure(request_id, started, failure), []
         except Exception:
@@ -428,12 +406,13 @@ def envelope_tool(
     description: str,
     input_model: type[InputT],
     data_model: type[BaseModel],
-    handler: Handler[InputT],
+    handler: Handler,
     other_data_models: tuple[type[BaseModel], ...] = (),
     read_only: bool = True,
     destructive: bool = False,
     idempotent: bool = True,
     open_world: bool = True,
+    takes_call: bool = False,
 ) -> EnvelopeTool:
     """Build an :class:`EnvelopeTool` ready for ``MCPServer(tools=[...])``."""
     return EnvelopeTool(
@@ -456,16 +435,20 @@ def envelope_tool(
         output_schema_doc=envelope_output_schema(data_model, *other_data_models),
         handler=handler,
         multi_item=issubclass(data_model, MultiItemData),
+        takes_call=takes_call,
     )
 
 
 __all__ = [
+    "ASK_USER",
     "EnvelopeTool",
     "MediaBlock",
     "NextAction",
     "ToolResult",
+    "UserCall",
+    "approval_digest",
     "current_request_id",
     "envelope_tool",
-    "progress_asked",
     "progress_reporter",
+    "question",
 ]

@@ -7,8 +7,8 @@ the sign-in does); the server sets ``AppContext.approval_page`` to it where a br
 the user's desktop). The page's request carries the digest of the text the user would have been shown by
 elicitation (which holds the draft's fingerprint): a decision counts only when it carries that digest back.
 A call that carries a progressToken waits for the decision here, telling the client every
-:data:`PROGRESS_EVERY_S` that it still waits; a call waiting as a background operation sets
-:data:`stop_asked` to its cancellation, which closes the page (it then tells the user nothing was sent).
+:data:`PROGRESS_EVERY_S` that it still waits; a call waiting as a background operation passes its
+cancellation (``cancelled``), which closes the page (it then tells the user nothing was sent).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable
-from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from email.message import EmailMessage
 from email.parser import BytesParser
 
@@ -41,8 +41,6 @@ _DECISIONS: dict[Outcome, Decision] = {
 }
 #: What separates two parts of one kind (two text parts) where the page shows them in one box.
 _NEXT_PART = "\n\n──── next part ────\n\n"
-#: Whether the caller waiting for the page stopped waiting (its background operation was cancelled).
-stop_asked: ContextVar[Callable[[], bool] | None] = ContextVar("approval_stop_asked", default=None)
 
 
 def _addresses(message: EmailMessage, name: str) -> list[str]:
@@ -73,35 +71,53 @@ def approval_request(shown: str, message: bytes) -> ApprovalRequest:
     )
 
 
-def approval_page(
-    open_url: Callable[[str], bool],
-    timeout_s: float = DEFAULT_TTL_S,
-    *,
-    clock: Callable[[], float] = time.monotonic,
-) -> ApprovalPage:
+@dataclass(frozen=True)
+class BrowserApprovalPage:
     """The send tool's approval page: the draft shown in the browser ``open_url`` opens, for ``timeout_s``
-    (by ``clock``, monotonic seconds, as well as by the event loop's time)."""
+    (by ``clock``, monotonic seconds, as well as by the event loop's time); closed early when
+    ``cancelled()`` says its caller stopped waiting (:meth:`stopped_by`)."""
 
-    def ask(shown: str, message: bytes) -> Decision:
+    open_url: Callable[[str], bool]
+    timeout_s: float = DEFAULT_TTL_S
+    clock: Callable[[], float] = time.monotonic
+    cancelled: Callable[[], bool] | None = None
+
+    def stopped_by(self, cancelled: Callable[[], bool]) -> BrowserApprovalPage:
+        """This page, closed as soon as ``cancelled()`` (a background operation cancelled)."""
+        return replace(self, cancelled=cancelled)
+
+    def __call__(self, shown: str, message: bytes) -> Decision:
         try:
             request = approval_request(shown, message)
         except (ValidationError, ValueError, LookupError):  # beyond the page's bounds: not approvable there
             return "unavailable"
-        cancelled = stop_asked.get()
 
         def page(decided: Callable[[PageDecision], None]) -> PageDecision:
             return ask_blocking(
-                request, open_url, timeout_s, clock=clock, cancelled=cancelled, decided=decided
+                request,
+                self.open_url,
+                self.timeout_s,
+                clock=self.clock,
+                cancelled=self.cancelled,
+                decided=decided,
             )
 
-        decision = _waiting(page, timeout_s)
+        decision = _waiting(page, self.timeout_s)
         if decision is None:
             return "unavailable"
         if decision.approves(request.digest):
             return "send"
         return _DECISIONS.get(decision.outcome, "dont_send")
 
-    return ask
+
+def approval_page(
+    open_url: Callable[[str], bool],
+    timeout_s: float = DEFAULT_TTL_S,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+) -> ApprovalPage:
+    """The send tool's approval page (:class:`BrowserApprovalPage`) in the browser ``open_url`` opens."""
+    return BrowserApprovalPage(open_url, timeout_s, clock)
 
 
 def _waiting(

@@ -10,6 +10,7 @@ from mail_imap_mcp.asking import asker
 from mail_imap_mcp.capabilities import Effect
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
+from mail_imap_mcp.envelope.user_call import UserCall
 from mail_imap_mcp.imap.ids import InvalidMessageId, parse_message_id
 from mail_imap_mcp.operations import OperationRef
 from mail_imap_mcp.presentation import failures
@@ -93,14 +94,15 @@ def _gated(spec: ToolSpec[Any]) -> Callable[[AppContext, Any], ToolResult[Any]]:
     return handle
 
 
-def _handler(spec: ToolSpec[Any], app: AppContext) -> Callable[[Any, str, str], ToolResult[Any]]:
+def _handler(spec: ToolSpec[Any], app: AppContext) -> Callable[[Any, str, str, UserCall], ToolResult[Any]]:
     """The envelope tool's handler of ``spec``: the caller's view of ``app`` (:meth:`AppContext.for_caller`:
     the :class:`~mail_imap_mcp.state.Caller` record, their scope held under the call) handed to the
     tool's handler through the failure registry; a page of summaries kept within a result's bound; a
     write's announcing the account it changed."""
 
-    def run(args: Any, user: str, as_given: str) -> ToolResult[Any]:
+    def run(args: Any, user: str, as_given: str, call: UserCall) -> ToolResult[Any]:
         with app.for_caller(user, as_given).entered() as called:
+            called.user_call, called.confirmations = call, app.confirmations.for_call(call)
             called.ask = asker(called, spec.name, args)
             result = failures.run(_gated(spec), called, args)
             if spec.summaries:
@@ -127,6 +129,7 @@ def build_tools(app: AppContext) -> list[EnvelopeTool]:
             read_only=not spec.writes,
             destructive=spec.effect is Effect.DESTRUCTIVE,
             idempotent=spec.idempotent,
+            takes_call=True,
         )
         for spec in TOOLS
     ]
