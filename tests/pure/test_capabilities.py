@@ -27,7 +27,7 @@ def test_a_bundle_account_is_refused_naming_the_form_fields_that_would_allow_it(
         "setting": "send_enabled",
         "field": "Allow sending drafts",
     }
-    assert "MAIL_IMAP_DEFAULT_SEND_ENABLED=true" in sends.message
+    assert '"Allow sending drafts" (MAIL_IMAP_DEFAULT_SEND_ENABLED)' in sends.message
     assert READING.permits(config, "default") is None
 
 
@@ -43,3 +43,11 @@ def test_a_capability_turned_on_permits_and_lists() -> None:
     config = Config.model_validate({"accounts": {"work": FILE_ACCOUNT}, "server": {"write_enabled": True}})
     assert WRITING.permits(config, "work") is None and WRITING.on(config, "")
     assert not SENDING.on(config, "")
+
+
+def test_sending_without_an_smtp_server_is_unavailable_naming_the_setting_to_fill_in() -> None:
+    sending = {**FILE_ACCOUNT, "send_enabled": True, "allowed_recipients": ["@example.com"]}
+    config = Config.model_validate({"accounts": {"work": sending}})
+    refusal = SENDING.permits(config, "work")
+    assert refusal is not None and refusal.failure().code.value == "unavailable"
+    assert refusal.setting == "host in [accounts.work.smtp]" and SENDING.on(config, "")
