@@ -133,18 +133,21 @@ class EnvelopeTool(InternalTool):
             progress_reporter.set(_reporter(context))
         # Whose call it is (the HTTP transport's verified access token): handed to the handler.
         user, as_given = user_of(context), user_as_given(context)
-        call = UserCall(can_ask_user=_can_elicit(context), progress_asked=_progress_asked(context))
+        call = UserCall(
+            user=user,
+            as_given=as_given,
+            can_ask_user=_can_elicit(context),
+            progress_asked=_progress_asked(context),
+        )
         envelope, media = await self.answer(arguments, user, as_given, call)
         if _needs_confirmation(envelope) and _can_elicit(context):
             if _asks_in_result(context) and envelope.error.details.get(ASK_USER):
-                asked = await self._confirm_in_result(arguments, envelope, context, user, as_given, call)
+                asked = await self._confirm_in_result(arguments, envelope, context, call)
                 if isinstance(asked, InputRequiredResult):
                     return asked
                 envelope = asked
             else:
-                envelope = await self._confirm_by_elicitation(
-                    arguments, envelope, context, user, as_given, call
-                )
+                envelope = await self._confirm_by_elicitation(arguments, envelope, context, call)
         if isinstance(envelope, FailureEnvelope) and self.page_for is not None:
             page = await anyio.to_thread.run_sync(self.page_for, envelope)
             if page is not None:
@@ -157,13 +160,7 @@ class EnvelopeTool(InternalTool):
         return _to_result(envelope, media)
 
     async def _confirm_in_result(
-        self,
-        arguments: dict[str, Any],
-        asked: FailureEnvelope,
-        context: Any,
-        user: str,
-        as_given: str,
-        call: UserCall,
+        self, arguments: dict[str, Any], asked: FailureEnvelope, context: Any, call: UserCall
     ) -> SuccessEnvelope[Any] | FailureEnvelope | InputRequiredResult:
         """What only the user may confirm (``ask_user``), asked in the protocol that has no request back to the
         client (2026-07-28 on): the call answers with the question (an ``InputRequiredResult``) and the client
@@ -192,7 +189,9 @@ class EnvelopeTool(InternalTool):
                     )
                 approved_keys.add(key)
             approvals |= {digest}
-            envelope, _ = await self.answer(arguments, user, as_given, replace(call, approvals=approvals))
+            envelope, _ = await self.answer(
+                arguments, call.user, call.as_given, replace(call, approvals=approvals)
+            )
             if not (_needs_confirmation(envelope) and envelope.error.details.get(ASK_USER)):
                 return envelope
             asked = envelope
@@ -201,13 +200,7 @@ class EnvelopeTool(InternalTool):
         )
 
     async def _confirm_by_elicitation(
-        self,
-        arguments: dict[str, Any],
-        asked: FailureEnvelope,
-        context: Any,
-        user: str,
-        as_given: str,
-        call: UserCall,
+        self, arguments: dict[str, Any], asked: FailureEnvelope, context: Any, call: UserCall
     ) -> SuccessEnvelope[Any] | FailureEnvelope:
         """Ask the user through the client (MCP elicitation) instead of handing the agent a token.
 
@@ -239,7 +232,9 @@ class EnvelopeTool(InternalTool):
                 arguments = {**arguments, "confirm_token": details["confirm_token"]}
             else:
                 approvals |= {approval_digest(self.name, arguments, shown)}
-            envelope, _ = await self.answer(arguments, user, as_given, replace(call, approvals=approvals))
+            envelope, _ = await self.answer(
+                arguments, call.user, call.as_given, replace(call, approvals=approvals)
+            )
             if not _needs_confirmation(envelope):
                 return envelope
             asked = envelope
@@ -277,7 +272,9 @@ class EnvelopeTool(InternalTool):
         the media blocks of a success."""
         request_id = new_request_id()
         current_request_id.set(request_id)  # the handler's thread sees it (anyio copies the context)
-        asking = replace(call or UserCall(), tool=self.name, arguments=arguments)
+        asking = replace(
+            call or UserCall(), tool=self.name, arguments=arguments, user=user, as_given=as_given
+        )
         started = time.perf_counter()
         try:
             try:

@@ -34,6 +34,9 @@ class UserCall:
 
     tool: str = ""
     arguments: dict[str, Any] = field(default_factory=dict)
+    #: Whose call it is (folded), and the name as their token spelled it (empty: nobody in particular).
+    user: str = ""
+    as_given: str = ""
     can_ask_user: bool = False
     progress_asked: bool = False
     approvals: frozenset[str] = frozenset()
