@@ -83,19 +83,29 @@ class NotYet(AssertionError):
     """``eventually`` gave up: the condition never held within its patience."""
 
 
-def _failure(what: str | None, within: float, last: object, error: BaseException | None) -> NotYet:
-    described = what or "the condition"
-    detail = f"; last error: {error!r}" if error is not None else f"; last value: {last!r}"
-    return NotYet(f"{described} did not hold within {patient(within):.1f} s{detail}")
+class _Tries:
+    """The schedule both forms of ``eventually`` share: the pause before the next try, growing to
+    ``LONGEST_PAUSE``, the last try at the deadline, and the failure once the patience is spent."""
+
+    def __init__(self, within: float, interval: float, what: str | None) -> None:
+        self.within, self.interval, self.what = within, interval, what
+        self.deadline = time.monotonic() + patient(within)
+        self.pause = interval
+
+    def next_pause(self, last: object, error: BaseException | None) -> float:
+        """How long to wait before the next try; raises :class:`NotYet` when no try is left."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            described = self.what or "the condition"
+            detail = f"; last error: {error!r}" if error is not None else f"; last value: {last!r}"
+            raise NotYet(f"{described} did not hold within {patient(self.within):.1f} s{detail}")
+        pause, self.pause = min(self.pause, left), min(self.pause * 1.5, max(self.interval, LONGEST_PAUSE))
+        return pause
 
 
 #: The longest pause between two tries (unless ``interval`` asks for more): a server that became ready
 #: is seen within this, where a pause growing to a second made every start of a server up to 1 s late.
 LONGEST_PAUSE = 0.2
-
-
-def _next_pause(pause: float, interval: float) -> float:
-    return min(pause * 1.5, max(interval, LONGEST_PAUSE))
 
 
 def eventually(
@@ -110,24 +120,15 @@ def eventually(
 
     ``within`` is the wait on an idle machine (scaled by the run's patience); ``retry_on`` are the
     exceptions that mean "not yet" (others fail at once); ``what`` names the wait in the failure."""
-    deadline = time.monotonic() + patient(within)
-    last: T | None = None
-    error: BaseException | None = None
-    pause = interval
+    tries = _Tries(within, interval, what)
     while True:
         try:
-            last = condition()
-            error = None
+            last, error = condition(), None
         except retry_on as caught:
-            error = caught
-        else:
-            if last:
-                return last
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise _failure(what, within, last, error)
-        time.sleep(min(pause, left))  # the last try comes at the deadline, not a pause past it
-        pause = _next_pause(pause, interval)
+            last, error = None, caught
+        if last:
+            return last
+        time.sleep(tries.next_pause(last, error))
 
 
 async def eventually_async(
@@ -139,21 +140,12 @@ async def eventually_async(
     retry_on: tuple[type[BaseException], ...] = (),
 ) -> T:
     """``eventually`` for a coroutine condition, pausing with ``asyncio.sleep``."""
-    deadline = time.monotonic() + patient(within)
-    last: T | None = None
-    error: BaseException | None = None
-    pause = interval
+    tries = _Tries(within, interval, what)
     while True:
         try:
-            last = await condition()
-            error = None
+            last, error = await condition(), None
         except retry_on as caught:
-            error = caught
-        else:
-            if last:
-                return last
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise _failure(what, within, last, error)
-        await asyncio.sleep(min(pause, left))
-        pause = _next_pause(pause, interval)
+            last, error = None, caught
+        if last:
+            return last
+        await asyncio.sleep(tries.next_pause(last, error))
