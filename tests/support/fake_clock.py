@@ -5,6 +5,11 @@ Move it past a limit, never by exactly it: ``(b + 300) - b`` falls short of 300 
 
 from __future__ import annotations
 
+import threading
+
+#: Real seconds a pause on a fake clock lasts: how soon the product sees the test move the clock.
+REAL_TICK_S = 0.02
+
 
 class FakeClock:
     """Monotonic seconds that change only when the test sets or adds to ``now``."""
@@ -14,3 +19,9 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
+
+    def pause(self, event: threading.Event, seconds: float) -> bool:
+        """The product's sleep on this clock (``WatchHub(pause=...)``): back after a real tick, or at once
+        when ``event`` is set; the product looks at ``now`` again and sleeps on until the test moved it
+        past what it waits for."""
+        return event.wait(REAL_TICK_S)

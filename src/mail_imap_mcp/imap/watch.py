@@ -49,6 +49,8 @@ TICK_S = 0.2
 RECONNECT_BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
 #: How long :meth:`WatchHub.cancel` and :meth:`WatchHub.close` wait for a watching thread to end.
 JOIN_TIMEOUT_S = 5.0
+#: Wait up to the seconds given or until the event is set; whether it is (a test's clock: a real tick).
+Pause = Callable[[threading.Event, float], bool]
 #: What a mailbox looked like last (STATUS item -> value); None once it is gone.
 Fingerprint = dict[bytes, int] | None
 _MESSAGES, _UIDNEXT, _UIDVALIDITY, _HIGHESTMODSEQ = (
@@ -148,7 +150,7 @@ class _Watcher:
                     self.idling = False
                     self.recovering = True
                     self.reconnects += 1
-                    self.stopping.wait(pause)
+                    self._sleep(pause, lambda: not self.stopping.is_set())
         finally:
             # A LOGOUT in IDLE would wait for DONE's answer first: a stalled server would hold the stop.
             if self.idling:
@@ -215,8 +217,8 @@ class _Watcher:
         client.idle()
         self.idling = True
         try:
-            started = time.monotonic()
-            while self._current(version) and time.monotonic() - started < self.hub.settings.idle_restart_s:
+            started = self.hub.clock()
+            while self._current(version) and self.hub.clock() - started < self.hub.settings.idle_restart_s:
                 if not client.input_waiting(TICK_S):
                     continue
                 lines = [client.read_response_line()]
@@ -374,10 +376,14 @@ class _Watcher:
 
     def _wait(self, version: int) -> bool:
         """Sleep ``poll_interval_s``; False as soon as the plan made at ``version`` no longer holds."""
-        until = time.monotonic() + self.hub.settings.poll_interval_s
-        while (left := until - time.monotonic()) > 0 and self._current(version):
-            self.stopping.wait(min(left, TICK_S))
-        return self._current(version)
+        return self._sleep(self.hub.settings.poll_interval_s, lambda: self._current(version))
+
+    def _sleep(self, seconds: float, holds: Callable[[], bool]) -> bool:
+        """Sleep ``seconds`` on the hub's clock while ``holds`` (asked every :data:`TICK_S`); whether it does."""
+        until = self.hub.clock() + seconds
+        while (left := until - self.hub.clock()) > 0 and holds():
+            self.hub.pause(self.stopping, min(left, TICK_S))
+        return holds()
 
     def _notify(self, mailboxes: Iterable[str]) -> None:
         for mailbox in mailboxes:
@@ -398,9 +404,17 @@ class WatchHub:
     ends them all. Thread-safe.
     """
 
-    def __init__(self, connect: ConnectionFactory, settings: WatchSettings) -> None:
+    def __init__(
+        self,
+        connect: ConnectionFactory,
+        settings: WatchSettings,
+        clock: Callable[[], float] = time.monotonic,
+        pause: Pause = threading.Event.wait,
+    ) -> None:
         self._connect = connect
         self.settings = settings
+        self.clock = clock  # the poll intervals, IDLE restarts and reconnect pauses: a test moves its own
+        self.pause = pause
         self.lock = threading.Lock()
         self._watchers: dict[str, list[_Watcher]] = {}
         self._closed = False
