@@ -2,7 +2,8 @@
 application, sharing Redis as ``[state]`` and one PostgreSQL index) open the same index; the one holding
 its lease builds and syncs it, the other reads it and answers searches from it. The holder stopped as a
 killed process stops (its lease no longer renewed, never given back): the other takes the lease within
-twice its time to live (10 s), and the index holds each message once."""
+twice its time to live (10 s; on a clock the test moves: tests/unit/test_index_lease_clock.py), and the
+index holds each message once."""
 
 from __future__ import annotations
 
@@ -83,15 +84,17 @@ async def test_one_instance_syncs_a_shared_index_and_another_takes_over_when_it_
         holder.lease.abandon()
         holder._stop.set()
         started = time.monotonic()
-        while not follower.lease.held:
-            assert time.monotonic() - started < 2 * LEASE_TTL_S, (
-                "not taken over in 2 x TTL",
-                follower.status,
+        lease = follower.lease
+        await anyio.to_thread.run_sync(
+            lambda: eventually(
+                lambda: lease.held, within=2 * LEASE_TTL_S, what=f"taken over ({follower.status})"
             )
-            await anyio.sleep(0.1)
+        )
         took = time.monotonic() - started
         print(f"lease taken over {took:.1f} s after its holder stopped (TTL {LEASE_TTL_S:g} s)")
-        assert LEASE_TTL_S / 2 < took < 2 * LEASE_TTL_S
+        # Redis's own expiry, in real time: not before half the time to live (the last renewal came at most
+        # a third of it before the stop); within two of them on a moved clock: test_index_lease_clock.py.
+        assert took > LEASE_TTL_S / 2
         with psycopg.connect(config.index.index_url, password=postgres.password) as conn:
             rows = conn.execute("SELECT count(*), count(DISTINCT uid) FROM mimx_default.messages").fetchone()
         assert rows == (6, 6)

@@ -35,6 +35,7 @@ from mail_imap_mcp.imap import watch_lines as lines
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import command_refused, says_mailbox_missing
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
+from mail_imap_mcp.state.clock import Pause, sleep_on
 
 log = logging.getLogger("mail_imap_mcp.imap.watch")
 
@@ -49,8 +50,6 @@ TICK_S = 0.2
 RECONNECT_BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
 #: How long :meth:`WatchHub.cancel` and :meth:`WatchHub.close` wait for a watching thread to end.
 JOIN_TIMEOUT_S = 5.0
-#: Wait up to the seconds given or until the event is set; whether it is (a test's clock: a real tick).
-Pause = Callable[[threading.Event, float], bool]
 #: What a mailbox looked like last (STATUS item -> value); None once it is gone.
 Fingerprint = dict[bytes, int] | None
 _MESSAGES, _UIDNEXT, _UIDVALIDITY, _HIGHESTMODSEQ = (
@@ -379,11 +378,7 @@ class _Watcher:
         return self._sleep(self.hub.settings.poll_interval_s, lambda: self._current(version))
 
     def _sleep(self, seconds: float, holds: Callable[[], bool]) -> bool:
-        """Sleep ``seconds`` on the hub's clock while ``holds`` (asked every :data:`TICK_S`); whether it does."""
-        until = self.hub.clock() + seconds
-        while (left := until - self.hub.clock()) > 0 and holds():
-            self.hub.pause(self.stopping, min(left, TICK_S))
-        return holds()
+        return sleep_on(self.hub.clock, self.hub.pause, self.stopping, seconds, TICK_S, holds)
 
     def _notify(self, mailboxes: Iterable[str]) -> None:
         for mailbox in mailboxes:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 
 from mail_imap_mcp.state import StateUnavailable, Store
+from mail_imap_mcp.state.clock import Clock, Pause, sleep_on
 
 log = logging.getLogger("mail_imap_mcp.index")
 
@@ -35,10 +36,19 @@ def holder_token() -> bytes:
 class SyncLease:
     """The lease ``key`` of one index, as this instance holds it (or not)."""
 
-    def __init__(self, store: Store, key: str, ttl_s: float | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        key: str,
+        ttl_s: float | None = None,
+        clock: Clock = time.monotonic,
+        pause: Pause = threading.Event.wait,
+    ) -> None:
         self.key = key
         self.ttl_s = LEASE_TTL_S if ttl_s is None else ttl_s
         self._store = store
+        #: The renewals and a follower's asks run on these (a test moves its own with the store's).
+        self._clock, self._pause = clock, pause
         self._token = holder_token()
         self._held = threading.Event()
         self._stop = threading.Event()
@@ -66,8 +76,14 @@ class SyncLease:
             self._renewing.start()
         return taken
 
+    def wait_to_ask(self, stop: threading.Event) -> bool:
+        """Sleep a third of the time to live (a follower asks that often, a holder renews); False once
+        ``stop`` is set."""
+        third = self.ttl_s / 3
+        return sleep_on(self._clock, self._pause, stop, third, third, lambda: not stop.is_set())
+
     def _renew(self) -> None:
-        while not self._stop.wait(self.ttl_s / 3):
+        while self.wait_to_ask(self._stop):
             try:
                 kept = self._store.renew(self.key, self._token, self.ttl_s)
             except StateUnavailable:

@@ -251,7 +251,7 @@ class AccountIndex:
         while not self._stop.is_set():
             if self.lease is not None and not self.lease.hold():
                 self._follow(store)  # another instance syncs it: asked again every third of the lease
-                self._stop.wait(self.lease.ttl_s / 3)
+                self.lease.wait_to_ask(self._stop)
                 continue
             self._stop.wait(self._sync_once(connection, indexer, store))
 
