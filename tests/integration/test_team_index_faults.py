@@ -101,8 +101,9 @@ async def test_an_instance_killed_mid_sync_hands_its_lease_over_and_nothing_is_l
             took = until(
                 lambda: lease_holder(redis) == survivor.proc.pid, 2 * LEASE_TTL_S, "lease taken over"
             )
+            # Redis's own expiry, in real time, with patience: within two TTLs on a moved clock is
+            # test_index_lease_clock.py's (no test asserts a duration from above).
             print(f"killed after {built_then} of {len(FOLDERS)} folders; lease taken over in {took:.1f} s")
-            assert took < 2 * LEASE_TTL_S
             until(lambda: schema.complete() == len(FOLDERS), 90, "the build finished by the survivor")
             assert schema.rows() == (total, total), schema.folders()
             async with http_client(survivor.url, token) as mcp:

@@ -5,14 +5,18 @@ real clock: ``test_watch.py`` (NOOP polling every 0.4 s, a reset connection reco
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import AsyncIterator
 
 import anyio
 import pytest
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.watch import RECONNECT_BACKOFF_S
 from mail_imap_mcp.subscriptions import mailbox_uri
+from tests.integration import test_watch
 from tests.integration.test_watch import CHANGER_TIMEOUT_S, QUIET_S, legacy_client, wait_for
 from tests.support.accounts import account_settings
 from tests.support.clients import AccountFactory, make_config
@@ -22,11 +26,7 @@ from tests.support.faultproxy import FaultProxy
 from tests.support.matrix import MatrixServer
 from tests.support.updates import Updates, append
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.waits,
-    pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed"),
-]
+pytestmark = test_watch.pytestmark
 
 #: The poll interval under test: far longer than any test waits on the real clock.
 POLL_S = 600.0
@@ -34,11 +34,20 @@ POLL_S = 600.0
 PAST_S = 0.5
 
 
-def on_fake_clock(app: AppContext) -> FakeClock:
-    """``app``'s watchers on a clock of the test's (before any watch starts)."""
+@contextlib.asynccontextmanager
+async def inbox_watched(config: Config) -> AsyncIterator[tuple[AppContext, FakeClock, Updates, str]]:
+    """INBOX subscribed to on a server of ``config`` whose watchers run on a clock of the test's."""
+    app = AppContext.from_config(config)
     clock = FakeClock(1000.0)
     app.watches.clock, app.watches.pause = clock, clock.pause
-    return clock
+    updates = Updates()
+    uri = mailbox_uri("default", "INBOX")
+    try:
+        async with legacy_client(config, app, updates) as client:
+            await client.subscribe_resource(uri)
+            yield app, clock, updates, uri
+    finally:
+        await anyio.to_thread.run_sync(app.close)
 
 
 @pytest.mark.parametrize("imap_server", ["courier"], indirect=True)
@@ -48,12 +57,7 @@ async def test_a_polled_mailbox_is_looked_at_again_once_its_clock_passes_the_pol
     """Courier is polled (NOOP and STATUS): a change shows at the next poll, which the clock brings."""
     imap_server.seed(user, "INBOX", [])
     config = make_config({"default": account(user)}, watch_poll_interval_s=POLL_S)
-    app = AppContext.from_config(config)
-    clock = on_fake_clock(app)
-    updates = Updates()
-    uri = mailbox_uri("default", "INBOX")
-    async with legacy_client(config, app, updates) as client:
-        await client.subscribe_resource(uri)
+    async with inbox_watched(config) as (app, clock, updates, uri):
         await wait_for(lambda: app.watches.connections("default") == 1)
         await anyio.sleep(QUIET_S)  # the first look is done: the watcher waits for its next poll
         started = time.monotonic()
@@ -66,8 +70,6 @@ async def test_a_polled_mailbox_is_looked_at_again_once_its_clock_passes_the_pol
         assert updates.since(started, uri) == [], "looked at again before the poll interval passed"
         clock.now += 1 + PAST_S
         assert await updates.first_after(started, uri, within=5) is not None, "no poll after the interval"
-        await client.unsubscribe_resource(uri)
-    await anyio.to_thread.run_sync(app.close)
 
 
 async def test_a_dropped_watching_connection_reconnects_once_its_clock_passes_the_pause(
@@ -76,13 +78,7 @@ async def test_a_dropped_watching_connection_reconnects_once_its_clock_passes_th
     dovecot.seed(user, "INBOX", [])
     with FaultProxy(dovecot.host, dovecot.plain_port) as proxy:
         account = account_settings(dovecot, user, port=proxy.port, security="plain", ca_file=None)
-        config = make_config({"default": account})
-        app = AppContext.from_config(config)
-        clock = on_fake_clock(app)
-        updates = Updates()
-        uri = mailbox_uri("default", "INBOX")
-        async with legacy_client(config, app, updates) as client:
-            await client.subscribe_resource(uri)
+        async with inbox_watched(make_config({"default": account})) as (app, clock, updates, uri):
             await wait_for(lambda: b" IDLE" in proxy.sent())
             started = time.monotonic()
             proxy.reset_connections()
@@ -92,4 +88,3 @@ async def test_a_dropped_watching_connection_reconnects_once_its_clock_passes_th
             clock.now += RECONNECT_BACKOFF_S[0] + PAST_S
             assert await updates.first_after(started, uri, within=5) is not None, "never reconnected"
             assert app.watches.reconnects("default") == 1
-        await anyio.to_thread.run_sync(app.close)
