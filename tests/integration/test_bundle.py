@@ -173,7 +173,9 @@ async def test_the_bundle_installs_as_claude_desktop_does_and_reads_mail(
     # The server ran from the bundle's own environment, installed from the bundle's wheel.
     assert server_env["VIRTUAL_ENV"] == str(bundle_dir / ".venv")
     assert str(DEV_VENV) not in server_env["PATH"] and str(ROOT) not in server_env["PATH"]
-    installed = list((bundle_dir / ".venv" / "lib").glob("python3*/site-packages/mail_imap_mcp/cli.py"))
+    installed = list(
+        (bundle_dir / ".venv" / "lib").glob("python3*/site-packages/mail_imap_mcp/cli/__init__.py")
+    )
     assert len(installed) == 1, "mail-imap-mcp is not installed into the bundle's environment"
     manifest = json.loads((bundle_dir / "manifest.json").read_text())
     # The manifest's tools are the server's (writes off: the write tools are not listed).

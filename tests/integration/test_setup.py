@@ -331,7 +331,7 @@ def test_a_script_without_the_address_is_told_which_flag_is_missing(tmp_path: Pa
     ],
 )
 def test_the_claude_desktop_snippet_names_the_platforms_config_file(platform: str, where: str) -> None:
-    from mail_imap_mcp.setup_clients import snippets
+    from mail_imap_mcp.cli.setup_clients import snippets
 
     text = snippets(
         Path("/home/u/.config/mail-imap-mcp/config.toml"),

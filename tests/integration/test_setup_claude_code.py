@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from mail_imap_mcp.setup_clients import PASSWORD_PLACEHOLDER
+from mail_imap_mcp.cli.setup_clients import PASSWORD_PLACEHOLDER
 from tests.integration.test_setup import NO_KEYCHAIN, environment, script_setup
 from tests.support.dovecot import Dovecot
 from tests.support.patience import patient

@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from mail_imap_mcp.setup_clients import snippets
+from mail_imap_mcp.cli.setup_clients import snippets
 
 REFERENCES = Path(__file__).resolve().parents[1] / "data" / "mcp-clients"
 CONFIG = Path("/home/u/.config/mail-imap-mcp/config.toml")

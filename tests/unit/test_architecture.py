@@ -25,17 +25,7 @@ MAX_TOOL_MODULE_LINES = 300
 MAX_MODULES_CATCHING_IMAP_LIBRARY_ERRORS = 1
 
 #: What each layer must not import (as ``mail_imap_mcp.<name>``).
-_TOP = (
-    "transport",
-    "server",
-    "subscriptions",
-    "cli",
-    "index_cli",
-    "setup_cli",
-    "setup_clients",
-    "setup_sign_in",
-    "login_cli",
-)
+_TOP = ("transport", "server", "subscriptions", "cli")
 _ABOVE_OPERATIONS = ("presentation", "services", "app", "confirmation", "tools")
 FORBIDDEN_IMPORTS = {
     "envelope": ("imap", "index", "mime", "content", "query", "operations", *_ABOVE_OPERATIONS, *_TOP),
@@ -195,6 +185,20 @@ def test_layer_imports_point_one_way(layer: str) -> None:
         if name == f"mail_imap_mcp.{layer}" or name.startswith(f"mail_imap_mcp.{layer}.")
         for target in imported(path, name)
         if target in forbidden or target.startswith(tuple(prefix + "." for prefix in forbidden))
+    )
+    assert wrong == []
+
+
+def test_nothing_but_the_entry_point_imports_the_command_line() -> None:
+    """The command line (``cli/``: ``serve``, ``check``, ``setup``, ``index``, ``login``...) is the top:
+    only ``python -m mail_imap_mcp`` (``__main__.py``) and ``cli/`` itself import it."""
+    wrong = sorted(
+        f"{name} imports {target}"
+        for name, path in modules(SRC, PACKAGE).items()
+        if name not in ("mail_imap_mcp.cli", "mail_imap_mcp.__main__")
+        and not name.startswith("mail_imap_mcp.cli.")
+        for target in imported(path, name)
+        if target == "mail_imap_mcp.cli" or target.startswith("mail_imap_mcp.cli.")
     )
     assert wrong == []
 

@@ -1,4 +1,4 @@
-"""The choice of the index engine, made once by the application root (``app.py``, ``index_cli.py``)."""
+"""The choice of the index engine, made once by the application root (``app.py``, ``cli/index.py``)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 The signals are those the platform has (no SIGHUP on Windows), and only where the event loop can
 handle signals at all (Windows' cannot): there the process ends when stdin closes, and Ctrl-C ends
-it through KeyboardInterrupt (cli.py).
+it through KeyboardInterrupt (cli/__init__.py).
 """
 
 from __future__ import annotations

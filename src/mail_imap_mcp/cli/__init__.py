@@ -1,6 +1,6 @@
 """Command line: ``mail-imap-mcp serve`` (stdio MCP server, also the default), ``check``, ``setup``
-(:mod:`mail_imap_mcp.setup_cli`), ``index`` (:mod:`mail_imap_mcp.index_cli`), ``login``, ``logout`` and
-``status`` (:mod:`mail_imap_mcp.login_cli`) and ``config-example``."""
+(:mod:`mail_imap_mcp.cli.setup`), ``index`` (:mod:`mail_imap_mcp.cli.index`), ``login``, ``logout`` and
+``status`` (:mod:`mail_imap_mcp.cli.login`) and ``config-example``."""
 
 from __future__ import annotations
 
@@ -18,17 +18,17 @@ from typing import Any
 
 import anyio
 
+from mail_imap_mcp.cli.login import BROWSER_WAIT_S
+from mail_imap_mcp.cli.login import add_arguments as add_login_arguments
+from mail_imap_mcp.cli.login import run as run_login_command
+from mail_imap_mcp.cli.setup import add_arguments as add_setup_arguments
+from mail_imap_mcp.cli.setup import run_setup
 from mail_imap_mcp.config import AuthMethod, Config, ConfigError, load_config
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.login_cli import BROWSER_WAIT_S
-from mail_imap_mcp.login_cli import add_arguments as add_login_arguments
-from mail_imap_mcp.login_cli import run as run_login_command
 from mail_imap_mcp.presentation.failures import envelope_of
-from mail_imap_mcp.setup_cli import add_arguments as add_setup_arguments
-from mail_imap_mcp.setup_cli import run_setup
 from mail_imap_mcp.version import package_version
 
 # The MCP SDK and the transports are imported by `serve` alone: `check`, `config-example` and
@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(check(args.config))
     if args.command == "index":
         _configure_logging("WARNING")
-        from mail_imap_mcp.index_cli import run_index
+        from mail_imap_mcp.cli.index import run_index
 
         config = _load(args.config)
         try:

@@ -33,7 +33,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mail_imap_mcp import setup_sending, setup_sign_in
+from mail_imap_mcp.cli import setup_sending, setup_sign_in
+from mail_imap_mcp.cli.setup_answers import answered
+from mail_imap_mcp.cli.setup_clients import already_served, password_env_wording, snippets
 from mail_imap_mcp.config import (
     ACCOUNT_ID_PATTERN,
     DEFAULT_PORTS,
@@ -51,8 +53,6 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import ConnectFailed, ConnectPhase, ImapError, LoginRefused
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.setup_answers import answered
-from mail_imap_mcp.setup_clients import already_served, password_env_wording, snippets
 
 KEYRING_SERVICE = "mail-imap-mcp"
 _ADDRESS, _SECURITY = re.compile(r"[^@\s]+@[^@\s]+").fullmatch, {item.value for item in Security}.__contains__

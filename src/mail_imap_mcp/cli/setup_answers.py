@@ -1,6 +1,6 @@
 """``setup``'s answers that must fit a rule (an address has an @, a security is one of three, a yes is yes
 or no, a port is a number): one mistyped on a terminal is asked again, keeping every answer before it; one
-given by a flag (or taken without a terminal) is refused. A top module like ``setup_cli.py``."""
+given by a flag (or taken without a terminal) is refused. Part of the command line (:mod:`mail_imap_mcp.cli`)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 for those addresses; ``--sign-in`` in a script), the client ID (and Google's client secret, kept in a file
 of the user's alone beside the config), then the sign-in itself as ``mail-imap-mcp login`` runs it (the
 browser, the loopback redirect, the refresh token to the keychain) before setup logs in with it.
-A top module like ``setup_cli.py``: nothing imports it but ``setup_cli``.
+Part of the command line (:mod:`mail_imap_mcp.cli`): only ``cli/setup.py`` imports it.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mail_imap_mcp import login_cli
+from mail_imap_mcp.cli import login
+from mail_imap_mcp.cli.setup_answers import answered
 from mail_imap_mcp.config import Config, ConfigError
 from mail_imap_mcp.config.accounts import format_validation_error
 from mail_imap_mcp.config.providers import Provider
 from mail_imap_mcp.config.secret_storage import write_secret_file
 from mail_imap_mcp.config.sign_in import SignInProvider
 from mail_imap_mcp.config.sign_in_state import refresh_token_store
-from mail_imap_mcp.setup_answers import answered
 
 #: The providers whose addresses setup offers the built-in sign-in for, by the provider table's name.
 SIGN_IN_PRESETS = {
@@ -170,7 +170,7 @@ def signed_in(
             config = Config.model_validate({"accounts": {account_id: {**settings, **more}}})
         except ValidationError as exc:
             raise ConfigError(format_validation_error(exc).removeprefix("invalid configuration: ")) from None
-        if login_cli.run("login", config, account_id) != 0:
+        if login.run("login", config, account_id) != 0:
             raise ConfigError(
                 "the login failed, so nothing was written: the sign-in did not complete (above)"
             )

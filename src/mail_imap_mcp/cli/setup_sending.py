@@ -2,7 +2,7 @@
 which SMTP submission server where the provider table knows none. Asked on a terminal (the proposal: no);
 ``--send-enabled`` with ``--allowed-recipients`` (and ``--smtp-host``) in a script. Settings only: an
 account that signs in asks for the send scope because ``send_enabled`` is among them when it signs in.
-A top module like ``setup_cli.py``: nothing imports it but ``setup_cli``.
+Part of the command line (:mod:`mail_imap_mcp.cli`): only ``cli/setup.py`` imports it.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from mail_imap_mcp.cli.setup_answers import answered
 from mail_imap_mcp.config import Security
 from mail_imap_mcp.config.providers import Provider
 from mail_imap_mcp.config.recipients import AllowedRecipients, NotAnEntry
-from mail_imap_mcp.setup_answers import answered
 
 _YES, _NO = ("yes", "y"), ("no", "n")
 #: The submission port proposed where no provider's is known (RFC 8314: implicit TLS).

@@ -1,5 +1,5 @@
 """What ``mail-imap-mcp setup`` prints for each MCP client: the exact snippet or command that starts this
-server with the config file it wrote (a top module like ``cli.py``: only ``setup_cli.py`` imports it).
+server with the config file it wrote (part of the command line: only ``cli/setup.py`` imports it).
 
 No password is ever in a snippet: the config file names the keychain entry or the password file; with
 ``--password-env`` the snippet names the environment variable the client must set, with a placeholder
