@@ -32,7 +32,7 @@ def main() -> None:
     from benchmark.index import _build_ours, _config, _folder_names, _seed
     from tests.support.dovecot import Dovecot
 
-    from mail_imap_mcp.index.tantivy_store import TantivyStore
+    from mail_imap_mcp.index.engines.tantivy.store import TantivyStore
     from mail_imap_mcp.query import Contains
     from mail_imap_mcp.services.index_places import KEPT_PLACES
 

@@ -76,7 +76,7 @@ def serve_timed(argv: list[str]) -> None:
         for name in names:
             setattr(module, name, timed(name, getattr(module, name)))
     if os.environ.get(_RANKED_AGAIN):
-        from mail_imap_mcp.index import sqlite_pages
+        from mail_imap_mcp.index.engines.sqlite import pages as sqlite_pages
 
         sqlite_pages.RANK_KEPT_AFTER = True
     from mail_imap_mcp.cli import main
@@ -166,7 +166,9 @@ def main() -> None:
         print(f"|---|---:|---|{'---:|' * len(columns)}---|")
         ranked_again_too = args.engine == "sqlite"  # RANK_KEPT_AFTER is the SQLite store's
         for tree, apart_s in itertools.product(trees, args.apart or [0.05]):
-            switchable = "RANK_KEPT_AFTER" in (tree / "src/mail_imap_mcp/index/sqlite_pages.py").read_text()
+            switchable = (
+                "RANK_KEPT_AFTER" in (tree / "src/mail_imap_mcp/index/engines/sqlite/pages.py").read_text()
+            )
             for ranked_again in (False, True) if switchable and ranked_again_too else (False,):
                 found = asyncio.run(
                     _cases(

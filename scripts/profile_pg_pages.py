@@ -31,7 +31,7 @@ _ENV = ("PROFILE_PG_URL", "PROFILE_PG_PASSWORD")
 
 def _store() -> Any:
     from mail_imap_mcp.config import AccountConfig, IndexSettings
-    from mail_imap_mcp.index.postgres_engine import PostgresEngine
+    from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
 
     os.environ["PROFILE_PG_PASSWORD_ENV"] = os.environ[_ENV[1]]
     settings = IndexSettings.model_validate(

@@ -25,9 +25,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-import mail_imap_mcp.index.sqlite_pages as pages  # noqa: E402  (after the path above)
-import mail_imap_mcp.index.sqlite_ranking as ranking  # noqa: E402
-from mail_imap_mcp.index.sqlite_store import SqliteStore  # noqa: E402
+import mail_imap_mcp.index.engines.sqlite.pages as pages  # noqa: E402  (after the path above)
+import mail_imap_mcp.index.engines.sqlite.ranking as ranking  # noqa: E402
+from mail_imap_mcp.index.engines.sqlite.store import SqliteStore  # noqa: E402
 from mail_imap_mcp.index.store import HitPage  # noqa: E402
 from mail_imap_mcp.query import Contains  # noqa: E402
 from mail_imap_mcp.services.index_places import KEPT_PLACES  # noqa: E402

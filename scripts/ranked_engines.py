@@ -31,10 +31,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from mail_imap_mcp.index.sqlite_store import SqliteStore  # noqa: E402  (after the path above)
-from mail_imap_mcp.index.tantivy_query import ID_FIELD, compile_tantivy  # noqa: E402
-from mail_imap_mcp.index.tantivy_store import TantivyStore  # noqa: E402
-from mail_imap_mcp.index.tantivy_text import text_dir  # noqa: E402
+from mail_imap_mcp.index.engines.sqlite.store import SqliteStore  # noqa: E402  (after the path above)
+from mail_imap_mcp.index.engines.tantivy.query import ID_FIELD, compile_tantivy  # noqa: E402
+from mail_imap_mcp.index.engines.tantivy.store import TantivyStore  # noqa: E402
+from mail_imap_mcp.index.engines.tantivy.text import text_dir  # noqa: E402
 from mail_imap_mcp.query import AnyOf, Contains  # noqa: E402
 from mail_imap_mcp.query.tree import Query  # noqa: E402
 

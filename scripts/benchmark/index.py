@@ -52,8 +52,8 @@ from mail_imap_mcp.imap.push_view import PushView
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.answer import fresh_page
 from mail_imap_mcp.index.engines import open_engine
-from mail_imap_mcp.index.location import identity_index_path, identity_index_paths
-from mail_imap_mcp.index.sqlite_store import SqliteStore
+from mail_imap_mcp.index.engines.sqlite.location import identity_index_path, identity_index_paths
+from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.sync import Indexer
 from mail_imap_mcp.query import AnyOf, Contains
 

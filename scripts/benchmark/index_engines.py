@@ -44,7 +44,7 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.answer import fresh_page
 from mail_imap_mcp.index.engines import open_engine
-from mail_imap_mcp.index.location import identity_index_paths
+from mail_imap_mcp.index.engines.sqlite.location import identity_index_paths
 from mail_imap_mcp.index.sync import Indexer
 from mail_imap_mcp.query import AnyOf, Contains
 from mail_imap_mcp.query.tree import Query as Tree

@@ -25,8 +25,8 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.index.attachments import AttachmentReading
 from mail_imap_mcp.index.build import BuildHooks, build
 from mail_imap_mcp.index.engines import open_engine
-from mail_imap_mcp.index.location import open_index
-from mail_imap_mcp.index.sqlite_store import SqliteStore
+from mail_imap_mcp.index.engines.sqlite.location import open_index
+from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.sync import Indexer
 from tests.integration.test_index_attachments import FETCH_BYTES, MESSAGES, found
 from tests.support.accounts import account_settings, config_toml

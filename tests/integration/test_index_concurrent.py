@@ -33,7 +33,7 @@ import mail_imap_mcp.index.runtime as runtime
 import mail_imap_mcp.index.sync as sync
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.index.sqlite_store import SqliteStore
+from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.sync import Indexer, sync_folder_now
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client

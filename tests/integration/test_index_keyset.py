@@ -18,8 +18,8 @@ import pytest
 
 from mail_imap_mcp.config import AccountConfig, IndexSettings
 from mail_imap_mcp.index.engine import IndexEngine
-from mail_imap_mcp.index.postgres_engine import PostgresEngine
-from mail_imap_mcp.index.sqlite_engine import SqliteEngine
+from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
+from mail_imap_mcp.index.engines.sqlite.engine import SqliteEngine
 from mail_imap_mcp.index.store import (
     RESUME_BYTES,
     TEXT_COLUMNS,

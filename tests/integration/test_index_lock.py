@@ -14,12 +14,12 @@ import anyio
 import psycopg
 import pytest
 
+import mail_imap_mcp.index.engines.sqlite.store as sqlite_store
 import mail_imap_mcp.index.runtime as runtime
-import mail_imap_mcp.index.sqlite_store as sqlite_store
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.index.postgres_store import PostgresStore, writer_lock
-from mail_imap_mcp.index.sqlite_store import SqliteStore
+from mail_imap_mcp.index.engines.postgresql.store import PostgresStore, writer_lock
+from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.store import WRITER_WAIT_S
 from tests.integration.test_index_search import SEARCH, message, other_client
 from tests.support.accounts import account_settings

@@ -23,8 +23,8 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import AccountConfig, IndexSettings
 from mail_imap_mcp.index import runtime
 from mail_imap_mcp.index.engine import IndexEngine
-from mail_imap_mcp.index.postgres_engine import PostgresEngine
-from mail_imap_mcp.index.sqlite_engine import SqliteEngine
+from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
+from mail_imap_mcp.index.engines.sqlite.engine import SqliteEngine
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage, IndexStore
 from mail_imap_mcp.query.tree import Contains, Query
 from tests.pure.test_index_fts5 import messages, trees

@@ -1,4 +1,4 @@
-"""Kept counts of the index in PostgreSQL (mail_imap_mcp/index/postgres_counts.py), against a throwaway
+"""Kept counts of the index in PostgreSQL (mail_imap_mcp/index/engines/postgresql/counts.py), against a throwaway
 cluster: a page's total read from the counts the triggers keep equals the matches of a model of the
 messages after any sequence of writes (new messages, the same UIDs stored again, expunges, a message
 shown in another folder, a folder dropped or indexed again under a new UIDVALIDITY), for every folder
@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mail_imap_mcp.config import AccountConfig, IndexSettings
-from mail_imap_mcp.index.postgres_engine import PostgresEngine
-from mail_imap_mcp.index.postgres_store import PostgresStore
+from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
+from mail_imap_mcp.index.engines.postgresql.store import PostgresStore
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
 from mail_imap_mcp.query.tree import AllOf, AnyOf, Contains, Query
 from tests.pure.test_index_fts5 import matches
@@ -111,7 +111,7 @@ def test_kept_counts_equal_the_matches_after_any_writes(
     before: list[tuple[str, str, object]],
     after: list[tuple[str, str, object]],
 ) -> None:
-    monkeypatch.setattr("mail_imap_mcp.index.postgres_counts.COUNTED_FROM", 0)
+    monkeypatch.setattr("mail_imap_mcp.index.engines.postgresql.counts.COUNTED_FROM", 0)
     store = engine.location(f"c{next(_schemas)}", ACCOUNT).open().store
     assert isinstance(store, PostgresStore)
     model: dict[str, dict[int, IndexedMessage]] = {}
@@ -140,8 +140,8 @@ def test_rows_written_without_the_counts_keep_them_exact_and_a_common_word_is_li
     """An older release writes rows knowing nothing of the counts (plain SQL here): the triggers count
     them. A word in most messages, its count kept, is listed newest first with its exact total, read
     from the counts (the rows' own count is not asked again: its statement would fail here)."""
-    monkeypatch.setattr("mail_imap_mcp.index.postgres_counts.COUNTED_FROM", 3)
-    monkeypatch.setattr("mail_imap_mcp.index.postgres_pages.UNWEIGHTED_MATCHES", 3)
+    monkeypatch.setattr("mail_imap_mcp.index.engines.postgresql.counts.COUNTED_FROM", 3)
+    monkeypatch.setattr("mail_imap_mcp.index.engines.postgresql.pages.UNWEIGHTED_MATCHES", 3)
     store = engine.location(f"c{next(_schemas)}", ACCOUNT).open().store
     assert isinstance(store, PostgresStore)
     try:
@@ -171,7 +171,7 @@ def test_rows_written_without_the_counts_keep_them_exact_and_a_common_word_is_li
 def test_a_schema_of_version_1_is_brought_up_to_kept_counts_when_opened(
     engine: PostgresEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("mail_imap_mcp.index.postgres_counts.COUNTED_FROM", 0)
+    monkeypatch.setattr("mail_imap_mcp.index.engines.postgresql.counts.COUNTED_FROM", 0)
     location = engine.location(f"c{next(_schemas)}", ACCOUNT)
     store = location.open().store
     store.put(store.start_folder("INBOX", 1), [message(uid, "", "fig") for uid in range(1, 4)])

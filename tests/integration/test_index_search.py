@@ -25,7 +25,7 @@ import imapclient
 import pytest
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.index.sqlite_store import SqliteStore
+from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.store import IndexWriteFailed
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client

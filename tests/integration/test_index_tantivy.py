@@ -35,16 +35,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.index import tantivy_store as ranked_store
-from mail_imap_mcp.index import tantivy_text, tantivy_topk
 from mail_imap_mcp.index.engine import IndexEngine
-from mail_imap_mcp.index.sqlite_engine import SqliteEngine
-from mail_imap_mcp.index.sqlite_store import SqliteStore
+from mail_imap_mcp.index.engines.sqlite.engine import SqliteEngine
+from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
+from mail_imap_mcp.index.engines.tantivy import store as ranked_store
+from mail_imap_mcp.index.engines.tantivy import text as tantivy_text
+from mail_imap_mcp.index.engines.tantivy import topk as tantivy_topk
+from mail_imap_mcp.index.engines.tantivy.engine import TantivyEngine
+from mail_imap_mcp.index.engines.tantivy.query import ID_FIELD, compile_tantivy, in_folders
+from mail_imap_mcp.index.engines.tantivy.store import TantivyStore
+from mail_imap_mcp.index.engines.tantivy.text import TextIndex, text_dir
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage, IndexStore, Unsupported
-from mail_imap_mcp.index.tantivy_engine import TantivyEngine
-from mail_imap_mcp.index.tantivy_query import ID_FIELD, compile_tantivy, in_folders
-from mail_imap_mcp.index.tantivy_store import TantivyStore
-from mail_imap_mcp.index.tantivy_text import TextIndex, text_dir
 from mail_imap_mcp.query.tree import AllOf, AnyOf, Contains, HasFlag, Not, Query
 from tests.pure.test_index_fts5 import messages, trees
 from tests.support.engine_words import HOSTILE, assert_same_words
@@ -275,8 +276,8 @@ WRITER = """
 import random, sys, time
 from pathlib import Path
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
-from mail_imap_mcp.index import tantivy_text
-from mail_imap_mcp.index.tantivy_store import TantivyStore
+from mail_imap_mcp.index.engines.tantivy import text as tantivy_text
+from mail_imap_mcp.index.engines.tantivy.store import TantivyStore
 
 path, pause, batch = Path(sys.argv[1]), sys.argv[2] == "pause", sys.argv[2] == "batch"
 words = ("alpha", "beta", "gamma", "delta")

@@ -14,8 +14,8 @@ from pydantic import ValidationError
 from mail_imap_mcp.config import Config, ConfigError, IndexSettings
 from mail_imap_mcp.config.errors import format_validation_error
 from mail_imap_mcp.index.engines import open_engine
-from mail_imap_mcp.index.sqlite_engine import SqliteEngine
-from mail_imap_mcp.index.sqlite_tokens import TOKENIZER, Tokenizer
+from mail_imap_mcp.index.engines.sqlite.engine import SqliteEngine
+from mail_imap_mcp.index.engines.sqlite.tokens import TOKENIZER, Tokenizer
 
 URL = "postgresql://mail_index@db.internal:5432/mail_index"
 
@@ -28,7 +28,7 @@ def test_without_an_index_table_the_engine_is_sqlite_in_the_servers_index_dir(tm
 
 
 def test_sqlite_ranked_by_tantivy_is_chosen_by_its_name_in_the_servers_index_dir(tmp_path: Path) -> None:
-    from mail_imap_mcp.index.tantivy_engine import TantivyEngine
+    from mail_imap_mcp.index.engines.tantivy.engine import TantivyEngine
 
     config = Config.model_validate(
         {"server": {"index": True, "index_dir": str(tmp_path)}, "index": {"index_engine": "sqlite+tantivy"}}

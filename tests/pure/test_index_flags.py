@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mail_imap_mcp.index.sqlite_query import compile_fts5
+from mail_imap_mcp.index.engines.sqlite.query import compile_fts5
 from mail_imap_mcp.index.store import FLAG_BITS, flag_bits, flag_names
 from mail_imap_mcp.query.tree import HasFlag
 

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mail_imap_mcp.index.sqlite_query import compile_fts5, phrase
-from mail_imap_mcp.index.sqlite_store import SqliteStore
+from mail_imap_mcp.index.engines.sqlite.query import compile_fts5, phrase
+from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.store import TEXT_COLUMNS, TEXT_FIELDS, IndexedMessage, Unsupported
 from mail_imap_mcp.query import (
     AllOf,

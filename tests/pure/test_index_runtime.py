@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.index.engines.sqlite.engine import SqliteLocation
 from mail_imap_mcp.index.runtime import AccountIndex
-from mail_imap_mcp.index.sqlite_engine import SqliteLocation
 
 
 def never() -> AccountConnection:

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mail_imap_mcp.index import sqlite_pages
-from mail_imap_mcp.index.location import IndexPermissions, drop_index, index_path, open_index
-from mail_imap_mcp.index.sqlite_query import compile_fts5
-from mail_imap_mcp.index.sqlite_store import SqliteStore
+from mail_imap_mcp.index.engines.sqlite import pages as sqlite_pages
+from mail_imap_mcp.index.engines.sqlite.location import IndexPermissions, drop_index, index_path, open_index
+from mail_imap_mcp.index.engines.sqlite.query import compile_fts5
+from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.store import (
     COLUMN_WEIGHTS,
     TEXT_COLUMNS,
@@ -208,7 +208,7 @@ def test_row_ids_follow_sent_dates_and_every_match_is_ranked(store: SqliteStore)
 def test_a_word_in_more_than_half_the_messages_weighs_nothing_and_its_matches_come_newest_first(
     store: SqliteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("mail_imap_mcp.index.sqlite_ranking.UNWEIGHTED_MATCHES", 4)
+    monkeypatch.setattr("mail_imap_mcp.index.engines.sqlite.ranking.UNWEIGHTED_MATCHES", 4)
     state = store.start_folder("INBOX", 1)
     store.put(
         state, [message(1, subject="fig fig", body="fig"), *(message(uid, body="fig") for uid in range(2, 7))]
@@ -273,9 +273,9 @@ def test_ranking_in_shards_gives_the_page_one_order_by_over_every_match_gives(
     limit: int,
     unweighted_from: int,
 ) -> None:
-    monkeypatch.setattr("mail_imap_mcp.index.sqlite_ranking.MESSAGES_PER_SHARD", 1)
-    monkeypatch.setattr("mail_imap_mcp.index.sqlite_ranking.SHARD_MATCHES", 1)
-    monkeypatch.setattr("mail_imap_mcp.index.sqlite_ranking.UNWEIGHTED_MATCHES", unweighted_from)
+    monkeypatch.setattr("mail_imap_mcp.index.engines.sqlite.ranking.MESSAGES_PER_SHARD", 1)
+    monkeypatch.setattr("mail_imap_mcp.index.engines.sqlite.ranking.SHARD_MATCHES", 1)
+    monkeypatch.setattr("mail_imap_mcp.index.engines.sqlite.ranking.UNWEIGHTED_MATCHES", unweighted_from)
     store = SqliteStore(tmp_path_factory.mktemp("shards") / "a.sqlite3", shards=shards)
     folders = ["INBOX", "Archive"]
     for number, (sent, words) in enumerate(bodies, 1):
@@ -327,8 +327,8 @@ def test_regression_pages_begun_at_once_never_wait_behind_each_others_shards(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # One pool ran pages and their shards: pages that filled it waited for shards queued behind them.
-    monkeypatch.setattr("mail_imap_mcp.index.sqlite_ranking.MESSAGES_PER_SHARD", 1)
-    monkeypatch.setattr("mail_imap_mcp.index.sqlite_ranking.SHARD_MATCHES", 1)
+    monkeypatch.setattr("mail_imap_mcp.index.engines.sqlite.ranking.MESSAGES_PER_SHARD", 1)
+    monkeypatch.setattr("mail_imap_mcp.index.engines.sqlite.ranking.SHARD_MATCHES", 1)
     store = SqliteStore(tmp_path / "pages.sqlite3", shards=2)
     store.put(store.start_folder("INBOX", 1), [message(uid, body=f"fig {uid}") for uid in range(1, 41)])
     query = Contains("text", "fig")

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from mail_imap_mcp.app import accounts_of
 from mail_imap_mcp.config import Config, HttpAuthSettings
-from mail_imap_mcp.index.location import user_index_path
+from mail_imap_mcp.index.engines.sqlite.location import user_index_path
 from mail_imap_mcp.state import ANONYMOUS, USER_CLAIM
 from mail_imap_mcp.transport.oauth import AccessTokenVerifier, TokenRefused
 

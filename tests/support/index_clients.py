@@ -10,7 +10,7 @@ import anyio
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.index.location import identity_index_path, identity_index_paths
+from mail_imap_mcp.index.engines.sqlite.location import identity_index_path, identity_index_paths
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
@@ -57,7 +57,7 @@ async def indexed_client(
 
 def index_file(folder: Path, account_id: str = "default") -> Path:
     """The one index file of ``account_id`` in ``folder``: named by the identity of its account,
-    ``<account_id>.<tag>.sqlite3`` (:func:`~mail_imap_mcp.index.location.identity_index_path`)."""
+    ``<account_id>.<tag>.sqlite3`` (:func:`~mail_imap_mcp.index.engines.sqlite.location.identity_index_path`)."""
     [found] = identity_index_paths(folder, account_id)
     return found
 

@@ -14,7 +14,7 @@ import json
 import sqlite3
 import zlib
 
-from mail_imap_mcp.index.sqlite_query import PLACE_COLUMN, place_token
+from mail_imap_mcp.index.engines.sqlite.query import PLACE_COLUMN, place_token
 from mail_imap_mcp.index.store import TEXT_COLUMNS
 
 

@@ -230,40 +230,64 @@ def test_sockets_tls_and_sasl_live_in_net_alone() -> None:
     assert wrong == []
 
 
+#: The index engines' packages: each engine (its store, compiler, schema, places) is a subpackage of
+#: ``index/engines/``, whose ``__init__.py`` is the application root's choice among them.
+ENGINES = PACKAGE / "index" / "engines"
+ENGINE_CHOICE = "mail_imap_mcp.index.engines"
+
+
+def engine_packages() -> tuple[str, ...]:
+    return tuple(f"{ENGINE_CHOICE}.{path.parent.name}" for path in sorted(ENGINES.glob("*/__init__.py")))
+
+
+def in_package(name: str, packages: tuple[str, ...]) -> bool:
+    return name in packages or name.startswith(tuple(f"{package}." for package in packages))
+
+
 def test_sqlite_is_reached_through_the_index_store_alone() -> None:
     """The local index keeps its engine behind one interface (``index/store.py``): only its SQLite
-    implementation (``index/sqlite_*.py``, and ``index/tantivy_*.py`` that ranks beside it) imports
+    engine (``index/engines/sqlite/``, and ``index/engines/tantivy/`` that ranks beside it) imports
     ``sqlite3``, so a server-grade engine can replace it in one place. The one other is the state's file,
     behind the state's own interface (``state/file_store.py``, a ``Store``)."""
+    sqlite_engines = (f"{ENGINE_CHOICE}.sqlite", f"{ENGINE_CHOICE}.tantivy")
     wrong = sorted(
         name
         for name, path in modules(SRC, PACKAGE).items()
         if any(target == "sqlite3" or target.startswith("sqlite3.") for target in imported(path, name))
-        and not name.startswith(("mail_imap_mcp.index.sqlite_", "mail_imap_mcp.index.tantivy_"))
+        and not in_package(name, sqlite_engines)
         and name != "mail_imap_mcp.state.file_store"
     )
     assert wrong == []
 
 
-#: The modules of an index engine (its store, compiler, schema, places) by the prefix of their names.
-_ENGINE_MODULES = (
-    "mail_imap_mcp.index.sqlite_",
-    "mail_imap_mcp.index.postgres_",
-    "mail_imap_mcp.index.tantivy_",
-    "mail_imap_mcp.index.location",
-)
+def test_index_engines_are_subpackages() -> None:
+    """Each engine is a package of ``index/engines/`` (not modules named by an engine prefix): beside the
+    choice (``index/engines/__init__.py``) the folder holds packages alone, and no module outside them
+    imports an engine's driver (``sqlite3`` aside, checked above: ``psycopg``, ``tantivy``)."""
+    assert {path.name for path in ENGINES.glob("*.py")} == {"__init__.py"}
+    assert {name.rpartition(".")[2] for name in engine_packages()} >= {"sqlite", "postgresql", "tantivy"}
+    drivers = ("psycopg", "psycopg_pool", "tantivy")
+    wrong = sorted(
+        f"{name} imports {target}"
+        for name, path in modules(SRC, PACKAGE).items()
+        if not in_package(name, engine_packages())
+        for target in imported(path, name)
+        if target.partition(".")[0] in drivers
+    )
+    assert wrong == []
 
 
 def test_an_index_engine_is_chosen_in_one_place_and_reached_through_its_interface() -> None:
-    """Outside an engine's own modules only ``index/engines.py`` (the application root's choice) names
-    one: services, tools and the rest of ``index/`` see the store, the engine and the query tree alone,
-    so an engine is added or replaced in one place (issue 50)."""
+    """Outside an engine's own package only ``index/engines/__init__.py`` (the application root's choice)
+    names one: services, tools and the rest of ``index/`` see the store, the engine and the query tree
+    alone, so an engine is added or replaced in one place (issue 50)."""
+    engines = engine_packages()
     wrong = sorted(
         f"{name} -> {target}"
         for name, path in modules(SRC, PACKAGE).items()
-        if not name.startswith(_ENGINE_MODULES) and name != "mail_imap_mcp.index.engines"
+        if not in_package(name, engines) and name != ENGINE_CHOICE
         for target in imported(path, name)
-        if target.startswith(_ENGINE_MODULES)
+        if in_package(target, engines)
     )
     assert wrong == []
 

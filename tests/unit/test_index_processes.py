@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mail_imap_mcp.index.location import open_index
+from mail_imap_mcp.index.engines.sqlite.engine import SqliteLocation
+from mail_imap_mcp.index.engines.sqlite.location import open_index
 from mail_imap_mcp.index.runtime import AccountIndex
-from mail_imap_mcp.index.sqlite_engine import SqliteLocation
 from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, IndexedMessage
 from tests.support.index_integrity import index_problems
 from tests.support.patience import patient

@@ -4,8 +4,8 @@ A store holds, per account, the indexed folders (:class:`FolderState`: where the
 row per message (:class:`IndexedMessage`: its place, the facts a query filters on and the text it ranks
 on). It answers a query tree (:mod:`mail_imap_mcp.query.tree`) with ranked :class:`Hit` rows: each
 engine compiles the tree itself (:mod:`.engine`), so nothing of an engine's query language or SQL
-crosses this interface. SQLite FTS5 backs it by default (:mod:`.sqlite_store`, its compiler
-:mod:`.sqlite_query`); PostgreSQL for a team (:mod:`.postgres_store`) implements the same
+crosses this interface. SQLite FTS5 backs it by default (:mod:`.engines.sqlite.store`, its compiler
+:mod:`.engines.sqlite.query`); PostgreSQL for a team (:mod:`.engines.postgresql.store`) implements the same
 :class:`IndexStore`.
 
 Messages are keyed by (folder, UID) under the folder's UIDVALIDITY. Where the server has an id of its own

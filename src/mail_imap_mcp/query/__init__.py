@@ -4,7 +4,7 @@
 attachment or its file name, ``needs_reply``, and their AND, OR and NOT); :mod:`.parse` reads the
 Gmail-style query language into a tree and a mailbox scope (:func:`parse`); :mod:`.imap` compiles a
 tree into IMAP ``SEARCH`` keys, :mod:`.gmail` into Gmail's ``X-GM-RAW`` with IMAP keys beside it, and
- each local index engine into its own (``index/sqlite_query.py``), each reading the same tree.
+ each local index engine into its own (``index/engines/sqlite/query.py``), each reading the same tree.
 """
 
 from collections.abc import Callable

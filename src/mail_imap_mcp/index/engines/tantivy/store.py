@@ -1,5 +1,5 @@
 """The store of the ``sqlite+tantivy`` engine: the SQLite index (:class:`~.sqlite_store.SqliteStore`,
-everything it keeps and answers today) with a Tantivy index of the text beside it (:mod:`.tantivy_text`)
+everything it keeps and answers today) with a Tantivy index of the text beside it (:mod:`.text`)
 that ranks relevance pages without scoring every match.
 
 **Writes.** Every write is SQLite's transaction first, then one Tantivy commit of the rows it added and
@@ -14,7 +14,7 @@ compares the counts in its snapshot and ranks with FTS5 where they differ, so an
 
 **Ranked pages** (``relevance`` with text to rank): Tantivy's best ``offset + limit`` (or ``keep``) by
 its BM25 (a sum over the columns, each column's weight a boost), equal scores by newest row id first,
-as SQLite's order breaks them (:mod:`.tantivy_topk`); the page's total from Tantivy's count. A query with
+as SQLite's order breaks them (:mod:`.topk`); the page's total from Tantivy's count. A query with
 parts that are not text (flags, dates, negations: :class:`~.tantivy_query.RankedText` ``filtered``) takes
 Tantivy's best in growing rounds and keeps those SQLite's condition passes, until the page is certain
 (the last kept has a better score than anything not yet read) or :data:`~.tantivy_topk.READ_MOST` are
@@ -35,11 +35,14 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TypeVar, Unpack
 
-from mail_imap_mcp.index.sqlite_errors import translated
-from mail_imap_mcp.index.sqlite_pages import page_task, places_of, rows_of
-from mail_imap_mcp.index.sqlite_query import Fts5Query, compile_fts5, in_places
-from mail_imap_mcp.index.sqlite_ranking import Then
-from mail_imap_mcp.index.sqlite_store import BUSY_TIMEOUT_S, PendingSearch, SqliteStore
+from mail_imap_mcp.index.engines.sqlite.errors import translated
+from mail_imap_mcp.index.engines.sqlite.pages import page_task, places_of, rows_of
+from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, compile_fts5, in_places
+from mail_imap_mcp.index.engines.sqlite.ranking import Then
+from mail_imap_mcp.index.engines.sqlite.store import BUSY_TIMEOUT_S, PendingSearch, SqliteStore
+from mail_imap_mcp.index.engines.tantivy.query import RankedText, compile_tantivy, in_folders
+from mail_imap_mcp.index.engines.tantivy.text import Change, Generation, open_text_index, text_dir
+from mail_imap_mcp.index.engines.tantivy.topk import Newest, Passing, best_matches
 from mail_imap_mcp.index.store import (
     FolderState,
     HitPage,
@@ -50,9 +53,6 @@ from mail_imap_mcp.index.store import (
     done,
     unpack_texts,
 )
-from mail_imap_mcp.index.tantivy_query import RankedText, compile_tantivy, in_folders
-from mail_imap_mcp.index.tantivy_text import Change, Generation, open_text_index, text_dir
-from mail_imap_mcp.index.tantivy_topk import Newest, Passing, best_matches
 from mail_imap_mcp.query.tree import Query
 
 log = logging.getLogger("mail_imap_mcp.index")

@@ -30,9 +30,9 @@ from typing import Any
 
 import tantivy
 
-from mail_imap_mcp.index.sqlite_tokens import Tokenizer
+from mail_imap_mcp.index.engines.sqlite.tokens import Tokenizer
+from mail_imap_mcp.index.engines.tantivy.query import FOLDER_FIELD, ID_FIELD
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexWriteFailed
-from mail_imap_mcp.index.tantivy_query import FOLDER_FIELD, ID_FIELD
 
 log = logging.getLogger("mail_imap_mcp.index")
 

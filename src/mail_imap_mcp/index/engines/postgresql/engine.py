@@ -1,8 +1,8 @@
 """The PostgreSQL engine: every index of the server in one database (``[index] index_url``) that every
-instance of a team deployment shares, a schema per index (:mod:`.postgres_schema`) named by the account
+instance of a team deployment shares, a schema per index (:mod:`.schema`) named by the account
 and, with ``index_per_user``, by the team user's tag (:func:`~.location.user_tag`: a keyed digest that
-names nobody). Its queries are compiled by :mod:`.postgres_query`; its syncs take turns on one lock per
-index in a process and on the index's advisory lock across instances (:mod:`.postgres_store`); a ranked
+names nobody). Its queries are compiled by :mod:`.query`; its syncs take turns on one lock per
+index in a process and on the index's advisory lock across instances (:mod:`.store`); a ranked
 page keeps the places of its first matches for the later ones, as SQLite's does."""
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mail_imap_mcp.config import AccountConfig, IndexSettings
-from mail_imap_mcp.index import postgres_schema
 from mail_imap_mcp.index.engine import IndexLocation, Opened
-from mail_imap_mcp.index.location import USER_SEPARATOR, account_identity, user_tag
-from mail_imap_mcp.index.postgres_query import PgCompiler
-from mail_imap_mcp.index.postgres_store import Connection, PostgresStore, failure_of
-from mail_imap_mcp.index.sqlite_tokens import Tokenizer
+from mail_imap_mcp.index.engines.postgresql import schema as postgres_schema
+from mail_imap_mcp.index.engines.postgresql.query import PgCompiler
+from mail_imap_mcp.index.engines.postgresql.store import Connection, PostgresStore, failure_of
+from mail_imap_mcp.index.engines.sqlite.location import USER_SEPARATOR, account_identity, user_tag
+from mail_imap_mcp.index.engines.sqlite.tokens import Tokenizer
 from mail_imap_mcp.query.tree import Query
 
 #: The start of every index's schema name.

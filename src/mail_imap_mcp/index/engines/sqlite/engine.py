@@ -1,5 +1,5 @@
-"""The SQLite engine: one FTS5 file per index (:mod:`.sqlite_store`) under ``index_dir``
-(:mod:`.location`), its queries compiled by :mod:`.sqlite_query`, its syncs taking turns on one lock per
+"""The SQLite engine: one FTS5 file per index (:mod:`.store`) under ``index_dir``
+(:mod:`.location`), its queries compiled by :mod:`.query`, its syncs taking turns on one lock per
 file in a process and SQLite's own locking between processes, its pages by offset (the places of a
 first page kept for the later ones, :class:`~.store.PageAsk`)."""
 
@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.index.engine import IndexLocation, Opened
-from mail_imap_mcp.index.location import (
+from mail_imap_mcp.index.engines.sqlite.location import (
     account_identity,
     discard_aside,
     drop_index,
@@ -24,7 +24,7 @@ from mail_imap_mcp.index.location import (
     user_index_path,
     user_index_paths,
 )
-from mail_imap_mcp.index.sqlite_query import compile_fts5
+from mail_imap_mcp.index.engines.sqlite.query import compile_fts5
 from mail_imap_mcp.query.tree import Query
 
 _file_locks: dict[Path, threading.RLock] = {}

@@ -1,5 +1,5 @@
 """The SQLite index's words, for an engine that keeps its own terms (PostgreSQL): every engine finds the
-same words in a message, as FTS5's own tokenizer (``unicode61 remove_diacritics 2``, :mod:`.sqlite_schema`)
+same words in a message, as FTS5's own tokenizer (``unicode61 remove_diacritics 2``, :mod:`.schema`)
 splits them: accents and case folded, addresses, URLs and hyphenated words split where SQLite splits them.
 
 That tokenizer judges each character alone: it is part of a word (folded to one character, or to none)

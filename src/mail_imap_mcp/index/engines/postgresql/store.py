@@ -1,10 +1,10 @@
-"""The index in PostgreSQL: one schema per index (:mod:`.postgres_schema`), reached through the engine's
-connection pool (:mod:`.postgres_engine`), shared by every instance of a team deployment.
+"""The index in PostgreSQL: one schema per index (:mod:`.schema`), reached through the engine's
+connection pool (:mod:`.engine`), shared by every instance of a team deployment.
 
 Every change is one transaction that first takes the index's advisory lock (``pg_advisory_xact_lock``),
 so two instances, or two syncs of one, write one at a time as SQLite's writers do, waiting at most
 :data:`~.store.WRITER_WAIT_S` (:class:`~.store.IndexBusy`). A message's words are the SQLite index's
-(:mod:`.sqlite_tokens`), made in Python and stored as ``tsvector`` input (:func:`terms_of`), never
+(:mod:`..sqlite.tokens`), made in Python and stored as ``tsvector`` input (:func:`terms_of`), never
 through PostgreSQL's text search parser. A ranked page orders every match by ``ts_rank`` (subject A,
 sender B, body C, the rest D), then newest first; every other order is the server's, as SQLite's is.
 PostgreSQL out of reach is :class:`~.store.IndexWriteFailed` for the sync (tried again) and
@@ -23,9 +23,9 @@ import psycopg
 import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from mail_imap_mcp.index.postgres_pages import page_of
-from mail_imap_mcp.index.postgres_query import WEIGHTS, PgCompiler, PgQuery, lexeme
-from mail_imap_mcp.index.sqlite_tokens import Tokenizer
+from mail_imap_mcp.index.engines.postgresql.pages import page_of
+from mail_imap_mcp.index.engines.postgresql.query import WEIGHTS, PgCompiler, PgQuery, lexeme
+from mail_imap_mcp.index.engines.sqlite.tokens import Tokenizer
 from mail_imap_mcp.index.store import (
     TEXT_COLUMNS,
     WRITER_WAIT_S,

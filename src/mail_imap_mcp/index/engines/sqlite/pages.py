@@ -1,6 +1,6 @@
 """A page of the SQLite index: the SQL of a query's count, its order and its rows, run on a read connection.
 
-Ranked (``relevance``), every match is scored (:mod:`.sqlite_ranking`). Every other order is the
+Ranked (``relevance``), every match is scored (:mod:`.ranking`). Every other order is the
 server's own, so a page is the same whichever answers: ``arrival`` newest INTERNALDATE first, then the
 folder's place in the searched list, then UID ascending (a search of several mailboxes,
 docs/search.md); ``uid`` the highest UID first (one mailbox in arrival order); ``date`` the newest sent
@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 
-from mail_imap_mcp.index.sqlite_query import Fts5Query, in_places
-from mail_imap_mcp.index.sqlite_ranking import Ranker, Then, weighs_nothing
+from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, in_places
+from mail_imap_mcp.index.engines.sqlite.ranking import Ranker, Then, weighs_nothing
 from mail_imap_mcp.index.store import (
     COLUMN_WEIGHTS,
     Hit,

@@ -11,7 +11,7 @@ messages) they hold the page. Their scores are checked against the scores the to
 of the same rows (the same sum, or the look is left). Otherwise (a small run scattered among many
 matches) the page is read in growing rounds, which is exact at the cost of reading the whole run.
 
-``passing``: where the query has conditions SQLite checks (:mod:`.tantivy_store`), which of a list of rows
+``passing``: where the query has conditions SQLite checks (:mod:`.store`), which of a list of rows
 pass them; rows that do not are skipped, and the rounds stop at :data:`READ_MOST` rows (None: SQLite
 ranks the page instead).
 """
@@ -23,7 +23,7 @@ from typing import Any
 
 import tantivy
 
-from mail_imap_mcp.index.tantivy_query import ID_FIELD
+from mail_imap_mcp.index.engines.tantivy.query import ID_FIELD
 
 #: Ranked rows read at most for a page whose query has conditions SQLite checks (then FTS5 ranks it).
 READ_MOST = 20_000

@@ -4,7 +4,7 @@ the rest left to SQLite.
 The query is split as the SQLite compiler splits it (:func:`~.sqlite_query.compile_fts5`): the parts of a
 top-level conjunction that are text alone (words and phrases under AND and OR) are what is ranked; every
 other part (a flag, a date, a negation, text beside a flag in an OR) is a condition SQLite checks on the
-best-ranked rows (:mod:`.tantivy_store`). A text test is split into the SQLite index's own words
+best-ranked rows (:mod:`.store`). A text test is split into the SQLite index's own words
 (:class:`~.sqlite_tokens.Tokenizer`, as the documents were: accents and case folded alike), so both
 sides match the same messages: one word is a term, several a phrase, in each column the field searches,
 each weighed by its column's weight (:data:`~.store.COLUMN_WEIGHTS`) as a boost. A value is never parsed
@@ -18,8 +18,8 @@ from typing import Any
 
 import tantivy
 
-from mail_imap_mcp.index.sqlite_query import phrase
-from mail_imap_mcp.index.sqlite_tokens import Tokenizer
+from mail_imap_mcp.index.engines.sqlite.query import phrase
+from mail_imap_mcp.index.engines.sqlite.tokens import Tokenizer
 from mail_imap_mcp.index.store import COLUMN_WEIGHTS, HEADER_FIELDS, TEXT_COLUMNS, TEXT_FIELDS
 from mail_imap_mcp.query.tree import AllOf, AnyOf, Contains, Header, Query
 

@@ -1,7 +1,7 @@
-"""The ``sqlite+tantivy`` engine: the SQLite engine's files (:mod:`.sqlite_engine`: folders, flags,
+"""The ``sqlite+tantivy`` engine: the SQLite engine's files (:mod:`..sqlite.engine`: folders, flags,
 labels, attachments, every order but relevance, counts, freshness, locking), each with a Tantivy index of
-its text beside it (``<file>.tantivy``, :mod:`.tantivy_text`) that ranks relevance pages
-(:mod:`.tantivy_store`). The Tantivy index is derived data: dropped with its file, and built again from
+its text beside it (``<file>.tantivy``, :mod:`.text`) that ranks relevance pages
+(:mod:`.store`). The Tantivy index is derived data: dropped with its file, and built again from
 the file's texts whenever it does not match it."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from typing import ClassVar
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.index.engine import IndexLocation, Opened
-from mail_imap_mcp.index.location import open_index, user_index_paths
-from mail_imap_mcp.index.sqlite_engine import SqliteEngine, SqliteLocation
-from mail_imap_mcp.index.tantivy_store import TantivyStore
-from mail_imap_mcp.index.tantivy_text import text_dir
+from mail_imap_mcp.index.engines.sqlite.engine import SqliteEngine, SqliteLocation
+from mail_imap_mcp.index.engines.sqlite.location import open_index, user_index_paths
+from mail_imap_mcp.index.engines.tantivy.store import TantivyStore
+from mail_imap_mcp.index.engines.tantivy.text import text_dir
 
 
 @dataclass(frozen=True)

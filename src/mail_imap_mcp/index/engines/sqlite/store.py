@@ -7,9 +7,9 @@ kept once, compressed, in ``messages``). Every change is one transaction (``BEGI
 journal is WAL, so a process killed at any point leaves the last batch committed or not at all, and a
 second process on the same file waits for the first one's transaction (SQLite's locking) instead of
 corrupting it. ``application_id`` marks the file as this index, and a table records the account it
-indexes (:mod:`.sqlite_schema`); a file without the mark, of another schema version or account, or
+indexes (:mod:`.schema`); a file without the mark, of another schema version or account, or
 damaged is :class:`IndexUnusable` (:mod:`.location` moves it aside). Every other error of SQLite (a
-full disk, an I/O error) is :class:`IndexWriteFailed`: the file is kept (:mod:`.sqlite_errors`).
+full disk, an I/O error) is :class:`IndexWriteFailed`: the file is kept (:mod:`.errors`).
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Unpack
 
-from mail_imap_mcp.index.sqlite_errors import Transaction, failure_of, translated
-from mail_imap_mcp.index.sqlite_pages import page_task
-from mail_imap_mcp.index.sqlite_query import Fts5Query, compile_fts5, label_keys, place_token
-from mail_imap_mcp.index.sqlite_ranking import SHARDS, Ranker, ReadConnections, Then
-from mail_imap_mcp.index.sqlite_schema import FTS_COLUMNS, prepare
+from mail_imap_mcp.index.engines.sqlite.errors import Transaction, failure_of, translated
+from mail_imap_mcp.index.engines.sqlite.pages import page_task
+from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, compile_fts5, label_keys, place_token
+from mail_imap_mcp.index.engines.sqlite.ranking import SHARDS, Ranker, ReadConnections, Then
+from mail_imap_mcp.index.engines.sqlite.schema import FTS_COLUMNS, prepare
 from mail_imap_mcp.index.store import (
     WRITER_WAIT_S,
     FolderState,

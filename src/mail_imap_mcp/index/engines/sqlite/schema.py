@@ -8,14 +8,14 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from mail_imap_mcp.index.sqlite_query import PLACE_COLUMN
+from mail_imap_mcp.index.engines.sqlite.query import PLACE_COLUMN
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexUnusable
 
 #: "MIMX": marks a database as this index (``PRAGMA application_id``).
 APPLICATION_ID = 0x4D494D58
 SCHEMA_VERSION = 7
 #: The FTS5 table's columns: the text columns, then the folder of the message as one word
-#: (:func:`~mail_imap_mcp.index.sqlite_query.place_token`), so that a search of some folders is one MATCH.
+#: (:func:`~mail_imap_mcp.index.engines.sqlite.query.place_token`), so that a search of some folders is one MATCH.
 FTS_COLUMNS = (*TEXT_COLUMNS, PLACE_COLUMN)
 
 #: The one-row table of the account the file indexes (added beside schema 7: a file without it, or with

@@ -2,7 +2,7 @@
 ``tsquery`` to rank by (an index engine owns its compiler: nothing of it crosses
 :class:`~.store.IndexStore`).
 
-Each message's words are the SQLite index's (:mod:`.sqlite_tokens`), stored as lexemes named by their
+Each message's words are the SQLite index's (:mod:`..sqlite.tokens`), stored as lexemes named by their
 column (:data:`PREFIXES`: ``s/budget`` is "budget" in the subject), so ``from:`` finds the sender alone
 and ``text`` every column. A text test becomes the same words split the same way, a phrase their
 ``<->`` chain in each column it searches: written as ``tsquery`` input, every lexeme quoted (``'`` and
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mail_imap_mcp.index.sqlite_tokens import Tokenizer
+from mail_imap_mcp.index.engines.sqlite.tokens import Tokenizer
 from mail_imap_mcp.index.store import (
     FLAG_BITS,
     HEADER_FIELDS,

@@ -1,5 +1,5 @@
 """Where an account's SQLite index lives, and opening it safely (the SQLite engine's places,
-:mod:`.sqlite_engine`).
+:mod:`.engine`).
 
 One file per account and identity, ``<index_dir>/<account>.<tag>.sqlite3`` (:func:`identity_index_path`:
 ``tag`` a digest of the server, port and user name, so two configurations whose accounts share an id keep
@@ -41,8 +41,8 @@ import platformdirs
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.index.engine import Opened
-from mail_imap_mcp.index.sqlite_schema import recorded_identity
-from mail_imap_mcp.index.sqlite_store import SqliteStore
+from mail_imap_mcp.index.engines.sqlite.schema import recorded_identity
+from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.store import IndexPermissions, IndexUnusable
 
 log = logging.getLogger("mail_imap_mcp.index")

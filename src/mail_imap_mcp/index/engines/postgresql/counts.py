@@ -25,8 +25,8 @@ from typing import Any, Protocol
 import psycopg
 import psycopg.errors
 
-from mail_imap_mcp.index.postgres_query import TEXT_TEST, PgQuery
-from mail_imap_mcp.index.sqlite_ranking import UNWEIGHTED_MATCHES
+from mail_imap_mcp.index.engines.postgresql.query import TEXT_TEST, PgQuery
+from mail_imap_mcp.index.engines.sqlite.ranking import UNWEIGHTED_MATCHES
 
 
 class Scoped(Protocol):

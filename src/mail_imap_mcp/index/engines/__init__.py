@@ -5,7 +5,7 @@ from __future__ import annotations
 from mail_imap_mcp.config import Config, ConfigError
 from mail_imap_mcp.config.installation import locked_install
 from mail_imap_mcp.index.engine import IndexEngine
-from mail_imap_mcp.index.sqlite_engine import SqliteEngine
+from mail_imap_mcp.index.engines.sqlite.engine import SqliteEngine
 
 
 def open_engine(config: Config) -> IndexEngine:
@@ -17,13 +17,13 @@ def open_engine(config: Config) -> IndexEngine:
         return SqliteEngine(config.server.index_dir)
     if settings.index_engine == "sqlite+tantivy":
         try:
-            from mail_imap_mcp.index.tantivy_engine import TantivyEngine
+            from mail_imap_mcp.index.engines.tantivy.engine import TantivyEngine
         except ImportError:
             raise ConfigError(_missing_extra("sqlite+tantivy", "tantivy")) from None
         return TantivyEngine(config.server.index_dir)
     password = settings.password()
     try:
-        from mail_imap_mcp.index.postgres_engine import PostgresEngine
+        from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
     except ImportError:
         raise ConfigError(_missing_extra("postgresql", "postgres")) from None
     return PostgresEngine(settings, password)

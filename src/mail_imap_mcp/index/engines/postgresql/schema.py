@@ -5,7 +5,7 @@ Tables: ``meta`` (the schema's version, the oldest version of this code that may
 indexes), ``folders`` (each folder's sync state) and ``messages`` (a row per message: its place, the facts
 a query filters on, its text compressed for snippets, and ``terms``: a ``tsvector`` of the SQLite
 index's words, each named by its column and weighted, with a GIN index). Since version 2, ``counted``
-(the text tests whose matches are counted as they change, :mod:`.postgres_counts`) and ``counts`` (their
+(the text tests whose matches are counted as they change, :mod:`.counts`) and ``counts`` (their
 matches per folder), kept by triggers on ``messages`` in the transaction of each change, whichever
 release writes it.
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-from mail_imap_mcp.index.postgres_counts import COUNT_TABLES
+from mail_imap_mcp.index.engines.postgresql.counts import COUNT_TABLES
 from mail_imap_mcp.index.store import IndexUnusable
 
 #: This release's schema.

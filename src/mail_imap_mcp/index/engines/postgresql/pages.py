@@ -1,6 +1,6 @@
 """A page of the PostgreSQL index, by key: a later page goes on after the previous page's last row.
 
-A page counts its matches apart (their kept count where :mod:`.postgres_counts` keeps one), then lists
+A page counts its matches apart (their kept count where :mod:`.counts` keeps one), then lists
 its rows in its order; a first page notes the highest row id of the index as it read them (in the same
 statement: one snapshot). Each page's last row's sort key, the order (:class:`Mode`) and that row id are
 its :attr:`~.store.Keyed.resume`; the next page is ``WHERE (key) < (last key) AND id <= highest ORDER
@@ -28,9 +28,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from mail_imap_mcp.index.postgres_counts import Scoped, keep_count, kept_total
-from mail_imap_mcp.index.postgres_query import PgQuery
-from mail_imap_mcp.index.sqlite_ranking import UNWEIGHTED_MATCHES
+from mail_imap_mcp.index.engines.postgresql.counts import Scoped, keep_count, kept_total
+from mail_imap_mcp.index.engines.postgresql.query import PgQuery
+from mail_imap_mcp.index.engines.sqlite.ranking import UNWEIGHTED_MATCHES
 from mail_imap_mcp.index.store import (
     RESUME_BYTES,
     Hit,
@@ -78,7 +78,7 @@ assert _RESUME.size <= RESUME_BYTES
 
 def page_of(conn: Scoped, query: PgQuery, ask: PageAsk, writer_lock: str) -> HitPage:
     """The page ``ask`` of ``query`` (its folders in the search's order), by key (see the module's text):
-    the count of the matches (kept, :mod:`.postgres_counts`, or counted apart; ``writer_lock``: the index's
+    the count of the matches (kept, :mod:`.counts`, or counted apart; ``writer_lock``: the index's
     writers' lock, taken to start keeping one), then the page's rows and one more (does a row follow?)."""
     folders, order, limit, offset = list(ask["folders"]), ask["order"], ask["limit"], ask["offset"]
     places, after = ask.get("places"), ask.get("after")
@@ -117,7 +117,7 @@ def page_of(conn: Scoped, query: PgQuery, ask: PageAsk, writer_lock: str) -> Hit
 
 def _matches(conn: Scoped, query: PgQuery, folders: list[str], writer_lock: str) -> int:
     """How many messages of ``folders`` match ``query``: its kept count, else counted over every match's
-    row (and kept from then on where it qualifies, :mod:`.postgres_counts`)."""
+    row (and kept from then on where it qualifies, :mod:`.counts`)."""
     kept = kept_total(conn, query, folders)
     if kept is not None:
         return kept

@@ -4,7 +4,7 @@ each shard is ranked on a read connection of its own in a thread, and the shards
 FTS5 scores one match at a time (BM25, about a microsecond each), so a word found in most of 100,000
 messages costs tens of milliseconds on one core; SQLite lets go of Python's lock while it works, so
 shards ranked in threads run at once. Row ids follow sent dates (:meth:`SqliteStore._free_id
-<mail_imap_mcp.index.sqlite_store.SqliteStore._free_id>`), and the shards' bounds are quantiles of the
+<mail_imap_mcp.index.engines.sqlite.store.SqliteStore._free_id>`), and the shards' bounds are quantiles of the
 row ids of every stored message, so each shard holds about as many matches. Every shard returns its own
 best ``offset + limit`` by the page's order (rank, then newest row id first), so the merge is exact: the
 page is the one a single ``ORDER BY`` over every match would give. A query of fewer than
@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from mail_imap_mcp.index.sqlite_query import Fts5Query
+from mail_imap_mcp.index.engines.sqlite.query import Fts5Query
 
 #: Shards a ranked query is split into (and threads ranking them): one for every two cores, at most four,
 #: leaving cores to the server's other work (the freshness round trip runs meanwhile). On a machine of
