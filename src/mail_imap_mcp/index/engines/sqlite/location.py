@@ -182,14 +182,6 @@ def open_index(path: Path, identity: str | None = None, kind: type[SqliteStore] 
         return Opened(kind(path, identity=identity), warning)
 
 
-def delete_index(path: Path) -> bool:
-    """Delete the index file at ``path`` and its WAL companions; whether there was one."""
-    found = path.exists()
-    for companion in ("", *_COMPANIONS):
-        Path(f"{path}{companion}").unlink(missing_ok=True)
-    return found
-
-
 def move_aside(path: Path) -> Path:
     """Move the index file (and its WAL companions) to ``<name>.unusable-<time>``; where it went."""
     aside = path.with_name(f"{path.name}.unusable-{time.strftime('%Y%m%dT%H%M%S')}")
