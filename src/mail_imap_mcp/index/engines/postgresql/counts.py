@@ -30,7 +30,7 @@ from mail_imap_mcp.index.engines.sqlite.ranking import UNWEIGHTED_MATCHES
 
 
 class Scoped(Protocol):
-    """A connection whose statements name the index's own tables (:class:`.postgres_store.Scoped`)."""
+    """A connection whose statements name the index's own tables (:class:`.store.Scoped`)."""
 
     conn: psycopg.Connection[tuple[Any, ...]]
 
@@ -46,7 +46,7 @@ MAX_COUNTED = 32
 #: Milliseconds a search waits for the index's writer lock to start keeping a count (else: next time).
 KEEP_WAIT_MS = 200
 
-#: Schema version 2 (:data:`~.postgres_schema.MIGRATIONS`): the tables and their triggers. ``{s}`` is the
+#: Schema version 2 (:data:`~.schema.MIGRATIONS`): the tables and their triggers. ``{s}`` is the
 #: schema. An update that names neither ``folder`` nor ``terms`` (flags, labels) fires nothing.
 COUNT_TABLES = (
     "CREATE TABLE {s}.counted(id serial PRIMARY KEY, query text NOT NULL UNIQUE, terms tsquery NOT NULL)",

@@ -60,7 +60,7 @@ class PgQuery:
     where: str
     params: tuple[object, ...]
     #: ``rank`` is words and phrases under AND alone (no OR of the user's): each of its words matches at
-    #: least every message the whole does (as :class:`~.sqlite_query.Fts5Query`'s).
+    #: least every message the whole does (as :class:`~..sqlite.query.Fts5Query`'s).
     conjunctive: bool = True
 
 

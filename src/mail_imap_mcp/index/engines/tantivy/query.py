@@ -1,11 +1,11 @@
 """The Tantivy side's compiler (engine ``sqlite+tantivy``): the text of a query tree as a Tantivy query,
 the rest left to SQLite.
 
-The query is split as the SQLite compiler splits it (:func:`~.sqlite_query.compile_fts5`): the parts of a
+The query is split as the SQLite compiler splits it (:func:`~..sqlite.query.compile_fts5`): the parts of a
 top-level conjunction that are text alone (words and phrases under AND and OR) are what is ranked; every
 other part (a flag, a date, a negation, text beside a flag in an OR) is a condition SQLite checks on the
 best-ranked rows (:mod:`.store`). A text test is split into the SQLite index's own words
-(:class:`~.sqlite_tokens.Tokenizer`, as the documents were: accents and case folded alike), so both
+(:class:`~..sqlite.tokens.Tokenizer`, as the documents were: accents and case folded alike), so both
 sides match the same messages: one word is a term, several a phrase, in each column the field searches,
 each weighed by its column's weight (:data:`~.store.COLUMN_WEIGHTS`) as a boost. A value is never parsed
 by Tantivy's query parser, so nothing of the user's text is syntax there.

@@ -1,13 +1,13 @@
-"""The store of the ``sqlite+tantivy`` engine: the SQLite index (:class:`~.sqlite_store.SqliteStore`,
+"""The store of the ``sqlite+tantivy`` engine: the SQLite index (:class:`~..sqlite.store.SqliteStore`,
 everything it keeps and answers today) with a Tantivy index of the text beside it (:mod:`.text`)
 that ranks relevance pages without scoring every match.
 
 **Writes.** Every write is SQLite's transaction first, then one Tantivy commit of the rows it added and
-removed (a bulk build's chunks: one commit per batch of them, :meth:`~.tantivy_text.TextIndex.apply`).
+removed (a bulk build's chunks: one commit per batch of them, :meth:`~.text.TextIndex.apply`).
 The SQLite file counts its row changes itself (a table of one row and triggers on ``messages``,
 whoever writes: a store of the plain SQLite engine too) under an epoch drawn when the table was made;
 this connection's temporary triggers log which rows changed, read in the same transaction. The Tantivy
-commit records the count it reached (:class:`~.tantivy_text.Generation`). A crash between the two
+commit records the count it reached (:class:`~.text.Generation`). A crash between the two
 commits, a write of another process, or a Tantivy write refused leaves the two counts apart: the open (or
 the next write) rebuilds the Tantivy index from the texts SQLite keeps, and until then every search
 compares the counts in its snapshot and ranks with FTS5 where they differ, so an answer is never stale.
@@ -15,9 +15,9 @@ compares the counts in its snapshot and ranks with FTS5 where they differ, so an
 **Ranked pages** (``relevance`` with text to rank): Tantivy's best ``offset + limit`` (or ``keep``) by
 its BM25 (a sum over the columns, each column's weight a boost), equal scores by newest row id first,
 as SQLite's order breaks them (:mod:`.topk`); the page's total from Tantivy's count. A query with
-parts that are not text (flags, dates, negations: :class:`~.tantivy_query.RankedText` ``filtered``) takes
+parts that are not text (flags, dates, negations: :class:`~.query.RankedText` ``filtered``) takes
 Tantivy's best in growing rounds and keeps those SQLite's condition passes, until the page is certain
-(the last kept has a better score than anything not yet read) or :data:`~.tantivy_topk.READ_MOST` are
+(the last kept has a better score than anything not yet read) or :data:`~.topk.READ_MOST` are
 read; past that (a condition that passes few of the matches) FTS5 ranks it, logged, and the total is
 FTS5's count. Every other page (by date, arrival or UID, no
 text, a later page's ``places``) is SQLite's own.

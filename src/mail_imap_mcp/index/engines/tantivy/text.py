@@ -5,7 +5,7 @@ match gives).
 
 A directory ``<index file>.tantivy`` holds one document per message row of the SQLite file: its row id
 and folder id (indexed, fast fields) and one text field per column of :data:`~.store.TEXT_COLUMNS`, fed
-the SQLite index's own words (:class:`~.sqlite_tokens.Tokenizer`) joined by spaces and split again by
+the SQLite index's own words (:class:`~..sqlite.tokens.Tokenizer`) joined by spaces and split again by
 Tantivy's ``whitespace`` tokenizer: the same words as FTS5's, positions kept for phrases. Nothing else of
 a message is here (no stored text, no flags): SQLite keeps it.
 
