@@ -1,7 +1,8 @@
 """The tests' keychain: a real Secret Service, GNOME Keyring's daemon (Debian's ``gnome-keyring``) on a
 D-Bus session bus of its own (``dbus-run-session``), its login keyring made and unlocked with a password
 on standard input, its files in a temporary home. keyring finds it as a desktop user's: through
-``DBUS_SESSION_BUS_ADDRESS`` (:meth:`SecretService.environment`), with no backend named.
+``DBUS_SESSION_BUS_ADDRESS`` (:meth:`SecretService.environment`), with no backend named. What the daemon
+and its bus say goes to ``gnome-keyring.log`` beside the home (a failed prompt is logged there).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+import secretstorage
 from jeepney.bus_messages import message_bus
 from jeepney.io.blocking import open_dbus_connection
+from secretstorage.exceptions import ItemNotFoundException
 
 from tests.support.patience import eventually, patient
 
@@ -31,6 +34,7 @@ _SESSION = 'printf "%s %s\\n" "$$" "$DBUS_SESSION_BUS_ADDRESS"; exec gnome-keyri
 class SecretService:
     bus: str
     home: Path
+    log: Path
 
     def environment(self) -> dict[str, str]:
         """What a process needs to find this keychain (and keep keyring's own files in the home)."""
@@ -42,10 +46,17 @@ class SecretService:
         }
 
 
-def _offers_secrets(bus: str) -> bool:
+def _default_collection_unlocked(bus: str) -> bool:
+    """The daemon offers its service, and its ``default`` alias resolves to an unlocked collection (the
+    login keyring): else keyring would ask it to create one, which needs a prompt no test can answer."""
     with open_dbus_connection(bus=bus) as connection:
         reply = connection.send_and_get_reply(message_bus.NameHasOwner(SECRETS_BUS_NAME), timeout=patient(5))
-    return bool(reply.body[0])
+        if not reply.body[0]:
+            return False
+        try:
+            return not secretstorage.Collection(connection).is_locked()
+        except ItemNotFoundException:
+            return False
 
 
 @contextmanager
@@ -60,29 +71,31 @@ def running_secret_service(root: Path, within: float = 30.0) -> Iterator[SecretS
         "XDG_RUNTIME_DIR": str(runtime),
         "XDG_DATA_HOME": str(home / ".local" / "share"),
     }
-    process = subprocess.Popen(
-        ["dbus-run-session", "--", "sh", "-c", _SESSION],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        text=True,
-    )
+    log = root / "gnome-keyring.log"
+    with log.open("w") as errors:
+        process = subprocess.Popen(
+            ["dbus-run-session", "--", "sh", "-c", _SESSION],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            env=env,
+            text=True,
+        )
     assert process.stdin is not None and process.stdout is not None
     process.stdin.write(_LOGIN_PASSWORD)
     process.stdin.close()
     daemon, bus = process.stdout.readline().split()
     try:
 
-        def offered() -> bool:
+        def ready() -> bool:
             if process.poll() is not None:
                 raise RuntimeError(
-                    f"gnome-keyring-daemon exited before it offered {SECRETS_BUS_NAME} on {bus}"
+                    f"gnome-keyring-daemon exited before it was ready on {bus}; its log: {log.read_text()}"
                 )
-            return _offers_secrets(bus)
+            return _default_collection_unlocked(bus)
 
-        eventually(offered, within=within, what=f"gnome-keyring-daemon offering {SECRETS_BUS_NAME} on {bus}")
-        yield SecretService(bus, home)
+        eventually(ready, within=within, what=f"gnome-keyring-daemon's unlocked default collection on {bus}")
+        yield SecretService(bus, home, log)
     finally:
         with suppress(ProcessLookupError):
             os.kill(int(daemon), signal.SIGTERM)

@@ -8,14 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import keyring
 import keyring.backend
 import keyring.core
+import keyring.errors
 import pytest
+from keyring.backends.SecretService import Keyring as SecretServiceKeyring
 
 from mail_imap_mcp.config import ConfigError, load_config
-from mail_imap_mcp.config.keychain import KeychainUnavailable, backend_name, store_password
+from mail_imap_mcp.config.keychain import (
+    KeychainUnavailable,
+    backend_name,
+    delete_secret,
+    find_secret,
+    read_password,
+    store_password,
+)
 from mail_imap_mcp.config.secret_storage import REFUSED_KEYCHAINS
 from mail_imap_mcp.config.team import HttpAuthSettings
 from tests.support.secret_service import SECRET_SERVICE_BACKEND, SecretService
@@ -170,3 +180,63 @@ def test_the_introspection_client_secret_comes_from_the_keychain(
         ValueError, match="exactly one of client_secret_env, client_secret_file, client_secret_keyring"
     ):
         introspection(client_secret_keyring="mail-imap-mcp", client_secret_env="SECRET")
+
+
+# What keyring raised in issue 57's flake: GNOME Keyring's ``default`` alias did not resolve for an instant
+# while another client wrote, keyring asked for a new collection, and its prompt could not be shown.
+COLLECTION_GLITCH = (
+    "Failed to create the collection: Message recipient disconnected from message bus without replying.."
+)
+
+
+class GlitchingSecretService(SecretServiceKeyring):
+    """The real Secret Service backend, whose next ``glitches`` look-ups of the collection fail as
+    keyring's did in the flake (a real daemon's alias race is too rare to provoke in a test)."""
+
+    glitches = 0
+
+    def get_preferred_collection(self) -> Any:
+        if self.glitches:
+            self.glitches -= 1
+            raise keyring.errors.InitError(COLLECTION_GLITCH)
+        return super().get_preferred_collection()
+
+
+@pytest.fixture
+def glitching(
+    environment: Callable[[dict[str, str]], None], secret_service: SecretService
+) -> GlitchingSecretService:
+    environment(secret_service.environment())
+    backend = GlitchingSecretService()
+    keyring.set_keyring(backend)
+    return backend
+
+
+def test_regression_a_collection_that_did_not_resolve_once_is_asked_again(
+    glitching: GlitchingSecretService,
+) -> None:
+    """Issue 57: one failed look-up of the default collection fails no keychain call."""
+    glitching.glitches = 1
+    store_password("mail-imap-mcp", "me@example.com", "s3cret-pw")
+    for call in (
+        lambda: read_password("mail-imap-mcp", "me@example.com", "password_keyring"),
+        lambda: find_secret("mail-imap-mcp", "me@example.com", "password_keyring"),
+    ):
+        glitching.glitches = 1
+        assert call() == "s3cret-pw"
+    glitching.glitches = 1
+    delete_secret("mail-imap-mcp", "me@example.com", "password_keyring")
+    assert find_secret("mail-imap-mcp", "me@example.com", "password_keyring") is None
+    assert glitching.glitches == 0
+
+
+def test_a_collection_that_never_resolves_is_a_clear_error_naming_the_setting(
+    glitching: GlitchingSecretService,
+) -> None:
+    glitching.glitches = 2
+    with pytest.raises(KeychainUnavailable) as caught:
+        read_password("mail-imap-mcp", "me@example.com", "password_keyring in [accounts.work]")
+    message = str(caught.value)
+    assert message.startswith("password_keyring in [accounts.work]: the keychain failed (keyring backend ")
+    assert COLLECTION_GLITCH.rstrip(".") in message and "unlock or start the keychain" in message
+    assert glitching.glitches == 0

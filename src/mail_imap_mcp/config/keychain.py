@@ -10,6 +10,7 @@ what to do instead, never the password.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .errors import ConfigError
@@ -98,13 +99,31 @@ def _unavailable(setting: str, exc: Exception) -> KeychainUnavailable:
     return KeychainUnavailable(f"{setting}: {failed}; {NO_KEYCHAIN_HINT}", failed)
 
 
+def _collection_glitch(exc: Exception) -> bool:
+    """keyring's backend found no collection to use (its InitError): GNOME Keyring's ``default`` alias
+    fails to resolve for an instant while another client writes, keyring then asks it for a new
+    collection, and that needs a prompt (which fails headless, or which a desktop user may dismiss)."""
+    return isinstance(exc, _keyring().errors.InitError)
+
+
+def _call(setting: str, operation: Callable[[], Any]) -> Any:
+    """``operation`` on the keychain, once more after a :func:`_collection_glitch`; a failure is a
+    :class:`KeychainUnavailable` naming ``setting``."""
+    try:
+        return operation()
+    except Exception as exc:  # keyring's backends raise their own types (D-Bus, Security framework...)
+        if not _collection_glitch(exc):
+            raise _unavailable(setting, exc) from None
+    try:
+        return operation()
+    except Exception as exc:  # as above, and a second glitch is a failure
+        raise _unavailable(setting, exc) from None
+
+
 def read_password(service: str, username: str, setting: str) -> str:
     """The password stored under ``service`` for ``username``; ConfigError naming ``setting`` otherwise."""
     backend = _backend(setting)
-    try:
-        value = backend.get_password(service, username)
-    except Exception as exc:  # keyring's backends raise their own types (D-Bus, Security framework...)
-        raise _unavailable(setting, exc) from None
+    value = _call(setting, lambda: backend.get_password(service, username))
     if not value:
         raise ConfigError(
             f"{setting}: the keychain ({_dotted(backend)}) holds no password for {username!r} under the "
@@ -116,20 +135,14 @@ def read_password(service: str, username: str, setting: str) -> str:
 def store_password(service: str, username: str, password: str, setting: str = "password_keyring") -> str:
     """Store ``password`` under ``service`` for ``username``; returns the backend's name."""
     backend = _backend(setting)
-    try:
-        backend.set_password(service, username, password)
-    except Exception as exc:  # as in read_password: each backend has its own failures
-        raise _unavailable(setting, exc) from None
+    _call(setting, lambda: backend.set_password(service, username, password))
     return _dotted(backend)
 
 
 def find_secret(service: str, username: str, setting: str) -> str | None:
     """The secret stored under ``service`` for ``username``, None when there is none."""
     backend = _backend(setting)
-    try:
-        value = backend.get_password(service, username)
-    except Exception as exc:  # as in read_password
-        raise _unavailable(setting, exc) from None
+    value = _call(setting, lambda: backend.get_password(service, username))
     return str(value) if value else None
 
 
@@ -138,7 +151,4 @@ def delete_secret(service: str, username: str, setting: str) -> None:
     backend = _backend(setting)
     if find_secret(service, username, setting) is None:
         return
-    try:
-        backend.delete_password(service, username)
-    except Exception as exc:  # as in read_password
-        raise _unavailable(setting, exc) from None
+    _call(setting, lambda: backend.delete_password(service, username))
