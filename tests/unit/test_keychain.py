@@ -193,6 +193,7 @@ class GlitchingSecretService(SecretServiceKeyring):
     """The real Secret Service backend, whose next ``glitches`` look-ups of the collection fail as
     keyring's did in the flake (a real daemon's alias race is too rare to provoke in a test)."""
 
+    priority = -1  # keyring knows every backend class: never its choice for the other tests
     glitches = 0
 
     def get_preferred_collection(self) -> Any:
