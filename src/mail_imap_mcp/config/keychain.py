@@ -100,10 +100,13 @@ def _unavailable(setting: str, exc: Exception) -> KeychainUnavailable:
 
 
 def _collection_glitch(exc: Exception) -> bool:
-    """keyring's backend found no collection to use (its InitError): GNOME Keyring's ``default`` alias
-    fails to resolve for an instant while another client writes, keyring then asks it for a new
-    collection, and that needs a prompt (which fails headless, or which a desktop user may dismiss)."""
-    return isinstance(exc, _keyring().errors.InitError)
+    """keyring found no collection to use (its InitError), or the collection left in the middle of a call
+    (secretstorage's ItemNotFoundException): GNOME Keyring's ``default`` alias fails to resolve for an
+    instant while another program writes, and keyring then asks for a new collection, whose prompt fails
+    headless (or which a desktop user may dismiss)."""
+    kind = type(exc)
+    vanished = kind.__module__.startswith("secretstorage") and kind.__name__ == "ItemNotFoundException"
+    return vanished or isinstance(exc, _keyring().errors.InitError)
 
 
 def _call(setting: str, operation: Callable[[], Any]) -> Any:
