@@ -621,6 +621,7 @@ def profile_in_process(config_path: Path, env: dict[str, str], zero: list[str], 
     from mail_imap_mcp.envelope.mcp import _to_result
     from mail_imap_mcp.envelope.model import Meta, SuccessEnvelope
     from mail_imap_mcp.tools import search_messages
+    from mail_imap_mcp.tools.search_messages_models import SearchMessagesInput
 
     os.environ.update(env)
     app = AppContext.from_config(load_config(config_path))
@@ -632,7 +633,7 @@ def profile_in_process(config_path: Path, env: dict[str, str], zero: list[str], 
             self.arguments = _arguments(shape)
 
         def __call__(self) -> None:
-            args = search_messages.SearchMessagesInput.model_validate(self.arguments)
+            args = SearchMessagesInput.model_validate(self.arguments)
             result = search_messages.handle(app, args)
             meta = Meta(request_id="req_profile", now_utc="2026-01-01T00:00:00.000Z", duration_ms=1)
             envelope = SuccessEnvelope[Any](summary=result.summary, data=result.data, meta=meta)

@@ -40,12 +40,13 @@ def app_caller(config_path: Path) -> tuple[Any, Callable[[dict[str, Any]], dict[
     from mail_imap_mcp.envelope.mcp import _to_result
     from mail_imap_mcp.envelope.model import Meta, SuccessEnvelope
     from mail_imap_mcp.tools import search_messages
+    from mail_imap_mcp.tools.search_messages_models import SearchMessagesInput
 
     app = AppContext.from_config(load_config(config_path))
     meta = Meta(request_id="req_bench", now_utc="2026-01-01T00:00:00.000Z", duration_ms=1)
 
     def call(arguments: dict[str, Any]) -> dict[str, Any]:
-        parsed = search_messages.SearchMessagesInput.model_validate(arguments)
+        parsed = SearchMessagesInput.model_validate(arguments)
         result = search_messages.handle(app, parsed)
         envelope = SuccessEnvelope[Any](summary=result.summary, data=result.data, meta=meta)
         _to_result(envelope).model_dump_json(by_alias=True, exclude_none=True)

@@ -32,7 +32,7 @@ from mail_imap_mcp.config import Config
 from mail_imap_mcp.confirmation import Decision
 from mail_imap_mcp.services import send_approval
 from mail_imap_mcp.services.send_approval import approval_page
-from mail_imap_mcp.tools.send_draft import SendDraftData
+from mail_imap_mcp.tools.send_draft_models import SendDraftData
 from tests.support import chromium
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client

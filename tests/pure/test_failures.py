@@ -49,7 +49,7 @@ from mail_imap_mcp.presentation.failures import (
     run,
     tool_failure,
 )
-from mail_imap_mcp.tools.search_messages import SearchMessagesInput
+from mail_imap_mcp.tools.search_messages_models import SearchMessagesInput
 
 
 def _modules(package: ModuleType) -> list[ModuleType]:

@@ -10,7 +10,8 @@ import pytest
 from mail_imap_mcp.presentation.search_filters import filters_digest, filters_query
 from mail_imap_mcp.query import InMailbox, QuerySyntaxError, search_keys
 from mail_imap_mcp.query.imap import Key
-from mail_imap_mcp.tools.search_messages import FILTER_FIELDS, SearchMessagesInput
+from mail_imap_mcp.tools.search_messages import FILTER_FIELDS
+from mail_imap_mcp.tools.search_messages_models import SearchMessagesInput
 
 NFC = "Jürgen Größe"
 NFD = unicodedata.normalize("NFD", NFC)

@@ -14,7 +14,8 @@ from mail_imap_mcp.operations.batch import group_message_ids
 from mail_imap_mcp.presentation.failures import envelope_of
 from mail_imap_mcp.presentation.flag_undo import undo_flags
 from mail_imap_mcp.state import ANONYMOUS_CALLER
-from mail_imap_mcp.tools.update_message_flags import NAME, FlagResult
+from mail_imap_mcp.tools.update_message_flags import NAME
+from mail_imap_mcp.tools.update_message_flags_models import FlagResult
 
 
 def _undo(changed: list[FlagResult]) -> NextAction | None:

@@ -573,14 +573,16 @@ def project_imports(path: Path, name: str) -> set[str]:
     return {target for target in imported(path, name) if target in known and target != name}
 
 
-def test_a_tool_module_imports_no_other_module_of_tools_but_its_spec() -> None:
+def test_a_tool_module_imports_no_other_module_of_tools_but_its_spec_and_its_models() -> None:
+    """A tool's pydantic models sit beside it in ``tools/<tool>_models.py``, which imports no tool."""
     tools = PACKAGE / "tools"
     wrong = sorted(
         f"{name} imports {target}"
         for name, path in modules(SRC, tools).items()
         if path.name not in {"__init__.py", "spec.py", "registry.py"}
         for target in project_imports(path, name)
-        if target.startswith("mail_imap_mcp.tools") and target != "mail_imap_mcp.tools.spec"
+        if target.startswith("mail_imap_mcp.tools")
+        and target not in {"mail_imap_mcp.tools.spec", f"{name}_models"}
     )
     assert wrong == []
     assert not (tools / "_shared").exists()

@@ -25,6 +25,8 @@ from mail_imap_mcp.presentation import failures
 from mail_imap_mcp.presentation.failures import as_tool_failure
 from mail_imap_mcp.presentation.search_page import SearchMessagesData
 from mail_imap_mcp.tools import get_thread, search_messages
+from mail_imap_mcp.tools.get_thread_models import GetThreadInput
+from mail_imap_mcp.tools.search_messages_models import SearchMessagesInput
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, Step, answer, ok
 
 UIDVALIDITY = 1700000000
@@ -108,7 +110,7 @@ WARM_PAGE = (
 
 def subjects_of_newest_page(app: AppContext) -> list[str]:
     """imap_search_messages of INBOX, newest first: the subjects of its page."""
-    result = search_messages.handle(app, search_messages.SearchMessagesInput(mailbox="INBOX", limit=10))
+    result = search_messages.handle(app, SearchMessagesInput(mailbox="INBOX", limit=10))
     return [message.subject for message in result.data.messages]
 
 
@@ -156,7 +158,7 @@ def test_regression_a_stale_id_on_a_warm_connection_settles_its_revalidation_wit
             steps.append(ok("UID FETCH"))
         server.expect(*steps)
         with pytest.raises(ToolFailure) as raised:
-            failures.run(get_thread.handle, app, get_thread.GetThreadInput(message_id=message_id))
+            failures.run(get_thread.handle, app, GetThreadInput(message_id=message_id))
         expected = ErrorCode.CONFLICT if stale == "uidvalidity" else ErrorCode.NOT_FOUND
         assert raised.value.code is expected, raised.value
         assert not server.script, "the revalidation was left unanswered"
@@ -327,7 +329,7 @@ def test_several_mailboxes_are_read_in_the_same_round_trips_and_one_that_fails_m
     )
     try:
         arguments = {"mailboxes": ["INBOX", "Archive", "Projects"], "subject": "invoice", "fields": "full"}
-        result = search_messages.handle(app, search_messages.SearchMessagesInput.model_validate(arguments))
+        result = search_messages.handle(app, SearchMessagesInput.model_validate(arguments))
         data = result.data
         assert isinstance(data, SearchMessagesData)
         assert [m.message_id.split(":")[2] for m in data.messages] == ["Projects", "INBOX"]
@@ -379,7 +381,7 @@ def test_a_filtered_first_page_of_a_large_mailbox_is_one_scan(login: bytes, sear
     )
     try:
         arguments = {"subject": "invoice", "limit": 1, "fields": "full"}
-        result = search_messages.handle(app, search_messages.SearchMessagesInput.model_validate(arguments))
+        result = search_messages.handle(app, SearchMessagesInput.model_validate(arguments))
         data = result.data
         assert isinstance(data, SearchMessagesData)
         assert [m.message_id.rsplit(":", 1)[1] for m in data.messages] == ["2999"]
@@ -432,7 +434,7 @@ def test_a_large_mailbox_among_several_reads_the_keys_of_its_newest_band_alone()
     )
     try:
         arguments = {"mailboxes": ["Archive", "INBOX"], "subject": "invoice", "limit": 2, "fields": "full"}
-        result = search_messages.handle(app, search_messages.SearchMessagesInput.model_validate(arguments))
+        result = search_messages.handle(app, SearchMessagesInput.model_validate(arguments))
         data = result.data
         assert isinstance(data, SearchMessagesData)
         assert [m.message_id.split(":", 2)[2] for m in data.messages] == [

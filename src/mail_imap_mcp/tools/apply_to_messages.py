@@ -7,26 +7,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.envelope import MultiItemData, NextAction, Payload, ToolFailure, ToolResult
+from mail_imap_mcp.envelope import ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.directory import same_mailbox
-from mail_imap_mcp.operations import Operation, OperationRef
+from mail_imap_mcp.operations import Operation
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.batch import Batch, group_message_ids
 from mail_imap_mcp.operations.runner import run_bulk_write
-from mail_imap_mcp.operations.transfer import (
-    Action,
-    Outcome,
-    TransferOutcome,
-    TransferRequest,
-    transfer,
-)
+from mail_imap_mcp.operations.transfer import TransferOutcome, TransferRequest, transfer
 from mail_imap_mcp.presentation import writes
-from mail_imap_mcp.presentation.arguments import MessageIdArg
 from mail_imap_mcp.services.writes import batch_connection, confirm_permanent_delete, deletes_by_landing
+from mail_imap_mcp.tools.apply_to_messages_models import (
+    ApplyToMessagesData,
+    ApplyToMessagesInput,
+    MessageResult,
+    TransferMailboxPlan,
+)
 from mail_imap_mcp.tools.spec import DESTRUCTIVE_WRITING, ToolSpec
 
 NAME = "imap_apply_to_messages"
@@ -63,82 +60,6 @@ ERRORS = {
     "unavailable": "The server cannot be reached, or refused the change for another reason.",
     "timeout": "A command exceeded its time budget.",
 }
-
-#: As in MailboxName: no control characters (Dovecot echoes unknown names raw in its NO answer).
-MAILBOX_NAME_PATTERN = r"^[^\x00-\x08\x0a-\x1f\x7f]+$"
-
-
-class ApplyToMessagesInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    message_ids: list[MessageIdArg] = Field(
-        min_length=1,
-        max_length=250,
-        description="Ids of one account.",
-    )
-    action: Action = Field(
-        description="move, copy: to destination_mailbox; delete: to Trash; archive: Gmail."
-    )
-    # Not MailboxName | None: the flattened schema would show MailboxName's description instead of this one.
-    destination_mailbox: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=1000,
-        pattern=MAILBOX_NAME_PATTERN,
-        description="An existing mailbox, for move and copy.",
-    )
-    permanent: bool = Field(
-        default=False,
-        description="delete for good (needs allow_permanent_delete and the user's consent).",
-    )
-    confirm_token: str | None = Field(
-        default=None, max_length=200, description=writes.CONFIRM_TOKEN_DESCRIPTION
-    )
-    dry_run: bool = Field(default=False, description=writes.DRY_RUN_DESCRIPTION)
-
-
-class MessageResult(Payload):
-    message_id: str = Field(description="The message_id as given.")
-    new_message_id: str | None = Field(
-        description="Its id in the destination (from the server's COPYUID); null for a permanent delete, a "
-        "dry run, a message not moved or copied, or a server that does not report new ids (no UIDPLUS)."
-    )
-    outcome: Outcome = Field(
-        description="moved, copied, moved_to_trash, deleted (for good); would_* in a dry run; not_found, "
-        "outcome_unknown, not_attempted or failed (see issues)."
-    )
-
-
-# What a move, copy or delete does in one source mailbox: titled MailboxPlan in the outputSchema, as before.
-class TransferMailboxPlan(Payload):
-    model_config = ConfigDict(json_schema_serialization_defaults_required=True, title="MailboxPlan")
-
-    source_mailbox: str = Field(description="Mailbox the messages are in.")
-    destination_mailbox: str | None = Field(description="Where they go; null for a permanent delete.")
-    messages: int = Field(description="Messages found there and acted on (or, in a dry run, to act on).")
-    missing: int = Field(description="Ids whose message no longer exists there.")
-    method: str = Field(description="The IMAP commands used (or that would be).")
-
-
-class ApplyToMessagesData(MultiItemData):
-    account_id: str = Field(description="Account of the messages.")
-    action: Action = Field(description="The action requested.")
-    permanent: bool = Field(description="True for a permanent delete.")
-    dry_run: bool = Field(description="True: nothing was changed; results say what would happen.")
-    destination_mailbox: str | None = Field(
-        description="Where the messages went: destination_mailbox, or the Trash for delete."
-    )
-    requested: int = Field(description="Distinct message ids given.")
-    changed: int = Field(description="Messages moved, copied or deleted (in a dry run: that would be).")
-    mailboxes: list[TransferMailboxPlan] = Field(
-        description="Per source mailbox: what was (or would be) done."
-    )
-    results: list[MessageResult] = Field(description="One per distinct message id, in the order given.")
-    undo: list[NextAction] = Field(
-        description="Calls that move the messages back (one per source mailbox), for move and delete."
-    )
-    background: OperationRef | None = writes.operation_field()
-    operation: OperationRef | None = writes.operation_field(deprecated=True)
 
 
 def _check_arguments(args: ApplyToMessagesInput, batch: Batch) -> None:

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import base64
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.config.settings import MAX_WINDOW_BYTES
-from mail_imap_mcp.envelope import Payload, ToolResult
+from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.imap.read import MessageGone, RawWindow, read_raw
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.presentation.arguments import MessageIdArg
 from mail_imap_mcp.presentation.mail_failures import message_gone
 from mail_imap_mcp.presentation.result_size import json_chars
 from mail_imap_mcp.services.message_lookup import MESSAGE_TOOL_ERRORS, examine_for, resolve_message
+from mail_imap_mcp.tools.get_message_raw_models import GetMessageRawData, GetMessageRawInput
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_get_message_raw"
@@ -31,25 +28,6 @@ DETAILS = (
     "the message as read."
 )
 ERRORS = MESSAGE_TOOL_ERRORS
-
-
-class GetMessageRawInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    message_id: MessageIdArg
-    offset_bytes: int = Field(default=0, ge=0, le=2**31, description="Window start (bytes).")
-    max_bytes: int = Field(default=16_384, ge=1, le=MAX_WINDOW_BYTES, description="Window size (bytes).")
-
-
-class GetMessageRawData(Payload):
-    account_id: str = Field(description="Account of the message.")
-    message_id: str = Field(description="The message read.")
-    total_size_bytes: int = Field(description="Size of the whole message.")
-    offset_bytes: int = Field(description="First byte of this window.")
-    returned_bytes: int = Field(description="Bytes in this window.")
-    truncated: bool = Field(description="True when bytes remain after this window.")
-    raw_base64: str | None = Field(description="The window, base64-encoded, when raw_text is null.")
-    raw_text: str | None = Field(description="The window as text, when it is valid UTF-8.")
 
 
 def window_text(data: bytes) -> str | None:

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.envelope import Issue, MultiItemData, NextAction, Payload, ToolResult, status_for
+from mail_imap_mcp.envelope import Issue, NextAction, ToolResult, status_for
 from mail_imap_mcp.imap.directory import same_mailbox
 from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes, mailbox_counts
 from mail_imap_mcp.imap.roles import INBOX
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId
 from mail_imap_mcp.presentation.result_size import (
     DATA_MAX_CHARS,
     RESULT_MAX_CHARS,
@@ -18,6 +15,7 @@ from mail_imap_mcp.presentation.result_size import (
     leading_that_fit,
 )
 from mail_imap_mcp.presentation.shapes import UntrustedContent
+from mail_imap_mcp.tools.list_mailboxes_models import ListMailboxesData, ListMailboxesInput, Mailbox
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = "imap_list_mailboxes"
@@ -36,32 +34,6 @@ ERRORS = {
     "unavailable": "The server cannot be reached, refused TLS verification, or lacks STARTTLS.",
     "timeout": "Connecting or a command exceeded its time budget.",
 }
-
-
-class ListMailboxesInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    account_id: AccountId = DEFAULT_ACCOUNT
-    include_counts: bool = Field(default=False, description="Add counts from STATUS (slower).")
-
-
-class Mailbox(Payload):
-    name: str = Field(description="Decoded mailbox name; pass it as `mailbox` to other tools.")
-    delimiter: str | None = Field(description="Hierarchy delimiter, e.g. '/' or '.'.")
-    attributes: list[str] = Field(description="LIST attributes, e.g. \\HasNoChildren.")
-    special_use: str | None = Field(description="Role reported by the server: \\Sent, \\Trash, ...")
-    messages: int | None = Field(default=None, description="Message count (include_counts).")
-    unseen: int | None = Field(default=None, description="Unseen count (include_counts).")
-    uidvalidity: int | None = Field(default=None, description="UIDVALIDITY (include_counts).")
-    uidnext: int | None = Field(default=None, description="UIDNEXT (include_counts).")
-
-
-class ListMailboxesData(MultiItemData):
-    account_id: str = Field(description="Account the mailboxes belong to.")
-    total: int = Field(description="Mailboxes the server listed.")
-    returned: int = Field(description="Mailboxes in this response (bounded by server.max_mailboxes).")
-    mailboxes: list[Mailbox] = Field(description="Mailboxes, INBOX first, then by name.")
-    untrusted_content: UntrustedContent
 
 
 #: Mailbox names are the account owner's, or in a shared namespace another user's.

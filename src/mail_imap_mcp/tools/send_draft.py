@@ -6,20 +6,16 @@ in; refused otherwise). Governed by the account's ``send_enabled`` alone; the ru
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.asking import Ask
-from mail_imap_mcp.envelope import ErrorCode, MultiItemData, NextAction, ToolFailure, ToolResult
+from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.read import MessageGone
-from mail_imap_mcp.operations import Operation, OperationRef
+from mail_imap_mcp.operations import Operation
 from mail_imap_mcp.operations.audit import audit
-from mail_imap_mcp.presentation.arguments import MessageIdArg
-from mail_imap_mcp.presentation.writes import audited, operation_field
+from mail_imap_mcp.presentation.writes import audited
 from mail_imap_mcp.services.message_lookup import resolve_message
 from mail_imap_mcp.services.send_draft import (
     Prepared,
@@ -30,6 +26,7 @@ from mail_imap_mcp.services.send_draft import (
     waiting_for_approval,
 )
 from mail_imap_mcp.services.send_review import review
+from mail_imap_mcp.tools.send_draft_models import RefusedRecipient, SendDraftData, SendDraftInput
 from mail_imap_mcp.tools.spec import SENDING, ToolSpec
 
 NAME = "imap_send_draft"
@@ -81,36 +78,6 @@ ERRORS = {
     "nothing was sent.",
     "timeout": "The submission server did not answer before the message was sent; nothing was sent.",
 }
-
-
-class SendDraftInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    message_id: MessageIdArg = Field(description="The draft's message_id (in Drafts).")
-
-
-class RefusedRecipient(BaseModel):
-    address: str = Field(description="A recipient the server refused.")
-    reply: str = Field(description="The server's reply.")
-
-
-class SendDraftData(MultiItemData):
-    account_id: str = Field(description="Account the message was sent from.")
-    message_id: str = Field(description="The draft's message_id.")
-    header_message_id: str = Field(description="The Message-ID the message was sent with.")
-    outcome: Literal["sent", "outcome_unknown", "waiting_for_approval"] = Field(
-        description="sent: the server accepted it; outcome_unknown: the connection was lost after the message "
-        "went out (never retried; look in Sent); waiting_for_approval: the user decides on a page, see "
-        "background."
-    )
-    accepted: list[str] = Field(description="Recipients the server accepted.")
-    refused: list[RefusedRecipient] = Field(description="Recipients the server refused.")
-    sent_copy: Literal["appended", "filed_by_provider"] | None = Field(
-        description="How the copy in Sent came to be (null: none, data.issues says why)."
-    )
-    answered: bool = Field(description="The message replied to was marked \\Answered.")
-    draft_moved_to_trash: bool = Field(description="The draft was moved to Trash.")
-    background: OperationRef | None = operation_field()
 
 
 def handle(app: AppContext, args: SendDraftInput) -> ToolResult[SendDraftData]:
