@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 import mail_imap_mcp.content
 import mail_imap_mcp.imap
+import mail_imap_mcp.local_files
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
@@ -59,7 +60,7 @@ def _modules(package: ModuleType) -> list[ModuleType]:
 
 def _exception_classes() -> set[type[BaseException]]:
     found: set[type[BaseException]] = set()
-    for package in (mail_imap_mcp.imap, mail_imap_mcp.content):
+    for package in (mail_imap_mcp.imap, mail_imap_mcp.content, mail_imap_mcp.local_files):
         for module in _modules(package):
             for _, value in inspect.getmembers(module, inspect.isclass):
                 if issubclass(value, BaseException) and value.__module__ == module.__name__:
@@ -68,8 +69,8 @@ def _exception_classes() -> set[type[BaseException]]:
 
 
 def test_every_exception_class_of_imap_and_content_is_mapped() -> None:
-    """As httpx tests that every httpcore exception is mapped: a new exception class in ``imap/`` or
-    ``content/`` needs its line in the registry (and so its envelope error) before it can ship."""
+    """As httpx tests that every httpcore exception is mapped: a new exception class in ``imap/``,
+    ``content/`` or ``local_files/`` needs its line in the registry (and so its envelope error) before it can ship."""
     classes = _exception_classes()
     assert len(classes) >= 15, sorted(c.__name__ for c in classes)  # the walk found them
     unmapped = sorted(f"{c.__module__}.{c.__qualname__}" for c in classes if c not in REGISTRY)

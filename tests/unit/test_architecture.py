@@ -60,6 +60,23 @@ FORBIDDEN_IMPORTS = {
         *_TOP,
     ),
     "imap": ("index", "smtp", "operations", *_ABOVE_OPERATIONS, *_TOP),
+    # Reading and creating the user's local files safely: paths, descriptors, names; no protocol, no MCP
+    # (the Windows access-list rule of config/ is the one thing it borrows).
+    "local_files": (
+        "net",
+        "imap",
+        "smtp",
+        "index",
+        "mime",
+        "content",
+        "query",
+        "envelope",
+        "state",
+        "sign_in_flow",
+        "operations",
+        *_ABOVE_OPERATIONS,
+        *_TOP,
+    ),
     # SMTP submission beside imap/: net/'s sockets, TLS and SASL, its own errors; no IMAP, nothing above.
     "smtp": ("imap", "index", "query", "envelope", "state", "operations", *_ABOVE_OPERATIONS, *_TOP),
     # A sign-in a call starts: the account's settings, the OAuth client, the browser; no mail.
@@ -97,8 +114,23 @@ FORBIDDEN_IMPORTS = {
 # Only the tools (and the registry that hands each call its ``ask``) reach the ways of asking.
 for _layer in ("presentation", "services", "app", "confirmation", "capabilities"):
     FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], "asking")
+# Below every protocol: nothing there reads or creates the user's local files.
+for _layer in ("envelope", "state", "query", "net"):
+    FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], "local_files")
 # Nothing below the tools and services shows an approval page.
-for _layer in ("envelope", "state", "query", "mime", "content", "net", "imap", "smtp", "index", "operations"):
+for _layer in (
+    "envelope",
+    "state",
+    "query",
+    "mime",
+    "content",
+    "net",
+    "imap",
+    "smtp",
+    "index",
+    "operations",
+    "local_files",
+):
     FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], "approval")
 
 

@@ -75,6 +75,7 @@ from mail_imap_mcp.presentation import connect_failures
 from mail_imap_mcp.presentation.attachment_failures import ATTACHMENT_FAILURES
 from mail_imap_mcp.presentation.call import App, Call
 from mail_imap_mcp.presentation.draft_failures import DRAFT_FAILURES
+from mail_imap_mcp.presentation.local_file_failures import LOCAL_FILE_FAILURES
 from mail_imap_mcp.presentation.mail_failures import (
     MAILBOX_COMMANDS,
     TRANSFERS,
@@ -371,6 +372,7 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     **NAME_FAILURES,
     **QUERY_FAILURES,
     **TOKEN_FAILURES,
+    **LOCAL_FILE_FAILURES,
 }
 
 
