@@ -1,5 +1,6 @@
 """A saved draft as it goes out: its bytes with Date replaced, a Message-ID added where it has none and Bcc
-left out of the transmitted copy (the Sent copy keeps it); its envelope (the sender, every To, Cc and Bcc
+left out of the transmitted copy (the Sent copy keeps it), and so are the lines recording where each attachment came
+from (``mime/building.py``: for the approval, never for recipients); its envelope (the sender, every To, Cc and Bcc
 address); and the header values the user is shown to approve it.
 
 The bytes are the draft's own: header fields are removed or added as whole lines, nothing else is
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from email.parser import BytesParser
 
+from mail_imap_mcp.mime.building import SOURCE_HEADER
 from mail_imap_mcp.smtp.refusals import DraftRefused, DraftUnsendable
 
 #: At most this many recipients (To, Cc and Bcc together) in one message.
@@ -89,10 +91,10 @@ def _fields(header: bytes) -> list[tuple[str, bytes]]:
 
 def rewritten(raw: bytes, *, date: str, header_id: str | None, keep_bcc: bool) -> bytes:
     """``raw`` with its Date replaced by ``date``, ``Message-ID: header_id`` added (when given) and its Bcc
-    kept or left out; every other byte as it was."""
+    and attachment sources kept or left out; every other byte as it was."""
     header, blank, body = split_header(raw)
     newline = b"\n" if blank.startswith(b"\n") or (b"\n" in header and b"\r\n" not in header) else b"\r\n"
-    drop = {"date"} | (set() if keep_bcc else {"bcc"})
+    drop = {"date"} | (set() if keep_bcc else {"bcc", SOURCE_HEADER.lower()})
     kept = [
         text if text.endswith(b"\n") else text + newline for name, text in _fields(header) if name not in drop
     ]
