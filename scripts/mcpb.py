@@ -150,7 +150,9 @@ def server_json(release: str, bundle: Path | None = None) -> dict[str, Any]:
                     "description": field["description"],
                     "isRequired": bool(field.get("required")),
                     "isSecret": bool(field.get("sensitive")),
-                    "format": {"boolean": "boolean", "file": "filepath"}.get(field["type"], "string"),
+                    "format": {"boolean": "boolean", "file": "filepath", "directory": "filepath"}.get(
+                        field["type"], "string"
+                    ),
                 }
                 for variable, field in user_config().values()
             ],

@@ -264,7 +264,8 @@ def _environment_section() -> list[str]:
         "`${user_config.*}`). Without `_HOST`, the domain of the first address (`_ADDRESSES`, else "
         f"`_USER`) chooses the host, port and security from the provider table ({names}); the username "
         "defaults to the first address, and `_OAUTH2_TOKEN_COMMAND` or `_OAUTH2_PROVIDER` without `_AUTH` means `xoauth2`. "
-        "`MAIL_IMAP_WRITE_ENABLED` sets `[server] write_enabled`. `_SMTP_HOST`, `_SMTP_PORT` and "
+        "`MAIL_IMAP_WRITE_ENABLED` sets `[server] write_enabled`, `MAIL_IMAP_ATTACHMENT_DIRS` its "
+        "`attachment_dirs` and `MAIL_IMAP_DOWNLOAD_DIR` its `download_dir`. `_SMTP_HOST`, `_SMTP_PORT` and "
         "`_SMTP_SECURITY` set the account's submission server over its provider's (`_SMTP_HOST` declares "
         "no account of its own).",
         "",

@@ -421,6 +421,15 @@ def test_the_bundle_manifest_says_what_the_project_says(bundle: Path) -> None:
     assert env["MAIL_IMAP_DEFAULT_OAUTH2_CLIENT_ID"] == "${user_config.oauth2_client_id}"
     assert "oauth2_token_command" in fields
     assert fields["allow_writes"]["default"] is False
+    # The user's own folders (issues 59 and 60): one each, chosen as a directory, off when left empty.
+    assert env["MAIL_IMAP_ATTACHMENT_DIRS"] == "${user_config.attachment_folder}"
+    assert env["MAIL_IMAP_DOWNLOAD_DIR"] == "${user_config.download_folder}"
+    for key in ("attachment_folder", "download_folder"):
+        assert (
+            fields[key]["type"] == "directory"
+            and fields[key]["default"] == ""
+            and not fields[key]["required"]
+        )
 
 
 def test_the_bundle_locks_the_keychain_with_every_platforms_backend(bundle: Path) -> None:

@@ -24,6 +24,7 @@ from mail_imap_mcp.cli.login import run as run_login_command
 from mail_imap_mcp.cli.setup import add_arguments as add_setup_arguments
 from mail_imap_mcp.cli.setup import run_setup
 from mail_imap_mcp.config import AuthMethod, Config, ConfigError, load_config
+from mail_imap_mcp.config.local_files import refuse_over_http
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
@@ -117,6 +118,7 @@ def serve(config_path: Path | None, http: dict[str, Any] | None = None) -> None:
     else:
         try:
             settings = config.http.with_overrides(**http)
+            refuse_over_http(config.server.attachment_dirs, config.server.download_dir, "the HTTP transport")
             token = settings.resolve_token()
             # Only settings that can serve load the SDK and the HTTP stack: a refusal comes at once.
             from mail_imap_mcp.transport.http import bind, serve_http

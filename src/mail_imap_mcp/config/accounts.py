@@ -25,6 +25,7 @@ from .errors import ConfigError as ConfigError
 from .errors import SettingFault
 from .errors import format_validation_error as format_validation_error
 from .form import form_label
+from .local_files import LOCAL_FILES_ENV
 from .providers import Provider, provider_for, provider_for_address
 from .recipients import AllowedRecipients, NotAnEntry, SendRate
 from .secret_storage import read_secret_file
@@ -42,7 +43,9 @@ HTTP_TOKEN_ENV = "MAIL_IMAP_MCP_HTTP_TOKEN"
 ENV_ACCOUNT_PATTERN = re.compile(r"^MAIL_IMAP_([A-Z0-9_]+?)_(HOST|USER|ADDRESSES)$")
 ENV_PREFIX = "MAIL_IMAP_"
 #: Variables of the ``MAIL_IMAP_`` family that are not account settings.
-GLOBAL_ENV = frozenset({CONFIG_ENV, "MAIL_IMAP_MCP_LOG_LEVEL", "MAIL_IMAP_WRITE_ENABLED", HTTP_TOKEN_ENV})
+GLOBAL_ENV = frozenset(
+    {CONFIG_ENV, "MAIL_IMAP_MCP_LOG_LEVEL", "MAIL_IMAP_WRITE_ENABLED", HTTP_TOKEN_ENV, *LOCAL_FILES_ENV}
+)
 #: Account key -> suffix of its ``MAIL_IMAP_<ID>_*`` variable (``_SECURE`` is the seed server's
 #: boolean spelling of ``security``).
 ENV_SUFFIXES = {

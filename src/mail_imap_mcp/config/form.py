@@ -148,6 +148,28 @@ BUNDLE_FORM: dict[str, tuple[str, dict[str, Any]]] = {
             "default": False,
         },
     ),
+    "attachment_folder": (
+        "MAIL_IMAP_ATTACHMENT_DIRS",
+        {
+            "type": "directory",
+            "title": "Folder of files to attach (optional)",
+            "description": "Drafts may attach files from this folder and below, and from nowhere else. "
+            "Empty: no file of this computer is attached.",
+            "required": False,
+            "default": "",
+        },
+    ),
+    "download_folder": (
+        "MAIL_IMAP_DOWNLOAD_DIR",
+        {
+            "type": "directory",
+            "title": "Folder to save attachments to (optional)",
+            "description": "Attachments are saved here when you ask, each as a new file, never over one. "
+            "Empty: nothing is saved.",
+            "required": False,
+            "default": "",
+        },
+    ),
     "allow_sending": (
         "MAIL_IMAP_DEFAULT_SEND_ENABLED",
         {

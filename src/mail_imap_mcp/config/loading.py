@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from . import local_files
 from .accounts import (
     CONFIG_ENV,
     DEFAULT_CONFIG_PATH,
@@ -280,8 +281,11 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
                 )
             ) from None
     merged = {**raw, "accounts": {**file_accounts, **from_env}}
-    if write_enabled is not None:
-        merged["server"] = {**raw.get("server", {}), "write_enabled": write_enabled}
+    server_env = local_files.from_env(env) | (
+        {} if write_enabled is None else {"write_enabled": write_enabled}
+    )
+    if server_env:
+        merged["server"] = {**raw.get("server", {}), **server_env}
     http = raw.get("http", {})
     if (
         env.get(HTTP_TOKEN_ENV)

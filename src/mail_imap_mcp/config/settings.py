@@ -24,6 +24,7 @@ from .accounts import (
     is_loopback_host,
 )
 from .index_settings import IndexSettings
+from .local_files import AttachmentDirs, DownloadDir
 from .secrets import resolve_secret
 from .team import HttpAuthSettings, StateSettings
 
@@ -254,6 +255,8 @@ class ServerSettings(BaseModel):
         description="How long a bulk write answers inline; past it, it continues in the background and "
         "imap_get_operation follows it (0: always in the background).",
     )
+    attachment_dirs: AttachmentDirs = ()
+    download_dir: DownloadDir = None
 
 
 #: Shorter tokens are refused: a bearer token is the only thing between the network and the mailboxes.

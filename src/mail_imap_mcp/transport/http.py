@@ -34,6 +34,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config, ConfigError, HttpSettings, is_loopback_host
+from mail_imap_mcp.config.local_files import refuse_over_http
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.transport import close_app
 from mail_imap_mcp.transport.guards import (
@@ -291,6 +292,7 @@ def _url(sock: socket.socket) -> str:
 async def serve_http(config: Config, settings: HttpSettings, token: str | None, sock: socket.socket) -> None:
     """Serve MCP over streamable HTTP on ``sock`` (see :func:`bind`) until SIGTERM/SIGINT, then
     drain and log out."""
+    refuse_over_http(config.server.attachment_dirs, config.server.download_dir, "the HTTP transport")
     app = AppContext.from_config(config)
     app.pool.prepare()
     server = build_server(config, app)
