@@ -76,6 +76,8 @@ class Capability:
     checked: Literal["call", "connection"] = "connection"
     #: Listed where any configured account allows it (False: any account the caller may use).
     listed_for_everyone: bool = True
+    #: Where ``setting`` lives: each account's table, or ``[server]`` (one switch for every account).
+    scope: Literal["account", "server"] = "account"
 
     @property
     def writes(self) -> bool:
@@ -103,6 +105,8 @@ class Capability:
     def allows(self, config: Config, account_id: str) -> bool:
         if self.setting is None:
             return True
+        if self.scope == "server":
+            return bool(getattr(config.server, self.setting))
         if self.setting == "write_enabled":
             return config.writes_allowed(account_id)
         return bool(getattr(config.accounts[account_id], self.setting))
@@ -117,6 +121,8 @@ class Capability:
     def permits(self, config: Config, account_id: str) -> Refusal | None:
         """None when it may be used on ``account_id`` (``config``: the caller's view, their accounts
         only); else the refusal naming the setting that would allow it."""
+        if self.scope == "server":
+            return None if self.allows(config, account_id) else _server_setting_refused(self, account_id)
         account = config.accounts[account_id]
         if self.setting == "write_enabled":
             return None if config.writes_allowed(account_id) else _writes_refused(account_id, account)
@@ -132,6 +138,16 @@ def _writes_refused(account_id: str, account: AccountConfig) -> Refusal:
         "write_enabled",
         f"Writes are turned off for account {account_id!r}; nothing was changed. To allow them, the user {how}.",
         field.get("field"),
+    )
+
+
+def _server_setting_refused(switched: Capability, account_id: str) -> Refusal:
+    setting = switched.setting or ""
+    return Refusal(
+        account_id,
+        setting,
+        f"{switched.name.capitalize()} is turned off; nothing was done. Only the user can turn it on, with "
+        f"{setting} in [server].",
     )
 
 
@@ -165,15 +181,20 @@ DESTRUCTIVE_WRITING = Capability(
 SENDING = Capability(
     "sending", Effect.SEND, SurfaceGroup.SENDING, 700, "send_enabled", "call", listed_for_everyone=False
 )
+#: Saving an attachment to the user's download_dir (imap_get_attachment's ``save``): its argument is in
+#: the tool's schema only where the folder is set; it changes no mail. Within issue 60's 800 bytes.
+SAVING_ATTACHMENTS = Capability(
+    "saving attachments", Effect.READ, SurfaceGroup.WRITES, 120, "download_dir", "call", scope="server"
+)
 #: Every capability with tools today.
-CAPABILITIES = (READING, WRITING, DESTRUCTIVE_WRITING, SENDING)
+CAPABILITIES = (READING, WRITING, DESTRUCTIVE_WRITING, SENDING, SAVING_ATTACHMENTS)
 
 #: The next issues' shares, held for them now (bytes, in the writes group): forwarding, attachments and
-#: invitation replies; acting on a search with unsubscribe, within which saving attachments, a capability
-#: of its own listed only where its folder is set, takes its bytes.
+#: invitation replies; acting on a search with unsubscribe (issue 60's 800 bytes, less what saving
+#: attachments took).
 PLANNED_SHARES = {
     "forwarding, attachments and invitation replies": 900,
-    "acting on a search, unsubscribe and saving attachments": 800,
+    "acting on a search and unsubscribe": 800 - SAVING_ATTACHMENTS.share,
 }
 
 

@@ -30,7 +30,7 @@ from mail_imap_mcp.sdk import lowlevel_server
 from mail_imap_mcp.services.attachment_fetch import attachment_blob
 from mail_imap_mcp.state import ANONYMOUS, user_of
 from mail_imap_mcp.subscriptions import MailboxSubscriptions
-from mail_imap_mcp.tools.registry import build_tools, unlisted_tools
+from mail_imap_mcp.tools.registry import build_tools, hidden_arguments, unlisted_tools
 from mail_imap_mcp.version import package_version
 
 log = logging.getLogger("mail_imap_mcp")
@@ -58,9 +58,16 @@ class MailServer(MCPServer[None]):
     the request's user: see ``unlisted_tools``), and serves blob resources with the content type of each
     blob (a template has only one)."""
 
-    def __init__(self, *, unlisted: Callable[[str], set[str]], **options: Any) -> None:
+    def __init__(
+        self,
+        *,
+        unlisted: Callable[[str], set[str]],
+        hidden_arguments: Callable[[str], dict[str, set[str]]] = lambda user: {},
+        **options: Any,
+    ) -> None:
         super().__init__(**options)
         self._unlisted = unlisted
+        self._hidden_arguments = hidden_arguments
         self._blobs: list[tuple[ResourceTemplate, BlobReader]] = []
         lowlevel_server(self).add_request_handler(
             "tools/list", PaginatedRequestParams, self._list_for_request
@@ -70,9 +77,13 @@ class MailServer(MCPServer[None]):
         return await self.list_tools_for(ANONYMOUS)
 
     async def list_tools_for(self, user: str) -> list[MCPTool]:
-        """The tools ``user`` sees listed."""
-        hidden = self._unlisted(user)
-        return [tool for tool in await super().list_tools() if tool.name not in hidden]
+        """The tools ``user`` sees listed, each without the arguments of a capability that is off."""
+        hidden, arguments = self._unlisted(user), self._hidden_arguments(user)
+        return [
+            _without_arguments(tool, arguments.get(tool.name, set()))
+            for tool in await super().list_tools()
+            if tool.name not in hidden
+        ]
 
     async def _list_for_request(
         self, ctx: ServerRequestContext[None], params: PaginatedRequestParams | None
@@ -105,6 +116,17 @@ class MailServer(MCPServer[None]):
         return await super().read_resource(uri, context)
 
 
+def _without_arguments(tool: MCPTool, names: set[str]) -> MCPTool:
+    """``tool`` with ``names`` left out of its ``inputSchema``."""
+    if not names:
+        return tool
+    schema = dict(tool.input_schema)
+    schema["properties"] = {key: value for key, value in schema["properties"].items() if key not in names}
+    if "required" in schema:
+        schema["required"] = [key for key in schema["required"] if key not in names]
+    return tool.model_copy(update={"input_schema": schema})
+
+
 def build_server(config: Config, app: AppContext | None = None) -> MCPServer[None]:
     """An ``MCPServer`` with every tool registered against ``config``'s accounts.
 
@@ -131,6 +153,7 @@ def build_server(config: Config, app: AppContext | None = None) -> MCPServer[Non
             tool.page_for = app.sign_ins.page_for
     server = MailServer(
         unlisted=functools.partial(unlisted_tools, app),
+        hidden_arguments=functools.partial(hidden_arguments, app),
         name="mail-imap-mcp",
         title="Mail IMAP",
         instructions=WRITE_INSTRUCTIONS if app.writes_possible else INSTRUCTIONS,

@@ -12,7 +12,10 @@ FILE_ACCOUNT = {"host": "imap.example.org", "username": "me", "password_env": "P
 
 
 def test_every_tool_declares_one_of_the_capabilities() -> None:
-    assert {spec.capability for spec in TOOLS} == set(CAPABILITIES)
+    # A capability of its own arguments (saving attachments: imap_get_attachment's save) is declared too.
+    assert {
+        capability for spec in TOOLS for capability in (spec.capability, *spec.gated_arguments.values())
+    } == set(CAPABILITIES)
     assert {spec.name for spec in TOOLS if spec.capability is SENDING} == {"imap_send_draft"}
 
 

@@ -13,6 +13,7 @@ from mail_imap_mcp.capabilities import (
     CAPABILITIES,
     PLANNED_SHARES,
     READ_ONLY_BUDGET,
+    SAVING_ATTACHMENTS,
     SENDING,
     WRITES_BUDGET,
     SurfaceGroup,
@@ -51,14 +52,24 @@ def _config(writes: bool, sends: bool = False) -> Config:
     return OFFLINE_SENDS if sends else OFFLINE_WRITES if writes else OFFLINE
 
 
+def _saving(config: Config) -> Config:
+    """``config`` with attachments saved to a download folder."""
+    return config.model_copy(update={"server": config.server.model_copy(update={"download_dir": "/tmp/dl"})})
+
+
 def _budget_of(config: Config) -> int:
-    """The sum of the shares of the capabilities ``config`` turns on, as the tools declare them."""
-    return budget(spec.listed_with for spec in TOOLS if spec.listed_with.on(config, ""))
+    """The sum of the shares of the capabilities ``config`` turns on, as the tools (and their gated
+    arguments) declare them."""
+    return budget(
+        capability for spec in TOOLS for capability in spec.capabilities if capability.on(config, "")
+    )
 
 
-async def _listed(writes: bool, sends: bool = False) -> tuple[str, list[dict[str, Any]]]:
+async def _listed(
+    writes: bool, sends: bool = False, config: Config | None = None
+) -> tuple[str, list[dict[str, Any]]]:
     """The instructions the server gives at initialize, and its tools/list, as a client sees them."""
-    config = _config(writes, sends)
+    config = config or _config(writes, sends)
     async with Client(build_server(config)) as client:
         listed = await client.list_tools()
         instructions = client.instructions or ""
@@ -87,7 +98,34 @@ def test_the_budgets_are_the_sums_of_the_capabilities_shares() -> None:
     )
     groups = {capability.group for capability in CAPABILITIES}
     assert groups == set(SurfaceGroup) and SENDING.share == 700
-    assert sorted(PLANNED_SHARES.values()) == [800, 900]
+    # Issue 60's 800 bytes: saving attachments took its share of them.
+    assert sorted(PLANNED_SHARES.values()) == [800 - SAVING_ATTACHMENTS.share, 900]
+    assert _budget_of(_saving(OFFLINE_WRITES)) == WRITES_BUDGET + SAVING_ATTACHMENTS.share
+
+
+@pytest.mark.parametrize("writes", [False, True])
+async def test_the_save_argument_is_listed_only_with_a_download_dir_within_its_share(writes: bool) -> None:
+    def get_attachment(wire: list[dict[str, Any]]) -> dict[str, Any]:
+        return next(tool for tool in wire if tool["name"] == "imap_get_attachment")
+
+    instructions, wire = await _listed(writes)
+    without, _ = surface_bytes(instructions, wire)
+    assert "save" not in get_attachment(wire)["inputSchema"]["properties"]
+    config = _saving(_config(writes))
+    instructions, wire = await _listed(writes, config=config)
+    total, per_tool = surface_bytes(instructions, wire)
+    assert "save" in get_attachment(wire)["inputSchema"]["properties"]
+    assert total <= _budget_of(config) and total - without <= SAVING_ATTACHMENTS.share, per_tool
+
+
+async def test_save_without_a_download_dir_is_refused_naming_the_setting() -> None:
+    arguments = {"message_id": "imap:default:INBOX:1:1", "part_id": "2", "save": True}
+    async with Client(build_server(OFFLINE_WRITES)) as client:
+        result = await client.call_tool("imap_get_attachment", arguments)
+    envelope = result.structured_content or {}
+    assert envelope["success"] is False and envelope["error"]["code"] == "permission_denied"
+    assert envelope["error"]["details"]["setting"] == "download_dir"
+    assert "download_dir in [server]" in envelope["error"]["message"]
 
 
 async def test_with_sending_on_the_send_tool_is_listed_within_its_700_bytes() -> None:

@@ -51,6 +51,17 @@ def too_large(part: mime.Part, limit: int, setting: str, *, size: int | None = N
 Accept = Callable[[mime.Part, bytes], int | None]
 
 
+def within(limit: int, setting: str) -> Accept:
+    """An ``accept`` refusing, before its bytes are read, a part whose encoded size puts it beyond
+    ``limit`` decoded bytes (``limit_exceeded`` naming ``setting``)."""
+
+    def accept(part: mime.Part, head: bytes) -> None:
+        if estimated_size(part) > limit * 1.02:
+            raise too_large(part, limit, setting)
+
+    return accept
+
+
 def fetch_part(
     connection: AccountConnection,
     ref: MessageRef,
@@ -157,11 +168,6 @@ def attachment_blob(app: AppContext, message_id: str, part_id: str) -> tuple[byt
     if not valid_part_id(part_id):
         raise InvalidPartId(part_id)
     limit = app.config.server.max_resource_bytes
-
-    def accept(part: mime.Part, head: bytes) -> None:
-        if estimated_size(part) > limit * 1.02:
-            raise too_large(part, limit, "max_resource_bytes")
-
     blob = io.BytesIO()
     read = fetch_part(
         connection,
@@ -169,7 +175,7 @@ def attachment_blob(app: AppContext, message_id: str, part_id: str) -> tuple[byt
         part_id,
         blob,
         max_bytes=limit,
-        accept=accept,
+        accept=within(limit, "max_resource_bytes"),
         source_bytes=app.config.server.max_text_part_bytes,
     )
     if not read.complete:

@@ -30,6 +30,7 @@ class GetAttachmentInput(BaseModel):
     )
     offset_bytes: int = Field(default=0, ge=0, le=2**31, description="bytes: window start.")
     max_bytes: int = Field(default=16_384, ge=1, le=MAX_WINDOW_BYTES, description="bytes: window size.")
+    save: bool = Field(default=False, description="Save it to the user's download folder; answers its path.")
 
 
 class ImageInfo(Payload):
@@ -70,5 +71,19 @@ class GetAttachmentData(MultiItemData):
     raw_base64: str | None = Field(description="mode=bytes: the window, base64-encoded; null otherwise.")
     decoded_size_bytes: int | None = Field(
         description="Decoded size of the attachment, when the whole of it was read."
+    )
+    untrusted_content: UntrustedContent
+
+
+class SavedAttachmentData(Payload):
+    """save: the attachment saved to download_dir, not read."""
+
+    account_id: str = Field(description="Account of the message.")
+    message_id: str = Field(description="The message.")
+    attachment: AttachmentInfo = Field(description="The attachment saved.")
+    saved_path: str = Field(description="The new file's full path, in download_dir.")
+    size_bytes: int = Field(description="Bytes written: the decoded attachment.")
+    marked_downloaded: bool = Field(
+        description="Whether the file carries the system's mark of a download (Windows, macOS)."
     )
     untrusted_content: UntrustedContent

@@ -79,16 +79,26 @@ def _announce_change(app: AppContext, args: Any, result: ToolResult[Any]) -> Non
             app.announce_change(account_id)
 
 
+def _given(args: Any, name: str) -> bool:
+    """Whether the call gave argument ``name`` a value other than its default."""
+    return bool(getattr(args, name) != type(args).model_fields[name].default)
+
+
 def _gated(spec: ToolSpec[Any]) -> Callable[[AppContext, Any], ToolResult[Any]]:
     """``spec``'s handler behind its capability's gate where that is checked at the call: on the account
-    its arguments name (one they do not resolve to is left to the handler to refuse)."""
-    if not spec.capability.checked_at_call:
+    its arguments name (one they do not resolve to is left to the handler to refuse); and behind the gate
+    of each argument of a capability (:attr:`ToolSpec.gated_arguments`) the call gives."""
+    if not spec.capability.checked_at_call and not spec.gated_arguments:
         return spec.handle
 
     def handle(app: AppContext, args: Any) -> ToolResult[Any]:
         account_id = _changed_account(app, args)
-        if account_id is not None and account_id in app.config.accounts:
-            spec.capability.gate(app.config, account_id)
+        known = account_id is not None and account_id in app.config.accounts
+        if known and spec.capability.checked_at_call:
+            spec.capability.gate(app.config, str(account_id))
+        for name, switch in spec.gated_arguments.items():
+            if _given(args, name) and (known or switch.scope == "server"):
+                switch.gate(app.config, account_id or "")
         return spec.handle(app, args)
 
     return handle
@@ -144,3 +154,17 @@ def unlisted_tools(
     naming the setting."""
     off = {spec.listed_with for spec in tools if not spec.listed_with.on(app.full_config, user)}
     return {spec.name for spec in tools if spec.listed_with in off}
+
+
+def hidden_arguments(
+    app: AppContext, user: str = ANONYMOUS, tools: Sequence[ToolSpec[Any]] = TOOLS
+) -> dict[str, set[str]]:
+    """Per tool, the arguments left out of its listed ``inputSchema`` for ``user``: those whose capability
+    is off (:attr:`ToolSpec.gated_arguments`). A call that gives one is refused naming the setting."""
+    hidden = {
+        spec.name: {
+            name for name, switch in spec.gated_arguments.items() if not switch.on(app.full_config, user)
+        }
+        for spec in tools
+    }
+    return {tool: names for tool, names in hidden.items() if names}

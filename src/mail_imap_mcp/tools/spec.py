@@ -8,7 +8,7 @@ data, its errors, whether it changes mail) in its own module.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -48,6 +48,9 @@ class ToolSpec(Generic[InputT]):
     #: The attribute of ``data`` holding a page of message summaries, shortened where the page would pass
     #: a result's bound (:func:`~mail_imap_mcp.presentation.result_size.fit_summaries`).
     summaries: str | None = None
+    #: Arguments that exist only where a capability is on: left out of the listed ``inputSchema`` where it
+    #: is off, and refused (its capability's refusal) when given there.
+    gated_arguments: Mapping[str, Capability] = field(default_factory=dict)
 
     @property
     def effect(self) -> Effect:
@@ -65,6 +68,11 @@ class ToolSpec(Generic[InputT]):
     def listed_with(self) -> Capability:
         """The capability that must be on for it to be listed (a read ``for_writes``: writing's)."""
         return WRITING if self.for_writes and not self.writes else self.capability
+
+    @property
+    def capabilities(self) -> tuple[Capability, ...]:
+        """Every capability that puts bytes of it on the surface: its listing's and its arguments'."""
+        return (self.listed_with, *self.gated_arguments.values())
 
     @property
     def needs_writes(self) -> bool:
