@@ -82,3 +82,14 @@ def test_over_http_each_one_set_is_refused_by_name() -> None:
     )
     with pytest.raises(ConfigError, match=r"^download_dir in \[server\].* Remove it, or serve over stdio"):
         refuse_over_http((), Path("/home/alice/Downloads"), "the HTTP transport")
+
+
+@pytest.mark.anyio
+async def test_serve_http_itself_refuses_them_before_it_serves(tmp_path: Path) -> None:
+    """The check of the HTTP transport's own entry, for a caller that starts it in process."""
+    from mail_imap_mcp.config import HttpSettings
+    from mail_imap_mcp.transport.http import serve_http
+
+    config = load_config(_config_file(tmp_path, 'download_dir = "/srv/downloads"\n'), env={})
+    with pytest.raises(ConfigError, match=r"^download_dir in \[server\]"):
+        await serve_http(config, HttpSettings(), None, sock=None)  # type: ignore[arg-type]  # refused first

@@ -270,6 +270,10 @@ TOOL = ToolSpec(
     handle=handle,
     errors=ERRORS,
     other_data_models=(SavedAttachmentData,),
+    changes=(
+        "`save: true` saves the attachment to `[server] download_dir` and answers `SavedAttachmentData` (its "
+        "path and size); the argument is listed only where download_dir is set (security.md, Local files).",
+    ),
     gated_arguments={"save": SAVING_ATTACHMENTS},
 )
 
