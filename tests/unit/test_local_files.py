@@ -128,11 +128,15 @@ def _swap_back(directory: Path) -> None:
     directory.with_name("inner-moved").rename(directory)
 
 
+@pytest.mark.parametrize("asked_of_the_file", [True, False], ids=["real-path", "no-real-path"])
 def test_a_directory_swapped_for_a_symlink_between_check_and_open_gets_nothing_through(
-    home: Path, reads: list[int], monkeypatch: pytest.MonkeyPatch
+    home: Path, reads: list[int], monkeypatch: pytest.MonkeyPatch, asked_of_the_file: bool
 ) -> None:
     """The swap made at the worst moment, every time: after the path was resolved and checked, before
-    it is opened. The open file's own real path is outside, so nothing is read."""
+    it is opened. The open file's own real path is outside, so nothing is read; where the system cannot
+    say an open file's path (no /proc, no F_GETPATH), the path resolved again must be that same file."""
+    if not asked_of_the_file:
+        monkeypatch.setattr(platform, "real_path", lambda descriptor, path: None)
     inner = home / "Documents" / "inner"
     real_open = platform.open_for_reading
 
@@ -143,6 +147,13 @@ def test_a_directory_swapped_for_a_symlink_between_check_and_open_gets_nothing_t
     monkeypatch.setattr(platform, "open_for_reading", swapping_open)
     _refused("inner/doc.txt", [home / "Documents"], OutsideFolders)
     assert reads == []
+
+
+def test_without_the_open_files_real_path_a_file_inside_is_still_read(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(platform, "real_path", lambda descriptor, path: None)
+    assert read_inside("inner/doc.txt", [home / "Documents"], max_bytes=LIMIT).data == b"inside"
 
 
 def test_a_directory_swapped_back_and_forth_while_read_many_times_never_lets_the_outside_through(
