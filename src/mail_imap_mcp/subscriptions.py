@@ -53,7 +53,8 @@ from mcp_types import (
     UnsubscribeRequestParams,
 )
 
-from mail_imap_mcp.app import CHANGES_CHANNEL, AppContext
+from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.app.changes import CHANGES_CHANNEL
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.errors import ImapError

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mail_imap_mcp.app import accounts_of
+from mail_imap_mcp.app.scopes import accounts_of
 from mail_imap_mcp.config import Config
 from tests.support.accounts import account_settings, config_toml
 from tests.support.dovecot import Dovecot

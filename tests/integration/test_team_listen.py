@@ -17,7 +17,8 @@ from mcp import Client
 
 import mail_imap_mcp.server
 import mail_imap_mcp.subscriptions
-from mail_imap_mcp.app import CHANGES_CHANNEL, AppContext
+from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.app.changes import CHANGES_CHANNEL
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.state import ANONYMOUS

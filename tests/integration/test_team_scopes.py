@@ -39,7 +39,7 @@ def test_team_users_scopes_are_bounded_closed_when_evicted_and_never_under_a_cal
     """Regression: every team user's scope (and its logged-in connection) was kept for the life of the
     process, so a long-running server with many users grew without bound."""
     app = AppContext.from_config(make_config({"support": {**account(user), "users": USERS}}))
-    app.max_user_scopes, app.user_scope_min_idle_s = 3, 0.0
+    app.scopes.max_count, app.scopes.min_idle_s = 3, 0.0
     try:
         with app.holding(USERS[0]) as held:  # a call under way all along
             mine = held.pool.get("support")
@@ -50,11 +50,11 @@ def test_team_users_scopes_are_bounded_closed_when_evicted_and_never_under_a_cal
             until(lambda: sessions(dovecot, user) == 3)  # the others were logged out
             mine.run(nothing)  # the held call goes on, on the connection it had
             assert mine.logins == 1
-        app.user_scope_idle_s = 0.2
+        app.scopes.idle_s = 0.2
         time.sleep(0.3)
         again = app.scope(USERS[1]).pool.get("support")  # closed before: made again
         again.run(nothing)
-        assert app.user_scopes() == 1  # the others were idle past user_scope_idle_s
+        assert app.user_scopes() == 1  # the others were idle past scopes.idle_s
         until(lambda: sessions(dovecot, user) == 1)
     finally:
         app.close()
@@ -65,7 +65,7 @@ def test_a_users_scope_stays_open_while_their_background_write_runs(
     dovecot: Dovecot, user: str, account: AccountFactory
 ) -> None:
     app = AppContext.from_config(make_config({"support": {**account(user), "users": USERS}}))
-    app.max_user_scopes, app.user_scope_min_idle_s = 1, 0.0
+    app.scopes.max_count, app.scopes.min_idle_s = 1, 0.0
     writing, release = USERS[0], threading.Event()
     connection = app.scope(writing).pool.get("support")
 

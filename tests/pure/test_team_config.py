@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from mail_imap_mcp.app import accounts_of
+from mail_imap_mcp.app.scopes import accounts_of
 from mail_imap_mcp.config import Config, HttpAuthSettings
 from mail_imap_mcp.index.engines.sqlite.location import user_index_path
 from mail_imap_mcp.state import ANONYMOUS, USER_CLAIM

@@ -1,20 +1,22 @@
-"""What every tool handler gets: the configuration, the account connections and the shared state,
-as the user of the call sees them."""
+"""The composition root: what every tool handler gets (the configuration, the account connections and
+the shared state, as the user of the call sees them), composed of each user's scope (``scopes.py``), the
+local indexes' lifecycle (``indexes.py``), the mailbox list cache (``mailbox_lists.py``), the change
+announcement (``changes.py``) and the writes' permit (``permits.py``)."""
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import json
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, NoReturn
 
-from mail_imap_mcp.capabilities import WRITING
+from mail_imap_mcp.app.changes import announce
+from mail_imap_mcp.app.indexes import Indexes
+from mail_imap_mcp.app.mailbox_lists import keep_mailbox_list, kept_mailbox_list
+from mail_imap_mcp.app.permits import any_account_writes, permitted_for_writes
+from mail_imap_mcp.app.scopes import USER_SCOPE_MIN_IDLE_S, UserScope, UserScopes, accounts_of
 from mail_imap_mcp.config import AccountConfig, Config, ConfigError
 from mail_imap_mcp.confirmation import ApprovalPage, ConfirmationGate
 from mail_imap_mcp.envelope import ToolFailure
@@ -25,11 +27,8 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.draft_errors import DraftNotReplaceable
 from mail_imap_mcp.imap.name_errors import MailboxNameRefused, MailboxNameUnknown
 from mail_imap_mcp.imap.pool import ConnectionPool
-from mail_imap_mcp.imap.watch import WatchHub, WatchSettings
-from mail_imap_mcp.index.attachments import AttachmentReading
-from mail_imap_mcp.index.engine import IndexEngine, IndexLocation
-from mail_imap_mcp.index.engines import open_engine
-from mail_imap_mcp.index.lease import FOLDER_LEASE_MIN_TTL_S, FolderLeases, SyncLease
+from mail_imap_mcp.imap.watch import WatchHub
+from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.runtime import AccountIndex
 from mail_imap_mcp.operations import OperationRegistry
 from mail_imap_mcp.presentation import failures
@@ -50,60 +49,9 @@ from mail_imap_mcp.state import (
 
 log = logging.getLogger("mail_imap_mcp")
 
-#: The store's channel on which writes announce the accounts they changed.
-CHANGES_CHANNEL = "mim:changes"
-#: How long a position cursor's mailbox list is kept for its next pages (then they list again).
-MAILBOX_LIST_TTL_S = 3600.0
-
-#: At most this many team users' scopes are kept (their accounts, connections and watches); past it the
-#: least recently used are closed, never one in use (see :meth:`AppContext.scope`).
-MAX_USER_SCOPES = 256
-#: A team user's scope unused this long is closed (its connections logged out); their next call makes
-#: it again.
-USER_SCOPE_IDLE_S = 900.0
-#: Nor is a scope closed sooner than this after its last use, however many there are (a call that just
-#: got it may not have sent its first command yet).
-USER_SCOPE_MIN_IDLE_S = 60.0
-
-#: How often at most the scopes are looked over for one to close, while no new one is made.
-SCOPE_SWEEP_S = 1.0
-
 
 def _no_call_to_ask(request: object) -> NoReturn:
     raise RuntimeError("only a tool call's view of the application asks its user")
-
-
-@dataclass
-class UserScope:
-    """What one user reaches: their accounts (templates filled in for them), their connections,
-    their mailbox watches and the local indexes of their accounts with ``index_per_user`` (started by
-    their first search); ``last_used`` (monotonic seconds) and ``held`` (calls under way,
-    :meth:`AppContext.holding`) say whether it may be closed."""
-
-    config: Config
-    pool: ConnectionPool
-    watches: WatchHub
-    last_used: float = 0.0
-    held: int = 0
-    indexes: dict[str, AccountIndex] = field(default_factory=dict)
-
-    def in_use(self) -> bool:
-        """A call holds it, a connection is running a command, or a mailbox is watched."""
-        return self.held > 0 or self.pool.busy() or self.watches.watching()
-
-    def close(self) -> None:
-        for index in self.indexes.values():  # its sync stops, its connection logs out, its file closes
-            index.close()
-        self.watches.close()
-        self.pool.close_all()
-
-
-def accounts_of(config: Config, user: str) -> Config:
-    """``config`` with only the accounts ``user`` may use, each as that user logs in to it."""
-    accounts = {
-        aid: account.for_user(user) for aid, account in config.accounts.items() if account.serves(user)
-    }
-    return config.model_copy(update={"accounts": accounts})
 
 
 class AppContext:
@@ -137,179 +85,47 @@ class AppContext:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.full_config = config
-        #: The bounds of the team users' scopes (:data:`MAX_USER_SCOPES` and friends).
-        self.max_user_scopes = MAX_USER_SCOPES
-        self.user_scope_idle_s = USER_SCOPE_IDLE_S
-        self.user_scope_min_idle_s = USER_SCOPE_MIN_IDLE_S
-        self._clock = clock
-        self._swept = [clock()]  # shared by every caller's view
         self.store: Store = store or MemoryStore()
         self.lasting_store: Store = lasting_store or self.store
         self.confirmations = confirmations or ConfirmationGate(store=self.store)
         #: Where the user approves a send when their client cannot ask (None: nowhere, sending refused).
         self.approval_page: ApprovalPage | None = None
         self.operations = operations or OperationRegistry(store=self.store)
-        self._pool_for = pool_for or (lambda accounts: ConnectionPool(accounts))
-        self._scopes: dict[str, UserScope] = {ANONYMOUS: self._scope_of(accounts_of(config, ANONYMOUS), pool)}
-        self._lock = threading.Lock()
-        # The local search index of each account of the server's own configuration that keeps one
-        # (index = true), synced in the background. A team user's accounts are indexed only with
-        # index_per_user (each user's index of their own, see index_of): off by default, as every user's
-        # mail would land on the server's disk.
-        own = self._scopes[ANONYMOUS]
-        #: The engine of every index (``[index] index_engine``), chosen here once.
-        self.index_engine: IndexEngine = open_engine(config)
-        self.indexes = {
-            account_id: self._new_index(
-                own, account_id, self.index_engine.location(account_id, own.config.accounts[account_id])
-            )
-            for account_id in own.config.accounts
-            if config.indexed(account_id)
-        }
-        for index in self.indexes.values():
-            index.start()
-
-    def _new_index(self, scope: UserScope, account_id: str, location: IndexLocation) -> AccountIndex:
-        config = self.full_config
-        # An index every instance shares is synced by the one holding its lease in the shared state.
-        shared = self.index_engine.shared and self.store.shared
-        return AccountIndex(
-            account_id,
-            location,
-            config.server.index_text_bytes,
-            partial(scope.pool.new_connection, account_id, enable_qresync=True),
-            AttachmentReading.of(config.server) if config.attachments_indexed(account_id) else None,
-            SyncLease(self.store, f"index-sync:{location.where}") if shared else None,
-            FolderLeases(
-                self.store,
-                f"index-folder:{location.where}",
-                max(FOLDER_LEASE_MIN_TTL_S, 2 * config.server.index_fresh_budget_ms / 1000),
-            )
-            if shared
-            else None,
-            push=config.server.index_fresh_from_push,
+        #: Every user's scope, shared by every caller's view (its bounds: :class:`UserScopes`).
+        self.scopes = UserScopes(
+            config,
+            pool,
+            pool_for or (lambda accounts: ConnectionPool(accounts)),
+            self.operations.running_users,
+            clock,
         )
+        #: The local search indexes: the server's own, started here, and the team users' (:meth:`index_of`).
+        self.index_lifecycle = Indexes(config, self.store, self.scopes)
+        self.index_engine: IndexEngine = self.index_lifecycle.engine
+        self.indexes = self.index_lifecycle.own
 
     def index_of(self, account_id: str, *, start: bool = True) -> AccountIndex | None:
-        """The local index of ``account_id`` as the caller reaches it (None: it keeps none). A team
-        user's, of an account with ``index_per_user``, is theirs alone: its own file, synced on their own
-        connection, started here on first use (unless ``start`` is False) and closed with their scope."""
-        who = self.caller.user
-        if who == ANONYMOUS:
-            return self.indexes.get(account_id)
-        scope = self.scope(who)
-        account = scope.config.accounts.get(account_id)
-        if account is None or not account.index_per_user:
-            return None
-        with self._lock:
-            index = scope.indexes.get(account_id)
-            if index is None and start:
-                location = self.index_engine.location(account_id, account, who)
-                self._drop_index_as_spelled(account_id, account)
-                index = scope.indexes[account_id] = self._new_index(scope, account_id, location)
-                index.start()
-        return index
-
-    def _drop_index_as_spelled(self, account_id: str, account: AccountConfig) -> None:
-        """Delete the caller's index file of ``account_id`` made by an earlier version under the tag of
-        the name as their token spells it, before folding: nothing opens it any more."""
-        spelled = self.caller.spelled_otherwise
-        if spelled is None:
-            return
-        old = self.index_engine.location(account_id, account, spelled)
-        if old.drop():
-            log.info("deleted %s, a team user's index of %s under an unfolded name", old.where, account_id)
+        """The local index of ``account_id`` as the caller reaches it (None: it keeps none;
+        :meth:`Indexes.of`)."""
+        return self.index_lifecycle.of(self.caller, account_id, start=start)
 
     def index_state(self, account_id: str) -> str:
         """What ``imap_list_accounts`` says of the caller's index of ``account_id``."""
-        index = self.index_of(account_id, start=False)
-        if index is not None:
-            return index.status.words()
-        account = self.config.accounts.get(account_id)
-        waiting = self.caller.user != ANONYMOUS and account is not None and account.index_per_user
-        return "not started (the first search starts it)" if waiting else "off"
-
-    def _scope_of(self, config: Config, pool: ConnectionPool) -> UserScope:
-        server = config.server
-        watches = WatchHub(
-            pool.new_connection,
-            WatchSettings(
-                max_connections=server.max_watch_connections,
-                poll_interval_s=server.watch_poll_interval_s,
-                idle_restart_s=server.watch_idle_restart_s,
-            ),
-        )
-        return UserScope(config, pool, watches)
+        return self.index_lifecycle.state(self.caller, account_id)
 
     def scope(self, user: str | None = None) -> UserScope:
         """The scope of ``user`` (the caller's unless given), made on their first call (again after it
-        was closed: the scopes of team users are bounded, see :meth:`_evict`)."""
-        who = self.caller.user if user is None else user
-        with self._lock:
-            now = self._clock()
-            scope = self._scopes.pop(who, None)
-            made = scope is None
-            if scope is None:
-                config = accounts_of(self.full_config, who)
-                scope = self._scope_of(config, self._pool_for(dict(config.accounts)))
-            self._scopes[who] = scope  # the most recently used last
-            scope.last_used = now
-            # Looked over when a scope is made, else at most every SCOPE_SWEEP_S: this runs at every
-            # step of every call.
-            evicted: list[UserScope] = []
-            if made or now - self._swept[0] >= SCOPE_SWEEP_S:
-                self._swept[0] = now
-                evicted = self._evict(now, keep=who)
-        if evicted:
-            threading.Thread(
-                target=_close_scopes, args=(evicted,), name="close-user-scopes", daemon=True
-            ).start()
-        return scope
+        was closed: the scopes of team users are bounded, see :class:`UserScopes`)."""
+        return self.scopes.get(self.caller.user if user is None else user)
 
-    def _evict(self, now: float, keep: str) -> list[UserScope]:
-        """(Under the lock.) Take out the team users' scopes unused for :attr:`user_scope_idle_s`, and
-        the least recently used past :attr:`max_user_scopes`; never one in use or used within
-        :attr:`user_scope_min_idle_s`, nor ``keep``'s (being handed out), nor the server's own."""
-        evicted: list[UserScope] = []
-        team = len(self._scopes) - (ANONYMOUS in self._scopes)
-        writing: set[str] | None = None
-        for who, scope in list(self._scopes.items()):  # least recently used first
-            idle = now - scope.last_used
-            if idle < self.user_scope_min_idle_s:
-                break
-            if who in (ANONYMOUS, keep) or scope.in_use():
-                continue
-            if writing is None:
-                writing = self.operations.running_users()
-            if who in writing:  # a background write goes on with the user's connection
-                continue
-            if team - len(evicted) > self.max_user_scopes or idle >= self.user_scope_idle_s:
-                evicted.append(self._scopes.pop(who))
-        if evicted:
-            log.info("closed the scopes of %d team users not used lately", len(evicted))
-        return evicted
-
-    @contextlib.contextmanager
-    def holding(self, user: str | None = None) -> Iterator[UserScope]:
+    def holding(self, user: str | None = None) -> contextlib.AbstractContextManager[UserScope]:
         """Keep the scope of ``user`` (the caller's unless given) for the length of a call: it is not
         closed meanwhile, however long the call takes."""
-        who = self.caller.user if user is None else user
-        scope = self.scope(who)
-        with self._lock:
-            scope.held += 1
-        try:
-            yield scope
-        finally:
-            with self._lock:
-                scope.held -= 1
-                scope.last_used = self._clock()
-                if self._scopes.get(who) is scope:  # the most recently used last
-                    self._scopes[who] = self._scopes.pop(who)
+        return self.scopes.holding(self.caller.user if user is None else user)
 
     def user_scopes(self) -> int:
         """How many team users' scopes are open now."""
-        with self._lock:
-            return len(self._scopes) - (ANONYMOUS in self._scopes)
+        return self.scopes.team_count()
 
     def for_caller(self, user: str, as_given: str = ANONYMOUS) -> AppContext:
         """The application as ``user`` (folded, :func:`~mail_imap_mcp.state.fold_user`; spelled
@@ -388,44 +204,22 @@ class AppContext:
         app = cls(config, pool_for(dict(anonymous.accounts)), gate, operations, store=store, pool_for=pool_for,
                   lasting_store=lasting_store(store, state_dir))  # fmt: skip
         if config.http.auth is not None:
-            app.user_scope_idle_s = config.http.auth.user_idle_s
-            app.user_scope_min_idle_s = min(USER_SCOPE_MIN_IDLE_S, app.user_scope_idle_s)
+            app.scopes.idle_s = config.http.auth.user_idle_s
+            app.scopes.min_idle_s = min(USER_SCOPE_MIN_IDLE_S, app.scopes.idle_s)
         return app
 
     def mailbox_list(self, account_id: str, digest: str) -> tuple[str, ...] | None:
-        """The mailbox list a position cursor's first page made (``digest``), where any instance
-        sharing the store made it for this user; None when none did (the next page lists again)."""
-        try:
-            raw = self.store.get(self.caller.key("mailboxes", account_id, digest))
-        except StateUnavailable as exc:  # the page lists the mailboxes again: a read needs no store
-            log.warning("mailbox list not read from the shared state: %s", exc.detail)
-            return None
-        return None if raw is None else tuple(json.loads(raw))
+        """The mailbox list a position cursor's first page made (``digest``) for this user, if kept."""
+        return kept_mailbox_list(self.store, self.caller, account_id, digest)
 
     def remember_mailbox_list(self, account_id: str, digest: str, names: Sequence[str]) -> None:
-        """Keep a first page's mailbox list for its cursor's next pages (:data:`MAILBOX_LIST_TTL_S`);
-        where the store cannot be reached, the next page lists them again."""
-        try:
-            self.store.set(
-                self.caller.key("mailboxes", account_id, digest),
-                json.dumps(list(names), ensure_ascii=False).encode(),
-                MAILBOX_LIST_TTL_S,
-            )
-        except StateUnavailable as exc:
-            log.warning("mailbox list not kept in the shared state: %s", exc.detail)
+        """Keep a first page's mailbox list for its cursor's next pages."""
+        keep_mailbox_list(self.store, self.caller, account_id, digest, names)
 
     def announce_change(self, account_id: str) -> None:
         """Tell every instance sharing the store that a write changed mail of ``account_id`` (as the
-        caller reaches it), so that their listen streams of its mailboxes hear of it at once
-        (``subscriptions.py``); nothing without a shared store (the watches of this process see it)."""
-        if not self.store.shared or account_id not in self.config.accounts:
-            return
-        mine = self.config.accounts[account_id].per_user
-        event = {"account": account_id, "user": self.caller.tag if mine else "-"}
-        try:
-            self.store.publish(CHANGES_CHANNEL, json.dumps(event).encode())
-        except StateUnavailable as exc:  # the watches still see it, later
-            log.warning("change of account %s not announced: %s", account_id, exc.detail)
+        caller reaches it): :func:`~mail_imap_mcp.app.changes.announce`."""
+        announce(self.store, self.config, self.caller, account_id)
 
     def resolve_account(self, account_id: str) -> str:
         if (
@@ -450,22 +244,17 @@ class AppContext:
     @property
     def writes_possible(self) -> bool:
         """Whether any account allows writes (otherwise write tools are not listed)."""
-        return WRITING.on(self.full_config, ANONYMOUS)
+        return any_account_writes(self.full_config)
 
     def write_connection(self, account_id: str) -> AccountConnection:
         """The connection of ``account_id`` for a write; ``permission_denied`` when writes are off."""
-        connection = self.connection(account_id)
-        WRITING.gate(self.config, connection.account_id)
-        return connection
+        return permitted_for_writes(self.config, self.connection(account_id))
 
     def close(self) -> None:
         if self.sign_ins is not None:
             self.sign_ins.close()
-        for index in self.indexes.values():
-            index.close()
-        with self._lock:
-            scopes = list(self._scopes.values())
-        _close_scopes(scopes)
+        self.index_lifecycle.close_own()
+        self.scopes.close()
         self.index_engine.close()
         self.operations.close()
         self.store.close()
@@ -483,11 +272,3 @@ def open_sealing_store(config: Config) -> Store:
     else:
         sealing.load_key(config.server.state_dir or sealing.default_state_dir())
     return store
-
-
-def _close_scopes(scopes: list[UserScope]) -> None:
-    for scope in scopes:
-        try:
-            scope.close()
-        except Exception:  # one scope's failure must not keep the others open
-            log.warning("a user's scope did not close cleanly", exc_info=True)
