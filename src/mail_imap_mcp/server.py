@@ -26,6 +26,7 @@ from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.envelope.mcp import EnvelopeTool
 from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.ids import InvalidMessageId
+from mail_imap_mcp.presentation.failures import failure_of
 from mail_imap_mcp.sdk import lowlevel_server
 from mail_imap_mcp.services.attachment_fetch import attachment_blob
 from mail_imap_mcp.state import ANONYMOUS, user_of
@@ -247,7 +248,7 @@ def _register_attachment_resource(server: MailServer, app: AppContext) -> None:
             ImapError,
             InvalidMessageId,
         ) as exc:  # a resource read's boundary: the registry's words
-            failure = app.failure_of(exc)
+            failure = failure_of(exc)
             if failure is None:
                 raise
             raise ResourceError(f"{failure.code}: {failure.message}") from None

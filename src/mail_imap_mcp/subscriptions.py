@@ -61,6 +61,7 @@ from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.mailboxes import mailbox_counts
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.watch import Watch, WatchHub
+from mail_imap_mcp.presentation.failures import failure_of
 from mail_imap_mcp.sdk import connection_of, lowlevel_server
 from mail_imap_mcp.state import ANONYMOUS, user_of, user_tag
 
@@ -250,7 +251,7 @@ class MailboxSubscriptions:
                 connection = app.connection(resolved)
                 name, found = await anyio.to_thread.run_sync(connection.run, look)
         except (ToolFailure, ImapError) as exc:  # a resource read's boundary: the registry's words
-            failure = app.failure_of(exc)
+            failure = failure_of(exc)
             if failure is None:
                 raise
             code = INVALID_PARAMS if failure.code is ErrorCode.INVALID_INPUT else INTERNAL_ERROR

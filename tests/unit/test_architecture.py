@@ -804,15 +804,18 @@ def test_the_command_line_starts_without_the_mcp_sdk() -> None:
 #: The functions that apply the failure registry (``presentation/failures.py``): a domain error in the
 #: envelope's words. The tool runner (:func:`mail_imap_mcp.presentation.failures.run`) applies them to
 #: every tool call; besides it, only the CLI's ``check`` (its own boundary), ``presentation/writes.py``
-#: (a bulk write's per-mailbox refusals and a write's audit line) and ``app.py`` (``AppContext.failure_of``:
-#: the issues of a service's partial answer and the resource reads, which are no tool call) reach them.
+#: (a bulk write's per-mailbox refusals and a write's audit line), ``presentation/issues.py`` (the issue of
+#: a step a service went on past) and the resource reads of ``server.py`` and ``subscriptions.py`` (their
+#: own boundaries: no tool call) reach them.
 REGISTRY_APPLIERS = frozenset({"REGISTRY", "tool_failure", "envelope_of", "as_tool_failure", "failure_of"})
 MAY_APPLY_THE_REGISTRY = frozenset(
     {
         "mail_imap_mcp.presentation.failures",
         "mail_imap_mcp.presentation.writes",
+        "mail_imap_mcp.presentation.issues",
         "mail_imap_mcp.cli",
-        "mail_imap_mcp.app",
+        "mail_imap_mcp.server",
+        "mail_imap_mcp.subscriptions",
     }
 )
 FAILURES_MODULE = "mail_imap_mcp.presentation.failures"
@@ -856,6 +859,31 @@ def registry_uses(path: Path, name: str) -> Iterator[str]:
             and node.value.id in aliases
         ):
             yield node.attr
+
+
+def test_services_return_records_and_only_presentation_words_them() -> None:
+    """Issue 58 item 4: a service hands back what went wrong as a domain record (a failed step keeps its
+    error: ``imap/step_failure.StepFailed``) and presentation words it; no service reaches the failure
+    registry, neither by import (the layer rule) nor through the application (no ``AppContext.failure_of``
+    nor any other applier of the registry on it)."""
+    from mail_imap_mcp.app import AppContext
+
+    services = PACKAGE / "services"
+    reached = sorted(
+        f"{name}: {node.attr}"
+        for name, path in modules(SRC, services).items()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute) and node.attr in REGISTRY_APPLIERS
+    )
+    assert reached == []
+    assert [name for name in REGISTRY_APPLIERS if hasattr(AppContext, name)] == []
+    wrong = sorted(
+        f"{name} imports {target}"
+        for name, path in modules(SRC, services).items()
+        for target in imported(path, name)
+        if target == "mail_imap_mcp.presentation" or target.startswith("mail_imap_mcp.presentation.")
+    )
+    assert wrong == []
 
 
 def test_the_failure_registry_is_applied_at_one_boundary() -> None:

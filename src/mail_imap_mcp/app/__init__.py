@@ -31,7 +31,6 @@ from mail_imap_mcp.imap.watch import WatchHub
 from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.runtime import AccountIndex
 from mail_imap_mcp.operations import OperationRegistry
-from mail_imap_mcp.presentation import failures
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT
 from mail_imap_mcp.query import GmailOnly
 from mail_imap_mcp.sign_in_flow import SignInAttempts
@@ -233,13 +232,6 @@ class AppContext:
     def connection(self, account_id: str) -> AccountConnection:
         """The account's connection; ``AccountUnknown`` (worded by the tool runner) when none is configured."""
         return self.pool.get(self.resolve_account(account_id))
-
-    @staticmethod
-    def failure_of(exc: Exception) -> ToolFailure | None:
-        """The registry's words of a failure a service goes on past, for an issue of its partial answer
-        (services import nothing of ``presentation/``; see ``presentation.failures.failure_of``): None
-        for a domain error its caller answers itself and for a bug, to be raised."""
-        return failures.failure_of(exc)
 
     @property
     def writes_possible(self) -> bool:

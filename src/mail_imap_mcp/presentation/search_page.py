@@ -24,7 +24,9 @@ from mail_imap_mcp.envelope import (
 from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.imap.records import SearchPage, SummaryRecord
 from mail_imap_mcp.imap.sort import DATE_WINDOW
+from mail_imap_mcp.imap.step_failure import StepFailed
 from mail_imap_mcp.presentation.failures import mailbox_issue
+from mail_imap_mcp.presentation.issues import worded
 from mail_imap_mcp.presentation.shapes import (
     CompactSummary,
     MessageSummary,
@@ -328,12 +330,15 @@ def page_result(
 
 
 def without_answered(
-    result: ToolResult[SearchMessagesData], answered: set[str], issues: list[Issue], warnings: list[str]
+    result: ToolResult[SearchMessagesData],
+    answered: set[str],
+    issues: list[StepFailed],
+    warnings: list[str],
 ) -> ToolResult[SearchMessagesData]:
     """``result`` without the ``answered`` messages (needs_reply: answered from Sent), with the issues
     and warnings of that check; the next action reads the newest message left."""
     data = result.data
-    issues = [*data.issues, *issues]
+    said = [*data.issues, *worded(issues)]
     kept = [m for m in data.messages if m.message_id not in answered]
     next_action = data.next_action
     if next_action is not None and next_action.tool == "imap_get_message":
@@ -347,8 +352,8 @@ def without_answered(
             else None
         )
     left_out = len(data.messages) - len(kept)
-    update = {"messages": kept, "returned": len(kept), "next_action": next_action, "issues": issues}
-    update["status"] = "partial" if issues else data.status
+    update = {"messages": kept, "returned": len(kept), "next_action": next_action, "issues": said}
+    update["status"] = "partial" if said else data.status
     summary = result.summary + (f"; {left_out} answered from Sent left out" if left_out else "")
     return ToolResult(
         summary=summary, data=data.model_copy(update=update), warnings=[*result.warnings, *warnings]

@@ -30,6 +30,7 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.parts import NotAnAttachment
+from mail_imap_mcp.imap.step_failure import StepFailed
 from mail_imap_mcp.services.attachment_fetch import (
     Accept,
     Spooled,
@@ -278,9 +279,9 @@ def _extract_one(
     attachment: mime.Part,
     server: ServerSettings,
     max_chars: int,
-) -> ExtractedText | Issue | None:
-    """``attachment``'s text; an issue when that failed, None when the attachment is no document (an
-    image, an archive: left without text)."""
+) -> ExtractedText | Issue | StepFailed | None:
+    """``attachment``'s text; an issue when that failed (the error, where the server's, for presentation to
+    word), None when the attachment is no document (an image, an archive: left without text)."""
     plan, accept = plan_reading(server, ref, "text", offset=0, max_chars=max_chars)
     try:
         with spooled_part(connection, ref, attachment.part_id, server, accept=accept) as spooled:
@@ -288,15 +289,9 @@ def _extract_one(
     except ImapError as exc:  # an issue of the answer, in the registry's words
         if isinstance(exc, ModeUnsupported | NotAnAttachment):  # no document: nothing to extract
             return None
-        failure = AppContext.failure_of(exc)
-        if failure is None:
+        if exc.for_caller:
             raise
-        return ref.issue(
-            failure.code.value,
-            "extract_text",
-            _about(attachment, failure.message),
-            retryable=failure.retryable,
-        )
+        return StepFailed("extract_text", exc, _about(attachment, ""), uid=ref.uid, message_id=ref.message_id)
     except ExtractionError as exc:
         return ref.issue(exc.code, "extract_text", _about(attachment, exc.message), retryable=False)
     return ExtractedText(window.format, window.text, window.more or window.cut)
@@ -313,14 +308,14 @@ def extract_attachment_texts(
     attachments: list[mime.Part],
     max_chars: int,
     warnings: list[str],
-) -> tuple[dict[str, ExtractedText], list[Issue]]:
+) -> tuple[dict[str, ExtractedText], list[Issue | StepFailed]]:
     """imap_get_message attachment_mode=extract_text: each document attachment's text by its part id (at
     most ``MAX_EXTRACTED_ATTACHMENTS``, within twice ``extract_timeout_s`` together); one that fails is
     an issue (stage ``extract_text``) and the others still get theirs."""
     server = app.config.server
     deadline = time.monotonic() + 2 * server.extract_timeout_s
     texts: dict[str, ExtractedText] = {}
-    issues: list[Issue] = []
+    issues: list[Issue | StepFailed] = []
     candidates = [a for a in attachments if not a.content_type.startswith(("image/", "audio/", "video/"))]
     for index, attachment in enumerate(candidates):
         if index >= MAX_EXTRACTED_ATTACHMENTS or time.monotonic() > deadline:
@@ -331,7 +326,7 @@ def extract_attachment_texts(
             )
             break
         outcome = _extract_one(connection, ref, attachment, server, max_chars)
-        if isinstance(outcome, Issue):
+        if isinstance(outcome, Issue | StepFailed):
             issues.append(outcome)
         elif outcome is not None:
             texts[attachment.part_id] = outcome

@@ -43,6 +43,7 @@ from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES
 from mail_imap_mcp.imap.ids import ForeignMessageId, InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.read import ReadOptions
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.step_failure import StepFailed
 from mail_imap_mcp.imap.uidplus import CopyUid
 from mail_imap_mcp.imap.write_errors import AppendRefused, ExtensionMissing
 from mail_imap_mcp.services.message_lookup import examine_for
@@ -163,7 +164,8 @@ class Saving:
     #: The replaced draft left the Drafts folder.
     removed: bool = False
     retired: Retired | None = None
-    issues: list[Issue] = field(default_factory=list)
+    #: What the answer must say: a step that failed is worded by presentation (``presentation/issues.py``).
+    issues: list[Issue | StepFailed] = field(default_factory=list)
 
 
 def save_and_retire(
@@ -222,30 +224,26 @@ def append_draft(session: ImapSession, account_id: str, mailbox: str, raw: bytes
 
 def locate(
     app: AppContext, account_id: str, mailbox: str, header_id: str
-) -> tuple[tuple[int, int] | None, Issue | None]:
+) -> tuple[tuple[int, int] | None, Issue | StepFailed | None]:
     """Find the saved draft by its Message-ID (servers without UIDPLUS): one UID SEARCH."""
 
     def search(session: ImapSession) -> tuple[int, list[int]]:
         state = session.examine(mailbox)
         return state.uidvalidity, session.uid_search([b"HEADER", b"MESSAGE-ID", header_id])
 
+    said = "The draft was saved, but its message_id could not be determined ("
+    after = f"); search {mailbox!r} for it."
     try:
         uidvalidity, uids = app.connection(account_id).run(search)
-    except ImapError as exc:  # an issue of the answer, in the registry's words
-        failure = app.failure_of(exc)
-        if failure is None:
+    except ImapError as exc:  # an issue of the answer, in the registry's words (presentation's)
+        if exc.for_caller:
             raise
-        uidvalidity, uids, problem = 0, [], failure.message
-    else:
-        problem = f"{len(uids)} messages carry its Message-ID"
+        return None, StepFailed("search", exc, said, after, code="draft_not_located", retryable=False)
     if len(uids) == 1:
         return (uidvalidity, uids[0]), None
+    problem = f"{len(uids)} messages carry its Message-ID"
     return None, Issue(
-        code="draft_not_located",
-        stage="search",
-        message=f"The draft was saved, but its message_id could not be determined ({problem}); search "
-        f"{mailbox!r} for it.",
-        retryable=False,
+        code="draft_not_located", stage="search", message=said + problem + after, retryable=False
     )
 
 
@@ -316,7 +314,7 @@ def check_replaceable(
 
 def retire_replaced(
     app: AppContext, connection: AccountConnection, replaced: Replaced
-) -> tuple[Retired | None, Issue | None]:
+) -> tuple[Retired | None, Issue | StepFailed | None]:
     """Move the replaced draft to Trash, after the new one was saved: that UID only (UID MOVE, or UID
     COPY and UID EXPUNGE of it), checked afresh to still be a ``\\Draft``. An issue (never an error: the
     new draft is saved) when it stays; None for both when it was gone already."""
@@ -335,10 +333,11 @@ def retire_replaced(
         moved, copied = connection.run_write(move)
     except OutcomeUnknown:
         problem = "the connection was lost while it was being moved to Trash; it may still be there"
-    except ImapError as exc:  # an issue of the answer, in the registry's words
-        failure = app.failure_of(exc)
-        said = failure.message if failure is not None else None
-        problem = f"it could not be moved to Trash ({said or type(exc).__name__})"
+    except ImapError as exc:  # an issue of the answer, in the registry's words (presentation's)
+        said = f"The new draft was saved, but the draft it replaces ({ref.message_id}): it could not be moved to "
+        said += "Trash ("
+        after = "). Delete it with imap_apply_to_messages once you have checked it."
+        return None, StepFailed("write", exc, said, after, code="replaced_draft_kept", retryable=False)
     else:
         if not moved:
             return None, None

@@ -13,12 +13,12 @@ from typing import Protocol
 from mail_imap_mcp import mime
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.replies import Candidate, answered_in, first_message_id
 from mail_imap_mcp.imap.roles import SENT
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.step_failure import StepFailed
 
 __all__ = ["Answered", "answered_from_sent"]
 
@@ -43,8 +43,8 @@ class Answered:
     """Which of a page's messages a message in Sent answers, and what the check could not do."""
 
     message_ids: set[str] = field(default_factory=set)
-    #: The Sent mailbox could not be searched.
-    issues: list[Issue] = field(default_factory=list)
+    #: The Sent mailbox could not be searched (worded by presentation: ``presentation/issues.py``).
+    issues: list[StepFailed] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -84,19 +84,12 @@ def answered_from_sent(app: AppContext, account_id: str, messages: Sequence[List
 
     try:
         found_answered = app.connection(account_id).run(work)
-    except ImapError as exc:  # an issue of the answer, in the registry's words
-        failure = app.failure_of(exc)
-        if failure is None:
+    except ImapError as exc:  # an issue of the answer, in the registry's words (presentation's)
+        if exc.for_caller:
             raise
         found_answered = set()
-        answered.issues.append(
-            Issue(
-                code="sent_not_checked",
-                stage="search",
-                message=f"The Sent mailbox could not be searched for your answers ({failure.message}).",
-                retryable=True,
-            )
-        )
+        said = "The Sent mailbox could not be searched for your answers ("
+        answered.issues.append(StepFailed("search", exc, said, ").", code="sent_not_checked", retryable=True))
     if found_answered is None:
         answered.warnings.append(
             "needs_reply: no Sent mailbox was found (no \\Sent special-use, no sent_mailbox setting, no "

@@ -40,6 +40,7 @@ from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.read import MessageGone, read_raw
 from mail_imap_mcp.imap.roles import ALL, DRAFTS, INBOX, SENT, TRASH
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.step_failure import StepFailed
 from mail_imap_mcp.net.tokens import TokenSource, TokenUnavailable
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.services.message_lookup import examine_for
@@ -100,7 +101,8 @@ class SendResult:
     sent_copy: Literal["appended", "filed_by_provider"] | None = None
     answered: bool = False
     draft_moved: bool = False
-    issues: list[Issue] = field(default_factory=list)
+    #: What the answer must say: a step that failed is worded by presentation (``presentation/issues.py``).
+    issues: list[Issue | StepFailed] = field(default_factory=list)
 
 
 # A send's record, its rate and its approval mark belong to the mailbox: two users of one shared account
@@ -459,10 +461,10 @@ def _step(
             _issue(code, f"{what}: the connection was lost; it may or may not have been done")
         )
     except ImapError as exc:
-        failure = app.failure_of(exc)
-        if failure is None:
+        if exc.for_caller:
             raise
-        result.issues.append(_issue(code, f"{what} failed: {failure.message}"))
+        said = f"The message was sent, but {what} failed: "
+        result.issues.append(StepFailed("after_send", exc, said, ".", code=code, retryable=False))
     return None
 
 

@@ -7,6 +7,7 @@ from mail_imap_mcp.envelope import Issue, ToolFailure, ToolResult, status_for
 from mail_imap_mcp.imap.providers import trusted_servers
 from mail_imap_mcp.imap.read import ReadOptions
 from mail_imap_mcp.imap.records import BodyFormat
+from mail_imap_mcp.presentation.issues import worded
 from mail_imap_mcp.presentation.message import fit_message, message_detail
 from mail_imap_mcp.presentation.result_size import json_chars
 from mail_imap_mcp.presentation.shapes import MessageDetail, UntrustedContent, compact_message
@@ -76,7 +77,8 @@ def handle(app: AppContext, args: GetMessageInput) -> ToolResult[GetMessageData 
         message.attachments = []
     elif args.attachment_mode == "extract_text":
         max_chars = min(args.attachment_text_max_chars, app.config.server.max_attachment_text_chars)
-        texts, issues = extract_attachment_texts(app, connection, ref, read.attachments, max_chars, warnings)
+        texts, found = extract_attachment_texts(app, connection, ref, read.attachments, max_chars, warnings)
+        issues = worded(found)
         for attachment in message.attachments:
             if (text := texts.get(attachment.part_id)) is not None:
                 attachment.extracted_format = text.format

@@ -17,6 +17,7 @@ from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.ids import MessageRef, user_tag
 from mail_imap_mcp.imap.roles import DRAFTS, TRASH
 from mail_imap_mcp.operations.audit import audit
+from mail_imap_mcp.presentation.issues import worded
 from mail_imap_mcp.presentation.shapes import UntrustedContent
 from mail_imap_mcp.presentation.writes import audited
 from mail_imap_mcp.services.drafts import (
@@ -109,7 +110,7 @@ def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
         saving = save_and_retire(app, connection, mailbox, raw, header_id, replaced, dry_run=args.dry_run)
         found, located_by, saved, retired = saving.found, saving.located_by, saving.saved, saving.retired
         removed = saving.removed
-        issues += saving.issues
+        issues += worded(saving.issues)
     outcome = "outcome_unknown" if not saved and not args.dry_run else "ok"
     messages = 1 if replaced is None else 2
     audit(app.caller, NAME, account_id, action, messages, outcome, **audit_ids(replaced, retired))

@@ -15,6 +15,7 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.read import MessageGone
 from mail_imap_mcp.operations import Operation
 from mail_imap_mcp.operations.audit import audit
+from mail_imap_mcp.presentation.issues import worded
 from mail_imap_mcp.presentation.writes import audited
 from mail_imap_mcp.services.message_lookup import resolve_message
 from mail_imap_mcp.services.send_draft import (
@@ -122,6 +123,7 @@ def _approved(
             retryable=False,
         ) from None
     result = send(app, connection, prepared, NAME)
+    issues = worded(result.issues)
     refused = [RefusedRecipient(address=a, reply=r) for a, r in result.refused.items()]
     data = SendDraftData(
         account_id=account_id,
@@ -133,8 +135,8 @@ def _approved(
         sent_copy=result.sent_copy,
         answered=result.answered,
         draft_moved_to_trash=result.draft_moved,
-        status=status_for(result.issues),
-        issues=result.issues,
+        status=status_for(issues),
+        issues=issues,
         next_action=_look_in_sent(prepared.sent_mailbox, result.header_id),
     )
     if result.outcome == "outcome_unknown":
