@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 #: The functions timed, by module.
 TIMED = {
     "mail_imap_mcp.services.search": ("search_page", "index_page"),
-    "mail_imap_mcp.services.index_search": ("fresh_page", "keep_places"),
+    "mail_imap_mcp.services.index_read": ("fresh_page",),
+    "mail_imap_mcp.services.index_search": ("keep_places",),
     "mail_imap_mcp.index.answer": ("refresh",),
 }
 CASES: dict[str, dict[str, Any]] = {
