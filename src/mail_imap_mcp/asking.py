@@ -1,13 +1,16 @@
-"""Asking the user to approve something, in one call a tool makes: ``app.ask(request)``.
+"""Asking the user, in one call a tool (or a service it names) makes: ``app.ask(request)``.
 
-A tool builds an :class:`Ask` (the generic :class:`~mail_imap_mcp.approval.review.Review`, the content the
-page renders, what to do once approved) and gets back the answer of its call: what ``then`` answered, or a
-background :class:`~mail_imap_mcp.operations.Operation` the agent polls while the user decides. The ways
-of asking live here and below, each in one place, and the tool knows none of them:
+A :class:`~mail_imap_mcp.asks.Ask` (the generic :class:`~mail_imap_mcp.approval.review.Review`, its page
+renderer, what to do once approved) gets back the answer of its call: what ``then`` answered, or a
+background :class:`~mail_imap_mcp.operations.Operation` the agent polls while the user decides. A
+:class:`~mail_imap_mcp.asks.Confirm` (a write to confirm) returns once confirmed. The ways of asking live
+here and below, each in one place, and the caller knows none of them:
 
 - MCP elicitation (both protocol eras): the gate's ``confirmation_required`` with ``ask_user``, which the
   envelope layer (``envelope/mcp.py``) asks and runs the call again on with the approval in its
   ``UserCall`` (2026-07-28: the rerun after an ``InputRequiredResult``);
+- a confirmation token (a :class:`~mail_imap_mcp.asks.Confirm` the user may confirm through the agent:
+  ``confirmation_required`` with ``confirm_token``, :mod:`mail_imap_mcp.confirmation`);
 - the approval page within the call, where the call carries a progressToken (progress keeps it alive);
 - the approval page in a background operation the agent polls (``imap_get_operation``), which
   ``imap_cancel_operation`` ends, closing the page.
@@ -16,12 +19,11 @@ of asking live here and below, each in one place, and the tool knows none of the
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import AbstractContextManager, ExitStack
-from dataclasses import dataclass
-from typing import Any
+from contextlib import ExitStack
+from typing import Any, overload
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.approval.review import Review
+from mail_imap_mcp.asks import Ask, Confirm
 from mail_imap_mcp.confirmation import StoppablePage
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
 from mail_imap_mcp.operations import Operation, OperationState, Progress
@@ -29,36 +31,42 @@ from mail_imap_mcp.operations.background import Cancelled
 from mail_imap_mcp.presentation.failures import run as run_tool
 
 
-@dataclass(frozen=True)
-class Ask:
-    """What a tool asks the user to approve, on ``account_id``: ``review`` (every field and the full
-    content; the approval is bound to its question and the call's arguments), ``content`` (what the page
-    renders), ``then`` (what is done once approved, in the call or in the background), ``waiting`` (held
-    while the user may take minutes on a page: what must not happen meanwhile) and ``audited`` (around
-    every step, saying a failure as the tool's)."""
-
-    account_id: str
-    review: Review
-    content: bytes
-    then: Callable[[], ToolResult[Any]]
-    waiting: Callable[[], AbstractContextManager[object]]
-    audited: Callable[[], AbstractContextManager[None]]
+@overload
+def ask(app: AppContext, tool: str, args: Any, request: Ask) -> ToolResult[Any] | Operation: ...
+@overload
+def ask(app: AppContext, tool: str, args: Any, request: Confirm) -> None: ...
+def ask(app: AppContext, tool: str, args: Any, request: Ask | Confirm) -> ToolResult[Any] | Operation | None:
+    """Ask the user of ``app``'s call of ``tool`` (with ``args``) about ``request``: a :class:`Confirm`
+    returns once confirmed; an :class:`Ask` is done once approved (:func:`_approved`). Not confirmed or
+    not approved: raises what asks the user, or the refusal."""
+    if isinstance(request, Confirm):
+        _confirmed(app, tool, args, request)
+        return None
+    return _approved(app, tool, args, request)
 
 
-def ask(app: AppContext, tool: str, args: Any, request: Ask) -> ToolResult[Any] | Operation:
-    """Ask the user of ``app``'s call of ``tool`` (with ``args``) to approve ``request``, then do it: the answer of
-    ``request.then`` once approved (in this call: through the client, or on the page for a call with a
-    progressToken), else the background operation waiting for the page; a refusal raises."""
+def _confirmed(app: AppContext, tool: str, args: Any, request: Confirm) -> None:
+    """Through the client (elicitation), else with a confirmation token where one may confirm it."""
+    if request.refusal is not None:
+        app.confirmations.require_user(request.what, request.refusal, dict(request.details))
+    else:
+        app.confirmations.require(
+            tool, args.model_dump(), request.what, user=app.caller.user, irreversible=request.irreversible
+        )
+
+
+def _approved(app: AppContext, tool: str, args: Any, request: Ask) -> ToolResult[Any] | Operation:
+    """The answer of ``request.then`` once approved (in this call: through the client, or on the page for
+    a call with a progressToken), else the background operation waiting for the page."""
     gate, page = app.confirmations, app.approval_page
-    shown, page_only = request.review.question(), request.review.page_only
     held = ExitStack()
     with request.audited():
-        on_page = gate.asks_on_page(shown, page, page_only)
+        on_page = gate.asks_on_page(request.review, page)
         if on_page:  # the user may take minutes: what the request holds is held meanwhile
             held.enter_context(request.waiting())
         if not on_page or app.user_call.progress_asked:  # answered in this call
             with held:
-                gate.require_send_approval(shown, page, request.content, page_only)
+                gate.require_approval(request.review, page, request.render)
                 return request.then()
 
     def on_the_page(progress: Progress) -> ToolResult[Any]:
@@ -66,7 +74,7 @@ def ask(app: AppContext, tool: str, args: Any, request: Ask) -> ToolResult[Any] 
             stoppable = (
                 page.stopped_by(lambda: progress.cancelled) if isinstance(page, StoppablePage) else page
             )
-            gate.require_send_approval(shown, stoppable, request.content, page_only)
+            gate.require_approval(request.review, stoppable, request.render)
         except ToolFailure as failure:
             if failure.details.get("approval") == "cancelled":  # the operation ends canceled
                 raise Cancelled(
@@ -94,6 +102,6 @@ def _state_of(result: ToolResult[Any]) -> OperationState:
     return OperationState.PARTIAL if getattr(result.data, "status", None) == "partial" else OperationState.OK
 
 
-def asker(app: AppContext, tool: str, args: Any) -> Callable[[Ask], ToolResult[Any] | Operation]:
+def asker(app: AppContext, tool: str, args: Any) -> Callable[[Any], ToolResult[Any] | Operation | None]:
     """``app.ask`` for one call of ``tool`` with ``args``: the per-call object's way to ask its user."""
     return lambda request: ask(app, tool, args, request)

@@ -31,33 +31,31 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from mail_imap_mcp.approval.page import review_page
+from mail_imap_mcp.approval.request import Renderer
+from mail_imap_mcp.approval.review import Review
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
-from mail_imap_mcp.envelope.user_call import ASK_USER, UserCall
+from mail_imap_mcp.envelope.user_call import ASK_USER, UserCall, approval_digest, question
 from mail_imap_mcp.state import MemoryStore, Store, user_key, user_tag
 
 TOKEN_TTL_S = 300.0
 
 #: What the user decided on an approval page; ``unavailable``: no page could be shown (no browser);
 #: ``cancelled``: the caller stopped waiting (imap_cancel_operation) before the user decided;
-#: ``opened_twice``: the page was opened again (a reload, a restored tab), which cancels it.
+#: ``opened_twice``: the page was opened again (a reload, a restored tab), which cancels it. ``send`` and
+#: ``dont_send`` (the approval and its refusal, whatever is asked) are as the first page, a send's, said them.
 Decision = Literal["send", "dont_send", "expired", "cancelled", "opened_twice", "unavailable"]
-_NOT_SENT: dict[str, str] = {
-    "cancelled": "The send was cancelled (imap_cancel_operation) before the user decided; the approval page "
-    "was closed and nothing was sent.",
-    "opened_twice": "The approval page was opened a second time (a reload, a restored tab, or someone else "
-    "with its address), which cancels it: the user did not decline, and nothing was sent. Send the draft "
-    "again to show the user a new page.",
-}
 
 
 class ApprovalPage(Protocol):
-    """Where the user approves a send when the client cannot ask them (no MCP elicitation): the browser
-    approval page of a stdio server on the user's desktop plugs in here (``AppContext.approval_page``).
-    Called with exactly the text elicitation would show (``shown``, which carries the message's
-    fingerprint) and the message as it will go out (``message``: the draft's bytes, Bcc kept, for the page
-    to render safely); blocks until the user decided or the page expired."""
+    """Where the user approves what the client cannot ask them (no MCP elicitation, or too much for its
+    question): the browser approval page of a stdio server on the user's desktop plugs in here
+    (``AppContext.approval_page``). Called with the ``review`` (every field and the full content), the
+    ``digest`` the approval is bound to (of exactly the question elicitation would show and the call's
+    arguments) and the ``render`` that shows the review on a page; blocks until the user decided or the
+    page expired."""
 
-    def __call__(self, shown: str, message: bytes) -> Decision: ...
+    def __call__(self, review: Review, digest: str, render: Renderer) -> Decision: ...
 
 
 @runtime_checkable
@@ -149,59 +147,51 @@ class ConfirmationGate:
             )
         raise ToolFailure(ErrorCode.PERMISSION_DENIED, refusal, details=details, retryable=False)
 
-    def asks_on_page(self, what: str, page: ApprovalPage | None, page_only: str | None = None) -> bool:
-        """Whether :meth:`require_send_approval` of ``what`` would wait for the user on ``page`` (not
-        approved yet, and a client that cannot ask the user or a message only a page shows whole)."""
-        can_ask = self._call.can_ask_user and page_only is None
-        return page is not None and not self._call.approved(_sentence(what)) and not can_ask
+    def asks_on_page(self, review: Review, page: ApprovalPage | None) -> bool:
+        """Whether :meth:`require_approval` of ``review`` would wait for the user on ``page`` (not approved
+        yet, and a client that cannot ask the user or a review only a page shows whole)."""
+        can_ask = self._call.can_ask_user and review.page_only is None
+        return page is not None and not self._call.approved(_sentence(review.question())) and not can_ask
 
-    def require_send_approval(
-        self,
-        what: str,
-        page: ApprovalPage | None,
-        message: bytes = b"",
-        page_only: str | None = None,
+    def require_approval(
+        self, review: Review, page: ApprovalPage | None, render: Renderer = review_page
     ) -> None:
-        """Return when the user approved sending ``what`` (the message as shown) in this call: through the
-        client (MCP elicitation, the approval bound to exactly ``what`` and the call's arguments), else on
-        ``page``; only on ``page`` when ``page_only`` says why the client's question cannot show it whole.
-        Otherwise raise what asks the user, or the refusal saying why nobody can be asked. No token and no
-        setting passes this gate (``confirm_without_elicitation`` included)."""
-        shown = _sentence(what)
+        """Return when the user approved ``review`` in this call: through the client (MCP elicitation, the
+        approval bound to exactly its question and the call's arguments), else on ``page`` (shown by
+        ``render``, bound to the same digest); only on ``page`` when ``review.page_only`` says why the
+        client's question cannot show it whole. Otherwise raise what asks the user, or the refusal saying
+        why nobody can be asked (``review.words``). No token and no setting passes this gate
+        (``confirm_without_elicitation`` included)."""
+        shown, words = _sentence(review.question()), review.words
         if self._call.approved(shown):
             return
-        if self._call.can_ask_user and page_only is None:
+        if self._call.can_ask_user and review.page_only is None:
             raise ToolFailure(
-                ErrorCode.CONFIRMATION_REQUIRED,
-                "The user is asked to approve sending this message.",
-                details={"confirm": shown, ASK_USER: True},
+                ErrorCode.CONFIRMATION_REQUIRED, words.asking, details={"confirm": shown, ASK_USER: True}
             )
-        decision: Decision = "unavailable" if page is None else page(shown + "?", message)
+        digest = approval_digest(self._call.tool, self._call.arguments, question(shown))
+        decision: Decision = "unavailable" if page is None else page(review, digest, render)
         if decision == "send":
             return
         if decision != "unavailable":
-            why = _NOT_SENT.get(decision, f"The user did not approve sending ({decision}); nothing was sent.")
+            said = {"cancelled": words.cancelled, "opened_twice": words.opened_twice}
+            why = said.get(decision, words.declined.format(decision=decision))
             raise ToolFailure(
                 ErrorCode.CONFIRMATION_REQUIRED,
                 why,
                 details={"approval": decision},
                 retryable=False,
             )
-        if page_only is not None:
+        if review.page_only is not None:
             raise ToolFailure(
                 ErrorCode.PERMISSION_DENIED,
-                f"Sending needs the user's approval of this very message, shown whole: {page_only}, so only "
-                "the approval page can show it, and no approval page could be shown (it opens only for a "
-                "stdio server, in the browser of the user's desktop): nothing was sent. The user can send the "
-                "draft from their mail client.",
-                details={"approval": "unavailable", "reason": page_only},
+                words.page_only_unavailable.format(reason=review.page_only),
+                details={"approval": "unavailable", "reason": review.page_only},
                 retryable=False,
             )
         raise ToolFailure(
             ErrorCode.PERMISSION_DENIED,
-            "Sending needs the user's approval of this very message, and this client cannot ask the user "
-            "(it does not support MCP elicitation) and no approval page could be shown: nothing was sent. "
-            "The user can send the draft from their mail client, or use a client that supports elicitation.",
+            words.unavailable,
             details={"approval": "unavailable"},
             retryable=False,
         )

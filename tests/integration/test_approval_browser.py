@@ -23,7 +23,8 @@ from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from mail_imap_mcp.approval import ApprovalRequest, Decision, Outcome, ask
+from mail_imap_mcp.approval import Decision, Outcome, ask
+from mail_imap_mcp.services.send_page import MessagePage
 from tests.support.chromium_driver import chromium
 from tests.support.patience import patient
 
@@ -97,8 +98,8 @@ class Clock:
         return self.now
 
 
-def message(**fields: object) -> ApprovalRequest:
-    return ApprovalRequest.model_validate(
+def message(**fields: object) -> MessagePage:
+    return MessagePage.model_validate(
         {
             "digest": DIGEST,
             "from": "Ann Example <ann@example.org>",
@@ -119,7 +120,7 @@ def approve(caplog: pytest.LogCaptureFixture) -> Iterator[Callable[..., Decision
     secrets: list[str] = []
 
     def run(
-        request: ApprovalRequest,
+        request: MessagePage,
         scenario: Callable[[str], None],
         timeout: float | None = None,
         clock: Callable[[], float] | None = None,

@@ -28,10 +28,13 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.approval.request import Renderer
+from mail_imap_mcp.approval.review import Review
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.confirmation import Decision
 from mail_imap_mcp.services import send_approval
 from mail_imap_mcp.services.send_approval import approval_page
+from mail_imap_mcp.services.send_page import MessageRenderer
 from mail_imap_mcp.tools.send_draft_models import SendDraftData
 from tests.support import chromium
 from tests.support.accounts import account_settings
@@ -587,24 +590,25 @@ async def test_where_the_client_cannot_ask_the_approval_page_hook_decides(
     chain: SubmissionDovecot, decision: str
 ) -> None:
     """The seam the browser approval page plugs into (AppContext.approval_page): called, for a client
-    without elicitation, with the text elicitation would show and the message's bytes; only "send" sends.
+    without elicitation, with the review elicitation would show and the message's renderer; only "send" sends.
     (The page itself is another module's; this stand-in answers as a user would.)"""
     sender, bob, _ = _setup(chain)
     raw = _draft(chain.address(sender), [chain.address(bob)])
     _append(chain, sender, "Drafts", raw)
     config = make_config({"default": _settings(chain, sender, chain.submission_port, "starttls")})
     app = AppContext.from_config(config)
-    shown: list[tuple[str, bytes]] = []
+    shown: list[tuple[str, Renderer]] = []
 
-    def page(text: str, message: bytes) -> Decision:
-        shown.append((text, message))
+    def page(review: Review, digest: str, render: Renderer) -> Decision:
+        shown.append((review.question(), render))
         return decision  # type: ignore[return-value]
 
     app.approval_page = page
     async for mcp in open_client(config, app):  # no elicitation
         answer = await _decided(mcp, await mcp.call(TOOL, {"message_id": await _draft_id(mcp)}))
-    ((text, message),) = shown
-    assert text.startswith("Send this message from account 'default':") and message == raw
+    ((text, render),) = shown
+    assert text.startswith("send this message from account 'default':")
+    assert isinstance(render, MessageRenderer) and render.message == raw
     if decision == "send":
         assert answer["data"]["outcome"] == "sent" and len(await _delivered(chain, bob, 1)) == 1
     else:

@@ -9,9 +9,10 @@ from html import escape
 import pytest
 from pydantic import ValidationError
 
-from mail_imap_mcp.approval import ApprovalRequest, Outcome
+from mail_imap_mcp.approval import Outcome
 from mail_imap_mcp.approval.page import PAGE_HEADERS, answer_page, approval_page
 from mail_imap_mcp.approval.slot import Answer, ApprovalSlot, Opening, host_allowed, origin_allowed
+from mail_imap_mcp.services.send_page import MessagePage
 
 DIGEST = "sha256:" + "ab" * 32
 OTHER_DIGEST = "sha256:" + "cd" * 32
@@ -185,8 +186,8 @@ def test_only_the_page_itself_is_an_allowed_origin(origin: str | None, allowed: 
     assert origin_allowed(origin, 4711) is allowed
 
 
-def _request(**fields: object) -> ApprovalRequest:
-    return ApprovalRequest.model_validate({"digest": DIGEST, "from": "Ann <ann@example.org>", **fields})
+def _request(**fields: object) -> MessagePage:
+    return MessagePage.model_validate({"digest": DIGEST, "from": "Ann <ann@example.org>", **fields})
 
 
 def test_the_page_shows_every_field_escaped() -> None:
@@ -291,4 +292,4 @@ def test_the_page_style_matches_its_policy_hash() -> None:
 )
 def test_a_request_beyond_the_bounds_is_refused(fields: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
-        ApprovalRequest.model_validate({"digest": DIGEST, "from": "a@example.org", **fields})
+        MessagePage.model_validate({"digest": DIGEST, "from": "a@example.org", **fields})

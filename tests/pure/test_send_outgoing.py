@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from mail_imap_mcp.approval.request import Renderer
+from mail_imap_mcp.approval.review import Review
 from mail_imap_mcp.confirmation import ConfirmationGate, Decision
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.envelope.user_call import ASK_USER, UserCall, approval_digest, question
-from mail_imap_mcp.services.send_approval import approval_request
+from mail_imap_mcp.services.send_page import MessageRenderer, message_page
 from mail_imap_mcp.services.send_review import review
 from mail_imap_mcp.smtp.client import dot_stuffed
 from mail_imap_mcp.smtp.outgoing import MAX_SEND_RECIPIENTS, outgoing, rewritten
@@ -23,9 +25,14 @@ DRAFT = (
 )
 
 
+def _review(raw: bytes) -> Review:
+    """What the user is asked to approve ``raw`` by."""
+    return review(outgoing(raw, OWN, "example.org"), raw, "default")
+
+
 def _shown(raw: bytes) -> str:
     """The question the user approves ``raw`` by."""
-    return review(outgoing(raw, OWN, "example.org"), raw, "default").question()
+    return _review(raw).question()
 
 
 def test_only_date_and_bcc_change_in_the_transmitted_copy_and_the_sent_copy_keeps_bcc() -> None:
@@ -88,34 +95,40 @@ def test_an_injected_subject_is_shown_escaped_on_one_line() -> None:
 def test_the_approval_passes_only_the_message_shown_and_no_token_or_setting_passes_it() -> None:
     gate = ConfirmationGate(tokens_for_irreversible=True)  # confirm_without_elicitation: never for sending
     arguments = {"message_id": "imap:default:Drafts:1:1"}
-    shown = _shown(DRAFT)
+    asked, shown = _review(DRAFT), _shown(DRAFT)
     call = UserCall("imap_send_draft", arguments)
     with pytest.raises(ToolFailure) as refused:
-        gate.for_call(call).require_send_approval(shown, None)
+        gate.for_call(call).require_approval(asked, None)
     assert refused.value.details == {"approval": "unavailable"}
     approved = approval_digest("imap_send_draft", arguments, question(shown[:1].upper() + shown[1:]))
     call = UserCall("imap_send_draft", arguments, approvals=frozenset({approved}))
-    gate.for_call(call).require_send_approval(shown, None)  # the approval of exactly this text passes
-    changed = _shown(DRAFT.replace(b"Body", b"Other"))
+    gate.for_call(call).require_approval(asked, None)  # the approval of exactly this text passes
+    changed = _review(DRAFT.replace(b"Body", b"Other"))
     with pytest.raises(ToolFailure):  # the draft changed since: not approved
-        gate.for_call(call).require_send_approval(changed, None)
+        gate.for_call(call).require_approval(changed, None)
     call = UserCall("imap_send_draft", {**arguments, "confirm_token": "x"}, approvals=frozenset({approved}))
-    gate.for_call(call).require_send_approval(shown, None)  # a token argument changes nothing either way
+    gate.for_call(call).require_approval(asked, None)  # a token argument changes nothing either way
 
 
 def test_an_approval_page_decides_where_the_client_cannot_ask() -> None:
-    gate = ConfirmationGate().for_call(UserCall("imap_send_draft", {"message_id": "imap:default:Drafts:1:1"}))
+    arguments = {"message_id": "imap:default:Drafts:1:1"}
+    gate = ConfirmationGate().for_call(UserCall("imap_send_draft", arguments))
+    asked, shown = _review(DRAFT), _shown(DRAFT)
     shown_to_page: list[str] = []
 
-    def page(text: str, message: bytes) -> Decision:
-        shown_to_page.append(text)
-        assert message == DRAFT
+    def page(review: Review, digest: str, render: Renderer) -> Decision:
+        shown_to_page.append(review.question())
+        # Bound to exactly the question shown and the call's arguments; the page shows the draft itself.
+        assert digest == approval_digest(
+            "imap_send_draft", arguments, question(shown[:1].upper() + shown[1:])
+        )
+        assert render(review, digest).text == ".dot\r\nBody\r\n"
         return "dont_send"
 
     with pytest.raises(ToolFailure) as refused:
-        gate.require_send_approval("send this", page, DRAFT)
-    assert refused.value.code.value == "confirmation_required" and shown_to_page == ["Send this?"]
-    gate.require_send_approval("send this", lambda text, message: "send", DRAFT)
+        gate.require_approval(asked, page, MessageRenderer(DRAFT))
+    assert refused.value.code.value == "confirmation_required" and shown_to_page == [shown]
+    gate.require_approval(asked, lambda review, digest, render: "send", MessageRenderer(DRAFT))
 
 
 def test_text_that_reorders_or_hides_itself_is_shown_escaped() -> None:
@@ -201,16 +214,19 @@ def test_a_text_that_cannot_be_read_is_refused_not_sent_unseen() -> None:
 def test_a_message_only_a_page_shows_is_never_asked_by_elicitation() -> None:
     call = UserCall("imap_send_draft", {"message_id": "imap:default:Drafts:1:1"}, can_ask_user=True)
     gate = ConfirmationGate().for_call(call)
+    asked = _review(DRAFT).model_copy(update={"page_only": "its text is long"})
     pages: list[str] = []
     with pytest.raises(ToolFailure) as refused:
-        gate.require_send_approval("send this", None, DRAFT, "its text is long")
+        gate.require_approval(asked, None, MessageRenderer(DRAFT))
     assert refused.value.code.value == "permission_denied" and ASK_USER not in refused.value.details
     assert refused.value.details == {"approval": "unavailable", "reason": "its text is long"}
-    assert gate.asks_on_page("send this", lambda text, message: "send", "its text is long")
-    gate.require_send_approval(
-        "send this", lambda text, message: pages.append(text) or "send", DRAFT, "its text is long"
+    assert gate.asks_on_page(asked, lambda review, digest, render: "send")
+    gate.require_approval(
+        asked,
+        lambda review, digest, render: pages.append(review.question()) or "send",
+        MessageRenderer(DRAFT),
     )
-    assert pages == ["Send this?"]
+    assert pages == [asked.question()]
 
 
 MIXED = (
@@ -234,7 +250,7 @@ def test_every_part_a_client_may_display_is_shown_on_both_routes() -> None:
                  "Attachments: a.png (image/png, 8 bytes)", "Attachments: fwd.eml (message/rfc822, 53 bytes)"):  # fmt: skip
         assert line in lines
     assert any(line.startswith("Text in attachment 2 (16 characters") for line in lines)
-    page = approval_request(shown, MIXED)
+    page = message_page("sha256:" + "0" * 64, MIXED)
     assert page.text is not None and page.html is None
     for text in ("First part.", "Second part, after the picture.", "Forwarded words."):
         assert text in page.text

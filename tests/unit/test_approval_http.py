@@ -13,14 +13,15 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from mail_imap_mcp.approval import ApprovalRequest, ApprovalServer, Decision, Outcome, ask, ask_blocking
+from mail_imap_mcp.approval import ApprovalServer, Decision, Outcome, ask, ask_blocking
+from mail_imap_mcp.services.send_page import MessagePage
 from tests.support.patience import patient
 
 DIGEST = "sha256:" + "11" * 32
 
 
-def message() -> ApprovalRequest:
-    return ApprovalRequest.model_validate(
+def message() -> MessagePage:
+    return MessagePage.model_validate(
         {"digest": DIGEST, "from": "ann@example.org", "to": ["bob@example.net"], "text": "Hello"}
     )
 

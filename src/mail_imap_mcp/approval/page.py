@@ -1,8 +1,9 @@
 """The approval page and its short answers, as HTML with the headers that keep them to themselves.
 
-Everything from the message is escaped; its HTML body is shown as the project's sanitiser leaves it (no
-script, style, form, frame or remote resource: :func:`mail_imap_mcp.content.html.sanitize_html`), and the
-page's Content-Security-Policy allows nothing but its own inline style and a form posted to itself.
+The page is generic: its words and body come from the request's renderer (:func:`review_page` shows any
+review; a message to send has its own, ``services/send_page.py``). Everything from a request is escaped
+(:func:`shown`, :func:`address`) or, for a message's HTML body, sanitised, and the page's
+Content-Security-Policy allows nothing but its own inline style and a form posted to itself.
 Characters that change how text reads without being seen (direction overrides, control characters) are
 shown as their code points, so an address cannot pass for another.
 """
@@ -12,12 +13,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+from dataclasses import dataclass, field
 from html import escape
 
-from ..content.html import sanitize_html
-from .request import ApprovalRequest
+from .request import DIGEST_PATTERN, PageRequest, PageWords
+from .review import Review
 
-__all__ = ["PAGE_HEADERS", "answer_page", "approval_page"]
+__all__ = ["PAGE_HEADERS", "ReviewPage", "address", "answer_page", "approval_page", "review_page", "shown"]
 
 _STYLE = (
     "body{font:15px/1.45 system-ui,sans-serif;margin:0;background:#f4f4f4;color:#111}"
@@ -66,7 +68,7 @@ def _hidden(char: str, keep_lines: bool) -> bool:
     return code < 0x20 or 0x7F <= code < 0xA0 or code in _BIDI
 
 
-def _shown(text: str, *, keep_lines: bool = False) -> str:
+def shown(text: str, *, keep_lines: bool = False) -> str:
     """``text`` escaped, its invisible controls written out as marked code points."""
     out: list[str] = []
     for char in text.replace("\r\n", "\n") if keep_lines else text:
@@ -75,13 +77,6 @@ def _shown(text: str, *, keep_lines: bool = False) -> str:
         else:
             out.append(escape(char, quote=True))
     return "".join(out)
-
-
-def _size(size: int) -> str:
-    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
-        if size >= scale:
-            return f"{size / scale:.1f} {unit} ({size:,} bytes)"
-    return f"{size:,} bytes"
 
 
 _DOMAIN = re.compile(r"@([^\s<>@]+)>?\s*$")
@@ -100,16 +95,10 @@ def _domain_note(address: str) -> str:
     return f' <span class="mark idna">domain {escape(ascii_name)}</span>'
 
 
-def _address(value: str, key: str = "") -> str:
+def address(value: str, key: str = "") -> str:
+    """An address shown escaped, in its own direction, with the name its domain is looked up by."""
     ident = f' id="{key}"' if key else ""
-    return f"<bdi{ident}>{_shown(value)}</bdi>{_domain_note(value)}"
-
-
-def _addresses(label: str, key: str, values: list[str]) -> str:
-    if not values:
-        return ""
-    items = "".join(f"<li>{_address(value)}</li>" for value in values)
-    return f'<tr><th>{label}</th><td><ul id="{key}" class="plain">{items}</ul></td></tr>'
+    return f"<bdi{ident}>{shown(value)}</bdi>{_domain_note(value)}"
 
 
 def _document(title: str, body: str) -> str:
@@ -120,59 +109,61 @@ def _document(title: str, body: str) -> str:
     )
 
 
-def approval_page(request: ApprovalRequest, csrf_token: str, ttl_s: float) -> str:
-    """The page that asks: the message as it will go out, and "Send" / "Don't send"."""
-    headers = (
-        f"<tr><th>From</th><td>{_address(request.from_, 'from')}</td></tr>"
-        + _addresses("To", "to", request.to)
-        + _addresses("Cc", "cc", request.cc)
-        + _addresses("Bcc", "bcc", request.bcc)
-        + _addresses("Reply-To", "reply-to", request.reply_to)
-        + f'<tr><th>Subject</th><td><bdi id="subject">{_shown(request.subject)}</bdi></td></tr>'
-    )
-    parts = [
-        "<h1>Send this message?</h1>",
-        '<p class="note">Your assistant asks mail-imap-mcp to send the message below. It is sent only if you '
-        "press <b>Send</b>, and only as shown here.</p>",
-        f"<table>{headers}</table>",
-    ]
-    if request.text is not None:
-        parts.append(
-            f'<h2>Text</h2><div class="body"><pre id="text">{_shown(request.text, keep_lines=True)}</pre></div>'
+@dataclass(frozen=True)
+class ReviewPage:
+    """Any :class:`~.review.Review` on a page: each field's values one per line, each content whole with
+    its lines; the renderer of whatever has no richer one (:data:`~.request.Renderer`)."""
+
+    review: Review
+    digest: str
+    words: PageWords = field(default_factory=PageWords)
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(DIGEST_PATTERN, self.digest):
+            raise ValueError("not a digest")
+
+    def body_html(self) -> str:
+        rows = "".join(
+            f"<tr><th>{shown(item.label)}</th><td>"
+            + ("".join(f"<div>{shown(value)}</div>" for value in item.values) or shown(item.empty))
+            + "</td></tr>"
+            for item in self.review.fields
         )
-    if request.html is not None:
-        parts.append(
-            "<h2>HTML</h2>"
-            '<p class="note">As a mail program shows it, without scripts and without loading remote images. '
-            "What a reader does not see (hidden text, comments, attributes, link addresses) is not shown here "
-            "but is sent: the source below is all of it.</p>"
-            f'<div class="body" id="html">{sanitize_html(request.html)}</div>'
-            f"<details><summary>The HTML as it is sent: its source ({len(request.html):,} characters)</summary>"
-            f'<div class="body"><pre id="html-source">{_shown(request.html, keep_lines=True)}</pre></div></details>'
-        )
-    if request.attachments:
-        items = "".join(
-            f'<li><bdi class="name">{_shown(item.name)}</bdi> <span class="size">{_size(item.size)}</span>'
-            + (f' <span class="type">· {_shown(item.content_type)}</span>' if item.content_type else "")
-            + "</li>"
-            for item in request.attachments
-        )
-        parts.append(f'<h2>Attachments ({len(request.attachments)})</h2><ul id="attachments">{items}</ul>')
-    else:
-        parts.append('<h2>Attachments</h2><p id="attachments">None.</p>')
+        parts = [f"<p>{shown(self.review.title)}</p>", f"<table>{rows}</table>" if rows else ""]
+        parts += [
+            f'<h2>{shown(content.label)}</h2><div class="body"><pre>{shown(content.text, keep_lines=True)}'
+            "</pre></div>"
+            for content in self.review.contents
+        ]
+        return "".join(parts)
+
+
+def review_page(review: Review, digest: str) -> ReviewPage:
+    """:class:`ReviewPage` as a :data:`~.request.Renderer`."""
+    return ReviewPage(review, digest)
+
+
+def approval_page(request: PageRequest, csrf_token: str, ttl_s: float) -> str:
+    """The page that asks: what ``request`` shows, and its approving and declining buttons."""
+    words = request.words
     minutes = max(1, round(ttl_s / 60))
-    parts.append(
+    parts = [
+        f"<h1>{escape(words.heading)}</h1>",
+        f'<p class="note">{words.note}</p>',
+        request.body_html(),
         '<form method="post">'
         f'<input type="hidden" name="csrf" value="{escape(csrf_token, quote=True)}">'
         f'<input type="hidden" name="digest" value="{escape(request.digest, quote=True)}">'
-        '<div class="buttons"><button id="send" type="submit" name="decision" value="send">Send</button>'
-        '<button id="decline" type="submit" name="decision" value="decline">Don\'t send</button></div></form>'
+        f'<div class="buttons"><button id="send" type="submit" name="decision" value="send">'
+        f"{escape(words.approve)}</button>"
+        f'<button id="decline" type="submit" name="decision" value="decline">{escape(words.decline, quote=False)}'
+        "</button></div></form>"
         f'<p class="note" id="reload">This page answers once, and only for about {minutes} '
         f"minute{'s' if minutes != 1 else ''} after it was made. Reloading or reopening it (a restored tab "
-        "too) cancels the request: nothing is sent, your assistant is told the page was reopened (not that "
-        "you declined), and it can show you a new page.</p>"
-    )
-    return _document("Send this message? - mail-imap-mcp", "".join(parts))
+        f"too) cancels the request: {words.nothing_happens}, your assistant is told the page was reopened (not "
+        "that you declined), and it can show you a new page.</p>",
+    ]
+    return _document(f"{words.heading} - mail-imap-mcp", "".join(parts))
 
 
 def answer_page(title: str, text: str) -> str:

@@ -1,78 +1,78 @@
-"""What the user is asked to approve (:class:`ApprovalRequest`) and what they decided (:class:`Decision`).
+"""What a page asks the user to approve (:class:`PageRequest`, made by a :data:`Renderer` from a
+:class:`~.review.Review`) and what they decided (:class:`Decision`).
 
-The request is the message as it will go out, already decoded to display text by the caller, and the
-digest the approval is bound to: the caller computes it over exactly what it shows and the call's
-arguments, and sends only if the decision carries that same digest back.
+A request is whatever a renderer shows, already escaped, with the words of the page and the digest the
+approval is bound to: the caller computes it over exactly what it shows and the call's arguments, and
+acts only if the decision carries that same digest back. :func:`.page.review_page` renders any review
+(every field, each content whole); a richer renderer (a message to send, ``services/send_page.py``) shows
+the same in its own form.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-__all__ = [
-    "MAX_ATTACHMENTS",
-    "MAX_HTML_CHARS",
-    "MAX_RECIPIENTS",
-    "MAX_TEXT_CHARS",
-    "ApprovalRequest",
-    "AttachmentShown",
-    "Decision",
-    "Outcome",
-]
+from .review import Review
 
-#: Bounds of what one page shows. A message beyond them cannot be shown whole, so it cannot be approved
-#: on the page: building the request fails (pydantic's ValidationError) and the caller refuses the send.
-MAX_TEXT_CHARS = 1_000_000
-MAX_HTML_CHARS = 2_000_000
-MAX_RECIPIENTS = 10_000
-MAX_ATTACHMENTS = 1_000
-_ADDRESS_CHARS = 2_000
+__all__ = ["DIGEST_PATTERN", "Decision", "Outcome", "PageRequest", "PageWords", "Renderer"]
+
+#: What a digest looks like (the page's form carries it back, so it holds no character HTML would alter).
+DIGEST_PATTERN = r"^[A-Za-z0-9_:.-]{16,200}$"
 
 
-class AttachmentShown(BaseModel):
-    """One attachment as listed on the page."""
+@dataclass(frozen=True)
+class PageWords:
+    """The page's words for what it asks, in the user's terms (each one sentence or a few words)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str = Field(max_length=1_000, description="The file name the recipient sees.")
-    size: int = Field(ge=0, description="Its decoded size in bytes.")
-    content_type: str = Field(default="", max_length=255, description="Its media type, e.g. application/pdf.")
-
-
-class ApprovalRequest(BaseModel):
-    """A message shown for approval, exactly as it will be sent, and the digest that binds the approval."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-
-    digest: str = Field(
-        pattern=r"^[A-Za-z0-9_:.-]{16,200}$",
-        description="What the approval is bound to: the caller's digest of what is shown and of the call's "
-        "arguments; an approval carries it back and binds to nothing else.",
+    heading: str = "Approve this?"
+    #: HTML, the program's own (never a request's text).
+    note: str = (
+        "Your assistant asks mail-imap-mcp to do what is shown below. It is done only if you press "
+        "<b>Approve</b>, and only as shown here."
     )
-    from_: str = Field(
-        alias="from", max_length=_ADDRESS_CHARS, description="The From header as it will go out."
-    )
-    to: list[str] = Field(default=[], max_length=MAX_RECIPIENTS)
-    cc: list[str] = Field(default=[], max_length=MAX_RECIPIENTS)
-    bcc: list[str] = Field(default=[], max_length=MAX_RECIPIENTS)
-    reply_to: list[str] = Field(default=[], max_length=MAX_RECIPIENTS)
-    subject: str = Field(default="", max_length=10_000)
-    text: str | None = Field(default=None, max_length=MAX_TEXT_CHARS, description="The text/plain body.")
-    html: str | None = Field(
-        default=None,
-        max_length=MAX_HTML_CHARS,
-        description="The text/html body; the page shows it sanitised (no script, style or remote resource).",
-    )
-    attachments: list[AttachmentShown] = Field(default=[], max_length=MAX_ATTACHMENTS)
+    approve: str = "Approve"
+    decline: str = "Don't approve"
+    #: The title of the page that answers a decline.
+    declined: str = "Not done"
+    #: Said after every refusal or ending without approval.
+    nothing_done: str = "Nothing was done."
+    #: What a reload of the page means (inside a sentence).
+    nothing_happens: str = "nothing is done"
+    approved: str = "mail-imap-mcp does it now; your assistant tells you the outcome. You can close this tab."
+    ask_again: str = "Ask your assistant again if you want it done."
+    #: What a call waiting for the page tells its client (progress notifications).
+    waiting: str = "Waiting for the user's approval in their browser"
+
+
+class PageRequest(Protocol):
+    """What one page shows: its ``digest`` (what the approval binds to), its ``words`` and its body."""
+
+    @property
+    def digest(self) -> str: ...
+
+    @property
+    def words(self) -> PageWords: ...
+
+    def body_html(self) -> str:
+        """The page's content as HTML, everything from the request escaped or sanitised."""
+        ...
+
+
+#: How a review is shown on a page, bound to a digest; raises ``ValueError`` (pydantic's
+#: ``ValidationError`` too) where it cannot show the review whole.
+Renderer = Callable[[Review, str], PageRequest]
 
 
 class Outcome(StrEnum):
     """How an approval ended."""
 
-    APPROVED = "approved"  # the user pressed "Send" on the page of this request
-    DECLINED = "declined"  # the user pressed "Don't send"
+    APPROVED = "approved"  # the user pressed the approving button on the page of this request
+    DECLINED = "declined"  # the user pressed the declining one
     EXPIRED = "expired"  # no answer before the page expired
     OPENED_TWICE = "opened_twice"  # the one-time address was opened again: someone else may hold it
     NOT_OPENED = "not_opened"  # the browser could not be opened
@@ -92,5 +92,5 @@ class Decision(BaseModel):
         return self.outcome is Outcome.APPROVED and self.digest is not None
 
     def approves(self, digest: str) -> bool:
-        """Whether this is the user's "Send" for exactly ``digest`` (what the caller is about to send)."""
+        """Whether this is the user's approval of exactly ``digest`` (what the caller is about to do)."""
         return self.approved and self.digest == digest

@@ -17,7 +17,7 @@ import unicodedata
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["QUESTION_MAX_CHARS", "Review", "ReviewContent", "ReviewField", "visible"]
+__all__ = ["QUESTION_MAX_CHARS", "Review", "ReviewContent", "ReviewField", "ReviewWords", "visible"]
 
 #: The most characters of content a client's question is trusted to show whole (MCP elicitation has no
 #: size field; a longer content is approved on the page, or not at all).
@@ -91,9 +91,38 @@ class ReviewContent(BaseModel):
         ]
 
 
+class ReviewWords(BaseModel):
+    """What the agent is told of each way a request can end without the user's approval (a failure's
+    message), in the request's terms; ``{decision}`` and ``{reason}`` are filled in."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    asking: str = "The user is asked to approve this."
+    declined: str = "The user did not approve it ({decision}); nothing was done."
+    cancelled: str = (
+        "It was cancelled (imap_cancel_operation) before the user decided; the approval page was closed and "
+        "nothing was done."
+    )
+    opened_twice: str = (
+        "The approval page was opened a second time (a reload, a restored tab, or someone else with its "
+        "address), which cancels it: the user did not decline, and nothing was done. Call again to show the "
+        "user a new page."
+    )
+    unavailable: str = (
+        "This needs the user's approval, and this client cannot ask the user (it does not support MCP "
+        "elicitation) and no approval page could be shown: nothing was done."
+    )
+    page_only_unavailable: str = (
+        "This needs the user's approval of all of it, shown whole: {reason}, so only the approval page can "
+        "show it, and no approval page could be shown (it opens only for a stdio server, in the browser of "
+        "the user's desktop): nothing was done."
+    )
+
+
 class Review(BaseModel):
-    """A request for the user's approval: what is asked, every field and the full content, and the route
-    rule's answer (``page_only``: why the client's question cannot show it, so only a page may ask)."""
+    """A request for the user's approval: what is asked, every field and the full content, the route
+    rule's answer (``page_only``: why the client's question cannot show it, so only a page may ask) and
+    what the agent is told when it is not approved (``words``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -104,6 +133,7 @@ class Review(BaseModel):
     page_only: str | None = Field(
         default=None, description="Why this cannot be asked in the client's question; None when it can."
     )
+    words: ReviewWords = ReviewWords()
 
     def question(self) -> str:
         """The text the user reads and approves (the approval is bound to exactly it)."""

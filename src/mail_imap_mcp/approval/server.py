@@ -20,7 +20,7 @@ from typing import Any, ParamSpec, Self, TypeVar
 from mail_imap_mcp.net.local_peer import LAUNCH_PATH, checks_peers, refusal, refused_page_text
 
 from .page import PAGE_HEADERS, answer_page, approval_page
-from .request import ApprovalRequest, Decision, Outcome
+from .request import Decision, Outcome, PageRequest, PageWords
 from .slot import Answer, ApprovalSlot, Opening, host_allowed, origin_allowed
 
 __all__ = ["DEFAULT_TTL_S", "MAX_TTL_S", "ApprovalServer", "ask", "ask_blocking"]
@@ -45,7 +45,6 @@ _REASONS = {
 }
 _REASONS |= {409: "Conflict", 410: "Gone", 411: "Length Required", 413: "Content Too Large"}
 _REASONS |= {415: "Unsupported Media Type", 421: "Misdirected Request"}
-_NOTHING_SENT = "Nothing was sent."
 
 
 class _BadRequest(Exception):
@@ -103,36 +102,47 @@ def _form(request: _Request) -> dict[str, str]:
     return form
 
 
-_OPENINGS: dict[Opening, tuple[int, str, str]] = {
-    Opening.NOT_FOUND: (404, "Not found", "There is no approval page at this address."),
-    Opening.OPENED_TWICE: (
+def _openings(words: PageWords) -> dict[Opening, tuple[int, str, str]]:
+    return {
+        Opening.NOT_FOUND: (404, "Not found", "There is no approval page at this address."),
+        Opening.OPENED_TWICE: (
+            410,
+            "Request cancelled",
+            "This approval page was opened a second time, so the request was cancelled: someone else may "
+            f"have its address. {words.nothing_done} {words.ask_again}",
+        ),
+        Opening.EXPIRED: (410, "Expired", f"This approval page has expired. {words.nothing_done}"),
+        Opening.DECIDED: (410, "Already answered", "This approval page was already answered."),
+    }
+
+
+def _answers(words: PageWords) -> dict[Answer, tuple[int, str, str]]:
+    nothing = words.nothing_done
+    return {
+        Answer.APPROVED: (200, "Approved", words.approved),
+        Answer.DECLINED: (200, words.declined, f"{nothing} You can close this tab."),
+        Answer.NOT_FOUND: (404, "Not found", "There is no approval page at this address."),
+        Answer.FORBIDDEN: (403, "Refused", f"This answer is not from this approval page. {nothing}"),
+        Answer.BAD_REQUEST: (
+            400,
+            "Refused",
+            f"The answer was neither {words.approve} nor {words.decline}. {nothing}",
+        ),
+        Answer.EXPIRED: (410, "Expired", f"This approval page has expired. {nothing}"),
+        Answer.DECIDED: (409, "Already answered", "This approval page was already answered."),
+    }
+
+
+def _cancelled(words: PageWords) -> tuple[int, str, str]:
+    """What the page's address answers once the request was cancelled by the caller (GET or POST alike)."""
+    return (
         410,
-        "Request cancelled",
-        "This approval page was opened a second time, so the request was cancelled: someone else may have "
-        f"its address. {_NOTHING_SENT} Ask your assistant again if you want to send the message.",
-    ),
-    Opening.EXPIRED: (410, "Expired", f"This approval page has expired. {_NOTHING_SENT}"),
-    Opening.DECIDED: (410, "Already answered", "This approval page was already answered."),
-}
-_ANSWERS: dict[Answer, tuple[int, str, str]] = {
-    Answer.APPROVED: (
-        200,
-        "Approved",
-        "mail-imap-mcp sends the message now; your assistant tells you the outcome. You can close this tab.",
-    ),
-    Answer.DECLINED: (200, "Not sent", f"{_NOTHING_SENT} You can close this tab."),
-    Answer.NOT_FOUND: (404, "Not found", "There is no approval page at this address."),
-    Answer.FORBIDDEN: (403, "Refused", f"This answer is not from this approval page. {_NOTHING_SENT}"),
-    Answer.BAD_REQUEST: (400, "Refused", f"The answer was neither Send nor Don't send. {_NOTHING_SENT}"),
-    Answer.EXPIRED: (410, "Expired", f"This approval page has expired. {_NOTHING_SENT}"),
-    Answer.DECIDED: (409, "Already answered", "This approval page was already answered."),
-}
-#: What the page's address answers once the request was cancelled by the caller (GET or POST alike).
-_CANCELLED = (
-    410,
-    "Cancelled",
-    f"Your assistant cancelled this request before you answered. {_NOTHING_SENT} You can close this tab.",
-)
+        "Cancelled",
+        f"Your assistant cancelled this request before you answered. {words.nothing_done} You can close "
+        "this tab.",
+    )
+
+
 #: How often :func:`ask` checks whether its caller cancelled the request.
 CANCEL_POLL_S = 0.25
 
@@ -147,7 +157,7 @@ class ApprovalServer:
     browser alone, and :meth:`wait` for the decision. ``clock`` (monotonic seconds) times the expiry."""
 
     def __init__(
-        self, request: ApprovalRequest, *, ttl_s: float, clock: Callable[[], float] = time.monotonic
+        self, request: PageRequest, *, ttl_s: float, clock: Callable[[], float] = time.monotonic
     ) -> None:
         if not 0 < ttl_s <= MAX_TTL_S:
             raise ValueError(f"ttl_s must be in (0, {MAX_TTL_S:g}] seconds")
@@ -227,7 +237,10 @@ class ApprovalServer:
             status, page = self._respond(request)
         except _BadRequest as error:
             _log.info("approval page: a request refused (%s)", error)
-            status, page = error.status, answer_page("Refused", f"Refused: {error}. {_NOTHING_SENT}")
+            status, page = (
+                error.status,
+                answer_page("Refused", f"Refused: {error}. {self.request.words.nothing_done}"),
+            )
         except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             return
         try:
@@ -262,10 +275,10 @@ class ApprovalServer:
         if request.method == "GET":
             opening = self.slot.open(request.path)
             if opening is Opening.DECIDED and self.slot.outcome is Outcome.CANCELLED:
-                return _page(_CANCELLED)
+                return _page(_cancelled(self.request.words))
             if opening is Opening.SHOW:
                 return 200, approval_page(self.request, self.slot.csrf_token, self.slot.ttl_s)
-            return _page(_OPENINGS[opening])
+            return _page(_openings(self.request.words)[opening])
         if request.method != "POST":
             raise _BadRequest(405, "neither GET nor POST")
         fetch_site = request.headers.get("sec-fetch-site")
@@ -279,8 +292,8 @@ class ApprovalServer:
         if answer in (Answer.FORBIDDEN, Answer.BAD_REQUEST):
             _log.info("approval page: an answer refused (%s)", answer.value)
         if answer is Answer.DECIDED and self.slot.outcome is Outcome.CANCELLED:
-            return _page(_CANCELLED)
-        return _page(_ANSWERS[answer])
+            return _page(_cancelled(self.request.words))
+        return _page(_answers(self.request.words)[answer])
 
 
 def _open(open_url: Callable[[str], bool], url: str) -> bool:
@@ -300,7 +313,7 @@ async def _watch(server: ApprovalServer, cancelled: Callable[[], bool]) -> None:
 
 
 async def ask(
-    request: ApprovalRequest,
+    request: PageRequest,
     open_url: Callable[[str], bool],
     timeout: float = DEFAULT_TTL_S,
     *,

@@ -1,11 +1,12 @@
-"""The browser approval page as the send tool's :class:`~mail_imap_mcp.confirmation.ApprovalPage`: where
-the client cannot ask the user (no MCP elicitation), the draft is shown on a one-time page on 127.0.0.1
-(``approval/``) and the user's "Send" there approves exactly it.
+"""The browser approval page as the :class:`~mail_imap_mcp.confirmation.ApprovalPage`: where the client
+cannot ask the user (no MCP elicitation, or too much for its question), what is asked is shown by its
+renderer (a draft to send: ``services/send_page.py``) on a one-time page on 127.0.0.1 (``approval/``) and
+the user's approval there approves exactly it.
 
 :func:`approval_page` takes the browser opener (whatever decides whether and how a browser may open, as
 the sign-in does); the server sets ``AppContext.approval_page`` to it where a browser may open (stdio on
-the user's desktop). The page's request carries the digest of the text the user would have been shown by
-elicitation (which holds the draft's fingerprint): a decision counts only when it carries that digest back.
+the user's desktop). The page's request carries the digest of the question the user would have been
+shown by elicitation and the call's arguments: a decision counts only when it carries that digest back.
 A call that carries a progressToken waits for the decision here, telling the client every
 :data:`PROGRESS_EVERY_S` that it still waits; a call waiting as a background operation passes its
 cancellation (``cancelled``), which closes the page (it then tells the user nothing was sent).
@@ -13,22 +14,19 @@ cancellation (``cancelled``), which closes the page (it then tells the user noth
 
 from __future__ import annotations
 
-import email.policy
-import hashlib
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from email.message import EmailMessage
-from email.parser import BytesParser
 
 from pydantic import ValidationError
 
-from mail_imap_mcp.approval import DEFAULT_TTL_S, ApprovalRequest, Outcome, ask_blocking
+from mail_imap_mcp.approval import DEFAULT_TTL_S, Outcome, ask_blocking
 from mail_imap_mcp.approval import Decision as PageDecision
+from mail_imap_mcp.approval.request import Renderer
+from mail_imap_mcp.approval.review import Review
 from mail_imap_mcp.confirmation import ApprovalPage, Decision
 from mail_imap_mcp.envelope.mcp import progress_reporter
-from mail_imap_mcp.services.send_review import displayed
 
 #: How often a call waiting for the page tells the client it is still waiting (progress notifications).
 PROGRESS_EVERY_S = 10.0
@@ -39,41 +37,11 @@ _DECISIONS: dict[Outcome, Decision] = {
     Outcome.NOT_OPENED: "unavailable",
     Outcome.CANCELLED: "cancelled",
 }
-#: What separates two parts of one kind (two text parts) where the page shows them in one box.
-_NEXT_PART = "\n\n──── next part ────\n\n"
-
-
-def _addresses(message: EmailMessage, name: str) -> list[str]:
-    header = message.get(name)
-    return [str(address) for address in getattr(header, "addresses", ())] if header is not None else []
-
-
-def approval_request(shown: str, message: bytes) -> ApprovalRequest:
-    """The page's request for the draft ``message`` (parsed by the same rules the send checked it with),
-    bound to the digest of ``shown``: every part a recipient's client may display (``send_review``), parts
-    of one kind in one box, told apart by a line. Raises ``ValueError`` when it cannot be shown whole."""
-    parsed = BytesParser(policy=email.policy.default).parsebytes(message)
-    assert isinstance(parsed, EmailMessage)
-    found = displayed(message)
-    texts = [text for _, text in found.texts]
-    htmls = [source for _, source in found.htmls]
-    return ApprovalRequest(
-        digest=hashlib.sha256(shown.encode()).hexdigest(),
-        from_=", ".join(_addresses(parsed, "From")),
-        to=_addresses(parsed, "To"),
-        cc=_addresses(parsed, "Cc"),
-        bcc=_addresses(parsed, "Bcc"),
-        reply_to=_addresses(parsed, "Reply-To"),
-        subject=str(parsed.get("Subject") or ""),
-        text=_NEXT_PART.join(texts) if texts else None,
-        html="<hr>".join(htmls) if htmls else None,
-        attachments=found.attachments,
-    )
 
 
 @dataclass(frozen=True)
 class BrowserApprovalPage:
-    """The send tool's approval page: the draft shown in the browser ``open_url`` opens, for ``timeout_s``
+    """The approval page: what is asked, as its renderer shows it, in the browser ``open_url`` opens, for ``timeout_s``
     (by ``clock``, monotonic seconds, as well as by the event loop's time); closed early when
     ``cancelled()`` says its caller stopped waiting (:meth:`stopped_by`)."""
 
@@ -86,9 +54,9 @@ class BrowserApprovalPage:
         """This page, closed as soon as ``cancelled()`` (a background operation cancelled)."""
         return replace(self, cancelled=cancelled)
 
-    def __call__(self, shown: str, message: bytes) -> Decision:
+    def __call__(self, review: Review, digest: str, render: Renderer) -> Decision:
         try:
-            request = approval_request(shown, message)
+            request = render(review, digest)
         except (ValidationError, ValueError, LookupError):  # beyond the page's bounds: not approvable there
             return "unavailable"
 
@@ -102,7 +70,7 @@ class BrowserApprovalPage:
                 decided=decided,
             )
 
-        decision = _waiting(page, self.timeout_s)
+        decision = _waiting(page, self.timeout_s, request.words.waiting)
         if decision is None:
             return "unavailable"
         if decision.approves(request.digest):
@@ -116,15 +84,15 @@ def approval_page(
     *,
     clock: Callable[[], float] = time.monotonic,
 ) -> ApprovalPage:
-    """The send tool's approval page (:class:`BrowserApprovalPage`) in the browser ``open_url`` opens."""
+    """The approval page (:class:`BrowserApprovalPage`) in the browser ``open_url`` opens."""
     return BrowserApprovalPage(open_url, timeout_s, clock)
 
 
 def _waiting(
-    ask: Callable[[Callable[[PageDecision], None]], PageDecision], timeout_s: float
+    ask: Callable[[Callable[[PageDecision], None]], PageDecision], timeout_s: float, waiting: str
 ) -> PageDecision | None:
     """``ask(decided)`` on a thread of its own while this one (the call's) tells the client, every
-    :data:`PROGRESS_EVERY_S`, that the user is being waited for: a client that asked for progress keeps the
+    :data:`PROGRESS_EVERY_S`, that the user is being waited for (``waiting``): a client that asked for progress keeps the
     call alive meanwhile. The decision as soon as ``decided`` hears it (a cancelled page stays open a while
     to say so); None when the page failed."""
     decisions: list[PageDecision] = []
@@ -146,5 +114,5 @@ def _waiting(
     while not known.wait(PROGRESS_EVERY_S):
         if report is not None:
             waited = int(time.monotonic() - started)
-            report(waited, int(timeout_s), "Waiting for the user to approve the message in their browser")
+            report(waited, int(timeout_s), waiting)
     return decisions[0] if decisions else None

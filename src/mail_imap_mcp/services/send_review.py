@@ -19,13 +19,41 @@ from dataclasses import dataclass, field
 from email.message import Message
 from email.parser import BytesParser
 
-from mail_imap_mcp.approval import AttachmentShown
-from mail_imap_mcp.approval.review import QUESTION_MAX_CHARS, Review, ReviewContent, ReviewField
+from pydantic import BaseModel, ConfigDict, Field
+
+from mail_imap_mcp.approval.review import QUESTION_MAX_CHARS, Review, ReviewContent, ReviewField, ReviewWords
 from mail_imap_mcp.content.html import html_to_text
 from mail_imap_mcp.smtp.outgoing import Outgoing
 from mail_imap_mcp.smtp.refusals import DraftRefused, DraftUnsendable
 
 _WORD = re.compile(r"\w+")
+#: What the agent is told of a send the user did not approve.
+SEND_WORDS = ReviewWords(
+    asking="The user is asked to approve sending this message.",
+    declined="The user did not approve sending ({decision}); nothing was sent.",
+    cancelled="The send was cancelled (imap_cancel_operation) before the user decided; the approval page "
+    "was closed and nothing was sent.",
+    opened_twice="The approval page was opened a second time (a reload, a restored tab, or someone else "
+    "with its address), which cancels it: the user did not decline, and nothing was sent. Send the draft "
+    "again to show the user a new page.",
+    unavailable="Sending needs the user's approval of this very message, and this client cannot ask the user "
+    "(it does not support MCP elicitation) and no approval page could be shown: nothing was sent. The user "
+    "can send the draft from their mail client, or use a client that supports elicitation.",
+    page_only_unavailable="Sending needs the user's approval of this very message, shown whole: {reason}, so "
+    "only the approval page can show it, and no approval page could be shown (it opens only for a stdio "
+    "server, in the browser of the user's desktop): nothing was sent. The user can send the draft from "
+    "their mail client.",
+)
+
+
+class AttachmentShown(BaseModel):
+    """One attachment as the user is shown it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(max_length=1_000, description="The file name the recipient sees.")
+    size: int = Field(ge=0, description="Its decoded size in bytes.")
+    content_type: str = Field(default="", max_length=255, description="Its media type, e.g. application/pdf.")
 
 
 @dataclass
@@ -143,4 +171,5 @@ def review(message: Outgoing, raw: bytes, account_id: str) -> Review:
         contents=contents,
         closing=f"Send it (fingerprint {message.fingerprint[:16]})",
         page_only=page_only([text for _, text in found.texts], [text for _, text in rendered]),
+        words=SEND_WORDS,
     )

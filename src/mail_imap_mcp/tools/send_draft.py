@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.asking import Ask
+from mail_imap_mcp.asks import Ask
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -26,6 +26,7 @@ from mail_imap_mcp.services.send_draft import (
     still_as_approved,
     waiting_for_approval,
 )
+from mail_imap_mcp.services.send_page import MessageRenderer
 from mail_imap_mcp.services.send_review import review
 from mail_imap_mcp.tools.send_draft_models import RefusedRecipient, SendDraftData, SendDraftInput
 from mail_imap_mcp.tools.spec import SENDING, ToolSpec
@@ -90,7 +91,7 @@ def handle(app: AppContext, args: SendDraftInput) -> ToolResult[SendDraftData]:
         asked = Ask(
             account_id,
             review(prepared.outgoing, prepared.raw, account_id),
-            prepared.raw,
+            MessageRenderer(prepared.raw),
             then=lambda: _approved(app, connection, prepared),
             waiting=lambda: waiting_for_approval(app, prepared),  # another page for the draft is refused
             audited=lambda: audited(_failed(app, account_id)),
