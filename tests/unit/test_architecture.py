@@ -95,8 +95,21 @@ FORBIDDEN_IMPORTS = {
     "tools": _TOP,
     # The ways of asking the user (``app.ask``): above the services and the approval page, below the tools.
     "asking": ("tools", *_TOP),
-    # The approval page of a send: a message shown as display text, a loopback listener, a decision; the
-    # send tool builds the request from the draft and acts on the decision (it knows no mail protocol).
+    # What a call may ask its user (``Ask``, ``Confirm``): records the tools and services hand ``app.ask``.
+    "asks": (
+        "imap",
+        "smtp",
+        "index",
+        "mime",
+        "query",
+        "state",
+        "operations",
+        *_ABOVE_OPERATIONS,
+        "asking",
+        *_TOP,
+    ),
+    # The approval page: a renderer's request, a loopback listener, a decision; it knows no mail (a draft's
+    # renderer is services/send_page.py) and no mail protocol.
     # It refuses another OS user's connection through net/local_peer.py.
     "approval": (
         "imap",
@@ -924,8 +937,10 @@ def test_the_registry_check_sees_each_form(tmp_path: Path) -> None:
 _ASKING_AND_GATES = frozenset(
     {
         "elicit",
+        "confirmations",
         "approval_page",
         "asks_on_page",
+        "require_approval",
         "require_send_approval",
         "require_user",
         "progress_asked",
@@ -960,6 +975,52 @@ def test_no_tool_module_asks_the_user_or_runs_a_gate_itself() -> None:
         if hits:
             found[path.name] = hits
     assert found == {}, "a tool asks through app.ask and leaves gates to its capability"
+
+
+#: Where the ways of asking, the page and the gates live: a tool module imports none of them (it hands ``app.ask`` an
+#: ``asks.Ask`` or ``asks.Confirm``; the registry builds the call's ``ask``).
+_WAYS_OF_ASKING = (
+    "mail_imap_mcp.confirmation",
+    "mail_imap_mcp.approval",
+    "mail_imap_mcp.envelope.user_call",
+    "mail_imap_mcp.services.send_approval",  # the browser page
+)
+
+
+def asking_imports(path: Path, name: str) -> list[str]:
+    """The ways of asking ``path`` imports (modules, or names imported from them)."""
+    return sorted(
+        {
+            target
+            for target in imported(path, name)
+            if any(target == way or target.startswith(f"{way}.") for way in _WAYS_OF_ASKING)
+        }
+    )
+
+
+def test_no_tool_module_imports_a_way_of_asking() -> None:
+    found = {
+        name: asking_imports(path, name)
+        for name, path in modules(SRC, PACKAGE / "tools").items()
+        if not name.endswith((".registry", ".spec")) and asking_imports(path, name)
+    }
+    assert found == {}, "a tool asks through app.ask(Ask(...)) or app.ask(Confirm(...))"
+
+
+def test_the_asking_import_check_sees_each_form(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "from mail_imap_mcp.confirmation import ConfirmationGate\n"
+        "import mail_imap_mcp.approval.page\n"
+        "from mail_imap_mcp.envelope import user_call\n"
+        "from mail_imap_mcp.asks import Confirm\n"
+    )
+    assert asking_imports(module, "mail_imap_mcp.tools.m") == [
+        "mail_imap_mcp.approval.page",
+        "mail_imap_mcp.confirmation",
+        "mail_imap_mcp.confirmation.ConfirmationGate",
+        "mail_imap_mcp.envelope.user_call",
+    ]
 
 
 #: The only context variables: what a log line and a progress notification need of the call under way.

@@ -18,6 +18,7 @@ from email.message import EmailMessage
 from typing import Literal, Protocol
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.asks import Confirm
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.drafts import (
     RepliedMessage,
@@ -300,14 +301,16 @@ def check_replaceable(
     detail = connection.run(read)
     if detail.attachments and not args.dry_run:
         count = len(detail.attachments)
-        app.confirmations.require_user(
-            f"move the draft {detail.subject or '(no subject)'!r} with {count} attachment(s) from "
-            f"{drafts!r} to {trash!r}, replacing it with the new draft",
-            f"The message to replace has {count} attachment(s): it may be mail moved into {drafts!r} rather "
-            "than a draft saved here, so only the user may confirm replacing it, and this client cannot ask "
-            "the user (no MCP elicitation). Nothing was changed. Save the new draft without "
-            "replace_message_id instead, or use a client that supports elicitation.",
-            {"parameter": "replace_message_id", "attachments": count},
+        app.ask(
+            Confirm(
+                f"move the draft {detail.subject or '(no subject)'!r} with {count} attachment(s) from "
+                f"{drafts!r} to {trash!r}, replacing it with the new draft",
+                refusal=f"The message to replace has {count} attachment(s): it may be mail moved into "
+                f"{drafts!r} rather than a draft saved here, so only the user may confirm replacing it, and "
+                "this client cannot ask the user (no MCP elicitation). Nothing was changed. Save the new draft "
+                "without replace_message_id instead, or use a client that supports elicitation.",
+                details={"parameter": "replace_message_id", "attachments": count},
+            )
         )
     return Replaced(ref, detail, trash)
 

@@ -3,9 +3,8 @@ user's confirmation a permanent delete needs, and a move or copy that is a delet
 
 from __future__ import annotations
 
-from typing import Any
-
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.asks import Confirm
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import AccountUnknown
 from mail_imap_mcp.imap.session import ImapSession
@@ -22,9 +21,7 @@ def batch_connection(app: AppContext, batch: Batch) -> AccountConnection:
         raise AccountUnknown(unknown.account_id, unknown.configured, parameter="message_ids") from None
 
 
-def confirm_permanent_delete(
-    app: AppContext, tool: str, arguments: dict[str, Any], batch: Batch, connection: AccountConnection
-) -> None:
+def confirm_permanent_delete(app: AppContext, batch: Batch, connection: AccountConnection) -> None:
     """Ask the user before a permanent delete starts (a write that continues in the background can no
     longer ask), once the server is known to offer it (UIDPLUS: only these UIDs are expunged)."""
 
@@ -34,7 +31,7 @@ def confirm_permanent_delete(
     connection.run(check)
     where = f"from {', '.join(repr(g.mailbox) for g in batch.groups)} (account {batch.given_account_id!r})"
     what = f"permanently delete {len(batch.items)} message(s) {where}; they cannot be recovered"
-    app.confirmations.require(tool, arguments, what, user=app.caller.user, irreversible=True)
+    app.ask(Confirm(what, irreversible=True))
 
 
 def deletes_by_landing(connection: AccountConnection, action: Action, destination: str | None) -> bool:

@@ -95,7 +95,7 @@ def handle(app: AppContext, args: ApplyToMessagesInput) -> ToolResult[ApplyToMes
             if not app.config.server.allow_permanent_delete:
                 raise writes.permanent_delete_turned_off()
             if not args.dry_run:
-                confirm_permanent_delete(app, NAME, args.model_dump(), batch, connection)
+                confirm_permanent_delete(app, batch, connection)
     request = TransferRequest(
         action=args.action,
         permanent=args.permanent,

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.asks import Confirm
 from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure, ToolResult, status_for
 from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing, OutcomeUnknown
@@ -176,8 +177,7 @@ def handle(app: AppContext, args: ManageMailboxInput) -> ToolResult[ManageMailbo
     with audited(lambda failure: audit(app.caller, NAME, account_id, action, 0, failure.code)):
         plan = connection.run(lambda session: _plan(session, app, account_id, args))
         if not args.dry_run and args.action != "create":
-            what = f"{plan.words()} in account {account_id!r}"
-            app.confirmations.require(NAME, args.model_dump(), what, user=app.caller.user)
+            app.ask(Confirm(f"{plan.words()} in account {account_id!r}"))
         issues: list[Issue] = []
         result = {"create": plan.mailbox, "rename": plan.destination, "delete": None}[plan.action]
         if not args.dry_run:
