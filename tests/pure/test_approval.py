@@ -10,7 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from mail_imap_mcp.approval import Outcome
-from mail_imap_mcp.approval.page import PAGE_HEADERS, answer_page, approval_page
+from mail_imap_mcp.approval.page import PAGE_HEADERS, answer_page, approval_page, review_page
+from mail_imap_mcp.approval.review import Review, ReviewContent, ReviewField
 from mail_imap_mcp.approval.slot import Answer, ApprovalSlot, Opening, host_allowed, origin_allowed
 from mail_imap_mcp.services.send_page import MessagePage
 
@@ -293,3 +294,27 @@ def test_the_page_style_matches_its_policy_hash() -> None:
 def test_a_request_beyond_the_bounds_is_refused(fields: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
         MessagePage.model_validate({"digest": DIGEST, "from": "a@example.org", **fields})
+
+
+def test_any_review_is_shown_whole_and_escaped_on_the_generic_page() -> None:
+    """Issue 58 item 2: the page is not send-shaped; a review without a renderer of its own (a bulk
+    delete, say) is shown with the generic words, every field and each content whole."""
+    review = Review(
+        title="delete 3 messages <for good>:",
+        fields=[
+            ReviewField(label="Mailbox", values=["Old\u202e", "<b>x</b>"]),
+            ReviewField(label="Flags", empty="none"),
+        ],
+        contents=[ReviewContent(label="Subjects", text="line one\nline <two>")],
+        closing="Delete them",
+    )
+    page = approval_page(review_page(review, DIGEST), "T", 300)
+    assert "<h1>Approve this?</h1>" in page and "delete 3 messages &lt;for good&gt;:" in page
+    assert '<div>Old<span class="mark">U+202E</span></div><div>&lt;b&gt;x&lt;/b&gt;</div>' in page
+    assert "<th>Flags</th><td>none</td>" in page
+    assert "<pre>line one\nline &lt;two&gt;</pre>" in page
+    assert ">Approve</button>" in page and ">Don't approve</button>" in page and "nothing is done" in page
+    assert "sent" not in page.lower()  # no word of a message to send
+    assert f'name="digest" value="{DIGEST}"' in page
+    with pytest.raises(ValueError):
+        review_page(review, "not a digest")

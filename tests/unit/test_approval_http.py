@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from mail_imap_mcp.approval import ApprovalServer, Decision, Outcome, ask, ask_blocking
+from mail_imap_mcp.approval.page import review_page
+from mail_imap_mcp.approval.review import Review, ReviewField
 from mail_imap_mcp.services.send_page import MessagePage
 from tests.support.patience import patient
 
@@ -257,3 +259,25 @@ def test_ask_blocking_serves_the_page_from_a_worker_thread() -> None:
 
     asyncio.run(serving_elsewhere())
     assert decisions == [Decision(outcome=Outcome.APPROVED, digest=DIGEST)]
+
+
+def test_a_page_of_any_review_answers_in_its_own_words() -> None:
+    """Issue 58 item 2: the listener is not send-shaped: a review's generic page declines and expires with
+    the request's words ("Nothing was done."), never a send's."""
+    review = Review(
+        title="delete the mailbox 'Old':",
+        fields=[ReviewField(label="Mailbox", values=["Old"])],
+        closing="Delete it",
+    )
+
+    async def run() -> list[tuple[int, str]]:
+        async with ApprovalServer(review_page(review, DIGEST), ttl_s=300) as server:
+            fields = await shown(server)
+            declined = await exchange(server.port, post(server, {**fields, "decision": "decline"}))
+            again = await exchange(server.port, get(server))
+            assert server.slot.outcome is Outcome.DECLINED
+            return [(declined[0], declined[2]), (again[0], again[2])]
+
+    (declined, declined_page), (_, again_page) = asyncio.run(run())
+    assert declined == 200 and "Not done" in declined_page and "Nothing was done." in declined_page
+    assert "sent" not in declined_page.lower() and "Already answered" in again_page
