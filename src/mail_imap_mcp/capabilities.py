@@ -1,7 +1,7 @@
 """What a tool may do to mail, declared once per capability: its settings, its effect and MCP annotations,
 its share of the tool-surface budget, and :meth:`Capability.permits`, the one gate.
 
-Every tool declares its capability (``tools/spec.py``); ``tools/registry.py`` lists a tool only where its
+Every tool declares its capability (``tools/spec.py``); ``tool_calls.py`` lists a tool only where its
 capability is on and runs the gate of a capability checked at the call; ``AppContext.write_connection``
 runs the writes' gate where a write tool takes its connection; the surface test sums the budget shares of
 the capabilities a configuration turns on.

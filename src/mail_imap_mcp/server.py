@@ -31,7 +31,7 @@ from mail_imap_mcp.sdk import lowlevel_server
 from mail_imap_mcp.services.attachment_fetch import attachment_blob
 from mail_imap_mcp.state import ANONYMOUS, user_of
 from mail_imap_mcp.subscriptions import MailboxSubscriptions
-from mail_imap_mcp.tools.registry import build_tools, hidden_arguments, unlisted_tools
+from mail_imap_mcp.tool_calls import build_tools, hidden_arguments, unlisted_tools
 from mail_imap_mcp.version import package_version
 
 log = logging.getLogger("mail_imap_mcp")

@@ -23,7 +23,7 @@ import pytest
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.tools.registry import build_tools
+from mail_imap_mcp.tool_calls import build_tools
 from tests.support.accounts import PASSWORD_ENV, account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.cyrus import Cyrus

@@ -19,7 +19,8 @@ from mail_imap_mcp.envelope.mcp import envelope_tool
 from mail_imap_mcp.sdk import lowlevel_server
 from mail_imap_mcp.server import MailServer
 from mail_imap_mcp.state import USER_CLAIM
-from mail_imap_mcp.tools.registry import TOOLS, unlisted_tools
+from mail_imap_mcp.tool_calls import unlisted_tools
+from mail_imap_mcp.tools.registry import TOOLS
 from mail_imap_mcp.tools.spec import ToolSpec
 
 pytestmark = pytest.mark.anyio

@@ -95,6 +95,10 @@ FORBIDDEN_IMPORTS = {
     "tools": _TOP,
     # The ways of asking the user (``app.ask``): above the services and the approval page, below the tools.
     "asking": ("tools", *_TOP),
+    # What a tool and its services use of their call (``call.Call``): a Protocol the per-call view provides.
+    "call": ("presentation", "services", "app", "confirmation", "tools", "asking", "tool_calls", *_TOP),
+    # The tools bound to the application (each call's view, its ask and gate): only the server imports it.
+    "tool_calls": _TOP,
     # What a call may ask its user (``Ask``, ``Confirm``): records the tools and services hand ``app.ask``.
     "asks": (
         "imap",
@@ -975,6 +979,18 @@ def test_no_tool_module_asks_the_user_or_runs_a_gate_itself() -> None:
         if hits:
             found[path.name] = hits
     assert found == {}, "a tool asks through app.ask and leaves gates to its capability"
+
+
+def test_no_tool_module_imports_the_composition_root() -> None:
+    """Issue 58 item 5: a tool (and the registry that lists them) uses its call (``call.Call``), which the
+    per-call view provides (``tool_calls.py`` builds it), never ``app.py`` itself."""
+    wrong = sorted(
+        f"{name} imports {target}"
+        for name, path in modules(SRC, PACKAGE / "tools").items()
+        for target in imported(path, name)
+        if target == "mail_imap_mcp.app" or target.startswith("mail_imap_mcp.app.")
+    )
+    assert wrong == []
 
 
 #: Where the ways of asking, the page and the gates live: a tool module imports none of them (it hands ``app.ask`` an

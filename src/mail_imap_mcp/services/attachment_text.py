@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from mail_imap_mcp import mime
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import ServerSettings
 from mail_imap_mcp.content.documents import (
     CalendarEvent,
@@ -302,7 +302,7 @@ def _about(attachment: mime.Part, message: str) -> str:
 
 
 def extract_attachment_texts(
-    app: AppContext,
+    app: Call,
     connection: AccountConnection,
     ref: MessageRef,
     attachments: list[mime.Part],

@@ -17,7 +17,7 @@ from email.headerregistry import Address
 from email.message import EmailMessage
 from typing import Literal, Protocol
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.asks import Confirm
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.drafts import (
@@ -70,7 +70,7 @@ class Original:
     warnings: list[str]
 
 
-def parse_own_id(app: AppContext, account_id: str, text: str, parameter: str) -> MessageRef:
+def parse_own_id(app: Call, account_id: str, text: str, parameter: str) -> MessageRef:
     """A message id of ``account_id``; ``invalid_input`` naming ``parameter`` otherwise."""
     try:
         ref = parse_message_id(text, app.caller)
@@ -83,7 +83,7 @@ def parse_own_id(app: AppContext, account_id: str, text: str, parameter: str) ->
     return ref
 
 
-def _read_options(app: AppContext) -> ReadOptions:
+def _read_options(app: Call) -> ReadOptions:
     return ReadOptions(
         body_max_chars=QUOTE_MAX_CHARS,
         body_format="text",
@@ -95,7 +95,7 @@ def _read_options(app: AppContext) -> ReadOptions:
     )
 
 
-def read_original(app: AppContext, ref: MessageRef) -> Original:
+def read_original(app: Call, ref: MessageRef) -> Original:
     detail, warnings = read_checked(app.connection(ref.account_id), ref, _read_options(app))
     return Original(ref, detail, warnings)
 
@@ -170,7 +170,7 @@ class Saving:
 
 
 def save_and_retire(
-    app: AppContext,
+    app: Call,
     connection: AccountConnection,
     mailbox: str,
     raw: bytes,
@@ -224,7 +224,7 @@ def append_draft(session: ImapSession, account_id: str, mailbox: str, raw: bytes
 
 
 def locate(
-    app: AppContext, account_id: str, mailbox: str, header_id: str
+    app: Call, account_id: str, mailbox: str, header_id: str
 ) -> tuple[tuple[int, int] | None, Issue | StepFailed | None]:
     """Find the saved draft by its Message-ID (servers without UIDPLUS): one UID SEARCH."""
 
@@ -276,7 +276,7 @@ class Retired:
 
 
 def check_replaceable(
-    app: AppContext, connection: AccountConnection, args: ReplaceRequest, drafts: str, trash: str
+    app: Call, connection: AccountConnection, args: ReplaceRequest, drafts: str, trash: str
 ) -> Replaced:
     """The draft ``text`` names, when it is a draft by every sign: a message of this account in the Drafts
     folder ``drafts``, flagged ``\\Draft``, on a server that can move exactly one message (MOVE or
@@ -316,7 +316,7 @@ def check_replaceable(
 
 
 def retire_replaced(
-    app: AppContext, connection: AccountConnection, replaced: Replaced
+    app: Call, connection: AccountConnection, replaced: Replaced
 ) -> tuple[Retired | None, Issue | StepFailed | None]:
     """Move the replaced draft to Trash, after the new one was saved: that UID only (UID MOVE, or UID
     COPY and UID EXPUNGE of it), checked afresh to still be a ``\\Draft``. An issue (never an error: the

@@ -25,7 +25,7 @@ import zlib
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.app.mailbox_lists import MAILBOX_LIST_TTL_S
 from mail_imap_mcp.index.store import Place
 from mail_imap_mcp.state import StateUnavailable
@@ -45,7 +45,7 @@ _finding: dict[str, Future[list[Place]]] = {}
 _finding_guard = threading.Lock()
 
 
-def keep_places(app: AppContext, account_id: str, places: Future[list[Place]]) -> int:
+def keep_places(app: Call, account_id: str, places: Future[list[Place]]) -> int:
     """Keep ``places`` (found now, or later by the store) for the search's later pages; the key their
     cursor carries (0: not kept)."""
     key = secrets.randbits(31) | 1
@@ -70,7 +70,7 @@ def keep_places(app: AppContext, account_id: str, places: Future[list[Place]]) -
     return key
 
 
-def _put(app: AppContext, state_key: str, places: Future[list[Place]]) -> bool:
+def _put(app: Call, state_key: str, places: Future[list[Place]]) -> bool:
     """Put the places found in the state under ``state_key``; whether they are there."""
     try:
         found = places.result()
@@ -92,7 +92,7 @@ def _put(app: AppContext, state_key: str, places: Future[list[Place]]) -> bool:
     return True
 
 
-def kept_places(app: AppContext, account_id: str, key: int) -> list[Place] | None:
+def kept_places(app: Call, account_id: str, key: int) -> list[Place] | None:
     """The places a first page kept under ``key`` (waiting for them while they are being found); None
     when they are not known (any more)."""
     if not key:

@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.imap.ids import user_tag
 from mail_imap_mcp.imap.records import SearchPage
 from mail_imap_mcp.imap.search.cursors import DIGEST_CHARS, CursorMismatch, IndexCursor
@@ -45,7 +45,7 @@ def _digest(args: SearchArgs, filter_digest: str, order: str) -> str:
 
 
 def index_page(
-    app: AppContext,
+    app: Call,
     args: SearchArgs,
     search: Query,
     filter_digest: str,
@@ -67,7 +67,7 @@ def index_page(
 
 
 def _plan(
-    app: AppContext,
+    app: Call,
     args: SearchArgs,
     search: Query,
     filter_digest: str,
@@ -124,7 +124,7 @@ def _plan(
     )
 
 
-def _page(app: AppContext, plan: IndexPlan, read: IndexRead) -> SearchPage:
+def _page(app: Call, plan: IndexPlan, read: IndexRead) -> SearchPage:
     """The page of the index's answer: its cursor (by key, by the places the first page kept, or by
     offset) and what it must say of mail that changed since its first page or is not yet indexed."""
     cursor, offset, listed, choice = plan.cursor, plan.offset, plan.listed, plan.choice
@@ -214,7 +214,7 @@ _KEYED_ORDER = (
 
 
 def _keyed_cursor(
-    app: AppContext,
+    app: Call,
     read: IndexRead,
     keyed: Keyed,
     cursor: IndexCursor | None,

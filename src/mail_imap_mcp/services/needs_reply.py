@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Protocol
 
 from mail_imap_mcp import mime
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.errors import ImapError
@@ -57,7 +57,7 @@ def _sent_mailbox(session: ImapSession, account: AccountConfig) -> str | None:
     return directory.special_use(SENT) or next(iter(directory.with_role(SENT)), None)
 
 
-def answered_from_sent(app: AppContext, account_id: str, messages: Sequence[Listed]) -> Answered:
+def answered_from_sent(app: Call, account_id: str, messages: Sequence[Listed]) -> Answered:
     """The ``messages`` a message in Sent answers: it names them (In-Reply-To or References), is
     addressed to their sender and is not older than they are."""
     account = app.config.accounts[account_id]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.across import summaries_each
 from mail_imap_mcp.imap.directory import MailboxDirectory, configured_roles
@@ -89,7 +89,7 @@ class _Mailboxes:
 
 def _resolve(
     session: ImapSession,
-    app: AppContext,
+    app: Call,
     account_id: str,
     args: SearchArgs,
     *,
@@ -220,7 +220,7 @@ PAGE_READS = 3
 
 def _by_watermark(
     session: ImapSession,
-    app: AppContext,
+    app: Call,
     account_id: str,
     args: SearchArgs,
     search: Query,
@@ -299,7 +299,7 @@ def searchable(search: Query) -> tuple[Query, Query | None]:
 
 
 def search_page(
-    app: AppContext,
+    app: Call,
     args: SearchArgs,
     search: Query,
     filter_digest: str,

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.imap.personality import Personality
 from mail_imap_mcp.imap.personality.standard import Dialect
 from mail_imap_mcp.index.store import Unsupported
@@ -44,7 +44,7 @@ class IndexChoice:
 
 
 def choose_index(
-    app: AppContext, account_id: str, search: Query, order: Literal["relevance", "date", "arrival"] | None
+    app: Call, account_id: str, search: Query, order: Literal["relevance", "date", "arrival"] | None
 ) -> IndexChoice | list[str]:
     """The index's answer plan, or (the server answers) the warnings that say why not; ``order`` None:
     no query was given, the server answers without a word."""

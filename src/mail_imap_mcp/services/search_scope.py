@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.imap.directory import MailboxDirectory, canonical_inbox
 from mail_imap_mcp.imap.roles import ALL, ARCHIVE, DRAFTS, INBOX, JUNK, SENT, TRASH
 from mail_imap_mcp.imap.session import ImapSession
@@ -30,7 +30,7 @@ ROLE_WORDS = {
 ANYWHERE_ROLES = (TRASH, JUNK)
 
 
-def scope_mailbox(app: AppContext, account_id: str, name: str) -> str:
+def scope_mailbox(app: Call, account_id: str, name: str) -> str:
     """The mailbox ``in:<name>`` means. INBOX (in any case) without asking the server; else, from one
     LIST: the mailbox of that name, else the one with the role ``name`` is a word for (``sent``,
     ``trash``...), else the one whose last level is ``name`` in any case when just one is; else ``name``
@@ -70,7 +70,7 @@ class Searched:
     cursor: str | None
 
 
-def searched_where(app: AppContext, account_id: str, args: ScopeArgs, scope: Scope | None) -> Searched:
+def searched_where(app: Call, account_id: str, args: ScopeArgs, scope: Scope | None) -> Searched:
     """Where the search of ``args`` looks (``scope``: its query's ``in:``, which the caller has checked
     is not given with ``mailbox`` or ``mailboxes``)."""
     mailbox = args.mailbox

@@ -24,8 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 
-from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.approval import DEFAULT_TTL_S
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.config.accounts import AuthMethod
 from mail_imap_mcp.config.errors import ConfigError
@@ -108,22 +108,22 @@ class SendResult:
 # A send's record, its rate and its approval mark belong to the mailbox: two users of one shared account
 # must not each send the same draft, nor each get the account's hourly allowance. The machine's file is
 # shared by every configuration: the server, port and user name keep two accounts of one id apart.
-def _mailbox_key(app: AppContext, kind: str, prepared: Prepared, *parts: str) -> str:
+def _mailbox_key(app: Call, kind: str, prepared: Prepared, *parts: str) -> str:
     account = prepared.account
     who = "\0".join((account.host.lower(), str(account.effective_port), account.username))
     mailbox = hashlib.sha256(who.encode()).hexdigest()[:24]
     return app.caller.mailbox_key(kind, prepared.account_id, mailbox, *parts)
 
 
-def _record_key(app: AppContext, prepared: Prepared) -> str:
+def _record_key(app: Call, prepared: Prepared) -> str:
     return _mailbox_key(app, "send", prepared, prepared.outgoing.header_id.lower())
 
 
-def _rate_key(app: AppContext, prepared: Prepared, now: float) -> str:
+def _rate_key(app: Call, prepared: Prepared, now: float) -> str:
     return _mailbox_key(app, "send-rate", prepared, str(int(now // RATE_WINDOW_S)))
 
 
-def prepare(app: AppContext, connection: AccountConnection, ref: MessageRef) -> Prepared:
+def prepare(app: Call, connection: AccountConnection, ref: MessageRef) -> Prepared:
     """Read the draft ``ref`` and check everything that needs no approval (see the module); raises the
     refusal of the first check that fails. Changes nothing."""
     account_id = connection.account_id
@@ -174,7 +174,7 @@ def _reply_mailboxes(directory: MailboxDirectory) -> tuple[str, ...]:
     return tuple(found[:MAX_ANSWER_MAILBOXES])
 
 
-def still_as_approved(app: AppContext, connection: AccountConnection, prepared: Prepared) -> None:
+def still_as_approved(app: Call, connection: AccountConnection, prepared: Prepared) -> None:
     """Raise :class:`MessageGone` unless the draft is still in Drafts exactly as it was read: an approval
     on a page may take the user minutes, during which another client may replace (or send) the draft."""
     if prepare(app, connection, prepared.ref).raw != prepared.raw:
@@ -182,7 +182,7 @@ def still_as_approved(app: AppContext, connection: AccountConnection, prepared: 
 
 
 @contextmanager
-def waiting_for_approval(app: AppContext, prepared: Prepared) -> Iterator[None]:
+def waiting_for_approval(app: Call, prepared: Prepared) -> Iterator[None]:
     """Mark the draft, and its account, as waiting for the user on an approval page for the duration:
     another send of it meanwhile is refused (:class:`AlreadySent`, state ``approving``), and a send of any
     other draft of the account too (:class:`ApprovalPageOpen`): at most one page per account is open."""
@@ -201,7 +201,7 @@ def waiting_for_approval(app: AppContext, prepared: Prepared) -> Iterator[None]:
         app.lasting_store.delete(key)
 
 
-def check_not_sent(app: AppContext, connection: AccountConnection, prepared: Prepared) -> None:
+def check_not_sent(app: Call, connection: AccountConnection, prepared: Prepared) -> None:
     """:class:`AlreadySent` when the record of the lasting store, the draft's claim or the Sent folder
     knows the draft's Message-ID; :class:`SendRateReached` when the hour's sends are used up."""
     header_id = prepared.outgoing.header_id
@@ -230,7 +230,7 @@ def _in_sent(connection: AccountConnection, prepared: Prepared) -> bool:
     return bool(connection.run(search))
 
 
-def _rate_reached(app: AppContext, prepared: Prepared) -> SendRateReached:
+def _rate_reached(app: Call, prepared: Prepared) -> SendRateReached:
     now = time.time()
     return SendRateReached(
         prepared.account_id,
@@ -260,7 +260,7 @@ def _login(account_id: str, account: AccountConfig, shared: TokenSource | None) 
     )
 
 
-def _record(app: AppContext, key: str, state: bytes, result: SendResult) -> None:
+def _record(app: Call, key: str, state: bytes, result: SendResult) -> None:
     """Record the outcome of a send whose message went out; a store that fails here is an issue (the answer
     must still say what happened to the message)."""
     try:
@@ -277,7 +277,7 @@ def _record(app: AppContext, key: str, state: bytes, result: SendResult) -> None
         )
 
 
-def send(app: AppContext, connection: AccountConnection, prepared: Prepared, tool: str) -> SendResult:
+def send(app: Call, connection: AccountConnection, prepared: Prepared, tool: str) -> SendResult:
     """Take the record of the send, submit the message, record the outcome, then the follow-ups (see the
     module). Call only once the user approved ``prepared`` in this call."""
     account_id, message = prepared.account_id, prepared.outgoing
@@ -387,7 +387,7 @@ def _unknown_issue(prepared: Prepared) -> Issue:
 
 
 def _follow_up(
-    app: AppContext, connection: AccountConnection, prepared: Prepared, copy: bytes, result: SendResult
+    app: Call, connection: AccountConnection, prepared: Prepared, copy: bytes, result: SendResult
 ) -> None:
     """After acceptance: the Sent copy, ``\\Answered`` on the original, the draft to Trash; each failure an
     issue (the message is sent whatever happens here)."""
@@ -447,7 +447,7 @@ def _follow_up(
 
 
 def _step(
-    app: AppContext,
+    app: Call,
     connection: AccountConnection,
     operation: Callable[[ImapSession], object],
     result: SendResult,

@@ -3,8 +3,8 @@ user's confirmation a permanent delete needs, and a move or copy that is a delet
 
 from __future__ import annotations
 
-from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.asks import Confirm
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import AccountUnknown
 from mail_imap_mcp.imap.session import ImapSession
@@ -12,7 +12,7 @@ from mail_imap_mcp.operations.batch import Batch
 from mail_imap_mcp.operations.transfer import Action, commands_for, lands_as_delete
 
 
-def batch_connection(app: AppContext, batch: Batch) -> AccountConnection:
+def batch_connection(app: Call, batch: Batch) -> AccountConnection:
     """The write connection of the batch's account; ``AccountUnknown`` naming ``message_ids`` when the ids
     name an account that is not configured."""
     try:
@@ -21,7 +21,7 @@ def batch_connection(app: AppContext, batch: Batch) -> AccountConnection:
         raise AccountUnknown(unknown.account_id, unknown.configured, parameter="message_ids") from None
 
 
-def confirm_permanent_delete(app: AppContext, batch: Batch, connection: AccountConnection) -> None:
+def confirm_permanent_delete(app: Call, batch: Batch, connection: AccountConnection) -> None:
     """Ask the user before a permanent delete starts (a write that continues in the background can no
     longer ask), once the server is known to offer it (UIDPLUS: only these UIDs are expunged)."""
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.directory import same_mailbox
@@ -80,7 +80,8 @@ def _check_arguments(args: ApplyToMessagesInput, batch: Batch) -> None:
                 )
 
 
-def handle(app: AppContext, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessagesData]:
+def handle(app: Call, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessagesData]:
+    """``operations.transfer`` by ``operations.runner``; ``services.writes`` confirms and connects."""
     batch = group_message_ids(args.message_ids, app.resolve_account, app.caller)
     _check_arguments(args, batch)
     connection = batch_connection(app, batch)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.presentation.operations import ERRORS, OPERATION_ID, OperationDetail, describe
 from mail_imap_mcp.tools.spec import WRITING, ToolSpec
@@ -27,7 +27,8 @@ class CancelOperationInput(BaseModel):
     operation_id: str = OPERATION_ID
 
 
-def handle(app: AppContext, args: CancelOperationInput) -> ToolResult[OperationDetail]:
+def handle(app: Call, args: CancelOperationInput) -> ToolResult[OperationDetail]:
+    """Cancel the caller's operation (``app.operations``), by ``presentation.operations``; not_found."""
     return describe(app.operations.cancel(args.operation_id, app.caller.user), include_result=False)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.capabilities import SAVING_ATTACHMENTS
 from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.content.images import prepare_image
@@ -107,7 +107,7 @@ def _again(ref: MessageRef, part_id: str, instruction: str, **arguments: Any) ->
     )
 
 
-def _read_bytes(app: AppContext, ref: MessageRef, args: GetAttachmentInput) -> ToolResult[GetAttachmentData]:
+def _read_bytes(app: Call, ref: MessageRef, args: GetAttachmentInput) -> ToolResult[GetAttachmentData]:
     max_bytes = min(args.max_bytes, app.config.server.max_raw_bytes)
     data, read = byte_window(app, ref, args.part_id, offset_bytes=args.offset_bytes, max_bytes=max_bytes)
     end = args.offset_bytes + len(data)
@@ -129,7 +129,7 @@ def _read_bytes(app: AppContext, ref: MessageRef, args: GetAttachmentInput) -> T
 
 
 def _text_result(
-    ref: MessageRef, spooled: Spooled, plan: ReadPlan, app: AppContext, args: GetAttachmentInput
+    ref: MessageRef, spooled: Spooled, plan: ReadPlan, app: Call, args: GetAttachmentInput
 ) -> ToolResult[GetAttachmentData]:
     server = app.config.server
     max_chars = min(args.max_chars, server.max_attachment_text_chars)
@@ -189,7 +189,7 @@ def _unreadable(
 
 
 def _image_result(
-    ref: MessageRef, spooled: Spooled, app: AppContext, args: GetAttachmentInput
+    ref: MessageRef, spooled: Spooled, app: Call, args: GetAttachmentInput
 ) -> ToolResult[GetAttachmentData]:
     server = app.config.server
     if not spooled.read.complete:
@@ -224,7 +224,7 @@ def _image_result(
     )
 
 
-def _save(app: AppContext, args: GetAttachmentInput) -> ToolResult[SavedAttachmentData]:
+def _save(app: Call, args: GetAttachmentInput) -> ToolResult[SavedAttachmentData]:
     """The attachment saved to ``download_dir`` (the registry refused ``save`` where it is unset)."""
     connection, ref = resolve_message(app, args.message_id)
     server = app.config.server
@@ -245,7 +245,8 @@ def _save(app: AppContext, args: GetAttachmentInput) -> ToolResult[SavedAttachme
     return ToolResult(summary=summary, data=data, warnings=[SAVED_UNTRUSTED])
 
 
-def handle(app: AppContext, args: GetAttachmentInput) -> ToolResult[Any]:
+def handle(app: Call, args: GetAttachmentInput) -> ToolResult[Any]:
+    """``services.attachment_fetch`` (read, or saved by ``save_attachment``), by ``presentation.shapes``."""
     if args.save:
         return _save(app, args)
     connection, ref = resolve_message(app, args.message_id)

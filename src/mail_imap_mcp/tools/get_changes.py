@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import NextAction, ToolResult, status_for
 from mail_imap_mcp.imap.changes import DIGEST_MESSAGES, Changes, changes_since, new_below, start
 from mail_imap_mcp.imap.changes_token import ChangesToken, PageCursor, decode_since, since_digest
@@ -64,7 +64,8 @@ class _Answer:
     more: list[int]
 
 
-def handle(app: AppContext, args: GetChangesInput) -> ToolResult[GetChangesData]:
+def handle(app: Call, args: GetChangesInput) -> ToolResult[GetChangesData]:
+    """``imap.changes`` since a ``changes_token``; outdated: ``presentation.mail_failures``."""
     connection = app.connection(args.account_id)
     account_id = connection.account_id
     user = app.caller.user

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, ToolFailure, ToolResult, status_for
 from mail_imap_mcp.imap.providers import trusted_servers
 from mail_imap_mcp.imap.read import ReadOptions
@@ -51,7 +51,8 @@ COMPACT_UNTRUSTED = (
 )
 
 
-def handle(app: AppContext, args: GetMessageInput) -> ToolResult[GetMessageData | CompactGetMessageData]:
+def handle(app: Call, args: GetMessageInput) -> ToolResult[GetMessageData | CompactGetMessageData]:
+    """``services.message_read`` (and ``attachment_text``), by ``presentation.message``; MESSAGE_TOOL_ERRORS."""
     if args.new_text_only and args.body_format == "html":
         raise ToolFailure.invalid_input(
             "new_text_only",

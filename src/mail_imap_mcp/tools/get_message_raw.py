@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.imap.read import MessageGone, RawWindow, read_raw
 from mail_imap_mcp.imap.session import ImapSession
@@ -45,7 +45,8 @@ def base64_chars(size: int) -> int:
     return 4 * ((size + 2) // 3)
 
 
-def handle(app: AppContext, args: GetMessageRawInput) -> ToolResult[GetMessageRawData]:
+def handle(app: Call, args: GetMessageRawInput) -> ToolResult[GetMessageRawData]:
+    """``imap.read.read_raw`` of ``services.message_lookup``'s message; gone: ``message_gone``."""
     connection, ref = resolve_message(app, args.message_id)
     max_bytes = min(args.max_bytes, app.config.server.max_raw_bytes)
 

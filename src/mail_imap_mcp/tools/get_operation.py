@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.presentation.operations import ERRORS, NAME, OPERATION_ID, OperationDetail, describe
 from mail_imap_mcp.tools.spec import ToolSpec
@@ -29,7 +29,8 @@ class GetOperationInput(BaseModel):
     include_result: bool = Field(default=True, description="The finished write's data.")
 
 
-def handle(app: AppContext, args: GetOperationInput) -> ToolResult[OperationDetail]:
+def handle(app: Call, args: GetOperationInput) -> ToolResult[OperationDetail]:
+    """The caller's operation from ``app.operations``, by ``presentation.operations``; not_found."""
     return describe(app.operations.get(args.operation_id, app.caller.user), args.include_result)
 
 

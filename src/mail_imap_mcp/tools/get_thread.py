@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure, ToolResult, status_for
 from mail_imap_mcp.imap.errors import mailbox_failure
 from mail_imap_mcp.imap.fetch import fetch_summaries
@@ -55,9 +55,8 @@ def _key(summary: SummaryRecord) -> tuple[str, str, str]:
     return summary.date or "", summary.from_ or "", summary.subject or ""
 
 
-def handle(
-    app: AppContext, args: GetThreadInput
-) -> ToolResult[GetThreadData] | ToolResult[CompactThreadData]:
+def handle(app: Call, args: GetThreadInput) -> ToolResult[GetThreadData] | ToolResult[CompactThreadData]:
+    """``imap.threads`` from ``services.message_lookup``'s message; a mailbox that fails is an issue."""
     connection, ref = resolve_message(app, args.message_id)
     limit = min(args.limit, app.config.server.max_search_limit)
     snippet_chars = min(args.snippet_chars, app.config.server.max_snippet_chars)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import NextAction, ToolResult
 from mail_imap_mcp.tools.list_accounts_models import (
@@ -48,7 +48,8 @@ def summary(account_id: str, cfg: AccountConfig, index: str) -> AccountSummary:
     )
 
 
-def handle(app: AppContext, args: ListAccountsInput) -> ToolResult[ListAccountsData]:
+def handle(app: Call, args: ListAccountsInput) -> ToolResult[ListAccountsData]:
+    """The caller's accounts from ``app.config`` with each index's state; no service, no failure but a bug."""
     accounts = [
         summary(account_id, cfg, app.index_state(account_id))
         for account_id, cfg in sorted(app.config.accounts.items())

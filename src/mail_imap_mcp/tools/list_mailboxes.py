@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, NextAction, ToolResult, status_for
 from mail_imap_mcp.imap.directory import same_mailbox
 from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes, mailbox_counts
@@ -44,7 +44,8 @@ MAILBOX_NAMES = UntrustedContent(
 )
 
 
-def handle(app: AppContext, args: ListMailboxesInput) -> ToolResult[ListMailboxesData]:
+def handle(app: Call, args: ListMailboxesInput) -> ToolResult[ListMailboxesData]:
+    """``imap.mailboxes`` (LIST, counts) on the account's connection, bounded by ``presentation.result_size``."""
     connection = app.connection(args.account_id)
     limit = app.config.server.max_mailboxes
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.asks import Confirm
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure, ToolResult, status_for
 from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing, OutcomeUnknown
@@ -112,7 +112,7 @@ def _refuse_nonempty(mailbox: str, messages: int, account_id: str) -> ToolFailur
     )
 
 
-def _plan(session: ImapSession, app: AppContext, account_id: str, args: ManageMailboxInput) -> _Plan:
+def _plan(session: ImapSession, app: Call, account_id: str, args: ManageMailboxInput) -> _Plan:
     """Resolve the names and check every refusal (reads only)."""
     names = MailboxDirectory.load(session, app.config.accounts[account_id], namespace=True)
     if args.action == "create":
@@ -166,7 +166,8 @@ def _execute(session: ImapSession, plan: _Plan, account_id: str, back: AuditLine
         raise refused_as_argument(failure, account_id, plan.action, plan.mailbox, plan.destination) from None
 
 
-def handle(app: AppContext, args: ManageMailboxInput) -> ToolResult[ManageMailboxData]:
+def handle(app: Call, args: ManageMailboxInput) -> ToolResult[ManageMailboxData]:
+    """``services.mailbox_names`` and ``mailbox_changes``; ``app.ask(Confirm)``; audited."""
     if args.action == "rename" and args.destination_mailbox is None:
         raise ToolFailure.invalid_input("destination_mailbox", "rename needs the new name.")
     if args.action != "rename" and args.destination_mailbox is not None:

@@ -1,21 +1,10 @@
-"""Every tool, in the order clients list them, and how they become the server's envelope tools."""
+"""Every tool, in the order clients list them (bound to the application, each call's view built for its
+caller, in :mod:`mail_imap_mcp.tool_calls`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any
 
-from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.asking import asker
-from mail_imap_mcp.capabilities import Effect
-from mail_imap_mcp.envelope import ToolResult
-from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
-from mail_imap_mcp.envelope.user_call import UserCall
-from mail_imap_mcp.imap.ids import InvalidMessageId, parse_message_id
-from mail_imap_mcp.operations import OperationRef
-from mail_imap_mcp.presentation import failures
-from mail_imap_mcp.presentation.result_size import fit_summaries
-from mail_imap_mcp.state import ANONYMOUS
 from mail_imap_mcp.tools import (
     apply_to_messages,
     cancel_operation,
@@ -53,118 +42,3 @@ TOOLS: list[ToolSpec[Any]] = [
     get_operation.TOOL,
     cancel_operation.TOOL,
 ]
-
-
-def _changed_account(app: AppContext, args: Any) -> str | None:
-    """The account a write's arguments name (``account_id``, else its message ids')."""
-    ids = getattr(args, "message_ids", None) or [getattr(args, "message_id", None)]
-    if isinstance(ids[0], str):
-        try:
-            return app.resolve_account(parse_message_id(ids[0], app.caller).account_id)
-        except InvalidMessageId:
-            return None
-    account_id = getattr(args, "account_id", None)
-    return app.resolve_account(account_id) if isinstance(account_id, str) else None
-
-
-def _announce_change(app: AppContext, args: Any, result: ToolResult[Any]) -> None:
-    """After a write tool that changed mail (not a dry run, not gone to the background: its watchers see
-    that later), announce the account to the other instances."""
-    data = result.data
-    if not getattr(args, "dry_run", False) and not any(
-        isinstance(getattr(data, name, None), OperationRef) for name in ("background", "operation")
-    ):
-        account_id = _changed_account(app, args)
-        if account_id is not None:
-            app.announce_change(account_id)
-
-
-def _given(args: Any, name: str) -> bool:
-    """Whether the call gave argument ``name`` a value other than its default."""
-    return bool(getattr(args, name) != type(args).model_fields[name].default)
-
-
-def _gated(spec: ToolSpec[Any]) -> Callable[[AppContext, Any], ToolResult[Any]]:
-    """``spec``'s handler behind its capability's gate where that is checked at the call: on the account
-    its arguments name (one they do not resolve to is left to the handler to refuse); and behind the gate
-    of each argument of a capability (:attr:`ToolSpec.gated_arguments`) the call gives."""
-    if not spec.capability.checked_at_call and not spec.gated_arguments:
-        return spec.handle
-
-    def handle(app: AppContext, args: Any) -> ToolResult[Any]:
-        account_id = _changed_account(app, args)
-        known = account_id is not None and account_id in app.config.accounts
-        if known and spec.capability.checked_at_call:
-            spec.capability.gate(app.config, str(account_id))
-        for name, switch in spec.gated_arguments.items():
-            if _given(args, name) and (known or switch.scope == "server"):
-                switch.gate(app.config, account_id or "")
-        return spec.handle(app, args)
-
-    return handle
-
-
-def _handler(spec: ToolSpec[Any], app: AppContext) -> Callable[[Any, str, str, UserCall], ToolResult[Any]]:
-    """The envelope tool's handler of ``spec``: the caller's view of ``app`` (:meth:`AppContext.for_caller`:
-    the :class:`~mail_imap_mcp.state.Caller` record, their scope held under the call) handed to the
-    tool's handler through the failure registry; a page of summaries kept within a result's bound; a
-    write's announcing the account it changed."""
-
-    def run(args: Any, user: str, as_given: str, call: UserCall) -> ToolResult[Any]:
-        with app.for_caller(user, as_given).entered() as called:
-            called.user_call, called.confirmations = call, app.confirmations.for_call(call)
-            called.ask = asker(called, spec.name, args)
-            result = failures.run(_gated(spec), called, args)
-            if spec.summaries:
-                fit_summaries(result, spec.summaries)
-            if spec.writes:
-                _announce_change(called, args, result)
-            return result
-
-    return run
-
-
-def build_tools(app: AppContext) -> list[EnvelopeTool]:
-    """One envelope tool per declaration, its handler bound to ``app`` (a write's announcing the
-    account it changed, :meth:`AppContext.announce_change`)."""
-    return [
-        envelope_tool(
-            name=spec.name,
-            title=spec.title,
-            description=spec.description,
-            input_model=spec.input_model,
-            data_model=spec.data_model,
-            other_data_models=spec.other_data_models,
-            handler=_handler(spec, app),
-            read_only=not spec.writes,
-            destructive=spec.effect is Effect.DESTRUCTIVE,
-            idempotent=spec.idempotent,
-            takes_call=True,
-        )
-        for spec in TOOLS
-    ]
-
-
-def unlisted_tools(
-    app: AppContext, user: str = ANONYMOUS, tools: Sequence[ToolSpec[Any]] = TOOLS
-) -> set[str]:
-    """Tools left out of ``tools/list``: those whose capability is off (:meth:`Capability.on`: the write
-    tools when no account allows writes, so a read-only user pays no tokens for them; a sending tool when
-    no account ``user`` may use has send_enabled). They still answer a call, with ``permission_denied``
-    naming the setting."""
-    off = {spec.listed_with for spec in tools if not spec.listed_with.on(app.full_config, user)}
-    return {spec.name for spec in tools if spec.listed_with in off}
-
-
-def hidden_arguments(
-    app: AppContext, user: str = ANONYMOUS, tools: Sequence[ToolSpec[Any]] = TOOLS
-) -> dict[str, set[str]]:
-    """Per tool, the arguments left out of its listed ``inputSchema`` for ``user``: those whose capability
-    is off (:attr:`ToolSpec.gated_arguments`). A call that gives one is refused naming the setting."""
-    hidden = {
-        spec.name: {
-            name for name, switch in spec.gated_arguments.items() if not switch.on(app.full_config, user)
-        }
-        for spec in tools
-    }
-    return {tool: names for tool, names in hidden.items() if names}

@@ -9,7 +9,7 @@ the account's domain); no argument can add a header line. The draft's message_id
 
 from __future__ import annotations
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.content.drafts import one_line
 from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
@@ -73,7 +73,8 @@ ERRORS = {
 }
 
 
-def handle(app: AppContext, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
+def handle(app: Call, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
+    """``services.drafts`` (a replaced draft confirmed by ``app.ask``), audited by ``presentation.writes``."""
     connection = app.write_connection(args.account_id)
     account_id = connection.account_id
     account = app.config.accounts[account_id]

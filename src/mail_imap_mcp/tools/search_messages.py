@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypeGuard
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
 from mail_imap_mcp.imap.errors import CharsetRejected
 from mail_imap_mcp.imap.sort import DATE_WINDOW
@@ -121,7 +121,8 @@ def _same_search(args: SearchMessagesInput, account_id: str) -> dict[str, Any]:
 Page = ToolResult[SearchMessagesData] | ToolResult[CompactSearchData]
 
 
-def handle(app: AppContext, args: SearchMessagesInput) -> Page:
+def handle(app: Call, args: SearchMessagesInput) -> Page:
+    """``services.search`` (scope, backend, ``needs_reply``), worded by ``presentation.search_page``."""
     compact = args.fields == "compact"
     # needs_reply looks at the full page first; otherwise one mailbox's page is built compact directly.
     result = _handle(app, args, compact=compact and not args.needs_reply)
@@ -137,7 +138,7 @@ def _is_full(result: Page) -> TypeGuard[ToolResult[SearchMessagesData]]:
     return isinstance(result.data, SearchMessagesData)
 
 
-def _handle(app: AppContext, args: SearchMessagesInput, *, compact: bool) -> Page:
+def _handle(app: Call, args: SearchMessagesInput, *, compact: bool) -> Page:
     account_id = app.connection(args.account_id).account_id
     search = filters_query(args, app.config.accounts[account_id].user_addresses)
     if args.mailboxes is not None and "mailbox" in args.model_fields_set:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.asks import Ask
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -82,7 +82,8 @@ ERRORS = {
 }
 
 
-def handle(app: AppContext, args: SendDraftInput) -> ToolResult[SendDraftData]:
+def handle(app: Call, args: SendDraftInput) -> ToolResult[SendDraftData]:
+    """``services.send_draft`` once ``app.ask(Ask)`` approved ``send_review``'s review; audited."""
     connection, ref = resolve_message(app, args.message_id)
     account_id = connection.account_id  # sending allowed there: the registry checked SENDING's gate
     with audited(_failed(app, account_id)):
@@ -100,13 +101,11 @@ def handle(app: AppContext, args: SendDraftInput) -> ToolResult[SendDraftData]:
     return _waiting(ref.message_id, account_id, done) if isinstance(done, Operation) else done
 
 
-def _failed(app: AppContext, account_id: str) -> Callable[[ToolFailure], None]:
+def _failed(app: Call, account_id: str) -> Callable[[ToolFailure], None]:
     return lambda failure: audit(app.caller, NAME, account_id, "send", 0, failure.code)
 
 
-def _approved(
-    app: AppContext, connection: AccountConnection, prepared: Prepared
-) -> ToolResult[SendDraftData]:
+def _approved(app: Call, connection: AccountConnection, prepared: Prepared) -> ToolResult[SendDraftData]:
     """Send ``prepared``, which the user approved in this call, unless it changed meanwhile."""
     ref, account_id = prepared.ref, prepared.account_id
     try:

@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.capabilities import DESTRUCTIVE_WRITING, READING, SENDING, WRITING, Capability, Effect
 from mail_imap_mcp.envelope import ToolResult
 
@@ -30,7 +30,7 @@ class ToolSpec(Generic[InputT]):
     description: str
     input_model: type[InputT]
     data_model: type[BaseModel]
-    handle: Callable[[AppContext, InputT], ToolResult[Any]]
+    handle: Callable[[Call, InputT], ToolResult[Any]]
     errors: Mapping[str, str]
     #: Other shapes ``data`` takes on success, chosen by an argument (e.g. the compact default besides
     #: the full shape of ``data_model``); the outputSchema accepts each.

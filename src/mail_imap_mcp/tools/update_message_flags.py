@@ -9,7 +9,7 @@ flags read in the same SELECT: a message another client changed meanwhile is rep
 
 from __future__ import annotations
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.flags import ordered, parse_flags
@@ -71,7 +71,8 @@ ERRORS = {
 }
 
 
-def handle(app: AppContext, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsData]:
+def handle(app: Call, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsData]:
+    """``operations.flags`` by ``operations.runner`` on ``services.writes``' connection."""
     batch = group_message_ids(args.message_ids, app.resolve_account, app.caller)
     action = f"dry_run:{args.operation}" if args.dry_run else args.operation
     line = AuditLine(app.caller, NAME, batch.account_id, action, len(batch.items), failure_prefix="failed:")

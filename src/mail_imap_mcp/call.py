@@ -1,0 +1,108 @@
+"""What a tool handler, and each service it names, uses of its call: :class:`Call`, a narrow view of the
+application (the per-call ``AppContext`` the registry builds provides it), so no tool depends on the
+composition root.
+
+The caller and the settings they see; connections (a write's is the permit: refused where writes are
+off); the local index; the state instances share; ``ask`` (the one way to ask the user); background
+operations (progress, cancellation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, overload
+
+from mail_imap_mcp.asks import Ask, Confirm
+from mail_imap_mcp.config import Config
+from mail_imap_mcp.envelope import ToolResult
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.pool import ConnectionPool
+from mail_imap_mcp.index.engine import IndexEngine
+from mail_imap_mcp.index.runtime import AccountIndex
+from mail_imap_mcp.operations import Operation, OperationRegistry
+from mail_imap_mcp.state import Caller, Store
+
+__all__ = ["Asker", "Call"]
+
+
+class Asker(Protocol):
+    """A call's way to ask its user (:mod:`mail_imap_mcp.asking`): an :class:`Ask` answers what its
+    ``then`` answered, or the background operation waiting for the user; a :class:`Confirm` returns
+    once confirmed. Not approved or not confirmed: it raises."""
+
+    @overload
+    def __call__(self, request: Ask, /) -> ToolResult[Any] | Operation: ...
+    @overload
+    def __call__(self, request: Confirm, /) -> None: ...
+
+
+class Call(Protocol):
+    """One tool call as its handler and services see it."""
+
+    @property
+    def caller(self) -> Caller:
+        """Whose call it is."""
+        ...
+
+    @property
+    def config(self) -> Config:
+        """The settings as the caller sees them: their accounts only."""
+        ...
+
+    def resolve_account(self, account_id: str) -> str:
+        """``account_id`` as configured (the one account, for the default name)."""
+        ...
+
+    def connection(self, account_id: str) -> AccountConnection:
+        """The account's connection; ``AccountUnknown`` when none is configured."""
+        ...
+
+    def write_connection(self, account_id: str) -> AccountConnection:
+        """The account's connection for a write: the write permit's refusal where writes are off."""
+        ...
+
+    @property
+    def pool(self) -> ConnectionPool:
+        """The caller's connections (and the account's token source, for submission)."""
+        ...
+
+    def index_of(self, account_id: str, *, start: bool = True) -> AccountIndex | None:
+        """The account's local index as the caller reaches it (None: it keeps none)."""
+        ...
+
+    def index_state(self, account_id: str) -> str:
+        """What the account's index is doing, in a word."""
+        ...
+
+    @property
+    def index_engine(self) -> IndexEngine:
+        """The engine of every index."""
+        ...
+
+    @property
+    def ask(self) -> Asker:
+        """Ask the user (the only way a tool or a service does)."""
+        ...
+
+    @property
+    def operations(self) -> OperationRegistry:
+        """Background operations: started, polled, cancelled, their progress."""
+        ...
+
+    @property
+    def store(self) -> Store:
+        """The state instances share."""
+        ...
+
+    @property
+    def lasting_store(self) -> Store:
+        """What must outlive the process and reach every process (a send's record)."""
+        ...
+
+    def mailbox_list(self, account_id: str, digest: str) -> tuple[str, ...] | None:
+        """The mailbox list a position cursor's first page kept (None: list again)."""
+        ...
+
+    def remember_mailbox_list(self, account_id: str, digest: str, names: Sequence[str]) -> None:
+        """Keep a first page's mailbox list for its cursor's next pages."""
+        ...
