@@ -1,6 +1,6 @@
 """A draft as the user approves it: every part a recipient's mail client may display, rendered into the
 generic :class:`~mail_imap_mcp.approval.review.Review` (the question a client shows); the approval page
-(``services/send_approval.py``) shows the same parts, read by :func:`displayed`.
+(its renderer, ``services/send_page.py``) shows the same parts, read by :func:`displayed`.
 
 Shown whole: each text part with its lines, each HTML part as a reader sees it (rendered to text), each
 attachment's name, type and size, each recipient on a line of its own (Bcc too). The route is a fixed rule
