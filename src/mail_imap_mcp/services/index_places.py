@@ -25,8 +25,8 @@ import zlib
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 
-from mail_imap_mcp.call import Call
 from mail_imap_mcp.app.mailbox_lists import MAILBOX_LIST_TTL_S
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.index.store import Place
 from mail_imap_mcp.state import StateUnavailable
 
