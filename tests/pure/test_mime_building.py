@@ -23,7 +23,9 @@ from mail_imap_mcp.mime.building import (
     build_message,
     recorded_sources,
 )
-from mail_imap_mcp.smtp.outgoing import rewritten
+from mail_imap_mcp.services.send_approval import approval_request
+from mail_imap_mcp.services.send_review import review
+from mail_imap_mcp.smtp.outgoing import outgoing, rewritten
 
 BODY = "Grüße,\nthe invoice is attached.\n" + "a long line " * 100 + "\n"
 LONG_NAME = "Rechnung März 2026 – a name long enough to be folded over several lines (final).pdf"
@@ -161,3 +163,26 @@ def test_the_recorded_sources_are_kept_in_the_draft_and_never_transmitted() -> N
     assert SOURCE_HEADER.encode() not in transmitted and b"Documents" not in transmitted
     assert _split(transmitted)[1] == _split(raw)[1]  # the body as it was
     assert rewritten(raw, date="D", header_id=None, keep_bcc=True).count(SOURCE_HEADER.encode()) == 2
+
+
+def test_the_approval_lists_each_attachment_with_its_name_type_size_and_source() -> None:
+    built = build_message(
+        _text(),
+        [
+            Attachment.of_bytes(b"%PDF" * 10, "Invoice.pdf", "application/pdf", source="from the message 'Invoice 2026-11' of Acme"),
+            Attachment.of_bytes(b"GIF89a", "logo.gif", "image/gif"),
+        ],
+    )  # fmt: skip
+    raw = built.to_bytes()
+    message = outgoing(raw, frozenset({"me@example.org"}), "example.org")
+    question = review(message, raw, "default").question()
+    assert (
+        "Attachments: Invoice.pdf (application/pdf, 40 bytes), from the message 'Invoice 2026-11' of Acme"
+        in question
+    )
+    assert "Attachments: logo.gif (image/gif, 6 bytes)" in question.splitlines()
+    shown = approval_request(question, raw).attachments
+    assert [(a.name, a.size, a.content_type, a.source) for a in shown] == [
+        ("Invoice.pdf", 40, "application/pdf", "from the message 'Invoice 2026-11' of Acme"),
+        ("logo.gif", 6, "image/gif", ""),
+    ]

@@ -241,10 +241,12 @@ def compose_draft(
     body_text: str,
     domain: str,
     original: RepliedMessage | None,
+    bcc: Sequence[Address] = (),
 ) -> tuple[EmailMessage, list[str]]:
-    """The draft to ``to`` and ``cc`` (see :func:`draft_recipients`), and warnings for what it lacks. A
-    reply (``original``) gets 'Re:' and the original's subject unless ``subject`` is given,
-    In-Reply-To and References, and the original quoted below."""
+    """The draft to ``to``, ``cc`` and ``bcc`` (see :func:`draft_recipients`), and warnings for what it
+    lacks. A reply (``original``) gets 'Re:' and the original's subject unless ``subject`` is given,
+    In-Reply-To and References, and the original quoted below. Bcc stays in the draft and its Sent copy;
+    sending leaves it out of what is transmitted (``smtp/outgoing.py``)."""
     warnings: list[str] = []
     message = EmailMessage(policy=_POLICY)
     if sender is not None:
@@ -258,6 +260,8 @@ def compose_draft(
         message["To"] = to
     if cc:
         message["Cc"] = cc
+    if bcc:
+        message["Bcc"] = bcc
     if subject is None and original is not None:
         subject = reply_subject(original.subject)
     if subject:

@@ -63,3 +63,30 @@ class DraftNotReplaceable(ImapError):
         self.mailbox = mailbox
         self.drafts = drafts
         self.trash = trash
+
+
+class AttachmentRefused(ImapError):
+    """Item ``index`` of a draft's ``attachments`` could not be taken: ``cause`` (a message or part that
+    cannot be read, a file refused, a size limit), said as the failure registry says it, naming that
+    item's ``field`` (``message_id``, ``part_id``, ``path``)."""
+
+    def __init__(self, index: int, field: str, cause: Exception) -> None:
+        super().__init__(f"attachments[{index}].{field}: {cause}")
+        self.index = index
+        self.field = field
+        self.cause = cause
+
+    @property
+    def parameter(self) -> str:
+        return f"attachments[{self.index}].{self.field}"
+
+
+class DraftTooLarge(ImapError):
+    """A draft with its attachments would be ``size`` bytes (encoded), beyond ``limit``: the most
+    ``limited_by`` takes (the IMAP server's APPENDLIMIT, the submission server's SIZE)."""
+
+    def __init__(self, size: int, limit: int, limited_by: str) -> None:
+        super().__init__(f"the draft is {size} bytes, beyond {limited_by} ({limit})")
+        self.size = size
+        self.limit = limit
+        self.limited_by = limited_by

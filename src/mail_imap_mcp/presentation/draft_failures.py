@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mail_imap_mcp.envelope import ToolFailure
+from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.draft_errors import (
+    AttachmentRefused,
     DraftNotReplaceable,
+    DraftTooLarge,
     ForeignMessage,
     NotReplaceable,
     SenderNotOwn,
@@ -57,10 +59,32 @@ def _not_replaceable(exc: DraftNotReplaceable, call: Call | None) -> ToolFailure
     return ToolFailure.invalid_input("replace_message_id", problem)
 
 
+def attachment_refused(exc: AttachmentRefused, cause: ToolFailure) -> ToolFailure:
+    """``cause`` (the registry's words of what refused the attachment) said of the item of
+    ``attachments`` that asked for it, naming it as ``parameter``."""
+    return ToolFailure(
+        cause.code,
+        f"{exc.parameter}: {cause.message} Nothing was saved.",
+        details={**cause.details, "parameter": exc.parameter},
+        retryable=cause.retryable,
+        next_action=cause.next_action,
+    )
+
+
+def _draft_too_large(exc: DraftTooLarge, call: Call | None) -> ToolFailure:
+    return ToolFailure(
+        ErrorCode.LIMIT_EXCEEDED,
+        f"With its attachments the draft would be {exc.size:,} bytes (encoded), more than {exc.limited_by} "
+        f"takes ({exc.limit:,} bytes); nothing was saved. Attach fewer or smaller files.",
+        details={"parameter": "attachments", "size_bytes": exc.size, "limit": exc.limit},
+    )
+
+
 #: The registry's lines of the refusals of saving a draft.
 DRAFT_FAILURES: Mapping[type[BaseException], Callable[[Any, Call | None], ToolFailure]] = {
     ForeignMessage: _foreign_message,
     SenderNotOwn: _sender_not_own,
     TooManyRecipients: _too_many_recipients,
     DraftNotReplaceable: _not_replaceable,
+    DraftTooLarge: _draft_too_large,
 }

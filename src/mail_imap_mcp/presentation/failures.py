@@ -21,6 +21,7 @@ from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.envelope import ErrorCode, Issue, ToolFailure, ToolResult
 from mail_imap_mcp.imap import errors
+from mail_imap_mcp.imap.draft_errors import AttachmentRefused
 from mail_imap_mcp.imap.errors import (
     AccountBusy,
     AccountUnknown,
@@ -74,7 +75,7 @@ from mail_imap_mcp.imap.write_errors import (
 from mail_imap_mcp.presentation import connect_failures
 from mail_imap_mcp.presentation.attachment_failures import ATTACHMENT_FAILURES
 from mail_imap_mcp.presentation.call import App, Call
-from mail_imap_mcp.presentation.draft_failures import DRAFT_FAILURES
+from mail_imap_mcp.presentation.draft_failures import DRAFT_FAILURES, attachment_refused
 from mail_imap_mcp.presentation.local_file_failures import LOCAL_FILE_FAILURES
 from mail_imap_mcp.presentation.mail_failures import (
     MAILBOX_COMMANDS,
@@ -363,6 +364,7 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     PartRefused: _part_failure,
     PartError: _part_failure,
     ForeignMessageId: _foreign_message_id,
+    AttachmentRefused: lambda exc, call: attachment_refused(exc, _failure_of_cause(exc.cause, call)),
     MalformedUidSet: _malformed_uid_set,
     ExtractionError: _extraction_failed,
     **STATE_FAILURES,
@@ -374,6 +376,13 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     **TOKEN_FAILURES,
     **LOCAL_FILE_FAILURES,
 }
+
+
+def _failure_of_cause(cause: Exception, call: Call | None) -> ToolFailure:
+    failure = tool_failure(cause, call)
+    if failure is None:  # no failure the map knows: a bug, answered as the runner answers one
+        raise cause
+    return failure
 
 
 def tool_failure(exc: BaseException, call: Call | None) -> ToolFailure | None:

@@ -21,6 +21,7 @@ from mail_imap_mcp.asks import Confirm
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.drafts import (
+    MAX_RECIPIENTS,
     RepliedMessage,
     address,
     check_address,
@@ -132,8 +133,11 @@ def build_draft(
     body_text: str,
     from_address: str | None,
     reply_all: bool,
+    bcc: Sequence[str] = (),
 ) -> tuple[EmailMessage, list[str]]:
     """The draft as a message (a reply to ``original`` when given) and what the user should know of it."""
+    if len(to) + len(cc) + len(bcc) > MAX_RECIPIENTS:
+        raise TooManyRecipients(f"at most {MAX_RECIPIENTS} recipients in to, cc and bcc together.")
     headers = None
     if original is not None:  # From as parsed where the headers were not read
         headers = {"From": original.detail.from_ or "", **original.detail.headers}
@@ -150,7 +154,10 @@ def build_draft(
     sent_as = sender(account, from_address, original)
     domain = message_id_domain(sent_as.addr_spec if sent_as else "", account.host)
     detail = original.detail if original is not None else None
-    message, more = compose_draft(sent_as, recipients_to, recipients_cc, subject, body_text, domain, detail)
+    hidden = [address(value) for value in bcc]
+    message, more = compose_draft(
+        sent_as, recipients_to, recipients_cc, subject, body_text, domain, detail, hidden
+    )
     return message, warnings + more
 
 

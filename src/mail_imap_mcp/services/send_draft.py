@@ -43,9 +43,10 @@ from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.step_failure import StepFailed
 from mail_imap_mcp.net.tokens import TokenSource, TokenUnavailable
 from mail_imap_mcp.operations.audit import audit
+from mail_imap_mcp.services.draft_attachments import submission_server
 from mail_imap_mcp.services.message_lookup import examine_for
 from mail_imap_mcp.services.send_claim import Claim, carries_claim, claim_draft, release_draft
-from mail_imap_mcp.smtp.client import Login, Server, Submitted, submit
+from mail_imap_mcp.smtp.client import Login, Submitted, submit
 from mail_imap_mcp.smtp.errors import Stage, SubmissionError, SubmissionLoginRefused, SubmissionOutcomeUnknown
 from mail_imap_mcp.smtp.outgoing import Outgoing, now_date, outgoing, rewritten
 from mail_imap_mcp.smtp.refusals import (
@@ -300,16 +301,8 @@ def send(app: Call, connection: AccountConnection, prepared: Prepared, tool: str
     date = now_date()
     added = header_id if message.id_added else None
     transmitted = rewritten(prepared.raw, date=date, header_id=added, keep_bcc=False)
-    endpoint = prepared.account.submission
-    assert endpoint is not None  # send_enabled needs one (the configuration says so)
-    server = Server(
-        endpoint.host,
-        endpoint.port,
-        endpoint.security.value,
-        prepared.account.ca_file,
-        prepared.account.connect_timeout_s,
-        prepared.account.command_timeout_s,
-    )
+    server = submission_server(prepared.account)
+    assert server is not None  # send_enabled needs one (the configuration says so)
     recipients = list(message.recipients)
 
     def done(outcome: str, **more: str) -> None:

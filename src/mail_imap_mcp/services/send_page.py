@@ -131,6 +131,7 @@ class MessagePage(BaseModel):
             items = "".join(
                 f'<li><bdi class="name">{shown(item.name)}</bdi> <span class="size">{_size(item.size)}</span>'
                 + (f' <span class="type">· {shown(item.content_type)}</span>' if item.content_type else "")
+                + (f' <span class="source">· {shown(item.source)}</span>' if item.source else "")
                 + "</li>"
                 for item in self.attachments
             )

@@ -3,7 +3,7 @@ generic :class:`~mail_imap_mcp.approval.review.Review` (the question a client sh
 (its renderer, ``services/send_page.py``) shows the same parts, read by :func:`displayed`.
 
 Shown whole: each text part with its lines, each HTML part as a reader sees it (rendered to text), each
-attachment's name, type and size, each recipient on a line of its own (Bcc too). The route is a fixed rule
+attachment's name, type, size and where it comes from (as the draft records it: ``mime/building.py``), each recipient on a line of its own (Bcc too). The route is a fixed rule
 (:func:`page_only`): the client's question only when the text is at most
 :data:`~mail_imap_mcp.approval.review.QUESTION_MAX_CHARS` characters and no HTML part says more than the
 text (every word of its rendered text is in the text); otherwise the page, or a refusal where none opens.
@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.approval.review import QUESTION_MAX_CHARS, Review, ReviewContent, ReviewField, ReviewWords
 from mail_imap_mcp.content.html import html_to_text
+from mail_imap_mcp.mime.building import SOURCE_HEADER, recorded_sources
 from mail_imap_mcp.smtp.outgoing import Outgoing
 from mail_imap_mcp.smtp.refusals import DraftRefused, DraftUnsendable
 
@@ -54,6 +55,12 @@ class AttachmentShown(BaseModel):
     name: str = Field(max_length=1_000, description="The file name the recipient sees.")
     size: int = Field(ge=0, description="Its decoded size in bytes.")
     content_type: str = Field(default="", max_length=255, description="Its media type, e.g. application/pdf.")
+    source: str = Field(
+        default="",
+        max_length=1_000,
+        description='Where it comes from, as the draft records it ("the file Documents/report.pdf"); '
+        "empty where it records none.",
+    )
 
 
 @dataclass
@@ -87,11 +94,13 @@ def _children(part: Message) -> list[Message]:
     return [child for child in payload if isinstance(child, Message)] if isinstance(payload, list) else []
 
 
-def _walk(part: Message, where: str, found: Displayed) -> None:
+def _walk(
+    part: Message, where: str, found: Displayed, section: str = "", sources: dict[str, str] | None = None
+) -> None:
     kind = part.get_content_type()
     if part.is_multipart() and kind != "message/rfc822":
-        for child in _children(part):
-            _walk(child, where, found)
+        for number, child in enumerate(_children(part), start=1):
+            _walk(child, where, found, f"{section}.{number}" if section else str(number), sources)
         return
     payload = part.get_payload(decode=True)
     if part.get_content_disposition() == "attachment" or not kind.startswith("text/"):
@@ -101,7 +110,8 @@ def _walk(part: Message, where: str, found: Displayed) -> None:
             if isinstance(payload, bytes)
             else sum(len(c.as_bytes(policy=email.policy.SMTP)) for c in _children(part))
         )
-        found.attachments.append(AttachmentShown(name=name, size=size, content_type=kind))
+        source = (sources or {}).get(section or "1", "")
+        found.attachments.append(AttachmentShown(name=name, size=size, content_type=kind, source=source))
         if kind == "message/rfc822":  # a client may show a forwarded message inline
             for inner in _children(part):
                 _walk(inner, f"{where} in attachment {len(found.attachments)}", found)
@@ -116,7 +126,7 @@ def displayed(raw: bytes) -> Displayed:
     """Every part of ``raw`` a recipient's client may display (see the module)."""
     message = BytesParser(policy=email.policy.default).parsebytes(raw)
     found = Displayed()
-    _walk(message, "", found)
+    _walk(message, "", found, sources=recorded_sources(map(str, message.get_all(SOURCE_HEADER) or [])))
     return found
 
 
@@ -140,11 +150,18 @@ def _size(size: int) -> str:
     return f"{size:,} bytes"
 
 
+def shown_attachment(name: str, content_type: str, size: int, source: str) -> str:
+    """One attachment on a line: its name, type, size and, where recorded, where it comes from."""
+    return f"{name} ({content_type}, {_size(size)})" + (f", {source}" if source else "")
+
+
 def review(message: Outgoing, raw: bytes, account_id: str) -> Review:
     """The question the user approves ``message`` (the draft ``raw``) by; see the module."""
     found = displayed(raw)
     rendered = [(where, html_to_text(source)) for where, source in found.htmls]
-    attachments = [f"{item.name} ({item.content_type}, {_size(item.size)})" for item in found.attachments]
+    attachments = [
+        shown_attachment(item.name, item.content_type, item.size, item.source) for item in found.attachments
+    ]
     fields = [
         ReviewField(label="From", values=[message.from_shown]),
         *([ReviewField(label="Reply-To", values=list(message.reply_to))] if message.reply_to else []),

@@ -182,6 +182,25 @@ def submit(server: Server, login: Login, sender: str, recipients: list[str], mes
         raise classify(exc, stage) from None
 
 
+def advertised_size(server: Server) -> int | None:
+    """The largest message ``server`` takes, as its EHLO's SIZE says (RFC 1870), after STARTTLS where the
+    account uses it; None where it says none or cannot be asked (sending will say why)."""
+    client: SubmissionClient | None = None
+    try:
+        client = SubmissionClient(server, client_context(server.ca_file))
+        client.connect(server.host, server.port)
+        client.ehlo()
+        if server.security == "starttls":
+            client.starttls()
+            client.ehlo()
+        size = client.esmtp_features.get("size", "") if client.has_extn("size") else ""
+        _quit(client)
+        return int(size) if size.strip().isdigit() and int(size) > 0 else None
+    except Exception:  # the probe is a courtesy: the send itself checks SIZE again
+        _close(client)
+        return None
+
+
 def _log_in(client: SubmissionClient, server: Server, login: Login) -> None:
     if not (is_tls(client.sock) if client.sock is not None else False) and server.security != "plain":
         raise SubmissionTlsFailed(Stage.TLS, "the connection is not encrypted")
@@ -231,4 +250,4 @@ def _close(client: SubmissionClient | None) -> None:
             client.close()
 
 
-__all__ = ["Login", "Server", "Submitted", "dot_stuffed", "submit"]
+__all__ = ["Login", "Server", "Submitted", "advertised_size", "dot_stuffed", "submit"]

@@ -87,6 +87,14 @@ class Profile:
         return self._has("UIDPLUS")
 
     @property
+    def append_limit(self) -> int | None:
+        """``APPENDLIMIT=n``: the largest message APPEND takes, in bytes (RFC 7889); None where not said."""
+        for name in self.capabilities:
+            if name.startswith("APPENDLIMIT=") and name.removeprefix("APPENDLIMIT=").isdigit():
+                return int(name.removeprefix("APPENDLIMIT="))
+        return None
+
+    @property
     def moves_exactly(self) -> bool:
         """Whether chosen messages can be moved and nothing else: ``UID MOVE``, or a copy followed by a
         ``UID EXPUNGE`` of exactly them."""

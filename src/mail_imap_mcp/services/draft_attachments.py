@@ -1,0 +1,217 @@
+"""The attachments of a draft (imap_save_draft's ``attachments``), taken by reference, never as bytes in
+the arguments: a part of a message of the account, fetched part by part into a private temporary file
+and carried byte-exact with its type, name and disposition. Each is at most ``max_attachment_bytes``
+decoded; the whole draft at most what the IMAP server's APPENDLIMIT and the submission server's SIZE
+take, counted encoded, before anything is read. Every refusal names the item of ``attachments``.
+"""
+
+from __future__ import annotations
+
+import io
+import tempfile
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Protocol, cast
+
+from mail_imap_mcp import mime
+from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.config import AccountConfig
+from mail_imap_mcp.envelope.mcp import progress_reporter
+from mail_imap_mcp.imap.attachment_errors import AttachmentTooLarge, InvalidPartId
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.draft_errors import AttachmentRefused, DraftTooLarge
+from mail_imap_mcp.imap.fetch import find_item
+from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.parts import PartError, PartGone, valid_part_id
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mime.building import Attachment, BuiltMessage
+from mail_imap_mcp.mime.parts import MESSAGE_TYPES
+from mail_imap_mcp.services.attachment_fetch import estimated_size, fetch_part, too_large
+from mail_imap_mcp.services.drafts import parse_own_id
+from mail_imap_mcp.services.message_lookup import examine_for
+from mail_imap_mcp.smtp.client import Server, advertised_size
+
+#: Attachments larger than this report their progress to the client as they are read.
+PROGRESS_FROM_BYTES = 4 * 1024 * 1024
+#: What a message's description in a source keeps of its subject and sender (characters).
+_SHOWN_CHARS = 80
+_HEADERS = "BODY.PEEK[HEADER.FIELDS (FROM SUBJECT)]"
+
+
+class AttachmentItem(Protocol):
+    """One item of ``attachments``: a part of a message (``message_id`` and ``part_id``)."""
+
+    @property
+    def message_id(self) -> str | None: ...
+    @property
+    def part_id(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Listed:
+    """An attachment as the user is shown it: name, type, decoded size and where it comes from."""
+
+    name: str
+    content_type: str
+    size: int
+    source: str
+
+
+def listed(attachments: Sequence[Attachment]) -> list[Listed]:
+    return [Listed(a.name, a.content_type, a.size, a.source) for a in attachments]
+
+
+def _cut(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 1] + "…"
+
+
+def describe(subject: str, sender: str) -> str:
+    """Where a part of a message comes from, in words: "from the message 'Invoice' of Acme"."""
+    return f"from the message {_cut(subject) or '(no subject)'!r} of {_cut(sender) or 'an unknown sender'}"
+
+
+def _message_words(session: ImapSession, ref: MessageRef) -> str:
+    """:func:`describe` of the message ``ref`` (its Subject and From's name, else address)."""
+    examine_for(session, ref)
+    response = session.fetch([ref.uid], [_HEADERS]).get(ref.uid) or {}
+    if not find_item(response, b"BODY["):
+        raise PartGone()
+    headers = mime.parse_header_block(find_item(response, b"BODY[") or b"")
+    senders = mime.parse_address_list((headers.get("from") or [""])[0])
+    sender = (senders[0].name or senders[0].email or "") if senders else ""
+    return describe(mime.decode_header_value((headers.get("subject") or [""])[0]), sender)
+
+
+class _Counted(io.FileIO):
+    """A temporary file that reports the bytes written to it as progress."""
+
+    def __init__(self, path: Path, report: Callable[[int], None]) -> None:
+        super().__init__(path, "w+b")
+        self._report = report
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        written = super().write(data)
+        self._report(self.tell())
+        return written if written is not None else 0
+
+
+def _progress(index: int, count: int, name: str) -> Callable[[mime.Part, int], None]:
+    """A reporter of attachment ``index``'s bytes read, when its part is large enough to be worth it."""
+    report = progress_reporter.get()
+
+    def told(part: mime.Part, done: int) -> None:
+        total = estimated_size(part)
+        if report is not None and total >= PROGRESS_FROM_BYTES:
+            report(done, total, f"reading attachment {index + 1} of {count} ({name or part.section})")
+
+    return told
+
+
+def _part_attachment(part: mime.Part, size: int, path: Path, source: str) -> Attachment:
+    kind = part.content_type.lower()
+    params = {k: v for k, v in part.params.items() if k.lower() not in {"name", "boundary"} and "*" not in k}
+    return Attachment(
+        name=part.filename or f"part-{part.section}",
+        content_type=kind,
+        size=size,
+        read=lambda: path.open("rb"),
+        source=source,
+        disposition="inline" if part.disposition == "inline" else "attachment",
+        # RFC 2046 5.2.1: a message/rfc822 body is never base64; it goes as it is.
+        encoding="8bit" if kind in MESSAGE_TYPES else "base64",
+        params=params,
+        content_id=f"<{part.content_id}>" if part.content_id else None,
+    )
+
+
+def message_part(
+    app: AppContext,
+    connection: AccountConnection,
+    index: int,
+    item: AttachmentItem,
+    count: int,
+    folder: Path,
+) -> Attachment:
+    """Item ``index`` of ``attachments``, a part of a message of the account, decoded into a file of
+    ``folder`` (at most ``max_attachment_bytes``)."""
+    where = f"attachments[{index}]"
+    ref = parse_own_id(app, connection.account_id, item.message_id or "", f"{where}.message_id")
+    part_id = item.part_id or ""
+    if not valid_part_id(part_id):
+        raise AttachmentRefused(index, "part_id", InvalidPartId(part_id))
+    limit = app.config.server.max_attachment_bytes
+    found: list[mime.Part] = []
+
+    def accept(part: mime.Part, head: bytes) -> None:
+        if estimated_size(part) > limit * 1.02:  # base64 line ends: the estimate is a little over
+            raise too_large(part, limit, "max_attachment_bytes")
+        found.append(part)
+
+    told = _progress(index, count, "")
+    path = folder / f"attachment-{index}"
+    try:
+        source = connection.run(lambda session: _message_words(session, ref))
+        with _Counted(path, lambda done: told(found[0], done) if found else None) as sink:
+            read = fetch_part(
+                connection,
+                ref,
+                part_id,
+                cast(BinaryIO, sink),
+                max_bytes=limit,
+                accept=accept,
+                source_bytes=app.config.server.max_text_part_bytes,
+            )
+        if not read.complete:
+            raise too_large(read.part, limit, "max_attachment_bytes", size=read.decoded_end)
+    except PartGone as exc:
+        raise AttachmentRefused(index, "message_id", exc) from None
+    except (PartError, AttachmentTooLarge) as exc:
+        raise AttachmentRefused(index, "part_id", exc) from None
+    return _part_attachment(read.part, read.written, path, source)
+
+
+def take_attachments(
+    app: AppContext, connection: AccountConnection, items: Sequence[AttachmentItem], stack: ExitStack
+) -> list[Attachment]:
+    """The attachments ``items`` ask for, in order, read into a temporary folder ``stack`` removes."""
+    if not items:
+        return []
+    folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mim-draft-")))
+    return [message_part(app, connection, i, item, len(items), folder) for i, item in enumerate(items)]
+
+
+def submission_server(account: AccountConfig) -> Server | None:
+    """The account's submission server as the SMTP client takes it; None where it has none."""
+    endpoint = account.submission
+    if endpoint is None:
+        return None
+    return Server(
+        endpoint.host,
+        endpoint.port,
+        endpoint.security.value,
+        account.ca_file,
+        account.connect_timeout_s,
+        account.command_timeout_s,
+    )
+
+
+def check_size(app: AppContext, connection: AccountConnection, built: BuiltMessage) -> None:
+    """Refuse a draft with attachments larger than the IMAP server's APPENDLIMIT or, where the account
+    sends, its submission server's SIZE (each where advertised), before anything is read."""
+    if not built.attachments:
+        return
+    limits: list[tuple[int, str]] = []
+    appendable = connection.run(lambda session: session.profile.append_limit)
+    if appendable is not None:
+        limits.append((appendable, "the IMAP server's APPENDLIMIT"))
+    account = app.config.accounts[connection.account_id]
+    server = submission_server(account) if account.send_enabled else None
+    sendable = advertised_size(server) if server is not None else None
+    if sendable:
+        limits.append((sendable, "the submission server's SIZE"))
+    for limit, limited_by in sorted(limits):
+        if built.size > limit:
+            raise DraftTooLarge(built.size, limit, limited_by)
