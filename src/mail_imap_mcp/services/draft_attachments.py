@@ -11,7 +11,7 @@ import io
 import tempfile
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, Protocol, cast
 
@@ -47,6 +47,14 @@ class AttachmentItem(Protocol):
     def message_id(self) -> str | None: ...
     @property
     def part_id(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class PartItem:
+    """A part of a message as an item of ``attachments`` (one the server names itself)."""
+
+    message_id: str | None
+    part_id: str | None
 
 
 @dataclass(frozen=True)
@@ -173,14 +181,25 @@ def message_part(
     return _part_attachment(read.part, read.written, path, source)
 
 
+#: The source of an attachment a revised draft keeps from the draft it replaces.
+KEPT = "kept from the draft it replaces"
+
+
 def take_attachments(
-    app: AppContext, connection: AccountConnection, items: Sequence[AttachmentItem], stack: ExitStack
+    app: AppContext,
+    connection: AccountConnection,
+    items: Sequence[AttachmentItem],
+    stack: ExitStack,
+    *,
+    kept: bool = False,
 ) -> list[Attachment]:
-    """The attachments ``items`` ask for, in order, read into a temporary folder ``stack`` removes."""
+    """The attachments ``items`` ask for, in order, read into a temporary folder ``stack`` removes
+    (``kept``: the parts of the draft a revision replaces)."""
     if not items:
         return []
     folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mim-draft-")))
-    return [message_part(app, connection, i, item, len(items), folder) for i, item in enumerate(items)]
+    taken = [message_part(app, connection, i, item, len(items), folder) for i, item in enumerate(items)]
+    return [replace(attachment, source=KEPT) for attachment in taken] if kept else taken
 
 
 def submission_server(account: AccountConfig) -> Server | None:

@@ -1,0 +1,98 @@
+"""A draft as imap_save_draft saves it: the text message (``services/drafts.build_draft``) with its Bcc
+and the attachments asked for (``services/draft_attachments``), built by ``mime/building.py``, checked
+against the servers' size limits before anything is read. A revised draft (``replace_message_id``) keeps
+the attachments of the draft it replaces unless ``attachments`` is given (``[]``: none)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Protocol
+
+from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.content.drafts import one_line
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.mime.building import BuiltMessage, build_message
+from mail_imap_mcp.services.draft_attachments import (
+    AttachmentItem,
+    Listed,
+    PartItem,
+    check_size,
+    listed,
+    take_attachments,
+)
+from mail_imap_mcp.services.drafts import Original, Replaced, build_draft
+
+
+class ComposeRequest(Protocol):
+    """What :func:`compose` reads of imap_save_draft's arguments."""
+
+    @property
+    def to(self) -> Sequence[str]: ...
+    @property
+    def cc(self) -> Sequence[str]: ...
+    @property
+    def bcc(self) -> Sequence[str]: ...
+    @property
+    def subject(self) -> str | None: ...
+    @property
+    def body_text(self) -> str: ...
+    @property
+    def from_address(self) -> str | None: ...
+    @property
+    def reply_all(self) -> bool: ...
+    @property
+    def attachments(self) -> Sequence[AttachmentItem] | None: ...
+
+
+@dataclass
+class Composed:
+    """The draft built: its bytes (as pieces, read out once), its headers decoded, its text, and each
+    attachment as the user is shown it."""
+
+    built: BuiltMessage
+    header_id: str
+    headers: dict[str, str]
+    text: str
+    attachments: list[Listed]
+    warnings: list[str]
+
+
+def kept_attachments(replaced: Replaced | None) -> list[AttachmentItem]:
+    """The parts of the draft ``replaced`` as items of ``attachments`` (kept by a revision)."""
+    if replaced is None:
+        return []
+    return [PartItem(replaced.ref.message_id, part.section) for part in replaced.detail.attachments]
+
+
+def compose(
+    app: AppContext,
+    connection: AccountConnection,
+    args: ComposeRequest,
+    original: Original | None,
+    replaced: Replaced | None,
+    stack: ExitStack,
+) -> Composed:
+    """The draft ``args`` ask for (a reply to ``original``, a revision of ``replaced``); its attachments'
+    contents are read into temporary files ``stack`` removes."""
+    account = app.config.accounts[connection.account_id]
+    message, warnings = build_draft(
+        account,
+        original,
+        to=args.to,
+        cc=args.cc,
+        bcc=args.bcc,
+        subject=args.subject,
+        body_text=args.body_text,
+        from_address=args.from_address,
+        reply_all=args.reply_all,
+    )
+    text, header_id = message.get_content(), str(message["Message-ID"])
+    kept = args.attachments is None
+    items = kept_attachments(replaced) if kept else list(args.attachments or [])
+    attachments = take_attachments(app, connection, items, stack, kept=kept)
+    built = build_message(message, attachments)
+    check_size(app, connection, built)
+    headers = {name: one_line(str(value)) for name, value in message.items()}
+    return Composed(built, header_id, headers, text, listed(attachments), warnings)
