@@ -186,14 +186,18 @@ SENDING = Capability(
 SAVING_ATTACHMENTS = Capability(
     "saving attachments", Effect.READ, SurfaceGroup.WRITES, 120, "download_dir", "call", scope="server"
 )
-#: Every capability with tools today.
-CAPABILITIES = (READING, WRITING, DESTRUCTIVE_WRITING, SENDING, SAVING_ATTACHMENTS)
+#: What a draft may carry besides its text (imap_save_draft's ``attachments`` and ``bcc``, and
+#: ``forward_of``, ``forward_as`` and ``reply_to_invitation``): gated arguments of the draft tool, on with
+#: writes (issue 59's 900 bytes).
+DRAFT_CONTENTS = Capability(
+    "forwarding, attachments and invitation replies", Effect.WRITE, SurfaceGroup.WRITES, 900, "write_enabled"
+)
+#: Every capability with tools (or arguments of a tool) today.
+CAPABILITIES = (READING, WRITING, DESTRUCTIVE_WRITING, SENDING, SAVING_ATTACHMENTS, DRAFT_CONTENTS)
 
-#: The next issues' shares, held for them now (bytes, in the writes group): forwarding, attachments and
-#: invitation replies; acting on a search with unsubscribe (issue 60's 800 bytes, less what saving
-#: attachments took).
+#: The next issues' shares, held for them now (bytes, in the writes group): acting on a search with
+#: unsubscribe (issue 60's 800 bytes, less what saving attachments took).
 PLANNED_SHARES = {
-    "forwarding, attachments and invitation replies": 900,
     "acting on a search and unsubscribe": 800 - SAVING_ATTACHMENTS.share,
 }
 
@@ -206,5 +210,5 @@ def budget(listed: Iterable[Capability]) -> int:
 
 #: Bytes with writes off (instructions and the read tools) ...
 READ_ONLY_BUDGET = budget([READING])
-#: ... and with writes on (every tool but sending listed).
-WRITES_BUDGET = budget([READING, WRITING, DESTRUCTIVE_WRITING])
+#: ... and with writes on (every tool but sending listed, and what a draft may carry).
+WRITES_BUDGET = budget([READING, WRITING, DESTRUCTIVE_WRITING, DRAFT_CONTENTS])

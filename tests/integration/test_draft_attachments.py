@@ -70,16 +70,15 @@ EXPECTED = {
 }
 
 
-async def _invoice_parts(mcp: EnvelopeClient) -> tuple[str, list[dict[str, str]]]:
-    """The invoice's message id and its attachments as items of ``attachments`` (as imap_get_message
-    lists them)."""
+async def _invoice_parts(mcp: EnvelopeClient) -> tuple[str, list[str]]:
+    """The invoice's message id and its attachments as items of ``attachments`` (``<message_id>#<part_id>``,
+    as imap_get_message lists them)."""
     found = await mcp.ok("imap_search_messages", {"mailbox": "INBOX", "subject": "Invoice 2026-11"})
     (message,) = found["messages"]
     detail = await mcp.ok("imap_get_message", {"message_id": message["message_id"]})
-    parts = [
-        {"message_id": message["message_id"], "part_id": a["part_id"]} for a in detail["message"]["attachments"]
+    return message["message_id"], [
+        f"{message['message_id']}#{a['part_id']}" for a in detail["message"]["attachments"]
     ]
-    return message["message_id"], parts
 
 
 def _seeded(chain: SubmissionDovecot) -> tuple[str, str, str]:
@@ -93,7 +92,7 @@ async def test_a_draft_with_a_pdf_and_an_image_from_a_message_arrives_byte_exact
 ) -> None:
     sender, bob, carol = _seeded(chain)
     accepting = answering("accept")
-    settings = _settings(chain, sender, chain.submission_port, "starttls")
+    settings = _settings(chain, sender, chain.submission_port, "starttls", write_enabled=True)
     async for mcp in open_client(make_config({"default": settings}), elicitation_callback=accepting):
         _, parts = await _invoice_parts(mcp)
         arguments: dict[str, Any] = {
@@ -126,7 +125,10 @@ async def test_a_draft_with_a_pdf_and_an_image_from_a_message_arrives_byte_exact
         assert b"\nBcc:" not in got and chain.address(carol).encode() not in got.split(b"\r\n\r\n")[0][-2000:]
         assert SOURCE_HEADER.encode() not in got and b"Invoice 2026-11" not in got
     (kept,) = _files(chain, sender, "Sent")
-    assert _parts(kept.read_bytes()) == EXPECTED and b"Bcc: " + chain.address(carol).encode() in kept.read_bytes()
+    assert (
+        _parts(kept.read_bytes()) == EXPECTED
+        and b"Bcc: " + chain.address(carol).encode() in kept.read_bytes()
+    )
 
 
 async def test_a_reply_with_a_file_from_attachment_dirs_arrives_byte_exact(
@@ -137,17 +139,22 @@ async def test_a_reply_with_a_file_from_attachment_dirs_arrives_byte_exact(
     documents.mkdir()
     (documents / "report.pdf").write_bytes(PDF)
     question = EmailMessage(policy=email.policy.SMTP)
-    question["From"], question["To"], question["Subject"] = chain.address(bob), chain.address(sender), "Report?"
+    question["From"], question["To"], question["Subject"] = (
+        chain.address(bob),
+        chain.address(sender),
+        "Report?",
+    )
     question["Message-ID"] = f"<q-{os.urandom(4).hex()}@{DOMAIN}>"
     question.set_content("Could you send the report?\n")
     chain.seed(sender, "INBOX", [question.as_bytes()])
-    settings = _settings(chain, sender, chain.submission_port, "starttls", attachment_dirs=[str(documents)])
+    settings = _settings(chain, sender, chain.submission_port, "starttls", write_enabled=True)
+    config = make_config({"default": settings}, attachment_dirs=[str(documents)])
     accepting = answering("accept")
-    async for mcp in open_client(make_config({"default": settings}), elicitation_callback=accepting):
+    async for mcp in open_client(config, elicitation_callback=accepting):
         found = await mcp.ok("imap_search_messages", {"mailbox": "INBOX", "subject": "Report?"})
         asked = found["messages"][0]["message_id"]
         saved = await mcp.ok(
-            SAVE, {"in_reply_to": asked, "body_text": "Attached.", "attachments": [{"path": "report.pdf"}]}
+            SAVE, {"in_reply_to": asked, "body_text": "Attached.", "attachments": ["report.pdf"]}
         )
         sent = await mcp.ok(TOOL, {"message_id": saved["message_id"]})
     (listed,) = saved["draft"]["attachments"]
@@ -166,7 +173,9 @@ async def test_the_approval_page_in_chromium_lists_each_attachment_with_its_sour
     chain: SubmissionDovecot,
 ) -> None:
     sender, bob, _ = _seeded(chain)
-    config = make_config({"default": _settings(chain, sender, chain.submission_port, "starttls")})
+    config = make_config(
+        {"default": _settings(chain, sender, chain.submission_port, "starttls", write_enabled=True)}
+    )
     app = AppContext.from_config(config)
     seen: list[str] = []
 
@@ -196,35 +205,50 @@ async def test_bad_references_answer_stable_codes_naming_the_argument(
     outside.write_text("secret")
     documents = tmp_path / "Documents"
     documents.mkdir()
-    settings = _settings(chain, sender, chain.submission_port, "starttls", attachment_dirs=[str(documents)])
-    async for mcp in open_client(make_config({"default": settings})):
+    settings = _settings(chain, sender, chain.submission_port, "starttls", write_enabled=True)
+    async for mcp in open_client(make_config({"default": settings}, attachment_dirs=[str(documents)])):
         invoice, _ = await _invoice_parts(mcp)
         base = {"to": [chain.address(bob)], "subject": "x"}
         gone = invoice.rsplit(":", 1)[0] + ":999999"
-        no_message = await mcp.fail(SAVE, {**base, "attachments": [{"message_id": gone, "part_id": "2"}]}, "not_found")
-        no_part = await mcp.fail(SAVE, {**base, "attachments": [{"message_id": invoice, "part_id": "9"}]}, "not_found")
-        bad_part = await mcp.fail(SAVE, {**base, "attachments": [{"message_id": invoice, "part_id": "x"}]}, "invalid_input")
-        body = await mcp.fail(SAVE, {**base, "attachments": [{"message_id": invoice, "part_id": "1"}]}, "invalid_input")
-        path_out = await mcp.fail(SAVE, {**base, "attachments": [{"path": str(outside)}]}, "permission_denied")
-        dotdot = await mcp.fail(SAVE, {**base, "attachments": [{"path": "../secret.txt"}]}, "permission_denied")
-        both = await mcp.fail(SAVE, {**base, "attachments": [{"path": "a", "message_id": invoice}]}, "invalid_input")
-    assert no_message["error"]["details"]["parameter"] == "attachments[0].message_id"
-    for failed in (no_part, bad_part, body):
-        assert failed["error"]["details"]["parameter"] == "attachments[0].part_id", failed
-    for failed in (path_out, dotdot):
+        detail = await mcp.ok("imap_get_message", {"message_id": invoice, "shape": "full"})
+        answers = {
+            "no message": await mcp.fail(
+                SAVE, {**base, "attachments": [f"{invoice}#2", f"{gone}#2"]}, "not_found"
+            ),
+            "no part": await mcp.fail(SAVE, {**base, "attachments": [f"{invoice}#9"]}, "not_found"),
+            "body": await mcp.fail(SAVE, {**base, "attachments": [f"{invoice}#1"]}, "invalid_input"),
+            "no part_id": await mcp.fail(SAVE, {**base, "attachments": [invoice]}, "invalid_input"),
+            "not a uri": await mcp.fail(SAVE, {**base, "attachments": ["imap://x"]}, "invalid_input"),
+            "uri": await mcp.fail(
+                SAVE,
+                {**base, "attachments": [detail["message"]["attachments"][0]["resource_uri"] + "0"]},
+                "not_found",
+            ),
+            "outside": await mcp.fail(SAVE, {**base, "attachments": [str(outside)]}, "permission_denied"),
+            "dotdot": await mcp.fail(SAVE, {**base, "attachments": ["../secret.txt"]}, "permission_denied"),
+        }
+    assert answers.pop("no message")["error"]["details"]["parameter"] == "attachments[1]"
+    for what, failed in answers.items():
+        assert failed["error"]["details"]["parameter"] == "attachments[0]", (what, failed)
+        assert (
+            failed["error"]["message"].startswith("attachments[0]")
+            or "'attachments[0]'" in failed["error"]["message"]
+        ), failed
+    for failed in (answers["outside"], answers["dotdot"]):
         assert failed["error"]["details"]["setting"] == "attachment_dirs", failed
-        assert "secret" not in failed["error"]["message"].replace(str(outside), "")
-    assert "attachments" in both["error"]["details"]["parameter"]
+        assert "secret" not in failed["error"]["message"], failed
     assert _files(chain, sender, "Drafts") == []
 
 
 async def test_a_draft_larger_than_the_submission_servers_size_is_refused_before_it_is_saved() -> None:
     with SubmissionDovecot(max_mail_size=100_000) as small:
         sender, bob, _ = _seeded(small)
-        settings = _settings(small, sender, small.submission_port, "starttls")
+        settings = _settings(small, sender, small.submission_port, "starttls", write_enabled=True)
         async for mcp in open_client(make_config({"default": settings})):
             _, parts = await _invoice_parts(mcp)
-            failed = await mcp.fail(SAVE, {"to": [small.address(bob)], "attachments": parts}, "limit_exceeded")
+            failed = await mcp.fail(
+                SAVE, {"to": [small.address(bob)], "attachments": parts}, "limit_exceeded"
+            )
         assert failed["error"]["details"]["parameter"] == "attachments"
         assert "SIZE" in failed["error"]["message"] and "100,000" in failed["error"]["message"]
         assert _files(small, sender, "Drafts") == []
@@ -232,11 +256,15 @@ async def test_a_draft_larger_than_the_submission_servers_size_is_refused_before
 
 async def test_a_revision_keeps_its_attachments_unless_asked_otherwise(chain: SubmissionDovecot) -> None:
     sender, bob, _ = _seeded(chain)
-    settings = _settings(chain, sender, chain.submission_port, "starttls")
-    async for mcp in open_client(make_config({"default": settings}), elicitation_callback=answering("accept")):
+    settings = _settings(chain, sender, chain.submission_port, "starttls", write_enabled=True)
+    async for mcp in open_client(
+        make_config({"default": settings}), elicitation_callback=answering("accept")
+    ):
         _, parts = await _invoice_parts(mcp)
         first = await mcp.ok(SAVE, {"to": [chain.address(bob)], "subject": "v1", "attachments": parts})
-        kept = await mcp.ok(SAVE, {"to": [chain.address(bob)], "subject": "v2", "replace_message_id": first["message_id"]})
+        kept = await mcp.ok(
+            SAVE, {"to": [chain.address(bob)], "subject": "v2", "replace_message_id": first["message_id"]}
+        )
         fewer = await mcp.ok(
             SAVE, {"to": [chain.address(bob)], "subject": "v3", "replace_message_id": kept["message_id"], "attachments": parts[1:]}
         )  # fmt: skip

@@ -11,6 +11,7 @@ from mcp import Client
 
 from mail_imap_mcp.capabilities import (
     CAPABILITIES,
+    DRAFT_CONTENTS,
     PLANNED_SHARES,
     READ_ONLY_BUDGET,
     SAVING_ATTACHMENTS,
@@ -24,6 +25,7 @@ from mail_imap_mcp.envelope.schemas import flat_input_schema, published_input_sc
 from mail_imap_mcp.envelope.surface import surface_bytes
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.tools.registry import TOOLS
+from mail_imap_mcp.tools.save_draft import TOOL as SAVE_DRAFT
 from tests.pure.test_protocol import OFFLINE, OFFLINE_WRITES
 
 pytestmark = pytest.mark.anyio
@@ -94,12 +96,13 @@ def test_the_budgets_are_the_sums_of_the_capabilities_shares() -> None:
             WRITES_BUDGET,
             WRITES_BUDGET + 700,
         )
-        == (8000, 13000, 13700)
+        == (8000, 13900, 14600)
     )
     groups = {capability.group for capability in CAPABILITIES}
+    assert set(SAVE_DRAFT.gated_arguments.values()) == {DRAFT_CONTENTS} and DRAFT_CONTENTS.share == 900
     assert groups == set(SurfaceGroup) and SENDING.share == 700
     # Issue 60's 800 bytes: saving attachments took its share of them.
-    assert sorted(PLANNED_SHARES.values()) == [800 - SAVING_ATTACHMENTS.share, 900]
+    assert sorted(PLANNED_SHARES.values()) == [800 - SAVING_ATTACHMENTS.share]
     assert _budget_of(_saving(OFFLINE_WRITES)) == WRITES_BUDGET + SAVING_ATTACHMENTS.share
 
 

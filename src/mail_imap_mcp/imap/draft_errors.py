@@ -67,18 +67,16 @@ class DraftNotReplaceable(ImapError):
 
 class AttachmentRefused(ImapError):
     """Item ``index`` of a draft's ``attachments`` could not be taken: ``cause`` (a message or part that
-    cannot be read, a file refused, a size limit), said as the failure registry says it, naming that
-    item's ``field`` (``message_id``, ``part_id``, ``path``)."""
+    cannot be read, a size limit), said as the failure registry says it, naming that item."""
 
-    def __init__(self, index: int, field: str, cause: Exception) -> None:
-        super().__init__(f"attachments[{index}].{field}: {cause}")
+    def __init__(self, index: int, cause: Exception) -> None:
+        super().__init__(f"attachments[{index}]: {cause}")
         self.index = index
-        self.field = field
         self.cause = cause
 
     @property
     def parameter(self) -> str:
-        return f"attachments[{self.index}].{self.field}"
+        return f"attachments[{self.index}]"
 
 
 class DraftTooLarge(ImapError):

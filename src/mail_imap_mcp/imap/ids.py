@@ -174,3 +174,23 @@ def parse_message_uri(uri: str, caller: Caller) -> tuple[MessageRef, bool]:
         raise InvalidMessageId("the account part of the URI is not a valid account id")
     ref = MessageRef(tagged[1], unquote(mailbox), _number(uidvalidity, "uidvalidity"), _number(uid, "uid"))
     return _owned(ref, tagged[2], uri, caller), raw is not None
+
+
+_ATTACHMENT_URI = re.compile(r"^(imap://[^/]+/mailbox/[^/]+/message/[^/]+/[^/]+?)/attachment/([^/]+)$")
+
+
+def parse_attachment_uri(uri: str, caller: Caller, parameter: str) -> tuple[MessageRef, str]:
+    """The message and part id of an attachment's ``resource_uri`` given to ``caller``;
+    :class:`InvalidMessageId` naming ``parameter`` when it is none."""
+    match = _ATTACHMENT_URI.match(uri)
+    if not match:
+        raise InvalidMessageId("not an attachment's resource_uri of this server", parameter)
+    try:
+        ref, raw = parse_message_uri(match.group(1), caller)
+    except ForeignMessageId:
+        raise
+    except InvalidMessageId as exc:
+        raise InvalidMessageId(str(exc), parameter) from None
+    if raw:
+        raise InvalidMessageId("not an attachment's resource_uri of this server", parameter)
+    return ref, unquote(match.group(2))

@@ -1,6 +1,8 @@
 """The attachments of a draft (imap_save_draft's ``attachments``), taken by reference, never as bytes in
-the arguments: a part of a message of the account, fetched part by part into a private temporary file
-and carried byte-exact with its type, name and disposition. Each is at most ``max_attachment_bytes``
+the arguments: a part of a message of the account (``<message_id>#<part_id>``, as imap_get_message lists
+its attachments, or the part's ``resource_uri``), fetched
+part by part into a private temporary file and carried byte-exact with its type, name and disposition;
+or a file of the user's, read only from inside ``attachment_dirs`` (``local_files``). Each is at most ``max_attachment_bytes``
 decoded; the whole draft at most what the IMAP server's APPENDLIMIT and the submission server's SIZE
 take, counted encoded, before anything is read. Every refusal names the item of ``attachments``.
 """
@@ -8,12 +10,13 @@ take, counted encoded, before anything is read. Every refusal names the item of 
 from __future__ import annotations
 
 import io
+import mimetypes
 import tempfile
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import BinaryIO, Protocol, cast
+from typing import BinaryIO, cast
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.app import AppContext
@@ -21,11 +24,12 @@ from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope.mcp import progress_reporter
 from mail_imap_mcp.imap.attachment_errors import AttachmentTooLarge, InvalidPartId
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.draft_errors import AttachmentRefused, DraftTooLarge
+from mail_imap_mcp.imap.draft_errors import AttachmentRefused, DraftTooLarge, ForeignMessage
 from mail_imap_mcp.imap.fetch import find_item
-from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_attachment_uri
 from mail_imap_mcp.imap.parts import PartError, PartGone, valid_part_id
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.local_files import read_inside
 from mail_imap_mcp.mime.building import Attachment, BuiltMessage
 from mail_imap_mcp.mime.parts import MESSAGE_TYPES
 from mail_imap_mcp.services.attachment_fetch import estimated_size, fetch_part, too_large
@@ -33,28 +37,13 @@ from mail_imap_mcp.services.drafts import parse_own_id
 from mail_imap_mcp.services.message_lookup import examine_for
 from mail_imap_mcp.smtp.client import Server, advertised_size
 
+#: What starts an item of ``attachments`` that names a part of a message (a message id, a resource_uri).
+PART_PREFIX = "imap:"
 #: Attachments larger than this report their progress to the client as they are read.
 PROGRESS_FROM_BYTES = 4 * 1024 * 1024
 #: What a message's description in a source keeps of its subject and sender (characters).
 _SHOWN_CHARS = 80
 _HEADERS = "BODY.PEEK[HEADER.FIELDS (FROM SUBJECT)]"
-
-
-class AttachmentItem(Protocol):
-    """One item of ``attachments``: a part of a message (``message_id`` and ``part_id``)."""
-
-    @property
-    def message_id(self) -> str | None: ...
-    @property
-    def part_id(self) -> str | None: ...
-
-
-@dataclass(frozen=True)
-class PartItem:
-    """A part of a message as an item of ``attachments`` (one the server names itself)."""
-
-    message_id: str | None
-    part_id: str | None
 
 
 @dataclass(frozen=True)
@@ -135,21 +124,28 @@ def _part_attachment(part: mime.Part, size: int, path: Path, source: str) -> Att
     )
 
 
+def _part_named(app: AppContext, account_id: str, item: str, parameter: str) -> tuple[MessageRef, str]:
+    """The message and part id an item of ``attachments`` names: ``<message_id>#<part_id>`` or the
+    part's ``resource_uri``; of the account ``account_id``, else ``invalid_input`` naming ``parameter``."""
+    if item.startswith("imap://"):
+        ref, part_id = parse_attachment_uri(item, app.caller, parameter)
+        if app.resolve_account(ref.account_id) != account_id:
+            raise ForeignMessage(parameter, ref.account_id, account_id)
+        return ref, part_id
+    message_id, hash_sign, part_id = item.rpartition("#")
+    if not hash_sign:
+        raise InvalidMessageId("a part of a message is '<message_id>#<part_id>'", parameter)
+    return parse_own_id(app, account_id, message_id, parameter), part_id
+
+
 def message_part(
-    app: AppContext,
-    connection: AccountConnection,
-    index: int,
-    item: AttachmentItem,
-    count: int,
-    folder: Path,
+    app: AppContext, connection: AccountConnection, index: int, item: str, count: int, folder: Path
 ) -> Attachment:
-    """Item ``index`` of ``attachments``, a part of a message of the account, decoded into a file of
-    ``folder`` (at most ``max_attachment_bytes``)."""
-    where = f"attachments[{index}]"
-    ref = parse_own_id(app, connection.account_id, item.message_id or "", f"{where}.message_id")
-    part_id = item.part_id or ""
+    """Item ``index`` of ``attachments``, a part of a message of the account (``<message_id>#<part_id>``
+    or its ``resource_uri``), decoded into a file of ``folder`` (at most ``max_attachment_bytes``)."""
+    ref, part_id = _part_named(app, connection.account_id, item, f"attachments[{index}]")
     if not valid_part_id(part_id):
-        raise AttachmentRefused(index, "part_id", InvalidPartId(part_id))
+        raise AttachmentRefused(index, InvalidPartId(part_id))
     limit = app.config.server.max_attachment_bytes
     found: list[mime.Part] = []
 
@@ -174,11 +170,20 @@ def message_part(
             )
         if not read.complete:
             raise too_large(read.part, limit, "max_attachment_bytes", size=read.decoded_end)
-    except PartGone as exc:
-        raise AttachmentRefused(index, "message_id", exc) from None
     except (PartError, AttachmentTooLarge) as exc:
-        raise AttachmentRefused(index, "part_id", exc) from None
+        raise AttachmentRefused(index, exc) from None
     return _part_attachment(read.part, read.written, path, source)
+
+
+def file_attachment(app: AppContext, index: int, path: str) -> Attachment:
+    """Item ``index`` of ``attachments``, a file read only from inside ``attachment_dirs``
+    (``local_files``: its refusals name the item), at most ``max_attachment_bytes``."""
+    server = app.config.server
+    found = read_inside(
+        path, server.attachment_dirs, max_bytes=server.max_attachment_bytes, parameter=f"attachments[{index}]"
+    )
+    kind = mimetypes.guess_type(found.name, strict=False)[0] or "application/octet-stream"
+    return Attachment.of_bytes(found.data, found.name, kind, source=f"the file {found.shown}")
 
 
 #: The source of an attachment a revised draft keeps from the draft it replaces.
@@ -188,17 +193,22 @@ KEPT = "kept from the draft it replaces"
 def take_attachments(
     app: AppContext,
     connection: AccountConnection,
-    items: Sequence[AttachmentItem],
+    items: Sequence[str],
     stack: ExitStack,
     *,
     kept: bool = False,
 ) -> list[Attachment]:
-    """The attachments ``items`` ask for, in order, read into a temporary folder ``stack`` removes
-    (``kept``: the parts of the draft a revision replaces)."""
+    """The attachments ``items`` ask for (each a part's ``resource_uri`` or a file's path), in order, parts
+    read into a temporary folder ``stack`` removes (``kept``: the parts of the draft a revision replaces)."""
     if not items:
         return []
     folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mim-draft-")))
-    taken = [message_part(app, connection, i, item, len(items), folder) for i, item in enumerate(items)]
+    taken = [
+        message_part(app, connection, i, item, len(items), folder)
+        if item.startswith(PART_PREFIX)
+        else file_attachment(app, i, item)
+        for i, item in enumerate(items)
+    ]
     return [replace(attachment, source=KEPT) for attachment in taken] if kept else taken
 
 

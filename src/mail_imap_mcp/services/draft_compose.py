@@ -14,14 +14,7 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.content.drafts import one_line
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.mime.building import BuiltMessage, build_message
-from mail_imap_mcp.services.draft_attachments import (
-    AttachmentItem,
-    Listed,
-    PartItem,
-    check_size,
-    listed,
-    take_attachments,
-)
+from mail_imap_mcp.services.draft_attachments import Listed, check_size, listed, take_attachments
 from mail_imap_mcp.services.drafts import Original, Replaced, build_draft
 
 
@@ -43,7 +36,7 @@ class ComposeRequest(Protocol):
     @property
     def reply_all(self) -> bool: ...
     @property
-    def attachments(self) -> Sequence[AttachmentItem] | None: ...
+    def attachments(self) -> Sequence[str] | None: ...
 
 
 @dataclass
@@ -59,11 +52,11 @@ class Composed:
     warnings: list[str]
 
 
-def kept_attachments(replaced: Replaced | None) -> list[AttachmentItem]:
+def kept_attachments(replaced: Replaced | None) -> list[str]:
     """The parts of the draft ``replaced`` as items of ``attachments`` (kept by a revision)."""
     if replaced is None:
         return []
-    return [PartItem(replaced.ref.message_id, part.section) for part in replaced.detail.attachments]
+    return [f"{replaced.ref.message_id}#{part.section}" for part in replaced.detail.attachments]
 
 
 def compose(

@@ -9,6 +9,8 @@ the account's domain); no argument can add a header line. The draft's message_id
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.content.drafts import one_line
 from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure, ToolResult
@@ -20,19 +22,19 @@ from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.presentation.issues import worded
 from mail_imap_mcp.presentation.shapes import UntrustedContent
 from mail_imap_mcp.presentation.writes import audited
+from mail_imap_mcp.services.draft_compose import compose
 from mail_imap_mcp.services.drafts import (
     DRAFT_FLAGS,
     Replaced,
     audit_ids,
-    build_draft,
     check_replaceable,
     parse_own_id,
     read_original,
     save_and_retire,
     undo_replacement,
 )
-from mail_imap_mcp.tools.save_draft_models import DraftMessage, SaveDraftData, SaveDraftInput
-from mail_imap_mcp.tools.spec import WRITING, ToolSpec
+from mail_imap_mcp.tools.save_draft_models import DraftAttachment, DraftMessage, SaveDraftData, SaveDraftInput
+from mail_imap_mcp.tools.spec import DRAFT_CONTENTS, WRITING, ToolSpec
 
 NAME = "imap_save_draft"
 TITLE = "Save a draft (never sends)"
@@ -51,22 +53,35 @@ DETAILS = (
     "the new one is saved, then the old one moved to Trash (never deleted for good), and next_action undoes it "
     "(data.undo: the old draft moved back as it was, the new one to Trash); a draft with attachments is "
     "replaced only once the user confirmed it through the client. Returns the draft's message_id (read it back "
-    "with imap_get_message). dry_run returns the message that would be saved, without saving it."
+    "with imap_get_message). dry_run returns the message that would be saved, without saving it. "
+    "bcc recipients are kept in the draft and the Sent copy and never shown to the others (sending leaves "
+    "the Bcc line out of what is transmitted). attachments are references, never bytes: '<message_id>#"
+    "<part_id>' (a part imap_get_message lists, or its resource_uri), fetched part by part and carried "
+    "byte-exact with its type, name and disposition, or the path of a file inside a folder of "
+    "attachment_dirs (absolute, or relative to the one folder that holds it); each at most "
+    "max_attachment_bytes, the whole draft at most the IMAP server's APPENDLIMIT and the submission "
+    "server's SIZE where they say one, counted encoded. data.draft.attachments lists each with its name, "
+    "type, size and where it comes from, as the user is shown it when asked to approve the send. A "
+    "revision keeps the replaced draft's attachments unless attachments is given ([] for none)."
 )
 ERRORS = {
-    "invalid_input": "An address, the subject or the body is malformed, contains control characters "
+    "invalid_input": "An item of attachments names no part ('<message_id>#<part_id>') or a message body; "
+    "an address, the subject or the body is malformed, contains control characters "
     "(CR/LF would add header lines) or is too large; in_reply_to or replace_message_id is malformed or "
     "of another account; reply_all without in_reply_to; from_address is not one of the account's "
     "addresses; replace_message_id is not a \\Draft message of the Drafts folder, or Drafts is the Trash.",
     "not_found": "The account, the message of in_reply_to or replace_message_id, the Drafts folder (no "
-    "\\Drafts mailbox or drafts_mailbox setting), or for replace_message_id the Trash is missing.",
+    "\\Drafts mailbox or drafts_mailbox setting), or for replace_message_id the Trash is missing; a message "
+    "or part, or a file, of attachments[i] is missing (the error names the item).",
     "conflict": "The mailbox of in_reply_to or replace_message_id changed (UIDVALIDITY); rerun the search.",
-    "permission_denied": "Writes are off for this account (write_enabled), the server refused the APPEND, "
+    "permission_denied": "Writes are off for this account (write_enabled), a file of attachments is not "
+    "inside a folder of attachment_dirs, the server refused the APPEND, "
     "replace_message_id on a server with neither MOVE nor UIDPLUS (it cannot move exactly one message), "
     "or of a draft with attachments where the client cannot ask the user to confirm (no elicitation).",
     "confirmation_required": "replace_message_id of a draft with attachments: the user declined (or the "
     "client could not ask); nothing was changed.",
-    "limit_exceeded": "The server refused the draft: over quota.",
+    "limit_exceeded": "The server refused the draft: over quota; an attachment is over max_attachment_bytes, "
+    "or the draft over the IMAP server's APPENDLIMIT or the submission server's SIZE (nothing was saved).",
     "auth_failed": "The server rejected the credentials.",
     "unavailable": "The server cannot be reached; nothing was saved.",
     "timeout": "A command exceeded its time budget.",
@@ -90,25 +105,18 @@ def handle(app: Call, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
         original = None
         if args.in_reply_to is not None:
             original = read_original(app, parse_own_id(app, account_id, args.in_reply_to, "in_reply_to"))
-        message, warnings = build_draft(
-            account,
-            original,
-            to=args.to,
-            cc=args.cc,
-            subject=args.subject,
-            body_text=args.body_text,
-            from_address=args.from_address,
-            reply_all=args.reply_all,
-        )
-        raw = message.as_bytes()
-        header_id = str(message["Message-ID"])
         directory = connection.run(lambda session: MailboxDirectory.load(session, account))
         mailbox = directory.require(DRAFTS, account_id)
         replaced: Replaced | None = None
         if args.replace_message_id is not None:
             trash = directory.require(TRASH, account_id, ", where a replaced draft is kept for the undo")
             replaced = check_replaceable(app, connection, args, mailbox, trash)
+        with ExitStack() as stack:  # the attachments' temporary files
+            draft = compose(app, connection, args, original, replaced, stack)
+            raw = draft.built.to_bytes() if not args.dry_run else b""
+        header_id, warnings = draft.header_id, draft.warnings
         saving = save_and_retire(app, connection, mailbox, raw, header_id, replaced, dry_run=args.dry_run)
+        del raw
         found, located_by, saved, retired = saving.found, saving.located_by, saving.saved, saving.retired
         removed = saving.removed
         issues += worded(saving.issues)
@@ -122,7 +130,6 @@ def handle(app: Call, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
         if found is not None
         else None
     )
-    headers = {name: one_line(str(value)) for name, value in message.items()}
     undo = undo_replacement(replaced, retired, ref, warnings)
     data = SaveDraftData(
         account_id=account_id,
@@ -138,15 +145,20 @@ def handle(app: Call, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
         saved=saved,
         dry_run=args.dry_run,
         draft=DraftMessage(
-            headers=headers,
-            body_text=message.get_content() if args.dry_run else None,
-            size_bytes=len(raw),
+            headers=draft.headers,
+            body_text=draft.text if args.dry_run else None,
+            size_bytes=draft.built.size,
+            attachments=[
+                DraftAttachment(name=a.name, content_type=a.content_type, size_bytes=a.size, source=a.source)
+                for a in draft.attachments
+            ],
         ),
         status=status_for(issues),
         issues=issues,
         next_action=undo[0] if undo else _next_action(args, account_id, mailbox, ref, header_id, saved),
         untrusted_content=UntrustedContent(
-            fields=["draft.body_text", "draft.headers"] if original is not None else []
+            fields=["draft.body_text", "draft.headers"] * (original is not None)
+            + ["draft.attachments"] * bool(draft.attachments)
         ),
     )
     # No subject in the summary: a reply's is the original sender's text (it is in data.draft).
@@ -195,10 +207,13 @@ TOOL = ToolSpec(
     handle=handle,
     errors=ERRORS,
     capability=WRITING,
+    gated_arguments={"bcc": DRAFT_CONTENTS, "attachments": DRAFT_CONTENTS},
     idempotent=False,
     changes=(
         "replace_message_id moves the replaced draft to Trash, never expunges it (security.md, C1); "
         "data.undo moves it back as it was; a draft with attachments needs the user's confirmation "
         "(MCP elicitation); servers need MOVE or UIDPLUS (UIDPLUS alone before).",
+        "bcc, and attachments by reference (parts of messages, files of attachment_dirs); a revision keeps "
+        "the replaced draft's attachments unless attachments is given (it used to drop them).",
     ),
 )

@@ -20,6 +20,10 @@ from mail_imap_mcp.presentation.shapes import UntrustedContent
 AddressArg = Annotated[str, Field(min_length=3, max_length=500), AfterValidator(check_address)]
 
 
+#: At most this many attachments on one draft.
+MAX_ATTACHMENTS = 20
+
+
 class SaveDraftInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -33,6 +37,11 @@ class SaveDraftInput(BaseModel):
         default_factory=list,
         max_length=MAX_RECIPIENTS,
         description="Cc recipients.",
+    )
+    bcc: list[AddressArg] = Field(
+        default_factory=list,
+        max_length=MAX_RECIPIENTS,
+        description="Bcc: sent to, never shown to the others.",
     )
     subject: Annotated[str, Field(max_length=998), AfterValidator(check_header_text)] | None = Field(
         default=None,
@@ -61,13 +70,27 @@ class SaveDraftInput(BaseModel):
         max_length=2000,
         description="message_id of a draft to replace; one with attachments needs the user's consent.",
     )
+    attachments: list[Annotated[str, Field(min_length=1, max_length=4096)]] | None = Field(
+        default=None,
+        max_length=MAX_ATTACHMENTS,
+        description="Each '<message_id>#<part_id>' (a part imap_get_message lists) or a file's path in "
+        "attachment_dirs. A revision keeps its own unless given.",
+    )
     dry_run: bool = Field(default=False, description="true: return the message; save nothing.")
+
+
+class DraftAttachment(Payload):
+    name: str = Field(description="The file name recipients see.")
+    content_type: str = Field(description="MIME type, e.g. application/pdf.")
+    size_bytes: int = Field(description="Decoded size.")
+    source: str = Field(description="Where it comes from, as the user is shown it.")
 
 
 class DraftMessage(Payload):
     headers: dict[str, str] = Field(description="The draft's headers, decoded (as a mail client shows them).")
     body_text: str | None = Field(description="The whole text, quote included (dry_run only, else null).")
     size_bytes: int = Field(description="Size of the message as saved (RFC 5322, CRLF).")
+    attachments: list[DraftAttachment] = Field(default_factory=list, description="Its attachments.")
 
 
 class SaveDraftData(MultiItemData):

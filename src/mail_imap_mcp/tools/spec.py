@@ -14,7 +14,15 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from mail_imap_mcp.call import Call
-from mail_imap_mcp.capabilities import DESTRUCTIVE_WRITING, READING, SENDING, WRITING, Capability, Effect
+from mail_imap_mcp.capabilities import (
+    DESTRUCTIVE_WRITING,
+    DRAFT_CONTENTS,
+    READING,
+    SENDING,
+    WRITING,
+    Capability,
+    Effect,
+)
 from mail_imap_mcp.envelope import ToolResult
 
 InputT = TypeVar("InputT", bound=BaseModel)
@@ -84,4 +92,4 @@ class ToolSpec(Generic[InputT]):
         return self.capability.annotations(self.idempotent)
 
 
-__all__ = ["DESTRUCTIVE_WRITING", "READING", "SENDING", "WRITING", "Effect", "ToolSpec"]
+__all__ = ["DESTRUCTIVE_WRITING", "DRAFT_CONTENTS", "READING", "SENDING", "WRITING", "Effect", "ToolSpec"]
