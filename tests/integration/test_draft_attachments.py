@@ -210,7 +210,8 @@ async def test_bad_references_answer_stable_codes_naming_the_argument(
         invoice, _ = await _invoice_parts(mcp)
         base = {"to": [chain.address(bob)], "subject": "x"}
         gone = invoice.rsplit(":", 1)[0] + ":999999"
-        detail = await mcp.ok("imap_get_message", {"message_id": invoice, "shape": "full"})
+        _, account, mailbox, validity, uid = invoice.split(":")
+        no_part_uri = f"imap://{account}/mailbox/{mailbox}/message/{validity}/{uid}/attachment/7"
         answers = {
             "no message": await mcp.fail(
                 SAVE, {**base, "attachments": [f"{invoice}#2", f"{gone}#2"]}, "not_found"
@@ -219,11 +220,7 @@ async def test_bad_references_answer_stable_codes_naming_the_argument(
             "body": await mcp.fail(SAVE, {**base, "attachments": [f"{invoice}#1"]}, "invalid_input"),
             "no part_id": await mcp.fail(SAVE, {**base, "attachments": [invoice]}, "invalid_input"),
             "not a uri": await mcp.fail(SAVE, {**base, "attachments": ["imap://x"]}, "invalid_input"),
-            "uri": await mcp.fail(
-                SAVE,
-                {**base, "attachments": [detail["message"]["attachments"][0]["resource_uri"] + "0"]},
-                "not_found",
-            ),
+            "uri": await mcp.fail(SAVE, {**base, "attachments": [no_part_uri]}, "not_found"),
             "outside": await mcp.fail(SAVE, {**base, "attachments": [str(outside)]}, "permission_denied"),
             "dotdot": await mcp.fail(SAVE, {**base, "attachments": ["../secret.txt"]}, "permission_denied"),
         }
