@@ -194,7 +194,7 @@ async def test_header_injection_and_malformed_input_append_nothing(
         ({"body_text": "é" * 600_000}, "body_text"),
         ({"in_reply_to": "imap:default:INBOX:notanumber:1"}, "in_reply_to"),
         ({"in_reply_to": "imap:other:INBOX:1:1"}, "in_reply_to"),
-        ({"bcc": ["spy@evil.example"]}, "bcc"),
+        ({"bcc": ["spy@evil.example\r\nX-Injected: 1"]}, "bcc"),  # bcc is an argument now: checked as to
     ]
     async for mcp in open_client(dovecot_drafts):
         for args, parameter in cases:
