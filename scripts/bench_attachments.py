@@ -277,15 +277,18 @@ def section(results: dict[str, Any], command: str, runs: int) -> str:
     return "\n".join(lines)
 
 
-def write_section(path: Path, text: str) -> None:
-    """Replace the generated section of ``path`` (or append it); the rest of the file stays as it is."""
+def write_section(
+    path: Path, text: str, begin: str = BEGIN, end: str = END, heading: str = "Attachments"
+) -> None:
+    """Replace the generated section of ``path`` between ``begin`` and ``end`` (or append it under
+    ``heading``); the rest of the file stays as it is."""
     current = path.read_text() if path.exists() else "# Benchmarks\n"
-    if BEGIN in current and END in current:
-        head, _, rest = current.partition(BEGIN)
-        _, _, tail = rest.partition(END)
+    if begin in current and end in current:
+        head, _, rest = current.partition(begin)
+        _, _, tail = rest.partition(end)
         updated = head + text + tail
     else:
-        updated = current.rstrip("\n") + "\n\n## Attachments\n\n" + text + "\n"
+        updated = current.rstrip("\n") + f"\n\n## {heading}\n\n" + text + "\n"
     path.write_text(updated)
 
 

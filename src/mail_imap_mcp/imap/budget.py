@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import imaplib
 import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -26,6 +27,8 @@ log = logging.getLogger("mail_imap_mcp.imap")
 GREETING_WAIT_S = 2.0
 # Large literals are read in pieces of this size, with the call's deadline checked before each.
 _READ_CHUNK = 64 * 1024
+# A CR or LF that is not part of a CRLF.
+_BARE_LINE_END = re.compile(rb"\r(?!\n)|(?<!\r)\n")
 
 
 class BudgetedIMAP4(imaplib.IMAP4):
@@ -227,6 +230,17 @@ class BudgetedIMAP4(imaplib.IMAP4):
             # budget is a timeout; the read of the answer right after raises it.
             self.sock.settimeout(self._budget.timeout(strict=False))
             super().send(data)
+
+    def append(self, mailbox: str, flags: Any, date_time: Any, message: bytes | bytearray) -> Any:  # type: ignore[override]
+        """imaplib's APPEND, without the copy it makes of the message to turn its line ends into CRLF
+        where they all are already (a draft built here: a large attachment would be held once more)."""
+        if self.utf8_enabled or _BARE_LINE_END.search(message):
+            return super().append(mailbox, flags, date_time, bytes(message))
+        if flags and (flags[0], flags[-1]) != ("(", ")"):
+            flags = f"({flags})"
+        self.literal = message  # type: ignore[assignment]  # imaplib sends whatever buffer it holds
+        when = imaplib.Time2Internaldate(date_time) if date_time else None
+        return self._simple_command("APPEND", mailbox or "INBOX", flags or None, when)
 
     @contextmanager
     def _watch(self) -> Iterator[None]:

@@ -69,7 +69,7 @@ class WriteCommands:
         naming_command("DELETE", mailbox, self.client.delete_folder, mailbox)
 
     def append(
-        self: WriteSession, mailbox: str, message: bytes, flags: Sequence[str]
+        self: WriteSession, mailbox: str, message: bytes | bytearray, flags: Sequence[str]
     ) -> tuple[int, int] | None:
         """APPEND ``message`` with ``flags``; ``(uidvalidity, uid)`` of the new message from APPENDUID
         where the server advertises UIDPLUS (RFC 4315), else None."""

@@ -151,8 +151,9 @@ class BuiltMessage:
             yield from _encoded(attachment)
             yield after
 
-    def to_bytes(self) -> bytes:
-        """The whole message (its size in memory once, and one chunk of an attachment besides)."""
+    def whole(self) -> bytearray:
+        """The whole message in one buffer: its size in memory once, and one chunk of an attachment
+        besides (never copied: what APPEND sends as it is)."""
         whole = bytearray(self.size)
         at = 0
         for chunk in self.chunks():
@@ -160,7 +161,11 @@ class BuiltMessage:
             at += len(chunk)
         if at != len(whole):
             raise ContentChanged(f"the message was {at} bytes, not {len(whole)}")
-        return bytes(whole)
+        return whole
+
+    def to_bytes(self) -> bytes:
+        """The whole message as bytes (a copy of :meth:`whole`)."""
+        return bytes(self.whole())
 
 
 def build_message(text: EmailMessage, attachments: Sequence[Attachment]) -> BuiltMessage:

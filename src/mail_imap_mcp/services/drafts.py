@@ -180,7 +180,7 @@ def save_and_retire(
     app: Call,
     connection: AccountConnection,
     mailbox: str,
-    raw: bytes,
+    raw: bytes | bytearray,
     header_id: str,
     replaced: Replaced | None,
     *,
@@ -219,7 +219,9 @@ def save_and_retire(
     return saving
 
 
-def append_draft(session: ImapSession, account_id: str, mailbox: str, raw: bytes) -> tuple[int, int] | None:
+def append_draft(
+    session: ImapSession, account_id: str, mailbox: str, raw: bytes | bytearray
+) -> tuple[int, int] | None:
     selected = session.selected_mailbox
     if selected is not None and same_mailbox(selected, mailbox):
         session.deselect()  # Courier refuses an APPEND to the mailbox the connection has EXAMINEd

@@ -113,7 +113,7 @@ def handle(app: Call, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
             replaced = check_replaceable(app, connection, args, mailbox, trash)
         with ExitStack() as stack:  # the attachments' temporary files
             draft = compose(app, connection, args, original, replaced, stack)
-            raw = draft.built.to_bytes() if not args.dry_run else b""
+            raw = draft.built.whole() if not args.dry_run else bytearray()
         header_id, warnings = draft.header_id, draft.warnings
         saving = save_and_retire(app, connection, mailbox, raw, header_id, replaced, dry_run=args.dry_run)
         del raw
