@@ -292,21 +292,26 @@ def write_section(
     path.write_text(updated)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def options(description: str, script: str) -> tuple[int, Path, str]:
+    """The runs, the output directory (made) and the command line as the section names it, from the
+    options ``--quick``, ``--runs`` and ``--out`` (scripts/bench passes its own through: ignored here)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument(
         "--quick", action="store_true", help="smoke run: 2 runs per row, output to .bench/quick/"
     )
     parser.add_argument("--runs", type=int, help="runs per row (default 5; quick 2)")
     parser.add_argument("--out", type=Path, help="output directory (default docs/; quick: .bench/quick/)")
-    # scripts/bench passes its own options through; the ones of the main benchmark are ignored here.
     args, _ = parser.parse_known_args()
     runs = args.runs or (2 if args.quick else 5)
     out_dir = (args.out or (ROOT / ".bench" / "quick" if args.quick else ROOT / "docs")).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
+    return runs, out_dir, f"scripts/{script}" + (" --quick" if args.quick else "") + " (run by scripts/bench)"
+
+
+def main() -> None:
+    runs, out_dir, command = options(__doc__.split("\n\n")[0], "bench_attachments.py")
     with tempfile.TemporaryDirectory(prefix="bench-attachments-") as work:
         results = anyio.run(measure, runs, Path(work))
-    command = "scripts/bench_attachments.py" + (" --quick" if args.quick else "") + " (run by scripts/bench)"
     write_section(out_dir / "benchmarks.md", section(results, command, runs))
     (out_dir / "benchmarks_attachments.json").write_text(json.dumps(results, indent=2) + "\n")
     say(f"wrote {out_dir / 'benchmarks.md'} (attachments section) and benchmarks_attachments.json")

@@ -18,7 +18,6 @@ the output directory (``docs/``; ``.bench/quick/`` with ``--quick``) and ``bench
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import os
@@ -35,7 +34,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_attachments import message_with, peak_kb, say, serve, server_pid, write_section  # noqa: E402
+from bench_attachments import (  # noqa: E402
+    message_with,
+    options,
+    peak_kb,
+    say,
+    serve,
+    server_pid,
+    write_section,
+)
 from tests.support.accounts import account_settings, config_toml  # noqa: E402
 from tests.support.documents import MiB  # noqa: E402
 from tests.support.dovecot import Dovecot  # noqa: E402
@@ -132,20 +139,10 @@ def section(results: dict[str, Any], command: str, runs: int) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run: 2 runs, output to .bench/quick/")
-    parser.add_argument("--runs", type=int, help="runs (default 5; quick 2)")
-    parser.add_argument("--out", type=Path, help="output directory (default docs/; quick: .bench/quick/)")
-    args, _ = parser.parse_known_args()
-    runs = args.runs or (2 if args.quick else 5)
-    out_dir = (args.out or (ROOT / ".bench" / "quick" if args.quick else ROOT / "docs")).resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    runs, out_dir, command = options(__doc__.split("\n\n")[0], "bench_draft_attachments.py")
     with tempfile.TemporaryDirectory(prefix="bench-draft-attachments-") as work:
         results = anyio.run(measure, runs, Path(work))
     say(f"peak above idle: {results['growth_mib']} MiB (bound {results['bound_mib']} MiB)")
-    command = (
-        "scripts/bench_draft_attachments.py" + (" --quick" if args.quick else "") + " (run by scripts/bench)"
-    )
     write_section(out_dir / "benchmarks.md", section(results, command, runs), BEGIN, END, "Draft attachments")
     (out_dir / "benchmarks_draft_attachments.json").write_text(json.dumps(results, indent=2) + "\n")
     say(

@@ -21,16 +21,7 @@ def _build(
     args: SaveDraftInput, account: AccountConfig, original: Original | None
 ) -> tuple[EmailMessage, list[str]]:
     """The draft the tool would build from ``args``."""
-    return build_draft(
-        account,
-        original,
-        to=args.to,
-        cc=args.cc,
-        subject=args.subject,
-        body_text=args.body_text,
-        from_address=args.from_address,
-        reply_all=args.reply_all,
-    )
+    return build_draft(account, original, args)
 
 
 def original(

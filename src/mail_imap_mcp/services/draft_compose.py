@@ -15,26 +15,12 @@ from mail_imap_mcp.content.drafts import one_line
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.mime.building import BuiltMessage, build_message
 from mail_imap_mcp.services.draft_attachments import Listed, check_size, listed, take_attachments
-from mail_imap_mcp.services.drafts import Original, Replaced, build_draft
+from mail_imap_mcp.services.drafts import DraftText, Original, Replaced, build_draft
 
 
-class ComposeRequest(Protocol):
-    """What :func:`compose` reads of imap_save_draft's arguments."""
+class ComposeRequest(DraftText, Protocol):
+    """What :func:`compose` reads of imap_save_draft's arguments: the text's, and the attachments."""
 
-    @property
-    def to(self) -> Sequence[str]: ...
-    @property
-    def cc(self) -> Sequence[str]: ...
-    @property
-    def bcc(self) -> Sequence[str]: ...
-    @property
-    def subject(self) -> str | None: ...
-    @property
-    def body_text(self) -> str: ...
-    @property
-    def from_address(self) -> str | None: ...
-    @property
-    def reply_all(self) -> bool: ...
     @property
     def attachments(self) -> Sequence[str] | None: ...
 
@@ -69,18 +55,7 @@ def compose(
 ) -> Composed:
     """The draft ``args`` ask for (a reply to ``original``, a revision of ``replaced``); its attachments'
     contents are read into temporary files ``stack`` removes."""
-    account = app.config.accounts[connection.account_id]
-    message, warnings = build_draft(
-        account,
-        original,
-        to=args.to,
-        cc=args.cc,
-        bcc=args.bcc,
-        subject=args.subject,
-        body_text=args.body_text,
-        from_address=args.from_address,
-        reply_all=args.reply_all,
-    )
+    message, warnings = build_draft(app.config.accounts[connection.account_id], original, args)
     text, header_id = message.get_content(), str(message["Message-ID"])
     kept = args.attachments is None
     items = kept_attachments(replaced) if kept else list(args.attachments or [])

@@ -123,19 +123,30 @@ def sender(account: AccountConfig, from_address: str | None, original: Original 
         return None
 
 
+class DraftText(Protocol):
+    """What :func:`build_draft` reads of imap_save_draft's arguments."""
+
+    @property
+    def to(self) -> Sequence[str]: ...
+    @property
+    def cc(self) -> Sequence[str]: ...
+    @property
+    def bcc(self) -> Sequence[str]: ...
+    @property
+    def subject(self) -> str | None: ...
+    @property
+    def body_text(self) -> str: ...
+    @property
+    def from_address(self) -> str | None: ...
+    @property
+    def reply_all(self) -> bool: ...
+
+
 def build_draft(
-    account: AccountConfig,
-    original: Original | None,
-    *,
-    to: Sequence[str],
-    cc: Sequence[str],
-    subject: str | None,
-    body_text: str,
-    from_address: str | None,
-    reply_all: bool,
-    bcc: Sequence[str] = (),
+    account: AccountConfig, original: Original | None, args: DraftText
 ) -> tuple[EmailMessage, list[str]]:
     """The draft as a message (a reply to ``original`` when given) and what the user should know of it."""
+    to, cc, bcc = args.to, args.cc, args.bcc
     if len(to) + len(cc) + len(bcc) > MAX_RECIPIENTS:
         raise TooManyRecipients(f"at most {MAX_RECIPIENTS} recipients in to, cc and bcc together.")
     headers = None
@@ -147,16 +158,16 @@ def build_draft(
             [address(value) for value in cc],
             headers,
             account.user_addresses,
-            reply_all=reply_all,
+            reply_all=args.reply_all,
         )
     except ValueError as exc:  # too many recipients
         raise TooManyRecipients(str(exc)) from None
-    sent_as = sender(account, from_address, original)
+    sent_as = sender(account, args.from_address, original)
     domain = message_id_domain(sent_as.addr_spec if sent_as else "", account.host)
     detail = original.detail if original is not None else None
     hidden = [address(value) for value in bcc]
     message, more = compose_draft(
-        sent_as, recipients_to, recipients_cc, subject, body_text, domain, detail, hidden
+        sent_as, recipients_to, recipients_cc, args.subject, args.body_text, domain, detail, hidden
     )
     return message, warnings + more
 
