@@ -276,3 +276,47 @@ async def test_a_revision_keeps_its_attachments_unless_asked_otherwise(chain: Su
     assert _parts(draft.read_bytes()) == {}
     trashed = sorted(_parts(p.read_bytes()).keys().__len__() for p in _files(chain, sender, "Trash"))
     assert trashed == [1, 2, 2]
+
+
+async def test_a_bcc_outside_allowed_recipients_is_refused_at_sending_naming_it(
+    chain: SubmissionDovecot,
+) -> None:
+    sender, bob, _ = _setup(chain)
+    settings = _settings(chain, sender, chain.submission_port, "starttls", write_enabled=True)
+    async for mcp in open_client(
+        make_config({"default": settings}), elicitation_callback=answering("accept")
+    ):
+        saved = await mcp.ok(
+            SAVE, {"to": [chain.address(bob)], "bcc": ["eve@elsewhere.example"], "body_text": "x"}
+        )
+        refused = await mcp.fail(TOOL, {"message_id": saved["message_id"]}, "permission_denied")
+    assert refused["error"]["details"]["recipients"] == ["eve@elsewhere.example"]
+    assert await _delivered(chain, bob, 0) == []
+
+
+async def test_reading_a_large_attachment_reports_progress(chain: SubmissionDovecot) -> None:
+    """An attachment over a few MB (6 MiB here) reports how far it was read, in order, to its end."""
+    sender, bob, _ = _setup(chain)
+    big = os.urandom(6 * 1024 * 1024)
+    message = EmailMessage(policy=email.policy.SMTP)
+    message["From"], message["To"], message["Subject"] = f"a@{DOMAIN}", chain.address(sender), "Big"
+    message.set_content("big\n")
+    message.add_attachment(big, maintype="application", subtype="octet-stream", filename="big.bin")
+    chain.seed(sender, "INBOX", [message.as_bytes()])
+    settings = _settings(chain, sender, chain.submission_port, "starttls", write_enabled=True)
+    told: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(done: float, total: float | None, said: str | None) -> None:
+        told.append((done, total, said))
+
+    async for mcp in open_client(make_config({"default": settings})):
+        found = await mcp.ok("imap_search_messages", {"mailbox": "INBOX", "subject": "Big"})
+        big_id = found["messages"][0]["message_id"]
+        result = await mcp.client.call_tool(
+            SAVE, {"to": [chain.address(bob)], "attachments": [f"{big_id}#2"]}, progress_callback=progress
+        )
+    envelope = result.structured_content or {}
+    assert envelope["success"], envelope
+    assert envelope["data"]["draft"]["attachments"][0]["size_bytes"] == len(big)
+    assert len(told) >= 3 and [done for done, _, _ in told] == sorted(done for done, _, _ in told)
+    assert told[-1][0] == len(big) and all(said and "attachment 1 of 1" in said for _, _, said in told)
