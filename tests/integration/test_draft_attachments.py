@@ -14,6 +14,7 @@ from email.message import EmailMessage
 from email.parser import BytesParser
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import anyio
 import pytest
@@ -320,3 +321,18 @@ async def test_reading_a_large_attachment_reports_progress(chain: SubmissionDove
     assert envelope["data"]["draft"]["attachments"][0]["size_bytes"] == len(big)
     assert len(told) >= 3 and [done for done, _, _ in told] == sorted(done for done, _, _ in told)
     assert told[-1][0] == len(big) and all(said and "attachment 1 of 1" in said for _, _, said in told)
+
+
+async def test_a_draft_larger_than_the_imap_servers_appendlimit_is_refused_before_it_is_saved() -> None:
+    with SubmissionDovecot(capabilities="+APPENDLIMIT=120000") as limited:
+        sender, bob, _ = _seeded(limited)
+        settings = _settings(limited, sender, limited.submission_port, "starttls", write_enabled=True)
+        async for mcp in open_client(make_config({"default": settings})):
+            _, (pdf, png) = await _invoice_parts(mcp)
+            failed = await mcp.fail(
+                SAVE, {"to": [limited.address(bob)], "attachments": [pdf]}, "limit_exceeded"
+            )
+            fits = await mcp.ok(SAVE, {"to": [limited.address(bob)], "attachments": [png]})
+        assert failed["error"]["details"] == {"parameter": "attachments", "size_bytes": ANY, "limit": 120_000}
+        assert "APPENDLIMIT" in failed["error"]["message"]
+        assert fits["saved"] and len(_files(limited, sender, "Drafts")) == 1
