@@ -1,10 +1,10 @@
 """The attachments of a draft (imap_save_draft's ``attachments``), taken by reference, never as bytes in
 the arguments: a part of a message of the account (``<message_id>#<part_id>``, as imap_get_message lists
-its attachments, or the part's ``resource_uri``), fetched
-part by part into a private temporary file and carried byte-exact with its type, name and disposition;
-or a file of the user's, read only from inside ``attachment_dirs`` (``local_files``). Each is at most ``max_attachment_bytes``
-decoded; the whole draft at most what the IMAP server's APPENDLIMIT and the submission server's SIZE
-take, counted encoded, before anything is read. Every refusal names the item of ``attachments``.
+its attachments, or the part's ``resource_uri``), fetched part by part into a private temporary file and
+carried byte-exact with its type, name and disposition; or a file of the user's, read only from inside
+``attachment_dirs`` (``local_files``). Each is at most ``max_attachment_bytes`` decoded; the whole draft
+at most what the IMAP server's APPENDLIMIT and the submission server's SIZE take, counted encoded, checked
+before it is saved. Every refusal names the item of ``attachments``.
 """
 
 from __future__ import annotations
@@ -95,14 +95,14 @@ class _Counted(io.FileIO):
         return written if written is not None else 0
 
 
-def _progress(index: int, count: int, name: str) -> Callable[[mime.Part, int], None]:
+def _progress(index: int, count: int) -> Callable[[mime.Part, int], None]:
     """A reporter of attachment ``index``'s bytes read, when its part is large enough to be worth it."""
     report = progress_reporter.get()
 
     def told(part: mime.Part, done: int) -> None:
         total = estimated_size(part)
         if report is not None and total >= PROGRESS_FROM_BYTES:
-            report(done, total, f"reading attachment {index + 1} of {count} ({name or part.section})")
+            report(done, total, f"reading attachment {index + 1} of {count} (part {part.section})")
 
     return told
 
@@ -154,7 +154,7 @@ def message_part(
             raise too_large(part, limit, "max_attachment_bytes")
         found.append(part)
 
-    told = _progress(index, count, "")
+    told = _progress(index, count)
     path = folder / f"attachment-{index}"
     try:
         source = connection.run(lambda session: _message_words(session, ref))
@@ -229,7 +229,8 @@ def submission_server(account: AccountConfig) -> Server | None:
 
 def check_size(app: AppContext, connection: AccountConnection, built: BuiltMessage) -> None:
     """Refuse a draft with attachments larger than the IMAP server's APPENDLIMIT or, where the account
-    sends, its submission server's SIZE (each where advertised), before anything is read."""
+    sends, its submission server's SIZE (each where advertised), before it is saved (its size is known
+    before its buffer is filled)."""
     if not built.attachments:
         return
     limits: list[tuple[int, str]] = []

@@ -1,6 +1,6 @@
 """A draft as imap_save_draft saves it: the text message (``services/drafts.build_draft``) with its Bcc
 and the attachments asked for (``services/draft_attachments``), built by ``mime/building.py``, checked
-against the servers' size limits before anything is read. A revised draft (``replace_message_id``) keeps
+against the servers' size limits before it is saved. A revised draft (``replace_message_id``) keeps
 the attachments of the draft it replaces unless ``attachments`` is given (``[]``: none)."""
 
 from __future__ import annotations
