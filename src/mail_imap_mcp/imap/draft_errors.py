@@ -80,7 +80,8 @@ class AttachmentRefused(ImapError):
 
 
 class DraftTooLarge(ImapError):
-    """A draft with its attachments would be ``size`` bytes (encoded), beyond ``limit``: the most
+    """A draft with its attachments would be at least ``size`` bytes (encoded; where a part was refused
+    before it was read, its size as the message's structure says), beyond ``limit``: the most
     ``limited_by`` takes (the IMAP server's APPENDLIMIT, the submission server's SIZE)."""
 
     def __init__(self, size: int, limit: int, limited_by: str) -> None:

@@ -74,8 +74,8 @@ def attachment_refused(exc: AttachmentRefused, cause: ToolFailure) -> ToolFailur
 def _draft_too_large(exc: DraftTooLarge, call: Call | None) -> ToolFailure:
     return ToolFailure(
         ErrorCode.LIMIT_EXCEEDED,
-        f"With its attachments the draft would be {exc.size:,} bytes (encoded), more than {exc.limited_by} "
-        f"takes ({exc.limit:,} bytes); nothing was saved. Attach fewer or smaller files.",
+        f"With its attachments the draft would be at least {exc.size:,} bytes (encoded), more than "
+        f"{exc.limited_by} takes ({exc.limit:,} bytes); nothing was saved. Attach fewer or smaller files.",
         details={"parameter": "attachments", "size_bytes": exc.size, "limit": exc.limit},
     )
 

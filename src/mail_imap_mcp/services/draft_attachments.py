@@ -30,7 +30,7 @@ from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_attachmen
 from mail_imap_mcp.imap.parts import PartError, PartGone, valid_part_id
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.local_files import read_inside
-from mail_imap_mcp.mime.building import Attachment, BuiltMessage
+from mail_imap_mcp.mime.building import Attachment, base64_size
 from mail_imap_mcp.mime.parts import MESSAGE_TYPES
 from mail_imap_mcp.services.attachment_fetch import estimated_size, fetch_part, too_large
 from mail_imap_mcp.services.drafts import parse_own_id
@@ -54,6 +54,18 @@ class Listed:
     content_type: str
     size: int
     source: str
+
+
+@dataclass(frozen=True)
+class SizeLimit:
+    """The most bytes a draft may have (encoded), and which server's limit that is."""
+
+    limit: int
+    limited_by: str
+
+    def check(self, size: int) -> None:
+        if size > self.limit:
+            raise DraftTooLarge(size, self.limit, self.limited_by)
 
 
 def listed(attachments: Sequence[Attachment]) -> list[Listed]:
@@ -139,10 +151,18 @@ def _part_named(app: AppContext, account_id: str, item: str, parameter: str) -> 
 
 
 def message_part(
-    app: AppContext, connection: AccountConnection, index: int, item: str, count: int, folder: Path
+    app: AppContext,
+    connection: AccountConnection,
+    index: int,
+    item: str,
+    count: int,
+    folder: Path,
+    within: SizeLimit | None = None,
+    so_far: int = 0,
 ) -> Attachment:
     """Item ``index`` of ``attachments``, a part of a message of the account (``<message_id>#<part_id>``
-    or its ``resource_uri``), decoded into a file of ``folder`` (at most ``max_attachment_bytes``)."""
+    or its ``resource_uri``), decoded into a file of ``folder`` (at most ``max_attachment_bytes``); with
+    ``so_far`` encoded bytes of attachments before it, the draft must stay ``within``."""
     ref, part_id = _part_named(app, connection.account_id, item, f"attachments[{index}]")
     if not valid_part_id(part_id):
         raise AttachmentRefused(index, InvalidPartId(part_id))
@@ -152,6 +172,8 @@ def message_part(
     def accept(part: mime.Part, head: bytes) -> None:
         if estimated_size(part) > limit * 1.02:  # base64 line ends: the estimate is a little over
             raise too_large(part, limit, "max_attachment_bytes")
+        if within is not None:  # refused before it is read where the draft could not take it
+            within.check(so_far + base64_size(estimated_size(part)))
         found.append(part)
 
     told = _progress(index, count)
@@ -197,18 +219,20 @@ def take_attachments(
     stack: ExitStack,
     *,
     kept: bool = False,
+    within: SizeLimit | None = None,
 ) -> list[Attachment]:
     """The attachments ``items`` ask for (each a part's ``resource_uri`` or a file's path), in order, parts
-    read into a temporary folder ``stack`` removes (``kept``: the parts of the draft a revision replaces)."""
-    if not items:
-        return []
+    read into a temporary folder ``stack`` removes (``kept``: the parts of the draft a revision replaces).
+    Where the attachments taken so far, with the next part as its structure says, pass ``within``, the
+    draft is refused before that part is read."""
     folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mim-draft-")))
-    taken = [
-        message_part(app, connection, i, item, len(items), folder)
-        if item.startswith(PART_PREFIX)
-        else file_attachment(app, i, item)
-        for i, item in enumerate(items)
-    ]
+    taken: list[Attachment] = []
+    for i, item in enumerate(items):
+        if item.startswith(PART_PREFIX):
+            so_far = sum(attachment.encoded_size for attachment in taken)
+            taken.append(message_part(app, connection, i, item, len(items), folder, within, so_far))
+        else:
+            taken.append(file_attachment(app, i, item))
     return [replace(attachment, source=KEPT) for attachment in taken] if kept else taken
 
 
@@ -227,21 +251,16 @@ def submission_server(account: AccountConfig) -> Server | None:
     )
 
 
-def check_size(app: AppContext, connection: AccountConnection, built: BuiltMessage) -> None:
-    """Refuse a draft with attachments larger than the IMAP server's APPENDLIMIT or, where the account
-    sends, its submission server's SIZE (each where advertised), before it is saved (its size is known
-    before its buffer is filled)."""
-    if not built.attachments:
-        return
-    limits: list[tuple[int, str]] = []
+def size_limit(app: AppContext, connection: AccountConnection) -> SizeLimit | None:
+    """The smaller of the IMAP server's APPENDLIMIT and, where the account sends, its submission server's
+    SIZE (each where advertised); None where neither says one."""
+    limits: list[SizeLimit] = []
     appendable = connection.run(lambda session: session.profile.append_limit)
     if appendable is not None:
-        limits.append((appendable, "the IMAP server's APPENDLIMIT"))
+        limits.append(SizeLimit(appendable, "the IMAP server's APPENDLIMIT"))
     account = app.config.accounts[connection.account_id]
     server = submission_server(account) if account.send_enabled else None
     sendable = advertised_size(server) if server is not None else None
     if sendable:
-        limits.append((sendable, "the submission server's SIZE"))
-    for limit, limited_by in sorted(limits):
-        if built.size > limit:
-            raise DraftTooLarge(built.size, limit, limited_by)
+        limits.append(SizeLimit(sendable, "the submission server's SIZE"))
+    return min(limits, key=lambda found: found.limit, default=None)

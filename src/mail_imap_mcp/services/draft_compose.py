@@ -14,7 +14,7 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.content.drafts import one_line
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.mime.building import BuiltMessage, build_message
-from mail_imap_mcp.services.draft_attachments import Listed, check_size, listed, take_attachments
+from mail_imap_mcp.services.draft_attachments import Listed, listed, size_limit, take_attachments
 from mail_imap_mcp.services.drafts import DraftText, Original, Replaced, build_draft
 
 
@@ -59,8 +59,10 @@ def compose(
     text, header_id = message.get_content(), str(message["Message-ID"])
     kept = args.attachments is None
     items = kept_attachments(replaced) if kept else list(args.attachments or [])
-    attachments = take_attachments(app, connection, items, stack, kept=kept)
+    within = size_limit(app, connection) if items else None
+    attachments = take_attachments(app, connection, items, stack, kept=kept, within=within) if items else []
     built = build_message(message, attachments)
-    check_size(app, connection, built)
+    if within is not None:
+        within.check(built.size)
     headers = {name: one_line(str(value)) for name, value in message.items()}
     return Composed(built, header_id, headers, text, listed(attachments), warnings)
