@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 from unittest.mock import ANY
 
-import anyio
 import pytest
+from mcp import Client
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.mime.building import SOURCE_HEADER
@@ -191,6 +191,7 @@ async def test_the_approval_page_in_chromium_lists_each_attachment_with_its_sour
         _, parts = await _invoice_parts(mcp)
         saved = await mcp.ok(SAVE, {"to": [chain.address(bob)], "subject": "Invoice", "attachments": parts})
         answer = await test_send._decided(mcp, await mcp.call(TOOL, {"message_id": saved["message_id"]}))
+    await test_send._until(lambda: bool(seen))  # the browser writes down the page once its answer came up
     (page,) = seen
     assert "Attachments (2)" in page
     for name, kind, size in (("Rechnung März.pdf", "application/pdf", PDF), ("logo.png", "image/png", PNG)):
@@ -270,13 +271,12 @@ async def test_a_revision_keeps_its_attachments_unless_asked_otherwise(chain: Su
         none = await mcp.ok(
             SAVE, {"to": [chain.address(bob)], "subject": "v4", "replace_message_id": fewer["message_id"], "attachments": []}
         )  # fmt: skip
-    await anyio.sleep(0)
     assert [a["name"] for a in kept["draft"]["attachments"]] == ["Rechnung März.pdf", "logo.png"]
     assert [a["name"] for a in fewer["draft"]["attachments"]] == ["logo.png"]
     assert none["draft"]["attachments"] == []
     (draft,) = _files(chain, sender, "Drafts")
     assert _parts(draft.read_bytes()) == {}
-    trashed = sorted(_parts(p.read_bytes()).keys().__len__() for p in _files(chain, sender, "Trash"))
+    trashed = sorted(len(_parts(p.read_bytes())) for p in _files(chain, sender, "Trash"))
     assert trashed == [1, 2, 2]
 
 
@@ -337,3 +337,28 @@ async def test_a_draft_larger_than_the_imap_servers_appendlimit_is_refused_befor
         assert failed["error"]["details"] == {"parameter": "attachments", "size_bytes": ANY, "limit": 120_000}
         assert "APPENDLIMIT" in failed["error"]["message"]
         assert fits["saved"] and len(_files(limited, sender, "Drafts")) == 1
+
+
+@pytest.mark.skipif(not chromium.installed(), reason="chromium and chromium-driver are not installed")
+async def test_claude_desktops_path_shows_each_attachment_on_the_page_and_sends_them_byte_exact(
+    chain: SubmissionDovecot, tmp_path: Path
+) -> None:
+    """The draft saved by one client; the send through the server as Claude Desktop runs it (stdio, no
+    elicitation: the browser page, pressed "Send" in headless Chromium), which lists each attachment with
+    its source; the recipient gets both byte-exact."""
+    sender, bob, _ = _seeded(chain)
+    settings = _settings(chain, sender, chain.submission_port, "starttls", write_enabled=True)
+    async for mcp in open_client(make_config({"default": settings})):
+        _, parts = await _invoice_parts(mcp)
+        saved = await mcp.ok(SAVE, {"to": [chain.address(bob)], "subject": "Invoice", "attachments": parts})
+    done = tmp_path / "page.txt"
+    async with Client(test_send.desktop_server(chain, sender, tmp_path, "send", done)) as client:
+        mcp = EnvelopeClient(client)
+        answer = await test_send._decided(mcp, await mcp.call(TOOL, {"message_id": saved["message_id"]}))
+    page, answered = await test_send._page_and_answer(done)
+    assert answered.startswith("Approved") and answer["data"]["outcome"] == "sent", answer
+    for name in ("Rechnung März.pdf", "logo.png"):
+        (line,) = [line for line in page.splitlines() if line.startswith(name)]
+        assert SOURCE in line, line
+    (got,) = await _delivered(chain, bob, 1)
+    assert _parts(got) == EXPECTED and SOURCE_HEADER.encode() not in got
