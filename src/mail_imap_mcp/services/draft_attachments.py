@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import BinaryIO, cast
 
 from mail_imap_mcp import mime
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope.mcp import progress_reporter
 from mail_imap_mcp.imap.attachment_errors import AttachmentTooLarge, InvalidPartId
@@ -136,7 +136,7 @@ def _part_attachment(part: mime.Part, size: int, path: Path, source: str) -> Att
     )
 
 
-def _part_named(app: AppContext, account_id: str, item: str, parameter: str) -> tuple[MessageRef, str]:
+def _part_named(app: Call, account_id: str, item: str, parameter: str) -> tuple[MessageRef, str]:
     """The message and part id an item of ``attachments`` names: ``<message_id>#<part_id>`` or the
     part's ``resource_uri``; of the account ``account_id``, else ``invalid_input`` naming ``parameter``."""
     if item.startswith("imap://"):
@@ -151,7 +151,7 @@ def _part_named(app: AppContext, account_id: str, item: str, parameter: str) -> 
 
 
 def message_part(
-    app: AppContext,
+    app: Call,
     connection: AccountConnection,
     index: int,
     item: str,
@@ -197,7 +197,7 @@ def message_part(
     return _part_attachment(read.part, read.written, path, source)
 
 
-def file_attachment(app: AppContext, index: int, path: str) -> Attachment:
+def file_attachment(app: Call, index: int, path: str) -> Attachment:
     """Item ``index`` of ``attachments``, a file read only from inside ``attachment_dirs``
     (``local_files``: its refusals name the item), at most ``max_attachment_bytes``."""
     server = app.config.server
@@ -213,7 +213,7 @@ KEPT = "kept from the draft it replaces"
 
 
 def take_attachments(
-    app: AppContext,
+    app: Call,
     connection: AccountConnection,
     items: Sequence[str],
     stack: ExitStack,
@@ -251,7 +251,7 @@ def submission_server(account: AccountConfig) -> Server | None:
     )
 
 
-def size_limit(app: AppContext, connection: AccountConnection) -> SizeLimit | None:
+def size_limit(app: Call, connection: AccountConnection) -> SizeLimit | None:
     """The smaller of the IMAP server's APPENDLIMIT and, where the account sends, its submission server's
     SIZE (each where advertised); None where neither says one."""
     limits: list[SizeLimit] = []

@@ -10,7 +10,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Protocol
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.content.drafts import one_line
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.mime.building import BuiltMessage, build_message
@@ -46,7 +46,7 @@ def kept_attachments(replaced: Replaced | None) -> list[str]:
 
 
 def compose(
-    app: AppContext,
+    app: Call,
     connection: AccountConnection,
     args: ComposeRequest,
     original: Original | None,

@@ -12,7 +12,6 @@ from __future__ import annotations
 from contextlib import ExitStack
 
 from mail_imap_mcp.call import Call
-from mail_imap_mcp.content.drafts import one_line
 from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.directory import MailboxDirectory
