@@ -15,6 +15,7 @@ from email.parser import BytesParser
 import pytest
 
 from mail_imap_mcp.content.drafts import compose_draft
+from mail_imap_mcp.envelope.user_call import approval_digest
 from mail_imap_mcp.mime.building import (
     SOURCE_HEADER,
     Attachment,
@@ -23,7 +24,7 @@ from mail_imap_mcp.mime.building import (
     build_message,
     recorded_sources,
 )
-from mail_imap_mcp.services.send_approval import approval_request
+from mail_imap_mcp.services.send_page import message_page
 from mail_imap_mcp.services.send_review import review
 from mail_imap_mcp.smtp.outgoing import outgoing, rewritten
 
@@ -181,7 +182,7 @@ def test_the_approval_lists_each_attachment_with_its_name_type_size_and_source()
         in question
     )
     assert "Attachments: logo.gif (image/gif, 6 bytes)" in question.splitlines()
-    shown = approval_request(question, raw).attachments
+    shown = message_page(approval_digest("imap_send_draft", {}, question), raw).attachments
     assert [(a.name, a.size, a.content_type, a.source) for a in shown] == [
         ("Invoice.pdf", 40, "application/pdf", "from the message 'Invoice 2026-11' of Acme"),
         ("logo.gif", 6, "image/gif", ""),
