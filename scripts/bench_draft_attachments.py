@@ -82,8 +82,8 @@ async def measure(runs: int, work_dir: Path) -> dict[str, Any]:
                 }
                 told: list[float] = []
 
-                async def tell(done: float, total: float | None, message: str | None) -> None:
-                    told.append(done)
+                async def tell(progress: float, total: float | None, message: str | None) -> None:
+                    told.append(progress)
 
                 for _ in range(runs):
                     told.clear()
