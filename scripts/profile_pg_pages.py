@@ -31,6 +31,7 @@ _ENV = ("PROFILE_PG_URL", "PROFILE_PG_PASSWORD")
 
 def _store() -> Any:
     from mail_imap_mcp.config import AccountConfig, IndexSettings
+    from mail_imap_mcp.credentials.secrets import index_password
     from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
 
     os.environ["PROFILE_PG_PASSWORD_ENV"] = os.environ[_ENV[1]]
@@ -42,7 +43,7 @@ def _store() -> Any:
         }
     )
     account = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
-    engine = PostgresEngine(settings, settings.password())
+    engine = PostgresEngine(settings, index_password(settings))
     return engine.location("bench", account).open().store
 
 

@@ -47,6 +47,7 @@ from benchmark.index_sizes import markers, results_name, write_sizes
 from benchmark.report import write_section
 from benchmark.servers import our_server
 from mail_imap_mcp.config import load_config
+from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.push_view import PushView
 from mail_imap_mcp.imap.session import ImapSession
@@ -233,7 +234,9 @@ def _ours_queries(
     engine = open_engine(loaded)
     store = engine.location("default", account).open().store
     indexer = Indexer(store, "default", loaded.server.index_text_bytes)
-    connection = AccountConnection("default", account, enable_qresync=True)
+    connection = AccountConnection(
+        "default", account, credentials=credentials_for("default", account), enable_qresync=True
+    )
     found: dict[str, Any] = {}
     try:
         for query in queries:
@@ -305,7 +308,7 @@ def _with_push(
     """The same queries with ``index_fresh_from_push``: the counts from a quiet push view (one NOOP on
     its NOTIFY connection) instead of the LIST-STATUS of every folder, each run of it followed by one
     without the view (so both meet the same load of a shared machine); and a message appended again."""
-    view = PushView(AccountConnection("default", account))
+    view = PushView(AccountConnection("default", account, credentials=credentials_for("default", account)))
     found: dict[str, Any] = {}
     try:
         for query in queries:

@@ -40,6 +40,7 @@ from benchmark.index import (
 )
 from benchmark.report import write_section
 from mail_imap_mcp.config import load_config
+from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.answer import fresh_page
@@ -116,7 +117,10 @@ def _queries(config: Path, dovecot: Dovecot, queries: list[Query], runs: int) ->
     opened = engine.location("default", loaded.accounts["default"]).open()
     store = opened.store
     indexer = Indexer(store, "default", loaded.server.index_text_bytes)
-    connection = AccountConnection("default", loaded.accounts["default"], enable_qresync=True)
+    account = loaded.accounts["default"]
+    connection = AccountConnection(
+        "default", account, credentials=credentials_for("default", account), enable_qresync=True
+    )
     found: dict[str, Any] = {}
     try:
         everywhere = list(store.folders())

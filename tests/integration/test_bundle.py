@@ -26,7 +26,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
+from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
 from tests.integration.test_sign_in_chromium import CHROMIUM_BROWSER
 from tests.integration.test_sign_in_secrets import files_under, holding
 from tests.integration.test_sign_in_tokens import keychain as keychain

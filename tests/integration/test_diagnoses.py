@@ -21,6 +21,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from mail_imap_mcp.config import load_config
+from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.providers import GENERIC_LOGIN_HINT, login_hint, provider_for
@@ -207,8 +208,9 @@ def test_regression_check_names_starttls_on_an_implicit_tls_port_within_3s(
         dovecot, user, security="starttls", port=dovecot.tls_port, connect_timeout_s=10
     )
     # As the check command makes it: its failures in the registry's words.
+    account = make_config({"default": settings}).accounts["default"]
     connection = AccountConnection(
-        "default", make_config({"default": settings}).accounts["default"], translate=as_tool_failure
+        "default", account, credentials=credentials_for("default", account), translate=as_tool_failure
     )
     with pytest.raises(ToolFailure) as failed:
         connection.run(lambda session: None, retry=False)

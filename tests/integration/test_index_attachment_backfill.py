@@ -21,6 +21,7 @@ import pytest
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config, IndexSettings
 from mail_imap_mcp.content import sandbox
+from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.index.attachments import AttachmentReading
 from mail_imap_mcp.index.build import BuildHooks, build
@@ -127,7 +128,12 @@ def test_the_backfill_goes_in_steps_and_a_stopped_one_continues(
             on_progress=lambda folder, messages, size: read.append(messages),
             stop=lambda: stop_after is not None and len(read) >= stop_after,
         )
-        connection = AccountConnection("default", config.accounts["default"], enable_qresync=True)
+        connection = AccountConnection(
+            "default",
+            config.accounts["default"],
+            credentials=credentials_for("default", config.accounts["default"]),
+            enable_qresync=True,
+        )
         engine = open_engine(config)
         store = engine.location("default", config.accounts["default"]).open().store
         reading = AttachmentReading.of(config.server)
@@ -186,7 +192,12 @@ def backfill_parts(
     indexer that reads attachments (``stop``: its stop flag)."""
     user = built_without_attachments(dovecot, tmp_path)
     config = with_attachments_on(dovecot, user, tmp_path)
-    connection = AccountConnection("default", config.accounts["default"], enable_qresync=True)
+    connection = AccountConnection(
+        "default",
+        config.accounts["default"],
+        credentials=credentials_for("default", config.accounts["default"]),
+        enable_qresync=True,
+    )
     store = open_index(index_file(tmp_path / "ix")).store
     reading = AttachmentReading.of(config.server)
     indexer = Indexer(store, "default", config.server.index_text_bytes, attachments=reading, stop=stop)

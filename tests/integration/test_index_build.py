@@ -17,6 +17,7 @@ import psycopg
 import pytest
 
 from mail_imap_mcp.config import load_config
+from mail_imap_mcp.credentials.secrets import index_password
 from tests.support.accounts import account_settings, config_toml
 from tests.support.clients import make_config
 from tests.support.index_clients import identity_file, index_file
@@ -67,7 +68,7 @@ def stored(config: Path) -> tuple[list[Any], list[Any]]:
     loaded = load_config(config)
     if loaded.index.index_engine != "postgresql":
         return rows(index_file(Path(loaded.server.index_dir or "")))[:2]
-    with psycopg.connect(loaded.index.index_url or "", password=loaded.index.password()) as conn:
+    with psycopg.connect(loaded.index.index_url or "", password=index_password(loaded.index)) as conn:
         folders = conn.execute(
             "SELECT name, uidvalidity, uidnext, messages, complete FROM mimx_default.folders ORDER BY name"
         ).fetchall()

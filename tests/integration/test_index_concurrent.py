@@ -32,6 +32,7 @@ import pytest
 import mail_imap_mcp.index.runtime as runtime
 import mail_imap_mcp.index.sync as sync
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.sync import Indexer, sync_folder_now
@@ -339,8 +340,12 @@ def test_regression_a_sync_resumed_after_another_sync_of_its_folder_still_sees_l
     user = server.new_user()
     server.seed(user, "INBOX", [message(i, random.Random(i)) for i in range(10)])
     account = make_config({"default": account_settings(server, user)}).accounts["default"]
-    background = AccountConnection("default", account, enable_qresync=True)
-    searches = AccountConnection("default", account, enable_qresync=True)
+    background = AccountConnection(
+        "default", account, credentials=credentials_for("default", account), enable_qresync=True
+    )
+    searches = AccountConnection(
+        "default", account, credentials=credentials_for("default", account), enable_qresync=True
+    )
     store = SqliteStore(tmp_path / "index.sqlite3")
     indexer = Indexer(store, "default", 4096)
     with server.connect(user, tls=False, starttls=False) as other:

@@ -21,6 +21,7 @@ import anyio
 import pytest
 
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index import freshness as freshness_module
@@ -184,7 +185,12 @@ def index_store(config: Config) -> Iterator[IndexStore]:
 
 def catch_up(config: Config) -> None:
     """What the background sync does a minute later: the index brought up to date, beside the server."""
-    connection = AccountConnection("default", config.accounts["default"], enable_qresync=True)
+    connection = AccountConnection(
+        "default",
+        config.accounts["default"],
+        credentials=credentials_for("default", config.accounts["default"]),
+        enable_qresync=True,
+    )
     try:
         with index_store(config) as store:
             build(connection, Indexer(store, "default", config.server.index_text_bytes))
@@ -281,7 +287,12 @@ def indexed_beside(
 
 
 def refreshed(config: Config, indexer: Indexer, *, flags_tested: bool) -> Freshness:
-    connection = AccountConnection("default", config.accounts["default"], enable_qresync=True)
+    connection = AccountConnection(
+        "default",
+        config.accounts["default"],
+        credentials=credentials_for("default", config.accounts["default"]),
+        enable_qresync=True,
+    )
     try:
         return connection.run(
             lambda session: refresh(session, indexer, ["INBOX"], deadline=1.0, flags_tested=flags_tested)

@@ -19,6 +19,7 @@ import pytest
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.credentials.secrets import index_password
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
@@ -69,7 +70,7 @@ def rows(config: Config) -> list[Row]:
         with sqlite3.connect(index_file(Path(config.server.index_dir or ""))) as db:
             found = db.execute(statement.format(s="")).fetchall()
     else:
-        with psycopg.connect(config.index.index_url or "", password=config.index.password()) as conn:
+        with psycopg.connect(config.index.index_url or "", password=index_password(config.index)) as conn:
             found = conn.execute(statement.format(s="mimx_default.")).fetchall()
     return [(str(name), None if gid is None else int(gid), str(labels)) for name, gid, labels in found]
 

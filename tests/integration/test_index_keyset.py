@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from mail_imap_mcp.config import AccountConfig, IndexSettings
+from mail_imap_mcp.credentials.secrets import index_password
 from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
 from mail_imap_mcp.index.engines.sqlite.engine import SqliteEngine
@@ -51,7 +52,7 @@ def message(uid: int, *, kiwis: int, sent: int, subject: bool = False, arrival: 
 @pytest.fixture
 def engine(postgres: PostgresServer) -> Iterator[IndexEngine]:
     index = IndexSettings.model_validate(index_table(postgres))
-    engine = PostgresEngine(index, index.password())
+    engine = PostgresEngine(index, index_password(index))
     yield engine
     engine.close()
 

@@ -18,6 +18,7 @@ import mail_imap_mcp.index.engines.sqlite.store as sqlite_store
 import mail_imap_mcp.index.runtime as runtime
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.credentials.secrets import index_password
 from mail_imap_mcp.index.engines.postgresql.store import PostgresStore, writer_lock
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.store import WRITER_WAIT_S
@@ -99,7 +100,7 @@ def another_writer(config: Config) -> Iterator[None]:
         finally:
             writer.close()
         return
-    url, password = config.index.index_url or "", config.index.password()
+    url, password = config.index.index_url or "", index_password(config.index)
     with psycopg.connect(url, password=password) as conn, conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (writer_lock("mimx_default"),))
         yield

@@ -11,6 +11,8 @@ import psycopg
 import pytest
 
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.credentials.logins import credentials_for
+from mail_imap_mcp.credentials.secrets import index_password
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.engines import open_engine
@@ -34,7 +36,7 @@ def forget_modseqs(config: Config) -> None:
         db.commit()
         db.close()
         return
-    with psycopg.connect(config.index.index_url or "", password=config.index.password()) as conn:
+    with psycopg.connect(config.index.index_url or "", password=index_password(config.index)) as conn:
         conn.execute("UPDATE mimx_default.folders SET highestmodseq = 0")
 
 
@@ -45,7 +47,12 @@ def test_a_folder_stored_without_modseqs_tracks_them_once_the_server_keeps_them(
     server.seed(user, "INBOX", [message(i, "kiwiword") for i in range(3)])
     config = make_config({"default": account_settings(server, user)}, index_dir=str(tmp_path / "ix"))
     config = on_engine(config, *engine_of(request, case[1]))
-    connection = AccountConnection("default", config.accounts["default"], enable_qresync=True)
+    connection = AccountConnection(
+        "default",
+        config.accounts["default"],
+        credentials=credentials_for("default", config.accounts["default"]),
+        enable_qresync=True,
+    )
     engine = open_engine(config)
     store = engine.location("default", config.accounts["default"]).open().store
     indexer = Indexer(store, "default", 1000)

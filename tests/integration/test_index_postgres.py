@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import AccountConfig, IndexSettings
+from mail_imap_mcp.credentials.secrets import index_password
 from mail_imap_mcp.index import runtime
 from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
@@ -58,7 +59,7 @@ def both_stores(
     """One store of each engine for every example, each example in a folder of its own."""
     index = IndexSettings.model_validate(index_table(postgres))
     sqlite: IndexEngine = SqliteEngine(tmp_path_factory.mktemp("both"))
-    pg: IndexEngine = PostgresEngine(index, index.password())
+    pg: IndexEngine = PostgresEngine(index, index_password(index))
     stores = (sqlite.location("a", ACCOUNT).open().store, pg.location("a", ACCOUNT).open().store)
     yield stores
     for store in stores:
@@ -219,7 +220,7 @@ def test_a_schema_moved_aside_is_dropped_once_the_same_index_is_built_again(post
     built again it is dropped, and another account's schema moved aside is left alone."""
     table = index_table(postgres)
     settings = IndexSettings.model_validate(table)
-    engine = PostgresEngine(settings, settings.password())
+    engine = PostgresEngine(settings, index_password(settings))
     try:
         ours, theirs = engine.location("a", ACCOUNT), engine.location("b", ACCOUNT)
         for location in (ours, theirs):

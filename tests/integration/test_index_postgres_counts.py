@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mail_imap_mcp.config import AccountConfig, IndexSettings
+from mail_imap_mcp.credentials.secrets import index_password
 from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
 from mail_imap_mcp.index.engines.postgresql.store import PostgresStore
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
@@ -38,7 +39,7 @@ QUERIES: tuple[Query, ...] = (
 @pytest.fixture(scope="module")
 def engine(postgres: PostgresServer) -> Iterator[PostgresEngine]:
     index = IndexSettings.model_validate(index_table(postgres))
-    opened = PostgresEngine(index, index.password())
+    opened = PostgresEngine(index, index_password(index))
     yield opened
     opened.close()
 

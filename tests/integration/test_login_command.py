@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
+from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
 from tests.integration.test_sign_in_tokens import (
     ACCOUNT,
     SignInEntries,

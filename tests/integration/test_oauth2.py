@@ -23,6 +23,7 @@ from mcp import Client, StdioServerParameters
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config, load_config
+from mail_imap_mcp.credentials.logins import Logins
 from mail_imap_mcp.imap.pool import ConnectionPool
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml, env_account
 from tests.support.clients import make_config, open_client
@@ -555,7 +556,7 @@ def test_every_connection_of_the_account_shares_one_token_and_one_refresh(
     # Issue 48's seam: the pool's connection, a watcher's and the index sync's each logged in with a token
     # of their own (a command run each); an expired token cost one run per connection.
     config = one_account(oauth_account(oauth_dovecot, oauth_user, helper.command))
-    pool = ConnectionPool(config.accounts)
+    pool = ConnectionPool(config.accounts, Logins().all(config.accounts))
     connections = [pool.get("default"), pool.new_connection("default"), pool.new_connection("default")]
     try:
         for connection in connections:

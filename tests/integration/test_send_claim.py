@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
+from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.session import ImapSession
@@ -49,7 +50,10 @@ def connections(server: ImapServer) -> Iterator[tuple[str, MessageRef, AccountCo
     """A draft and two connections to its account (two servers on two machines)."""
     user, ref = _draft(server)
     account = make_config({"default": account_settings(server, user)}).accounts["default"]
-    first, second = AccountConnection("default", account), AccountConnection("default", account)
+    first, second = (
+        AccountConnection("default", account, credentials=credentials_for("default", account))
+        for _ in range(2)
+    )
     yield user, ref, first, second
     first.close()
     second.close()

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
+from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
 from tests.integration.test_setup import (
     SENDING_QUESTION,
     SERVER,

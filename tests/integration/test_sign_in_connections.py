@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
+from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
 from mail_imap_mcp.index import runtime
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.subscriptions import mailbox_uri

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
+from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
 from tests.integration.test_login_command import Terminal
 from tests.integration.test_login_command import terminal as terminal
 from tests.integration.test_sign_in_tokens import ACCOUNT, outcomes, refresh_refused, sign_in_account

@@ -25,8 +25,8 @@ import keyring
 import pytest
 from keyring.backends.fail import Keyring as FailKeyring
 
-from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
-from mail_imap_mcp.config.sign_in_file import SETTING, FileRefreshTokens
+from mail_imap_mcp.credentials.token_file import SETTING, FileRefreshTokens
+from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
 from tests.integration.test_sign_in_on_call import Launches, SignedOut, Visitor, stdio_like_client
 from tests.integration.test_sign_in_tokens import ACCOUNT, outcomes, refresh_refused, sign_in_account
 from tests.support.accounts import config_toml
@@ -171,7 +171,7 @@ def test_a_crash_before_the_new_file_replaces_the_old_keeps_the_old_token(tmp_pa
     crash = (
         "import os, sys\n"
         "from pathlib import Path\n"
-        "from mail_imap_mcp.config.sign_in_file import FileRefreshTokens\n"
+        "from mail_imap_mcp.credentials.token_file import FileRefreshTokens\n"
         "os.replace = lambda *_: os._exit(3)\n"
         "FileRefreshTokens(Path(sys.argv[1]), 'oauth2_token_file').save('new-token')\n"
     )

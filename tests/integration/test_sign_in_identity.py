@@ -13,9 +13,14 @@ from typing import Any
 
 import pytest
 
-from mail_imap_mcp.config.keychain import find_secret
-from mail_imap_mcp.config.sign_in import KEYCHAIN_SERVICE, KeychainRefreshTokens
-from mail_imap_mcp.config.sign_in_state import SignInRecord, read_record, refresh_token_store, write_record
+from mail_imap_mcp.credentials.keychain import find_secret
+from mail_imap_mcp.credentials.sign_in_state import (
+    SignInRecord,
+    read_record,
+    refresh_token_store,
+    write_record,
+)
+from mail_imap_mcp.credentials.token_keychain import KEYCHAIN_SERVICE, KeychainRefreshTokens
 from tests.integration.test_login_command import Terminal
 from tests.integration.test_sign_in_tokens import ACCOUNT, SignInEntries, outcomes, sign_in_account
 from tests.integration.test_sign_in_tokens import keychain as keychain

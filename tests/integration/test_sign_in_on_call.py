@@ -24,11 +24,11 @@ import pytest
 from mcp_types import ElicitRequestParams, ElicitRequestURLParams, ElicitResult
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
+from mail_imap_mcp.credentials.sign_in_flow import SignInAttempts
+from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
 from mail_imap_mcp.envelope import user_page
 from mail_imap_mcp.imap.token_check import new_sign_in_refusal
 from mail_imap_mcp.net.browser import BrowserOpener
-from mail_imap_mcp.sign_in_flow import SignInAttempts
 from tests.integration.test_sign_in_tokens import ACCOUNT, sign_in_account
 from tests.integration.test_sign_in_tokens import keychain as keychain
 from tests.support.clients import make_config, open_client

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from mail_imap_mcp.config.sign_in import KeychainRefreshTokens
+from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
 from mail_imap_mcp.net.sasl import oauth_initial_response
 from tests.integration.test_sign_in_tokens import ACCOUNT, sign_in_account
 from tests.integration.test_sign_in_tokens import keychain as keychain

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from mail_imap_mcp.config.keychain import KeychainUnavailable, store_password
-from mail_imap_mcp.config.sign_in_store import KEYCHAIN_SERVICE, PARTS_SERVICE, KeychainRefreshTokens
+from mail_imap_mcp.credentials.keychain import KeychainUnavailable, store_password
+from mail_imap_mcp.credentials.token_keychain import KEYCHAIN_SERVICE, PARTS_SERVICE, KeychainRefreshTokens
 from tests.integration.test_sign_in_tokens import (
     ACCOUNT,
     outcomes,
@@ -75,7 +75,7 @@ def test_a_4_kb_refresh_token_is_stored_in_parts_under_the_windows_simulation(
 ) -> None:
     token = secrets.token_urlsafe(3072)  # 4,096 characters: 8 KB as the Credential Manager's UTF-16
     assert len(token) == 4096
-    store = "from mail_imap_mcp.config.sign_in_store import KeychainRefreshTokens as K\n"
+    store = "from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens as K\n"
     run_python(
         store + "import sys; K('work').save(sys.stdin.read())", secret_service, windows=True, stdin=token
     )
@@ -103,7 +103,7 @@ def test_the_two_slots_and_their_parts_are_all_forgotten(keychain: KeychainRefre
 
 
 def find(service: str, user: str) -> str | None:
-    from mail_imap_mcp.config.keychain import find_secret
+    from mail_imap_mcp.credentials.keychain import find_secret
 
     return find_secret(service, user, "test")
 
@@ -118,7 +118,7 @@ def test_a_crash_before_the_new_tokens_header_is_written_keeps_the_old_token(
     crash_in(
         """
         import os, sys
-        import mail_imap_mcp.config.sign_in_store as store
+        import mail_imap_mcp.credentials.token_keychain as store
         real = store.store_password
         def crash_at_the_header(service, user, secret, setting):
             if service == store.KEYCHAIN_SERVICE:
@@ -154,8 +154,9 @@ async def test_a_crash_after_the_rotated_token_is_stored_keeps_the_sign_in(
     crash_in(
         f"""
         import os
-        from mail_imap_mcp.config.sign_in_store import KeychainRefreshTokens
-        from mail_imap_mcp.net.oauth import Endpoints, OAuthClient, sign_in_fetcher
+        from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
+        from mail_imap_mcp.credentials.refresh import sign_in_fetcher
+        from mail_imap_mcp.net.oauth import Endpoints, OAuthClient
         KeychainRefreshTokens._forget_slot = lambda self, slot: os._exit(3)
         client = OAuthClient(
             Endpoints({metadata["authorization_endpoint"]!r}, {metadata["token_endpoint"]!r}),

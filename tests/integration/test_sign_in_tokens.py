@@ -20,7 +20,7 @@ import keyring
 import pytest
 from keyring.backends.SecretService import Keyring as SecretServiceKeyring
 
-from mail_imap_mcp.config.sign_in import KEYCHAIN_SERVICE, KeychainRefreshTokens
+from mail_imap_mcp.credentials.token_keychain import KEYCHAIN_SERVICE, KeychainRefreshTokens
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.dovecot import Dovecot

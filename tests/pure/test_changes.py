@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap import changes_token, sealing
 from mail_imap_mcp.imap.changes import TOKEN_CHARS, Changes, changes_since, fitted
@@ -51,7 +52,11 @@ def changes_on_a_fresh_connection(
     account = {"host": "127.0.0.1", "port": 1143, "security": "plain", "username": "ann", "password": "x"}
     config = Config.model_validate({"accounts": {"default": account}}).accounts["default"]
     connection = AccountConnection(
-        "default", config, open_socket=server.open_socket, translate=as_tool_failure
+        "default",
+        config,
+        credentials=credentials_for("default", config),
+        open_socket=server.open_socket,
+        translate=as_tool_failure,
     )
     changes = connection.run(lambda session: changes_since(session, token, ""))
     return changes, [sent.text.split(b" ", 1)[1] for sent in server.received[2:]], connection.round_trips
@@ -223,7 +228,11 @@ def test_a_refused_command_of_the_pipeline_leaves_the_connection_in_step() -> No
     account = {"host": "127.0.0.1", "port": 1143, "security": "plain", "username": "ann", "password": "x"}
     config = Config.model_validate({"accounts": {"default": account}}).accounts["default"]
     connection = AccountConnection(
-        "default", config, open_socket=server.open_socket, translate=as_tool_failure
+        "default",
+        config,
+        credentials=credentials_for("default", config),
+        open_socket=server.open_socket,
+        translate=as_tool_failure,
     )
     with pytest.raises(ToolFailure) as failed:
         connection.run(lambda session: changes_since(session, token, ""))

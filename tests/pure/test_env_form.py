@@ -11,6 +11,7 @@ from mail_imap_mcp.config import AuthMethod, ConfigError, Security, load_config
 from mail_imap_mcp.config.endpoints import Endpoint
 from mail_imap_mcp.config.providers import PROVIDERS, Provider, provider_for_address
 from mail_imap_mcp.config.sign_in import SignInProvider
+from mail_imap_mcp.credentials.secrets import account_password
 
 #: What Claude Desktop passes for the bundle's form with only the address and the password filled in.
 FORM = {
@@ -39,7 +40,7 @@ def test_an_address_at_a_known_provider_fills_host_port_security_and_username() 
     assert (account.host, account.effective_port, account.security) == ("imap.gmail.com", 993, Security.TLS)
     assert account.username == "you@gmail.com"
     assert account.effective_addresses == ["you@gmail.com"]
-    assert account.resolve_password(FORM) == "app-password"
+    assert account_password(account, FORM) == "app-password"
 
 
 def test_what_the_form_says_wins_over_the_provider_table() -> None:
@@ -211,7 +212,7 @@ def test_regression_the_forms_microsoft_tenant_reaches_the_sign_in() -> None:
     """Issue 56 item 8: the form had no tenant, so an Entra app of one organisation (Entra's default
     registration) could not sign in from the bundle: ``common`` is refused there (AADSTS50194)."""
     from mail_imap_mcp.config.form import BUNDLE_FORM
-    from mail_imap_mcp.config.sign_in import preset_endpoints
+    from mail_imap_mcp.credentials.oauth_client import preset_endpoints
 
     (field,) = [
         field for variable, field in BUNDLE_FORM.values() if variable == "MAIL_IMAP_DEFAULT_OAUTH2_TENANT"

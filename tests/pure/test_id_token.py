@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from mail_imap_mcp.config.sign_in import SignInSettings, oauth_client
+from mail_imap_mcp.config.sign_in import SignInSettings
+from mail_imap_mcp.credentials.oauth_client import oauth_client
 from mail_imap_mcp.net.oauth import (
     ID_TOKEN_LEEWAY_S,
     Endpoints,

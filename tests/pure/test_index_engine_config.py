@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from mail_imap_mcp.config import Config, ConfigError, IndexSettings
 from mail_imap_mcp.config.errors import format_validation_error
+from mail_imap_mcp.credentials.secrets import index_password
 from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.engines.sqlite.engine import SqliteEngine
 from mail_imap_mcp.index.engines.sqlite.tokens import TOKENIZER, Tokenizer
@@ -83,10 +84,10 @@ def test_a_wrong_index_table_is_refused_naming_the_setting(table: dict[str, str]
 
 def test_the_password_comes_from_the_environment_and_a_missing_one_names_the_setting() -> None:
     settings_ = IndexSettings(index_engine="postgresql", index_url=URL, index_password_env="MIM_PG")
-    assert settings_.password({"MIM_PG": "s3cret"}) == "s3cret"
+    assert index_password(settings_, {"MIM_PG": "s3cret"}) == "s3cret"
     with pytest.raises(ConfigError, match=r"\[index\].*MIM_PG"):
-        settings_.password({})
-    assert IndexSettings(index_engine="postgresql", index_url=URL).password({}) is None
+        index_password(settings_, {})
+    assert index_password(IndexSettings(index_engine="postgresql", index_url=URL), {}) is None
 
 
 def test_the_password_file_must_be_the_users_alone(tmp_path: Path) -> None:
@@ -95,9 +96,9 @@ def test_the_password_file_must_be_the_users_alone(tmp_path: Path) -> None:
     secret.chmod(0o644)
     settings_ = IndexSettings(index_engine="postgresql", index_url=URL, index_password_file=secret)
     with pytest.raises(ConfigError, match="index_password_file"):
-        settings_.password()
+        index_password(settings_)
     secret.chmod(0o600)
-    assert settings_.password() == "s3cret"
+    assert index_password(settings_) == "s3cret"
 
 
 # -- the SQLite index's words, made in Python ----------------------------------------------------------

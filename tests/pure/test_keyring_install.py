@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mail_imap_mcp.config.keychain import KeychainUnavailable, read_password
+from mail_imap_mcp.credentials.keychain import KeychainUnavailable, read_password
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from mail_imap_mcp.config import AccountConfig
+from mail_imap_mcp.credentials.token_command import run_token_command
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.errors import (
     ConnectFailed,
@@ -22,7 +23,7 @@ from mail_imap_mcp.imap.errors import (
 from mail_imap_mcp.imap.personality import Profile
 from mail_imap_mcp.net.oauth_challenge import OAuthChallenge
 from mail_imap_mcp.net.sasl import SaslExchange, oauth_initial_response
-from mail_imap_mcp.net.tokens import TokenUnavailable, run_token_command
+from mail_imap_mcp.net.tokens import TokenUnavailable
 from mail_imap_mcp.presentation.failures import envelope_of
 
 

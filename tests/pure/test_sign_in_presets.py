@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from mail_imap_mcp.config import AccountConfig, ConfigError
-from mail_imap_mcp.config.sign_in import SignInSettings, oauth_client
+from mail_imap_mcp.config.sign_in import SignInSettings
+from mail_imap_mcp.credentials.oauth_client import oauth_client
 
 
 def settings(**given: object) -> SignInSettings:

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from mail_imap_mcp.net.tokens import AccessToken, SharedToken, TokenUnavailable
+from mail_imap_mcp.credentials.tokens import SharedToken
+from mail_imap_mcp.net.tokens import AccessToken, TokenUnavailable
 from tests.support.patience import patient
 
 

@@ -59,7 +59,7 @@ FORBIDDEN_IMPORTS = {
         *_ABOVE_OPERATIONS,
         *_TOP,
     ),
-    "imap": ("index", "smtp", "operations", *_ABOVE_OPERATIONS, *_TOP),
+    "imap": ("index", "smtp", "credentials", "operations", *_ABOVE_OPERATIONS, *_TOP),
     # Reading and creating the user's local files safely: paths, descriptors, names; no protocol, no MCP
     # (the Windows access-list rule of config/ is the one thing it borrows).
     "local_files": (
@@ -72,15 +72,37 @@ FORBIDDEN_IMPORTS = {
         "query",
         "envelope",
         "state",
-        "sign_in_flow",
+        "credentials",
         "operations",
         *_ABOVE_OPERATIONS,
         *_TOP,
     ),
     # SMTP submission beside imap/: net/'s sockets, TLS and SASL, its own errors; no IMAP, nothing above.
-    "smtp": ("imap", "index", "query", "envelope", "state", "operations", *_ABOVE_OPERATIONS, *_TOP),
-    # A sign-in a call starts: the account's settings, the OAuth client, the browser; no mail.
-    "sign_in_flow": ("imap", "index", "mime", "content", "query", "operations", *_ABOVE_OPERATIONS, *_TOP),
+    "smtp": (
+        "imap",
+        "index",
+        "query",
+        "envelope",
+        "state",
+        "credentials",
+        "operations",
+        *_ABOVE_OPERATIONS,
+        *_TOP,
+    ),
+    # Credentials apart from any protocol: the settings, net/'s OAuth client and token types, the keychain,
+    # the sign-in (its flow, stores, lock and record); a protocol gets them from the application root.
+    "credentials": (
+        "imap",
+        "smtp",
+        "index",
+        "mime",
+        "content",
+        "query",
+        "state",
+        "operations",
+        *_ABOVE_OPERATIONS,
+        *_TOP,
+    ),
     # The local index sits beside imap/: it syncs through it and answers query/'s trees, each engine
     # compiling them itself (index/engine.py).
     "index": ("operations", *_ABOVE_OPERATIONS, *_TOP),
@@ -147,6 +169,7 @@ for _layer in (
     "index",
     "operations",
     "local_files",
+    "credentials",
 ):
     FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], "approval")
 
@@ -1056,3 +1079,104 @@ def test_no_context_variable_holds_approval_state() -> None:
                 targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
                 found |= {ast.unparse(target) for target in targets}
     assert found == _CONTEXT_VARIABLES
+
+
+#: What a keychain, a file lock or a token needs: ``config/`` holds settings and imports none of it.
+_NO_SETTING = ("keyring", "jeepney", "fcntl", "msvcrt")
+
+
+def test_config_holds_settings_alone() -> None:
+    """``config/`` is the pydantic settings every layer reads: it imports no keyring, no file lock and
+    nothing of the package outside itself (no token code of ``net/``, nothing of ``credentials/``)."""
+    wrong = sorted(
+        f"{name} imports {target}"
+        for name, path in modules(SRC, PACKAGE).items()
+        if in_package(name, ("mail_imap_mcp.config",))
+        for target in imported(path, name)
+        if target.split(".")[0] in _NO_SETTING
+        or (target.startswith("mail_imap_mcp.") and not target.startswith("mail_imap_mcp.config"))
+    )
+    assert wrong == []
+
+
+#: What a protocol may take from ``net/tokens.py``: the types of what it is handed, nothing that fetches.
+_CREDENTIAL_TYPES = frozenset(
+    {"AccessToken", "Credentials", "PasswordLogin", "TokenSource", "TokenUnavailable", "SignInRequired"}
+)
+#: What builds credentials: outside ``credentials/``, only the application root and the command line.
+_CREDENTIAL_BUILDERS = frozenset(
+    {
+        "Logins",
+        "credentials_for",
+        "SharedToken",
+        "FixedToken",
+        "token_source_for",
+        "command_fetcher",
+        "sign_in_fetcher",
+        "client_credentials_fetcher",
+    }
+)
+_TOKEN_MODULES = ("mail_imap_mcp.net.tokens", "mail_imap_mcp.net.oauth")
+_MAY_BUILD_CREDENTIALS = ("mail_imap_mcp.app", "mail_imap_mcp.cli", "mail_imap_mcp.credentials")
+
+
+def names_used(path: Path) -> set[str]:
+    """Every name ``path`` imports, defines, reads or reaches as an attribute."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.alias):
+            found.add(node.asname or node.name.rpartition(".")[2])
+            found.add(node.name.rpartition(".")[2])
+        elif isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            found.add(node.name)
+    return found
+
+
+def token_sources_defined(path: Path) -> list[str]:
+    """The classes of ``path`` that are token sources (a ``token`` and an ``invalidate`` method)."""
+    return [
+        node.name
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef)
+        and {"token", "invalidate"} <= {item.name for item in node.body if isinstance(item, ast.FunctionDef)}
+    ]
+
+
+@pytest.mark.parametrize("protocol", ["imap", "smtp"])
+def test_a_protocol_builds_no_token_source(protocol: str) -> None:
+    """A protocol takes the account's credentials from the application root: it imports nothing of
+    ``credentials/``, takes only the types of ``net/tokens.py`` and ``SignInRequired``, and defines
+    no token source of its own."""
+    wrong: list[str] = []
+    for name, path in modules(SRC, PACKAGE).items():
+        if not in_package(name, (f"mail_imap_mcp.{protocol}",)):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            module = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
+            if in_package(module, ("mail_imap_mcp.credentials",)):
+                wrong.append(f"{name} imports {module}")
+            elif isinstance(node, ast.ImportFrom) and module in _TOKEN_MODULES:
+                wrong += [
+                    f"{name} imports {module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name not in _CREDENTIAL_TYPES
+                ]
+        wrong += [f"{name} defines the token source {cls}" for cls in token_sources_defined(path)]
+    assert wrong == []
+
+
+def test_credentials_are_built_by_the_application_root_alone() -> None:
+    """Token sources and the fetchers behind them are built in ``credentials/``, handed out by the
+    application root (``app.py``) and the command line (``cli/``): no protocol, service or transport
+    builds one (the send path takes the credentials the root gave the account's connections)."""
+    wrong = sorted(
+        f"{name} uses {used}"
+        for name, path in modules(SRC, PACKAGE).items()
+        if not in_package(name, _MAY_BUILD_CREDENTIALS)
+        for used in names_used(path) & _CREDENTIAL_BUILDERS
+    )
+    assert wrong == []

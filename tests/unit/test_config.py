@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from mail_imap_mcp.config import AuthMethod, ConfigError, Security, load_config
+from mail_imap_mcp.credentials.secrets import account_password
 
 ROOT = Path(__file__).parents[2]
 #: The example a reader of the repository finds at its top level; the package ships a copy of it.
@@ -115,7 +116,7 @@ def test_env_only_account_compatible_with_the_seed_server() -> None:
         Security.TLS,
     )
     assert default.password_env == "MAIL_IMAP_DEFAULT_PASS"
-    assert default.resolve_password(env) == "pw"
+    assert account_password(default, env) == "pw"
     assert config.server.write_enabled is True
 
 
@@ -254,14 +255,14 @@ def test_no_accounts_explains_what_to_do_without_pointing_outside_the_package() 
 def test_password_command_is_run_and_trimmed(tmp_path: Path) -> None:
     text = GOOD.replace('password_env = "WORK_PW"', 'password_command = ["printf", "from-cmd\\\\n"]')
     account = load_config(write(tmp_path, text), env={}).accounts["work"]
-    assert account.resolve_password() == "from-cmd"
+    assert account_password(account) == "from-cmd"
 
 
 def test_failing_password_command_reports_status_without_output(tmp_path: Path) -> None:
     text = GOOD.replace('password_env = "WORK_PW"', 'password_command = ["sh", "-c", "echo leaked; exit 3"]')
     account = load_config(write(tmp_path, text), env={}).accounts["work"]
     with pytest.raises(ConfigError, match="status 3") as caught:
-        account.resolve_password()
+        account_password(account)
     assert "leaked" not in str(caught.value)
 
 

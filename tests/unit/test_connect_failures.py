@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from mail_imap_mcp.config import AccountConfig, Config, ConfigError, load_config
+from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import (
@@ -58,7 +59,9 @@ PLAIN = {"host": "127.0.0.1", "security": "plain"}
 
 def fails_to_connect(server: ScriptedServer, config: AccountConfig) -> ConnectFailed:
     """The typed error of a call on ``server`` whose connect fails; the commands sent are checked by the caller."""
-    connection = AccountConnection("work", config, open_socket=server.open_socket)
+    connection = AccountConnection(
+        "work", config, credentials=credentials_for("work", config), open_socket=server.open_socket
+    )
     with pytest.raises(ConnectFailed) as failed:
         connection.run(lambda session: None, retry=False)
     return failed.value
@@ -134,8 +137,13 @@ def test_a_refused_login_is_the_login_phase_with_the_providers_hint(monkeypatch:
 def test_the_connections_translate_gives_the_registrys_words() -> None:
     # What the tools' connections do (AppContext passes as_tool_failure): the same envelope error.
     server = ScriptedServer(greeting=PLAIN_GREETING)
+    config = account(security="starttls")
     connection = AccountConnection(
-        "work", account(security="starttls"), open_socket=server.open_socket, translate=as_tool_failure
+        "work",
+        config,
+        credentials=credentials_for("work", config),
+        open_socket=server.open_socket,
+        translate=as_tool_failure,
     )
     with pytest.raises(ToolFailure) as failed:
         connection.run(lambda session: None, retry=False)
@@ -146,7 +154,10 @@ def test_a_working_login_raises_nothing() -> None:
     # The refusals above are no accident of the script: the same server with LOGIN answered logs in.
     server = ScriptedServer(greeting=PLAIN_GREETING)
     server.expect(answer("LOGIN", LOGIN_OK))
-    connection = AccountConnection("work", account(**PLAIN), open_socket=server.open_socket)
+    config = account(**PLAIN)
+    connection = AccountConnection(
+        "work", config, credentials=credentials_for("work", config), open_socket=server.open_socket
+    )
     assert connection.run(lambda session: "in", retry=False) == "in"
     assert server.commands() == ["LOGIN"]
 
@@ -337,8 +348,13 @@ def test_a_move_as_copy_and_expunge_whose_expunge_is_refused_says_where_the_mess
         answer("UID STORE", b"{tag} NO [NOPERM] Permission denied"),
         answer("UID STORE", b"{tag} NO [NOPERM] Permission denied"),  # the \Deleted taken back
     )
+    config = account(**PLAIN)
     connection = AccountConnection(
-        "work", account(**PLAIN), open_socket=server.open_socket, translate=as_tool_failure
+        "work",
+        config,
+        credentials=credentials_for("work", config),
+        open_socket=server.open_socket,
+        translate=as_tool_failure,
     )
 
     def move(session: ImapSession) -> object:
@@ -362,7 +378,10 @@ def test_a_copy_to_a_missing_mailbox_is_the_destination_not_found() -> None:
         answer("SELECT", *select_read_write()),
         answer("UID COPY", b"{tag} NO [TRYCREATE] Mailbox doesn't exist: Archiv"),
     )
-    connection = AccountConnection("work", account(**PLAIN), open_socket=server.open_socket)
+    config = account(**PLAIN)
+    connection = AccountConnection(
+        "work", config, credentials=credentials_for("work", config), open_socket=server.open_socket
+    )
 
     def copy(session: ImapSession) -> object:
         session.select("INBOX")
@@ -392,7 +411,9 @@ def unusable(env: dict[str, str]) -> tuple[ToolFailure, int]:
         raise AssertionError("an account with a wrong setting is never connected")
 
     config = load_config(None, {**FORM_ENV, **env}).accounts["default"]
-    connection = AccountConnection("default", config, open_socket=open_socket)
+    connection = AccountConnection(
+        "default", config, credentials=credentials_for("default", config), open_socket=open_socket
+    )
     with pytest.raises(AccountUnusable) as failed:
         connection.run(lambda session: None, retry=False)
     return envelope_of(failed.value), len(opened)

@@ -15,6 +15,7 @@ import pytest
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import AccountConfig, Config
+from mail_imap_mcp.credentials.logins import Logins, credentials_for
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import OutcomeUnknown
@@ -79,8 +80,13 @@ def summary_fetch(seq: int, uid: int) -> list[bytes]:
 
 
 def connection(server: ScriptedServer) -> AccountConnection:
+    config = account_config()
     return AccountConnection(
-        "default", account_config(), open_socket=server.open_socket, translate=as_tool_failure
+        "default",
+        config,
+        credentials=credentials_for("default", config),
+        open_socket=server.open_socket,
+        translate=as_tool_failure,
     )
 
 
@@ -88,7 +94,12 @@ def app_on(server: ScriptedServer) -> AppContext:
     config = make_config()
     return AppContext(
         config=config,
-        pool=ConnectionPool(dict(config.accounts), open_socket=server.open_socket, translate=as_tool_failure),
+        pool=ConnectionPool(
+            dict(config.accounts),
+            Logins().all(config.accounts),
+            open_socket=server.open_socket,
+            translate=as_tool_failure,
+        ),
     )
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from mail_imap_mcp.config import AccountConfig, ConfigError, HttpSettings, helper_environment, load_config
+from mail_imap_mcp.credentials.logins import credentials_for
+from mail_imap_mcp.credentials.secrets import account_password
 from mail_imap_mcp.imap.auth import Login
 
 SERVER_ENV = {
@@ -58,7 +60,7 @@ def test_regression_password_command_does_not_receive_the_servers_secrets(tmp_pa
         password_command=dumping_helper(dump, "pw"),
         helper_env=["GNUPGHOME"],
     )
-    assert account.resolve_password(env=SERVER_ENV) == "pw"
+    assert account_password(account, env=SERVER_ENV) == "pw"
     environment = received(dump)
     assert not [name for name in SECRETS if name in environment]
     assert environment["GNUPGHOME"] == "/home/you/.gnupg"
@@ -77,7 +79,7 @@ def test_regression_oauth2_token_command_does_not_receive_the_servers_secrets(
         auth="xoauth2",
         oauth2_token_command=dumping_helper(dump, "ya29.token"),
     )
-    Login("work", account, lambda: 20.0)
+    Login("work", account, lambda: 20.0, credentials_for("work", account))
     environment = received(dump)
     assert not [name for name in SECRETS if name in environment]
     assert "GNUPGHOME" not in environment  # not listed in helper_env

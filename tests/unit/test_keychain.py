@@ -19,7 +19,9 @@ from keyring.backends.SecretService import Keyring as SecretServiceKeyring
 from secretstorage.exceptions import ItemNotFoundException
 
 from mail_imap_mcp.config import ConfigError, load_config
-from mail_imap_mcp.config.keychain import (
+from mail_imap_mcp.config.secret_storage import REFUSED_KEYCHAINS
+from mail_imap_mcp.config.team import HttpAuthSettings
+from mail_imap_mcp.credentials.keychain import (
     KeychainUnavailable,
     backend_name,
     delete_secret,
@@ -27,8 +29,7 @@ from mail_imap_mcp.config.keychain import (
     read_password,
     store_password,
 )
-from mail_imap_mcp.config.secret_storage import REFUSED_KEYCHAINS
-from mail_imap_mcp.config.team import HttpAuthSettings
+from mail_imap_mcp.credentials.secrets import account_password, introspection_secret
 from tests.support.secret_service import SECRET_SERVICE_BACKEND, SecretService
 
 NO_KEYCHAIN = "keyring.backends.fail.Keyring"
@@ -92,7 +93,7 @@ def test_a_stored_password_is_read_back_from_the_secret_service(
     assert store_password("mail-imap-mcp", "me@example.com", "s3cret-pw") == SECRET_SERVICE_BACKEND
     account = load_config(config_file(tmp_path), env={}).accounts["work"]
     assert account.password_source == "keyring:mail-imap-mcp"
-    assert account.resolve_password() == "s3cret-pw"
+    assert account_password(account) == "s3cret-pw"
     # GNOME Keyring keeps it in its login keyring (encrypted); keyrings.alt wrote no file of its own.
     assert (secret_service.home / ".local" / "share" / "keyrings" / "login.keyring").is_file()
     assert not (secret_service.home / ".local" / "share" / "python_keyring").exists()
@@ -104,7 +105,7 @@ def test_a_missing_entry_names_the_setting_service_and_backend(
     environment(secret_service.environment())
     account = load_config(config_file(tmp_path), env={}).accounts["work"]
     with pytest.raises(ConfigError) as caught:
-        account.resolve_password()
+        account_password(account)
     message = str(caught.value)
     assert message.startswith(f"password_keyring in [accounts.work]: the keychain ({SECRET_SERVICE_BACKEND})")
     assert "'mail-imap-mcp'" in message and "mail-imap-mcp setup" in message
@@ -135,7 +136,7 @@ def test_regression_a_backend_that_is_no_keychain_is_refused_by_name_and_never_w
     with pytest.raises(
         KeychainUnavailable, match=r"^password_keyring in \[accounts.work\]: no keychain here"
     ):
-        account.resolve_password()
+        account_password(account)
 
 
 def test_regression_keyrings_own_choice_of_a_plaintext_file_is_refused(
@@ -172,10 +173,10 @@ def test_the_introspection_client_secret_comes_from_the_keychain(
     # The one OAuth secret the server itself holds: the client secret of [http.auth] introspection.
     environment(secret_service.environment())
     store_password("mail-imap-mcp", "mail-mcp", "client-s3cret")
-    assert introspection(client_secret_keyring="mail-imap-mcp").resolve_client_secret() == "client-s3cret"
+    assert introspection_secret(introspection(client_secret_keyring="mail-imap-mcp")) == "client-s3cret"
     environment(without_keychain(tmp_path, NO_KEYCHAIN))
     with pytest.raises(KeychainUnavailable) as caught:
-        introspection(client_secret_keyring="mail-imap-mcp").resolve_client_secret()
+        introspection_secret(introspection(client_secret_keyring="mail-imap-mcp"))
     assert str(caught.value).startswith("client_secret_keyring in [http.auth]: no keychain here")
     with pytest.raises(
         ValueError, match="exactly one of client_secret_env, client_secret_file, client_secret_keyring"

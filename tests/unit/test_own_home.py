@@ -13,7 +13,7 @@ from pathlib import Path
 import platformdirs
 import pytest
 
-from mail_imap_mcp.config.sign_in_state import sign_in_dir
+from mail_imap_mcp.credentials.sign_in_state import sign_in_dir
 from mail_imap_mcp.imap.sealing import default_state_dir
 from tests.support import own_home as guard
 from tests.support.patience import patient

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap import view
 from mail_imap_mcp.imap.changes import changes_since
 from mail_imap_mcp.imap.changes_token import ChangesToken
@@ -33,6 +34,7 @@ def connection(server: ScriptedServer, *, enable_qresync: bool = True) -> Accoun
     return AccountConnection(
         "default",
         config,
+        credentials=credentials_for("default", config),
         open_socket=server.open_socket,
         translate=as_tool_failure,
         enable_qresync=enable_qresync,

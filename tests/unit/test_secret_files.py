@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from mail_imap_mcp.config import ConfigError, load_config
-from mail_imap_mcp.config.keychain import NO_KEYCHAIN_HINT
 from mail_imap_mcp.config.secret_storage import (
     UnsafeSecretFile,
     is_refused_keychain,
     windows_acl_problem,
     write_secret_file,
 )
+from mail_imap_mcp.credentials.keychain import NO_KEYCHAIN_HINT
+from mail_imap_mcp.credentials.secrets import account_password
 
 PASSWORD = "s3cret-pw"
 ME = "S-1-5-21-1-2-3-1001"
@@ -38,7 +39,7 @@ def test_a_password_file_of_the_user_alone_is_read(tmp_path: Path, mode: int) ->
     config, secret = account_with_password_file(tmp_path, mode)
     account = load_config(config, env={}).accounts["work"]
     assert account.password_source == f"file:{secret}"
-    assert account.resolve_password() == PASSWORD
+    assert account_password(account) == PASSWORD
 
 
 @pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o620])
@@ -48,7 +49,7 @@ def test_a_password_file_open_to_others_is_refused_naming_the_setting_and_chmod(
     config, secret = account_with_password_file(tmp_path, mode)
     account = load_config(config, env={}).accounts["work"]
     with pytest.raises(UnsafeSecretFile) as caught:
-        account.resolve_password()
+        account_password(account)
     message = str(caught.value)
     assert message.startswith(f"password_file in [accounts.work]: {secret} must be yours alone, but its mode")
     assert message.endswith(f"open to other users: chmod 600 {secret}")
@@ -61,7 +62,7 @@ def test_a_password_file_of_another_user_is_refused(tmp_path: Path, monkeypatch:
     owner = secret.stat().st_uid
     monkeypatch.setattr(os, "getuid", lambda: owner + 1)  # the file's owner is now someone else
     with pytest.raises(UnsafeSecretFile, match=f"it belongs to user id {owner}, not to you") as caught:
-        account.resolve_password()
+        account_password(account)
     assert "password_file in [accounts.work]" in str(caught.value)
 
 
@@ -77,10 +78,10 @@ def test_a_missing_or_empty_password_file_names_the_setting(tmp_path: Path) -> N
     account = load_config(config, env={}).accounts["work"]
     secret.write_text("\n")
     with pytest.raises(ConfigError, match=rf"^password_file in \[accounts.work\]: {secret} is empty$"):
-        account.resolve_password()
+        account_password(account)
     secret.unlink()
     with pytest.raises(ConfigError, match=r"^password_file in \[accounts.work\]: cannot read .*No such file"):
-        account.resolve_password()
+        account_password(account)
 
 
 def test_a_written_secret_file_is_the_users_alone(tmp_path: Path) -> None:

@@ -19,6 +19,8 @@ from mail_imap_mcp.app.permits import any_account_writes, permitted_for_writes
 from mail_imap_mcp.app.scopes import USER_SCOPE_MIN_IDLE_S, UserScope, UserScopes, accounts_of
 from mail_imap_mcp.config import AccountConfig, Config, ConfigError
 from mail_imap_mcp.confirmation import ApprovalPage, ConfirmationGate
+from mail_imap_mcp.credentials.logins import Logins
+from mail_imap_mcp.credentials.sign_in_flow import SignInAttempts
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.envelope.user_call import UserCall
 from mail_imap_mcp.imap import sealing
@@ -33,7 +35,6 @@ from mail_imap_mcp.index.runtime import AccountIndex
 from mail_imap_mcp.operations import OperationRegistry
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT
 from mail_imap_mcp.query import GmailOnly
-from mail_imap_mcp.sign_in_flow import SignInAttempts
 from mail_imap_mcp.state import (
     ANONYMOUS,
     ANONYMOUS_CALLER,
@@ -67,7 +68,7 @@ class AppContext:
     ask: Callable[[Any], Any] = staticmethod(_no_call_to_ask)
     #: The call being handled as asking its user goes (the registry's, for its per-call view).
     user_call: UserCall = UserCall()
-    #: The sign-ins a call may start (:mod:`mail_imap_mcp.sign_in_flow`): a stdio server's; None over
+    #: The sign-ins a call may start (:mod:`mail_imap_mcp.credentials.sign_in_flow`): a stdio server's; None over
     #: HTTP, where a call only says to run ``mail-imap-mcp login``.
     sign_ins: SignInAttempts | None = None
 
@@ -90,11 +91,12 @@ class AppContext:
         #: Where the user approves a send when their client cannot ask (None: nowhere, sending refused).
         self.approval_page: ApprovalPage | None = None
         self.operations = operations or OperationRegistry(store=self.store)
+        logins = Logins()  # without pool_for: the users' pools share one application token
         #: Every user's scope, shared by every caller's view (its bounds: :class:`UserScopes`).
         self.scopes = UserScopes(
             config,
             pool,
-            pool_for or (lambda accounts: ConnectionPool(accounts)),
+            pool_for or (lambda accounts: ConnectionPool(accounts, logins.all(accounts))),
             self.operations.running_users,
             clock,
         )
@@ -171,10 +173,12 @@ class AppContext:
     @classmethod
     def _from_config(cls, config: Config) -> AppContext:
         store = open_sealing_store(config)
+        logins = Logins()  # every user's credentials: an application's token is one for all users
 
         def pool_for(accounts: dict[str, AccountConfig]) -> ConnectionPool:
             return ConnectionPool(
                 accounts,
+                logins.all(accounts),
                 keepalive_interval_s=config.server.keepalive_interval_s,
                 summary_cache_entries=config.server.summary_cache_entries,
                 # A tool's own refusal inside an operation is judged on the mailbox's view, like the IMAP

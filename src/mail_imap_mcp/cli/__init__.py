@@ -25,6 +25,7 @@ from mail_imap_mcp.cli.setup import add_arguments as add_setup_arguments
 from mail_imap_mcp.cli.setup import run_setup
 from mail_imap_mcp.config import AuthMethod, Config, ConfigError, load_config
 from mail_imap_mcp.config.local_files import refuse_over_http
+from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
@@ -168,7 +169,7 @@ def check(config_path: Path | None) -> int:
                 f"warning {account_id}: password is stored inline in the config file; prefer "
                 "password_env or password_command"
             )
-        connection = AccountConnection(account_id, account)
+        connection = AccountConnection(account_id, account, credentials=credentials_for(account_id, account))
         started = time.perf_counter()
 
         def probe(session: ImapSession) -> int:

@@ -16,6 +16,7 @@ from tqdm import tqdm
 
 from mail_imap_mcp.app import open_sealing_store
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.index.attachments import AttachmentReading
@@ -242,7 +243,10 @@ def _build_one(engine: IndexEngine, config: Config, account_id: str, words: Word
         return 1
     if opened.warning:
         print(f"index {account_id}: warning: {opened.warning}", file=sys.stderr)
-    connection = AccountConnection(account_id, config.accounts[account_id], enable_qresync=True)
+    account = config.accounts[account_id]
+    connection = AccountConnection(
+        account_id, account, credentials=credentials_for(account_id, account), enable_qresync=True
+    )
     reading = AttachmentReading.of(config.server) if config.attachments_indexed(account_id) else None
     indexer = Indexer(opened.store, account_id, config.server.index_text_bytes, attachments=reading)
     progress = _Progress(account_id)

@@ -16,9 +16,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from mail_imap_mcp.config import AccountConfig, AuthMethod, Config, ConfigError
-from mail_imap_mcp.config.keychain import KeychainUnavailable, backend_name
-from mail_imap_mcp.config.sign_in import SignInProvider, oauth_client
-from mail_imap_mcp.config.sign_in_state import (
+from mail_imap_mcp.config.sign_in import SignInProvider
+from mail_imap_mcp.credentials.keychain import KeychainUnavailable, backend_name
+from mail_imap_mcp.credentials.oauth_client import oauth_client
+from mail_imap_mcp.credentials.refresh import RefreshTokenStore
+from mail_imap_mcp.credentials.sign_in_flow import check_new_sign_in
+from mail_imap_mcp.credentials.sign_in_state import (
     LockTimeout,
     SignInRecord,
     forget_record,
@@ -27,12 +30,12 @@ from mail_imap_mcp.config.sign_in_state import (
     refresh_lock,
     refresh_token_store,
 )
+from mail_imap_mcp.credentials.tokens import FixedToken
 from mail_imap_mcp.imap.token_check import new_sign_in_refusal
 from mail_imap_mcp.net.browser import BrowserOpener
 from mail_imap_mcp.net.loopback_redirect import RedirectListener
 from mail_imap_mcp.net.oauth import (
     OAuthClient,
-    RefreshTokenStore,
     TokenResponse,
     authorization_request,
     code_from_redirect,
@@ -43,7 +46,6 @@ from mail_imap_mcp.net.oauth import (
     signed_in_as,
 )
 from mail_imap_mcp.net.tokens import TokenUnavailable
-from mail_imap_mcp.sign_in_flow import check_new_sign_in
 
 #: How long ``login`` waits for the browser's redirect.
 BROWSER_WAIT_S = 300.0
@@ -143,7 +145,9 @@ def _login(account_id: str, account: AccountConfig, device: bool, wait_s: float)
             "the provider gave no refresh token (the offline_access scope, or Google's access_type=offline, "
             "is needed to stay signed in)"
         )
-    check_new_sign_in(answer, client, nonce, lambda token: new_sign_in_refusal(account_id, account, token))
+    check_new_sign_in(
+        answer, client, nonce, lambda token: new_sign_in_refusal(account_id, account, FixedToken(token))
+    )
     try:
         keep_sign_in(account_id, answer.refresh_token, signed_in_as(answer), store)
     except (ConfigError, LockTimeout, OSError) as exc:

@@ -46,9 +46,10 @@ from mail_imap_mcp.config import (
     resolve_config_path,
 )
 from mail_imap_mcp.config.accounts import format_validation_error
-from mail_imap_mcp.config.keychain import KeychainUnavailable, backend_name, read_password, store_password
 from mail_imap_mcp.config.providers import Provider, provider_for_address
 from mail_imap_mcp.config.secret_storage import write_secret_file
+from mail_imap_mcp.credentials import keychain
+from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import ConnectFailed, ConnectPhase, ImapError, LoginRefused
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
@@ -196,7 +197,7 @@ def _prove(account_id: str, account: AccountConfig) -> None:
     def probe(session: ImapSession) -> int:
         return len(list_mailboxes(session))
 
-    connection = AccountConnection(account_id, account)
+    connection = AccountConnection(account_id, account, credentials=credentials_for(account_id, account))
     try:
         mailboxes = connection.run(probe, retry=False)
     finally:
@@ -448,9 +449,9 @@ def password_place(args: argparse.Namespace, path: Path, account_id: str, userna
     why = "--no-keyring"
     if not args.no_keyring:
         try:
-            read_password(args.keyring_service, username, "password_keyring")
+            keychain.read_password(args.keyring_service, username, "password_keyring")
             usable = True
-        except KeychainUnavailable as exc:
+        except keychain.KeychainUnavailable as exc:
             why, usable = exc.reason, False  # the file below is the advice: not given again
         except ConfigError:  # usable, and holds no password for this entry yet
             usable = True
@@ -458,7 +459,7 @@ def password_place(args: argparse.Namespace, path: Path, account_id: str, userna
             return PasswordPlace(
                 {"password_keyring": args.keyring_service},
                 None,
-                f"The password is in the keychain ({backend_name()}), service {args.keyring_service!r}, "
+                f"The password is in the keychain ({keychain.backend_name()}), service {args.keyring_service!r}, "
                 f"user {username!r}; no file holds it.",
             )
     secret_file = path.parent / f"{account_id}.password"
@@ -491,8 +492,8 @@ def _keep_password(args: argparse.Namespace, place: PasswordPlace, username: str
             ) from None
     elif place.variable is None:
         try:
-            store_password(args.keyring_service, username, secret)
-        except KeychainUnavailable as exc:
+            keychain.store_password(args.keyring_service, username, secret)
+        except keychain.KeychainUnavailable as exc:
             raise SetupRefused(
                 f"{exc}; nothing was written: run setup again with --no-keyring to keep it in a file of yours"
             ) from None

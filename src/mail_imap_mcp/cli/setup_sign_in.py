@@ -22,7 +22,7 @@ from mail_imap_mcp.config.accounts import format_validation_error
 from mail_imap_mcp.config.providers import Provider
 from mail_imap_mcp.config.secret_storage import write_secret_file
 from mail_imap_mcp.config.sign_in import SignInProvider
-from mail_imap_mcp.config.sign_in_state import refresh_token_store
+from mail_imap_mcp.credentials.sign_in_state import refresh_token_store
 
 #: The providers whose addresses setup offers the built-in sign-in for, by the provider table's name.
 SIGN_IN_PRESETS = {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -28,8 +27,7 @@ from .form import form_label
 from .local_files import LOCAL_FILES_ENV
 from .providers import Provider, provider_for, provider_for_address
 from .recipients import AllowedRecipients, NotAnEntry, SendRate
-from .secret_storage import read_secret_file
-from .secrets import check_env_names, resolve_secret
+from .secrets import check_env_names
 from .sign_in import SignInSettings
 from .sign_in_env import SIGN_IN_ENV_SUFFIXES
 
@@ -471,25 +469,6 @@ class AccountConfig(SignInSettings):
         if self.password_keyring is not None:
             return f"keyring:{self.password_keyring}"
         return "inline"
-
-    def resolve_password(self, env: Mapping[str, str] | None = None) -> str:
-        """Return the password from its source; raise :class:`ConfigError` without echoing it."""
-        if self.password is not None:
-            return self.password.get_secret_value()
-        if self.password_keyring is not None:
-            from .keychain import read_password
-
-            return read_password(self.password_keyring, self.username, self.setting("password_keyring"))
-        if self.password_file is not None:
-            return read_secret_file(self.password_file, self.setting("password_file"))
-        return resolve_secret(
-            env_var=self.password_env,
-            command=self.password_command,
-            env=env,
-            command_setting="password_command",
-            what="password",
-            command_env=self.helper_env,
-        )
 
 
 def toml_value(value: str) -> str:

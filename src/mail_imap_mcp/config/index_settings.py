@@ -13,14 +13,12 @@ never in the URL.
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .errors import ConfigError
-from .secrets import check_env_names, resolve_secret
+from .secrets import check_env_names
 
 #: Where the database password comes from: at most one of them (none: the URL's host trusts the user,
 #: e.g. a Unix socket with peer authentication).
@@ -93,23 +91,3 @@ class IndexSettings(BaseModel):
                 "index_password_keyring needs the user name in index_url (postgresql://USER@...)"
             )
         return self
-
-    def password(self, env: Mapping[str, str] | None = None) -> str | None:
-        """The database password (None: none is configured); :class:`ConfigError` naming the setting."""
-        if self.index_password_keyring is not None:
-            from .keychain import read_password
-
-            user = urllib.parse.urlsplit(self.index_url or "").username or ""
-            return read_password(self.index_password_keyring, user, "index_password_keyring in [index]")
-        if self.index_password_env is None and self.index_password_file is None:
-            return None
-        try:
-            return resolve_secret(
-                env_var=self.index_password_env,
-                file=self.index_password_file,
-                env=env,
-                file_setting="index_password_file in [index]",
-                what="database password",
-            )
-        except ConfigError as exc:
-            raise ConfigError(f"[index] {exc}") from None

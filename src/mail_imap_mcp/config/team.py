@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .accounts import ConfigError, is_loopback_host
+from .accounts import is_loopback_host
 from .secrets import check_env_names, resolve_secret
 
 
@@ -155,26 +155,6 @@ class HttpAuthSettings(BaseModel):
             if value is not None and value.startswith("http://") and not _is_loopback_url(value):
                 raise ValueError(f"{name} must be an https URL (plain http only on loopback)")
         return self
-
-    def resolve_client_secret(self, env: Mapping[str, str] | None = None) -> str:
-        """The introspection client's secret; :class:`ConfigError` naming the setting."""
-        if self.client_secret_keyring is not None and self.client_id is not None:
-            from .keychain import read_password
-
-            return read_password(
-                self.client_secret_keyring, self.client_id, "client_secret_keyring in [http.auth]"
-            )
-        if self.client_secret_env is None and self.client_secret_file is None:
-            raise ConfigError(
-                "[http.auth] introspection needs client_secret_env, client_secret_file or client_secret_keyring"
-            )
-        return resolve_secret(
-            env_var=self.client_secret_env,
-            file=self.client_secret_file,
-            env=env,
-            file_setting="client_secret_file in [http.auth]",
-            what="client secret",
-        )
 
 
 def _is_loopback_url(url: str) -> bool:

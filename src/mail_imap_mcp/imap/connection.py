@@ -62,7 +62,7 @@ from mail_imap_mcp.imap.write_errors import (
 from mail_imap_mcp.net.budget import CallBudget
 from mail_imap_mcp.net.sockets import OpenSocket, closed_while_idle
 from mail_imap_mcp.net.tls import TlsContext, client_context
-from mail_imap_mcp.net.tokens import TokenSource
+from mail_imap_mcp.net.tokens import Credentials
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -100,17 +100,17 @@ class AccountConnection:
         account_id: str,
         config: AccountConfig,
         *,
+        credentials: Credentials,
         summary_cache_entries: int = 0,
         open_socket: OpenSocket | None = None,
         translate: Translate | None = None,
         judged_on_the_view: tuple[type[Exception], ...] = (),
         enable_qresync: bool = False,
-        tokens: TokenSource | None = None,
     ) -> None:
         self.account_id = account_id
-        #: Where an OAuth2 login gets its token: the account's, shared with its other connections (the
-        #: pool's); None: a source of this connection's own.
-        self.tokens = tokens
+        #: How it logs in: a password, or the account's token source, shared with its other connections
+        #: (the pool's), both handed in by the application root (:mod:`mail_imap_mcp.credentials`).
+        self.credentials = credentials
         #: ENABLE QRESYNC (RFC 7162) after login where the server offers it: for the connection serving
         #: tool calls, whose view reads VANISHED like EXPUNGE (:mod:`.view`); not for a watch's.
         self.enable_qresync = enable_qresync
@@ -384,7 +384,7 @@ class AccountConnection:
         progress = ConnectProgress()
         with self._connect_errors(progress):
             # The password, or a token from oauth2_token_command: before connecting, as that may take a while.
-            login = Login(self.account_id, config, self._budget.remaining, self.tokens)
+            login = Login(self.account_id, config, self._budget.remaining, self.credentials)
             context = self.ssl_context()
             # TCP connect, TLS handshake, greeting and STARTTLS share connect_timeout_s; login is a command.
             connect_until = time.monotonic() + config.connect_timeout_s

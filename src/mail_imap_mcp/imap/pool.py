@@ -6,14 +6,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from mail_imap_mcp.config import AccountConfig, AuthMethod, Security
-from mail_imap_mcp.imap.auth import token_source_for
+from mail_imap_mcp.config import AccountConfig, Security
 from mail_imap_mcp.imap.connection import AccountConnection, Translate
 from mail_imap_mcp.imap.errors import AccountUnknown
 from mail_imap_mcp.net.sockets import OpenSocket
-from mail_imap_mcp.net.tokens import TokenSource
+from mail_imap_mcp.net.tokens import Credentials
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -61,12 +60,16 @@ class Keepalive:
 
 class ConnectionPool:
     """One :class:`AccountConnection` per configured account, kept alive while idle (``keepalive_interval_s``,
-    0: off). ``open_socket`` replaces the TCP connect (:data:`~mail_imap_mcp.net.sockets.OpenSocket`).
-    ``translate``: see :data:`~mail_imap_mcp.imap.connection.Translate`."""
+    0: off). ``credentials``: each account's, from the application root, given to every connection the
+    account opens (this pool's and :meth:`new_connection`'s: watchers, the index sync), so an account's
+    token is fetched once for all. ``open_socket`` replaces the TCP connect
+    (:data:`~mail_imap_mcp.net.sockets.OpenSocket`). ``translate``: see
+    :data:`~mail_imap_mcp.imap.connection.Translate`."""
 
     def __init__(
         self,
         accounts: dict[str, AccountConfig],
+        credentials: Mapping[str, Credentials],
         *,
         keepalive_interval_s: float = 0.0,
         summary_cache_entries: int = 0,
@@ -75,13 +78,6 @@ class ConnectionPool:
         judged_on_the_view: tuple[type[Exception], ...] = (),
     ) -> None:
         self._open_socket = open_socket
-        #: One token source per OAuth2 account, shared by every connection the account opens (this
-        #: pool's and :meth:`new_connection`'s: watchers, the index sync).
-        self._tokens: dict[str, TokenSource] = {
-            aid: token_source_for(aid, cfg)
-            for aid, cfg in accounts.items()
-            if cfg.auth is not AuthMethod.PASSWORD
-        }
         self._connections = {
             aid: AccountConnection(
                 aid,
@@ -91,7 +87,7 @@ class ConnectionPool:
                 translate=translate,
                 judged_on_the_view=judged_on_the_view,
                 enable_qresync=True,
-                tokens=self._tokens.get(aid),
+                credentials=credentials[aid],
             )
             for aid, cfg in accounts.items()
         }
@@ -128,13 +124,8 @@ class ConnectionPool:
             account.config,
             open_socket=self._open_socket,
             enable_qresync=enable_qresync,
-            tokens=self._tokens.get(account_id),
+            credentials=account.credentials,
         )
-
-    def token_source(self, account_id: str) -> TokenSource | None:
-        """The account's one token source (None for a password account), for another protocol's login on
-        the same account (SMTP submission): the same access token, refreshed once for all."""
-        return self._tokens.get(account_id)
 
     def busy(self) -> bool:
         """Whether a connection of the pool is running a command now."""

@@ -8,7 +8,7 @@ the server decides whose token it is.
 from __future__ import annotations
 
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.net.tokens import AccessToken
+from mail_imap_mcp.net.tokens import TokenSource
 
 from .connection import AccountConnection
 from .errors import ConnectFailed, ConnectPhase, ImapError, LoginRefused, OAuthRejected
@@ -16,24 +16,11 @@ from .errors import ConnectFailed, ConnectPhase, ImapError, LoginRefused, OAuthR
 __all__ = ["new_sign_in_refusal"]
 
 
-class _OneToken:
-    """A token source that has the new sign-in's access token and no other (no refresh, no keychain)."""
-
-    def __init__(self, token: AccessToken) -> None:
-        self._token = token
-
-    def token(self, timeout_s: float, min_valid_s: float = 30.0) -> AccessToken:
-        return self._token
-
-    def invalidate(self, refused: AccessToken) -> None:
-        pass  # there is no other: the login answers the refusal
-
-
-def new_sign_in_refusal(account_id: str, account: AccountConfig, token: AccessToken) -> str | None:
-    """Why a new sign-in of ``account_id`` whose access token is ``token`` must not be kept: the IMAP
+def new_sign_in_refusal(account_id: str, account: AccountConfig, token: TokenSource) -> str | None:
+    """Why a new sign-in of ``account_id`` whose access token ``token`` holds must not be kept: the IMAP
     server refused ``account.username`` with it, or could not be asked; None when it logged in."""
     server = f"{account.host}:{account.effective_port}"
-    connection = AccountConnection(account_id, account, tokens=_OneToken(token))
+    connection = AccountConnection(account_id, account, credentials=token)
     try:
         connection.run(lambda session: None, retry=False)
     except ConnectFailed as failed:

@@ -3,10 +3,9 @@ refresh token grant, revocation (RFC 7009) and discovery (RFC 8414 / OpenID Conn
 
 authlib writes and reads the protocol's messages (the authorization URL, the redirect's parameters with
 their ``state`` checked, the token requests' bodies); httpx2, the runtime's HTTP client, carries them.
-:func:`sign_in_fetcher` is the :data:`~.tokens.FetchToken` of an account that signed in: it spends the
-stored refresh token for an access token, whose expiry is counted from ``expires_in`` on receipt (the
-provider's clock is never compared with ours), and stores a rotated refresh token before it is used.
-A refresh token is never put in a message, a log line or an exception.
+An access token's expiry is counted from ``expires_in`` on receipt (the provider's clock is never compared
+with ours). A refresh token is never put in a message, a log line or an exception. What spends a stored
+refresh token, and where it is stored, is :mod:`mail_imap_mcp.credentials`'.
 """
 
 from __future__ import annotations
@@ -17,17 +16,16 @@ import re
 import time
 import urllib.parse
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from authlib.common.security import generate_token
 from authlib.oauth2.rfc6749.errors import OAuth2Error
 from authlib.oauth2.rfc6749.parameters import parse_authorization_code_response, prepare_grant_uri
 from authlib.oauth2.rfc7636 import create_s256_code_challenge
 
-from .tokens import AccessToken, FetchToken, TokenUnavailable
+from .tokens import AccessToken, TokenUnavailable
 
 if TYPE_CHECKING:
     import httpx2
@@ -72,18 +70,6 @@ class ProviderRefused(TokenUnavailable):
     def __init__(self, reason: str, error: str) -> None:
         super().__init__(reason)
         self.error = error
-
-
-class RefreshTokenStore(Protocol):
-    """Where an account's refresh token is kept (the OS keychain)."""
-
-    def load(self) -> str | None: ...
-
-    def save(self, refresh_token: str) -> None:
-        """Keep ``refresh_token`` in place of the one before (which stays until this succeeds)."""
-        ...
-
-    def forget(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -370,17 +356,6 @@ def poll_device(
     raise SignInRequired("the code expired before the sign-in was approved")
 
 
-def client_credentials_fetcher(client: OAuthClient) -> FetchToken:
-    """A :data:`FetchToken` of the application's own token (the client credentials grant, RFC 6749
-    section 4.4): no user, no refresh token, nothing stored; a new one is asked for when it expires."""
-
-    def fetch(time_left: float) -> AccessToken:
-        form = {"grant_type": "client_credentials", "scope": " ".join(client.scopes)}
-        return token_request(client, form, time_left).access
-
-    return fetch
-
-
 def revoke(client: OAuthClient, token: str, timeout_s: float = 10.0) -> bool:
     """Ask the provider to revoke ``token`` (RFC 7009); whether it offers revocation and said yes."""
     if client.endpoints.revocation is None:
@@ -394,38 +369,6 @@ def revoke(client: OAuthClient, token: str, timeout_s: float = 10.0) -> bool:
         )
     except _http().HTTPError:
         return False
-
-
-#: Holds the account's cross-process lock for at most the given seconds (raising if it cannot).
-RefreshLock = Callable[[float], AbstractContextManager[object]]
-
-
-def sign_in_fetcher(
-    client: OAuthClient,
-    store: RefreshTokenStore,
-    lock: RefreshLock = lambda _timeout_s: nullcontext(),
-    refreshed: Callable[[TokenResponse], None] = lambda _answer: None,
-) -> FetchToken:
-    """A :data:`FetchToken` that refreshes with the stored refresh token, keeping a rotated one.
-
-    The refresh token is read under ``lock`` (held until a rotated one is stored), so two processes of
-    one account never spend the same refresh token: the second reads the one the first stored, and the
-    provider's reuse detection, which ends the whole sign-in when a spent token comes back, never fires.
-    ``refreshed`` is told of each refresh that succeeded (for ``status``)."""
-
-    def fetch(time_left: float) -> AccessToken:
-        deadline = time.monotonic() + time_left
-        with lock(time_left):
-            refresh_token = store.load()
-            if refresh_token is None:
-                raise SignInRequired("no one has signed in to this account yet")
-            answer = refresh(client, refresh_token, deadline - time.monotonic())
-            if answer.refresh_token and answer.refresh_token != refresh_token:
-                store.save(answer.refresh_token)
-        refreshed(answer)
-        return answer.access
-
-    return fetch
 
 
 def _json(answer: httpx2.Response) -> dict[str, Any]:

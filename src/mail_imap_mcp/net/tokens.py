@@ -1,35 +1,18 @@
-"""Where an account's OAuth 2.0 access token comes from, and the one token every connection of the
-account shares.
+"""What a protocol's login is handed: an account's :data:`Credentials`, a password to read or a
+:class:`TokenSource` of OAuth 2.0 access tokens.
 
 A :class:`TokenSource` gives a token (:meth:`~TokenSource.token`) and is told when a server refused one
-(:meth:`~TokenSource.invalidate`). :class:`SharedToken` keeps one token per account for every connection
-it opens (the pool's, the watchers', the index sync's): fetched anew, under a lock, only when it is near
-its expiry or a server refused it, so N connections that meet an expired token cause one fetch, not N.
-What fetches it is a :data:`FetchToken`: today the account's ``oauth2_token_command``
-(:func:`command_fetcher`); a built-in sign-in is another. Like imapclient's ``oauth2_login``, a protocol
-client takes a token and leaves getting it here.
+(:meth:`~TokenSource.invalidate`). Like imapclient's ``oauth2_login``, a protocol client takes a token and
+leaves getting it to its caller: which source an account has, and what fetches its tokens, is
+:mod:`mail_imap_mcp.credentials`', built once by the application root and handed to every protocol.
 """
 
 from __future__ import annotations
 
-import re
-import subprocess
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
-
-from mail_imap_mcp.processes import HAS_PROCESS_GROUPS, kill_tree
-
-#: More than any access token (Microsoft's are about 2-3 KB): output beyond this is not a token.
-MAX_TOKEN_BYTES = 16 * 1024
-#: How long a token from a command is reused when the command says nothing of its lifetime: helpers
-#: (pizauth, oauth2l, mailctl) hand out tokens valid for an hour or more and refresh them themselves; a
-#: server's refusal fetches a new one at once whatever this says.
-COMMAND_TOKEN_REUSE_S = 300.0
-# Runs of token-like characters in a helper's stderr are blanked before a line of it is shown.
-_TOKEN_LIKE = re.compile(r"[A-Za-z0-9._~+/=-]{32,}")
 
 
 @dataclass(frozen=True)
@@ -70,114 +53,13 @@ class TokenSource(Protocol):
 FetchToken = Callable[[float], AccessToken]
 
 
-class SharedToken:
-    """One account's token, shared by every connection of the account (thread-safe)."""
+@dataclass(frozen=True)
+class PasswordLogin:
+    """An account that logs in with a password: ``read`` reads it from its source at each login (raising
+    the settings' ``ConfigError``, whose words name the setting and never the password)."""
 
-    def __init__(self, fetch: FetchToken) -> None:
-        self._fetch = fetch
-        self._lock = threading.Lock()
-        self._current: AccessToken | None = None
-        #: Tokens fetched (each a command run or a token-endpoint request).
-        self.fetches = 0
-
-    def token(self, timeout_s: float, min_valid_s: float = 30.0) -> AccessToken:
-        deadline = time.monotonic() + timeout_s
-        if not self._lock.acquire(timeout=min(max(timeout_s, 0), threading.TIMEOUT_MAX)):
-            raise TokenUnavailable("another connection of the account was still getting a token")
-        try:
-            current = self._current
-            if current is not None and current.valid_for(min_valid_s):
-                return current
-            self.fetches += 1
-            self._current = self._fetch(deadline - time.monotonic())
-            return self._current
-        finally:
-            self._lock.release()
-
-    def invalidate(self, refused: AccessToken) -> None:
-        with self._lock:
-            if self._current is not None and self._current.value == refused.value:
-                self._current = None
+    read: Callable[[], str] = field(repr=False)
 
 
-def command_fetcher(argv: list[str], timeout_s: float, env: dict[str, str]) -> FetchToken:
-    """A :data:`FetchToken` that runs ``argv`` (at most ``timeout_s`` seconds, or what the call has left)
-    and takes what it prints as the token, reused for :data:`COMMAND_TOKEN_REUSE_S`."""
-
-    def fetch(time_left: float) -> AccessToken:
-        value = run_token_command(argv, min(timeout_s, time_left), env)
-        return AccessToken(value, time.monotonic() + COMMAND_TOKEN_REUSE_S)
-
-    return fetch
-
-
-def run_token_command(argv: list[str], timeout: float, env: dict[str, str]) -> str:
-    """Run ``argv`` (no shell, no stdin, environment ``env``) and return its stdout, stripped: the
-    access token.
-
-    Stopped (with everything it started, being its own process group) after ``timeout`` seconds. A
-    command that cannot start, exits non-zero, hangs, or prints nothing or more than a token raises
-    :class:`TokenUnavailable`, whose reason includes at most one line of its stderr with anything
-    token-like blanked out, and never its stdout.
-    """
-    if timeout <= 0:
-        raise TokenUnavailable("the call's time budget was used up before the command could run")
-    try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=HAS_PROCESS_GROUPS,
-            env=env,
-        )
-    except OSError as exc:
-        raise TokenUnavailable(
-            f"the command could not be started ({exc.strerror or type(exc).__name__})"
-        ) from None
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _stop(proc)
-        raise TokenUnavailable(f"the command did not finish within {timeout:.3g}s and was stopped") from None
-    said = _last_line(err, out)
-    if proc.returncode != 0:
-        status = f"signal {-proc.returncode}" if proc.returncode < 0 else f"status {proc.returncode}"
-        raise TokenUnavailable(f"the command exited with {status}{said}")
-    token = out.decode("utf-8", "replace").strip()
-    if not token:
-        raise TokenUnavailable(f"the command printed nothing{said}")
-    if (
-        len(out) > MAX_TOKEN_BYTES
-        or not token.isascii()
-        or any(c.isspace() or not c.isprintable() for c in token)
-    ):
-        raise TokenUnavailable(
-            "the command printed more than an access token: it must print only the token (e.g. "
-            "`oauth2l fetch --output_format bare`, not JSON)"
-        )
-    return token
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    kill_tree(proc)
-    try:
-        proc.communicate(timeout=2)
-    except subprocess.TimeoutExpired:  # a descendant that left the group still holds the pipes
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
-
-
-def _last_line(err: bytes, out: bytes) -> str:
-    """``": <last line of stderr>"`` with token-like runs (and anything printed on stdout) blanked."""
-    lines = [line.strip() for line in err.decode("utf-8", "replace").splitlines() if line.strip()]
-    if not lines:
-        return ""
-    line = lines[-1]
-    printed = out.decode("utf-8", "replace").strip()
-    if printed:
-        line = line.replace(printed, "[redacted]")
-    line = _TOKEN_LIKE.sub("[redacted]", line)
-    line = re.sub(r"[\x00-\x1f\x7f]+", " ", line)[:200]
-    return f" and said: {line!r}"
+#: What a protocol logs an account in with: a password, or a source of access tokens.
+Credentials = PasswordLogin | TokenSource

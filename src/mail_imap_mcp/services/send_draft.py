@@ -27,12 +27,10 @@ from typing import Literal
 from mail_imap_mcp.approval import DEFAULT_TTL_S
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.config.accounts import AuthMethod
 from mail_imap_mcp.config.errors import ConfigError
 from mail_imap_mcp.content.drafts import message_id_domain
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap import parsing
-from mail_imap_mcp.imap.auth import token_source_for
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.directory import MailboxDirectory, same_mailbox
 from mail_imap_mcp.imap.errors import ImapError, OutcomeUnknown
@@ -41,7 +39,7 @@ from mail_imap_mcp.imap.read import MessageGone, read_raw
 from mail_imap_mcp.imap.roles import ALL, DRAFTS, INBOX, SENT, TRASH
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.step_failure import StepFailed
-from mail_imap_mcp.net.tokens import TokenSource, TokenUnavailable
+from mail_imap_mcp.net.tokens import Credentials, PasswordLogin, TokenUnavailable
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.services.draft_attachments import submission_server
 from mail_imap_mcp.services.message_lookup import examine_for
@@ -241,17 +239,18 @@ def _rate_reached(app: Call, prepared: Prepared) -> SendRateReached:
     )
 
 
-def _login(account_id: str, account: AccountConfig, shared: TokenSource | None) -> Login:
+def _login(account: AccountConfig, credentials: Credentials) -> Login:
     """The account's login, its secret obtained now, before any record is taken: a password or token that
-    cannot be had is a refused login, with nothing sent. An OAuth2 account logs in with ``shared``, the
-    token its IMAP connections use (one refresh for both protocols), where the pool has one."""
-    if account.auth is AuthMethod.PASSWORD:
+    cannot be had is a refused login, with nothing sent. ``credentials``: those the application root gave
+    the account's IMAP connections, so an OAuth2 account logs in with the token they use (one refresh for
+    both protocols)."""
+    if isinstance(credentials, PasswordLogin):
         try:
-            password = account.resolve_password()
+            password = credentials.read()
         except ConfigError as exc:  # its words name the setting, never the secret
             raise SubmissionLoginRefused(Stage.LOGIN, str(exc)) from None
         return Login(account.username, "PLAIN", lambda _: password)
-    tokens = shared or token_source_for(account_id, account)
+    tokens = credentials
     try:
         token = tokens.token(account.oauth2_token_timeout_s)
     except TokenUnavailable as exc:
@@ -284,7 +283,7 @@ def send(app: Call, connection: AccountConnection, prepared: Prepared, tool: str
     account_id, message = prepared.account_id, prepared.outgoing
     header_id = message.header_id
     key, records = _record_key(app, prepared), app.lasting_store
-    login = _login(account_id, prepared.account, app.pool.token_source(account_id))
+    login = _login(prepared.account, connection.credentials)
     if not records.add(key, SENDING, RECORD_TTL_S):
         state = records.get(key) or SENDING
         raise AlreadySent(header_id, state.decode("ascii", "replace"), prepared.sent_mailbox)

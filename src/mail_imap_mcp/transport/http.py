@@ -35,6 +35,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config, ConfigError, HttpSettings, is_loopback_host
 from mail_imap_mcp.config.local_files import refuse_over_http
+from mail_imap_mcp.credentials.secrets import introspection_secret
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.transport import close_app
 from mail_imap_mcp.transport.guards import (
@@ -310,7 +311,7 @@ async def serve_http(config: Config, settings: HttpSettings, token: str | None, 
     allowed = transport_security(settings)
     checked: ASGIApp = drain
     if settings.auth is not None:
-        secret = settings.auth.resolve_client_secret() if settings.auth.introspection_url else None
+        secret = introspection_secret(settings.auth) if settings.auth.introspection_url else None
         checked = ResourceServerAuth(TrustOnToken(drain, guard), AccessTokenVerifier(settings.auth, secret))
     elif token is not None:
         checked = BearerAuth(TrustOnToken(drain, guard), token)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mail_imap_mcp.config import Config, ConfigError
 from mail_imap_mcp.config.installation import locked_install
+from mail_imap_mcp.credentials.secrets import index_password
 from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.engines.sqlite.engine import SqliteEngine
 
@@ -21,7 +22,7 @@ def open_engine(config: Config) -> IndexEngine:
         except ImportError:
             raise ConfigError(_missing_extra("sqlite+tantivy", "tantivy")) from None
         return TantivyEngine(config.server.index_dir)
-    password = settings.password()
+    password = index_password(settings)
     try:
         from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
     except ImportError:

@@ -1,5 +1,5 @@
 """The opt-in file of a signed-in account's refresh token (``oauth2_token_file``), for a machine without a
-usable keychain: the secret-storage rule's opt-in file (:mod:`.secret_storage`), as ``password_file`` is
+usable keychain: the secret-storage rule's opt-in file (:mod:`mail_imap_mcp.config.secret_storage`), as ``password_file`` is
 for a password.
 
 The file is the user's alone (POSIX: mode 0600, owned by the user; Windows: an access list of the user
@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .secret_storage import read_secret_file
+from mail_imap_mcp.config.secret_storage import read_secret_file
 
 #: The account setting naming the file.
 SETTING = "oauth2_token_file"

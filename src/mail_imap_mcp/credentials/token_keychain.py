@@ -1,5 +1,5 @@
 """Where a signed-in account's refresh token is kept: the OS keychain (:mod:`.keychain`, under the
-secret-storage rule of :mod:`.secret_storage`), in entries small enough for every platform's keychain.
+secret-storage rule of :mod:`mail_imap_mcp.config.secret_storage`), in entries small enough for every platform's keychain.
 
 The Windows Credential Manager holds at most 2,560 bytes in one credential (``CRED_MAX_CREDENTIAL_BLOB_SIZE``),
 which keyring writes as UTF-16: 1,280 characters, and Microsoft's refresh tokens come close to that. So

@@ -2,7 +2,7 @@
 
 keyring picks the keychain itself (macOS Keychain, Windows Credential Locker, the Secret Service of GNOME
 Keyring or KWallet; ``PYTHON_KEYRING_BACKEND`` or its config file chooses another). A backend that is no
-keychain (:data:`.secret_storage.REFUSED_KEYCHAINS`: keyring's fail and null, every keyrings.alt file) is
+keychain (:data:`~mail_imap_mcp.config.secret_storage.REFUSED_KEYCHAINS`: keyring's fail and null, every keyrings.alt file) is
 never used, not even behind keyring's chainer; where only such backends are found (a headless Linux
 machine without a Secret Service), every failure is a :class:`ConfigError` that names the backends and
 what to do instead, never the password.
@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .errors import ConfigError
-from .installation import locked_install
-from .secret_storage import REFUSED_KEYCHAINS, is_refused_keychain
+from mail_imap_mcp.config.errors import ConfigError
+from mail_imap_mcp.config.installation import locked_install
+from mail_imap_mcp.config.secret_storage import REFUSED_KEYCHAINS, is_refused_keychain
 
 
 def install_hint() -> str:

@@ -4,7 +4,7 @@ when a refresh last succeeded).
 
 Both live in :func:`sign_in_dir` (``sign-in/`` in the default configuration's directory), named after
 where the refresh token is kept (:func:`state_name`): by the sign-in's key as the keychain entry is
-(:func:`~.sign_in_store.sign_in_key`: provider, client ID, tenant or issuer, username), since every
+(:func:`~.token_keychain.sign_in_key`: provider, client ID, tenant or issuer, username), since every
 process of the user that signs in as that identity (Claude Desktop's server and Claude Code's, whatever
 ``--config`` or account id each was given) meets the same keychain entry, so they must meet the same
 lock, and two configurations whose accounts share an id but not an identity hold two sign-ins; by the
@@ -25,13 +25,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .accounts import DEFAULT_CONFIG_PATH, AccountConfig
-from .sign_in import SignInProvider
-from .sign_in_file import SETTING, FileRefreshTokens
-from .sign_in_store import KeychainRefreshTokens, sign_in_key
+from mail_imap_mcp.config.accounts import DEFAULT_CONFIG_PATH, AccountConfig
+from mail_imap_mcp.config.sign_in import SignInProvider
+
+from .token_file import SETTING, FileRefreshTokens
+from .token_keychain import KeychainRefreshTokens, sign_in_key
 
 if TYPE_CHECKING:
-    from mail_imap_mcp.net.oauth import RefreshTokenStore
+    from .refresh import RefreshTokenStore
 
 #: How often a process waiting for another's refresh tries the lock again.
 _LOCK_POLL_S = 0.05

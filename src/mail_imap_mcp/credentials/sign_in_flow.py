@@ -22,14 +22,11 @@ import time
 from collections.abc import Callable, Mapping
 
 from mail_imap_mcp.config import AccountConfig, ConfigError
-from mail_imap_mcp.config.sign_in import oauth_client
-from mail_imap_mcp.config.sign_in_state import keep_sign_in, refresh_token_store
 from mail_imap_mcp.envelope.model import ErrorCode, FailureEnvelope
 from mail_imap_mcp.net.browser import ATTEMPT_S, BrowserOpener
 from mail_imap_mcp.net.loopback_redirect import RedirectListener
 from mail_imap_mcp.net.oauth import (
     OAuthClient,
-    RefreshTokenStore,
     TokenResponse,
     authorization_request,
     code_from_redirect,
@@ -38,7 +35,12 @@ from mail_imap_mcp.net.oauth import (
     revoke,
     signed_in_as,
 )
-from mail_imap_mcp.net.tokens import AccessToken, TokenUnavailable
+from mail_imap_mcp.net.tokens import AccessToken, TokenSource, TokenUnavailable
+
+from .oauth_client import oauth_client
+from .refresh import RefreshTokenStore
+from .sign_in_state import keep_sign_in, refresh_token_store
+from .tokens import FixedToken
 
 log = logging.getLogger("mail_imap_mcp.sign_in")
 
@@ -48,8 +50,9 @@ CONVERSATION = "your conversation with the assistant, and ask again"
 #: How long the token endpoint is given to redeem the code.
 REDEEM_S = 30.0
 #: Why a new sign-in of an account must not be kept (its mail server refused the account's username
-#: with the new access token), or None: :func:`mail_imap_mcp.imap.token_check.new_sign_in_refusal`.
-NewSignInCheck = Callable[[str, AccountConfig, AccessToken], str | None]
+#: with the new access token, handed as a token source of that token alone), or None:
+#: :func:`mail_imap_mcp.imap.token_check.new_sign_in_refusal`.
+NewSignInCheck = Callable[[str, AccountConfig, TokenSource], str | None]
 
 
 def check_new_sign_in(
@@ -208,7 +211,7 @@ class SignInAttempts:
                     account_id,
                     client,
                     self.opener,
-                    lambda token: self._check(account_id, account, token),
+                    lambda token: self._check(account_id, account, FixedToken(token)),
                     self._attempt_s,
                     store,
                 )
