@@ -1,7 +1,7 @@
 """Where a secret may be kept: the one rule for every secret the project keeps (account passwords, the
 HTTP bearer token, the introspection client's secret; OAuth refresh tokens follow it).
 
-A secret lives in the operating system's keychain (:mod:`.keychain`), in a file that is its user's alone,
+A secret lives in the operating system's keychain (:mod:`mail_imap_mcp.credentials.keychain`), in a file that is its user's alone,
 in an environment variable or in a command's output. Two places are refused, each with the setting and
 the fix in the message: a file another user can read, write or owns (POSIX: mode 0600 or stricter and
 owned by the current user; Windows: an access list granting the current user alone), and a "keychain"
