@@ -1,4 +1,4 @@
-"""One access token per account, shared by its connections (net/tokens.py): fetched once, anew only near
+"""One access token per account, shared by its connections (credentials/tokens.py): fetched once, anew only near
 its expiry or after a refusal, never twice for one refusal however many connections met it."""
 
 from __future__ import annotations
