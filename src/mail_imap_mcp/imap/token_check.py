@@ -16,11 +16,12 @@ from .errors import ConnectFailed, ConnectPhase, ImapError, LoginRefused, OAuthR
 __all__ = ["new_sign_in_refusal"]
 
 
-def new_sign_in_refusal(account_id: str, account: AccountConfig, token: TokenSource) -> str | None:
-    """Why a new sign-in of ``account_id`` whose access token ``token`` holds must not be kept: the IMAP
-    server refused ``account.username`` with it, or could not be asked; None when it logged in."""
+def new_sign_in_refusal(account_id: str, account: AccountConfig, new_token: TokenSource) -> str | None:
+    """Why a new sign-in of ``account_id`` must not be kept: the IMAP server refused ``account.username``
+    with its access token (``new_token``, a source of that token alone, handed by the sign-in), or could
+    not be asked; None when it logged in."""
     server = f"{account.host}:{account.effective_port}"
-    connection = AccountConnection(account_id, account, credentials=token)
+    connection = AccountConnection(account_id, account, credentials=new_token)
     try:
         connection.run(lambda session: None, retry=False)
     except ConnectFailed as failed:
