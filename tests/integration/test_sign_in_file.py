@@ -1,4 +1,4 @@
-"""The opt-in file of a refresh token (``oauth2_token_file``, config/sign_in_file.py) on a machine whose
+"""The opt-in file of a refresh token (``oauth2_token_file``, credentials/token_file.py) on a machine whose
 keychain is keyring's ``fail`` backend (no keychain at all): ``mail-imap-mcp login`` signs in through the
 "browser" (tests/support/oidc_browser.py) against node-oidc-provider and writes the file 0600; the
 server in process lists mail across access-token expiries, each refresh rotating the token in the file;
@@ -6,7 +6,7 @@ server in process lists mail across access-token expiries, each refresh rotating
 the setting. Two configurations whose accounts share an id but not a token file each say who signed in.
 
 Each test has its own home (``own_home`` in tests/conftest.py, passed on to the commands by ``run``):
-the sign-in's lock files and records (config/sign_in_state.py) go below it, never to the home of the
+the sign-in's lock files and records (credentials/sign_in_state.py) go below it, never to the home of the
 user running the tests, which every test and xdist worker would otherwise share.
 """
 

@@ -1,4 +1,4 @@
-"""How a refresh token is kept in the keychain (config/sign_in_store.py), in a real Secret Service: a token
+"""How a refresh token is kept in the keychain (credentials/token_keychain.py), in a real Secret Service: a token
 over the Windows Credential Manager's limit of one credential is split over entries each within it (a
 4 KB token under the Windows simulation, with that limit put on the keychain), and a crash at any step of
 storing a rotated token leaves a complete one, so the sign-in survives it.
