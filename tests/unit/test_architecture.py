@@ -1171,7 +1171,7 @@ def test_a_protocol_builds_no_token_source(protocol: str) -> None:
 
 def test_credentials_are_built_by_the_application_root_alone() -> None:
     """Token sources and the fetchers behind them are built in ``credentials/``, handed out by the
-    application root (``app.py``) and the command line (``cli/``): no protocol, service or transport
+    application root (``app/``) and the command line (``cli/``): no protocol, service or transport
     builds one (the send path takes the credentials the root gave the account's connections)."""
     wrong = sorted(
         f"{name} uses {used}"
