@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 from types import SimpleNamespace
 from typing import Any
 
-from tests.support.cpu_report import WORKER_KEY, CpuReport, table
+import pytest
+
+from tests.support import cpu_report
+from tests.support.cpu_report import WORKER_END, WORKER_KEY, CpuReport, table
 
 
 def worker(**modules: tuple[int, float, float]) -> Any:
@@ -21,3 +25,33 @@ def test_each_workers_sums_are_added_per_module_and_ranked_by_cpu() -> None:
     ranked = [(module, cost.tests, cost.cpu_s, cost.wall_s) for module, cost in report.ranked()]
     assert ranked == [("a", 5, 4.5, 5.0), ("b", 1, 4.0, 1.0)]
     assert table(report.ranked()) == "module\ttests\tcpu_s\twall_s\na\t5\t4.50\t5.00\nb\t1\t4.00\t1.00\n"
+
+
+def run_test(
+    report: CpuReport, nodeid: str, last: bool, cpu: list[float], spent: float, at_end: float
+) -> None:
+    """One test through the report's hooks: ``spent`` CPU-seconds in it, ``at_end`` in the teardown
+    after it when it is the process's last."""
+    item: Any = SimpleNamespace(nodeid=nodeid)
+    nextitem = None if last else item
+    protocol = report.pytest_runtest_protocol(item, nextitem)
+    next(protocol)
+    cpu[0] += spent
+    teardown = report.pytest_runtest_teardown(item, nextitem)
+    next(teardown)
+    cpu[0] += at_end if last else 0.0
+    for hook in (teardown, protocol):
+        with contextlib.suppress(StopIteration):
+            hook.send(None)
+
+
+def test_the_servers_a_process_stops_at_its_end_are_not_its_last_tests(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cpu = [0.0]
+    monkeypatch.setattr(cpu_report, "_cpu_now", lambda: cpu[0])
+    report = CpuReport(SimpleNamespace())  # type: ignore[arg-type]
+    run_test(report, "tests/integration/test_a.py::one", False, cpu, spent=2.0, at_end=0.0)
+    run_test(report, "tests/unit/test_b.py::two", True, cpu, spent=0.5, at_end=20.0)
+    cpus = {module: round(cost.cpu_s, 6) for module, cost in report.ranked()}
+    assert cpus == {WORKER_END: 20.0, "tests/integration/test_a.py": 2.0, "tests/unit/test_b.py": 0.5}
