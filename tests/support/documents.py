@@ -266,17 +266,24 @@ def _pdf_flate_bomb() -> bytes:
 
 
 def operator_flood_pdf() -> bytes:
-    # ~1.9 million cheap operators on one page: parsing takes CPU seconds (a "looping" input)
-    # while staying under pypdf's own token budget.
-    ops = b"0 0 Td\n" * 600_000
-    content = b"BT /F1 12 Tf " + ops + b"(end) Tj ET"
+    """A page that draws one form of a thousand cheap operators 20,000 times: text extraction runs the
+    form's operators each time, a "looping" input of CPU minutes (8 CPU-seconds per thousand draws on
+    the 2-core test machine) in flat memory, so that only a CPU or wall limit ends it, never the memory
+    limit first (a single page of 600,000 operators reached 192 MB within 2 CPU-seconds on an idle
+    machine and under them on a loaded one)."""
+    form = b"BT /F1 12 Tf " + b"0 0 Td\n" * 1000 + b"(end) Tj ET"
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> "
-        b"/Contents 4 0 R >>",
-        pdf_stream(zlib.compress(content, 9), b"/Filter /FlateDecode "),
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+        b"/Resources << /Font << /F1 5 0 R >> /XObject << /X0 6 0 R >> >> /Contents 4 0 R >>",
+        pdf_stream(zlib.compress(b"/X0 Do\n" * 20_000, 9), b"/Filter /FlateDecode "),
         _FONT,
+        pdf_stream(
+            zlib.compress(form, 9),
+            b"/Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> "
+            b"/Filter /FlateDecode ",
+        ),
     ]
     return write_pdf(objects)
 
@@ -295,14 +302,16 @@ MC = "http://schemas.openxmlformats.org/markup-compatibility/2006"
 XML_DECL = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
 
 
+_LETTER_OF_BYTE = bytes(string.ascii_lowercase.encode()[byte % 26] for byte in range(256))
+
+
 def deep_nesting_docx(depth: int) -> bytes:
     """A DOCX whose body opens ``depth`` elements (random names, so that it compresses like text, not like
     a bomb) before closing them: the streaming parser keeps every open element, a memory bomb."""
-    rng = random.Random(depth)
-    names = ["".join(rng.choices(string.ascii_lowercase, k=4)) for _ in range(depth)]
-    return docx_bytes(
-        "".join(f"<{name}>" for name in names) + "".join(f"</{name}>" for name in reversed(names))
-    )
+    # Four random letters a name, from one run of random bytes (a choice per letter took a CPU-second).
+    letters = random.Random(depth).randbytes(4 * depth).translate(_LETTER_OF_BYTE).decode()
+    names = [letters[start : start + 4] for start in range(0, 4 * depth, 4)]
+    return docx_bytes("<" + "><".join(names) + "></" + "></".join(reversed(names)) + ">")
 
 
 def zip_bytes(members: dict[str, str | bytes], *, stored: tuple[str, ...] = ()) -> bytes:

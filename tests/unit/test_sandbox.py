@@ -14,7 +14,7 @@ import pytest
 from mail_imap_mcp.content import sandbox
 from mail_imap_mcp.content.documents import ExtractionError, extract_text
 from mail_imap_mcp.content.sandbox import SandboxLimits, run_in_sandbox
-from tests.support.documents import CORPUS, operator_flood_pdf
+from tests.support.documents import CORPUS
 from tests.support.limits import default_extract_limits
 from tests.support.patience import NotYet, eventually
 from tests.support.processes import live_children
@@ -49,8 +49,11 @@ def test_the_child_runs_with_its_limits_in_its_own_session_and_a_bare_environmen
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MIM_SANDBOX_CANARY", "secret-value")
-    path = tmp_path / "flood.pdf"
-    path.write_bytes(operator_flood_pdf())
+    # A named pipe nobody writes to yet: the child waits for its bytes, using no CPU, while it is looked
+    # at; then the test opens and closes it, and the child ends at once (an empty PDF) rather than by a
+    # limit (a CPU-bound document burnt 3 CPU-seconds here).
+    path = tmp_path / "waiting.pdf"
+    os.mkfifo(path)
     seen: dict[str, str] = {}
 
     def caught() -> bool:
@@ -71,15 +74,23 @@ def test_the_child_runs_with_its_limits_in_its_own_session_and_a_bare_environmen
             return True
         return False
 
+    def opened_and_closed() -> bool:
+        try:  # fails (ENXIO) until the child opens the pipe to read it
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            return False
+        return True
+
     def watch() -> None:
         with contextlib.suppress(NotYet):  # the test says what it saw
             eventually(caught, within=10, interval=0.02)
+            eventually(opened_and_closed, within=10, interval=0.02)
 
     watcher = threading.Thread(target=watch)
     watcher.start()
-    limits = default_extract_limits(timeout_s=4, cpu_s=3, memory_bytes=300 << 20)
+    limits = SandboxLimits(timeout_s=4, cpu_s=3, memory_bytes=300 << 20, max_response_bytes=1 << 20)
     with pytest.raises(ExtractionError):
-        extract_text(path, "application/pdf", None, limits, max_chars=100)
+        run_in_sandbox("document", pdf_params(path, memory_bytes=limits.memory_bytes), limits)
     watcher.join()
     assert seen, "the child was not observed"
     rows = {line[:26].strip(): line[26:].split() for line in seen["limits"].splitlines()[1:]}
@@ -135,16 +146,18 @@ def test_concurrent_extractions_share_a_bounded_number_of_children(tmp_path: Pat
             most = max(most, len(extraction_children))
             time.sleep(0.005)
 
+    # Two more at once than there are slots: enough to need the bound (each child costs a start).
+    extractions = sandbox.MAX_CONCURRENT_CHILDREN + 2
     counter = threading.Thread(target=count)
     counter.start()
     try:
-        with ThreadPoolExecutor(max_workers=8) as pool:
+        with ThreadPoolExecutor(max_workers=extractions) as pool:
             results = list(
                 pool.map(
                     lambda _: extract_text(
                         path, item.content_type, None, default_extract_limits(), max_chars=500
                     ),
-                    range(8),
+                    range(extractions),
                 )
             )
     finally:
