@@ -8,6 +8,7 @@ imapclient's exceptions are caught where the IMAP layer classifies them, not in 
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 import warnings
@@ -174,6 +175,19 @@ for _layer in (
     FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], "approval")
 
 
+@functools.cache
+def tree_of(source: str) -> ast.Module:
+    """``source`` parsed once per process: most tests here read every module of src (each parsing them
+    all again took a third of this module's CPU). Read only."""
+    return ast.parse(source)
+
+
+@functools.cache
+def nodes_of(source: str) -> tuple[ast.AST, ...]:
+    """Every node of ``source`` (``ast.walk``), once per process. Read only."""
+    return tuple(ast.walk(tree_of(source)))
+
+
 def module_name(path: Path, base: Path) -> str:
     parts = list(path.relative_to(base).with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -188,7 +202,7 @@ def modules(base: Path, under: Path) -> dict[str, Path]:
 def imported(path: Path, name: str) -> Iterator[str]:
     """Every module ``path`` imports, at its top or inside a function (a lazy import is an import)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes_of(path.read_text(encoding="utf-8")):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -477,7 +491,7 @@ def capability_tests(source: str) -> list[int]:
     ``f"THREAD={x}"``); ``"MOVE" in something`` (a capability name that is also a command's, looked for
     in a collection); or a call of ``has_capability``.
     """
-    tree = ast.parse(source)
+    tree = tree_of(source)
     derived: set[str] = set()
 
     def named(name: str) -> bool:
@@ -706,7 +720,7 @@ MAX_MODULES_IMPORTING_IMAP_LIBRARIES = 5
 
 def catches_imap_library_error(source: str) -> bool:
     """Whether ``source`` has an ``except`` naming an imapclient or imaplib exception."""
-    for node in ast.walk(ast.parse(source)):
+    for node in nodes_of(source):
         if isinstance(node, ast.ExceptHandler) and node.type is not None:
             names = {n.id for n in ast.walk(node.type) if isinstance(n, ast.Name)}
             dotted = {ast.unparse(n) for n in ast.walk(node.type) if isinstance(n, ast.Attribute)}
@@ -757,7 +771,7 @@ IMAP_MAY_IMPORT_FROM_ENVELOPE = frozenset({"Issue"})
 
 def envelope_imports(path: Path) -> Iterator[str]:
     """The names ``path`` imports from ``mail_imap_mcp.envelope`` (a module imported whole: its name)."""
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes_of(path.read_text(encoding="utf-8")):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mail_imap_mcp.envelope"):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.Import):
@@ -871,7 +885,7 @@ def registry_uses(path: Path, name: str) -> Iterator[str]:
     applied the registry under the tools; tests still give it to a bare connection)."""
     package = name.rpartition(".")[0]
     aliases: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes_of(path.read_text(encoding="utf-8")):
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -891,7 +905,7 @@ def registry_uses(path: Path, name: str) -> Iterator[str]:
                 k for k in node.keywords if k.arg == "translate" and not _forwarded(k.value, "translate")
             ]
             yield from ("translate=" for _ in given)
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes_of(path.read_text(encoding="utf-8")):
         if (
             isinstance(node, ast.Attribute)
             and node.attr in REGISTRY_APPLIERS
@@ -987,7 +1001,7 @@ def test_no_tool_module_asks_the_user_or_runs_a_gate_itself() -> None:
     for path in sorted((PACKAGE / "tools").glob("*.py")):
         if path.name in ("registry.py", "spec.py"):  # the declarations' readers, not tools
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = tree_of(path.read_text(encoding="utf-8"))
         names = [
             node.attr
             if isinstance(node, ast.Attribute)
@@ -1072,7 +1086,7 @@ _CONTEXT_VARIABLES = {"current_request_id", "progress_reporter"}
 def test_no_context_variable_holds_approval_state() -> None:
     found: set[str] = set()
     for path in PACKAGE.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes_of(path.read_text(encoding="utf-8")):
             if isinstance(node, ast.AnnAssign | ast.Assign) and "ContextVar(" in ast.unparse(
                 node.value or node
             ):
