@@ -123,10 +123,20 @@ class FolderLeases:
     indexer's lock); held, it is renewed every third of its time to live until its last holder gives it
     back, so a sync longer than that keeps it."""
 
-    def __init__(self, store: Store, key: str, ttl_s: float = FOLDER_LEASE_MIN_TTL_S) -> None:
+    def __init__(
+        self,
+        store: Store,
+        key: str,
+        ttl_s: float = FOLDER_LEASE_MIN_TTL_S,
+        clock: Clock = time.monotonic,
+        pause: Pause = threading.Event.wait,
+    ) -> None:
         self.key = key
         self.ttl_s = ttl_s
         self._store = store
+        #: The waits for a lease and the renewals run on these (a test moves its own with the store's).
+        self._clock, self._pause = clock, pause
+        self._never = threading.Event()  # what a pause waits on: nothing ends one early
         self._token = holder_token()
         #: The folders this instance holds, and how many of its threads hold each.
         self._held: dict[str, int] = {}
@@ -157,21 +167,21 @@ class FolderLeases:
             return taken
 
     def hold(self, folder: str, deadline: float) -> bool:
-        """Take ``folder``'s lease, waiting while another instance holds it until ``deadline``
-        (``time.monotonic()``); False: not taken (held elsewhere past the deadline). Redis out of reach
-        takes it at once: the index's own lock still keeps two writes apart."""
+        """Take ``folder``'s lease, waiting while another instance holds it until ``deadline`` (of the
+        clock given, ``time.monotonic()``); False: not taken (held elsewhere past the deadline). Redis out
+        of reach takes it at once: the index's own lock still keeps two writes apart."""
         while not self._taken(folder):
-            left = deadline - time.monotonic()
+            left = deadline - self._clock()
             if left <= 0:
                 return False
-            time.sleep(min(FOLDER_LEASE_POLL_S, left))
+            self._pause(self._never, min(FOLDER_LEASE_POLL_S, left))
         return True
 
     @contextlib.contextmanager
     def holding(self, folder: str, wait_s: float) -> Iterator[bool]:
         """``folder``'s lease held while the block runs (waiting up to ``wait_s`` seconds for another
         instance to give it back; whether it was taken), given back after."""
-        taken = self.hold(folder, time.monotonic() + wait_s)
+        taken = self.hold(folder, self._clock() + wait_s)
         try:
             yield taken
         finally:
@@ -197,8 +207,9 @@ class FolderLeases:
 
     def _renew(self) -> None:
         """Renew the folders held every third of their time to live; ends when none is held."""
+        third = self.ttl_s / 3
         while True:
-            time.sleep(self.ttl_s / 3)
+            sleep_on(self._clock, self._pause, self._never, third, third, lambda: True)
             with self._guard:
                 held = list(self._held)
                 if not held:
