@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from mail_imap_mcp.content._window import TextCollector
 from mail_imap_mcp.content.documents import ExtractedText, ExtractionError, extract_text
 from mail_imap_mcp.content.images import PreparedImage, prepare_image
+from mail_imap_mcp.content.sandbox_worker import SandboxWorker
 from mail_imap_mcp.content.text import remove_unsafe_characters
 from tests.support.documents import CORPUS
 from tests.support.limits import default_extract_limits, default_image_limits
@@ -61,13 +62,15 @@ def attempt(call: Callable[[], T]) -> T | ExtractionError:
         return exc
 
 
-def check_document(name: str, data: bytes) -> None:
+def check_document(name: str, data: bytes, worker: SandboxWorker) -> None:
     item = CORPUS[name]
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / item.filename
         path.write_bytes(data)
         outcome = attempt(
-            lambda: extract_text(path, item.content_type, item.filename, LIMITS, max_chars=5000)
+            lambda: extract_text(
+                path, item.content_type, item.filename, LIMITS, max_chars=5000, worker=worker
+            )
         )
         if isinstance(outcome, ExtractionError):
             assert outcome.code in ("limit_exceeded", "unsupported_format", "extract_failed", "encrypted")
@@ -81,12 +84,17 @@ def check_document(name: str, data: bytes) -> None:
     "name", ["pdf_multipage", "docx_tables", "xlsx_tables", "pptx_slides", "ods_budget", "ics_invite"]
 )
 def test_mutated_documents_never_escape_the_error_contract(name: str) -> None:
-    @CHILD_SETTINGS
-    @given(mutated(CORPUS[name].data))
-    def run(data: bytes) -> None:
-        check_document(name, data)
+    # One serving child for the examples (a fresh one after any that ended it, as the index reads
+    # attachments): a child of their own each cost a start apiece (the one-shot child reads the
+    # corpus in test_documents.py).
+    with SandboxWorker() as worker:
 
-    run()
+        @CHILD_SETTINGS
+        @given(mutated(CORPUS[name].data))
+        def run(data: bytes) -> None:
+            check_document(name, data, worker)
+
+        run()
 
 
 @pytest.mark.parametrize("name", ["png_rgba", "gif_animated", "jpeg_photo"])
