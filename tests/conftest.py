@@ -96,6 +96,7 @@ def own_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
 ONE_WORKER = {
     "tests/integration/test_readme.py": "the README's install",
     "tests/integration/test_bundle.py": "the MCP Bundle's build",
+    "tests/unit/test_architecture.py": "the sources parsed once per process",
     "tests/integration/test_hostile_mail.py::test_generated_messages_cover_every_family_of_damage": "hostile mail",
     "tests/integration/test_hostile_mail.py::test_generated_messages_read_as_clean_envelopes_through_the_server": (
         "hostile mail"
