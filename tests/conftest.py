@@ -114,6 +114,7 @@ _HOSTILE_MAIL = (
 ONE_WORKER = {
     "tests/integration/test_readme.py": "the README's install",
     "tests/integration/test_bundle.py": "the MCP Bundle's build",
+    "tests/integration/test_approval_browser.py": "its Chromium",
     "tests/unit/test_architecture.py": "the sources parsed once per process",
     **{f"tests/integration/test_hostile_mail.py::{name}": "hostile mail" for name in _HOSTILE_MAIL},
 }
