@@ -126,7 +126,21 @@ async def run_flags_only(settings: Settings) -> int:
     return 0
 
 
+async def run_bulk_only(settings: Settings) -> int:
+    """``--bulk-only``: a whole search acted on (dry run with the index, the move, a cancel)."""
+    from benchmark.bulk import bulk_section, run_bulk, update_bulk_markdown
+
+    result = await run_bulk(BENCH_DIR / "bulk-run", messages=settings.bulk_messages)
+    section = bulk_section(result, machine_info())
+    print(section)
+    settings.out_dir.mkdir(parents=True, exist_ok=True)
+    update_bulk_markdown(settings.out_dir / "benchmarks.md", section)
+    return 0
+
+
 async def run(settings: Settings) -> int:
+    if settings.bulk_only:
+        return await run_bulk_only(settings)
     if settings.team_only:
         return await run_team_only(settings)
     if settings.folders_only:
@@ -365,6 +379,12 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
     )
     parser.add_argument("--team-clients", type=int, default=8, help="team mode: concurrent clients")
     parser.add_argument(
+        "--bulk-only",
+        action="store_true",
+        help="acting on a whole search: the dry run's count with the index, the move to Trash, a cancel",
+    )
+    parser.add_argument("--bulk-messages", type=int, default=10_000, help="--bulk-only: matching messages")
+    parser.add_argument(
         "--team-seconds", type=float, default=10.0, help="team mode: seconds per instance count"
     )
     args = parser.parse_args(argv)
@@ -400,6 +420,8 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
         team_only=bool(args.team_only),
         team_clients=args.team_clients,
         team_seconds=args.team_seconds,
+        bulk_only=bool(args.bulk_only),
+        bulk_messages=args.bulk_messages,
     )
 
 

@@ -215,3 +215,13 @@ class OpResult:
 
 def _round(value: float | None, digits: int) -> float | None:
     return None if value is None or math.isnan(value) else round(value, digits)
+
+
+def update_marked_section(path: Path, markers: tuple[str, str], heading: str, section: str) -> None:
+    """Replace the section of ``path`` between ``markers``, or add it under ``heading`` at the end."""
+    text = path.read_text()
+    if markers[0] in text and markers[1] in text:
+        before, rest = text.split(markers[0], 1)
+        path.write_text(before + section + rest.split(markers[1], 1)[1])
+        return
+    path.write_text(text.rstrip("\n") + f"\n\n## {heading}\n\n" + section + "\n")

@@ -16,13 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import anyio
 from tests.support import mailgen
-from tests.support.accounts import account_settings, config_toml
 from tests.support.courier import Courier
 
-from benchmark.common import PASSWORD_ENV, say
-from benchmark.servers import our_server, server_table
+from benchmark.common import say, update_marked_section
+from benchmark.servers import indexed_and_plain, until_indexed
 
 RUNS = 9
 WARMUP = 2
@@ -61,20 +59,10 @@ async def run_flags(work_dir: Path, *, messages: int, folders: int) -> FlagsResu
         user = courier.new_user("bench")
         say(f"index flags: seeding {messages:,} messages over {folders} folders on Courier")
         _seed(courier, user, messages, folders)
-        plain = account_settings(courier, user, password_env=PASSWORD_ENV, command_timeout_s=120)
-        config = work_dir / "flags.toml"
-        config.write_text(
-            config_toml({"indexed": {**plain, "index": True}, "plain": plain})
-            + server_table({"index_dir": str(work_dir / "index"), "summary_cache_entries": 0})
-        )
-        server = our_server(config, work_dir / "flags.log", courier.password, debug=False)
+        server = indexed_and_plain(courier, user, work_dir, "flags", {"summary_cache_entries": 0})
         result = FlagsResult(messages, folders, [], [])
         async with server.running():
-            while True:
-                accounts = (await server.call("imap_list_accounts", {})).content["data"]["accounts"]
-                if next(a["index"] for a in accounts if a["account_id"] == "indexed") == "ready":
-                    break
-                await anyio.sleep(0.2)
+            await until_indexed(server)
             for run in range(WARMUP + RUNS):
                 indexed = await server.call("imap_search_messages", {**QUERY, "account_id": "indexed"})
                 served = await server.call("imap_search_messages", {**QUERY, "account_id": "plain"})
@@ -122,11 +110,6 @@ def flags_section(result: FlagsResult, machine: dict[str, Any]) -> str:
 
 def update_flags_markdown(path: Path, section: str) -> None:
     """Replace the section between its markers, or add it under its heading at the end."""
-    text = path.read_text()
-    if MARKERS[0] in text and MARKERS[1] in text:
-        before, rest = text.split(MARKERS[0], 1)
-        after = rest.split(MARKERS[1], 1)[1]
-        path.write_text(before + section + after)
-        return
-    heading = "\n## A flag query over every folder without CONDSTORE (Courier)\n\n"
-    path.write_text(text.rstrip("\n") + "\n" + heading + section + "\n")
+    update_marked_section(
+        path, MARKERS, "A flag query over every folder without CONDSTORE (Courier)", section
+    )

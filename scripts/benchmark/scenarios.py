@@ -255,6 +255,9 @@ class Settings:
     team_only: bool = False
     team_clients: int = 8
     team_seconds: float = 10.0
+    #: Only acting on a whole search (benchmark/bulk.py), with this many matches.
+    bulk_only: bool = False
+    bulk_messages: int = 10_000
 
 
 @dataclass

@@ -17,12 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client import stdio as stdio_module
 from mcp.client.stdio import stdio_client
 from tests.support import mailgen
 from tests.support.accounts import account_settings, config_toml
 from tests.support.dovecot import Dovecot
+from tests.support.imapserver import ImapServer
 from tests.support.machine import child_pid
 
 from benchmark.common import (
@@ -333,3 +335,26 @@ def peer_server(peer: Peer, dovecot: Dovecot, user: str, log_path: Path) -> Stdi
         },
     )
     return StdioServer(f"{PEER_PACKAGE} {PEER_VERSION}", params, log_path, str(peer.binary))
+
+
+def indexed_and_plain(
+    imap: ImapServer, user: str, work_dir: Path, name: str, server: dict[str, Any]
+) -> StdioServer:
+    """``mail-imap-mcp serve`` of two accounts of ``user``: ``indexed`` (``index = true``, in
+    ``work_dir/index``) and ``plain``, with the ``[server]`` settings ``server``."""
+    plain = account_settings(imap, user, password_env=PASSWORD_ENV, command_timeout_s=120)
+    config = work_dir / f"{name}.toml"
+    config.write_text(
+        config_toml({"indexed": {**plain, "index": True}, "plain": plain})
+        + server_table({"index_dir": str(work_dir / "index"), **server})
+    )
+    return our_server(config, work_dir / f"{name}.log", imap.password, debug=False)
+
+
+async def until_indexed(server: StdioServer) -> None:
+    """Wait until the ``indexed`` account's index is ready."""
+    while True:
+        accounts = (await server.call("imap_list_accounts", {})).content["data"]["accounts"]
+        if next(a["index"] for a in accounts if a["account_id"] == "indexed") == "ready":
+            return
+        await anyio.sleep(0.2)

@@ -10,6 +10,7 @@ import pytest
 from mcp import Client
 
 from mail_imap_mcp.capabilities import (
+    ACTING_ON_A_SEARCH,
     CAPABILITIES,
     DRAFT_CONTENTS,
     PLANNED_SHARES,
@@ -96,13 +97,13 @@ def test_the_budgets_are_the_sums_of_the_capabilities_shares() -> None:
             WRITES_BUDGET,
             WRITES_BUDGET + 700,
         )
-        == (8000, 13900, 14600)
+        == (8000, 13900 + ACTING_ON_A_SEARCH, 14600 + ACTING_ON_A_SEARCH)
     )
     groups = {capability.group for capability in CAPABILITIES}
     assert set(SAVE_DRAFT.gated_arguments.values()) == {DRAFT_CONTENTS} and DRAFT_CONTENTS.share == 900
     assert groups == set(SurfaceGroup) and SENDING.share == 700
-    # Issue 60's 800 bytes: saving attachments took its share of them.
-    assert sorted(PLANNED_SHARES.values()) == [800 - SAVING_ATTACHMENTS.share]
+    # Issue 60's 800 bytes: acting on a search and saving attachments took their shares of them.
+    assert sorted(PLANNED_SHARES.values()) == [800 - ACTING_ON_A_SEARCH - SAVING_ATTACHMENTS.share]
     assert _budget_of(_saving(OFFLINE_WRITES)) == WRITES_BUDGET + SAVING_ATTACHMENTS.share
 
 

@@ -117,6 +117,13 @@ class ServerSettings(BaseModel):
         description="Allow imap_apply_to_messages to expunge (permanent: true, after confirmation); "
         "otherwise deleting moves messages to Trash.",
     )
+    bulk_approval_threshold: int = Field(
+        default=25,
+        ge=0,
+        le=1_000_000,
+        description="A move or delete of every message a search finds (`query` in imap_apply_to_messages) "
+        "of more messages than this asks the user once, showing the count, the search and a sample.",
+    )
     confirm_without_elicitation: bool = Field(
         default=False,
         description="Let a permanent delete be confirmed with a token the agent passes on, for clients "

@@ -5,8 +5,13 @@ UIDPLUS and the user's confirmation."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from typing import Any
 
+from mail_imap_mcp.approval.page import review_page
+from mail_imap_mcp.approval.review import Review
+from mail_imap_mcp.asks import Ask, Confirm
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
@@ -16,7 +21,8 @@ from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.batch import Batch, group_message_ids
 from mail_imap_mcp.operations.runner import run_bulk_write
 from mail_imap_mcp.operations.transfer import TransferOutcome, TransferRequest, transfer
-from mail_imap_mcp.presentation import writes
+from mail_imap_mcp.presentation import bulk, writes
+from mail_imap_mcp.services.bulk_runs import act_on_search, bulk_search, transfer_plan, undo_batch
 from mail_imap_mcp.services.writes import batch_connection, confirm_permanent_delete, deletes_by_landing
 from mail_imap_mcp.tools.apply_to_messages_models import (
     ApplyToMessagesData,
@@ -39,13 +45,16 @@ DETAILS = (
     "permanent: true removes them for good where the configuration allows it, after the user confirmed. "
     "On Gmail, archive moves INBOX messages to All Mail (only the Inbox label goes). Each moved or copied "
     "message gets its new_message_id; next_action undoes a move, delete or archive; dry_run changes nothing."
+    "\n\n" + bulk.APPLY_DETAILS
 )
 ERRORS = {
     "invalid_input": "A message_id is malformed, ids of several accounts, destination_mailbox missing for "
-    "move/copy or given for delete, a move into the messages' own mailbox, or a delete (not permanent) "
-    "of messages already in Trash.",
+    "move/copy or given for delete, a move into the messages' own mailbox, a delete (not permanent) "
+    "of messages already in Trash, or by search: a malformed query, no mailbox, an action other than move "
+    "or delete, or permanent (refused).",
     "not_found": "The account, a message's mailbox, destination_mailbox or the Trash mailbox does not "
-    "exist (none is created), or none of the messages exists any more.",
+    "exist (none is created), none of the messages exists any more, or the undo token is unknown, used "
+    "or older than 24 hours.",
     "conflict": "A mailbox's UIDVALIDITY changed since the ids were issued; nothing was changed; "
     "next_action reruns the search.",
     "permission_denied": "Writes are off for the account (write_enabled), permanent delete is not allowed "
@@ -82,6 +91,8 @@ def _check_arguments(args: ApplyToMessagesInput, batch: Batch) -> None:
 
 def handle(app: Call, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessagesData]:
     """``operations.transfer`` by ``operations.runner``; ``services.writes`` confirms and connects."""
+    if args.message_ids is None or args.query is not None:
+        return _by_search(app, args)
     batch = group_message_ids(args.message_ids, app.resolve_account, app.caller)
     _check_arguments(args, batch)
     connection = batch_connection(app, batch)
@@ -117,6 +128,38 @@ def handle(app: Call, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessagesD
         accepted=lambda operation: _accepted(args, connection.account_id, requested, operation),
         failure_of=writes.write_failure,
     )
+
+
+def _by_search(app: Call, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessagesData]:
+    """Every message ``query`` finds in ``mailbox`` moved or deleted to Trash (or ``undo`` of such a batch)."""
+    bulk.check_transfer(args)
+    common = args.model_dump(include={"account_id", "action", "permanent", "dry_run", "destination_mailbox"})
+    words = bulk.RunWords(
+        NAME, ApplyToMessagesData, {**common, "results": [], "undo": []}, "", {"action": "move"}
+    )
+    if args.undo is not None:
+        return undo_batch(app, NAME, args.undo, "move", words)
+    assert args.query is not None
+    search = bulk_search(app, args.account_id, args.query, *bulk.checked_search(args.query, args.mailbox))
+    to, work_of = transfer_plan(app, search, args.action, args.destination_mailbox)
+    bulk.check_destination(to, search.mailbox)
+    words.common["destination_mailbox"] = to
+    words.verb = "Move to Trash" if args.action == "delete" else f"Move to {to!r}"
+
+    def ask(review: Review, then: Callable[[], ToolResult[Any]]) -> ToolResult[Any] | Operation:
+        asked = Ask(
+            search.account_id, review, review_page, then, contextlib.nullcontext, contextlib.nullcontext
+        )
+        try:
+            return app.ask(asked)
+        except ToolFailure as failure:  # nobody can ask: confirmed as a mailbox delete is (a token)
+            if failure.details.get("approval") != "unavailable":
+                raise
+        app.ask(Confirm(review.closing[:1].lower() + review.closing[1:]))
+        return then()
+
+    arguments = args.model_dump(by_alias=True, exclude_defaults=True)
+    return act_on_search(app, NAME, arguments, search, work_of=work_of, words=words, ask=ask)
 
 
 def _data(args: ApplyToMessagesInput, account_id: str, requested: int, **rest: Any) -> ApplyToMessagesData:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
-from mail_imap_mcp.envelope import MultiItemData, NextAction, Payload
+from mail_imap_mcp.envelope import MultiItemData, NextAction, Payload, absent_field
 from mail_imap_mcp.operations import OperationRef
 from mail_imap_mcp.operations.transfer import Action, Outcome
 from mail_imap_mcp.presentation import writes
-from mail_imap_mcp.presentation.arguments import MessageIdArg
+from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId, MessageIdArg, SearchText
+from mail_imap_mcp.presentation.bulk import BY_SEARCH, FOR_QUERY, SEARCH_RUN, UNDO_TOKEN, SearchRun
 
 #: As in MailboxName: no control characters (Dovecot echoes unknown names raw in its NO answer).
 MAILBOX_NAME_PATTERN = r"^[^\x00-\x08\x0a-\x1f\x7f]+$"
@@ -17,10 +19,8 @@ MAILBOX_NAME_PATTERN = r"^[^\x00-\x08\x0a-\x1f\x7f]+$"
 class ApplyToMessagesInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    message_ids: list[MessageIdArg] = Field(
-        min_length=1,
-        max_length=250,
-        description="Ids of one account.",
+    message_ids: list[MessageIdArg] | None = Field(
+        default=None, min_length=1, max_length=250, description="Ids of one account."
     )
     action: Action = Field(
         description="move, copy: to destination_mailbox; delete: to Trash; archive: Gmail."
@@ -41,6 +41,10 @@ class ApplyToMessagesInput(BaseModel):
         default=None, max_length=200, description=writes.CONFIRM_TOKEN_DESCRIPTION
     )
     dry_run: bool = Field(default=False, description=writes.DRY_RUN_DESCRIPTION)
+    query: SearchText | None = Field(default=None, description=BY_SEARCH)
+    mailbox: str | None = Field(default=None, max_length=1000, description=FOR_QUERY)
+    account_id: AccountId = Field(default=DEFAULT_ACCOUNT, description=FOR_QUERY)
+    undo: str | None = Field(default=None, max_length=100, description=UNDO_TOKEN)
 
 
 class MessageResult(Payload):
@@ -85,3 +89,4 @@ class ApplyToMessagesData(MultiItemData):
     )
     background: OperationRef | None = writes.operation_field()
     operation: OperationRef | None = writes.operation_field(deprecated=True)
+    search: SearchRun | SkipJsonSchema[None] = absent_field(SEARCH_RUN)

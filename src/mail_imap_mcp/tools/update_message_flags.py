@@ -20,6 +20,7 @@ from mail_imap_mcp.operations.batch import Batch, group_message_ids
 from mail_imap_mcp.operations.flags import FlagChange, FlagOutcome, FlagRequest, change_flags
 from mail_imap_mcp.operations.labels import label_names
 from mail_imap_mcp.operations.runner import run_bulk_write
+from mail_imap_mcp.presentation import bulk
 from mail_imap_mcp.presentation.flag_next import flag_next_action
 from mail_imap_mcp.presentation.mail_failures import message_gone
 from mail_imap_mcp.presentation.writes import (
@@ -30,6 +31,7 @@ from mail_imap_mcp.presentation.writes import (
     select_refusals,
     write_failure,
 )
+from mail_imap_mcp.services.bulk_runs import act_on_search, bulk_search, flags_plan, undo_batch
 from mail_imap_mcp.services.writes import batch_connection
 from mail_imap_mcp.tools.spec import WRITING, ToolSpec
 from mail_imap_mcp.tools.update_message_flags_models import (
@@ -56,12 +58,15 @@ DETAILS = (
     "operation (UID STORE X-GM-LABELS): Inbox, Important and the user's labels, as summaries show them; "
     "removing Inbox archives. A message a label change takes out of its mailbox gets its All Mail id as "
     "new_message_id, which the undo uses. Elsewhere labels are refused (unsupported)."
+    "\n\n" + bulk.FLAGS_DETAILS
 )
 ERRORS = {
     "invalid_input": "A message id or flag is malformed or not allowed (e.g. \\Deleted), ids name several "
-    "accounts, too many ids or flags, or no mailbox allows a keyword to be added.",
+    "accounts, too many ids or flags, no mailbox allows a keyword to be added, or by search: a malformed "
+    "query, no mailbox, or replace or labels (they take message_ids).",
     "permission_denied": "Writes are turned off for the account (write_enabled); nothing was changed.",
-    "not_found": "The account or the mailbox is unknown, or none of the messages exists any more.",
+    "not_found": "The account or the mailbox is unknown, none of the messages exists any more, or the undo "
+    "token is unknown, used or older than 24 hours.",
     "conflict": "The mailbox's UIDVALIDITY changed since the ids were issued (nothing was changed); "
     "next_action reruns the search.",
     "limit_exceeded": "The server refused the change for quota reasons.",
@@ -73,6 +78,8 @@ ERRORS = {
 
 def handle(app: Call, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsData]:
     """``operations.flags`` by ``operations.runner`` on ``services.writes``' connection."""
+    if args.message_ids is None or args.query is not None:
+        return _by_search(app, args)
     batch = group_message_ids(args.message_ids, app.resolve_account, app.caller)
     action = f"dry_run:{args.operation}" if args.dry_run else args.operation
     line = AuditLine(app.caller, NAME, batch.account_id, action, len(batch.items), failure_prefix="failed:")
@@ -102,6 +109,23 @@ def handle(app: Call, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsData]:
         accepted=lambda operation: _accepted(account, request, len(batch.items), operation),
         failure_of=write_failure,
     )
+
+
+def _by_search(app: Call, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsData]:
+    """Flags added to (or removed from) every message ``query`` finds in ``mailbox`` (or ``undo`` of that)."""
+    flags = parse_flags(args.flags) if args.flags else ()
+    bulk.check_flags(args, flags)
+    common = {**args.model_dump(include={"account_id", "operation", "dry_run"}), "flags": ordered(flags)}
+    undo_with = {"operation": "remove" if args.operation == "add" else "add"}
+    words = bulk.RunWords(NAME, UpdateFlagsData, {**common, "messages": []}, "", undo_with)
+    if args.undo is not None:
+        return undo_batch(app, NAME, args.undo, "flags", words)
+    assert args.query is not None
+    search = bulk_search(app, args.account_id, args.query, *bulk.checked_search(args.query, args.mailbox))
+    words.verb = f"{args.operation.capitalize()} {' '.join(flags)}"
+    work_of = flags_plan(search, args.operation, flags)
+    arguments = args.model_dump(by_alias=True, exclude_defaults=True)
+    return act_on_search(app, NAME, arguments, search, work_of=work_of, words=words, ask=None)
 
 
 def _accepted(

@@ -8,17 +8,16 @@ from pydantic.json_schema import SkipJsonSchema
 from mail_imap_mcp.envelope import MultiItemData, Payload, absent_field
 from mail_imap_mcp.imap.flags import FlagOperation
 from mail_imap_mcp.operations import OperationRef
-from mail_imap_mcp.presentation.arguments import MessageIdArg
+from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId, MessageIdArg, SearchText
+from mail_imap_mcp.presentation.bulk import BY_SEARCH, FOR_QUERY, SEARCH_RUN, UNDO_TOKEN, SearchRun
 from mail_imap_mcp.presentation.writes import DRY_RUN_DESCRIPTION, operation_field
 
 
 class UpdateFlagsInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    message_ids: list[MessageIdArg] = Field(
-        min_length=1,
-        max_length=250,
-        description="Ids of one account, any mailboxes.",
+    message_ids: list[MessageIdArg] | None = Field(
+        default=None, min_length=1, max_length=250, description="Ids of one account, any mailboxes."
     )
     operation: FlagOperation = Field(description="replace: make them the only flags (\\Deleted kept).")
     flags: list[str] = Field(
@@ -28,6 +27,10 @@ class UpdateFlagsInput(BaseModel):
     )
     labels: list[str] | None = Field(default=None, max_length=32, description="Gmail labels.")
     dry_run: bool = Field(default=False, description=DRY_RUN_DESCRIPTION)
+    query: SearchText | None = Field(default=None, description=BY_SEARCH)
+    mailbox: str | None = Field(default=None, max_length=1000, description=FOR_QUERY)
+    account_id: AccountId = Field(default=DEFAULT_ACCOUNT, description=FOR_QUERY)
+    undo: str | None = Field(default=None, max_length=100, description=UNDO_TOKEN)
 
 
 class FlagResult(Payload):
@@ -78,3 +81,4 @@ class UpdateFlagsData(MultiItemData):
     mailboxes: list[FlagsMailboxPlan] = Field(description="Per mailbox: messages found and changed.")
     # Not "operation": that name is the add/remove/replace argument, echoed above.
     background: OperationRef | None = operation_field()
+    search: SearchRun | SkipJsonSchema[None] = absent_field(SEARCH_RUN)
