@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from mail_imap_mcp.approval.page import review_page
 from mail_imap_mcp.approval.review import Review, ReviewField
 from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, Payload, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
@@ -147,14 +148,6 @@ def review_of(verb: str, count: int, search: BulkSearch, sample: list[SampleMess
     )
 
 
-def page_text(review: Review) -> bytes:
-    """What the approval page renders of ``review``."""
-    text = (
-        f"Subject: {review.title}\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n{review.question()}\r\n"
-    )
-    return text.encode()
-
-
 def _in_words(search: BulkSearch) -> str:
     return f"messages of {search.mailbox!r} matching {search.query!r}"
 
@@ -232,6 +225,9 @@ def _run(search: BulkSearch, run: SetRun, token: str | None = None) -> SearchRun
 class RunWords:
     """How one tool answers a run on a search: its data ``model`` with the ``common`` fields it echoes, its
     ``verb``, and the arguments its undo call needs besides ``undo`` (``undo_with``)."""
+
+    #: How the approval page shows the question (any review, its fields one per line).
+    render = staticmethod(review_page)
 
     def __init__(
         self, tool: str, model: type[BaseModel], common: dict[str, Any], verb: str, undo_with: dict[str, str]

@@ -9,8 +9,6 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from mail_imap_mcp.approval.page import review_page
-from mail_imap_mcp.approval.review import Review
 from mail_imap_mcp.asks import Ask, Confirm
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
@@ -146,9 +144,9 @@ def _by_search(app: Call, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessa
     words.common["destination_mailbox"] = to
     words.verb = "Move to Trash" if args.action == "delete" else f"Move to {to!r}"
 
-    def ask(review: Review, then: Callable[[], ToolResult[Any]]) -> ToolResult[Any] | Operation:
+    def ask(review: Any, then: Callable[[], ToolResult[Any]]) -> ToolResult[Any] | Operation:
         asked = Ask(
-            search.account_id, review, review_page, then, contextlib.nullcontext, contextlib.nullcontext
+            search.account_id, review, words.render, then, contextlib.nullcontext, contextlib.nullcontext
         )
         try:
             return app.ask(asked)
