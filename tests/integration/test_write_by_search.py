@@ -403,3 +403,25 @@ async def test_a_declined_question_changes_nothing(
     (question,) = declining.asked
     assert "300 message(s)" in question
     assert clean(message_id_counts(dovecot, user)) == start
+
+
+async def test_a_mailbox_recreated_while_the_user_decides_is_a_conflict_and_nothing_moves(
+    dovecot: Dovecot, account: AccountFactory, user: str
+) -> None:
+    """The set is UIDs of one UIDVALIDITY: the mailbox deleted and created again (and refilled) before the
+    run makes the run a conflict, with nothing moved, never a move of whatever the old UIDs name now."""
+    dovecot.seed(user, "News", [news(n) for n in range(40)])
+    dovecot.seed(user, "Trash", [])
+
+    async def recreating(context: Any, params: ElicitRequestParams) -> ElicitResult:
+        dovecot.recreate_mailbox(user, "News")
+        dovecot.seed(
+            user, "News", [plain_message(f"Other {n}", "x", message_id=f"<o{n}@t>") for n in range(40)]
+        )
+        return ElicitResult(action="accept", content={"confirm": True})
+
+    async for mcp in open_client(config_for(dovecot, account, user), elicitation_callback=recreating):
+        failed = await mcp.fail(APPLY, {"query": QUERY, "mailbox": "News", "action": "delete"}, "conflict")
+        assert failed["error"]["details"]["mailbox"] == "News", failed
+    after = clean(message_id_counts(dovecot, user))
+    assert "Trash" not in after and sum(after["News"].values()) == 40

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from mail_imap_mcp.imap.errors import OutcomeUnknown
+from mail_imap_mcp.imap.errors import OutcomeUnknown, UidValidityChanged
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid, format_uid_set
 from mail_imap_mcp.operations.background import Progress
@@ -100,7 +100,10 @@ def run_on_set(
 ) -> SetRun:
     """``act`` on the messages of ``approved`` that still match ``query`` (module docstring); ``query``
     None: those of ``approved`` that still exist (an undo)."""
-    session.select(approved.mailbox, uidvalidity=approved.uidvalidity)  # UidValidityChanged: conflict
+    try:
+        session.select(approved.mailbox, uidvalidity=approved.uidvalidity)
+    except UidValidityChanged as exc:  # recreated since the set was fixed: nothing is sent (conflict)
+        raise UidValidityChanged(exc.expected, exc.actual, approved.mailbox) from None
     run = SetRun(matched=len(approved.uids))
     if query is not None:
         now = set(_search(session, query, compile_keys))

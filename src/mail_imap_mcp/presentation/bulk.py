@@ -16,12 +16,14 @@ from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, Payload, ToolFa
 from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.directory import same_mailbox
+from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.operations import Operation, OperationRegistry, Progress
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.bulk import BulkSearch, SetRun
 from mail_imap_mcp.operations.runner import run_bulk_write
+from mail_imap_mcp.presentation.mail_failures import conflict
 from mail_imap_mcp.presentation.writes import accepted_summary, follow_operation, write_failure
 from mail_imap_mcp.query import Query, parse
 from mail_imap_mcp.query.structure import split
@@ -278,8 +280,16 @@ class RunWords:
             finish=finish,
             status_of=lambda result: str(getattr(result.data, "status", "ok")),
             accepted=accepted,
-            failure_of=write_failure,
+            failure_of=lambda exc: self._failure(connection.account_id, exc),
         )
+
+    @staticmethod
+    def _failure(account_id: str, exc: Exception) -> ToolFailure | None:
+        """A failure that ends the run, in the registry's words; a mailbox recreated since the set was
+        fixed (its UIDs name other messages now) is the ``conflict`` of a write by stale ids."""
+        if isinstance(exc, UidValidityChanged):
+            return conflict(account_id, exc.mailbox, exc.expected, exc.actual)
+        return write_failure(exc)
 
     def sample(self, newest: list[SummaryRecord]) -> list[dict[str, Any]]:
         """The matches a question and a dry run show, as kept with the set."""
