@@ -1,4 +1,5 @@
-"""Reference docs generated from the models: docs/tools.md, docs/errors.md, docs/configuration.md, and
+"""Reference docs generated from the models: docs/tools.md, docs/errors.md, docs/configuration.md,
+docs/prompts.md, and
 README.md's tool table (between :data:`README_TOOLS_MARKERS`).
 
 Run ``python -m mail_imap_mcp.reference`` (or ``scripts/gen-docs``) after changing a model; a
@@ -35,6 +36,7 @@ from mail_imap_mcp.envelope.schemas import (
     schema_constraints,
 )
 from mail_imap_mcp.presentation.result_size import RESULT_MAX_CHARS
+from mail_imap_mcp.prompts import PROMPTS
 from mail_imap_mcp.tools.registry import TOOLS
 from mail_imap_mcp.tools.spec import Effect
 
@@ -303,10 +305,40 @@ def _environment_section() -> list[str]:
     return lines
 
 
+def prompts_markdown() -> str:
+    """docs/prompts.md: each prompt's name, what it is for, its arguments and the text it puts before the
+    model (from the declarations in ``prompts/``)."""
+    lines = [
+        GENERATED,
+        "",
+        "# Prompts",
+        "",
+        "Ready-made requests a person picks in their client (`prompts/list`, `prompts/get`); none adds to "
+        "`tools/list`. An argument marked *completed* is offered by `completion/complete` from the "
+        "caller's own accounts (over HTTP with `[http.auth]`: only the signed-in user's) or the mailboxes "
+        "of the account the prompt names. A value is put in quoted; an unknown argument, or a missing "
+        "required one, is refused (`-32602`, naming it).",
+        "",
+    ]
+    for prompt in PROMPTS:
+        lines += [f"## `{prompt.name}`: {prompt.title}", "", prompt.description, ""]
+        if prompt.arguments:
+            lines += ["| argument | required | completed from | meaning |", "|---|---|---|---|"]
+            lines += [
+                f"| `{a.name}` | {'yes' if a.required else 'no'} | {a.completes or ''} | {_cell(a.description)} |"
+                for a in prompt.arguments
+            ]
+            lines.append("")
+        shown = {a.name: f"<{a.name}>" for a in prompt.arguments}
+        lines += ["```text", prompt.template.format_map(shown), "```", ""]
+    return "\n".join(lines).rstrip()
+
+
 DOCS = {
     "tools.md": tools_markdown,
     "errors.md": errors_markdown,
     "configuration.md": configuration_markdown,
+    "prompts.md": prompts_markdown,
 }
 
 

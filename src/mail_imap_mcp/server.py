@@ -27,6 +27,7 @@ from mail_imap_mcp.envelope.mcp import EnvelopeTool
 from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.ids import InvalidMessageId
 from mail_imap_mcp.presentation.failures import failure_of
+from mail_imap_mcp.prompts.registry import register_prompts
 from mail_imap_mcp.sdk import lowlevel_server
 from mail_imap_mcp.services.attachment_fetch import attachment_blob
 from mail_imap_mcp.state import ANONYMOUS, user_of
@@ -167,6 +168,7 @@ def build_server(config: Config, app: AppContext | None = None) -> MCPServer[Non
     subscriptions.register(server)
     _register_message_resources(server, tools["imap_get_message"], tools["imap_get_message_raw"])
     _register_attachment_resource(server, app)
+    register_prompts(server, app)
     return server
 
 

@@ -17,6 +17,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp import MCPError
+from mcp_types import PromptReference
 
 from tests.support import mailgen
 from tests.support.dovecot import Dovecot
@@ -477,3 +478,19 @@ async def test_the_ids_a_per_user_accounts_writes_and_changes_give_are_their_use
                 await mcp.fail("imap_get_message", {"message_id": message_id}, "not_found")
     finally:
         server.stop()
+
+
+async def test_prompt_completions_offer_only_the_callers_own_accounts_and_mailboxes(
+    server: HttpServer, idp: IdentityProvider, team: Team
+) -> None:
+    ref = PromptReference(type="ref/prompt", name="triage_inbox")
+    async with http_client(server.url, idp.jwt(team.alice, audience=server.url)) as alice:
+        accounts = await alice.client.complete(ref, {"name": "account_id", "value": ""})
+        assert accounts.completion.values == ["own", "support"]
+        boxes = await alice.client.complete(ref, {"name": "mailbox", "value": ""}, {"account_id": "support"})
+        assert boxes.completion.values == ["INBOX"]
+    # Signed in without an account: no account, and no mailbox of the shared one it may not use.
+    async with http_client(server.url, idp.jwt(team.outsider, audience=server.url)) as eve:
+        assert (await eve.client.complete(ref, {"name": "account_id", "value": ""})).completion.values == []
+        boxes = await eve.client.complete(ref, {"name": "mailbox", "value": ""}, {"account_id": "support"})
+        assert boxes.completion.values == []

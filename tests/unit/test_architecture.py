@@ -116,6 +116,9 @@ FORBIDDEN_IMPORTS = {
     # Services raise domain errors and return records; what the model reads is presentation's.
     "services": ("presentation", "tools", *_TOP),
     "tools": _TOP,
+    # Ready-made prompts: templates naming tools by name (never importing one), completed from the
+    # caller's accounts and mailboxes.
+    "prompts": ("tools", *_TOP),
     # The ways of asking the user (``app.ask``): above the services and the approval page, below the tools.
     "asking": ("tools", *_TOP),
     # What a tool and its services use of their call (``call.Call``): a Protocol the per-call view provides.
