@@ -1,0 +1,112 @@
+"""The address rule of the one-click unsubscribe request (issue 60 item 2), on its own: which addresses
+are posted to at all, and every address a name resolves to checked before any connection, with the
+loopback allowance off unless code hands one in."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from dataclasses import fields
+
+import pytest
+
+from mail_imap_mcp.config import ServerSettings
+from mail_imap_mcp.net.one_click import OneClickClient, OneClickRefused, is_public, one_click_target
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("http://lists.example.com/u", "only an https address"),
+        ("HTTP://lists.example.com/u", "only an https address"),
+        ("ftp://lists.example.com/u", "only an https address"),
+        ("https://lists.example.com:8443/u", "only port 443"),
+        ("https://lists.example.com:80/u", "only port 443"),
+        ("https://user:secret@lists.example.com/u", "user or password"),
+        ("https://user@lists.example.com/u", "user or password"),
+        ("https://127.0.0.1/u", "names no host"),
+        ("https://[::1]/u", "names no host"),
+        ("https://10.1.2.3/u", "names no host"),
+        ("https:///u", "names no host"),
+        ("https://lists.example.com:x/u", "port is malformed"),
+    ],
+)
+def test_an_address_that_is_not_https_on_443_by_name_is_refused(url: str, reason: str) -> None:
+    with pytest.raises(OneClickRefused, match=reason):
+        one_click_target(url)
+
+
+def test_a_target_keeps_its_path_and_shows_an_international_host_in_both_forms() -> None:
+    plain = one_click_target("https://Lists.Example.com:443/u/abc?list=42&t=x")
+    assert (plain.host, plain.path, plain.shown_host) == (
+        "lists.example.com",
+        "/u/abc?list=42&t=x",
+        "lists.example.com",
+    )
+    international = one_click_target("https://bücher.example/unsubscribe")
+    assert international.host == "xn--bcher-kva.example"
+    assert international.shown_host == "bücher.example (xn--bcher-kva.example)"
+
+
+def _refusing_connect(address: str, port: int, timeout: float) -> socket.socket:
+    raise AssertionError(f"a connection to {address}:{port} was attempted")
+
+
+@pytest.mark.parametrize(
+    "addresses",
+    [
+        ["127.0.0.1"],
+        ["10.0.0.8"],
+        ["192.168.1.20"],
+        ["100.64.0.1"],  # shared carrier-grade address space
+        ["169.254.169.254"],  # a cloud's metadata service
+        ["fd00::1"],  # a private (unique local) IPv6 address
+        ["::1"],
+        ["::ffff:10.0.0.1"],  # IPv4-mapped
+        ["64:ff9b::a00:1"],  # NAT64 of 10.0.0.1
+        ["2002:a00:1::"],  # 6to4 of 10.0.0.1
+        ["93.184.215.14", "10.0.0.8"],  # one public address does not let a private one through
+    ],
+)
+def test_a_name_resolving_to_any_address_that_is_not_public_is_refused_before_connecting(
+    addresses: list[str],
+) -> None:
+    asked: list[str] = []
+
+    def resolve(host: str, timeout: float) -> list[str]:
+        asked.append(host)
+        return addresses
+
+    client = OneClickClient(resolve=resolve, connect=_refusing_connect)
+    with pytest.raises(OneClickRefused, match="not a public address"):
+        client.post(one_click_target("https://lists.example.com/u"))
+    assert asked == ["lists.example.com"]
+
+
+def test_the_loopback_allowance_is_off_by_default_and_no_setting_reaches_it() -> None:
+    assert OneClickClient().allowance is None
+    assert "allowance" in {f.name for f in fields(OneClickClient)}
+    settings = " ".join(ServerSettings.model_fields)
+    assert "allowance" not in settings and "loopback" not in settings
+
+
+@pytest.mark.parametrize(
+    ("text", "public"),
+    [
+        ("93.184.215.14", True),
+        ("2606:2800:21f:cb07:6820:80da:af6b:8b2c", True),
+        ("::ffff:93.184.215.14", True),
+        ("64:ff9b::5db8:d70e", True),  # NAT64 of a public address
+        ("64:ff9b::a00:1", False),
+        ("64:ff9b:1::5db8:d70e", False),  # local-use NAT64
+        ("2002:5db8:d70e::1", True),  # 6to4 of a public address
+        ("2002:c0a8:101::1", False),  # 6to4 of 192.168.1.1
+        ("2001:0:4136:e378:8000:63bf:3fff:fdd2", False),  # Teredo
+        ("100.64.0.1", False),
+        ("0.0.0.0", False),
+        ("255.255.255.255", False),
+        ("224.0.0.1", False),
+    ],
+)
+def test_an_address_is_public_only_where_every_address_it_carries_is(text: str, public: bool) -> None:
+    assert is_public(ipaddress.ip_address(text)) is public
