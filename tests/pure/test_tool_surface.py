@@ -17,6 +17,7 @@ from mail_imap_mcp.capabilities import (
     READ_ONLY_BUDGET,
     SAVING_ATTACHMENTS,
     SENDING,
+    UNSUBSCRIBING,
     WRITES_BUDGET,
     SurfaceGroup,
     budget,
@@ -102,8 +103,9 @@ def test_the_budgets_are_the_sums_of_the_capabilities_shares() -> None:
     groups = {capability.group for capability in CAPABILITIES}
     assert set(SAVE_DRAFT.gated_arguments.values()) == {DRAFT_CONTENTS} and DRAFT_CONTENTS.share == 900
     assert groups == set(SurfaceGroup) and SENDING.share == 700
-    # Issue 60's 800 bytes: acting on a search and saving attachments took their shares of them.
-    assert sorted(PLANNED_SHARES.values()) == [800 - ACTING_ON_A_SEARCH - SAVING_ATTACHMENTS.share]
+    # Issue 60's 800 bytes: saving attachments, acting on a search and unsubscribing took them all.
+    assert PLANNED_SHARES == {}
+    assert SAVING_ATTACHMENTS.share + ACTING_ON_A_SEARCH + UNSUBSCRIBING.share == 800
     assert _budget_of(_saving(OFFLINE_WRITES)) == WRITES_BUDGET + SAVING_ATTACHMENTS.share
 
 
@@ -120,6 +122,21 @@ async def test_the_save_argument_is_listed_only_with_a_download_dir_within_its_s
     total, per_tool = surface_bytes(instructions, wire)
     assert "save" in get_attachment(wire)["inputSchema"]["properties"]
     assert total <= _budget_of(config) and total - without <= SAVING_ATTACHMENTS.share, per_tool
+
+
+@pytest.mark.parametrize("writes", [False, True])
+async def test_imap_unsubscribe_is_listed_only_where_it_is_on_within_its_share(writes: bool) -> None:
+    instructions, wire = await _listed(writes)
+    without, _ = surface_bytes(instructions, wire)
+    assert "imap_unsubscribe" not in {tool["name"] for tool in wire}
+    config = _config(writes)
+    config = config.model_copy(
+        update={"server": config.server.model_copy(update={"unsubscribe_enabled": True})}
+    )
+    instructions, wire = await _listed(writes, config=config)
+    total, per_tool = surface_bytes(instructions, wire)
+    assert "imap_unsubscribe" in {tool["name"] for tool in wire}
+    assert total <= _budget_of(config) and total - without <= UNSUBSCRIBING.share, per_tool
 
 
 async def test_save_without_a_download_dir_is_refused_naming_the_setting() -> None:

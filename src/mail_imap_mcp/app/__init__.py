@@ -32,6 +32,7 @@ from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.imap.watch import WatchHub
 from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.runtime import AccountIndex
+from mail_imap_mcp.net.one_click import OneClickClient
 from mail_imap_mcp.operations import OperationRegistry
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT
 from mail_imap_mcp.query import GmailOnly
@@ -90,6 +91,8 @@ class AppContext:
         self.confirmations = confirmations or ConfirmationGate(store=self.store)
         #: Where the user approves a send when their client cannot ask (None: nowhere, sending refused).
         self.approval_page: ApprovalPage | None = None
+        #: The one-click unsubscribe request's client (tests hand in one that reaches a loopback server).
+        self.one_click = OneClickClient()
         self.operations = operations or OperationRegistry(store=self.store)
         logins = Logins()  # without pool_for: the users' pools share one application token
         #: Every user's scope, shared by every caller's view (its bounds: :class:`UserScopes`).

@@ -264,6 +264,12 @@ class ServerSettings(BaseModel):
     )
     attachment_dirs: AttachmentDirs = ()
     download_dir: DownloadDir = None
+    unsubscribe_enabled: bool = Field(
+        default=False,
+        description="imap_unsubscribe: leave the mailing lists of given messages once the user approves "
+        "(one HTTPS POST where the list offers RFC 8058 one-click under a verified DKIM signature, else a "
+        "mailto draft sent only through imap_send_draft). Off: the server makes no web request.",
+    )
 
 
 #: Shorter tokens are refused: a bearer token is the only thing between the network and the mailboxes.

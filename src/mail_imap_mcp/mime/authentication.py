@@ -40,6 +40,7 @@ _RANK = ("pass", "fail", "softfail", "hardfail", "policy", "permerror", "temperr
 _COMMENT = re.compile(r"\([^()]*\)")
 _TOKEN = re.compile(r"^[!#-'*+\-.0-9=?A-Z^-~]{1,255}$", re.IGNORECASE)
 _METHOD_RESULT = re.compile(r"^\s*([a-z0-9_-]+)(?:/[0-9]+)?\s*=\s*([a-z]+)", re.IGNORECASE)
+_PROPERTY = re.compile(r"(header\.[a-z]+)\s*=\s*\"?([^\s;\"]+)", re.IGNORECASE)
 _EMAIL = re.compile(r"[^\s@<>()\"',;:]+@[^\s@<>()\"',;:]+\.[^\s@<>()\"',;:]+")
 
 
@@ -52,6 +53,9 @@ class AuthenticationResults:
     spf: str | None = None
     dkim: str | None = None
     dmarc: str | None = None
+    #: Each DKIM signature it reports as passing, as the header names it: ``{"d": ..., "s": ..., "b": ...}``
+    #: from its ``header.d``/``header.i``, ``header.s`` and ``header.b`` properties (those given).
+    dkim_passes: tuple[Mapping[str, str], ...] = ()
 
 
 def _strip_comments(value: str) -> str:
@@ -73,6 +77,7 @@ def parse_authentication_results(value: str) -> AuthenticationResults | None:
     else:
         return None
     found: dict[str, list[str]] = {}
+    passes: list[Mapping[str, str]] = []
     for clause in clauses:
         match = _METHOD_RESULT.match(clause)
         if match is None:
@@ -80,11 +85,21 @@ def parse_authentication_results(value: str) -> AuthenticationResults | None:
         method, result = match.group(1).lower(), match.group(2).lower()
         if method in METHODS:
             found.setdefault(method, []).append(result if result in _RESULTS else "unknown")
+        if method == "dkim" and result == "pass":
+            passes.append(_signature_properties(clause[match.end() :]))
     best = {
         method: min(results, key=lambda r: _RANK.index(r) if r in _RANK else len(_RANK))
         for method, results in found.items()
     }
-    return AuthenticationResults(authserv_id, **best)
+    return AuthenticationResults(authserv_id, **best, dkim_passes=tuple(passes))
+
+
+def _signature_properties(text: str) -> dict[str, str]:
+    """``header.d`` (else the domain of ``header.i``), ``header.s`` and ``header.b`` of a DKIM result."""
+    found = {key.lower(): value for key, value in _PROPERTY.findall(text)}
+    domain = found.get("header.d") or found.get("header.i", "").rpartition("@")[2]
+    named = {"d": domain.lower(), "s": found.get("header.s", ""), "b": found.get("header.b", "")}
+    return {key: value for key, value in named.items() if value}
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from mail_imap_mcp.tools import (
     save_draft,
     search_messages,
     send_draft,
+    unsubscribe,
     update_message_flags,
 )
 from mail_imap_mcp.tools.spec import ToolSpec
@@ -39,6 +40,7 @@ TOOLS: list[ToolSpec[Any]] = [
     manage_mailbox.TOOL,
     save_draft.TOOL,
     send_draft.TOOL,
+    unsubscribe.TOOL,
     get_operation.TOOL,
     cancel_operation.TOOL,
 ]

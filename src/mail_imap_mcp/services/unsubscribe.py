@@ -1,0 +1,198 @@
+"""Leaving the lists of given messages, with the user's approval (issue 60 item 2): the policy.
+
+For each message its ``List-Unsubscribe`` offer is read (:mod:`mail_imap_mcp.mime.list_unsubscribe`,
+with the receiving server's Authentication-Results the account trusts), and after the user approved the
+whole list once:
+
+- RFC 8058 one-click where the message offers it and a verified DKIM signature covers both headers:
+  exactly one POST through :class:`~mail_imap_mcp.net.one_click.OneClickClient` (the address rule is
+  there);
+- else ``mailto:``: a draft to that one address with only the link's subject and body, saved in Drafts
+  for ``imap_send_draft``, which asks the user again and applies ``allowed_recipients``;
+- else an https address is never fetched: it is handed to the user, marked untrusted.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from email.message import EmailMessage
+from typing import Literal
+
+from mail_imap_mcp import mime
+from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.approval.review import Review, ReviewField
+from mail_imap_mcp.imap.directory import MailboxDirectory
+from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES, expunged, find_item
+from mail_imap_mcp.imap.ids import MessageRef, user_tag
+from mail_imap_mcp.imap.providers import trusted_servers
+from mail_imap_mcp.imap.read import MessageGone
+from mail_imap_mcp.imap.roles import DRAFTS
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mime.authentication import authentication_results
+from mail_imap_mcp.mime.list_unsubscribe import MailtoUnsubscribe, UnsubscribeOffer, unsubscribe_offer
+from mail_imap_mcp.net.one_click import (
+    OneClickFailed,
+    OneClickRefused,
+    OneClickTarget,
+    one_click_target,
+)
+from mail_imap_mcp.services.drafts import append_draft, build_draft
+from mail_imap_mcp.services.message_lookup import examine_for, resolve_message
+
+Way = Literal["one_click", "mailto", "link", "none"]
+Outcome = Literal[
+    "unsubscribed", "not_confirmed", "failed", "refused", "draft_saved", "open_yourself", "nothing_offered"
+]
+
+
+@dataclass(frozen=True)
+class ListToLeave:
+    """One list to leave: the message it was read from, the offer, and the way chosen."""
+
+    message_id: str
+    account_id: str
+    offer: UnsubscribeOffer | None
+    way: Way
+    target: OneClickTarget | None = None
+    #: Why an https address is handed to the user rather than posted to.
+    why_not: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.offer.list_name if self.offer else ""
+
+
+@dataclass(frozen=True)
+class Left:
+    """What was done for one list."""
+
+    list: ListToLeave
+    outcome: Outcome
+    detail: str = ""
+    status: int | None = None
+    draft_id: str | None = None
+
+
+def lists_of(app: AppContext, message_ids: list[str]) -> list[ListToLeave]:
+    """The list of each message (one entry per list: messages of the same list and way are one)."""
+    found: dict[tuple[str, str, str], ListToLeave] = {}
+    for message_id in message_ids:
+        connection, ref = resolve_message(app, message_id)
+        account = app.config.accounts[ref.account_id]
+        headers = connection.run(functools.partial(_headers, ref=ref))
+        trusted = authentication_results(
+            headers.get("authentication-results", []), trusted_servers(account.host, account.authserv_id)
+        ).trusted
+        chosen = _chosen(ref.message_id, ref.account_id, unsubscribe_offer(headers, trusted))
+        key = (chosen.account_id, chosen.name, chosen.way if chosen.way != "none" else chosen.message_id)
+        found.setdefault(key, chosen)
+    return list(found.values())
+
+
+def _headers(session: ImapSession, *, ref: MessageRef) -> dict[str, list[str]]:
+    examine_for(session, ref)
+    response = session.fetch([ref.uid], [f"BODY.PEEK[HEADER]<0.{MAX_HEADER_BYTES}>"]).get(ref.uid)
+    if response is None or expunged(response):
+        raise MessageGone(ref)
+    headers: dict[str, list[str]] = mime.parse_header_block(find_item(response, b"BODY[HEADER]") or b"")
+    return headers
+
+
+def _chosen(message_id: str, account_id: str, offer: UnsubscribeOffer | None) -> ListToLeave:
+    if offer is None:
+        return ListToLeave(message_id, account_id, None, "none")
+    if offer.one_click:
+        try:
+            return ListToLeave(message_id, account_id, offer, "one_click", one_click_target(offer.https[0]))
+        except OneClickRefused as refused:
+            why = refused.reason
+        else:  # pragma: no cover
+            why = ""
+    else:
+        why = offer.not_one_click
+    if offer.mailto is not None:
+        return ListToLeave(message_id, account_id, offer, "mailto", why_not=why)
+    return ListToLeave(message_id, account_id, offer, "link" if offer.https else "none", why_not=why)
+
+
+def review(lists: list[ListToLeave]) -> Review:
+    """What the user approves: each list's name and where the request goes (the host in both forms where
+    it is an international name), or the address a draft will be written to."""
+    fields = []
+    for number, item in enumerate(lists, 1):
+        if item.way == "one_click" and item.target is not None:
+            where = f"one request (HTTPS POST) to {item.target.shown_host}"
+        elif item.way == "mailto" and item.offer is not None and item.offer.mailto is not None:
+            where = f"a draft to {item.offer.mailto.address}, sent only if you approve it again"
+        else:
+            continue
+        fields.append(ReviewField(label=f"List {number}", values=[item.name or "(no name)", where]))
+    return Review(title="leave these mailing lists:", fields=fields, closing="Unsubscribe from these lists")
+
+
+def approval_content(shown: Review) -> bytes:
+    """The page's content: the question as a plain text message."""
+    message = EmailMessage()
+    message["Subject"] = "Unsubscribe"
+    message.set_content(shown.question())
+    return message.as_bytes()
+
+
+def leave(app: AppContext, lists: list[ListToLeave]) -> list[Left]:
+    """Act on ``lists``, which the user approved: one POST each, a draft each, or the link handed over."""
+    done = []
+    for item in lists:
+        if item.way == "one_click" and item.target is not None:
+            done.append(_post(app, item, item.target))
+        elif item.way == "mailto" and item.offer is not None and item.offer.mailto is not None:
+            done.append(_draft(app, item, item.offer.mailto))
+        elif item.way == "link":
+            done.append(Left(item, "open_yourself", item.why_not))
+        else:
+            done.append(Left(item, "nothing_offered", "the message has no List-Unsubscribe"))
+    return done
+
+
+def _post(app: AppContext, item: ListToLeave, target: OneClickTarget) -> Left:
+    try:
+        status = app.one_click.post(target)
+    except OneClickRefused as refused:
+        return Left(item, "refused", refused.reason)
+    except OneClickFailed as failed:
+        return Left(item, "failed", str(failed))
+    if 200 <= status < 300:
+        return Left(item, "unsubscribed", status=status)
+    if 300 <= status < 400:
+        return Left(item, "not_confirmed", "the list answered with a redirect, not followed", status)
+    return Left(item, "failed", f"the list answered {status}", status)
+
+
+def _draft(app: AppContext, item: ListToLeave, mailto: MailtoUnsubscribe) -> Left:
+    if not app.config.writes_allowed(item.account_id):
+        return Left(
+            item, "open_yourself", "writes are off: no draft can be saved; write to the address yourself"
+        )
+    connection = app.write_connection(item.account_id)
+    account = app.config.accounts[item.account_id]
+    message, _ = build_draft(
+        account,
+        None,
+        to=[mailto.address],
+        cc=[],
+        subject=mailto.subject,
+        body_text=mailto.body,
+        from_address=None,
+        reply_all=False,
+    )
+    raw = message.as_bytes()
+
+    def save(session: ImapSession) -> tuple[str, tuple[int, int] | None]:
+        mailbox = MailboxDirectory.load(session, account).require(DRAFTS, item.account_id)
+        return mailbox, append_draft(session, item.account_id, mailbox, raw)
+
+    mailbox, appended = connection.run(save)
+    if appended is None:
+        return Left(item, "draft_saved", f"saved in {mailbox}; find it there to send it")
+    ref = MessageRef(item.account_id, mailbox, *appended, user_tag(app.caller, item.account_id))
+    return Left(item, "draft_saved", "", draft_id=ref.message_id)
