@@ -17,7 +17,7 @@ import contextlib
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .addresses import Address, parse_address_list
 
@@ -54,8 +54,9 @@ class AuthenticationResults:
     dkim: str | None = None
     dmarc: str | None = None
     #: Each DKIM signature it reports as passing, as the header names it: ``{"d": ..., "s": ..., "b": ...}``
-    #: from its ``header.d``/``header.i``, ``header.s`` and ``header.b`` properties (those given).
-    dkim_passes: tuple[Mapping[str, str], ...] = ()
+    #: from its ``header.d``/``header.i``, ``header.s`` and ``header.b`` properties (those given); not
+    #: part of what the results are (equality).
+    dkim_passes: tuple[Mapping[str, str], ...] = field(default=(), compare=False)
 
 
 def _strip_comments(value: str) -> str:

@@ -1,0 +1,210 @@
+"""imap_unsubscribe through the SDK's MCP client (issue 60 item 2), on a real Dovecot: the user's approval
+by elicitation, then exactly one RFC 8058 POST to a local HTTPS server with a test CA (reached through the
+test-only loopback allowance, which the address rule's own test shows is off by default), none before the
+approval or after a decline; an https address without one-click or without a covering DKIM signature never
+fetched; the mailto path through the submission chain (Dovecot submission -> Exim -> LMTP), sent only
+through imap_send_draft's own approval."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.net.one_click import ONE_CLICK_BODY
+from tests.support import mailgen
+from tests.support.accounts import account_settings
+from tests.support.clients import make_config, open_client
+from tests.support.dovecot import Dovecot
+from tests.support.elicitation import answering
+from tests.support.envelope_client import EnvelopeClient
+from tests.support.one_click_server import LIST_HOST, OneClickServer, one_click_server
+from tests.support.patience import eventually_async
+from tests.support.submission import DOMAIN, SubmissionDovecot
+
+pytestmark = pytest.mark.anyio
+
+TOOL = "imap_unsubscribe"
+AUTHSERV = "mx.tests.example"
+
+
+def list_message(
+    subject: str, unsubscribe: str, *, post: bool = True, covered: bool = True, passed: bool = True
+) -> bytes:
+    signed = "From:Subject:List-Unsubscribe" + (":List-Unsubscribe-Post" if covered else "")
+    headers = {
+        "List-Id": '"Weekly News" <weekly.lists.example.com>',
+        "List-Unsubscribe": unsubscribe,
+        "DKIM-Signature": f"v=1; a=rsa-sha256; d={LIST_HOST}; s=s1; h={signed}; bh=x; b=QmFzZTY0",
+        "Authentication-Results": f"{AUTHSERV}; dkim={'pass' if passed else 'fail'} header.d={LIST_HOST} header.s=s1",
+    }
+    if post:
+        headers["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
+    return mailgen.plain_message(subject, "news", from_=f"News <news@{LIST_HOST}>", headers=headers)
+
+
+@pytest.fixture
+def lists() -> Iterator[OneClickServer]:
+    with one_click_server() as server:
+        server.names = {LIST_HOST: ["127.0.0.1"]}
+        yield server
+
+
+@contextlib.asynccontextmanager
+async def client(
+    settings: dict[str, Any], lists: OneClickServer, answer: Any
+) -> AsyncIterator[EnvelopeClient]:
+    config = make_config({"default": settings}, unsubscribe_enabled=True)
+    app = AppContext.from_config(config)
+    app.one_click = lists.client()
+    async for opened in open_client(config, app, elicitation_callback=answer):
+        yield opened
+
+
+async def _ids(mcp: EnvelopeClient) -> dict[str, str]:
+    found = await mcp.ok("imap_search_messages", {"mailbox": "INBOX", "limit": 50, "fields": "full"})
+    return {m["subject"]: m["message_id"] for m in found["messages"]}
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_one_post_after_the_users_approval_and_none_after_a_decline(
+    dovecot: Dovecot, lists: OneClickServer, mode: str
+) -> None:
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", [list_message("one-click", f"<https://{LIST_HOST}/ok?u=1>")])
+    settings = account_settings(dovecot, user, authserv_id=AUTHSERV)
+    declined = answering("decline")
+    async with client(settings, lists, declined) as mcp:
+        (message_id,) = (await _ids(mcp)).values()
+        await mcp.fail(TOOL, {"message_ids": [message_id]}, "confirmation_required")
+    assert lists.requests == [] and lists.connections == [] and lists.resolved == []
+    (question,) = declined.asked
+    assert "Weekly News" in question and LIST_HOST in question
+    accepted = answering("accept")
+    async with client(settings, lists, accepted) as mcp:
+        data = await mcp.ok(TOOL, {"message_ids": [message_id, message_id]})
+    (left,) = data["lists"]
+    assert (left["way"], left["outcome"], left["status"], left["host"]) == (
+        "one_click",
+        "unsubscribed",
+        200,
+        LIST_HOST,
+    )
+    (request,) = lists.requests
+    assert (request.method, request.path, request.body) == ("POST", "/ok?u=1", ONE_CLICK_BODY)
+
+
+async def test_https_without_one_click_or_a_covering_signature_is_never_fetched(
+    dovecot: Dovecot, lists: OneClickServer
+) -> None:
+    user = dovecot.new_user()
+    dovecot.seed(
+        user,
+        "INBOX",
+        [
+            list_message("no post", f"<https://{LIST_HOST}/ok?u=2>", post=False),
+            list_message("not covered", f"<https://{LIST_HOST}/ok?u=3>", covered=False),
+            list_message("dkim failed", f"<https://{LIST_HOST}/ok?u=4>", passed=False),
+            list_message("plain http", f"<http://{LIST_HOST}/ok?u=5>"),
+        ],
+    )
+    settings = account_settings(dovecot, user, authserv_id=AUTHSERV)
+    asked = answering("accept")
+    async with client(settings, lists, asked) as mcp:
+        ids = await _ids(mcp)
+        for subject in ("no post", "not covered", "dkim failed", "plain http"):
+            data = await mcp.ok(TOOL, {"message_ids": [ids[subject]]})
+            (left,) = data["lists"]
+            expected = ("none", "nothing_offered") if subject == "plain http" else ("link", "open_yourself")
+            assert (left["way"], left["outcome"]) == expected, (subject, left)
+            if subject != "plain http":
+                assert left["link"].startswith(f"https://{LIST_HOST}/") and left["detail"]
+    assert asked.asked == [] and lists.requests == [] and lists.resolved == []
+
+
+async def test_a_redirect_is_not_followed_and_a_server_error_is_said(
+    dovecot: Dovecot, lists: OneClickServer
+) -> None:
+    user = dovecot.new_user()
+    dovecot.seed(
+        user,
+        "INBOX",
+        [
+            list_message("moved", f"<https://{LIST_HOST}/redirect>"),
+            list_message("broken", f"<https://{LIST_HOST}/fail>"),
+        ],
+    )
+    settings = account_settings(dovecot, user, authserv_id=AUTHSERV)
+    async with client(settings, lists, answering("accept")) as mcp:
+        ids = await _ids(mcp)
+        moved = (await mcp.ok(TOOL, {"message_ids": [ids["moved"]]}))["lists"][0]
+        broken = (await mcp.ok(TOOL, {"message_ids": [ids["broken"]]}))["lists"][0]
+    assert (moved["outcome"], moved["status"]) == ("not_confirmed", 302)
+    assert (broken["outcome"], broken["status"]) == ("failed", 503)
+    assert [r.path for r in lists.requests] == ["/redirect", "/fail"]
+
+
+async def test_the_tool_is_refused_where_unsubscribe_is_off(dovecot: Dovecot) -> None:
+    user = dovecot.new_user()
+    config = make_config({"default": account_settings(dovecot, user)})
+    async for mcp in open_client(config):
+        listed = {tool.name for tool in (await mcp.client.list_tools()).tools}
+        assert TOOL not in listed
+        failure = await mcp.fail(TOOL, {"message_ids": ["imap:default:INBOX:1:1"]}, "permission_denied")
+        assert "unsubscribe_enabled" in failure["error"]["message"]
+
+
+@pytest.fixture(scope="module")
+def chain() -> Iterator[SubmissionDovecot]:
+    with SubmissionDovecot() as server:
+        yield server
+
+
+async def test_mailto_becomes_a_draft_sent_only_through_imap_send_draft(
+    chain: SubmissionDovecot, lists: OneClickServer
+) -> None:
+    user, list_owner = chain.new_user(), chain.new_user()
+    address = chain.address(list_owner)
+    link = f"<mailto:{address}?subject=unsubscribe%20me&cc=boss@{DOMAIN}&bcc=spy@{DOMAIN}&body=stop>"
+    for box in ("Drafts", "Trash", "Sent"):
+        chain.ensure_folder(user, box)
+    chain.seed(user, "INBOX", [list_message("by mail", link, post=False)])
+    settings = account_settings(
+        chain,
+        user,
+        password_env=None,
+        password=chain.password,
+        addresses=[chain.address(user)],
+        smtp={"host": "127.0.0.1", "port": chain.submission_port, "security": "starttls"},
+        send_enabled=True,
+        allowed_recipients=[f"@{DOMAIN}"],
+        write_enabled=True,
+        authserv_id=AUTHSERV,
+    )
+    asked = answering("accept")
+    async with client(settings, lists, asked) as mcp:
+        (message_id,) = (await _ids(mcp)).values()
+        data = await mcp.ok(TOOL, {"message_ids": [message_id]})
+        (left,) = data["lists"]
+        assert (left["way"], left["outcome"]) == ("mailto", "draft_saved")
+        assert chain.folder_path(list_owner, "INBOX").exists() is False or not list(
+            (chain.folder_path(list_owner, "INBOX") / "new").glob("*")
+        )
+        assert data["next_action"]["tool"] == "imap_send_draft"
+        sent = await mcp.ok("imap_send_draft", data["next_action"]["arguments"])
+        assert sent["outcome"] == "sent" and sent["accepted"] == [address]
+    assert len(asked.asked) == 2 and address in asked.asked[0] and address in asked.asked[1]
+    assert "boss@" not in asked.asked[1] and "spy@" not in asked.asked[1]
+
+    async def delivered() -> bool:
+        folder = chain.folder_path(list_owner, "INBOX") / "new"
+        return folder.exists() and any(folder.glob("*"))
+
+    await eventually_async(delivered, within=15)
+    (arrived,) = list((chain.folder_path(list_owner, "INBOX") / "new").glob("*"))
+    text = arrived.read_bytes()
+    assert b"Subject: unsubscribe me" in text and b"boss@" not in text and b"spy@" not in text
+    assert lists.requests == []
