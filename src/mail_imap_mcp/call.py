@@ -19,6 +19,7 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.runtime import AccountIndex
+from mail_imap_mcp.net.one_click import OneClickClient
 from mail_imap_mcp.operations import Operation, OperationRegistry
 from mail_imap_mcp.state import Caller, Store
 
@@ -77,6 +78,11 @@ class Call(Protocol):
     @property
     def index_engine(self) -> IndexEngine:
         """The engine of every index."""
+        ...
+
+    @property
+    def one_click(self) -> OneClickClient:
+        """The one-click unsubscribe request's client (the one web request the server makes)."""
         ...
 
     @property

@@ -21,6 +21,7 @@ from pydantic import Field
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
+from mail_imap_mcp.presentation.failures import failure_of
 from mail_imap_mcp.prompts import PROMPTS
 from mail_imap_mcp.prompts.spec import Completes, PromptArgumentError, PromptSpec
 from mail_imap_mcp.sdk import lowlevel_server
@@ -102,7 +103,7 @@ def _candidates_of_user(app: AppContext, user: str, kind: Completes, given: dict
         try:
             boxes = called.connection(account_id).run(list_mailboxes)
         except Exception as exc:  # a domain error (the registry words it): no hint rather than a failure
-            if called.failure_of(exc) is None:
+            if failure_of(exc) is None:
                 raise
             log.info("no mailbox completion for %s: %s", account_id, type(exc).__name__)
             return []

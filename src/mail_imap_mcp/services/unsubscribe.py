@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from email.message import EmailMessage
 from typing import Literal
 
 from mail_imap_mcp import mime
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.approval.page import review_page
+from mail_imap_mcp.approval.request import Renderer
 from mail_imap_mcp.approval.review import Review, ReviewField
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES, expunged, find_item
 from mail_imap_mcp.imap.ids import MessageRef, user_tag
@@ -64,6 +65,20 @@ class ListToLeave:
 
 
 @dataclass(frozen=True)
+class _MailtoDraft:
+    """A mailto unsubscribe as :class:`~mail_imap_mcp.services.drafts.DraftText`: one address, the link's
+    subject and body, nothing else."""
+
+    to: tuple[str, ...]
+    subject: str
+    body_text: str
+    cc: tuple[str, ...] = ()
+    bcc: tuple[str, ...] = ()
+    from_address: str | None = None
+    reply_all: bool = False
+
+
+@dataclass(frozen=True)
 class Left:
     """What was done for one list."""
 
@@ -74,7 +89,7 @@ class Left:
     draft_id: str | None = None
 
 
-def lists_of(app: AppContext, message_ids: list[str]) -> list[ListToLeave]:
+def lists_of(app: Call, message_ids: list[str]) -> list[ListToLeave]:
     """The list of each message (one entry per list: messages of the same list and way are one)."""
     found: dict[tuple[str, str, str], ListToLeave] = {}
     for message_id in message_ids:
@@ -131,15 +146,11 @@ def review(lists: list[ListToLeave]) -> Review:
     return Review(title="leave these mailing lists:", fields=fields, closing="Unsubscribe from these lists")
 
 
-def approval_content(shown: Review) -> bytes:
-    """The page's content: the question as a plain text message."""
-    message = EmailMessage()
-    message["Subject"] = "Unsubscribe"
-    message.set_content(shown.question())
-    return message.as_bytes()
+#: How the page shows the review: the generic page, every field on its line.
+RENDER: Renderer = review_page
 
 
-def leave(app: AppContext, lists: list[ListToLeave]) -> list[Left]:
+def leave(app: Call, lists: list[ListToLeave]) -> list[Left]:
     """Act on ``lists``, which the user approved: one POST each, a draft each, or the link handed over."""
     done = []
     for item in lists:
@@ -154,7 +165,7 @@ def leave(app: AppContext, lists: list[ListToLeave]) -> list[Left]:
     return done
 
 
-def _post(app: AppContext, item: ListToLeave, target: OneClickTarget) -> Left:
+def _post(app: Call, item: ListToLeave, target: OneClickTarget) -> Left:
     try:
         status = app.one_click.post(target)
     except OneClickRefused as refused:
@@ -168,7 +179,7 @@ def _post(app: AppContext, item: ListToLeave, target: OneClickTarget) -> Left:
     return Left(item, "failed", f"the list answered {status}", status)
 
 
-def _draft(app: AppContext, item: ListToLeave, mailto: MailtoUnsubscribe) -> Left:
+def _draft(app: Call, item: ListToLeave, mailto: MailtoUnsubscribe) -> Left:
     if not app.config.writes_allowed(item.account_id):
         return Left(
             item, "open_yourself", "writes are off: no draft can be saved; write to the address yourself"
@@ -176,14 +187,7 @@ def _draft(app: AppContext, item: ListToLeave, mailto: MailtoUnsubscribe) -> Lef
     connection = app.write_connection(item.account_id)
     account = app.config.accounts[item.account_id]
     message, _ = build_draft(
-        account,
-        None,
-        to=[mailto.address],
-        cc=[],
-        subject=mailto.subject,
-        body_text=mailto.body,
-        from_address=None,
-        reply_all=False,
+        account, None, _MailtoDraft(to=(mailto.address,), subject=mailto.subject, body_text=mailto.body)
     )
     raw = message.as_bytes()
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import nullcontext
 
-from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.asking import Ask
+from mail_imap_mcp.asks import Ask
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.capabilities import UNSUBSCRIBING
 from mail_imap_mcp.envelope import NextAction, ToolFailure, ToolResult
 from mail_imap_mcp.operations import Operation
@@ -16,9 +16,9 @@ from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.presentation.shapes import UntrustedContent
 from mail_imap_mcp.presentation.writes import audited
 from mail_imap_mcp.services.unsubscribe import (
+    RENDER,
     Left,
     ListToLeave,
-    approval_content,
     leave,
     lists_of,
     review,
@@ -61,7 +61,7 @@ UNTRUSTED = UntrustedContent(
 )
 
 
-def handle(app: AppContext, args: UnsubscribeInput) -> ToolResult[UnsubscribeData]:
+def handle(app: Call, args: UnsubscribeInput) -> ToolResult[UnsubscribeData]:
     lists = lists_of(app, args.message_ids)
     accounts = {item.account_id for item in lists}
     if len(accounts) > 1:
@@ -74,7 +74,7 @@ def handle(app: AppContext, args: UnsubscribeInput) -> ToolResult[UnsubscribeDat
     asked = Ask(
         account_id,
         shown,
-        approval_content(shown),
+        RENDER,
         then=lambda: _answer(
             [_done(item) for item in leave(app, lists)], dry_run=False, app=app, account=account_id
         ),
@@ -88,7 +88,7 @@ def handle(app: AppContext, args: UnsubscribeInput) -> ToolResult[UnsubscribeDat
     return answer
 
 
-def _failed(app: AppContext, account_id: str) -> Callable[[ToolFailure], None]:
+def _failed(app: Call, account_id: str) -> Callable[[ToolFailure], None]:
     return lambda failure: audit(app.caller, NAME, account_id, "unsubscribe", 0, failure.code)
 
 
@@ -124,7 +124,7 @@ def _done(left: Left) -> ListLeft:
 
 
 def _answer(
-    lists: list[ListLeft], *, dry_run: bool, app: AppContext | None = None, account: str = ""
+    lists: list[ListLeft], *, dry_run: bool, app: Call | None = None, account: str = ""
 ) -> ToolResult[UnsubscribeData]:
     if app is not None:
         done = sum(1 for item in lists if item.outcome in ("unsubscribed", "draft_saved"))
