@@ -365,3 +365,16 @@ async def test_the_listing_says_an_unusable_account_first_and_offers_no_call_on_
     assert (default["usable"], default["port"], work["usable"]) == (False, 0, True)
     assert default["problems"][0]["field"] == "IMAP port (optional)"
     assert envelope["data"]["next_action"]["arguments"] == {"account_id": "work"}
+
+
+def test_the_unsubscribe_field_turns_on_unsubscribe_enabled_and_is_off_when_empty_or_absent() -> None:
+    assert load_config(None, FORM).server.unsubscribe_enabled is False
+    assert (
+        load_config(None, {**FORM, "MAIL_IMAP_UNSUBSCRIBE_ENABLED": ""}).server.unsubscribe_enabled is False
+    )
+    assert (
+        load_config(None, {**FORM, "MAIL_IMAP_UNSUBSCRIBE_ENABLED": "false"}).server.unsubscribe_enabled
+        is False
+    )
+    on = load_config(None, {**FORM, "MAIL_IMAP_UNSUBSCRIBE_ENABLED": "true"})
+    assert on.server.unsubscribe_enabled is True and "unsubscribe" not in on.accounts

@@ -36,13 +36,22 @@ DEFAULT_CONFIG_PATH = Path("~/.config/mail-imap-mcp/config.toml")
 CONFIG_ENV = "MAIL_IMAP_MCP_CONFIG"
 #: Bearer token of the HTTP transport when ``[http]`` names no token source.
 HTTP_TOKEN_ENV = "MAIL_IMAP_MCP_HTTP_TOKEN"
+#: ``[server] unsubscribe_enabled`` from the environment (the bundle's form sets it).
+UNSUBSCRIBE_ENABLED_ENV = "MAIL_IMAP_UNSUBSCRIBE_ENABLED"
 
 #: The variables that declare an environment account: its host, or an address whose provider is known.
 ENV_ACCOUNT_PATTERN = re.compile(r"^MAIL_IMAP_([A-Z0-9_]+?)_(HOST|USER|ADDRESSES)$")
 ENV_PREFIX = "MAIL_IMAP_"
 #: Variables of the ``MAIL_IMAP_`` family that are not account settings.
 GLOBAL_ENV = frozenset(
-    {CONFIG_ENV, "MAIL_IMAP_MCP_LOG_LEVEL", "MAIL_IMAP_WRITE_ENABLED", HTTP_TOKEN_ENV, *LOCAL_FILES_ENV}
+    {
+        CONFIG_ENV,
+        "MAIL_IMAP_MCP_LOG_LEVEL",
+        "MAIL_IMAP_WRITE_ENABLED",
+        UNSUBSCRIBE_ENABLED_ENV,
+        HTTP_TOKEN_ENV,
+        *LOCAL_FILES_ENV,
+    }
 )
 #: Account key -> suffix of its ``MAIL_IMAP_<ID>_*`` variable (``_SECURE`` is the seed server's
 #: boolean spelling of ``security``).

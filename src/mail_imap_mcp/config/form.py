@@ -170,6 +170,17 @@ BUNDLE_FORM: dict[str, tuple[str, dict[str, Any]]] = {
             "default": "",
         },
     ),
+    "allow_unsubscribe": (
+        "MAIL_IMAP_UNSUBSCRIBE_ENABLED",
+        {
+            "type": "boolean",
+            "title": "Allow unsubscribing from mailing lists",
+            "description": "Leaves a list only after you approve it: one web request to the list's own "
+            "verified address, or a mail you approve again. Off: the server makes no web request.",
+            "required": False,
+            "default": False,
+        },
+    ),
     "allow_sending": (
         "MAIL_IMAP_DEFAULT_SEND_ENABLED",
         {

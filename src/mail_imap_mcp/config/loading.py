@@ -26,6 +26,7 @@ from .accounts import (
     HTTP_TOKEN_ENV,
     KNOWN_ENV_SUFFIXES,
     SECURE_ENV_SUFFIX,
+    UNSUBSCRIBE_ENABLED_ENV,
     AccountConfig,
     AuthMethod,
     ConfigError,
@@ -284,6 +285,8 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
     server_env = local_files.from_env(env) | (
         {} if write_enabled is None else {"write_enabled": write_enabled}
     )
+    if env.get(UNSUBSCRIBE_ENABLED_ENV, "").strip():
+        server_env["unsubscribe_enabled"] = _truthy(env[UNSUBSCRIBE_ENABLED_ENV])
     if server_env:
         merged["server"] = {**raw.get("server", {}), **server_env}
     http = raw.get("http", {})
