@@ -64,6 +64,13 @@ async def client(
         yield opened
 
 
+def _seeded(dovecot: Dovecot, *messages: bytes) -> dict[str, Any]:
+    """The settings of a new user of ``dovecot`` whose INBOX holds ``messages``, trusting ``AUTHSERV``."""
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", list(messages))
+    return account_settings(dovecot, user, authserv_id=AUTHSERV)
+
+
 async def _ids(mcp: EnvelopeClient) -> dict[str, str]:
     found = await mcp.ok("imap_search_messages", {"mailbox": "INBOX", "limit": 50, "fields": "full"})
     return {m["subject"]: m["message_id"] for m in found["messages"]}
@@ -73,9 +80,7 @@ async def _ids(mcp: EnvelopeClient) -> dict[str, str]:
 async def test_one_post_after_the_users_approval_and_none_after_a_decline(
     dovecot: Dovecot, lists: OneClickServer, mode: str
 ) -> None:
-    user = dovecot.new_user()
-    dovecot.seed(user, "INBOX", [list_message("one-click", f"<https://{LIST_HOST}/ok?u=1>")])
-    settings = account_settings(dovecot, user, authserv_id=AUTHSERV)
+    settings = _seeded(dovecot, list_message("one-click", f"<https://{LIST_HOST}/ok?u=1>"))
     declined = answering("decline")
     async with client(settings, lists, declined) as mcp:
         (message_id,) = (await _ids(mcp)).values()
@@ -100,18 +105,13 @@ async def test_one_post_after_the_users_approval_and_none_after_a_decline(
 async def test_https_without_one_click_or_a_covering_signature_is_never_fetched(
     dovecot: Dovecot, lists: OneClickServer
 ) -> None:
-    user = dovecot.new_user()
-    dovecot.seed(
-        user,
-        "INBOX",
-        [
-            list_message("no post", f"<https://{LIST_HOST}/ok?u=2>", post=False),
-            list_message("not covered", f"<https://{LIST_HOST}/ok?u=3>", covered=False),
-            list_message("dkim failed", f"<https://{LIST_HOST}/ok?u=4>", passed=False),
-            list_message("plain http", f"<http://{LIST_HOST}/ok?u=5>"),
-        ],
+    settings = _seeded(
+        dovecot,
+        list_message("no post", f"<https://{LIST_HOST}/ok?u=2>", post=False),
+        list_message("not covered", f"<https://{LIST_HOST}/ok?u=3>", covered=False),
+        list_message("dkim failed", f"<https://{LIST_HOST}/ok?u=4>", passed=False),
+        list_message("plain http", f"<http://{LIST_HOST}/ok?u=5>"),
     )
-    settings = account_settings(dovecot, user, authserv_id=AUTHSERV)
     asked = answering("accept")
     async with client(settings, lists, asked) as mcp:
         ids = await _ids(mcp)
@@ -128,16 +128,11 @@ async def test_https_without_one_click_or_a_covering_signature_is_never_fetched(
 async def test_a_redirect_is_not_followed_and_a_server_error_is_said(
     dovecot: Dovecot, lists: OneClickServer
 ) -> None:
-    user = dovecot.new_user()
-    dovecot.seed(
-        user,
-        "INBOX",
-        [
-            list_message("moved", f"<https://{LIST_HOST}/redirect>"),
-            list_message("broken", f"<https://{LIST_HOST}/fail>"),
-        ],
+    settings = _seeded(
+        dovecot,
+        list_message("moved", f"<https://{LIST_HOST}/redirect>"),
+        list_message("broken", f"<https://{LIST_HOST}/fail>"),
     )
-    settings = account_settings(dovecot, user, authserv_id=AUTHSERV)
     async with client(settings, lists, answering("accept")) as mcp:
         ids = await _ids(mcp)
         moved = (await mcp.ok(TOOL, {"message_ids": [ids["moved"]]}))["lists"][0]
