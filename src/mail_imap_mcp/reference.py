@@ -355,10 +355,14 @@ _GATE = {
 }
 
 
+#: The switches README's legend names by effect (*(write)*, *(send)*); any other is named itself.
+_SHARED_SWITCHES = frozenset({None, "write_enabled", "send_enabled"})
+
+
 def _gate(spec: ToolSpec[Any]) -> str:
     """What lists the tool, as README's table marks it: writes, sending, or a switch of its own."""
-    setting = spec.capability.setting
-    return _GATE[spec.effect] if setting in (None, "write_enabled", "send_enabled") else f"*({setting})* "
+    switch = spec.listed_with.setting
+    return _GATE[spec.effect] if switch in _SHARED_SWITCHES else f"*({switch})* "
 
 
 def readme_tools_table() -> str:
