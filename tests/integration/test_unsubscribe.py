@@ -15,7 +15,8 @@ import pytest
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.net.one_click import ONE_CLICK_BODY
-from tests.support import mailgen
+from mail_imap_mcp.services.send_approval import approval_page
+from tests.support import chromium, mailgen
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.dovecot import Dovecot
@@ -150,6 +151,62 @@ async def test_the_tool_is_refused_where_unsubscribe_is_off(dovecot: Dovecot) ->
         assert TOOL not in listed
         failure = await mcp.fail(TOOL, {"message_ids": ["imap:default:INBOX:1:1"]}, "permission_denied")
         assert "unsubscribe_enabled" in failure["error"]["message"]
+
+
+async def _decided(mcp: EnvelopeClient, answer: dict[str, Any]) -> tuple[Any, Any]:
+    """The call's data and error once the user decided on the page: the answer's own, or those of the
+    background operation it handed back, polled with imap_get_operation until it ended."""
+    background = (answer.get("data") or {}).get("background")
+    if background is None:
+        return answer.get("data"), answer.get("error")
+
+    async def ended() -> dict[str, Any] | None:
+        detail = await mcp.ok("imap_get_operation", {"operation_id": background["operation_id"]})
+        return None if detail["operation"]["state"] in ("accepted", "running") else detail
+
+    detail = await eventually_async(ended, within=60, interval=0.1, what="the approval's operation")
+    return detail["result"], detail["error"]
+
+
+@pytest.mark.skipif(not chromium.installed(), reason="chromium and chromium-driver are not installed")
+@pytest.mark.parametrize("press", ["send", "decline"])
+async def test_claude_desktops_path_the_page_shows_the_list_and_host_and_posts_once_approved(
+    dovecot: Dovecot, lists: OneClickServer, press: str
+) -> None:
+    settings = _seeded(dovecot, list_message("on the page", "<https://bücher.example/ok?u=7>"))
+    lists.names = {"xn--bcher-kva.example": ["127.0.0.1"]}
+    config = make_config({"default": {**settings, "write_enabled": True}}, unsubscribe_enabled=True)
+    app = AppContext.from_config(config)
+    app.one_click = lists.client()
+    seen: list[str] = []
+
+    def browser(url: str) -> bool:
+        shown, _ = chromium.answer_approval(url, press)
+        seen.append(shown)
+        return True
+
+    app.approval_page = approval_page(browser, timeout_s=60)
+    async for mcp in open_client(config, app):  # no elicitation: the page asks
+        (message_id,) = (await _ids(mcp)).values()
+        result, error = await _decided(mcp, await mcp.call(TOOL, {"message_ids": [message_id]}))
+
+    async def browsed() -> bool:
+        return bool(seen)
+
+    await eventually_async(browsed, within=30)
+    (page,) = seen
+    assert "Weekly News" in page and "bücher.example (xn--bcher-kva.example)" in page
+    if press == "decline":
+        assert error is not None and error["code"] == "confirmation_required"
+        assert lists.requests == [] and lists.resolved == []
+        return
+    assert error is None and result["lists"][0]["outcome"] == "unsubscribed"
+    (request,) = lists.requests
+    assert (request.path, request.body, request.headers["Host"]) == (
+        "/ok?u=7",
+        ONE_CLICK_BODY,
+        "xn--bcher-kva.example",
+    )
 
 
 @pytest.fixture(scope="module")
