@@ -209,6 +209,27 @@ async def test_claude_desktops_path_the_page_shows_the_list_and_host_and_posts_o
     )
 
 
+def _mail_user(chain: SubmissionDovecot, user: str, list_address: str, allowed: list[str]) -> dict[str, Any]:
+    """The settings of ``user`` of the chain (writes and sending on, ``allowed`` recipients) whose INBOX
+    holds a list's message whose unsubscribe is a mailto to ``list_address`` with cc and bcc in it."""
+    link = f"<mailto:{list_address}?subject=unsubscribe%20me&cc=boss@{DOMAIN}&bcc=spy@{DOMAIN}&body=stop>"
+    for box in ("Drafts", "Trash", "Sent"):
+        chain.ensure_folder(user, box)
+    chain.seed(user, "INBOX", [list_message("by mail", link, post=False)])
+    return account_settings(
+        chain,
+        user,
+        password_env=None,
+        password=chain.password,
+        addresses=[chain.address(user)],
+        smtp={"host": "127.0.0.1", "port": chain.submission_port, "security": "starttls"},
+        send_enabled=True,
+        allowed_recipients=allowed,
+        write_enabled=True,
+        authserv_id=AUTHSERV,
+    )
+
+
 @pytest.fixture(scope="module")
 def chain() -> Iterator[SubmissionDovecot]:
     with SubmissionDovecot() as server:
@@ -220,22 +241,7 @@ async def test_mailto_becomes_a_draft_sent_only_through_imap_send_draft(
 ) -> None:
     user, list_owner = chain.new_user(), chain.new_user()
     address = chain.address(list_owner)
-    link = f"<mailto:{address}?subject=unsubscribe%20me&cc=boss@{DOMAIN}&bcc=spy@{DOMAIN}&body=stop>"
-    for box in ("Drafts", "Trash", "Sent"):
-        chain.ensure_folder(user, box)
-    chain.seed(user, "INBOX", [list_message("by mail", link, post=False)])
-    settings = account_settings(
-        chain,
-        user,
-        password_env=None,
-        password=chain.password,
-        addresses=[chain.address(user)],
-        smtp={"host": "127.0.0.1", "port": chain.submission_port, "security": "starttls"},
-        send_enabled=True,
-        allowed_recipients=[f"@{DOMAIN}"],
-        write_enabled=True,
-        authserv_id=AUTHSERV,
-    )
+    settings = _mail_user(chain, user, address, allowed=[f"@{DOMAIN}"])
     asked = answering("accept")
     async with client(settings, lists, asked) as mcp:
         (message_id,) = (await _ids(mcp)).values()
@@ -260,3 +266,18 @@ async def test_mailto_becomes_a_draft_sent_only_through_imap_send_draft(
     text = arrived.read_bytes()
     assert b"Subject: unsubscribe me" in text and b"boss@" not in text and b"spy@" not in text
     assert lists.requests == []
+
+
+async def test_a_mailto_outside_allowed_recipients_is_drafted_but_never_sent(
+    chain: SubmissionDovecot, lists: OneClickServer
+) -> None:
+    user, list_owner = chain.new_user(), chain.new_user()
+    settings = _mail_user(chain, user, chain.address(list_owner), allowed=[chain.address(user)])
+    sent_before = chain.mta_log().count(" <= ")
+    async with client(settings, lists, answering("accept")) as mcp:
+        (message_id,) = (await _ids(mcp)).values()
+        data = await mcp.ok(TOOL, {"message_ids": [message_id]})
+        assert data["lists"][0]["outcome"] == "draft_saved"
+        refused = await mcp.fail("imap_send_draft", data["next_action"]["arguments"], "permission_denied")
+        assert chain.address(list_owner) in refused["error"]["message"]
+    assert chain.mta_log().count(" <= ") == sent_before

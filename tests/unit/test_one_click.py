@@ -6,6 +6,7 @@ and without the test-only allowance, the loopback server is refused before any c
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -79,3 +80,19 @@ def test_a_name_that_does_not_resolve_is_a_failure_of_resolving(server: OneClick
     with pytest.raises(OneClickFailed) as failed:
         server.client().post(one_click_target("https://unknown.example/ok"))
     assert failed.value.stage == "resolve" and server.connections == []
+
+
+def test_no_proxy_or_netrc_of_the_environment_is_used(
+    server: OneClickServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.setenv(name, "http://proxy-user:proxy-secret@127.0.0.1:9")
+    netrc = tmp_path / ".netrc"
+    netrc.write_text(f"machine {LIST_HOST} login someone password netrc-secret\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert server.client().post(one_click_target(f"https://{LIST_HOST}/ok")) == 200
+    (request,) = server.requests
+    assert server.connections == [("127.0.0.1", server.port)]
+    assert not {"Authorization", "Proxy-Authorization"} & set(request.headers)
