@@ -123,6 +123,11 @@ async def test_https_without_one_click_or_a_covering_signature_is_never_fetched(
             assert (left["way"], left["outcome"]) == expected, (subject, left)
             if subject != "plain http":
                 assert left["link"].startswith(f"https://{LIST_HOST}/") and left["detail"]
+        # One list's name with three addresses is three lists: none is left out as "the same".
+        together = await mcp.ok(
+            TOOL, {"message_ids": [ids["no post"], ids["not covered"], ids["dkim failed"]]}
+        )
+        assert sorted(left["link"][-3:] for left in together["lists"]) == ["u=2", "u=3", "u=4"]
     assert asked.asked == [] and lists.requests == [] and lists.resolved == []
 
 

@@ -91,7 +91,7 @@ class Left:
 
 def lists_of(app: Call, message_ids: list[str]) -> list[ListToLeave]:
     """The list of each message (one entry per list: messages of the same list and way are one)."""
-    found: dict[tuple[str, str, str], ListToLeave] = {}
+    found: dict[tuple[str, ...], ListToLeave] = {}
     for message_id in message_ids:
         connection, ref = resolve_message(app, message_id)
         account = app.config.accounts[ref.account_id]
@@ -100,9 +100,17 @@ def lists_of(app: Call, message_ids: list[str]) -> list[ListToLeave]:
             headers.get("authentication-results", []), trusted_servers(account.host, account.authserv_id)
         ).trusted
         chosen = _chosen(ref.message_id, ref.account_id, unsubscribe_offer(headers, trusted))
-        key = (chosen.account_id, chosen.name, chosen.way if chosen.way != "none" else chosen.message_id)
-        found.setdefault(key, chosen)
+        found.setdefault(_same_list(chosen), chosen)
     return list(found.values())
+
+
+def _same_list(item: ListToLeave) -> tuple[str, ...]:
+    """What makes two messages' lists one: the same name and the same address to leave it by (a
+    message without an offer is its own)."""
+    if item.offer is None:
+        return (item.account_id, item.message_id)
+    mailto = item.offer.mailto.address if item.offer.mailto else ""
+    return (item.account_id, item.name, item.way, *item.offer.https[:1], mailto)
 
 
 def _headers(session: ImapSession, *, ref: MessageRef) -> dict[str, list[str]]:
