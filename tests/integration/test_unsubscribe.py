@@ -16,6 +16,7 @@ import pytest
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.net.one_click import ONE_CLICK_BODY
 from mail_imap_mcp.services.send_approval import approval_page
+from tests.integration import test_send
 from tests.support import chromium, mailgen
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
@@ -221,18 +222,10 @@ def _mail_user(chain: SubmissionDovecot, user: str, list_address: str, allowed: 
     for box in ("Drafts", "Trash", "Sent"):
         chain.ensure_folder(user, box)
     chain.seed(user, "INBOX", [list_message("by mail", link, post=False)])
-    return account_settings(
-        chain,
-        user,
-        password_env=None,
-        password=chain.password,
-        addresses=[chain.address(user)],
-        smtp={"host": "127.0.0.1", "port": chain.submission_port, "security": "starttls"},
-        send_enabled=True,
-        allowed_recipients=allowed,
-        write_enabled=True,
-        authserv_id=AUTHSERV,
+    settings = test_send._settings(
+        chain, user, chain.submission_port, "starttls", write_enabled=True, authserv_id=AUTHSERV
     )
+    return {**settings, "allowed_recipients": allowed}
 
 
 @pytest.fixture(scope="module")
