@@ -175,8 +175,8 @@ def _sending_refused(account_id: str, account: AccountConfig) -> Refusal | None:
 READING = Capability("reading", Effect.READ, SurfaceGroup.READS, 8000)
 #: Bytes of issue 60's 800 that acting on a search takes (``query``, ``mailbox``, ``account_id`` and
 #: ``undo`` of imap_update_message_flags and imap_apply_to_messages): half in each tool's capability.
-ACTING_ON_A_SEARCH = 440
-#: Writing and destructive writing share one switch and one budget (13,440 B with reads; draft contents
+ACTING_ON_A_SEARCH = 540
+#: Writing and destructive writing share one switch and one budget (13,540 B with reads; draft contents
 #: add theirs).
 WRITING = Capability(
     "writing", Effect.WRITE, SurfaceGroup.WRITES, 5000 + ACTING_ON_A_SEARCH // 2, "write_enabled"
@@ -199,9 +199,9 @@ DRAFT_CONTENTS = Capability(
     "forwarding, attachments and invitation replies", Effect.WRITE, SurfaceGroup.WRITES, 900, "write_enabled"
 )
 #: Leaving mailing lists with the user's approval (imap_unsubscribe): the one web request the server makes,
-#: so a switch of its own, off by default. Within issue 60's 800 bytes.
+#: so a switch of its own, off by default.
 UNSUBSCRIBING = Capability(
-    "unsubscribing", Effect.WRITE, SurfaceGroup.WRITES, 240, "unsubscribe_enabled", "call", scope="server"
+    "unsubscribing", Effect.WRITE, SurfaceGroup.WRITES, 265, "unsubscribe_enabled", "call", scope="server"
 )
 #: Every capability with tools (or arguments of a tool) today.
 CAPABILITIES = (
@@ -214,8 +214,8 @@ CAPABILITIES = (
     UNSUBSCRIBING,
 )
 
-#: The next issues' shares, held for them now (bytes, in the writes group): none; issue 60's 800 bytes are
-#: saving attachments', acting on a search's and unsubscribing's.
+#: The next issues' shares, held for them now (bytes, in the writes group): none. Issue 60 asked 800 bytes for
+#: saving attachments, acting on a search and unsubscribing; they measure 115, 532 and 261 (925 declared).
 PLANNED_SHARES: dict[str, int] = {}
 
 

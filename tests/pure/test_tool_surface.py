@@ -103,9 +103,10 @@ def test_the_budgets_are_the_sums_of_the_capabilities_shares() -> None:
     groups = {capability.group for capability in CAPABILITIES}
     assert set(SAVE_DRAFT.gated_arguments.values()) == {DRAFT_CONTENTS} and DRAFT_CONTENTS.share == 900
     assert groups == set(SurfaceGroup) and SENDING.share == 700
-    # Issue 60's 800 bytes: saving attachments, acting on a search and unsubscribing took them all.
+    # Issue 60 asked 800 bytes for saving attachments, acting on a search and unsubscribing: they take 925
+    # (reported as a target not met); no share is held for later.
     assert PLANNED_SHARES == {}
-    assert SAVING_ATTACHMENTS.share + ACTING_ON_A_SEARCH + UNSUBSCRIBING.share == 800
+    assert SAVING_ATTACHMENTS.share + ACTING_ON_A_SEARCH + UNSUBSCRIBING.share == 925
     assert _budget_of(_saving(OFFLINE_WRITES)) == WRITES_BUDGET + SAVING_ATTACHMENTS.share
 
 
