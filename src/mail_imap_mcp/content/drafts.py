@@ -280,3 +280,21 @@ def compose_draft(
     ascii_lines = body.isascii() and all(len(line) <= 900 for line in body.split("\n"))
     message.set_content(body, charset="utf-8", cte="7bit" if ascii_lines else "quoted-printable")
     return message, warnings
+
+
+def attach_calendar(message: EmailMessage, calendar: str, method: str) -> None:
+    """Add ``calendar`` to the draft as its ``text/calendar; method=...`` alternative (iMIP, RFC 6047 2.4):
+    7bit when it is ASCII (its lines are folded), else base64."""
+    message.add_alternative(
+        calendar,
+        subtype="calendar",
+        charset="utf-8",
+        cte="7bit" if calendar.isascii() else "base64",
+        params={"method": method},
+    )
+
+
+def text_of(message: EmailMessage) -> str:
+    """The draft's text part as it reads."""
+    body = message.get_body(("plain",))
+    return str(body.get_content()) if body is not None else ""

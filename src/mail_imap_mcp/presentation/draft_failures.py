@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.content.invitations import InvitationProblem, InvitationRefused
+from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
 from mail_imap_mcp.imap.draft_errors import (
     AttachmentRefused,
     DraftNotReplaceable,
@@ -80,6 +81,40 @@ def _draft_too_large(exc: DraftTooLarge, call: Call | None) -> ToolFailure:
     )
 
 
+_INVITATION_WORDS = {
+    InvitationProblem.NO_CALENDAR: "the message holds no calendar invitation (no text/calendar part).",
+    InvitationProblem.MALFORMED: "its calendar cannot be read ({detail}).",
+    InvitationProblem.NOT_A_REQUEST: "its calendar is no invitation (METHOD {method}, not REQUEST); only an "
+    "invitation is answered.",
+    InvitationProblem.NOT_AN_ATTENDEE: "the account is no attendee: it invites {attendees}, none of them an "
+    "address of the account (or from_address); the user adds send-as identities with addresses.",
+}
+
+
+def _invitation_refused(exc: InvitationRefused, call: Call | None) -> ToolFailure:
+    reason = exc.problem.value
+    if exc.later is None:
+        attendees = ", ".join(exc.attendees) or "nobody"
+        problem = _INVITATION_WORDS[exc.problem].format(
+            detail=exc.detail, method=exc.method, attendees=attendees
+        )
+        extra = {"attendees": exc.attendees} if exc.attendees else {}
+        return ToolFailure.invalid_input(
+            "reply_to_invitation", problem + " Nothing was saved.", reason=reason, **extra
+        )
+    what = "cancels" if exc.problem is InvitationProblem.CANCELLED else "updates (a later SEQUENCE)"
+    return ToolFailure(
+        ErrorCode.CONFLICT,
+        f"Invalid 'reply_to_invitation': a later message ({exc.later}) {what} this invitation; nothing was "
+        "saved. Read it, and answer it instead if it still invites the user.",
+        details={"parameter": "reply_to_invitation", "reason": reason, "later_message_id": exc.later},
+        retryable=False,
+        next_action=NextAction(
+            instruction="Read the later message", tool="imap_get_message", arguments={"message_id": exc.later}
+        ),
+    )
+
+
 #: The registry's lines of the refusals of saving a draft.
 DRAFT_FAILURES: Mapping[type[BaseException], Callable[[Any, Call | None], ToolFailure]] = {
     ForeignMessage: _foreign_message,
@@ -87,4 +122,5 @@ DRAFT_FAILURES: Mapping[type[BaseException], Callable[[Any, Call | None], ToolFa
     TooManyRecipients: _too_many_recipients,
     DraftNotReplaceable: _not_replaceable,
     DraftTooLarge: _draft_too_large,
+    InvitationRefused: _invitation_refused,
 }

@@ -1,0 +1,194 @@
+"""Answering an invitation through the MCP client: imap_save_draft's ``reply_to_invitation`` on invitations
+in the shapes Google Calendar, Exchange and Apple Calendar send (tests/support/invitations.py), sent with
+imap_send_draft through the real submission chain (Dovecot submission -> Exim -> LMTP): the organizer gets
+the answer once, its calendar part read with the icalendar package carries what RFC 5546 asks of a REPLY,
+and the user approved it in words. Each refusal saves nothing."""
+
+from __future__ import annotations
+
+import email
+import email.policy
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from icalendar import Calendar
+
+from tests.integration.test_send import _delivered, _files, _received, _settings, _setup
+from tests.support.clients import make_config, open_client
+from tests.support.elicitation import answering
+from tests.support.envelope_client import EnvelopeClient
+from tests.support.invitations import apple, google, invitation_mail, outlook
+from tests.support.submission import SubmissionDovecot
+
+pytestmark = pytest.mark.anyio
+
+SAVE, SEND = "imap_save_draft", "imap_send_draft"
+
+
+@pytest.fixture(scope="module")
+def chain() -> Iterator[SubmissionDovecot]:
+    with SubmissionDovecot() as server:
+        yield server
+
+
+async def _invitation_id(mcp: EnvelopeClient, subject: str = "Invitation") -> str:
+    data = await mcp.ok("imap_search_messages", {"mailbox": "INBOX", "subject": subject})
+    (found, *_) = data["messages"]
+    return str(found["message_id"])
+
+
+def _calendar_of(raw: bytes) -> tuple[str, Calendar]:
+    """The text part and the ``text/calendar; method=REPLY`` part of a delivered message, parsed."""
+    message = email.message_from_bytes(raw, policy=email.policy.default)
+    texts = [p for p in message.walk() if p.get_content_type() == "text/plain"]
+    (calendar,) = [p for p in message.walk() if p.get_content_type() == "text/calendar"]
+    assert calendar.get_param("method") == "REPLY"
+    return texts[0].get_content(), Calendar.from_ical(calendar.get_content())
+
+
+VENDORS = {
+    "google": lambda bob, alice, carol: google(bob, [alice, carol]),
+    "outlook": lambda bob, alice, carol: outlook(bob, [carol, alice]),
+    "apple": lambda bob, alice, carol: apple(bob, carol, alice, []),
+}
+
+
+@pytest.mark.parametrize("vendor", list(VENDORS))
+async def test_an_accepted_invitation_reaches_the_organizer_once_as_an_imip_reply(
+    chain: SubmissionDovecot, vendor: str
+) -> None:
+    alice, bob, carol = _setup(chain)
+    addresses = [chain.address(u) for u in (alice, bob, carol)]
+    request = VENDORS[vendor](addresses[1], addresses[0], addresses[2])
+    chain.seed(alice, "INBOX", [invitation_mail(addresses[1], addresses[0], request, vendor=vendor)])
+    received, accepting = _received(chain), answering("accept")
+    async for mcp in open_client(make_config({"default": _settings(chain, alice, chain.submission_port, "starttls")}),
+                                 elicitation_callback=accepting, mode="legacy"):  # fmt: skip
+        invitation = await _invitation_id(mcp)
+        arguments = {
+            "reply_to_invitation": invitation,
+            "invitation_answer": "accept",
+            "body_text": "See you; A.",
+        }
+        dry = await mcp.ok(SAVE, {**arguments, "dry_run": True})
+        saved = await mcp.ok(SAVE, arguments)
+        sent = await mcp.ok(SEND, {"message_id": saved["message_id"]})
+    when = {
+        "google": "Tue 2 Dec 2025 10:00-11:00 Europe/Berlin (every occurrence)",
+        "outlook": "Tue 9 Dec 2025 11:00-12:00 W. Europe Standard Time",
+        "apple": "Wed 3 Dec 2025 14:00-15:30 Europe/Berlin",
+    }[vendor]
+    words = f"Accept 'Quarterly review', {when}, as {addresses[0]}"
+    assert (
+        dry["draft"]["body_text"] == f"{words}.\n\nSee you; A.\n"
+        and dry["draft"]["invitation_reply"] == words
+    )
+    assert saved["draft"]["headers"]["To"] == f"Bob Organizer <{addresses[1]}>"
+    assert saved["draft"]["headers"]["Subject"] == "Accepted: Quarterly review"
+    assert (sent["outcome"], sent["accepted"], sent["answered"]) == ("sent", [addresses[1]], True)
+    (question,) = accepting.asked
+    assert f"Invitation reply: {words}" in question.splitlines()
+    (got,) = await _delivered(chain, bob, 1)
+    assert _received(chain) == received + 1
+    text, calendar = _calendar_of(got)
+    assert text.startswith(words) and "See you; A." in text
+    assert str(calendar["METHOD"]) == "REPLY"
+    original = Calendar.from_ical(request)
+    (theirs,) = [e for e in original.walk("VEVENT")]
+    (event,) = calendar.walk("VEVENT")
+    assert (str(event["UID"]), int(event.get("SEQUENCE", 0))) == (
+        str(theirs["UID"]),
+        int(theirs.get("SEQUENCE", 0)),
+    )
+    recurrence = theirs.get("RECURRENCE-ID")
+    assert (event.get("RECURRENCE-ID").dt if recurrence else None) == (recurrence.dt if recurrence else None)
+    assert str(event["ORGANIZER"]).lower() == f"mailto:{addresses[1]}" and event.get("DTSTAMP") is not None
+    attendee = event["ATTENDEE"]  # one: the account's own
+    assert str(attendee).lower() == f"mailto:{addresses[0]}" and attendee.params["PARTSTAT"] == "ACCEPTED"
+    assert str(event["COMMENT"]) == "See you; A."
+    if vendor == "apple":
+        assert attendee.params["DELEGATED-FROM"] == f"mailto:{addresses[2]}"
+    (inbox,) = _files(chain, alice)
+    assert "R" in inbox.name.rpartition(":2,")[2]  # the invitation is marked \Answered
+
+
+async def _refused(
+    chain: SubmissionDovecot, alice: str, arguments: dict[str, Any], code: str
+) -> dict[str, Any]:
+    async for mcp in open_client(
+        make_config({"default": _settings(chain, alice, chain.submission_port, "starttls")})
+    ):
+        invitation = await _invitation_id(mcp, "Invitation: Quarterly review")
+        failure = await mcp.fail(SAVE, {"reply_to_invitation": invitation, **arguments}, code)
+    assert _files(chain, alice, "Drafts") == []
+    return failure["error"]
+
+
+async def test_an_account_that_is_no_attendee_is_refused_naming_the_attendees(
+    chain: SubmissionDovecot,
+) -> None:
+    alice, bob, carol = _setup(chain)
+    bob_at, carol_at = chain.address(bob), chain.address(carol)
+    chain.seed(alice, "INBOX", [invitation_mail(bob_at, carol_at, google(bob_at, [carol_at]))])
+    error = await _refused(chain, alice, {"invitation_answer": "accept"}, "invalid_input")
+    assert error["details"]["reason"] == "not_an_attendee" and error["details"]["attendees"] == [carol_at]
+
+
+@pytest.mark.parametrize(
+    ("later", "reason"), [("CANCEL", "invitation_cancelled"), ("REQUEST", "invitation_superseded")]
+)
+async def test_an_invitation_cancelled_or_updated_since_is_refused_naming_the_later_message(
+    chain: SubmissionDovecot, later: str, reason: str
+) -> None:
+    alice, bob, _ = _setup(chain)
+    bob_at, alice_at = chain.address(bob), chain.address(alice)
+    chain.ensure_folder(alice, "Calendar")
+    chain.seed(alice, "Calendar", [invitation_mail(bob_at, alice_at, google(bob_at, [alice_at]))])
+    update = google(bob_at, [alice_at], sequence=1, method=later)
+    chain.seed(alice, "INBOX", [invitation_mail(bob_at, alice_at, update, subject="Updated", method=later)])
+    async for mcp in open_client(
+        make_config({"default": _settings(chain, alice, chain.submission_port, "starttls")})
+    ):
+        data = await mcp.ok("imap_search_messages", {"mailbox": "Calendar"})
+        (invitation,) = data["messages"]
+        failure = await mcp.fail(
+            SAVE, {"reply_to_invitation": invitation["message_id"], "invitation_answer": "accept"}, "conflict"
+        )
+        later_id = (await mcp.ok("imap_search_messages", {"mailbox": "INBOX"}))["messages"][0]["message_id"]
+    assert failure["error"]["details"]["reason"] == reason
+    assert failure["error"]["details"]["later_message_id"] == later_id
+    assert _files(chain, alice, "Drafts") == []
+
+
+async def test_a_calendar_that_is_no_request_is_refused(chain: SubmissionDovecot) -> None:
+    alice, bob, _ = _setup(chain)
+    bob_at, alice_at = chain.address(bob), chain.address(alice)
+    cancel = google(bob_at, [alice_at], method="CANCEL")
+    chain.seed(alice, "INBOX", [invitation_mail(bob_at, alice_at, cancel, method="CANCEL")])
+    error = await _refused(chain, alice, {"invitation_answer": "decline"}, "invalid_input")
+    assert error["details"]["reason"] == "not_a_request" and "METHOD CANCEL" in error["message"]
+
+
+async def test_an_organizer_outside_allowed_recipients_is_named_with_the_setting(
+    chain: SubmissionDovecot,
+) -> None:
+    alice, _, _ = _setup(chain)
+    alice_at, organizer = chain.address(alice), "boss@elsewhere.example"
+    chain.seed(
+        alice,
+        "INBOX",
+        [invitation_mail(organizer, alice_at, outlook(organizer, [alice_at]), vendor="outlook")],
+    )
+    received = _received(chain)
+    async for mcp in open_client(make_config({"default": _settings(chain, alice, chain.submission_port, "starttls")}),
+                                 elicitation_callback=answering("accept"), mode="legacy"):  # fmt: skip
+        invitation = await _invitation_id(mcp)
+        saved = await mcp.call(SAVE, {"reply_to_invitation": invitation, "invitation_answer": "tentative"})
+        refused = await mcp.fail(SEND, {"message_id": saved["data"]["message_id"]}, "permission_denied")
+    (warning,) = [w for w in saved["meta"]["warnings"] if organizer in w]
+    assert "allowed_recipients" in warning
+    assert refused["error"]["details"] == {
+        "account_id": "default", "setting": "allowed_recipients", "recipients": [organizer]
+    }  # fmt: skip
+    assert _received(chain) == received
