@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from icalendar import Calendar
 
+from mail_imap_mcp.config import Config
 from tests.integration.test_send import _delivered, _files, _received, _settings, _setup
 from tests.support.clients import make_config, open_client
 from tests.support.elicitation import answering
@@ -30,6 +31,12 @@ SAVE, SEND = "imap_save_draft", "imap_send_draft"
 def chain() -> Iterator[SubmissionDovecot]:
     with SubmissionDovecot() as server:
         yield server
+
+
+def _config(chain: SubmissionDovecot, user: str) -> Config:
+    return make_config(
+        {"default": _settings(chain, user, chain.submission_port, "starttls", write_enabled=True)}
+    )
 
 
 async def _invitation_id(mcp: EnvelopeClient, subject: str = "Invitation") -> str:
@@ -63,7 +70,7 @@ async def test_an_accepted_invitation_reaches_the_organizer_once_as_an_imip_repl
     request = VENDORS[vendor](addresses[1], addresses[0], addresses[2])
     chain.seed(alice, "INBOX", [invitation_mail(addresses[1], addresses[0], request, vendor=vendor)])
     received, accepting = _received(chain), answering("accept")
-    async for mcp in open_client(make_config({"default": _settings(chain, alice, chain.submission_port, "starttls")}),
+    async for mcp in open_client(_config(chain, alice),
                                  elicitation_callback=accepting, mode="legacy"):  # fmt: skip
         invitation = await _invitation_id(mcp)
         arguments = {
@@ -95,7 +102,7 @@ async def test_an_accepted_invitation_reaches_the_organizer_once_as_an_imip_repl
     assert text.startswith(words) and "See you; A." in text
     assert str(calendar["METHOD"]) == "REPLY"
     original = Calendar.from_ical(request)
-    (theirs,) = [e for e in original.walk("VEVENT")]
+    (theirs,) = original.walk("VEVENT")
     (event,) = calendar.walk("VEVENT")
     assert (str(event["UID"]), int(event.get("SEQUENCE", 0))) == (
         str(theirs["UID"]),
@@ -116,9 +123,7 @@ async def test_an_accepted_invitation_reaches_the_organizer_once_as_an_imip_repl
 async def _refused(
     chain: SubmissionDovecot, alice: str, arguments: dict[str, Any], code: str
 ) -> dict[str, Any]:
-    async for mcp in open_client(
-        make_config({"default": _settings(chain, alice, chain.submission_port, "starttls")})
-    ):
+    async for mcp in open_client(_config(chain, alice)):
         invitation = await _invitation_id(mcp, "Invitation: Quarterly review")
         failure = await mcp.fail(SAVE, {"reply_to_invitation": invitation, **arguments}, code)
     assert _files(chain, alice, "Drafts") == []
@@ -147,9 +152,7 @@ async def test_an_invitation_cancelled_or_updated_since_is_refused_naming_the_la
     chain.seed(alice, "Calendar", [invitation_mail(bob_at, alice_at, google(bob_at, [alice_at]))])
     update = google(bob_at, [alice_at], sequence=1, method=later)
     chain.seed(alice, "INBOX", [invitation_mail(bob_at, alice_at, update, subject="Updated", method=later)])
-    async for mcp in open_client(
-        make_config({"default": _settings(chain, alice, chain.submission_port, "starttls")})
-    ):
+    async for mcp in open_client(_config(chain, alice)):
         data = await mcp.ok("imap_search_messages", {"mailbox": "Calendar"})
         (invitation,) = data["messages"]
         failure = await mcp.fail(
@@ -181,7 +184,7 @@ async def test_an_organizer_outside_allowed_recipients_is_named_with_the_setting
         [invitation_mail(organizer, alice_at, outlook(organizer, [alice_at]), vendor="outlook")],
     )
     received = _received(chain)
-    async for mcp in open_client(make_config({"default": _settings(chain, alice, chain.submission_port, "starttls")}),
+    async for mcp in open_client(_config(chain, alice),
                                  elicitation_callback=answering("accept"), mode="legacy"):  # fmt: skip
         invitation = await _invitation_id(mcp)
         saved = await mcp.call(SAVE, {"reply_to_invitation": invitation, "invitation_answer": "tentative"})
