@@ -84,9 +84,9 @@ def parse_own_id(app: Call, account_id: str, text: str, parameter: str) -> Messa
     return ref
 
 
-def _read_options(app: Call) -> ReadOptions:
+def _read_options(app: Call, max_chars: int = QUOTE_MAX_CHARS) -> ReadOptions:
     return ReadOptions(
-        body_max_chars=QUOTE_MAX_CHARS,
+        body_max_chars=max_chars,
         body_format="text",
         include_headers=True,
         include_all_headers=False,
@@ -96,8 +96,9 @@ def _read_options(app: Call) -> ReadOptions:
     )
 
 
-def read_original(app: Call, ref: MessageRef) -> Original:
-    detail, warnings = read_checked(app.connection(ref.account_id), ref, _read_options(app))
+def read_original(app: Call, ref: MessageRef, max_chars: int = QUOTE_MAX_CHARS) -> Original:
+    """The message ``ref`` with its headers and the first ``max_chars`` of its text."""
+    detail, warnings = read_checked(app.connection(ref.account_id), ref, _read_options(app, max_chars))
     return Original(ref, detail, warnings)
 
 

@@ -11,7 +11,8 @@ the draft claimed on the IMAP server where it can be (``services/send_claim.py``
 searched once more, the message submitted on a connection of its own, and the record says ``sent`` or
 ``unknown``. A connection lost after the message's bytes went out is an unknown outcome, never retried; the
 record (and the claim) then refuse a second send of the draft, after a restart too. Only once the server accepted it do the follow-ups run (a copy in Sent unless
-the provider files one, ``\\Answered`` on the message replied to wherever it is kept, the draft moved to
+the provider files one, ``\\Answered`` on the message replied to and ``$Forwarded`` on the message forwarded
+wherever it is kept (``services/send_marks.py``), the draft moved to
 Trash), each failure an issue of a successful answer.
 """
 
@@ -29,6 +30,7 @@ from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.config.errors import ConfigError
 from mail_imap_mcp.content.drafts import message_id_domain
+from mail_imap_mcp.content.forwards import FORWARDED_KEYWORD
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap import parsing
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -44,6 +46,7 @@ from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.services.draft_attachments import submission_server
 from mail_imap_mcp.services.message_lookup import examine_for
 from mail_imap_mcp.services.send_claim import Claim, carries_claim, claim_draft, release_draft
+from mail_imap_mcp.services.send_marks import mark_original, original_words
 from mail_imap_mcp.smtp.client import Login, Submitted, submit
 from mail_imap_mcp.smtp.errors import Stage, SubmissionError, SubmissionLoginRefused, SubmissionOutcomeUnknown
 from mail_imap_mcp.smtp.outgoing import Outgoing, now_date, outgoing, rewritten
@@ -81,10 +84,12 @@ class Prepared:
     outgoing: Outgoing
     sent_mailbox: str | None
     trash_mailbox: str | None
-    #: Where the message replied to is looked for, in order (empty when the draft replies to nothing).
+    #: Where the message replied to or forwarded is looked for, in order (empty: the draft is neither).
     reply_mailboxes: tuple[str, ...] = ()
     #: The draft carries the claim of a send (``services/send_claim.py``) when it was read.
     claimed: bool = False
+    #: The message it forwards as the user is shown it (None: it forwards none, or it was not found).
+    forwarded_shown: str | None = None
 
 
 @dataclass
@@ -99,9 +104,11 @@ class SendResult:
     reply: str = ""
     sent_copy: Literal["appended", "filed_by_provider"] | None = None
     answered: bool = False
+    forwarded: bool = False
     draft_moved: bool = False
     #: What the answer must say: a step that failed is worded by presentation (``presentation/issues.py``).
     issues: list[Issue | StepFailed] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 # A send's record, its rate and its approval mark belong to the mailbox: two users of one shared account
@@ -155,8 +162,9 @@ def prepare(app: Call, connection: AccountConnection, ref: MessageRef) -> Prepar
     if outside:
         raise RecipientsNotAllowed(account_id, account.setting("allowed_recipients"), outside)
     sent, trash = directory.special_use(SENT), directory.special_use(TRASH)
-    replied = _reply_mailboxes(directory) if message.in_reply_to is not None else ()
-    return Prepared(account_id, account, ref, raw, message, sent, trash, replied, claimed)
+    replied = _reply_mailboxes(directory) if message.in_reply_to or message.forwarded else ()
+    shown = connection.run(original_words(replied, message.forwarded)) if message.forwarded else None
+    return Prepared(account_id, account, ref, raw, message, sent, trash, replied, claimed, shown)
 
 
 def _reply_mailboxes(directory: MailboxDirectory) -> tuple[str, ...]:
@@ -400,25 +408,27 @@ def _follow_up(
 
         if _step(app, connection, append, result, "sent_copy_failed", "the copy in Sent") is True:
             result.sent_copy = "appended"
-    replied = prepared.outgoing.in_reply_to
+    replied, forwarded, where = (
+        prepared.outgoing.in_reply_to,
+        prepared.outgoing.forwarded,
+        prepared.reply_mailboxes,
+    )
     if replied is not None:
-
-        def answer(session: ImapSession) -> bool:
-            for mailbox in prepared.reply_mailboxes:
-                session.examine(mailbox)
-                if not session.uid_search([b"HEADER", b"MESSAGE-ID", replied]):
-                    continue
-                session.select(mailbox)  # a write: searched again on the selected mailbox
-                uids = session.uid_search([b"HEADER", b"MESSAGE-ID", replied])
-                if uids:
-                    with session.write_command(uids):
-                        session.store_flags(uids, "+", ["\\Answered"])
-                    return True
-            return False
-
+        marking = mark_original(where, replied, "\\Answered")
         result.answered = (
-            _step(app, connection, answer, result, "answered_failed", "\\Answered on the original") is True
+            _step(app, connection, marking, result, "answered_failed", "\\Answered on the original")
+            == "marked"
         )
+    if forwarded is not None:
+        marking = mark_original(where, forwarded, FORWARDED_KEYWORD)
+        marked = _step(
+            app, connection, marking, result, "forwarded_failed", f"{FORWARDED_KEYWORD} on the original"
+        )
+        result.forwarded = marked == "marked"
+        if marked in ("not_kept", "not_found"):
+            result.warnings.append(f"The forwarded message was not marked {FORWARDED_KEYWORD}: " + (
+                "its folder keeps no keywords (PERMANENTFLAGS)." if marked == "not_kept" else "it was not found."
+            ))  # fmt: skip
     trash, ref = prepared.trash_mailbox, prepared.ref
     if trash is None:
         result.issues.append(

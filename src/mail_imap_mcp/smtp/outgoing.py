@@ -18,13 +18,25 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from email.parser import BytesParser
 
+from mail_imap_mcp.content.forwards import FORWARDED_HEADER
 from mail_imap_mcp.mime.building import SOURCE_HEADER
 from mail_imap_mcp.smtp.refusals import DraftRefused, DraftUnsendable
 
 #: At most this many recipients (To, Cc and Bcc together) in one message.
 MAX_SEND_RECIPIENTS = 100
 #: Headers the user is shown or the envelope is made of: each at most once.
-_SINGLE = ("From", "Sender", "Reply-To", "To", "Cc", "Bcc", "Subject", "Message-ID", "In-Reply-To")
+_SINGLE = (
+    "From",
+    "Sender",
+    "Reply-To",
+    "To",
+    "Cc",
+    "Bcc",
+    "Subject",
+    "Message-ID",
+    "In-Reply-To",
+    FORWARDED_HEADER,
+)
 _HEADER_END = re.compile(rb"\r?\n\r?\n")
 _FIELD_START = re.compile(rb"^([!-9;-~]+)[ \t]*:", re.MULTILINE)
 #: Control characters, and those that reorder or hide text (bidi overrides, zero-width): refused in an
@@ -49,6 +61,8 @@ class Outgoing:
     bcc: tuple[str, ...]
     subject: str
     in_reply_to: str | None
+    #: The Message-ID of the message it forwards (``content/forwards.py``'s record), if any.
+    forwarded: str | None
     #: Every To, Cc and Bcc address (bare), each once: what RCPT TO names.
     recipients: tuple[str, ...]
     #: SHA-256 of the draft's bytes as approved (its Message-ID added): a changed draft has another.
@@ -94,7 +108,7 @@ def rewritten(raw: bytes, *, date: str, header_id: str | None, keep_bcc: bool) -
     and attachment sources kept or left out; every other byte as it was."""
     header, blank, body = split_header(raw)
     newline = b"\n" if blank.startswith(b"\n") or (b"\n" in header and b"\r\n" not in header) else b"\r\n"
-    drop = {"date"} | (set() if keep_bcc else {"bcc", SOURCE_HEADER.lower()})
+    drop = {"date"} | (set() if keep_bcc else {"bcc", SOURCE_HEADER.lower(), FORWARDED_HEADER.lower()})
     kept = [
         text if text.endswith(b"\n") else text + newline for name, text in _fields(header) if name not in drop
     ]
@@ -167,6 +181,7 @@ def outgoing(raw: bytes, own_addresses: frozenset[str], id_domain: str) -> Outgo
         header_id = f"<{hashlib.sha256(raw).hexdigest()[:32]}@{id_domain}>"
     approved = raw if not id_added else raw + header_id.encode()
     replied = str(message.get("In-Reply-To") or "").strip()
+    forwarded = str(message.get(FORWARDED_HEADER) or "").strip()
     return Outgoing(
         header_id=header_id,
         id_added=id_added,
@@ -178,6 +193,7 @@ def outgoing(raw: bytes, own_addresses: frozenset[str], id_domain: str) -> Outgo
         bcc=tuple(bcc_shown),
         subject=_subject(message),
         in_reply_to=replied if _MESSAGE_ID.fullmatch(replied) else None,
+        forwarded=forwarded if _MESSAGE_ID.fullmatch(forwarded) else None,
         recipients=recipients,
         fingerprint=hashlib.sha256(approved).hexdigest(),
     )

@@ -38,5 +38,6 @@ class SendDraftData(MultiItemData):
         description="How the copy in Sent came to be (null: none, data.issues says why)."
     )
     answered: bool = Field(description="The message replied to was marked \\Answered.")
+    forwarded: bool = Field(default=False, description="The message forwarded was marked $Forwarded.")
     draft_moved_to_trash: bool = Field(description="The draft was moved to Trash.")
     background: OperationRef | None = operation_field()

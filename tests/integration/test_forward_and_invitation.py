@@ -1,21 +1,33 @@
-"""Answering an invitation through the MCP client: imap_save_draft's ``reply_to_invitation`` on invitations
-in the shapes Google Calendar, Exchange and Apple Calendar send (tests/support/invitations.py), sent with
-imap_send_draft through the real submission chain (Dovecot submission -> Exim -> LMTP): the organizer gets
-the answer once, its calendar part read with the icalendar package carries what RFC 5546 asks of a REPLY,
-and the user approved it in words. Each refusal saves nothing."""
+"""Forwarding and answering an invitation through the MCP client, sent with imap_send_draft through the real
+submission chain (Dovecot submission -> Exim -> LMTP).
+
+imap_save_draft's ``reply_to_invitation`` on invitations in the shapes Google Calendar, Exchange and Apple
+Calendar send (tests/support/invitations.py): the organizer gets the answer once, its calendar part read
+with the icalendar package carries what RFC 5546 asks of a REPLY, and the user approved it in words; each
+refusal saves nothing. ``forward_of`` (inline, and the original attached whole as ``message/rfc822``): the
+recipient gets the original's attachments byte-exact (sha256 of each decoded part), never the draft's
+private record of what it forwards, and the original is marked ``$Forwarded`` afterwards; the user approved
+it seeing the forwarded message's subject and sender."""
 
 from __future__ import annotations
 
+import base64
 import email
 import email.policy
+import hashlib
+import imaplib
+import os
+import re
+import time
 from collections.abc import Iterator
+from email.message import EmailMessage
 from typing import Any
 
 import pytest
 from icalendar import Calendar
 
 from mail_imap_mcp.config import Config
-from tests.integration.test_send import _delivered, _files, _received, _settings, _setup
+from tests.integration.test_send import TRACE, _delivered, _files, _received, _settings, _setup
 from tests.support.clients import make_config, open_client
 from tests.support.elicitation import answering
 from tests.support.envelope_client import EnvelopeClient
@@ -195,3 +207,98 @@ async def test_an_organizer_outside_allowed_recipients_is_named_with_the_setting
         "account_id": "default", "setting": "allowed_recipients", "recipients": [organizer]
     }  # fmt: skip
     assert _received(chain) == received
+
+
+# -- forward_of ------------------------------------------------------------------------------------
+
+PDF = b"%PDF-1.4\n" + os.urandom(40_000) + b"\n%%EOF\n"
+PNG = b"\x89PNG\r\n\x1a\n" + os.urandom(12_000)
+
+
+def _invoice(sender: str, to: str, subject: str = "Invoice 2026-11") -> bytes:
+    """A message from Acme with a PDF and an image, as a mail client sends it."""
+    boundary = f"b-{time.monotonic_ns()}"
+
+    def part(kind: str, name: str, data: bytes) -> str:
+        encoded = base64.encodebytes(data).decode().replace("\n", "\r\n")
+        return (
+            f'--{boundary}\r\nContent-Type: {kind}; name="{name}"\r\nContent-Disposition: attachment; '
+            f'filename="{name}"\r\nContent-Transfer-Encoding: base64\r\n\r\n{encoded}'
+        )
+
+    return (
+        f"From: Acme Billing <{sender}>\r\nTo: {to}\r\nSubject: {subject}\r\n"
+        f"Date: Mon, 03 Nov 2025 09:00:00 +0100\r\nMessage-ID: <invoice-{time.monotonic_ns()}@acme.example>\r\n"
+        f'MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary="{boundary}"\r\n\r\n'
+        f"--{boundary}\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nPlease find the invoice attached.\r\n"
+        f"{part('application/pdf', 'invoice.pdf', PDF)}{part('image/png', 'logo.png', PNG)}--{boundary}--\r\n"
+    ).encode()
+
+
+def _digests(message: EmailMessage) -> dict[str, str]:
+    return {
+        str(part.get_filename()): hashlib.sha256(part.get_payload(decode=True)).hexdigest()
+        for part in message.walk()
+        if part.get_filename() and not part.is_multipart()
+    }
+
+
+def _flags(chain: SubmissionDovecot, user: str) -> str:
+    imap = imaplib.IMAP4("127.0.0.1", chain.plain_port)
+    try:
+        imap.login(user, chain.password)
+        imap.select("INBOX", readonly=True)
+        _, data = imap.fetch("1", "(FLAGS)")
+    finally:
+        imap.logout()
+    return str(data[0])
+
+
+@pytest.mark.parametrize("forward_as", ["inline", "attachment"])
+async def test_a_forward_arrives_with_the_originals_attachments_byte_exact_and_marks_it_forwarded(
+    chain: SubmissionDovecot, forward_as: str
+) -> None:
+    alice, bob, carol = _setup(chain)
+    alice_at, bob_at, carol_at = (chain.address(u) for u in (alice, bob, carol))
+    original = _invoice(bob_at, alice_at, "Fwd: Invoice 2026-11")  # forwarded once already
+    chain.seed(alice, "INBOX", [original])
+    expected = _digests(email.message_from_bytes(original, policy=email.policy.default))  # type: ignore[arg-type]
+    received, accepting = _received(chain), answering("accept")
+    async for mcp in open_client(_config(chain, alice), elicitation_callback=accepting, mode="legacy"):
+        (found,) = (await mcp.ok("imap_search_messages", {"mailbox": "INBOX"}))["messages"]
+        arguments = {"forward_of": found["message_id"], "forward_as": forward_as, "to": [carol_at],
+                     "body_text": "For accounting."}  # fmt: skip
+        dry = await mcp.ok(SAVE, {**arguments, "dry_run": True})
+        saved = await mcp.ok(SAVE, arguments)
+        sent = await mcp.ok(SEND, {"message_id": saved["message_id"]})
+    shown = f"'Fwd: Invoice 2026-11' of Acme Billing <{bob_at}>"
+    assert dry["draft"]["forwarded"] == saved["draft"]["forwarded"] == shown
+    assert dry["draft"]["headers"]["Subject"] == "Fwd: Invoice 2026-11"  # one Fwd:, not two
+    assert dry["draft"]["body_text"].startswith("For accounting.\n")
+    assert ("---------- Forwarded message ----------" in dry["draft"]["body_text"]) == (
+        forward_as == "inline"
+    )
+    assert (sent["outcome"], sent["accepted"], sent["forwarded"], sent["status"]) == (
+        "sent",
+        [carol_at],
+        True,
+        "ok",
+    )
+    (question,) = accepting.asked
+    assert f"Forwards: the message {shown}" in question.splitlines()
+    (got,) = await _delivered(chain, carol, 1)
+    assert _received(chain) == received + 1
+    assert b"X-Mail-Imap-Mcp-Forwarded" not in got  # the draft's private record never reaches recipients
+    delivered = email.message_from_bytes(got, policy=email.policy.default)
+    original_id = re.search(rb"Message-ID: (<[^>]+>)", original).group(1).decode()  # type: ignore[union-attr]
+    assert str(delivered["References"]).split()[-1] == original_id
+    assert _digests(delivered) == expected  # type: ignore[arg-type]
+    if forward_as == "attachment":
+        (inner,) = [p for p in delivered.walk() if p.get_content_type() == "message/rfc822"]
+        lf = original.replace(b"\r\n", b"\n")
+        assert lf in TRACE.sub(b"", got.replace(b"\r\n", b"\n"))  # the original whole, byte for byte
+        assert inner.get_filename() == "Fwd_ Invoice 2026-11.eml"
+    else:
+        body = delivered.get_body(("plain",))
+        assert body is not None and "Please find the invoice attached." in body.get_content()
+    assert "$Forwarded" in _flags(chain, alice)
