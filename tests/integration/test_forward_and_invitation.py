@@ -39,9 +39,21 @@ pytestmark = pytest.mark.anyio
 SAVE, SEND = "imap_save_draft", "imap_send_draft"
 
 
+#: ACLs (a folder's ``dovecot-acl`` file), so that a folder's PERMANENTFLAGS can lack ``\\*``.
+ACL_CONFIG = """
+mail_plugins = $mail_plugins acl
+protocol imap {
+  mail_plugins = $mail_plugins imap_acl
+}
+plugin {
+  acl = vfile
+}
+"""
+
+
 @pytest.fixture(scope="module")
 def chain() -> Iterator[SubmissionDovecot]:
-    with SubmissionDovecot() as server:
+    with SubmissionDovecot(extra_config=ACL_CONFIG) as server:
         yield server
 
 
@@ -243,11 +255,11 @@ def _digests(message: EmailMessage) -> dict[str, str]:
     }
 
 
-def _flags(chain: SubmissionDovecot, user: str) -> str:
+def _flags(chain: SubmissionDovecot, user: str, mailbox: str = "INBOX") -> str:
     imap = imaplib.IMAP4("127.0.0.1", chain.plain_port)
     try:
         imap.login(user, chain.password)
-        imap.select("INBOX", readonly=True)
+        imap.select(mailbox, readonly=True)
         _, data = imap.fetch("1", "(FLAGS)")
     finally:
         imap.logout()
@@ -302,3 +314,28 @@ async def test_a_forward_arrives_with_the_originals_attachments_byte_exact_and_m
         body = delivered.get_body(("plain",))
         assert body is not None and "Please find the invoice attached." in body.get_content()
     assert "$Forwarded" in _flags(chain, alice)
+
+
+async def test_a_folder_that_keeps_no_keywords_is_said_and_the_forward_is_sent(
+    chain: SubmissionDovecot,
+) -> None:
+    """Where the original's folder keeps no keywords (PERMANENTFLAGS without ``\\*``, as on a server without
+    keywords), the forward is sent and the answer says that the original was not marked."""
+    alice, bob, carol = _setup(chain)
+    chain.ensure_folder(alice, "Limited")
+    chain.seed(alice, "Limited", [_invoice(chain.address(bob), chain.address(alice))])
+    # The owner may look, read and set \Seen there, nothing else: PERMANENTFLAGS (\Seen).
+    (chain.folder_path(alice, "Limited") / "dovecot-acl").write_text("owner lrs\n")
+    async for mcp in open_client(
+        _config(chain, alice), elicitation_callback=answering("accept"), mode="legacy"
+    ):
+        (found,) = (await mcp.ok("imap_search_messages", {"mailbox": "Limited"}))["messages"]
+        saved = await mcp.ok(SAVE, {"forward_of": found["message_id"], "to": [chain.address(carol)]})
+        envelope = await mcp.call(SEND, {"message_id": saved["message_id"]})
+    assert (
+        envelope["success"] and envelope["data"]["outcome"] == "sent" and envelope["data"]["status"] == "ok"
+    )
+    assert envelope["data"]["forwarded"] is False
+    assert any("keeps no keywords" in w for w in envelope["meta"]["warnings"]), envelope["meta"]
+    assert len(await _delivered(chain, carol, 1)) == 1
+    assert "$Forwarded" not in _flags(chain, alice, "Limited")
