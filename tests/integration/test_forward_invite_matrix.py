@@ -1,15 +1,23 @@
-"""The marks a send leaves on the original (services/send_marks.py) on every server of the matrix: the
-forwarded message gets ``$Forwarded``, and exactly it: each keeps new keywords (PERMANENTFLAGS ``\\*``; a
-folder that keeps none is in test_forward_and_invitation.py, through a Dovecot ACL). Read back by a
-session of the test's own."""
+"""Forwarding and answering invitations on every server of the matrix (Dovecot, Cyrus, Courier), where
+the sending chain (Dovecot only) is not needed: the mark a send leaves on the forwarded message
+(services/send_marks.py: ``$Forwarded`` on exactly it, as each server keeps new keywords, PERMANENTFLAGS
+``\\*``; a folder that keeps none is in test_forward_and_invitation.py, through a Dovecot ACL), read back by
+a session of the test's own; and the one search that finds an invitation's later cancellation.
+"""
 
 from __future__ import annotations
+
+from typing import Any
+
+import pytest
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.content.forwards import FORWARDED_KEYWORD
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.services.send_marks import mark_original, original_words
 from tests.support.accounts import account_settings
+from tests.support.clients import make_config, open_client
+from tests.support.invitations import google, invitation_mail, outlook
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MatrixServer, inbox_only
 
@@ -50,3 +58,31 @@ def test_the_forwarded_message_alone_is_marked_where_its_folder_keeps_keywords(
     assert {subject: FORWARDED_KEYWORD in found for subject, found in flags.items()} == {
         "m0": False, "m1": True, "m2": False
     }  # fmt: skip
+
+
+@pytest.mark.anyio
+@inbox_only()
+@pytest.mark.parametrize("vendor", ["google", "outlook"])
+async def test_a_later_cancel_is_found_by_one_search_on_every_server(
+    imap_server: MatrixServer, vendor: str
+) -> None:
+    """The later message is found by ``UID SEARCH BODY <UID>``, which each server answers from the decoded
+    calendar part (Exchange's is base64): an invitation is answerable until its cancellation arrives."""
+    user = imap_server.new_user()
+    alice, bob = f"{user}@example.com", "bob@example.com"
+    make = {"google": google, "outlook": outlook}[vendor]
+    imap_server.seed(user, "INBOX", [invitation_mail(bob, alice, make(bob, [alice]), vendor=vendor)])
+    arguments: dict[str, Any] = {"invitation_answer": "decline", "dry_run": True}
+    config = make_config(
+        {"default": account_settings(imap_server, user, addresses=[alice], drafts_mailbox="INBOX")},
+        write_enabled=True,
+    )
+    async for mcp in open_client(config):
+        (invitation,) = (await mcp.ok("imap_search_messages", {"mailbox": "INBOX"}))["messages"]
+        arguments["reply_to_invitation"] = invitation["message_id"]
+        answered = await mcp.ok("imap_save_draft", arguments)
+        cancel = make(bob, [alice], method="CANCEL", sequence=3)
+        imap_server.seed(user, "INBOX", [invitation_mail(bob, alice, cancel, vendor=vendor, method="CANCEL")])
+        refused = await mcp.fail("imap_save_draft", arguments, "conflict")
+    assert answered["draft"]["invitation_reply"].startswith("Decline 'Quarterly review'")
+    assert refused["error"]["details"]["reason"] == "invitation_cancelled"
