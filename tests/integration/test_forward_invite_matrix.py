@@ -73,6 +73,7 @@ async def test_a_later_cancel_is_found_by_one_search_on_every_server(
     make = {"google": google, "outlook": outlook}[vendor]
     imap_server.seed(user, "INBOX", [invitation_mail(bob, alice, make(bob, [alice]), vendor=vendor)])
     arguments: dict[str, Any] = {"invitation_answer": "decline", "dry_run": True}
+    # drafts_mailbox: INBOX, the one folder this test names (a dry run saves nothing there).
     config = make_config(
         {"default": account_settings(imap_server, user, addresses=[alice], drafts_mailbox="INBOX")},
         write_enabled=True,
