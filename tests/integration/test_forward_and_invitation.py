@@ -15,6 +15,7 @@ import base64
 import email
 import email.policy
 import hashlib
+import html
 import imaplib
 import os
 import re
@@ -26,8 +27,19 @@ from typing import Any
 import pytest
 from icalendar import Calendar
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
-from tests.integration.test_send import TRACE, _delivered, _files, _received, _settings, _setup
+from mail_imap_mcp.services.send_approval import approval_page
+from tests.integration.test_send import (
+    TRACE,
+    _answer_page,
+    _decided,
+    _delivered,
+    _files,
+    _received,
+    _settings,
+    _setup,
+)
 from tests.support.clients import make_config, open_client
 from tests.support.elicitation import answering
 from tests.support.envelope_client import EnvelopeClient
@@ -339,3 +351,34 @@ async def test_a_folder_that_keeps_no_keywords_is_said_and_the_forward_is_sent(
     assert any("keeps no keywords" in w for w in envelope["meta"]["warnings"]), envelope["meta"]
     assert len(await _delivered(chain, carol, 1)) == 1
     assert "$Forwarded" not in _flags(chain, alice, "Limited")
+
+
+async def test_the_approval_page_shows_the_forwarded_message_and_the_invitation_answer(
+    chain: SubmissionDovecot,
+) -> None:
+    """A client without elicitation: the real approval page (approval/), read as a browser would, shows the
+    forwarded message's subject and sender, and the invitation's answer in words; "Send" sends each once."""
+    alice, bob, carol = _setup(chain)
+    alice_at, bob_at, carol_at = (chain.address(u) for u in (alice, bob, carol))
+    chain.seed(
+        alice,
+        "INBOX",
+        [_invoice(bob_at, alice_at), invitation_mail(bob_at, alice_at, google(bob_at, [alice_at]))],
+    )
+    config = _config(chain, alice)
+    app = AppContext.from_config(config)
+    seen: list[str] = []
+    app.approval_page = approval_page(lambda url: _answer_page(url, "send", seen), timeout_s=30)
+    async for mcp in open_client(config, app):  # no elicitation
+        invoice = await _invitation_id(mcp, "Invoice")
+        forward = await mcp.ok(SAVE, {"forward_of": invoice, "to": [carol_at]})
+        sent = [await _decided(mcp, await mcp.call(SEND, {"message_id": forward["message_id"]}))]
+        invitation = await _invitation_id(mcp, "Invitation")
+        reply = await mcp.ok(SAVE, {"reply_to_invitation": invitation, "invitation_answer": "tentative"})
+        sent.append(await _decided(mcp, await mcp.call(SEND, {"message_id": reply["message_id"]})))
+    assert [answer["data"]["outcome"] for answer in sent] == ["sent", "sent"]
+    forwarded, answered = (html.unescape(page) for page in seen)
+    assert "Invoice 2026-11" in forwarded and f"Acme Billing <{bob_at}>" in forwarded
+    words = f"Tentatively accept 'Quarterly review', Tue 2 Dec 2025 10:00-11:00 Europe/Berlin (every occurrence), as {alice_at}"
+    assert words in answered
+    assert len(await _delivered(chain, carol, 1)) == 1 and len(await _delivered(chain, bob, 1)) == 1
