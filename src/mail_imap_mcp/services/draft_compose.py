@@ -1,4 +1,5 @@
-"""A draft as imap_save_draft saves it: the text message (``services/drafts.build_draft``) with its Bcc
+"""A draft as imap_save_draft saves it: the text message (``services/draft_sources.py``: a new one, a reply,
+a forward with what it carries, an invitation's answer) with its Bcc
 and the attachments asked for (``services/draft_attachments``), built by ``mime/building.py``, checked
 against the servers' size limits before it is saved. A revised draft (``replace_message_id``) keeps
 the attachments of the draft it replaces unless ``attachments`` is given (``[]``: none)."""
@@ -11,14 +12,15 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from mail_imap_mcp.call import Call
-from mail_imap_mcp.content.drafts import one_line
+from mail_imap_mcp.content.drafts import one_line, text_of
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.mime.building import BuiltMessage, build_message
 from mail_imap_mcp.services.draft_attachments import Listed, listed, size_limit, take_attachments
-from mail_imap_mcp.services.drafts import DraftText, Original, Replaced, build_draft
+from mail_imap_mcp.services.draft_sources import Source, SourceRequest, draft_source
+from mail_imap_mcp.services.drafts import Original, Replaced
 
 
-class ComposeRequest(DraftText, Protocol):
+class ComposeRequest(SourceRequest, Protocol):
     """What :func:`compose` reads of imap_save_draft's arguments: the text's, and the attachments."""
 
     @property
@@ -36,6 +38,8 @@ class Composed:
     text: str
     attachments: list[Listed]
     warnings: list[str]
+    #: What its message was made from (a forward's original, an invitation's answer).
+    source: Source
 
 
 def kept_attachments(replaced: Replaced | None) -> list[str]:
@@ -55,14 +59,16 @@ def compose(
 ) -> Composed:
     """The draft ``args`` ask for (a reply to ``original``, a revision of ``replaced``); its attachments'
     contents are read into temporary files ``stack`` removes."""
-    message, warnings = build_draft(app.config.accounts[connection.account_id], original, args)
-    text, header_id = message.get_content(), str(message["Message-ID"])
-    kept = args.attachments is None
+    kept = args.attachments is None and args.forward_of is None  # a forward carries its own
     items = kept_attachments(replaced) if kept else list(args.attachments or [])
-    within = size_limit(app, connection) if items else None
-    attachments = take_attachments(app, connection, items, stack, kept=kept, within=within) if items else []
+    within = size_limit(app, connection) if items or args.forward_of else None
+    source = draft_source(app, connection, args, original, stack, within)
+    message = source.message
+    text, header_id = text_of(message), str(message["Message-ID"])
+    taken = take_attachments(app, connection, items, stack, kept=kept, within=within) if items else []
+    attachments = source.attachments + taken
     built = build_message(message, attachments)
     if within is not None:
         within.check(built.size)
     headers = {name: one_line(str(value)) for name, value in message.items()}
-    return Composed(built, header_id, headers, text, listed(attachments), warnings)
+    return Composed(built, header_id, headers, text, listed(attachments), source.warnings, source)

@@ -1,100 +1,81 @@
-"""What imap_save_draft makes a draft from: the caller's text alone, a message answered (``in_reply_to``),
-an invitation answered (``reply_to_invitation``, ``services/invitations.py``) or a message forwarded
-(``forward_of``, ``services/forwards.py``); and the draft's bytes, built by ``mime/building.py``."""
+"""What imap_save_draft makes a draft's message from: the caller's text alone or a reply to the message
+answered (``services/drafts.build_draft``), an invitation answered (``reply_to_invitation``,
+``services/invitations.py``) or a message forwarded (``forward_of``, ``services/forwards.py``, which brings
+the attachments it carries). ``services/draft_compose.py`` adds the attachments asked for and builds it."""
 
 from __future__ import annotations
 
-import tempfile
-from dataclasses import dataclass
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from email.message import EmailMessage
-from pathlib import Path
 from typing import Protocol
 
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.drafts import address
 from mail_imap_mcp.content.invitations import Answer
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.mime.building import build_message
-from mail_imap_mcp.services.drafts import Original, build_draft, parse_own_id, read_original
+from mail_imap_mcp.mime.building import Attachment
+from mail_imap_mcp.services.draft_attachments import SizeLimit
+from mail_imap_mcp.services.drafts import DraftText, Original, build_draft, parse_own_id
 from mail_imap_mcp.services.forwards import ForwardAs, forward_draft
 from mail_imap_mcp.services.invitations import invitation_draft, read_invitation
 
 
-class DraftRequest(Protocol):
-    """What composing reads of imap_save_draft's arguments."""
+class SourceRequest(DraftText, Protocol):
+    """What choosing a draft's source reads of imap_save_draft's arguments, besides its text's."""
 
-    to: list[str]
-    cc: list[str]
-    subject: str | None
-    body_text: str
-    from_address: str | None
-    reply_all: bool
-    in_reply_to: str | None
-    reply_to_invitation: str | None
-    invitation_answer: Answer
-    forward_of: str | None
-    forward_as: ForwardAs
+    @property
+    def reply_to_invitation(self) -> str | None: ...
+    @property
+    def invitation_answer(self) -> Answer: ...
+    @property
+    def forward_of(self) -> str | None: ...
+    @property
+    def forward_as(self) -> ForwardAs: ...
 
 
 @dataclass
-class Composed:
-    """The draft, what the user should know of it, and what it was made from."""
+class Source:
+    """A draft's message, what the user should know of it, and what it was made from."""
 
     message: EmailMessage
     warnings: list[str]
-    #: The message answered or forwarded: its text is a stranger's.
-    original: Original | None = None
+    #: What a forward carries (the original's attachments, or the original whole).
+    attachments: list[Attachment] = field(default_factory=list)
+    #: The message forwarded or the invitation answered: its text, in the draft, is a stranger's (what the
+    #: user should know of reading it is in ``warnings``).
+    made_of: Original | None = None
     #: The invitation's answer in words.
     invitation_reply: str | None = None
     #: The message forwarded in words ("'Invoice' of Acme <billing@acme.example>").
     forwarded: str | None = None
-    #: The draft as saved (RFC 5322, CRLF).
-    raw: bytes = b""
 
 
-def compose(
-    app: AppContext, connection: AccountConnection, account: AccountConfig, args: DraftRequest
-) -> Composed:
-    """The draft ``args`` ask for (nothing is saved here)."""
-    if args.forward_of is None:
-        composed = _compose(app, connection, account, args)
-        composed.raw = composed.message.as_bytes()
-        return composed
-    ref = parse_own_id(app, connection.account_id, args.forward_of, "forward_of")
-    with tempfile.TemporaryDirectory(prefix="mail-imap-mcp-forward-") as folder:
-        forward = forward_draft(
-            app, connection, account, ref, forward_as=args.forward_as, to=args.to, cc=args.cc,
-            subject=args.subject, body_text=args.body_text, from_address=args.from_address, folder=Path(folder),
-        )  # fmt: skip
-        raw = build_message(forward.message, forward.attachments).to_bytes()
-    return Composed(forward.message, forward.warnings, forward.original, forwarded=forward.shown, raw=raw)
-
-
-def _compose(
-    app: AppContext, connection: AccountConnection, account: AccountConfig, args: DraftRequest
-) -> Composed:
-    account_id = connection.account_id
+def draft_source(
+    app: Call,
+    connection: AccountConnection,
+    args: SourceRequest,
+    original: Original | None,
+    stack: ExitStack,
+    within: SizeLimit | None,
+) -> Source:
+    """The message ``args`` ask for (a reply to ``original`` when given); a forward's attachments are read
+    into temporary files ``stack`` removes, within the draft's size limit."""
+    account: AccountConfig = app.config.accounts[connection.account_id]
+    if args.forward_of is not None:
+        ref = parse_own_id(app, connection.account_id, args.forward_of, "forward_of")
+        forward = forward_draft(app, connection, account, ref, args, stack, within)
+        return Source(
+            forward.message, forward.warnings, forward.attachments, forward.original, None, forward.shown
+        )
     if args.reply_to_invitation is not None:
-        ref = parse_own_id(app, account_id, args.reply_to_invitation, "reply_to_invitation")
+        ref = parse_own_id(app, connection.account_id, args.reply_to_invitation, "reply_to_invitation")
         chosen = args.from_address
         identities = [address(chosen).addr_spec] if chosen else list(account.effective_addresses)
         invitation = read_invitation(app, connection, ref, args.invitation_answer, args.body_text, identities)
-        message, warnings = invitation_draft(
-            account, invitation, to=args.to, cc=args.cc, subject=args.subject, body_text=args.body_text
-        )
-        return Composed(message, warnings, invitation.original, invitation.reply.words)
-    original = None
-    if args.in_reply_to is not None:
-        original = read_original(app, parse_own_id(app, account_id, args.in_reply_to, "in_reply_to"))
-    message, warnings = build_draft(
-        account,
-        original,
-        to=args.to,
-        cc=args.cc,
-        subject=args.subject,
-        body_text=args.body_text,
-        from_address=args.from_address,
-        reply_all=args.reply_all,
-    )
-    return Composed(message, warnings, original)
+        message, warnings = invitation_draft(account, invitation, args)
+        warnings += invitation.original.warnings
+        return Source(message, warnings, made_of=invitation.original, invitation_reply=invitation.reply.words)
+    message, warnings = build_draft(account, original, args)
+    return Source(message, warnings)

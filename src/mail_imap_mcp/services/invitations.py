@@ -14,7 +14,7 @@ from email.headerregistry import Address
 from email.message import EmailMessage
 
 from mail_imap_mcp import mime
-from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.drafts import (
     address,
@@ -41,7 +41,7 @@ from mail_imap_mcp.imap.parts import PartError, read_part
 from mail_imap_mcp.imap.roles import INBOX
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.services.attachment_fetch import fetch_part
-from mail_imap_mcp.services.drafts import Original, read_original
+from mail_imap_mcp.services.drafts import DraftText, Original, read_original
 from mail_imap_mcp.services.message_read import MessageRead
 
 #: The largest calendar part read (decoded); invitations are a few kilobytes.
@@ -73,7 +73,7 @@ def _decoded(data: bytes, part: mime.Part) -> str:
 
 
 def read_invitation(
-    app: AppContext,
+    app: Call,
     connection: AccountConnection,
     ref: MessageRef,
     answer: Answer,
@@ -143,27 +143,30 @@ def _later(
 
 
 def invitation_draft(
-    account: AccountConfig,
-    invitation: Invitation,
-    *,
-    to: list[str],
-    cc: list[str],
-    subject: str | None,
-    body_text: str,
+    account: AccountConfig, invitation: Invitation, args: DraftText
 ) -> tuple[EmailMessage, list[str]]:
     """The draft of the answer: from the invited address, to the organizer (and ``to``, ``cc``), the
-    answer in words with ``body_text`` (the comment) as its text, the REPLY as a ``text/calendar;
-    method=REPLY`` alternative, threaded to the invitation; and warnings."""
+        answer in words with ``body_text`` (the comment) as its text, the REPLY as a ``text/calendar;
+        method=REPLY`` alternative, threaded to the invitation; and warnings. ``args``: its recipients
+    (``to`` besides the organizer, ``cc``, ``bcc``), subject and comment (``body_text``)."""
     reply = invitation.reply
     if reply.attendee.lower() not in {a.lower() for a in account.effective_addresses}:
         raise SenderNotOwn(account)
     sent_as = address(reply.attendee)
     organizer = Address(display_name=reply.organizer_name or "", addr_spec=reply.organizer)
-    recipients = [organizer, *(a for a in map(address, to) if a.addr_spec.lower() != reply.organizer.lower())]
-    text = reply.words + ".\n" + (f"\n{body_text.strip()}\n" if body_text.strip() else "")
+    others = (a for a in map(address, args.to) if a.addr_spec.lower() != reply.organizer.lower())
+    comment = args.body_text.strip()
+    text = reply.words + ".\n" + (f"\n{comment}\n" if comment else "")
     domain = message_id_domain(reply.attendee, account.host)
     message, warnings = compose_draft(
-        sent_as, recipients, [address(a) for a in cc], subject or reply.subject, text, domain, None
+        sent_as,
+        [organizer, *others],
+        [address(a) for a in args.cc],
+        args.subject or reply.subject,
+        text,
+        domain,
+        None,
+        [address(a) for a in args.bcc],
     )
     parent, references = thread_headers(invitation.original.detail)
     if parent and references:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.approval.review import QUESTION_MAX_CHARS, Review, ReviewContent, ReviewField, ReviewWords
 from mail_imap_mcp.content.html import html_to_text
+from mail_imap_mcp.content.invitations import reply_words
 from mail_imap_mcp.mime.building import SOURCE_HEADER, recorded_sources
 from mail_imap_mcp.smtp.outgoing import Outgoing
 from mail_imap_mcp.smtp.refusals import DraftRefused, DraftUnsendable
@@ -72,6 +73,8 @@ class Displayed:
     #: (where it is, its source) of each HTML part.
     htmls: list[tuple[str, str]] = field(default_factory=list)
     attachments: list[AttachmentShown] = field(default_factory=list)
+    #: What each iMIP REPLY among its calendar parts answers, in words.
+    invitation_replies: list[str] = field(default_factory=list)
 
 
 def _text_of(part: Message) -> str:
@@ -116,6 +119,8 @@ def _walk(
             for inner in _children(part):
                 _walk(inner, f"{where} in attachment {len(found.attachments)}", found)
         return
+    if kind == "text/calendar":
+        found.invitation_replies += reply_words(_text_of(part))
     if kind == "text/html":
         found.htmls.append((where, _text_of(part)))
     else:
@@ -155,8 +160,15 @@ def shown_attachment(name: str, content_type: str, size: int, source: str) -> st
     return f"{name} ({content_type}, {_size(size)})" + (f", {source}" if source else "")
 
 
-def review(message: Outgoing, raw: bytes, account_id: str) -> Review:
-    """The question the user approves ``message`` (the draft ``raw``) by; see the module."""
+def _forwards(message: Outgoing, shown: str | None) -> str:
+    if shown is not None:
+        return f"the message {shown}"
+    return f"the message {message.forwarded} (not found in the account: it will not be marked $Forwarded)"
+
+
+def review(message: Outgoing, raw: bytes, account_id: str, forwarded: str | None = None) -> Review:
+    """The question the user approves ``message`` (the draft ``raw``) by; see the module. ``forwarded``:
+    the message it forwards, as found in the account (its subject and sender)."""
     found = displayed(raw)
     rendered = [(where, html_to_text(source)) for where, source in found.htmls]
     attachments = [
@@ -170,6 +182,16 @@ def review(message: Outgoing, raw: bytes, account_id: str) -> Review:
         ReviewField(label="Bcc", values=list(message.bcc)),
         ReviewField(label="Subject", values=[message.subject], empty="(no subject)"),
         ReviewField(label="Attachments", values=attachments, empty="none"),
+        *(
+            [ReviewField(label="Forwards", values=[_forwards(message, forwarded)])]
+            if message.forwarded
+            else []
+        ),
+        *(
+            [ReviewField(label="Invitation reply", values=found.invitation_replies)]
+            if found.invitation_replies
+            else []
+        ),
         ReviewField(
             label="Message-ID",
             values=[message.header_id + (" (added to the draft)" if message.id_added else "")],

@@ -61,18 +61,31 @@ DETAILS = (
     "max_attachment_bytes, the whole draft at most the IMAP server's APPENDLIMIT and the submission "
     "server's SIZE where they say one, counted encoded. data.draft.attachments lists each with its name, "
     "type, size and where it comes from, as the user is shown it when asked to approve the send. A "
-    "revision keeps the replaced draft's attachments unless attachments is given ([] for none)."
+    "revision keeps the replaced draft's attachments unless attachments is given ([] for none). "
+    "forward_of forwards a message: 'Fwd: ' and its subject (once), References to it, to the recipients "
+    "given; forward_as 'inline' (the default) puts its From/Date/Subject/To block and text below body_text "
+    "and carries its attachments byte-exact, 'attachment' attaches it whole as message/rfc822, byte for "
+    "byte. Sending it marks the original $Forwarded where its folder keeps keywords (data.draft.forwarded: "
+    "its subject and sender, as the user is shown it). reply_to_invitation answers a calendar invitation "
+    "(a text/calendar REQUEST): an iMIP REPLY (RFC 5546) to its organizer, from the account's address it "
+    "invites, with invitation_answer as the PARTSTAT and body_text as a comment (data.draft.invitation_reply: "
+    "the answer in words, as the user is shown it); refused when the account is no attendee, the calendar "
+    "is no REQUEST, or a later message in its folder or INBOX cancels or updates it."
 )
 ERRORS = {
     "invalid_input": "An item of attachments names no part ('<message_id>#<part_id>') or a message body; "
     "an address, the subject or the body is malformed, contains control characters "
     "(CR/LF would add header lines) or is too large; in_reply_to or replace_message_id is malformed or "
     "of another account; reply_all without in_reply_to; from_address is not one of the account's "
-    "addresses; replace_message_id is not a \\Draft message of the Drafts folder, or Drafts is the Trash.",
+    "addresses; replace_message_id is not a \\Draft message of the Drafts folder, or Drafts is the Trash; "
+    "more than one of in_reply_to, forward_of and reply_to_invitation; reply_to_invitation not answerable "
+    "(details.reason: no_calendar, calendar_malformed, not_a_request, not_an_attendee).",
     "not_found": "The account, the message of in_reply_to or replace_message_id, the Drafts folder (no "
     "\\Drafts mailbox or drafts_mailbox setting), or for replace_message_id the Trash is missing; a message "
     "or part, or a file, of attachments[i] is missing (the error names the item).",
-    "conflict": "The mailbox of in_reply_to or replace_message_id changed (UIDVALIDITY); rerun the search.",
+    "conflict": "The mailbox of in_reply_to or replace_message_id changed (UIDVALIDITY); rerun the search. "
+    "reply_to_invitation: a later message cancels or updates the invitation (details.reason "
+    "invitation_cancelled or invitation_superseded, details.later_message_id).",
     "permission_denied": "Writes are off for this account (write_enabled), a file of attachments is not "
     "inside a folder of attachment_dirs, the server refused the APPEND, "
     "replace_message_id on a server with neither MOVE nor UIDPLUS (it cannot move exactly one message), "
@@ -80,7 +93,8 @@ ERRORS = {
     "confirmation_required": "replace_message_id of a draft with attachments: the user declined (or the "
     "client could not ask); nothing was changed.",
     "limit_exceeded": "The server refused the draft: over quota; an attachment is over max_attachment_bytes, "
-    "or the draft over the IMAP server's APPENDLIMIT or the submission server's SIZE (nothing was saved).",
+    "or the draft over the IMAP server's APPENDLIMIT or the submission server's SIZE (nothing was saved); "
+    "forward_of: one of its attachments, or the message whole, is over max_attachment_bytes.",
     "auth_failed": "The server rejected the credentials.",
     "unavailable": "The server cannot be reached; nothing was saved.",
     "timeout": "A command exceeded its time budget.",
@@ -99,6 +113,10 @@ def handle(app: Call, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
             "it needs in_reply_to (the message_id of the message answered).",
             conflicts_with="in_reply_to",
         )
+    made_from = [args.in_reply_to, args.forward_of, args.reply_to_invitation]
+    if sum(given is not None for given in made_from) > 1:
+        which = "forward_of" if args.forward_of else "reply_to_invitation"
+        raise ToolFailure.invalid_input(which, "only one of in_reply_to, forward_of and reply_to_invitation.")
     issues: list[Issue] = []
     with audited(lambda failure: audit(app.caller, NAME, account_id, action, 1, failure.code)):
         original = None
@@ -113,7 +131,7 @@ def handle(app: Call, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
         with ExitStack() as stack:  # the attachments' temporary files
             draft = compose(app, connection, args, original, replaced, stack)
             raw = draft.built.whole() if not args.dry_run else bytearray()
-        header_id, warnings = draft.header_id, draft.warnings
+        header_id, warnings, made_of = draft.header_id, draft.warnings, draft.source.made_of
         saving = save_and_retire(app, connection, mailbox, raw, header_id, replaced, dry_run=args.dry_run)
         del raw
         found, located_by, saved, retired = saving.found, saving.located_by, saving.saved, saving.retired
@@ -151,13 +169,17 @@ def handle(app: Call, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
                 DraftAttachment(name=a.name, content_type=a.content_type, size_bytes=a.size, source=a.source)
                 for a in draft.attachments
             ],
+            forwarded=draft.source.forwarded,
+            invitation_reply=draft.source.invitation_reply,
         ),
         status=status_for(issues),
         issues=issues,
         next_action=undo[0] if undo else _next_action(args, account_id, mailbox, ref, header_id, saved),
         untrusted_content=UntrustedContent(
-            fields=["draft.body_text", "draft.headers"] * (original is not None)
+            fields=["draft.body_text", "draft.headers"] * (original is not None or made_of is not None)
             + ["draft.attachments"] * bool(draft.attachments)
+            + ["draft.forwarded"] * bool(draft.source.forwarded)
+            + ["draft.invitation_reply"] * bool(draft.source.invitation_reply)
         ),
     )
     # No subject in the summary: a reply's is the original sender's text (it is in data.draft).

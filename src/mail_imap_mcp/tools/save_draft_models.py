@@ -76,6 +76,21 @@ class SaveDraftInput(BaseModel):
         description="Each '<message_id>#<part_id>' (a part imap_get_message lists) or a file's path in "
         "attachment_dirs. A revision keeps its own unless given.",
     )
+    forward_of: str | None = Field(
+        default=None, min_length=8, max_length=2000, description="message_id of a message to forward."
+    )
+    forward_as: Literal["inline", "attachment"] = Field(
+        default="inline", description="attachment: the message whole (.eml)."
+    )
+    reply_to_invitation: str | None = Field(
+        default=None,
+        min_length=8,
+        max_length=2000,
+        description="message_id of an invitation to answer; body_text: a comment.",
+    )
+    invitation_answer: Literal["accept", "tentative", "decline"] = Field(
+        default="accept", description="The answer."
+    )
     dry_run: bool = Field(default=False, description="true: return the message; save nothing.")
 
 
@@ -91,6 +106,8 @@ class DraftMessage(Payload):
     body_text: str | None = Field(description="The whole text, quote included (dry_run only, else null).")
     size_bytes: int = Field(description="Size of the message as saved (RFC 5322, CRLF).")
     attachments: list[DraftAttachment] = Field(default_factory=list, description="Its attachments.")
+    forwarded: str | None = Field(default=None, description="The message forwarded: its subject and sender.")
+    invitation_reply: str | None = Field(default=None, description="The invitation's answer in words.")
 
 
 class SaveDraftData(MultiItemData):

@@ -60,7 +60,7 @@ DETAILS = (
     "keyword), and looked for in Sent before each send; a connection lost after the message went out is "
     "outcome_unknown, never retried, and the draft is then refused (conflict) like one already sent. After "
     "the server accepted it: a copy in Sent with \\Seen (unless the provider files one: Gmail, Microsoft "
-    "365), \\Answered on the message replied to (found by In-Reply-To in INBOX, All Mail or another folder), the draft moved to Trash; a "
+    "365), \\Answered on the message replied to (found by In-Reply-To in INBOX, All Mail or another folder) and $Forwarded on the message forwarded (where its folder keeps keywords; a warning says when not), the draft moved to Trash; a "
     "step that fails is an issue of a successful answer. Recipients the server refused are named in "
     "data.refused (status partial). At most send_rate_per_hour sends an hour per account."
 )
@@ -91,7 +91,7 @@ def handle(app: Call, args: SendDraftInput) -> ToolResult[SendDraftData]:
         check_not_sent(app, connection, prepared)
         asked = Ask(
             account_id,
-            review(prepared.outgoing, prepared.raw, account_id),
+            review(prepared.outgoing, prepared.raw, account_id, prepared.forwarded_shown),
             MessageRenderer(prepared.raw),
             then=lambda: _approved(app, connection, prepared),
             waiting=lambda: waiting_for_approval(app, prepared),  # another page for the draft is refused
@@ -134,6 +134,7 @@ def _approved(app: Call, connection: AccountConnection, prepared: Prepared) -> T
         refused=refused,
         sent_copy=result.sent_copy,
         answered=result.answered,
+        forwarded=result.forwarded,
         draft_moved_to_trash=result.draft_moved,
         status=status_for(issues),
         issues=issues,
@@ -145,7 +146,7 @@ def _approved(app: Call, connection: AccountConnection, prepared: Prepared) -> T
         summary = f"Sent to {len(result.accepted)} recipient(s); {len(refused)} refused by the server"
     else:
         summary = f"Sent to {len(result.accepted)} recipient(s)"
-    return ToolResult(summary=summary, data=data)
+    return ToolResult(summary=summary, data=data, warnings=result.warnings)
 
 
 def _waiting(message_id: str, account_id: str, operation: Operation) -> ToolResult[SendDraftData]:
