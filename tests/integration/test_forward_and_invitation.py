@@ -378,7 +378,10 @@ async def test_the_approval_page_shows_the_forwarded_message_and_the_invitation_
         sent.append(await _decided(mcp, await mcp.call(SEND, {"message_id": reply["message_id"]})))
     assert [answer["data"]["outcome"] for answer in sent] == ["sent", "sent"]
     forwarded, answered = (html.unescape(page) for page in seen)
-    assert "Invoice 2026-11" in forwarded and f"Acme Billing <{bob_at}>" in forwarded
+    assert (
+        f"<th>Forwards</th><td><bdi id=\"forwards\">the message 'Invoice 2026-11' of Acme Billing <{bob_at}>"
+        in forwarded
+    )
     words = f"Tentatively accept 'Quarterly review', Tue 2 Dec 2025 10:00-11:00 Europe/Berlin (every occurrence), as {alice_at}"
-    assert words in answered
+    assert f'<th>Invitation reply</th><td><bdi class="invitation-reply">{words}</bdi>' in answered
     assert len(await _delivered(chain, carol, 1)) == 1 and len(await _delivered(chain, bob, 1)) == 1

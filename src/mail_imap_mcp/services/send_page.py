@@ -4,7 +4,7 @@ it will go out, already decoded to display text, in the page's generic frame (``
 Headers one per line, each address with the name its domain is looked up by, the text with its lines,
 each HTML part sanitised (no script, style, form, frame or remote resource:
 :func:`mail_imap_mcp.content.html.sanitize_html`) with its whole source beside it, each attachment's name,
-type and size. A message beyond the bounds below cannot be shown whole, so it cannot be approved on the
+type and size, the message a forward forwards and an invitation's answer in words. A message beyond the bounds below cannot be shown whole, so it cannot be approved on the
 page: building it fails (pydantic's ValidationError) and the send is refused.
 """
 
@@ -21,7 +21,7 @@ from mail_imap_mcp.approval.page import address, shown
 from mail_imap_mcp.approval.request import DIGEST_PATTERN, PageWords
 from mail_imap_mcp.approval.review import Review
 from mail_imap_mcp.content.html import sanitize_html
-from mail_imap_mcp.services.send_review import AttachmentShown, displayed
+from mail_imap_mcp.services.send_review import FORWARDS, AttachmentShown, displayed
 
 __all__ = [
     "MAX_ATTACHMENTS",
@@ -97,6 +97,12 @@ class MessagePage(BaseModel):
         description="The text/html body; the page shows it sanitised (no script, style or remote resource).",
     )
     attachments: list[AttachmentShown] = Field(default=[], max_length=MAX_ATTACHMENTS)
+    forwards: str | None = Field(
+        default=None, max_length=10_000, description="The message it forwards, as found in the account."
+    )
+    invitation_replies: list[str] = Field(
+        default=[], max_length=MAX_ATTACHMENTS, description="Each invitation answer it carries, in words."
+    )
 
     @property
     def words(self) -> PageWords:
@@ -111,6 +117,15 @@ class MessagePage(BaseModel):
             + _addresses("Bcc", "bcc", self.bcc)
             + _addresses("Reply-To", "reply-to", self.reply_to)
             + f'<tr><th>Subject</th><td><bdi id="subject">{shown(self.subject)}</bdi></td></tr>'
+            + (
+                f'<tr><th>Forwards</th><td><bdi id="forwards">{shown(self.forwards)}</bdi></td></tr>'
+                if self.forwards
+                else ""
+            )
+            + "".join(
+                f'<tr><th>Invitation reply</th><td><bdi class="invitation-reply">{shown(words)}</bdi></td></tr>'
+                for words in self.invitation_replies
+            )
         )
         parts = [f"<table>{headers}</table>"]
         if self.text is not None:
@@ -146,10 +161,11 @@ def _header_addresses(message: EmailMessage, name: str) -> list[str]:
     return [str(item) for item in getattr(header, "addresses", ())] if header is not None else []
 
 
-def message_page(digest: str, message: bytes) -> MessagePage:
+def message_page(digest: str, message: bytes, forwards: str | None = None) -> MessagePage:
     """The page of the draft ``message`` (parsed by the same rules the send checked it with), bound to
     ``digest``: every part a recipient's client may display (``send_review``), parts of one kind in one
-    box, told apart by a line. Raises ``ValueError`` when it cannot be shown whole."""
+    box, told apart by a line, the message it ``forwards`` (as the review found it) and each invitation
+    answer in words. Raises ``ValueError`` when it cannot be shown whole."""
     parsed = BytesParser(policy=email.policy.default).parsebytes(message)
     assert isinstance(parsed, EmailMessage)
     found = displayed(message)
@@ -166,6 +182,8 @@ def message_page(digest: str, message: bytes) -> MessagePage:
         text=_NEXT_PART.join(texts) if texts else None,
         html="<hr>".join(htmls) if htmls else None,
         attachments=found.attachments,
+        forwards=forwards,
+        invitation_replies=found.invitation_replies,
     )
 
 
@@ -178,4 +196,5 @@ class MessageRenderer:
     message: bytes
 
     def __call__(self, review: Review, digest: str) -> MessagePage:
-        return message_page(digest, self.message)
+        forwards = next((field.values[0] for field in review.fields if field.label == FORWARDS), None)
+        return message_page(digest, self.message, forwards)

@@ -160,6 +160,10 @@ def shown_attachment(name: str, content_type: str, size: int, source: str) -> st
     return f"{name} ({content_type}, {_size(size)})" + (f", {source}" if source else "")
 
 
+#: The review's line naming the message a draft forwards (the page shows it too).
+FORWARDS = "Forwards"
+
+
 def _forwards(message: Outgoing, shown: str | None) -> str:
     if shown is not None:
         return f"the message {shown}"
