@@ -41,6 +41,7 @@ from tests.integration.test_send import (
     _setup,
 )
 from tests.support.clients import make_config, open_client
+from tests.support.dovecot import ACL_CONFIG
 from tests.support.elicitation import answering
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.invitations import apple, google, invitation_mail, outlook
@@ -49,18 +50,6 @@ from tests.support.submission import SubmissionDovecot
 pytestmark = pytest.mark.anyio
 
 SAVE, SEND = "imap_save_draft", "imap_send_draft"
-
-
-#: ACLs (a folder's ``dovecot-acl`` file), so that a folder's PERMANENTFLAGS can lack ``\\*``.
-ACL_CONFIG = """
-mail_plugins = $mail_plugins acl
-protocol imap {
-  mail_plugins = $mail_plugins imap_acl
-}
-plugin {
-  acl = vfile
-}
-"""
 
 
 @pytest.fixture(scope="module")

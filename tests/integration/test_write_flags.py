@@ -27,7 +27,7 @@ from mail_imap_mcp.tool_calls import build_tools
 from tests.support.accounts import PASSWORD_ENV, account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.cyrus import Cyrus
-from tests.support.dovecot import Dovecot
+from tests.support.dovecot import ACL_CONFIG, Dovecot
 from tests.support.faultproxy import FaultProxy
 from tests.support.mailgen import plain_message
 from tests.support.matrix import SESSION_PASSWORD, MatrixServer
@@ -515,16 +515,6 @@ async def test_connection_lost_after_the_store_is_outcome_unknown_and_never_repl
 # ---------------------------------------------------------------------------------------------------
 # What a mailbox lets be changed (Dovecot ACL), and what a server refuses (Cyrus)
 # ---------------------------------------------------------------------------------------------------
-
-ACL_CONFIG = """
-mail_plugins = $mail_plugins acl
-protocol imap {
-  mail_plugins = $mail_plugins imap_acl
-}
-plugin {
-  acl = vfile
-}
-"""
 
 
 @pytest.fixture(scope="module")

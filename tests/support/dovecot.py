@@ -67,6 +67,17 @@ _USERNAME_RE = re.compile(r"[a-z0-9][a-z0-9._@-]*")
 _LISTESCAPE_CHAR = "\\"
 #: The IMAP service of dovecot-imapd; dovecot-core (which has the `dovecot` binary) can be there without it.
 DOVECOT_IMAP_SERVICE = "/usr/lib/dovecot/imap"
+#: ``extra_config`` of a Dovecot with ACLs (a folder's ``dovecot-acl`` file), so that a folder's
+#: PERMANENTFLAGS can lack ``\\*``.
+ACL_CONFIG = """
+mail_plugins = $mail_plugins acl
+protocol imap {
+  mail_plugins = $mail_plugins imap_acl
+}
+plugin {
+  acl = vfile
+}
+"""
 
 
 def ensure_dovecot() -> str:

@@ -17,12 +17,12 @@ from mail_imap_mcp.content.invitations import Answer
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.mime.building import Attachment
 from mail_imap_mcp.services.draft_attachments import SizeLimit
-from mail_imap_mcp.services.drafts import DraftText, Original, build_draft, parse_own_id
-from mail_imap_mcp.services.forwards import ForwardAs, forward_draft
+from mail_imap_mcp.services.drafts import Original, build_draft, parse_own_id
+from mail_imap_mcp.services.forwards import ForwardRequest, forward_draft
 from mail_imap_mcp.services.invitations import invitation_draft, read_invitation
 
 
-class SourceRequest(DraftText, Protocol):
+class SourceRequest(ForwardRequest, Protocol):
     """What choosing a draft's source reads of imap_save_draft's arguments, besides its text's."""
 
     @property
@@ -31,8 +31,6 @@ class SourceRequest(DraftText, Protocol):
     def invitation_answer(self) -> Answer: ...
     @property
     def forward_of(self) -> str | None: ...
-    @property
-    def forward_as(self) -> ForwardAs: ...
 
 
 @dataclass

@@ -12,7 +12,6 @@ most ``max_attachment_bytes``). ``attachment``: the original whole as
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from email.message import EmailMessage
@@ -37,7 +36,7 @@ from mail_imap_mcp.imap.read import read_raw
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mime.building import Attachment
 from mail_imap_mcp.services.draft_attachments import SizeLimit, describe, take_attachments
-from mail_imap_mcp.services.drafts import Original, read_original, sender
+from mail_imap_mcp.services.drafts import DraftText, Original, read_original, sender
 from mail_imap_mcp.services.message_lookup import examine_for
 from mail_imap_mcp.services.message_read import MessageRead
 
@@ -47,21 +46,9 @@ FORWARD_MAX_CHARS = 200_000
 _NAME_UNSAFE = str.maketrans(dict.fromkeys('/\\:*?"<>|', "_"))
 
 
-class ForwardRequest(Protocol):
-    """What a forward reads of imap_save_draft's arguments."""
+class ForwardRequest(DraftText, Protocol):
+    """What a forward reads of imap_save_draft's arguments: its text's, and how it carries the original."""
 
-    @property
-    def to(self) -> Sequence[str]: ...
-    @property
-    def cc(self) -> Sequence[str]: ...
-    @property
-    def bcc(self) -> Sequence[str]: ...
-    @property
-    def subject(self) -> str | None: ...
-    @property
-    def body_text(self) -> str: ...
-    @property
-    def from_address(self) -> str | None: ...
     @property
     def forward_as(self) -> ForwardAs: ...
 
