@@ -13,6 +13,7 @@ import pytest
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.content.forwards import FORWARDED_KEYWORD
+from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.services.send_marks import mark_original, original_words
 from tests.support.accounts import account_settings
@@ -44,7 +45,8 @@ def test_the_forwarded_message_alone_is_marked_where_its_folder_keeps_keywords(
     messages = [plain_message(f"m{i}", "text\r\n", message_id=f"<m{i}@marks.test>") for i in range(3)]
     imap_server.seed(user, "INBOX", messages)
     config = Config.model_validate({"accounts": {"default": account_settings(imap_server, user)}})
-    connection = AccountConnection("default", config.accounts["default"])
+    account = config.accounts["default"]
+    connection = AccountConnection("default", account, credentials=credentials_for("default", account))
     try:
         shown = connection.run(original_words(["INBOX"], "<m1@marks.test>"))
         marked = connection.run_write(mark_original(["INBOX"], "<m1@marks.test>", FORWARDED_KEYWORD))
