@@ -181,12 +181,7 @@ async def test_the_approval_page_in_chromium_lists_each_attachment_with_its_sour
     app = AppContext.from_config(config)
     seen: list[str] = []
 
-    def browser(url: str) -> bool:
-        shown, _ = chromium.answer_approval(url, "send")
-        seen.append(shown)
-        return True
-
-    app.approval_page = approval_page(lambda url: browser(url), timeout_s=60)
+    app.approval_page = approval_page(chromium.sending_browser(seen), timeout_s=60)
     async for mcp in open_client(config, app):  # no elicitation: the page asks
         _, parts = await _invoice_parts(mcp)
         saved = await mcp.ok(SAVE, {"to": [chain.address(bob)], "subject": "Invoice", "attachments": parts})

@@ -359,12 +359,7 @@ async def test_the_approval_page_in_chromium_shows_the_forwarded_message_and_the
     app = AppContext.from_config(config)
     seen: list[str] = []
 
-    def browser(url: str) -> bool:
-        shown, _ = chromium.answer_approval(url, "send")
-        seen.append(shown)
-        return True
-
-    app.approval_page = approval_page(browser, timeout_s=60)
+    app.approval_page = approval_page(chromium.sending_browser(seen), timeout_s=60)
     async for mcp in open_client(config, app):  # no elicitation: the page asks
         invoice = await _invitation_id(mcp, "Invoice")
         forward = await mcp.ok(SAVE, {"forward_of": invoice, "to": [carol_at]})

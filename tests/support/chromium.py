@@ -120,6 +120,18 @@ def answer_approval(url: str, press: str, before_press: Callable[[], None] | Non
         return shown, _answer(driver)
 
 
+def sending_browser(seen: list[str]) -> Callable[[str], bool]:
+    """A user's browser for ``approval_page``: each page opened in headless Chromium, its text kept in
+    ``seen``, and "Send" pressed."""
+
+    def browser(url: str) -> bool:
+        shown, _ = answer_approval(url, "send")
+        seen.append(shown)
+        return True
+
+    return browser
+
+
 def reload_approval(url: str) -> tuple[str, str]:
     """Open the approval page at ``url`` in headless Chromium and reload it, as a user pressing F5 (or a
     restored tab) does; the page's text and the text the reload brought up."""
