@@ -78,10 +78,19 @@ class Capability:
     listed_for_everyone: bool = True
     #: Where ``setting`` lives: each account's table, or ``[server]`` (one switch for every account).
     scope: Literal["account", "server"] = "account"
+    #: Changes something besides mail (a file on the user's computer): a tool listing it is not read-only.
+    changes_beyond_mail: bool = False
+    #: Using it twice with the same arguments changes no more than using it once.
+    idempotent: bool = True
 
     @property
     def writes(self) -> bool:
         return self.effect is not Effect.READ
+
+    @property
+    def changes_anything(self) -> bool:
+        """Whether it changes the user's environment (MCP's readOnlyHint false): mail, or beyond it."""
+        return self.writes or self.changes_beyond_mail
 
     @property
     def checked_at_call(self) -> bool:
@@ -96,7 +105,7 @@ class Capability:
     def annotations(self, idempotent: bool) -> dict[str, Any]:
         """The MCP tool annotations (``readOnlyHint``, ``destructiveHint``, ...) of a tool of it."""
         return {
-            "readOnlyHint": not self.writes,
+            "readOnlyHint": not self.changes_anything,
             "destructiveHint": self.effect is Effect.DESTRUCTIVE,
             "idempotentHint": idempotent,
             "openWorldHint": True,
@@ -188,9 +197,18 @@ SENDING = Capability(
     "sending", Effect.SEND, SurfaceGroup.SENDING, 700, "send_enabled", "call", listed_for_everyone=False
 )
 #: Saving an attachment to the user's download_dir (imap_get_attachment's ``save``): its argument is in
-#: the tool's schema only where the folder is set; it changes no mail. Within issue 60's 800 bytes.
+#: the tool's schema only where the folder is set; it changes no mail, but adds a file (a new name each
+#: time, never overwriting) on the user's computer. Within issue 60's 800 bytes.
 SAVING_ATTACHMENTS = Capability(
-    "saving attachments", Effect.READ, SurfaceGroup.WRITES, 120, "download_dir", "call", scope="server"
+    "saving attachments",
+    Effect.READ,
+    SurfaceGroup.WRITES,
+    120,
+    "download_dir",
+    "call",
+    scope="server",
+    changes_beyond_mail=True,
+    idempotent=False,
 )
 #: What a draft may carry besides its text (imap_save_draft's ``attachments`` and ``bcc``, and
 #: ``forward_of``, ``forward_as`` and ``reply_to_invitation``): gated arguments of the draft tool, on with

@@ -121,9 +121,8 @@ def tools_markdown() -> str:
         *_result_size(),
     ]
     for spec in TOOLS:
-        annotations = ", ".join(f"`{key}: {json.dumps(value)}`" for key, value in spec.annotations().items())
         lines += [f"## `{spec.name}` — {spec.title}", "", spec.description, ""]
-        lines += [f"Annotations: {annotations}.", ""]
+        lines += [_annotations_line(spec), ""]
         if spec.details:
             lines += [spec.details, ""]
         if spec.changes:
@@ -136,6 +135,23 @@ def tools_markdown() -> str:
         lines += [f"| `{code}` | {_cell(when)} |" for code, when in spec.errors.items()]
         lines.append("")
     return "\n".join(lines)
+
+
+def _hints(hints: dict[str, Any]) -> str:
+    return ", ".join(f"`{key}: {json.dumps(value)}`" for key, value in hints.items())
+
+
+def _annotations_line(spec: ToolSpec[Any]) -> str:
+    """The tool's annotations as listed without its gated arguments, and those that change where a
+    setting lists them."""
+    base = spec.annotations(hidden=spec.gated_arguments)
+    line = f"Annotations: {_hints(base)}."
+    changed = {key: value for key, value in spec.annotations().items() if base[key] != value}
+    if changed:
+        settings = " or ".join(sorted({f"`{switch.setting}`" for switch in spec.gated_arguments.values()}))
+        arguments = ", ".join(f"`{name}`" for name in spec.gated_arguments)
+        line += f" Where {settings} is set (listing {arguments}): {_hints(changed)}."
+    return line
 
 
 def _result_size() -> list[str]:

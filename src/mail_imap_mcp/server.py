@@ -32,7 +32,7 @@ from mail_imap_mcp.sdk import lowlevel_server
 from mail_imap_mcp.services.attachment_fetch import attachment_blob
 from mail_imap_mcp.state import ANONYMOUS, user_of
 from mail_imap_mcp.subscriptions import MailboxSubscriptions
-from mail_imap_mcp.tool_calls import build_tools, hidden_arguments, unlisted_tools
+from mail_imap_mcp.tool_calls import build_tools, hidden_arguments, listed_annotations, unlisted_tools
 from mail_imap_mcp.version import package_version
 
 log = logging.getLogger("mail_imap_mcp")
@@ -65,11 +65,13 @@ class MailServer(MCPServer[None]):
         *,
         unlisted: Callable[[str], set[str]],
         hidden_arguments: Callable[[str], dict[str, set[str]]] = lambda user: {},
+        listed_annotations: Callable[[str], dict[str, dict[str, Any]]] = lambda user: {},
         **options: Any,
     ) -> None:
         super().__init__(**options)
         self._unlisted = unlisted
         self._hidden_arguments = hidden_arguments
+        self._listed_annotations = listed_annotations
         self._blobs: list[tuple[ResourceTemplate, BlobReader]] = []
         lowlevel_server(self).add_request_handler(
             "tools/list", PaginatedRequestParams, self._list_for_request
@@ -79,10 +81,15 @@ class MailServer(MCPServer[None]):
         return await self.list_tools_for(ANONYMOUS)
 
     async def list_tools_for(self, user: str) -> list[MCPTool]:
-        """The tools ``user`` sees listed, each without the arguments of a capability that is off."""
-        hidden, arguments = self._unlisted(user), self._hidden_arguments(user)
+        """The tools ``user`` sees listed, each without the arguments of a capability that is off and
+        with the annotations of the arguments listed."""
+        hidden, arguments, hints = (
+            self._unlisted(user),
+            self._hidden_arguments(user),
+            self._listed_annotations(user),
+        )
         return [
-            _without_arguments(tool, arguments.get(tool.name, set()))
+            _with_hints(_without_arguments(tool, arguments.get(tool.name, set())), hints.get(tool.name))
             for tool in await super().list_tools()
             if tool.name not in hidden
         ]
@@ -129,6 +136,14 @@ def _without_arguments(tool: MCPTool, names: set[str]) -> MCPTool:
     return tool.model_copy(update={"input_schema": schema})
 
 
+def _with_hints(tool: MCPTool, hints: dict[str, Any] | None) -> MCPTool:
+    """``tool`` with its annotations' ``hints`` (``readOnlyHint``, ...) replaced."""
+    if hints is None or tool.annotations is None:
+        return tool
+    annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) | hints
+    return tool.model_copy(update={"annotations": type(tool.annotations).model_validate(annotations)})
+
+
 def build_server(config: Config, app: AppContext | None = None) -> MCPServer[None]:
     """An ``MCPServer`` with every tool registered against ``config``'s accounts.
 
@@ -156,6 +171,7 @@ def build_server(config: Config, app: AppContext | None = None) -> MCPServer[Non
     server = MailServer(
         unlisted=functools.partial(unlisted_tools, app),
         hidden_arguments=functools.partial(hidden_arguments, app),
+        listed_annotations=functools.partial(listed_annotations, app),
         name="mail-imap-mcp",
         title="Mail IMAP",
         instructions=WRITE_INSTRUCTIONS if app.writes_possible else INSTRUCTIONS,

@@ -11,7 +11,6 @@ from typing import Any
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.asking import asker
-from mail_imap_mcp.capabilities import Effect
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
 from mail_imap_mcp.envelope.user_call import UserCall
@@ -96,22 +95,23 @@ def _handler(spec: ToolSpec[Any], app: AppContext) -> Callable[[Any, str, str, U
 def build_tools(app: AppContext) -> list[EnvelopeTool]:
     """One envelope tool per declaration, its handler bound to ``app`` (a write's announcing the
     account it changed, :meth:`AppContext.announce_change`)."""
-    return [
-        envelope_tool(
-            name=spec.name,
-            title=spec.title,
-            description=spec.description,
-            input_model=spec.input_model,
-            data_model=spec.data_model,
-            other_data_models=spec.other_data_models,
-            handler=_handler(spec, app),
-            read_only=not spec.writes,
-            destructive=spec.effect is Effect.DESTRUCTIVE,
-            idempotent=spec.idempotent,
-            takes_call=True,
-        )
-        for spec in TOOLS
-    ]
+    return [_envelope_tool(spec, app, spec.annotations()) for spec in TOOLS]
+
+
+def _envelope_tool(spec: ToolSpec[Any], app: AppContext, hints: dict[str, Any]) -> EnvelopeTool:
+    return envelope_tool(
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        input_model=spec.input_model,
+        data_model=spec.data_model,
+        other_data_models=spec.other_data_models,
+        handler=_handler(spec, app),
+        read_only=hints["readOnlyHint"],
+        destructive=hints["destructiveHint"],
+        idempotent=hints["idempotentHint"],
+        takes_call=True,
+    )
 
 
 def unlisted_tools(
@@ -137,3 +137,13 @@ def hidden_arguments(
         for spec in tools
     }
     return {tool: names for tool, names in hidden.items() if names}
+
+
+def listed_annotations(
+    app: AppContext, user: str = ANONYMOUS, tools: Sequence[ToolSpec[Any]] = TOOLS
+) -> dict[str, dict[str, Any]]:
+    """Per tool whose gated arguments ``user`` does not all see, its annotations as listed without them
+    (:meth:`ToolSpec.annotations`): a tool is read-only as listed unless an argument listed changes
+    something."""
+    hidden = hidden_arguments(app, user, tools)
+    return {spec.name: spec.annotations(hidden[spec.name]) for spec in tools if spec.name in hidden}

@@ -23,11 +23,14 @@ ROOT = Path(__file__).parents[2]
 SNAPSHOT = ROOT / "tests" / "snapshots" / "tools_list.json"
 #: tools/list where some account allows writes: the write tools (and their helpers) are listed too.
 SNAPSHOT_WRITES = ROOT / "tests" / "snapshots" / "tools_list_writes.json"
+#: tools/list where download_dir is set: imap_get_attachment lists ``save``, so it is no longer read-only.
+SNAPSHOT_SAVING = ROOT / "tests" / "snapshots" / "tools_list_download_dir.json"
 UPDATE = os.environ.get("UPDATE_SNAPSHOTS") == "1"
 
 _ACCOUNTS = {"default": {"host": "127.0.0.1", "username": "u", "password_env": "UNUSED_PASSWORD"}}
 OFFLINE = Config.model_validate({"accounts": _ACCOUNTS})
 OFFLINE_WRITES = Config.model_validate({"accounts": _ACCOUNTS, "server": {"write_enabled": True}})
+OFFLINE_SAVING = Config.model_validate({"accounts": _ACCOUNTS, "server": {"download_dir": "/srv/downloads"}})
 
 READ_TOOLS = [
     "imap_list_accounts",
@@ -49,8 +52,8 @@ async def tools_wire(config: Config = OFFLINE) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize(
     ("config", "snapshot"),
-    [(OFFLINE, SNAPSHOT), (OFFLINE_WRITES, SNAPSHOT_WRITES)],
-    ids=["read_only", "writes"],
+    [(OFFLINE, SNAPSHOT), (OFFLINE_WRITES, SNAPSHOT_WRITES), (OFFLINE_SAVING, SNAPSHOT_SAVING)],
+    ids=["read_only", "writes", "download_dir"],
 )
 async def test_tools_list_matches_the_snapshot(config: Config, snapshot: Path) -> None:
     wire = await tools_wire(config)
@@ -68,6 +71,25 @@ async def test_write_tools_are_listed_only_when_writes_are_on_and_say_they_write
     assert set(READ_TOOLS) < set(wire)
     flags = wire["imap_update_message_flags"]["annotations"]
     assert (flags["readOnlyHint"], flags["destructiveHint"], flags["idempotentHint"]) == (False, False, True)
+
+
+@pytest.mark.parametrize(("config", "read_only"), [(OFFLINE, True), (OFFLINE_SAVING, False)])
+async def test_a_tool_listing_an_argument_that_saves_a_file_is_not_read_only(
+    config: Config, read_only: bool
+) -> None:
+    """MCP's readOnlyHint means "does not modify its environment": imap_get_attachment's ``save`` writes
+    a new file (never overwriting one) where download_dir lists it."""
+    wire = {tool["name"]: tool for tool in await tools_wire(config)}
+    hints = wire["imap_get_attachment"]["annotations"]
+    assert ("save" in wire["imap_get_attachment"]["inputSchema"]["properties"]) is not read_only
+    assert (hints["readOnlyHint"], hints["destructiveHint"], hints["idempotentHint"]) == (
+        read_only,
+        False,
+        read_only,
+    )
+    assert all(
+        tool["annotations"]["readOnlyHint"] for name, tool in wire.items() if name != "imap_get_attachment"
+    )
 
 
 @pytest.mark.parametrize("config", [OFFLINE, OFFLINE_WRITES], ids=["read_only", "writes"])

@@ -7,7 +7,7 @@ data, its errors, whether it changes mail) in its own module.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -87,9 +87,16 @@ class ToolSpec(Generic[InputT]):
         """Listed only when some account allows writes."""
         return self.listed_with.setting == "write_enabled"
 
-    def annotations(self) -> dict[str, Any]:
-        """The MCP tool annotations (``readOnlyHint``, ``destructiveHint``, ...) of this tool."""
-        return self.capability.annotations(self.idempotent)
+    def annotations(self, hidden: Collection[str] = ()) -> dict[str, Any]:
+        """The MCP tool annotations (``readOnlyHint``, ``destructiveHint``, ...) of this tool as listed
+        without the gated arguments ``hidden``: those of its capability, made no longer read-only (or
+        idempotent) by a listed argument whose capability changes something (or adds on each use)."""
+        listed = [switch for name, switch in self.gated_arguments.items() if name not in hidden]
+        hints = self.capability.annotations(self.idempotent and all(switch.idempotent for switch in listed))
+        for switch in listed:
+            hints["readOnlyHint"] = hints["readOnlyHint"] and not switch.changes_anything
+            hints["destructiveHint"] = hints["destructiveHint"] or switch.effect is Effect.DESTRUCTIVE
+        return hints
 
 
 __all__ = ["DESTRUCTIVE_WRITING", "DRAFT_CONTENTS", "READING", "SENDING", "WRITING", "Effect", "ToolSpec"]
