@@ -131,11 +131,13 @@ async def rss_growth_mb(pid: int, call: Callable[[], Any]) -> float:
 
 
 @contextlib.asynccontextmanager
-async def serve(config_path: Path, password: str, log: Any) -> AsyncIterator[Client]:
+async def serve(config_path: Path, password: str, log: Any, **client_options: Any) -> AsyncIterator[Client]:
+    """``mail-imap-mcp serve`` over stdio, through the SDK's client (``client_options``: e.g. its
+    ``elicitation_callback``)."""
     params = StdioServerParameters(
         command=str(SERVER_BIN), args=["serve", "--config", str(config_path)], env={PASSWORD_ENV: password}
     )
-    async with Client(stdio_client(params, errlog=log), read_timeout_seconds=120) as client:
+    async with Client(stdio_client(params, errlog=log), read_timeout_seconds=120, **client_options) as client:
         await client.list_tools()
         yield client
 

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.slow
     [
         ("bench_attachments.py", "<!-- attachments:end -->"),
         ("bench_draft_attachments.py", "<!-- draft-attachments:end -->"),
+        ("bench_send_draft.py", "<!-- send-draft:end -->"),
     ],
 )
 def test_a_bench_script_runs_in_its_smoke_mode(script: str, section: str, tmp_path: Path) -> None:

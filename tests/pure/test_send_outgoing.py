@@ -4,6 +4,11 @@ approval bound to what was shown (a changed draft is asked about again). Pure: n
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import tracemalloc
+from collections.abc import Callable
+
 import pytest
 
 from mail_imap_mcp.approval.request import Renderer
@@ -267,3 +272,24 @@ def test_a_message_with_html_alone_is_approved_on_the_page() -> None:
     asked = review(outgoing(html_only, OWN, "example.org"), html_only, "default")
     assert asked.page_only == "its HTML part says more than its text part"
     assert "Pay now" in asked.question().splitlines()
+
+
+def _peak_bytes(work: Callable[[], object]) -> int:
+    """The most memory Python allocated while ``work`` ran."""
+    tracemalloc.start()
+    try:
+        work()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_large_draft_is_read_and_rewritten_without_copies_of_its_body() -> None:
+    """Sending a draft with a large attachment: its envelope and shown headers come from the header block
+    alone, and the copy that goes out is built in one piece (scripts/bench_send_draft.py measures the whole
+    send)."""
+    line = base64.b64encode(bytes(57)) + b"\r\n"
+    raw = DRAFT + b"\r\n" + line * (4 * 1024 * 1024 // len(line))
+    assert _peak_bytes(lambda: outgoing(raw, OWN, "example.org")) < len(raw) // 10
+    assert _peak_bytes(lambda: rewritten(raw, date="x", header_id=None, keep_bcc=False)) < 1.1 * len(raw)
+    assert outgoing(raw, OWN, "example.org").fingerprint == hashlib.sha256(raw).hexdigest()

@@ -81,12 +81,11 @@ def _escaped(text: str, limit: int = 300) -> str:
     return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
-def split_header(raw: bytes) -> tuple[bytes, bytes, bytes]:
-    """The header block, the blank line after it and the body."""
+def _header_end(raw: bytes) -> tuple[int, int]:
+    """Where the header block ends and where the body starts (both ``len(raw)`` without a blank line);
+    the body is never sliced out, so never copied."""
     end = _HEADER_END.search(raw)
-    if end is None:
-        return raw, b"", b""
-    return raw[: end.start()], raw[end.start() : end.end()], raw[end.end() :]
+    return (len(raw), len(raw)) if end is None else (end.start(), end.end())
 
 
 def _fields(header: bytes) -> list[tuple[str, bytes]]:
@@ -106,7 +105,8 @@ def _fields(header: bytes) -> list[tuple[str, bytes]]:
 def rewritten(raw: bytes, *, date: str, header_id: str | None, keep_bcc: bool) -> bytes:
     """``raw`` with its Date replaced by ``date``, ``Message-ID: header_id`` added (when given) and its Bcc
     and attachment sources kept or left out; every other byte as it was."""
-    header, blank, body = split_header(raw)
+    header_end, body_start = _header_end(raw)
+    header, blank, body = raw[:header_end], raw[header_end:body_start], memoryview(raw)[body_start:]
     newline = b"\n" if blank.startswith(b"\n") or (b"\n" in header and b"\r\n" not in header) else b"\r\n"
     drop = {"date"} | (set() if keep_bcc else {"bcc", SOURCE_HEADER.lower(), FORWARDED_HEADER.lower()})
     kept = [
@@ -115,7 +115,7 @@ def rewritten(raw: bytes, *, date: str, header_id: str | None, keep_bcc: bool) -
     added = [f"Date: {date}".encode() + newline]
     if header_id is not None:
         added.append(f"Message-ID: {header_id}".encode() + newline)
-    return b"".join(added + kept) + newline + body
+    return b"".join([*added, *kept, newline, body])
 
 
 def _addresses(message: EmailMessage, name: str) -> tuple[list[str], list[str]]:
@@ -146,7 +146,8 @@ def _subject(message: EmailMessage) -> str:
 
 def outgoing(raw: bytes, own_addresses: frozenset[str], id_domain: str) -> Outgoing:
     """Read the draft ``raw`` as it would go out (see the module); ``own_addresses`` lower-cased."""
-    message = BytesParser(policy=email.policy.default).parsebytes(raw)
+    # Only the header block is parsed: the body (megabytes of attachments) is never read into strings.
+    message = BytesParser(policy=email.policy.default).parsebytes(raw[: _header_end(raw)[1]])
     assert isinstance(message, EmailMessage)
     present = [key.lower() for key in message]  # counted unparsed: a hostile value raises on parse
     for name in _SINGLE:
@@ -179,7 +180,9 @@ def outgoing(raw: bytes, own_addresses: frozenset[str], id_domain: str) -> Outgo
     id_added = not _MESSAGE_ID.fullmatch(header_id)
     if id_added:  # the same draft always gets the same one: the key of its single send
         header_id = f"<{hashlib.sha256(raw).hexdigest()[:32]}@{id_domain}>"
-    approved = raw if not id_added else raw + header_id.encode()
+    approved = hashlib.sha256(raw)
+    if id_added:
+        approved.update(header_id.encode())
     replied = str(message.get("In-Reply-To") or "").strip()
     forwarded = str(message.get(FORWARDED_HEADER) or "").strip()
     return Outgoing(
@@ -195,7 +198,7 @@ def outgoing(raw: bytes, own_addresses: frozenset[str], id_domain: str) -> Outgo
         in_reply_to=replied if _MESSAGE_ID.fullmatch(replied) else None,
         forwarded=forwarded if _MESSAGE_ID.fullmatch(forwarded) else None,
         recipients=recipients,
-        fingerprint=hashlib.sha256(approved).hexdigest(),
+        fingerprint=approved.hexdigest(),
     )
 
 
