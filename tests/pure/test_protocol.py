@@ -145,6 +145,15 @@ def test_readme_and_the_draft_tool_say_that_sending_exists() -> None:
     assert "Nothing is ever sent" not in details and "imap_send_draft" in details
 
 
+def test_the_draft_tool_says_its_drafts_carry_attachments_and_bcc() -> None:
+    """Drafts carry attachments and Bcc: imap_save_draft's words (the line a model reads and its details)
+    no longer call them plain-text drafts."""
+    spec = next(spec for spec in TOOLS if spec.name == "imap_save_draft")
+    for words in (spec.description, spec.details):
+        assert "plain-text draft" not in words and "plain-text email draft" not in words
+        assert "attachments" in words and "Bcc" in words
+
+
 @pytest.mark.parametrize("name", sorted(DOCS))
 def test_generated_docs_are_up_to_date(name: str) -> None:
     expected = DOCS[name]() + "\n"

@@ -38,12 +38,13 @@ from mail_imap_mcp.tools.spec import DRAFT_CONTENTS, WRITING, ToolSpec
 NAME = "imap_save_draft"
 TITLE = "Save a draft (never sends)"
 DESCRIPTION = (
-    "Save a plain-text draft in Drafts; nothing is sent. in_reply_to makes a reply (Re:, threading, the "
+    "Save a draft (plain-text body, attachments, Bcc) in Drafts; nothing is sent. in_reply_to makes a reply (Re:, threading, the "
     "original quoted, to its sender). replace_message_id revises a draft: the old one goes to Trash, "
     "next_action undoes it."
 )
 DETAILS = (
-    "Save a plain-text email draft in the account's Drafts folder. This tool never sends: the user sends it "
+    "Save an email draft in the account's Drafts folder: a plain-text body, with attachments and Bcc where "
+    "given. This tool never sends: the user sends it "
     "from their mail client, or, where the account has sending on, imap_send_draft does once the user approved "
     "it. With in_reply_to (a message_id) the draft is a reply: one 'Re:' before the original's subject, "
     "In-Reply-To and References headers, the original's start quoted below body_text, and `to` defaulting to "
