@@ -93,3 +93,59 @@ async def test_serve_http_itself_refuses_them_before_it_serves(tmp_path: Path) -
     config = load_config(_config_file(tmp_path, 'download_dir = "/srv/downloads"\n'), env={})
     with pytest.raises(ConfigError, match=r"^download_dir in \[server\]"):
         await serve_http(config, HttpSettings(), None, sock=None)  # type: ignore[arg-type]  # refused first
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home folder of the test's own (``~`` and ``Path.home()`` are it)."""
+    folder = tmp_path / "home" / "alice"
+    (folder / "Documents").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(folder))
+    monkeypatch.setenv("USERPROFILE", str(folder))
+    return folder
+
+
+@pytest.mark.parametrize("setting", ["attachment_dirs", "download_dir"])
+@pytest.mark.parametrize(
+    ("folder", "why"),
+    [
+        ("/", "is the root of the filesystem"),
+        ("~", "is the user's home folder itself"),
+        ("~/Documents/..", "is the user's home folder itself"),
+        ("{home}/..", "holds the user's home folder"),
+    ],
+)
+def test_the_root_the_home_or_a_folder_holding_it_is_refused_naming_the_setting(
+    tmp_path: Path, home: Path, setting: str, folder: str, why: str
+) -> None:
+    value = folder.format(home=home)
+    text = f'{setting} = ["{value}"]\n' if setting == "attachment_dirs" else f'{setting} = "{value}"\n'
+    with pytest.raises(ConfigError, match=why) as caught:
+        load_config(_config_file(tmp_path, text), env={})
+    assert setting in str(caught.value) and "docs/security.md" in str(caught.value)
+
+
+@pytest.mark.parametrize("secrets", [".ssh", ".gnupg", ".aws", ".config", "Library/Keychains"])
+def test_a_folder_holding_well_known_secrets_is_never_one_to_attach_from(
+    tmp_path: Path, home: Path, secrets: str
+) -> None:
+    shared = home / "Documents" / "old-home-copy"
+    (shared / secrets).mkdir(parents=True)
+    with pytest.raises(ConfigError, match=f"holds {secrets}") as caught:
+        load_config(_config_file(tmp_path, f'attachment_dirs = ["{shared}"]\n'), env={})
+    assert "attachment_dirs" in str(caught.value)
+    # Through the environment (the MCP Bundle's form) as well; a download folder may hold them.
+    with pytest.raises(ConfigError, match=f"holds {secrets}"):
+        load_config(_config_file(tmp_path), env={"MAIL_IMAP_ATTACHMENT_DIRS": str(shared)})
+    assert (
+        load_config(_config_file(tmp_path, f'download_dir = "{shared}"\n'), env={}).server.download_dir
+        == shared
+    )
+
+
+def test_a_symlink_to_the_home_folder_is_the_home_folder(tmp_path: Path, home: Path) -> None:
+    (tmp_path / "link").symlink_to(home)
+    with pytest.raises(ConfigError, match="is the user's home folder itself"):
+        load_config(_config_file(tmp_path, f'attachment_dirs = ["{tmp_path / "link"}"]\n'), env={})
+    server = load_config(_config_file(tmp_path, 'attachment_dirs = ["~/Documents"]\n'), env={}).server
+    assert server.attachment_dirs == (home / "Documents",)

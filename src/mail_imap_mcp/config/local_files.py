@@ -20,6 +20,11 @@ DOWNLOAD_DIR_ENV = "MAIL_IMAP_DOWNLOAD_DIR"
 LOCAL_FILES_ENV = (ATTACHMENT_DIRS_ENV, DOWNLOAD_DIR_ENV)
 
 
+#: Folders of well-known secrets (keys, tokens, keychains): a folder holding one at its top is never one
+#: whose files a draft may attach.
+SECRET_FOLDERS = (".ssh", ".gnupg", ".aws", ".config", ".local/share/keyrings", "Library/Keychains")
+
+
 def _absolute(folder: Path) -> Path:
     expanded = folder.expanduser()
     if not expanded.is_absolute():
@@ -27,31 +32,73 @@ def _absolute(folder: Path) -> Path:
     return expanded
 
 
-def _absolute_each(folders: tuple[Path, ...]) -> tuple[Path, ...]:
-    return tuple(_absolute(folder) for folder in folders)
+def _too_wide(folder: Path) -> str | None:
+    """Why ``folder`` (absolute) may not be shared: the filesystem root, the user's home, or a folder
+    holding it (their keys and passwords are in it); symlinks followed."""
+    resolved = folder.resolve()
+    if resolved.parent == resolved:
+        return "is the root of the filesystem"
+    home = Path.home().resolve()
+    if resolved == home:
+        return "is the user's home folder itself"
+    if resolved in home.parents:
+        return "holds the user's home folder"
+    return None
 
 
-def _absolute_or_none(folder: Path | None) -> Path | None:
-    return None if folder is None else _absolute(folder)
+def _refused(folder: Path, why: str | None) -> ValueError:
+    return ValueError(
+        f"{str(folder)!r} {why}, where the user's keys and passwords are: name the folders of the files "
+        "meant for it (~/Documents, ~/Downloads) instead (docs/security.md, Local files)"
+    )
+
+
+def _shareable(folder: Path) -> Path:
+    """``folder`` made absolute, refused where it is too wide (:func:`_too_wide`) or holds a folder of
+    well-known secrets at its top (:data:`SECRET_FOLDERS`)."""
+    absolute = _absolute(folder)
+    why = _too_wide(absolute) or next(
+        (f"holds {name}" for name in SECRET_FOLDERS if (absolute / name).exists()), None
+    )
+    if why is not None:
+        raise _refused(folder, why)
+    return absolute
+
+
+def _shareable_each(folders: tuple[Path, ...]) -> tuple[Path, ...]:
+    return tuple(_shareable(folder) for folder in folders)
+
+
+def _download_folder(folder: Path | None) -> Path | None:
+    """``folder`` made absolute, refused where it is too wide (:func:`_too_wide`)."""
+    if folder is None:
+        return None
+    absolute = _absolute(folder)
+    why = _too_wide(absolute)
+    if why is not None:
+        raise _refused(folder, why)
+    return absolute
 
 
 AttachmentDirs = Annotated[
     tuple[Path, ...],
-    AfterValidator(_absolute_each),
+    AfterValidator(_shareable_each),
     Field(
         description="Folders of this computer whose files a draft may attach, named by path (absolute, or "
         "relative to the one folder holding it); no other file is ever read (docs/security.md, Local "
-        f"files). Empty (the default): off. Refused over the HTTP transport. {ATTACHMENT_DIRS_ENV} sets "
+        "files). Empty (the default): off. Never the root, the home folder, a folder holding it, or one "
+        f"holding .ssh, .gnupg, .aws or .config. Refused over the HTTP transport. {ATTACHMENT_DIRS_ENV} sets "
         "it (folders separated by ':', ';' on Windows).",
     ),
 ]
 DownloadDir = Annotated[
     Path | None,
-    AfterValidator(_absolute_or_none),
+    AfterValidator(_download_folder),
     Field(
         description="The folder imap_get_attachment saves attachments to when asked: a new file each, "
         "under a safe name from the attachment's own, never overwriting, mode 0600. Unset (the default): "
-        f"off, and the tool offers no save. Refused over the HTTP transport. {DOWNLOAD_DIR_ENV} sets it.",
+        "off, and the tool offers no save. Never the root, the home folder or a folder holding it. "
+        f"Refused over the HTTP transport. {DOWNLOAD_DIR_ENV} sets it.",
     ),
 ]
 
