@@ -37,7 +37,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,7 @@ from tests.support.dovecot import Dovecot  # noqa: E402
 from mail_imap_mcp.config import ServerSettings  # noqa: E402
 from mail_imap_mcp.content.documents import extract_text  # noqa: E402
 from mail_imap_mcp.content.images import prepare_image  # noqa: E402
+from mail_imap_mcp.mime.building import base64_size  # noqa: E402
 from mail_imap_mcp.services.attachment_text import extract_limits, image_limits  # noqa: E402
 from mail_imap_mcp.tools.get_attachment_models import GetAttachmentInput  # noqa: E402
 
@@ -311,6 +312,59 @@ def options(description: str, script: str) -> tuple[int, Path, str]:
     out_dir = (args.out or (ROOT / ".bench" / "quick" if args.quick else ROOT / "docs")).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     return runs, out_dir, f"scripts/{script}" + (" --quick" if args.quick else "") + " (run by scripts/bench)"
+
+
+def peak_results(part_bytes: int, growths: list[float], times: list[float], factor: int) -> dict[str, Any]:
+    """A peak-memory row's figures: the part and its size in base64, the bound (``factor`` x that), each
+    run's peak above idle and the median time."""
+    encoded_mb = base64_size(part_bytes) / MiB
+    return {
+        "part_mib": part_bytes / MiB,
+        "encoded_mib": round(encoded_mb, 1),
+        "bound_mib": round(factor * encoded_mb, 1),
+        "growth_mib": [round(g, 1) for g in growths],
+        "median_ms": round(statistics.median(times)),
+    }
+
+
+def measured(command: str, runs: int, where: str) -> str:
+    """The line saying when, how and where a section's figures were measured."""
+    when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"Measured {when} with `{command}` on this machine ({os.cpu_count()} CPUs, shared); {runs} runs, {where}."
+
+
+def peak_table(results: dict[str, Any], more: dict[str, str] | None = None) -> list[str]:
+    """The table of :func:`peak_results`: the largest run, each run, the bound, the median time, and the
+    columns ``more`` (heading: cell)."""
+    more = more or {}
+    growths = results["growth_mib"]
+    heads = ["peak above idle (largest run)", "each run", "bound", "median time", *more]
+    cells = [f"{max(growths)} MiB", f"{', '.join(map(str, growths))} MiB", f"{results['bound_mib']} MiB"]
+    cells += [f"{results['median_ms']} ms", *more.values()]
+    return [
+        f"| {' | '.join(heads)} |",
+        "| ---: | --- | ---: | ---: |" + " --- |" * len(more),
+        f"| {' | '.join(cells)} |",
+    ]
+
+
+def publish_peaks(
+    doc: str,
+    script: str,
+    measure: Callable[[int, Path], Awaitable[dict[str, Any]]],
+    section: Callable[[dict[str, Any], str, int], str],
+    markers: tuple[str, str, str],
+) -> None:
+    """Run a peak-memory benchmark (``script``, described by the first paragraph of ``doc``) and write its
+    section (``markers``: begin, end, heading) and its JSON (``benchmarks_<script's stem less bench_>``)."""
+    runs, out_dir, command = options(doc.split("\n\n")[0], script)
+    stem = Path(script).stem.removeprefix("bench_")
+    with tempfile.TemporaryDirectory(prefix=f"bench-{stem}-") as work:
+        results = anyio.run(measure, runs, Path(work))
+    say(f"peak above idle: {results['growth_mib']} MiB (bound {results['bound_mib']} MiB)")
+    write_section(out_dir / "benchmarks.md", section(results, command, runs), *markers)
+    (out_dir / f"benchmarks_{stem}.json").write_text(json.dumps(results, indent=2) + "\n")
+    say(f"wrote {out_dir / 'benchmarks.md'} ({markers[2]} section) and benchmarks_{stem}.json")
 
 
 def main() -> None:
