@@ -375,3 +375,55 @@ async def test_the_approval_page_in_chromium_shows_the_forwarded_message_and_the
     words = f"Tentatively accept 'Quarterly review', Tue 2 Dec 2025 10:00-11:00 Europe/Berlin (every occurrence), as {alice_at}"
     assert any(line.startswith("Invitation reply") and line.endswith(words) for line in answered), answered
     assert len(await _delivered(chain, carol, 1)) == 1 and len(await _delivered(chain, bob, 1)) == 1
+
+
+def _fetched(chain: SubmissionDovecot, user: str, mailbox: str, section: str) -> bytes:
+    """``BODY.PEEK[<section>]`` of the one message of ``mailbox``, as the server keeps it."""
+    imap = imaplib.IMAP4("127.0.0.1", chain.plain_port)
+    try:
+        imap.login(user, chain.password)
+        imap.select(mailbox, readonly=True)
+        _, data = imap.fetch("1", f"(BODY.PEEK[{section}])")
+    finally:
+        imap.logout()
+    item = data[0]
+    assert isinstance(item, tuple)
+    return bytes(item[1])
+
+
+async def test_a_large_original_forwarded_whole_is_read_in_chunks_with_progress_and_kept_byte_exact(
+    chain: SubmissionDovecot,
+) -> None:
+    """forward_as 'attachment' of a message over a few MB: its reading reports progress, in order, to its
+    end, and the draft's message/rfc822 part is the original byte for byte."""
+    alice, bob, carol = _setup(chain)
+    big = EmailMessage(policy=email.policy.SMTP)
+    big["From"], big["To"], big["Subject"] = chain.address(bob), chain.address(alice), "Big invoice"
+    big["Message-ID"] = f"<big-{time.monotonic_ns()}@acme.example>"
+    big.set_content("The scans.\n")
+    big.add_attachment(
+        os.urandom(5 * 1024 * 1024), maintype="application", subtype="pdf", filename="scan.pdf"
+    )
+    chain.seed(alice, "INBOX", [big.as_bytes()])
+    original = _fetched(chain, alice, "INBOX", "")
+    told: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(done: float, total: float | None, said: str | None) -> None:
+        told.append((done, total, said))
+
+    async for mcp in open_client(_config(chain, alice)):
+        (found,) = (await mcp.ok("imap_search_messages", {"mailbox": "INBOX"}))["messages"]
+        arguments = {
+            "forward_of": found["message_id"],
+            "forward_as": "attachment",
+            "to": [chain.address(carol)],
+        }
+        result = await mcp.client.call_tool(SAVE, arguments, progress_callback=progress)
+    envelope = result.structured_content or {}
+    assert envelope["success"], envelope
+    (attached,) = envelope["data"]["draft"]["attachments"]
+    assert (attached["content_type"], attached["size_bytes"]) == ("message/rfc822", len(original))
+    assert len(told) >= 3 and [done for done, _, _ in told] == sorted(done for done, _, _ in told)
+    assert told[-1][:2] == (len(original), len(original))
+    assert all(said == "reading the forwarded message" for _, _, said in told), told
+    assert _fetched(chain, alice, "Drafts", "2") == original  # the original whole, byte for byte

@@ -1,11 +1,13 @@
 """One message read by id: its headers, the text of its body parts and its attachment parts with
-bounded fetches (:func:`read_message`), or a window of its source (:func:`read_raw`). A page of many
-messages is :mod:`.fetch`.
+bounded fetches (:func:`read_message`), a window of its source (:func:`read_raw`), or its source whole
+copied into a file a chunk at a time (:func:`copy_raw`). A page of many messages is :mod:`.fetch`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.imap.fetch import (
@@ -17,6 +19,7 @@ from mail_imap_mcp.imap.fetch import (
     trusted_structure,
 )
 from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.parts import FETCH_CHUNK_BYTES
 from mail_imap_mcp.imap.records import BodyFormat, MessageRecord
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mime.authentication import TrustedServers
@@ -187,3 +190,29 @@ def read_raw(session: ImapSession, ref: MessageRef, offset: int, max_bytes: int)
         raise MessageGone(ref)
     data = find_item(response, b"BODY[]") or b""
     return RawWindow(total_size_bytes=int(response.get(b"RFC822.SIZE") or 0), data=bytes(data))
+
+
+def copy_raw(
+    session: ImapSession,
+    ref: MessageRef,
+    sink: BinaryIO,
+    *,
+    accept: Callable[[int], None],
+    told: Callable[[int, int], None],
+) -> int:
+    """The message source, byte for byte, written to ``sink`` in partial fetches of
+    ``FETCH_CHUNK_BYTES`` (one chunk in memory at a time); ``accept`` sees its size (RFC822.SIZE) with the
+    first chunk and raises to refuse it before more is read, ``told`` the bytes written so far and that
+    size. Returns the bytes written."""
+    window = read_raw(session, ref, 0, FETCH_CHUNK_BYTES)
+    total = window.total_size_bytes
+    accept(total)
+    written, chunk = 0, window.data
+    while chunk:
+        sink.write(chunk)
+        written += len(chunk)
+        told(written, total)
+        if len(chunk) < FETCH_CHUNK_BYTES:
+            break
+        chunk = read_raw(session, ref, written, FETCH_CHUNK_BYTES).data
+    return written

@@ -7,14 +7,17 @@ attachments by reference are (``services/draft_attachments.py``: each part fetch
 private temporary file, attached decoded as it was with its type, name, disposition and Content-ID, each at
 most ``max_attachment_bytes``). ``attachment``: the original whole as
 ``message/rfc822``, byte for byte as the server keeps it (7bit or 8bit, never re-encoded, RFC 2046
-5.2.1), at most ``max_attachment_bytes``.
+5.2.1), at most ``max_attachment_bytes``, copied a chunk at a time into a temporary file as the parts are
+(never whole in memory until the draft itself is built), with its progress reported.
 """
 
 from __future__ import annotations
 
+import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from email.message import EmailMessage
+from pathlib import Path
 from typing import Literal, Protocol
 
 from mail_imap_mcp import mime
@@ -28,14 +31,20 @@ from mail_imap_mcp.content.forwards import (
     forwarded_id,
     references,
 )
+from mail_imap_mcp.envelope.mcp import progress_reporter
 from mail_imap_mcp.imap.attachment_errors import AttachmentTooLarge
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.draft_errors import AttachmentRefused
 from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.read import read_raw
+from mail_imap_mcp.imap.read import copy_raw
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mime.building import Attachment
-from mail_imap_mcp.services.draft_attachments import SizeLimit, describe, take_attachments
+from mail_imap_mcp.services.draft_attachments import (
+    PROGRESS_FROM_BYTES,
+    SizeLimit,
+    describe,
+    take_attachments,
+)
 from mail_imap_mcp.services.drafts import DraftText, Original, read_original, sender
 from mail_imap_mcp.services.message_lookup import examine_for
 from mail_imap_mcp.services.message_read import MessageRead
@@ -83,28 +92,44 @@ def _parts(
         raise refused.cause from None
 
 
-def _whole(app: Call, connection: AccountConnection, original: Original) -> Attachment:
-    """The original as it is kept, as a ``message/rfc822`` attachment."""
+def _whole(
+    app: Call, connection: AccountConnection, original: Original, stack: ExitStack, within: SizeLimit | None
+) -> Attachment:
+    """The original as it is kept, as a ``message/rfc822`` attachment: copied from the server a chunk at a
+    time into a private temporary file ``stack`` removes (progress reported from ``PROGRESS_FROM_BYTES``),
+    at most ``max_attachment_bytes``."""
     ref, limit = original.ref, app.config.server.max_attachment_bytes
+    path = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mim-forward-"))) / "original.eml"
+    report = progress_reporter.get()
 
-    def read(session: ImapSession) -> bytes:
+    def accept(total: int) -> None:
+        if total > limit:
+            part = mime.Part("", "message/rfc822", {}, "8bit", total, None, None, None, None)
+            raise AttachmentTooLarge(part, limit, "max_attachment_bytes", size=total, exact=True)
+        if within is not None:  # refused before it is read where the draft could not take it
+            within.check(total)
+
+    def told(done: int, total: int) -> None:
+        if report is not None and total >= PROGRESS_FROM_BYTES:
+            report(done, total, "reading the forwarded message")
+
+    def read(session: ImapSession) -> tuple[int, bool]:
         examine_for(session, ref)
-        window = read_raw(session, ref, 0, limit + 1)
-        if window.total_size_bytes > limit:
-            part = mime.Part(
-                "", "message/rfc822", {}, "8bit", window.total_size_bytes, None, None, None, None
-            )
-            raise AttachmentTooLarge(
-                part, limit, "max_attachment_bytes", size=window.total_size_bytes, exact=True
-            )
-        return window.data
+        with path.open("w+b") as sink:  # a read run again (connection lost) starts afresh
+            size = copy_raw(session, ref, sink, accept=accept, told=told)
+            sink.seek(0)
+            return size, all(chunk.isascii() for chunk in iter(lambda: sink.read(1 << 20), b""))
 
-    raw = connection.run(read)
+    size, ascii_only = connection.run(read)
     detail = original.detail
     name = (one_line(detail.subject) or "forwarded message")[:100].translate(_NAME_UNSAFE) + ".eml"
-    source = describe(one_line(detail.subject), one_line(detail.from_))
-    return Attachment.of_bytes(
-        raw, name, "message/rfc822", source=source, encoding="7bit" if raw.isascii() else "8bit"
+    return Attachment(
+        name,
+        "message/rfc822",
+        size,
+        lambda: path.open("rb"),
+        describe(one_line(detail.subject), one_line(detail.from_)),
+        encoding="7bit" if ascii_only else "8bit",
     )
 
 
@@ -147,7 +172,8 @@ def forward_draft(
     if inline and original.detail.body_truncated:
         warnings.append(f"The original's text was cut at {FORWARD_MAX_CHARS:,} characters; forward_as "
                         "'attachment' carries it whole.")  # fmt: skip
-    attachments = (
-        _parts(app, connection, original, stack, within) if inline else [_whole(app, connection, original)]
-    )
+    if inline:
+        attachments = _parts(app, connection, original, stack, within)
+    else:
+        attachments = [_whole(app, connection, original, stack, within)]
     return Forward(message, attachments, original, warnings + original.warnings)
