@@ -314,10 +314,12 @@ def options(description: str, script: str) -> tuple[int, Path, str]:
     return runs, out_dir, f"scripts/{script}" + (" --quick" if args.quick else "") + " (run by scripts/bench)"
 
 
-def peak_results(part_bytes: int, growths: list[float], times: list[float], factor: int) -> dict[str, Any]:
-    """A peak-memory row's figures: the part and its size in base64, the bound (``factor`` x that), each
-    run's peak above idle and the median time."""
-    encoded_mb = base64_size(part_bytes) / MiB
+def peak_results(
+    part_bytes: int, growths: list[float], times: list[float], factor: int, encoded: int | None = None
+) -> dict[str, Any]:
+    """A peak-memory row's figures: the part and its size encoded (``encoded``, else in base64), the bound
+    (``factor`` x that), each run's peak above idle and the median time."""
+    encoded_mb = (base64_size(part_bytes) if encoded is None else encoded) / MiB
     return {
         "part_mib": part_bytes / MiB,
         "encoded_mib": round(encoded_mb, 1),
@@ -356,12 +358,16 @@ def publish_peaks(
     markers: tuple[str, str, str],
 ) -> None:
     """Run a peak-memory benchmark (``script``, described by the first paragraph of ``doc``) and write its
-    section (``markers``: begin, end, heading) and its JSON (``benchmarks_<script's stem less bench_>``)."""
+    section (``markers``: begin, end, heading) and its JSON (``benchmarks_<script's stem less bench_>``); a
+    benchmark of several rows gives them as ``cases``."""
     runs, out_dir, command = options(doc.split("\n\n")[0], script)
     stem = Path(script).stem.removeprefix("bench_")
     with tempfile.TemporaryDirectory(prefix=f"bench-{stem}-") as work:
         results = anyio.run(measure, runs, Path(work))
-    say(f"peak above idle: {results['growth_mib']} MiB (bound {results['bound_mib']} MiB)")
+    for row, found in results.get("cases", {"": results}).items():
+        say(
+            f"{row + ': ' if row else ''}peak above idle: {found['growth_mib']} MiB (bound {found['bound_mib']} MiB)"
+        )
     write_section(out_dir / "benchmarks.md", section(results, command, runs), *markers)
     (out_dir / f"benchmarks_{stem}.json").write_text(json.dumps(results, indent=2) + "\n")
     say(f"wrote {out_dir / 'benchmarks.md'} ({markers[2]} section) and benchmarks_{stem}.json")
