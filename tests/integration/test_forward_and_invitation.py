@@ -21,6 +21,7 @@ import re
 import time
 from collections.abc import Iterator
 from email.message import EmailMessage
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -58,9 +59,9 @@ def chain() -> Iterator[SubmissionDovecot]:
         yield server
 
 
-def _config(chain: SubmissionDovecot, user: str) -> Config:
+def _config(chain: SubmissionDovecot, user: str, **server: Any) -> Config:
     return make_config(
-        {"default": _settings(chain, user, chain.submission_port, "starttls", write_enabled=True)}
+        {"default": _settings(chain, user, chain.submission_port, "starttls", write_enabled=True)}, **server
     )
 
 
@@ -427,3 +428,66 @@ async def test_a_large_original_forwarded_whole_is_read_in_chunks_with_progress_
     assert told[-1][:2] == (len(original), len(original))
     assert all(said == "reading the forwarded message" for _, _, said in told), told
     assert _fetched(chain, alice, "Drafts", "2") == original  # the original whole, byte for byte
+
+
+def _names(saved: dict[str, Any]) -> list[str]:
+    return [attachment["name"] for attachment in saved["draft"]["attachments"]]
+
+
+async def test_a_revised_forward_keeps_the_replaced_drafts_attachments_unless_attachments_is_given(
+    chain: SubmissionDovecot, tmp_path: Path
+) -> None:
+    """forward_of with replace_message_id: what the forward carries is read afresh and never kept twice
+    (in either form), the replaced draft's other attachments are kept, and attachments given replaces
+    them; the last draft carries the invoice's PDF and image byte-exact."""
+    alice, bob, carol = _setup(chain)
+    invoice = _invoice(chain.address(bob), chain.address(alice))
+    chain.seed(alice, "INBOX", [invoice])
+    notes = tmp_path / "notes.txt"
+    notes.write_text("Cost centre 4711.\n")
+    config = _config(chain, alice, attachment_dirs=[str(tmp_path)])
+    async for mcp in open_client(config, elicitation_callback=answering("accept")):
+        (found,) = (await mcp.ok("imap_search_messages", {"mailbox": "INBOX"}))["messages"]
+        forward = {"forward_of": found["message_id"], "to": [chain.address(carol)]}
+        first = await mcp.ok(SAVE, {**forward, "attachments": [str(notes)]})
+        kept = await mcp.ok(SAVE, {**forward, "body_text": "v2", "replace_message_id": first["message_id"]})
+        whole = await mcp.ok(
+            SAVE, {**forward, "forward_as": "attachment", "replace_message_id": kept["message_id"]}
+        )
+        given = await mcp.ok(SAVE, {**forward, "replace_message_id": whole["message_id"], "attachments": []})
+    assert _names(first) == _names(kept) == ["invoice.pdf", "logo.png", "notes.txt"]
+    assert kept["draft"]["attachments"][2]["source"] == "kept from the draft it replaces"
+    assert _names(whole) == ["Invoice 2026-11.eml", "notes.txt"]
+    assert _names(given) == ["invoice.pdf", "logo.png"]
+    (draft,) = _files(chain, alice, "Drafts")
+    parsed = email.message_from_bytes(draft.read_bytes(), policy=email.policy.default)
+    assert _digests(parsed) == _digests(email.message_from_bytes(invoice, policy=email.policy.default))  # type: ignore[arg-type]
+    assert len(_files(chain, alice, "Trash")) == 3
+
+
+@pytest.mark.parametrize("forward_as", ["inline", "attachment"])
+async def test_a_forwarded_part_refused_names_forward_of_with_its_cause(
+    chain: SubmissionDovecot, forward_as: str
+) -> None:
+    """A part the forward carries (inline: a 100 KB PDF; attachment: the message whole) over
+    max_attachment_bytes: limit_exceeded naming forward_of, the argument the user wrote, and the setting."""
+    alice, bob, carol = _setup(chain)
+    scan = EmailMessage(policy=email.policy.SMTP)
+    scan["From"], scan["To"], scan["Subject"] = chain.address(bob), chain.address(alice), "Scan"
+    scan.set_content("The scan.\n")
+    scan.add_attachment(os.urandom(100_000), maintype="application", subtype="pdf", filename="scan.pdf")
+    chain.seed(alice, "INBOX", [scan.as_bytes()])
+    async for mcp in open_client(_config(chain, alice, max_attachment_bytes=65_536)):
+        (found,) = (await mcp.ok("imap_search_messages", {"mailbox": "INBOX"}))["messages"]
+        arguments = {
+            "forward_of": found["message_id"],
+            "forward_as": forward_as,
+            "to": [chain.address(carol)],
+        }
+        failed = await mcp.fail(SAVE, arguments, "limit_exceeded")
+    error = failed["error"]
+    assert error["details"]["parameter"] == "forward_of", error
+    assert error["details"]["setting"] == "max_attachment_bytes", error
+    assert error["message"].startswith("forward_of: ") and "max_attachment_bytes" in error["message"], error
+    assert error["details"]["part_id"] == ("2" if forward_as == "inline" else ""), error
+    assert _files(chain, alice, "Drafts") == []

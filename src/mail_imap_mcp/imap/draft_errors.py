@@ -66,17 +66,14 @@ class DraftNotReplaceable(ImapError):
 
 
 class AttachmentRefused(ImapError):
-    """Item ``index`` of a draft's ``attachments`` could not be taken: ``cause`` (a message or part that
-    cannot be read, a size limit), said as the failure registry says it, naming that item."""
+    """An attachment of a draft could not be taken: ``cause`` (a message or part that cannot be read, a
+    size limit), said as the failure registry says it, naming ``parameter``, the argument that asked for
+    it (``attachments[2]``, or ``forward_of`` for what a forward carries)."""
 
-    def __init__(self, index: int, cause: Exception) -> None:
-        super().__init__(f"attachments[{index}]: {cause}")
-        self.index = index
+    def __init__(self, parameter: str, cause: Exception) -> None:
+        super().__init__(f"{parameter}: {cause}")
+        self.parameter = parameter
         self.cause = cause
-
-    @property
-    def parameter(self) -> str:
-        return f"attachments[{self.index}]"
 
 
 class DraftTooLarge(ImapError):

@@ -61,11 +61,12 @@ def _not_replaceable(exc: DraftNotReplaceable, call: Call | None) -> ToolFailure
 
 
 def attachment_refused(exc: AttachmentRefused, cause: ToolFailure) -> ToolFailure:
-    """``cause`` (the registry's words of what refused the attachment) said of the item of
-    ``attachments`` that asked for it, naming it as ``parameter``."""
+    """``cause`` (the registry's words of what refused the attachment) said of the argument that asked
+    for it (an item of ``attachments``, ``forward_of``), naming it as ``parameter``."""
+    said = "" if "nothing was saved" in cause.message.lower() else " Nothing was saved."
     return ToolFailure(
         cause.code,
-        f"{exc.parameter}: {cause.message} Nothing was saved.",
+        f"{exc.parameter}: {cause.message}{said}",
         details={**cause.details, "parameter": exc.parameter},
         retryable=cause.retryable,
         next_action=cause.next_action,

@@ -159,13 +159,16 @@ def message_part(
     folder: Path,
     within: SizeLimit | None = None,
     so_far: int = 0,
+    parameter: str | None = None,
 ) -> Attachment:
     """Item ``index`` of ``attachments``, a part of a message of the account (``<message_id>#<part_id>``
     or its ``resource_uri``), decoded into a file of ``folder`` (at most ``max_attachment_bytes``); with
-    ``so_far`` encoded bytes of attachments before it, the draft must stay ``within``."""
-    ref, part_id = _part_named(app, connection.account_id, item, f"attachments[{index}]")
+    ``so_far`` encoded bytes of attachments before it, the draft must stay ``within``. A refusal names
+    ``parameter`` (by default the item, ``attachments[<index>]``)."""
+    parameter = parameter or f"attachments[{index}]"
+    ref, part_id = _part_named(app, connection.account_id, item, parameter)
     if not valid_part_id(part_id):
-        raise AttachmentRefused(index, InvalidPartId(part_id))
+        raise AttachmentRefused(parameter, InvalidPartId(part_id))
     limit = app.config.server.max_attachment_bytes
     found: list[mime.Part] = []
 
@@ -193,7 +196,7 @@ def message_part(
         if not read.complete:
             raise too_large(read.part, limit, "max_attachment_bytes", size=read.decoded_end)
     except (PartError, AttachmentTooLarge) as exc:
-        raise AttachmentRefused(index, exc) from None
+        raise AttachmentRefused(parameter, exc) from None
     return _part_attachment(read.part, read.written, path, source)
 
 
@@ -220,17 +223,20 @@ def take_attachments(
     *,
     kept: bool = False,
     within: SizeLimit | None = None,
+    parameter: str | None = None,
 ) -> list[Attachment]:
     """The attachments ``items`` ask for (each a part's ``resource_uri`` or a file's path), in order, parts
     read into a temporary folder ``stack`` removes (``kept``: the parts of the draft a revision replaces).
     Where the attachments taken so far, with the next part as its structure says, pass ``within``, the
-    draft is refused before that part is read."""
+    draft is refused before that part is read. A refusal names ``parameter`` (by default the item)."""
     folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mim-draft-")))
     taken: list[Attachment] = []
     for i, item in enumerate(items):
         if item.startswith(PART_PREFIX):
             so_far = sum(attachment.encoded_size for attachment in taken)
-            taken.append(message_part(app, connection, i, item, len(items), folder, within, so_far))
+            taken.append(
+                message_part(app, connection, i, item, len(items), folder, within, so_far, parameter)
+            )
         else:
             taken.append(file_attachment(app, i, item))
     return [replace(attachment, source=KEPT) for attachment in taken] if kept else taken

@@ -2,7 +2,8 @@
 a forward with what it carries, an invitation's answer) with its Bcc
 and the attachments asked for (``services/draft_attachments``), built by ``mime/building.py``, checked
 against the servers' size limits before it is saved. A revised draft (``replace_message_id``) keeps
-the attachments of the draft it replaces unless ``attachments`` is given (``[]``: none)."""
+the attachments of the draft it replaces unless ``attachments`` is given (``[]``: none); a revised forward
+too, besides what the forward carries (read afresh, never kept twice)."""
 
 from __future__ import annotations
 
@@ -42,11 +43,16 @@ class Composed:
     source: Source
 
 
-def kept_attachments(replaced: Replaced | None) -> list[str]:
-    """The parts of the draft ``replaced`` as items of ``attachments`` (kept by a revision)."""
+def kept_attachments(replaced: Replaced | None, carried: frozenset[tuple[str, str]]) -> list[str]:
+    """The parts of the draft ``replaced`` as items of ``attachments`` (kept by a revision), but those
+    ``carried`` names (by name and type: what the forward that revises it carries afresh)."""
     if replaced is None:
         return []
-    return [f"{replaced.ref.message_id}#{part.section}" for part in replaced.detail.attachments]
+    return [
+        f"{replaced.ref.message_id}#{part.section}"
+        for part in replaced.detail.attachments
+        if (part.filename or f"part-{part.section}", part.content_type.lower()) not in carried
+    ]
 
 
 def compose(
@@ -59,10 +65,11 @@ def compose(
 ) -> Composed:
     """The draft ``args`` ask for (a reply to ``original``, a revision of ``replaced``); its attachments'
     contents are read into temporary files ``stack`` removes."""
-    kept = args.attachments is None and args.forward_of is None  # a forward carries its own
-    items = kept_attachments(replaced) if kept else list(args.attachments or [])
-    within = size_limit(app, connection) if items or args.forward_of else None
+    kept = args.attachments is None
+    keeping = kept and replaced is not None and bool(replaced.detail.attachments)
+    within = size_limit(app, connection) if keeping or args.attachments or args.forward_of else None
     source = draft_source(app, connection, args, original, stack, within)
+    items = kept_attachments(replaced, source.carried) if kept else list(args.attachments or [])
     message = source.message
     text, header_id = text_of(message), str(message["Message-ID"])
     taken = take_attachments(app, connection, items, stack, kept=kept, within=within) if items else []

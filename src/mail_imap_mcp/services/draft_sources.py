@@ -18,7 +18,7 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.mime.building import Attachment
 from mail_imap_mcp.services.draft_attachments import SizeLimit
 from mail_imap_mcp.services.drafts import Original, build_draft, parse_own_id
-from mail_imap_mcp.services.forwards import ForwardRequest, forward_draft
+from mail_imap_mcp.services.forwards import ForwardRequest, carried, forward_draft
 from mail_imap_mcp.services.invitations import invitation_draft, read_invitation
 
 
@@ -48,6 +48,8 @@ class Source:
     invitation_reply: str | None = None
     #: The message forwarded in words ("'Invoice' of Acme <billing@acme.example>").
     forwarded: str | None = None
+    #: What a forward of that message carries in either form, by name and type (``forwards.carried``).
+    carried: frozenset[tuple[str, str]] = frozenset()
 
 
 def draft_source(
@@ -65,7 +67,13 @@ def draft_source(
         ref = parse_own_id(app, connection.account_id, args.forward_of, "forward_of")
         forward = forward_draft(app, connection, account, ref, args, stack, within)
         return Source(
-            forward.message, forward.warnings, forward.attachments, forward.original, None, forward.shown
+            forward.message,
+            forward.warnings,
+            forward.attachments,
+            forward.original,
+            None,
+            forward.shown,
+            carried(forward.original),
         )
     if args.reply_to_invitation is not None:
         ref = parse_own_id(app, connection.account_id, args.reply_to_invitation, "reply_to_invitation")

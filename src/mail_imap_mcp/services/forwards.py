@@ -34,7 +34,7 @@ from mail_imap_mcp.content.forwards import (
 from mail_imap_mcp.envelope.mcp import progress_reporter
 from mail_imap_mcp.imap.attachment_errors import AttachmentTooLarge
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.draft_errors import AttachmentRefused
+from mail_imap_mcp.imap.draft_errors import AttachmentRefused, DraftTooLarge
 from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.read import copy_raw
 from mail_imap_mcp.imap.session import ImapSession
@@ -83,13 +83,26 @@ def _parts(
 ) -> list[Attachment]:
     """The original's attachments, each fetched part by part into a temporary file ``stack`` removes
     (``services/draft_attachments.py``, as an attachment by reference: its size limits, its progress, its
-    source in words); a refusal says the part's own problem (the forward names no item of attachments)."""
+    source in words); a refusal names ``forward_of`` with the part's own problem."""
     assert isinstance(original.detail, MessageRead)
     items = [f"{original.ref.message_id}#{part.section}" for part in original.detail.attachments]
     try:
-        return take_attachments(app, connection, items, stack, within=within)
-    except AttachmentRefused as refused:
-        raise refused.cause from None
+        return take_attachments(app, connection, items, stack, within=within, parameter="forward_of")
+    except DraftTooLarge as exc:
+        raise AttachmentRefused("forward_of", exc) from None
+
+
+def _eml_name(original: Original) -> str:
+    """The file name of the original attached whole."""
+    return (one_line(original.detail.subject) or "forwarded message")[:100].translate(_NAME_UNSAFE) + ".eml"
+
+
+def carried(original: Original) -> frozenset[tuple[str, str]]:
+    """The attachments a forward of ``original`` carries in either form, by name and type: its parts
+    (inline) and itself whole (attachment); what a revision of a forward does not keep twice."""
+    assert isinstance(original.detail, MessageRead)
+    parts = {(p.filename or f"part-{p.section}", p.content_type.lower()) for p in original.detail.attachments}
+    return frozenset({*parts, (_eml_name(original), "message/rfc822")})
 
 
 def _whole(
@@ -120,11 +133,13 @@ def _whole(
             sink.seek(0)
             return size, all(chunk.isascii() for chunk in iter(lambda: sink.read(1 << 20), b""))
 
-    size, ascii_only = connection.run(read)
+    try:
+        size, ascii_only = connection.run(read)
+    except (AttachmentTooLarge, DraftTooLarge) as exc:
+        raise AttachmentRefused("forward_of", exc) from None
     detail = original.detail
-    name = (one_line(detail.subject) or "forwarded message")[:100].translate(_NAME_UNSAFE) + ".eml"
     return Attachment(
-        name,
+        _eml_name(original),
         "message/rfc822",
         size,
         lambda: path.open("rb"),
