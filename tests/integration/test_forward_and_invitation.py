@@ -491,3 +491,43 @@ async def test_a_forwarded_part_refused_names_forward_of_with_its_cause(
     assert error["message"].startswith("forward_of: ") and "max_attachment_bytes" in error["message"], error
     assert error["details"]["part_id"] == ("2" if forward_as == "inline" else ""), error
     assert _files(chain, alice, "Drafts") == []
+
+
+def _reply_of(raw: bytes) -> Any:
+    """The account's attendee line of the iMIP REPLY in a delivered message."""
+    _, calendar = _calendar_of(raw)
+    (event,) = calendar.walk("VEVENT")
+    return event["ATTENDEE"]
+
+
+async def test_an_agent_forwards_an_invoice_and_accepts_an_invitation_through_a_client_that_asks(
+    chain: SubmissionDovecot,
+) -> None:
+    """Issue 59's "done when", the client with elicitation: one agent's session forwards the invoice with its
+    PDF and image to accounting and accepts the invitation; the user is asked each time, in words; each
+    recipient gets its message once, the attachments byte-exact (sha256)."""
+    alice, bob, carol = _setup(chain)
+    alice_at, bob_at, carol_at = (chain.address(u) for u in (alice, bob, carol))
+    invoice = _invoice(bob_at, alice_at)
+    chain.seed(alice, "INBOX", [invoice, invitation_mail(bob_at, alice_at, google(bob_at, [alice_at]))])
+    received, accepting = _received(chain), answering("accept")
+    async for mcp in open_client(_config(chain, alice), elicitation_callback=accepting, mode="legacy"):
+        forward = await mcp.ok(SAVE, {"forward_of": await _invitation_id(mcp, "Invoice"), "to": [carol_at]})
+        sent = [await mcp.ok(SEND, {"message_id": forward["message_id"]})]
+        arguments = {
+            "reply_to_invitation": await _invitation_id(mcp, "Invitation"),
+            "invitation_answer": "accept",
+        }
+        reply = await mcp.ok(SAVE, arguments)
+        sent.append(await mcp.ok(SEND, {"message_id": reply["message_id"]}))
+    assert [(s["outcome"], s["accepted"]) for s in sent] == [("sent", [carol_at]), ("sent", [bob_at])]
+    forwarded, answered = accepting.asked
+    assert f"Forwards: the message 'Invoice 2026-11' of Acme Billing <{bob_at}>" in forwarded.splitlines()
+    assert "invoice.pdf" in forwarded and "Invitation reply: Accept 'Quarterly review'" in answered
+    (got,) = await _delivered(chain, carol, 1)
+    (answer,) = await _delivered(chain, bob, 1)
+    assert _received(chain) == received + 2
+    delivered = email.message_from_bytes(got, policy=email.policy.default)
+    assert _digests(delivered) == _digests(email.message_from_bytes(invoice, policy=email.policy.default))  # type: ignore[arg-type]
+    attendee = _reply_of(answer)
+    assert str(attendee).lower() == f"mailto:{alice_at}" and attendee.params["PARTSTAT"] == "ACCEPTED"
