@@ -10,6 +10,8 @@ bundle's wheel and locked dependencies into the unpacked bundle, and the server 
 
 from __future__ import annotations
 
+import email
+import email.policy
 import json
 import os
 import re
@@ -570,6 +572,91 @@ async def test_the_bundle_sends_a_reply_once_the_user_pressed_send_in_the_browse
         (kept,) = _files(chain, sender)
         assert "R" in _flags(kept) and len(_files(chain, sender, "Sent")) == 1
         assert _files(chain, sender, "Drafts") == []
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif(not chromium.installed(), reason="chromium and chromium-driver are not installed")
+async def test_the_bundle_forwards_an_invoice_and_accepts_an_invitation_once_the_user_pressed_send(
+    bundle: Path, tmp_path: Path
+) -> None:
+    """Issue 59's "done when" on Claude Desktop's path: the bundle installed with writes and sending allowed
+    on its form, an agent's client without elicitation forwards the invoice (its PDF and image) and accepts
+    the invitation; the user's browser, headless Chromium, shows each approval page (the forwarded message,
+    each attachment with its source; the answer in words) and presses "Send"; each recipient gets its
+    message once, through the real chain, the attachments byte-exact (sha256)."""
+    from tests.integration.test_forward_and_invitation import _digests, _invoice, _reply_of
+    from tests.integration.test_send import (
+        CHROMIUM_BROWSER,
+        _decided,
+        _delivered,
+        _page_and_answer,
+        _received,
+        _setup,
+    )
+    from tests.support.invitations import google, invitation_mail
+
+    with SubmissionDovecot() as chain:
+        alice, bob, carol = _setup(chain)
+        alice_at, bob_at, carol_at = (chain.address(u) for u in (alice, bob, carol))
+        invoice = _invoice(bob_at, alice_at)
+        chain.seed(alice, "INBOX", [invoice, invitation_mail(bob_at, alice_at, google(bob_at, [alice_at]))])
+        form = {
+            **the_form(chain, alice),
+            "email_address": alice_at,
+            "allow_writes": True,
+            "allow_sending": True,
+            "allowed_recipients": f"@{DOMAIN}",
+            "smtp_host": "127.0.0.1",
+            "smtp_port": str(chain.submissions_port),
+        }
+        bundle_dir = tmp_path / "Claude" / "Claude Extensions" / "mail-imap-mcp"
+        (tmp_path / "Claude" / "home").mkdir(parents=True)
+        params = install(bundle, bundle_dir, form)
+        done, received = tmp_path / "page.txt", _received(chain)
+        assert params.env is not None
+        params.env |= {
+            "BROWSER": CHROMIUM_BROWSER,
+            "APPROVAL_TEST_PRESS": "send",
+            "APPROVAL_TEST_DONE": str(done),
+        }
+        pages, answers = [], []
+        async with Client(params) as client:  # declares no elicitation
+            mcp = EnvelopeClient(client)
+
+            async def found(subject: str) -> str:
+                data = await mcp.ok("imap_search_messages", {"mailbox": "INBOX", "subject": subject})
+                return str(data["messages"][0]["message_id"])
+
+            drafts = [
+                await mcp.ok("imap_save_draft", {"forward_of": await found("Invoice"), "to": [carol_at]}),
+                await mcp.ok(
+                    "imap_save_draft",
+                    {"reply_to_invitation": await found("Invitation"), "invitation_answer": "accept"},
+                ),
+            ]
+            for draft in drafts:
+                call = await mcp.call("imap_send_draft", {"message_id": draft["message_id"]})
+                answers.append(await _decided(mcp, call))
+                pages.append((await _page_and_answer(done))[0])
+                done.unlink()  # the next page's browser writes it afresh
+        assert [(a["data"]["outcome"], a["data"]["accepted"]) for a in answers] == [
+            ("sent", [carol_at]),
+            ("sent", [bob_at]),
+        ], answers
+        forwarded, answered = (page.splitlines() for page in pages)
+        shown = f"the message 'Invoice 2026-11' of Acme Billing <{bob_at}>"
+        assert any(line.startswith("Forwards") and line.endswith(shown) for line in forwarded), forwarded
+        (pdf,) = [line for line in forwarded if line.startswith("invoice.pdf")]
+        assert "from the message 'Invoice 2026-11' of Acme Billing" in pdf, forwarded
+        words = "Accept 'Quarterly review', Tue 2 Dec 2025 10:00-11:00 Europe/Berlin (every occurrence)"
+        assert any(line.startswith("Invitation reply") and words in line for line in answered), answered
+        (got,) = await _delivered(chain, carol, 1)
+        (reply,) = await _delivered(chain, bob, 1)
+        assert _received(chain) == received + 2
+        expected = _digests(email.message_from_bytes(invoice, policy=email.policy.default))
+        assert _digests(email.message_from_bytes(got, policy=email.policy.default)) == expected
+        attendee = _reply_of(reply)
+        assert str(attendee).lower() == f"mailto:{alice_at}" and attendee.params["PARTSTAT"] == "ACCEPTED"
 
 
 @pytest.mark.anyio

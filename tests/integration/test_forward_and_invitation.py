@@ -461,7 +461,7 @@ async def test_a_revised_forward_keeps_the_replaced_drafts_attachments_unless_at
     assert _names(given) == ["invoice.pdf", "logo.png"]
     (draft,) = _files(chain, alice, "Drafts")
     parsed = email.message_from_bytes(draft.read_bytes(), policy=email.policy.default)
-    assert _digests(parsed) == _digests(email.message_from_bytes(invoice, policy=email.policy.default))  # type: ignore[arg-type]
+    assert _digests(parsed) == _digests(email.message_from_bytes(invoice, policy=email.policy.default))
     assert len(_files(chain, alice, "Trash")) == 3
 
 
@@ -528,6 +528,6 @@ async def test_an_agent_forwards_an_invoice_and_accepts_an_invitation_through_a_
     (answer,) = await _delivered(chain, bob, 1)
     assert _received(chain) == received + 2
     delivered = email.message_from_bytes(got, policy=email.policy.default)
-    assert _digests(delivered) == _digests(email.message_from_bytes(invoice, policy=email.policy.default))  # type: ignore[arg-type]
+    assert _digests(delivered) == _digests(email.message_from_bytes(invoice, policy=email.policy.default))
     attendee = _reply_of(answer)
     assert str(attendee).lower() == f"mailto:{alice_at}" and attendee.params["PARTSTAT"] == "ACCEPTED"
