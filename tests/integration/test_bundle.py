@@ -516,6 +516,34 @@ def test_the_built_wheel_runs_with_pipx_as_a_user_runs_it(bundle: Path, tmp_path
     assert done.stdout.strip() == f"mail-imap-mcp {package_version()}"
 
 
+def sending_bundle(
+    bundle: Path, tmp_path: Path, chain: SubmissionDovecot, user: str, **form: Any
+) -> tuple[StdioServerParameters, Path]:
+    """The bundle installed for ``user`` of ``chain`` with sending allowed on its form (and ``form``'s
+    other fields), whose user's browser (BROWSER, as the desktop session has it) is headless Chromium
+    pressing "Send" on each approval page and writing what it saw to the file returned with it."""
+    filled = {
+        **the_form(chain, user),
+        "email_address": chain.address(user),
+        "allow_sending": True,
+        "allowed_recipients": f"@{DOMAIN}",
+        "smtp_host": "127.0.0.1",
+        "smtp_port": str(chain.submissions_port),
+        **form,
+    }
+    bundle_dir = tmp_path / "Claude" / "Claude Extensions" / "mail-imap-mcp"
+    (tmp_path / "Claude" / "home").mkdir(parents=True)
+    params = install(bundle, bundle_dir, filled)
+    done = tmp_path / "page.txt"
+    assert params.env is not None
+    params.env |= {
+        "BROWSER": CHROMIUM_BROWSER,
+        "APPROVAL_TEST_PRESS": "send",
+        "APPROVAL_TEST_DONE": str(done),
+    }
+    return params, done
+
+
 @pytest.mark.anyio
 async def test_the_bundle_sends_a_reply_once_the_user_pressed_send_in_the_browser(
     bundle: Path, tmp_path: Path
@@ -524,7 +552,6 @@ async def test_the_bundle_sends_a_reply_once_the_user_pressed_send_in_the_browse
     without elicitation, the user's browser (BROWSER, as the desktop session has it) headless Chromium
     pressing "Send" on the approval page; the recipient reads the reply once, through the real chain."""
     from tests.integration.test_send import (
-        CHROMIUM_BROWSER,
         _decided,
         _delivered,
         _files,
@@ -538,24 +565,7 @@ async def test_the_bundle_sends_a_reply_once_the_user_pressed_send_in_the_browse
         for box in ("Drafts", "Trash", "Sent"):
             chain.ensure_folder(sender, box)
         asked_id, _ = _reply_to(chain, sender, bob)
-        form = {
-            **the_form(chain, sender),
-            "email_address": chain.address(sender),
-            "allow_sending": True,
-            "allowed_recipients": f"@{DOMAIN}",
-            "smtp_host": "127.0.0.1",
-            "smtp_port": str(chain.submissions_port),
-        }
-        bundle_dir = tmp_path / "Claude" / "Claude Extensions" / "mail-imap-mcp"
-        (tmp_path / "Claude" / "home").mkdir(parents=True)
-        params = install(bundle, bundle_dir, form)
-        done = tmp_path / "page.txt"
-        assert params.env is not None
-        params.env |= {
-            "BROWSER": CHROMIUM_BROWSER,
-            "APPROVAL_TEST_PRESS": "send",
-            "APPROVAL_TEST_DONE": str(done),
-        }
+        params, done = sending_bundle(bundle, tmp_path, chain, sender)
         async with Client(params) as client:  # declares no elicitation
             mcp = EnvelopeClient(client)
             (draft,) = (await mcp.ok("imap_search_messages", {"mailbox": "Drafts"}))["messages"]
@@ -586,7 +596,6 @@ async def test_the_bundle_forwards_an_invoice_and_accepts_an_invitation_once_the
     message once, through the real chain, the attachments byte-exact (sha256)."""
     from tests.integration.test_forward_and_invitation import _digests, _invoice, _reply_of
     from tests.integration.test_send import (
-        CHROMIUM_BROWSER,
         _decided,
         _delivered,
         _page_and_answer,
@@ -600,25 +609,8 @@ async def test_the_bundle_forwards_an_invoice_and_accepts_an_invitation_once_the
         alice_at, bob_at, carol_at = (chain.address(u) for u in (alice, bob, carol))
         invoice = _invoice(bob_at, alice_at)
         chain.seed(alice, "INBOX", [invoice, invitation_mail(bob_at, alice_at, google(bob_at, [alice_at]))])
-        form = {
-            **the_form(chain, alice),
-            "email_address": alice_at,
-            "allow_writes": True,
-            "allow_sending": True,
-            "allowed_recipients": f"@{DOMAIN}",
-            "smtp_host": "127.0.0.1",
-            "smtp_port": str(chain.submissions_port),
-        }
-        bundle_dir = tmp_path / "Claude" / "Claude Extensions" / "mail-imap-mcp"
-        (tmp_path / "Claude" / "home").mkdir(parents=True)
-        params = install(bundle, bundle_dir, form)
-        done, received = tmp_path / "page.txt", _received(chain)
-        assert params.env is not None
-        params.env |= {
-            "BROWSER": CHROMIUM_BROWSER,
-            "APPROVAL_TEST_PRESS": "send",
-            "APPROVAL_TEST_DONE": str(done),
-        }
+        params, done = sending_bundle(bundle, tmp_path, chain, alice, allow_writes=True)
+        received = _received(chain)
         pages, answers = [], []
         async with Client(params) as client:  # declares no elicitation
             mcp = EnvelopeClient(client)
