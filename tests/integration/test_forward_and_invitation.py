@@ -531,3 +531,22 @@ async def test_an_agent_forwards_an_invoice_and_accepts_an_invitation_through_a_
     assert _digests(delivered) == _digests(email.message_from_bytes(invoice, policy=email.policy.default))
     attendee = _reply_of(answer)
     assert str(attendee).lower() == f"mailto:{alice_at}" and attendee.params["PARTSTAT"] == "ACCEPTED"
+
+
+async def test_a_revised_invitation_reply_carries_only_its_new_answer(chain: SubmissionDovecot) -> None:
+    """reply_to_invitation with replace_message_id (accepted, then declined): the replaced draft's REPLY is
+    not kept as an attachment beside the new one; the draft holds one calendar part, the new PARTSTAT."""
+    alice, bob, _ = _setup(chain)
+    alice_at, bob_at = chain.address(alice), chain.address(bob)
+    chain.seed(alice, "INBOX", [invitation_mail(bob_at, alice_at, google(bob_at, [alice_at]))])
+    async for mcp in open_client(_config(chain, alice), elicitation_callback=answering("accept")):
+        answer = {"reply_to_invitation": await _invitation_id(mcp)}
+        first = await mcp.ok(SAVE, {**answer, "invitation_answer": "accept"})
+        revised = await mcp.ok(
+            SAVE, {**answer, "invitation_answer": "decline", "replace_message_id": first["message_id"]}
+        )
+    assert revised["draft"]["attachments"] == []
+    (draft,) = _files(chain, alice, "Drafts")
+    raw = draft.read_bytes()
+    assert raw.count(b"Content-Type: text/calendar") == 1
+    assert _reply_of(raw).params["PARTSTAT"] == "DECLINED"

@@ -45,13 +45,14 @@ class Composed:
 
 def kept_attachments(replaced: Replaced | None, carried: frozenset[tuple[str, str]]) -> list[str]:
     """The parts of the draft ``replaced`` as items of ``attachments`` (kept by a revision), but those
-    ``carried`` names (by name and type: what the forward that revises it carries afresh)."""
+    ``carried`` names (by file name, "" for none, and type: what the forward or invitation reply that
+    revises it makes afresh)."""
     if replaced is None:
         return []
     return [
         f"{replaced.ref.message_id}#{part.section}"
         for part in replaced.detail.attachments
-        if (part.filename or f"part-{part.section}", part.content_type.lower()) not in carried
+        if (part.filename or "", part.content_type.lower()) not in carried
     ]
 
 

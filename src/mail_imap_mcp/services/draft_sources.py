@@ -21,6 +21,9 @@ from mail_imap_mcp.services.drafts import Original, build_draft, parse_own_id
 from mail_imap_mcp.services.forwards import ForwardRequest, carried, forward_draft
 from mail_imap_mcp.services.invitations import invitation_draft, read_invitation
 
+#: An invitation reply's own part: the REPLY, a ``text/calendar`` part without a file name.
+_CALENDAR_REPLY = frozenset({("", "text/calendar")})
+
 
 class SourceRequest(ForwardRequest, Protocol):
     """What choosing a draft's source reads of imap_save_draft's arguments, besides its text's."""
@@ -48,7 +51,9 @@ class Source:
     invitation_reply: str | None = None
     #: The message forwarded in words ("'Invoice' of Acme <billing@acme.example>").
     forwarded: str | None = None
-    #: What a forward of that message carries in either form, by name and type (``forwards.carried``).
+    #: The parts this source makes afresh, by file name ("" for none) and type, which a revision does not
+    #: keep from the draft it replaces: what a forward carries in either form (``forwards.carried``), an
+    #: invitation reply's calendar part.
     carried: frozenset[tuple[str, str]] = frozenset()
 
 
@@ -82,6 +87,12 @@ def draft_source(
         invitation = read_invitation(app, connection, ref, args.invitation_answer, args.body_text, identities)
         message, warnings = invitation_draft(account, invitation, args)
         warnings += invitation.original.warnings
-        return Source(message, warnings, made_of=invitation.original, invitation_reply=invitation.reply.words)
+        return Source(
+            message,
+            warnings,
+            made_of=invitation.original,
+            invitation_reply=invitation.reply.words,
+            carried=_CALENDAR_REPLY,
+        )
     message, warnings = build_draft(account, original, args)
     return Source(message, warnings)
