@@ -15,8 +15,9 @@ from tests.support.dovecot import Dovecot
 
 pytestmark = pytest.mark.anyio
 
-# Sending has its own gate (send_enabled; tests/integration/test_send.py), never write_enabled.
-WRITE_TOOLS = sorted(spec.name for spec in TOOLS if spec.writes and not spec.for_writes and not spec.sends)
+# The tools write_enabled lists and gates: sending (send_enabled; tests/integration/test_send.py) and
+# unsubscribing (unsubscribe_enabled; test_unsubscribe.py) have switches of their own, never write_enabled.
+WRITE_TOOLS = sorted(spec.name for spec in TOOLS if spec.needs_writes and not spec.for_writes)
 
 
 def write_calls(message_id: str) -> dict[str, dict[str, Any]]:
