@@ -40,6 +40,7 @@ from tests.support.oidc_provider import OidcProvider
 from tests.support.own_home import XDG_BASES, home_of_the_process, remove_home, violations
 from tests.support.patience import describe as describe_patience
 from tests.support.postgres import ENGINES, IndexEngineParam, PostgresServer
+from tests.support.rewrite_ahead import rewrite_ahead
 from tests.support.run_lifetime import end_run_on_sigterm
 from tests.support.secret_service import SecretService, running_secret_service
 from tests.support.team import MASTER_LOGINS
@@ -68,6 +69,8 @@ def pytest_configure(config: pytest.Config) -> None:
     end_run_on_sigterm(config)  # servers never outlive a run ended by SIGTERM
     config.pluginmanager.register(CpuReport(config), "cpu_report")
     check_each_schema_once()
+    if config.getoption("numprocesses", None) and not hasattr(config, "workerinput"):
+        rewrite_ahead(config)  # xdist's controller, before its workers start (tests/support/rewrite_ahead.py)
     # Before any fixture: the session's servers and every child inherit a home that is not the user's.
     config.stash[_PROCESS_HOME] = home_of_the_process()
 
