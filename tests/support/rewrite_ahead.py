@@ -36,12 +36,18 @@ _CHECKED_HASH = b"\x03\x00\x00\x00"
 def _test_modules(config: pytest.Config, args: Sequence[str]) -> Iterator[Path]:
     """The files of ``args`` (a run's arguments) that pytest would rewrite as test modules."""
     patterns = [*config.getini("python_files"), "conftest.py"]
+    skipped = config.getini("norecursedirs")  # as pytest: .venv, build, node_modules...
     seen: set[Path] = set()
     for arg in args:
         path = (config.invocation_params.dir / arg.split("::", 1)[0]).resolve()
-        files = path.rglob("*.py") if path.is_dir() else [path]
+        files = path.rglob("*.py") if path.is_dir() else [path] if path.is_file() else []
         for file in files:
-            if file not in seen and any(fnmatch.fnmatch(file.name, pattern) for pattern in patterns):
+            below = file.relative_to(path).parts[:-1] if path.is_dir() else ()
+            if (
+                file not in seen
+                and any(fnmatch.fnmatch(file.name, pattern) for pattern in patterns)
+                and not any(fnmatch.fnmatch(part, pattern) for part in below for pattern in skipped)
+            ):
                 seen.add(file)
                 yield file
 
@@ -74,7 +80,7 @@ def rewrite_ahead(config: pytest.Config, args: Sequence[str] | None = None) -> i
             continue
         try:
             source_hash, code = rewrite._rewrite_test(source, config)
-        except SyntaxError:
+        except (OSError, SyntaxError):
             continue  # the worker's collection reports it
         written += rewrite._write_pyc(state, code, source_hash, pyc)
     return written

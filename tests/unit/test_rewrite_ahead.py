@@ -25,6 +25,8 @@ def test_each_test_module_is_rewritten_once_into_the_file_pytest_reads(
     source = tmp_path / "test_sample.py"
     source.write_text("def test_sum():\n    total = 1 + 1\n    assert total == 3\n")
     (tmp_path / "helper.py").write_text("VALUE = 1\n")
+    (tmp_path / ".venv").mkdir()  # pytest does not look there (norecursedirs), nor does the controller
+    (tmp_path / ".venv" / "test_theirs.py").write_text("def test_theirs():\n    assert True\n")
 
     assert rewrite_ahead(pytestconfig, [str(tmp_path)]) == 1
     namespace: dict[str, Any] = {}
@@ -32,6 +34,8 @@ def test_each_test_module_is_rewritten_once_into_the_file_pytest_reads(
     with pytest.raises(AssertionError, match="assert 2 == 3"):  # pytest's explanation: rewritten
         namespace["test_sum"]()
     assert _rewritten(tmp_path / "helper.py") is None  # not a test module: left to Python
+    assert not (tmp_path / ".venv" / "__pycache__").exists()
+    assert rewrite_ahead(pytestconfig, [str(tmp_path / "test_missing.py")]) == 0  # the run says it is missing
 
     assert rewrite_ahead(pytestconfig, [f"{source}::test_sum"]) == 0  # current: not again
     source.write_text("def test_sum():\n    assert 1 + 1 == 2\n")
