@@ -185,6 +185,21 @@ def test_a_directory_swapped_back_and_forth_while_read_many_times_never_lets_the
     assert sum(outcomes.values()) == 400, outcomes
 
 
+def test_a_link_that_stops_being_a_link_while_it_is_followed_is_refused(
+    home: Path, reads: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The swap of a link back to a directory between realpath's lstat and its readlink (EINVAL there;
+    seen once in the race above) is a refusal, not an error the caller cannot name."""
+    (home / "Documents" / "via").symlink_to(home / "Documents" / "inner")
+
+    def swapped_meanwhile(path: str | bytes | os.PathLike[str], *args: object, **kwargs: object) -> str:
+        raise OSError(errno.EINVAL, "Invalid argument", os.fspath(path))
+
+    monkeypatch.setattr(os, "readlink", swapped_meanwhile)
+    _refused("via/doc.txt", [home / "Documents"], OutsideFolders)
+    assert reads == []
+
+
 def test_a_hard_link_to_a_file_outside_is_refused(home: Path, reads: list[int]) -> None:
     os.link(home / "secret.txt", home / "Documents" / "linked.txt")
     refused = _refused("linked.txt", [home / "Documents"], NotRegularFile)

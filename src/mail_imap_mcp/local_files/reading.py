@@ -80,17 +80,26 @@ def _shown(folder: str, resolved: str) -> str:
     return os.path.relpath(resolved, os.path.dirname(folder)).replace(os.sep, "/")
 
 
+def _resolved(path: str, parameter: str) -> str:
+    """``path`` with its links followed; :class:`OutsideFolders` where a link changes while it is followed
+    (a link swapped for a directory between ``realpath``'s lstat and readlink raises EINVAL there)."""
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        raise OutsideFolders(parameter) from None
+
+
 def _find(path: str, folders: Sequence[str], parameter: str) -> _Found:
     """The folder holding ``path`` and the path resolved inside it; :class:`OutsideFolders` otherwise."""
     if os.path.isabs(path):
-        resolved = os.path.realpath(path)
+        resolved = _resolved(path, parameter)
         for folder in folders:
             if lies_inside(resolved, folder):
                 return _Found(folder, resolved)
         raise OutsideFolders(parameter)
     if ".." in Path(path).parts:
         raise OutsideFolders(parameter)
-    inside = [_Found(folder, os.path.realpath(os.path.join(folder, path))) for folder in folders]
+    inside = [_Found(folder, _resolved(os.path.join(folder, path), parameter)) for folder in folders]
     inside = [found for found in inside if lies_inside(found.resolved, found.folder)]
     holders = [found for found in inside if os.path.lexists(found.resolved)]
     if len(holders) > 1:
@@ -121,8 +130,8 @@ def _still_inside(descriptor: int, found: _Found, status: os.stat_result) -> boo
     real = platform.real_path(descriptor, found.resolved)
     if real is not None:
         return lies_inside(real, found.folder)
-    again = os.path.realpath(found.resolved)
     try:
+        again = os.path.realpath(found.resolved)
         there = os.stat(again, follow_symlinks=False)
     except OSError:
         return False
