@@ -32,7 +32,13 @@ from mail_imap_mcp.sdk import lowlevel_server
 from mail_imap_mcp.services.attachment_fetch import attachment_blob
 from mail_imap_mcp.state import ANONYMOUS, user_of
 from mail_imap_mcp.subscriptions import MailboxSubscriptions
-from mail_imap_mcp.tool_calls import build_tools, hidden_arguments, listed_annotations, unlisted_tools
+from mail_imap_mcp.tool_calls import (
+    build_tools,
+    hidden_arguments,
+    hidden_values,
+    listed_annotations,
+    unlisted_tools,
+)
 from mail_imap_mcp.version import package_version
 
 log = logging.getLogger("mail_imap_mcp")
@@ -66,12 +72,14 @@ class MailServer(MCPServer[None]):
         unlisted: Callable[[str], set[str]],
         hidden_arguments: Callable[[str], dict[str, set[str]]] = lambda user: {},
         listed_annotations: Callable[[str], dict[str, dict[str, Any]]] = lambda user: {},
+        hidden_values: Callable[[str], dict[str, dict[str, set[str]]]] = lambda user: {},
         **options: Any,
     ) -> None:
         super().__init__(**options)
         self._unlisted = unlisted
         self._hidden_arguments = hidden_arguments
         self._listed_annotations = listed_annotations
+        self._hidden_values = hidden_values
         self._blobs: list[tuple[ResourceTemplate, BlobReader]] = []
         lowlevel_server(self).add_request_handler(
             "tools/list", PaginatedRequestParams, self._list_for_request
@@ -81,15 +89,19 @@ class MailServer(MCPServer[None]):
         return await self.list_tools_for(ANONYMOUS)
 
     async def list_tools_for(self, user: str) -> list[MCPTool]:
-        """The tools ``user`` sees listed, each without the arguments of a capability that is off and
-        with the annotations of the arguments listed."""
-        hidden, arguments, hints = (
+        """The tools ``user`` sees listed, each without the arguments and values of a capability that is
+        off and with the annotations of the arguments listed."""
+        hidden, arguments, values, hints = (
             self._unlisted(user),
             self._hidden_arguments(user),
+            self._hidden_values(user),
             self._listed_annotations(user),
         )
         return [
-            _with_hints(_without_arguments(tool, arguments.get(tool.name, set())), hints.get(tool.name))
+            _with_hints(
+                _without_arguments(tool, arguments.get(tool.name, set()), values.get(tool.name, {})),
+                hints.get(tool.name),
+            )
             for tool in await super().list_tools()
             if tool.name not in hidden
         ]
@@ -125,12 +137,16 @@ class MailServer(MCPServer[None]):
         return await super().read_resource(uri, context)
 
 
-def _without_arguments(tool: MCPTool, names: set[str]) -> MCPTool:
-    """``tool`` with ``names`` left out of its ``inputSchema``."""
-    if not names:
+def _without_arguments(tool: MCPTool, names: set[str], values: dict[str, set[str]]) -> MCPTool:
+    """``tool`` with ``names`` left out of its ``inputSchema``, and ``values`` out of each argument's enum."""
+    if not names and not values:
         return tool
     schema = dict(tool.input_schema)
-    schema["properties"] = {key: value for key, value in schema["properties"].items() if key not in names}
+    schema["properties"] = {
+        key: _without_values(value, values.get(key, set()))
+        for key, value in schema["properties"].items()
+        if key not in names
+    }
     if "required" in schema:
         schema["required"] = [key for key in schema["required"] if key not in names]
     return tool.model_copy(update={"input_schema": schema})
@@ -142,6 +158,12 @@ def _with_hints(tool: MCPTool, hints: dict[str, Any] | None) -> MCPTool:
         return tool
     annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) | hints
     return tool.model_copy(update={"annotations": type(tool.annotations).model_validate(annotations)})
+
+
+def _without_values(prop: dict[str, Any], values: set[str]) -> dict[str, Any]:
+    if not values or "enum" not in prop:
+        return prop
+    return {**prop, "enum": [value for value in prop["enum"] if value not in values]}
 
 
 def build_server(config: Config, app: AppContext | None = None) -> MCPServer[None]:
@@ -172,6 +194,7 @@ def build_server(config: Config, app: AppContext | None = None) -> MCPServer[Non
         unlisted=functools.partial(unlisted_tools, app),
         hidden_arguments=functools.partial(hidden_arguments, app),
         listed_annotations=functools.partial(listed_annotations, app),
+        hidden_values=functools.partial(hidden_values, app),
         name="mail-imap-mcp",
         title="Mail IMAP",
         instructions=WRITE_INSTRUCTIONS if app.writes_possible else INSTRUCTIONS,

@@ -55,8 +55,9 @@ def _given(args: Any, name: str) -> bool:
 def _gated(spec: ToolSpec[Any]) -> Callable[[AppContext, Any], ToolResult[Any]]:
     """``spec``'s handler behind its capability's gate where that is checked at the call: on the account
     its arguments name (one they do not resolve to is left to the handler to refuse); and behind the gate
-    of each argument of a capability (:attr:`ToolSpec.gated_arguments`) the call gives."""
-    if not spec.capability.checked_at_call and not spec.gated_arguments:
+    of each argument, or value of an argument, of a capability (:attr:`ToolSpec.gated_arguments`,
+    :attr:`ToolSpec.gated_values`) the call gives."""
+    if not (spec.capability.checked_at_call or spec.gated_arguments or spec.gated_values):
         return spec.handle
 
     def handle(app: AppContext, args: Any) -> ToolResult[Any]:
@@ -64,8 +65,15 @@ def _gated(spec: ToolSpec[Any]) -> Callable[[AppContext, Any], ToolResult[Any]]:
         known = account_id is not None and account_id in app.config.accounts
         if known and spec.capability.checked_at_call:
             spec.capability.gate(app.config, str(account_id))
-        for name, switch in spec.gated_arguments.items():
-            if _given(args, name) and (known or switch.scope == "server"):
+        given = [switch for name, switch in spec.gated_arguments.items() if _given(args, name)]
+        given += [
+            switch
+            for name, values in spec.gated_values.items()
+            for value, switch in values.items()
+            if getattr(args, name) == value
+        ]
+        for switch in given:
+            if known or switch.scope == "server":
                 switch.gate(app.config, account_id or "")
         return spec.handle(app, args)
 
@@ -147,3 +155,20 @@ def listed_annotations(
     something."""
     hidden = hidden_arguments(app, user, tools)
     return {spec.name: spec.annotations(hidden[spec.name]) for spec in tools if spec.name in hidden}
+
+
+def hidden_values(
+    app: AppContext, user: str = ANONYMOUS, tools: Sequence[ToolSpec[Any]] = TOOLS
+) -> dict[str, dict[str, set[str]]]:
+    """Per tool and argument, the values left out of its listed ``enum`` for ``user``: those whose
+    capability is off (:attr:`ToolSpec.gated_values`). A call that gives one is refused naming the setting."""
+    hidden = {
+        spec.name: {
+            name: {value for value, switch in values.items() if not switch.on(app.full_config, user)}
+            for name, values in spec.gated_values.items()
+        }
+        for spec in tools
+    }
+    return {
+        tool: {k: v for k, v in names.items() if v} for tool, names in hidden.items() if any(names.values())
+    }

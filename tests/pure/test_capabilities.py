@@ -13,9 +13,8 @@ FILE_ACCOUNT = {"host": "imap.example.org", "username": "me", "password_env": "P
 
 def test_every_tool_declares_one_of_the_capabilities() -> None:
     # A capability of its own arguments (saving attachments: imap_get_attachment's save) is declared too.
-    assert {
-        capability for spec in TOOLS for capability in (spec.capability, *spec.gated_arguments.values())
-    } == set(CAPABILITIES)
+    # ... and of its arguments' values (unsubscribing: imap_apply_to_messages's action unsubscribe).
+    assert {capability for spec in TOOLS for capability in spec.capabilities} == set(CAPABILITIES)
     assert {spec.name for spec in TOOLS if spec.capability is SENDING} == {"imap_send_draft"}
 
 

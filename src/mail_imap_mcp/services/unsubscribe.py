@@ -23,6 +23,7 @@ from mail_imap_mcp.approval.page import review_page
 from mail_imap_mcp.approval.request import Renderer
 from mail_imap_mcp.approval.review import Review, ReviewField
 from mail_imap_mcp.call import Call
+from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES, expunged, find_item
 from mail_imap_mcp.imap.ids import MessageRef, user_tag
@@ -94,14 +95,23 @@ def lists_of(app: Call, message_ids: list[str]) -> list[ListToLeave]:
     found: dict[tuple[str, ...], ListToLeave] = {}
     for message_id in message_ids:
         connection, ref = resolve_message(app, message_id)
-        account = app.config.accounts[ref.account_id]
         headers = connection.run(functools.partial(_headers, ref=ref))
-        trusted = authentication_results(
-            headers.get("authentication-results", []), trusted_servers(account.host, account.authserv_id)
-        ).trusted
-        chosen = _chosen(ref.message_id, ref.account_id, unsubscribe_offer(headers, trusted))
-        found.setdefault(_same_list(chosen), chosen)
+        read_list(app.config.accounts[ref.account_id], ref, headers, found)
     return list(found.values())
+
+
+def read_list(
+    account: AccountConfig,
+    ref: MessageRef,
+    headers: dict[str, list[str]],
+    found: dict[tuple[str, ...], ListToLeave],
+) -> None:
+    """Add the list of the message ``ref`` (its ``headers``) to ``found``, unless it is there already."""
+    trusted = authentication_results(
+        headers.get("authentication-results", []), trusted_servers(account.host, account.authserv_id)
+    ).trusted
+    chosen = _chosen(ref.message_id, ref.account_id, unsubscribe_offer(headers, trusted))
+    found.setdefault(_same_list(chosen), chosen)
 
 
 def _same_list(item: ListToLeave) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from mail_imap_mcp.asks import Ask, Confirm
 from mail_imap_mcp.call import Call
+from mail_imap_mcp.capabilities import UNSUBSCRIBING
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.directory import same_mailbox
@@ -19,8 +20,11 @@ from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.batch import Batch, group_message_ids
 from mail_imap_mcp.operations.runner import run_bulk_write
 from mail_imap_mcp.operations.transfer import TransferOutcome, TransferRequest, transfer
-from mail_imap_mcp.presentation import bulk, writes
+from mail_imap_mcp.presentation import bulk, unsubscribe, writes
+from mail_imap_mcp.presentation.unsubscribe import UnsubscribeData
 from mail_imap_mcp.services.bulk_runs import act_on_search, bulk_search, transfer_plan, undo_batch
+from mail_imap_mcp.services.unsubscribe import RENDER, leave
+from mail_imap_mcp.services.unsubscribe_search import leaving_of, move_after, review_of
 from mail_imap_mcp.services.writes import batch_connection, confirm_permanent_delete, deletes_by_landing
 from mail_imap_mcp.tools.apply_to_messages_models import (
     ApplyToMessagesData,
@@ -43,13 +47,13 @@ DETAILS = (
     "permanent: true removes them for good where the configuration allows it, after the user confirmed. "
     "On Gmail, archive moves INBOX messages to All Mail (only the Inbox label goes). Each moved or copied "
     "message gets its new_message_id; next_action undoes a move, delete or archive; dry_run changes nothing."
-    "\n\n" + bulk.APPLY_DETAILS
+    "\n\n" + bulk.APPLY_DETAILS + "\n\n" + unsubscribe.DETAILS
 )
 ERRORS = {
     "invalid_input": "A message_id is malformed, ids of several accounts, destination_mailbox missing for "
     "move/copy or given for delete, a move into the messages' own mailbox, a delete (not permanent) "
     "of messages already in Trash, or by search: a malformed query, no mailbox, an action other than move "
-    "or delete, or permanent (refused).",
+    "or delete, or permanent (refused); for unsubscribe, over 20 ids or lists.",
     "not_found": "The account, a message's mailbox, destination_mailbox or the Trash mailbox does not "
     "exist (none is created), none of the messages exists any more, or the undo token is unknown, used "
     "or older than 24 hours.",
@@ -58,8 +62,9 @@ ERRORS = {
     "permission_denied": "Writes are off for the account (write_enabled), permanent delete is not allowed "
     "(allow_permanent_delete) or cannot be confirmed by the user (the client has no MCP elicitation), or "
     "the server lacks the extension needed to touch exactly these messages (MOVE or UIDPLUS; UIDPLUS for "
-    "a permanent delete).",
-    "confirmation_required": "The user did not confirm the permanent delete when the client asked them; "
+    "a permanent delete), or unsubscribe_enabled is off (or nobody can approve an unsubscribe).",
+    "confirmation_required": "The user did not confirm the permanent delete (or declined an unsubscribe) "
+    "when the client asked them; "
     "nothing was changed. Where the user allowed token confirmation (confirm_without_elicitation), call "
     "again with confirm_token (see next_action) once the user agreed.",
     "limit_exceeded": "The server refused the change: over quota.",
@@ -89,6 +94,8 @@ def _check_arguments(args: ApplyToMessagesInput, batch: Batch) -> None:
 
 def handle(app: Call, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessagesData]:
     """``operations.transfer`` by ``operations.runner``; ``services.writes`` confirms and connects."""
+    if args.action == "unsubscribe":
+        return _unsubscribe(app, args)
     if args.message_ids is None or args.query is not None:
         return _by_search(app, args)
     batch = group_message_ids(args.message_ids, app.resolve_account, app.caller)
@@ -106,6 +113,7 @@ def handle(app: Call, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessagesD
                 raise writes.permanent_delete_turned_off()
             if not args.dry_run:
                 confirm_permanent_delete(app, batch, connection)
+    assert args.action != "unsubscribe"
     request = TransferRequest(
         action=args.action,
         permanent=args.permanent,
@@ -158,6 +166,30 @@ def _by_search(app: Call, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessa
 
     arguments = args.model_dump(by_alias=True, exclude_defaults=True)
     return act_on_search(app, NAME, arguments, search, work_of=work_of, words=words, ask=ask)
+
+
+def _unsubscribe(app: Call, args: ApplyToMessagesInput) -> ToolResult[Any]:
+    """Leave the lists of the messages (ids or a search) once the user approved, then move them to
+    ``destination_mailbox`` where given, in the same approval; a dry run only says what each list offers."""
+    parsed = unsubscribe.check(args)
+    search = bulk_search(app, args.account_id, args.query or "", *parsed) if parsed else None
+    arguments = args.model_dump(exclude_defaults=True)
+    leaving = leaving_of(app, args.message_ids, search, args.destination_mailbox, arguments)
+    unsubscribe.check_plan(leaving.lists, [found.mailbox for found in leaving.sets], leaving.to)
+    asked_for = [item for item in leaving.lists if item.way in ("one_click", "mailto")]
+    if args.dry_run or not (asked_for or leaving.to):
+        return unsubscribe.answer([unsubscribe.would(item) for item in leaving.lists], dry_run=True)
+
+    def then() -> ToolResult[Any]:
+        left = [unsubscribe.done(item) for item in leave(app, leaving.lists)]
+        moved = move_after(app, leaving)
+        return unsubscribe.answer(left, dry_run=False, app=app, account=leaving.account_id, moved=moved)
+
+    audited = unsubscribe.audited(app, leaving.account_id)
+    done = app.ask(
+        Ask(leaving.account_id, review_of(leaving, asked_for), RENDER, then, contextlib.nullcontext, audited)
+    )
+    return unsubscribe.waiting(done) if isinstance(done, Operation) else done
 
 
 def _data(args: ApplyToMessagesInput, account_id: str, requested: int, **rest: Any) -> ApplyToMessagesData:
@@ -250,8 +282,12 @@ TOOL = ToolSpec(
     handle=handle,
     errors=ERRORS,
     capability=DESTRUCTIVE_WRITING,
+    gated_values={"action": {"unsubscribe": UNSUBSCRIBING}},
+    other_data_models=(UnsubscribeData,),
     idempotent=False,
     changes=(
+        '`action: "unsubscribe"` (with unsubscribe_enabled) replaces imap_unsubscribe: ids or a search, the '
+        "messages moved to destination_mailbox in the same approval.",
         '`action: "archive"` (Gmail, X-GM-EXT-1) takes INBOX messages out of the inbox, undone by moving them '
         "back; on Gmail a permanent delete outside Trash and Spam is refused (an expunge there only removes a "
         "label)",

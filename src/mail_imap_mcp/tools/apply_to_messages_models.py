@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
@@ -22,7 +24,7 @@ class ApplyToMessagesInput(BaseModel):
     message_ids: list[MessageIdArg] | None = Field(
         default=None, min_length=1, max_length=250, description="Ids of one account."
     )
-    action: Action = Field(
+    action: Literal[Action, "unsubscribe"] = Field(
         description="move, copy: to destination_mailbox; delete: to Trash; archive: Gmail."
     )
     # Not MailboxName | None: the flattened schema would show MailboxName's description instead of this one.
@@ -31,7 +33,7 @@ class ApplyToMessagesInput(BaseModel):
         min_length=1,
         max_length=1000,
         pattern=MAILBOX_NAME_PATTERN,
-        description="An existing mailbox, for move and copy.",
+        description="An existing mailbox: for move, copy, unsubscribe.",
     )
     permanent: bool = Field(
         default=False,

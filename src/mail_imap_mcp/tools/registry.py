@@ -20,7 +20,6 @@ from mail_imap_mcp.tools import (
     save_draft,
     search_messages,
     send_draft,
-    unsubscribe,
     update_message_flags,
 )
 from mail_imap_mcp.tools.spec import ToolSpec
@@ -40,7 +39,6 @@ TOOLS: list[ToolSpec[Any]] = [
     manage_mailbox.TOOL,
     save_draft.TOOL,
     send_draft.TOOL,
-    unsubscribe.TOOL,
     get_operation.TOOL,
     cancel_operation.TOOL,
 ]

@@ -59,6 +59,10 @@ class ToolSpec(Generic[InputT]):
     #: Arguments that exist only where a capability is on: left out of the listed ``inputSchema`` where it
     #: is off, and refused (its capability's refusal) when given there.
     gated_arguments: Mapping[str, Capability] = field(default_factory=dict)
+    #: Values of an argument (an enum's) that exist only where a capability is on, as
+    #: ``{argument: {value: capability}}``: left out of the listed enum where it is off, and refused (its
+    #: capability's refusal) when given there.
+    gated_values: Mapping[str, Mapping[str, Capability]] = field(default_factory=dict)
 
     @property
     def effect(self) -> Effect:
@@ -80,7 +84,8 @@ class ToolSpec(Generic[InputT]):
     @property
     def capabilities(self) -> tuple[Capability, ...]:
         """Every capability that puts bytes of it on the surface: its listing's and its arguments'."""
-        return (self.listed_with, *self.gated_arguments.values())
+        values = [switch for gated in self.gated_values.values() for switch in gated.values()]
+        return (self.listed_with, *self.gated_arguments.values(), *values)
 
     @property
     def needs_writes(self) -> bool:

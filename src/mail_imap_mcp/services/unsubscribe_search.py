@@ -1,0 +1,206 @@
+"""Unsubscribing from the lists of every message a search finds, and moving the messages after it in the
+same approval (issue 60 item 2).
+
+The messages are fixed as a run on a search fixes them (:func:`~mail_imap_mcp.services.bulk_search.fix_set`,
+the server's own UID SEARCH, kept for the call's rerun once the user answered); their lists are read from
+their headers, :data:`CHUNK` messages per FETCH. Once approved, the lists are left
+(:func:`~mail_imap_mcp.services.unsubscribe.leave`), then the messages moved: for a search, those of the
+set that still match (a message that came to match meanwhile is left alone); for ids, those that still
+exist. Each move is a never-replayed write with an undo kept as a batch's
+(``imap_apply_to_messages`` with ``undo``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mail_imap_mcp import mime
+from mail_imap_mcp.approval.review import Review, ReviewField
+from mail_imap_mcp.call import Call
+from mail_imap_mcp.imap.errors import ImapError, UidValidityChanged
+from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES, expunged, find_item
+from mail_imap_mcp.imap.ids import MessageRef, user_tag
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.uidplus import CopyUid
+from mail_imap_mcp.imap.write_errors import DestinationMissing
+from mail_imap_mcp.operations import Operation, Progress
+from mail_imap_mcp.operations.batch import group_message_ids
+from mail_imap_mcp.operations.bulk import CHUNK, BulkSearch, SearchSet, SetRun, run_on_set
+from mail_imap_mcp.services.bulk_search import (
+    destination,
+    fix_set,
+    forget_pending,
+    keep_pending,
+    keep_undo,
+    move_record,
+    moving,
+    pending,
+    pending_key,
+)
+from mail_imap_mcp.services.unsubscribe import ListToLeave, lists_of, read_list, review
+
+#: The tool whose action it is.
+TOOL = "imap_apply_to_messages"
+
+
+@dataclass
+class Leaving:
+    """What one call leaves and moves: the lists, the messages (per mailbox) and where they go."""
+
+    account_id: str
+    lists: list[ListToLeave]
+    sets: list[SearchSet]
+    search: BulkSearch | None = None
+    to: str | None = None
+    #: The store key of the set a question showed (a search's), dropped once approved.
+    shown: str | None = None
+
+    @property
+    def count(self) -> int:
+        return sum(len(found.uids) for found in self.sets)
+
+
+@dataclass
+class Moved:
+    """The messages moved after leaving: how many, of how many, and the undo of each mailbox's batch."""
+
+    done: int = 0
+    matched: int = 0
+    undo: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def leaving_of(
+    app: Call,
+    message_ids: list[str] | None,
+    search: BulkSearch | None,
+    named: str | None,
+    arguments: dict[str, object],
+) -> Leaving:
+    """The lists of ``message_ids`` (of one account) or of every message ``search`` finds now (the set
+    kept for the call's rerun under its ``arguments``), and where the messages go after (``named``, an
+    existing mailbox); refused where writes are off, before anything is asked."""
+    if search is None:
+        leaving = _by_ids(app, message_ids or [])
+    else:
+        leaving = _by_search(app, search, pending_key(app, TOOL, arguments))
+    connection = app.write_connection(leaving.account_id)
+    if named is not None:
+        try:
+            leaving.to = destination(connection, app, "move", named)
+        except DestinationMissing:
+            raise DestinationMissing(named, "destination_mailbox") from None
+    if leaving.shown is not None and pending(app, leaving.shown) is None:
+        keep_pending(app, leaving.shown, leaving.sets[0], [])
+    return leaving
+
+
+def _by_ids(app: Call, message_ids: list[str]) -> Leaving:
+    batch = group_message_ids(message_ids, app.resolve_account, app.caller)
+    lists = lists_of(app, message_ids)
+    sets = [
+        SearchSet(group.mailbox, group.uidvalidity, tuple(sorted(item.ref.uid for item in group.items)))
+        for group in batch.groups
+    ]
+    return Leaving(lists[0].account_id, lists, sets)
+
+
+def _by_search(app: Call, search: BulkSearch, key: str) -> Leaving:
+    kept = pending(app, key)
+    found = kept.set() if kept is not None else fix_set(app.connection(search.account_id), search)
+    account = app.config.accounts[search.account_id]
+    tag = user_tag(app.caller, search.account_id)
+    headers = app.connection(search.account_id).run(lambda session: _headers_of(session, found))
+    lists: dict[tuple[str, ...], ListToLeave] = {}
+    for uid, header in sorted(headers.items()):
+        ref = MessageRef(search.account_id, found.mailbox, found.uidvalidity, uid, tag)
+        read_list(account, ref, header, lists)
+    return Leaving(search.account_id, list(lists.values()), [found], search, shown=key)
+
+
+def _headers_of(session: ImapSession, found: SearchSet) -> dict[int, dict[str, list[str]]]:
+    state = session.examine(found.mailbox)
+    if state.uidvalidity != found.uidvalidity:
+        raise UidValidityChanged(found.uidvalidity, state.uidvalidity, found.mailbox)
+    headers: dict[int, dict[str, list[str]]] = {}
+    for start in range(0, len(found.uids), CHUNK):
+        chunk = list(found.uids[start : start + CHUNK])
+        for uid, response in session.fetch(chunk, [f"BODY.PEEK[HEADER]<0.{MAX_HEADER_BYTES}>"]).items():
+            if not expunged(response):
+                headers[uid] = mime.parse_header_block(find_item(response, b"BODY[HEADER]") or b"")
+    return headers
+
+
+def move_after(app: Call, leaving: Leaving) -> Moved:
+    """Move the messages to ``leaving.to`` (approved with the lists): each mailbox's set as one
+    never-replayed write, its undo kept."""
+    moved = Moved()
+    if leaving.shown is not None:
+        forget_pending(app, leaving.shown)
+    if leaving.to is None:
+        return moved
+    to = leaving.to
+    connection = app.write_connection(leaving.account_id)
+    for found in leaving.sets:
+        work = moving(leaving.search, found, to) if leaving.search else _moving_ids(found, to)
+        progress = Progress(Operation("unsubscribe", TOOL, leaving.account_id, len(found.uids)))
+        try:
+            run = connection.run_write(_with(work, progress))
+        except ImapError as failure:  # the lists were left: said, not lost in a failure
+            moved.warnings.append(
+                f"Moving the messages of {found.mailbox!r} failed ({failure}); none sent again."
+            )
+            continue
+        moved.done += run.done
+        moved.matched += run.matched
+        moved.warnings += _said(run)
+        token = keep_undo(app, move_record(leaving.account_id, run, to, found.mailbox))
+        if token is not None:
+            moved.undo.append(token)
+    return moved
+
+
+def _with(
+    work: Callable[[ImapSession, Progress], SetRun], progress: Progress
+) -> Callable[[ImapSession], SetRun]:
+    return lambda session: work(session, progress)
+
+
+def _moving_ids(found: SearchSet, to: str) -> Callable[[ImapSession, Progress], SetRun]:
+    """The work of moving the given messages that still exist (the keys are unused: no query)."""
+
+    def act(session: ImapSession, uids: list[int]) -> CopyUid | None:
+        return session.uid_move(uids, to)
+
+    return lambda session, progress: run_on_set(session, found, None, lambda _: [], progress, act, moves=True)
+
+
+def _said(run: SetRun) -> list[str]:
+    said = []
+    if run.came_meanwhile:
+        said.append(f"{run.came_meanwhile} message(s) came to match after the approval: not moved.")
+    if run.gone:
+        said.append(f"{run.gone} message(s) were gone or no longer matched: not moved.")
+    if run.unknown or run.not_attempted:
+        said.append(
+            f"The connection was lost while moving: {run.unknown} message(s) may or may not have moved, "
+            f"{run.not_attempted} were not attempted; nothing was sent again."
+        )
+    return said
+
+
+def review_of(leaving: Leaving, asked_for: list[ListToLeave]) -> Review:
+    """What the user approves: each list (:func:`~mail_imap_mcp.services.unsubscribe.review`), the search
+    that found the messages, and where the messages go after."""
+    shown = review(asked_for)
+    fields = list(shown.fields)
+    if leaving.search is not None:
+        words = f"messages of {leaving.search.mailbox!r} matching {leaving.search.query!r}"
+        fields.append(ReviewField(label="Search", values=[words, f"{leaving.count} message(s)"]))
+    closing = shown.closing if asked_for else ""
+    if leaving.to is not None:
+        move = f"move the {leaving.count} message(s) to {leaving.to!r}"
+        fields.append(ReviewField(label="Then", values=[move]))
+        closing = f"{closing}, then {move}" if closing else move.capitalize()
+    return Review(title=shown.title, fields=fields, closing=closing)
