@@ -1,4 +1,4 @@
-"""imap_unsubscribe through the SDK's MCP client (issue 60 item 2), on a real Dovecot: the user's approval
+"""imap_apply_to_messages's action "unsubscribe" through the SDK's MCP client (issue 60 item 2), on a real Dovecot: the user's approval
 by elicitation, then exactly one RFC 8058 POST to a local HTTPS server with a test CA (reached through the
 test-only loopback allowance, which the address rule's own test shows is off by default), none before the
 approval or after a decline; an https address without one-click or without a covering DKIM signature never
@@ -29,23 +29,38 @@ from tests.support.submission import DOMAIN, SubmissionDovecot
 
 pytestmark = pytest.mark.anyio
 
-TOOL = "imap_unsubscribe"
+TOOL = "imap_apply_to_messages"
+#: The arguments every call here gives besides the messages.
+UNSUBSCRIBE = {"action": "unsubscribe"}
 AUTHSERV = "mx.tests.example"
 
 
 def list_message(
-    subject: str, unsubscribe: str, *, post: bool = True, covered: bool = True, passed: bool = True
+    subject: str,
+    unsubscribe: str,
+    *,
+    post: bool = True,
+    covered: bool = True,
+    passed: bool = True,
+    name: str = "Weekly News",
+    sender: str = "news",
 ) -> bytes:
     signed = "From:Subject:List-Unsubscribe" + (":List-Unsubscribe-Post" if covered else "")
     headers = {
-        "List-Id": '"Weekly News" <weekly.lists.example.com>',
+        "List-Id": f'"{name}" <{sender}.lists.example.com>',
         "List-Unsubscribe": unsubscribe,
         "DKIM-Signature": f"v=1; a=rsa-sha256; d={LIST_HOST}; s=s1; h={signed}; bh=x; b=QmFzZTY0",
         "Authentication-Results": f"{AUTHSERV}; dkim={'pass' if passed else 'fail'} header.d={LIST_HOST} header.s=s1",
     }
     if post:
         headers["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
-    return mailgen.plain_message(subject, "news", from_=f"News <news@{LIST_HOST}>", headers=headers)
+    return mailgen.plain_message(
+        subject,
+        "news",
+        from_=f"{name} <{sender}@{LIST_HOST}>",
+        headers=headers,
+        message_id=f"<{subject.replace(' ', '-')}@t>",
+    )
 
 
 @pytest.fixture
@@ -59,7 +74,7 @@ def lists() -> Iterator[OneClickServer]:
 async def client(
     settings: dict[str, Any], lists: OneClickServer, answer: Any
 ) -> AsyncIterator[EnvelopeClient]:
-    config = make_config({"default": settings}, unsubscribe_enabled=True)
+    config = make_config({"default": settings}, unsubscribe_enabled=True, write_enabled=True)
     app = AppContext.from_config(config)
     app.one_click = lists.client()
     async for opened in open_client(config, app, elicitation_callback=answer):
@@ -86,13 +101,13 @@ async def test_one_post_after_the_users_approval_and_none_after_a_decline(
     declined = answering("decline")
     async with client(settings, lists, declined) as mcp:
         (message_id,) = (await _ids(mcp)).values()
-        await mcp.fail(TOOL, {"message_ids": [message_id]}, "confirmation_required")
+        await mcp.fail(TOOL, {**UNSUBSCRIBE, "message_ids": [message_id]}, "confirmation_required")
     assert lists.requests == [] and lists.connections == [] and lists.resolved == []
     (question,) = declined.asked
     assert "Weekly News" in question and LIST_HOST in question
     accepted = answering("accept")
     async with client(settings, lists, accepted) as mcp:
-        data = await mcp.ok(TOOL, {"message_ids": [message_id, message_id]})
+        data = await mcp.ok(TOOL, {**UNSUBSCRIBE, "message_ids": [message_id, message_id]})
     (left,) = data["lists"]
     assert (left["way"], left["outcome"], left["status"], left["host"]) == (
         "one_click",
@@ -118,7 +133,7 @@ async def test_https_without_one_click_or_a_covering_signature_is_never_fetched(
     async with client(settings, lists, asked) as mcp:
         ids = await _ids(mcp)
         for subject in ("no post", "not covered", "dkim failed", "plain http"):
-            data = await mcp.ok(TOOL, {"message_ids": [ids[subject]]})
+            data = await mcp.ok(TOOL, {**UNSUBSCRIBE, "message_ids": [ids[subject]]})
             (left,) = data["lists"]
             expected = ("none", "nothing_offered") if subject == "plain http" else ("link", "open_yourself")
             assert (left["way"], left["outcome"]) == expected, (subject, left)
@@ -126,7 +141,7 @@ async def test_https_without_one_click_or_a_covering_signature_is_never_fetched(
                 assert left["link"].startswith(f"https://{LIST_HOST}/") and left["detail"]
         # One list's name with three addresses is three lists: none is left out as "the same".
         together = await mcp.ok(
-            TOOL, {"message_ids": [ids["no post"], ids["not covered"], ids["dkim failed"]]}
+            TOOL, {**UNSUBSCRIBE, "message_ids": [ids["no post"], ids["not covered"], ids["dkim failed"]]}
         )
         assert sorted(left["link"][-3:] for left in together["lists"]) == ["u=2", "u=3", "u=4"]
     assert asked.asked == [] and lists.requests == [] and lists.resolved == []
@@ -142,21 +157,43 @@ async def test_a_redirect_is_not_followed_and_a_server_error_is_said(
     )
     async with client(settings, lists, answering("accept")) as mcp:
         ids = await _ids(mcp)
-        moved = (await mcp.ok(TOOL, {"message_ids": [ids["moved"]]}))["lists"][0]
-        broken = (await mcp.ok(TOOL, {"message_ids": [ids["broken"]]}))["lists"][0]
+        moved = (await mcp.ok(TOOL, {**UNSUBSCRIBE, "message_ids": [ids["moved"]]}))["lists"][0]
+        broken = (await mcp.ok(TOOL, {**UNSUBSCRIBE, "message_ids": [ids["broken"]]}))["lists"][0]
     assert (moved["outcome"], moved["status"]) == ("not_confirmed", 302)
     assert (broken["outcome"], broken["status"]) == ("failed", 503)
     assert [r.path for r in lists.requests] == ["/redirect", "/fail"]
 
 
-async def test_the_tool_is_refused_where_unsubscribe_is_off(dovecot: Dovecot) -> None:
+async def test_the_action_is_refused_and_unlisted_where_unsubscribe_is_off(dovecot: Dovecot) -> None:
     user = dovecot.new_user()
-    config = make_config({"default": account_settings(dovecot, user)})
+    config = make_config({"default": account_settings(dovecot, user)}, write_enabled=True)
     async for mcp in open_client(config):
-        listed = {tool.name for tool in (await mcp.client.list_tools()).tools}
-        assert TOOL not in listed
-        failure = await mcp.fail(TOOL, {"message_ids": ["imap:default:INBOX:1:1"]}, "permission_denied")
+        listed = {tool.name: tool for tool in (await mcp.client.list_tools()).tools}
+        assert listed[TOOL].input_schema["properties"]["action"]["enum"] == [
+            "move",
+            "copy",
+            "delete",
+            "archive",
+        ]
+        failure = await mcp.fail(
+            TOOL, {**UNSUBSCRIBE, "message_ids": ["imap:default:INBOX:1:1"]}, "permission_denied"
+        )
         assert "unsubscribe_enabled" in failure["error"]["message"]
+
+
+async def test_writes_off_refuses_it_before_anything_is_asked(
+    dovecot: Dovecot, lists: OneClickServer
+) -> None:
+    settings = _seeded(dovecot, list_message("read only", f"<https://{LIST_HOST}/ok?u=9>"))
+    config = make_config({"default": settings}, unsubscribe_enabled=True)
+    app = AppContext.from_config(config)
+    app.one_click = lists.client()
+    asked = answering("accept")
+    async for mcp in open_client(config, app, elicitation_callback=asked):
+        (message_id,) = (await _ids(mcp)).values()
+        failure = await mcp.fail(TOOL, {**UNSUBSCRIBE, "message_ids": [message_id]}, "permission_denied")
+        assert failure["error"]["details"]["setting"] == "write_enabled"
+    assert asked.asked == [] and lists.requests == [] and lists.resolved == []
 
 
 async def _decided(mcp: EnvelopeClient, answer: dict[str, Any]) -> tuple[Any, Any]:
@@ -194,7 +231,9 @@ async def test_claude_desktops_path_the_page_shows_the_list_and_host_and_posts_o
     app.approval_page = approval_page(browser, timeout_s=60)
     async for mcp in open_client(config, app):  # no elicitation: the page asks
         (message_id,) = (await _ids(mcp)).values()
-        result, error = await _decided(mcp, await mcp.call(TOOL, {"message_ids": [message_id]}))
+        result, error = await _decided(
+            mcp, await mcp.call(TOOL, {**UNSUBSCRIBE, "message_ids": [message_id]})
+        )
 
     async def browsed() -> bool:
         return bool(seen)
@@ -243,7 +282,7 @@ async def test_mailto_becomes_a_draft_sent_only_through_imap_send_draft(
     asked = answering("accept")
     async with client(settings, lists, asked) as mcp:
         (message_id,) = (await _ids(mcp)).values()
-        data = await mcp.ok(TOOL, {"message_ids": [message_id]})
+        data = await mcp.ok(TOOL, {**UNSUBSCRIBE, "message_ids": [message_id]})
         (left,) = data["lists"]
         assert (left["way"], left["outcome"]) == ("mailto", "draft_saved")
         assert chain.folder_path(list_owner, "INBOX").exists() is False or not list(
@@ -274,7 +313,7 @@ async def test_a_mailto_outside_allowed_recipients_is_drafted_but_never_sent(
     sent_before = chain.mta_log().count(" <= ")
     async with client(settings, lists, answering("accept")) as mcp:
         (message_id,) = (await _ids(mcp)).values()
-        data = await mcp.ok(TOOL, {"message_ids": [message_id]})
+        data = await mcp.ok(TOOL, {**UNSUBSCRIBE, "message_ids": [message_id]})
         assert data["lists"][0]["outcome"] == "draft_saved"
         refused = await mcp.fail("imap_send_draft", data["next_action"]["arguments"], "permission_denied")
         assert chain.address(list_owner) in refused["error"]["message"]
