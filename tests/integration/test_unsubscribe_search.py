@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from mcp_types import ElicitRequestParams, ElicitResult
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.net.one_click import ONE_CLICK_BODY
@@ -185,3 +186,50 @@ async def test_claude_desktops_path_archives_a_years_newsletters_and_leaves_two_
     for page, (name, _, count) in zip(pages, LISTS.values(), strict=True):
         assert name in page and LIST_HOST in page and f"move the {count} message(s) to 'Archive'" in page
     _archived_exactly_the_years_newsletters(dovecot, user, start, lists)
+
+
+async def test_a_newsletter_arriving_while_the_user_decides_is_left_alone_and_said(
+    dovecot: Dovecot, lists: OneClickServer
+) -> None:
+    user, settings = _seeded(dovecot)
+    asked: list[str] = []
+
+    async def arriving(context: Any, params: ElicitRequestParams) -> ElicitResult:
+        asked.append(params.message)
+        late = _issue("deals", 99, 2024)
+        dovecot.seed(user, "INBOX", [late], internaldates=[IN_2024])
+        return ElicitResult(action="accept", content={"confirm": True})
+
+    app = _app(settings, lists)
+    async for mcp in open_client(app.config, app, elicitation_callback=arriving):
+        envelope = await mcp.call(TOOL, _call("deals"))
+    assert envelope["success"], envelope
+    assert envelope["data"]["moved"] == 4 and len(asked) == 1 and "move the 4 message(s)" in asked[0]
+    warnings = envelope["meta"]["warnings"]
+    assert any("came to match" in warning for warning in warnings), warnings
+    after = _counts(dovecot, user)
+    assert after["Archive"] == _of_2024("deals") and "<deals-2024-99@t>" in after["INBOX"]
+    assert [r.path for r in lists.requests] == ["/ok?u=deals"]
+
+
+async def test_given_ids_are_left_and_moved_in_one_approval_and_the_move_undone(
+    dovecot: Dovecot, lists: OneClickServer
+) -> None:
+    user, settings = _seeded(dovecot)
+    start = _counts(dovecot, user)
+    accepted = answering("accept")
+    app = _app(settings, lists)
+    async for mcp in open_client(app.config, app, elicitation_callback=accepted):
+        found = await mcp.ok("imap_search_messages", {"mailbox": "INBOX", "limit": 50, "fields": "full"})
+        ids = {m["subject"]: m["message_id"] for m in found["messages"]}
+        chosen = [ids["weekly-2024-0"], ids["weekly-2024-1"], ids["deals-2024-0"]]
+        arguments = {"action": "unsubscribe", "message_ids": chosen, "destination_mailbox": "Archive"}
+        done = await mcp.ok(TOOL, arguments)
+        assert sorted(left["list_name"] for left in done["lists"]) == ["Daily Deals", "Weekly News"]
+        assert done["moved"] == 3 and len(accepted.asked) == 1
+        moved = Counter(["<weekly-2024-0@t>", "<weekly-2024-1@t>", "<deals-2024-0@t>"])
+        assert _counts(dovecot, user) == {"INBOX": start["INBOX"] - moved, "Archive": moved}
+        (undo,) = done["undo"]
+        await mcp.ok(undo["tool"], undo["arguments"])
+    assert _counts(dovecot, user) == start
+    assert sorted(r.path for r in lists.requests) == ["/ok?u=deals", "/ok?u=weekly"]

@@ -266,7 +266,8 @@ class ServerSettings(BaseModel):
     download_dir: DownloadDir = None
     unsubscribe_enabled: bool = Field(
         default=False,
-        description="imap_unsubscribe: leave the mailing lists of given messages once the user approves "
+        description='imap_apply_to_messages\'s action "unsubscribe" (with writes on): leave the mailing lists '
+        "of given messages, or of a search's, once the user approves, moving them in the same approval "
         "(one HTTPS POST where the list offers RFC 8058 one-click under a verified DKIM signature, else a "
         "mailto draft sent only through imap_send_draft). Off: the server makes no web request.",
     )
