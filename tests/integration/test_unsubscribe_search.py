@@ -21,7 +21,7 @@ from mcp_types import ElicitRequestParams, ElicitResult
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.net.one_click import ONE_CLICK_BODY
 from mail_imap_mcp.services.send_approval import approval_page
-from tests.integration.test_unsubscribe import AUTHSERV, TOOL, _decided, list_message
+from tests.integration.test_unsubscribe import AUTHSERV, TOOL, _decided, client, list_message
 from tests.support import chromium
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
@@ -45,7 +45,8 @@ def _issue(sender: str, n: int, year: int) -> bytes:
     return list_message(f"{sender}-{year}-{n}", f"<https://{LIST_HOST}{path}>", name=name, sender=sender)
 
 
-def _seeded(dovecot: Dovecot) -> tuple[str, dict[str, Any]]:
+def _seeded(dovecot: Dovecot) -> tuple[str, dict[str, Any], dict[str, Counter[str]]]:
+    """A new user with the messages above, their settings, and the Message-IDs of each mailbox."""
     user = dovecot.new_user()
     messages, dates = [], []
     for sender, (_, _, count) in LISTS.items():
@@ -60,7 +61,7 @@ def _seeded(dovecot: Dovecot) -> tuple[str, dict[str, Any]]:
     dovecot.seed(user, "INBOX", messages, internaldates=dates)
     for box in ("Archive", "Trash"):
         dovecot.seed(user, box, [])
-    return user, account_settings(dovecot, user, authserv_id=AUTHSERV)
+    return user, account_settings(dovecot, user, authserv_id=AUTHSERV), _counts(dovecot, user)
 
 
 def _of_2024(sender: str) -> Counter[str]:
@@ -135,20 +136,17 @@ def _archived_exactly_the_years_newsletters(
 async def test_a_client_with_elicitation_archives_a_years_newsletters_and_leaves_two_lists(
     dovecot: Dovecot, lists: OneClickServer
 ) -> None:
-    user, settings = _seeded(dovecot)
-    start = _counts(dovecot, user)
+    user, settings, start = _seeded(dovecot)
     declined = answering("decline")
-    app = _app(settings, lists)
-    async for mcp in open_client(app.config, app, elicitation_callback=declined):
+    async with client(settings, lists, declined) as mcp:
         await mcp.fail(TOOL, _call("weekly"), "confirmation_required")
     assert lists.requests == [] and lists.connections == [] and _counts(dovecot, user) == start
     accepted = answering("accept")
-    app = _app(settings, lists)
 
     async def answered(envelope: dict[str, Any]) -> Any:
         return envelope.get("data"), envelope.get("error")
 
-    async for mcp in open_client(app.config, app, elicitation_callback=accepted):
+    async with client(settings, lists, accepted) as mcp:
         await _archive_and_leave(mcp, answered)
     assert len(accepted.asked) == 2, accepted.asked  # one approval per list, the move in it
     for question, (name, _, count) in zip(accepted.asked, LISTS.values(), strict=True):
@@ -161,8 +159,7 @@ async def test_a_client_with_elicitation_archives_a_years_newsletters_and_leaves
 async def test_claude_desktops_path_archives_a_years_newsletters_and_leaves_two_lists_on_the_page(
     dovecot: Dovecot, lists: OneClickServer
 ) -> None:
-    user, settings = _seeded(dovecot)
-    start = _counts(dovecot, user)
+    user, settings, start = _seeded(dovecot)
     app = _app(settings, lists)
     pages: list[str] = []
 
@@ -191,7 +188,7 @@ async def test_claude_desktops_path_archives_a_years_newsletters_and_leaves_two_
 async def test_a_newsletter_arriving_while_the_user_decides_is_left_alone_and_said(
     dovecot: Dovecot, lists: OneClickServer
 ) -> None:
-    user, settings = _seeded(dovecot)
+    user, settings, _ = _seeded(dovecot)
     asked: list[str] = []
 
     async def arriving(context: Any, params: ElicitRequestParams) -> ElicitResult:
@@ -200,8 +197,7 @@ async def test_a_newsletter_arriving_while_the_user_decides_is_left_alone_and_sa
         dovecot.seed(user, "INBOX", [late], internaldates=[IN_2024])
         return ElicitResult(action="accept", content={"confirm": True})
 
-    app = _app(settings, lists)
-    async for mcp in open_client(app.config, app, elicitation_callback=arriving):
+    async with client(settings, lists, arriving) as mcp:
         envelope = await mcp.call(TOOL, _call("deals"))
     assert envelope["success"], envelope
     assert envelope["data"]["moved"] == 4 and len(asked) == 1 and "move the 4 message(s)" in asked[0]
@@ -215,11 +211,9 @@ async def test_a_newsletter_arriving_while_the_user_decides_is_left_alone_and_sa
 async def test_given_ids_are_left_and_moved_in_one_approval_and_the_move_undone(
     dovecot: Dovecot, lists: OneClickServer
 ) -> None:
-    user, settings = _seeded(dovecot)
-    start = _counts(dovecot, user)
+    user, settings, start = _seeded(dovecot)
     accepted = answering("accept")
-    app = _app(settings, lists)
-    async for mcp in open_client(app.config, app, elicitation_callback=accepted):
+    async with client(settings, lists, accepted) as mcp:
         found = await mcp.ok("imap_search_messages", {"mailbox": "INBOX", "limit": 50, "fields": "full"})
         ids = {m["subject"]: m["message_id"] for m in found["messages"]}
         chosen = [ids["weekly-2024-0"], ids["weekly-2024-1"], ids["deals-2024-0"]]
