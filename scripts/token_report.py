@@ -50,7 +50,12 @@ from tests.support.token_figures import (  # noqa: E402
     ShapeFigures,
 )
 
-from mail_imap_mcp.capabilities import READ_ONLY_BUDGET, WRITES_BUDGET  # noqa: E402
+from mail_imap_mcp.capabilities import (  # noqa: E402
+    READ_ONLY_BUDGET,
+    SAVING_ATTACHMENTS,
+    UNSUBSCRIBING,
+    WRITES_BUDGET,
+)
 from mail_imap_mcp.envelope.surface import BYTES_PER_TOKEN, surface_bytes  # noqa: E402
 
 SERVER_BIN = ROOT / ".venv" / "bin" / "mail-imap-mcp"
@@ -128,15 +133,27 @@ class Surface:
         return self.instructions + sum(self.tools.values())
 
 
-async def measure_surface(writes: bool, tmp: Path) -> Surface:
-    """``mail-imap-mcp serve`` over stdio (it lists its tools without connecting to any server)."""
-    config = tmp / f"surface-{writes}.toml"
+#: The switches of the third column: every capability of the writes group on (issue 60's surface).
+EVERY_SWITCH = ("MAIL_IMAP_UNSUBSCRIBE_ENABLED", "MAIL_IMAP_DOWNLOAD_DIR")
+#: Its budget: writes on, with the shares of unsubscribing and saving attachments.
+EVERY_SWITCH_BUDGET = WRITES_BUDGET + UNSUBSCRIBING.share + SAVING_ATTACHMENTS.share
+
+
+async def measure_surface(writes: bool, tmp: Path, every_switch: bool = False) -> Surface:
+    """``mail-imap-mcp serve`` over stdio (it lists its tools without connecting to any server);
+    ``every_switch``: with unsubscribe_enabled and a download_dir too."""
+    name = f"surface-{writes}-{every_switch}"
+    config = tmp / f"{name}.toml"
     config.write_text(
         config_toml({"default": {"host": "127.0.0.1", "username": "u", "password_env": PASSWORD_ENV}})
     )
     env = {"PATH": os.environ.get("PATH", ""), "MAIL_IMAP_WRITE_ENABLED": "true" if writes else "false"}
+    if every_switch:
+        downloads = tmp / "downloads"
+        downloads.mkdir(mode=0o700, exist_ok=True)
+        env |= dict(zip(EVERY_SWITCH, ("true", str(downloads)), strict=True))
     params = StdioServerParameters(command=str(SERVER_BIN), args=["serve", "--config", str(config)], env=env)
-    with open(tmp / f"surface-{writes}.log", "w") as log:
+    with open(tmp / f"{name}.log", "w") as log:
         async with Client(stdio_client(params, errlog=log)) as client:
             listed = await client.list_tools()
             instructions = client.instructions or ""
@@ -145,12 +162,16 @@ async def measure_surface(writes: bool, tmp: Path) -> Surface:
     return Surface(len(instructions.encode()), per_tool)
 
 
-async def measure_surfaces() -> tuple[Surface, Surface]:
+async def measure_surfaces() -> tuple[Surface, Surface, Surface]:
     with tempfile.TemporaryDirectory() as tmp:
-        return await measure_surface(False, Path(tmp)), await measure_surface(True, Path(tmp))
+        return (
+            await measure_surface(False, Path(tmp)),
+            await measure_surface(True, Path(tmp)),
+            await measure_surface(True, Path(tmp), every_switch=True),
+        )
 
 
-def render_surface(read_only: Surface, writes: Surface, commit: str) -> str:
+def render_surface(read_only: Surface, writes: Surface, every: Surface, commit: str) -> str:
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
     def tokens(size: int) -> str:
@@ -162,22 +183,22 @@ def render_surface(read_only: Surface, writes: Surface, commit: str) -> str:
         '`json.dumps({"name", "description", "inputSchema"}, separators=(",", ":"), ensure_ascii=False)`, '
         f"tokens estimated at {BYTES_PER_TOKEN} bytes each.",
         "",
-        "| what the model reads | writes off (bytes) | writes on (bytes) |",
-        "|---|---:|---:|",
-        f"| `initialize` instructions | {read_only.instructions:,} | {writes.instructions:,} |",
+        "| what the model reads | writes off (bytes) | writes on (bytes) | writes on, unsubscribe_enabled and "
+        "download_dir set (bytes) |",
+        "|---|---:|---:|---:|",
+        f"| `initialize` instructions | {read_only.instructions:,} | {writes.instructions:,} | "
+        f"{every.instructions:,} |",
     ]
-    for name, size in writes.tools.items():
-        lines.append(
-            f"| `{name}` | {read_only.tools[name]:,} | {size:,} |"
-            if name in read_only.tools
-            else f"| `{name}` | — | {size:,} |"
-        )
+    for name, size in every.tools.items():
+        cells = [f"{column.tools[name]:,}" if name in column.tools else "—" for column in (read_only, writes)]
+        lines.append(f"| `{name}` | {' | '.join(cells)} | {size:,} |")
+    columns = ((read_only, READ_ONLY_BUDGET), (writes, WRITES_BUDGET), (every, EVERY_SWITCH_BUDGET))
     lines += [
-        f"| **total** | **{read_only.total:,}** ({tokens(read_only.total)} tokens) | "
-        f"**{writes.total:,}** ({tokens(writes.total)} tokens) |",
-        f"| budget | {READ_ONLY_BUDGET:,} | {WRITES_BUDGET:,} |",
-        f"| met | {'yes' if read_only.total <= READ_ONLY_BUDGET else '**no**'} | "
-        f"{'yes' if writes.total <= WRITES_BUDGET else '**no**'} |",
+        "| **total** | "
+        + " | ".join(f"**{column.total:,}** ({tokens(column.total)} tokens)" for column, _ in columns)
+        + " |",
+        "| budget | " + " | ".join(f"{budget:,}" for _, budget in columns) + " |",
+        "| met | " + " | ".join("yes" if c.total <= budget else "**no**" for c, budget in columns) + " |",
     ]
     return "\n".join(lines)
 
@@ -378,8 +399,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--surface-only", action="store_true", help="measure only the tool surface (a second, no mail server)"
     )
     args = parser.parse_args(argv)
-    read_only, writes = anyio.run(measure_surfaces)
-    surface = render_surface(read_only, writes, _commit())
+    read_only, writes, every = anyio.run(measure_surfaces)
+    surface = render_surface(read_only, writes, every, _commit())
     print(surface)
     if not args.no_write:
         write_section(surface, markers=(SURFACE_BEGIN, SURFACE_END), intro=SURFACE_INTRO)
