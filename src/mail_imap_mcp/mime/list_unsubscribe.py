@@ -13,9 +13,16 @@ import re
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from .authentication import AuthenticationResults
 
+#: How a list is left: an HTTPS POST (RFC 8058), a mail drafted, a link handed to the user, or nothing.
+Way = Literal["one_click", "mailto", "link", "none"]
+#: What was done for a list once the user approved.
+Outcome = Literal[
+    "unsubscribed", "not_confirmed", "failed", "refused", "draft_saved", "open_yourself", "nothing_offered"
+]
 #: The List-Unsubscribe-Post value of RFC 8058 section 3.1.
 ONE_CLICK_POST = "list-unsubscribe=one-click"
 _BRACKETED = re.compile(r"<([^<>]*)>")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Literal
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.approval.page import review_page
@@ -32,7 +31,13 @@ from mail_imap_mcp.imap.read import MessageGone
 from mail_imap_mcp.imap.roles import DRAFTS
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mime.authentication import authentication_results
-from mail_imap_mcp.mime.list_unsubscribe import MailtoUnsubscribe, UnsubscribeOffer, unsubscribe_offer
+from mail_imap_mcp.mime.list_unsubscribe import (
+    MailtoUnsubscribe,
+    Outcome,
+    UnsubscribeOffer,
+    Way,
+    unsubscribe_offer,
+)
 from mail_imap_mcp.net.one_click import (
     OneClickFailed,
     OneClickRefused,
@@ -41,11 +46,6 @@ from mail_imap_mcp.net.one_click import (
 )
 from mail_imap_mcp.services.drafts import append_draft, build_draft
 from mail_imap_mcp.services.message_lookup import examine_for, resolve_message
-
-Way = Literal["one_click", "mailto", "link", "none"]
-Outcome = Literal[
-    "unsubscribed", "not_confirmed", "failed", "refused", "draft_saved", "open_yourself", "nothing_offered"
-]
 
 
 @dataclass(frozen=True)
