@@ -91,8 +91,6 @@ def leaving_of(
             leaving.to = destination(connection, app, "move", named)
         except DestinationMissing:
             raise DestinationMissing(named, "destination_mailbox") from None
-    if leaving.shown is not None and pending(app, leaving.shown) is None:
-        keep_pending(app, leaving.shown, leaving.sets[0], [])
     return leaving
 
 
@@ -190,9 +188,12 @@ def _said(run: SetRun) -> list[str]:
     return said
 
 
-def review_of(leaving: Leaving, asked_for: list[ListToLeave]) -> Review:
+def review_of(app: Call, leaving: Leaving, asked_for: list[ListToLeave]) -> Review:
     """What the user approves: each list (:func:`~mail_imap_mcp.services.unsubscribe.review`), the search
-    that found the messages, and where the messages go after."""
+    that found the messages, and where the messages go after. A search's set is kept for the call's
+    rerun once the user answered (:func:`move_after` drops it)."""
+    if leaving.shown is not None and pending(app, leaving.shown) is None:
+        keep_pending(app, leaving.shown, leaving.sets[0], [])
     shown = review(asked_for)
     fields = list(shown.fields)
     if leaving.search is not None:

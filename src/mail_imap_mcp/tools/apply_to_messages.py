@@ -185,10 +185,8 @@ def _unsubscribe(app: Call, args: ApplyToMessagesInput) -> ToolResult[Any]:
         moved = move_after(app, leaving)
         return unsubscribe.answer(left, dry_run=False, app=app, account=leaving.account_id, moved=moved)
 
-    audited = unsubscribe.audited(app, leaving.account_id)
-    done = app.ask(
-        Ask(leaving.account_id, review_of(leaving, asked_for), RENDER, then, contextlib.nullcontext, audited)
-    )
+    review, audited = review_of(app, leaving, asked_for), unsubscribe.audited(app, leaving.account_id)
+    done = app.ask(Ask(leaving.account_id, review, RENDER, then, contextlib.nullcontext, audited))
     return unsubscribe.waiting(done) if isinstance(done, Operation) else done
 
 
