@@ -26,7 +26,7 @@ from tests.integration.test_index_search import SEARCH, message, other_client
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
-from tests.support.index_clients import identity_file, index_file, indexed_client
+from tests.support.index_clients import caught_up_pages, identity_file, index_file, indexed_client
 from tests.support.matrix import MatrixServer
 from tests.support.patience import patient
 from tests.support.postgres import IndexEngineParam
@@ -82,9 +82,10 @@ async def test_a_search_does_not_wait_past_its_budget_for_the_background_sync(
         assert any("not fully brought up to date" in w and "INBOX" in w for w in warnings), warnings
         assert everywhere["data"]["total"] == 4, everywhere
         assert any("not fully brought up to date" in w for w in everywhere["meta"]["warnings"]), everywhere
-        # Once the lock is free, the next search is fresh again.
-        envelope = await mcp.call(SEARCH, {"query": "kiwiword", "mailbox": "INBOX"})
-        assert envelope["data"]["total"] == 5
+        # Once the lock is free, the index catches up: searched again until no budget of 300 ms (which a
+        # loaded machine misses, and only the held searches' budget is under test here) says it is behind.
+        [envelope] = await caught_up_pages(mcp, {"query": "kiwiword", "mailbox": "INBOX"})
+        assert envelope["data"]["total"] == 5 and not envelope["meta"].get("warnings"), envelope
 
 
 @contextlib.contextmanager
@@ -142,7 +143,10 @@ async def test_a_search_whose_index_writes_are_refused_answers_as_the_index_is(
         searches = index.search_indexer()
         assert searches is not None
         assert writers_wait_s(searches.store) == WRITER_WAIT_S == 30
-        envelope = await mcp.call(SEARCH, {"query": "kiwiword", "mailboxes": ["*"]})
+        # The refused write left the index usable: once the other writer is gone it takes the changes.
+        # Searched again until no budget of 300 ms (the first search's, the one under test; a loaded
+        # machine cannot sync INBOX within it) says it is behind.
+        [envelope] = await caught_up_pages(mcp, {"query": "kiwiword", "mailboxes": ["*"]})
         assert envelope["data"]["total"] == 5 and not envelope["meta"].get("warnings"), envelope
 
 

@@ -15,8 +15,14 @@ from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.matrix import MatrixServer
-from tests.support.patience import patient
+from tests.support.patience import eventually_async, patient
 from tests.support.postgres import IndexEngineParam, on_engine
+
+#: The search tool the index answers.
+SEARCH = "imap_search_messages"
+#: What a page of the index says when its search's freshness budget ran out before every folder it
+#: covers was synced (not when the index refused a write: that page says "could not be written").
+BEHIND = "not fully brought up to date within its time budget"
 
 
 def index_config(server: MatrixServer, user: str, tmp_path: Path, **settings: Any) -> Config:
@@ -65,3 +71,28 @@ def index_file(folder: Path, account_id: str = "default") -> Path:
 def identity_file(folder: Path, config: Config, account_id: str = "default") -> Path:
     """Where the index file of ``account_id`` of ``config`` will be in ``folder`` (made or not)."""
     return identity_index_path(folder, account_id, config.accounts[account_id])
+
+
+async def caught_up_pages(
+    mcp: EnvelopeClient, arguments: dict[str, Any], within: float = 60.0
+) -> list[dict[str, Any]]:
+    """Every page of the search ``arguments`` (the cursor followed) once none of them says its freshness
+    budget ran out: searched again from the first page while one does, as the warning itself advises.
+
+    For tests whose subject is what the index holds once it caught up, not how fast it catches up: the
+    budget is the product's timing, which a loaded machine misses (each search and the background sync
+    still bring the index forward, so the wait ends; an index that never catches up fails it)."""
+
+    async def pages() -> list[dict[str, Any]] | None:
+        answered, page_arguments = [], dict(arguments)
+        while True:
+            envelope: dict[str, Any] = await mcp.call(SEARCH, page_arguments)
+            if any(BEHIND in warning for warning in envelope.get("meta", {}).get("warnings") or ()):
+                return None
+            answered.append(envelope)
+            cursor = (envelope.get("data") or {}).get("next_cursor")
+            if not cursor:
+                return answered
+            page_arguments["cursor"] = cursor
+
+    return await eventually_async(pages, within=within, what=f"a search of {arguments} caught up")
