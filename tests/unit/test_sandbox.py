@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from mail_imap_mcp.content import sandbox
-from mail_imap_mcp.content.documents import ExtractionError, extract_text
+from mail_imap_mcp.content.documents import ExtractionError
 from mail_imap_mcp.content.sandbox import SandboxLimits, run_in_sandbox
 from tests.support.documents import CORPUS
 from tests.support.limits import default_extract_limits
@@ -132,39 +132,61 @@ def test_a_missing_file_is_an_error(tmp_path: Path) -> None:
     assert caught.value.code == "extract_failed"
 
 
-def test_concurrent_extractions_share_a_bounded_number_of_children(tmp_path: Path) -> None:
+def test_concurrent_extractions_share_a_bounded_number_of_children(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each extraction reads a named pipe of its own, which the test fills only once the bound's number
+    # of children have started: those children are alive together by construction, and the live ones
+    # are counted at each start (sampling every few ms missed short-lived children under load).
     item = CORPUS["pdf_text"]
-    path = tmp_path / "a.pdf"
-    path.write_bytes(item.data)
-    most = 0
-    done = threading.Event()
-
-    def count() -> None:
-        nonlocal most
-        while not done.is_set():
-            extraction_children = [child for child in live_children() if _is_extraction_child(child)]
-            most = max(most, len(extraction_children))
-            time.sleep(0.005)
-
+    bound = sandbox.MAX_CONCURRENT_CHILDREN
     # Two more at once than there are slots: enough to need the bound (each child costs a start).
-    extractions = sandbox.MAX_CONCURRENT_CHILDREN + 2
-    counter = threading.Thread(target=count)
-    counter.start()
+    pipes = [tmp_path / f"{number}.pdf" for number in range(bound + 2)]
+    for pipe in pipes:
+        os.mkfifo(pipe)
+    live_at_start: list[int] = []
+    real_start_child = sandbox.start_child
+
+    def start_child(command: list[str]) -> subprocess.Popen[bytes]:
+        child = real_start_child(command)
+        live_at_start.append(len(list(filter(_is_extraction_child, live_children()))))
+        return child
+
+    monkeypatch.setattr(sandbox, "start_child", start_child)
+    unfed = list(pipes)
+
+    def all_fed() -> bool:
+        for pipe in list(unfed):
+            if _fill_pipe_once_read(pipe, item.data):
+                unfed.remove(pipe)
+        return not unfed
+
+    limits = SandboxLimits.of(default_extract_limits(), 1 << 20)
+    with ThreadPoolExecutor(max_workers=len(pipes)) as pool:
+        runs = [pool.submit(run_in_sandbox, "document", pdf_params(pipe), limits) for pipe in pipes]
+        try:
+            eventually(lambda: len(live_at_start) >= bound, within=30, what=f"{bound} children started")
+        finally:  # fed even when the wait failed: no child is left blocked on its pipe
+            eventually(all_fed, within=60, what="every extraction reading its pipe")
+        results = [run.result() for run in runs]
+    assert all(fragment in result["text"] for result in results for fragment in item.expect_text)
+    assert len(live_at_start) == len(pipes)
+    assert max(live_at_start) == bound, live_at_start
+
+
+def _fill_pipe_once_read(pipe: Path, data: bytes) -> bool:
+    """Write ``data`` into the named pipe and close it, if a reader has it open; False while none has."""
+    try:  # fails (ENXIO) until the child opens the pipe to read it
+        descriptor = os.open(pipe, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:
+        return False
     try:
-        with ThreadPoolExecutor(max_workers=extractions) as pool:
-            results = list(
-                pool.map(
-                    lambda _: extract_text(
-                        path, item.content_type, None, default_extract_limits(), max_chars=500
-                    ),
-                    range(extractions),
-                )
-            )
+        os.set_blocking(descriptor, True)
+        with os.fdopen(descriptor, "wb", closefd=False) as stream:
+            stream.write(data)
     finally:
-        done.set()
-        counter.join()
-    assert all("Contract total" in result.text for result in results)
-    assert 1 <= most <= sandbox.MAX_CONCURRENT_CHILDREN
+        os.close(descriptor)
+    return True
 
 
 @pytest.mark.parametrize("megabytes", [8, 16, 32])
