@@ -29,7 +29,7 @@ What one run does:
    and open file descriptors (``/proc/<pid>/fd``) of the server processes (stdio) or of this process
    (inprocess). After the workers stop, one more "settled" sample is taken with the sessions still
    open; memory and descriptor growth compare the first sample after the warm-up (``--warmup`` of the
-   duration, 20 % by default) with that final one.
+   duration, 20 % by default, and ten calls per client) with that final one.
 
 It prints a summary table (calls, errors by code, p50/p95 latency per tool, RSS and fds), writes
 everything including the samples to ``--json`` when given, and exits 1 when any call failed or any
@@ -552,9 +552,21 @@ def count_logins(logs: list[Path]) -> int:
     return sum(path.read_text(encoding="utf-8", errors="replace").count(" connected in ") for path in logs)
 
 
-def first_after_warmup(samples: list[Sample], warmup_s: float) -> Sample:
+#: Calls per client before the warm-up can end: each client's server process has made its first IMAP
+#: calls (its connection, caches and lazily opened files exist) whatever the machine's load.
+WARMUP_CALLS_PER_CLIENT = 10
+
+
+def first_after_warmup(samples: list[Sample], warmup_s: float, clients: int = 1) -> Sample:
+    """The first sample at or after ``warmup_s`` once the clients made ``WARMUP_CALLS_PER_CLIENT`` calls
+    each: a time alone ended the warm-up of a loaded machine before a server process had made its first
+    call, and counted the descriptors it then opened as growth."""
     for sample in samples:
-        if sample.t_s >= warmup_s and not sample.settled:
+        if (
+            sample.t_s >= warmup_s
+            and sample.calls >= clients * WARMUP_CALLS_PER_CLIENT
+            and not sample.settled
+        ):
             return sample
     return samples[0]
 
@@ -642,7 +654,7 @@ def mode_report(
     snapshots: list[tracemalloc.Snapshot],
 ) -> dict[str, Any]:
     """Figures and verdict of one mode (JSON-ready)."""
-    warm, end = first_after_warmup(samples, warmup_s), samples[-1]
+    warm, end = first_after_warmup(samples, warmup_s, options.clients), samples[-1]
     pids = list(end.rss_kb)
     all_calls = LatencyHistogram()
     for histogram in stats.latency.values():

@@ -62,3 +62,22 @@ def test_short_soak_has_no_errors_and_no_fd_growth(dovecot: Dovecot) -> None:
         assert mode["rss"]["warmup_t_s"] >= mode["warmup_s"]
         assert sum(1 for s in mode["samples"] if s["t_s"] >= mode["warmup_s"]) >= 3
     assert report["ok"]
+
+
+def test_regression_the_warm_up_ends_after_every_client_made_its_first_calls_not_at_a_time_alone() -> None:
+    """A loaded CI run took the warm-up sample at 1.9 s, one call in, before a stdio server process had
+    made its first IMAP call, and counted the descriptor it then opened as growth (35 -> 36, per process
+    [9, 9, 9, 9] at the end)."""
+    soak = load_soak_module()
+
+    def sample(t_s: float, calls: int, fds: int, settled: bool = False) -> Any:
+        return soak.Sample(t_s=t_s, calls=calls, errors=0, rss_kb={1: 1}, fds={1: fds}, settled=settled)
+
+    samples = [
+        sample(0, 0, 32),
+        sample(1.9, 1, 35),
+        sample(2, 8, 36),
+        sample(3, 80, 36),
+        sample(6.1, 249, 36, True),
+    ]
+    assert soak.first_after_warmup(samples, 1.2, clients=4).t_s == 3
