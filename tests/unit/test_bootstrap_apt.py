@@ -92,3 +92,33 @@ def test_a_free_lock_runs_apt_get_at_once_with_dpkgs_own_wait(lock: Path, record
     _, said = run.communicate(timeout=patient(30))
     assert run.returncode == 0 and said == ""
     assert recorded.read_text().split() == ["-o", "DPkg::Lock::Timeout=900", "download", "-qq", "cyrus-imapd"]
+
+
+def test_regression_an_apt_get_that_lost_the_race_for_the_lock_waits_and_runs_again(
+    lock: Path, recorded: Path
+) -> None:
+    """Two fresh clones' `bash .ci/run` found the locks free at the same moment; the apt-get update that
+    lost failed at once ("Could not get lock /var/lib/apt/lists/lock"), and so did its whole run."""
+    stub = recorded.parent / "bin" / "apt-get"
+    lost = recorded.parent / "lost"
+    stub.write_text(
+        "#!/bin/sh\n"
+        f'if [ ! -e {lost} ]; then touch {lost}; echo "E: Could not get lock /var/lib/apt/lists/lock." >&2; exit 100; fi\n'
+        f'echo "$@" > {recorded}\n'
+    )
+    run = apt_get(lock, recorded, "update", "-qq")
+    _, said = run.communicate(timeout=patient(30))
+    assert run.returncode == 0, said
+    assert "found apt's lock taken as it started: waits and runs again" in said
+    assert recorded.read_text().split() == ["-o", "DPkg::Lock::Timeout=900", "update", "-qq"]
+
+
+def test_an_apt_get_that_fails_for_another_reason_fails_once_and_shows_why(
+    lock: Path, recorded: Path
+) -> None:
+    stub = recorded.parent / "bin" / "apt-get"
+    stub.write_text('#!/bin/sh\necho "E: Unable to locate package nosuch" >&2\nexit 100\n')
+    run = apt_get(lock, recorded, "install", "-y", "nosuch")
+    _, said = run.communicate(timeout=patient(30))
+    assert run.returncode == 100
+    assert "Unable to locate package nosuch" in said and "runs again" not in said
