@@ -18,8 +18,8 @@ from typing import Any
 
 import keyring
 import pytest
-from keyring.backends.SecretService import Keyring as SecretServiceKeyring
 
+from mail_imap_mcp.credentials.secret_service import GreetingKeyring
 from mail_imap_mcp.credentials.token_keychain import KEYCHAIN_SERVICE, KeychainRefreshTokens
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
@@ -38,7 +38,7 @@ class SignInEntries(KeychainRefreshTokens):
     by the sign-in's identity (``sign_in_key``); before any is there, the account id's, as a release
     before named them (a token saved here is then taken over by the server's first use)."""
 
-    def __init__(self, backend: SecretServiceKeyring) -> None:
+    def __init__(self, backend: GreetingKeyring) -> None:
         super().__init__(ACCOUNT)
         self._backend = backend
 
@@ -60,7 +60,7 @@ def keychain(secret_service: SecretService, monkeypatch: pytest.MonkeyPatch) -> 
     for name, value in secret_service.environment().items():
         monkeypatch.setenv(name, value)
     before = keyring.get_keyring()
-    backend = SecretServiceKeyring()
+    backend = GreetingKeyring()
     keyring.set_keyring(backend)
     try:
         yield SignInEntries(backend)

@@ -3,8 +3,9 @@ D-Bus session bus of its own (``dbus-run-session``), its login keyring made and 
 on standard input, its files in a temporary home. keyring finds it as a desktop user's: through
 ``DBUS_SESSION_BUS_ADDRESS`` (:meth:`SecretService.environment`), with no backend named. What the daemon
 and its bus say goes to ``gnome-keyring.log`` beside the home (a failed prompt is logged there); a daemon
-that ended during the test (GNOME Keyring 42 can abort under concurrent clients) fails the test on leaving,
-with that log.
+that ended during the test fails the test on leaving, with that log. Every client here, as the product's
+(:mod:`mail_imap_mcp.credentials.secret_service`), greets the daemon before it reads a collection: GNOME
+Keyring aborts when a new connection's first message needs its caller registered.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from jeepney.bus_messages import message_bus
 from jeepney.io.blocking import open_dbus_connection
 from secretstorage.exceptions import ItemNotFoundException
 
+from mail_imap_mcp.credentials.secret_service import greet
 from tests.support.patience import eventually, patient
 
 SECRETS_BUS_NAME = "org.freedesktop.secrets"
@@ -66,6 +68,7 @@ def _default_collection_unlocked(bus: str) -> bool:
         if not reply.body[0]:
             return False
         try:
+            greet(connection)
             return not secretstorage.Collection(connection).is_locked()
         except ItemNotFoundException:
             return False
@@ -108,7 +111,7 @@ def running_secret_service(root: Path, within: float = 30.0) -> Iterator[SecretS
 
         eventually(ready, within=within, what=f"gnome-keyring-daemon's unlocked default collection on {bus}")
         yield SecretService(bus, home, log, int(daemon))
-        if not daemon_running(int(daemon)):  # GNOME Keyring 42 aborts under concurrent clients (issue 57)
+        if not daemon_running(int(daemon)):
             raise RuntimeError(
                 "gnome-keyring-daemon ended during the test: the test's "
                 f"keychain was gone, a fault of GNOME Keyring rather than of the code under test; "

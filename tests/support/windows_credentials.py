@@ -16,8 +16,9 @@ import posix
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from keyring.backends.SecretService import Keyring as SecretServiceKeyring
 from keyring.compat import properties
+
+from mail_imap_mcp.credentials.secret_service import GreetingKeyring
 
 BACKEND = "tests.support.windows_credentials.Keyring"
 #: CRED_MAX_CREDENTIAL_BLOB_SIZE (wincred.h): 5 * 512 bytes.
@@ -36,7 +37,7 @@ def _user_id_for_dbus() -> Iterator[None]:
             del os.geteuid
 
 
-class Keyring(SecretServiceKeyring):
+class Keyring(GreetingKeyring):
     """The Secret Service with the Credential Manager's limit of one credential's size."""
 
     @properties.classproperty

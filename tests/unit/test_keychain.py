@@ -15,7 +15,7 @@ import keyring.backend
 import keyring.core
 import keyring.errors
 import pytest
-from keyring.backends.SecretService import Keyring as SecretServiceKeyring
+from keyring.backends.SecretService import Keyring as SecretServiceBackend
 from secretstorage.exceptions import ItemNotFoundException
 
 from mail_imap_mcp.config import ConfigError, load_config
@@ -23,12 +23,14 @@ from mail_imap_mcp.config.secret_storage import REFUSED_KEYCHAINS
 from mail_imap_mcp.config.team import HttpAuthSettings
 from mail_imap_mcp.credentials.keychain import (
     KeychainUnavailable,
+    _backend,
     backend_name,
     delete_secret,
     find_secret,
     read_password,
     store_password,
 )
+from mail_imap_mcp.credentials.secret_service import GreetingKeyring
 from mail_imap_mcp.credentials.secrets import account_password, introspection_secret
 from tests.support.secret_service import SECRET_SERVICE_BACKEND, SecretService
 
@@ -82,6 +84,21 @@ def config_file(tmp_path: Path) -> Path:
     path = tmp_path / "config.toml"
     path.write_text(CONFIG)
     return path
+
+
+def test_keyrings_secret_service_backend_is_used_greeting_and_named_as_keyring_names_it(
+    environment: Callable[[dict[str, str]], None], secret_service: SecretService
+) -> None:
+    """GNOME Keyring aborts when a new connection's first message reads a collection (issue 57's CI run):
+    keyring's own Secret Service backend is used through the greeting one, and still named as keyring's;
+    a subclass of someone's own is used as it is."""
+    environment(secret_service.environment())
+    keyring.set_keyring(SecretServiceBackend())
+    assert type(_backend("password_keyring")) is GreetingKeyring
+    assert backend_name() == SECRET_SERVICE_BACKEND
+    glitching = GlitchingSecretService()
+    keyring.set_keyring(glitching)
+    assert _backend("password_keyring") is glitching
 
 
 def test_a_stored_password_is_read_back_from_the_secret_service(
@@ -191,7 +208,7 @@ COLLECTION_GLITCH = (
 )
 
 
-class GlitchingSecretService(SecretServiceKeyring):
+class GlitchingSecretService(GreetingKeyring):
     """The real Secret Service backend, whose next ``glitches`` look-ups of the collection fail as
     keyring's did in the flake (a real daemon's alias race is too rare to provoke in a test)."""
 

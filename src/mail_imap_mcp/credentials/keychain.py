@@ -51,8 +51,18 @@ def _keyring() -> Any:
 
 
 def _dotted(backend: object) -> str:
-    kind = type(backend)
+    """The backend's class as keyring names it (this package's own wrappers as the class they wrap)."""
+    kind = next(k for k in type(backend).__mro__ if not k.__module__.startswith("mail_imap_mcp."))
     return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _greeting(backend: Any) -> Any:
+    """``backend``, made safe for GNOME Keyring where it is keyring's Secret Service backend."""
+    if _dotted(backend) != "keyring.backends.SecretService.Keyring":
+        return backend
+    from mail_imap_mcp.credentials.secret_service import greeting  # secretstorage: Linux only
+
+    return greeting(backend)
 
 
 def _candidates() -> list[Any]:
@@ -83,7 +93,7 @@ def _backend(setting: str) -> Any:
         raise _unavailable(setting, exc) from None
     for backend in candidates:
         if not is_refused_keychain(_dotted(backend)):
-            return backend
+            return _greeting(backend)
     found = ", ".join(_dotted(backend) for backend in candidates) or "no backend"
     raise KeychainUnavailable(
         f"{setting}: no keychain here: keyring offers only {found}, and {REFUSED_KEYCHAINS} (PlaintextKeyring "

@@ -1,0 +1,61 @@
+"""GNOME Keyring survives many new connections at once when each greets it first
+(:mod:`mail_imap_mcp.credentials.secret_service`).
+
+The daemon aborts (``gkd_secret_service_get_pkcs11_session: assertion 'client' failed``, then GLib's
+``Bail out! ... invoke_get_property_in_idle_cb``) when a new connection's first message reads a collection
+before the daemon registered its caller: keyring's first message on each of its connections, and the
+tests' own readiness probe, which failed issue 57's CI run. The race is the daemon's, so no test provokes
+it at will: on this machine these rounds without the greeting aborted the daemon in 5 of 10 (the suite's
+two workers), other loads in 2 of 10 to 14 of 20; with it, in none of 80 rounds.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from jeepney import DBusAddress, Properties
+from jeepney.io.blocking import open_dbus_connection
+
+from mail_imap_mcp.credentials.secret_service import greet
+from tests.support.patience import patient
+from tests.support.secret_service import running_secret_service
+
+CLIENTS = 4
+CONNECTIONS_EACH = 300
+DEFAULT_COLLECTION = DBusAddress(
+    "/org/freedesktop/secrets/aliases/default",
+    bus_name="org.freedesktop.secrets",
+    interface="org.freedesktop.Secret.Collection",
+)
+
+
+def _connect_greet_and_read_the_label(bus: str, labels: list[str]) -> None:
+    for _ in range(CONNECTIONS_EACH):
+        with open_dbus_connection(bus=bus) as connection:
+            greet(connection)
+            reply = connection.send_and_get_reply(
+                Properties(DEFAULT_COLLECTION).get("Label"), timeout=patient(10)
+            )
+            labels.append(reply.body[0][1])
+
+
+@pytest.mark.parametrize("round_", range(3))
+def test_regression_connections_that_greet_first_never_abort_gnome_keyring(
+    tmp_path: Path, round_: int
+) -> None:
+    """Issue 57: 1,200 new connections from four clients at once, each reading the default collection's
+    label as keyring does after its greeting: every one answered, and the daemon lives (the harness fails
+    the test on leaving when it ended)."""
+    labels: list[str] = []
+    with running_secret_service(tmp_path) as service:
+        clients = [
+            threading.Thread(target=_connect_greet_and_read_the_label, args=(service.bus, labels))
+            for _ in range(CLIENTS)
+        ]
+        for client in clients:
+            client.start()
+        for client in clients:
+            client.join()
+    assert labels == ["Login"] * (CLIENTS * CONNECTIONS_EACH)
