@@ -84,6 +84,7 @@ class OtherClient:
         # on a loaded machine (a CI run with seven workers, load about 7); what this test checks is the
         # answers, not the server's speed.
         self.imap = server.connect(user, tls=False, starttls=False, within=30.0)
+        self.server, self.user = server, user
         self.folders = folders
         self.rng = random.Random(seed)
         self.number = 1000
@@ -138,7 +139,10 @@ class OtherClient:
         with self._lock:
             self.active = False
         if self.failure is not None:
-            raise AssertionError("the other client failed") from self.failure
+            # A Courier SELECT once waited past 30 s (a CI run of issue 57): say what held the folder.
+            held = getattr(self.server, "lock_report", None)
+            said = f" ({held(self.user)})" if held is not None and isinstance(self.failure, OSError) else ""
+            raise AssertionError(f"the other client failed{said}") from self.failure
 
     def close(self) -> None:
         self.stop()

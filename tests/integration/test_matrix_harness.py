@@ -18,6 +18,7 @@ import pytest
 from tests.support import imapserver, mailgen
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
+from tests.support.courier import Courier
 from tests.support.cyrus import Cyrus
 from tests.support.imapserver import AppendSeeding, free_ports
 from tests.support.matrix import SESSION_PASSWORD
@@ -217,3 +218,16 @@ def test_cyrus_handed_a_port_another_server_answers_starts_on_other_ports(
             cyrus.seed(user, "INBOX", [_message(1), _message(2)])  # over the plain port
             with cyrus.connect(user, tls=True) as client:
                 assert client.select_folder("INBOX", readonly=True)[b"EXISTS"] == 2
+
+
+def test_courier_says_which_locks_and_waits_hold_a_users_folders(courier: Courier) -> None:
+    """The report a failed test quotes when a Courier client stalled (test_index_concurrent): a lock
+    file in the user's Maildir with its age and content, and the instance's imapd processes."""
+    user = courier.new_user()
+    with courier.connect(user, tls=False, starttls=False) as client:
+        client.select_folder("INBOX")
+        lock = courier.root / "mail" / user / "Maildir" / "tmp" / "courier.lock"
+        lock.write_bytes(b"held by a test")
+        report = courier.lock_report(user)
+    assert f"mail/{user}/Maildir/tmp/courier.lock: " in report and "b'held by a test'" in report, report
+    assert "imapd processes: ['" in report and "/bin/imapd" in report, report

@@ -39,6 +39,7 @@ import pwd
 import shlex
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 from tests.support.imapserver import (
@@ -223,6 +224,28 @@ class Courier(AppendSeeding):
         if self._root is None:
             return "(not started)"
         return tail_file(self.log_path, lines) or "(no log output)"
+
+    def lock_report(self, user: str) -> str:
+        """What may hold ``user``'s folders: each lock file in the Maildir (Courier dot-locks a folder
+        while it scans it, IMAP_USELOCKS, and a waiter takes a lock for stale only at 120 s) with its age
+        and content, and what each imapd of this instance waits in (its kernel wait channel)."""
+        now = time.time()
+        locks = []
+        for lock in sorted((self.root / "mail" / user / "Maildir").rglob("*lock*")):
+            with contextlib.suppress(OSError):  # gone meanwhile, or a directory
+                content = lock.read_bytes()[:80]
+                locks.append(
+                    f"{lock.relative_to(self.root)}: {now - lock.stat().st_mtime:.1f} s old, {content!r}"
+                )
+        waits = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError):
+                command = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                if str(self.root) in command and "/bin/imapd" in command:
+                    waits.append(
+                        f"{stat.parent.name}: {(stat.parent / 'wchan').read_text()} ({command.strip()})"
+                    )
+        return f"locks: {locks or 'none'}; imapd processes: {waits or 'none'}"
 
     # ------------------------------------------------------------------ users
 
