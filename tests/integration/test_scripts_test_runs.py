@@ -1,0 +1,43 @@
+"""``scripts/test``'s full run as a developer repeats it in one checkout (its setup steps, then pytest on
+the run's own paths): kept out of the unit tier, whose CPU budget it would spend on the setup's checks."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tests.support.patience import patient
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_regression_a_second_full_run_in_the_same_checkout_finds_its_options() -> None:
+    """Issue 57: the full run's ``--cpu-report PATH`` came as two words; once the first run had written
+    PATH, pytest took it for the path to run, looked for no tests/conftest.py, and refused the option
+    it declares ("unrecognized arguments: --cpu-report"): every run after the first failed at once."""
+    report = ROOT / ".cache" / "test-cpu.tsv"
+    report.parent.mkdir(exist_ok=True)
+    report.touch()  # as a full run before this one left it
+    listed = subprocess.run(
+        # No path: the run's own (testpaths); the two larger tiers left out only to collect less.
+        [
+            str(ROOT / "scripts" / "test"),
+            "-n",
+            "0",
+            "--collect-only",
+            "-q",
+            "-k",
+            "no_test_is_named_so",
+            "--ignore=tests/integration",
+            "--ignore=tests/unit",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=patient(600),
+        check=False,
+    )
+    assert "unrecognized arguments" not in listed.stderr, listed.stderr[-2000:]
+    assert listed.returncode == 5 and "deselected" in listed.stdout, (
+        listed.stdout[-2000:] + listed.stderr[-2000:]
+    )
