@@ -4,9 +4,10 @@ GNOME Keyring (42, and 50 by its users' reports) registers a D-Bus caller only a
 caller's first message; a first message that needs the caller (a collection's property, ``OpenSession``)
 finds none and the daemon aborts (``gkd_secret_service_get_pkcs11_session: assertion 'client' failed``),
 taking the desktop's keychain with it. keyring opens a new connection for every call, and its first
-message is a collection's ``Label``: concurrent token refreshes of this server crashed it. Here every
+message is a collection's ``Label``: this server's concurrent keychain calls could crash it. Here every
 connection first asks the service ``ReadAlias("default")``, which needs no registered caller (its answer
-is not used); by its reply the caller is registered. Measured in ``tests/unit/test_secret_service.py``.
+is not used); by its reply the caller is registered. Measured in
+``tests/integration/test_keychain_greeting.py``.
 """
 
 from __future__ import annotations
