@@ -8,14 +8,12 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import anyio
 import pytest
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.imap.push_view import RECHECK_S, PushView
-from mail_imap_mcp.index import runtime
 from tests.support.clients import make_config, open_client
 from tests.support.courier import Courier
 from tests.support.dovecot import Dovecot
@@ -65,15 +63,11 @@ async def pushed_client(
         index_fresh_from_push=True,
         **settings,
     )
-    # No background resync within a test (every 60 s of real time): these tests count the round trips
-    # of searches, and on a loaded machine a test outlived the interval (a sync's ENABLE, EXAMINE and
-    # FETCH among a search's one NOOP).
-    with mock.patch.object(runtime, "RESYNC_S", 3600.0):
-        app = AppContext.from_config(config)
-        async for mcp in open_client(config, app):
-            assert await wait_ready(mcp) == "ready"
-            view_of(app).clock = Clock()  # still while the test does not move it: no check of every folder
-            yield mcp, app
+    app = AppContext.from_config(config)
+    async for mcp in open_client(config, app):
+        assert await wait_ready(mcp) == "ready"
+        view_of(app).clock = Clock()  # still while the test does not move it: no check of every folder
+        yield mcp, app
 
 
 async def relayed(
