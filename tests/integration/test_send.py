@@ -694,7 +694,8 @@ async def test_a_call_waiting_for_the_browser_page_reports_progress_without_the_
     monkeypatch.setattr(send_approval, "PROGRESS_EVERY_S", 0.05)
     sender, bob, _ = _setup(chain)
     _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
-    config = make_config({"default": _settings(chain, sender, chain.submission_port, "starttls")})
+    settings = _settings(chain, sender, chain.submission_port, "starttls")
+    config = make_config({"default": settings}, background_after_s=0)  # the call answers at once
     app = AppContext.from_config(config)
     urls: list[str] = []
 
@@ -978,18 +979,21 @@ class _LaterReader:
 def _draft_for_a_later_reader(chain: SubmissionDovecot) -> _LaterReader:
     sender, bob, _ = _setup(chain)
     _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
-    config = make_config({"default": _settings(chain, sender, chain.submission_port, "starttls")})
+    settings = _settings(chain, sender, chain.submission_port, "starttls")
+    config = make_config({"default": settings}, background_after_s=0)  # the call answers at once
     app = AppContext.from_config(config)
     urls: list[str] = []
     app.approval_page = approval_page(_opened_later(urls), timeout_s=60)
     return _LaterReader(sender, bob, config, app, urls, _everywhere(chain, sender, [bob]))
 
 
-async def _send_to_the_background(mcp: EnvelopeClient) -> tuple[str, dict[str, Any], str]:
+async def _send_to_the_background(mcp: EnvelopeClient, urls: list[str]) -> tuple[str, dict[str, Any], str]:
     """imap_send_draft on the one draft, by a client with neither elicitation nor a progressToken: the
-    draft's id, the answer (an operation waiting for the page) and the operation's id."""
+    draft's id, the answer (an operation waiting for the page) and the operation's id, once the page
+    opened (in the background: the answer may come first)."""
     draft = await _draft_id(mcp)
     waiting = await mcp.call(TOOL, {"message_id": draft})
+    await _until(lambda: bool(urls))
     return draft, waiting, waiting["data"]["background"]["operation_id"]
 
 
@@ -1004,7 +1008,7 @@ async def test_without_a_progress_token_the_page_is_waited_for_as_a_background_o
     later = _draft_for_a_later_reader(chain)
     sender, bob, urls, before = later.sender, later.bob, later.urls, later.before
     async for mcp in open_client(later.config, later.app):  # no elicitation, no progressToken
-        draft, waiting, operation_id = await _send_to_the_background(mcp)
+        draft, waiting, operation_id = await _send_to_the_background(mcp, urls)
         assert waiting["data"]["outcome"] == "waiting_for_approval" and waiting["data"]["next_action"] == {
             "instruction": waiting["data"]["next_action"]["instruction"],
             "tool": "imap_get_operation",
@@ -1047,7 +1051,7 @@ async def test_cancelling_the_background_send_closes_the_page_and_sends_nothing(
     later = _draft_for_a_later_reader(chain)
     sender, bob, urls, before = later.sender, later.bob, later.urls, later.before
     async for mcp in open_client(later.config, later.app):  # no elicitation, no progressToken
-        draft, waiting, operation_id = await _send_to_the_background(mcp)
+        draft, waiting, operation_id = await _send_to_the_background(mcp, urls)
 
         def cancel_while_reading(mcp: EnvelopeClient = mcp, operation_id: str = operation_id) -> None:
             anyio.from_thread.run(mcp.ok, "imap_cancel_operation", {"operation_id": operation_id})

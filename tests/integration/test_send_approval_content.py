@@ -77,8 +77,10 @@ async def _page_opened(urls: list[str]) -> None:
     await eventually_async(opened, what="the page opened")
 
 
-def _page_app(chain: SubmissionDovecot, sender: str, opener: Callable[[str], bool] | None) -> AppContext:
-    config = make_config({"default": _settings(chain, sender, chain.submission_port, "starttls")})
+def _page_app(
+    chain: SubmissionDovecot, sender: str, opener: Callable[[str], bool] | None, **server: Any
+) -> AppContext:
+    config = make_config({"default": _settings(chain, sender, chain.submission_port, "starttls")}, **server)
     app = AppContext.from_config(config)
     app.approval_page = approval_page(opener, timeout_s=60) if opener is not None else None
     return app
@@ -176,7 +178,7 @@ async def test_ten_sends_in_a_row_open_one_page_and_the_others_are_conflict(chai
         raw = _draft(chain.address(sender), [chain.address(bob)], subject=f"Note {number}")
         _append(chain, sender, "Drafts", raw)
     urls: list[str] = []
-    app = _page_app(chain, sender, _opened_later(urls))
+    app = _page_app(chain, sender, _opened_later(urls), background_after_s=0)
     before = _everywhere(chain, sender, [bob])
     async for mcp in open_client(app.config, app):  # no elicitation, no progressToken
         answers = [
@@ -207,7 +209,7 @@ async def test_a_page_reloaded_in_chromium_is_reported_as_reopened_not_as_declin
     sender, bob, _ = _setup(chain)
     _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
     urls: list[str] = []
-    app = _page_app(chain, sender, _opened_later(urls))
+    app = _page_app(chain, sender, _opened_later(urls), background_after_s=0)
     before = _everywhere(chain, sender, [bob])
     async for mcp in open_client(app.config, app):  # no elicitation, no progressToken
         draft = await _draft_id(mcp)

@@ -64,7 +64,8 @@ def test_team_users_scopes_are_bounded_closed_when_evicted_and_never_under_a_cal
 def test_a_users_scope_stays_open_while_their_background_write_runs(
     dovecot: Dovecot, user: str, account: AccountFactory
 ) -> None:
-    app = AppContext.from_config(make_config({"support": {**account(user), "users": USERS}}))
+    config = make_config({"support": {**account(user), "users": USERS}}, background_after_s=0)
+    app = AppContext.from_config(config)
     app.scopes.max_count, app.scopes.min_idle_s = 1, 0.0
     writing, release = USERS[0], threading.Event()
     connection = app.scope(writing).pool.get("support")

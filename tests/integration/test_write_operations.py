@@ -1,8 +1,9 @@
 """Bulk writes that outlast the inline wait continue in the background as an operation: polled with
 imap_get_operation, stopped between mailboxes by imap_cancel_operation, never losing or doubling mail.
 
-A fault proxy adds latency (0.1 s each way) so that a move out of six mailboxes takes several seconds,
-as it would against a distant server.
+The slow writes here say ``background_after_s=0`` (the tests' configs otherwise answer inline, so that
+no test races the wall clock); a fault proxy adds latency (0.1 s each way) so that a move out of six
+mailboxes takes several seconds, as it would against a distant server, and a cancel lands between two.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ async def slow_move(
     dovecot: Dovecot, user: str, proxy: FaultProxy, cancel: bool
 ) -> tuple[dict[str, Any], list[str]]:
     account = account_settings(dovecot, user, port=proxy.port, command_timeout_s=30)
-    config = make_config({"default": account}, write_enabled=True)
+    config = make_config({"default": account}, write_enabled=True, background_after_s=0)
     finished: dict[str, Any] = {}
     ids: list[str] = []
     async for mcp in open_client(config):
@@ -135,7 +136,8 @@ async def test_a_slow_flag_change_continues_in_the_background_too(dovecot: Dovec
     user = seed(dovecot)
     with FaultProxy(dovecot.host, dovecot.tls_port) as proxy:
         account = account_settings(dovecot, user, port=proxy.port, command_timeout_s=30)
-        async for mcp in open_client(make_config({"default": account}, write_enabled=True)):
+        config = make_config({"default": account}, write_enabled=True, background_after_s=0)
+        async for mcp in open_client(config):
             ids = await ids_of(mcp)
             proxy.set_latency(0.1)
             started = await mcp.ok(

@@ -274,3 +274,15 @@ def test_the_browser_script_login_opens_imports_the_standard_library_alone() -> 
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert {name.split(".")[0] for name in imported} <= set(sys.stdlib_module_names) | {"__future__"}
+
+
+def test_regression_a_tests_bulk_write_answers_inline_unless_it_asks_for_the_background() -> None:
+    # A full run failed when a dry run on a loaded machine outlasted the product's 1.5 s inline wait
+    # (background_after_s) and answered as a background operation with no results: the tests' configs
+    # wait the most the setting takes, and a test of the background path says 0.
+    from mail_imap_mcp.config.settings import ServerSettings
+    from tests.support.clients import INLINE_FOR_TESTS_S, make_config
+
+    product = ServerSettings.model_fields["background_after_s"]
+    assert make_config({}).server.background_after_s == INLINE_FOR_TESTS_S > (product.default or 0)
+    assert make_config({}, background_after_s=0).server.background_after_s == 0
