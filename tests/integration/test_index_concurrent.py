@@ -19,7 +19,9 @@ server's. A failing round names its seed.
 from __future__ import annotations
 
 import random
+import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,6 +40,7 @@ from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.sync import Indexer, sync_folder_now
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
+from tests.support.courier import Courier
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.index_clients import caught_up_pages
@@ -79,11 +82,11 @@ class OtherClient:
     """Another client of the same user changing the mail at random, on a connection of its own. One
     change at a time, whoever asks (its thread or a seam of the sync)."""
 
+    #: Stalls the client gets over (by a new connection) before it fails the test.
+    STALLS_GOT_OVER = 2
+
     def __init__(self, server: MatrixServer, user: str, folders: tuple[str, str], seed: int) -> None:
-        # 30 s, not the harness's 10: Courier once took more than 10 s to answer this client's SELECT
-        # on a loaded machine (a CI run with seven workers, load about 7); what this test checks is the
-        # answers, not the server's speed.
-        self.imap = server.connect(user, tls=False, starttls=False, within=30.0)
+        self.imap = self._connect(server, user)
         self.server, self.user = server, user
         self.folders = folders
         self.rng = random.Random(seed)
@@ -97,6 +100,15 @@ class OtherClient:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.failure: BaseException | None = None
+        #: What the server showed each time a command of this client went unanswered (see :meth:`_change`).
+        self.stalls: list[str] = []
+
+    @staticmethod
+    def _connect(server: MatrixServer, user: str) -> imapclient.IMAPClient:
+        # 30 s, not the harness's 10: Courier once took more than 10 s to answer this client's SELECT
+        # on a loaded machine (a CI run with seven workers, load about 7); what this test checks is the
+        # answers, not the server's speed.
+        return server.connect(user, tls=False, starttls=False, within=30.0)
 
     def change(self, probability: float = 1.0, *, seam: bool = False) -> None:
         """One random change (with ``probability``), while :attr:`active`; ``seam``: asked by a seam of
@@ -116,7 +128,20 @@ class OtherClient:
             self.number += 1
             return message(self.number, self.rng)
 
-        random_change(self.imap, self.rng, folder, other, new_message)
+        try:
+            random_change(self.imap, self.rng, folder, other, new_message)
+        except TimeoutError:
+            # Courier left this client's SELECT unanswered in 2 of 6 loaded full runs (its imapd idle in
+            # poll, no lock held). The property holds whatever became of the change (the index is compared
+            # with the server's own search), so the client goes on from a new connection, as the product
+            # would, and the run reports what the server showed; more stalls than that fail the test.
+            held = getattr(self.server, "lock_report", None)
+            port = self.imap.socket().getsockname()[1]
+            self.stalls.append(held(self.user, port) if held is not None else "no report for this server")
+            if len(self.stalls) > self.STALLS_GOT_OVER:
+                raise
+            self.imap.shutdown()
+            self.imap = self._connect(self.server, self.user)
 
     def _run(self) -> None:
         try:
@@ -139,10 +164,7 @@ class OtherClient:
         with self._lock:
             self.active = False
         if self.failure is not None:
-            # A Courier SELECT once waited past 30 s (a CI run of issue 57): say what held the folder.
-            held = getattr(self.server, "lock_report", None)
-            said = f" ({held(self.user)})" if held is not None and isinstance(self.failure, OSError) else ""
-            raise AssertionError(f"the other client failed{said}") from self.failure
+            raise AssertionError(f"the other client failed; its stalls: {self.stalls}") from self.failure
 
     def close(self) -> None:
         self.stop()
@@ -323,6 +345,10 @@ async def test_property_the_index_equals_the_servers_search_after_changes_during
         finally:
             other.close()
             checker.logout()
+            for stall in other.stalls:
+                warnings.warn(
+                    f"{server_name}: the other client's command went unanswered: {stall}", stacklevel=1
+                )
         # The mail did change in every round, and inside the syncs too: counted over the rounds, since how
         # many sync steps one round's changes land in depends on the machine's load (4 in one CI round).
         assert changes >= 20 and inside_syncs >= 1, (seed, changes, inside_syncs)
@@ -332,6 +358,34 @@ async def test_property_the_index_equals_the_servers_search_after_changes_during
     # round; the other servers offer no NOTIFY, and their searches asked STATUS.
     full_dovecot = isinstance(server, Dovecot) and not server.capabilities
     assert pushed_rounds == (ROUNDS if push and full_dovecot else 0), (push, pushed_rounds)
+
+
+def test_the_other_client_gets_over_an_unanswered_command_from_a_new_connection(
+    courier: Courier, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The property test's driver, when a command of its goes unanswered (as a Courier SELECT did in loaded
+    runs), keeps what the server showed and goes on from a new connection; its changes still land."""
+    user = courier.new_user()
+    other = OtherClient(courier, user, ("INBOX", "INBOX"), seed=1)
+    unanswered, answered = [other.imap], random_change
+
+    def first_unanswered(imap: imapclient.IMAPClient, *args: Any) -> str:
+        if imap is unanswered[0]:
+            raise TimeoutError("timed out")
+        return answered(imap, *args)
+
+    monkeypatch.setattr(sys.modules[__name__], "random_change", first_unanswered)
+    other.active = True
+    try:
+        other.change()
+        other.change()
+    finally:
+        other.close()
+    (stall,) = other.stalls
+    assert "imapd processes: ['" in stall and "courier.log ends: " in stall, stall
+    assert other.imap is not unanswered[0] and other.changes == 2
+    with courier.connect(user, tls=False, starttls=False) as client:
+        assert client.select_folder("INBOX", readonly=True)[b"EXISTS"] == 1  # the second change's append
 
 
 def test_regression_a_sync_resumed_after_another_sync_of_its_folder_still_sees_later_expunges(

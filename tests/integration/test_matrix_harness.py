@@ -221,13 +221,17 @@ def test_cyrus_handed_a_port_another_server_answers_starts_on_other_ports(
 
 
 def test_courier_says_which_locks_and_waits_hold_a_users_folders(courier: Courier) -> None:
-    """The report a failed test quotes when a Courier client stalled (test_index_concurrent): a lock
-    file in the user's Maildir with its age and content, and the instance's imapd processes."""
+    """The report a test gives when a Courier client stalled (test_index_concurrent): a lock file in the
+    user's Maildir with its age and content, the instance's imapd processes, the process that serves
+    the stalled client's connection, and the end of the server's log."""
     user = courier.new_user()
     with courier.connect(user, tls=False, starttls=False) as client:
         client.select_folder("INBOX")
         lock = courier.root / "mail" / user / "Maildir" / "tmp" / "courier.lock"
         lock.write_bytes(b"held by a test")
-        report = courier.lock_report(user)
+        report = courier.lock_report(user, client.socket().getsockname()[1])
     assert f"mail/{user}/Maildir/tmp/courier.lock: " in report and "b'held by a test'" in report, report
     assert "imapd processes: ['" in report and "/bin/imapd" in report, report
+    serving = report.split("; the server's end of port ", 1)[1].split("; courier.log ends: ")[0]
+    assert serving.count("/bin/imapd") == 1, report  # that connection's imapd, and no other process
+    assert "courier.log ends: '" in report, report

@@ -225,10 +225,12 @@ class Courier(AppendSeeding):
             return "(not started)"
         return tail_file(self.log_path, lines) or "(no log output)"
 
-    def lock_report(self, user: str) -> str:
+    def lock_report(self, user: str, client_port: int | None = None) -> str:
         """What may hold ``user``'s folders: each lock file in the Maildir (Courier dot-locks a folder
         while it scans it, IMAP_USELOCKS, and a waiter takes a lock for stale only at 120 s) with its age
-        and content, and what each imapd of this instance waits in (its kernel wait channel)."""
+        and content, what each imapd of this instance waits in (its kernel wait channel), which processes
+        hold the server's end of the connection from local port ``client_port`` (a stalled client's), and
+        the end of ``courier.log``."""
         now = time.time()
         locks = []
         for lock in sorted((self.root / "mail" / user / "Maildir").rglob("*lock*")):
@@ -237,15 +239,14 @@ class Courier(AppendSeeding):
                 locks.append(
                     f"{lock.relative_to(self.root)}: {now - lock.stat().st_mtime:.1f} s old, {content!r}"
                 )
-        waits = []
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            with contextlib.suppress(OSError):
-                command = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                if str(self.root) in command and "/bin/imapd" in command:
-                    waits.append(
-                        f"{stat.parent.name}: {(stat.parent / 'wchan').read_text()} ({command.strip()})"
-                    )
-        return f"locks: {locks or 'none'}; imapd processes: {waits or 'none'}"
+        waits = [
+            f"{pid}: {wait} ({command})" for pid, wait, command in _processes() if str(self.root) in command
+        ]
+        waits = [wait for wait in waits if "/bin/imapd" in wait]
+        report = f"locks: {locks or 'none'}; imapd processes: {waits or 'none'}"
+        if client_port is not None:
+            report += f"; the server's end of port {client_port}: {_holders(client_port) or 'no process'}"
+        return f"{report}; courier.log ends: {self.log_tail(15)!r}"
 
     # ------------------------------------------------------------------ users
 
@@ -266,3 +267,30 @@ class Courier(AppendSeeding):
         with open(self.userdb, "a") as handle:
             handle.write(f"{user}\t{fields}\n")
         self._make_userdb()  # a new userdb.dat file: authdaemond notices and reopens it
+
+
+def _processes() -> list[tuple[str, str, str]]:
+    """Every process: its pid, kernel wait channel and command line."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):  # ended meanwhile
+            command = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            found.append((stat.parent.name, (stat.parent / "wchan").read_text(), command.strip()))
+    return found
+
+
+def _holders(client_port: int) -> list[str]:
+    """The processes (pid, wait, command) that hold the socket whose remote end is local ``client_port``."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for row in Path(table).read_text().splitlines()[1:]:
+                fields = row.split()
+                if int(fields[2].rsplit(":", 1)[1], 16) == client_port:
+                    inodes.add(f"socket:[{fields[9]}]")
+    holders = []
+    for pid, wait, command in _processes():
+        with contextlib.suppress(OSError):
+            if any(os.readlink(fd) in inodes for fd in Path(f"/proc/{pid}/fd").iterdir()):
+                holders.append(f"{pid}: {wait} ({command})")
+    return holders
