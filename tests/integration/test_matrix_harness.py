@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import datetime as dt
 import email
+import pwd
 import ssl
+from pathlib import Path
 
 import imapclient
 import pytest
@@ -22,6 +24,7 @@ from tests.support.courier import Courier
 from tests.support.cyrus import Cyrus
 from tests.support.imapserver import AppendSeeding, free_ports
 from tests.support.matrix import SESSION_PASSWORD
+from tests.support.patience import eventually
 
 MATRIX = ["cyrus", "cyrus_altns", "courier"]
 DATES = [dt.datetime(2024, 3, day, 9, 30, tzinfo=dt.UTC) for day in (1, 2, 3)]
@@ -235,3 +238,23 @@ def test_courier_says_which_locks_and_waits_hold_a_users_folders(courier: Courie
     serving = report.split("; the server's end of port ", 1)[1].split("; courier.log ends: ")[0]
     assert serving.count("/bin/imapd") == 1, report  # that connection's imapd, and no other process
     assert "courier.log ends: '" in report, report
+
+
+def test_regression_each_courier_waits_on_a_gamin_server_of_its_own(courier: Courier) -> None:
+    # imapd waits on FAM (gamin) for a folder's lock to go. gamin finds its server by an abstract socket
+    # named by user and GAM_CLIENT_ID; without the id, every worker's Courier shared one server, living
+    # in whichever instance started it ("ERR:FAMMonitorFile: Broken pipe" in another once it stopped),
+    # and a Courier SELECT went unanswered in loaded full runs.
+    user = courier.new_user()
+    with courier.connect(user, tls=False, starttls=False) as client:
+        client.select_folder("INBOX")
+        client.append("INBOX", mailgen.plain_message("watched", "x\r\n"))
+        client.select_folder("INBOX")
+
+        own = f"@/tmp/fam-{pwd.getpwuid(courier.mail_uid).pw_name}-{courier.root.name}"
+
+        def listening() -> bool:
+            names = (row.split()[-1] for row in Path("/proc/net/unix").read_text().splitlines()[1:])
+            return own in {name.rstrip("@") for name in names}
+
+        eventually(listening, what=f"a gamin server listening on {own}")

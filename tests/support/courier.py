@@ -159,6 +159,10 @@ class Courier(AppendSeeding):
             "IMAP_TLS_REQUIRED": "0",
             "IMAP_EMPTYTRASH": "",  # would purge old (seeded) messages from Trash at login
             "IMAP_ULIMITD": "",
+            # imapd waits on FAM (gamin) for a folder's lock to go; gamin's server is found by an abstract
+            # socket named by user and this id, shared by every instance on the host without it: one
+            # instance's end killed the server the others' waits hung on (a SELECT left unanswered).
+            "GAM_CLIENT_ID": root.name,
             **self.extra_env,
         }
         tcpd = (
