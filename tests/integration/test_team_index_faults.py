@@ -7,6 +7,7 @@ does). A FaultProxy's latency in front of Dovecot makes the build last long enou
 from __future__ import annotations
 
 import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -77,26 +78,40 @@ async def test_an_instance_killed_mid_sync_hands_its_lease_over_and_nothing_is_l
     user = dovecot.new_user()
     total = seed(dovecot, user)
     table = index_table(postgres)
-    with FaultProxy(dovecot.host, dovecot.tls_port) as proxy:
+    # In plain text: the proxy holds back a command it reads (below).
+    with FaultProxy(dovecot.host, dovecot.plain_port) as proxy:
         proxy.set_latency(LATENCY_S)
-        account = account_settings(dovecot, user, index=True, port=proxy.port, command_timeout_s=30)
+        account = account_settings(
+            dovecot, user, index=True, port=proxy.port, command_timeout_s=30, security="plain", ca_file=None
+        )
         extra = f'[state]\nredis_url = "{redis.url}"\n[index]\n' + "".join(
             f'{key} = "{value}"\n' for key, value in table.items()
         )
         config = http_config(tmp_path, account, extra)
         token = new_token()
         instances: list[HttpServer] = []
+        # The holder is stopped as it opens the fourth folder to fetch its mail (the second EXAMINE of it:
+        # the first compares the flags of every folder), that command held back by the proxy: a poll of
+        # the built folders, then the kill, let the whole build end first in a doubly loaded run.
+        reached, release = threading.Event(), threading.Event()
+
+        def held_back() -> None:
+            reached.set()
+            release.wait(patient(120))
+
+        proxy.before_sent(b'EXAMINE "%s"' % FOLDERS[3].encode(), held_back, times=2)
         try:
             instances = [start_http_server(config, token=token) for _ in range(2)]
             schema = Schema(table["index_url"], postgres.password, "mimx_default")
             until(lambda: lease_holder(redis) in {i.proc.pid for i in instances}, 30, "a lease taken")
             holder = next(i for i in instances if i.proc.pid == lease_holder(redis))
             survivor = next(i for i in instances if i is not holder)
-            until(lambda: schema.complete() >= 2, 60, "two folders built")
+            until(reached.is_set, 60, "the build reached the fourth folder")
             built_then = schema.complete()
-            assert built_then < len(FOLDERS), "the build ended before the kill: more latency"
+            assert 3 <= built_then < len(FOLDERS), built_then
             holder.proc.send_signal(signal.SIGKILL)
             holder.proc.wait(timeout=patient(10))
+            release.set()
             proxy.set_latency(0)  # the rest of the build at full speed
             took = until(
                 lambda: lease_holder(redis) == survivor.proc.pid, 2 * LEASE_TTL_S, "lease taken over"
@@ -112,6 +127,7 @@ async def test_an_instance_killed_mid_sync_hands_its_lease_over_and_nothing_is_l
             assert found["success"] and found["summary"].endswith("best match first"), found
             assert found["data"]["total"] == server_count(dovecot, user) == total
         finally:
+            release.set()
             for instance in instances:
                 instance.stop()
     eventually(lambda: not sessions(dovecot), within=30, what="every session ended")

@@ -152,7 +152,7 @@ class FaultProxy:
         self._drop_times = 1
         self._refuse_after_drop = False
         self.drops = 0
-        self._before: tuple[bytes, Callable[[], None]] | None = None
+        self._before: tuple[bytes, Callable[[], None], int] | None = None
         self.befores = 0
         self._rule: _ResetRule | None = None
         self._listening = False
@@ -277,20 +277,25 @@ class FaultProxy:
             self._drop_times = times
             self._refuse_after_drop = then_refuse
 
-    def before_sent(self, marker: bytes, action: Callable[[], None]) -> None:
-        """Run ``action`` once, in the forwarding thread, before the client bytes that first carry
-        ``marker`` are forwarded: the change of another client that lands just before that command."""
+    def before_sent(self, marker: bytes, action: Callable[[], None], times: int = 1) -> None:
+        """Run ``action`` once, in the forwarding thread, before the client bytes that carry ``marker``
+        for the ``times``-th time are forwarded: the change of another client that lands just before that
+        command (an action that waits holds that connection's commands back meanwhile)."""
         with self._lock:
-            self._before = (marker, action)
+            self._before = (marker, action, times)
 
     def _run_before(self, data: bytes) -> None:
         with self._lock:
             before = self._before
             if before is None or before[0] not in data:
                 return
+            marker, action, times = before
+            if times > 1:
+                self._before = (marker, action, times - 1)
+                return
             self._before = None
             self.befores += 1
-        before[1]()
+        action()
 
     def reset_after(self, server_bytes: int, *, connections: int | None = 1) -> None:
         """Reset the next ``connections`` connections (None: all) after ``server_bytes`` more server bytes."""
