@@ -139,7 +139,7 @@ async def test_each_user_has_an_index_of_their_own_that_finds_only_their_mail(
             async with http_client(server.url, idp.jwt(user, audience=server.url)) as mcp:
                 assert await index_state(mcp) == "not started (the first search starts it)"
                 first = await mcp.call(SEARCH, {"account_id": "own", "query": word})
-                assert first["success"] and first["data"]["total"] == 3
+                assert first["success"] and first["data"]["total"] == 3, first  # 0 once, in a loaded run
                 assert any("not ready" in w and "the server answered" in w for w in warnings(first))
                 await wait_ready(mcp)
                 ranked = await mcp.call(
