@@ -160,8 +160,8 @@ class Courier(AppendSeeding):
             "IMAP_EMPTYTRASH": "",  # would purge old (seeded) messages from Trash at login
             "IMAP_ULIMITD": "",
             # imapd waits on FAM (gamin) for a folder's lock to go; gamin's server is found by an abstract
-            # socket named by user and this id, shared by every instance on the host without it: one
-            # instance's end killed the server the others' waits hung on (a SELECT left unanswered).
+            # socket named by user and this id, one server for every instance on the host without it: one
+            # instance's end broke the others' FAM connections, and SELECTs went unanswered in loaded runs.
             "GAM_CLIENT_ID": root.name,
             **self.extra_env,
         }
@@ -244,9 +244,10 @@ class Courier(AppendSeeding):
                     f"{lock.relative_to(self.root)}: {now - lock.stat().st_mtime:.1f} s old, {content!r}"
                 )
         waits = [
-            f"{pid}: {wait} ({command})" for pid, wait, command in _processes() if str(self.root) in command
+            f"{pid}: {wait} ({command})"
+            for pid, wait, command in _processes()
+            if str(self.root) in command and "/bin/imapd" in command
         ]
-        waits = [wait for wait in waits if "/bin/imapd" in wait]
         report = f"locks: {locks or 'none'}; imapd processes: {waits or 'none'}"
         if client_port is not None:
             report += f"; the server's end of port {client_port}: {_holders(client_port) or 'no process'}"
