@@ -63,7 +63,7 @@ def daemon_running(pid: int) -> bool:
 def _default_collection_unlocked(bus: str) -> bool:
     """The daemon offers its service, and its ``default`` alias resolves to an unlocked collection (the
     login keyring): else keyring would ask it to create one, which needs a prompt no test can answer."""
-    with open_dbus_connection(bus=bus) as connection:
+    with open_dbus_connection(bus=bus, auth_timeout=patient(5)) as connection:
         reply = connection.send_and_get_reply(message_bus.NameHasOwner(SECRETS_BUS_NAME), timeout=patient(5))
         if not reply.body[0]:
             return False
