@@ -133,7 +133,7 @@ async def test_every_tool_over_http_answers_a_valid_envelope(
 
 async def test_missing_or_wrong_token_is_refused_with_a_bearer_challenge(server: HttpServer) -> None:
     assert server.token is not None
-    async with httpx2.AsyncClient() as http:
+    async with httpx2.AsyncClient(timeout=patient(10)) as http:
         missing = await http.post(server.url, json=INITIALIZE_REQUEST, headers=MCP_HEADERS)
         assert missing.status_code == 401
         assert missing.headers["www-authenticate"].startswith("Bearer")
@@ -264,7 +264,7 @@ async def test_dns_rebinding_protection_refuses_a_foreign_host_or_origin(
     try:
         headers = {**MCP_HEADERS, **auth_headers(token)}
         modern = {**headers, "MCP-Protocol-Version": "2026-07-28"}
-        async with httpx2.AsyncClient() as http:
+        async with httpx2.AsyncClient(timeout=patient(10)) as http:
             for extra, status in (
                 ({"Host": "attacker.example"}, 421),
                 ({"Host": f"attacker.example:{server.port}"}, 421),
@@ -356,7 +356,7 @@ async def test_sigterm_lets_the_call_in_flight_finish_refuses_new_ones_and_logs_
                     started = anyio.current_time()
                     server.terminate()
                     await wait_until(lambda: "refusing new calls" in server.log())
-                    async with httpx2.AsyncClient() as http:
+                    async with httpx2.AsyncClient(timeout=patient(10)) as http:
                         late = await http.post(
                             server.url,
                             json=INITIALIZE_REQUEST,
@@ -440,7 +440,7 @@ async def test_the_readme_http_setup_works_as_written(tmp_path: Path, dovecot: D
         async with http_client(server.url, None, headers=headers) as mcp:
             (account,) = (await mcp.ok("imap_list_accounts"))["accounts"]
             assert account["username"] == user
-        async with httpx2.AsyncClient() as http:
+        async with httpx2.AsyncClient(timeout=patient(10)) as http:
             refused = await http.post(server.url, json=INITIALIZE_REQUEST, headers=MCP_HEADERS)
             assert refused.status_code == 401
     finally:

@@ -123,7 +123,7 @@ async def test_regression_host_and_origin_are_parsed_strictly_and_checked_before
     server = start_http_server(http_config(tmp_path, account_settings(dovecot, user)), token=new_token())
     try:
         with_token = {**MCP_HEADERS, **auth_headers(server.token)}
-        async with httpx2.AsyncClient() as http:
+        async with httpx2.AsyncClient(timeout=patient(10)) as http:
             for headers, extra, status in (
                 (MCP_HEADERS, {"Host": "attacker.example"}, 421),
                 (MCP_HEADERS, {"Host": f"attacker.example:{server.port}"}, 421),
@@ -159,7 +159,7 @@ async def test_regression_m2_refused_requests_cannot_fill_the_log(
     try:
         before = len(server.log().encode())
         started = time.monotonic()
-        async with httpx2.AsyncClient() as http:
+        async with httpx2.AsyncClient(timeout=patient(10)) as http:
             for _ in range(REFUSED_REQUESTS):
                 answer = await http.get(server.url.removesuffix("/mcp") + LONG_PATH)
                 assert answer.status_code == 401

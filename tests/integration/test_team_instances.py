@@ -222,13 +222,19 @@ async def test_an_instance_killed_during_a_write_leaves_its_outcome_to_the_other
 
 def test_a_legacy_session_is_not_found_on_another_instance(deployment: Deployment) -> None:
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {deployment.token(deployment.team.alice)}"}
-    opened = httpx2.post(deployment.instances[0].url, headers=headers, content=json.dumps(INITIALIZE_REQUEST))
+    opened = httpx2.post(
+        deployment.instances[0].url,
+        headers=headers,
+        content=json.dumps(INITIALIZE_REQUEST),
+        timeout=patient(10),
+    )
     session = opened.headers["mcp-session-id"]
     listed = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
     elsewhere = httpx2.post(
         deployment.instances[1].url,
         headers={**headers, "Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"},
         content=json.dumps(listed),
+        timeout=patient(10),
     )
     assert elsewhere.status_code == 404
     assert "Session not found" in elsewhere.text

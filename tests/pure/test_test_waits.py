@@ -78,8 +78,15 @@ _FIRST_IS_TIMEOUT = {"settimeout", "wait", "join", "result", "fail_after", "move
 _CLOCKS = {"monotonic", "time", "perf_counter"}
 #: Library calls whose short timeout is a default the call does not show: each must be given one.
 #: jeepney's ``open_dbus_connection`` authenticates within 1 s by default; a loaded full run took longer
-#: and its socket, left with no time, raised BlockingIOError in ``test_keychain_greeting``.
-_HIDDEN_TIMEOUTS = {"open_dbus_connection": "auth_timeout"}
+#: and its socket, left with no time, raised BlockingIOError in ``test_keychain_greeting``. httpx's
+#: clients and its module's requests give up after 5 s unless told.
+_HIDDEN_TIMEOUTS = {
+    "open_dbus_connection": "auth_timeout",
+    **{
+        f"httpx2.{name}": "timeout"
+        for name in ("Client", "AsyncClient", "request", "stream", "get", "post", "put", "delete", "head")
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,14 @@ def _called_name(call: ast.Call) -> str:
     if isinstance(func, ast.Attribute):
         return func.attr
     return func.id if isinstance(func, ast.Name) else ""
+
+
+def _dotted_name(call: ast.Call) -> str:
+    """``module.function`` where the call names its module (``httpx2.post``), else the bare name."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return f"{func.value.id}.{func.attr}"
+    return _called_name(call)
 
 
 def _is_clock_read(node: ast.AST) -> bool:
@@ -183,9 +198,9 @@ def _why(node: ast.AST, clocked: frozenset[str] = frozenset()) -> str | None:
             if _timeout_keyword(keyword.arg) and _bare_seconds(keyword.value):
                 return f"a bare {keyword.arg} (use patient(seconds))"
         name = _called_name(node)
-        hidden = _HIDDEN_TIMEOUTS.get(name)
+        hidden = _HIDDEN_TIMEOUTS.get(_dotted_name(node))
         if hidden is not None and hidden not in {keyword.arg for keyword in node.keywords}:
-            return f"{name}() waits by its own default {hidden} (give it patient(seconds))"
+            return f"{_dotted_name(node)}() waits by its own default {hidden} (give it patient(seconds))"
         method = isinstance(node.func, ast.Attribute)
         if method and name in _FIRST_IS_TIMEOUT and node.args and _bare_seconds(node.args[0]):
             return f"a bare timeout of {name}() (use patient(seconds))"
@@ -215,7 +230,7 @@ def findings(source: str, module: str) -> list[Finding]:
 #: What a module must hold to have a finding at all: only those are parsed (half the modules).
 _MAY_WAIT = re.compile(
     r"timeout|monotonic\(|perf_counter\(|time\(\)|fail_after|move_on_after|wait_for|\.\w+\(\s*[\d.]|"
-    + "|".join(_HIDDEN_TIMEOUTS)
+    + "|".join(map(re.escape, _HIDDEN_TIMEOUTS))
 )
 
 
@@ -248,6 +263,7 @@ socket.socket().settimeout(2)
 thread.join(10)
 asyncio.wait_for(step(), 5)
 open_dbus_connection(bus=bus)
+httpx2.AsyncClient()
 took = time.monotonic() - started
 assert took <= LIMIT_S, took
 finished = time.perf_counter()
@@ -255,7 +271,7 @@ spent = finished - begun
 assert 2 > spent
 """
     lines = sorted(finding.line for finding in findings(source, "m.py"))
-    assert lines == [3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 17]
+    assert lines == [3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 18]
 
 
 def test_waits_through_patience_and_clocks_given_to_the_product_pass() -> None:
@@ -268,6 +284,8 @@ lock.acquire(timeout=0)
 leases.hold("INBOX", time.monotonic() + 0.1)
 eventually(lambda: done, within=5)
 open_dbus_connection(bus=bus, auth_timeout=patient(5))
+httpx2.post(url, timeout=patient(10))
+params.get("x")
 assert time.monotonic() - started >= 0.5  # a lower bound stays exact
 took = time.monotonic() - started
 assert took > 0.5 and 0.5 <= took
@@ -296,3 +314,10 @@ def test_regression_a_tests_bulk_write_answers_inline_unless_it_asks_for_the_bac
     product = ServerSettings.model_fields["background_after_s"]
     assert make_config({}).server.background_after_s == INLINE_FOR_TESTS_S > (product.default or 0)
     assert make_config({}, background_after_s=0).server.background_after_s == 0
+
+
+def test_regression_no_property_test_has_a_deadline() -> None:
+    # Hypothesis's default 200 ms per example is a wall-clock bound; three property tests ran under it.
+    from hypothesis import settings
+
+    assert settings().deadline is None
