@@ -56,6 +56,10 @@ pytestmark = [
 ]
 #: The account the other user signs in as at the provider (its own).
 MALLORY = "mallory"
+#: What the other user's program reports of its requests to a listener, and how many it makes there: the
+#: address it found, then the launch and callback addresses (tests/support/local_attacker.py).
+AT_THE_LISTENER = ("loopback_get", "loopback_forwarded", "probe")
+ATTEMPTS_AT_THE_LISTENER = 3
 
 
 @dataclass
@@ -72,6 +76,25 @@ class Attacker:
 
     def of(self, *kinds: str) -> list[dict[str, Any]]:
         return [report for report in self.reports if report["kind"] in kinds]
+
+    def goes_first(self, gate: Path) -> dict[str, str]:
+        """The ``BROWSER`` environment that holds the user's browser back until this program has made its
+        attempts at the listener (the address it found on the browser's command line, then the launch and
+        callback addresses): else, on a loaded machine, the user's sign-in or answer was done and the
+        listener closed before it came (a connection reset, not a refusal)."""
+
+        def open_the_gate() -> None:
+            try:
+                eventually(
+                    lambda: len(self.of(*AT_THE_LISTENER)) >= ATTEMPTS_AT_THE_LISTENER,
+                    within=60,
+                    what="the other user's attempts at the listener",
+                )
+            finally:  # the browser goes on whatever came: the asserts say what the program tried
+                gate.touch()
+
+        threading.Thread(target=open_the_gate, daemon=True).start()
+        return {"BROWSER_TEST_WAIT_FOR": str(gate)}
 
 
 @pytest.fixture
@@ -99,7 +122,7 @@ def attacker(other_user: OsUser) -> Iterator[Attacker]:
 
 def _found_the_listener(attacker: Attacker) -> list[dict[str, Any]]:
     """The attacker's requests to the page's listener, each refused as another user's (403)."""
-    tried = attacker.of("loopback_get", "loopback_forwarded", "probe")
+    tried = attacker.of(*AT_THE_LISTENER)
     assert tried, attacker.reports  # it found the address on a command line and tried it
     assert {report["status"] for report in tried} == {403}, tried
     assert all("runs as another user of this computer" in report["answer"] for report in tried)
@@ -118,6 +141,8 @@ async def test_another_os_user_cannot_approve_a_send_and_the_users_chromium_can(
     _reply_to(chain, sender, bob)
     done = tmp_path / "page.txt"
     params = desktop_server(chain, sender, tmp_path, press, done)
+    assert params.env is not None
+    params.env.update(attacker.goes_first(tmp_path / "go"))
     before = _everywhere(chain, sender, [bob, carol])
     async with Client(params) as client:
         mcp = EnvelopeClient(client)
@@ -142,7 +167,9 @@ def test_another_os_user_cannot_finish_the_sign_in_of_login_and_the_users_chromi
     """``login``'s browser is given the listener's launch address (no ``state``, no authorization URL):
     the other user's program, refused there and at the callback, never learns the authorization request,
     so it cannot sign in as itself and hand its answer to the listener; the user's Chromium signs in."""
-    done = terminal.run("login", ACCOUNT, BROWSER=CHROMIUM_BROWSER)
+    done = terminal.run(
+        "login", ACCOUNT, BROWSER=CHROMIUM_BROWSER, **attacker.goes_first(terminal.directory / "go")
+    )
     assert done.returncode == 0, done.stderr
     assert f"{ACCOUNT}: signed in as {terminal.user}" in terminal.run("status").stdout
     assert attacker.of("sign_in") == []

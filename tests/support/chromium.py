@@ -10,7 +10,9 @@ Runs as the ``BROWSER`` command the server opens: ``python chromium.py <url>``. 
 ``OIDC_TEST_LOGIN`` (the user to sign in as), ``OIDC_TEST_DECLINE=1`` (cancel on the consent page) and
 ``OIDC_TEST_DONE`` (a file it writes the loopback page's text to when done) in its environment; for an
 approval page, with ``APPROVAL_TEST_PRESS`` (``send`` or ``decline``) and ``APPROVAL_TEST_DONE``
-(a file it writes the page's text, then the answer's, to). It needs nothing of the project, only selenium.
+(a file it writes the page's text, then the answer's, to). With ``BROWSER_TEST_WAIT_FOR`` (a file) it
+opens nothing until that file exists: a test holds the user's browser back until another program has
+tried the address first. It needs nothing of the project, only selenium.
 """
 
 from __future__ import annotations
@@ -145,6 +147,15 @@ def _write(path: str, text: str) -> None:
     os.replace(path + ".part", path)
 
 
+def _wait_for_the_go(path: str | None) -> None:
+    # No deadline of its own: the test creates the file whatever happens, and the command that opened
+    # this browser has its own.
+    while path and not os.path.exists(path):
+        time.sleep(0.02)
+
+
+if __name__ == "__main__":
+    _wait_for_the_go(os.environ.get("BROWSER_TEST_WAIT_FOR"))
 if __name__ == "__main__" and "APPROVAL_TEST_PRESS" in os.environ:
     time.sleep(float(os.environ.get("APPROVAL_TEST_DELAY_S", "0")))  # the user comes to the page later
     page, answered = answer_approval(sys.argv[1], os.environ["APPROVAL_TEST_PRESS"])
