@@ -309,11 +309,13 @@ def test_regression_a_tests_bulk_write_answers_inline_unless_it_asks_for_the_bac
     # (background_after_s) and answered as a background operation with no results: the tests' configs
     # wait the most the setting takes, and a test of the background path says 0.
     from mail_imap_mcp.config.settings import ServerSettings
-    from tests.support.clients import INLINE_FOR_TESTS_S, make_config
+    from tests.support.accounts import INLINE_FOR_TESTS_S, server_toml
+    from tests.support.clients import make_config
 
     product = ServerSettings.model_fields["background_after_s"]
     assert make_config({}).server.background_after_s == INLINE_FOR_TESTS_S > (product.default or 0)
     assert make_config({}, background_after_s=0).server.background_after_s == 0
+    assert f"background_after_s = {INLINE_FOR_TESTS_S}" in server_toml(write_enabled=True)  # a serve child's
 
 
 def test_regression_no_property_test_has_a_deadline() -> None:

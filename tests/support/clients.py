@@ -11,7 +11,7 @@ from mcp import Client
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.server import build_server
-from tests.support.accounts import account_settings
+from tests.support.accounts import account_settings, server_settings
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.imapserver import ImapServer
 
@@ -19,18 +19,10 @@ from tests.support.imapserver import ImapServer
 AccountFactory = Callable[..., dict[str, Any]]
 
 
-#: ``background_after_s`` of a test's config unless it gives its own: the most the setting takes. A bulk
-#: write's inline answer is then never a race against the wall clock of a loaded machine (a dry run on
-#: Cyrus once outlasted the product's 1.5 s in a full run and was answered as a background operation);
-#: the tests of the background path say ``background_after_s=0``.
-INLINE_FOR_TESTS_S = 60
-
-
 def make_config(accounts: dict[str, dict[str, Any]], **server: Any) -> Config:
     """A validated config with ``accounts`` (id -> settings) and ``server`` settings (bulk writes answer
-    inline unless ``background_after_s`` is given: :data:`INLINE_FOR_TESTS_S`)."""
-    server.setdefault("background_after_s", INLINE_FOR_TESTS_S)
-    return Config.model_validate({"accounts": accounts, "server": server})
+    inline unless ``background_after_s`` is given: :func:`~tests.support.accounts.server_settings`)."""
+    return Config.model_validate({"accounts": accounts, "server": server_settings(**server)})
 
 
 async def open_client(

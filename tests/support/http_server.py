@@ -25,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.support import mailgen
-from tests.support.accounts import config_toml
+from tests.support.accounts import config_toml, server_toml
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.patience import NotYet, eventually, patient
 
@@ -42,7 +42,7 @@ def http_config(tmp_path: Path, account: dict[str, Any], extra_http: str = "") -
     path = tmp_path / "config.toml"
     path.write_text(
         config_toml({"default": account})
-        + "[server]\nwrite_enabled = true\nallow_permanent_delete = true\n"
+        + server_toml(write_enabled=True, allow_permanent_delete=True)
         + f'[http]\ntoken_env = "{TOKEN_ENV}"\n'
         + extra_http
     )

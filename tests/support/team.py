@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.support.accounts import account_settings, config_toml
+from tests.support.accounts import account_settings, config_toml, server_toml
 from tests.support.dovecot import Dovecot
 from tests.support.http_server import HttpServer, start_http_server
 from tests.support.identity_provider import CLIENT_SECRET, IdentityProvider
@@ -68,14 +68,7 @@ def team_config(
         }
     else:
         auth["jwks_url"] = idp.jwks_url
-    text = (
-        config_toml(accounts)
-        + "[server]\n"
-        + "".join(
-            f"{key} = {json.dumps(value)}\n"
-            for key, value in {"write_enabled": True, **(server or {})}.items()
-        )
-    )
+    text = config_toml(accounts) + server_toml(**{"write_enabled": True, **(server or {})})
     text += "[http.auth]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in auth.items())
     if redis_url is not None:
         text += f"[state]\nredis_url = {json.dumps(redis_url)}\n"
@@ -133,7 +126,7 @@ def serve_per_user(
     config = tmp_path / "config.toml"
     config.write_text(
         config_toml({"own": account})
-        + ("[server]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in server.items()) if server else "")
+        + server_toml(**(server or {}))
         + "[http.auth]\n"
         + "".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items())
         + ("[index]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in index.items()) if index else "")
