@@ -4,12 +4,14 @@ belongs to recorded and checked."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+from mail_imap_mcp.index.engines.sqlite.errors import busy
 from mail_imap_mcp.index.engines.sqlite.query import PLACE_COLUMN
-from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexUnusable
+from mail_imap_mcp.index.store import TEXT_COLUMNS, WRITER_WAIT_S, IndexUnusable
 
 #: "MIMX": marks a database as this index (``PRAGMA application_id``).
 APPLICATION_ID = 0x4D494D58
@@ -50,19 +52,25 @@ PRAGMA user_version = {SCHEMA_VERSION};
 
 Transaction = Callable[[], AbstractContextManager[None]]
 
+#: The pause between two tries to switch a new file to write-ahead logging (:func:`_use_wal`).
+_WAL_RETRY_S = 0.01
+
 
 def prepare(db: sqlite3.Connection, path: Path, transaction: Transaction, identity: str | None) -> None:
     """Make the schema of a new file, and check that the file is the index of
     ``identity`` (None: not checked): :class:`IndexUnusable` for a file that is no index of this schema
     or another account's; a file that records no account records ``identity`` (adopted)."""
-    db.execute("PRAGMA journal_mode = WAL")
+    _use_wal(db)
     db.execute("PRAGMA synchronous = NORMAL")
     application_id, version = _marks(db)
     if application_id == 0 and version == 0:
-        if db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
-            raise IndexUnusable(f"{path} is a database of something else")
         with transaction():
-            if _marks(db)[0] == 0:  # not made meanwhile
+            # Read again under the write lock: another connection may have made the schema since, and
+            # its tables were then seen without its marks, a database of something else.
+            application_id, version = _marks(db)
+            if application_id == 0 and version == 0:
+                if db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                    raise IndexUnusable(f"{path} is a database of something else")
                 for statement in _SCHEMA.split(";\n"):
                     if statement.strip():
                         db.execute(statement)
@@ -76,9 +84,28 @@ def prepare(db: sqlite3.Connection, path: Path, transaction: Transaction, identi
         _claim(db, path, transaction, identity)
 
 
+def _use_wal(db: sqlite3.Connection, wait_s: float = WRITER_WAIT_S) -> None:
+    """Write-ahead logging, which the file keeps. Switching a file to it takes the file's exclusive lock,
+    for which SQLite does not wait (its busy timeout is not applied): a connection that opens a new file
+    at the same moment as another (a first search beside the background sync) was told "database is
+    locked" at once. It tries again, for up to ``wait_s``, until one of them switched it."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if not busy(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(_WAL_RETRY_S)
+
+
 def _marks(db: sqlite3.Connection) -> tuple[int, int]:
-    application_id = db.execute("PRAGMA application_id").fetchone()[0]
-    return int(application_id), int(db.execute("PRAGMA user_version").fetchone()[0])
+    # One statement, one snapshot: read apart, a schema another connection made in between was seen
+    # with its version but not its application id (0, 7), a database of something else.
+    row = db.execute("SELECT application_id, user_version FROM pragma_application_id, pragma_user_version")
+    application_id, version = row.fetchone()
+    return int(application_id), int(version)
 
 
 def _claim(db: sqlite3.Connection, path: Path, transaction: Transaction, identity: str) -> None:
