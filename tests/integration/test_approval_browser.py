@@ -154,7 +154,7 @@ def approve(caplog: pytest.LogCaptureFixture) -> Iterator[Callable[..., Decision
 
 def answer(browser: WebDriver) -> str:
     """The title of the page a form's answer brought up."""
-    WebDriverWait(browser, 15).until(lambda driver: driver.find_elements(By.ID, "answer"))
+    WebDriverWait(browser, patient(15)).until(lambda driver: driver.find_elements(By.ID, "answer"))
     return str(browser.find_element(By.ID, "answer").text)
 
 
@@ -274,7 +274,7 @@ def test_a_page_opened_twice_decides_nothing(browser: WebDriver, approve: Callab
         browser.switch_to.window(first)
         browser.find_element(By.ID, "send").click()
         # The listener is closed once the approval is void, or it answers that it was decided.
-        WebDriverWait(browser, 15).until(lambda driver: driver.find_elements(By.ID, "send") == [])
+        WebDriverWait(browser, patient(15)).until(lambda driver: driver.find_elements(By.ID, "send") == [])
         assert "Approved" not in browser.page_source
 
     decision = approve(message(), user)
@@ -384,7 +384,7 @@ def test_a_token_of_another_message_decides_nothing(
             digest,
         )
         browser.find_element(By.ID, "send").click()
-        WebDriverWait(browser, 15).until(lambda driver: len(driver.window_handles) == 2)
+        WebDriverWait(browser, patient(15)).until(lambda driver: len(driver.window_handles) == 2)
         browser.switch_to.window(next(handle for handle in browser.window_handles if handle != page))
         title = answer(browser)
         browser.close()

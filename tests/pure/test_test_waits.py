@@ -76,6 +76,8 @@ ALLOWED: dict[tuple[str, str], str] = {
 #: Calls whose first positional argument is a timeout in seconds.
 _FIRST_IS_TIMEOUT = {"settimeout", "wait", "join", "result", "fail_after", "move_on_after", "timeout"}
 _CLOCKS = {"monotonic", "time", "perf_counter"}
+#: Calls whose second positional argument is a timeout in seconds (selenium's ``WebDriverWait(driver, 15)``).
+_SECOND_IS_TIMEOUT = {"WebDriverWait"}
 #: Library calls whose short timeout is a default the call does not show: each must be given one.
 #: jeepney's ``open_dbus_connection`` authenticates within 1 s by default; a loaded full run took longer
 #: and its socket, left with no time, raised BlockingIOError in ``test_keychain_greeting``. httpx's
@@ -138,7 +140,7 @@ def _timeout_keyword(name: str | None) -> bool:
 
 
 def _timeout_parameter(name: str) -> bool:
-    return _timeout_keyword(name) or name == "timeout_s"
+    return _timeout_keyword(name) or name.endswith("timeout_s")
 
 
 def _defaults(args: ast.arguments) -> list[tuple[ast.arg, ast.expr | None]]:
@@ -204,8 +206,8 @@ def _why(node: ast.AST, clocked: frozenset[str] = frozenset()) -> str | None:
         method = isinstance(node.func, ast.Attribute)
         if method and name in _FIRST_IS_TIMEOUT and node.args and _bare_seconds(node.args[0]):
             return f"a bare timeout of {name}() (use patient(seconds))"
-        if name == "wait_for" and len(node.args) > 1 and _bare_seconds(node.args[1]):
-            return "a bare timeout of wait_for() (use patient(seconds))"
+        if name in {"wait_for", *_SECOND_IS_TIMEOUT} and len(node.args) > 1 and _bare_seconds(node.args[1]):
+            return f"a bare timeout of {name}() (use patient(seconds))"
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         for arg, default in _defaults(node.args):
             if _timeout_parameter(arg.arg) and _bare_seconds(default):
@@ -230,7 +232,7 @@ def findings(source: str, module: str) -> list[Finding]:
 #: What a module must hold to have a finding at all: only those are parsed (half the modules).
 _MAY_WAIT = re.compile(
     r"timeout|monotonic\(|perf_counter\(|time\(\)|fail_after|move_on_after|wait_for|\.\w+\(\s*[\d.]|"
-    + "|".join(map(re.escape, _HIDDEN_TIMEOUTS))
+    + "|".join(map(re.escape, [*_HIDDEN_TIMEOUTS, *_SECOND_IS_TIMEOUT]))
 )
 
 
@@ -254,7 +256,7 @@ def test_each_kind_of_wait_of_its_own_is_found() -> None:
     source = """
 import socket, subprocess, time
 def helper(timeout: float = 5.0): ...
-def other(*, connect_timeout=3): ...
+def other(*, connect_timeout=3, page_load_timeout_s=30.0): ...
 deadline = time.monotonic() + 5
 while time.monotonic() < deadline: pass
 assert time.monotonic() - started < 5
@@ -264,6 +266,7 @@ thread.join(10)
 asyncio.wait_for(step(), 5)
 open_dbus_connection(bus=bus)
 httpx2.AsyncClient()
+WebDriverWait(browser, 15)
 took = time.monotonic() - started
 assert took <= LIMIT_S, took
 finished = time.perf_counter()
@@ -271,7 +274,7 @@ spent = finished - begun
 assert 2 > spent
 """
     lines = sorted(finding.line for finding in findings(source, "m.py"))
-    assert lines == [3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 18]
+    assert lines == [3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 19]
 
 
 def test_waits_through_patience_and_clocks_given_to_the_product_pass() -> None:

@@ -23,6 +23,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.chrome.webdriver import WebDriver
 
 from tests.support.chromium import FLAGS
+from tests.support.patience import patient
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -38,10 +39,10 @@ def require_chromium() -> None:
 
 
 @contextmanager
-def chromium(profile: Path, *flags: str, page_load_timeout_s: float = 30.0) -> Iterator[WebDriver]:
+def chromium(profile: Path, *flags: str, page_load_within: float = 30.0) -> Iterator[WebDriver]:
     """A new headless Chromium with its own profile directory ``profile`` (made here), ``flags`` added
     to every test's :data:`tests.support.chromium.FLAGS` (e.g. ``--host-resolver-rules=MAP rebound.test
-    127.0.0.1``); quit on exit."""
+    127.0.0.1``), a page given ``page_load_within`` idle-machine seconds to load; quit on exit."""
     require_chromium()
     profile.mkdir(parents=True, exist_ok=True)
     options = Options()
@@ -53,7 +54,7 @@ def chromium(profile: Path, *flags: str, page_load_timeout_s: float = 30.0) -> I
     service = Service(executable_path=CHROMEDRIVER, log_output=subprocess.DEVNULL)
     driver = webdriver.Chrome(options=options, service=service)
     try:
-        driver.set_page_load_timeout(page_load_timeout_s)
+        driver.set_page_load_timeout(patient(page_load_within))
         yield driver
     finally:
         driver.quit()
