@@ -18,7 +18,9 @@ PASSWORD_ENV = "MIM_TEST_IMAP_PASSWORD"
 
 def _most_the_setting_takes(name: str) -> float:
     field = ServerSettings.model_fields[name]
-    return next(float(bound.le) for bound in field.metadata if isinstance(bound, annotated_types.Le))
+    (most,) = (bound.le for bound in field.metadata if isinstance(bound, annotated_types.Le))
+    assert isinstance(most, int | float), most
+    return float(most)
 
 
 #: ``background_after_s`` of a test's server settings unless it gives its own: the most the setting takes.
