@@ -382,15 +382,16 @@ def in_package(name: str, packages: tuple[str, ...]) -> bool:
 def test_sqlite_is_reached_through_the_index_store_alone() -> None:
     """The local index keeps its engine behind one interface (``index/store.py``): only its SQLite
     engine (``index/engines/sqlite/``, and ``index/engines/tantivy/`` that ranks beside it) imports
-    ``sqlite3``, so a server-grade engine can replace it in one place. The one other is the state's file,
-    behind the state's own interface (``state/file_store.py``, a ``Store``)."""
+    ``sqlite3``, so a server-grade engine can replace it in one place. The others are the state's file,
+    behind the state's own interface (``state/file_store.py``, a ``Store``), and the switch to WAL that
+    both SQLite files share (``state/sqlite_wal.py``: two openers of a new file at once)."""
     sqlite_engines = (f"{ENGINE_CHOICE}.sqlite", f"{ENGINE_CHOICE}.tantivy")
     wrong = sorted(
         name
         for name, path in modules(SRC, PACKAGE).items()
         if any(target == "sqlite3" or target.startswith("sqlite3.") for target in imported(path, name))
         and not in_package(name, sqlite_engines)
-        and name != "mail_imap_mcp.state.file_store"
+        and name not in {"mail_imap_mcp.state.file_store", "mail_imap_mcp.state.sqlite_wal"}
     )
     assert wrong == []
 

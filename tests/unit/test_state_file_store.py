@@ -7,12 +7,14 @@ from __future__ import annotations
 import multiprocessing
 import stat
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from mail_imap_mcp.presentation.state_failures import STATE_FAILURES
 from mail_imap_mcp.state import FileStore, MemoryStore, StateUnavailable, lasting_store
+from mail_imap_mcp.state.file_store import FILE_NAME
 from tests.support.patience import patient
 
 
@@ -112,3 +114,28 @@ def test_processes_racing_on_one_file_record_one_send_and_count_every_increment(
     assert sorted(won for won, _ in outcomes) == [False, False, False, True]
     counts = sorted(count for _, taken in outcomes for count in taken)
     assert counts == list(range(1, 81))
+
+
+def test_regression_two_processes_opening_a_new_state_file_at_once_both_use_it(tmp_path: Path) -> None:
+    # A loaded full run: two stdio servers sharing one state directory (Claude Desktop and Claude Code)
+    # started together, and one send was refused as unavailable naming state_dir: switching the new file
+    # to WAL does not wait for SQLite's busy timeout. Threads stand in for the processes (one connection
+    # each); the race failed in 7 of 200 rounds before the fix.
+    failures: list[str] = []
+    for round_ in range(200):
+        path = tmp_path / str(round_) / FILE_NAME
+        together = threading.Barrier(2)
+
+        def record(path: Path = path, together: threading.Barrier = together, name: str = "a") -> None:
+            together.wait()
+            try:
+                FileStore(path).set(name, b"x", 60)
+            except Exception as failure:  # the assert quotes it
+                failures.append(f"{type(failure).__name__}: {failure}")
+
+        threads = [threading.Thread(target=record, kwargs={"name": name}) for name in ("a", "b")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert failures == []

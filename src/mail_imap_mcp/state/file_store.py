@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from mail_imap_mcp.state.sqlite_wal import use_wal
 from mail_imap_mcp.state.store import MemoryStore, StateUnavailable, Subscription
 
 #: The file's name in the state directory.
@@ -55,7 +56,7 @@ class FileStore:
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
         try:
-            db.execute("PRAGMA journal_mode=WAL")
+            use_wal(db, BUSY_TIMEOUT_S)  # two processes opening a new file at once both open it
             db.execute("PRAGMA synchronous=FULL")  # a record must survive a crash of the machine too
             db.execute(_SCHEMA)
             db.execute("DELETE FROM entries WHERE expires <= ?", (self._clock(),))

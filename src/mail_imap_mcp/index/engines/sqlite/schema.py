@@ -4,14 +4,13 @@ belongs to recorded and checked."""
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from mail_imap_mcp.index.engines.sqlite.errors import busy
 from mail_imap_mcp.index.engines.sqlite.query import PLACE_COLUMN
 from mail_imap_mcp.index.store import TEXT_COLUMNS, WRITER_WAIT_S, IndexUnusable
+from mail_imap_mcp.state.sqlite_wal import use_wal
 
 #: "MIMX": marks a database as this index (``PRAGMA application_id``).
 APPLICATION_ID = 0x4D494D58
@@ -52,15 +51,12 @@ PRAGMA user_version = {SCHEMA_VERSION};
 
 Transaction = Callable[[], AbstractContextManager[None]]
 
-#: The pause between two tries to switch a new file to write-ahead logging (:func:`_use_wal`).
-_WAL_RETRY_S = 0.01
-
 
 def prepare(db: sqlite3.Connection, path: Path, transaction: Transaction, identity: str | None) -> None:
     """Make the schema of a new file, and check that the file is the index of
     ``identity`` (None: not checked): :class:`IndexUnusable` for a file that is no index of this schema
     or another account's; a file that records no account records ``identity`` (adopted)."""
-    _use_wal(db)
+    use_wal(db, WRITER_WAIT_S)
     db.execute("PRAGMA synchronous = NORMAL")
     application_id, version = _marks(db)
     if application_id == 0 and version == 0:
@@ -82,22 +78,6 @@ def prepare(db: sqlite3.Connection, path: Path, transaction: Transaction, identi
     db.execute("SELECT count(*) FROM folders").fetchone()
     if identity is not None:
         _claim(db, path, transaction, identity)
-
-
-def _use_wal(db: sqlite3.Connection, wait_s: float = WRITER_WAIT_S) -> None:
-    """Write-ahead logging, which the file keeps. Switching a file to it takes the file's exclusive lock,
-    for which SQLite does not wait (its busy timeout is not applied): a connection that opens a new file
-    at the same moment as another (a first search beside the background sync) was told "database is
-    locked" at once. It tries again, for up to ``wait_s``, until one of them switched it."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            db.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if not busy(exc) or time.monotonic() >= deadline:
-                raise
-        time.sleep(_WAL_RETRY_S)
 
 
 def _marks(db: sqlite3.Connection) -> tuple[int, int]:
