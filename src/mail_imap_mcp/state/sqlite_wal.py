@@ -15,8 +15,10 @@ import time
 RETRY_S = 0.01
 
 
-def _locked(exc: sqlite3.OperationalError) -> bool:
-    return (exc.sqlite_errorcode & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+def locked(exc: sqlite3.Error) -> bool:
+    """Another connection holds a lock this one needed (SQLite's BUSY or LOCKED, any extended code)."""
+    code = getattr(exc, "sqlite_errorcode", None)  # None on an error not raised by SQLite itself
+    return code is not None and (code & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def use_wal(db: sqlite3.Connection, wait_s: float) -> None:
@@ -28,6 +30,6 @@ def use_wal(db: sqlite3.Connection, wait_s: float) -> None:
             db.execute("PRAGMA journal_mode = WAL")
             return
         except sqlite3.OperationalError as exc:
-            if not _locked(exc) or time.monotonic() >= deadline:
+            if not locked(exc) or time.monotonic() >= deadline:
                 raise
         time.sleep(RETRY_S)

@@ -12,16 +12,10 @@ from pathlib import Path
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 from mail_imap_mcp.index.store import IndexBusy, IndexUnusable, IndexWriteFailed
+from mail_imap_mcp.state.sqlite_wal import locked
 
 #: SQLite's result codes of a file that is damaged or no database at all (its extended codes start so).
 _DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
-
-
-def busy(exc: sqlite3.Error) -> bool:
-    """Another connection holds the lock this one waited for."""
-    return isinstance(exc, sqlite3.OperationalError) and any(
-        word in str(exc).lower() for word in ("locked", "busy")
-    )
 
 
 def damaged(exc: sqlite3.Error) -> bool:
@@ -33,7 +27,7 @@ def failure_of(path: Path, exc: sqlite3.Error) -> IndexWriteFailed | IndexUnusab
     """The index's error for ``exc`` of SQLite on the file at ``path``: :class:`IndexBusy` for another
     process's lock, :class:`IndexUnusable` for a damaged file, else :class:`IndexWriteFailed` (a full
     disk, an I/O error: never a reason to move a file aside)."""
-    if busy(exc):
+    if locked(exc):  # another connection held the lock longer than this one waited
         return IndexBusy(f"{path}: {exc}")
     if damaged(exc):
         return IndexUnusable(f"{path} is damaged: {exc}")
