@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import ssl
 from dataclasses import fields
 
 import pytest
@@ -88,6 +89,16 @@ def test_the_loopback_allowance_is_off_by_default_and_no_setting_reaches_it() ->
     assert "allowance" in {f.name for f in fields(OneClickClient)}
     settings = " ".join(ServerSettings.model_fields)
     assert "allowance" not in settings and "loopback" not in settings
+
+
+def test_regression_a_new_client_loads_the_trust_store_only_for_its_first_request() -> None:
+    """Every server start built a client and loaded the system's trust store for it (about 20 ms of CPU)
+    for a request most sessions never make; now the first request loads it, and later ones reuse it."""
+    client = OneClickClient()
+    assert client.context is None
+    context = client._tls_context()
+    assert context.verify_mode is ssl.CERT_REQUIRED and context.check_hostname
+    assert client._tls_context() is context
 
 
 @pytest.mark.parametrize(

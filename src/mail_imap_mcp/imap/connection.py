@@ -314,8 +314,9 @@ class AccountConnection:
             raise ConnectFailed(self.account_id, self.config, progress.phase, exc) from None
 
     def ssl_context(self) -> TlsContext:
-        """The account's TLS context, built on first use and reused by every (re)connect: loading the
-        system's trust store takes about 0.1 s of CPU (see :meth:`~mail_imap_mcp.imap.pool.ConnectionPool.prepare`)."""
+        """The account's TLS context, taken on first use and reused by every (re)connect: the process's
+        one context for its CA file (:func:`~mail_imap_mcp.net.tls.client_context`), built in the
+        background at start (:meth:`~mail_imap_mcp.imap.pool.ConnectionPool.prepare`)."""
         with self._context_lock:
             if self._ssl_context is None:
                 self._ssl_context = client_context(self.config.ca_file)

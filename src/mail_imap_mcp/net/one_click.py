@@ -22,7 +22,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 #: The body RFC 8058 section 3.1 prescribes.
@@ -178,7 +178,9 @@ class OneClickClient:
     clock: Callable[[], float] = time.monotonic
     #: Off unless a test hands one in (:class:`LoopbackAllowance`).
     allowance: LoopbackAllowance | None = None
-    context: ssl.SSLContext = field(default_factory=ssl.create_default_context)
+    #: The system's trust store, loaded on the first request (about 20 ms of CPU, which every server
+    #: start paid for a request most sessions never make).
+    context: ssl.SSLContext | None = None
 
     def post(self, target: OneClickTarget) -> int:
         """POST ``List-Unsubscribe=One-Click`` to ``target`` once; the answer's status code.
@@ -230,8 +232,13 @@ class OneClickClient:
             raise OneClickFailed("connect", "no connection within the deadline", limit="deadline")
         raise OneClickFailed("connect", f"no connection ({last.__class__.__name__})")
 
+    def _tls_context(self) -> ssl.SSLContext:
+        if self.context is None:
+            self.context = ssl.create_default_context()
+        return self.context
+
     def _exchange(self, sock: socket.socket, target: OneClickTarget, left: Callable[[Stage], float]) -> int:
-        context = self.context if self.allowance is None else self.allowance.context
+        context = self._tls_context() if self.allowance is None else self.allowance.context
         request = (
             f"POST {target.path} HTTP/1.1\r\n"
             f"Host: {target.host}\r\n"
