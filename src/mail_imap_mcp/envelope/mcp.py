@@ -16,7 +16,6 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any, TypeGuard, TypeVar
 
@@ -36,6 +35,7 @@ from mcp_types import (
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field, ValidationError
 
+from mail_imap_mcp.envelope.call_context import current_request_id, progress_reporter
 from mail_imap_mcp.envelope.model import (
     ErrorCode,
     FailureData,
@@ -64,13 +64,6 @@ from mail_imap_mcp.state import ANONYMOUS, user_as_given, user_of
 
 log = logging.getLogger("mail_imap_mcp.calls")
 
-#: The request id of the tool call being handled (for logs written below the envelope layer).
-current_request_id: ContextVar[str | None] = ContextVar("current_request_id", default=None)
-#: For the handler's thread: ``report(done, total, message)`` sends the client a progress notification
-#: for the tool call being handled (a no-op when the client asked for none).
-progress_reporter: ContextVar[Callable[[int, int, str], None] | None] = ContextVar(
-    "progress_reporter", default=None
-)
 
 InputT = TypeVar("InputT", bound=BaseModel)
 DataT = TypeVar("DataT", bound=BaseModel)

@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass
 
 from mail_imap_mcp.envelope import ToolFailure
-from mail_imap_mcp.envelope.mcp import current_request_id
+from mail_imap_mcp.envelope.call_context import current_request_id
 from mail_imap_mcp.state import Caller
 
 audit_log = logging.getLogger("mail_imap_mcp.audit")

@@ -32,7 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.envelope.mcp import progress_reporter
+from mail_imap_mcp.envelope.call_context import progress_reporter
 from mail_imap_mcp.operations.shared import OperationView, SharedOperations
 from mail_imap_mcp.state import MemoryStore, Store
 

@@ -21,7 +21,7 @@ from typing import BinaryIO, cast
 from mail_imap_mcp import mime
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.envelope.mcp import progress_reporter
+from mail_imap_mcp.envelope.call_context import progress_reporter
 from mail_imap_mcp.imap.attachment_errors import AttachmentTooLarge, InvalidPartId
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.draft_errors import AttachmentRefused, DraftTooLarge, ForeignMessage

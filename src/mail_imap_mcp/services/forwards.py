@@ -31,7 +31,7 @@ from mail_imap_mcp.content.forwards import (
     forwarded_id,
     references,
 )
-from mail_imap_mcp.envelope.mcp import progress_reporter
+from mail_imap_mcp.envelope.call_context import progress_reporter
 from mail_imap_mcp.imap.attachment_errors import AttachmentTooLarge
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.draft_errors import AttachmentRefused, DraftTooLarge

@@ -26,7 +26,7 @@ from mail_imap_mcp.approval import Decision as PageDecision
 from mail_imap_mcp.approval.request import Renderer
 from mail_imap_mcp.approval.review import Review
 from mail_imap_mcp.confirmation import ApprovalPage, Decision
-from mail_imap_mcp.envelope.mcp import progress_reporter
+from mail_imap_mcp.envelope.call_context import progress_reporter
 
 #: How often a call waiting for the page tells the client it is still waiting (progress notifications).
 PROGRESS_EVERY_S = 10.0
