@@ -23,6 +23,7 @@ from mail_imap_mcp.cli.login import add_arguments as add_login_arguments
 from mail_imap_mcp.cli.login import run as run_login_command
 from mail_imap_mcp.cli.setup import add_arguments as add_setup_arguments
 from mail_imap_mcp.cli.setup import run_setup
+from mail_imap_mcp.cli.startup import collector_paused
 from mail_imap_mcp.config import AuthMethod, Config, ConfigError, load_config
 from mail_imap_mcp.config.local_files import refuse_over_http
 from mail_imap_mcp.credentials.logins import credentials_for
@@ -110,7 +111,8 @@ def serve(config_path: Path | None, http: dict[str, Any] | None = None) -> None:
                 fault.reason,
             )
     if http is None:
-        from mail_imap_mcp.transport.stdio import serve_stdio
+        with collector_paused():
+            from mail_imap_mcp.transport.stdio import serve_stdio
 
         logging.getLogger("mail_imap_mcp").info(
             "mail-imap-mcp %s serving %d account(s) over stdio", package_version(), len(config.accounts)
@@ -122,7 +124,8 @@ def serve(config_path: Path | None, http: dict[str, Any] | None = None) -> None:
             refuse_over_http(config.server.attachment_dirs, config.server.download_dir, "the HTTP transport")
             token = settings.resolve_token()
             # Only settings that can serve load the SDK and the HTTP stack: a refusal comes at once.
-            from mail_imap_mcp.transport.http import bind, serve_http
+            with collector_paused():
+                from mail_imap_mcp.transport.http import bind, serve_http
 
             sock = bind(settings.host, settings.port)
         except ConfigError as exc:
@@ -281,7 +284,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(check(args.config))
     if args.command == "index":
         _configure_logging("WARNING")
-        from mail_imap_mcp.cli.index import run_index
+        with collector_paused():
+            from mail_imap_mcp.cli.index import run_index
 
         config = _load(args.config)
         try:
