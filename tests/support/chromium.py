@@ -17,14 +17,16 @@ tried the address first. It needs nothing of the project, only selenium.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from selenium import webdriver
@@ -92,18 +94,65 @@ def sign_in(url: str, login: str, decline: bool = False) -> str:
         shutil.rmtree(profile, ignore_errors=True)
 
 
+class _Browsers:
+    """The process's idle approval browsers, each started once (about 0.8 CPU-seconds: most of a test of an
+    approval page) and handed to one page at a time: a page that went wrong quits its browser, a page that
+    went right leaves it blank, without cookies, for the next. All quit when the process ends."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[tuple[webdriver.Chrome, str]] = []
+        self._all: list[tuple[webdriver.Chrome, str]] = []
+        atexit.register(self.quit_all)
+
+    @contextmanager
+    def one(self) -> Iterator[webdriver.Chrome]:
+        with self._lock:
+            taken = self._idle.pop() if self._idle else None
+        if taken is None:
+            profile = tempfile.mkdtemp(prefix="chromium-profile-")
+            taken = (_browser(profile), profile)
+            with self._lock:
+                self._all.append(taken)
+        try:
+            yield taken[0]
+        except BaseException:
+            self._quit(taken)
+            raise
+        try:
+            taken[0].delete_all_cookies()
+            taken[0].get("about:blank")
+        except Exception:
+            self._quit(taken)
+            return
+        with self._lock:
+            self._idle.append(taken)
+
+    def _quit(self, taken: tuple[webdriver.Chrome, str]) -> None:
+        with self._lock:
+            if taken in self._all:
+                self._all.remove(taken)
+        with suppress(Exception):
+            taken[0].quit()
+        shutil.rmtree(taken[1], ignore_errors=True)
+
+    def quit_all(self) -> None:
+        with self._lock:
+            left, self._idle = list(self._all), []
+        for taken in left:
+            self._quit(taken)
+
+
+_BROWSERS = _Browsers()
+
+
 @contextmanager
 def _opened(url: str) -> Iterator[tuple[webdriver.Chrome, str]]:
-    """A fresh headless Chromium showing the approval page at ``url``, and the page's text."""
-    profile = tempfile.mkdtemp(prefix="chromium-profile-")
-    driver = _browser(profile)
-    try:
+    """A headless Chromium of the process's showing the approval page at ``url``, and the page's text."""
+    with _BROWSERS.one() as driver:
         driver.get(url)
         WebDriverWait(driver, WAIT_S).until(lambda d: d.find_elements(By.ID, "send"))
         yield driver, str(driver.find_element(By.TAG_NAME, "body").text)
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def _answer(driver: webdriver.Chrome) -> str:
