@@ -3,7 +3,7 @@ versions, the project's tools) made without the cyclic garbage collector.
 
 Those imports make some hundred thousand objects that live as long as the process, and the collector's
 passes over them while they were made took a quarter of a ``serve``'s start (0.94 CPU-seconds, 0.69
-without them, ``scripts/bench_startup.py``). What they made is then frozen: the collector's later passes,
+without them: ``scripts/startup_cost.py``). What they made is then frozen: the collector's later passes,
 while the server answers, skip it too.
 """
 
