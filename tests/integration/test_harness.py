@@ -6,6 +6,7 @@ import datetime as dt
 import email
 import imaplib
 import os
+import socket
 import ssl
 from collections.abc import Iterator
 from email import policy
@@ -15,7 +16,7 @@ import imapclient
 import pytest
 from imapclient.exceptions import LoginError
 
-from tests.support import mailgen
+from tests.support import imapserver, mailgen
 from tests.support.dovecot import Dovecot, ensure_dovecot, maildir_folder_name
 from tests.support.patience import eventually, patient
 
@@ -251,6 +252,40 @@ def test_restart_keeps_data_ports_and_password() -> None:
     assert not root.exists()
     assert not instance.running
     instance.stop()  # idempotent
+
+
+def test_free_ports_are_different_and_below_the_ephemeral_range() -> None:
+    ports = imapserver.free_ports("127.0.0.1", "127.0.0.1", "127.0.0.1")
+    assert len(set(ports)) == 3
+    listen_ports = imapserver.listen_ports()
+    if imapserver.EPHEMERAL_RANGE_FILE.exists():  # Linux: a connection never takes one of these
+        assert listen_ports is not None and all(port in listen_ports for port in ports)
+        low = int(imapserver.EPHEMERAL_RANGE_FILE.read_text().split()[0])
+        assert all(port < low for port in ports)
+
+
+def test_regression_a_server_whose_port_was_taken_before_it_listened_starts_on_other_ports(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A CI run: another process took a worker's Dovecot port between the pick and Dovecot's own bind;
+    Dovecot exited ("Address already in use") and the 99 tests that needed it failed."""
+    picked: list[list[int]] = []
+    pick = imapserver.free_ports
+    with socket.create_server(("127.0.0.1", 0)) as squatter:
+
+        def first_pick_taken(*hosts: str) -> list[int]:
+            ports = pick(*hosts)
+            if not picked:
+                ports[0] = squatter.getsockname()[1]
+            picked.append(ports)
+            return ports
+
+        monkeypatch.setattr(imapserver, "free_ports", first_pick_taken)
+        with Dovecot() as instance:
+            assert len(picked) == 2
+            assert (instance.plain_port, instance.tls_port) == tuple(picked[1])
+            with instance.connect() as client:
+                assert client.select_folder("INBOX")[b"EXISTS"] == 0
 
 
 # ---------------------------------------------------------------------------- mail generator

@@ -28,6 +28,7 @@ import email.utils
 import errno
 import itertools
 import os
+import random
 import re
 import secrets
 import shutil
@@ -97,14 +98,47 @@ def which(name: str) -> str | None:
     return shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/sbin")
 
 
+#: Where the kernel takes the local port of every outgoing connection, and of every ``bind`` to port 0.
+EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+#: The lowest port ``free_ports`` hands out below that range (under it: the usual ports of local services).
+LISTEN_PORTS_FLOOR = 20000
+
+
+def listen_ports() -> range | None:
+    """The ports below the kernel's ephemeral range that ``free_ports`` picks from (None: bind to port 0).
+
+    A port in that range is free only until the next connection: a client connecting to any other
+    server of the run can be given it as its local port between the check and the server's own bind
+    (a CI run lost a worker's session Dovecot, "listen(127.0.0.1, 45437) failed: Address already in
+    use", and the 99 tests that needed it). No connection is ever given a port below the range."""
+    try:
+        low, _high = (int(field) for field in EPHEMERAL_RANGE_FILE.read_text().split())
+    except (OSError, ValueError):
+        return None
+    return range(LISTEN_PORTS_FLOOR, low) if low - LISTEN_PORTS_FLOOR >= 1000 else None
+
+
+def _bind_free(sock: socket.socket, host: str, candidates: range | None) -> None:
+    """Bind ``sock`` to a free port of ``candidates`` (a random one: workers pick at once), else port 0."""
+    for port in random.sample(candidates, 100) if candidates else ():
+        try:
+            sock.bind((host, port))
+            return
+        except OSError:  # taken: another one
+            continue
+    sock.bind((host, 0))
+
+
 def free_ports(*hosts: str) -> list[int]:
-    """One currently free TCP port per host (sockets held open together so the ports differ)."""
+    """One currently free TCP port per host, all different (the sockets are held open together), below
+    the kernel's ephemeral range where it has one (``listen_ports``)."""
+    candidates = listen_ports()
     socks = []
     try:
         for host in hosts:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             socks.append(sock)
-            sock.bind((host, 0))
+            _bind_free(sock, host, candidates)
         return [int(sock.getsockname()[1]) for sock in socks]
     finally:
         for sock in socks:
@@ -597,9 +631,12 @@ class ImapServer:
             eventually(ready, within=READY_TIMEOUT, interval=0.02, retry_on=(OSError, _NotGreeted))
             return
         except (NotYet, _Exited) as failure:
-            last_error = str(failure)
+            last_error, exited = str(failure), isinstance(failure, _Exited)
         self._terminate(grace=DISCARD_GRACE)
-        raise RuntimeError(f"{what} did not become ready ({last_error}).\n{self.log_tail()}")
+        log = self.log_tail()
+        if exited and os.strerror(errno.EADDRINUSE) in log:  # start() tries fresh ports
+            raise PortTaken(f"{what} could not listen on its ports ({last_error}).\n{log}")
+        raise RuntimeError(f"{what} did not become ready ({last_error}).\n{log}")
 
     def _check_greeting(self, what: str, port: int, greeting: bytes) -> None:
         mark = self.greeting_mark
