@@ -25,6 +25,7 @@ from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.session import ImapSession
 from tests.support.accounts import PASSWORD_ENV, account_settings
 from tests.support.clients import AccountFactory, make_config, open_client
+from tests.support.collector import freeze_what_the_collection_made, pause_for_the_collection
 from tests.support.courier import Courier
 from tests.support.cpu_report import CpuReport
 from tests.support.cpu_report import add_option as add_cpu_report_option
@@ -67,6 +68,7 @@ _PROCESS_HOME = pytest.StashKey[Path]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    pause_for_the_collection(config)  # until pytest_collection_finish (tests/support/collector.py)
     # Hypothesis fails an example that takes over 200 ms by default: a wall-clock bound that a loaded
     # machine breaks. How fast code is belongs in scripts/bench; every property test runs without it.
     settings.register_profile("no-deadline", deadline=None)
@@ -177,6 +179,10 @@ def _spread_waiting(items: list[pytest.Item]) -> list[pytest.Item]:
             spread.append(waiting[placed])
             placed += 1
     return spread + waiting[placed:]
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    freeze_what_the_collection_made()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -7,6 +7,11 @@ CPU-seconds apiece on this 2-core machine, as much as the rest of its start and 
 controller, which collects nothing, writes the files first; a worker then only reads them. The same
 for the plain bytecode of src/ and tests/' other modules (0.4 CPU-seconds a worker).
 
+``scripts/test`` also runs this module by itself (``python -m tests.support.rewrite_ahead [ARGS]``, the
+run's arguments) while the installs of a fresh clone finish: the controller then finds the files
+current, and its workers start about five seconds sooner (5.1 of the 6.6 CPU-seconds of a fresh
+clone's run of it are the rewriting).
+
 It uses pytest's own rewriting (``_pytest.assertion.rewrite``, pinned in requirements.lock), so the
 files are exactly those a worker would have written.
 """
@@ -84,3 +89,22 @@ def rewrite_ahead(config: pytest.Config, args: Sequence[str] | None = None) -> i
             continue  # the worker's collection reports it
         written += rewrite._write_pyc(state, code, source_hash, pyc)
     return written
+
+
+class _RewriteAndEnd:
+    """The plugin of ``main``: once pytest is configured for the run, write the files and end."""
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        rewrite_ahead(config)
+        pytest.exit("rewritten", returncode=0)
+
+
+def main(args: Sequence[str]) -> int:
+    """Write the files for a run with ``args`` (its paths, options and ini) in this process alone."""
+    return int(
+        pytest.main(["-p", "no:cacheprovider", "-p", "no:xdist", "-q", *args], plugins=[_RewriteAndEnd()])
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,7 +12,10 @@ from typing import Any
 import pytest
 from _pytest.assertion import rewrite
 
+from tests.support.patience import patient
 from tests.support.rewrite_ahead import rewrite_ahead
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _rewritten(source: Path) -> Any:
@@ -49,3 +54,22 @@ def test_nothing_is_written_where_the_run_writes_no_bytecode(
     (tmp_path / "test_sample.py").write_text("def test_one():\n    assert True\n")
     assert rewrite_ahead(pytestconfig, [str(tmp_path)]) == 0
     assert not (tmp_path / "__pycache__").exists()
+
+
+def test_run_by_itself_it_writes_the_files_of_the_runs_arguments_and_ends(tmp_path: Path) -> None:
+    """scripts/test runs it so while a fresh clone's installs finish, before the controller starts."""
+    source = tmp_path / "test_sample.py"
+    source.write_text("def test_sum():\n    assert 1 + 1 == 3\n")
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    run = subprocess.run(
+        [sys.executable, "-m", "tests.support.rewrite_ahead", "-p", "no:cacheprovider", str(tmp_path)],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=patient(60),
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert _rewritten(source) is not None
+    assert "passed" not in run.stdout and "failed" not in run.stdout  # no test ran
