@@ -534,6 +534,30 @@ async def test_a_watched_mailbox_deleted_by_another_client_is_reported_once_and_
     await anyio.to_thread.run_sync(app.close)
 
 
+@pytest.mark.parametrize("imap_server", ["dovecot", "cyrus"], indirect=True)
+async def test_regression_an_idle_restart_keeps_its_connection_and_reports_nothing(
+    imap_server: MatrixServer, user: str, account: AccountFactory
+) -> None:
+    """ENABLE CONDSTORE was sent again at each IDLE restart, on a connection that had the mailbox
+    examined, where RFC 5161 does not allow it: every restart (each 25 minutes by default) failed the
+    connection, logged in again and reported the mailbox as changed (a CI run saw the last as a second
+    update of a deleted mailbox)."""
+    imap_server.seed(user, "INBOX", [])
+    restart_s, restarts = 1, 3
+    config = watch_config(account(user), watch_idle_restart_s=restart_s)
+    app = AppContext.from_config(config)
+    updates = Updates()
+    uri = mailbox_uri("default", "INBOX")
+    async with legacy_client(config, app, updates) as client:
+        await client.subscribe_resource(uri)
+        started = time.monotonic()
+        await anyio.sleep(restarts * restart_s + QUIET_S)
+        assert app.watches.reconnects("default") == 0
+        assert updates.since(started, uri) == []
+        await changes_are_reported(updates, imap_server, user, uri)
+    await anyio.to_thread.run_sync(app.close)
+
+
 def spellings_of(name: str) -> Iterator[str]:
     """URIs naming mailbox ``name`` of account default, each spelled differently (case, percent-encoding)."""
     forms = [(c.lower(), c.upper(), f"%{ord(c.upper()):02X}", f"%{ord(c.lower()):02x}") for c in name]

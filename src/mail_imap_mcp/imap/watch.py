@@ -186,8 +186,7 @@ class _Watcher:
             self._check_many(client, mailboxes, version)
 
     def _watch_one(self, client: BudgetedIMAPClient, mailbox: str, version: int) -> None:
-        if self.connection.profile.condstore:
-            client.enable("CONDSTORE")  # HIGHESTMODSEQ in EXAMINE's answer: flag changes show there too
+        self._enable_condstore(client)  # HIGHESTMODSEQ in EXAMINE's answer: flag changes show there too
         answer = client.select_folder(mailbox, readonly=True)
         self._examined = mailbox
         count = answer.get(b"EXISTS")
@@ -206,6 +205,13 @@ class _Watcher:
             self._idle(client, version, lines.CountWatch(mailbox, exists, self))
         else:
             self._poll(client, mailbox, version, exists)
+
+    def _enable_condstore(self, client: BudgetedIMAPClient) -> None:
+        """CONDSTORE on the connection, once: ENABLE goes with the next command, where RFC 5161 allows it
+        (before a mailbox is examined). Sent again at an IDLE restart, the connection still in the mailbox,
+        it failed the connection, and every restart then reconnected and reported the mailbox changed."""
+        if self.connection.profile.condstore and not client.enabled("CONDSTORE"):
+            client.enable_ahead("CONDSTORE")
 
     def _idle(
         self, client: BudgetedIMAPClient, version: int, changed_by: Callable[[bytes], str | None]
@@ -286,8 +292,7 @@ class _Watcher:
 
     def _check_many(self, client: BudgetedIMAPClient, mailboxes: list[str], version: int) -> None:
         profile = self.connection.profile
-        if profile.condstore:
-            client.enable("CONDSTORE")  # HIGHESTMODSEQ in STATUS: flag changes too (a session state only)
+        self._enable_condstore(client)  # HIGHESTMODSEQ in STATUS: flag changes too
         if profile.notifies:
             statuses = self._notify_set(client, mailboxes)
             if statuses is not None:
