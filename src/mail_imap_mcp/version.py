@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from importlib.metadata import PackageNotFoundError, version
 
 
+@functools.cache  # importlib.metadata reads every installed distribution's metadata: once per process
 def package_version() -> str:
     try:
         return version("mail-imap-mcp")
