@@ -8,15 +8,18 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.support import mailgen
-from tests.support.clients import account_client
+from tests.support.accounts import account_settings
+from tests.support.clients import account_client, make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.faultproxy import FaultProxy
 from tests.support.gmail import ALL_MAIL, TRASH, Gmail, attached, message, seed_labelled
+from tests.support.oauth2 import TokenHelper
 from tests.support.round_trips import Plan, plain_settings, recording, rig
 
 pytestmark = pytest.mark.anyio
@@ -294,10 +297,18 @@ async def test_labels_are_refused_where_the_server_has_none(gmail_unmarked: Gmai
         )
 
 
+@pytest.mark.parametrize("auth", ["password", "xoauth2"])
 async def test_gmails_connection_limit_is_unavailable_and_retryable_not_a_login_failure(
-    gmail: Gmail, gmail_user: str
+    gmail: Gmail, gmail_user: str, auth: str, tmp_path: Path
 ) -> None:
-    async for client in client_of(gmail, gmail_user):
+    """Gmail says so at LOGIN and at AUTHENTICATE (the built-in Google sign-in's XOAUTH2); the latter was
+    reported as a server that cannot be talked to, its host, port and security to be checked."""
+    account = account_settings(gmail, gmail_user)
+    if auth == "xoauth2":  # the emulation's token is the account's password
+        helper = TokenHelper(tmp_path / "helper", gmail.password)
+        account.update(auth="xoauth2", oauth2_token_command=helper.command)
+        del account["password_env"]
+    async for client in open_client(make_config({"default": account}, write_enabled=True)):
         with contextlib.ExitStack() as others:  # another mail client holding Gmail's 15 connections
             for _ in range(15):
                 others.enter_context(gmail.connect(gmail_user, tls=False, starttls=False))

@@ -412,6 +412,26 @@ def test_rfc_8414_metadata_naming_another_issuer_is_refused_and_nothing_is_store
     assert terminal.keychain.load() is None
 
 
+def test_a_sign_in_the_mail_server_cannot_check_is_not_kept_and_login_says_try_again(
+    oidc: OidcProvider, secret_service: SecretService, keychain: SignInEntries, tmp_path: Path
+) -> None:
+    """Regression: a Dovecot that cannot ask whether a token is good (its introspection endpoint is
+    down) answers ``NO [UNAVAILABLE]``. login said the new sign-in was another account's; it is not kept,
+    and login says the server could not be asked, to try again."""
+    (nobody,) = free_ports("127.0.0.1")
+    with Dovecot(oauth2_introspection_url=f"http://127.0.0.1:{nobody}/introspect") as cannot_check:
+        user = cannot_check.new_user()
+        terminal = Terminal(
+            tmp_path, secret_service, keychain, user, sign_in_account(cannot_check, user, oidc)
+        )
+        done = terminal.run("login", ACCOUNT)
+    assert done.returncode == 1, done.stderr
+    assert f"could not be asked whether the new sign-in is {user}'s" in done.stderr, done.stderr
+    assert "[UNAVAILABLE]" in done.stderr and "try again" in done.stderr
+    assert "another account's" not in done.stderr
+    assert terminal.keychain.load() is None
+
+
 def test_a_sign_in_as_another_account_is_refused_by_the_mail_server_and_not_kept(
     oidc: OidcProvider, terminal: Terminal
 ) -> None:

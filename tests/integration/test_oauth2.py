@@ -112,6 +112,31 @@ async def test_login_with_a_good_token(
 
 
 @pytest.mark.anyio
+async def test_a_server_that_cannot_check_the_token_is_unavailable_for_now_and_the_token_is_kept(
+    oauth_dovecot: Dovecot,
+    introspection: IntrospectionEndpoint,
+    oauth_user: str,
+    helper: TokenHelper,
+    good_token: str,
+) -> None:
+    """Regression: Dovecot answers AUTHENTICATE with ``NO [UNAVAILABLE] Temporary authentication failure``
+    when it cannot ask whether a token is good. That was reported as a server that cannot be talked to,
+    its host, port and security to be checked. Now it is the server's refusal for now, in its words; the
+    token is not thrown away, and the next call logs in with it."""
+    async for mcp in open_client(one_account(oauth_account(oauth_dovecot, oauth_user, helper.command))):
+        asked = introspection.requests
+        with introspection.down():
+            refused = (await mcp.fail("imap_list_mailboxes", {}, "unavailable"))["error"]
+        assert introspection.requests == asked + 1  # one login, not retried with a token asked anew
+        assert refused["retryable"] is True
+        assert "[UNAVAILABLE] Temporary authentication failure" in refused["message"], refused
+        assert "Retry in a minute" in refused["message"] and "is running" not in refused["message"]
+        listed = await mcp.ok("imap_list_mailboxes", {})
+        assert listed["mailboxes"][0]["name"] == "INBOX"
+    assert helper.runs == 1
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("auth", ["xoauth2", "oauthbearer"])
 async def test_expired_token_is_fetched_again_and_the_login_retried_once(
     auth: str,

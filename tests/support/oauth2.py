@@ -5,7 +5,8 @@
 ``127.0.0.1`` at a port picked by the OS. A token given to :meth:`accept` is active and names its
 user; every other token (or one :meth:`revoke`\\ d since) answers ``{"active": false}``, which Dovecot
 turns into a failed login. ``requests`` counts the lookups, so a test can tell how often the server
-asked.
+asked. Within :meth:`down` every lookup is answered ``503``: Dovecot cannot tell whether a token is good
+then, and answers ``NO [UNAVAILABLE] Temporary authentication failure``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import secrets
 import sys
 import threading
 import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -37,6 +40,7 @@ class IntrospectionEndpoint:
         self._active: dict[str, tuple[str, str]] = {}
         self._lock = threading.Lock()
         self.requests = 0
+        self._down = False
         endpoint = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -50,7 +54,11 @@ class IntrospectionEndpoint:
                 self._answer(query.get("token", [""])[0])
 
             def _answer(self, token: str) -> None:
-                body = json.dumps(endpoint.introspect(token)).encode()
+                found = endpoint.introspect(token)
+                if endpoint._down:
+                    self.send_error(503)
+                    return
+                body = json.dumps(found).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -82,6 +90,15 @@ class IntrospectionEndpoint:
         """``token`` is no longer active (it expired)."""
         with self._lock:
             self._active.pop(token, None)
+
+    @contextmanager
+    def down(self) -> Iterator[None]:
+        """Within: every lookup is counted and answered ``503 Service Unavailable``."""
+        self._down = True
+        try:
+            yield
+        finally:
+            self._down = False
 
     def introspect(self, token: str) -> dict[str, object]:
         with self._lock:

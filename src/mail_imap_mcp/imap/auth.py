@@ -17,7 +17,14 @@ from collections.abc import Callable
 from typing import Any
 
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.imap.errors import MechanismNotOffered, OAuthRejected, TokenCommandFailed, command_refused
+from mail_imap_mcp.imap.errors import (
+    MechanismNotOffered,
+    OAuthRejected,
+    ServerLimited,
+    TokenCommandFailed,
+    classify,
+    command_refused,
+)
 from mail_imap_mcp.imap.personality import Profile
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
 from mail_imap_mcp.net.oauth import SignInRequired
@@ -33,7 +40,8 @@ MAX_TOKEN_WAIT_S = 300.0
 
 
 def authenticate(client: BudgetedIMAPClient, config: AccountConfig, token: str) -> None:
-    """``AUTHENTICATE`` with ``token``; :class:`OAuthRejected` (with the server's challenge) on NO or BAD."""
+    """``AUTHENTICATE`` with ``token``; :class:`OAuthRejected` (with the server's challenge) on NO or BAD,
+    :class:`ServerLimited` when the answer says a limit of the server's refused it, not the token."""
     mechanism = config.auth.mechanism
     exchange = SaslExchange(
         mechanism,
@@ -42,6 +50,10 @@ def authenticate(client: BudgetedIMAPClient, config: AccountConfig, token: str) 
     try:
         client.sasl_authenticate(mechanism, exchange)
     except Exception as exc:
+        # Gmail's "Too many simultaneous connections", Dovecot's "[UNAVAILABLE] Temporary authentication
+        # failure" (its token check could not be made): the token may be good, so it is kept.
+        if isinstance(limited := classify(exc), ServerLimited):
+            raise limited from None
         if command_refused(exc) is None:
             raise
         raise OAuthRejected(exchange.challenge, str(exc)) from None

@@ -11,7 +11,7 @@ from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.net.tokens import TokenSource
 
 from .connection import AccountConnection
-from .errors import ConnectFailed, ConnectPhase, ImapError, LoginRefused, OAuthRejected
+from .errors import ConnectFailed, ConnectPhase, ImapError, LoginRefused, OAuthRejected, ServerLimited
 
 __all__ = ["new_sign_in_refusal"]
 
@@ -25,7 +25,10 @@ def new_sign_in_refusal(account_id: str, account: AccountConfig, new_token: Toke
     try:
         connection.run(lambda session: None, retry=False)
     except ConnectFailed as failed:
-        if failed.phase is ConnectPhase.LOGIN or isinstance(failed.cause, LoginRefused | OAuthRejected):
+        # A limit of the server's (Dovecot's "[UNAVAILABLE]" when it could not check the token) is no
+        # answer about whose token it is.
+        refused = failed.phase is ConnectPhase.LOGIN and not isinstance(failed.cause, ServerLimited)
+        if refused or isinstance(failed.cause, LoginRefused | OAuthRejected):
             return (
                 f"the mail server {server} refused to log in as {account.username} with the new sign-in: "
                 f"it is another account's (or lacks the permission to read mail), so it was not kept. "
