@@ -118,9 +118,17 @@ def listen_ports() -> range | None:
     return range(LISTEN_PORTS_FLOOR, low) if low - LISTEN_PORTS_FLOOR >= 1000 else None
 
 
+#: Every port ``free_ports`` handed out in this process, never handed out again: a server given one may
+#: not have bound it yet (a CI run gave a Submission chain's Exim the port its own Dovecot was given next).
+_HANDED_OUT: set[int] = set()
+
+
 def _bind_free(sock: socket.socket, host: str, candidates: range | None) -> None:
-    """Bind ``sock`` to a free port of ``candidates`` (a random one: workers pick at once), else port 0."""
+    """Bind ``sock`` to a free port of ``candidates`` (a random one: workers pick at once) that this
+    process has not handed out before, else port 0."""
     for port in random.sample(candidates, 100) if candidates else ():
+        if port in _HANDED_OUT:
+            continue
         try:
             sock.bind((host, port))
             return
@@ -130,8 +138,9 @@ def _bind_free(sock: socket.socket, host: str, candidates: range | None) -> None
 
 
 def free_ports(*hosts: str) -> list[int]:
-    """One currently free TCP port per host, all different (the sockets are held open together), below
-    the kernel's ephemeral range where it has one (``listen_ports``)."""
+    """One currently free TCP port per host, all different (the sockets are held open together) and
+    none handed out before by this process, below the kernel's ephemeral range where it has one
+    (``listen_ports``)."""
     candidates = listen_ports()
     socks = []
     try:
@@ -139,7 +148,9 @@ def free_ports(*hosts: str) -> list[int]:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             socks.append(sock)
             _bind_free(sock, host, candidates)
-        return [int(sock.getsockname()[1]) for sock in socks]
+        ports = [int(sock.getsockname()[1]) for sock in socks]
+        _HANDED_OUT.update(ports)
+        return ports
     finally:
         for sock in socks:
             sock.close()

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.dovecot import Dovecot
-from tests.support.imapserver import free_ports, tail_file, terminate_group
+from tests.support.imapserver import PortTaken, free_ports, tail_file, terminate_group
 from tests.support.patience import NotYet, eventually, patient
 
 __all__ = ["DOMAIN", "SubmissionDovecot", "ensure_submission_chain"]
@@ -211,7 +211,7 @@ dovecot_lmtp:
         exim = self._exim
 
         def greeted_or_exited() -> bool:
-            if exim is not None and exim.poll() is not None:
+            if (exim is not None and exim.poll() is not None) or self._exim_port_taken():
                 return True
             return all(
                 _greets(port, b"220") for port in (self.submission_port, self.mta_port, self.lmtp_port)
@@ -219,9 +219,15 @@ dovecot_lmtp:
 
         with contextlib.suppress(NotYet):
             eventually(greeted_or_exited, within=_READY_S)
+            if self._exim_port_taken():  # Exim would retry its bind for 5 minutes: other ports instead
+                raise PortTaken(f"Exim could not listen on port {self.mta_port}\n{self.log_tail()}")
             if exim is None or exim.poll() is None:
                 return
         raise RuntimeError(f"the submission chain did not become ready\n{self.log_tail()}")
+
+    def _exim_port_taken(self) -> bool:
+        mainlog = self.exim_dir / "log" / "mainlog"
+        return mainlog.is_file() and "Address already in use" in mainlog.read_text(errors="replace")
 
     def _start_exim(self) -> None:
         with open(self.exim_dir / "exim.stdout", "ab") as out:
