@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import select
 import socket
 from collections.abc import Iterator
 
@@ -12,27 +13,32 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from tests.support.clients import AccountFactory, make_config, open_client
 from tests.support.envelope_client import EnvelopeClient
+from tests.support.patience import eventually_async, patient
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def silent_server() -> Iterator[int]:
-    """A TCP port that accepts connections and never says anything (a stalled IMAP server)."""
+def silent_server() -> Iterator[socket.socket]:
+    """A listening socket that never accepts nor says anything (a stalled IMAP server): the kernel
+    completes a client's connect, which then waits in its backlog."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
-    yield listener.getsockname()[1]
+    yield listener
     listener.close()
 
 
 async def test_a_stalled_account_does_not_block_another_account(
-    user: str, account: AccountFactory, silent_server: int
+    user: str, account: AccountFactory, silent_server: socket.socket
 ) -> None:
+    # The stalled call must still be waiting when the good ones are done: its limits scale with the load.
+    limit = patient(2)
+    stalled_port = silent_server.getsockname()[1]
     config = make_config(
         {
             "good": account(user),
-            "stalled": account(user, port=silent_server, connect_timeout_s=2, command_timeout_s=2),
+            "stalled": account(user, port=stalled_port, connect_timeout_s=limit, command_timeout_s=limit),
         }
     )
     order: list[str] = []
@@ -44,8 +50,13 @@ async def test_a_stalled_account_does_not_block_another_account(
             assert envelope["error"]["retryable"] is True
             order.append("stalled")
 
+        async def stalled_call_waits() -> bool:
+            # Its connection sits in the silent server's backlog: the listener is readable then.
+            return bool(select.select([silent_server], [], [], 0)[0])
+
         async def good(mcp: EnvelopeClient = mcp) -> None:
-            await anyio.sleep(0.2)  # let the stalled call start first
+            # The stalled call started first, and is in progress.
+            await eventually_async(stalled_call_waits, interval=0.02, what="the stalled call's connect")
             for _ in range(3):
                 await mcp.ok("imap_search_messages", {"account_id": "good"})
             order.append("good")

@@ -374,20 +374,17 @@ async def test_reset_then_blackholed_retry_times_out_within_budget(rig: Rig, too
 
 
 async def test_reset_during_a_slow_call_keeps_the_retry_inside_the_call_budget(rig: Rig) -> None:
-    """Scenario: a slow server (0.2 s each way) resets the connection 1.5 s into a call; the retry
-    reconnects to the same slow server and needs more round trips than the budget has left ->
-    ``timeout`` within the budget (the retry gets what is left, not a budget of its own)."""
+    """Scenario: a slow server (0.2 s each way) resets the connection in the middle of a call (inside
+    its LIST answer); the retry reconnects to the same slow server and needs more round trips than the
+    budget has left -> ``timeout`` within the budget (the retry gets what is left, not a budget of its
+    own)."""
     rig.add_folders(12)
     await rig.warm_up()
     rig.proxy.set_latency(0.2)
-
-    async def reset_later() -> None:
-        await anyio.sleep(1.5)
-        await anyio.to_thread.run_sync(rig.proxy.reset_connections)
-
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(reset_later)
-        envelope = await rig.call("imap_list_mailboxes", {"include_counts": True})
+    # Placed by the wire, not a timer: a reset 1.5 s after the start could, on a loaded machine, land
+    # before the call had begun or after its budget was spent. The LIST answer with 12 folders is ~1 KB.
+    rig.proxy.reset_after(500, connections=1)
+    envelope = await rig.call("imap_list_mailboxes", {"include_counts": True})
     assert not envelope["success"]
     assert envelope["error"]["code"] == "timeout"
     assert rig.proxy.accepted == 2, "the retry must have tried a new connection"

@@ -7,6 +7,7 @@ import base64
 import json
 import os
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -393,11 +394,18 @@ async def test_sigterm_cancels_a_call_that_outlives_the_grace_period_or_a_second
             with pytest.raises(ExceptionGroup):  # noqa: PT012 - the call dies with the server, as it must
                 async with http_client(server.url, server.token, mode="legacy") as mcp:
                     found = await mcp.ok("imap_search_messages")
-                    proxy.blackhole()
+                    # The call's FETCH goes silent from the moment it is sent: no answer ever comes back.
+                    fetching = threading.Event()
+
+                    def go_silent() -> None:
+                        proxy.blackhole()
+                        fetching.set()
+
+                    proxy.before_sent(b"FETCH", go_silent)
                     async with anyio.create_task_group() as group:
                         arguments = {"message_id": found["messages"][0]["message_id"]}
                         group.start_soon(mcp.call, "imap_get_message", arguments)
-                        await anyio.sleep(0.5)
+                        await wait_until(fetching.is_set)  # the call is in flight on the server's side
                         server.terminate()
                         if signals == 2:
                             await wait_until(lambda: "refusing new calls" in server.log())

@@ -4,6 +4,7 @@ before it, through a real MCP client on Dovecot, every command seen on the wire 
 
 from __future__ import annotations
 
+import select
 import socket
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -21,7 +22,7 @@ from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient
 from tests.support.index_clients import indexed_client, wait_ready
 from tests.support.mailgen import plain_message
-from tests.support.patience import patient
+from tests.support.patience import eventually_async, patient
 from tests.support.round_trips import plain_settings
 from tests.support.wire import ImapRecorder, parse_commands
 
@@ -139,6 +140,17 @@ def view_of(app: AppContext) -> PushView:
     return runtime.push_view
 
 
+async def told(view: PushView, what: str) -> None:
+    """Wait until the view's idle connection has something to read (what the server sent it unasked, or
+    its EOF): the next search then meets it on the socket, not a moment later."""
+
+    async def readable() -> bool:
+        client = view._connection._client
+        return client is not None and bool(select.select([client.socket()], [], [], 0)[0])
+
+    await eventually_async(readable, interval=0.02, what=what)
+
+
 async def found(mcp: EnvelopeClient, query: str) -> set[str]:
     data = await mcp.ok(SEARCH, {"query": query, "limit": 50})
     return {message["subject"] for message in data["messages"]}
@@ -193,7 +205,7 @@ async def test_a_view_whose_connection_was_lost_is_set_up_again_and_misses_nothi
             assert len(await found(mcp, "kiwiword")) == 3
             view = view_of(app)
             dovecot.kick(user)  # every connection of the user, the view's too
-            await anyio.sleep(0.2)
+            await told(view, "the kick to reach the view's connection through the relay")
             with dovecot.connect(user, tls=False, starttls=False) as other:
                 other.append("INBOX", plain_message("after the kick", "guavaword\r\n"))
             assert await found(mcp, "guavaword") == {"after the kick"}
@@ -241,7 +253,8 @@ async def test_over_tls_what_the_view_was_told_between_searches_keeps_it_alive(
                 other.append(
                     "Work" if number % 2 else "INBOX", plain_message(f"told {number}", "figword\r\n")
                 )
-            await anyio.sleep(1.2)  # Dovecot tells the view half a second after the change, unasked
+            # Dovecot tells the view half a second after the change, unasked.
+            await told(view, "Dovecot to tell the view of the change")
             assert await found(mcp, "figword") == {f"told {n}" for n in range(number + 1)}
         assert (view.setups, view.flushes) == (1, 3)
 

@@ -9,6 +9,7 @@ the tests wait for events (a NOOP sent, a connection dropped), never assert on t
 from __future__ import annotations
 
 import contextlib
+import select
 import socket
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -41,6 +42,13 @@ async def wait_for(condition: Callable[[], bool], what: str, within: float = 10.
         return condition()
 
     await eventually_async(held, within=within, interval=0.02, what=what)
+
+
+def has_news(connection: AccountConnection) -> bool:
+    """Whether the idle connection's socket has something to read now (an EOF, a reset or data): what the
+    next call's check before use looks at, once the close passed every relay on the way."""
+    client = connection._client
+    return client is not None and bool(select.select([client.socket()], [], [], 0)[0])
 
 
 #: Keepalive threads of servers this module did not start: a test elsewhere in the same worker that
@@ -114,7 +122,7 @@ async def test_without_keepalive_a_dropped_connection_is_found_before_use(doveco
             connection = app.connection("default")
             first = await client.ok("imap_search_messages", {"limit": 3})
             await wait_for(lambda: link.dropped == 1, "the link to drop the idle connection")
-            await anyio.sleep(0.1)  # the reset reaches the client
+            await wait_for(lambda: has_news(connection), "the reset to reach the client's socket")
             again = await client.ok("imap_search_messages", {"limit": 3})
             assert again["messages"] == first["messages"]
             assert connection.found_closed == 1
@@ -135,7 +143,7 @@ async def test_a_server_logout_while_idle_is_found_before_use(dovecot: ImapServe
             with recorder._lock:
                 upstream = recorder._sockets[-1]
             upstream.shutdown(socket.SHUT_RDWR)
-            await anyio.sleep(0.2)
+            await wait_for(lambda: has_news(connection), "the relay to pass the FIN on to the client")
             recorder.take()
             await client.ok("imap_list_mailboxes", {})
             assert connection.found_closed == 1 and connection.logins == 2
@@ -184,7 +192,9 @@ async def test_keepalive_never_runs_inside_a_call(dovecot: ImapServer) -> None:
                 for message in page["messages"] * 2:
                     data = await client.ok("imap_get_message", {"message_id": message["message_id"]})
                     assert data["message"]["subject"] == message["subject"]
-                    await anyio.sleep(0.03)
+                    # A NOOP in every gap between calls, however starved the keepalive thread is.
+                    noops = connection.keepalives
+                    await wait_for(lambda noops=noops: connection.keepalives > noops, "a keepalive NOOP")
                 assert connection.keepalives > 0 and connection.logins == 1
             commands = [c.verb for out, _ in recorder.take() for c in parse_commands(out)]
             assert "NOOP" in commands and "SELECT" not in commands

@@ -44,7 +44,7 @@ from tests.support.envelope_client import EnvelopeClient
 from tests.support.fake_clock import FakeClock
 from tests.support.faultproxy import FaultProxy
 from tests.support.oauth2 import IntrospectionEndpoint, TokenHelper, new_token
-from tests.support.patience import NotYet, eventually_async, patient
+from tests.support.patience import NotYet, eventually, eventually_async, patient
 from tests.support.redis_server import RedisServer
 from tests.support.submission import DOMAIN, SubmissionDovecot
 
@@ -700,7 +700,9 @@ async def test_a_call_waiting_for_the_browser_page_reports_progress_without_the_
     urls: list[str] = []
 
     def slow_user(url: str) -> bool:
-        time.sleep(0.5)  # reading the message
+        # Reading the message until the client heard from the call: a fixed pause only hoped a progress
+        # message had arrived by then, which a loaded machine could delay past it.
+        eventually(lambda: messages, what="a progress message while the page is open")
         return _answer_page(url, "send", [], urls)
 
     app.approval_page = approval_page(slow_user, timeout_s=30)

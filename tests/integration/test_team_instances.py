@@ -30,7 +30,7 @@ from tests.support.http_server import HttpServer, http_client
 from tests.support.identity_provider import IdentityProvider
 from tests.support.imapserver import free_ports
 from tests.support.mail_state import message_id_counts
-from tests.support.patience import patient
+from tests.support.patience import eventually_async, patient
 from tests.support.redis_server import RedisServer
 from tests.support.team import Team, new_team, start_instances, team_config
 from tests.support.updates import Updates
@@ -359,6 +359,12 @@ async def test_redis_stopped_during_a_background_write_is_unavailable_and_its_he
         )
         operation_id = started["operation"]["operation_id"]
         await until(second, operation_id, lambda data: data["operation"]["done"] > 0)
+        failed = f"operation {operation_id} not written to the shared state"
+        failed_before = deployment.instances[0].log().count(failed)
+
+        async def failed_writes_grew() -> bool:
+            return deployment.instances[0].log().count(failed) > failed_before
+
         deployment.redis.stop()
         polled = await second.fail("imap_get_operation", {"operation_id": operation_id}, "unavailable")
         assert polled["error"]["retryable"] is True
@@ -366,7 +372,13 @@ async def test_redis_stopped_during_a_background_write_is_unavailable_and_its_he
         assert (await first.ok("imap_get_operation", {"operation_id": operation_id}))["operation"][
             "state"
         ] == ("running")  # its own instance answers from memory
-        await anyio.sleep(2.5)  # a heartbeat or more failed meanwhile
+        # Redis is started again only once instance 0 has failed a write of the operation during the
+        # outage (its log says so): a fixed pause only hoped a heartbeat had run and failed meanwhile.
+        await eventually_async(
+            failed_writes_grew,
+            within=10,
+            what="instance 0 failing a write of the operation while Redis is away",
+        )
         deployment.redis.start()
         with anyio.fail_after(patient(30)):
             while True:  # written again by the heartbeat (Redis came back empty)

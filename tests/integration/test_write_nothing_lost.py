@@ -1165,20 +1165,33 @@ def test_regression_a_delete_of_a_name_cyrus_deleted_this_second_is_done_through
     already exists"). The tool deletes through a fresh name aside (issue 47 item 9), so that refusal no
     longer arises: the empty mailbox made again under the name is deleted, and no error asks to retry."""
     user = cyrus.new_user()
-    name = cyrus.mailbox_name("Again")
     config = make_config({"default": account_settings(cyrus, user)}, write_enabled=True)
+    tries = 10
     with (
         cyrus.connect(user, tls=False, starttls=False) as other,
         portal.wrap_async_context_manager(mcp_client(config)) as mcp,
     ):
-        other.create_folder(name)
-        request = {"action": "delete", "mailbox": name}
-        asked = portal.call(mcp.fail, MANAGE, request, "confirmation_required")
-        while time.time() % 1 > 0.2:  # start of a second: the next steps take a few ms
-            time.sleep(0.01)
-        other.delete_folder(name)
-        other.create_folder(name)
-        envelope = portal.call(mcp.call, MANAGE, asked["data"]["next_action"]["arguments"])
-        assert envelope["success"] and envelope["data"]["changed"], envelope
-        assert not other.folder_exists(name)
-        assert [box for box in other.list_folders() if "-deleting-" in box[2]] == []
+        # The other's delete, its make again and the tool's delete must fall in one wall-clock second,
+        # or the refusal this is about cannot arise and the test passes without testing it. A try that
+        # crossed into the next second (a loaded machine) is made again, under a fresh name.
+        for attempt in range(tries):
+            name = cyrus.mailbox_name(f"Again{attempt}")
+            other.create_folder(name)
+            request = {"action": "delete", "mailbox": name}
+            asked = portal.call(mcp.fail, MANAGE, request, "confirmation_required")
+            while time.time() % 1 > 0.2:  # start of a second: the next steps take a few ms
+                time.sleep(0.01)
+            second = int(time.time())
+            other.delete_folder(name)
+            other.create_folder(name)
+            envelope = portal.call(mcp.call, MANAGE, asked["data"]["next_action"]["arguments"])
+            in_one_second = int(time.time()) == second
+            assert envelope["success"] and envelope["data"]["changed"], envelope
+            assert not other.folder_exists(name)
+            assert [box for box in other.list_folders() if "-deleting-" in box[2]] == []
+            if in_one_second:
+                break
+        else:
+            pytest.fail(
+                f"the delete, the make again and the tool's delete never fell in one second ({tries} tries)"
+            )

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-import anyio
 import pytest
 
 from mail_imap_mcp.app import AppContext
@@ -24,6 +23,7 @@ from tests.support.faultproxy import FaultProxy
 from tests.support.mail_state import message_id_counts
 from tests.support.mailgen import plain_message
 from tests.support.matrix import MatrixServer
+from tests.support.patience import eventually_async
 
 pytestmark = pytest.mark.anyio
 
@@ -48,13 +48,22 @@ async def ids_of(mcp: EnvelopeClient) -> list[str]:
 
 
 async def until_finished(mcp: EnvelopeClient, operation_id: str) -> dict[str, Any]:
-    for _ in range(200):
+    async def ended() -> dict[str, Any] | None:
         data = await mcp.ok("imap_get_operation", {"operation_id": operation_id})
         if data["operation"]["state"] not in {"accepted", "running"}:
             return data
         assert data["next_action"]["tool"] == "imap_get_operation"
-        await anyio.sleep(0.1)
-    raise AssertionError("the operation never finished")
+        return None
+
+    return await eventually_async(ended, within=30, interval=0.1, what="the operation finishing")
+
+
+async def until_some_done(mcp: EnvelopeClient, operation_id: str) -> None:
+    async def some_done() -> bool:
+        polled = await mcp.ok("imap_get_operation", {"operation_id": operation_id})
+        return polled["operation"]["done"] > 0
+
+    await eventually_async(some_done, within=10, what="a first batch of the operation done")
 
 
 def total(found: dict[str, Counter[str]]) -> Counter[str]:
@@ -78,11 +87,7 @@ async def slow_move(
         assert operation is not None and operation["state"] in {"accepted", "running"}
         assert started["results"] == [] and started["next_action"]["tool"] == "imap_get_operation"
         if cancel:  # once the first mailbox is done, so that the cancel lands between two mailboxes
-            for _ in range(100):
-                polled = await mcp.ok("imap_get_operation", {"operation_id": operation["operation_id"]})
-                if polled["operation"]["done"] > 0:
-                    break
-                await anyio.sleep(0.05)
+            await until_some_done(mcp, operation["operation_id"])
             cancelled = await mcp.ok("imap_cancel_operation", {"operation_id": operation["operation_id"]})
             assert cancelled["operation"]["operation_id"] == operation["operation_id"]
         finished = await until_finished(mcp, operation["operation_id"])

@@ -45,10 +45,20 @@ def test_quick_work_answers_inline_and_is_not_kept() -> None:
 
 
 def test_slow_work_becomes_an_operation_that_finishes_in_the_background() -> None:
+    # The work is held until the test has looked: 4 x 0.1 s of sleeps left 0.3 s past inline_s for
+    # run() to return and the state to be read, which a loaded machine could use up.
+    release = threading.Event()
+    four = batches(4, 0.01, [])
+
+    def slow(progress: Progress) -> str:
+        release.wait(patient(5))
+        return four(progress)
+
     registry = OperationRegistry(inline_s=0.1)
-    operation = registry.run("t", "a", 4, batches(4, 0.1, []), ok, user="")
+    operation = registry.run("t", "a", 4, slow, ok, user="")
     assert isinstance(operation, Operation)
     assert operation.state in {OperationState.ACCEPTED, OperationState.RUNNING}
+    release.set()
     assert operation.finished.wait(patient(5))
     polled = registry.get(operation.operation_id, "")
     assert (polled.state, polled.done, operation.result) == (OperationState.OK, 4, "all done")
