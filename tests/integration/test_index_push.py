@@ -81,6 +81,10 @@ async def relayed(
             yield mcp, app, recorder
 
 
+#: How often the silence of Dovecot's NOTIFY is played before the test gives up on it.
+SILENCE_TRIES = 5
+
+
 def verbs(recorder: ImapRecorder) -> list[list[str]]:
     """The commands each connection sent since the last look (:func:`verbs_of`)."""
     return verbs_of(recorder.take())
@@ -266,41 +270,54 @@ async def test_regression_a_view_the_server_told_nothing_checks_every_folder_aga
     # a folder at once; Dovecot 2.3.19's NOTIFY then tells the view nothing at all, and the view took the
     # silence as proof: every later search answered from the stale index. The view vouches only for a
     # stated time after a STATUS of every folder, then asks again.
-    user = dovecot.new_user()
-    dovecot.seed(user, "Work", [note("Work", n) for n in range(10)])
-    async for mcp, app, recorder in relayed(dovecot, user, tmp_path):
-        view = view_of(app)
-        clock = view.clock
-        assert isinstance(clock, Clock)
-        assert len(await found(mcp, "kiwiword")) == 10
-        # The sequence pipelined, in three round trips: Dovecot ends it within its half-second NOTIFY delay
-        # however loaded the machine is. Sent command by command, it outlasted the delay in loaded full
-        # runs; Dovecot then told the view of the appends, and the search rightly synced (not one NOOP).
-        fresh = [plain_message(f"fresh {n}", f"pineappleword {n}\r\n") for n in range(30)]
-        pipelined(
-            dovecot,
-            user,
-            [
-                b"APPEND Work" + b"".join(b" {%d+}\r\n%s" % (len(raw), raw) for raw in fresh),
-                b"SELECT Work",
-                b"STORE 36:40 +FLAGS.SILENT (\\Flagged)",  # the last 5 of the 40
-                b"STORE 1:10 +FLAGS.SILENT (\\Deleted)",  # the 10 notes seeded first
-                b"EXPUNGE",
-            ],
-            [b"CREATE Passing"],
-            [b"DELETE Passing"],
-        )
-        # Within its time the view vouches for what it was told: one NOOP, no STATUS.
-        verbs(recorder)
-        await found(mcp, "pineappleword")
-        traffic = recorder.take()
-        told = [line for _, received in traffic for line in received.splitlines() if line.startswith(b"* ")]
-        assert every(verbs_of(traffic)) == ["NOOP"], f"what the server said meanwhile: {told}"
-        clock.now += RECHECK_S + 0.5
-        assert await found(mcp, "pineappleword") == {f"fresh {n}" for n in range(30)}
-        # Past it, the view's connection asked the listing and every folder's counts again, no NOOP.
-        sent = every(verbs(recorder))
-        assert "LIST" in sent and "STATUS counts" in sent and "NOOP" not in sent, sent
-        assert await found(mcp, "kiwiword") == set()
-        assert await found(mcp, "pineappleword is:flagged") == {f"fresh {n}" for n in range(25, 30)}
-        assert (view.setups, view.rechecks, view.flushes) == (1, 1, 3)
+    heard: list[list[bytes]] = []
+    for attempt in range(SILENCE_TRIES):
+        user = dovecot.new_user()
+        dovecot.seed(user, "Work", [note("Work", n) for n in range(10)])
+        silent = False
+        async for mcp, app, recorder in relayed(dovecot, user, tmp_path / f"try-{attempt}"):
+            view = view_of(app)
+            clock = view.clock
+            assert isinstance(clock, Clock)
+            assert len(await found(mcp, "kiwiword")) == 10
+            # The sequence pipelined, in three round trips: Dovecot ends it within its half-second NOTIFY
+            # delay on all but the most loaded machine. Where it outlasted the delay (two full runs side by
+            # side), Dovecot told the view of the appends, and the search rightly synced: the silence this is
+            # about did not arise, and the scenario is played again, as another user.
+            fresh = [plain_message(f"fresh {n}", f"pineappleword {n}\r\n") for n in range(30)]
+            pipelined(
+                dovecot,
+                user,
+                [
+                    b"APPEND Work" + b"".join(b" {%d+}\r\n%s" % (len(raw), raw) for raw in fresh),
+                    b"SELECT Work",
+                    b"STORE 36:40 +FLAGS.SILENT (\\Flagged)",  # the last 5 of the 40
+                    b"STORE 1:10 +FLAGS.SILENT (\\Deleted)",  # the 10 notes seeded first
+                    b"EXPUNGE",
+                ],
+                [b"CREATE Passing"],
+                [b"DELETE Passing"],
+            )
+            verbs(recorder)
+            await found(mcp, "pineappleword")
+            traffic = recorder.take()
+            told = [
+                line for _, received in traffic for line in received.splitlines() if line.startswith(b"* ")
+            ]
+            if every(verbs_of(traffic)) != ["NOOP"] and any(b" STATUS " in line for line in told):
+                heard.append(told)
+                continue
+            # Within its time the view vouches for what it was told: one NOOP, no STATUS.
+            assert every(verbs_of(traffic)) == ["NOOP"], f"what the server said meanwhile: {told}"
+            silent = True
+            clock.now += RECHECK_S + 0.5
+            assert await found(mcp, "pineappleword") == {f"fresh {n}" for n in range(30)}
+            # Past it, the view's connection asked the listing and every folder's counts again, no NOOP.
+            sent = every(verbs(recorder))
+            assert "LIST" in sent and "STATUS counts" in sent and "NOOP" not in sent, sent
+            assert await found(mcp, "kiwiword") == set()
+            assert await found(mcp, "pineappleword is:flagged") == {f"fresh {n}" for n in range(25, 30)}
+            assert (view.setups, view.rechecks, view.flushes) == (1, 1, 3)
+        if silent:
+            return
+    pytest.fail(f"Dovecot told the view of the changes in each of {SILENCE_TRIES} tries: {heard}")

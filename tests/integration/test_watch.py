@@ -22,6 +22,7 @@ from mcp.shared.exceptions import MCPError
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.imap.watch import Watch
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.subscriptions import MAX_SUBSCRIPTIONS, mailbox_uri
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
@@ -71,19 +72,85 @@ def legacy_client(config: Config, app: AppContext, updates: Updates) -> Client:
 
 
 async def changes_are_reported(
-    updates: Updates, server: MatrixServer, user: str, uri: str, flag: bytes = b"\\Flagged"
+    updates: Updates,
+    server: MatrixServer,
+    user: str,
+    uri: str,
+    flag: bytes = b"\\Flagged",
+    *,
+    app: AppContext | None,
 ) -> None:
-    """Another client appends, flags and expunges in INBOX: each brings an update within 2 s."""
+    """Another client appends, flags and expunges in INBOX: each brings an update within 2 s.
+
+    First the mailbox is known to be watched (a change before that is what the watch starts from): the
+    watches of ``app`` are ready, or, without the app (stdio, HTTP), a probe append was reported."""
     with server.connect(user, within=CHANGER_TIMEOUT_S) as other:
+        if app is not None:
+            await until_watched(app)
+        else:
+            await probe_until_reported(updates, other, uri)
         for name, change in (
             ("append", lambda: append(other, "INBOX", "New mail")),
             ("flag", lambda: flag_first(other, "INBOX", flag)),
             ("expunge", lambda: expunge_first(other, "INBOX")),
         ):
-            await anyio.sleep(QUIET_S)  # the previous change's updates are all in
+            await settled(updates, uri)  # the previous change's updates are all in
             delay = await updates.delay_after(change, uri, within=WITHIN_S + 3)
             assert delay is not None, f"no update after the {name}"
             assert delay <= WITHIN_S, delay
+
+
+def watches_of(app: AppContext) -> list[Watch]:
+    """Every watch of ``app``'s hub now (read under the hub's lock)."""
+    hub = app.watches
+    with hub.lock:
+        return [
+            watch
+            for watchers in hub._watchers.values()
+            for watcher in watchers
+            for joined in watcher.watches.values()
+            for watch in joined
+        ]
+
+
+async def until_watched(app: AppContext, within: float = 10.0) -> None:
+    """Until every mailbox ``app`` watches has been seen by its watching connection (``Watch.ready``):
+    every change from then on is reported. The subscription's answer waits for this too, but only up to
+    the account's timeouts."""
+
+    async def ready() -> bool:
+        watches = watches_of(app)
+        return bool(watches) and all(watch.ready.is_set() for watch in watches)
+
+    await eventually_async(ready, within=within, what="every watched mailbox seen by its connection")
+
+
+async def probe_until_reported(updates: Updates, other: Any, uri: str) -> None:
+    """Where the test has no app (stdio, HTTP): append to INBOX until an append is reported, so that the
+    mailbox is known to be watched. Each try that heard nothing appends once more."""
+    started = time.monotonic()
+
+    async def heard() -> bool:
+        if updates.since(started, uri):
+            return True
+        await anyio.to_thread.run_sync(append, other, "INBOX", "Probe")
+        return False
+
+    await eventually_async(heard, within=WITHIN_S + 8, interval=0.5, what=f"a probe append reported on {uri}")
+
+
+async def settled(updates: Updates, uri: str) -> None:
+    """Until no update of ``uri`` came for QUIET_S: what earlier changes bring (an expunge brings one for
+    its \\Deleted flag and one for the EXPUNGE, a poll may come late) is all in, and is not counted as
+    the report of the next change. A lower bound from the last update, lengthened while updates come."""
+
+    async def quiet() -> bool:
+        times = updates.since(0, uri)
+        return not times or time.monotonic() - times[-1] >= QUIET_S
+
+    await eventually_async(
+        quiet, within=QUIET_S + 10, interval=0.1, what=f"no update of {uri} for {QUIET_S} s"
+    )
 
 
 async def no_update_after(updates: Updates, server: MatrixServer, user: str, uri: str) -> None:
@@ -106,7 +173,7 @@ async def test_a_subscribed_mailbox_reports_each_change_by_another_client_within
     async with legacy_client(config, app, updates) as client:
         await client.subscribe_resource(uri)
         assert app.watches.connections("default") == 1
-        await changes_are_reported(updates, imap_server, user, uri)
+        await changes_are_reported(updates, imap_server, user, uri, app=app)
         await client.unsubscribe_resource(uri)
         assert app.watches.connections("default") == 0
         await no_update_after(updates, imap_server, user, uri)
@@ -130,7 +197,7 @@ async def test_listen_form_reports_changes_and_the_watch_ends_with_the_stream(
         ):
             group.start_soon(updates.collect, subscription)
             assert app.watches.connections("default") == 1
-            await changes_are_reported(updates, dovecot, user, uri)
+            await changes_are_reported(updates, dovecot, user, uri, app=app)
             group.cancel_scope.cancel()
         await wait_for(lambda: app.watches.connections("default") == 0)
     await anyio.to_thread.run_sync(app.close)
@@ -169,11 +236,11 @@ async def test_regression_a_change_right_after_the_subscription_is_answered_is_r
         await anyio.to_thread.run_sync(app.close)
 
 
-async def wait_for(condition: Any, within: float = 5.0) -> None:
+async def wait_for(condition: Any, within: float = 5.0, what: str | None = None) -> None:
     async def held() -> bool:
         return bool(condition())
 
-    await eventually_async(held, within=within)
+    await eventually_async(held, within=within, what=what)
 
 
 async def test_the_mailbox_template_is_listed_and_reads_counts_without_marking_anything(
@@ -246,7 +313,7 @@ async def test_past_max_watch_connections_mailboxes_share_one_connection(
         await client.subscribe_resource(inbox)
         await client.subscribe_resource(work)
         assert app.watches.connections("default") == 1
-        await anyio.sleep(QUIET_S)  # the shared connection is set up and has seen both mailboxes
+        await until_watched(app)  # the shared connection is set up and has seen both mailboxes
         with imap_server.connect(user, within=CHANGER_TIMEOUT_S) as other:
             flag = b"\\Seen" if isinstance(imap_server, Courier) else b"\\Flagged"
             for change, uri in (
@@ -256,7 +323,7 @@ async def test_past_max_watch_connections_mailboxes_share_one_connection(
             ):
                 delay = await updates.delay_after(change, uri, within=WITHIN_S + 3)
                 assert delay is not None and delay <= WITHIN_S, delay
-                await anyio.sleep(QUIET_S)
+                await settled(updates, uri)
         await client.unsubscribe_resource(work)
         await no_update_after(updates, imap_server, user, work)
     assert app.watches.connections("default") == 0  # the session's end ended the INBOX watch
@@ -282,7 +349,7 @@ async def test_a_reset_watching_connection_reconnects_and_says_so_once_and_never
             await anyio.sleep(QUIET_S)
             assert len(updates.since(started, uri)) == 1  # one update for the reconnect, then quiet
             assert app.watches.reconnects("default") == 1
-            await changes_are_reported(updates, dovecot, user, uri)
+            await changes_are_reported(updates, dovecot, user, uri, app=app)
         sent = proxy.sent()
         await anyio.to_thread.run_sync(app.close)
     assert b" EXAMINE " in sent and b" SELECT " not in sent and b" STORE " not in sent  # (ENABLE CONDSTORE)
@@ -310,8 +377,7 @@ async def test_opening_and_closing_subscriptions_leaves_threads_and_descriptors_
             for uri in uris:
                 await client.unsubscribe_resource(uri)
         assert app.watches.connections("default") == 0
-        await anyio.sleep(0.2)
-        assert counts() == before, (rounds, before, counts())
+        await wait_for(lambda: counts() == before, what=f"threads and descriptors back to {before}")
     await anyio.to_thread.run_sync(app.close)
     assert not [t for t in threading.enumerate() if t.name.startswith("mail-imap-mcp-watch")]
 
@@ -388,11 +454,12 @@ async def test_over_stdio_both_forms_report_changes_and_unsubscribing_stops_them
     client = Client(params, mode="legacy", message_handler=updates.message_handler)
     async with client:
         await client.subscribe_resource(uri)
-        await changes_are_reported(updates, dovecot, user, uri)
+        await changes_are_reported(updates, dovecot, user, uri, app=None)
         await client.unsubscribe_resource(uri)
         await no_update_after(updates, dovecot, user, uri)
         await client.subscribe_resource(uri)
-        await anyio.sleep(0.5)
+        with dovecot.connect(user, within=CHANGER_TIMEOUT_S) as other:
+            await probe_until_reported(updates, other, uri)  # the mailbox is watched
         closing = time.monotonic()
     # stdin closed with a mailbox watched: the process ended at once (the SDK's client would wait
     # 2 s, then terminate it).
@@ -404,7 +471,7 @@ async def test_over_stdio_both_forms_report_changes_and_unsubscribing_stops_them
         anyio.create_task_group() as group,
     ):
         group.start_soon(listened.collect, subscription)
-        await changes_are_reported(listened, dovecot, user, uri)
+        await changes_are_reported(listened, dovecot, user, uri, app=None)
         group.cancel_scope.cancel()
 
 
@@ -425,11 +492,12 @@ async def test_over_streamable_http_changes_reach_the_session_stream(
                 server.url, server.token, mode="legacy", message_handler=updates.message_handler
             ) as mcp:
                 await mcp.client.subscribe_resource(uri)
-                await changes_are_reported(updates, dovecot, user, uri)
+                await changes_are_reported(updates, dovecot, user, uri, app=None)
                 await mcp.client.unsubscribe_resource(uri)
                 await no_update_after(updates, dovecot, user, uri)
                 await mcp.client.subscribe_resource(uri)
-                await anyio.sleep(0.5)
+                with dovecot.connect(user, within=CHANGER_TIMEOUT_S) as other:
+                    await probe_until_reported(updates, other, uri)  # the mailbox is watched
             # The session ended without an unsubscribe: its watch ended with it.
             await wait_for(lambda: server.log().count("watching connection closed") == 2)
         else:
@@ -439,7 +507,7 @@ async def test_over_streamable_http_changes_reach_the_session_stream(
                 anyio.create_task_group() as group,
             ):
                 group.start_soon(updates.collect, subscription)
-                await changes_are_reported(updates, dovecot, user, uri)
+                await changes_are_reported(updates, dovecot, user, uri, app=None)
                 group.cancel_scope.cancel()
     finally:
         server.stop()
@@ -467,7 +535,7 @@ async def test_a_blackholed_watching_connection_is_found_out_at_the_idle_restart
             proxy.pass_through()
             back = time.monotonic()
             assert await updates.first_after(back, uri, within=15) is not None
-            await changes_are_reported(updates, dovecot, user, uri)
+            await changes_are_reported(updates, dovecot, user, uri, app=app)
         await anyio.to_thread.run_sync(app.close)
 
 
@@ -489,13 +557,12 @@ async def test_a_server_restart_ends_in_a_reconnect_and_one_update(restartable_d
     uri = mailbox_uri("default", "INBOX")
     async with legacy_client(config, app, updates) as client:
         await client.subscribe_resource(uri)
-        await anyio.sleep(0.5)
+        await until_watched(app)  # else the watch could start on the restarted server: no reconnect
         await anyio.to_thread.run_sync(server.restart)
         back = time.monotonic()
         assert await updates.first_after(back - 5, uri, within=15) is not None
         assert app.watches.reconnects("default") >= 1
-        await anyio.sleep(QUIET_S)
-        await changes_are_reported(updates, server, user, uri)
+        await changes_are_reported(updates, server, user, uri, app=app)
     await anyio.to_thread.run_sync(app.close)
 
 
@@ -520,7 +587,7 @@ async def test_a_watched_mailbox_deleted_by_another_client_is_reported_once_and_
     async with legacy_client(config, app, updates) as client:
         await client.subscribe_resource(work)
         await client.subscribe_resource(inbox)
-        await anyio.sleep(QUIET_S)
+        await until_watched(app)
         started = time.monotonic()  # before the change, as in changes_are_reported
         await anyio.to_thread.run_sync(imap_server.delete_mailbox, user, work_name)
         assert await updates.first_after(started, work, within=WITHIN_S + 3) is not None
@@ -530,7 +597,7 @@ async def test_a_watched_mailbox_deleted_by_another_client_is_reported_once_and_
             await client.read_resource(work)
         # Courier's STATUS (no CONDSTORE) tells \Seen, not \Flagged, where the connection is shared.
         flag = b"\\Seen" if shared and isinstance(imap_server, Courier) else b"\\Flagged"
-        await changes_are_reported(updates, imap_server, user, inbox, flag)
+        await changes_are_reported(updates, imap_server, user, inbox, flag, app=app)
     await anyio.to_thread.run_sync(app.close)
 
 
@@ -554,7 +621,29 @@ async def test_regression_an_idle_restart_keeps_its_connection_and_reports_nothi
         await anyio.sleep(restarts * restart_s + QUIET_S)
         assert app.watches.reconnects("default") == 0
         assert updates.since(started, uri) == []
-        await changes_are_reported(updates, imap_server, user, uri)
+        await changes_are_reported(updates, imap_server, user, uri, app=app)
+    await anyio.to_thread.run_sync(app.close)
+
+
+@pytest.mark.parametrize("imap_server", ["courier", "dovecot"], indirect=True)
+async def test_regression_an_empty_watched_mailbox_reports_nothing_until_it_changes(
+    imap_server: MatrixServer, user: str, account: AccountFactory
+) -> None:
+    """Courier gives an empty mailbox a new UIDVALIDITY at each STATUS: a watched empty INBOX was reported
+    as changed at every poll (found by a test that then waited for a quiet mailbox in vain)."""
+    imap_server.seed(user, "INBOX", [])
+    config = watch_config(account(user), max_watch_connections=1)
+    app = AppContext.from_config(config)
+    updates = Updates()
+    inbox, work = mailbox_uri("default", "INBOX"), with_work_mailbox(imap_server, user)[2]
+    async with legacy_client(config, app, updates) as client:
+        await client.subscribe_resource(work)  # two mailboxes on one connection: INBOX is polled by STATUS
+        await client.subscribe_resource(inbox)
+        await until_watched(app)
+        started = time.monotonic()
+        await anyio.sleep(3 * POLL_S + QUIET_S)  # three polls or more
+        assert updates.since(started, inbox) == []
+        await changes_are_reported(updates, imap_server, user, inbox, b"\\Seen", app=app)
     await anyio.to_thread.run_sync(app.close)
 
 
@@ -593,14 +682,20 @@ async def test_regression_l3_many_spellings_of_one_mailbox_are_one_watch_and_sub
                 group.start_soon(updates.collect, subscription)
                 stack.callback(group.cancel_scope.cancel)
             assert app.watches.connections("default") == 1
-            await anyio.sleep(QUIET_S)
+            await until_watched(app)
             started = time.monotonic()
             with dovecot.connect(user) as other:
                 await anyio.to_thread.run_sync(append, other, "INBOX", "One change")
-            await anyio.sleep(QUIET_S)
-            received = [uri for at, uri in updates.received if at >= started]
+
+            def received() -> list[str]:
+                return [uri for at, uri in updates.received if at >= started]
+
             expected = 1 if mode == "legacy" else len(spellings)  # listen: once per URI listened to
-            assert len(received) == expected, received
+            await wait_for(
+                lambda: len(received()) >= expected, within=WITHIN_S + 3, what=f"{expected} updates"
+            )
+            await anyio.sleep(QUIET_S)  # then no more
+            assert len(received()) == expected, received()
             if mode == "legacy":
                 extra = "imap://default/mailbox/Work"
                 dovecot.seed(user, "Work", [])

@@ -6,6 +6,7 @@ real clock: ``test_watch.py`` (NOOP polling every 0.4 s, a reset connection reco
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import AsyncIterator
 
@@ -17,7 +18,7 @@ from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.watch import RECONNECT_BACKOFF_S
 from mail_imap_mcp.subscriptions import mailbox_uri
 from tests.integration import test_watch
-from tests.integration.test_watch import CHANGER_TIMEOUT_S, QUIET_S, legacy_client, wait_for
+from tests.integration.test_watch import CHANGER_TIMEOUT_S, QUIET_S, legacy_client, until_watched, wait_for
 from tests.support.accounts import account_settings
 from tests.support.clients import AccountFactory, make_config
 from tests.support.dovecot import Dovecot
@@ -34,11 +35,23 @@ POLL_S = 600.0
 PAST_S = 0.5
 
 
+class WaitedOnClock(FakeClock):
+    """A :class:`FakeClock` that tells whether the product has paused on it yet (``waited``)."""
+
+    def __init__(self, now: float) -> None:
+        super().__init__(now)
+        self.waited = False
+
+    def pause(self, event: threading.Event, seconds: float) -> bool:
+        self.waited = True
+        return super().pause(event, seconds)
+
+
 @contextlib.asynccontextmanager
-async def inbox_watched(config: Config) -> AsyncIterator[tuple[AppContext, FakeClock, Updates, str]]:
+async def inbox_watched(config: Config) -> AsyncIterator[tuple[AppContext, WaitedOnClock, Updates, str]]:
     """INBOX subscribed to on a server of ``config`` whose watchers run on a clock of the test's."""
     app = AppContext.from_config(config)
-    clock = FakeClock(1000.0)
+    clock = WaitedOnClock(1000.0)
     app.watches.clock, app.watches.pause = clock, clock.pause
     updates = Updates()
     uri = mailbox_uri("default", "INBOX")
@@ -59,7 +72,10 @@ async def test_a_polled_mailbox_is_looked_at_again_once_its_clock_passes_the_pol
     config = make_config({"default": account(user)}, watch_poll_interval_s=POLL_S)
     async with inbox_watched(config) as (app, clock, updates, uri):
         await wait_for(lambda: app.watches.connections("default") == 1)
-        await anyio.sleep(QUIET_S)  # the first look is done: the watcher waits for its next poll
+        # The first look is done, and the watcher waits on the clock for its next poll (its first pause:
+        # a move of the clock before it would move the poll's deadline along).
+        await until_watched(app)
+        await wait_for(lambda: clock.waited, what="the watcher waiting for its next poll")
         started = time.monotonic()
         with imap_server.connect(user, within=CHANGER_TIMEOUT_S) as other:
             await anyio.to_thread.run_sync(append, other, "INBOX", "Polled")

@@ -287,6 +287,10 @@ class _Watcher:
         if before is None or seen is None:
             return before is not seen
         common = before.keys() & seen.keys()
+        if before.get(_MESSAGES) == 0 == seen.get(_MESSAGES):
+            # Empty then and now: its UIDVALIDITY alone tells nothing a client could see (Courier gives an
+            # empty mailbox a new one at each STATUS, which was reported at every poll).
+            common.discard(_UIDVALIDITY)
         # Nothing to compare (a change reported earlier left every item unknown): report, not miss.
         return lost or not common or any(before[item] != seen[item] for item in common)
 
