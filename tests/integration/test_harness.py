@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import email
 import imaplib
@@ -11,6 +12,7 @@ import ssl
 from collections.abc import Iterator
 from email import policy
 from email.message import EmailMessage
+from typing import Any
 
 import imapclient
 import pytest
@@ -264,6 +266,29 @@ def test_free_ports_are_different_and_below_the_ephemeral_range() -> None:
         assert all(port < low for port in ports)
 
 
+@contextlib.contextmanager
+def first_pick_taken(
+    monkeypatch: pytest.MonkeyPatch, module: Any, index: int
+) -> Iterator[tuple[list[list[int]], int]]:
+    """``module``'s ``free_ports`` as another process finds it: the ``index``-th port of its first pick
+    is held by a socket of this test (as if taken between the pick and the server's bind). Yields every
+    pick so far and the held port."""
+    picked: list[list[int]] = []
+    pick = module.free_ports
+    with socket.create_server(("127.0.0.1", 0)) as squatter:
+        taken = squatter.getsockname()[1]
+
+        def taken_first(*hosts: str) -> list[int]:
+            ports = pick(*hosts)
+            if not picked:
+                ports[index] = taken
+            picked.append(ports)
+            return ports
+
+        monkeypatch.setattr(module, "free_ports", taken_first)
+        yield picked, taken
+
+
 def test_regression_free_ports_never_hands_out_a_port_twice_in_a_process() -> None:
     """A CI run: a Submission chain picked Exim's port, let it go, then picked its Dovecot's ports, one of
     them the same; Exim found it taken. 300 picks from the 12,768 ports below the range repeat one about
@@ -277,23 +302,15 @@ def test_regression_a_submission_chain_whose_exim_port_was_taken_starts_on_other
 ) -> None:
     """Exim does not exit when its port is taken: it retries the bind every 30 s for 5 minutes, and the
     chain was not ready within its wait (two tests of a CI run failed at setup)."""
-    picked: list[list[int]] = []
-    pick = submission.free_ports
-    with socket.create_server(("127.0.0.1", 0)) as squatter:
-
-        def exim_port_taken_first(*hosts: str) -> list[int]:
-            ports = pick(*hosts)
-            if not picked:
-                ports[3] = squatter.getsockname()[1]  # submission, submissions, LMTP, then Exim's
-            picked.append(ports)
-            return ports
-
-        monkeypatch.setattr(submission, "free_ports", exim_port_taken_first)
-        with submission.SubmissionDovecot() as chain:
-            assert len(picked) == 2
-            assert chain.mta_port == picked[1][3] != squatter.getsockname()[1]
-            with socket.create_connection(("127.0.0.1", chain.mta_port), timeout=patient(5)) as mta:
-                assert mta.recv(100).startswith(b"220 ")
+    # The chain's first pick: submission, submissions, LMTP, then Exim's.
+    with (
+        first_pick_taken(monkeypatch, submission, index=3) as (picked, taken),
+        submission.SubmissionDovecot() as chain,
+    ):
+        assert len(picked) == 2
+        assert chain.mta_port == picked[1][3] != taken
+        with socket.create_connection(("127.0.0.1", chain.mta_port), timeout=patient(5)) as mta:
+            assert mta.recv(100).startswith(b"220 ")
 
 
 def test_regression_a_server_whose_port_was_taken_before_it_listened_starts_on_other_ports(
@@ -301,23 +318,11 @@ def test_regression_a_server_whose_port_was_taken_before_it_listened_starts_on_o
 ) -> None:
     """A CI run: another process took a worker's Dovecot port between the pick and Dovecot's own bind;
     Dovecot exited ("Address already in use") and the 99 tests that needed it failed."""
-    picked: list[list[int]] = []
-    pick = imapserver.free_ports
-    with socket.create_server(("127.0.0.1", 0)) as squatter:
-
-        def first_pick_taken(*hosts: str) -> list[int]:
-            ports = pick(*hosts)
-            if not picked:
-                ports[0] = squatter.getsockname()[1]
-            picked.append(ports)
-            return ports
-
-        monkeypatch.setattr(imapserver, "free_ports", first_pick_taken)
-        with Dovecot() as instance:
-            assert len(picked) == 2
-            assert (instance.plain_port, instance.tls_port) == tuple(picked[1])
-            with instance.connect() as client:
-                assert client.select_folder("INBOX")[b"EXISTS"] == 0
+    with first_pick_taken(monkeypatch, imapserver, index=0) as (picked, _taken), Dovecot() as instance:
+        assert len(picked) == 2
+        assert (instance.plain_port, instance.tls_port) == tuple(picked[1])
+        with instance.connect() as client:
+            assert client.select_folder("INBOX")[b"EXISTS"] == 0
 
 
 # ---------------------------------------------------------------------------- mail generator
