@@ -132,5 +132,7 @@ async function main() {
 
 main().catch((error) => {
   console.error(error?.stack ?? String(error));
+  // fetch's own error says only "fetch failed": what the socket said is its cause.
+  if (error?.cause) console.error("cause:", error.cause?.stack ?? String(error.cause));
   process.exit(1);
 });

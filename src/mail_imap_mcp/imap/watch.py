@@ -208,8 +208,7 @@ class _Watcher:
 
     def _enable_condstore(self, client: BudgetedIMAPClient) -> None:
         """CONDSTORE on the connection, once: ENABLE goes with the next command, where RFC 5161 allows it
-        (before a mailbox is examined). Sent again at an IDLE restart, the connection still in the mailbox,
-        it failed the connection, and every restart then reconnected and reported the mailbox changed."""
+        (before a mailbox is examined; at an IDLE restart, in the mailbox, it failed the connection)."""
         if self.connection.profile.condstore and not client.enabled("CONDSTORE"):
             client.enable_ahead("CONDSTORE")
 
@@ -272,7 +271,8 @@ class _Watcher:
     def looked(self, mailbox: str, seen: Fingerprint) -> bool:
         """Keep ``seen`` in the mailbox's fingerprint (an item it lacks keeps its value: EXAMINE tells
         no UNSEEN, Courier's no UIDNEXT); whether it differs from the one before on an item both know
-        (False for a first look: the watch starts from it)."""
+        (False for a first look: the watch starts from it), but for the UIDVALIDITY of a mailbox empty
+        then and now: it tells nothing a client could see (Courier renews it at each STATUS)."""
         with self.hub.lock:
             if mailbox not in self.watches:
                 return False
@@ -286,11 +286,8 @@ class _Watcher:
             return False
         if before is None or seen is None:
             return before is not seen
-        common = before.keys() & seen.keys()
-        if before.get(_MESSAGES) == 0 == seen.get(_MESSAGES):
-            # Empty then and now: its UIDVALIDITY alone tells nothing a client could see (Courier gives an
-            # empty mailbox a new one at each STATUS, which was reported at every poll).
-            common.discard(_UIDVALIDITY)
+        still_empty = before.get(_MESSAGES) == 0 == seen.get(_MESSAGES)
+        common = before.keys() & seen.keys() - ({_UIDVALIDITY} if still_empty else set())
         # Nothing to compare (a change reported earlier left every item unknown): report, not miss.
         return lost or not common or any(before[item] != seen[item] for item in common)
 
@@ -376,8 +373,7 @@ class _Watcher:
 
     def _back(self, mailboxes: list[str]) -> None:
         """The connection works (again): after a failure, report its mailboxes once."""
-        self.failures = 0
-        self.told_missing = False
+        self.failures, self.told_missing = 0, False
         if self.recovering:
             self.recovering = False
             self._notify(mailboxes)
