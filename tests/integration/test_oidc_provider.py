@@ -24,15 +24,19 @@ from tests.support.patience import patient
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 
 
-def imap_login(server: Dovecot, user: str, token: str, mechanism: str) -> bool:
-    """Whether ``server`` lets ``user`` in with ``token`` over ``mechanism``."""
+#: Dovecot's answer to a token it checked and refused (not a check it could not make: "[UNAVAILABLE]").
+REFUSED = "[AUTHENTICATIONFAILED]"
+
+
+def imap_login(server: Dovecot, user: str, token: str, mechanism: str) -> str:
+    """What ``server`` answers ``user``'s login with ``token`` over ``mechanism``: ``OK``, or its words."""
     with imaplib.IMAP4_SSL(server.host, server.tls_port, ssl_context=server.client_ssl_context()) as client:
         response = oauth_initial_response(mechanism, user, token, server.host, server.tls_port)
         try:
             client.authenticate(mechanism, lambda _challenge: response)
-        except imaplib.IMAP4.error:
-            return False
-        return client.state == "AUTH"
+        except imaplib.IMAP4.error as refused:
+            return str(refused)
+        return "OK" if client.state == "AUTH" else client.state
 
 
 @pytest.mark.parametrize("mechanism", ["XOAUTH2", "OAUTHBEARER"])
@@ -41,21 +45,21 @@ def test_dovecot_accepts_the_providers_access_token(
 ) -> None:
     user = oidc_dovecot.new_user()
     tokens = sign_in(oidc, user)
-    assert imap_login(oidc_dovecot, user, tokens["access_token"], mechanism)
-    assert not imap_login(oidc_dovecot, oidc_dovecot.new_user(), tokens["access_token"], mechanism)
+    assert imap_login(oidc_dovecot, user, tokens["access_token"], mechanism) == "OK"
+    assert REFUSED in imap_login(oidc_dovecot, oidc_dovecot.new_user(), tokens["access_token"], mechanism)
 
 
 def test_dovecot_refuses_a_token_without_the_mail_scope(oidc: OidcProvider, oidc_dovecot: Dovecot) -> None:
     user = oidc_dovecot.new_user()
     tokens = sign_in(oidc, user, scope="openid offline_access other")
-    assert not imap_login(oidc_dovecot, user, tokens["access_token"], "XOAUTH2")
+    assert REFUSED in imap_login(oidc_dovecot, user, tokens["access_token"], "XOAUTH2")
 
 
 def test_dovecot_refuses_a_token_of_another_issuer(oidc_dovecot: Dovecot, tmp_path: Path) -> None:
     user = oidc_dovecot.new_user()
     with OidcProvider(tmp_path) as other:
         tokens = sign_in(other, user)
-    assert not imap_login(oidc_dovecot, user, tokens["access_token"], "XOAUTH2")
+    assert REFUSED in imap_login(oidc_dovecot, user, tokens["access_token"], "XOAUTH2")
 
 
 def test_a_revoked_token_is_refused(oidc: OidcProvider, oidc_dovecot: Dovecot) -> None:
@@ -63,7 +67,7 @@ def test_a_revoked_token_is_refused(oidc: OidcProvider, oidc_dovecot: Dovecot) -
     tokens = sign_in(oidc, user)
     revoke = {"token": tokens["access_token"], "client_id": PUBLIC_CLIENT}
     post(oidc.metadata()["revocation_endpoint"], revoke)
-    assert not imap_login(oidc_dovecot, user, tokens["access_token"], "XOAUTH2")
+    assert REFUSED in imap_login(oidc_dovecot, user, tokens["access_token"], "XOAUTH2")
 
 
 def test_refresh_tokens_rotate_and_a_spent_one_is_refused(oidc: OidcProvider, oidc_dovecot: Dovecot) -> None:
@@ -78,7 +82,7 @@ def test_refresh_tokens_rotate_and_a_spent_one_is_refused(oidc: OidcProvider, oi
     token_endpoint = oidc.metadata()["token_endpoint"]
     renewed = post(token_endpoint, refresh)
     assert renewed["refresh_token"] != tokens["refresh_token"]
-    assert imap_login(oidc_dovecot, user, renewed["access_token"], "XOAUTH2")
+    assert imap_login(oidc_dovecot, user, renewed["access_token"], "XOAUTH2") == "OK"
     with pytest.raises(urllib.error.HTTPError) as reused:
         post(token_endpoint, refresh)
     assert reused.value.code == 400
