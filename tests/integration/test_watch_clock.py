@@ -6,7 +6,6 @@ real clock: ``test_watch.py`` (NOOP polling every 0.4 s, a reset connection reco
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from collections.abc import AsyncIterator
 
@@ -35,23 +34,11 @@ POLL_S = 600.0
 PAST_S = 0.5
 
 
-class WaitedOnClock(FakeClock):
-    """A :class:`FakeClock` that tells whether the product has paused on it yet (``waited``)."""
-
-    def __init__(self, now: float) -> None:
-        super().__init__(now)
-        self.waited = False
-
-    def pause(self, event: threading.Event, seconds: float) -> bool:
-        self.waited = True
-        return super().pause(event, seconds)
-
-
 @contextlib.asynccontextmanager
-async def inbox_watched(config: Config) -> AsyncIterator[tuple[AppContext, WaitedOnClock, Updates, str]]:
+async def inbox_watched(config: Config) -> AsyncIterator[tuple[AppContext, FakeClock, Updates, str]]:
     """INBOX subscribed to on a server of ``config`` whose watchers run on a clock of the test's."""
     app = AppContext.from_config(config)
-    clock = WaitedOnClock(1000.0)
+    clock = FakeClock(1000.0)
     app.watches.clock, app.watches.pause = clock, clock.pause
     updates = Updates()
     uri = mailbox_uri("default", "INBOX")

@@ -12,10 +12,12 @@ REAL_TICK_S = 0.02
 
 
 class FakeClock:
-    """Monotonic seconds that change only when the test sets or adds to ``now``."""
+    """Monotonic seconds that change only when the test sets or adds to ``now``; ``waited`` tells whether
+    the product has paused on it yet (a move before that only moves the product's deadline along)."""
 
     def __init__(self, now: float) -> None:
         self.now = now
+        self.waited = False
 
     def __call__(self) -> float:
         return self.now
@@ -24,4 +26,5 @@ class FakeClock:
         """The product's sleep on this clock (``WatchHub(pause=...)``): back after a real tick, or at once
         when ``event`` is set; the product looks at ``now`` again and sleeps on until the test moved it
         past what it waits for."""
+        self.waited = True
         return event.wait(REAL_TICK_S)
