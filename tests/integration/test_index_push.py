@@ -4,7 +4,6 @@ before it, through a real MCP client on Dovecot, every command seen on the wire 
 
 from __future__ import annotations
 
-import select
 import socket
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -24,7 +23,7 @@ from tests.support.index_clients import indexed_client, wait_ready
 from tests.support.mailgen import plain_message
 from tests.support.patience import eventually_async, patient
 from tests.support.round_trips import plain_settings
-from tests.support.wire import ImapRecorder, parse_commands
+from tests.support.wire import ImapRecorder, has_news, parse_commands
 
 pytestmark = pytest.mark.anyio
 
@@ -149,8 +148,7 @@ async def told(view: PushView, what: str) -> None:
     its EOF): the next search then meets it on the socket, not a moment later."""
 
     async def readable() -> bool:
-        client = view._connection._client
-        return client is not None and bool(select.select([client.socket()], [], [], 0)[0])
+        return has_news(view._connection)
 
     await eventually_async(readable, interval=0.02, what=what)
 

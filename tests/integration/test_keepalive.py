@@ -9,7 +9,6 @@ the tests wait for events (a NOOP sent, a connection dropped), never assert on t
 from __future__ import annotations
 
 import contextlib
-import select
 import socket
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -32,7 +31,7 @@ from tests.support.envelope_client import EnvelopeClient
 from tests.support.imapserver import ImapServer
 from tests.support.linkproxy import LinkProxy
 from tests.support.patience import eventually_async
-from tests.support.wire import ImapRecorder, parse_commands
+from tests.support.wire import ImapRecorder, has_news, parse_commands
 
 pytestmark = pytest.mark.anyio
 
@@ -42,13 +41,6 @@ async def wait_for(condition: Callable[[], bool], what: str, within: float = 10.
         return condition()
 
     await eventually_async(held, within=within, interval=0.02, what=what)
-
-
-def has_news(connection: AccountConnection) -> bool:
-    """Whether the idle connection's socket has something to read now (an EOF, a reset or data): what the
-    next call's check before use looks at, once the close passed every relay on the way."""
-    client = connection._client
-    return client is not None and bool(select.select([client.socket()], [], [], 0)[0])
 
 
 #: Keepalive threads of servers this module did not start: a test elsewhere in the same worker that

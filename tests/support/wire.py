@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import select
 import socket
 import threading
 from collections.abc import Iterator
@@ -315,3 +316,11 @@ def examined(commands: list[Command]) -> list[str]:
             assert raw is not None
             names.append(imap_utf7.decode(raw))
     return names
+
+
+def has_news(connection: Any) -> bool:
+    """Whether an idle account connection's socket (``connection._client``) has something to read now:
+    data the server sent unasked, an EOF or a reset, once it passed every relay on the way; what the
+    next call meets there."""
+    client = connection._client
+    return client is not None and bool(select.select([client.socket()], [], [], 0)[0])
