@@ -8,6 +8,8 @@ without a token got 401 instead of 421. All traffic stays on loopback and every 
 
 from __future__ import annotations
 
+import http.client
+import select
 import socket
 import time
 from collections.abc import Iterator
@@ -111,6 +113,34 @@ async def test_regression_a_flood_of_silent_connections_does_not_lock_out_a_clie
         assert len(log.encode()) < 64_000, log[-2000:]
         assert log.count("out of system resource") <= 3
     finally:
+        server.stop()
+
+
+def test_regression_an_idle_connection_outlives_the_sdk_clients_keep_alive(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    # uvicorn closed a connection after 5 s idle, as long as the MCP SDK's client (httpx2) keeps one:
+    # a call sent as the server closed failed, and a tool call is not retried. The idle limit is now the
+    # header deadline (10 s by default).
+    client_idle_s = httpx2.Limits().keepalive_expiry
+    assert client_idle_s is not None
+    server = start_http_server(http_config(tmp_path, account_settings(dovecot, user)), token=new_token())
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=patient(10))
+    try:
+        statuses = []
+        for request in range(2):
+            connection.request("GET", "/mcp", headers={"Host": f"127.0.0.1:{server.port}"})
+            answer = connection.getresponse()
+            answer.read()
+            statuses.append(answer.status)
+            if request == 0:
+                time.sleep(client_idle_s + 1)  # a lower bound: idle longer than the client would keep it
+                assert connection.sock is not None
+                closed = bool(select.select([connection.sock], [], [], 0)[0])
+                assert not closed, "the server closed an idle connection the client would still use"
+        assert statuses == [401, 401]
+    finally:
+        connection.close()
         server.stop()
 
 

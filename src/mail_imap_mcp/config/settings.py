@@ -336,7 +336,9 @@ class HttpSettings(BaseModel):
         le=300,
         description="How long a connection may take to send a request's headers (from its opening, or "
         "from the end of its previous answer); then it is closed, so silent or slow clients cannot hold "
-        "connections.",
+        "connections. It is also how long an idle connection is kept: keep it above the idle time of the "
+        "clients and proxies in front (the MCP SDK's client keeps one 5 s, node's fetch 4 s), so that "
+        "they, not the server, close it.",
     )
     max_connections: int = Field(
         default=128,

@@ -19,6 +19,7 @@ import contextlib
 import hmac
 import json
 import logging
+import math
 import os
 import re
 import signal
@@ -330,6 +331,9 @@ async def serve_http(config: Config, settings: HttpSettings, token: str | None, 
             server_header=False,
             lifespan="on",
             timeout_graceful_shutdown=_STREAMS_CLOSE_S,
+            # The guard's header deadline is the one idle limit: uvicorn's own 5 s equalled the idle time
+            # of the SDK's client (httpx2, 5 s), so a call sent as uvicorn closed failed unretried.
+            timeout_keep_alive=math.ceil(settings.request_header_timeout_s) + 1,
         )
     )
     if settings.auth is not None:
