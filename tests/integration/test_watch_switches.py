@@ -19,7 +19,8 @@ poll. One case polls on the real clock (:data:`REAL_CLOCK_CASE`), with patience.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import anyio
 import imapclient
@@ -107,7 +108,7 @@ def prepare(other: imapclient.IMAPClient, name: str, server: MatrixServer) -> No
 
 
 async def change_during(
-    switch: Callable[[], Awaitable[None]],
+    switch: Callable[[], Coroutine[Any, Any, object]],
     delay: float,
     change: Callable[[imapclient.IMAPClient], None],
     other: imapclient.IMAPClient,
