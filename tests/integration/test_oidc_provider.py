@@ -29,13 +29,17 @@ REFUSED = "[AUTHENTICATIONFAILED]"
 
 
 def imap_login(server: Dovecot, user: str, token: str, mechanism: str) -> str:
-    """What ``server`` answers ``user``'s login with ``token`` over ``mechanism``: ``OK``, or its words."""
+    """What ``server`` answers ``user``'s login with ``token`` over ``mechanism``: ``OK``, or its words
+    and what its log says of ``user`` (why Dovecot could not check a token is only there)."""
     with imaplib.IMAP4_SSL(server.host, server.tls_port, ssl_context=server.client_ssl_context()) as client:
         response = oauth_initial_response(mechanism, user, token, server.host, server.tls_port)
         try:
             client.authenticate(mechanism, lambda _challenge: response)
         except imaplib.IMAP4.error as refused:
-            return str(refused)
+            logged = [
+                line for line in server.log_path.read_text(errors="replace").splitlines() if user in line
+            ]
+            return "\n".join([str(refused), *logged[-10:]])
         return "OK" if client.state == "AUTH" else client.state
 
 
