@@ -14,7 +14,7 @@ only there). Helpers for tests live in tests/support; this module keeps fixtures
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -35,6 +35,7 @@ from tests.support.envelope_client import EnvelopeClient, check_each_schema_once
 from tests.support.gmail import Gmail
 from tests.support.gmail_server import CAPABILITIES as GMAIL_CAPABILITIES
 from tests.support.identity_provider import IdentityProvider
+from tests.support.imapserver import ImapServer
 from tests.support.inbox_only import folders_seen, verdict
 from tests.support.matrix import INBOX_ONLY_MARK, MATRIX, SESSION_PASSWORD, MatrixServer
 from tests.support.oauth2 import IntrospectionEndpoint
@@ -221,6 +222,22 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     if reason:
         pytest.fail(reason, pytrace=False)
     return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failed test's report carries the end of the log of each IMAP server it used: why a server
+    refused or failed is often only there (Dovecot's reason for "[UNAVAILABLE]"), and a session
+    server's log is gone with the run."""
+    report: pytest.TestReport = yield
+    if report.failed:
+        servers = {id(value): (name, value) for name, value in getattr(item, "funcargs", {}).items()}
+        for name, server in servers.values():
+            if isinstance(server, ImapServer):
+                report.sections.append((f"{name}: {type(server).__name__}'s log", server.log_tail()))
+    return report
 
 
 @pytest.fixture(scope="session")
