@@ -34,7 +34,7 @@ from tests.support.http_server import (
     new_token,
     start_http_server,
 )
-from tests.support.patience import patient
+from tests.support.patience import eventually_async, patient
 from tests.support.readme import readme_block
 
 pytestmark = pytest.mark.anyio
@@ -327,9 +327,10 @@ def slow_imap_server(
 
 
 async def wait_until(predicate: Any, within: float = 15.0) -> None:
-    with anyio.fail_after(patient(within)):
-        while not predicate():
-            await anyio.sleep(0.02)
+    async def holds() -> bool:
+        return bool(predicate())
+
+    await eventually_async(holds, within=within, interval=0.02)
 
 
 @pytest.mark.slow

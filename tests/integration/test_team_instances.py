@@ -113,12 +113,13 @@ async def ids_of(mcp: EnvelopeClient) -> list[str]:
 
 
 async def until(mcp: EnvelopeClient, operation_id: str, done: Any, within: float = 30) -> dict[str, Any]:
-    with anyio.fail_after(patient(within)):
-        while True:
-            data = await mcp.ok("imap_get_operation", {"operation_id": operation_id})
-            if done(data):
-                return data
-            await anyio.sleep(0.1)
+    """The operation's poll once ``done(poll)`` holds."""
+
+    async def polled() -> dict[str, Any] | None:
+        data: dict[str, Any] = await mcp.ok("imap_get_operation", {"operation_id": operation_id})
+        return data if done(data) else None
+
+    return await eventually_async(polled, within=within, interval=0.1, what=f"operation {operation_id}")
 
 
 async def test_requests_of_one_client_go_round_the_instances_and_each_answers(deployment: Deployment) -> None:
@@ -380,12 +381,13 @@ async def test_redis_stopped_during_a_background_write_is_unavailable_and_its_he
             what="instance 0 failing a write of the operation while Redis is away",
         )
         deployment.redis.start()
-        with anyio.fail_after(patient(30)):
-            while True:  # written again by the heartbeat (Redis came back empty)
-                seen = await second.call("imap_get_operation", {"operation_id": operation_id})
-                if seen.get("success"):
-                    break
-                await anyio.sleep(0.2)
+
+        async def seen_again() -> bool:  # written again by the heartbeat (Redis came back empty)
+            return bool(
+                (await second.call("imap_get_operation", {"operation_id": operation_id})).get("success")
+            )
+
+        await eventually_async(seen_again, within=30, interval=0.2, what="the operation in Redis again")
         await second.ok("imap_cancel_operation", {"operation_id": operation_id})
         finished = await until(second, operation_id, lambda data: data["operation"]["state"] != "running")
         deployment.proxy.pass_through()
