@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -20,11 +22,25 @@ def ok(result: Any) -> OperationState:
     return OperationState.OK
 
 
-def batches(count: int, pause_s: float, done: list[int]) -> Any:
+@dataclass
+class Hold:
+    """Holds batch ``at`` once it has started (``reached``) until the test lets it go (``release``)."""
+
+    at: int
+    reached: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+
+
+def batches(
+    count: int, pause_s: float, done: list[int], hold: Hold | None = None
+) -> Callable[[Progress], str]:
     def work(progress: Progress) -> str:
         for index in range(count):
             if progress.cancelled:
                 return f"stopped after {len(done)}"
+            if hold is not None and index == hold.at:
+                hold.reached.set()
+                hold.release.wait(patient(5))
             time.sleep(pause_s)
             done.append(index)
             progress.advance(1, f"batch {index}")
@@ -65,17 +81,21 @@ def test_slow_work_becomes_an_operation_that_finishes_in_the_background() -> Non
 
 
 def test_cancel_takes_effect_between_batches_and_keeps_what_was_done() -> None:
+    # The cancel comes while the third batch is in progress, held there: before, it had to come within
+    # 50 batches of 50 ms, which a starved test thread could miss.
+    hold = Hold(at=2)
     registry = OperationRegistry(inline_s=0.05)
     done: list[int] = []
-    operation = registry.run("t", "a", 50, batches(50, 0.05, done), ok, user="")
+    operation = registry.run("t", "a", 50, batches(50, 0.0, done, hold), ok, user="")
     assert isinstance(operation, Operation)
-    eventually(lambda: done, within=5, interval=0.01)  # a batch done first, however late its thread starts
+    assert hold.reached.wait(patient(5))
     registry.cancel(operation.operation_id, "")
+    hold.release.set()
     assert operation.finished.wait(patient(5))
     assert operation.state is OperationState.CANCELED
-    assert 0 < len(done) < 50
-    assert operation.done == len(done)  # the batch in progress was finished, none started after
-    assert operation.result == f"stopped after {len(done)}"  # what was done is reported
+    assert done == [0, 1, 2]  # the batch in progress was finished, none started after
+    assert operation.done == 3
+    assert operation.result == "stopped after 3"  # what was done is reported
 
 
 def test_a_failure_inline_is_raised_and_in_the_background_is_kept() -> None:
