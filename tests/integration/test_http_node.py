@@ -23,6 +23,7 @@ from tests.support.patience import patient
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tests" / "node" / "http_client.mjs"
+STALLED_FETCH = ROOT / "tests" / "node" / "stalled_fetch.mjs"
 NODE_DIR = ROOT / ".cache" / "node"
 READ_TOOLS = {
     "imap_list_accounts",
@@ -77,3 +78,24 @@ def test_the_typescript_sdk_client_calls_every_read_tool_over_http(
     assert report["wrong_token"]["status"] == 401, report["wrong_token"]
     assert "invalid_token" in report["wrong_token"]["message"]
     assert server.token not in server.log()
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_regression_nodes_fetch_after_a_stalled_event_loop_finds_its_connection_open(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    # "TypeError: fetch failed" of the SDK's client in a loaded run: the server closed a connection
+    # after 5 s idle; undici keeps one 4 s, so a client whose event loop stalled past the second
+    # between sent its next call on a closed connection ("SocketError: other side closed").
+    server = start_http_server(http_config(tmp_path, account_settings(dovecot, user)), token=new_token())
+    try:
+        done = subprocess.run(
+            ["node", str(STALLED_FETCH), server.url, "3900", "1300"],
+            capture_output=True,
+            text=True,
+            timeout=patient(60),
+            check=True,
+        )
+    finally:
+        server.stop()
+    assert done.stdout.strip() == "401", done.stdout  # served (refused for want of a token), not cut off
