@@ -116,6 +116,7 @@ async def test_regression_a_flood_of_silent_connections_does_not_lock_out_a_clie
         server.stop()
 
 
+@pytest.mark.waits  # 6 s of an idle connection
 def test_regression_an_idle_connection_outlives_the_sdk_clients_keep_alive(
     tmp_path: Path, dovecot: Dovecot, user: str
 ) -> None:

@@ -80,6 +80,7 @@ def test_the_typescript_sdk_client_calls_every_read_tool_over_http(
     assert server.token not in server.log()
 
 
+@pytest.mark.waits  # 5.2 s of an idle, then stalled, client
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_regression_nodes_fetch_after_a_stalled_event_loop_finds_its_connection_open(
     tmp_path: Path, dovecot: Dovecot, user: str
