@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from mail_imap_mcp import processes
+from tests.support import processes as support_processes
 from tests.support.patience import eventually, patient
+from tests.support.processes import live_children
 
 
 def kernel_rss(pid: int) -> int:
@@ -66,3 +68,24 @@ def living_members(group: int) -> list[int]:
         if int(fields[2]) == group and fields[0] != "Z":
             found.append(int(stat.parent.name))
     return found
+
+
+def test_live_children_reads_the_kernels_children_lists_as_the_scan_of_proc_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # tests/support/processes.py: no_leftover_children's reading, a zombie included, both ways.
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    mine = f"{child.pid} (python"
+    eventually(
+        lambda: any(entry.startswith(mine) and entry.endswith("state=Z") for entry in live_children()),
+        within=10,
+        what="the ended child listed as a zombie",
+    )
+    assert support_processes._child_pids_of_self() is not None  # Linux: the fast way is the one tested
+    listed = sorted(live_children())
+    monkeypatch.setattr(support_processes, "_child_pids_of_self", lambda: None)
+    assert sorted(live_children()) == listed
+    child.wait()
+    assert not [entry for entry in live_children() if entry.startswith(f"{child.pid} ")]
+    monkeypatch.undo()
+    assert not [entry for entry in live_children() if entry.startswith(f"{child.pid} ")]
