@@ -20,9 +20,9 @@ MCP SDK's client (``max_attachment_bytes`` raised to 40 MiB so the whole payload
    process: the sandboxed child's start, parse and answer).
 
 It writes the section between ``<!-- attachments:begin ... -->`` and ``<!-- attachments:end -->`` in
-``benchmarks.md`` of the output directory (``docs/``; ``.bench/quick/`` with ``--quick``), adding the
-section at the end when it is absent and leaving the rest of the file alone, and
-``benchmarks_attachments.json`` beside it.
+``benchmarks.md`` of the output directory (``docs/``; ``.bench/quick/`` with ``--quick``, whose payload
+is a tenth the size), adding the section at the end when it is absent and leaving the rest of the file
+alone, and ``benchmarks_attachments.json`` beside it.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 from mcp import Client, StdioServerParameters
@@ -80,6 +80,9 @@ KINDS = {
     "WebP 2000x1000 (image, downscaled)": "webp_picture",
 }
 PAYLOAD_BYTES = 30 * MiB
+#: A smoke run (``--quick``) reads payloads this many times smaller: it runs every path of a script
+#: (tests/integration/test_bench_scripts.py runs each so), and its figures go to .bench/quick/, not docs/.
+SMOKE_DIVISOR = 10
 #: The widest bytes window the tool allows (its model's cap on max_bytes).
 WINDOW_BYTES: int = GetAttachmentInput.model_json_schema()["properties"]["max_bytes"]["maximum"]
 
@@ -170,11 +173,12 @@ def extraction_ms(item: Document, runs: int) -> float:
     return statistics.median(times)
 
 
-async def measure(runs: int, work_dir: Path) -> dict[str, Any]:
-    results: dict[str, Any] = {"rss_growth_mb": {}, "kinds": []}
+async def measure(runs: int, work_dir: Path, payload_bytes: int) -> dict[str, Any]:
+    size = f"{payload_bytes // MiB} MB"
+    results: dict[str, Any] = {"payload_mib": payload_bytes // MiB, "rss_growth_mb": {}, "kinds": []}
     with Dovecot() as dovecot:
         user = dovecot.new_user("u-bench")
-        payload = large_payload(PAYLOAD_BYTES)
+        payload = large_payload(payload_bytes)
         messages = [message_with(payload, "text/plain", "payload.txt", "payload")]
         messages += [
             message_with(CORPUS[name].data, CORPUS[name].content_type, CORPUS[name].filename, name)
@@ -194,16 +198,16 @@ async def measure(runs: int, work_dir: Path) -> dict[str, Any]:
                 big = f"imap:default:INBOX:{uidvalidity}:1"
                 reads: dict[str, dict[str, Any]] = {
                     "text, first window (20,000 characters)": {"message_id": big, "part_id": "2"},
-                    "text, last window (streams all 30 MB)": {
+                    f"text, last window (streams all {size})": {
                         "message_id": big,
                         "part_id": "2",
-                        "offset": PAYLOAD_BYTES - 10_000,
+                        "offset": payload_bytes - 10_000,
                     },
-                    f"bytes, {WINDOW_BYTES // 1024} KiB window at the end (streams all 30 MB)": {
+                    f"bytes, {WINDOW_BYTES // 1024} KiB window at the end (streams all {size})": {
                         "message_id": big,
                         "part_id": "2",
                         "mode": "bytes",
-                        "offset_bytes": PAYLOAD_BYTES - WINDOW_BYTES,
+                        "offset_bytes": payload_bytes - WINDOW_BYTES,
                         "max_bytes": WINDOW_BYTES,
                     },
                 }
@@ -220,7 +224,7 @@ async def measure(runs: int, work_dir: Path) -> dict[str, Any]:
                         "median_ms": round(statistics.median(times)),
                     }
                     say(
-                        f"30 MB attachment, {label}: RSS +{max(growths):.1f} MB, {statistics.median(times):.0f} ms"
+                        f"{size} attachment, {label}: RSS +{max(growths):.1f} MB, {statistics.median(times):.0f} ms"
                     )
                 for uid, (label, name) in enumerate(KINDS.items(), start=2):
                     item = CORPUS[name]
@@ -244,14 +248,16 @@ async def measure(runs: int, work_dir: Path) -> dict[str, Any]:
 
 def section(results: dict[str, Any], command: str, runs: int) -> str:
     when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    mib = results["payload_mib"]
+    encoded_mb = base64_size(mib * MiB) / 1_000_000
     lines = [
         BEGIN,
         "",
         f"Measured {when} with `{command}` on this machine ({os.cpu_count()} CPUs, shared); {runs} runs per "
         "row, Dovecot on loopback, the server over stdio.",
         "",
-        "**RSS while reading a 30 MB attachment** (30 MiB of text, 41 MB in base64 on the wire; the peak RSS "
-        "of the server process above its RSS before the call, the largest of the runs):",
+        f"**RSS while reading a {mib} MB attachment** ({mib} MiB of text, {encoded_mb:.0f} MB in base64 on the "
+        "wire; the peak RSS of the server process above its RSS before the call, the largest of the runs):",
         "",
         "| read | RSS growth | median time |",
         "| --- | ---: | ---: |",
@@ -298,12 +304,28 @@ def write_section(
     path.write_text(updated)
 
 
-def options(description: str, script: str) -> tuple[int, Path, str]:
-    """The runs, the output directory (made) and the command line as the section names it, from the
-    options ``--quick``, ``--runs`` and ``--out`` (scripts/bench passes its own through: ignored here)."""
+class Options(NamedTuple):
+    """A benchmark's options: runs per row, the output directory (made), the command line as its section
+    names it, and whether it is a smoke run."""
+
+    runs: int
+    out_dir: Path
+    command: str
+    quick: bool
+
+    def payload(self, full: int) -> int:
+        """A payload's size: ``full`` bytes, or a tenth of them in a smoke run."""
+        return full // SMOKE_DIVISOR if self.quick else full
+
+
+def options(description: str, script: str) -> Options:
+    """The :class:`Options` given as ``--quick``, ``--runs`` and ``--out`` (scripts/bench passes its own
+    through: ignored here)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument(
-        "--quick", action="store_true", help="smoke run: 2 runs per row, output to .bench/quick/"
+        "--quick",
+        action="store_true",
+        help=f"smoke run: 2 runs per row, payloads {SMOKE_DIVISOR} times smaller, output to .bench/quick/",
     )
     parser.add_argument("--runs", type=int, help="runs per row (default 5; quick 2)")
     parser.add_argument("--out", type=Path, help="output directory (default docs/; quick: .bench/quick/)")
@@ -311,7 +333,8 @@ def options(description: str, script: str) -> tuple[int, Path, str]:
     runs = args.runs or (2 if args.quick else 5)
     out_dir = (args.out or (ROOT / ".bench" / "quick" if args.quick else ROOT / "docs")).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
-    return runs, out_dir, f"scripts/{script}" + (" --quick" if args.quick else "") + " (run by scripts/bench)"
+    command = f"scripts/{script}" + (" --quick" if args.quick else "") + " (run by scripts/bench)"
+    return Options(runs, out_dir, command, args.quick)
 
 
 def peak_results(
@@ -353,17 +376,18 @@ def peak_table(results: dict[str, Any], more: dict[str, str] | None = None) -> l
 def publish_peaks(
     doc: str,
     script: str,
-    measure: Callable[[int, Path], Awaitable[dict[str, Any]]],
+    measure: Callable[[int, Path, int], Awaitable[dict[str, Any]]],
     section: Callable[[dict[str, Any], str, int], str],
     markers: tuple[str, str, str],
+    part_bytes: int,
 ) -> None:
-    """Run a peak-memory benchmark (``script``, described by the first paragraph of ``doc``) and write its
-    section (``markers``: begin, end, heading) and its JSON (``benchmarks_<script's stem less bench_>``); a
-    benchmark of several rows gives them as ``cases``."""
-    runs, out_dir, command = options(doc.split("\n\n")[0], script)
+    """Run a peak-memory benchmark (``script``, described by the first paragraph of ``doc``) on a part of
+    ``part_bytes`` (less in a smoke run) and write its section (``markers``: begin, end, heading) and its
+    JSON (``benchmarks_<script's stem less bench_>``); a benchmark of several rows gives them as ``cases``."""
+    runs, out_dir, command, _ = chosen = options(doc.split("\n\n")[0], script)
     stem = Path(script).stem.removeprefix("bench_")
     with tempfile.TemporaryDirectory(prefix=f"bench-{stem}-") as work:
-        results = anyio.run(measure, runs, Path(work))
+        results = anyio.run(measure, runs, Path(work), chosen.payload(part_bytes))
     for row, found in results.get("cases", {"": results}).items():
         say(
             f"{row + ': ' if row else ''}peak above idle: {found['growth_mib']} MiB (bound {found['bound_mib']} MiB)"
@@ -374,9 +398,9 @@ def publish_peaks(
 
 
 def main() -> None:
-    runs, out_dir, command = options(__doc__.split("\n\n")[0], "bench_attachments.py")
+    runs, out_dir, command, _ = chosen = options(__doc__.split("\n\n")[0], "bench_attachments.py")
     with tempfile.TemporaryDirectory(prefix="bench-attachments-") as work:
-        results = anyio.run(measure, runs, Path(work))
+        results = anyio.run(measure, runs, Path(work), chosen.payload(PAYLOAD_BYTES))
     write_section(out_dir / "benchmarks.md", section(results, command, runs))
     (out_dir / "benchmarks_attachments.json").write_text(json.dumps(results, indent=2) + "\n")
     say(f"wrote {out_dir / 'benchmarks.md'} (attachments section) and benchmarks_attachments.json")
