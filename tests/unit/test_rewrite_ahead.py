@@ -73,3 +73,47 @@ def test_run_by_itself_it_writes_the_files_of_the_runs_arguments_and_ends(tmp_pa
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert _rewritten(source) is not None
     assert "passed" not in run.stdout and "failed" not in run.stdout  # no test ran
+
+
+def _in_a_process(arguments: list[str], storage: Path) -> subprocess.CompletedProcess[str]:
+    """Python with ``arguments``, run from the checkout with Hypothesis's caches in ``storage``."""
+    run = subprocess.run(
+        [sys.executable, *arguments],
+        cwd=ROOT,
+        env={**os.environ, "HYPOTHESIS_STORAGE_DIRECTORY": str(storage)},
+        capture_output=True,
+        text=True,
+        timeout=patient(120),
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    return run
+
+
+def test_run_by_itself_it_makes_hypothesis_caches_once_as_hypothesis_itself_makes_them(
+    tmp_path: Path,
+) -> None:
+    ahead = tmp_path / "ahead"
+    (tmp_path / "none").mkdir()
+    run = _in_a_process(
+        ["-m", "tests.support.rewrite_ahead", "-p", "no:cacheprovider", str(tmp_path / "none")], ahead
+    )
+    assert "HypothesisSideeffectWarning" not in run.stdout + run.stderr
+    assert list((ahead / "unicode_data").rglob("charmap.json.gz"))
+    assert len(list((ahead / "constants").iterdir())) > 100  # the modules of src/, tests/ and scripts/
+    warm = "from tests.support.rewrite_ahead import warm_hypothesis; print(warm_hypothesis())"
+    assert _in_a_process(["-c", warm], ahead).stdout.strip() == "0"  # there already: nothing read again
+    # Hypothesis on an imported module writes the very entry made ahead (named by its source's hash).
+    itself = tmp_path / "itself"
+    _in_a_process(
+        [
+            "-c",
+            "import mail_imap_mcp.envelope.model as module\n"
+            "from hypothesis.internal.constants_ast import constants_from_module\n"
+            "constants_from_module(module)",
+        ],
+        itself,
+    )
+    (entry,) = (itself / "constants").iterdir()
+    assert (ahead / "constants" / entry.name).read_text() == entry.read_text()
+    assert "mail_imap_mcp/envelope/model.py" in entry.read_text()
