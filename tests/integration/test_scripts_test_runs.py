@@ -3,7 +3,9 @@ the run's own paths): kept out of the unit tier, whose CPU budget it would spend
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 from tests.support.patience import patient
@@ -41,3 +43,31 @@ def test_regression_a_second_full_run_in_the_same_checkout_finds_its_options() -
     assert listed.returncode == 5 and "deselected" in listed.stdout, (
         listed.stdout[-2000:] + listed.stderr[-2000:]
     )
+
+
+def test_its_step_ahead_makes_hypothesis_caches_of_the_whole_checkout_without_a_warning(
+    tmp_path: Path,
+) -> None:
+    """``python -m tests.support.rewrite_ahead``, which scripts/test runs while a fresh clone's installs
+    finish: Hypothesis's caches of every module of the checkout, made before pytest loads Hypothesis's
+    plugin (made from the plugin's start they were "slow code in a plugin", and it warned)."""
+    storage = tmp_path / "hypothesis"
+    run = subprocess.run(
+        [sys.executable, "-m", "tests.support.rewrite_ahead", "-p", "no:cacheprovider", str(tmp_path)],
+        cwd=ROOT,
+        env={**os.environ, "HYPOTHESIS_STORAGE_DIRECTORY": str(storage)},
+        capture_output=True,
+        text=True,
+        timeout=patient(300),
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "HypothesisSideeffectWarning" not in run.stdout + run.stderr
+    entries = [path.read_text() for path in (storage / "constants").iterdir()]
+    for module in (
+        "src/mail_imap_mcp/envelope/model.py",
+        "tests/conftest.py",
+        "scripts/bench_attachments.py",
+    ):
+        assert any(f"# file: {ROOT / module}\n" in entry for entry in entries), module
+    assert list((storage / "unicode_data").rglob("charmap.json.gz"))

@@ -80,16 +80,16 @@ def _is_current(source: Path, pyc: Path) -> bool:
     return header == importlib.util.MAGIC_NUMBER + _CHECKED_HASH + digest[:8]
 
 
-def warm_hypothesis() -> int:
+def warm_hypothesis(directories: Sequence[Path] = _LOCAL) -> int:
     """Make Hypothesis's caches of the checkout where it has none (its constants directory is missing):
-    the Unicode categories, and the constants of each module under :data:`_LOCAL`; how many modules
+    the Unicode categories, and the constants of each module under ``directories``; how many modules
     were read. Hypothesis names each module's entry by the hash of its source: a module edited later is
     read again by the first process that imports it, as before."""
     if storage_directory("constants", intent_to_write=False).path.exists():
         return 0
     charmap()
     read = 0
-    for directory in _LOCAL:
+    for directory in directories:
         for source in directory.rglob("*.py"):
             module = types.ModuleType(source.stem)  # never run: Hypothesis reads only its __file__
             module.__file__ = str(source)

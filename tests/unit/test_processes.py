@@ -75,17 +75,19 @@ def test_live_children_reads_the_kernels_children_lists_as_the_scan_of_proc_does
 ) -> None:
     # tests/support/processes.py: no_leftover_children's reading, a zombie included, both ways.
     child = subprocess.Popen([sys.executable, "-c", "pass"])
-    mine = f"{child.pid} (python"
+
+    def listed() -> list[str]:
+        return [entry for entry in live_children() if entry.startswith(f"{child.pid} ")]
+
     eventually(
-        lambda: any(entry.startswith(mine) and entry.endswith("state=Z") for entry in live_children()),
-        within=10,
-        what="the ended child listed as a zombie",
+        lambda: [entry.endswith("state=Z") for entry in listed()] == [True], within=10, what="a zombie"
     )
-    assert support_processes._child_pids_of_self() is not None  # Linux: the fast way is the one tested
-    listed = sorted(live_children())
-    monkeypatch.setattr(support_processes, "_child_pids_of_self", lambda: None)
-    assert sorted(live_children()) == listed
+    assert support_processes._children_of_self() is not None  # Linux: the children lists are what is tested
+    zombie = listed()
+    assert zombie[0].startswith(f"{child.pid} (python")
+    monkeypatch.setattr(support_processes, "_children_of_self", lambda: None)
+    assert listed() == zombie  # the scan of /proc finds it alike
     child.wait()
-    assert not [entry for entry in live_children() if entry.startswith(f"{child.pid} ")]
+    assert listed() == []
     monkeypatch.undo()
-    assert not [entry for entry in live_children() if entry.startswith(f"{child.pid} ")]
+    assert listed() == []
