@@ -384,7 +384,8 @@ def publish_peaks(
     """Run a peak-memory benchmark (``script``, described by the first paragraph of ``doc``) on a part of
     ``part_bytes`` (less in a smoke run) and write its section (``markers``: begin, end, heading) and its
     JSON (``benchmarks_<script's stem less bench_>``); a benchmark of several rows gives them as ``cases``."""
-    runs, out_dir, command, _ = chosen = options(doc.split("\n\n")[0], script)
+    chosen = options(doc.split("\n\n")[0], script)
+    runs, out_dir, command = chosen.runs, chosen.out_dir, chosen.command
     stem = Path(script).stem.removeprefix("bench_")
     with tempfile.TemporaryDirectory(prefix=f"bench-{stem}-") as work:
         results = anyio.run(measure, runs, Path(work), chosen.payload(part_bytes))
@@ -398,7 +399,8 @@ def publish_peaks(
 
 
 def main() -> None:
-    runs, out_dir, command, _ = chosen = options(__doc__.split("\n\n")[0], "bench_attachments.py")
+    chosen = options(__doc__.split("\n\n")[0], "bench_attachments.py")
+    runs, out_dir, command = chosen.runs, chosen.out_dir, chosen.command
     with tempfile.TemporaryDirectory(prefix="bench-attachments-") as work:
         results = anyio.run(measure, runs, Path(work), chosen.payload(PAYLOAD_BYTES))
     write_section(out_dir / "benchmarks.md", section(results, command, runs))

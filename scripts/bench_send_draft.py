@@ -121,7 +121,7 @@ def section(results: dict[str, Any], command: str, runs: int) -> str:
                 "over stdio",
             ),
             "",
-            f"**Sending a draft carrying {results['part_mib']:.0f} MiB of attachment** "
+            f"**Sending a draft carrying {results['part_mib']:g} MiB of attachment** "
             f"({results['encoded_mib']} MiB in base64): the server's peak RSS above its idle RSS during "
             "`imap_send_draft` (approval, submission and the copy in Sent), against issue 59's bound of "
             "3 x the largest encoded part.",
