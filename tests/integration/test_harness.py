@@ -143,6 +143,21 @@ def test_seed_count_order_flags_and_internaldate(server: Dovecot) -> None:
         assert len(client.search(["UNSEEN"])) == n - 3 * (n // 5)
 
 
+def test_a_settled_folder_has_each_seeded_file_in_dovecots_uid_list_as_a_delivery_would(
+    server: Dovecot,
+) -> None:
+    """Seeded files are mail Dovecot has not seen until a session opens their folder (a STATUS beside
+    that first SELECT may count none of them); :meth:`Dovecot.settle` opens it, and each file has its
+    UID in ``dovecot-uidlist`` before the test's own sessions start."""
+    user = server.new_user()
+    server.seed(user, "INBOX", [mailgen.plain_message(f"note {i}", "x") for i in range(4)])
+    uid_list = server.folder_path(user, "INBOX") / "dovecot-uidlist"
+    assert not uid_list.exists()
+    server.settle(user, "INBOX")
+    # A header line, then "<uid> <flags> :<file name>" per message.
+    assert [line.split()[0] for line in uid_list.read_text().splitlines()[1:]] == ["1", "2", "3", "4"]
+
+
 def test_seed_explicit_internaldates_and_append_later(server: Dovecot) -> None:
     user = server.new_user()
     when = [dt.datetime(2020, 2, 29, 12, 0, tzinfo=dt.UTC) + dt.timedelta(days=i) for i in range(3)]

@@ -606,6 +606,18 @@ local {self.strict_host} {{
         for sub in ("cur", "new"):
             os.utime(folder / sub, ns=(past_ns, past_ns))
 
+    def settle(self, user: str, mailbox: str) -> None:
+        """Have Dovecot take in the files :meth:`seed` wrote, as a delivery through it would have: one
+        session opens ``mailbox``, and Dovecot gives each file its UID (``dovecot-uidlist``) meanwhile.
+
+        Until a session has done so, the files are mail Dovecot has not yet seen: a ``STATUS`` (or
+        ``LIST ... RETURN (STATUS ...)``) answered while another session's first ``SELECT`` takes them
+        in may still count none (2 of 40 and 3 of 60 such pairs, where ``EXAMINE`` counted them in 60 of
+        60), as for mail that arrived a moment later. A test whose server opens a seeded folder in two
+        sessions at once (an index's build beside a search) settles it first."""
+        with self.connect(user, tls=False, starttls=False) as client:
+            client.select_folder(mailbox, readonly=True)
+
     @staticmethod
     def _read_keywords(path: Path) -> dict[str, int]:
         keywords: dict[str, int] = {}
