@@ -2,10 +2,6 @@
 stdio transport) and of ``index``, each with the cyclic collector as the commands run them
 (paused, ``mail_imap_mcp/cli/startup.py``) and as Python would by default (on), in fresh processes taken
 in turn. Alone: ``.venv/bin/python scripts/startup_cost.py [--rounds N]``.
-
-``--host`` prints one line instead: ``serve``'s imports, once, as the command makes them. ``scripts/test``
-shows it at the start of each run: the same imports cost 0.7-0.9 CPU-seconds on some days of the 2-core
-machine CI runs on and 1.5-2.1 on others, with the suite's CPU alike (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -42,13 +38,7 @@ def cpu_of(code: str) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10, help="processes per command and collector (10)")
-    parser.add_argument("--host", action="store_true", help="one line: serve's imports, once (scripts/test)")
-    options = parser.parse_args()
-    if options.host:
-        once = cpu_of(COLLECTOR["paused"].format(imports=IMPORTS["serve"]))
-        print(f"host: serve's imports took {once:.2f} CPU-seconds (scripts/startup_cost.py)")
-        return 0
-    rounds = options.rounds
+    rounds = parser.parse_args().rounds
     taken: dict[tuple[str, str], list[float]] = {}
     for _ in range(rounds):
         for command, imports in IMPORTS.items():
