@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.support import cpu_report
-from tests.support.cpu_report import WORKER_END, WORKER_KEY, CpuReport, table
+from tests.support.cpu_report import OUTSIDE, WORKER_END, WORKER_KEY, CpuReport, ModuleCost, by_tier, table
 
 
 def worker(**modules: tuple[int, float, float]) -> Any:
@@ -55,3 +55,15 @@ def test_the_servers_a_process_stops_at_its_end_are_not_its_last_tests(
     run_test(report, "tests/unit/test_b.py::two", True, cpu, spent=0.5, at_end=20.0)
     cpus = {module: round(cost.cpu_s, 6) for module, cost in report.ranked()}
     assert cpus == {WORKER_END: 20.0, "tests/integration/test_a.py": 2.0, "tests/unit/test_b.py": 0.5}
+
+
+def test_the_tiers_are_summed_from_their_modules_and_the_processes_own_rows_left_out() -> None:
+    ranked = [
+        (OUTSIDE, ModuleCost(0, 90.0, 0.0)),
+        ("tests/integration/test_a.py", ModuleCost(3, 20.0, 9.0)),
+        ("tests/pure/test_b.py", ModuleCost(9, 1.5, 1.0)),
+        ("tests/integration/test_c.py", ModuleCost(1, 2.5, 1.0)),
+        ("tests/unit/test_d.py", ModuleCost(2, 0.5, 1.0)),
+        (WORKER_END, ModuleCost(0, 30.0, 4.0)),
+    ]
+    assert by_tier(ranked) == "CPU seconds by tier: integration 22.5, pure 1.5, unit 0.5"

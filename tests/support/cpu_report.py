@@ -125,6 +125,19 @@ class CpuReport:
             terminalreporter.write_line(
                 f"{cost.cpu_s:8.1f} s CPU {cost.wall_s:8.1f} s wall {cost.tests:5d} tests  {module}"
             )
+        terminalreporter.write_line(by_tier(ranked))
+
+
+def by_tier(ranked: list[tuple[str, ModuleCost]]) -> str:
+    """One line: the CPU seconds of each tier's tests. The pure tier starts no server and no child, the
+    same work in every run: its figure says how fast the host was (five full runs of 2026-11-27: the two
+    whose pure tier took 45-47 CPU-seconds ran their tests in 715-763 s, the three at 55-59 in 827-846)."""
+    tiers: dict[str, float] = {}
+    for module, cost in ranked:
+        parts = module.split("/")
+        if len(parts) > 2 and parts[0] == "tests":
+            tiers[parts[1]] = tiers.get(parts[1], 0.0) + cost.cpu_s
+    return "CPU seconds by tier: " + ", ".join(f"{tier} {cpu:.1f}" for tier, cpu in sorted(tiers.items()))
 
 
 def table(ranked: list[tuple[str, ModuleCost]]) -> str:
