@@ -130,8 +130,8 @@ class CpuReport:
 
 def by_tier(ranked: list[tuple[str, ModuleCost]]) -> str:
     """One line: the CPU seconds of each tier's tests. The pure tier starts no server and no child, the
-    same work in every run: its figure says how fast the host was (five full runs of 2026-11-27: the two
-    whose pure tier took 45-47 CPU-seconds ran their tests in 715-763 s, the three at 55-59 in 827-846)."""
+    same work in every run: a rough gauge of the host's speed (23 CPU-seconds on a quick day; 45-59 in
+    seven full runs of 2026-11-27, whose tests took 677-846 s: docs/architecture.md)."""
     tiers: dict[str, float] = {}
     for module, cost in ranked:
         parts = module.split("/")
