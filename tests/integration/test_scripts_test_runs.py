@@ -3,12 +3,11 @@ the run's own paths): kept out of the unit tier, whose CPU budget it would spend
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 from tests.support.patience import patient
+from tests.support.rewrite_ahead import python_with_storage
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,14 +51,8 @@ def test_its_step_ahead_makes_hypothesis_caches_of_the_whole_checkout_without_a_
     finish: Hypothesis's caches of every module of the checkout, made before pytest loads Hypothesis's
     plugin (made from the plugin's start they were "slow code in a plugin", and it warned)."""
     storage = tmp_path / "hypothesis"
-    run = subprocess.run(
-        [sys.executable, "-m", "tests.support.rewrite_ahead", "-p", "no:cacheprovider", str(tmp_path)],
-        cwd=ROOT,
-        env={**os.environ, "HYPOTHESIS_STORAGE_DIRECTORY": str(storage)},
-        capture_output=True,
-        text=True,
-        timeout=patient(300),
-        check=False,
+    run = python_with_storage(
+        ["-m", "tests.support.rewrite_ahead", "-p", "no:cacheprovider", str(tmp_path)], storage, patient(300)
     )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert "HypothesisSideeffectWarning" not in run.stdout + run.stderr

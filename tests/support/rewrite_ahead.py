@@ -27,7 +27,9 @@ from __future__ import annotations
 import compileall
 import fnmatch
 import importlib.util
+import os
 import re
+import subprocess
 import sys
 import types
 from collections.abc import Iterator, Sequence
@@ -96,6 +98,22 @@ def warm_hypothesis(directories: Sequence[Path] = _LOCAL) -> int:
             constants_from_module(module)
             read += 1
     return read
+
+
+def python_with_storage(
+    arguments: Sequence[str], storage: Path, within: float
+) -> subprocess.CompletedProcess[str]:
+    """Python run with ``arguments`` from the checkout, Hypothesis's caches in ``storage`` (the tests of
+    :func:`warm_hypothesis`): its output, not checked; ``within`` seconds at most (already patient)."""
+    return subprocess.run(
+        [sys.executable, *arguments],
+        cwd=_ROOT,
+        env={**os.environ, "HYPOTHESIS_STORAGE_DIRECTORY": str(storage)},
+        capture_output=True,
+        text=True,
+        timeout=within,
+        check=False,
+    )
 
 
 def rewrite_ahead(config: pytest.Config, args: Sequence[str] | None = None) -> int:

@@ -13,7 +13,7 @@ import pytest
 from _pytest.assertion import rewrite
 
 from tests.support.patience import patient
-from tests.support.rewrite_ahead import rewrite_ahead
+from tests.support.rewrite_ahead import python_with_storage, rewrite_ahead
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -80,15 +80,7 @@ def test_run_by_itself_it_writes_the_files_of_the_runs_arguments_and_ends(tmp_pa
 
 def _in_a_process(code: str, storage: Path) -> str:
     """The output of Python running ``code`` from the checkout, Hypothesis's caches in ``storage``."""
-    run = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env={**os.environ, "HYPOTHESIS_STORAGE_DIRECTORY": str(storage)},
-        capture_output=True,
-        text=True,
-        timeout=patient(60),
-        check=False,
-    )
+    run = python_with_storage(["-c", code], storage, patient(60))
     assert run.returncode == 0, run.stderr[-2000:]
     return run.stdout
 
