@@ -1,8 +1,9 @@
 """Every part of the MCP SDK this server uses that the SDK does not publish as its API, in one place.
 
 The SDK offers no public way to publish a tool whose schemas and results are the server's own, to reach
-the connection behind a request (which outlives it and owns the session's teardown), or to add request
-handlers ``MCPServer`` has no decorator for. Those three needs are met here, and only here:
+the connection behind a request (which outlives it and owns the session's teardown), to add request
+handlers ``MCPServer`` has no decorator for, or to register a resource template already built. Those four
+needs are met here, and only here:
 ``tests/pure/test_sdk_contract.py`` checks each attribute and signature relied on, so an SDK upgrade
 that moves one fails there, by name, rather than somewhere in a subscription or a tool call.
 """
@@ -15,10 +16,11 @@ from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.resources.templates import ResourceTemplate
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 
-__all__ = ["InternalTool", "connection_of", "lowlevel_server", "no_argument_metadata"]
+__all__ = ["InternalTool", "add_template", "connection_of", "lowlevel_server", "no_argument_metadata"]
 
 #: The SDK's base class of a registered tool (``MCPServer(tools=[...])`` takes instances of it); the
 #: envelope tools subclass it to publish their own schemas and answer with envelopes.
@@ -43,3 +45,11 @@ def lowlevel_server(server: MCPServer[Any]) -> Server[Any]:
     see the request (``tools/list``, answered per caller)."""
     lowlevel: Server[Any] = server._lowlevel_server
     return lowlevel
+
+
+def add_template(server: MCPServer[Any], template: ResourceTemplate) -> None:
+    """Register ``template`` on ``server`` as ``server.resource(uri, ...)(reader)`` would, without building it
+    again: ``ResourceTemplate.from_function`` makes a pydantic model of the reader's arguments (a few
+    milliseconds), so a template whose reader finds its server through the request's ``Context`` is built
+    once per process and shared by every server (the tests build one per test)."""
+    server._resource_manager._templates[template.uri_template] = template

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -28,7 +28,7 @@ from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.ids import InvalidMessageId
 from mail_imap_mcp.presentation.failures import failure_of
 from mail_imap_mcp.prompts.registry import register_prompts
-from mail_imap_mcp.sdk import lowlevel_server
+from mail_imap_mcp.sdk import add_template, lowlevel_server
 from mail_imap_mcp.services.attachment_fetch import attachment_blob
 from mail_imap_mcp.state import ANONYMOUS, user_of
 from mail_imap_mcp.subscriptions import MailboxSubscriptions
@@ -58,13 +58,11 @@ WRITE_INSTRUCTIONS = (
 )
 
 
-BlobReader = Callable[..., Awaitable[tuple[bytes, str]]]
-
-
 class MailServer(MCPServer[None]):
     """``MCPServer`` that keeps registered tools out of each caller's ``tools/list`` (``unlisted``, for
-    the request's user: see ``unlisted_tools``), and serves blob resources with the content type of each
-    blob (a template has only one)."""
+    the request's user: see ``unlisted_tools``), and serves attachments with the content type of each
+    (a template has only one). Its resource readers are the same functions for every server of the
+    process (:func:`_resource_templates`): each finds ``app`` and ``tools`` through the request's server."""
 
     def __init__(
         self,
@@ -73,6 +71,7 @@ class MailServer(MCPServer[None]):
         hidden_arguments: Callable[[str], dict[str, set[str]]] = lambda user: {},
         listed_annotations: Callable[[str], dict[str, dict[str, Any]]] = lambda user: {},
         hidden_values: Callable[[str], dict[str, dict[str, set[str]]]] = lambda user: {},
+        app: AppContext | None = None,
         **options: Any,
     ) -> None:
         super().__init__(**options)
@@ -80,7 +79,10 @@ class MailServer(MCPServer[None]):
         self._hidden_arguments = hidden_arguments
         self._listed_annotations = listed_annotations
         self._hidden_values = hidden_values
-        self._blobs: list[tuple[ResourceTemplate, BlobReader]] = []
+        self.app = app
+        self.envelope_tools: dict[str, EnvelopeTool] = {
+            tool.name: tool for tool in options.get("tools") or []
+        }
         lowlevel_server(self).add_request_handler(
             "tools/list", PaginatedRequestParams, self._list_for_request
         )
@@ -111,30 +113,18 @@ class MailServer(MCPServer[None]):
     ) -> ListToolsResult:
         return ListToolsResult(tools=await self.list_tools_for(user_of(ctx)))
 
-    def blob_resource(self, uri: str, reader: BlobReader, **options: Any) -> None:
-        """Register a resource template whose reader returns ``(bytes, declared content type)``; it is
-        served with the type :func:`served_type` allows."""
-
-        @functools.wraps(reader)  # the SDK reads the URI's parameters from the signature
-        async def content_only(**params: str) -> bytes:
-            return (await reader(**params))[0]
-
-        self.resource(uri, **options)(content_only)
-        self._blobs.append((ResourceTemplate.from_function(content_only, uri, **options), reader))
-
     async def read_resource(
         self, uri: AnyUrl | str, context: Context[None, Any] | None = None
     ) -> Iterable[ReadResourceContents] | InputRequiredResult:
-        for template, reader in self._blobs:
-            params = template.matches(str(uri))
-            if params is not None:
-                # Whose read it is (the HTTP transport's verified access token): handed to the reader.
-                data, declared = await reader(**params, request=context)
-                served = served_type(declared, data)
-                # The sender's type is reported, never served: a client could run an SVG or HTML page.
-                meta = None if served == declared.strip().lower() else {"declared_content_type": declared}
-                return [ReadResourceContents(content=data, mime_type=served, meta=meta)]
-        return await super().read_resource(uri, context)
+        params = _resource_templates()[-1].matches(str(uri)) if self.app is not None else None
+        if params is None or self.app is None:
+            return await super().read_resource(uri, context)
+        # Whose read it is (the HTTP transport's verified access token): handed to the reader.
+        data, declared = await _attachment(self.app, **params, request=context)  # type: ignore[arg-type]
+        served = served_type(declared, data)
+        # The sender's type is reported, never served: a client could run an SVG or HTML page.
+        meta = None if served == declared.strip().lower() else {"declared_content_type": declared}
+        return [ReadResourceContents(content=data, mime_type=served, meta=meta)]
 
 
 def _without_arguments(tool: MCPTool, names: set[str], values: dict[str, set[str]]) -> MCPTool:
@@ -195,6 +185,7 @@ def build_server(config: Config, app: AppContext | None = None) -> MCPServer[Non
         hidden_arguments=functools.partial(hidden_arguments, app),
         listed_annotations=functools.partial(listed_annotations, app),
         hidden_values=functools.partial(hidden_values, app),
+        app=app,
         name="mail-imap-mcp",
         title="Mail IMAP",
         instructions=WRITE_INSTRUCTIONS if app.writes_possible else INSTRUCTIONS,
@@ -205,60 +196,43 @@ def build_server(config: Config, app: AppContext | None = None) -> MCPServer[Non
         subscriptions=bus,
     )
     subscriptions.register(server)
-    _register_message_resources(server, tools["imap_get_message"], tools["imap_get_message_raw"])
-    _register_attachment_resource(server, app)
+    for template in _resource_templates():
+        add_template(server, template)
     register_prompts(server, app)
     return server
 
 
-MESSAGE_URI = "imap://{account_id}/mailbox/{mailbox}/message/{uidvalidity}/{uid}"
+def _reached(request: Context) -> tuple[AppContext, dict[str, EnvelopeTool]]:
+    """The app and tools of the server a resource read reached (one :func:`build_server` built)."""
+    server = request.mcp_server
+    assert isinstance(server, MailServer) and server.app is not None, "a server of build_server's"
+    return server.app, server.envelope_tools
 
 
-def _register_message_resources(server: MCPServer[None], get: EnvelopeTool, get_raw: EnvelopeTool) -> None:
-    """Serve ``message_uri`` and ``message_raw_uri`` with the same envelope the tools return."""
-    # Mailbox names are IMAP names, not file paths: '..' or a leading '/' are legitimate there.
-    security = ResourceSecurity(exempt_params={"mailbox"})
-    for tool, uri, name, title, description in (
-        (
-            get,
-            MESSAGE_URI,
-            "message",
-            "Message",
-            "One message, as imap_get_message returns it (envelope JSON).",
-        ),
-        (
-            get_raw,
-            MESSAGE_URI + "/raw",
-            "message_raw",
-            "Raw message source",
-            "The first window of a message's raw source, as imap_get_message_raw returns it.",
-        ),
-    ):
-        server.resource(
-            uri,
-            name=name,
-            title=title,
-            description=description,
-            mime_type="application/json",
-            security=security,
-        )(_resource_reader(tool))
+async def _message(
+    request: Context, tool: str, account_id: str, mailbox: str, uidvalidity: str, uid: str
+) -> str:
+    # Parsed and validated by the tool, exactly like an id from a search result, for the reader
+    # (the HTTP transport's verified access token).
+    message_id = f"imap:{account_id}:{mailbox}:{uidvalidity}:{uid}"
+    envelope = await _reached(request)[1][tool].envelope({"message_id": message_id}, user_of(request))
+    return envelope.model_dump_json(by_alias=True)
 
 
-def _resource_reader(tool: EnvelopeTool) -> Callable[..., Awaitable[str]]:
-    async def read(
-        account_id: str,
-        mailbox: str,
-        uidvalidity: str,
-        uid: str,
-        request: Context,  # bare: the SDK finds only an unparametrised Context
-    ) -> str:
-        # Parsed and validated by the tool, exactly like an id from a search result, for the reader
-        # (the HTTP transport's verified access token).
-        message_id = f"imap:{account_id}:{mailbox}:{uidvalidity}:{uid}"
-        envelope = await tool.envelope({"message_id": message_id}, user_of(request))
-        return envelope.model_dump_json(by_alias=True)
+async def _read_message(
+    account_id: str,
+    mailbox: str,
+    uidvalidity: str,
+    uid: str,
+    request: Context,  # bare: the SDK finds only an unparametrised Context
+) -> str:
+    return await _message(request, "imap_get_message", account_id, mailbox, uidvalidity, uid)
 
-    return read
+
+async def _read_message_raw(
+    account_id: str, mailbox: str, uidvalidity: str, uid: str, request: Context
+) -> str:
+    return await _message(request, "imap_get_message_raw", account_id, mailbox, uidvalidity, uid)
 
 
 def _attachment_of_user(app: AppContext, user: str, message_id: str, part_id: str) -> tuple[bytes, str]:
@@ -268,41 +242,76 @@ def _attachment_of_user(app: AppContext, user: str, message_id: str, part_id: st
         return attachment_blob(called, message_id, part_id)
 
 
-def _register_attachment_resource(server: MailServer, app: AppContext) -> None:
-    """Serve ``resource_uri`` of each listed attachment: its decoded bytes, up to ``max_resource_bytes``."""
+async def _attachment(
+    app: AppContext,
+    account_id: str,
+    mailbox: str,
+    uidvalidity: str,
+    uid: str,
+    part_id: str,
+    request: Context,
+) -> tuple[bytes, str]:
+    """One attachment's decoded bytes and its declared content type."""
+    message_id = f"imap:{account_id}:{mailbox}:{uidvalidity}:{uid}"
+    try:
+        return await anyio.to_thread.run_sync(_attachment_of_user, app, user_of(request), message_id, part_id)
+    except (
+        ToolFailure,
+        ImapError,
+        InvalidMessageId,
+    ) as exc:  # a resource read's boundary: the registry's words
+        failure = failure_of(exc)
+        if failure is None:
+            raise
+        raise ResourceError(f"{failure.code}: {failure.message}") from None
 
-    async def read(
-        account_id: str,
-        mailbox: str,
-        uidvalidity: str,
-        uid: str,
-        part_id: str,
-        request: Context,  # bare: the SDK finds only an unparametrised Context
-    ) -> tuple[bytes, str]:
-        message_id = f"imap:{account_id}:{mailbox}:{uidvalidity}:{uid}"
-        try:
-            return await anyio.to_thread.run_sync(
-                _attachment_of_user, app, user_of(request), message_id, part_id
-            )
-        except (
-            ToolFailure,
-            ImapError,
-            InvalidMessageId,
-        ) as exc:  # a resource read's boundary: the registry's words
-            failure = failure_of(exc)
-            if failure is None:
-                raise
-            raise ResourceError(f"{failure.code}: {failure.message}") from None
 
-    server.blob_resource(
-        MESSAGE_URI + "/attachment/{part_id}",
-        read,
-        name="attachment",
-        title="Attachment",
-        description="One attachment's decoded bytes (imap_get_attachment reads it as text or an image); "
-        "up to max_resource_bytes. Served as its own type only when that is passive (a real raster image, "
-        "a PDF, plain text, CSV, calendar); else as application/octet-stream, with the declared type in "
-        "_meta.declared_content_type.",
-        mime_type="application/octet-stream",
-        security=ResourceSecurity(exempt_params={"mailbox"}),
+async def _read_attachment(
+    account_id: str, mailbox: str, uidvalidity: str, uid: str, part_id: str, request: Context
+) -> bytes:
+    """The attachment template's reader, for the SDK's listing: reads go through MailServer.read_resource."""
+    app, _ = _reached(request)
+    return (await _attachment(app, account_id, mailbox, uidvalidity, uid, part_id, request))[0]
+
+
+MESSAGE_URI = "imap://{account_id}/mailbox/{mailbox}/message/{uidvalidity}/{uid}"
+
+
+@functools.cache
+def _resource_templates() -> tuple[ResourceTemplate, ...]:
+    """The message, raw message and attachment templates (the attachment's last), built once per process:
+    their readers are the same for every server (each finds its own through the request)."""
+    # Mailbox names are IMAP names, not file paths: '..' or a leading '/' are legitimate there.
+    security = ResourceSecurity(exempt_params={"mailbox"})
+    return (
+        ResourceTemplate.from_function(
+            _read_message,
+            MESSAGE_URI,
+            name="message",
+            title="Message",
+            description="One message, as imap_get_message returns it (envelope JSON).",
+            mime_type="application/json",
+            security=security,
+        ),
+        ResourceTemplate.from_function(
+            _read_message_raw,
+            MESSAGE_URI + "/raw",
+            name="message_raw",
+            title="Raw message source",
+            description="The first window of a message's raw source, as imap_get_message_raw returns it.",
+            mime_type="application/json",
+            security=security,
+        ),
+        ResourceTemplate.from_function(
+            _read_attachment,
+            MESSAGE_URI + "/attachment/{part_id}",
+            name="attachment",
+            title="Attachment",
+            description="One attachment's decoded bytes (imap_get_attachment reads it as text or an image); "
+            "up to max_resource_bytes. Served as its own type only when that is passive (a real raster "
+            "image, a PDF, plain text, CSV, calendar); else as application/octet-stream, with the declared "
+            "type in _meta.declared_content_type.",
+            mime_type="application/octet-stream",
+            security=security,
+        ),
     )

@@ -26,6 +26,7 @@ import asyncio
 import functools
 import json
 import logging
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -38,7 +39,7 @@ from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context as ReadContext
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.resources.templates import ResourceSecurity
+from mcp.server.mcpserver.resources.templates import ResourceSecurity, ResourceTemplate
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, SubscriptionBus
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated
@@ -62,7 +63,7 @@ from mail_imap_mcp.imap.mailboxes import mailbox_counts
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.watch import Watch, WatchHub
 from mail_imap_mcp.presentation.failures import failure_of
-from mail_imap_mcp.sdk import connection_of, lowlevel_server
+from mail_imap_mcp.sdk import add_template, connection_of, lowlevel_server
 from mail_imap_mcp.state import ANONYMOUS, user_of, user_tag
 
 log = logging.getLogger("mail_imap_mcp.subscriptions")
@@ -128,17 +129,8 @@ class MailboxSubscriptions:
 
     def register(self, server: MCPServer[Any]) -> None:
         """Add the mailbox resource template and the subscription handlers to ``server``."""
-        server.resource(
-            MAILBOX_URI,
-            name="mailbox",
-            title="Mailbox",
-            description="A mailbox's counts (messages, unseen, uidvalidity, uidnext) as JSON, read with "
-            "STATUS (nothing is marked). Subscribe to it to be told when any client changes the mailbox: "
-            "a delivery, an expunge or a flag change brings notifications/resources/updated for this "
-            "URI. A '/' in a mailbox name is written %2F.",
-            mime_type="application/json",
-            security=ResourceSecurity(exempt_params={"mailbox"}),
-        )(self.read)
+        _OF_SERVER[server] = self
+        add_template(server, _mailbox_template())
         # MCPServer has no decorator for these; the lowlevel server's registry is where they go.
         lowlevel = lowlevel_server(server)
         lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, self.subscribe)
@@ -202,12 +194,7 @@ class MailboxSubscriptions:
 
     # -- reading ---------------------------------------------------------------------------------------
 
-    async def read(
-        self,
-        account_id: str,
-        mailbox: str,
-        request: ReadContext,  # bare: the SDK finds only an unparametrised Context
-    ) -> str:
+    async def read(self, account_id: str, mailbox: str, request: ReadContext) -> str:
         app = self._app.for_caller(user_of(request))
         account_id, name, counts = await self._examine(app, account_id, mailbox, counts=True)
         return json.dumps(
@@ -451,3 +438,32 @@ class MailboxSubscriptions:
 
         if watches:
             await anyio.to_thread.run_sync(cancel_all)
+
+
+#: Each server's subscriptions, for the mailbox template's one reader (servers come and go: the tests').
+_OF_SERVER: weakref.WeakKeyDictionary[MCPServer[Any], MailboxSubscriptions] = weakref.WeakKeyDictionary()
+
+
+async def _read_mailbox(
+    account_id: str,
+    mailbox: str,
+    request: ReadContext,  # bare: the SDK finds only an unparametrised Context
+) -> str:
+    return await _OF_SERVER[request.mcp_server].read(account_id, mailbox, request)
+
+
+@functools.cache
+def _mailbox_template() -> ResourceTemplate:
+    """The mailbox resource template, built once per process: its reader finds the server's subscriptions."""
+    return ResourceTemplate.from_function(
+        _read_mailbox,
+        MAILBOX_URI,
+        name="mailbox",
+        title="Mailbox",
+        description="A mailbox's counts (messages, unseen, uidvalidity, uidnext) as JSON, read with "
+        "STATUS (nothing is marked). Subscribe to it to be told when any client changes the mailbox: "
+        "a delivery, an expunge or a flag change brings notifications/resources/updated for this "
+        "URI. A '/' in a mailbox name is written %2F.",
+        mime_type="application/json",
+        security=ResourceSecurity(exempt_params={"mailbox"}),
+    )

@@ -13,11 +13,12 @@ import pytest
 from mcp import Client
 from mcp.server.connection import Connection
 from mcp.server.lowlevel.server import Server
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.resources.templates import ResourceTemplate
 from mcp_types import EmptyResult, SubscribeRequestParams
 from pydantic import BaseModel
 
-from mail_imap_mcp.sdk import InternalTool, connection_of, lowlevel_server, no_argument_metadata
+from mail_imap_mcp.sdk import InternalTool, add_template, connection_of, lowlevel_server, no_argument_metadata
 
 pytestmark = pytest.mark.anyio
 
@@ -60,3 +61,18 @@ async def test_a_request_handler_reaches_the_connection_behind_its_session() -> 
     async with Client(server, mode="legacy") as client:
         await client.subscribe_resource("imap://contract/mailbox/INBOX")
     assert len(seen) == 1 and isinstance(seen[0], Connection)
+
+
+async def test_a_template_built_once_is_listed_and_read_on_each_server_it_is_added_to() -> None:
+    async def read(name: str, request: Context) -> str:
+        return f"{name} on {request.mcp_server.name}"
+
+    template = ResourceTemplate.from_function(read, "contract://{name}", name="named")
+    for server_name in ("one", "two"):
+        server = MCPServer(server_name)
+        add_template(server, template)
+        async with Client(server) as client:
+            listed = (await client.list_resource_templates()).resource_templates
+            assert [entry.uri_template for entry in listed] == ["contract://{name}"]
+            (content,) = (await client.read_resource("contract://x")).contents
+            assert getattr(content, "text", None) == f"x on {server_name}"
