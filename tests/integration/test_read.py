@@ -18,6 +18,8 @@ from mcp import Client
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.server import build_server
 from tests.support import mailgen
+from tests.support.accounts import account_settings
+from tests.support.clients import make_config
 from tests.support.dovecot import Dovecot
 from tests.support.envelope_client import EnvelopeClient, uid_of
 from tests.support.mailgen import crlf
@@ -456,3 +458,30 @@ async def test_a_reply_that_is_all_quote_keeps_its_body(
     fresh = await mcp.ok("imap_get_message", {"message_id": summary["message_id"], "new_text_only": True})
     assert fresh["message"]["body_text"].rstrip("\n") == body.rstrip("\n")
     assert "body_omitted" not in fresh["message"]
+
+
+async def test_two_servers_of_one_process_each_read_their_own_accounts_resources(dovecot: Dovecot) -> None:
+    """The resource templates are built once per process and shared: each server's reads reach its own
+    accounts (regression guard: a reader bound to the first server built would read its mailbox)."""
+    owners = [dovecot.new_user("u-res") for _ in range(2)]
+    for owner in owners:
+        msg = EmailMessage()
+        msg["Subject"] = f"for {owner}"
+        msg.set_content("see attachment")
+        msg.add_attachment(owner.encode(), maintype="application", subtype="octet-stream", filename="who.bin")
+        dovecot.seed(owner, "INBOX", [crlf(msg)])
+    for owner in owners:
+        config = make_config({"default": account_settings(dovecot, owner)})
+        async with Client(build_server(config)) as client:
+            mcp = EnvelopeClient(client)
+            (summary,) = (await mcp.ok("imap_search_messages", {"fields": "full"}))["messages"]
+            read = await client.read_resource(summary["message_uri"])
+            assert json.loads(read.contents[0].text)["data"]["message"]["subject"] == f"for {owner}"  # type: ignore[union-attr]
+            message = await mcp.ok(
+                "imap_get_message", {"message_id": summary["message_id"], "fields": "full"}
+            )
+            (attachment,) = message["message"]["attachments"]
+            (blob,) = (await client.read_resource(attachment["resource_uri"])).contents
+            assert base64.b64decode(blob.blob) == owner.encode()  # type: ignore[union-attr]
+            (counts,) = (await client.read_resource("imap://default/mailbox/INBOX")).contents
+            assert json.loads(counts.text)["messages"] == 1  # type: ignore[union-attr]
