@@ -34,11 +34,27 @@ SEEN: list[dict[str, Any]] = []
 
 
 _VALIDATORS: dict[str, Any] = {}
+#: The canonical text of the schema objects seen last (by identity, each held so its id stays its own):
+#: a session asks about the same few dicts call after call, and writing one out costs a millisecond.
+_KEYS: dict[int, tuple[Any, str]] = {}
+_KEYS_KEPT = 256
+
+
+def schema_key(schema: Any) -> str:
+    """``schema`` as canonical JSON text, remembered for the last :data:`_KEYS_KEPT` schema objects."""
+    known = _KEYS.get(id(schema))
+    if known is not None and known[0] is schema:
+        return known[1]
+    key = json.dumps(schema, sort_keys=True, default=repr)
+    if len(_KEYS) >= _KEYS_KEPT:
+        _KEYS.pop(next(iter(_KEYS)))
+    _KEYS[id(schema)] = (schema, key)
+    return key
 
 
 def _validator(schema: dict[str, Any]) -> Any:
     """One checked, reusable validator per schema (jsonschema.validate re-checks the schema each call)."""
-    key = json.dumps(schema, sort_keys=True)
+    key = schema_key(schema)
     if key not in _VALIDATORS:
         cls = jsonschema.validators.validator_for(schema)
         cls.check_schema(schema)
@@ -64,7 +80,7 @@ def check_each_schema_once() -> None:
         def check_once(
             schema: Any, *args: Any, _check: Any = check, _checked: set[str] = checked, **kw: Any
         ) -> None:
-            key = json.dumps(schema, sort_keys=True, default=repr)
+            key = schema_key(schema)
             if key not in _checked:
                 _check(schema, *args, **kw)
                 _checked.add(key)

@@ -564,6 +564,7 @@ def html_only_message(
     return msg.as_bytes()
 
 
+@functools.lru_cache(maxsize=4)  # bytes: the same message for the same arguments, made once per process
 def large_attachment_message(
     size_bytes: int,
     *,
