@@ -31,7 +31,7 @@ from tests.support.cpu_report import CpuReport
 from tests.support.cpu_report import add_option as add_cpu_report_option
 from tests.support.cyrus import Cyrus
 from tests.support.dovecot import Dovecot
-from tests.support.envelope_client import EnvelopeClient, check_each_schema_once
+from tests.support.envelope_client import EnvelopeClient, check_each_schema_once, validate_results_natively
 from tests.support.gmail import Gmail
 from tests.support.gmail_server import CAPABILITIES as GMAIL_CAPABILITIES
 from tests.support.identity_provider import IdentityProvider
@@ -77,6 +77,7 @@ def pytest_configure(config: pytest.Config) -> None:
     end_run_on_sigterm(config)  # servers never outlive a run ended by SIGTERM
     config.pluginmanager.register(CpuReport(config), "cpu_report")
     check_each_schema_once()
+    validate_results_natively()
     if config.getoption("numprocesses", None) and not hasattr(config, "workerinput"):
         rewrite_ahead(config)  # xdist's controller, before its workers start (tests/support/rewrite_ahead.py)
     # Before any fixture: the session's servers and every child inherit a home that is not the user's.

@@ -6,10 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 import jsonschema
+import jsonschema_rs
 import pytest
+from mcp.client.session import ClientSession
+from mcp_types import CallToolResult
 
 from tests.support import envelope_client
-from tests.support.envelope_client import check_each_schema_once, schema_key
+from tests.support.envelope_client import (
+    check_each_schema_once,
+    schema_key,
+    validate,
+    validate_results_natively,
+)
+
+pytestmark = pytest.mark.anyio
 
 
 def test_a_schemas_key_is_its_canonical_text_whichever_object_holds_it() -> None:
@@ -38,3 +48,48 @@ def test_an_invalid_schema_is_refused_every_time_a_valid_one_checked_once(
     jsonschema.Draft202012Validator.check_schema(valid)
     monkeypatch.setattr(jsonschema.Draft202012Validator, "iter_errors", None)  # a second check would fail
     jsonschema.Draft202012Validator.check_schema(dict(valid))
+
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"success": {"type": "boolean"}, "summary": {"type": "string"}},
+    "required": ["success", "summary"],
+    "additionalProperties": False,
+}
+
+
+def test_an_invalid_instance_is_refused_with_jsonschemas_words() -> None:
+    validate(SCHEMA, {"success": True, "summary": "ok"})
+    with pytest.raises(jsonschema.ValidationError, match="'summary' is a required property"):
+        validate(SCHEMA, {"success": True})
+    with pytest.raises(jsonschema.ValidationError, match="is not of type 'boolean'"):
+        validate(SCHEMA, {"success": "yes", "summary": "ok"})
+
+
+def test_the_validators_are_held_to_agree_on_the_first_instances_and_their_mutations(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A schema jsonschema-rs would judge differently: here, one that accepts any root key.
+    lax = {**SCHEMA, "title": "lax"}
+    monkeypatch.setattr(envelope_client, "_native", lambda schema: jsonschema_rs.validator_for({}))
+    with pytest.raises(AssertionError, match="the validators differ"):
+        validate(lax, {"success": True, "summary": "ok"})
+
+
+def test_a_refusal_jsonschema_does_not_share_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
+    strict = {**SCHEMA, "title": "strict"}
+    monkeypatch.setattr(envelope_client, "_native", lambda schema: jsonschema_rs.validator_for(False))
+    with pytest.raises(AssertionError, match="jsonschema-rs refused what jsonschema accepts"):
+        validate(strict, {"success": True, "summary": "ok"})
+
+
+async def test_the_sdk_clients_check_of_a_result_goes_through_validate() -> None:
+    validate_results_natively()
+    assert getattr(ClientSession.validate_tool_result, "native", False)
+    session = object.__new__(ClientSession)
+    session._tool_output_schemas = {"t": SCHEMA}  # where the SDK keeps a listed tool's schema
+    good = CallToolResult(content=[], structured_content={"success": True, "summary": "ok"})
+    await session.validate_tool_result("t", good)
+    bad = CallToolResult(content=[], structured_content={"success": True})
+    with pytest.raises(RuntimeError, match="Invalid structured content returned by tool t"):
+        await session.validate_tool_result("t", bad)
