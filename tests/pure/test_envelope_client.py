@@ -93,3 +93,16 @@ async def test_the_sdk_clients_check_of_a_result_goes_through_validate() -> None
     bad = CallToolResult(content=[], structured_content={"success": True})
     with pytest.raises(RuntimeError, match="Invalid structured content returned by tool t"):
         await session.validate_tool_result("t", bad)
+
+
+def test_a_schema_that_accepts_the_variants_too_is_no_disagreement() -> None:
+    """Regression: the soak checks its envelopes against an empty schema, which accepts the variants."""
+    for _ in range(envelope_client._BOTH_CHECKED + 1):
+        validate({}, {"success": True, "summary": "ok", "data": {}, "error": None, "meta": {}})
+
+
+def test_an_envelopes_schema_refuses_each_variant_in_both_validators() -> None:
+    strict = {**SCHEMA, "title": "variants"}
+    for variant in envelope_client._mutations({"success": True, "summary": "ok"}):
+        assert not jsonschema_rs.validator_for(strict).is_valid(variant)
+        assert not jsonschema.Draft202012Validator(strict).is_valid(variant)
