@@ -283,24 +283,34 @@ def _resource_templates() -> tuple[ResourceTemplate, ...]:
     their readers are the same for every server (each finds its own through the request)."""
     # Mailbox names are IMAP names, not file paths: '..' or a leading '/' are legitimate there.
     security = ResourceSecurity(exempt_params={"mailbox"})
-    return (
-        ResourceTemplate.from_function(
+    messages = (
+        (
             _read_message,
-            MESSAGE_URI,
-            name="message",
-            title="Message",
-            description="One message, as imap_get_message returns it (envelope JSON).",
-            mime_type="application/json",
-            security=security,
+            "",
+            "message",
+            "Message",
+            "One message, as imap_get_message returns it (envelope JSON).",
         ),
-        ResourceTemplate.from_function(
+        (
             _read_message_raw,
-            MESSAGE_URI + "/raw",
-            name="message_raw",
-            title="Raw message source",
-            description="The first window of a message's raw source, as imap_get_message_raw returns it.",
-            mime_type="application/json",
-            security=security,
+            "/raw",
+            "message_raw",
+            "Raw message source",
+            "The first window of a message's raw source, as imap_get_message_raw returns it.",
+        ),
+    )
+    return (
+        *(
+            ResourceTemplate.from_function(
+                read,
+                MESSAGE_URI + suffix,
+                name=name,
+                title=title,
+                description=description,
+                mime_type="application/json",
+                security=security,
+            )
+            for read, suffix, name, title, description in messages
         ),
         ResourceTemplate.from_function(
             _read_attachment,
