@@ -43,20 +43,20 @@ class Box:
 
     def covered(self, uid_set: str) -> set[int]:
         """The UIDs of ``uid_set`` that exist (``n:*`` also names the highest UID when it is below n)."""
-        highest = max(self.keys, default=0)
         found: set[int] = set()
         for part in uid_set.split(","):
             low, _, high = part.partition(":")
             if not high:
                 found.add(int(low))
                 continue
-            top = highest if high == "*" else int(high)
-            found.update(range(min(int(low), top), max(int(low), top) + 1))
-        return found & set(self.keys)
+            top = max(self.keys, default=0) if high == "*" else int(high)
+            first, last = sorted((int(low), top))
+            found.update(range(first, last + 1))
+        return found & self.keys.keys()
 
     def answer(self, read: Read) -> Answer:
         self.reads.append(read)
-        pool = set(self.keys) if self.matching is None else self.matching & set(self.keys)
+        pool = set(self.keys) if self.matching is None else self.matching & self.keys.keys()
         if read.kind == "count_all":
             count, runs = uid_runs(sorted(pool))
             return Answer(count=count, runs=runs)
