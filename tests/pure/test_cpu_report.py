@@ -9,7 +9,16 @@ from typing import Any
 import pytest
 
 from tests.support import cpu_report
-from tests.support.cpu_report import OUTSIDE, WORKER_END, WORKER_KEY, CpuReport, ModuleCost, by_tier, table
+from tests.support.cpu_report import (
+    BEFORE,
+    OUTSIDE,
+    WORKER_END,
+    WORKER_KEY,
+    CpuReport,
+    ModuleCost,
+    by_tier,
+    table,
+)
 
 
 def worker(**modules: tuple[int, float, float]) -> Any:
@@ -45,16 +54,47 @@ def run_test(
             hook.send(None)
 
 
-def test_the_servers_a_process_stops_at_its_end_are_not_its_last_tests(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_the_servers_a_process_stops_at_its_end_are_not_its_last_tests() -> None:
     cpu = [0.0]
-    monkeypatch.setattr(cpu_report, "_cpu_now", lambda: cpu[0])
-    report = CpuReport(SimpleNamespace())  # type: ignore[arg-type]
+    report = CpuReport(SimpleNamespace(), cpu_now=lambda: cpu[0])  # type: ignore[arg-type]
     run_test(report, "tests/integration/test_a.py::one", False, cpu, spent=2.0, at_end=0.0)
     run_test(report, "tests/unit/test_b.py::two", True, cpu, spent=0.5, at_end=20.0)
     cpus = {module: round(cost.cpu_s, 6) for module, cost in report.ranked()}
     assert cpus == {WORKER_END: 20.0, "tests/integration/test_a.py": 2.0, "tests/unit/test_b.py": 0.5}
+
+
+def test_what_the_shell_ran_before_it_became_pytest_is_a_row_of_its_own_not_the_runs() -> None:
+    """scripts/test execs pytest after its installs: the 58 CPU-seconds they took (2026-11-27) were
+    counted "outside tests", as if the run's own processes had spent them."""
+    report = CpuReport(
+        SimpleNamespace(),  # type: ignore[arg-type]
+        cpu_now=lambda: 58.0 + 100.0 + 12.0,
+        children_cpu_now=lambda: 58.0,
+    )
+    report.pytest_testnodedown(worker(a=(2, 100.0, 30.0)), None)
+    report._count_outside()
+    cpus = {module: round(cost.cpu_s, 6) for module, cost in report.ranked()}
+    assert cpus == {"a": 100.0, BEFORE: 58.0, OUTSIDE: 12.0}
+
+
+def test_a_process_that_reaped_nothing_before_the_run_has_no_such_row() -> None:
+    report = CpuReport(SimpleNamespace(), cpu_now=lambda: 5.0, children_cpu_now=lambda: 0.0)  # type: ignore[arg-type]
+    report._count_outside()
+    assert {module for module, _ in report.ranked()} == {OUTSIDE}
+
+
+def test_a_clock_replaced_by_a_test_does_not_reach_the_runs_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's report reads its clocks around every test, this module's too. When these tests replaced
+    the module's clock instead of giving the report under test its own, a worker whose last test was one
+    of them counted its end at -1.8 CPU-seconds."""
+    report = CpuReport(SimpleNamespace())  # type: ignore[arg-type]
+    item: Any = SimpleNamespace(nodeid="tests/pure/test_x.py::t")
+    protocol = report.pytest_runtest_protocol(item, item)
+    next(protocol)
+    monkeypatch.setattr(cpu_report, "_cpu_now", lambda: 1e9)
+    with contextlib.suppress(StopIteration):
+        protocol.send(None)
+    assert 0 <= dict(report.ranked())["tests/pure/test_x.py"].cpu_s < 60
 
 
 def test_the_tiers_are_summed_from_their_modules_and_the_processes_own_rows_left_out() -> None:
@@ -65,5 +105,6 @@ def test_the_tiers_are_summed_from_their_modules_and_the_processes_own_rows_left
         ("tests/integration/test_c.py", ModuleCost(1, 2.5, 1.0)),
         ("tests/unit/test_d.py", ModuleCost(2, 0.5, 1.0)),
         (WORKER_END, ModuleCost(0, 30.0, 4.0)),
+        (BEFORE, ModuleCost(0, 58.0, 0.0)),
     ]
     assert by_tier(ranked) == "CPU seconds by tier: integration 22.5, pure 1.5, unit 0.5"
