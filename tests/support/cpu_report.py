@@ -80,8 +80,8 @@ class CpuReport:
         self.costs: dict[str, ModuleCost] = {}
         #: CPU and wall seconds of the teardown after the last test (set by it, moved to WORKER_END).
         self._ending: tuple[float, float] | None = None
-        #: The children's CPU this process had counted before the run (moved to BEFORE).
         self._cpu_now = cpu_now
+        #: The children's CPU this process had counted before the run (moved to BEFORE).
         self._before = children_cpu_now()
 
     def cost(self, module: str) -> ModuleCost:
