@@ -94,7 +94,8 @@ def test_a_clock_replaced_by_a_test_does_not_reach_the_runs_report(monkeypatch: 
     monkeypatch.setattr(cpu_report, "_cpu_now", lambda: 1e9)
     with contextlib.suppress(StopIteration):
         protocol.send(None)
-    assert 0 <= dict(report.ranked())["tests/pure/test_x.py"].cpu_s < 60
+    spent = dict(report.ranked())["tests/pure/test_x.py"].cpu_s
+    assert 0 <= spent < 1e8, spent  # what the process spent, not the replaced clock's 1e9
 
 
 def test_the_tiers_are_summed_from_their_modules_and_the_processes_own_rows_left_out() -> None:

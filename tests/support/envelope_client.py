@@ -107,8 +107,9 @@ def _native(schema: dict[str, Any]) -> Any:
 
 
 def _mutations(instance: Any) -> list[Any]:
-    """Variants of a valid envelope that an envelope's schema refuses: a root key added, one dropped,
-    ``success`` of another type."""
+    """Variants of a valid envelope that a tool's envelope schema refuses: a root key added, one dropped,
+    ``success`` of another type. The two validators must give each the same verdict, whatever it is: a
+    schema may accept them (the soak checks against the empty schema)."""
     if not isinstance(instance, dict) or not instance:
         return []
     first = next(iter(instance))
