@@ -158,16 +158,19 @@ def _reads_clock(node: ast.AST, clocked: frozenset[str] = frozenset()) -> bool:
     )
 
 
-def _clocked_names(tree: ast.AST) -> frozenset[str]:
+def _clocked_names(nodes: list[ast.AST]) -> frozenset[str]:
     """Names given a value from the clock, directly or through another such name (``started``, and
-    ``took = time.monotonic() - started``), so that ``assert took <= LIMIT`` is seen as what it is."""
+    ``took = time.monotonic() - started``), so that ``assert took <= LIMIT`` is seen as what it is
+    (``nodes``: every node of the module)."""
+    # Each value is walked once, for the clock and the names it reads; the names are then closed over.
     assigned = [
-        (node.targets[0].id, node.value)
-        for node in ast.walk(tree)
+        (node.targets[0].id, list(ast.walk(node.value)))
+        for node in nodes
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
     ]
-    clocked: frozenset[str] = frozenset()
-    while grown := frozenset(name for name, value in assigned if _reads_clock(value, clocked)) - clocked:
+    clocked = frozenset(name for name, parts in assigned if any(map(_is_clock_read, parts)))
+    reads = [(name, {part.id for part in parts if isinstance(part, ast.Name)}) for name, parts in assigned]
+    while grown := frozenset(name for name, names in reads if names & clocked) - clocked:
         clocked |= grown
     return clocked
 
@@ -184,6 +187,18 @@ def _bounds_a_duration_from_above(test: ast.AST, clocked: frozenset[str]) -> boo
             if isinstance(op, ast.Gt | ast.GtE) and behind and not ahead:
                 return True
     return False
+
+
+#: The kinds of node ``_why`` finds something wrong with (a module's other nodes are not looked at).
+_MAY_BE_A_WAIT = (
+    ast.Assert,
+    ast.Assign,
+    ast.AnnAssign,
+    ast.While,
+    ast.Call,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+)
 
 
 def _why(node: ast.AST, clocked: frozenset[str] = frozenset()) -> str | None:
@@ -219,9 +234,11 @@ def findings(source: str, module: str) -> list[Finding]:
     """Every wait in ``source`` that does not go through the suite's patience."""
     lines = source.splitlines()
     found = []
-    tree = ast.parse(source)
-    clocked = _clocked_names(tree)
-    for node in ast.walk(tree):
+    nodes = list(ast.walk(ast.parse(source)))  # walked once: the walk is most of the check's time
+    clocked = _clocked_names(nodes)
+    for node in nodes:
+        if not isinstance(node, _MAY_BE_A_WAIT):
+            continue
         what = _why(node, clocked)
         if what is not None:
             line = getattr(node, "lineno", 0)
