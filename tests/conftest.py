@@ -13,7 +13,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from hypothesis import settings
 
-from tests.support.collector import freeze_what_the_collection_made, pause_for_the_collection
+from tests.support.collector import (
+    freeze_for_the_exit,
+    freeze_what_the_collection_made,
+    pause_for_the_collection,
+)
 from tests.support.cpu_report import CpuReport
 from tests.support.cpu_report import add_option as add_cpu_report_option
 from tests.support.imapserver import ImapServer
@@ -67,6 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    freeze_for_the_exit(config)
     if _PROCESS_HOME in config.stash:
         remove_home(config.stash[_PROCESS_HOME])
 

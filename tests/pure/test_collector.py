@@ -1,5 +1,5 @@
-"""A test process collects with the cyclic collector paused, then freezes what it collected
-(tests/support/collector.py)."""
+"""A test process collects with the cyclic collector paused, then freezes what it collected, and freezes
+all that is left as it ends (tests/support/collector.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import pytest
 
-from tests.support.collector import collects_here
+from tests.support.collector import collects_here, freeze_for_the_exit
 
 
 def test_this_process_runs_its_tests_with_the_collection_frozen_and_the_collector_on() -> None:
@@ -33,3 +33,23 @@ def test_only_a_process_that_collects_pauses_the_collector(
     numprocesses: int | None, worker: bool, collects: bool
 ) -> None:
     assert collects_here(_config(numprocesses, worker)) is collects
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+@pytest.mark.parametrize(
+    ("worker", "frozen"), [(True, True), (False, False)], ids=["xdist-worker", "xdist-controller"]
+)
+def test_a_process_that_ran_tests_ends_with_what_it_made_out_of_the_collectors_reach(
+    worker: bool, frozen: bool
+) -> None:
+    # The exit's full passes (pytest's and the interpreter's) skip frozen objects: only a process that
+    # ran tests has a heap worth skipping.
+    made = _Cycle()
+    before = gc.get_freeze_count()
+    freeze_for_the_exit(_config(7, worker))
+    assert (gc.get_freeze_count() > before) is frozen
+    assert made.me is made
