@@ -78,6 +78,16 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def installed(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the bundle is installed once for the tests that only fill its form in another way, as Claude
+    Desktop keeps an installed extension when the user edits its settings: the first server started makes
+    its environment, and writes the bytecode of what it imports, once (a fresh install's first start
+    took 4-5 CPU-seconds more than the next). The tests of the install itself install afresh. Each test
+    passes a home of its own (:func:`install`)."""
+    return tmp_path_factory.mktemp("Claude") / "Claude Extensions" / "mail-imap-mcp"
+
+
 def substitute(value: str, dirname: Path, user_config: Mapping[str, Any], fields: Mapping[str, Any]) -> str:
     """One value of ``mcp_config`` as Claude Desktop fills it in."""
 
@@ -96,10 +106,15 @@ def substitute(value: str, dirname: Path, user_config: Mapping[str, Any], fields
     return PLACEHOLDER.sub(one, value)
 
 
-def install(bundle: Path, into: Path, user_config: Mapping[str, Any]) -> StdioServerParameters:
-    """Unpack ``bundle`` and build the server's command line and environment from its manifest."""
-    with zipfile.ZipFile(bundle) as archive:
-        archive.extractall(into)
+def install(
+    bundle: Path, into: Path, user_config: Mapping[str, Any], home: Path | None = None
+) -> StdioServerParameters:
+    """Unpack ``bundle`` (unless it is unpacked there already: an installed extension whose form the user
+    edits) and build the server's command line and environment from its manifest; ``home``: the user's
+    home (by default beside ``into``'s folder)."""
+    if not (into / "manifest.json").exists():
+        with zipfile.ZipFile(bundle) as archive:
+            archive.extractall(into)
     manifest = json.loads((into / "manifest.json").read_text())
     fields = manifest["user_config"]
     missing = [key for key, field in fields.items() if field.get("required") and key not in user_config]
@@ -108,13 +123,14 @@ def install(bundle: Path, into: Path, user_config: Mapping[str, Any]) -> StdioSe
     env = {name: substitute(value, into, user_config, fields) for name, value in config["env"].items()}
     # Claude Desktop's own environment, with no trace of this checkout: a uv, the system's programs.
     tools = into.parent / "host-bin"
-    tools.mkdir()
-    uv = shutil.which("uv", path=str(DEV_VENV / "bin")) or shutil.which("uv")
-    assert uv is not None
-    (tools / "uv").symlink_to(uv)
+    if not tools.exists():
+        tools.mkdir()
+        uv = shutil.which("uv", path=str(DEV_VENV / "bin")) or shutil.which("uv")
+        assert uv is not None
+        (tools / "uv").symlink_to(uv)
     host = {
         "PATH": f"{tools}:/usr/local/bin:/usr/bin:/bin",
-        "HOME": str(into.parent / "home"),
+        "HOME": str(home or into.parent / "home"),
         "UV_CACHE_DIR": str(UV_CACHE),
         "UV_PYTHON_DOWNLOADS": "never",
         # The machine's own trust store and proxy, which a desktop app inherits from the login session.
@@ -341,13 +357,13 @@ WRONG_FIELDS = {
 @pytest.mark.anyio
 @pytest.mark.parametrize("case", WRONG_FIELDS)
 async def test_regression_a_wrong_field_of_the_form_keeps_the_server_up_and_each_call_names_it(
-    bundle: Path, tmp_path: Path, dovecot: Dovecot, seeded: str, case: str
+    bundle: Path, installed: Path, tmp_path: Path, dovecot: Dovecot, seeded: str, case: str
 ) -> None:
     # The server exited at start ("connection closed" in Claude Desktop; the log named MAIL_IMAP_DEFAULT_*).
     entered, key, code = WRONG_FIELDS[case]
-    bundle_dir = tmp_path / "Claude" / "Claude Extensions" / "mail-imap-mcp"
-    (tmp_path / "Claude" / "home").mkdir(parents=True)
-    params = install(bundle, bundle_dir, {**the_form(dovecot, seeded), **entered})
+    bundle_dir = installed
+    (home := tmp_path / "home").mkdir()
+    params = install(bundle, bundle_dir, {**the_form(dovecot, seeded), **entered}, home)
     label, variable = field_of(bundle_dir, key)
     async with Client(params) as client:
         mcp = EnvelopeClient(client)
@@ -367,11 +383,11 @@ async def test_regression_a_wrong_field_of_the_form_keeps_the_server_up_and_each
 
 @pytest.mark.anyio
 async def test_regression_a_refused_password_of_the_form_names_its_field(
-    bundle: Path, tmp_path: Path, dovecot: Dovecot, seeded: str
+    bundle: Path, installed: Path, tmp_path: Path, dovecot: Dovecot, seeded: str
 ) -> None:
-    bundle_dir = tmp_path / "Claude" / "Claude Extensions" / "mail-imap-mcp"
-    (tmp_path / "Claude" / "home").mkdir(parents=True)
-    params = install(bundle, bundle_dir, {**the_form(dovecot, seeded), "password": "not-the-password"})
+    bundle_dir = installed
+    (home := tmp_path / "home").mkdir()
+    params = install(bundle, bundle_dir, {**the_form(dovecot, seeded), "password": "not-the-password"}, home)
     label, variable = field_of(bundle_dir, "password")
     async with Client(params) as client:
         mcp = EnvelopeClient(client)
@@ -517,10 +533,10 @@ def test_the_built_wheel_runs_with_pipx_as_a_user_runs_it(bundle: Path, tmp_path
 
 
 def sending_bundle(
-    bundle: Path, tmp_path: Path, chain: SubmissionDovecot, user: str, **form: Any
+    bundle: Path, installed: Path, tmp_path: Path, chain: SubmissionDovecot, user: str, **form: Any
 ) -> tuple[StdioServerParameters, Path]:
-    """The bundle installed for ``user`` of ``chain`` with sending allowed on its form (and ``form``'s
-    other fields), whose user's browser (BROWSER, as the desktop session has it) is headless Chromium
+    """The bundle (installed in ``installed``) for ``user`` of ``chain`` with sending allowed on its form
+    (and ``form``'s other fields), whose user's browser (BROWSER, as the desktop session has it) is headless Chromium
     pressing "Send" on each approval page and writing what it saw to the file returned with it."""
     filled = {
         **the_form(chain, user),
@@ -531,9 +547,8 @@ def sending_bundle(
         "smtp_port": str(chain.submissions_port),
         **form,
     }
-    bundle_dir = tmp_path / "Claude" / "Claude Extensions" / "mail-imap-mcp"
-    (tmp_path / "Claude" / "home").mkdir(parents=True)
-    params = install(bundle, bundle_dir, filled)
+    (home := tmp_path / "home").mkdir()
+    params = install(bundle, installed, filled, home)
     done = tmp_path / "page.txt"
     assert params.env is not None
     params.env |= {
@@ -546,7 +561,7 @@ def sending_bundle(
 
 @pytest.mark.anyio
 async def test_the_bundle_sends_a_reply_once_the_user_pressed_send_in_the_browser(
-    bundle: Path, tmp_path: Path
+    bundle: Path, installed: Path, tmp_path: Path
 ) -> None:
     """Issue 49's Claude Desktop path whole: the bundle installed with sending allowed on its form, a client
     without elicitation, the user's browser (BROWSER, as the desktop session has it) headless Chromium
@@ -565,7 +580,7 @@ async def test_the_bundle_sends_a_reply_once_the_user_pressed_send_in_the_browse
         for box in ("Drafts", "Trash", "Sent"):
             chain.ensure_folder(sender, box)
         asked_id, _ = _reply_to(chain, sender, bob)
-        params, done = sending_bundle(bundle, tmp_path, chain, sender)
+        params, done = sending_bundle(bundle, installed, tmp_path, chain, sender)
         async with Client(params) as client:  # declares no elicitation
             mcp = EnvelopeClient(client)
             (draft,) = (await mcp.ok("imap_search_messages", {"mailbox": "Drafts"}))["messages"]
@@ -587,7 +602,7 @@ async def test_the_bundle_sends_a_reply_once_the_user_pressed_send_in_the_browse
 @pytest.mark.anyio
 @pytest.mark.skipif(not chromium.installed(), reason="chromium and chromium-driver are not installed")
 async def test_the_bundle_forwards_an_invoice_and_accepts_an_invitation_once_the_user_pressed_send(
-    bundle: Path, tmp_path: Path
+    bundle: Path, installed: Path, tmp_path: Path
 ) -> None:
     """Issue 59's "done when" on Claude Desktop's path: the bundle installed with writes and sending allowed
     on its form, an agent's client without elicitation forwards the invoice (its PDF and image) and accepts
@@ -609,7 +624,7 @@ async def test_the_bundle_forwards_an_invoice_and_accepts_an_invitation_once_the
         alice_at, bob_at, carol_at = (chain.address(u) for u in (alice, bob, carol))
         invoice = _invoice(bob_at, alice_at)
         chain.seed(alice, "INBOX", [invoice, invitation_mail(bob_at, alice_at, google(bob_at, [alice_at]))])
-        params, done = sending_bundle(bundle, tmp_path, chain, alice, allow_writes=True)
+        params, done = sending_bundle(bundle, installed, tmp_path, chain, alice, allow_writes=True)
         received = _received(chain)
         pages, answers = [], []
         async with Client(params) as client:  # declares no elicitation
@@ -653,7 +668,7 @@ async def test_the_bundle_forwards_an_invoice_and_accepts_an_invitation_once_the
 
 @pytest.mark.anyio
 async def test_regression_sending_on_without_an_smtp_server_reads_and_each_refusal_names_its_field(
-    bundle: Path, tmp_path: Path, dovecot: Dovecot, seeded: str
+    bundle: Path, installed: Path, tmp_path: Path, dovecot: Dovecot, seeded: str
 ) -> None:
     """Issue 56 item 9: "Allow sending drafts" on, at a domain of the user's own with the SMTP server left
     empty, made the whole account unusable (a file account stopped the server at start); and a write with
@@ -663,10 +678,10 @@ async def test_regression_sending_on_without_an_smtp_server_reads_and_each_refus
     dovecot.seed(
         seeded, "Drafts", [mailgen.plain_message("Draft to send", "Hello", from_=f"{seeded}@example.org")]
     )
-    bundle_dir = tmp_path / "Claude" / "Claude Extensions" / "mail-imap-mcp"
-    (tmp_path / "Claude" / "home").mkdir(parents=True)
+    bundle_dir = installed
+    (home := tmp_path / "home").mkdir()
     form = {**the_form(dovecot, seeded), "allow_sending": True, "allowed_recipients": "*"}
-    params = install(bundle, bundle_dir, form)
+    params = install(bundle, bundle_dir, form, home)
     smtp_label, smtp_variable = field_of(bundle_dir, "smtp_host")
     writes_label, writes_variable = field_of(bundle_dir, "allow_writes")
     async with Client(params) as client:
