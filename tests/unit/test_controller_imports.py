@@ -33,6 +33,12 @@ def test_the_suites_conftest_imports_neither_the_sdk_nor_the_server() -> None:
 
 
 def test_a_process_that_runs_tests_has_the_servers_fixtures(pytestconfig: pytest.Config) -> None:
-    # This process runs tests (a worker, or a run without xdist): the plugin is registered here.
+    # This process runs tests (a worker, or a run without xdist): the plugin is registered here, and its
+    # pytest_configure ran although it came after the others' (the client checks results its own way).
+    from jsonschema import Draft202012Validator
+    from mcp.client.session import ClientSession
+
     assert "tests.support.server_fixtures" in sys.modules
     assert pytestconfig.pluginmanager.has_plugin("tests.support.server_fixtures")
+    assert getattr(ClientSession.validate_tool_result, "native", False)
+    assert getattr(Draft202012Validator.check_schema, "checks_once", False)
