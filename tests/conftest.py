@@ -14,6 +14,7 @@ import pytest
 from hypothesis import settings
 
 from tests.support.collector import (
+    collects_here,
     freeze_for_the_exit,
     freeze_what_the_collection_made,
     pause_for_the_collection,
@@ -62,10 +63,10 @@ def pytest_configure(config: pytest.Config) -> None:
     settings.load_profile("no-deadline")
     end_run_on_sigterm(config)  # servers never outlive a run ended by SIGTERM
     config.pluginmanager.register(CpuReport(config), "cpu_report")
-    if config.getoption("numprocesses", None) and not hasattr(config, "workerinput"):
-        rewrite_ahead(config)  # xdist's controller, before its workers start (tests/support/rewrite_ahead.py)
-    else:  # a process that runs tests: xdist's controller runs none, and needs none of these imports
+    if collects_here(config):  # a process that runs tests (xdist's controller runs none: none of its imports)
         config.pluginmanager.import_plugin(SERVER_FIXTURES)
+    else:
+        rewrite_ahead(config)  # xdist's controller, before its workers start (tests/support/rewrite_ahead.py)
     # Before any fixture: the session's servers and every child inherit a home that is not the user's.
     config.stash[_PROCESS_HOME] = home_of_the_process()
 
