@@ -35,11 +35,6 @@ def test_only_a_process_that_collects_pauses_the_collector(
     assert collects_here(_config(numprocesses, worker)) is collects
 
 
-class _Cycle:
-    def __init__(self) -> None:
-        self.me = self
-
-
 @pytest.mark.parametrize(
     ("worker", "frozen"), [(True, True), (False, False)], ids=["xdist-worker", "xdist-controller"]
 )
@@ -48,8 +43,8 @@ def test_a_process_that_ran_tests_ends_with_what_it_made_out_of_the_collectors_r
 ) -> None:
     # The exit's full passes (pytest's and the interpreter's) skip frozen objects: only a process that
     # ran tests has a heap worth skipping.
-    made = _Cycle()
+    made = [[]]  # a container the collector tracks, made after the last freeze
     before = gc.get_freeze_count()
     freeze_for_the_exit(_config(7, worker))
     assert (gc.get_freeze_count() > before) is frozen
-    assert made.me is made
+    assert gc.is_tracked(made)
