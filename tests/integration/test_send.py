@@ -57,14 +57,9 @@ TRACE = re.compile(rb"\A(?:(?:Return-Path|Delivered-To|Received):[^\n]*\n(?:[ \t
 
 
 @pytest.fixture(scope="module")
-def introspection() -> Iterator[IntrospectionEndpoint]:
-    with IntrospectionEndpoint() as endpoint:
-        yield endpoint
-
-
-@pytest.fixture(scope="module")
 def chain(introspection: IntrospectionEndpoint) -> Iterator[SubmissionDovecot]:
-    """The chain; its passdb takes the password (PLAIN) and, for XOAUTH2, tokens the endpoint knows."""
+    """The chain; its passdb takes the password (PLAIN) and, for XOAUTH2, tokens the process's
+    introspection endpoint knows (tests/support/server_fixtures.py)."""
     with SubmissionDovecot(oauth2_introspection_url=introspection.url) as server:
         yield server
 
