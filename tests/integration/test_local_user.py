@@ -40,7 +40,6 @@ from tests.integration.test_send import (
     desktop_server,
 )
 from tests.integration.test_send import chain as chain
-from tests.integration.test_send import introspection as introspection
 from tests.integration.test_sign_in_tokens import ACCOUNT
 from tests.integration.test_sign_in_tokens import keychain as keychain
 from tests.support import chromium
