@@ -561,7 +561,7 @@ def sending_bundle(
 
 @pytest.mark.anyio
 async def test_the_bundle_sends_a_reply_once_the_user_pressed_send_in_the_browser(
-    bundle: Path, installed: Path, tmp_path: Path
+    bundle: Path, installed: Path, tmp_path: Path, chain: SubmissionDovecot
 ) -> None:
     """Issue 49's Claude Desktop path whole: the bundle installed with sending allowed on its form, a client
     without elicitation, the user's browser (BROWSER, as the desktop session has it) headless Chromium
@@ -575,34 +575,31 @@ async def test_the_bundle_sends_a_reply_once_the_user_pressed_send_in_the_browse
         _reply_to,
     )
 
-    with SubmissionDovecot() as chain:
-        sender, bob = chain.new_user(), chain.new_user()
-        for box in ("Drafts", "Trash", "Sent"):
-            chain.ensure_folder(sender, box)
-        asked_id, _ = _reply_to(chain, sender, bob)
-        params, done = sending_bundle(bundle, installed, tmp_path, chain, sender)
-        async with Client(params) as client:  # declares no elicitation
-            mcp = EnvelopeClient(client)
-            (draft,) = (await mcp.ok("imap_search_messages", {"mailbox": "Drafts"}))["messages"]
-            # The call may hand back a background operation while the page waits (no progressToken here).
-            answer = await _decided(
-                mcp, await mcp.call("imap_send_draft", {"message_id": draft["message_id"]})
-            )
-        assert answer["success"], answer
-        data = answer["data"]
-        assert (data["outcome"], data["answered"], data["sent_copy"]) == ("sent", True, "appended")
-        (got,) = await _delivered(chain, bob, 1)
-        page, _ = await _page_and_answer(done)
-        assert f"In-Reply-To: {asked_id}".encode() in got and "Re: Question" in page
-        (kept,) = _files(chain, sender)
-        assert "R" in _flags(kept) and len(_files(chain, sender, "Sent")) == 1
-        assert _files(chain, sender, "Drafts") == []
+    sender, bob = chain.new_user(), chain.new_user()
+    for box in ("Drafts", "Trash", "Sent"):
+        chain.ensure_folder(sender, box)
+    asked_id, _ = _reply_to(chain, sender, bob)
+    params, done = sending_bundle(bundle, installed, tmp_path, chain, sender)
+    async with Client(params) as client:  # declares no elicitation
+        mcp = EnvelopeClient(client)
+        (draft,) = (await mcp.ok("imap_search_messages", {"mailbox": "Drafts"}))["messages"]
+        # The call may hand back a background operation while the page waits (no progressToken here).
+        answer = await _decided(mcp, await mcp.call("imap_send_draft", {"message_id": draft["message_id"]}))
+    assert answer["success"], answer
+    data = answer["data"]
+    assert (data["outcome"], data["answered"], data["sent_copy"]) == ("sent", True, "appended")
+    (got,) = await _delivered(chain, bob, 1)
+    page, _ = await _page_and_answer(done)
+    assert f"In-Reply-To: {asked_id}".encode() in got and "Re: Question" in page
+    (kept,) = _files(chain, sender)
+    assert "R" in _flags(kept) and len(_files(chain, sender, "Sent")) == 1
+    assert _files(chain, sender, "Drafts") == []
 
 
 @pytest.mark.anyio
 @pytest.mark.skipif(not chromium.installed(), reason="chromium and chromium-driver are not installed")
 async def test_the_bundle_forwards_an_invoice_and_accepts_an_invitation_once_the_user_pressed_send(
-    bundle: Path, installed: Path, tmp_path: Path
+    bundle: Path, installed: Path, tmp_path: Path, chain: SubmissionDovecot
 ) -> None:
     """Issue 59's "done when" on Claude Desktop's path: the bundle installed with writes and sending allowed
     on its form, an agent's client without elicitation forwards the invoice (its PDF and image) and accepts
@@ -619,51 +616,50 @@ async def test_the_bundle_forwards_an_invoice_and_accepts_an_invitation_once_the
     )
     from tests.support.invitations import google, invitation_mail
 
-    with SubmissionDovecot() as chain:
-        alice, bob, carol = _setup(chain)
-        alice_at, bob_at, carol_at = (chain.address(u) for u in (alice, bob, carol))
-        invoice = _invoice(bob_at, alice_at)
-        chain.seed(alice, "INBOX", [invoice, invitation_mail(bob_at, alice_at, google(bob_at, [alice_at]))])
-        params, done = sending_bundle(bundle, installed, tmp_path, chain, alice, allow_writes=True)
-        received = _received(chain)
-        pages, answers = [], []
-        async with Client(params) as client:  # declares no elicitation
-            mcp = EnvelopeClient(client)
+    alice, bob, carol = _setup(chain)
+    alice_at, bob_at, carol_at = (chain.address(u) for u in (alice, bob, carol))
+    invoice = _invoice(bob_at, alice_at)
+    chain.seed(alice, "INBOX", [invoice, invitation_mail(bob_at, alice_at, google(bob_at, [alice_at]))])
+    params, done = sending_bundle(bundle, installed, tmp_path, chain, alice, allow_writes=True)
+    received = _received(chain)
+    pages, answers = [], []
+    async with Client(params) as client:  # declares no elicitation
+        mcp = EnvelopeClient(client)
 
-            async def found(subject: str) -> str:
-                data = await mcp.ok("imap_search_messages", {"mailbox": "INBOX", "subject": subject})
-                return str(data["messages"][0]["message_id"])
+        async def found(subject: str) -> str:
+            data = await mcp.ok("imap_search_messages", {"mailbox": "INBOX", "subject": subject})
+            return str(data["messages"][0]["message_id"])
 
-            drafts = [
-                await mcp.ok("imap_save_draft", {"forward_of": await found("Invoice"), "to": [carol_at]}),
-                await mcp.ok(
-                    "imap_save_draft",
-                    {"reply_to_invitation": await found("Invitation"), "invitation_answer": "accept"},
-                ),
-            ]
-            for draft in drafts:
-                call = await mcp.call("imap_send_draft", {"message_id": draft["message_id"]})
-                answers.append(await _decided(mcp, call))
-                pages.append((await _page_and_answer(done))[0])
-                done.unlink()  # the next page's browser writes it afresh
-        assert [(a["data"]["outcome"], a["data"]["accepted"]) for a in answers] == [
-            ("sent", [carol_at]),
-            ("sent", [bob_at]),
-        ], answers
-        forwarded, answered = (page.splitlines() for page in pages)
-        shown = f"the message 'Invoice 2026-11' of Acme Billing <{bob_at}>"
-        assert any(line.startswith("Forwards") and line.endswith(shown) for line in forwarded), forwarded
-        (pdf,) = [line for line in forwarded if line.startswith("invoice.pdf")]
-        assert "from the message 'Invoice 2026-11' of Acme Billing" in pdf, forwarded
-        words = "Accept 'Quarterly review', Tue 2 Dec 2025 10:00-11:00 Europe/Berlin (every occurrence)"
-        assert any(line.startswith("Invitation reply") and words in line for line in answered), answered
-        (got,) = await _delivered(chain, carol, 1)
-        (reply,) = await _delivered(chain, bob, 1)
-        assert _received(chain) == received + 2
-        expected = _digests(email.message_from_bytes(invoice, policy=email.policy.default))
-        assert _digests(email.message_from_bytes(got, policy=email.policy.default)) == expected
-        attendee = _reply_of(reply)
-        assert str(attendee).lower() == f"mailto:{alice_at}" and attendee.params["PARTSTAT"] == "ACCEPTED"
+        drafts = [
+            await mcp.ok("imap_save_draft", {"forward_of": await found("Invoice"), "to": [carol_at]}),
+            await mcp.ok(
+                "imap_save_draft",
+                {"reply_to_invitation": await found("Invitation"), "invitation_answer": "accept"},
+            ),
+        ]
+        for draft in drafts:
+            call = await mcp.call("imap_send_draft", {"message_id": draft["message_id"]})
+            answers.append(await _decided(mcp, call))
+            pages.append((await _page_and_answer(done))[0])
+            done.unlink()  # the next page's browser writes it afresh
+    assert [(a["data"]["outcome"], a["data"]["accepted"]) for a in answers] == [
+        ("sent", [carol_at]),
+        ("sent", [bob_at]),
+    ], answers
+    forwarded, answered = (page.splitlines() for page in pages)
+    shown = f"the message 'Invoice 2026-11' of Acme Billing <{bob_at}>"
+    assert any(line.startswith("Forwards") and line.endswith(shown) for line in forwarded), forwarded
+    (pdf,) = [line for line in forwarded if line.startswith("invoice.pdf")]
+    assert "from the message 'Invoice 2026-11' of Acme Billing" in pdf, forwarded
+    words = "Accept 'Quarterly review', Tue 2 Dec 2025 10:00-11:00 Europe/Berlin (every occurrence)"
+    assert any(line.startswith("Invitation reply") and words in line for line in answered), answered
+    (got,) = await _delivered(chain, carol, 1)
+    (reply,) = await _delivered(chain, bob, 1)
+    assert _received(chain) == received + 2
+    expected = _digests(email.message_from_bytes(invoice, policy=email.policy.default))
+    assert _digests(email.message_from_bytes(got, policy=email.policy.default)) == expected
+    attendee = _reply_of(reply)
+    assert str(attendee).lower() == f"mailto:{alice_at}" and attendee.params["PARTSTAT"] == "ACCEPTED"
 
 
 @pytest.mark.anyio

@@ -31,8 +31,6 @@ from tests.support.envelope_client import EnvelopeClient
 from tests.support.submission import DOMAIN, SubmissionDovecot
 
 pytestmark = pytest.mark.anyio
-#: The submission chain of test_send's module: one per module (its token endpoint is the process's).
-chain = test_send.chain
 
 SAVE = "imap_save_draft"
 PDF = b"%PDF-1.7\n" + os.urandom(150_000) + b"\n%%EOF\n"

@@ -39,7 +39,6 @@ from tests.integration.test_send import (
     _setup,
     desktop_server,
 )
-from tests.integration.test_send import chain as chain
 from tests.integration.test_sign_in_tokens import ACCOUNT
 from tests.integration.test_sign_in_tokens import keychain as keychain
 from tests.support import chromium

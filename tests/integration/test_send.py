@@ -18,7 +18,7 @@ import sys
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,14 +54,6 @@ TOOL = "imap_send_draft"
 ERAS = ["legacy", "modern"]
 #: Headers the delivery chain writes above the message.
 TRACE = re.compile(rb"\A(?:(?:Return-Path|Delivered-To|Received):[^\n]*\n(?:[ \t][^\n]*\n)*)+")
-
-
-@pytest.fixture(scope="module")
-def chain(introspection: IntrospectionEndpoint) -> Iterator[SubmissionDovecot]:
-    """The chain; its passdb takes the password (PLAIN) and, for XOAUTH2, tokens the process's
-    introspection endpoint knows (tests/support/server_fixtures.py)."""
-    with SubmissionDovecot(oauth2_introspection_url=introspection.url) as server:
-        yield server
 
 
 def _settings(chain: SubmissionDovecot, user: str, port: int, security: str, **more: Any) -> dict[str, Any]:

@@ -20,7 +20,6 @@ import pytest
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.services.send_approval import approval_page
-from tests.integration import test_send
 from tests.integration.test_send import (
     TOOL,
     _answer_page,
@@ -40,8 +39,6 @@ from tests.support.patience import eventually, eventually_async
 from tests.support.submission import SubmissionDovecot
 
 pytestmark = pytest.mark.anyio
-#: The submission chain of test_send's module: one per module (its token endpoint is the process's).
-chain = test_send.chain
 
 #: 608 characters anyone would approve: what the question used to show of a message (600 of them).
 HARMLESS = "Thanks for lunch, see you soon. " * 19

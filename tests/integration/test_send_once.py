@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +37,6 @@ pytestmark = pytest.mark.anyio
 
 TOOL = "imap_send_draft"
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
-
-
-@pytest.fixture(scope="module")
-def chain() -> Iterator[SubmissionDovecot]:
-    """The chain, its users' password the session's Cyrus and Courier give theirs."""
-    with SubmissionDovecot(password=SESSION_PASSWORD) as server:
-        yield server
 
 
 def _imap(request: pytest.FixtureRequest, kind: str, chain: SubmissionDovecot) -> ImapServer:

@@ -267,12 +267,6 @@ def _mail_user(chain: SubmissionDovecot, user: str, list_address: str, allowed: 
     return {**settings, "allowed_recipients": allowed}
 
 
-@pytest.fixture(scope="module")
-def chain() -> Iterator[SubmissionDovecot]:
-    with SubmissionDovecot() as server:
-        yield server
-
-
 async def test_mailto_becomes_a_draft_sent_only_through_imap_send_draft(
     chain: SubmissionDovecot, lists: OneClickServer
 ) -> None:

@@ -40,6 +40,7 @@ from tests.support.oauth2 import IntrospectionEndpoint
 from tests.support.oidc_provider import OidcProvider
 from tests.support.postgres import ENGINES, IndexEngineParam, PostgresServer
 from tests.support.secret_service import SecretService, running_secret_service
+from tests.support.submission import SubmissionDovecot
 from tests.support.team import MASTER_LOGINS
 
 
@@ -114,6 +115,18 @@ def introspection() -> Iterator[IntrospectionEndpoint]:
     """The OAuth2 token introspection endpoint of ``oauth_dovecot``: ``accept(token, user)`` makes a token valid."""
     with IntrospectionEndpoint() as endpoint:
         yield endpoint
+
+
+@pytest.fixture(scope="session")
+def chain(introspection: IntrospectionEndpoint) -> Iterator[SubmissionDovecot]:
+    """The submission chain of the sending tests (Dovecot submission -> Exim -> LMTP,
+    tests/support/submission.py), one per test process: each test sends as users of its own and counts
+    what arrived as differences. Its users' password is the session's (the one Cyrus and Courier give
+    theirs: test_send_once.py logs in to both with one name and password); for XOAUTH2 its passdb takes
+    the tokens ``introspection`` knows. A module that needs the chain set up otherwise defines its own
+    ``chain`` (test_forward_and_invitation.py: Dovecot's ACL plugin)."""
+    with SubmissionDovecot(oauth2_introspection_url=introspection.url, password=SESSION_PASSWORD) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
