@@ -11,11 +11,13 @@ import pytest
 from tests.support import cpu_report
 from tests.support.cpu_report import (
     BEFORE,
+    BUILDS_KEY,
     OUTSIDE,
     WORKER_END,
     WORKER_KEY,
     CpuReport,
     ModuleCost,
+    built_again_lines,
     by_tier,
     table,
 )
@@ -109,3 +111,48 @@ def test_the_tiers_are_summed_from_their_modules_and_the_processes_own_rows_left
         (BEFORE, ModuleCost(0, 58.0, 0.0)),
     ]
     assert by_tier(ranked) == "CPU seconds by tier: integration 22.5, pure 1.5, unit 0.5"
+
+
+def set_up(report: CpuReport, scope: str, nodeid: str, name: str) -> None:
+    """One fixture setup through the report's hook."""
+    fixturedef: Any = SimpleNamespace(scope=scope, argname=name)
+    request: Any = SimpleNamespace(node=SimpleNamespace(nodeid=nodeid))
+    setup = report.pytest_fixture_setup(fixturedef, request)
+    next(setup)
+    with contextlib.suppress(StopIteration):
+        setup.send(None)
+
+
+def test_module_fixtures_built_on_several_workers_are_counted_and_named() -> None:
+    """A module's tests handed out one by one build its module fixtures on each worker that runs one: a
+    full run built 28 submission chains before they became one per worker (2026-11-27)."""
+    workers = []
+    for _ in range(2):
+        report = CpuReport(SimpleNamespace(workeroutput={}))  # type: ignore[arg-type]
+        set_up(report, "module", "tests/integration/test_send.py", "chain")
+        set_up(report, "function", "tests/integration/test_send.py::test_a", "tmp_path")
+        set_up(report, "session", "tests/integration/test_send.py::test_a", "dovecot")
+        report.pytest_sessionfinish(SimpleNamespace())  # type: ignore[arg-type]
+        workers.append(report.config.workeroutput)  # type: ignore[attr-defined]
+    only_once = CpuReport(SimpleNamespace(workeroutput={}))  # type: ignore[arg-type]
+    set_up(only_once, "module", "tests/integration/test_readme.py", "installed_home")
+    only_once.pytest_sessionfinish(SimpleNamespace())  # type: ignore[arg-type]
+    workers.append(only_once.config.workeroutput)  # type: ignore[attr-defined]
+
+    controller = CpuReport(SimpleNamespace())  # type: ignore[arg-type]
+    for output in workers:
+        controller.pytest_testnodedown(SimpleNamespace(workeroutput=output), None)
+    again = controller.built_again()
+    assert [(key, builds.count) for key, builds in again] == [
+        (("tests/integration/test_send.py", "chain"), 2)
+    ]
+    assert controller.builds[("tests/integration/test_readme.py", "installed_home")].count == 1
+    (title, line) = built_again_lines(again)
+    assert "more than once" in title and line.split()[:2] == ["2", "builds"]
+    assert line.endswith("tests/integration/test_send.py::chain")
+
+
+def test_no_fixture_built_twice_adds_no_line() -> None:
+    report = CpuReport(SimpleNamespace())  # type: ignore[arg-type]
+    report.pytest_testnodedown(SimpleNamespace(workeroutput={BUILDS_KEY: [["m.py", "f", 1, 0.5]]}), None)
+    assert built_again_lines(report.built_again()) == []

@@ -13,6 +13,10 @@ not the last test's module (a unit test that ran last carried a worker's Cyrus: 
 test_wire_lines.py, test_qresync.py, test_secret_files.py in three CI runs). The table is what the
 tests' own processes spent, a floor of the run's CPU.
 
+A module fixture is built again on each worker that runs one of its module's tests (the schedule hands
+tests out one by one): the report also says which were built more than once, how often, and the wall
+seconds their setups took (a full run built 28 submission chains before they became one per worker).
+
 ``scripts/test`` becomes pytest (``exec``) after its installs, and a process's count of its children's
 CPU survives ``exec``: what the script ran first (uv, npm, the servers unpacked, the bytecode written
 ahead) is counted before the first test, in a row of its own (:data:`BEFORE`), not as the run's.
@@ -31,6 +35,8 @@ import pytest
 
 #: The key of a worker's sums in ``workeroutput`` (xdist sends it to the controller as it ends).
 WORKER_KEY = "cpu_by_module"
+#: The key of a worker's module fixture builds in ``workeroutput``: ``[module, fixture, builds, setup_s]``.
+BUILDS_KEY = "module_fixture_builds"
 #: How many modules the end of the run shows.
 SHOWN = 10
 #: The row of what each process spent outside its tests: its start, imports, collection, the controller.
@@ -40,6 +46,14 @@ OUTSIDE = "(outside tests: each process's start and collection)"
 WORKER_END = "(each process's end: the servers it kept for the session, stopped)"
 #: The row of what the process that became pytest had reaped before: scripts/test's installs.
 BEFORE = "(before pytest: the installs and bytecode scripts/test made first)"
+
+
+@dataclass
+class FixtureBuilds:
+    """How often a module fixture was built in the run, and the wall seconds of its setups."""
+
+    count: int = 0
+    setup_s: float = 0.0
 
 
 @dataclass
@@ -78,6 +92,8 @@ class CpuReport:
         run's report reads the real ones meanwhile)."""
         self.config = config
         self.costs: dict[str, ModuleCost] = {}
+        #: (module, fixture) -> the builds of a module-scoped fixture.
+        self.builds: dict[tuple[str, str], FixtureBuilds] = {}
         #: CPU and wall seconds of the teardown after the last test (set by it, moved to WORKER_END).
         self._ending: tuple[float, float] | None = None
         self._cpu_now = cpu_now
@@ -114,6 +130,26 @@ class CpuReport:
         finally:
             self._ending = (self._cpu_now() - cpu, time.monotonic() - wall)
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef: Any, request: Any) -> Generator[None, Any, Any]:
+        if fixturedef.scope != "module":
+            return (yield)
+        wall = time.monotonic()
+        try:
+            return (yield)
+        finally:
+            self.built(request.node.nodeid.split("::", 1)[0], fixturedef.argname, 1, time.monotonic() - wall)
+
+    def built(self, module: str, fixture: str, count: int, setup_s: float) -> None:
+        builds = self.builds.setdefault((module, fixture), FixtureBuilds())
+        builds.count += count
+        builds.setup_s += setup_s
+
+    def built_again(self) -> list[tuple[tuple[str, str], FixtureBuilds]]:
+        """The module fixtures built more than once, the most setup seconds first."""
+        again = [(key, builds) for key, builds in self.builds.items() if builds.count > 1]
+        return sorted(again, key=lambda entry: entry[1].setup_s, reverse=True)
+
     def _count_outside(self) -> None:
         if self._before:
             self.cost(BEFORE).add(0, self._before, 0.0)
@@ -124,11 +160,15 @@ class CpuReport:
         if output is not None:  # an xdist worker: its controller adds it up
             self._count_outside()
             output[WORKER_KEY] = {module: vars(cost) for module, cost in self.costs.items()}
+            output[BUILDS_KEY] = [[*key, b.count, b.setup_s] for key, b in self.builds.items()]
 
     @pytest.hookimpl(optionalhook=True)  # xdist's hook: absent under -p no:xdist
     def pytest_testnodedown(self, node: Any, error: object) -> None:
-        for module, cost in getattr(node, "workeroutput", {}).get(WORKER_KEY, {}).items():
+        output = getattr(node, "workeroutput", {})
+        for module, cost in output.get(WORKER_KEY, {}).items():
             self.cost(module).add(cost["tests"], cost["cpu_s"], cost["wall_s"])
+        for module, fixture, count, setup_s in output.get(BUILDS_KEY, []):
+            self.built(module, fixture, count, setup_s)
 
     def ranked(self) -> list[tuple[str, ModuleCost]]:
         return sorted(self.costs.items(), key=lambda entry: entry[1].cpu_s, reverse=True)
@@ -150,6 +190,8 @@ class CpuReport:
                 f"{cost.cpu_s:8.1f} s CPU {cost.wall_s:8.1f} s wall {cost.tests:5d} tests  {module}"
             )
         terminalreporter.write_line(by_tier(ranked))
+        for line in built_again_lines(self.built_again()[:SHOWN]):
+            terminalreporter.write_line(line)
 
 
 def by_tier(ranked: list[tuple[str, ModuleCost]]) -> str:
@@ -163,6 +205,16 @@ def by_tier(ranked: list[tuple[str, ModuleCost]]) -> str:
         if len(parts) > 2 and parts[0] == "tests":
             tiers[parts[1]] = tiers.get(parts[1], 0.0) + cost.cpu_s
     return "CPU seconds by tier: " + ", ".join(f"{tier} {cpu:.1f}" for tier, cpu in sorted(tiers.items()))
+
+
+def built_again_lines(again: list[tuple[tuple[str, str], FixtureBuilds]]) -> list[str]:
+    """The lines that name the module fixtures built more than once (none when there are none)."""
+    if not again:
+        return []
+    lines = ["Module fixtures built more than once (once per worker that ran one of the module's tests):"]
+    for (module, fixture), builds in again:
+        lines.append(f"{builds.count:8d} builds {builds.setup_s:8.1f} s of setup  {module}::{fixture}")
+    return lines
 
 
 def table(ranked: list[tuple[str, ModuleCost]]) -> str:
