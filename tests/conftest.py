@@ -109,6 +109,14 @@ _HOSTILE_MAIL = (
     "test_generated_messages_read_as_clean_envelopes_through_the_server",
 )
 
+#: The tests of test_team_auth.py that share one server process (its ``token_checks`` fixture).
+_TOKEN_CHECKS = (
+    "test_the_protected_resource_metadata_names_the_issuer",
+    "test_a_request_without_a_token_is_told_where_the_metadata_is",
+    "test_tokens_expired_early_for_another_audience_or_issuer_or_forged_are_refused",
+    "test_a_refusal_quoting_the_tokens_own_words_cannot_break_or_add_to_the_challenge",
+)
+
 #: Tests one worker runs together, because they share something costly made once per process: a
 #: module (its module fixture) or single tests (a cache), each with the name of its group.
 ONE_WORKER = {
@@ -118,6 +126,10 @@ ONE_WORKER = {
     "tests/integration/test_capabilities.py": "its transcripts of every tool on two Dovecots",
     "tests/unit/test_architecture.py": "the sources parsed once per process",
     **{f"tests/integration/test_hostile_mail.py::{name}": "hostile mail" for name in _HOSTILE_MAIL},
+    **{
+        f"tests/integration/test_team_auth.py::{name}": "a team's server for token checks"
+        for name in _TOKEN_CHECKS
+    },
 }
 
 

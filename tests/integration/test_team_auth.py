@@ -10,7 +10,7 @@ import subprocess
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx2
 import jwt
@@ -63,6 +63,23 @@ def server(tmp_path: Path, dovecot: Dovecot, team: Team, idp: IdentityProvider) 
     started.stop()
 
 
+class TokenChecks(NamedTuple):
+    server: HttpServer
+    team: Team
+
+
+@pytest.fixture(scope="module")
+def token_checks(
+    tmp_path_factory: pytest.TempPathFactory, dovecot: Dovecot, idp: IdentityProvider
+) -> Iterator[TokenChecks]:
+    """One server for the tests that only present tokens and read no mailbox: each start of a server
+    process costs about two CPU-seconds. They run on one worker (ONE_WORKER in tests/conftest.py)."""
+    team = new_team(dovecot)
+    started = _serve(tmp_path_factory.mktemp("token-checks"), dovecot, team, idp)
+    yield TokenChecks(started, team)
+    started.stop()
+
+
 def post(server: HttpServer, token: str | None) -> httpx2.Response:
     headers = {**MCP_HEADERS, **({"Authorization": f"Bearer {token}"} if token else {})}
     return httpx2.post(
@@ -70,7 +87,10 @@ def post(server: HttpServer, token: str | None) -> httpx2.Response:
     )
 
 
-def test_the_protected_resource_metadata_names_the_issuer(server: HttpServer, idp: IdentityProvider) -> None:
+def test_the_protected_resource_metadata_names_the_issuer(
+    token_checks: TokenChecks, idp: IdentityProvider
+) -> None:
+    server = token_checks.server
     for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
         answer = httpx2.get(urllib.parse.urljoin(server.url, path), timeout=patient(10))
         assert answer.status_code == 200, path
@@ -80,8 +100,8 @@ def test_the_protected_resource_metadata_names_the_issuer(server: HttpServer, id
         assert metadata["scopes_supported"] == ["mail"]
 
 
-def test_a_request_without_a_token_is_told_where_the_metadata_is(server: HttpServer) -> None:
-    answer = post(server, None)
+def test_a_request_without_a_token_is_told_where_the_metadata_is(token_checks: TokenChecks) -> None:
+    answer = post(token_checks.server, None)
     assert answer.status_code == 401
     challenge = answer.headers["www-authenticate"]
     assert challenge.startswith("Bearer ")
@@ -91,8 +111,9 @@ def test_a_request_without_a_token_is_told_where_the_metadata_is(server: HttpSer
 
 
 def test_tokens_expired_early_for_another_audience_or_issuer_or_forged_are_refused(
-    server: HttpServer, idp: IdentityProvider, team: Team
+    token_checks: TokenChecks, idp: IdentityProvider
 ) -> None:
+    server, team = token_checks
     audience = server.url
     refused = {
         "expired": idp.jwt(team.alice, audience=audience, lifetime_s=-120),
@@ -219,11 +240,12 @@ def challenge_params(challenge: str) -> list[tuple[str, str]]:
 
 
 def test_a_refusal_quoting_the_tokens_own_words_cannot_break_or_add_to_the_challenge(
-    server: HttpServer, idp: IdentityProvider, team: Team
+    token_checks: TokenChecks, idp: IdentityProvider
 ) -> None:
     """Regression: the key id of a token is quoted in the refusal (the JWT library's words), and went
     into WWW-Authenticate unescaped: a quote added parameters of the sender's choosing, a line break
     broke the response."""
+    server, team = token_checks
     claims = idp.claims(team.alice, audience=server.url)
     for kid in ('k", error="insufficient_scope", scope="admin', 'k\\" x', "k\r\nX-Injected: yes\x7f\x00"):
         token = jwt.encode(claims, idp.key, algorithm="RS256", headers={"kid": kid})
