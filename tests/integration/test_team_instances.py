@@ -64,8 +64,9 @@ class Deployment:
         return sum(found.values(), Counter())
 
 
-@pytest.fixture
-def deployment(tmp_path: Path, dovecot: Dovecot) -> Iterator[Deployment]:
+@contextlib.contextmanager
+def deployed(tmp_path: Path, dovecot: Dovecot) -> Iterator[Deployment]:
+    """The team's mailboxes seeded, the provider, Redis, the fault proxy, three instances and HAProxy."""
     team = new_team(dovecot)
     for box in SOURCES:
         dovecot.seed(
@@ -104,6 +105,21 @@ def deployment(tmp_path: Path, dovecot: Dovecot) -> Iterator[Deployment]:
                 instance.stop()
 
 
+@pytest.fixture
+def deployment(tmp_path: Path, dovecot: Dovecot) -> Iterator[Deployment]:
+    with deployed(tmp_path, dovecot) as made:
+        yield made
+
+
+@pytest.fixture(scope="module")
+def unchanged_deployment(tmp_path_factory: pytest.TempPathFactory, dovecot: Dovecot) -> Iterator[Deployment]:
+    """One deployment for the tests that change nothing in it (no mailbox, no instance, no Redis): each
+    deployment starts three server processes, about six CPU-seconds. They run on one worker (ONE_WORKER
+    in tests/conftest.py)."""
+    with deployed(tmp_path_factory.mktemp("unchanged"), dovecot) as made:
+        yield made
+
+
 async def ids_of(mcp: EnvelopeClient) -> list[str]:
     ids = []
     for box in SOURCES:
@@ -122,7 +138,10 @@ async def until(mcp: EnvelopeClient, operation_id: str, done: Any, within: float
     return await eventually_async(polled, within=within, interval=0.1, what=f"operation {operation_id}")
 
 
-async def test_requests_of_one_client_go_round_the_instances_and_each_answers(deployment: Deployment) -> None:
+async def test_requests_of_one_client_go_round_the_instances_and_each_answers(
+    unchanged_deployment: Deployment,
+) -> None:
+    deployment = unchanged_deployment
     async with deployment.client(deployment.team.alice) as alice:
         assert sorted(a["account_id"] for a in (await alice.ok("imap_list_accounts"))["accounts"]) == [
             "own",
@@ -221,7 +240,8 @@ async def test_an_instance_killed_during_a_write_leaves_its_outcome_to_the_other
     assert deployment.counts() == before  # the killed write lost and doubled nothing
 
 
-def test_a_legacy_session_is_not_found_on_another_instance(deployment: Deployment) -> None:
+def test_a_legacy_session_is_not_found_on_another_instance(unchanged_deployment: Deployment) -> None:
+    deployment = unchanged_deployment
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {deployment.token(deployment.team.alice)}"}
     opened = httpx2.post(
         deployment.instances[0].url,
