@@ -1,6 +1,7 @@
 """``mail-imap-mcp index`` on real servers: it builds the local index, never sets a flag, continues after
 being killed at any point to the same index a run without a kill builds, follows the server's changes
-(new mail, flags, expunges, a recreated and a deleted folder) and ``--drop`` deletes it."""
+(new mail, flags, expunges, a recreated and a deleted folder). ``--status`` and ``--drop``, which ask no
+server, are test_index_cli_engines.py's, on each engine."""
 
 from __future__ import annotations
 
@@ -168,10 +169,6 @@ def test_the_index_follows_the_server_and_sets_no_flag(
     assert {uid for uid, bits in inbox.items() if bits & 1} == {
         u for u, f in server_flags.items() if b"\\Seen" in f
     }
-
-    dropped = index(config, "--drop")
-    assert dropped.returncode == 0 and "deleted" in dropped.stdout
-    assert "no index" in index(config, "--status").stdout
 
 
 def test_the_readme_index_commands_build_the_index(dovecot: MatrixServer, tmp_path: Path) -> None:
