@@ -24,6 +24,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -457,6 +458,57 @@ def test_a_batch_is_committed_once_writes_settle_and_at_close(
     finally:
         store.close()  # commits the batch
     assert tantivy_matches_sqlite(path)
+
+
+def test_a_batch_committed_by_another_thread_counts_as_pending_until_its_searcher_shows_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression (a full run of 2026-11-27, the top-20 property): a commit in another thread (the settle
+    timer's) said nothing was pending before it reloaded the searcher. A searcher taken in between missed
+    the batch, and a write in between found the index "behind its SQLite file" and rebuilt all of it."""
+    caplog.set_level(logging.INFO, logger="mail_imap_mcp.index")
+    monkeypatch.setattr(tantivy_text, "SETTLE_SECONDS", 600.0)
+    monkeypatch.setattr(tantivy_text, "BATCH_SECONDS", 600.0)
+    store = TantivyStore(tmp_path / "reload.sqlite3")
+    index = store.text._index
+    in_reload, go_on = threading.Event(), threading.Event()
+
+    class HeldReload:
+        """The index, its reload held until the test has looked."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(index, name)
+
+        def reload(self) -> None:
+            in_reload.set()
+            go_on.wait(patient(30))
+            index.reload()
+
+    def commit() -> None:
+        with store.text._guard:
+            store.text._commit_pending()
+
+    try:
+        state = store.start_folder("F", 1)
+        store.put(state, chunk(1, "apple"))  # a chunk of a bulk build: its batch is pending
+        pending = store.text.expected()
+        assert pending == store._generation(store._db) != store.text.committed()[1]
+        monkeypatch.setattr(store.text, "_index", HeldReload())
+        committer = threading.Thread(target=commit)
+        committer.start()
+        try:
+            assert in_reload.wait(patient(30))
+            assert store.text.expected() == pending  # written, not yet searchable: still pending
+        finally:
+            go_on.set()
+            committer.join(patient(30))
+        assert store.text.committed()[1] == pending
+        caplog.clear()
+        store.start_folder("G", 1)
+        assert "built again" not in caplog.text
+        assert_ranked_as_sqlite(store, "apple")
+    finally:
+        store.close()
 
 
 def killed_rows(child: subprocess.Popen[str], path: Path) -> int:

@@ -289,8 +289,11 @@ class TextIndex:
         meta.add_unsigned(_LAYOUT, LAYOUT)
         writer.add_document(meta)
         writer.commit()
-        self._pending, self._pending_rows = None, 0
+        # Reloaded before the batch stops counting as pending: a reader of another thread (expected(),
+        # searcher(), which take no lock) that sees nothing pending then gets this commit's searcher.
+        # The other order let a search miss the batch and a write rebuild the whole index for nothing.
         self._index.reload()
+        self._pending, self._pending_rows = None, 0
 
     def close(self) -> None:
         """One store less uses it; the last one lets go of the writer (and its lock), waiting for its
