@@ -42,3 +42,27 @@ def test_a_test_group_takes_each_parameter_and_no_other_test() -> None:
         )
         is None
     )
+
+
+#: Module fixtures shared by a group of single tests of ONE_WORKER: (module, fixture).
+SHARED_BY_A_GROUP = [
+    ("tests/integration/test_team_auth.py", "token_checks"),
+    ("tests/integration/test_team_instances.py", "unchanged_deployment"),
+]
+
+
+def test_every_test_of_a_shared_module_fixture_is_in_one_group() -> None:
+    # A test that asks for the fixture but is left out of the group would run on another worker, which
+    # starts the fixture's servers once more.
+    for path, fixture in SHARED_BY_A_GROUP:
+        tree = ast.parse((ROOT / path).read_text())
+        users = [
+            node.name
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.name.startswith("test_")
+            and fixture in {arg.arg for arg in node.args.args}
+        ]
+        assert users, (path, fixture)
+        groups = {_together(f"{path}::{name}") for name in users}
+        assert len(groups) == 1 and None not in groups, (path, fixture, groups)
