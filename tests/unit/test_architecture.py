@@ -495,7 +495,6 @@ def capability_tests(source: str) -> list[int]:
     ``f"THREAD={x}"``); ``"MOVE" in something`` (a capability name that is also a command's, looked for
     in a collection); or a call of ``has_capability``.
     """
-    tree = tree_of(source)
     derived: set[str] = set()
 
     def named(name: str) -> bool:
@@ -540,7 +539,7 @@ def capability_tests(source: str) -> list[int]:
     growing = True
     while growing:  # until no binding adds a name reached from capabilities
         before = len(derived)
-        for node in ast.walk(tree):
+        for node in nodes_of(source):
             for target, value in targets(node):
                 if about_capabilities(value):
                     derived.update(name.id for name in ast.walk(target) if isinstance(name, ast.Name))
@@ -564,7 +563,7 @@ def capability_tests(source: str) -> list[int]:
             )
         )
 
-    return sorted({node.lineno for node in ast.walk(tree) if tests(node)})
+    return sorted({node.lineno for node in nodes_of(source) if tests(node)})
 
 
 def may_test_capabilities(name: str) -> bool:
@@ -933,7 +932,7 @@ def test_services_return_records_and_only_presentation_words_them() -> None:
     reached = sorted(
         f"{name}: {node.attr}"
         for name, path in modules(SRC, services).items()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for node in nodes_of(path.read_text(encoding="utf-8"))
         if isinstance(node, ast.Attribute) and node.attr in REGISTRY_APPLIERS
     )
     assert reached == []
@@ -1008,14 +1007,13 @@ def test_no_tool_module_asks_the_user_or_runs_a_gate_itself() -> None:
     for path in sorted((PACKAGE / "tools").glob("*.py")):
         if path.name in ("registry.py", "spec.py"):  # the declarations' readers, not tools
             continue
-        tree = tree_of(path.read_text(encoding="utf-8"))
         names = [
             node.attr
             if isinstance(node, ast.Attribute)
             else node.id
             if isinstance(node, ast.Name)
             else alias.name
-            for node in ast.walk(tree)
+            for node in nodes_of(path.read_text(encoding="utf-8"))
             for alias in (node.names if isinstance(node, ast.ImportFrom) else [None])  # type: ignore[list-item]
             if isinstance(node, ast.Attribute | ast.Name) or alias is not None
         ]
@@ -1144,7 +1142,7 @@ _MAY_BUILD_CREDENTIALS = ("mail_imap_mcp.app", "mail_imap_mcp.cli", "mail_imap_m
 def names_used(path: Path) -> set[str]:
     """Every name ``path`` imports, defines, reads or reaches as an attribute."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes_of(path.read_text(encoding="utf-8")):
         if isinstance(node, ast.alias):
             found.add(node.asname or node.name.rpartition(".")[2])
             found.add(node.name.rpartition(".")[2])
@@ -1161,7 +1159,7 @@ def token_sources_defined(path: Path) -> list[str]:
     """The classes of ``path`` that are token sources (a ``token`` and an ``invalidate`` method)."""
     return [
         node.name
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for node in nodes_of(path.read_text(encoding="utf-8"))
         if isinstance(node, ast.ClassDef)
         and {"token", "invalidate"} <= {item.name for item in node.body if isinstance(item, ast.FunctionDef)}
     ]
@@ -1176,7 +1174,7 @@ def test_a_protocol_builds_no_token_source(protocol: str) -> None:
     for name, path in modules(SRC, PACKAGE).items():
         if not in_package(name, (f"mail_imap_mcp.{protocol}",)):
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes_of(path.read_text(encoding="utf-8")):
             module = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
             if in_package(module, ("mail_imap_mcp.credentials",)):
                 wrong.append(f"{name} imports {module}")
