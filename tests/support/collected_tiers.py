@@ -2,8 +2,8 @@
 ``-p tests.support.collected_tiers`` prints ``tests collected per directory: tests/pure 2345``.
 
 ``tests/unit/test_tiers.py`` runs ``scripts/test --pure`` once with it, selecting a single test: one
-collection of the pure tier both proves what the tier holds and runs a test of it (a second run that
-only listed the tier collected it again, 5 CPU-seconds).
+collection of the pure tier both proves what the tier holds and runs a test of it (with a second run
+that only listed the tier, the module took 9.8 CPU-seconds in a full run; 4.4-7.6 since).
 """
 
 from __future__ import annotations
