@@ -137,7 +137,7 @@ async def test_an_access_token_that_expires_mid_session_is_refreshed_with_one_to
     # one; and time enough for Dovecot to ask the provider about it on a busy machine (with 2 s, a slow
     # login found its new token expired and asked once more).
     oidc.set_access_token_ttl(10)
-    before = oidc.token_requests
+    before, asked_before = oidc.token_requests, oidc.metadata_requests
     ahead = itertools.count(11, 11)
 
     def expire_and_drop_the_connection() -> None:
@@ -160,6 +160,40 @@ async def test_an_access_token_that_expires_mid_session_is_refreshed_with_one_to
     # One at the first login, one after each expiry: never one per connection or per retry.
     wait_for(lambda: oidc.token_requests >= before + 3)
     assert oidc.token_requests == before + 3, oidc.token_requests - before
+    # The issuer's endpoints were asked for once, at the first: a refresh is one request, not two.
+    assert oidc.metadata_requests == asked_before + 1, oidc.metadata_requests - asked_before
+
+
+@pytest.mark.anyio
+async def test_after_a_fetch_that_failed_the_issuer_is_asked_for_its_endpoints_again(
+    oidc: OidcProvider, oidc_dovecot: Dovecot, user: str, keychain: KeychainRefreshTokens
+) -> None:
+    # Regression: the endpoints are kept from one refresh to the next, but not past a failure (the
+    # provider may have moved them): nobody signed in yet, then the user signs in, then a token expires.
+    oidc.set_access_token_ttl(10)
+    asked_before = oidc.metadata_requests
+    steps = iter(
+        [
+            lambda: keychain.save(str(sign_in(oidc, user)["refresh_token"])),
+            lambda: (oidc.set_clock_offset(11), oidc_dovecot.kick(user)),
+        ]
+    )
+    try:
+        envelopes = await outcomes(
+            sign_in_account(oidc_dovecot, user, oidc),
+            3,
+            lambda: next(steps)(),
+            "imap_search_messages",
+            {"mailbox": "INBOX"},
+        )
+    finally:
+        oidc.set_access_token_ttl(3600)
+        oidc.set_clock_offset(0)
+    assert envelopes[0]["error"]["details"]["reason"] == "sign_in_required", envelopes[0]
+    assert [envelope["success"] for envelope in envelopes[1:]] == [True, True], envelopes
+    # The first call's, the second's (the first failed), and the test's own sign-in's: not the third's.
+    wait_for(lambda: oidc.metadata_requests >= asked_before + 3)
+    assert oidc.metadata_requests == asked_before + 3, oidc.metadata_requests - asked_before
 
 
 @pytest.mark.anyio

@@ -80,6 +80,7 @@ class OidcProvider:
         self._clock_offset = 0
         self.set_access_token_ttl(access_token_ttl)
         self._token_requests = 0
+        self._metadata_requests = 0
         self._access_tokens: dict[str, list[str]] = {}
         self._refresh_tokens: dict[str, list[str]] = {}
         self._lock = threading.Lock()
@@ -113,11 +114,21 @@ class OidcProvider:
         with self._lock:
             return self._token_requests
 
+    @property
+    def metadata_requests(self) -> int:
+        """Requests for its metadata (discovery documents) answered so far, found or not."""
+        with self._lock:
+            return self._metadata_requests
+
     def metadata(self) -> dict[str, Any]:
+        """Its discovery document, asked for as a client would; returns once the request is counted
+        (:attr:`metadata_requests`), so that a test's own request never lands in a count taken after it."""
+        before = self.metadata_requests
         with urllib.request.urlopen(
             f"{self.issuer}/.well-known/openid-configuration", timeout=patient(10)
         ) as answer:
             result: dict[str, Any] = json.load(answer)
+        eventually(lambda: self.metadata_requests > before, within=10, what="the metadata request counted")
         return result
 
     @property
@@ -174,6 +185,9 @@ class OidcProvider:
             if line.startswith("token "):
                 with self._lock:
                     self._token_requests += 1
+            elif line.startswith("metadata "):
+                with self._lock:
+                    self._metadata_requests += 1
             elif line.startswith(("access_token ", "refresh_token ")):
                 kind, account, token = line.split()
                 issued = self._access_tokens if kind == "access_token" else self._refresh_tokens

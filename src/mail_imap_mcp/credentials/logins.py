@@ -9,12 +9,12 @@ pool of every user and to submission; a protocol takes them and never builds its
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from functools import partial
 
 from mail_imap_mcp.config import AccountConfig, AuthMethod, ConfigError, helper_environment
-from mail_imap_mcp.net.oauth import SignInRequired
+from mail_imap_mcp.net.oauth import OAuthClient, SignInRequired
 from mail_imap_mcp.net.tokens import AccessToken, Credentials, FetchToken, PasswordLogin, TokenUnavailable
 
 from .oauth_client import oauth_client
@@ -72,16 +72,38 @@ def credentials_for(account_id: str, config: AccountConfig) -> Credentials:
     return Logins().of(account_id, config)
 
 
+class _KeptClient:
+    """An account's OAuth client for its token fetches: made at the first (where a custom issuer is asked
+    for its endpoints) and kept for the next, so that a refresh is one request to the provider, not a
+    discovery as well. A fetch that fails forgets it: the next asks again, as the endpoints or the
+    application's secret may have changed. The fetches of one token source come one at a time
+    (:class:`~mail_imap_mcp.credentials.tokens.SharedToken`)."""
+
+    def __init__(self, config: AccountConfig) -> None:
+        self._config = config
+        self._client: OAuthClient | None = None
+
+    def fetch(self, time_left: float, use: Callable[[OAuthClient], AccessToken]) -> AccessToken:
+        client = self._client or oauth_client(self._config, time_left)
+        self._client = None
+        token = use(client)
+        self._client = client
+        return token
+
+
 def _sign_in_fetcher(account_id: str, config: AccountConfig) -> FetchToken:
     store = refresh_token_store(account_id, config)
+    kept = _KeptClient(config)
 
     def lock(timeout_s: float) -> AbstractContextManager[None]:
         return refresh_lock(account_id, timeout_s, store)
 
     def fetch(time_left: float) -> AccessToken:
-        try:
-            client = oauth_client(config, time_left)
+        def refreshed(client: OAuthClient) -> AccessToken:
             return sign_in_fetcher(client, store, lock, lambda _: note_refresh(account_id, store))(time_left)
+
+        try:
+            return kept.fetch(time_left, refreshed)
         except ConfigError as exc:  # no usable keychain: the message names the backend, never a token
             raise TokenUnavailable(str(exc)) from None
         except (LockTimeout, OSError) as exc:  # the lock file: another process, or its directory
@@ -91,9 +113,11 @@ def _sign_in_fetcher(account_id: str, config: AccountConfig) -> FetchToken:
 
 
 def _application_fetcher(config: AccountConfig) -> FetchToken:
+    kept = _KeptClient(config)
+
     def fetch(time_left: float) -> AccessToken:
         try:
-            return client_credentials_fetcher(oauth_client(config, time_left))(time_left)
+            return kept.fetch(time_left, lambda client: client_credentials_fetcher(client)(time_left))
         except ConfigError as exc:  # the application's secret: the message names the setting
             raise TokenUnavailable(str(exc)) from None
         except SignInRequired as exc:  # no person can sign in for an application

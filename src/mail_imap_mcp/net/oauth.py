@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable
@@ -169,7 +170,7 @@ def discover(issuer: str, timeout_s: float = 10.0) -> Endpoints:
     base = issuer.rstrip("/")
     for url in metadata_urls(base):
         try:
-            answer = _http().get(url, timeout=timeout_s)
+            answer = _client().get(url, timeout=timeout_s)
         except _http().HTTPError as exc:
             raise TokenUnavailable(
                 f"the provider {base} could not be reached ({type(exc).__name__})"
@@ -269,7 +270,7 @@ def token_request(client: OAuthClient, form: dict[str, str], timeout_s: float) -
     if timeout_s <= 0:
         raise TokenUnavailable("the call's time budget was used up before the token request")
     try:
-        answer = _http().post(
+        answer = _client().post(
             client.endpoints.token, data=body, timeout=timeout_s, headers={"Accept": "application/json"}
         )
     except _http().HTTPError as exc:
@@ -318,7 +319,7 @@ def device_authorization(client: OAuthClient, timeout_s: float = 10.0) -> Device
         raise TokenUnavailable("the provider offers no device authorization endpoint")
     body = {"client_id": client.client_id, "scope": " ".join(client.scopes)}
     try:
-        answer = _http().post(client.endpoints.device, data=body, timeout=timeout_s)
+        answer = _client().post(client.endpoints.device, data=body, timeout=timeout_s)
     except _http().HTTPError as exc:
         raise TokenUnavailable(f"the provider could not be reached ({type(exc).__name__})") from None
     payload = _json(answer)
@@ -365,7 +366,7 @@ def revoke(client: OAuthClient, token: str, timeout_s: float = 10.0) -> bool:
         body["client_secret"] = client.client_secret
     try:
         return bool(
-            _http().post(client.endpoints.revocation, data=body, timeout=timeout_s).status_code == 200
+            _client().post(client.endpoints.revocation, data=body, timeout=timeout_s).status_code == 200
         )
     except _http().HTTPError:
         return False
@@ -384,3 +385,21 @@ def _http() -> ModuleType:
     import httpx2
 
     return httpx2
+
+
+_client_lock = threading.Lock()
+_shared_client: httpx2.Client | None = None
+
+
+def _client() -> httpx2.Client:
+    """The process's one HTTP client for the providers' endpoints, made on first use.
+
+    A client per request, as httpx2's module functions make, loaded the system's trust store each time
+    (10-20 ms of CPU) and opened a connection each time: the discovery and the token request of one
+    refresh now go over one connection where the provider keeps it open. httpx2's client is safe to
+    share between threads; each request still passes its own timeout."""
+    global _shared_client
+    with _client_lock:
+        if _shared_client is None:
+            _shared_client = _http().Client()
+        return _shared_client

@@ -7,8 +7,9 @@
 // (the package is installed into .cache/oidc-provider/, not beside this file, so it is imported by path).
 // Prints "listening <issuer>" once it serves. Its development login pages accept any login and password:
 // the login becomes the account id (`sub`), which introspection also reports as `username` for Dovecot.
-// Stderr gets one line per token-endpoint request ("token <status>"), which the fixture counts, and one
-// per access token or refresh token issued ("access_token <account> <token>", "refresh_token ...").
+// Stderr gets one line per token-endpoint request ("token <status>") and per request for its metadata
+// ("metadata <status>"), which the fixture counts, and one per access token or refresh token issued
+// ("access_token <account> <token>", "refresh_token ...").
 import { existsSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
@@ -67,6 +68,11 @@ provider.use(async (ctx, next) => {
     const token = await provider.AccessToken.find(ctx.query.token);
     await token?.destroy();
     ctx.body = { forgotten: Boolean(token) };
+    return;
+  }
+  if (ctx.method === 'GET' && ctx.path.startsWith('/.well-known/')) {
+    await next();
+    process.stderr.write(`metadata ${ctx.status}\n`);
     return;
   }
   if (ctx.method === 'POST' && ctx.path === '/token') {

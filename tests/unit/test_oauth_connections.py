@@ -1,0 +1,97 @@
+"""The built-in sign-in's requests to a provider (net/oauth.py) share the process's one HTTP client: the
+discovery and the token request of a refresh go over one connection where the provider keeps it open,
+and no request loads the trust store again. A provider on loopback speaking HTTP/1.1 counts the
+connections it was opened."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from mail_imap_mcp.net import oauth
+from mail_imap_mcp.net.oauth import OAuthClient
+from tests.support.patience import patient
+
+
+class KeepAliveProvider(ThreadingHTTPServer):
+    """Its metadata where RFC 8414 puts it and a token endpoint that grants any refresh."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        self.connections = 0
+        self.requests: list[str] = []
+        provider = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                provider.connections += 1
+
+            def do_GET(self) -> None:
+                provider.requests.append(f"GET {self.path}")
+                if self.path != "/.well-known/oauth-authorization-server":
+                    self._answer(404, {})
+                    return
+                self._answer(
+                    200,
+                    {
+                        "issuer": provider.issuer,
+                        "authorization_endpoint": f"{provider.issuer}/auth",
+                        "token_endpoint": f"{provider.issuer}/token",
+                    },
+                )
+
+            def do_POST(self) -> None:
+                provider.requests.append(f"POST {self.path}")
+                form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
+                assert form["grant_type"] == ["refresh_token"]
+                self._answer(200, {"access_token": "a", "refresh_token": "r2", "expires_in": 3600})
+
+            def _answer(self, status: int, payload: dict[str, Any]) -> None:
+                body = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.issuer = f"http://127.0.0.1:{self.server_address[1]}"
+
+
+@pytest.fixture
+def provider() -> Iterator[KeepAliveProvider]:
+    server = KeepAliveProvider()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=patient(10))
+
+
+def test_the_discovery_and_the_token_request_of_a_refresh_share_one_connection(
+    provider: KeepAliveProvider,
+) -> None:
+    endpoints = oauth.discover(provider.issuer, timeout_s=patient(10))
+    client = OAuthClient(endpoints, "app", ("openid",))
+    answer = oauth.refresh(client, "r1", timeout_s=patient(10))
+    assert answer.access.value == "a" and answer.refresh_token == "r2"
+    assert provider.requests == ["GET /.well-known/oauth-authorization-server", "POST /token"]
+    # One client for the process (a client per request, as httpx2's module functions make, opened a
+    # connection of its own and loaded the system's trust store again, 10-20 ms of CPU each).
+    assert provider.connections == 1
