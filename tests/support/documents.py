@@ -76,26 +76,32 @@ def _cached(name: str, build: Callable[[], bytes]) -> bytes:
 
 
 @functools.lru_cache(maxsize=4)
-def deflated_zeros(size: int) -> tuple[bytes, int]:
-    """Raw deflate data that inflates to ``size`` zero bytes, and its CRC-32.
+def deflated_zeros(size: int) -> bytes:
+    """Raw deflate data that inflates to ``size`` zero bytes.
 
     With a full flush after each MiB the compressor resets its history, so every MiB
     compresses to the same ~1 KB block and the stream is that block repeated.
     """
     whole, rest = divmod(size, MiB)
-    zeros = bytes(MiB)
     compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
-    block = compressor.compress(zeros) + compressor.flush(zlib.Z_FULL_FLUSH)
-    data = block * whole + compressor.compress(bytes(rest)) + compressor.flush()
-    crc = 0
+    block = compressor.compress(bytes(MiB)) + compressor.flush(zlib.Z_FULL_FLUSH)
+    return block * whole + compressor.compress(bytes(rest)) + compressor.flush()
+
+
+@functools.lru_cache(maxsize=4)
+def crc32_of_zeros(size: int) -> int:
+    """The CRC-32 of ``size`` zero bytes (a ZIP entry's): apart from :func:`deflated_zeros`, whose PDF
+    and PNG bombs need none of it, as a GiB of CRC costs 0.45 CPU-seconds where its deflate costs 0.01."""
+    whole, rest = divmod(size, MiB)
+    zeros, crc = bytes(MiB), 0
     for _ in range(whole):
         crc = zlib.crc32(zeros, crc)
-    return data, zlib.crc32(bytes(rest), crc)
+    return zlib.crc32(bytes(rest), crc)
 
 
 def zlib_zeros(size: int) -> bytes:
     """``size`` zero bytes in zlib format (a PDF /FlateDecode stream, a PNG IDAT)."""
-    raw, _ = deflated_zeros(size)
+    raw = deflated_zeros(size)
     adler = ((size % 65521) << 16) | 1  # Adler-32 of zeros: A stays 1, B grows by 1 per byte
     return b"\x78\xda" + raw + struct.pack(">I", adler)
 
@@ -440,7 +446,7 @@ def _xlsx_billion_laughs() -> bytes:
 
 def _zip_bomb_docx() -> bytes:
     """A DOCX whose word/document.xml honestly declares 1 GiB (zeros), ~1 MB compressed."""
-    raw, crc = deflated_zeros(GiB)
+    raw, crc = deflated_zeros(GiB), crc32_of_zeros(GiB)
     good = zipfile.ZipFile(io.BytesIO(docx_bytes(_w_par("cover page"))))
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
