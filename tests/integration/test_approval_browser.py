@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from mail_imap_mcp.approval import Decision, Outcome, ask
 from mail_imap_mcp.services.send_page import MessagePage
 from tests.support.chromium_driver import chromium
+from tests.support.loopback_http import serving
 from tests.support.patience import patient
 
 DIGEST = "sha256:" + "5e" * 32
@@ -60,15 +60,9 @@ def hostile() -> Iterator[Hostile]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    site.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), Handler)) as server:
+        site.port = server.server_address[1]
         yield site
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,8 @@ from typing import Any, Self
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from tests.support.loopback_http import send_json
+
 CLIENT_ID = "mail-mcp"
 CLIENT_SECRET = "introspection-secret-for-tests"
 
@@ -45,9 +47,9 @@ class IdentityProvider:
                 path = urllib.parse.urlsplit(self.path).path
                 provider._count(path)
                 if path == "/jwks":
-                    self._json(200, provider.jwks())
+                    send_json(self, 200, provider.jwks())
                 else:
-                    self._json(404, {"error": "not_found"})
+                    send_json(self, 404, {"error": "not_found"})
 
             def do_POST(self) -> None:
                 path = urllib.parse.urlsplit(self.path).path
@@ -60,22 +62,14 @@ class IdentityProvider:
                         audience=form.get("resource", ""),
                         scope=form.get("scope", "mail"),
                     )
-                    self._json(200, {"access_token": token, "token_type": "Bearer", "expires_in": 300})
+                    send_json(self, 200, {"access_token": token, "token_type": "Bearer", "expires_in": 300})
                 elif path == "/introspect":
                     if self.headers.get("Authorization") != provider.basic_credentials():
-                        self._json(401, {"error": "invalid_client"})
+                        send_json(self, 401, {"error": "invalid_client"})
                         return
-                    self._json(200, provider.introspect(form.get("token", "")))
+                    send_json(self, 200, provider.introspect(form.get("token", "")))
                 else:
-                    self._json(400, {"error": "unsupported"})
-
-            def _json(self, status: int, body: dict[str, Any]) -> None:
-                payload = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                    send_json(self, 400, {"error": "unsupported"})
 
             def log_message(self, format: str, *args: object) -> None:
                 pass

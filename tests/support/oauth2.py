@@ -11,7 +11,6 @@ then, and answers ``NO [UNAVAILABLE] Temporary authentication failure``.
 
 from __future__ import annotations
 
-import json
 import secrets
 import sys
 import threading
@@ -22,6 +21,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 from typing import Self
+
+from tests.support.loopback_http import send_json
 
 __all__ = ["IntrospectionEndpoint", "TokenHelper", "new_token"]
 
@@ -58,12 +59,7 @@ class IntrospectionEndpoint:
                 if endpoint._down:
                     self.send_error(503)
                     return
-                body = json.dumps(found).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                send_json(self, 200, found)
 
             def log_message(self, format: str, *args: object) -> None:
                 pass  # tokens are in the request line: never print it

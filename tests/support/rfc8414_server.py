@@ -6,12 +6,12 @@ path is 404 (no OpenID Connect discovery document). It records the paths it was 
 
 from __future__ import annotations
 
-import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 
+from tests.support.loopback_http import send_json
 from tests.support.patience import patient
 
 TENANT_PATH = "/tenant"
@@ -31,12 +31,7 @@ class Rfc8414Server:
                 if self.path != f"/.well-known/oauth-authorization-server{TENANT_PATH}":
                     self.send_error(404)
                     return
-                body = json.dumps({**endpoints, "issuer": names_issuer or server.issuer}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                send_json(self, 200, {**endpoints, "issuer": names_issuer or server.issuer})
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass

@@ -5,8 +5,6 @@ connections it was opened."""
 
 from __future__ import annotations
 
-import json
-import threading
 import urllib.parse
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,6 +14,7 @@ import pytest
 
 from mail_imap_mcp.net import oauth
 from mail_imap_mcp.net.oauth import OAuthClient
+from tests.support.loopback_http import send_json, serving
 from tests.support.patience import patient
 
 
@@ -39,9 +38,10 @@ class KeepAliveProvider(ThreadingHTTPServer):
             def do_GET(self) -> None:
                 provider.requests.append(f"GET {self.path}")
                 if self.path != "/.well-known/oauth-authorization-server":
-                    self._answer(404, {})
+                    send_json(self, 404, {})
                     return
-                self._answer(
+                send_json(
+                    self,
                     200,
                     {
                         "issuer": provider.issuer,
@@ -54,15 +54,7 @@ class KeepAliveProvider(ThreadingHTTPServer):
                 provider.requests.append(f"POST {self.path}")
                 form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
                 assert form["grant_type"] == ["refresh_token"]
-                self._answer(200, {"access_token": "a", "refresh_token": "r2", "expires_in": 3600})
-
-            def _answer(self, status: int, payload: dict[str, Any]) -> None:
-                body = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                send_json(self, 200, {"access_token": "a", "refresh_token": "r2", "expires_in": 3600})
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -73,15 +65,8 @@ class KeepAliveProvider(ThreadingHTTPServer):
 
 @pytest.fixture
 def provider() -> Iterator[KeepAliveProvider]:
-    server = KeepAliveProvider()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(KeepAliveProvider()) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=patient(10))
 
 
 def test_the_discovery_and_the_token_request_of_a_refresh_share_one_connection(
