@@ -387,6 +387,11 @@ def _http() -> ModuleType:
     return httpx2
 
 
+#: How long an idle connection to a provider is kept: long enough for the request that follows at once
+#: (the token request after the discovery), short of the keep-alive timeouts servers use (node's and
+#: Apache's 5 s, nginx's 75 s), so that no request goes out on a connection the provider is closing.
+KEEPALIVE_S = 2.0
+
 _client_lock = threading.Lock()
 _shared_client: httpx2.Client | None = None
 
@@ -395,11 +400,12 @@ def _client() -> httpx2.Client:
     """The process's one HTTP client for the providers' endpoints, made on first use.
 
     A client per request, as httpx2's module functions make, loaded the system's trust store each time
-    (10-20 ms of CPU) and opened a connection each time: the discovery and the token request of one
-    refresh now go over one connection where the provider keeps it open. httpx2's client is safe to
-    share between threads; each request still passes its own timeout."""
+    (26 ms of CPU on the 2-core test machine) and opened a connection each time: the discovery and the
+    token request of a refresh now go over one connection where the provider keeps it open. The client's
+    connection pool is shared by threads under its own lock; each request passes its own timeout."""
     global _shared_client
     with _client_lock:
         if _shared_client is None:
-            _shared_client = _http().Client()
+            http = _http()
+            _shared_client = http.Client(limits=http.Limits(keepalive_expiry=KEEPALIVE_S))
         return _shared_client
