@@ -1,7 +1,6 @@
-"""The built-in sign-in's requests to a provider (net/oauth.py) share the process's one HTTP client: the
-discovery and the token request of a refresh go over one connection where the provider keeps it open,
-and no request loads the trust store again. A provider on loopback speaking HTTP/1.1 counts the
-connections it was opened."""
+"""The built-in sign-in's requests to a provider (net/oauth.py) share the process's one HTTP client (its
+trust store loaded once): the discovery and the token request of a refresh go over one connection where
+the provider keeps it open. A provider on loopback speaking HTTP/1.1 counts the connections opened to it."""
 
 from __future__ import annotations
 
