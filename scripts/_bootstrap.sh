@@ -329,6 +329,12 @@ ensure_imap_matrix() {
 # `npm ci` of a committed package.json + package-lock.json ($2) into a project-local directory ($1), never
 # global, again only when the lockfile changed. Without node the tests that need it skip themselves;
 # with node, a failed install stops the run (such a test must not silently skip).
+# How long one `npm ci` may take, and how often it is tried. A download from the registry can stall with
+# its connection open: npm then waits with no end (a run stood 13 minutes in one on 2026-11-28, no byte
+# read), where the same install takes seconds from npm's cache and under a minute without it.
+NPM_CI_S="${MIM_NPM_CI_S:-300}"
+NPM_ATTEMPTS=3
+
 _npm_ci_locked() {
   local dir="$1" source="$2" what="$3" stamp want
   command -v node >/dev/null 2>&1 || { say "node not found: $what will be skipped"; return 0; }
@@ -341,10 +347,22 @@ _npm_ci_locked() {
   say "installing $what into $dir (npm ci)"
   mkdir -p "$dir"
   cp "$source/package.json" "$source/package-lock.json" "$dir/"
-  if ! (cd "$dir" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null); then
-    say "npm ci failed in $dir"
-    exit 1
-  fi
+  local attempt status
+  for attempt in $(seq "$NPM_ATTEMPTS"); do
+    status=0
+    (cd "$dir" && timeout "$NPM_CI_S" npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null) ||
+      status=$?
+    [ "$status" = 0 ] && break
+    if [ "$status" != 124 ]; then
+      say "npm ci failed in $dir"
+      exit 1
+    fi
+    if [ "$attempt" = "$NPM_ATTEMPTS" ]; then
+      say "npm ci in $dir did not finish within $NPM_CI_S s, $NPM_ATTEMPTS times (MIM_NPM_CI_S): the registry or the network stalls"
+      exit 1
+    fi
+    say "npm ci in $dir did not finish within $NPM_CI_S s (MIM_NPM_CI_S): a download stalled; trying again ($((attempt + 1)) of $NPM_ATTEMPTS)"
+  done
   printf '%s' "$want" >"$stamp"
 }
 

@@ -1,0 +1,92 @@
+"""scripts/_bootstrap.sh: an `npm ci` that stalls is stopped and tried again (issue 57).
+
+A download from the registry can stall with its connection open, and npm then waits with no end (a run
+stood 13 minutes in one). Here an ``npm`` of the test's own on PATH stalls on the runs the test says,
+and installs on the others; ``MIM_NPM_CI_S`` is a few seconds (:data:`LIMIT_S`), which an install of the
+stand-in, a directory made, keeps well within.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.patience import patient
+
+ROOT = Path(__file__).resolve().parents[2]
+#: The setting under test: how long one ``npm ci`` may take (a stalled one sleeps a minute).
+LIMIT_S = math.ceil(patient(2))
+
+
+@pytest.fixture
+def package(tmp_path: Path) -> Path:
+    """The lockfile pair an install is made from."""
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "package.json").write_text('{"name": "x", "private": true}\n')
+    (source / "package-lock.json").write_text('{"lockfileVersion": 3}\n')
+    return source
+
+
+def install(tmp_path: Path, package: Path, runs: str) -> subprocess.CompletedProcess[str]:
+    """``_npm_ci_locked`` with a stand-in ``npm`` whose n-th run does what the n-th letter of ``runs``
+    says: ``s`` stalls, ``f`` fails, ``i`` installs."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    count = tmp_path / "npm-runs"
+    (bin_dir / "npm").write_text(
+        "#!/bin/bash\n"
+        f'n=$(( $(cat {count} 2>/dev/null || echo 0) + 1 )); echo "$n" > {count}\n'
+        f'what="{runs}"; case "${{what:$((n - 1)):1}}" in\n'
+        "  s) exec sleep 60 ;;\n"
+        "  f) exit 1 ;;\n"
+        "  *) mkdir -p node_modules ;;\n"
+        "esac\n"
+    )
+    (bin_dir / "node").write_text("#!/bin/sh\n")
+    for tool in ("npm", "node"):
+        (bin_dir / tool).chmod(0o755)
+    script = f'source scripts/_bootstrap.sh && _npm_ci_locked "{tmp_path / "into"}" "{package}" "the tool"'
+    env = {
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "HOME": os.environ["HOME"],
+        "MIM_NPM_CI_S": str(LIMIT_S),
+    }
+    return subprocess.run(
+        ["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=patient(60)
+    )
+
+
+def test_a_stalled_npm_ci_is_stopped_and_tried_again_and_the_install_is_kept(
+    tmp_path: Path, package: Path
+) -> None:
+    done = install(tmp_path, package, "ssi")
+    assert done.returncode == 0, done.stderr
+    assert (
+        f"did not finish within {LIMIT_S} s (MIM_NPM_CI_S): a download stalled; trying again (2 of 3)"
+        in done.stderr
+    )
+    assert "trying again (3 of 3)" in done.stderr
+    assert (tmp_path / "npm-runs").read_text().strip() == "3"
+    assert (tmp_path / "into" / ".installed").exists()
+
+
+def test_an_npm_ci_that_stalls_every_time_ends_the_setup_and_says_why(tmp_path: Path, package: Path) -> None:
+    done = install(tmp_path, package, "sss")
+    assert done.returncode == 1
+    assert (
+        f"did not finish within {LIMIT_S} s, 3 times (MIM_NPM_CI_S): the registry or the network stalls"
+        in done.stderr
+    )
+    assert not (tmp_path / "into" / ".installed").exists()
+
+
+def test_an_npm_ci_that_fails_is_not_tried_again(tmp_path: Path, package: Path) -> None:
+    done = install(tmp_path, package, "fi")
+    assert done.returncode == 1
+    assert "npm ci failed in" in done.stderr and "trying again" not in done.stderr
+    assert (tmp_path / "npm-runs").read_text().strip() == "1"
