@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.bootstrap import ROOT, bootstrap_command
 from tests.support.patience import patient
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -38,15 +37,13 @@ def recorded(tmp_path: Path) -> Path:
 
 
 def apt_get(lock: Path, recorded: Path, *args: str, wait_s: int = 900) -> subprocess.Popen[str]:
-    script = f'source scripts/_bootstrap.sh && APT_LOCKS=("{lock}") && apt_get "$@"'
-    env = {
-        "PATH": f"{recorded.parent / 'bin'}:{os.environ['PATH']}",
-        "HOME": os.environ["HOME"],
-        "MIM_APT_LOCK_WAIT_S": str(wait_s),
-    }
-    return subprocess.Popen(
-        ["bash", "-c", script, "apt_get", *args], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True
+    command, env = bootstrap_command(
+        f'APT_LOCKS=("{lock}") && apt_get "$@"',
+        recorded.parent / "bin",
+        {"MIM_APT_LOCK_WAIT_S": str(wait_s)},
+        *args,
     )
+    return subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
 
 
 def held(lock: Path) -> int:

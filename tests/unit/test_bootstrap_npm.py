@@ -9,15 +9,14 @@ stand-in, a directory made, keeps well within.
 from __future__ import annotations
 
 import math
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.support.bootstrap import ROOT, bootstrap_command
 from tests.support.patience import patient
 
-ROOT = Path(__file__).resolve().parents[2]
 #: The setting under test: how long one ``npm ci`` may take (a stalled one sleeps a minute).
 LIMIT_S = math.ceil(patient(2))
 
@@ -50,15 +49,12 @@ def install(tmp_path: Path, package: Path, runs: str) -> subprocess.CompletedPro
     (bin_dir / "node").write_text("#!/bin/sh\n")
     for tool in ("npm", "node"):
         (bin_dir / tool).chmod(0o755)
-    script = f'source scripts/_bootstrap.sh && _npm_ci_locked "{tmp_path / "into"}" "{package}" "the tool"'
-    env = {
-        "PATH": f"{bin_dir}:{os.environ['PATH']}",
-        "HOME": os.environ["HOME"],
-        "MIM_NPM_CI_S": str(LIMIT_S),
-    }
-    return subprocess.run(
-        ["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=patient(60)
+    command, env = bootstrap_command(
+        f'_npm_ci_locked "{tmp_path / "into"}" "{package}" "the tool"',
+        bin_dir,
+        {"MIM_NPM_CI_S": str(LIMIT_S)},
     )
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=patient(60))
 
 
 def test_a_stalled_npm_ci_is_stopped_and_tried_again_and_the_install_is_kept(
