@@ -347,10 +347,12 @@ _npm_ci_locked() {
   say "installing $what into $dir (npm ci)"
   mkdir -p "$dir"
   cp "$source/package.json" "$source/package-lock.json" "$dir/"
-  local attempt status
+  local attempt status bound=()
+  # coreutils' timeout (macOS has none unless installed): without it, npm ci runs unbounded, as before.
+  command -v timeout >/dev/null 2>&1 && bound=(timeout "$NPM_CI_S")
   for attempt in $(seq "$NPM_ATTEMPTS"); do
     status=0
-    (cd "$dir" && timeout "$NPM_CI_S" npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null) ||
+    (cd "$dir" && ${bound[@]+"${bound[@]}"} npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null) ||
       status=$?
     [ "$status" = 0 ] && break
     if [ "$status" != 124 ]; then
