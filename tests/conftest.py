@@ -174,22 +174,38 @@ def _servers(item: pytest.Item) -> set[str]:
     return set(MATRIX) & (set(getattr(item, "fixturenames", ())) | parameters)
 
 
+#: A test's rough cost by tier, relative to an integration test's: the CPU report's seconds per test by
+#: tier (a fresh-clone run of 2026-11-28: pure 0.011, unit 0.075, integration 0.33). A place in the run is
+#: measured in these, not in tests: the last third of the tests by count is mostly the pure tier, a few
+#: seconds of the run.
+_TIER_COST = {"tests/pure/": 0.03, "tests/unit/": 0.25}
+
+
+def _cost(item: pytest.Item) -> float:
+    """What ``item`` weighs in the run, by its tier (:data:`_TIER_COST`)."""
+    return next((cost for tier, cost in _TIER_COST.items() if item.nodeid.startswith(tier)), 1.0)
+
+
 def _spread_waiting(items: list[pytest.Item]) -> list[pytest.Item]:
     """``items`` with the tests marked ``waits`` spread evenly over the first two thirds of the others.
 
     Together (the watch tests sat side by side in the order) they held every worker at once: two cores
     mostly idle for half a minute of each run. Spread, one or two workers wait while the rest compute,
-    and none is left near the end (a wait there would end the run alone)."""
+    and none is left near the end (a wait there would end the run alone). Two thirds of the run's cost
+    (:func:`_cost`), not of its count: by count, the switching watchers (nine tests of 14-18 s) still
+    met, in the run's last minute, with nothing but the pure tier between them."""
     waiting = [item for item in items if item.get_closest_marker("waits") and _together(item.nodeid) is None]
     if not waiting:
         return items
     chosen = set(map(id, waiting))
     others = [item for item in items if id(item) not in chosen]
-    span, placed, spread = len(others) * 2 // 3, 0, []
-    for count, item in enumerate(others, start=1):
+    span = sum(map(_cost, others)) * 2 / 3
+    placed, spent, spread = 0, 0.0, []
+    for item in others:
         spread.append(item)
-        # The j-th waiting test (from 1) goes after the first j * span / (len(waiting) + 1) others.
-        while placed < len(waiting) and (placed + 1) * span <= count * (len(waiting) + 1):
+        spent += _cost(item)
+        # The j-th waiting test (from 1) goes once the others so far cost j * span / (len(waiting) + 1).
+        while placed < len(waiting) and (placed + 1) * span <= spent * (len(waiting) + 1):
             spread.append(waiting[placed])
             placed += 1
     return spread + waiting[placed:]

@@ -1,11 +1,15 @@
-"""The suite's own scheduling (tests/conftest.py): the groups one worker must run together."""
+"""The suite's own scheduling (tests/conftest.py): the groups one worker must run together, and where the
+tests that mostly wait go."""
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conftest import ONE_WORKER, _together
+import pytest
+
+from tests.conftest import ONE_WORKER, _spread_waiting, _together
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -81,3 +85,50 @@ def test_every_test_of_a_module_fixture_a_group_shares_is_in_that_group() -> Non
         ("tests/integration/test_team_auth.py", "token_checks"),
         ("tests/integration/test_team_instances.py", "unchanged_deployment"),
     } <= set(shared), shared
+
+
+@dataclass
+class Item:
+    """As much of a collected test as the scheduling reads."""
+
+    nodeid: str
+    waits: bool = False
+
+    def get_closest_marker(self, name: str) -> object:
+        return self if name == "waits" and self.waits else None
+
+
+def order_of_the_run(integration: int, pure: int, waiting: int) -> list[Item]:
+    """A run as the sort leaves it: the integration tests, then the many quick ones of the pure tier, and
+    the waiting tests side by side among the integration tests."""
+    return [
+        *(Item(f"tests/integration/test_w.py::test_{n}", waits=True) for n in range(waiting)),
+        *(Item(f"tests/integration/test_i.py::test_{n}") for n in range(integration)),
+        *(Item(f"tests/pure/test_p.py::test_{n}") for n in range(pure)),
+    ]
+
+
+def spread(items: list[Item]) -> list[Item]:
+    return _spread_waiting(items)  # type: ignore[arg-type]
+
+
+def test_waiting_tests_are_spread_over_the_first_two_thirds_of_the_runs_cost_not_its_count() -> None:
+    # Regression: by count, nine 14-18 s watch tests met among the last integration tests and the pure
+    # tier (2026-11-28): every worker waited at once, the two cores idle for 25 s.
+    items = order_of_the_run(integration=1200, pure=2000, waiting=9)
+    ordered = spread(items)
+    assert sorted(item.nodeid for item in ordered) == sorted(item.nodeid for item in items)
+    places = [ordered.index(item) for item in items if item.waits]
+    integration_seen = [
+        sum(other.nodeid.startswith("tests/integration/test_i") for other in ordered[:place])
+        for place in places
+    ]
+    # Evenly, a tenth of two thirds of the run's cost apart: all among the integration tests, since
+    # the 2,000 pure tests weigh as 60 of them.
+    cost = 1200 + 2000 * 0.03
+    assert integration_seen == pytest.approx([n * cost * 2 / 3 / 10 for n in range(1, 10)], abs=1)
+
+
+def test_without_waiting_tests_the_order_is_left_alone() -> None:
+    items = order_of_the_run(integration=3, pure=3, waiting=0)
+    assert spread(items) is items

@@ -17,6 +17,10 @@ import pytest
 from tests.support.bootstrap import ROOT, bootstrap_command
 from tests.support.patience import patient
 
+#: Each test stands some seconds in stalled installs, computing nothing: spread through the run
+#: (tests/conftest.py), not left to its end, where the unit tier runs.
+pytestmark = pytest.mark.waits
+
 #: The setting under test: how long one ``npm ci`` may take (a stalled one sleeps a minute).
 LIMIT_S = math.ceil(patient(2))
 
