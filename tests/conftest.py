@@ -186,6 +186,18 @@ def _cost(item: pytest.Item) -> float:
     return next((cost for tier, cost in _TIER_COST.items() if item.nodeid.startswith(tier)), 1.0)
 
 
+def _interleaved(items: list[pytest.Item]) -> list[pytest.Item]:
+    """``items`` with each module's tests spread evenly through the list: the i-th of a module's n tests
+    at (i + 1/2) / n of it. A module's tests wait alike (the nine switching watchers, 14-18 s each)."""
+    by_module: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        by_module.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    placed = [
+        ((index + 0.5) / len(tests), item) for tests in by_module.values() for index, item in enumerate(tests)
+    ]
+    return [item for _, item in sorted(placed, key=lambda pair: pair[0])]
+
+
 def _spread_waiting(items: list[pytest.Item]) -> list[pytest.Item]:
     """``items`` with the tests marked ``waits`` spread evenly over the first two thirds of the others.
 
@@ -193,10 +205,12 @@ def _spread_waiting(items: list[pytest.Item]) -> list[pytest.Item]:
     mostly idle for half a minute of each run. Spread, one or two workers wait while the rest compute,
     and none is left near the end (a wait there would end the run alone). Two thirds of the run's cost
     (:func:`_cost`), not of its count: by count, the switching watchers (nine tests of 14-18 s) still
-    met, in the run's last minute, with nothing but the pure tier between them."""
+    met, in the run's last minute, with nothing but the pure tier between them. Each module's own tests
+    over the whole span (:func:`_interleaved`): one after the other, six of them still waited at once."""
     waiting = [item for item in items if item.get_closest_marker("waits") and _together(item.nodeid) is None]
     if not waiting:
         return items
+    waiting = _interleaved(waiting)
     chosen = set(map(id, waiting))
     others = [item for item in items if id(item) not in chosen]
     span = sum(map(_cost, others)) * 2 / 3

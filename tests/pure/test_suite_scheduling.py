@@ -4,12 +4,13 @@ tests that mostly wait go."""
 from __future__ import annotations
 
 import ast
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ONE_WORKER, _spread_waiting, _together
+from tests.conftest import ONE_WORKER, _interleaved, _spread_waiting, _together
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -109,7 +110,7 @@ def order_of_the_run(integration: int, pure: int, waiting: int) -> list[Item]:
 
 
 def spread(items: list[Item]) -> list[Item]:
-    return _spread_waiting(items)  # type: ignore[arg-type]
+    return _spread_waiting(items)  # type: ignore[arg-type,return-value]
 
 
 def test_waiting_tests_are_spread_over_the_first_two_thirds_of_the_runs_cost_not_its_count() -> None:
@@ -127,6 +128,22 @@ def test_waiting_tests_are_spread_over_the_first_two_thirds_of_the_runs_cost_not
     # the 2,000 pure tests weigh as 60 of them.
     cost = 1200 + 2000 * 0.03
     assert integration_seen == pytest.approx([n * cost * 2 / 3 / 10 for n in range(1, 10)], abs=1)
+
+
+def test_each_modules_waiting_tests_are_spread_through_the_others() -> None:
+    # Regression: one after the other in the order, six of the switching watchers still waited at once.
+    switching = [Item(f"tests/integration/test_s.py::test_{n}", waits=True) for n in range(9)]
+    watching = [Item(f"tests/integration/test_w.py::test_{n}[x]", waits=True) for n in range(27)]
+    once = Item("tests/integration/test_o.py::test_idle", waits=True)
+    order = [item.nodeid for item in _interleaved([*switching, *watching, once])]  # type: ignore[list-item]
+    assert sorted(order) == sorted(item.nodeid for item in [*switching, *watching, once])
+    places = [order.index(item.nodeid) for item in switching]
+    assert places == sorted(places)
+    # Three of test_w's between any two of test_s's (and test_o's one, in the middle, between two).
+    assert sorted(later - earlier for earlier, later in itertools.pairwise(places)) == [4] * 7 + [5]
+    assert abs(order.index(once.nodeid) - len(order) / 2) <= 1
+    # Within a module, the order of the source stays.
+    assert [name for name in order if "test_w.py" in name] == [item.nodeid for item in watching]
 
 
 def test_without_waiting_tests_the_order_is_left_alone() -> None:
