@@ -115,7 +115,7 @@ def spread(items: list[Item]) -> list[Item]:
 
 def test_waiting_tests_are_spread_over_the_first_two_thirds_of_the_runs_cost_not_its_count() -> None:
     # Regression: by count, nine 14-18 s watch tests met among the last integration tests and the pure
-    # tier (2026-11-28): every worker waited at once, the two cores idle for 25 s.
+    # tier (2026-11-28): every worker waited at once, the two cores mostly idle for 25 s.
     items = order_of_the_run(integration=1200, pure=2000, waiting=9)
     ordered = spread(items)
     assert sorted(item.nodeid for item in ordered) == sorted(item.nodeid for item in items)
