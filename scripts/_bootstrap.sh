@@ -7,6 +7,17 @@ PY="$VENV/bin/python"
 
 say() { printf '[mail-imap-mcp] %s\n' "$*" >&2; }
 
+# Sets the variable $1 from the setting $2 (whole seconds), or to the default $3 where it is unset or empty.
+# Anything else ends the setup naming the setting, where it would otherwise fail later in another tool's
+# words (coreutils' timeout: "invalid time interval"; a shell's "integer expression expected").
+seconds_setting() {
+  local value="${!2:-$3}"
+  case "$value" in
+    *[!0-9]*) say "$2 must be a whole number of seconds, not '$value'"; exit 2 ;;
+  esac
+  printf -v "$1" '%s' "$value"
+}
+
 find_python() {
   for candidate in python3.13 python3.12 python3.11 python3; do
     if command -v "$candidate" >/dev/null 2>&1 &&
@@ -22,7 +33,7 @@ find_python() {
 # holds one (unattended upgrades on a fresh machine do), up to MIM_APT_LOCK_WAIT_S seconds, and says what
 # it waits for. apt's own -o DPkg::Lock::Timeout covers the dpkg lock; apt-get update (apt 2.6) ignores
 # it for the lists lock, hence the wait here, for every lock, before each run.
-APT_LOCK_WAIT_S="${MIM_APT_LOCK_WAIT_S:-900}"
+seconds_setting APT_LOCK_WAIT_S MIM_APT_LOCK_WAIT_S 900
 APT_LOCKS=(/var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock /var/cache/apt/archives/lock)
 
 # The process holding one of APT_LOCKS, if any (from /proc/locks: apt's locks are fcntl locks, which
@@ -331,8 +342,9 @@ ensure_imap_matrix() {
 # with node, a failed install stops the run (such a test must not silently skip).
 # How long one `npm ci` may take, and how often it is tried. A download from the registry can stall with
 # its connection open: npm then waits with no end (a run stood 13 minutes in one on 2026-11-28, no byte
-# read), where the same install takes seconds from npm's cache and under a minute without it.
-NPM_CI_S="${MIM_NPM_CI_S:-300}"
+# read), where the same install takes seconds from npm's cache and under a minute without it. 0: no limit
+# (as coreutils' timeout takes it).
+seconds_setting NPM_CI_S MIM_NPM_CI_S 300
 NPM_ATTEMPTS=3
 
 _npm_ci_locked() {

@@ -36,7 +36,7 @@ def recorded(tmp_path: Path) -> Path:
     return tmp_path / "ran"
 
 
-def apt_get(lock: Path, recorded: Path, *args: str, wait_s: int = 900) -> subprocess.Popen[str]:
+def apt_get(lock: Path, recorded: Path, *args: str, wait_s: int | str = 900) -> subprocess.Popen[str]:
     command, env = bootstrap_command(
         f'APT_LOCKS=("{lock}") && apt_get "$@"',
         recorded.parent / "bin",
@@ -119,3 +119,14 @@ def test_an_apt_get_that_fails_for_another_reason_fails_once_and_shows_why(
     _, said = run.communicate(timeout=patient(30))
     assert run.returncode == 100
     assert "Unable to locate package nosuch" in said and "runs again" not in said
+
+
+def test_a_wait_that_is_no_whole_number_of_seconds_ends_the_setup_naming_the_setting(
+    lock: Path, recorded: Path
+) -> None:
+    # Before, the shell's test of the time waited said "integer expression expected" once a lock was held.
+    run = apt_get(lock, recorded, "update", "-qq", wait_s="15 min")
+    _, said = run.communicate(timeout=patient(30))
+    assert run.returncode == 2
+    assert "MIM_APT_LOCK_WAIT_S must be a whole number of seconds, not '15 min'" in said
+    assert not recorded.exists()

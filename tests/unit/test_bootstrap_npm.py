@@ -35,7 +35,9 @@ def package(tmp_path: Path) -> Path:
     return source
 
 
-def install(tmp_path: Path, package: Path, runs: str) -> subprocess.CompletedProcess[str]:
+def install(
+    tmp_path: Path, package: Path, runs: str, limit: str = str(LIMIT_S)
+) -> subprocess.CompletedProcess[str]:
     """``_npm_ci_locked`` with a stand-in ``npm`` whose n-th run does what the n-th letter of ``runs``
     says: ``s`` stalls, ``f`` fails, ``i`` installs."""
     bin_dir = tmp_path / "bin"
@@ -56,7 +58,7 @@ def install(tmp_path: Path, package: Path, runs: str) -> subprocess.CompletedPro
     command, env = bootstrap_command(
         f'_npm_ci_locked "{tmp_path / "into"}" "{package}" "the tool"',
         bin_dir,
-        {"MIM_NPM_CI_S": str(LIMIT_S)},
+        {"MIM_NPM_CI_S": limit},
     )
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=patient(60))
 
@@ -90,3 +92,15 @@ def test_an_npm_ci_that_fails_is_not_tried_again(tmp_path: Path, package: Path) 
     assert done.returncode == 1
     assert "npm ci failed in" in done.stderr and "trying again" not in done.stderr
     assert (tmp_path / "npm-runs").read_text().strip() == "1"
+
+
+@pytest.mark.parametrize("limit", ["5m", "-1", "300 "])
+def test_a_limit_that_is_no_whole_number_of_seconds_ends_the_setup_naming_the_setting(
+    tmp_path: Path, package: Path, limit: str
+) -> None:
+    # Regression: coreutils' timeout refused some ("300 ": "invalid time interval", exit 125), reported
+    # then as "npm ci failed", and took others in units of its own ("5m", where the messages said "5m s").
+    done = install(tmp_path, package, "i", limit=limit)
+    assert done.returncode == 2
+    assert f"MIM_NPM_CI_S must be a whole number of seconds, not '{limit}'" in done.stderr
+    assert not (tmp_path / "npm-runs").exists()
