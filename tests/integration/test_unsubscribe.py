@@ -330,7 +330,9 @@ async def test_regression_a_mailto_outside_allowed_recipients_is_said_in_the_dry
     (would,) = dry["lists"]
     assert would["outcome"] == "would_do" and f"{address} is outside allowed_recipients" in would["detail"]
     (question,) = declined.asked
-    assert f"{address} is outside allowed_recipients" in question and "imap_send_draft will refuse" in question
+    assert (
+        f"{address} is outside allowed_recipients" in question and "imap_send_draft will refuse" in question
+    )
     assert test_send._files(chain, user, "Drafts") == []
     async with client(settings, lists, answering("accept")) as mcp:
         data = await mcp.ok(TOOL, arguments)
