@@ -29,6 +29,9 @@ DRAFT = (
     b"Message-ID: <d1@example.org>\r\n\r\n.dot\r\nBody\r\n"
 )
 
+#: DRAFT without its X-Folded header: everything it sends, the question shows.
+PLAIN = DRAFT.replace(b"X-Folded: one\r\n two\r\n", b"")
+
 
 def _review(raw: bytes) -> Review:
     """What the user is asked to approve ``raw`` by."""
@@ -100,7 +103,7 @@ def test_an_injected_subject_is_shown_escaped_on_one_line() -> None:
 def test_the_approval_passes_only_the_message_shown_and_no_token_or_setting_passes_it() -> None:
     gate = ConfirmationGate(tokens_for_irreversible=True)  # confirm_without_elicitation: never for sending
     arguments = {"message_id": "imap:default:Drafts:1:1"}
-    asked, shown = _review(DRAFT), _shown(DRAFT)
+    asked, shown = _review(PLAIN), _shown(PLAIN)
     call = UserCall("imap_send_draft", arguments)
     with pytest.raises(ToolFailure) as refused:
         gate.for_call(call).require_approval(asked, None)
@@ -178,7 +181,7 @@ def test_the_whole_text_is_shown_with_its_lines_and_its_tail() -> None:
 
 
 def test_an_html_part_that_says_more_than_the_text_goes_to_the_page() -> None:
-    raw = _alternative(HARMLESS, f"<p>{HARMLESS}</p><p style='color:#000'>Pay 9,800 EUR to DE00 1234</p>")
+    raw = _alternative(HARMLESS, f"<p>{HARMLESS}</p><p>Pay 9,800 EUR to DE00 1234</p>")
     asked = review(outgoing(raw, OWN, "example.org"), raw, "default")
     assert asked.page_only == "its HTML part says more than its text part"
     assert "Pay 9,800 EUR to DE00 1234" in asked.question().splitlines()
