@@ -21,6 +21,7 @@ from mail_imap_mcp.services.send_review import review
 from mail_imap_mcp.smtp.client import dot_stuffed
 from mail_imap_mcp.smtp.outgoing import MAX_SEND_RECIPIENTS, outgoing, rewritten
 from mail_imap_mcp.smtp.refusals import DraftRefused, DraftUnsendable
+from tests.support.approval_shapes import SHAPES, Shape, shaped
 
 OWN = frozenset({"me@example.org"})
 DRAFT = (
@@ -296,3 +297,42 @@ def test_a_large_draft_is_read_and_rewritten_without_copies_of_its_body() -> Non
     assert _peak_bytes(lambda: outgoing(raw, OWN, "example.org")) < len(raw) // 10
     assert _peak_bytes(lambda: rewritten(raw, date="x", header_id=None, keep_bcc=False)) < 1.1 * len(raw)
     assert outgoing(raw, OWN, "example.org").fingerprint == hashlib.sha256(raw).hexdigest()
+
+
+SHAPED_HEAD = (
+    "From: Me <me@example.org>\r\nTo: Bob <bob@example.com>\r\nSubject: Lunch\r\n"
+    "Message-ID: <d4@example.org>\r\n"
+)
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_what_the_questions_text_cannot_show_goes_to_the_page_which_shows_it(name: str) -> None:
+    """Issue 78 item 1: text a style adds, an image, a hidden element, a comment, a title, a script, a
+    header or a preamble the question would not show: only the page may ask, saying why, and its source
+    holds what the question's text leaves out."""
+    raw = shaped(SHAPED_HEAD, SHAPES[name])
+    asked = _review(raw)
+    assert asked.page_only is not None and SHAPES[name].reason in asked.page_only, asked.page_only
+    page = message_page("sha256:" + "0" * 64, raw, why=asked.page_only)
+    sent = "\n".join(
+        [page.html or "", *(f"{key}: {value}" for key, value in page.headers), *(t for _, t in page.framing)]
+    )
+    assert SHAPES[name].hidden in sent and page.why == asked.page_only
+    assert SHAPES[name].hidden not in asked.question()
+    if name == "remote image":
+        assert page.resources == ["http://127.0.0.1:9/pixel.png?wire"]
+
+
+def test_plain_html_and_the_threads_headers_are_asked_in_the_question_which_shows_them() -> None:
+    """Plain HTML saying what the text says goes to the question; so do References and In-Reply-To (the
+    server writes them in every reply), which the question shows whole, with Sender."""
+    head = SHAPED_HEAD + (
+        "Sender: Me <me@example.org>\r\nIn-Reply-To: <q@example.com>\r\nReferences: <p@example.com>\r\n"
+        " <wire-9800-EUR@example.com>\r\n"
+    )
+    asked = _review(shaped(head, Shape()))
+    assert asked.page_only is None
+    lines = asked.question().splitlines()
+    for line in ("Sender: Me <me@example.org>", "In-Reply-To: <q@example.com>",
+                 "References: <p@example.com> <wire-9800-EUR@example.com>"):  # fmt: skip
+        assert line in lines

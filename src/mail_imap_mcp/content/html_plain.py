@@ -26,7 +26,18 @@ _PLAIN_TAGS = tag_set(
 )
 #: Attributes that name a resource a browser loads (``href`` only on the elements that load it).
 _RESOURCE_ATTRIBUTES = frozenset(
-    {"src", "srcset", "background", "poster", "data", "action", "formaction", "lowsrc", "dynsrc", "xlink:href"}
+    {
+        "src",
+        "srcset",
+        "background",
+        "poster",
+        "data",
+        "action",
+        "formaction",
+        "lowsrc",
+        "dynsrc",
+        "xlink:href",
+    }
 )
 _RESOURCE_HREF = tag_set("link image use feimage")
 _CSS_URL = re.compile(r"""url\(\s*(['"]?)(.*?)\1\s*\)|@import\s+(['"])(.*?)\3""", re.IGNORECASE | re.DOTALL)
@@ -86,7 +97,7 @@ def not_plain(html: str) -> str | None:
                 if safe_url(value or "") is None:
                     return "a link to an address that is not http, https or mailto"
                 continue
-            return f"a {name!r} attribute on <{tag}>"
+            return f"an attribute {name}= on <{tag}>"
     return None
 
 

@@ -17,7 +17,6 @@ import email.policy
 from dataclasses import dataclass
 from email.message import EmailMessage
 from email.parser import BytesParser
-
 from html import escape
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -35,9 +34,9 @@ __all__ = [
     "MAX_HTML_CHARS",
     "MAX_RECIPIENTS",
     "MAX_TEXT_CHARS",
+    "VIEW_POLICY",
     "MessagePage",
     "MessageRenderer",
-    "VIEW_POLICY",
     "message_page",
 ]
 

@@ -178,7 +178,9 @@ def page_only(found: Displayed, rendered_htmls: list[str]) -> str | None:
     if found.unshown.unknown:
         return f"it has a header field the question does not show ({found.unshown.unknown[0][0]})"
     if found.unshown.framing:
-        return f"it has text outside its parts ({found.unshown.framing[0][0]}), which the question does not show"
+        return (
+            f"it has text outside its parts ({found.unshown.framing[0][0]}), which the question does not show"
+        )
     return None
 
 
