@@ -127,9 +127,6 @@ class MessagePage(BaseModel):
     framing: list[tuple[str, str]] = Field(
         default=[], max_length=MAX_ATTACHMENTS, description="(what, text) of each MIME preamble or epilogue."
     )
-    resources: list[str] = Field(
-        default=[], max_length=MAX_RECIPIENTS, description="Each address its HTML would load from."
-    )
 
     @property
     def words(self) -> PageWords:
@@ -201,8 +198,9 @@ class MessagePage(BaseModel):
             f'<pre class="framing">{shown(text, keep_lines=True)}</pre></div>'
             for what, text in self.framing
         ]
-        if self.resources:
-            items = "".join(f"<li><bdi>{shown(url)}</bdi></li>" for url in self.resources)
+        loads = resources(self.html) if self.html is not None else []
+        if loads:
+            items = "".join(f"<li><bdi>{shown(url)}</bdi></li>" for url in loads)
             parts.append(
                 "<p>Addresses its HTML would load from (a recipient's program may; nothing is loaded here):"
                 f'</p><ul id="resources">{items}</ul>'
@@ -254,7 +252,6 @@ def message_page(
             if name.lower() not in _NOT_SENT
         ],
         framing=found.unshown.framing,
-        resources=list(dict.fromkeys(url for source in htmls for url in resources(source))),
     )
 
 
