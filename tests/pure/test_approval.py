@@ -13,6 +13,8 @@ from mail_imap_mcp.approval import Outcome
 from mail_imap_mcp.approval.page import PAGE_HEADERS, answer_page, approval_page, review_page
 from mail_imap_mcp.approval.review import Review, ReviewContent, ReviewField
 from mail_imap_mcp.approval.slot import Answer, ApprovalSlot, Opening, host_allowed, origin_allowed
+from mail_imap_mcp.operations.bulk import BulkSearch
+from mail_imap_mcp.presentation.bulk import SampleMessage, checked_search, review_of
 from mail_imap_mcp.services.send_page import VIEW_POLICY, MessagePage
 
 DIGEST = "sha256:" + "ab" * 32
@@ -320,3 +322,28 @@ def test_any_review_is_shown_whole_and_escaped_on_the_generic_page() -> None:
     assert f'name="digest" value="{DIGEST}"' in page
     with pytest.raises(ValueError):
         review_page(review, "not a digest")
+
+
+def test_a_bulk_runs_question_names_its_newest_matches_once_above_them() -> None:
+    """Issue 78 (low list): "Among them (newest 10):" began each of the ten lines, as a recipient's "To:"
+    does; it is said once now, the matches indented below it."""
+    mailbox, tree = checked_search("from:news", "INBOX")
+    sample = [
+        SampleMessage.model_validate(
+            {
+                "message_id": f"imap:default:INBOX:1:{n}",
+                "date": f"2026-11-0{n}",
+                "from": "news@example.com",
+                "subject": f"Issue {n}",
+            }
+        )
+        for n in (2, 1)
+    ]
+    asked = review_of("Delete", 2, BulkSearch("default", mailbox, "from:news", tree), sample)
+    lines = asked.question().splitlines()
+    start = lines.index("Among them (newest 2):")
+    assert lines[start + 1 : start + 3] == [
+        "  2026-11-02  news@example.com  Issue 2",
+        "  2026-11-01  news@example.com  Issue 1",
+    ]
+    assert sum("Among them" in line for line in lines) == 1

@@ -8,12 +8,14 @@ import base64
 import hashlib
 import tracemalloc
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import pytest
 
 from mail_imap_mcp.approval.request import Renderer
 from mail_imap_mcp.approval.review import Review
 from mail_imap_mcp.confirmation import ConfirmationGate, Decision
+from mail_imap_mcp.content.invitations import answer_invitation
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.envelope.user_call import ASK_USER, UserCall, approval_digest, question
 from mail_imap_mcp.services.send_page import MessageRenderer, message_page
@@ -22,8 +24,10 @@ from mail_imap_mcp.smtp.client import dot_stuffed
 from mail_imap_mcp.smtp.outgoing import MAX_SEND_RECIPIENTS, outgoing, rewritten
 from mail_imap_mcp.smtp.refusals import DraftRefused, DraftUnsendable
 from tests.support.approval_shapes import SHAPES, Shape, shaped
+from tests.support.invitations import google
 
 OWN = frozenset({"me@example.org"})
+NOW = datetime(2025, 11, 21, 8, 30, tzinfo=UTC)
 DRAFT = (
     b"From: Me <me@example.org>\r\nTo: Bob <bob@example.com>\r\nBcc: hidden@example.com\r\n"
     b"Subject: Plans\r\nDate: Mon, 02 Jan 2023 10:00:00 +0000\r\nX-Folded: one\r\n two\r\n"
@@ -339,3 +343,29 @@ def test_plain_html_and_the_threads_headers_are_asked_in_the_question_which_show
     for line in ("Sender: Me <me@example.org>", "In-Reply-To: <q@example.com>",
                  "References: <p@example.com> <wire-9800-EUR@example.com>"):  # fmt: skip
         assert line in lines
+
+
+def test_an_invitation_replys_page_says_it_in_words_and_shows_its_calendar_under_the_source() -> None:
+    """Issue 78 (low list): the page put the raw iCalendar in the Text box, right below the sentence that
+    says it, as though it were the message's text. Now the Text box holds the text alone, and the calendar
+    part comes under Source, saying what it is."""
+    reply = answer_invitation(
+        google("bob@example.com", ["me@example.org"]), ["me@example.org"], "accept", "", NOW
+    )
+    raw = (
+        f"From: Me <me@example.org>\r\nTo: bob@example.com\r\nSubject: {reply.subject}\r\n"
+        'Message-ID: <d5@example.org>\r\nMIME-Version: 1.0\r\nContent-Type: multipart/alternative; boundary="i"\r\n\r\n'
+        "--i\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nI accept.\r\n"
+        f"--i\r\nContent-Type: text/calendar; charset=utf-8; method=REPLY\r\n\r\n{reply.calendar}\r\n--i--\r\n"
+    ).encode()
+    page = message_page("sha256:" + "0" * 64, raw)
+    assert page.text == "I accept."
+    assert page.invitation_replies == [reply.words] and "BEGIN:VCALENDAR" in (page.calendar or "")
+    body = page.body_html()
+    assert (
+        body.index(reply.words.replace("'", "&#x27;"))
+        < body.index("<h2>Source</h2>")
+        < body.index("BEGIN:VCALENDAR")
+    )
+    assert "as the organizer's calendar program reads it" in body
+    assert "Text (text/calendar)" in _review(raw).question()  # the question still shows it whole

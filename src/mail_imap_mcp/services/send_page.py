@@ -118,6 +118,11 @@ class MessagePage(BaseModel):
     invitation_replies: list[str] = Field(
         default=[], max_length=MAX_ATTACHMENTS, description="Each invitation answer it carries, in words."
     )
+    calendar: str | None = Field(
+        default=None,
+        max_length=MAX_TEXT_CHARS,
+        description="Its text/calendar parts (an invitation answer as the organizer's calendar reads it).",
+    )
     why: str | None = Field(
         default=None, max_length=10_000, description="Why only this page may ask (the review's page_only)."
     )
@@ -193,6 +198,12 @@ class MessagePage(BaseModel):
             "<h2>Source</h2><p>Every header field as it is sent (Date is set when it is sent):</p>"
             f'<div class="body"><pre id="headers">{shown(lines, keep_lines=True)}</pre></div>'
         ]
+        if self.calendar is not None:
+            parts.append(
+                "<p>The invitation reply as the organizer's calendar program reads it (text/calendar; the "
+                "Invitation reply line above says it in words):</p>"
+                f'<div class="body"><pre id="calendar">{shown(self.calendar, keep_lines=True)}</pre></div>'
+            )
         parts += [
             f'<p>{shown(what[:1].upper() + what[1:])}, which mail programs do not show:</p><div class="body">'
             f'<pre class="framing">{shown(text, keep_lines=True)}</pre></div>'
@@ -231,6 +242,7 @@ def message_page(
     assert isinstance(parsed, EmailMessage)
     found = displayed(message)
     texts = [text for _, text in found.texts]
+    calendars = [text for _, text in found.calendars]
     htmls = [source for _, source in found.htmls]
     return MessagePage(
         digest=digest,
@@ -245,6 +257,7 @@ def message_page(
         attachments=found.attachments,
         forwards=forwards,
         invitation_replies=found.invitation_replies,
+        calendar=_NEXT_PART.join(calendars) if calendars else None,
         why=why,
         headers=[
             (name, "(set when it is sent)" if name.lower() == "date" else value)

@@ -81,6 +81,8 @@ class Displayed:
     attachments: list[AttachmentShown] = field(default_factory=list)
     #: What each iMIP REPLY among its calendar parts answers, in words.
     invitation_replies: list[str] = field(default_factory=list)
+    #: (where it is, its text) of each text/calendar part: the invitation answers as a calendar reads them.
+    calendars: list[tuple[str, str]] = field(default_factory=list)
     #: Its header fields and MIME framing.
     unshown: Unshown = field(default_factory=Unshown)
 
@@ -129,7 +131,8 @@ def _walk(
         return
     if kind == "text/calendar":
         found.invitation_replies += reply_words(_text_of(part))
-    if kind == "text/html":
+        found.calendars.append((where, _text_of(part)))
+    elif kind == "text/html":
         found.htmls.append((where, _text_of(part)))
     else:
         found.texts.append((where if kind == "text/plain" else f"{where} ({kind})", _text_of(part)))
@@ -160,7 +163,7 @@ def _words(text: str) -> Counter[str]:
 def page_only(found: Displayed, rendered_htmls: list[str]) -> str | None:
     """Why the message ``found`` (its HTML parts rendered to text: ``rendered_htmls``) cannot be approved
     in the client's question (see the module); None when it can."""
-    texts = [text for _, text in found.texts]
+    texts = [text for _, text in found.texts + found.calendars]
     total = sum(len(text) for text in texts)
     if total > QUESTION_MAX_CHARS:
         return f"its text has {total:,} characters, more than a question shows ({QUESTION_MAX_CHARS:,})"
@@ -242,6 +245,9 @@ def review(message: Outgoing, raw: bytes, account_id: str, forwarded: str | None
         *_shown_headers(found.unshown, QUESTION_HEADERS[1:]),
     ]
     contents = [ReviewContent(label=f"Text{where}", text=text) for where, text in found.texts]
+    contents += [
+        ReviewContent(label=f"Text{where} (text/calendar)", text=text) for where, text in found.calendars
+    ]
     contents += [
         ReviewContent(label=f"HTML part{where} as a mail program shows it", text=text)
         for where, text in rendered

@@ -73,9 +73,9 @@ def _read(part: Message, section: str, found: Unshown) -> None:
     if not part.is_multipart() or part.get_content_type() == "message/rfc822":
         return
     whose = f"part {section}" if section else "the message"
-    for kind, text in (("preamble", part.preamble), ("epilogue", part.epilogue)):
-        if text and text.strip():
-            found.framing.append((f"the MIME {kind} of {whose}", text))
+    for kind, framing in (("preamble", part.preamble), ("epilogue", part.epilogue)):
+        if framing and framing.strip():
+            found.framing.append((f"the MIME {kind} of {whose}", framing))
     payload = part.get_payload()
     children = [child for child in payload if isinstance(child, Message)] if isinstance(payload, list) else []
     for number, child in enumerate(children, start=1):
