@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from .html_walker import safe_url, tag_set
+from .html_walker import bounded_depth, safe_url, tag_set
 
 __all__ = ["not_plain", "resources"]
 
@@ -44,13 +44,18 @@ _CSS_URL = re.compile(r"""url\(\s*(['"]?)(.*?)\1\s*\)|@import\s+(['"])(.*?)\3"""
 _REFRESH_URL = re.compile(r"url\s*=\s*['\"]?([^'\"\s]+)", re.IGNORECASE)
 
 
-def _nodes(html: str) -> Iterator[LexborNode]:
-    """Every node of ``html``'s document, comments and those outside ``<html>`` too, in document order."""
+def _document(html: str) -> LexborNode | None:
+    """``html`` parsed as a browser parses it (its document node); None where it cannot be."""
     try:
         root = LexborHTMLParser(html).root
     except Exception:
-        return
-    node: LexborNode | None = root.parent if root is not None and root.parent is not None else root
+        return None
+    return root.parent if root is not None and root.parent is not None else root
+
+
+def _nodes(document: LexborNode | None) -> Iterator[LexborNode]:
+    """Every node of ``document``, comments and those outside ``<html>`` too, in document order."""
+    node = document
     stack: list[LexborNode] = []
     while node is not None or stack:
         if node is None:
@@ -79,7 +84,12 @@ def _article(tag: str) -> str:
 def not_plain(html: str) -> str | None:
     """What in ``html`` its text rendering does not show a reader as a browser would ("a <style>
     element", "a comment", "a style attribute"); None when it is plain (see the module)."""
-    for node in _nodes(html):
+    if bounded_depth(html) != html:
+        return "elements nested deeper than a browser shows"
+    document = _document(html)
+    if document is None:
+        return "markup that cannot be read"
+    for node in _nodes(document):
         tag = (node.tag or "").lower()
         if tag == "-comment":
             return "a comment"
@@ -112,7 +122,7 @@ def resources(html: str) -> list[str]:
         if url and not url.lower().startswith("data:"):
             found.setdefault(url, None)
 
-    for node in _nodes(html):
+    for node in _nodes(_document(bounded_depth(html))):
         tag = (node.tag or "").lower()
         if tag.startswith("-") or not tag:
             continue
