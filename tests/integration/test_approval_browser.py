@@ -14,8 +14,6 @@ import asyncio
 import logging
 import urllib.parse
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from selenium.webdriver.chrome.webdriver import WebDriver
@@ -25,7 +23,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from mail_imap_mcp.approval import Decision, Outcome, ask
 from mail_imap_mcp.services.send_page import MessagePage
 from tests.support.chromium_driver import chromium
-from tests.support.loopback_http import serving
+from tests.support.loopback_http import RecordingSite, recording_site
 from tests.support.patience import patient
 
 DIGEST = "sha256:" + "5e" * 32
@@ -33,35 +31,13 @@ OTHER_DIGEST = "sha256:" + "a7" * 32
 REBOUND = "rebound.test"  # a name the browser resolves to 127.0.0.1, as a DNS-rebinding attacker's would
 
 
-@dataclass
-class Hostile:
-    """Another site on loopback: serves the pages a test puts in ``pages`` and records every request."""
-
-    port: int = 0
-    pages: dict[str, str] = field(default_factory=dict)
-    hits: list[str] = field(default_factory=list)
+#: Another site on loopback: serves the pages a test puts in ``pages`` and records every request.
+Hostile = RecordingSite
 
 
 @pytest.fixture(scope="module")
 def hostile() -> Iterator[Hostile]:
-    site = Hostile()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            site.hits.append(self.path)
-            page = site.pages.get(self.path)
-            body = (page or "not found").encode()
-            self.send_response(200 if page is not None else 404)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    with serving(ThreadingHTTPServer(("127.0.0.1", 0), Handler)) as server:
-        site.port = server.server_address[1]
+    with recording_site() as site:
         yield site
 
 

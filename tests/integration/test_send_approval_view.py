@@ -16,9 +16,7 @@ a comment, a title, a script, a remote image, an ``X-Note:`` header, a MIME prea
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from html import unescape
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -38,42 +36,22 @@ from tests.integration.test_send import (
     _settings,
     _setup,
 )
-from tests.integration.test_send_approval_content import _page_app
+from tests.integration.test_send_approval_content import _page_app, refused_without_a_page
 from tests.support.approval_shapes import HARMLESS, PIXEL, SECRET, SHAPES, Shape, shaped
 from tests.support.chromium_driver import chromium
 from tests.support.clients import make_config, open_client
 from tests.support.elicitation import answering
-from tests.support.loopback_http import serving
+from tests.support.loopback_http import RecordingSite, recording_site
 from tests.support.patience import patient
 from tests.support.submission import SubmissionDovecot
 
 pytestmark = pytest.mark.anyio
 
 
-@dataclass
-class Canary:
-    """A web server on loopback that records every request (none may come while the user reviews)."""
-
-    url: str = ""
-    hits: list[str] = field(default_factory=list)
-
-
 @pytest.fixture(scope="module")
-def canary() -> Iterator[Canary]:
-    site = Canary()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            site.hits.append(self.path)
-            self.send_response(200)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    with serving(ThreadingHTTPServer(("127.0.0.1", 0), Handler)) as server:
-        site.url = f"http://127.0.0.1:{server.server_address[1]}"
+def canary() -> Iterator[RecordingSite]:
+    """A web server on loopback that records every request: none may come while the user reviews."""
+    with recording_site() as site:
         yield site
 
 
@@ -98,7 +76,7 @@ def _text(browser: WebDriver, selector: str) -> str:
     )
 
 
-def _reviewing(browser: WebDriver, canary: Canary, seen: dict[str, Any]) -> Callable[[str], bool]:
+def _reviewing(browser: WebDriver, canary: RecordingSite, seen: dict[str, Any]) -> Callable[[str], bool]:
     """The user's browser: the page opened in Chromium, what it shows kept in ``seen`` (the canary's
     requests among it, before the user decides), and "Send" pressed."""
 
@@ -136,7 +114,7 @@ def _reviewing(browser: WebDriver, canary: Canary, seen: dict[str, Any]) -> Call
 
 @pytest.mark.parametrize("name", sorted(SHAPES))
 async def test_each_shape_is_approved_on_the_page_rendered_safely_never_in_the_question(
-    chain: SubmissionDovecot, browser: WebDriver, canary: Canary, name: str
+    chain: SubmissionDovecot, browser: WebDriver, canary: RecordingSite, name: str
 ) -> None:
     shape = SHAPES[name]
     sender, bob, _ = _setup(chain)
@@ -173,24 +151,15 @@ async def test_each_shape_is_approved_on_the_page_rendered_safely_never_in_the_q
 
 @pytest.mark.parametrize("name", sorted(SHAPES))
 async def test_each_shape_is_refused_with_the_reason_where_no_page_can_open(
-    chain: SubmissionDovecot, canary: Canary, name: str
+    chain: SubmissionDovecot, canary: RecordingSite, name: str
 ) -> None:
     sender, bob, _ = _setup(chain)
     _append(chain, sender, "Drafts", shaped(_head(chain, sender, bob), SHAPES[name], canary.url))
-    accepting = answering("accept")
-    app = _page_app(chain, sender, None)
-    before = _everywhere(chain, sender, [bob])
-    async for mcp in open_client(app.config, app, elicitation_callback=accepting):
-        refused = await mcp.fail(TOOL, {"message_id": await _draft_id(mcp)}, "permission_denied")
-    assert accepting.asked == []
-    assert refused["error"]["details"]["approval"] == "unavailable"
-    assert SHAPES[name].reason in refused["error"]["details"]["reason"]
-    assert "no approval page could be shown" in refused["error"]["message"]
-    assert _everywhere(chain, sender, [bob]) == before
+    assert SHAPES[name].reason in await refused_without_a_page(chain, sender, bob)
 
 
 async def test_a_hostile_message_forwarded_as_an_attachment_is_refused_where_no_page_can_open(
-    chain: SubmissionDovecot, canary: Canary
+    chain: SubmissionDovecot, canary: RecordingSite
 ) -> None:
     """An inbound newsletter whose style adds a sentence, forwarded as an attachment by the agent: its HTML
     is shown to recipients inside the forward, so the question cannot hold it."""

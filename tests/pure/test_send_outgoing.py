@@ -332,15 +332,16 @@ def test_what_the_questions_text_cannot_show_goes_to_the_page_which_shows_it(nam
 
 def test_plain_html_and_the_threads_headers_are_asked_in_the_question_which_shows_them() -> None:
     """Plain HTML saying what the text says goes to the question; so do References and In-Reply-To (the
-    server writes them in every reply), which the question shows whole, with Sender."""
+    server writes them in every reply), which the question shows whole, with Sender (decoded, as a
+    recipient's program shows it)."""
     head = SHAPED_HEAD + (
-        "Sender: Me <me@example.org>\r\nIn-Reply-To: <q@example.com>\r\nReferences: <p@example.com>\r\n"
+        "Sender: =?utf-8?q?Me_=E2=80=93_wire_9,800_EUR?= <me@example.org>\r\nIn-Reply-To: <q@example.com>\r\nReferences: <p@example.com>\r\n"
         " <wire-9800-EUR@example.com>\r\n"
     )
     asked = _review(shaped(head, Shape()))
     assert asked.page_only is None
     lines = asked.question().splitlines()
-    for line in ("Sender: Me <me@example.org>", "In-Reply-To: <q@example.com>",
+    for line in ('Sender: "Me – wire 9,800 EUR" <me@example.org>', "In-Reply-To: <q@example.com>",
                  "References: <p@example.com> <wire-9800-EUR@example.com>"):  # fmt: skip
         assert line in lines
 

@@ -197,8 +197,8 @@ def shown_attachment(name: str, content_type: str, size: int, source: str) -> st
 
 
 def _shown_headers(found: Unshown, names: tuple[str, ...]) -> list[ReviewField]:
-    """A field for each header of ``names`` the draft has (its values as written)."""
-    return [ReviewField(label=name, values=found.header(name)) for name in names if found.header(name)]
+    """A field for each header of ``names`` the draft has (its values as a recipient's program shows them)."""
+    return [ReviewField(label=name, values=found.shown[name]) for name in names if name in found.shown]
 
 
 #: The review's line naming the message a draft forwards (the page shows it too).

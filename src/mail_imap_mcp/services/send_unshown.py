@@ -37,6 +37,7 @@ _TOP_KNOWN = _PART_FRAME | {
     SOURCE_HEADER.lower(),
     FORWARDED_HEADER.lower(),
 }
+_QUESTION_NAMES = {name.lower(): name for name in QUESTION_HEADERS}
 _FOLD = re.compile(r"\r?\n(?=[ \t])")
 
 
@@ -51,14 +52,20 @@ class Unshown:
     unknown: list[tuple[str, str]] = field(default_factory=list)
     #: (what it is, its text) of each preamble or epilogue holding more than blank lines.
     framing: list[tuple[str, str]] = field(default_factory=list)
-
-    def header(self, name: str) -> list[str]:
-        """The values of header ``name`` (case-insensitive), in order."""
-        return [value for key, value in self.headers if key.lower() == name.lower()]
+    #: The values of each of :data:`QUESTION_HEADERS` it has, decoded as a recipient's program shows them
+    #: (as written where they do not decode).
+    shown: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _unfolded(value: str) -> str:
     return _FOLD.sub("", value).strip(" \t")
+
+
+def _decoded(part: Message, name: str, raw: str) -> str:
+    try:
+        return str(part.policy.header_fetch_parse(name, raw))
+    except Exception:  # a hostile value that does not decode is shown as written
+        return raw
 
 
 def _read(part: Message, section: str, found: Unshown) -> None:
@@ -68,6 +75,8 @@ def _read(part: Message, section: str, found: Unshown) -> None:
         text = _unfolded(str(value))
         if not section:
             found.headers.append((name, text))
+            if name.lower() in _QUESTION_NAMES:
+                found.shown.setdefault(_QUESTION_NAMES[name.lower()], []).append(_decoded(part, name, text))
         if name.lower() not in known:
             found.unknown.append((f"{where}{name}", text))
     if not part.is_multipart() or part.get_content_type() == "message/rfc822":
