@@ -110,8 +110,25 @@ async def test_login_signs_in_through_the_browser_and_the_account_lists_its_mail
     assert f"{ACCOUNT}: signed in as {terminal.user}" in terminal.run("status").stdout
     rotated = terminal.keychain.load()
     assert rotated is not None
+    # Another install signing the same user in with the same app (the bundle beside a setup-made config)
+    # shares the sign-in, which is kept by identity: logout signs it out too, and says so.
+    another = terminal.directory / "another-install.toml"
+    another.write_text(config_toml({"another": terminal.settings}))
+
+    def status_of_another() -> str:
+        argv, env = terminal.command("status")
+        argv[-1] = str(another)
+        return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=patient(120)).stdout
+
+    assert f"another: signed in as {terminal.user}" in status_of_another()
     out = terminal.run("logout", ACCOUNT)
     assert "revoked at the provider and forgotten" in out.stderr, out.stderr
+    assert (
+        f"Every configuration on this computer that signs {terminal.user} in with this custom app"
+        in out.stderr
+    )
+    assert "Claude Desktop's extension too" in out.stderr and "each is signed out as well" in out.stderr
+    assert "another: not signed in" in status_of_another()
     assert terminal.keychain.load() is None
     assert refresh_refused(
         oidc, rotated
