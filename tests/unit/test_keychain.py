@@ -34,6 +34,7 @@ from mail_imap_mcp.credentials.secret_service import GreetingKeyring
 from mail_imap_mcp.credentials.secrets import account_password, introspection_secret
 from mail_imap_mcp.credentials.sign_in_here import set_aside_sign_ins_without_keychain
 from mail_imap_mcp.presentation.connect_failures import account_unusable
+from tests.support.accounts import config_toml
 from tests.support.secret_service import SECRET_SERVICE_BACKEND, SecretService
 
 NO_KEYCHAIN = "keyring.backends.fail.Keyring"
@@ -272,22 +273,14 @@ def test_a_collection_that_never_resolves_is_a_clear_error_naming_the_setting(
     assert glitching.glitches == 0
 
 
-SIGN_INS = """
-[accounts.work]
-host = "outlook.office365.com"
-username = "me@contoso.example"
-auth = "xoauth2"
-oauth2_provider = "microsoft"
-oauth2_client_id = "00000000-1111-2222-3333-444444444444"
-
-[accounts.filed]
-host = "outlook.office365.com"
-username = "me@contoso.example"
-auth = "xoauth2"
-oauth2_provider = "microsoft"
-oauth2_client_id = "00000000-1111-2222-3333-444444444444"
-oauth2_token_file = "{token}"
-"""
+#: A Microsoft sign-in as a configuration file sets it.
+SIGN_IN = {
+    "host": "outlook.office365.com",
+    "username": "me@contoso.example",
+    "auth": "xoauth2",
+    "oauth2_provider": "microsoft",
+    "oauth2_client_id": "00000000-1111-2222-3333-444444444444",
+}
 
 
 @pytest.mark.parametrize("keychain", ["none here", "a Secret Service"])
@@ -305,7 +298,9 @@ def test_a_sign_in_kept_in_a_keychain_there_is_none_of_is_set_aside_at_start(
     else:
         environment(request.getfixturevalue("secret_service").environment())
     path = tmp_path / "config.toml"
-    path.write_text(SIGN_INS.replace("{token}", str(tmp_path / "token")))
+    path.write_text(
+        config_toml({"work": SIGN_IN, "filed": {**SIGN_IN, "oauth2_token_file": str(tmp_path / "t")}})
+    )
     accounts = load_config(path, env={}).accounts
     set_aside_sign_ins_without_keychain(accounts)
     assert accounts["filed"].faults == ()
