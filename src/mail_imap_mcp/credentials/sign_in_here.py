@@ -35,8 +35,11 @@ def _named(account: AccountConfig, key: str) -> str:
 
 def set_aside_sign_ins_without_keychain(accounts: Mapping[str, AccountConfig]) -> None:
     """Mark each of ``accounts`` whose sign-in would be kept in the keychain as not usable where no
-    keychain is usable here (the keychain is asked only when there is such an account)."""
-    signing_in = [account for account in accounts.values() if keeps_sign_in_in_keychain(account)]
+    keychain is usable here (the keychain is asked only when there is such an account). An account set
+    aside already is left as it is: its settings' problems come first, each said once corrected."""
+    signing_in = [
+        account for account in accounts.values() if keeps_sign_in_in_keychain(account) and not account.faults
+    ]
     why = unusable_reason() if signing_in else None
     if why is None:
         return
