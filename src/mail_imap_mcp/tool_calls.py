@@ -91,13 +91,21 @@ def _handler(spec: ToolSpec[Any], app: AppContext) -> Callable[[Any, str, str, U
             called.user_call, called.confirmations = call, app.confirmations.for_call(call)
             called.ask = asker(called, spec.name, args)
             result = failures.run(_gated(spec), called, args)
-            if spec.summaries:
-                fit_summaries(result, spec.summaries)
+            bound_result(spec, result)
             if spec.writes:
                 _announce_change(called, args, result)
             return result
 
     return run
+
+
+def bound_result(spec: ToolSpec[Any], result: ToolResult[Any]) -> None:
+    """Keep ``result`` of ``spec`` within a result's bound: a page of summaries shortened, the tool's own
+    cut made (:attr:`ToolSpec.fit`)."""
+    if spec.summaries:
+        fit_summaries(result, spec.summaries)
+    if spec.fit:
+        spec.fit(result)
 
 
 def build_tools(app: AppContext) -> list[EnvelopeTool]:

@@ -258,7 +258,7 @@ async def test_the_bundle_signs_in_in_the_browser_then_lists_searches_and_reads(
     metadata = oidc.metadata()
     signed_in = tmp_path / "browser-done.txt"
     machine = {
-        "MAIL_IMAP_DEFAULT_OAUTH2_AUTHORIZATION_URL": metadata["authorization_endpoint"],
+        "MAIL_IMAP_DEFAULT_OAUTH2_AUTHORIZATION_URL": oidc.authorization_endpoint_for(provider),
         "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_URL": metadata["token_endpoint"],
         "MAIL_IMAP_DEFAULT_OAUTH2_SCOPES": f"openid offline_access {MAIL_SCOPE}",
         "DBUS_SESSION_BUS_ADDRESS": secret_service.bus,

@@ -27,6 +27,7 @@ from mail_imap_mcp.cli.startup import collector_paused
 from mail_imap_mcp.config import AuthMethod, Config, ConfigError, load_config
 from mail_imap_mcp.config.local_files import refuse_over_http
 from mail_imap_mcp.credentials.logins import credentials_for
+from mail_imap_mcp.credentials.sign_in_here import set_aside_sign_ins_without_keychain
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
@@ -101,6 +102,7 @@ def serve(config_path: Path | None, http: dict[str, Any] | None = None) -> None:
     of ``[http]`` (``host``, ``port``, ...)."""
     config = _load(config_path)
     _configure_audit(config)
+    set_aside_sign_ins_without_keychain(config.accounts)
     for account_id, account in sorted(config.accounts.items()):
         for fault in account.faults:
             # Served all the same: the client shows the account as unusable, with the field to correct.

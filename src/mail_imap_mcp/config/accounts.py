@@ -384,6 +384,10 @@ class AccountConfig(SignInSettings):
         """What is wrong with this account's settings; while there is anything, it is never connected."""
         return self._faults
 
+    def add_fault(self, fault: SettingFault) -> None:
+        """Set the account aside as not usable here (a fault found once the settings were read)."""
+        self._faults = (*self._faults, fault)
+
     def setting(self, key: str, value: str | None = None) -> str:
         """How the user sets ``key`` for this account, optionally to ``value``.
 

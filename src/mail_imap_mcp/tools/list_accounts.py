@@ -20,7 +20,8 @@ DETAILS = (
     "List the configured IMAP accounts (id, host, port, security, username, own addresses; never passwords). "
     "Start here: pass an account_id from the result to imap_list_mailboxes or imap_search_messages. An "
     "environment account whose settings cannot work (an empty password, no host for an address at no known "
-    "provider, a wrong port or security: docs/bundle.md) is listed with usable false and its problems, each "
+    "provider, a wrong port or security: docs/bundle.md), or whose built-in sign-in has no keychain on this "
+    "computer to be kept in, is listed with usable false and its problems, each "
     "naming the bundle form's field and the setting; the summary names it, next_action skips it, and every "
     "call on it fails until the user corrects the setting."
 )
