@@ -305,8 +305,15 @@ class EnvelopeTool(InternalTool):
         if self.multi_item:
             data.status = "failed"
             data.issues = []
-        summary = one_line(f"{self.title or self.name} failed ({failure.code}): {failure.message}")
+        summary = one_line(f"{_action(self.title or self.name)} failed ({failure.code}): {failure.message}")
         return FailureEnvelope(summary=summary, data=data, error=failure.to_error(), meta=meta)
+
+
+def _action(title: str) -> str:
+    """The action a tool's title names, as a failure's summary says it: without the title's remark in
+    parentheses, which tells a client's list what the tool never does ("Save a draft (never sends) failed"
+    read as if a send had failed)."""
+    return title.split(" (", 1)[0]
 
 
 def _reporter(context: Any) -> Callable[[int, int, str], None]:
