@@ -47,8 +47,8 @@ from mail_imap_mcp.envelope.model import (
     SuccessEnvelope,
     ToolFailure,
     ToolResult,
+    failure_summary,
     new_request_id,
-    one_line,
     utc_now_rfc3339,
 )
 from mail_imap_mcp.envelope.request_state import StateSeal
@@ -312,15 +312,8 @@ class EnvelopeTool(InternalTool):
         if self.multi_item:
             data.status = "failed"
             data.issues = []
-        summary = one_line(f"{_action(self.title or self.name)} failed ({failure.code}): {failure.message}")
+        summary = failure_summary(self.title or self.name, failure)
         return FailureEnvelope(summary=summary, data=data, error=failure.to_error(), meta=meta)
-
-
-def _action(title: str) -> str:
-    """The action a tool's title names, as a failure's summary says it: without the title's remark in
-    parentheses, which tells a client's list what the tool never does ("Save a draft (never sends) failed"
-    read as if a send had failed)."""
-    return title.split(" (", 1)[0]
 
 
 def _reporter(context: Any) -> Callable[[int, int, str], None]:
