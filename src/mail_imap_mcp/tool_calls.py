@@ -13,7 +13,9 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.asking import asker
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
+from mail_imap_mcp.envelope.request_state import StateSeal
 from mail_imap_mcp.envelope.user_call import UserCall
+from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.imap.ids import InvalidMessageId, parse_message_id
 from mail_imap_mcp.operations import OperationRef
 from mail_imap_mcp.presentation import failures
@@ -127,6 +129,7 @@ def _envelope_tool(spec: ToolSpec[Any], app: AppContext, hints: dict[str, Any]) 
         destructive=hints["destructiveHint"],
         idempotent=hints["idempotentHint"],
         takes_call=True,
+        state_seal=StateSeal(sealing),
     )
 
 

@@ -230,10 +230,30 @@ def test_regression_the_forms_microsoft_tenant_reaches_the_sign_in() -> None:
     assert empty.oauth2_tenant == "common"
 
 
-def test_a_tenant_that_is_none_is_the_tenant_fields_fault() -> None:
+TENANT_IN_WORDS = (
+    "is not a tenant: give your organisation's tenant ID or domain (letters, digits, dots and hyphens only, "
+    "e.g. contoso.onmicrosoft.com), or common, organizations or consumers"
+)
+
+
+def test_a_tenant_that_is_none_is_the_tenant_fields_fault_said_in_words() -> None:
+    # Issue 78: the reason an agent relays was the pattern it failed ("String should match pattern ...").
     setting, label, reason = fault_of({**MICROSOFT_FORM, "MAIL_IMAP_DEFAULT_OAUTH2_TENANT": "my company"})
     assert (setting, label) == ("MAIL_IMAP_DEFAULT_OAUTH2_TENANT", "Microsoft tenant (optional)")
-    assert "pattern" in reason
+    assert reason == TENANT_IN_WORDS
+
+
+def test_a_tenant_that_is_none_in_a_config_file_is_refused_in_words(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        '[accounts.work]\nhost = "outlook.office365.com"\nusername = "you@contoso.onmicrosoft.com"\n'
+        'auth = "xoauth2"\noauth2_provider = "microsoft"\noauth2_client_id = "client"\n'
+        'oauth2_tenant = "contoso/onmicrosoft"\n'
+    )
+    with pytest.raises(ConfigError) as refused:
+        load_config(path, {})
+    assert f"oauth2_tenant: {TENANT_IN_WORDS}" in str(refused.value)
+    assert "pattern" not in str(refused.value) and "[A-Za-z" not in str(refused.value)
 
 
 def test_sign_in_with_google_takes_the_client_secret_by_its_variables_name() -> None:
