@@ -25,17 +25,17 @@ from pathlib import Path
 from typing import Any
 
 from mail_imap_mcp.cli import setup_sending, setup_sign_in
-from mail_imap_mcp.cli.setup_answers import answered
+from mail_imap_mcp.cli.setup_answers import NOT_A_PORT, NOT_A_SECURITY, SECURITIES, answered, is_port
 from mail_imap_mcp.cli.setup_asker import Asker, SetupRefused, say
 from mail_imap_mcp.cli.setup_clients import already_served, snippets
 from mail_imap_mcp.cli.setup_config_file import account_table, accounts_in, chosen_account_id, write_config
-from mail_imap_mcp.cli.setup_login import log_in, port_setting, validated
+from mail_imap_mcp.cli.setup_login import PASSWORD_QUESTION, log_in, validated
 from mail_imap_mcp.cli.setup_password import KEYRING_SERVICE, keep_password, password_place
+from mail_imap_mcp.cli.setup_submission import CHECK_FAILED, prove_submission
 from mail_imap_mcp.config import DEFAULT_PORTS, ConfigError, Security, parse_command, resolve_config_path
 from mail_imap_mcp.config.providers import Provider, provider_for_address
-from mail_imap_mcp.imap.errors import ImapError
 
-_ADDRESS, _SECURITY = re.compile(r"[^@\s]+@[^@\s]+").fullmatch, {item.value for item in Security}.__contains__
+_ADDRESS = re.compile(r"[^@\s]+@[^@\s]+").fullmatch
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -90,15 +90,15 @@ def _ask_account(args: argparse.Namespace, ask: Asker) -> tuple[dict[str, Any], 
         "--security",
         args.security,
         proposed,
-        _SECURITY,
-        "is none of the three",
+        SECURITIES.__contains__,
+        NOT_A_SECURITY,
     )
     port_proposal = provider.port if from_provider and provider else DEFAULT_PORTS[Security(security)]
-    port = ask.text("Port", "--port", args.port, str(port_proposal))
+    port = asked("Port", "--port", args.port, str(port_proposal), is_port, NOT_A_PORT)
     username = ask.text("Username", "--username", args.username, address)
     settings: dict[str, Any] = {
         "host": host,
-        "port": port_setting(port),
+        "port": int(port),
         "security": security,
         "username": username,
         "addresses": [address],
@@ -110,26 +110,33 @@ def _ask_account(args: argparse.Namespace, ask: Asker) -> tuple[dict[str, Any], 
     return settings, provider
 
 
-def run_setup(args: argparse.Namespace, words: Callable[[ImapError], str]) -> int:
+def run_setup(args: argparse.Namespace, words: Callable[[Exception], str]) -> int:
     """The whole command; 0 when the account works and is written, 1 when the login fails, 2 otherwise."""
     path, _ = resolve_config_path(args.config, os.environ)
+    ask = Asker(args)
     try:
-        return _setup(args, path, words)
+        return _setup(args, path, words, ask)
     except SetupRefused as exc:
         print(f"mail-imap-mcp setup: {exc}", file=sys.stderr)
-        return 1 if str(exc).startswith("the login failed") else 2
+        return 1 if str(exc).startswith(("the login failed", CHECK_FAILED)) else 2
     except (KeyboardInterrupt, EOFError):
         print("\nmail-imap-mcp setup: stopped; nothing was written", file=sys.stderr)
         return 2
+    finally:
+        ask.close()
 
 
-def _setup(args: argparse.Namespace, path: Path, words: Callable[[ImapError], str]) -> int:
-    ask = Asker(args)
+def _setup(args: argparse.Namespace, path: Path, words: Callable[[Exception], str], ask: Asker) -> int:
     account_id = chosen_account_id(path, args.account, args.replace)
     held = sorted(accounts_in(path)) if path.is_file() else []
     replacing = account_id if account_id in held else None
     settings, provider = _ask_account(args, ask)
     sign_in = setup_sign_in.chosen(args, ask, provider)
+    secret: str | None = None
+    if sign_in is None:
+        settings |= _token_command(args, ask, provider)
+        if settings.get("auth", "password") == "password":  # right after the username, where it is expected
+            secret = ask.secret(PASSWORD_QUESTION)
     from_provider = provider is not None and settings["host"] == provider.imap_host
     # Before the sign-in: an account that sends signs in for the send scope too.
     settings |= setup_sending.sending_settings(args, ask, say, SetupRefused, provider, from_provider)
@@ -140,21 +147,10 @@ def _setup(args: argparse.Namespace, path: Path, words: Callable[[ImapError], st
             settings |= more
         except ConfigError as exc:
             raise SetupRefused(str(exc)) from None
-    elif args.oauth2_token_command or (provider is not None and provider.oauth2_only and ask.interactive):
-        command = ask.text(
-            "OAuth2 token command (e.g. pizauth show work)",
-            "--oauth2-token-command",
-            args.oauth2_token_command,
-        )
-        try:
-            settings |= {
-                "auth": "xoauth2",
-                "oauth2_token_command": parse_command(command, "--oauth2-token-command"),
-            }
-        except ConfigError as exc:
-            raise SetupRefused(str(exc)) from None
     try:
-        secret = log_in(ask, account_id, settings, words)
+        secret = log_in(ask, account_id, settings, secret, words)
+        if settings.get("send_enabled"):
+            prove_submission(ask, account_id, settings, secret, words)
     except SetupRefused:
         if sign_in is not None:  # nothing is written: neither is the sign-in kept
             setup_sign_in.forget(account_id, settings, secret_file)
@@ -176,3 +172,17 @@ def _setup(args: argparse.Namespace, path: Path, words: Callable[[ImapError], st
     others = [other for other in held if other != account_id]
     say("\n" + (already_served(path, account_id, others) if others else "") + snippets(path, password_env))
     return 0
+
+
+def _token_command(args: argparse.Namespace, ask: Asker, provider: Provider | None) -> dict[str, Any]:
+    """The OAuth2 token command's settings, where the account logs in with one (``--oauth2-token-command``;
+    on a terminal, asked for a provider that takes no password)."""
+    if not (args.oauth2_token_command or (provider is not None and provider.oauth2_only and ask.interactive)):
+        return {}
+    command = ask.text(
+        "OAuth2 token command (e.g. pizauth show work)", "--oauth2-token-command", args.oauth2_token_command
+    )
+    try:
+        return {"auth": "xoauth2", "oauth2_token_command": parse_command(command, "--oauth2-token-command")}
+    except ConfigError as exc:
+        raise SetupRefused(str(exc)) from None

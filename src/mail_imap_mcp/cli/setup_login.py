@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from mail_imap_mcp.cli.setup_answers import NOT_A_PORT, NOT_A_SECURITY, SECURITIES, is_port
 from mail_imap_mcp.cli.setup_asker import Asker, SetupRefused, say
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.config.accounts import format_validation_error
@@ -24,10 +25,7 @@ from mail_imap_mcp.imap.session import ImapSession
 
 # Logins a person gets before setup gives up (each failure asks again only what it points at).
 MAX_LOGINS = 5
-
-
-def port_setting(answer: str) -> int | str:
-    return int(answer) if answer.isdigit() else answer
+PASSWORD_QUESTION = "Password or app password"
 
 
 def validated(settings: dict[str, Any]) -> AccountConfig:
@@ -72,14 +70,16 @@ def _fault(exc: ImapError) -> _Fault:
 
 
 def log_in(
-    ask: Asker, account_id: str, settings: dict[str, Any], words: Callable[[ImapError], str]
+    ask: Asker,
+    account_id: str,
+    settings: dict[str, Any],
+    secret: str | None,
+    words: Callable[[Exception], str],
 ) -> str | None:
-    """Log in with ``settings`` (changed in place by the answers given again); the password, or None
-    for an OAuth2 account. On a terminal a failure asks again only what it points at, every other answer
-    kept; a script, or the last of MAX_LOGINS, stops with the diagnosis (SetupRefused)."""
-    secret = (
-        None if settings.get("auth", "password") != "password" else ask.secret("Password or app password")
-    )
+    """Log in with ``settings`` (changed in place by the answers given again) and ``secret``, the
+    password (None for an OAuth2 account); the password that worked. On a terminal a failure asks again
+    only what it points at, every other answer kept; a script, or the last of MAX_LOGINS, stops with the
+    diagnosis (SetupRefused)."""
     for attempt in range(1, MAX_LOGINS + 1):
         try:
             _prove(account_id, validated(settings if secret is None else {**settings, "password": secret}))
@@ -97,11 +97,16 @@ def log_in(
         elif fault is _Fault.CREDENTIALS:
             settings["username"] = ask.again("Username", str(settings["username"]))
             if secret is not None:
-                secret = ask.secret("Password or app password")
+                secret = ask.secret(PASSWORD_QUESTION)
         else:
             settings["host"] = ask.again("IMAP server", str(settings["host"]))
-            settings["security"] = ask.again("Security (tls, starttls, plain)", str(settings["security"]))
-            settings["port"] = port_setting(ask.again("Port", str(settings["port"])))
+            settings["security"] = ask.again(
+                "Security (tls, starttls, plain)",
+                str(settings["security"]),
+                SECURITIES.__contains__,
+                NOT_A_SECURITY,
+            )
+            settings["port"] = int(ask.again("Port", str(settings["port"]), is_port, NOT_A_PORT))
     raise AssertionError("unreachable: the last attempt returns or raises")
 
 

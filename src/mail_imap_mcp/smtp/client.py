@@ -142,7 +142,7 @@ def submit(server: Server, login: Login, sender: str, recipients: list[str], mes
             client.starttls()
             client.ehlo()
         stage = Stage.LOGIN
-        _log_in(client, server, login)
+        log_in(client, server, login)
         stage = Stage.ENVELOPE
         data = dot_stuffed(message)
         limit = int(client.esmtp_features.get("size", "0") or 0) if client.has_extn("size") else 0
@@ -201,7 +201,9 @@ def advertised_size(server: Server) -> int | None:
         return None
 
 
-def _log_in(client: SubmissionClient, server: Server, login: Login) -> None:
+def log_in(client: SubmissionClient, server: Server, login: Login) -> None:
+    """AUTH on ``client`` (encrypted, or plain to loopback) with ``login``; :class:`SubmissionLoginRefused`
+    where the server offers not its mechanism or refuses the secret."""
     if not (is_tls(client.sock) if client.sock is not None else False) and server.security != "plain":
         raise SubmissionTlsFailed(Stage.TLS, "the connection is not encrypted")
     offered = client.esmtp_features.get("auth", "").upper().split()
@@ -250,4 +252,13 @@ def _close(client: SubmissionClient | None) -> None:
             client.close()
 
 
-__all__ = ["Login", "Server", "Submitted", "advertised_size", "dot_stuffed", "submit"]
+__all__ = [
+    "Login",
+    "Server",
+    "SubmissionClient",
+    "Submitted",
+    "advertised_size",
+    "dot_stuffed",
+    "log_in",
+    "submit",
+]
