@@ -15,14 +15,16 @@ from tests.support.submission import SubmissionDovecot
 
 
 def account(chain: SubmissionDovecot, user: str, password_env: str, port: int, security: str) -> str:
+    writes = [] if password_env.endswith("NO_WRITES") else ["write_enabled = true"]
     return "\n".join(
         [
             f'host = "{chain.host}"',
             f"port = {chain.tls_port}",
             f'username = "{user}"',
+            f'addresses = ["{chain.address(user)}"]',
             f'password_env = "{password_env}"',
             f"ca_file = {json.dumps(str(chain.ca_file))}",
-            "write_enabled = true",
+            *writes,
             "send_enabled = true",
             'allowed_recipients = ["*"]',
             f'smtp = {{ host = "{chain.host}", port = {port}, security = "{security}" }}',
@@ -42,6 +44,7 @@ def test_check_tries_each_submission_server_and_says_what_is_wrong(
         "starttls_on_tls_port": ("RIGHT", chain.submissions_port, "starttls"),
         "wrong_password": ("WRONG", chain.submissions_port, "tls"),
         "unreachable": ("RIGHT", nowhere, "tls"),
+        "no_writes": ("RIGHT_NO_WRITES", chain.submissions_port, "tls"),
     }
     config = tmp_path / "mail.toml"
     config.write_text(
@@ -53,17 +56,19 @@ def test_check_tries_each_submission_server_and_says_what_is_wrong(
     )
     relayed = chain.mta_log()
     env = environment(tmp_path, NO_KEYCHAIN)
-    done = check(config, env | {"MAIL_PASSWORD_RIGHT": chain.password, "MAIL_PASSWORD_WRONG": "not-it"})
+    passwords = {"MAIL_PASSWORD_RIGHT": chain.password, "MAIL_PASSWORD_RIGHT_NO_WRITES": chain.password}
+    done = check(config, env | passwords | {"MAIL_PASSWORD_WRONG": "not-it"})
     assert done.returncode == 1, done.stdout + done.stderr
     lines = {
         line.split(": submission ", 1)[0]: line
         for line in done.stdout.splitlines()
         if ": submission " in line
     }
-    assert sorted(lines) == sorted(f"{'FAIL' if i > 1 else 'ok  '} {name}" for i, name in enumerate(accounts))
+    good = ("tls", "starttls", "no_writes")
+    assert sorted(lines) == sorted(f"{'ok  ' if name in good else 'FAIL'} {name}" for name in accounts)
 
     def said(name: str) -> str:
-        status = "ok  " if name in ("tls", "starttls") else "FAIL"
+        status = "ok  " if name in good else "FAIL"
         _, port, security = accounts[name]
         line = lines[f"{status} {name}"]
         assert line.startswith(f"{status} {name}: submission {chain.host}:{port} ({security}) as {user}: "), (
@@ -71,9 +76,9 @@ def test_check_tries_each_submission_server_and_says_what_is_wrong(
         )
         return line.split(f" as {user}: ", 1)[1]
 
-    for good in ("tls", "starttls"):
-        assert said(good).startswith("logged in, AUTH ") and said(good).endswith("; nothing sent"), said(good)
-        assert "PLAIN" in said(good).split("AUTH ", 1)[1]
+    for name in good:
+        assert said(name).startswith("logged in, AUTH ") and said(name).endswith("; nothing sent"), said(name)
+        assert "PLAIN" in said(name).split("AUTH ", 1)[1]
     assert said("tls_on_starttls_port") == (
         "[unavailable] The submission server was not reached safely: TLS could not be set up (the port "
         "answered without TLS (is it a STARTTLS port?)). Nothing was sent. Check security in "
@@ -92,6 +97,15 @@ def test_check_tries_each_submission_server_and_says_what_is_wrong(
     )
     assert said("unreachable") == (
         "[unavailable] The submission server could not be reached (Connection refused). Nothing was sent."
+    )
+    # Sending on with writes off: no draft can be saved to send, and check says so (the one note).
+    notes = [line for line in done.stdout.splitlines() if line.startswith("note")]
+    assert len(notes) == 1, done.stdout
+    (note,) = notes
+    assert note == (
+        "note    no_writes: send_enabled in [accounts.no_writes] is on, but writes are off, so no draft can be "
+        "saved to send: the user sets write_enabled = true in [server] (or MAIL_IMAP_WRITE_ENABLED=true), or "
+        "write_enabled = true in [accounts.no_writes] for this account only"
     )
     # Nothing was sent: the relay behind the submission server saw no message.
     assert chain.mta_log() == relayed

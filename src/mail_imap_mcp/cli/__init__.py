@@ -26,6 +26,7 @@ from mail_imap_mcp.cli.setup import run_setup
 from mail_imap_mcp.cli.startup import collector_paused
 from mail_imap_mcp.cli.submission_check import failure_words, reach, reached_words, submission_target
 from mail_imap_mcp.config import AccountConfig, AuthMethod, Config, ConfigError, load_config
+from mail_imap_mcp.config.faults import sending_without_writes
 from mail_imap_mcp.config.local_files import refuse_over_http
 from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -112,6 +113,10 @@ def serve(config_path: Path | None, http: dict[str, Any] | None = None) -> None:
                 account_id,
                 fault.named,
                 fault.reason,
+            )
+        if (noted := sending_without_writes(account, config.writes_allowed(account_id))) is not None:
+            logging.getLogger("mail_imap_mcp").warning(
+                "account %r: %s %s", account_id, noted.named, noted.reason
             )
     if http is None:
         with collector_paused():
@@ -209,6 +214,8 @@ def check(config_path: Path | None) -> int:
             )
         elif account.send_enabled:
             failures += not _check_submission(account_id, account, connection.credentials)
+        if (noted := sending_without_writes(account, config.writes_allowed(account_id))) is not None:
+            print(f"note    {account_id}: {noted.named} {noted.reason}")
     return 1 if failures else 0
 
 
