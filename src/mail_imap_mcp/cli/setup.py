@@ -29,7 +29,7 @@ from mail_imap_mcp.cli.setup_answers import NOT_A_PORT, NOT_A_SECURITY, SECURITI
 from mail_imap_mcp.cli.setup_asker import Asker, SetupRefused, say
 from mail_imap_mcp.cli.setup_clients import already_served, snippets
 from mail_imap_mcp.cli.setup_config_file import account_table, accounts_in, chosen_account_id, write_config
-from mail_imap_mcp.cli.setup_login import PASSWORD_QUESTION, log_in, validated
+from mail_imap_mcp.cli.setup_login import PASSWORD_QUESTION, Proof, log_in, validated
 from mail_imap_mcp.cli.setup_password import KEYRING_SERVICE, keep_password, password_place
 from mail_imap_mcp.cli.setup_submission import CHECK_FAILED, prove_submission
 from mail_imap_mcp.config import DEFAULT_PORTS, ConfigError, Security, parse_command, resolve_config_path
@@ -148,9 +148,10 @@ def _setup(args: argparse.Namespace, path: Path, words: Callable[[Exception], st
         except ConfigError as exc:
             raise SetupRefused(str(exc)) from None
     try:
-        secret = log_in(ask, account_id, settings, secret, words)
+        proof = Proof(ask, account_id, words)
+        secret = log_in(proof, settings, secret)
         if settings.get("send_enabled"):
-            prove_submission(ask, account_id, settings, secret, words)
+            prove_submission(proof, settings, secret)
     except SetupRefused:
         if sign_in is not None:  # nothing is written: neither is the sign-in kept
             setup_sign_in.forget(account_id, settings, secret_file)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -69,17 +70,22 @@ def _fault(exc: ImapError) -> _Fault:
     return _Fault.SERVER
 
 
-def log_in(
-    ask: Asker,
-    account_id: str,
-    settings: dict[str, Any],
-    secret: str | None,
-    words: Callable[[Exception], str],
-) -> str | None:
+@dataclass(frozen=True)
+class Proof:
+    """What proves an account's settings: the questions asked again after a failure, the account's id,
+    and the failure registry's words (``cli`` gives them: only the command line's boundary applies it)."""
+
+    ask: Asker
+    account_id: str
+    words: Callable[[Exception], str]
+
+
+def log_in(proof: Proof, settings: dict[str, Any], secret: str | None) -> str | None:
     """Log in with ``settings`` (changed in place by the answers given again) and ``secret``, the
     password (None for an OAuth2 account); the password that worked. On a terminal a failure asks again
     only what it points at, every other answer kept; a script, or the last of MAX_LOGINS, stops with the
     diagnosis (SetupRefused)."""
+    ask, account_id, words = proof.ask, proof.account_id, proof.words
     for attempt in range(1, MAX_LOGINS + 1):
         try:
             _prove(account_id, validated(settings if secret is None else {**settings, "password": secret}))

@@ -7,11 +7,10 @@ server, security and port, every other answer kept; a script, or the last of
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from mail_imap_mcp.cli.setup_asker import Asker, SetupRefused, say
-from mail_imap_mcp.cli.setup_login import MAX_LOGINS, validated
+from mail_imap_mcp.cli.setup_asker import SetupRefused, say
+from mail_imap_mcp.cli.setup_login import MAX_LOGINS, Proof, validated
 from mail_imap_mcp.cli.setup_sending import smtp_again
 from mail_imap_mcp.cli.submission_check import failure_words, reach, reached_words, submission_target
 from mail_imap_mcp.credentials.logins import credentials_for
@@ -23,15 +22,10 @@ CHECK_FAILED = "the submission check failed"
 SECURITY_NAMED = "the SMTP security"
 
 
-def prove_submission(
-    ask: Asker,
-    account_id: str,
-    settings: dict[str, Any],
-    secret: str | None,
-    words: Callable[[Exception], str],
-) -> None:
+def prove_submission(proof: Proof, settings: dict[str, Any], secret: str | None) -> None:
     """Check the submission server of ``settings`` (its ``smtp`` changed in place by the answers given
     again), logging in with ``secret`` (None: the account's token); SetupRefused where it cannot work."""
+    ask = proof.ask
     for attempt in range(1, MAX_LOGINS + 1):
         account = validated(settings if secret is None else {**settings, "password": secret})
         endpoint = account.submission
@@ -39,9 +33,9 @@ def prove_submission(
             return
         say(f"Checking the submission server {submission_target(account)}, sending nothing...")
         try:
-            reached, not_tried = reach(account, credentials_for(account_id, account))
+            reached, not_tried = reach(account, credentials_for(proof.account_id, account))
         except SubmissionError as exc:
-            failure = failure_words(exc, words, SECURITY_NAMED)
+            failure = failure_words(exc, proof.words, SECURITY_NAMED)
         else:
             say(f"ok: {reached_words(reached, not_tried)}.")
             return

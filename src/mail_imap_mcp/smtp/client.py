@@ -93,6 +93,15 @@ class SubmissionClient(smtplib.SMTP):
             raise TimeoutError("the connect budget is used up")
         return left
 
+    def open(self) -> None:
+        """Connect, greet (EHLO) and, where the server's security is ``starttls``, upgrade and greet
+        again: what a probe of the server needs before it asks anything."""
+        self.connect(self._server.host, self._server.port)
+        self.ehlo()
+        if self._server.security == "starttls":
+            self.starttls()
+            self.ehlo()
+
     def starttls(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
         """STARTTLS with ``net/``'s TLS (the account's context, the server's name verified)."""
         self.ehlo_or_helo_if_needed()
@@ -188,11 +197,7 @@ def advertised_size(server: Server) -> int | None:
     client: SubmissionClient | None = None
     try:
         client = SubmissionClient(server, client_context(server.ca_file))
-        client.connect(server.host, server.port)
-        client.ehlo()
-        if server.security == "starttls":
-            client.starttls()
-            client.ehlo()
+        client.open()
         size = client.esmtp_features.get("size", "") if client.has_extn("size") else ""
         _quit(client)
         return int(size) if size.strip().isdigit() and int(size) > 0 else None

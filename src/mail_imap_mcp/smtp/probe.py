@@ -52,16 +52,11 @@ class _ProbeClient(SubmissionClient):
 def reach_submission(server: Server, login: Login | None) -> SubmissionReached:
     """Reach ``server`` as a send does up to the login (``login``: None to stop at the mechanisms), then
     say goodbye. Raises a :class:`~mail_imap_mcp.smtp.errors.SubmissionError` saying how far it got."""
-    stage = Stage.CONNECT
+    stage = Stage.CONNECT  # TLS failures carry their own stage
     client: _ProbeClient | None = None
     try:
         client = _ProbeClient(server, client_context(server.ca_file))
-        client.connect(server.host, server.port)
-        client.ehlo()
-        if server.security == "starttls":
-            stage = Stage.TLS
-            client.starttls()
-            client.ehlo()
+        client.open()
         mechanisms = tuple(client.esmtp_features.get("auth", "").upper().split())
         if login is not None:
             stage = Stage.LOGIN
