@@ -212,7 +212,7 @@ def check(config_path: Path | None) -> int:
             print(
                 f"note    {account_id}: sending is on but no SMTP server is known: set {account.named('smtp_host')}"
             )
-        elif account.send_enabled:
+        elif account.send_enabled and not account.faults:  # an unusable account contacts no server
             failures += not _check_submission(account_id, account, connection.credentials)
         if (noted := sending_without_writes(account, config.writes_allowed(account_id))) is not None:
             print(f"note    {account_id}: {noted.named} {noted.reason}")
