@@ -60,6 +60,9 @@ class Freshness:
     gone: dict[str, ImapError] = field(default_factory=dict)
     #: Folders of a shared index another instance was syncing past the deadline (their lease held).
     held_elsewhere: list[str] = field(default_factory=list)
+    #: The background sync of this process held the index until the deadline: no folder was asked about
+    #: (:attr:`stale` names every one searched); the next search, once it has let go, catches up.
+    held_by_sync: bool = False
 
 
 def _items(session: ImapSession) -> bytes:

@@ -249,6 +249,8 @@ def _stale_words(fresh: Freshness) -> list[str]:
             f"within its time budget: another instance was bringing {len(fresh.held_elsewhere)} of them up to "
             "date (it holds their lease)"
         )
+    if fresh.held_by_sync:  # not a write refused: the next search, once the sync let go, catches up
+        why = "within its time budget: the index's background sync was writing it"
     if fresh.write_failure is not None:
         why = f"because it could not be written ({fresh.write_failure}; another process may be writing it)"
     return [
