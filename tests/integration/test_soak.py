@@ -36,17 +36,21 @@ def load_soak_module() -> ModuleType:
     return module
 
 
+def soaked(dovecot: Dovecot, **options: Any) -> tuple[ModuleType, dict[str, Any]]:
+    """The soak module and the report of a run of 4 clients with ``options`` on ``dovecot``."""
+    soak = load_soak_module()
+    return soak, soak.run_soak(soak.SoakOptions(clients=4, **options), dovecot)
+
+
 @pytest.mark.slow
 def test_short_soak_has_no_errors_and_no_fd_growth(dovecot: Dovecot) -> None:
-    soak = load_soak_module()
-    options = soak.SoakOptions(
+    soak, report = soaked(
+        dovecot,
         duration_s=6,
         sample_interval_s=1.0,
-        clients=4,
         messages=2000,
         command="tests/integration/test_soak.py (6 s per mode)",
     )
-    report: dict[str, Any] = soak.run_soak(options, dovecot)
     print(soak.format_report(report))  # shown with -s, and on failure
 
     assert [mode["mode"] for mode in report["modes"]] == ["stdio", "inprocess", "http"]
@@ -94,16 +98,9 @@ def test_regression_a_warm_up_longer_than_the_duration_ends_before_the_measured_
     was up: the warm-up's sample was the first one, taken before the IMAP connection was made, and the
     descriptor of that connection counted as growth (one more after the warm-up). A duration too short
     for the warm-up is the same: the mode runs until the warm-up ended, then the rest of the duration."""
-    soak = load_soak_module()
-    options = soak.SoakOptions(
-        duration_s=1.0,
-        sample_interval_s=0.1,
-        warmup_fraction=0.1,
-        clients=4,
-        messages=60,
-        modes=("inprocess",),
+    soak, report = soaked(
+        dovecot, duration_s=1.0, sample_interval_s=0.1, warmup_fraction=0.1, messages=60, modes=("inprocess",)
     )
-    report: dict[str, Any] = soak.run_soak(options, dovecot)
     [mode] = report["modes"]
     assert mode["ok"] and mode["fds"]["max_process_growth"] <= 0, soak.format_report(report)
     samples = mode["samples"]
