@@ -1,4 +1,4 @@
-"""What each session server of tests/support/server_fixtures.py costs (docs/architecture.md): started
+"""What each session server of tests/support/server_fixtures.py costs (docs/test-suite.md): started
 through the harness, given one user, left idle, stopped; the CPU seconds of this process, of the children it reaped,
 and of the live process tree just before the stop. Run by ``scripts/worker_costs``, or alone:
 ``.venv/bin/python scripts/server_costs.py [--idle S] [NAME ...]``.

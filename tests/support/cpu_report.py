@@ -198,7 +198,7 @@ def by_tier(ranked: list[tuple[str, ModuleCost]]) -> str:
     """One line: the CPU seconds of each tier's tests. The pure tier starts no server and no child, the
     same work in every run of one tree: a rough gauge of the host's speed (23 CPU-seconds on a quick day;
     45-59 in seven full runs of 2026-11-27, whose tests took 677-846 s; since ``9d0a7b7`` its models do
-    about a fifth less work: docs/architecture.md)."""
+    about a fifth less work: docs/test-suite.md)."""
     tiers: dict[str, float] = {}
     for module, cost in ranked:
         parts = module.split("/")
