@@ -12,6 +12,19 @@ from tests.support.patience import patient
 
 ROOT = Path(__file__).resolve().parents[2]
 MIN_PURE_TESTS = 300
+#: How README and docs/test-suite.md state the pure tier's size: a figure and the command that counts it.
+STATED_SIZE = re.compile(r"about ([\d,]+) tests \(`scripts/test --pure -n 0 --collect-only \| tail -1`\)")
+#: How far the stated figure may lag what the tier holds before the docs are wrong.
+STATED_SIZE_TOLERANCE = 0.2
+
+
+def stated_pure_tier_sizes() -> dict[str, int]:
+    """The pure tier's size as README and docs/test-suite.md state it, by document."""
+    sizes = {}
+    for document in ("README.md", "docs/test-suite.md"):
+        (figure,) = STATED_SIZE.findall((ROOT / document).read_text(encoding="utf-8"))
+        sizes[document] = int(figure.replace(",", ""))
+    return sizes
 
 
 def run_pure(*arguments: str) -> subprocess.CompletedProcess[str]:
@@ -36,6 +49,13 @@ def test_scripts_test_pure_collects_only_the_pure_tier_and_enough_of_it_and_runs
     found = re.fullmatch(rf"{PREFIX} tests/pure (\d+)", collected)
     assert found is not None, collected
     assert int(found[1]) >= MIN_PURE_TESTS
+    # The docs state the tier's size from the command they name, and agree (issue 79 item 8).
+    off = {
+        document: stated
+        for document, stated in stated_pure_tier_sizes().items()
+        if abs(stated - int(found[1])) > STATED_SIZE_TOLERANCE * int(found[1])
+    }
+    assert off == {}, f"the pure tier holds {found[1]} tests; update the figure in {sorted(off)}"
 
 
 def test_scripts_test_pure_reports_a_failure() -> None:
