@@ -11,6 +11,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src" / "mail_imap_mcp"
 GUIDE = ROOT / "docs" / "architecture.md"
 MAX_GUIDE_LINES = 400
+#: A change's steps under "Where a change goes" fit in this many lines, or the guide is a reference again.
+MAX_CHANGE_LINES = 10
 
 #: A path in backticks: a file ending in .py or .md, or a folder ending in /; not a template (``<tool>``).
 PATH = re.compile(r"`([\w./-]+(?:\.py|\.md|\.txt|/))`")
@@ -29,6 +31,19 @@ def missing(paths: set[str]) -> list[str]:
 
 def test_the_guide_is_at_most_400_lines() -> None:
     assert len(GUIDE.read_text(encoding="utf-8").splitlines()) <= MAX_GUIDE_LINES
+
+
+def changes(markdown: str) -> dict[str, int]:
+    """Each ``###`` case of the section "Where a change goes", with its lines that are not blank."""
+    section = markdown.split("\n## Where a change goes\n", 1)[1].split("\n## ", 1)[0]
+    cases = re.split(r"^### ", section, flags=re.MULTILINE)[1:]
+    return {case.splitlines()[0]: sum(1 for line in case.splitlines()[1:] if line.strip()) for case in cases}
+
+
+def test_each_change_is_told_in_at_most_ten_lines() -> None:
+    told = changes(GUIDE.read_text(encoding="utf-8"))
+    assert {"A new tool", "An index engine"} <= set(told)
+    assert {case: count for case, count in told.items() if count > MAX_CHANGE_LINES} == {}
 
 
 def test_every_path_the_guide_names_exists() -> None:
