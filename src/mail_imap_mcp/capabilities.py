@@ -1,10 +1,12 @@
-"""What a tool may do to mail, declared once per capability: its settings, its effect and MCP annotations,
-its share of the tool-surface budget, and :meth:`Capability.permits`, the one gate.
+"""What a tool may do to mail, declared once per capability: its switch (``config/switches.py``), where its
+gate runs, its effect and MCP annotations, its share of the tool-surface budget, and
+:meth:`Capability.permits`, the one gate, which refuses wherever its switch is off.
 
 Every tool declares its capability (``tools/spec.py``); ``tool_calls.py`` lists a tool only where its
-capability is on and runs the gate of a capability checked at the call; ``AppContext.write_connection``
-runs the writes' gate where a write tool takes its connection; the surface test sums the budget shares of
-the capabilities a configuration turns on.
+capability is on (``listing``), runs the gate of a capability checked at the call, and builds each call's
+``ToolCall``, whose ``write_connection`` runs the tool's own capability's gate; the surface test sums the
+budget shares of the capabilities a configuration turns on. A new capability of an existing kind is a
+declaration here and its tool's ``capability=``; a new switch, a ``Switch`` beside the others.
 """
 
 from __future__ import annotations
