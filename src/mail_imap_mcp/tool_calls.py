@@ -48,6 +48,14 @@ class ToolCall:
     user_call: UserCall
     confirmations: ConfirmationGate
 
+    @classmethod
+    def of(
+        cls, view: AppContext, spec: ToolSpec[Any], args: Any, user_call: UserCall | None = None
+    ) -> ToolCall:
+        """The call of ``spec`` with ``args`` by ``view``'s caller, as ``user_call`` (a script's: nobody asked)."""
+        call = user_call or UserCall()
+        return cls(view, spec, args, call, view.confirmations.for_call(call))
+
     @property
     def capability(self) -> Capability:
         """The tool's own capability: the gate its ``write_connection`` runs."""
@@ -186,7 +194,7 @@ def _handler(spec: ToolSpec[Any], app: AppContext) -> Callable[[Any, str, str, U
 
     def run(args: Any, user: str, as_given: str, call: UserCall) -> ToolResult[Any]:
         with app.for_caller(user, as_given).entered() as view:
-            called = ToolCall(view, spec, args, call, app.confirmations.for_call(call))
+            called = ToolCall.of(view, spec, args, call)
             result = failures.run(_gated(spec), called, args)
             bound_result(spec, result)
             if spec.writes:

@@ -866,7 +866,7 @@ def test_the_command_line_starts_without_the_mcp_sdk() -> None:
 #: (a bulk write's per-mailbox refusals and a write's audit line), ``presentation/issues.py`` (the issue of
 #: a step a service went on past), the resource reads of ``server.py`` and ``subscriptions.py`` and the
 #: prompts' completions of ``prompts/registry.py`` (their own boundaries: no tool call) reach them.
-REGISTRY_APPLIERS = frozenset({"REGISTRY", "tool_failure", "envelope_of", "as_tool_failure", "failure_of"})
+REGISTRY_APPLIERS = frozenset({"REGISTRY", "tool_failure", "envelope_of", "failure_of"})
 MAY_APPLY_THE_REGISTRY = frozenset(
     {
         "mail_imap_mcp.presentation.failures",
@@ -975,8 +975,8 @@ def test_the_registry_check_sees_each_form(tmp_path: Path) -> None:
         "translate=",
     ]
     relative = tmp_path / "r.py"
-    relative.write_text("from .failures import as_tool_failure\n")
-    assert list(registry_uses(relative, "mail_imap_mcp.presentation.r")) == ["as_tool_failure"]
+    relative.write_text("from .failures import envelope_of\n")
+    assert list(registry_uses(relative, "mail_imap_mcp.presentation.r")) == ["envelope_of"]
 
 
 #: What asks the user or gates a capability: a tool reaches none of it (it asks through ``app.ask`` once,
