@@ -1,5 +1,7 @@
-"""Capability honesty: against a server that advertises nothing but IMAP4rev1, every read tool works,
-gives the same answers as against a full Dovecot, and never uses an extension the server did not offer.
+"""IMAP extension honesty (the server's CAPABILITY response; the product's switches are
+``tests/pure/test_capabilities.py``'s): against a server that advertises nothing but IMAP4rev1, every read
+tool works, gives the same answers as against a full Dovecot, and never uses an extension the server did
+not offer.
 
 Two real Dovecots hold the same mailbox (same user name, same messages, flags, dates and folders): the
 session's normal one, which advertises ESEARCH, LITERAL+, SPECIAL-USE, CONDSTORE, MOVE, SORT, ... and a
