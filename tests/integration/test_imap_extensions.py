@@ -37,7 +37,7 @@ import pytest
 from mcp import Client
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.imap.search.cursors import WatermarkCursor, decode_search_cursor
+from mail_imap_mcp.imap.search.cursors import PositionCursor, decode_search_cursor
 from mail_imap_mcp.server import build_server
 from tests.support import mailgen
 from tests.support.accounts import PASSWORD_ENV
@@ -524,7 +524,7 @@ _MESSAGE_URI = re.compile(r"^(imap://[^/]+/mailbox/[^/]+/message/)(\d+)(/.*)$")
 def normalise_cursor(token: str) -> dict[str, Any]:
     """A cursor's state without its UIDVALIDITYs (the two servers' mailboxes differ only there)."""
     found = decode_search_cursor(token, "")
-    if isinstance(found, WatermarkCursor):
+    if isinstance(found, PositionCursor):
         mark = (found.key, found.index, found.uid)
         return {"digest": found.filter_digest, "total": found.total, "returned": found.returned, "at": mark}
     cursor = found
