@@ -12,7 +12,7 @@ declaration here and its tool's ``capability=``; a new switch, a ``Switch`` besi
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, replace
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -93,7 +93,7 @@ def _switched_off(switched: Capability, config: Config, account_id: str) -> Refu
     )
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class Capability:
     """One capability: ``setting`` turns it on (None: always on), ``group`` and ``share`` its bytes of the
     tool surface, ``checked`` where its gate runs (``call``: the registry, before the tool, on the account
@@ -107,6 +107,7 @@ class Capability:
     share: int
     setting: Switch | None
     checked: Literal["call", "connection"]
+    _: KW_ONLY
     #: Listed where any configured account allows it (False: any account the caller may use).
     listed_for_everyone: bool = True
     #: Changes something besides mail (a file on the user's computer): a tool listing it is not read-only.
@@ -213,39 +214,31 @@ def _submission_missing(config: Config, account_id: str) -> Refusal | None:
     )
 
 
-READING = Capability(
-    name="reading", effect=Effect.READ, group=SurfaceGroup.READS, share=8000, setting=None, checked="call"
-)
+READING = Capability("reading", Effect.READ, SurfaceGroup.READS, 8000, None, "call")
 #: Bytes of issue 60's 800 that acting on a search takes (``query``, ``mailbox``, ``account_id`` and
 #: ``undo`` of imap_update_message_flags and imap_apply_to_messages): half in each tool's capability.
 ACTING_ON_A_SEARCH = 540
 #: Writing and destructive writing share one switch and one budget (13,540 B with reads; draft contents
 #: add theirs).
 WRITING = Capability(
-    name="writing",
-    effect=Effect.WRITE,
-    group=SurfaceGroup.WRITES,
-    share=5000 + ACTING_ON_A_SEARCH // 2,
-    setting=WRITE_ENABLED,
-    checked="connection",
+    "writing",
+    Effect.WRITE,
+    SurfaceGroup.WRITES,
+    5000 + ACTING_ON_A_SEARCH // 2,
+    WRITE_ENABLED,
+    "connection",
     refused=_writes_refused,
 )
-DESTRUCTIVE_WRITING = Capability(
-    name="destructive writing",
-    effect=Effect.DESTRUCTIVE,
-    group=SurfaceGroup.WRITES,
-    share=ACTING_ON_A_SEARCH // 2,
-    setting=WRITE_ENABLED,
-    checked="connection",
-    refused=_writes_refused,
+DESTRUCTIVE_WRITING = replace(
+    WRITING, name="destructive writing", effect=Effect.DESTRUCTIVE, share=ACTING_ON_A_SEARCH // 2
 )
 SENDING = Capability(
-    name="sending",
-    effect=Effect.SEND,
-    group=SurfaceGroup.SENDING,
-    share=700,
-    setting=SEND_ENABLED,
-    checked="call",
+    "sending",
+    Effect.SEND,
+    SurfaceGroup.SENDING,
+    700,
+    SEND_ENABLED,
+    "call",
     listed_for_everyone=False,
     refused=_sending_refused,
     requires=_submission_missing,
@@ -253,49 +246,31 @@ SENDING = Capability(
 #: Stopping a background operation (imap_cancel_operation, listed with writing): what was started was
 #: gated when it started, and a send waiting for the user's approval (sending without writing) must stay
 #: stoppable; so no switch of its own. Its bytes are in writing's share.
-STOPPING = Capability(
-    name="stopping an operation",
-    effect=Effect.WRITE,
-    group=SurfaceGroup.WRITES,
-    share=0,
-    setting=None,
-    checked="call",
-)
+STOPPING = Capability("stopping an operation", Effect.WRITE, SurfaceGroup.WRITES, 0, None, "call")
 #: Saving an attachment to the user's download_dir (imap_get_attachment's ``save``): its argument is in
 #: the tool's schema only where the folder is set; it changes no mail, but adds a file (a new name each
 #: time, never overwriting) on the user's computer. Within issue 60's 800 bytes.
 SAVING_ATTACHMENTS = Capability(
-    name="saving attachments",
-    effect=Effect.READ,
-    group=SurfaceGroup.WRITES,
-    share=120,
-    setting=DOWNLOAD_DIR,
-    checked="call",
+    "saving attachments",
+    Effect.READ,
+    SurfaceGroup.WRITES,
+    120,
+    DOWNLOAD_DIR,
+    "call",
     changes_beyond_mail=True,
     idempotent=False,
 )
 #: What a draft may carry besides its text (imap_save_draft's ``attachments`` and ``bcc``, and
 #: ``forward_of``, ``forward_as`` and ``reply_to_invitation``): gated arguments of the draft tool, on with
 #: writes (issue 59's 900 bytes).
-DRAFT_CONTENTS = Capability(
-    name="forwarding, attachments and invitation replies",
-    effect=Effect.WRITE,
-    group=SurfaceGroup.WRITES,
-    share=900,
-    setting=WRITE_ENABLED,
-    checked="call",
-    refused=_writes_refused,
+DRAFT_CONTENTS = replace(
+    WRITING, name="forwarding, attachments and invitation replies", share=900, checked="call"
 )
 #: Leaving mailing lists with the user's approval (``action: "unsubscribe"`` of imap_apply_to_messages, a
 #: value of its enum listed only where this is on): the one web request the server makes, so a switch of
 #: its own, off by default.
 UNSUBSCRIBING = Capability(
-    name="unsubscribing",
-    effect=Effect.WRITE,
-    group=SurfaceGroup.WRITES,
-    share=15,
-    setting=UNSUBSCRIBE_ENABLED,
-    checked="call",
+    "unsubscribing", Effect.WRITE, SurfaceGroup.WRITES, 15, UNSUBSCRIBE_ENABLED, "call"
 )
 #: Every capability with tools (or arguments of a tool) today.
 CAPABILITIES = (

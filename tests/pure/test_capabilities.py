@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -82,22 +83,13 @@ def test_sending_without_an_smtp_server_is_unavailable_naming_the_setting_to_fil
 GMAIL = {"host": "imap.gmail.com", "username": "me@gmail.com", "password_env": "P"}
 #: A capability of a kind that exists (a read of the index), with a switch no capability had: declared
 #: here, and nowhere else, it is refused while its switch is off.
+ATTACHMENTS_INDEXED = Switch("index_attachments", "account", "INDEX_ATTACHMENTS")
 SEARCHING_ATTACHMENTS = Capability(
-    name="searching attachments",
-    effect=Effect.READ,
-    group=SurfaceGroup.READS,
-    share=0,
-    setting=Switch("index_attachments", "account", "INDEX_ATTACHMENTS"),
-    checked="call",
+    "searching attachments", Effect.READ, SurfaceGroup.READS, 0, ATTACHMENTS_INDEXED, "call"
 )
 #: ... and one with a new switch of [server]'s.
-INDEXING = Capability(
-    name="indexing",
-    effect=Effect.READ,
-    group=SurfaceGroup.READS,
-    share=0,
-    setting=Switch("index", "server", "MAIL_IMAP_INDEX"),
-    checked="call",
+INDEXING = replace(
+    SEARCHING_ATTACHMENTS, name="indexing", setting=Switch("index", "server", "MAIL_IMAP_INDEX")
 )
 DECLARED = (*CAPABILITIES, SEARCHING_ATTACHMENTS, INDEXING)
 
@@ -164,7 +156,7 @@ def test_a_capability_with_a_new_switch_is_refused_in_words_of_its_own_setting()
 
 def test_where_a_capability_is_checked_has_no_default() -> None:
     with pytest.raises(TypeError, match="checked"):
-        Capability(name="x", effect=Effect.READ, group=SurfaceGroup.READS, share=0, setting=None)  # type: ignore[call-arg]
+        Capability("x", Effect.READ, SurfaceGroup.READS, 0, None)  # type: ignore[call-arg]
 
 
 def test_every_tool_is_listed_exactly_when_its_capability_permits_it_for_the_caller(tmp_path: Path) -> None:
