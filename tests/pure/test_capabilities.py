@@ -23,7 +23,8 @@ from mail_imap_mcp.capabilities import (
     SurfaceGroup,
 )
 from mail_imap_mcp.config import Config, load_config
-from mail_imap_mcp.config.switches import Switch
+from mail_imap_mcp.config.form import form_label
+from mail_imap_mcp.config.switches import SWITCHES, Switch
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.tool_calls import listing
 from mail_imap_mcp.tools.registry import TOOLS
@@ -179,3 +180,14 @@ def test_every_tool_is_listed_exactly_when_its_capability_permits_it_for_the_cal
                         }
         finally:
             app.close()
+
+
+def test_each_switch_is_declared_once_and_the_forms_label_is_derived_from_its_variable() -> None:
+    assert {capability.setting for capability in CAPABILITIES} - {None} == set(SWITCHES)
+    labels = {switch.key: form_label(switch.form_variable) for switch in SWITCHES}
+    assert labels == {
+        "write_enabled": "Allow changes to mail",
+        "send_enabled": "Allow sending drafts",
+        "download_dir": "Folder to save attachments to (optional)",
+        "unsubscribe_enabled": "Allow unsubscribing from mailing lists",
+    }

@@ -149,7 +149,7 @@ def how_to_allow_writes(account: AccountConfig) -> tuple[str, dict[str, str]]:
     own = account.setting("write_enabled", "true")
     if account.write_enabled is not None:
         return f"sets {own}", {}
-    label = WRITE_ENABLED.label if own.startswith(ENV_PREFIX) else None
+    label = form_label(WRITE_ENABLED_ENV) if own.startswith(ENV_PREFIX) else None
     if label is not None:
         return f'turns on "{label}" ({WRITE_ENABLED_ENV}=true), or sets {own} for this account only', {
             "field": label

@@ -1,12 +1,11 @@
 """The settings that turn a capability on (``capabilities.py``), each declared once: its key, where it lives
-and its environment variable; the MCP Bundle form's label of it is derived from the variable."""
+and its environment variable, which the MCP Bundle's form (``form.py``) sets and from which the form's
+label of it is derived (``form.form_label``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
-
-from .form import form_label
 
 
 @dataclass(frozen=True)
@@ -27,10 +26,10 @@ class Switch:
         return self.env if self.scope == "server" else self.server_env
 
     @property
-    def label(self) -> str | None:
-        """The label of the bundle form's field that sets it for every account, where one does (an
-        account's own field: ``AccountConfig.label``)."""
-        return None if self.variable is None else form_label(self.variable)
+    def form_variable(self) -> str:
+        """The variable the bundle's form sets it by: :attr:`variable`, else the form account's own
+        (``MAIL_IMAP_DEFAULT_*``)."""
+        return self.variable or f"MAIL_IMAP_DEFAULT_{self.env}"
 
 
 WRITE_ENABLED = Switch("write_enabled", "account", "WRITE_ENABLED", "MAIL_IMAP_WRITE_ENABLED")
