@@ -158,29 +158,45 @@ def _given(args: Any, name: str) -> bool:
     return bool(getattr(args, name) != type(args).model_fields[name].default)
 
 
+def _names_an_account(args: Any) -> bool:
+    """Whether the call's arguments name an account, resolvable or not (``account_id``, message ids)."""
+    return any(
+        isinstance(getattr(args, name, None), (str, list))
+        for name in ("account_id", "message_id", "message_ids")
+    )
+
+
+def _gate(capability: Capability, app: ToolCall, args: Any, account_id: str | None) -> None:
+    """Run ``capability``'s gate for the call: on the account its arguments name; a switch of ``[server]``
+    whatever they name; a call that names no account at all, on each of the caller's (refused where none
+    allows it). An account named that is not the caller's is left to the handler to refuse as unknown."""
+    if (account_id is not None and account_id in app.config.accounts) or capability.scope == "server":
+        capability.gate(app.config, account_id or "")
+    elif capability.scope == "account" and not _names_an_account(args):
+        refusals = [capability.permits(app.config, account) for account in app.config.accounts]
+        if refusals and all(refusal is not None for refusal in refusals):
+            raise next(refusal for refusal in refusals if refusal is not None).failure()
+
+
 def _gated(spec: ToolSpec[Any]) -> Callable[[ToolCall, Any], ToolResult[Any]]:
-    """``spec``'s handler behind its capability's gate where that is checked at the call: on the account
-    its arguments name (one they do not resolve to is left to the handler to refuse); and behind the gate
-    of each argument, or value of an argument, of a capability (:attr:`ToolSpec.gated_arguments`,
-    :attr:`ToolSpec.gated_values`) the call gives."""
+    """``spec``'s handler behind its capability's gate where that is checked at the call, and behind the
+    gate of each argument, or value of an argument, of a capability (:attr:`ToolSpec.gated_arguments`,
+    :attr:`ToolSpec.gated_values`) the call gives (:func:`_gate`)."""
     if not (spec.capability.checked_at_call or spec.gated_arguments or spec.gated_values):
         return spec.handle
 
     def handle(app: ToolCall, args: Any) -> ToolResult[Any]:
         account_id = _changed_account(app, args)
-        known = account_id is not None and account_id in app.config.accounts
-        if known and spec.capability.checked_at_call:
-            spec.capability.gate(app.config, str(account_id))
-        given = [switch for name, switch in spec.gated_arguments.items() if _given(args, name)]
+        given = [spec.capability] if spec.capability.checked_at_call else []
+        given += [switch for name, switch in spec.gated_arguments.items() if _given(args, name)]
         given += [
             switch
             for name, values in spec.gated_values.items()
             for value, switch in values.items()
             if getattr(args, name) == value
         ]
-        for switch in given:
-            if known or switch.scope == "server":
-                switch.gate(app.config, account_id or "")
+        for capability in given:
+            _gate(capability, app, args, account_id)
         return spec.handle(app, args)
 
     return handle

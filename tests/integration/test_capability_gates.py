@@ -51,17 +51,31 @@ def _reads(app: Call, args: _OnAccount) -> ToolResult[_Reached]:
     return ToolResult(summary="reached", data=_Reached(account_id=app.connection(args.account_id).account_id))
 
 
-def _tool(checked: Literal["call", "connection"]) -> ToolSpec[_OnAccount]:
+class _Nothing(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _reads_no_account(app: Call, args: _Nothing) -> ToolResult[_Reached]:
+    return ToolResult(summary="reached", data=_Reached(account_id=next(iter(app.config.accounts))))
+
+
+#: Where the gate runs, and whether the tool names an account (one that names none is gated on each of
+#: the caller's accounts).
+GATES = [("connection", True), ("call", True), ("call", False)]
+
+
+def _tool(checked: Literal["call", "connection"], names_account: bool = True) -> ToolSpec[Any]:
     capability = Capability(
         "tagging attachments", Effect.WRITE, SurfaceGroup.WRITES, 0, ATTACHMENTS_INDEXED, checked
     )
+    handle: Any = _writes if checked == "connection" else _reads if names_account else _reads_no_account
     return ToolSpec(
         name="test_tag_attachments",
         title="Tag attachments (test only)",
         description="d",
-        input_model=_OnAccount,
+        input_model=_OnAccount if names_account else _Nothing,
         data_model=_Reached,
-        handle=_writes if checked == "connection" else _reads,
+        handle=handle,
         errors={},
         capability=capability,
     )
@@ -76,13 +90,17 @@ async def _call(config: Any, spec: ToolSpec[Any]) -> tuple[set[str], dict[str, A
         return names, check_envelope(result, schema, schema_checked=spec.name in names)
 
 
-@pytest.mark.parametrize("checked", ["connection", "call"])
+@pytest.mark.parametrize(("checked", "names_account"), GATES)
 async def test_a_capability_whose_switch_is_off_is_refused_by_its_own_gate_naming_the_setting(
-    dovecot: Dovecot, user: str, account: AccountFactory, checked: Literal["call", "connection"]
+    dovecot: Dovecot,
+    user: str,
+    account: AccountFactory,
+    checked: Literal["call", "connection"],
+    names_account: bool,
 ) -> None:
     # Writes on: writing's gate would let it through; its own switch is off.
     config = make_config({"default": {**account(user), "index_attachments": False}}, write_enabled=True)
-    names, envelope = await _call(config, _tool(checked))
+    names, envelope = await _call(config, _tool(checked, names_account))
     assert "test_tag_attachments" not in names and "imap_update_message_flags" in names
     assert envelope["success"] is False
     assert envelope["error"]["code"] == "permission_denied"
@@ -90,6 +108,6 @@ async def test_a_capability_whose_switch_is_off_is_refused_by_its_own_gate_namin
     assert "index_attachments in [accounts.default]" in envelope["error"]["message"]
     # Turned on, the same tool is listed and answers.
     config = make_config({"default": {**account(user), "index_attachments": True}}, write_enabled=True)
-    names, envelope = await _call(config, _tool(checked))
+    names, envelope = await _call(config, _tool(checked, names_account))
     assert "test_tag_attachments" in names
     assert envelope["success"] is True and envelope["data"]["account_id"] == "default"
