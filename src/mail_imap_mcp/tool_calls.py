@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.asking import asker
@@ -63,7 +63,8 @@ class ToolCall:
 
     @property
     def ask(self) -> Asker:
-        return asker(self, self.spec.name, self.args)  # type: ignore[return-value]
+        # asking.ask's overloads (an Ask answers, a Confirm returns None) are what Asker declares.
+        return cast(Asker, asker(self, self.spec.name, self.args))
 
     @property
     def caller(self) -> Caller:
