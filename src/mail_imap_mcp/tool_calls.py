@@ -167,14 +167,14 @@ def _names_an_account(args: Any) -> bool:
     )
 
 
-def _gate(capability: Capability, app: ToolCall, args: Any, account_id: str | None) -> None:
-    """Run ``capability``'s gate for the call: on the account its arguments name; a switch of ``[server]``
+def _gate(gated: Capability, app: ToolCall, args: Any, account_id: str | None) -> None:
+    """Run the gate of ``gated`` (a capability) for the call: on the account its arguments name; a switch of ``[server]``
     whatever they name; a call that names no account at all, on each of the caller's (refused where none
     allows it). An account named that is not the caller's is left to the handler to refuse as unknown."""
-    if (account_id is not None and account_id in app.config.accounts) or capability.scope == "server":
-        capability.gate(app.config, account_id or "")
-    elif capability.scope == "account" and not _names_an_account(args):
-        refusals = [capability.permits(app.config, account) for account in app.config.accounts]
+    if (account_id is not None and account_id in app.config.accounts) or gated.scope == "server":
+        gated.gate(app.config, account_id or "")
+    elif gated.scope == "account" and not _names_an_account(args):
+        refusals = [gated.permits(app.config, account) for account in app.config.accounts]
         if refusals and all(refusal is not None for refusal in refusals):
             raise next(refusal for refusal in refusals if refusal is not None).failure()
 
@@ -196,8 +196,8 @@ def _gated(spec: ToolSpec[Any]) -> Callable[[ToolCall, Any], ToolResult[Any]]:
             for value, switch in values.items()
             if getattr(args, name) == value
         ]
-        for capability in given:
-            _gate(capability, app, args, account_id)
+        for gated in given:
+            _gate(gated, app, args, account_id)
         return spec.handle(app, args)
 
     return handle
