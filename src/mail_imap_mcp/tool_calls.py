@@ -168,9 +168,10 @@ def _names_an_account(args: Any) -> bool:
 
 
 def _gate(gated: Capability, app: ToolCall, args: Any, account_id: str | None) -> None:
-    """Run the gate of ``gated`` (a capability) for the call: on the account its arguments name; a switch of ``[server]``
-    whatever they name; a call that names no account at all, on each of the caller's (refused where none
-    allows it). An account named that is not the caller's is left to the handler to refuse as unknown."""
+    """Run the gate of ``gated`` (a capability) for the call: on the account its arguments name; a switch of
+    ``[server]`` whatever they name; a call that names no account at all, on each of the caller's (refused
+    where none allows it). An account named that is not the caller's is left to the handler to refuse as
+    unknown."""
     if (account_id is not None and account_id in app.config.accounts) or gated.scope == "server":
         gated.gate(app.config, account_id or "")
     elif gated.scope == "account" and not _names_an_account(args):
