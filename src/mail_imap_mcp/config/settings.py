@@ -206,6 +206,13 @@ class ServerSettings(BaseModel):
         "temporary file, never whole into memory); a document or image beyond it is limit_exceeded, "
         "text beyond it is cut and flagged, bytes windows must end within it.",
     )
+    max_send_bytes: int = Field(
+        default=25 * 1024 * 1024,
+        ge=64 * 1024,
+        le=1024 * 1024 * 1024,
+        description="Most bytes of a draft sent (imap_send_draft) or, on an account that sends, saved "
+        "(imap_save_draft), where the submission server states no SIZE; its SIZE rules where it does.",
+    )
     extract_timeout_s: float = Field(
         default=20.0,
         gt=0,

@@ -43,7 +43,7 @@ from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.step_failure import StepFailed
 from mail_imap_mcp.net.tokens import Credentials, PasswordLogin, TokenUnavailable
 from mail_imap_mcp.operations.audit import audit
-from mail_imap_mcp.services.draft_attachments import submission_server
+from mail_imap_mcp.services.draft_attachments import sending_limit, submission_server
 from mail_imap_mcp.services.message_lookup import examine_for
 from mail_imap_mcp.services.send_claim import Claim, carries_claim, claim_draft, release_draft
 from mail_imap_mcp.services.send_marks import mark_original, original_words
@@ -60,8 +60,6 @@ from mail_imap_mcp.smtp.refusals import (
 )
 from mail_imap_mcp.state import StateUnavailable
 
-#: The largest draft sent (bytes as stored).
-MAX_SEND_BYTES = 25 * 1024 * 1024
 #: How long the record of a send keeps a second send of the same draft away.
 RECORD_TTL_S = 30 * 24 * 3600.0
 RATE_WINDOW_S = 3600
@@ -135,7 +133,7 @@ def prepare(app: Call, connection: AccountConnection, ref: MessageRef) -> Prepar
     account_id = connection.account_id
     account = app.config.accounts[account_id]
 
-    def read(session: ImapSession) -> tuple[bytes, MailboxDirectory, bool]:
+    def look(session: ImapSession) -> tuple[MailboxDirectory, int, bool]:
         directory = MailboxDirectory.load(session, account)
         drafts = directory.require(DRAFTS, account_id)
         if not same_mailbox(ref.mailbox, drafts):
@@ -149,12 +147,11 @@ def prepare(app: Call, connection: AccountConnection, ref: MessageRef) -> Prepar
             raise MessageGone(ref)
         size = int(sizes.get(b"RFC822.SIZE") or 0)
         flags = [parsing.as_text(flag) or "" for flag in sizes.get(b"FLAGS", ())]
-        if size > MAX_SEND_BYTES:
-            raise DraftRefused(DraftUnsendable.TOO_LARGE, f"it has {size} bytes; at most {MAX_SEND_BYTES}")
-        window = read_raw(session, ref, 0, max(size, 1))
-        return window.data, directory, carries_claim(flags)
+        return directory, size, carries_claim(flags)
 
-    raw, directory, claimed = connection.run(read)
+    directory, size, claimed = connection.run(look)
+    _check_size(account, app.config.server.max_send_bytes, size)
+    raw = connection.run(lambda session: read_raw(session, ref, 0, max(size, 1)).data)
     domain = message_id_domain(next(iter(account.effective_addresses), ""), account.host)
     message = outgoing(raw, account.own_addresses, domain)
     allowed = account.recipients_allowed
@@ -165,6 +162,19 @@ def prepare(app: Call, connection: AccountConnection, ref: MessageRef) -> Prepar
     replied = _reply_mailboxes(directory) if message.in_reply_to or message.forwarded else ()
     shown = connection.run(original_words(replied, message.forwarded)) if message.forwarded else None
     return Prepared(account_id, account, ref, raw, message, sent, trash, replied, claimed, shown)
+
+
+def _check_size(account: AccountConfig, max_send_bytes: int, size: int) -> None:
+    """:class:`DraftRefused` when a draft of ``size`` bytes is over the limit saving checks too
+    (:func:`sending_limit`); the submission server is asked its SIZE only for a draft over the setting."""
+    if size <= max_send_bytes:
+        return
+    limit = sending_limit(account, max_send_bytes)
+    if size > limit.limit:
+        raise DraftRefused(
+            DraftUnsendable.TOO_LARGE,
+            f"it has {size:,} bytes, more than {limit.limited_by} takes ({limit.limit:,})",
+        )
 
 
 def _reply_mailboxes(directory: MailboxDirectory) -> tuple[str, ...]:

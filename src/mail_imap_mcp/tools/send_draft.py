@@ -54,7 +54,7 @@ DETAILS = (
     "outcome waiting_for_approval with data.background, whose imap_get_operation result is the send's own answer "
     "(sent, outcome_unknown, or the error: declined, expired, page reopened, draft changed); imap_cancel_operation closes the "
     "page and sends nothing; the same draft sent again meanwhile is conflict. The draft's bytes are sent as saved, with Date replaced and Bcc left out of "
-    "the transmitted copy; From must be one of the account's addresses; at most 100 recipients. At most once: "
+    "the transmitted copy; From must be one of the account's addresses; at most 100 recipients; at most the submission server's SIZE where it states one, else max_send_bytes (25 MiB by default), the limit imap_save_draft applies too. At most once: "
     "the draft's Message-ID (one derived from its content is added when it has none) is recorded for every process "
     "of the machine (after restarts too; Redis in a team), claimed on the IMAP server where it allows (a "
     "keyword), and looked for in Sent before each send; a connection lost after the message went out is "
@@ -74,7 +74,8 @@ ERRORS = {
     "confirmation_required": "The user declined or cancelled, or reopened the page; nothing was sent.",
     "conflict": "This draft was sent already, is being sent or waits for the user on an approval page, or its "
     "earlier send's outcome is unknown; or another approval page of the account is open.",
-    "limit_exceeded": "send_rate_per_hour reached, or the message is over the server's SIZE.",
+    "limit_exceeded": "send_rate_per_hour reached, or the draft is over the submission server's SIZE (or "
+    "max_send_bytes where it states none).",
     "auth_failed": "The submission server refused the login.",
     "unavailable": "The submission server could not be reached or TLS failed, or the account names none; "
     "nothing was sent.",
