@@ -1,19 +1,27 @@
-"""One size limit for saving and sending a draft (issue 78, item 5), through the SDK's MCP client against the
-real submission chain (Dovecot submission -> Exim -> LMTP, tests/support/submission.py): the submission
-server's SIZE where it states one (a draft over 25 MiB is sent where SIZE allows it), else the setting
-``max_send_bytes``, which then holds for imap_save_draft and imap_send_draft alike, each refusal naming
-the limit and the size."""
+"""Large drafts sent (issue 78), through the SDK's MCP client against the real submission chain (Dovecot
+submission -> Exim -> LMTP, tests/support/submission.py):
+
+- item 4: a draft with a large attachment is sent (read, approved, transmitted, filed in Sent) from a file
+  of its own a piece at a time: the server's Python allocations at their peak stay well under the
+  attachment, and what arrives and what is filed is the draft the user approved, byte for byte;
+- item 5: one size limit for saving and sending, the submission server's SIZE where it states one (a draft
+  over 25 MiB is sent where SIZE allows it), else the setting ``max_send_bytes``, which then holds for
+  imap_save_draft and imap_send_draft alike, each refusal naming the limit and the size."""
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
+import re
+import tracemalloc
 
 import pytest
 
 from tests.integration.test_draft_attachments import SAVE, _invoice_parts, _seeded
 from tests.integration.test_send import (
     TOOL,
+    TRACE,
     _append,
     _client,
     _delivered,
@@ -47,6 +55,39 @@ def _large_draft(chain: SubmissionDovecot, sender: str, to: str, size: int) -> b
     raw = _draft(chain.address(sender), [to], extra="X-Big: yes", body="")
     raw = raw.replace(b"Content-Type: text/plain; charset=utf-8\r\n", b"")
     return raw[:-2] + mixed.encode() + body + b"\r\n--b--\r\n"
+
+
+async def test_regression_a_large_draft_is_sent_as_approved_without_being_held_whole(
+    chain: SubmissionDovecot,
+) -> None:
+    """Sending an 18 MiB attachment held 200-247 MiB: the draft read whole, parsed whole by the approval's
+    walk (5.5 x its base64), copied to be transmitted and again to be filed in Sent. Now no step holds it
+    whole: the peak of what the server allocates (the MCP client's too) stays under the draft's size."""
+    sender, bob, _ = _setup(chain)
+    raw = _large_draft(chain, sender, chain.address(bob), 8 * MiB)  # within the chain's SIZE, 10 MB
+    _append(chain, sender, "Drafts", raw)
+    accepting = answering("accept")
+    async for mcp in _client(
+        _settings(chain, sender, chain.submission_port, "starttls"), "legacy", accepting
+    ):
+        draft_id = await _draft_id(mcp)
+        tracemalloc.start()
+        try:
+            data = await mcp.ok(TOOL, {"message_id": draft_id})
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert (data["outcome"], data["sent_copy"]) == ("sent", "appended")
+    assert peak < len(raw), f"sending a {len(raw):,}-byte draft allocated {peak:,} bytes at its peak"
+    (question,) = accepting.asked  # the approval is of these very bytes
+    assert f"(fingerprint {hashlib.sha256(raw).hexdigest()[:16]})" in question
+    assert f"big.bin (application/octet-stream, {8 * MiB // 4 * 3:,} bytes)" in question
+    (got,) = await _delivered(chain, bob, 1)
+    (filed,) = _files(chain, sender, "Sent")
+    for copy in (got, filed.read_bytes()):
+        body = TRACE.sub(b"", copy.replace(b"\r\n", b"\n")).replace(b"\n", b"\r\n")
+        date = re.search(rb"^Date: ([^\r]*)\r\n", body, re.M)
+        assert date is not None and body.replace(date.group(0), b"") == re.sub(rb"Date: [^\r]*\r\n", b"", raw)
 
 
 async def test_a_draft_over_25_mib_is_sent_where_the_servers_size_allows_it() -> None:

@@ -21,7 +21,9 @@ from mail_imap_mcp.approval.page import address, shown
 from mail_imap_mcp.approval.request import DIGEST_PATTERN, PageWords
 from mail_imap_mcp.approval.review import Review
 from mail_imap_mcp.content.html import sanitize_html
-from mail_imap_mcp.services.send_review import FORWARDS, AttachmentShown, displayed
+from mail_imap_mcp.mime.message_file import MessageFile
+from mail_imap_mcp.services.send_parts import AttachmentShown, displayed
+from mail_imap_mcp.services.send_review import FORWARDS
 
 __all__ = [
     "MAX_ATTACHMENTS",
@@ -161,14 +163,15 @@ def _header_addresses(message: EmailMessage, name: str) -> list[str]:
     return [str(item) for item in getattr(header, "addresses", ())] if header is not None else []
 
 
-def message_page(digest: str, message: bytes, forwards: str | None = None) -> MessagePage:
+def message_page(digest: str, message: MessageFile | bytes, forwards: str | None = None) -> MessagePage:
     """The page of the draft ``message`` (parsed by the same rules the send checked it with), bound to
     ``digest``: every part a recipient's client may display (``send_review``), parts of one kind in one
     box, told apart by a line, the message it ``forwards`` (as the review found it) and each invitation
     answer in words. Raises ``ValueError`` when it cannot be shown whole."""
-    parsed = BytesParser(policy=email.policy.default).parsebytes(message)
+    draft = message if isinstance(message, MessageFile) else MessageFile.of(message)
+    parsed = BytesParser(policy=email.policy.default).parsebytes(draft.read_at(0, draft.header_end()[1]))
     assert isinstance(parsed, EmailMessage)
-    found = displayed(message)
+    found = displayed(draft)
     texts = [text for _, text in found.texts]
     htmls = [source for _, source in found.htmls]
     return MessagePage(
@@ -193,7 +196,7 @@ class MessageRenderer:
     it will go out (the review's text is what elicitation would show; the page shows the same parts in
     their own form)."""
 
-    message: bytes
+    message: MessageFile | bytes
 
     def __call__(self, review: Review, digest: str) -> MessagePage:
         forwards = next((field.values[0] for field in review.fields if field.label == FORWARDS), None)

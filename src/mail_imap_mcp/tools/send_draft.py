@@ -18,15 +18,9 @@ from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.presentation.issues import worded
 from mail_imap_mcp.presentation.writes import audited
 from mail_imap_mcp.services.message_lookup import resolve_message
-from mail_imap_mcp.services.send_draft import (
-    Prepared,
-    check_not_sent,
-    prepare,
-    send,
-    still_as_approved,
-    waiting_for_approval,
-)
+from mail_imap_mcp.services.send_draft import check_not_sent, send, waiting_for_approval
 from mail_imap_mcp.services.send_page import MessageRenderer
+from mail_imap_mcp.services.send_prepare import Prepared, prepare, still_as_approved
 from mail_imap_mcp.services.send_review import review
 from mail_imap_mcp.tools.send_draft_models import RefusedRecipient, SendDraftData, SendDraftInput
 from mail_imap_mcp.tools.spec import SENDING, ToolSpec
@@ -89,17 +83,25 @@ def handle(app: Call, args: SendDraftInput) -> ToolResult[SendDraftData]:
     account_id = connection.account_id  # sending allowed there: the registry checked SENDING's gate
     with audited(_failed(app, account_id)):
         prepared = prepare(app, connection, ref)
-        check_not_sent(app, connection, prepared)
-        asked = Ask(
-            account_id,
-            review(prepared.outgoing, prepared.raw, account_id, prepared.forwarded_shown),
-            MessageRenderer(prepared.raw),
-            then=lambda: _approved(app, connection, prepared),
-            waiting=lambda: waiting_for_approval(app, prepared),  # another page for the draft is refused
-            audited=lambda: audited(_failed(app, account_id)),
-        )
-    done = app.ask(asked)
-    return _waiting(ref.message_id, account_id, done) if isinstance(done, Operation) else done
+    try:
+        with audited(_failed(app, account_id)):
+            check_not_sent(app, connection, prepared)
+            asked = Ask(
+                account_id,
+                review(prepared.outgoing, prepared.draft, account_id, prepared.forwarded_shown),
+                MessageRenderer(prepared.draft),
+                then=lambda: _approved(app, connection, prepared),
+                waiting=lambda: waiting_for_approval(app, prepared),  # another page for the draft is refused
+                audited=lambda: audited(_failed(app, account_id)),
+            )
+        done = app.ask(asked)
+    except BaseException:
+        prepared.close()
+        raise
+    if isinstance(done, Operation):  # the send goes on in the background, and closes the draft's file
+        return _waiting(ref.message_id, account_id, done)
+    prepared.close()
+    return done
 
 
 def _failed(app: Call, account_id: str) -> Callable[[ToolFailure], None]:
@@ -123,7 +125,10 @@ def _approved(app: Call, connection: AccountConnection, prepared: Prepared) -> T
             },
             retryable=False,
         ) from None
-    result = send(app, connection, prepared, NAME)
+    try:
+        result = send(app, connection, prepared, NAME)
+    finally:
+        prepared.close()
     issues = worded(result.issues)
     refused = [RefusedRecipient(address=a, reply=r) for a, r in result.refused.items()]
     data = SendDraftData(
