@@ -1,6 +1,6 @@
 """Benchmark sending a large draft: the server's peak memory while imap_send_draft sends a draft carrying
 an 18 MiB attachment through the real submission chain, against issue 59's bound (3 x the largest encoded
-part above its idle peak).
+part above its idle peak), met since issue 78 (the draft sent from a file, never held whole).
 
 Run it through ``scripts/bench`` (after the main benchmark) or alone with the project's virtualenv::
 
