@@ -112,13 +112,16 @@ def child_parts(source: MessageFile, part: StreamPart) -> list[StreamPart] | Non
         rest = _BOUNDARY_REST.fullmatch(line, len(marker)) if starts and line.startswith(marker) else None
         if rest is not None and (rest.group(2) or at + len(line) >= part.end):
             closes = bool(rest.group(1))
-            if opened is None and closes:  # closed before any part began: it has none (a leaf)
+            if opened == at:  # boundary lines in a row, of either kind: no part between them
+                opened = at + len(line)
+            elif opened is None and closes:  # closed before any part began: it has none (a leaf)
                 return None
-            if opened is not None:
-                found.append((opened, max(opened, at - previous_end)))
-            opened = at + len(line)
-            if closes:
-                break
+            else:
+                if opened is not None:
+                    found.append((opened, max(opened, at - previous_end)))
+                if closes:
+                    break
+                opened = at + len(line)
         previous_end = _line_end(line)
     else:
         if opened is not None:  # no closing boundary: the last part runs to the end, less its line end
